@@ -1,0 +1,316 @@
+/*
+ * wick.h — the C API of wick, a tensor runtime with a C core.
+ *
+ * This header is the whole contract for C programs that use wick without Lua
+ * and for the Lua binding itself (src/lua/), which is just another client.
+ *
+ * Conventions
+ * -----------
+ * - Every function that can fail returns a wick_status. WICK_OK is 0; on any
+ *   other value wick_last_error() gives a human-readable message (thread-local,
+ *   valid until the next failing call on the same thread). Nothing here ever
+ *   calls longjmp, exit or abort.
+ * - Functions that create a tensor write it to an out-parameter `wick_tensor **out`
+ *   only on success. The caller owns one reference and drops it with
+ *   wick_tensor_release(). On failure *out is left untouched.
+ * - Tensors are views: (storage, offset, sizes, strides, dtype). A storage is
+ *   reference-counted and lives on one device. Views share their storage.
+ * - Dimensions and indices are 0-based in C (the Lua binding converts from
+ *   1-based), but error messages count them from 1, as wick's Lua users do.
+ * - A tensor on the "meta" device has a shape and dtype but no data: every op
+ *   runs its checks and shape logic and allocates nothing.
+ *
+ * Thread safety: distinct tensors may be used from distinct threads. The random
+ * generator, the thread pool and the thread count are per process and guarded.
+ */
+#ifndef WICK_H
+#define WICK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define WICK_API __declspec(dllexport)
+#else
+#define WICK_API __attribute__((visibility("default")))
+#endif
+
+#define WICK_MAX_DIMS 16
+
+/* ---- status and errors -------------------------------------------------- */
+
+typedef enum wick_status {
+    WICK_OK = 0,
+    WICK_ERR_ARGUMENT,    /* bad argument value (e.g. negative size) */
+    WICK_ERR_DEVICE,      /* same-device rule, unknown or unavailable device */
+    WICK_ERR_SHAPE,       /* shapes that do not fit */
+    WICK_ERR_DTYPE,       /* dtype not supported by the op */
+    WICK_ERR_INDEX,       /* index out of range */
+    WICK_ERR_OOM,         /* out of memory; the message contains "out of memory" */
+    WICK_ERR_IO,          /* file errors */
+    WICK_ERR_UNSUPPORTED, /* not implemented for this device or dtype */
+    WICK_ERR_INTERRUPTED  /* stopped by wick_interrupt() */
+} wick_status;
+
+/* The message of the last failure on this thread ("" if none). */
+WICK_API const char *wick_last_error(void);
+/* Sets the last error; returns `status` so callers can `return wick_fail(...)`. */
+WICK_API wick_status wick_fail(wick_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Ask long-running kernels on any thread to stop at their next check
+ * (they then fail with WICK_ERR_INTERRUPTED). Safe to call from a signal handler. */
+WICK_API void wick_interrupt(void);
+
+/* ---- dtypes -------------------------------------------------------------- */
+
+typedef enum wick_dtype {
+    WICK_FLOAT32 = 0, /* the default */
+    WICK_FLOAT64,
+    WICK_FLOAT16,
+    WICK_BFLOAT16,
+    WICK_INT64,
+    WICK_INT32,
+    WICK_UINT8,
+    WICK_BOOL,
+    WICK_NUM_DTYPES
+} wick_dtype;
+
+WICK_API const char *wick_dtype_name(wick_dtype dtype);           /* "float32" */
+WICK_API wick_status wick_dtype_parse(const char *name, wick_dtype *out);
+WICK_API size_t wick_dtype_size(wick_dtype dtype);                /* bytes */
+WICK_API int wick_dtype_is_floating(wick_dtype dtype);
+/* PyTorch's promotion between two tensors of the same rank class. */
+WICK_API wick_dtype wick_promote_types(wick_dtype a, wick_dtype b);
+
+/* ---- devices ------------------------------------------------------------- */
+
+typedef enum wick_device_type { WICK_CPU = 0, WICK_CUDA, WICK_META } wick_device_type;
+
+typedef struct wick_device {
+    wick_device_type type;
+    int index; /* -1 when the device string named no ordinal ("cuda") */
+} wick_device;
+
+/* Parses "cpu", "cuda", "cuda:1", "meta". Errors name the string and list the forms. */
+WICK_API wick_status wick_device_parse(const char *text, wick_device *out);
+/* Writes the canonical name ("cuda:1") into buf; returns buf. */
+WICK_API const char *wick_device_format(wick_device dev, char *buf, size_t size);
+WICK_API int wick_device_equal(wick_device a, wick_device b);
+WICK_API wick_device wick_cpu(void);
+
+/* CUDA presence: 1 only when built with CUDA and a usable GPU exists. Never fails. */
+WICK_API int wick_cuda_is_available(void);
+WICK_API int wick_cuda_device_count(void);
+
+/* ---- tensors ------------------------------------------------------------- */
+
+typedef struct wick_tensor wick_tensor;
+
+WICK_API void wick_tensor_retain(wick_tensor *t);
+WICK_API void wick_tensor_release(wick_tensor *t); /* NULL is fine */
+
+WICK_API int wick_tensor_ndim(const wick_tensor *t);
+WICK_API const int64_t *wick_tensor_sizes(const wick_tensor *t);
+WICK_API const int64_t *wick_tensor_strides(const wick_tensor *t); /* in elements */
+WICK_API int64_t wick_tensor_offset(const wick_tensor *t);         /* in elements */
+WICK_API int64_t wick_tensor_numel(const wick_tensor *t);
+WICK_API wick_dtype wick_tensor_dtype(const wick_tensor *t);
+WICK_API wick_device wick_tensor_device(const wick_tensor *t);
+WICK_API int wick_tensor_is_contiguous(const wick_tensor *t);
+/* Address of element 0 of the view; NULL on meta. CPU memory can be read directly. */
+WICK_API void *wick_tensor_data(const wick_tensor *t);
+/* Identity of the underlying storage (for "do these share memory?"). */
+WICK_API const void *wick_tensor_storage_id(const wick_tensor *t);
+
+/* ---- creation ------------------------------------------------------------ */
+
+typedef struct wick_options {
+    wick_dtype dtype;
+    wick_device device;
+} wick_options;
+
+/* {float32, cpu} */
+WICK_API wick_options wick_default_options(void);
+
+WICK_API wick_status wick_empty(wick_tensor **out, int ndim, const int64_t *sizes, wick_options opt);
+WICK_API wick_status wick_full(wick_tensor **out, int ndim, const int64_t *sizes, double value,
+                               wick_options opt);
+/* A tensor over `count` values given as doubles (exact for every dtype except int64
+ * beyond 2^53: use wick_from_int64 for those). */
+WICK_API wick_status wick_from_doubles(wick_tensor **out, int ndim, const int64_t *sizes,
+                                       const double *values, wick_options opt);
+WICK_API wick_status wick_from_int64(wick_tensor **out, int ndim, const int64_t *sizes,
+                                     const int64_t *values, wick_options opt);
+/* [start, stop) by step, like torch.arange. */
+WICK_API wick_status wick_arange(wick_tensor **out, double start, double stop, double step,
+                                 wick_options opt);
+WICK_API wick_status wick_eye(wick_tensor **out, int64_t n, int64_t m, wick_options opt);
+/* Uniform [0, 1) and standard normal, from the process-wide generator. */
+WICK_API wick_status wick_rand(wick_tensor **out, int ndim, const int64_t *sizes, wick_options opt);
+WICK_API wick_status wick_randn(wick_tensor **out, int ndim, const int64_t *sizes, wick_options opt);
+
+/* The random generator: counter-based, so CPU and GPU kernels can draw the same
+ * numbers. Its state is 16 bytes (seed, offset). */
+#define WICK_RNG_STATE_SIZE 16
+WICK_API void wick_manual_seed(uint64_t seed);
+WICK_API void wick_rng_get_state(uint8_t state[WICK_RNG_STATE_SIZE]);
+WICK_API void wick_rng_set_state(const uint8_t state[WICK_RNG_STATE_SIZE]);
+
+/* ---- copying and conversion ---------------------------------------------- */
+
+/* dst[...] = src, broadcasting src to dst's shape, converting dtype, across devices. */
+WICK_API wick_status wick_copy_(wick_tensor *dst, const wick_tensor *src);
+WICK_API wick_status wick_fill_(wick_tensor *t, double value);
+WICK_API wick_status wick_clone(wick_tensor **out, const wick_tensor *t);
+/* A tensor with the given device and dtype; retains and returns `t` itself
+ * when nothing would change. */
+WICK_API wick_status wick_to(wick_tensor **out, wick_tensor *t, wick_options opt);
+/* The value of a one-element tensor. */
+WICK_API wick_status wick_item_double(const wick_tensor *t, double *out);
+WICK_API wick_status wick_item_int64(const wick_tensor *t, int64_t *out);
+/* Reads element at a linear (row-major) position of the view. CPU only. */
+WICK_API double wick_get_double(const wick_tensor *t, int64_t linear_index);
+
+/* ---- views (share storage) ----------------------------------------------- */
+
+WICK_API wick_status wick_view(wick_tensor **out, wick_tensor *t, int ndim, const int64_t *sizes);
+WICK_API wick_status wick_reshape(wick_tensor **out, wick_tensor *t, int ndim, const int64_t *sizes);
+WICK_API wick_status wick_transpose(wick_tensor **out, wick_tensor *t, int dim0, int dim1);
+WICK_API wick_status wick_permute(wick_tensor **out, wick_tensor *t, int ndim, const int *dims);
+WICK_API wick_status wick_narrow(wick_tensor **out, wick_tensor *t, int dim, int64_t start,
+                                 int64_t length);
+WICK_API wick_status wick_select(wick_tensor **out, wick_tensor *t, int dim, int64_t index);
+WICK_API wick_status wick_squeeze(wick_tensor **out, wick_tensor *t, int dim); /* dim -1: all */
+WICK_API wick_status wick_unsqueeze(wick_tensor **out, wick_tensor *t, int dim);
+WICK_API wick_status wick_expand(wick_tensor **out, wick_tensor *t, int ndim, const int64_t *sizes);
+WICK_API wick_status wick_flatten(wick_tensor **out, wick_tensor *t, int start_dim, int end_dim);
+/* `t` itself (retained) when already contiguous, else a contiguous copy. */
+WICK_API wick_status wick_contiguous(wick_tensor **out, wick_tensor *t);
+
+/* ---- elementwise ---------------------------------------------------------- */
+
+/* The operations, declared once (name, kind). Kinds decide the dtype rule:
+ *   ARITH: result has the promoted dtype; FLOAT: integer inputs give float32;
+ *   COMPARE: result is bool. */
+#define WICK_UNARY_OPS(X)                                                                      \
+    X(NEG, "neg") X(ABS, "abs") X(EXP, "exp") X(LOG, "log") X(SQRT, "sqrt") X(TANH, "tanh")      \
+    X(SIGMOID, "sigmoid") X(RELU, "relu")
+#define WICK_BINARY_OPS(X)                                                                     \
+    X(ADD, "add") X(SUB, "sub") X(MUL, "mul") X(DIV, "div") X(POW, "pow") X(MAXIMUM, "maximum") \
+    X(MINIMUM, "minimum") X(EQ, "eq") X(NE, "ne") X(LT, "lt") X(LE, "le") X(GT, "gt") X(GE, "ge")
+
+#define WICK_ENUM_UNARY(id, name) WICK_##id,
+#define WICK_ENUM_BINARY(id, name) WICK_##id,
+typedef enum wick_unary_op { WICK_UNARY_OPS(WICK_ENUM_UNARY) WICK_NUM_UNARY } wick_unary_op;
+typedef enum wick_binary_op { WICK_BINARY_OPS(WICK_ENUM_BINARY) WICK_NUM_BINARY } wick_binary_op;
+#undef WICK_ENUM_UNARY
+#undef WICK_ENUM_BINARY
+
+WICK_API const char *wick_unary_name(wick_unary_op op);
+WICK_API const char *wick_binary_name(wick_binary_op op);
+
+WICK_API wick_status wick_unary(wick_tensor **out, wick_unary_op op, const wick_tensor *a);
+WICK_API wick_status wick_unary_(wick_unary_op op, wick_tensor *a);
+/* out = a op b with broadcasting and PyTorch's type promotion. */
+WICK_API wick_status wick_binary(wick_tensor **out, wick_binary_op op, const wick_tensor *a,
+                                 const wick_tensor *b);
+/* a = a op b in place (b broadcast to a's shape; the result must fit a's dtype). */
+WICK_API wick_status wick_binary_(wick_binary_op op, wick_tensor *a, const wick_tensor *b);
+/* A number operand: `scalar_first` puts it on the left (2 - t). `is_integer` says
+ * the number had no fractional part, which keeps integer tensors integer. */
+typedef struct wick_scalar {
+    double value;
+    int is_integer;
+} wick_scalar;
+WICK_API wick_status wick_binary_scalar(wick_tensor **out, wick_binary_op op, const wick_tensor *a,
+                                        wick_scalar s, int scalar_first);
+WICK_API wick_status wick_binary_scalar_(wick_binary_op op, wick_tensor *a, wick_scalar s);
+/* add with alpha: out = a + alpha * b (sub is alpha = -1). */
+WICK_API wick_status wick_add_scaled(wick_tensor **out, const wick_tensor *a, const wick_tensor *b,
+                                     double alpha);
+WICK_API wick_status wick_add_scaled_(wick_tensor *a, const wick_tensor *b, double alpha);
+/* clamp(a, lo, hi); use -INFINITY / INFINITY for an open side. */
+WICK_API wick_status wick_clamp(wick_tensor **out, const wick_tensor *a, double lo, double hi);
+WICK_API wick_status wick_clamp_(wick_tensor *a, double lo, double hi);
+/* cond ? a : b, all three broadcast together. */
+WICK_API wick_status wick_where(wick_tensor **out, const wick_tensor *cond, const wick_tensor *a,
+                                const wick_tensor *b);
+
+/* The fast path of the Lua binding (and of C loops on tiny tensors): a op= b for two
+ * CPU tensors of the same shape and float dtype, both contiguous. Returns 0 when
+ * done; any other value means "not handled here, call wick_binary_" and sets no
+ * error. */
+WICK_API int wick_try_fast_binary_(int op, wick_tensor *a, const wick_tensor *b);
+
+/* ---- reductions ----------------------------------------------------------- */
+
+#define WICK_REDUCE_OPS(X)                                                                     \
+    X(SUM, "sum") X(MEAN, "mean") X(PROD, "prod") X(MAX, "max") X(MIN, "min") X(ARGMAX, "argmax") \
+    X(ARGMIN, "argmin") X(VAR, "var") X(STD, "std")
+#define WICK_ENUM_REDUCE(id, name) WICK_##id,
+typedef enum wick_reduce_op { WICK_REDUCE_OPS(WICK_ENUM_REDUCE) WICK_NUM_REDUCE } wick_reduce_op;
+#undef WICK_ENUM_REDUCE
+
+WICK_API const char *wick_reduce_name(wick_reduce_op op);
+/* dim < 0 reduces over all elements (keepdim then keeps every dim as size 1).
+ * `correction` is used by var/std (1 = unbiased, like PyTorch's default).
+ * For MAX/MIN with a dim, `indices` (may be NULL) receives int64 positions. */
+WICK_API wick_status wick_reduce(wick_tensor **out, wick_tensor **indices, wick_reduce_op op,
+                                 const wick_tensor *a, int dim, int keepdim, int correction);
+
+/* ---- linear algebra (OpenBLAS on the CPU) -------------------------------- */
+
+WICK_API wick_status wick_mm(wick_tensor **out, const wick_tensor *a, const wick_tensor *b);
+WICK_API wick_status wick_bmm(wick_tensor **out, const wick_tensor *a, const wick_tensor *b);
+/* beta * input + alpha * (mat1 @ mat2), input broadcast to the product's shape. */
+WICK_API wick_status wick_addmm(wick_tensor **out, const wick_tensor *input, const wick_tensor *mat1,
+                                const wick_tensor *mat2, double beta, double alpha);
+/* torch.matmul: dot, matrix-vector, matrix-matrix and broadcast batches. */
+WICK_API wick_status wick_matmul(wick_tensor **out, const wick_tensor *a, const wick_tensor *b);
+/* out = a @ b for 2-D CPU float tensors of fitting shapes, written into `out`
+ * (also 2-D, contiguous). The fast path of the Lua binding; 0 when done. */
+WICK_API int wick_try_fast_mm(wick_tensor *out, const wick_tensor *a, const wick_tensor *b);
+
+/* ---- indexing, joining ---------------------------------------------------- */
+
+WICK_API wick_status wick_index_select(wick_tensor **out, const wick_tensor *a, int dim,
+                                       const wick_tensor *index);
+WICK_API wick_status wick_gather(wick_tensor **out, const wick_tensor *a, int dim,
+                                 const wick_tensor *index);
+/* out = a with out[index[i][j]][j] = src[i][j] (dim 0), like Tensor.scatter. */
+WICK_API wick_status wick_scatter(wick_tensor **out, const wick_tensor *a, int dim,
+                                  const wick_tensor *index, const wick_tensor *src);
+WICK_API wick_status wick_scatter_(wick_tensor *a, int dim, const wick_tensor *index,
+                                   const wick_tensor *src);
+WICK_API wick_status wick_cat(wick_tensor **out, int count, const wick_tensor *const *tensors, int dim);
+WICK_API wick_status wick_stack(wick_tensor **out, int count, const wick_tensor *const *tensors,
+                                int dim);
+
+/* ---- softmax -------------------------------------------------------------- */
+
+WICK_API wick_status wick_softmax(wick_tensor **out, const wick_tensor *a, int dim);
+WICK_API wick_status wick_log_softmax(wick_tensor **out, const wick_tensor *a, int dim);
+
+/* ---- threads -------------------------------------------------------------- */
+
+/* Bounds wick's own kernels and the BLAS library together (per process). */
+WICK_API void wick_set_num_threads(int n);
+WICK_API int wick_get_num_threads(void);
+
+/* ---- memory accounting ---------------------------------------------------- */
+
+/* Bytes of CPU tensor memory currently allocated (all threads, all states). */
+WICK_API int64_t wick_cpu_bytes_in_use(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* WICK_H */

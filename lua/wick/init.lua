@@ -1,0 +1,232 @@
+-- wick: tensors and devices from a C core, scripted from Lua.
+-- This file assembles the public module from the C binding ("wick.core") and
+-- the Lua-side pieces: device objects, tensor fields, printing, fast paths.
+
+local core = require("wick.core")
+
+-- Errors raised from wick's own Lua files name the user's line, not ours.
+local own_source = debug.getinfo(1, "S").source
+core.set_lua_dir((own_source:gsub("[^/\\]*$", "")))
+
+local wick = {}
+local Tensor = core.Tensor -- the methods table
+local mt = core._mt        -- the tensor metatable
+wick.Tensor = Tensor
+wick._core = core
+wick.error = core.error
+
+-- ---- devices: interned objects, one per device per Lua state ----
+
+local Device = {}
+Device.__index = Device
+Device.__tostring = function(d) return d._name end
+Device.__newindex = function() core.error("device objects are read-only") end
+Device.__eq = function(a, b) return rawequal(a, b) end
+local devices = setmetatable({}, { __mode = "v" })
+
+local function intern_device(type_, index, name)
+  local d = devices[name]
+  if d == nil then
+    d = setmetatable({}, Device)
+    rawset(d, "type", type_)
+    rawset(d, "index", index)
+    rawset(d, "_name", name)
+    devices[name] = d
+  end
+  return d
+end
+
+--- wick.device("cuda:1"), wick.device("cuda", 1), wick.device(d)
+function wick.device(spec, index)
+  if getmetatable(spec) == Device then return spec end
+  if type(spec) ~= "string" then
+    core.error("wick.device: expected a string such as 'cpu', 'cuda', 'cuda:1' or 'meta', got " .. type(spec))
+  end
+  if index ~= nil then
+    if type(index) ~= "number" or index < 0 or index ~= math.floor(index) or spec:find(":") then
+      core.error(("wick.device: invalid device '%s' with index %s (accepted forms: 'cpu', 'cuda', 'cuda:N' (N >= 0), 'meta')")
+        :format(spec, tostring(index)))
+    end
+    spec = spec .. ":" .. index
+  end
+  return intern_device(core.parse_device(spec))
+end
+wick.Device = Device
+
+local function device_of_name(name) return intern_device(core.parse_device(name)) end
+
+-- ---- dtypes ----
+
+wick.dtypes = { "float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8", "bool" }
+for _, d in ipairs(wick.dtypes) do wick[d] = d end
+
+-- ---- tensor fields read with `.` ----
+
+local Size = {}
+Size.__index = Size
+Size.__tostring = function(s)
+  local parts = {}
+  for i = 1, #s do parts[i] = tostring(s[i]) end
+  return "[" .. table.concat(parts, ", ") .. "]"
+end
+Size.__eq = function(a, b)
+  if #a ~= #b then return false end
+  for i = 1, #a do if a[i] ~= b[i] then return false end end
+  return true
+end
+function Size.numel(s) local n = 1; for i = 1, #s do n = n * s[i] end; return n end
+wick.Size = Size
+
+local tensor_shape, tensor_dtype, tensor_device = Tensor._shape, Tensor._dtype, Tensor._device
+local fields = {
+  shape = function(t) return setmetatable(tensor_shape(t), Size) end,
+  dtype = tensor_dtype,
+  device = function(t) return device_of_name(tensor_device(t)) end,
+  ndim = function(t) return t:dim() end,
+  is_cuda = function(t) return tensor_device(t):sub(1, 4) == "cuda" end,
+  is_meta = function(t) return tensor_device(t) == "meta" end,
+  T = function(t) return t:permute(unpack((function() local p = {}; for i = t:dim(), 1, -1 do p[#p + 1] = i end; return p end)())) end,
+}
+wick._tensor_fields = fields
+
+local get_slice, set_slice = Tensor._get, Tensor._set
+mt.__index = function(t, k)
+  local m = Tensor[k]
+  if m ~= nil then return m end
+  if type(k) == "number" then return get_slice(t, k) end
+  local f = fields[k]
+  if f ~= nil then return f(t) end
+  return nil
+end
+
+local setters = {}
+wick._tensor_setters = setters
+mt.__newindex = function(t, k, v)
+  if type(k) == "number" then return set_slice(t, k, v) end
+  local s = setters[k]
+  if s then return s(t, v) end
+  core.error(("cannot set field '%s' of a tensor"):format(tostring(k)))
+end
+
+-- ---- conversions and small methods written over the C ones ----
+
+local conversions = { float = "float32", double = "float64", half = "float16", bfloat16 = "bfloat16",
+  long = "int64", int = "int32", byte = "uint8", bool = "bool" }
+for name, dtype in pairs(conversions) do
+  Tensor[name] = function(t) return t:to(dtype) end
+end
+function Tensor.cpu(t) return t:to("cpu") end
+function Tensor.cuda(t, index)
+  if index == nil then return t:to("cuda:" .. tostring(wick.cuda.current_device())) end
+  return t:to(wick.device("cuda", index))
+end
+function Tensor.type(t) return t.dtype end
+function Tensor.nelement(t) return t:numel() end
+function Tensor.zero_(t) return t:fill_(0) end
+function Tensor.view_as(t, other) return t:view(other:size()) end
+function Tensor.reshape_as(t, other) return t:reshape(other:size()) end
+function Tensor.expand_as(t, other) return t:expand(other:size()) end
+function Tensor.where(t, cond, other) return core.where(cond, t, other) end
+function Tensor.is_floating_point(t)
+  local d = t.dtype
+  return d == "float32" or d == "float64" or d == "float16" or d == "bfloat16"
+end
+function Tensor.is_same_storage(t, other) return t:_storage_id() == other:_storage_id() end
+function Tensor.equal(t, other)
+  if t:dim() ~= other:dim() then return false end
+  for i = 1, t:dim() do if t:size(i) ~= other:size(i) then return false end end
+  return t:eq(other):all()
+end
+function Tensor.all(t) return t:numel() == 0 or t:to("bool"):to("int64"):min():item() == 1 end
+function Tensor.any(t) return t:numel() > 0 and t:to("bool"):to("int64"):max():item() == 1 end
+function Tensor.allclose(t, other, rtol, atol)
+  rtol, atol = rtol or 1e-5, atol or 1e-8
+  local diff = (t - other):abs()
+  return diff:le(other:abs() * rtol + atol):all()
+end
+function Tensor.square(t) return t * t end
+function Tensor.sub_scalar(t, v) return t - v end
+
+-- ---- module-level functions that mirror methods ----
+
+for _, name in ipairs({ "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", "log", "sqrt", "tanh",
+  "sigmoid", "relu", "clamp", "eq", "ne", "lt", "le", "gt", "ge", "maximum", "minimum", "sum", "mean",
+  "max", "min", "argmax", "argmin", "prod", "var", "std", "matmul", "mm", "bmm", "addmm", "view",
+  "reshape", "transpose", "t", "permute", "narrow", "select", "squeeze", "unsqueeze", "flatten",
+  "index_select", "gather", "scatter", "softmax", "log_softmax", "clone", "allclose", "equal" }) do
+  local method = Tensor[name]
+  wick[name] = function(t, ...) return method(t, ...) end
+end
+for _, name in ipairs({ "tensor", "zeros", "ones", "empty", "rand", "randn", "full", "arange", "eye",
+  "zeros_like", "ones_like", "empty_like", "rand_like", "randn_like", "full_like", "manual_seed",
+  "get_rng_state", "set_rng_state", "set_num_threads", "get_num_threads", "where", "cat", "stack" }) do
+  wick[name] = core[name]
+end
+
+function wick.is_tensor(v) return getmetatable(v) == mt end
+
+--- Moves a tensor, or every tensor inside a (nested) table, to a device.
+function wick.to_device(value, device)
+  if getmetatable(value) == mt then return value:to(device) end
+  if type(value) ~= "table" then return value end
+  local out = {}
+  for k, v in pairs(value) do out[k] = wick.to_device(v, device) end
+  return setmetatable(out, getmetatable(value))
+end
+
+-- ---- CUDA (the backend comes with the CUDA build) ----
+
+local current_cuda_device = 0
+wick.cuda = {
+  is_available = function() local ok, r = pcall(core.cuda_is_available); return ok and r or false end,
+  device_count = function() return core.cuda_device_count() end,
+  current_device = function() return current_cuda_device end,
+}
+function wick.cuda.set_device(i)
+  local d = type(i) == "number" and i or wick.device(i).index or 0
+  local n = core.cuda_device_count()
+  if d < 0 or d >= n then
+    core.error(("wick.cuda.set_device: invalid device ordinal %s: wick.cuda.device_count() is %d"):format(tostring(i), n))
+  end
+  current_cuda_device = d
+end
+function wick.cuda.with_device(i, fn, ...)
+  local previous = current_cuda_device
+  wick.cuda.set_device(i)
+  local results = { pcall(fn, ...) }
+  current_cuda_device = previous
+  if not results[1] then error(results[2], 0) end
+  return unpack(results, 2, table.maxn(results))
+end
+
+-- ---- printing ----
+
+local print_tensor = require("wick.print")
+mt.__tostring = function(t) return print_tensor(t) end
+
+-- ---- LuaJIT fast paths: tiny ops called through the FFI ----
+-- The classic Lua C API binding works everywhere; under LuaJIT the hottest
+-- methods first try a C fast path through the FFI, which the JIT compiles into
+-- the caller's trace. Anything the fast path does not handle (other dtypes,
+-- devices, shapes, and every error) falls back to the classic binding.
+local has_ffi, ffi = pcall(require, "ffi")
+if has_ffi and not os.getenv("WICK_NO_FFI") then
+  pcall(ffi.cdef, "typedef struct wick_tensor wick_tensor;")
+  local ptrs = core.fast_pointers()
+  local slot = ffi.typeof("wick_tensor **")
+  local binary_inplace = ffi.cast("int (*)(int, wick_tensor *, const wick_tensor *)", ptrs.binary_inplace)
+  local ops = { add_ = 0, sub_ = 1, mul_ = 2, div_ = 3 }
+  for name, op in pairs(ops) do
+    local classic = Tensor[name]
+    Tensor[name] = function(a, b, alpha)
+      if alpha == nil and getmetatable(b) == mt and getmetatable(a) == mt
+          and binary_inplace(op, ffi.cast(slot, a)[0], ffi.cast(slot, b)[0]) == 0 then
+        return a
+      end
+      return classic(a, b, alpha)
+    end
+  end
+  wick._ffi = true
+end
+
+return wick

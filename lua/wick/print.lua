@@ -1,0 +1,140 @@
+-- tostring(t) like PyTorch's repr: aligned values, `...` summaries of large
+-- tensors, and device= / dtype= suffixes when they differ from the defaults.
+
+local THRESHOLD, EDGE, LINE_WIDTH = 1000, 3, 80
+local ELLIPSIS = {} -- marks the elided middle of a summarised dim
+
+local function is_float(dtype)
+  return dtype == "float32" or dtype == "float64" or dtype == "float16" or dtype == "bfloat16"
+end
+
+-- The indices shown along a dim: all, or the first and last EDGE (0 marks "...").
+local function shown(size, summarize)
+  local idx = {}
+  if summarize and size > 2 * EDGE then
+    for i = 1, EDGE do idx[#idx + 1] = i end
+    idx[#idx + 1] = 0
+    for i = size - EDGE + 1, size do idx[#idx + 1] = i end
+  else
+    for i = 1, size do idx[i] = i end
+  end
+  return idx
+end
+
+-- Collects the shown values (as Lua values) into a nested structure.
+local function collect(t, summarize, flat)
+  if t:dim() == 0 then
+    local v = t:item()
+    flat[#flat + 1] = v
+    return v
+  end
+  local out = {}
+  for _, i in ipairs(shown(t:size(1), summarize)) do
+    if i == 0 then out[#out + 1] = ELLIPSIS
+    else out[#out + 1] = collect(t:select(1, i), summarize, flat) end
+  end
+  return out
+end
+
+local function float_formatter(values)
+  local finite, int_mode = {}, true
+  for _, v in ipairs(values) do
+    if v == v and v ~= math.huge and v ~= -math.huge then
+      finite[#finite + 1] = math.abs(v)
+      if v ~= math.floor(v) then int_mode = false end
+    end
+  end
+  local fmt
+  if #finite == 0 then
+    fmt = function(v) return tostring(v) end
+  else
+    local maxv, minv = 0, math.huge
+    for _, a in ipairs(finite) do
+      if a > maxv then maxv = a end
+      if a ~= 0 and a < minv then minv = a end
+    end
+    if minv == math.huge then minv = 0 end
+    if int_mode then
+      if maxv > 1e8 then fmt = function(v) return ("%.4e"):format(v) end
+      else fmt = function(v) return ("%.0f."):format(v) end end
+    elseif maxv / math.max(minv, 1e-300) > 1000 or maxv > 1e8 or (minv ~= 0 and minv < 1e-4) then
+      fmt = function(v) return ("%.4e"):format(v) end
+    else
+      fmt = function(v) return ("%.4f"):format(v) end
+    end
+  end
+  return function(v)
+    if v ~= v then return "nan" end
+    if v == math.huge then return "inf" end
+    if v == -math.huge then return "-inf" end
+    return fmt(v)
+  end
+end
+
+local function formatter_for(dtype, values)
+  if dtype == "bool" then return function(v) return v and "True" or "False" end end
+  if is_float(dtype) then return float_formatter(values) end
+  return function(v) return ("%.0f"):format(v) end
+end
+
+local function render(node, fmt, width, indent, depth, ndim)
+  if type(node) ~= "table" or node == ELLIPSIS then
+    local s = fmt(node)
+    return (" "):rep(width - #s) .. s
+  end
+  if ndim - depth == 1 then -- innermost: wrap lines at LINE_WIDTH
+    local parts, line, lines = {}, {}, {}
+    local per_line = math.max(1, math.floor((LINE_WIDTH - indent) / (width + 2)))
+    for _, v in ipairs(node) do
+      parts[#parts + 1] = v == ELLIPSIS and "..." or render(v, fmt, width, indent, depth + 1, ndim)
+    end
+    for i, p in ipairs(parts) do
+      line[#line + 1] = p
+      if #line == per_line and i < #parts then
+        lines[#lines + 1] = table.concat(line, ", ")
+        line = {}
+      end
+    end
+    lines[#lines + 1] = table.concat(line, ", ")
+    return "[" .. table.concat(lines, ",\n" .. (" "):rep(indent + 1)) .. "]"
+  end
+  local rows = {}
+  for _, v in ipairs(node) do
+    rows[#rows + 1] = v == ELLIPSIS and "..." or render(v, fmt, width, indent + 1, depth + 1, ndim)
+  end
+  local sep = "," .. ("\n"):rep(ndim - depth - 1) .. (" "):rep(indent + 1)
+  return "[" .. table.concat(rows, sep) .. "]"
+end
+
+local function shape_tuple(t)
+  local parts = {}
+  for i = 1, t:dim() do parts[i] = tostring(t:size(i)) end
+  if #parts == 1 then return "(" .. parts[1] .. ",)" end
+  return "(" .. table.concat(parts, ", ") .. ")"
+end
+
+return function(t)
+  local suffix = {}
+  local device = t.device
+  local dtype = t.dtype
+  if device.type ~= "cpu" then suffix[#suffix + 1] = ("device='%s'"):format(tostring(device)) end
+  local body
+  if device.type == "meta" then
+    body = "..."
+    suffix[#suffix + 1] = "size=" .. shape_tuple(t)
+  elseif t:numel() == 0 then
+    body = "[]"
+    if t:dim() ~= 1 then suffix[#suffix + 1] = "size=" .. shape_tuple(t) end
+  else
+    local host = device.type == "cpu" and t or t:cpu()
+    local flat = {}
+    local tree = collect(host, host:numel() > THRESHOLD, flat)
+    local fmt = formatter_for(dtype, flat)
+    local width = 0
+    for _, v in ipairs(flat) do width = math.max(width, #fmt(v)) end
+    body = render(tree, fmt, width, #"tensor(", 0, t:dim())
+  end
+  if dtype ~= "float32" then suffix[#suffix + 1] = "dtype=" .. dtype end
+  if #suffix > 0 then body = body .. ", " .. table.concat(suffix, ", ") end
+  return "tensor(" .. body .. ")"
+end

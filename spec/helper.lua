@@ -1,0 +1,1 @@
+package.path = "./lua/?.lua;./lua/?/init.lua;" .. package.path

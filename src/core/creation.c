@@ -1,0 +1,218 @@
+/* Creating tensors, copying between dtypes and devices, reading values. */
+#include "internal.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+
+wick_options wick_default_options(void) { return (wick_options){WICK_FLOAT32, {WICK_CPU, -1}}; }
+
+wick_status wick_empty(wick_tensor **out, int ndim, const int64_t *sizes, wick_options opt) {
+    return wk_tensor_new(out, ndim, sizes, opt.dtype, opt.device);
+}
+
+wick_status wick_full(wick_tensor **out, int ndim, const int64_t *sizes, double value, wick_options opt) {
+    wick_tensor *t;
+    wick_status st = wk_tensor_new(&t, ndim, sizes, opt.dtype, opt.device);
+    if (st) return st;
+    if ((st = wick_fill_(t, value))) {
+        wick_tensor_release(t);
+        return st;
+    }
+    *out = t;
+    return WICK_OK;
+}
+
+/* Builds on the CPU, then moves to the target device. */
+static wick_status from_values(wick_tensor **out, int ndim, const int64_t *sizes, const void *values,
+                               bool ints, wick_options opt) {
+    wick_tensor *t;
+    wick_device target = opt.device;
+    wick_status st = wk_tensor_new(&t, ndim, sizes, opt.dtype,
+                                   target.type == WICK_META ? target : wick_cpu());
+    if (st) return st;
+    if (target.type == WICK_META) return *out = t, WICK_OK;
+    int64_t n = wick_tensor_numel(t);
+    size_t es = wick_dtype_size(opt.dtype);
+    char *p = wk_data(t);
+    for (int64_t i = 0; i < n; i++) {
+        if (ints) wk_store_int64(p + i * es, opt.dtype, ((const int64_t *)values)[i]);
+        else wk_store_double(p + i * es, opt.dtype, ((const double *)values)[i]);
+    }
+    if (target.type == WICK_CPU) return *out = t, WICK_OK;
+    opt.device = target;
+    st = wick_to(out, t, opt);
+    wick_tensor_release(t);
+    return st;
+}
+
+wick_status wick_from_doubles(wick_tensor **out, int ndim, const int64_t *sizes, const double *values,
+                              wick_options opt) {
+    return from_values(out, ndim, sizes, values, false, opt);
+}
+
+wick_status wick_from_int64(wick_tensor **out, int ndim, const int64_t *sizes, const int64_t *values,
+                            wick_options opt) {
+    return from_values(out, ndim, sizes, values, true, opt);
+}
+
+wick_status wick_arange(wick_tensor **out, double start, double stop, double step, wick_options opt) {
+    if (step == 0) return wick_fail(WICK_ERR_ARGUMENT, "arange: step must be nonzero");
+    if (!isfinite(start) || !isfinite(stop) || !isfinite(step))
+        return wick_fail(WICK_ERR_ARGUMENT, "arange: start, stop and step must be finite");
+    if ((step > 0 && start > stop) || (step < 0 && start < stop))
+        return wick_fail(WICK_ERR_ARGUMENT,
+                         "arange: upper bound and larger bound inconsistent with step sign "
+                         "(start %g, stop %g, step %g)",
+                         start, stop, step);
+    double count = ceil((stop - start) / step);
+    if (count > 1e15) return wick_fail(WICK_ERR_OOM, "out of memory: arange of %.0f elements", count);
+    int64_t n = (int64_t)count;
+    wick_tensor *t;
+    wick_status st = wk_tensor_new(&t, 1, &n, opt.dtype, opt.device.type == WICK_META ? opt.device : wick_cpu());
+    if (st) return st;
+    char *p = wk_data(t);
+    size_t es = wick_dtype_size(opt.dtype);
+    for (int64_t i = 0; p && i < n; i++) wk_store_double(p + i * es, opt.dtype, start + (double)i * step);
+    if (opt.device.type != WICK_CPU && opt.device.type != WICK_META) {
+        st = wick_to(out, t, opt);
+        wick_tensor_release(t);
+        return st;
+    }
+    *out = t;
+    return WICK_OK;
+}
+
+wick_status wick_eye(wick_tensor **out, int64_t n, int64_t m, wick_options opt) {
+    int64_t sizes[2] = {n, m < 0 ? n : m};
+    wick_tensor *t, *diag;
+    wick_status st = wick_full(&t, 2, sizes, 0, opt);
+    if (st) return st;
+    /* the diagonal is a strided view: fill it in place */
+    int64_t len = sizes[0] < sizes[1] ? sizes[0] : sizes[1], stride = sizes[1] + 1;
+    if ((st = wk_tensor_view(&diag, t, 1, &len, &stride, 0)) || (st = wick_fill_(diag, 1))) {
+        wick_tensor_release(t);
+        return st;
+    }
+    wick_tensor_release(diag);
+    *out = t;
+    return WICK_OK;
+}
+
+static wick_status random_fill(wick_tensor **out, int ndim, const int64_t *sizes, wick_options opt,
+                               int normal) {
+    if (!wick_dtype_is_floating(opt.dtype))
+        return wick_fail(WICK_ERR_DTYPE, "%s: expected a floating-point dtype, got %s",
+                         normal ? "randn" : "rand", wick_dtype_name(opt.dtype));
+    wick_tensor *t;
+    wick_status st = wk_tensor_new(&t, ndim, sizes, opt.dtype, opt.device);
+    if (st) return st;
+    if (t->storage->backend) {
+        uint64_t seed, offset, n = (uint64_t)wick_tensor_numel(t);
+        wk_rng_reserve(normal ? 2 * n : n, &seed, &offset);
+        t->storage->backend->random(t, normal, seed, offset);
+    }
+    *out = t;
+    return WICK_OK;
+}
+
+wick_status wick_rand(wick_tensor **out, int ndim, const int64_t *sizes, wick_options opt) {
+    return random_fill(out, ndim, sizes, opt, 0);
+}
+wick_status wick_randn(wick_tensor **out, int ndim, const int64_t *sizes, wick_options opt) {
+    return random_fill(out, ndim, sizes, opt, 1);
+}
+
+/* ---- copy, fill, clone, to ---- */
+
+wick_status wick_copy_(wick_tensor *dst, const wick_tensor *src) {
+    int n;
+    int64_t shape[WICK_MAX_DIMS];
+    wick_status st = wk_broadcast_shapes("copy_", dst->ndim, dst->sizes, src->ndim, src->sizes, &n, shape);
+    if (st) return st;
+    if (n != dst->ndim || memcmp(shape, dst->sizes, sizeof(int64_t) * n) != 0) {
+        char a[WK_SHAPE_BUF], b[WK_SHAPE_BUF];
+        return wick_fail(WICK_ERR_SHAPE, "copy_: size mismatch: source %s cannot be copied into %s",
+                         wk_shape_str(src->ndim, src->sizes, a, sizeof a),
+                         wk_shape_str(dst->ndim, dst->sizes, b, sizeof b));
+    }
+    wick_device dd = dst->storage->device, sd = src->storage->device;
+    if (dd.type == WICK_META) return WICK_OK;
+    if (sd.type == WICK_META)
+        return wick_fail(WICK_ERR_DEVICE, "copy_: cannot copy out of a meta tensor: it has no data");
+    if (dd.type != WICK_CPU || sd.type != WICK_CPU)
+        return wick_fail(WICK_ERR_UNSUPPORTED, "copy_: CUDA copies need the CUDA backend");
+    wk_iter it;
+    const wick_tensor *ops[2] = {dst, src};
+    wk_iter_init(&it, 2, ops);
+    dst->storage->backend->copy(&it);
+    return WICK_OK;
+}
+
+wick_status wick_fill_(wick_tensor *t, double value) {
+    if (!t->storage->backend) return WICK_OK; /* meta */
+    wk_iter it;
+    const wick_tensor *ops[1] = {t};
+    wk_iter_init(&it, 1, ops);
+    t->storage->backend->fill(&it, value);
+    return WICK_OK;
+}
+
+static wick_status copy_as(wick_tensor **out, const wick_tensor *t, wick_options opt) {
+    wick_tensor *c;
+    wick_status st = wk_tensor_new(&c, t->ndim, t->sizes, opt.dtype, opt.device);
+    if (st) return st;
+    if (c->storage->backend && (st = wick_copy_(c, t))) {
+        wick_tensor_release(c);
+        return st;
+    }
+    *out = c;
+    return WICK_OK;
+}
+
+wick_status wick_clone(wick_tensor **out, const wick_tensor *t) {
+    return copy_as(out, t, (wick_options){t->dtype, t->storage->device});
+}
+
+wick_status wick_to(wick_tensor **out, wick_tensor *t, wick_options opt) {
+    if (opt.dtype == t->dtype && wick_device_equal(opt.device, t->storage->device)) {
+        wick_tensor_retain(t);
+        *out = t;
+        return WICK_OK;
+    }
+    return copy_as(out, t, opt);
+}
+
+static wick_status check_item(const wick_tensor *t) {
+    if (wick_tensor_numel(t) != 1)
+        return wick_fail(WICK_ERR_SHAPE,
+                         "a Tensor with %" PRId64 " elements cannot be converted to a number (item() "
+                         "needs exactly one element)",
+                         wick_tensor_numel(t));
+    if (wk_is_meta(t)) return wick_fail(WICK_ERR_DEVICE, "item(): a meta tensor has no data to read");
+    if (t->storage->device.type != WICK_CPU)
+        return wick_fail(WICK_ERR_UNSUPPORTED, "item(): reading CUDA memory needs the CUDA backend");
+    return WICK_OK;
+}
+
+wick_status wick_item_double(const wick_tensor *t, double *out) {
+    wick_status st = check_item(t);
+    if (!st) *out = wk_load_double(wk_data(t), t->dtype);
+    return st;
+}
+
+wick_status wick_item_int64(const wick_tensor *t, int64_t *out) {
+    wick_status st = check_item(t);
+    if (!st) *out = wk_load_int64(wk_data(t), t->dtype);
+    return st;
+}
+
+double wick_get_double(const wick_tensor *t, int64_t linear) {
+    int64_t off = 0;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        off += (linear % t->sizes[i]) * t->strides[i];
+        linear /= t->sizes[i];
+    }
+    return wk_load_double((const char *)t->storage->data + (t->offset + off) * wick_dtype_size(t->dtype),
+                          t->dtype);
+}

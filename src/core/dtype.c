@@ -1,0 +1,156 @@
+/* dtypes: names, sizes, PyTorch's promotion, and element conversion. */
+#include "internal.h"
+
+#include <math.h>
+
+static const struct {
+    const char *name;
+    size_t size;
+    int floating;
+} dtype_info[WICK_NUM_DTYPES] = {
+    [WICK_FLOAT32] = {"float32", 4, 1}, [WICK_FLOAT64] = {"float64", 8, 1},
+    [WICK_FLOAT16] = {"float16", 2, 1}, [WICK_BFLOAT16] = {"bfloat16", 2, 1},
+    [WICK_INT64] = {"int64", 8, 0},     [WICK_INT32] = {"int32", 4, 0},
+    [WICK_UINT8] = {"uint8", 1, 0},     [WICK_BOOL] = {"bool", 1, 0},
+};
+
+/* Aliases PyTorch users type. */
+static const struct {
+    const char *alias;
+    wick_dtype dtype;
+} dtype_aliases[] = {
+    {"float", WICK_FLOAT32}, {"double", WICK_FLOAT64}, {"half", WICK_FLOAT16},
+    {"long", WICK_INT64},    {"int", WICK_INT32},      {"byte", WICK_UINT8},
+};
+
+const char *wick_dtype_name(wick_dtype d) {
+    return (unsigned)d < WICK_NUM_DTYPES ? dtype_info[d].name : "invalid";
+}
+size_t wick_dtype_size(wick_dtype d) { return (unsigned)d < WICK_NUM_DTYPES ? dtype_info[d].size : 0; }
+int wick_dtype_is_floating(wick_dtype d) { return (unsigned)d < WICK_NUM_DTYPES && dtype_info[d].floating; }
+
+wick_status wick_dtype_parse(const char *name, wick_dtype *out) {
+    for (int i = 0; i < WICK_NUM_DTYPES; i++)
+        if (strcmp(name, dtype_info[i].name) == 0) return *out = (wick_dtype)i, WICK_OK;
+    for (size_t i = 0; i < sizeof dtype_aliases / sizeof *dtype_aliases; i++)
+        if (strcmp(name, dtype_aliases[i].alias) == 0) return *out = dtype_aliases[i].dtype, WICK_OK;
+    return wick_fail(WICK_ERR_DTYPE,
+                     "unknown dtype '%s' (expected float32, float64, float16, bfloat16, int64, "
+                     "int32, uint8 or bool)",
+                     name);
+}
+
+/* Category: 0 bool, 1 integer, 2 floating. */
+static int category(wick_dtype d) { return d == WICK_BOOL ? 0 : dtype_info[d].floating ? 2 : 1; }
+
+wick_dtype wick_promote_types(wick_dtype a, wick_dtype b) {
+    if (a == b) return a;
+    int ca = category(a), cb = category(b);
+    if (ca != cb) return ca > cb ? a : b;
+    if (ca == 2) {
+        /* float16 with bfloat16 has no common 16-bit type */
+        if ((a == WICK_FLOAT16 && b == WICK_BFLOAT16) || (a == WICK_BFLOAT16 && b == WICK_FLOAT16))
+            return WICK_FLOAT32;
+        return dtype_info[a].size >= dtype_info[b].size ? a : b;
+    }
+    return dtype_info[a].size >= dtype_info[b].size ? a : b; /* uint8 < int32 < int64 */
+}
+
+/* IEEE half and bfloat16, round to nearest even. */
+float wk_half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+    if (exp == 0x1f) bits = sign | 0x7f800000u | (man << 13);
+    else if (exp) bits = sign | ((exp + 112) << 23) | (man << 13);
+    else if (!man) bits = sign;
+    else { /* subnormal */
+        float f = ldexpf((float)man, -24);
+        return sign ? -f : f;
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t wk_float_to_half(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint16_t sign = (x >> 16) & 0x8000;
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) return sign | 0x7c00 | (ax > 0x7f800000u ? 0x200 : 0);
+    if (ax >= 0x477ff000u) return sign | 0x7c00; /* overflows to inf */
+    if (ax < 0x38800000u) {                      /* subnormal or zero in half */
+        float a;
+        memcpy(&a, &ax, 4);
+        return sign | (uint16_t)lrintf(a * 16777216.0f); /* a / 2^-24, nearest even */
+    }
+    uint32_t rounded = ax + 0xfff + ((ax >> 13) & 1);
+    return sign | (uint16_t)((rounded - 0x38000000u) >> 13);
+}
+
+float wk_bf16_to_float(uint16_t h) {
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t wk_float_to_bf16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40); /* quiet NaN */
+    return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
+}
+
+double wk_load_double(const char *p, wick_dtype d) {
+    switch (d) {
+    case WICK_FLOAT32: return *(const float *)p;
+    case WICK_FLOAT64: return *(const double *)p;
+    case WICK_FLOAT16: return wk_half_to_float(*(const uint16_t *)p);
+    case WICK_BFLOAT16: return wk_bf16_to_float(*(const uint16_t *)p);
+    case WICK_INT64: return (double)*(const int64_t *)p;
+    case WICK_INT32: return *(const int32_t *)p;
+    case WICK_UINT8: return *(const uint8_t *)p;
+    case WICK_BOOL: return *(const uint8_t *)p != 0;
+    default: return 0;
+    }
+}
+
+/* Float to integer conversion saturates instead of invoking undefined behaviour;
+ * NaN becomes 0. */
+static int64_t double_to_int64(double v) {
+    if (!(v == v)) return 0;
+    if (v >= 9223372036854775807.0) return INT64_MAX;
+    if (v <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)v;
+}
+
+int64_t wk_load_int64(const char *p, wick_dtype d) {
+    switch (d) {
+    case WICK_INT64: return *(const int64_t *)p;
+    case WICK_INT32: return *(const int32_t *)p;
+    case WICK_UINT8: return *(const uint8_t *)p;
+    case WICK_BOOL: return *(const uint8_t *)p != 0;
+    default: return double_to_int64(wk_load_double(p, d));
+    }
+}
+
+void wk_store_double(char *p, wick_dtype d, double v) {
+    switch (d) {
+    case WICK_FLOAT32: *(float *)p = (float)v; break;
+    case WICK_FLOAT64: *(double *)p = v; break;
+    case WICK_FLOAT16: *(uint16_t *)p = wk_float_to_half((float)v); break;
+    case WICK_BFLOAT16: *(uint16_t *)p = wk_float_to_bf16((float)v); break;
+    case WICK_BOOL: *(uint8_t *)p = v != 0; break;
+    default: wk_store_int64(p, d, double_to_int64(v)); break;
+    }
+}
+
+void wk_store_int64(char *p, wick_dtype d, int64_t v) {
+    switch (d) {
+    case WICK_INT64: *(int64_t *)p = v; break;
+    case WICK_INT32: *(int32_t *)p = (int32_t)(uint32_t)v; break; /* wraps like PyTorch */
+    case WICK_UINT8: *(uint8_t *)p = (uint8_t)v; break;
+    case WICK_BOOL: *(uint8_t *)p = v != 0; break;
+    default: wk_store_double(p, d, (double)v); break;
+    }
+}

@@ -1,0 +1,321 @@
+/* Elementwise ops: device and shape checks, PyTorch's type promotion, output
+ * allocation, then one backend kernel. Kernels compute in float32, float64 or
+ * int64; other dtypes are converted around them here. */
+#include "internal.h"
+
+#include <math.h>
+
+#define NAME_OF(id, name) name,
+static const char *unary_names[] = {WICK_UNARY_OPS(NAME_OF)};
+static const char *binary_names[] = {WICK_BINARY_OPS(NAME_OF)};
+#undef NAME_OF
+
+const char *wick_unary_name(wick_unary_op op) { return (unsigned)op < WICK_NUM_UNARY ? unary_names[op] : "?"; }
+const char *wick_binary_name(wick_binary_op op) { return (unsigned)op < WICK_NUM_BINARY ? binary_names[op] : "?"; }
+
+static bool unary_needs_float(wick_unary_op op) { return op >= WICK_EXP && op <= WICK_SIGMOID; }
+static bool binary_is_compare(wick_binary_op op) { return op >= WICK_EQ; }
+
+/* The dtype a kernel computes in for values of dtype d. */
+static wick_dtype compute_dtype(wick_dtype d) {
+    if (d == WICK_FLOAT64) return WICK_FLOAT64;
+    return wick_dtype_is_floating(d) ? WICK_FLOAT32 : WICK_INT64;
+}
+
+static const char *type_title(wick_dtype d) {
+    static const char *titles[] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool"};
+    return titles[d];
+}
+
+static wick_status check_cast(const char *op, wick_dtype result, wick_dtype out) {
+    bool ok = wick_dtype_is_floating(out) || !wick_dtype_is_floating(result);
+    if (out == WICK_BOOL && result != WICK_BOOL) ok = false;
+    if (!ok)
+        return wick_fail(WICK_ERR_DTYPE, "%s: result type %s can't be cast to the desired output type %s", op,
+                         type_title(result), type_title(out));
+    return WICK_OK;
+}
+
+/* PyTorch's result type: dimensioned tensors decide, unless a 0-dim tensor or a
+ * number operand is of a higher category (bool < integer < floating). */
+static int category(wick_dtype d) { return d == WICK_BOOL ? 0 : wick_dtype_is_floating(d) ? 2 : 1; }
+
+static wick_dtype result_type(const wick_tensor *a, const wick_tensor *b, bool b_is_number) {
+    const wick_tensor *ts[2] = {a, b};
+    int have[3] = {0};
+    wick_dtype tier[3] = {WICK_BOOL, WICK_BOOL, WICK_BOOL};
+    for (int i = 0; i < 2; i++) {
+        if (!ts[i]) continue;
+        int k = (i == 1 && b_is_number) ? 2 : ts[i]->ndim == 0 ? 1 : 0;
+        tier[k] = have[k] ? wick_promote_types(tier[k], ts[i]->dtype) : ts[i]->dtype;
+        have[k] = 1;
+    }
+    wick_dtype r = have[0] ? tier[0] : have[1] ? tier[1] : tier[2];
+    if (have[1] && category(tier[1]) > category(r)) r = tier[1];
+    if (have[2] && category(tier[2]) > category(r))
+        r = category(tier[2]) == 2 ? WICK_FLOAT32 : WICK_INT64; /* numbers take the default dtypes */
+    return r;
+}
+
+/* Makes `t` usable by a kernel of `dtype` on `dev`: the same tensor (retained)
+ * when it already is, else a converted copy. A 0-dim CPU scalar moves to `dev`. */
+static wick_status as_operand(wick_tensor **out, const wick_tensor *t, wick_dtype dtype, wick_device dev) {
+    return wick_to(out, (wick_tensor *)t, (wick_options){dtype, dev});
+}
+
+static wick_status check_writable(const char *op, const wick_tensor *t) {
+    for (int i = 0; i < t->ndim; i++)
+        if (t->strides[i] == 0 && t->sizes[i] > 1)
+            return wick_fail(WICK_ERR_ARGUMENT,
+                             "%s: unsupported operation: more than one element of the written-to tensor "
+                             "refers to a single memory location (an expanded view); call :clone() first",
+                             op);
+    return WICK_OK;
+}
+
+/* Runs a kernel over `out` and up to three inputs. When out's dtype differs from
+ * the compute dtype, the kernel writes a temporary that is then copied into out. */
+typedef struct kernel_call {
+    enum { K_UNARY, K_BINARY, K_CLAMP, K_WHERE } kind;
+    int op;
+    double x, y; /* alpha, or clamp bounds */
+} kernel_call;
+
+static void launch(const wick_backend *be, const kernel_call *k, const wk_iter *it) {
+    switch (k->kind) {
+    case K_UNARY: be->unary((wick_unary_op)k->op, it); break;
+    case K_BINARY: be->binary((wick_binary_op)k->op, it, k->x); break;
+    case K_CLAMP: be->clamp(it, k->x, k->y); break;
+    case K_WHERE: be->where(it); break;
+    }
+}
+
+/* inputs[i] must already have the compute dtype (except a where-condition). */
+static wick_status run_kernel(const kernel_call *k, wick_tensor *out, wick_dtype kernel_out_dtype, int n,
+                              wick_tensor *const *inputs) {
+    const wick_backend *be = out->storage->backend;
+    wick_tensor *target = out;
+    wick_status st = WICK_OK;
+    if (out->dtype != kernel_out_dtype && (st = wk_tensor_new(&target, out->ndim, out->sizes, kernel_out_dtype,
+                                                             out->storage->device)))
+        return st;
+    const wick_tensor *ops[WK_MAX_OPERANDS] = {target};
+    for (int i = 0; i < n; i++) ops[i + 1] = inputs[i];
+    wk_iter it;
+    wk_iter_init(&it, n + 1, ops);
+    launch(be, k, &it);
+    if (target != out) {
+        st = wick_copy_(out, target);
+        wick_tensor_release(target);
+    }
+    return st;
+}
+
+/* The shared body of every elementwise op: checks, output, operand conversion, kernel.
+ * `inplace` is the tensor to write into, or NULL for a new output in *out. */
+static wick_status elementwise(wick_tensor **out, wick_tensor *inplace, const char *op, const kernel_call *k,
+                               int n, const wick_tensor *const *inputs, const char *const *names,
+                               wick_dtype result, wick_dtype compute, wick_dtype kernel_out,
+                               const wick_dtype *input_dtypes) {
+    wick_status st = wk_check_same_device(op, n, inputs, names);
+    if (st) return st;
+    /* the device of the op: that of the first tensor that is not a CPU scalar */
+    wick_device dev = inputs[0]->storage->device;
+    for (int i = 0; i < n; i++)
+        if (inputs[i]->ndim > 0 || inputs[i]->storage->device.type != WICK_CPU) {
+            dev = inputs[i]->storage->device;
+            break;
+        }
+    int ndim = inputs[0]->ndim;
+    int64_t shape[WICK_MAX_DIMS];
+    memcpy(shape, inputs[0]->sizes, sizeof(int64_t) * ndim);
+    for (int i = 1; i < n; i++)
+        if ((st = wk_broadcast_shapes(op, ndim, shape, inputs[i]->ndim, inputs[i]->sizes, &ndim, shape))) return st;
+    wick_tensor *target = inplace;
+    if (inplace) {
+        char a[WK_SHAPE_BUF], b[WK_SHAPE_BUF];
+        if (ndim != inplace->ndim || memcmp(shape, inplace->sizes, sizeof(int64_t) * ndim) != 0)
+            return wick_fail(WICK_ERR_SHAPE,
+                             "%s: size mismatch: output with shape %s doesn't match the broadcast shape %s", op,
+                             wk_shape_str(inplace->ndim, inplace->sizes, a, sizeof a), wk_shape_str(ndim, shape, b, sizeof b));
+        if ((st = check_cast(op, result, inplace->dtype)) || (st = check_writable(op, inplace))) return st;
+    } else if ((st = wk_tensor_new(&target, ndim, shape, result, dev))) {
+        return st;
+    }
+    if (dev.type != WICK_META) {
+        wick_tensor *conv[WK_MAX_OPERANDS] = {0};
+        for (int i = 0; i < n && !st; i++)
+            st = as_operand(&conv[i], inputs[i], input_dtypes ? input_dtypes[i] : compute, dev);
+        if (!st) st = run_kernel(k, target, kernel_out, n, conv);
+        for (int i = 0; i < n; i++) wick_tensor_release(conv[i]);
+    }
+    if (st) {
+        if (!inplace) wick_tensor_release(target);
+        return st;
+    }
+    if (!inplace) *out = target;
+    return WICK_OK;
+}
+
+/* ---- unary ---- */
+
+static wick_status unary(wick_tensor **out, wick_tensor *inplace, wick_unary_op op, const wick_tensor *a) {
+    if ((unsigned)op >= WICK_NUM_UNARY) return wick_fail(WICK_ERR_ARGUMENT, "invalid unary op %d", op);
+    const char *name = unary_names[op];
+    if (op == WICK_NEG && a->dtype == WICK_BOOL)
+        return wick_fail(WICK_ERR_DTYPE,
+                         "neg: negation, the `-` operator, on a bool tensor is not supported; use :logical_not()");
+    wick_dtype result = unary_needs_float(op) && !wick_dtype_is_floating(a->dtype) ? WICK_FLOAT32 : a->dtype;
+    wick_dtype compute = compute_dtype(result);
+    kernel_call k = {K_UNARY, op, 0, 0};
+    const char *names[1] = {"input"};
+    return elementwise(out, inplace, name, &k, 1, &a, names, result, compute, compute, NULL);
+}
+
+wick_status wick_unary(wick_tensor **out, wick_unary_op op, const wick_tensor *a) { return unary(out, NULL, op, a); }
+wick_status wick_unary_(wick_unary_op op, wick_tensor *a) { return unary(NULL, a, op, a); }
+
+/* ---- binary ---- */
+
+static wick_status binary(wick_tensor **out, wick_tensor *inplace, wick_binary_op op, const wick_tensor *a,
+                          const wick_tensor *b, bool b_is_number, double alpha) {
+    if ((unsigned)op >= WICK_NUM_BINARY) return wick_fail(WICK_ERR_ARGUMENT, "invalid binary op %d", op);
+    wick_dtype promoted = result_type(a, b, b_is_number);
+    wick_dtype result = promoted;
+    if (op == WICK_DIV && !wick_dtype_is_floating(promoted)) result = WICK_FLOAT32; /* true division */
+    if ((op == WICK_SUB) && promoted == WICK_BOOL)
+        return wick_fail(WICK_ERR_DTYPE, "sub: subtraction, the `-` operator, with two bool tensors is not supported");
+    wick_dtype compute = compute_dtype(result);
+    wick_dtype kernel_out = compute;
+    if (binary_is_compare(op)) {
+        compute = compute_dtype(promoted);
+        result = WICK_BOOL;
+        kernel_out = WICK_BOOL;
+    }
+    if (!wick_dtype_is_floating(compute) && alpha != floor(alpha))
+        return wick_fail(WICK_ERR_ARGUMENT, "%s: for integral input tensors, alpha must not be a fraction (got %g)",
+                         binary_names[op], alpha);
+    kernel_call k = {K_BINARY, op, alpha, 0};
+    const wick_tensor *inputs[2] = {a, b};
+    const char *names[2] = {"input", "other"};
+    return elementwise(out, inplace, binary_names[op], &k, 2, inputs, names, result, compute, kernel_out, NULL);
+}
+
+wick_status wick_binary(wick_tensor **out, wick_binary_op op, const wick_tensor *a, const wick_tensor *b) {
+    return binary(out, NULL, op, a, b, false, 1);
+}
+wick_status wick_binary_(wick_binary_op op, wick_tensor *a, const wick_tensor *b) {
+    return binary(NULL, a, op, a, b, false, 1);
+}
+wick_status wick_add_scaled(wick_tensor **out, const wick_tensor *a, const wick_tensor *b, double alpha) {
+    return binary(out, NULL, WICK_ADD, a, b, false, alpha);
+}
+wick_status wick_add_scaled_(wick_tensor *a, const wick_tensor *b, double alpha) {
+    return binary(NULL, a, WICK_ADD, a, b, false, alpha);
+}
+
+/* A number operand becomes a 0-dim CPU tensor that ranks below every tensor. */
+static wick_status scalar_tensor(wick_tensor **out, wick_scalar s) {
+    wick_dtype d = s.is_integer ? WICK_INT64 : WICK_FLOAT64;
+    wick_status st = wk_tensor_new(out, 0, NULL, d, wick_cpu());
+    if (st) return st;
+    wk_store_double(wk_data(*out), d, s.value);
+    return WICK_OK;
+}
+
+wick_status wick_binary_scalar(wick_tensor **out, wick_binary_op op, const wick_tensor *a, wick_scalar s,
+                               int scalar_first) {
+    wick_tensor *b;
+    wick_status st = scalar_tensor(&b, s);
+    if (st) return st;
+    if (!scalar_first) {
+        st = binary(out, NULL, op, a, b, true, 1);
+    } else {
+        /* number op tensor: the tensor still decides the dtype and the device */
+        wick_dtype r = result_type(a, b, true);
+        wick_tensor *full;
+        if (!(st = wk_tensor_new(&full, 0, NULL, r, wick_cpu()))) {
+            wk_store_double(wk_data(full), r, s.value);
+            st = binary(out, NULL, op, full, a, false, 1);
+            wick_tensor_release(full);
+        }
+    }
+    wick_tensor_release(b);
+    return st;
+}
+
+wick_status wick_binary_scalar_(wick_binary_op op, wick_tensor *a, wick_scalar s) {
+    wick_tensor *b;
+    wick_status st = scalar_tensor(&b, s);
+    if (st) return st;
+    st = binary(NULL, a, op, a, b, true, 1);
+    wick_tensor_release(b);
+    return st;
+}
+
+/* ---- clamp, where ---- */
+
+static wick_status clamp(wick_tensor **out, wick_tensor *inplace, const wick_tensor *a, double lo, double hi) {
+    if (a->dtype == WICK_BOOL) return wick_fail(WICK_ERR_DTYPE, "clamp: not implemented for bool tensors");
+    if (lo > hi) return wick_fail(WICK_ERR_ARGUMENT, "clamp: min (%g) must not be greater than max (%g)", lo, hi);
+    wick_dtype compute = compute_dtype(a->dtype);
+    kernel_call k = {K_CLAMP, 0, lo, hi};
+    const char *names[1] = {"input"};
+    return elementwise(out, inplace, "clamp", &k, 1, &a, names, a->dtype, compute, compute, NULL);
+}
+
+wick_status wick_clamp(wick_tensor **out, const wick_tensor *a, double lo, double hi) {
+    return clamp(out, NULL, a, lo, hi);
+}
+wick_status wick_clamp_(wick_tensor *a, double lo, double hi) { return clamp(NULL, a, a, lo, hi); }
+
+wick_status wick_where(wick_tensor **out, const wick_tensor *cond, const wick_tensor *a, const wick_tensor *b) {
+    if (cond->dtype != WICK_BOOL && cond->dtype != WICK_UINT8)
+        return wick_fail(WICK_ERR_DTYPE, "where: expected condition to be a bool tensor, but got %s",
+                         wick_dtype_name(cond->dtype));
+    wick_dtype result = result_type(a, b, false);
+    wick_dtype compute = compute_dtype(result);
+    kernel_call k = {K_WHERE, 0, 0, 0};
+    const wick_tensor *inputs[3] = {cond, a, b};
+    const char *names[3] = {"condition", "input", "other"};
+    const wick_dtype dtypes[3] = {WICK_BOOL, compute, compute};
+    return elementwise(out, NULL, "where", &k, 3, inputs, names, result, compute, compute, dtypes);
+}
+
+/* ---- the fast path for tiny in-place ops ----
+ * No allocation, no iterator, no thread pool: just the checks that make the
+ * plain loop correct. Anything unusual returns 1 and takes the full path. */
+int wick_try_fast_binary_(int op, wick_tensor *a, const wick_tensor *b) {
+    if (!a || !b || a->dtype != b->dtype || a->ndim != b->ndim || a->storage->device.type != WICK_CPU ||
+        b->storage->device.type != WICK_CPU || (op != WICK_ADD && op != WICK_SUB && op != WICK_MUL && op != WICK_DIV))
+        return 1;
+    int64_t n = 1;
+    for (int i = 0; i < a->ndim; i++) {
+        if (a->sizes[i] != b->sizes[i]) return 1;
+        n *= a->sizes[i];
+    }
+    if (n > 4096 || !wick_tensor_is_contiguous(a) || !wick_tensor_is_contiguous(b)) return 1;
+    if (a->dtype == WICK_FLOAT32) {
+        float *x = (float *)wk_data(a);
+        const float *y = (const float *)wk_data(b);
+        switch (op) {
+        case WICK_ADD: for (int64_t i = 0; i < n; i++) x[i] += y[i]; break;
+        case WICK_SUB: for (int64_t i = 0; i < n; i++) x[i] -= y[i]; break;
+        case WICK_MUL: for (int64_t i = 0; i < n; i++) x[i] *= y[i]; break;
+        default: for (int64_t i = 0; i < n; i++) x[i] /= y[i]; break;
+        }
+        return 0;
+    }
+    if (a->dtype == WICK_FLOAT64) {
+        double *x = (double *)wk_data(a);
+        const double *y = (const double *)wk_data(b);
+        switch (op) {
+        case WICK_ADD: for (int64_t i = 0; i < n; i++) x[i] += y[i]; break;
+        case WICK_SUB: for (int64_t i = 0; i < n; i++) x[i] -= y[i]; break;
+        case WICK_MUL: for (int64_t i = 0; i < n; i++) x[i] *= y[i]; break;
+        default: for (int64_t i = 0; i < n; i++) x[i] /= y[i]; break;
+        }
+        return 0;
+    }
+    return 1;
+}

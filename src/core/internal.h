@@ -1,0 +1,183 @@
+/* Internal structures of the core, shared by the core and the backends.
+ * Nothing here is part of the public API (include/wick.h). */
+#ifndef WICK_INTERNAL_H
+#define WICK_INTERNAL_H
+
+#include "wick.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+typedef struct wick_backend wick_backend;
+
+struct wick_storage {
+    int refcount; /* atomic */
+    wick_device device;
+    size_t nbytes;
+    void *data; /* NULL on meta */
+    const wick_backend *backend;
+    bool inline_data; /* small CPU storages keep their data in the same block */
+};
+typedef struct wick_storage wick_storage;
+
+struct wick_tensor {
+    int refcount; /* atomic */
+    int ndim;
+    wick_dtype dtype;
+    wick_storage *storage;
+    int64_t offset; /* elements */
+    int64_t sizes[WICK_MAX_DIMS];
+    int64_t strides[WICK_MAX_DIMS];
+};
+
+/* ---- storage and tensor construction (tensor.c) ---- */
+
+wick_status wk_storage_new(wick_storage **out, wick_device dev, size_t nbytes);
+void wk_storage_release(wick_storage *s);
+/* A fresh contiguous tensor. */
+wick_status wk_tensor_new(wick_tensor **out, int ndim, const int64_t *sizes, wick_dtype dtype,
+                          wick_device dev);
+/* A new view header over t's storage with the given geometry. */
+wick_status wk_tensor_view(wick_tensor **out, const wick_tensor *t, int ndim, const int64_t *sizes,
+                           const int64_t *strides, int64_t offset);
+int64_t wk_numel(int ndim, const int64_t *sizes);
+void wk_contiguous_strides(int ndim, const int64_t *sizes, int64_t *strides);
+static inline char *wk_data(const wick_tensor *t) {
+    char *base = (char *)t->storage->data;
+    return base ? base + t->offset * (int64_t)wick_dtype_size(t->dtype) : NULL;
+}
+static inline bool wk_is_meta(const wick_tensor *t) { return t->storage->device.type == WICK_META; }
+/* Normalises a 0-based dim that may be negative; fails with a clear message. */
+wick_status wk_wrap_dim(const char *op, int *dim, int ndim);
+/* "[2, 3]" */
+const char *wk_shape_str(int ndim, const int64_t *sizes, char *buf, size_t size);
+#define WK_SHAPE_BUF 256
+
+/* ---- dispatcher checks (dispatch.c) ---- */
+
+/* The same-device rule: every tensor operand on one device, except 0-dim CPU tensors
+ * which may join any device as scalars. `names` are the op's argument names. */
+wick_status wk_check_same_device(const char *op, int n, const wick_tensor *const *tensors,
+                                 const char *const *names);
+/* Fails when the device cannot run kernels in this build (CUDA without a GPU). */
+wick_status wk_check_device_usable(wick_device dev);
+const wick_backend *wk_backend_for(wick_device dev);
+
+/* ---- dtype helpers (dtype.c) ---- */
+
+double wk_load_double(const char *p, wick_dtype dtype);
+int64_t wk_load_int64(const char *p, wick_dtype dtype);
+void wk_store_double(char *p, wick_dtype dtype, double v);
+void wk_store_int64(char *p, wick_dtype dtype, int64_t v);
+float wk_half_to_float(uint16_t h);
+uint16_t wk_float_to_half(float f);
+float wk_bf16_to_float(uint16_t h);
+uint16_t wk_float_to_bf16(float f);
+static inline bool wk_is_integral(wick_dtype d) { return !wick_dtype_is_floating(d); }
+
+/* ---- elementwise iteration (shared by backends) ----
+ * An iterator is the broadcast shape plus per-operand strides (in elements) and base
+ * pointers. Operand 0 is the output. Dims are coalesced where possible. */
+#define WK_MAX_OPERANDS 4
+typedef struct wk_iter {
+    int ndim;
+    int nops;
+    int64_t numel;
+    int64_t sizes[WICK_MAX_DIMS];
+    int64_t strides[WK_MAX_OPERANDS][WICK_MAX_DIMS];
+    char *data[WK_MAX_OPERANDS];
+    wick_dtype dtypes[WK_MAX_OPERANDS];
+} wk_iter;
+
+/* Builds an iterator over `out`'s shape; the inputs must broadcast to it. */
+void wk_iter_init(wk_iter *it, int nops, const wick_tensor *const *ops);
+/* Broadcast shape of two shapes; fails naming both. */
+wick_status wk_broadcast_shapes(const char *op, int na, const int64_t *a, int nb, const int64_t *b,
+                                int *nout, int64_t *out);
+
+/* ---- backends ----
+ * A backend is a table of function pointers: memory, copies, and one entry per
+ * kernel. Kernels trust their inputs: the dispatcher has checked devices, dtypes
+ * and shapes. Elementwise kernels compute in float32, float64 or int64 ("compute
+ * dtypes"); the dispatcher converts other dtypes around them. */
+typedef struct wk_gemm_args {
+    wick_dtype dtype;
+    int trans_a, trans_b;
+    int64_t m, n, k;
+    const char *a;
+    int64_t lda;
+    const char *b;
+    int64_t ldb;
+    char *c;
+    int64_t ldc;
+    double alpha, beta;
+} wk_gemm_args;
+
+typedef struct wk_reduce_args {
+    wick_reduce_op op;
+    wick_dtype in_dtype, out_dtype;
+    /* outer iteration over the kept dims, inner over the reduced one */
+    int outer_ndim;
+    int64_t outer_sizes[WICK_MAX_DIMS];
+    int64_t in_outer_strides[WICK_MAX_DIMS];
+    int64_t out_outer_strides[WICK_MAX_DIMS];
+    int64_t idx_outer_strides[WICK_MAX_DIMS];
+    int64_t inner_size, inner_stride;
+    const char *in;
+    char *out;
+    char *indices; /* int64, may be NULL */
+    int correction;
+} wk_reduce_args;
+
+struct wick_backend {
+    const char *name;
+    void *(*alloc)(size_t nbytes, int device_index);
+    void (*free)(void *ptr, int device_index);
+    /* dst = src elementwise with conversion (same device, any strides, same shape). */
+    void (*copy)(const wk_iter *it);
+    void (*fill)(const wk_iter *it, double value);
+    void (*unary)(wick_unary_op op, const wk_iter *it);
+    void (*binary)(wick_binary_op op, const wk_iter *it, double alpha);
+    void (*clamp)(const wk_iter *it, double lo, double hi);
+    void (*where)(const wk_iter *it);
+    void (*reduce)(const wk_reduce_args *args);
+    wick_status (*gemm)(const wk_gemm_args *args);
+    void (*softmax)(const wick_tensor *out, const wick_tensor *in, int dim, int log);
+    /* fills a fresh contiguous tensor with draws (seed, offset + i) */
+    void (*random)(wick_tensor *out, int normal, uint64_t seed, uint64_t offset);
+    /* Index kernels get 0-based int64 indices and report one out of range
+     * (WICK_ERR_INDEX, naming the value and the size) instead of touching memory. */
+    wick_status (*index_select)(wick_tensor *out, const wick_tensor *in, int dim, const wick_tensor *index);
+    wick_status (*gather)(wick_tensor *out, const wick_tensor *in, int dim, const wick_tensor *index);
+    wick_status (*scatter)(wick_tensor *out, int dim, const wick_tensor *index, const wick_tensor *src);
+};
+
+extern const wick_backend wk_cpu_backend;
+
+/* ---- threads (threads.c) ---- */
+/* Runs fn(ctx, begin, end) over [0, n) split among the pool's threads when n is at
+ * least `grain`; otherwise inline on the caller. */
+typedef void (*wk_range_fn)(void *ctx, int64_t begin, int64_t end);
+void wk_parallel_for(int64_t n, int64_t grain, wk_range_fn fn, void *ctx);
+
+/* ---- random (random.c) ---- */
+/* Reserves `count` draws from the generator and returns (seed, offset) for them. */
+void wk_rng_reserve(uint64_t count, uint64_t *seed, uint64_t *offset);
+static inline uint64_t wk_mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+/* Uniform double in [0, 1) for draw number `counter` of stream `seed`. */
+static inline double wk_uniform(uint64_t seed, uint64_t counter) {
+    uint64_t z = wk_mix64(seed * 0x9e3779b97f4a7c15ULL + wk_mix64(counter + 0x632be59bd9b4e019ULL));
+    return (double)(z >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* ---- memory accounting ---- */
+void wk_account_bytes(int64_t delta);
+
+/* Interrupt flag (set by wick_interrupt). */
+extern volatile int wk_interrupt_flag;
+
+#endif

@@ -1,0 +1,441 @@
+/* Storages, tensors and views. */
+#include "internal.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define WK_MAX_BYTES ((int64_t)1 << 56)
+#define SMALL_STORAGE_BYTES 1024
+/* inline data starts at a 64-byte offset, so it keeps malloc's alignment */
+#define SMALL_STORAGE_HEADER ((sizeof(wick_storage) + 63) / 64 * 64)
+
+static int64_t cpu_bytes_in_use;
+
+void wk_account_bytes(int64_t delta) { __atomic_add_fetch(&cpu_bytes_in_use, delta, __ATOMIC_RELAXED); }
+int64_t wick_cpu_bytes_in_use(void) { return __atomic_load_n(&cpu_bytes_in_use, __ATOMIC_RELAXED); }
+
+static const char *human_bytes(double n, char *buf, size_t size) {
+    const char *units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int u = 0;
+    while (n >= 1024 && u < 5) n /= 1024, u++;
+    snprintf(buf, size, u ? "%.2f %s" : "%.0f %s", n, units[u]);
+    return buf;
+}
+
+/* ---- storage ---- */
+
+wick_status wk_storage_new(wick_storage **out, wick_device dev, size_t nbytes) {
+    wick_status st = wk_check_device_usable(dev);
+    if (st) return st;
+    /* one block for header and data when the data is small: tiny tensors then
+     * cost one allocation, not two */
+    bool small = dev.type == WICK_CPU && nbytes <= SMALL_STORAGE_BYTES;
+    wick_storage *s = malloc(small ? SMALL_STORAGE_HEADER + nbytes : sizeof *s);
+    if (!s) return wick_fail(WICK_ERR_OOM, "out of memory allocating a storage");
+    s->refcount = 1;
+    s->device = dev;
+    s->nbytes = nbytes;
+    s->data = small ? (char *)s + SMALL_STORAGE_HEADER : NULL;
+    s->inline_data = small;
+    s->backend = wk_backend_for(dev);
+    if (small) wk_account_bytes((int64_t)nbytes);
+    if (s->backend && !small) {
+        /* never a NULL pointer for a valid storage, even an empty one */
+        s->data = s->backend->alloc(nbytes ? nbytes : 1, dev.index);
+        if (!s->data) {
+            free(s);
+            char name[32], amount[32];
+            return wick_fail(WICK_ERR_OOM, "out of memory: tried to allocate %s on %s",
+                             human_bytes((double)nbytes, amount, sizeof amount),
+                             wick_device_format(dev, name, sizeof name));
+        }
+        if (dev.type == WICK_CPU) wk_account_bytes((int64_t)nbytes);
+    }
+    *out = s;
+    return WICK_OK;
+}
+
+static void storage_retain(wick_storage *s) { __atomic_add_fetch(&s->refcount, 1, __ATOMIC_RELAXED); }
+
+void wk_storage_release(wick_storage *s) {
+    if (!s || __atomic_sub_fetch(&s->refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
+    if (s->backend && s->data && !s->inline_data) s->backend->free(s->data, s->device.index);
+    if (s->device.type == WICK_CPU) wk_account_bytes(-(int64_t)s->nbytes);
+    free(s);
+}
+
+/* ---- shapes ---- */
+
+int64_t wk_numel(int ndim, const int64_t *sizes) {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= sizes[i];
+    return n;
+}
+
+void wk_contiguous_strides(int ndim, const int64_t *sizes, int64_t *strides) {
+    int64_t s = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= sizes[i] > 1 ? sizes[i] : 1;
+    }
+}
+
+const char *wk_shape_str(int ndim, const int64_t *sizes, char *buf, size_t size) {
+    size_t len = 0;
+    len += snprintf(buf, size, "[");
+    for (int i = 0; i < ndim && len < size; i++)
+        len += snprintf(buf + len, size - len, i ? ", %" PRId64 : "%" PRId64, sizes[i]);
+    if (len < size) snprintf(buf + len, size - len, "]");
+    return buf;
+}
+
+/* Sizes must be non-negative and their product must fit. */
+static wick_status check_sizes(int ndim, const int64_t *sizes, wick_dtype dtype) {
+    if (ndim < 0 || ndim > WICK_MAX_DIMS)
+        return wick_fail(WICK_ERR_ARGUMENT, "a tensor has at most %d dimensions, got %d", WICK_MAX_DIMS,
+                         ndim);
+    int64_t bytes = (int64_t)wick_dtype_size(dtype);
+    for (int i = 0; i < ndim; i++) {
+        char buf[WK_SHAPE_BUF];
+        if (sizes[i] < 0)
+            return wick_fail(WICK_ERR_ARGUMENT, "negative dimension %" PRId64 " in size %s", sizes[i],
+                             wk_shape_str(ndim, sizes, buf, sizeof buf));
+        if (sizes[i] && bytes > WK_MAX_BYTES / sizes[i])
+            return wick_fail(WICK_ERR_OOM, "out of memory: size %s is too large to allocate",
+                             wk_shape_str(ndim, sizes, buf, sizeof buf));
+        bytes *= sizes[i] ? sizes[i] : 1;
+    }
+    return WICK_OK;
+}
+
+wick_status wk_wrap_dim(const char *op, int *dim, int ndim) {
+    int n = ndim > 0 ? ndim : 1; /* a 0-dim tensor accepts dim 0 and -1, like PyTorch */
+    if (*dim < -n || *dim >= n)
+        return wick_fail(WICK_ERR_INDEX,
+                         "%s: dimension %d out of range (expected 1 to %d, or -%d to -1)", op,
+                         *dim >= 0 ? *dim + 1 : *dim, n, n);
+    if (*dim < 0) *dim += n;
+    return WICK_OK;
+}
+
+/* ---- tensors ---- */
+
+/* Headers are counted with the data, so the Lua binding's collector pacing
+ * also sees many small views. */
+static wick_tensor *tensor_alloc(void) {
+    wick_tensor *t = malloc(sizeof *t);
+    if (t) {
+        t->refcount = 1;
+        wk_account_bytes((int64_t)sizeof *t);
+    }
+    return t;
+}
+
+static void free_header(wick_tensor *t) {
+    wk_account_bytes(-(int64_t)sizeof *t);
+    free(t);
+}
+
+wick_status wk_tensor_new(wick_tensor **out, int ndim, const int64_t *sizes, wick_dtype dtype,
+                          wick_device dev) {
+    if ((unsigned)dtype >= WICK_NUM_DTYPES) return wick_fail(WICK_ERR_DTYPE, "invalid dtype %d", dtype);
+    wick_status st = check_sizes(ndim, sizes, dtype);
+    if (st) return st;
+    wick_tensor *t = tensor_alloc();
+    if (!t) return wick_fail(WICK_ERR_OOM, "out of memory allocating a tensor header");
+    st = wk_storage_new(&t->storage, dev, (size_t)wk_numel(ndim, sizes) * wick_dtype_size(dtype));
+    if (st) {
+        free_header(t);
+        return st;
+    }
+    t->ndim = ndim;
+    t->dtype = dtype;
+    t->offset = 0;
+    memcpy(t->sizes, sizes, sizeof(int64_t) * ndim);
+    wk_contiguous_strides(ndim, sizes, t->strides);
+    *out = t;
+    return WICK_OK;
+}
+
+wick_status wk_tensor_view(wick_tensor **out, const wick_tensor *t, int ndim, const int64_t *sizes,
+                           const int64_t *strides, int64_t offset) {
+    wick_tensor *v = tensor_alloc();
+    if (!v) return wick_fail(WICK_ERR_OOM, "out of memory allocating a tensor header");
+    v->ndim = ndim;
+    v->dtype = t->dtype;
+    v->storage = t->storage;
+    storage_retain(t->storage);
+    v->offset = offset;
+    memcpy(v->sizes, sizes, sizeof(int64_t) * ndim);
+    memcpy(v->strides, strides, sizeof(int64_t) * ndim);
+    *out = v;
+    return WICK_OK;
+}
+
+void wick_tensor_retain(wick_tensor *t) { __atomic_add_fetch(&t->refcount, 1, __ATOMIC_RELAXED); }
+
+void wick_tensor_release(wick_tensor *t) {
+    if (!t || __atomic_sub_fetch(&t->refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
+    wk_storage_release(t->storage);
+    free_header(t);
+}
+
+int wick_tensor_ndim(const wick_tensor *t) { return t->ndim; }
+const int64_t *wick_tensor_sizes(const wick_tensor *t) { return t->sizes; }
+const int64_t *wick_tensor_strides(const wick_tensor *t) { return t->strides; }
+int64_t wick_tensor_offset(const wick_tensor *t) { return t->offset; }
+int64_t wick_tensor_numel(const wick_tensor *t) { return wk_numel(t->ndim, t->sizes); }
+wick_dtype wick_tensor_dtype(const wick_tensor *t) { return t->dtype; }
+wick_device wick_tensor_device(const wick_tensor *t) { return t->storage->device; }
+void *wick_tensor_data(const wick_tensor *t) { return wk_data(t); }
+const void *wick_tensor_storage_id(const wick_tensor *t) { return t->storage; }
+
+int wick_tensor_is_contiguous(const wick_tensor *t) {
+    int64_t expected = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        if (t->sizes[i] == 1) continue;
+        if (t->strides[i] != expected) return 0;
+        expected *= t->sizes[i];
+    }
+    return 1;
+}
+
+/* ---- views ---- */
+
+/* Replaces one -1 in `sizes` by the size that keeps `numel` elements. */
+static wick_status infer_size(const char *op, int ndim, int64_t *sizes, int64_t numel, int in_ndim,
+                              const int64_t *in_sizes) {
+    int infer = -1;
+    int64_t known = 1;
+    char a[WK_SHAPE_BUF], b[WK_SHAPE_BUF];
+    for (int i = 0; i < ndim; i++) {
+        if (sizes[i] == -1) {
+            if (infer >= 0) return wick_fail(WICK_ERR_SHAPE, "%s: only one dimension can be inferred", op);
+            infer = i;
+        } else if (sizes[i] < 0) {
+            return wick_fail(WICK_ERR_SHAPE, "%s: invalid size %s", op, wk_shape_str(ndim, sizes, a, sizeof a));
+        } else {
+            known *= sizes[i];
+        }
+    }
+    if (infer >= 0 && known != 0 && numel % known == 0) sizes[infer] = numel / known;
+    if ((infer >= 0 && (known == 0 || numel % known != 0)) || wk_numel(ndim, sizes) != numel)
+        return wick_fail(WICK_ERR_SHAPE, "%s: shape %s is invalid for input of size %" PRId64 " (shape %s)",
+                         op, wk_shape_str(ndim, sizes, a, sizeof a), numel,
+                         wk_shape_str(in_ndim, in_sizes, b, sizeof b));
+    return WICK_OK;
+}
+
+/* Strides for viewing t with new sizes without copying, or false when the memory
+ * layout does not allow it. Works chunk by chunk of dims that are contiguous
+ * with each other. */
+static bool view_strides(const wick_tensor *t, int ndim, const int64_t *sizes, int64_t *strides) {
+    if (wick_tensor_numel(t) == 0 || t->ndim == 0) {
+        wk_contiguous_strides(ndim, sizes, strides);
+        return true;
+    }
+    int vd = ndim - 1;
+    int64_t chunk_stride = t->strides[t->ndim - 1], tensor_n = 1, view_n = 1;
+    for (int td = t->ndim - 1; td >= 0; td--) {
+        tensor_n *= t->sizes[td];
+        bool chunk_ends = td == 0 || (t->sizes[td - 1] != 1 && t->strides[td - 1] != tensor_n * chunk_stride);
+        if (!chunk_ends) continue;
+        while (vd >= 0 && (view_n < tensor_n || sizes[vd] == 1)) {
+            strides[vd] = view_n * chunk_stride;
+            view_n *= sizes[vd];
+            vd--;
+        }
+        if (view_n != tensor_n) return false;
+        if (td > 0) {
+            chunk_stride = t->strides[td - 1];
+            tensor_n = view_n = 1;
+        }
+    }
+    return vd == -1;
+}
+
+wick_status wick_view(wick_tensor **out, wick_tensor *t, int ndim, const int64_t *in_sizes) {
+    int64_t sizes[WICK_MAX_DIMS], strides[WICK_MAX_DIMS];
+    if (ndim < 0 || ndim > WICK_MAX_DIMS) return wick_fail(WICK_ERR_ARGUMENT, "view: too many dimensions");
+    memcpy(sizes, in_sizes, sizeof(int64_t) * ndim);
+    wick_status st = infer_size("view", ndim, sizes, wick_tensor_numel(t), t->ndim, t->sizes);
+    if (st) return st;
+    if (!view_strides(t, ndim, sizes, strides))
+        return wick_fail(WICK_ERR_SHAPE,
+                         "view size is not compatible with input tensor's size and stride (at least "
+                         "one dimension spans across two contiguous subspaces). Use :reshape(...) "
+                         "instead.");
+    return wk_tensor_view(out, t, ndim, sizes, strides, t->offset);
+}
+
+wick_status wick_reshape(wick_tensor **out, wick_tensor *t, int ndim, const int64_t *in_sizes) {
+    int64_t sizes[WICK_MAX_DIMS], strides[WICK_MAX_DIMS];
+    if (ndim < 0 || ndim > WICK_MAX_DIMS) return wick_fail(WICK_ERR_ARGUMENT, "reshape: too many dimensions");
+    memcpy(sizes, in_sizes, sizeof(int64_t) * ndim);
+    wick_status st = infer_size("reshape", ndim, sizes, wick_tensor_numel(t), t->ndim, t->sizes);
+    if (st) return st;
+    if (view_strides(t, ndim, sizes, strides)) return wk_tensor_view(out, t, ndim, sizes, strides, t->offset);
+    wick_tensor *c;
+    if ((st = wick_contiguous(&c, t))) return st;
+    wk_contiguous_strides(ndim, sizes, strides);
+    st = wk_tensor_view(out, c, ndim, sizes, strides, c->offset);
+    wick_tensor_release(c);
+    return st;
+}
+
+wick_status wick_transpose(wick_tensor **out, wick_tensor *t, int d0, int d1) {
+    wick_status st;
+    if ((st = wk_wrap_dim("transpose", &d0, t->ndim)) || (st = wk_wrap_dim("transpose", &d1, t->ndim)))
+        return st;
+    int64_t sizes[WICK_MAX_DIMS], strides[WICK_MAX_DIMS];
+    memcpy(sizes, t->sizes, sizeof sizes);
+    memcpy(strides, t->strides, sizeof strides);
+    if (t->ndim > 0) {
+        sizes[d0] = t->sizes[d1], sizes[d1] = t->sizes[d0];
+        strides[d0] = t->strides[d1], strides[d1] = t->strides[d0];
+    }
+    return wk_tensor_view(out, t, t->ndim, sizes, strides, t->offset);
+}
+
+wick_status wick_permute(wick_tensor **out, wick_tensor *t, int ndim, const int *dims) {
+    if (ndim != t->ndim)
+        return wick_fail(WICK_ERR_SHAPE,
+                         "permute: number of dims don't match (the tensor has %d dims, the permutation %d)",
+                         t->ndim, ndim);
+    int64_t sizes[WICK_MAX_DIMS], strides[WICK_MAX_DIMS];
+    bool seen[WICK_MAX_DIMS] = {0};
+    for (int i = 0; i < ndim; i++) {
+        int d = dims[i];
+        wick_status st = wk_wrap_dim("permute", &d, ndim);
+        if (st) return st;
+        if (seen[d]) return wick_fail(WICK_ERR_ARGUMENT, "permute: repeated dim %d in the permutation", d + 1);
+        seen[d] = true;
+        sizes[i] = t->sizes[d];
+        strides[i] = t->strides[d];
+    }
+    return wk_tensor_view(out, t, ndim, sizes, strides, t->offset);
+}
+
+wick_status wick_narrow(wick_tensor **out, wick_tensor *t, int dim, int64_t start, int64_t length) {
+    wick_status st = wk_wrap_dim("narrow", &dim, t->ndim);
+    if (st) return st;
+    if (t->ndim == 0) return wick_fail(WICK_ERR_SHAPE, "narrow: cannot be applied to a 0-dim tensor");
+    if (start < 0 || length < 0 || start + length > t->sizes[dim])
+        return wick_fail(WICK_ERR_INDEX,
+                         "narrow: start %" PRId64 " and length %" PRId64
+                         " exceed the size %" PRId64 " of dimension %d",
+                         start + 1, length, t->sizes[dim], dim + 1);
+    int64_t sizes[WICK_MAX_DIMS];
+    memcpy(sizes, t->sizes, sizeof sizes);
+    sizes[dim] = length;
+    return wk_tensor_view(out, t, t->ndim, sizes, t->strides, t->offset + start * t->strides[dim]);
+}
+
+wick_status wick_select(wick_tensor **out, wick_tensor *t, int dim, int64_t index) {
+    if (t->ndim == 0) return wick_fail(WICK_ERR_INDEX, "select: cannot index a 0-dim tensor");
+    wick_status st = wk_wrap_dim("select", &dim, t->ndim);
+    if (st) return st;
+    if (index < -t->sizes[dim] || index >= t->sizes[dim])
+        return wick_fail(WICK_ERR_INDEX,
+                         "index %" PRId64 " is out of bounds for dimension %d with size %" PRId64,
+                         index >= 0 ? index + 1 : index, dim + 1, t->sizes[dim]);
+    if (index < 0) index += t->sizes[dim];
+    int64_t sizes[WICK_MAX_DIMS], strides[WICK_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i < t->ndim; i++)
+        if (i != dim) sizes[n] = t->sizes[i], strides[n++] = t->strides[i];
+    return wk_tensor_view(out, t, n, sizes, strides, t->offset + index * t->strides[dim]);
+}
+
+wick_status wick_squeeze(wick_tensor **out, wick_tensor *t, int dim) {
+    int64_t sizes[WICK_MAX_DIMS], strides[WICK_MAX_DIMS];
+    int n = 0;
+    if (dim != -1 || t->ndim == 0) {
+        /* PyTorch's squeeze(dim) leaves the tensor as it is when that dim is not 1 */
+        if (dim != -1) {
+            wick_status st = wk_wrap_dim("squeeze", &dim, t->ndim);
+            if (st) return st;
+        }
+        for (int i = 0; i < t->ndim; i++)
+            if (i != dim || t->sizes[i] != 1) sizes[n] = t->sizes[i], strides[n++] = t->strides[i];
+    } else {
+        for (int i = 0; i < t->ndim; i++)
+            if (t->sizes[i] != 1) sizes[n] = t->sizes[i], strides[n++] = t->strides[i];
+    }
+    return wk_tensor_view(out, t, n, sizes, strides, t->offset);
+}
+
+wick_status wick_unsqueeze(wick_tensor **out, wick_tensor *t, int dim) {
+    if (t->ndim >= WICK_MAX_DIMS) return wick_fail(WICK_ERR_SHAPE, "unsqueeze: too many dimensions");
+    int n = t->ndim + 1;
+    if (dim < -n || dim >= n)
+        return wick_fail(WICK_ERR_INDEX,
+                         "unsqueeze: dimension %d out of range (expected 1 to %d, or -%d to -1)",
+                         dim >= 0 ? dim + 1 : dim, n, n);
+    if (dim < 0) dim += n;
+    int64_t sizes[WICK_MAX_DIMS], strides[WICK_MAX_DIMS];
+    for (int i = 0, j = 0; i < n; i++) {
+        if (i == dim) {
+            sizes[i] = 1;
+            strides[i] = j < t->ndim ? t->strides[j] * t->sizes[j] : 1;
+        } else {
+            sizes[i] = t->sizes[j];
+            strides[i] = t->strides[j++];
+        }
+    }
+    return wk_tensor_view(out, t, n, sizes, strides, t->offset);
+}
+
+wick_status wick_expand(wick_tensor **out, wick_tensor *t, int ndim, const int64_t *want) {
+    char a[WK_SHAPE_BUF], b[WK_SHAPE_BUF];
+    if (ndim < t->ndim || ndim > WICK_MAX_DIMS)
+        return wick_fail(WICK_ERR_SHAPE,
+                         "expand: the number of sizes provided (%d) must be greater or equal to the "
+                         "number of dimensions in the tensor (%d)",
+                         ndim, t->ndim);
+    int64_t sizes[WICK_MAX_DIMS], strides[WICK_MAX_DIMS];
+    for (int i = ndim - 1, j = t->ndim - 1; i >= 0; i--, j--) {
+        int64_t have = j >= 0 ? t->sizes[j] : 1;
+        int64_t size = want[i] == -1 && j >= 0 ? have : want[i];
+        if (size < 0 || (have != size && have != 1))
+            return wick_fail(WICK_ERR_SHAPE,
+                             "expand: the expanded size %" PRId64 " must match the existing size %" PRId64
+                             " at non-singleton dimension %d (target %s, tensor %s)",
+                             want[i], have, i + 1, wk_shape_str(ndim, want, a, sizeof a),
+                             wk_shape_str(t->ndim, t->sizes, b, sizeof b));
+        sizes[i] = size;
+        strides[i] = j >= 0 && have == size ? t->strides[j] : 0;
+    }
+    return wk_tensor_view(out, t, ndim, sizes, strides, t->offset);
+}
+
+wick_status wick_flatten(wick_tensor **out, wick_tensor *t, int start, int end) {
+    wick_status st;
+    if ((st = wk_wrap_dim("flatten", &start, t->ndim)) || (st = wk_wrap_dim("flatten", &end, t->ndim)))
+        return st;
+    if (start > end)
+        return wick_fail(WICK_ERR_ARGUMENT, "flatten: start_dim (%d) cannot come after end_dim (%d)", start + 1,
+                         end + 1);
+    if (t->ndim == 0) {
+        int64_t one = 1;
+        return wick_reshape(out, t, 1, &one);
+    }
+    int64_t sizes[WICK_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i < t->ndim; i++) {
+        if (i <= start || i > end) sizes[n++] = t->sizes[i];
+        else sizes[n - 1] *= t->sizes[i];
+    }
+    return wick_reshape(out, t, n, sizes);
+}
+
+wick_status wick_contiguous(wick_tensor **out, wick_tensor *t) {
+    if (wick_tensor_is_contiguous(t)) {
+        wick_tensor_retain(t);
+        *out = t;
+        return WICK_OK;
+    }
+    return wick_clone(out, t);
+}

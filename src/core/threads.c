@@ -1,0 +1,100 @@
+/* A small thread pool for wick's own CPU kernels, sharing one thread budget with
+ * the BLAS library. Workers sleep on a condition variable between jobs (no
+ * spinning against OpenBLAS's own threads), and tiny ops never touch the pool:
+ * wk_parallel_for runs inline below its grain size. Per process. */
+#include "internal.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+void openblas_set_num_threads(int); /* OpenBLAS; declared here to avoid cblas.h in the core */
+
+#define MAX_THREADS 64
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER; /* one job at a time */
+static pthread_mutex_t job_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t job_start = PTHREAD_COND_INITIALIZER, job_done = PTHREAD_COND_INITIALIZER;
+static int num_threads = 0; /* 0: not yet decided */
+static int workers_started = 0;
+static uint64_t generation = 0;
+static int pending = 0;
+static struct {
+    wk_range_fn fn;
+    void *ctx;
+    int64_t n;
+    int parts;
+} job;
+static _Thread_local int inside_job = 0;
+
+static int default_threads(void) {
+    const char *env = getenv("WICK_NUM_THREADS");
+    if (!env) env = getenv("OMP_NUM_THREADS");
+    int n = env ? atoi(env) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n;
+}
+
+static void run_part(int part) {
+    int64_t begin = job.n * part / job.parts, end = job.n * (part + 1) / job.parts;
+    if (begin < end) job.fn(job.ctx, begin, end);
+}
+
+static void *worker_main(void *arg) {
+    int id = (int)(intptr_t)arg;
+    uint64_t seen = 0;
+    inside_job = 1;
+    pthread_mutex_lock(&job_lock);
+    for (;;) {
+        while (generation == seen) pthread_cond_wait(&job_start, &job_lock);
+        seen = generation;
+        if (id >= job.parts) continue;
+        pthread_mutex_unlock(&job_lock);
+        run_part(id);
+        pthread_mutex_lock(&job_lock);
+        if (--pending == 0) pthread_cond_signal(&job_done);
+    }
+    return NULL;
+}
+
+int wick_get_num_threads(void) {
+    if (!num_threads) wick_set_num_threads(default_threads());
+    return num_threads;
+}
+
+void wick_set_num_threads(int n) {
+    if (n < 1) n = 1;
+    if (n > MAX_THREADS) n = MAX_THREADS;
+    pthread_mutex_lock(&pool_lock);
+    num_threads = n;
+    openblas_set_num_threads(n);
+    pthread_mutex_unlock(&pool_lock);
+}
+
+void wk_parallel_for(int64_t n, int64_t grain, wk_range_fn fn, void *ctx) {
+    int threads = wick_get_num_threads();
+    if (threads == 1 || n < 2 * grain || inside_job || pthread_mutex_trylock(&pool_lock) != 0) {
+        fn(ctx, 0, n);
+        return;
+    }
+    int parts = (int)(n / grain < threads ? n / grain : threads);
+    pthread_mutex_lock(&job_lock);
+    while (workers_started < parts - 1) { /* worker i runs part i; the caller runs part 0 */
+        pthread_t tid;
+        if (pthread_create(&tid, NULL, worker_main, (void *)(intptr_t)(workers_started + 1)) != 0) break;
+        pthread_detach(tid);
+        workers_started++;
+    }
+    if (parts > workers_started + 1) parts = workers_started + 1;
+    job.fn = fn, job.ctx = ctx, job.n = n, job.parts = parts;
+    pending = parts - 1;
+    generation++;
+    pthread_cond_broadcast(&job_start);
+    pthread_mutex_unlock(&job_lock);
+    inside_job = 1;
+    run_part(0);
+    inside_job = 0;
+    pthread_mutex_lock(&job_lock);
+    while (pending > 0) pthread_cond_wait(&job_done, &job_lock);
+    pthread_mutex_unlock(&job_lock);
+    pthread_mutex_unlock(&pool_lock);
+}

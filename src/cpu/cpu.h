@@ -1,0 +1,24 @@
+/* The CPU backend's kernels (see wk_cpu_backend in cpu_backend.c). */
+#ifndef WICK_CPU_H
+#define WICK_CPU_H
+
+#include "../core/internal.h"
+
+/* A loop over `n` consecutive elements of each operand: p[k] is operand k's first
+ * element, s[k] its stride in elements. */
+typedef void (*cpu_run_fn)(char **p, const int64_t *s, int64_t n, const void *extra);
+/* Runs fn over the whole iterator, split among threads for large ones. */
+void cpu_run(const wk_iter *it, cpu_run_fn fn, const void *extra);
+
+void cpu_unary(wick_unary_op op, const wk_iter *it);
+void cpu_binary(wick_binary_op op, const wk_iter *it, double alpha);
+void cpu_clamp(const wk_iter *it, double lo, double hi);
+void cpu_where(const wk_iter *it);
+void cpu_reduce(const wk_reduce_args *args);
+wick_status cpu_gemm(const wk_gemm_args *args);
+void cpu_softmax(const wick_tensor *out, const wick_tensor *in, int dim, int log);
+wick_status cpu_index_select(wick_tensor *out, const wick_tensor *in, int dim, const wick_tensor *index);
+wick_status cpu_gather(wick_tensor *out, const wick_tensor *in, int dim, const wick_tensor *index);
+wick_status cpu_scatter(wick_tensor *out, int dim, const wick_tensor *index, const wick_tensor *src);
+
+#endif

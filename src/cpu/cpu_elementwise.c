@@ -1,0 +1,187 @@
+/* CPU elementwise kernels: the scalar expressions of scalar_math.h instantiated
+ * for float, double and int64, run over an iterator one inner "run" at a time.
+ * Contiguous runs get plain loops that the compiler vectorises. */
+#include "cpu.h"
+
+#include "../core/scalar_math.h"
+
+#define GRAIN 32768
+
+/* Calls fn on every run of consecutive innermost elements in [begin, end). */
+static void for_each_run(const wk_iter *it, int64_t begin, int64_t end, cpu_run_fn fn, const void *extra) {
+    int nd = it->ndim, nops = it->nops;
+    int64_t idx[WICK_MAX_DIMS], lin = begin;
+    for (int d = nd - 1; d >= 0; d--) {
+        idx[d] = lin % it->sizes[d];
+        lin /= it->sizes[d];
+    }
+    int64_t inner = it->sizes[nd - 1], pos = begin, s[WK_MAX_OPERANDS];
+    size_t es[WK_MAX_OPERANDS];
+    for (int k = 0; k < nops; k++) {
+        s[k] = it->strides[k][nd - 1];
+        es[k] = wick_dtype_size(it->dtypes[k]);
+    }
+    while (pos < end) {
+        char *p[WK_MAX_OPERANDS];
+        for (int k = 0; k < nops; k++) {
+            int64_t off = 0;
+            for (int d = 0; d < nd; d++) off += idx[d] * it->strides[k][d];
+            p[k] = it->data[k] + off * (int64_t)es[k];
+        }
+        int64_t n = inner - idx[nd - 1];
+        if (n > end - pos) n = end - pos;
+        fn(p, s, n, extra);
+        pos += n;
+        idx[nd - 1] += n;
+        for (int d = nd - 1; d > 0 && idx[d] >= it->sizes[d]; d--) {
+            idx[d] = 0;
+            idx[d - 1]++;
+        }
+    }
+}
+
+typedef struct {
+    const wk_iter *it;
+    cpu_run_fn fn;
+    const void *extra;
+} run_job;
+
+static void run_range(void *ctx, int64_t begin, int64_t end) {
+    const run_job *j = ctx;
+    if (!wk_interrupt_flag) for_each_run(j->it, begin, end, j->fn, j->extra);
+}
+
+void cpu_run(const wk_iter *it, cpu_run_fn fn, const void *extra) {
+    run_job j = {it, fn, extra};
+    wk_parallel_for(it->numel, GRAIN, run_range, &j);
+}
+
+/* ---- loops ---- */
+
+#define UNARY_RUN(NAME, T, EXPR)                                                                \
+    static void NAME(char **p, const int64_t *s, int64_t n, const void *extra) {                \
+        (void)extra;                                                                            \
+        T *o = (T *)p[0];                                                                       \
+        const T *in = (const T *)p[1];                                                          \
+        if (s[0] == 1 && s[1] == 1) {                                                           \
+            for (int64_t i = 0; i < n; i++) { T x = in[i]; o[i] = (EXPR); }                      \
+        } else {                                                                                \
+            for (int64_t i = 0; i < n; i++) { T x = in[i * s[1]]; o[i * s[0]] = (EXPR); }        \
+        }                                                                                       \
+    }
+
+#define BINARY_RUN(NAME, T, TO, EXPR)                                                           \
+    static void NAME(char **p, const int64_t *s, int64_t n, const void *extra) {                \
+        T alpha = (T)(*(const double *)extra);                                                  \
+        (void)alpha;                                                                            \
+        TO *o = (TO *)p[0];                                                                     \
+        const T *x = (const T *)p[1], *y = (const T *)p[2];                                     \
+        if (s[0] == 1 && s[1] == 1 && s[2] == 1) {                                              \
+            for (int64_t i = 0; i < n; i++) { T a = x[i], b = y[i]; o[i] = (EXPR); }             \
+        } else if (s[0] == 1 && s[1] == 1 && s[2] == 0) {                                       \
+            T b = y[0];                                                                         \
+            for (int64_t i = 0; i < n; i++) { T a = x[i]; o[i] = (EXPR); }                       \
+        } else if (s[0] == 1 && s[1] == 0 && s[2] == 1) {                                       \
+            T a = x[0];                                                                         \
+            for (int64_t i = 0; i < n; i++) { T b = y[i]; o[i] = (EXPR); }                       \
+        } else {                                                                                \
+            for (int64_t i = 0; i < n; i++) {                                                   \
+                T a = x[i * s[1]], b = y[i * s[2]];                                             \
+                o[i * s[0]] = (EXPR);                                                           \
+            }                                                                                   \
+        }                                                                                       \
+    }
+
+/* unary */
+#define UNARY_F32(ID, FE, DE) UNARY_RUN(unary_f32_##ID, float, FE)
+#define UNARY_F64(ID, FE, DE) UNARY_RUN(unary_f64_##ID, double, DE)
+#define UNARY_I64(ID, IE) UNARY_RUN(unary_i64_##ID, int64_t, IE)
+WK_UNARY_FLOAT_MATH(UNARY_F32)
+WK_UNARY_FLOAT_MATH(UNARY_F64)
+WK_UNARY_INT_MATH(UNARY_I64)
+#define ENTRY_F32(ID, FE, DE) [WICK_##ID] = unary_f32_##ID,
+#define ENTRY_F64(ID, FE, DE) [WICK_##ID] = unary_f64_##ID,
+#define ENTRY_I64(ID, IE) [WICK_##ID] = unary_i64_##ID,
+static const cpu_run_fn unary_runs[3][WICK_NUM_UNARY] = {
+    {WK_UNARY_FLOAT_MATH(ENTRY_F32)}, {WK_UNARY_FLOAT_MATH(ENTRY_F64)}, {WK_UNARY_INT_MATH(ENTRY_I64)}};
+#undef ENTRY_F32
+#undef ENTRY_F64
+#undef ENTRY_I64
+
+/* binary */
+#define BINARY_F32(ID, FE, DE, IE) BINARY_RUN(binary_f32_##ID, float, float, FE)
+#define BINARY_F64(ID, FE, DE, IE) BINARY_RUN(binary_f64_##ID, double, double, DE)
+#define BINARY_I64(ID, FE, DE, IE) BINARY_RUN(binary_i64_##ID, int64_t, int64_t, IE)
+WK_BINARY_MATH(BINARY_F32)
+WK_BINARY_MATH(BINARY_F64)
+WK_BINARY_MATH(BINARY_I64)
+#define COMPARE_F32(ID, E) BINARY_RUN(compare_f32_##ID, float, uint8_t, E)
+#define COMPARE_F64(ID, E) BINARY_RUN(compare_f64_##ID, double, uint8_t, E)
+#define COMPARE_I64(ID, E) BINARY_RUN(compare_i64_##ID, int64_t, uint8_t, E)
+WK_COMPARE_MATH(COMPARE_F32)
+WK_COMPARE_MATH(COMPARE_F64)
+WK_COMPARE_MATH(COMPARE_I64)
+#define ENTRY_F32(ID, FE, DE, IE) [WICK_##ID] = binary_f32_##ID,
+#define ENTRY_F64(ID, FE, DE, IE) [WICK_##ID] = binary_f64_##ID,
+#define ENTRY_I64(ID, FE, DE, IE) [WICK_##ID] = binary_i64_##ID,
+#define CENTRY_F32(ID, E) [WICK_##ID] = compare_f32_##ID,
+#define CENTRY_F64(ID, E) [WICK_##ID] = compare_f64_##ID,
+#define CENTRY_I64(ID, E) [WICK_##ID] = compare_i64_##ID,
+static const cpu_run_fn binary_runs[3][WICK_NUM_BINARY] = {
+    {WK_BINARY_MATH(ENTRY_F32) WK_COMPARE_MATH(CENTRY_F32)},
+    {WK_BINARY_MATH(ENTRY_F64) WK_COMPARE_MATH(CENTRY_F64)},
+    {WK_BINARY_MATH(ENTRY_I64) WK_COMPARE_MATH(CENTRY_I64)}};
+
+/* 0 float32, 1 float64, 2 int64: the compute dtype of operand `k`. */
+static int type_slot(const wk_iter *it, int k) {
+    return it->dtypes[k] == WICK_FLOAT32 ? 0 : it->dtypes[k] == WICK_FLOAT64 ? 1 : 2;
+}
+
+void cpu_unary(wick_unary_op op, const wk_iter *it) { cpu_run(it, unary_runs[type_slot(it, 1)][op], NULL); }
+
+void cpu_binary(wick_binary_op op, const wk_iter *it, double alpha) {
+    cpu_run(it, binary_runs[type_slot(it, 1)][op], &alpha);
+}
+
+/* clamp: NaN passes through, like PyTorch */
+typedef struct {
+    double lo, hi;
+} bounds;
+#define CLAMP_RUN(NAME, T, LO, HI)                                                              \
+    static void NAME(char **p, const int64_t *s, int64_t n, const void *extra) {                \
+        const bounds *b = extra;                                                                \
+        T lo = LO, hi = HI;                                                                     \
+        T *o = (T *)p[0];                                                                       \
+        const T *in = (const T *)p[1];                                                          \
+        for (int64_t i = 0; i < n; i++) {                                                       \
+            T x = in[i * s[1]];                                                                 \
+            o[i * s[0]] = x < lo ? lo : x > hi ? hi : x;                                        \
+        }                                                                                       \
+    }
+CLAMP_RUN(clamp_f32, float, (float)b->lo, (float)b->hi)
+CLAMP_RUN(clamp_f64, double, b->lo, b->hi)
+CLAMP_RUN(clamp_i64, int64_t, b->lo < -9.2e18 ? INT64_MIN : (int64_t)ceil(b->lo),
+          b->hi > 9.2e18 ? INT64_MAX : (int64_t)floor(b->hi))
+
+void cpu_clamp(const wk_iter *it, double lo, double hi) {
+    static const cpu_run_fn runs[3] = {clamp_f32, clamp_f64, clamp_i64};
+    bounds b = {lo, hi};
+    cpu_run(it, runs[type_slot(it, 1)], &b);
+}
+
+#define WHERE_RUN(NAME, T)                                                                      \
+    static void NAME(char **p, const int64_t *s, int64_t n, const void *extra) {                \
+        (void)extra;                                                                            \
+        T *o = (T *)p[0];                                                                       \
+        const uint8_t *c = (const uint8_t *)p[1];                                               \
+        const T *x = (const T *)p[2], *y = (const T *)p[3];                                     \
+        for (int64_t i = 0; i < n; i++) o[i * s[0]] = c[i * s[1]] ? x[i * s[2]] : y[i * s[3]];  \
+    }
+WHERE_RUN(where_f32, float)
+WHERE_RUN(where_f64, double)
+WHERE_RUN(where_i64, int64_t)
+
+void cpu_where(const wk_iter *it) {
+    static const cpu_run_fn runs[3] = {where_f32, where_f64, where_i64};
+    cpu_run(it, runs[type_slot(it, 2)], NULL);
+}

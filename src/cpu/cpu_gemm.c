@@ -1,0 +1,82 @@
+/* CPU matrix products: OpenBLAS for float32/float64, a plain loop for small
+ * float matrices (below the cost of entering BLAS) and for the other dtypes. */
+#include "cpu.h"
+
+#include <cblas.h>
+
+/* Below this many multiply-adds a straight loop beats cblas_sgemm's entry cost. */
+#define SMALL_GEMM_FLOPS 4096
+
+#define ELEM(p, trans, ld, i, j) ((trans) ? (p)[(j) * (ld) + (i)] : (p)[(i) * (ld) + (j)])
+
+#define SMALL_GEMM(NAME, T)                                                                       \
+    static void NAME(const wk_gemm_args *g) {                                                     \
+        const T *a = (const T *)g->a, *b = (const T *)g->b;                                       \
+        T *c = (T *)g->c;                                                                         \
+        T alpha = (T)g->alpha, beta = (T)g->beta;                                                 \
+        for (int64_t i = 0; i < g->m; i++) {                                                      \
+            T *row = c + i * g->ldc;                                                              \
+            for (int64_t j = 0; j < g->n; j++) row[j] = g->beta == 0 ? 0 : beta * row[j];          \
+            for (int64_t p = 0; p < g->k; p++) {                                                  \
+                T av = alpha * ELEM(a, g->trans_a, g->lda, i, p);                                 \
+                if (!g->trans_b)                                                                  \
+                    for (int64_t j = 0; j < g->n; j++) row[j] += av * b[p * g->ldb + j];          \
+                else                                                                              \
+                    for (int64_t j = 0; j < g->n; j++) row[j] += av * b[j * g->ldb + p];          \
+            }                                                                                     \
+        }                                                                                         \
+    }
+SMALL_GEMM(small_gemm_f32, float)
+SMALL_GEMM(small_gemm_f64, double)
+
+/* Any other dtype: accumulate in double (or int64) element by element. */
+static void generic_gemm(const wk_gemm_args *g) {
+    size_t es = wick_dtype_size(g->dtype);
+    bool ints = !wick_dtype_is_floating(g->dtype);
+    for (int64_t i = 0; i < g->m; i++)
+        for (int64_t j = 0; j < g->n; j++) {
+            double acc = 0;
+            int64_t iacc = 0;
+            for (int64_t p = 0; p < g->k; p++) {
+                int64_t ao = g->trans_a ? p * g->lda + i : i * g->lda + p;
+                int64_t bo = g->trans_b ? j * g->ldb + p : p * g->ldb + j;
+                if (ints)
+                    iacc += wk_load_int64(g->a + ao * (int64_t)es, g->dtype) * wk_load_int64(g->b + bo * (int64_t)es, g->dtype);
+                else
+                    acc += wk_load_double(g->a + ao * (int64_t)es, g->dtype) * wk_load_double(g->b + bo * (int64_t)es, g->dtype);
+            }
+            char *c = g->c + (i * g->ldc + j) * (int64_t)es;
+            if (ints) {
+                int64_t old = g->beta != 0 ? wk_load_int64(c, g->dtype) : 0;
+                wk_store_int64(c, g->dtype, (int64_t)g->alpha * iacc + (int64_t)g->beta * old);
+            } else {
+                double old = g->beta != 0 ? wk_load_double(c, g->dtype) : 0;
+                wk_store_double(c, g->dtype, g->alpha * acc + g->beta * old);
+            }
+        }
+}
+
+wick_status cpu_gemm(const wk_gemm_args *g) {
+    if (g->m == 0 || g->n == 0) return WICK_OK;
+    if (g->dtype != WICK_FLOAT32 && g->dtype != WICK_FLOAT64) {
+        generic_gemm(g);
+        return WICK_OK;
+    }
+    bool small = g->m * g->n * g->k <= SMALL_GEMM_FLOPS;
+    if (g->k == 0 || small) {
+        if (g->dtype == WICK_FLOAT32) small_gemm_f32(g);
+        else small_gemm_f64(g);
+        return WICK_OK;
+    }
+    if (g->m > INT32_MAX || g->n > INT32_MAX || g->k > INT32_MAX || g->lda > INT32_MAX || g->ldb > INT32_MAX ||
+        g->ldc > INT32_MAX)
+        return wick_fail(WICK_ERR_UNSUPPORTED, "mm: matrix dimensions beyond 2^31 are not supported by BLAS");
+    enum CBLAS_TRANSPOSE ta = g->trans_a ? CblasTrans : CblasNoTrans, tb = g->trans_b ? CblasTrans : CblasNoTrans;
+    if (g->dtype == WICK_FLOAT32)
+        cblas_sgemm(CblasRowMajor, ta, tb, (int)g->m, (int)g->n, (int)g->k, (float)g->alpha, (const float *)g->a,
+                    (int)g->lda, (const float *)g->b, (int)g->ldb, (float)g->beta, (float *)g->c, (int)g->ldc);
+    else
+        cblas_dgemm(CblasRowMajor, ta, tb, (int)g->m, (int)g->n, (int)g->k, g->alpha, (const double *)g->a,
+                    (int)g->lda, (const double *)g->b, (int)g->ldb, g->beta, (double *)g->c, (int)g->ldc);
+    return WICK_OK;
+}

@@ -1,0 +1,72 @@
+/* CPU kernels for index_select, gather and scatter. They move whole elements
+ * of any dtype and check every index before using it. */
+#include "cpu.h"
+
+#include <inttypes.h>
+
+static wick_status out_of_range(const char *op, int64_t value, int dim, int64_t size) {
+    return wick_fail(WICK_ERR_INDEX, "%s: index %" PRId64 " is out of bounds for dimension %d with size %" PRId64, op,
+                     value + 1, dim + 1, size);
+}
+
+/* Byte offset of element `linear` (row-major over sizes) of a strided view. */
+static int64_t offset_of(int ndim, const int64_t *sizes, const int64_t *strides, int64_t linear, int skip_dim,
+                         int64_t *coord_at_skip) {
+    int64_t off = 0;
+    for (int d = ndim - 1; d >= 0; d--) {
+        int64_t i = linear % sizes[d];
+        linear /= sizes[d];
+        if (d == skip_dim) *coord_at_skip = i;
+        else off += i * strides[d];
+    }
+    return off;
+}
+
+wick_status cpu_index_select(wick_tensor *out, const wick_tensor *in, int dim, const wick_tensor *index) {
+    const int64_t *idx = (const int64_t *)wk_data(index);
+    int64_t n = wick_tensor_numel(index), size = in->ndim ? in->sizes[dim] : 1;
+    for (int64_t j = 0; j < n; j++)
+        if (idx[j] < 0 || idx[j] >= size) return out_of_range("index_select", idx[j], dim, size);
+    size_t es = wick_dtype_size(in->dtype);
+    int64_t total = wick_tensor_numel(out);
+    const char *src = wk_data(in);
+    char *dst = wk_data(out);
+    for (int64_t e = 0; e < total; e++) {
+        int64_t j = 0;
+        int64_t oo = offset_of(out->ndim, out->sizes, out->strides, e, -1, &j);
+        int64_t io = offset_of(in->ndim, out->sizes, in->strides, e, in->ndim ? dim : -1, &j);
+        if (in->ndim) io += idx[j] * in->strides[dim];
+        memcpy(dst + oo * (int64_t)es, src + io * (int64_t)es, es);
+    }
+    return WICK_OK;
+}
+
+wick_status cpu_gather(wick_tensor *out, const wick_tensor *in, int dim, const wick_tensor *index) {
+    const int64_t *idx = (const int64_t *)wk_data(index);
+    size_t es = wick_dtype_size(in->dtype);
+    int64_t total = wick_tensor_numel(index), size = in->ndim ? in->sizes[dim] : 1, unused;
+    for (int64_t e = 0; e < total; e++) {
+        int64_t v = idx[e];
+        if (v < 0 || v >= size) return out_of_range("gather", v, dim, size);
+        int64_t io = offset_of(in->ndim, index->sizes, in->strides, e, in->ndim ? dim : -1, &unused);
+        if (in->ndim) io += v * in->strides[dim];
+        int64_t oo = offset_of(out->ndim, out->sizes, out->strides, e, -1, &unused);
+        memcpy((char *)wk_data(out) + oo * (int64_t)es, (const char *)wk_data(in) + io * (int64_t)es, es);
+    }
+    return WICK_OK;
+}
+
+wick_status cpu_scatter(wick_tensor *out, int dim, const wick_tensor *index, const wick_tensor *src) {
+    const int64_t *idx = (const int64_t *)wk_data(index);
+    size_t es = wick_dtype_size(out->dtype);
+    int64_t total = wick_tensor_numel(index), size = out->ndim ? out->sizes[dim] : 1, unused;
+    for (int64_t e = 0; e < total; e++) /* check all first: nothing is written on error */
+        if (idx[e] < 0 || idx[e] >= size) return out_of_range("scatter", idx[e], dim, size);
+    for (int64_t e = 0; e < total; e++) {
+        int64_t oo = offset_of(out->ndim, index->sizes, out->strides, e, out->ndim ? dim : -1, &unused);
+        if (out->ndim) oo += idx[e] * out->strides[dim];
+        int64_t so = offset_of(src->ndim, index->sizes, src->strides, e, -1, &unused);
+        memcpy((char *)wk_data(out) + oo * (int64_t)es, (const char *)wk_data(src) + so * (int64_t)es, es);
+    }
+    return WICK_OK;
+}

@@ -1,0 +1,124 @@
+/* CPU reductions. Floating sums accumulate in double; NaN wins max and min,
+ * like PyTorch; ties give the first index. */
+#include "cpu.h"
+
+#include <math.h>
+
+typedef struct {
+    double value;
+    int64_t index;
+} reduced_f;
+
+static reduced_f reduce_double(const wk_reduce_args *a, const char *base) {
+    int64_t n = a->inner_size, s = a->inner_stride;
+    const float *pf = (const float *)base;
+    const double *pd = (const double *)base;
+    bool is_f = a->in_dtype == WICK_FLOAT32;
+#define AT(i) (is_f ? (double)pf[(i) * s] : pd[(i) * s])
+    reduced_f r = {0, 0};
+    switch (a->op) {
+    case WICK_SUM:
+    case WICK_MEAN: {
+        double acc = 0;
+        if (is_f && s == 1)
+            for (int64_t i = 0; i < n; i++) acc += pf[i];
+        else
+            for (int64_t i = 0; i < n; i++) acc += AT(i);
+        r.value = a->op == WICK_MEAN ? acc / (double)n : acc;
+        break;
+    }
+    case WICK_PROD: {
+        double acc = 1;
+        for (int64_t i = 0; i < n; i++) acc *= AT(i);
+        r.value = acc;
+        break;
+    }
+    case WICK_VAR:
+    case WICK_STD: {
+        double mean = 0, ss = 0;
+        for (int64_t i = 0; i < n; i++) mean += AT(i);
+        mean /= (double)n;
+        for (int64_t i = 0; i < n; i++) ss += (AT(i) - mean) * (AT(i) - mean);
+        double denom = (double)n - a->correction;
+        r.value = denom > 0 ? ss / denom : NAN;
+        if (a->op == WICK_STD) r.value = sqrt(r.value);
+        break;
+    }
+    default: { /* max, min, argmax, argmin */
+        bool want_max = a->op == WICK_MAX || a->op == WICK_ARGMAX;
+        double best = AT(0);
+        int64_t at = 0;
+        for (int64_t i = 1; i < n && best == best; i++) {
+            double v = AT(i);
+            if (v != v || (want_max ? v > best : v < best)) best = v, at = i;
+        }
+        r.value = best;
+        r.index = at;
+        break;
+    }
+    }
+#undef AT
+    return r;
+}
+
+typedef struct {
+    int64_t value, index;
+} reduced_i;
+
+static reduced_i reduce_int(const wk_reduce_args *a, const int64_t *p) {
+    int64_t n = a->inner_size, s = a->inner_stride;
+    reduced_i r = {0, 0};
+    switch (a->op) {
+    case WICK_SUM:
+        for (int64_t i = 0; i < n; i++) r.value = (int64_t)((uint64_t)r.value + (uint64_t)p[i * s]);
+        break;
+    case WICK_PROD:
+        r.value = 1;
+        for (int64_t i = 0; i < n; i++) r.value = (int64_t)((uint64_t)r.value * (uint64_t)p[i * s]);
+        break;
+    default: {
+        bool want_max = a->op == WICK_MAX || a->op == WICK_ARGMAX;
+        r.value = p[0];
+        for (int64_t i = 1; i < n; i++)
+            if (want_max ? p[i * s] > r.value : p[i * s] < r.value) r.value = p[i * s], r.index = i;
+        break;
+    }
+    }
+    return r;
+}
+
+static void reduce_range(void *ctx, int64_t begin, int64_t end) {
+    const wk_reduce_args *a = ctx;
+    size_t ei = wick_dtype_size(a->in_dtype), eo = wick_dtype_size(a->out_dtype);
+    bool arg = a->op == WICK_ARGMAX || a->op == WICK_ARGMIN;
+    for (int64_t o = begin; o < end; o++) {
+        int64_t in_off = 0, out_off = 0, idx_off = 0, rest = o;
+        for (int d = a->outer_ndim - 1; d >= 0; d--) {
+            int64_t i = rest % a->outer_sizes[d];
+            rest /= a->outer_sizes[d];
+            in_off += i * a->in_outer_strides[d];
+            out_off += i * a->out_outer_strides[d];
+            idx_off += i * a->idx_outer_strides[d];
+        }
+        const char *in = a->in + in_off * (int64_t)ei;
+        char *out = a->out + out_off * (int64_t)eo;
+        int64_t index;
+        if (a->in_dtype == WICK_INT64) {
+            reduced_i r = reduce_int(a, (const int64_t *)in);
+            *(int64_t *)out = arg ? r.index : r.value;
+            index = r.index;
+        } else {
+            reduced_f r = reduce_double(a, in);
+            if (arg) *(int64_t *)out = r.index;
+            else wk_store_double(out, a->out_dtype, r.value);
+            index = r.index;
+        }
+        if (a->indices) ((int64_t *)a->indices)[idx_off] = index;
+    }
+}
+
+void cpu_reduce(const wk_reduce_args *a) {
+    int64_t outer = wk_numel(a->outer_ndim, a->outer_sizes);
+    int64_t grain = a->inner_size > 0 ? 32768 / a->inner_size + 1 : 32768;
+    wk_parallel_for(outer, grain, reduce_range, (void *)a);
+}

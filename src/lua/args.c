@@ -1,0 +1,214 @@
+/* Argument checking and error raising for the Lua binding. */
+#include "wick_lua.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Registry key: the source prefix of wick's own Lua files ("@/path/lua/wick/"). */
+static const char lua_dir_key = 0;
+static const char tensor_mt_key = 0;
+
+static bool is_own_frame(lua_State *L, lua_Debug *ar) {
+    if (ar->currentline <= 0 || strcmp(ar->what, "C") == 0) return true;
+    lua_pushlightuserdata(L, (void *)&lua_dir_key);
+    lua_rawget(L, LUA_REGISTRYINDEX);
+    size_t n = 0;
+    const char *prefix = lua_tolstring(L, -1, &n);
+    bool own = prefix && n > 0 && strncmp(ar->source, prefix, n) == 0;
+    lua_pop(L, 1);
+    return own;
+}
+
+int wl_raise(lua_State *L, const char *fmt, ...) {
+    char msg[1536];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    lua_Debug ar, nearest;
+    bool found = false, have_nearest = false;
+    for (int level = 1; lua_getstack(L, level, &ar); level++) {
+        lua_getinfo(L, "Sl", &ar);
+        if (!have_nearest && ar.currentline > 0) nearest = ar, have_nearest = true;
+        if (!is_own_frame(L, &ar)) {
+            found = true;
+            break;
+        }
+    }
+    if (!found && have_nearest) ar = nearest, found = true;
+    if (found) lua_pushfstring(L, "%s:%d: %s", ar.short_src, ar.currentline, msg);
+    else lua_pushstring(L, msg);
+    return lua_error(L);
+}
+
+void wl_check(lua_State *L, wick_status st) {
+    if (st != WICK_OK) wl_raise(L, "%s", wick_last_error());
+}
+
+/* Collector pacing: the userdata of a tensor is 8 bytes, so Lua alone would not
+ * notice gigabytes held by dead tensors. Collect when wick's CPU memory has grown
+ * well past what was live after the last collection. */
+static int64_t gc_threshold = 256 << 20;
+void wl_account(lua_State *L) {
+    if (wick_cpu_bytes_in_use() <= __atomic_load_n(&gc_threshold, __ATOMIC_RELAXED)) return;
+    lua_gc(L, LUA_GCCOLLECT, 0);
+    int64_t live = wick_cpu_bytes_in_use();
+    __atomic_store_n(&gc_threshold, live * 2 > (256 << 20) ? live * 2 : (256 << 20), __ATOMIC_RELAXED);
+}
+
+/* ---- tensors ---- */
+
+static void push_tensor_mt(lua_State *L) {
+    lua_pushlightuserdata(L, (void *)&tensor_mt_key);
+    lua_rawget(L, LUA_REGISTRYINDEX);
+}
+
+void wl_register_tensor_mt(lua_State *L, int idx, const char *lua_dir_prefix) {
+    lua_pushvalue(L, idx);
+    lua_pushlightuserdata(L, (void *)&tensor_mt_key);
+    lua_insert(L, -2);
+    lua_rawset(L, LUA_REGISTRYINDEX);
+    if (lua_dir_prefix) {
+        lua_pushlightuserdata(L, (void *)&lua_dir_key);
+        lua_pushstring(L, lua_dir_prefix);
+        lua_rawset(L, LUA_REGISTRYINDEX);
+    }
+}
+
+wick_tensor *wl_totensor(lua_State *L, int idx) {
+    wick_tensor **p = lua_touserdata(L, idx);
+    if (!p || !lua_getmetatable(L, idx)) return NULL;
+    push_tensor_mt(L);
+    int same = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+    return same ? *p : NULL;
+}
+
+wick_tensor *wl_checktensor(lua_State *L, int idx, const char *fn, const char *arg) {
+    wick_tensor *t = wl_totensor(L, idx);
+    if (!t) wl_raise(L, "%s: expected a tensor for argument '%s', got %s", fn, arg, luaL_typename(L, idx));
+    return t;
+}
+
+wick_tensor **wl_new_slot(lua_State *L) {
+    wick_tensor **slot = lua_newuserdata(L, sizeof *slot);
+    *slot = NULL;
+    push_tensor_mt(L);
+    lua_setmetatable(L, -2);
+    return slot;
+}
+
+/* ---- arguments ---- */
+
+static int64_t checkint(lua_State *L, int idx, const char *fn, const char *what) {
+    if (lua_type(L, idx) != LUA_TNUMBER)
+        wl_raise(L, "%s: expected a number for %s, got %s", fn, what, luaL_typename(L, idx));
+    lua_Number v = lua_tonumber(L, idx);
+    if (v != floor(v) || fabs(v) > 9.007199254740992e15)
+        wl_raise(L, "%s: expected an integer for %s, got %.17g", fn, what, v);
+    return (int64_t)v;
+}
+
+int wl_sizes(lua_State *L, int first, int last, int64_t *sizes, const char *fn) {
+    int n = 0;
+    if (first <= last && lua_istable(L, first)) {
+        n = (int)lua_objlen(L, first);
+        if (n > WICK_MAX_DIMS) wl_raise(L, "%s: at most %d dimensions, got %d", fn, WICK_MAX_DIMS, n);
+        for (int i = 0; i < n; i++) {
+            lua_rawgeti(L, first, i + 1);
+            sizes[i] = checkint(L, -1, fn, "a size");
+            lua_pop(L, 1);
+        }
+        if (first != last) wl_raise(L, "%s: sizes come as numbers or as one table, not both", fn);
+        return n;
+    }
+    for (int i = first; i <= last; i++) {
+        if (n >= WICK_MAX_DIMS) wl_raise(L, "%s: at most %d dimensions", fn, WICK_MAX_DIMS);
+        if (lua_type(L, i) != LUA_TNUMBER)
+            wl_raise(L, "%s: expected sizes as numbers or one table, got %s at argument %d", fn,
+                     luaL_typename(L, i), i);
+        sizes[n++] = checkint(L, i, fn, "a size");
+    }
+    return n;
+}
+
+int wl_trailing_options(lua_State *L, int first) {
+    int top = lua_gettop(L);
+    if (top < first || !lua_istable(L, top) || wl_totensor(L, top)) return 0;
+    /* a table of numbers is a size list, not options */
+    lua_rawgeti(L, top, 1);
+    int is_array = !lua_isnil(L, -1);
+    lua_pop(L, 1);
+    return is_array ? 0 : top;
+}
+
+wick_dtype wl_dtype(lua_State *L, int idx, const char *fn) {
+    const char *name = lua_tostring(L, idx);
+    if (!name || lua_type(L, idx) != LUA_TSTRING) wl_raise(L, "%s: expected a dtype name, got %s", fn, luaL_typename(L, idx));
+    wick_dtype d;
+    if (wick_dtype_parse(name, &d)) wl_raise(L, "%s: %s", fn, wick_last_error());
+    return d;
+}
+
+wick_device wl_device(lua_State *L, int idx, const char *fn) {
+    wick_device dev;
+    if (lua_type(L, idx) == LUA_TSTRING) {
+        if (wick_device_parse(lua_tostring(L, idx), &dev)) wl_raise(L, "%s: %s", fn, wick_last_error());
+        return dev;
+    }
+    if (lua_istable(L, idx)) { /* a device object: {type = "cuda", index = 0} */
+        lua_getfield(L, idx, "type");
+        const char *type = lua_tostring(L, -1);
+        lua_getfield(L, idx, "index");
+        char text[64];
+        if (type && lua_isnumber(L, -1)) snprintf(text, sizeof text, "%s:%d", type, (int)lua_tointeger(L, -1));
+        else snprintf(text, sizeof text, "%s", type ? type : "?");
+        lua_pop(L, 2);
+        if (type && wick_device_parse(text, &dev) == WICK_OK) return dev;
+    }
+    wl_raise(L, "%s: expected a device (a string such as 'cpu', 'cuda:0' or 'meta', or wick.device(...)), got %s", fn,
+             luaL_typename(L, idx));
+    return dev;
+}
+
+void wl_options(lua_State *L, int idx, wick_options *opt, const char *fn) {
+    if (idx == 0 || lua_isnoneornil(L, idx)) return;
+    if (!lua_istable(L, idx)) wl_raise(L, "%s: expected an options table, got %s", fn, luaL_typename(L, idx));
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+        if (key && strcmp(key, "dtype") == 0) opt->dtype = wl_dtype(L, lua_gettop(L), fn);
+        else if (key && strcmp(key, "device") == 0) opt->device = wl_device(L, lua_gettop(L), fn);
+        else wl_raise(L, "%s: unknown option '%s' (expected dtype or device)", fn, key ? key : "?");
+        lua_pop(L, 1);
+    }
+}
+
+int wl_dim_value(lua_State *L, lua_Number d, const char *fn) {
+    if (d != floor(d) || fabs(d) > WICK_MAX_DIMS + 1) wl_raise(L, "%s: invalid dimension %g", fn, d);
+    if (d == 0) wl_raise(L, "%s: dimension 0 is invalid: dimensions count from 1 (and from -1 backwards)", fn);
+    return d > 0 ? (int)d - 1 : (int)d;
+}
+
+int wl_dim(lua_State *L, int idx, const char *fn) {
+    if (lua_type(L, idx) != LUA_TNUMBER)
+        wl_raise(L, "%s: expected a dimension (a number), got %s", fn, luaL_typename(L, idx));
+    return wl_dim_value(L, lua_tonumber(L, idx), fn);
+}
+
+int wl_toscalar(lua_State *L, int idx, wick_scalar *s) {
+    if (lua_type(L, idx) == LUA_TNUMBER) {
+        s->value = lua_tonumber(L, idx);
+        s->is_integer = s->value == floor(s->value) && fabs(s->value) < 9.3e18;
+        return 1;
+    }
+    if (lua_type(L, idx) == LUA_TBOOLEAN) {
+        s->value = lua_toboolean(L, idx);
+        s->is_integer = 1;
+        return 1;
+    }
+    return 0;
+}

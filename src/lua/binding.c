@@ -1,0 +1,32 @@
+/* luaopen_wick_core: the C half of `require("wick")`. The Lua half
+ * (lua/wick/init.lua) loads it as "wick.core" and builds the public module. */
+#include "wick_lua.h"
+
+static int m_set_lua_dir(lua_State *L) {
+    luaL_checkstring(L, 1);
+    lua_getfield(L, LUA_REGISTRYINDEX, WL_TENSOR_MT);
+    wl_register_tensor_mt(L, lua_gettop(L), lua_tostring(L, 1));
+    return 0;
+}
+
+/* Raises a message with the user's position, like errors from C functions. */
+static int m_error(lua_State *L) { return wl_raise(L, "%s", luaL_checkstring(L, 1)); }
+
+WICK_API int luaopen_wick_core(lua_State *L) {
+    lua_newtable(L);
+    wl_open_tensor(L);
+    lua_getfield(L, LUA_REGISTRYINDEX, WL_TENSOR_MT);
+    wl_register_tensor_mt(L, lua_gettop(L), NULL);
+    lua_pop(L, 1);
+    lua_pushcfunction(L, m_set_lua_dir);
+    lua_setfield(L, -2, "set_lua_dir");
+    lua_pushcfunction(L, m_error);
+    lua_setfield(L, -2, "error");
+#ifdef WICK_WITH_CUDA
+    lua_pushboolean(L, 1);
+#else
+    lua_pushboolean(L, 0);
+#endif
+    lua_setfield(L, -2, "built_with_cuda");
+    return 1;
+}

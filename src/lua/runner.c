@@ -1,0 +1,174 @@
+/* build/wick: runs a Lua script with wick available, like `luajit`:
+ *   wick script.lua args...   (arg[0] is the script, arg[1..] its arguments)
+ *   wick -e 'code'            (then an optional script)
+ *   wick                      (an interactive prompt)
+ * The binding is linked in and registered as "wick.core"; the Lua half is found
+ * in the source tree this runner was built from, or in the install prefix. */
+#include "wick_lua.h"
+
+#include <lualib.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int luaopen_wick_core(lua_State *L);
+
+static void add_search_paths(lua_State *L, const char *argv0) {
+    char exe[4096] = "";
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = '\0';
+    }
+    (void)argv0;
+    lua_getglobal(L, "package");
+    lua_getfield(L, -1, "path");
+    lua_pushfstring(L,
+                    "%s/?.lua;%s/?/init.lua;%s/../share/lua/5.1/?.lua;%s/../share/lua/5.1/?/init.lua;"
+                    "%s/?.lua;%s/?/init.lua;%s",
+                    WICK_SOURCE_LUA_DIR, WICK_SOURCE_LUA_DIR, exe, exe, WICK_INSTALL_LUA_DIR,
+                    WICK_INSTALL_LUA_DIR, lua_tostring(L, -1));
+    lua_setfield(L, -3, "path");
+    lua_pop(L, 1);
+    lua_getfield(L, -1, "preload");
+    lua_pushcfunction(L, luaopen_wick_core);
+    lua_setfield(L, -2, "wick.core");
+    lua_pop(L, 2);
+}
+
+static int traceback(lua_State *L) {
+    const char *msg = lua_tostring(L, 1);
+    if (!msg) msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    lua_getglobal(L, "debug");
+    lua_getfield(L, -1, "traceback");
+    lua_pushstring(L, msg);
+    lua_pushinteger(L, 2);
+    lua_call(L, 2, 1);
+    return 1;
+}
+
+static int report(lua_State *L, int status) {
+    if (status && !lua_isnil(L, -1)) {
+        const char *msg = lua_tostring(L, -1);
+        fprintf(stderr, "wick: %s\n", msg ? msg : "(error object is not a string)");
+        fflush(stderr);
+        lua_pop(L, 1);
+    }
+    return status;
+}
+
+static int docall(lua_State *L, int nargs, int nresults) {
+    int base = lua_gettop(L) - nargs;
+    lua_pushcfunction(L, traceback);
+    lua_insert(L, base);
+    int status = lua_pcall(L, nargs, nresults, base);
+    lua_remove(L, base);
+    return status;
+}
+
+static int run_string(lua_State *L, const char *code, const char *name) {
+    int status = luaL_loadbuffer(L, code, strlen(code), name);
+    if (!status) status = docall(L, 0, 0);
+    return report(L, status);
+}
+
+/* The prompt of this issue: expressions are printed, incomplete statements
+ * continue on the next line. */
+static void repl(lua_State *L) {
+    char line[4096];
+    luaL_Buffer unused;
+    (void)unused;
+    lua_pushstring(L, "");
+    for (;;) {
+        int continuing = lua_objlen(L, -1) > 0;
+        fputs(continuing ? ">> " : "> ", stdout);
+        fflush(stdout);
+        if (!fgets(line, sizeof line, stdin)) break;
+        lua_pushstring(L, line);
+        lua_concat(L, 2);
+        const char *chunk = lua_tostring(L, -1);
+        /* first as an expression, then as a statement */
+        lua_pushfstring(L, "return %s", chunk);
+        int status = luaL_loadbuffer(L, lua_tostring(L, -1), lua_objlen(L, -1), "=stdin");
+        lua_remove(L, -2);
+        if (status) {
+            lua_pop(L, 1);
+            status = luaL_loadbuffer(L, chunk, strlen(chunk), "=stdin");
+        }
+        if (status == LUA_ERRSYNTAX && strstr(lua_tostring(L, -1), "<eof>")) {
+            lua_pop(L, 1); /* incomplete: keep the text, read more */
+            continue;
+        }
+        lua_remove(L, -2); /* the text */
+        if (!status) {
+            int base = lua_gettop(L);
+            status = docall(L, 0, LUA_MULTRET);
+            if (!status && lua_gettop(L) >= base) {
+                lua_getglobal(L, "print");
+                lua_insert(L, base);
+                report(L, docall(L, lua_gettop(L) - base, 0));
+            }
+        }
+        report(L, status);
+        lua_settop(L, 0);
+        lua_pushstring(L, "");
+    }
+    fputc('\n', stdout);
+}
+
+static void usage(void) {
+    fprintf(stderr, "usage: wick [-e code] [-i] [script.lua [args...]]\n");
+}
+
+int main(int argc, char **argv) {
+    lua_State *L = luaL_newstate();
+    if (!L) {
+        fprintf(stderr, "wick: cannot create a Lua state (out of memory)\n");
+        return 1;
+    }
+    luaL_openlibs(L);
+    add_search_paths(L, argv[0]);
+    int script = 0, interactive = 0, ran_code = 0, status = 0;
+    for (int i = 1; i < argc && !script; i++) {
+        if (strcmp(argv[i], "-e") == 0 && i + 1 < argc) {
+            i++;
+            ran_code = 1;
+            if ((status = run_string(L, argv[i], "=(command line)"))) break;
+        } else if (strcmp(argv[i], "-i") == 0) {
+            interactive = 1;
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            usage();
+            lua_close(L);
+            return 0;
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            usage();
+            lua_close(L);
+            return 1;
+        } else {
+            script = i;
+        }
+    }
+    if (!status && script) {
+        /* arg as luajit sets it: arg[0] the script, arg[1..] the rest, arg[-1] the runner */
+        lua_createtable(L, argc - script, script + 1);
+        for (int i = 0; i < argc; i++) {
+            lua_pushstring(L, argv[i]);
+            lua_rawseti(L, -2, i - script);
+        }
+        lua_setglobal(L, "arg");
+        const char *path = strcmp(argv[script], "-") == 0 ? NULL : argv[script];
+        status = luaL_loadfile(L, path);
+        if (!status) {
+            int nargs = argc - script - 1;
+            for (int i = script + 1; i < argc; i++) lua_pushstring(L, argv[i]);
+            status = docall(L, nargs, 0);
+        }
+        report(L, status);
+    }
+    if (!status && (interactive || (!script && !ran_code))) repl(L);
+    lua_close(L);
+    return status ? 1 : 0;
+}

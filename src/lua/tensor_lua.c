@@ -1,0 +1,1110 @@
+/* Tensor functions and methods of the Lua binding. Each one checks its Lua
+ * arguments, converts 1-based dims and indices to the C core's 0-based ones,
+ * calls one wick_* function and pushes the result. */
+#include "wick_lua.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SELF(fn) wl_checktensor(L, 1, fn, "self")
+#define UPINT(i) ((int)lua_tointeger(L, lua_upvalueindex(i)))
+
+/* ---- creation ---- */
+
+typedef wick_status (*create_fn)(wick_tensor **, int, const int64_t *, wick_options);
+
+static wick_status create_zeros(wick_tensor **o, int n, const int64_t *s, wick_options opt) {
+    return wick_full(o, n, s, 0, opt);
+}
+static wick_status create_ones(wick_tensor **o, int n, const int64_t *s, wick_options opt) {
+    return wick_full(o, n, s, 1, opt);
+}
+
+static const struct {
+    const char *name;
+    create_fn fn;
+} creators[] = {{"empty", wick_empty}, {"zeros", create_zeros}, {"ones", create_ones},
+                {"rand", wick_rand},   {"randn", wick_randn}};
+
+/* wick.zeros(2, 3[, opts]) and friends; upvalue 1 picks the creator */
+static int m_create(lua_State *L) {
+    int which = UPINT(1);
+    char fn[32];
+    snprintf(fn, sizeof fn, "wick.%s", creators[which].name);
+    int opts = wl_trailing_options(L, 1);
+    int64_t sizes[WICK_MAX_DIMS];
+    int n = wl_sizes(L, 1, opts ? opts - 1 : lua_gettop(L), sizes, fn);
+    wick_options opt = wick_default_options();
+    wl_options(L, opts, &opt, fn);
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, creators[which].fn(slot, n, sizes, opt));
+    wl_account(L);
+    return 1;
+}
+
+/* wick.zeros_like(t[, opts]) and friends */
+static int m_create_like(lua_State *L) {
+    int which = UPINT(1);
+    char fn[40];
+    snprintf(fn, sizeof fn, "wick.%s_like", creators[which].name);
+    wick_tensor *t = wl_checktensor(L, 1, fn, "input");
+    wick_options opt = {wick_tensor_dtype(t), wick_tensor_device(t)};
+    wl_options(L, lua_istable(L, 2) ? 2 : 0, &opt, fn);
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, creators[which].fn(slot, wick_tensor_ndim(t), wick_tensor_sizes(t), opt));
+    wl_account(L);
+    return 1;
+}
+
+static int m_full(lua_State *L) {
+    int64_t sizes[WICK_MAX_DIMS];
+    if (!lua_istable(L, 1)) wl_raise(L, "wick.full: expected a size table as argument 1, got %s", luaL_typename(L, 1));
+    int n = wl_sizes(L, 1, 1, sizes, "wick.full");
+    wick_scalar v;
+    if (!wl_toscalar(L, 2, &v)) wl_raise(L, "wick.full: expected a number fill value, got %s", luaL_typename(L, 2));
+    wick_options opt = wick_default_options();
+    if (lua_type(L, 2) == LUA_TBOOLEAN) opt.dtype = WICK_BOOL;
+    wl_options(L, lua_istable(L, 3) ? 3 : 0, &opt, "wick.full");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_full(slot, n, sizes, v.value, opt));
+    wl_account(L);
+    return 1;
+}
+
+static int m_full_like(lua_State *L) {
+    wick_tensor *t = wl_checktensor(L, 1, "wick.full_like", "input");
+    wick_scalar v;
+    if (!wl_toscalar(L, 2, &v)) wl_raise(L, "wick.full_like: expected a number fill value, got %s", luaL_typename(L, 2));
+    wick_options opt = {wick_tensor_dtype(t), wick_tensor_device(t)};
+    wl_options(L, lua_istable(L, 3) ? 3 : 0, &opt, "wick.full_like");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_full(slot, wick_tensor_ndim(t), wick_tensor_sizes(t), v.value, opt));
+    return 1;
+}
+
+/* wick.tensor(nested tables or a number[, opts]) */
+typedef struct {
+    int ndim;
+    int64_t sizes[WICK_MAX_DIMS];
+    int all_bool, any_value;
+} nested_shape;
+
+static void nested_walk(lua_State *L, int idx, int depth, nested_shape *sh, double *values, int64_t *count,
+                        char *path, size_t pathlen) {
+    int t = lua_type(L, idx);
+    if (t == LUA_TNUMBER || t == LUA_TBOOLEAN) {
+        if (depth != sh->ndim)
+            wl_raise(L, "wick.tensor: ragged nested table: expected a table of %lld elements at %s, found a %s",
+                     (long long)sh->sizes[depth], pathlen ? path : "the top", lua_typename(L, t));
+        if (values) values[*count] = t == LUA_TBOOLEAN ? lua_toboolean(L, idx) : lua_tonumber(L, idx);
+        if (t != LUA_TBOOLEAN) sh->all_bool = 0;
+        sh->any_value = 1;
+        (*count)++;
+        return;
+    }
+    if (t != LUA_TTABLE || wl_totensor(L, idx))
+        wl_raise(L, "wick.tensor: expected numbers, booleans or nested tables, found a %s at %s", luaL_typename(L, idx),
+                 pathlen ? path : "the top");
+    int64_t n = (int64_t)lua_objlen(L, idx);
+    if (!values && depth == sh->ndim) { /* first descent fixes the shape */
+        if (sh->ndim >= WICK_MAX_DIMS) wl_raise(L, "wick.tensor: nesting deeper than %d levels", WICK_MAX_DIMS);
+        sh->sizes[sh->ndim++] = n;
+    } else if (depth >= sh->ndim || sh->sizes[depth] != n) {
+        wl_raise(L, "wick.tensor: ragged nested table: expected %lld elements at %s, found %lld",
+                 depth < sh->ndim ? (long long)sh->sizes[depth] : 0LL, pathlen ? path : "the top", (long long)n);
+    }
+    for (int64_t i = 1; i <= n; i++) {
+        lua_rawgeti(L, idx, (int)i);
+        size_t len = pathlen + (size_t)snprintf(path + pathlen, 256 - pathlen > 0 ? 256 - pathlen : 0, "[%lld]", (long long)i);
+        if (len > 250) len = 250;
+        nested_walk(L, lua_gettop(L), depth + 1, sh, values, count, path, len);
+        path[pathlen] = '\0';
+        lua_pop(L, 1);
+    }
+}
+
+static int m_tensor(lua_State *L) {
+    wick_options opt = wick_default_options();
+    wl_options(L, lua_istable(L, 2) ? 2 : 0, &opt, "wick.tensor");
+    int explicit_dtype = 0;
+    if (lua_istable(L, 2)) {
+        lua_getfield(L, 2, "dtype");
+        explicit_dtype = !lua_isnil(L, -1);
+        lua_pop(L, 1);
+    }
+    wick_tensor *src = wl_totensor(L, 1);
+    if (src) { /* wick.tensor(t) copies, like torch.tensor(t) */
+        if (!explicit_dtype) opt.dtype = wick_tensor_dtype(src);
+        wick_tensor **slot = wl_new_slot(L);
+        wick_tensor *tmp;
+        wl_check(L, wick_clone(&tmp, src));
+        wick_status st = wick_to(slot, tmp, opt);
+        wick_tensor_release(tmp);
+        wl_check(L, st);
+        return 1;
+    }
+    nested_shape sh = {0, {0}, 1, 0};
+    char path[256] = "";
+    int64_t count = 0;
+    nested_walk(L, 1, 0, &sh, NULL, &count, path, 0);
+    /* the values go into a userdata buffer, so nothing leaks if a check raises */
+    double *values = lua_newuserdata(L, (size_t)(count ? count : 1) * sizeof(double));
+    int64_t filled = 0;
+    nested_walk(L, 1, 0, &sh, values, &filled, path, 0);
+    if (!explicit_dtype && sh.any_value && sh.all_bool) opt.dtype = WICK_BOOL;
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_from_doubles(slot, sh.ndim, sh.sizes, values, opt));
+    return 1;
+}
+
+static int m_arange(lua_State *L) {
+    int opts = lua_istable(L, lua_gettop(L)) ? lua_gettop(L) : 0;
+    int nargs = opts ? opts - 1 : lua_gettop(L);
+    double a[3];
+    for (int i = 0; i < nargs && i < 3; i++) {
+        if (lua_type(L, i + 1) != LUA_TNUMBER) wl_raise(L, "wick.arange: expected numbers, got %s", luaL_typename(L, i + 1));
+        a[i] = lua_tonumber(L, i + 1);
+    }
+    double start = 0, stop, step = 1;
+    if (nargs == 1) stop = a[0];
+    else if (nargs == 2) start = a[0], stop = a[1];
+    else if (nargs == 3) start = a[0], stop = a[1], step = a[2];
+    else return wl_raise(L, "wick.arange: expected ([start, ]stop[, step][, options])");
+    wick_options opt = wick_default_options();
+    wl_options(L, opts, &opt, "wick.arange");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_arange(slot, start, stop, step, opt));
+    return 1;
+}
+
+static int m_eye(lua_State *L) {
+    int64_t n = (int64_t)luaL_checknumber(L, 1), m = lua_type(L, 2) == LUA_TNUMBER ? (int64_t)lua_tonumber(L, 2) : -1;
+    wick_options opt = wick_default_options();
+    wl_options(L, wl_trailing_options(L, 2), &opt, "wick.eye");
+    if (n < 0) wl_raise(L, "wick.eye: n must be non-negative, got %lld", (long long)n);
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_eye(slot, n, m, opt));
+    return 1;
+}
+
+static int m_manual_seed(lua_State *L) {
+    lua_Number n = luaL_checknumber(L, 1);
+    wick_manual_seed((uint64_t)(int64_t)n);
+    return 0;
+}
+
+static int m_get_rng_state(lua_State *L) {
+    uint8_t state[WICK_RNG_STATE_SIZE];
+    double values[WICK_RNG_STATE_SIZE];
+    wick_rng_get_state(state);
+    for (int i = 0; i < WICK_RNG_STATE_SIZE; i++) values[i] = state[i];
+    int64_t n = WICK_RNG_STATE_SIZE;
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_from_doubles(slot, 1, &n, values, (wick_options){WICK_UINT8, {WICK_CPU, -1}}));
+    return 1;
+}
+
+static int m_set_rng_state(lua_State *L) {
+    wick_tensor *t = wl_checktensor(L, 1, "wick.set_rng_state", "state");
+    if (wick_tensor_dtype(t) != WICK_UINT8 || wick_tensor_numel(t) != WICK_RNG_STATE_SIZE ||
+        wick_tensor_device(t).type != WICK_CPU)
+        wl_raise(L, "wick.set_rng_state: expected the uint8 CPU tensor of %d bytes that wick.get_rng_state() returns",
+                 WICK_RNG_STATE_SIZE);
+    uint8_t state[WICK_RNG_STATE_SIZE];
+    for (int i = 0; i < WICK_RNG_STATE_SIZE; i++) state[i] = (uint8_t)wick_get_double(t, i);
+    wick_rng_set_state(state);
+    return 0;
+}
+
+static int m_set_num_threads(lua_State *L) {
+    lua_Number n = luaL_checknumber(L, 1);
+    if (n < 1 || n != floor(n)) wl_raise(L, "wick.set_num_threads: expected a positive integer, got %g", n);
+    wick_set_num_threads((int)n);
+    return 0;
+}
+
+static int m_get_num_threads(lua_State *L) {
+    lua_pushinteger(L, wick_get_num_threads());
+    return 1;
+}
+
+static int m_parse_device(lua_State *L) {
+    wick_device d = wl_device(L, 1, "wick.device");
+    char buf[32];
+    lua_pushstring(L, d.type == WICK_CPU ? "cpu" : d.type == WICK_CUDA ? "cuda" : "meta");
+    if (d.index >= 0) lua_pushinteger(L, d.index);
+    else lua_pushnil(L);
+    lua_pushstring(L, wick_device_format(d, buf, sizeof buf));
+    return 3;
+}
+
+static int m_cuda_is_available(lua_State *L) {
+    lua_pushboolean(L, wick_cuda_is_available());
+    return 1;
+}
+
+static int m_cuda_device_count(lua_State *L) {
+    lua_pushinteger(L, wick_cuda_device_count());
+    return 1;
+}
+
+static int m_cpu_bytes_in_use(lua_State *L) {
+    lua_pushnumber(L, (lua_Number)wick_cpu_bytes_in_use());
+    return 1;
+}
+
+/* ---- elementwise ---- */
+
+static int t_unary(lua_State *L) {
+    wick_unary_op op = (wick_unary_op)UPINT(1);
+    int inplace = UPINT(2);
+    wick_tensor *a = SELF(wick_unary_name(op));
+    if (inplace) {
+        wl_check(L, wick_unary_(op, a));
+        lua_settop(L, 1);
+        return 1;
+    }
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_unary(slot, op, a));
+    wl_account(L);
+    return 1;
+}
+
+/* a op b where either may be a number; `first` is which came first in Lua */
+static int binary_values(lua_State *L, wick_binary_op op, int ia, int ib, double alpha) {
+    const char *fn = wick_binary_name(op);
+    wick_tensor *a = wl_totensor(L, ia), *b = wl_totensor(L, ib);
+    wick_scalar s;
+    wick_tensor **slot = wl_new_slot(L);
+    if (a && b) {
+        wl_check(L, alpha == 1 ? wick_binary(slot, op, a, b) : wick_add_scaled(slot, a, b, op == WICK_SUB ? -alpha : alpha));
+    } else if (a && wl_toscalar(L, ib, &s)) {
+        if (alpha != 1) s.value *= alpha, s.is_integer = s.is_integer && alpha == floor(alpha);
+        wl_check(L, wick_binary_scalar(slot, op, a, s, 0));
+    } else if (b && wl_toscalar(L, ia, &s)) {
+        wl_check(L, wick_binary_scalar(slot, op, b, s, 1));
+    } else {
+        wl_raise(L, "%s: expected tensors or numbers, got %s and %s", fn, luaL_typename(L, ia), luaL_typename(L, ib));
+    }
+    wl_account(L);
+    return 1;
+}
+
+static double alpha_arg(lua_State *L, int idx, wick_binary_op op) {
+    if (lua_isnoneornil(L, idx)) return 1;
+    if (op != WICK_ADD && op != WICK_SUB) wl_raise(L, "%s: takes no third argument", wick_binary_name(op));
+    if (lua_type(L, idx) == LUA_TNUMBER) return lua_tonumber(L, idx);
+    if (lua_istable(L, idx)) {
+        lua_getfield(L, idx, "alpha");
+        double a = lua_isnil(L, -1) ? 1 : luaL_checknumber(L, -1);
+        lua_pop(L, 1);
+        return a;
+    }
+    return wl_raise(L, "%s: expected alpha as a number or {alpha = ...}, got %s", wick_binary_name(op), luaL_typename(L, idx));
+}
+
+/* t:add(other[, alpha]), t:eq(other), ... (upvalue: op) */
+static int t_binary(lua_State *L) {
+    wick_binary_op op = (wick_binary_op)UPINT(1);
+    SELF(wick_binary_name(op));
+    double alpha = alpha_arg(L, 3, op);
+    lua_settop(L, 2);
+    return binary_values(L, op, 1, 2, alpha);
+}
+
+/* t:add_(other[, alpha]) */
+static int t_binary_(lua_State *L) {
+    wick_binary_op op = (wick_binary_op)UPINT(1);
+    wick_tensor *a = SELF(wick_binary_name(op));
+    double alpha = alpha_arg(L, 3, op);
+    wick_tensor *b = wl_totensor(L, 2);
+    wick_scalar s;
+    if (b) {
+        wl_check(L, alpha == 1 ? wick_binary_(op, a, b) : wick_add_scaled_(a, b, op == WICK_SUB ? -alpha : alpha));
+    } else if (wl_toscalar(L, 2, &s)) {
+        s.value *= alpha;
+        wl_check(L, wick_binary_scalar_(op, a, s));
+    } else {
+        wl_raise(L, "%s_: expected a tensor or a number, got %s", wick_binary_name(op), luaL_typename(L, 2));
+    }
+    lua_settop(L, 1);
+    return 1;
+}
+
+/* metamethods __add, __sub, ...: operands in Lua's order */
+static int t_arith(lua_State *L) {
+    lua_settop(L, 2);
+    return binary_values(L, (wick_binary_op)UPINT(1), 1, 2, 1);
+}
+
+static int t_unm(lua_State *L) {
+    wick_tensor *a = SELF("neg");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_unary(slot, WICK_NEG, a));
+    return 1;
+}
+
+/* clamp(min, max) with nil for an open side, or clamp{min = , max = } */
+static void clamp_bounds(lua_State *L, double *lo, double *hi) {
+    *lo = -INFINITY, *hi = INFINITY;
+    if (lua_istable(L, 2)) {
+        lua_getfield(L, 2, "min");
+        lua_getfield(L, 2, "max");
+        lua_replace(L, 3);
+        lua_replace(L, 2);
+    }
+    if (!lua_isnoneornil(L, 2)) *lo = luaL_checknumber(L, 2);
+    if (!lua_isnoneornil(L, 3)) *hi = luaL_checknumber(L, 3);
+    if (lua_isnoneornil(L, 2) && lua_isnoneornil(L, 3)) wl_raise(L, "clamp: at least one of min and max must be given");
+}
+
+static int t_clamp(lua_State *L) {
+    wick_tensor *a = SELF("clamp");
+    double lo, hi;
+    clamp_bounds(L, &lo, &hi);
+    if (UPINT(1)) {
+        wl_check(L, wick_clamp_(a, lo, hi));
+        lua_settop(L, 1);
+        return 1;
+    }
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_clamp(slot, a, lo, hi));
+    return 1;
+}
+
+/* A tensor or number operand of where(); numbers become 0-dim CPU tensors. */
+static wick_tensor *where_operand(lua_State *L, int idx, const char *arg) {
+    wick_tensor *t = wl_totensor(L, idx);
+    if (t) return t;
+    wick_scalar s;
+    if (!wl_toscalar(L, idx, &s)) wl_raise(L, "where: expected a tensor or a number for %s, got %s", arg, luaL_typename(L, idx));
+    wick_tensor **slot = wl_new_slot(L);
+    lua_replace(L, idx);
+    wl_check(L, wick_full(slot, 0, NULL, s.value,
+                          (wick_options){s.is_integer ? WICK_INT64 : WICK_FLOAT32, {WICK_CPU, -1}}));
+    return *slot;
+}
+
+/* wick.where(cond, a, b) */
+static int m_where(lua_State *L) {
+    lua_settop(L, 3);
+    wick_tensor *c = wl_checktensor(L, 1, "where", "condition");
+    wick_tensor *a = where_operand(L, 2, "input"), *b = where_operand(L, 3, "other");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_where(slot, c, a, b));
+    return 1;
+}
+
+/* ---- reductions ---- */
+
+/* (dim?, keepdim? | {keepdim =, correction =, unbiased =}) */
+static void reduce_args(lua_State *L, int first, int *dim, int *keepdim, int *correction, const char *fn) {
+    *dim = -1, *keepdim = 0, *correction = 1;
+    int i = first;
+    if (lua_type(L, i) == LUA_TNUMBER) *dim = wl_dim(L, i++, fn);
+    else if (lua_isnil(L, i) && lua_gettop(L) > i) i++;
+    if (lua_type(L, i) == LUA_TBOOLEAN) *keepdim = lua_toboolean(L, i++);
+    if (lua_istable(L, i)) {
+        lua_getfield(L, i, "keepdim");
+        if (!lua_isnil(L, -1)) *keepdim = lua_toboolean(L, -1);
+        lua_getfield(L, i, "unbiased");
+        if (!lua_isnil(L, -1)) *correction = lua_toboolean(L, -1) ? 1 : 0;
+        lua_getfield(L, i, "correction");
+        if (!lua_isnil(L, -1)) *correction = (int)luaL_checknumber(L, -1);
+        lua_getfield(L, i, "dim");
+        if (!lua_isnil(L, -1)) *dim = wl_dim(L, lua_gettop(L), fn);
+        lua_pop(L, 4);
+    }
+}
+
+/* Adds 1 in place to an index tensor the core produced (0-based to 1-based). */
+static void to_one_based(lua_State *L, wick_tensor *t) {
+    if (wick_tensor_device(t).type == WICK_META) return;
+    wl_check(L, wick_binary_scalar_(WICK_ADD, t, (wick_scalar){1, 1}));
+}
+
+/* `dim` in the core's convention: -1 for all elements, else 0-based. */
+static int reduce_into(lua_State *L, wick_reduce_op op, wick_tensor *a, int dim, int keepdim, int correction,
+                       int with_indices) {
+    wick_tensor **values = wl_new_slot(L);
+    wick_tensor **indices = with_indices ? wl_new_slot(L) : NULL;
+    wl_check(L, wick_reduce(values, indices, op, a, dim, keepdim, correction));
+    if (op == WICK_ARGMAX || op == WICK_ARGMIN) to_one_based(L, *values);
+    if (indices && *indices) to_one_based(L, *indices);
+    return with_indices ? 2 : 1;
+}
+
+/* Lua dims arrive 0-based or negative; the core wants 0-based, -1 meaning all. */
+static int core_dim(lua_State *L, wick_tensor *a, int dim, const char *fn) {
+    if (dim >= 0) return dim;
+    int n = wick_tensor_ndim(a) ? wick_tensor_ndim(a) : 1;
+    if (dim < -n) wl_raise(L, "%s: dimension %d out of range (expected 1 to %d, or -%d to -1)", fn, dim, n, n);
+    return dim + n;
+}
+
+static int t_reduce(lua_State *L) {
+    wick_reduce_op op = (wick_reduce_op)UPINT(1);
+    const char *fn = wick_reduce_name(op);
+    wick_tensor *a = SELF(fn);
+    int dim, keepdim, correction;
+    int has_dim = lua_type(L, 2) == LUA_TNUMBER;
+    reduce_args(L, 2, &dim, &keepdim, &correction, fn);
+    if (lua_istable(L, 2)) {
+        lua_getfield(L, 2, "dim");
+        has_dim = !lua_isnil(L, -1);
+        lua_pop(L, 1);
+    }
+    return reduce_into(L, op, a, has_dim ? core_dim(L, a, dim, fn) : -1, keepdim, correction, 0);
+}
+
+/* t:max() (all), t:max(dim[, keepdim]) -> values, indices; t:max(other) -> maximum */
+static int t_max_min(lua_State *L) {
+    int is_max = UPINT(1);
+    const char *fn = is_max ? "max" : "min";
+    wick_tensor *a = SELF(fn);
+    if (wl_totensor(L, 2)) {
+        lua_settop(L, 2);
+        return binary_values(L, is_max ? WICK_MAXIMUM : WICK_MINIMUM, 1, 2, 1);
+    }
+    int dim, keepdim, correction;
+    reduce_args(L, 2, &dim, &keepdim, &correction, fn);
+    int has_dim = lua_type(L, 2) == LUA_TNUMBER;
+    return reduce_into(L, is_max ? WICK_MAX : WICK_MIN, a, has_dim ? core_dim(L, a, dim, fn) : -1, keepdim, 1, has_dim);
+}
+
+/* ---- linear algebra ---- */
+
+static int t_mm(lua_State *L) {
+    wick_tensor *a = SELF("mm"), *b = wl_checktensor(L, 2, "mm", "mat2");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_mm(slot, a, b));
+    wl_account(L);
+    return 1;
+}
+
+static int t_bmm(lua_State *L) {
+    wick_tensor *a = SELF("bmm"), *b = wl_checktensor(L, 2, "bmm", "mat2");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_bmm(slot, a, b));
+    wl_account(L);
+    return 1;
+}
+
+static int t_matmul(lua_State *L) {
+    wick_tensor *a = SELF("matmul"), *b = wl_checktensor(L, 2, "matmul", "other");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_matmul(slot, a, b));
+    wl_account(L);
+    return 1;
+}
+
+/* t:addmm(mat1, mat2[, {beta =, alpha =}]) */
+static int t_addmm(lua_State *L) {
+    wick_tensor *in = SELF("addmm"), *m1 = wl_checktensor(L, 2, "addmm", "mat1"), *m2 = wl_checktensor(L, 3, "addmm", "mat2");
+    double beta = 1, alpha = 1;
+    if (lua_istable(L, 4)) {
+        lua_getfield(L, 4, "beta");
+        if (!lua_isnil(L, -1)) beta = luaL_checknumber(L, -1);
+        lua_getfield(L, 4, "alpha");
+        if (!lua_isnil(L, -1)) alpha = luaL_checknumber(L, -1);
+        lua_pop(L, 2);
+    }
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_addmm(slot, in, m1, m2, beta, alpha));
+    return 1;
+}
+
+/* ---- views ---- */
+
+static int t_view_like(lua_State *L) {
+    int reshape = UPINT(1);
+    const char *fn = reshape ? "reshape" : "view";
+    wick_tensor *a = SELF(fn);
+    int64_t sizes[WICK_MAX_DIMS];
+    int n = wl_sizes(L, 2, lua_gettop(L), sizes, fn);
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, reshape ? wick_reshape(slot, a, n, sizes) : wick_view(slot, a, n, sizes));
+    return 1;
+}
+
+static int t_transpose(lua_State *L) {
+    wick_tensor *a = SELF("transpose");
+    int d0 = wl_dim(L, 2, "transpose"), d1 = wl_dim(L, 3, "transpose");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_transpose(slot, a, d0, d1));
+    return 1;
+}
+
+static int t_t(lua_State *L) {
+    wick_tensor *a = SELF("t");
+    if (wick_tensor_ndim(a) > 2) wl_raise(L, "t: expects a tensor with at most 2 dimensions, but self is %d-D", wick_tensor_ndim(a));
+    wick_tensor **slot = wl_new_slot(L);
+    if (wick_tensor_ndim(a) < 2) wl_check(L, wick_view(slot, a, wick_tensor_ndim(a), wick_tensor_sizes(a)));
+    else wl_check(L, wick_transpose(slot, a, 0, 1));
+    return 1;
+}
+
+static int t_permute(lua_State *L) {
+    wick_tensor *a = SELF("permute");
+    int64_t raw[WICK_MAX_DIMS];
+    int n = 0;
+    if (lua_istable(L, 2)) {
+        n = (int)lua_objlen(L, 2);
+        if (n > WICK_MAX_DIMS) wl_raise(L, "permute: too many dims");
+        for (int i = 0; i < n; i++) {
+            lua_rawgeti(L, 2, i + 1);
+            raw[i] = wl_dim(L, lua_gettop(L), "permute");
+            lua_pop(L, 1);
+        }
+    } else {
+        for (int i = 2; i <= lua_gettop(L) && n < WICK_MAX_DIMS; i++) raw[n++] = wl_dim(L, i, "permute");
+    }
+    int dims[WICK_MAX_DIMS];
+    for (int i = 0; i < n; i++) dims[i] = (int)raw[i];
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_permute(slot, a, n, dims));
+    return 1;
+}
+
+/* A 1-based Lua index along a dim of `size` as a 0-based one (negative from the end). */
+static int64_t lua_index(lua_State *L, int idx, int64_t size, const char *fn, int dim) {
+    lua_Number v = luaL_checknumber(L, idx);
+    if (v != floor(v)) wl_raise(L, "%s: expected an integer index, got %g", fn, v);
+    if (v == 0) wl_raise(L, "%s: index 0 is invalid: indices count from 1 (and from -1 backwards)", fn);
+    if (v > size || v < -size)
+        wl_raise(L, "%s: index %.0f is out of bounds for dimension %d with size %lld", fn, v, dim + 1, (long long)size);
+    return v > 0 ? (int64_t)v - 1 : (int64_t)v + size;
+}
+
+static int64_t dim_size(lua_State *L, wick_tensor *a, int dim, const char *fn) {
+    int n = wick_tensor_ndim(a);
+    if (n == 0) wl_raise(L, "%s: cannot index a 0-dim tensor", fn);
+    int d = dim < 0 ? dim + n : dim;
+    if (d < 0 || d >= n) wl_raise(L, "%s: dimension %d out of range (expected 1 to %d, or -%d to -1)", fn, dim < 0 ? dim : dim + 1, n, n);
+    return wick_tensor_sizes(a)[d];
+}
+
+static int t_narrow(lua_State *L) {
+    wick_tensor *a = SELF("narrow");
+    int dim = wl_dim(L, 2, "narrow");
+    int64_t size = dim_size(L, a, dim, "narrow");
+    int64_t start = lua_index(L, 3, size, "narrow", dim < 0 ? dim + wick_tensor_ndim(a) : dim);
+    lua_Number len = luaL_checknumber(L, 4);
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_narrow(slot, a, dim, start, (int64_t)len));
+    return 1;
+}
+
+static int t_select(lua_State *L) {
+    wick_tensor *a = SELF("select");
+    int dim = wl_dim(L, 2, "select");
+    int64_t size = dim_size(L, a, dim, "select");
+    int64_t index = lua_index(L, 3, size, "select", dim < 0 ? dim + wick_tensor_ndim(a) : dim);
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_select(slot, a, dim, index));
+    return 1;
+}
+
+/* t[i]: a view of the i-th slice along dim 1 */
+static int t_get(lua_State *L) {
+    wick_tensor *a = SELF("index");
+    int64_t size = dim_size(L, a, 0, "index");
+    int64_t index = lua_index(L, 2, size, "index", 0);
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_select(slot, a, 0, index));
+    return 1;
+}
+
+/* t[i] = v: fills the slice with a number or copies a tensor into it */
+static int t_set(lua_State *L) {
+    wick_tensor *a = SELF("index");
+    int64_t size = dim_size(L, a, 0, "index");
+    int64_t index = lua_index(L, 2, size, "index", 0);
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_select(slot, a, 0, index));
+    wick_tensor *src = wl_totensor(L, 3);
+    wick_scalar s;
+    if (src) wl_check(L, wick_copy_(*slot, src));
+    else if (wl_toscalar(L, 3, &s)) wl_check(L, wick_fill_(*slot, s.value));
+    else wl_raise(L, "index assignment: expected a number or a tensor, got %s", luaL_typename(L, 3));
+    return 0;
+}
+
+static int t_squeeze(lua_State *L) {
+    wick_tensor *a = SELF("squeeze");
+    int dim = lua_isnoneornil(L, 2) ? -1 : wl_dim(L, 2, "squeeze");
+    if (!lua_isnoneornil(L, 2) && dim < 0) dim += wick_tensor_ndim(a) ? wick_tensor_ndim(a) : 1;
+    if (!lua_isnoneornil(L, 2) && dim < 0) wl_raise(L, "squeeze: dimension out of range");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_squeeze(slot, a, dim));
+    return 1;
+}
+
+static int t_unsqueeze(lua_State *L) {
+    wick_tensor *a = SELF("unsqueeze");
+    int dim = wl_dim(L, 2, "unsqueeze");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_unsqueeze(slot, a, dim));
+    return 1;
+}
+
+static int t_expand(lua_State *L) {
+    wick_tensor *a = SELF("expand");
+    int64_t sizes[WICK_MAX_DIMS];
+    int n;
+    wick_tensor *other = wl_totensor(L, 2);
+    if (other) {
+        n = wick_tensor_ndim(other);
+        memcpy(sizes, wick_tensor_sizes(other), sizeof(int64_t) * n);
+    } else {
+        n = wl_sizes(L, 2, lua_gettop(L), sizes, "expand");
+    }
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_expand(slot, a, n, sizes));
+    return 1;
+}
+
+static int t_flatten(lua_State *L) {
+    wick_tensor *a = SELF("flatten");
+    int start = lua_isnoneornil(L, 2) ? 0 : wl_dim(L, 2, "flatten");
+    int end = lua_isnoneornil(L, 3) ? -1 : wl_dim(L, 3, "flatten");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_flatten(slot, a, start, end));
+    return 1;
+}
+
+static int t_contiguous(lua_State *L) {
+    wick_tensor *a = SELF("contiguous");
+    if (wick_tensor_is_contiguous(a)) {
+        lua_settop(L, 1);
+        return 1;
+    }
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_clone(slot, a));
+    return 1;
+}
+
+/* ---- indexing ---- */
+
+/* A Lua (1-based) index tensor as a new 0-based one, kept alive on the stack. */
+static wick_tensor *zero_based_index(lua_State *L, int idx, const char *fn) {
+    wick_tensor *index = wl_checktensor(L, idx, fn, "index");
+    if (wick_tensor_dtype(index) != WICK_INT64 && wick_tensor_dtype(index) != WICK_INT32)
+        wl_raise(L, "%s: expected the index to be an int64 tensor, but got %s", fn, wick_dtype_name(wick_tensor_dtype(index)));
+    wick_tensor **slot = wl_new_slot(L);
+    lua_replace(L, idx);
+    wl_check(L, wick_binary_scalar(slot, WICK_SUB, index, (wick_scalar){1, 1}, 0));
+    return *slot;
+}
+
+static int t_index_select(lua_State *L) {
+    wick_tensor *a = SELF("index_select");
+    int dim = wl_dim(L, 2, "index_select");
+    wick_tensor *index = zero_based_index(L, 3, "index_select");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_index_select(slot, a, dim, index));
+    return 1;
+}
+
+static int t_gather(lua_State *L) {
+    wick_tensor *a = SELF("gather");
+    int dim = wl_dim(L, 2, "gather");
+    wick_tensor *index = zero_based_index(L, 3, "gather");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_gather(slot, a, dim, index));
+    return 1;
+}
+
+/* t:scatter(dim, index, src) and t:scatter_(...); src may be a number */
+static int t_scatter(lua_State *L) {
+    int inplace = UPINT(1);
+    const char *fn = inplace ? "scatter_" : "scatter";
+    wick_tensor *a = SELF(fn);
+    int dim = wl_dim(L, 2, fn);
+    wick_tensor *index = zero_based_index(L, 3, fn);
+    wick_tensor *src = wl_totensor(L, 4);
+    wick_scalar s;
+    if (!src) {
+        if (!wl_toscalar(L, 4, &s)) wl_raise(L, "%s: expected src to be a tensor or a number, got %s", fn, luaL_typename(L, 4));
+        wick_tensor **tmp = wl_new_slot(L);
+        lua_replace(L, 4);
+        wl_check(L, wick_full(tmp, wick_tensor_ndim(index), wick_tensor_sizes(index), s.value,
+                              (wick_options){wick_tensor_dtype(a), wick_tensor_device(a)}));
+        src = *tmp;
+    }
+    if (inplace) {
+        wl_check(L, wick_scatter_(a, dim, index, src));
+        lua_settop(L, 1);
+        return 1;
+    }
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_scatter(slot, a, dim, index, src));
+    return 1;
+}
+
+/* wick.cat(tensors[, dim]) and wick.stack(tensors[, dim]); upvalue: 1 for stack */
+static int m_join(lua_State *L) {
+    int stack = UPINT(1);
+    const char *fn = stack ? "wick.stack" : "wick.cat";
+    if (!lua_istable(L, 1) || wl_totensor(L, 1)) wl_raise(L, "%s: expected a table of tensors, got %s", fn, luaL_typename(L, 1));
+    int dim = lua_isnoneornil(L, 2) ? 0 : wl_dim(L, 2, fn);
+    int n = (int)lua_objlen(L, 1);
+    if (n == 0) wl_raise(L, "%s: expected a non-empty table of tensors", fn);
+    const wick_tensor **ts = lua_newuserdata(L, sizeof(*ts) * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        lua_rawgeti(L, 1, i + 1);
+        ts[i] = wl_totensor(L, -1);
+        if (!ts[i]) wl_raise(L, "%s: expected a tensor at position %d, got %s", fn, i + 1, luaL_typename(L, -1));
+        lua_pop(L, 1); /* the table keeps it alive */
+    }
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, stack ? wick_stack(slot, n, (const wick_tensor *const *)ts, dim)
+                      : wick_cat(slot, n, (const wick_tensor *const *)ts, dim));
+    wl_account(L);
+    return 1;
+}
+
+static int t_softmax(lua_State *L) {
+    int log = UPINT(1);
+    const char *fn = log ? "log_softmax" : "softmax";
+    wick_tensor *a = SELF(fn);
+    int dim = wl_dim(L, 2, fn);
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, log ? wick_log_softmax(slot, a, dim) : wick_softmax(slot, a, dim));
+    return 1;
+}
+
+/* ---- copying, values ---- */
+
+static int t_copy_(lua_State *L) {
+    wick_tensor *a = SELF("copy_"), *src = wl_checktensor(L, 2, "copy_", "src");
+    wl_check(L, wick_copy_(a, src));
+    lua_settop(L, 1);
+    return 1;
+}
+
+static int t_fill_(lua_State *L) {
+    wick_tensor *a = SELF("fill_");
+    wick_scalar s;
+    if (!wl_toscalar(L, 2, &s)) wl_raise(L, "fill_: expected a number, got %s", luaL_typename(L, 2));
+    wl_check(L, wick_fill_(a, s.value));
+    lua_settop(L, 1);
+    return 1;
+}
+
+static int t_clone(lua_State *L) {
+    wick_tensor *a = SELF("clone");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_clone(slot, a));
+    wl_account(L);
+    return 1;
+}
+
+static void push_value(lua_State *L, const wick_tensor *t, const char *p) {
+    wick_dtype d = wick_tensor_dtype(t);
+    if (d == WICK_BOOL) lua_pushboolean(L, *(const uint8_t *)p != 0);
+    else if (d == WICK_INT64) {
+        int64_t v = *(const int64_t *)p;
+        if (v > 9007199254740992LL || v < -9007199254740992LL)
+            wl_raise(L, "int64 value %lld cannot be represented exactly as a Lua number (beyond 2^53)", (long long)v);
+        lua_pushnumber(L, (lua_Number)v);
+    } else {
+        double v;
+        wick_tensor *tmp = NULL;
+        (void)tmp;
+        switch (d) {
+        case WICK_FLOAT32: v = *(const float *)p; break;
+        case WICK_FLOAT64: v = *(const double *)p; break;
+        case WICK_INT32: v = *(const int32_t *)p; break;
+        case WICK_UINT8: v = *(const uint8_t *)p; break;
+        default: { /* halves: convert through a tiny tensor-free path */
+            int64_t one = 1;
+            wick_tensor *src, *dst;
+            if (wick_empty(&src, 1, &one, (wick_options){d, {WICK_CPU, -1}})) wl_check(L, WICK_ERR_OOM);
+            memcpy(wick_tensor_data(src), p, 2);
+            wick_status st = wick_to(&dst, src, (wick_options){WICK_FLOAT32, {WICK_CPU, -1}});
+            wick_tensor_release(src);
+            wl_check(L, st);
+            v = *(float *)wick_tensor_data(dst);
+            wick_tensor_release(dst);
+        }
+        }
+        lua_pushnumber(L, v);
+    }
+}
+
+static int t_item(lua_State *L) {
+    wick_tensor *a = SELF("item");
+    double v;
+    wl_check(L, wick_item_double(a, &v)); /* runs the checks: one element, readable device */
+    push_value(L, a, (const char *)wick_tensor_data(a));
+    return 1;
+}
+
+static void totable_rec(lua_State *L, const wick_tensor *t, int dim, const char *p) {
+    size_t es = wick_dtype_size(wick_tensor_dtype(t));
+    if (dim == wick_tensor_ndim(t)) {
+        push_value(L, t, p);
+        return;
+    }
+    int64_t n = wick_tensor_sizes(t)[dim], s = wick_tensor_strides(t)[dim];
+    lua_createtable(L, (int)n, 0);
+    for (int64_t i = 0; i < n; i++) {
+        totable_rec(L, t, dim + 1, p + i * s * (int64_t)es);
+        lua_rawseti(L, -2, (int)i + 1);
+    }
+}
+
+static int t_totable(lua_State *L) {
+    wick_tensor *a = SELF("totable");
+    if (wick_tensor_device(a).type != WICK_CPU) {
+        char buf[32];
+        wl_raise(L, "totable: the tensor is on %s; call :cpu() first", wick_device_format(wick_tensor_device(a), buf, sizeof buf));
+    }
+    totable_rec(L, a, 0, (const char *)wick_tensor_data(a));
+    return 1;
+}
+
+/* t:to(device | dtype | {device =, dtype =} | other tensor) */
+static int t_to(lua_State *L) {
+    wick_tensor *a = SELF("to");
+    wick_options opt = {wick_tensor_dtype(a), wick_tensor_device(a)};
+    for (int i = 2; i <= lua_gettop(L); i++) {
+        wick_tensor *other = wl_totensor(L, i);
+        wick_dtype d;
+        if (other) opt = (wick_options){wick_tensor_dtype(other), wick_tensor_device(other)};
+        else if (lua_type(L, i) == LUA_TSTRING && wick_dtype_parse(lua_tostring(L, i), &d) == WICK_OK) opt.dtype = d;
+        else if (lua_type(L, i) == LUA_TSTRING) opt.device = wl_device(L, i, "to");
+        else if (lua_istable(L, i)) {
+            lua_getfield(L, i, "type");
+            int is_device = !lua_isnil(L, -1);
+            lua_pop(L, 1);
+            if (is_device) {
+                opt.device = wl_device(L, i, "to");
+            } else {
+                lua_getfield(L, i, "non_blocking"); /* accepted; copies are synchronous on the CPU */
+                lua_pop(L, 1);
+                lua_pushnil(L);
+                lua_setfield(L, i, "non_blocking");
+                wl_options(L, i, &opt, "to");
+            }
+        } else if (!lua_isnil(L, i)) {
+            wl_raise(L, "to: expected a device, a dtype, an options table or a tensor, got %s", luaL_typename(L, i));
+        }
+    }
+    if (opt.dtype == wick_tensor_dtype(a) && wick_device_equal(opt.device, wick_tensor_device(a))) {
+        lua_settop(L, 1); /* nothing changes: the same object, like PyTorch */
+        return 1;
+    }
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_to(slot, a, opt));
+    wl_account(L);
+    return 1;
+}
+
+/* ---- metadata ---- */
+
+static void push_shape(lua_State *L, int n, const int64_t *v) {
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+        lua_pushnumber(L, (lua_Number)v[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+}
+
+static int t_shape(lua_State *L) {
+    wick_tensor *a = SELF("shape");
+    push_shape(L, wick_tensor_ndim(a), wick_tensor_sizes(a));
+    return 1;
+}
+
+static int t_size(lua_State *L) {
+    wick_tensor *a = SELF("size");
+    if (lua_isnoneornil(L, 2)) {
+        push_shape(L, wick_tensor_ndim(a), wick_tensor_sizes(a));
+        return 1;
+    }
+    int dim = wl_dim(L, 2, "size");
+    int n = wick_tensor_ndim(a);
+    if (dim < 0) dim += n;
+    if (dim < 0 || dim >= n) wl_raise(L, "size: dimension %d out of range for a %d-D tensor", (int)lua_tonumber(L, 2), n);
+    lua_pushnumber(L, (lua_Number)wick_tensor_sizes(a)[dim]);
+    return 1;
+}
+
+static int t_stride(lua_State *L) {
+    wick_tensor *a = SELF("stride");
+    int n = wick_tensor_ndim(a);
+    if (lua_isnoneornil(L, 2)) {
+        push_shape(L, n, wick_tensor_strides(a));
+        return 1;
+    }
+    int dim = wl_dim(L, 2, "stride");
+    if (dim < 0) dim += n;
+    if (dim < 0 || dim >= n) wl_raise(L, "stride: dimension out of range for a %d-D tensor", n);
+    lua_pushnumber(L, (lua_Number)wick_tensor_strides(a)[dim]);
+    return 1;
+}
+
+static int t_dim(lua_State *L) {
+    lua_pushinteger(L, wick_tensor_ndim(SELF("dim")));
+    return 1;
+}
+
+static int t_numel(lua_State *L) {
+    lua_pushnumber(L, (lua_Number)wick_tensor_numel(SELF("numel")));
+    return 1;
+}
+
+static int t_len(lua_State *L) {
+    wick_tensor *a = SELF("len");
+    if (wick_tensor_ndim(a) == 0) wl_raise(L, "len() of a 0-d tensor");
+    lua_pushnumber(L, (lua_Number)wick_tensor_sizes(a)[0]);
+    return 1;
+}
+
+static int t_is_contiguous(lua_State *L) {
+    lua_pushboolean(L, wick_tensor_is_contiguous(SELF("is_contiguous")));
+    return 1;
+}
+
+static int t_dtype(lua_State *L) {
+    lua_pushstring(L, wick_dtype_name(wick_tensor_dtype(SELF("dtype"))));
+    return 1;
+}
+
+static int t_device(lua_State *L) {
+    char buf[32];
+    lua_pushstring(L, wick_device_format(wick_tensor_device(SELF("device")), buf, sizeof buf));
+    return 1;
+}
+
+static int t_storage_offset(lua_State *L) {
+    lua_pushnumber(L, (lua_Number)wick_tensor_offset(SELF("storage_offset")));
+    return 1;
+}
+
+/* An opaque id of the storage, equal for tensors that share memory. */
+static int t_storage_id(lua_State *L) {
+    lua_pushlightuserdata(L, (void *)wick_tensor_storage_id(SELF("storage_id")));
+    return 1;
+}
+
+static int t_gc(lua_State *L) {
+    wick_tensor **p = lua_touserdata(L, 1);
+    if (p && *p) {
+        wick_tensor_release(*p);
+        *p = NULL;
+    }
+    return 0;
+}
+
+/* ---- the fast paths, as C function pointers for LuaJIT's FFI ---- */
+
+static int m_fast_pointers(lua_State *L) {
+    lua_createtable(L, 0, 2);
+    lua_pushlightuserdata(L, (void *)(intptr_t)&wick_try_fast_binary_);
+    lua_setfield(L, -2, "binary_inplace");
+    lua_pushlightuserdata(L, (void *)(intptr_t)&wick_try_fast_mm);
+    lua_setfield(L, -2, "mm_into");
+    return 1;
+}
+
+/* ---- registration ---- */
+
+static void set_closure(lua_State *L, const char *name, lua_CFunction f, int up1, int up2) {
+    lua_pushinteger(L, up1);
+    lua_pushinteger(L, up2);
+    lua_pushcclosure(L, f, 2);
+    lua_setfield(L, -2, name);
+}
+
+static void set_fn(lua_State *L, const char *name, lua_CFunction f) {
+    lua_pushcfunction(L, f);
+    lua_setfield(L, -2, name);
+}
+
+static const luaL_Reg module_fns[] = {
+    {"full", m_full},
+    {"full_like", m_full_like},
+    {"tensor", m_tensor},
+    {"arange", m_arange},
+    {"eye", m_eye},
+    {"manual_seed", m_manual_seed},
+    {"get_rng_state", m_get_rng_state},
+    {"set_rng_state", m_set_rng_state},
+    {"set_num_threads", m_set_num_threads},
+    {"get_num_threads", m_get_num_threads},
+    {"parse_device", m_parse_device},
+    {"cuda_is_available", m_cuda_is_available},
+    {"cuda_device_count", m_cuda_device_count},
+    {"cpu_bytes_in_use", m_cpu_bytes_in_use},
+    {"where", m_where},
+    {"fast_pointers", m_fast_pointers},
+    {NULL, NULL}};
+
+static const luaL_Reg method_fns[] = {
+    {"mm", t_mm}, {"bmm", t_bmm}, {"matmul", t_matmul}, {"addmm", t_addmm},
+    {"transpose", t_transpose}, {"t", t_t}, {"permute", t_permute}, {"narrow", t_narrow},
+    {"select", t_select}, {"squeeze", t_squeeze}, {"unsqueeze", t_unsqueeze}, {"expand", t_expand},
+    {"flatten", t_flatten}, {"contiguous", t_contiguous}, {"index_select", t_index_select},
+    {"gather", t_gather}, {"copy_", t_copy_}, {"fill_", t_fill_}, {"clone", t_clone}, {"item", t_item},
+    {"totable", t_totable}, {"to", t_to}, {"size", t_size}, {"stride", t_stride}, {"dim", t_dim},
+    {"numel", t_numel}, {"is_contiguous", t_is_contiguous}, {"storage_offset", t_storage_offset},
+    {"_storage_id", t_storage_id}, {"_dtype", t_dtype}, {"_device", t_device}, {"_shape", t_shape},
+    {"_get", t_get}, {"_set", t_set}, {NULL, NULL}};
+
+/* Fills the module table at -1: functions, and `Tensor` (methods) and `_mt`. */
+void wl_open_tensor(lua_State *L) {
+    luaL_register(L, NULL, module_fns);
+    for (int i = 0; i < (int)(sizeof creators / sizeof *creators); i++) {
+        char like[32];
+        set_closure(L, creators[i].name, m_create, i, 0);
+        snprintf(like, sizeof like, "%s_like", creators[i].name);
+        set_closure(L, like, m_create_like, i, 0);
+    }
+    set_closure(L, "cat", m_join, 0, 0);
+    set_closure(L, "stack", m_join, 1, 0);
+
+    lua_newtable(L); /* methods */
+    luaL_register(L, NULL, method_fns);
+    char name[32];
+    for (int op = 0; op < WICK_NUM_UNARY; op++) {
+        set_closure(L, wick_unary_name((wick_unary_op)op), t_unary, op, 0);
+        snprintf(name, sizeof name, "%s_", wick_unary_name((wick_unary_op)op));
+        set_closure(L, name, t_unary, op, 1);
+    }
+    for (int op = 0; op < WICK_NUM_BINARY; op++) {
+        set_closure(L, wick_binary_name((wick_binary_op)op), t_binary, op, 0);
+        snprintf(name, sizeof name, "%s_", wick_binary_name((wick_binary_op)op));
+        set_closure(L, name, t_binary_, op, 0);
+    }
+    for (int op = 0; op < WICK_NUM_REDUCE; op++)
+        if (op != WICK_MAX && op != WICK_MIN) set_closure(L, wick_reduce_name((wick_reduce_op)op), t_reduce, op, 0);
+    set_closure(L, "max", t_max_min, 1, 0);
+    set_closure(L, "min", t_max_min, 0, 0);
+    set_closure(L, "clamp", t_clamp, 0, 0);
+    set_closure(L, "clamp_", t_clamp, 1, 0);
+    set_closure(L, "view", t_view_like, 0, 0);
+    set_closure(L, "reshape", t_view_like, 1, 0);
+    set_closure(L, "scatter", t_scatter, 0, 0);
+    set_closure(L, "scatter_", t_scatter, 1, 0);
+    set_closure(L, "softmax", t_softmax, 0, 0);
+    set_closure(L, "log_softmax", t_softmax, 1, 0);
+    lua_setfield(L, -2, "Tensor");
+
+    luaL_newmetatable(L, WL_TENSOR_MT);
+    set_fn(L, "__gc", t_gc);
+    set_fn(L, "__len", t_len);
+    set_fn(L, "__unm", t_unm);
+    static const struct {
+        const char *name;
+        wick_binary_op op;
+    } arith[] = {{"__add", WICK_ADD}, {"__sub", WICK_SUB}, {"__mul", WICK_MUL}, {"__div", WICK_DIV}, {"__pow", WICK_POW}};
+    for (size_t i = 0; i < sizeof arith / sizeof *arith; i++) set_closure(L, arith[i].name, t_arith, arith[i].op, 0);
+    lua_pushstring(L, "wick.Tensor");
+    lua_setfield(L, -2, "__name");
+    lua_setfield(L, -2, "_mt");
+}

@@ -1,0 +1,54 @@
+/* The Lua binding: userdata, argument checking, error raising. Only this layer
+ * calls lua_error, and only once every C resource of the call is owned by a
+ * userdata that the collector will free. */
+#ifndef WICK_LUA_H
+#define WICK_LUA_H
+
+#include "wick.h"
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#define WL_TENSOR_MT "wick.Tensor"
+
+/* ---- errors (args.c) ---- */
+/* Raises `message` prefixed with the position of the user's Lua line: the first
+ * stack frame outside C and outside wick's own Lua files. Never returns. */
+int wl_raise(lua_State *L, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Raises wick_last_error() when st is not WICK_OK. */
+void wl_check(lua_State *L, wick_status st);
+/* Frees the collector when dead tensors hold much memory (see DESIGN.md). */
+void wl_account(lua_State *L);
+
+/* ---- tensors on the Lua stack (args.c) ---- */
+wick_tensor *wl_totensor(lua_State *L, int idx); /* NULL if not a tensor */
+wick_tensor *wl_checktensor(lua_State *L, int idx, const char *fn, const char *arg);
+/* Pushes an empty tensor userdata and returns its slot: pass the slot as the
+ * `out` of a wick_* call, so the result is owned before anything can raise. */
+wick_tensor **wl_new_slot(lua_State *L);
+
+/* ---- arguments (args.c) ---- */
+/* Sizes given as numbers at [first, last] or as one table at `first`. Returns ndim. */
+int wl_sizes(lua_State *L, int first, int last, int64_t *sizes, const char *fn);
+/* Fills opt from the options table at idx (absent/nil: leaves opt as is). */
+void wl_options(lua_State *L, int idx, wick_options *opt, const char *fn);
+/* A Lua dimension (1-based, negative from the end) as a C one (0-based or negative). */
+int wl_dim(lua_State *L, int idx, const char *fn);
+int wl_dim_value(lua_State *L, lua_Number d, const char *fn);
+wick_device wl_device(lua_State *L, int idx, const char *fn);
+wick_dtype wl_dtype(lua_State *L, int idx, const char *fn);
+/* A Lua value as a scalar operand: numbers and booleans. */
+int wl_toscalar(lua_State *L, int idx, wick_scalar *s);
+/* Index of the trailing options table in [first, top], or 0 if none. */
+int wl_trailing_options(lua_State *L, int first);
+
+/* ---- registration ---- */
+void wl_open_tensor(lua_State *L); /* tensor_lua.c: fills the module table at -1 */
+/* Records the tensor metatable and the source prefix of wick's Lua files. */
+void wl_register_tensor_mt(lua_State *L, int idx, const char *lua_dir_prefix);
+
+#endif

@@ -1,0 +1,138 @@
+/* C tests of the core, without Lua: the API a C host uses. */
+#include "wick.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static int failures = 0, checks = 0;
+
+#define CHECK(cond)                                                                                  \
+    do {                                                                                             \
+        checks++;                                                                                    \
+        if (!(cond)) {                                                                               \
+            failures++;                                                                              \
+            fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, __LINE__, #cond, \
+                    wick_last_error());                                                              \
+        }                                                                                            \
+    } while (0)
+
+static wick_options opts(wick_dtype d, const char *dev) {
+    wick_options o = wick_default_options();
+    o.dtype = d;
+    wick_device_parse(dev, &o.device);
+    return o;
+}
+
+static void test_devices(void) {
+    wick_device d;
+    char buf[32];
+    CHECK(wick_device_parse("cuda:1", &d) == WICK_OK && d.type == WICK_CUDA && d.index == 1);
+    CHECK(strcmp(wick_device_format(d, buf, sizeof buf), "cuda:1") == 0);
+    CHECK(wick_device_parse("cuda", &d) == WICK_OK && d.index == -1);
+    CHECK(wick_device_parse("gpu", &d) == WICK_ERR_DEVICE && strstr(wick_last_error(), "'gpu'"));
+    CHECK(wick_device_parse("cuda:-1", &d) == WICK_ERR_DEVICE);
+    CHECK(wick_device_parse("cuda:x", &d) == WICK_ERR_DEVICE);
+    CHECK(!wick_cuda_is_available() || wick_cuda_device_count() > 0);
+}
+
+static void test_add_broadcast(void) {
+    int64_t s23[2] = {2, 3}, s3[1] = {3};
+    double a_vals[6] = {1, 2, 3, 4, 5, 6}, b_vals[3] = {10, 20, 30};
+    wick_tensor *a, *b, *c;
+    CHECK(wick_from_doubles(&a, 2, s23, a_vals, wick_default_options()) == WICK_OK);
+    CHECK(wick_from_doubles(&b, 1, s3, b_vals, wick_default_options()) == WICK_OK);
+    CHECK(wick_binary(&c, WICK_ADD, a, b) == WICK_OK);
+    CHECK(wick_tensor_ndim(c) == 2 && wick_tensor_sizes(c)[1] == 3);
+    CHECK(wick_get_double(c, 0) == 11 && wick_get_double(c, 5) == 36);
+    wick_tensor_release(c);
+    /* a shape that cannot broadcast names both shapes */
+    int64_t s4[1] = {4};
+    wick_tensor *d;
+    CHECK(wick_full(&d, 1, s4, 1, wick_default_options()) == WICK_OK);
+    CHECK(wick_binary(&c, WICK_ADD, a, d) == WICK_ERR_SHAPE && strstr(wick_last_error(), "[2, 3] vs [4]"));
+    wick_tensor_release(a);
+    wick_tensor_release(b);
+    wick_tensor_release(d);
+}
+
+static void test_same_device_rule(void) {
+    int64_t s[2] = {2, 2};
+    wick_tensor *cpu, *meta, *out = NULL;
+    CHECK(wick_full(&cpu, 2, s, 1, wick_default_options()) == WICK_OK);
+    CHECK(wick_empty(&meta, 2, s, opts(WICK_FLOAT32, "meta")) == WICK_OK);
+    CHECK(wick_mm(&out, cpu, meta) == WICK_ERR_DEVICE);
+    CHECK(strstr(wick_last_error(), "Expected all tensors to be on the same device, but found at least two "
+                                    "devices, cpu and meta! (when checking argument for argument mat2 in method mm)") != NULL);
+    CHECK(out == NULL);
+    /* meta runs shapes without data */
+    wick_tensor *m2;
+    CHECK(wick_mm(&m2, meta, meta) == WICK_OK && wick_tensor_data(m2) == NULL);
+    wick_tensor_release(m2);
+    wick_tensor_release(cpu);
+    wick_tensor_release(meta);
+}
+
+static void test_matmul_transposed_view(void) {
+    int64_t s[2] = {2, 3};
+    double v[6] = {1, 2, 3, 4, 5, 6};
+    wick_tensor *a, *at, *p;
+    CHECK(wick_from_doubles(&a, 2, s, v, wick_default_options()) == WICK_OK);
+    CHECK(wick_transpose(&at, a, 0, 1) == WICK_OK);
+    CHECK(wick_mm(&p, a, at) == WICK_OK); /* [[14, 32], [32, 77]] */
+    CHECK(wick_get_double(p, 0) == 14 && wick_get_double(p, 1) == 32 && wick_get_double(p, 3) == 77);
+    wick_tensor_release(p);
+    wick_tensor_release(at);
+    wick_tensor_release(a);
+}
+
+static void test_errors_leave_nothing(void) {
+    int64_t huge[2] = {1LL << 40, 1LL << 30};
+    wick_tensor *t = NULL;
+    CHECK(wick_empty(&t, 2, huge, wick_default_options()) == WICK_ERR_OOM && t == NULL);
+    CHECK(strstr(wick_last_error(), "out of memory") != NULL);
+    int64_t neg[1] = {-2};
+    CHECK(wick_empty(&t, 1, neg, wick_default_options()) == WICK_ERR_ARGUMENT && t == NULL);
+    CHECK(wick_cpu_bytes_in_use() == 0);
+}
+
+static void test_reduce_and_softmax(void) {
+    int64_t s[2] = {2, 3};
+    double v[6] = {1, 5, 3, 4, 2, 6};
+    wick_tensor *a, *m, *idx, *sm;
+    CHECK(wick_from_doubles(&a, 2, s, v, opts(WICK_FLOAT64, "cpu")) == WICK_OK);
+    CHECK(wick_reduce(&m, &idx, WICK_MAX, a, 1, 0, 1) == WICK_OK);
+    CHECK(wick_get_double(m, 0) == 5 && wick_get_double(m, 1) == 6);
+    CHECK(wick_get_double(idx, 0) == 1 && wick_get_double(idx, 1) == 2);
+    wick_tensor_release(m);
+    wick_tensor_release(idx);
+    CHECK(wick_softmax(&sm, a, 1) == WICK_OK);
+    double total = wick_get_double(sm, 0) + wick_get_double(sm, 1) + wick_get_double(sm, 2);
+    CHECK(fabs(total - 1) < 1e-12);
+    wick_tensor_release(sm);
+    wick_tensor_release(a);
+}
+
+static void test_half_roundtrip(void) {
+    int64_t n = 4;
+    double v[4] = {0.5, -2, 65504, 1e-7};
+    wick_tensor *h, *f;
+    CHECK(wick_from_doubles(&h, 1, &n, v, opts(WICK_FLOAT16, "cpu")) == WICK_OK);
+    CHECK(wick_to(&f, h, opts(WICK_FLOAT32, "cpu")) == WICK_OK);
+    CHECK(wick_get_double(f, 0) == 0.5 && wick_get_double(f, 1) == -2 && wick_get_double(f, 2) == 65504);
+    CHECK(fabs(wick_get_double(f, 3) - 1e-7) < 6e-8); /* subnormal in half */
+    wick_tensor_release(f);
+    wick_tensor_release(h);
+}
+
+int main(void) {
+    test_devices();
+    test_add_broadcast();
+    test_same_device_rule();
+    test_matmul_transposed_view();
+    test_errors_leave_nothing();
+    test_reduce_and_softmax();
+    test_half_roundtrip();
+    printf("%d checks, %d failed\n", checks, failures);
+    return failures ? 1 : 0;
+}
