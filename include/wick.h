@@ -275,9 +275,10 @@ WICK_API wick_status wick_addmm(wick_tensor **out, const wick_tensor *input, con
                                 const wick_tensor *mat2, double beta, double alpha);
 /* torch.matmul: dot, matrix-vector, matrix-matrix and broadcast batches. */
 WICK_API wick_status wick_matmul(wick_tensor **out, const wick_tensor *a, const wick_tensor *b);
-/* out = a @ b for 2-D CPU float tensors of fitting shapes, written into `out`
- * (also 2-D, contiguous). The fast path of the Lua binding; 0 when done. */
-WICK_API int wick_try_fast_mm(wick_tensor *out, const wick_tensor *a, const wick_tensor *b);
+/* *out = a @ b for small 2-D CPU float tensors of fitting shapes: the fast path of
+ * the Lua binding. Returns 0 when done; any other value means "not handled here,
+ * call wick_mm" and sets no error. */
+WICK_API int wick_try_fast_mm(wick_tensor **out, const wick_tensor *a, const wick_tensor *b);
 
 /* ---- indexing, joining ---------------------------------------------------- */
 

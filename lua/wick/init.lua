@@ -215,8 +215,8 @@ if has_ffi and not os.getenv("WICK_NO_FFI") then
   local ptrs = core.fast_pointers()
   local slot = ffi.typeof("wick_tensor **")
   local binary_inplace = ffi.cast("int (*)(int, wick_tensor *, const wick_tensor *)", ptrs.binary_inplace)
-  local ops = { add_ = 0, sub_ = 1, mul_ = 2, div_ = 3 }
-  for name, op in pairs(ops) do
+  for _, base in ipairs({ "add", "sub", "mul", "div" }) do
+    local name, op = base .. "_", ptrs.binary_ops[base]
     local classic = Tensor[name]
     Tensor[name] = function(a, b, alpha)
       if alpha == nil and getmetatable(b) == mt and getmetatable(a) == mt
@@ -225,6 +225,29 @@ if has_ffi and not os.getenv("WICK_NO_FFI") then
       end
       return classic(a, b, alpha)
     end
+  end
+  -- out-of-place fast paths take their result userdata from a pool refilled in batches
+  local pool, npool = {}, 0
+  local function take_slot()
+    if npool == 0 then
+      core.fill_slots(pool, 64)
+      npool = #pool
+    end
+    local ud = pool[npool]
+    return ud
+  end
+  local mm_fast = ffi.cast("int (*)(wick_tensor **, const wick_tensor *, const wick_tensor *)", ptrs.mm)
+  local classic_mm = Tensor.mm
+  Tensor.mm = function(a, b)
+    if getmetatable(b) == mt and getmetatable(a) == mt then
+      local out = take_slot()
+      if mm_fast(ffi.cast(slot, out), ffi.cast(slot, a)[0], ffi.cast(slot, b)[0]) == 0 then
+        pool[npool] = nil
+        npool = npool - 1
+        return out
+      end
+    end
+    return classic_mm(a, b)
   end
   wick._ffi = true
 end

@@ -30,6 +30,11 @@ wick_status wk_check_same_device(const char *op, int n, const wick_tensor *const
 
 wick_status wk_broadcast_shapes(const char *op, int na, const int64_t *a, int nb, const int64_t *b,
                                 int *nout, int64_t *out) {
+    /* `out` may alias `a` or `b` (callers accumulate a shape in place): read copies */
+    int64_t ca[WICK_MAX_DIMS], cb[WICK_MAX_DIMS];
+    if (na) memcpy(ca, a, sizeof(int64_t) * na);
+    if (nb) memcpy(cb, b, sizeof(int64_t) * nb);
+    a = ca, b = cb;
     int n = na > nb ? na : nb;
     for (int i = 0; i < n; i++) {
         int64_t sa = i < n - na ? 1 : a[i - (n - na)];

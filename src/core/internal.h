@@ -22,6 +22,7 @@ typedef struct wick_storage wick_storage;
 
 struct wick_tensor {
     int refcount; /* atomic */
+    bool in_storage_block; /* allocated inside its storage's block (small tensors) */
     int ndim;
     wick_dtype dtype;
     wick_storage *storage;

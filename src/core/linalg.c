@@ -155,6 +155,10 @@ wick_status wick_matmul(wick_tensor **out, const wick_tensor *a, const wick_tens
     /* vectors: a (k) -> (1, k); b (k) -> (k, 1) */
     if ((st = a_vec ? wick_unsqueeze(&A, va, 0) : (wick_tensor_retain(va), A = va, WICK_OK))) return st;
     if ((st = b_vec ? wick_unsqueeze(&B, vb, 1) : (wick_tensor_retain(vb), B = vb, WICK_OK))) goto done;
+    if (A->sizes[A->ndim - 1] != B->sizes[B->ndim - 2] && a->ndim == 2 && b->ndim == 2) {
+        st = mm_shapes("matmul", A, B); /* PyTorch's words for two matrices */
+        goto done;
+    }
     if (A->sizes[A->ndim - 1] != B->sizes[B->ndim - 2]) {
         char x[WK_SHAPE_BUF], y[WK_SHAPE_BUF];
         st = wick_fail(WICK_ERR_SHAPE, "matmul: size mismatch: %s vs %s (the last dim of input must equal the "
@@ -231,21 +235,28 @@ done:
     return st;
 }
 
-/* The Lua binding's fast path for small float matrix products into a ready
- * output: the same checks as wick_mm, none of its allocations. */
-int wick_try_fast_mm(wick_tensor *out, const wick_tensor *a, const wick_tensor *b) {
-    if (!out || !a || !b || a->ndim != 2 || b->ndim != 2 || out->ndim != 2 || a->dtype != b->dtype ||
-        out->dtype != a->dtype || (a->dtype != WICK_FLOAT32 && a->dtype != WICK_FLOAT64) ||
-        a->storage->device.type != WICK_CPU || b->storage->device.type != WICK_CPU ||
-        out->storage->device.type != WICK_CPU || a->sizes[1] != b->sizes[0] || out->sizes[0] != a->sizes[0] ||
-        out->sizes[1] != b->sizes[1] || !wick_tensor_is_contiguous(out))
+/* The Lua binding's fast path for small float matrix products on the CPU: the
+ * checks that make wick_mm's plain case correct, one allocation, the kernel. */
+int wick_try_fast_mm(wick_tensor **out, const wick_tensor *a, const wick_tensor *b) {
+    if (!out || !a || !b || a->ndim != 2 || b->ndim != 2 || a->dtype != b->dtype ||
+        (a->dtype != WICK_FLOAT32 && a->dtype != WICK_FLOAT64) || a->storage->device.type != WICK_CPU ||
+        b->storage->device.type != WICK_CPU || a->sizes[1] != b->sizes[0] ||
+        a->sizes[0] * b->sizes[1] * a->sizes[1] > 32768)
         return 1;
     int trans[2];
     int64_t ld[2];
     if (!gemm_layout(a, &trans[0], &ld[0]) || !gemm_layout(b, &trans[1], &ld[1])) return 1;
+    int64_t shape[2] = {a->sizes[0], b->sizes[1]};
+    wick_tensor *c;
+    if (wk_tensor_new(&c, 2, shape, a->dtype, a->storage->device)) return 1;
     wk_gemm_args g = {.dtype = a->dtype, .trans_a = trans[0], .trans_b = trans[1],
                       .m = a->sizes[0], .n = b->sizes[1], .k = a->sizes[1],
                       .a = wk_data(a), .lda = ld[0], .b = wk_data(b), .ldb = ld[1],
-                      .c = wk_data(out), .ldc = out->sizes[1] > 0 ? out->sizes[1] : 1, .alpha = 1, .beta = 0};
-    return wk_cpu_backend.gemm(&g) == WICK_OK ? 0 : 1;
+                      .c = wk_data(c), .ldc = shape[1] > 0 ? shape[1] : 1, .alpha = 1, .beta = 0};
+    if (wk_cpu_backend.gemm(&g) != WICK_OK) {
+        wick_tensor_release(c);
+        return 1;
+    }
+    *out = c;
+    return 0;
 }

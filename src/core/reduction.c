@@ -43,6 +43,8 @@ wick_status wick_reduce(wick_tensor **out, wick_tensor **indices, wick_reduce_op
                          name, type_title(a->dtype));
     bool all = dim < 0;
     if (!all && (st = wk_wrap_dim(name, &dim, a->ndim))) return st;
+    /* max/min along a dim return indices, also along the only "dim" of a 0-dim tensor */
+    bool want_idx = indices && !all && (op == WICK_MAX || op == WICK_MIN);
     if (a->ndim == 0) all = true;
     int64_t reduced = all ? wick_tensor_numel(a) : a->sizes[dim];
     if (reduced == 0 && !has_identity(op))
@@ -63,7 +65,6 @@ wick_status wick_reduce(wick_tensor **out, wick_tensor **indices, wick_reduce_op
     wick_device dev = a->storage->device;
     wick_tensor *result = NULL, *idx = NULL, *kout = NULL, *in = NULL;
     if ((st = wk_tensor_new(&result, n, shape, rd, dev))) return st;
-    bool want_idx = indices && !all && (op == WICK_MAX || op == WICK_MIN);
     if (want_idx && (st = wk_tensor_new(&idx, n, shape, WICK_INT64, dev))) goto fail;
     if (dev.type != WICK_META) {
         /* the kernel reads the compute dtype; an all-reduce reads a contiguous input */

@@ -26,20 +26,23 @@ static const char *human_bytes(double n, char *buf, size_t size) {
 
 /* ---- storage ---- */
 
-wick_status wk_storage_new(wick_storage **out, wick_device dev, size_t nbytes) {
+/* A storage, with room for `extra` more bytes in its own block when the data is
+ * small enough to live there too (then *extra_out points at them). Tiny tensors
+ * so cost one allocation instead of three. */
+static wick_status storage_new(wick_storage **out, wick_device dev, size_t nbytes, size_t extra, void **extra_out) {
     wick_status st = wk_check_device_usable(dev);
     if (st) return st;
-    /* one block for header and data when the data is small: tiny tensors then
-     * cost one allocation, not two */
     bool small = dev.type == WICK_CPU && nbytes <= SMALL_STORAGE_BYTES;
-    wick_storage *s = malloc(small ? SMALL_STORAGE_HEADER + nbytes : sizeof *s);
+    if (!small) extra = 0;
+    wick_storage *s = malloc(small ? SMALL_STORAGE_HEADER + extra + nbytes : sizeof *s);
     if (!s) return wick_fail(WICK_ERR_OOM, "out of memory allocating a storage");
     s->refcount = 1;
     s->device = dev;
     s->nbytes = nbytes;
-    s->data = small ? (char *)s + SMALL_STORAGE_HEADER : NULL;
+    s->data = small ? (char *)s + SMALL_STORAGE_HEADER + extra : NULL;
     s->inline_data = small;
     s->backend = wk_backend_for(dev);
+    if (extra_out) *extra_out = extra ? (char *)s + SMALL_STORAGE_HEADER : NULL;
     if (small) wk_account_bytes((int64_t)nbytes);
     if (s->backend && !small) {
         /* never a NULL pointer for a valid storage, even an empty one */
@@ -55,6 +58,10 @@ wick_status wk_storage_new(wick_storage **out, wick_device dev, size_t nbytes) {
     }
     *out = s;
     return WICK_OK;
+}
+
+wick_status wk_storage_new(wick_storage **out, wick_device dev, size_t nbytes) {
+    return storage_new(out, dev, nbytes, 0, NULL);
 }
 
 static void storage_retain(wick_storage *s) { __atomic_add_fetch(&s->refcount, 1, __ATOMIC_RELAXED); }
@@ -128,14 +135,16 @@ static wick_tensor *tensor_alloc(void) {
     wick_tensor *t = malloc(sizeof *t);
     if (t) {
         t->refcount = 1;
+        t->in_storage_block = false;
         wk_account_bytes((int64_t)sizeof *t);
     }
     return t;
 }
 
+/* A header that lives in its storage's block goes away with the storage. */
 static void free_header(wick_tensor *t) {
     wk_account_bytes(-(int64_t)sizeof *t);
-    free(t);
+    if (!t->in_storage_block) free(t);
 }
 
 wick_status wk_tensor_new(wick_tensor **out, int ndim, const int64_t *sizes, wick_dtype dtype,
@@ -143,17 +152,24 @@ wick_status wk_tensor_new(wick_tensor **out, int ndim, const int64_t *sizes, wic
     if ((unsigned)dtype >= WICK_NUM_DTYPES) return wick_fail(WICK_ERR_DTYPE, "invalid dtype %d", dtype);
     wick_status st = check_sizes(ndim, sizes, dtype);
     if (st) return st;
-    wick_tensor *t = tensor_alloc();
-    if (!t) return wick_fail(WICK_ERR_OOM, "out of memory allocating a tensor header");
-    st = wk_storage_new(&t->storage, dev, (size_t)wk_numel(ndim, sizes) * wick_dtype_size(dtype));
-    if (st) {
-        free_header(t);
-        return st;
+    wick_storage *storage = NULL;
+    void *header = NULL;
+    size_t header_size = (sizeof(wick_tensor) + 63) / 64 * 64;
+    st = storage_new(&storage, dev, (size_t)wk_numel(ndim, sizes) * wick_dtype_size(dtype), header_size, &header);
+    if (st) return st;
+    wick_tensor *t = header ? header : malloc(sizeof *t);
+    if (!t) {
+        wk_storage_release(storage);
+        return wick_fail(WICK_ERR_OOM, "out of memory allocating a tensor header");
     }
+    wk_account_bytes((int64_t)sizeof *t);
+    t->refcount = 1;
+    t->in_storage_block = header != NULL;
+    t->storage = storage;
     t->ndim = ndim;
     t->dtype = dtype;
     t->offset = 0;
-    memcpy(t->sizes, sizes, sizeof(int64_t) * ndim);
+    if (ndim) memcpy(t->sizes, sizes, sizeof(int64_t) * ndim);
     wk_contiguous_strides(ndim, sizes, t->strides);
     *out = t;
     return WICK_OK;
@@ -168,8 +184,8 @@ wick_status wk_tensor_view(wick_tensor **out, const wick_tensor *t, int ndim, co
     v->storage = t->storage;
     storage_retain(t->storage);
     v->offset = offset;
-    memcpy(v->sizes, sizes, sizeof(int64_t) * ndim);
-    memcpy(v->strides, strides, sizeof(int64_t) * ndim);
+    if (ndim) memcpy(v->sizes, sizes, sizeof(int64_t) * ndim);
+    if (ndim) memcpy(v->strides, strides, sizeof(int64_t) * ndim);
     *out = v;
     return WICK_OK;
 }
@@ -178,8 +194,9 @@ void wick_tensor_retain(wick_tensor *t) { __atomic_add_fetch(&t->refcount, 1, __
 
 void wick_tensor_release(wick_tensor *t) {
     if (!t || __atomic_sub_fetch(&t->refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
-    wk_storage_release(t->storage);
+    wick_storage *s = t->storage;
     free_header(t);
+    wk_storage_release(s); /* after the header: it may hold the header's memory */
 }
 
 int wick_tensor_ndim(const wick_tensor *t) { return t->ndim; }

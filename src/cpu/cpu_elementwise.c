@@ -9,6 +9,7 @@
 
 /* Calls fn on every run of consecutive innermost elements in [begin, end). */
 static void for_each_run(const wk_iter *it, int64_t begin, int64_t end, cpu_run_fn fn, const void *extra) {
+    if (begin >= end) return; /* nothing to do (and an empty dim must not be divided by) */
     int nd = it->ndim, nops = it->nops;
     int64_t idx[WICK_MAX_DIMS], lin = begin;
     for (int d = nd - 1; d >= 0; d--) {

@@ -7,23 +7,38 @@
 /* Below this many multiply-adds a straight loop beats cblas_sgemm's entry cost. */
 #define SMALL_GEMM_FLOPS 4096
 
-#define ELEM(p, trans, ld, i, j) ((trans) ? (p)[(j) * (ld) + (i)] : (p)[(i) * (ld) + (j)])
-
+/* C = A @ B for small matrices (alpha 1, beta 0). Each row of C is built in
+ * registers from rows of B scaled by elements of A; for rows of up to 8 elements
+ * the row length is a compile-time constant, so the loop is fully unrolled. */
+#define SMALL_ROWS(T, N)                                                                          \
+    for (int64_t i = 0; i < m; i++) {                                                             \
+        T acc[N] = {0};                                                                           \
+        for (int64_t p = 0; p < k; p++) {                                                         \
+            const T av = a[i * ai + p * ap];                                                      \
+            for (int j = 0; j < N; j++) acc[j] += av * b[p * bp + j * bj];                        \
+        }                                                                                         \
+        for (int j = 0; j < N; j++) c[i * ldc + j] = acc[j];                                      \
+    }
 #define SMALL_GEMM(NAME, T)                                                                       \
     static void NAME(const wk_gemm_args *g) {                                                     \
-        const T *a = (const T *)g->a, *b = (const T *)g->b;                                       \
-        T *c = (T *)g->c;                                                                         \
-        T alpha = (T)g->alpha, beta = (T)g->beta;                                                 \
-        for (int64_t i = 0; i < g->m; i++) {                                                      \
-            T *row = c + i * g->ldc;                                                              \
-            for (int64_t j = 0; j < g->n; j++) row[j] = g->beta == 0 ? 0 : beta * row[j];          \
-            for (int64_t p = 0; p < g->k; p++) {                                                  \
-                T av = alpha * ELEM(a, g->trans_a, g->lda, i, p);                                 \
-                if (!g->trans_b)                                                                  \
-                    for (int64_t j = 0; j < g->n; j++) row[j] += av * b[p * g->ldb + j];          \
-                else                                                                              \
-                    for (int64_t j = 0; j < g->n; j++) row[j] += av * b[j * g->ldb + p];          \
-            }                                                                                     \
+        const T *restrict a = (const T *)g->a, *restrict b = (const T *)g->b;                    \
+        T *restrict c = (T *)g->c;                                                                \
+        const int64_t m = g->m, n = g->n, k = g->k, ldc = g->ldc;                                 \
+        const int64_t ai = g->trans_a ? 1 : g->lda, ap = g->trans_a ? g->lda : 1;                 \
+        const int64_t bp = g->trans_b ? 1 : g->ldb, bj = g->trans_b ? g->ldb : 1;                 \
+        switch (n) {                                                                              \
+        case 1: SMALL_ROWS(T, 1) return;                                                          \
+        case 2: SMALL_ROWS(T, 2) return;                                                          \
+        case 3: SMALL_ROWS(T, 3) return;                                                          \
+        case 4: SMALL_ROWS(T, 4) return;                                                          \
+        case 8: SMALL_ROWS(T, 8) return;                                                          \
+        default:                                                                                  \
+            for (int64_t i = 0; i < m; i++)                                                       \
+                for (int64_t j = 0; j < n; j++) {                                                 \
+                    T acc = 0;                                                                    \
+                    for (int64_t p = 0; p < k; p++) acc += a[i * ai + p * ap] * b[p * bp + j * bj]; \
+                    c[i * ldc + j] = acc;                                                         \
+                }                                                                                 \
         }                                                                                         \
     }
 SMALL_GEMM(small_gemm_f32, float)
@@ -62,8 +77,8 @@ wick_status cpu_gemm(const wk_gemm_args *g) {
         generic_gemm(g);
         return WICK_OK;
     }
-    bool small = g->m * g->n * g->k <= SMALL_GEMM_FLOPS;
-    if (g->k == 0 || small) {
+    bool small = g->m * g->n * g->k <= SMALL_GEMM_FLOPS && g->alpha == 1 && g->beta == 0;
+    if (small || (g->k == 0 && g->beta == 0)) {
         if (g->dtype == WICK_FLOAT32) small_gemm_f32(g);
         else small_gemm_f64(g);
         return WICK_OK;

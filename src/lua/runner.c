@@ -40,6 +40,7 @@ static void add_search_paths(lua_State *L, const char *argv0) {
 }
 
 static int traceback(lua_State *L) {
+    if (lua_isnil(L, 1)) return 1; /* error() with no message (busted's exit): stay silent */
     const char *msg = lua_tostring(L, 1);
     if (!msg) msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
     lua_getglobal(L, "debug");

@@ -350,6 +350,7 @@ static int t_unm(lua_State *L) {
 static void clamp_bounds(lua_State *L, double *lo, double *hi) {
     *lo = -INFINITY, *hi = INFINITY;
     if (lua_istable(L, 2)) {
+        lua_settop(L, 3); /* slot 3 must exist: the replaces below move max into 3, then min into 2 */
         lua_getfield(L, 2, "min");
         lua_getfield(L, 2, "max");
         lua_replace(L, 3);
@@ -469,8 +470,13 @@ static int t_max_min(lua_State *L) {
         return binary_values(L, is_max ? WICK_MAXIMUM : WICK_MINIMUM, 1, 2, 1);
     }
     int dim, keepdim, correction;
-    reduce_args(L, 2, &dim, &keepdim, &correction, fn);
     int has_dim = lua_type(L, 2) == LUA_TNUMBER;
+    reduce_args(L, 2, &dim, &keepdim, &correction, fn);
+    if (lua_istable(L, 2)) { /* t:max{dim = 2, keepdim = true}, as t_reduce takes it */
+        lua_getfield(L, 2, "dim");
+        has_dim = !lua_isnil(L, -1);
+        lua_pop(L, 1);
+    }
     return reduce_into(L, is_max ? WICK_MAX : WICK_MIN, a, has_dim ? core_dim(L, a, dim, fn) : -1, keepdim, 1, has_dim);
 }
 
@@ -1004,12 +1010,31 @@ static int t_gc(lua_State *L) {
 /* ---- the fast paths, as C function pointers for LuaJIT's FFI ---- */
 
 static int m_fast_pointers(lua_State *L) {
-    lua_createtable(L, 0, 2);
+    lua_createtable(L, 0, 3);
     lua_pushlightuserdata(L, (void *)(intptr_t)&wick_try_fast_binary_);
     lua_setfield(L, -2, "binary_inplace");
     lua_pushlightuserdata(L, (void *)(intptr_t)&wick_try_fast_mm);
-    lua_setfield(L, -2, "mm_into");
+    lua_setfield(L, -2, "mm");
+    lua_newtable(L); /* binary op ids by name, so the Lua side never hard-codes the enum */
+    for (int op = 0; op < WICK_NUM_BINARY; op++) {
+        lua_pushinteger(L, op);
+        lua_setfield(L, -2, wick_binary_name((wick_binary_op)op));
+    }
+    lua_setfield(L, -2, "binary_ops");
     return 1;
+}
+
+/* core.fill_slots(t, n): appends n empty tensor userdata to the array t. The
+ * FFI fast paths take their result objects from such a pool, so making a tensor
+ * costs no call through the classic C API. */
+static int m_fill_slots(lua_State *L) {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    int n = (int)luaL_checknumber(L, 2), len = (int)lua_objlen(L, 1);
+    for (int i = 1; i <= n; i++) {
+        wl_new_slot(L);
+        lua_rawseti(L, 1, len + i);
+    }
+    return 0;
 }
 
 /* ---- registration ---- */
@@ -1043,6 +1068,7 @@ static const luaL_Reg module_fns[] = {
     {"cpu_bytes_in_use", m_cpu_bytes_in_use},
     {"where", m_where},
     {"fast_pointers", m_fast_pointers},
+    {"fill_slots", m_fill_slots},
     {NULL, NULL}};
 
 static const luaL_Reg method_fns[] = {

@@ -1,0 +1,125 @@
+/* bench/limits.c — the raw limits the wick benchmarks are compared with:
+ *   sgemm_N      raw cblas_sgemm GFLOP/s on N x N float32 (C preallocated), N = 256..2048
+ *   triad_16M    GB/s of a plain C loop a[i] = b[i] + c[i] on 16M floats, counted
+ *                as 3 x 4 bytes per element (read b, read c, write a), buffers warm
+ * Usage: bench_limits [threads]   (default 1; sets OpenBLAS threads and the triad's)
+ * Output: one `name<TAB>value` line per measurement, median of several repeats. */
+#define _POSIX_C_SOURCE 200809L
+#include <cblas.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+#define REPEATS 5
+
+/* ---- sgemm ---- */
+
+static void bench_sgemm(int n, int iters, int repeats) {
+    float *a = malloc(sizeof(float) * n * n), *b = malloc(sizeof(float) * n * n), *c = malloc(sizeof(float) * n * n);
+    for (int i = 0; i < n * n; i++) {
+        a[i] = (float)((i * 7 % 13) - 6) / 13.0f;
+        b[i] = (float)((i * 5 % 11) - 5) / 11.0f;
+        c[i] = 0;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n); /* warm-up */
+    double t[REPEATS];
+    for (int r = 0; r < repeats; r++) {
+        double t0 = now();
+        for (int i = 0; i < iters; i++)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+        t[r] = (now() - t0) / iters;
+    }
+    double s = median(t, repeats);
+    printf("sgemm_%d\t%.3f\n", n, 2.0 * n * n * n / s * 1e-9);
+    fflush(stdout);
+    free(a);
+    free(b);
+    free(c);
+}
+
+/* ---- triad ---- */
+
+#define TRIAD_N (16 * 1024 * 1024)
+
+typedef struct {
+    float *restrict a;
+    const float *restrict b, *restrict c;
+    int64_t begin, end;
+} triad_job;
+
+static void *triad_part(void *p) {
+    triad_job *j = p;
+    float *restrict a = j->a;
+    const float *restrict b = j->b, *restrict c = j->c;
+    for (int64_t i = j->begin; i < j->end; i++) a[i] = b[i] + c[i];
+    return NULL;
+}
+
+static void triad(float *a, const float *b, const float *c, int64_t n, int threads) {
+    pthread_t tid[64];
+    triad_job jobs[64];
+    for (int k = 0; k < threads; k++) {
+        jobs[k] = (triad_job){a, b, c, n * k / threads, n * (k + 1) / threads};
+        if (k > 0) pthread_create(&tid[k], NULL, triad_part, &jobs[k]);
+    }
+    triad_part(&jobs[0]);
+    for (int k = 1; k < threads; k++) pthread_join(tid[k], NULL);
+}
+
+static void bench_triad(int threads) {
+    float *a = malloc(sizeof(float) * TRIAD_N), *b = malloc(sizeof(float) * TRIAD_N),
+          *c = malloc(sizeof(float) * TRIAD_N);
+    for (int64_t i = 0; i < TRIAD_N; i++) {
+        a[i] = 0;
+        b[i] = (float)(i & 1023);
+        c[i] = 1.0f;
+    }
+    triad(a, b, c, TRIAD_N, threads); /* warm-up */
+    enum { ITERS = 5, REPS = 7 };
+    double t[REPS];
+    for (int r = 0; r < REPS; r++) {
+        double t0 = now();
+        for (int i = 0; i < ITERS; i++) triad(a, b, c, TRIAD_N, threads);
+        t[r] = (now() - t0) / ITERS;
+    }
+    volatile float sink = a[TRIAD_N - 1];
+    (void)sink;
+    printf("triad_16M\t%.3f\n", 3.0 * 4 * TRIAD_N / median(t, REPS) * 1e-9);
+    fflush(stdout);
+    free(a);
+    free(b);
+    free(c);
+}
+
+int main(int argc, char **argv) {
+    int threads = argc > 1 ? atoi(argv[1]) : 1;
+    if (threads < 1 || threads > 64) {
+        fprintf(stderr, "usage: bench_limits [threads 1..64]\n");
+        return 1;
+    }
+    openblas_set_num_threads(threads);
+    /* the same counts as bench/ops.lua and bench/ops_torch.py */
+    static const int sizes[] = {256, 512, 1024, 2048}, iters[] = {20, 5, 1, 1}, repeats[] = {5, 5, 5, 3};
+    for (int i = 0; i < 4; i++) bench_sgemm(sizes[i], iters[i], repeats[i]);
+    bench_triad(threads);
+    return 0;
+}

@@ -1,0 +1,649 @@
+-- Reductions: sum mean max min argmax argmin prod var std, over all elements and
+-- along one dim, across dtypes and non-contiguous views, checked against values
+-- computed by hand (or by plain Lua loops over :totable()).
+local wick = require("wick")
+
+local NaN = 0 / 0
+
+-- Approximate comparison of (nested) tables or numbers; tensors are read with
+-- :totable(). NaN matches NaN. Shapes must match exactly.
+local function close(actual, expected, tol, path)
+  path = path or "value"
+  if wick.is_tensor(actual) then actual = actual:totable() end
+  if type(expected) == "table" then
+    if type(actual) ~= "table" then return false, path .. ": expected a table, got " .. tostring(actual) end
+    if #actual ~= #expected then
+      return false, ("%s: expected %d elements, got %d"):format(path, #expected, #actual)
+    end
+    for i = 1, #expected do
+      local ok, why = close(actual[i], expected[i], tol, path .. "[" .. i .. "]")
+      if not ok then return false, why end
+    end
+    return true
+  end
+  if type(actual) ~= "number" then return false, path .. ": expected a number, got " .. tostring(actual) end
+  if expected ~= expected then
+    if actual ~= actual then return true end
+    return false, ("%s: expected nan, got %.17g"):format(path, actual)
+  end
+  if actual ~= actual then return false, ("%s: expected %.17g, got nan"):format(path, expected) end
+  if expected == math.huge or expected == -math.huge then
+    if actual == expected then return true end
+    return false, ("%s: expected %s, got %.17g"):format(path, tostring(expected), actual)
+  end
+  local t = tol or 1e-5
+  if math.abs(actual - expected) <= t * (1 + math.abs(expected)) then return true end
+  return false, ("%s: expected %.17g, got %.17g"):format(path, expected, actual)
+end
+
+local function assert_close(actual, expected, tol)
+  local ok, why = close(actual, expected, tol)
+  assert(ok, why)
+end
+
+local function shape_of(t) local s = {}; for i = 1, t:dim() do s[i] = t:size(i) end; return s end
+
+local function error_of(fn)
+  local ok, err = pcall(fn)
+  assert.is_false(ok, "expected an error")
+  return tostring(err)
+end
+
+local function assert_error_has(fn, ...)
+  local err = error_of(fn)
+  for _, needle in ipairs({ ... }) do
+    assert(err:find(needle, 1, true), ("error %q does not contain %q"):format(err, needle))
+  end
+  return err
+end
+
+local function I(values) return wick.tensor(values, { dtype = "int64" }) end
+
+-- Plain Lua reference reductions over 2-D tables.
+local function ref_reduce2(m, dim, fn, init)
+  local rows, cols = #m, #m[1]
+  local out = {}
+  if dim == 1 then
+    for j = 1, cols do
+      local acc = init
+      for i = 1, rows do acc = fn(acc, m[i][j]) end
+      out[j] = acc
+    end
+  else
+    for i = 1, rows do
+      local acc = init
+      for j = 1, cols do acc = fn(acc, m[i][j]) end
+      out[i] = acc
+    end
+  end
+  return out
+end
+local function add(a, b) return a + b end
+
+local M = { { 1, 2, 3 }, { 4, 5, 6 } }
+local P = { { 3, 1, 4 }, { 1, 5, 9 }, { 2, 6, 5 } }
+
+describe("sum", function()
+  it("sums all elements into a 0-dim tensor", function()
+    local s = wick.tensor(M):sum()
+    assert.are.equal(0, s:dim())
+    assert.are.equal("float32", s.dtype)
+    assert.are.equal(21, s:item())
+  end)
+
+  it("sums along positive and negative dims", function()
+    local t = wick.tensor(M)
+    assert.are.same({ 5, 7, 9 }, t:sum(1):totable())
+    assert.are.same({ 6, 15 }, t:sum(2):totable())
+    assert.are.same({ 6, 15 }, t:sum(-1):totable())
+    assert.are.same({ 5, 7, 9 }, t:sum(-2):totable())
+    assert.are.same({ 6, 15 }, wick.sum(t, 2):totable())
+  end)
+
+  it("keeps the reduced dim with keepdim given as a boolean or an options table", function()
+    local t = wick.tensor(M)
+    local a = t:sum(2, true)
+    assert.are.same({ 2, 1 }, shape_of(a))
+    assert.are.same({ { 6 }, { 15 } }, a:totable())
+    local b = t:sum(2, { keepdim = true })
+    assert.are.same({ 2, 1 }, shape_of(b))
+    assert.are.same({ { 6 }, { 15 } }, b:totable())
+    local c = t:sum(1, { keepdim = true })
+    assert.are.same({ { 5, 7, 9 } }, c:totable())
+    assert.are.same({ 1, 3 }, shape_of(t:sum(-2, true)))
+    assert.are.same({ 2 }, shape_of(t:sum(2, false)))
+    assert.are.same({ 2 }, shape_of(t:sum(2, { keepdim = false })))
+  end)
+
+  it("takes the dim from an options table", function()
+    local t = wick.tensor(M)
+    assert.are.same({ 6, 15 }, t:sum({ dim = 2 }):totable())
+    assert.are.same({ { 5, 7, 9 } }, t:sum({ dim = 1, keepdim = true }):totable())
+  end)
+
+  it("reduces the middle dim of a 3-D tensor", function()
+    -- x[i][j][k] = 100 i + 10 j + k
+    local v = {}
+    for i = 1, 2 do
+      v[i] = {}
+      for j = 1, 3 do
+        v[i][j] = {}
+        for k = 1, 4 do v[i][j][k] = 100 * i + 10 * j + k end
+      end
+    end
+    local t = wick.tensor(v)
+    local expected = {}
+    for i = 1, 2 do
+      expected[i] = {}
+      for k = 1, 4 do expected[i][k] = 3 * (100 * i + k) + 10 * (1 + 2 + 3) end
+    end
+    assert.are.same(expected, t:sum(2):totable())
+    assert.are.same(expected, t:sum(-2):totable())
+    assert.are.same({ 2, 1, 4 }, shape_of(t:sum(2, true)))
+  end)
+
+  it("keeps float64 and its precision", function()
+    local s = wick.tensor({ 0.1, 0.2 }, { dtype = "float64" }):sum()
+    assert.are.equal("float64", s.dtype)
+    assert.are.equal(0.1 + 0.2, s:item())
+    local d = wick.tensor({ { 1e-10, 1 }, { 2, 3e-10 } }, { dtype = "float64" }):sum(2)
+    assert.are.equal("float64", d.dtype)
+    assert.are.same({ 1 + 1e-10, 2 + 3e-10 }, d:totable())
+  end)
+
+  it("sums float16 into float16", function()
+    local s = wick.tensor({ 1.5, 2.5, 3 }, { dtype = "float16" }):sum()
+    assert.are.equal("float16", s.dtype)
+    assert.are.equal(7, s:item())
+    local r = wick.tensor({ { 0.5, 0.25 }, { 8, 16 } }, { dtype = "float16" }):sum(2)
+    assert.are.equal("float16", r.dtype)
+    assert.are.same({ 0.75, 24 }, r:totable())
+  end)
+
+  it("sums integer tensors into int64, exactly", function()
+    local big = I({ 2 ^ 40, 1, 2 }):sum()
+    assert.are.equal("int64", big.dtype)
+    assert.are.equal(2 ^ 40 + 3, big:item())
+    local i32 = wick.tensor({ { 1, 2 }, { 3, 4 } }, { dtype = "int32" })
+    assert.are.equal("int64", i32:sum().dtype)
+    assert.are.equal(10, i32:sum():item())
+    assert.are.equal("int64", i32:sum(1).dtype)
+    assert.are.same({ 4, 6 }, i32:sum(1):totable())
+    -- uint8 does not wrap around at 256
+    local u8 = wick.tensor({ 200, 100 }, { dtype = "uint8" }):sum()
+    assert.are.equal("int64", u8.dtype)
+    assert.are.equal(300, u8:item())
+    -- bool counts the true values
+    local b = wick.tensor({ true, false, true, true }):sum()
+    assert.are.equal("int64", b.dtype)
+    assert.are.equal(3, b:item())
+    assert.are.same({ 3, -3 }, I({ { 1, 2 }, { -1, -2 } }):sum(2):totable())
+  end)
+
+  it("gives 0 over an empty dim", function()
+    local e = wick.zeros(2, 0)
+    assert.are.same({ 0, 0 }, e:sum(2):totable())
+    assert.are.same({ 2, 1 }, shape_of(e:sum(2, true)))
+    assert.are.equal(0, wick.zeros(0):sum():item())
+    local f = wick.zeros(0, 3):sum(1)
+    assert.are.same({ 0, 0, 0 }, f:totable())
+    assert.are.same({ 0 }, shape_of(wick.zeros(0, 3):sum(2)))
+    assert.are.equal(0, I({}):sum():item())
+  end)
+
+  it("sums non-contiguous views", function()
+    local t = wick.tensor(M)
+    local tt = t:t() -- 3x2 transpose
+    assert.is_false(tt:is_contiguous())
+    assert.are.same({ 6, 15 }, tt:sum(1):totable())
+    assert.are.same({ 5, 7, 9 }, tt:sum(2):totable())
+    assert.are.equal(21, tt:sum():item())
+    -- narrow: the last two columns
+    local n = t:narrow(2, 2, 2)
+    assert.are.same({ 7, 9 }, n:sum(1):totable())
+    assert.are.same({ 5, 11 }, n:sum(2):totable())
+    assert.are.equal(16, n:sum():item())
+    -- expand: stride 0
+    local e = wick.tensor({ 1, 2, 3 }):expand(4, 3)
+    assert.are.same({ 4, 8, 12 }, e:sum(1):totable())
+    assert.are.same({ 6, 6, 6, 6 }, e:sum(2):totable())
+    assert.are.equal(24, e:sum():item())
+    -- permute of a 3-D tensor: compare with the view's own values
+    wick.manual_seed(7)
+    local x = wick.rand(3, 4, 5):permute(3, 1, 2) -- 5x3x4
+    local v = x:totable()
+    local expected = {}
+    for a = 1, 5 do
+      expected[a] = {}
+      for c = 1, 4 do
+        local acc = 0
+        for b = 1, 3 do acc = acc + v[a][b][c] end
+        expected[a][c] = acc
+      end
+    end
+    assert_close(x:sum(2), expected)
+    local total = 0
+    for a = 1, 5 do for b = 1, 3 do for c = 1, 4 do total = total + v[a][b][c] end end end
+    assert_close(x:sum(), total)
+    -- a row of a transposed view (stride > 1)
+    assert.are.equal(15, tt:select(2, 2):sum():item())
+  end)
+
+  it("matches a Lua reference on a bigger random matrix, both dims", function()
+    wick.manual_seed(3)
+    local x = wick.randn(37, 53, { dtype = "float64" })
+    local m = x:totable()
+    assert_close(x:sum(1), ref_reduce2(m, 1, add, 0), 1e-12)
+    assert_close(x:sum(2), ref_reduce2(m, 2, add, 0), 1e-12)
+    assert_close(x:t():sum(1), ref_reduce2(m, 2, add, 0), 1e-12)
+  end)
+
+  it("matches a Lua reference on a matrix big enough to use several threads", function()
+    wick.manual_seed(5)
+    local x = wick.rand(300, 400)
+    local m = x:totable()
+    assert_close(x:sum(2), ref_reduce2(m, 2, add, 0), 1e-5)
+    assert_close(x:sum(1), ref_reduce2(m, 1, add, 0), 1e-5)
+    local mx = ref_reduce2(m, 2, math.max, -math.huge)
+    assert.are.same(mx, x:max(2):totable())
+    assert.are.same(ref_reduce2(m, 1, math.min, math.huge), x:t():min(2):totable())
+  end)
+end)
+
+describe("mean", function()
+  it("averages all elements and along dims", function()
+    local t = wick.tensor(M)
+    assert.are.equal(3.5, t:mean():item())
+    assert.are.equal(0, t:mean():dim())
+    assert.are.same({ 2.5, 3.5, 4.5 }, t:mean(1):totable())
+    assert.are.same({ 2, 5 }, t:mean(2):totable())
+    assert.are.same({ 2, 5 }, t:mean(-1):totable())
+    assert.are.same({ { 2 }, { 5 } }, t:mean(2, true):totable())
+    assert.are.same({ { 2.5, 3.5, 4.5 } }, t:mean(1, { keepdim = true }):totable())
+  end)
+
+  it("keeps float64 and float16", function()
+    local d = wick.tensor({ 1, 2, 4 }, { dtype = "float64" }):mean()
+    assert.are.equal("float64", d.dtype)
+    assert.are.equal(7 / 3, d:item())
+    local h = wick.tensor({ { 1, 2 }, { 3, 6 } }, { dtype = "float16" }):mean(2)
+    assert.are.equal("float16", h.dtype)
+    assert.are.same({ 1.5, 4.5 }, h:totable())
+  end)
+
+  it("raises a clear error for integer tensors", function()
+    local err = assert_error_has(function() return I({ 1, 2, 3 }):mean() end, "mean", "floating point")
+    assert.is_truthy(err:find("Long", 1, true))
+    assert_error_has(function() return wick.tensor({ 1, 2 }, { dtype = "int32" }):mean(1) end, "mean",
+      "floating point")
+    assert_error_has(function() return wick.tensor({ true }):mean() end, "mean", "floating point")
+  end)
+
+  it("averages non-contiguous views", function()
+    local t = wick.tensor(M)
+    assert.are.same({ 2, 5 }, t:t():mean(1):totable())
+    assert.are.same({ 2.5, 5.5 }, t:narrow(2, 2, 2):mean(2):totable())
+    assert.are.same({ 2, 2, 2 }, wick.tensor({ { 1 }, { 2 }, { 3 } }):expand(3, 3):mean(1):totable())
+  end)
+
+  it("gives NaN over an empty dim, like PyTorch", function()
+    assert_close(wick.zeros(0):mean(), NaN)
+    assert_close(wick.zeros(2, 0):mean(2), { NaN, NaN })
+  end)
+end)
+
+describe("max and min", function()
+  it("reduce all elements to a 0-dim tensor", function()
+    local t = wick.tensor(P)
+    local mx, mn = t:max(), t:min()
+    assert.are.equal(0, mx:dim())
+    assert.are.equal(9, mx:item())
+    assert.are.equal(1, mn:item())
+    assert.are.equal("float32", mx.dtype)
+  end)
+
+  it("return values and 1-based int64 indices along a dim", function()
+    local t = wick.tensor(P)
+    local v, i = t:max(2)
+    assert.are.same({ 4, 9, 6 }, v:totable())
+    assert.are.same({ 3, 3, 2 }, i:totable())
+    assert.are.equal("int64", i.dtype)
+    v, i = t:max(1)
+    assert.are.same({ 3, 6, 9 }, v:totable())
+    assert.are.same({ 1, 3, 2 }, i:totable())
+    v, i = t:min(2)
+    assert.are.same({ 1, 1, 2 }, v:totable())
+    assert.are.same({ 2, 1, 1 }, i:totable())
+    v, i = t:min(-2)
+    assert.are.same({ 1, 1, 4 }, v:totable())
+    assert.are.same({ 2, 1, 1 }, i:totable())
+    v, i = t:max(-1)
+    assert.are.same({ 3, 3, 2 }, i:totable())
+  end)
+
+  it("keep the dim for values and indices", function()
+    local t = wick.tensor(P)
+    local v, i = t:max(2, true)
+    assert.are.same({ { 4 }, { 9 }, { 6 } }, v:totable())
+    assert.are.same({ { 3 }, { 3 }, { 2 } }, i:totable())
+    v, i = t:min(1, { keepdim = true })
+    assert.are.same({ { 1, 1, 4 } }, v:totable())
+    assert.are.same({ { 2, 1, 1 } }, i:totable())
+  end)
+
+  it("take the dim from an options table", function()
+    local v, i = wick.tensor(P):max({ dim = 2 })
+    assert.are.same({ 4, 9, 6 }, v:totable())
+    assert.are.same({ 3, 3, 2 }, i:totable())
+  end)
+
+  it("give the first index on ties", function()
+    local v, i = wick.tensor({ { 2, 2, 1 }, { 0, 0, 0 } }):max(2)
+    assert.are.same({ 2, 0 }, v:totable())
+    assert.are.same({ 1, 1 }, i:totable())
+    v, i = wick.tensor({ { 1, 0, 0 } }):min(2)
+    assert.are.same({ 2 }, i:totable())
+  end)
+
+  it("work on 0-dim tensors along dim 1 or -1", function()
+    local v, i = wick.tensor(5):max(1)
+    assert.are.equal(5, v:item())
+    assert.are.equal(1, i:item())
+    v, i = wick.tensor(-2):min(-1)
+    assert.are.equal(-2, v:item())
+    assert.are.equal(1, i:item())
+  end)
+
+  it("work on int64, float64 and float16", function()
+    local big = I({ { 2 ^ 40, -(2 ^ 41), 7 }, { 1, 2, 3 } })
+    local v, i = big:max(2)
+    assert.are.equal("int64", v.dtype)
+    assert.are.same({ 2 ^ 40, 3 }, v:totable())
+    assert.are.same({ 1, 3 }, i:totable())
+    v, i = big:min(2)
+    assert.are.same({ -(2 ^ 41), 1 }, v:totable())
+    assert.are.same({ 2, 1 }, i:totable())
+    assert.are.equal(2 ^ 40, big:max():item())
+    assert.are.equal("int64", big:max().dtype)
+    local d = wick.tensor({ 1 + 2 ^ -40, 1, 1 - 2 ^ -40 }, { dtype = "float64" })
+    assert.are.equal(1 + 2 ^ -40, d:max():item())
+    assert.are.equal(1 - 2 ^ -40, d:min():item())
+    assert.are.equal("float64", d:max().dtype)
+    local h = wick.tensor({ { 0.5, -3, 2.5 } }, { dtype = "float16" })
+    v, i = h:max(2)
+    assert.are.equal("float16", v.dtype)
+    assert.are.same({ 2.5 }, v:totable())
+    assert.are.same({ 3 }, i:totable())
+    assert.are.equal(-3, h:min():item())
+    local i32 = wick.tensor({ 4, -7, 5 }, { dtype = "int32" })
+    assert.are.equal("int32", i32:max().dtype)
+    assert.are.equal(-7, i32:min():item())
+  end)
+
+  it("propagate NaN", function()
+    local t = wick.tensor({ 1, NaN, 3 })
+    assert_close(t:max(), NaN)
+    assert_close(t:min(), NaN)
+    local m = wick.tensor({ { 1, NaN, 3 }, { 4, 5, 6 }, { NaN, 0, 9 } })
+    local v, i = m:max(2)
+    assert_close(v, { NaN, 6, NaN })
+    assert.are.same({ 2, 3, 1 }, i:totable())
+    v, i = m:min(2)
+    assert_close(v, { NaN, 4, NaN })
+    assert.are.same({ 2, 1, 1 }, i:totable())
+    -- a NaN after a larger value still wins
+    local w = wick.tensor({ 100, NaN, 1 }, { dtype = "float64" })
+    assert_close(w:max(), NaN)
+    assert_close(w:max(1), NaN)
+  end)
+
+  it("raise over an empty dim or an empty tensor", function()
+    assert_error_has(function() return wick.zeros(2, 0):max(2) end, "max", "dimension 2")
+    assert_error_has(function() return wick.zeros(2, 0):min(2) end, "min")
+    assert_error_has(function() return wick.zeros(0):max() end, "max", "empty")
+    assert_error_has(function() return wick.zeros(0, 3):argmax() end, "argmax")
+    -- reducing the other (non-empty) dim of an empty tensor is fine
+    local v, i = wick.zeros(0, 3):max(2)
+    assert.are.same({ 0 }, shape_of(v))
+    assert.are.same({ 0 }, shape_of(i))
+  end)
+
+  it("reduce non-contiguous views", function()
+    local t = wick.tensor(P)
+    local tt = t:t() -- {{3,1,2},{1,5,6},{4,9,5}}
+    local v, i = tt:max(2)
+    assert.are.same({ 3, 6, 9 }, v:totable())
+    assert.are.same({ 1, 3, 2 }, i:totable())
+    v, i = tt:min(1)
+    assert.are.same({ 1, 1, 2 }, v:totable())
+    assert.are.same({ 2, 1, 1 }, i:totable())
+    assert.are.equal(9, tt:max():item())
+    -- narrow to columns 1..2: {{3,1},{1,5},{2,6}}
+    v, i = t:narrow(2, 1, 2):max(2)
+    assert.are.same({ 3, 5, 6 }, v:totable())
+    assert.are.same({ 1, 2, 2 }, i:totable())
+    -- expand: all rows equal, first index wins
+    v, i = wick.tensor({ 7, 8 }):expand(3, 2):max(1)
+    assert.are.same({ 7, 8 }, v:totable())
+    assert.are.same({ 1, 1 }, i:totable())
+    -- and on a bigger random permuted view, against the view's own values
+    wick.manual_seed(11)
+    local x = wick.randn(4, 6, 5):permute(2, 3, 1) -- 6x5x4
+    local xv = x:totable()
+    local ev, ei = {}, {}
+    for a = 1, 6 do
+      ev[a], ei[a] = {}, {}
+      for c = 1, 4 do
+        local best, at = -math.huge, 0
+        for b = 1, 5 do if xv[a][b][c] > best then best, at = xv[a][b][c], b end end
+        ev[a][c], ei[a][c] = best, at
+      end
+    end
+    v, i = x:max(2)
+    assert.are.same(ev, v:totable())
+    assert.are.same(ei, i:totable())
+  end)
+
+  it("with a tensor argument, give the elementwise maximum and minimum", function()
+    local a = wick.tensor({ { 1, 5 }, { 7, 2 } })
+    local b = wick.tensor({ 3, 3 })
+    assert.are.same({ { 3, 5 }, { 7, 3 } }, a:max(b):totable())
+    assert.are.same({ { 1, 3 }, { 3, 2 } }, a:min(b):totable())
+    assert.are.same({ { 3, 5 }, { 7, 3 } }, b:max(a):totable())
+    -- dtype promotion: int64 with float32 gives float32
+    local r = I({ 1, 10 }):max(wick.tensor({ 2.5, 2.5 }))
+    assert.are.equal("float32", r.dtype)
+    assert.are.same({ 2.5, 10 }, r:totable())
+    local ii = I({ 1, 10 }):max(I({ 4, 4 }))
+    assert.are.equal("int64", ii.dtype)
+    assert.are.same({ 4, 10 }, ii:totable())
+    -- transposed operand
+    local m = wick.tensor({ { 1, 2 }, { 3, 4 } })
+    assert.are.same({ { 1, 3 }, { 3, 4 } }, m:max(m:t()):totable())
+    -- NaN propagates, like torch.maximum
+    assert_close(wick.tensor({ NaN, 1 }):max(wick.tensor({ 0, NaN })), { NaN, NaN })
+  end)
+
+  it("raise for bad dims, naming the dim", function()
+    local t = wick.tensor(P)
+    assert_error_has(function() return t:max(3) end, "max", "dimension 3")
+    assert_error_has(function() return t:min(-3) end, "min", "dimension -3")
+    assert_error_has(function() return t:max(0) end, "max", "dimension 0")
+  end)
+end)
+
+describe("argmax and argmin", function()
+  it("give the 1-based flat position over all elements", function()
+    local t = wick.tensor(P) -- flat: 3 1 4 1 5 9 2 6 5
+    local a = t:argmax()
+    assert.are.equal("int64", a.dtype)
+    assert.are.equal(0, a:dim())
+    assert.are.equal(6, a:item())
+    assert.are.equal(2, t:argmin():item()) -- first of the two 1s
+  end)
+
+  it("work along positive and negative dims, with keepdim", function()
+    local t = wick.tensor(P)
+    assert.are.same({ 3, 3, 2 }, t:argmax(2):totable())
+    assert.are.same({ 3, 3, 2 }, t:argmax(-1):totable())
+    assert.are.same({ 1, 3, 2 }, t:argmax(1):totable())
+    assert.are.same({ 2, 1, 1 }, t:argmin(1):totable())
+    assert.are.same({ 2, 1, 1 }, t:argmin(-2):totable())
+    local k = t:argmax(1, true)
+    assert.are.same({ 1, 3 }, shape_of(k))
+    assert.are.same({ { 1, 3, 2 } }, k:totable())
+    assert.are.same({ { 2 }, { 1 }, { 1 } }, t:argmin(2, { keepdim = true }):totable())
+  end)
+
+  it("count flat positions in the view's logical order", function()
+    local tt = wick.tensor(P):t() -- {{3,1,2},{1,5,6},{4,9,5}}
+    assert.are.equal(8, tt:argmax():item())
+    assert.are.equal(2, tt:argmin():item())
+    assert.are.same({ 1, 3, 2 }, tt:argmax(2):totable())
+    local n = wick.tensor(P):narrow(1, 2, 2) -- {{1,5,9},{2,6,5}}
+    assert.are.equal(3, n:argmax():item())
+    assert.are.equal(1, n:argmin():item())
+  end)
+
+  it("work on int64, float64, float16 and point at NaN", function()
+    assert.are.equal(2, I({ -5, 2 ^ 45, 3 }):argmax():item())
+    assert.are.equal(1, I({ -5, 2 ^ 45, 3 }):argmin():item())
+    assert.are.same({ 2, 1 }, I({ { 1, 9 }, { 8, 2 } }):argmax(2):totable())
+    assert.are.equal(3, wick.tensor({ 1, 1, 1 + 2 ^ -40 }, { dtype = "float64" }):argmax():item())
+    assert.are.equal(2, wick.tensor({ 1, -1, 0.5 }, { dtype = "float16" }):argmin():item())
+    assert.are.equal(2, wick.tensor({ 1, NaN, 3 }):argmax():item())
+    assert.are.equal(2, wick.tensor({ 1, NaN, 3 }):argmin():item())
+  end)
+
+  it("raise for bad dims", function()
+    assert_error_has(function() return wick.tensor(P):argmax(3) end, "argmax", "dimension 3")
+    assert_error_has(function() return wick.tensor(P):argmin(-4) end, "argmin", "dimension -4")
+  end)
+end)
+
+describe("prod", function()
+  it("multiplies all elements and along dims", function()
+    local t = wick.tensor(M)
+    assert.are.equal(720, t:prod():item())
+    assert.are.same({ 4, 10, 18 }, t:prod(1):totable())
+    assert.are.same({ 6, 120 }, t:prod(2):totable())
+    assert.are.same({ 6, 120 }, t:prod(-1):totable())
+    assert.are.same({ { 6 }, { 120 } }, t:prod(2, true):totable())
+  end)
+
+  it("keeps floating dtypes and gives int64 for integers", function()
+    local d = wick.tensor({ 0.5, 0.25, 3 }, { dtype = "float64" }):prod()
+    assert.are.equal("float64", d.dtype)
+    assert.are.equal(0.375, d:item())
+    local i = I({ 2 ^ 20, 2 ^ 20, 3 }):prod()
+    assert.are.equal("int64", i.dtype)
+    assert.are.equal(3 * 2 ^ 40, i:item())
+    local i32 = wick.tensor({ { 2, 3 }, { 4, 5 } }, { dtype = "int32" }):prod(2)
+    assert.are.equal("int64", i32.dtype)
+    assert.are.same({ 6, 20 }, i32:totable())
+    local h = wick.tensor({ 1.5, 2 }, { dtype = "float16" }):prod()
+    assert.are.equal("float16", h.dtype)
+    assert.are.equal(3, h:item())
+  end)
+
+  it("gives 1 over an empty dim", function()
+    assert.are.equal(1, wick.zeros(0):prod():item())
+    assert.are.same({ 1, 1 }, wick.zeros(2, 0):prod(2):totable())
+  end)
+
+  it("multiplies non-contiguous views", function()
+    local t = wick.tensor(M)
+    assert.are.same({ 6, 120 }, t:t():prod(1):totable())
+    assert.are.same({ 6, 30 }, t:narrow(2, 2, 2):prod(2):totable())
+    assert.are.same({ 8, 27 }, wick.tensor({ { 2 }, { 3 } }):expand(2, 3):prod(2):totable())
+  end)
+end)
+
+describe("var and std", function()
+  -- {1,2,3,4}: mean 2.5, sum of squares 5
+  it("are unbiased by default", function()
+    local t = wick.tensor({ 1, 2, 3, 4 })
+    assert_close(t:var(), 5 / 3)
+    assert_close(t:std(), math.sqrt(5 / 3))
+    assert.are.equal(0, t:var():dim())
+    assert_close(t:var({ unbiased = true }), 5 / 3)
+  end)
+
+  it("are biased with {unbiased = false} or {correction = 0}", function()
+    local t = wick.tensor({ 1, 2, 3, 4 })
+    assert_close(t:var({ unbiased = false }), 1.25)
+    assert_close(t:var({ correction = 0 }), 1.25)
+    assert_close(t:std({ unbiased = false }), math.sqrt(1.25))
+    assert_close(t:std({ correction = 0 }), math.sqrt(1.25))
+    assert_close(t:var({ correction = 2 }), 2.5)
+  end)
+
+  it("work along dims, with keepdim and options", function()
+    local t = wick.tensor({ { 1, 2, 3, 4 }, { 2, 4, 6, 8 } })
+    assert_close(t:var(2), { 5 / 3, 20 / 3 })
+    assert_close(t:var(-1), { 5 / 3, 20 / 3 })
+    assert_close(t:var(2, { unbiased = false }), { 1.25, 5 })
+    assert_close(t:var(2, { correction = 0 }), { 1.25, 5 })
+    assert_close(t:std(2), { math.sqrt(5 / 3), math.sqrt(20 / 3) })
+    assert_close(t:std(2, { correction = 0 }), { math.sqrt(1.25), math.sqrt(5) })
+    -- columns {1,2},{2,4},{3,6},{4,8}: unbiased var (b-a)^2/2
+    assert_close(t:var(1), { 0.5, 2, 4.5, 8 })
+    local k = t:var(2, true)
+    assert.are.same({ 2, 1 }, shape_of(k))
+    assert_close(k, { { 5 / 3 }, { 20 / 3 } })
+    local k2 = t:std(1, { keepdim = true, unbiased = false })
+    assert.are.same({ 1, 4 }, shape_of(k2))
+    assert_close(k2, { { 0.5, 1, 1.5, 2 } })
+  end)
+
+  it("keep float64 precision and float16 dtype", function()
+    local d = wick.tensor({ 1e8 + 1, 1e8 + 2, 1e8 + 3 }, { dtype = "float64" })
+    assert.are.equal("float64", d:var().dtype)
+    assert_close(d:var(), 1, 1e-12)
+    local h = wick.tensor({ 1, 3 }, { dtype = "float16" }):var()
+    assert.are.equal("float16", h.dtype)
+    assert.are.equal(2, h:item())
+  end)
+
+  it("give NaN for one element with the unbiased estimate", function()
+    assert_close(wick.tensor({ 5 }):var(), NaN)
+    assert_close(wick.tensor({ 5 }):var({ unbiased = false }), 0)
+  end)
+
+  it("raise for integer tensors", function()
+    assert_error_has(function() return I({ 1, 2, 3 }):var() end, "var", "floating point")
+    assert_error_has(function() return I({ 1, 2, 3 }):std(1) end, "std", "floating point")
+  end)
+
+  it("work on non-contiguous views", function()
+    local t = wick.tensor({ { 1, 2, 3, 4 }, { 2, 4, 6, 8 } }):t() -- 4x2
+    assert_close(t:var(1), { 5 / 3, 20 / 3 })
+    assert_close(t:var(2), { 0.5, 2, 4.5, 8 })
+    assert_close(t:std(), math.sqrt(((1 - 3.75) ^ 2 + (2 - 3.75) ^ 2 * 2 + (3 - 3.75) ^ 2 + (4 - 3.75) ^ 2 * 2
+      + (6 - 3.75) ^ 2 + (8 - 3.75) ^ 2) / 7))
+    assert_close(wick.tensor({ 1, 3 }):expand(3, 2):var(2), { 2, 2, 2 })
+    assert_close(wick.tensor({ 1, 3 }):expand(3, 2):var(1), { 0, 0 })
+  end)
+end)
+
+describe("reduction dims", function()
+  it("out of range raise an error naming the dim and the user's line", function()
+    local t = wick.tensor(M)
+    local err = assert_error_has(function() return t:sum(3) end, "sum", "dimension 3")
+    assert.is_truthy(err:find("reduction_spec.lua:", 1, true))
+    assert_error_has(function() return t:sum(-3) end, "dimension -3")
+    assert_error_has(function() return t:mean(5) end, "mean", "dimension 5")
+    assert_error_has(function() return t:prod(-7) end, "prod", "dimension -7")
+    assert_error_has(function() return t:var(3) end, "var", "dimension 3")
+    assert_error_has(function() return t:std(3) end, "std", "dimension 3")
+  end)
+
+  it("0 raises: dims count from 1", function()
+    assert_error_has(function() return wick.tensor(M):sum(0) end, "sum", "dimension 0")
+    assert_error_has(function() return wick.tensor(M):argmax(0) end, "dimension 0")
+  end)
+
+  it("non-integer raises", function()
+    assert_error_has(function() return wick.tensor(M):sum(1.5) end, "sum", "1.5")
+  end)
+end)
