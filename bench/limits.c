@@ -2,15 +2,22 @@
  *   sgemm_N      raw cblas_sgemm GFLOP/s on N x N float32 (C preallocated), N = 256..2048
  *   triad_16M    GB/s of a plain C loop a[i] = b[i] + c[i] on 16M floats, counted
  *                as 3 x 4 bytes per element (read b, read c, write a), buffers warm
+ * and, as diagnostics (same byte count):
+ *   triad_fresh_16M      the same loop into a freshly malloc'd output each time
+ *                        (page faults of the new buffer included, as in an
+ *                        out-of-place op that allocates its result)
+ *   triad_fresh_thp_16M  the same with the fresh buffer madvise'd MADV_HUGEPAGE
+ *   inplace_16M          a[i] += b[i], warm buffers
  * Usage: bench_limits [threads]   (default 1; sets OpenBLAS threads and the triad's)
  * Output: one `name<TAB>value` line per measurement, median of several repeats. */
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE
 #include <cblas.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 static double now(void) {
@@ -70,7 +77,10 @@ static void *triad_part(void *p) {
     triad_job *j = p;
     float *restrict a = j->a;
     const float *restrict b = j->b, *restrict c = j->c;
-    for (int64_t i = j->begin; i < j->end; i++) a[i] = b[i] + c[i];
+    if (a == c) /* the in-place form a[i] += b[i] */
+        for (int64_t i = j->begin; i < j->end; i++) a[i] += b[i];
+    else
+        for (int64_t i = j->begin; i < j->end; i++) a[i] = b[i] + c[i];
     return NULL;
 }
 
@@ -85,25 +95,42 @@ static void triad(float *a, const float *b, const float *c, int64_t n, int threa
     for (int k = 1; k < threads; k++) pthread_join(tid[k], NULL);
 }
 
-static void bench_triad(int threads) {
-    float *a = malloc(sizeof(float) * TRIAD_N), *b = malloc(sizeof(float) * TRIAD_N),
-          *c = malloc(sizeof(float) * TRIAD_N);
+/* mode 0: a = b + c into a warm buffer (the limit); the rest are diagnostics:
+ * 1: a = b + c into a fresh malloc each time (its page faults timed, like an
+ *    out-of-place op that allocates its output); 2: the same with the fresh
+ *    buffer advised MADV_HUGEPAGE; 3: in place, a += b (warm). */
+static void bench_triad(const char *name, int mode, int threads) {
+    size_t bytes = sizeof(float) * TRIAD_N;
+    float *a = malloc(bytes), *b = malloc(bytes), *c = malloc(bytes);
+    if (!a || !b || !c) {
+        fprintf(stderr, "bench_limits: out of memory\n");
+        exit(1);
+    }
     for (int64_t i = 0; i < TRIAD_N; i++) {
         a[i] = 0;
         b[i] = (float)(i & 1023);
         c[i] = 1.0f;
     }
-    triad(a, b, c, TRIAD_N, threads); /* warm-up */
-    enum { ITERS = 5, REPS = 7 };
+    enum { REPS = 7 };
     double t[REPS];
-    for (int r = 0; r < REPS; r++) {
+    float sum = 0;
+    for (int r = -1; r < REPS; r++) { /* r = -1: warm-up */
+        float *out = a;
+        if (mode == 1 || mode == 2) {
+            void *p = NULL;
+            if (posix_memalign(&p, 2 << 20, bytes)) exit(1);
+            out = p;
+        }
         double t0 = now();
-        for (int i = 0; i < ITERS; i++) triad(a, b, c, TRIAD_N, threads);
-        t[r] = (now() - t0) / ITERS;
+        if (mode == 2) madvise(out, bytes, MADV_HUGEPAGE);
+        triad(out, b, mode == 3 ? out : c, TRIAD_N, threads);
+        if (r >= 0) t[r] = now() - t0;
+        sum += out[TRIAD_N / 2];
+        if (out != a) free(out);
     }
-    volatile float sink = a[TRIAD_N - 1];
+    volatile float sink = sum;
     (void)sink;
-    printf("triad_16M\t%.3f\n", 3.0 * 4 * TRIAD_N / median(t, REPS) * 1e-9);
+    printf("%s\t%.3f\n", name, 3.0 * 4 * TRIAD_N / median(t, REPS) * 1e-9);
     fflush(stdout);
     free(a);
     free(b);
@@ -120,6 +147,9 @@ int main(int argc, char **argv) {
     /* the same counts as bench/ops.lua and bench/ops_torch.py */
     static const int sizes[] = {256, 512, 1024, 2048}, iters[] = {20, 5, 1, 1}, repeats[] = {5, 5, 5, 3};
     for (int i = 0; i < 4; i++) bench_sgemm(sizes[i], iters[i], repeats[i]);
-    bench_triad(threads);
+    bench_triad("triad_16M", 0, threads);
+    bench_triad("triad_fresh_16M", 1, threads);
+    bench_triad("triad_fresh_thp_16M", 2, threads);
+    bench_triad("inplace_16M", 3, threads);
     return 0;
 }

@@ -4,6 +4,8 @@
 -- Prints one `name<TAB>value` line per benchmark:
 --   *_1, mm_4x4          seconds per op (median of REPEATS loops of OVERHEAD_N ops)
 --   matmul_N             GFLOP/s (2 N^3 per product, output allocated each time)
+--   matmul_N_vs_sgemm    the same relative to raw cblas_sgemm timed alternately in
+--                        this process (median of per-repeat ratios; 1 = as fast)
 --   *_16M                GB/s, counting 3 x 4 bytes per element for add/mul
 --                        (2 reads, 1 write) and 2 x 4 for relu (1 read, 1 write);
 --                        each op timed alone, median of BIG_REPS; the out-of-place
@@ -77,22 +79,41 @@ end
 collectgarbage()
 
 -- ---- matmul: GFLOP/s, output allocated by each call ----
+-- Each repeat also times raw cblas_sgemm (same sizes, preallocated output) right
+-- after wick's matmul, in this process: matmul_N_vs_sgemm is the median of the
+-- per-repeat ratios time(sgemm) / time(matmul), which stays meaningful when
+-- other work on the machine shifts the absolute numbers between runs.
+
+pcall(ffi.cdef, [[
+void cblas_sgemm(int order, int transa, int transb, int m, int n, int k, float alpha, const float *a, int lda,
+                 const float *b, int ldb, float beta, float *c, int ldc);
+]])
+local blas = ffi.C
+if not pcall(function() return blas.cblas_sgemm end) then blas = ffi.load("openblas") end
+local function raw_sgemm(n, a, b, c) blas.cblas_sgemm(101, 111, 111, n, n, n, 1, a, n, b, n, 0, c, n) end
 
 for _, spec in ipairs(MATMUL) do
   local n, iters, repeats = spec[1], spec[2], spec[3]
   local a, b = wick.randn(n, n), wick.randn(n, n)
+  local ra, rb, rc = ffi.new("float[?]", n * n), ffi.new("float[?]", n * n), ffi.new("float[?]", n * n)
+  for i = 0, n * n - 1 do ra[i], rb[i] = (i * 7 % 13 - 6) / 13, (i * 5 % 11 - 5) / 11 end
   local c = a:matmul(b) -- warm-up
   c = nil
-  local t = {}
+  raw_sgemm(n, ra, rb, rc)
+  local t, ratio = {}, {}
   for r = 1, repeats do
     collectgarbage()
     local t0 = now()
     for _ = 1, iters do c = a:matmul(b) end
     t[r] = (now() - t0) / iters
     c = nil
+    t0 = now()
+    for _ = 1, iters do raw_sgemm(n, ra, rb, rc) end
+    ratio[r] = (now() - t0) / iters / t[r]
   end
   emit("matmul_" .. n, 2 * n * n * n / median(t) * 1e-9)
-  a, b = nil, nil
+  emit("matmul_" .. n .. "_vs_sgemm", median(ratio))
+  a, b, ra, rb, rc = nil, nil, nil, nil, nil
   collectgarbage()
 end
 

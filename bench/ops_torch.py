@@ -15,6 +15,8 @@ THREADS = int(sys.argv[1] if len(sys.argv) > 1 else os.environ.get("THREADS", "1
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(var, str(THREADS))
 
+import ctypes  # noqa: E402
+import ctypes.util  # noqa: E402
 import gc  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
@@ -71,11 +73,27 @@ def main():
         overhead("add_1", add)
         overhead("mm_4x4", mm)
 
+        # raw cblas_sgemm of the OpenBLAS this torch links, timed alternately with
+        # torch's matmul: matmul_N_vs_sgemm (see bench/ops.lua)
+        blas = ctypes.CDLL(ctypes.util.find_library("openblas") or "libopenblas.so.0")
+        sgemm = blas.cblas_sgemm
+        fp = ctypes.POINTER(ctypes.c_float)
+        I, F = ctypes.c_int, ctypes.c_float
+        sgemm.argtypes = [I, I, I, I, I, I, F, fp, I, fp, I, F, fp, I]
+        sgemm.restype = None
+
         for n, iters, repeats in MATMUL:
             a2, b2 = torch.randn(n, n), torch.randn(n, n)
+            ra, rb, rc = torch.randn(n, n), torch.randn(n, n), torch.zeros(n, n)
+            pa, pb, pc = (ctypes.cast(x.data_ptr(), fp) for x in (ra, rb, rc))
+
+            def raw():
+                sgemm(101, 111, 111, n, n, n, 1.0, pa, n, pb, n, 0.0, pc, n)
+
             c = a2.matmul(b2)  # warm-up
             del c
-            t = []
+            raw()
+            t, ratio = [], []
             for _ in range(repeats):
                 gc.collect()
                 t0 = now()
@@ -83,8 +101,13 @@ def main():
                     c = a2.matmul(b2)
                 t.append((now() - t0) / iters)
                 del c
+                t0 = now()
+                for _ in range(iters):
+                    raw()
+                ratio.append((now() - t0) / iters / t[-1])
             emit("matmul_%d" % n, 2.0 * n * n * n / statistics.median(t) * 1e-9)
-            del a2, b2
+            emit("matmul_%d_vs_sgemm" % n, statistics.median(ratio))
+            del a2, b2, ra, rb, rc
 
         def bandwidth(name, bytes_per_elem, op):
             c = op()  # warm-up

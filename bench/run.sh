@@ -3,8 +3,11 @@
 #
 # Builds build/wick and build/bench_limits if needed, then runs, all pinned to
 # THREADS threads (default 1): bench/limits.c (raw cblas_sgemm, plain C triad),
-# bench/ops.lua (wick), bench/ops_torch.py (PyTorch), and the start-up times
-# (STARTUP_RUNS runs each, median), and prints one table.
+# bench/ops.lua (wick), bench/ops_torch.py (PyTorch), ROUNDS times interleaved
+# (each program reports medians of its own repeats; the table shows the median
+# over the rounds, and the spread max/min - 1 over the rounds as noise), then the
+# start-up times (STARTUP_RUNS runs each, median), and prints one table.
+# Environment: ROUNDS (default 3), STARTUP_RUNS (default 20), BUILD_DIR, BENCH_OUT.
 # Ratios are "how many times better wick is": time(PyTorch) / time(wick) for
 # per-op times, rate(wick) / rate(other) for GFLOP/s and GB/s. > 1 means wick wins.
 # Raw output of each side is kept in $BENCH_OUT (default build/bench).
@@ -12,6 +15,7 @@ set -euo pipefail
 
 THREADS=${1:-${THREADS:-1}}
 STARTUP_RUNS=${STARTUP_RUNS:-20}
+ROUNDS=${ROUNDS:-3}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD_DIR:-$ROOT/build}
 OUT=${BENCH_OUT:-$BUILD/bench}
@@ -30,27 +34,26 @@ mkdir -p "$OUT"
 
 echo "# threads=$THREADS  $(date -u +%Y-%m-%dT%H:%M:%SZ)  load average: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
-# ---- the three benchmark programs ----
-echo "# limits..." >&2
-"$BUILD/bench_limits" "$THREADS" >"$OUT/limits.$THREADS.tsv"
-echo "# wick..." >&2
-(cd "$ROOT" && "$BUILD/wick" bench/ops.lua "$THREADS") >"$OUT/wick.$THREADS.tsv"
-echo "# pytorch..." >&2
-(cd "$ROOT" && "$PYTHON" bench/ops_torch.py "$THREADS") >"$OUT/torch.$THREADS.tsv"
+# ---- the three benchmark programs, interleaved over ROUNDS rounds ----
+rm -f "$OUT"/limits.$THREADS.*.tsv "$OUT"/wick.$THREADS.*.tsv "$OUT"/torch.$THREADS.*.tsv
+for round in $(seq "$ROUNDS"); do
+  echo "# round $round/$ROUNDS: limits, wick, pytorch" >&2
+  "$BUILD/bench_limits" "$THREADS" >"$OUT/limits.$THREADS.$round.tsv"
+  (cd "$ROOT" && "$BUILD/wick" bench/ops.lua "$THREADS") >"$OUT/wick.$THREADS.$round.tsv"
+  (cd "$ROOT" && "$PYTHON" bench/ops_torch.py "$THREADS") >"$OUT/torch.$THREADS.$round.tsv"
+done
 
-# ---- start-up: median wall time of STARTUP_RUNS runs ----
+# ---- start-up: one line per run; the table takes the median ----
 startup() { # name, command...
   local name=$1; shift
-  local times=() t0 t1
+  local t0 t1
   "$@" >/dev/null 2>&1 # warm the page cache
   for _ in $(seq "$STARTUP_RUNS"); do
     t0=$(date +%s%N)
     "$@" >/dev/null 2>&1
     t1=$(date +%s%N)
-    times+=($(( t1 - t0 )))
+    awk -v name="$name" -v ns=$(( t1 - t0 )) 'BEGIN { printf "%s\t%.6g\n", name, ns * 1e-9 }'
   done
-  printf '%s\n' "${times[@]}" | sort -n | awk -v name="$name" '
-    { v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%s\t%.6g\n", name, m * 1e-9 }'
 }
 echo "# start-up..." >&2
 {
@@ -61,21 +64,26 @@ echo "# start-up..." >&2
 } >"$OUT/startup.$THREADS.tsv"
 
 # ---- the table ----
-"$PYTHON" - "$THREADS" "$OUT/limits.$THREADS.tsv" "$OUT/wick.$THREADS.tsv" "$OUT/torch.$THREADS.tsv" \
-  "$OUT/startup.$THREADS.tsv" <<'EOF'
+"$PYTHON" - "$THREADS" "$OUT" "$ROUNDS" <<'EOF'
+import statistics
 import sys
 
-threads, limits_f, wick_f, torch_f, startup_f = sys.argv[1:]
+threads, out, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+spread = {}
 
-def load(path):
-    d = {}
-    for line in open(path):
-        if line.strip() and not line.startswith("#"):
-            k, v = line.split("\t")[:2]
-            d[k] = float(v)
-    return d
+def load(kind, per_round=True):
+    files = ["%s/%s.%s.%d.tsv" % (out, kind, threads, r) for r in range(1, rounds + 1)] if per_round \
+        else ["%s/%s.%s.tsv" % (out, kind, threads)]
+    vals = {}
+    for path in files:
+        for line in open(path):
+            if line.strip() and not line.startswith("#"):
+                k, v = line.split("\t")[:2]
+                vals.setdefault(k, []).append(float(v))
+    spread[kind] = {k: max(v) / min(v) - 1 for k, v in vals.items() if min(v) > 0}
+    return {k: statistics.median(v) for k, v in vals.items()}
 
-L, W, T, S = load(limits_f), load(wick_f), load(torch_f), load(startup_f)
+L, W, T, S = load("limits"), load("wick"), load("torch"), load("startup", per_round=False)
 
 def us(s):
     return "%.3f us" % (s * 1e6)
@@ -84,7 +92,14 @@ def ms(s):
     return "%.1f ms" % (s * 1e3)
 
 rows = []
-def row(name, w, t, lim, fmt, kind, goal_t=None, goal_l=None, note=""):
+def noise(*pairs):
+    parts = []
+    for kind, key in pairs:
+        v = spread.get(kind, {}).get(key) if key else None
+        parts.append("%.0f%%" % (v * 100) if v is not None else "-")
+    return "/".join(parts)
+
+def row(name, w, t, lim, fmt, kind, goal_t=None, goal_l=None, note="", keys=(None, None, None)):
     """kind 'time': lower is better; 'rate': higher is better."""
     def ratio(x, y):  # > 1: wick better
         if x is None or y is None:
@@ -102,29 +117,50 @@ def row(name, w, t, lim, fmt, kind, goal_t=None, goal_l=None, note=""):
     rows.append([name, fmt(w) if w is not None else "?", fmt(t) if t is not None else "?",
                  fmt(lim) if lim is not None else "-",
                  "%.2fx" % rt if rt is not None else "-", "%.0f%%" % (rl * 100) if rl is not None else "-",
-                 "; ".join(goals) + note if goals else ("(info)" + note), status])
+                 "; ".join(goals) + note if goals else ("(info)" + note), status,
+                 noise(*keys) if keys and isinstance(keys[0], tuple)
+                 else noise(("wick", keys[0]), ("torch", keys[1]), ("limits", keys[2]))])
 
 g = lambda k: W.get(k)
 gf = lambda v: "%.1f GFLOP/s" % v
 gb = lambda v: "%.2f GB/s" % v
-row("add_ (in-place) 1 elem", g("add_inplace_1"), T.get("add_inplace_1"), None, us, "time", goal_t=10)
-row("add (out-of-place) 1 elem", g("add_1"), T.get("add_1"), None, us, "time")
-row("mm 4x4", g("mm_4x4"), T.get("mm_4x4"), None, us, "time", goal_t=5)
+def k3(w, t=None, l=None):
+    return (w, t if t is not None else w, l)
+
+row("add_ (in-place) 1 elem", g("add_inplace_1"), T.get("add_inplace_1"), None, us, "time", goal_t=10,
+    keys=k3("add_inplace_1"))
+row("add (out-of-place) 1 elem", g("add_1"), T.get("add_1"), None, us, "time", keys=k3("add_1"))
+row("mm 4x4", g("mm_4x4"), T.get("mm_4x4"), None, us, "time", goal_t=5, keys=k3("mm_4x4"))
 for n in (256, 512, 1024, 2048):
     row("matmul %d (float32)" % n, g("matmul_%d" % n), T.get("matmul_%d" % n), L.get("sgemm_%d" % n), gf, "rate",
-        goal_l=0.9, note=" (limit: raw cblas_sgemm)")
+        goal_l=0.9, note=" (limit: raw cblas_sgemm)", keys=k3("matmul_%d" % n, None, "sgemm_%d" % n))
 for op in ("add", "mul", "relu"):
     row("%s 16M (out-of-place)" % op, g("%s_16M" % op), T.get("%s_16M" % op), L.get("triad_16M"), gb, "rate",
-        goal_t=1, goal_l=0.8)
-row("add_ 16M (in-place)", g("add_inplace_16M"), T.get("add_inplace_16M"), L.get("triad_16M"), gb, "rate")
-row("start-up: wick -e '' vs import torch", S.get("startup_wick"), S.get("startup_torch"), None, ms, "time",
-    goal_t=1)
-row("start-up: wick -e 'require(\"wick\")'", S.get("startup_wick_require"), S.get("startup_torch"), None, ms, "time")
-row("start-up: python3 -c '' (reference)", S.get("startup_python"), S.get("startup_torch"), None, ms, "time")
+        goal_t=1, goal_l=0.8, note=" (limit: C triad, warm output)", keys=k3("%s_16M" % op, None, "triad_16M"))
+row("add_ 16M (in-place)", g("add_inplace_16M"), T.get("add_inplace_16M"), L.get("triad_16M"), gb, "rate",
+    note=" (limit: C triad, warm output)", keys=k3("add_inplace_16M", None, "triad_16M"))
+row("add_ 16M (in-place) vs C a[i]+=b[i]", g("add_inplace_16M"), T.get("add_inplace_16M"), L.get("inplace_16M"),
+    gb, "rate", keys=k3("add_inplace_16M", None, "inplace_16M"))
+row("add 16M vs C triad into fresh malloc", g("add_16M"), T.get("add_16M"), L.get("triad_fresh_16M"), gb, "rate",
+    note=" (limit: page faults included)", keys=k3("add_16M", None, "triad_fresh_16M"))
+row("add 16M vs same, MADV_HUGEPAGE", g("add_16M"), T.get("add_16M"), L.get("triad_fresh_thp_16M"), gb, "rate",
+    keys=k3("add_16M", None, "triad_fresh_thp_16M"))
+def sk(name):
+    return (("startup", name), ("startup", "startup_torch"))
 
-head = ["benchmark", "wick", "PyTorch", "raw limit", "vs PyTorch", "vs limit", "goal", "met"]
+row("start-up: wick -e '' vs import torch", S.get("startup_wick"), S.get("startup_torch"), None, ms, "time",
+    goal_t=1, note=" (no goal number given)", keys=sk("startup_wick"))
+row("start-up: wick -e 'require(\"wick\")'", S.get("startup_wick_require"), S.get("startup_torch"), None, ms, "time",
+    keys=sk("startup_wick_require"))
+row("start-up: python3 -c '' (reference)", S.get("startup_python"), S.get("startup_torch"), None, ms, "time",
+    keys=sk("startup_python"))
+
+head = ["benchmark", "wick", "PyTorch", "raw limit", "vs PyTorch", "vs limit", "goal", "met",
+        "spread w/t/l"]
 widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
-print("threads = %s   (ratios > 1 / > 100%% mean wick is better; per-op times are seconds per op)" % threads)
+print("threads = %s, median of %d rounds; ratios > 1x / > 100%% mean wick is better; times are per op;"
+      % (threads, rounds))
+print("spread = max/min - 1 over the rounds, for wick/PyTorch/limit (start-up: over its runs, wick/torch)")
 line = lambda r: "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"
 print(line(head))
 print("|" + "|".join("-" * (w + 2) for w in widths) + "|")

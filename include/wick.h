@@ -244,12 +244,6 @@ WICK_API wick_status wick_clamp_(wick_tensor *a, double lo, double hi);
 WICK_API wick_status wick_where(wick_tensor **out, const wick_tensor *cond, const wick_tensor *a,
                                 const wick_tensor *b);
 
-/* The fast path of the Lua binding (and of C loops on tiny tensors): a op= b for two
- * CPU tensors of the same shape and float dtype, both contiguous. Returns 0 when
- * done; any other value means "not handled here, call wick_binary_" and sets no
- * error. */
-WICK_API int wick_try_fast_binary_(int op, wick_tensor *a, const wick_tensor *b);
-
 /* ---- reductions ----------------------------------------------------------- */
 
 #define WICK_REDUCE_OPS(X)                                                                     \
@@ -275,11 +269,6 @@ WICK_API wick_status wick_addmm(wick_tensor **out, const wick_tensor *input, con
                                 const wick_tensor *mat2, double beta, double alpha);
 /* torch.matmul: dot, matrix-vector, matrix-matrix and broadcast batches. */
 WICK_API wick_status wick_matmul(wick_tensor **out, const wick_tensor *a, const wick_tensor *b);
-/* *out = a @ b for small 2-D CPU float tensors of fitting shapes: the fast path of
- * the Lua binding. Returns 0 when done; any other value means "not handled here,
- * call wick_mm" and sets no error. */
-WICK_API int wick_try_fast_mm(wick_tensor **out, const wick_tensor *a, const wick_tensor *b);
-
 /* ---- indexing, joining ---------------------------------------------------- */
 
 WICK_API wick_status wick_index_select(wick_tensor **out, const wick_tensor *a, int dim,
@@ -299,6 +288,19 @@ WICK_API wick_status wick_stack(wick_tensor **out, int count, const wick_tensor 
 
 WICK_API wick_status wick_softmax(wick_tensor **out, const wick_tensor *a, int dim);
 WICK_API wick_status wick_log_softmax(wick_tensor **out, const wick_tensor *a, int dim);
+
+/* ---- fast paths ----------------------------------------------------------
+ * For tiny ops, where the cost of the general path dominates (the Lua binding
+ * calls these through LuaJIT's FFI). They handle CPU float32/float64 tensors of
+ * one dtype and one shape, contiguous, with op ADD, SUB, MUL or DIV (mm: small
+ * 2-D float matrices), and return 0 when done. Any other value means "not
+ * handled here, call the general function", which also reports every error;
+ * they never set an error themselves. */
+WICK_API int wick_try_fast_binary_(int op, wick_tensor *a, const wick_tensor *b); /* a op= b */
+WICK_API int wick_try_fast_binary(int op, wick_tensor **out, const wick_tensor *a, const wick_tensor *b);
+WICK_API int wick_try_fast_binary_scalar(int op, wick_tensor **out, const wick_tensor *a, double s,
+                                         int scalar_first);
+WICK_API int wick_try_fast_mm(wick_tensor **out, const wick_tensor *a, const wick_tensor *b);
 
 /* ---- threads -------------------------------------------------------------- */
 

@@ -17,8 +17,16 @@ wick.error = core.error
 
 -- ---- devices: interned objects, one per device per Lua state ----
 
+-- A device object is an empty proxy: its fields live in `device_fields`, so
+-- every assignment reaches __newindex and an interned device cannot be changed.
 local Device = {}
-Device.__index = Device
+local device_fields = setmetatable({}, { __mode = "k" })
+Device.__index = function(d, k)
+  local f = device_fields[d]
+  local v = f and f[k]
+  if v ~= nil then return v end
+  return Device[k]
+end
 Device.__tostring = function(d) return d._name end
 Device.__newindex = function() core.error("device objects are read-only") end
 Device.__eq = function(a, b) return rawequal(a, b) end
@@ -28,9 +36,7 @@ local function intern_device(type_, index, name)
   local d = devices[name]
   if d == nil then
     d = setmetatable({}, Device)
-    rawset(d, "type", type_)
-    rawset(d, "index", index)
-    rawset(d, "_name", name)
+    device_fields[d] = { type = type_, index = index, _name = name }
     devices[name] = d
   end
   return d
@@ -214,38 +220,64 @@ if has_ffi and not os.getenv("WICK_NO_FFI") then
   pcall(ffi.cdef, "typedef struct wick_tensor wick_tensor;")
   local ptrs = core.fast_pointers()
   local slot = ffi.typeof("wick_tensor **")
-  local binary_inplace = ffi.cast("int (*)(int, wick_tensor *, const wick_tensor *)", ptrs.binary_inplace)
-  for _, base in ipairs({ "add", "sub", "mul", "div" }) do
-    local name, op = base .. "_", ptrs.binary_ops[base]
-    local classic = Tensor[name]
-    Tensor[name] = function(a, b, alpha)
-      if alpha == nil and getmetatable(b) == mt and getmetatable(a) == mt
-          and binary_inplace(op, ffi.cast(slot, a)[0], ffi.cast(slot, b)[0]) == 0 then
-        return a
-      end
-      return classic(a, b, alpha)
-    end
-  end
-  -- out-of-place fast paths take their result userdata from a pool refilled in batches
+  local function fn(ctype, ptr) return ffi.cast(ctype, ptr) end
+  local binary_inplace = fn("int (*)(int, wick_tensor *, const wick_tensor *)", ptrs.binary_inplace)
+  local binary = fn("int (*)(int, wick_tensor **, const wick_tensor *, const wick_tensor *)", ptrs.binary)
+  local binary_scalar = fn("int (*)(int, wick_tensor **, const wick_tensor *, double, int)", ptrs.binary_scalar)
+  local mm = fn("int (*)(wick_tensor **, const wick_tensor *, const wick_tensor *)", ptrs.mm)
+
+  -- Results of out-of-place fast paths go into tensor userdata made in batches
+  -- by the C binding, so a new tensor costs no classic C call.
   local pool, npool = {}, 0
-  local function take_slot()
+  local function next_slot()
     if npool == 0 then
       core.fill_slots(pool, 64)
       npool = #pool
     end
-    local ud = pool[npool]
-    return ud
+    return pool[npool]
   end
-  local mm_fast = ffi.cast("int (*)(wick_tensor **, const wick_tensor *, const wick_tensor *)", ptrs.mm)
+  local function used_slot() pool[npool] = nil; npool = npool - 1 end
+  local function ptr(t) return ffi.cast(slot, t)[0] end
+
+  -- `method`: a must be a tensor (t:add(u)); otherwise a metamethod (2 - t)
+  local function fast_binary(op, classic, method)
+    return function(a, b, alpha)
+      if alpha == nil then
+        local out = next_slot()
+        if getmetatable(a) == mt then
+          if getmetatable(b) == mt then
+            if binary(op, ffi.cast(slot, out), ptr(a), ptr(b)) == 0 then used_slot(); return out end
+          elseif type(b) == "number" then
+            if binary_scalar(op, ffi.cast(slot, out), ptr(a), b, 0) == 0 then used_slot(); return out end
+          end
+        elseif not method and type(a) == "number" and getmetatable(b) == mt then
+          if binary_scalar(op, ffi.cast(slot, out), ptr(b), a, 1) == 0 then used_slot(); return out end
+        end
+      end
+      return classic(a, b, alpha)
+    end
+  end
+
+  for _, name in ipairs({ "add", "sub", "mul", "div" }) do
+    local op = ptrs.binary_ops[name]
+    Tensor[name] = fast_binary(op, Tensor[name], true)
+    local meta = "__" .. name
+    mt[meta] = fast_binary(op, mt[meta], false)
+    local classic_inplace = Tensor[name .. "_"]
+    Tensor[name .. "_"] = function(a, b, alpha)
+      if alpha == nil and getmetatable(b) == mt and getmetatable(a) == mt
+          and binary_inplace(op, ptr(a), ptr(b)) == 0 then
+        return a
+      end
+      return classic_inplace(a, b, alpha)
+    end
+  end
+
   local classic_mm = Tensor.mm
   Tensor.mm = function(a, b)
     if getmetatable(b) == mt and getmetatable(a) == mt then
-      local out = take_slot()
-      if mm_fast(ffi.cast(slot, out), ffi.cast(slot, a)[0], ffi.cast(slot, b)[0]) == 0 then
-        pool[npool] = nil
-        npool = npool - 1
-        return out
-      end
+      local out = next_slot()
+      if mm(ffi.cast(slot, out), ptr(a), ptr(b)) == 0 then used_slot(); return out end
     end
     return classic_mm(a, b)
   end

@@ -24,7 +24,8 @@ end
 -- Collects the shown values (as Lua values) into a nested structure.
 local function collect(t, summarize, flat)
   if t:dim() == 0 then
-    local v = t:item()
+    -- int64 values come as exact strings: item() raises beyond 2^53
+    local v = t.dtype == "int64" and t:_int64_str() or t:item()
     flat[#flat + 1] = v
     return v
   end
@@ -55,7 +56,7 @@ local function float_formatter(values)
     end
     if minv == math.huge then minv = 0 end
     if int_mode then
-      if maxv > 1e8 then fmt = function(v) return ("%.4e"):format(v) end
+      if maxv / math.max(minv, 1e-300) > 1000 or maxv > 1e8 then fmt = function(v) return ("%.4e"):format(v) end
       else fmt = function(v) return ("%.0f."):format(v) end end
     elseif maxv / math.max(minv, 1e-300) > 1000 or maxv > 1e8 or (minv ~= 0 and minv < 1e-4) then
       fmt = function(v) return ("%.4e"):format(v) end
@@ -74,7 +75,7 @@ end
 local function formatter_for(dtype, values)
   if dtype == "bool" then return function(v) return v and "True" or "False" end end
   if is_float(dtype) then return float_formatter(values) end
-  return function(v) return ("%.0f"):format(v) end
+  return function(v) return type(v) == "string" and v or ("%.0f"):format(v) end
 end
 
 local function render(node, fmt, width, indent, depth, ndim)
@@ -86,7 +87,7 @@ local function render(node, fmt, width, indent, depth, ndim)
     local parts, line, lines = {}, {}, {}
     local per_line = math.max(1, math.floor((LINE_WIDTH - indent) / (width + 2)))
     for _, v in ipairs(node) do
-      parts[#parts + 1] = v == ELLIPSIS and "..." or render(v, fmt, width, indent, depth + 1, ndim)
+      parts[#parts + 1] = v == ELLIPSIS and " ..." or render(v, fmt, width, indent, depth + 1, ndim)
     end
     for i, p in ipairs(parts) do
       line[#line + 1] = p
@@ -130,8 +131,15 @@ return function(t)
     local flat = {}
     local tree = collect(host, host:numel() > THRESHOLD, flat)
     local fmt = formatter_for(dtype, flat)
-    local width = 0
-    for _, v in ipairs(flat) do width = math.max(width, #fmt(v)) end
+    -- like PyTorch, a float tensor's column width comes from its finite non-zero
+    -- values only (nan and inf may stick out), and is at least 1
+    local width = 1
+    local floating = is_float(dtype)
+    for _, v in ipairs(flat) do
+      if not floating or (v == v and v ~= 0 and v ~= math.huge and v ~= -math.huge) then
+        width = math.max(width, #fmt(v))
+      end
+    end
     body = render(tree, fmt, width, #"tensor(", 0, t:dim())
   end
   if dtype ~= "float32" then suffix[#suffix + 1] = "dtype=" .. dtype end

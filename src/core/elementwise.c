@@ -144,8 +144,18 @@ static wick_status elementwise(wick_tensor **out, wick_tensor *inplace, const ch
     }
     if (dev.type != WICK_META) {
         wick_tensor *conv[WK_MAX_OPERANDS] = {0};
-        for (int i = 0; i < n && !st; i++)
+        for (int i = 0; i < n && !st; i++) {
             st = as_operand(&conv[i], inputs[i], input_dtypes ? input_dtypes[i] : compute, dev);
+            /* an input that overlaps the written-to tensor in another layout would
+             * be read after parts of it were overwritten: read a copy instead */
+            if (!st && inplace && conv[i] != inplace && conv[i]->storage == inplace->storage) {
+                wick_tensor *copy;
+                if (!(st = wick_clone(&copy, conv[i]))) {
+                    wick_tensor_release(conv[i]);
+                    conv[i] = copy;
+                }
+            }
+        }
         if (!st) st = run_kernel(k, target, kernel_out, n, conv);
         for (int i = 0; i < n; i++) wick_tensor_release(conv[i]);
     }
@@ -280,42 +290,4 @@ wick_status wick_where(wick_tensor **out, const wick_tensor *cond, const wick_te
     const char *names[3] = {"condition", "input", "other"};
     const wick_dtype dtypes[3] = {WICK_BOOL, compute, compute};
     return elementwise(out, NULL, "where", &k, 3, inputs, names, result, compute, compute, dtypes);
-}
-
-/* ---- the fast path for tiny in-place ops ----
- * No allocation, no iterator, no thread pool: just the checks that make the
- * plain loop correct. Anything unusual returns 1 and takes the full path. */
-int wick_try_fast_binary_(int op, wick_tensor *a, const wick_tensor *b) {
-    if (!a || !b || a->dtype != b->dtype || a->ndim != b->ndim || a->storage->device.type != WICK_CPU ||
-        b->storage->device.type != WICK_CPU || (op != WICK_ADD && op != WICK_SUB && op != WICK_MUL && op != WICK_DIV))
-        return 1;
-    int64_t n = 1;
-    for (int i = 0; i < a->ndim; i++) {
-        if (a->sizes[i] != b->sizes[i]) return 1;
-        n *= a->sizes[i];
-    }
-    if (n > 4096 || !wick_tensor_is_contiguous(a) || !wick_tensor_is_contiguous(b)) return 1;
-    if (a->dtype == WICK_FLOAT32) {
-        float *x = (float *)wk_data(a);
-        const float *y = (const float *)wk_data(b);
-        switch (op) {
-        case WICK_ADD: for (int64_t i = 0; i < n; i++) x[i] += y[i]; break;
-        case WICK_SUB: for (int64_t i = 0; i < n; i++) x[i] -= y[i]; break;
-        case WICK_MUL: for (int64_t i = 0; i < n; i++) x[i] *= y[i]; break;
-        default: for (int64_t i = 0; i < n; i++) x[i] /= y[i]; break;
-        }
-        return 0;
-    }
-    if (a->dtype == WICK_FLOAT64) {
-        double *x = (double *)wk_data(a);
-        const double *y = (const double *)wk_data(b);
-        switch (op) {
-        case WICK_ADD: for (int64_t i = 0; i < n; i++) x[i] += y[i]; break;
-        case WICK_SUB: for (int64_t i = 0; i < n; i++) x[i] -= y[i]; break;
-        case WICK_MUL: for (int64_t i = 0; i < n; i++) x[i] *= y[i]; break;
-        default: for (int64_t i = 0; i < n; i++) x[i] /= y[i]; break;
-        }
-        return 0;
-    }
-    return 1;
 }

@@ -130,6 +130,10 @@ typedef struct wk_reduce_args {
     int correction;
 } wk_reduce_args;
 
+/* How a 2-D view can be given to gemm: row-major with leading dimension ld,
+ * transposed or not. False when neither fits (then it is copied first). */
+bool wk_gemm_layout(const wick_tensor *t, int *trans, int64_t *ld);
+
 struct wick_backend {
     const char *name;
     void *(*alloc)(size_t nbytes, int device_index);

@@ -5,9 +5,7 @@
 
 #include <stdio.h>
 
-/* How a 2-D view can be given to gemm: row-major with leading dimension ld,
- * transposed or not. False when neither fits (then it is copied first). */
-static bool gemm_layout(const wick_tensor *t, int *trans, int64_t *ld) {
+bool wk_gemm_layout(const wick_tensor *t, int *trans, int64_t *ld) {
     int64_t r = t->sizes[0], c = t->sizes[1], s0 = t->strides[0], s1 = t->strides[1];
     if ((s1 == 1 || c == 1) && s0 >= (c > 1 ? c : 1)) return *trans = 0, *ld = s0 > 0 ? s0 : 1, true;
     if ((s0 == 1 || r == 1) && s1 >= (r > 1 ? r : 1)) return *trans = 1, *ld = s1 > 0 ? s1 : 1, true;
@@ -36,10 +34,10 @@ static wick_status gemm_2d(wick_tensor *c, const wick_tensor *a, const wick_tens
     int64_t ld[2];
     wick_status st = WICK_OK;
     for (int i = 0; i < 2 && !st; i++) {
-        if (gemm_layout(ops[i], &trans[i], &ld[i])) continue;
+        if (wk_gemm_layout(ops[i], &trans[i], &ld[i])) continue;
         if (!(st = wick_clone(&tmp[i], ops[i]))) {
             ops[i] = tmp[i];
-            gemm_layout(ops[i], &trans[i], &ld[i]);
+            wk_gemm_layout(ops[i], &trans[i], &ld[i]);
         }
     }
     if (!st) {
@@ -233,30 +231,4 @@ done:
     wick_tensor_release(B);
     wick_tensor_release(R);
     return st;
-}
-
-/* The Lua binding's fast path for small float matrix products on the CPU: the
- * checks that make wick_mm's plain case correct, one allocation, the kernel. */
-int wick_try_fast_mm(wick_tensor **out, const wick_tensor *a, const wick_tensor *b) {
-    if (!out || !a || !b || a->ndim != 2 || b->ndim != 2 || a->dtype != b->dtype ||
-        (a->dtype != WICK_FLOAT32 && a->dtype != WICK_FLOAT64) || a->storage->device.type != WICK_CPU ||
-        b->storage->device.type != WICK_CPU || a->sizes[1] != b->sizes[0] ||
-        a->sizes[0] * b->sizes[1] * a->sizes[1] > 32768)
-        return 1;
-    int trans[2];
-    int64_t ld[2];
-    if (!gemm_layout(a, &trans[0], &ld[0]) || !gemm_layout(b, &trans[1], &ld[1])) return 1;
-    int64_t shape[2] = {a->sizes[0], b->sizes[1]};
-    wick_tensor *c;
-    if (wk_tensor_new(&c, 2, shape, a->dtype, a->storage->device)) return 1;
-    wk_gemm_args g = {.dtype = a->dtype, .trans_a = trans[0], .trans_b = trans[1],
-                      .m = a->sizes[0], .n = b->sizes[1], .k = a->sizes[1],
-                      .a = wk_data(a), .lda = ld[0], .b = wk_data(b), .ldb = ld[1],
-                      .c = wk_data(c), .ldc = shape[1] > 0 ? shape[1] : 1, .alpha = 1, .beta = 0};
-    if (wk_cpu_backend.gemm(&g) != WICK_OK) {
-        wick_tensor_release(c);
-        return 1;
-    }
-    *out = c;
-    return 0;
 }

@@ -10,6 +10,8 @@ typedef void (*cpu_run_fn)(char **p, const int64_t *s, int64_t n, const void *ex
 /* Runs fn over the whole iterator, split among threads for large ones. */
 void cpu_run(const wk_iter *it, cpu_run_fn fn, const void *extra);
 
+/* The kernel of a binary op for a compute dtype (float32, float64 or int64). */
+cpu_run_fn cpu_binary_run(int op, wick_dtype compute);
 void cpu_unary(wick_unary_op op, const wk_iter *it);
 void cpu_binary(wick_binary_op op, const wk_iter *it, double alpha);
 void cpu_clamp(const wk_iter *it, double lo, double hi);

@@ -108,8 +108,10 @@ static void random_range(void *ctx, int64_t begin, int64_t end) {
         double v;
         if (!j->normal) {
             v = wk_uniform(j->seed, j->offset + (uint64_t)i);
-            /* rounding to a narrow float must not reach 1.0 */
-            if (d != WICK_FLOAT64 && (float)v >= 1.0f) v = 0.99999994;
+            /* rounding to a narrow float must not reach 1.0: cap at the dtype's
+             * largest value below 1 (1 - 2^-24, 1 - 2^-11, 1 - 2^-8) */
+            double below = d == WICK_FLOAT16 ? 0.99951171875 : d == WICK_BFLOAT16 ? 0.99609375 : 0.99999994039535522;
+            if (d != WICK_FLOAT64 && v > below) v = below;
         } else { /* Box-Muller over the draws 2i and 2i+1 */
             double u1 = wk_uniform(j->seed, j->offset + 2 * (uint64_t)i);
             double u2 = wk_uniform(j->seed, j->offset + 2 * (uint64_t)i + 1);

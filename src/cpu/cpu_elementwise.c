@@ -140,6 +140,10 @@ static int type_slot(const wk_iter *it, int k) {
 
 void cpu_unary(wick_unary_op op, const wk_iter *it) { cpu_run(it, unary_runs[type_slot(it, 1)][op], NULL); }
 
+cpu_run_fn cpu_binary_run(int op, wick_dtype compute) {
+    return binary_runs[compute == WICK_FLOAT32 ? 0 : compute == WICK_FLOAT64 ? 1 : 2][op];
+}
+
 void cpu_binary(wick_binary_op op, const wk_iter *it, double alpha) {
     cpu_run(it, binary_runs[type_slot(it, 1)][op], &alpha);
 }

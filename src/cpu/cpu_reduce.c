@@ -40,7 +40,7 @@ static reduced_f reduce_double(const wk_reduce_args *a, const char *base) {
         mean /= (double)n;
         for (int64_t i = 0; i < n; i++) ss += (AT(i) - mean) * (AT(i) - mean);
         double denom = (double)n - a->correction;
-        r.value = denom > 0 ? ss / denom : NAN;
+        r.value = ss / (denom > 0 ? denom : 0); /* like PyTorch: max(0, N - correction); 0/0 is NaN, x/0 inf */
         if (a->op == WICK_STD) r.value = sqrt(r.value);
         break;
     }

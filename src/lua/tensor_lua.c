@@ -108,10 +108,13 @@ static void nested_walk(lua_State *L, int idx, int depth, nested_shape *sh, doub
         wl_raise(L, "wick.tensor: expected numbers, booleans or nested tables, found a %s at %s", luaL_typename(L, idx),
                  pathlen ? path : "the top");
     int64_t n = (int64_t)lua_objlen(L, idx);
-    if (!values && depth == sh->ndim) { /* first descent fixes the shape */
+    if (!values && depth == sh->ndim && !sh->any_value) { /* first descent (down to the first number) fixes the shape */
         if (sh->ndim >= WICK_MAX_DIMS) wl_raise(L, "wick.tensor: nesting deeper than %d levels", WICK_MAX_DIMS);
         sh->sizes[sh->ndim++] = n;
-    } else if (depth >= sh->ndim || sh->sizes[depth] != n) {
+    } else if (depth >= sh->ndim) {
+        wl_raise(L, "wick.tensor: ragged nested table: expected a number at %s, found a table of %lld elements",
+                 pathlen ? path : "the top", (long long)n);
+    } else if (sh->sizes[depth] != n) {
         wl_raise(L, "wick.tensor: ragged nested table: expected %lld elements at %s, found %lld",
                  depth < sh->ndim ? (long long)sh->sizes[depth] : 0LL, pathlen ? path : "the top", (long long)n);
     }
@@ -417,7 +420,11 @@ static void reduce_args(lua_State *L, int first, int *dim, int *keepdim, int *co
         lua_getfield(L, i, "dim");
         if (!lua_isnil(L, -1)) *dim = wl_dim(L, lua_gettop(L), fn);
         lua_pop(L, 4);
+        i++;
     }
+    if (!lua_isnoneornil(L, i))
+        wl_raise(L, "%s: expected a dimension (a number), keepdim (a boolean) or an options table, got %s", fn,
+                 luaL_typename(L, i));
 }
 
 /* Adds 1 in place to an index tensor the core produced (0-based to 1-based). */
@@ -849,6 +856,18 @@ static int t_item(lua_State *L) {
     return 1;
 }
 
+/* t:_int64_str(): the value of a one-element tensor as an exact decimal string
+ * (printing uses it for int64, whose values beyond 2^53 item() refuses). */
+static int t_int64_str(lua_State *L) {
+    wick_tensor *a = SELF("item");
+    int64_t v;
+    wl_check(L, wick_item_int64(a, &v));
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld", (long long)v);
+    lua_pushstring(L, buf);
+    return 1;
+}
+
 static void totable_rec(lua_State *L, const wick_tensor *t, int dim, const char *p) {
     size_t es = wick_dtype_size(wick_tensor_dtype(t));
     if (dim == wick_tensor_ndim(t)) {
@@ -1013,6 +1032,10 @@ static int m_fast_pointers(lua_State *L) {
     lua_createtable(L, 0, 3);
     lua_pushlightuserdata(L, (void *)(intptr_t)&wick_try_fast_binary_);
     lua_setfield(L, -2, "binary_inplace");
+    lua_pushlightuserdata(L, (void *)(intptr_t)&wick_try_fast_binary);
+    lua_setfield(L, -2, "binary");
+    lua_pushlightuserdata(L, (void *)(intptr_t)&wick_try_fast_binary_scalar);
+    lua_setfield(L, -2, "binary_scalar");
     lua_pushlightuserdata(L, (void *)(intptr_t)&wick_try_fast_mm);
     lua_setfield(L, -2, "mm");
     lua_newtable(L); /* binary op ids by name, so the Lua side never hard-codes the enum */
@@ -1034,6 +1057,7 @@ static int m_fill_slots(lua_State *L) {
         wl_new_slot(L);
         lua_rawseti(L, 1, len + i);
     }
+    wl_account(L); /* the fast paths' tensors count towards collector pacing too */
     return 0;
 }
 
@@ -1076,7 +1100,7 @@ static const luaL_Reg method_fns[] = {
     {"transpose", t_transpose}, {"t", t_t}, {"permute", t_permute}, {"narrow", t_narrow},
     {"select", t_select}, {"squeeze", t_squeeze}, {"unsqueeze", t_unsqueeze}, {"expand", t_expand},
     {"flatten", t_flatten}, {"contiguous", t_contiguous}, {"index_select", t_index_select},
-    {"gather", t_gather}, {"copy_", t_copy_}, {"fill_", t_fill_}, {"clone", t_clone}, {"item", t_item},
+    {"gather", t_gather}, {"copy_", t_copy_}, {"fill_", t_fill_}, {"clone", t_clone}, {"item", t_item}, {"_int64_str", t_int64_str},
     {"totable", t_totable}, {"to", t_to}, {"size", t_size}, {"stride", t_stride}, {"dim", t_dim},
     {"numel", t_numel}, {"is_contiguous", t_is_contiguous}, {"storage_offset", t_storage_offset},
     {"_storage_id", t_storage_id}, {"_dtype", t_dtype}, {"_device", t_device}, {"_shape", t_shape},

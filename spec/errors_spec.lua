@@ -1,0 +1,289 @@
+-- Every error starts with the position of the user's Lua line ("file:line: "),
+-- whether it is raised by the C binding or by wick's own Lua files.
+local wick = require("wick")
+
+local SRC = debug.getinfo(1, "S").short_src
+
+-- Runs fn under pcall. fn sets `expect.line` to the line of the call that must
+-- fail (use `here() + 1` on the line before it). Returns the message and that line.
+local expect = {}
+local function here() return debug.getinfo(2, "l").currentline end
+
+local function assert_raised_at(fn, piece)
+  expect.line = nil
+  local ok, err = pcall(fn)
+  assert.is_false(ok, "expected an error, but the call succeeded")
+  assert.are.equal("string", type(err))
+  assert.is_number(expect.line, "the test did not record the expected line")
+  local prefix = ("%s:%d: "):format(SRC, expect.line)
+  assert.are.equal(prefix, err:sub(1, #prefix), ("error %q does not start with %q"):format(err, prefix))
+  if piece then
+    assert.is_truthy(err:find(piece, 1, true), ("expected %q to contain %q"):format(err, piece))
+  end
+  -- the position appears once, not doubled by a re-raise
+  assert.is_falsy(err:sub(#prefix + 1):find(SRC .. ":", 1, true), "position repeated in " .. err)
+  -- and never names wick's own files
+  assert.is_falsy(err:find("init.lua", 1, true), "names init.lua: " .. err)
+  assert.is_falsy(err:find("print.lua", 1, true), "names print.lua: " .. err)
+  return err
+end
+
+describe("errors raised by the C binding", function()
+  local a, b = wick.ones(2, 3), wick.ones(2, 3)
+
+  it("mm with shapes that do not fit", function()
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local r = a:mm(b)
+      return r
+    end, "2x3 and 2x3")
+  end)
+
+  it("the expected line can be computed with debug.getinfo inside the function", function()
+    local line
+    local ok, err = pcall(function()
+      line = debug.getinfo(1, "l").currentline; local r = a:mm(b)
+      return r
+    end)
+    assert.is_false(ok)
+    assert.is_number(line)
+    local prefix = SRC .. ":" .. line .. ":"
+    assert.are.equal(prefix, err:sub(1, #prefix))
+  end)
+
+  it("a one-line tail call names the line of the call", function()
+    local line = debug.getinfo(1, "l").currentline; local ok, err = pcall(function() return a:mm(b) end)
+    assert.is_false(ok)
+    local prefix = SRC .. ":" .. line .. ":"
+    assert.are.equal(prefix, err:sub(1, #prefix))
+  end)
+
+  it("broadcasting size mismatch through a Lua operator", function()
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local r = a + wick.ones(4)
+      return r
+    end, "[2, 3] vs [4]")
+  end)
+
+  it("the same-device rule", function()
+    assert_raised_at(function()
+      local m = wick.ones(3, 2, { device = "meta" })
+      expect.line = here() + 1
+      local r = a:mm(m)
+      return r
+    end, "Expected all tensors to be on the same device")
+  end)
+
+  it("a dtype cast in place", function()
+    assert_raised_at(function()
+      local i = wick.ones(2, { dtype = "int64" })
+      expect.line = here() + 1
+      i:add_(0.5)
+    end, "can't be cast")
+  end)
+
+  it("bad sizes and ragged tables", function()
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local r = wick.zeros(2, -1)
+      return r
+    end, "negative")
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local r = wick.tensor({ { 1, 2 }, { 3 } })
+      return r
+    end, "ragged")
+  end)
+
+  it("out of memory", function()
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local r = wick.empty(1e15, 1e15)
+      return r
+    end, "out of memory")
+  end)
+
+  it("item() of a tensor with several elements and of an int64 beyond 2^53", function()
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local v = a:item()
+      return v
+    end, "6 elements")
+    assert_raised_at(function()
+      local big = wick.tensor(2 ^ 60, { dtype = "int64" })
+      expect.line = here() + 1
+      local v = big:item()
+      return v
+    end, "2^53")
+  end)
+
+  it("indexing out of range", function()
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local r = a[3]
+      return r
+    end, "out of bounds")
+    assert_raised_at(function()
+      expect.line = here() + 1
+      a[0] = 1
+    end, "index 0")
+  end)
+
+  it("a method called with a non-tensor self", function()
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local r = wick.Tensor.exp(5)
+      return r
+    end, "expected a tensor")
+  end)
+
+  it("module-level functions that wrap methods", function()
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local r = wick.add(a, wick.ones(5))
+      return r
+    end, "vs")
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local r = wick.mm(a, b)
+      return r
+    end, "2x3 and 2x3")
+  end)
+
+  it("errors inside nested user functions name the innermost user line", function()
+    local function inner()
+      expect.line = here() + 1
+      local r = a:mm(b)
+      return r
+    end
+    local function outer()
+      local r = inner()
+      return r
+    end
+    assert_raised_at(function()
+      local r = outer()
+      return r
+    end)
+  end)
+
+  it("errors inside callbacks called by busted-like frameworks keep the user's line", function()
+    local function run(f) local ok, err = pcall(f); return ok, err end
+    local ok, err = run(function()
+      expect.line = here() + 1
+      local r = wick.device("gpu")
+      return r
+    end)
+    assert.is_false(ok)
+    local prefix = ("%s:%d: "):format(SRC, expect.line)
+    assert.are.equal(prefix, err:sub(1, #prefix))
+  end)
+end)
+
+describe("errors raised through wick's own Lua code", function()
+  local t = wick.ones(2, 3)
+
+  it("wick.device('gpu')", function()
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local d = wick.device("gpu")
+      return d
+    end, "'gpu'")
+  end)
+
+  it("wick.device with a bad index", function()
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local d = wick.device("cuda", -1)
+      return d
+    end, "accepted forms")
+  end)
+
+  it("t:cuda() (written in init.lua) when CUDA is unavailable", function()
+    if wick.cuda.is_available() then pending("needs a machine without CUDA") end
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local g = t:cuda()
+      return g
+    end, "cuda")
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local g = t:cuda(1)
+      return g
+    end, "cuda:1")
+  end)
+
+  it("t:to('gpu')", function()
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local g = t:to("gpu")
+      return g
+    end, "'gpu'")
+  end)
+
+  it("setting an unknown tensor field", function()
+    assert_raised_at(function()
+      expect.line = here() + 1
+      t.foo = 1
+    end, "foo")
+  end)
+
+  it("changing a device object", function()
+    assert_raised_at(function()
+      local d = wick.device("cpu")
+      expect.line = here() + 1
+      d.type = "cuda"
+    end, "read-only")
+  end)
+
+  it("wick.cuda.set_device with an ordinal that does not exist", function()
+    assert_raised_at(function()
+      expect.line = here() + 1
+      wick.cuda.set_device(wick.cuda.device_count() + 3)
+    end, "device_count")
+  end)
+
+  it("Lua-side methods that call into C: allclose, equal, view_as", function()
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local r = t:allclose(wick.ones(4))
+      return r
+    end, "vs")
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local r = t:view_as(wick.ones(7))
+      return r
+    end)
+  end)
+
+  it("wick.to_device with a bad device", function()
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local r = wick.to_device({ x = t, y = { t } }, "gpu")
+      return r
+    end, "'gpu'")
+  end)
+
+  it("conversion helpers like t:long() on meta tensors still name the user", function()
+    local m = wick.ones(1, { device = "meta" })
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local r = m:long():item()
+      return r
+    end, "meta")
+  end)
+end)
+
+describe("error values", function()
+  it("are strings that scripts can match, e.g. 'out of memory'", function()
+    local ok, err = pcall(wick.zeros, 1e9, 1e9)
+    assert.is_false(ok)
+    assert.are.equal("string", type(err))
+    assert.is_truthy(err:find("out of memory", 1, true))
+  end)
+
+  it("leave wick usable afterwards", function()
+    for _ = 1, 50 do pcall(function() return wick.ones(2) + wick.ones(3) end) end
+    assert.are.same({ 2, 2 }, (wick.ones(2) + wick.ones(2)):totable())
+  end)
+end)

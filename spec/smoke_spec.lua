@@ -1,6 +1,0 @@
-local wick = require("wick")
-describe("smoke", function()
-  it("adds", function()
-    assert.are.same({2, 4}, (wick.tensor({1, 2}) * 2):totable())
-  end)
-end)
