@@ -35,7 +35,7 @@ mkdir -p "$OUT"
 echo "# threads=$THREADS  $(date -u +%Y-%m-%dT%H:%M:%SZ)  load average: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 # ---- the three benchmark programs, interleaved over ROUNDS rounds ----
-rm -f "$OUT"/limits.$THREADS.*.tsv "$OUT"/wick.$THREADS.*.tsv "$OUT"/torch.$THREADS.*.tsv
+rm -f "$OUT/limits.$THREADS".*.tsv "$OUT/wick.$THREADS".*.tsv "$OUT/torch.$THREADS".*.tsv
 for round in $(seq "$ROUNDS"); do
   echo "# round $round/$ROUNDS: limits, wick, pytorch" >&2
   "$BUILD/bench_limits" "$THREADS" >"$OUT/limits.$THREADS.$round.tsv"
@@ -99,13 +99,15 @@ def noise(*pairs):
         parts.append("%.0f%%" % (v * 100) if v is not None else "-")
     return "/".join(parts)
 
-def row(name, w, t, lim, fmt, kind, goal_t=None, goal_l=None, note="", keys=(None, None, None)):
-    """kind 'time': lower is better; 'rate': higher is better."""
+def row(name, w, t, lim, fmt, kind, goal_t=None, goal_l=None, note="", keys=(None, None, None),
+        rt=None, rl=None):
+    """kind 'time': lower is better; 'rate': higher is better. rt, rl: ratios given directly."""
     def ratio(x, y):  # > 1: wick better
         if x is None or y is None:
             return None
         return (y / x) if kind == "time" else (x / y)
-    rt, rl = ratio(w, t), ratio(w, lim)
+    rt = ratio(w, t) if rt is None else rt
+    rl = ratio(w, lim) if rl is None else rl
     goals, met = [], []
     if goal_t is not None:
         goals.append(">=%gx PyTorch" % goal_t if goal_t != 1 else "not slower than PyTorch")
@@ -131,9 +133,16 @@ row("add_ (in-place) 1 elem", g("add_inplace_1"), T.get("add_inplace_1"), None, 
     keys=k3("add_inplace_1"))
 row("add (out-of-place) 1 elem", g("add_1"), T.get("add_1"), None, us, "time", keys=k3("add_1"))
 row("mm 4x4", g("mm_4x4"), T.get("mm_4x4"), None, us, "time", goal_t=5, keys=k3("mm_4x4"))
+# matmul: the absolute GFLOP/s of separate processes drift with the load of the
+# machine, so the ratios come from the paired in-process measurements: "vs limit"
+# is matmul_N_vs_sgemm (wick against raw cblas_sgemm timed alternately in the
+# same process) and "vs PyTorch" the quotient of both sides' paired ratios.
 for n in (256, 512, 1024, 2048):
+    pw, pt = W.get("matmul_%d_vs_sgemm" % n), T.get("matmul_%d_vs_sgemm" % n)
     row("matmul %d (float32)" % n, g("matmul_%d" % n), T.get("matmul_%d" % n), L.get("sgemm_%d" % n), gf, "rate",
-        goal_l=0.9, note=" (limit: raw cblas_sgemm)", keys=k3("matmul_%d" % n, None, "sgemm_%d" % n))
+        goal_l=0.9, rl=pw, rt=(pw / pt if pw and pt else None),
+        note=" (limit: cblas_sgemm; ratios paired, PyTorch's own: %s)" % ("%.0f%%" % (pt * 100) if pt else "?"),
+        keys=(("wick", "matmul_%d_vs_sgemm" % n), ("torch", "matmul_%d_vs_sgemm" % n), ("limits", "sgemm_%d" % n)))
 for op in ("add", "mul", "relu"):
     row("%s 16M (out-of-place)" % op, g("%s_16M" % op), T.get("%s_16M" % op), L.get("triad_16M"), gb, "rate",
         goal_t=1, goal_l=0.8, note=" (limit: C triad, warm output)", keys=k3("%s_16M" % op, None, "triad_16M"))
@@ -160,7 +169,8 @@ head = ["benchmark", "wick", "PyTorch", "raw limit", "vs PyTorch", "vs limit", "
 widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
 print("threads = %s, median of %d rounds; ratios > 1x / > 100%% mean wick is better; times are per op;"
       % (threads, rounds))
-print("spread = max/min - 1 over the rounds, for wick/PyTorch/limit (start-up: over its runs, wick/torch)")
+print("spread = max/min - 1 over the rounds, for wick/PyTorch/limit (start-up: over its runs, wick/torch;")
+print("matmul: of the paired ratios wick/PyTorch, then of the standalone sgemm GFLOP/s)")
 line = lambda r: "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"
 print(line(head))
 print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
