@@ -310,8 +310,14 @@ WICK_API int wick_get_num_threads(void);
 
 /* ---- memory accounting ---------------------------------------------------- */
 
-/* Bytes of CPU tensor memory currently allocated (all threads, all states). */
+/* Bytes of CPU tensor memory currently allocated (all threads, all states):
+ * exact for the calling thread's own allocations, within 256 KiB for each other
+ * thread's (they are counted in batches). */
 WICK_API int64_t wick_cpu_bytes_in_use(void);
+/* Large freed CPU blocks (1 MiB and more, at most 512 MiB in all) are cached for
+ * reuse; this gives them back to the system. Also done before any allocation
+ * fails as out of memory. */
+WICK_API void wick_empty_cache(void);
 
 #ifdef __cplusplus
 }

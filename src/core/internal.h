@@ -137,7 +137,9 @@ bool wk_gemm_layout(const wick_tensor *t, int *trans, int64_t *ld);
 struct wick_backend {
     const char *name;
     void *(*alloc)(size_t nbytes, int device_index);
-    void (*free)(void *ptr, int device_index);
+    void (*free)(void *ptr, size_t nbytes, int device_index);
+    /* returns cached free memory to the system (caching allocators) */
+    void (*empty_cache)(void);
     /* dst = src elementwise with conversion (same device, any strides, same shape). */
     void (*copy)(const wk_iter *it);
     void (*fill)(const wk_iter *it, double value);

@@ -11,10 +11,34 @@
 /* inline data starts at a 64-byte offset, so it keeps malloc's alignment */
 #define SMALL_STORAGE_HEADER ((sizeof(wick_storage) + 63) / 64 * 64)
 
+/* Bytes of CPU tensors. Each thread batches its changes (a locked add per
+ * tensor would cost more than the tiny tensor itself); the total is exact for
+ * the calling thread and within ACCOUNT_BATCH for every other thread. */
+#define ACCOUNT_BATCH (256 << 10)
 static int64_t cpu_bytes_in_use;
+static _Thread_local int64_t pending_bytes;
 
-void wk_account_bytes(int64_t delta) { __atomic_add_fetch(&cpu_bytes_in_use, delta, __ATOMIC_RELAXED); }
-int64_t wick_cpu_bytes_in_use(void) { return __atomic_load_n(&cpu_bytes_in_use, __ATOMIC_RELAXED); }
+static void flush_account(void) {
+    __atomic_add_fetch(&cpu_bytes_in_use, pending_bytes, __ATOMIC_RELAXED);
+    pending_bytes = 0;
+}
+
+void wk_account_bytes(int64_t delta) {
+    pending_bytes += delta;
+    if (pending_bytes > ACCOUNT_BATCH || pending_bytes < -ACCOUNT_BATCH) flush_account();
+}
+
+int64_t wick_cpu_bytes_in_use(void) {
+    flush_account();
+    return __atomic_load_n(&cpu_bytes_in_use, __ATOMIC_RELAXED);
+}
+
+/* True when the caller dropped the last reference. A count of 1 means the caller
+ * is the only holder, so no other thread can touch it: no locked instruction. */
+static bool drop_ref(int *refcount) {
+    if (__atomic_load_n(refcount, __ATOMIC_ACQUIRE) == 1) return true;
+    return __atomic_sub_fetch(refcount, 1, __ATOMIC_ACQ_REL) == 0;
+}
 
 static const char *human_bytes(double n, char *buf, size_t size) {
     const char *units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
@@ -47,6 +71,10 @@ static wick_status storage_new(wick_storage **out, wick_device dev, size_t nbyte
     if (s->backend && !small) {
         /* never a NULL pointer for a valid storage, even an empty one */
         s->data = s->backend->alloc(nbytes ? nbytes : 1, dev.index);
+        if (!s->data && s->backend->empty_cache) { /* give back cached blocks, then retry once */
+            s->backend->empty_cache();
+            s->data = s->backend->alloc(nbytes ? nbytes : 1, dev.index);
+        }
         if (!s->data) {
             free(s);
             char name[32], amount[32];
@@ -67,8 +95,8 @@ wick_status wk_storage_new(wick_storage **out, wick_device dev, size_t nbytes) {
 static void storage_retain(wick_storage *s) { __atomic_add_fetch(&s->refcount, 1, __ATOMIC_RELAXED); }
 
 void wk_storage_release(wick_storage *s) {
-    if (!s || __atomic_sub_fetch(&s->refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
-    if (s->backend && s->data && !s->inline_data) s->backend->free(s->data, s->device.index);
+    if (!s || !drop_ref(&s->refcount)) return;
+    if (s->backend && s->data && !s->inline_data) s->backend->free(s->data, s->nbytes ? s->nbytes : 1, s->device.index);
     if (s->device.type == WICK_CPU) wk_account_bytes(-(int64_t)s->nbytes);
     free(s);
 }
@@ -193,7 +221,7 @@ wick_status wk_tensor_view(wick_tensor **out, const wick_tensor *t, int ndim, co
 void wick_tensor_retain(wick_tensor *t) { __atomic_add_fetch(&t->refcount, 1, __ATOMIC_RELAXED); }
 
 void wick_tensor_release(wick_tensor *t) {
-    if (!t || __atomic_sub_fetch(&t->refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
+    if (!t || !drop_ref(&t->refcount)) return;
     wick_storage *s = t->storage;
     free_header(t);
     wk_storage_release(s); /* after the header: it may hold the header's memory */

@@ -3,19 +3,87 @@
 #include "cpu.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+
+/* ---- memory ----
+ * Large blocks are kept in a small cache when freed: the next tensor of about
+ * the same size reuses them instead of paying a page fault per 4 KiB page of a
+ * fresh mmap (which costs more than the op itself on 16M-element tensors). The
+ * cache is bounded, per process, guarded by a mutex, and emptied before an
+ * allocation is reported as out of memory. Fresh large blocks are 2 MiB aligned
+ * and asked to use huge pages, which cuts the faults of the first use. */
+#define CACHE_MIN_BLOCK ((size_t)1 << 20)
+#define CACHE_MAX_BYTES ((size_t)512 << 20)
+#define CACHE_SLOTS 32
+#define HUGE_PAGE ((size_t)2 << 20)
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    void *ptr;
+    size_t size;
+} cache[CACHE_SLOTS];
+static int cache_count;
+static size_t cache_bytes;
+
+static void *cache_take(size_t nbytes) {
+    void *p = NULL;
+    pthread_mutex_lock(&cache_lock);
+    for (int i = cache_count - 1; i >= 0; i--) /* newest first: likeliest warm */
+        if (cache[i].size >= nbytes && cache[i].size - nbytes <= nbytes / 8) {
+            p = cache[i].ptr;
+            cache_bytes -= cache[i].size;
+            cache[i] = cache[--cache_count];
+            break;
+        }
+    pthread_mutex_unlock(&cache_lock);
+    return p;
+}
 
 static void *cpu_alloc(size_t nbytes, int device_index) {
     (void)device_index;
     void *p = NULL;
-    /* 64-byte alignment for vector loads; a failure is reported as out of memory */
-    return posix_memalign(&p, 64, nbytes) == 0 ? p : NULL;
+    if (nbytes >= CACHE_MIN_BLOCK && (p = cache_take(nbytes))) return p;
+    bool large = nbytes >= 2 * HUGE_PAGE;
+    /* a failure is reported as out of memory by the caller */
+    if (posix_memalign(&p, large ? HUGE_PAGE : 64, nbytes) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+    if (large) madvise(p, nbytes / HUGE_PAGE * HUGE_PAGE, MADV_HUGEPAGE);
+#endif
+    return p;
 }
 
-static void cpu_free(void *p, int device_index) {
+static void cpu_free(void *p, size_t nbytes, int device_index) {
     (void)device_index;
+    if (nbytes >= CACHE_MIN_BLOCK && nbytes <= CACHE_MAX_BYTES / 2) {
+        void *evicted[CACHE_SLOTS];
+        int n_evicted = 0;
+        pthread_mutex_lock(&cache_lock);
+        /* the oldest blocks make room */
+        while (cache_count > 0 && (cache_count == CACHE_SLOTS || cache_bytes + nbytes > CACHE_MAX_BYTES)) {
+            evicted[n_evicted++] = cache[0].ptr;
+            cache_bytes -= cache[0].size;
+            memmove(cache, cache + 1, sizeof *cache * (size_t)--cache_count);
+        }
+        cache[cache_count].ptr = p;
+        cache[cache_count++].size = nbytes;
+        cache_bytes += nbytes;
+        pthread_mutex_unlock(&cache_lock);
+        for (int i = 0; i < n_evicted; i++) free(evicted[i]);
+        return;
+    }
     free(p);
 }
+
+static void cpu_empty_cache(void) {
+    pthread_mutex_lock(&cache_lock);
+    while (cache_count > 0) free(cache[--cache_count].ptr);
+    cache_bytes = 0;
+    pthread_mutex_unlock(&cache_lock);
+}
+
+void wick_empty_cache(void) { cpu_empty_cache(); }
 
 /* ---- copy ---- */
 
@@ -130,6 +198,7 @@ const wick_backend wk_cpu_backend = {
     .name = "cpu",
     .alloc = cpu_alloc,
     .free = cpu_free,
+    .empty_cache = cpu_empty_cache,
     .copy = cpu_copy,
     .fill = cpu_fill,
     .unary = cpu_unary,

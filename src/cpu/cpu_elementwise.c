@@ -57,10 +57,18 @@ void cpu_run(const wk_iter *it, cpu_run_fn fn, const void *extra) {
     wk_parallel_for(it->numel, GRAIN, run_range, &j);
 }
 
-/* ---- loops ---- */
+/* ---- loops ----
+ * Compiled twice, for AVX2 and for the baseline, and picked at load time by
+ * the CPU (GCC function multiversioning): the default x86-64 build would
+ * otherwise use 128-bit SSE only. */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#define WK_SIMD __attribute__((target_clones("avx2", "default")))
+#else
+#define WK_SIMD
+#endif
 
 #define UNARY_RUN(NAME, T, EXPR)                                                                \
-    static void NAME(char **p, const int64_t *s, int64_t n, const void *extra) {                \
+    WK_SIMD static void NAME(char **p, const int64_t *s, int64_t n, const void *extra) {                \
         (void)extra;                                                                            \
         T *o = (T *)p[0];                                                                       \
         const T *in = (const T *)p[1];                                                          \
@@ -71,25 +79,36 @@ void cpu_run(const wk_iter *it, cpu_run_fn fn, const void *extra) {
         }                                                                                       \
     }
 
+/* The loops of one binary op; alpha (add/sub only) is a compile-time 1 in the
+ * common case so that `a + alpha * b` costs one add. */
+#define BINARY_LOOPS(T, TO, EXPR)                                                               \
+    if (s[0] == 1 && s[1] == 1 && s[2] == 1) {                                                  \
+        for (int64_t i = 0; i < n; i++) { T a = x[i], b = y[i]; o[i] = (EXPR); }                 \
+    } else if (s[0] == 1 && s[1] == 1 && s[2] == 0) {                                           \
+        T b = y[0];                                                                             \
+        for (int64_t i = 0; i < n; i++) { T a = x[i]; o[i] = (EXPR); }                           \
+    } else if (s[0] == 1 && s[1] == 0 && s[2] == 1) {                                           \
+        T a = x[0];                                                                             \
+        for (int64_t i = 0; i < n; i++) { T b = y[i]; o[i] = (EXPR); }                           \
+    } else {                                                                                    \
+        for (int64_t i = 0; i < n; i++) {                                                       \
+            T a = x[i * s[1]], b = y[i * s[2]];                                                 \
+            o[i * s[0]] = (EXPR);                                                               \
+        }                                                                                       \
+    }
 #define BINARY_RUN(NAME, T, TO, EXPR)                                                           \
-    static void NAME(char **p, const int64_t *s, int64_t n, const void *extra) {                \
-        T alpha = (T)(*(const double *)extra);                                                  \
-        (void)alpha;                                                                            \
+    WK_SIMD static void NAME(char **p, const int64_t *s, int64_t n, const void *extra) {        \
         TO *o = (TO *)p[0];                                                                     \
         const T *x = (const T *)p[1], *y = (const T *)p[2];                                     \
-        if (s[0] == 1 && s[1] == 1 && s[2] == 1) {                                              \
-            for (int64_t i = 0; i < n; i++) { T a = x[i], b = y[i]; o[i] = (EXPR); }             \
-        } else if (s[0] == 1 && s[1] == 1 && s[2] == 0) {                                       \
-            T b = y[0];                                                                         \
-            for (int64_t i = 0; i < n; i++) { T a = x[i]; o[i] = (EXPR); }                       \
-        } else if (s[0] == 1 && s[1] == 0 && s[2] == 1) {                                       \
-            T a = x[0];                                                                         \
-            for (int64_t i = 0; i < n; i++) { T b = y[i]; o[i] = (EXPR); }                       \
+        const double alpha_in = extra ? *(const double *)extra : 1;                             \
+        if (alpha_in == 1) {                                                                    \
+            const T alpha = 1;                                                                  \
+            (void)alpha;                                                                        \
+            BINARY_LOOPS(T, TO, EXPR)                                                           \
         } else {                                                                                \
-            for (int64_t i = 0; i < n; i++) {                                                   \
-                T a = x[i * s[1]], b = y[i * s[2]];                                             \
-                o[i * s[0]] = (EXPR);                                                           \
-            }                                                                                   \
+            const T alpha = (T)alpha_in;                                                        \
+            (void)alpha;                                                                        \
+            BINARY_LOOPS(T, TO, EXPR)                                                           \
         }                                                                                       \
     }
 
