@@ -137,10 +137,9 @@ static wick_status check_sizes(int ndim, const int64_t *sizes, wick_dtype dtype)
         if (sizes[i] < 0)
             return wick_fail(WICK_ERR_ARGUMENT, "negative dimension %" PRId64 " in size %s", sizes[i],
                              wk_shape_str(ndim, sizes, buf, sizeof buf));
-        if (sizes[i] && bytes > WK_MAX_BYTES / sizes[i])
+        if (sizes[i] && (__builtin_mul_overflow(bytes, sizes[i], &bytes) || bytes > WK_MAX_BYTES))
             return wick_fail(WICK_ERR_OOM, "out of memory: size %s is too large to allocate",
                              wk_shape_str(ndim, sizes, buf, sizeof buf));
-        bytes *= sizes[i] ? sizes[i] : 1;
     }
     return WICK_OK;
 }

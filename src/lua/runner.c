@@ -7,6 +7,7 @@
 #include "wick_lua.h"
 
 #include <lualib.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +126,11 @@ static void usage(void) {
 }
 
 int main(int argc, char **argv) {
+    /* Tensors die in bursts when the collector runs; without this glibc gives the
+     * freed heap top back to the kernel each time and page-faults it in again.
+     * (Only the runner sets this: a host's malloc settings are its own.) */
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    mallopt(M_TOP_PAD, 16 << 20);
     lua_State *L = luaL_newstate();
     if (!L) {
         fprintf(stderr, "wick: cannot create a Lua state (out of memory)\n");
