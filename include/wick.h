@@ -280,6 +280,10 @@ WICK_API wick_status wick_scatter(wick_tensor **out, const wick_tensor *a, int d
                                   const wick_tensor *index, const wick_tensor *src);
 WICK_API wick_status wick_scatter_(wick_tensor *a, int dim, const wick_tensor *index,
                                    const wick_tensor *src);
+/* a[..., index[i], ...] += src[..., i, ...] along dim; repeated indices add up. */
+WICK_API wick_status wick_index_add_(wick_tensor *a, int dim, const wick_tensor *index, const wick_tensor *src);
+/* Like wick_scatter_, but adds: a[index[i][j]][j] += src[i][j] (dim 0). */
+WICK_API wick_status wick_scatter_add_(wick_tensor *a, int dim, const wick_tensor *index, const wick_tensor *src);
 WICK_API wick_status wick_cat(wick_tensor **out, int count, const wick_tensor *const *tensors, int dim);
 WICK_API wick_status wick_stack(wick_tensor **out, int count, const wick_tensor *const *tensors,
                                 int dim);
@@ -288,6 +292,27 @@ WICK_API wick_status wick_stack(wick_tensor **out, int count, const wick_tensor 
 
 WICK_API wick_status wick_softmax(wick_tensor **out, const wick_tensor *a, int dim);
 WICK_API wick_status wick_log_softmax(wick_tensor **out, const wick_tensor *a, int dim);
+
+/* ---- autograd -------------------------------------------------------------
+ * Reverse mode, dynamic graph. Ops record a node on their output when grad mode
+ * is on and an input requires grad. Grad mode is per thread. */
+WICK_API void wick_set_grad_enabled(int enabled);
+WICK_API int wick_is_grad_enabled(void);
+/* Only floating-point leaves can require grad. */
+WICK_API wick_status wick_set_requires_grad(wick_tensor *t, int requires_grad);
+WICK_API int wick_requires_grad(const wick_tensor *t);
+WICK_API int wick_is_leaf(const wick_tensor *t);
+/* The accumulated gradient (borrowed; NULL when none). */
+WICK_API wick_tensor *wick_grad(const wick_tensor *t);
+/* Replaces the gradient (NULL clears it); same shape, dtype and device. */
+WICK_API wick_status wick_set_grad(wick_tensor *t, wick_tensor *grad);
+/* "MulBackward", or NULL for a leaf. */
+WICK_API const char *wick_grad_fn_name(const wick_tensor *t);
+/* Accumulates d t / d leaf into every leaf's grad. `gradient` may be NULL for a
+ * one-element t. Without retain_graph the graph's saved tensors are freed. */
+WICK_API wick_status wick_backward(wick_tensor *t, const wick_tensor *gradient, int retain_graph);
+/* A view of t that shares its data but is cut from the graph. */
+WICK_API wick_status wick_detach(wick_tensor **out, wick_tensor *t);
 
 /* ---- fast paths ----------------------------------------------------------
  * For tiny ops, where the cost of the general path dominates (the Lua binding

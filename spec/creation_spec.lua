@@ -1,19 +1,10 @@
 -- Creating tensors: wick.tensor, the size-taking constructors, the *_like
 -- forms, the random generator, every dtype, and bad sizes.
 local wick = require("wick")
+local support = require("spec.support")
+local error_of, assert_contains = support.error_of, support.assert_contains
 
 local DTYPES = { "float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8", "bool" }
-
--- pcall that returns the error message (or fails the test when nothing raised)
-local function error_of(fn, ...)
-  local ok, err = pcall(fn, ...)
-  assert.is_false(ok, "expected an error, but the call succeeded")
-  return tostring(err)
-end
-
-local function assert_contains(text, piece)
-  assert.is_truthy(text:find(piece, 1, true), ("expected %q to contain %q"):format(text, piece))
-end
 
 local function flatten(t, out)
   out = out or {}

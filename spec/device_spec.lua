@@ -1,18 +1,10 @@
 -- Devices: device objects, wick.cuda, t.device and t:to, the same-device rule
 -- (tested on the meta device, so it runs without a GPU), and meta tensors.
 local wick = require("wick")
+local support = require("spec.support")
+local error_of, assert_contains = support.error_of, support.assert_contains
 
 local HAS_CUDA = wick.cuda.is_available()
-
-local function error_of(fn, ...)
-  local ok, err = pcall(fn, ...)
-  assert.is_false(ok, "expected an error, but the call succeeded")
-  return tostring(err)
-end
-
-local function assert_contains(text, piece)
-  assert.is_truthy(text:find(piece, 1, true), ("expected %q to contain %q"):format(text, piece))
-end
 
 -- The exact message of API.md, after the "file:line: " position prefix.
 local function same_device_message(first, second, arg, op)

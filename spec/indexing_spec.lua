@@ -2,52 +2,9 @@
 -- copy_, fill_, zero_, clone, item, totable. Index tensors are 1-based in Lua;
 -- out-of-range indices raise clear errors and leave tensors unchanged.
 local wick = require("wick")
-
-local NaN = 0 / 0
-
-local function close(actual, expected, tol, path)
-  path = path or "value"
-  if wick.is_tensor(actual) then actual = actual:totable() end
-  if type(expected) == "table" then
-    if type(actual) ~= "table" then return false, path .. ": expected a table, got " .. tostring(actual) end
-    if #actual ~= #expected then
-      return false, ("%s: expected %d elements, got %d"):format(path, #expected, #actual)
-    end
-    for i = 1, #expected do
-      local ok, why = close(actual[i], expected[i], tol, path .. "[" .. i .. "]")
-      if not ok then return false, why end
-    end
-    return true
-  end
-  if type(actual) ~= "number" then return false, path .. ": expected a number, got " .. tostring(actual) end
-  if expected ~= expected then
-    if actual ~= actual then return true end
-    return false, ("%s: expected nan, got %.17g"):format(path, actual)
-  end
-  if actual ~= actual then return false, ("%s: expected %.17g, got nan"):format(path, expected) end
-  local t = tol or 1e-6
-  if math.abs(actual - expected) <= t * (1 + math.abs(expected)) then return true end
-  return false, ("%s: expected %.17g, got %.17g"):format(path, expected, actual)
-end
-
-local function assert_close(actual, expected, tol)
-  local ok, why = close(actual, expected, tol)
-  assert(ok, why)
-end
-
-local function shape_of(t) local s = {}; for i = 1, t:dim() do s[i] = t:size(i) end; return s end
-
-local function assert_error_has(fn, ...)
-  local ok, err = pcall(fn)
-  assert.is_false(ok, "expected an error")
-  err = tostring(err)
-  for _, needle in ipairs({ ... }) do
-    assert(err:find(needle, 1, true), ("error %q does not contain %q"):format(err, needle))
-  end
-  return err
-end
-
-local function I(values) return wick.tensor(values, { dtype = "int64" }) end
+local support = require("spec.support")
+local NaN, I, shape_of = support.NaN, support.I, support.shape_of
+local assert_close, assert_error_has = support.assert_close, support.assert_error_has
 
 local M = { { 1, 2, 3 }, { 4, 5, 6 }, { 7, 8, 9 } }
 
@@ -305,7 +262,8 @@ describe("stack", function()
   end)
 
   it("raises for unequal sizes and bad dims", function()
-    local err = assert_error_has(function() return wick.stack({ a, wick.tensor({ 3, 4, 5 }) }) end,
+    -- (parenthesised, so not a tail call: the error's position is this line)
+    local err = assert_error_has(function() return (wick.stack({ a, wick.tensor({ 3, 4, 5 }) })) end,
       "stack expects each tensor to be equal size", "[2]", "[3]")
     assert.is_truthy(err:find("indexing_spec.lua:", 1, true))
     assert_error_has(function() return wick.stack({ a, b }, 4) end, "stack", "dimension 4")

@@ -2,62 +2,10 @@
 -- along one dim, across dtypes and non-contiguous views, checked against values
 -- computed by hand (or by plain Lua loops over :totable()).
 local wick = require("wick")
-
-local NaN = 0 / 0
-
--- Approximate comparison of (nested) tables or numbers; tensors are read with
--- :totable(). NaN matches NaN. Shapes must match exactly.
-local function close(actual, expected, tol, path)
-  path = path or "value"
-  if wick.is_tensor(actual) then actual = actual:totable() end
-  if type(expected) == "table" then
-    if type(actual) ~= "table" then return false, path .. ": expected a table, got " .. tostring(actual) end
-    if #actual ~= #expected then
-      return false, ("%s: expected %d elements, got %d"):format(path, #expected, #actual)
-    end
-    for i = 1, #expected do
-      local ok, why = close(actual[i], expected[i], tol, path .. "[" .. i .. "]")
-      if not ok then return false, why end
-    end
-    return true
-  end
-  if type(actual) ~= "number" then return false, path .. ": expected a number, got " .. tostring(actual) end
-  if expected ~= expected then
-    if actual ~= actual then return true end
-    return false, ("%s: expected nan, got %.17g"):format(path, actual)
-  end
-  if actual ~= actual then return false, ("%s: expected %.17g, got nan"):format(path, expected) end
-  if expected == math.huge or expected == -math.huge then
-    if actual == expected then return true end
-    return false, ("%s: expected %s, got %.17g"):format(path, tostring(expected), actual)
-  end
-  local t = tol or 1e-5
-  if math.abs(actual - expected) <= t * (1 + math.abs(expected)) then return true end
-  return false, ("%s: expected %.17g, got %.17g"):format(path, expected, actual)
-end
-
-local function assert_close(actual, expected, tol)
-  local ok, why = close(actual, expected, tol)
-  assert(ok, why)
-end
-
-local function shape_of(t) local s = {}; for i = 1, t:dim() do s[i] = t:size(i) end; return s end
-
-local function error_of(fn)
-  local ok, err = pcall(fn)
-  assert.is_false(ok, "expected an error")
-  return tostring(err)
-end
-
-local function assert_error_has(fn, ...)
-  local err = error_of(fn)
-  for _, needle in ipairs({ ... }) do
-    assert(err:find(needle, 1, true), ("error %q does not contain %q"):format(err, needle))
-  end
-  return err
-end
-
-local function I(values) return wick.tensor(values, { dtype = "int64" }) end
+local support = require("spec.support")
+local NaN, I, shape_of = support.NaN, support.I, support.shape_of
+local assert_error_has = support.assert_error_has
+local assert_close = support.assert_close_with(1e-5)
 
 -- Plain Lua reference reductions over 2-D tables.
 local function ref_reduce2(m, dim, fn, init)
@@ -649,7 +597,8 @@ end)
 describe("reduction dims", function()
   it("out of range raise an error naming the dim and the user's line", function()
     local t = wick.tensor(M)
-    local err = assert_error_has(function() return t:sum(3) end, "sum", "dimension 3")
+    -- (parenthesised, so not a tail call: the error's position is this line)
+    local err = assert_error_has(function() return (t:sum(3)) end, "sum", "dimension 3")
     assert.is_truthy(err:find("reduction_spec.lua:", 1, true))
     assert_error_has(function() return t:sum(-3) end, "dimension -3")
     assert_error_has(function() return t:mean(5) end, "mean", "dimension 5")

@@ -93,6 +93,10 @@ local fields = {
   is_meta = function(t) return tensor_device(t) == "meta" end,
   T = function(t) return t:permute(unpack((function() local p = {}; for i = t:dim(), 1, -1 do p[#p + 1] = i end; return p end)())) end,
 }
+fields.requires_grad = Tensor._requires_grad
+fields.grad = Tensor._grad
+fields.grad_fn = Tensor._grad_fn
+fields.is_leaf = Tensor._is_leaf
 wick._tensor_fields = fields
 
 local get_slice, set_slice = Tensor._get, Tensor._set
@@ -105,7 +109,10 @@ mt.__index = function(t, k)
   return nil
 end
 
-local setters = {}
+local setters = {
+  requires_grad = function(t, v) Tensor.requires_grad_(t, v) end,
+  grad = function(t, v) Tensor._set_grad(t, v) end,
+}
 wick._tensor_setters = setters
 mt.__newindex = function(t, k, v)
   if type(k) == "number" then return set_slice(t, k, v) end
@@ -170,6 +177,24 @@ for _, name in ipairs({ "tensor", "zeros", "ones", "empty", "rand", "randn", "fu
 end
 
 function wick.is_tensor(v) return getmetatable(v) == mt end
+
+-- ---- grad mode ----
+
+local function with_grad_mode(enabled, fn, ...)
+  local previous = core.is_grad_enabled()
+  core.set_grad_enabled(enabled)
+  local results = { pcall(fn, ...) }
+  core.set_grad_enabled(previous)
+  if not results[1] then error(results[2], 0) end
+  return unpack(results, 2, table.maxn(results))
+end
+
+--- Runs fn(...) without recording gradients; restores the mode also when fn raises.
+function wick.no_grad(fn, ...) return with_grad_mode(false, fn, ...) end
+function wick.enable_grad(fn, ...) return with_grad_mode(true, fn, ...) end
+wick.set_grad_enabled = core.set_grad_enabled
+wick.is_grad_enabled = core.is_grad_enabled
+function Tensor.detach_(t) return t:detach() end
 
 --- Moves a tensor, or every tensor inside a (nested) table, to a device.
 function wick.to_device(value, device)

@@ -143,6 +143,9 @@ return function(t)
     body = render(tree, fmt, width, #"tensor(", 0, t:dim())
   end
   if dtype ~= "float32" then suffix[#suffix + 1] = "dtype=" .. dtype end
+  local grad_fn = t.grad_fn
+  if grad_fn then suffix[#suffix + 1] = ("grad_fn=<%s>"):format(grad_fn)
+  elseif t.requires_grad then suffix[#suffix + 1] = "requires_grad=True" end
   if #suffix > 0 then body = body .. ", " .. table.concat(suffix, ", ") end
   return "tensor(" .. body .. ")"
 end

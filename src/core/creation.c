@@ -1,5 +1,5 @@
 /* Creating tensors, copying between dtypes and devices, reading values. */
-#include "internal.h"
+#include "autograd.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -126,6 +126,8 @@ wick_status wick_randn(wick_tensor **out, int ndim, const int64_t *sizes, wick_o
 /* ---- copy, fill, clone, to ---- */
 
 wick_status wick_copy_(wick_tensor *dst, const wick_tensor *src) {
+    wick_status ck = wk_check_inplace("copy_", dst, 1, &src);
+    if (ck) return ck;
     int n;
     int64_t shape[WICK_MAX_DIMS];
     wick_status st = wk_broadcast_shapes("copy_", dst->ndim, dst->sizes, src->ndim, src->sizes, &n, shape);
@@ -150,6 +152,8 @@ wick_status wick_copy_(wick_tensor *dst, const wick_tensor *src) {
 }
 
 wick_status wick_fill_(wick_tensor *t, double value) {
+    wick_status st = wk_check_inplace("fill_", t, 0, NULL);
+    if (st) return st;
     if (!t->storage->backend) return WICK_OK; /* meta */
     wk_iter it;
     const wick_tensor *ops[1] = {t};
@@ -170,8 +174,18 @@ static wick_status copy_as(wick_tensor **out, const wick_tensor *t, wick_options
     return WICK_OK;
 }
 
+/* A copy that autograd sees as the identity (the engine converts the gradient
+ * back to the input's dtype and device). */
+static wick_status recorded_copy(wick_tensor **out, const wick_tensor *t, wick_options opt) {
+    wick_tensor *r = NULL;
+    wick_status st;
+    WK_NO_GRAD(st = copy_as(&r, t, opt));
+    if (st) return st;
+    return wk_publish(out, r, wk_wants_grad(1, &t) ? wk_record_view(r, t, WK_VIEW_IDENTITY, 0, 0, 0, 0, NULL) : WICK_OK);
+}
+
 wick_status wick_clone(wick_tensor **out, const wick_tensor *t) {
-    return copy_as(out, t, (wick_options){t->dtype, t->storage->device});
+    return recorded_copy(out, t, (wick_options){t->dtype, t->storage->device});
 }
 
 wick_status wick_to(wick_tensor **out, wick_tensor *t, wick_options opt) {
@@ -180,7 +194,7 @@ wick_status wick_to(wick_tensor **out, wick_tensor *t, wick_options opt) {
         *out = t;
         return WICK_OK;
     }
-    return copy_as(out, t, opt);
+    return recorded_copy(out, t, opt);
 }
 
 static wick_status check_item(const wick_tensor *t) {

@@ -1,7 +1,7 @@
 /* Elementwise ops: device and shape checks, PyTorch's type promotion, output
  * allocation, then one backend kernel. Kernels compute in float32, float64 or
  * int64; other dtypes are converted around them here. */
-#include "internal.h"
+#include "autograd.h"
 
 #include <math.h>
 
@@ -179,7 +179,13 @@ static wick_status unary(wick_tensor **out, wick_tensor *inplace, wick_unary_op 
     wick_dtype compute = compute_dtype(result);
     kernel_call k = {K_UNARY, op, 0, 0};
     const char *names[1] = {"input"};
-    return elementwise(out, inplace, name, &k, 1, &a, names, result, compute, compute, NULL);
+    wick_tensor *r = NULL;
+    wick_status st;
+    if (inplace) return (st = wk_check_inplace(name, a, 0, NULL)) ? st :
+        elementwise(NULL, inplace, name, &k, 1, &a, names, result, compute, compute, NULL);
+    WK_NO_GRAD(st = elementwise(&r, NULL, name, &k, 1, &a, names, result, compute, compute, NULL));
+    if (st) return st;
+    return wk_publish(out, r, wk_wants_grad(1, &a) ? wk_record_unary(r, op, a) : WICK_OK);
 }
 
 wick_status wick_unary(wick_tensor **out, wick_unary_op op, const wick_tensor *a) { return unary(out, NULL, op, a); }
@@ -208,7 +214,14 @@ static wick_status binary(wick_tensor **out, wick_tensor *inplace, wick_binary_o
     kernel_call k = {K_BINARY, op, alpha, 0};
     const wick_tensor *inputs[2] = {a, b};
     const char *names[2] = {"input", "other"};
-    return elementwise(out, inplace, binary_names[op], &k, 2, inputs, names, result, compute, kernel_out, NULL);
+    const char *name = binary_names[op];
+    wick_tensor *r = NULL;
+    wick_status st;
+    if (inplace) return (st = wk_check_inplace(name, inplace, 2, inputs)) ? st :
+        elementwise(NULL, inplace, name, &k, 2, inputs, names, result, compute, kernel_out, NULL);
+    WK_NO_GRAD(st = elementwise(&r, NULL, name, &k, 2, inputs, names, result, compute, kernel_out, NULL));
+    if (st) return st;
+    return wk_publish(out, r, wk_wants_grad(2, inputs) ? wk_record_binary(r, op, a, b, alpha) : WICK_OK);
 }
 
 wick_status wick_binary(wick_tensor **out, wick_binary_op op, const wick_tensor *a, const wick_tensor *b) {
@@ -271,7 +284,13 @@ static wick_status clamp(wick_tensor **out, wick_tensor *inplace, const wick_ten
     wick_dtype compute = compute_dtype(a->dtype);
     kernel_call k = {K_CLAMP, 0, lo, hi};
     const char *names[1] = {"input"};
-    return elementwise(out, inplace, "clamp", &k, 1, &a, names, a->dtype, compute, compute, NULL);
+    wick_tensor *r = NULL;
+    wick_status st;
+    if (inplace) return (st = wk_check_inplace("clamp", a, 0, NULL)) ? st :
+        elementwise(NULL, inplace, "clamp", &k, 1, &a, names, a->dtype, compute, compute, NULL);
+    WK_NO_GRAD(st = elementwise(&r, NULL, "clamp", &k, 1, &a, names, a->dtype, compute, compute, NULL));
+    if (st) return st;
+    return wk_publish(out, r, wk_wants_grad(1, &a) ? wk_record_clamp(r, a, lo, hi) : WICK_OK);
 }
 
 wick_status wick_clamp(wick_tensor **out, const wick_tensor *a, double lo, double hi) {
@@ -289,5 +308,9 @@ wick_status wick_where(wick_tensor **out, const wick_tensor *cond, const wick_te
     const wick_tensor *inputs[3] = {cond, a, b};
     const char *names[3] = {"condition", "input", "other"};
     const wick_dtype dtypes[3] = {WICK_BOOL, compute, compute};
-    return elementwise(out, NULL, "where", &k, 3, inputs, names, result, compute, compute, dtypes);
+    wick_tensor *r = NULL;
+    wick_status st;
+    WK_NO_GRAD(st = elementwise(&r, NULL, "where", &k, 3, inputs, names, result, compute, compute, dtypes));
+    if (st) return st;
+    return wk_publish(out, r, wk_wants_grad(3, inputs) ? wk_record_where(r, cond, a, b) : WICK_OK);
 }

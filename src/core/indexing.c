@@ -1,6 +1,6 @@
 /* index_select, gather, scatter, cat, stack, softmax: checks and shapes here,
  * kernels in the backends. Index tensors are 0-based int64 in C. */
-#include "internal.h"
+#include "autograd.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -23,7 +23,7 @@ static wick_status index_as_int64(wick_tensor **out, const wick_tensor *index) {
     return st;
 }
 
-wick_status wick_index_select(wick_tensor **out, const wick_tensor *a, int dim, const wick_tensor *index) {
+static wick_status index_select_forward(wick_tensor **out, const wick_tensor *a, int dim, const wick_tensor *index) {
     const wick_tensor *ts[2] = {a, index};
     const char *names[2] = {"self", "index"};
     wick_status st = wk_check_same_device("index_select", 2, ts, names);
@@ -61,7 +61,7 @@ static wick_status check_gather_shapes(const char *op, const wick_tensor *a, int
     return WICK_OK;
 }
 
-wick_status wick_gather(wick_tensor **out, const wick_tensor *a, int dim, const wick_tensor *index) {
+static wick_status gather_forward(wick_tensor **out, const wick_tensor *a, int dim, const wick_tensor *index) {
     const wick_tensor *ts[2] = {a, index};
     const char *names[2] = {"self", "index"};
     wick_status st = wk_check_same_device("gather", 2, ts, names);
@@ -80,19 +80,55 @@ wick_status wick_gather(wick_tensor **out, const wick_tensor *a, int dim, const 
     return WICK_OK;
 }
 
-wick_status wick_scatter_(wick_tensor *a, int dim, const wick_tensor *index, const wick_tensor *src) {
+static wick_status scatter_common(const char *op, wick_tensor *a, int dim, const wick_tensor *index,
+                                  const wick_tensor *src, bool add) {
     const wick_tensor *ts[3] = {a, index, src};
     const char *names[3] = {"self", "index", "src"};
-    wick_status st = wk_check_same_device("scatter", 3, ts, names);
-    if (st || (st = check_index_tensor("scatter", index)) || (st = wk_wrap_dim("scatter", &dim, a->ndim)) ||
-        (st = check_gather_shapes("scatter", a, dim, index, "self")) ||
-        (st = check_gather_shapes("scatter", src, -1, index, "src")))
+    wick_status st = wk_check_same_device(op, 3, ts, names);
+    if (st || (st = check_index_tensor(op, index)) || (st = wk_wrap_dim(op, &dim, a->ndim)) ||
+        (st = check_gather_shapes(op, a, dim, index, "self")) || (st = check_gather_shapes(op, src, -1, index, "src")) ||
+        (st = wk_check_inplace(op, a, 1, &src)))
         return st;
     if (wk_is_meta(a)) return WICK_OK;
     wick_tensor *idx, *s;
     if ((st = index_as_int64(&idx, index))) return st;
     if (!(st = wick_to(&s, (wick_tensor *)src, (wick_options){a->dtype, a->storage->device}))) {
-        st = a->storage->backend->scatter(a, dim, idx, s);
+        st = add ? a->storage->backend->scatter_add(a, dim, idx, s) : a->storage->backend->scatter(a, dim, idx, s);
+        wick_tensor_release(s);
+    }
+    wick_tensor_release(idx);
+    return st;
+}
+
+wick_status wick_scatter_(wick_tensor *a, int dim, const wick_tensor *index, const wick_tensor *src) {
+    return scatter_common("scatter", a, dim, index, src, false);
+}
+
+wick_status wick_scatter_add_(wick_tensor *a, int dim, const wick_tensor *index, const wick_tensor *src) {
+    return scatter_common("scatter_add", a, dim, index, src, true);
+}
+
+wick_status wick_index_add_(wick_tensor *a, int dim, const wick_tensor *index, const wick_tensor *src) {
+    const wick_tensor *ts[3] = {a, index, src};
+    const char *names[3] = {"self", "index", "source"};
+    wick_status st = wk_check_same_device("index_add_", 3, ts, names);
+    if (st || (st = check_index_tensor("index_add_", index)) || (st = wk_wrap_dim("index_add_", &dim, a->ndim)) ||
+        (st = wk_check_inplace("index_add_", a, 1, &src)))
+        return st;
+    bool fits = index->ndim <= 1 && src->ndim == a->ndim;
+    for (int d = 0; fits && d < a->ndim; d++)
+        fits = src->sizes[d] == (d == dim ? wick_tensor_numel(index) : a->sizes[d]);
+    if (!fits) {
+        char x[WK_SHAPE_BUF], y[WK_SHAPE_BUF];
+        return wick_fail(WICK_ERR_SHAPE, "index_add_: source of shape %s does not fit self %s with %lld indices along dimension %d",
+                         wk_shape_str(src->ndim, src->sizes, x, sizeof x), wk_shape_str(a->ndim, a->sizes, y, sizeof y),
+                         (long long)wick_tensor_numel(index), dim + 1);
+    }
+    if (wk_is_meta(a)) return WICK_OK;
+    wick_tensor *idx, *s;
+    if ((st = index_as_int64(&idx, index))) return st;
+    if (!(st = wick_to(&s, (wick_tensor *)src, (wick_options){a->dtype, a->storage->device}))) {
+        st = a->storage->backend->index_add(a, dim, idx, s);
         wick_tensor_release(s);
     }
     wick_tensor_release(idx);
@@ -101,7 +137,7 @@ wick_status wick_scatter_(wick_tensor *a, int dim, const wick_tensor *index, con
 
 wick_status wick_scatter(wick_tensor **out, const wick_tensor *a, int dim, const wick_tensor *index,
                          const wick_tensor *src) {
-    wick_tensor *r;
+    wick_tensor *r = NULL;
     wick_status st = wick_clone(&r, a);
     if (st) return st;
     if ((st = wick_scatter_(r, dim, index, src))) {
@@ -112,7 +148,7 @@ wick_status wick_scatter(wick_tensor **out, const wick_tensor *a, int dim, const
     return WICK_OK;
 }
 
-wick_status wick_cat(wick_tensor **out, int count, const wick_tensor *const *ts, int dim) {
+static wick_status cat_forward(wick_tensor **out, int count, const wick_tensor *const *ts, int dim) {
     if (count < 1) return wick_fail(WICK_ERR_ARGUMENT, "cat: expected a non-empty list of tensors");
     const char *names[1] = {"tensors"};
     for (int i = 1; i < count; i++) {
@@ -219,5 +255,43 @@ done:
     return st;
 }
 
-wick_status wick_softmax(wick_tensor **out, const wick_tensor *a, int dim) { return softmax(out, a, dim, 0); }
-wick_status wick_log_softmax(wick_tensor **out, const wick_tensor *a, int dim) { return softmax(out, a, dim, 1); }
+/* ---- the recorded forms ---- */
+
+wick_status wick_index_select(wick_tensor **out, const wick_tensor *a, int dim, const wick_tensor *index) {
+    wick_tensor *r = NULL;
+    wick_status st;
+    WK_NO_GRAD(st = index_select_forward(&r, a, dim, index));
+    if (st || !wk_wants_grad(1, &a)) return st ? st : (*out = r, WICK_OK);
+    wk_wrap_dim("index_select", &dim, a->ndim);
+    return wk_publish(out, r, wk_record_index_select(r, a, dim, index));
+}
+
+wick_status wick_gather(wick_tensor **out, const wick_tensor *a, int dim, const wick_tensor *index) {
+    wick_tensor *r = NULL;
+    wick_status st;
+    WK_NO_GRAD(st = gather_forward(&r, a, dim, index));
+    if (st || !wk_wants_grad(1, &a)) return st ? st : (*out = r, WICK_OK);
+    wk_wrap_dim("gather", &dim, a->ndim);
+    return wk_publish(out, r, wk_record_gather(r, a, dim, index));
+}
+
+wick_status wick_cat(wick_tensor **out, int count, const wick_tensor *const *ts, int dim) {
+    wick_tensor *r = NULL;
+    wick_status st;
+    WK_NO_GRAD(st = cat_forward(&r, count, ts, dim));
+    if (st || !wk_wants_grad(count, ts)) return st ? st : (*out = r, WICK_OK);
+    wk_wrap_dim("cat", &dim, ts[0]->ndim);
+    return wk_publish(out, r, wk_record_cat(r, count, ts, dim));
+}
+
+static wick_status recorded_softmax(wick_tensor **out, const wick_tensor *a, int dim, int log) {
+    wick_tensor *r = NULL;
+    wick_status st;
+    WK_NO_GRAD(st = softmax(&r, a, dim, log));
+    if (st || !wk_wants_grad(1, &a)) return st ? st : (*out = r, WICK_OK);
+    wk_wrap_dim("softmax", &dim, a->ndim);
+    return wk_publish(out, r, wk_record_softmax(r, a, a->ndim ? dim : 0, log));
+}
+
+wick_status wick_softmax(wick_tensor **out, const wick_tensor *a, int dim) { return recorded_softmax(out, a, dim, 0); }
+wick_status wick_log_softmax(wick_tensor **out, const wick_tensor *a, int dim) { return recorded_softmax(out, a, dim, 1); }

@@ -20,9 +20,14 @@ struct wick_storage {
 };
 typedef struct wick_storage wick_storage;
 
+struct wk_node;
+
 struct wick_tensor {
     int refcount; /* atomic */
     bool in_storage_block; /* allocated inside its storage's block (small tensors) */
+    bool requires_grad;
+    struct wk_node *grad_fn; /* the node that made this tensor; NULL for leaves */
+    struct wick_tensor *grad;
     int ndim;
     wick_dtype dtype;
     wick_storage *storage;
@@ -157,6 +162,9 @@ struct wick_backend {
     wick_status (*index_select)(wick_tensor *out, const wick_tensor *in, int dim, const wick_tensor *index);
     wick_status (*gather)(wick_tensor *out, const wick_tensor *in, int dim, const wick_tensor *index);
     wick_status (*scatter)(wick_tensor *out, int dim, const wick_tensor *index, const wick_tensor *src);
+    /* accumulating forms: out[index] += src */
+    wick_status (*scatter_add)(wick_tensor *out, int dim, const wick_tensor *index, const wick_tensor *src);
+    wick_status (*index_add)(wick_tensor *out, int dim, const wick_tensor *index, const wick_tensor *src);
 };
 
 extern const wick_backend wk_cpu_backend;

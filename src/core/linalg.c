@@ -1,7 +1,7 @@
 /* Matrix products: shape and dtype checks, then the backend's gemm. Views that
  * are transposes of contiguous matrices are passed to BLAS as transposes, never
  * copied. */
-#include "internal.h"
+#include "autograd.h"
 
 #include <stdio.h>
 
@@ -61,8 +61,8 @@ static wick_status mm_shapes(const char *op, const wick_tensor *a, const wick_te
     return WICK_OK;
 }
 
-wick_status wick_addmm(wick_tensor **out, const wick_tensor *input, const wick_tensor *m1, const wick_tensor *m2,
-                       double beta, double alpha) {
+static wick_status addmm_forward(wick_tensor **out, const wick_tensor *input, const wick_tensor *m1,
+                                 const wick_tensor *m2, double beta, double alpha) {
     const wick_tensor *ts[3] = {input, m1, m2};
     const char *names[3] = {"self", "mat1", "mat2"};
     const char *op = input ? "addmm" : "mm";
@@ -98,11 +98,21 @@ fail:
     return st;
 }
 
+wick_status wick_addmm(wick_tensor **out, const wick_tensor *input, const wick_tensor *m1, const wick_tensor *m2,
+                       double beta, double alpha) {
+    wick_tensor *r = NULL;
+    wick_status st;
+    WK_NO_GRAD(st = addmm_forward(&r, input, m1, m2, beta, alpha));
+    if (st) return st;
+    const wick_tensor *in[3] = {input, m1, m2};
+    return wk_publish(out, r, wk_wants_grad(3, in) ? wk_record_addmm(r, input, m1, m2, beta, alpha) : WICK_OK);
+}
+
 wick_status wick_mm(wick_tensor **out, const wick_tensor *a, const wick_tensor *b) {
     return wick_addmm(out, NULL, a, b, 0, 1);
 }
 
-wick_status wick_bmm(wick_tensor **out, const wick_tensor *a, const wick_tensor *b) {
+static wick_status bmm_forward(wick_tensor **out, const wick_tensor *a, const wick_tensor *b) {
     const wick_tensor *ts[2] = {a, b};
     const char *names[2] = {"input", "mat2"};
     wick_status st = wk_check_same_device("bmm", 2, ts, names);
@@ -136,6 +146,15 @@ wick_status wick_bmm(wick_tensor **out, const wick_tensor *a, const wick_tensor 
     }
     *out = c;
     return WICK_OK;
+}
+
+wick_status wick_bmm(wick_tensor **out, const wick_tensor *a, const wick_tensor *b) {
+    wick_tensor *r = NULL;
+    wick_status st;
+    WK_NO_GRAD(st = bmm_forward(&r, a, b));
+    if (st) return st;
+    const wick_tensor *in[2] = {a, b};
+    return wk_publish(out, r, wk_wants_grad(2, in) ? wk_record_bmm(r, a, b) : WICK_OK);
 }
 
 /* torch.matmul by cases: vectors become matrices, batches broadcast. */

@@ -1,6 +1,6 @@
 /* Reductions over all elements or one dimension: dtype rules and shapes here,
  * the loops in the backend. */
-#include "internal.h"
+#include "autograd.h"
 
 #include <math.h>
 
@@ -31,8 +31,8 @@ static const char *type_title(wick_dtype d) {
     return titles[d];
 }
 
-wick_status wick_reduce(wick_tensor **out, wick_tensor **indices, wick_reduce_op op, const wick_tensor *a,
-                        int dim, int keepdim, int correction) {
+static wick_status reduce_forward(wick_tensor **out, wick_tensor **indices, wick_reduce_op op, const wick_tensor *a,
+                                  int dim, int keepdim, int correction) {
     if ((unsigned)op >= WICK_NUM_REDUCE) return wick_fail(WICK_ERR_ARGUMENT, "invalid reduction %d", op);
     const char *name = reduce_names[op];
     wick_status st;
@@ -120,4 +120,23 @@ fail:
     wick_tensor_release(idx);
     wick_tensor_release(result);
     return st;
+}
+
+wick_status wick_reduce(wick_tensor **out, wick_tensor **indices, wick_reduce_op op, const wick_tensor *a,
+                        int dim, int keepdim, int correction) {
+    wick_tensor *r = NULL, *idx = NULL;
+    wick_status st;
+    bool want_idx = indices || (op == WICK_MAX || op == WICK_MIN); /* backward of max(dim) needs them */
+    WK_NO_GRAD(st = reduce_forward(&r, want_idx ? &idx : NULL, op, a, dim, keepdim, correction));
+    if (st) return st;
+    if (a->ndim == 0) dim = -1;
+    st = wk_wants_grad(1, &a) ? wk_record_reduce(r, idx, op, a, dim, keepdim, correction) : WICK_OK;
+    if (st) {
+        wick_tensor_release(idx);
+        return wk_publish(out, r, st);
+    }
+    *out = r;
+    if (indices) *indices = idx;
+    else wick_tensor_release(idx);
+    return WICK_OK;
 }

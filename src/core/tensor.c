@@ -1,5 +1,5 @@
 /* Storages, tensors and views. */
-#include "internal.h"
+#include "autograd.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -163,6 +163,9 @@ static wick_tensor *tensor_alloc(void) {
     if (t) {
         t->refcount = 1;
         t->in_storage_block = false;
+        t->requires_grad = false;
+        t->grad_fn = NULL;
+        t->grad = NULL;
         wk_account_bytes((int64_t)sizeof *t);
     }
     return t;
@@ -192,6 +195,9 @@ wick_status wk_tensor_new(wick_tensor **out, int ndim, const int64_t *sizes, wic
     wk_account_bytes((int64_t)sizeof *t);
     t->refcount = 1;
     t->in_storage_block = header != NULL;
+    t->requires_grad = false;
+    t->grad_fn = NULL;
+    t->grad = NULL;
     t->storage = storage;
     t->ndim = ndim;
     t->dtype = dtype;
@@ -222,6 +228,8 @@ void wick_tensor_retain(wick_tensor *t) { __atomic_add_fetch(&t->refcount, 1, __
 void wick_tensor_release(wick_tensor *t) {
     if (!t || !drop_ref(&t->refcount)) return;
     wick_storage *s = t->storage;
+    wk_node_release(t->grad_fn);
+    wick_tensor_release(t->grad);
     free_header(t);
     wk_storage_release(s); /* after the header: it may hold the header's memory */
 }
@@ -247,6 +255,16 @@ int wick_tensor_is_contiguous(const wick_tensor *t) {
 }
 
 /* ---- views ---- */
+
+/* A view that autograd records when its input requires grad. */
+static wick_status make_view(wick_tensor **out, const wick_tensor *t, int ndim, const int64_t *sizes,
+                             const int64_t *strides, int64_t offset, int kind, int d0, int d1, int64_t start,
+                             int64_t length, const int *perm) {
+    wick_tensor *r = NULL;
+    wick_status st = wk_tensor_view(&r, t, ndim, sizes, strides, offset);
+    if (st) return st;
+    return wk_publish(out, r, wk_wants_grad(1, &t) ? wk_record_view(r, t, kind, d0, d1, start, length, perm) : WICK_OK);
+}
 
 /* Replaces one -1 in `sizes` by the size that keeps `numel` elements. */
 static wick_status infer_size(const char *op, int ndim, int64_t *sizes, int64_t numel, int in_ndim,
@@ -311,7 +329,7 @@ wick_status wick_view(wick_tensor **out, wick_tensor *t, int ndim, const int64_t
                          "view size is not compatible with input tensor's size and stride (at least "
                          "one dimension spans across two contiguous subspaces). Use :reshape(...) "
                          "instead.");
-    return wk_tensor_view(out, t, ndim, sizes, strides, t->offset);
+    return make_view(out, t, ndim, sizes, strides, t->offset, WK_VIEW_RESHAPE, 0, 0, 0, 0, NULL);
 }
 
 wick_status wick_reshape(wick_tensor **out, wick_tensor *t, int ndim, const int64_t *in_sizes) {
@@ -320,11 +338,11 @@ wick_status wick_reshape(wick_tensor **out, wick_tensor *t, int ndim, const int6
     memcpy(sizes, in_sizes, sizeof(int64_t) * ndim);
     wick_status st = infer_size("reshape", ndim, sizes, wick_tensor_numel(t), t->ndim, t->sizes);
     if (st) return st;
-    if (view_strides(t, ndim, sizes, strides)) return wk_tensor_view(out, t, ndim, sizes, strides, t->offset);
+    if (view_strides(t, ndim, sizes, strides)) return make_view(out, t, ndim, sizes, strides, t->offset, WK_VIEW_RESHAPE, 0, 0, 0, 0, NULL);
     wick_tensor *c;
     if ((st = wick_contiguous(&c, t))) return st;
     wk_contiguous_strides(ndim, sizes, strides);
-    st = wk_tensor_view(out, c, ndim, sizes, strides, c->offset);
+    st = make_view(out, c, ndim, sizes, strides, c->offset, WK_VIEW_RESHAPE, 0, 0, 0, 0, NULL);
     wick_tensor_release(c);
     return st;
 }
@@ -340,7 +358,7 @@ wick_status wick_transpose(wick_tensor **out, wick_tensor *t, int d0, int d1) {
         sizes[d0] = t->sizes[d1], sizes[d1] = t->sizes[d0];
         strides[d0] = t->strides[d1], strides[d1] = t->strides[d0];
     }
-    return wk_tensor_view(out, t, t->ndim, sizes, strides, t->offset);
+    return make_view(out, t, t->ndim, sizes, strides, t->offset, WK_VIEW_TRANSPOSE, d0, d1, 0, 0, NULL);
 }
 
 wick_status wick_permute(wick_tensor **out, wick_tensor *t, int ndim, const int *dims) {
@@ -349,6 +367,7 @@ wick_status wick_permute(wick_tensor **out, wick_tensor *t, int ndim, const int 
                          "permute: number of dims don't match (the tensor has %d dims, the permutation %d)",
                          t->ndim, ndim);
     int64_t sizes[WICK_MAX_DIMS], strides[WICK_MAX_DIMS];
+    int wrapped[WICK_MAX_DIMS];
     bool seen[WICK_MAX_DIMS] = {0};
     for (int i = 0; i < ndim; i++) {
         int d = dims[i];
@@ -356,10 +375,11 @@ wick_status wick_permute(wick_tensor **out, wick_tensor *t, int ndim, const int 
         if (st) return st;
         if (seen[d]) return wick_fail(WICK_ERR_ARGUMENT, "permute: repeated dim %d in the permutation", d + 1);
         seen[d] = true;
+        wrapped[i] = d;
         sizes[i] = t->sizes[d];
         strides[i] = t->strides[d];
     }
-    return wk_tensor_view(out, t, ndim, sizes, strides, t->offset);
+    return make_view(out, t, ndim, sizes, strides, t->offset, WK_VIEW_PERMUTE, 0, 0, 0, 0, wrapped);
 }
 
 wick_status wick_narrow(wick_tensor **out, wick_tensor *t, int dim, int64_t start, int64_t length) {
@@ -374,7 +394,8 @@ wick_status wick_narrow(wick_tensor **out, wick_tensor *t, int dim, int64_t star
     int64_t sizes[WICK_MAX_DIMS];
     memcpy(sizes, t->sizes, sizeof sizes);
     sizes[dim] = length;
-    return wk_tensor_view(out, t, t->ndim, sizes, t->strides, t->offset + start * t->strides[dim]);
+    return make_view(out, t, t->ndim, sizes, t->strides, t->offset + start * t->strides[dim], WK_VIEW_SLICE, dim, 0,
+                     start, length, NULL);
 }
 
 wick_status wick_select(wick_tensor **out, wick_tensor *t, int dim, int64_t index) {
@@ -390,7 +411,8 @@ wick_status wick_select(wick_tensor **out, wick_tensor *t, int dim, int64_t inde
     int n = 0;
     for (int i = 0; i < t->ndim; i++)
         if (i != dim) sizes[n] = t->sizes[i], strides[n++] = t->strides[i];
-    return wk_tensor_view(out, t, n, sizes, strides, t->offset + index * t->strides[dim]);
+    return make_view(out, t, n, sizes, strides, t->offset + index * t->strides[dim], WK_VIEW_SELECT, dim, 0, index, 1,
+                     NULL);
 }
 
 wick_status wick_squeeze(wick_tensor **out, wick_tensor *t, int dim) {
@@ -408,7 +430,7 @@ wick_status wick_squeeze(wick_tensor **out, wick_tensor *t, int dim) {
         for (int i = 0; i < t->ndim; i++)
             if (t->sizes[i] != 1) sizes[n] = t->sizes[i], strides[n++] = t->strides[i];
     }
-    return wk_tensor_view(out, t, n, sizes, strides, t->offset);
+    return make_view(out, t, n, sizes, strides, t->offset, WK_VIEW_RESHAPE, 0, 0, 0, 0, NULL);
 }
 
 wick_status wick_unsqueeze(wick_tensor **out, wick_tensor *t, int dim) {
@@ -429,7 +451,7 @@ wick_status wick_unsqueeze(wick_tensor **out, wick_tensor *t, int dim) {
             strides[i] = t->strides[j++];
         }
     }
-    return wk_tensor_view(out, t, n, sizes, strides, t->offset);
+    return make_view(out, t, n, sizes, strides, t->offset, WK_VIEW_RESHAPE, 0, 0, 0, 0, NULL);
 }
 
 wick_status wick_expand(wick_tensor **out, wick_tensor *t, int ndim, const int64_t *want) {
@@ -452,7 +474,7 @@ wick_status wick_expand(wick_tensor **out, wick_tensor *t, int ndim, const int64
         sizes[i] = size;
         strides[i] = j >= 0 && have == size ? t->strides[j] : 0;
     }
-    return wk_tensor_view(out, t, ndim, sizes, strides, t->offset);
+    return make_view(out, t, ndim, sizes, strides, t->offset, WK_VIEW_EXPAND, 0, 0, 0, 0, NULL);
 }
 
 wick_status wick_flatten(wick_tensor **out, wick_tensor *t, int start, int end) {

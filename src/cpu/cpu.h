@@ -22,5 +22,7 @@ void cpu_softmax(const wick_tensor *out, const wick_tensor *in, int dim, int log
 wick_status cpu_index_select(wick_tensor *out, const wick_tensor *in, int dim, const wick_tensor *index);
 wick_status cpu_gather(wick_tensor *out, const wick_tensor *in, int dim, const wick_tensor *index);
 wick_status cpu_scatter(wick_tensor *out, int dim, const wick_tensor *index, const wick_tensor *src);
+wick_status cpu_scatter_add(wick_tensor *out, int dim, const wick_tensor *index, const wick_tensor *src);
+wick_status cpu_index_add(wick_tensor *out, int dim, const wick_tensor *index, const wick_tensor *src);
 
 #endif

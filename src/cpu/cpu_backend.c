@@ -212,4 +212,6 @@ const wick_backend wk_cpu_backend = {
     .index_select = cpu_index_select,
     .gather = cpu_gather,
     .scatter = cpu_scatter,
+    .scatter_add = cpu_scatter_add,
+    .index_add = cpu_index_add,
 };

@@ -10,8 +10,8 @@
 #define FAST_MAX_NUMEL 4096 /* above this the full path (and its threads) wins */
 
 static bool fast_tensor(const wick_tensor *t) {
-    return t && t->storage->device.type == WICK_CPU && (t->dtype == WICK_FLOAT32 || t->dtype == WICK_FLOAT64) &&
-           wick_tensor_is_contiguous(t);
+    return t && !t->requires_grad && t->storage->device.type == WICK_CPU &&
+           (t->dtype == WICK_FLOAT32 || t->dtype == WICK_FLOAT64) && wick_tensor_is_contiguous(t);
 }
 
 static bool fast_op(int op) { return op == WICK_ADD || op == WICK_SUB || op == WICK_MUL || op == WICK_DIV; }
@@ -70,7 +70,7 @@ int wick_try_fast_binary_scalar(int op, wick_tensor **out, const wick_tensor *a,
 int wick_try_fast_mm(wick_tensor **out, const wick_tensor *a, const wick_tensor *b) {
     if (!out || !a || !b || a->ndim != 2 || b->ndim != 2 || a->dtype != b->dtype ||
         (a->dtype != WICK_FLOAT32 && a->dtype != WICK_FLOAT64) || a->storage->device.type != WICK_CPU ||
-        b->storage->device.type != WICK_CPU || a->sizes[1] != b->sizes[0] ||
+        b->storage->device.type != WICK_CPU || a->sizes[1] != b->sizes[0] || a->requires_grad || b->requires_grad ||
         a->sizes[0] * b->sizes[1] * a->sizes[1] > 32768)
         return 1;
     int trans[2];

@@ -56,17 +56,51 @@ wick_status cpu_gather(wick_tensor *out, const wick_tensor *in, int dim, const w
     return WICK_OK;
 }
 
-wick_status cpu_scatter(wick_tensor *out, int dim, const wick_tensor *index, const wick_tensor *src) {
+/* out[... index ...] = src (or += src): the shared loop of scatter and scatter_add. */
+static wick_status scatter_impl(const char *op, wick_tensor *out, int dim, const wick_tensor *index,
+                                const wick_tensor *src, bool add) {
     const int64_t *idx = (const int64_t *)wk_data(index);
     size_t es = wick_dtype_size(out->dtype);
     int64_t total = wick_tensor_numel(index), size = out->ndim ? out->sizes[dim] : 1, unused;
     for (int64_t e = 0; e < total; e++) /* check all first: nothing is written on error */
-        if (idx[e] < 0 || idx[e] >= size) return out_of_range("scatter", idx[e], dim, size);
+        if (idx[e] < 0 || idx[e] >= size) return out_of_range(op, idx[e], dim, size);
     for (int64_t e = 0; e < total; e++) {
         int64_t oo = offset_of(out->ndim, index->sizes, out->strides, e, out->ndim ? dim : -1, &unused);
         if (out->ndim) oo += idx[e] * out->strides[dim];
         int64_t so = offset_of(src->ndim, index->sizes, src->strides, e, -1, &unused);
-        memcpy((char *)wk_data(out) + oo * (int64_t)es, (const char *)wk_data(src) + so * (int64_t)es, es);
+        char *o = (char *)wk_data(out) + oo * (int64_t)es;
+        const char *s = (const char *)wk_data(src) + so * (int64_t)es;
+        if (add) wk_store_double(o, out->dtype, wk_load_double(o, out->dtype) + wk_load_double(s, src->dtype));
+        else memcpy(o, s, es);
+    }
+    return WICK_OK;
+}
+
+wick_status cpu_scatter(wick_tensor *out, int dim, const wick_tensor *index, const wick_tensor *src) {
+    return scatter_impl("scatter", out, dim, index, src, false);
+}
+
+wick_status cpu_scatter_add(wick_tensor *out, int dim, const wick_tensor *index, const wick_tensor *src) {
+    return scatter_impl("scatter_add", out, dim, index, src, true);
+}
+
+/* out.select(dim, index[j]) += src.select(dim, j) */
+wick_status cpu_index_add(wick_tensor *out, int dim, const wick_tensor *index, const wick_tensor *src) {
+    const int64_t *idx = (const int64_t *)wk_data(index);
+    int64_t n = wick_tensor_numel(index), size = out->ndim ? out->sizes[dim] : 1;
+    for (int64_t j = 0; j < n; j++)
+        if (idx[j] < 0 || idx[j] >= size) return out_of_range("index_add", idx[j], dim, size);
+    size_t es = wick_dtype_size(out->dtype);
+    int64_t total = wick_tensor_numel(src);
+    for (int64_t e = 0; e < total; e++) {
+        int64_t j = 0;
+        int64_t so = offset_of(src->ndim, src->sizes, src->strides, e, src->ndim ? dim : -1, &j);
+        if (src->ndim) so += j * src->strides[dim];
+        int64_t oo = offset_of(out->ndim, src->sizes, out->strides, e, out->ndim ? dim : -1, &j);
+        if (out->ndim) oo += idx[j] * out->strides[dim];
+        char *o = (char *)wk_data(out) + oo * (int64_t)es;
+        const char *s = (const char *)wk_data(src) + so * (int64_t)es;
+        wk_store_double(o, out->dtype, wk_load_double(o, out->dtype) + wk_load_double(s, src->dtype));
     }
     return WICK_OK;
 }

@@ -174,17 +174,24 @@ wick_device wl_device(lua_State *L, int idx, const char *fn) {
     return dev;
 }
 
-void wl_options(lua_State *L, int idx, wick_options *opt, const char *fn) {
-    if (idx == 0 || lua_isnoneornil(L, idx)) return;
+int wl_options(lua_State *L, int idx, wick_options *opt, const char *fn) {
+    int requires_grad = -1;
+    if (idx == 0 || lua_isnoneornil(L, idx)) return requires_grad;
     if (!lua_istable(L, idx)) wl_raise(L, "%s: expected an options table, got %s", fn, luaL_typename(L, idx));
     lua_pushnil(L);
     while (lua_next(L, idx)) {
         const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
         if (key && strcmp(key, "dtype") == 0) opt->dtype = wl_dtype(L, lua_gettop(L), fn);
         else if (key && strcmp(key, "device") == 0) opt->device = wl_device(L, lua_gettop(L), fn);
-        else wl_raise(L, "%s: unknown option '%s' (expected dtype or device)", fn, key ? key : "?");
+        else if (key && strcmp(key, "requires_grad") == 0) requires_grad = lua_toboolean(L, -1);
+        else wl_raise(L, "%s: unknown option '%s' (expected dtype, device or requires_grad)", fn, key ? key : "?");
         lua_pop(L, 1);
     }
+    return requires_grad;
+}
+
+void wl_set_requires_grad(lua_State *L, wick_tensor *t, int requires_grad) {
+    if (requires_grad > 0) wl_check(L, wick_set_requires_grad(t, 1));
 }
 
 int wl_dim_value(lua_State *L, lua_Number d, const char *fn) {

@@ -37,9 +37,10 @@ static int m_create(lua_State *L) {
     int64_t sizes[WICK_MAX_DIMS];
     int n = wl_sizes(L, 1, opts ? opts - 1 : lua_gettop(L), sizes, fn);
     wick_options opt = wick_default_options();
-    wl_options(L, opts, &opt, fn);
+    int rg = wl_options(L, opts, &opt, fn);
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, creators[which].fn(slot, n, sizes, opt));
+    wl_set_requires_grad(L, *slot, rg);
     wl_account(L);
     return 1;
 }
@@ -51,9 +52,10 @@ static int m_create_like(lua_State *L) {
     snprintf(fn, sizeof fn, "wick.%s_like", creators[which].name);
     wick_tensor *t = wl_checktensor(L, 1, fn, "input");
     wick_options opt = {wick_tensor_dtype(t), wick_tensor_device(t)};
-    wl_options(L, lua_istable(L, 2) ? 2 : 0, &opt, fn);
+    int rg = wl_options(L, lua_istable(L, 2) ? 2 : 0, &opt, fn);
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, creators[which].fn(slot, wick_tensor_ndim(t), wick_tensor_sizes(t), opt));
+    wl_set_requires_grad(L, *slot, rg);
     wl_account(L);
     return 1;
 }
@@ -66,9 +68,10 @@ static int m_full(lua_State *L) {
     if (!wl_toscalar(L, 2, &v)) wl_raise(L, "wick.full: expected a number fill value, got %s", luaL_typename(L, 2));
     wick_options opt = wick_default_options();
     if (lua_type(L, 2) == LUA_TBOOLEAN) opt.dtype = WICK_BOOL;
-    wl_options(L, lua_istable(L, 3) ? 3 : 0, &opt, "wick.full");
+    int rg = wl_options(L, lua_istable(L, 3) ? 3 : 0, &opt, "wick.full");
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_full(slot, n, sizes, v.value, opt));
+    wl_set_requires_grad(L, *slot, rg);
     wl_account(L);
     return 1;
 }
@@ -78,9 +81,10 @@ static int m_full_like(lua_State *L) {
     wick_scalar v;
     if (!wl_toscalar(L, 2, &v)) wl_raise(L, "wick.full_like: expected a number fill value, got %s", luaL_typename(L, 2));
     wick_options opt = {wick_tensor_dtype(t), wick_tensor_device(t)};
-    wl_options(L, lua_istable(L, 3) ? 3 : 0, &opt, "wick.full_like");
+    int rg = wl_options(L, lua_istable(L, 3) ? 3 : 0, &opt, "wick.full_like");
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_full(slot, wick_tensor_ndim(t), wick_tensor_sizes(t), v.value, opt));
+    wl_set_requires_grad(L, *slot, rg);
     return 1;
 }
 
@@ -130,7 +134,7 @@ static void nested_walk(lua_State *L, int idx, int depth, nested_shape *sh, doub
 
 static int m_tensor(lua_State *L) {
     wick_options opt = wick_default_options();
-    wl_options(L, lua_istable(L, 2) ? 2 : 0, &opt, "wick.tensor");
+    int rg = wl_options(L, lua_istable(L, 2) ? 2 : 0, &opt, "wick.tensor");
     int explicit_dtype = 0;
     if (lua_istable(L, 2)) {
         lua_getfield(L, 2, "dtype");
@@ -146,6 +150,7 @@ static int m_tensor(lua_State *L) {
         wick_status st = wick_to(slot, tmp, opt);
         wick_tensor_release(tmp);
         wl_check(L, st);
+        wl_set_requires_grad(L, *slot, rg);
         return 1;
     }
     nested_shape sh = {0, {0}, 1, 0};
@@ -159,6 +164,7 @@ static int m_tensor(lua_State *L) {
     if (!explicit_dtype && sh.any_value && sh.all_bool) opt.dtype = WICK_BOOL;
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_from_doubles(slot, sh.ndim, sh.sizes, values, opt));
+    wl_set_requires_grad(L, *slot, rg);
     return 1;
 }
 
@@ -176,19 +182,21 @@ static int m_arange(lua_State *L) {
     else if (nargs == 3) start = a[0], stop = a[1], step = a[2];
     else return wl_raise(L, "wick.arange: expected ([start, ]stop[, step][, options])");
     wick_options opt = wick_default_options();
-    wl_options(L, opts, &opt, "wick.arange");
+    int rg = wl_options(L, opts, &opt, "wick.arange");
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_arange(slot, start, stop, step, opt));
+    wl_set_requires_grad(L, *slot, rg);
     return 1;
 }
 
 static int m_eye(lua_State *L) {
     int64_t n = (int64_t)luaL_checknumber(L, 1), m = lua_type(L, 2) == LUA_TNUMBER ? (int64_t)lua_tonumber(L, 2) : -1;
     wick_options opt = wick_default_options();
-    wl_options(L, wl_trailing_options(L, 2), &opt, "wick.eye");
+    int rg = wl_options(L, wl_trailing_options(L, 2), &opt, "wick.eye");
     if (n < 0) wl_raise(L, "wick.eye: n must be non-negative, got %lld", (long long)n);
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_eye(slot, n, m, opt));
+    wl_set_requires_grad(L, *slot, rg);
     return 1;
 }
 
@@ -913,7 +921,7 @@ static int t_to(lua_State *L) {
                 lua_pop(L, 1);
                 lua_pushnil(L);
                 lua_setfield(L, i, "non_blocking");
-                wl_options(L, i, &opt, "to");
+                if (wl_options(L, i, &opt, "to") != -1) wl_raise(L, "to: requires_grad is not an option of to()");
             }
         } else if (!lua_isnil(L, i)) {
             wl_raise(L, "to: expected a device, a dtype, an options table or a tensor, got %s", luaL_typename(L, i));
@@ -1026,6 +1034,82 @@ static int t_gc(lua_State *L) {
     return 0;
 }
 
+/* ---- autograd ---- */
+
+static int t_requires_grad(lua_State *L) {
+    lua_pushboolean(L, wick_requires_grad(SELF("requires_grad")));
+    return 1;
+}
+
+/* t.requires_grad = b, and t:requires_grad_([b]) which returns t */
+static int t_set_requires_grad(lua_State *L) {
+    wick_tensor *a = SELF("requires_grad");
+    wl_check(L, wick_set_requires_grad(a, lua_isnone(L, 2) ? 1 : lua_toboolean(L, 2)));
+    lua_settop(L, 1);
+    return 1;
+}
+
+static int t_grad(lua_State *L) {
+    wick_tensor *g = wick_grad(SELF("grad"));
+    if (!g) return 0;
+    wick_tensor_retain(g); /* the slot owns one reference; it never raises after this */
+    *wl_new_slot(L) = g;
+    return 1;
+}
+
+static int t_set_grad(lua_State *L) {
+    wick_tensor *a = SELF("grad");
+    wick_tensor *g = lua_isnil(L, 2) ? NULL : wl_checktensor(L, 2, "grad", "value");
+    wl_check(L, wick_set_grad(a, g));
+    return 0;
+}
+
+static int t_grad_fn(lua_State *L) {
+    const char *name = wick_grad_fn_name(SELF("grad_fn"));
+    if (!name) return 0;
+    lua_pushstring(L, name);
+    return 1;
+}
+
+static int t_is_leaf(lua_State *L) {
+    lua_pushboolean(L, wick_is_leaf(SELF("is_leaf")));
+    return 1;
+}
+
+/* t:backward([gradient][, {retain_graph = true}]) */
+static int t_backward(lua_State *L) {
+    wick_tensor *a = SELF("backward");
+    int opts = lua_istable(L, 2) && !wl_totensor(L, 2) ? 2 : lua_istable(L, 3) ? 3 : 0;
+    wick_tensor *gradient = opts == 2 ? NULL : wl_totensor(L, 2);
+    if (!gradient && !lua_isnoneornil(L, 2) && opts != 2)
+        wl_raise(L, "backward: expected a gradient tensor or an options table, got %s", luaL_typename(L, 2));
+    int retain = 0;
+    if (opts) {
+        lua_getfield(L, opts, "retain_graph");
+        retain = lua_toboolean(L, -1);
+        lua_pop(L, 1);
+    }
+    wl_check(L, wick_backward(a, gradient, retain));
+    return 0;
+}
+
+static int t_detach(lua_State *L) {
+    wick_tensor *a = SELF("detach");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_detach(slot, a));
+    return 1;
+}
+
+static int m_set_grad_enabled(lua_State *L) {
+    wick_set_grad_enabled(lua_toboolean(L, 1));
+    return 0;
+}
+
+static int m_is_grad_enabled(lua_State *L) {
+    lua_pushboolean(L, wick_is_grad_enabled());
+    return 1;
+}
+
 /* ---- the fast paths, as C function pointers for LuaJIT's FFI ---- */
 
 static int m_fast_pointers(lua_State *L) {
@@ -1093,6 +1177,8 @@ static const luaL_Reg module_fns[] = {
     {"where", m_where},
     {"fast_pointers", m_fast_pointers},
     {"fill_slots", m_fill_slots},
+    {"set_grad_enabled", m_set_grad_enabled},
+    {"is_grad_enabled", m_is_grad_enabled},
     {NULL, NULL}};
 
 static const luaL_Reg method_fns[] = {
@@ -1104,7 +1190,9 @@ static const luaL_Reg method_fns[] = {
     {"totable", t_totable}, {"to", t_to}, {"size", t_size}, {"stride", t_stride}, {"dim", t_dim},
     {"numel", t_numel}, {"is_contiguous", t_is_contiguous}, {"storage_offset", t_storage_offset},
     {"_storage_id", t_storage_id}, {"_dtype", t_dtype}, {"_device", t_device}, {"_shape", t_shape},
-    {"_get", t_get}, {"_set", t_set}, {NULL, NULL}};
+    {"_get", t_get}, {"_set", t_set}, {"_requires_grad", t_requires_grad},
+    {"requires_grad_", t_set_requires_grad}, {"_grad", t_grad}, {"_set_grad", t_set_grad}, {"_grad_fn", t_grad_fn},
+    {"_is_leaf", t_is_leaf}, {"backward", t_backward}, {"detach", t_detach}, {NULL, NULL}};
 
 /* Fills the module table at -1: functions, and `Tensor` (methods) and `_mt`. */
 void wl_open_tensor(lua_State *L) {

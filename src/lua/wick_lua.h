@@ -34,8 +34,11 @@ wick_tensor **wl_new_slot(lua_State *L);
 /* ---- arguments (args.c) ---- */
 /* Sizes given as numbers at [first, last] or as one table at `first`. Returns ndim. */
 int wl_sizes(lua_State *L, int first, int last, int64_t *sizes, const char *fn);
-/* Fills opt from the options table at idx (absent/nil: leaves opt as is). */
-void wl_options(lua_State *L, int idx, wick_options *opt, const char *fn);
+/* Fills opt from the options table at idx (absent/nil: leaves opt as is).
+ * Returns its requires_grad: 1, 0, or -1 when absent. */
+int wl_options(lua_State *L, int idx, wick_options *opt, const char *fn);
+/* Applies a requires_grad option (from wl_options) to a new tensor. */
+void wl_set_requires_grad(lua_State *L, wick_tensor *t, int requires_grad);
 /* A Lua dimension (1-based, negative from the end) as a C one (0-based or negative). */
 int wl_dim(lua_State *L, int idx, const char *fn);
 int wl_dim_value(lua_State *L, lua_Number d, const char *fn);

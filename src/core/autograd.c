@@ -1,0 +1,377 @@
+/* The autograd engine: nodes recorded by ops, and the backward walk.
+ *
+ * Every differentiable op, when grad mode is on and an input requires grad,
+ * records a node on its output (t->grad_fn) with one edge per input: to the node
+ * that produced it, or to the leaf whose .grad accumulates. wick_backward orders
+ * the reachable nodes topologically (an iterative depth-first walk, so deep
+ * graphs cannot overflow the C stack), then runs each node's backward function
+ * once, with the sum of the gradients that reached it. Without retain_graph the
+ * saved tensors are freed as each node finishes. */
+#include "autograd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+_Thread_local int wk_grad_mode = 1;
+
+void wick_set_grad_enabled(int enabled) { wk_grad_mode = enabled != 0; }
+int wick_is_grad_enabled(void) { return wk_grad_mode; }
+
+int wick_requires_grad(const wick_tensor *t) { return t->requires_grad; }
+int wick_is_leaf(const wick_tensor *t) { return t->grad_fn == NULL; }
+wick_tensor *wick_grad(const wick_tensor *t) { return t->grad; }
+const char *wick_grad_fn_name(const wick_tensor *t) { return t->grad_fn ? t->grad_fn->name : NULL; }
+
+wick_status wick_set_requires_grad(wick_tensor *t, int requires_grad) {
+    if (t->grad_fn && !requires_grad)
+        return wick_fail(WICK_ERR_ARGUMENT,
+                         "you can only change requires_grad flags of leaf tensors; use :detach() to get a "
+                         "tensor that does not require grad");
+    if (requires_grad && !wick_dtype_is_floating(t->dtype))
+        return wick_fail(WICK_ERR_DTYPE, "only tensors of floating point dtype can require gradients (got %s)",
+                         wick_dtype_name(t->dtype));
+    t->requires_grad = requires_grad != 0;
+    return WICK_OK;
+}
+
+wick_status wick_set_grad(wick_tensor *t, wick_tensor *grad) {
+    if (grad) {
+        char a[WK_SHAPE_BUF], b[WK_SHAPE_BUF];
+        if (grad->ndim != t->ndim || memcmp(grad->sizes, t->sizes, sizeof(int64_t) * t->ndim) != 0)
+            return wick_fail(WICK_ERR_SHAPE, "assigned grad has shape %s, but the tensor has shape %s",
+                             wk_shape_str(grad->ndim, grad->sizes, a, sizeof a), wk_shape_str(t->ndim, t->sizes, b, sizeof b));
+        if (!wick_device_equal(grad->storage->device, t->storage->device) || grad->dtype != t->dtype) {
+            char da[32], db[32];
+            return wick_fail(WICK_ERR_DEVICE, "assigned grad is %s on %s, but the tensor is %s on %s",
+                             wick_dtype_name(grad->dtype), wick_device_format(grad->storage->device, da, sizeof da),
+                             wick_dtype_name(t->dtype), wick_device_format(t->storage->device, db, sizeof db));
+        }
+        wick_tensor_retain(grad);
+    }
+    wick_tensor_release(t->grad);
+    t->grad = grad;
+    return WICK_OK;
+}
+
+wick_status wick_detach(wick_tensor **out, wick_tensor *t) {
+    return wk_tensor_view(out, t, t->ndim, t->sizes, t->strides, t->offset); /* no grad_fn, no requires_grad */
+}
+
+/* ---- nodes ---- */
+
+bool wk_wants_grad(int n, const wick_tensor *const *inputs) {
+    if (!wk_grad_mode) return false;
+    for (int i = 0; i < n; i++)
+        if (inputs[i] && inputs[i]->requires_grad) return true;
+    return false;
+}
+
+static void release_saved(wk_node *n) {
+    for (int i = 0; i < WK_MAX_SAVED; i++) {
+        wick_tensor_release(n->saved[i]);
+        n->saved[i] = NULL;
+    }
+}
+
+void wk_node_release(wk_node *n) {
+    /* iterative, so a long chain of nodes cannot overflow the C stack */
+    while (n && __atomic_sub_fetch(&n->refcount, 1, __ATOMIC_ACQ_REL) == 0) {
+        wk_node *next = NULL;
+        release_saved(n);
+        wick_tensor_release(n->grad);
+        for (int i = 0; i < n->n_inputs; i++) {
+            wick_tensor_release(n->edges[i].leaf);
+            if (!n->edges[i].node) continue;
+            if (!next) next = n->edges[i].node; /* released below without recursion */
+            else wk_node_release(n->edges[i].node);
+        }
+        free(n->edges);
+        free(n);
+        n = next;
+    }
+}
+
+wick_status wk_record(wick_tensor *out, const char *name, wk_backward_fn fn, int op, int n,
+                      const wick_tensor *const *inputs, wk_node **node_out) {
+    wk_node *node = calloc(1, sizeof *node);
+    wk_edge *edges = calloc((size_t)(n ? n : 1), sizeof *edges);
+    if (!node || !edges) {
+        free(node);
+        free(edges);
+        return wick_fail(WICK_ERR_OOM, "out of memory recording the autograd graph");
+    }
+    node->refcount = 1;
+    node->name = name;
+    node->backward = fn;
+    node->op = op;
+    node->n_inputs = n;
+    node->edges = edges;
+    for (int i = 0; i < n; i++) {
+        const wick_tensor *t = inputs[i];
+        if (!t || !t->requires_grad) continue;
+        wk_edge *e = &edges[i];
+        e->dtype = t->dtype;
+        e->device = t->storage->device;
+        e->ndim = t->ndim;
+        memcpy(e->sizes, t->sizes, sizeof(int64_t) * t->ndim);
+        if (t->grad_fn) {
+            e->node = t->grad_fn;
+            __atomic_add_fetch(&e->node->refcount, 1, __ATOMIC_RELAXED);
+        } else {
+            e->leaf = (wick_tensor *)t;
+            wick_tensor_retain(e->leaf);
+        }
+    }
+    wk_node_release(out->grad_fn);
+    out->grad_fn = node;
+    out->requires_grad = true;
+    if (node_out) *node_out = node;
+    return WICK_OK;
+}
+
+wick_status wk_publish(wick_tensor **out, wick_tensor *r, wick_status record_status) {
+    if (record_status) {
+        wick_tensor_release(r);
+        return record_status;
+    }
+    *out = r;
+    return WICK_OK;
+}
+
+wick_status wk_save(wk_node *node, int slot, const wick_tensor *t, const wick_tensor *out) {
+    wick_tensor *s;
+    if (t == out) { /* an alias without grad_fn: no cycle through the node */
+        wick_status st = wk_tensor_view(&s, t, t->ndim, t->sizes, t->strides, t->offset);
+        if (st) return st;
+    } else {
+        s = (wick_tensor *)t;
+        wick_tensor_retain(s);
+    }
+    wick_tensor_release(node->saved[slot]);
+    node->saved[slot] = s;
+    return WICK_OK;
+}
+
+wick_status wk_check_inplace(const char *op, const wick_tensor *target, int n, const wick_tensor *const *inputs) {
+    if (!wk_grad_mode) return WICK_OK;
+    if (target->requires_grad && !target->grad_fn)
+        return wick_fail(WICK_ERR_ARGUMENT,
+                         "%s: a leaf tensor that requires grad is used in an in-place operation; "
+                         "wrap the update in wick.no_grad(...)",
+                         op);
+    if (target->requires_grad || wk_wants_grad(n, inputs))
+        return wick_fail(WICK_ERR_UNSUPPORTED,
+                         "%s: in-place operations on tensors that autograd tracks are not supported; use the "
+                         "out-of-place form (e.g. x = x + y) or wick.no_grad(...)",
+                         op);
+    return WICK_OK;
+}
+
+/* ---- the engine ---- */
+
+wick_status wk_sum_to(wick_tensor **out, wick_tensor *grad, int ndim, const int64_t *sizes) {
+    wick_tensor *g = grad, *r;
+    wick_tensor_retain(g);
+    wick_status st = WICK_OK;
+    while (g->ndim > ndim && !st) { /* leading broadcast dims */
+        if (!(st = wick_reduce(&r, NULL, WICK_SUM, g, 0, 0, 0))) {
+            wick_tensor_release(g);
+            g = r;
+        }
+    }
+    for (int i = 0; i < ndim && !st; i++) {
+        if (sizes[i] != 1 || g->sizes[i] == 1) continue;
+        if (!(st = wick_reduce(&r, NULL, WICK_SUM, g, i, 1, 0))) {
+            wick_tensor_release(g);
+            g = r;
+        }
+    }
+    if (st) {
+        wick_tensor_release(g);
+        return st;
+    }
+    *out = g;
+    return WICK_OK;
+}
+
+/* Gives a gradient the shape, dtype and device of the input it belongs to. */
+static wick_status fit_to_edge(wick_tensor **g, const wk_edge *e) {
+    wick_tensor *r;
+    wick_status st;
+    if ((*g)->ndim != e->ndim || memcmp((*g)->sizes, e->sizes, sizeof(int64_t) * e->ndim) != 0) {
+        if ((st = wk_sum_to(&r, *g, e->ndim, e->sizes))) return st;
+        wick_tensor_release(*g);
+        *g = r;
+    }
+    if ((*g)->dtype != e->dtype || !wick_device_equal((*g)->storage->device, e->device)) {
+        if ((st = wick_to(&r, *g, (wick_options){e->dtype, e->device}))) return st;
+        wick_tensor_release(*g);
+        *g = r;
+    }
+    return WICK_OK;
+}
+
+/* *acc += g (taking over g's reference). */
+static wick_status accumulate(wick_tensor **acc, wick_tensor *g) {
+    if (!*acc) {
+        *acc = g;
+        return WICK_OK;
+    }
+    wick_tensor *sum;
+    wick_status st = wick_binary(&sum, WICK_ADD, *acc, g);
+    wick_tensor_release(g);
+    if (st) return st;
+    wick_tensor_release(*acc);
+    *acc = sum;
+    return WICK_OK;
+}
+
+static wick_status accumulate_leaf(wick_tensor *leaf, wick_tensor *g) {
+    wick_status st;
+    if (!leaf->grad) { /* .grad is a tensor of its own, never a view of another */
+        st = wick_clone(&leaf->grad, g);
+        wick_tensor_release(g);
+        return st;
+    }
+    st = wick_binary_(WICK_ADD, leaf->grad, g);
+    wick_tensor_release(g);
+    return st;
+}
+
+typedef struct {
+    wk_node **items;
+    int count, cap;
+} node_list;
+
+static bool push(node_list *l, wk_node *n) {
+    if (l->count == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 64;
+        wk_node **items = realloc(l->items, sizeof *items * (size_t)cap);
+        if (!items) return false;
+        l->items = items, l->cap = cap;
+    }
+    l->items[l->count++] = n;
+    return true;
+}
+
+/* Nodes reachable from root in depth-first postorder: inputs before users. */
+static wick_status topo_order(wk_node *root, node_list *order) {
+    static _Thread_local int generation = 0;
+    int mark = ++generation;
+    node_list stack = {0};
+    wick_status st = WICK_OK;
+    root->mark = mark;
+    root->pending = 0;
+    if (!push(&stack, root)) st = WICK_ERR_OOM;
+    while (!st && stack.count) {
+        wk_node *n = stack.items[stack.count - 1];
+        bool descended = false;
+        /* `pending` counts the edges already explored while n is on the stack */
+        while (n->pending < n->n_inputs) {
+            wk_node *child = n->edges[n->pending++].node;
+            if (!child || child->mark == mark) continue;
+            child->mark = mark;
+            child->pending = 0;
+            if (!push(&stack, child)) {
+                st = WICK_ERR_OOM;
+                break;
+            }
+            descended = true;
+            break;
+        }
+        if (st || descended) continue;
+        stack.count--;
+        if (!push(order, n)) st = WICK_ERR_OOM;
+    }
+    free(stack.items);
+    return st ? wick_fail(WICK_ERR_OOM, "out of memory walking the autograd graph") : WICK_OK;
+}
+
+static wick_status run_backward(wick_tensor *root, wick_tensor *grad, int retain) {
+    if (!root->grad_fn) return accumulate_leaf(root, grad);
+    if (root->grad_fn->released) {
+        wick_tensor_release(grad);
+        return wick_fail(WICK_ERR_ARGUMENT,
+                         "Trying to backward through the graph a second time (or directly access saved tensors "
+                         "after they have already been freed). Saved intermediate values of the graph are freed "
+                         "when you call :backward(); specify {retain_graph = true} to backward through it again");
+    }
+    node_list order = {0};
+    wick_status st = topo_order(root->grad_fn, &order);
+    if (st) {
+        wick_tensor_release(grad);
+        free(order.items);
+        return st;
+    }
+    root->grad_fn->grad = grad;
+    for (int i = order.count - 1; i >= 0 && !st; i--) {
+        wk_node *n = order.items[i];
+        if (!n->grad) continue; /* nothing flowed here */
+        if (n->released) {
+            st = wick_fail(WICK_ERR_ARGUMENT,
+                           "Trying to backward through the graph a second time (node %s was already freed); "
+                           "specify {retain_graph = true} on the first backward",
+                           n->name);
+            break;
+        }
+        wick_tensor *grads[64] = {0}, **gs = grads;
+        if (n->n_inputs > 64 && !(gs = calloc((size_t)n->n_inputs, sizeof *gs))) {
+            st = wick_fail(WICK_ERR_OOM, "out of memory in backward");
+            break;
+        }
+        st = n->backward(n, n->grad, gs);
+        wick_tensor_release(n->grad);
+        n->grad = NULL;
+        for (int j = 0; j < n->n_inputs; j++) {
+            wk_edge *e = &n->edges[j];
+            wick_tensor *g = gs[j];
+            gs[j] = NULL;
+            if (!g) continue;
+            if (st || (!e->node && !e->leaf) || (st = fit_to_edge(&g, e))) {
+                wick_tensor_release(g);
+                continue;
+            }
+            st = e->node ? accumulate(&e->node->grad, g) : accumulate_leaf(e->leaf, g);
+        }
+        if (gs != grads) free(gs);
+        if (!retain) {
+            release_saved(n);
+            n->released = true;
+        }
+    }
+    for (int i = 0; i < order.count; i++) { /* after an error, drop what is still pending */
+        wick_tensor_release(order.items[i]->grad);
+        order.items[i]->grad = NULL;
+    }
+    free(order.items);
+    return st;
+}
+
+wick_status wick_backward(wick_tensor *t, const wick_tensor *gradient, int retain_graph) {
+    if (!t->requires_grad)
+        return wick_fail(WICK_ERR_ARGUMENT,
+                         "element 0 of tensors does not require grad and does not have a grad_fn (set "
+                         "requires_grad = true on the inputs, outside wick.no_grad)");
+    wick_tensor *g;
+    wick_status st;
+    if (!gradient) {
+        if (wick_tensor_numel(t) != 1) {
+            char s[WK_SHAPE_BUF];
+            return wick_fail(WICK_ERR_SHAPE,
+                             "grad can be implicitly created only for scalar outputs (this one has shape %s); "
+                             "pass a gradient: t:backward(gradient)",
+                             wk_shape_str(t->ndim, t->sizes, s, sizeof s));
+        }
+        WK_NO_GRAD(st = wick_full(&g, t->ndim, t->sizes, 1, (wick_options){t->dtype, t->storage->device}));
+    } else {
+        char a[WK_SHAPE_BUF], b[WK_SHAPE_BUF];
+        if (gradient->ndim != t->ndim || memcmp(gradient->sizes, t->sizes, sizeof(int64_t) * t->ndim) != 0)
+            return wick_fail(WICK_ERR_SHAPE, "backward: gradient has shape %s, but the tensor has shape %s",
+                             wk_shape_str(gradient->ndim, gradient->sizes, a, sizeof a),
+                             wk_shape_str(t->ndim, t->sizes, b, sizeof b));
+        WK_NO_GRAD(st = wick_to(&g, (wick_tensor *)gradient, (wick_options){t->dtype, t->storage->device}));
+    }
+    if (st) return st;
+    WK_NO_GRAD(st = run_backward(t, g, retain_graph));
+    return st;
+}

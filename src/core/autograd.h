@@ -1,0 +1,96 @@
+/* Reverse-mode automatic differentiation: the graph nodes that ops record and
+ * the engine that walks them backwards. Internal to the core. */
+#ifndef WICK_AUTOGRAD_H
+#define WICK_AUTOGRAD_H
+
+#include "internal.h"
+
+typedef struct wk_node wk_node;
+
+/* Computes the gradients of a node's inputs from the gradient of its output.
+ * grads[i] may be left NULL for inputs that need none. The engine then gives each
+ * gradient its input's shape (summing broadcast dims), dtype and device. */
+typedef wick_status (*wk_backward_fn)(wk_node *node, wick_tensor *grad, wick_tensor **grads);
+
+/* Where the gradient of one input goes, and what the input looked like. */
+typedef struct wk_edge {
+    wk_node *node;     /* the node that produced the input, or NULL */
+    wick_tensor *leaf; /* or the leaf tensor that accumulates .grad, or NULL */
+    wick_dtype dtype;
+    wick_device device;
+    int ndim;
+    int64_t sizes[WICK_MAX_DIMS];
+} wk_edge;
+
+#define WK_MAX_SAVED 4
+struct wk_node {
+    int refcount;
+    const char *name; /* "MulBackward", shown as t.grad_fn */
+    wk_backward_fn backward;
+    int op;           /* which op of a family (wick_binary_op, ...) */
+    int n_inputs;
+    wk_edge *edges;
+    wick_tensor *saved[WK_MAX_SAVED];
+    double scalars[4];
+    int ints[WICK_MAX_DIMS + 4];
+    int64_t sizes[WICK_MAX_DIMS]; /* an extra shape (e.g. the input of a view) */
+    int ndim;
+    bool released; /* saved tensors freed after a backward without retain_graph */
+    /* engine scratch */
+    wick_tensor *grad;
+    int pending;
+    int mark;
+};
+
+/* Grad mode is per thread (a Lua state runs on one thread at a time). */
+extern _Thread_local int wk_grad_mode;
+#define WK_NO_GRAD(expr)                                                                          \
+    do {                                                                                          \
+        int wk_prev_mode_ = wk_grad_mode;                                                         \
+        wk_grad_mode = 0;                                                                         \
+        expr;                                                                                     \
+        wk_grad_mode = wk_prev_mode_;                                                             \
+    } while (0)
+
+/* True when grad mode is on and an input requires grad: the op must record. */
+bool wk_wants_grad(int n, const wick_tensor *const *inputs);
+/* Creates a node for `out` with edges to `inputs` (NULL entries are skipped) and
+ * makes it out's grad_fn. On failure `out` is left without grad_fn. */
+wick_status wk_record(wick_tensor *out, const char *name, wk_backward_fn fn, int op, int n,
+                      const wick_tensor *const *inputs, wk_node **node);
+/* Saves a tensor for backward; `out` itself is saved as a detached alias so the
+ * node does not keep its own output alive. */
+wick_status wk_save(wk_node *node, int slot, const wick_tensor *t, const wick_tensor *out);
+/* Fails for an in-place op on a tensor autograd tracks. */
+wick_status wk_check_inplace(const char *op, const wick_tensor *target, int n, const wick_tensor *const *inputs);
+
+void wk_node_release(wk_node *n);
+/* *out = r once recording succeeded; on failure r is freed and *out untouched. */
+wick_status wk_publish(wick_tensor **out, wick_tensor *r, wick_status record_status);
+
+/* Reduces `grad` to `ndim/sizes` by summing broadcast dims. */
+wick_status wk_sum_to(wick_tensor **out, wick_tensor *grad, int ndim, const int64_t *sizes);
+
+/* Record helpers per op family (derivatives.c): each is called after a
+ * successful forward when wk_wants_grad() said so. */
+wick_status wk_record_unary(wick_tensor *out, wick_unary_op op, const wick_tensor *a);
+wick_status wk_record_binary(wick_tensor *out, wick_binary_op op, const wick_tensor *a, const wick_tensor *b,
+                             double alpha);
+wick_status wk_record_clamp(wick_tensor *out, const wick_tensor *a, double lo, double hi);
+wick_status wk_record_where(wick_tensor *out, const wick_tensor *cond, const wick_tensor *a, const wick_tensor *b);
+wick_status wk_record_reduce(wick_tensor *out, const wick_tensor *indices, wick_reduce_op op, const wick_tensor *a,
+                             int dim, int keepdim, int correction);
+wick_status wk_record_addmm(wick_tensor *out, const wick_tensor *input, const wick_tensor *m1, const wick_tensor *m2,
+                            double beta, double alpha);
+wick_status wk_record_bmm(wick_tensor *out, const wick_tensor *a, const wick_tensor *b);
+/* views: kind is one of the WK_VIEW_* below; dims and start/length as needed */
+enum { WK_VIEW_RESHAPE, WK_VIEW_TRANSPOSE, WK_VIEW_PERMUTE, WK_VIEW_EXPAND, WK_VIEW_SLICE, WK_VIEW_SELECT,
+       WK_VIEW_IDENTITY };
+wick_status wk_record_view(wick_tensor *out, const wick_tensor *in, int kind, int dim0, int dim1, int64_t start,
+                           int64_t length, const int *perm);
+wick_status wk_record_index_select(wick_tensor *out, const wick_tensor *a, int dim, const wick_tensor *index);
+wick_status wk_record_gather(wick_tensor *out, const wick_tensor *a, int dim, const wick_tensor *index);
+wick_status wk_record_cat(wick_tensor *out, int count, const wick_tensor *const *ts, int dim);
+wick_status wk_record_softmax(wick_tensor *out, const wick_tensor *a, int dim, int log);
+
+#endif

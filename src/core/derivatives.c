@@ -1,0 +1,517 @@
+/* The backward formula of every differentiable op of the core, and the record
+ * functions that ops call after a successful forward. Backward functions run
+ * with grad mode off and are written with the core's own ops, so they work on
+ * every backend. The engine reduces broadcast gradients and converts dtypes. */
+#include "autograd.h"
+
+#include <math.h>
+
+#define TRY(expr)                                                                                 \
+    do {                                                                                          \
+        wick_status st_ = (expr);                                                                 \
+        if (st_) return st_;                                                                      \
+    } while (0)
+
+static wick_scalar num(double v) { return (wick_scalar){v, v == floor(v)}; }
+
+/* r = a op b, taking over a's reference (a chain of ops without temporaries). */
+static wick_status chain(wick_tensor **a, wick_binary_op op, const wick_tensor *b) {
+    wick_tensor *r;
+    TRY(wick_binary(&r, op, *a, b));
+    wick_tensor_release(*a);
+    *a = r;
+    return WICK_OK;
+}
+
+static wick_status chain_scalar(wick_tensor **a, wick_binary_op op, double s) {
+    wick_tensor *r;
+    TRY(wick_binary_scalar(&r, op, *a, num(s), 0));
+    wick_tensor_release(*a);
+    *a = r;
+    return WICK_OK;
+}
+
+static wick_status retained(wick_tensor **out, wick_tensor *t) {
+    wick_tensor_retain(t);
+    *out = t;
+    return WICK_OK;
+}
+
+/* ---- unary ---- */
+
+static wick_status unary_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
+    wick_tensor *x = n->saved[0], *y = n->saved[1], *r = NULL, *t;
+    switch ((wick_unary_op)n->op) {
+    case WICK_NEG: TRY(wick_unary(&r, WICK_NEG, g)); break;
+    case WICK_ABS: { /* g sign(x) = g (x > 0) - g (x < 0) */
+        wick_tensor *neg;
+        TRY(wick_binary_scalar(&r, WICK_GT, x, num(0), 0));
+        TRY(chain(&r, WICK_MUL, g));
+        TRY(wick_binary_scalar(&t, WICK_LT, x, num(0), 0));
+        wick_status st = wick_binary(&neg, WICK_MUL, t, g);
+        wick_tensor_release(t);
+        if (!st) {
+            st = chain(&r, WICK_SUB, neg);
+            wick_tensor_release(neg);
+        }
+        if (st) return wick_tensor_release(r), st;
+        break;
+    }
+    case WICK_EXP: TRY(wick_binary(&r, WICK_MUL, g, y)); break;
+    case WICK_LOG: TRY(wick_binary(&r, WICK_DIV, g, x)); break;
+    case WICK_SQRT: /* g / (2 sqrt x) */
+        TRY(wick_binary_scalar(&t, WICK_MUL, y, num(2), 0));
+        {
+            wick_status st = wick_binary(&r, WICK_DIV, g, t);
+            wick_tensor_release(t);
+            TRY(st);
+        }
+        break;
+    case WICK_TANH: /* g (1 - y^2) */
+        TRY(wick_binary(&t, WICK_MUL, y, y));
+        TRY(wick_binary_scalar(&r, WICK_SUB, t, num(1), 1));
+        wick_tensor_release(t);
+        TRY(chain(&r, WICK_MUL, g));
+        break;
+    case WICK_SIGMOID: /* g y (1 - y) */
+        TRY(wick_binary_scalar(&r, WICK_SUB, y, num(1), 1));
+        TRY(chain(&r, WICK_MUL, y));
+        TRY(chain(&r, WICK_MUL, g));
+        break;
+    case WICK_RELU:
+        TRY(wick_binary_scalar(&r, WICK_GT, x, num(0), 0));
+        TRY(chain(&r, WICK_MUL, g));
+        break;
+    default: return wick_fail(WICK_ERR_UNSUPPORTED, "no derivative for %s", wick_unary_name((wick_unary_op)n->op));
+    }
+    grads[0] = r;
+    return WICK_OK;
+}
+
+wick_status wk_record_unary(wick_tensor *out, wick_unary_op op, const wick_tensor *a) {
+    static const char *names[] = {"NegBackward", "AbsBackward", "ExpBackward", "LogBackward", "SqrtBackward",
+                                  "TanhBackward", "SigmoidBackward", "ReluBackward"};
+    wk_node *n;
+    TRY(wk_record(out, names[op], unary_backward, op, 1, &a, &n));
+    bool needs_output = op == WICK_EXP || op == WICK_SQRT || op == WICK_TANH || op == WICK_SIGMOID;
+    return needs_output ? wk_save(n, 1, out, out) : op == WICK_NEG ? WICK_OK : wk_save(n, 0, a, out);
+}
+
+/* ---- binary ---- */
+
+static wick_status binary_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
+    wick_tensor *a = n->saved[0], *b = n->saved[1], *t;
+    double alpha = n->scalars[0];
+    bool need_a = n->edges[0].node || n->edges[0].leaf, need_b = n->edges[1].node || n->edges[1].leaf;
+    switch ((wick_binary_op)n->op) {
+    case WICK_ADD:
+    case WICK_SUB:
+        if (need_a) TRY(retained(&grads[0], g));
+        if (need_b) TRY(wick_binary_scalar(&grads[1], WICK_MUL, g, num(n->op == WICK_SUB ? -alpha : alpha), 0));
+        break;
+    case WICK_MUL:
+        if (need_a) TRY(wick_binary(&grads[0], WICK_MUL, g, b));
+        if (need_b) TRY(wick_binary(&grads[1], WICK_MUL, g, a));
+        break;
+    case WICK_DIV:
+        if (need_a) TRY(wick_binary(&grads[0], WICK_DIV, g, b));
+        if (need_b) { /* -g a / b^2 */
+            TRY(wick_binary(&t, WICK_MUL, g, a));
+            TRY(chain(&t, WICK_DIV, b));
+            TRY(chain(&t, WICK_DIV, b));
+            TRY(wick_unary(&grads[1], WICK_NEG, t));
+            wick_tensor_release(t);
+        }
+        break;
+    case WICK_POW:
+        if (need_a) { /* g b a^(b-1) */
+            TRY(wick_binary_scalar(&t, WICK_SUB, b, num(1), 0));
+            wick_tensor *p;
+            wick_status st = wick_binary(&p, WICK_POW, a, t);
+            wick_tensor_release(t);
+            TRY(st);
+            TRY(chain(&p, WICK_MUL, b));
+            TRY(chain(&p, WICK_MUL, g));
+            grads[0] = p;
+        }
+        if (need_b) { /* g a^b log a */
+            TRY(wick_binary(&t, WICK_POW, a, b));
+            wick_tensor *l;
+            TRY(wick_unary(&l, WICK_LOG, a));
+            wick_status st = chain(&t, WICK_MUL, l);
+            wick_tensor_release(l);
+            TRY(st);
+            TRY(chain(&t, WICK_MUL, g));
+            grads[1] = t;
+        }
+        break;
+    case WICK_MAXIMUM:
+    case WICK_MINIMUM: { /* the larger (smaller) side gets g; ties split it evenly, like PyTorch */
+        wick_binary_op win = n->op == WICK_MAXIMUM ? WICK_GT : WICK_LT;
+        wick_tensor *eq, *m;
+        TRY(wick_binary(&eq, WICK_EQ, a, b));
+        TRY(chain_scalar(&eq, WICK_MUL, 0.5));
+        for (int side = 0; side < 2; side++) {
+            if (!(side ? need_b : need_a)) continue;
+            wick_status st = wick_binary(&m, win, side ? b : a, side ? a : b);
+            if (!st) st = chain(&m, WICK_ADD, eq);
+            if (!st) st = chain(&m, WICK_MUL, g);
+            if (st) return wick_tensor_release(eq), st;
+            grads[side] = m;
+        }
+        wick_tensor_release(eq);
+        break;
+    }
+    default: break; /* comparisons have no gradient */
+    }
+    return WICK_OK;
+}
+
+wick_status wk_record_binary(wick_tensor *out, wick_binary_op op, const wick_tensor *a, const wick_tensor *b,
+                             double alpha) {
+    static const char *names[] = {"AddBackward", "SubBackward", "MulBackward", "DivBackward", "PowBackward",
+                                  "MaximumBackward", "MinimumBackward"};
+    if (op >= WICK_EQ) return WICK_OK; /* bool results are not differentiable */
+    const wick_tensor *in[2] = {a, b};
+    wk_node *n;
+    TRY(wk_record(out, names[op], binary_backward, op, 2, in, &n));
+    n->scalars[0] = alpha;
+    if (op == WICK_ADD || op == WICK_SUB) return WICK_OK;
+    TRY(wk_save(n, 0, a, out));
+    return wk_save(n, 1, b, out);
+}
+
+/* ---- clamp, where ---- */
+
+static wick_status clamp_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
+    wick_tensor *x = n->saved[0], *m, *hi;
+    TRY(wick_binary_scalar(&m, WICK_GE, x, num(n->scalars[0]), 0));
+    TRY(wick_binary_scalar(&hi, WICK_LE, x, num(n->scalars[1]), 0));
+    wick_status st = chain(&m, WICK_MUL, hi);
+    wick_tensor_release(hi);
+    TRY(st);
+    TRY(chain(&m, WICK_MUL, g));
+    grads[0] = m;
+    return WICK_OK;
+}
+
+wick_status wk_record_clamp(wick_tensor *out, const wick_tensor *a, double lo, double hi) {
+    wk_node *n;
+    TRY(wk_record(out, "ClampBackward", clamp_backward, 0, 1, &a, &n));
+    n->scalars[0] = lo, n->scalars[1] = hi;
+    return wk_save(n, 0, a, out);
+}
+
+static wick_status where_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
+    wick_tensor *c = n->saved[0], *zero;
+    TRY(wick_full(&zero, 0, NULL, 0, (wick_options){g->dtype, wick_cpu()}));
+    wick_status st = WICK_OK;
+    if (n->edges[1].node || n->edges[1].leaf) st = wick_where(&grads[1], c, g, zero);
+    if (!st && (n->edges[2].node || n->edges[2].leaf)) st = wick_where(&grads[2], c, zero, g);
+    wick_tensor_release(zero);
+    return st;
+}
+
+wick_status wk_record_where(wick_tensor *out, const wick_tensor *cond, const wick_tensor *a, const wick_tensor *b) {
+    const wick_tensor *in[3] = {NULL, a, b};
+    wk_node *n;
+    TRY(wk_record(out, "WhereBackward", where_backward, 0, 3, in, &n));
+    return wk_save(n, 0, cond, out);
+}
+
+/* ---- reductions ---- */
+
+/* g (reduced over `dim`, or over everything) spread back to the input's shape. */
+static wick_status expand_back(wick_tensor **out, wick_tensor *g, const wk_node *n, int dim, int keepdim) {
+    wick_tensor *u;
+    if (dim >= 0 && !keepdim) TRY(wick_unsqueeze(&u, g, dim));
+    else TRY(retained(&u, g));
+    wick_status st = wick_expand(out, u, n->ndim, n->sizes);
+    wick_tensor_release(u);
+    return st;
+}
+
+static wick_status reduce_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
+    wick_tensor *x = n->saved[0], *y = n->saved[1], *idx = n->saved[2], *e, *t;
+    int dim = n->ints[0], keepdim = n->ints[1];
+    int64_t count = dim >= 0 ? (n->ndim ? n->sizes[dim] : 1) : wk_numel(n->ndim, n->sizes);
+    switch ((wick_reduce_op)n->op) {
+    case WICK_SUM: return expand_back(&grads[0], g, n, dim, keepdim);
+    case WICK_MEAN:
+        TRY(expand_back(&e, g, n, dim, keepdim));
+        TRY(wick_binary_scalar(&grads[0], WICK_DIV, e, num((double)count), 0));
+        wick_tensor_release(e);
+        return WICK_OK;
+    case WICK_PROD: /* g prod / x */
+        TRY(expand_back(&e, g, n, dim, keepdim));
+        TRY(expand_back(&t, y, n, dim, keepdim));
+        TRY(chain(&e, WICK_MUL, t));
+        wick_tensor_release(t);
+        TRY(chain(&e, WICK_DIV, x));
+        grads[0] = e;
+        return WICK_OK;
+    case WICK_VAR:
+    case WICK_STD: { /* var: g 2 (x - mean) / (n - c);  std: g (x - mean) / ((n - c) std) */
+        wick_tensor *mean, *d;
+        TRY(wick_reduce(&mean, NULL, WICK_MEAN, x, dim, 1, 0));
+        wick_status st = wick_binary(&d, WICK_SUB, x, mean);
+        wick_tensor_release(mean);
+        TRY(st);
+        double denom = (double)count - n->ints[2];
+        TRY(chain_scalar(&d, WICK_MUL, n->op == WICK_VAR ? 2 / denom : 1 / denom));
+        TRY(expand_back(&e, g, n, dim, keepdim));
+        TRY(chain(&d, WICK_MUL, e));
+        wick_tensor_release(e);
+        if (n->op == WICK_STD) {
+            TRY(expand_back(&e, y, n, dim, keepdim));
+            st = chain(&d, WICK_DIV, e);
+            wick_tensor_release(e);
+            TRY(st);
+        }
+        grads[0] = d;
+        return WICK_OK;
+    }
+    case WICK_MAX:
+    case WICK_MIN:
+        if (idx) { /* along a dim: the gradient goes to the chosen index */
+            wick_tensor *z, *gi, *ii;
+            TRY(wick_full(&z, x->ndim, x->sizes, 0, (wick_options){g->dtype, g->storage->device}));
+            wick_status st = keepdim ? retained(&gi, g) : wick_unsqueeze(&gi, g, dim);
+            if (!st) st = keepdim ? retained(&ii, idx) : wick_unsqueeze(&ii, idx, dim);
+            if (!st) {
+                st = wick_scatter_(z, dim, ii, gi);
+                wick_tensor_release(ii);
+            }
+            wick_tensor_release(gi);
+            if (st) return wick_tensor_release(z), st;
+            grads[0] = z;
+            return WICK_OK;
+        } else { /* over everything: split evenly among the elements equal to the result */
+            wick_tensor *m, *cnt;
+            TRY(wick_binary(&m, WICK_EQ, x, y));
+            TRY(wick_to(&t, m, (wick_options){g->dtype, g->storage->device}));
+            wick_tensor_release(m);
+            TRY(wick_reduce(&cnt, NULL, WICK_SUM, t, -1, 0, 0));
+            TRY(chain(&t, WICK_DIV, cnt));
+            wick_tensor_release(cnt);
+            TRY(chain(&t, WICK_MUL, g));
+            grads[0] = t;
+            return WICK_OK;
+        }
+    default: return WICK_OK; /* argmax/argmin: integer results */
+    }
+}
+
+wick_status wk_record_reduce(wick_tensor *out, const wick_tensor *indices, wick_reduce_op op, const wick_tensor *a,
+                             int dim, int keepdim, int correction) {
+    static const char *names[] = {"SumBackward", "MeanBackward", "ProdBackward", "MaxBackward", "MinBackward",
+                                  "ArgmaxBackward", "ArgminBackward", "VarBackward", "StdBackward"};
+    if (op == WICK_ARGMAX || op == WICK_ARGMIN) return WICK_OK;
+    wk_node *n;
+    TRY(wk_record(out, names[op], reduce_backward, op, 1, &a, &n));
+    n->ints[0] = dim, n->ints[1] = keepdim, n->ints[2] = correction;
+    n->ndim = a->ndim;
+    memcpy(n->sizes, a->sizes, sizeof(int64_t) * a->ndim);
+    if (op == WICK_SUM || op == WICK_MEAN) return WICK_OK; /* the shape is all they need */
+    TRY(wk_save(n, 0, a, out));
+    TRY(wk_save(n, 1, out, out));
+    return indices ? wk_save(n, 2, indices, out) : WICK_OK;
+}
+
+/* ---- matrix products ---- */
+
+static wick_status transposed(wick_tensor **out, const wick_tensor *t) {
+    return wick_transpose(out, (wick_tensor *)t, t->ndim - 2, t->ndim - 1);
+}
+
+static wick_status addmm_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
+    wick_tensor *m1 = n->saved[0], *m2 = n->saved[1], *t;
+    double beta = n->scalars[0], alpha = n->scalars[1];
+    if ((n->edges[0].node || n->edges[0].leaf) && beta != 0)
+        TRY(beta == 1 ? retained(&grads[0], g) : wick_binary_scalar(&grads[0], WICK_MUL, g, num(beta), 0));
+    if (n->edges[1].node || n->edges[1].leaf) { /* alpha g m2^T */
+        TRY(transposed(&t, m2));
+        wick_status st = wick_mm(&grads[1], g, t);
+        wick_tensor_release(t);
+        TRY(st);
+        if (alpha != 1) TRY(chain_scalar(&grads[1], WICK_MUL, alpha));
+    }
+    if (n->edges[2].node || n->edges[2].leaf) { /* alpha m1^T g */
+        TRY(transposed(&t, m1));
+        wick_status st = wick_mm(&grads[2], t, g);
+        wick_tensor_release(t);
+        TRY(st);
+        if (alpha != 1) TRY(chain_scalar(&grads[2], WICK_MUL, alpha));
+    }
+    return WICK_OK;
+}
+
+wick_status wk_record_addmm(wick_tensor *out, const wick_tensor *input, const wick_tensor *m1, const wick_tensor *m2,
+                            double beta, double alpha) {
+    const wick_tensor *in[3] = {input, m1, m2};
+    wk_node *n;
+    TRY(wk_record(out, input ? "AddmmBackward" : "MmBackward", addmm_backward, 0, 3, in, &n));
+    n->scalars[0] = beta, n->scalars[1] = alpha;
+    if (m2->requires_grad) TRY(wk_save(n, 0, m1, out));
+    if (m1->requires_grad) TRY(wk_save(n, 1, m2, out));
+    return WICK_OK;
+}
+
+static wick_status bmm_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
+    wick_tensor *a = n->saved[0], *b = n->saved[1], *t;
+    if (n->edges[0].node || n->edges[0].leaf) {
+        TRY(transposed(&t, b));
+        wick_status st = wick_bmm(&grads[0], g, t);
+        wick_tensor_release(t);
+        TRY(st);
+    }
+    if (n->edges[1].node || n->edges[1].leaf) {
+        TRY(transposed(&t, a));
+        wick_status st = wick_bmm(&grads[1], t, g);
+        wick_tensor_release(t);
+        TRY(st);
+    }
+    return WICK_OK;
+}
+
+wick_status wk_record_bmm(wick_tensor *out, const wick_tensor *a, const wick_tensor *b) {
+    const wick_tensor *in[2] = {a, b};
+    wk_node *n;
+    TRY(wk_record(out, "BmmBackward", bmm_backward, 0, 2, in, &n));
+    if (b->requires_grad) TRY(wk_save(n, 0, a, out));
+    if (a->requires_grad) TRY(wk_save(n, 1, b, out));
+    return WICK_OK;
+}
+
+/* ---- views ---- */
+
+static wick_status view_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
+    switch (n->op) {
+    case WK_VIEW_RESHAPE: return wick_reshape(&grads[0], g, n->ndim, n->sizes);
+    case WK_VIEW_TRANSPOSE: return wick_transpose(&grads[0], g, n->ints[0], n->ints[1]);
+    case WK_VIEW_PERMUTE: {
+        int inverse[WICK_MAX_DIMS];
+        for (int i = 0; i < n->ndim; i++) inverse[n->ints[i]] = i;
+        return wick_permute(&grads[0], g, n->ndim, inverse);
+    }
+    case WK_VIEW_SLICE:
+    case WK_VIEW_SELECT: { /* zeros of the input's shape with g in the slice */
+        wick_tensor *z, *slot, *src;
+        int dim = n->ints[0];
+        TRY(wick_full(&z, n->ndim, n->sizes, 0, (wick_options){g->dtype, g->storage->device}));
+        int64_t start = (int64_t)n->scalars[0], length = (int64_t)n->scalars[1];
+        wick_status st = wick_narrow(&slot, z, dim, start, length);
+        if (!st) {
+            st = n->op == WK_VIEW_SELECT ? wick_unsqueeze(&src, g, dim) : retained(&src, g);
+            if (!st) {
+                st = wick_copy_(slot, src);
+                wick_tensor_release(src);
+            }
+            wick_tensor_release(slot);
+        }
+        if (st) return wick_tensor_release(z), st;
+        grads[0] = z;
+        return WICK_OK;
+    }
+    default: return retained(&grads[0], g); /* expand (the engine sums), identity */
+    }
+}
+
+wick_status wk_record_view(wick_tensor *out, const wick_tensor *in, int kind, int dim0, int dim1, int64_t start,
+                           int64_t length, const int *perm) {
+    static const char *names[] = {"ViewBackward", "TransposeBackward", "PermuteBackward", "ExpandBackward",
+                                  "NarrowBackward", "SelectBackward", "AliasBackward"};
+    wk_node *n;
+    TRY(wk_record(out, names[kind], view_backward, kind, 1, &in, &n));
+    n->ndim = in->ndim;
+    memcpy(n->sizes, in->sizes, sizeof(int64_t) * in->ndim);
+    n->ints[0] = dim0, n->ints[1] = dim1;
+    n->scalars[0] = (double)start, n->scalars[1] = (double)length;
+    if (perm) memcpy(n->ints, perm, sizeof(int) * in->ndim);
+    return WICK_OK;
+}
+
+/* ---- indexing, joining, softmax ---- */
+
+static wick_status index_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
+    wick_tensor *z, *index = n->saved[0];
+    int dim = n->ints[0];
+    TRY(wick_full(&z, n->ndim, n->sizes, 0, (wick_options){g->dtype, g->storage->device}));
+    wick_status st = n->op ? wick_scatter_add_(z, dim, index, g) : wick_index_add_(z, dim, index, g);
+    if (st) return wick_tensor_release(z), st;
+    grads[0] = z;
+    return WICK_OK;
+}
+
+static wick_status record_index(wick_tensor *out, const wick_tensor *a, int dim, const wick_tensor *index,
+                                int is_gather) {
+    wk_node *n;
+    TRY(wk_record(out, is_gather ? "GatherBackward" : "IndexSelectBackward", index_backward, is_gather, 1, &a, &n));
+    n->ints[0] = dim;
+    n->ndim = a->ndim;
+    memcpy(n->sizes, a->sizes, sizeof(int64_t) * a->ndim);
+    return wk_save(n, 0, index, out);
+}
+
+wick_status wk_record_index_select(wick_tensor *out, const wick_tensor *a, int dim, const wick_tensor *index) {
+    return record_index(out, a, dim, index, 0);
+}
+
+wick_status wk_record_gather(wick_tensor *out, const wick_tensor *a, int dim, const wick_tensor *index) {
+    return record_index(out, a, dim, index, 1);
+}
+
+static wick_status cat_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
+    int dim = n->ints[0];
+    int64_t at = 0;
+    for (int i = 0; i < n->n_inputs; i++) {
+        int64_t len = n->edges[i].sizes[dim];
+        if (n->edges[i].leaf || n->edges[i].node) TRY(wick_narrow(&grads[i], g, dim, at, len));
+        at += len;
+    }
+    return WICK_OK;
+}
+
+wick_status wk_record_cat(wick_tensor *out, int count, const wick_tensor *const *ts, int dim) {
+    wk_node *n;
+    TRY(wk_record(out, "CatBackward", cat_backward, 0, count, ts, &n));
+    n->ints[0] = dim;
+    /* lengths of inputs that need no grad are still needed to find the others */
+    for (int i = 0; i < count; i++) {
+        wk_edge *e = &n->edges[i];
+        if (e->leaf || e->node) continue;
+        e->ndim = ts[i]->ndim;
+        memcpy(e->sizes, ts[i]->sizes, sizeof(int64_t) * ts[i]->ndim);
+    }
+    return WICK_OK;
+}
+
+static wick_status softmax_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
+    wick_tensor *y = n->saved[0], *s, *t;
+    int dim = n->ints[0];
+    if (n->op) { /* log_softmax: g - exp(y) sum(g) */
+        TRY(wick_reduce(&s, NULL, WICK_SUM, g, dim, 1, 0));
+        TRY(wick_unary(&t, WICK_EXP, y));
+        TRY(chain(&t, WICK_MUL, s));
+        wick_tensor_release(s);
+        wick_status st = wick_binary(&grads[0], WICK_SUB, g, t);
+        wick_tensor_release(t);
+        return st;
+    }
+    /* softmax: y (g - sum(g y)) */
+    TRY(wick_binary(&t, WICK_MUL, g, y));
+    TRY(wick_reduce(&s, NULL, WICK_SUM, t, dim, 1, 0));
+    wick_tensor_release(t);
+    TRY(wick_binary(&t, WICK_SUB, g, s));
+    wick_tensor_release(s);
+    TRY(chain(&t, WICK_MUL, y));
+    grads[0] = t;
+    return WICK_OK;
+}
+
+wick_status wk_record_softmax(wick_tensor *out, const wick_tensor *a, int dim, int log) {
+    wk_node *n;
+    TRY(wk_record(out, log ? "LogSoftmaxBackward" : "SoftmaxBackward", softmax_backward, log, 1, &a, &n));
+    n->ints[0] = dim;
+    return wk_save(n, 0, out, out);
+}
