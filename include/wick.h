@@ -202,7 +202,7 @@ WICK_API wick_status wick_contiguous(wick_tensor **out, wick_tensor *t);
  *   COMPARE: result is bool. */
 #define WICK_UNARY_OPS(X)                                                                      \
     X(NEG, "neg") X(ABS, "abs") X(EXP, "exp") X(LOG, "log") X(SQRT, "sqrt") X(TANH, "tanh")      \
-    X(SIGMOID, "sigmoid") X(RELU, "relu")
+    X(SIGMOID, "sigmoid") X(RELU, "relu") X(ERF, "erf") X(GELU, "gelu")
 #define WICK_BINARY_OPS(X)                                                                     \
     X(ADD, "add") X(SUB, "sub") X(MUL, "mul") X(DIV, "div") X(POW, "pow") X(MAXIMUM, "maximum") \
     X(MINIMUM, "minimum") X(EQ, "eq") X(NE, "ne") X(LT, "lt") X(LE, "le") X(GT, "gt") X(GE, "ge")
@@ -326,6 +326,12 @@ WICK_API int wick_try_fast_binary(int op, wick_tensor **out, const wick_tensor *
 WICK_API int wick_try_fast_binary_scalar(int op, wick_tensor **out, const wick_tensor *a, double s,
                                          int scalar_first);
 WICK_API int wick_try_fast_mm(wick_tensor **out, const wick_tensor *a, const wick_tensor *b);
+
+/* ---- files ---------------------------------------------------------------- */
+
+/* An IDX file of unsigned bytes (MNIST, Fashion-MNIST), gzip-compressed or not,
+ * as a uint8 CPU tensor of the shape its header gives. */
+WICK_API wick_status wick_read_idx(wick_tensor **out, const char *path);
 
 /* ---- threads -------------------------------------------------------------- */
 

@@ -309,4 +309,17 @@ if has_ffi and not os.getenv("WICK_NO_FFI") then
   wick._ffi = true
 end
 
+-- wick.nn, wick.optim and wick.data load on first use (they require wick themselves).
+local lazy = { nn = "wick.nn", optim = "wick.optim", data = "wick.data" }
+setmetatable(wick, {
+  __index = function(t, k)
+    local module = lazy[k]
+    if module then
+      local value = require(module)
+      rawset(t, k, value)
+      return value
+    end
+  end,
+})
+
 return wick

@@ -82,6 +82,34 @@ static wick_status unary_backward(wk_node *n, wick_tensor *g, wick_tensor **grad
         TRY(wick_binary_scalar(&r, WICK_GT, x, num(0), 0));
         TRY(chain(&r, WICK_MUL, g));
         break;
+    case WICK_ERF: /* g 2/sqrt(pi) exp(-x^2) */
+        TRY(wick_binary(&r, WICK_MUL, x, x));
+        TRY(chain_scalar(&r, WICK_MUL, -1));
+        TRY(wick_unary(&t, WICK_EXP, r));
+        wick_tensor_release(r);
+        r = t;
+        TRY(chain_scalar(&r, WICK_MUL, 1.1283791670955126));
+        TRY(chain(&r, WICK_MUL, g));
+        break;
+    case WICK_GELU: { /* g (Phi(x) + x phi(x)), Phi(x) = (1 + erf(x/sqrt 2))/2 */
+        wick_tensor *phi;
+        TRY(wick_binary(&t, WICK_MUL, x, x));
+        TRY(chain_scalar(&t, WICK_MUL, -0.5));
+        TRY(wick_unary(&phi, WICK_EXP, t));
+        wick_tensor_release(t);
+        TRY(chain_scalar(&phi, WICK_MUL, 0.3989422804014327));
+        TRY(chain(&phi, WICK_MUL, x));
+        TRY(wick_binary_scalar(&t, WICK_MUL, x, num(0.7071067811865476), 0));
+        TRY(wick_unary(&r, WICK_ERF, t));
+        wick_tensor_release(t);
+        TRY(chain_scalar(&r, WICK_ADD, 1));
+        TRY(chain_scalar(&r, WICK_MUL, 0.5));
+        wick_status st = chain(&r, WICK_ADD, phi);
+        wick_tensor_release(phi);
+        TRY(st);
+        TRY(chain(&r, WICK_MUL, g));
+        break;
+    }
     default: return wick_fail(WICK_ERR_UNSUPPORTED, "no derivative for %s", wick_unary_name((wick_unary_op)n->op));
     }
     grads[0] = r;
@@ -90,7 +118,7 @@ static wick_status unary_backward(wk_node *n, wick_tensor *g, wick_tensor **grad
 
 wick_status wk_record_unary(wick_tensor *out, wick_unary_op op, const wick_tensor *a) {
     static const char *names[] = {"NegBackward", "AbsBackward", "ExpBackward", "LogBackward", "SqrtBackward",
-                                  "TanhBackward", "SigmoidBackward", "ReluBackward"};
+                                  "TanhBackward", "SigmoidBackward", "ReluBackward", "ErfBackward", "GeluBackward"};
     wk_node *n;
     TRY(wk_record(out, names[op], unary_backward, op, 1, &a, &n));
     bool needs_output = op == WICK_EXP || op == WICK_SQRT || op == WICK_TANH || op == WICK_SIGMOID;
@@ -231,6 +259,38 @@ static wick_status expand_back(wick_tensor **out, wick_tensor *g, const wk_node 
     return st;
 }
 
+/* prod: exact also with zeros, like PyTorch. With p the product of a slice's
+ * nonzero elements and z its number of zeros: z = 0 gives g p / x; z = 1 gives
+ * g p at the zero and 0 elsewhere; more zeros give 0 everywhere. */
+static wick_status prod_backward(const wk_node *n, wick_tensor *g, const wick_tensor *x, int dim, int keepdim,
+                                 wick_tensor **out) {
+    wick_tensor *zm = NULL, *zf = NULL, *one = NULL, *xnz = NULL, *p = NULL, *cnt = NULL, *c = NULL, *r = NULL,
+                *t = NULL, *e = NULL;
+    wick_options opt = {x->dtype, x->storage->device};
+    wick_status st;
+    if ((st = wick_binary_scalar(&zm, WICK_EQ, x, num(0), 0)) || (st = wick_to(&zf, zm, opt)) ||
+        (st = wick_full(&one, 0, NULL, 1, (wick_options){x->dtype, wick_cpu()})) ||
+        (st = wick_where(&xnz, zm, one, x)) || (st = wick_reduce(&p, NULL, WICK_PROD, xnz, dim, 1, 0)) ||
+        (st = wick_reduce(&cnt, NULL, WICK_SUM, zf, dim, 1, 0)))
+        goto done;
+    /* r = (z == 0) p / x_nz + (z == 1) zeros p */
+    if ((st = wick_binary_scalar(&c, WICK_EQ, cnt, num(0), 0)) || (st = wick_binary(&r, WICK_MUL, c, p)) ||
+        (st = chain(&r, WICK_DIV, xnz)))
+        goto done;
+    wick_tensor_release(c);
+    c = NULL;
+    if ((st = wick_binary_scalar(&c, WICK_EQ, cnt, num(1), 0)) || (st = wick_binary(&t, WICK_MUL, c, p)) ||
+        (st = chain(&t, WICK_MUL, zf)) || (st = chain(&r, WICK_ADD, t)))
+        goto done;
+    if ((st = expand_back(&e, g, n, dim, keepdim)) || (st = chain(&r, WICK_MUL, e))) goto done;
+    *out = r;
+    r = NULL;
+done:;
+    wick_tensor *all[] = {zm, zf, one, xnz, p, cnt, c, r, t, e};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) wick_tensor_release(all[i]);
+    return st;
+}
+
 static wick_status reduce_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
     wick_tensor *x = n->saved[0], *y = n->saved[1], *idx = n->saved[2], *e, *t;
     int dim = n->ints[0], keepdim = n->ints[1];
@@ -242,14 +302,7 @@ static wick_status reduce_backward(wk_node *n, wick_tensor *g, wick_tensor **gra
         TRY(wick_binary_scalar(&grads[0], WICK_DIV, e, num((double)count), 0));
         wick_tensor_release(e);
         return WICK_OK;
-    case WICK_PROD: /* g prod / x */
-        TRY(expand_back(&e, g, n, dim, keepdim));
-        TRY(expand_back(&t, y, n, dim, keepdim));
-        TRY(chain(&e, WICK_MUL, t));
-        wick_tensor_release(t);
-        TRY(chain(&e, WICK_DIV, x));
-        grads[0] = e;
-        return WICK_OK;
+    case WICK_PROD: return prod_backward(n, g, x, dim, keepdim, &grads[0]);
     case WICK_VAR:
     case WICK_STD: { /* var: g 2 (x - mean) / (n - c);  std: g (x - mean) / ((n - c) std) */
         wick_tensor *mean, *d;
@@ -315,7 +368,14 @@ wick_status wk_record_reduce(wick_tensor *out, const wick_tensor *indices, wick_
     if (op == WICK_SUM || op == WICK_MEAN) return WICK_OK; /* the shape is all they need */
     TRY(wk_save(n, 0, a, out));
     TRY(wk_save(n, 1, out, out));
-    return indices ? wk_save(n, 2, indices, out) : WICK_OK;
+    if (!indices) return WICK_OK;
+    /* a copy: the caller owns the indices it got and may change them in place (the Lua
+     * binding makes them 1-based that way) */
+    wick_tensor *own;
+    TRY(wick_clone(&own, indices));
+    wick_status st = wk_save(n, 2, own, out);
+    wick_tensor_release(own);
+    return st;
 }
 
 /* ---- matrix products ---- */

@@ -13,7 +13,9 @@ static const char *binary_names[] = {WICK_BINARY_OPS(NAME_OF)};
 const char *wick_unary_name(wick_unary_op op) { return (unsigned)op < WICK_NUM_UNARY ? unary_names[op] : "?"; }
 const char *wick_binary_name(wick_binary_op op) { return (unsigned)op < WICK_NUM_BINARY ? binary_names[op] : "?"; }
 
-static bool unary_needs_float(wick_unary_op op) { return op >= WICK_EXP && op <= WICK_SIGMOID; }
+static bool unary_needs_float(wick_unary_op op) {
+    return (op >= WICK_EXP && op <= WICK_SIGMOID) || op == WICK_ERF || op == WICK_GELU;
+}
 static bool binary_is_compare(wick_binary_op op) { return op >= WICK_EQ; }
 
 /* The dtype a kernel computes in for values of dtype d. */

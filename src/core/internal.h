@@ -135,6 +135,26 @@ typedef struct wk_reduce_args {
     int correction;
 } wk_reduce_args;
 
+/* A 2-D convolution over contiguous tensors of one compute dtype (float32 or
+ * float64): input [n, c, h, w], weight [o, c / groups, kh, kw], output
+ * [n, o, oh, ow]. Shapes and parameters are checked by the core (nn_ops.c). */
+typedef struct wk_conv2d_args {
+    wick_dtype dtype;
+    int64_t n, c, h, w;
+    int64_t o, kh, kw;
+    int64_t oh, ow;
+    int64_t sh, sw, ph, pw, dh, dw, groups;
+} wk_conv2d_args;
+
+/* 2-D pooling over `planes` (n * c) contiguous [h, w] planes of one compute dtype;
+ * indices (int64) are flat positions within a plane, 0-based. */
+typedef struct wk_pool2d_args {
+    wick_dtype dtype;
+    int64_t planes, h, w, oh, ow;
+    int64_t kh, kw, sh, sw, ph, pw;
+    int count_include_pad;
+} wk_pool2d_args;
+
 /* How a 2-D view can be given to gemm: row-major with leading dimension ld,
  * transposed or not. False when neither fits (then it is copied first). */
 bool wk_gemm_layout(const wick_tensor *t, int *trans, int64_t *ld);
@@ -165,6 +185,18 @@ struct wick_backend {
     /* accumulating forms: out[index] += src */
     wick_status (*scatter_add)(wick_tensor *out, int dim, const wick_tensor *index, const wick_tensor *src);
     wick_status (*index_add)(wick_tensor *out, int dim, const wick_tensor *index, const wick_tensor *src);
+    /* Convolution (all pointers to contiguous data in args->dtype; bias may be NULL).
+     * backward: any of grad_input, grad_weight, grad_bias may be NULL (not wanted). */
+    wick_status (*conv2d_forward)(const wk_conv2d_args *args, char *out, const char *input, const char *weight,
+                                  const char *bias);
+    wick_status (*conv2d_backward)(const wk_conv2d_args *args, const char *grad_out, const char *input,
+                                   const char *weight, char *grad_input, char *grad_weight, char *grad_bias);
+    /* Pooling: indices may be NULL in max_pool2d; backward kernels overwrite grad_input. */
+    void (*max_pool2d)(const wk_pool2d_args *args, char *out, int64_t *indices, const char *input);
+    void (*max_pool2d_backward)(const wk_pool2d_args *args, char *grad_input, const char *grad_out,
+                                const int64_t *indices);
+    void (*avg_pool2d)(const wk_pool2d_args *args, char *out, const char *input);
+    void (*avg_pool2d_backward)(const wk_pool2d_args *args, char *grad_input, const char *grad_out);
 };
 
 extern const wick_backend wk_cpu_backend;

@@ -45,7 +45,9 @@ WK_HD int64_t wk_ipow(int64_t a, int64_t b) {
     X(SQRT, sqrtf(x), sqrt(x))                                                                  \
     X(TANH, tanhf(x), tanh(x))                                                                  \
     X(SIGMOID, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)))                                 \
-    X(RELU, x < 0 ? 0.0f : x, x < 0 ? 0.0 : x)
+    X(RELU, x < 0 ? 0.0f : x, x < 0 ? 0.0 : x)                                                 \
+    X(ERF, erff(x), erf(x))                                                                     \
+    X(GELU, 0.5f * x * (1.0f + erff(x * 0.70710678f)), 0.5 * x * (1.0 + erf(x * 0.7071067811865476)))
 
 /* Unary ops on int64 (the float-only ones never reach an integer kernel). */
 #define WK_UNARY_INT_MATH(X)                                                                    \

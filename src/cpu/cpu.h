@@ -24,5 +24,14 @@ wick_status cpu_gather(wick_tensor *out, const wick_tensor *in, int dim, const w
 wick_status cpu_scatter(wick_tensor *out, int dim, const wick_tensor *index, const wick_tensor *src);
 wick_status cpu_scatter_add(wick_tensor *out, int dim, const wick_tensor *index, const wick_tensor *src);
 wick_status cpu_index_add(wick_tensor *out, int dim, const wick_tensor *index, const wick_tensor *src);
+/* cpu_conv.c, cpu_pool.c */
+wick_status cpu_conv2d_forward(const wk_conv2d_args *a, char *out, const char *input, const char *weight,
+                               const char *bias);
+wick_status cpu_conv2d_backward(const wk_conv2d_args *a, const char *grad_out, const char *input, const char *weight,
+                                char *grad_input, char *grad_weight, char *grad_bias);
+void cpu_max_pool2d(const wk_pool2d_args *a, char *out, int64_t *indices, const char *input);
+void cpu_max_pool2d_backward(const wk_pool2d_args *a, char *grad_input, const char *grad_out, const int64_t *indices);
+void cpu_avg_pool2d(const wk_pool2d_args *a, char *out, const char *input);
+void cpu_avg_pool2d_backward(const wk_pool2d_args *a, char *grad_input, const char *grad_out);
 
 #endif

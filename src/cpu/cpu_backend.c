@@ -214,4 +214,10 @@ const wick_backend wk_cpu_backend = {
     .scatter = cpu_scatter,
     .scatter_add = cpu_scatter_add,
     .index_add = cpu_index_add,
+    .conv2d_forward = cpu_conv2d_forward,
+    .conv2d_backward = cpu_conv2d_backward,
+    .max_pool2d = cpu_max_pool2d,
+    .max_pool2d_backward = cpu_max_pool2d_backward,
+    .avg_pool2d = cpu_avg_pool2d,
+    .avg_pool2d_backward = cpu_avg_pool2d_backward,
 };

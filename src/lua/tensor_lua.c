@@ -261,6 +261,13 @@ static int m_cuda_device_count(lua_State *L) {
     return 1;
 }
 
+static int m_read_idx(lua_State *L) {
+    const char *path = luaL_checkstring(L, 1);
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_read_idx(slot, path));
+    return 1;
+}
+
 static int m_cpu_bytes_in_use(lua_State *L) {
     lua_pushnumber(L, (lua_Number)wick_cpu_bytes_in_use());
     return 1;
@@ -1100,6 +1107,22 @@ static int t_detach(lua_State *L) {
     return 1;
 }
 
+/* t:_replace(src): t's userdata now holds src's data, keeping its requires_grad
+ * (PyTorch's `param.data = src`): a module moved to a device keeps its parameter
+ * objects, so optimizers built before the move go on working. */
+static int t_replace(lua_State *L) {
+    wick_tensor *a = SELF("_replace"), *src = wl_checktensor(L, 2, "_replace", "src");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_detach(slot, src));
+    if (wick_requires_grad(a)) wl_check(L, wick_set_requires_grad(*slot, 1));
+    wick_tensor **self = lua_touserdata(L, 1);
+    wick_tensor *old = *self;
+    *self = *slot; /* swap: the temporary userdata now owns the old tensor and frees it */
+    *slot = old;
+    lua_settop(L, 1);
+    return 1;
+}
+
 static int m_set_grad_enabled(lua_State *L) {
     wick_set_grad_enabled(lua_toboolean(L, 1));
     return 0;
@@ -1177,6 +1200,7 @@ static const luaL_Reg module_fns[] = {
     {"where", m_where},
     {"fast_pointers", m_fast_pointers},
     {"fill_slots", m_fill_slots},
+    {"read_idx", m_read_idx},
     {"set_grad_enabled", m_set_grad_enabled},
     {"is_grad_enabled", m_is_grad_enabled},
     {NULL, NULL}};
@@ -1192,7 +1216,7 @@ static const luaL_Reg method_fns[] = {
     {"_storage_id", t_storage_id}, {"_dtype", t_dtype}, {"_device", t_device}, {"_shape", t_shape},
     {"_get", t_get}, {"_set", t_set}, {"_requires_grad", t_requires_grad},
     {"requires_grad_", t_set_requires_grad}, {"_grad", t_grad}, {"_set_grad", t_set_grad}, {"_grad_fn", t_grad_fn},
-    {"_is_leaf", t_is_leaf}, {"backward", t_backward}, {"detach", t_detach}, {NULL, NULL}};
+    {"_is_leaf", t_is_leaf}, {"backward", t_backward}, {"detach", t_detach}, {"_replace", t_replace}, {NULL, NULL}};
 
 /* Fills the module table at -1: functions, and `Tensor` (methods) and `_mt`. */
 void wl_open_tensor(lua_State *L) {

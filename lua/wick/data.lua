@@ -1,0 +1,193 @@
+-- wick.data: the dataset protocol (ds:len(), ds:get(i) -> values), TensorDataset,
+-- DataLoader and Fashion-MNIST.
+local wick = require("wick")
+
+local data = {}
+
+--- A random permutation of 1..n from wick's generator (repeatable under
+--- wick.manual_seed): Fisher-Yates over uniform draws.
+function data.randperm(n)
+  local u = n > 0 and wick.rand(n, { dtype = "float64" }):totable() or {}
+  local p = {}
+  for i = 1, n do p[i] = i end
+  for i = n, 2, -1 do
+    local j = math.floor(u[i] * i) + 1
+    p[i], p[j] = p[j], p[i]
+  end
+  return p
+end
+wick.randperm = function(n, opts)
+  return wick.tensor(data.randperm(n), { dtype = (opts and opts.dtype) or "int64", device = opts and opts.device })
+end
+
+-- ---- TensorDataset ----
+local TensorDataset = {}
+TensorDataset.__index = TensorDataset
+
+--- TensorDataset(t1, t2, ...): sample i is (t1[i], t2[i], ...), along dim 1.
+function data.TensorDataset(...)
+  local tensors = { ... }
+  if #tensors == 0 then wick.error("TensorDataset: expected at least one tensor") end
+  local n = tensors[1]:size(1)
+  for i, t in ipairs(tensors) do
+    if not wick.is_tensor(t) then wick.error(("TensorDataset: argument %d is not a tensor"):format(i)) end
+    if t:dim() == 0 or t:size(1) ~= n then
+      wick.error(("TensorDataset: size mismatch between tensors: tensor 1 has %d samples, tensor %d has %s"):format(n, i, t:dim() == 0 and "none (0-dim)" or t:size(1)))
+    end
+  end
+  return setmetatable({ tensors = tensors, n = n }, TensorDataset)
+end
+
+function TensorDataset:len() return self.n end
+
+function TensorDataset:get(i)
+  local out = {}
+  for k, t in ipairs(self.tensors) do out[k] = t[i] end
+  return unpack(out, 1, #self.tensors)
+end
+
+--- A whole batch at once (what DataLoader uses when a dataset has it).
+function TensorDataset:get_batch(indices)
+  local idx = wick.tensor(indices, { dtype = "int64", device = self.tensors[1].device })
+  local out = {}
+  for k, t in ipairs(self.tensors) do out[k] = t:index_select(1, idx) end
+  return out
+end
+
+-- ---- collation ----
+local function collate(samples)
+  local first = samples[1]
+  if wick.is_tensor(first) then
+    return wick.stack(samples, 1)
+  elseif type(first) == "number" then
+    return wick.tensor(samples)
+  elseif type(first) == "boolean" then
+    return wick.tensor(samples)
+  elseif type(first) == "table" then
+    local out = {}
+    for k in pairs(first) do
+      local column = {}
+      for i, s in ipairs(samples) do column[i] = s[k] end
+      out[k] = collate(column)
+    end
+    return out
+  end
+  return samples
+end
+data.default_collate = collate
+
+-- ---- DataLoader ----
+local DataLoader = {}
+DataLoader.__index = DataLoader
+
+--- DataLoader(dataset, {batch_size = 1, shuffle = false, drop_last = false,
+--- device = nil, collate_fn = nil})
+function data.DataLoader(dataset, opts)
+  opts = opts or {}
+  local known = { batch_size = true, shuffle = true, drop_last = true, device = true, collate_fn = true, pin_memory = true }
+  for k in pairs(opts) do
+    if not known[k] then wick.error(("DataLoader: unknown option '%s'"):format(tostring(k))) end
+  end
+  if type(dataset) ~= "table" or type(dataset.len) ~= "function" or type(dataset.get) ~= "function" then
+    wick.error("DataLoader: the dataset must have len() and get(i) methods")
+  end
+  local bs = opts.batch_size or 1
+  if type(bs) ~= "number" or bs < 1 or bs ~= math.floor(bs) then
+    wick.error(("DataLoader: batch_size must be a positive integer, got %s"):format(tostring(bs)))
+  end
+  return setmetatable({
+    dataset = dataset, batch_size = bs, shuffle = opts.shuffle or false, drop_last = opts.drop_last or false,
+    device = opts.device and wick.device(opts.device) or nil, collate_fn = opts.collate_fn or collate,
+  }, DataLoader)
+end
+
+function DataLoader:len()
+  local n = self.dataset:len()
+  if self.drop_last then return math.floor(n / self.batch_size) end
+  return math.ceil(n / self.batch_size)
+end
+
+--- for inputs, labels in loader:iter() do ... end
+function DataLoader:iter()
+  local n = self.dataset:len()
+  local order
+  if self.shuffle then order = data.randperm(n) end
+  local batches, b = self:len(), 0
+  local ds = self.dataset
+  return function()
+    b = b + 1
+    if b > batches then return nil end
+    local first = (b - 1) * self.batch_size + 1
+    local last = math.min(b * self.batch_size, n)
+    local indices = {}
+    for i = first, last do indices[#indices + 1] = order and order[i] or i end
+    local batch
+    if ds.get_batch and self.collate_fn == collate then
+      batch = ds:get_batch(indices)
+    else
+      local samples = {}
+      for k, i in ipairs(indices) do samples[k] = { ds:get(i) } end
+      batch = {}
+      local width = #samples[1]
+      for col = 1, width do
+        local column = {}
+        for k, s in ipairs(samples) do column[k] = s[col] end
+        batch[col] = self.collate_fn(column)
+      end
+    end
+    if self.device then batch = wick.to_device(batch, self.device) end
+    return unpack(batch)
+  end
+end
+
+-- ---- Fashion-MNIST ----
+local FashionMNIST = {}
+FashionMNIST.__index = FashionMNIST
+FashionMNIST.classes = { "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot" }
+
+local DEFAULT_ROOT = "/usr/share/datasets/fashion-mnist"
+
+local function exists(path)
+  local f = io.open(path, "rb")
+  if f then f:close() end
+  return f ~= nil
+end
+
+--- FashionMNIST{train = true, root = dir}: images float32 [N, 1, 28, 28] in [0, 1],
+--- labels int64 in 1..10. root defaults to $FASHION_MNIST_DIR, then the
+--- directory Debian's dataset-fashion-mnist package installs.
+function data.FashionMNIST(opts)
+  opts = opts or {}
+  local root = opts.root or os.getenv("FASHION_MNIST_DIR") or DEFAULT_ROOT
+  local prefix = opts.train == false and "t10k" or "train"
+  local function find(kind)
+    for _, name in ipairs({ ("%s-%s-idx%d-ubyte.gz"):format(prefix, kind, kind == "images" and 3 or 1),
+                            ("%s-%s-idx%d-ubyte"):format(prefix, kind, kind == "images" and 3 or 1) }) do
+      local path = root .. "/" .. name
+      if exists(path) then return path end
+    end
+    wick.error(("Fashion-MNIST not found: %s/%s-%s-idx%d-ubyte.gz does not exist. Install it with `apt-get install dataset-fashion-mnist` (files in %s), or point root = ... or FASHION_MNIST_DIR at a directory with the IDX files")
+      :format(root, prefix, kind, kind == "images" and 3 or 1, DEFAULT_ROOT))
+  end
+  local images = wick._core.read_idx(find("images"))
+  local labels = wick._core.read_idx(find("labels"))
+  if images:dim() ~= 3 or labels:dim() ~= 1 or images:size(1) ~= labels:size(1) then
+    wick.error(("Fashion-MNIST: unexpected shapes %s and %s"):format(tostring(images.shape), tostring(labels.shape)))
+  end
+  local n = images:size(1)
+  local self = setmetatable({
+    images = images:to("float32"):div_(255):view(n, 1, images:size(2), images:size(3)),
+    labels = labels:to("int64"):add_(1),
+    n = n,
+  }, FashionMNIST)
+  return self
+end
+
+function FashionMNIST:len() return self.n end
+function FashionMNIST:get(i) return self.images[i], self.labels[i] end
+function FashionMNIST:get_batch(indices)
+  local idx = wick.tensor(indices, { dtype = "int64" })
+  return { self.images:index_select(1, idx), self.labels:index_select(1, idx) }
+end
+
+return data

@@ -1,0 +1,256 @@
+-- wick.nn.functional: the operations behind the layers and losses. Each is a
+-- composition of the core's ops (which record autograd and obey the same-device
+-- rule) or one C op (conv2d, pooling).
+local wick = require("wick")
+local core = wick._core
+
+local F = {}
+
+local function check_device(op, arg, t, other, other_arg)
+  if wick.is_tensor(t) and wick.is_tensor(other) and t.device ~= other.device and other:dim() > 0 then
+    wick.error(("Expected all tensors to be on the same device, but found at least two devices, %s and %s! (when checking argument for argument %s in method %s)")
+      :format(tostring(other.device), tostring(t.device), arg, op))
+  end
+end
+
+--- y = x W^T + b, x of shape [..., in], W [out, in], b [out].
+function F.linear(x, weight, bias)
+  check_device("linear", "weight", weight, x, "input")
+  if x:dim() == 2 then
+    if bias then
+      check_device("linear", "bias", bias, x, "input")
+      return bias:addmm(x, weight:t())
+    end
+    return x:mm(weight:t())
+  end
+  local y = x:matmul(weight:t())
+  if bias then y = y + bias end
+  return y
+end
+
+function F.relu(x) return x:relu() end
+function F.gelu(x) return x:gelu() end
+function F.sigmoid(x) return x:sigmoid() end
+function F.tanh(x) return x:tanh() end
+function F.softmax(x, dim) return x:softmax(dim) end
+function F.log_softmax(x, dim) return x:log_softmax(dim) end
+function F.flatten(x, start_dim, end_dim) return x:flatten(start_dim or 2, end_dim or -1) end
+
+--- Inverted dropout: zeroes elements with probability p and scales the rest by 1/(1-p).
+function F.dropout(x, p, training)
+  p = p or 0.5
+  if p < 0 or p > 1 then wick.error(("dropout probability has to be between 0 and 1, but got %s"):format(p)) end
+  if training == false or p == 0 then return x end
+  if p == 1 then return x * 0 end
+  local keep = wick.rand(x.shape, { device = x.device, dtype = x.dtype }):ge(p):to(x.dtype)
+  return x * keep * (1 / (1 - p))
+end
+
+local function pair(v, name)
+  if v == nil then return nil end
+  if type(v) == "number" then return { v, v } end
+  if type(v) == "table" and #v == 2 then return v end
+  wick.error(("%s: expected a number or a {h, w} table, got %s"):format(name, tostring(v)))
+end
+F._pair = pair
+
+function F.conv2d(x, weight, bias, opts)
+  opts = opts or {}
+  return core.conv2d(x, weight, bias, opts)
+end
+
+function F.max_pool2d(x, kernel_size, opts)
+  return core.max_pool2d(x, kernel_size, opts or {})
+end
+
+function F.avg_pool2d(x, kernel_size, opts)
+  return core.avg_pool2d(x, kernel_size, opts or {})
+end
+
+-- Shape [1, C, 1, ...] that broadcasts a per-channel vector over x (channels at dim 2).
+local function per_channel(v, x)
+  local shape = { 1, v:numel() }
+  for _ = 3, x:dim() do shape[#shape + 1] = 1 end
+  return v:view(shape)
+end
+
+--- Batch normalisation over dim 2 (channels); running statistics are updated in
+--- place when training.
+function F.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
+  momentum, eps = momentum or 0.1, eps or 1e-5
+  if x:dim() < 2 then wick.error(("batch_norm: expected at least 2-D input, got %d-D"):format(x:dim())) end
+  local mean, var
+  if training then
+    -- statistics over every dim but the channel one
+    local flat = x:transpose(1, 2):reshape(x:size(2), -1) -- [C, N*...]
+    mean = flat:mean(2)
+    var = flat:var(2, { unbiased = false })
+    local n = flat:size(2)
+    if n <= 1 then wick.error("batch_norm: expected more than 1 value per channel when training") end
+    if running_mean then
+      wick.no_grad(function()
+        running_mean:mul_(1 - momentum):add_(mean:detach() * momentum)
+        running_var:mul_(1 - momentum):add_(var:detach() * (momentum * n / (n - 1)))
+      end)
+    end
+    mean, var = per_channel(mean, x), per_channel(var, x)
+  else
+    mean, var = per_channel(running_mean, x), per_channel(running_var, x)
+  end
+  local y = (x - mean) / (var + eps):sqrt()
+  if weight then y = y * per_channel(weight, x) end
+  if bias then y = y + per_channel(bias, x) end
+  return y
+end
+
+--- Layer normalisation over the trailing dims given by normalized_shape.
+function F.layer_norm(x, normalized_shape, weight, bias, eps)
+  eps = eps or 1e-5
+  local n = type(normalized_shape) == "number" and 1 or #normalized_shape
+  local lead = {}
+  for i = 1, x:dim() - n do lead[i] = x:size(i) end
+  lead[#lead + 1] = -1
+  local flat = x:reshape(lead)
+  local mean = flat:mean(-1, true)
+  local var = flat:var(-1, { unbiased = false, keepdim = true })
+  local y = ((flat - mean) / (var + eps):sqrt()):view(x.shape)
+  if weight then y = y * weight end
+  if bias then y = y + bias end
+  return y
+end
+
+--- Rows of weight picked by 1-based indices.
+function F.embedding(indices, weight)
+  if indices.dtype ~= "int64" and indices.dtype ~= "int32" then
+    wick.error(("embedding: expected indices of dtype int64, got %s"):format(indices.dtype))
+  end
+  local flat = weight:index_select(1, indices:reshape(-1))
+  local shape = {}
+  for i = 1, indices:dim() do shape[i] = indices:size(i) end
+  shape[#shape + 1] = weight:size(2)
+  return flat:view(shape)
+end
+
+-- ---- losses ----
+
+local function reduce(loss, reduction, denominator)
+  reduction = reduction or "mean"
+  if reduction == "none" then return loss end
+  if reduction == "sum" then return loss:sum() end
+  if reduction == "mean" then
+    if denominator then return loss:sum() / denominator end
+    return loss:mean()
+  end
+  wick.error(("invalid reduction '%s' (expected 'mean', 'sum' or 'none')"):format(tostring(reduction)))
+end
+
+--- Negative log likelihood of 1-based class targets.
+function F.nll_loss(logp, target, opts)
+  opts = opts or {}
+  if logp:dim() < 2 then wick.error(("nll_loss: expected input of at least 2 dims [N, C], got %d"):format(logp:dim())) end
+  if target.dtype ~= "int64" and target.dtype ~= "int32" then
+    wick.error(("nll_loss: expected class indices of dtype int64 (1-based), got %s"):format(target.dtype))
+  end
+  check_device("nll_loss", "target", target, logp, "input")
+  local ignore = opts.ignore_index
+  local mask, safe = nil, target
+  if ignore ~= nil then
+    mask = target:ne(ignore)
+    safe = wick.where(mask, target, 1)
+  end
+  local picked = logp:gather(2, safe:unsqueeze(2)):squeeze(2)
+  local w
+  if opts.weight then
+    check_device("nll_loss", "weight", opts.weight, logp, "input")
+    w = opts.weight:index_select(1, safe:reshape(-1)):view(safe.shape)
+  end
+  if mask then
+    local m = mask:to(logp.dtype)
+    w = w and w * m or m
+  end
+  local loss = -picked
+  if w then loss = loss * w end
+  local reduction = opts.reduction or "mean"
+  if reduction == "mean" and w then return reduce(loss, "mean", w:sum()) end
+  return reduce(loss, reduction)
+end
+
+--- Cross entropy of logits [N, C] against 1-based class indices [N] (or class
+--- probabilities [N, C]), with weight, ignore_index and label_smoothing.
+function F.cross_entropy(logits, target, opts)
+  opts = opts or {}
+  local dim = logits:dim() >= 2 and 2 or 1
+  local logp = logits:log_softmax(dim)
+  local smoothing = opts.label_smoothing or 0
+  if target:is_floating_point() then -- class probabilities
+    local t = target
+    local classes = logits:size(dim)
+    if smoothing > 0 then t = t * (1 - smoothing) + smoothing / classes end
+    local per = logp * t
+    if opts.weight then per = per * opts.weight end
+    return reduce(-per:sum(dim), opts.reduction)
+  end
+  local nll = F.nll_loss(logp, target, opts)
+  if smoothing == 0 then return nll end
+  if smoothing < 0 or smoothing > 1 then wick.error("cross_entropy: label_smoothing must be between 0 and 1") end
+  local classes = logits:size(dim)
+  local per = opts.weight and logp * opts.weight or logp
+  local smooth = -per:sum(dim)
+  local reduction = opts.reduction or "mean"
+  local w
+  if opts.ignore_index ~= nil then
+    local m = target:ne(opts.ignore_index):to(logits.dtype)
+    smooth = smooth * m
+    w = m
+  end
+  if opts.weight then
+    local safe = opts.ignore_index ~= nil and wick.where(target:ne(opts.ignore_index), target, 1) or target
+    local wt = opts.weight:index_select(1, safe)
+    w = w and w * wt or wt
+  end
+  local smooth_red
+  if reduction == "mean" and w then smooth_red = smooth:sum() / w:sum()
+  else smooth_red = reduce(smooth, reduction) end
+  return nll * (1 - smoothing) + smooth_red * (smoothing / classes)
+end
+
+function F.mse_loss(input, target, opts)
+  check_device("mse_loss", "target", target, input, "input")
+  local d = input - target
+  return reduce(d * d, opts and opts.reduction)
+end
+
+function F.l1_loss(input, target, opts)
+  check_device("l1_loss", "target", target, input, "input")
+  return reduce((input - target):abs(), opts and opts.reduction)
+end
+
+--- Binary cross entropy of probabilities; log clamped at -100 like PyTorch.
+function F.binary_cross_entropy(p, target, opts)
+  opts = opts or {}
+  check_device("binary_cross_entropy", "target", target, p, "input")
+  local logp = p:log():clamp(-100)
+  local log1mp = (1 - p):log():clamp(-100)
+  local loss = -(target * logp + (1 - target) * log1mp)
+  if opts.weight then loss = loss * opts.weight end
+  return reduce(loss, opts.reduction)
+end
+
+--- Binary cross entropy of logits, computed stably:
+--- max(x, 0) - x y + log(1 + exp(-|x|)), with pos_weight scaling the positive term.
+function F.binary_cross_entropy_with_logits(x, target, opts)
+  opts = opts or {}
+  check_device("binary_cross_entropy_with_logits", "target", target, x, "input")
+  local softplus_neg = (-x:abs()):exp():add(1):log() + (-x):relu() -- log(1 + exp(-x))
+  local loss
+  if opts.pos_weight then
+    local lw = (opts.pos_weight - 1) * target + 1
+    loss = (1 - target) * x + lw * softplus_neg
+  else
+    loss = (1 - target) * x + softplus_neg
+  end
+  if opts.weight then loss = loss * opts.weight end
+  return reduce(loss, opts.reduction)
+end
+
+return F

@@ -1,0 +1,7 @@
+-- wick.nn: modules, layers, losses, and wick.nn.functional / wick.nn.utils.
+local nn = {}
+nn.Module = require("wick.nn.module")
+for name, value in pairs(require("wick.nn.layers")) do nn[name] = value end
+nn.functional = require("wick.nn.functional")
+nn.utils = require("wick.nn.utils")
+return nn

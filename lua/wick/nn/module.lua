@@ -1,0 +1,283 @@
+-- nn.Module: the base of every layer. A module is a Lua table whose fields are
+-- tracked in the order of first assignment (never pairs order), so parameters(),
+-- to(), state_dict() and optimizers see the same, repeatable order.
+local wick = require("wick")
+
+local Module = {}
+Module.__name = "Module"
+Module.__index = Module
+
+local function is_tensor(v) return wick.is_tensor(v) end
+local function is_module(v) return type(v) == "table" and getmetatable(v) ~= nil and rawget(v, "_fields") ~= nil end
+
+-- Records each new field name once, in assignment order.
+local function track(self, key, value)
+  local fields = rawget(self, "_fields")
+  if value ~= nil and not fields[key] and type(key) == "string" and key:sub(1, 1) ~= "_" then
+    fields[key] = true
+    fields[#fields + 1] = key
+  end
+  rawset(self, key, value)
+end
+
+--- Module:extend("Name"): a new class; Class(...) builds an instance and calls init.
+function Module:extend(name)
+  local class = {}
+  for k, v in pairs(self) do
+    if type(k) == "string" and k:sub(1, 2) == "__" then class[k] = v end
+  end
+  class.__name = name or "Module"
+  class.__index = class
+  class.__newindex = track
+  class.super = self
+  return setmetatable(class, {
+    __index = self,
+    __call = function(cls, ...) return cls.new(cls, ...) end,
+  })
+end
+
+function Module.new(class, ...)
+  local self = setmetatable({ _fields = {}, training = true }, class)
+  rawset(self, "training", true)
+  self:init(...)
+  return self
+end
+
+function Module:init() end
+
+function Module:forward()
+  error(("%s:forward is not defined"):format(getmetatable(self).__name), 2)
+end
+
+Module.__newindex = track
+Module.__call = function(self, ...) return self:forward(...) end
+
+--- Stores a tensor that is state but not a parameter (running statistics).
+function Module:register_buffer(name, tensor)
+  track(self, name, tensor)
+  local buffers = rawget(self, "_buffers") or {}
+  buffers[name] = true
+  rawset(self, "_buffers", buffers)
+end
+
+-- The named members of one module, in order: kind is "param", "buffer" or "module".
+local function members(self)
+  local out = {}
+  local buffers = rawget(self, "_buffers") or {}
+  for _, key in ipairs(rawget(self, "_fields")) do
+    local v = rawget(self, key)
+    if is_tensor(v) then
+      out[#out + 1] = { key, v, (buffers[key] or not v.requires_grad) and "buffer" or "param" }
+    elseif is_module(v) then
+      out[#out + 1] = { key, v, "module" }
+    elseif type(v) == "table" and getmetatable(v) == nil then -- a table of modules or tensors
+      for i, item in ipairs(v) do
+        local name = key .. "." .. i
+        if is_module(item) then out[#out + 1] = { name, item, "module" }
+        elseif is_tensor(item) then out[#out + 1] = { name, item, item.requires_grad and "param" or "buffer" } end
+      end
+    end
+  end
+  return out
+end
+
+-- Walks the tree: fn(prefix .. name, value, kind) for every tensor.
+local function walk(self, prefix, fn, seen)
+  seen = seen or {}
+  for _, m in ipairs(members(self)) do
+    local name, value, kind = m[1], m[2], m[3]
+    if kind == "module" then
+      walk(value, prefix .. name .. ".", fn, seen)
+    elseif not seen[value] then
+      seen[value] = true
+      fn(prefix .. name, value, kind)
+    end
+  end
+end
+
+function Module:named_parameters()
+  local list = {}
+  walk(self, "", function(name, t, kind) if kind == "param" then list[#list + 1] = { name, t } end end)
+  local i = 0
+  return function()
+    i = i + 1
+    if list[i] then return list[i][1], list[i][2] end
+  end
+end
+
+function Module:parameters()
+  local out = {}
+  for _, p in self:named_parameters() do out[#out + 1] = p end
+  return out
+end
+
+function Module:named_buffers()
+  local list = {}
+  walk(self, "", function(name, t, kind) if kind == "buffer" then list[#list + 1] = { name, t } end end)
+  local i = 0
+  return function()
+    i = i + 1
+    if list[i] then return list[i][1], list[i][2] end
+  end
+end
+
+function Module:buffers()
+  local out = {}
+  for _, b in self:named_buffers() do out[#out + 1] = b end
+  return out
+end
+
+function Module:named_children()
+  local list = {}
+  for _, m in ipairs(members(self)) do
+    if m[3] == "module" then list[#list + 1] = { m[1], m[2] } end
+  end
+  local i = 0
+  return function()
+    i = i + 1
+    if list[i] then return list[i][1], list[i][2] end
+  end
+end
+
+function Module:children()
+  local out = {}
+  for _, c in self:named_children() do out[#out + 1] = c end
+  return out
+end
+
+function Module:modules()
+  local out = { self }
+  for _, c in ipairs(self:children()) do
+    for _, m in ipairs(c:modules()) do out[#out + 1] = m end
+  end
+  return out
+end
+
+function Module:train(mode)
+  if mode == nil then mode = true end
+  for _, m in ipairs(self:modules()) do rawset(m, "training", mode) end
+  return self
+end
+
+function Module:eval() return self:train(false) end
+
+function Module:zero_grad()
+  for _, p in ipairs(self:parameters()) do p.grad = nil end
+end
+
+-- What a dtype argument of Module:to converts: floating-point tensors only.
+local function is_float(t)
+  local d = t.dtype
+  return d == "float32" or d == "float64" or d == "float16" or d == "bfloat16"
+end
+
+--- model:to(device | dtype | {device =, dtype =}): moves every parameter, buffer
+--- and gradient in place (same Lua objects, new storage) and returns model.
+function Module:to(...)
+  local spec = { ... }
+  local device, dtype
+  for _, a in ipairs(spec) do
+    if type(a) == "string" and wick[a] == a and a ~= "float" then dtype = a
+    elseif type(a) == "table" and getmetatable(a) == nil then device, dtype = a.device or device, a.dtype or dtype
+    elseif a ~= nil then device = a end
+  end
+  local function move(t)
+    local opts = { device = device }
+    if dtype and is_float(t) then opts.dtype = dtype end
+    return t:to(opts)
+  end
+  wick.no_grad(function()
+    walk(self, "", function(_, t)
+      local moved = move(t)
+      if not rawequal(moved, t) then
+        local grad = t.grad
+        t:_replace(moved)
+        if grad then t.grad = move(grad) end
+      end
+    end)
+  end)
+  return self
+end
+
+function Module:cuda(index) return self:to(index and wick.device("cuda", index) or "cuda") end
+function Module:cpu() return self:to("cpu") end
+function Module:float() return self:to("float32") end
+function Module:double() return self:to("float64") end
+
+--- state_dict(): name -> tensor (sharing storage with the module, cut from the graph).
+function Module:state_dict()
+  local sd = {}
+  walk(self, "", function(name, t) sd[name] = t:detach() end)
+  return sd
+end
+
+--- load_state_dict(sd[, {strict = true}]): copies values into the existing tensors.
+function Module:load_state_dict(sd, opts)
+  local strict = not (opts and opts.strict == false)
+  local own, order = {}, {}
+  walk(self, "", function(name, t) own[name] = t; order[#order + 1] = name end)
+  local missing, unexpected, mismatched = {}, {}, {}
+  for _, name in ipairs(order) do
+    local v = sd[name]
+    if v == nil then missing[#missing + 1] = name
+    else
+      local t = own[name]
+      if not wick.is_tensor(v) then
+        mismatched[#mismatched + 1] = ('value for "%s" is a %s, not a tensor'):format(name, type(v))
+      elseif tostring(v.shape) ~= tostring(t.shape) then
+        mismatched[#mismatched + 1] = ("size mismatch for %s: copying a param with shape %s from checkpoint, the shape in current model is %s.")
+          :format(name, tostring(v.shape), tostring(t.shape))
+      end
+    end
+  end
+  local keys = {}
+  for k in pairs(sd) do keys[#keys + 1] = k end
+  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+  for _, k in ipairs(keys) do if own[k] == nil then unexpected[#unexpected + 1] = k end end
+  local problems = {}
+  local function quoted(list)
+    local q = {}
+    for i, k in ipairs(list) do q[i] = ('"%s"'):format(k) end
+    return table.concat(q, ", ")
+  end
+  if strict and #unexpected > 0 then problems[#problems + 1] = "Unexpected key(s) in state_dict: " .. quoted(unexpected) .. "." end
+  if strict and #missing > 0 then problems[#problems + 1] = "Missing key(s) in state_dict: " .. quoted(missing) .. "." end
+  for _, m in ipairs(mismatched) do problems[#problems + 1] = m end
+  if #problems > 0 then
+    local msg = ("Error(s) in loading state_dict for %s:\n\t%s"):format(getmetatable(self).__name, table.concat(problems, "\n\t"))
+    -- a hint when every key differs only by DataParallel's prefix
+    local prefixed = 0
+    for _, k in ipairs(keys) do if type(k) == "string" and k:sub(1, 7) == "module." and own[k:sub(8)] then prefixed = prefixed + 1 end end
+    if prefixed > 0 and prefixed == #keys then
+      msg = msg .. "\n\tThe checkpoint's keys carry a 'module.' prefix (a DataParallel model): load wick.nn.utils.strip_prefix(sd, 'module.')"
+    end
+    wick.error(msg)
+  end
+  wick.no_grad(function()
+    for _, name in ipairs(order) do
+      local v = sd[name]
+      if v ~= nil then own[name]:copy_(v) end
+    end
+  end)
+  return { missing_keys = missing, unexpected_keys = unexpected }
+end
+
+--- The module tree, like PyTorch's repr.
+function Module:extra_repr() return "" end
+
+function Module:__tostring()
+  local name = getmetatable(self).__name
+  local lines = {}
+  for _, m in ipairs(members(self)) do
+    if m[3] == "module" then
+      local child = tostring(m[2]):gsub("\n", "\n  ")
+      lines[#lines + 1] = ("  (%s): %s"):format(m[1], child)
+    end
+  end
+  local extra = self:extra_repr()
+  if #lines == 0 then return ("%s(%s)"):format(name, extra) end
+  return ("%s(%s\n%s\n)"):format(name, extra ~= "" and extra or "", table.concat(lines, "\n"))
+end
+
+Module._members = members
+return Module

@@ -1,0 +1,234 @@
+-- wick.optim: SGD, Adam, AdamW and learning-rate schedulers. Updates run under
+-- wick.no_grad with in-place ops, so optimizer state lives on each parameter's
+-- device and nothing moves between devices.
+local wick = require("wick")
+
+local optim = {}
+
+local Optimizer = {}
+Optimizer.__index = Optimizer
+optim.Optimizer = Optimizer
+
+local function class(name, defaults, step)
+  local C = setmetatable({}, { __index = Optimizer, __call = function(cls, params, opts) return cls.new(cls, params, opts) end })
+  C.__index = C
+  C.__name = name
+  C.defaults = defaults
+  C.update = step
+  return C
+end
+
+function Optimizer.new(cls, params, opts)
+  opts = opts or {}
+  for k in pairs(opts) do
+    if cls.defaults[k] == nil then wick.error(("%s: unknown option '%s'"):format(cls.__name, tostring(k))) end
+  end
+  if type(params) ~= "table" or #params == 0 then
+    wick.error(("%s: expected a non-empty array of parameters (model:parameters())"):format(cls.__name))
+  end
+  local groups = {}
+  -- an array of tensors, or an array of groups {params = {...}, lr = ...}
+  local list = wick.is_tensor(params[1]) and { { params = params } } or params
+  for _, g in ipairs(list) do
+    local group = { params = {} }
+    for k, v in pairs(cls.defaults) do group[k] = v end
+    for k, v in pairs(opts) do group[k] = v end
+    for k, v in pairs(g) do if k ~= "params" then group[k] = v end end
+    for i, p in ipairs(g.params) do
+      if not wick.is_tensor(p) then wick.error(("%s: parameter %d is not a tensor"):format(cls.__name, i)) end
+      group.params[i] = p
+    end
+    if type(group.lr) ~= "number" then wick.error(("%s: lr is required (a number)"):format(cls.__name)) end
+    groups[#groups + 1] = group
+  end
+  return setmetatable({ param_groups = groups, state = {} }, cls)
+end
+
+function Optimizer:zero_grad()
+  for _, g in ipairs(self.param_groups) do
+    for _, p in ipairs(g.params) do p.grad = nil end
+  end
+end
+
+function Optimizer:step(closure)
+  local loss
+  if closure then loss = wick.enable_grad(closure) end
+  wick.no_grad(function()
+    for _, group in ipairs(self.param_groups) do
+      for _, p in ipairs(group.params) do
+        local g = p.grad
+        if g then
+          local state = self.state[p]
+          if not state then state = {}; self.state[p] = state end
+          self.update(p, g, state, group)
+        end
+      end
+    end
+  end)
+  return loss
+end
+
+-- Parameters are numbered in group order, as PyTorch numbers them.
+local function numbered(self)
+  local list = {}
+  for _, group in ipairs(self.param_groups) do
+    for _, p in ipairs(group.params) do list[#list + 1] = p end
+  end
+  return list
+end
+
+function Optimizer:state_dict()
+  local state, groups, index = {}, {}, 0
+  for gi, group in ipairs(self.param_groups) do
+    local g = { params = {} }
+    for k, v in pairs(group) do if k ~= "params" then g[k] = v end end
+    for _, p in ipairs(group.params) do
+      index = index + 1
+      g.params[#g.params + 1] = index
+      local s = self.state[p]
+      if s then
+        local copy = {}
+        for k, v in pairs(s) do copy[k] = v end
+        state[index] = copy
+      end
+    end
+    groups[gi] = g
+  end
+  return { state = state, param_groups = groups }
+end
+
+--- Loads state saved by state_dict(); tensors move to each parameter's device and dtype.
+function Optimizer:load_state_dict(sd)
+  if type(sd) ~= "table" or type(sd.param_groups) ~= "table" or type(sd.state) ~= "table" then
+    wick.error("load_state_dict: expected a table with state and param_groups (from opt:state_dict())")
+  end
+  if #sd.param_groups ~= #self.param_groups then
+    wick.error(("load_state_dict: the saved state has %d parameter groups, this optimizer has %d"):format(#sd.param_groups, #self.param_groups))
+  end
+  for gi, g in ipairs(sd.param_groups) do
+    if #g.params ~= #self.param_groups[gi].params then
+      wick.error(("load_state_dict: group %d has %d parameters in the saved state but %d here"):format(gi, #g.params, #self.param_groups[gi].params))
+    end
+  end
+  local params = numbered(self)
+  self.state = {}
+  for index, s in pairs(sd.state) do
+    local p = params[tonumber(index)]
+    if p then
+      local copy = {}
+      for k, v in pairs(s) do
+        if wick.is_tensor(v) then
+          v = v:to({ device = p.device, dtype = v:is_floating_point() and p.dtype or v.dtype })
+          if rawequal(v, s[k]) then v = v:clone() end
+        end
+        copy[k] = v
+      end
+      self.state[p] = copy
+    end
+  end
+  for gi, g in ipairs(sd.param_groups) do
+    for k, v in pairs(g) do if k ~= "params" then self.param_groups[gi][k] = v end end
+  end
+end
+
+-- ---- SGD ----
+optim.SGD = class("SGD", { lr = "required", momentum = 0, dampening = 0, weight_decay = 0, nesterov = false, maximize = false },
+  function(p, g, state, group)
+    if group.maximize then g = -g end
+    if group.weight_decay ~= 0 then g = g + p * group.weight_decay end
+    local momentum = group.momentum
+    if momentum ~= 0 then
+      local buf = state.momentum_buffer
+      if not buf then
+        buf = g:clone()
+        state.momentum_buffer = buf
+      else
+        buf:mul_(momentum):add_(g, 1 - group.dampening)
+      end
+      if group.nesterov then g = g + buf * momentum else g = buf end
+    end
+    p:add_(g, -group.lr)
+  end)
+
+-- ---- Adam and AdamW ----
+local function adam(decoupled)
+  return function(p, g, state, group)
+    if group.maximize then g = -g end
+    local b1, b2 = group.betas[1], group.betas[2]
+    if group.weight_decay ~= 0 then
+      if decoupled then p:mul_(1 - group.lr * group.weight_decay)
+      else g = g + p * group.weight_decay end
+    end
+    if not state.exp_avg then
+      state.step = 0
+      state.exp_avg = wick.zeros_like(p)
+      state.exp_avg_sq = wick.zeros_like(p)
+    end
+    state.step = state.step + 1
+    state.exp_avg:mul_(b1):add_(g, 1 - b1)
+    state.exp_avg_sq:mul_(b2):add_(g * g, 1 - b2)
+    local bc1, bc2 = 1 - b1 ^ state.step, 1 - b2 ^ state.step
+    local denom = (state.exp_avg_sq:sqrt() / math.sqrt(bc2)):add_(group.eps)
+    p:add_(state.exp_avg / denom, -group.lr / bc1)
+  end
+end
+optim.Adam = class("Adam", { lr = 1e-3, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0, maximize = false }, adam(false))
+optim.AdamW = class("AdamW", { lr = 1e-3, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 1e-2, maximize = false }, adam(true))
+
+-- ---- schedulers ----
+local Scheduler = {}
+Scheduler.__index = Scheduler
+
+local function scheduler(name, compute, defaults)
+  local C = setmetatable({}, { __index = Scheduler, __call = function(cls, opt, opts) return cls.new(cls, opt, opts) end })
+  C.__index = C
+  C.__name = name
+  C.compute = compute
+  C.defaults = defaults
+  return C
+end
+
+function Scheduler.new(cls, opt, opts)
+  local self = setmetatable({ optimizer = opt, last_epoch = 0, base_lrs = {} }, cls)
+  for k, v in pairs(cls.defaults) do self[k] = v end
+  for k, v in pairs(opts or {}) do
+    if cls.defaults[k] == nil then wick.error(("%s: unknown option '%s'"):format(cls.__name, tostring(k))) end
+    self[k] = v
+  end
+  for i, g in ipairs(opt.param_groups) do self.base_lrs[i] = g.lr end
+  return self
+end
+
+function Scheduler:step()
+  self.last_epoch = self.last_epoch + 1
+  for i, g in ipairs(self.optimizer.param_groups) do g.lr = self:compute(self.base_lrs[i]) end
+end
+
+function Scheduler:get_last_lr()
+  local out = {}
+  for i, g in ipairs(self.optimizer.param_groups) do out[i] = g.lr end
+  return out
+end
+
+function Scheduler:state_dict()
+  local sd = { last_epoch = self.last_epoch, base_lrs = {} }
+  for i, v in ipairs(self.base_lrs) do sd.base_lrs[i] = v end
+  for k in pairs(getmetatable(self).defaults) do sd[k] = self[k] end
+  return sd
+end
+
+function Scheduler:load_state_dict(sd)
+  for k, v in pairs(sd) do self[k] = v end
+end
+
+optim.lr_scheduler = {}
+optim.lr_scheduler.StepLR = scheduler("StepLR", function(self, base)
+  return base * self.gamma ^ math.floor(self.last_epoch / self.step_size)
+end, { step_size = 1, gamma = 0.1 })
+optim.lr_scheduler.CosineAnnealingLR = scheduler("CosineAnnealingLR", function(self, base)
+  return self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+end, { T_max = 1, eta_min = 0 })
+optim.StepLR = optim.lr_scheduler.StepLR
+optim.CosineAnnealingLR = optim.lr_scheduler.CosineAnnealingLR
+
+return optim

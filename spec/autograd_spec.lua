@@ -1,0 +1,958 @@
+-- Autograd: every differentiable op of the core checked against central finite
+-- differences in float64 (gradcheck), then the engine's behaviour: accumulation,
+-- retain_graph, errors, grad mode, detach, in-place rules, .grad, grad_fn,
+-- printing, memory and deep graphs.
+local wick = require("wick")
+local support = require("spec.support")
+local assert_close, assert_error_has, shape_of = support.assert_close, support.assert_error_has, support.shape_of
+local I = support.I
+
+local F64 = { dtype = "float64" }
+
+-- ---- gradcheck ----
+
+local EPS, ATOL, RTOL = 1e-6, 1e-5, 1e-4
+
+-- the elements of t as a flat Lua array (row-major), 0-dim included
+local function values_of(t)
+  if t:dim() == 0 then return { t:item() } end
+  return t:reshape(t:numel()):totable()
+end
+
+-- a float64 tensor of `shape` (a Lua array, {} for 0-dim) from flat values
+local function from_values(vals, shape)
+  if #shape == 0 then return wick.tensor(vals[1], F64) end
+  return wick.tensor(vals, F64):view(shape)
+end
+
+local function copy(a) local r = {}; for i = 1, #a do r[i] = a[i] end; return r end
+
+-- deterministic weights in [-1, 1] (an LCG of our own: independent of wick's RNG)
+local function weights(n, seed)
+  local s, w = seed or 12345, {}
+  for i = 1, n do
+    s = (1103515245 * s + 12345) % 2147483648
+    w[i] = s / 1073741824 - 1
+    if math.abs(w[i]) < 0.1 then w[i] = w[i] + 0.3 end -- every output element matters
+  end
+  return w
+end
+
+-- gradcheck(fn, inputs[, opts]): inputs are float64 tensors; each becomes a
+-- fresh leaf with requires_grad, except those listed in opts.constant (a set of
+-- input positions). The scalar loss is sum(fn(...) * W) for fixed random W,
+-- so every element of the output contributes. The analytic gradient of each
+-- leaf must match (f(x + eps e_j) - f(x - eps e_j)) / (2 eps) for every element
+-- j within ATOL + RTOL * |numeric|. It also checks that every leaf got a .grad
+-- of its own shape and dtype.
+local function gradcheck(fn, inputs, opts)
+  opts = opts or {}
+  local constant = opts.constant or {}
+  local shapes, vals = {}, {}
+  for i, x in ipairs(inputs) do
+    assert.are.equal("float64", x.dtype, "gradcheck inputs must be float64")
+    shapes[i], vals[i] = shape_of(x), values_of(x)
+  end
+  local n = #inputs
+  local function make(i, v)
+    local t = from_values(v, shapes[i])
+    if not constant[i] then t:requires_grad_() end
+    return t
+  end
+
+  -- analytic
+  local leaves = {}
+  for i = 1, n do leaves[i] = make(i, vals[i]) end
+  local out = fn(unpack(leaves, 1, n))
+  assert.is_true(wick.is_tensor(out), "gradcheck: fn must return a tensor")
+  assert.is_true(out.requires_grad, "gradcheck: the output does not require grad")
+  assert.is_truthy(out.grad_fn, "gradcheck: the output has no grad_fn")
+  local out_shape = shape_of(out)
+  local w = from_values(weights(out:numel()), out_shape)
+  local loss = (out:to("float64") * w):sum()
+  loss:backward()
+
+  -- numeric
+  local function f(args)
+    return wick.no_grad(function()
+      local o = fn(unpack(args, 1, n))
+      assert.are.same(out_shape, shape_of(o))
+      return (o:to("float64") * w):sum():item()
+    end)
+  end
+  for i = 1, n do
+    if not constant[i] then
+      local g = leaves[i].grad
+      assert.is_truthy(g, ("gradcheck: input %d got no gradient"):format(i))
+      assert.are.same(shapes[i], shape_of(g), ("gradcheck: shape of the gradient of input %d"):format(i))
+      assert.are.equal("float64", g.dtype)
+      local analytic = values_of(g)
+      local args = {}
+      for k = 1, n do args[k] = from_values(vals[k], shapes[k]) end
+      for j = 1, #vals[i] do
+        local v = copy(vals[i])
+        v[j] = vals[i][j] + EPS
+        args[i] = from_values(v, shapes[i])
+        local fp = f(args)
+        v[j] = vals[i][j] - EPS
+        args[i] = from_values(v, shapes[i])
+        local fm = f(args)
+        local numeric = (fp - fm) / (2 * EPS)
+        local a = analytic[j]
+        assert(a == a and math.abs(a - numeric) <= ATOL + RTOL * math.abs(numeric),
+          ("gradcheck: input %d, element %d: analytic %.10g, numeric %.10g"):format(i, j, a, numeric))
+      end
+      args[i] = from_values(vals[i], shapes[i])
+    else
+      assert.is_nil(leaves[i].grad)
+    end
+  end
+  return true
+end
+
+-- ---- inputs ----
+
+local seed = 1
+-- sizes as numbers or one table, like wick.randn's
+local function sizes_of(...)
+  if type((...)) == "table" then return (...) end
+  return { ... }
+end
+local function randn(...)
+  seed = seed + 1
+  wick.manual_seed(seed)
+  return wick.randn(sizes_of(...), F64)
+end
+-- values at least `margin` away from 0 (for abs, relu, division)
+local function away(t, margin)
+  margin = margin or 0.2
+  return t + t:ge(0):to("float64") * (2 * margin) - margin
+end
+-- positive values in [0.5, 1.5] (log, sqrt, pow bases)
+local function pos(...)
+  seed = seed + 1
+  wick.manual_seed(seed)
+  return wick.rand(sizes_of(...), F64) + 0.5
+end
+-- distinct values spread by at least 0.1 in a random order (max, min without ties)
+local function distinct(...)
+  local t = randn(...)
+  local n = t:numel()
+  local order = values_of(t)
+  local idx = {}
+  for i = 1, n do idx[i] = i end
+  table.sort(idx, function(a, b) return order[a] < order[b] end)
+  local v = {}
+  for rank, i in ipairs(idx) do v[i] = (rank - n / 2) * 0.1 end
+  return from_values(v, shape_of(t))
+end
+local function T(values) return wick.tensor(values, F64) end
+
+describe("gradcheck", function()
+  it("catches a wrong analytic gradient", function()
+    -- x * detach(x) has gradient x, but the function's true derivative is 2x
+    local ok, err = pcall(gradcheck, function(x) return x * x:detach() end, { randn(3) })
+    assert.is_false(ok)
+    assert.is_truthy(tostring(err):find("analytic", 1, true))
+    -- and the honest version passes
+    assert.is_true(gradcheck(function(x) return x * x end, { randn(3) }))
+  end)
+
+  it("catches a missing gradient", function()
+    local ok = pcall(gradcheck, function(x, y) return x * 2 + y:detach() end, { randn(2), randn(2) })
+    assert.is_false(ok)
+  end)
+end)
+
+describe("autograd gradients: unary ops", function()
+  it("neg", function() gradcheck(function(x) return x:neg() end, { randn(3, 4) }) end)
+  it("unary minus", function() gradcheck(function(x) return -x end, { randn(3, 4) }) end)
+  it("abs (away from 0)", function() gradcheck(function(x) return x:abs() end, { away(randn(3, 4)) }) end)
+  it("exp", function() gradcheck(function(x) return x:exp() end, { randn(3, 4) }) end)
+  it("log", function() gradcheck(function(x) return x:log() end, { pos(3, 4) }) end)
+  it("sqrt", function() gradcheck(function(x) return x:sqrt() end, { pos(3, 4) }) end)
+  it("tanh", function() gradcheck(function(x) return x:tanh() end, { randn(3, 4) }) end)
+  it("sigmoid", function() gradcheck(function(x) return x:sigmoid() end, { randn(3, 4) }) end)
+  it("relu (away from 0)", function() gradcheck(function(x) return x:relu() end, { away(randn(3, 4)) }) end)
+  it("module functions (wick.exp, wick.tanh)", function()
+    gradcheck(function(x) return wick.tanh(wick.exp(x)) end, { randn(5) })
+  end)
+  it("0-dim input", function() gradcheck(function(x) return x:sigmoid() end, { T(0.3) }) end)
+  it("non-contiguous input (a transposed view)", function()
+    gradcheck(function(x) return x:t():exp() end, { randn(3, 2) })
+  end)
+end)
+
+describe("autograd gradients: binary ops", function()
+  it("add", function() gradcheck(function(a, b) return a:add(b) end, { randn(2, 3), randn(2, 3) }) end)
+  it("sub", function() gradcheck(function(a, b) return a:sub(b) end, { randn(2, 3), randn(2, 3) }) end)
+  it("mul", function() gradcheck(function(a, b) return a:mul(b) end, { randn(2, 3), randn(2, 3) }) end)
+  it("div", function() gradcheck(function(a, b) return a:div(b) end, { randn(2, 3), away(randn(2, 3), 0.5) }) end)
+  it("pow: tensor ^ tensor with a positive base", function()
+    gradcheck(function(a, b) return a:pow(b) end, { pos(2, 3), randn(2, 3) })
+  end)
+  it("pow: tensor ^ number", function()
+    gradcheck(function(a) return a:pow(3) end, { randn(2, 3) })
+    gradcheck(function(a) return a:pow(2.5) end, { pos(2, 3) })
+    gradcheck(function(a) return a:pow(-1.5) end, { pos(2, 3) })
+  end)
+  it("pow: number ^ tensor", function()
+    gradcheck(function(b) return 2 ^ b end, { randn(2, 3) })
+    gradcheck(function(b) return 0.7 ^ b end, { randn(4) })
+  end)
+  it("maximum and minimum (no ties)", function()
+    local a = randn(2, 3)
+    local b = a + T({ { 0.5, -0.5, 0.3 }, { -0.3, 0.4, -0.6 } })
+    gradcheck(function(x, y) return x:maximum(y) end, { a, b })
+    gradcheck(function(x, y) return x:minimum(y) end, { a, b })
+    gradcheck(function(x, y) return x:max(y) end, { a, b })
+    gradcheck(function(x, y) return wick.minimum(x, y) end, { a, b })
+  end)
+  it("maximum with ties splits the gradient evenly, like PyTorch", function()
+    local a = T({ 1, 2, 3 }):requires_grad_()
+    local b = T({ 1, 5, 0 }):requires_grad_()
+    a:maximum(b):sum():backward()
+    assert_close(a.grad, { 0.5, 0, 1 }, 0)
+    assert_close(b.grad, { 0.5, 1, 0 }, 0)
+  end)
+  it("clamp (away from the bounds)", function()
+    local x = T({ { -2, -0.7, -0.3, 0.2 }, { 0.45, 0.8, 1.5, -1.1 } })
+    gradcheck(function(t) return t:clamp(-0.5, 0.5) end, { x })
+    gradcheck(function(t) return t:clamp(0) end, { x })
+    gradcheck(function(t) return t:clamp(nil, 0.5) end, { x })
+    gradcheck(function(t) return t:clamp({ min = -1, max = 1 }) end, { x })
+  end)
+  it("clamp passes no gradient outside the bounds", function()
+    local x = T({ -2, 0, 2 }):requires_grad_()
+    x:clamp(-1, 1):sum():backward()
+    assert_close(x.grad, { 0, 1, 0 }, 0)
+  end)
+  it("where", function()
+    local c = wick.tensor({ { true, false, true }, { false, false, true } })
+    gradcheck(function(a, b) return wick.where(c, a, b) end, { randn(2, 3), randn(2, 3) })
+    gradcheck(function(a, b) return a:where(c, b) end, { randn(2, 3), randn(2, 3) })
+    -- broadcast operands: a row, a 0-dim tensor
+    gradcheck(function(a, b) return wick.where(c, a, b) end, { randn(3), T(0.5) })
+    -- a number on one side
+    gradcheck(function(a) return wick.where(c, a, 0) end, { randn(2, 3) })
+    gradcheck(function(b) return wick.where(c, 1.5, b) end, { randn(2, 1) })
+  end)
+  it("add and sub with alpha", function()
+    gradcheck(function(a, b) return a:add(b, 2.5) end, { randn(2, 3), randn(2, 3) })
+    gradcheck(function(a, b) return a:sub(b, 0.5) end, { randn(2, 3), randn(2, 3) })
+    gradcheck(function(a, b) return a:add(b, { alpha = -3 }) end, { randn(2, 3), randn(3) })
+    gradcheck(function(a, b) return wick.add(a, b, 4) end, { randn(2, 3), randn(2, 3) })
+    gradcheck(function(a) return a:add(2, 3) end, { randn(2, 3) })
+  end)
+  it("one operand without requires_grad", function()
+    gradcheck(function(a, b) return a * b + b / a end, { away(randn(2, 3), 0.5), randn(2, 3) },
+      { constant = { [2] = true } })
+    gradcheck(function(a, b) return a * b + b / a end, { away(randn(2, 3), 0.5), randn(2, 3) },
+      { constant = { [1] = true } })
+  end)
+  it("the same tensor on both sides", function()
+    gradcheck(function(a) return a * a end, { randn(4) })
+    gradcheck(function(a) return a / a:exp() + a - a * 3 end, { randn(4) })
+  end)
+end)
+
+describe("autograd gradients: Lua operators", function()
+  it("tensor op tensor", function()
+    local a, b = randn(2, 3), away(randn(2, 3), 0.5)
+    gradcheck(function(x, y) return x + y end, { a, b })
+    gradcheck(function(x, y) return x - y end, { a, b })
+    gradcheck(function(x, y) return x * y end, { a, b })
+    gradcheck(function(x, y) return x / y end, { a, b })
+    gradcheck(function(x, y) return x:abs() ^ y end, { away(a), b })
+  end)
+  it("tensor op number and number op tensor", function()
+    local a = away(randn(2, 3), 0.5)
+    gradcheck(function(x) return x + 2 end, { a })
+    gradcheck(function(x) return 2 + x end, { a })
+    gradcheck(function(x) return x - 3 end, { a })
+    gradcheck(function(x) return 3 - x end, { a })
+    gradcheck(function(x) return x * 1.5 end, { a })
+    gradcheck(function(x) return -2 * x end, { a })
+    gradcheck(function(x) return x / 4 end, { a })
+    gradcheck(function(x) return 1 / x end, { a })
+    gradcheck(function(x) return x ^ 2 end, { a })
+    gradcheck(function(x) return 3 ^ x end, { a })
+  end)
+  it("large tensors (past the FFI fast paths' size limit) and small ones agree", function()
+    gradcheck(function(x, y) return (x * y - y) / (x:abs() + 1) end, { randn(3), randn(3) })
+    local x = wick.randn(100, 50, F64):requires_grad_()
+    local y = wick.randn(100, 50, F64)
+    ;((x * y - y) / 2):sum():backward()
+    assert_close(x.grad, (y / 2):totable(), 1e-12)
+  end)
+end)
+
+describe("autograd gradients: broadcasting", function()
+  it("[2, 3] with [3]: the gradient is summed to [3]", function()
+    gradcheck(function(a, b) return a + b end, { randn(2, 3), randn(3) })
+    gradcheck(function(a, b) return a * b end, { randn(2, 3), randn(3) })
+    gradcheck(function(a, b) return b / a end, { away(randn(2, 3), 0.5), randn(3) })
+    gradcheck(function(a, b) return a - b end, { randn(3), randn(2, 3) })
+  end)
+  it("[2, 1] with [1, 3]", function()
+    gradcheck(function(a, b) return a * b end, { randn(2, 1), randn(1, 3) })
+    gradcheck(function(a, b) return a - b end, { randn(2, 1), randn(1, 3) })
+    gradcheck(function(a, b) return a:pow(b) end, { pos(2, 1), randn(1, 3) })
+  end)
+  it("with a 0-dim tensor", function()
+    gradcheck(function(a, b) return a * b end, { randn(2, 3), T(1.7) })
+    gradcheck(function(a, b) return a / b end, { T(-0.8), away(randn(2, 3), 0.5) })
+    gradcheck(function(a, b) return a + b end, { T(0.4), T(-1.2) })
+  end)
+  it("leading and middle dims: [3, 1, 2] with [4, 1]", function()
+    gradcheck(function(a, b) return a * b end, { randn(3, 1, 2), randn(4, 1) })
+  end)
+  it("maximum with a broadcast operand", function()
+    local a = distinct(2, 3)
+    gradcheck(function(x, y) return x:maximum(y) end, { a, T({ 0.05, -0.05, 0.15 }) })
+  end)
+  it("the reduced gradient has the input's shape", function()
+    local a = randn(2, 3):requires_grad_()
+    local b = randn(3):requires_grad_()
+    local c = T(2):requires_grad_()
+    ;((a * b) * c):sum():backward()
+    assert.are.same({ 3 }, shape_of(b.grad))
+    assert.are.same({}, shape_of(c.grad))
+    assert.are.same({ 2, 3 }, shape_of(a.grad))
+  end)
+end)
+
+describe("autograd gradients: reductions", function()
+  for _, name in ipairs({ "sum", "mean" }) do
+    it(name .. " over everything and along dims, keepdim on and off", function()
+      local x = randn(3, 4)
+      gradcheck(function(t) return t[name](t) end, { x })
+      gradcheck(function(t) return t[name](t, 1) end, { x })
+      gradcheck(function(t) return t[name](t, 2) end, { x })
+      gradcheck(function(t) return t[name](t, -1) end, { x })
+      gradcheck(function(t) return t[name](t, 1, true) end, { x })
+      gradcheck(function(t) return t[name](t, 2, true) end, { x })
+      gradcheck(function(t) return t[name](t, { keepdim = true }) end, { x })
+      gradcheck(function(t) return t[name](t, 2) end, { randn(2, 3, 2) })
+      gradcheck(function(t) return t[name](t) end, { T(1.5) })
+    end)
+  end
+  it("prod over everything and along dims", function()
+    local x = away(randn(2, 3), 0.3)
+    gradcheck(function(t) return t:prod() end, { x })
+    gradcheck(function(t) return t:prod(1) end, { x })
+    gradcheck(function(t) return t:prod(2, true) end, { x })
+    gradcheck(function(t) return t:prod(-1) end, { x })
+  end)
+  it("prod with a zero element", function()
+    local x = T({ { 2, 0, 3 }, { 0.5, 1.5, -2 } })
+    gradcheck(function(t) return t:prod(2) end, { x })
+    gradcheck(function(t) return t:prod(1, true) end, { x })
+    gradcheck(function(t) return t:prod() end, { T({ 2, 0, 3, -1 }) })
+    gradcheck(function(t) return t:prod() end, { T({ 2, 0, 3, 0 }) })
+  end)
+  for _, name in ipairs({ "var", "std" }) do
+    it(name .. " over everything and along dims, keepdim and correction", function()
+      local x = randn(3, 4)
+      gradcheck(function(t) return t[name](t) end, { x })
+      gradcheck(function(t) return t[name](t, 1) end, { x })
+      gradcheck(function(t) return t[name](t, 2, true) end, { x })
+      gradcheck(function(t) return t[name](t, -1) end, { x })
+      gradcheck(function(t) return t[name](t, { correction = 0 }) end, { x })
+      gradcheck(function(t) return t[name](t, 2, { unbiased = false }) end, { x })
+      gradcheck(function(t) return t[name](t, { dim = 1, keepdim = true, correction = 2 }) end, { x })
+      gradcheck(function(t) return t[name](t, { keepdim = true }) end, { x })
+    end)
+  end
+  it("max and min over everything (no ties)", function()
+    local x = distinct(3, 4)
+    gradcheck(function(t) return t:max() end, { x })
+    gradcheck(function(t) return t:min() end, { x })
+    gradcheck(function(t) return wick.max(t) end, { distinct(5) })
+  end)
+  it("max and min along a dim (no ties), keepdim on and off", function()
+    local x = distinct(3, 4)
+    for _, name in ipairs({ "max", "min" }) do
+      gradcheck(function(t) return (t[name](t, 1)) end, { x })
+      gradcheck(function(t) return (t[name](t, 2)) end, { x })
+      gradcheck(function(t) return (t[name](t, -1)) end, { x })
+      gradcheck(function(t) return (t[name](t, 1, true)) end, { x })
+      gradcheck(function(t) return (t[name](t, 2, true)) end, { x })
+      gradcheck(function(t) return (t[name](t, 2)) end, { distinct(2, 3, 2) })
+    end
+  end)
+  it("max over everything with ties shares the gradient, max along a dim gives it to one index", function()
+    local x = T({ { 1, 3 }, { 3, 2 } }):requires_grad_()
+    x:max():backward()
+    assert_close(x.grad, { { 0, 0.5 }, { 0.5, 0 } }, 0)
+    local y = T({ { 1, 3 }, { 3, 2 } }):requires_grad_()
+    local v, i = y:max(1)
+    v:sum():backward()
+    local idx = i:totable()
+    local g = y.grad:totable()
+    for col = 1, 2 do
+      local s = 0
+      for row = 1, 2 do s = s + g[row][col] end
+      assert.are.equal(1, s)
+      assert.are.equal(1, g[idx[col]][col])
+    end
+  end)
+end)
+
+describe("autograd gradients: matrix products", function()
+  it("mm", function()
+    gradcheck(function(a, b) return a:mm(b) end, { randn(2, 3), randn(3, 4) })
+    gradcheck(function(a, b) return wick.mm(a, b) end, { randn(3, 3), randn(3, 1) })
+    -- transposed operands
+    gradcheck(function(a, b) return a:t():mm(b:t()) end, { randn(3, 2), randn(4, 3) })
+  end)
+  it("mm with one side constant", function()
+    gradcheck(function(a, b) return a:mm(b) end, { randn(2, 3), randn(3, 4) }, { constant = { [1] = true } })
+    gradcheck(function(a, b) return a:mm(b) end, { randn(2, 3), randn(3, 4) }, { constant = { [2] = true } })
+  end)
+  it("bmm", function()
+    gradcheck(function(a, b) return a:bmm(b) end, { randn(2, 2, 3), randn(2, 3, 2) })
+    gradcheck(function(a, b) return a:transpose(2, 3):bmm(b) end, { randn(2, 3, 2), randn(2, 3, 2) })
+  end)
+  it("addmm with beta and alpha, input broadcast", function()
+    gradcheck(function(c, a, b) return c:addmm(a, b) end, { randn(2, 4), randn(2, 3), randn(3, 4) })
+    gradcheck(function(c, a, b) return c:addmm(a, b, { beta = 0.5, alpha = 2 }) end,
+      { randn(2, 4), randn(2, 3), randn(3, 4) })
+    gradcheck(function(c, a, b) return c:addmm(a, b, { beta = -1.5, alpha = 0.25 }) end,
+      { randn(4), randn(2, 3), randn(3, 4) })
+    gradcheck(function(c, a, b) return wick.addmm(c, a, b, { alpha = 3 }) end,
+      { randn(1, 4), randn(2, 3), randn(3, 4) })
+  end)
+  local cases = {
+    { "vector . vector", { 3 }, { 3 } },
+    { "matrix x vector", { 2, 3 }, { 3 } },
+    { "vector x matrix", { 3 }, { 3, 2 } },
+    { "matrix x matrix", { 2, 3 }, { 3, 4 } },
+    { "batch x matrix", { 2, 2, 3 }, { 3, 2 } },
+    { "matrix x batch", { 2, 3 }, { 2, 3, 2 } },
+    { "batch x batch", { 2, 2, 3 }, { 2, 3, 2 } },
+    { "broadcast batches", { 2, 1, 2, 3 }, { 3, 3, 2 } },
+    { "vector x batch", { 3 }, { 2, 3, 2 } },
+    { "batch x vector", { 2, 2, 3 }, { 3 } },
+  }
+  for _, case in ipairs(cases) do
+    it("matmul: " .. case[1], function()
+      gradcheck(function(a, b) return a:matmul(b) end, { randn(case[2]), randn(case[3]) })
+    end)
+  end
+end)
+
+describe("autograd gradients: views", function()
+  local x
+  before_each(function() x = randn(2, 3, 4) end)
+  it("view and reshape", function()
+    gradcheck(function(t) return t:view(6, 4) end, { x })
+    gradcheck(function(t) return t:view(-1) * 2 end, { x })
+    gradcheck(function(t) return t:reshape(4, 6) end, { x })
+    gradcheck(function(t) return t:view_as(wick.zeros(4, 6)) end, { x })
+    -- reshape of a non-contiguous view copies
+    gradcheck(function(t) return t:transpose(1, 3):reshape(-1) end, { x })
+  end)
+  it("transpose, t and permute", function()
+    gradcheck(function(t) return t:transpose(1, 3) end, { x })
+    gradcheck(function(t) return t:transpose(-1, 2) end, { x })
+    gradcheck(function(t) return t:t() end, { randn(2, 3) })
+    gradcheck(function(t) return t:t() end, { randn(3) })
+    gradcheck(function(t) return t:permute(3, 1, 2) end, { x })
+    gradcheck(function(t) return t:permute({ 2, 3, 1 }) end, { x })
+    gradcheck(function(t) return t.T end, { x })
+  end)
+  it("narrow and select", function()
+    gradcheck(function(t) return t:narrow(3, 2, 2) end, { x })
+    gradcheck(function(t) return t:narrow(1, 2, 1) end, { x })
+    gradcheck(function(t) return t:select(2, 3) end, { x })
+    gradcheck(function(t) return t:select(-1, 1) end, { x })
+    -- overlapping slices add up
+    gradcheck(function(t) return t:narrow(3, 1, 3) * t:narrow(3, 2, 3) end, { x })
+  end)
+  it("squeeze, unsqueeze, expand, flatten", function()
+    local y = randn(2, 1, 3, 1)
+    gradcheck(function(t) return t:squeeze() end, { y })
+    gradcheck(function(t) return t:squeeze(2) end, { y })
+    gradcheck(function(t) return t:squeeze(1) end, { y })
+    gradcheck(function(t) return t:unsqueeze(1) end, { x })
+    gradcheck(function(t) return t:unsqueeze(-1) end, { x })
+    gradcheck(function(t) return t:expand(2, 3, 4) end, { randn(3, 1) })
+    gradcheck(function(t) return t:expand(2, -1, 4, 3, 2) end, { y })
+    gradcheck(function(t) return t:expand(2, 3) end, { T(0.5) })
+    gradcheck(function(t) return t:flatten() end, { x })
+    gradcheck(function(t) return t:flatten(2) end, { x })
+    gradcheck(function(t) return t:transpose(1, 2):flatten(1, 2) end, { x })
+    gradcheck(function(t) return t:flatten() end, { T(1.25) })
+  end)
+  it("contiguous and clone", function()
+    gradcheck(function(t) return t:transpose(1, 2):contiguous() end, { x })
+    gradcheck(function(t) return t:contiguous() * t end, { x })
+    gradcheck(function(t) return t:clone() end, { x })
+    gradcheck(function(t) return t:clone() * t:t():clone():t() end, { randn(3, 3) })
+  end)
+  it("t[i] indexing", function()
+    gradcheck(function(t) return t[2] end, { x })
+    gradcheck(function(t) return t[1][3] end, { x })
+    gradcheck(function(t) return t[-1][2][4] end, { x })
+    gradcheck(function(t) return t[1] * t[2] end, { x })
+  end)
+  it("a chain of views on both sides of an op", function()
+    gradcheck(function(a, b) return a:t():unsqueeze(1) * b:narrow(1, 2, 2):view(2, 1, 1):expand(2, 4, 3) end,
+      { randn(3, 4), randn(4) })
+  end)
+end)
+
+describe("autograd gradients: indexing, joining, softmax", function()
+  it("index_select, repeated indices included", function()
+    local x = randn(3, 4)
+    gradcheck(function(t) return t:index_select(1, I({ 3, 1 })) end, { x })
+    gradcheck(function(t) return t:index_select(2, I({ 2, 2, 4, 2 })) end, { x })
+    gradcheck(function(t) return t:index_select(-1, I({ 1 })) end, { x })
+    gradcheck(function(t) return wick.index_select(t, 1, I({ 1, 1, 1 })) end, { randn(2, 2) })
+  end)
+  it("gather, repeated indices included", function()
+    local x = randn(3, 4)
+    gradcheck(function(t) return t:gather(1, I({ { 1, 3, 3, 2 }, { 2, 2, 1, 1 } })) end, { x })
+    gradcheck(function(t) return t:gather(2, I({ { 4, 4 }, { 1, 2 }, { 3, 3 } })) end, { x })
+  end)
+  it("cat along each dim, with an input that needs no grad", function()
+    gradcheck(function(a, b) return wick.cat({ a, b }) end, { randn(2, 3), randn(1, 3) })
+    gradcheck(function(a, b) return wick.cat({ a, b }, 2) end, { randn(2, 3), randn(2, 2) })
+    gradcheck(function(a, b) return wick.cat({ a, b, a }, -1) end, { randn(2, 3), randn(2, 1) })
+    local c = randn(2, 3)
+    gradcheck(function(a, b) return wick.cat({ a, c, b }) end, { randn(1, 3), randn(3, 3) })
+    gradcheck(function(a, b) return wick.cat({ a, b }) end, { randn(2, 3), randn(1, 3) }, { constant = { [1] = true } })
+  end)
+  it("stack", function()
+    gradcheck(function(a, b) return wick.stack({ a, b }) end, { randn(2, 3), randn(2, 3) })
+    gradcheck(function(a, b) return wick.stack({ a, b, a }, 2) end, { randn(2, 3), randn(2, 3) })
+    gradcheck(function(a, b) return wick.stack({ a, b }, -1) end, { randn(2, 3), randn(2, 3) })
+  end)
+  for _, name in ipairs({ "softmax", "log_softmax" }) do
+    it(name .. " along each dim", function()
+      local x = randn(3, 4)
+      gradcheck(function(t) return t[name](t, 1) end, { x })
+      gradcheck(function(t) return t[name](t, 2) end, { x })
+      gradcheck(function(t) return t[name](t, -1) end, { x })
+      gradcheck(function(t) return t[name](t, -2) end, { x })
+      gradcheck(function(t) return t[name](t, 2) end, { randn(2, 3, 2) })
+      gradcheck(function(t) return wick[name](t, 1) end, { randn(4) })
+      gradcheck(function(t) return t:t()[name](t:t(), 2) end, { x })
+    end)
+  end
+end)
+
+describe("autograd gradients: dtype round trips", function()
+  it("to(float32) and back: the gradient arrives in the input's dtype", function()
+    local x = T({ { 1, -2, 3 }, { 0.5, 0.25, -4 } }):requires_grad_()
+    local w = wick.tensor({ { 1, 2, 3 }, { 4, 5, 6 } })
+    local y = x:to("float32")
+    assert.are.equal("float32", y.dtype)
+    assert.is_true(y.requires_grad)
+    ;(y * w):sum():backward()
+    assert.are.equal("float64", x.grad.dtype)
+    assert_close(x.grad, { { 1, 2, 3 }, { 4, 5, 6 } }, 0)
+  end)
+  it("float32 -> float64 -> float32", function()
+    local x = wick.tensor({ 1, 2, 3 }, { requires_grad = true })
+    local y = x:to("float64")
+    assert.are.equal("float64", y.dtype)
+    ;((y * y):to("float32"):sum()):backward()
+    assert.are.equal("float32", x.grad.dtype)
+    assert_close(x.grad, { 2, 4, 6 }, 0)
+  end)
+  it("gradcheck through float64 -> float64 (the same object) and :double()", function()
+    gradcheck(function(t) return t:to("float64") * t:double() end, { randn(3) })
+  end)
+  it("to() with nothing to change returns the tensor itself", function()
+    local x = T({ 1, 2 }):requires_grad_()
+    assert.is_true(rawequal(x, x:to("float64")))
+  end)
+end)
+
+describe("autograd gradients: compositions", function()
+  it("a small network: tanh(x W + b) then log_softmax", function()
+    local x = randn(4, 3)
+    gradcheck(function(w, b) return (x:mm(w) + b):tanh():log_softmax(2) end, { randn(3, 2), randn(2) })
+  end)
+  it("a mean squared error", function()
+    gradcheck(function(p, y) return ((p - y) ^ 2):mean() end, { randn(5), randn(5) })
+  end)
+  it("a tensor used by several ops (gradients add up in the graph)", function()
+    gradcheck(function(a) local e = a:exp(); return e * a + e:sum() - a:t():mm(a):sum(1) end, { randn(3, 3) })
+  end)
+end)
+
+-- ---- behaviour ----
+
+local function settle()
+  collectgarbage(); collectgarbage()
+  return wick._core.cpu_bytes_in_use()
+end
+
+describe("autograd behaviour", function()
+  it("requires_grad: get, set, creation option, requires_grad_()", function()
+    local x = wick.ones(2)
+    assert.is_false(x.requires_grad)
+    x.requires_grad = true
+    assert.is_true(x.requires_grad)
+    x.requires_grad = false
+    assert.is_false(x.requires_grad)
+    assert.is_true(rawequal(x, x:requires_grad_()))
+    assert.is_true(x.requires_grad)
+    x:requires_grad_(false)
+    assert.is_false(x.requires_grad)
+    assert.is_true(wick.zeros(2, 3, { requires_grad = true }).requires_grad)
+    assert.is_true(wick.tensor({ 1, 2 }, { requires_grad = true }).requires_grad)
+    assert.is_true(wick.randn(2, { dtype = "float64", requires_grad = true }).requires_grad)
+    assert.is_false(wick.tensor({ 1, 2 }, { requires_grad = false }).requires_grad)
+    -- the result of an op on it requires grad; on a plain tensor it does not
+    assert.is_true((wick.ones(2, { requires_grad = true }) * 2).requires_grad)
+    assert.is_false((wick.ones(2) * 2).requires_grad)
+  end)
+
+  it("requires_grad on an integer or bool tensor raises", function()
+    assert_error_has(function() wick.tensor({ 1, 2 }, { dtype = "int64" }).requires_grad = true end,
+      "floating point", "int64")
+    assert_error_has(function() wick.tensor({ 1, 2 }, { dtype = "int64" }):requires_grad_() end, "floating point")
+    assert_error_has(function() return wick.zeros(2, { dtype = "int32", requires_grad = true }) end, "floating point")
+    assert_error_has(function() wick.tensor({ true }).requires_grad = true end, "floating point", "bool")
+  end)
+
+  it("requires_grad cannot be switched off on a non-leaf", function()
+    local y = wick.ones(2, { requires_grad = true }) * 2
+    assert_error_has(function() y.requires_grad = false end, "leaf", "detach")
+  end)
+
+  it("gradients accumulate across two backward calls with retain_graph", function()
+    local x = T({ 1, 2, 3 }):requires_grad_()
+    local y = (x * x):sum()
+    y:backward({ retain_graph = true })
+    assert_close(x.grad, { 2, 4, 6 }, 0)
+    y:backward()
+    assert_close(x.grad, { 4, 8, 12 }, 0)
+    -- and across separate graphs
+    ;(x * 3):sum():backward()
+    assert_close(x.grad, { 7, 11, 15 }, 0)
+  end)
+
+  it("backward keeps .grad the same tensor object and writes in place", function()
+    local x = T({ 1, 2 }):requires_grad_()
+    ;(x * 2):sum():backward()
+    local g = x.grad
+    ;(x * 3):sum():backward()
+    assert_close(g, { 5, 5 }, 0) -- the tensor read after the first backward sees the second
+  end)
+
+  it("a second backward without retain_graph raises", function()
+    local x = T({ 1, 2, 3 }):requires_grad_()
+    local y = (x * x):sum()
+    y:backward()
+    assert_error_has(function() y:backward() end, "backward through the graph a second time", "retain_graph")
+    -- the gradient of the first pass is intact
+    assert_close(x.grad, { 2, 4, 6 }, 0)
+  end)
+
+  it("a second backward through a freed shared part of the graph raises", function()
+    local x = T({ 1, 2 }):requires_grad_()
+    local h = x * x
+    local a, b = (h + 1):sum(), (h * 2):sum()
+    a:backward()
+    assert_error_has(function() b:backward() end, "second time")
+  end)
+
+  it("backward on a tensor that does not require grad raises", function()
+    assert_error_has(function() wick.ones(1):backward() end, "does not require grad")
+    assert_error_has(function() wick.ones(2):sum():backward() end, "does not require grad")
+    local x = wick.ones(2, { requires_grad = true })
+    local y = wick.no_grad(function() return (x * 2):sum() end)
+    assert_error_has(function() y:backward() end, "does not require grad")
+  end)
+
+  it("backward on a non-scalar without a gradient raises", function()
+    local x = wick.ones(2, 3, { requires_grad = true })
+    local err = assert_error_has(function() (x * 2):backward() end, "only for scalar outputs", "[2, 3]")
+    assert.is_truthy(err:find("autograd_spec.lua", 1, true), err)
+    -- a one-element tensor of any shape is fine
+    local z = wick.ones(1, 1, { requires_grad = true })
+    ;(z * 5):backward()
+    assert_close(z.grad, { { 5 } }, 0)
+  end)
+
+  it("backward with an explicit gradient tensor", function()
+    local x = T({ { 1, 2 }, { 3, 4 } }):requires_grad_()
+    local y = x * x
+    y:backward(T({ { 1, 0 }, { 0.5, -1 } }))
+    assert_close(x.grad, { { 2, 0 }, { 3, -8 } }, 0)
+    -- a gradient of another dtype is converted; with options after it
+    local x2 = wick.tensor({ 1, 2 }, { requires_grad = true })
+    local y2 = x2 * 3
+    y2:backward(T({ 1, 2 }), { retain_graph = true })
+    assert.are.equal("float32", x2.grad.dtype)
+    assert_close(x2.grad, { 3, 6 }, 0)
+    y2:backward(T({ 1, 1 }))
+    assert_close(x2.grad, { 6, 9 }, 0)
+    -- a gradient of the wrong shape raises
+    local y3 = x * 2
+    assert_error_has(function() y3:backward(T({ 1, 2, 3 })) end, "shape")
+    assert_error_has(function() y3:backward("nope") end, "backward")
+  end)
+
+  it("backward on a leaf fills its own grad", function()
+    local x = T(3):requires_grad_()
+    x:backward()
+    assert_close(x.grad, 1, 0)
+  end)
+
+  it("a leaf that is not reached gets no grad; a branch without grad is skipped", function()
+    local x = T({ 1, 2 }):requires_grad_()
+    local unused = T({ 1, 2 }):requires_grad_()
+    local c = T({ 5, 6 })
+    local _ = unused * 2
+    ;(x * c):sum():backward()
+    assert.is_nil(unused.grad)
+    assert.is_nil(c.grad)
+    assert_close(x.grad, { 5, 6 }, 0)
+  end)
+
+  it("no_grad returns fn's results and records nothing", function()
+    local x = wick.ones(2, { requires_grad = true })
+    local a, b, c = wick.no_grad(function(p, q)
+      assert.is_false(wick.is_grad_enabled())
+      return x * p, q, nil
+    end, 2, "q")
+    assert.is_false(a.requires_grad)
+    assert.is_nil(a.grad_fn)
+    assert.are.equal("q", b)
+    assert.is_nil(c)
+    assert.are.equal(3, select("#", wick.no_grad(function() return 1, nil, 3 end)))
+    assert.is_true(wick.is_grad_enabled())
+  end)
+
+  it("no_grad restores grad mode even when fn raises, and passes the error on", function()
+    assert.is_true(wick.is_grad_enabled())
+    local ok, err = pcall(wick.no_grad, function() error("boom") end)
+    assert.is_false(ok)
+    assert.is_truthy(tostring(err):find("boom", 1, true))
+    assert.is_true(wick.is_grad_enabled())
+    -- also when it was off before
+    wick.set_grad_enabled(false)
+    ok = pcall(wick.enable_grad, function()
+      assert.is_true(wick.is_grad_enabled())
+      error("bang")
+    end)
+    assert.is_false(ok)
+    assert.is_false(wick.is_grad_enabled())
+    wick.set_grad_enabled(true)
+    -- a wick error inside (shape mismatch)
+    ok = pcall(wick.no_grad, function() return wick.ones(2) + wick.ones(3) end)
+    assert.is_false(ok)
+    assert.is_true(wick.is_grad_enabled())
+  end)
+
+  it("nested no_grad / enable_grad and set_grad_enabled", function()
+    local x = wick.ones(2, { requires_grad = true })
+    wick.no_grad(function()
+      local y = wick.enable_grad(function() return x * 2 end)
+      assert.is_true(y.requires_grad)
+      assert.are.equal("MulBackward", y.grad_fn)
+      assert.is_false((x * 2).requires_grad)
+      assert.is_false(wick.is_grad_enabled())
+    end)
+    wick.set_grad_enabled(false)
+    local ok, y = pcall(function() return x + 1 end)
+    wick.set_grad_enabled(true)
+    assert.is_true(ok)
+    assert.is_false(y.requires_grad)
+    assert.is_true((x + 1).requires_grad)
+  end)
+
+  it("detach cuts the graph and shares the data", function()
+    local x = T({ 1, 2, 3 }):requires_grad_()
+    local y = x * 2
+    local d = y:detach()
+    assert.is_false(d.requires_grad)
+    assert.is_nil(d.grad_fn)
+    assert.is_true(d.is_leaf)
+    assert.is_true(d:is_same_storage(y))
+    local z = (d * x):sum() -- only the direct path to x counts
+    z:backward()
+    assert_close(x.grad, { 2, 4, 6 }, 0)
+    -- detach of a leaf
+    local xd = x:detach()
+    assert.is_false(xd.requires_grad)
+    assert.is_nil(xd.grad)
+  end)
+
+  it("in-place ops on a leaf that requires grad raise, and work inside no_grad", function()
+    local x = T({ 1, 2, 3 }):requires_grad_()
+    assert_error_has(function() x:add_(1) end, "leaf", "no_grad")
+    assert_error_has(function() x:add_(T({ 1, 1, 1 })) end, "leaf")
+    assert_error_has(function() x:mul_(2) end, "leaf")
+    assert_error_has(function() x:exp_() end, "leaf")
+    assert_error_has(function() x:fill_(0) end, "leaf")
+    assert_error_has(function() x:copy_(T({ 0, 0, 0 })) end, "leaf")
+    assert_error_has(function() x:clamp_(0, 1) end, "leaf")
+    assert_error_has(function() x[1] = 5 end, "in-place")
+    assert_close(x, { 1, 2, 3 }, 0) -- untouched
+    wick.no_grad(function()
+      x:add_(1)
+      x:mul_(T({ 1, 2, 1 }))
+      x[3] = 10
+    end)
+    assert_close(x, { 2, 6, 10 }, 0)
+    assert.is_true(x.requires_grad)
+    assert.is_true(x.is_leaf)
+    -- an in-place op on a tracked non-leaf raises too (not supported)
+    local y = x * 2
+    assert_error_has(function() y:add_(1) end, "in-place")
+    -- writing a tensor that requires grad into a plain one under grad mode raises
+    local plain = T({ 0, 0, 0 })
+    assert_error_has(function() plain:add_(x) end, "in-place")
+    wick.no_grad(function() plain:add_(x) end)
+    assert_close(plain, { 2, 6, 10 }, 0)
+  end)
+
+  it("an SGD step in no_grad, then a fresh backward", function()
+    local w = T({ 1, -1 }):requires_grad_()
+    for _ = 1, 3 do
+      w.grad = nil
+      ;(w * w):sum():backward()
+      wick.no_grad(function() w:sub_(w.grad * 0.25) end)
+    end
+    assert_close(w, { 0.125, -0.125 }, 1e-15)
+  end)
+
+  it(".grad assignment and clearing", function()
+    local x = T({ 1, 2 }):requires_grad_()
+    assert.is_nil(x.grad)
+    x.grad = T({ 10, 20 })
+    assert_close(x.grad, { 10, 20 }, 0)
+    ;(x * 2):sum():backward()
+    assert_close(x.grad, { 12, 22 }, 0) -- accumulates into the assigned gradient
+    x.grad = nil
+    assert.is_nil(x.grad)
+    ;(x * 2):sum():backward()
+    assert_close(x.grad, { 2, 2 }, 0)
+    -- zeroing in place
+    wick.no_grad(function() x.grad:zero_() end)
+    assert_close(x.grad, { 0, 0 }, 0)
+    -- a gradient of the wrong shape or dtype raises
+    assert_error_has(function() x.grad = T({ 1, 2, 3 }) end, "shape")
+    assert_error_has(function() x.grad = wick.tensor({ 1, 2 }) end, "float32")
+    assert_error_has(function() x.grad = 5 end, "grad")
+  end)
+
+  it("grad_fn names and is_leaf", function()
+    local x = T({ 1, 2 }):requires_grad_()
+    local y = T({ 3, 4 }):requires_grad_()
+    assert.is_nil(x.grad_fn)
+    assert.is_true(x.is_leaf)
+    assert.is_true(wick.ones(2).is_leaf)
+    local names = {
+      { x * y, "MulBackward" }, { x + y, "AddBackward" }, { x - y, "SubBackward" }, { x / y, "DivBackward" },
+      { x ^ y, "PowBackward" }, { -x, "NegBackward" }, { x:exp(), "ExpBackward" }, { x:sum(), "SumBackward" },
+      { x:mean(), "MeanBackward" }, { x:view(2, 1), "ViewBackward" }, { x:unsqueeze(1):t(), "TransposeBackward" },
+      { x:maximum(y), "MaximumBackward" }, { x:tanh(), "TanhBackward" }, { x:relu(), "ReluBackward" },
+      { x:softmax(1), "SoftmaxBackward" }, { x:log_softmax(1), "LogSoftmaxBackward" },
+      { wick.cat({ x, y }), "CatBackward" }, { x:unsqueeze(1):mm(y:unsqueeze(2)), "MmBackward" },
+      { x[1], "SelectBackward" }, { x:narrow(1, 1, 1), "NarrowBackward" },
+      { x:index_select(1, I({ 1 })), "IndexSelectBackward" }, { x:gather(1, I({ 2 })), "GatherBackward" },
+    }
+    for _, case in ipairs(names) do
+      assert.are.equal(case[2], case[1].grad_fn)
+      assert.is_false(case[1].is_leaf)
+      assert.is_true(case[1].requires_grad)
+    end
+    -- an op on tensors that do not require grad is a leaf without grad_fn
+    local z = wick.ones(2) * 2
+    assert.is_nil(z.grad_fn)
+    assert.is_true(z.is_leaf)
+  end)
+
+  it("tostring shows grad_fn=<...> or requires_grad=True", function()
+    local x = T({ 1, 2 }):requires_grad_()
+    local s = tostring(x)
+    assert.is_truthy(s:find("requires_grad=True", 1, true), s)
+    assert.is_falsy(s:find("grad_fn", 1, true), s)
+    local m = tostring(x * 2)
+    assert.is_truthy(m:find("grad_fn=<MulBackward>", 1, true), m)
+    assert.is_falsy(m:find("requires_grad", 1, true), m)
+    local plain = tostring(wick.ones(2))
+    assert.is_falsy(plain:find("grad", 1, true), plain)
+  end)
+
+  it("t.grad, t.grad_fn, t.is_leaf, t.requires_grad cannot be misused", function()
+    local x = T({ 1, 2 })
+    assert_error_has(function() x.grad_fn = "x" end, "grad_fn")
+    assert_error_has(function() x.is_leaf = false end, "is_leaf")
+  end)
+
+  it("frees the graph and its gradients: no memory leak", function()
+    local before = settle()
+    local function work()
+      local x = wick.randn(64, 64, { requires_grad = true })
+      local w = wick.randn(64, 32, { requires_grad = true })
+      local h = x:mm(w):tanh()
+      local y = (h:softmax(2) * h + h:max(2):unsqueeze(2)):sum() / x:exp():sum()
+      y:backward()
+      assert.is_truthy(x.grad)
+      assert.is_true(wick._core.cpu_bytes_in_use() > before)
+    end
+    work()
+    assert.are.equal(before, settle())
+    -- a graph retained and never backpropagated again, or never backpropagated at all
+    local function retained()
+      local x = wick.randn(32, 32, { requires_grad = true })
+      local y = (x:mm(x) * x):sum()
+      y:backward({ retain_graph = true })
+      local z = (x:exp() * x):mean()
+      return z.grad_fn
+    end
+    assert.are.equal("MeanBackward", retained())
+    assert.are.equal(before, settle())
+    -- after an error in backward
+    local function failing()
+      local x = wick.randn(8, { requires_grad = true })
+      local y = (x * x):sum()
+      y:backward()
+      pcall(y.backward, y)
+      pcall(function() return (x * 2):backward() end)
+    end
+    failing()
+    assert.are.equal(before, settle())
+  end)
+
+  it("a deep chain (20000 adds) backpropagates without a stack overflow and frees", function()
+    local before = settle()
+    local function work()
+      local x = wick.ones(3, { requires_grad = true })
+      local y = x
+      for _ = 1, 20000 do y = y + 1 end
+      assert_close(y, { 20001, 20001, 20001 }, 0)
+      y:sum():backward()
+      assert_close(x.grad, { 1, 1, 1 }, 0)
+      -- a deep chain of ops that save tensors, dropped without backward
+      local z = x
+      for _ = 1, 20000 do z = z * 1 end
+      z = nil
+      -- and one that is backpropagated, through both operands
+      local a = wick.ones(2, { dtype = "float64", requires_grad = true })
+      local s = a
+      for _ = 1, 20000 do s = s * 0.5 + a * 0.5 end
+      s:sum():backward()
+      assert_close(a.grad, { 1, 1 }, 1e-9)
+    end
+    work()
+    assert.are.equal(before, settle())
+  end)
+
+  it("a deep graph with many uses of one tensor", function()
+    local x = T({ 1, 2 }):requires_grad_()
+    local acc = x * 0
+    for _ = 1, 5000 do acc = acc + x end
+    acc:sum():backward()
+    assert_close(x.grad, { 5000, 5000 }, 0)
+  end)
+end)

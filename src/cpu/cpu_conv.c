@@ -1,0 +1,320 @@
+/* 2-D convolution on the CPU: im2col + GEMM, and its backward (GEMM + col2im).
+ *
+ * Images are processed in chunks: the columns of a whole chunk are laid side by
+ * side ([c/groups * kh * kw, images * oh * ow]), so each group of each chunk is
+ * one large GEMM that OpenBLAS can thread, rather than one small GEMM per image
+ * (a 3x3 kernel over one channel gives K = 9, where BLAS is slow). The result is
+ * then moved to [n, o, oh, ow] with the bias added. A chunk of one image writes
+ * its product straight into the output. 1x1 kernels with stride 1 and no
+ * padding need no columns: the input plane is the matrix.
+ *
+ * wick's thread pool runs the memory-bound parts (im2col, col2im, moving rows,
+ * the bias sums) over (image, channel) pairs; GEMMs are called only from the
+ * calling thread, so BLAS is never entered from several threads at once. */
+#include "cpu.h"
+
+#include <stdlib.h>
+
+/* Elements of scratch (columns plus the moved product) a chunk may use. */
+#define CHUNK_ELEMS ((int64_t)1 << 22)
+
+typedef struct {
+    const wk_conv2d_args *a;
+    int64_t n0, cur, g; /* first image of the chunk, images in it, group */
+    int64_t L, cg, og, K;
+    const char *x;      /* input (im2col) */
+    char *dx;           /* grad input (col2im) */
+    char *col;          /* columns, row stride cur * L */
+    char *y;            /* output (finish) or grad output (gather) */
+    char *tmp;          /* product, or the gathered grad output: [og, cur * L] */
+    const char *bias;
+} conv_job;
+
+/* Valid output columns [x0, x1) for a kernel column at input offset xoff
+ * (input column = ox * sw + xoff must lie in [0, w)). */
+static void valid_range(int64_t xoff, int64_t sw, int64_t w, int64_t ow, int64_t *x0, int64_t *x1) {
+    int64_t lo = xoff >= 0 ? 0 : (-xoff + sw - 1) / sw;
+    int64_t hi = w - 1 - xoff < 0 ? 0 : (w - 1 - xoff) / sw + 1;
+    if (hi > ow) hi = ow;
+    if (lo > hi) lo = hi;
+    *x0 = lo, *x1 = hi;
+}
+
+/* im2col of one channel plane: kh * kw rows of oh * ow, `ld` apart. */
+#define IM2COL(NAME, T)                                                                           \
+    static void NAME(const wk_conv2d_args *a, const T *x, T *col, int64_t ld) {                  \
+        const int64_t h = a->h, w = a->w, oh = a->oh, ow = a->ow, sw = a->sw;                     \
+        for (int64_t i = 0; i < a->kh; i++)                                                       \
+            for (int64_t j = 0; j < a->kw; j++) {                                                 \
+                T *row = col + (i * a->kw + j) * ld;                                              \
+                int64_t xoff = j * a->dw - a->pw, x0, x1;                                         \
+                valid_range(xoff, sw, w, ow, &x0, &x1);                                           \
+                for (int64_t oy = 0; oy < oh; oy++) {                                             \
+                    T *r = row + oy * ow;                                                         \
+                    int64_t iy = oy * a->sh + i * a->dh - a->ph;                                  \
+                    if (iy < 0 || iy >= h) {                                                      \
+                        memset(r, 0, sizeof(T) * (size_t)ow);                                     \
+                        continue;                                                                 \
+                    }                                                                             \
+                    const int64_t base = iy * w + xoff;                                           \
+                    for (int64_t ox = 0; ox < x0; ox++) r[ox] = 0;                                \
+                    if (sw == 1) memcpy(r + x0, x + base + x0, sizeof(T) * (size_t)(x1 - x0));    \
+                    else                                                                          \
+                        for (int64_t ox = x0; ox < x1; ox++) r[ox] = x[base + ox * sw];           \
+                    for (int64_t ox = x1; ox < ow; ox++) r[ox] = 0;                               \
+                }                                                                                 \
+            }                                                                                     \
+    }
+IM2COL(im2col_f32, float)
+IM2COL(im2col_f64, double)
+
+/* col2im of one channel plane: the plane is overwritten with the sum of the
+ * column entries that read each of its elements. */
+#define COL2IM(NAME, T)                                                                           \
+    static void NAME(const wk_conv2d_args *a, T *dx, const T *col, int64_t ld) {                 \
+        const int64_t h = a->h, w = a->w, oh = a->oh, ow = a->ow, sw = a->sw;                     \
+        memset(dx, 0, sizeof(T) * (size_t)(h * w));                                               \
+        for (int64_t i = 0; i < a->kh; i++)                                                       \
+            for (int64_t j = 0; j < a->kw; j++) {                                                 \
+                const T *row = col + (i * a->kw + j) * ld;                                        \
+                int64_t xoff = j * a->dw - a->pw, x0, x1;                                         \
+                valid_range(xoff, sw, w, ow, &x0, &x1);                                           \
+                for (int64_t oy = 0; oy < oh; oy++) {                                             \
+                    int64_t iy = oy * a->sh + i * a->dh - a->ph;                                  \
+                    if (iy < 0 || iy >= h) continue;                                              \
+                    const T *r = row + oy * ow;                                                   \
+                    T *d = dx + iy * w + xoff;                                                    \
+                    if (sw == 1)                                                                  \
+                        for (int64_t ox = x0; ox < x1; ox++) d[ox] += r[ox];                      \
+                    else                                                                          \
+                        for (int64_t ox = x0; ox < x1; ox++) d[ox * sw] += r[ox];                 \
+                }                                                                                 \
+            }                                                                                     \
+    }
+COL2IM(col2im_f32, float)
+COL2IM(col2im_f64, double)
+
+/* jobs over (image of the chunk, channel of the group) */
+static void im2col_range(void *ctx, int64_t begin, int64_t end) {
+    const conv_job *j = ctx;
+    const wk_conv2d_args *a = j->a;
+    size_t es = wick_dtype_size(a->dtype);
+    int64_t plane = a->h * a->w, ld = j->cur * j->L;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t i = t / j->cg, c = t % j->cg;
+        const char *x = j->x + (((j->n0 + i) * a->c + j->g * j->cg + c) * plane) * (int64_t)es;
+        char *col = j->col + (c * a->kh * a->kw * ld + i * j->L) * (int64_t)es;
+        if (a->dtype == WICK_FLOAT32) im2col_f32(a, (const float *)x, (float *)col, ld);
+        else im2col_f64(a, (const double *)x, (double *)col, ld);
+    }
+}
+
+static void col2im_range(void *ctx, int64_t begin, int64_t end) {
+    const conv_job *j = ctx;
+    const wk_conv2d_args *a = j->a;
+    size_t es = wick_dtype_size(a->dtype);
+    int64_t plane = a->h * a->w, ld = j->cur * j->L;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t i = t / j->cg, c = t % j->cg;
+        char *dx = j->dx + (((j->n0 + i) * a->c + j->g * j->cg + c) * plane) * (int64_t)es;
+        const char *col = j->col + (c * a->kh * a->kw * ld + i * j->L) * (int64_t)es;
+        if (a->dtype == WICK_FLOAT32) col2im_f32(a, (float *)dx, (const float *)col, ld);
+        else col2im_f64(a, (double *)dx, (const double *)col, ld);
+    }
+}
+
+/* jobs over (image of the chunk, output channel of the group): the product row
+ * (in tmp when the chunk has several images, else already in place) plus bias */
+#define FINISH(NAME, T)                                                                           \
+    static void NAME(const conv_job *j, int64_t begin, int64_t end) {                            \
+        const wk_conv2d_args *a = j->a;                                                           \
+        const int64_t L = j->L;                                                                   \
+        for (int64_t t = begin; t < end; t++) {                                                   \
+            int64_t i = t / j->og, o = t % j->og;                                                 \
+            T *dst = (T *)j->y + ((j->n0 + i) * a->o + j->g * j->og + o) * L;                    \
+            T b = j->bias ? ((const T *)j->bias)[j->g * j->og + o] : 0;                           \
+            if (j->tmp) {                                                                         \
+                const T *src = (const T *)j->tmp + o * j->cur * L + i * L;                        \
+                for (int64_t l = 0; l < L; l++) dst[l] = src[l] + b;                              \
+            } else if (j->bias) {                                                                 \
+                for (int64_t l = 0; l < L; l++) dst[l] += b;                                      \
+            }                                                                                     \
+        }                                                                                         \
+    }
+FINISH(finish_f32, float)
+FINISH(finish_f64, double)
+
+static void finish_range(void *ctx, int64_t begin, int64_t end) {
+    const conv_job *j = ctx;
+    if (j->a->dtype == WICK_FLOAT32) finish_f32(j, begin, end);
+    else finish_f64(j, begin, end);
+}
+
+/* the reverse move: grad output rows of the chunk side by side in tmp */
+static void gather_range(void *ctx, int64_t begin, int64_t end) {
+    const conv_job *j = ctx;
+    const wk_conv2d_args *a = j->a;
+    size_t es = wick_dtype_size(a->dtype), row = (size_t)j->L * es;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t i = t / j->og, o = t % j->og;
+        memcpy(j->tmp + (o * j->cur * j->L + i * j->L) * (int64_t)es,
+               j->y + (((j->n0 + i) * a->o + j->g * j->og + o) * j->L) * (int64_t)es, row);
+    }
+}
+
+static int64_t grain_for(int64_t work_per_job) {
+    int64_t g = 32768 / (work_per_job > 0 ? work_per_job : 1);
+    return g > 0 ? g : 1;
+}
+
+static bool is_direct(const wk_conv2d_args *a) {
+    return a->kh == 1 && a->kw == 1 && a->sh == 1 && a->sw == 1 && a->ph == 0 && a->pw == 0;
+}
+
+/* images per chunk: scratch of (rows per image) * L elements each */
+static int64_t chunk_images(const wk_conv2d_args *a, int64_t rows, int64_t L) {
+    int64_t per = rows * L > 0 ? rows * L : 1, nb = CHUNK_ELEMS / per;
+    if (nb < 1) nb = 1;
+    return nb < a->n ? nb : a->n;
+}
+
+static wick_status scratch(char **p, size_t nbytes) {
+    *p = NULL;
+    if (nbytes == 0) return WICK_OK;
+    if (!(*p = wk_cpu_backend.alloc(nbytes, 0))) {
+        wk_cpu_backend.empty_cache();
+        if (!(*p = wk_cpu_backend.alloc(nbytes, 0)))
+            return wick_fail(WICK_ERR_OOM, "conv2d: out of memory allocating %zu bytes of scratch", nbytes);
+    }
+    return WICK_OK;
+}
+
+static void release(char *p, size_t nbytes) {
+    if (p) wk_cpu_backend.free(p, nbytes, 0);
+}
+
+static wick_status gemm(const wk_conv2d_args *a, int ta, int tb, int64_t m, int64_t n, int64_t k, const char *A,
+                        int64_t lda, const char *B, int64_t ldb, char *C, int64_t ldc, double beta) {
+    wk_gemm_args g = {.dtype = a->dtype, .trans_a = ta, .trans_b = tb, .m = m, .n = n, .k = k,
+                      .a = A, .lda = lda > 0 ? lda : 1, .b = B, .ldb = ldb > 0 ? ldb : 1,
+                      .c = C, .ldc = ldc > 0 ? ldc : 1, .alpha = 1, .beta = beta};
+    return cpu_gemm(&g);
+}
+
+wick_status cpu_conv2d_forward(const wk_conv2d_args *a, char *out, const char *input, const char *weight,
+                               const char *bias) {
+    const int64_t es = (int64_t)wick_dtype_size(a->dtype), L = a->oh * a->ow;
+    const int64_t cg = a->c / a->groups, og = a->o / a->groups, K = cg * a->kh * a->kw;
+    if (a->n == 0 || a->o == 0 || L == 0) return WICK_OK;
+    const bool direct = is_direct(a);
+    const int64_t nb = direct ? 1 : chunk_images(a, K + og, L);
+    size_t col_bytes = direct ? 0 : (size_t)(K * nb * L * es), tmp_bytes = nb > 1 ? (size_t)(og * nb * L * es) : 0;
+    char *col, *tmp;
+    wick_status st = scratch(&col, col_bytes);
+    if (st) return st;
+    if ((st = scratch(&tmp, tmp_bytes))) return release(col, col_bytes), st;
+    for (int64_t n0 = 0; n0 < a->n && !st; n0 += nb) {
+        int64_t cur = a->n - n0 < nb ? a->n - n0 : nb;
+        for (int64_t g = 0; g < a->groups && !st; g++) {
+            conv_job j = {.a = a, .n0 = n0, .cur = cur, .g = g, .L = L, .cg = cg, .og = og, .K = K,
+                          .x = input, .col = col, .y = out, .tmp = cur > 1 ? tmp : NULL, .bias = bias};
+            const char *B = col;
+            int64_t ldb = cur * L;
+            if (direct) B = input + (n0 * a->c + g * cg) * L * es, ldb = L;
+            else wk_parallel_for(cur * cg, grain_for(a->kh * a->kw * L), im2col_range, &j);
+            char *C = cur > 1 ? tmp : out + (n0 * a->o + g * og) * L * es;
+            st = gemm(a, 0, 0, og, cur * L, K, weight + g * og * K * es, K, B, ldb, C, cur * L, 0);
+            if (!st && (cur > 1 || bias)) wk_parallel_for(cur * og, grain_for(L), finish_range, &j);
+        }
+    }
+    release(col, col_bytes);
+    release(tmp, tmp_bytes);
+    return st;
+}
+
+/* grad_bias[o] = sum over images and positions of grad_out[n, o, :] */
+typedef struct {
+    const wk_conv2d_args *a;
+    const char *go;
+    char *gb;
+} bias_job;
+
+static void bias_range(void *ctx, int64_t begin, int64_t end) {
+    const bias_job *j = ctx;
+    const wk_conv2d_args *a = j->a;
+    const int64_t L = a->oh * a->ow;
+    for (int64_t o = begin; o < end; o++) {
+        double s = 0;
+        for (int64_t n = 0; n < a->n; n++) {
+            int64_t at = (n * a->o + o) * L;
+            if (a->dtype == WICK_FLOAT32) {
+                const float *p = (const float *)j->go + at;
+                float part = 0;
+                for (int64_t l = 0; l < L; l++) part += p[l];
+                s += part;
+            } else {
+                const double *p = (const double *)j->go + at;
+                for (int64_t l = 0; l < L; l++) s += p[l];
+            }
+        }
+        if (a->dtype == WICK_FLOAT32) ((float *)j->gb)[o] = (float)s;
+        else ((double *)j->gb)[o] = s;
+    }
+}
+
+wick_status cpu_conv2d_backward(const wk_conv2d_args *a, const char *grad_out, const char *input, const char *weight,
+                                char *grad_input, char *grad_weight, char *grad_bias) {
+    const int64_t es = (int64_t)wick_dtype_size(a->dtype), L = a->oh * a->ow;
+    const int64_t cg = a->c / a->groups, og = a->o / a->groups, K = cg * a->kh * a->kw;
+    if (grad_bias) {
+        bias_job bj = {a, grad_out, grad_bias};
+        wk_parallel_for(a->o, grain_for(a->n * L), bias_range, &bj);
+    }
+    if (!grad_input && !grad_weight) return WICK_OK;
+    if (a->n == 0 || a->o == 0 || L == 0) { /* nothing flows back */
+        if (grad_input) memset(grad_input, 0, (size_t)(a->n * a->c * a->h * a->w * es));
+        if (grad_weight) memset(grad_weight, 0, (size_t)(a->o * K * es));
+        return WICK_OK;
+    }
+    const bool direct = is_direct(a);
+    const int64_t nb = direct ? 1 : chunk_images(a, K + og, L);
+    size_t col_bytes = direct ? 0 : (size_t)(K * nb * L * es), tmp_bytes = nb > 1 ? (size_t)(og * nb * L * es) : 0;
+    char *col, *tmp;
+    wick_status st = scratch(&col, col_bytes);
+    if (st) return st;
+    if ((st = scratch(&tmp, tmp_bytes))) return release(col, col_bytes), st;
+    for (int64_t n0 = 0; n0 < a->n && !st; n0 += nb) {
+        int64_t cur = a->n - n0 < nb ? a->n - n0 : nb;
+        for (int64_t g = 0; g < a->groups && !st; g++) {
+            conv_job j = {.a = a, .n0 = n0, .cur = cur, .g = g, .L = L, .cg = cg, .og = og, .K = K,
+                          .x = input, .dx = grad_input, .col = col, .y = (char *)grad_out, .tmp = tmp};
+            /* the grad output of this group as an [og, cur * L] matrix */
+            const char *dy = grad_out + (n0 * a->o + g * og) * L * es;
+            int64_t lddy = L;
+            if (cur > 1) {
+                wk_parallel_for(cur * og, grain_for(L), gather_range, &j);
+                dy = tmp, lddy = cur * L;
+            }
+            if (grad_weight) { /* dW_g [og, K] (+)= dy @ columns^T */
+                const char *B = col;
+                int64_t ldb = cur * L;
+                if (direct) B = input + (n0 * a->c + g * cg) * L * es, ldb = L;
+                else wk_parallel_for(cur * cg, grain_for(a->kh * a->kw * L), im2col_range, &j);
+                st = gemm(a, 0, 1, og, K, cur * L, dy, lddy, B, ldb, grad_weight + g * og * K * es, K, n0 ? 1 : 0);
+                if (st) break;
+            }
+            if (grad_input) { /* columns = W_g^T @ dy, then col2im */
+                if (direct) {
+                    st = gemm(a, 1, 0, K, L, og, weight + g * og * K * es, K, dy, lddy,
+                              grad_input + (n0 * a->c + g * cg) * L * es, L, 0);
+                } else {
+                    st = gemm(a, 1, 0, K, cur * L, og, weight + g * og * K * es, K, dy, lddy, col, cur * L, 0);
+                    if (!st) wk_parallel_for(cur * cg, grain_for(a->kh * a->kw * L), col2im_range, &j);
+                }
+            }
+        }
+    }
+    release(col, col_bytes);
+    release(tmp, tmp_bytes);
+    return st;
+}
