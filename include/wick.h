@@ -293,6 +293,30 @@ WICK_API wick_status wick_stack(wick_tensor **out, int count, const wick_tensor 
 WICK_API wick_status wick_softmax(wick_tensor **out, const wick_tensor *a, int dim);
 WICK_API wick_status wick_log_softmax(wick_tensor **out, const wick_tensor *a, int dim);
 
+/* ---- neural-network ops --------------------------------------------------
+ * Floating-point tensors; float16 and bfloat16 are computed in float32. Errors
+ * follow PyTorch's wording. */
+
+/* 2-D convolution (cross-correlation, like torch.nn.functional.conv2d): input
+ * [N, C, H, W] or unbatched [C, H, W], weight [O, C / groups, kH, kW], bias [O]
+ * or NULL; output [N, O, oH, oW] (or [O, oH, oW]) with
+ * oH = (H + 2 pad_h - dilation_h (kH - 1) - 1) / stride_h + 1, and likewise oW. */
+WICK_API wick_status wick_conv2d(wick_tensor **out, const wick_tensor *input, const wick_tensor *weight,
+                                 const wick_tensor *bias, int stride_h, int stride_w, int pad_h, int pad_w,
+                                 int dilation_h, int dilation_w, int groups);
+/* Max pooling over [N, C, H, W] or [C, H, W] with kernel (kh, kw), stride (sh, sw)
+ * and implicit -inf padding (ph, pw), at most half the kernel. Output sizes are
+ * PyTorch's: floor((H + 2 ph - kh) / sh) + 1, rounded up in ceil_mode (but the
+ * last window must start inside the input or its left padding). NaN wins.
+ * `indices` (may be NULL) receives int64 positions of the maxima, 0-based and
+ * flattened within each H x W plane. */
+WICK_API wick_status wick_max_pool2d(wick_tensor **out, wick_tensor **indices, const wick_tensor *input, int kh, int kw,
+                                     int sh, int sw, int ph, int pw, int ceil_mode);
+/* Average pooling, same windows; the divisor counts the zero padding when
+ * count_include_pad (not positions beyond it that ceil_mode adds). */
+WICK_API wick_status wick_avg_pool2d(wick_tensor **out, const wick_tensor *input, int kh, int kw, int sh, int sw,
+                                     int ph, int pw, int ceil_mode, int count_include_pad);
+
 /* ---- autograd -------------------------------------------------------------
  * Reverse mode, dynamic graph. Ops record a node on their output when grad mode
  * is on and an input requires grad. Grad mode is per thread. */

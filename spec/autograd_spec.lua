@@ -9,106 +9,8 @@ local I = support.I
 
 local F64 = { dtype = "float64" }
 
--- ---- gradcheck ----
-
-local EPS, ATOL, RTOL = 1e-6, 1e-5, 1e-4
-
--- the elements of t as a flat Lua array (row-major), 0-dim included
-local function values_of(t)
-  if t:dim() == 0 then return { t:item() } end
-  return t:reshape(t:numel()):totable()
-end
-
--- a float64 tensor of `shape` (a Lua array, {} for 0-dim) from flat values
-local function from_values(vals, shape)
-  if #shape == 0 then return wick.tensor(vals[1], F64) end
-  return wick.tensor(vals, F64):view(shape)
-end
-
-local function copy(a) local r = {}; for i = 1, #a do r[i] = a[i] end; return r end
-
--- deterministic weights in [-1, 1] (an LCG of our own: independent of wick's RNG)
-local function weights(n, seed)
-  local s, w = seed or 12345, {}
-  for i = 1, n do
-    s = (1103515245 * s + 12345) % 2147483648
-    w[i] = s / 1073741824 - 1
-    if math.abs(w[i]) < 0.1 then w[i] = w[i] + 0.3 end -- every output element matters
-  end
-  return w
-end
-
--- gradcheck(fn, inputs[, opts]): inputs are float64 tensors; each becomes a
--- fresh leaf with requires_grad, except those listed in opts.constant (a set of
--- input positions). The scalar loss is sum(fn(...) * W) for fixed random W,
--- so every element of the output contributes. The analytic gradient of each
--- leaf must match (f(x + eps e_j) - f(x - eps e_j)) / (2 eps) for every element
--- j within ATOL + RTOL * |numeric|. It also checks that every leaf got a .grad
--- of its own shape and dtype.
-local function gradcheck(fn, inputs, opts)
-  opts = opts or {}
-  local constant = opts.constant or {}
-  local shapes, vals = {}, {}
-  for i, x in ipairs(inputs) do
-    assert.are.equal("float64", x.dtype, "gradcheck inputs must be float64")
-    shapes[i], vals[i] = shape_of(x), values_of(x)
-  end
-  local n = #inputs
-  local function make(i, v)
-    local t = from_values(v, shapes[i])
-    if not constant[i] then t:requires_grad_() end
-    return t
-  end
-
-  -- analytic
-  local leaves = {}
-  for i = 1, n do leaves[i] = make(i, vals[i]) end
-  local out = fn(unpack(leaves, 1, n))
-  assert.is_true(wick.is_tensor(out), "gradcheck: fn must return a tensor")
-  assert.is_true(out.requires_grad, "gradcheck: the output does not require grad")
-  assert.is_truthy(out.grad_fn, "gradcheck: the output has no grad_fn")
-  local out_shape = shape_of(out)
-  local w = from_values(weights(out:numel()), out_shape)
-  local loss = (out:to("float64") * w):sum()
-  loss:backward()
-
-  -- numeric
-  local function f(args)
-    return wick.no_grad(function()
-      local o = fn(unpack(args, 1, n))
-      assert.are.same(out_shape, shape_of(o))
-      return (o:to("float64") * w):sum():item()
-    end)
-  end
-  for i = 1, n do
-    if not constant[i] then
-      local g = leaves[i].grad
-      assert.is_truthy(g, ("gradcheck: input %d got no gradient"):format(i))
-      assert.are.same(shapes[i], shape_of(g), ("gradcheck: shape of the gradient of input %d"):format(i))
-      assert.are.equal("float64", g.dtype)
-      local analytic = values_of(g)
-      local args = {}
-      for k = 1, n do args[k] = from_values(vals[k], shapes[k]) end
-      for j = 1, #vals[i] do
-        local v = copy(vals[i])
-        v[j] = vals[i][j] + EPS
-        args[i] = from_values(v, shapes[i])
-        local fp = f(args)
-        v[j] = vals[i][j] - EPS
-        args[i] = from_values(v, shapes[i])
-        local fm = f(args)
-        local numeric = (fp - fm) / (2 * EPS)
-        local a = analytic[j]
-        assert(a == a and math.abs(a - numeric) <= ATOL + RTOL * math.abs(numeric),
-          ("gradcheck: input %d, element %d: analytic %.10g, numeric %.10g"):format(i, j, a, numeric))
-      end
-      args[i] = from_values(vals[i], shapes[i])
-    else
-      assert.is_nil(leaves[i].grad)
-    end
-  end
-  return true
-end
+-- gradcheck (spec/support.lua): float64 central differences against backward
+local gradcheck, values_of, from_values = support.gradcheck, support.values_of, support.from_values
 
 -- ---- inputs ----
 
@@ -177,6 +79,16 @@ describe("autograd gradients: unary ops", function()
   it("module functions (wick.exp, wick.tanh)", function()
     gradcheck(function(x) return wick.tanh(wick.exp(x)) end, { randn(5) })
   end)
+  it("erf", function() gradcheck(function(x) return x:erf() end, { randn(3, 4) }) end)
+  it("gelu", function() gradcheck(function(x) return x:gelu() end, { randn(3, 4) }) end)
+  it("at the kinks, like PyTorch: relu'(0) = 0, abs'(0) = 0", function()
+    local x = T({ -1, 0, 2 }):requires_grad_()
+    x:relu():sum():backward()
+    assert_close(x.grad, { 0, 0, 1 }, 0)
+    x.grad = nil
+    x:abs():sum():backward()
+    assert_close(x.grad, { -1, 0, 1 }, 0)
+  end)
   it("0-dim input", function() gradcheck(function(x) return x:sigmoid() end, { T(0.3) }) end)
   it("non-contiguous input (a transposed view)", function()
     gradcheck(function(x) return x:t():exp() end, { randn(3, 2) })
@@ -200,6 +112,20 @@ describe("autograd gradients: binary ops", function()
     gradcheck(function(b) return 2 ^ b end, { randn(2, 3) })
     gradcheck(function(b) return 0.7 ^ b end, { randn(4) })
   end)
+  it("pow at a zero base, like PyTorch: x^0 has gradient 0, d(0^b)/db = 0 for b >= 0", function()
+    local x = T({ 0, 1, 2 }):requires_grad_()
+    ;(x ^ 0):sum():backward()
+    assert_close(x.grad, { 0, 0, 0 }, 0)
+    local a = T({ 0, 1, 2, 0 }):requires_grad_()
+    local b = T({ 2, 0, 1, 1 }):requires_grad_()
+    a:pow(b):sum():backward()
+    assert_close(a.grad, { 0, 0, 1, 1 }, 0)
+    assert_close(b.grad, { 0, 0, 2 * math.log(2), 0 }, 1e-15)
+    -- x^2 at 0 has gradient 0, x^1 gradient 1
+    local z = T({ 0, 0 }):requires_grad_()
+    ;(z ^ 2 + z ^ 1):sum():backward()
+    assert_close(z.grad, { 1, 1 }, 0)
+  end)
   it("maximum and minimum (no ties)", function()
     local a = randn(2, 3)
     local b = a + T({ { 0.5, -0.5, 0.3 }, { -0.3, 0.4, -0.6 } })
@@ -222,10 +148,10 @@ describe("autograd gradients: binary ops", function()
     gradcheck(function(t) return t:clamp(nil, 0.5) end, { x })
     gradcheck(function(t) return t:clamp({ min = -1, max = 1 }) end, { x })
   end)
-  it("clamp passes no gradient outside the bounds", function()
-    local x = T({ -2, 0, 2 }):requires_grad_()
+  it("clamp passes no gradient outside the bounds, and passes it at the bounds like PyTorch", function()
+    local x = T({ -2, 0, 2, -1, 1 }):requires_grad_()
     x:clamp(-1, 1):sum():backward()
-    assert_close(x.grad, { 0, 1, 0 }, 0)
+    assert_close(x.grad, { 0, 1, 0, 1, 1 }, 0)
   end)
   it("where", function()
     local c = wick.tensor({ { true, false, true }, { false, false, true } })
@@ -423,6 +349,12 @@ describe("autograd gradients: matrix products", function()
     gradcheck(function(c, a, b) return wick.addmm(c, a, b, { alpha = 3 }) end,
       { randn(1, 4), randn(2, 3), randn(3, 4) })
   end)
+  it("addmm with beta = 0 gives the input a zero gradient, like PyTorch", function()
+    local c = T({ { 1, 2 }, { 3, 4 } }):requires_grad_()
+    local a, b = randn(2, 3), randn(3, 2)
+    c:addmm(a, b, { beta = 0 }):sum():backward()
+    assert_close(c.grad, { { 0, 0 }, { 0, 0 } }, 0)
+  end)
   local cases = {
     { "vector . vector", { 3 }, { 3 } },
     { "matrix x vector", { 2, 3 }, { 3 } },
@@ -524,6 +456,16 @@ describe("autograd gradients: indexing, joining, softmax", function()
     gradcheck(function(a, b) return wick.cat({ a, c, b }) end, { randn(1, 3), randn(3, 3) })
     gradcheck(function(a, b) return wick.cat({ a, b }) end, { randn(2, 3), randn(1, 3) }, { constant = { [1] = true } })
   end)
+  it("cat and stack of more than 64 tensors (a node with many inputs)", function()
+    local parts = {}
+    for i = 1, 100 do parts[i] = T({ i, -i }):requires_grad_() end
+    local w = wick.arange(1, 201, 1, F64)
+    ;(wick.cat(parts) * w):sum():backward()
+    for i = 1, 100 do assert_close(parts[i].grad, { 2 * i - 1, 2 * i }, 0) end
+    for i = 1, 100 do parts[i].grad = nil end
+    ;(wick.stack(parts, 2) * w:view(2, 100)):sum():backward()
+    for i = 1, 100 do assert_close(parts[i].grad, { i, 100 + i }, 0) end
+  end)
   it("stack", function()
     gradcheck(function(a, b) return wick.stack({ a, b }) end, { randn(2, 3), randn(2, 3) })
     gradcheck(function(a, b) return wick.stack({ a, b, a }, 2) end, { randn(2, 3), randn(2, 3) })
@@ -564,6 +506,30 @@ describe("autograd gradients: dtype round trips", function()
   end)
   it("gradcheck through float64 -> float64 (the same object) and :double()", function()
     gradcheck(function(t) return t:to("float64") * t:double() end, { randn(3) })
+  end)
+  it("mixed dtypes: each gradient comes back in its input's dtype", function()
+    local x = wick.tensor({ 1, 2 }, { requires_grad = true }) -- float32
+    local y = T({ 3, 4 }):requires_grad_()                     -- float64
+    local z = x * y
+    assert.are.equal("float64", z.dtype)
+    z:sum():backward()
+    assert.are.equal("float32", x.grad.dtype)
+    assert.are.equal("float64", y.grad.dtype)
+    assert_close(x.grad, { 3, 4 }, 0)
+    assert_close(y.grad, { 1, 2 }, 0)
+    -- with an integer tensor, which needs no gradient
+    local w = T({ 1, 2 }):requires_grad_()
+    ;(w * I({ 3, 4 }) + w / I({ 2, 4 })):sum():backward()
+    assert_close(w.grad, { 3.5, 4.25 }, 0)
+    -- cat promotes, the gradients split and convert back
+    local a = wick.tensor({ 1, 2 }, { requires_grad = true })
+    local b = T({ 3 }):requires_grad_()
+    local c = wick.cat({ a, b })
+    assert.are.equal("float64", c.dtype)
+    ;(c * T({ 1, 2, 3 })):sum():backward()
+    assert.are.equal("float32", a.grad.dtype)
+    assert_close(a.grad, { 1, 2 }, 0)
+    assert_close(b.grad, { 3 }, 0)
   end)
   it("to() with nothing to change returns the tensor itself", function()
     local x = T({ 1, 2 }):requires_grad_()
@@ -697,6 +663,31 @@ describe("autograd behaviour", function()
     local y3 = x * 2
     assert_error_has(function() y3:backward(T({ 1, 2, 3 })) end, "shape")
     assert_error_has(function() y3:backward("nope") end, "backward")
+  end)
+
+  it("only leaves accumulate .grad", function()
+    local x = T({ 1, 2 }):requires_grad_()
+    local y = x * 2
+    ;(y * y):sum():backward()
+    assert.is_nil(y.grad)
+    assert_close(x.grad, { 8, 16 }, 0)
+  end)
+
+  it("backward works inside no_grad", function()
+    local x = T({ 1, 2 }):requires_grad_()
+    local y = (x * x):sum()
+    wick.no_grad(function() y:backward() end)
+    assert_close(x.grad, { 2, 4 }, 0)
+    assert.is_false(x.grad.requires_grad)
+  end)
+
+  it("on the meta device: backward runs the shape logic and gives meta gradients", function()
+    local x = wick.ones(2, 3, { device = "meta", requires_grad = true })
+    local b = wick.ones(3, { device = "meta", requires_grad = true })
+    ;(x:mm(x:t()):sum() + (x * b):mean()):backward()
+    assert.are.equal("meta", x.grad.device.type)
+    assert.are.same({ 2, 3 }, shape_of(x.grad))
+    assert.are.same({ 3 }, shape_of(b.grad))
   end)
 
   it("backward on a leaf fills its own grad", function()
@@ -835,13 +826,17 @@ describe("autograd behaviour", function()
     assert.is_nil(x.grad)
     ;(x * 2):sum():backward()
     assert_close(x.grad, { 2, 2 }, 0)
-    -- zeroing in place
-    wick.no_grad(function() x.grad:zero_() end)
+    -- zeroing in place (the gradient itself does not require grad)
+    assert.is_false(x.grad.requires_grad)
+    x.grad:zero_()
     assert_close(x.grad, { 0, 0 }, 0)
+    ;(x * 3):sum():backward()
+    assert_close(x.grad, { 3, 3 }, 0)
     -- a gradient of the wrong shape or dtype raises
     assert_error_has(function() x.grad = T({ 1, 2, 3 }) end, "shape")
     assert_error_has(function() x.grad = wick.tensor({ 1, 2 }) end, "float32")
     assert_error_has(function() x.grad = 5 end, "grad")
+    assert_error_has(function() x.grad = x end, "its own grad")
   end)
 
   it("grad_fn names and is_leaf", function()

@@ -106,4 +106,107 @@ function support.transpose_table(a)
   return r
 end
 
+-- ---- gradcheck ----
+
+local F64 = { dtype = "float64" }
+support.GRADCHECK_EPS, support.GRADCHECK_ATOL, support.GRADCHECK_RTOL = 1e-6, 1e-5, 1e-4
+local EPS, ATOL, RTOL = support.GRADCHECK_EPS, support.GRADCHECK_ATOL, support.GRADCHECK_RTOL
+
+-- the elements of t as a flat Lua array (row-major), 0-dim included
+function support.values_of(t)
+  if t:dim() == 0 then return { t:item() } end
+  return t:reshape(t:numel()):totable()
+end
+
+-- a float64 tensor of `shape` (a Lua array, {} for 0-dim) from flat values
+function support.from_values(vals, shape)
+  if #shape == 0 then return wick.tensor(vals[1], F64) end
+  return wick.tensor(vals, F64):view(shape)
+end
+
+local function copy(a) local r = {}; for i = 1, #a do r[i] = a[i] end; return r end
+
+-- deterministic weights in [-1, 1] (an LCG of our own: independent of wick's RNG)
+local function weights(n, seed)
+  local s, w = seed or 12345, {}
+  for i = 1, n do
+    s = (1103515245 * s + 12345) % 2147483648
+    w[i] = s / 1073741824 - 1
+    if math.abs(w[i]) < 0.1 then w[i] = w[i] + 0.3 end -- every output element matters
+  end
+  return w
+end
+
+-- gradcheck(fn, inputs[, opts]): inputs are float64 tensors; each becomes a
+-- fresh leaf with requires_grad, except those listed in opts.constant (a set of
+-- input positions). The scalar loss is sum(fn(...) * W) for fixed random W,
+-- so every element of the output contributes. The analytic gradient of each
+-- leaf must match (f(x + eps e_j) - f(x - eps e_j)) / (2 eps) for every element
+-- j within ATOL + RTOL * |numeric|. It also checks that every leaf got a .grad
+-- of its own shape and dtype.
+function support.gradcheck(fn, inputs, opts)
+  opts = opts or {}
+  local constant = opts.constant or {}
+  local shapes, vals = {}, {}
+  for i, x in ipairs(inputs) do
+    assert.are.equal("float64", x.dtype, "gradcheck inputs must be float64")
+    shapes[i], vals[i] = support.shape_of(x), support.values_of(x)
+  end
+  local n = #inputs
+  local function make(i, v)
+    local t = support.from_values(v, shapes[i])
+    if not constant[i] then t:requires_grad_() end
+    return t
+  end
+
+  -- analytic
+  local leaves = {}
+  for i = 1, n do leaves[i] = make(i, vals[i]) end
+  local out = fn(unpack(leaves, 1, n))
+  assert.is_true(wick.is_tensor(out), "gradcheck: fn must return a tensor")
+  assert.is_true(out.requires_grad, "gradcheck: the output does not require grad")
+  assert.is_truthy(out.grad_fn, "gradcheck: the output has no grad_fn")
+  local out_shape = support.shape_of(out)
+  local w = support.from_values(weights(out:numel()), out_shape)
+  local loss = (out:to("float64") * w):sum()
+  loss:backward()
+
+  -- numeric
+  local function f(args)
+    return wick.no_grad(function()
+      local o = fn(unpack(args, 1, n))
+      assert.are.same(out_shape, support.shape_of(o))
+      return (o:to("float64") * w):sum():item()
+    end)
+  end
+  for i = 1, n do
+    if not constant[i] then
+      local g = leaves[i].grad
+      assert.is_truthy(g, ("gradcheck: input %d got no gradient"):format(i))
+      assert.are.same(shapes[i], support.shape_of(g), ("gradcheck: shape of the gradient of input %d"):format(i))
+      assert.are.equal("float64", g.dtype)
+      local analytic = support.values_of(g)
+      local args = {}
+      for k = 1, n do args[k] = support.from_values(vals[k], shapes[k]) end
+      for j = 1, #vals[i] do
+        local v = copy(vals[i])
+        v[j] = vals[i][j] + EPS
+        args[i] = support.from_values(v, shapes[i])
+        local fp = f(args)
+        v[j] = vals[i][j] - EPS
+        args[i] = support.from_values(v, shapes[i])
+        local fm = f(args)
+        local numeric = (fp - fm) / (2 * EPS)
+        local a = analytic[j]
+        assert(a == a and math.abs(a - numeric) <= ATOL + RTOL * math.abs(numeric),
+          ("gradcheck: input %d, element %d: analytic %.10g, numeric %.10g"):format(i, j, a, numeric))
+      end
+      args[i] = support.from_values(vals[i], shapes[i])
+    else
+      assert.is_nil(leaves[i].grad)
+    end
+  end
+  return true
+end
+
 return support

@@ -2,7 +2,7 @@
 # Installs the Debian packages wick needs that this machine lacks (Debian 12).
 # Usage: tools/install-deps.sh [--bench]   (--bench adds PyTorch for bench/)
 set -e
-pkgs="build-essential cmake pkg-config libluajit-5.1-dev luajit libopenblas-dev lua-busted zlib1g-dev libedit-dev"
+pkgs="build-essential cmake pkg-config libluajit-5.1-dev luajit libopenblas-dev libblis-pthread-dev lua-busted zlib1g-dev libedit-dev dataset-fashion-mnist"
 [ "${1:-}" = "--bench" ] && pkgs="$pkgs python3-torch"
 missing=""
 for p in $pkgs; do

@@ -177,6 +177,7 @@ for _, name in ipairs({ "tensor", "zeros", "ones", "empty", "rand", "randn", "fu
 end
 
 function wick.is_tensor(v) return getmetatable(v) == mt end
+wick.clock = core.clock
 
 -- ---- grad mode ----
 
@@ -311,6 +312,8 @@ end
 
 -- wick.nn, wick.optim and wick.data load on first use (they require wick themselves).
 local lazy = { nn = "wick.nn", optim = "wick.optim", data = "wick.data" }
+function wick.save(value, path) return require("wick.serialize").save(value, path) end
+function wick.load(path, opts) return require("wick.serialize").load(path, opts) end
 setmetatable(wick, {
   __index = function(t, k)
     local module = lazy[k]

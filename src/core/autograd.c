@@ -35,6 +35,8 @@ wick_status wick_set_requires_grad(wick_tensor *t, int requires_grad) {
 }
 
 wick_status wick_set_grad(wick_tensor *t, wick_tensor *grad) {
+    if (grad == t) /* it would hold itself: a reference cycle that is never freed */
+        return wick_fail(WICK_ERR_ARGUMENT, "can't assign a tensor as its own grad");
     if (grad) {
         char a[WK_SHAPE_BUF], b[WK_SHAPE_BUF];
         if (grad->ndim != t->ndim || memcmp(grad->sizes, t->sizes, sizeof(int64_t) * t->ndim) != 0)

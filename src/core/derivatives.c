@@ -127,6 +127,18 @@ wick_status wk_record_unary(wick_tensor *out, wick_unary_op op, const wick_tenso
 
 /* ---- binary ---- */
 
+/* *t = (mask ? 0 : *t) */
+static wick_status zero_where(wick_tensor **t, const wick_tensor *mask) {
+    wick_tensor *zero, *r;
+    TRY(wick_full(&zero, 0, NULL, 0, (wick_options){(*t)->dtype, wick_cpu()}));
+    wick_status st = wick_where(&r, mask, zero, *t);
+    wick_tensor_release(zero);
+    TRY(st);
+    wick_tensor_release(*t);
+    *t = r;
+    return WICK_OK;
+}
+
 static wick_status binary_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
     wick_tensor *a = n->saved[0], *b = n->saved[1], *t;
     double alpha = n->scalars[0];
@@ -160,16 +172,39 @@ static wick_status binary_backward(wk_node *n, wick_tensor *g, wick_tensor **gra
             TRY(st);
             TRY(chain(&p, WICK_MUL, b));
             TRY(chain(&p, WICK_MUL, g));
+            /* 0 where b == 0, like PyTorch (not 0 * 0^-1 = nan at a == 0) */
+            if (!(st = wick_binary_scalar(&t, WICK_EQ, b, num(0), 0))) {
+                st = zero_where(&p, t);
+                wick_tensor_release(t);
+            }
+            if (st) return wick_tensor_release(p), st;
             grads[0] = p;
         }
-        if (need_b) { /* g a^b log a */
+        if (need_b) { /* g a^b log a, and 0 where a == 0 and b >= 0, like PyTorch */
             TRY(wick_binary(&t, WICK_POW, a, b));
-            wick_tensor *l;
+            wick_tensor *l, *m;
             TRY(wick_unary(&l, WICK_LOG, a));
             wick_status st = chain(&t, WICK_MUL, l);
             wick_tensor_release(l);
             TRY(st);
             TRY(chain(&t, WICK_MUL, g));
+            /* u = (b >= 0 ? 0 : t), then t = (a == 0 ? u : t) */
+            wick_tensor *u = t;
+            wick_tensor_retain(u);
+            if (!(st = wick_binary_scalar(&m, WICK_GE, b, num(0), 0))) {
+                st = zero_where(&u, m);
+                wick_tensor_release(m);
+            }
+            if (!st && !(st = wick_binary_scalar(&m, WICK_EQ, a, num(0), 0))) {
+                wick_tensor *r;
+                if (!(st = wick_where(&r, m, u, t))) {
+                    wick_tensor_release(t);
+                    t = r;
+                }
+                wick_tensor_release(m);
+            }
+            wick_tensor_release(u);
+            if (st) return wick_tensor_release(t), st;
             grads[1] = t;
         }
         break;
@@ -387,7 +422,7 @@ static wick_status transposed(wick_tensor **out, const wick_tensor *t) {
 static wick_status addmm_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
     wick_tensor *m1 = n->saved[0], *m2 = n->saved[1], *t;
     double beta = n->scalars[0], alpha = n->scalars[1];
-    if ((n->edges[0].node || n->edges[0].leaf) && beta != 0)
+    if (n->edges[0].node || n->edges[0].leaf) /* beta = 0 gives zeros, like PyTorch */
         TRY(beta == 1 ? retained(&grads[0], g) : wick_binary_scalar(&grads[0], WICK_MUL, g, num(beta), 0));
     if (n->edges[1].node || n->edges[1].leaf) { /* alpha g m2^T */
         TRY(transposed(&t, m2));

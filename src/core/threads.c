@@ -8,7 +8,15 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-void openblas_set_num_threads(int); /* OpenBLAS; declared here to avoid cblas.h in the core */
+/* The matrix library's own thread count (declared here to keep its headers out of
+ * the core). */
+#ifdef WICK_BLAS_BLIS
+void bli_thread_set_num_threads(long n);
+static void blas_set_num_threads(int n) { bli_thread_set_num_threads(n); }
+#else
+void openblas_set_num_threads(int n);
+static void blas_set_num_threads(int n) { openblas_set_num_threads(n); }
+#endif
 
 #define MAX_THREADS 64
 
@@ -66,7 +74,7 @@ void wick_set_num_threads(int n) {
     if (n > MAX_THREADS) n = MAX_THREADS;
     pthread_mutex_lock(&pool_lock);
     num_threads = n;
-    openblas_set_num_threads(n);
+    blas_set_num_threads(n);
     pthread_mutex_unlock(&pool_lock);
 }
 

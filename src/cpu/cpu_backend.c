@@ -14,7 +14,7 @@
  * cache is bounded, per process, guarded by a mutex, and emptied before an
  * allocation is reported as out of memory. Fresh large blocks are 2 MiB aligned
  * and asked to use huge pages, which cuts the faults of the first use. */
-#define CACHE_MIN_BLOCK ((size_t)1 << 20)
+#define CACHE_MIN_BLOCK ((size_t)128 << 10)
 #define CACHE_MAX_BYTES ((size_t)512 << 20)
 #define CACHE_SLOTS 32
 #define HUGE_PAGE ((size_t)2 << 20)
@@ -91,6 +91,31 @@ typedef struct {
     wick_dtype to, from;
 } copy_types;
 
+/* Typed conversion loops for the common pairs; other pairs go through
+ * wk_load/wk_store one element at a time. */
+#define CONVERT(TO, FROM)                                                                        \
+    for (int64_t i = 0; i < n; i++) ((TO *)p[0])[i * s[0]] = (TO)((const FROM *)p[1])[i * s[1]]; \
+    return true;
+#define FROM_CASES(TO)                                                                           \
+    switch (from) {                                                                              \
+    case WICK_FLOAT32: CONVERT(TO, float)                                                        \
+    case WICK_FLOAT64: CONVERT(TO, double)                                                       \
+    case WICK_INT32: CONVERT(TO, int32_t)                                                        \
+    case WICK_UINT8: CONVERT(TO, uint8_t)                                                        \
+    default: return false;                                                                       \
+    }
+static bool convert_typed(wick_dtype to, wick_dtype from, char **p, const int64_t *s, int64_t n) {
+    switch (to) {
+    case WICK_FLOAT32: FROM_CASES(float)
+    case WICK_FLOAT64: FROM_CASES(double)
+    default: break;
+    }
+    if (to == WICK_INT64 && from == WICK_UINT8) { CONVERT(int64_t, uint8_t) }
+    if (to == WICK_INT64 && from == WICK_INT32) { CONVERT(int64_t, int32_t) }
+    if (from == WICK_INT64 && to == WICK_FLOAT32) { CONVERT(float, int64_t) }
+    return false;
+}
+
 static void copy_run(char **p, const int64_t *s, int64_t n, const void *extra) {
     const copy_types *ct = extra;
     size_t eo = wick_dtype_size(ct->to), ei = wick_dtype_size(ct->from);
@@ -106,14 +131,7 @@ static void copy_run(char **p, const int64_t *s, int64_t n, const void *extra) {
         default: for (int64_t i = 0; i < n; i++) ((uint64_t *)p[0])[i * s[0]] = ((uint64_t *)p[1])[i * s[1]]; return;
         }
     }
-    if (ct->to == WICK_FLOAT32 && ct->from == WICK_FLOAT64) {
-        for (int64_t i = 0; i < n; i++) ((float *)p[0])[i * s[0]] = (float)((double *)p[1])[i * s[1]];
-        return;
-    }
-    if (ct->to == WICK_FLOAT64 && ct->from == WICK_FLOAT32) {
-        for (int64_t i = 0; i < n; i++) ((double *)p[0])[i * s[0]] = ((float *)p[1])[i * s[1]];
-        return;
-    }
+    if (convert_typed(ct->to, ct->from, p, s, n)) return;
     /* between integer types, go through int64 so no value above 2^53 is rounded */
     bool ints = !wick_dtype_is_floating(ct->to) && !wick_dtype_is_floating(ct->from);
     for (int64_t i = 0; i < n; i++) {

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 
 /* Elements of scratch (columns plus the moved product) a chunk may use. */
-#define CHUNK_ELEMS ((int64_t)1 << 22)
+#define CHUNK_ELEMS ((int64_t)1 << 20)
 
 typedef struct {
     const wk_conv2d_args *a;
@@ -239,6 +239,21 @@ typedef struct {
     char *gb;
 } bias_job;
 
+/* a sum in 16 independent lanes, which the compiler vectorises */
+#define LANE_SUM(NAME, T)                                                                         \
+    static double NAME(const T *p, int64_t n) {                                                   \
+        T acc[16] = {0};                                                                          \
+        int64_t l = 0;                                                                            \
+        for (; l + 16 <= n; l += 16)                                                              \
+            for (int k = 0; k < 16; k++) acc[k] += p[l + k];                                      \
+        double s = 0;                                                                             \
+        for (int k = 0; k < 16; k++) s += acc[k];                                                 \
+        for (; l < n; l++) s += p[l];                                                             \
+        return s;                                                                                 \
+    }
+LANE_SUM(lane_sum_f32, float)
+LANE_SUM(lane_sum_f64, double)
+
 static void bias_range(void *ctx, int64_t begin, int64_t end) {
     const bias_job *j = ctx;
     const wk_conv2d_args *a = j->a;
@@ -247,15 +262,8 @@ static void bias_range(void *ctx, int64_t begin, int64_t end) {
         double s = 0;
         for (int64_t n = 0; n < a->n; n++) {
             int64_t at = (n * a->o + o) * L;
-            if (a->dtype == WICK_FLOAT32) {
-                const float *p = (const float *)j->go + at;
-                float part = 0;
-                for (int64_t l = 0; l < L; l++) part += p[l];
-                s += part;
-            } else {
-                const double *p = (const double *)j->go + at;
-                for (int64_t l = 0; l < L; l++) s += p[l];
-            }
+            s += a->dtype == WICK_FLOAT32 ? lane_sum_f32((const float *)j->go + at, L)
+                                          : lane_sum_f64((const double *)j->go + at, L);
         }
         if (a->dtype == WICK_FLOAT32) ((float *)j->gb)[o] = (float)s;
         else ((double *)j->gb)[o] = s;

@@ -31,6 +31,17 @@ wick_status cpu_index_select(wick_tensor *out, const wick_tensor *in, int dim, c
     int64_t total = wick_tensor_numel(out);
     const char *src = wk_data(in);
     char *dst = wk_data(out);
+    if (in->ndim && wick_tensor_is_contiguous(in) && wick_tensor_is_contiguous(out)) {
+        /* rows of `inner` elements move as blocks (embeddings, batches of samples) */
+        int64_t outer = 1, inner = 1;
+        for (int d = 0; d < dim; d++) outer *= in->sizes[d];
+        for (int d = dim + 1; d < in->ndim; d++) inner *= in->sizes[d];
+        size_t block = (size_t)inner * es;
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t j = 0; j < n; j++)
+                memcpy(dst + ((o * n + j) * inner) * (int64_t)es, src + ((o * size + idx[j]) * inner) * (int64_t)es, block);
+        return WICK_OK;
+    }
     for (int64_t e = 0; e < total; e++) {
         int64_t j = 0;
         int64_t oo = offset_of(out->ndim, out->sizes, out->strides, e, -1, &j);

@@ -131,6 +131,10 @@ int main(int argc, char **argv) {
      * (Only the runner sets this: a host's malloc settings are its own.) */
     mallopt(M_TRIM_THRESHOLD, 256 << 20);
     mallopt(M_TOP_PAD, 16 << 20);
+    /* fixing the trim threshold stops glibc from raising its mmap threshold as it
+     * otherwise would: set it where glibc would end up, so mid-sized tensors come
+     * from the heap, not from a fresh, page-faulting mmap each time */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
     lua_State *L = luaL_newstate();
     if (!L) {
         fprintf(stderr, "wick: cannot create a Lua state (out of memory)\n");

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #define SELF(fn) wl_checktensor(L, 1, fn, "self")
 #define UPINT(i) ((int)lua_tointeger(L, lua_upvalueindex(i)))
@@ -265,6 +267,47 @@ static int m_read_idx(lua_State *L) {
     const char *path = luaL_checkstring(L, 1);
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_read_idx(slot, path));
+    return 1;
+}
+
+/* t:_bytes(): the raw little-endian bytes of a CPU tensor, in row-major order. */
+static int t_bytes(lua_State *L) {
+    wick_tensor *a = SELF("_bytes");
+    if (wick_tensor_device(a).type != WICK_CPU) wl_raise(L, "_bytes: the tensor must be on the CPU");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_contiguous(slot, a));
+    lua_pushlstring(L, wick_tensor_data(*slot), (size_t)wick_tensor_numel(*slot) * wick_dtype_size(wick_tensor_dtype(*slot)));
+    return 1;
+}
+
+/* core.from_bytes(s, dtype, sizes): a CPU tensor holding a copy of the bytes. */
+static int m_from_bytes(lua_State *L) {
+    size_t len;
+    const char *bytes = luaL_checklstring(L, 1, &len);
+    wick_dtype dtype = wl_dtype(L, 2, "from_bytes");
+    int64_t sizes[WICK_MAX_DIMS];
+    if (!lua_istable(L, 3)) wl_raise(L, "from_bytes: expected a size table");
+    int n = wl_sizes(L, 3, 3, sizes, "from_bytes");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_empty(slot, n, sizes, (wick_options){dtype, {WICK_CPU, -1}}));
+    size_t want = (size_t)wick_tensor_numel(*slot) * wick_dtype_size(dtype);
+    if (want != len) wl_raise(L, "from_bytes: %zu bytes do not make a %s tensor of %lld elements", len,
+                              wick_dtype_name(dtype), (long long)wick_tensor_numel(*slot));
+    memcpy(wick_tensor_data(*slot), bytes, len);
+    return 1;
+}
+
+/* wick.clock(): seconds of a monotonic wall clock, for timing. */
+static int m_clock(lua_State *L) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec * 1e-9);
+    return 1;
+}
+
+/* wick.isatty(fd): whether a file descriptor is a terminal (progress bars). */
+static int m_isatty(lua_State *L) {
+    lua_pushboolean(L, isatty((int)luaL_optnumber(L, 1, 1)));
     return 1;
 }
 
@@ -1182,6 +1225,170 @@ static void set_fn(lua_State *L, const char *name, lua_CFunction f) {
     lua_setfield(L, -2, name);
 }
 
+/* ---- neural-network ops ---- */
+
+static int nn_int(lua_State *L, int idx, const char *fn, const char *what) {
+    if (lua_type(L, idx) != LUA_TNUMBER)
+        wl_raise(L, "%s: %s must be an integer, got %s", fn, what, luaL_typename(L, idx));
+    lua_Number v = lua_tonumber(L, idx);
+    if (v != floor(v) || v < -2147483647.0 || v > 2147483647.0)
+        wl_raise(L, "%s: %s must be an integer, got %.17g", fn, what, (double)v);
+    return (int)v;
+}
+
+/* A number n (for both dims) or a table {h, w}. */
+static void nn_pair(lua_State *L, int idx, const char *fn, const char *what, int *h, int *w) {
+    if (idx < 0) idx = lua_gettop(L) + idx + 1;
+    if (lua_type(L, idx) == LUA_TNUMBER) {
+        *h = *w = nn_int(L, idx, fn, what);
+        return;
+    }
+    if (lua_istable(L, idx) && lua_objlen(L, idx) == 2) {
+        lua_rawgeti(L, idx, 1);
+        lua_rawgeti(L, idx, 2);
+        *h = nn_int(L, -2, fn, what);
+        *w = nn_int(L, -1, fn, what);
+        lua_pop(L, 2);
+        return;
+    }
+    wl_raise(L, "%s: %s must be a number or a table of two numbers {h, w}, got %s", fn, what,
+             lua_istable(L, idx) ? "a table of another length" : luaL_typename(L, idx));
+}
+
+/* The options table at idx (0: none): raises on keys outside `allowed` (NULL-terminated). */
+static void nn_check_keys(lua_State *L, int idx, const char *fn, const char *const *allowed, const char *list) {
+    if (!idx) return;
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        if (lua_type(L, -2) != LUA_TSTRING)
+            wl_raise(L, "%s: unexpected %s key in the options table (expected %s)", fn, luaL_typename(L, -2), list);
+        int ok = 0;
+        for (const char *const *a = allowed; *a && !ok; a++) ok = strcmp(*a, lua_tostring(L, -2)) == 0;
+        if (!ok) wl_raise(L, "%s: unknown option '%s' (expected %s)", fn, lua_tostring(L, -2), list);
+        lua_pop(L, 1);
+    }
+}
+
+/* The field `key` of the options table at idx pushed, or nil when there is none. */
+static int nn_field(lua_State *L, int idx, const char *key) {
+    if (!idx) {
+        lua_pushnil(L);
+        return 0;
+    }
+    lua_getfield(L, idx, key);
+    return !lua_isnil(L, -1);
+}
+
+static int nn_flag(lua_State *L, int idx, const char *key, const char *fn, int def) {
+    int v = def;
+    if (nn_field(L, idx, key)) {
+        if (!lua_isboolean(L, -1)) wl_raise(L, "%s: %s must be a boolean, got %s", fn, key, luaL_typename(L, -1));
+        v = lua_toboolean(L, -1);
+    }
+    lua_pop(L, 1);
+    return v;
+}
+
+/* An options table at `idx` (nil or absent: 0). */
+static int nn_options(lua_State *L, int idx, const char *fn) {
+    if (lua_isnoneornil(L, idx)) return 0;
+    if (!lua_istable(L, idx)) wl_raise(L, "%s: expected an options table, got %s", fn, luaL_typename(L, idx));
+    return idx;
+}
+
+/* wick._core.conv2d(input, weight, bias_or_nil, {stride =, padding =, dilation =, groups =}) */
+static int m_conv2d(lua_State *L) {
+    static const char *const keys[] = {"stride", "padding", "dilation", "groups", NULL};
+    wick_tensor *input = wl_checktensor(L, 1, "conv2d", "input");
+    wick_tensor *weight = wl_checktensor(L, 2, "conv2d", "weight");
+    wick_tensor *bias = NULL;
+    int opts;
+    if (lua_istable(L, 3) && !wl_totensor(L, 3)) { /* conv2d(x, w, {padding = 1}) */
+        opts = 3;
+    } else {
+        if (!lua_isnoneornil(L, 3)) bias = wl_checktensor(L, 3, "conv2d", "bias");
+        opts = nn_options(L, 4, "conv2d");
+    }
+    nn_check_keys(L, opts, "conv2d", keys, "stride, padding, dilation, groups");
+    int sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
+    int same = 0;
+    if (nn_field(L, opts, "stride")) nn_pair(L, -1, "conv2d", "stride", &sh, &sw);
+    if (nn_field(L, opts, "dilation")) nn_pair(L, -1, "conv2d", "dilation", &dh, &dw);
+    if (nn_field(L, opts, "groups")) groups = nn_int(L, -1, "conv2d", "groups");
+    if (nn_field(L, opts, "padding")) {
+        if (lua_type(L, -1) == LUA_TSTRING) {
+            const char *mode = lua_tostring(L, -1);
+            if (strcmp(mode, "same") == 0) same = 1;
+            else if (strcmp(mode, "valid") != 0)
+                wl_raise(L, "conv2d: Invalid padding string '%s', should be one of {'valid', 'same'}", mode);
+        } else {
+            nn_pair(L, -1, "conv2d", "padding", &ph, &pw);
+        }
+    }
+    if (same) { /* stride 1: pad by half the dilated kernel, which must be odd-sized to stay symmetric */
+        if (sh != 1 || sw != 1) wl_raise(L, "conv2d: padding='same' is not supported for strided convolutions");
+        if (wick_tensor_ndim(weight) == 4) {
+            const int64_t *ws = wick_tensor_sizes(weight);
+            int64_t th = (int64_t)dh * (ws[2] - 1), tw = (int64_t)dw * (ws[3] - 1);
+            if (th % 2 || tw % 2)
+                wl_raise(L, "conv2d: padding='same' needs an odd (dilated) kernel size here: asymmetric padding is "
+                            "not supported");
+            ph = (int)(th / 2), pw = (int)(tw / 2);
+        }
+    }
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_conv2d(slot, input, weight, bias, sh, sw, ph, pw, dh, dw, groups));
+    wl_account(L);
+    return 1;
+}
+
+/* kernel_size at 2, then {stride =, padding =, ceil_mode =, ...}: stride defaults to the kernel */
+static int nn_pool_args(lua_State *L, const char *fn, const char *const *keys, const char *list, int *k) {
+    nn_pair(L, 2, fn, "kernel_size", &k[0], &k[1]);
+    int opts = nn_options(L, 3, fn);
+    nn_check_keys(L, opts, fn, keys, list);
+    k[2] = k[0], k[3] = k[1], k[4] = k[5] = 0;
+    if (nn_field(L, opts, "stride")) nn_pair(L, -1, fn, "stride", &k[2], &k[3]);
+    lua_pop(L, 1);
+    if (nn_field(L, opts, "padding")) nn_pair(L, -1, fn, "padding", &k[4], &k[5]);
+    lua_pop(L, 1);
+    return opts;
+}
+
+/* wick._core.max_pool2d(input, kernel_size, {stride =, padding =, dilation = 1, ceil_mode =, return_indices =}) */
+static int m_max_pool2d(lua_State *L) {
+    static const char *const keys[] = {"stride", "padding", "dilation", "ceil_mode", "return_indices", NULL};
+    wick_tensor *input = wl_checktensor(L, 1, "max_pool2d", "input");
+    int k[6], dh = 1, dw = 1;
+    int opts = nn_pool_args(L, "max_pool2d", keys, "stride, padding, dilation, ceil_mode, return_indices", k);
+    if (nn_field(L, opts, "dilation")) nn_pair(L, -1, "max_pool2d", "dilation", &dh, &dw);
+    lua_pop(L, 1);
+    if (dh != 1 || dw != 1) wl_raise(L, "max_pool2d: dilation other than 1 is not supported");
+    int ceil_mode = nn_flag(L, opts, "ceil_mode", "max_pool2d", 0);
+    int with_indices = nn_flag(L, opts, "return_indices", "max_pool2d", 0);
+    wick_tensor **slot = wl_new_slot(L), **islot = with_indices ? wl_new_slot(L) : NULL;
+    wl_check(L, wick_max_pool2d(slot, islot, input, k[0], k[1], k[2], k[3], k[4], k[5], ceil_mode));
+    if (islot) to_one_based(L, *islot);
+    wl_account(L);
+    return with_indices ? 2 : 1;
+}
+
+/* wick._core.avg_pool2d(input, kernel_size, {stride =, padding =, ceil_mode =, count_include_pad = true}) */
+static int m_avg_pool2d(lua_State *L) {
+    static const char *const keys[] = {"stride", "padding", "ceil_mode", "count_include_pad", "divisor_override", NULL};
+    wick_tensor *input = wl_checktensor(L, 1, "avg_pool2d", "input");
+    int k[6];
+    int opts = nn_pool_args(L, "avg_pool2d", keys, "stride, padding, ceil_mode, count_include_pad", k);
+    if (nn_field(L, opts, "divisor_override")) wl_raise(L, "avg_pool2d: divisor_override is not supported");
+    lua_pop(L, 1);
+    int ceil_mode = nn_flag(L, opts, "ceil_mode", "avg_pool2d", 0);
+    int include_pad = nn_flag(L, opts, "count_include_pad", "avg_pool2d", 1);
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_avg_pool2d(slot, input, k[0], k[1], k[2], k[3], k[4], k[5], ceil_mode, include_pad));
+    wl_account(L);
+    return 1;
+}
+
 static const luaL_Reg module_fns[] = {
     {"full", m_full},
     {"full_like", m_full_like},
@@ -1201,8 +1408,14 @@ static const luaL_Reg module_fns[] = {
     {"fast_pointers", m_fast_pointers},
     {"fill_slots", m_fill_slots},
     {"read_idx", m_read_idx},
+    {"from_bytes", m_from_bytes},
+    {"clock", m_clock},
+    {"isatty", m_isatty},
     {"set_grad_enabled", m_set_grad_enabled},
     {"is_grad_enabled", m_is_grad_enabled},
+    {"conv2d", m_conv2d},
+    {"max_pool2d", m_max_pool2d},
+    {"avg_pool2d", m_avg_pool2d},
     {NULL, NULL}};
 
 static const luaL_Reg method_fns[] = {
@@ -1216,7 +1429,7 @@ static const luaL_Reg method_fns[] = {
     {"_storage_id", t_storage_id}, {"_dtype", t_dtype}, {"_device", t_device}, {"_shape", t_shape},
     {"_get", t_get}, {"_set", t_set}, {"_requires_grad", t_requires_grad},
     {"requires_grad_", t_set_requires_grad}, {"_grad", t_grad}, {"_set_grad", t_set_grad}, {"_grad_fn", t_grad_fn},
-    {"_is_leaf", t_is_leaf}, {"backward", t_backward}, {"detach", t_detach}, {"_replace", t_replace}, {NULL, NULL}};
+    {"_is_leaf", t_is_leaf}, {"backward", t_backward}, {"detach", t_detach}, {"_replace", t_replace}, {"_bytes", t_bytes}, {NULL, NULL}};
 
 /* Fills the module table at -1: functions, and `Tensor` (methods) and `_mt`. */
 void wl_open_tensor(lua_State *L) {

@@ -1,0 +1,132 @@
+-- Train a classifier on Fashion-MNIST, the PyTorch-tutorial way: pick the device
+-- once, move the model and each batch with to(), zero_grad / backward / step.
+--
+--   build/wick examples/fashion_mnist.lua [--model mlp|cnn] [--epochs N]
+--       [--batch-size N] [--lr X] [--device cpu|cuda] [--threads N] [--checkpoint PATH]
+--
+-- The data comes from Debian's dataset-fashion-mnist package (or
+-- FASHION_MNIST_DIR). The script saves a checkpoint, reloads it onto the CPU with
+-- map_location and checks that the reloaded model scores the same.
+local wick = require("wick")
+local nn, F = wick.nn, wick.nn.functional
+
+local function parse_args(argv)
+  local opts = { model = "mlp", batch_size = 128, threads = nil }
+  local i = 1
+  while argv[i] do
+    local key, value = argv[i]:match("^%-%-([%w-]+)=?(.*)$")
+    if not key then error("unexpected argument " .. argv[i] .. " (see the header of this script)") end
+    if value == "" then i = i + 1; value = argv[i] end
+    opts[key:gsub("-", "_")] = tonumber(value) or value
+    i = i + 1
+  end
+  return opts
+end
+
+local opts = parse_args(arg or {})
+if opts.threads then wick.set_num_threads(opts.threads) end
+wick.manual_seed(opts.seed or 1)
+local device = wick.device(opts.device or (wick.cuda.is_available() and "cuda" or "cpu"))
+local epochs = opts.epochs or (opts.model == "cnn" and 3 or 5)
+local lr = opts.lr or (opts.model == "cnn" and 0.05 or 0.05)
+
+-- ---- models ----
+local MLP = nn.Module:extend("MLP")
+function MLP:init()
+  self.layers = nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(),
+    nn.Linear(256, 10))
+end
+function MLP:forward(x) return self.layers(x) end
+
+local CNN = nn.Module:extend("CNN")
+function CNN:init()
+  self.conv1 = nn.Conv2d(1, 32, 3, { padding = 1 })
+  self.conv2 = nn.Conv2d(32, 64, 3, { padding = 1 })
+  self.pool = nn.MaxPool2d(2)
+  self.fc1 = nn.Linear(64 * 7 * 7, 128)
+  self.fc2 = nn.Linear(128, 10)
+end
+function CNN:forward(x)
+  x = self.pool(F.relu(self.conv1(x)))   -- 32 x 14 x 14
+  x = self.pool(F.relu(self.conv2(x)))   -- 64 x 7 x 7
+  return self.fc2(F.relu(self.fc1(x:flatten(2))))
+end
+
+local function build() return (opts.model == "cnn" and CNN or MLP)() end
+if opts.model ~= "mlp" and opts.model ~= "cnn" then error("--model must be mlp or cnn") end
+
+-- ---- data ----
+local train_set = wick.data.FashionMNIST { train = true }
+local test_set = wick.data.FashionMNIST { train = false }
+local train_loader = wick.data.DataLoader(train_set, { batch_size = opts.batch_size, shuffle = true, device = device })
+local test_loader = wick.data.DataLoader(test_set, { batch_size = 1000, device = device })
+
+local function accuracy(model)
+  model:eval()
+  local correct, total = 0, 0
+  wick.no_grad(function()
+    for images, labels in test_loader:iter() do
+      local predicted = model(images):argmax(2)
+      correct = correct + predicted:eq(labels):sum():item()
+      total = total + labels:size(1)
+    end
+  end)
+  model:train()
+  return correct / total
+end
+
+-- ---- training ----
+local model = build():to(device)
+local optimizer = wick.optim.SGD(model:parameters(), { lr = lr, momentum = 0.9 })
+local loss_fn = nn.CrossEntropyLoss()
+local tty = wick._core.isatty(1)
+print(("training %s on %s: %d epochs, batch %d, lr %g, %d thread(s)"):format(opts.model, tostring(device), epochs,
+  opts.batch_size, lr, wick.get_num_threads()))
+
+local acc
+for epoch = 1, epochs do
+  local t0, seen, running = wick.clock(), 0, 0
+  local batches = train_loader:len()
+  for b, images, labels in (function()
+    local it, k = train_loader:iter(), 0
+    return function()
+      local x, y = it()
+      if x == nil then return nil end
+      k = k + 1
+      return k, x, y
+    end
+  end)() do
+    optimizer:zero_grad()
+    local loss = loss_fn(model(images), labels)
+    loss:backward()
+    optimizer:step()
+    seen = seen + labels:size(1)
+    running = running + loss:item()
+    if tty and (b % 20 == 0 or b == batches) then
+      local width = 30
+      local done = math.floor(width * b / batches)
+      io.write(("\repoch %d [%s%s] %d/%d  loss %.4f  %.0f samples/s "):format(epoch, ("="):rep(done),
+        (" "):rep(width - done), b, batches, running / b, seen / (wick.clock() - t0)))
+      io.flush()
+    end
+  end
+  local elapsed = wick.clock() - t0
+  acc = accuracy(model)
+  if tty then io.write("\r" .. (" "):rep(90) .. "\r") end
+  print(("epoch %d: loss %.4f, test accuracy %.2f%%, %.1f s, %.0f samples/s"):format(epoch, running / batches,
+    100 * acc, elapsed, seen / elapsed))
+end
+
+-- ---- checkpoint: save, reload onto the CPU, confirm ----
+local path = opts.checkpoint or ((os.getenv("TMPDIR") or "/tmp") .. "/wick-fashion-mnist-" .. opts.model .. ".wick")
+wick.save({ model = model:state_dict(), optimizer = optimizer:state_dict(), epoch = epochs, accuracy = acc }, path)
+local checkpoint = wick.load(path, { map_location = "cpu" })
+local reloaded = build()
+reloaded:load_state_dict(checkpoint.model)
+local old_device = device
+device = wick.device("cpu")
+test_loader = wick.data.DataLoader(test_set, { batch_size = 1000 })
+local reloaded_acc = accuracy(reloaded)
+print(("checkpoint %s reloaded on cpu (saved from %s): test accuracy %.2f%% (%s)"):format(path, tostring(old_device),
+  100 * reloaded_acc, math.abs(reloaded_acc - acc) < 1e-9 and "same" or "DIFFERENT"))
+if math.abs(reloaded_acc - acc) >= 1e-9 then os.exit(1) end
