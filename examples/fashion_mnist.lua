@@ -77,7 +77,14 @@ end
 
 -- ---- training ----
 local model = build():to(device)
-local optimizer = wick.optim.SGD(model:parameters(), { lr = lr, momentum = 0.9 })
+local optimizer
+if (opts.optimizer or "sgd") == "adam" then
+  optimizer = wick.optim.Adam(model:parameters(), { lr = opts.lr or 1e-3 })
+else
+  optimizer = wick.optim.SGD(model:parameters(), { lr = lr, momentum = 0.9 })
+end
+-- the learning rate decays along a cosine over the run, step by step
+local schedule = wick.optim.CosineAnnealingLR(optimizer, { T_max = epochs * train_loader:len() })
 local loss_fn = nn.CrossEntropyLoss()
 local tty = wick._core.isatty(1)
 print(("training %s on %s: %d epochs, batch %d, lr %g, %d thread(s)"):format(opts.model, tostring(device), epochs,
@@ -100,6 +107,7 @@ for epoch = 1, epochs do
     local loss = loss_fn(model(images), labels)
     loss:backward()
     optimizer:step()
+    schedule:step()
     seen = seen + labels:size(1)
     running = running + loss:item()
     if tty and (b % 20 == 0 or b == batches) then

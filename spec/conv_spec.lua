@@ -203,6 +203,20 @@ local function gradcheck(fn, inputs)
   return true
 end
 
+-- runs fn on 2 threads, then on 1 (the conv kernels chunk differently), restoring the count
+local function with_threads(fn)
+  local before = wick.get_num_threads()
+  for _, n in ipairs({ 2, 1 }) do
+    wick.set_num_threads(n)
+    local ok, err = pcall(fn)
+    if not ok then
+      wick.set_num_threads(before)
+      error(err, 0)
+    end
+  end
+  wick.set_num_threads(before)
+end
+
 -- ---- conv2d ----
 
 local function pair(v) return type(v) == "table" and v or { v, v } end
@@ -301,15 +315,18 @@ describe("conv2d forward", function()
 
   it("a large batch (split into chunks, with a one-image tail) agrees image by image", function()
     -- (54 column rows + 10 product rows) * 33 * 33 scratch elements per image: with
-    -- cpu_conv.c's 2^20-element budget, chunks of 15, 15 and 1 images
+    -- cpu_conv.c's 2^20-element budget and several threads, chunks of 15, 15 and 1
+    -- images; on one thread, one image at a time
     local x = wick.randn(31, 6, 33, 33)
     local w = wick.randn(10, 6, 3, 3)
     local b = wick.randn(10)
-    local y = C.conv2d(x, w, b, { padding = 1 })
-    for _, n in ipairs({ 1, 12, 30, 31 }) do
-      local one = C.conv2d(x:select(1, n), w, b, { padding = 1 })
-      assert_close(y:select(1, n), one:totable(), 1e-5)
-    end
+    with_threads(function()
+      local y = C.conv2d(x, w, b, { padding = 1 })
+      for _, n in ipairs({ 1, 12, 30, 31 }) do
+        local one = C.conv2d(x:select(1, n), w, b, { padding = 1 })
+        assert_close(y:select(1, n), one:totable(), 1e-5)
+      end
+    end)
   end)
 
   it("the option forms: bias omitted, options in third place, padding 'valid' and 'same'", function()
@@ -453,7 +470,7 @@ describe("conv2d gradients (float64 central differences)", function()
     gradcheck(conv_fn({ padding = 1 }), { rand_tensor({ 2, 4, 5 }, 19), rand_tensor({ 2, 2, 3, 3 }, 20), false })
   end)
 
-  it("a batch spread over several chunks", function()
+  it("a batch spread over several chunks", function() with_threads(function()
     -- the gradient of the batch equals the per-image gradients
     wick.manual_seed(3)
     local x = wick.randn(31, 6, 33, 33, F64)
@@ -479,7 +496,7 @@ describe("conv2d gradients (float64 central differences)", function()
       gw = gw + wi.grad
     end
     assert_close(w.grad, gw:totable(), 1e-10)
-  end)
+  end) end)
 
   it("grad_fn, gradients only where asked, dtypes kept, and no graph under no_grad", function()
     local x = rand_tensor({ 1, 2, 4, 4 }, 30, "float32")
