@@ -28,7 +28,7 @@ if opts.threads then wick.set_num_threads(opts.threads) end
 wick.manual_seed(opts.seed or 1)
 local device = wick.device(opts.device or (wick.cuda.is_available() and "cuda" or "cpu"))
 local epochs = opts.epochs or (opts.model == "cnn" and 3 or 5)
-local lr = opts.lr or (opts.model == "cnn" and 0.05 or 0.05)
+local lr = opts.lr or 0.1
 
 -- ---- models ----
 local MLP = nn.Module:extend("MLP")

@@ -230,7 +230,15 @@ static wick_status accumulate(wick_tensor **acc, wick_tensor *g) {
 
 static wick_status accumulate_leaf(wick_tensor *leaf, wick_tensor *g) {
     wick_status st;
-    if (!leaf->grad) { /* .grad is a tensor of its own, never a view of another */
+    if (!leaf->grad) {
+        /* .grad is a tensor of its own, never a view of another: adopt g when
+         * nothing else can see it, else copy it */
+        bool alone = g->refcount == 1 && g->storage->refcount == 1 && !g->grad_fn && !g->requires_grad &&
+                     wick_tensor_is_contiguous(g) && g->offset == 0;
+        if (alone) {
+            leaf->grad = g;
+            return WICK_OK;
+        }
         st = wick_clone(&leaf->grad, g);
         wick_tensor_release(g);
         return st;

@@ -33,7 +33,7 @@ static wick_status from_values(wick_tensor **out, int ndim, const int64_t *sizes
     if (st) return st;
     if (target.type == WICK_META) return *out = t, WICK_OK;
     int64_t n = wick_tensor_numel(t);
-    size_t es = wick_dtype_size(opt.dtype);
+    size_t es = wk_dtype_size(opt.dtype);
     char *p = wk_data(t);
     for (int64_t i = 0; i < n; i++) {
         if (ints) wk_store_int64(p + i * es, opt.dtype, ((const int64_t *)values)[i]);
@@ -72,7 +72,7 @@ wick_status wick_arange(wick_tensor **out, double start, double stop, double ste
     wick_status st = wk_tensor_new(&t, 1, &n, opt.dtype, opt.device.type == WICK_META ? opt.device : wick_cpu());
     if (st) return st;
     char *p = wk_data(t);
-    size_t es = wick_dtype_size(opt.dtype);
+    size_t es = wk_dtype_size(opt.dtype);
     for (int64_t i = 0; p && i < n; i++) wk_store_double(p + i * es, opt.dtype, start + (double)i * step);
     if (opt.device.type != WICK_CPU && opt.device.type != WICK_META) {
         st = wick_to(out, t, opt);
@@ -227,6 +227,6 @@ double wick_get_double(const wick_tensor *t, int64_t linear) {
         off += (linear % t->sizes[i]) * t->strides[i];
         linear /= t->sizes[i];
     }
-    return wk_load_double((const char *)t->storage->data + (t->offset + off) * wick_dtype_size(t->dtype),
+    return wk_load_double((const char *)t->storage->data + (t->offset + off) * wk_dtype_size(t->dtype),
                           t->dtype);
 }

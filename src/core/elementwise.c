@@ -240,8 +240,11 @@ wick_status wick_add_scaled_(wick_tensor *a, const wick_tensor *b, double alpha)
 }
 
 /* A number operand becomes a 0-dim CPU tensor that ranks below every tensor. */
-static wick_status scalar_tensor(wick_tensor **out, wick_scalar s) {
+/* Beside a floating tensor the number is made in the kernel's dtype right away
+ * (the result type is the same), which spares a conversion per op. */
+static wick_status scalar_tensor(wick_tensor **out, wick_scalar s, const wick_tensor *a) {
     wick_dtype d = s.is_integer ? WICK_INT64 : WICK_FLOAT64;
+    if (wick_dtype_is_floating(a->dtype)) d = compute_dtype(a->dtype);
     wick_status st = wk_tensor_new(out, 0, NULL, d, wick_cpu());
     if (st) return st;
     wk_store_double(wk_data(*out), d, s.value);
@@ -251,7 +254,7 @@ static wick_status scalar_tensor(wick_tensor **out, wick_scalar s) {
 wick_status wick_binary_scalar(wick_tensor **out, wick_binary_op op, const wick_tensor *a, wick_scalar s,
                                int scalar_first) {
     wick_tensor *b;
-    wick_status st = scalar_tensor(&b, s);
+    wick_status st = scalar_tensor(&b, s, a);
     if (st) return st;
     if (!scalar_first) {
         st = binary(out, NULL, op, a, b, true, 1);
@@ -271,7 +274,7 @@ wick_status wick_binary_scalar(wick_tensor **out, wick_binary_op op, const wick_
 
 wick_status wick_binary_scalar_(wick_binary_op op, wick_tensor *a, wick_scalar s) {
     wick_tensor *b;
-    wick_status st = scalar_tensor(&b, s);
+    wick_status st = scalar_tensor(&b, s, a);
     if (st) return st;
     st = binary(NULL, a, op, a, b, true, 1);
     wick_tensor_release(b);

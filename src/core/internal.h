@@ -80,6 +80,11 @@ uint16_t wk_float_to_half(float f);
 float wk_bf16_to_float(uint16_t h);
 uint16_t wk_float_to_bf16(float f);
 static inline bool wk_is_integral(wick_dtype d) { return !wick_dtype_is_floating(d); }
+/* the hot-path forms of wick_dtype_size and wick_dtype_is_floating */
+static inline size_t wk_dtype_size(wick_dtype d) {
+    static const unsigned char sizes[WICK_NUM_DTYPES] = {4, 8, 2, 2, 8, 4, 1, 1};
+    return (unsigned)d < WICK_NUM_DTYPES ? sizes[d] : 0;
+}
 
 /* ---- elementwise iteration (shared by backends) ----
  * An iterator is the broadcast shape plus per-operand strides (in elements) and base

@@ -131,7 +131,7 @@ static wick_status check_sizes(int ndim, const int64_t *sizes, wick_dtype dtype)
     if (ndim < 0 || ndim > WICK_MAX_DIMS)
         return wick_fail(WICK_ERR_ARGUMENT, "a tensor has at most %d dimensions, got %d", WICK_MAX_DIMS,
                          ndim);
-    int64_t bytes = (int64_t)wick_dtype_size(dtype);
+    int64_t bytes = (int64_t)wk_dtype_size(dtype);
     for (int i = 0; i < ndim; i++) {
         char buf[WK_SHAPE_BUF];
         if (sizes[i] < 0)
@@ -185,7 +185,7 @@ wick_status wk_tensor_new(wick_tensor **out, int ndim, const int64_t *sizes, wic
     wick_storage *storage = NULL;
     void *header = NULL;
     size_t header_size = (sizeof(wick_tensor) + 63) / 64 * 64;
-    st = storage_new(&storage, dev, (size_t)wk_numel(ndim, sizes) * wick_dtype_size(dtype), header_size, &header);
+    st = storage_new(&storage, dev, (size_t)wk_numel(ndim, sizes) * wk_dtype_size(dtype), header_size, &header);
     if (st) return st;
     wick_tensor *t = header ? header : malloc(sizeof *t);
     if (!t) {

@@ -118,7 +118,7 @@ static bool convert_typed(wick_dtype to, wick_dtype from, char **p, const int64_
 
 static void copy_run(char **p, const int64_t *s, int64_t n, const void *extra) {
     const copy_types *ct = extra;
-    size_t eo = wick_dtype_size(ct->to), ei = wick_dtype_size(ct->from);
+    size_t eo = wk_dtype_size(ct->to), ei = wk_dtype_size(ct->from);
     if (ct->to == ct->from) {
         if (s[0] == 1 && s[1] == 1) {
             memcpy(p[0], p[1], (size_t)n * eo);
@@ -165,7 +165,7 @@ static void fill_run(char **p, const int64_t *s, int64_t n, const void *extra) {
 }
 
 static void cpu_fill(const wk_iter *it, double value) {
-    fill_value v = {wick_dtype_size(it->dtypes[0]), 0};
+    fill_value v = {wk_dtype_size(it->dtypes[0]), 0};
     char bytes[8] = {0};
     wk_store_double(bytes, it->dtypes[0], value);
     switch (v.size) { /* reinterpret the stored bytes as an integer of the same width */
@@ -189,7 +189,7 @@ static void random_range(void *ctx, int64_t begin, int64_t end) {
     const random_job *j = ctx;
     char *data = wk_data(j->out);
     wick_dtype d = j->out->dtype;
-    size_t es = wick_dtype_size(d);
+    size_t es = wk_dtype_size(d);
     for (int64_t i = begin; i < end; i++) {
         double v;
         if (!j->normal) {

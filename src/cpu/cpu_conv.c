@@ -99,7 +99,7 @@ COL2IM(col2im_f64, double)
 static void im2col_range(void *ctx, int64_t begin, int64_t end) {
     const conv_job *j = ctx;
     const wk_conv2d_args *a = j->a;
-    size_t es = wick_dtype_size(a->dtype);
+    size_t es = wk_dtype_size(a->dtype);
     int64_t plane = a->h * a->w, ld = j->cur * j->L;
     for (int64_t t = begin; t < end; t++) {
         int64_t i = t / j->cg, c = t % j->cg;
@@ -113,7 +113,7 @@ static void im2col_range(void *ctx, int64_t begin, int64_t end) {
 static void col2im_range(void *ctx, int64_t begin, int64_t end) {
     const conv_job *j = ctx;
     const wk_conv2d_args *a = j->a;
-    size_t es = wick_dtype_size(a->dtype);
+    size_t es = wk_dtype_size(a->dtype);
     int64_t plane = a->h * a->w, ld = j->cur * j->L;
     for (int64_t t = begin; t < end; t++) {
         int64_t i = t / j->cg, c = t % j->cg;
@@ -155,7 +155,7 @@ static void finish_range(void *ctx, int64_t begin, int64_t end) {
 static void gather_range(void *ctx, int64_t begin, int64_t end) {
     const conv_job *j = ctx;
     const wk_conv2d_args *a = j->a;
-    size_t es = wick_dtype_size(a->dtype), row = (size_t)j->L * es;
+    size_t es = wk_dtype_size(a->dtype), row = (size_t)j->L * es;
     for (int64_t t = begin; t < end; t++) {
         int64_t i = t / j->og, o = t % j->og;
         memcpy(j->tmp + (o * j->cur * j->L + i * j->L) * (int64_t)es,
@@ -212,7 +212,7 @@ static wick_status gemm(const wk_conv2d_args *a, int ta, int tb, int64_t m, int6
 
 wick_status cpu_conv2d_forward(const wk_conv2d_args *a, char *out, const char *input, const char *weight,
                                const char *bias) {
-    const int64_t es = (int64_t)wick_dtype_size(a->dtype), L = a->oh * a->ow;
+    const int64_t es = (int64_t)wk_dtype_size(a->dtype), L = a->oh * a->ow;
     const int64_t cg = a->c / a->groups, og = a->o / a->groups, K = cg * a->kh * a->kw;
     if (a->n == 0 || a->o == 0 || L == 0) return WICK_OK;
     const bool direct = is_direct(a);
@@ -281,7 +281,7 @@ static void bias_range(void *ctx, int64_t begin, int64_t end) {
 
 wick_status cpu_conv2d_backward(const wk_conv2d_args *a, const char *grad_out, const char *input, const char *weight,
                                 char *grad_input, char *grad_weight, char *grad_bias) {
-    const int64_t es = (int64_t)wick_dtype_size(a->dtype), L = a->oh * a->ow;
+    const int64_t es = (int64_t)wk_dtype_size(a->dtype), L = a->oh * a->ow;
     const int64_t cg = a->c / a->groups, og = a->o / a->groups, K = cg * a->kh * a->kw;
     if (grad_bias) {
         bias_job bj = {a, grad_out, grad_bias};

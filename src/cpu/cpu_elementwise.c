@@ -20,7 +20,7 @@ static void for_each_run(const wk_iter *it, int64_t begin, int64_t end, cpu_run_
     size_t es[WK_MAX_OPERANDS];
     for (int k = 0; k < nops; k++) {
         s[k] = it->strides[k][nd - 1];
-        es[k] = wick_dtype_size(it->dtypes[k]);
+        es[k] = wk_dtype_size(it->dtypes[k]);
     }
     while (pos < end) {
         char *p[WK_MAX_OPERANDS];

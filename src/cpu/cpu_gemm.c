@@ -46,7 +46,7 @@ SMALL_GEMM(small_gemm_f64, double)
 
 /* Any other dtype: accumulate in double (or int64) element by element. */
 static void generic_gemm(const wk_gemm_args *g) {
-    size_t es = wick_dtype_size(g->dtype);
+    size_t es = wk_dtype_size(g->dtype);
     bool ints = !wick_dtype_is_floating(g->dtype);
     for (int64_t i = 0; i < g->m; i++)
         for (int64_t j = 0; j < g->n; j++) {

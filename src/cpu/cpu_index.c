@@ -27,7 +27,7 @@ wick_status cpu_index_select(wick_tensor *out, const wick_tensor *in, int dim, c
     int64_t n = wick_tensor_numel(index), size = in->ndim ? in->sizes[dim] : 1;
     for (int64_t j = 0; j < n; j++)
         if (idx[j] < 0 || idx[j] >= size) return out_of_range("index_select", idx[j], dim, size);
-    size_t es = wick_dtype_size(in->dtype);
+    size_t es = wk_dtype_size(in->dtype);
     int64_t total = wick_tensor_numel(out);
     const char *src = wk_data(in);
     char *dst = wk_data(out);
@@ -54,7 +54,7 @@ wick_status cpu_index_select(wick_tensor *out, const wick_tensor *in, int dim, c
 
 wick_status cpu_gather(wick_tensor *out, const wick_tensor *in, int dim, const wick_tensor *index) {
     const int64_t *idx = (const int64_t *)wk_data(index);
-    size_t es = wick_dtype_size(in->dtype);
+    size_t es = wk_dtype_size(in->dtype);
     int64_t total = wick_tensor_numel(index), size = in->ndim ? in->sizes[dim] : 1, unused;
     for (int64_t e = 0; e < total; e++) {
         int64_t v = idx[e];
@@ -71,7 +71,7 @@ wick_status cpu_gather(wick_tensor *out, const wick_tensor *in, int dim, const w
 static wick_status scatter_impl(const char *op, wick_tensor *out, int dim, const wick_tensor *index,
                                 const wick_tensor *src, bool add) {
     const int64_t *idx = (const int64_t *)wk_data(index);
-    size_t es = wick_dtype_size(out->dtype);
+    size_t es = wk_dtype_size(out->dtype);
     int64_t total = wick_tensor_numel(index), size = out->ndim ? out->sizes[dim] : 1, unused;
     for (int64_t e = 0; e < total; e++) /* check all first: nothing is written on error */
         if (idx[e] < 0 || idx[e] >= size) return out_of_range(op, idx[e], dim, size);
@@ -101,7 +101,7 @@ wick_status cpu_index_add(wick_tensor *out, int dim, const wick_tensor *index, c
     int64_t n = wick_tensor_numel(index), size = out->ndim ? out->sizes[dim] : 1;
     for (int64_t j = 0; j < n; j++)
         if (idx[j] < 0 || idx[j] >= size) return out_of_range("index_add", idx[j], dim, size);
-    size_t es = wick_dtype_size(out->dtype);
+    size_t es = wk_dtype_size(out->dtype);
     int64_t total = wick_tensor_numel(src);
     for (int64_t e = 0; e < total; e++) {
         int64_t j = 0;

@@ -89,7 +89,7 @@ static reduced_i reduce_int(const wk_reduce_args *a, const int64_t *p) {
 
 static void reduce_range(void *ctx, int64_t begin, int64_t end) {
     const wk_reduce_args *a = ctx;
-    size_t ei = wick_dtype_size(a->in_dtype), eo = wick_dtype_size(a->out_dtype);
+    size_t ei = wk_dtype_size(a->in_dtype), eo = wk_dtype_size(a->out_dtype);
     bool arg = a->op == WICK_ARGMAX || a->op == WICK_ARGMIN;
     for (int64_t o = begin; o < end; o++) {
         int64_t in_off = 0, out_off = 0, idx_off = 0, rest = o;

@@ -311,6 +311,13 @@ static int m_isatty(lua_State *L) {
     return 1;
 }
 
+/* core.same_device(a, b): whether two tensors live on one device (no strings made). */
+static int m_same_device(lua_State *L) {
+    wick_tensor *a = wl_checktensor(L, 1, "same_device", "a"), *b = wl_checktensor(L, 2, "same_device", "b");
+    lua_pushboolean(L, wick_device_equal(wick_tensor_device(a), wick_tensor_device(b)));
+    return 1;
+}
+
 static int m_cpu_bytes_in_use(lua_State *L) {
     lua_pushnumber(L, (lua_Number)wick_cpu_bytes_in_use());
     return 1;
@@ -1410,6 +1417,7 @@ static const luaL_Reg module_fns[] = {
     {"read_idx", m_read_idx},
     {"from_bytes", m_from_bytes},
     {"clock", m_clock},
+    {"same_device", m_same_device},
     {"isatty", m_isatty},
     {"set_grad_enabled", m_set_grad_enabled},
     {"is_grad_enabled", m_is_grad_enabled},

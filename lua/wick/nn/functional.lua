@@ -6,21 +6,22 @@ local core = wick._core
 
 local F = {}
 
-local function check_device(op, arg, t, other, other_arg)
-  if wick.is_tensor(t) and wick.is_tensor(other) and t.device ~= other.device and other:dim() > 0 then
+-- The same-device rule for a loss's extra operands, named after the loss (the
+-- core's ops check it too, naming their own op).
+local same_device = core.same_device
+local function check_device(op, arg, t, other)
+  if wick.is_tensor(t) and wick.is_tensor(other) and other:dim() > 0 and not same_device(t, other) then
     wick.error(("Expected all tensors to be on the same device, but found at least two devices, %s and %s! (when checking argument for argument %s in method %s)")
       :format(tostring(other.device), tostring(t.device), arg, op))
   end
 end
 
 --- y = x W^T + b, x of shape [..., in], W [out, in], b [out].
+--- (The core's addmm/matmul enforce the same-device rule, with PyTorch's message
+--- for a Linear layer: "... argument mat1 in method addmm".)
 function F.linear(x, weight, bias)
-  check_device("linear", "weight", weight, x, "input")
   if x:dim() == 2 then
-    if bias then
-      check_device("linear", "bias", bias, x, "input")
-      return bias:addmm(x, weight:t())
-    end
+    if bias then return bias:addmm(x, weight:t()) end
     return x:mm(weight:t())
   end
   local y = x:matmul(weight:t())
