@@ -3,7 +3,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= 2
 
-.PHONY: all deps test test-fast sanitize run bench clean
+.PHONY: all deps test test-fast sanitize run tour bench clean
 
 all: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -23,8 +23,11 @@ sanitize: deps
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure
 
-# The main job (until the training example exists: the tour of tensors and devices).
+# The main job: train the Fashion-MNIST MLP (ARGS="--model cnn" for the CNN).
 run: all
+	$(BUILD)/wick examples/fashion_mnist.lua $(ARGS)
+
+tour: all
 	$(BUILD)/wick examples/tensors.lua
 
 bench: all
