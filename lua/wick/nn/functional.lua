@@ -188,14 +188,15 @@ function F.cross_entropy(logits, target, opts)
     local classes = logits:size(dim)
     if smoothing > 0 then t = t * (1 - smoothing) + smoothing / classes end
     local per = logp * t
-    if opts.weight then per = per * opts.weight end
+    if opts.weight then per = per * (dim == 2 and per_channel(opts.weight, logp) or opts.weight) end
     return reduce(-per:sum(dim), opts.reduction)
   end
   local nll = F.nll_loss(logp, target, opts)
   if smoothing == 0 then return nll end
   if smoothing < 0 or smoothing > 1 then wick.error("cross_entropy: label_smoothing must be between 0 and 1") end
   local classes = logits:size(dim)
-  local per = opts.weight and logp * opts.weight or logp
+  -- the class weight along the class dim (dim 2 of [N, C, d...])
+  local per = opts.weight and logp * (dim == 2 and per_channel(opts.weight, logp) or opts.weight) or logp
   local smooth = -per:sum(dim)
   local reduction = opts.reduction or "mean"
   local w
@@ -206,7 +207,7 @@ function F.cross_entropy(logits, target, opts)
   end
   if opts.weight then
     local safe = opts.ignore_index ~= nil and wick.where(target:ne(opts.ignore_index), target, 1) or target
-    local wt = opts.weight:index_select(1, safe)
+    local wt = opts.weight:index_select(1, safe:reshape(-1)):view(safe.shape)
     w = w and w * wt or wt
   end
   local smooth_red

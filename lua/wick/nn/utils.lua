@@ -15,15 +15,16 @@ function utils.clip_grad_norm_(params, max_norm, norm_type)
   end
   if #grads == 0 then return wick.tensor(0) end
   return wick.no_grad(function()
+    -- the norm stays on the gradients' device; only its value is read back
     local total
     if norm_type == math.huge then
       for _, g in ipairs(grads) do
-        local m = g:abs():max():to("float64"):to("cpu")
+        local m = g:abs():max():to("float64")
         total = total and total:maximum(m) or m
       end
     else
       for _, g in ipairs(grads) do
-        local s = (g:abs() ^ norm_type):sum():to("float64"):to("cpu")
+        local s = (g:abs() ^ norm_type):sum():to("float64")
         total = total and total + s or s
       end
       total = total ^ (1 / norm_type)
@@ -32,7 +33,7 @@ function utils.clip_grad_norm_(params, max_norm, norm_type)
     if coef < 1 then
       for _, g in ipairs(grads) do g:mul_(coef) end
     end
-    return total:to("float32")
+    return total:to(grads[1].dtype)
   end)
 end
 

@@ -1,0 +1,914 @@
+-- wick.nn: each layer's forward against hand-computed values or PyTorch's, each
+-- layer's backward by gradcheck in float64, PyTorch's default initialisation,
+-- BatchNorm and Dropout in train and eval mode, every loss against PyTorch,
+-- the Module system (order of first assignment, names, buffers, train/eval,
+-- state_dict and load_state_dict, to()), and whole models on the meta device.
+--
+-- Reference numbers marked "PyTorch" were computed with PyTorch 1.13 in float64
+-- (torch.nn.functional / torch.nn with the same weights and inputs, targets
+-- shifted to PyTorch's 0-based classes) and pasted here; the specs never run Python.
+local wick = require("wick")
+local nn = wick.nn
+local support = require("spec.support")
+local assert_close, assert_error_has, shape_of = support.assert_close, support.assert_error_has, support.shape_of
+
+local F64 = { dtype = "float64" }
+local I = support.I
+
+-- Deterministic float64 values ((i * k) % m - off) / scale for i = 0, 1, ...,
+-- the same formula as the Python that computed the references.
+local function seq(shape, k, m, off, scale)
+  local n = 1
+  for _, s in ipairs(shape) do n = n * s end
+  local v = {}
+  for i = 0, n - 1 do v[i + 1] = ((i * k) % m - off) / scale end
+  return wick.tensor(v, F64):reshape(shape)
+end
+
+-- Sets a module's parameter to the given values, in place (same tensor object).
+local function set(t, values)
+  wick.no_grad(function() t:copy_(wick.is_tensor(values) and values or wick.tensor(values, { dtype = t.dtype })) end)
+end
+
+-- gradcheck of module m (float64) with respect to its input x and the named
+-- parameters: each gradcheck leaf is put in place of the parameter.
+local function module_gradcheck(m, x, names, extra)
+  local inputs = { x }
+  for i, name in ipairs(names or {}) do inputs[i + 1] = m[name]:detach():clone() end
+  return support.gradcheck(function(xx, ...)
+    local ps = { ... }
+    for i, name in ipairs(names or {}) do rawset(m, name, ps[i]) end
+    return m(xx, extra)
+  end, inputs)
+end
+
+local function names_of(iter)
+  local out = {}
+  for name in iter do out[#out + 1] = name end
+  return out
+end
+
+local function sorted(list)
+  local c = {}
+  for i, v in ipairs(list) do c[i] = v end
+  table.sort(c)
+  return c
+end
+
+-- ======================================================================
+describe("nn layers: forward", function()
+  it("Linear computes x W^T + b (2-D and 3-D input, without bias)", function()
+    local m = nn.Linear(3, 2):to("float64")
+    set(m.weight, { { 0.1, -0.2, 0.3 }, { 0.4, 0.5, -0.6 } })
+    set(m.bias, { 0.01, -0.02 })
+    local x = wick.tensor({ { 1, 2, 3 }, { -1, 0.5, 2 } }, F64)
+    -- by hand: 0.1 - 0.4 + 0.9 + 0.01 = 0.61, 0.4 + 1.0 - 1.8 - 0.02 = -0.42, ...
+    local expected = { { 0.61, -0.42 }, { 0.41, -1.37 } }
+    assert_close(m(x), expected, 1e-12)
+    assert_close(m(x:view(2, 1, 3)), { { expected[1] }, { expected[2] } }, 1e-12)
+    local nb = nn.Linear(3, 2, { bias = false }):to("float64")
+    assert.is_nil(nb.bias)
+    set(nb.weight, { { 0.1, -0.2, 0.3 }, { 0.4, 0.5, -0.6 } })
+    assert_close(nb(x), { { 0.6, -0.4 }, { 0.4, -1.35 } }, 1e-12)
+    assert.are.same({ "weight" }, names_of(nb:named_parameters()))
+  end)
+
+  it("Conv2d with padding, stride and groups (PyTorch)", function()
+    local x = seq({ 1, 2, 3, 3 }, 7, 17, 8, 10)
+    local m = nn.Conv2d(2, 3, 2, { padding = 1 }):to("float64")
+    set(m.weight, seq({ 3, 2, 2, 2 }, 5, 13, 6, 10))
+    set(m.bias, seq({ 3 }, 3, 7, 3, 10))
+    assert_close(m(x), { { { { 0.14, -0.84, -0.43, -0.08 }, { 0.42, -0.63, 0.29, -1.03 }, { 0.07, -0.25, -0.01, 0.21 }, { -0.6, -0.3, -1.15, -0.2 } },
+      { { 0.4, -0.65, -0.13, 0.29 }, { 0.2, 0.39, 0.45, -0.68 }, { -0.68, 0.4, -0.39, 0.38 }, { 0.3, -0.22, 0.17, -0.01 } },
+      { { 0.66, -0.46, 0.17, 0.66 }, { 0.5, 0.63, 0.74, -0.33 }, { -0.39, 0.79, -0.12, 0.55 }, { 0.55, 0.12, 0.45, 0.18 } } } }, 1e-12)
+    local s2 = nn.Conv2d(2, 3, 2, { stride = 2 }):to("float64")
+    set(s2.weight, m.weight); set(s2.bias, m.bias)
+    assert_close(s2(x), { { { { -0.63 } }, { { 0.39 } }, { { 0.63 } } } }, 1e-12)
+    local g = nn.Conv2d(2, 2, 2, { groups = 2, bias = false }):to("float64")
+    assert.are.same({ 2, 1, 2, 2 }, shape_of(g.weight))
+    set(g.weight, seq({ 2, 1, 2, 2 }, 5, 13, 6, 10))
+    assert_close(g(x), { { { { 0.21, 0.4 }, { -0.07, 0.29 } }, { { -0.54, 0.19 }, { 0.12, 0 } } } }, 1e-12)
+  end)
+
+  it("MaxPool2d and AvgPool2d (PyTorch)", function()
+    local x = seq({ 1, 1, 4, 4 }, 7, 17, 8, 10)
+    assert_close(x, { { { { -0.8, -0.1, 0.6, -0.4 }, { 0.3, -0.7, 0.0, 0.7 }, { -0.3, 0.4, -0.6, 0.1 }, { 0.8, -0.2, 0.5, -0.5 } } } })
+    assert_close(nn.MaxPool2d(2)(x), { { { { 0.3, 0.7 }, { 0.8, 0.5 } } } }, 1e-12)
+    assert_close(nn.MaxPool2d(3, { stride = 1 })(x), { { { { 0.6, 0.7 }, { 0.8, 0.7 } } } }, 1e-12)
+    assert_close(nn.AvgPool2d(2)(x), { { { { -0.325, 0.225 }, { 0.175, -0.125 } } } }, 1e-12)
+    assert_close(nn.AvgPool2d(3, { stride = 1, padding = 1 })(x), { { {
+      { -0.14444444444444446, -0.07777777777777778, 0.011111111111111108, 0.1 },
+      { -0.13333333333333336, -0.13333333333333333, 0, 0.04444444444444443 },
+      { 0.03333333333333335, 0.022222222222222237, -0.033333333333333326, 0.022222222222222216 },
+      { 0.07777777777777779, 0.06666666666666668, -0.033333333333333326, -0.05555555555555555 } } } }, 1e-12)
+  end)
+
+  it("Flatten keeps the batch dimension by default", function()
+    local x = wick.zeros(2, 3, 4, 5)
+    assert.are.same({ 2, 60 }, shape_of(nn.Flatten()(x)))
+    assert.are.same({ 2, 3, 20 }, shape_of(nn.Flatten(3)(x)))
+    assert.are.same({ 6, 4, 5 }, shape_of(nn.Flatten(1, 2)(x)))
+    local v = wick.arange(24):reshape(2, 3, 4)
+    assert_close(nn.Flatten()(v)[2], { 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23 })
+  end)
+
+  it("BatchNorm2d in training and eval mode (PyTorch: F.batch_norm in float64)", function()
+    local x = seq({ 2, 3, 2, 2 }, 7, 17, 8, 10)
+    local bn = nn.BatchNorm2d(3):to("float64")
+    set(bn.weight, { 1.5, -0.5, 2.0 }); set(bn.bias, { 0.1, 0.2, -0.3 })
+    assert_close(bn(x), { { { { -2.0800227330423517, -0.14222474811581687 }, { 1.795573236810718, -0.9727095987986176 } },
+      { { -0.06741409365034878, 0.9050007923509196 }, { 0.22431037215003172, -0.4563800480508561 } },
+      { { -1.0811069881307236, 2.56405895647932 }, { -2.6433209643921707, 1.0018449802178726 } } },
+      { { { 2.349229803932585, -0.41905303167675045 }, { 1.5187449532497845, -1.249537882359551 } },
+        { { 0.029827394949778034, 1.0022422809510465 }, { 0.32155186075015857, -0.35913855945072926 } },
+        { { -1.6018449802178727, 2.0433209643921706 }, { -3.1640589564793196, 0.48110698813072356 } } } }, 1e-10)
+    assert_close(bn.running_mean, { -0.00125, 0.0025, -0.015 }, 1e-12)
+    assert_close(bn.running_var, { 0.9335535714285714, 0.9302142857142858, 0.9168571428571429 }, 1e-12)
+    bn:eval()
+    assert_close(bn(x), { { { { -1.140024259991975, -0.05330503370792805 }, { 1.0334141925761189, -0.5190418449725197 } },
+      { { 0.04577203166945559, 0.5641853705956553 }, { 0.20129603334731552, -0.16159330390102433 } },
+      { { -0.8952804926187361, 0.5668119453921949 }, { -1.521891537480564, -0.059799099469632716 } } },
+      { { { 1.3439054000858466, -0.20855063746279193 }, { 0.878168588821255, -0.6742874487273834 } },
+        { { 0.09761336556207555, 0.6160267044882753 }, { 0.2531373672399355, -0.10975197000840436 } },
+        { { -1.1041508409060121, 0.3579415971049191 }, { -1.7307618857678397, -0.2686694477569086 } } } }, 1e-10)
+  end)
+
+  it("BatchNorm1d on 3-D input [N, C, L] (PyTorch)", function()
+    local x = seq({ 2, 2, 3 }, 5, 11, 5, 4)
+    local bn = nn.BatchNorm1d(2):to("float64")
+    assert_close(bn(x), { { { -1.5467679743497478, -0.09667299839685924, 1.3534219775560294 }, { 0.05513130203575123, 1.709070363108287, -0.2756565101787559 } },
+      { { 0.7733839871748739, -0.9667299839685924, 0.4833649919842962 }, { -0.9372321346077702, 0.7167069264647655, -1.2680199468222773 } } }, 1e-10)
+    assert_close(bn.running_mean, { 0.008333333333333333, -0.02916666666666667 }, 1e-12)
+    assert_close(bn.running_var, { 0.9891666666666667, 0.9685416666666666 }, 1e-12)
+  end)
+
+  it("LayerNorm over the last dims, with and without affine weights (PyTorch)", function()
+    local x = seq({ 2, 2, 3 }, 7, 17, 8, 10)
+    local ln = nn.LayerNorm(3):to("float64")
+    set(ln.weight, { 1.0, 2.0, -1.0 }); set(ln.bias, { 0.0, 0.5, 0.25 })
+    assert_close(ln(x), { { { -1.224726125727003, 0.5, -0.9747261257270028 }, { -0.31821385074663966, 3.2048177313464374, 1.2841950149265788 } },
+      { { -0.31821385074663966, 3.204817731346437, 1.2841950149265788 }, { 1.034195014926579, -2.204817731346437, -0.06821385074663966 } } }, 1e-10)
+    local ln23 = nn.LayerNorm({ 2, 3 }):to("float64")
+    assert_close(ln23(x), { { { -1.2139071025719235, 0.16404150034755713, 1.5419901032670376 }, { -0.4265079009036488, 0.9514407020158316, -1.0170573021548546 } },
+      { { -0.11703794072113041, 1.5214932293746952, -0.8192655850479128 }, { 0.8192655850479129, -1.5214932293746952, 0.11703794072113041 } } }, 1e-10)
+    assert_close(ln23.weight, { { 1, 1, 1 }, { 1, 1, 1 } })
+    assert_close(ln23.bias, { { 0, 0, 0 }, { 0, 0, 0 } })
+  end)
+
+  it("Embedding picks rows by 1-based index", function()
+    local e = nn.Embedding(4, 2):to("float64")
+    set(e.weight, { { 1, 2 }, { 3, 4 }, { 5, 6 }, { 7, 8 } })
+    assert_close(e(I({ 4, 1, 1 })), { { 7, 8 }, { 1, 2 }, { 1, 2 } })
+    local out = e(I({ { 2, 3 }, { 4, 1 } }))
+    assert.are.same({ 2, 2, 2 }, shape_of(out))
+    assert_close(out, { { { 3, 4 }, { 5, 6 } }, { { 7, 8 }, { 1, 2 } } })
+    assert_error_has(function() e(wick.tensor({ 1, 2 })) end, "int64")
+  end)
+
+  it("activations: ReLU, GELU, Sigmoid, Tanh, Softmax, LogSoftmax (PyTorch)", function()
+    local x = seq({ 2, 3 }, 7, 17, 8, 4)
+    assert_close(x, { { -2.0, -0.25, 1.5 }, { -1.0, 0.75, -1.75 } })
+    assert_close(nn.ReLU()(x), { { 0, 0, 1.5 }, { 0, 0.75, 0 } })
+    assert_close(nn.GELU()(x), { { -0.04550026389635842, -0.10032341857926907, 1.399789198096713 }, { -0.15865525393145702, 0.5800294857173489, -0.07010352451167995 } }, 1e-10)
+    assert_close(nn.Sigmoid()(x), { { 0.11920292202211755, 0.43782349911420193, 0.8175744761936437 }, { 0.2689414213699951, 0.679178699175393, 0.14804719803168948 } }, 1e-12)
+    assert_close(nn.Tanh()(x), { { -0.9640275800758169, -0.24491866240370913, 0.9051482536448664 }, { -0.7615941559557649, 0.6351489523872873, -0.9413755384972874 } }, 1e-12)
+    assert_close(nn.Softmax(-1)(x), { { 0.025081480553822005, 0.1443339551132098, 0.8305845643329681 }, { 0.13837059054054027, 0.7962677706050864, 0.06536163885437347 } }, 1e-12)
+    assert_close(nn.Softmax(1)(x), { { 0.2689414213699951, 0.2689414213699951, 0.9626731126558706 }, { 0.7310585786300049, 0.7310585786300049, 0.037326887344129464 } }, 1e-12)
+    assert_close(nn.LogSoftmax(2)(x), { { -3.685625531713319, -1.935625531713319, -0.1856255317133191 }, { -1.977819754473424, -0.22781975447342392, -2.727819754473424 } }, 1e-12)
+  end)
+
+  it("Sequential runs its modules in order; ModuleList holds them", function()
+    local s = nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 1)):to("float64")
+    set(s:get(1).weight, { { 1, -1 }, { 2, 1 } }); set(s:get(1).bias, { 0, -1 })
+    set(s:get(3).weight, { { 3, -2 } }); set(s:get(3).bias, { 0.5 })
+    -- x = (1, 2): hidden (-1, 3) -> relu (0, 3) -> 3*0 - 2*3 + 0.5 = -5.5
+    -- x = (3, 1): hidden (2, 6) -> 3*2 - 2*6 + 0.5 = -5.5; x = (2, -3): (5, 0) -> 15.5
+    assert_close(s(wick.tensor({ { 1, 2 }, { 3, 1 }, { 2, -3 } }, F64)), { { -5.5 }, { -5.5 }, { 15.5 } })
+    assert.are.equal(3, s:len())
+    local l = nn.ModuleList({ nn.ReLU(), nn.Tanh() })
+    l:append(nn.Linear(1, 1))
+    assert.are.equal(3, l:len())
+    assert.are.same({ "3.weight", "3.bias" }, names_of(l:named_parameters()))
+    local seen = {}
+    for i, m in l:iter() do seen[i] = getmetatable(m).__name end
+    assert.are.same({ "ReLU", "Tanh", "Linear" }, seen)
+  end)
+end)
+
+-- ======================================================================
+describe("nn layers: backward (gradcheck in float64)", function()
+  before_each(function() wick.manual_seed(11) end)
+
+  it("Linear: input, weight and bias; 3-D input", function()
+    local m = nn.Linear(3, 2):to("float64")
+    module_gradcheck(m, seq({ 4, 3 }, 7, 17, 8, 10), { "weight", "bias" })
+    module_gradcheck(nn.Linear(3, 2):to("float64"), seq({ 2, 2, 3 }, 5, 13, 6, 10), { "weight", "bias" })
+    module_gradcheck(nn.Linear(3, 2, { bias = false }):to("float64"), seq({ 4, 3 }, 7, 17, 8, 10), { "weight" })
+  end)
+
+  it("Conv2d: input, weight and bias, with stride, padding and groups", function()
+    local x = seq({ 2, 2, 4, 4 }, 7, 17, 8, 10)
+    module_gradcheck(nn.Conv2d(2, 3, 3, { padding = 1, stride = 2 }):to("float64"), x, { "weight", "bias" })
+    module_gradcheck(nn.Conv2d(2, 4, 2, { groups = 2 }):to("float64"), x, { "weight", "bias" })
+  end)
+
+  it("MaxPool2d and AvgPool2d", function()
+    -- distinct values, so no max is tied
+    local x = seq({ 1, 2, 4, 4 }, 37, 101, 50, 50)
+    module_gradcheck(nn.MaxPool2d(2), x)
+    module_gradcheck(nn.MaxPool2d(3, { stride = 1, padding = 1 }), x)
+    module_gradcheck(nn.AvgPool2d(2), x)
+    module_gradcheck(nn.AvgPool2d(3, { stride = 2, padding = 1 }), x)
+  end)
+
+  it("BatchNorm1d and BatchNorm2d in training mode and in eval mode", function()
+    local bn1 = nn.BatchNorm1d(3):to("float64")
+    set(bn1.weight, { 1.5, -0.5, 2 }); set(bn1.bias, { 0.1, 0.2, 0.3 })
+    module_gradcheck(bn1, seq({ 4, 3 }, 7, 17, 8, 10), { "weight", "bias" })
+    local bn2 = nn.BatchNorm2d(2):to("float64")
+    module_gradcheck(bn2, seq({ 2, 2, 2, 3 }, 7, 17, 8, 10), { "weight", "bias" })
+    bn2:eval()
+    set(bn2.running_mean, { 0.3, -0.2 }); set(bn2.running_var, { 0.5, 2.0 })
+    module_gradcheck(bn2, seq({ 2, 2, 2, 3 }, 7, 17, 8, 10), { "weight", "bias" })
+  end)
+
+  it("LayerNorm", function()
+    local ln = nn.LayerNorm(4):to("float64")
+    set(ln.weight, { 1, 2, -1, 0.5 }); set(ln.bias, { 0, 0.1, 0.2, 0.3 })
+    module_gradcheck(ln, seq({ 3, 4 }, 7, 17, 8, 10), { "weight", "bias" })
+  end)
+
+  it("Embedding (weight; the indices are constant)", function()
+    local e = nn.Embedding(5, 3):to("float64")
+    local idx = I({ { 2, 5 }, { 2, 1 } })
+    support.gradcheck(function(w)
+      rawset(e, "weight", w)
+      return e(idx)
+    end, { e.weight:detach():clone() })
+  end)
+
+  it("activations", function()
+    local x = seq({ 3, 4 }, 7, 17, 8.5, 5) -- no element at the kink of ReLU (x = 0)
+    for _, m in ipairs({ nn.ReLU(), nn.GELU(), nn.Sigmoid(), nn.Tanh(), nn.Softmax(2), nn.Softmax(1), nn.LogSoftmax(-1) }) do
+      module_gradcheck(m, x)
+    end
+  end)
+
+  it("Dropout in training mode (same mask for every evaluation)", function()
+    local d = nn.Dropout(0.4)
+    support.gradcheck(function(x)
+      wick.manual_seed(5)
+      return d(x)
+    end, { seq({ 4, 5 }, 7, 17, 8, 10) })
+  end)
+
+  it("Sequential of several layers, through every parameter", function()
+    local s = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2)):to("float64")
+    local w1, b1, w2, b2 = s:get(1).weight:detach():clone(), s:get(1).bias:detach():clone(),
+      s:get(3).weight:detach():clone(), s:get(3).bias:detach():clone()
+    support.gradcheck(function(x, a, b, c, d)
+      rawset(s:get(1), "weight", a); rawset(s:get(1), "bias", b)
+      rawset(s:get(3), "weight", c); rawset(s:get(3), "bias", d)
+      return s(x)
+    end, { seq({ 2, 3 }, 7, 17, 8, 10), w1, b1, w2, b2 })
+  end)
+
+  it("the losses, with respect to their input", function()
+    local logits = seq({ 4, 3 }, 7, 17, 8, 5)
+    local t = I({ 1, 3, 2, 3 })
+    local w = wick.tensor({ 0.2, 1.0, 3.0 }, F64)
+    module_gradcheck(nn.CrossEntropyLoss(), logits, nil, t)
+    module_gradcheck(nn.CrossEntropyLoss({ weight = w, ignore_index = 3, label_smoothing = 0.2 }), logits, nil, t)
+    module_gradcheck(nn.CrossEntropyLoss({ reduction = "none", label_smoothing = 0.1 }), logits, nil, t)
+    module_gradcheck(nn.NLLLoss({ weight = w }), logits, nil, t)
+    local y = wick.tensor({ { 1, 0, 1 }, { 0, 1, 0.3 } }, F64)
+    local p = wick.tensor({ { 0.9, 0.2, 0.6 }, { 0.05, 0.5, 0.9 } }, F64)
+    module_gradcheck(nn.BCELoss(), p, nil, y)
+    module_gradcheck(nn.BCEWithLogitsLoss({ pos_weight = wick.tensor({ 3, 0.5, 2 }, F64) }), seq({ 2, 3 }, 7, 17, 8, 4), nil, y)
+    module_gradcheck(nn.MSELoss(), seq({ 2, 3 }, 7, 17, 8, 4), nil, y)
+    module_gradcheck(nn.L1Loss({ reduction = "sum" }), seq({ 2, 3 }, 7, 17, 8, 4), nil, y)
+  end)
+end)
+
+-- ======================================================================
+describe("nn initialisation (PyTorch's defaults)", function()
+  before_each(function() wick.manual_seed(3) end)
+
+  local function within(t, bound)
+    local lo, hi = t:min():item(), t:max():item()
+    assert.is_true(lo >= -bound and hi <= bound, ("values in [%g, %g], bound %g"):format(lo, hi, bound))
+    -- and they fill the range: not all tiny, both signs
+    assert.is_true(hi > 0.5 * bound and lo < -0.5 * bound, ("values in [%g, %g] do not fill +-%g"):format(lo, hi, bound))
+  end
+
+  it("Linear: weight and bias uniform within +-1/sqrt(in_features)", function()
+    local m = nn.Linear(50, 40)
+    within(m.weight, 1 / math.sqrt(50))
+    within(m.bias, 1 / math.sqrt(50))
+    assert.is_true(m.weight.requires_grad and m.bias.requires_grad)
+    assert.are.equal("float32", m.weight.dtype)
+    -- uniform: the mean of |w| is about bound / 2
+    local mean_abs = m.weight:abs():mean():item()
+    assert_close(mean_abs, 0.5 / math.sqrt(50), 0.05)
+  end)
+
+  it("Conv2d: within +-1/sqrt(in_channels / groups * kh * kw)", function()
+    local c = nn.Conv2d(6, 8, 3)
+    within(c.weight, 1 / math.sqrt(6 * 9))
+    within(c.bias, 1 / math.sqrt(6 * 9))
+    local g = nn.Conv2d(6, 8, { 3, 2 }, { groups = 2 })
+    assert.are.same({ 8, 3, 3, 2 }, shape_of(g.weight))
+    within(g.weight, 1 / math.sqrt(3 * 6))
+  end)
+
+  it("BatchNorm: weight 1, bias 0, running_mean 0, running_var 1, num_batches_tracked 0", function()
+    local bn = nn.BatchNorm2d(4)
+    assert_close(bn.weight, { 1, 1, 1, 1 }); assert_close(bn.bias, { 0, 0, 0, 0 })
+    assert_close(bn.running_mean, { 0, 0, 0, 0 }); assert_close(bn.running_var, { 1, 1, 1, 1 })
+    assert.are.equal(0, bn.num_batches_tracked:item())
+    assert.are.equal("int64", bn.num_batches_tracked.dtype)
+    assert.is_false(bn.running_mean.requires_grad)
+    assert.are.same({ "weight", "bias" }, names_of(bn:named_parameters()))
+    assert.are.same({ "running_mean", "running_var", "num_batches_tracked" }, names_of(bn:named_buffers()))
+    assert.are.equal(1e-5, bn.eps); assert.are.equal(0.1, bn.momentum)
+  end)
+
+  it("LayerNorm weight 1 and bias 0; Embedding N(0, 1)", function()
+    local ln = nn.LayerNorm(3)
+    assert_close(ln.weight, { 1, 1, 1 }); assert_close(ln.bias, { 0, 0, 0 })
+    local e = nn.Embedding(100, 50)
+    assert_close(e.weight:mean():item(), 0, 0.05)
+    assert_close(e.weight:std():item(), 1, 0.05)
+  end)
+
+  it("the dtype and device options", function()
+    local m = nn.Linear(3, 2, { dtype = "float64", device = "meta" })
+    assert.are.equal("float64", m.weight.dtype)
+    assert.are.equal("meta", m.bias.device.type)
+    local bn = nn.BatchNorm1d(2, { device = "meta" })
+    assert.are.equal("meta", bn.running_var.device.type)
+    assert.are.equal("meta", bn.num_batches_tracked.device.type)
+  end)
+end)
+
+-- ======================================================================
+describe("BatchNorm train vs eval", function()
+  -- x [3, 2]: channel 1 = (1, 3, 5): mean 3, biased var 8/3, unbiased var 4;
+  --           channel 2 = (2, 6, 10): mean 6, biased var 32/3, unbiased var 16
+  local x = wick.tensor({ { 1, 2 }, { 3, 6 }, { 5, 10 } }, F64)
+
+  it("training normalises with the batch statistics (biased variance)", function()
+    local bn = nn.BatchNorm1d(2):to("float64")
+    local s1, s2 = math.sqrt(8 / 3 + 1e-5), math.sqrt(32 / 3 + 1e-5)
+    assert_close(bn(x), { { -2 / s1, -4 / s2 }, { 0, 0 }, { 2 / s1, 4 / s2 } }, 1e-12)
+  end)
+
+  it("training updates the running statistics with momentum and the unbiased variance", function()
+    local bn = nn.BatchNorm1d(2):to("float64")
+    bn(x)
+    assert_close(bn.running_mean, { 0.3, 0.6 }, 1e-12)           -- 0.9 * 0 + 0.1 * mean
+    assert_close(bn.running_var, { 0.9 + 0.4, 0.9 + 1.6 }, 1e-12) -- 0.9 * 1 + 0.1 * unbiased var
+    assert.are.equal(1, bn.num_batches_tracked:item())
+    bn(x)
+    assert_close(bn.running_mean, { 0.9 * 0.3 + 0.3, 0.9 * 0.6 + 0.6 }, 1e-12)
+    assert_close(bn.running_var, { 0.9 * 1.3 + 0.4, 0.9 * 2.5 + 1.6 }, 1e-12)
+    assert.are.equal(2, bn.num_batches_tracked:item())
+    local fast = nn.BatchNorm1d(2, { momentum = 0.5 }):to("float64")
+    fast(x)
+    assert_close(fast.running_mean, { 1.5, 3 }, 1e-12)
+    assert_close(fast.running_var, { 2.5, 8.5 }, 1e-12)
+  end)
+
+  it("eval normalises with the running statistics and leaves them alone", function()
+    local bn = nn.BatchNorm1d(2):to("float64")
+    set(bn.weight, { 2, 3 }); set(bn.bias, { 1, -1 })
+    bn(x) -- running_mean (0.3, 0.6), running_var (1.3, 2.5)
+    bn:eval()
+    assert.is_false(bn.training)
+    local y = bn(x)
+    local r1, r2 = math.sqrt(1.3 + 1e-5), math.sqrt(2.5 + 1e-5)
+    local expected = {}
+    for i, row in ipairs({ { 1, 2 }, { 3, 6 }, { 5, 10 } }) do
+      expected[i] = { (row[1] - 0.3) / r1 * 2 + 1, (row[2] - 0.6) / r2 * 3 - 1 }
+    end
+    assert_close(y, expected, 1e-12)
+    assert_close(bn.running_mean, { 0.3, 0.6 }, 1e-12)
+    assert_close(bn.running_var, { 1.3, 2.5 }, 1e-12)
+    assert.are.equal(1, bn.num_batches_tracked:item())
+    -- a batch of one works in eval mode (not in training mode: one value per channel)
+    assert.are.same({ 1, 2 }, shape_of(bn(x[1]:view(1, 2))))
+    bn:train()
+    assert.has_error(function() bn(x[1]:view(1, 2)) end)
+  end)
+
+  it("raises on input of the wrong rank", function()
+    assert_error_has(function() nn.BatchNorm2d(2)(wick.zeros(3, 2)) end, "BatchNorm2d", "4-D")
+    assert_error_has(function() nn.BatchNorm1d(2)(wick.zeros(3, 2, 2, 2)) end, "BatchNorm1d")
+  end)
+end)
+
+-- ======================================================================
+describe("Dropout", function()
+  it("eval mode is the identity", function()
+    local d = nn.Dropout(0.5)
+    d:eval()
+    local x = wick.randn(100)
+    local y = d(x)
+    assert.is_true(y:equal(x))
+  end)
+
+  it("training zeroes about p of the elements and scales the rest by 1/(1-p)", function()
+    wick.manual_seed(1)
+    local d = nn.Dropout(0.3)
+    assert.is_true(d.training)
+    local n = 20000
+    local y = d(wick.ones(n))
+    local zeros = y:eq(0):to("float64"):sum():item()
+    assert_close(zeros / n, 0.3, 0.02)
+    local kept = y:ne(0)
+    assert_close(y:sum():item(), (n - zeros) / 0.7, 1e-4)
+    -- every kept value is exactly 1/(1-p)
+    local kept_values = y:max():item()
+    assert_close(kept_values, 1 / 0.7, 1e-6)
+    assert_close(wick.where(kept, y, 1 / 0.7):min():item(), 1 / 0.7, 1e-6)
+    -- the mean is preserved in expectation
+    assert_close(y:mean():item(), 1, 0.03)
+  end)
+
+  it("masks differ between calls and repeat under manual_seed", function()
+    local d = nn.Dropout(0.5)
+    wick.manual_seed(9)
+    local a = d(wick.ones(64))
+    local b = d(wick.ones(64))
+    wick.manual_seed(9)
+    local c = d(wick.ones(64))
+    assert.is_false(a:equal(b))
+    assert.is_true(a:equal(c))
+  end)
+
+  it("p = 0 keeps everything and p = 1 zeroes everything; a bad p raises", function()
+    local x = wick.randn(50)
+    assert.is_true(nn.Dropout(0)(x):equal(x))
+    assert.are.equal(0, nn.Dropout(1)(x):abs():sum():item())
+    assert_error_has(function() nn.Dropout(1.5)(x) end, "between 0 and 1")
+  end)
+end)
+
+-- ======================================================================
+describe("losses against PyTorch", function()
+  -- logits [4, 3], targets 1-based {1, 3, 2, 3} (PyTorch: [0, 2, 1, 2]), class weight
+  local logits = wick.tensor({ { 1.0, -0.5, 2.0 }, { 0.3, 0.8, -1.2 }, { -2.0, 1.5, 0.5 }, { 0.0, 0.25, -0.75 } }, F64)
+  local t = I({ 1, 3, 2, 3 })
+  local w = wick.tensor({ 0.2, 1.0, 3.0 }, F64)
+  local TOL = 1e-10
+
+  local function ce(opts, target) return nn.CrossEntropyLoss(opts)(logits, target or t) end
+
+  it("CrossEntropyLoss: mean, sum, none", function()
+    assert_close(ce(), 1.506379028520032, TOL)
+    assert_close(ce({ reduction = "sum" }), 6.025516114080128, TOL)
+    assert_close(ce({ reduction = "none" }), { 1.3715390318526828, 2.554956919641991, 0.3350975955161672, 1.763922567069287 }, TOL)
+    assert.are.equal(0, ce():dim())
+  end)
+
+  it("CrossEntropyLoss with weight (the mean divides by the summed weights)", function()
+    assert_close(ce({ weight = w }), 1.8841727586139636, TOL)
+    assert_close(ce({ weight = w, reduction = "sum" }), 13.566043862020539, TOL)
+    assert_close(ce({ weight = w, reduction = "none" }), { 0.2743078063705366, 7.664870758925972, 0.3350975955161672, 5.291767701207862 }, TOL)
+  end)
+
+  it("CrossEntropyLoss with ignore_index (a 1-based class, or -100)", function()
+    -- wick's ignore_index 3 is PyTorch's ignore_index 2
+    assert_close(ce({ ignore_index = 3 }), 0.853318313684425, TOL)
+    assert_close(ce({ ignore_index = 3, reduction = "none" }), { 1.3715390318526828, 0, 0.3350975955161672, 0 }, TOL)
+    assert_close(ce({ ignore_index = -100 }, I({ 1, -100, 2, 3 })), 1.1568530648127124, TOL)
+  end)
+
+  it("CrossEntropyLoss with label_smoothing", function()
+    assert_close(ce({ label_smoothing = 0.1 }), 1.5042956951866988, TOL)
+    assert_close(ce({ label_smoothing = 0.1, reduction = "sum" }), 6.017182780746795, TOL)
+    assert_close(ce({ label_smoothing = 0.1, reduction = "none" }), { 1.3882056985193496, 2.438290252975324, 0.48509759551616716, 1.7055892337359537 }, TOL)
+    assert_close(ce({ weight = w, label_smoothing = 0.3 }), 1.653048259906671, TOL)
+  end)
+
+  it("CrossEntropyLoss with weight, ignore_index and label_smoothing together", function()
+    local opts = { weight = w, ignore_index = 3, label_smoothing = 0.2 }
+    assert_close(ce(opts), 0.9267077031994231, TOL)
+    opts.reduction = "sum"
+    assert_close(ce(opts), 1.1120492438393077, TOL)
+    opts.reduction = "none"
+    assert_close(ce(opts), { 0.5034771740151804, 0, 0.6085720698241273, 0 }, TOL)
+  end)
+
+  it("CrossEntropyLoss with class probabilities as the target", function()
+    local probs = wick.tensor({ { 0.7, 0.2, 0.1 }, { 0.0, 0.5, 0.5 }, { 0.1, 0.1, 0.8 }, { 1.0, 0.0, 0.0 } }, F64)
+    assert_close(nn.CrossEntropyLoss()(logits, probs), 1.406379028520032, TOL)
+    assert_close(nn.CrossEntropyLoss({ weight = w, label_smoothing = 0.1 })(logits, probs), 2.1140854839276044, TOL)
+  end)
+
+  it("CrossEntropyLoss over extra dims [N, C, d]", function()
+    local lk = wick.tensor({ { { 1.0, 0.3 }, { -0.5, 0.8 }, { 2.0, -1.2 } }, { { -2.0, 0.0 }, { 1.5, 0.25 }, { 0.5, -0.75 } } }, F64)
+    local tk = I({ { 1, 3 }, { 2, 3 } })
+    assert_close(nn.CrossEntropyLoss()(lk, tk), 1.506379028520032, TOL)
+    assert_close(nn.CrossEntropyLoss({ weight = w, label_smoothing = 0.1 })(lk, tk), 1.807131259044866, TOL)
+  end)
+
+  it("CrossEntropyLoss rejects bad targets and options", function()
+    assert.has_error(function() ce({}, I({ 1, 4, 2, 3 })) end)  -- class 4 of 3
+    assert.has_error(function() ce({}, I({ 0, 1, 2, 3 })) end)  -- classes are 1-based
+    assert_error_has(function() ce({ reduction = "avg" }) end, "avg")
+  end)
+
+  it("NLLLoss", function()
+    local lp = logits:log_softmax(2)
+    assert_close(nn.NLLLoss()(lp, t), 1.506379028520032, TOL)
+    assert_close(nn.NLLLoss({ weight = w })(lp, t), 1.8841727586139636, TOL)
+    assert_close(nn.NLLLoss({ weight = w, reduction = "sum" })(lp, t), 13.566043862020539, TOL)
+    assert_close(nn.NLLLoss({ weight = w, ignore_index = 1 })(lp, t), 1.8988194365214288, TOL)
+    assert_close(nn.NLLLoss({ reduction = "none" })(lp, t), { 1.3715390318526828, 2.554956919641991, 0.3350975955161672, 1.763922567069287 }, TOL)
+    assert_error_has(function() nn.NLLLoss()(lp, wick.tensor({ 1, 3, 2, 3 })) end, "int64")
+  end)
+
+  it("MSELoss and L1Loss", function()
+    local a = wick.tensor({ { 0.5, -1.0, 2.0 }, { 3.0, 0.0, -0.25 } }, F64)
+    local b = wick.tensor({ { 1.0, 1.0, 1.5 }, { -1.0, 0.5, 0.0 } }, F64)
+    assert_close(nn.MSELoss()(a, b), 3.46875, TOL)
+    assert_close(nn.MSELoss({ reduction = "sum" })(a, b), 20.8125, TOL)
+    assert_close(nn.MSELoss({ reduction = "none" })(a, b), { { 0.25, 4.0, 0.25 }, { 16.0, 0.25, 0.0625 } }, TOL)
+    assert_close(nn.L1Loss()(a, b), 1.2916666666666667, TOL)
+    assert_close(nn.L1Loss({ reduction = "sum" })(a, b), 7.75, TOL)
+    assert_close(nn.L1Loss({ reduction = "none" })(a, b), { { 0.5, 2.0, 0.5 }, { 4.0, 0.5, 0.25 } }, TOL)
+  end)
+
+  local y = wick.tensor({ { 1.0, 0.0, 1.0 }, { 0.0, 1.0, 0.3 } }, F64)
+  local bw = wick.tensor({ 1.0, 2.0, 0.5 }, F64)
+
+  it("BCELoss, with weight, and log clamped at -100", function()
+    local p = wick.tensor({ { 0.9, 0.2, 0.6 }, { 0.05, 0.5, 0.99 } }, F64)
+    assert_close(nn.BCELoss()(p, y), 0.8017340661055393, TOL)
+    assert_close(nn.BCELoss({ reduction = "sum" })(p, y), 4.810404396633236, TOL)
+    assert_close(nn.BCELoss({ reduction = "none" })(p, y), { { 0.10536051565782628, 0.2231435513142097, 0.5108256237659907 },
+      { 0.05129329438755058, 0.6931471805599453, 3.226634230947714 } }, TOL)
+    assert_close(nn.BCELoss({ weight = bw })(p, y), 0.6429942001917565, TOL)
+    local p01 = wick.tensor({ 0, 1, 0, 1 }, F64)
+    assert_close(nn.BCELoss({ reduction = "none" })(p01, wick.tensor({ 1, 0, 0, 1 }, F64)), { 100, 100, 0, 0 }, TOL)
+  end)
+
+  it("BCEWithLogitsLoss, with pos_weight and weight, stable for large logits", function()
+    local x = wick.tensor({ { 2.0, -1.0, 0.5 }, { -3.0, 0.0, 4.0 } }, F64)
+    local pw = wick.tensor({ 3.0, 0.5, 2.0 }, F64)
+    assert_close(nn.BCEWithLogitsLoss()(x, y), 0.7456918571321333, TOL)
+    assert_close(nn.BCEWithLogitsLoss({ reduction = "none" })(x, y), { { 0.1269280110429726, 0.31326168751822286, 0.4740769841801067 },
+      { 0.048587351573741965, 0.6931471805599453, 2.8181499279178097 } }, TOL)
+    assert_close(nn.BCEWithLogitsLoss({ pos_weight = pw })(x, y), 0.8101592561923701, TOL)
+    assert_close(nn.BCEWithLogitsLoss({ pos_weight = pw, weight = bw, reduction = "sum" })(x, y), 3.634916377625734, TOL)
+    local big = wick.tensor({ 100, -100, 50 }, F64)
+    assert_close(nn.BCEWithLogitsLoss({ reduction = "none" })(big, wick.tensor({ 0, 1, 1 }, F64)), { 100, 100, 0 }, TOL)
+  end)
+
+  it("losses work in float32 too", function()
+    local l = nn.CrossEntropyLoss({ weight = w:to("float32"), label_smoothing = 0.1 })(logits:to("float32"), t)
+    assert.are.equal("float32", l.dtype)
+    local ref = nn.CrossEntropyLoss({ weight = w, label_smoothing = 0.1 })(logits, t):item()
+    assert_close(l:item(), ref, 1e-5)
+  end)
+end)
+
+-- ======================================================================
+describe("nn.Module", function()
+  -- fields assigned in an order that is neither alphabetical nor any hash order
+  local Net = nn.Module:extend("Net")
+  function Net:init(hidden)
+    self.zeta = nn.Linear(2, hidden)
+    self.alpha = nn.Linear(hidden, hidden)
+    self.scale = wick.ones(hidden):requires_grad_()       -- a bare parameter tensor
+    self.layers = { nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 3) }
+    self.mid = nn.BatchNorm1d(3)
+    self.beta = nn.Dropout(0.5)
+    self.hidden = hidden                                  -- plain values are not state
+    self:register_buffer("counter", wick.zeros(1))
+  end
+  function Net:forward(x)
+    x = self.alpha(self.zeta(x):relu()) * self.scale
+    for _, l in ipairs(self.layers) do x = l(x) end
+    return self.beta(self.mid(x))
+  end
+
+  local PARAMS = { "zeta.weight", "zeta.bias", "alpha.weight", "alpha.bias", "scale",
+    "layers.1.weight", "layers.1.bias", "layers.3.weight", "layers.3.bias", "mid.weight", "mid.bias" }
+  local BUFFERS = { "mid.running_mean", "mid.running_var", "mid.num_batches_tracked", "counter" }
+
+  before_each(function() wick.manual_seed(21) end)
+
+  it("a custom Net: Net(args) calls init; model(x) calls forward", function()
+    local net = Net(4)
+    assert.are.equal(4, net.hidden)
+    assert.are.equal("Net", getmetatable(net).__name)
+    local out = net(wick.randn(5, 2))
+    assert.are.same({ 5, 3 }, shape_of(out))
+    assert.is_truthy(out.grad_fn)
+    local Bare = nn.Module:extend("Bare")
+    assert_error_has(function() Bare()(wick.zeros(1)) end, "forward")
+  end)
+
+  it("parameters() follow the order of first assignment, not alphabetical or pairs order", function()
+    local net = Net(4)
+    local names = names_of(net:named_parameters())
+    assert.are.same(PARAMS, names)
+    assert.are_not.same(sorted(names), names)
+    -- (pairs() order over these fields changes from run to run, since LuaJIT
+    -- seeds its string hashes at random: an order taken from pairs would fail
+    -- the fixed list above in nearly every run.)
+    -- the tensors of parameters() are those of named_parameters(), in order
+    local ps = net:parameters()
+    assert.are.equal(#PARAMS, #ps)
+    assert.is_true(rawequal(ps[1], net.zeta.weight))
+    assert.is_true(rawequal(ps[5], net.scale))
+    assert.is_true(rawequal(ps[6], net.layers[1].weight))
+    assert.is_true(rawequal(ps[11], net.mid.bias))
+    -- every model built the same way has the same order
+    for _ = 1, 5 do assert.are.same(PARAMS, names_of(Net(3):named_parameters())) end
+  end)
+
+  it("reassigning a field keeps its place; a field set to nil disappears", function()
+    local net = Net(4)
+    net.zeta = nn.Linear(2, 4, { bias = false })
+    local names = names_of(net:named_parameters())
+    assert.are.same({ "zeta.weight", "alpha.weight" }, { names[1], names[2] })
+    net.alpha = nil
+    names = names_of(net:named_parameters())
+    assert.are.equal("scale", names[2])
+  end)
+
+  it("Sequential names children 1, 2, 3 ...", function()
+    local s = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+    assert.are.same({ "1.weight", "1.bias", "3.weight", "3.bias" }, names_of(s:named_parameters()))
+    local sd = s:state_dict()
+    assert.is_truthy(sd["1.weight"]); assert.is_truthy(sd["3.bias"])
+    local nested = nn.Sequential(nn.Sequential(nn.Linear(1, 1)), nn.Linear(1, 2))
+    assert.are.same({ "1.1.weight", "1.1.bias", "2.weight", "2.bias" }, names_of(nested:named_parameters()))
+  end)
+
+  it("buffers, children and modules", function()
+    local net = Net(4)
+    assert.are.same(BUFFERS, names_of(net:named_buffers()))
+    local bufs = net:buffers()
+    assert.is_true(rawequal(bufs[1], net.mid.running_mean))
+    local child_names = names_of(net:named_children())
+    assert.are.same({ "zeta", "alpha", "layers.1", "layers.2", "layers.3", "mid", "beta" }, child_names)
+    local children = net:children()
+    assert.is_true(rawequal(children[1], net.zeta))
+    assert.is_true(rawequal(children[4], net.layers[2]))
+    local mods = net:modules()
+    assert.is_true(rawequal(mods[1], net))
+    assert.are.equal(8, #mods)
+    -- a module's own parameters are not found twice when it is shared
+    local Shared = nn.Module:extend("Shared")
+    function Shared:init() self.a = nn.Linear(2, 2); self.b = self.a end
+    assert.are.equal(2, #Shared():parameters())
+  end)
+
+  it("train() and eval() reach every module, tables of modules included", function()
+    local net = Net(4)
+    for _, m in ipairs(net:modules()) do assert.is_true(m.training) end
+    assert.is_true(rawequal(net:eval(), net))
+    for _, m in ipairs(net:modules()) do assert.is_false(m.training) end
+    assert.is_false(net.layers[3].training)
+    assert.is_false(net.beta.training)
+    -- eval: dropout is the identity and batch norm uses running stats: repeatable
+    local x = wick.randn(6, 2)
+    assert.is_true(net(x):equal(net(x)))
+    net:train()
+    for _, m in ipairs(net:modules()) do assert.is_true(m.training) end
+    net:train(false)
+    assert.is_false(net.mid.training)
+  end)
+
+  it("zero_grad clears the gradients of every parameter", function()
+    local net = Net(4)
+    net(wick.randn(6, 2)):sum():backward()
+    for name, p in net:named_parameters() do assert.is_truthy(p.grad, name) end
+    net:zero_grad()
+    for name, p in net:named_parameters() do assert.is_nil(p.grad, name) end
+  end)
+
+  it("state_dict: parameters and buffers by dotted name, detached, sharing storage", function()
+    local net = Net(4)
+    local sd = net:state_dict()
+    local keys = {}
+    for k in pairs(sd) do keys[#keys + 1] = k end
+    local expected = {}
+    for _, n in ipairs(PARAMS) do expected[#expected + 1] = n end
+    for _, n in ipairs(BUFFERS) do expected[#expected + 1] = n end
+    assert.are.same(sorted(expected), sorted(keys))
+    assert.is_false(sd["zeta.weight"].requires_grad)
+    assert.is_true(sd["zeta.weight"]:equal(net.zeta.weight))
+    wick.no_grad(function() net.zeta.weight:fill_(7) end)
+    assert.are.equal(7, sd["zeta.weight"][1][1]:item())
+  end)
+
+  it("load_state_dict copies values into the existing tensors", function()
+    local a, b = Net(4), Net(4)
+    assert.is_false(a.zeta.weight:equal(b.zeta.weight))
+    local w_before = b.zeta.weight
+    local r = b:load_state_dict(a:state_dict())
+    assert.are.same({ missing_keys = {}, unexpected_keys = {} }, r)
+    assert.is_true(rawequal(w_before, b.zeta.weight))
+    for name, p in b:named_parameters() do
+      assert.is_true(p:equal(a:state_dict()[name]), name)
+      assert.is_true(p.requires_grad, name)
+    end
+    local x = wick.randn(3, 2)
+    a:eval(); b:eval()
+    assert.is_true(a(x):equal(b(x)))
+  end)
+
+  it("load_state_dict keeps each tensor's device and dtype", function()
+    local a = nn.Linear(2, 2)
+    local b = nn.Linear(2, 2):to("float64")
+    b:load_state_dict(a:state_dict())
+    assert.are.equal("float64", b.weight.dtype)
+    assert_close(b.weight, a.weight:to("float64"):totable(), 1e-7)
+    local m = nn.Linear(2, 2):to("meta")
+    m:load_state_dict(a:state_dict())
+    assert.are.equal("meta", m.weight.device.type)
+  end)
+
+  it("strict load_state_dict raises naming every missing and unexpected key", function()
+    local net = Net(4)
+    local sd = net:state_dict()
+    sd["zeta.bias"] = nil
+    sd["mid.running_var"] = nil
+    sd["extra.weight"] = wick.zeros(1)
+    sd["zeta.gamma"] = wick.zeros(1)
+    local err = assert_error_has(function() net:load_state_dict(sd) end,
+      "Missing key(s)", "zeta.bias", "mid.running_var", "Unexpected key(s)", "extra.weight", "zeta.gamma")
+    assert.is_truthy(err:find("nn_spec.lua", 1, true), err)
+    assert.has_error(function() net:load_state_dict(sd, { strict = true }) end)
+  end)
+
+  it("strict = false returns {missing_keys, unexpected_keys} and loads the rest", function()
+    local src, dst = Net(4), Net(4)
+    local sd = src:state_dict()
+    sd["zeta.bias"] = nil
+    sd["extra.weight"] = wick.zeros(1)
+    local bias_before = dst.zeta.bias:clone()
+    local r = dst:load_state_dict(sd, { strict = false })
+    assert.are.same({ "zeta.bias" }, r.missing_keys)
+    assert.are.same({ "extra.weight" }, r.unexpected_keys)
+    assert.is_true(dst.zeta.weight:equal(src.zeta.weight))
+    assert.is_true(dst.zeta.bias:equal(bias_before))
+  end)
+
+  it("a shape mismatch raises naming the key and both shapes, even with strict = false", function()
+    local net = Net(4)
+    local sd = net:state_dict()
+    sd["alpha.weight"] = wick.zeros(4, 5)
+    local before = net.zeta.weight:clone()
+    sd["zeta.weight"] = wick.full({ 4, 2 }, 3)
+    for _, opts in ipairs({ {}, { strict = false } }) do
+      assert_error_has(function() net:load_state_dict(sd, opts) end, "alpha.weight", "[4, 5]", "[4, 4]")
+    end
+    -- nothing was copied
+    assert.is_true(net.zeta.weight:equal(before))
+  end)
+
+  it("hints at the 'module.' prefix; utils.strip_prefix removes it", function()
+    local net = nn.Sequential(nn.Linear(2, 2))
+    local sd = {}
+    for k, v in pairs(net:state_dict()) do sd["module." .. k] = v end
+    assert_error_has(function() net:load_state_dict(sd) end, "module.", "strip_prefix")
+    local stripped = nn.utils.strip_prefix(sd, "module.")
+    assert.is_truthy(stripped["1.weight"])
+    assert.is_nil(stripped["module.1.weight"])
+    local r = net:load_state_dict(stripped)
+    assert.are.same({}, r.missing_keys)
+    -- keys without the prefix pass unchanged
+    assert.are.same({ a = 1, ["x.module.b"] = 2, b = 3 }, nn.utils.strip_prefix({ a = 1, ["x.module.b"] = 2, ["module.b"] = 3 }, "module."))
+  end)
+
+  it("utils.from_pytorch_names shifts PyTorch's 0-based child indices", function()
+    local r = nn.utils.from_pytorch_names({ ["0.weight"] = 1, ["layers.2.bias"] = 2, ["fc1.weight"] = 3,
+      ["layers.10.weight"] = 4, ["layer1.0.conv1.weight"] = 5, ["bn.num_batches_tracked"] = 6 })
+    assert.are.same({ ["1.weight"] = 1, ["layers.3.bias"] = 2, ["fc1.weight"] = 3, ["layers.11.weight"] = 4,
+      ["layer1.1.conv1.weight"] = 5, ["bn.num_batches_tracked"] = 6 }, r)
+    -- a PyTorch Sequential's state dict loads into wick's
+    local s = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+    local torch_sd = { ["0.weight"] = wick.ones(3, 2), ["0.bias"] = wick.zeros(3), ["2.weight"] = wick.ones(1, 3), ["2.bias"] = wick.zeros(1) }
+    s:load_state_dict(nn.utils.from_pytorch_names(torch_sd))
+    assert_close(s(wick.tensor({ { 1, 2 } })), { { 9 } })
+    assert.are.same({ ["0.weight"] = 1, ["layers.2.bias"] = 2 }, nn.utils.to_pytorch_names({ ["1.weight"] = 1, ["layers.3.bias"] = 2 }))
+  end)
+
+  it("model:to(dtype) returns the model, keeps parameter objects and converts gradients", function()
+    local net = Net(4)
+    net(wick.randn(6, 2)):sum():backward()
+    local ps = net:parameters()
+    local w, g = ps[1], ps[1].grad
+    local gvals = g:to("float64"):totable()
+    assert.is_true(rawequal(net:to("float64"), net))
+    local after = net:parameters()
+    for i = 1, #ps do
+      assert.is_true(rawequal(ps[i], after[i]))
+      assert.are.equal("float64", ps[i].dtype)
+      assert.are.equal("float64", ps[i].grad.dtype)
+      assert.is_true(ps[i].requires_grad)
+    end
+    assert.is_true(rawequal(w, net.zeta.weight))
+    assert_close(w.grad, gvals, 1e-7)
+    assert.are.equal("float64", net.mid.running_mean.dtype)
+    assert.are.equal("int64", net.mid.num_batches_tracked.dtype) -- a dtype converts floating-point tensors only
+    -- the model still trains: a new backward accumulates into float64 grads
+    net:zero_grad()
+    net(wick.randn(6, 2, F64)):sum():backward()
+    assert.are.equal("float64", w.grad.dtype)
+    -- nothing to change: the same storage
+    assert.is_true(rawequal(net:to("float64"), net))
+    assert.is_true(rawequal(net:to({ dtype = "float64", device = "cpu" }), net))
+  end)
+
+  it("an optimizer built before model:to keeps working", function()
+    local m = nn.Linear(2, 1)
+    local opt = wick.optim.SGD(m:parameters(), { lr = 0.1 })
+    m:to("float64")
+    local x = wick.tensor({ { 1, 2 } }, F64)
+    local before = m.weight:clone()
+    opt:zero_grad()
+    m(x):sum():backward()
+    opt:step()
+    assert_close(m.weight, { { before[1][1]:item() - 0.1, before[1][2]:item() - 0.2 } }, 1e-12)
+  end)
+
+  it("tostring(model) shows the tree", function()
+    local s = tostring(nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Sequential(nn.Dropout(0.25))))
+    assert.are.equal("Sequential(\n  (1): Linear(in_features=2, out_features=3, bias=true)\n  (2): ReLU()\n"
+      .. "  (3): Sequential(\n    (1): Dropout(p=0.25)\n  )\n)", s)
+    local t = tostring(Net(4))
+    support.assert_contains(t, "Net(")
+    support.assert_contains(t, "(zeta): Linear(in_features=2, out_features=4, bias=true)")
+    support.assert_contains(t, "(layers.3): Linear(in_features=4, out_features=3, bias=true)")
+    support.assert_contains(t, "(mid): BatchNorm1d(3, eps=1e-05, momentum=0.1)")
+    assert.is_true(t:find("zeta", 1, true) < t:find("alpha", 1, true))
+  end)
+
+  it("wick.save(model) raises and points to state_dict", function()
+    local path = os.tmpname()
+    assert_error_has(function() wick.save(Net(2), path) end, "state_dict")
+    assert_error_has(function() wick.save({ model = nn.Linear(1, 1) }, path) end, "state_dict")
+    os.remove(path)
+  end)
+end)
+
+-- ======================================================================
+describe("models on the meta device", function()
+  local function model()
+    wick.manual_seed(2)
+    return nn.Sequential(nn.Conv2d(1, 4, 3, { padding = 1 }), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
+      nn.Flatten(), nn.Dropout(0.2), nn.Linear(4 * 4 * 4, 10))
+  end
+
+  it("model:to('meta'), forward, loss and backward give the right shapes with no data", function()
+    local m = model()
+    assert.is_true(rawequal(m:to("meta"), m))
+    for name, p in m:named_parameters() do
+      assert.are.equal("meta", p.device.type, name)
+      assert.is_true(p.requires_grad, name)
+    end
+    for name, b in m:named_buffers() do assert.are.equal("meta", b.device.type, name) end
+    local x = wick.randn(8, 1, 8, 8, { device = "meta" })
+    local y = wick.zeros(8, { dtype = "int64", device = "meta" })
+    local out = m(x)
+    assert.are.same({ 8, 10 }, shape_of(out))
+    assert.are.equal("meta", out.device.type)
+    local loss = nn.CrossEntropyLoss({ label_smoothing = 0.1 })(out, y)
+    assert.are.same({}, shape_of(loss))
+    assert.are.equal("meta", loss.device.type)
+    loss:backward()
+    for name, p in m:named_parameters() do
+      assert.is_truthy(p.grad, name)
+      assert.are.same(shape_of(p), shape_of(p.grad), name)
+      assert.are.equal("meta", p.grad.device.type, name)
+    end
+    -- and an optimizer step
+    local opt = wick.optim.Adam(m:parameters(), { lr = 1e-3 })
+    opt:step()
+    assert.are.equal("meta", m:parameters()[1].device.type)
+  end)
+
+  it("a model on meta and a batch on cpu raise the same-device error", function()
+    local m = model():to("meta")
+    local x = wick.randn(2, 1, 8, 8)
+    local err = assert_error_has(function() m(x) end, "Expected all tensors to be on the same device")
+    support.assert_contains(err, "meta")
+    support.assert_contains(err, "cpu")
+    local lin = nn.Linear(3, 2):to("meta")
+    err = assert_error_has(function() lin(wick.randn(4, 3)) end, "Expected all tensors to be on the same device", "meta", "cpu")
+    support.assert_contains(err, "nn_spec.lua")
+    -- a loss whose target is on another device
+    local out = wick.randn(4, 3, { device = "meta" })
+    assert_error_has(function() nn.CrossEntropyLoss()(out, I({ 1, 2, 3, 1 })) end, "Expected all tensors to be on the same device", "meta", "cpu")
+    assert_error_has(function() nn.MSELoss()(out, wick.zeros(4, 3)) end, "Expected all tensors to be on the same device", "meta", "cpu")
+    -- a meta model has no values to move back: like PyTorch, copying out of meta raises
+    assert.has_error(function() m:to("cpu") end)
+  end)
+end)

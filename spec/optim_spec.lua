@@ -1,0 +1,491 @@
+-- wick.optim: SGD (momentum, dampening, nesterov, weight_decay, maximize), Adam
+-- and AdamW steps against PyTorch, zero_grad, state_dict / load_state_dict
+-- (resuming gives identical steps; loaded state moves to each parameter's device
+-- and dtype), the StepLR and CosineAnnealingLR schedules and their state,
+-- nn.utils.clip_grad_norm_, and small problems that must converge.
+local wick = require("wick")
+local nn = wick.nn
+local optim = wick.optim
+local support = require("spec.support")
+local assert_close, assert_error_has, shape_of = support.assert_close, support.assert_error_has, support.shape_of
+
+local F64 = { dtype = "float64" }
+
+-- The tiny problem: loss = mean((X w^T + b - Y)^2) over 3 samples, w [2, 2], b [2],
+-- starting from w = {{0.5, -0.3}, {0.2, 0.8}}, b = {0.1, -0.2}.
+local X = wick.tensor({ { 1.0, 2.0 }, { -1.0, 0.5 }, { 0.5, -1.5 } }, F64)
+local Y = wick.tensor({ { 1.0, -1.0 }, { 0.0, 2.0 }, { -0.5, 0.5 } }, F64)
+
+local function params(opts)
+  opts = opts or F64
+  local w = wick.tensor({ { 0.5, -0.3 }, { 0.2, 0.8 } }, opts):requires_grad_()
+  local b = wick.tensor({ 0.1, -0.2 }, opts):requires_grad_()
+  return w, b
+end
+
+local function loss_of(w, b)
+  local x, y = X:to({ dtype = w.dtype, device = w.device }), Y:to({ dtype = w.dtype, device = w.device })
+  local d = x:mm(w:t()) + b - y
+  return (d * d):mean()
+end
+
+local function step(opt, w, b)
+  opt:zero_grad()
+  loss_of(w, b):backward()
+  opt:step()
+end
+
+-- Parameters after each of 3 steps, computed with PyTorch 1.13 in float64:
+-- torch.optim.<Optimizer>([w, b], **options) on the same problem (see the
+-- `it` names for the options).
+local REF = {
+  sgd = {{w = {{0.49333333333333335, -0.15916666666666665}, {0.07666666666666669, 0.5700000000000001}}, b = {0.10833333333333334, -0.16000000000000003}}, {w = {{0.4835069444444445, -0.04895833333333331}, {-0.032333333333333304, 0.3915833333333334}}, b = {0.11125, -0.1142777777777778}}, {w = {{0.4716137152777778, 0.037519965277777796}, {-0.12945995370370367, 0.2530245370370371}}, b = {0.11036516203703704, -0.06536388888888892}}},
+  sgd_momentum = {{w = {{0.49333333333333335, -0.15916666666666665}, {0.07666666666666669, 0.5700000000000001}}, b = {0.10833333333333334, -0.16000000000000003}}, {w = {{0.47750694444444447, 0.07779166666666666}, {-0.14333333333333328, 0.18458333333333343}}, b = {0.11875000000000001, -0.0782777777777778}}, {w = {{0.4485262152777778, 0.34996996527777774}, {-0.42555995370370364, -0.25442546296296287}}, b = {0.12236516203703704, 0.04933611111111111}}},
+  sgd_dampening = {{w = {{0.49333333333333335, -0.15916666666666665}, {0.07666666666666669, 0.5700000000000001}}, b = {0.10833333333333334, -0.16000000000000003}}, {w = {{0.4824201388888889, 0.02268750000000001}, {-0.0888333333333333, 0.2737916666666667}}, b = {0.11729166666666667, -0.10113888888888892}}, {w = {{0.465746484375, 0.22174665798611112}, {-0.2828649884259259, -0.04882719907407403}}, b = {0.12342462384259259, -0.02192986111111115}}},
+  sgd_nesterov = {{w = {{0.48733333333333334, -0.03241666666666664}, {-0.03433333333333333, 0.363}}, b = {0.11583333333333334, -0.12400000000000003}}, {w = {{0.45786006944444446, 0.23868541666666668}, {-0.31682333333333335, -0.07408416666666666}}, b = {0.11886250000000001, 0.005057222222222203}}, {w = {{0.4098906605902778, 0.4549275668402778}, {-0.6102348224537038, -0.41427395046296295}}, b = {0.10281839641203704, 0.18418758611111108}}},
+  sgd_wd = {{w = {{0.48833333333333334, -0.15616666666666665}, {0.07466666666666669, 0.562}}, b = {0.10733333333333335, -0.15800000000000003}}, {w = {{0.46810694444444445, 0.02702833333333336}, {-0.09742999999999997, 0.26068}}, b = {0.11292666666666668, -0.0895977777777778}}, {w = {{0.4406468402777778, 0.18869918194444446}, {-0.2718871537037037, -0.001978457407407378}}, b = {0.11126533981481482, -0.0026064111111111293}}},
+  sgd_maximize = {{w = {{0.5066666666666667, -0.4408333333333333}, {0.32333333333333336, 1.03}}, b = {0.09166666666666667, -0.24}}, {w = {{0.5101736111111111, -0.6122916666666666}, {0.461, 1.3115833333333333}}, b = {0.07791666666666669, -0.27427777777777773}}, {w = {{0.509427951388889, -0.8212699652777776}, {0.6154599537037038, 1.6564754629629628}}, b = {0.05713483796296299, -0.30030277777777775}}},
+  adam = {{w = {{0.40000001499999777, -0.2000000007100592}, {0.1000000008108108, 0.7000000004347826}}, b = {0.19999998800000146, -0.10000000249999996}}, {w = {{0.306782064825479, -0.10082568436796854}, {0.00024324469335028354, 0.600359366758245}}, b = {0.2345605768144117, -0.0005682879475700509}}, {w = {{0.24011194279429382, -0.003121215872702754}, {-0.09908075909639788, 0.5013756545989857}}, b = {0.20984390238619255, 0.0977830654107907}}},
+  adam_wd = {{w = {{0.40000085713551026, -0.20000006952486477}, {0.10000007978717038, 0.7000000420167891}}, b = {0.19999863638223114, -0.1000002380946712}}, {w = {{0.3048722604719825, -0.10133426796845112}, {0.0004849397471492489, 0.600625016894396}}, b = {0.20462449760859336, -0.0011092112208984511}}, {w = {{0.22734292036899237, -0.004896153377825854}, {-0.09817174751630482, 0.50237639113801}}, b = {0.16179304122112118, 0.09568277298256116}}},
+  adamw = {{w = {{0.39950001499999777, -0.19970000071005917}, {0.0998000008108108, 0.6992000004347826}}, b = {0.19989998800000144, -0.09980000249999996}}, {w = {{0.3060225239025262, -0.1003288200056961}, {-5.53586691495328e-05, 0.5988642398359696}}, b = {0.23434174080166292, -0.00026681063719610765}}, {w = {{0.2396135397030008, -0.002531507018098303}, {-0.09937630925097232, 0.4992930642101949}}, b = {0.20949307362910996, 0.09809123789784586}}},
+  adamw_wd = {{w = {{0.3750000149999977, -0.18500000071005912}, {0.09000000081081079, 0.6600000004347826}}, b = {0.19499998800000146, -0.09000000249999994}}, {w = {{0.28506567125231186, -0.07895298371800252}, {-0.013234915828338994, 0.5291537125886293}}, b = {0.19888154443409184, 0.012646883905089168}}, {w = {{0.2670882518598291, 0.016793452978876564}, {-0.10930451268127657, 0.4084295394982506}}, b = {0.142795559349219, 0.10715240728839902}}},
+}
+
+local function check_steps(make, ref, tol)
+  local w, b = params()
+  local opt = make({ w, b })
+  for s = 1, 3 do
+    step(opt, w, b)
+    assert_close(w, ref[s].w, tol or 1e-12)
+    assert_close(b, ref[s].b, tol or 1e-12)
+  end
+end
+
+describe("optimizer steps against PyTorch (3 steps, float64)", function()
+  it("SGD(lr = 0.1)", function()
+    check_steps(function(p) return optim.SGD(p, { lr = 0.1 }) end, REF.sgd)
+  end)
+  it("SGD(lr = 0.1, momentum = 0.9)", function()
+    check_steps(function(p) return optim.SGD(p, { lr = 0.1, momentum = 0.9 }) end, REF.sgd_momentum)
+  end)
+  it("SGD(lr = 0.1, momentum = 0.9, dampening = 0.5)", function()
+    check_steps(function(p) return optim.SGD(p, { lr = 0.1, momentum = 0.9, dampening = 0.5 }) end, REF.sgd_dampening)
+  end)
+  it("SGD(lr = 0.1, momentum = 0.9, nesterov = true)", function()
+    check_steps(function(p) return optim.SGD(p, { lr = 0.1, momentum = 0.9, nesterov = true }) end, REF.sgd_nesterov)
+  end)
+  it("SGD(lr = 0.1, momentum = 0.5, weight_decay = 0.1)", function()
+    check_steps(function(p) return optim.SGD(p, { lr = 0.1, momentum = 0.5, weight_decay = 0.1 }) end, REF.sgd_wd)
+  end)
+  it("SGD(lr = 0.1, maximize = true)", function()
+    check_steps(function(p) return optim.SGD(p, { lr = 0.1, maximize = true }) end, REF.sgd_maximize)
+  end)
+  it("Adam(lr = 0.1)", function()
+    check_steps(function(p) return optim.Adam(p, { lr = 0.1 }) end, REF.adam)
+  end)
+  it("Adam(lr = 0.1, betas = {0.8, 0.99}, eps = 1e-6, weight_decay = 0.1)", function()
+    check_steps(function(p) return optim.Adam(p, { lr = 0.1, betas = { 0.8, 0.99 }, eps = 1e-6, weight_decay = 0.1 }) end, REF.adam_wd)
+  end)
+  it("AdamW(lr = 0.1) (default weight_decay 0.01)", function()
+    check_steps(function(p) return optim.AdamW(p, { lr = 0.1 }) end, REF.adamw)
+  end)
+  it("AdamW(lr = 0.1, weight_decay = 0.5, betas = {0.5, 0.9})", function()
+    check_steps(function(p) return optim.AdamW(p, { lr = 0.1, weight_decay = 0.5, betas = { 0.5, 0.9 } }) end, REF.adamw_wd)
+  end)
+
+  it("float32 parameters follow the float64 reference closely", function()
+    local w, b = params({ dtype = "float32" })
+    local opt = optim.Adam({ w, b }, { lr = 0.1 })
+    for s = 1, 3 do
+      step(opt, w, b)
+      assert.are.equal("float32", w.dtype)
+      assert_close(w, REF.adam[s].w, 1e-5)
+    end
+  end)
+
+  it("parameter groups with their own options", function()
+    local w, b = params()
+    local opt = optim.SGD({ { params = { w } }, { params = { b }, lr = 0.1, momentum = 0.9 } }, { lr = 0 })
+    step(opt, w, b)
+    step(opt, w, b)
+    assert_close(w, { { 0.5, -0.3 }, { 0.2, 0.8 } })          -- lr 0: unchanged
+    assert_close(b, REF.sgd_momentum[2].b, 1e-12) -- b's updates do not depend on w while w is fixed
+  end)
+
+  it("a parameter without a gradient is skipped", function()
+    local w, b = params()
+    local opt = optim.Adam({ w, b }, { lr = 0.1 })
+    opt:zero_grad()
+    local d = X:mm(w:t()) - Y
+    local l = (d * d):mean()
+    l:backward()
+    opt:step()
+    assert_close(b, { 0.1, -0.2 })
+    assert.is_nil(opt.state[b])
+    assert.is_truthy(opt.state[w])
+  end)
+
+  it("step(closure) re-evaluates the loss and returns it", function()
+    local w, b = params()
+    local opt = optim.SGD({ w, b }, { lr = 0.1 })
+    local loss = opt:step(function()
+      opt:zero_grad()
+      local l = loss_of(w, b)
+      l:backward()
+      return l
+    end)
+    assert.is_true(wick.is_tensor(loss))
+    assert_close(w, REF.sgd[1].w, 1e-12)
+  end)
+
+  it("raises on unknown options, a missing lr and no parameters", function()
+    local w = params()
+    assert_error_has(function() optim.SGD({ w }, { lr = 0.1, momentun = 0.9 }) end, "momentun")
+    assert_error_has(function() optim.SGD({ w }, {}) end, "lr")
+    assert_error_has(function() optim.Adam({}, { lr = 0.1 }) end, "parameters")
+  end)
+end)
+
+describe("zero_grad", function()
+  it("clears every parameter's gradient", function()
+    local w, b = params()
+    local opt = optim.SGD({ w, b }, { lr = 0.1 })
+    loss_of(w, b):backward()
+    assert.is_truthy(w.grad); assert.is_truthy(b.grad)
+    opt:zero_grad()
+    assert.is_nil(w.grad); assert.is_nil(b.grad)
+  end)
+
+  it("without it, gradients accumulate", function()
+    local w, b = params()
+    loss_of(w, b):backward()
+    local g1 = w.grad:clone()
+    loss_of(w, b):backward()
+    assert_close(w.grad, (g1 * 2):totable(), 1e-12)
+  end)
+end)
+
+-- ======================================================================
+describe("optimizer state_dict / load_state_dict", function()
+  local function path() return os.tmpname() end
+
+  for _, case in ipairs({
+    { "SGD with momentum", function(p) return optim.SGD(p, { lr = 0.1, momentum = 0.9, nesterov = true }) end },
+    { "Adam", function(p) return optim.Adam(p, { lr = 0.1, weight_decay = 0.01 }) end },
+    { "AdamW", function(p) return optim.AdamW(p, { lr = 0.05 }) end },
+  }) do
+    it(case[1] .. ": a resumed run takes identical next steps (through wick.save / wick.load)", function()
+      local w, b = params()
+      local opt = case[2]({ w, b })
+      step(opt, w, b); step(opt, w, b)
+      local file = path()
+      wick.save({ model = { w = w:detach(), b = b:detach() }, optim = opt:state_dict() }, file)
+      -- the original run continues
+      step(opt, w, b); step(opt, w, b)
+      -- the resumed run
+      local ck = wick.load(file)
+      os.remove(file)
+      local w2 = ck.model.w:clone():requires_grad_()
+      local b2 = ck.model.b:clone():requires_grad_()
+      local opt2 = case[2]({ w2, b2 })
+      opt2:load_state_dict(ck.optim)
+      step(opt2, w2, b2); step(opt2, w2, b2)
+      assert.is_true(w2:equal(w), "w after resuming")
+      assert.is_true(b2:equal(b), "b after resuming")
+      -- without the optimizer state, the steps differ
+      local w3 = ck.model.w:clone():requires_grad_()
+      local b3 = ck.model.b:clone():requires_grad_()
+      local opt3 = case[2]({ w3, b3 })
+      step(opt3, w3, b3); step(opt3, w3, b3)
+      assert.is_false(w3:equal(w))
+    end)
+  end
+
+  it("state_dict numbers parameters from 1 and carries the group options", function()
+    local w, b = params()
+    local opt = optim.Adam({ w, b }, { lr = 0.01, betas = { 0.8, 0.9 } })
+    step(opt, w, b)
+    local sd = opt:state_dict()
+    assert.are.same({ 1, 2 }, sd.param_groups[1].params)
+    assert.are.equal(0.01, sd.param_groups[1].lr)
+    assert.are.same({ 0.8, 0.9 }, sd.param_groups[1].betas)
+    assert.are.equal(1, sd.state[1].step)
+    assert.are.same({ 2, 2 }, shape_of(sd.state[1].exp_avg))
+    assert.are.same({ 2 }, shape_of(sd.state[2].exp_avg_sq))
+  end)
+
+  it("loading copies the state: later steps do not change the saved tensors", function()
+    local w, b = params()
+    local opt = optim.SGD({ w, b }, { lr = 0.1, momentum = 0.9 })
+    step(opt, w, b)
+    local sd = opt:state_dict()
+    local saved = sd.state[1].momentum_buffer:clone()
+    local w2, b2 = params()
+    local opt2 = optim.SGD({ w2, b2 }, { lr = 0.1, momentum = 0.9 })
+    opt2:load_state_dict(sd)
+    step(opt2, w2, b2)
+    assert.is_true(sd.state[1].momentum_buffer:equal(saved))
+  end)
+
+  it("loading restores the group options (lr changed by a scheduler)", function()
+    local w, b = params()
+    local opt = optim.SGD({ w, b }, { lr = 0.1 })
+    opt.param_groups[1].lr = 0.025
+    local opt2 = optim.SGD({ w, b }, { lr = 0.1 })
+    opt2:load_state_dict(opt:state_dict())
+    assert.are.equal(0.025, opt2.param_groups[1].lr)
+  end)
+
+  it("moves loaded state to the parameter's dtype (float32 state, float64 model)", function()
+    local w, b = params({ dtype = "float32" })
+    local opt = optim.Adam({ w, b }, { lr = 0.1 })
+    step(opt, w, b)
+    local sd = opt:state_dict()
+    assert.are.equal("float32", sd.state[1].exp_avg.dtype)
+    local w2, b2 = params()
+    local opt2 = optim.Adam({ w2, b2 }, { lr = 0.1 })
+    opt2:load_state_dict(sd)
+    assert.are.equal("float64", opt2.state[w2].exp_avg.dtype)
+    assert.are.equal("float64", opt2.state[b2].exp_avg_sq.dtype)
+    assert.are.equal(1, opt2.state[w2].step)
+    wick.no_grad(function() w2:copy_(w); b2:copy_(b) end)
+    step(opt2, w2, b2)
+    assert_close(w2, REF.adam[2].w, 1e-6)
+    assert.are.equal("float64", w2.dtype)
+  end)
+
+  it("moves loaded state to the parameter's device (meta)", function()
+    local w, b = params()
+    local opt = optim.SGD({ w, b }, { lr = 0.1, momentum = 0.9 })
+    step(opt, w, b)
+    local wm, bm = params({ device = "meta", dtype = "float32" })
+    local optm = optim.SGD({ wm, bm }, { lr = 0.1, momentum = 0.9 })
+    optm:load_state_dict(opt:state_dict())
+    local buf = optm.state[wm].momentum_buffer
+    assert.are.equal("meta", buf.device.type)
+    assert.are.equal("float32", buf.dtype)
+    assert.are.same({ 2, 2 }, shape_of(buf))
+    -- Adam's state too, and a step on meta runs
+    local a = optim.Adam({ w, b }, { lr = 0.1 })
+    step(a, w, b)
+    local am = optim.Adam({ wm, bm }, { lr = 0.1 })
+    am:load_state_dict(a:state_dict())
+    assert.are.equal("meta", am.state[bm].exp_avg.device.type)
+    wm.grad = wick.zeros(2, 2, { device = "meta" })
+    am:step()
+    assert.are.equal("meta", am.state[wm].exp_avg_sq.device.type)
+  end)
+
+  it("a model moved with model:to keeps its optimizer state working", function()
+    local m = nn.Linear(2, 2)
+    local opt = optim.Adam(m:parameters(), { lr = 0.1 })
+    m(wick.randn(3, 2)):sum():backward()
+    opt:step()
+    m:to("float64")
+    opt:load_state_dict(opt:state_dict())
+    assert.are.equal("float64", opt.state[m.weight].exp_avg.dtype)
+    opt:zero_grad()
+    m(wick.randn(3, 2, F64)):sum():backward()
+    opt:step()
+    assert.are.equal(2, opt.state[m.weight].step)
+  end)
+
+  it("raises on a state of another shape of optimizer", function()
+    local w, b = params()
+    local opt = optim.SGD({ w, b }, { lr = 0.1 })
+    local one = optim.SGD({ w }, { lr = 0.1 })
+    assert_error_has(function() one:load_state_dict(opt:state_dict()) end, "parameters")
+    assert_error_has(function() opt:load_state_dict({}) end, "state_dict")
+  end)
+end)
+
+-- ======================================================================
+describe("learning-rate schedulers", function()
+  local function lrs(make, n)
+    local p = wick.zeros(1):requires_grad_()
+    local opt = optim.SGD({ p }, { lr = 1.0 })
+    local sch = make(opt)
+    local out = { sch:get_last_lr()[1] }
+    for _ = 1, n do
+      opt:step(); sch:step()
+      out[#out + 1] = sch:get_last_lr()[1]
+      assert.are.equal(out[#out], opt.param_groups[1].lr)
+    end
+    return out
+  end
+
+  -- PyTorch 1.13: get_last_lr() after construction and after each step
+  it("StepLR(step_size = 2, gamma = 0.5)", function()
+    assert_close(lrs(function(o) return optim.lr_scheduler.StepLR(o, { step_size = 2, gamma = 0.5 }) end, 7),
+      { 1.0, 1.0, 0.5, 0.5, 0.25, 0.25, 0.125, 0.125 }, 1e-12)
+  end)
+
+  it("CosineAnnealingLR(T_max = 4, eta_min = 0.1), also past T_max", function()
+    assert_close(lrs(function(o) return optim.lr_scheduler.CosineAnnealingLR(o, { T_max = 4, eta_min = 0.1 }) end, 10),
+      { 1.0, 0.8681980515339464, 0.55, 0.23180194846605368, 0.1, 0.2318019484660536, 0.55, 0.8681980515339467,
+        1.0, 0.8681980515339468, 0.55 }, 1e-12)
+  end)
+
+  it("every parameter group follows its own base lr", function()
+    local p, q = wick.zeros(1):requires_grad_(), wick.zeros(1):requires_grad_()
+    local opt = optim.SGD({ { params = { p }, lr = 1.0 }, { params = { q }, lr = 0.2 } }, { lr = 1 })
+    local sch = optim.StepLR(opt, { step_size = 1, gamma = 0.5 })
+    sch:step(); sch:step()
+    assert_close(sch:get_last_lr(), { 0.25, 0.05 }, 1e-12)
+  end)
+
+  it("state_dict / load_state_dict resumes the schedule", function()
+    for _, make in ipairs({
+      function(o) return optim.StepLR(o, { step_size = 2, gamma = 0.5 }) end,
+      function(o) return optim.CosineAnnealingLR(o, { T_max = 5, eta_min = 0.01 }) end,
+    }) do
+      local p = wick.zeros(1):requires_grad_()
+      local opt = optim.SGD({ p }, { lr = 1.0 })
+      local sch = make(opt)
+      for _ = 1, 3 do sch:step() end
+      local sd = wick.to_device(sch:state_dict(), "cpu") -- a plain table
+      assert.are.equal(3, sd.last_epoch)
+      local opt2 = optim.SGD({ wick.zeros(1):requires_grad_() }, { lr = 1.0 })
+      local sch2 = make(opt2)
+      sch2:load_state_dict(sd)
+      opt2:load_state_dict(opt:state_dict())
+      for _ = 1, 4 do
+        sch:step(); sch2:step()
+        assert.are.equal(sch:get_last_lr()[1], sch2:get_last_lr()[1])
+        assert.are.equal(opt.param_groups[1].lr, opt2.param_groups[1].lr)
+      end
+      -- a fresh scheduler does not match
+      local sch3 = make(optim.SGD({ wick.zeros(1):requires_grad_() }, { lr = 1.0 }))
+      sch3:step()
+      assert.are_not.equal(sch:get_last_lr()[1], sch3:get_last_lr()[1])
+    end
+  end)
+
+  it("raise on unknown options", function()
+    local opt = optim.SGD({ wick.zeros(1):requires_grad_() }, { lr = 1 })
+    assert_error_has(function() optim.StepLR(opt, { step = 3 }) end, "step")
+  end)
+end)
+
+-- ======================================================================
+describe("nn.utils.clip_grad_norm_", function()
+  local function with_grads()
+    local p, q = wick.zeros(2):requires_grad_(), wick.zeros(1, 1):requires_grad_()
+    p.grad = wick.tensor({ 3, 4 })
+    q.grad = wick.tensor({ { 12 } })
+    return p, q
+  end
+
+  it("returns the total norm and scales the gradients to max_norm", function()
+    local p, q = with_grads()
+    local total = nn.utils.clip_grad_norm_({ p, q }, 6.5) -- norm 13
+    assert.is_true(wick.is_tensor(total))
+    assert_close(total:item(), 13, 1e-6)
+    local c = 6.5 / (13 + 1e-6)
+    assert_close(p.grad, { 3 * c, 4 * c }, 1e-6)
+    assert_close(q.grad, { { 12 * c } }, 1e-6)
+    -- the new norm is max_norm
+    local n = math.sqrt(p.grad:pow(2):sum():item() + q.grad:pow(2):sum():item())
+    assert_close(n, 6.5, 1e-5)
+  end)
+
+  it("leaves gradients alone under max_norm", function()
+    local p, q = with_grads()
+    assert_close(nn.utils.clip_grad_norm_({ p, q }, 100):item(), 13, 1e-6)
+    assert_close(p.grad, { 3, 4 })
+    assert_close(q.grad, { { 12 } })
+  end)
+
+  it("the infinity norm and other p-norms; a single tensor; no gradients", function()
+    local p, q = with_grads()
+    assert_close(nn.utils.clip_grad_norm_({ p, q }, 6, math.huge):item(), 12, 1e-6)
+    assert_close(q.grad, { { 6 } }, 1e-5)
+    p, q = with_grads()
+    assert_close(nn.utils.clip_grad_norm_({ p, q }, 1000, 1):item(), 19, 1e-6)
+    p = with_grads()
+    assert_close(nn.utils.clip_grad_norm_(p, 1):item(), 5, 1e-6)
+    assert_close(p.grad, { 0.6, 0.8 }, 1e-5)
+    assert_close(nn.utils.clip_grad_norm_({ wick.zeros(2):requires_grad_() }, 1):item(), 0)
+  end)
+
+  it("works on the parameters of a model after backward", function()
+    wick.manual_seed(4)
+    local m = nn.Linear(4, 3)
+    local out = m(wick.randn(5, 4)) * 100
+    out:sum():backward()
+    local total = nn.utils.clip_grad_norm_(m:parameters(), 1.0)
+    assert.is_true(total:item() > 1)
+    local sq = 0
+    for _, p in ipairs(m:parameters()) do sq = sq + p.grad:pow(2):sum():item() end
+    assert_close(math.sqrt(sq), 1.0, 1e-5)
+  end)
+end)
+
+-- ======================================================================
+describe("small problems converge", function()
+  it("linear regression with SGD and momentum reaches near-zero loss", function()
+    wick.manual_seed(0)
+    local x = wick.randn(64, 3)
+    local y = x:mm(wick.tensor({ { 2 }, { -3 }, { 0.5 } })) + 1
+    local m = nn.Linear(3, 1)
+    local opt = optim.SGD(m:parameters(), { lr = 0.1, momentum = 0.9 })
+    local crit = nn.MSELoss()
+    local first, loss
+    for i = 1, 200 do
+      opt:zero_grad()
+      loss = crit(m(x), y)
+      if i == 1 then first = loss:item() end
+      loss:backward()
+      opt:step()
+    end
+    assert.is_true(first > 1)
+    assert.is_true(loss:item() < 1e-8, "final loss " .. loss:item())
+    assert_close(m.weight, { { 2, -3, 0.5 } }, 1e-4)
+    assert_close(m.bias, { 1 }, 1e-4)
+  end)
+
+  it("XOR with a small MLP and Adam", function()
+    wick.manual_seed(1)
+    local x = wick.tensor({ { 0, 0 }, { 0, 1 }, { 1, 0 }, { 1, 1 } })
+    local y = wick.tensor({ { 0 }, { 1 }, { 1 }, { 0 } })
+    local m = nn.Sequential(nn.Linear(2, 8), nn.Tanh(), nn.Linear(8, 1))
+    local opt = optim.Adam(m:parameters(), { lr = 0.05 })
+    local crit = nn.BCEWithLogitsLoss()
+    local loss
+    for _ = 1, 400 do
+      opt:zero_grad()
+      loss = crit(m(x), y)
+      loss:backward()
+      opt:step()
+    end
+    assert.is_true(loss:item() < 0.02, "final loss " .. loss:item())
+    local p = m(x):sigmoid()
+    assert.is_true(p:gt(0.5):to("float32"):equal(y), tostring(p))
+  end)
+
+  it("a 2-class logistic problem with CrossEntropyLoss, AdamW and a scheduler", function()
+    wick.manual_seed(2)
+    local n = 100
+    local a = wick.randn(n, 2) * 0.5 + wick.tensor({ 2, 2 })
+    local b = wick.randn(n, 2) * 0.5 - wick.tensor({ 2, 2 })
+    local x = wick.cat({ a, b }, 1)
+    local labels = {}
+    for i = 1, 2 * n do labels[i] = i <= n and 1 or 2 end
+    local y = support.I(labels)
+    local m = nn.Linear(2, 2)
+    local opt = optim.AdamW(m:parameters(), { lr = 0.1 })
+    local sch = optim.CosineAnnealingLR(opt, { T_max = 50 })
+    local crit = nn.CrossEntropyLoss()
+    local loss
+    for _ = 1, 50 do
+      opt:zero_grad()
+      loss = crit(m(x), y)
+      loss:backward()
+      opt:step()
+      sch:step()
+    end
+    assert.is_true(loss:item() < 0.05, "final loss " .. loss:item())
+    local pred = m(x):argmax(2)
+    assert.are.equal(2 * n, pred:eq(y):to("float64"):sum():item())
+  end)
+end)
