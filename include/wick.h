@@ -267,6 +267,12 @@ WICK_API wick_status wick_bmm(wick_tensor **out, const wick_tensor *a, const wic
 /* beta * input + alpha * (mat1 @ mat2), input broadcast to the product's shape. */
 WICK_API wick_status wick_addmm(wick_tensor **out, const wick_tensor *input, const wick_tensor *mat1,
                                 const wick_tensor *mat2, double beta, double alpha);
+/* x @ weight^T + bias for x [N, in], weight [out, in], bias [out] or NULL: a
+ * Linear layer as one op and one autograd node. */
+WICK_API wick_status wick_linear(wick_tensor **out, const wick_tensor *x, const wick_tensor *weight,
+                                 const wick_tensor *bias);
+/* Mean squared error; reduction 0 none, 1 mean, 2 sum. One autograd node. */
+WICK_API wick_status wick_mse_loss(wick_tensor **out, const wick_tensor *input, const wick_tensor *target, int reduction);
 /* torch.matmul: dot, matrix-vector, matrix-matrix and broadcast batches. */
 WICK_API wick_status wick_matmul(wick_tensor **out, const wick_tensor *a, const wick_tensor *b);
 /* ---- indexing, joining ---------------------------------------------------- */
@@ -345,7 +351,8 @@ WICK_API wick_status wick_detach(wick_tensor **out, wick_tensor *t);
  * 2-D float matrices), and return 0 when done. Any other value means "not
  * handled here, call the general function", which also reports every error;
  * they never set an error themselves. */
-WICK_API int wick_try_fast_binary_(int op, wick_tensor *a, const wick_tensor *b); /* a op= b */
+/* a op= b; for ADD and SUB, a op= alpha * b */
+WICK_API int wick_try_fast_binary_(int op, wick_tensor *a, const wick_tensor *b, double alpha);
 WICK_API int wick_try_fast_binary(int op, wick_tensor **out, const wick_tensor *a, const wick_tensor *b);
 WICK_API int wick_try_fast_binary_scalar(int op, wick_tensor **out, const wick_tensor *a, double s,
                                          int scalar_first);

@@ -247,7 +247,7 @@ if has_ffi and not os.getenv("WICK_NO_FFI") then
   local ptrs = core.fast_pointers()
   local slot = ffi.typeof("wick_tensor **")
   local function fn(ctype, ptr) return ffi.cast(ctype, ptr) end
-  local binary_inplace = fn("int (*)(int, wick_tensor *, const wick_tensor *)", ptrs.binary_inplace)
+  local binary_inplace = fn("int (*)(int, wick_tensor *, const wick_tensor *, double)", ptrs.binary_inplace)
   local binary = fn("int (*)(int, wick_tensor **, const wick_tensor *, const wick_tensor *)", ptrs.binary)
   local binary_scalar = fn("int (*)(int, wick_tensor **, const wick_tensor *, double, int)", ptrs.binary_scalar)
   local mm = fn("int (*)(wick_tensor **, const wick_tensor *, const wick_tensor *)", ptrs.mm)
@@ -291,8 +291,8 @@ if has_ffi and not os.getenv("WICK_NO_FFI") then
     mt[meta] = fast_binary(op, mt[meta], false)
     local classic_inplace = Tensor[name .. "_"]
     Tensor[name .. "_"] = function(a, b, alpha)
-      if alpha == nil and getmetatable(b) == mt and getmetatable(a) == mt
-          and binary_inplace(op, ptr(a), ptr(b)) == 0 then
+      if (alpha == nil or type(alpha) == "number") and getmetatable(b) == mt and getmetatable(a) == mt
+          and binary_inplace(op, ptr(a), ptr(b), alpha or 1) == 0 then
         return a
       end
       return classic_inplace(a, b, alpha)

@@ -50,21 +50,23 @@ function Optimizer:zero_grad()
   end
 end
 
+local function update_all(self)
+  for _, group in ipairs(self.param_groups) do
+    for _, p in ipairs(group.params) do
+      local g = p.grad
+      if g then
+        local state = self.state[p]
+        if not state then state = {}; self.state[p] = state end
+        self.update(p, g, state, group)
+      end
+    end
+  end
+end
+
 function Optimizer:step(closure)
   local loss
   if closure then loss = wick.enable_grad(closure) end
-  wick.no_grad(function()
-    for _, group in ipairs(self.param_groups) do
-      for _, p in ipairs(group.params) do
-        local g = p.grad
-        if g then
-          local state = self.state[p]
-          if not state then state = {}; self.state[p] = state end
-          self.update(p, g, state, group)
-        end
-      end
-    end
-  end)
+  wick.no_grad(update_all, self)
   return loss
 end
 

@@ -141,6 +141,11 @@ local function decoder(s, path, map_location)
   end
   local depth = 0
   local value
+  local function whole()
+    local v = value()
+    if pos ~= #s + 1 then fail(("%d unexpected bytes after the end of the checkpoint"):format(#s + 1 - pos)) end
+    return v
+  end
   value = function()
     local tag = s:sub(pos, pos)
     pos = pos + 1
@@ -186,7 +191,7 @@ local function decoder(s, path, map_location)
     end
     fail("unknown value tag '" .. tag .. "'")
   end
-  return value
+  return whole
 end
 
 function serialize.load(path, opts)

@@ -82,6 +82,9 @@ wick_status wk_record_reduce(wick_tensor *out, const wick_tensor *indices, wick_
                              int dim, int keepdim, int correction);
 wick_status wk_record_addmm(wick_tensor *out, const wick_tensor *input, const wick_tensor *m1, const wick_tensor *m2,
                             double beta, double alpha);
+wick_status wk_record_linear(wick_tensor *out, const wick_tensor *x, const wick_tensor *weight, const wick_tensor *bias);
+wick_status wk_record_mse(wick_tensor *out, const wick_tensor *input, const wick_tensor *target,
+                          const wick_tensor *diff, int reduction);
 wick_status wk_record_bmm(wick_tensor *out, const wick_tensor *a, const wick_tensor *b);
 /* views: kind is one of the WK_VIEW_* below; dims and start/length as needed */
 enum { WK_VIEW_RESHAPE, WK_VIEW_TRANSPOSE, WK_VIEW_PERMUTE, WK_VIEW_EXPAND, WK_VIEW_SLICE, WK_VIEW_SELECT,

@@ -452,6 +452,53 @@ wick_status wk_record_addmm(wick_tensor *out, const wick_tensor *input, const wi
     return WICK_OK;
 }
 
+/* y = x w^T + b:  gx = g w,  gw = g^T x,  gb = g (the engine sums it to [out]) */
+static wick_status linear_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
+    wick_tensor *x = n->saved[0], *w = n->saved[1], *t;
+    if (n->edges[0].node || n->edges[0].leaf) TRY(wick_mm(&grads[0], g, w));
+    if (n->edges[1].node || n->edges[1].leaf) {
+        TRY(wick_transpose(&t, g, 0, 1));
+        wick_status st = wick_mm(&grads[1], t, x);
+        wick_tensor_release(t);
+        TRY(st);
+    }
+    if (n->edges[2].node || n->edges[2].leaf) TRY(retained(&grads[2], g));
+    return WICK_OK;
+}
+
+wick_status wk_record_linear(wick_tensor *out, const wick_tensor *x, const wick_tensor *weight, const wick_tensor *bias) {
+    const wick_tensor *in[3] = {x, weight, bias};
+    wk_node *n;
+    TRY(wk_record(out, "LinearBackward", linear_backward, 0, 3, in, &n));
+    if (weight->requires_grad) TRY(wk_save(n, 0, x, out));
+    if (x->requires_grad) TRY(wk_save(n, 1, weight, out));
+    return WICK_OK;
+}
+
+/* l = reduce((x - y)^2):  gx = 2 (x - y) g [/ n],  gy = -gx */
+static wick_status mse_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
+    wick_tensor *d = n->saved[0], *gx;
+    double scale = n->ints[0] == 1 ? 2.0 / (double)wick_tensor_numel(d) : 2.0;
+    TRY(wick_binary(&gx, WICK_MUL, d, g));
+    TRY(chain_scalar(&gx, WICK_MUL, scale));
+    if (n->edges[1].node || n->edges[1].leaf) {
+        wick_status st = wick_unary(&grads[1], WICK_NEG, gx);
+        if (st) return wick_tensor_release(gx), st;
+    }
+    if (n->edges[0].node || n->edges[0].leaf) grads[0] = gx;
+    else wick_tensor_release(gx);
+    return WICK_OK;
+}
+
+wick_status wk_record_mse(wick_tensor *out, const wick_tensor *input, const wick_tensor *target,
+                          const wick_tensor *diff, int reduction) {
+    const wick_tensor *in[2] = {input, target};
+    wk_node *n;
+    TRY(wk_record(out, "MseLossBackward", mse_backward, 0, 2, in, &n));
+    n->ints[0] = reduction;
+    return wk_save(n, 0, diff, out);
+}
+
 static wick_status bmm_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
     wick_tensor *a = n->saved[0], *b = n->saved[1], *t;
     if (n->edges[0].node || n->edges[0].leaf) {

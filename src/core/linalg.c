@@ -108,6 +108,40 @@ wick_status wick_addmm(wick_tensor **out, const wick_tensor *input, const wick_t
     return wk_publish(out, r, wk_wants_grad(3, in) ? wk_record_addmm(r, input, m1, m2, beta, alpha) : WICK_OK);
 }
 
+wick_status wick_linear(wick_tensor **out, const wick_tensor *x, const wick_tensor *weight, const wick_tensor *bias) {
+    if (weight->ndim != 2)
+        return wick_fail(WICK_ERR_SHAPE, "linear: weight must be 2-D [out, in], got %d-D", weight->ndim);
+    wick_tensor *wt = NULL, *r = NULL;
+    wick_status st;
+    WK_NO_GRAD(st = wick_transpose(&wt, (wick_tensor *)weight, 0, 1);
+               if (!st) st = addmm_forward(&r, bias, x, wt, bias ? 1 : 0, 1));
+    wick_tensor_release(wt);
+    if (st) return st;
+    const wick_tensor *in[3] = {x, weight, bias};
+    return wk_publish(out, r, wk_wants_grad(3, in) ? wk_record_linear(r, x, weight, bias) : WICK_OK);
+}
+
+wick_status wick_mse_loss(wick_tensor **out, const wick_tensor *input, const wick_tensor *target, int reduction) {
+    if (reduction < 0 || reduction > 2) return wick_fail(WICK_ERR_ARGUMENT, "mse_loss: invalid reduction %d", reduction);
+    wick_tensor *d = NULL, *sq = NULL, *r = NULL;
+    wick_status st;
+    WK_NO_GRAD(st = wick_binary(&d, WICK_SUB, input, target);
+               if (!st) st = wick_binary(&sq, WICK_MUL, d, d);
+               if (!st) {
+                   if (reduction == 0) st = (wick_tensor_retain(sq), r = sq, WICK_OK);
+                   else st = wick_reduce(&r, NULL, reduction == 1 ? WICK_MEAN : WICK_SUM, sq, -1, 0, 0);
+               });
+    wick_tensor_release(sq);
+    if (st) {
+        wick_tensor_release(d);
+        return st;
+    }
+    const wick_tensor *in[2] = {input, target};
+    st = wk_wants_grad(2, in) ? wk_record_mse(r, input, target, d, reduction) : WICK_OK;
+    wick_tensor_release(d);
+    return wk_publish(out, r, st);
+}
+
 wick_status wick_mm(wick_tensor **out, const wick_tensor *a, const wick_tensor *b) {
     return wick_addmm(out, NULL, a, b, 0, 1);
 }

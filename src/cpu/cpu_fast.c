@@ -7,10 +7,13 @@
  * every error message. */
 #include "cpu.h"
 
+#include "../core/autograd.h"
+
 #define FAST_MAX_NUMEL 4096 /* above this the full path (and its threads) wins */
 
 static bool fast_tensor(const wick_tensor *t) {
-    return t && !t->requires_grad && t->storage->device.type == WICK_CPU &&
+    /* a tensor autograd must see takes the full path (it records, or raises) */
+    return t && (!t->requires_grad || !wk_grad_mode) && t->storage->device.type == WICK_CPU &&
            (t->dtype == WICK_FLOAT32 || t->dtype == WICK_FLOAT64) && wick_tensor_is_contiguous(t);
 }
 
@@ -24,19 +27,24 @@ static bool same_shape(const wick_tensor *a, const wick_tensor *b) {
 }
 
 /* Runs the backend's kernel over n elements: operand k advances by step[k]. */
-static void run(int op, wick_dtype d, char *out, const char *x, const char *y, int64_t n, const int64_t *step) {
+static void run_scaled(int op, wick_dtype d, char *out, const char *x, const char *y, int64_t n,
+                       const int64_t *step, double alpha) {
     char *p[3] = {out, (char *)x, (char *)y};
-    double alpha = 1;
     cpu_binary_run(op, d)(p, step, n, &alpha);
 }
 
-int wick_try_fast_binary_(int op, wick_tensor *a, const wick_tensor *b) {
+static void run(int op, wick_dtype d, char *out, const char *x, const char *y, int64_t n, const int64_t *step) {
+    run_scaled(op, d, out, x, y, n, step, 1);
+}
+
+int wick_try_fast_binary_(int op, wick_tensor *a, const wick_tensor *b, double alpha) {
     if (!fast_op(op) || !fast_tensor(a) || !fast_tensor(b) || a->dtype != b->dtype || !same_shape(a, b)) return 1;
     if (a->storage == b->storage && a->offset != b->offset) return 1; /* overlapping views: full path */
     int64_t n = wick_tensor_numel(a);
     if (n > FAST_MAX_NUMEL) return 1;
+    if (alpha != 1 && op != WICK_ADD && op != WICK_SUB) return 1;
     static const int64_t step[3] = {1, 1, 1};
-    run(op, a->dtype, wk_data(a), wk_data(a), wk_data(b), n, step);
+    run_scaled(op, a->dtype, wk_data(a), wk_data(a), wk_data(b), n, step, alpha);
     return 0;
 }
 
@@ -70,7 +78,8 @@ int wick_try_fast_binary_scalar(int op, wick_tensor **out, const wick_tensor *a,
 int wick_try_fast_mm(wick_tensor **out, const wick_tensor *a, const wick_tensor *b) {
     if (!out || !a || !b || a->ndim != 2 || b->ndim != 2 || a->dtype != b->dtype ||
         (a->dtype != WICK_FLOAT32 && a->dtype != WICK_FLOAT64) || a->storage->device.type != WICK_CPU ||
-        b->storage->device.type != WICK_CPU || a->sizes[1] != b->sizes[0] || a->requires_grad || b->requires_grad ||
+        b->storage->device.type != WICK_CPU || a->sizes[1] != b->sizes[0] ||
+        ((a->requires_grad || b->requires_grad) && wk_grad_mode) ||
         a->sizes[0] * b->sizes[1] * a->sizes[1] > 32768)
         return 1;
     int trans[2];

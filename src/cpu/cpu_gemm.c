@@ -33,7 +33,19 @@
         case 4: SMALL_ROWS(T, 4) return;                                                          \
         case 8: SMALL_ROWS(T, 8) return;                                                          \
         default:                                                                                  \
-            for (int64_t i = 0; i < m; i++)                                                       \
+            if (bj == 1) { /* rows of B are contiguous: build rows of C from them */              \
+                for (int64_t i = 0; i < m; i++) {                                                 \
+                    T *restrict row = c + i * ldc;                                                \
+                    for (int64_t j = 0; j < n; j++) row[j] = 0;                                   \
+                    for (int64_t p = 0; p < k; p++) {                                             \
+                        const T av = a[i * ai + p * ap];                                          \
+                        const T *restrict brow = b + p * bp;                                      \
+                        for (int64_t j = 0; j < n; j++) row[j] += av * brow[j];                   \
+                    }                                                                             \
+                }                                                                                 \
+                return;                                                                           \
+            }                                                                                     \
+            for (int64_t i = 0; i < m; i++) /* columns of B are contiguous: dot products */       \
                 for (int64_t j = 0; j < n; j++) {                                                 \
                     T acc = 0;                                                                    \
                     for (int64_t p = 0; p < k; p++) acc += a[i * ai + p * ap] * b[p * bp + j * bj]; \

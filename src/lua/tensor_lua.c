@@ -562,6 +562,27 @@ static int t_mm(lua_State *L) {
     return 1;
 }
 
+/* core.linear(x, weight[, bias]) for 2-D x */
+static int m_linear(lua_State *L) {
+    wick_tensor *x = wl_checktensor(L, 1, "linear", "input"), *w = wl_checktensor(L, 2, "linear", "weight");
+    wick_tensor *b = lua_isnoneornil(L, 3) ? NULL : wl_checktensor(L, 3, "linear", "bias");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_linear(slot, x, w, b));
+    wl_account(L);
+    return 1;
+}
+
+/* core.mse_loss(input, target, reduction) with reduction "mean", "sum" or "none" */
+static int m_mse_loss(lua_State *L) {
+    wick_tensor *x = wl_checktensor(L, 1, "mse_loss", "input"), *y = wl_checktensor(L, 2, "mse_loss", "target");
+    const char *r = luaL_optstring(L, 3, "mean");
+    int reduction = strcmp(r, "none") == 0 ? 0 : strcmp(r, "mean") == 0 ? 1 : strcmp(r, "sum") == 0 ? 2 : -1;
+    if (reduction < 0) wl_raise(L, "mse_loss: invalid reduction '%s' (expected 'mean', 'sum' or 'none')", r);
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_mse_loss(slot, x, y, reduction));
+    return 1;
+}
+
 static int t_bmm(lua_State *L) {
     wick_tensor *a = SELF("bmm"), *b = wl_checktensor(L, 2, "bmm", "mat2");
     wick_tensor **slot = wl_new_slot(L);
@@ -1418,6 +1439,8 @@ static const luaL_Reg module_fns[] = {
     {"from_bytes", m_from_bytes},
     {"clock", m_clock},
     {"same_device", m_same_device},
+    {"linear", m_linear},
+    {"mse_loss", m_mse_loss},
     {"isatty", m_isatty},
     {"set_grad_enabled", m_set_grad_enabled},
     {"is_grad_enabled", m_is_grad_enabled},

@@ -19,11 +19,9 @@ end
 --- y = x W^T + b, x of shape [..., in], W [out, in], b [out].
 --- (The core's addmm/matmul enforce the same-device rule, with PyTorch's message
 --- for a Linear layer: "... argument mat1 in method addmm".)
+local linear2d = core.linear
 function F.linear(x, weight, bias)
-  if x:dim() == 2 then
-    if bias then return bias:addmm(x, weight:t()) end
-    return x:mm(weight:t())
-  end
+  if x:dim() == 2 then return linear2d(x, weight, bias) end
   local y = x:matmul(weight:t())
   if bias then y = y + bias end
   return y
@@ -218,8 +216,7 @@ end
 
 function F.mse_loss(input, target, opts)
   check_device("mse_loss", "target", target, input, "input")
-  local d = input - target
-  return reduce(d * d, opts and opts.reduction)
+  return core.mse_loss(input, target, opts and opts.reduction or "mean")
 end
 
 function F.l1_loss(input, target, opts)

@@ -158,11 +158,17 @@ function L.LogSoftmax:init(dim) self.dim = dim end
 L.Sequential = Module:extend("Sequential")
 function L.Sequential:init(...)
   local n = select("#", ...)
-  for i = 1, n do self[tostring(i)] = (select(i, ...)) end
+  local list = {}
+  for i = 1, n do
+    list[i] = (select(i, ...))
+    self[tostring(i)] = list[i]
+  end
   rawset(self, "_n", n)
+  rawset(self, "_list", list) -- the same modules, for forward without name lookups
 end
 function L.Sequential:forward(x)
-  for i = 1, rawget(self, "_n") do x = self[tostring(i)]:forward(x) end
+  local list = rawget(self, "_list")
+  for i = 1, rawget(self, "_n") do x = list[i]:forward(x) end
   return x
 end
 function L.Sequential:get(i) return self[tostring(i)] end
@@ -170,6 +176,7 @@ function L.Sequential:len() return rawget(self, "_n") end
 function L.Sequential:add(m)
   local n = rawget(self, "_n") + 1
   self[tostring(n)] = m
+  rawget(self, "_list")[n] = m
   rawset(self, "_n", n)
   return self
 end
