@@ -20,6 +20,14 @@
 #include <sys/mman.h>
 #include <time.h>
 
+/* The limit is the matrix library wick itself links (CMake passes which). */
+#ifdef WICK_BLAS_BLIS
+void bli_thread_set_num_threads(long n);
+#define blas_set_num_threads(n) bli_thread_set_num_threads(n)
+#else
+#define blas_set_num_threads(n) openblas_set_num_threads(n)
+#endif
+
 static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -143,7 +151,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: bench_limits [threads 1..64]\n");
         return 1;
     }
-    openblas_set_num_threads(threads);
+    blas_set_num_threads(threads);
     /* the same counts as bench/ops.lua and bench/ops_torch.py */
     static const int sizes[] = {256, 512, 1024, 2048}, iters[] = {20, 5, 1, 1}, repeats[] = {5, 5, 5, 3};
     for (int i = 0; i < 4; i++) bench_sgemm(sizes[i], iters[i], repeats[i]);

@@ -505,3 +505,23 @@ describe("small problems converge", function()
     assert.are.equal(2 * n, pred:eq(y):to("float64"):sum():item())
   end)
 end)
+
+describe("optimizer state follows its parameters", function()
+  it("moves momentum buffers after model:to(dtype) and keeps stepping", function()
+    local wick = require("wick")
+    local nn = wick.nn
+    wick.manual_seed(3)
+    local m = nn.Linear(3, 2)
+    local opt = wick.optim.SGD(m:parameters(), { lr = 0.1, momentum = 0.9 })
+    local x = wick.randn(4, 3)
+    for _ = 1, 2 do opt:zero_grad(); m(x):sum():backward(); opt:step() end
+    local weight = m.weight
+    m:to("float64")
+    assert.is_true(rawequal(weight, m.weight))
+    opt:zero_grad()
+    m(x:double()):sum():backward()
+    opt:step()
+    assert.are.equal("float64", opt.state[m.weight].momentum_buffer.dtype)
+    assert.are.equal("float64", m.weight.dtype)
+  end)
+end)

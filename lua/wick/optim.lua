@@ -50,13 +50,25 @@ function Optimizer:zero_grad()
   end
 end
 
+local same_device = wick._core.same_device
+
+-- State follows its parameter: after model:to(...) the next step moves it.
+local function follow(p, state)
+  for k, v in pairs(state) do
+    if wick.is_tensor(v) and (not same_device(v, p) or (v:is_floating_point() and v.dtype ~= p.dtype)) then
+      state[k] = v:to({ device = p.device, dtype = v:is_floating_point() and p.dtype or v.dtype })
+    end
+  end
+end
+
 local function update_all(self)
   for _, group in ipairs(self.param_groups) do
     for _, p in ipairs(group.params) do
       local g = p.grad
       if g then
         local state = self.state[p]
-        if not state then state = {}; self.state[p] = state end
+        if not state then state = {}; self.state[p] = state
+        else follow(p, state) end
         self.update(p, g, state, group)
       end
     end

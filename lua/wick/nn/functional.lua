@@ -152,8 +152,9 @@ function F.nll_loss(logp, target, opts)
   end
   check_device("nll_loss", "target", target, logp, "input")
   local ignore = opts.ignore_index
+  if ignore == nil then ignore = -100 end -- PyTorch's default; 1-based classes never collide with it
   local mask, safe = nil, target
-  if ignore ~= nil then
+  if ignore ~= false then
     mask = target:ne(ignore)
     safe = wick.where(mask, target, 1)
   end
@@ -181,6 +182,10 @@ function F.cross_entropy(logits, target, opts)
   local dim = logits:dim() >= 2 and 2 or 1
   local logp = logits:log_softmax(dim)
   local smoothing = opts.label_smoothing or 0
+  if target:is_floating_point() and target:dim() ~= logits:dim() then
+    wick.error(("cross_entropy: targets are either class indices (int64, 1-based, shape [N]) or class probabilities (float, shape of the input %s); got %s targets of shape %s")
+      :format(tostring(logits.shape), target.dtype, tostring(target.shape)))
+  end
   if target:is_floating_point() then -- class probabilities
     local t = target
     local classes = logits:size(dim)
