@@ -101,7 +101,9 @@ typedef struct {
     case WICK_FLOAT32: CONVERT(TO, float)                                                        \
     case WICK_FLOAT64: CONVERT(TO, double)                                                       \
     case WICK_INT32: CONVERT(TO, int32_t)                                                        \
-    case WICK_UINT8: CONVERT(TO, uint8_t)                                                        \
+    case WICK_UINT8: /* bool is stored as 0 or 1 in a byte, like uint8 */                         \
+    case WICK_BOOL: CONVERT(TO, uint8_t)                                                         \
+    case WICK_INT64: CONVERT(TO, int64_t)                                                        \
     default: return false;                                                                       \
     }
 static bool convert_typed(wick_dtype to, wick_dtype from, char **p, const int64_t *s, int64_t n) {
@@ -110,9 +112,8 @@ static bool convert_typed(wick_dtype to, wick_dtype from, char **p, const int64_
     case WICK_FLOAT64: FROM_CASES(double)
     default: break;
     }
-    if (to == WICK_INT64 && from == WICK_UINT8) { CONVERT(int64_t, uint8_t) }
+    if (to == WICK_INT64 && (from == WICK_UINT8 || from == WICK_BOOL)) { CONVERT(int64_t, uint8_t) }
     if (to == WICK_INT64 && from == WICK_INT32) { CONVERT(int64_t, int32_t) }
-    if (from == WICK_INT64 && to == WICK_FLOAT32) { CONVERT(float, int64_t) }
     return false;
 }
 
