@@ -95,30 +95,28 @@ local function walk(self, prefix, fn, seen)
   end
 end
 
-function Module:named_parameters()
-  local list = {}
-  walk(self, "", function(name, t, kind) if kind == "param" then list[#list + 1] = { name, t } end end)
+-- An iterator of name, value over an array of {name, value} pairs.
+local function pairs_of(list)
   local i = 0
   return function()
     i = i + 1
     if list[i] then return list[i][1], list[i][2] end
   end
 end
+
+local function named(self, wanted)
+  local list = {}
+  walk(self, "", function(name, t, kind) if kind == wanted then list[#list + 1] = { name, t } end end)
+  return pairs_of(list)
+end
+
+function Module:named_parameters() return named(self, "param") end
+function Module:named_buffers() return named(self, "buffer") end
 
 function Module:parameters()
   local out = {}
   for _, p in self:named_parameters() do out[#out + 1] = p end
   return out
-end
-
-function Module:named_buffers()
-  local list = {}
-  walk(self, "", function(name, t, kind) if kind == "buffer" then list[#list + 1] = { name, t } end end)
-  local i = 0
-  return function()
-    i = i + 1
-    if list[i] then return list[i][1], list[i][2] end
-  end
 end
 
 function Module:buffers()
@@ -132,11 +130,7 @@ function Module:named_children()
   for _, m in ipairs(members(self)) do
     if m[3] == "module" then list[#list + 1] = { m[1], m[2] } end
   end
-  local i = 0
-  return function()
-    i = i + 1
-    if list[i] then return list[i][1], list[i][2] end
-  end
+  return pairs_of(list)
 end
 
 function Module:children()
