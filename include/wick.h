@@ -194,6 +194,12 @@ WICK_API wick_status wick_expand(wick_tensor **out, wick_tensor *t, int ndim, co
 WICK_API wick_status wick_flatten(wick_tensor **out, wick_tensor *t, int start_dim, int end_dim);
 /* `t` itself (retained) when already contiguous, else a contiguous copy. */
 WICK_API wick_status wick_contiguous(wick_tensor **out, wick_tensor *t);
+/* A view of t's storage with any geometry (sizes, strides and offset in
+ * elements); fails when it would reach outside the storage. */
+WICK_API wick_status wick_as_strided(wick_tensor **out, wick_tensor *t, int ndim, const int64_t *sizes,
+                                     const int64_t *strides, int64_t offset);
+/* The number of elements t's whole storage holds. */
+WICK_API int64_t wick_storage_numel(const wick_tensor *t);
 
 /* ---- elementwise ---------------------------------------------------------- */
 

@@ -314,6 +314,7 @@ end
 local lazy = { nn = "wick.nn", optim = "wick.optim", data = "wick.data" }
 function wick.save(value, path) return require("wick.serialize").save(value, path) end
 function wick.load(path, opts) return require("wick.serialize").load(path, opts) end
+function wick.save_safetensors(tbl, path) return require("wick.serialize").save_safetensors(tbl, path) end
 setmetatable(wick, {
   __index = function(t, k)
     local module = lazy[k]

@@ -1,81 +1,179 @@
--- wick.save / wick.load, first version: a value tree of tables, numbers,
--- strings, booleans and tensors, each tensor with its dtype, shape and the
--- device it was saved from. Loading only parses (it never runs code from the
--- file) and checks every length against the bytes present. Writing goes to a
--- temporary file renamed over the target, so `path` is never half-written.
--- (Storage sharing between saved views and the documented container format come
--- with the checkpoint issue.)
+-- wick.save / wick.load and safetensors files (docs/checkpoint-format.md).
+--
+-- A wick checkpoint is a valid safetensors container: each storage saved is one
+-- entry (a flat byte range), and the value tree (tables, numbers, strings,
+-- booleans, tensors as views of storages, each storage's saved device) is JSON in
+-- __metadata__["wick"]. Loading only parses: it never runs code from the file,
+-- and every length and offset is checked against the file before use. Writing
+-- goes to a temporary file renamed over the target.
 local wick = require("wick")
+local json = require("wick.json")
+local core = wick._core
 
-local MAGIC = "WICK-TREE 1\n"
 local serialize = {}
+local FORMAT = "wick-checkpoint-1"
+
+local ST_DTYPE = { float32 = "F32", float64 = "F64", float16 = "F16", bfloat16 = "BF16", int64 = "I64",
+  int32 = "I32", uint8 = "U8", bool = "BOOL" }
+local WICK_DTYPE = {}
+for k, v in pairs(ST_DTYPE) do WICK_DTYPE[v] = k end
+local ELEMENT = { float32 = 4, float64 = 8, float16 = 2, bfloat16 = 2, int64 = 8, int32 = 4, uint8 = 1, bool = 1 }
 
 local function is_module(v) return type(v) == "table" and rawget(v, "_fields") ~= nil end
 
-local function encode(value, out, seen)
-  local t = type(value)
+-- 8 bytes, little-endian, for sizes below 2^53.
+local function u64(n)
+  local b = {}
+  for i = 1, 8 do
+    b[i] = string.char(n % 256)
+    n = math.floor(n / 256)
+  end
+  return table.concat(b)
+end
+
+local function read_u64(s)
+  local n = 0
+  for i = 8, 1, -1 do n = n * 256 + s:byte(i) end
+  return n
+end
+
+local function shape_of(t)
+  local s = setmetatable({}, json.array)
+  for i = 1, t:dim() do s[i] = t:size(i) end
+  return s
+end
+
+-- ---- writing ----
+
+local function number_text(v)
+  if v ~= v then return "nan" elseif v == math.huge then return "inf" elseif v == -math.huge then return "-inf" end
+  return ("%.17g"):format(v)
+end
+
+-- The tree as JSON-able values; storages are collected (shared ones once).
+local function build(value, storages, seen)
   if wick.is_tensor(value) then
-    local cpu = value:detach():to("cpu")
-    local bytes = cpu:_bytes()
-    local dims = {}
-    for i = 1, cpu:dim() do dims[i] = ("%d"):format(cpu:size(i)) end
-    out[#out + 1] = ("T%s,%s,%d%s%s,%d:"):format(value.dtype, tostring(value.device), cpu:dim(),
-      #dims > 0 and "," or "", table.concat(dims, ","), #bytes)
-    out[#out + 1] = bytes
-  elseif t == "number" then
-    out[#out + 1] = "n" .. (value ~= value and "nan" or value == math.huge and "inf" or value == -math.huge and "-inf"
-      or ("%.17g"):format(value)) .. ";"
-  elseif t == "string" then
-    out[#out + 1] = ("s%d:"):format(#value)
-    out[#out + 1] = value
-  elseif t == "boolean" then
-    out[#out + 1] = value and "b1" or "b0"
-  elseif t == "table" then
-    if is_module(value) then
-      wick.error("wick.save: cannot save a Module object; save model:state_dict() instead")
+    if value.device.type == "meta" then wick.error("wick.save: a meta tensor has no data to save") end
+    local cpu = value:detach()
+    local id = core.tensor_storage_key(cpu)
+    local entry = storages.by_id[id]
+    if not entry then
+      local host = cpu.device.type == "cpu" and cpu or cpu:to("cpu")
+      local bytes, numel = host:_storage_bytes()
+      entry = { name = "s" .. (#storages + 1), bytes = bytes, numel = numel, dtype = value.dtype,
+        device = tostring(value.device) }
+      storages[#storages + 1] = entry
+      storages.by_id[id] = entry
     end
-    if seen[value] then wick.error("wick.save: the table contains itself (a cycle); save a tree") end
-    seen[value] = true
-    local keys = {}
-    for k in pairs(value) do
-      if type(k) ~= "string" and type(k) ~= "number" then
-        wick.error(("wick.save: table keys must be strings or numbers, got a %s"):format(type(k)))
-      end
-      keys[#keys + 1] = k
-    end
-    table.sort(keys, function(a, b)
-      if type(a) == type(b) then return a < b end
-      return type(a) == "number"
-    end)
-    out[#out + 1] = ("t%d:"):format(#keys)
-    for _, k in ipairs(keys) do
-      encode(k, out, seen)
-      encode(value[k], out, seen)
-    end
-    seen[value] = nil
-  else
+    local strides = setmetatable({}, json.array)
+    for i = 1, value:dim() do strides[i] = value:stride(i) end
+    return { tensor = { storage = entry.name, dtype = value.dtype, shape = shape_of(value), strides = strides,
+      offset = value:storage_offset() } }
+  end
+  local t = type(value)
+  if t == "number" then return { number = number_text(value) } end
+  if t == "string" then return { string = value } end
+  if t == "boolean" then return { boolean = value } end
+  if t ~= "table" then
     wick.error(("wick.save: cannot save a %s (tensors, tables, numbers, strings and booleans can be saved)"):format(t))
+  end
+  if is_module(value) then wick.error("wick.save: cannot save a Module object; save model:state_dict() instead") end
+  if seen[value] then wick.error("wick.save: the table contains itself (a cycle); save a tree") end
+  seen[value] = true
+  local keys = {}
+  for k in pairs(value) do
+    if type(k) ~= "string" and type(k) ~= "number" then
+      wick.error(("wick.save: table keys must be strings or numbers, got a %s"):format(type(k)))
+    end
+    keys[#keys + 1] = k
+  end
+  table.sort(keys, function(a, b)
+    if type(a) == type(b) then return a < b end
+    return type(a) == "number"
+  end)
+  local entries = setmetatable({}, json.array)
+  for i, k in ipairs(keys) do
+    entries[i] = setmetatable({ build(k, storages, seen), build(value[k], storages, seen) }, json.array)
+  end
+  seen[value] = nil
+  return { table = entries }
+end
+
+-- Header and data of a safetensors container for `storages`, with metadata.
+-- Entries go largest element size first, and the header is padded with spaces,
+-- so that every entry starts at an offset aligned to its element size.
+local function container(storages, metadata)
+  table.sort(storages, function(a, b)
+    if ELEMENT[a.dtype] ~= ELEMENT[b.dtype] then return ELEMENT[a.dtype] > ELEMENT[b.dtype] end
+    return a.name < b.name
+  end)
+  local header, offset = {}, 0
+  for _, s in ipairs(storages) do
+    local shape = setmetatable({ s.numel }, json.array)
+    header[s.name] = { dtype = ST_DTYPE[s.dtype], shape = shape,
+      data_offsets = setmetatable({ offset, offset + #s.bytes }, json.array) }
+    offset = offset + #s.bytes
+  end
+  if metadata then header.__metadata__ = metadata end
+  local text = json.encode(header)
+  text = text .. (" "):rep((8 - (8 + #text) % 8) % 8)
+  local out = { u64(#text), text }
+  for _, s in ipairs(storages) do out[#out + 1] = s.bytes end
+  return table.concat(out)
+end
+
+local function write_atomically(path, bytes, what)
+  if type(path) ~= "string" then wick.error(what .. ": expected a file path") end
+  local tmp = ("%s.tmp-%d-%d"):format(path, os.time(), math.random(1, 1e9))
+  local f, err = io.open(tmp, "wb")
+  if not f then wick.error(("%s: cannot write %s: %s"):format(what, path, err)) end
+  local ok, werr = f:write(bytes)
+  local closed = f:close()
+  if not ok or not closed then
+    os.remove(tmp)
+    wick.error(("%s: writing %s failed: %s"):format(what, path, tostring(werr)))
+  end
+  local renamed, rerr = os.rename(tmp, path)
+  if not renamed then
+    os.remove(tmp)
+    wick.error(("%s: cannot replace %s: %s"):format(what, path, tostring(rerr)))
   end
 end
 
 function serialize.save(value, path)
   if type(path) ~= "string" then wick.error("wick.save: expected a file path as argument 2") end
-  local out = { MAGIC }
-  encode(value, out, {})
-  local tmp = ("%s.tmp-%d-%d"):format(path, os.time(), math.random(1, 1e9))
-  local f, err = io.open(tmp, "wb")
-  if not f then wick.error(("wick.save: cannot write %s: %s"):format(path, err)) end
-  local ok, werr = f:write(table.concat(out))
-  local closed = f:close()
-  if not ok or not closed then
-    os.remove(tmp)
-    wick.error(("wick.save: writing %s failed: %s"):format(path, tostring(werr)))
+  local storages = { by_id = {} }
+  local tree = build(value, storages, {})
+  local devices = {}
+  for _, s in ipairs(storages) do devices[s.name] = s.device end
+  storages.by_id = nil
+  local meta = { format = FORMAT, wick = json.encode({ tree = tree, devices = devices }) }
+  write_atomically(path, container(storages, meta), "wick.save")
+end
+
+--- A flat table name -> tensor as a plain safetensors file (contiguous copies).
+function serialize.save_safetensors(tbl, path)
+  local storages = {}
+  local names = {}
+  for k in pairs(tbl) do names[#names + 1] = k end
+  table.sort(names)
+  for _, name in ipairs(names) do
+    local t = tbl[name]
+    if type(name) ~= "string" or not wick.is_tensor(t) then
+      wick.error("wick.save_safetensors: expected a flat table of name -> tensor")
+    end
+    local host = t:detach():to("cpu"):contiguous()
+    storages[#storages + 1] = { name = name, bytes = host:_bytes(), numel = host:numel(), dtype = host.dtype,
+      shape = shape_of(host) }
   end
-  local renamed, rerr = os.rename(tmp, path)
-  if not renamed then
-    os.remove(tmp)
-    wick.error(("wick.save: cannot replace %s: %s"):format(path, tostring(rerr)))
-  end
+  -- plain safetensors keeps each tensor's own shape
+  local data = container(storages, nil)
+  local header_len = read_u64(data)
+  local header = json.decode(data:sub(9, 8 + header_len), "wick.save_safetensors")
+  for _, s in ipairs(storages) do header[s.name].shape = s.shape end
+  local text = json.encode(header)
+  text = text .. (" "):rep((8 - (8 + #text) % 8) % 8)
+  write_atomically(path, u64(#text) .. text .. data:sub(9 + header_len), "wick.save_safetensors")
 end
 
 -- ---- loading ----
@@ -93,124 +191,161 @@ local function cuda_target_check(location)
   end
 end
 
--- Where a tensor saved from `location` goes, per map_location.
-local function place(cpu, location, map_location)
+-- Where a storage saved from `location` goes, per map_location.
+local function place(storage, location, map_location)
   local target = location
   if map_location == nil then
-    if location ~= "cpu" and location ~= "meta" then cuda_target_check(location) end
+    cuda_target_check(location)
   elseif type(map_location) == "function" then
-    local r = map_location(cpu:view(-1), location)
-    if r == nil then return cpu end
-    if not wick.is_tensor(r) or r:numel() ~= cpu:numel() or r.dtype ~= cpu.dtype then
+    local r = map_location(storage, location)
+    if r == nil then return storage end
+    if not wick.is_tensor(r) or r:numel() ~= storage:numel() or r.dtype ~= storage.dtype then
       wick.error("wick.load: map_location must return a tensor of the same size and dtype as the storage it was given, or nil")
     end
-    return r:view(cpu.shape)
+    return r:contiguous():view(-1)
   elseif type(map_location) == "table" and getmetatable(map_location) ~= wick.Device then
     local renamed = map_location[location]
     if renamed ~= nil then target = tostring(wick.device(renamed)) end
-    if target ~= "cpu" and target ~= "meta" then cuda_target_check(target) end
+    cuda_target_check(target)
   else
     target = tostring(wick.device(map_location))
   end
-  if target == "cpu" then return cpu end
-  return cpu:to(target)
+  if target == "cpu" then return storage end
+  return storage:to(target)
 end
 
-local function decoder(s, path, map_location)
-  local pos = #MAGIC + 1
-  local function fail(what)
-    wick.error(("wick.load: %s: corrupt or truncated file: %s (at byte %d)"):format(path, what, pos))
-  end
-  local function read_until(ch)
-    local e = s:find(ch, pos, true)
-    if not e or e - pos > 4096 then fail("expected '" .. ch .. "'") end
-    local text = s:sub(pos, e - 1)
-    pos = e + 1
-    return text
-  end
-  local function read_bytes(n)
-    if n < 0 or pos + n - 1 > #s then fail(("a length of %d bytes runs past the end of the file"):format(n)) end
-    local b = s:sub(pos, pos + n - 1)
-    pos = pos + n
-    return b
-  end
-  local function count(text)
-    local n = tonumber(text)
-    if not n or n ~= math.floor(n) or n < 0 then fail("bad count '" .. tostring(text):sub(1, 20) .. "'") end
-    return n
-  end
-  local depth = 0
-  local value
-  local function whole()
-    local v = value()
-    if pos ~= #s + 1 then fail(("%d unexpected bytes after the end of the checkpoint"):format(#s + 1 - pos)) end
-    return v
-  end
-  value = function()
-    local tag = s:sub(pos, pos)
-    pos = pos + 1
-    if tag == "n" then
-      local text = read_until(";")
-      if text == "nan" then return 0 / 0 elseif text == "inf" then return math.huge elseif text == "-inf" then return -math.huge end
-      local n = tonumber(text)
-      if not n then fail("bad number") end
-      return n
-    elseif tag == "s" then
-      return read_bytes(count(read_until(":")))
-    elseif tag == "b" then
-      local b = read_bytes(1)
-      if b ~= "0" and b ~= "1" then fail("bad boolean") end
-      return b == "1"
-    elseif tag == "t" then
-      depth = depth + 1
-      if depth > 200 then fail("nesting deeper than 200 levels") end
-      local n = count(read_until(":"))
-      if n > #s then fail("a table claims more entries than the file has bytes") end
-      local t = {}
-      for _ = 1, n do
-        local k = value()
-        if type(k) ~= "string" and type(k) ~= "number" then fail("a table key that is not a string or number") end
-        t[k] = value()
-      end
-      depth = depth - 1
-      return t
-    elseif tag == "T" then
-      local fields = {}
-      for field in read_until(":"):gmatch("[^,]+") do fields[#fields + 1] = field end
-      local dtype, location, ndim = fields[1], fields[2], count(fields[3])
-      if ndim > 16 or #fields ~= 4 + ndim then fail("bad tensor header") end
-      local ok = pcall(wick.device, location)
-      if not ok then fail("bad device '" .. tostring(location) .. "'") end
-      local sizes = {}
-      for i = 1, ndim do sizes[i] = count(fields[3 + i]) end
-      local nbytes = count(fields[4 + ndim])
-      local bytes = read_bytes(nbytes)
-      local okt, t = pcall(wick._core.from_bytes, bytes, dtype, sizes)
-      if not okt then fail(tostring(t):gsub("^.-: ", "")) end
-      return place(t, location, map_location)
+-- Parses the container: header table and a function giving an entry's bytes.
+local function open_container(s, path)
+  local function fail(what) wick.error(("wick.load: %s: %s"):format(path, what)) end
+  if #s < 8 then fail("not a wick checkpoint or safetensors file (shorter than its 8-byte header size)") end
+  local n = read_u64(s)
+  if n < 2 or n > #s - 8 or n > 100 * 1024 * 1024 then
+    if n > #s - 8 and n <= 100 * 1024 * 1024 and s:sub(9, 9) == "{" then
+      fail(("truncated: the header claims %d bytes, the file has %d after the size"):format(n, #s - 8))
     end
-    fail("unknown value tag '" .. tag .. "'")
+    fail(("not a wick checkpoint or safetensors file (header size %d does not fit a file of %d bytes)"):format(n, #s))
   end
-  return whole
+  local text = s:sub(9, 8 + n)
+  if not json.valid_utf8(text) then fail("corrupt header: not valid UTF-8") end
+  local ok, header = pcall(json.decode, text, "header", 64)
+  if not ok then fail("corrupt header: " .. tostring(header)) end
+  if type(header) ~= "table" then fail("corrupt header: not a JSON object") end
+  local data_start = 9 + n
+  local total = 0
+  local entries = {}
+  for name, e in pairs(header) do
+    if name ~= "__metadata__" then
+      if type(e) ~= "table" or type(e.data_offsets) ~= "table" or type(e.shape) ~= "table" or not WICK_DTYPE[e.dtype] then
+        fail(("corrupt header: entry '%s' lacks dtype, shape or data_offsets"):format(tostring(name)))
+      end
+      local a, b = e.data_offsets[1], e.data_offsets[2]
+      if type(a) ~= "number" or type(b) ~= "number" or a < 0 or b < a or a ~= math.floor(a) or b ~= math.floor(b) then
+        fail(("corrupt header: bad data_offsets for '%s'"):format(name))
+      end
+      local numel = 1
+      for _, d in ipairs(e.shape) do
+        if type(d) ~= "number" or d < 0 or d ~= math.floor(d) then fail(("corrupt header: bad shape for '%s'"):format(name)) end
+        numel = numel * d
+      end
+      local dtype = WICK_DTYPE[e.dtype]
+      if numel * ELEMENT[dtype] ~= b - a then
+        fail(("corrupt header: '%s' has %d bytes for %d elements of %s"):format(name, b - a, numel, dtype))
+      end
+      if data_start + b - 1 > #s then
+        fail(("truncated: '%s' ends at byte %d of the data, the file holds %d"):format(name, b, #s - data_start + 1))
+      end
+      total = math.max(total, b)
+      entries[name] = { dtype = dtype, shape = e.shape, a = a, b = b }
+    end
+  end
+  if data_start + total - 1 < #s then
+    fail(("corrupt: %d unexpected bytes after the end of the data"):format(#s - (data_start + total - 1)))
+  end
+  return header, entries, function(e) return s:sub(data_start + e.a, data_start + e.b - 1) end
+end
+
+local function decode_tree(node, storages, path, depth)
+  local function fail(what) wick.error(("wick.load: %s: corrupt tree: %s"):format(path, what)) end
+  if depth > 200 then fail("nesting deeper than 200 levels") end
+  if type(node) ~= "table" then fail("a node that is not an object") end
+  if node.number ~= nil then
+    local t = node.number
+    if t == "nan" then return 0 / 0 elseif t == "inf" then return math.huge elseif t == "-inf" then return -math.huge end
+    local n = tonumber(t)
+    if type(t) ~= "string" or not n then fail("a bad number") end
+    return n
+  elseif node.string ~= nil then
+    if type(node.string) ~= "string" then fail("a bad string") end
+    return node.string
+  elseif node.boolean ~= nil then
+    return node.boolean == true
+  elseif node.table ~= nil then
+    local out = {}
+    for _, pair in ipairs(node.table) do
+      if type(pair) ~= "table" then fail("a bad table entry") end
+      local k = decode_tree(pair[1], storages, path, depth + 1)
+      if type(k) ~= "string" and type(k) ~= "number" then fail("a table key that is not a string or number") end
+      out[k] = decode_tree(pair[2], storages, path, depth + 1)
+    end
+    return out
+  elseif node.tensor ~= nil then
+    local t = node.tensor
+    local base = type(t) == "table" and storages[t.storage]
+    if not base then fail("a tensor of an unknown storage") end
+    if t.dtype ~= base.dtype then fail("a tensor whose dtype differs from its storage's") end
+    if type(t.shape) ~= "table" or type(t.strides) ~= "table" or #t.shape ~= #t.strides or #t.shape > 16
+        or type(t.offset) ~= "number" then
+      fail("a tensor with a bad shape, strides or offset")
+    end
+    local ok, view = pcall(core.as_strided, base, t.shape, t.strides, t.offset)
+    if not ok then fail(tostring(view):gsub("^.-: ", "")) end
+    return view
+  end
+  fail("an unknown kind of value")
 end
 
 function serialize.load(path, opts)
   if type(path) ~= "string" then wick.error("wick.load: expected a file path") end
   opts = opts or {}
+  local map = opts.map_location
+  if type(map) == "string" and not pcall(wick.device, map) then
+    wick.error(("wick.load: invalid map_location '%s' (accepted: a device such as 'cpu' or 'cuda:0', a table renaming locations, or a function)"):format(map))
+  end
   local f, err = io.open(path, "rb")
   if not f then wick.error(("wick.load: cannot open %s: %s"):format(path, err)) end
   local s = f:read("*a")
   f:close()
-  if s:sub(1, #MAGIC) ~= MAGIC then wick.error(("wick.load: %s is not a wick checkpoint (bad magic)"):format(path)) end
-  local map = opts.map_location
-  if type(map) == "string" then
-    local ok = pcall(wick.device, map)
-    if not ok then
-      wick.error(("wick.load: invalid map_location '%s' (accepted: a device such as 'cpu' or 'cuda:0', a table renaming locations, or a function)"):format(map))
-    end
+  local header, entries, bytes_of = open_container(s, path)
+  local meta = header.__metadata__
+  local is_wick = type(meta) == "table" and meta.format == FORMAT
+  if type(meta) == "table" and meta.wick ~= nil and not is_wick then
+    wick.error(("wick.load: %s: unknown checkpoint format '%s' (this wick reads %s)"):format(path, tostring(meta.format), FORMAT))
   end
-  local value = decoder(s, path, map)()
-  return value
+  if not is_wick and #s > 0 and s:sub(9, 9) ~= "{" then
+    wick.error(("wick.load: %s is not a wick checkpoint or safetensors file"):format(path))
+  end
+  if not is_wick then -- a plain safetensors file: a flat table name -> tensor, on the CPU or map_location
+    local out = {}
+    for name, e in pairs(entries) do
+      local flat = core.from_bytes(bytes_of(e), e.dtype, { (e.b - e.a) / ELEMENT[e.dtype] })
+      out[name] = place(flat, "cpu", map):view(e.shape)
+    end
+    return out
+  end
+  local ok, tree = pcall(json.decode, meta.wick or "", "metadata", 400)
+  if not ok or type(tree) ~= "table" or type(tree.devices) ~= "table" then
+    wick.error(("wick.load: %s: corrupt metadata: %s"):format(path, ok and "missing tree or devices" or tostring(tree)))
+  end
+  local storages = {}
+  for name, e in pairs(entries) do
+    local location = tree.devices[name]
+    if type(location) ~= "string" or not pcall(wick.device, location) then
+      wick.error(("wick.load: %s: corrupt metadata: storage '%s' has no valid device"):format(path, name))
+    end
+    local flat = core.from_bytes(bytes_of(e), e.dtype, { (e.b - e.a) / ELEMENT[e.dtype] })
+    storages[name] = place(flat, location, map)
+  end
+  return decode_tree(tree.tree, storages, path, 0)
 end
 
 return serialize

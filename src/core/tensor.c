@@ -497,6 +497,27 @@ wick_status wick_flatten(wick_tensor **out, wick_tensor *t, int start, int end) 
     return wick_reshape(out, t, n, sizes);
 }
 
+int64_t wick_storage_numel(const wick_tensor *t) { return (int64_t)(t->storage->nbytes / wk_dtype_size(t->dtype)); }
+
+wick_status wick_as_strided(wick_tensor **out, wick_tensor *t, int ndim, const int64_t *sizes,
+                            const int64_t *strides, int64_t offset) {
+    if (ndim < 0 || ndim > WICK_MAX_DIMS) return wick_fail(WICK_ERR_ARGUMENT, "as_strided: at most %d dimensions", WICK_MAX_DIMS);
+    int64_t last = offset, numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (sizes[i] < 0 || strides[i] < 0)
+            return wick_fail(WICK_ERR_ARGUMENT, "as_strided: sizes and strides must be non-negative");
+        numel *= sizes[i];
+        if (sizes[i] > 0 && __builtin_mul_overflow(sizes[i] - 1, strides[i], &(int64_t){0}))
+            return wick_fail(WICK_ERR_ARGUMENT, "as_strided: size and stride overflow");
+        last += sizes[i] > 0 ? (sizes[i] - 1) * strides[i] : 0;
+    }
+    if (offset < 0 || (numel > 0 && last >= wick_storage_numel(t)))
+        return wick_fail(WICK_ERR_INDEX,
+                         "as_strided: the view reaches element %lld of a storage of %lld elements",
+                         (long long)last, (long long)wick_storage_numel(t));
+    return wk_tensor_view(out, t, ndim, sizes, strides, offset);
+}
+
 wick_status wick_contiguous(wick_tensor **out, wick_tensor *t) {
     if (wick_tensor_is_contiguous(t)) {
         wick_tensor_retain(t);

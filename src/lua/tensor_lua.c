@@ -318,6 +318,30 @@ static int m_same_device(lua_State *L) {
     return 1;
 }
 
+/* t:_storage_bytes(): every byte of t's storage (CPU), and its element count. */
+static int t_storage_bytes(lua_State *L) {
+    wick_tensor *a = SELF("_storage_bytes");
+    if (wick_tensor_device(a).type != WICK_CPU) wl_raise(L, "_storage_bytes: the tensor must be on the CPU");
+    int64_t n = wick_storage_numel(a);
+    const char *base = (const char *)wick_tensor_data(a) - wick_tensor_offset(a) * (int64_t)wick_dtype_size(wick_tensor_dtype(a));
+    lua_pushlstring(L, base, (size_t)n * wick_dtype_size(wick_tensor_dtype(a)));
+    lua_pushnumber(L, (lua_Number)n);
+    return 2;
+}
+
+/* core.as_strided(t, sizes, strides, offset): a checked view of t's storage */
+static int m_as_strided(lua_State *L) {
+    wick_tensor *a = wl_checktensor(L, 1, "as_strided", "input");
+    int64_t sizes[WICK_MAX_DIMS], strides[WICK_MAX_DIMS];
+    int n = wl_sizes(L, 2, 2, sizes, "as_strided");
+    int m = wl_sizes(L, 3, 3, strides, "as_strided");
+    if (n != m) wl_raise(L, "as_strided: %d sizes but %d strides", n, m);
+    lua_Number offset = luaL_checknumber(L, 4);
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_as_strided(slot, a, n, sizes, strides, (int64_t)offset));
+    return 1;
+}
+
 static int m_cpu_bytes_in_use(lua_State *L) {
     lua_pushnumber(L, (lua_Number)wick_cpu_bytes_in_use());
     return 1;
@@ -1440,6 +1464,8 @@ static const luaL_Reg module_fns[] = {
     {"clock", m_clock},
     {"same_device", m_same_device},
     {"linear", m_linear},
+    {"as_strided", m_as_strided},
+    {"tensor_storage_key", t_storage_id},
     {"mse_loss", m_mse_loss},
     {"isatty", m_isatty},
     {"set_grad_enabled", m_set_grad_enabled},
@@ -1460,7 +1486,7 @@ static const luaL_Reg method_fns[] = {
     {"_storage_id", t_storage_id}, {"_dtype", t_dtype}, {"_device", t_device}, {"_shape", t_shape},
     {"_get", t_get}, {"_set", t_set}, {"_requires_grad", t_requires_grad},
     {"requires_grad_", t_set_requires_grad}, {"_grad", t_grad}, {"_set_grad", t_set_grad}, {"_grad_fn", t_grad_fn},
-    {"_is_leaf", t_is_leaf}, {"backward", t_backward}, {"detach", t_detach}, {"_replace", t_replace}, {"_bytes", t_bytes}, {NULL, NULL}};
+    {"_is_leaf", t_is_leaf}, {"backward", t_backward}, {"detach", t_detach}, {"_replace", t_replace}, {"_bytes", t_bytes}, {"_storage_bytes", t_storage_bytes}, {NULL, NULL}};
 
 /* Fills the module table at -1: functions, and `Tensor` (methods) and `_mt`. */
 void wl_open_tensor(lua_State *L) {
