@@ -51,7 +51,7 @@ local function number_text(v)
 end
 
 -- The tree as JSON-able values; storages are collected (shared ones once).
-local function build(value, storages, seen)
+local function build(value, storages, seen, location_of)
   if wick.is_tensor(value) then
     if value.device.type == "meta" then wick.error("wick.save: a meta tensor has no data to save") end
     local cpu = value:detach()
@@ -60,8 +60,12 @@ local function build(value, storages, seen)
     if not entry then
       local host = cpu.device.type == "cpu" and cpu or cpu:to("cpu")
       local bytes, numel = host:_storage_bytes()
+      local device = location_of and location_of(value) or tostring(value.device)
+      if type(device) ~= "string" or not pcall(wick.device, device) then
+        wick.error(("wick.save: the location option gave '%s', not a device"):format(tostring(device)))
+      end
       entry = { name = "s" .. (#storages + 1), bytes = bytes, numel = numel, dtype = value.dtype,
-        device = tostring(value.device) }
+        device = tostring(wick.device(device)) }
       storages[#storages + 1] = entry
       storages.by_id[id] = entry
     end
@@ -93,7 +97,7 @@ local function build(value, storages, seen)
   end)
   local entries = setmetatable({}, json.array)
   for i, k in ipairs(keys) do
-    entries[i] = setmetatable({ build(k, storages, seen), build(value[k], storages, seen) }, json.array)
+    entries[i] = setmetatable({ build(k, storages, seen, location_of), build(value[k], storages, seen, location_of) }, json.array)
   end
   seen[value] = nil
   return { table = entries }
@@ -140,10 +144,14 @@ local function write_atomically(path, bytes, what)
   end
 end
 
-function serialize.save(value, path)
+--- wick.save(value, path[, {location = function(tensor) -> device string}]):
+--- `location` overrides the device recorded for a tensor's storage (to write, on
+--- a machine without a GPU, a checkpoint that says it came from "cuda:1").
+function serialize.save(value, path, opts)
   if type(path) ~= "string" then wick.error("wick.save: expected a file path as argument 2") end
+  local location_of = opts and opts.location
   local storages = { by_id = {} }
-  local tree = build(value, storages, {})
+  local tree = build(value, storages, {}, location_of)
   local devices = {}
   for _, s in ipairs(storages) do devices[s.name] = s.device end
   storages.by_id = nil
