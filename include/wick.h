@@ -369,6 +369,9 @@ WICK_API int wick_try_fast_mm(wick_tensor **out, const wick_tensor *a, const wic
 /* An IDX file of unsigned bytes (MNIST, Fashion-MNIST), gzip-compressed or not,
  * as a uint8 CPU tensor of the shape its header gives. */
 WICK_API wick_status wick_read_idx(wick_tensor **out, const char *path);
+/* Writes size bytes to path atomically: a temporary file, fsync, rename. A
+ * crash leaves either the previous file or the complete new one. */
+WICK_API wick_status wick_write_file_atomic(const char *path, const void *data, size_t size);
 
 /* ---- threads -------------------------------------------------------------- */
 

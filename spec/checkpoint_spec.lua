@@ -138,3 +138,49 @@ describe("hostile checkpoint files", function()
     assert_error_has(function() return wick.load(with_header('{"a":', "")) end, "corrupt header")
   end)
 end)
+
+describe("atomic writes", function()
+  -- the runner that runs this spec, to start writers as separate processes
+  local runner = arg and arg[-1] or "build/wick"
+  local function sh(cmd) return os.execute(cmd) end
+  local function loads(path) return pcall(wick.load, path) end
+
+  it("a write that fails midway (file size limit, like a full disk) raises and keeps the previous file", function()
+    local path = dir .. "/limited.wick"
+    wick.save({ step = 1, v = wick.ones(4) }, path)
+    local script = dir .. "/writer.lua"
+    write(script, ([[
+      local wick = require("wick")
+      local ok, err = pcall(wick.save, { step = 2, v = wick.zeros(100000) }, %q)
+      io.stderr:write(tostring(err))
+      os.exit(ok and 0 or 3)
+    ]]):format(path))
+    -- SIGXFSZ ignored: the write fails with EFBIG instead of killing the writer
+    local status = sh(("sh -c 'trap \"\" XFSZ; ulimit -f 64; %s %s 2>%s/err.txt'"):format(runner, script, dir))
+    assert.is_not.equal(0, status)
+    assert.is_truthy(read(dir .. "/err.txt"):find("limited.wick", 1, true))
+    local ok, r = loads(path)
+    assert.is_true(ok)
+    assert.are.equal(1, r.step)
+    assert.are.same({ 1, 1, 1, 1 }, r.v:totable())
+    for name in io.popen("ls " .. dir):lines() do assert.is_falsy(name:find("tmp", 1, true), name) end
+  end)
+
+  it("a writer killed at any moment leaves the old file or the new one, never a broken one", function()
+    local path = dir .. "/killed.wick"
+    wick.save({ generation = 0, v = wick.zeros(200000) }, path)
+    local script = dir .. "/loop.lua"
+    write(script, ([[
+      local wick = require("wick")
+      local big = wick.randn(200000)
+      for g = 1, 1e9 do wick.save({ generation = g, v = big }, %q) end
+    ]]):format(path))
+    for round = 1, 6 do
+      -- start a writer, let it run a little (a different moment each round), kill -9 it
+      sh(("%s %s & pid=$!; sleep 0.%d; kill -9 $pid; wait $pid 2>/dev/null"):format(runner, script, round + 1))
+      local ok, r = loads(path)
+      assert.is_true(ok, r)
+      assert.are.equal(200000, r.v:numel())
+    end
+  end)
+end)

@@ -128,20 +128,8 @@ end
 
 local function write_atomically(path, bytes, what)
   if type(path) ~= "string" then wick.error(what .. ": expected a file path") end
-  local tmp = ("%s.tmp-%d-%d"):format(path, os.time(), math.random(1, 1e9))
-  local f, err = io.open(tmp, "wb")
-  if not f then wick.error(("%s: cannot write %s: %s"):format(what, path, err)) end
-  local ok, werr = f:write(bytes)
-  local closed = f:close()
-  if not ok or not closed then
-    os.remove(tmp)
-    wick.error(("%s: writing %s failed: %s"):format(what, path, tostring(werr)))
-  end
-  local renamed, rerr = os.rename(tmp, path)
-  if not renamed then
-    os.remove(tmp)
-    wick.error(("%s: cannot replace %s: %s"):format(what, path, tostring(rerr)))
-  end
+  local ok, err = pcall(core.write_file_atomic, path, bytes)
+  if not ok then wick.error(what .. ": " .. tostring(err):gsub("^[^:]*:%d+: ", "")) end
 end
 
 --- wick.save(value, path[, {location = function(tensor) -> device string}]):

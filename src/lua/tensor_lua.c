@@ -342,6 +342,15 @@ static int m_as_strided(lua_State *L) {
     return 1;
 }
 
+/* core.write_file_atomic(path, bytes) */
+static int m_write_file_atomic(lua_State *L) {
+    size_t len;
+    const char *path = luaL_checkstring(L, 1);
+    const char *bytes = luaL_checklstring(L, 2, &len);
+    wl_check(L, wick_write_file_atomic(path, bytes, len));
+    return 0;
+}
+
 static int m_cpu_bytes_in_use(lua_State *L) {
     lua_pushnumber(L, (lua_Number)wick_cpu_bytes_in_use());
     return 1;
@@ -1465,6 +1474,7 @@ static const luaL_Reg module_fns[] = {
     {"same_device", m_same_device},
     {"linear", m_linear},
     {"as_strided", m_as_strided},
+    {"write_file_atomic", m_write_file_atomic},
     {"tensor_storage_key", t_storage_id},
     {"mse_loss", m_mse_loss},
     {"isatty", m_isatty},
