@@ -372,6 +372,13 @@ WICK_API wick_status wick_read_idx(wick_tensor **out, const char *path);
 /* Writes size bytes to path atomically: a temporary file, fsync, rename. A
  * crash leaves either the previous file or the complete new one. */
 WICK_API wick_status wick_write_file_atomic(const char *path, const void *data, size_t size);
+/* The same for a header followed by the whole storages of CPU tensors, written
+ * straight from their memory. */
+WICK_API wick_status wick_write_storages_atomic(const char *path, const void *head, size_t head_size, int n,
+                                                const wick_tensor *const *tensors);
+/* A 1-D CPU tensor of numel elements read from path at a byte offset. */
+WICK_API wick_status wick_read_storage(wick_tensor **out, const char *path, int64_t offset, wick_dtype dtype,
+                                       int64_t numel);
 
 /* ---- threads -------------------------------------------------------------- */
 

@@ -133,7 +133,7 @@ describe("hostile checkpoint files", function()
   end)
 
   it("deep nesting and malformed JSON", function()
-    local deep = ("["):rep(100000) .. ("]"):rep(100000)
+    local deep = '{"a":' .. ("["):rep(100000) .. ("]"):rep(100000) .. "}"
     assert_error_has(function() return wick.load(with_header(deep, "")) end, "nesting deeper")
     assert_error_has(function() return wick.load(with_header('{"a":', "")) end, "corrupt header")
   end)

@@ -59,13 +59,13 @@ local function build(value, storages, seen, location_of)
     local entry = storages.by_id[id]
     if not entry then
       local host = cpu.device.type == "cpu" and cpu or cpu:to("cpu")
-      local bytes, numel = host:_storage_bytes()
+      local numel = core.storage_numel(host)
       local device = location_of and location_of(value) or tostring(value.device)
       if type(device) ~= "string" or not pcall(wick.device, device) then
         wick.error(("wick.save: the location option gave '%s', not a device"):format(tostring(device)))
       end
-      entry = { name = "s" .. (#storages + 1), bytes = bytes, numel = numel, dtype = value.dtype,
-        device = tostring(wick.device(device)) }
+      entry = { name = "s" .. (#storages + 1), host = host, nbytes = numel * ELEMENT[value.dtype], numel = numel,
+        dtype = value.dtype, device = tostring(wick.device(device)) }
       storages[#storages + 1] = entry
       storages.by_id[id] = entry
     end
@@ -103,32 +103,34 @@ local function build(value, storages, seen, location_of)
   return { table = entries }
 end
 
--- Header and data of a safetensors container for `storages`, with metadata.
--- Entries go largest element size first, and the header is padded with spaces,
--- so that every entry starts at an offset aligned to its element size.
-local function container(storages, metadata)
+-- The header of a safetensors container for `storages` (8-byte size + JSON),
+-- their data following in the order of the sorted array. Entries go largest
+-- element size first, and the JSON is padded with spaces, so that every entry
+-- starts at an offset aligned to its element size.
+local function container_header(storages, metadata)
   table.sort(storages, function(a, b)
     if ELEMENT[a.dtype] ~= ELEMENT[b.dtype] then return ELEMENT[a.dtype] > ELEMENT[b.dtype] end
     return a.name < b.name
   end)
   local header, offset = {}, 0
   for _, s in ipairs(storages) do
-    local shape = setmetatable({ s.numel }, json.array)
-    header[s.name] = { dtype = ST_DTYPE[s.dtype], shape = shape,
-      data_offsets = setmetatable({ offset, offset + #s.bytes }, json.array) }
-    offset = offset + #s.bytes
+    header[s.name] = { dtype = ST_DTYPE[s.dtype], shape = s.shape or setmetatable({ s.numel }, json.array),
+      data_offsets = setmetatable({ offset, offset + s.nbytes }, json.array) }
+    offset = offset + s.nbytes
   end
   if metadata then header.__metadata__ = metadata end
   local text = json.encode(header)
   text = text .. (" "):rep((8 - (8 + #text) % 8) % 8)
-  local out = { u64(#text), text }
-  for _, s in ipairs(storages) do out[#out + 1] = s.bytes end
-  return table.concat(out)
+  return u64(#text) .. text
 end
 
-local function write_atomically(path, bytes, what)
+-- Writes the container atomically, each storage straight from its memory.
+local function write_container(path, storages, metadata, what)
   if type(path) ~= "string" then wick.error(what .. ": expected a file path") end
-  local ok, err = pcall(core.write_file_atomic, path, bytes)
+  local head = container_header(storages, metadata)
+  local tensors = {}
+  for i, s in ipairs(storages) do tensors[i] = s.host end
+  local ok, err = pcall(core.write_storages, path, head, tensors)
   if not ok then wick.error(what .. ": " .. tostring(err):gsub("^[^:]*:%d+: ", "")) end
 end
 
@@ -144,32 +146,23 @@ function serialize.save(value, path, opts)
   for _, s in ipairs(storages) do devices[s.name] = s.device end
   storages.by_id = nil
   local meta = { format = FORMAT, wick = json.encode({ tree = tree, devices = devices }) }
-  write_atomically(path, container(storages, meta), "wick.save")
+  write_container(path, storages, meta, "wick.save")
 end
 
 --- A flat table name -> tensor as a plain safetensors file (contiguous copies).
 function serialize.save_safetensors(tbl, path)
   local storages = {}
-  local names = {}
-  for k in pairs(tbl) do names[#names + 1] = k end
-  table.sort(names)
-  for _, name in ipairs(names) do
-    local t = tbl[name]
+  for name, t in pairs(tbl) do
     if type(name) ~= "string" or not wick.is_tensor(t) then
       wick.error("wick.save_safetensors: expected a flat table of name -> tensor")
     end
-    local host = t:detach():to("cpu"):contiguous()
-    storages[#storages + 1] = { name = name, bytes = host:_bytes(), numel = host:numel(), dtype = host.dtype,
-      shape = shape_of(host) }
+    local host = t:detach():to("cpu")
+    -- an entry holds exactly the tensor's elements: a storage of its own
+    if not host:is_contiguous() or core.storage_numel(host) ~= host:numel() then host = host:clone() end
+    storages[#storages + 1] = { name = name, host = host, nbytes = host:numel() * ELEMENT[host.dtype],
+      numel = host:numel(), dtype = host.dtype, shape = shape_of(host) }
   end
-  -- plain safetensors keeps each tensor's own shape
-  local data = container(storages, nil)
-  local header_len = read_u64(data)
-  local header = json.decode(data:sub(9, 8 + header_len), "wick.save_safetensors")
-  for _, s in ipairs(storages) do header[s.name].shape = s.shape end
-  local text = json.encode(header)
-  text = text .. (" "):rep((8 - (8 + #text) % 8) % 8)
-  write_atomically(path, u64(#text) .. text .. data:sub(9 + header_len), "wick.save_safetensors")
+  write_container(path, storages, nil, "wick.save_safetensors")
 end
 
 -- ---- loading ----
@@ -210,23 +203,33 @@ local function place(storage, location, map_location)
   return storage:to(target)
 end
 
--- Parses the container: header table and a function giving an entry's bytes.
-local function open_container(s, path)
+-- Reads and checks the container's header; returns it, the checked entries,
+-- and the data's starting byte (0-based), without reading the data.
+local function open_container(path)
   local function fail(what) wick.error(("wick.load: %s: %s"):format(path, what)) end
-  if #s < 8 then fail("not a wick checkpoint or safetensors file (shorter than its 8-byte header size)") end
-  local n = read_u64(s)
-  if n < 2 or n > #s - 8 or n > 100 * 1024 * 1024 then
-    if n > #s - 8 and n <= 100 * 1024 * 1024 and s:sub(9, 9) == "{" then
-      fail(("truncated: the header claims %d bytes, the file has %d after the size"):format(n, #s - 8))
+  local f, err = io.open(path, "rb")
+  if not f then wick.error(("wick.load: cannot open %s: %s"):format(path, err)) end
+  local size = f:seek("end")
+  f:seek("set", 0)
+  local head = f:read(8) or ""
+  if #head < 8 then f:close(); fail("not a wick checkpoint or safetensors file (shorter than its 8-byte header size)") end
+  local n = read_u64(head)
+  if n < 2 or n > size - 8 or n > 100 * 1024 * 1024 then
+    local first = f:read(1)
+    f:close()
+    if n > size - 8 and n <= 100 * 1024 * 1024 and first == "{" then
+      fail(("truncated: the header claims %d bytes, the file has %d after the size"):format(n, size - 8))
     end
-    fail(("not a wick checkpoint or safetensors file (header size %d does not fit a file of %d bytes)"):format(n, #s))
+    fail(("not a wick checkpoint or safetensors file (header size %d does not fit a file of %d bytes)"):format(n, size))
   end
-  local text = s:sub(9, 8 + n)
+  local text = f:read(n)
+  f:close()
+  if text:sub(1, 1) ~= "{" then fail("not a wick checkpoint or safetensors file") end
   if not json.valid_utf8(text) then fail("corrupt header: not valid UTF-8") end
   local ok, header = pcall(json.decode, text, "header", 64)
   if not ok then fail("corrupt header: " .. tostring(header)) end
   if type(header) ~= "table" then fail("corrupt header: not a JSON object") end
-  local data_start = 9 + n
+  local data_start = 8 + n
   local total = 0
   local entries = {}
   for name, e in pairs(header) do
@@ -247,17 +250,17 @@ local function open_container(s, path)
       if numel * ELEMENT[dtype] ~= b - a then
         fail(("corrupt header: '%s' has %d bytes for %d elements of %s"):format(name, b - a, numel, dtype))
       end
-      if data_start + b - 1 > #s then
-        fail(("truncated: '%s' ends at byte %d of the data, the file holds %d"):format(name, b, #s - data_start + 1))
+      if data_start + b > size then
+        fail(("truncated: '%s' ends at byte %d of the data, the file holds %d"):format(name, b, size - data_start))
       end
       total = math.max(total, b)
-      entries[name] = { dtype = dtype, shape = e.shape, a = a, b = b }
+      entries[name] = { dtype = dtype, shape = e.shape, a = a, b = b, numel = numel }
     end
   end
-  if data_start + total - 1 < #s then
-    fail(("corrupt: %d unexpected bytes after the end of the data"):format(#s - (data_start + total - 1)))
+  if data_start + total < size then
+    fail(("corrupt: %d unexpected bytes after the end of the data"):format(size - (data_start + total)))
   end
-  return header, entries, function(e) return s:sub(data_start + e.a, data_start + e.b - 1) end
+  return header, entries, data_start
 end
 
 local function decode_tree(node, storages, path, depth)
@@ -307,24 +310,21 @@ function serialize.load(path, opts)
   if type(map) == "string" and not pcall(wick.device, map) then
     wick.error(("wick.load: invalid map_location '%s' (accepted: a device such as 'cpu' or 'cuda:0', a table renaming locations, or a function)"):format(map))
   end
-  local f, err = io.open(path, "rb")
-  if not f then wick.error(("wick.load: cannot open %s: %s"):format(path, err)) end
-  local s = f:read("*a")
-  f:close()
-  local header, entries, bytes_of = open_container(s, path)
+  local header, entries, data_start = open_container(path)
+  local function storage_of(e)
+    local ok, t = pcall(core.read_storage, path, data_start + e.a, e.dtype, e.numel)
+    if not ok then wick.error(("wick.load: %s"):format(tostring(t):gsub("^[^:]*:%d+: ", ""))) end
+    return t
+  end
   local meta = header.__metadata__
   local is_wick = type(meta) == "table" and meta.format == FORMAT
   if type(meta) == "table" and meta.wick ~= nil and not is_wick then
     wick.error(("wick.load: %s: unknown checkpoint format '%s' (this wick reads %s)"):format(path, tostring(meta.format), FORMAT))
   end
-  if not is_wick and #s > 0 and s:sub(9, 9) ~= "{" then
-    wick.error(("wick.load: %s is not a wick checkpoint or safetensors file"):format(path))
-  end
   if not is_wick then -- a plain safetensors file: a flat table name -> tensor, on the CPU or map_location
     local out = {}
     for name, e in pairs(entries) do
-      local flat = core.from_bytes(bytes_of(e), e.dtype, { (e.b - e.a) / ELEMENT[e.dtype] })
-      out[name] = place(flat, "cpu", map):view(e.shape)
+      out[name] = place(storage_of(e), "cpu", map):view(e.shape)
     end
     return out
   end
@@ -338,8 +338,7 @@ function serialize.load(path, opts)
     if type(location) ~= "string" or not pcall(wick.device, location) then
       wick.error(("wick.load: %s: corrupt metadata: storage '%s' has no valid device"):format(path, name))
     end
-    local flat = core.from_bytes(bytes_of(e), e.dtype, { (e.b - e.a) / ELEMENT[e.dtype] })
-    storages[name] = place(flat, location, map)
+    storages[name] = place(storage_of(e), location, map)
   end
   return decode_tree(tree.tree, storages, path, 0)
 end

@@ -351,6 +351,39 @@ static int m_write_file_atomic(lua_State *L) {
     return 0;
 }
 
+/* core.write_storages(path, head, {tensors}): head, then each tensor's storage */
+static int m_write_storages(lua_State *L) {
+    size_t len;
+    const char *path = luaL_checkstring(L, 1);
+    const char *head = luaL_checklstring(L, 2, &len);
+    luaL_checktype(L, 3, LUA_TTABLE);
+    int n = (int)lua_objlen(L, 3);
+    const wick_tensor **ts = lua_newuserdata(L, sizeof(*ts) * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++) {
+        lua_rawgeti(L, 3, i + 1);
+        ts[i] = wl_checktensor(L, -1, "write_storages", "tensor");
+        lua_pop(L, 1);
+    }
+    wl_check(L, wick_write_storages_atomic(path, head, len, n, (const wick_tensor *const *)ts));
+    return 0;
+}
+
+static int m_storage_numel(lua_State *L) {
+    lua_pushnumber(L, (lua_Number)wick_storage_numel(wl_checktensor(L, 1, "storage_numel", "tensor")));
+    return 1;
+}
+
+/* core.read_storage(path, offset, dtype, numel) */
+static int m_read_storage(lua_State *L) {
+    const char *path = luaL_checkstring(L, 1);
+    lua_Number offset = luaL_checknumber(L, 2), numel = luaL_checknumber(L, 4);
+    wick_dtype dtype = wl_dtype(L, 3, "read_storage");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_read_storage(slot, path, (int64_t)offset, dtype, (int64_t)numel));
+    wl_account(L);
+    return 1;
+}
+
 static int m_cpu_bytes_in_use(lua_State *L) {
     lua_pushnumber(L, (lua_Number)wick_cpu_bytes_in_use());
     return 1;
@@ -1475,6 +1508,9 @@ static const luaL_Reg module_fns[] = {
     {"linear", m_linear},
     {"as_strided", m_as_strided},
     {"write_file_atomic", m_write_file_atomic},
+    {"write_storages", m_write_storages},
+    {"read_storage", m_read_storage},
+    {"storage_numel", m_storage_numel},
     {"tensor_storage_key", t_storage_id},
     {"mse_loss", m_mse_loss},
     {"isatty", m_isatty},
