@@ -376,6 +376,11 @@ WICK_API wick_status wick_write_file_atomic(const char *path, const void *data, 
  * straight from their memory. */
 WICK_API wick_status wick_write_storages_atomic(const char *path, const void *head, size_t head_size, int n,
                                                 const wick_tensor *const *tensors);
+/* n 1-D CPU tensors over a private (copy-on-write) mapping of the file: entry i
+ * has numels[i] elements of dtypes[i] at byte offsets[i]. The mapping lives
+ * until the last of them dies; writes to them never reach the file. */
+WICK_API wick_status wick_map_storages(const char *path, int n, const int64_t *offsets, const wick_dtype *dtypes,
+                                       const int64_t *numels, wick_tensor **out);
 /* A 1-D CPU tensor of numel elements read from path at a byte offset. */
 WICK_API wick_status wick_read_storage(wick_tensor **out, const char *path, int64_t offset, wick_dtype dtype,
                                        int64_t numel);

@@ -127,7 +127,7 @@ describe("hostile checkpoint files", function()
   end)
 
   it("a view that reaches outside its storage", function()
-    local h = header:gsub('\\"offset\\":0', '\\"offset\\":10')
+    local h = header:gsub('\\"offset\\":0', '\\"offset\\":9') -- same length: the data stays aligned
     assert.are_not.equal(header, h)
     assert_error_has(function() return wick.load(with_header(h)) end, "reaches element")
   end)

@@ -311,11 +311,18 @@ function serialize.load(path, opts)
     wick.error(("wick.load: invalid map_location '%s' (accepted: a device such as 'cpu' or 'cuda:0', a table renaming locations, or a function)"):format(map))
   end
   local header, entries, data_start = open_container(path)
-  local function storage_of(e)
-    local ok, t = pcall(core.read_storage, path, data_start + e.a, e.dtype, e.numel)
-    if not ok then wick.error(("wick.load: %s"):format(tostring(t):gsub("^[^:]*:%d+: ", ""))) end
-    return t
+  -- every entry at once, as tensors over one private mapping of the file: the
+  -- data is read when it is first touched, straight from the page cache
+  local names, specs = {}, {}
+  for name, e in pairs(entries) do
+    names[#names + 1] = name
+    specs[#specs + 1] = { data_start + e.a, e.dtype, e.numel }
   end
+  local ok, mapped = pcall(core.map_storages, path, specs)
+  if not ok then wick.error(("wick.load: %s"):format(tostring(mapped):gsub("^[^:]*:%d+: ", ""))) end
+  local by_entry = {}
+  for i, name in ipairs(names) do by_entry[entries[name]] = mapped[i] end
+  local function storage_of(e) return by_entry[e] end
   local meta = header.__metadata__
   local is_wick = type(meta) == "table" and meta.format == FORMAT
   if type(meta) == "table" and meta.wick ~= nil and not is_wick then

@@ -17,6 +17,10 @@ struct wick_storage {
     void *data; /* NULL on meta */
     const wick_backend *backend;
     bool inline_data; /* small CPU storages keep their data in the same block */
+    /* memory the storage does not own (a file mapping, a host's buffer): called
+     * instead of the backend's free when the storage dies */
+    void (*release)(void *ctx);
+    void *release_ctx;
 };
 typedef struct wick_storage wick_storage;
 
@@ -40,6 +44,10 @@ struct wick_tensor {
 
 wick_status wk_storage_new(wick_storage **out, wick_device dev, size_t nbytes);
 void wk_storage_release(wick_storage *s);
+/* A 1-D CPU tensor over memory it does not own; release(ctx) runs when its
+ * storage dies. */
+wick_status wk_tensor_wrap(wick_tensor **out, void *data, int64_t numel, wick_dtype dtype, void (*release)(void *),
+                           void *ctx);
 /* A fresh contiguous tensor. */
 wick_status wk_tensor_new(wick_tensor **out, int ndim, const int64_t *sizes, wick_dtype dtype,
                           wick_device dev);

@@ -65,6 +65,8 @@ static wick_status storage_new(wick_storage **out, wick_device dev, size_t nbyte
     s->nbytes = nbytes;
     s->data = small ? (char *)s + SMALL_STORAGE_HEADER + extra : NULL;
     s->inline_data = small;
+    s->release = NULL;
+    s->release_ctx = NULL;
     s->backend = wk_backend_for(dev);
     if (extra_out) *extra_out = extra ? (char *)s + SMALL_STORAGE_HEADER : NULL;
     if (small) wk_account_bytes((int64_t)nbytes);
@@ -88,6 +90,35 @@ static wick_status storage_new(wick_storage **out, wick_device dev, size_t nbyte
     return WICK_OK;
 }
 
+static wick_tensor *tensor_alloc(void);
+
+wick_status wk_tensor_wrap(wick_tensor **out, void *data, int64_t numel, wick_dtype dtype, void (*release)(void *),
+                           void *ctx) {
+    wick_storage *s = malloc(sizeof *s);
+    wick_tensor *t = s ? tensor_alloc() : NULL;
+    if (!s || !t) {
+        free(s);
+        return wick_fail(WICK_ERR_OOM, "out of memory allocating a tensor header");
+    }
+    s->refcount = 1;
+    s->device = wick_cpu();
+    s->nbytes = (size_t)numel * wk_dtype_size(dtype);
+    s->data = data;
+    s->inline_data = false;
+    s->backend = &wk_cpu_backend;
+    s->release = release;
+    s->release_ctx = ctx;
+    wk_account_bytes((int64_t)s->nbytes);
+    t->storage = s;
+    t->ndim = 1;
+    t->dtype = dtype;
+    t->offset = 0;
+    t->sizes[0] = numel;
+    t->strides[0] = 1;
+    *out = t;
+    return WICK_OK;
+}
+
 wick_status wk_storage_new(wick_storage **out, wick_device dev, size_t nbytes) {
     return storage_new(out, dev, nbytes, 0, NULL);
 }
@@ -96,7 +127,8 @@ static void storage_retain(wick_storage *s) { __atomic_add_fetch(&s->refcount, 1
 
 void wk_storage_release(wick_storage *s) {
     if (!s || !drop_ref(&s->refcount)) return;
-    if (s->backend && s->data && !s->inline_data) s->backend->free(s->data, s->nbytes ? s->nbytes : 1, s->device.index);
+    if (s->release) s->release(s->release_ctx);
+    else if (s->backend && s->data && !s->inline_data) s->backend->free(s->data, s->nbytes ? s->nbytes : 1, s->device.index);
     if (s->device.type == WICK_CPU) wk_account_bytes(-(int64_t)s->nbytes);
     free(s);
 }

@@ -20,9 +20,14 @@ static reduced_f reduce_double(const wk_reduce_args *a, const char *base) {
     case WICK_SUM:
     case WICK_MEAN: {
         double acc = 0;
-        if (is_f && s == 1)
-            for (int64_t i = 0; i < n; i++) acc += pf[i];
-        else
+        if (is_f && s == 1) { /* eight partial sums: independent chains the compiler vectorises */
+            double part[8] = {0};
+            int64_t i = 0;
+            for (; i + 8 <= n; i += 8)
+                for (int k = 0; k < 8; k++) part[k] += pf[i + k];
+            for (; i < n; i++) acc += pf[i];
+            for (int k = 0; k < 8; k++) acc += part[k];
+        } else
             for (int64_t i = 0; i < n; i++) acc += AT(i);
         r.value = a->op == WICK_MEAN ? acc / (double)n : acc;
         break;

@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static wick_status fail_errno(const char *what, const char *path) {
@@ -99,4 +101,68 @@ wick_status wick_read_storage(wick_tensor **out, const char *path, int64_t offse
     }
     *out = t;
     return WICK_OK;
+}
+
+/* ---- mapped files ---- */
+
+typedef struct {
+    int refcount; /* atomic: one per tensor over the mapping */
+    void *base;
+    size_t size;
+} file_mapping;
+
+static void mapping_release(void *ctx) {
+    file_mapping *m = ctx;
+    if (__atomic_sub_fetch(&m->refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
+    munmap(m->base, m->size);
+    free(m);
+}
+
+wick_status wick_map_storages(const char *path, int n, const int64_t *offsets, const wick_dtype *dtypes,
+                              const int64_t *numels, wick_tensor **out) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return fail_errno("cannot open", path);
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        wick_status st = fail_errno("cannot stat", path);
+        close(fd);
+        return st;
+    }
+    for (int i = 0; i < n; i++) {
+        int64_t bytes = numels[i] * (int64_t)wk_dtype_size(dtypes[i]);
+        if (offsets[i] < 0 || numels[i] < 0 || offsets[i] + bytes > (int64_t)sb.st_size) {
+            close(fd);
+            return wick_fail(WICK_ERR_IO, "%s: truncated: an entry runs past the end of the file", path);
+        }
+        if (offsets[i] % (int64_t)wk_dtype_size(dtypes[i]) != 0) {
+            close(fd);
+            return wick_fail(WICK_ERR_IO, "%s: an entry is not aligned to its element size", path);
+        }
+    }
+    file_mapping *m = calloc(1, sizeof *m);
+    if (!m) {
+        close(fd);
+        return wick_fail(WICK_ERR_OOM, "out of memory mapping %s", path);
+    }
+    m->size = sb.st_size > 0 ? (size_t)sb.st_size : 1;
+    /* private: writes into a loaded tensor never reach the file */
+    m->base = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m->base == MAP_FAILED) {
+        free(m);
+        return fail_errno("cannot map", path);
+    }
+    m->refcount = 1; /* held by this function until the end */
+    wick_status st = WICK_OK;
+    int made = 0;
+    for (; made < n && !st; made++) {
+        __atomic_add_fetch(&m->refcount, 1, __ATOMIC_RELAXED);
+        st = wk_tensor_wrap(&out[made], (char *)m->base + offsets[made], numels[made], dtypes[made], mapping_release, m);
+        if (st) __atomic_sub_fetch(&m->refcount, 1, __ATOMIC_RELAXED);
+    }
+    if (st) {
+        for (int i = 0; i < made - 1; i++) wick_tensor_release(out[i]);
+    }
+    mapping_release(m);
+    return st;
 }

@@ -373,6 +373,37 @@ static int m_storage_numel(lua_State *L) {
     return 1;
 }
 
+/* core.map_storages(path, {{offset, dtype, numel}, ...}) -> {tensor, ...} */
+static int m_map_storages(lua_State *L) {
+    const char *path = luaL_checkstring(L, 1);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    int n = (int)lua_objlen(L, 2);
+    int64_t *offsets = lua_newuserdata(L, sizeof(int64_t) * (size_t)(n ? n : 1));
+    int64_t *numels = lua_newuserdata(L, sizeof(int64_t) * (size_t)(n ? n : 1));
+    wick_dtype *dtypes = lua_newuserdata(L, sizeof(wick_dtype) * (size_t)(n ? n : 1));
+    lua_createtable(L, n, 0); /* the result, slots made before anything can fail */
+    int result = lua_gettop(L);
+    wick_tensor ***slots = lua_newuserdata(L, sizeof(wick_tensor **) * (size_t)(n ? n : 1));
+    wick_tensor **outs = lua_newuserdata(L, sizeof(wick_tensor *) * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++) {
+        lua_rawgeti(L, 2, i + 1);
+        int e = lua_gettop(L);
+        lua_rawgeti(L, e, 1);
+        offsets[i] = (int64_t)luaL_checknumber(L, -1);
+        lua_rawgeti(L, e, 2);
+        dtypes[i] = wl_dtype(L, lua_gettop(L), "map_storages");
+        lua_rawgeti(L, e, 3);
+        numels[i] = (int64_t)luaL_checknumber(L, -1);
+        lua_settop(L, e - 1);
+        slots[i] = wl_new_slot(L);
+        lua_rawseti(L, result, i + 1);
+    }
+    wl_check(L, wick_map_storages(path, n, offsets, dtypes, numels, outs));
+    for (int i = 0; i < n; i++) *slots[i] = outs[i];
+    lua_pushvalue(L, result);
+    return 1;
+}
+
 /* core.read_storage(path, offset, dtype, numel) */
 static int m_read_storage(lua_State *L) {
     const char *path = luaL_checkstring(L, 1);
@@ -1511,6 +1542,7 @@ static const luaL_Reg module_fns[] = {
     {"write_storages", m_write_storages},
     {"read_storage", m_read_storage},
     {"storage_numel", m_storage_numel},
+    {"map_storages", m_map_storages},
     {"tensor_storage_key", t_storage_id},
     {"mse_loss", m_mse_loss},
     {"isatty", m_isatty},
