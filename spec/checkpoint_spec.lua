@@ -184,3 +184,19 @@ describe("atomic writes", function()
     end
   end)
 end)
+
+describe("safetensors from writers that do not align entries", function()
+  it("are read by copying instead of mapping", function()
+    -- header with a 3-byte BOOL entry first, then an F32 entry at offset 3
+    local h = '{"m":{"dtype":"BOOL","shape":[3],"data_offsets":[0,3]},"w":{"dtype":"F32","shape":[2],"data_offsets":[3,11]}}'
+    local function f32(x) -- little-endian IEEE single for a few exact values
+      local known = { [1] = "\0\0\128\63", [-2] = "\0\0\0\192" }
+      return known[x]
+    end
+    local path = dir .. "/unaligned.safetensors"
+    write(path, u64(#h) .. h .. "\1\0\1" .. f32(1) .. f32(-2))
+    local r = wick.load(path)
+    assert.are.same({ true, false, true }, r.m:totable())
+    assert.are.same({ 1, -2 }, r.w:totable())
+  end)
+end)

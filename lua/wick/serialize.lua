@@ -319,6 +319,15 @@ function serialize.load(path, opts)
     specs[#specs + 1] = { data_start + e.a, e.dtype, e.numel }
   end
   local ok, mapped = pcall(core.map_storages, path, specs)
+  if not ok and tostring(mapped):find("not aligned", 1, true) then
+    -- a file from a writer that does not align its entries: read them instead
+    ok, mapped = true, {}
+    for i, spec in ipairs(specs) do
+      local read_ok, t = pcall(core.read_storage, path, spec[1], spec[2], spec[3])
+      if not read_ok then ok, mapped = false, t; break end
+      mapped[i] = t
+    end
+  end
   if not ok then wick.error(("wick.load: %s"):format(tostring(mapped):gsub("^[^:]*:%d+: ", ""))) end
   local by_entry = {}
   for i, name in ipairs(names) do by_entry[entries[name]] = mapped[i] end
