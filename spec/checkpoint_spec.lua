@@ -200,3 +200,17 @@ describe("safetensors from writers that do not align entries", function()
     assert.are.same({ 1, -2 }, r.w:totable())
   end)
 end)
+
+describe("verify", function()
+  it("checks every storage's CRC-32 on request and names the corrupt one", function()
+    local path = dir .. "/verified.wick"
+    wick.save({ a = wick.arange(1000), b = wick.ones(10, { dtype = "int64" }) }, path)
+    assert.are.same({ 1, 1 }, wick.load(path, { verify = true }).b:narrow(1, 1, 2):totable())
+    local bytes = read(path)
+    -- flip one byte of the data (the last byte of the file belongs to a storage)
+    local bad = dir .. "/flipped.wick"
+    write(bad, bytes:sub(1, #bytes - 1) .. string.char((bytes:byte(#bytes) + 1) % 256))
+    assert.is_true(pcall(wick.load, bad)) -- without verify the flip goes unnoticed
+    assert_error_has(function() return wick.load(bad, { verify = true }) end, bad, "checksum mismatch in storage")
+  end)
+end)

@@ -142,10 +142,13 @@ function serialize.save(value, path, opts)
   local location_of = opts and opts.location
   local storages = { by_id = {} }
   local tree = build(value, storages, {}, location_of)
-  local devices = {}
-  for _, s in ipairs(storages) do devices[s.name] = s.device end
+  local devices, checksums = {}, {}
+  for _, s in ipairs(storages) do
+    devices[s.name] = s.device
+    checksums[s.name] = ("%08x"):format(core.storage_crc32(s.host))
+  end
   storages.by_id = nil
-  local meta = { format = FORMAT, wick = json.encode({ tree = tree, devices = devices }) }
+  local meta = { format = FORMAT, wick = json.encode({ tree = tree, devices = devices, crc32 = checksums }) }
   write_container(path, storages, meta, "wick.save")
 end
 
@@ -350,6 +353,14 @@ function serialize.load(path, opts)
   end
   local storages = {}
   for name, e in pairs(entries) do
+    if opts.verify then -- every byte against the checksum written with it
+      local want = type(tree.crc32) == "table" and tree.crc32[name]
+      local got = ("%08x"):format(core.storage_crc32(storage_of(e)))
+      if want ~= got then
+        wick.error(("wick.load: %s: checksum mismatch in storage '%s' (expected %s, got %s): the data is corrupt")
+          :format(path, name, tostring(want), got))
+      end
+    end
     local location = tree.devices[name]
     if type(location) ~= "string" or not pcall(wick.device, location) then
       wick.error(("wick.load: %s: corrupt metadata: storage '%s' has no valid device"):format(path, name))

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <zlib.h>
 #include <unistd.h>
 
 #define SELF(fn) wl_checktensor(L, 1, fn, "self")
@@ -366,6 +367,23 @@ static int m_write_storages(lua_State *L) {
     }
     wl_check(L, wick_write_storages_atomic(path, head, len, n, (const wick_tensor *const *)ts));
     return 0;
+}
+
+/* core.storage_crc32(t): the CRC-32 (zlib's) of every byte of t's CPU storage */
+static int m_storage_crc32(lua_State *L) {
+    wick_tensor *a = wl_checktensor(L, 1, "storage_crc32", "tensor");
+    if (wick_tensor_device(a).type != WICK_CPU) wl_raise(L, "storage_crc32: the tensor must be on the CPU");
+    size_t es = wick_dtype_size(wick_tensor_dtype(a));
+    const unsigned char *p = (const unsigned char *)wick_tensor_data(a) - wick_tensor_offset(a) * (int64_t)es;
+    size_t left = (size_t)wick_storage_numel(a) * es;
+    uLong crc = crc32(0L, Z_NULL, 0);
+    while (left > 0) { /* zlib takes 32-bit lengths */
+        uInt chunk = left > (1u << 30) ? (1u << 30) : (uInt)left;
+        crc = crc32(crc, p, chunk);
+        p += chunk, left -= chunk;
+    }
+    lua_pushnumber(L, (lua_Number)crc);
+    return 1;
 }
 
 static int m_storage_numel(lua_State *L) {
@@ -1543,6 +1561,7 @@ static const luaL_Reg module_fns[] = {
     {"read_storage", m_read_storage},
     {"storage_numel", m_storage_numel},
     {"map_storages", m_map_storages},
+    {"storage_crc32", m_storage_crc32},
     {"tensor_storage_key", t_storage_id},
     {"mse_loss", m_mse_loss},
     {"isatty", m_isatty},
