@@ -313,6 +313,10 @@ function serialize.load(path, opts)
   if type(map) == "string" and not pcall(wick.device, map) then
     wick.error(("wick.load: invalid map_location '%s' (accepted: a device such as 'cpu' or 'cuda:0', a table renaming locations, or a function)"):format(map))
   end
+  local probe = io.open(path, "rb")
+  local magic = probe and probe:read(4)
+  if probe then probe:close() end
+  if magic == "PK\3\4" then return require("wick.pytorch").load(path, opts, place) end -- torch.save's zip
   local header, entries, data_start = open_container(path)
   -- every entry at once, as tensors over one private mapping of the file: the
   -- data is read when it is first touched, straight from the page cache

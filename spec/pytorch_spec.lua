@@ -1,0 +1,226 @@
+-- PyTorch checkpoints (torch.save's zip format) through wick.load: the fixtures
+-- written by tools/make_pt_fixtures.py, and hostile or damaged files, which must
+-- raise an error naming the file and never run anything.
+local wick = require("wick")
+local support = require("spec.support")
+local assert_close, assert_error_has = support.assert_close, support.assert_error_has
+local nn = wick.nn
+local core = wick._core
+
+local FIX = "spec/fixtures/"
+local expected = dofile(FIX .. "pt_state_dict_expected.lua")
+local dir = os.tmpname()
+os.remove(dir)
+os.execute("mkdir -p " .. dir)
+
+local function read(path) local f = assert(io.open(path, "rb")); local s = f:read("*a"); f:close(); return s end
+local function write(path, s) local f = assert(io.open(path, "wb")); f:write(s); f:close() end
+local function le(n, k) local b = {} for i = 1, k do b[i] = string.char(n % 256); n = math.floor(n / 256) end return table.concat(b) end
+local function crc(s) return core.storage_crc32(core.from_bytes(s, "uint8", { #s })) end
+
+-- A stored (method 0) zip archive of {name, bytes} pairs, as torch.save writes.
+local function zip(files)
+  local body, cd = {}, {}
+  local offset = 0
+  for _, f in ipairs(files) do
+    local name, data = f[1], f[2]
+    local c = crc(data)
+    local head = "PK\3\4" .. le(20, 2) .. le(0, 2) .. le(0, 2) .. le(0, 4) .. le(c, 4) .. le(#data, 4) .. le(#data, 4)
+      .. le(#name, 2) .. le(0, 2) .. name
+    cd[#cd + 1] = "PK\1\2" .. le(20, 2) .. le(20, 2) .. le(0, 2) .. le(0, 2) .. le(0, 4) .. le(c, 4) .. le(#data, 4)
+      .. le(#data, 4) .. le(#name, 2) .. le(0, 2) .. le(0, 2) .. le(0, 2) .. le(0, 2) .. le(0, 4) .. le(offset, 4) .. name
+    body[#body + 1] = head .. data
+    offset = offset + #head + #data
+  end
+  local cds = table.concat(cd)
+  return table.concat(body) .. cds .. "PK\5\6" .. le(0, 2) .. le(0, 2) .. le(#files, 2) .. le(#files, 2)
+    .. le(#cds, 4) .. le(offset, 4) .. le(0, 2)
+end
+
+-- A checkpoint whose data.pkl is `pkl` (protocol 2 framing added).
+local function pt_with(name, pkl, extra)
+  local path = dir .. "/" .. name .. ".pt"
+  local files = { { "archive/data.pkl", "\128\2" .. pkl .. "." } }
+  for _, f in ipairs(extra or {}) do files[#files + 1] = f end
+  write(path, zip(files))
+  return path
+end
+
+describe("a PyTorch state dict", function()
+  local sd = wick.load(FIX .. "pt_state_dict.pt")
+
+  it("loads every tensor with PyTorch's values, shapes and dtype", function()
+    local n = 0
+    for k, v in pairs(expected.state) do
+      n = n + 1
+      assert.is_true(wick.is_tensor(sd[k]), k)
+      assert.are.equal("float32", sd[k].dtype)
+      assert.are.equal("cpu", sd[k].device.type)
+      assert_close(sd[k], v, 1e-7)
+    end
+    local got = 0
+    for _ in pairs(sd) do got = got + 1 end
+    assert.are.equal(4, n)
+    assert.are.equal(n, got)
+  end)
+
+  it("from_pytorch_names renumbers the children, and the model gives PyTorch's outputs", function()
+    local renamed = nn.utils.from_pytorch_names(sd)
+    assert.are.equal(sd["0.weight"], renamed["1.weight"])
+    assert.are.equal(sd["2.bias"], renamed["3.bias"])
+    assert.is_nil(renamed["0.weight"])
+    local model = nn.Sequential(nn.Linear(3, 2), nn.ReLU(), nn.Linear(2, 1))
+    model:load_state_dict(renamed)
+    local y = model(wick.tensor(expected.input))
+    assert_close(y, expected.output, 1e-6)
+  end)
+
+  it("honours map_location as a function, called once per storage with its saved location", function()
+    local calls = {}
+    local r = wick.load(FIX .. "pt_state_dict.pt", { map_location = function(s, loc)
+      calls[#calls + 1] = loc
+      return s * 2
+    end })
+    assert.are.equal(4, #calls)
+    for _, loc in ipairs(calls) do assert.are.equal("cpu", loc) end
+    assert_close(r["0.bias"], { expected.state["0.bias"][1] * 2, expected.state["0.bias"][2] * 2 }, 1e-7)
+    r = wick.load(FIX .. "pt_state_dict.pt", { map_location = "cpu" })
+    assert_close(r["2.weight"], expected.state["2.weight"], 1e-7)
+  end)
+end)
+
+describe("a PyTorch checkpoint of mixed values", function()
+  local m = wick.load(FIX .. "pt_mixed.pt")
+
+  it("loads tensors of every dtype", function()
+    assert.are.equal("int64", m.long.dtype)
+    assert.are.same({ 1, -2, 3, 2 ^ 40 }, m.long:totable())
+    assert.are.equal("float64", m.double.dtype)
+    assert.are.same({ { 0.5, -1.25 }, { 3.0, 1e-3 } }, m.double:totable())
+    assert.are.equal("int32", m.nested.b.c.dtype)
+    assert.are.same({ 7, 8 }, m.nested.b.c:totable())
+    assert.are.equal("uint8", m.bytes_t.dtype)
+    assert.are.same({ 1, 255 }, m.bytes_t:totable())
+    assert.are.equal("bool", m.bools.dtype)
+    assert.are.same({ true, false }, m.bools:totable())
+    assert.are.equal("float16", m.half.dtype)
+    assert.are.same({ 1.5, -2.0 }, m.half:totable())
+  end)
+
+  it("keeps a transposed view sharing storage with its base", function()
+    assert.are.same({ { 0, 1, 2 }, { 3, 4, 5 } }, m.base:totable())
+    assert.are.same({ { 0, 3 }, { 1, 4 }, { 2, 5 } }, m.transposed:totable())
+    assert.is_true(m.transposed:is_same_storage(m.base))
+    assert.is_false(m.transposed:is_contiguous())
+    wick.no_grad(function() m.base:fill_(9) end)
+    assert.are.same({ { 9, 9 }, { 9, 9 }, { 9, 9 } }, m.transposed:totable())
+  end)
+
+  it("loads lists, tuples, nested dicts, numbers, strings, booleans and None", function()
+    assert.are.same({ 1, 2.5, "three" }, m.list)
+    assert.are.same({ 4, "five", true }, m.tuple)
+    assert.are.equal(1, m.nested.a)
+    assert.are.equal(42, m.int)
+    assert.are.equal(-(2 ^ 40), m.big)
+    assert.are.equal(0.125, m.float)
+    assert.are.equal("hello", m.string)
+    assert.are.equal(true, m.flag)
+    assert.are.equal(false, m.off)
+    assert.is_nil(m.nothing)
+  end)
+end)
+
+describe("a hostile PyTorch checkpoint", function()
+  it("is refused when its pickle calls os.system, and nothing runs", function()
+    os.remove("/tmp/wick_pwned")
+    local path = FIX .. "pt_malicious.pt"
+    assert_error_has(function() return wick.load(path) end,
+      "refusing to load posix.system from " .. path .. ": only tensors, containers, numbers and strings are loaded")
+    assert.is_nil(io.open("/tmp/wick_pwned", "r"))
+  end)
+
+  it("is refused for any global outside the allowlist (GLOBAL and STACK_GLOBAL)", function()
+    local p1 = pt_with("eval_global", "cbuiltins\neval\n(X\5\0\0\0" .. "1 + 1tR")
+    assert_error_has(function() return wick.load(p1) end, "refusing to load builtins.eval from " .. p1)
+    local p2 = pt_with("eval_stack", "\140\8builtins\140\4exec\147(X\1\0\0\0xtR")
+    assert_error_has(function() return wick.load(p2) end, "refusing to load builtins.exec from " .. p2)
+    local p3 = pt_with("torch_load", "ctorch\nload\n(X\1\0\0\0xtR")
+    assert_error_has(function() return wick.load(p3) end, "refusing to load torch.load from " .. p3)
+  end)
+
+  it("refuses unknown opcodes, bad lengths, missing memo entries and missing storages", function()
+    local cases = {
+      { "opcode", "}\255", "unsupported pickle opcode 0xff" },
+      { "length", "X\255\255\0\0ab", "truncated pickle" },
+      { "memo", "h\7", "memo entry 7 is missing" },
+      { "stop", "}}", "STOP with 2 items" },
+      { "nostop_empty", "", "STOP with 0 items" },
+      { "pop", "s", "empty stack" },
+      { "storage", "(X\7\0\0\0storagectorch\nFloatStorage\nX\1\0\0\0" .. "0X\3\0\0\0cpuK\2tQ",
+        "lacks the storage 'archive/data/0'" },
+      { "setitem", "]K\1K\2s", "not a dict" },
+    }
+    for _, c in ipairs(cases) do
+      local p = pt_with(c[1], c[2])
+      assert_error_has(function() return wick.load(p) end, p, c[3])
+    end
+  end)
+
+  it("checks a storage's size and a view's bounds", function()
+    local pid = "(X\7\0\0\0storagectorch\nFloatStorage\nX\1\0\0\0" .. "0X\3\0\0\0cpuK\2tQ"
+    local four = string.rep("\0", 8)
+    local p = pt_with("size", pid, { { "archive/data/0", four .. four } })
+    assert_error_has(function() return wick.load(p) end, p, "holds 16 bytes, not 2 elements of float32")
+    local view = "ctorch._utils\n_rebuild_tensor_v2\n(" .. pid .. "K\0K\5\133K\1\133\137ccollections\nOrderedDict\n)RtR"
+    p = pt_with("bounds", view, { { "archive/data/0", four } })
+    assert_error_has(function() return wick.load(p) end, p, "does not fit its storage")
+    local ok_view = view:gsub("K\5\133", "K\2\133")
+    p = pt_with("fits", ok_view, { { "archive/data/0", four } })
+    assert.are.same({ 0, 0 }, wick.load(p):totable())
+  end)
+end)
+
+describe("a damaged PyTorch zip", function()
+  local good = read(FIX .. "pt_state_dict.pt")
+
+  it("raises an error naming the file when truncated", function()
+    for _, n in ipairs({ 4, 30, math.floor(#good / 2), #good - 10 }) do
+      local p = dir .. "/trunc" .. n .. ".pt"
+      write(p, good:sub(1, n))
+      assert_error_has(function() return wick.load(p) end, "wick.load: " .. p .. ":")
+    end
+  end)
+
+  it("detects a flipped byte in the data through the CRC-32", function()
+    local at = good:find("pt_state_dict/data/0", 1, true)
+    assert.is_truthy(at)
+    -- the first storage's bytes start after its local header's name and extra field
+    local name_len = good:byte(at - 4) + 256 * good:byte(at - 3)
+    local extra_len = good:byte(at - 2) + 256 * good:byte(at - 1)
+    local pos = at + name_len + extra_len
+    local bad = good:sub(1, pos - 1) .. string.char((good:byte(pos) + 1) % 256) .. good:sub(pos + 1)
+    local p = dir .. "/flipped.pt"
+    write(p, bad)
+    assert_error_has(function() return wick.load(p) end, p, "CRC-32 mismatch in 'pt_state_dict/data/0'")
+  end)
+
+  it("refuses compressed entries and archives without data.pkl", function()
+    local z = zip({ { "archive/data.pkl", "\128\2}." } })
+    local cd = z:find("PK\1\2", 1, true)
+    local p = dir .. "/deflated.pt"
+    write(p, z:sub(1, cd + 9) .. le(8, 2) .. z:sub(cd + 12))
+    assert_error_has(function() return wick.load(p) end, p, "compression method 8")
+    p = dir .. "/other.pt"
+    write(p, zip({ { "readme.txt", "hello" } }))
+    assert_error_has(function() return wick.load(p) end, p, "no <name>/data.pkl")
+    p = pt_with("empty_dict", "}")
+    assert.are.same({}, wick.load(p))
+  end)
+
+  it("raises an error when central directory offsets point outside the file", function()
+    local eocd = good:find("PK\5\6", 1, true)
+    local p = dir .. "/badcd.pt"
+    write(p, good:sub(1, eocd + 15) .. le(#good * 4, 4) .. good:sub(eocd + 20))
+    assert_error_has(function() return wick.load(p) end, p, "central directory")
+  end)
+end)
