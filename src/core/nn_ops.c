@@ -324,6 +324,30 @@ static wk_node *pool_record_common(wick_tensor *out, const wick_tensor *input, c
     return n;
 }
 
+/* The backward of both poolings: max pooling saved the indices of its maxima
+ * (saved[0]) and sends each gradient there; average pooling spreads it. */
+static wick_status pool2d_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
+    const wick_tensor *indices = n->saved[0];
+    const char *op = indices ? "max_pool2d backward" : "avg_pool2d backward";
+    wick_dtype cd = compute_dtype(g->dtype);
+    wick_tensor *gi, *gc = NULL;
+    TRY(wk_tensor_new(&gi, n->ndim, n->sizes, cd, g->storage->device));
+    wick_status st = WICK_OK;
+    if (!wk_is_meta(gi)) {
+        wk_pool2d_args a = pool_args_of(n, cd);
+        const wick_backend *be = gi->storage->backend;
+        if (indices ? !be->max_pool2d_backward : !be->avg_pool2d_backward) st = unsupported_on(op, g);
+        else if (!(st = as_compute(&gc, g, cd))) {
+            if (indices) be->max_pool2d_backward(&a, wk_data(gi), wk_data(gc), (const int64_t *)wk_data(indices));
+            else be->avg_pool2d_backward(&a, wk_data(gi), wk_data(gc));
+        }
+    }
+    wick_tensor_release(gc);
+    if (st) return wick_tensor_release(gi), st;
+    grads[0] = gi;
+    return WICK_OK;
+}
+
 /* ---- max_pool2d ---- */
 
 static wick_status max_pool2d_forward(wick_tensor **out, wick_tensor **indices, const wick_tensor *input, const int *q) {
@@ -358,26 +382,6 @@ done:
     return WICK_OK;
 }
 
-/* saved[0]: the indices of the maxima */
-static wick_status max_pool2d_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
-    wick_dtype cd = compute_dtype(g->dtype);
-    wick_device dev = g->storage->device;
-    wick_tensor *gi, *gc = NULL;
-    TRY(wk_tensor_new(&gi, n->ndim, n->sizes, cd, dev));
-    wick_status st = WICK_OK;
-    if (!wk_is_meta(gi)) {
-        wk_pool2d_args a = pool_args_of(n, cd);
-        const wick_backend *be = gi->storage->backend;
-        if (!be->max_pool2d_backward) st = unsupported_on("max_pool2d backward", g);
-        else if (!(st = as_compute(&gc, g, cd)))
-            be->max_pool2d_backward(&a, wk_data(gi), wk_data(gc), (const int64_t *)wk_data(n->saved[0]));
-    }
-    wick_tensor_release(gc);
-    if (st) return wick_tensor_release(gi), st;
-    grads[0] = gi;
-    return WICK_OK;
-}
-
 wick_status wick_max_pool2d(wick_tensor **out, wick_tensor **indices, const wick_tensor *input, int kh, int kw, int sh,
                             int sw, int ph, int pw, int ceil_mode) {
     int q[8] = {kh, kw, sh, sw, ph, pw, ceil_mode != 0, 0};
@@ -388,7 +392,7 @@ wick_status wick_max_pool2d(wick_tensor **out, wick_tensor **indices, const wick
     if (st) return st;
     if (record) {
         if (indices && (st = wick_clone(&user_idx, idx))) goto fail; /* the saved indices stay private */
-        wk_node *n = pool_record_common(r, input, "MaxPool2DWithIndicesBackward", max_pool2d_backward, q, &st);
+        wk_node *n = pool_record_common(r, input, "MaxPool2DWithIndicesBackward", pool2d_backward, q, &st);
         if (st || (st = wk_save(n, 0, idx, r))) goto fail;
         wick_tensor_release(idx);
         idx = user_idx;
@@ -435,24 +439,6 @@ done:
     return WICK_OK;
 }
 
-static wick_status avg_pool2d_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
-    wick_dtype cd = compute_dtype(g->dtype);
-    wick_device dev = g->storage->device;
-    wick_tensor *gi, *gc = NULL;
-    TRY(wk_tensor_new(&gi, n->ndim, n->sizes, cd, dev));
-    wick_status st = WICK_OK;
-    if (!wk_is_meta(gi)) {
-        wk_pool2d_args a = pool_args_of(n, cd);
-        const wick_backend *be = gi->storage->backend;
-        if (!be->avg_pool2d_backward) st = unsupported_on("avg_pool2d backward", g);
-        else if (!(st = as_compute(&gc, g, cd))) be->avg_pool2d_backward(&a, wk_data(gi), wk_data(gc));
-    }
-    wick_tensor_release(gc);
-    if (st) return wick_tensor_release(gi), st;
-    grads[0] = gi;
-    return WICK_OK;
-}
-
 wick_status wick_avg_pool2d(wick_tensor **out, const wick_tensor *input, int kh, int kw, int sh, int sw, int ph, int pw,
                             int ceil_mode, int count_include_pad) {
     int q[8] = {kh, kw, sh, sw, ph, pw, ceil_mode != 0, count_include_pad != 0};
@@ -461,6 +447,6 @@ wick_status wick_avg_pool2d(wick_tensor **out, const wick_tensor *input, int kh,
     WK_NO_GRAD(st = avg_pool2d_forward(&r, input, q));
     if (st) return st;
     if (!wk_wants_grad(1, &input)) return *out = r, WICK_OK;
-    pool_record_common(r, input, "AvgPool2DBackward", avg_pool2d_backward, q, &st);
+    pool_record_common(r, input, "AvgPool2DBackward", pool2d_backward, q, &st);
     return wk_publish(out, r, st);
 }

@@ -210,34 +210,72 @@ static wick_status gemm(const wk_conv2d_args *a, int ta, int tb, int64_t m, int6
     return cpu_gemm(&g);
 }
 
+/* The shape of the work shared by forward and backward: sizes per group, how
+ * many images go through one GEMM, and the scratch buffers for them. */
+typedef struct {
+    int64_t es, L, cg, og, K, nb;
+    bool direct;
+    char *col, *tmp;
+    size_t col_bytes, tmp_bytes;
+} conv_plan;
+
+static void plan_dims(conv_plan *p, const wk_conv2d_args *a) {
+    p->es = (int64_t)wk_dtype_size(a->dtype), p->L = a->oh * a->ow;
+    p->cg = a->c / a->groups, p->og = a->o / a->groups, p->K = p->cg * a->kh * a->kw;
+    p->col = p->tmp = NULL, p->col_bytes = p->tmp_bytes = 0;
+}
+
+static wick_status plan_scratch(conv_plan *p, const wk_conv2d_args *a) {
+    p->direct = is_direct(a);
+    p->nb = p->direct ? 1 : chunk_images(a, p->K + p->og, p->L);
+    p->col_bytes = p->direct ? 0 : (size_t)(p->K * p->nb * p->L * p->es);
+    p->tmp_bytes = p->nb > 1 ? (size_t)(p->og * p->nb * p->L * p->es) : 0;
+    wick_status st = scratch(&p->col, p->col_bytes);
+    if (st) return st;
+    if ((st = scratch(&p->tmp, p->tmp_bytes))) release(p->col, p->col_bytes);
+    return st;
+}
+
+static void plan_release(conv_plan *p) {
+    release(p->col, p->col_bytes);
+    release(p->tmp, p->tmp_bytes);
+}
+
+/* The columns of job j's images as a [K, cur * L] matrix: the input itself for
+ * a direct (1x1) convolution, else im2col into the plan's buffer. */
+static const char *columns(const conv_plan *p, conv_job *j, const char *input, int64_t *ld) {
+    const wk_conv2d_args *a = j->a;
+    if (p->direct) {
+        *ld = p->L;
+        return input + (j->n0 * a->c + j->g * p->cg) * p->L * p->es;
+    }
+    wk_parallel_for(j->cur * p->cg, grain_for(a->kh * a->kw * p->L), im2col_range, j);
+    *ld = j->cur * p->L;
+    return p->col;
+}
+
 wick_status cpu_conv2d_forward(const wk_conv2d_args *a, char *out, const char *input, const char *weight,
                                const char *bias) {
-    const int64_t es = (int64_t)wk_dtype_size(a->dtype), L = a->oh * a->ow;
-    const int64_t cg = a->c / a->groups, og = a->o / a->groups, K = cg * a->kh * a->kw;
+    conv_plan p;
+    plan_dims(&p, a);
+    const int64_t es = p.es, L = p.L, og = p.og, K = p.K;
     if (a->n == 0 || a->o == 0 || L == 0) return WICK_OK;
-    const bool direct = is_direct(a);
-    const int64_t nb = direct ? 1 : chunk_images(a, K + og, L);
-    size_t col_bytes = direct ? 0 : (size_t)(K * nb * L * es), tmp_bytes = nb > 1 ? (size_t)(og * nb * L * es) : 0;
-    char *col, *tmp;
-    wick_status st = scratch(&col, col_bytes);
+    wick_status st = plan_scratch(&p, a);
     if (st) return st;
-    if ((st = scratch(&tmp, tmp_bytes))) return release(col, col_bytes), st;
-    for (int64_t n0 = 0; n0 < a->n && !st; n0 += nb) {
-        int64_t cur = a->n - n0 < nb ? a->n - n0 : nb;
+    char *tmp = p.tmp;
+    for (int64_t n0 = 0; n0 < a->n && !st; n0 += p.nb) {
+        int64_t cur = a->n - n0 < p.nb ? a->n - n0 : p.nb;
         for (int64_t g = 0; g < a->groups && !st; g++) {
-            conv_job j = {.a = a, .n0 = n0, .cur = cur, .g = g, .L = L, .cg = cg, .og = og, .K = K,
-                          .x = input, .col = col, .y = out, .tmp = cur > 1 ? tmp : NULL, .bias = bias};
-            const char *B = col;
-            int64_t ldb = cur * L;
-            if (direct) B = input + (n0 * a->c + g * cg) * L * es, ldb = L;
-            else wk_parallel_for(cur * cg, grain_for(a->kh * a->kw * L), im2col_range, &j);
+            conv_job j = {.a = a, .n0 = n0, .cur = cur, .g = g, .L = L, .cg = p.cg, .og = og, .K = K,
+                          .x = input, .col = p.col, .y = out, .tmp = cur > 1 ? tmp : NULL, .bias = bias};
+            int64_t ldb;
+            const char *B = columns(&p, &j, input, &ldb);
             char *C = cur > 1 ? tmp : out + (n0 * a->o + g * og) * L * es;
             st = gemm(a, 0, 0, og, cur * L, K, weight + g * og * K * es, K, B, ldb, C, cur * L, 0);
             if (!st && (cur > 1 || bias)) wk_parallel_for(cur * og, grain_for(L), finish_range, &j);
         }
     }
-    release(col, col_bytes);
-    release(tmp, tmp_bytes);
+    plan_release(&p);
     return st;
 }
 
@@ -281,8 +319,9 @@ static void bias_range(void *ctx, int64_t begin, int64_t end) {
 
 wick_status cpu_conv2d_backward(const wk_conv2d_args *a, const char *grad_out, const char *input, const char *weight,
                                 char *grad_input, char *grad_weight, char *grad_bias) {
-    const int64_t es = (int64_t)wk_dtype_size(a->dtype), L = a->oh * a->ow;
-    const int64_t cg = a->c / a->groups, og = a->o / a->groups, K = cg * a->kh * a->kw;
+    conv_plan p;
+    plan_dims(&p, a);
+    const int64_t es = p.es, L = p.L, cg = p.cg, og = p.og, K = p.K;
     if (grad_bias) {
         bias_job bj = {a, grad_out, grad_bias};
         wk_parallel_for(a->o, grain_for(a->n * L), bias_range, &bj);
@@ -293,15 +332,12 @@ wick_status cpu_conv2d_backward(const wk_conv2d_args *a, const char *grad_out, c
         if (grad_weight) memset(grad_weight, 0, (size_t)(a->o * K * es));
         return WICK_OK;
     }
-    const bool direct = is_direct(a);
-    const int64_t nb = direct ? 1 : chunk_images(a, K + og, L);
-    size_t col_bytes = direct ? 0 : (size_t)(K * nb * L * es), tmp_bytes = nb > 1 ? (size_t)(og * nb * L * es) : 0;
-    char *col, *tmp;
-    wick_status st = scratch(&col, col_bytes);
+    wick_status st = plan_scratch(&p, a);
     if (st) return st;
-    if ((st = scratch(&tmp, tmp_bytes))) return release(col, col_bytes), st;
-    for (int64_t n0 = 0; n0 < a->n && !st; n0 += nb) {
-        int64_t cur = a->n - n0 < nb ? a->n - n0 : nb;
+    char *col = p.col, *tmp = p.tmp;
+    const bool direct = p.direct;
+    for (int64_t n0 = 0; n0 < a->n && !st; n0 += p.nb) {
+        int64_t cur = a->n - n0 < p.nb ? a->n - n0 : p.nb;
         for (int64_t g = 0; g < a->groups && !st; g++) {
             conv_job j = {.a = a, .n0 = n0, .cur = cur, .g = g, .L = L, .cg = cg, .og = og, .K = K,
                           .x = input, .dx = grad_input, .col = col, .y = (char *)grad_out, .tmp = tmp};
@@ -313,10 +349,8 @@ wick_status cpu_conv2d_backward(const wk_conv2d_args *a, const char *grad_out, c
                 dy = tmp, lddy = cur * L;
             }
             if (grad_weight) { /* dW_g [og, K] (+)= dy @ columns^T */
-                const char *B = col;
-                int64_t ldb = cur * L;
-                if (direct) B = input + (n0 * a->c + g * cg) * L * es, ldb = L;
-                else wk_parallel_for(cur * cg, grain_for(a->kh * a->kw * L), im2col_range, &j);
+                int64_t ldb;
+                const char *B = columns(&p, &j, input, &ldb);
                 st = gemm(a, 0, 1, og, K, cur * L, dy, lddy, B, ldb, grad_weight + g * og * K * es, K, n0 ? 1 : 0);
                 if (st) break;
             }
@@ -331,7 +365,6 @@ wick_status cpu_conv2d_backward(const wk_conv2d_args *a, const char *grad_out, c
             }
         }
     }
-    release(col, col_bytes);
-    release(tmp, tmp_bytes);
+    plan_release(&p);
     return st;
 }
