@@ -271,16 +271,6 @@ static int m_read_idx(lua_State *L) {
     return 1;
 }
 
-/* t:_bytes(): the raw little-endian bytes of a CPU tensor, in row-major order. */
-static int t_bytes(lua_State *L) {
-    wick_tensor *a = SELF("_bytes");
-    if (wick_tensor_device(a).type != WICK_CPU) wl_raise(L, "_bytes: the tensor must be on the CPU");
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_contiguous(slot, a));
-    lua_pushlstring(L, wick_tensor_data(*slot), (size_t)wick_tensor_numel(*slot) * wick_dtype_size(wick_tensor_dtype(*slot)));
-    return 1;
-}
-
 /* core.from_bytes(s, dtype, sizes): a CPU tensor holding a copy of the bytes. */
 static int m_from_bytes(lua_State *L) {
     size_t len;
@@ -319,17 +309,6 @@ static int m_same_device(lua_State *L) {
     return 1;
 }
 
-/* t:_storage_bytes(): every byte of t's storage (CPU), and its element count. */
-static int t_storage_bytes(lua_State *L) {
-    wick_tensor *a = SELF("_storage_bytes");
-    if (wick_tensor_device(a).type != WICK_CPU) wl_raise(L, "_storage_bytes: the tensor must be on the CPU");
-    int64_t n = wick_storage_numel(a);
-    const char *base = (const char *)wick_tensor_data(a) - wick_tensor_offset(a) * (int64_t)wick_dtype_size(wick_tensor_dtype(a));
-    lua_pushlstring(L, base, (size_t)n * wick_dtype_size(wick_tensor_dtype(a)));
-    lua_pushnumber(L, (lua_Number)n);
-    return 2;
-}
-
 /* core.as_strided(t, sizes, strides, offset): a checked view of t's storage */
 static int m_as_strided(lua_State *L) {
     wick_tensor *a = wl_checktensor(L, 1, "as_strided", "input");
@@ -341,15 +320,6 @@ static int m_as_strided(lua_State *L) {
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_as_strided(slot, a, n, sizes, strides, (int64_t)offset));
     return 1;
-}
-
-/* core.write_file_atomic(path, bytes) */
-static int m_write_file_atomic(lua_State *L) {
-    size_t len;
-    const char *path = luaL_checkstring(L, 1);
-    const char *bytes = luaL_checklstring(L, 2, &len);
-    wl_check(L, wick_write_file_atomic(path, bytes, len));
-    return 0;
 }
 
 /* core.write_storages(path, head, {tensors}): head, then each tensor's storage */
@@ -1556,7 +1526,6 @@ static const luaL_Reg module_fns[] = {
     {"same_device", m_same_device},
     {"linear", m_linear},
     {"as_strided", m_as_strided},
-    {"write_file_atomic", m_write_file_atomic},
     {"write_storages", m_write_storages},
     {"read_storage", m_read_storage},
     {"storage_numel", m_storage_numel},
@@ -1583,7 +1552,7 @@ static const luaL_Reg method_fns[] = {
     {"_storage_id", t_storage_id}, {"_dtype", t_dtype}, {"_device", t_device}, {"_shape", t_shape},
     {"_get", t_get}, {"_set", t_set}, {"_requires_grad", t_requires_grad},
     {"requires_grad_", t_set_requires_grad}, {"_grad", t_grad}, {"_set_grad", t_set_grad}, {"_grad_fn", t_grad_fn},
-    {"_is_leaf", t_is_leaf}, {"backward", t_backward}, {"detach", t_detach}, {"_replace", t_replace}, {"_bytes", t_bytes}, {"_storage_bytes", t_storage_bytes}, {NULL, NULL}};
+    {"_is_leaf", t_is_leaf}, {"backward", t_backward}, {"detach", t_detach}, {"_replace", t_replace}, {NULL, NULL}};
 
 /* Fills the module table at -1: functions, and `Tensor` (methods) and `_mt`. */
 void wl_open_tensor(lua_State *L) {
