@@ -87,6 +87,8 @@ WICK_API const char *wick_dtype_name(wick_dtype dtype);           /* "float32" *
 WICK_API wick_status wick_dtype_parse(const char *name, wick_dtype *out);
 WICK_API size_t wick_dtype_size(wick_dtype dtype);                /* bytes */
 WICK_API int wick_dtype_is_floating(wick_dtype dtype);
+/* One element of the given dtype at p, as a double (exact except int64 beyond 2^53). */
+WICK_API double wick_value_as_double(const void *p, wick_dtype dtype);
 /* PyTorch's promotion between two tensors of the same rank class. */
 WICK_API wick_dtype wick_promote_types(wick_dtype a, wick_dtype b);
 

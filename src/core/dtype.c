@@ -124,6 +124,8 @@ static int64_t double_to_int64(double v) {
     return (int64_t)v;
 }
 
+double wick_value_as_double(const void *p, wick_dtype dtype) { return wk_load_double(p, dtype); }
+
 int64_t wk_load_int64(const char *p, wick_dtype d) {
     switch (d) {
     case WICK_INT64: return *(const int64_t *)p;

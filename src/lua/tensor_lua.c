@@ -995,26 +995,7 @@ static void push_value(lua_State *L, const wick_tensor *t, const char *p) {
             wl_raise(L, "int64 value %lld cannot be represented exactly as a Lua number (beyond 2^53)", (long long)v);
         lua_pushnumber(L, (lua_Number)v);
     } else {
-        double v;
-        wick_tensor *tmp = NULL;
-        (void)tmp;
-        switch (d) {
-        case WICK_FLOAT32: v = *(const float *)p; break;
-        case WICK_FLOAT64: v = *(const double *)p; break;
-        case WICK_INT32: v = *(const int32_t *)p; break;
-        case WICK_UINT8: v = *(const uint8_t *)p; break;
-        default: { /* halves: convert through a tiny tensor-free path */
-            int64_t one = 1;
-            wick_tensor *src, *dst;
-            if (wick_empty(&src, 1, &one, (wick_options){d, {WICK_CPU, -1}})) wl_check(L, WICK_ERR_OOM);
-            memcpy(wick_tensor_data(src), p, 2);
-            wick_status st = wick_to(&dst, src, (wick_options){WICK_FLOAT32, {WICK_CPU, -1}});
-            wick_tensor_release(src);
-            wl_check(L, st);
-            v = *(float *)wick_tensor_data(dst);
-            wick_tensor_release(dst);
-        }
-        }
+        double v = wick_value_as_double(p, d);
         lua_pushnumber(L, v);
     }
 }
