@@ -1,25 +1,37 @@
 -- Save and load of a 1 GiB state dict (64 float32 tensors of 4M elements),
 -- then touching every element (a sum per tensor); bench/checkpoint.sh compares
--- it with cat, raw writes and torch.save/torch.load.  build/wick bench/checkpoint.lua PATH
+-- it with cat, raw writes and torch.save/torch.load.
+--   build/wick bench/checkpoint.lua PATH           save, then load + touch
+--   build/wick bench/checkpoint.lua --load PATH    load + touch only (e.g. torch.save's file)
 local wick = require("wick")
-local path = arg[1] or "/tmp/wick-bench.wick"
+local load_only = arg[1] == "--load"
+local path = (load_only and arg[2]) or arg[1] or "/tmp/wick-bench.wick"
 wick.set_num_threads(1)
+local function emit(name, value) io.write(("%s\t%.6g\n"):format(name, value)) io.flush() end
+
+local function load_touch()
+  local best = math.huge
+  for _ = 1, 3 do
+    collectgarbage()
+    local t0 = wick.clock()
+    local loaded = wick.load(path)
+    local total = 0
+    for _, t in pairs(loaded) do total = total + t:sum():item() end
+    best = math.min(best, wick.clock() - t0)
+    loaded = nil
+  end
+  return best
+end
+
+if load_only then
+  emit("load_touch_s", load_touch())
+  return
+end
 local sd = {}
 for i = 1, 64 do sd[("layer%02d.weight"):format(i)] = wick.rand(4 * 1024 * 1024) end
-local function emit(name, value) io.write(("%s\t%.6g\n"):format(name, value)) io.flush() end
 local t0 = wick.clock()
 wick.save(sd, path)
 emit("save_s", wick.clock() - t0)
 sd = nil
 collectgarbage()
-local best = math.huge
-for _ = 1, 3 do
-  collectgarbage()
-  t0 = wick.clock()
-  local loaded = wick.load(path)
-  local total = 0
-  for _, t in pairs(loaded) do total = total + t:sum():item() end
-  best = math.min(best, wick.clock() - t0)
-  loaded = nil
-end
-emit("load_touch_s", best)
+emit("load_touch_s", load_touch())

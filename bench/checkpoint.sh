@@ -10,6 +10,7 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 BLIS_NUM_THREADS=1
 cd "$ROOT"
 "$BUILD/wick" bench/checkpoint.lua "$DIR/w.wick" >"$DIR/wick.tsv"
 /usr/bin/python3 bench/checkpoint_torch.py "$DIR/t.pt" >"$DIR/torch.tsv"
+"$BUILD/wick" bench/checkpoint.lua --load "$DIR/t.pt" >"$DIR/wick_pt.tsv"
 now() { date +%s.%N; }
 cat "$DIR/w.wick" >/dev/null # warm
 best=999
@@ -22,3 +23,5 @@ ts=$(get "$DIR/torch.tsv" save_s); tl=$(get "$DIR/torch.tsv" load_touch_s)
 printf '| 1 GiB state dict | wick | torch | raw | wick / raw | wick / torch |\n|---|---|---|---|---|---|\n'
 printf '| save (s) | %.3f | %.3f | %.3f (dd + fsync) | %.2f | %.2f |\n' "$ws" "$ts" "$raw_write" "$(echo "$ws / $raw_write" | bc -l)" "$(echo "$ws / $ts" | bc -l)"
 printf '| load + touch every element (s) | %.3f | %.3f | %.3f (cat, warm) | %.2f | %.2f |\n' "$wl" "$tl" "$best" "$(echo "$wl / $best" | bc -l)" "$(echo "$wl / $tl" | bc -l)"
+wp=$(get "$DIR/wick_pt.tsv" load_touch_s)
+printf '| wick.load of the torch.save file, + touch (s) | %.3f | %.3f | %.3f (cat of w.wick) | %.2f | %.2f |\n' "$wp" "$tl" "$best" "$(echo "$wp / $best" | bc -l)" "$(echo "$wp / $tl" | bc -l)"

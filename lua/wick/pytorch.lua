@@ -58,65 +58,123 @@ local function be_double(s, i) -- IEEE 754 binary64, big-endian (pickle's BINFLO
 end
 
 -- ---- the zip container ----
+-- Read through the file, never whole: the tail for the end records, the central
+-- directory, one local header per entry; the entries' data stay on disk until
+-- they are mapped.
 
--- The archive's entries: name -> {offset (1-based, of the data), size, crc}.
-local function read_zip(data, fail)
-  local size = #data
-  if size < 22 then fail("truncated zip archive (no end of central directory record)") end
-  -- the End Of Central Directory record: in the last 22 + 65535 bytes
-  local eocd
-  local lowest = math.max(1, size - 22 - 65535 + 1)
-  for i = size - 21, lowest, -1 do
-    if byte(data, i) == 0x50 and sub(data, i, i + 3) == "PK\5\6" then eocd = i; break end
+local EOCD_SIZE, ZIP64_LOCATOR_SIZE, ZIP64_EOCD_SIZE = 22, 20, 56
+local U16, U32 = 0xFFFF, 0xFFFFFFFF
+
+-- n bytes at the 0-based offset of an open file (fewer past its end).
+local function read_at(f, offset, n)
+  f:seek("set", offset)
+  return n > 0 and f:read(n) or ""
+end
+
+local function le64(s, i, fail) -- unsigned little-endian 64-bit integer, exact below 2^53
+  local high = le(s, i + 4, 4)
+  if high >= 2 ^ 21 then fail("corrupt zip archive (a 64-bit size or offset beyond 2^53)") end
+  return le(s, i, 4) + high * 2 ^ 32
+end
+
+-- The central directory's place and entry count, from the end record (and the
+-- zip64 end record when the 32-bit fields carry its sentinels).
+local function find_directory(f, size, fail)
+  if size < EOCD_SIZE then fail("truncated zip archive (no end of central directory record)") end
+  local tail_start = math.max(0, size - EOCD_SIZE - 65535)
+  local tail = read_at(f, tail_start, size - tail_start)
+  local at -- 1-based in tail
+  for i = #tail - EOCD_SIZE + 1, 1, -1 do
+    if byte(tail, i) == 0x50 and sub(tail, i, i + 3) == "PK\5\6" then at = i; break end
   end
-  if not eocd then fail("truncated or corrupt zip archive (no end of central directory record)") end
-  local count = le(data, eocd + 10, 2)
-  local cd_size = le(data, eocd + 12, 4)
-  local cd_offset = le(data, eocd + 16, 4)
-  if count == 0xFFFF or cd_size == 0xFFFFFFFF or cd_offset == 0xFFFFFFFF then
-    fail("zip64 archives (checkpoints over 4 GB) are not supported")
+  if not at then fail("truncated or corrupt zip archive (no end of central directory record)") end
+  local eocd = tail_start + at - 1
+  if le(tail, at + 4, 2) ~= 0 or le(tail, at + 6, 2) ~= 0 then fail("multi-disk zip archives are not supported") end
+  local count, cd_size, cd_offset = le(tail, at + 10, 2), le(tail, at + 12, 4), le(tail, at + 16, 4)
+  local limit = eocd
+  if count == U16 or cd_size == U32 or cd_offset == U32 then
+    local loc = eocd >= ZIP64_LOCATOR_SIZE and read_at(f, eocd - ZIP64_LOCATOR_SIZE, ZIP64_LOCATOR_SIZE) or ""
+    if sub(loc, 1, 4) ~= "PK\6\7" then
+      fail("corrupt zip archive (zip64 sizes without a zip64 end record locator)")
+    end
+    local z = le64(loc, 9, fail)
+    if z + ZIP64_EOCD_SIZE > eocd - ZIP64_LOCATOR_SIZE then fail("corrupt zip archive (the zip64 end record is out of place)") end
+    local rec = read_at(f, z, ZIP64_EOCD_SIZE)
+    if sub(rec, 1, 4) ~= "PK\6\6" then fail("corrupt zip archive (the zip64 end record is damaged)") end
+    count, cd_size, cd_offset = le64(rec, 33, fail), le64(rec, 41, fail), le64(rec, 49, fail)
+    limit = z
   end
-  if le(data, eocd + 4, 2) ~= 0 or le(data, eocd + 6, 2) ~= 0 then fail("multi-disk zip archives are not supported") end
-  if cd_offset + cd_size > eocd - 1 then
+  if cd_offset + cd_size > limit then
     fail(("truncated or corrupt zip archive (the central directory at byte %d, %d bytes, passes its end record at byte %d)")
-      :format(cd_offset, cd_size, eocd - 1))
+      :format(cd_offset, cd_size, limit))
   end
+  return count, cd_offset, cd_size
+end
+
+-- The zip64 extended information extra field holds, in this order, the sizes
+-- and offset whose 32-bit fields carry the sentinel.
+local function zip64_fields(extra, wanted, name, fail)
+  local p = 1
+  while p + 3 <= #extra do
+    local id, len = le(extra, p, 2), le(extra, p + 2, 2)
+    if p + 4 + len - 1 > #extra then break end
+    if id == 1 then
+      local got, q = {}, p + 4
+      for i = 1, #wanted do
+        if q + 7 > p + 4 + len - 1 then break end
+        got[i] = le64(extra, q, fail)
+        q = q + 8
+      end
+      if #got == #wanted then return got end
+      break
+    end
+    p = p + 4 + len
+  end
+  fail(("corrupt zip archive (entry '%s' lacks its zip64 sizes)"):format(name))
+end
+
+-- The archive's entries: name -> {offset (0-based, of the data), size, crc}.
+local function read_zip(f, size, fail)
+  local count, cd_offset, cd_size = find_directory(f, size, fail)
+  local cd = read_at(f, cd_offset, cd_size)
   local entries = {}
-  local p = cd_offset + 1
-  local cd_end = cd_offset + cd_size
+  local p = 1
   for n = 1, count do
-    if p + 46 - 1 > cd_end or sub(data, p, p + 3) ~= "PK\1\2" then
+    if p + 46 - 1 > cd_size or sub(cd, p, p + 3) ~= "PK\1\2" then
       fail(("corrupt zip archive (central directory entry %d is damaged)"):format(n))
     end
-    local flags = le(data, p + 8, 2)
-    local method = le(data, p + 10, 2)
-    local crc = le(data, p + 16, 4)
-    local csize = le(data, p + 20, 4)
-    local usize = le(data, p + 24, 4)
-    local name_len, extra_len, comment_len = le(data, p + 28, 2), le(data, p + 30, 2), le(data, p + 32, 2)
-    local local_offset = le(data, p + 42, 4)
-    if p + 46 + name_len + extra_len + comment_len - 1 > cd_end then
+    local flags, method, crc = le(cd, p + 8, 2), le(cd, p + 10, 2), le(cd, p + 16, 4)
+    local csize, usize = le(cd, p + 20, 4), le(cd, p + 24, 4)
+    local name_len, extra_len, comment_len = le(cd, p + 28, 2), le(cd, p + 30, 2), le(cd, p + 32, 2)
+    local local_offset = le(cd, p + 42, 4)
+    if p + 46 + name_len + extra_len + comment_len - 1 > cd_size then
       fail(("corrupt zip archive (central directory entry %d runs past the directory)"):format(n))
     end
-    local name = sub(data, p + 46, p + 46 + name_len - 1)
+    local name = sub(cd, p + 46, p + 46 + name_len - 1)
+    if usize == U32 or csize == U32 or local_offset == U32 then
+      local wanted = {}
+      if usize == U32 then wanted[#wanted + 1] = "usize" end
+      if csize == U32 then wanted[#wanted + 1] = "csize" end
+      if local_offset == U32 then wanted[#wanted + 1] = "offset" end
+      local got = zip64_fields(sub(cd, p + 46 + name_len, p + 46 + name_len + extra_len - 1), wanted, name, fail)
+      for i, field in ipairs(wanted) do
+        if field == "usize" then usize = got[i] elseif field == "csize" then csize = got[i] else local_offset = got[i] end
+      end
+    end
     if flags % 2 == 1 then fail(("zip entry '%s' is encrypted"):format(name)) end
     if method ~= 0 then
       fail(("zip entry '%s' uses compression method %d; only stored (uncompressed) entries, as torch.save writes, are supported")
         :format(name, method))
     end
     if csize ~= usize then fail(("corrupt zip archive (stored entry '%s' has sizes %d and %d)"):format(name, csize, usize)) end
-    if csize == 0xFFFFFFFF or local_offset == 0xFFFFFFFF then
-      fail("zip64 archives (checkpoints over 4 GB) are not supported")
-    end
-    -- the local header, then the data
-    local lh = local_offset + 1
-    if lh + 30 - 1 > cd_offset or sub(data, lh, lh + 3) ~= "PK\3\4" then
+    local lh = local_offset + 30 <= cd_offset and read_at(f, local_offset, 30) or ""
+    if sub(lh, 1, 4) ~= "PK\3\4" then
       fail(("corrupt zip archive (the local header of '%s' is damaged or out of place)"):format(name))
     end
-    local start = lh + 30 + le(data, lh + 26, 2) + le(data, lh + 28, 2)
-    if start + csize - 1 > cd_offset then
+    local start = local_offset + 30 + le(lh, 27, 2) + le(lh, 29, 2)
+    if start + csize > cd_offset then
       fail(("truncated or corrupt zip archive (entry '%s' runs past the data: bytes %d..%d of %d)")
-        :format(name, start - 1, start - 1 + csize, cd_offset))
+        :format(name, start, start + csize, cd_offset))
     end
     if entries[name] then fail(("corrupt zip archive (entry '%s' appears twice)"):format(name)) end
     entries[name] = { offset = start, size = csize, crc = crc }
@@ -431,59 +489,79 @@ end
 
 -- ---- loading ----
 
---- load(path, opts, place): the value in a torch.save zip checkpoint. `place`
---- is serialize.lua's: place(storage, saved_location, map_location).
-function pytorch.load(path, opts, place)
+--- load(path, opts, storage): the value in a torch.save zip checkpoint.
+--- `storage` is serialize.lua's: storage.map(path, specs) gives CPU tensors over
+--- the file, storage.place(t, saved_location, map_location) moves one.
+function pytorch.load(path, opts, storage)
   opts = opts or {}
   local function fail(what) wick.error(("wick.load: %s: %s"):format(path, what)) end
   local f, err = io.open(path, "rb")
   if not f then wick.error(("wick.load: cannot open %s: %s"):format(path, err)) end
-  local data = f:read("*a")
-  f:close()
-  local entries = read_zip(data, fail)
-  local function bytes_of(name, e)
-    return sub(data, e.offset, e.offset + e.size - 1)
-  end
-  local prefix
-  for name in pairs(entries) do
-    local p = name:match("^(.-)/data%.pkl$")
-    if p and not p:find("/", 1, true) then
-      if prefix then fail("the archive holds more than one data.pkl") end
-      prefix = p
+  local ok, entries, pkl, prefix = pcall(function()
+    local size = f:seek("end")
+    local entries = read_zip(f, size, fail)
+    local prefix
+    for name in pairs(entries) do
+      local p = name:match("^(.-)/data%.pkl$")
+      if p and not p:find("/", 1, true) then
+        if prefix then fail("the archive holds more than one data.pkl") end
+        prefix = p
+      end
     end
-  end
-  if not prefix then fail("not a PyTorch checkpoint (the zip archive holds no <name>/data.pkl)") end
-  local bo = entries[prefix .. "/byteorder"]
-  if bo and bytes_of(prefix .. "/byteorder", bo) ~= "little" then
-    fail("the checkpoint was saved big-endian; only little-endian checkpoints are supported")
-  end
+    if not prefix then fail("not a PyTorch checkpoint (the zip archive holds no <name>/data.pkl)") end
+    local bo = entries[prefix .. "/byteorder"]
+    if bo and read_at(f, bo.offset, bo.size) ~= "little" then
+      fail("the checkpoint was saved big-endian; only little-endian checkpoints are supported")
+    end
+    local e = entries[prefix .. "/data.pkl"]
+    return entries, read_at(f, e.offset, e.size), prefix
+  end)
+  f:close()
+  if not ok then error(entries, 0) end
   local pkl_name = prefix .. "/data.pkl"
-  local pkl = bytes_of(pkl_name, entries[pkl_name])
   if crc_of(core.from_bytes(pkl, "uint8", { #pkl })) ~= entries[pkl_name].crc then
     fail(("corrupt zip archive (CRC-32 mismatch in '%s')"):format(pkl_name))
   end
-  local map = opts.map_location
-  local storages = {}
-  local function storage_for(dtype, key, location, numel)
+
+  -- First pass: every storage the pickle names, checked, as a meta tensor (no
+  -- memory), so that all of them can then be mapped at once.
+  local wanted, order = {}, {}
+  local function declare(dtype, key, location, numel)
     local name = prefix .. "/data/" .. key
-    local cached = storages[name]
-    if cached then
-      if cached.dtype ~= dtype then fail(("storage '%s' is used as both %s and %s"):format(key, cached.dtype, dtype)) end
-      return cached
+    local seen = wanted[name]
+    if seen then
+      if seen.dtype ~= dtype then fail(("storage '%s' is used as both %s and %s"):format(key, seen.dtype, dtype)) end
+      return seen.meta
     end
     local e = entries[name]
     if not e then fail(("the archive lacks the storage '%s'"):format(name)) end
     if e.size ~= numel * ELEMENT[dtype] then
       fail(("storage '%s' holds %d bytes, not %d elements of %s"):format(key, e.size, numel, dtype))
     end
-    local t = core.from_bytes(bytes_of(name, e), dtype, { numel })
-    if crc_of(t) ~= e.crc then fail(("corrupt zip archive (CRC-32 mismatch in '%s')"):format(name)) end
     if not pcall(wick.device, location) then fail(("storage '%s' has an unknown location '%s'"):format(key, location)) end
-    t = place(t, location, map)
-    storages[name] = t
-    return t
+    seen = { dtype = dtype, location = location, entry = e, meta = wick.empty({ numel }, { dtype = dtype, device = "meta" }) }
+    wanted[name] = seen
+    order[#order + 1] = name
+    return seen.meta
   end
-  return unpickle(pkl, path, storage_for)
+  unpickle(pkl, path, declare)
+
+  local specs = {}
+  for i, name in ipairs(order) do
+    local w = wanted[name]
+    specs[i] = { w.entry.offset, w.dtype, w.meta:numel() }
+  end
+  local mapped = storage.map(path, specs)
+  local placed = {}
+  for i, name in ipairs(order) do
+    local w = wanted[name]
+    if opts.verify and crc_of(mapped[i]) ~= w.entry.crc then
+      fail(("corrupt zip archive (CRC-32 mismatch in '%s')"):format(name))
+    end
+    placed[name] = storage.place(mapped[i], w.location, opts.map_location)
+  end
+  -- Second pass: the same pickle over the real storages.
+  return unpickle(pkl, path, function(_, key) return placed[prefix .. "/data/" .. key] end)
 end
 
 return pytorch

@@ -206,6 +206,23 @@ local function place(storage, location, map_location)
   return storage:to(target)
 end
 
+-- CPU tensors over one private mapping of the file, one per {offset, dtype,
+-- numel}: the data is read when it is first touched, straight from the page
+-- cache. A file whose writer did not align its entries is read instead.
+local function map_storages(path, specs)
+  local ok, mapped = pcall(core.map_storages, path, specs)
+  if not ok and tostring(mapped):find("not aligned", 1, true) then
+    ok, mapped = true, {}
+    for i, spec in ipairs(specs) do
+      local read_ok, t = pcall(core.read_storage, path, spec[1], spec[2], spec[3])
+      if not read_ok then ok, mapped = false, t; break end
+      mapped[i] = t
+    end
+  end
+  if not ok then wick.error(("wick.load: %s"):format(tostring(mapped):gsub("^[^:]*:%d+: ", ""))) end
+  return mapped
+end
+
 -- Reads and checks the container's header; returns it, the checked entries,
 -- and the data's starting byte (0-based), without reading the data.
 local function open_container(path)
@@ -316,7 +333,9 @@ function serialize.load(path, opts)
   local probe = io.open(path, "rb")
   local magic = probe and probe:read(4)
   if probe then probe:close() end
-  if magic == "PK\3\4" then return require("wick.pytorch").load(path, opts, place) end -- torch.save's zip
+  if magic == "PK\3\4" then -- torch.save's zip
+    return require("wick.pytorch").load(path, opts, { map = map_storages, place = place })
+  end
   local header, entries, data_start = open_container(path)
   -- every entry at once, as tensors over one private mapping of the file: the
   -- data is read when it is first touched, straight from the page cache
@@ -325,17 +344,7 @@ function serialize.load(path, opts)
     names[#names + 1] = name
     specs[#specs + 1] = { data_start + e.a, e.dtype, e.numel }
   end
-  local ok, mapped = pcall(core.map_storages, path, specs)
-  if not ok and tostring(mapped):find("not aligned", 1, true) then
-    -- a file from a writer that does not align its entries: read them instead
-    ok, mapped = true, {}
-    for i, spec in ipairs(specs) do
-      local read_ok, t = pcall(core.read_storage, path, spec[1], spec[2], spec[3])
-      if not read_ok then ok, mapped = false, t; break end
-      mapped[i] = t
-    end
-  end
-  if not ok then wick.error(("wick.load: %s"):format(tostring(mapped):gsub("^[^:]*:%d+: ", ""))) end
+  local mapped = map_storages(path, specs)
   local by_entry = {}
   for i, name in ipairs(names) do by_entry[entries[name]] = mapped[i] end
   local function storage_of(e) return by_entry[e] end
