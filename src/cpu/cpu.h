@@ -4,6 +4,15 @@
 
 #include "../core/internal.h"
 
+/* Hot loops are compiled twice, for AVX2 and for the baseline, and picked at
+ * load time by the CPU (GCC function multiversioning): the default x86-64
+ * build would otherwise use 128-bit SSE only. */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#define WK_SIMD __attribute__((target_clones("avx2", "default")))
+#else
+#define WK_SIMD
+#endif
+
 /* A loop over `n` consecutive elements of each operand: p[k] is operand k's first
  * element, s[k] its stride in elements. */
 typedef void (*cpu_run_fn)(char **p, const int64_t *s, int64_t n, const void *extra);

@@ -57,15 +57,7 @@ void cpu_run(const wk_iter *it, cpu_run_fn fn, const void *extra) {
     wk_parallel_for(it->numel, GRAIN, run_range, &j);
 }
 
-/* ---- loops ----
- * Compiled twice, for AVX2 and for the baseline, and picked at load time by
- * the CPU (GCC function multiversioning): the default x86-64 build would
- * otherwise use 128-bit SSE only. */
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-#define WK_SIMD __attribute__((target_clones("avx2", "default")))
-#else
-#define WK_SIMD
-#endif
+/* ---- loops (WK_SIMD: compiled for AVX2 and the baseline, see cpu.h) ---- */
 
 #define UNARY_RUN(NAME, T, EXPR)                                                                \
     WK_SIMD static void NAME(char **p, const int64_t *s, int64_t n, const void *extra) {                \
