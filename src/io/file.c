@@ -78,6 +78,12 @@ wick_status wick_read_storage(wick_tensor **out, const char *path, int64_t offse
     if (offset < 0 || numel < 0) return wick_fail(WICK_ERR_IO, "%s: bad entry offset or size", path);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return fail_errno("cannot open", path);
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || offset > (int64_t)sb.st_size ||
+        numel > ((int64_t)sb.st_size - offset) / (int64_t)wk_dtype_size(dtype)) {
+        close(fd); /* checked before allocating: a hostile size never becomes an allocation */
+        return wick_fail(WICK_ERR_IO, "%s: truncated: an entry runs past the end of the file", path);
+    }
     wick_tensor *t;
     wick_status st = wk_tensor_new(&t, 1, &numel, dtype, wick_cpu());
     if (st) {
@@ -129,8 +135,9 @@ wick_status wick_map_storages(const char *path, int n, const int64_t *offsets, c
         return st;
     }
     for (int i = 0; i < n; i++) {
-        int64_t bytes = numels[i] * (int64_t)wk_dtype_size(dtypes[i]);
-        if (offsets[i] < 0 || numels[i] < 0 || offsets[i] + bytes > (int64_t)sb.st_size) {
+        int64_t size = (int64_t)wk_dtype_size(dtypes[i]);
+        if (offsets[i] < 0 || numels[i] < 0 || offsets[i] > (int64_t)sb.st_size ||
+            numels[i] > ((int64_t)sb.st_size - offsets[i]) / size) {
             close(fd);
             return wick_fail(WICK_ERR_IO, "%s: truncated: an entry runs past the end of the file", path);
         }
