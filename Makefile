@@ -1,9 +1,13 @@
 # Convenience wrapper around CMake. `make test` is the command CI runs.
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
 JOBS ?= 2
+# seconds per fuzz target: `make fuzz` (CI) and `make fuzz-long`
+FUZZ_SHORT_SECONDS ?= 20
+FUZZ_SECONDS ?= 600
 
-.PHONY: all deps test test-fast sanitize run tour bench clean
+.PHONY: all deps test test-fast sanitize fuzz fuzz-long fuzz-build run tour bench clean
 
 all: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -12,8 +16,9 @@ all: deps
 deps:
 	@tools/install-deps.sh
 
-# The whole suite: C tests and every spec, then again under ASan + UBSan.
-test: test-fast sanitize
+# The whole suite: C tests and every spec, then again under ASan + UBSan, then
+# a short run of each wick.load fuzz target.
+test: test-fast sanitize fuzz
 
 test-fast: all
 	cd $(BUILD) && ctest --output-on-failure
@@ -22,6 +27,19 @@ sanitize: deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DWICK_SANITIZE=ON >/dev/null
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure
+
+# libFuzzer targets for wick.load (fuzz/README.md), in a clang build of their own.
+fuzz-build: deps
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DWICK_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_targets
+
+# Each target FUZZ_SHORT_SECONDS (20 s); fails if one finds something.
+fuzz: fuzz-build
+	fuzz/run.sh $(FUZZ_SHORT_SECONDS) $(FUZZ_BUILD)
+
+# Each target FUZZ_SECONDS (600 s); logs in $(FUZZ_BUILD)/logs/.
+fuzz-long: fuzz-build
+	fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BUILD)
 
 # The main job: train the Fashion-MNIST MLP (ARGS="--model cnn" for the CNN).
 run: all
@@ -35,4 +53,4 @@ bench: all
 	bench/run.sh
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -110,7 +110,7 @@ static wick_status random_fill(wick_tensor **out, int ndim, const int64_t *sizes
     if (t->storage->backend) {
         uint64_t seed, offset, n = (uint64_t)wick_tensor_numel(t);
         wk_rng_reserve(normal ? 2 * n : n, &seed, &offset);
-        t->storage->backend->random(t, normal, seed, offset);
+        if ((st = t->storage->backend->random(t, normal, seed, offset))) return wick_tensor_release(t), st;
     }
     *out = t;
     return WICK_OK;
@@ -147,8 +147,7 @@ wick_status wick_copy_(wick_tensor *dst, const wick_tensor *src) {
     wk_iter it;
     const wick_tensor *ops[2] = {dst, src};
     wk_iter_init(&it, 2, ops);
-    dst->storage->backend->copy(&it);
-    return WICK_OK;
+    return dst->storage->backend->copy(&it);
 }
 
 wick_status wick_fill_(wick_tensor *t, double value) {
@@ -158,8 +157,7 @@ wick_status wick_fill_(wick_tensor *t, double value) {
     wk_iter it;
     const wick_tensor *ops[1] = {t};
     wk_iter_init(&it, 1, ops);
-    t->storage->backend->fill(&it, value);
-    return WICK_OK;
+    return t->storage->backend->fill(&it, value);
 }
 
 static wick_status copy_as(wick_tensor **out, const wick_tensor *t, wick_options opt) {

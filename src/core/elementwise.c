@@ -83,13 +83,14 @@ typedef struct kernel_call {
     double x, y; /* alpha, or clamp bounds */
 } kernel_call;
 
-static void launch(const wick_backend *be, const kernel_call *k, const wk_iter *it) {
+static wick_status launch(const wick_backend *be, const kernel_call *k, const wk_iter *it) {
     switch (k->kind) {
-    case K_UNARY: be->unary((wick_unary_op)k->op, it); break;
-    case K_BINARY: be->binary((wick_binary_op)k->op, it, k->x); break;
-    case K_CLAMP: be->clamp(it, k->x, k->y); break;
-    case K_WHERE: be->where(it); break;
+    case K_UNARY: return be->unary((wick_unary_op)k->op, it);
+    case K_BINARY: return be->binary((wick_binary_op)k->op, it, k->x);
+    case K_CLAMP: return be->clamp(it, k->x, k->y);
+    case K_WHERE: return be->where(it);
     }
+    return WICK_OK;
 }
 
 /* inputs[i] must already have the compute dtype (except a where-condition). */
@@ -105,9 +106,9 @@ static wick_status run_kernel(const kernel_call *k, wick_tensor *out, wick_dtype
     for (int i = 0; i < n; i++) ops[i + 1] = inputs[i];
     wk_iter it;
     wk_iter_init(&it, n + 1, ops);
-    launch(be, k, &it);
+    st = launch(be, k, &it);
     if (target != out) {
-        st = wick_copy_(out, target);
+        if (!st) st = wick_copy_(out, target);
         wick_tensor_release(target);
     }
     return st;

@@ -238,7 +238,7 @@ static wick_status softmax(wick_tensor **out, const wick_tensor *a, int dim, int
     if ((st = wk_tensor_new(&r, a->ndim, a->sizes, cd, dev))) return st;
     if (!wk_is_meta(r)) {
         if ((st = wick_to(&in, (wick_tensor *)a, (wick_options){cd, dev})) || (st = wick_contiguous(&c, in))) goto done;
-        r->storage->backend->softmax(r, c, a->ndim ? dim : 0, log);
+        if ((st = r->storage->backend->softmax(r, c, a->ndim ? dim : 0, log))) goto done;
     }
     if (cd != a->dtype) {
         wick_tensor *conv;

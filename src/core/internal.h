@@ -179,17 +179,17 @@ struct wick_backend {
     /* returns cached free memory to the system (caching allocators) */
     void (*empty_cache)(void);
     /* dst = src elementwise with conversion (same device, any strides, same shape). */
-    void (*copy)(const wk_iter *it);
-    void (*fill)(const wk_iter *it, double value);
-    void (*unary)(wick_unary_op op, const wk_iter *it);
-    void (*binary)(wick_binary_op op, const wk_iter *it, double alpha);
-    void (*clamp)(const wk_iter *it, double lo, double hi);
-    void (*where)(const wk_iter *it);
-    void (*reduce)(const wk_reduce_args *args);
+    wick_status (*copy)(const wk_iter *it);
+    wick_status (*fill)(const wk_iter *it, double value);
+    wick_status (*unary)(wick_unary_op op, const wk_iter *it);
+    wick_status (*binary)(wick_binary_op op, const wk_iter *it, double alpha);
+    wick_status (*clamp)(const wk_iter *it, double lo, double hi);
+    wick_status (*where)(const wk_iter *it);
+    wick_status (*reduce)(const wk_reduce_args *args);
     wick_status (*gemm)(const wk_gemm_args *args);
-    void (*softmax)(const wick_tensor *out, const wick_tensor *in, int dim, int log);
+    wick_status (*softmax)(const wick_tensor *out, const wick_tensor *in, int dim, int log);
     /* fills a fresh contiguous tensor with draws (seed, offset + i) */
-    void (*random)(wick_tensor *out, int normal, uint64_t seed, uint64_t offset);
+    wick_status (*random)(wick_tensor *out, int normal, uint64_t seed, uint64_t offset);
     /* Index kernels get 0-based int64 indices and report one out of range
      * (WICK_ERR_INDEX, naming the value and the size) instead of touching memory. */
     wick_status (*index_select)(wick_tensor *out, const wick_tensor *in, int dim, const wick_tensor *index);
@@ -205,11 +205,11 @@ struct wick_backend {
     wick_status (*conv2d_backward)(const wk_conv2d_args *args, const char *grad_out, const char *input,
                                    const char *weight, char *grad_input, char *grad_weight, char *grad_bias);
     /* Pooling: indices may be NULL in max_pool2d; backward kernels overwrite grad_input. */
-    void (*max_pool2d)(const wk_pool2d_args *args, char *out, int64_t *indices, const char *input);
-    void (*max_pool2d_backward)(const wk_pool2d_args *args, char *grad_input, const char *grad_out,
+    wick_status (*max_pool2d)(const wk_pool2d_args *args, char *out, int64_t *indices, const char *input);
+    wick_status (*max_pool2d_backward)(const wk_pool2d_args *args, char *grad_input, const char *grad_out,
                                 const int64_t *indices);
-    void (*avg_pool2d)(const wk_pool2d_args *args, char *out, const char *input);
-    void (*avg_pool2d_backward)(const wk_pool2d_args *args, char *grad_input, const char *grad_out);
+    wick_status (*avg_pool2d)(const wk_pool2d_args *args, char *out, const char *input);
+    wick_status (*avg_pool2d_backward)(const wk_pool2d_args *args, char *grad_input, const char *grad_out);
 };
 
 extern const wick_backend wk_cpu_backend;

@@ -338,8 +338,8 @@ static wick_status pool2d_backward(wk_node *n, wick_tensor *g, wick_tensor **gra
         const wick_backend *be = gi->storage->backend;
         if (indices ? !be->max_pool2d_backward : !be->avg_pool2d_backward) st = unsupported_on(op, g);
         else if (!(st = as_compute(&gc, g, cd))) {
-            if (indices) be->max_pool2d_backward(&a, wk_data(gi), wk_data(gc), (const int64_t *)wk_data(indices));
-            else be->avg_pool2d_backward(&a, wk_data(gi), wk_data(gc));
+            if (indices) st = be->max_pool2d_backward(&a, wk_data(gi), wk_data(gc), (const int64_t *)wk_data(indices));
+            else st = be->avg_pool2d_backward(&a, wk_data(gi), wk_data(gc));
         }
     }
     wick_tensor_release(gc);
@@ -368,8 +368,8 @@ static wick_status max_pool2d_forward(wick_tensor **out, wick_tensor **indices, 
     }
     if ((st = as_compute(&x, input, cd))) goto done;
     a.dtype = cd;
-    be->max_pool2d(&a, wk_data(r), idx ? (int64_t *)wk_data(idx) : NULL, wk_data(x));
-    st = convert_to(&r, input->dtype);
+    if (!(st = be->max_pool2d(&a, wk_data(r), idx ? (int64_t *)wk_data(idx) : NULL, wk_data(x))))
+        st = convert_to(&r, input->dtype);
 done:
     wick_tensor_release(x);
     if (st) {
@@ -427,8 +427,7 @@ static wick_status avg_pool2d_forward(wick_tensor **out, const wick_tensor *inpu
     }
     if ((st = as_compute(&x, input, cd))) goto done;
     a.dtype = cd;
-    be->avg_pool2d(&a, wk_data(r), wk_data(x));
-    st = convert_to(&r, input->dtype);
+    if (!(st = be->avg_pool2d(&a, wk_data(r), wk_data(x)))) st = convert_to(&r, input->dtype);
 done:
     wick_tensor_release(x);
     if (st) {

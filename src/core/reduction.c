@@ -106,7 +106,7 @@ static wick_status reduce_forward(wick_tensor **out, wick_tensor **indices, wick
             args.inner_size = in->sizes[dim];
             args.inner_stride = in->strides[dim];
         }
-        in->storage->backend->reduce(&args);
+        if ((st = in->storage->backend->reduce(&args))) goto fail;
         if (kout != result && (st = wick_copy_(result, kout))) goto fail;
     }
     wick_tensor_release(kout);

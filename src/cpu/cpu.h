@@ -21,13 +21,13 @@ void cpu_run(const wk_iter *it, cpu_run_fn fn, const void *extra);
 
 /* The kernel of a binary op for a compute dtype (float32, float64 or int64). */
 cpu_run_fn cpu_binary_run(int op, wick_dtype compute);
-void cpu_unary(wick_unary_op op, const wk_iter *it);
-void cpu_binary(wick_binary_op op, const wk_iter *it, double alpha);
-void cpu_clamp(const wk_iter *it, double lo, double hi);
-void cpu_where(const wk_iter *it);
-void cpu_reduce(const wk_reduce_args *args);
+wick_status cpu_unary(wick_unary_op op, const wk_iter *it);
+wick_status cpu_binary(wick_binary_op op, const wk_iter *it, double alpha);
+wick_status cpu_clamp(const wk_iter *it, double lo, double hi);
+wick_status cpu_where(const wk_iter *it);
+wick_status cpu_reduce(const wk_reduce_args *args);
 wick_status cpu_gemm(const wk_gemm_args *args);
-void cpu_softmax(const wick_tensor *out, const wick_tensor *in, int dim, int log);
+wick_status cpu_softmax(const wick_tensor *out, const wick_tensor *in, int dim, int log);
 wick_status cpu_index_select(wick_tensor *out, const wick_tensor *in, int dim, const wick_tensor *index);
 wick_status cpu_gather(wick_tensor *out, const wick_tensor *in, int dim, const wick_tensor *index);
 wick_status cpu_scatter(wick_tensor *out, int dim, const wick_tensor *index, const wick_tensor *src);
@@ -38,9 +38,9 @@ wick_status cpu_conv2d_forward(const wk_conv2d_args *a, char *out, const char *i
                                const char *bias);
 wick_status cpu_conv2d_backward(const wk_conv2d_args *a, const char *grad_out, const char *input, const char *weight,
                                 char *grad_input, char *grad_weight, char *grad_bias);
-void cpu_max_pool2d(const wk_pool2d_args *a, char *out, int64_t *indices, const char *input);
-void cpu_max_pool2d_backward(const wk_pool2d_args *a, char *grad_input, const char *grad_out, const int64_t *indices);
-void cpu_avg_pool2d(const wk_pool2d_args *a, char *out, const char *input);
-void cpu_avg_pool2d_backward(const wk_pool2d_args *a, char *grad_input, const char *grad_out);
+wick_status cpu_max_pool2d(const wk_pool2d_args *a, char *out, int64_t *indices, const char *input);
+wick_status cpu_max_pool2d_backward(const wk_pool2d_args *a, char *grad_input, const char *grad_out, const int64_t *indices);
+wick_status cpu_avg_pool2d(const wk_pool2d_args *a, char *out, const char *input);
+wick_status cpu_avg_pool2d_backward(const wk_pool2d_args *a, char *grad_input, const char *grad_out);
 
 #endif

@@ -143,9 +143,10 @@ static void copy_run(char **p, const int64_t *s, int64_t n, const void *extra) {
     }
 }
 
-static void cpu_copy(const wk_iter *it) {
+static wick_status cpu_copy(const wk_iter *it) {
     copy_types ct = {it->dtypes[0], it->dtypes[1]};
     cpu_run(it, copy_run, &ct);
+    return WICK_OK;
 }
 
 /* ---- fill ---- */
@@ -165,7 +166,7 @@ static void fill_run(char **p, const int64_t *s, int64_t n, const void *extra) {
     }
 }
 
-static void cpu_fill(const wk_iter *it, double value) {
+static wick_status cpu_fill(const wk_iter *it, double value) {
     fill_value v = {wk_dtype_size(it->dtypes[0]), 0};
     char bytes[8] = {0};
     wk_store_double(bytes, it->dtypes[0], value);
@@ -176,6 +177,7 @@ static void cpu_fill(const wk_iter *it, double value) {
     default: v.bits = *(uint64_t *)bytes; break;
     }
     cpu_run(it, fill_run, &v);
+    return WICK_OK;
 }
 
 /* ---- random ---- */
@@ -208,9 +210,10 @@ static void random_range(void *ctx, int64_t begin, int64_t end) {
     }
 }
 
-static void cpu_random(wick_tensor *out, int normal, uint64_t seed, uint64_t offset) {
+static wick_status cpu_random(wick_tensor *out, int normal, uint64_t seed, uint64_t offset) {
     random_job j = {out, normal, seed, offset};
     wk_parallel_for(wick_tensor_numel(out), 16384, random_range, &j);
+    return WICK_OK;
 }
 
 const wick_backend wk_cpu_backend = {

@@ -149,14 +149,15 @@ static int type_slot(const wk_iter *it, int k) {
     return it->dtypes[k] == WICK_FLOAT32 ? 0 : it->dtypes[k] == WICK_FLOAT64 ? 1 : 2;
 }
 
-void cpu_unary(wick_unary_op op, const wk_iter *it) { cpu_run(it, unary_runs[type_slot(it, 1)][op], NULL); }
+wick_status cpu_unary(wick_unary_op op, const wk_iter *it) { cpu_run(it, unary_runs[type_slot(it, 1)][op], NULL); return WICK_OK; }
 
 cpu_run_fn cpu_binary_run(int op, wick_dtype compute) {
     return binary_runs[compute == WICK_FLOAT32 ? 0 : compute == WICK_FLOAT64 ? 1 : 2][op];
 }
 
-void cpu_binary(wick_binary_op op, const wk_iter *it, double alpha) {
+wick_status cpu_binary(wick_binary_op op, const wk_iter *it, double alpha) {
     cpu_run(it, binary_runs[type_slot(it, 1)][op], &alpha);
+    return WICK_OK;
 }
 
 /* clamp: NaN passes through, like PyTorch */
@@ -179,10 +180,11 @@ CLAMP_RUN(clamp_f64, double, b->lo, b->hi)
 CLAMP_RUN(clamp_i64, int64_t, b->lo < -9.2e18 ? INT64_MIN : (int64_t)ceil(b->lo),
           b->hi > 9.2e18 ? INT64_MAX : (int64_t)floor(b->hi))
 
-void cpu_clamp(const wk_iter *it, double lo, double hi) {
+wick_status cpu_clamp(const wk_iter *it, double lo, double hi) {
     static const cpu_run_fn runs[3] = {clamp_f32, clamp_f64, clamp_i64};
     bounds b = {lo, hi};
     cpu_run(it, runs[type_slot(it, 1)], &b);
+    return WICK_OK;
 }
 
 #define WHERE_RUN(NAME, T)                                                                      \
@@ -197,7 +199,8 @@ WHERE_RUN(where_f32, float)
 WHERE_RUN(where_f64, double)
 WHERE_RUN(where_i64, int64_t)
 
-void cpu_where(const wk_iter *it) {
+wick_status cpu_where(const wk_iter *it) {
     static const cpu_run_fn runs[3] = {where_f32, where_f64, where_i64};
     cpu_run(it, runs[type_slot(it, 2)], NULL);
+    return WICK_OK;
 }

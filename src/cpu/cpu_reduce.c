@@ -135,8 +135,9 @@ static void reduce_range(void *ctx, int64_t begin, int64_t end) {
     }
 }
 
-void cpu_reduce(const wk_reduce_args *a) {
+wick_status cpu_reduce(const wk_reduce_args *a) {
     int64_t outer = wk_numel(a->outer_ndim, a->outer_sizes);
     int64_t grain = a->inner_size > 0 ? 32768 / a->inner_size + 1 : 32768;
     wk_parallel_for(outer, grain, reduce_range, (void *)a);
+    return WICK_OK;
 }

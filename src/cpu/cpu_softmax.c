@@ -27,10 +27,11 @@
 SOFTMAX(softmax_f32, float, expf, logf)
 SOFTMAX(softmax_f64, double, exp, log)
 
-void cpu_softmax(const wick_tensor *out, const wick_tensor *in, int dim, int log) {
+wick_status cpu_softmax(const wick_tensor *out, const wick_tensor *in, int dim, int log) {
     int64_t outer = 1, inner = 1, d = in->ndim ? in->sizes[dim] : 1;
     for (int i = 0; i < dim; i++) outer *= in->sizes[i];
     for (int i = dim + 1; i < in->ndim; i++) inner *= in->sizes[i];
     if (in->dtype == WICK_FLOAT32) softmax_f32((float *)wk_data(out), (const float *)wk_data(in), outer, d, inner, log);
     else softmax_f64((double *)wk_data(out), (const double *)wk_data(in), outer, d, inner, log);
+    return WICK_OK;
 }
