@@ -108,9 +108,31 @@ WICK_API const char *wick_device_format(wick_device dev, char *buf, size_t size)
 WICK_API int wick_device_equal(wick_device a, wick_device b);
 WICK_API wick_device wick_cpu(void);
 
-/* CUDA presence: 1 only when built with CUDA and a usable GPU exists. Never fails. */
+/* ---- CUDA ----------------------------------------------------------------
+ * Per process: the CUDA context, the caching allocator and its statistics, the
+ * TF32 switch. Per thread: the current device (like CUDA's own). In a build
+ * without CUDA, or without a driver or GPU, is_available is 0, device_count 0,
+ * the statistics 0, and the functions that need a GPU fail with WICK_ERR_DEVICE. */
+
+/* 1 only when built with CUDA and a usable GPU exists. Never fails. */
 WICK_API int wick_cuda_is_available(void);
 WICK_API int wick_cuda_device_count(void);
+/* The calling thread's current device (0 until set). */
+WICK_API wick_status wick_cuda_current_device(int *index);
+WICK_API wick_status wick_cuda_set_device(int index);
+/* Waits for all work queued on the device (-1: the current one). */
+WICK_API wick_status wick_cuda_synchronize(int index);
+/* Caching allocator statistics of a device, in bytes: held by live tensors, the
+ * peak of that since start (or the last reset), and reserved from CUDA. */
+WICK_API int64_t wick_cuda_memory_allocated(int index);
+WICK_API int64_t wick_cuda_max_memory_allocated(int index);
+WICK_API int64_t wick_cuda_memory_reserved(int index);
+WICK_API void wick_cuda_reset_peak_memory_stats(int index);
+/* Returns the allocator's cached free blocks of every device to CUDA. */
+WICK_API void wick_cuda_empty_cache(void);
+/* float32 matrix products may use TF32 tensor cores (off by default, as in PyTorch). */
+WICK_API void wick_cuda_set_allow_tf32(int allow);
+WICK_API int wick_cuda_allow_tf32(void);
 
 /* ---- tensors ------------------------------------------------------------- */
 
@@ -137,6 +159,10 @@ WICK_API const void *wick_tensor_storage_id(const wick_tensor *t);
 typedef struct wick_options {
     wick_dtype dtype;
     wick_device device;
+    /* wick_to between the CPU and a GPU: return before the copy has finished
+     * when the CPU side is pinned (wick_pin_memory); work queued later on that
+     * GPU sees the data. Otherwise ignored. */
+    int non_blocking;
 } wick_options;
 
 /* {float32, cpu} */
@@ -175,6 +201,11 @@ WICK_API wick_status wick_clone(wick_tensor **out, const wick_tensor *t);
 /* A tensor with the given device and dtype; retains and returns `t` itself
  * when nothing would change. */
 WICK_API wick_status wick_to(wick_tensor **out, wick_tensor *t, wick_options opt);
+/* A copy of a CPU tensor in page-locked ("pinned") host memory, which GPUs read
+ * and write asynchronously; `t` itself (retained) when already pinned. Needs a
+ * usable GPU. */
+WICK_API wick_status wick_pin_memory(wick_tensor **out, const wick_tensor *t);
+WICK_API int wick_tensor_is_pinned(const wick_tensor *t);
 /* The value of a one-element tensor. */
 WICK_API wick_status wick_item_double(const wick_tensor *t, double *out);
 WICK_API wick_status wick_item_int64(const wick_tensor *t, int64_t *out);

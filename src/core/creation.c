@@ -125,6 +125,32 @@ wick_status wick_randn(wick_tensor **out, int ndim, const int64_t *sizes, wick_o
 
 /* ---- copy, fill, clone, to ---- */
 
+static wick_status copy_as(wick_tensor **out, const wick_tensor *t, wick_options opt);
+
+/* Between devices the bytes cross as one contiguous block in dst's dtype:
+ * broadcasting, conversion and strides are handled on one side or the other. */
+static wick_status copy_across(wick_tensor *dst, const wick_tensor *src, int non_blocking) {
+    wick_device dd = dst->storage->device, sd = src->storage->device;
+    const wick_backend *be = dd.type != WICK_CPU ? dst->storage->backend : src->storage->backend;
+    if (!be->transfer) return wick_fail(WICK_ERR_UNSUPPORTED, "copy_: no copies between these devices");
+    wick_tensor *e = NULL, *s = NULL, *d = NULL;
+    wick_status st;
+    WK_NO_GRAD(st = wick_expand(&e, (wick_tensor *)src, dst->ndim, dst->sizes));
+    if (!st && e->dtype == dst->dtype && wick_tensor_is_contiguous(e)) wick_tensor_retain(s = e);
+    else if (!st) st = copy_as(&s, e, (wick_options){dst->dtype, sd, 0});
+    if (!st && wick_tensor_is_contiguous(dst)) wick_tensor_retain(d = dst);
+    else if (!st) st = wk_tensor_new(&d, dst->ndim, dst->sizes, dst->dtype, dd);
+    if (!st) {
+        size_t nbytes = (size_t)wick_tensor_numel(dst) * wk_dtype_size(dst->dtype);
+        if (nbytes) st = be->transfer(wk_data(d), dd, wk_data(s), sd, nbytes, non_blocking);
+    }
+    if (!st && d != dst) st = wick_copy_(dst, d);
+    wick_tensor_release(e);
+    wick_tensor_release(s);
+    wick_tensor_release(d);
+    return st;
+}
+
 wick_status wick_copy_(wick_tensor *dst, const wick_tensor *src) {
     wick_status ck = wk_check_inplace("copy_", dst, 1, &src);
     if (ck) return ck;
@@ -142,8 +168,7 @@ wick_status wick_copy_(wick_tensor *dst, const wick_tensor *src) {
     if (dd.type == WICK_META) return WICK_OK;
     if (sd.type == WICK_META)
         return wick_fail(WICK_ERR_DEVICE, "copy_: cannot copy out of a meta tensor: it has no data");
-    if (dd.type != WICK_CPU || sd.type != WICK_CPU)
-        return wick_fail(WICK_ERR_UNSUPPORTED, "copy_: CUDA copies need the CUDA backend");
+    if (!wick_device_equal(dd, sd)) return copy_across(dst, src, 0);
     wk_iter it;
     const wick_tensor *ops[2] = {dst, src};
     wk_iter_init(&it, 2, ops);
@@ -164,7 +189,8 @@ static wick_status copy_as(wick_tensor **out, const wick_tensor *t, wick_options
     wick_tensor *c;
     wick_status st = wk_tensor_new(&c, t->ndim, t->sizes, opt.dtype, opt.device);
     if (st) return st;
-    if (c->storage->backend && (st = wick_copy_(c, t))) {
+    bool across = !wick_device_equal(opt.device, t->storage->device) && t->storage->backend;
+    if (c->storage->backend && (st = across ? copy_across(c, t, opt.non_blocking) : wick_copy_(c, t))) {
         wick_tensor_release(c);
         return st;
     }
@@ -202,20 +228,32 @@ static wick_status check_item(const wick_tensor *t) {
                          "needs exactly one element)",
                          wick_tensor_numel(t));
     if (wk_is_meta(t)) return wick_fail(WICK_ERR_DEVICE, "item(): a meta tensor has no data to read");
-    if (t->storage->device.type != WICK_CPU)
-        return wick_fail(WICK_ERR_UNSUPPORTED, "item(): reading CUDA memory needs the CUDA backend");
     return WICK_OK;
 }
 
-wick_status wick_item_double(const wick_tensor *t, double *out) {
+/* The element of a one-element tensor, copied to the CPU when it lives elsewhere. */
+static wick_status item_bytes(const wick_tensor *t, char *bytes) {
     wick_status st = check_item(t);
-    if (!st) *out = wk_load_double(wk_data(t), t->dtype);
+    if (st) return st;
+    size_t size = wk_dtype_size(t->dtype);
+    if (t->storage->device.type == WICK_CPU) {
+        memcpy(bytes, wk_data(t), size);
+        return WICK_OK;
+    }
+    return t->storage->backend->transfer(bytes, wick_cpu(), wk_data(t), t->storage->device, size, 0);
+}
+
+wick_status wick_item_double(const wick_tensor *t, double *out) {
+    char bytes[8];
+    wick_status st = item_bytes(t, bytes);
+    if (!st) *out = wk_load_double(bytes, t->dtype);
     return st;
 }
 
 wick_status wick_item_int64(const wick_tensor *t, int64_t *out) {
-    wick_status st = check_item(t);
-    if (!st) *out = wk_load_int64(wk_data(t), t->dtype);
+    char bytes[8];
+    wick_status st = item_bytes(t, bytes);
+    if (!st) *out = wk_load_int64(bytes, t->dtype);
     return st;
 }
 

@@ -38,10 +38,31 @@ const char *wick_device_format(wick_device dev, char *buf, size_t size) {
     return buf;
 }
 
-/* CUDA comes with the CUDA backend; this build reports it absent without failing. */
+int wick_tensor_is_pinned(const wick_tensor *t) { return t->storage->pinned; }
+
+/* A build without CUDA: no GPU, statistics of zero, and a clear error wherever
+ * a GPU is needed. The CUDA build defines these in src/cuda/cuda_runtime.cu. */
 #ifndef WICK_WITH_CUDA
+static wick_status no_cuda(const char *what) {
+    return wick_fail(WICK_ERR_DEVICE, "%s: wick was built without CUDA, so wick.cuda.is_available() is false", what);
+}
 int wick_cuda_is_available(void) { return 0; }
 int wick_cuda_device_count(void) { return 0; }
+wick_status wick_cuda_current_device(int *index) { return *index = 0, no_cuda("current_device"); }
+wick_status wick_cuda_set_device(int index) { return (void)index, no_cuda("set_device"); }
+wick_status wick_cuda_synchronize(int index) { return (void)index, no_cuda("synchronize"); }
+int64_t wick_cuda_memory_allocated(int index) { return (void)index, 0; }
+int64_t wick_cuda_max_memory_allocated(int index) { return (void)index, 0; }
+int64_t wick_cuda_memory_reserved(int index) { return (void)index, 0; }
+void wick_cuda_reset_peak_memory_stats(int index) { (void)index; }
+void wick_cuda_empty_cache(void) {}
+static int allow_tf32;
+void wick_cuda_set_allow_tf32(int allow) { allow_tf32 = allow != 0; }
+int wick_cuda_allow_tf32(void) { return allow_tf32; }
+wick_status wick_pin_memory(wick_tensor **out, const wick_tensor *t) {
+    (void)out, (void)t;
+    return no_cuda("pin_memory");
+}
 #endif
 
 wick_status wk_check_device_usable(wick_device dev) {
@@ -67,5 +88,9 @@ wick_status wk_check_device_usable(wick_device dev) {
 }
 
 const wick_backend *wk_backend_for(wick_device dev) {
-    return dev.type == WICK_CPU ? &wk_cpu_backend : NULL; /* meta has none; CUDA comes later */
+    if (dev.type == WICK_CPU) return &wk_cpu_backend;
+#ifdef WICK_WITH_CUDA
+    if (dev.type == WICK_CUDA) return &wk_cuda_backend;
+#endif
+    return NULL; /* meta: shapes only */
 }

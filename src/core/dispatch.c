@@ -56,6 +56,7 @@ wick_status wk_broadcast_shapes(const char *op, int na, const int64_t *a, int nb
 void wk_iter_init(wk_iter *it, int nops, const wick_tensor *const *ops) {
     const wick_tensor *out = ops[0];
     int n = out->ndim;
+    it->device = out->storage->device.index;
     it->nops = nops;
     it->numel = wk_numel(n, out->sizes);
     for (int k = 0; k < nops; k++) {

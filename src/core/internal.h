@@ -17,6 +17,7 @@ struct wick_storage {
     void *data; /* NULL on meta */
     const wick_backend *backend;
     bool inline_data; /* small CPU storages keep their data in the same block */
+    bool pinned;      /* CPU data in page-locked memory (wick_pin_memory; freed by `release`) */
     /* memory the storage does not own (a file mapping, a host's buffer): called
      * instead of the backend's free when the storage dies */
     void (*release)(void *ctx);
@@ -99,6 +100,8 @@ static inline size_t wk_dtype_size(wick_dtype d) {
  * pointers. Operand 0 is the output. Dims are coalesced where possible. */
 #define WK_MAX_OPERANDS 4
 typedef struct wk_iter {
+    int device; /* the device index of the operands (-1 for the CPU); every kernel
+                   argument block carries one, so a GPU backend knows where to run */
     int ndim;
     int nops;
     int64_t numel;
@@ -120,6 +123,7 @@ wick_status wk_broadcast_shapes(const char *op, int na, const int64_t *a, int nb
  * and shapes. Elementwise kernels compute in float32, float64 or int64 ("compute
  * dtypes"); the dispatcher converts other dtypes around them. */
 typedef struct wk_gemm_args {
+    int device;
     wick_dtype dtype;
     int trans_a, trans_b;
     int64_t m, n, k;
@@ -133,6 +137,7 @@ typedef struct wk_gemm_args {
 } wk_gemm_args;
 
 typedef struct wk_reduce_args {
+    int device;
     wick_reduce_op op;
     wick_dtype in_dtype, out_dtype;
     /* outer iteration over the kept dims, inner over the reduced one */
@@ -152,6 +157,7 @@ typedef struct wk_reduce_args {
  * float64): input [n, c, h, w], weight [o, c / groups, kh, kw], output
  * [n, o, oh, ow]. Shapes and parameters are checked by the core (nn_ops.c). */
 typedef struct wk_conv2d_args {
+    int device;
     wick_dtype dtype;
     int64_t n, c, h, w;
     int64_t o, kh, kw;
@@ -162,6 +168,7 @@ typedef struct wk_conv2d_args {
 /* 2-D pooling over `planes` (n * c) contiguous [h, w] planes of one compute dtype;
  * indices (int64) are flat positions within a plane, 0-based. */
 typedef struct wk_pool2d_args {
+    int device;
     wick_dtype dtype;
     int64_t planes, h, w, oh, ow;
     int64_t kh, kw, sh, sw, ph, pw;
@@ -178,6 +185,11 @@ struct wick_backend {
     void (*free)(void *ptr, size_t nbytes, int device_index);
     /* returns cached free memory to the system (caching allocators) */
     void (*empty_cache)(void);
+    /* nbytes from src to dst, both contiguous, between this backend's device
+     * and the CPU or another device of this backend. Returns once the bytes have
+     * arrived unless non_blocking and the host side is pinned. NULL on the CPU. */
+    wick_status (*transfer)(void *dst, wick_device dst_dev, const void *src, wick_device src_dev, size_t nbytes,
+                            int non_blocking);
     /* dst = src elementwise with conversion (same device, any strides, same shape). */
     wick_status (*copy)(const wk_iter *it);
     wick_status (*fill)(const wk_iter *it, double value);
@@ -213,6 +225,9 @@ struct wick_backend {
 };
 
 extern const wick_backend wk_cpu_backend;
+#ifdef WICK_WITH_CUDA
+extern const wick_backend wk_cuda_backend; /* src/cuda/cuda_backend.c */
+#endif
 
 /* ---- threads (threads.c) ---- */
 /* Runs fn(ctx, begin, end) over [0, n) split among the pool's threads when n is at

@@ -41,7 +41,7 @@ static wick_status gemm_2d(wick_tensor *c, const wick_tensor *a, const wick_tens
         }
     }
     if (!st) {
-        wk_gemm_args g = {.dtype = c->dtype, .trans_a = trans[0], .trans_b = trans[1],
+        wk_gemm_args g = {.device = c->storage->device.index, .dtype = c->dtype, .trans_a = trans[0], .trans_b = trans[1],
                           .m = a->sizes[0], .n = b->sizes[1], .k = a->sizes[1],
                           .a = wk_data(ops[0]), .lda = ld[0], .b = wk_data(ops[1]), .ldb = ld[1],
                           .c = wk_data(c), .ldc = c->sizes[1] > 0 ? c->sizes[1] : 1,

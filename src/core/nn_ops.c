@@ -152,6 +152,7 @@ static wick_status conv2d_forward(wick_tensor **out, const wick_tensor *input, c
     if ((st = as_compute(&x, input, cd)) || (st = as_compute(&w, weight, cd)) || (bias && (st = as_compute(&b, bias, cd))))
         goto done;
     a.dtype = cd;
+    a.device = dev.index;
     if ((st = be->conv2d_forward(&a, wk_data(r), wk_data(x), wk_data(w), b ? wk_data(b) : NULL))) goto done;
     st = convert_to(&r, input->dtype);
 done:
@@ -176,7 +177,7 @@ static wick_status conv2d_backward(wk_node *n, wick_tensor *g, wick_tensor **gra
     wick_device dev = g->storage->device;
     wick_dtype cd = compute_dtype(w_orig->dtype);
     const int64_t *chw = n->sizes + (unbatched ? 0 : 1); /* C, H, W */
-    wk_conv2d_args a = {.dtype = cd, .n = unbatched ? 1 : n->sizes[0], .c = chw[0], .h = chw[1], .w = chw[2],
+    wk_conv2d_args a = {.device = dev.index, .dtype = cd, .n = unbatched ? 1 : n->sizes[0], .c = chw[0], .h = chw[1], .w = chw[2],
                          .o = w_orig->sizes[0], .kh = w_orig->sizes[2], .kw = w_orig->sizes[3],
                          .sh = p[P_SH], .sw = p[P_SW], .ph = p[P_PH], .pw = p[P_PW],
                          .dh = p[P_DH], .dw = p[P_DW], .groups = p[P_GROUPS]};
@@ -303,10 +304,10 @@ static void pool_out_shape(const wick_tensor *input, const wk_pool2d_args *a, in
 }
 
 /* kernel arguments from a node: sizes = the input's shape, ints = kh kw sh sw ph pw ceil count_include_pad */
-static wk_pool2d_args pool_args_of(const wk_node *n, wick_dtype cd) {
+static wk_pool2d_args pool_args_of(const wk_node *n, wick_dtype cd, int device) {
     const int *q = n->ints;
     int nd = n->ndim;
-    wk_pool2d_args a = {.dtype = cd, .planes = wk_numel(nd - 2, n->sizes), .h = n->sizes[nd - 2],
+    wk_pool2d_args a = {.device = device, .dtype = cd, .planes = wk_numel(nd - 2, n->sizes), .h = n->sizes[nd - 2],
                         .w = n->sizes[nd - 1], .kh = q[0], .kw = q[1], .sh = q[2], .sw = q[3], .ph = q[4],
                         .pw = q[5], .count_include_pad = q[7]};
     a.oh = pool_out_size(a.h, a.kh, a.ph, a.sh, q[6]);
@@ -334,7 +335,7 @@ static wick_status pool2d_backward(wk_node *n, wick_tensor *g, wick_tensor **gra
     TRY(wk_tensor_new(&gi, n->ndim, n->sizes, cd, g->storage->device));
     wick_status st = WICK_OK;
     if (!wk_is_meta(gi)) {
-        wk_pool2d_args a = pool_args_of(n, cd);
+        wk_pool2d_args a = pool_args_of(n, cd, g->storage->device.index);
         const wick_backend *be = gi->storage->backend;
         if (indices ? !be->max_pool2d_backward : !be->avg_pool2d_backward) st = unsupported_on(op, g);
         else if (!(st = as_compute(&gc, g, cd))) {
@@ -368,6 +369,7 @@ static wick_status max_pool2d_forward(wick_tensor **out, wick_tensor **indices, 
     }
     if ((st = as_compute(&x, input, cd))) goto done;
     a.dtype = cd;
+    a.device = dev.index;
     if (!(st = be->max_pool2d(&a, wk_data(r), idx ? (int64_t *)wk_data(idx) : NULL, wk_data(x))))
         st = convert_to(&r, input->dtype);
 done:
@@ -427,6 +429,7 @@ static wick_status avg_pool2d_forward(wick_tensor **out, const wick_tensor *inpu
     }
     if ((st = as_compute(&x, input, cd))) goto done;
     a.dtype = cd;
+    a.device = dev.index;
     if (!(st = be->avg_pool2d(&a, wk_data(r), wk_data(x)))) st = convert_to(&r, input->dtype);
 done:
     wick_tensor_release(x);

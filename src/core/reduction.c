@@ -81,7 +81,7 @@ static wick_status reduce_forward(wick_tensor **out, wick_tensor **indices, wick
         } else if ((st = wk_tensor_new(&kout, n, shape, kernel_out, dev))) {
             goto fail;
         }
-        wk_reduce_args args = {.op = op, .in_dtype = cd, .out_dtype = kernel_out, .correction = correction};
+        wk_reduce_args args = {.device = in->storage->device.index, .op = op, .in_dtype = cd, .out_dtype = kernel_out, .correction = correction};
         args.in = wk_data(in);
         args.out = wk_data(kout);
         args.indices = idx ? wk_data(idx) : NULL;

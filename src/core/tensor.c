@@ -56,6 +56,7 @@ static const char *human_bytes(double n, char *buf, size_t size) {
 static wick_status storage_new(wick_storage **out, wick_device dev, size_t nbytes, size_t extra, void **extra_out) {
     wick_status st = wk_check_device_usable(dev);
     if (st) return st;
+    if (dev.type == WICK_CUDA && dev.index < 0 && (st = wick_cuda_current_device(&dev.index))) return st;
     bool small = dev.type == WICK_CPU && nbytes <= SMALL_STORAGE_BYTES;
     if (!small) extra = 0;
     wick_storage *s = malloc(small ? SMALL_STORAGE_HEADER + extra + nbytes : sizeof *s);
@@ -65,6 +66,7 @@ static wick_status storage_new(wick_storage **out, wick_device dev, size_t nbyte
     s->nbytes = nbytes;
     s->data = small ? (char *)s + SMALL_STORAGE_HEADER + extra : NULL;
     s->inline_data = small;
+    s->pinned = false;
     s->release = NULL;
     s->release_ctx = NULL;
     s->backend = wk_backend_for(dev);
