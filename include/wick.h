@@ -426,6 +426,12 @@ WICK_API int wick_get_num_threads(void);
 
 /* ---- memory accounting ---------------------------------------------------- */
 
+/* Called (on the allocating thread) when an allocation fails, before the
+ * caching allocators are emptied and the allocation is retried once: a host
+ * frees what it can (the Lua binding runs a full garbage collection, which
+ * releases dead tensors). Per thread; NULL removes it. */
+WICK_API void wick_set_oom_handler(void (*handler)(void *ctx), void *ctx);
+
 /* Bytes of CPU tensor memory currently allocated (all threads, all states):
  * exact for the calling thread's own allocations, within 256 KiB for each other
  * thread's (they are counted in batches). */

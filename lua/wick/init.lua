@@ -129,9 +129,9 @@ for name, dtype in pairs(conversions) do
   Tensor[name] = function(t) return t:to(dtype) end
 end
 function Tensor.cpu(t) return t:to("cpu") end
-function Tensor.cuda(t, index)
-  if index == nil then return t:to("cuda:" .. tostring(wick.cuda.current_device())) end
-  return t:to(wick.device("cuda", index))
+function Tensor.cuda(t, index, opts)
+  if type(index) == "table" and opts == nil then index, opts = nil, index end
+  return t:to(index == nil and "cuda" or wick.device("cuda", index), opts)
 end
 function Tensor.type(t) return t.dtype end
 function Tensor.nelement(t) return t:numel() end
@@ -206,30 +206,55 @@ function wick.to_device(value, device)
   return setmetatable(out, getmetatable(value))
 end
 
--- ---- CUDA (the backend comes with the CUDA build) ----
+-- ---- CUDA (the backend comes with the CUDA build; src/cuda) ----
+-- The current device is per thread and lives in C, like CUDA's own.
 
-local current_cuda_device = 0
+local function ordinal(i, fn)
+  if i == nil then return core.cuda_current_device() end
+  if type(i) == "number" then return i end
+  local d = wick.device(i)
+  if d.type ~= "cuda" then core.error(("wick.cuda.%s: expected a CUDA device, got '%s'"):format(fn, tostring(d))) end
+  return d.index or core.cuda_current_device()
+end
+
 wick.cuda = {
   is_available = function() local ok, r = pcall(core.cuda_is_available); return ok and r or false end,
   device_count = function() return core.cuda_device_count() end,
-  current_device = function() return current_cuda_device end,
+  current_device = function() return core.cuda_current_device() end,
+  set_device = function(i) core.cuda_set_device(ordinal(i, "set_device")) end,
+  synchronize = function(i) core.cuda_synchronize(i == nil and -1 or ordinal(i, "synchronize")) end,
+  memory_allocated = function(i) return (core.cuda_memory(ordinal(i, "memory_allocated"))) end,
+  max_memory_allocated = function(i) return select(2, core.cuda_memory(ordinal(i, "max_memory_allocated"))) end,
+  memory_reserved = function(i) return select(3, core.cuda_memory(ordinal(i, "memory_reserved"))) end,
+  reset_peak_memory_stats = function(i) core.cuda_reset_peak_memory_stats(ordinal(i, "reset_peak_memory_stats")) end,
+  empty_cache = function() core.cuda_empty_cache() end,
 }
-function wick.cuda.set_device(i)
-  local d = type(i) == "number" and i or wick.device(i).index or 0
-  local n = core.cuda_device_count()
-  if d < 0 or d >= n then
-    core.error(("wick.cuda.set_device: invalid device ordinal %s: wick.cuda.device_count() is %d"):format(tostring(i), n))
+-- Without CUDA there is no current device to ask for; statistics are then 0.
+if not wick.cuda.is_available() then
+  for _, name in ipairs({ "memory_allocated", "max_memory_allocated", "memory_reserved" }) do
+    local f = wick.cuda[name]
+    wick.cuda[name] = function(i) if i == nil then return 0 end return f(i) end
   end
-  current_cuda_device = d
+  wick.cuda.reset_peak_memory_stats = function() end
 end
+
 function wick.cuda.with_device(i, fn, ...)
-  local previous = current_cuda_device
+  local previous = core.cuda_current_device()
   wick.cuda.set_device(i)
   local results = { pcall(fn, ...) }
-  current_cuda_device = previous
+  core.cuda_set_device(previous)
   if not results[1] then error(results[2], 0) end
   return unpack(results, 2, table.maxn(results))
 end
+
+-- wick.backends.cuda.matmul.allow_tf32: a switch read and written through C.
+wick.backends = { cuda = { matmul = setmetatable({}, {
+  __index = function(_, k) if k == "allow_tf32" then return core.cuda_allow_tf32() end end,
+  __newindex = function(_, k, v)
+    if k ~= "allow_tf32" then core.error(("wick.backends.cuda.matmul has no setting '%s'"):format(tostring(k))) end
+    core.cuda_allow_tf32(v and true or false)
+  end,
+}) } }
 
 -- ---- printing ----
 

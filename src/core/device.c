@@ -49,7 +49,12 @@ static wick_status no_cuda(const char *what) {
 int wick_cuda_is_available(void) { return 0; }
 int wick_cuda_device_count(void) { return 0; }
 wick_status wick_cuda_current_device(int *index) { return *index = 0, no_cuda("current_device"); }
-wick_status wick_cuda_set_device(int index) { return (void)index, no_cuda("set_device"); }
+wick_status wick_cuda_set_device(int index) {
+    return wick_fail(WICK_ERR_DEVICE,
+                     "wick.cuda.set_device: invalid device ordinal %d: wick.cuda.device_count() is 0 "
+                     "(wick was built without CUDA)",
+                     index);
+}
 wick_status wick_cuda_synchronize(int index) { return (void)index, no_cuda("synchronize"); }
 int64_t wick_cuda_memory_allocated(int index) { return (void)index, 0; }
 int64_t wick_cuda_max_memory_allocated(int index) { return (void)index, 0; }

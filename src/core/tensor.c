@@ -50,6 +50,14 @@ static const char *human_bytes(double n, char *buf, size_t size) {
 
 /* ---- storage ---- */
 
+static _Thread_local void (*oom_handler)(void *ctx);
+static _Thread_local void *oom_ctx;
+
+void wick_set_oom_handler(void (*handler)(void *ctx), void *ctx) {
+    oom_handler = handler;
+    oom_ctx = ctx;
+}
+
 /* A storage, with room for `extra` more bytes in its own block when the data is
  * small enough to live there too (then *extra_out points at them). Tiny tensors
  * so cost one allocation instead of three. */
@@ -75,8 +83,9 @@ static wick_status storage_new(wick_storage **out, wick_device dev, size_t nbyte
     if (s->backend && !small) {
         /* never a NULL pointer for a valid storage, even an empty one */
         s->data = s->backend->alloc(nbytes ? nbytes : 1, dev.index);
-        if (!s->data && s->backend->empty_cache) { /* give back cached blocks, then retry once */
-            s->backend->empty_cache();
+        if (!s->data) { /* let the host free dead tensors, give back cached blocks, retry once */
+            if (oom_handler) oom_handler(oom_ctx);
+            if (s->backend->empty_cache) s->backend->empty_cache();
             s->data = s->backend->alloc(nbytes ? nbytes : 1, dev.index);
         }
         if (!s->data) {

@@ -44,7 +44,12 @@ int wl_raise(lua_State *L, const char *fmt, ...) {
     return lua_error(L);
 }
 
+/* The out-of-memory handler is armed while a binding runs an op (from
+ * wl_new_slot to wl_check), so it never points at a state that has closed. */
+static void collect_garbage(void *L) { lua_gc((lua_State *)L, LUA_GCCOLLECT, 0); }
+
 void wl_check(lua_State *L, wick_status st) {
+    wick_set_oom_handler(NULL, NULL);
     if (st != WICK_OK) wl_raise(L, "%s", wick_last_error());
 }
 
@@ -96,6 +101,7 @@ wick_tensor *wl_checktensor(lua_State *L, int idx, const char *fn, const char *a
 wick_tensor **wl_new_slot(lua_State *L) {
     wick_tensor **slot = lua_newuserdata(L, sizeof *slot);
     *slot = NULL;
+    wick_set_oom_handler(collect_garbage, L);
     push_tensor_mt(L);
     lua_setmetatable(L, -2);
     return slot;
@@ -184,6 +190,7 @@ int wl_options(lua_State *L, int idx, wick_options *opt, const char *fn) {
         if (key && strcmp(key, "dtype") == 0) opt->dtype = wl_dtype(L, lua_gettop(L), fn);
         else if (key && strcmp(key, "device") == 0) opt->device = wl_device(L, lua_gettop(L), fn);
         else if (key && strcmp(key, "requires_grad") == 0) requires_grad = lua_toboolean(L, -1);
+        else if (key && strcmp(key, "non_blocking") == 0 && strcmp(fn, "to") == 0) opt->non_blocking = lua_toboolean(L, -1);
         else wl_raise(L, "%s: unknown option '%s' (expected dtype, device or requires_grad)", fn, key ? key : "?");
         lua_pop(L, 1);
     }

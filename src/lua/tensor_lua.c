@@ -264,6 +264,50 @@ static int m_cuda_device_count(lua_State *L) {
     return 1;
 }
 
+static int m_cuda_current_device(lua_State *L) {
+    int index;
+    wl_check(L, wick_cuda_current_device(&index));
+    lua_pushinteger(L, index);
+    return 1;
+}
+
+static int m_cuda_set_device(lua_State *L) {
+    wl_check(L, wick_cuda_set_device((int)luaL_checkinteger(L, 1)));
+    return 0;
+}
+
+static int m_cuda_synchronize(lua_State *L) {
+    wl_check(L, wick_cuda_synchronize((int)luaL_optinteger(L, 1, -1)));
+    return 0;
+}
+
+/* core.cuda_memory(index): allocated, peak allocated, reserved (bytes) */
+static int m_cuda_memory(lua_State *L) {
+    int index = (int)luaL_checkinteger(L, 1);
+    lua_pushnumber(L, (lua_Number)wick_cuda_memory_allocated(index));
+    lua_pushnumber(L, (lua_Number)wick_cuda_max_memory_allocated(index));
+    lua_pushnumber(L, (lua_Number)wick_cuda_memory_reserved(index));
+    return 3;
+}
+
+static int m_cuda_reset_peak_memory_stats(lua_State *L) {
+    wick_cuda_reset_peak_memory_stats((int)luaL_checkinteger(L, 1));
+    return 0;
+}
+
+static int m_cuda_empty_cache(lua_State *L) {
+    lua_gc(L, LUA_GCCOLLECT, 0); /* dead tensors first, so their blocks are cached, then freed */
+    wick_cuda_empty_cache();
+    return 0;
+}
+
+/* core.cuda_allow_tf32([flag]): the setting (after setting it when given) */
+static int m_cuda_allow_tf32(lua_State *L) {
+    if (!lua_isnoneornil(L, 1)) wick_cuda_set_allow_tf32(lua_toboolean(L, 1));
+    lua_pushboolean(L, wick_cuda_allow_tf32());
+    return 1;
+}
+
 static int m_read_idx(lua_State *L) {
     const char *path = luaL_checkstring(L, 1);
     wick_tensor **slot = wl_new_slot(L);
@@ -1000,10 +1044,20 @@ static void push_value(lua_State *L, const wick_tensor *t, const char *p) {
     }
 }
 
+/* `a` itself when on the CPU, else a CPU copy held on the Lua stack (so an
+ * error raised while reading it leaks nothing). */
+static wick_tensor *on_host(lua_State *L, wick_tensor *a) {
+    if (wick_tensor_device(a).type == WICK_CPU) return a;
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_to(slot, a, (wick_options){wick_tensor_dtype(a), wick_cpu(), 0}));
+    return *slot;
+}
+
 static int t_item(lua_State *L) {
     wick_tensor *a = SELF("item");
     double v;
     wl_check(L, wick_item_double(a, &v)); /* runs the checks: one element, readable device */
+    a = on_host(L, a);
     push_value(L, a, (const char *)wick_tensor_data(a));
     return 1;
 }
@@ -1036,15 +1090,29 @@ static void totable_rec(lua_State *L, const wick_tensor *t, int dim, const char 
 
 static int t_totable(lua_State *L) {
     wick_tensor *a = SELF("totable");
-    if (wick_tensor_device(a).type != WICK_CPU) {
-        char buf[32];
-        wl_raise(L, "totable: the tensor is on %s; call :cpu() first", wick_device_format(wick_tensor_device(a), buf, sizeof buf));
-    }
+    if (wick_tensor_device(a).type == WICK_META) wl_raise(L, "totable: a meta tensor has no data to read");
+    a = on_host(L, a);
     totable_rec(L, a, 0, (const char *)wick_tensor_data(a));
     return 1;
 }
 
-/* t:to(device | dtype | {device =, dtype =} | other tensor) */
+static int t_pin_memory(lua_State *L) {
+    wick_tensor *a = SELF("pin_memory");
+    if (wick_tensor_is_pinned(a)) {
+        lua_settop(L, 1);
+        return 1;
+    }
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_pin_memory(slot, a));
+    return 1;
+}
+
+static int t_is_pinned(lua_State *L) {
+    lua_pushboolean(L, wick_tensor_is_pinned(SELF("is_pinned")));
+    return 1;
+}
+
+/* t:to(device | dtype | {device =, dtype =, non_blocking =} | other tensor) */
 static int t_to(lua_State *L) {
     wick_tensor *a = SELF("to");
     wick_options opt = {wick_tensor_dtype(a), wick_tensor_device(a)};
@@ -1061,10 +1129,6 @@ static int t_to(lua_State *L) {
             if (is_device) {
                 opt.device = wl_device(L, i, "to");
             } else {
-                lua_getfield(L, i, "non_blocking"); /* accepted; copies are synchronous on the CPU */
-                lua_pop(L, 1);
-                lua_pushnil(L);
-                lua_setfield(L, i, "non_blocking");
                 if (wl_options(L, i, &opt, "to") != -1) wl_raise(L, "to: requires_grad is not an option of to()");
             }
         } else if (!lua_isnil(L, i)) {
@@ -1497,6 +1561,13 @@ static const luaL_Reg module_fns[] = {
     {"parse_device", m_parse_device},
     {"cuda_is_available", m_cuda_is_available},
     {"cuda_device_count", m_cuda_device_count},
+    {"cuda_current_device", m_cuda_current_device},
+    {"cuda_set_device", m_cuda_set_device},
+    {"cuda_synchronize", m_cuda_synchronize},
+    {"cuda_memory", m_cuda_memory},
+    {"cuda_reset_peak_memory_stats", m_cuda_reset_peak_memory_stats},
+    {"cuda_empty_cache", m_cuda_empty_cache},
+    {"cuda_allow_tf32", m_cuda_allow_tf32},
     {"cpu_bytes_in_use", m_cpu_bytes_in_use},
     {"where", m_where},
     {"fast_pointers", m_fast_pointers},
@@ -1528,7 +1599,7 @@ static const luaL_Reg method_fns[] = {
     {"select", t_select}, {"squeeze", t_squeeze}, {"unsqueeze", t_unsqueeze}, {"expand", t_expand},
     {"flatten", t_flatten}, {"contiguous", t_contiguous}, {"index_select", t_index_select},
     {"gather", t_gather}, {"copy_", t_copy_}, {"fill_", t_fill_}, {"clone", t_clone}, {"item", t_item}, {"_int64_str", t_int64_str},
-    {"totable", t_totable}, {"to", t_to}, {"size", t_size}, {"stride", t_stride}, {"dim", t_dim},
+    {"totable", t_totable}, {"to", t_to}, {"pin_memory", t_pin_memory}, {"is_pinned", t_is_pinned}, {"size", t_size}, {"stride", t_stride}, {"dim", t_dim},
     {"numel", t_numel}, {"is_contiguous", t_is_contiguous}, {"storage_offset", t_storage_offset},
     {"_storage_id", t_storage_id}, {"_dtype", t_dtype}, {"_device", t_device}, {"_shape", t_shape},
     {"_get", t_get}, {"_set", t_set}, {"_requires_grad", t_requires_grad},
