@@ -30,7 +30,7 @@ sanitize: deps
 
 # libFuzzer targets for wick.load (fuzz/README.md), in a clang build of their own.
 fuzz-build: deps
-	CC=clang cmake -S . -B $(FUZZ_BUILD) -DWICK_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DWICK_FUZZ=ON -DWICK_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_targets
 
 # Each target FUZZ_SHORT_SECONDS (20 s); fails if one finds something.

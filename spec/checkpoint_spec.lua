@@ -213,4 +213,10 @@ describe("verify", function()
     assert.is_true(pcall(wick.load, bad)) -- without verify the flip goes unnoticed
     assert_error_has(function() return wick.load(bad, { verify = true }) end, bad, "checksum mismatch in storage")
   end)
+
+  it("says so when a checkpoint has no checksums to verify", function()
+    local path = "spec/fixtures/saved_on_cuda.wick" -- written before checksums existed
+    assert_error_has(function() return wick.load(path, { map_location = "cpu", verify = true }) end,
+      path, "saved without a checksum")
+  end)
 end)

@@ -368,6 +368,9 @@ function serialize.load(path, opts)
   for name, e in pairs(entries) do
     if opts.verify then -- every byte against the checksum written with it
       local want = type(tree.crc32) == "table" and tree.crc32[name]
+      if type(want) ~= "string" then
+        wick.error(("wick.load: %s: verify: storage '%s' was saved without a checksum"):format(path, name))
+      end
       local got = ("%08x"):format(core.storage_crc32(storage_of(e)))
       if want ~= got then
         wick.error(("wick.load: %s: checksum mismatch in storage '%s' (expected %s, got %s): the data is corrupt")

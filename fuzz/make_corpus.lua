@@ -1,0 +1,70 @@
+-- Writes the seed corpora of the fuzz targets (fuzz/README.md):
+--   build/wick fuzz/make_corpus.lua
+-- fuzz/corpus/native: wick.save outputs; fuzz/corpus/safetensors: wick.save_safetensors
+-- outputs; both plus the checkpoints in spec/fixtures, and fuzz/corpus/pytorch:
+-- spec/fixtures/pt_*.pt. Values come from arange, so a rerun writes the same bytes.
+local wick = require("wick")
+
+local root = (arg and arg[0] or "fuzz/make_corpus.lua"):gsub("[^/]*$", "") .. ".."
+local corpus = root .. "/fuzz/corpus"
+local fixtures = root .. "/spec/fixtures"
+for _, d in ipairs({ "native", "safetensors", "pytorch" }) do os.execute(("mkdir -p '%s/%s'"):format(corpus, d)) end
+
+local function copy(from, to)
+  local f = assert(io.open(from, "rb"))
+  local data = f:read("*a")
+  f:close()
+  f = assert(io.open(to, "wb"))
+  f:write(data)
+  f:close()
+end
+
+local DTYPES = { "float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8", "bool" }
+local function seq(n, dtype) return (wick.arange(n) - n / 3):to(dtype or "float32") end
+
+-- ---- native: wick.save ----
+local native = {}
+native.scalars = { n = 1.5, i = 42, neg = -3, tiny = 1e-300, nan = 0 / 0, inf = math.huge, ninf = -math.huge,
+  s = "hello", empty = "", utf8 = "h\195\169", b = true, f = false }
+native.nested = { a = { b = { c = { 1, 2, 3 } } }, list = { "x", "y", { z = true } }, [1] = "one", [2.5] = "float key" }
+native.bare_number = 3.25
+native.bare_string = "just a string"
+native.bare_tensor = seq(6):view(2, 3)
+local all = {}
+for _, d in ipairs(DTYPES) do
+  all[d] = seq(5, d)
+  native["dtype_" .. d] = { t = seq(4, d):view(2, 2) }
+end
+native.every_dtype = all
+local base = seq(12):view(3, 4)
+native.shared_views = { base = base, row = base:select(1, 2), cols = base:narrow(2, 2, 2), t = base:t(), again = base }
+native.non_contiguous = base:t()
+native.offset_view = { v = seq(10):narrow(1, 3, 4) }
+native.zero_dim = { x = wick.tensor(3.5), i = wick.tensor(7, { dtype = "int64" }) }
+native.empty = { e = wick.zeros(0), e3 = wick.zeros(2, 0, 3), i = wick.zeros(0, { dtype = "int32" }) }
+native.expanded = { x = wick.ones(1):expand(5), y = seq(3):view(3, 1):expand(3, 4) }
+native.state_dict = { ["fc1.weight"] = seq(12):view(4, 3), ["fc1.bias"] = seq(4), ["fc2.weight"] = seq(8):view(2, 4),
+  ["fc2.bias"] = seq(2), epoch = 3, lr = 0.1, name = "mlp" }
+for name, value in pairs(native) do wick.save(value, ("%s/native/%s.wick"):format(corpus, name)) end
+wick.save({ w = seq(4), b = seq(2, "float64") }, corpus .. "/native/location_cuda.wick",
+  { location = function() return "cuda:1" end })
+copy(fixtures .. "/saved_on_cuda.wick", corpus .. "/native/saved_on_cuda.wick")
+
+-- ---- plain safetensors: wick.save_safetensors ----
+local st = {}
+st.one = { weight = seq(6):view(2, 3) }
+st.every_dtype = all
+for _, d in ipairs(DTYPES) do st["dtype_" .. d] = { x = seq(3, d) } end
+st.zero_dim = { s = wick.tensor(2.5) }
+st.empty = { e = wick.zeros(0), e2 = wick.zeros(3, 0) }
+st.non_contiguous = { t = base:t() }
+st.several = { a = seq(2), b = seq(3, "int64"), c = seq(4, "uint8"), ["d.e.f"] = seq(2, "float16") }
+for name, value in pairs(st) do wick.save_safetensors(value, ("%s/safetensors/%s.safetensors"):format(corpus, name)) end
+copy(fixtures .. "/from_python.safetensors", corpus .. "/safetensors/from_python.safetensors")
+
+-- ---- PyTorch zip checkpoints (tools/make_pt_fixtures.py made them) ----
+for _, name in ipairs({ "pt_state_dict", "pt_mixed", "pt_malicious" }) do
+  copy(("%s/%s.pt"):format(fixtures, name), ("%s/pytorch/%s.pt"):format(corpus, name))
+end
+
+print("wrote the seed corpora under " .. corpus)
