@@ -81,10 +81,12 @@ wick_status wk_check_device_usable(wick_device dev) {
                      wick_device_format(dev, name, sizeof name));
 #else
     int count = wick_cuda_device_count();
+    char name[32];
     if (count == 0)
         return wick_fail(WICK_ERR_DEVICE,
-                         "cannot use device 'cuda': no CUDA GPU is available "
-                         "(wick.cuda.is_available() is false)");
+                         "cannot use device '%s': no CUDA GPU is available "
+                         "(wick.cuda.is_available() is false)",
+                         wick_device_format(dev, name, sizeof name));
     if (dev.index >= count)
         return wick_fail(WICK_ERR_DEVICE, "invalid device 'cuda:%d': wick.cuda.device_count() is %d",
                          dev.index, count);

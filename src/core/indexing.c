@@ -31,6 +31,9 @@ static wick_status index_select_forward(wick_tensor **out, const wick_tensor *a,
         return st;
     if (index->ndim > 1)
         return wick_fail(WICK_ERR_SHAPE, "index_select: the index must be a vector (1-D), got %d-D", index->ndim);
+    if (a->ndim == 0 && wick_tensor_numel(index) != 1)
+        return wick_fail(WICK_ERR_SHAPE, "index_select: a 0-d tensor takes exactly one index, got %lld",
+                         (long long)wick_tensor_numel(index));
     int64_t shape[WICK_MAX_DIMS];
     memcpy(shape, a->sizes, sizeof shape);
     if (a->ndim > 0) shape[dim] = wick_tensor_numel(index);
@@ -115,7 +118,7 @@ wick_status wick_index_add_(wick_tensor *a, int dim, const wick_tensor *index, c
     if (st || (st = check_index_tensor("index_add_", index)) || (st = wk_wrap_dim("index_add_", &dim, a->ndim)) ||
         (st = wk_check_inplace("index_add_", a, 1, &src)))
         return st;
-    bool fits = index->ndim <= 1 && src->ndim == a->ndim;
+    bool fits = index->ndim <= 1 && src->ndim == a->ndim && (a->ndim > 0 || wick_tensor_numel(index) == 1);
     for (int d = 0; fits && d < a->ndim; d++)
         fits = src->sizes[d] == (d == dim ? wick_tensor_numel(index) : a->sizes[d]);
     if (!fits) {

@@ -4,6 +4,7 @@
 #define WICK_INTERNAL_H
 
 #include "wick.h"
+#include "scalar_math.h" /* wk_uniform, shared with the GPU kernels */
 
 #include <stdbool.h>
 #include <string.h>
@@ -238,16 +239,8 @@ void wk_parallel_for(int64_t n, int64_t grain, wk_range_fn fn, void *ctx);
 /* ---- random (random.c) ---- */
 /* Reserves `count` draws from the generator and returns (seed, offset) for them. */
 void wk_rng_reserve(uint64_t count, uint64_t *seed, uint64_t *offset);
-static inline uint64_t wk_mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-/* Uniform double in [0, 1) for draw number `counter` of stream `seed`. */
-static inline double wk_uniform(uint64_t seed, uint64_t counter) {
-    uint64_t z = wk_mix64(seed * 0x9e3779b97f4a7c15ULL + wk_mix64(counter + 0x632be59bd9b4e019ULL));
-    return (double)(z >> 11) * (1.0 / 9007199254740992.0);
-}
+/* The draws themselves, wk_uniform(seed, counter), are in scalar_math.h: the
+ * GPU kernels compute the same function. */
 
 /* ---- memory accounting ---- */
 void wk_account_bytes(int64_t delta);

@@ -15,6 +15,24 @@
 #define WK_HD static inline
 #endif
 
+/* A product rounded on its own. nvcc fuses `a + alpha * b` into one FMA (one
+ * rounding) where the CPU rounds twice; the intrinsics are never fused, so the
+ * GPU gives the CPU's bits. */
+WK_HD float wk_mulf(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+WK_HD double wk_muld(double a, double b) {
+#ifdef __CUDA_ARCH__
+    return __dmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+
 /* NaN-propagating max/min, like torch.maximum. */
 WK_HD float wk_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
 WK_HD float wk_minf(float a, float b) { return (a != a || a < b) ? a : b; }
@@ -57,8 +75,8 @@ WK_HD int64_t wk_ipow(int64_t a, int64_t b) {
 
 /* Binary ops producing the compute type: X(ID, float, double, int64). */
 #define WK_BINARY_MATH(X)                                                                       \
-    X(ADD, a + alpha * b, a + alpha * b, wk_wrap_add(a, wk_wrap_mul(alpha, b)))                 \
-    X(SUB, a - alpha * b, a - alpha * b, wk_wrap_add(a, wk_wrap_mul(-alpha, b)))                \
+    X(ADD, a + wk_mulf(alpha, b), a + wk_muld(alpha, b), wk_wrap_add(a, wk_wrap_mul(alpha, b)))   \
+    X(SUB, a - wk_mulf(alpha, b), a - wk_muld(alpha, b), wk_wrap_add(a, wk_wrap_mul(-alpha, b)))  \
     X(MUL, a * b, a * b, wk_wrap_mul(a, b))                                                     \
     X(DIV, a / b, a / b, b == 0 ? 0 : (b == -1 ? wk_wrap_mul(a, -1) : a / b))                   \
     X(POW, powf(a, b), pow(a, b), wk_ipow(a, b))                                                \
@@ -68,5 +86,20 @@ WK_HD int64_t wk_ipow(int64_t a, int64_t b) {
 /* Comparisons, producing bool for any compute type. */
 #define WK_COMPARE_MATH(X)                                                                      \
     X(EQ, a == b) X(NE, a != b) X(LT, a < b) X(LE, a <= b) X(GT, a > b) X(GE, a >= b)
+
+/* The random generator's draws (random.c reserves them; every backend's random
+ * kernel computes them): a counter-based generator, so draw `counter` of stream
+ * `seed` is a pure function of the two and any backend, in any order, gives
+ * the same numbers. */
+WK_HD uint64_t wk_mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+/* Uniform double in [0, 1) for draw number `counter` of stream `seed`. */
+WK_HD double wk_uniform(uint64_t seed, uint64_t counter) {
+    uint64_t z = wk_mix64(seed * 0x9e3779b97f4a7c15ULL + wk_mix64(counter + 0x632be59bd9b4e019ULL));
+    return (double)(z >> 11) * (1.0 / 9007199254740992.0);
+}
 
 #endif

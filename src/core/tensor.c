@@ -116,6 +116,7 @@ wick_status wk_tensor_wrap(wick_tensor **out, void *data, int64_t numel, wick_dt
     s->nbytes = (size_t)numel * wk_dtype_size(dtype);
     s->data = data;
     s->inline_data = false;
+    s->pinned = false;
     s->backend = &wk_cpu_backend;
     s->release = release;
     s->release_ctx = ctx;

@@ -37,6 +37,12 @@ cublasHandle_t wk_cublas_handle(int device, const char *op);
  * with wk_cuda_free_scratch; the stream order makes reuse safe. */
 void *wk_cuda_alloc_scratch(size_t nbytes, int device);
 void wk_cuda_free_scratch(void *ptr, size_t nbytes, int device);
+/* The runtime's entries of wk_cuda_backend (see struct wick_backend). */
+void *wk_cuda_backend_alloc(size_t nbytes, int device);
+void wk_cuda_backend_free(void *ptr, size_t nbytes, int device);
+void wk_cuda_backend_empty_cache(void);
+wick_status wk_cuda_backend_transfer(void *dst, wick_device dst_dev, const void *src, wick_device src_dev,
+                                     size_t nbytes, int non_blocking);
 
 /* ---- launch geometry ---- */
 #define WK_CUDA_THREADS 256

@@ -1,0 +1,390 @@
+/* CUDA elementwise kernels: copy (between any two dtypes), fill, unary, binary
+ * (arithmetic and comparisons), clamp and where.
+ *
+ * They mirror src/cpu/cpu_elementwise.c and the copy/fill of cpu_backend.c:
+ * the arithmetic is scalar_math.h's X-macro lists, instantiated for the same
+ * compute types (float, double, int64), and conversions are cuda_dtype.cuh's,
+ * which repeat dtype.c bit for bit. Each kernel takes the iterator by value and
+ * finds every operand's element from the element's linear index, in one of
+ * three ways picked on the host: all operands contiguous, one (coalesced)
+ * dimension with any strides (a broadcast scalar has stride 0), or the general
+ * walk over up to WICK_MAX_DIMS dims. Grid-stride loops, 64-bit indices. */
+#include "cuda.h"
+#include "cuda_dtype.cuh"
+
+namespace { /* everything but the entry points is internal to this file */
+
+/* ---- iteration ---- */
+
+enum { EW_CONTIGUOUS, EW_LINEAR, EW_GENERAL };
+
+static int ew_kind(const wk_iter *it) {
+    if (it->ndim > 1) return EW_GENERAL;
+    for (int k = 0; k < it->nops; k++)
+        if (it->strides[k][0] != 1) return EW_LINEAR;
+    return EW_CONTIGUOUS;
+}
+
+/* The element offsets (in elements) of linear index i in each of N operands. */
+template <int N, int KIND>
+__device__ __forceinline__ void ew_offsets(const wk_iter &it, int64_t i, int64_t *off) {
+    if (KIND == EW_CONTIGUOUS) {
+#pragma unroll
+        for (int k = 0; k < N; k++) off[k] = i;
+    } else if (KIND == EW_LINEAR) {
+#pragma unroll
+        for (int k = 0; k < N; k++) off[k] = i * it.strides[k][0];
+    } else {
+#pragma unroll
+        for (int k = 0; k < N; k++) off[k] = 0;
+        int64_t rest = i;
+        for (int d = it.ndim - 1; d > 0; d--) {
+            int64_t size = it.sizes[d], idx = rest % size;
+            rest /= size;
+#pragma unroll
+            for (int k = 0; k < N; k++) off[k] += idx * it.strides[k][d];
+        }
+#pragma unroll
+        for (int k = 0; k < N; k++) off[k] += rest * it.strides[k][0]; /* the outermost dim */
+    }
+}
+
+/* Calls f(off) for every element; f holds the typed operand pointers. */
+template <int N, int KIND, class F>
+__global__ void __launch_bounds__(WK_CUDA_THREADS) ew_kernel(const wk_iter it, F f) {
+    int64_t step = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < it.numel; i += step) {
+        int64_t off[N];
+        ew_offsets<N, KIND>(it, i, off);
+        f(off);
+    }
+}
+
+/* Launches f over the iterator on its device's stream. `op` names the public op
+ * in errors. Nothing to do for an empty iterator. */
+template <int N, class F>
+static wick_status ew_launch(const wk_iter *it, F f, const char *op) {
+    if (it->numel == 0) return WICK_OK;
+    cudaStream_t stream = wk_cuda_enter(it->device, op);
+    if (!stream) return WICK_ERR_DEVICE; /* wk_cuda_enter has set the message */
+    unsigned blocks = wk_cuda_blocks(it->numel);
+    switch (ew_kind(it)) {
+    case EW_CONTIGUOUS: ew_kernel<N, EW_CONTIGUOUS><<<blocks, WK_CUDA_THREADS, 0, stream>>>(*it, f); break;
+    case EW_LINEAR: ew_kernel<N, EW_LINEAR><<<blocks, WK_CUDA_THREADS, 0, stream>>>(*it, f); break;
+    default: ew_kernel<N, EW_GENERAL><<<blocks, WK_CUDA_THREADS, 0, stream>>>(*it, f); break;
+    }
+    return wk_cuda_check_launch(op, it->device);
+}
+
+/* ---- copy ---- */
+
+/* Same dtype: the element's bits, whatever they mean. */
+template <typename U> struct copy_bits_fn {
+    U *o;
+    const U *x;
+    __device__ void operator()(const int64_t *off) const { o[off[0]] = x[off[1]]; }
+};
+
+/* The C casts cpu_backend.c uses for its common pairs (convert_typed): into
+ * float32/float64 from float32, float64, int32, uint8, bool (its byte) and
+ * int64, and into int64 from uint8, bool and int32. */
+__host__ __device__ static constexpr bool copy_is_cast(int to, int from) {
+    return ((to == WICK_FLOAT32 || to == WICK_FLOAT64) &&
+            (from == WICK_FLOAT32 || from == WICK_FLOAT64 || from == WICK_INT32 || from == WICK_UINT8 ||
+             from == WICK_BOOL || from == WICK_INT64)) ||
+           (to == WICK_INT64 && (from == WICK_UINT8 || from == WICK_BOOL || from == WICK_INT32));
+}
+
+__host__ __device__ static constexpr bool dtype_floating(int d) {
+    return d == WICK_FLOAT32 || d == WICK_FLOAT64 || d == WICK_FLOAT16 || d == WICK_BFLOAT16;
+}
+
+/* Different dtypes, converted as cpu_backend.c's copy_run does: a C cast for
+ * the common pairs, through int64 between integer types (so nothing above 2^53
+ * is rounded), through double otherwise. */
+template <int TO, int FROM> struct copy_convert_fn {
+    typedef typename wk_cu_elem<TO>::type To;
+    typedef typename wk_cu_elem<FROM>::type From;
+    To *o;
+    const From *x;
+    __device__ void operator()(const int64_t *off) const {
+        if constexpr (copy_is_cast(TO, FROM)) {
+            o[off[0]] = (To)x[off[1]];
+        } else if constexpr (!dtype_floating(TO) && !dtype_floating(FROM)) {
+            wk_cu_store_int64((char *)(o + off[0]), TO, wk_cu_load_int64((const char *)(x + off[1]), FROM));
+        } else {
+            wk_cu_store_double((char *)(o + off[0]), TO, wk_cu_load_double((const char *)(x + off[1]), FROM));
+        }
+    }
+};
+
+template <int TO, int FROM> static wick_status copy_pair(const wk_iter *it) {
+    typedef typename wk_cu_elem<TO>::type To;
+    typedef typename wk_cu_elem<FROM>::type From;
+    copy_convert_fn<TO, FROM> f = {(To *)it->data[0], (const From *)it->data[1]};
+    return ew_launch<2>(it, f, "copy_");
+}
+
+template <int TO> static wick_status copy_to(const wk_iter *it) {
+    switch (it->dtypes[1]) {
+    case WICK_FLOAT32: return copy_pair<TO, WICK_FLOAT32>(it);
+    case WICK_FLOAT64: return copy_pair<TO, WICK_FLOAT64>(it);
+    case WICK_FLOAT16: return copy_pair<TO, WICK_FLOAT16>(it);
+    case WICK_BFLOAT16: return copy_pair<TO, WICK_BFLOAT16>(it);
+    case WICK_INT64: return copy_pair<TO, WICK_INT64>(it);
+    case WICK_INT32: return copy_pair<TO, WICK_INT32>(it);
+    case WICK_UINT8: return copy_pair<TO, WICK_UINT8>(it);
+    case WICK_BOOL: return copy_pair<TO, WICK_BOOL>(it);
+    default: return wick_fail(WICK_ERR_DTYPE, "copy_: invalid source dtype %d", (int)it->dtypes[1]);
+    }
+}
+
+template <typename U> static wick_status copy_bits(const wk_iter *it) {
+    copy_bits_fn<U> f = {(U *)it->data[0], (const U *)it->data[1]};
+    return ew_launch<2>(it, f, "copy_");
+}
+
+} // namespace
+
+extern "C" wick_status cuda_copy(const wk_iter *it) {
+    if (it->dtypes[0] == it->dtypes[1]) {
+        switch (wk_dtype_size(it->dtypes[0])) {
+        case 1: return copy_bits<uint8_t>(it);
+        case 2: return copy_bits<uint16_t>(it);
+        case 4: return copy_bits<uint32_t>(it);
+        default: return copy_bits<uint64_t>(it);
+        }
+    }
+    switch (it->dtypes[0]) {
+    case WICK_FLOAT32: return copy_to<WICK_FLOAT32>(it);
+    case WICK_FLOAT64: return copy_to<WICK_FLOAT64>(it);
+    case WICK_FLOAT16: return copy_to<WICK_FLOAT16>(it);
+    case WICK_BFLOAT16: return copy_to<WICK_BFLOAT16>(it);
+    case WICK_INT64: return copy_to<WICK_INT64>(it);
+    case WICK_INT32: return copy_to<WICK_INT32>(it);
+    case WICK_UINT8: return copy_to<WICK_UINT8>(it);
+    case WICK_BOOL: return copy_to<WICK_BOOL>(it);
+    default: return wick_fail(WICK_ERR_DTYPE, "copy_: invalid destination dtype %d", (int)it->dtypes[0]);
+    }
+}
+
+namespace {
+
+/* ---- fill ---- */
+
+template <typename U> struct fill_fn {
+    U *o;
+    U bits;
+    __device__ void operator()(const int64_t *off) const { o[off[0]] = bits; }
+};
+
+template <typename U> static wick_status fill_bits(const wk_iter *it, uint64_t bits) {
+    fill_fn<U> f = {(U *)it->data[0], (U)bits};
+    return ew_launch<1>(it, f, "fill_");
+}
+
+} // namespace
+
+extern "C" wick_status cuda_fill(const wk_iter *it, double value) {
+    /* the value's bytes in the dtype, made on the host by dtype.c itself as
+     * cpu_fill makes them, then written as an integer of the same width */
+    char bytes[8] = {0};
+    wk_store_double(bytes, it->dtypes[0], value);
+    switch (wk_dtype_size(it->dtypes[0])) {
+    case 1: { uint8_t b; memcpy(&b, bytes, 1); return fill_bits<uint8_t>(it, b); }
+    case 2: { uint16_t b; memcpy(&b, bytes, 2); return fill_bits<uint16_t>(it, b); }
+    case 4: { uint32_t b; memcpy(&b, bytes, 4); return fill_bits<uint32_t>(it, b); }
+    default: { uint64_t b; memcpy(&b, bytes, 8); return fill_bits<uint64_t>(it, b); }
+    }
+}
+
+namespace {
+
+/* ---- the scalar expressions of scalar_math.h, one function per op ----
+ * OP is a template argument, so each switch folds to its one case. */
+
+template <int OP> __device__ __forceinline__ float unary_math(float x) {
+#define CASE_F32(ID, FE, DE) case WICK_##ID: return (FE);
+    switch (OP) { WK_UNARY_FLOAT_MATH(CASE_F32) }
+#undef CASE_F32
+    return x;
+}
+template <int OP> __device__ __forceinline__ double unary_math(double x) {
+#define CASE_F64(ID, FE, DE) case WICK_##ID: return (DE);
+    switch (OP) { WK_UNARY_FLOAT_MATH(CASE_F64) }
+#undef CASE_F64
+    return x;
+}
+template <int OP> __device__ __forceinline__ int64_t unary_math(int64_t x) {
+#define CASE_I64(ID, IE) case WICK_##ID: return (IE);
+    switch (OP) { WK_UNARY_INT_MATH(CASE_I64) }
+#undef CASE_I64
+    return x;
+}
+
+template <int OP> __device__ __forceinline__ float binary_math(float a, float b, float alpha) {
+#define CASE_F32(ID, FE, DE, IE) case WICK_##ID: return (FE);
+    switch (OP) { WK_BINARY_MATH(CASE_F32) }
+#undef CASE_F32
+    return a;
+}
+template <int OP> __device__ __forceinline__ double binary_math(double a, double b, double alpha) {
+#define CASE_F64(ID, FE, DE, IE) case WICK_##ID: return (DE);
+    switch (OP) { WK_BINARY_MATH(CASE_F64) }
+#undef CASE_F64
+    return a;
+}
+template <int OP> __device__ __forceinline__ int64_t binary_math(int64_t a, int64_t b, int64_t alpha) {
+#define CASE_I64(ID, FE, DE, IE) case WICK_##ID: return (IE);
+    switch (OP) { WK_BINARY_MATH(CASE_I64) }
+#undef CASE_I64
+    return a;
+}
+template <int OP, typename T> __device__ __forceinline__ uint8_t compare_math(T a, T b) {
+#define CASE_CMP(ID, E) case WICK_##ID: return (E);
+    switch (OP) { WK_COMPARE_MATH(CASE_CMP) }
+#undef CASE_CMP
+    return 0;
+}
+
+/* ---- unary ---- */
+
+template <typename T, int OP> struct unary_fn {
+    T *o;
+    const T *x;
+    __device__ void operator()(const int64_t *off) const { o[off[0]] = unary_math<OP>(x[off[1]]); }
+};
+
+template <typename T, int OP> static wick_status unary_launch(const wk_iter *it) {
+    unary_fn<T, OP> f = {(T *)it->data[0], (const T *)it->data[1]};
+    return ew_launch<2>(it, f, wick_unary_name((wick_unary_op)OP));
+}
+
+} // namespace
+
+extern "C" wick_status cuda_unary(wick_unary_op op, const wk_iter *it) {
+    /* the compute dtype is the input's, as in cpu_unary */
+    wick_dtype t = it->dtypes[1];
+#define CASE_F32(ID, FE, DE) case WICK_##ID: return unary_launch<float, WICK_##ID>(it);
+#define CASE_F64(ID, FE, DE) case WICK_##ID: return unary_launch<double, WICK_##ID>(it);
+#define CASE_I64(ID, IE) case WICK_##ID: return unary_launch<int64_t, WICK_##ID>(it);
+    if (t == WICK_FLOAT32) {
+        switch (op) { WK_UNARY_FLOAT_MATH(CASE_F32) default: break; }
+    } else if (t == WICK_FLOAT64) {
+        switch (op) { WK_UNARY_FLOAT_MATH(CASE_F64) default: break; }
+    } else {
+        switch (op) { WK_UNARY_INT_MATH(CASE_I64) default: break; }
+    }
+#undef CASE_F32
+#undef CASE_F64
+#undef CASE_I64
+    return wick_fail(WICK_ERR_UNSUPPORTED, "%s: no CUDA kernel for %s", wick_unary_name(op), wick_dtype_name(t));
+}
+
+namespace {
+
+/* ---- binary ---- */
+
+template <typename T, int OP> struct binary_fn {
+    T *o;
+    const T *a, *b;
+    T alpha;
+    __device__ void operator()(const int64_t *off) const { o[off[0]] = binary_math<OP>(a[off[1]], b[off[2]], alpha); }
+};
+
+template <typename T, int OP> struct compare_fn {
+    uint8_t *o; /* bool */
+    const T *a, *b;
+    __device__ void operator()(const int64_t *off) const { o[off[0]] = compare_math<OP>(a[off[1]], b[off[2]]); }
+};
+
+template <typename T, int OP> static wick_status binary_launch(const wk_iter *it, double alpha) {
+    /* alpha in the compute type, cast on the host as cpu_elementwise.c casts it */
+    binary_fn<T, OP> f = {(T *)it->data[0], (const T *)it->data[1], (const T *)it->data[2], (T)alpha};
+    return ew_launch<3>(it, f, wick_binary_name((wick_binary_op)OP));
+}
+
+template <typename T, int OP> static wick_status compare_launch(const wk_iter *it) {
+    compare_fn<T, OP> f = {(uint8_t *)it->data[0], (const T *)it->data[1], (const T *)it->data[2]};
+    return ew_launch<3>(it, f, wick_binary_name((wick_binary_op)OP));
+}
+
+template <typename T> static wick_status binary_typed(wick_binary_op op, const wk_iter *it, double alpha) {
+#define CASE_ARITH(ID, FE, DE, IE) case WICK_##ID: return binary_launch<T, WICK_##ID>(it, alpha);
+#define CASE_CMP(ID, E) case WICK_##ID: return compare_launch<T, WICK_##ID>(it);
+    switch (op) {
+        WK_BINARY_MATH(CASE_ARITH)
+        WK_COMPARE_MATH(CASE_CMP)
+    default: return wick_fail(WICK_ERR_ARGUMENT, "invalid binary op %d", (int)op);
+    }
+#undef CASE_ARITH
+#undef CASE_CMP
+}
+
+} // namespace
+
+extern "C" wick_status cuda_binary(wick_binary_op op, const wk_iter *it, double alpha) {
+    /* the compute dtype is the inputs', as in cpu_binary (comparisons write bool) */
+    switch (it->dtypes[1]) {
+    case WICK_FLOAT32: return binary_typed<float>(op, it, alpha);
+    case WICK_FLOAT64: return binary_typed<double>(op, it, alpha);
+    default: return binary_typed<int64_t>(op, it, alpha);
+    }
+}
+
+namespace {
+
+/* ---- clamp: NaN passes through, like PyTorch ---- */
+
+template <typename T> struct clamp_fn {
+    T *o;
+    const T *x;
+    T lo, hi;
+    __device__ void operator()(const int64_t *off) const {
+        T v = x[off[1]];
+        o[off[0]] = v < lo ? lo : v > hi ? hi : v;
+    }
+};
+
+template <typename T> static wick_status clamp_launch(const wk_iter *it, T lo, T hi) {
+    clamp_fn<T> f = {(T *)it->data[0], (const T *)it->data[1], lo, hi};
+    return ew_launch<2>(it, f, "clamp");
+}
+
+} // namespace
+
+extern "C" wick_status cuda_clamp(const wk_iter *it, double lo, double hi) {
+    switch (it->dtypes[1]) {
+    case WICK_FLOAT32: return clamp_launch<float>(it, (float)lo, (float)hi);
+    case WICK_FLOAT64: return clamp_launch<double>(it, lo, hi);
+    default: /* integer bounds: the integers inside [lo, hi], as cpu_clamp computes them */
+        return clamp_launch<int64_t>(it, lo < -9.2e18 ? INT64_MIN : (int64_t)ceil(lo),
+                                     hi > 9.2e18 ? INT64_MAX : (int64_t)floor(hi));
+    }
+}
+
+namespace {
+
+/* ---- where: operand 1 is the condition (bool, one byte) ---- */
+
+template <typename T> struct where_fn {
+    T *o;
+    const uint8_t *c;
+    const T *x, *y;
+    __device__ void operator()(const int64_t *off) const { o[off[0]] = c[off[1]] ? x[off[2]] : y[off[3]]; }
+};
+
+template <typename T> static wick_status where_launch(const wk_iter *it) {
+    where_fn<T> f = {(T *)it->data[0], (const uint8_t *)it->data[1], (const T *)it->data[2], (const T *)it->data[3]};
+    return ew_launch<4>(it, f, "where");
+}
+
+} // namespace
+
+extern "C" wick_status cuda_where(const wk_iter *it) {
+    switch (it->dtypes[2]) {
+    case WICK_FLOAT32: return where_launch<float>(it);
+    case WICK_FLOAT64: return where_launch<double>(it);
+    default: return where_launch<int64_t>(it);
+    }
+}

@@ -1,0 +1,802 @@
+/* The CUDA runtime of wick: which GPUs exist, each thread's current device, one
+ * stream and one cuBLAS handle per device, the caching allocator and its
+ * statistics, copies between the host and GPUs, pinned host memory, the TF32
+ * switch, and the translation of CUDA and cuBLAS errors into wick's messages.
+ *
+ * Nothing here runs when the library loads: CUDA is first touched by the first
+ * call that needs it (is_available, a tensor on "cuda", ...), so a CUDA build
+ * starts as fast as a CPU-only one and runs on machines without a driver.
+ * cuBLAS is not linked either but opened with dlopen on first use (see "cuBLAS,
+ * loaded on first use" below): linking it costs every start of build/wick about
+ * 0.2 s and 200 MB to map libcublasLt. */
+#include "cuda.h"
+
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define WK_CUDA_MAX_DEVICES 64
+
+/* ---- the allocator's size classes ----
+ * Requests up to 1 MiB are "small": rounded up to 512 bytes and carved out of
+ * 2 MiB segments, so the many small tensors of a model (biases, scalars, loss
+ * values) cost one cudaMalloc per 2 MiB instead of one each (cudaMalloc takes
+ * tens of microseconds and cudaFree synchronizes the device). Larger requests
+ * are rounded up to 2 MiB, the granularity at which the driver backs large
+ * cudaMallocs with memory anyway, so the rounding costs no memory of its own
+ * and makes sizes that differ by a few bytes share blocks. A freed block is
+ * reused for a later request of its pool by best fit; when it is larger than
+ * the request it is split and the rest stays free (never a big block for a
+ * small tensor), and neighbours in one segment merge again when both are free.
+ * Small and large requests never share segments, so small tensors cannot pin
+ * down large segments. */
+#define WK_SMALL_REQUEST ((size_t)1 << 20)
+#define WK_SMALL_ROUND ((size_t)512)
+#define WK_SMALL_SEGMENT ((size_t)2 << 20)
+#define WK_LARGE_ROUND ((size_t)2 << 20)
+
+/* A block of device memory: a whole cudaMalloc segment or a piece of one. */
+typedef struct wk_block {
+    char *ptr;
+    size_t size;
+    bool allocated;
+    bool small;                     /* which pool it belongs to */
+    struct wk_block *prev, *next;   /* neighbours in the same segment; both NULL: a whole segment */
+    struct wk_block *hash_next;     /* chain in the table of live blocks */
+} wk_block;
+
+/* Free blocks of one pool, sorted by (size, address) for best fit. */
+typedef struct {
+    wk_block **items;
+    size_t count, cap;
+} block_set;
+
+typedef struct {
+    pthread_mutex_t lock; /* guards everything below */
+    block_set free_small, free_large;
+    wk_block **live; /* hash table of allocated blocks by address */
+    size_t live_buckets, live_count;
+    int64_t allocated, peak, reserved; /* written under the lock, read atomically */
+    cudaStream_t stream;               /* created on first use; read atomically */
+    cublasHandle_t cublas;             /* idem */
+} device_state;
+
+static device_state devices[WK_CUDA_MAX_DEVICES];
+
+/* ---- devices ---- */
+
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static int device_count; /* set once by probe() */
+static int probed;       /* 1 after probe() ran: until then nothing can be cached */
+
+/* Counts the GPUs. Any failure (no driver, a driver too old, no device) means
+ * none: wick then runs on the CPU and says why only when a GPU is asked for. */
+static void probe(void) {
+    for (int i = 0; i < WK_CUDA_MAX_DEVICES; i++) pthread_mutex_init(&devices[i].lock, NULL);
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
+    (void)cudaGetLastError(); /* the failure must not surface in a later check */
+    device_count = n < 0 ? 0 : n > WK_CUDA_MAX_DEVICES ? WK_CUDA_MAX_DEVICES : n;
+    __atomic_store_n(&probed, 1, __ATOMIC_RELEASE);
+}
+
+int wick_cuda_device_count(void) {
+    pthread_once(&probe_once, probe);
+    return device_count;
+}
+
+int wick_cuda_is_available(void) { return wick_cuda_device_count() > 0; }
+
+/* The calling thread's device, as wick sees it; CUDA's own current device is
+ * set from it lazily, by wk_cuda_enter. */
+static __thread int thread_device = 0;
+
+#define NO_GPU_TEXT "no CUDA GPU is available (wick.cuda.is_available() is false)"
+
+/* WICK_OK when `index` names a GPU of this machine; otherwise the error. */
+static wick_status check_index(int index, const char *op) {
+    int count = wick_cuda_device_count();
+    if (index >= 0 && index < count) return WICK_OK;
+    if (count == 0)
+        return wick_fail(WICK_ERR_DEVICE,
+                         "%s: invalid device ordinal %d: wick.cuda.device_count() is 0 (no CUDA GPU is "
+                         "available: wick.cuda.is_available() is false)",
+                         op, index);
+    return wick_fail(WICK_ERR_DEVICE, "%s: invalid device ordinal %d: wick.cuda.device_count() is %d", op, index,
+                     count);
+}
+
+/* -1 (or any negative index) means the calling thread's current device. */
+static int resolve_index(int index) { return index < 0 ? thread_device : index; }
+
+wick_status wick_cuda_current_device(int *index) {
+    *index = thread_device;
+    if (wick_cuda_device_count() == 0) return wick_fail(WICK_ERR_DEVICE, "current_device: " NO_GPU_TEXT);
+    return WICK_OK;
+}
+
+wick_status wick_cuda_set_device(int index) {
+    wick_status st = check_index(index, "wick.cuda.set_device");
+    if (!st) thread_device = index; /* CUDA follows on the next op (wk_cuda_enter) */
+    return st;
+}
+
+/* ---- errors ---- */
+
+/* Errors after which the CUDA context is lost: every later call fails the same
+ * way until the process ends (the list of the CUDA runtime's documentation). */
+static bool is_sticky(cudaError_t err) {
+    switch (err) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorAssert:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorLaunchFailure:
+    case cudaErrorMpsClientTerminated:
+    case cudaErrorExternalDevice:
+#if CUDART_VERSION >= 12080
+    case cudaErrorTensorMemoryLeak:
+    case cudaErrorContained:
+#endif
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* "cuda:1", or "the host" for calls about host memory (device -1). */
+static const char *where(int device, char *buf, size_t size) {
+    if (device < 0) snprintf(buf, size, "the host");
+    else snprintf(buf, size, "cuda:%d", device);
+    return buf;
+}
+
+wick_status wk_cuda_check(cudaError_t err, const char *op, int device) {
+    if (err == cudaSuccess) return WICK_OK;
+    char at[32];
+    const char *name = cudaGetErrorName(err), *text = cudaGetErrorString(err);
+    if (is_sticky(err))
+        return wick_fail(WICK_ERR_DEVICE,
+                         "%s on %s failed: %s (%s); this CUDA error is sticky: the GPU context is unusable "
+                         "until the process restarts",
+                         op, where(device, at, sizeof at), text, name);
+    (void)cudaGetLastError(); /* a recoverable error must not be reported again by the next check */
+    if (err == cudaErrorMemoryAllocation)
+        return wick_fail(WICK_ERR_OOM, "%s on %s failed: out of memory (%s)", op, where(device, at, sizeof at),
+                         name);
+    return wick_fail(WICK_ERR_DEVICE, "%s on %s failed: %s (%s)", op, where(device, at, sizeof at), text, name);
+}
+
+wick_status wk_cuda_check_launch(const char *op, int device) { return wk_cuda_check(cudaGetLastError(), op, device); }
+
+static const char *cublas_text(cublasStatus_t status) {
+    switch (status) {
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "cuBLAS is not initialized (CUBLAS_STATUS_NOT_INITIALIZED)";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "out of memory (CUBLAS_STATUS_ALLOC_FAILED)";
+    case CUBLAS_STATUS_INVALID_VALUE: return "invalid argument (CUBLAS_STATUS_INVALID_VALUE)";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "not supported by this GPU (CUBLAS_STATUS_ARCH_MISMATCH)";
+    case CUBLAS_STATUS_MAPPING_ERROR: return "cannot access GPU memory (CUBLAS_STATUS_MAPPING_ERROR)";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "the GPU program failed to run (CUBLAS_STATUS_EXECUTION_FAILED)";
+    case CUBLAS_STATUS_INTERNAL_ERROR: return "internal cuBLAS error (CUBLAS_STATUS_INTERNAL_ERROR)";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "not supported (CUBLAS_STATUS_NOT_SUPPORTED)";
+    case CUBLAS_STATUS_LICENSE_ERROR: return "license error (CUBLAS_STATUS_LICENSE_ERROR)";
+    default: return "unknown cuBLAS status";
+    }
+}
+
+wick_status wk_cublas_check(cublasStatus_t status, const char *op, int device) {
+    if (status == CUBLAS_STATUS_SUCCESS) return WICK_OK;
+    /* a failed run may come from a lost context: then CUDA's error says more */
+    cudaError_t cuda_err = cudaPeekAtLastError();
+    if (status == CUBLAS_STATUS_EXECUTION_FAILED && is_sticky(cuda_err)) return wk_cuda_check(cuda_err, op, device);
+    char at[32];
+    wick_status st = status == CUBLAS_STATUS_ALLOC_FAILED   ? WICK_ERR_OOM
+                     : status == CUBLAS_STATUS_NOT_SUPPORTED ? WICK_ERR_UNSUPPORTED
+                                                             : WICK_ERR_DEVICE;
+    return wick_fail(st, "%s on %s failed: %s (cuBLAS status %d)", op, where(device, at, sizeof at),
+                     cublas_text(status), (int)status);
+}
+
+/* ---- streams ---- */
+
+/* The device's stream, created on first use; `device` must be CUDA's current
+ * device. Non-blocking: it never waits for the legacy default stream, which
+ * other libraries in the process may use. */
+static wick_status device_stream(int device, const char *op, cudaStream_t *out) {
+    device_state *d = &devices[device];
+    if ((*out = __atomic_load_n(&d->stream, __ATOMIC_ACQUIRE))) return WICK_OK;
+    wick_status st = WICK_OK;
+    pthread_mutex_lock(&d->lock);
+    cudaStream_t s = d->stream;
+    if (!s && !(st = wk_cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), op, device)))
+        __atomic_store_n(&d->stream, s, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&d->lock);
+    *out = st ? NULL : s;
+    return st;
+}
+
+/* Makes `device` CUDA's current device on this thread and gives its stream. */
+static wick_status enter(int device, const char *op, cudaStream_t *stream) {
+    *stream = NULL;
+    wick_status st = check_index(device, op);
+    if (st) return st;
+    /* CUDA keeps its current device per thread, cheaply readable; setting it
+     * only when it differs keeps the usual case (one GPU) free of work */
+    int current = -1;
+    cudaError_t err = cudaGetDevice(&current);
+    if (err == cudaSuccess && current != device) err = cudaSetDevice(device);
+    if ((st = wk_cuda_check(err, op, device))) return st;
+    return device_stream(device, op, stream);
+}
+
+cudaStream_t wk_cuda_enter(int device, const char *op) {
+    cudaStream_t s;
+    return enter(device, op ? op : "cuda", &s) ? NULL : s;
+}
+
+wick_status wick_cuda_synchronize(int index) {
+    index = resolve_index(index);
+    cudaStream_t s;
+    wick_status st = enter(index, "wick.cuda.synchronize", &s);
+    /* the whole device, so work that other libraries queued is waited for too */
+    return st ? st : wk_cuda_check(cudaDeviceSynchronize(), "wick.cuda.synchronize", index);
+}
+
+/* Waits for every stream wick has created (before host memory they may still
+ * read or write goes away). Errors are left to the next call that checks. */
+static void sync_all_streams(void) {
+    if (!__atomic_load_n(&probed, __ATOMIC_ACQUIRE)) return;
+    for (int i = 0; i < device_count; i++) {
+        cudaStream_t s = __atomic_load_n(&devices[i].stream, __ATOMIC_ACQUIRE);
+        if (s) (void)cudaStreamSynchronize(s);
+    }
+}
+
+/* ---- the caching allocator ---- */
+
+static int block_less(const wk_block *a, size_t size, const char *ptr) {
+    return a->size < size || (a->size == size && a->ptr < ptr);
+}
+
+/* First position whose block is not below (size, ptr). */
+static size_t set_lower_bound(const block_set *s, size_t size, const char *ptr) {
+    size_t lo = 0, hi = s->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (block_less(s->items[mid], size, ptr)) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static bool set_insert(block_set *s, wk_block *b) {
+    if (s->count == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        wk_block **items = (wk_block **)realloc(s->items, cap * sizeof *items);
+        if (!items) return false;
+        s->items = items;
+        s->cap = cap;
+    }
+    size_t i = set_lower_bound(s, b->size, b->ptr);
+    memmove(s->items + i + 1, s->items + i, (s->count - i) * sizeof *s->items);
+    s->items[i] = b;
+    s->count++;
+    return true;
+}
+
+static void set_remove_at(block_set *s, size_t i) {
+    memmove(s->items + i, s->items + i + 1, (s->count - i - 1) * sizeof *s->items);
+    s->count--;
+}
+
+static void set_remove(block_set *s, wk_block *b) {
+    size_t i = set_lower_bound(s, b->size, b->ptr);
+    if (i < s->count && s->items[i] == b) set_remove_at(s, i);
+}
+
+static block_set *pool_of(device_state *d, const wk_block *b) { return b->small ? &d->free_small : &d->free_large; }
+
+static size_t live_hash(const void *ptr, size_t buckets) {
+    uint64_t h = ((uint64_t)(uintptr_t)ptr >> 9) * 0x9e3779b97f4a7c15ULL; /* blocks are 512-byte aligned */
+    return (size_t)(h >> 32) & (buckets - 1);
+}
+
+static bool live_insert(device_state *d, wk_block *b) {
+    if (d->live_count >= d->live_buckets) { /* grow to keep chains short */
+        size_t buckets = d->live_buckets ? d->live_buckets * 2 : 1024;
+        wk_block **table = (wk_block **)calloc(buckets, sizeof *table);
+        if (!table) return false;
+        for (size_t i = 0; i < d->live_buckets; i++)
+            for (wk_block *e = d->live[i], *next; e; e = next) {
+                next = e->hash_next;
+                size_t h = live_hash(e->ptr, buckets);
+                e->hash_next = table[h];
+                table[h] = e;
+            }
+        free(d->live);
+        d->live = table;
+        d->live_buckets = buckets;
+    }
+    size_t h = live_hash(b->ptr, d->live_buckets);
+    b->hash_next = d->live[h];
+    d->live[h] = b;
+    d->live_count++;
+    return true;
+}
+
+static wk_block *live_remove(device_state *d, const void *ptr) {
+    if (!d->live_buckets) return NULL;
+    for (wk_block **link = &d->live[live_hash(ptr, d->live_buckets)]; *link; link = &(*link)->hash_next)
+        if ((*link)->ptr == ptr) {
+            wk_block *b = *link;
+            *link = b->hash_next;
+            d->live_count--;
+            return b;
+        }
+    return NULL;
+}
+
+/* Returns the device's free whole segments to CUDA (lock held; the device is
+ * CUDA's current one). cudaFree waits for the device, so no kernel still uses
+ * them. */
+static void release_cached(device_state *d) {
+    block_set *pools[2] = {&d->free_small, &d->free_large};
+    for (int p = 0; p < 2; p++)
+        for (size_t i = pools[p]->count; i-- > 0;) {
+            wk_block *b = pools[p]->items[i];
+            if (b->prev || b->next) continue; /* part of a segment still in use */
+            if (cudaFree(b->ptr) != cudaSuccess) {
+                (void)cudaGetLastError();
+                continue;
+            }
+            __atomic_store_n(&d->reserved, d->reserved - (int64_t)b->size, __ATOMIC_RELAXED);
+            set_remove_at(pools[p], i);
+            free(b);
+        }
+}
+
+/* A fresh segment from cudaMalloc (lock held); on failure the device's cache
+ * is given back and cudaMalloc tried once more. */
+static wk_block *new_segment(device_state *d, size_t size, bool small) {
+    wk_block *b = (wk_block *)calloc(1, sizeof *b);
+    if (!b) return NULL;
+    void *p = NULL;
+    if (cudaMalloc(&p, size) != cudaSuccess) {
+        (void)cudaGetLastError(); /* out of memory is recoverable: keep the process usable */
+        release_cached(d);
+        if (cudaMalloc(&p, size) != cudaSuccess) {
+            (void)cudaGetLastError();
+            free(b);
+            return NULL;
+        }
+    }
+    b->ptr = (char *)p;
+    b->size = size;
+    b->small = small;
+    __atomic_store_n(&d->reserved, d->reserved + (int64_t)size, __ATOMIC_RELAXED);
+    return b;
+}
+
+/* Cuts b down to `size`, the rest becoming a free block after it (lock held). */
+static void split(device_state *d, wk_block *b, size_t size) {
+    size_t min_rest = b->small ? WK_SMALL_ROUND : WK_LARGE_ROUND;
+    if (b->size - size < min_rest) return;
+    wk_block *rest = (wk_block *)calloc(1, sizeof *rest);
+    if (!rest) return; /* then b is simply used whole */
+    rest->ptr = b->ptr + size;
+    rest->size = b->size - size;
+    rest->small = b->small;
+    rest->prev = b;
+    rest->next = b->next;
+    if (b->next) b->next->prev = rest;
+    b->next = rest;
+    b->size = size;
+    if (!set_insert(pool_of(d, rest), rest)) { /* cannot track it: undo */
+        b->size += rest->size;
+        b->next = rest->next;
+        if (rest->next) rest->next->prev = b;
+        free(rest);
+    }
+}
+
+static void *cuda_alloc(size_t nbytes, int device) {
+    if (nbytes > ((size_t)1 << 62) || wk_cuda_enter(device, "alloc") == NULL) return NULL;
+    bool small = nbytes <= WK_SMALL_REQUEST;
+    size_t round = small ? WK_SMALL_ROUND : WK_LARGE_ROUND;
+    size_t size = (nbytes + round - 1) / round * round;
+    device_state *d = &devices[device];
+    pthread_mutex_lock(&d->lock);
+    block_set *pool = small ? &d->free_small : &d->free_large;
+    wk_block *b = NULL;
+    size_t i = set_lower_bound(pool, size, NULL); /* best fit: the smallest block that is large enough */
+    if (i < pool->count) {
+        b = pool->items[i];
+        set_remove_at(pool, i);
+    } else if (!(b = new_segment(d, small ? WK_SMALL_SEGMENT : size, small))) {
+        pthread_mutex_unlock(&d->lock);
+        return NULL;
+    }
+    split(d, b, size);
+    if (!live_insert(d, b)) { /* no host memory for the table: the block goes back (the set has room) */
+        set_insert(pool, b);
+        pthread_mutex_unlock(&d->lock);
+        return NULL;
+    }
+    b->allocated = true;
+    int64_t now = d->allocated + (int64_t)b->size;
+    __atomic_store_n(&d->allocated, now, __ATOMIC_RELAXED);
+    if (now > d->peak) __atomic_store_n(&d->peak, now, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&d->lock);
+    return b->ptr;
+}
+
+/* The block goes back to its pool at once: later work that reuses it is queued
+ * on the same stream as the work that used it, so it runs afterwards. */
+static void cuda_free(void *ptr, size_t nbytes, int device) {
+    (void)nbytes;
+    if (!ptr || device < 0 || device >= WK_CUDA_MAX_DEVICES) return;
+    device_state *d = &devices[device];
+    pthread_mutex_lock(&d->lock);
+    wk_block *b = live_remove(d, ptr);
+    if (b) {
+        __atomic_store_n(&d->allocated, d->allocated - (int64_t)b->size, __ATOMIC_RELAXED);
+        b->allocated = false;
+        block_set *pool = pool_of(d, b);
+        if (b->prev && !b->prev->allocated) { /* merge into the free block before */
+            wk_block *p = b->prev;
+            set_remove(pool, p);
+            p->size += b->size;
+            p->next = b->next;
+            if (b->next) b->next->prev = p;
+            free(b);
+            b = p;
+        }
+        if (b->next && !b->next->allocated) { /* absorb the free block after */
+            wk_block *n = b->next;
+            set_remove(pool, n);
+            b->size += n->size;
+            b->next = n->next;
+            if (n->next) n->next->prev = b;
+            free(n);
+        }
+        /* without host memory to track it the block is lost to the cache (it
+           stays counted in memory_reserved) rather than crash */
+        (void)set_insert(pool, b);
+    }
+    pthread_mutex_unlock(&d->lock);
+}
+
+void wick_cuda_empty_cache(void) {
+    if (!__atomic_load_n(&probed, __ATOMIC_ACQUIRE)) return; /* CUDA never used: nothing cached */
+    for (int i = 0; i < device_count; i++) {
+        device_state *d = &devices[i];
+        if (!__atomic_load_n(&d->reserved, __ATOMIC_RELAXED)) continue;
+        cudaStream_t s = wk_cuda_enter(i, "empty_cache");
+        if (!s) continue;
+        (void)cudaStreamSynchronize(s);
+        pthread_mutex_lock(&d->lock);
+        release_cached(d);
+        pthread_mutex_unlock(&d->lock);
+    }
+}
+
+/* Statistics read without the lock: each value is one aligned word. */
+static device_state *stats_of(int index) {
+    index = resolve_index(index);
+    if (index >= wick_cuda_device_count()) return NULL;
+    return &devices[index];
+}
+
+int64_t wick_cuda_memory_allocated(int index) {
+    device_state *d = stats_of(index);
+    return d ? __atomic_load_n(&d->allocated, __ATOMIC_RELAXED) : 0;
+}
+
+int64_t wick_cuda_max_memory_allocated(int index) {
+    device_state *d = stats_of(index);
+    return d ? __atomic_load_n(&d->peak, __ATOMIC_RELAXED) : 0;
+}
+
+int64_t wick_cuda_memory_reserved(int index) {
+    device_state *d = stats_of(index);
+    return d ? __atomic_load_n(&d->reserved, __ATOMIC_RELAXED) : 0;
+}
+
+void wick_cuda_reset_peak_memory_stats(int index) {
+    device_state *d = stats_of(index);
+    if (!d) return;
+    pthread_mutex_lock(&d->lock);
+    __atomic_store_n(&d->peak, d->allocated, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&d->lock);
+}
+
+void *wk_cuda_alloc_scratch(size_t nbytes, int device) {
+    void *p = cuda_alloc(nbytes ? nbytes : 1, device);
+    if (!p)
+        wick_fail(WICK_ERR_OOM, "out of memory: tried to allocate %.2f MiB of scratch memory on cuda:%d",
+                  (double)nbytes / (1 << 20), device);
+    return p;
+}
+
+void wk_cuda_free_scratch(void *ptr, size_t nbytes, int device) { cuda_free(ptr, nbytes, device); }
+
+/* ---- copies ---- */
+
+/* Between GPUs: the copy must come after the work queued on the source's
+ * stream and before the work queued later on either stream, and the source
+ * block must not be reused while the copy reads it. Waiting on both sides is
+ * the simple way to all three; copies between GPUs are rare in wick's uses
+ * (DataParallel gathers), so their speed matters less than their safety. */
+static wick_status transfer_peer(void *dst, int dst_index, const void *src, int src_index, size_t nbytes) {
+    const char *op = "copy between GPUs";
+    cudaStream_t s, d;
+    wick_status st = enter(src_index, op, &s);
+    if (!st) st = wk_cuda_check(cudaStreamSynchronize(s), op, src_index);
+    if (!st) st = enter(dst_index, op, &d);
+    if (st) return st;
+    st = wk_cuda_check(cudaMemcpyPeerAsync(dst, dst_index, src, src_index, nbytes, d), op, dst_index);
+    return st ? st : wk_cuda_check(cudaStreamSynchronize(d), op, dst_index);
+}
+
+/* Host <-> GPU, and within one GPU, on the device's stream. Without
+ * non_blocking the call waits for the bytes. With it, it returns at once: the
+ * core asks for that only when the host side is pinned; pageable host memory
+ * is safe either way, because CUDA has copied it (to the GPU or a staging
+ * buffer) before cudaMemcpyAsync returns. Within one GPU the stream order is
+ * enough: every reader of the destination is queued after the copy. */
+static wick_status cuda_transfer(void *dst, wick_device dst_dev, const void *src, wick_device src_dev, size_t nbytes,
+                                 int non_blocking) {
+    bool to_gpu = dst_dev.type == WICK_CUDA, from_gpu = src_dev.type == WICK_CUDA;
+    if (to_gpu && from_gpu && dst_dev.index != src_dev.index)
+        return transfer_peer(dst, dst_dev.index, src, src_dev.index, nbytes);
+    int device = to_gpu ? dst_dev.index : src_dev.index;
+    const char *op = to_gpu && from_gpu ? "copy within a GPU" : to_gpu ? "copy to the GPU" : "copy to the CPU";
+    cudaMemcpyKind kind = to_gpu && from_gpu ? cudaMemcpyDeviceToDevice
+                          : to_gpu           ? cudaMemcpyHostToDevice
+                                             : cudaMemcpyDeviceToHost;
+    cudaStream_t s;
+    wick_status st = enter(device, op, &s);
+    if (st) return st;
+    st = wk_cuda_check(cudaMemcpyAsync(dst, src, nbytes, kind, s), op, device);
+    if (st || non_blocking || (to_gpu && from_gpu)) return st;
+    /* a failed kernel queued earlier shows up here: the copy's error names it */
+    return wk_cuda_check(cudaStreamSynchronize(s), op, device);
+}
+
+/* ---- pinned host memory ---- */
+
+/* The release of a pinned storage: copies that read or write it may still be
+ * queued, so they are waited for first. */
+static void free_pinned(void *ptr) {
+    sync_all_streams();
+    if (cudaFreeHost(ptr) != cudaSuccess) (void)cudaGetLastError();
+}
+
+wick_status wick_pin_memory(wick_tensor **out, const wick_tensor *t) {
+    if (t->storage->device.type != WICK_CPU) {
+        char name[32];
+        return wick_fail(WICK_ERR_DEVICE, "pin_memory: expected a CPU tensor, got one on %s",
+                         wick_device_format(t->storage->device, name, sizeof name));
+    }
+    if (t->storage->pinned) {
+        wick_tensor_retain((wick_tensor *)t);
+        *out = (wick_tensor *)t;
+        return WICK_OK;
+    }
+    if (!wick_cuda_is_available()) return wick_fail(WICK_ERR_DEVICE, "pin_memory: " NO_GPU_TEXT);
+    int64_t numel = wick_tensor_numel(t);
+    size_t nbytes = (size_t)numel * wk_dtype_size(t->dtype);
+    void *host = NULL;
+    /* portable: pinned for every GPU's context, not only the current one */
+    cudaError_t err = cudaHostAlloc(&host, nbytes ? nbytes : 1, cudaHostAllocPortable);
+    if (err != cudaSuccess) {
+        if (err == cudaErrorMemoryAllocation) {
+            (void)cudaGetLastError();
+            return wick_fail(WICK_ERR_OOM, "out of memory: tried to allocate %.2f MiB of pinned host memory",
+                             (double)nbytes / (1 << 20));
+        }
+        return wk_cuda_check(err, "pin_memory", -1);
+    }
+    wick_tensor *flat = NULL, *shaped = NULL;
+    wick_status st = wk_tensor_wrap(&flat, host, numel, t->dtype, free_pinned, host);
+    if (st) {
+        cudaFreeHost(host);
+        return st;
+    }
+    flat->storage->pinned = true;
+    int64_t strides[WICK_MAX_DIMS];
+    wk_contiguous_strides(t->ndim, t->sizes, strides);
+    st = wk_tensor_view(&shaped, flat, t->ndim, t->sizes, strides, 0);
+    wick_tensor_release(flat);
+    if (!st) st = wick_copy_(shaped, t); /* any strides, in parallel on the CPU */
+    if (st) {
+        wick_tensor_release(shaped);
+        return st;
+    }
+    *out = shaped;
+    return WICK_OK;
+}
+
+/* ---- TF32 ---- */
+
+static int allow_tf32;
+
+void wick_cuda_set_allow_tf32(int allow) { __atomic_store_n(&allow_tf32, allow != 0, __ATOMIC_RELAXED); }
+int wick_cuda_allow_tf32(void) { return __atomic_load_n(&allow_tf32, __ATOMIC_RELAXED); }
+
+/* ---- cuBLAS, loaded on first use ----
+ * libcublas is opened with dlopen the first time a handle is wanted, and the
+ * cuBLAS functions the kernels call are defined here as small forwards to it.
+ * So the kernels call cuBLAS as usual (cublasSgemm, ...), the library is not
+ * linked, and start-up does not pay for mapping it. A kernel that needs a
+ * cuBLAS function missing below fails to link: add a forward for it here. */
+
+#define WK_STR2(x) #x
+#define WK_STR(x) WK_STR2(x)
+#define WK_CUBLAS_SONAME "libcublas.so." WK_STR(CUBLAS_VER_MAJOR)
+
+/* X(name, return type, parameters, arguments, value when unavailable) */
+#define WK_CUBLAS_FUNCTIONS(X)                                                                                        \
+    X(cublasCreate_v2, cublasStatus_t, (cublasHandle_t * handle), (handle), CUBLAS_STATUS_NOT_INITIALIZED)             \
+    X(cublasDestroy_v2, cublasStatus_t, (cublasHandle_t handle), (handle), CUBLAS_STATUS_NOT_INITIALIZED)              \
+    X(cublasSetStream_v2, cublasStatus_t, (cublasHandle_t handle, cudaStream_t stream), (handle, stream),              \
+      CUBLAS_STATUS_NOT_INITIALIZED)                                                                                   \
+    X(cublasGetStream_v2, cublasStatus_t, (cublasHandle_t handle, cudaStream_t * stream), (handle, stream),            \
+      CUBLAS_STATUS_NOT_INITIALIZED)                                                                                   \
+    X(cublasSetWorkspace_v2, cublasStatus_t, (cublasHandle_t handle, void *workspace, size_t size),                    \
+      (handle, workspace, size), CUBLAS_STATUS_NOT_INITIALIZED)                                                        \
+    X(cublasSetMathMode, cublasStatus_t, (cublasHandle_t handle, cublasMath_t mode), (handle, mode),                   \
+      CUBLAS_STATUS_NOT_INITIALIZED)                                                                                   \
+    X(cublasGetMathMode, cublasStatus_t, (cublasHandle_t handle, cublasMath_t * mode), (handle, mode),                 \
+      CUBLAS_STATUS_NOT_INITIALIZED)                                                                                   \
+    X(cublasSetPointerMode_v2, cublasStatus_t, (cublasHandle_t handle, cublasPointerMode_t mode), (handle, mode),      \
+      CUBLAS_STATUS_NOT_INITIALIZED)                                                                                   \
+    X(cublasGetPointerMode_v2, cublasStatus_t, (cublasHandle_t handle, cublasPointerMode_t * mode), (handle, mode),    \
+      CUBLAS_STATUS_NOT_INITIALIZED)                                                                                   \
+    X(cublasSgemm_v2, cublasStatus_t,                                                                                  \
+      (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float *alpha,          \
+       const float *A, int lda, const float *B, int ldb, const float *beta, float *C, int ldc),                        \
+      (h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc), CUBLAS_STATUS_NOT_INITIALIZED)                        \
+    X(cublasDgemm_v2, cublasStatus_t,                                                                                  \
+      (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const double *alpha,         \
+       const double *A, int lda, const double *B, int ldb, const double *beta, double *C, int ldc),                    \
+      (h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc), CUBLAS_STATUS_NOT_INITIALIZED)                        \
+    X(cublasSgemm_v2_64, cublasStatus_t,                                                                               \
+      (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k,                  \
+       const float *alpha, const float *A, int64_t lda, const float *B, int64_t ldb, const float *beta, float *C,      \
+       int64_t ldc),                                                                                                   \
+      (h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc), CUBLAS_STATUS_NOT_INITIALIZED)                        \
+    X(cublasDgemm_v2_64, cublasStatus_t,                                                                               \
+      (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k,                  \
+       const double *alpha, const double *A, int64_t lda, const double *B, int64_t ldb, const double *beta,            \
+       double *C, int64_t ldc),                                                                                        \
+      (h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc), CUBLAS_STATUS_NOT_INITIALIZED)                        \
+    X(cublasGemmEx, cublasStatus_t,                                                                                    \
+      (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *alpha,           \
+       const void *A, cudaDataType Atype, int lda, const void *B, cudaDataType Btype, int ldb, const void *beta,        \
+       void *C, cudaDataType Ctype, int ldc, cublasComputeType_t computeType, cublasGemmAlgo_t algo),                  \
+      (h, ta, tb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc, computeType, algo),              \
+      CUBLAS_STATUS_NOT_INITIALIZED)                                                                                   \
+    X(cublasGemmEx_64, cublasStatus_t,                                                                                 \
+      (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k,                  \
+       const void *alpha, const void *A, cudaDataType Atype, int64_t lda, const void *B, cudaDataType Btype,           \
+       int64_t ldb, const void *beta, void *C, cudaDataType Ctype, int64_t ldc, cublasComputeType_t computeType,       \
+       cublasGemmAlgo_t algo),                                                                                         \
+      (h, ta, tb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc, computeType, algo),              \
+      CUBLAS_STATUS_NOT_INITIALIZED)                                                                                   \
+    X(cublasSgemmStridedBatched, cublasStatus_t,                                                                       \
+      (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float *alpha,          \
+       const float *A, int lda, long long int strideA, const float *B, int ldb, long long int strideB,                 \
+       const float *beta, float *C, int ldc, long long int strideC, int batchCount),                                   \
+      (h, ta, tb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC, batchCount),               \
+      CUBLAS_STATUS_NOT_INITIALIZED)                                                                                   \
+    X(cublasDgemmStridedBatched, cublasStatus_t,                                                                       \
+      (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const double *alpha,         \
+       const double *A, int lda, long long int strideA, const double *B, int ldb, long long int strideB,               \
+       const double *beta, double *C, int ldc, long long int strideC, int batchCount),                                 \
+      (h, ta, tb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC, batchCount),               \
+      CUBLAS_STATUS_NOT_INITIALIZED)                                                                                   \
+    X(cublasGemmStridedBatchedEx, cublasStatus_t,                                                                      \
+      (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *alpha,           \
+       const void *A, cudaDataType Atype, int lda, long long int strideA, const void *B, cudaDataType Btype, int ldb,  \
+       long long int strideB, const void *beta, void *C, cudaDataType Ctype, int ldc, long long int strideC,           \
+       int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo),                                        \
+      (h, ta, tb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB, beta, C, Ctype, ldc, strideC,       \
+       batchCount, computeType, algo),                                                                                 \
+      CUBLAS_STATUS_NOT_INITIALIZED)                                                                                   \
+    X(cublasSgemv_v2, cublasStatus_t,                                                                                  \
+      (cublasHandle_t h, cublasOperation_t trans, int m, int n, const float *alpha, const float *A, int lda,            \
+       const float *x, int incx, const float *beta, float *y, int incy),                                               \
+      (h, trans, m, n, alpha, A, lda, x, incx, beta, y, incy), CUBLAS_STATUS_NOT_INITIALIZED)                          \
+    X(cublasDgemv_v2, cublasStatus_t,                                                                                  \
+      (cublasHandle_t h, cublasOperation_t trans, int m, int n, const double *alpha, const double *A, int lda,         \
+       const double *x, int incx, const double *beta, double *y, int incy),                                            \
+      (h, trans, m, n, alpha, A, lda, x, incx, beta, y, incy), CUBLAS_STATUS_NOT_INITIALIZED)                          \
+    X(cublasSgeam, cublasStatus_t,                                                                                     \
+      (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, const float *alpha, const float *A, \
+       int lda, const float *beta, const float *B, int ldb, float *C, int ldc),                                        \
+      (h, ta, tb, m, n, alpha, A, lda, beta, B, ldb, C, ldc), CUBLAS_STATUS_NOT_INITIALIZED)                           \
+    X(cublasDgeam, cublasStatus_t,                                                                                     \
+      (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, const double *alpha,                \
+       const double *A, int lda, const double *beta, const double *B, int ldb, double *C, int ldc),                    \
+      (h, ta, tb, m, n, alpha, A, lda, beta, B, ldb, C, ldc), CUBLAS_STATUS_NOT_INITIALIZED)                           \
+    X(cublasGetStatusString, const char *, (cublasStatus_t status), (status), "cuBLAS is not loaded")                   \
+    X(cublasGetStatusName, const char *, (cublasStatus_t status), (status), "CUBLAS_STATUS_NOT_INITIALIZED")
+
+static struct {
+#define WK_CUBLAS_POINTER(name, ret, params, args, fallback) ret(*name) params;
+    WK_CUBLAS_FUNCTIONS(WK_CUBLAS_POINTER)
+} cublas_api;
+
+static pthread_once_t cublas_once = PTHREAD_ONCE_INIT;
+static void *cublas_lib;
+static char cublas_error[512];
+
+/* Opens libcublas: by its soname (LD_LIBRARY_PATH, the runner's run path, the
+ * system's library cache), then in the toolkit that wick was built with. */
+static void load_cublas(void) {
+    const char *names[] = {WK_CUBLAS_SONAME,
+#ifdef WICK_CUDA_LIBDIR
+                           WICK_CUDA_LIBDIR "/" WK_CUBLAS_SONAME,
+#endif
+                           "/usr/local/cuda/lib64/" WK_CUBLAS_SONAME};
+    for (size_t i = 0; i < sizeof names / sizeof *names && !cublas_lib; i++) {
+        cublas_lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (!cublas_lib && i == 0) snprintf(cublas_error, sizeof cublas_error, "%s", dlerror());
+    }
+    if (!cublas_lib) return;
+#define WK_CUBLAS_RESOLVE(name, ret, params, args, fallback) \
+    cublas_api.name = (ret(*) params)dlsym(cublas_lib, #name);
+    WK_CUBLAS_FUNCTIONS(WK_CUBLAS_RESOLVE)
+}
+
+/* The forwards, with the names and types of cublas_api.h. */
+#define WK_CUBLAS_FORWARD(name, ret, params, args, fallback)                          \
+    extern "C" ret CUBLASWINAPI name params {                                         \
+        pthread_once(&cublas_once, load_cublas);                                      \
+        return cublas_api.name ? cublas_api.name args : fallback;                     \
+    }
+WK_CUBLAS_FUNCTIONS(WK_CUBLAS_FORWARD)
+
+cublasHandle_t wk_cublas_handle(int device, const char *op) {
+    cudaStream_t stream = wk_cuda_enter(device, op);
+    if (!stream) return NULL;
+    device_state *d = &devices[device];
+    cublasHandle_t h = __atomic_load_n(&d->cublas, __ATOMIC_ACQUIRE);
+    if (h) return h;
+    pthread_once(&cublas_once, load_cublas);
+    if (!cublas_api.cublasCreate_v2) {
+        wick_fail(WICK_ERR_DEVICE, "%s on cuda:%d: cannot load cuBLAS (%s): %s", op, device, WK_CUBLAS_SONAME,
+                  cublas_lib ? "cublasCreate_v2 is missing" : cublas_error);
+        return NULL;
+    }
+    pthread_mutex_lock(&d->lock);
+    if (!(h = d->cublas)) {
+        /* the handle belongs to CUDA's current device, set by wk_cuda_enter */
+        wick_status st = wk_cublas_check(cublasCreate(&h), op, device);
+        if (!st && (st = wk_cublas_check(cublasSetStream(h, stream), op, device))) {
+            cublasDestroy(h);
+            h = NULL;
+        }
+        if (st) h = NULL;
+        else __atomic_store_n(&d->cublas, h, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&d->lock);
+    return h;
+}
+
+/* ---- the backend's runtime entries (assembled in cuda_backend.cu) ---- */
+
+void *wk_cuda_backend_alloc(size_t nbytes, int device) { return cuda_alloc(nbytes, device); }
+void wk_cuda_backend_free(void *ptr, size_t nbytes, int device) { cuda_free(ptr, nbytes, device); }
+void wk_cuda_backend_empty_cache(void) { wick_cuda_empty_cache(); }
+wick_status wk_cuda_backend_transfer(void *dst, wick_device dst_dev, const void *src, wick_device src_dev,
+                                     size_t nbytes, int non_blocking) {
+    return cuda_transfer(dst, dst_dev, src, src_dev, nbytes, non_blocking);
+}
