@@ -161,6 +161,55 @@ describe("DataLoader", function()
     end
   end)
 
+  it("pin_memory without CUDA warns once on stderr and delivers ordinary batches", function()
+    if wick.cuda.is_available() then return pending("only meaningful where wick.cuda.is_available() is false") end
+    local real_stderr, written = io.stderr, {}
+    io.stderr = { write = function(_, text) written[#written + 1] = text end }
+    local ok, err = pcall(function()
+      for _ = 1, 2 do -- two loaders, two passes: one warning
+        local loader = data.DataLoader(ds, { batch_size = 4, pin_memory = true, device = "meta" })
+        local n = 0
+        for inputs, labels in loader:iter() do
+          assert.are.equal("meta", inputs.device.type)
+          assert.are.equal("meta", labels.device.type)
+          n = n + 1
+        end
+        assert.are.equal(3, n)
+        for inputs in data.DataLoader(ds, { batch_size = 4, pin_memory = true }):iter() do
+          assert.are.equal("cpu", inputs.device.type)
+          assert.is_false(inputs:is_pinned())
+        end
+      end
+    end)
+    io.stderr = real_stderr
+    assert(ok, err)
+    assert.is_true(#written <= 1) -- once per process (an earlier spec may have warned already)
+    if #written == 1 then
+      assert.is_truthy(written[1]:find("'pin_memory' is set to true but CUDA is not available", 1, true))
+    end
+  end)
+
+  it("pin_memory with CUDA pins each batch and delivers it on the device", function()
+    if not wick.cuda.is_available() then return pending("needs a CUDA GPU") end
+    local seen = 0
+    for inputs, labels in data.DataLoader(ds, { batch_size = 4, pin_memory = true, device = "cuda:0" }):iter() do
+      assert.are.equal("cuda:0", tostring(inputs.device))
+      assert.are.equal("cuda:0", tostring(labels.device))
+      seen = seen + 1
+    end
+    assert.are.equal(3, seen)
+    for inputs, labels in data.DataLoader(ds, { batch_size = 4, pin_memory = true }):iter() do
+      assert.is_true(inputs:is_pinned())
+      assert.is_true(labels:is_pinned())
+    end
+    -- values arrive intact through the non_blocking copies
+    local all = {}
+    for inputs in data.DataLoader(ds, { batch_size = 5, pin_memory = true, device = "cuda:0" }):iter() do
+      all[#all + 1] = inputs:cpu()
+    end
+    assert.are.same(ds.tensors[1]:totable(), wick.cat(all):totable())
+  end)
+
   it("raises on bad options and datasets", function()
     assert_error_has(function() data.DataLoader(ds, { batch_size = 0 }) end, "batch_size")
     assert_error_has(function() data.DataLoader(ds, { batch_size = 2.5 }) end, "batch_size")

@@ -209,4 +209,98 @@ function support.gradcheck(fn, inputs, opts)
   return true
 end
 
+-- ---- the same op on several devices ----
+
+-- The devices the op specs run on: "cpu", plus "cuda:0" where a CUDA GPU is
+-- available. WICK_SPEC_DEVICE=cpu (or meta) adds that device instead of the
+-- GPU, to check the specs' own code on a machine without one.
+function support.devices()
+  local list = { "cpu" }
+  local extra = os.getenv("WICK_SPEC_DEVICE")
+  if extra and extra ~= "" then list[#list + 1] = extra
+  elseif wick.cuda.is_available() then list[#list + 1] = "cuda:0" end
+  return list
+end
+
+-- fn(device) for each of support.devices(): a spec written once runs per device
+-- (inside a describe, it registers its `it`s once per device).
+function support.for_each_device(fn)
+  for _, device in ipairs(support.devices()) do fn(device) end
+end
+
+-- How far a result on another device may stray from the CPU's, per dtype,
+-- in support.close's terms (|a - e| <= tol * (1 + |e|)): integers and bool are
+-- exact; bfloat16 has 8 significant bits, so one rounding step apart is 2^-7.
+support.DEVICE_TOL = { float32 = 1e-5, float64 = 1e-12, float16 = 1e-3, bfloat16 = 8e-3,
+  int64 = 0, int32 = 0, uint8 = 0, bool = 0 }
+
+-- The values of one result, as plain Lua (bool as 0/1, so they compare as numbers).
+local function host_values(t)
+  if t.dtype == "bool" then t = t:to("uint8") end
+  t = t:cpu()
+  if t:dim() == 0 then return t:item() end
+  return t:totable()
+end
+
+-- Compares one result of the device with the CPU's: tensors must agree in
+-- shape and dtype, live on `device` (type and index), and hold the same values
+-- within DEVICE_TOL (or opts.tol); on meta only shape and dtype are compared.
+-- Plain tables are compared entry by entry; anything else must be equal.
+local function same_result(actual, expected, device, opts, path)
+  if wick.is_tensor(expected) then
+    assert(wick.is_tensor(actual), ("%s: expected a tensor, got %s"):format(path, type(actual)))
+    assert.are.same(support.shape_of(expected), support.shape_of(actual), path .. ": shape")
+    assert.are.equal(expected.dtype, actual.dtype, path .. ": dtype")
+    local dev = wick.device(device)
+    if expected.device.type == "cpu" and dev.type ~= "cpu" then
+      -- a result the op makes on its input's device
+      assert.are.equal(dev.type, actual.device.type, path .. ": device")
+      if dev.index then assert.are.equal(dev.index, actual.device.index, path .. ": device index") end
+    end
+    if actual.device.type == "meta" then return end
+    local tol = opts.tol
+    if type(tol) == "table" then tol = tol[expected.dtype] end
+    if tol == nil then tol = support.DEVICE_TOL[expected.dtype] or support.DEFAULT_TOL end
+    if tol == 0 then
+      -- exact: compared as tensors, so int64 beyond 2^53 is compared too
+      local a, e = actual:cpu():reshape(actual:numel()), expected:reshape(expected:numel())
+      if a:numel() == 0 or a:eq(e):all() then return end
+      local i = 1
+      while a[i]:eq(e[i]):all() do i = i + 1 end
+      local function show(t) return t.dtype == "int64" and t:_int64_str() or tostring(t:item()) end
+      error(("%s: element %d (flattened): expected %s, got %s (on %s, %s, exact)")
+        :format(path, i, show(e[i]), show(a[i]), tostring(device), expected.dtype), 0)
+    end
+    local ok, why = compare(host_values(actual), host_values(expected), tol, path)
+    assert(ok, ("%s (on %s, %s, tolerance %g)"):format(why, tostring(device), expected.dtype, tol))
+  elseif type(expected) == "table" and getmetatable(expected) == nil then
+    assert.are.equal("table", type(actual), path .. ": expected a table")
+    for k, v in pairs(expected) do same_result(actual[k], v, device, opts, path .. "." .. tostring(k)) end
+    for k in pairs(actual) do assert(expected[k] ~= nil, ("%s: unexpected entry %s"):format(path, tostring(k))) end
+  elseif type(expected) == "number" and type(actual) == "number" and opts.tol ~= 0 then
+    local ok, why = compare(actual, expected, type(opts.tol) == "number" and opts.tol or support.DEVICE_TOL.float32, path)
+    assert(ok, why)
+  else
+    assert.are.same(expected, actual, path)
+  end
+end
+
+-- assert_same_on(device, fn[, opts]): runs fn("cpu") and fn(device) and
+-- asserts that they give the same results (every returned value: tensors,
+-- tables of tensors, numbers), within support.DEVICE_TOL for the result's
+-- dtype. fn makes its inputs on the device it is given, e.g. from CPU tensors
+-- made outside it: `function(d) return a:to(d):mm(b:to(d)) end`.
+-- opts.tol: a number, or a table dtype -> tolerance, overriding DEVICE_TOL.
+-- Returns the device's results.
+function support.assert_same_on(device, fn, opts)
+  opts = opts or {}
+  local function pack(...) return { n = select("#", ...), ... } end
+  local expected = pack(fn("cpu"))
+  local actual = pack(fn(device))
+  for i = 1, math.max(expected.n, actual.n) do
+    same_result(actual[i], expected[i], device, opts, "result " .. i)
+  end
+  return unpack(actual, 1, actual.n)
+end
+
 return support

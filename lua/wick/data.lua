@@ -81,7 +81,10 @@ local DataLoader = {}
 DataLoader.__index = DataLoader
 
 --- DataLoader(dataset, {batch_size = 1, shuffle = false, drop_last = false,
---- device = nil, collate_fn = nil})
+--- device = nil, collate_fn = nil, pin_memory = false})
+--- pin_memory: each batch is put in page-locked memory before it is moved to
+--- `device`, with non_blocking copies (like PyTorch); where CUDA is not
+--- available it warns once and the batches stay in ordinary memory.
 function data.DataLoader(dataset, opts)
   opts = opts or {}
   local known = { batch_size = true, shuffle = true, drop_last = true, device = true, collate_fn = true, pin_memory = true }
@@ -98,6 +101,7 @@ function data.DataLoader(dataset, opts)
   return setmetatable({
     dataset = dataset, batch_size = bs, shuffle = opts.shuffle or false, drop_last = opts.drop_last or false,
     device = opts.device and wick.device(opts.device) or nil, collate_fn = opts.collate_fn or collate,
+    pin_memory = opts.pin_memory and true or false,
   }, DataLoader)
 end
 
@@ -107,6 +111,36 @@ function DataLoader:len()
   return math.ceil(n / self.batch_size)
 end
 
+local warned_pin_memory = false
+
+-- Whether batches get pinned: pin_memory asked for and CUDA available;
+-- otherwise one warning per process, as PyTorch warns.
+local function pinning(self)
+  if not self.pin_memory then return false end
+  if wick.cuda.is_available() then return true end
+  if not warned_pin_memory then
+    warned_pin_memory = true
+    io.stderr:write("wick: DataLoader: 'pin_memory' is set to true but CUDA is not available, "
+      .. "so pinned memory won't be used\n")
+  end
+  return false
+end
+
+-- Every CPU tensor of a (nested) batch in pinned memory, moved to `device`
+-- (when given) with non_blocking copies.
+local function pin_and_move(value, device)
+  if wick.is_tensor(value) then
+    if value.device.type ~= "cpu" then return device and value:to(device) or value end
+    local pinned = value:pin_memory()
+    if device then return pinned:to(device, { non_blocking = true }) end
+    return pinned
+  end
+  if type(value) ~= "table" then return value end
+  local out = {}
+  for k, v in pairs(value) do out[k] = pin_and_move(v, device) end
+  return setmetatable(out, getmetatable(value))
+end
+
 --- for inputs, labels in loader:iter() do ... end
 function DataLoader:iter()
   local n = self.dataset:len()
@@ -114,6 +148,7 @@ function DataLoader:iter()
   if self.shuffle then order = data.randperm(n) end
   local batches, b = self:len(), 0
   local ds = self.dataset
+  local pin = pinning(self)
   return function()
     b = b + 1
     if b > batches then return nil end
@@ -135,7 +170,8 @@ function DataLoader:iter()
         batch[col] = self.collate_fn(column)
       end
     end
-    if self.device then batch = wick.to_device(batch, self.device) end
+    if pin then batch = pin_and_move(batch, self.device)
+    elseif self.device then batch = wick.to_device(batch, self.device) end
     return unpack(batch)
   end
 end

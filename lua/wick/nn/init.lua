@@ -2,6 +2,7 @@
 local nn = {}
 nn.Module = require("wick.nn.module")
 for name, value in pairs(require("wick.nn.layers")) do nn[name] = value end
+nn.DataParallel = require("wick.nn.data_parallel")
 nn.functional = require("wick.nn.functional")
 nn.utils = require("wick.nn.utils")
 return nn
