@@ -13,6 +13,14 @@
 #   sanitizer  compute-sanitizer (memcheck) on the op specs
 #   bench      every GPU benchmark against PyTorch (bench/gpu.sh all)
 #
+# Prepare on a machine with nvcc, in the project root (.devdeps carries OpenBLAS,
+# not BLIS, hence WICK_BLAS):
+#   ../shared/device/fetch-runtime.sh
+#   cmake -S . -B build-gpu -DWICK_CUDA=ON -DWICK_BLAS=OPENBLAS -DCMAKE_BUILD_TYPE=Release
+#   cmake --build build-gpu -j2
+# then one device run carrying [".devdeps", "build-gpu"]:
+#   source .devdeps/env.sh; tools/gpu-check.sh quick
+#
 # Run from the project root after `source .devdeps/env.sh` (see
 # ../shared/device/README.md), with the CUDA build in build-gpu/ (BUILD_DIR to
 # change it). Every step runs under `timeout` (STEP_TIMEOUT seconds overrides the
