@@ -4,15 +4,9 @@ Prints `name<TAB>value` lines: matmul_<float32|tf32|bfloat16>_<n> in TFLOP/s, pe
 import sys
 import time
 
-try:
-    import torch
-except ImportError:
-    print("no PyTorch: skipped")
-    sys.exit(0)
+from gpu_torch_common import torch_with_cuda
 
-if not torch.cuda.is_available():
-    print("no CUDA GPU: skipped")
-    sys.exit(0)
+torch = torch_with_cuda()
 
 sizes = [int(s) for s in (sys.argv[1] if len(sys.argv) > 1 else "1024,2048,4096,8192").split(",")]
 dev = torch.device("cuda")

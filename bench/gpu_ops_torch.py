@@ -6,15 +6,9 @@ before and after each loop), then peak_mem_mb."""
 import sys
 import time
 
-try:
-    import torch
-except ImportError:
-    print("no PyTorch: skipped")
-    sys.exit(0)
+from gpu_torch_common import torch_with_cuda
 
-if not torch.cuda.is_available():
-    print("no CUDA GPU: skipped")
-    sys.exit(0)
+torch = torch_with_cuda()
 
 N, LOOPS = 20000, 5
 a = torch.ones(1, device="cuda")

@@ -9,17 +9,11 @@ loss, peak_mem_mb."""
 import sys
 import time
 
-try:
-    import torch
-    from torch import nn
-    import torch.nn.functional as F
-except ImportError:
-    print("no PyTorch: skipped")
-    sys.exit(0)
+from gpu_torch_common import torch_with_cuda
 
-if not torch.cuda.is_available():
-    print("no CUDA GPU: skipped")
-    sys.exit(0)
+torch = torch_with_cuda()
+from torch import nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 model_name = sys.argv[1] if len(sys.argv) > 1 else "mlp"
 mode = sys.argv[2] if len(sys.argv) > 2 else "resident"
