@@ -8,6 +8,9 @@ static bool is_cpu_scalar(const wick_tensor *t) { return t->ndim == 0 && t->stor
 
 wick_status wk_check_same_device(const char *op, int n, const wick_tensor *const *ts,
                                  const char *const *names) {
+    /* every op with tensor operands passes here first: the place to stop for Ctrl-C */
+    wick_status ist = wk_check_interrupt(op);
+    if (ist) return ist;
     int first = -1;
     for (int i = 0; i < n; i++) {
         if (!ts[i] || is_cpu_scalar(ts[i])) continue;

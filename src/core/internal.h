@@ -247,5 +247,7 @@ void wk_account_bytes(int64_t delta);
 
 /* Interrupt flag (set by wick_interrupt). */
 extern volatile int wk_interrupt_flag;
+/* WICK_ERR_INTERRUPTED (and the flag cleared) if wick_interrupt() was called. */
+wick_status wk_check_interrupt(const char *op);
 
 #endif

@@ -36,6 +36,7 @@ static wick_status reduce_forward(wick_tensor **out, wick_tensor **indices, wick
     if ((unsigned)op >= WICK_NUM_REDUCE) return wick_fail(WICK_ERR_ARGUMENT, "invalid reduction %d", op);
     const char *name = reduce_names[op];
     wick_status st;
+    if ((st = wk_check_interrupt(name))) return st; /* Ctrl-C in a JIT-compiled loop */
     if (needs_float(op) && !wick_dtype_is_floating(a->dtype))
         return wick_fail(WICK_ERR_DTYPE,
                          "%s(): could not infer output dtype. Input dtype must be a floating point dtype. "

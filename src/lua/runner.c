@@ -1,10 +1,12 @@
 /* build/wick: runs a Lua script with wick available, like `luajit`:
  *   wick script.lua args...   (arg[0] is the script, arg[1..] its arguments)
  *   wick -e 'code'            (then an optional script)
- *   wick                      (an interactive prompt)
+ *   wick                      (an interactive prompt, src/lua/repl.c; with stdin
+ *                              not a terminal, stdin is run as a script, as lua does)
  * The binding is linked in and registered as "wick.core"; the Lua half is found
  * in the source tree this runner was built from, or in the install prefix. */
 #include "wick_lua.h"
+#include "repl.h"
 
 #include <lualib.h>
 #include <malloc.h>
@@ -77,50 +79,6 @@ static int run_string(lua_State *L, const char *code, const char *name) {
     return report(L, status);
 }
 
-/* The prompt of this issue: expressions are printed, incomplete statements
- * continue on the next line. */
-static void repl(lua_State *L) {
-    char line[4096];
-    luaL_Buffer unused;
-    (void)unused;
-    lua_pushstring(L, "");
-    for (;;) {
-        int continuing = lua_objlen(L, -1) > 0;
-        fputs(continuing ? ">> " : "> ", stdout);
-        fflush(stdout);
-        if (!fgets(line, sizeof line, stdin)) break;
-        lua_pushstring(L, line);
-        lua_concat(L, 2);
-        const char *chunk = lua_tostring(L, -1);
-        /* first as an expression, then as a statement */
-        lua_pushfstring(L, "return %s", chunk);
-        int status = luaL_loadbuffer(L, lua_tostring(L, -1), lua_objlen(L, -1), "=stdin");
-        lua_remove(L, -2);
-        if (status) {
-            lua_pop(L, 1);
-            status = luaL_loadbuffer(L, chunk, strlen(chunk), "=stdin");
-        }
-        if (status == LUA_ERRSYNTAX && strstr(lua_tostring(L, -1), "<eof>")) {
-            lua_pop(L, 1); /* incomplete: keep the text, read more */
-            continue;
-        }
-        lua_remove(L, -2); /* the text */
-        if (!status) {
-            int base = lua_gettop(L);
-            status = docall(L, 0, LUA_MULTRET);
-            if (!status && lua_gettop(L) >= base) {
-                lua_getglobal(L, "print");
-                lua_insert(L, base);
-                report(L, docall(L, lua_gettop(L) - base, 0));
-            }
-        }
-        report(L, status);
-        lua_settop(L, 0);
-        lua_pushstring(L, "");
-    }
-    fputc('\n', stdout);
-}
-
 static void usage(void) {
     fprintf(stderr, "usage: wick [-e code] [-i] [script.lua [args...]]\n");
 }
@@ -179,7 +137,14 @@ int main(int argc, char **argv) {
         }
         report(L, status);
     }
-    if (!status && (interactive || (!script && !ran_code))) repl(L);
+    if (!status && !interactive && !script && !ran_code && !isatty(STDIN_FILENO)) {
+        /* `wick < file.lua`, `... | wick`: a script, not a prompt fed by a pipe */
+        status = luaL_loadfile(L, NULL);
+        if (!status) status = docall(L, 0, 0);
+        report(L, status);
+    } else if (!status && (interactive || (!script && !ran_code))) {
+        wick_repl(L);
+    }
     lua_close(L);
     return status ? 1 : 0;
 }
