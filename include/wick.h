@@ -441,6 +441,64 @@ WICK_API int64_t wick_cpu_bytes_in_use(void);
  * fails as out of memory. */
 WICK_API void wick_empty_cache(void);
 
+/* ---- embedding in a host ----------------------------------------------------
+ * What a program that embeds wick (a game engine, a server) controls. The Lua
+ * side of embedding (luaopen_wick, pushing tensors into a lua_State) is in
+ * wick_embed.h, so this header stays free of Lua.
+ *
+ * Per process (shared by every thread and every lua_State): the allocator and
+ * the log callback below, the thread pool and thread count, the random
+ * generator, the CPU block cache, CUDA (context, caching allocator, TF32).
+ * Per lua_State: the tensor metatable and the Lua module table, device objects,
+ * the collector's pacing; states are independent and may run on different
+ * threads at once (each state on one thread at a time, as Lua requires).
+ * Per thread: the last error, grad mode, the OOM handler, the CUDA device. */
+
+/* A contiguous CPU tensor over the host's own memory, without a copy: `data`
+ * holds prod(sizes) elements of `dtype`, row-major, suitably aligned for the
+ * dtype (64 bytes is best). Ownership:
+ * - wick never frees, reallocates or moves `data`;
+ * - `release(ctx)` is called exactly once, on whichever thread drops the last
+ *   reference, when the last tensor or view over the memory dies (views, Lua
+ *   tensors and autograd graphs keep it alive);
+ * - the host keeps `data` valid until then; a NULL `release` means the host
+ *   guarantees the lifetime by other means (it outlives every tensor over it);
+ * - on failure nothing is wrapped and `release` is not called.
+ * Writes through the tensor (in-place ops) reach the host's buffer, and the
+ * host's writes are seen by later ops. `data` may be NULL only when a size is 0. */
+WICK_API wick_status wick_from_host(wick_tensor **out, void *data, int ndim, const int64_t *sizes, wick_dtype dtype,
+                                    void (*release)(void *ctx), void *ctx);
+
+/* The allocator of CPU tensor memory (data, storages and tensor headers): every
+ * such block then comes from alloc(nbytes, ud) and goes back through
+ * free(p, nbytes, ud) with the same size. alloc returns NULL when out of
+ * memory (the op then fails with WICK_ERR_OOM) and should return 64-byte
+ * aligned memory; both may be called from any thread at once. Per process.
+ * Blocks from the host's allocator are not cached (wick_empty_cache has none
+ * to give back). Both NULL restores the default (malloc, posix_memalign and
+ * the block cache). Must be set before the first tensor is created, or when
+ * every tensor (of every state, thread and device) has been released: fails
+ * with WICK_ERR_ARGUMENT, changing nothing, while any is alive. Memory that is
+ * not tensor memory (autograd nodes, Lua's own heap, CUDA) does not use it. */
+WICK_API wick_status wick_set_allocator(void *(*alloc)(size_t nbytes, void *ud),
+                                        void (*free)(void *p, size_t nbytes, void *ud), void *ud);
+
+/* Log levels of wick_set_log. */
+#define WICK_LOG_DEBUG 0
+#define WICK_LOG_INFO 1
+#define WICK_LOG_WARNING 2
+#define WICK_LOG_ERROR 3
+/* Where wick's messages go (warnings such as "DataLoader: 'pin_memory' is set
+ * to true but CUDA is not available"): log(level, msg, ud), with msg one line
+ * without the "wick: " prefix or a newline, valid during the call only. May be
+ * called from any thread, so it must be thread-safe. Per process. NULL (the
+ * default) prints "wick: msg" to stderr (from Lua: through io.stderr). */
+WICK_API void wick_set_log(void (*log)(int level, const char *msg, void *ud), void *ud);
+/* Sends one message to the log callback, or to stderr when none is set. */
+WICK_API void wick_log(int level, const char *msg);
+/* 1 when a log callback is set. */
+WICK_API int wick_has_log(void);
+
 #ifdef __cplusplus
 }
 #endif

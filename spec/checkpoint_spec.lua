@@ -142,7 +142,13 @@ end)
 describe("atomic writes", function()
   -- the runner that runs this spec, to start writers as separate processes
   local runner = arg and arg[-1] or "build/wick"
-  local function sh(cmd) return os.execute(cmd) end
+  -- the exit status as a number: LuaJIT (5.1) returns it, Lua 5.2+ returns
+  -- ok, "exit" or "signal", code
+  local function sh(cmd)
+    local ok, _, code = os.execute(cmd)
+    if type(ok) == "number" then return ok end
+    return code
+  end
   local function loads(path) return pcall(wick.load, path) end
 
   it("a write that fails midway (file size limit, like a full disk) raises and keeps the previous file", function()

@@ -28,6 +28,29 @@ describe("wick.tensor", function()
     assert.are.equal(2, t[2]:item())
   end)
 
+  it("gives the same dtypes and values on Lua 5.4 (integer subtype) as on LuaJIT", function()
+    -- math.type exists from Lua 5.3 on; LuaJIT's numbers are all doubles
+    local mtype = math.type or function() return "float" end
+    assert.are.equal("float32", wick.tensor({ 1, 2 }).dtype)
+    assert.are.equal("float32", wick.tensor(3).dtype)
+    assert.are.equal("float32", wick.full({ 2 }, 7).dtype)
+    local i = wick.tensor({ 1, 2 }, { dtype = "int64" })
+    assert.are.equal("int64", (i + 1).dtype)
+    assert.are.equal("float32", (i + 1.5).dtype)
+    -- values compare equal in every flavour; on 5.3+ integer dtypes, sizes and
+    -- counts come back with the integer subtype, floating dtypes as floats
+    assert.are.equal(3, i:sum():item())
+    assert.are.equal(5, wick.tensor({ 5 }):item())
+    assert.are.equal(3, wick.ones(2, 3):size(2))
+    if math.type then
+      assert.are.equal("integer", mtype(i:sum():item()))
+      assert.are.equal("integer", mtype(i:totable()[1]))
+      assert.are.equal("integer", mtype(wick.ones(2, 3):size(2)))
+      assert.are.equal("integer", mtype(wick.ones(2, 3):numel()))
+      assert.are.equal("float", mtype(wick.tensor({ 5 }):item()))
+    end
+  end)
+
   it("builds nested tables into matching shapes", function()
     local t = wick.tensor({ { 1, 2, 3 }, { 4, 5, 6 } })
     assert.are.same({ 2, 3 }, t:size())

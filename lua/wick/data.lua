@@ -1,6 +1,7 @@
 -- wick.data: the dataset protocol (ds:len(), ds:get(i) -> values), TensorDataset,
 -- DataLoader and Fashion-MNIST.
 local wick = require("wick")
+local unpack = table.unpack or unpack -- Lua 5.2+ (WICK_LUA54) and LuaJIT
 
 local data = {}
 
@@ -120,8 +121,8 @@ local function pinning(self)
   if wick.cuda.is_available() then return true end
   if not warned_pin_memory then
     warned_pin_memory = true
-    io.stderr:write("wick: DataLoader: 'pin_memory' is set to true but CUDA is not available, "
-      .. "so pinned memory won't be used\n")
+    wick._warn("DataLoader: 'pin_memory' is set to true but CUDA is not available, "
+      .. "so pinned memory won't be used")
   end
   return false
 end

@@ -4,6 +4,10 @@
 
 local core = require("wick.core")
 
+-- Lua 5.1/LuaJIT and 5.2+ (the Lua 5.4 module, WICK_LUA54) alike
+local unpack = table.unpack or unpack
+local function pack(...) return { n = select("#", ...), ... } end
+
 -- Errors raised from wick's own Lua files name the user's line, not ours.
 local own_source = debug.getinfo(1, "S").source
 core.set_lua_dir((own_source:gsub("[^/\\]*$", "")))
@@ -14,6 +18,13 @@ local mt = core._mt        -- the tensor metatable
 wick.Tensor = Tensor
 wick._core = core
 wick.error = core.error
+
+-- A warning: to the host's log callback (wick_set_log, from a C host) when one
+-- is set, else to io.stderr as "wick: msg" (read at each call, so a script or
+-- test that replaces io.stderr catches it).
+function wick._warn(msg)
+  if not core.log(2, msg) then io.stderr:write("wick: " .. msg .. "\n") end
+end
 
 -- ---- devices: interned objects, one per device per Lua state ----
 
@@ -184,10 +195,10 @@ wick.clock = core.clock
 local function with_grad_mode(enabled, fn, ...)
   local previous = core.is_grad_enabled()
   core.set_grad_enabled(enabled)
-  local results = { pcall(fn, ...) }
+  local results = pack(pcall(fn, ...))
   core.set_grad_enabled(previous)
   if not results[1] then error(results[2], 0) end
-  return unpack(results, 2, table.maxn(results))
+  return unpack(results, 2, results.n)
 end
 
 --- Runs fn(...) without recording gradients; restores the mode also when fn raises.
@@ -241,10 +252,10 @@ end
 function wick.cuda.with_device(i, fn, ...)
   local previous = core.cuda_current_device()
   wick.cuda.set_device(i)
-  local results = { pcall(fn, ...) }
+  local results = pack(pcall(fn, ...))
   core.cuda_set_device(previous)
   if not results[1] then error(results[2], 0) end
-  return unpack(results, 2, table.maxn(results))
+  return unpack(results, 2, results.n)
 end
 
 -- wick.backends.cuda.matmul.allow_tf32: a switch read and written through C.

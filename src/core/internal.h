@@ -23,6 +23,7 @@ struct wick_storage {
      * instead of the backend's free when the storage dies */
     void (*release)(void *ctx);
     void *release_ctx;
+    size_t block_size; /* bytes of this struct's own block (wk_malloc), inline data included */
 };
 typedef struct wick_storage wick_storage;
 
@@ -41,6 +42,22 @@ struct wick_tensor {
     int64_t sizes[WICK_MAX_DIMS];
     int64_t strides[WICK_MAX_DIMS];
 };
+
+/* ---- the one allocator of CPU tensor memory and the log (alloc.c) ----
+ * Storages, tensor headers and CPU data all come from wk_malloc and go back
+ * through wk_free with their size: the host's allocator (wick_set_allocator)
+ * when one is set, else malloc/free. */
+void *wk_malloc(size_t nbytes);
+void wk_free(void *p, size_t nbytes);
+int wk_host_allocator(void); /* 1 when a host allocator is set */
+void wk_storage_born(void);  /* live-storage count: wick_set_allocator needs 0 */
+void wk_storage_died(void);
+/* A message to the host's log (wick_set_log), or to stderr as "wick: msg". */
+void wk_logf(int level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 /* ---- storage and tensor construction (tensor.c) ---- */
 

@@ -67,8 +67,10 @@ static wick_status storage_new(wick_storage **out, wick_device dev, size_t nbyte
     if (dev.type == WICK_CUDA && dev.index < 0 && (st = wick_cuda_current_device(&dev.index))) return st;
     bool small = dev.type == WICK_CPU && nbytes <= SMALL_STORAGE_BYTES;
     if (!small) extra = 0;
-    wick_storage *s = malloc(small ? SMALL_STORAGE_HEADER + extra + nbytes : sizeof *s);
+    size_t block = small ? SMALL_STORAGE_HEADER + extra + nbytes : sizeof(wick_storage);
+    wick_storage *s = wk_malloc(block);
     if (!s) return wick_fail(WICK_ERR_OOM, "out of memory allocating a storage");
+    s->block_size = block;
     s->refcount = 1;
     s->device = dev;
     s->nbytes = nbytes;
@@ -89,7 +91,7 @@ static wick_status storage_new(wick_storage **out, wick_device dev, size_t nbyte
             s->data = s->backend->alloc(nbytes ? nbytes : 1, dev.index);
         }
         if (!s->data) {
-            free(s);
+            wk_free(s, s->block_size);
             char name[32], amount[32];
             return wick_fail(WICK_ERR_OOM, "out of memory: tried to allocate %s on %s",
                              human_bytes((double)nbytes, amount, sizeof amount),
@@ -97,6 +99,7 @@ static wick_status storage_new(wick_storage **out, wick_device dev, size_t nbyte
         }
         if (dev.type == WICK_CPU) wk_account_bytes((int64_t)nbytes);
     }
+    wk_storage_born();
     *out = s;
     return WICK_OK;
 }
@@ -105,12 +108,13 @@ static wick_tensor *tensor_alloc(void);
 
 wick_status wk_tensor_wrap(wick_tensor **out, void *data, int64_t numel, wick_dtype dtype, void (*release)(void *),
                            void *ctx) {
-    wick_storage *s = malloc(sizeof *s);
+    wick_storage *s = wk_malloc(sizeof *s);
     wick_tensor *t = s ? tensor_alloc() : NULL;
     if (!s || !t) {
-        free(s);
+        wk_free(s, sizeof *s);
         return wick_fail(WICK_ERR_OOM, "out of memory allocating a tensor header");
     }
+    s->block_size = sizeof *s;
     s->refcount = 1;
     s->device = wick_cpu();
     s->nbytes = (size_t)numel * wk_dtype_size(dtype);
@@ -121,12 +125,38 @@ wick_status wk_tensor_wrap(wick_tensor **out, void *data, int64_t numel, wick_dt
     s->release = release;
     s->release_ctx = ctx;
     wk_account_bytes((int64_t)s->nbytes);
+    wk_storage_born();
     t->storage = s;
     t->ndim = 1;
     t->dtype = dtype;
     t->offset = 0;
     t->sizes[0] = numel;
     t->strides[0] = 1;
+    *out = t;
+    return WICK_OK;
+}
+
+static void host_keeps_lifetime(void *ctx) { (void)ctx; }
+
+static wick_status check_sizes(int ndim, const int64_t *sizes, wick_dtype dtype);
+
+wick_status wick_from_host(wick_tensor **out, void *data, int ndim, const int64_t *sizes, wick_dtype dtype,
+                           void (*release)(void *ctx), void *ctx) {
+    if (!out) return wick_fail(WICK_ERR_ARGUMENT, "wick_from_host: out is NULL");
+    if ((unsigned)dtype >= WICK_NUM_DTYPES) return wick_fail(WICK_ERR_DTYPE, "wick_from_host: invalid dtype %d", dtype);
+    if (ndim && !sizes) return wick_fail(WICK_ERR_ARGUMENT, "wick_from_host: sizes is NULL");
+    wick_status st = check_sizes(ndim, sizes, dtype);
+    if (st) return st;
+    int64_t numel = wk_numel(ndim, sizes);
+    if (!data && numel > 0) return wick_fail(WICK_ERR_ARGUMENT, "wick_from_host: data is NULL");
+    wick_tensor *t;
+    /* never NULL data in a storage: an empty tensor gets a harmless address */
+    static char empty;
+    st = wk_tensor_wrap(&t, data ? data : &empty, numel, dtype, release ? release : host_keeps_lifetime, ctx);
+    if (st) return st;
+    t->ndim = ndim;
+    if (ndim) memcpy(t->sizes, sizes, sizeof(int64_t) * ndim);
+    wk_contiguous_strides(ndim, sizes, t->strides);
     *out = t;
     return WICK_OK;
 }
@@ -142,7 +172,8 @@ void wk_storage_release(wick_storage *s) {
     if (s->release) s->release(s->release_ctx);
     else if (s->backend && s->data && !s->inline_data) s->backend->free(s->data, s->nbytes ? s->nbytes : 1, s->device.index);
     if (s->device.type == WICK_CPU) wk_account_bytes(-(int64_t)s->nbytes);
-    free(s);
+    wk_free(s, s->block_size);
+    wk_storage_died();
 }
 
 /* ---- shapes ---- */
@@ -203,7 +234,7 @@ wick_status wk_wrap_dim(const char *op, int *dim, int ndim) {
 /* Headers are counted with the data, so the Lua binding's collector pacing
  * also sees many small views. */
 static wick_tensor *tensor_alloc(void) {
-    wick_tensor *t = malloc(sizeof *t);
+    wick_tensor *t = wk_malloc(sizeof *t);
     if (t) {
         t->refcount = 1;
         t->in_storage_block = false;
@@ -218,7 +249,7 @@ static wick_tensor *tensor_alloc(void) {
 /* A header that lives in its storage's block goes away with the storage. */
 static void free_header(wick_tensor *t) {
     wk_account_bytes(-(int64_t)sizeof *t);
-    if (!t->in_storage_block) free(t);
+    if (!t->in_storage_block) wk_free(t, sizeof *t);
 }
 
 wick_status wk_tensor_new(wick_tensor **out, int ndim, const int64_t *sizes, wick_dtype dtype,
@@ -231,7 +262,7 @@ wick_status wk_tensor_new(wick_tensor **out, int ndim, const int64_t *sizes, wic
     size_t header_size = (sizeof(wick_tensor) + 63) / 64 * 64;
     st = storage_new(&storage, dev, (size_t)wk_numel(ndim, sizes) * wk_dtype_size(dtype), header_size, &header);
     if (st) return st;
-    wick_tensor *t = header ? header : malloc(sizeof *t);
+    wick_tensor *t = header ? header : wk_malloc(sizeof *t);
     if (!t) {
         wk_storage_release(storage);
         return wick_fail(WICK_ERR_OOM, "out of memory allocating a tensor header");

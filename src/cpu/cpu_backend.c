@@ -43,6 +43,8 @@ static void *cache_take(size_t nbytes) {
 
 static void *cpu_alloc(size_t nbytes, int device_index) {
     (void)device_index;
+    /* a host's allocator (wick_set_allocator) gets every block, uncached */
+    if (wk_host_allocator()) return wk_malloc(nbytes);
     void *p = NULL;
     if (nbytes >= CACHE_MIN_BLOCK && (p = cache_take(nbytes))) return p;
     bool large = nbytes >= 2 * HUGE_PAGE;
@@ -56,6 +58,10 @@ static void *cpu_alloc(size_t nbytes, int device_index) {
 
 static void cpu_free(void *p, size_t nbytes, int device_index) {
     (void)device_index;
+    if (wk_host_allocator()) {
+        wk_free(p, nbytes);
+        return;
+    }
     if (nbytes >= CACHE_MIN_BLOCK && nbytes <= CACHE_MAX_BYTES / 2) {
         void *evicted[CACHE_SLOTS];
         int n_evicted = 0;
@@ -70,15 +76,15 @@ static void cpu_free(void *p, size_t nbytes, int device_index) {
         cache[cache_count++].size = nbytes;
         cache_bytes += nbytes;
         pthread_mutex_unlock(&cache_lock);
-        for (int i = 0; i < n_evicted; i++) free(evicted[i]);
+        for (int i = 0; i < n_evicted; i++) wk_free(evicted[i], 0);
         return;
     }
-    free(p);
+    wk_free(p, nbytes);
 }
 
 static void cpu_empty_cache(void) {
     pthread_mutex_lock(&cache_lock);
-    while (cache_count > 0) free(cache[--cache_count].ptr);
+    while (cache_count > 0) wk_free(cache[--cache_count].ptr, 0);
     cache_bytes = 0;
     pthread_mutex_unlock(&cache_lock);
 }

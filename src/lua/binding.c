@@ -12,6 +12,20 @@ static int m_set_lua_dir(lua_State *L) {
 /* Raises a message with the user's position, like errors from C functions. */
 static int m_error(lua_State *L) { return wl_raise(L, "%s", luaL_checkstring(L, 1)); }
 
+/* log(level, msg): to the host's log callback (wick_set_log); returns false
+ * when none is set, so the caller prints it itself (through io.stderr). */
+static int m_log(lua_State *L) {
+    int level = (int)luaL_checkinteger(L, 1);
+    const char *msg = luaL_checkstring(L, 2);
+    if (!wick_has_log()) {
+        lua_pushboolean(L, 0);
+        return 1;
+    }
+    wick_log(level, msg);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
 WICK_API int luaopen_wick_core(lua_State *L) {
     lua_newtable(L);
     wl_open_tensor(L);
@@ -22,6 +36,8 @@ WICK_API int luaopen_wick_core(lua_State *L) {
     lua_setfield(L, -2, "set_lua_dir");
     lua_pushcfunction(L, m_error);
     lua_setfield(L, -2, "error");
+    lua_pushcfunction(L, m_log);
+    lua_setfield(L, -2, "log");
 #ifdef WICK_WITH_CUDA
     lua_pushboolean(L, 1);
 #else

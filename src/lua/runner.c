@@ -16,32 +16,6 @@
 #include <string.h>
 #include <unistd.h>
 
-int luaopen_wick_core(lua_State *L);
-
-static void add_search_paths(lua_State *L, const char *argv0) {
-    char exe[4096] = "";
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) *slash = '\0';
-    }
-    (void)argv0;
-    lua_getglobal(L, "package");
-    lua_getfield(L, -1, "path");
-    lua_pushfstring(L,
-                    "%s/?.lua;%s/?/init.lua;%s/../share/lua/5.1/?.lua;%s/../share/lua/5.1/?/init.lua;"
-                    "%s/?.lua;%s/?/init.lua;%s",
-                    WICK_SOURCE_LUA_DIR, WICK_SOURCE_LUA_DIR, exe, exe, WICK_INSTALL_LUA_DIR,
-                    WICK_INSTALL_LUA_DIR, lua_tostring(L, -1));
-    lua_setfield(L, -3, "path");
-    lua_pop(L, 1);
-    lua_getfield(L, -1, "preload");
-    lua_pushcfunction(L, luaopen_wick_core);
-    lua_setfield(L, -2, "wick.core");
-    lua_pop(L, 2);
-}
-
 static int traceback(lua_State *L) {
     if (lua_isnil(L, 1)) return 1; /* error() with no message (busted's exit): stay silent */
     const char *msg = lua_tostring(L, 1);
@@ -99,7 +73,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     luaL_openlibs(L);
-    add_search_paths(L, argv[0]);
+    wl_add_search_paths(L);
     int script = 0, interactive = 0, ran_code = 0, status = 0;
     for (int i = 1; i < argc && !script; i++) {
         if (strcmp(argv[i], "-e") == 0 && i + 1 < argc) {

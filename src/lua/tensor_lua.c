@@ -284,9 +284,9 @@ static int m_cuda_synchronize(lua_State *L) {
 /* core.cuda_memory(index): allocated, peak allocated, reserved (bytes) */
 static int m_cuda_memory(lua_State *L) {
     int index = (int)luaL_checkinteger(L, 1);
-    lua_pushnumber(L, (lua_Number)wick_cuda_memory_allocated(index));
-    lua_pushnumber(L, (lua_Number)wick_cuda_max_memory_allocated(index));
-    lua_pushnumber(L, (lua_Number)wick_cuda_memory_reserved(index));
+    wl_pushint64(L, wick_cuda_memory_allocated(index));
+    wl_pushint64(L, wick_cuda_max_memory_allocated(index));
+    wl_pushint64(L, wick_cuda_memory_reserved(index));
     return 3;
 }
 
@@ -396,12 +396,12 @@ static int m_storage_crc32(lua_State *L) {
         crc = crc32(crc, p, chunk);
         p += chunk, left -= chunk;
     }
-    lua_pushnumber(L, (lua_Number)crc);
+    wl_pushint64(L, crc);
     return 1;
 }
 
 static int m_storage_numel(lua_State *L) {
-    lua_pushnumber(L, (lua_Number)wick_storage_numel(wl_checktensor(L, 1, "storage_numel", "tensor")));
+    wl_pushint64(L, wick_storage_numel(wl_checktensor(L, 1, "storage_numel", "tensor")));
     return 1;
 }
 
@@ -448,7 +448,7 @@ static int m_read_storage(lua_State *L) {
 }
 
 static int m_cpu_bytes_in_use(lua_State *L) {
-    lua_pushnumber(L, (lua_Number)wick_cpu_bytes_in_use());
+    wl_pushint64(L, wick_cpu_bytes_in_use());
     return 1;
 }
 
@@ -1037,7 +1037,9 @@ static void push_value(lua_State *L, const wick_tensor *t, const char *p) {
         int64_t v = *(const int64_t *)p;
         if (v > 9007199254740992LL || v < -9007199254740992LL)
             wl_raise(L, "int64 value %lld cannot be represented exactly as a Lua number (beyond 2^53)", (long long)v);
-        lua_pushnumber(L, (lua_Number)v);
+        wl_pushint64(L, v);
+    } else if (d == WICK_INT32 || d == WICK_UINT8) {
+        wl_pushint64(L, (int64_t)wick_value_as_double(p, d));
     } else {
         double v = wick_value_as_double(p, d);
         lua_pushnumber(L, v);
@@ -1150,7 +1152,7 @@ static int t_to(lua_State *L) {
 static void push_shape(lua_State *L, int n, const int64_t *v) {
     lua_createtable(L, n, 0);
     for (int i = 0; i < n; i++) {
-        lua_pushnumber(L, (lua_Number)v[i]);
+        wl_pushint64(L, v[i]);
         lua_rawseti(L, -2, i + 1);
     }
 }
@@ -1171,7 +1173,7 @@ static int t_size(lua_State *L) {
     int n = wick_tensor_ndim(a);
     if (dim < 0) dim += n;
     if (dim < 0 || dim >= n) wl_raise(L, "size: dimension %d out of range for a %d-D tensor", (int)lua_tonumber(L, 2), n);
-    lua_pushnumber(L, (lua_Number)wick_tensor_sizes(a)[dim]);
+    wl_pushint64(L, wick_tensor_sizes(a)[dim]);
     return 1;
 }
 
@@ -1185,7 +1187,7 @@ static int t_stride(lua_State *L) {
     int dim = wl_dim(L, 2, "stride");
     if (dim < 0) dim += n;
     if (dim < 0 || dim >= n) wl_raise(L, "stride: dimension out of range for a %d-D tensor", n);
-    lua_pushnumber(L, (lua_Number)wick_tensor_strides(a)[dim]);
+    wl_pushint64(L, wick_tensor_strides(a)[dim]);
     return 1;
 }
 
@@ -1195,14 +1197,14 @@ static int t_dim(lua_State *L) {
 }
 
 static int t_numel(lua_State *L) {
-    lua_pushnumber(L, (lua_Number)wick_tensor_numel(SELF("numel")));
+    wl_pushint64(L, wick_tensor_numel(SELF("numel")));
     return 1;
 }
 
 static int t_len(lua_State *L) {
     wick_tensor *a = SELF("len");
     if (wick_tensor_ndim(a) == 0) wl_raise(L, "len() of a 0-d tensor");
-    lua_pushnumber(L, (lua_Number)wick_tensor_sizes(a)[0]);
+    wl_pushint64(L, wick_tensor_sizes(a)[0]);
     return 1;
 }
 
@@ -1223,7 +1225,7 @@ static int t_device(lua_State *L) {
 }
 
 static int t_storage_offset(lua_State *L) {
-    lua_pushnumber(L, (lua_Number)wick_tensor_offset(SELF("storage_offset")));
+    wl_pushint64(L, wick_tensor_offset(SELF("storage_offset")));
     return 1;
 }
 

@@ -8,6 +8,7 @@
 
 #include <lauxlib.h>
 #include <lua.h>
+#include "lua_compat.h" /* LuaJIT (5.1 API) or PUC Lua 5.4 */
 
 #define WL_TENSOR_MT "wick.Tensor"
 
@@ -48,6 +49,12 @@ wick_dtype wl_dtype(lua_State *L, int idx, const char *fn);
 int wl_toscalar(lua_State *L, int idx, wick_scalar *s);
 /* Index of the trailing options table in [first, top], or 0 if none. */
 int wl_trailing_options(lua_State *L, int first);
+
+/* ---- embedding (embed.c) ---- */
+/* Registers "wick.core" in package.preload and puts the source lua/ folder,
+ * ../share/lua/5.1 next to the executable and the install folder in front of
+ * package.path (once per state): what the runner and luaopen_wick need. */
+void wl_add_search_paths(lua_State *L);
 
 /* ---- registration ---- */
 void wl_open_tensor(lua_State *L); /* tensor_lua.c: fills the module table at -1 */

@@ -15,6 +15,7 @@
 -- `cpu` and `meta` devices, which is how they are tested on machines without
 -- GPUs.
 local wick = require("wick")
+local unpack = table.unpack or unpack -- Lua 5.2+ (WICK_LUA54) and LuaJIT
 local Module = require("wick.nn.module")
 
 local DataParallel = Module:extend("DataParallel")
@@ -263,8 +264,8 @@ local function gather(values, device, dim)
     end
     if scalars and not warned_scalars then
       warned_scalars = true
-      io.stderr:write("wick: DataParallel was asked to gather along dimension " .. dim
-        .. ", but all input tensors were scalars; will instead unsqueeze and return a vector.\n")
+      wick._warn("DataParallel was asked to gather along dimension " .. dim
+        .. ", but all input tensors were scalars; will instead unsqueeze and return a vector.")
     end
     if #parts == 1 then return parts[1] end
     return wick.cat(parts, scalars and 1 or dim)

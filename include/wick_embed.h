@@ -1,0 +1,57 @@
+/*
+ * wick_embed.h — opening wick inside a host program's own Lua state (LuaJIT).
+ *
+ * wick.h is the C API and needs no Lua; this header adds what a host that runs
+ * Lua code with wick needs: opening the module into its lua_State, and moving
+ * tensors between C and that state. Link libwick (wick_static), the Lua
+ * binding objects and LuaJIT; the CMake target wick_embed_host
+ * (examples/embed/host.c) shows the whole thing.
+ *
+ * Conventions are wick.h's, plus Lua's: the functions here are called with a
+ * state the host owns; luaopen_wick is a lua_CFunction and raises Lua errors,
+ * so call it protected (lua_pcall / lua_cpcall, or through `require`), never
+ * directly from C outside a protected call. wick itself never calls exit,
+ * abort or longjmp outside Lua's own error mechanism. What is per process and
+ * what is per state is listed in wick.h ("embedding in a host").
+ */
+#ifndef WICK_EMBED_H
+#define WICK_EMBED_H
+
+#include "wick.h"
+
+#include <lua.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Opens the whole wick module (the C core, registered as package.preload
+ * ["wick.core"], and the Lua half, lua/wick/init.lua) and returns the module
+ * table, like `require("wick")`: one result, also stored in
+ * package.loaded.wick. The Lua half is searched for in the source tree libwick
+ * was built from, next to the executable (../share/lua/5.1) and in the install
+ * prefix, before the state's own package.path. Needs the standard libraries
+ * (luaL_openlibs) opened first. Use it as
+ *     lua_pushcfunction(L, luaopen_wick); if (lua_pcall(L, 0, 1, 0)) ...error...
+ * or, under Lua 5.2+, luaL_requiref(L, "wick", luaopen_wick, 1) (LuaJIT has
+ * no luaL_requiref). Not as package.preload.wick: it runs require("wick")
+ * itself, which would then be a loop. After it, Lua code in the state simply
+ * does require("wick"). Opening it again in the same state returns the same
+ * table. */
+WICK_API int luaopen_wick(lua_State *L);
+
+/* Pushes `t` as a wick tensor of this state (wick must be open in it). Takes a
+ * new reference: the caller keeps its own and may release it at once. The
+ * tensor shares memory with `t` (no copy). NULL pushes nil. Raises a Lua error
+ * only when Lua is out of memory (then the reference is not taken). */
+WICK_API void wick_lua_push_tensor(lua_State *L, wick_tensor *t);
+
+/* The tensor at stack index idx, borrowed (valid while the value is reachable
+ * in the state; wick_tensor_retain it to keep it longer), or NULL when the
+ * value is not a wick tensor. Never raises. */
+WICK_API wick_tensor *wick_lua_to_tensor(lua_State *L, int idx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* WICK_EMBED_H */
