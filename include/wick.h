@@ -418,6 +418,26 @@ WICK_API wick_status wick_map_storages(const char *path, int n, const int64_t *o
 WICK_API wick_status wick_read_storage(wick_tensor **out, const char *path, int64_t offset, wick_dtype dtype,
                                        int64_t numel);
 
+/* Flat checkpoints: a table of named tensors as a plain safetensors file (8-byte
+ * little-endian header size, a JSON header {"name": {"dtype": "F32", "shape":
+ * [...], "data_offsets": [begin, end]}, ...}, then the data), the format of
+ * wick.save_safetensors, readable by Python's safetensors and by wick.load.
+ * wick_save_flat writes n tensors (each copied to the CPU and made contiguous as
+ * needed) atomically, largest element size first, with the JSON padded so each
+ * entry is aligned to its element size. Names are UTF-8 without control
+ * characters, distinct, and never "__metadata__"; dtype names are F32 F64 F16
+ * BF16 I64 I32 U8 BOOL. */
+WICK_API wick_status wick_save_flat(const char *path, int n, const char *const *names,
+                                    const wick_tensor *const *tensors);
+/* Reads a safetensors file from any writer: *n entries in header order, their
+ * names and CPU tensors (over one private mapping of the file, or read into
+ * memory where the writer did not align an entry) in arrays allocated with
+ * malloc; release them with wick_free_flat. Every size and offset in the header
+ * is checked before use; a bad file is WICK_ERR_IO with a message naming the
+ * file and the problem. The "__metadata__" object is checked and ignored. */
+WICK_API wick_status wick_load_flat(const char *path, int *n, char ***names, wick_tensor ***tensors);
+WICK_API void wick_free_flat(int n, char **names, wick_tensor **tensors);
+
 /* ---- threads -------------------------------------------------------------- */
 
 /* Bounds wick's own kernels and the BLAS library together (per process). */
