@@ -68,6 +68,12 @@ WICK_API wick_status wick_fail(wick_status status, const char *fmt, ...)
 /* Ask long-running kernels on any thread to stop at their next check
  * (they then fail with WICK_ERR_INTERRUPTED). Safe to call from a signal handler. */
 WICK_API void wick_interrupt(void);
+/* 1 (and the request cleared) when wick_interrupt() was called and no op has
+ * reported it yet. A long CPU kernel stops between pieces of its work when
+ * interrupted and its op still returns WICK_OK with an incomplete result: a
+ * caller that interrupts asks this after the op (the Lua binding does, and
+ * raises "interrupted"). */
+WICK_API int wick_take_interrupt(void);
 
 /* ---- dtypes -------------------------------------------------------------- */
 

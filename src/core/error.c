@@ -20,6 +20,12 @@ wick_status wick_fail(wick_status status, const char *fmt, ...) {
 
 void wick_interrupt(void) { wk_interrupt_flag = 1; }
 
+int wick_take_interrupt(void) {
+    if (!wk_interrupt_flag) return 0;
+    wk_interrupt_flag = 0;
+    return 1;
+}
+
 /* Called at the entry of ops (wk_check_same_device, reduce_forward): a loop of
  * ops compiled by the JIT never runs a Lua hook, so the flag is what stops it.
  * The flag is cleared so the op after the error (the prompt's next line) runs. */

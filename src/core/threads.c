@@ -30,7 +30,7 @@ static int pending = 0;
 static struct {
     wk_range_fn fn;
     void *ctx;
-    int64_t n;
+    int64_t n, piece;
     int parts;
 } job;
 static _Thread_local int inside_job = 0;
@@ -42,9 +42,22 @@ static int default_threads(void) {
     return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n;
 }
 
+/* Long ranges run in pieces of `piece` units with a look at the interrupt flag
+ * between them, so Ctrl-C stops a long kernel; the caller of the op then
+ * reports it (the result is incomplete and is dropped). */
+static void run_range(wk_range_fn fn, void *ctx, int64_t begin, int64_t end, int64_t piece) {
+    while (begin < end && !wk_interrupt_flag) {
+        int64_t stop = end - begin > piece ? begin + piece : end;
+        fn(ctx, begin, stop);
+        begin = stop;
+    }
+}
+
+static int64_t piece_of(int64_t grain) { return grain < (1 << 14) ? (int64_t)1 << 20 : grain * 64; }
+
 static void run_part(int part) {
     int64_t begin = job.n * part / job.parts, end = job.n * (part + 1) / job.parts;
-    if (begin < end) job.fn(job.ctx, begin, end);
+    run_range(job.fn, job.ctx, begin, end, job.piece);
 }
 
 static void *worker_main(void *arg) {
@@ -81,7 +94,7 @@ void wick_set_num_threads(int n) {
 void wk_parallel_for(int64_t n, int64_t grain, wk_range_fn fn, void *ctx) {
     int threads = wick_get_num_threads();
     if (threads == 1 || n < 2 * grain || inside_job || pthread_mutex_trylock(&pool_lock) != 0) {
-        fn(ctx, 0, n);
+        run_range(fn, ctx, 0, n, piece_of(grain));
         return;
     }
     int parts = (int)(n / grain < threads ? n / grain : threads);
@@ -93,7 +106,7 @@ void wk_parallel_for(int64_t n, int64_t grain, wk_range_fn fn, void *ctx) {
         workers_started++;
     }
     if (parts > workers_started + 1) parts = workers_started + 1;
-    job.fn = fn, job.ctx = ctx, job.n = n, job.parts = parts;
+    job.fn = fn, job.ctx = ctx, job.n = n, job.parts = parts, job.piece = piece_of(grain);
     pending = parts - 1;
     generation++;
     pthread_cond_broadcast(&job_start);

@@ -51,6 +51,7 @@ static void collect_garbage(void *L) { lua_gc((lua_State *)L, LUA_GCCOLLECT, 0);
 void wl_check(lua_State *L, wick_status st) {
     wick_set_oom_handler(NULL, NULL);
     if (st != WICK_OK) wl_raise(L, "%s", wick_last_error());
+    if (wick_take_interrupt()) wl_raise(L, "interrupted"); /* a long kernel stopped part way */
 }
 
 /* Collector pacing: the userdata of a tensor is 8 bytes, so Lua alone would not
