@@ -14,7 +14,7 @@
 -- before both clock reads), loss (the last batch's, a sanity check),
 -- peak_mem_mb (wick.cuda.max_memory_allocated).
 local wick = require("wick")
-local nn, F = wick.nn, wick.nn.functional
+local nn = wick.nn
 
 if not wick.cuda.is_available() then
   print("no CUDA GPU: skipped")
@@ -33,23 +33,9 @@ end
 local function emit(name, value) io.write(("%s\t%.6g\n"):format(name, value)) io.flush() end
 
 -- ---- the models of examples/fashion_mnist.lua ----
-local function mlp()
-  return nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))
-end
-
-local CNN = nn.Module:extend("CNN")
-function CNN:init()
-  self.conv1 = nn.Conv2d(1, 32, 3, { padding = 1 })
-  self.conv2 = nn.Conv2d(32, 64, 3, { padding = 1 })
-  self.pool = nn.MaxPool2d(2)
-  self.fc1 = nn.Linear(64 * 7 * 7, 128)
-  self.fc2 = nn.Linear(128, 10)
-end
-function CNN:forward(x)
-  x = self.pool(F.relu(self.conv1(x)))
-  x = self.pool(F.relu(self.conv2(x)))
-  return self.fc2(F.relu(self.fc1(x:flatten(2))))
-end
+local here = (arg and arg[0] or ""):match("^(.*)/") or "."
+local models = dofile(here .. "/../examples/fashion_mnist_models.lua")
+local mlp, CNN = models.MLP, models.CNN
 
 wick.manual_seed(1)
 local model = (model_name == "cnn" and CNN() or mlp()):to(device)

@@ -8,7 +8,7 @@
 -- FASHION_MNIST_DIR). The script saves a checkpoint, reloads it onto the CPU with
 -- map_location and checks that the reloaded model scores the same.
 local wick = require("wick")
-local nn, F = wick.nn, wick.nn.functional
+local nn = wick.nn
 
 local function parse_args(argv)
   local opts = { model = "mlp", batch_size = 128, threads = nil }
@@ -30,27 +30,10 @@ local device = wick.device(opts.device or (wick.cuda.is_available() and "cuda" o
 local epochs = opts.epochs or (opts.model == "cnn" and 3 or 5)
 local lr = opts.lr or 0.1
 
--- ---- models ----
-local MLP = nn.Module:extend("MLP")
-function MLP:init()
-  self.layers = nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(),
-    nn.Linear(256, 10))
-end
-function MLP:forward(x) return self.layers(x) end
-
-local CNN = nn.Module:extend("CNN")
-function CNN:init()
-  self.conv1 = nn.Conv2d(1, 32, 3, { padding = 1 })
-  self.conv2 = nn.Conv2d(32, 64, 3, { padding = 1 })
-  self.pool = nn.MaxPool2d(2)
-  self.fc1 = nn.Linear(64 * 7 * 7, 128)
-  self.fc2 = nn.Linear(128, 10)
-end
-function CNN:forward(x)
-  x = self.pool(F.relu(self.conv1(x)))   -- 32 x 14 x 14
-  x = self.pool(F.relu(self.conv2(x)))   -- 64 x 7 x 7
-  return self.fc2(F.relu(self.fc1(x:flatten(2))))
-end
+-- ---- models (examples/fashion_mnist_models.lua) ----
+local here = (arg and arg[0] or ""):match("^(.*)/") or "."
+local models = dofile(here .. "/fashion_mnist_models.lua")
+local MLP, CNN = models.MLP, models.CNN
 
 local function build() return (opts.model == "cnn" and CNN or MLP)() end
 if opts.model ~= "mlp" and opts.model ~= "cnn" then error("--model must be mlp or cnn") end

@@ -2,20 +2,15 @@
 -- (examples/fashion_mnist.lua, --model mlp), loaded from a checkpoint onto the
 -- CPU, and a predict function the host calls once per frame.
 local wick = require("wick")
-local nn = wick.nn
 
 local M = {}
 
 M.classes = { "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
   "Ankle boot" }
 
--- the same model as examples/fashion_mnist.lua
-local MLP = nn.Module:extend("MLP")
-function MLP:init()
-  self.layers = nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(),
-    nn.Linear(256, 10))
-end
-function MLP:forward(x) return self.layers(x) end
+-- the model of examples/fashion_mnist.lua, from the file next to it
+local here = debug.getinfo(1, "S").source:match("^@(.*)/") or "."
+local MLP = dofile(here .. "/../fashion_mnist_models.lua").MLP
 M.MLP = MLP
 
 local model
