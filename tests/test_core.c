@@ -5,17 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int failures = 0, checks = 0;
-
-#define CHECK(cond)                                                                                  \
-    do {                                                                                             \
-        checks++;                                                                                    \
-        if (!(cond)) {                                                                               \
-            failures++;                                                                              \
-            fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, __LINE__, #cond, \
-                    wick_last_error());                                                              \
-        }                                                                                            \
-    } while (0)
+#include "check.h"
 
 static wick_options opts(wick_dtype d, const char *dev) {
     wick_options o = wick_default_options();

@@ -13,17 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures = 0, checks = 0;
-
-#define CHECK(cond)                                                                                  \
-    do {                                                                                             \
-        checks++;                                                                                    \
-        if (!(cond)) {                                                                               \
-            failures++;                                                                              \
-            fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, __LINE__, #cond, \
-                    wick_last_error());                                                              \
-        }                                                                                            \
-    } while (0)
+#include "check.h"
 
 #define HAS(text) (strstr(wick_last_error(), text) != NULL)
 

@@ -7,17 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int failures = 0, checks = 0;
-
-#define CHECK(cond)                                                                                  \
-    do {                                                                                             \
-        checks++;                                                                                    \
-        if (!(cond)) {                                                                               \
-            failures++;                                                                              \
-            fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, __LINE__, #cond, \
-                    wick_last_error());                                                              \
-        }                                                                                            \
-    } while (0)
+#include "check.h"
 
 static char dir[256];
 
