@@ -1137,6 +1137,9 @@ static int t_to(lua_State *L) {
             wl_raise(L, "to: expected a device, a dtype, an options table or a tensor, got %s", luaL_typename(L, i));
         }
     }
+    int current; /* "cuda" is the current device: t:cuda() on a tensor already there is t itself */
+    if (opt.device.type == WICK_CUDA && opt.device.index < 0 && wick_cuda_current_device(&current) == WICK_OK)
+        opt.device.index = current;
     if (opt.dtype == wick_tensor_dtype(a) && wick_device_equal(opt.device, wick_tensor_device(a))) {
         lua_settop(L, 1); /* nothing changes: the same object, like PyTorch */
         return 1;
