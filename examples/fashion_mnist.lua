@@ -28,6 +28,7 @@ if opts.threads then wick.set_num_threads(opts.threads) end
 wick.manual_seed(opts.seed or 1)
 local device = wick.device(opts.device or (wick.cuda.is_available() and "cuda" or "cpu"))
 local epochs = opts.epochs or (opts.model == "cnn" and 3 or 5)
+if type(epochs) ~= "number" or epochs < 0 or epochs ~= math.floor(epochs) then error("--epochs must be a whole number >= 0") end
 local lr = opts.lr or 0.1
 
 -- ---- models (examples/fashion_mnist_models.lua) ----
@@ -73,7 +74,7 @@ local tty = wick._core.isatty(1)
 print(("training %s on %s: %d epochs, batch %d, lr %g, %d thread(s)"):format(opts.model, tostring(device), epochs,
   opts.batch_size, lr, wick.get_num_threads()))
 
-local acc
+local acc = epochs == 0 and accuracy(model) or nil -- --epochs 0: the untrained model, checkpointed
 for epoch = 1, epochs do
   local t0, seen, running = wick.clock(), 0, 0
   local batches = train_loader:len()
