@@ -633,7 +633,7 @@ int wick_cuda_allow_tf32(void) { return __atomic_load_n(&allow_tf32, __ATOMIC_RE
 /* ---- cuBLAS, loaded on first use ----
  * libcublas is opened with dlopen the first time a handle is wanted, and the
  * cuBLAS functions the kernels call are defined here as small forwards to it.
- * So the kernels call cuBLAS as usual (cublasSgemm, ...), the library is not
+ * So the kernels call cuBLAS as usual (cublasGemmEx, ...), the library is not
  * linked, and start-up does not pay for mapping it. A kernel that needs a
  * cuBLAS function missing below fails to link: add a forward for it here. */
 
@@ -643,65 +643,16 @@ int wick_cuda_allow_tf32(void) { return __atomic_load_n(&allow_tf32, __ATOMIC_RE
 
 /* X(name, return type, parameters, arguments, value when unavailable) */
 #define WK_CUBLAS_FUNCTIONS(X)                                                                                        \
-    X(cublasCreate_v2, cublasStatus_t, (cublasHandle_t * handle), (handle), CUBLAS_STATUS_NOT_INITIALIZED)             \
-    X(cublasDestroy_v2, cublasStatus_t, (cublasHandle_t handle), (handle), CUBLAS_STATUS_NOT_INITIALIZED)              \
+    X(cublasCreate_v2, cublasStatus_t, (cublasHandle_t * handle), (handle), CUBLAS_STATUS_NOT_INITIALIZED)            \
+    X(cublasDestroy_v2, cublasStatus_t, (cublasHandle_t handle), (handle), CUBLAS_STATUS_NOT_INITIALIZED)             \
     X(cublasSetStream_v2, cublasStatus_t, (cublasHandle_t handle, cudaStream_t stream), (handle, stream),              \
-      CUBLAS_STATUS_NOT_INITIALIZED)                                                                                   \
-    X(cublasGetStream_v2, cublasStatus_t, (cublasHandle_t handle, cudaStream_t * stream), (handle, stream),            \
-      CUBLAS_STATUS_NOT_INITIALIZED)                                                                                   \
-    X(cublasSetWorkspace_v2, cublasStatus_t, (cublasHandle_t handle, void *workspace, size_t size),                    \
-      (handle, workspace, size), CUBLAS_STATUS_NOT_INITIALIZED)                                                        \
-    X(cublasSetMathMode, cublasStatus_t, (cublasHandle_t handle, cublasMath_t mode), (handle, mode),                   \
-      CUBLAS_STATUS_NOT_INITIALIZED)                                                                                   \
-    X(cublasGetMathMode, cublasStatus_t, (cublasHandle_t handle, cublasMath_t * mode), (handle, mode),                 \
-      CUBLAS_STATUS_NOT_INITIALIZED)                                                                                   \
-    X(cublasSetPointerMode_v2, cublasStatus_t, (cublasHandle_t handle, cublasPointerMode_t mode), (handle, mode),      \
-      CUBLAS_STATUS_NOT_INITIALIZED)                                                                                   \
-    X(cublasGetPointerMode_v2, cublasStatus_t, (cublasHandle_t handle, cublasPointerMode_t * mode), (handle, mode),    \
-      CUBLAS_STATUS_NOT_INITIALIZED)                                                                                   \
-    X(cublasSgemm_v2, cublasStatus_t,                                                                                  \
-      (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float *alpha,          \
-       const float *A, int lda, const float *B, int ldb, const float *beta, float *C, int ldc),                        \
-      (h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc), CUBLAS_STATUS_NOT_INITIALIZED)                        \
-    X(cublasDgemm_v2, cublasStatus_t,                                                                                  \
-      (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const double *alpha,         \
-       const double *A, int lda, const double *B, int ldb, const double *beta, double *C, int ldc),                    \
-      (h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc), CUBLAS_STATUS_NOT_INITIALIZED)                        \
-    X(cublasSgemm_v2_64, cublasStatus_t,                                                                               \
-      (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k,                  \
-       const float *alpha, const float *A, int64_t lda, const float *B, int64_t ldb, const float *beta, float *C,      \
-       int64_t ldc),                                                                                                   \
-      (h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc), CUBLAS_STATUS_NOT_INITIALIZED)                        \
-    X(cublasDgemm_v2_64, cublasStatus_t,                                                                               \
-      (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k,                  \
-       const double *alpha, const double *A, int64_t lda, const double *B, int64_t ldb, const double *beta,            \
-       double *C, int64_t ldc),                                                                                        \
-      (h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc), CUBLAS_STATUS_NOT_INITIALIZED)                        \
+      CUBLAS_STATUS_NOT_INITIALIZED)                                                                                  \
     X(cublasGemmEx, cublasStatus_t,                                                                                    \
       (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *alpha,           \
        const void *A, cudaDataType Atype, int lda, const void *B, cudaDataType Btype, int ldb, const void *beta,        \
        void *C, cudaDataType Ctype, int ldc, cublasComputeType_t computeType, cublasGemmAlgo_t algo),                  \
       (h, ta, tb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc, computeType, algo),              \
-      CUBLAS_STATUS_NOT_INITIALIZED)                                                                                   \
-    X(cublasGemmEx_64, cublasStatus_t,                                                                                 \
-      (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k,                  \
-       const void *alpha, const void *A, cudaDataType Atype, int64_t lda, const void *B, cudaDataType Btype,           \
-       int64_t ldb, const void *beta, void *C, cudaDataType Ctype, int64_t ldc, cublasComputeType_t computeType,       \
-       cublasGemmAlgo_t algo),                                                                                         \
-      (h, ta, tb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc, computeType, algo),              \
-      CUBLAS_STATUS_NOT_INITIALIZED)                                                                                   \
-    X(cublasSgemmStridedBatched, cublasStatus_t,                                                                       \
-      (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float *alpha,          \
-       const float *A, int lda, long long int strideA, const float *B, int ldb, long long int strideB,                 \
-       const float *beta, float *C, int ldc, long long int strideC, int batchCount),                                   \
-      (h, ta, tb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC, batchCount),               \
-      CUBLAS_STATUS_NOT_INITIALIZED)                                                                                   \
-    X(cublasDgemmStridedBatched, cublasStatus_t,                                                                       \
-      (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const double *alpha,         \
-       const double *A, int lda, long long int strideA, const double *B, int ldb, long long int strideB,               \
-       const double *beta, double *C, int ldc, long long int strideC, int batchCount),                                 \
-      (h, ta, tb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC, batchCount),               \
-      CUBLAS_STATUS_NOT_INITIALIZED)                                                                                   \
+      CUBLAS_STATUS_NOT_INITIALIZED)                                                                                  \
     X(cublasGemmStridedBatchedEx, cublasStatus_t,                                                                      \
       (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *alpha,           \
        const void *A, cudaDataType Atype, int lda, long long int strideA, const void *B, cudaDataType Btype, int ldb,  \
@@ -709,24 +660,7 @@ int wick_cuda_allow_tf32(void) { return __atomic_load_n(&allow_tf32, __ATOMIC_RE
        int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo),                                        \
       (h, ta, tb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB, beta, C, Ctype, ldc, strideC,       \
        batchCount, computeType, algo),                                                                                 \
-      CUBLAS_STATUS_NOT_INITIALIZED)                                                                                   \
-    X(cublasSgemv_v2, cublasStatus_t,                                                                                  \
-      (cublasHandle_t h, cublasOperation_t trans, int m, int n, const float *alpha, const float *A, int lda,            \
-       const float *x, int incx, const float *beta, float *y, int incy),                                               \
-      (h, trans, m, n, alpha, A, lda, x, incx, beta, y, incy), CUBLAS_STATUS_NOT_INITIALIZED)                          \
-    X(cublasDgemv_v2, cublasStatus_t,                                                                                  \
-      (cublasHandle_t h, cublasOperation_t trans, int m, int n, const double *alpha, const double *A, int lda,         \
-       const double *x, int incx, const double *beta, double *y, int incy),                                            \
-      (h, trans, m, n, alpha, A, lda, x, incx, beta, y, incy), CUBLAS_STATUS_NOT_INITIALIZED)                          \
-    X(cublasSgeam, cublasStatus_t,                                                                                     \
-      (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, const float *alpha, const float *A, \
-       int lda, const float *beta, const float *B, int ldb, float *C, int ldc),                                        \
-      (h, ta, tb, m, n, alpha, A, lda, beta, B, ldb, C, ldc), CUBLAS_STATUS_NOT_INITIALIZED)                           \
-    X(cublasDgeam, cublasStatus_t,                                                                                     \
-      (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, const double *alpha,                \
-       const double *A, int lda, const double *beta, const double *B, int ldb, double *C, int ldc),                    \
-      (h, ta, tb, m, n, alpha, A, lda, beta, B, ldb, C, ldc), CUBLAS_STATUS_NOT_INITIALIZED)                           \
-    X(cublasGetStatusString, const char *, (cublasStatus_t status), (status), "cuBLAS is not loaded")                   \
+      CUBLAS_STATUS_NOT_INITIALIZED)                                                                                  \
     X(cublasGetStatusName, const char *, (cublasStatus_t status), (status), "CUBLAS_STATUS_NOT_INITIALIZED")
 
 static struct {
