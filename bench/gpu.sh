@@ -34,7 +34,7 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; t
   exit 0
 fi
 if [ ! -x "$WICK" ]; then
-  echo "bench/gpu.sh: no wick runner at $WICK (build the CUDA build: cmake -S . -B build-gpu -DWICK_CUDA=ON)" >&2
+  echo "bench/gpu.sh: no wick runner at $WICK (prepare the CUDA build: tools/gpu-prepare.sh)" >&2
   exit 1
 fi
 if ! timeout 60 "$WICK" -e 'os.exit(require("wick").cuda.is_available() and 0 or 3)' >/dev/null 2>&1; then
