@@ -145,6 +145,42 @@ describe("mm", function()
     assert_close(bt:mm(a:t()), naive_mm(bt:totable(), transpose_table(a:totable())), 1e-4)
   end)
 
+  it("rounds float16 and bfloat16 products once, also BLAS-sized, transposed and narrowed", function()
+    -- small integers: the float32 sums are exact, so the only rounding is the
+    -- final one to the 16-bit dtype, which wick.tensor(...):to(dtype) repeats
+    local function ints(rows, cols, seed)
+      local t = {}
+      for i = 1, rows do
+        t[i] = {}
+        for j = 1, cols do t[i][j] = (i * 7 + j * 13 + seed) % 9 - 4 end
+      end
+      return t
+    end
+    for _, dtype in ipairs({ "float16", "bfloat16" }) do
+      for _, mkn in ipairs({ { 3, 4, 2 }, { 70, 90, 33 } }) do
+        local m, k, n = mkn[1], mkn[2], mkn[3]
+        local at, bt = ints(m, k, 1), ints(k, n, 5)
+        local want = wick.tensor(naive_mm(at, bt)):to(dtype):totable()
+        local a, b = wick.tensor(at, { dtype = dtype }), wick.tensor(bt, { dtype = dtype })
+        local r = a:mm(b)
+        assert.are.equal(dtype, r.dtype)
+        assert.are.same(want, r:totable())
+        assert.are.same(want, a:t():contiguous():t():mm(b:t():contiguous():t()):totable())
+        -- a narrowed operand keeps a leading dimension wider than its rows
+        local wide = wick.zeros(m, k + 5, { dtype = dtype })
+        wide:narrow(2, 3, k):copy_(a)
+        assert.are.same(want, wide:narrow(2, 3, k):mm(b):totable())
+      end
+      -- addmm reads C through beta: 0.5 * 2 + 2 * (A @ B), still exact before rounding
+      local at, bt = ints(5, 6, 2), ints(6, 4, 3)
+      local c = wick.full({ 5, 4 }, 2, { dtype = dtype })
+      local r = wick.addmm(c, wick.tensor(at, { dtype = dtype }), wick.tensor(bt, { dtype = dtype }), { beta = 0.5, alpha = 2 })
+      local want = naive_mm(at, bt)
+      for i = 1, 5 do for j = 1, 4 do want[i][j] = 1 + 2 * want[i][j] end end
+      assert.are.same(wick.tensor(want):to(dtype):totable(), r:totable())
+    end
+  end)
+
   it("matches the naive loop on a BLAS-sized int64 product", function()
     local av, bv = {}, {}
     for i = 1, 40 do
