@@ -10,14 +10,32 @@
 local wick = require("wick")
 local nn = wick.nn
 
+local USAGE = [==[
+usage: build/wick examples/fashion_mnist.lua [--model mlp|cnn] [--epochs N]
+    [--batch-size N] [--lr X] [--device cpu|cuda|cuda:N] [--threads N] [--seed N] [--checkpoint PATH]]==]
+local KNOWN = { model = true, epochs = true, batch_size = true, lr = true, device = true, threads = true,
+  seed = true, checkpoint = true }
+
+local function usage_error(message)
+  io.stderr:write("fashion_mnist.lua: ", message, "\n", USAGE, "\n")
+  os.exit(2)
+end
+
 local function parse_args(argv)
   local opts = { model = "mlp", batch_size = 128, threads = nil }
   local i = 1
   while argv[i] do
+    if argv[i] == "--help" or argv[i] == "-h" then
+      print(USAGE)
+      os.exit(0)
+    end
     local key, value = argv[i]:match("^%-%-([%w-]+)=?(.*)$")
-    if not key then error("unexpected argument " .. argv[i] .. " (see the header of this script)") end
+    if not key then usage_error("unexpected argument " .. argv[i]) end
+    key = key:gsub("-", "_")
+    if not KNOWN[key] then usage_error("unknown option " .. argv[i]) end
     if value == "" then i = i + 1; value = argv[i] end
-    opts[key:gsub("-", "_")] = tonumber(value) or value
+    if value == nil then usage_error("option " .. argv[i - 1] .. " needs a value") end
+    opts[key] = tonumber(value) or value
     i = i + 1
   end
   return opts

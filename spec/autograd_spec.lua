@@ -805,6 +805,61 @@ describe("autograd behaviour", function()
     assert_close(plain, { 2, 6, 10 }, 0)
   end)
 
+  it("a saved tensor changed in place before backward raises PyTorch's error, not a wrong gradient", function()
+    local stale = "modified by an inplace operation"
+    -- a plain operand saved for the other's gradient
+    local x = T({ 1, 1, 1 }):requires_grad_()
+    local w = T({ 1, 2, 3 })
+    local y = x * w
+    w:mul_(10)
+    assert_error_has(function() y:sum():backward() end, stale, "[float64 [3]], saved by MulBackward",
+      "is at version 1; expected version 0")
+    assert.is_nil(x.grad)
+    -- through a view of it, under no_grad, and through the 1-element fast path
+    local changes = {
+      function(t) t:narrow(1, 2, 1):fill_(0) end,
+      function(t) wick.no_grad(function() t:add_(1) end) end,
+      function(t) t[1] = 7 end,
+      function(t) t:detach():copy_(t * 2) end, -- detach shares the data, and so the version
+    }
+    for i, change in ipairs(changes) do
+      local v = T({ 4, 5, 6 })
+      local z = (x * v):sum()
+      change(v)
+      assert_error_has(function() z:backward() end, stale)
+    end
+    local one = wick.tensor({ 2 }):requires_grad_()
+    local s = wick.tensor({ 3 })
+    local p = one * s
+    s:add_(wick.tensor({ 1 }))
+    assert_error_has(function() p:backward() end, stale)
+    -- a saved output (exp saves its result) changed through a detached alias
+    local e = x:exp()
+    e:detach():zero_()
+    assert_error_has(function() e:sum():backward() end, stale, "ExpBackward")
+    -- the weight of a retained graph (saved for the input's gradient), changed by an optimizer step
+    local lin = wick.nn.Linear(3, 1, { dtype = "float64" })
+    local out = lin(T({ { 1, 2, 3 } }):requires_grad_()):sum()
+    out:backward({ retain_graph = true })
+    wick.optim.SGD(lin:parameters(), { lr = 0.1 }):step()
+    assert_error_has(function() out:backward() end, stale)
+  end)
+
+  it("in-place changes before the use, on a clone, or after the backward are fine", function()
+    local x = T({ 1, 1, 1 }):requires_grad_()
+    local w = T({ 1, 2, 3 })
+    w:mul_(2) -- before it is saved
+    local c = w:clone()
+    local y = x * c
+    w:mul_(10) -- the clone is what was saved
+    y:sum():backward()
+    assert_close(x.grad, { 2, 4, 6 }, 0)
+    c:zero_() -- after the backward freed the graph
+    x.grad = nil
+    ;(x * w):sum():backward()
+    assert_close(x.grad, { 20, 40, 60 }, 0)
+  end)
+
   it("an SGD step in no_grad, then a fresh backward", function()
     local w = T({ 1, -1 }):requires_grad_()
     for _ = 1, 3 do

@@ -151,10 +151,31 @@ wick_status wk_save(wk_node *node, int slot, const wick_tensor *t, const wick_te
     }
     wick_tensor_release(node->saved[slot]);
     node->saved[slot] = s;
+    node->saved_version[slot] = __atomic_load_n(&s->storage->version, __ATOMIC_RELAXED);
+    return WICK_OK;
+}
+
+/* A saved tensor written in place since it was saved would give wrong
+ * gradients without a word; PyTorch's check, with its wording. */
+static wick_status check_saved_versions(const wk_node *n) {
+    for (int i = 0; i < WK_MAX_SAVED; i++) {
+        const wick_tensor *s = n->saved[i];
+        if (!s) continue;
+        unsigned now = __atomic_load_n(&s->storage->version, __ATOMIC_RELAXED);
+        if (now == n->saved_version[i]) continue;
+        char shape[WK_SHAPE_BUF];
+        return wick_fail(WICK_ERR_ARGUMENT,
+                         "one of the variables needed for gradient computation has been modified by an inplace "
+                         "operation: [%s %s], saved by %s, is at version %u; expected version %u instead. "
+                         "Use an out-of-place op (x = x * y) or :clone() the tensor before changing it",
+                         wick_dtype_name(s->dtype), wk_shape_str(s->ndim, s->sizes, shape, sizeof shape), n->name,
+                         now, n->saved_version[i]);
+    }
     return WICK_OK;
 }
 
 wick_status wk_check_inplace(const char *op, const wick_tensor *target, int n, const wick_tensor *const *inputs) {
+    wk_bump_version(target); /* also after a failed check: a version may only grow */
     if (!wk_grad_mode) return WICK_OK;
     if (target->requires_grad && !target->grad_fn)
         return wick_fail(WICK_ERR_ARGUMENT,
@@ -329,7 +350,8 @@ static wick_status run_backward(wick_tensor *root, wick_tensor *grad, int retain
             st = wick_fail(WICK_ERR_OOM, "out of memory in backward");
             break;
         }
-        st = n->backward(n, n->grad, gs);
+        st = check_saved_versions(n);
+        if (!st) st = n->backward(n, n->grad, gs);
         wick_tensor_release(n->grad);
         n->grad = NULL;
         for (int j = 0; j < n->n_inputs; j++) {

@@ -31,6 +31,7 @@ struct wk_node {
     int n_inputs;
     wk_edge *edges;
     wick_tensor *saved[WK_MAX_SAVED];
+    unsigned saved_version[WK_MAX_SAVED]; /* each saved tensor's storage version when saved */
     double scalars[4];
     int ints[WICK_MAX_DIMS + 4];
     int64_t sizes[WICK_MAX_DIMS]; /* an extra shape (e.g. the input of a view) */
@@ -61,7 +62,8 @@ wick_status wk_record(wick_tensor *out, const char *name, wk_backward_fn fn, int
 /* Saves a tensor for backward; `out` itself is saved as a detached alias so the
  * node does not keep its own output alive. */
 wick_status wk_save(wk_node *node, int slot, const wick_tensor *t, const wick_tensor *out);
-/* Fails for an in-place op on a tensor autograd tracks. */
+/* Bumps the target's version (see wk_bump_version); fails for an in-place op
+ * on a tensor autograd tracks. */
 wick_status wk_check_inplace(const char *op, const wick_tensor *target, int n, const wick_tensor *const *inputs);
 
 void wk_node_release(wk_node *n);

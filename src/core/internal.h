@@ -24,6 +24,9 @@ struct wick_storage {
     void (*release)(void *ctx);
     void *release_ctx;
     size_t block_size; /* bytes of this struct's own block (wk_malloc), inline data included */
+    /* in-place writes so far (atomic), shared by every view of the storage:
+     * autograd compares it with the value a saved tensor had when saved */
+    unsigned version;
 };
 typedef struct wick_storage wick_storage;
 
@@ -42,6 +45,12 @@ struct wick_tensor {
     int64_t sizes[WICK_MAX_DIMS];
     int64_t strides[WICK_MAX_DIMS];
 };
+
+/* Every in-place write bumps its storage's version: wk_check_inplace does it
+ * for the core's in-place ops, so only paths around it call this. */
+static inline void wk_bump_version(const struct wick_tensor *t) {
+    __atomic_add_fetch(&t->storage->version, 1, __ATOMIC_RELAXED);
+}
 
 /* ---- the one allocator of CPU tensor memory and the log (alloc.c) ----
  * Storages, tensor headers and CPU data all come from wk_malloc and go back

@@ -79,6 +79,7 @@ static wick_status storage_new(wick_storage **out, wick_device dev, size_t nbyte
     s->pinned = false;
     s->release = NULL;
     s->release_ctx = NULL;
+    s->version = 0;
     s->backend = wk_backend_for(dev);
     if (extra_out) *extra_out = extra ? (char *)s + SMALL_STORAGE_HEADER : NULL;
     if (small) wk_account_bytes((int64_t)nbytes);
@@ -124,6 +125,7 @@ wick_status wk_tensor_wrap(wick_tensor **out, void *data, int64_t numel, wick_dt
     s->backend = &wk_cpu_backend;
     s->release = release;
     s->release_ctx = ctx;
+    s->version = 0;
     wk_account_bytes((int64_t)s->nbytes);
     wk_storage_born();
     t->storage = s;

@@ -44,6 +44,7 @@ int wick_try_fast_binary_(int op, wick_tensor *a, const wick_tensor *b, double a
     if (n > FAST_MAX_NUMEL) return 1;
     if (alpha != 1 && op != WICK_ADD && op != WICK_SUB) return 1;
     static const int64_t step[3] = {1, 1, 1};
+    wk_bump_version(a);
     run_scaled(op, a->dtype, wk_data(a), wk_data(a), wk_data(b), n, step, alpha);
     return 0;
 }
