@@ -24,7 +24,7 @@ struct wick_storage {
     void (*release)(void *ctx);
     void *release_ctx;
     size_t block_size; /* bytes of this struct's own block (wk_malloc), inline data included */
-    /* in-place writes so far (atomic), shared by every view of the storage:
+    /* in-place writes so far (atomic accesses), shared by every view of the storage:
      * autograd compares it with the value a saved tensor had when saved */
     unsigned version;
 };
@@ -47,9 +47,12 @@ struct wick_tensor {
 };
 
 /* Every in-place write bumps its storage's version: wk_check_inplace does it
- * for the core's in-place ops, so only paths around it call this. */
+ * for the core's in-place ops, so only paths around it call this. A load and
+ * a store, not a locked add: two threads writing one tensor at once may lose
+ * a count, but the version still moves away from every saved value. */
 static inline void wk_bump_version(const struct wick_tensor *t) {
-    __atomic_add_fetch(&t->storage->version, 1, __ATOMIC_RELAXED);
+    unsigned *v = &t->storage->version;
+    __atomic_store_n(v, __atomic_load_n(v, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
 }
 
 /* ---- the one allocator of CPU tensor memory and the log (alloc.c) ----
