@@ -6,6 +6,7 @@
 --   matmul_N             GFLOP/s (2 N^3 per product, output allocated each time)
 --   matmul_N_vs_sgemm    the same relative to raw cblas_sgemm timed alternately in
 --                        this process (median of per-repeat ratios; 1 = as fast)
+--   matmul_bf16_512      GFLOP/s of a bfloat16 512 x 512 product
 --   *_16M                GB/s, counting 3 x 4 bytes per element for add/mul
 --                        (2 reads, 1 write) and 2 x 4 for relu (1 read, 1 write);
 --                        each op timed alone, median of BIG_REPS; the out-of-place
@@ -115,6 +116,23 @@ for _, spec in ipairs(MATMUL) do
   emit("matmul_" .. n .. "_vs_sgemm", median(ratio))
   a, b, ra, rb, rc = nil, nil, nil, nil, nil
   collectgarbage()
+end
+
+-- ---- bfloat16 matmul, N = 512: GFLOP/s (wick widens to float32 for BLAS and
+-- rounds once; PyTorch runs its own bfloat16 CPU kernels) ----
+do
+  local n, iters, repeats = 512, 2, 5
+  local a, b = wick.randn(n, n):to("bfloat16"), wick.randn(n, n):to("bfloat16")
+  local c = a:matmul(b) -- warm-up
+  local t = {}
+  for r = 1, repeats do
+    c = nil
+    collectgarbage()
+    local t0 = now()
+    for _ = 1, iters do c = a:matmul(b) end
+    t[r] = (now() - t0) / iters
+  end
+  emit("matmul_bf16_512", 2 * n * n * n / median(t) * 1e-9)
 end
 
 -- ---- elementwise on 16M floats: GB/s ----

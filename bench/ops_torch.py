@@ -109,6 +109,20 @@ def main():
             emit("matmul_%d_vs_sgemm" % n, statistics.median(ratio))
             del a2, b2, ra, rb, rc
 
+        n, iters, repeats = 512, 2, 5
+        a2, b2 = torch.randn(n, n).bfloat16(), torch.randn(n, n).bfloat16()
+        c = a2.matmul(b2)  # warm-up
+        t = []
+        for _ in range(repeats):
+            del c
+            gc.collect()
+            t0 = now()
+            for _ in range(iters):
+                c = a2.matmul(b2)
+            t.append((now() - t0) / iters)
+        emit("matmul_bf16_512", 2.0 * n * n * n / statistics.median(t) * 1e-9)
+        del a2, b2, c
+
         def bandwidth(name, bytes_per_elem, op):
             c = op()  # warm-up
             del c

@@ -143,6 +143,8 @@ for n in (256, 512, 1024, 2048):
         goal_l=0.9, rl=pw, rt=(pw / pt if pw and pt else None),
         note=" (limit: cblas_sgemm; ratios paired, PyTorch's own: %s)" % ("%.0f%%" % (pt * 100) if pt else "?"),
         keys=(("wick", "matmul_%d_vs_sgemm" % n), ("torch", "matmul_%d_vs_sgemm" % n), ("limits", "sgemm_%d" % n)))
+row("matmul 512 (bfloat16)", g("matmul_bf16_512"), T.get("matmul_bf16_512"), None, gf, "rate",
+    keys=k3("matmul_bf16_512"))
 for op in ("add", "mul", "relu"):
     row("%s 16M (out-of-place)" % op, g("%s_16M" % op), T.get("%s_16M" % op), L.get("triad_16M"), gb, "rate",
         goal_t=1, goal_l=0.8, note=" (limit: C triad, warm output)", keys=k3("%s_16M" % op, None, "triad_16M"))

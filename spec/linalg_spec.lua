@@ -157,7 +157,7 @@ describe("mm", function()
       return t
     end
     for _, dtype in ipairs({ "float16", "bfloat16" }) do
-      for _, mkn in ipairs({ { 3, 4, 2 }, { 70, 90, 33 } }) do
+      for _, mkn in ipairs({ { 3, 4, 2 }, { 70, 91, 33 } }) do
         local m, k, n = mkn[1], mkn[2], mkn[3]
         local at, bt = ints(m, k, 1), ints(k, n, 5)
         local want = wick.tensor(naive_mm(at, bt)):to(dtype):totable()
@@ -172,11 +172,12 @@ describe("mm", function()
         assert.are.same(want, wide:narrow(2, 3, k):mm(b):totable())
       end
       -- addmm reads C through beta: 0.5 * 2 + 2 * (A @ B), still exact before rounding
-      local at, bt = ints(5, 6, 2), ints(6, 4, 3)
-      local c = wick.full({ 5, 4 }, 2, { dtype = dtype })
+      -- (40 x 50 x 30: large enough for the AMX unit where there is one)
+      local at, bt = ints(40, 50, 2), ints(50, 30, 3)
+      local c = wick.full({ 40, 30 }, 2, { dtype = dtype })
       local r = wick.addmm(c, wick.tensor(at, { dtype = dtype }), wick.tensor(bt, { dtype = dtype }), { beta = 0.5, alpha = 2 })
       local want = naive_mm(at, bt)
-      for i = 1, 5 do for j = 1, 4 do want[i][j] = 1 + 2 * want[i][j] end end
+      for i = 1, 40 do for j = 1, 30 do want[i][j] = 1 + 2 * want[i][j] end end
       assert.are.same(wick.tensor(want):to(dtype):totable(), r:totable())
     end
   end)

@@ -87,19 +87,6 @@ uint16_t wk_float_to_half(float f) {
     return sign | (uint16_t)((rounded - 0x38000000u) >> 13);
 }
 
-float wk_bf16_to_float(uint16_t h) {
-    uint32_t bits = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
-uint16_t wk_float_to_bf16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40); /* quiet NaN */
-    return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
-}
 
 double wk_load_double(const char *p, wick_dtype d) {
     switch (d) {

@@ -116,8 +116,19 @@ void wk_store_double(char *p, wick_dtype dtype, double v);
 void wk_store_int64(char *p, wick_dtype dtype, int64_t v);
 float wk_half_to_float(uint16_t h);
 uint16_t wk_float_to_half(float f);
-float wk_bf16_to_float(uint16_t h);
-uint16_t wk_float_to_bf16(float f);
+/* bfloat16 is the top half of a float32: inline, so loops over it vectorise */
+static inline float wk_bf16_to_float(uint16_t h) {
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+static inline uint16_t wk_float_to_bf16(float f) { /* round to nearest even */
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40); /* quiet NaN */
+    return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
+}
 static inline bool wk_is_integral(wick_dtype d) { return !wick_dtype_is_floating(d); }
 /* the hot-path forms of wick_dtype_size and wick_dtype_is_floating */
 static inline size_t wk_dtype_size(wick_dtype d) {

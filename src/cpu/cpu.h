@@ -19,6 +19,11 @@ typedef void (*cpu_run_fn)(char **p, const int64_t *s, int64_t n, const void *ex
 /* Runs fn over the whole iterator, split among threads for large ones. */
 void cpu_run(const wk_iter *it, cpu_run_fn fn, const void *extra);
 
+/* bfloat16 products on Intel AMX (cpu_amx.c): usable when the CPU has the
+ * unit, Linux grants it and WICK_NO_AMX is unset. */
+bool cpu_amx_bf16_usable(void);
+wick_status cpu_amx_bf16_gemm(const wk_gemm_args *g);
+
 /* The kernel of a binary op for a compute dtype (float32, float64 or int64). */
 cpu_run_fn cpu_binary_run(int op, wick_dtype compute);
 wick_status cpu_unary(wick_unary_op op, const wk_iter *it);

@@ -5,6 +5,10 @@
 
 #include <cblas.h>
 
+/* From this many multiply-adds on, a bfloat16 product goes to the AMX unit
+ * where there is one (its operands are padded to blocks of 32). */
+#define AMX_MIN_FLOPS (32 * 32 * 32)
+
 /* Below this many multiply-adds a straight loop beats cblas_sgemm's entry cost. */
 #define SMALL_GEMM_FLOPS 4096
 
@@ -103,10 +107,13 @@ static float *widen_16(const char *src, wick_dtype dtype, int64_t rows, int64_t 
     return out;
 }
 
-/* float16/bfloat16: widened to float32, multiplied by BLAS, rounded once on the
- * way back. That is float32 accumulation, as in PyTorch's CPU and cuBLAS's
- * 16-bit products, at BLAS speed instead of a scalar loop's. */
+/* float16/bfloat16: on the AMX unit (bfloat16, large enough), else widened to
+ * float32, multiplied by BLAS, rounded once on the way back. Either way that is
+ * float32 accumulation, as in PyTorch's CPU and cuBLAS's 16-bit products, at
+ * BLAS speed or better instead of a scalar loop's. */
 static wick_status gemm_16bit(const wk_gemm_args *g) {
+    if (g->dtype == WICK_BFLOAT16 && g->m * g->n * g->k >= AMX_MIN_FLOPS && cpu_amx_bf16_usable())
+        return cpu_amx_bf16_gemm(g);
     const int64_t a_rows = g->trans_a ? g->k : g->m, a_cols = g->trans_a ? g->m : g->k;
     const int64_t b_rows = g->trans_b ? g->n : g->k, b_cols = g->trans_b ? g->k : g->n;
     float *a = widen_16(g->a, g->dtype, a_rows, a_cols, g->lda);
