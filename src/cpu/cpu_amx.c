@@ -12,7 +12,8 @@
  *   3. each 32 x 32 block of C lives in four 16 x 16 float32 tiles while the
  *      k loop feeds them two tiles of A and two of B per 32-wide step
  *      (TDPBF16PS: products of bfloat16 pairs accumulated in float32);
- *   4. alpha, beta and the rounding to bfloat16 happen once, at the end.
+ *   4. alpha, beta and the rounding to bfloat16 happen once per block, as it
+ *      leaves the tiles.
  *
  * Blocks of 32 rows are shared among the thread pool; each worker configures
  * its own tiles (tile state is per thread) and releases them.
@@ -82,19 +83,36 @@ typedef struct {
     const wk_gemm_args *g;
     uint16_t *a; /* tile (r, kt): rows 16r.., columns 32kt.. of A */
     uint16_t *b; /* tile (c, kt): k pairs 16kt.., columns 16c.. of B */
-    float *c;    /* m_pad x n_pad, row-major */
     int64_t k_tiles, n_pad;
 } amx_job;
 
-/* Tiles 0-3: the four 16 x 16 float32 quarters of a C block; 4-5: two 16-row
- * slices of A (32 bfloat16 each); 6-7: two 16-column slices of B in pairs. */
+/* A finished 32 x 32 block of A @ B into C at (i0, j0): alpha * block + beta * C,
+ * rounded to bfloat16, clipped to C's edges. */
+static void store_block(const wk_gemm_args *g, const float *block, int64_t i0, int64_t j0) {
+    const float alpha = (float)g->alpha, beta = (float)g->beta;
+    const int64_t rows = g->m - i0 < BLOCK ? g->m - i0 : BLOCK, cols = g->n - j0 < BLOCK ? g->n - j0 : BLOCK;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *restrict out = (uint16_t *)g->c + (i0 + r) * g->ldc + j0;
+        const float *restrict row = block + r * BLOCK;
+        if (beta == 0)
+            for (int64_t c = 0; c < cols; c++) out[c] = wk_float_to_bf16(alpha * row[c]);
+        else
+            for (int64_t c = 0; c < cols; c++) out[c] = wk_float_to_bf16(alpha * row[c] + beta * wk_bf16_to_float(out[c]));
+    }
+}
+
+/* Blocks [begin, end) of 32 rows of C. Tiles 0-3: the four 16 x 16 float32
+ * quarters of a C block; 4-5: two 16-row slices of A (32 bfloat16 each); 6-7:
+ * two 16-column slices of B in pairs. Each finished block goes through a 4 KiB
+ * buffer, still in L1, into C. */
 __attribute__((target("amx-tile,amx-bf16"))) static void amx_rows(void *ctx, int64_t begin, int64_t end) {
     const amx_job *j = ctx;
     tile_config cfg = {0};
     cfg.palette_id = 1;
     for (int t = 0; t < 8; t++) cfg.rows[t] = 16, cfg.colsb[t] = 64;
     _tile_loadconfig(&cfg);
-    const int64_t kt_n = j->k_tiles, c_stride = j->n_pad * 4;
+    const int64_t kt_n = j->k_tiles;
+    float block[BLOCK * BLOCK];
     for (int64_t blk = begin; blk < end; blk++) {
         const uint16_t *a0 = j->a + (2 * blk) * kt_n * TILE_ELEMS, *a1 = a0 + kt_n * TILE_ELEMS;
         for (int64_t j0 = 0; j0 < j->n_pad; j0 += BLOCK) {
@@ -113,11 +131,11 @@ __attribute__((target("amx-tile,amx-bf16"))) static void amx_rows(void *ctx, int
                 _tile_dpbf16ps(2, 5, 6);
                 _tile_dpbf16ps(3, 5, 7);
             }
-            float *c0 = j->c + blk * BLOCK * j->n_pad + j0, *c1 = c0 + 16 * j->n_pad;
-            _tile_stored(0, c0, c_stride);
-            _tile_stored(1, c0 + 16, c_stride);
-            _tile_stored(2, c1, c_stride);
-            _tile_stored(3, c1 + 16, c_stride);
+            _tile_stored(0, block, BLOCK * 4);
+            _tile_stored(1, block + 16, BLOCK * 4);
+            _tile_stored(2, block + 16 * BLOCK, BLOCK * 4);
+            _tile_stored(3, block + 16 * BLOCK + 16, BLOCK * 4);
+            store_block(j->g, block, blk * BLOCK, j0);
         }
     }
     _tile_release();
@@ -172,36 +190,26 @@ static void pack_b(void *ctx, int64_t begin, int64_t end) {
     for (int64_t o = begin * outer_step; o < end * outer_step; o += outer_step)
         for (int64_t in = 0; in < inner; in += inner_step) {
             const int64_t c0 = g->trans_b ? o : in, p0 = g->trans_b ? in : o;
-            uint16_t *tile = j->b + b_slot(p0, c0, j->k_tiles);
+            /* a tile row holds 16 pairs (B[p][j], B[p + 1][j]), p even: one
+             * 32-bit word per column, the even row in the low half */
+            uint32_t *tile = (uint32_t *)(j->b + b_slot(p0, c0, j->k_tiles));
             const int64_t cols = min64(16, g->n - c0), depth = min64(32, g->k - p0);
             if (!g->trans_b)
-                for (int64_t p = 0; p < depth; p++) { /* row p0 + p of B into slot p % 2 of pair row p / 2 */
-                    const uint16_t *s = src + (p0 + p) * g->ldb + c0;
-                    uint16_t *d = tile + (p / 2) * 32 + p % 2;
-                    for (int64_t c = 0; c < cols; c++) d[2 * c] = s[c];
+                for (int64_t p = 0; p < depth; p += 2) {
+                    const uint16_t *even = src + (p0 + p) * g->ldb + c0, *odd = even + g->ldb;
+                    uint32_t *d = tile + (p / 2) * 16;
+                    if (p + 1 < depth)
+                        for (int64_t c = 0; c < cols; c++) d[c] = even[c] | (uint32_t)odd[c] << 16;
+                    else /* an odd k: the last pair's second half is padding */
+                        for (int64_t c = 0; c < cols; c++) d[c] = even[c];
                 }
-            else /* B[p][j] = src[j * ldb + p]: each column of B is a row of src */
+            else /* B[p][j] = src[j * ldb + p]: a column of B is a row of src, its pairs adjacent */
                 for (int64_t c = 0; c < cols; c++) {
                     const uint16_t *s = src + (c0 + c) * g->ldb + p0;
-                    for (int64_t p = 0; p < depth; p++) tile[(p / 2) * 32 + c * 2 + p % 2] = s[p];
+                    for (int64_t p = 0; p < depth; p += 2)
+                        tile[(p / 2) * 16 + c] = s[p] | (p + 1 < depth ? (uint32_t)s[p + 1] << 16 : 0);
                 }
         }
-}
-
-/* Rows [begin, end) of C: alpha * (A @ B) + beta * C, rounded to bfloat16. */
-static void store_rows(void *ctx, int64_t begin, int64_t end) {
-    const amx_job *j = ctx;
-    const wk_gemm_args *g = j->g;
-    const float alpha = (float)g->alpha, beta = (float)g->beta;
-    for (int64_t i = begin; i < end; i++) {
-        uint16_t *restrict out = (uint16_t *)g->c + i * g->ldc;
-        const float *restrict row = j->c + i * j->n_pad;
-        if (beta == 0)
-            for (int64_t col = 0; col < g->n; col++) out[col] = wk_float_to_bf16(alpha * row[col]);
-        else
-            for (int64_t col = 0; col < g->n; col++)
-                out[col] = wk_float_to_bf16(alpha * row[col] + beta * wk_bf16_to_float(out[col]));
-    }
 }
 
 static int64_t blocks_of(int64_t v, int64_t step) { return (v + step - 1) / step; }
@@ -213,11 +221,10 @@ static int64_t copy_grain(int64_t elems) { return elems >= 32768 ? 1 : 32768 / (
 wick_status cpu_amx_bf16_gemm(const wk_gemm_args *g) {
     const int64_t m = g->m, n = g->n, k = g->k;
     const int64_t m_pad = round_up(m), n_pad = round_up(n), k_pad = round_up(k > 0 ? k : 1);
-    const size_t a_bytes = (size_t)(m_pad * k_pad) * 2, b_bytes = (size_t)(k_pad * n_pad) * 2,
-                 c_bytes = (size_t)(m_pad * n_pad) * sizeof(float);
-    amx_job job = {g, wk_malloc(a_bytes), wk_malloc(b_bytes), wk_malloc(c_bytes), k_pad / 32, n_pad};
+    const size_t a_bytes = (size_t)(m_pad * k_pad) * 2, b_bytes = (size_t)(k_pad * n_pad) * 2;
+    amx_job job = {g, wk_malloc(a_bytes), wk_malloc(b_bytes), k_pad / 32, n_pad};
     wick_status st = WICK_OK;
-    if (!job.a || !job.b || !job.c) {
+    if (!job.a || !job.b) {
         st = wick_fail(WICK_ERR_OOM, "mm: out of memory packing bfloat16 matrices (%lld x %lld x %lld)", (long long)m,
                        (long long)k, (long long)n);
         goto done;
@@ -229,11 +236,9 @@ wick_status cpu_amx_bf16_gemm(const wk_gemm_args *g) {
     if (g->trans_b) wk_parallel_for(blocks_of(n, 16), copy_grain(16 * k), pack_b, &job);
     else wk_parallel_for(blocks_of(k, 32), copy_grain(32 * n), pack_b, &job);
     wk_parallel_for(m_pad / BLOCK, 1, amx_rows, &job); /* a block is 64 n k flops: always worth a thread */
-    wk_parallel_for(m, copy_grain(n), store_rows, &job);
 done:
     wk_free(job.a, a_bytes);
     wk_free(job.b, b_bytes);
-    wk_free(job.c, c_bytes);
     return st;
 }
 
