@@ -795,14 +795,90 @@ describe("autograd behaviour", function()
     assert_close(x, { 2, 6, 10 }, 0)
     assert.is_true(x.requires_grad)
     assert.is_true(x.is_leaf)
-    -- an in-place op on a tracked non-leaf raises too (not supported)
+    -- copy_ and fill_ into a tracked tensor, and writes through views of one, are refused
     local y = x * 2
-    assert_error_has(function() y:add_(1) end, "in-place")
-    -- writing a tensor that requires grad into a plain one under grad mode raises
+    assert_error_has(function() y:copy_(T({ 0, 0, 0 })) end, "not supported on tensors that autograd tracks")
+    assert_error_has(function() y[1] = 5 end, "not supported on tensors that autograd tracks")
+    -- under no_grad an in-place op on a tracked tensor runs and records nothing
     local plain = T({ 0, 0, 0 })
-    assert_error_has(function() plain:add_(x) end, "in-place")
     wick.no_grad(function() plain:add_(x) end)
     assert_close(plain, { 2, 6, 10 }, 0)
+    assert.is_false(plain.requires_grad)
+  end)
+
+  it("in-place ops on tracked non-leaf tensors are recorded, with the gradients of the out-of-place forms", function()
+    local function run(inplace)
+      local x = T({ 0.5, -1, 2, 0.25 }):requires_grad_()
+      local w = T({ 1.5, 2, -0.5, 3 }):requires_grad_()
+      local y = x * 2
+      if inplace then
+        y:add_(w)
+        y:mul_(w) -- w's gradient needs y's value from before the write
+        y:tanh_() -- saves its output
+        y:clamp_(-0.9, 0.9)
+        y:sub_(w, 0.5)
+        y:div_(3)
+        y:exp_()
+      else
+        y = ((((y + w) * w):tanh():clamp(-0.9, 0.9)) - w * 0.5) / 3
+        y = y:exp()
+      end
+      ;(y * y):sum():backward()
+      return y, x.grad, w.grad
+    end
+    local y1, gx1, gw1 = run(true)
+    local y2, gx2, gw2 = run(false)
+    assert_close(y1, y2:totable(), 1e-12)
+    assert_close(gx1, gx2:totable(), 1e-12)
+    assert_close(gw1, gw2:totable(), 1e-12)
+    assert.are.equal("ExpBackward", y1.grad_fn)
+
+    -- a plain tensor written with a tracked operand joins the graph
+    local x = T({ 1, 2 }):requires_grad_()
+    local acc = T({ 10, 20 })
+    acc:mul_(x)
+    assert.is_true(acc.requires_grad)
+    assert.are.equal("MulBackward", acc.grad_fn)
+    acc:sum():backward()
+    assert_close(x.grad, { 10, 20 }, 0)
+
+    -- float64 into a float32 tensor: the tensor keeps its dtype, gradients theirs
+    local a = wick.tensor({ 1, 2 }):requires_grad_()
+    local b = T({ 3, 4 }):requires_grad_()
+    local c = a * 1
+    c:add_(b)
+    assert.are.equal("float32", c.dtype)
+    c:sum():backward()
+    assert.are.equal("float64", b.grad.dtype)
+    assert_close(a.grad, { 1, 1 }, 0)
+    assert_close(b.grad, { 1, 1 }, 0)
+  end)
+
+  it("in-place ops on tracked tensors refuse what PyTorch refuses, and leave the tensor as it was", function()
+    local x = T({ 1, 2, 3 }):requires_grad_()
+    local y = x * 2
+    local view = y:narrow(1, 1, 2)
+    assert_error_has(function() y:add_(1) end, "shares its storage")
+    assert_error_has(function() view:add_(1) end, "shares its storage")
+    view = nil
+    collectgarbage()
+    local e = x:exp() -- exp saves its output
+    assert_error_has(function() e:mul_(2) end, "shares its storage", "saved for backward")
+    local row = x:view(1, 3) * 1
+    local w = T({ { 1, 1, 1 }, { 2, 2, 2 } }):requires_grad_()
+    assert_error_has(function() row:add_(w) end, "output with shape [1, 3] doesn't match the broadcast shape [2, 3]")
+    assert_close(row, { { 1, 2, 3 } }, 0)
+    local counts = wick.zeros(3, { dtype = "int64" })
+    assert_error_has(function() counts:add_(x) end, "can't be cast")
+    -- a tensor saved by another node, changed afterwards: the backward says so
+    local v = T({ 1, 1, 1 }):requires_grad_()
+    local z = (x * 1) * v -- saves x * 1 for v's gradient
+    local saved = x * 1
+    local z2 = saved * v
+    saved:add_(1)
+    assert_error_has(function() z2:sum():backward() end, "modified by an inplace operation")
+    z:sum():backward()
+    assert_close(v.grad, { 1, 2, 3 }, 0)
   end)
 
   it("a saved tensor changed in place before backward raises PyTorch's error, not a wrong gradient", function()

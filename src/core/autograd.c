@@ -174,19 +174,53 @@ static wick_status check_saved_versions(const wk_node *n) {
     return WICK_OK;
 }
 
-wick_status wk_check_inplace(const char *op, const wick_tensor *target, int n, const wick_tensor *const *inputs) {
+wick_status wk_check_inplace(const char *op, const wick_tensor *target, int n, const wick_tensor *const *inputs,
+                             bool *record) {
     wk_bump_version(target); /* also after a failed check: a version may only grow */
+    if (record) *record = false;
     if (!wk_grad_mode) return WICK_OK;
     if (target->requires_grad && !target->grad_fn)
         return wick_fail(WICK_ERR_ARGUMENT,
                          "%s: a leaf tensor that requires grad is used in an in-place operation; "
                          "wrap the update in wick.no_grad(...)",
                          op);
-    if (target->requires_grad || wk_wants_grad(n, inputs))
+    if (!target->requires_grad && !wk_wants_grad(n, inputs)) return WICK_OK;
+    if (!record)
         return wick_fail(WICK_ERR_UNSUPPORTED,
-                         "%s: in-place operations on tensors that autograd tracks are not supported; use the "
-                         "out-of-place form (e.g. x = x + y) or wick.no_grad(...)",
+                         "%s: this in-place operation is not supported on tensors that autograd tracks; use the "
+                         "out-of-place form or wick.no_grad(...)",
                          op);
+    /* another tensor on the storage (a view, or a value saved for backward)
+     * would see the new values without a graph that says so */
+    if (__atomic_load_n(&target->storage->refcount, __ATOMIC_ACQUIRE) != 1)
+        return wick_fail(WICK_ERR_UNSUPPORTED,
+                         "%s: in-place operation on a tensor that autograd tracks while another tensor shares its "
+                         "storage (a view of it, or a value saved for backward); use the out-of-place form "
+                         "(e.g. x = x + y)",
+                         op);
+    *record = true;
+    return WICK_OK;
+}
+
+wick_status wk_adopt_inplace(wick_tensor *target, wick_tensor *result) {
+    wk_node *node = result->grad_fn;
+    wick_status st = WICK_OK;
+    /* the node may have saved target's values before the write: keep a copy */
+    for (int i = 0; node && i < WK_MAX_SAVED && !st; i++) {
+        wick_tensor *s = node->saved[i], *copy;
+        if (!s || s->storage != target->storage) continue;
+        WK_NO_GRAD(st = wick_clone(&copy, s));
+        if (st) break;
+        wick_tensor_release(s);
+        node->saved[i] = copy;
+        node->saved_version[i] = __atomic_load_n(&copy->storage->version, __ATOMIC_RELAXED);
+    }
+    if (!st) WK_NO_GRAD(st = wick_copy_(target, result));
+    if (st) return st;
+    if (node) __atomic_add_fetch(&node->refcount, 1, __ATOMIC_RELAXED);
+    wk_node_release(target->grad_fn);
+    target->grad_fn = node;
+    target->requires_grad = node != NULL;
     return WICK_OK;
 }
 

@@ -62,9 +62,17 @@ wick_status wk_record(wick_tensor *out, const char *name, wk_backward_fn fn, int
 /* Saves a tensor for backward; `out` itself is saved as a detached alias so the
  * node does not keep its own output alive. */
 wick_status wk_save(wk_node *node, int slot, const wick_tensor *t, const wick_tensor *out);
-/* Bumps the target's version (see wk_bump_version); fails for an in-place op
- * on a tensor autograd tracks. */
-wick_status wk_check_inplace(const char *op, const wick_tensor *target, int n, const wick_tensor *const *inputs);
+/* The checks of an in-place op on `target` with operands `inputs`; bumps the
+ * target's version (see wk_bump_version). When autograd must see the op,
+ * `record` non-NULL says the op can be recorded: *record becomes true, and the
+ * op computes its result out of place, recording, then calls wk_adopt_inplace.
+ * Without `record`, or on a leaf that requires grad, or when other tensors
+ * share the target's storage, it fails. */
+wick_status wk_check_inplace(const char *op, const wick_tensor *target, int n, const wick_tensor *const *inputs,
+                             bool *record);
+/* Writes `result` (same shape, a castable dtype) into `target`, which takes over
+ * result's autograd node; saved copies of target's old values are kept. */
+wick_status wk_adopt_inplace(wick_tensor *target, wick_tensor *result);
 
 void wk_node_release(wk_node *n);
 /* *out = r once recording succeeded; on failure r is freed and *out untouched. */

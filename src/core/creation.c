@@ -152,7 +152,7 @@ static wick_status copy_across(wick_tensor *dst, const wick_tensor *src, int non
 }
 
 wick_status wick_copy_(wick_tensor *dst, const wick_tensor *src) {
-    wick_status ck = wk_check_inplace("copy_", dst, 1, &src);
+    wick_status ck = wk_check_inplace("copy_", dst, 1, &src, NULL);
     if (ck) return ck;
     int n;
     int64_t shape[WICK_MAX_DIMS];
@@ -176,7 +176,7 @@ wick_status wick_copy_(wick_tensor *dst, const wick_tensor *src) {
 }
 
 wick_status wick_fill_(wick_tensor *t, double value) {
-    wick_status st = wk_check_inplace("fill_", t, 0, NULL);
+    wick_status st = wk_check_inplace("fill_", t, 0, NULL, NULL);
     if (st) return st;
     if (!t->storage->backend) return WICK_OK; /* meta */
     wk_iter it;

@@ -170,6 +170,22 @@ static wick_status elementwise(wick_tensor **out, wick_tensor *inplace, const ch
     return WICK_OK;
 }
 
+/* An in-place op that autograd records: `result` was computed out of place
+ * (recording its node, or failing with `st`); the in-place checks then apply to
+ * it, and `target` takes it over. */
+static wick_status adopt_result(const char *op, wick_tensor *target, wick_tensor *result, wick_status st) {
+    if (st) return st;
+    char a[WK_SHAPE_BUF], b[WK_SHAPE_BUF];
+    if (result->ndim != target->ndim || memcmp(result->sizes, target->sizes, sizeof(int64_t) * target->ndim) != 0)
+        st = wick_fail(WICK_ERR_SHAPE, "%s: size mismatch: output with shape %s doesn't match the broadcast shape %s",
+                       op, wk_shape_str(target->ndim, target->sizes, a, sizeof a),
+                       wk_shape_str(result->ndim, result->sizes, b, sizeof b));
+    if (!st && !(st = check_cast(op, result->dtype, target->dtype)) && !(st = check_writable(op, target)))
+        st = wk_adopt_inplace(target, result);
+    wick_tensor_release(result);
+    return st;
+}
+
 /* ---- unary ---- */
 
 static wick_status unary(wick_tensor **out, wick_tensor *inplace, wick_unary_op op, const wick_tensor *a) {
@@ -184,8 +200,13 @@ static wick_status unary(wick_tensor **out, wick_tensor *inplace, wick_unary_op 
     const char *names[1] = {"input"};
     wick_tensor *r = NULL;
     wick_status st;
-    if (inplace) return (st = wk_check_inplace(name, a, 0, NULL)) ? st :
-        elementwise(NULL, inplace, name, &k, 1, &a, names, result, compute, compute, NULL);
+    bool record;
+    if (inplace && (st = wk_check_inplace(name, a, 0, NULL, &record))) return st;
+    if (inplace && record) {
+        st = unary(&r, NULL, op, a);
+        return adopt_result(name, inplace, r, st);
+    }
+    if (inplace) return elementwise(NULL, inplace, name, &k, 1, &a, names, result, compute, compute, NULL);
     WK_NO_GRAD(st = elementwise(&r, NULL, name, &k, 1, &a, names, result, compute, compute, NULL));
     if (st) return st;
     return wk_publish(out, r, wk_wants_grad(1, &a) ? wk_record_unary(r, op, a) : WICK_OK);
@@ -220,8 +241,13 @@ static wick_status binary(wick_tensor **out, wick_tensor *inplace, wick_binary_o
     const char *name = binary_names[op];
     wick_tensor *r = NULL;
     wick_status st;
-    if (inplace) return (st = wk_check_inplace(name, inplace, 2, inputs)) ? st :
-        elementwise(NULL, inplace, name, &k, 2, inputs, names, result, compute, kernel_out, NULL);
+    bool record;
+    if (inplace && (st = wk_check_inplace(name, inplace, 2, inputs, &record))) return st;
+    if (inplace && record) {
+        st = binary(&r, NULL, op, a, b, b_is_number, alpha);
+        return adopt_result(name, inplace, r, st);
+    }
+    if (inplace) return elementwise(NULL, inplace, name, &k, 2, inputs, names, result, compute, kernel_out, NULL);
     WK_NO_GRAD(st = elementwise(&r, NULL, name, &k, 2, inputs, names, result, compute, kernel_out, NULL));
     if (st) return st;
     return wk_publish(out, r, wk_wants_grad(2, inputs) ? wk_record_binary(r, op, a, b, alpha) : WICK_OK);
@@ -292,8 +318,13 @@ static wick_status clamp(wick_tensor **out, wick_tensor *inplace, const wick_ten
     const char *names[1] = {"input"};
     wick_tensor *r = NULL;
     wick_status st;
-    if (inplace) return (st = wk_check_inplace("clamp", a, 0, NULL)) ? st :
-        elementwise(NULL, inplace, "clamp", &k, 1, &a, names, a->dtype, compute, compute, NULL);
+    bool record;
+    if (inplace && (st = wk_check_inplace("clamp", a, 0, NULL, &record))) return st;
+    if (inplace && record) {
+        st = clamp(&r, NULL, a, lo, hi);
+        return adopt_result("clamp", inplace, r, st);
+    }
+    if (inplace) return elementwise(NULL, inplace, "clamp", &k, 1, &a, names, a->dtype, compute, compute, NULL);
     WK_NO_GRAD(st = elementwise(&r, NULL, "clamp", &k, 1, &a, names, a->dtype, compute, compute, NULL));
     if (st) return st;
     return wk_publish(out, r, wk_wants_grad(1, &a) ? wk_record_clamp(r, a, lo, hi) : WICK_OK);

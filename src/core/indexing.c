@@ -90,7 +90,7 @@ static wick_status scatter_common(const char *op, wick_tensor *a, int dim, const
     wick_status st = wk_check_same_device(op, 3, ts, names);
     if (st || (st = check_index_tensor(op, index)) || (st = wk_wrap_dim(op, &dim, a->ndim)) ||
         (st = check_gather_shapes(op, a, dim, index, "self")) || (st = check_gather_shapes(op, src, -1, index, "src")) ||
-        (st = wk_check_inplace(op, a, 1, &src)))
+        (st = wk_check_inplace(op, a, 1, &src, NULL)))
         return st;
     if (wk_is_meta(a)) return WICK_OK;
     wick_tensor *idx, *s;
@@ -116,7 +116,7 @@ wick_status wick_index_add_(wick_tensor *a, int dim, const wick_tensor *index, c
     const char *names[3] = {"self", "index", "source"};
     wick_status st = wk_check_same_device("index_add_", 3, ts, names);
     if (st || (st = check_index_tensor("index_add_", index)) || (st = wk_wrap_dim("index_add_", &dim, a->ndim)) ||
-        (st = wk_check_inplace("index_add_", a, 1, &src)))
+        (st = wk_check_inplace("index_add_", a, 1, &src, NULL)))
         return st;
     bool fits = index->ndim <= 1 && src->ndim == a->ndim && (a->ndim > 0 || wick_tensor_numel(index) == 1);
     for (int d = 0; fits && d < a->ndim; d++)
