@@ -502,6 +502,23 @@ describe("autograd, optimizers and training on " .. tostring(DEVICE or "cuda"), 
     end)
   end)
 
+  on_device("recorded in-place ops and the saved-tensor version check", function(d)
+    same(function(dev)
+      local x = randn({ 6 }, "float32", 74):to(dev):requires_grad_()
+      local w = randn({ 6 }, "float32", 75):to(dev):requires_grad_()
+      local y = x * 2
+      y:add_(w):mul_(w):tanh_():clamp_(-0.9, 0.9):relu_()
+      ;(y * y):sum():backward()
+      local plain = randn({ 6 }, "float32", 76):to(dev)
+      local z = x * plain
+      plain:mul_(2) -- saved for x's gradient: backward must refuse
+      local ok, err = pcall(function() z:sum():backward() end)
+      assert.is_false(ok)
+      assert_contains(err, "modified by an inplace operation")
+      return y, x.grad, w.grad
+    end)
+  end)
+
   local optimizers = {
     { "SGD", { lr = 0.1 } },
     { "SGD", { lr = 0.1, momentum = 0.9 } },
