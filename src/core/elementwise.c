@@ -200,7 +200,7 @@ static wick_status unary(wick_tensor **out, wick_tensor *inplace, wick_unary_op 
     const char *names[1] = {"input"};
     wick_tensor *r = NULL;
     wick_status st;
-    bool record;
+    bool record = false;
     if (inplace && (st = wk_check_inplace(name, a, 0, NULL, &record))) return st;
     if (inplace && record) {
         st = unary(&r, NULL, op, a);
@@ -241,7 +241,7 @@ static wick_status binary(wick_tensor **out, wick_tensor *inplace, wick_binary_o
     const char *name = binary_names[op];
     wick_tensor *r = NULL;
     wick_status st;
-    bool record;
+    bool record = false;
     if (inplace && (st = wk_check_inplace(name, inplace, 2, inputs, &record))) return st;
     if (inplace && record) {
         st = binary(&r, NULL, op, a, b, b_is_number, alpha);
@@ -318,7 +318,7 @@ static wick_status clamp(wick_tensor **out, wick_tensor *inplace, const wick_ten
     const char *names[1] = {"input"};
     wick_tensor *r = NULL;
     wick_status st;
-    bool record;
+    bool record = false;
     if (inplace && (st = wk_check_inplace("clamp", a, 0, NULL, &record))) return st;
     if (inplace && record) {
         st = clamp(&r, NULL, a, lo, hi);
