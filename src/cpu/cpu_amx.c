@@ -86,11 +86,15 @@ typedef struct {
     int64_t k_tiles, n_pad;
 } amx_job;
 
+static inline int64_t min64(int64_t x, int64_t y) { return x < y ? x : y; }
+static int64_t blocks_of(int64_t v, int64_t step) { return (v + step - 1) / step; }
+static int64_t round_up(int64_t v) { return blocks_of(v, BLOCK) * BLOCK; }
+
 /* A finished 32 x 32 block of A @ B into C at (i0, j0): alpha * block + beta * C,
  * rounded to bfloat16, clipped to C's edges. */
 static void store_block(const wk_gemm_args *g, const float *block, int64_t i0, int64_t j0) {
     const float alpha = (float)g->alpha, beta = (float)g->beta;
-    const int64_t rows = g->m - i0 < BLOCK ? g->m - i0 : BLOCK, cols = g->n - j0 < BLOCK ? g->n - j0 : BLOCK;
+    const int64_t rows = min64(BLOCK, g->m - i0), cols = min64(BLOCK, g->n - j0);
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *restrict out = (uint16_t *)g->c + (i0 + r) * g->ldc + j0;
         const float *restrict row = block + r * BLOCK;
@@ -141,8 +145,6 @@ __attribute__((target("amx-tile,amx-bf16"))) static void amx_rows(void *ctx, int
     _tile_release();
 }
 
-static int64_t round_up(int64_t v) { return (v + BLOCK - 1) / BLOCK * BLOCK; }
-
 /* Where element (row, col) of an operand goes in its tiles: A tiles hold 16
  * rows of 32 k values, B tiles 16 k pairs of 16 columns. */
 static inline int64_t a_slot(int64_t i, int64_t p, int64_t kt_n) {
@@ -151,8 +153,6 @@ static inline int64_t a_slot(int64_t i, int64_t p, int64_t kt_n) {
 static inline int64_t b_slot(int64_t p, int64_t col, int64_t kt_n) {
     return ((col / 16) * kt_n + p / 32) * TILE_ELEMS + ((p % 32) / 2) * 32 + (col % 16) * 2 + p % 2;
 }
-
-static inline int64_t min64(int64_t x, int64_t y) { return x < y ? x : y; }
 
 /* The packing loops go tile by tile and read the source along its rows, for
  * both layouts of each operand (plain and transposed: a backward pass meets
@@ -212,7 +212,6 @@ static void pack_b(void *ctx, int64_t begin, int64_t end) {
         }
 }
 
-static int64_t blocks_of(int64_t v, int64_t step) { return (v + step - 1) / step; }
 
 /* Steps per thread for loops that copy `elems` elements a step: at least 32 Ki
  * elements, or a thread's wake-up costs more than its share saves. */
