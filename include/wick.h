@@ -408,8 +408,23 @@ WICK_API int wick_try_fast_mm(wick_tensor **out, const wick_tensor *a, const wic
 /* An IDX file of unsigned bytes (MNIST, Fashion-MNIST), gzip-compressed or not,
  * as a uint8 CPU tensor of the shape its header gives. */
 WICK_API wick_status wick_read_idx(wick_tensor **out, const char *path);
-/* Writes size bytes to path atomically: a temporary file, fsync, rename. A
- * crash leaves either the previous file or the complete new one. */
+/* Writes size bytes to path atomically: a temporary file in the same directory,
+ * fsync, rename over path, fsync of the directory. A crash leaves either the
+ * previous file or the complete new one.
+ * The temporary is ".<name>.wick-tmp-XXXXXXXXXXXX" (<name> is path's last
+ * component, cut to fit NAME_MAX; X: 12 random letters and digits from
+ * getrandom), created with O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC (a new random
+ * name on EEXIST), so nothing planted at any name is ever followed or reused.
+ * A new file gets mode 0666 & ~umask; replacing a regular file keeps that file's
+ * permission bits (not its owner or group). When path itself is a symbolic link,
+ * the rename replaces the link, not its target. The writer holds an flock on its
+ * temporary until the rename; before writing, it removes the temporaries of
+ * earlier writers of the same path that crashed: regular files it owns, matching
+ * the name exactly, that nobody holds locked (a live writer always does), so a
+ * concurrent save by another process is never touched. A crash therefore leaves
+ * at most one temporary per crashed writer until the next write of that path.
+ * Where flock is not supported (some network file systems), nothing is removed.
+ * On any error the temporary is removed and path is unchanged. */
 WICK_API wick_status wick_write_file_atomic(const char *path, const void *data, size_t size);
 /* The same for a header followed by the whole storages of CPU tensors, written
  * straight from their memory. */
@@ -454,6 +469,14 @@ WICK_API int wick_get_num_threads(void);
 
 /* Called (on the allocating thread) when an allocation fails, before the
  * caching allocators are emptied and the allocation is retried once: a host
+/* CRC-32C (Castagnoli; wick.save's per-storage checksum) of size bytes,
+ * continuing from crc (0 to start): wick_crc32c(0, "123456789", 9) ==
+ * 0xe3069283. Uses the SSE4.2 crc32 instruction where the CPU has it (checked at
+ * run time; a table elsewhere) and, from 2 MiB, wick's thread pool. */
+WICK_API uint32_t wick_crc32c(uint32_t crc, const void *data, size_t size);
+/* zlib's CRC-32 (zip entries, wick checkpoints before crc32c) likewise, on the
+ * thread pool from 2 MiB: wick_crc32(0, "123456789", 9) == 0xcbf43926. */
+WICK_API uint32_t wick_crc32(uint32_t crc, const void *data, size_t size);
  * frees what it can (the Lua binding runs a full garbage collection, which
  * releases dead tensors). Per thread; NULL removes it. */
 WICK_API void wick_set_oom_handler(void (*handler)(void *ctx), void *ctx);

@@ -226,7 +226,7 @@ describe("a damaged PyTorch zip", function()
     end
   end)
 
-  it("detects a flipped byte in the data through the CRC-32 with verify", function()
+  it("detects a flipped byte in the data through the zip's CRC-32 by default; verify = false skips the check", function()
     local at = good:find("pt_state_dict/data/0", 1, true)
     assert.is_truthy(at)
     -- the first storage's bytes start after its local header's name and extra field
@@ -236,9 +236,15 @@ describe("a damaged PyTorch zip", function()
     local bad = good:sub(1, pos - 1) .. string.char((good:byte(pos) + 1) % 256) .. good:sub(pos + 1)
     local p = dir .. "/flipped.pt"
     write(p, bad)
-    -- checked on request, like wick's own checkpoints: the data is mapped, not read
-    assert.is_true(wick.is_tensor(wick.load(p)["0.weight"]))
-    assert_error_has(function() return wick.load(p, { verify = true }) end, p, "CRC-32 mismatch in 'pt_state_dict/data/0'")
+    -- checked by default, like wick's own checkpoints
+    for _, opts in ipairs({ {}, { verify = true }, { map_location = "cpu" } }) do
+      assert_error_has(function() return wick.load(p, opts) end, p, "CRC-32 mismatch in storage 'pt_state_dict/data/0'",
+        "the data is corrupt")
+    end
+    local r = wick.load(p, { verify = false })
+    local ok_r = wick.load(FIX .. "pt_state_dict.pt")
+    assert.is_true(wick.is_tensor(r["0.weight"]))
+    assert.is_false(r["0.weight"]:equal(ok_r["0.weight"])) -- the flipped byte shows
     assert.is_true(wick.is_tensor(wick.load(FIX .. "pt_state_dict.pt", { verify = true })["0.weight"]))
   end)
 

@@ -555,8 +555,8 @@ function pytorch.load(path, opts, storage)
   local placed = {}
   for i, name in ipairs(order) do
     local w = wanted[name]
-    if opts.verify and crc_of(mapped[i]) ~= w.entry.crc then
-      fail(("corrupt zip archive (CRC-32 mismatch in '%s')"):format(name))
+    if opts.verify ~= false and crc_of(mapped[i]) ~= w.entry.crc then -- the zip's CRC-32 of every entry
+      fail(("corrupt zip archive (CRC-32 mismatch in storage '%s': the data is corrupt; wick.load(path, {verify = false}) skips the check)"):format(name))
     end
     placed[name] = storage.place(mapped[i], w.location, opts.map_location)
   end

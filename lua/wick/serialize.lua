@@ -145,10 +145,10 @@ function serialize.save(value, path, opts)
   local devices, checksums = {}, {}
   for _, s in ipairs(storages) do
     devices[s.name] = s.device
-    checksums[s.name] = ("%08x"):format(core.storage_crc32(s.host))
+    checksums[s.name] = ("%08x"):format(core.storage_crc32(s.host, "crc32c"))
   end
   storages.by_id = nil
-  local meta = { format = FORMAT, wick = json.encode({ tree = tree, devices = devices, crc32 = checksums }) }
+  local meta = { format = FORMAT, wick = json.encode({ tree = tree, devices = devices, crc32c = checksums }) }
   write_container(path, storages, meta, "wick.save")
 end
 
@@ -323,9 +323,40 @@ local function decode_tree(node, storages, path, depth)
   fail("an unknown kind of value")
 end
 
+-- Checks a storage against the checksum written with it: crc32c (wick.save
+-- since checksums are verified by default), else crc32 (zlib's; the earlier
+-- wick.save). Without either, the storage loads unchecked, unless `required`
+-- ({verify = true}) asks for a checksum.
+local function verify_storage(path, name, storage, tree, required)
+  for _, kind in ipairs({ "crc32c", "crc32" }) do
+    local sums = tree[kind]
+    if sums ~= nil and type(sums) ~= "table" then
+      wick.error(("wick.load: %s: corrupt metadata: %s is not an object"):format(path, kind))
+    end
+    local want = sums and sums[name]
+    if want ~= nil then
+      if type(want) ~= "string" or not want:match("^%x%x%x%x%x%x%x%x$") then
+        wick.error(("wick.load: %s: corrupt metadata: storage '%s' has a bad %s"):format(path, name, kind))
+      end
+      local got = ("%08x"):format(core.storage_crc32(storage, kind))
+      if want:lower() ~= got then
+        wick.error(("wick.load: %s: checksum mismatch in storage '%s' (%s expected %s, got %s): the data is corrupt (wick.load(path, {verify = false}) skips the check)")
+          :format(path, name, kind, want, got))
+      end
+      return
+    end
+  end
+  if required then
+    wick.error(("wick.load: %s: verify: storage '%s' was saved without a checksum"):format(path, name))
+  end
+end
+
 function serialize.load(path, opts)
   if type(path) ~= "string" then wick.error("wick.load: expected a file path") end
   opts = opts or {}
+  if opts.verify ~= nil and type(opts.verify) ~= "boolean" then
+    wick.error(("wick.load: the verify option must be true or false, got %s"):format(type(opts.verify)))
+  end
   local map = opts.map_location
   if type(map) == "string" and not pcall(wick.device, map) then
     wick.error(("wick.load: invalid map_location '%s' (accepted: a device such as 'cpu' or 'cuda:0', a table renaming locations, or a function)"):format(map))
@@ -354,6 +385,9 @@ function serialize.load(path, opts)
     wick.error(("wick.load: %s: unknown checkpoint format '%s' (this wick reads %s)"):format(path, tostring(meta.format), FORMAT))
   end
   if not is_wick then -- a plain safetensors file: a flat table name -> tensor, on the CPU or map_location
+    if opts.verify == true and next(entries) ~= nil then
+      wick.error(("wick.load: %s: verify: a plain safetensors file carries no checksums"):format(path))
+    end
     local out = {}
     for name, e in pairs(entries) do
       out[name] = place(storage_of(e), "cpu", map):view(e.shape)
@@ -366,17 +400,7 @@ function serialize.load(path, opts)
   end
   local storages = {}
   for name, e in pairs(entries) do
-    if opts.verify then -- every byte against the checksum written with it
-      local want = type(tree.crc32) == "table" and tree.crc32[name]
-      if type(want) ~= "string" then
-        wick.error(("wick.load: %s: verify: storage '%s' was saved without a checksum"):format(path, name))
-      end
-      local got = ("%08x"):format(core.storage_crc32(storage_of(e)))
-      if want ~= got then
-        wick.error(("wick.load: %s: checksum mismatch in storage '%s' (expected %s, got %s): the data is corrupt")
-          :format(path, name, tostring(want), got))
-      end
-    end
+    if opts.verify ~= false then verify_storage(path, name, storage_of(e), tree, opts.verify) end
     local location = tree.devices[name]
     if type(location) ~= "string" or not pcall(wick.device, location) then
       wick.error(("wick.load: %s: corrupt metadata: storage '%s' has no valid device"):format(path, name))

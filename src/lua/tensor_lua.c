@@ -2,6 +2,7 @@
  * arguments, converts 1-based dims and indices to the C core's 0-based ones,
  * calls one wick_* function and pushes the result. */
 #include "wick_lua.h"
+#include "../io/crc.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -383,21 +384,28 @@ static int m_write_storages(lua_State *L) {
     return 0;
 }
 
-/* core.storage_crc32(t): the CRC-32 (zlib's) of every byte of t's CPU storage */
+/* core.storage_crc32(t[, "crc32c"]): zlib's CRC-32 (or CRC-32C) of every byte
+ * of t's CPU storage */
 static int m_storage_crc32(lua_State *L) {
     wick_tensor *a = wl_checktensor(L, 1, "storage_crc32", "tensor");
     if (wick_tensor_device(a).type != WICK_CPU) wl_raise(L, "storage_crc32: the tensor must be on the CPU");
+    int castagnoli = lua_isstring(L, 2) && strcmp(lua_tostring(L, 2), "crc32c") == 0;
     size_t es = wick_dtype_size(wick_tensor_dtype(a));
     const unsigned char *p = (const unsigned char *)wick_tensor_data(a) - wick_tensor_offset(a) * (int64_t)es;
-    size_t left = (size_t)wick_storage_numel(a) * es;
-    uLong crc = crc32(0L, Z_NULL, 0);
-    while (left > 0) { /* zlib takes 32-bit lengths */
-        uInt chunk = left > (1u << 30) ? (1u << 30) : (uInt)left;
-        crc = crc32(crc, p, chunk);
-        p += chunk, left -= chunk;
-    }
-    wl_pushint64(L, crc);
+    size_t n = (size_t)wick_storage_numel(a) * es;
+    wl_pushint64(L, castagnoli ? wick_crc32c(0, p, n) : wick_crc32(0, p, n));
     return 1;
+}
+
+/* core.crc32c(s[, "portable"]): CRC-32C of a string, by the table when asked
+ * (the test vectors of both paths); second result: whether SSE4.2 is used */
+static int m_crc32c(lua_State *L) {
+    size_t n;
+    const char *s = luaL_checklstring(L, 1, &n);
+    int portable = lua_isstring(L, 2) && strcmp(lua_tostring(L, 2), "portable") == 0;
+    wl_pushint64(L, wk_crc32c_using(portable ? WK_CRC_PORTABLE : WK_CRC_AUTO, 0, s, n));
+    lua_pushboolean(L, !portable && wk_crc32c_has_sse42());
+    return 2;
 }
 
 static int m_storage_numel(lua_State *L) {
@@ -1591,6 +1599,7 @@ static const luaL_Reg module_fns[] = {
     {"tensor_storage_key", t_storage_id},
     {"mse_loss", m_mse_loss},
     {"isatty", m_isatty},
+    {"crc32c", m_crc32c},
     {"set_grad_enabled", m_set_grad_enabled},
     {"is_grad_enabled", m_is_grad_enabled},
     {"conv2d", m_conv2d},
