@@ -180,7 +180,8 @@ static wick_status cat_forward(wick_tensor **out, int count, const wick_tensor *
                              "match except in dimension %d",
                              wk_shape_str(first->ndim, first->sizes, x, sizeof x), i + 1,
                              wk_shape_str(t->ndim, t->sizes, y, sizeof y), dim + 1);
-        shape[dim] += t->sizes[dim];
+        if (__builtin_add_overflow(shape[dim], t->sizes[dim], &shape[dim]))
+            return wick_fail(WICK_ERR_SHAPE, "cat: the size of the result along dimension %d overflows", dim + 1);
         dtype = wick_promote_types(dtype, t->dtype);
     }
     wick_tensor *r;

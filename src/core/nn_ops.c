@@ -102,7 +102,11 @@ static wick_status conv2d_check(const wick_tensor *input, const wick_tensor *wei
                          wk_shape_str(4, ws, s1, sizeof s1), (long long)ws[0],
                          wk_shape_str(bias->ndim, bias->sizes, s2, sizeof s2));
     int64_t padded_h = in4[2] + 2 * (int64_t)p[P_PH], padded_w = in4[3] + 2 * (int64_t)p[P_PW];
-    int64_t kh = (int64_t)p[P_DH] * (ws[2] - 1) + 1, kw = (int64_t)p[P_DW] * (ws[3] - 1) + 1;
+    int64_t kh, kw; /* the dilated kernel's extent (a huge one cannot fit any input) */
+    if (__builtin_mul_overflow((int64_t)p[P_DH], ws[2] - 1, &kh) || __builtin_mul_overflow((int64_t)p[P_DW], ws[3] - 1, &kw))
+        kh = kw = INT64_MAX;
+    else
+        kh++, kw++;
     if (padded_h < kh || padded_w < kw)
         return wick_fail(WICK_ERR_SHAPE,
                          "conv2d: Calculated padded input size per channel: (%lld x %lld). Kernel size: (%lld x %lld). "

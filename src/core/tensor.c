@@ -109,6 +109,10 @@ static wick_tensor *tensor_alloc(void);
 
 wick_status wk_tensor_wrap(wick_tensor **out, void *data, int64_t numel, wick_dtype dtype, void (*release)(void *),
                            void *ctx) {
+    int64_t nbytes;
+    if (numel < 0 || __builtin_mul_overflow(numel, (int64_t)wk_dtype_size(dtype), &nbytes) || !wk_dtype_size(dtype))
+        return wick_fail(WICK_ERR_ARGUMENT, "a storage of %" PRId64 " elements of %s cannot exist", numel,
+                         wick_dtype_name(dtype));
     wick_storage *s = wk_malloc(sizeof *s);
     wick_tensor *t = s ? tensor_alloc() : NULL;
     if (!s || !t) {
@@ -118,7 +122,7 @@ wick_status wk_tensor_wrap(wick_tensor **out, void *data, int64_t numel, wick_dt
     s->block_size = sizeof *s;
     s->refcount = 1;
     s->device = wick_cpu();
-    s->nbytes = (size_t)numel * wk_dtype_size(dtype);
+    s->nbytes = (size_t)nbytes;
     s->data = data;
     s->inline_data = false;
     s->pinned = false;
@@ -180,17 +184,37 @@ void wk_storage_release(wick_storage *s) {
 
 /* ---- shapes ---- */
 
-int64_t wk_numel(int ndim, const int64_t *sizes) {
+/* The product of the sizes; false (and *numel untouched) when a size is
+ * negative or the product overflows. */
+static bool checked_numel(int ndim, const int64_t *sizes, int64_t *numel) {
     int64_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= sizes[i];
-    return n;
+    bool overflow = false, empty = false;
+    for (int i = 0; i < ndim; i++) {
+        if (sizes[i] < 0) return false;
+        if (sizes[i] == 0) empty = true;
+        else if (!overflow && __builtin_mul_overflow(n, sizes[i], &n)) overflow = true;
+    }
+    if (empty) n = 0;
+    else if (overflow) return false;
+    *numel = n;
+    return true;
 }
 
+/* INT64_MAX for sizes that checked_numel refuses: never those of an existing
+ * tensor (wk_tensor_new and check_view refuse them). */
+int64_t wk_numel(int ndim, const int64_t *sizes) {
+    int64_t n;
+    return checked_numel(ndim, sizes, &n) ? n : INT64_MAX;
+}
+
+/* A size 0 counts as 1 (PyTorch's rule); the strides of a shape whose other
+ * sizes overflow saturate (only empty views, where no stride is followed, can
+ * have such a shape: check_view refuses the rest). */
 void wk_contiguous_strides(int ndim, const int64_t *sizes, int64_t *strides) {
     int64_t s = 1;
     for (int i = ndim - 1; i >= 0; i--) {
         strides[i] = s;
-        s *= sizes[i] > 1 ? sizes[i] : 1;
+        if (sizes[i] > 1 && __builtin_mul_overflow(s, sizes[i], &s)) s = INT64_MAX;
     }
 }
 
@@ -285,8 +309,50 @@ wick_status wk_tensor_new(wick_tensor **out, int ndim, const int64_t *sizes, wic
     return WICK_OK;
 }
 
+/* Offsets count elements; an offset never goes past this, so an address
+ * computed from it (even of an empty view, which may point past its storage)
+ * cannot wrap. */
+#define WK_MAX_OFFSET WK_MAX_BYTES
+
+/* The one check of every view's geometry (wk_tensor_view runs it): sizes >= 0
+ * with an element count that fits, 0 <= offset <= WK_MAX_OFFSET and, unless the
+ * view is empty, every element it reaches inside t's storage (overflow-checked). */
+static wick_status check_view(const char *op, const wick_tensor *t, int ndim, const int64_t *sizes,
+                          const int64_t *strides, int64_t offset) {
+    char a[WK_SHAPE_BUF], b[WK_SHAPE_BUF];
+    if (ndim < 0 || ndim > WICK_MAX_DIMS)
+        return wick_fail(WICK_ERR_ARGUMENT, "%s: a tensor has at most %d dimensions, got %d", op, WICK_MAX_DIMS, ndim);
+    int64_t numel;
+    if (!checked_numel(ndim, sizes, &numel))
+        return wick_fail(WICK_ERR_SHAPE, "%s: invalid shape %s (a size is negative or the number of elements overflows)",
+                         op, wk_shape_str(ndim, sizes, a, sizeof a));
+    if (offset < 0 || offset > WK_MAX_OFFSET)
+        return wick_fail(WICK_ERR_INDEX, "%s: storage offset %" PRId64 " is out of range", op, offset);
+    if (numel == 0) return WICK_OK; /* no element is ever read: any strides do */
+    /* the lowest and highest element the view reaches */
+    int64_t lo = offset, hi = offset, storage = wick_storage_numel(t);
+    for (int i = 0; i < ndim; i++) {
+        int64_t span;
+        bool bad = __builtin_mul_overflow(sizes[i] - 1, strides[i], &span) ||
+                   __builtin_add_overflow(span < 0 ? lo : hi, span, span < 0 ? &lo : &hi);
+        if (bad || lo < 0 || hi >= storage) {
+            char reach[48];
+            if (bad) snprintf(reach, sizeof reach, "an element past 2^63");
+            else snprintf(reach, sizeof reach, "element %" PRId64, lo < 0 ? lo : hi);
+            return wick_fail(WICK_ERR_INDEX,
+                             "%s: a view of shape %s and strides %s at offset %" PRId64
+                             " reaches %s, outside its storage of %" PRId64 " elements",
+                             op, wk_shape_str(ndim, sizes, a, sizeof a), wk_shape_str(ndim, strides, b, sizeof b),
+                             offset, reach, storage);
+        }
+    }
+    return WICK_OK;
+}
+
 wick_status wk_tensor_view(wick_tensor **out, const wick_tensor *t, int ndim, const int64_t *sizes,
                            const int64_t *strides, int64_t offset) {
+    wick_status st = check_view("view", t, ndim, sizes, strides, offset);
+    if (st) return st;
     wick_tensor *v = tensor_alloc();
     if (!v) return wick_fail(WICK_ERR_OOM, "out of memory allocating a tensor header");
     v->ndim = ndim;
@@ -322,6 +388,7 @@ void *wick_tensor_data(const wick_tensor *t) { return wk_data(t); }
 const void *wick_tensor_storage_id(const wick_tensor *t) { return t->storage; }
 
 int wick_tensor_is_contiguous(const wick_tensor *t) {
+    if (wick_tensor_numel(t) == 0) return 1; /* like PyTorch: no element is out of place */
     int64_t expected = 1;
     for (int i = t->ndim - 1; i >= 0; i--) {
         if (t->sizes[i] == 1) continue;
@@ -343,11 +410,20 @@ static wick_status make_view(wick_tensor **out, const wick_tensor *t, int ndim, 
     return wk_publish(out, r, wk_wants_grad(1, &t) ? wk_record_view(r, t, kind, d0, d1, start, length, perm) : WICK_OK);
 }
 
+/* t's offset moved `steps` along dim (checked: an empty view's strides can be huge). */
+static wick_status step_offset(const char *op, const wick_tensor *t, int dim, int64_t steps, int64_t *offset) {
+    if (__builtin_mul_overflow(steps, t->strides[dim], offset) || __builtin_add_overflow(*offset, t->offset, offset))
+        return wick_fail(WICK_ERR_INDEX, "%s: the storage offset of position %" PRId64 " along dimension %d overflows",
+                         op, steps + 1, dim + 1);
+    return WICK_OK;
+}
+
 /* Replaces one -1 in `sizes` by the size that keeps `numel` elements. */
 static wick_status infer_size(const char *op, int ndim, int64_t *sizes, int64_t numel, int in_ndim,
                               const int64_t *in_sizes) {
     int infer = -1;
-    int64_t known = 1;
+    int64_t nonzero = 1; /* the product of the non-zero known sizes: it gives an empty view its strides */
+    bool fits = true, has_zero = false;
     char a[WK_SHAPE_BUF], b[WK_SHAPE_BUF];
     for (int i = 0; i < ndim; i++) {
         if (sizes[i] == -1) {
@@ -355,12 +431,15 @@ static wick_status infer_size(const char *op, int ndim, int64_t *sizes, int64_t 
             infer = i;
         } else if (sizes[i] < 0) {
             return wick_fail(WICK_ERR_SHAPE, "%s: invalid size %s", op, wk_shape_str(ndim, sizes, a, sizeof a));
-        } else {
-            known *= sizes[i];
+        } else if (sizes[i] == 0) {
+            has_zero = true;
+        } else if (__builtin_mul_overflow(nonzero, sizes[i], &nonzero)) {
+            fits = false;
         }
     }
-    if (infer >= 0 && known != 0 && numel % known == 0) sizes[infer] = numel / known;
-    if ((infer >= 0 && (known == 0 || numel % known != 0)) || wk_numel(ndim, sizes) != numel)
+    int64_t known = has_zero ? 0 : nonzero;
+    if (fits && infer >= 0 && known != 0 && numel % known == 0) sizes[infer] = numel / known;
+    if (!fits || (infer >= 0 && (known == 0 || numel % known != 0)) || (infer < 0 && known != numel))
         return wick_fail(WICK_ERR_SHAPE, "%s: shape %s is invalid for input of size %" PRId64 " (shape %s)",
                          op, wk_shape_str(ndim, sizes, a, sizeof a), numel,
                          wk_shape_str(in_ndim, in_sizes, b, sizeof b));
@@ -463,16 +542,17 @@ wick_status wick_narrow(wick_tensor **out, wick_tensor *t, int dim, int64_t star
     wick_status st = wk_wrap_dim("narrow", &dim, t->ndim);
     if (st) return st;
     if (t->ndim == 0) return wick_fail(WICK_ERR_SHAPE, "narrow: cannot be applied to a 0-dim tensor");
-    if (start < 0 || length < 0 || start + length > t->sizes[dim])
+    int64_t offset;
+    if (start < 0 || length < 0 || start > t->sizes[dim] || length > t->sizes[dim] - start)
         return wick_fail(WICK_ERR_INDEX,
                          "narrow: start %" PRId64 " and length %" PRId64
                          " exceed the size %" PRId64 " of dimension %d",
                          start + 1, length, t->sizes[dim], dim + 1);
+    if (step_offset("narrow", t, dim, start, &offset)) return WICK_ERR_INDEX;
     int64_t sizes[WICK_MAX_DIMS];
     memcpy(sizes, t->sizes, sizeof sizes);
     sizes[dim] = length;
-    return make_view(out, t, t->ndim, sizes, t->strides, t->offset + start * t->strides[dim], WK_VIEW_SLICE, dim, 0,
-                     start, length, NULL);
+    return make_view(out, t, t->ndim, sizes, t->strides, offset, WK_VIEW_SLICE, dim, 0, start, length, NULL);
 }
 
 wick_status wick_select(wick_tensor **out, wick_tensor *t, int dim, int64_t index) {
@@ -484,12 +564,12 @@ wick_status wick_select(wick_tensor **out, wick_tensor *t, int dim, int64_t inde
                          "index %" PRId64 " is out of bounds for dimension %d with size %" PRId64,
                          index >= 0 ? index + 1 : index, dim + 1, t->sizes[dim]);
     if (index < 0) index += t->sizes[dim];
-    int64_t sizes[WICK_MAX_DIMS], strides[WICK_MAX_DIMS];
+    int64_t sizes[WICK_MAX_DIMS], strides[WICK_MAX_DIMS], offset;
+    if (step_offset("select", t, dim, index, &offset)) return WICK_ERR_INDEX;
     int n = 0;
     for (int i = 0; i < t->ndim; i++)
         if (i != dim) sizes[n] = t->sizes[i], strides[n++] = t->strides[i];
-    return make_view(out, t, n, sizes, strides, t->offset + index * t->strides[dim], WK_VIEW_SELECT, dim, 0, index, 1,
-                     NULL);
+    return make_view(out, t, n, sizes, strides, offset, WK_VIEW_SELECT, dim, 0, index, 1, NULL);
 }
 
 wick_status wick_squeeze(wick_tensor **out, wick_tensor *t, int dim) {
@@ -522,7 +602,8 @@ wick_status wick_unsqueeze(wick_tensor **out, wick_tensor *t, int dim) {
     for (int i = 0, j = 0; i < n; i++) {
         if (i == dim) {
             sizes[i] = 1;
-            strides[i] = j < t->ndim ? t->strides[j] * t->sizes[j] : 1;
+            /* PyTorch's stride for the new dim; any value does for a size 1 */
+            if (j >= t->ndim || __builtin_mul_overflow(t->strides[j], t->sizes[j], &strides[i])) strides[i] = 1;
         } else {
             sizes[i] = t->sizes[j];
             strides[i] = t->strides[j++];
@@ -551,6 +632,8 @@ wick_status wick_expand(wick_tensor **out, wick_tensor *t, int ndim, const int64
         sizes[i] = size;
         strides[i] = j >= 0 && have == size ? t->strides[j] : 0;
     }
+    wick_status st = check_view("expand", t, ndim, sizes, strides, t->offset);
+    if (st) return st;
     return make_view(out, t, ndim, sizes, strides, t->offset, WK_VIEW_EXPAND, 0, 0, 0, 0, NULL);
 }
 
@@ -569,7 +652,9 @@ wick_status wick_flatten(wick_tensor **out, wick_tensor *t, int start, int end) 
     int n = 0;
     for (int i = 0; i < t->ndim; i++) {
         if (i <= start || i > end) sizes[n++] = t->sizes[i];
-        else sizes[n - 1] *= t->sizes[i];
+        else if (__builtin_mul_overflow(sizes[n - 1], t->sizes[i], &sizes[n - 1]))
+            return wick_fail(WICK_ERR_SHAPE, "flatten: the flattened size of dimensions %d to %d overflows",
+                             start + 1, end + 1);
     }
     return wick_reshape(out, t, n, sizes);
 }
@@ -579,19 +664,11 @@ int64_t wick_storage_numel(const wick_tensor *t) { return (int64_t)(t->storage->
 wick_status wick_as_strided(wick_tensor **out, wick_tensor *t, int ndim, const int64_t *sizes,
                             const int64_t *strides, int64_t offset) {
     if (ndim < 0 || ndim > WICK_MAX_DIMS) return wick_fail(WICK_ERR_ARGUMENT, "as_strided: at most %d dimensions", WICK_MAX_DIMS);
-    int64_t last = offset, numel = 1;
-    for (int i = 0; i < ndim; i++) {
+    for (int i = 0; i < ndim; i++)
         if (sizes[i] < 0 || strides[i] < 0)
             return wick_fail(WICK_ERR_ARGUMENT, "as_strided: sizes and strides must be non-negative");
-        numel *= sizes[i];
-        if (sizes[i] > 0 && __builtin_mul_overflow(sizes[i] - 1, strides[i], &(int64_t){0}))
-            return wick_fail(WICK_ERR_ARGUMENT, "as_strided: size and stride overflow");
-        last += sizes[i] > 0 ? (sizes[i] - 1) * strides[i] : 0;
-    }
-    if (offset < 0 || (numel > 0 && last >= wick_storage_numel(t)))
-        return wick_fail(WICK_ERR_INDEX,
-                         "as_strided: the view reaches element %lld of a storage of %lld elements",
-                         (long long)last, (long long)wick_storage_numel(t));
+    wick_status st = check_view("as_strided", t, ndim, sizes, strides, offset);
+    if (st) return st;
     return wk_tensor_view(out, t, ndim, sizes, strides, offset);
 }
 

@@ -31,6 +31,7 @@ wick_status cpu_softmax(const wick_tensor *out, const wick_tensor *in, int dim, 
     int64_t outer = 1, inner = 1, d = in->ndim ? in->sizes[dim] : 1;
     for (int i = 0; i < dim; i++) outer *= in->sizes[i];
     for (int i = dim + 1; i < in->ndim; i++) inner *= in->sizes[i];
+    if (outer == 0 || inner == 0 || d == 0) return WICK_OK; /* no element (a row of none has no x[0]) */
     if (in->dtype == WICK_FLOAT32) softmax_f32((float *)wk_data(out), (const float *)wk_data(in), outer, d, inner, log);
     else softmax_f64((double *)wk_data(out), (const double *)wk_data(in), outer, d, inner, log);
     return WICK_OK;

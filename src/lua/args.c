@@ -48,21 +48,26 @@ int wl_raise(lua_State *L, const char *fmt, ...) {
  * wl_new_slot to wl_check), so it never points at a state that has closed. */
 static void collect_garbage(void *L) { lua_gc((lua_State *)L, LUA_GCCOLLECT, 0); }
 
+/* An interrupted op fails by itself (WICK_ERR_INTERRUPTED, never a partial
+ * result); the state's flag is also looked at after an op that succeeded, so a
+ * compiled loop of ops that run no kernel (views) stops too. */
 void wl_check(lua_State *L, wick_status st) {
     wick_set_oom_handler(NULL, NULL);
     if (st != WICK_OK) wl_raise(L, "%s", wick_last_error());
-    if (wick_take_interrupt()) wl_raise(L, "interrupted"); /* a long kernel stopped part way */
+    if (wl_take_interrupt(L)) wl_raise(L, "interrupted");
 }
 
 /* Collector pacing: the userdata of a tensor is 8 bytes, so Lua alone would not
- * notice gigabytes held by dead tensors. Collect when wick's CPU memory has grown
- * well past what was live after the last collection. */
-static int64_t gc_threshold = 256 << 20;
+ * notice gigabytes held by dead tensors. Collect when wick's CPU memory (of the
+ * whole process) has grown well past what was live after this state's last
+ * collection. The threshold is per state (state.c), so states on other threads
+ * neither race on it nor reset each other's. */
 void wl_account(lua_State *L) {
-    if (wick_cpu_bytes_in_use() <= __atomic_load_n(&gc_threshold, __ATOMIC_RELAXED)) return;
+    int64_t *threshold = wl_gc_threshold(L);
+    if (!threshold || wick_cpu_bytes_in_use() <= *threshold) return;
     lua_gc(L, LUA_GCCOLLECT, 0);
-    int64_t live = wick_cpu_bytes_in_use();
-    __atomic_store_n(&gc_threshold, live * 2 > (256 << 20) ? live * 2 : (256 << 20), __ATOMIC_RELAXED);
+    int64_t live = wick_cpu_bytes_in_use(), floor_bytes = (int64_t)256 << 20;
+    *threshold = live * 2 > floor_bytes ? live * 2 : floor_bytes;
 }
 
 /* ---- tensors ---- */
@@ -87,6 +92,7 @@ void wl_register_tensor_mt(lua_State *L, int idx, const char *lua_dir_prefix) {
 wick_tensor *wl_totensor(lua_State *L, int idx) {
     wick_tensor **p = lua_touserdata(L, idx);
     if (!p || !lua_getmetatable(L, idx)) return NULL;
+    wl_enter(L); /* a tensor argument: an op of this state is about to run */
     push_tensor_mt(L);
     int same = lua_rawequal(L, -1, -2);
     lua_pop(L, 2);
@@ -102,6 +108,7 @@ wick_tensor *wl_checktensor(lua_State *L, int idx, const char *fn, const char *a
 wick_tensor **wl_new_slot(lua_State *L) {
     wick_tensor **slot = lua_newuserdata(L, sizeof *slot);
     *slot = NULL;
+    wl_enter(L);
     wick_set_oom_handler(collect_garbage, L);
     push_tensor_mt(L);
     lua_setmetatable(L, -2);
@@ -118,6 +125,8 @@ static int64_t checkint(lua_State *L, int idx, const char *fn, const char *what)
         wl_raise(L, "%s: expected an integer for %s, got %.17g", fn, what, v);
     return (int64_t)v;
 }
+
+int64_t wl_checkint(lua_State *L, int idx, const char *fn, const char *what) { return checkint(L, idx, fn, what); }
 
 int wl_sizes(lua_State *L, int first, int last, int64_t *sizes, const char *fn) {
     int n = 0;

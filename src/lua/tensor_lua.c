@@ -4,6 +4,7 @@
 #include "wick_lua.h"
 #include "../io/crc.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,7 +195,7 @@ static int m_arange(lua_State *L) {
 }
 
 static int m_eye(lua_State *L) {
-    int64_t n = (int64_t)luaL_checknumber(L, 1), m = lua_type(L, 2) == LUA_TNUMBER ? (int64_t)lua_tonumber(L, 2) : -1;
+    int64_t n = wl_checkint(L, 1, "wick.eye", "n"), m = lua_type(L, 2) == LUA_TNUMBER ? wl_checkint(L, 2, "wick.eye", "m") : -1;
     wick_options opt = wick_default_options();
     int rg = wl_options(L, wl_trailing_options(L, 2), &opt, "wick.eye");
     if (n < 0) wl_raise(L, "wick.eye: n must be non-negative, got %lld", (long long)n);
@@ -361,9 +362,9 @@ static int m_as_strided(lua_State *L) {
     int n = wl_sizes(L, 2, 2, sizes, "as_strided");
     int m = wl_sizes(L, 3, 3, strides, "as_strided");
     if (n != m) wl_raise(L, "as_strided: %d sizes but %d strides", n, m);
-    lua_Number offset = luaL_checknumber(L, 4);
+    int64_t offset = wl_checkint(L, 4, "as_strided", "the offset");
     wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_as_strided(slot, a, n, sizes, strides, (int64_t)offset));
+    wl_check(L, wick_as_strided(slot, a, n, sizes, strides, offset));
     return 1;
 }
 
@@ -429,11 +430,11 @@ static int m_map_storages(lua_State *L) {
         lua_rawgeti(L, 2, i + 1);
         int e = lua_gettop(L);
         lua_rawgeti(L, e, 1);
-        offsets[i] = (int64_t)luaL_checknumber(L, -1);
+        offsets[i] = wl_checkint(L, -1, "map_storages", "an offset");
         lua_rawgeti(L, e, 2);
         dtypes[i] = wl_dtype(L, lua_gettop(L), "map_storages");
         lua_rawgeti(L, e, 3);
-        numels[i] = (int64_t)luaL_checknumber(L, -1);
+        numels[i] = wl_checkint(L, -1, "map_storages", "a size");
         lua_settop(L, e - 1);
         slots[i] = wl_new_slot(L);
         lua_rawseti(L, result, i + 1);
@@ -447,10 +448,10 @@ static int m_map_storages(lua_State *L) {
 /* core.read_storage(path, offset, dtype, numel) */
 static int m_read_storage(lua_State *L) {
     const char *path = luaL_checkstring(L, 1);
-    lua_Number offset = luaL_checknumber(L, 2), numel = luaL_checknumber(L, 4);
+    int64_t offset = wl_checkint(L, 2, "read_storage", "the offset"), numel = wl_checkint(L, 4, "read_storage", "the size");
     wick_dtype dtype = wl_dtype(L, 3, "read_storage");
     wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_read_storage(slot, path, (int64_t)offset, dtype, (int64_t)numel));
+    wl_check(L, wick_read_storage(slot, path, offset, dtype, numel));
     wl_account(L);
     return 1;
 }
@@ -826,10 +827,13 @@ static int t_narrow(lua_State *L) {
     wick_tensor *a = SELF("narrow");
     int dim = wl_dim(L, 2, "narrow");
     int64_t size = dim_size(L, a, dim, "narrow");
-    int64_t start = lua_index(L, 3, size, "narrow", dim < 0 ? dim + wick_tensor_ndim(a) : dim);
-    lua_Number len = luaL_checknumber(L, 4);
+    int64_t len = wl_checkint(L, 4, "narrow", "the length");
+    /* like PyTorch, an empty slice may start just past the end */
+    int64_t start = len == 0 && lua_type(L, 3) == LUA_TNUMBER && lua_tonumber(L, 3) == (lua_Number)size + 1
+                        ? size
+                        : lua_index(L, 3, size, "narrow", dim < 0 ? dim + wick_tensor_ndim(a) : dim);
     wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_narrow(slot, a, dim, start, (int64_t)len));
+    wl_check(L, wick_narrow(slot, a, dim, start, len));
     return 1;
 }
 
@@ -1500,7 +1504,10 @@ static int m_conv2d(lua_State *L) {
         if (sh != 1 || sw != 1) wl_raise(L, "conv2d: padding='same' is not supported for strided convolutions");
         if (wick_tensor_ndim(weight) == 4) {
             const int64_t *ws = wick_tensor_sizes(weight);
-            int64_t th = (int64_t)dh * (ws[2] - 1), tw = (int64_t)dw * (ws[3] - 1);
+            int64_t th, tw;
+            if (__builtin_mul_overflow((int64_t)dh, ws[2] - 1, &th) || __builtin_mul_overflow((int64_t)dw, ws[3] - 1, &tw) ||
+                th / 2 > INT_MAX || tw / 2 > INT_MAX)
+                wl_raise(L, "conv2d: padding='same' would need a padding larger than %d", INT_MAX);
             if (th % 2 || tw % 2)
                 wl_raise(L, "conv2d: padding='same' needs an odd (dilated) kernel size here: asymmetric padding is "
                             "not supported");
@@ -1596,10 +1603,10 @@ static const luaL_Reg module_fns[] = {
     {"storage_numel", m_storage_numel},
     {"map_storages", m_map_storages},
     {"storage_crc32", m_storage_crc32},
+    {"crc32c", m_crc32c},
     {"tensor_storage_key", t_storage_id},
     {"mse_loss", m_mse_loss},
     {"isatty", m_isatty},
-    {"crc32c", m_crc32c},
     {"set_grad_enabled", m_set_grad_enabled},
     {"is_grad_enabled", m_is_grad_enabled},
     {"conv2d", m_conv2d},

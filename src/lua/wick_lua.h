@@ -33,6 +33,8 @@ wick_tensor *wl_checktensor(lua_State *L, int idx, const char *fn, const char *a
 wick_tensor **wl_new_slot(lua_State *L);
 
 /* ---- arguments (args.c) ---- */
+/* An integral number (|v| <= 2^53) as int64; raises "fn: expected an integer for what" otherwise. */
+int64_t wl_checkint(lua_State *L, int idx, const char *fn, const char *what);
 /* Sizes given as numbers at [first, last] or as one table at `first`. Returns ndim. */
 int wl_sizes(lua_State *L, int first, int last, int64_t *sizes, const char *fn);
 /* Fills opt from the options table at idx (absent/nil: leaves opt as is).
@@ -49,6 +51,22 @@ wick_dtype wl_dtype(lua_State *L, int idx, const char *fn);
 int wl_toscalar(lua_State *L, int idx, wick_scalar *s);
 /* Index of the trailing options table in [first, top], or 0 if none. */
 int wl_trailing_options(lua_State *L, int first);
+
+/* ---- per-state records (state.c): interrupt flag, collector pacing ---- */
+typedef struct wl_state wl_state;
+/* Takes the state's record (once per state; raises only when out of memory). */
+void wl_state_open(lua_State *L);
+/* Makes L the state wick_lua_interrupt finds this record by. */
+void wl_state_set_key(lua_State *L);
+/* The state's record, or NULL when wick.core was never opened in it. Never raises. */
+wl_state *wl_state_of(lua_State *L);
+/* An op of this state starts: the calling thread watches the state's interrupt
+ * flag (cheap: a cached lookup). Called by wl_totensor and wl_new_slot. */
+void wl_enter(lua_State *L);
+/* 1 (and the flag lowered) when the state's interrupt flag is raised. */
+int wl_take_interrupt(lua_State *L);
+/* The state's collector threshold (wl_account), or NULL. */
+int64_t *wl_gc_threshold(lua_State *L);
 
 /* ---- embedding (embed.c) ---- */
 /* Registers "wick.core" in package.preload and puts the source lua/ folder,
