@@ -53,7 +53,7 @@ typedef enum wick_status {
     WICK_ERR_OOM,         /* out of memory; the message contains "out of memory" */
     WICK_ERR_IO,          /* file errors */
     WICK_ERR_UNSUPPORTED, /* not implemented for this device or dtype */
-    WICK_ERR_INTERRUPTED  /* stopped by wick_interrupt() */
+    WICK_ERR_INTERRUPTED  /* stopped by an interrupt (wick_interrupt, "interrupts" below) */
 } wick_status;
 
 /* The message of the last failure on this thread ("" if none). */
@@ -65,14 +65,45 @@ WICK_API wick_status wick_fail(wick_status status, const char *fmt, ...)
 #endif
     ;
 
-/* Ask long-running kernels on any thread to stop at their next check
- * (they then fail with WICK_ERR_INTERRUPTED). Safe to call from a signal handler. */
+/* ---- interrupts -------------------------------------------------------------
+ * An interrupt is a flag that ops look at: at their start, and long CPU kernels
+ * between pieces of their work (the pool's threads look at the flag of the
+ * thread whose op they are running). An op that sees its flag raised fails
+ * with WICK_ERR_INTERRUPTED ("interrupted") and lowers the flag again, so the
+ * next op runs; an op whose kernel stopped part way never returns WICK_OK.
+ *
+ * Each thread watches one flag: the process's default flag, unless it chose
+ * its own with wick_interrupt_watch. So an interrupt reaches only the threads
+ * that watch the flag it raises:
+ * - a C host with one thread of work (or one interrupt for all of them) calls
+ *   wick_interrupt(), which raises the default flag;
+ * - a host with several threads gives each its own wick_interrupt_flag, makes
+ *   each thread watch its flag, and raises the one it means;
+ * - the Lua binding gives every lua_State its own flag, which the thread
+ *   running the state's ops watches from its first op on (wick_embed.h:
+ *   wick_lua_interrupt aims at one state). A thread that ran ops for a state
+ *   keeps watching that state's flag until it runs another state's ops or
+ *   calls wick_interrupt_watch. */
+
+/* A flag: zero-initialised (static, or `= {0}`) means not raised. Touch it only
+ * through the functions below; it must outlive every thread's watch of it. */
+typedef struct wick_interrupt_flag {
+    int raised;
+} wick_interrupt_flag;
+
+/* Raises the process's default flag. Async-signal-safe, any thread. Threads
+ * that watch a flag of their own (every Lua state's) are not disturbed. */
 WICK_API void wick_interrupt(void);
-/* 1 (and the request cleared) when wick_interrupt() was called and no op has
- * reported it yet. A long CPU kernel stops between pieces of its work when
- * interrupted and its op still returns WICK_OK with an incomplete result: a
- * caller that interrupts asks this after the op (the Lua binding does, and
- * raises "interrupted"). */
+/* Raises `flag` (NULL: the default flag). Async-signal-safe, any thread. */
+WICK_API void wick_interrupt_raise(wick_interrupt_flag *flag);
+/* 1 when `flag` (NULL: the default) was raised, and lowers it; else 0.
+ * Async-signal-safe. */
+WICK_API int wick_interrupt_take(wick_interrupt_flag *flag);
+/* Makes the calling thread's ops watch `flag` (NULL: the default flag) and
+ * returns the flag it watched before (NULL for the default). */
+WICK_API wick_interrupt_flag *wick_interrupt_watch(wick_interrupt_flag *flag);
+/* wick_interrupt_take of the flag the calling thread watches. An op already
+ * reports an interrupt it saw; this clears one that came after the last op. */
 WICK_API int wick_take_interrupt(void);
 
 /* ---- dtypes -------------------------------------------------------------- */

@@ -51,6 +51,26 @@ WICK_API void wick_lua_push_tensor(lua_State *L, wick_tensor *t);
  * value is not a wick tensor. Never raises. */
 WICK_API wick_tensor *wick_lua_to_tensor(lua_State *L, int idx);
 
+/* ---- interrupts (wick.h, "interrupts") ----
+ * Every state wick is open in has its own interrupt flag: an interrupt aimed
+ * at one state stops only that state's ops (and the pool threads working for
+ * them), on whichever thread it runs; states on other threads never notice.
+ * The op that sees it fails, and Lua gets the error "interrupted" at the
+ * user's line (an op never returns a partial result). A loop of plain Lua
+ * code is not stopped by it: a host that wants that too also sets a Lua hook
+ * (lua_sethook, as build/wick's prompt does for Ctrl-C). */
+
+/* Raises the flag of state L: the state luaopen_wick was called with (or, for
+ * a state where only `require("wick")` ran, the state that first required it).
+ * Returns 1, or 0 when wick is not open in L (then nothing happens).
+ * Async-signal-safe and callable from any thread while L runs on another: it
+ * reads no Lua data, only wick's table of open states. */
+WICK_API int wick_lua_interrupt(lua_State *L);
+/* The flag of the state L (wick open in it), for wick_interrupt_raise and
+ * wick_interrupt_take; valid until lua_close(L). NULL when wick is not open in
+ * L. Not async-signal-safe (it looks in L's registry): ask it once, before. */
+WICK_API wick_interrupt_flag *wick_lua_interrupt_flag(lua_State *L);
+
 #ifdef __cplusplus
 }
 #endif

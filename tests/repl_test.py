@@ -160,6 +160,21 @@ def main():
             p.line("(wick.ones(3) + 1):sum():item()", r"\n6\n")
         check("Ctrl-C stops a loop of wick ops", ctrl_c_ops)
 
+        def ctrl_c_big_ops():
+            # ops big enough to run in pieces: the op sees the interrupt first
+            # and fails; the prompt's hook must not fire again inside the error
+            # handler (that printed "error in error handling")
+            p.line("big = wick.zeros(1e6)", r"zeros\(1e6\)\n(?=> )")
+            for _ in range(3):
+                p.expect(r"> $")
+                p.send("for i = 1, 1e9 do local y = big + 1 end\n")
+                time.sleep(0.5)
+                p.send("\x03")
+                m = p.expect(r"\n(stdin:1: interrupted|error in error handling)")
+                assert m.group(1) == "stdin:1: interrupted", "got %r" % m.group(1)
+            p.line("(big + 2):sum():item()", r"\n2000000\n")
+        check("Ctrl-C in a loop of big ops says interrupted, at the line", ctrl_c_big_ops)
+
         def ctrl_c_compiled():
             # a function defined at the prompt is JIT-compiled, where no Lua hook
             # runs: the op's own check of the interrupt flag stops it

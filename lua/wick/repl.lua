@@ -80,8 +80,10 @@ function M.format(...)
 end
 
 -- message handler: the traceback without the prompt's own frames (the line's
--- main chunk and the C call that ran it); no traceback at all when only those
-function M.traceback(msg)
+-- main chunk and the C call that ran it); no traceback at all when only those.
+-- `level`: where the traceback starts (2, the caller, unless called through
+-- another handler, as build/wick's C one does)
+function M.traceback(msg, level)
   if type(msg) ~= "string" then
     local mt = getmetatable(msg)
     if mt and mt.__tostring then
@@ -90,7 +92,7 @@ function M.traceback(msg)
       msg = ("(error object is a %s value)"):format(type(msg))
     end
   end
-  local tb = debug.traceback("", 2)
+  local tb = debug.traceback("", level or 2)
   local lines = {}
   for l in tb:gmatch("[^\n]+") do
     -- builtins (error, assert, ...) show as "[builtin#19]: at 0x...": noise

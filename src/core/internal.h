@@ -274,7 +274,13 @@ extern const wick_backend wk_cuda_backend; /* src/cuda/cuda_backend.c */
 /* Runs fn(ctx, begin, end) over [0, n) split among the pool's threads when n is at
  * least `grain`; otherwise inline on the caller. */
 typedef void (*wk_range_fn)(void *ctx, int64_t begin, int64_t end);
-void wk_parallel_for(int64_t n, int64_t grain, wk_range_fn fn, void *ctx);
+/* Fails with WICK_ERR_INTERRUPTED (the flag lowered) when the calling thread's
+ * interrupt flag stopped the work part way: the kernel must report it. */
+wick_status wk_parallel_for(int64_t n, int64_t grain, wk_range_fn fn, void *ctx)
+#if defined(__GNUC__)
+    __attribute__((warn_unused_result))
+#endif
+    ;
 
 /* ---- random (random.c) ---- */
 /* Reserves `count` draws from the generator and returns (seed, offset) for them. */
@@ -285,9 +291,20 @@ void wk_rng_reserve(uint64_t count, uint64_t *seed, uint64_t *offset);
 /* ---- memory accounting ---- */
 void wk_account_bytes(int64_t delta);
 
-/* Interrupt flag (set by wick_interrupt). */
-extern volatile int wk_interrupt_flag;
-/* WICK_ERR_INTERRUPTED (and the flag cleared) if wick_interrupt() was called. */
+/* ---- interrupts (error.c; wick.h "interrupts") ----
+ * Each thread watches one flag. Ops call wk_check_interrupt at their start;
+ * wk_parallel_for looks at the caller's flag between pieces and fails when it
+ * stopped a kernel part way, so every kernel that stopped early is a failed
+ * kernel and its op fails (kernels return that status to the core). */
+/* The flag the calling thread watches (never NULL). */
+wick_interrupt_flag *wk_interrupt_watched(void);
+static inline bool wk_interrupt_raised(const wick_interrupt_flag *flag) {
+    return __atomic_load_n(&flag->raised, __ATOMIC_RELAXED) != 0;
+}
+/* Sets the last error to "interrupted (in op)" ("interrupted" for NULL) and
+ * returns WICK_ERR_INTERRUPTED; lowers nothing. */
+wick_status wk_interrupted(const char *op);
+/* WICK_ERR_INTERRUPTED (and the flag lowered) when the watched flag is raised. */
 wick_status wk_check_interrupt(const char *op);
 
 #endif

@@ -16,8 +16,13 @@
 /* A loop over `n` consecutive elements of each operand: p[k] is operand k's first
  * element, s[k] its stride in elements. */
 typedef void (*cpu_run_fn)(char **p, const int64_t *s, int64_t n, const void *extra);
-/* Runs fn over the whole iterator, split among threads for large ones. */
-void cpu_run(const wk_iter *it, cpu_run_fn fn, const void *extra);
+/* Runs fn over the whole iterator, split among threads for large ones; fails
+ * (WICK_ERR_INTERRUPTED) when an interrupt stopped it part way. */
+wick_status cpu_run(const wk_iter *it, cpu_run_fn fn, const void *extra)
+#if defined(__GNUC__)
+    __attribute__((warn_unused_result))
+#endif
+    ;
 
 /* bfloat16 products on Intel AMX (cpu_amx.c): usable when the CPU has the
  * unit, Linux grants it and WICK_NO_AMX is unset. */

@@ -230,11 +230,14 @@ wick_status cpu_amx_bf16_gemm(const wk_gemm_args *g) {
     }
     if (m != m_pad || k != k_pad) memset(job.a, 0, a_bytes); /* the padding must add nothing */
     if (n != n_pad || k != k_pad) memset(job.b, 0, b_bytes);
-    if (g->trans_a) wk_parallel_for(blocks_of(k, 32), copy_grain(32 * m), pack_a, &job);
-    else wk_parallel_for(blocks_of(m, 16), copy_grain(16 * k), pack_a, &job);
-    if (g->trans_b) wk_parallel_for(blocks_of(n, 16), copy_grain(16 * k), pack_b, &job);
-    else wk_parallel_for(blocks_of(k, 32), copy_grain(32 * n), pack_b, &job);
-    wk_parallel_for(m_pad / BLOCK, 1, amx_rows, &job); /* a block is 64 n k flops: always worth a thread */
+    /* each step fails when an interrupt stopped it part way */
+    if (g->trans_a) st = wk_parallel_for(blocks_of(k, 32), copy_grain(32 * m), pack_a, &job);
+    else st = wk_parallel_for(blocks_of(m, 16), copy_grain(16 * k), pack_a, &job);
+    if (st) goto done;
+    if (g->trans_b) st = wk_parallel_for(blocks_of(n, 16), copy_grain(16 * k), pack_b, &job);
+    else st = wk_parallel_for(blocks_of(k, 32), copy_grain(32 * n), pack_b, &job);
+    if (st) goto done;
+    st = wk_parallel_for(m_pad / BLOCK, 1, amx_rows, &job); /* a block is 64 n k flops: always worth a thread */
 done:
     wk_free(job.a, a_bytes);
     wk_free(job.b, b_bytes);

@@ -151,8 +151,7 @@ static void copy_run(char **p, const int64_t *s, int64_t n, const void *extra) {
 
 static wick_status cpu_copy(const wk_iter *it) {
     copy_types ct = {it->dtypes[0], it->dtypes[1]};
-    cpu_run(it, copy_run, &ct);
-    return WICK_OK;
+    return cpu_run(it, copy_run, &ct);
 }
 
 /* ---- fill ---- */
@@ -182,8 +181,7 @@ static wick_status cpu_fill(const wk_iter *it, double value) {
     case 4: v.bits = *(uint32_t *)bytes; break;
     default: v.bits = *(uint64_t *)bytes; break;
     }
-    cpu_run(it, fill_run, &v);
-    return WICK_OK;
+    return cpu_run(it, fill_run, &v);
 }
 
 /* ---- random ---- */
@@ -218,8 +216,7 @@ static void random_range(void *ctx, int64_t begin, int64_t end) {
 
 static wick_status cpu_random(wick_tensor *out, int normal, uint64_t seed, uint64_t offset) {
     random_job j = {out, normal, seed, offset};
-    wk_parallel_for(wick_tensor_numel(out), 16384, random_range, &j);
-    return WICK_OK;
+    return wk_parallel_for(wick_tensor_numel(out), 16384, random_range, &j);
 }
 
 const wick_backend wk_cpu_backend = {

@@ -242,14 +242,15 @@ static void plan_release(conv_plan *p) {
 }
 
 /* The columns of job j's images as a [K, cur * L] matrix: the input itself for
- * a direct (1x1) convolution, else im2col into the plan's buffer. */
+ * a direct (1x1) convolution, else im2col into the plan's buffer. NULL when an
+ * interrupt stopped im2col (the error is set). */
 static const char *columns(const conv_plan *p, conv_job *j, const char *input, int64_t *ld) {
     const wk_conv2d_args *a = j->a;
     if (p->direct) {
         *ld = p->L;
         return input + (j->n0 * a->c + j->g * p->cg) * p->L * p->es;
     }
-    wk_parallel_for(j->cur * p->cg, grain_for(a->kh * a->kw * p->L), im2col_range, j);
+    if (wk_parallel_for(j->cur * p->cg, grain_for(a->kh * a->kw * p->L), im2col_range, j)) return NULL;
     *ld = j->cur * p->L;
     return p->col;
 }
@@ -271,8 +272,9 @@ wick_status cpu_conv2d_forward(const wk_conv2d_args *a, char *out, const char *i
             int64_t ldb;
             const char *B = columns(&p, &j, input, &ldb);
             char *C = cur > 1 ? tmp : out + (n0 * a->o + g * og) * L * es;
-            st = gemm(a, 0, 0, og, cur * L, K, weight + g * og * K * es, K, B, ldb, C, cur * L, 0);
-            if (!st && (cur > 1 || bias)) wk_parallel_for(cur * og, grain_for(L), finish_range, &j);
+            st = B ? gemm(a, 0, 0, og, cur * L, K, weight + g * og * K * es, K, B, ldb, C, cur * L, 0)
+                   : WICK_ERR_INTERRUPTED;
+            if (!st && (cur > 1 || bias)) st = wk_parallel_for(cur * og, grain_for(L), finish_range, &j);
         }
     }
     plan_release(&p);
@@ -324,7 +326,8 @@ wick_status cpu_conv2d_backward(const wk_conv2d_args *a, const char *grad_out, c
     const int64_t es = p.es, L = p.L, cg = p.cg, og = p.og, K = p.K;
     if (grad_bias) {
         bias_job bj = {a, grad_out, grad_bias};
-        wk_parallel_for(a->o, grain_for(a->n * L), bias_range, &bj);
+        wick_status st = wk_parallel_for(a->o, grain_for(a->n * L), bias_range, &bj);
+        if (st) return st;
     }
     if (!grad_input && !grad_weight) return WICK_OK;
     if (a->n == 0 || a->o == 0 || L == 0) { /* nothing flows back */
@@ -345,12 +348,16 @@ wick_status cpu_conv2d_backward(const wk_conv2d_args *a, const char *grad_out, c
             const char *dy = grad_out + (n0 * a->o + g * og) * L * es;
             int64_t lddy = L;
             if (cur > 1) {
-                wk_parallel_for(cur * og, grain_for(L), gather_range, &j);
+                if ((st = wk_parallel_for(cur * og, grain_for(L), gather_range, &j))) break;
                 dy = tmp, lddy = cur * L;
             }
             if (grad_weight) { /* dW_g [og, K] (+)= dy @ columns^T */
                 int64_t ldb;
                 const char *B = columns(&p, &j, input, &ldb);
+                if (!B) {
+                    st = WICK_ERR_INTERRUPTED;
+                    break;
+                }
                 st = gemm(a, 0, 1, og, K, cur * L, dy, lddy, B, ldb, grad_weight + g * og * K * es, K, n0 ? 1 : 0);
                 if (st) break;
             }
@@ -360,7 +367,7 @@ wick_status cpu_conv2d_backward(const wk_conv2d_args *a, const char *grad_out, c
                               grad_input + (n0 * a->c + g * cg) * L * es, L, 0);
                 } else {
                     st = gemm(a, 1, 0, K, cur * L, og, weight + g * og * K * es, K, dy, lddy, col, cur * L, 0);
-                    if (!st) wk_parallel_for(cur * cg, grain_for(a->kh * a->kw * L), col2im_range, &j);
+                    if (!st) st = wk_parallel_for(cur * cg, grain_for(a->kh * a->kw * L), col2im_range, &j);
                 }
             }
         }

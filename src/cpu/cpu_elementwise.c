@@ -49,12 +49,12 @@ typedef struct {
 
 static void run_range(void *ctx, int64_t begin, int64_t end) {
     const run_job *j = ctx;
-    if (!wk_interrupt_flag) for_each_run(j->it, begin, end, j->fn, j->extra);
+    for_each_run(j->it, begin, end, j->fn, j->extra);
 }
 
-void cpu_run(const wk_iter *it, cpu_run_fn fn, const void *extra) {
+wick_status cpu_run(const wk_iter *it, cpu_run_fn fn, const void *extra) {
     run_job j = {it, fn, extra};
-    wk_parallel_for(it->numel, GRAIN, run_range, &j);
+    return wk_parallel_for(it->numel, GRAIN, run_range, &j); /* fails when an interrupt stopped it */
 }
 
 /* ---- loops (WK_SIMD: compiled for AVX2 and the baseline, see cpu.h) ---- */
@@ -149,15 +149,14 @@ static int type_slot(const wk_iter *it, int k) {
     return it->dtypes[k] == WICK_FLOAT32 ? 0 : it->dtypes[k] == WICK_FLOAT64 ? 1 : 2;
 }
 
-wick_status cpu_unary(wick_unary_op op, const wk_iter *it) { cpu_run(it, unary_runs[type_slot(it, 1)][op], NULL); return WICK_OK; }
+wick_status cpu_unary(wick_unary_op op, const wk_iter *it) { return cpu_run(it, unary_runs[type_slot(it, 1)][op], NULL); }
 
 cpu_run_fn cpu_binary_run(int op, wick_dtype compute) {
     return binary_runs[compute == WICK_FLOAT32 ? 0 : compute == WICK_FLOAT64 ? 1 : 2][op];
 }
 
 wick_status cpu_binary(wick_binary_op op, const wk_iter *it, double alpha) {
-    cpu_run(it, binary_runs[type_slot(it, 1)][op], &alpha);
-    return WICK_OK;
+    return cpu_run(it, binary_runs[type_slot(it, 1)][op], &alpha);
 }
 
 /* clamp: NaN passes through, like PyTorch */
@@ -183,8 +182,7 @@ CLAMP_RUN(clamp_i64, int64_t, b->lo < -9.2e18 ? INT64_MIN : (int64_t)ceil(b->lo)
 wick_status cpu_clamp(const wk_iter *it, double lo, double hi) {
     static const cpu_run_fn runs[3] = {clamp_f32, clamp_f64, clamp_i64};
     bounds b = {lo, hi};
-    cpu_run(it, runs[type_slot(it, 1)], &b);
-    return WICK_OK;
+    return cpu_run(it, runs[type_slot(it, 1)], &b);
 }
 
 #define WHERE_RUN(NAME, T)                                                                      \
@@ -201,6 +199,5 @@ WHERE_RUN(where_i64, int64_t)
 
 wick_status cpu_where(const wk_iter *it) {
     static const cpu_run_fn runs[3] = {where_f32, where_f64, where_i64};
-    cpu_run(it, runs[type_slot(it, 2)], NULL);
-    return WICK_OK;
+    return cpu_run(it, runs[type_slot(it, 2)], NULL);
 }

@@ -64,8 +64,7 @@ static int64_t grain_for(const wk_pool2d_args *a, int64_t per_output) {
 
 wick_status cpu_max_pool2d(const wk_pool2d_args *a, char *out, int64_t *indices, const char *input) {
     pool_job j = {a, out, indices, input};
-    wk_parallel_for(a->planes, grain_for(a, a->kh * a->kw), max_pool_range, &j);
-    return WICK_OK;
+    return wk_parallel_for(a->planes, grain_for(a, a->kh * a->kw), max_pool_range, &j);
 }
 
 #define MAX_POOL_BACK(NAME, T)                                                                    \
@@ -93,8 +92,7 @@ static void max_pool_back_range(void *ctx, int64_t begin, int64_t end) {
 
 wick_status cpu_max_pool2d_backward(const wk_pool2d_args *a, char *grad_input, const char *grad_out, const int64_t *indices) {
     pool_job j = {a, grad_input, (int64_t *)indices, grad_out};
-    wk_parallel_for(a->planes, grain_for(a, 1), max_pool_back_range, &j);
-    return WICK_OK;
+    return wk_parallel_for(a->planes, grain_for(a, 1), max_pool_back_range, &j);
 }
 
 /* The window of output (oy, ox) clipped to the input, and its divisor; false
@@ -148,8 +146,7 @@ static void avg_pool_range(void *ctx, int64_t begin, int64_t end) {
 
 wick_status cpu_avg_pool2d(const wk_pool2d_args *a, char *out, const char *input) {
     pool_job j = {a, out, NULL, input};
-    wk_parallel_for(a->planes, grain_for(a, a->kh * a->kw), avg_pool_range, &j);
-    return WICK_OK;
+    return wk_parallel_for(a->planes, grain_for(a, a->kh * a->kw), avg_pool_range, &j);
 }
 
 #define AVG_POOL_BACK(NAME, T)                                                                    \
@@ -181,6 +178,5 @@ static void avg_pool_back_range(void *ctx, int64_t begin, int64_t end) {
 
 wick_status cpu_avg_pool2d_backward(const wk_pool2d_args *a, char *grad_input, const char *grad_out) {
     pool_job j = {a, grad_input, NULL, grad_out};
-    wk_parallel_for(a->planes, grain_for(a, a->kh * a->kw), avg_pool_back_range, &j);
-    return WICK_OK;
+    return wk_parallel_for(a->planes, grain_for(a, a->kh * a->kw), avg_pool_back_range, &j);
 }

@@ -138,6 +138,5 @@ static void reduce_range(void *ctx, int64_t begin, int64_t end) {
 wick_status cpu_reduce(const wk_reduce_args *a) {
     int64_t outer = wk_numel(a->outer_ndim, a->outer_sizes);
     int64_t grain = a->inner_size > 0 ? 32768 / a->inner_size + 1 : 32768;
-    wk_parallel_for(outer, grain, reduce_range, (void *)a);
-    return WICK_OK;
+    return wk_parallel_for(outer, grain, reduce_range, (void *)a);
 }

@@ -28,9 +28,13 @@ int wl_raise(lua_State *L, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    return wl_raise_from(L, 1, msg);
+}
+
+int wl_raise_from(lua_State *L, int first_level, const char *msg) {
     lua_Debug ar, nearest;
     bool found = false, have_nearest = false;
-    for (int level = 1; lua_getstack(L, level, &ar); level++) {
+    for (int level = first_level; lua_getstack(L, level, &ar); level++) {
         lua_getinfo(L, "Sl", &ar);
         if (!have_nearest && ar.currentline > 0) nearest = ar, have_nearest = true;
         if (!is_own_frame(L, &ar)) {

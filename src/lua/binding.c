@@ -27,6 +27,7 @@ static int m_log(lua_State *L) {
 }
 
 WICK_API int luaopen_wick_core(lua_State *L) {
+    wl_state_open(L); /* the state's interrupt flag and collector pacing */
     lua_newtable(L);
     wl_open_tensor(L);
     lua_getfield(L, LUA_REGISTRYINDEX, WL_TENSOR_MT);

@@ -62,6 +62,7 @@ WICK_API int luaopen_wick(lua_State *L) {
     if (!lua_isfunction(L, -1)) return luaL_error(L, "luaopen_wick: open the standard libraries (luaL_openlibs) first");
     lua_pushstring(L, "wick");
     lua_call(L, 1, 1);
+    wl_state_set_key(L); /* wick_lua_interrupt(L): the state the host opened wick in */
     return 1;
 }
 
@@ -70,10 +71,17 @@ WICK_API void wick_lua_push_tensor(lua_State *L, wick_tensor *t) {
         lua_pushnil(L);
         return;
     }
+    wick_interrupt_flag *watched = wick_interrupt_watch(NULL); /* the host's own watch, kept */
     wick_tensor **slot = wl_new_slot(L);
+    wick_interrupt_watch(watched);
     wick_set_oom_handler(NULL, NULL); /* wl_new_slot's handler is for the call that follows it */
     wick_tensor_retain(t);
     *slot = t;
 }
 
-WICK_API wick_tensor *wick_lua_to_tensor(lua_State *L, int idx) { return wl_totensor(L, idx); }
+WICK_API wick_tensor *wick_lua_to_tensor(lua_State *L, int idx) {
+    wick_interrupt_flag *watched = wick_interrupt_watch(NULL); /* the host's own watch, kept */
+    wick_tensor *t = wl_totensor(L, idx);
+    wick_interrupt_watch(watched);
+    return t;
+}

@@ -5,10 +5,12 @@
  * $WICK_HISTORY) and Tab completion. Formatting, tracebacks and completion are
  * Lua, in lua/wick/repl.lua. */
 #include "repl.h"
+#include "wick_lua.h" /* wl_raise_from: the binding's "at the user's line" */
 
 #include <lauxlib.h>
 #include <luajit.h>
 #include <wick.h>
+#include <wick_embed.h>
 
 #include <errno.h>
 #include <signal.h>
@@ -22,14 +24,13 @@
 #include <editline/readline.h>
 #endif
 
-/* The core's interrupt flag. wick.h only sets it (wick_interrupt); the prompt
- * also clears it after a line, so that a Ctrl-C caught by the Lua hook, before
- * any op saw the flag, does not fail the next line's first op. */
-extern volatile int wk_interrupt_flag;
-
 #define HISTORY_SIZE 1000
 
 static lua_State *volatile running; /* the state running a line, NULL at the prompt */
+/* The prompt state's interrupt flag (wick_embed.h): Ctrl-C raises it, so the
+ * running op stops; the prompt lowers it after each line, so that a Ctrl-C
+ * caught by the Lua hook before any op saw it does not fail the next line. */
+static wick_interrupt_flag *state_flag;
 static volatile sig_atomic_t sigint_at_prompt;
 static int helpers_ref = LUA_NOREF; /* require("wick.repl"), or LUA_NOREF */
 
@@ -37,11 +38,14 @@ static int helpers_ref = LUA_NOREF; /* require("wick.repl"), or LUA_NOREF */
 
 /* As lua.c: the hook runs at the next call, return or instruction of
  * interpreted Lua and raises the error there. Loops compiled by the JIT run no
- * hooks; the ops they call see the core's flag instead. */
+ * hooks; the ops they call see the state's flag instead. An interrupt is
+ * reported once: when an op saw the flag first (and failed, lowering it), the
+ * hook only disarms itself. It must not raise then: it would fire at the call
+ * of the message handler of the op's error ("error in error handling"). */
 static void interrupted_hook(lua_State *L, lua_Debug *ar) {
     (void)ar;
     lua_sethook(L, NULL, 0, 0);
-    luaL_error(L, "interrupted");
+    if (wick_interrupt_take(state_flag)) wl_raise_from(L, 0, "interrupted"); /* at the user's line */
 }
 
 static void on_sigint(int sig) {
@@ -51,7 +55,8 @@ static void on_sigint(int sig) {
         /* as lua.c: a second Ctrl-C before the first is honoured (a C call or a
          * compiled loop that never looks) ends the program */
         signal(SIGINT, SIG_DFL);
-        wick_interrupt();
+        if (state_flag) wick_interrupt_raise(state_flag);
+        else wick_interrupt(); /* wick failed to load: nothing runs ops anyway */
         /* the terminal echoed "^C": the message goes on a line of its own */
         if (write(STDOUT_FILENO, "\n", 1) < 0) { /* nothing to do */ }
         lua_sethook(L, interrupted_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
@@ -82,9 +87,30 @@ static void push_helper(lua_State *L, const char *name) {
     lua_remove(L, -2);
 }
 
-static int plain_traceback(lua_State *L) {
-    const char *msg = lua_tostring(L, 1);
+static void push_plain_message(lua_State *L, int idx) {
+    const char *msg = lua_tostring(L, idx);
     lua_pushstring(L, msg ? msg : "(error object is not a string)");
+}
+
+/* The message handler of a line. The Ctrl-C hook is disarmed first: an op
+ * that saw the interrupt raises "interrupted" with the hook still armed, and
+ * the hook firing inside the handler's own Lua code made it fail ("error in
+ * error handling"). Then wick.repl's traceback, called protected; the message
+ * alone when that fails. */
+static int line_error(lua_State *L) {
+    lua_sethook(L, NULL, 0, 0);
+    push_helper(L, "traceback");
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        push_plain_message(L, 1);
+        return 1;
+    }
+    lua_pushvalue(L, 1);
+    lua_pushinteger(L, 3); /* traceback's level: past itself and this handler */
+    if (lua_pcall(L, 2, 1, 0) != 0 || !lua_isstring(L, -1)) {
+        lua_pop(L, 1);
+        push_plain_message(L, 1);
+    }
     return 1;
 }
 
@@ -92,18 +118,15 @@ static int plain_traceback(lua_State *L) {
  * handler with Ctrl-C armed; leaves the results (or the message) on the stack. */
 static int call_line(lua_State *L, int nargs) {
     int base = lua_gettop(L) - nargs;
-    push_helper(L, "traceback");
-    if (lua_isnil(L, -1)) {
-        lua_pop(L, 1);
-        lua_pushcfunction(L, plain_traceback);
-    }
+    lua_pushcfunction(L, line_error);
     lua_insert(L, base);
     running = L;
     int status = lua_pcall(L, nargs, LUA_MULTRET, base);
     running = NULL;
     install_sigint(); /* the handler may have reset itself */
     lua_sethook(L, NULL, 0, 0); /* a Ctrl-C that came after the last hook check */
-    wk_interrupt_flag = 0;
+    if (state_flag) wick_interrupt_take(state_flag);
+    else wick_interrupt_take(NULL);
     lua_remove(L, base);
     return status;
 }
@@ -349,6 +372,7 @@ void wick_repl(lua_State *L) {
     lua_pushstring(L, "wick");
     if (lua_pcall(L, 1, 1, 0) == 0) {
         lua_setglobal(L, "wick");
+        state_flag = wick_lua_interrupt_flag(L);
     } else {
         fprintf(stderr, "wick: %s\n", lua_tostring(L, -1));
         lua_pop(L, 1);

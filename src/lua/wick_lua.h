@@ -20,6 +20,9 @@ int wl_raise(lua_State *L, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* The same from stack level `first_level` on (0 in a hook: the function that
+ * was running), with a plain message. */
+int wl_raise_from(lua_State *L, int first_level, const char *msg);
 /* Raises wick_last_error() when st is not WICK_OK. */
 void wl_check(lua_State *L, wick_status st);
 /* Frees the collector when dead tensors hold much memory (see DESIGN.md). */
