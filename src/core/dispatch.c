@@ -71,6 +71,12 @@ void wk_iter_init(wk_iter *it, int nops, const wick_tensor *const *ops) {
             it->strides[k][i] = (j < 0 || t->sizes[j] == 1) ? 0 : t->strides[j];
         }
     }
+    if (it->numel == 0) { /* no element: one empty dim (the other sizes may not even multiply) */
+        it->ndim = 1;
+        it->sizes[0] = 0;
+        for (int k = 0; k < nops; k++) it->strides[k][0] = 0;
+        return;
+    }
     /* drop size-1 dims and merge dims that are contiguous with each other for every
      * operand, so most loops run over one long inner dimension */
     int m = 0;

@@ -6,7 +6,7 @@
 
 static wick_status out_of_range(const char *op, int64_t value, int dim, int64_t size) {
     return wick_fail(WICK_ERR_INDEX, "%s: index %" PRId64 " is out of bounds for dimension %d with size %" PRId64, op,
-                     value + 1, dim + 1, size);
+                     (int64_t)((uint64_t)value + 1), dim + 1, size); /* the 1-based value, wrapping as it did */
 }
 
 /* Byte offset of element `linear` (row-major over sizes) of a strided view. */

@@ -35,7 +35,7 @@ namespace { /* internal linkage: kernels and helpers stay private to this file *
 /* cpu_index.c's message: value and dimension 1-based, as Lua sees them */
 static wick_status out_of_range(const char *op, int64_t value, int dim, int64_t size) {
     return wick_fail(WICK_ERR_INDEX, "%s: index %" PRId64 " is out of bounds for dimension %d with size %" PRId64, op,
-                     value + 1, dim + 1, size);
+                     (int64_t)((uint64_t)value + 1), dim + 1, size); /* the 1-based value, wrapping as it did */
 }
 
 #define GRID_STRIDE(e, n) \
