@@ -6,9 +6,10 @@
  *   fuzz_pytorch      torch.save zip checkpoints (pytorch.lua)
  *
  * Each input is written to an in-memory file and loaded with
- * pcall(wick.load, path, {map_location = "cpu"}), and when that loads, in
- * fuzz_native and fuzz_pytorch once more with {verify = true} (the checksums;
- * plain safetensors files have none). A Lua error is the expected
+ * pcall(wick.load, path, {map_location = "cpu", verify = false}) (so that inputs
+ * with damaged data still reach the value tree), and when that loads, in
+ * fuzz_native and fuzz_pytorch once more with the default, which checks every
+ * storage's checksum (plain safetensors files have none). A Lua error is the expected
  * answer to a bad file; a crash, a sanitizer report, a leak, a timeout or Lua
  * running out of memory is a finding. Whatever loads is walked and every tensor
  * in it read in full (clone, sum).
@@ -105,8 +106,8 @@ static int make_ref_opts(int verify) {
     lua_createtable(L, 0, 2);
     lua_pushstring(L, "cpu");
     lua_setfield(L, -2, "map_location");
-    if (verify) {
-        lua_pushboolean(L, 1);
+    if (!verify) { /* verifying is the default */
+        lua_pushboolean(L, 0);
         lua_setfield(L, -2, "verify");
     }
     return luaL_ref(L, LUA_REGISTRYINDEX);

@@ -2,13 +2,16 @@
 --   build/wick fuzz/make_corpus.lua
 -- fuzz/corpus/native: wick.save outputs; fuzz/corpus/safetensors: wick.save_safetensors
 -- outputs; both plus the checkpoints in spec/fixtures, and fuzz/corpus/pytorch:
--- spec/fixtures/pt_*.pt. Values come from arange, so a rerun writes the same bytes.
+-- spec/fixtures/pt_*.pt; fuzz/corpus/flat: the safetensors seeds again (for
+-- wick_load_flat); fuzz/corpus/idx: small IDX files, plain and gzipped. Values
+-- come from arange, so a rerun writes the same bytes. (native/old_crc32_*.wick
+-- was written by wick.save before CRC-32C, with zlib CRC-32s; kept by hand.)
 local wick = require("wick")
 
 local root = (arg and arg[0] or "fuzz/make_corpus.lua"):gsub("[^/]*$", "") .. ".."
 local corpus = root .. "/fuzz/corpus"
 local fixtures = root .. "/spec/fixtures"
-for _, d in ipairs({ "native", "safetensors", "pytorch" }) do os.execute(("mkdir -p '%s/%s'"):format(corpus, d)) end
+for _, d in ipairs({ "native", "safetensors", "pytorch", "flat", "idx" }) do os.execute(("mkdir -p '%s/%s'"):format(corpus, d)) end
 
 local function copy(from, to)
   local f = assert(io.open(from, "rb"))
@@ -61,6 +64,25 @@ st.non_contiguous = { t = base:t() }
 st.several = { a = seq(2), b = seq(3, "int64"), c = seq(4, "uint8"), ["d.e.f"] = seq(2, "float16") }
 for name, value in pairs(st) do wick.save_safetensors(value, ("%s/safetensors/%s.safetensors"):format(corpus, name)) end
 copy(fixtures .. "/from_python.safetensors", corpus .. "/safetensors/from_python.safetensors")
+for name in pairs(st) do
+  copy(("%s/safetensors/%s.safetensors"):format(corpus, name), ("%s/flat/%s.safetensors"):format(corpus, name))
+end
+copy(fixtures .. "/from_python.safetensors", corpus .. "/flat/from_python.safetensors")
+
+-- ---- IDX files (wick_read_idx): magic 0 0 8 ndim, big-endian sizes, bytes ----
+local function be32(n) return string.char(math.floor(n / 16777216) % 256, math.floor(n / 65536) % 256, math.floor(n / 256) % 256, n % 256) end
+local idx = {
+  labels = "\0\0\8\1" .. be32(5) .. "\0\1\2\3\4",
+  images = "\0\0\8\3" .. be32(2) .. be32(3) .. be32(2) .. ("\7"):rep(12),
+  four_d = "\0\0\8\4" .. be32(1) .. be32(2) .. be32(1) .. be32(2) .. "abcd",
+}
+for name, bytes in pairs(idx) do
+  local path = ("%s/idx/%s.idx"):format(corpus, name)
+  local f = assert(io.open(path, "wb"))
+  f:write(bytes)
+  f:close()
+  os.execute(("gzip -n -c '%s' > '%s.gz'"):format(path, path))
+end
 
 -- ---- PyTorch zip checkpoints (tools/make_pt_fixtures.py made them) ----
 for _, name in ipairs({ "pt_state_dict", "pt_mixed", "pt_malicious" }) do

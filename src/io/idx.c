@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <zlib.h>
 
 static wick_status read_exact(gzFile f, void *buf, size_t n, const char *path, const char *what) {
@@ -19,6 +20,35 @@ static wick_status read_exact(gzFile f, void *buf, size_t n, const char *path, c
         }
         done += (size_t)got;
     }
+    return WICK_OK;
+}
+
+/* The n data bytes, into memory that grows (doubling from 1 MiB) only as the
+ * bytes arrive: a header claiming gigabytes over a short file (the gzip stream
+ * gives no size to check first) costs no more than the data present. */
+static wick_status read_data(gzFile f, size_t n, unsigned char **out, const char *path) {
+    size_t cap = n < ((size_t)1 << 20) ? n : (size_t)1 << 20, have = 0;
+    unsigned char *buf = malloc(cap ? cap : 1);
+    if (!buf) return wick_fail(WICK_ERR_OOM, "%s: out of memory reading an IDX file", path);
+    wick_status st = WICK_OK;
+    while (!st && have < n) {
+        if (have == cap) {
+            size_t grown = cap > n / 2 ? n : cap * 2;
+            unsigned char *bigger = realloc(buf, grown);
+            if (!bigger) {
+                st = wick_fail(WICK_ERR_OOM, "%s: out of memory reading an IDX file", path);
+                break;
+            }
+            buf = bigger, cap = grown;
+        }
+        st = read_exact(f, buf + have, cap - have, path, "data");
+        have = cap;
+    }
+    if (st) {
+        free(buf);
+        return st;
+    }
+    *out = buf;
     return WICK_OK;
 }
 
@@ -42,9 +72,12 @@ wick_status wick_read_idx(wick_tensor **out, const char *path) {
     wick_tensor *t = NULL;
     if (!st && wk_numel(ndim, sizes) > (1LL << 33))
         st = wick_fail(WICK_ERR_IO, "%s: header claims %lld elements", path, (long long)wk_numel(ndim, sizes));
-    if (!st) st = wk_tensor_new(&t, ndim, sizes, WICK_UINT8, wick_cpu());
-    if (!st) st = read_exact(f, wk_data(t), (size_t)wk_numel(ndim, sizes), path, "data");
+    unsigned char *bytes = NULL;
+    if (!st) st = read_data(f, (size_t)wk_numel(ndim, sizes), &bytes, path);
     gzclose(f);
+    if (!st) st = wk_tensor_new(&t, ndim, sizes, WICK_UINT8, wick_cpu());
+    if (!st) memcpy(wk_data(t), bytes, (size_t)wk_numel(ndim, sizes));
+    free(bytes);
     if (st) {
         wick_tensor_release(t);
         return st;
