@@ -115,6 +115,39 @@ static void test_half_roundtrip(void) {
     wick_tensor_release(h);
 }
 
+/* Size arithmetic of the C API (whose int64 arguments go past Lua's 2^53):
+ * every overflow is an error and no view reaches outside its storage. */
+static void test_size_overflow(void) {
+    wick_tensor *t = NULL, *e = NULL, *v = NULL;
+    int64_t s16 = 16, zero = 0;
+    CHECK(wick_full(&t, 1, &s16, 1, wick_default_options()) == WICK_OK);
+    CHECK(wick_empty(&e, 1, &zero, wick_default_options()) == WICK_OK);
+    int64_t big2[2] = {(int64_t)1 << 32, (int64_t)1 << 32}, max2[2] = {INT64_MAX, 2};
+    CHECK(wick_view(&v, e, 2, big2) == WICK_ERR_SHAPE && v == NULL);
+    CHECK(wick_reshape(&v, e, 2, big2) == WICK_ERR_SHAPE && v == NULL);
+    CHECK(wick_view(&v, t, 2, max2) == WICK_ERR_SHAPE && v == NULL);
+    int64_t wrap3[3] = {INT64_MAX, 2, 0}; /* an element count of 0 over sizes that do not multiply */
+    CHECK(wick_view(&v, e, 3, wrap3) == WICK_ERR_SHAPE && v == NULL);
+    CHECK(wick_narrow(&v, t, 0, 1, INT64_MAX) == WICK_ERR_INDEX && v == NULL);
+    CHECK(wick_narrow(&v, t, 0, INT64_MAX, 1) == WICK_ERR_INDEX && v == NULL);
+    CHECK(wick_narrow(&v, t, 0, 16, 0) == WICK_OK && wick_tensor_numel(v) == 0);
+    wick_tensor_release(v), v = NULL;
+    CHECK(wick_select(&v, t, 0, INT64_MIN) == WICK_ERR_INDEX && v == NULL);
+    CHECK(wick_expand(&v, t, 2, max2) == WICK_ERR_SHAPE && v == NULL);
+    int64_t st2[2] = {(int64_t)3 << 50, (int64_t)3 << 50}, sz2[2] = {2049, 2049}, one = 1;
+    CHECK(wick_as_strided(&v, t, 2, sz2, st2, 0) == WICK_ERR_INDEX && v == NULL);
+    CHECK(wick_as_strided(&v, t, 2, big2, st2, 0) == WICK_ERR_SHAPE && v == NULL);
+    CHECK(wick_as_strided(&v, t, 1, &one, &one, INT64_MAX) == WICK_ERR_INDEX && v == NULL);
+    CHECK(wick_as_strided(&v, t, 1, &one, &one, 15) == WICK_OK && wick_tensor_offset(v) == 15);
+    wick_tensor_release(v), v = NULL;
+    float host[4] = {0};
+    CHECK(wick_from_host(&v, host, 2, max2, WICK_FLOAT32, NULL, NULL) != WICK_OK && v == NULL);
+    CHECK(wick_from_host(&v, host, 2, big2, WICK_FLOAT32, NULL, NULL) != WICK_OK && v == NULL);
+    CHECK(wick_empty(&v, 2, max2, wick_default_options()) == WICK_ERR_OOM && v == NULL);
+    wick_tensor_release(t);
+    wick_tensor_release(e);
+}
+
 int main(void) {
     test_devices();
     test_add_broadcast();
@@ -123,6 +156,7 @@ int main(void) {
     test_errors_leave_nothing();
     test_reduce_and_softmax();
     test_half_roundtrip();
+    test_size_overflow();
     printf("%d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }

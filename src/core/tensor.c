@@ -414,7 +414,7 @@ static wick_status make_view(wick_tensor **out, const wick_tensor *t, int ndim, 
 static wick_status step_offset(const char *op, const wick_tensor *t, int dim, int64_t steps, int64_t *offset) {
     if (__builtin_mul_overflow(steps, t->strides[dim], offset) || __builtin_add_overflow(*offset, t->offset, offset))
         return wick_fail(WICK_ERR_INDEX, "%s: the storage offset of position %" PRId64 " along dimension %d overflows",
-                         op, steps + 1, dim + 1);
+                         op, (int64_t)((uint64_t)steps + 1), dim + 1);
     return WICK_OK;
 }
 
@@ -547,7 +547,7 @@ wick_status wick_narrow(wick_tensor **out, wick_tensor *t, int dim, int64_t star
         return wick_fail(WICK_ERR_INDEX,
                          "narrow: start %" PRId64 " and length %" PRId64
                          " exceed the size %" PRId64 " of dimension %d",
-                         start + 1, length, t->sizes[dim], dim + 1);
+                         (int64_t)((uint64_t)start + 1), length, t->sizes[dim], dim + 1);
     if (step_offset("narrow", t, dim, start, &offset)) return WICK_ERR_INDEX;
     int64_t sizes[WICK_MAX_DIMS];
     memcpy(sizes, t->sizes, sizeof sizes);
