@@ -182,6 +182,8 @@ describe("size arithmetic", function()
     assert_error_has(function() return wick.eye(2 ^ 40) end, "too large")
     assert_error_has(function() return wick.eye(2 ^ 70) end, "eye")
     assert_error_has(function() return wick.eye(0 / 0) end, "eye")
+    assert_error_has(function() return wick.eye(3, -2) end, "eye", "non-negative")
+    assert.are.same({ 3, 0 }, shape_of(wick.eye(3, 0)))
   end)
 
   it("refuses concatenations whose size overflows", function()
@@ -369,6 +371,12 @@ describe("empty tensors: matrix products", function()
     assert_close(wick.addmm(wick.ones(2, 2), wick.ones(2, 0), wick.ones(0, 2)), { { 1, 1 }, { 1, 1 } }, 0)
     -- a transposed empty operand
     assert_close(wick.ones(0, 2):t():mm(wick.ones(0, 2)), { { 0, 0 }, { 0, 0 } }, 0)
+  end)
+
+  it("refuses products of stride-0 operands whose result cannot exist", function()
+    local a, b = wick.ones(1, 1):expand(2 ^ 40, 1), wick.ones(1, 1):expand(1, 2 ^ 40)
+    assert_error_has(function() return a:mm(b) end, "too large")
+    assert_error_has(function() return a:matmul(b) end, "too large")
   end)
 
   it("gives empty products for m or n of 0", function()

@@ -77,11 +77,13 @@ int wick_try_fast_binary_scalar(int op, wick_tensor **out, const wick_tensor *a,
 }
 
 int wick_try_fast_mm(wick_tensor **out, const wick_tensor *a, const wick_tensor *b) {
+    int64_t work; /* multiply-adds (the sizes of stride-0 views can be huge) */
     if (!out || !a || !b || a->ndim != 2 || b->ndim != 2 || a->dtype != b->dtype ||
         (a->dtype != WICK_FLOAT32 && a->dtype != WICK_FLOAT64) || a->storage->device.type != WICK_CPU ||
         b->storage->device.type != WICK_CPU || a->sizes[1] != b->sizes[0] ||
         ((a->requires_grad || b->requires_grad) && wk_grad_mode) ||
-        a->sizes[0] * b->sizes[1] * a->sizes[1] > 32768)
+        __builtin_mul_overflow(a->sizes[0], b->sizes[1], &work) || __builtin_mul_overflow(work, a->sizes[1], &work) ||
+        work > 32768)
         return 1;
     int trans[2];
     int64_t ld[2], shape[2] = {a->sizes[0], b->sizes[1]};

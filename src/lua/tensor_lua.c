@@ -199,6 +199,7 @@ static int m_eye(lua_State *L) {
     wick_options opt = wick_default_options();
     int rg = wl_options(L, wl_trailing_options(L, 2), &opt, "wick.eye");
     if (n < 0) wl_raise(L, "wick.eye: n must be non-negative, got %lld", (long long)n);
+    if (lua_type(L, 2) == LUA_TNUMBER && m < 0) wl_raise(L, "wick.eye: m must be non-negative, got %lld", (long long)m);
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_eye(slot, n, m, opt));
     wl_set_requires_grad(L, *slot, rg);
