@@ -144,6 +144,8 @@ static void test_size_overflow(void) {
     CHECK(wick_from_host(&v, host, 2, max2, WICK_FLOAT32, NULL, NULL) != WICK_OK && v == NULL);
     CHECK(wick_from_host(&v, host, 2, big2, WICK_FLOAT32, NULL, NULL) != WICK_OK && v == NULL);
     CHECK(wick_empty(&v, 2, max2, wick_default_options()) == WICK_ERR_OOM && v == NULL);
+    CHECK(wick_get_double(t, 15) == 1 && isnan(wick_get_double(t, 16)) && strstr(wick_last_error(), "outside"));
+    CHECK(isnan(wick_get_double(t, -1)) && isnan(wick_get_double(e, 0)));
     wick_tensor_release(t);
     wick_tensor_release(e);
 }

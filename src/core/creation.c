@@ -258,6 +258,11 @@ wick_status wick_item_int64(const wick_tensor *t, int64_t *out) {
 }
 
 double wick_get_double(const wick_tensor *t, int64_t linear) {
+    if (!t || t->storage->device.type != WICK_CPU || linear < 0 || linear >= wick_tensor_numel(t)) {
+        if (t && t->storage->device.type != WICK_CPU) wick_fail(WICK_ERR_DEVICE, "wick_get_double: the tensor is not on the CPU");
+        else wick_fail(WICK_ERR_INDEX, "wick_get_double: position %" PRId64 " is outside the tensor", linear);
+        return NAN;
+    }
     int64_t off = 0;
     for (int i = t->ndim - 1; i >= 0; i--) {
         off += (linear % t->sizes[i]) * t->strides[i];
