@@ -594,3 +594,80 @@ describe("empty tensors: where, clamp, pow and random fills", function()
     assert_close(wick.rand(2), a:totable(), 0)
   end)
 end)
+
+-- The same empty and 0-d cases on the other device (cuda:0, or the stand-in that
+-- WICK_SPEC_DEVICE names), compared with the CPU: kernels of no element launch
+-- nothing (a CUDA grid of 0 blocks is an error) and give the CPU's results.
+describe("empty and 0-d tensors on the other device", function()
+  local device = support.devices()[2]
+  local function case(name, fn)
+    if device then it(name, function() support.assert_same_on(device, fn) end)
+    else pending("needs a CUDA GPU (or WICK_SPEC_DEVICE): " .. name) end
+  end
+  local function leaf(t) return t:detach():requires_grad_() end
+
+  case("elementwise, where, clamp, copies and fills", function(d)
+    local e = wick.zeros(0, 3, { device = d })
+    local f = wick.zeros(3, 0, { device = d }):t()
+    local r = (e + 1):exp():clamp(0, 1) * wick.ones(3, { device = d })
+    local w = wick.where(e:gt(0), e, wick.ones(3, { device = d }))
+    local c = e:to("float64"):clone()
+    f:fill_(2)
+    return r, w, c, f:contiguous(), wick.tensor(2.0, { device = d }):exp()
+  end)
+
+  case("reductions of no element and of 0-d tensors", function(d)
+    local e = wick.zeros(0, 3, { device = d })
+    local s = wick.tensor(3.0, { device = d })
+    local v, i = e:max(2)
+    return e:sum(), e:prod(), e:mean(), e:sum(1), e:mean(1), e:var(1), v, i, e:argmin(2), s:max(), s:sum(1)
+  end)
+
+  case("softmax and losses over empty dims", function(d)
+    local x = wick.zeros(0, 3, { device = d })
+    local y = wick.tensor({}, { dtype = "int64", device = d })
+    return x:softmax(1), x:log_softmax(2), wick.zeros(3, 0, { device = d }):softmax(2),
+      F.cross_entropy(x, y), F.cross_entropy(x, y, { reduction = "sum" }), wick.tensor(1.0, { device = d }):softmax(1)
+  end)
+
+  case("matrix products with a size of 0", function(d)
+    return wick.ones(2, 0, { device = d }):mm(wick.ones(0, 3, { device = d })),
+      wick.ones(0, 4, { device = d }):mm(wick.ones(4, 3, { device = d })),
+      wick.ones(2, 2, 0, { device = d }):bmm(wick.ones(2, 0, 1, { device = d })),
+      wick.ones(3, 0, { dtype = "int64", device = d }):mm(wick.ones(0, 2, { dtype = "int64", device = d })),
+      wick.addmm(wick.ones(2, 2, { device = d }), wick.ones(2, 0, { device = d }), wick.ones(0, 2, { device = d }))
+  end)
+
+  case("indexing, joining and random fills", function(d)
+    local t = wick.ones(3, 4, { device = d })
+    local none = wick.tensor({}, { dtype = "int64", device = d })
+    wick.manual_seed(5)
+    return t:index_select(1, none), t:gather(2, wick.zeros(3, 0, { dtype = "int64", device = d })),
+      t:scatter(2, wick.zeros(3, 0, { dtype = "int64", device = d }), wick.zeros(3, 0, { device = d })),
+      wick.cat({ wick.zeros(0, 4, { device = d }), t }), wick.stack({ wick.zeros(0, { device = d }) }),
+      wick.rand(0, 3, { device = d }), wick.randn(0, { device = d })
+  end)
+
+  case("convolution and pooling of an empty batch, forward and backward", function(d)
+    local x = leaf(wick.zeros(0, 2, 5, 5, { device = d }))
+    local w = leaf(wick.ones(3, 2, 3, 3, { device = d }))
+    local b = leaf(wick.ones(3, { device = d }))
+    local y = F.conv2d(x, w, b)
+    local m = F.max_pool2d(x, 2)
+    local a = F.avg_pool2d(x, 2)
+    ;(y:sum() + m:sum() + a:sum()):backward()
+    return y, m, a, x.grad, w.grad, b.grad
+  end)
+
+  case("backward of empty ops", function(d)
+    local a = leaf(wick.zeros(0, 3, { device = d }))
+    local m = leaf(wick.ones(0, 4, { device = d }))
+    local k = leaf(wick.ones(4, 3, { device = d }))
+    local t = leaf(wick.ones(3, 4, { device = d }))
+    local none = wick.tensor({}, { dtype = "int64", device = d })
+    local loss = a:softmax(1):sum() + a:log_softmax(2):sum() + a:mean(1):sum() + a:max(2):sum() +
+      m:mm(k):sum() + t:index_select(1, none):sum() + (a * a):sum()
+    loss:backward()
+    return loss, a.grad, m.grad, k.grad, t.grad
+  end)
+end)
