@@ -1,13 +1,14 @@
 # Convenience wrapper around CMake. `make test` is the command CI runs.
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 FUZZ_BUILD ?= build-fuzz
 JOBS ?= 2
 # seconds per fuzz target: `make fuzz` (CI) and `make fuzz-long`
 FUZZ_SHORT_SECONDS ?= 20
 FUZZ_SECONDS ?= 600
 
-.PHONY: all deps test test-fast sanitize fuzz fuzz-long fuzz-build run tour bench clean
+.PHONY: all deps test test-fast sanitize tsan fuzz fuzz-long fuzz-build run tour bench clean
 
 all: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -17,8 +18,9 @@ deps:
 	@tools/install-deps.sh
 
 # The whole suite: C tests and every spec, then again under ASan + UBSan, then
-# a short run of each wick.load fuzz target.
-test: test-fast sanitize fuzz
+# the tests of states on several threads under ThreadSanitizer, then a short
+# run of each wick.load fuzz target.
+test: test-fast sanitize tsan fuzz
 
 test-fast: all
 	cd $(BUILD) && ctest --output-on-failure
@@ -27,6 +29,15 @@ sanitize: deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DWICK_SANITIZE=ON >/dev/null
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure
+
+# ThreadSanitizer (WICK_TSAN): only what the embed and interrupt tests need is
+# built (the runner makes the test's checkpoint); four states on four threads
+# with the thread count, seed, log and allocator changed under them, and
+# interrupts aimed at one of two states. About a minute on 2 cores.
+tsan: deps
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWICK_TSAN=ON -DWICK_CUDA=OFF -DWICK_LUA54=OFF >/dev/null
+	cmake --build $(TSAN_BUILD) -j$(JOBS) --target wick_runner wick_embed_host test_interrupt
+	cd $(TSAN_BUILD) && ctest --output-on-failure -R '^(embed|c_interrupt)$$'
 
 # libFuzzer targets for wick.load (fuzz/README.md), in a clang build of their own.
 fuzz-build: deps
@@ -53,4 +64,4 @@ bench: all
 	bench/run.sh
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

@@ -20,8 +20,10 @@
  * - A tensor on the "meta" device has a shape and dtype but no data: every op
  *   runs its checks and shape logic and allocates nothing.
  *
- * Thread safety: distinct tensors may be used from distinct threads. The random
- * generator, the thread pool and the thread count are per process and guarded.
+ * Thread safety: distinct tensors may be used from distinct threads. What is
+ * per process (allocator, log, thread count, random generator) may be changed
+ * while other threads run ops; "embedding in a host" below says how each
+ * behaves then. Interrupts are per thread (per Lua state): "interrupts".
  */
 #ifndef WICK_H
 #define WICK_H
@@ -82,8 +84,8 @@ WICK_API wick_status wick_fail(wick_status status, const char *fmt, ...)
  * - the Lua binding gives every lua_State its own flag, which the thread
  *   running the state's ops watches from its first op on (wick_embed.h:
  *   wick_lua_interrupt aims at one state). A thread that ran ops for a state
- *   keeps watching that state's flag until it runs another state's ops or
- *   calls wick_interrupt_watch. */
+ *   keeps watching that state's flag until it runs another state's ops,
+ *   closes that state, or calls wick_interrupt_watch. */
 
 /* A flag: zero-initialised (static, or `= {0}`) means not raised. Touch it only
  * through the functions below; it must outlive every thread's watch of it. */
@@ -223,7 +225,11 @@ WICK_API wick_status wick_rand(wick_tensor **out, int ndim, const int64_t *sizes
 WICK_API wick_status wick_randn(wick_tensor **out, int ndim, const int64_t *sizes, wick_options opt);
 
 /* The random generator: counter-based, so CPU and GPU kernels can draw the same
- * numbers. Its state is 16 bytes (seed, offset). */
+ * numbers. Its state is 16 bytes (seed, offset). One per process, guarded by a
+ * lock: seeding or setting the state while other threads draw is safe, and each
+ * draw takes its numbers whole, before or after the change; but all threads
+ * (and Lua states) share the stream, so a seed makes draws reproducible only
+ * when one thread draws at a time. */
 #define WICK_RNG_STATE_SIZE 16
 WICK_API void wick_manual_seed(uint64_t seed);
 WICK_API void wick_rng_get_state(uint8_t state[WICK_RNG_STATE_SIZE]);
@@ -246,7 +252,8 @@ WICK_API int wick_tensor_is_pinned(const wick_tensor *t);
 /* The value of a one-element tensor. */
 WICK_API wick_status wick_item_double(const wick_tensor *t, double *out);
 WICK_API wick_status wick_item_int64(const wick_tensor *t, int64_t *out);
-/* Reads element at a linear (row-major) position of the view. CPU only. */
+/* Reads element at a linear (row-major) position of the view. CPU only: NaN
+ * (and the last error set) for a position outside the tensor or another device. */
 WICK_API double wick_get_double(const wick_tensor *t, int64_t linear_index);
 
 /* ---- views (share storage) ----------------------------------------------- */
@@ -492,7 +499,11 @@ WICK_API void wick_free_flat(int n, char **names, wick_tensor **tensors);
 
 /* ---- threads -------------------------------------------------------------- */
 
-/* Bounds wick's own kernels and the BLAS library together (per process). */
+/* Bounds wick's own kernels and the BLAS library together (per process). Safe
+ * while other threads run ops: it waits for the pool's running job, and jobs
+ * started after it use the new count (BLIS takes its count under its own
+ * lock; OpenBLAS documents no such guarantee, so with WICK_BLAS=OPENBLAS set
+ * it while no matrix product runs). Never fails; n is clamped to [1, 64]. */
 WICK_API void wick_set_num_threads(int n);
 WICK_API int wick_get_num_threads(void);
 
@@ -526,13 +537,18 @@ WICK_API void wick_empty_cache(void);
  * side of embedding (luaopen_wick, pushing tensors into a lua_State) is in
  * wick_embed.h, so this header stays free of Lua.
  *
- * Per process (shared by every thread and every lua_State): the allocator and
- * the log callback below, the thread pool and thread count, the random
- * generator, the CPU block cache, CUDA (context, caching allocator, TF32).
+ * Per process (shared by every thread and every lua_State), each safe to
+ * change while other states run (details at each function): the allocator
+ * and the log callback below, the thread pool and thread count, the random
+ * generator (one shared stream), the CPU block cache, CUDA (context, caching
+ * allocator, TF32).
  * Per lua_State: the tensor metatable and the Lua module table, device objects,
- * the collector's pacing; states are independent and may run on different
- * threads at once (each state on one thread at a time, as Lua requires).
- * Per thread: the last error, grad mode, the OOM handler, the CUDA device. */
+ * the collector's pacing (each state collects by its own threshold), the
+ * interrupt flag (wick_embed.h); states are independent and may run on
+ * different threads at once (each state on one thread at a time, as Lua
+ * requires).
+ * Per thread: the last error, grad mode, the OOM handler, the CUDA device, the
+ * interrupt flag it watches. */
 
 /* A contiguous CPU tensor over the host's own memory, without a copy: `data`
  * holds prod(sizes) elements of `dtype`, row-major, suitably aligned for the
@@ -558,8 +574,12 @@ WICK_API wick_status wick_from_host(wick_tensor **out, void *data, int ndim, con
  * to give back). Both NULL restores the default (malloc, posix_memalign and
  * the block cache). Must be set before the first tensor is created, or when
  * every tensor (of every state, thread and device) has been released: fails
- * with WICK_ERR_ARGUMENT, changing nothing, while any is alive. Memory that is
- * not tensor memory (autograd nodes, Lua's own heap, CUDA) does not use it. */
+ * with WICK_ERR_ARGUMENT, changing nothing, while any block of tensor memory
+ * is out (also a kernel's scratch). Safe to call while other threads run ops:
+ * the change happens at a moment when no block is out (allocations wait the
+ * few instructions it takes), so every block goes back to the allocator that
+ * made it. Memory that is not tensor memory (autograd nodes, Lua's own heap,
+ * CUDA) does not use it. */
 WICK_API wick_status wick_set_allocator(void *(*alloc)(size_t nbytes, void *ud),
                                         void (*free)(void *p, size_t nbytes, void *ud), void *ud);
 
@@ -572,7 +592,11 @@ WICK_API wick_status wick_set_allocator(void *(*alloc)(size_t nbytes, void *ud),
  * to true but CUDA is not available"): log(level, msg, ud), with msg one line
  * without the "wick: " prefix or a newline, valid during the call only. May be
  * called from any thread, so it must be thread-safe. Per process. NULL (the
- * default) prints "wick: msg" to stderr (from Lua: through io.stderr). */
+ * default) prints "wick: msg" to stderr (from Lua: through io.stderr). Safe
+ * while other threads log: the callback and `ud` change together, and once
+ * wick_set_log returns the old callback is not running and is never called
+ * again (so the host may free the old `ud`). The callback must not call
+ * wick_set_log itself (that waits for the callback: a deadlock). */
 WICK_API void wick_set_log(void (*log)(int level, const char *msg, void *ud), void *ud);
 /* Sends one message to the log callback, or to stderr when none is set. */
 WICK_API void wick_log(int level, const char *msg);

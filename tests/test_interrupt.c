@@ -111,7 +111,7 @@ static void lua_part(void) {
     while (!__atomic_load_n(&done_a, __ATOMIC_ACQUIRE) || !__atomic_load_n(&done_b, __ATOMIC_ACQUIRE)) {
         seed = seed * 1103515245u + 12345u;
         pause_us(200 + (long)(seed >> 16) % 3000);
-        if (!__atomic_load_n(&done_a, __ATOMIC_ACQUIRE)) CHECK(wick_lua_interrupt(a.L) == 1);
+        if (!__atomic_load_n(&done_a, __ATOMIC_ACQUIRE)) CHECK(wick_lua_interrupt(a.L) == 1); /* main thread */
         wick_interrupt(); /* the default flag: no state watches it */
     }
     pthread_join(ta, NULL);
@@ -145,13 +145,13 @@ typedef struct {
     const char *name;
     wick_interrupt_flag flag;
     const wick_tensor *x;
-    int ok, interrupted, wrong, other, untouched;
+    int ok, interrupted, wrong, other, untouched, watched_default;
     int *done;
 } c_worker;
 
 static void *c_main(void *arg) {
     c_worker *w = arg;
-    CHECK(wick_interrupt_watch(&w->flag) == NULL);
+    w->watched_default = wick_interrupt_watch(&w->flag) == NULL; /* checked by the main thread */
     for (int r = 0; r < rounds; r++) {
         wick_tensor *y = (wick_tensor *)&y; /* must stay as it is when the op fails */
         wick_status st = add_one(&y, w->x);
@@ -176,8 +176,8 @@ static void c_part(void) {
     wick_tensor *x = NULL;
     if (wick_arange(&x, 0, (double)N, 1, wick_default_options()) != WICK_OK) exit(1);
     done_a = done_b = 0;
-    c_worker a = {"thread A", {0}, x, 0, 0, 0, 0, 0, &done_a};
-    c_worker b = {"thread B", {0}, x, 0, 0, 0, 0, 0, &done_b};
+    c_worker a = {"thread A", {0}, x, 0, 0, 0, 0, 0, 0, &done_a};
+    c_worker b = {"thread B", {0}, x, 0, 0, 0, 0, 0, 0, &done_b};
     pthread_t ta, tb;
     pthread_create(&ta, NULL, c_main, &a);
     pthread_create(&tb, NULL, c_main, &b);
@@ -192,6 +192,7 @@ static void c_part(void) {
     pthread_join(tb, NULL);
     printf("c: A %d ok, %d interrupted, %d wrong; B %d ok, %d interrupted, %d wrong\n", a.ok, a.interrupted, a.wrong,
            b.ok, b.interrupted, b.wrong);
+    CHECK(a.watched_default && b.watched_default);
     CHECK(b.ok == rounds && b.interrupted == 0 && b.wrong == 0 && b.other == 0);
     CHECK(a.wrong == 0 && a.other == 0 && a.interrupted > 0 && a.untouched == a.interrupted);
     /* this thread watches the default flag, raised above: its next op reports it once */

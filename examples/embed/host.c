@@ -5,10 +5,14 @@
  *   wick_embed_host CHECKPOINT MODEL_LUA [FRAMES]
  *
  * It runs several sessions one after the other (open, frames, close: memory
- * must come back each time), then 4 threads at once, each with its own state.
- * All CPU tensor memory goes through the host's allocator (wick_set_allocator)
- * and wick's warnings through its log (wick_set_log); at the end every byte
- * must have been given back and every wrapped buffer released. */
+ * must come back each time), then 4 threads at once, each with its own state,
+ * while the main thread changes what is per process under them: the thread
+ * count, the random seed, the log callback and its user data, and tries the
+ * allocator (wick.h, "embedding in a host": each is safe to change while other
+ * states run). All CPU tensor memory goes through the host's allocator
+ * (wick_set_allocator) and wick's warnings through its log (wick_set_log); at
+ * the end every byte must have been given back and every wrapped buffer
+ * released. ctest `embed` runs it, and `make tsan` under ThreadSanitizer. */
 #include "wick.h"
 #include "wick_embed.h"
 
@@ -18,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- the host's allocator: malloc, counted ---- */
 static int64_t bytes_out, blocks_out, allocations;
@@ -40,13 +45,18 @@ static void host_free(void *p, size_t n, void *ud) {
 }
 
 /* ---- the host's log ---- */
-static int log_count;
+static int log_count, debug_count;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* ud: the name of the log, which the main thread changes while states run */
 static void host_log(int level, const char *msg, void *ud) {
     pthread_mutex_lock(&log_lock);
-    log_count++;
-    fprintf(stdout, "[%s log, level %d] %s\n", (const char *)ud, level, msg);
+    if (level == WICK_LOG_DEBUG) { /* the frames' own messages: counted only */
+        debug_count++;
+    } else {
+        log_count++;
+        fprintf(stdout, "[%s log, level %d] %s\n", (const char *)ud, level, msg);
+    }
     pthread_mutex_unlock(&log_lock);
 }
 
@@ -135,6 +145,15 @@ static int session(const char *tag) {
             failed = 1;
         }
         printf("%s frame %d: class %d, probability %.3f\n", tag, f, cls, p);
+        /* the process-wide log and random generator, from every thread */
+        wick_log(WICK_LOG_DEBUG, "frame done");
+        wick_tensor *noise = NULL;
+        int64_t n_noise = 1000;
+        if (wick_rand(&noise, 1, &n_noise, wick_default_options()) != WICK_OK) {
+            fprintf(stderr, "host %s: wick_rand: %s\n", tag, wick_last_error());
+            failed = 1;
+        }
+        wick_tensor_release(noise);
         if (!have_ref) ref_class[f] = cls, ref_prob[f] = p;
         else if (cls != ref_class[f] || p - ref_prob[f] > 1e-6 || ref_prob[f] - p > 1e-6) {
             fprintf(stderr, "host %s: frame %d: class %d (p %g) differs from the first session's %d (p %g)\n", tag, f,
@@ -152,10 +171,14 @@ done:
     return failed;
 }
 
+static int threads_done; /* atomic */
+
 static void *thread_main(void *arg) {
     char tag[32];
     snprintf(tag, sizeof tag, "thread %d", (int)(intptr_t)arg);
-    return (void *)(intptr_t)session(tag);
+    int failed = session(tag);
+    __atomic_add_fetch(&threads_done, 1, __ATOMIC_RELEASE);
+    return (void *)(intptr_t)failed;
 }
 
 int main(int argc, char **argv) {
@@ -216,16 +239,36 @@ int main(int argc, char **argv) {
         }
     }
 
+    debug_count = 0; /* the threads' frames only */
     pthread_t threads[4];
     for (int i = 0; i < 4; i++)
         if (pthread_create(&threads[i], NULL, thread_main, (void *)(intptr_t)(i + 1))) {
             fprintf(stderr, "host: cannot start a thread\n");
             return 1;
         }
+    /* meanwhile, what is per process changes under the running states */
+    int changes = 0, allocator_refused = 0;
+    while (__atomic_load_n(&threads_done, __ATOMIC_ACQUIRE) < 4) {
+        wick_set_num_threads(1 + changes % 3);
+        wick_manual_seed((uint64_t)changes);
+        wick_set_log(host_log, changes % 2 ? "host" : "host (again)");
+        /* the same allocator again: refused while any tensor memory is out */
+        if (wick_set_allocator(host_alloc, host_free, NULL) != WICK_OK) allocator_refused++;
+        changes++;
+        struct timespec pause = {0, 200000};
+        nanosleep(&pause, NULL);
+    }
     for (int i = 0; i < 4; i++) {
         void *r;
         pthread_join(threads[i], &r);
         failed |= (int)(intptr_t)r;
+    }
+    wick_set_log(host_log, "host");
+    printf("host: %d changes of the thread count, seed and log while 4 states ran (allocator refused %d times); "
+           "%d frame messages logged\n", changes, allocator_refused, debug_count);
+    if (debug_count != 4 * frames) {
+        fprintf(stderr, "host: expected %d frame messages, got %d\n", 4 * frames, debug_count);
+        failed = 1;
     }
     printf("after 4 threads: %lld bytes in %lld blocks held by wick (%lld allocations in all)\n", (long long)bytes_out,
            (long long)blocks_out, (long long)allocations);

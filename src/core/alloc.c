@@ -1,67 +1,120 @@
 /* The host-settable parts of the process: the allocator of CPU tensor memory
- * and the log callback (wick.h, "embedding in a host"). */
+ * and the log callback (wick.h, "embedding in a host"); both may change while
+ * other threads run ops. */
 #include "internal.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-/* ---- allocator ---- */
+/* ---- allocator ----
+ * Safe to change while other threads run: every block of tensor memory is
+ * counted from its allocation to its free (`blocks`), and wick_set_allocator
+ * swaps only while that count is 0, with the SWITCHING bit holding off new
+ * allocations during the swap. So each block is freed by the allocator that
+ * made it, and a host sees the change all at once. */
 
-static void *(*host_alloc)(size_t, void *);
+static void *(*host_alloc)(size_t, void *); /* atomic accesses */
 static void (*host_free)(void *, size_t, void *);
 static void *host_ud;
-static int64_t live_storages; /* atomic: storages of every device, alive now */
+static int64_t live_storages; /* atomic: storages of every device, alive now (for the message) */
+static int64_t blocks;        /* atomic: live blocks from wk_malloc*, plus SWITCHING during a swap */
+#define SWITCHING ((int64_t)1 << 62)
+static pthread_mutex_t switch_lock = PTHREAD_MUTEX_INITIALIZER; /* one wick_set_allocator at a time */
 
 void wk_storage_born(void) { __atomic_add_fetch(&live_storages, 1, __ATOMIC_RELAXED); }
 void wk_storage_died(void) { __atomic_sub_fetch(&live_storages, 1, __ATOMIC_RELAXED); }
 
-int wk_host_allocator(void) { return host_alloc != NULL; }
+int wk_host_allocator(void) { return __atomic_load_n(&host_alloc, __ATOMIC_ACQUIRE) != NULL; }
 
-void *wk_malloc(size_t nbytes) {
-    if (host_alloc) return host_alloc(nbytes ? nbytes : 1, host_ud);
-    return malloc(nbytes ? nbytes : 1);
+/* Counts a block about to be allocated; waits while an allocator swap runs. */
+static void block_enter(void) {
+    while (__atomic_add_fetch(&blocks, 1, __ATOMIC_ACQUIRE) & SWITCHING) {
+        __atomic_sub_fetch(&blocks, 1, __ATOMIC_RELEASE);
+        sched_yield();
+    }
 }
+
+static void block_leave(void) { __atomic_sub_fetch(&blocks, 1, __ATOMIC_RELEASE); }
+
+void *wk_malloc_aligned(size_t nbytes, size_t align) {
+    if (!nbytes) nbytes = 1;
+    block_enter();
+    void *(*alloc)(size_t, void *) = __atomic_load_n(&host_alloc, __ATOMIC_RELAXED);
+    void *p = NULL;
+    if (alloc) p = alloc(nbytes, __atomic_load_n(&host_ud, __ATOMIC_RELAXED));
+    else if (align <= sizeof(void *)) p = malloc(nbytes);
+    else if (posix_memalign(&p, align, nbytes) != 0) p = NULL;
+    if (!p) block_leave();
+    return p;
+}
+
+void *wk_malloc(size_t nbytes) { return wk_malloc_aligned(nbytes, 0); }
 
 void wk_free(void *p, size_t nbytes) {
     if (!p) return;
-    if (host_free) host_free(p, nbytes ? nbytes : 1, host_ud);
+    /* this block is counted: no swap can run until it is gone */
+    void (*release)(void *, size_t, void *) = __atomic_load_n(&host_free, __ATOMIC_RELAXED);
+    if (release) release(p, nbytes ? nbytes : 1, __atomic_load_n(&host_ud, __ATOMIC_RELAXED));
     else free(p);
+    block_leave();
 }
 
 wick_status wick_set_allocator(void *(*alloc)(size_t nbytes, void *ud), void (*release)(void *p, size_t nbytes, void *ud),
                                void *ud) {
     if ((alloc == NULL) != (release == NULL))
         return wick_fail(WICK_ERR_ARGUMENT, "wick_set_allocator: give both functions, or neither (the default)");
-    int64_t live = __atomic_load_n(&live_storages, __ATOMIC_RELAXED);
-    if (live != 0)
+    wick_empty_cache(); /* cached blocks came from the current allocator */
+    pthread_mutex_lock(&switch_lock);
+    int64_t zero = 0;
+    if (!__atomic_compare_exchange_n(&blocks, &zero, SWITCHING, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        pthread_mutex_unlock(&switch_lock);
         return wick_fail(WICK_ERR_ARGUMENT,
-                         "wick_set_allocator: %lld tensor storage(s) are still alive; set the allocator before the "
-                         "first tensor is created (or after every tensor has been released)",
-                         (long long)live);
-    wick_empty_cache(); /* cached blocks came from the previous allocator */
-    host_alloc = alloc;
-    host_free = release;
-    host_ud = ud;
+                         "wick_set_allocator: %lld tensor storage(s) (%lld blocks of tensor memory) are still alive; "
+                         "set the allocator before the first tensor is created (or after every tensor has been "
+                         "released)",
+                         (long long)__atomic_load_n(&live_storages, __ATOMIC_RELAXED),
+                         (long long)(zero & ~SWITCHING));
+    }
+    __atomic_store_n(&host_ud, ud, __ATOMIC_RELAXED);
+    __atomic_store_n(&host_free, release, __ATOMIC_RELAXED);
+    __atomic_store_n(&host_alloc, alloc, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&blocks, SWITCHING, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&switch_lock);
     return WICK_OK;
 }
 
-/* ---- log ---- */
+/* ---- log ----
+ * Safe to change while other threads log: calls hold the read side of
+ * log_lock, wick_set_log the write side, so the callback and its user data
+ * change together, and once wick_set_log returns the old callback is never
+ * called again (the host may free its user data). */
 
+static pthread_rwlock_t log_lock = PTHREAD_RWLOCK_INITIALIZER;
 static void (*log_fn)(int, const char *, void *);
 static void *log_ud;
 
 void wick_set_log(void (*log)(int level, const char *msg, void *ud), void *ud) {
+    pthread_rwlock_wrlock(&log_lock);
+    log_fn = log;
     log_ud = ud;
-    __atomic_store_n(&log_fn, log, __ATOMIC_RELEASE);
+    pthread_rwlock_unlock(&log_lock);
 }
 
-int wick_has_log(void) { return __atomic_load_n(&log_fn, __ATOMIC_ACQUIRE) != NULL; }
+int wick_has_log(void) {
+    pthread_rwlock_rdlock(&log_lock);
+    int has = log_fn != NULL;
+    pthread_rwlock_unlock(&log_lock);
+    return has;
+}
 
 void wick_log(int level, const char *msg) {
-    void (*fn)(int, const char *, void *) = __atomic_load_n(&log_fn, __ATOMIC_ACQUIRE);
-    if (fn) fn(level, msg ? msg : "", log_ud);
+    pthread_rwlock_rdlock(&log_lock);
+    if (log_fn) log_fn(level, msg ? msg : "", log_ud);
     else fprintf(stderr, "wick: %s\n", msg ? msg : "");
+    pthread_rwlock_unlock(&log_lock);
 }
 
 void wk_logf(int level, const char *fmt, ...) {

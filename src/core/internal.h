@@ -60,6 +60,9 @@ static inline void wk_bump_version(const struct wick_tensor *t) {
  * through wk_free with their size: the host's allocator (wick_set_allocator)
  * when one is set, else malloc/free. */
 void *wk_malloc(size_t nbytes);
+/* The same, `align`-aligned when the default allocator serves it (a host's
+ * gives 64-byte alignment). */
+void *wk_malloc_aligned(size_t nbytes, size_t align);
 void wk_free(void *p, size_t nbytes);
 int wk_host_allocator(void); /* 1 when a host allocator is set */
 void wk_storage_born(void);  /* live-storage count: wick_set_allocator needs 0 */

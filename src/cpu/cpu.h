@@ -7,7 +7,9 @@
 /* Hot loops are compiled twice, for AVX2 and for the baseline, and picked at
  * load time by the CPU (GCC function multiversioning): the default x86-64
  * build would otherwise use 128-bit SSE only. */
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && !defined(WICK_TSAN)
+/* (not under ThreadSanitizer: the clones' resolvers run while the program is
+ * relocated, before TSan's runtime is up, and crash in its instrumentation) */
 #define WK_SIMD __attribute__((target_clones("avx2", "default")))
 #else
 #define WK_SIMD

@@ -48,8 +48,9 @@ static void *cpu_alloc(size_t nbytes, int device_index) {
     void *p = NULL;
     if (nbytes >= CACHE_MIN_BLOCK && (p = cache_take(nbytes))) return p;
     bool large = nbytes >= 2 * HUGE_PAGE;
-    /* a failure is reported as out of memory by the caller */
-    if (posix_memalign(&p, large ? HUGE_PAGE : 64, nbytes) != 0) return NULL;
+    /* through alloc.c, which counts it (wick_set_allocator); NULL is reported
+     * as out of memory by the caller */
+    if (!(p = wk_malloc_aligned(nbytes, large ? HUGE_PAGE : 64))) return NULL;
 #ifdef MADV_HUGEPAGE
     if (large) madvise(p, nbytes / HUGE_PAGE * HUGE_PAGE, MADV_HUGEPAGE);
 #endif
