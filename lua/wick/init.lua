@@ -13,6 +13,7 @@ local own_source = debug.getinfo(1, "S").source
 core.set_lua_dir((own_source:gsub("[^/\\]*$", "")))
 
 local wick = {}
+local check = require("wick.argcheck")
 local Tensor = core.Tensor -- the methods table
 local mt = core._mt        -- the tensor metatable
 wick.Tensor = Tensor
@@ -23,6 +24,7 @@ wick.error = core.error
 -- is set, else to io.stderr as "wick: msg" (read at each call, so a script or
 -- test that replaces io.stderr catches it).
 function wick._warn(msg)
+  check.string(msg, "_warn", "msg")
   if not core.log(2, msg) then io.stderr:write("wick: " .. msg .. "\n") end
 end
 
@@ -136,40 +138,60 @@ end
 
 local conversions = { float = "float32", double = "float64", half = "float16", bfloat16 = "bfloat16",
   long = "int64", int = "int32", byte = "uint8", bool = "bool" }
+-- Each checks its receiver (t:float() on a non-tensor names the method and the
+-- user's line) and its arguments; the C methods they call check the rest.
+local check_tensor = check.tensor
 for name, dtype in pairs(conversions) do
-  Tensor[name] = function(t) return t:to(dtype) end
+  Tensor[name] = function(t) return check_tensor(t, name, "self"):to(dtype) end
 end
-function Tensor.cpu(t) return t:to("cpu") end
+function Tensor.cpu(t) return check_tensor(t, "cpu", "self"):to("cpu") end
 function Tensor.cuda(t, index, opts)
+  check_tensor(t, "cuda", "self")
   if type(index) == "table" and opts == nil then index, opts = nil, index end
+  if index ~= nil then check.int(index, "cuda", "device", 0) end
+  check.options(opts, "cuda", { non_blocking = "boolean", dtype = "dtype", device = "device" })
   return t:to(index == nil and "cuda" or wick.device("cuda", index), opts)
 end
-function Tensor.type(t) return t.dtype end
-function Tensor.nelement(t) return t:numel() end
-function Tensor.zero_(t) return t:fill_(0) end
-function Tensor.view_as(t, other) return t:view(other:size()) end
-function Tensor.reshape_as(t, other) return t:reshape(other:size()) end
-function Tensor.expand_as(t, other) return t:expand(other:size()) end
-function Tensor.where(t, cond, other) return core.where(cond, t, other) end
+function Tensor.type(t) return check_tensor(t, "type", "self").dtype end
+function Tensor.nelement(t) return check_tensor(t, "nelement", "self"):numel() end
+function Tensor.zero_(t) return check_tensor(t, "zero_", "self"):fill_(0) end
+function Tensor.view_as(t, other)
+  return check_tensor(t, "view_as", "self"):view(check_tensor(other, "view_as", "other"):size())
+end
+function Tensor.reshape_as(t, other)
+  return check_tensor(t, "reshape_as", "self"):reshape(check_tensor(other, "reshape_as", "other"):size())
+end
+function Tensor.expand_as(t, other)
+  return check_tensor(t, "expand_as", "self"):expand(check_tensor(other, "expand_as", "other"):size())
+end
+function Tensor.where(t, cond, other) return core.where(cond, check_tensor(t, "where", "self"), other) end
 function Tensor.is_floating_point(t)
-  local d = t.dtype
+  local d = check_tensor(t, "is_floating_point", "self").dtype
   return d == "float32" or d == "float64" or d == "float16" or d == "bfloat16"
 end
-function Tensor.is_same_storage(t, other) return t:_storage_id() == other:_storage_id() end
+function Tensor.is_same_storage(t, other)
+  check_tensor(t, "is_same_storage", "self")
+  return t:_storage_id() == check_tensor(other, "is_same_storage", "other"):_storage_id()
+end
 function Tensor.equal(t, other)
+  check_tensor(t, "equal", "self")
+  check_tensor(other, "equal", "other")
   if t:dim() ~= other:dim() then return false end
   for i = 1, t:dim() do if t:size(i) ~= other:size(i) then return false end end
   return t:eq(other):all()
 end
-function Tensor.all(t) return t:numel() == 0 or t:to("bool"):to("int64"):min():item() == 1 end
-function Tensor.any(t) return t:numel() > 0 and t:to("bool"):to("int64"):max():item() == 1 end
+function Tensor.all(t) return check_tensor(t, "all", "self"):numel() == 0 or t:to("bool"):to("int64"):min():item() == 1 end
+function Tensor.any(t) return check_tensor(t, "any", "self"):numel() > 0 and t:to("bool"):to("int64"):max():item() == 1 end
 function Tensor.allclose(t, other, rtol, atol)
-  rtol, atol = rtol or 1e-5, atol or 1e-8
+  check_tensor(t, "allclose", "self")
+  check_tensor(other, "allclose", "other")
+  rtol = check.opt_number(rtol, "allclose", "rtol", 1e-5)
+  atol = check.opt_number(atol, "allclose", "atol", 1e-8)
   local diff = (t - other):abs()
   return diff:le(other:abs() * rtol + atol):all()
 end
-function Tensor.square(t) return t * t end
-function Tensor.sub_scalar(t, v) return t - v end
+function Tensor.square(t) return check_tensor(t, "square", "self") * t end
+function Tensor.sub_scalar(t, v) return check_tensor(t, "sub_scalar", "self") - check.number(v, "sub_scalar", "value") end
 
 -- ---- module-level functions that mirror methods ----
 
@@ -192,7 +214,8 @@ wick.clock = core.clock
 
 -- ---- grad mode ----
 
-local function with_grad_mode(enabled, fn, ...)
+local function with_grad_mode(enabled, name, fn, ...)
+  check.callable(fn, name, "fn")
   local previous = core.is_grad_enabled()
   core.set_grad_enabled(enabled)
   local results = pack(pcall(fn, ...))
@@ -202,14 +225,15 @@ local function with_grad_mode(enabled, fn, ...)
 end
 
 --- Runs fn(...) without recording gradients; restores the mode also when fn raises.
-function wick.no_grad(fn, ...) return with_grad_mode(false, fn, ...) end
-function wick.enable_grad(fn, ...) return with_grad_mode(true, fn, ...) end
+function wick.no_grad(fn, ...) return with_grad_mode(false, "no_grad", fn, ...) end
+function wick.enable_grad(fn, ...) return with_grad_mode(true, "enable_grad", fn, ...) end
 wick.set_grad_enabled = core.set_grad_enabled
 wick.is_grad_enabled = core.is_grad_enabled
-function Tensor.detach_(t) return t:detach() end
+function Tensor.detach_(t) return check_tensor(t, "detach_", "self"):detach() end
 
 --- Moves a tensor, or every tensor inside a (nested) table, to a device.
 function wick.to_device(value, device)
+  if type(device) ~= "string" and type(device) ~= "table" then check.expected("to_device", "device", "a device", device) end
   if getmetatable(value) == mt then return value:to(device) end
   if type(value) ~= "table" then return value end
   local out = {}
@@ -222,7 +246,7 @@ end
 
 local function ordinal(i, fn)
   if i == nil then return core.cuda_current_device() end
-  if type(i) == "number" then return i end
+  if type(i) == "number" then return check.int(i, "wick.cuda." .. fn, "device", 0) end
   local d = wick.device(i)
   if d.type ~= "cuda" then core.error(("wick.cuda.%s: expected a CUDA device, got '%s'"):format(fn, tostring(d))) end
   return d.index or core.cuda_current_device()
@@ -250,6 +274,7 @@ if not wick.cuda.is_available() then
 end
 
 function wick.cuda.with_device(i, fn, ...)
+  check.callable(fn, "wick.cuda.with_device", "fn")
   local previous = core.cuda_current_device()
   wick.cuda.set_device(i)
   local results = pack(pcall(fn, ...))

@@ -2,7 +2,9 @@
 -- composition of the core's ops (which record autograd and obey the same-device
 -- rule) or one C op (conv2d, pooling).
 local wick = require("wick")
+local check = require("wick.argcheck")
 local core = wick._core
+local tensor, opt_tensor = check.tensor, check.opt_tensor
 
 local F = {}
 
@@ -21,23 +23,30 @@ end
 --- for a Linear layer: "... argument mat1 in method addmm".)
 local linear2d = core.linear
 function F.linear(x, weight, bias)
+  tensor(x, "linear", "input")
+  tensor(weight, "linear", "weight")
+  opt_tensor(bias, "linear", "bias")
   if x:dim() == 2 then return linear2d(x, weight, bias) end
   local y = x:matmul(weight:t())
   if bias then y = y + bias end
   return y
 end
 
-function F.relu(x) return x:relu() end
-function F.gelu(x) return x:gelu() end
-function F.sigmoid(x) return x:sigmoid() end
-function F.tanh(x) return x:tanh() end
-function F.softmax(x, dim) return x:softmax(dim) end
-function F.log_softmax(x, dim) return x:log_softmax(dim) end
-function F.flatten(x, start_dim, end_dim) return x:flatten(start_dim or 2, end_dim or -1) end
+function F.relu(x) return tensor(x, "relu", "input"):relu() end
+function F.gelu(x) return tensor(x, "gelu", "input"):gelu() end
+function F.sigmoid(x) return tensor(x, "sigmoid", "input"):sigmoid() end
+function F.tanh(x) return tensor(x, "tanh", "input"):tanh() end
+function F.softmax(x, dim) return tensor(x, "softmax", "input"):softmax(dim) end
+function F.log_softmax(x, dim) return tensor(x, "log_softmax", "input"):log_softmax(dim) end
+function F.flatten(x, start_dim, end_dim)
+  return tensor(x, "flatten", "input"):flatten(start_dim or 2, end_dim or -1)
+end
 
 --- Inverted dropout: zeroes elements with probability p and scales the rest by 1/(1-p).
 function F.dropout(x, p, training)
-  p = p or 0.5
+  tensor(x, "dropout", "input")
+  p = check.opt_number(p, "dropout", "p", 0.5)
+  check.opt_boolean(training, "dropout", "training")
   if p < 0 or p > 1 then wick.error(("dropout probability has to be between 0 and 1, but got %s"):format(p)) end
   if training == false or p == 0 then return x end
   if p == 1 then return x * 0 end
@@ -54,8 +63,7 @@ end
 F._pair = pair
 
 function F.conv2d(x, weight, bias, opts)
-  opts = opts or {}
-  return core.conv2d(x, weight, bias, opts)
+  return core.conv2d(x, weight, bias, opts or {}) -- the C op checks every argument and option
 end
 
 function F.max_pool2d(x, kernel_size, opts)
@@ -76,7 +84,17 @@ end
 --- Batch normalisation over dim 2 (channels); running statistics are updated in
 --- place when training.
 function F.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
-  momentum, eps = momentum or 0.1, eps or 1e-5
+  tensor(x, "batch_norm", "input")
+  opt_tensor(running_mean, "batch_norm", "running_mean")
+  opt_tensor(running_var, "batch_norm", "running_var")
+  opt_tensor(weight, "batch_norm", "weight")
+  opt_tensor(bias, "batch_norm", "bias")
+  check.opt_boolean(training, "batch_norm", "training")
+  momentum = check.opt_number(momentum, "batch_norm", "momentum", 0.1)
+  eps = check.opt_number(eps, "batch_norm", "eps", 1e-5)
+  if not training and not (running_mean and running_var) then
+    check.fail("batch_norm", "running_mean and running_var are required when not training")
+  end
   if x:dim() < 2 then wick.error(("batch_norm: expected at least 2-D input, got %d-D"):format(x:dim())) end
   local mean, var
   if training then
@@ -104,8 +122,17 @@ end
 
 --- Layer normalisation over the trailing dims given by normalized_shape.
 function F.layer_norm(x, normalized_shape, weight, bias, eps)
-  eps = eps or 1e-5
-  local n = type(normalized_shape) == "number" and 1 or #normalized_shape
+  tensor(x, "layer_norm", "input")
+  if type(normalized_shape) == "number" then normalized_shape = { normalized_shape } end
+  check.table(normalized_shape, "layer_norm", "normalized_shape")
+  for i = 1, #normalized_shape do check.int(normalized_shape[i], "layer_norm", "normalized_shape", 0) end
+  opt_tensor(weight, "layer_norm", "weight")
+  opt_tensor(bias, "layer_norm", "bias")
+  eps = check.opt_number(eps, "layer_norm", "eps", 1e-5)
+  local n = #normalized_shape
+  if n > x:dim() then
+    check.fail("layer_norm", "normalized_shape of %d dimension(s) for an input of %d", n, x:dim())
+  end
   local lead = {}
   for i = 1, x:dim() - n do lead[i] = x:size(i) end
   lead[#lead + 1] = -1
@@ -120,6 +147,9 @@ end
 
 --- Rows of weight picked by 1-based indices.
 function F.embedding(indices, weight)
+  tensor(indices, "embedding", "input")
+  tensor(weight, "embedding", "weight")
+  if weight:dim() ~= 2 then check.fail("embedding", "expected a 2-D weight, got %d-D", weight:dim()) end
   if indices.dtype ~= "int64" and indices.dtype ~= "int32" then
     wick.error(("embedding: expected indices of dtype int64, got %s"):format(indices.dtype))
   end
@@ -132,6 +162,7 @@ end
 
 -- ---- losses ----
 
+local REDUCTIONS = { "mean", "sum", "none" }
 local function reduce(loss, reduction, denominator)
   reduction = reduction or "mean"
   if reduction == "none" then return loss end
@@ -144,8 +175,29 @@ local function reduce(loss, reduction, denominator)
 end
 
 --- Negative log likelihood of 1-based class targets.
+local LOSS_OPTIONS = { reduction = "string", weight = "tensor", ignore_index = "integer|boolean", label_smoothing = "number",
+  pos_weight = "tensor|number" }
+-- The arguments every loss takes: input, target (tensors) and its options.
+local function loss_args(fn, input, target, opts, known)
+  tensor(input, fn, "input")
+  tensor(target, fn, "target")
+  opts = check.options(opts, fn, known)
+  if opts.reduction ~= nil then check.one_of(opts.reduction, fn, "reduction", REDUCTIONS) end
+  return opts
+end
+local function known(...)
+  local out = {}
+  for _, k in ipairs({ ... }) do out[k] = LOSS_OPTIONS[k] end
+  return out
+end
+local NLL = known("reduction", "weight", "ignore_index")
+local CE = known("reduction", "weight", "ignore_index", "label_smoothing")
+local REDUCTION = known("reduction")
+local BCE = known("reduction", "weight")
+local BCE_LOGITS = known("reduction", "weight", "pos_weight")
+
 function F.nll_loss(logp, target, opts)
-  opts = opts or {}
+  opts = loss_args("nll_loss", logp, target, opts, NLL)
   if logp:dim() < 2 then wick.error(("nll_loss: expected input of at least 2 dims [N, C], got %d"):format(logp:dim())) end
   if target.dtype ~= "int64" and target.dtype ~= "int32" then
     wick.error(("nll_loss: expected class indices of dtype int64 (1-based), got %s"):format(target.dtype))
@@ -178,7 +230,8 @@ end
 --- Cross entropy of logits [N, C] against 1-based class indices [N] (or class
 --- probabilities [N, C]), with weight, ignore_index and label_smoothing.
 function F.cross_entropy(logits, target, opts)
-  opts = opts or {}
+  opts = loss_args("cross_entropy", logits, target, opts, CE)
+  if logits:dim() == 0 then check.fail("cross_entropy", "expected an input of at least 1 dimension, got a 0-dim tensor") end
   local dim = logits:dim() >= 2 and 2 or 1
   local logp = logits:log_softmax(dim)
   local smoothing = opts.label_smoothing or 0
@@ -194,9 +247,9 @@ function F.cross_entropy(logits, target, opts)
     if opts.weight then per = per * (dim == 2 and per_channel(opts.weight, logp) or opts.weight) end
     return reduce(-per:sum(dim), opts.reduction)
   end
-  local nll = F.nll_loss(logp, target, opts)
-  if smoothing == 0 then return nll end
   if smoothing < 0 or smoothing > 1 then wick.error("cross_entropy: label_smoothing must be between 0 and 1") end
+  local nll = F.nll_loss(logp, target, { reduction = opts.reduction, weight = opts.weight, ignore_index = opts.ignore_index })
+  if smoothing == 0 then return nll end
   local classes = logits:size(dim)
   -- the class weight along the class dim (dim 2 of [N, C, d...])
   local per = opts.weight and logp * (dim == 2 and per_channel(opts.weight, logp) or opts.weight) or logp
@@ -220,18 +273,20 @@ function F.cross_entropy(logits, target, opts)
 end
 
 function F.mse_loss(input, target, opts)
+  opts = loss_args("mse_loss", input, target, opts, REDUCTION)
   check_device("mse_loss", "target", target, input, "input")
-  return core.mse_loss(input, target, opts and opts.reduction or "mean")
+  return core.mse_loss(input, target, opts.reduction or "mean")
 end
 
 function F.l1_loss(input, target, opts)
+  opts = loss_args("l1_loss", input, target, opts, REDUCTION)
   check_device("l1_loss", "target", target, input, "input")
-  return reduce((input - target):abs(), opts and opts.reduction)
+  return reduce((input - target):abs(), opts.reduction)
 end
 
 --- Binary cross entropy of probabilities; log clamped at -100 like PyTorch.
 function F.binary_cross_entropy(p, target, opts)
-  opts = opts or {}
+  opts = loss_args("binary_cross_entropy", p, target, opts, BCE)
   check_device("binary_cross_entropy", "target", target, p, "input")
   local logp = p:log():clamp(-100)
   local log1mp = (1 - p):log():clamp(-100)
@@ -243,7 +298,7 @@ end
 --- Binary cross entropy of logits, computed stably:
 --- max(x, 0) - x y + log(1 + exp(-|x|)), with pos_weight scaling the positive term.
 function F.binary_cross_entropy_with_logits(x, target, opts)
-  opts = opts or {}
+  opts = loss_args("binary_cross_entropy_with_logits", x, target, opts, BCE_LOGITS)
   check_device("binary_cross_entropy_with_logits", "target", target, x, "input")
   local softplus_neg = (-x:abs()):exp():add(1):log() + (-x):relu() -- log(1 + exp(-x))
   local loss

@@ -1,0 +1,215 @@
+-- wick.argcheck: the argument checks of wick's public Lua functions.
+--
+-- Every check raises through core.error (src/lua/args.c, wl_raise), which
+-- prefixes the message with the position of the first stack frame outside
+-- wick's own Lua files: the user's line. Messages follow PyTorch's where it
+-- has one: "Linear: expected an integer for argument 'in_features', got string".
+-- The checks are plain type tests, cheap enough for forward calls.
+local core = require("wick.core")
+
+local raise = core.error
+local tensor_mt = core._mt
+local type, getmetatable, rawget, tostring, floor, huge = type, getmetatable, rawget, tostring, math.floor, math.huge
+
+local C = {}
+
+local DTYPES = { float32 = true, float64 = true, float16 = true, bfloat16 = true, int64 = true, int32 = true,
+  uint8 = true, bool = true }
+
+--- What a value is, for messages: "Tensor", a module's class name, "nan",
+--- the number itself, or the Lua type.
+local function describe(v)
+  local t = type(v)
+  if t == "number" then
+    if v ~= v then return "nan" end
+    return tostring(v)
+  end
+  if t == "userdata" and getmetatable(v) == tensor_mt then return "Tensor" end
+  if t == "table" and rawget(v, "_fields") ~= nil then
+    local m = getmetatable(v)
+    return m and m.__name or "table"
+  end
+  return t
+end
+C.describe = describe
+
+--- Raises "fn: message" at the user's line.
+function C.fail(fn, fmt, ...)
+  raise(fn .. ": " .. (select("#", ...) > 0 and fmt:format(...) or fmt))
+end
+
+local function expected(fn, arg, what, v)
+  raise(("%s: expected %s for argument '%s', got %s"):format(fn, what, arg, describe(v)))
+end
+C.expected = expected
+
+function C.is_tensor(v) return getmetatable(v) == tensor_mt end
+
+function C.tensor(v, fn, arg)
+  if getmetatable(v) ~= tensor_mt then expected(fn, arg, "a tensor", v) end
+  return v
+end
+
+function C.opt_tensor(v, fn, arg)
+  if v ~= nil and getmetatable(v) ~= tensor_mt then expected(fn, arg, "a tensor or nil", v) end
+  return v
+end
+
+--- A number (not NaN); with lo/hi, within [lo, hi].
+function C.number(v, fn, arg, lo, hi)
+  if type(v) ~= "number" or v ~= v then expected(fn, arg, "a number", v) end
+  if (lo and v < lo) or (hi and v > hi) then
+    raise(("%s: argument '%s' must be between %s and %s, got %s"):format(fn, arg, tostring(lo or -huge),
+      tostring(hi or huge), describe(v)))
+  end
+  return v
+end
+
+function C.opt_number(v, fn, arg, default, lo, hi)
+  if v == nil then return default end
+  return C.number(v, fn, arg, lo, hi)
+end
+
+--- An integer (a number with no fraction, at most 2^53 in magnitude); with min, at least min.
+function C.int(v, fn, arg, min)
+  if type(v) ~= "number" or v ~= floor(v) or v > 2 ^ 53 or v < -2 ^ 53 then expected(fn, arg, "an integer", v) end
+  if min and v < min then
+    raise(("%s: argument '%s' must be %s, got %s"):format(fn, arg,
+      min == 0 and "a non-negative integer" or min == 1 and "a positive integer" or ("an integer >= " .. min), describe(v)))
+  end
+  return v
+end
+
+function C.opt_int(v, fn, arg, default, min)
+  if v == nil then return default end
+  return C.int(v, fn, arg, min)
+end
+
+--- A dimension: a non-zero integer (1-based, negative from the end).
+function C.dim(v, fn, arg)
+  if type(v) ~= "number" or v ~= floor(v) or v == 0 or v > 2 ^ 31 or v < -2 ^ 31 then
+    expected(fn, arg or "dim", "a dimension (a non-zero integer: 1-based, negative from the end)", v)
+  end
+  return v
+end
+
+function C.opt_dim(v, fn, arg, default)
+  if v == nil then return default end
+  return C.dim(v, fn, arg)
+end
+
+function C.boolean(v, fn, arg)
+  if type(v) ~= "boolean" then expected(fn, arg, "a boolean", v) end
+  return v
+end
+
+function C.opt_boolean(v, fn, arg, default)
+  if v == nil then return default end
+  return C.boolean(v, fn, arg)
+end
+
+function C.string(v, fn, arg)
+  if type(v) ~= "string" then expected(fn, arg, "a string", v) end
+  return v
+end
+
+--- A table (any table: an array, a dict, an object).
+function C.table(v, fn, arg)
+  if type(v) ~= "table" then expected(fn, arg, "a table", v) end
+  return v
+end
+
+function C.opt_table(v, fn, arg)
+  if v ~= nil and type(v) ~= "table" then expected(fn, arg, "a table or nil", v) end
+  return v
+end
+
+--- A function, or a table or userdata with a __call metamethod.
+function C.callable(v, fn, arg)
+  if type(v) == "function" then return v end
+  local m = getmetatable(v)
+  if type(m) ~= "table" or m.__call == nil then expected(fn, arg, "a function", v) end
+  return v
+end
+
+--- A module (an instance of nn.Module or a subclass).
+function C.module(v, fn, arg)
+  if type(v) ~= "table" or rawget(v, "_fields") == nil then expected(fn, arg, "a module", v) end
+  return v
+end
+
+--- One of the given strings.
+function C.one_of(v, fn, arg, choices)
+  for i = 1, #choices do if v == choices[i] then return v end end
+  local quoted = {}
+  for i = 1, #choices do quoted[i] = "'" .. choices[i] .. "'" end
+  raise(("%s: invalid value %s for argument '%s' (expected %s)"):format(fn,
+    type(v) == "string" and ("'" .. v .. "'") or describe(v), arg, table.concat(quoted, ", ")))
+end
+
+--- An array of tensors (or one tensor, made a one-element array).
+function C.tensors(v, fn, arg)
+  if getmetatable(v) == tensor_mt then return { v } end
+  if type(v) ~= "table" then expected(fn, arg, "a tensor or an array of tensors", v) end
+  for i = 1, #v do
+    if getmetatable(v[i]) ~= tensor_mt then
+      raise(("%s: expected a tensor at %s[%d], got %s"):format(fn, arg, i, describe(v[i])))
+    end
+  end
+  return v
+end
+
+-- The kinds an option can have (C.options).
+local kinds = {
+  boolean = function(v) return type(v) == "boolean" end,
+  number = function(v) return type(v) == "number" and v == v end,
+  integer = function(v) return type(v) == "number" and v == floor(v) and v <= 2 ^ 53 and v >= -2 ^ 53 end,
+  string = function(v) return type(v) == "string" end,
+  table = function(v) return type(v) == "table" end,
+  tensor = function(v) return getmetatable(v) == tensor_mt end,
+  dtype = function(v) return DTYPES[v] == true end,
+  -- a device string or object; wick.device() checks the string itself
+  device = function(v) return type(v) == "string" or (type(v) == "table" and rawget(v, "_fields") == nil) end,
+  ["function"] = function(v)
+    if type(v) == "function" then return true end
+    local m = getmetatable(v)
+    return type(m) == "table" and m.__call ~= nil
+  end,
+  any = function() return true end,
+}
+local kind_text = { boolean = "a boolean", number = "a number", integer = "an integer", string = "a string",
+  table = "a table", tensor = "a tensor", dtype = "a dtype name", device = "a device", ["function"] = "a function",
+  any = "a value" }
+
+-- what C.options gives for absent options: shared, so it must stay empty
+local EMPTY = setmetatable({}, { __newindex = function() raise("wick.argcheck: the empty options table is read-only") end })
+C.EMPTY = EMPTY
+
+--- opts: nil (gives an empty table) or a table whose keys are in `spec`
+--- (name -> kind, or "kind|kind" for several, e.g. "number|table"); returns opts.
+function C.options(opts, fn, spec)
+  if opts == nil then return EMPTY end
+  if type(opts) ~= "table" or getmetatable(opts) == tensor_mt then expected(fn, "opts", "an options table", opts) end
+  for k, v in pairs(opts) do
+    local want = type(k) == "string" and spec[k] or nil
+    if want == nil then
+      local names = {}
+      for name in pairs(spec) do names[#names + 1] = name end
+      table.sort(names)
+      raise(("%s: unknown option '%s' (expected %s)"):format(fn, tostring(k), table.concat(names, ", ")))
+    end
+    local ok = false
+    for kind in want:gmatch("[^|]+") do
+      if kinds[kind](v) then ok = true; break end
+    end
+    if not ok then
+      local texts = {}
+      for kind in want:gmatch("[^|]+") do texts[#texts + 1] = kind_text[kind] end
+      raise(("%s: expected %s for option '%s', got %s"):format(fn, table.concat(texts, " or "), k,
+        kinds.string(v) and ("'" .. v .. "'") or describe(v)))
+    end
+  end
+  return opts
+end
+
+return C
