@@ -40,6 +40,15 @@ WK_HD double wk_maxd(double a, double b) { return (a != a || a > b) ? a : b; }
 WK_HD double wk_mind(double a, double b) { return (a != a || a < b) ? a : b; }
 WK_HD int64_t wk_maxi(int64_t a, int64_t b) { return a > b ? a : b; }
 WK_HD int64_t wk_mini(int64_t a, int64_t b) { return a < b ? a : b; }
+/* The integer bounds of clamp on an integer tensor: the integers inside
+ * [lo, hi], saturated at the int64 range (a double outside it converts to no
+ * int64; the core refuses NaN bounds for integer tensors). */
+WK_HD int64_t wk_clamp_lo_i64(double lo) {
+    return lo < -9.2e18 ? INT64_MIN : lo > 9.2e18 ? INT64_MAX : (int64_t)ceil(lo);
+}
+WK_HD int64_t wk_clamp_hi_i64(double hi) {
+    return hi > 9.2e18 ? INT64_MAX : hi < -9.2e18 ? INT64_MIN : (int64_t)floor(hi);
+}
 /* integer arithmetic wraps around like PyTorch's instead of being undefined */
 WK_HD int64_t wk_wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
 WK_HD int64_t wk_wrap_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }

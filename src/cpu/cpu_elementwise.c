@@ -176,8 +176,7 @@ typedef struct {
     }
 CLAMP_RUN(clamp_f32, float, (float)b->lo, (float)b->hi)
 CLAMP_RUN(clamp_f64, double, b->lo, b->hi)
-CLAMP_RUN(clamp_i64, int64_t, b->lo < -9.2e18 ? INT64_MIN : (int64_t)ceil(b->lo),
-          b->hi > 9.2e18 ? INT64_MAX : (int64_t)floor(b->hi))
+CLAMP_RUN(clamp_i64, int64_t, wk_clamp_lo_i64(b->lo), wk_clamp_hi_i64(b->hi))
 
 wick_status cpu_clamp(const wk_iter *it, double lo, double hi) {
     static const cpu_run_fn runs[3] = {clamp_f32, clamp_f64, clamp_i64};

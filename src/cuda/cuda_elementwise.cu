@@ -358,8 +358,7 @@ extern "C" wick_status cuda_clamp(const wk_iter *it, double lo, double hi) {
     case WICK_FLOAT32: return clamp_launch<float>(it, (float)lo, (float)hi);
     case WICK_FLOAT64: return clamp_launch<double>(it, lo, hi);
     default: /* integer bounds: the integers inside [lo, hi], as cpu_clamp computes them */
-        return clamp_launch<int64_t>(it, lo < -9.2e18 ? INT64_MIN : (int64_t)ceil(lo),
-                                     hi > 9.2e18 ? INT64_MAX : (int64_t)floor(hi));
+        return clamp_launch<int64_t>(it, wk_clamp_lo_i64(lo), wk_clamp_hi_i64(hi));
     }
 }
 
