@@ -287,3 +287,108 @@ describe("error values", function()
     assert.are.same({ 2, 2 }, (wick.ones(2) + wick.ones(2)):totable())
   end)
 end)
+
+describe("argument checks of wick's Lua functions (wick.argcheck)", function()
+  local nn, F = wick.nn, wick.nn.functional
+  local t = wick.ones(2, 3)
+
+  it("a constructor given a string for a size names the class and the argument, like PyTorch", function()
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local m = nn.Linear("3", 2)
+      return m
+    end, "Linear: expected an integer for argument 'in_features', got string")
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local m = nn.Embedding(4, -1)
+      return m
+    end, "Embedding: argument 'embedding_dim' must be a non-negative integer, got -1")
+  end)
+
+  it("a Lua-written tensor method given a non-tensor", function()
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local r = t:equal(1)
+      return r
+    end, "equal: expected a tensor for argument 'other', got 1")
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local r = wick.Tensor.float(5)
+      return r
+    end, "float: expected a tensor for argument 'self', got 5")
+  end)
+
+  it("wick.no_grad given something that is not a function", function()
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local r = wick.no_grad(0)
+      return r
+    end, "no_grad: expected a function for argument 'fn', got 0")
+  end)
+
+  it("an unknown or ill-typed option is named", function()
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local m = nn.Linear(3, 2, { bais = false })
+      return m
+    end, "Linear: unknown option 'bais' (expected bias, device, dtype)")
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local o = wick.optim.SGD(nn.Linear(3, 2):parameters(), { lr = "0.1" })
+      return o
+    end, "SGD: expected a number for option 'lr', got '0.1'")
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local l = F.mse_loss(t, t, { reduction = "avg" })
+      return l
+    end, "mse_loss: invalid value 'avg' for argument 'reduction' (expected 'mean', 'sum', 'none')")
+  end)
+
+  it("a loss or a layer given a number instead of a tensor", function()
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local l = F.cross_entropy(1, wick.tensor({ 1 }, { dtype = "int64" }))
+      return l
+    end, "cross_entropy: expected a tensor for argument 'input', got 1")
+    assert_raised_at(function()
+      local relu = nn.ReLU()
+      expect.line = here() + 1
+      local y = relu(3)
+      return y
+    end, "ReLU: expected a tensor for argument 'input', got 3")
+  end)
+
+  it("a module method called with '.' instead of ':'", function()
+    local m = nn.Linear(3, 2)
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local p = m.parameters()
+      return p
+    end, "Module:parameters: expected a module for argument 'self', got nil")
+  end)
+
+  it("data helpers with bad sizes and receivers", function()
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local p = wick.data.randperm(-1)
+      return p
+    end, "randperm: argument 'n' must be a non-negative integer, got -1")
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local ds = wick.data.TensorDataset(wick.ones(3), 5)
+      return ds
+    end, "TensorDataset: expected a tensor for argument 'tensor 2', got 5")
+  end)
+
+  it("Conv2d takes PyTorch's positional stride and padding, and checks them", function()
+    local c = nn.Conv2d(1, 2, 3, 2, 1)
+    assert.are.equal(2, c.stride)
+    assert.are.equal(1, c.padding)
+    assert.are.same({ 1, 2, 3, 3 }, c(wick.ones(1, 1, 5, 5)):size())
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local m = nn.Conv2d(1, 2, 3, { stride = true })
+      return m
+    end, "Conv2d: expected an integer or a table for option 'stride', got boolean")
+  end)
+end)

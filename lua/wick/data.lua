@@ -1,6 +1,7 @@
 -- wick.data: the dataset protocol (ds:len(), ds:get(i) -> values), TensorDataset,
 -- DataLoader and Fashion-MNIST.
 local wick = require("wick")
+local check = require("wick.argcheck")
 local unpack = table.unpack or unpack -- Lua 5.2+ (WICK_LUA54) and LuaJIT
 
 local data = {}
@@ -8,6 +9,7 @@ local data = {}
 --- A random permutation of 1..n from wick's generator (repeatable under
 --- wick.manual_seed): Fisher-Yates over uniform draws.
 function data.randperm(n)
+  check.int(n, "randperm", "n", 0)
   local u = n > 0 and wick.rand(n, { dtype = "float64" }):totable() or {}
   local p = {}
   for i = 1, n do p[i] = i end
@@ -17,7 +19,10 @@ function data.randperm(n)
   end
   return p
 end
+local RANDPERM = { dtype = "dtype", device = "device" }
 wick.randperm = function(n, opts)
+  check.int(n, "randperm", "n", 0)
+  check.options(opts, "randperm", RANDPERM)
   return wick.tensor(data.randperm(n), { dtype = (opts and opts.dtype) or "int64", device = opts and opts.device })
 end
 
@@ -28,10 +33,12 @@ TensorDataset.__index = TensorDataset
 --- TensorDataset(t1, t2, ...): sample i is (t1[i], t2[i], ...), along dim 1.
 function data.TensorDataset(...)
   local tensors = { ... }
-  if #tensors == 0 then wick.error("TensorDataset: expected at least one tensor") end
+  local count = select("#", ...)
+  if count == 0 then wick.error("TensorDataset: expected at least one tensor") end
+  for i = 1, count do check.tensor(tensors[i], "TensorDataset", "tensor " .. i) end
+  if tensors[1]:dim() == 0 then check.fail("TensorDataset", "tensor 1 is 0-dim: tensors need a first dimension of samples") end
   local n = tensors[1]:size(1)
   for i, t in ipairs(tensors) do
-    if not wick.is_tensor(t) then wick.error(("TensorDataset: argument %d is not a tensor"):format(i)) end
     if t:dim() == 0 or t:size(1) ~= n then
       wick.error(("TensorDataset: size mismatch between tensors: tensor 1 has %d samples, tensor %d has %s"):format(n, i, t:dim() == 0 and "none (0-dim)" or t:size(1)))
     end
@@ -39,9 +46,16 @@ function data.TensorDataset(...)
   return setmetatable({ tensors = tensors, n = n }, TensorDataset)
 end
 
-function TensorDataset:len() return self.n end
+local function dataset_self(self, fn)
+  if type(self) ~= "table" or type(self.tensors) ~= "table" then check.expected("TensorDataset:" .. fn, "self", "a TensorDataset", self) end
+  return self
+end
+
+function TensorDataset:len() return dataset_self(self, "len").n end
 
 function TensorDataset:get(i)
+  dataset_self(self, "get")
+  check.int(i, "TensorDataset:get", "index")
   local out = {}
   for k, t in ipairs(self.tensors) do out[k] = t[i] end
   return unpack(out, 1, #self.tensors)
@@ -49,6 +63,8 @@ end
 
 --- A whole batch at once (what DataLoader uses when a dataset has it).
 function TensorDataset:get_batch(indices)
+  dataset_self(self, "get_batch")
+  check.table(indices, "TensorDataset:get_batch", "indices")
   local idx = wick.tensor(indices, { dtype = "int64", device = self.tensors[1].device })
   local out = {}
   for k, t in ipairs(self.tensors) do out[k] = t:index_select(1, idx) end
@@ -57,6 +73,7 @@ end
 
 -- ---- collation ----
 local function collate(samples)
+  check.table(samples, "default_collate", "samples")
   local first = samples[1]
   if wick.is_tensor(first) then
     return wick.stack(samples, 1)
@@ -86,12 +103,10 @@ DataLoader.__index = DataLoader
 --- pin_memory: each batch is put in page-locked memory before it is moved to
 --- `device`, with non_blocking copies (like PyTorch); where CUDA is not
 --- available it warns once and the batches stay in ordinary memory.
+local LOADER = { batch_size = "integer", shuffle = "boolean", drop_last = "boolean", device = "device",
+  collate_fn = "function", pin_memory = "boolean" }
 function data.DataLoader(dataset, opts)
-  opts = opts or {}
-  local known = { batch_size = true, shuffle = true, drop_last = true, device = true, collate_fn = true, pin_memory = true }
-  for k in pairs(opts) do
-    if not known[k] then wick.error(("DataLoader: unknown option '%s'"):format(tostring(k))) end
-  end
+  opts = check.options(opts, "DataLoader", LOADER)
   if type(dataset) ~= "table" or type(dataset.len) ~= "function" or type(dataset.get) ~= "function" then
     wick.error("DataLoader: the dataset must have len() and get(i) methods")
   end
@@ -106,7 +121,13 @@ function data.DataLoader(dataset, opts)
   }, DataLoader)
 end
 
+local function loader_self(self, fn)
+  if type(self) ~= "table" or getmetatable(self) ~= DataLoader then check.expected("DataLoader:" .. fn, "self", "a DataLoader", self) end
+  return self
+end
+
 function DataLoader:len()
+  loader_self(self, "len")
   local n = self.dataset:len()
   if self.drop_last then return math.floor(n / self.batch_size) end
   return math.ceil(n / self.batch_size)
@@ -144,6 +165,7 @@ end
 
 --- for inputs, labels in loader:iter() do ... end
 function DataLoader:iter()
+  loader_self(self, "iter")
   local n = self.dataset:len()
   local order
   if self.shuffle then order = data.randperm(n) end
@@ -193,8 +215,9 @@ end
 --- FashionMNIST{train = true, root = dir}: images float32 [N, 1, 28, 28] in [0, 1],
 --- labels int64 in 1..10. root defaults to $FASHION_MNIST_DIR, then the
 --- directory Debian's dataset-fashion-mnist package installs.
+local FASHION = { train = "boolean", root = "string" }
 function data.FashionMNIST(opts)
-  opts = opts or {}
+  opts = check.options(opts, "FashionMNIST", FASHION)
   local root = opts.root or os.getenv("FASHION_MNIST_DIR") or DEFAULT_ROOT
   local prefix = opts.train == false and "t10k" or "train"
   local function find(kind)
@@ -220,9 +243,19 @@ function data.FashionMNIST(opts)
   return self
 end
 
-function FashionMNIST:len() return self.n end
-function FashionMNIST:get(i) return self.images[i], self.labels[i] end
+local function fashion_self(self, fn)
+  if type(self) ~= "table" or getmetatable(self) ~= FashionMNIST then check.expected("FashionMNIST:" .. fn, "self", "a FashionMNIST dataset", self) end
+  return self
+end
+function FashionMNIST:len() return fashion_self(self, "len").n end
+function FashionMNIST:get(i)
+  fashion_self(self, "get")
+  check.int(i, "FashionMNIST:get", "index")
+  return self.images[i], self.labels[i]
+end
 function FashionMNIST:get_batch(indices)
+  fashion_self(self, "get_batch")
+  check.table(indices, "FashionMNIST:get_batch", "indices")
   local idx = wick.tensor(indices, { dtype = "int64" })
   return { self.images:index_select(1, idx), self.labels:index_select(1, idx) }
 end

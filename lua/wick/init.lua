@@ -295,7 +295,7 @@ wick.backends = { cuda = { matmul = setmetatable({}, {
 -- ---- printing ----
 
 local print_tensor = require("wick.print")
-mt.__tostring = function(t) return print_tensor(t) end
+mt.__tostring = function(t) return print_tensor(check_tensor(t, "tostring", "self")) end
 
 -- ---- LuaJIT fast paths: tiny ops called through the FFI ----
 -- The classic Lua C API binding works everywhere; under LuaJIT the hottest

@@ -2,6 +2,7 @@
 -- wick.no_grad with in-place ops, so optimizer state lives on each parameter's
 -- device and nothing moves between devices.
 local wick = require("wick")
+local check = require("wick.argcheck")
 
 local optim = {}
 
@@ -18,18 +19,49 @@ local function class(name, defaults, step)
   return C
 end
 
+-- The kind of each option (argcheck.options), from its default's type.
+local function option_kinds(cls)
+  local kinds = rawget(cls, "_option_kinds")
+  if not kinds then
+    kinds = {}
+    for k, v in pairs(cls.defaults) do
+      kinds[k] = v == "required" and "number" or type(v) == "number" and "number" or type(v) == "boolean" and "boolean"
+        or "table"
+    end
+    rawset(cls, "_option_kinds", kinds)
+  end
+  return kinds
+end
+
+-- Checks the values of one group's hyper-parameters.
+local function check_group(name, group)
+  for k, v in pairs(group) do
+    if k == "betas" then
+      if type(v) ~= "table" or type(v[1]) ~= "number" or type(v[2]) ~= "number" or v[1] ~= v[1] or v[2] ~= v[2]
+          or v[1] < 0 or v[1] >= 1 or v[2] < 0 or v[2] >= 1 then
+        check.fail(name, "betas must be two numbers in [0, 1), got %s", check.describe(v))
+      end
+    elseif k ~= "params" and (k == "lr" or k == "momentum" or k == "dampening" or k == "weight_decay" or k == "eps") then
+      if type(v) ~= "number" or v ~= v then check.fail(name, "expected a number for option '%s', got %s", k, check.describe(v)) end
+      if v < 0 then check.fail(name, "invalid %s value: %s (must be >= 0)", k == "lr" and "learning rate" or k, v) end
+    end
+  end
+end
+
 function Optimizer.new(cls, params, opts)
-  opts = opts or {}
-  for k in pairs(opts) do
-    if cls.defaults[k] == nil then wick.error(("%s: unknown option '%s'"):format(cls.__name, tostring(k))) end
+  if type(cls) ~= "table" or type(cls.defaults) ~= "table" then check.expected("Optimizer.new", "class", "an optimizer class", cls) end
+  opts = check.options(opts, cls.__name, option_kinds(cls))
+  if type(params) ~= "table" or (#params == 0 and not wick.is_tensor(params)) then
+    wick.error(("%s: expected a non-empty array of parameters (model:parameters()), got %s"):format(cls.__name, check.describe(params)))
   end
-  if type(params) ~= "table" or #params == 0 then
-    wick.error(("%s: expected a non-empty array of parameters (model:parameters())"):format(cls.__name))
-  end
+  if wick.is_tensor(params) then params = { params } end
   local groups = {}
   -- an array of tensors, or an array of groups {params = {...}, lr = ...}
   local list = wick.is_tensor(params[1]) and { { params = params } } or params
-  for _, g in ipairs(list) do
+  for gi, g in ipairs(list) do
+    if type(g) ~= "table" or type(g.params) ~= "table" then
+      wick.error(("%s: parameter group %d must be a table with params = {...}, got %s"):format(cls.__name, gi, check.describe(g)))
+    end
     local group = { params = {} }
     for k, v in pairs(cls.defaults) do group[k] = v end
     for k, v in pairs(opts) do group[k] = v end
@@ -39,12 +71,19 @@ function Optimizer.new(cls, params, opts)
       group.params[i] = p
     end
     if type(group.lr) ~= "number" then wick.error(("%s: lr is required (a number)"):format(cls.__name)) end
+    check_group(cls.__name, group)
     groups[#groups + 1] = group
   end
   return setmetatable({ param_groups = groups, state = {} }, cls)
 end
 
+local function this(self, fn)
+  if type(self) ~= "table" or type(self.param_groups) ~= "table" then check.expected("Optimizer:" .. fn, "self", "an optimizer", self) end
+  return self
+end
+
 function Optimizer:zero_grad()
+  this(self, "zero_grad")
   for _, g in ipairs(self.param_groups) do
     for _, p in ipairs(g.params) do p.grad = nil end
   end
@@ -76,6 +115,8 @@ local function update_all(self)
 end
 
 function Optimizer:step(closure)
+  this(self, "step")
+  if closure ~= nil then check.callable(closure, "step", "closure") end
   local loss
   if closure then loss = wick.enable_grad(closure) end
   wick.no_grad(update_all, self)
@@ -92,6 +133,7 @@ local function numbered(self)
 end
 
 function Optimizer:state_dict()
+  this(self, "state_dict")
   local state, groups, index = {}, {}, 0
   for gi, group in ipairs(self.param_groups) do
     local g = { params = {} }
@@ -113,6 +155,7 @@ end
 
 --- Loads state saved by state_dict(); tensors move to each parameter's device and dtype.
 function Optimizer:load_state_dict(sd)
+  this(self, "load_state_dict")
   if type(sd) ~= "table" or type(sd.param_groups) ~= "table" or type(sd.state) ~= "table" then
     wick.error("load_state_dict: expected a table with state and param_groups (from opt:state_dict())")
   end
@@ -120,6 +163,9 @@ function Optimizer:load_state_dict(sd)
     wick.error(("load_state_dict: the saved state has %d parameter groups, this optimizer has %d"):format(#sd.param_groups, #self.param_groups))
   end
   for gi, g in ipairs(sd.param_groups) do
+    if type(g) ~= "table" or type(g.params) ~= "table" then
+      wick.error(("load_state_dict: group %d of the saved state is not a table with params"):format(gi))
+    end
     if #g.params ~= #self.param_groups[gi].params then
       wick.error(("load_state_dict: group %d has %d parameters in the saved state but %d here"):format(gi, #g.params, #self.param_groups[gi].params))
     end
@@ -128,6 +174,9 @@ function Optimizer:load_state_dict(sd)
   self.state = {}
   for index, s in pairs(sd.state) do
     local p = params[tonumber(index)]
+    if p and type(s) ~= "table" then
+      wick.error(("load_state_dict: the state of parameter %s is a %s, not a table"):format(tostring(index), type(s)))
+    end
     if p then
       local copy = {}
       for k, v in pairs(s) do
@@ -203,28 +252,40 @@ local function scheduler(name, compute, defaults)
 end
 
 function Scheduler.new(cls, opt, opts)
+  if type(cls) ~= "table" or type(cls.defaults) ~= "table" then check.expected("Scheduler.new", "class", "a scheduler class", cls) end
+  if type(opt) ~= "table" or type(opt.param_groups) ~= "table" then check.expected(cls.__name, "optimizer", "an optimizer", opt) end
+  local kinds = {}
+  for k in pairs(cls.defaults) do kinds[k] = "number" end
+  opts = check.options(opts, cls.__name, kinds)
   local self = setmetatable({ optimizer = opt, last_epoch = 0, base_lrs = {} }, cls)
   for k, v in pairs(cls.defaults) do self[k] = v end
-  for k, v in pairs(opts or {}) do
-    if cls.defaults[k] == nil then wick.error(("%s: unknown option '%s'"):format(cls.__name, tostring(k))) end
-    self[k] = v
-  end
+  for k, v in pairs(opts) do self[k] = v end
+  if cls.__name == "StepLR" then check.int(self.step_size, "StepLR", "step_size", 1) end
+  if cls.__name == "CosineAnnealingLR" and (self.T_max == 0) then check.fail("CosineAnnealingLR", "T_max must not be 0") end
   for i, g in ipairs(opt.param_groups) do self.base_lrs[i] = g.lr end
   return self
 end
 
+local function sched(self, fn)
+  if type(self) ~= "table" or type(self.optimizer) ~= "table" then check.expected("Scheduler:" .. fn, "self", "a scheduler", self) end
+  return self
+end
+
 function Scheduler:step()
+  sched(self, "step")
   self.last_epoch = self.last_epoch + 1
   for i, g in ipairs(self.optimizer.param_groups) do g.lr = self:compute(self.base_lrs[i]) end
 end
 
 function Scheduler:get_last_lr()
+  sched(self, "get_last_lr")
   local out = {}
   for i, g in ipairs(self.optimizer.param_groups) do out[i] = g.lr end
   return out
 end
 
 function Scheduler:state_dict()
+  sched(self, "state_dict")
   local sd = { last_epoch = self.last_epoch, base_lrs = {} }
   for i, v in ipairs(self.base_lrs) do sd.base_lrs[i] = v end
   for k in pairs(getmetatable(self).defaults) do sd[k] = self[k] end
@@ -232,6 +293,15 @@ function Scheduler:state_dict()
 end
 
 function Scheduler:load_state_dict(sd)
+  sched(self, "load_state_dict")
+  check.table(sd, "load_state_dict", "state_dict")
+  for k, v in pairs(sd) do
+    if type(k) ~= "string" or (k ~= "last_epoch" and k ~= "base_lrs" and getmetatable(self).defaults[k] == nil) then
+      check.fail("load_state_dict", "unexpected key '%s' in a %s state", tostring(k), getmetatable(self).__name)
+    end
+    if k == "base_lrs" then check.table(v, "load_state_dict", "base_lrs")
+    else check.number(v, "load_state_dict", k) end
+  end
   for k, v in pairs(sd) do self[k] = v end
 end
 

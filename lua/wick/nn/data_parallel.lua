@@ -15,6 +15,7 @@
 -- `cpu` and `meta` devices, which is how they are tested on machines without
 -- GPUs.
 local wick = require("wick")
+local check = require("wick.argcheck")
 local unpack = table.unpack or unpack -- Lua 5.2+ (WICK_LUA54) and LuaJIT
 local Module = require("wick.nn.module")
 
@@ -49,7 +50,7 @@ end
 --- to device_ids[1]; dim (1-based, negative counts from the end) is the batch
 --- dimension the inputs are split along and the outputs joined along.
 function DataParallel:init(module, opts)
-  opts = opts or {}
+  opts = check.opt_table(opts, "DataParallel", "opts") or {}
   if not is_module(module) then
     wick.error(("DataParallel: expected a module to wrap, got a %s"):format(type(module)))
   end
@@ -299,6 +300,7 @@ end
 local function pack(...) return { n = select("#", ...), ... } end
 
 function DataParallel:forward(...)
+  check.module(self, "DataParallel:forward", "self")
   local ids = self.device_ids
   if #ids == 0 then return self.module(...) end
   check_source_device(self)
@@ -329,10 +331,14 @@ end
 
 -- Exposed for the specs: the scatter and replicate steps alone.
 DataParallel._scatter = function(devices, dim, ...)
+  check.table(devices, "DataParallel._scatter", "devices")
+  check.dim(dim, "DataParallel._scatter", "dim")
   local list = {}
   for i, d in ipairs(devices) do list[i] = to_device(d, "device_ids") end
   return scatter_args(list, dim, ...)
 end
-DataParallel._replicate = function(module, device) return replicate(module, wick.device(device), {}) end
+DataParallel._replicate = function(module, device)
+  return replicate(check.module(module, "DataParallel._replicate", "module"), wick.device(device), {})
+end
 
 return DataParallel

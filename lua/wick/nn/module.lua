@@ -2,6 +2,7 @@
 -- tracked in the order of first assignment (never pairs order), so parameters(),
 -- to(), state_dict() and optimizers see the same, repeatable order.
 local wick = require("wick")
+local check = require("wick.argcheck")
 
 local Module = {}
 Module.__name = "Module"
@@ -21,7 +22,15 @@ local function track(self, key, value)
 end
 
 --- Module:extend("Name"): a new class; Class(...) builds an instance and calls init.
+-- every method checks its receiver: m.parameters() instead of m:parameters() names the method
+local function this(self, fn)
+  if type(self) ~= "table" or rawget(self, "_fields") == nil then check.expected("Module:" .. fn, "self", "a module", self) end
+  return self
+end
+
 function Module:extend(name)
+  if type(self) ~= "table" then check.expected("Module.extend", "self", "a module class", self) end
+  if name ~= nil then check.string(name, "Module.extend", "name") end
   local class = {}
   for k, v in pairs(self) do
     if type(k) == "string" and k:sub(1, 2) == "__" then class[k] = v end
@@ -37,6 +46,7 @@ function Module:extend(name)
 end
 
 function Module.new(class, ...)
+  if type(class) ~= "table" or type(class.init) ~= "function" then check.expected("Module.new", "class", "a module class", class) end
   local self = setmetatable({ _fields = {}, training = true }, class)
   rawset(self, "training", true)
   self:init(...)
@@ -46,7 +56,8 @@ end
 function Module:init() end
 
 function Module:forward()
-  error(("%s:forward is not defined"):format(getmetatable(self).__name), 2)
+  this(self, "forward")
+  wick.error(("%s:forward is not defined"):format(getmetatable(self).__name))
 end
 
 Module.__newindex = track
@@ -54,6 +65,9 @@ Module.__call = function(self, ...) return self:forward(...) end
 
 --- Stores a tensor that is state but not a parameter (running statistics).
 function Module:register_buffer(name, tensor)
+  this(self, "register_buffer")
+  check.string(name, "register_buffer", "name")
+  check.opt_tensor(tensor, "register_buffer", "tensor")
   track(self, name, tensor)
   local buffers = rawget(self, "_buffers") or {}
   buffers[name] = true
@@ -110,22 +124,25 @@ local function named(self, wanted)
   return pairs_of(list)
 end
 
-function Module:named_parameters() return named(self, "param") end
-function Module:named_buffers() return named(self, "buffer") end
+function Module:named_parameters() return named(this(self, "named_parameters"), "param") end
+function Module:named_buffers() return named(this(self, "named_buffers"), "buffer") end
 
 function Module:parameters()
+  this(self, "parameters")
   local out = {}
   for _, p in self:named_parameters() do out[#out + 1] = p end
   return out
 end
 
 function Module:buffers()
+  this(self, "buffers")
   local out = {}
   for _, b in self:named_buffers() do out[#out + 1] = b end
   return out
 end
 
 function Module:named_children()
+  this(self, "named_children")
   local list = {}
   for _, m in ipairs(members(self)) do
     if m[3] == "module" then list[#list + 1] = { m[1], m[2] } end
@@ -134,13 +151,14 @@ function Module:named_children()
 end
 
 function Module:children()
+  this(self, "children")
   local out = {}
   for _, c in self:named_children() do out[#out + 1] = c end
   return out
 end
 
 function Module:modules()
-  local out = { self }
+  local out = { this(self, "modules") }
   for _, c in ipairs(self:children()) do
     for _, m in ipairs(c:modules()) do out[#out + 1] = m end
   end
@@ -148,14 +166,16 @@ function Module:modules()
 end
 
 function Module:train(mode)
-  if mode == nil then mode = true end
+  this(self, "train")
+  mode = check.opt_boolean(mode, "train", "mode", true)
   for _, m in ipairs(self:modules()) do rawset(m, "training", mode) end
   return self
 end
 
-function Module:eval() return self:train(false) end
+function Module:eval() return this(self, "eval"):train(false) end
 
 function Module:zero_grad()
+  this(self, "zero_grad")
   for _, p in ipairs(self:parameters()) do p.grad = nil end
 end
 
@@ -167,13 +187,18 @@ end
 
 --- model:to(device | dtype | {device =, dtype =}): moves every parameter, buffer
 --- and gradient in place (same Lua objects, new storage) and returns model.
+local TO_OPTIONS = { device = "device", dtype = "dtype", non_blocking = "boolean" }
 function Module:to(...)
-  local spec = { ... }
+  this(self, "to")
   local device, dtype
-  for _, a in ipairs(spec) do
+  for i = 1, select("#", ...) do
+    local a = select(i, ...)
     if type(a) == "string" and wick[a] == a and a ~= "float" then dtype = a
-    elseif type(a) == "table" and getmetatable(a) == nil then device, dtype = a.device or device, a.dtype or dtype
-    elseif a ~= nil then device = a end
+    elseif type(a) == "table" and getmetatable(a) == nil then
+      check.options(a, "Module:to", TO_OPTIONS)
+      device, dtype = a.device or device, a.dtype or dtype
+    elseif type(a) == "string" or getmetatable(a) == wick.Device then device = a
+    else check.expected("Module:to", "device", "a device, a dtype or an options table", a) end
   end
   local function move(t)
     local opts = { device = device }
@@ -193,21 +218,29 @@ function Module:to(...)
   return self
 end
 
-function Module:cuda(index) return self:to(index and wick.device("cuda", index) or "cuda") end
-function Module:cpu() return self:to("cpu") end
-function Module:float() return self:to("float32") end
-function Module:double() return self:to("float64") end
+function Module:cuda(index)
+  this(self, "cuda")
+  return self:to(check.opt_int(index, "Module:cuda", "device", nil, 0) and wick.device("cuda", index) or "cuda")
+end
+function Module:cpu() return this(self, "cpu"):to("cpu") end
+function Module:float() return this(self, "float"):to("float32") end
+function Module:double() return this(self, "double"):to("float64") end
 
 --- state_dict(): name -> tensor (sharing storage with the module, cut from the graph).
 function Module:state_dict()
+  this(self, "state_dict")
   local sd = {}
   walk(self, "", function(name, t) sd[name] = t:detach() end)
   return sd
 end
 
 --- load_state_dict(sd[, {strict = true}]): copies values into the existing tensors.
+local LOAD_OPTIONS = { strict = "boolean" }
 function Module:load_state_dict(sd, opts)
-  local strict = not (opts and opts.strict == false)
+  this(self, "load_state_dict")
+  check.table(sd, "load_state_dict", "state_dict")
+  opts = check.options(opts, "load_state_dict", LOAD_OPTIONS)
+  local strict = opts.strict ~= false
   local own, order = {}, {}
   walk(self, "", function(name, t) own[name] = t; order[#order + 1] = name end)
   local missing, unexpected, mismatched = {}, {}, {}
@@ -260,6 +293,7 @@ end
 function Module:extra_repr() return "" end
 
 function Module:__tostring()
+  this(self, "__tostring")
   local name = getmetatable(self).__name
   local lines = {}
   for _, m in ipairs(members(self)) do
