@@ -117,6 +117,10 @@ describe("size arithmetic", function()
     assert.are.same({ 0 }, shape_of(row))
     assert.are.same({ 5, 0 }, shape_of(v:narrow(1, 2 ^ 40 - 4, 5)))
     assert.are.equal(0, v:sum():item())
+    -- 2^40 empty rows are more Lua tables than can exist: an error, not a hang
+    assert_error_has(function() return v:totable() end, "totable", "2^31")
+    assert_error_has(function() return wick.ones(1):expand(2 ^ 40):totable() end, "totable", "2^31")
+    assert.are.same({ {}, {} }, wick.zeros(0):view(2, 0):totable())
   end)
 
   it("refuses expand sizes whose element count overflows", function()

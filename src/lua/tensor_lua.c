@@ -1106,6 +1106,13 @@ static void totable_rec(lua_State *L, const wick_tensor *t, int dim, const char 
 static int t_totable(lua_State *L) {
     wick_tensor *a = SELF("totable");
     if (wick_tensor_device(a).type == WICK_META) wl_raise(L, "totable: a meta tensor has no data to read");
+    /* every level's entries (a stride-0 or empty view can name far more than exist)
+     * must fit a Lua array: refuse before building any */
+    int64_t entries = 1, total = 0;
+    for (int d = 0; d < wick_tensor_ndim(a) && entries; d++)
+        if (__builtin_mul_overflow(entries, wick_tensor_sizes(a)[d], &entries) || (total += entries) > INT_MAX)
+            wl_raise(L, "totable: the tensor would make more than 2^31 Lua values (size %lld along dimension %d)",
+                     (long long)wick_tensor_sizes(a)[d], d + 1);
     a = on_host(L, a);
     totable_rec(L, a, 0, (const char *)wick_tensor_data(a));
     return 1;
@@ -1505,7 +1512,7 @@ static int m_conv2d(lua_State *L) {
         if (sh != 1 || sw != 1) wl_raise(L, "conv2d: padding='same' is not supported for strided convolutions");
         if (wick_tensor_ndim(weight) == 4) {
             const int64_t *ws = wick_tensor_sizes(weight);
-            int64_t th, tw;
+            int64_t th = 0, tw = 0;
             if (__builtin_mul_overflow((int64_t)dh, ws[2] - 1, &th) || __builtin_mul_overflow((int64_t)dw, ws[3] - 1, &tw) ||
                 th / 2 > INT_MAX || tw / 2 > INT_MAX)
                 wl_raise(L, "conv2d: padding='same' would need a padding larger than %d", INT_MAX);
