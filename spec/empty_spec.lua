@@ -421,6 +421,25 @@ describe("empty tensors: convolution and pooling", function()
     zero_grads(l)
   end)
 
+  it("convolves zero input channels to the bias, forward and backward", function()
+    for _, opts in ipairs({ {}, { stride = 2 }, { padding = 1 } }) do
+      local x, w, b = wick.zeros(1, 0, 3, 3), wick.ones(2, 0, 2, 2), wick.tensor({ 1, -1 })
+      local y = F.conv2d(x, w, b, opts)
+      local oh = y:size(3)
+      local expect = {}
+      for c = 1, 2 do
+        expect[c] = {}
+        for i = 1, oh do
+          expect[c][i] = {}
+          for k = 1, y:size(4) do expect[c][i][k] = c == 1 and 1 or -1 end
+        end
+      end
+      assert_close(y, { expect }, 0)
+      local _, l = backward_of(function(a, c, d) return F.conv2d(a, c, d, opts) end, x, w, b)
+      assert_close(l[3].grad, { oh * y:size(4), oh * y:size(4) }, 0)
+    end
+  end)
+
   it("pools an empty batch", function()
     local x = wick.zeros(0, 2, 4, 4)
     assert.are.same({ 0, 2, 2, 2 }, shape_of(F.max_pool2d(x, 2)))
@@ -668,6 +687,15 @@ describe("empty and 0-d tensors on the other device", function()
     local a = F.avg_pool2d(x, 2)
     ;(y:sum() + m:sum() + a:sum()):backward()
     return y, m, a, x.grad, w.grad, b.grad
+  end)
+
+  case("convolution over zero input channels, forward and backward", function(d)
+    local x = leaf(wick.zeros(1, 0, 3, 3, { device = d }))
+    local w = leaf(wick.ones(2, 0, 2, 2, { device = d }))
+    local b = leaf(wick.tensor({ 1, -1 }, { device = d }))
+    local y = F.conv2d(x, w, b, { stride = 2 })
+    y:sum():backward()
+    return y, x.grad, w.grad, b.grad
   end)
 
   case("backward of empty ops", function(d)

@@ -241,18 +241,20 @@ static void plan_release(conv_plan *p) {
     release(p->tmp, p->tmp_bytes);
 }
 
-/* The columns of job j's images as a [K, cur * L] matrix: the input itself for
- * a direct (1x1) convolution, else im2col into the plan's buffer. NULL when an
+/* The columns of job j's images as a [K, cur * L] matrix in *B: the input
+ * itself for a direct (1x1) convolution, else im2col into the plan's buffer
+ * (NULL when K is 0: no input channel, nothing to read). Fails when an
  * interrupt stopped im2col (the error is set). */
-static const char *columns(const conv_plan *p, conv_job *j, const char *input, int64_t *ld) {
+static wick_status columns(const conv_plan *p, conv_job *j, const char *input, const char **B, int64_t *ld) {
     const wk_conv2d_args *a = j->a;
     if (p->direct) {
         *ld = p->L;
-        return input + (j->n0 * a->c + j->g * p->cg) * p->L * p->es;
+        *B = input + (j->n0 * a->c + j->g * p->cg) * p->L * p->es;
+        return WICK_OK;
     }
-    if (wk_parallel_for(j->cur * p->cg, grain_for(a->kh * a->kw * p->L), im2col_range, j)) return NULL;
     *ld = j->cur * p->L;
-    return p->col;
+    *B = p->col;
+    return wk_parallel_for(j->cur * p->cg, grain_for(a->kh * a->kw * p->L), im2col_range, j);
 }
 
 wick_status cpu_conv2d_forward(const wk_conv2d_args *a, char *out, const char *input, const char *weight,
@@ -270,10 +272,10 @@ wick_status cpu_conv2d_forward(const wk_conv2d_args *a, char *out, const char *i
             conv_job j = {.a = a, .n0 = n0, .cur = cur, .g = g, .L = L, .cg = p.cg, .og = og, .K = K,
                           .x = input, .col = p.col, .y = out, .tmp = cur > 1 ? tmp : NULL, .bias = bias};
             int64_t ldb;
-            const char *B = columns(&p, &j, input, &ldb);
+            const char *B;
             char *C = cur > 1 ? tmp : out + (n0 * a->o + g * og) * L * es;
-            st = B ? gemm(a, 0, 0, og, cur * L, K, weight + g * og * K * es, K, B, ldb, C, cur * L, 0)
-                   : WICK_ERR_INTERRUPTED;
+            if (!(st = columns(&p, &j, input, &B, &ldb)))
+                st = gemm(a, 0, 0, og, cur * L, K, weight + g * og * K * es, K, B, ldb, C, cur * L, 0);
             if (!st && (cur > 1 || bias)) st = wk_parallel_for(cur * og, grain_for(L), finish_range, &j);
         }
     }
@@ -353,11 +355,8 @@ wick_status cpu_conv2d_backward(const wk_conv2d_args *a, const char *grad_out, c
             }
             if (grad_weight) { /* dW_g [og, K] (+)= dy @ columns^T */
                 int64_t ldb;
-                const char *B = columns(&p, &j, input, &ldb);
-                if (!B) {
-                    st = WICK_ERR_INTERRUPTED;
-                    break;
-                }
+                const char *B;
+                if ((st = columns(&p, &j, input, &B, &ldb))) break;
                 st = gemm(a, 0, 1, og, K, cur * L, dy, lddy, B, ldb, grad_weight + g * og * K * es, K, n0 ? 1 : 0);
                 if (st) break;
             }
