@@ -207,8 +207,10 @@ static int m_eye(lua_State *L) {
 }
 
 static int m_manual_seed(lua_State *L) {
-    lua_Number n = luaL_checknumber(L, 1);
-    wick_manual_seed((uint64_t)(int64_t)n);
+    lua_Number n = floor(luaL_checknumber(L, 1)); /* like PyTorch's int(seed) */
+    if (!(n >= -9223372036854775808.0 && n < 18446744073709551616.0))
+        wl_raise(L, "wick.manual_seed: expected a seed in [-2^63, 2^64), got %.17g", n);
+    wick_manual_seed(n < 0 ? (uint64_t)(int64_t)n : (uint64_t)n); /* negative seeds wrap, as in PyTorch */
     return 0;
 }
 
