@@ -239,7 +239,8 @@ static int m_set_rng_state(lua_State *L) {
 
 static int m_set_num_threads(lua_State *L) {
     lua_Number n = luaL_checknumber(L, 1);
-    if (n < 1 || n != floor(n)) wl_raise(L, "wick.set_num_threads: expected a positive integer, got %g", n);
+    if (!(n >= 1 && n <= INT_MAX) || n != floor(n))
+        wl_raise(L, "wick.set_num_threads: expected a positive integer, got %g", n);
     wick_set_num_threads((int)n);
     return 0;
 }
@@ -622,7 +623,11 @@ static void reduce_args(lua_State *L, int first, int *dim, int *keepdim, int *co
         lua_getfield(L, i, "unbiased");
         if (!lua_isnil(L, -1)) *correction = lua_toboolean(L, -1) ? 1 : 0;
         lua_getfield(L, i, "correction");
-        if (!lua_isnil(L, -1)) *correction = (int)luaL_checknumber(L, -1);
+        if (!lua_isnil(L, -1)) {
+            int64_t c = wl_checkint(L, lua_gettop(L), fn, "correction");
+            if (c < INT_MIN || c > INT_MAX) wl_raise(L, "%s: correction %lld is out of range", fn, (long long)c);
+            *correction = (int)c;
+        }
         lua_getfield(L, i, "dim");
         if (!lua_isnil(L, -1)) *dim = wl_dim(L, lua_gettop(L), fn);
         lua_pop(L, 4);
