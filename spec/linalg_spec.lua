@@ -55,6 +55,16 @@ describe("mm", function()
     assert.are.same(AB, wick.tensor(A, { dtype = "float64" }):mm(wick.tensor(B, { dtype = "float64" })):totable())
   end)
 
+  it("wraps int64 products around like PyTorch, and takes only integer alpha and beta", function()
+    local a = I({ { 2 ^ 40 } })
+    assert.are.equal(0, a:mm(a):item()) -- 2^80 mod 2^64
+    assert.are.equal(0, I({ { 2 ^ 31, 2 ^ 31 } }):mm(I({ { 2 ^ 32 }, { 2 ^ 32 } })):item())
+    assert.are.equal("-9223372036854775808", I({ { 2 ^ 62 } }):mm(I({ { 2 } })):_int64_str())
+    assert_error_has(function() return wick.addmm(a, a, a, { alpha = 2.5 }) end, "alpha")
+    assert_error_has(function() return wick.addmm(a, a, a, { beta = 1e30 }) end, "beta")
+    assert.are.equal(2 ^ 40 * 3, wick.addmm(a, I({ { 1 } }), a, { alpha = 2 }):item())
+  end)
+
   it("works in int64, exactly beyond float32's range", function()
     local r = I(A):mm(I(B))
     assert.are.equal("int64", r.dtype)

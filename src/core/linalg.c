@@ -3,6 +3,7 @@
  * copied. */
 #include "autograd.h"
 
+#include <math.h>
 #include <stdio.h>
 
 bool wk_gemm_layout(const wick_tensor *t, int *trans, int64_t *ld) {
@@ -70,6 +71,10 @@ static wick_status addmm_forward(wick_tensor **out, const wick_tensor *input, co
     if (st || (st = check_2d(op, "mat1", m1)) || (st = check_2d(op, "mat2", m2)) ||
         (st = check_matmul_dtypes(op, m1, m2)) || (st = mm_shapes(op, m1, m2)))
         return st;
+    if (wk_is_integral(m1->dtype) && !(alpha == floor(alpha) && beta == floor(beta) && fabs(alpha) < 9.2e18 &&
+                                       fabs(beta) < 9.2e18))
+        return wick_fail(WICK_ERR_ARGUMENT, "%s: for integral input tensors, alpha and beta must be integers, got %g and %g",
+                         op, alpha, beta);
     if (input && input->dtype != m1->dtype)
         return wick_fail(WICK_ERR_DTYPE, "addmm: expected self and mat1 to have the same dtype, but got %s and %s",
                          wick_dtype_name(input->dtype), wick_dtype_name(m1->dtype));

@@ -73,14 +73,16 @@ static void generic_gemm(const wk_gemm_args *g) {
                 int64_t ao = g->trans_a ? p * g->lda + i : i * g->lda + p;
                 int64_t bo = g->trans_b ? j * g->ldb + p : p * g->ldb + j;
                 if (ints)
-                    iacc += wk_load_int64(g->a + ao * (int64_t)es, g->dtype) * wk_load_int64(g->b + bo * (int64_t)es, g->dtype);
+                    iacc = wk_wrap_add(iacc, wk_wrap_mul(wk_load_int64(g->a + ao * (int64_t)es, g->dtype),
+                                                         wk_load_int64(g->b + bo * (int64_t)es, g->dtype)));
                 else
                     acc += wk_load_double(g->a + ao * (int64_t)es, g->dtype) * wk_load_double(g->b + bo * (int64_t)es, g->dtype);
             }
             char *c = g->c + (i * g->ldc + j) * (int64_t)es;
             if (ints) {
                 int64_t old = g->beta != 0 ? wk_load_int64(c, g->dtype) : 0;
-                wk_store_int64(c, g->dtype, (int64_t)g->alpha * iacc + (int64_t)g->beta * old);
+                /* integer alpha and beta (the core checks), products wrapping like PyTorch's */
+                wk_store_int64(c, g->dtype, wk_wrap_add(wk_wrap_mul((int64_t)g->alpha, iacc), wk_wrap_mul((int64_t)g->beta, old)));
             } else {
                 double old = g->beta != 0 ? wk_load_double(c, g->dtype) : 0;
                 wk_store_double(c, g->dtype, g->alpha * acc + g->beta * old);
