@@ -235,6 +235,9 @@ static wick_status binary(wick_tensor **out, wick_tensor *inplace, wick_binary_o
     if (!wick_dtype_is_floating(compute) && alpha != floor(alpha))
         return wick_fail(WICK_ERR_ARGUMENT, "%s: for integral input tensors, alpha must not be a fraction (got %g)",
                          binary_names[op], alpha);
+    if (!wick_dtype_is_floating(compute) && !(fabs(alpha) < 9.2e18)) /* it becomes an int64 in the kernel */
+        return wick_fail(WICK_ERR_ARGUMENT, "%s: for integral input tensors, alpha must fit an int64 (got %g)",
+                         binary_names[op], alpha);
     kernel_call k = {K_BINARY, op, alpha, 0};
     const wick_tensor *inputs[2] = {a, b};
     const char *names[2] = {"input", "other"};

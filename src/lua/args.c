@@ -230,7 +230,7 @@ int wl_dim(lua_State *L, int idx, const char *fn) {
 int wl_toscalar(lua_State *L, int idx, wick_scalar *s) {
     if (lua_type(L, idx) == LUA_TNUMBER) {
         s->value = lua_tonumber(L, idx);
-        s->is_integer = s->value == floor(s->value) && fabs(s->value) < 9.3e18;
+        s->is_integer = s->value == floor(s->value) && fabs(s->value) < 9223372036854775808.0; /* an int64 */
         return 1;
     }
     if (lua_type(L, idx) == LUA_TBOOLEAN) {

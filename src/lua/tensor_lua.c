@@ -491,7 +491,9 @@ static int binary_values(lua_State *L, wick_binary_op op, int ia, int ib, double
     if (a && b) {
         wl_check(L, alpha == 1 ? wick_binary(slot, op, a, b) : wick_add_scaled(slot, a, b, op == WICK_SUB ? -alpha : alpha));
     } else if (a && wl_toscalar(L, ib, &s)) {
-        if (alpha != 1) s.value *= alpha, s.is_integer = s.is_integer && alpha == floor(alpha);
+        /* an integer only while alpha * other is one that fits an int64 (as wl_toscalar decides) */
+        if (alpha != 1)
+            s.value *= alpha, s.is_integer = s.is_integer && alpha == floor(alpha) && fabs(s.value) < 9223372036854775808.0;
         wl_check(L, wick_binary_scalar(slot, op, a, s, 0));
     } else if (b && wl_toscalar(L, ia, &s)) {
         wl_check(L, wick_binary_scalar(slot, op, b, s, 1));
