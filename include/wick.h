@@ -476,6 +476,14 @@ WICK_API wick_status wick_map_storages(const char *path, int n, const int64_t *o
 /* A 1-D CPU tensor of numel elements read from path at a byte offset. */
 WICK_API wick_status wick_read_storage(wick_tensor **out, const char *path, int64_t offset, wick_dtype dtype,
                                        int64_t numel);
+/* CRC-32C (Castagnoli; wick.save's per-storage checksum) of size bytes,
+ * continuing from crc (0 to start): wick_crc32c(0, "123456789", 9) ==
+ * 0xe3069283. Uses the SSE4.2 crc32 instruction where the CPU has it (checked at
+ * run time; a table elsewhere) and, from 2 MiB, wick's thread pool. */
+WICK_API uint32_t wick_crc32c(uint32_t crc, const void *data, size_t size);
+/* zlib's CRC-32 (zip entries, wick checkpoints before crc32c) likewise, on the
+ * thread pool from 2 MiB: wick_crc32(0, "123456789", 9) == 0xcbf43926. */
+WICK_API uint32_t wick_crc32(uint32_t crc, const void *data, size_t size);
 
 /* Flat checkpoints: a table of named tensors as a plain safetensors file (8-byte
  * little-endian header size, a JSON header {"name": {"dtype": "F32", "shape":
@@ -511,14 +519,6 @@ WICK_API int wick_get_num_threads(void);
 
 /* Called (on the allocating thread) when an allocation fails, before the
  * caching allocators are emptied and the allocation is retried once: a host
-/* CRC-32C (Castagnoli; wick.save's per-storage checksum) of size bytes,
- * continuing from crc (0 to start): wick_crc32c(0, "123456789", 9) ==
- * 0xe3069283. Uses the SSE4.2 crc32 instruction where the CPU has it (checked at
- * run time; a table elsewhere) and, from 2 MiB, wick's thread pool. */
-WICK_API uint32_t wick_crc32c(uint32_t crc, const void *data, size_t size);
-/* zlib's CRC-32 (zip entries, wick checkpoints before crc32c) likewise, on the
- * thread pool from 2 MiB: wick_crc32(0, "123456789", 9) == 0xcbf43926. */
-WICK_API uint32_t wick_crc32(uint32_t crc, const void *data, size_t size);
  * frees what it can (the Lua binding runs a full garbage collection, which
  * releases dead tensors). Per thread; NULL removes it. */
 WICK_API void wick_set_oom_handler(void (*handler)(void *ctx), void *ctx);
