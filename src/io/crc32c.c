@@ -191,9 +191,10 @@ static uint32_t reg_parallel(int kind, uint32_t reg, const unsigned char *p, siz
     j->chunk = n / MAX_CHUNKS + 1 > MIN_CHUNK ? (n / MAX_CHUNKS + 64) & ~(size_t)63 : MIN_CHUNK;
     int64_t chunks = (int64_t)((n + j->chunk - 1) / j->chunk);
     memset(j->done, 0, (size_t)chunks);
-    wk_parallel_for(chunks, 1, chunk_range, j);
     /* an interrupt can stop the pool's ranges early: whatever did not run, runs
-     * here, so the answer is always the checksum of every byte */
+     * here, so the answer is always the checksum of every byte; the interrupt is
+     * raised again for the caller's next check to report */
+    if (wk_parallel_for(chunks, 1, chunk_range, j) != WICK_OK) wick_interrupt_raise(wk_interrupt_watched());
     for (int64_t i = 0; i < chunks; i++)
         if (!j->done[i]) chunk_one(j, i);
     uint32_t full = gf_shift_factor(j->chunk, poly);
