@@ -10,12 +10,16 @@ local Optimizer = {}
 Optimizer.__index = Optimizer
 optim.Optimizer = Optimizer
 
+-- Each class's update rule and each scheduler's formula, kept out of the
+-- public tables (an object's methods are only what a user may call).
+local updates, formulas = setmetatable({}, { __mode = "k" }), setmetatable({}, { __mode = "k" })
+
 local function class(name, defaults, step)
   local C = setmetatable({}, { __index = Optimizer, __call = function(cls, params, opts) return cls.new(cls, params, opts) end })
   C.__index = C
   C.__name = name
   C.defaults = defaults
-  C.update = step
+  updates[C] = step
   return C
 end
 
@@ -101,6 +105,8 @@ local function follow(p, state)
 end
 
 local function update_all(self)
+  local update = updates[getmetatable(self)]
+  if not update then wick.error(("%s:step: this optimizer has no update rule"):format(tostring(getmetatable(self).__name))) end
   for _, group in ipairs(self.param_groups) do
     for _, p in ipairs(group.params) do
       local g = p.grad
@@ -108,7 +114,7 @@ local function update_all(self)
         local state = self.state[p]
         if not state then state = {}; self.state[p] = state
         else follow(p, state) end
-        self.update(p, g, state, group)
+        update(p, g, state, group)
       end
     end
   end
@@ -246,7 +252,7 @@ local function scheduler(name, compute, defaults)
   local C = setmetatable({}, { __index = Scheduler, __call = function(cls, opt, opts) return cls.new(cls, opt, opts) end })
   C.__index = C
   C.__name = name
-  C.compute = compute
+  formulas[C] = compute
   C.defaults = defaults
   return C
 end
@@ -274,7 +280,8 @@ end
 function Scheduler:step()
   sched(self, "step")
   self.last_epoch = self.last_epoch + 1
-  for i, g in ipairs(self.optimizer.param_groups) do g.lr = self:compute(self.base_lrs[i]) end
+  local compute = formulas[getmetatable(self)]
+  for i, g in ipairs(self.optimizer.param_groups) do g.lr = compute(self, self.base_lrs[i]) end
 end
 
 function Scheduler:get_last_lr()

@@ -69,6 +69,7 @@ function L.Conv2d:init(in_channels, out_channels, kernel_size, ...)
   end
   layer_options("Conv2d", opts, CONV)
   if opts.padding_mode ~= nil then check.one_of(opts.padding_mode, "Conv2d", "padding_mode", { "zeros" }) end
+  if kernel_size == nil then check.expected("Conv2d", "kernel_size", "an integer or a {h, w} table", nil) end
   local k = F._pair(kernel_size, "Conv2d kernel_size")
   for i = 1, 2 do check.int(k[i], "Conv2d", "kernel_size", 1) end
   self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, k

@@ -13,6 +13,9 @@ local function is_module(v) return type(v) == "table" and getmetatable(v) ~= nil
 
 -- Records each new field name once, in assignment order.
 local function track(self, key, value)
+  if key == nil or key ~= key then
+    wick.error(("%s: cannot assign to a field with a %s key"):format(check.describe(self), key == nil and "nil" or "NaN"))
+  end
   local fields = rawget(self, "_fields")
   if value ~= nil and not fields[key] and type(key) == "string" and key:sub(1, 1) ~= "_" then
     fields[key] = true
@@ -46,7 +49,7 @@ function Module:extend(name)
 end
 
 function Module.new(class, ...)
-  if type(class) ~= "table" or type(class.init) ~= "function" then check.expected("Module.new", "class", "a module class", class) end
+  if type(class) ~= "table" or rawget(class, "__index") ~= class or type(class.init) ~= "function" then check.expected("Module.new", "class", "a module class", class) end
   local self = setmetatable({ _fields = {}, training = true }, class)
   rawset(self, "training", true)
   self:init(...)
