@@ -201,7 +201,7 @@ function Module:to(...)
       check.options(a, "Module:to", TO_OPTIONS)
       device, dtype = a.device or device, a.dtype or dtype
     elseif type(a) == "string" or getmetatable(a) == wick.Device then device = a
-    else check.expected("Module:to", "device", "a device, a dtype or an options table", a) end
+    elseif a ~= nil then check.expected("Module:to", "device", "a device, a dtype or an options table", a) end
   end
   local function move(t)
     local opts = { device = device }
