@@ -391,4 +391,27 @@ describe("argument checks of wick's Lua functions (wick.argcheck)", function()
       return m
     end, "Conv2d: expected an integer or a table for option 'stride', got boolean")
   end)
+  it("number and string arguments of the binding name the function and the argument (Lua 5.4 too)", function()
+    local t = wick.ones(3)
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local r = t:clamp("low")
+      return r
+    end, "clamp: expected a number for argument 'min', got string")
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local r = wick.clamp(t, 0, t)
+      return r
+    end, "clamp: expected a number for argument 'max', got ")
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local r = wick.manual_seed({})
+      return r
+    end, "wick.manual_seed: expected a number for argument 'seed', got table")
+    assert_raised_at(function()
+      expect.line = here() + 1
+      local r = t:addmm(wick.ones(3, 2), wick.ones(2, 3), { alpha = "x" })
+      return r
+    end, "addmm: expected a number for option 'alpha', got string")
+  end)
 end)

@@ -121,10 +121,20 @@ wick_tensor **wl_new_slot(lua_State *L) {
 
 /* ---- arguments ---- */
 
-static int64_t checkint(lua_State *L, int idx, const char *fn, const char *what) {
+lua_Number wl_checknumber(lua_State *L, int idx, const char *fn, const char *what) {
     if (lua_type(L, idx) != LUA_TNUMBER)
         wl_raise(L, "%s: expected a number for %s, got %s", fn, what, luaL_typename(L, idx));
-    lua_Number v = lua_tonumber(L, idx);
+    return lua_tonumber(L, idx);
+}
+
+const char *wl_checkstring(lua_State *L, int idx, const char *fn, const char *what) {
+    if (lua_type(L, idx) != LUA_TSTRING)
+        wl_raise(L, "%s: expected a string for %s, got %s", fn, what, luaL_typename(L, idx));
+    return lua_tostring(L, idx);
+}
+
+static int64_t checkint(lua_State *L, int idx, const char *fn, const char *what) {
+    lua_Number v = wl_checknumber(L, idx, fn, what);
     if (v != floor(v) || fabs(v) > 9.007199254740992e15)
         wl_raise(L, "%s: expected an integer for %s, got %.17g", fn, what, v);
     return (int64_t)v;

@@ -207,7 +207,7 @@ static int m_eye(lua_State *L) {
 }
 
 static int m_manual_seed(lua_State *L) {
-    lua_Number n = floor(luaL_checknumber(L, 1)); /* like PyTorch's int(seed) */
+    lua_Number n = floor(wl_checknumber(L, 1, "wick.manual_seed", "argument 'seed'")); /* like PyTorch's int(seed) */
     if (!(n >= -9223372036854775808.0 && n < 18446744073709551616.0))
         wl_raise(L, "wick.manual_seed: expected a seed in [-2^63, 2^64), got %.17g", n);
     wick_manual_seed(n < 0 ? (uint64_t)(int64_t)n : (uint64_t)n); /* negative seeds wrap, as in PyTorch */
@@ -238,7 +238,7 @@ static int m_set_rng_state(lua_State *L) {
 }
 
 static int m_set_num_threads(lua_State *L) {
-    lua_Number n = luaL_checknumber(L, 1);
+    lua_Number n = wl_checknumber(L, 1, "wick.set_num_threads", "argument 'n'");
     if (!(n >= 1 && n <= INT_MAX) || n != floor(n))
         wl_raise(L, "wick.set_num_threads: expected a positive integer, got %g", n);
     wick_set_num_threads((int)n);
@@ -277,19 +277,26 @@ static int m_cuda_current_device(lua_State *L) {
     return 1;
 }
 
+/* A CUDA device ordinal argument (its range is the runtime's to check). */
+static int cuda_index(lua_State *L, int idx, const char *fn) {
+    int64_t i = wl_checkint(L, idx, fn, "argument 'device'");
+    if (i < INT_MIN || i > INT_MAX) wl_raise(L, "%s: invalid device index %lld", fn, (long long)i);
+    return (int)i;
+}
+
 static int m_cuda_set_device(lua_State *L) {
-    wl_check(L, wick_cuda_set_device((int)luaL_checkinteger(L, 1)));
+    wl_check(L, wick_cuda_set_device(cuda_index(L, 1, "wick.cuda.set_device")));
     return 0;
 }
 
 static int m_cuda_synchronize(lua_State *L) {
-    wl_check(L, wick_cuda_synchronize((int)luaL_optinteger(L, 1, -1)));
+    wl_check(L, wick_cuda_synchronize(lua_isnoneornil(L, 1) ? -1 : cuda_index(L, 1, "wick.cuda.synchronize")));
     return 0;
 }
 
 /* core.cuda_memory(index): allocated, peak allocated, reserved (bytes) */
 static int m_cuda_memory(lua_State *L) {
-    int index = (int)luaL_checkinteger(L, 1);
+    int index = cuda_index(L, 1, "wick.cuda.memory_allocated");
     wl_pushint64(L, wick_cuda_memory_allocated(index));
     wl_pushint64(L, wick_cuda_max_memory_allocated(index));
     wl_pushint64(L, wick_cuda_memory_reserved(index));
@@ -297,7 +304,7 @@ static int m_cuda_memory(lua_State *L) {
 }
 
 static int m_cuda_reset_peak_memory_stats(lua_State *L) {
-    wick_cuda_reset_peak_memory_stats((int)luaL_checkinteger(L, 1));
+    wick_cuda_reset_peak_memory_stats(cuda_index(L, 1, "wick.cuda.reset_peak_memory_stats"));
     return 0;
 }
 
@@ -510,7 +517,7 @@ static double alpha_arg(lua_State *L, int idx, wick_binary_op op) {
     if (lua_type(L, idx) == LUA_TNUMBER) return lua_tonumber(L, idx);
     if (lua_istable(L, idx)) {
         lua_getfield(L, idx, "alpha");
-        double a = lua_isnil(L, -1) ? 1 : luaL_checknumber(L, -1);
+        double a = lua_isnil(L, -1) ? 1 : wl_checknumber(L, -1, wick_binary_name(op), "option 'alpha'");
         lua_pop(L, 1);
         return a;
     }
@@ -568,8 +575,8 @@ static void clamp_bounds(lua_State *L, double *lo, double *hi) {
         lua_replace(L, 3);
         lua_replace(L, 2);
     }
-    if (!lua_isnoneornil(L, 2)) *lo = luaL_checknumber(L, 2);
-    if (!lua_isnoneornil(L, 3)) *hi = luaL_checknumber(L, 3);
+    if (!lua_isnoneornil(L, 2)) *lo = wl_checknumber(L, 2, "clamp", "argument 'min'");
+    if (!lua_isnoneornil(L, 3)) *hi = wl_checknumber(L, 3, "clamp", "argument 'max'");
     if (lua_isnoneornil(L, 2) && lua_isnoneornil(L, 3)) wl_raise(L, "clamp: at least one of min and max must be given");
 }
 
@@ -723,7 +730,7 @@ static int m_linear(lua_State *L) {
 /* core.mse_loss(input, target, reduction) with reduction "mean", "sum" or "none" */
 static int m_mse_loss(lua_State *L) {
     wick_tensor *x = wl_checktensor(L, 1, "mse_loss", "input"), *y = wl_checktensor(L, 2, "mse_loss", "target");
-    const char *r = luaL_optstring(L, 3, "mean");
+    const char *r = lua_isnoneornil(L, 3) ? "mean" : wl_checkstring(L, 3, "mse_loss", "argument 'reduction'");
     int reduction = strcmp(r, "none") == 0 ? 0 : strcmp(r, "mean") == 0 ? 1 : strcmp(r, "sum") == 0 ? 2 : -1;
     if (reduction < 0) wl_raise(L, "mse_loss: invalid reduction '%s' (expected 'mean', 'sum' or 'none')", r);
     wick_tensor **slot = wl_new_slot(L);
@@ -753,9 +760,9 @@ static int t_addmm(lua_State *L) {
     double beta = 1, alpha = 1;
     if (lua_istable(L, 4)) {
         lua_getfield(L, 4, "beta");
-        if (!lua_isnil(L, -1)) beta = luaL_checknumber(L, -1);
+        if (!lua_isnil(L, -1)) beta = wl_checknumber(L, -1, "addmm", "option 'beta'");
         lua_getfield(L, 4, "alpha");
-        if (!lua_isnil(L, -1)) alpha = luaL_checknumber(L, -1);
+        if (!lua_isnil(L, -1)) alpha = wl_checknumber(L, -1, "addmm", "option 'alpha'");
         lua_pop(L, 2);
     }
     wick_tensor **slot = wl_new_slot(L);
@@ -817,7 +824,7 @@ static int t_permute(lua_State *L) {
 
 /* A 1-based Lua index along a dim of `size` as a 0-based one (negative from the end). */
 static int64_t lua_index(lua_State *L, int idx, int64_t size, const char *fn, int dim) {
-    lua_Number v = luaL_checknumber(L, idx);
+    lua_Number v = wl_checknumber(L, idx, fn, "an index");
     if (v != floor(v)) wl_raise(L, "%s: expected an integer index, got %g", fn, v);
     if (v == 0) wl_raise(L, "%s: index 0 is invalid: indices count from 1 (and from -1 backwards)", fn);
     if (v > size || v < -size)

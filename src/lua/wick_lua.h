@@ -38,6 +38,10 @@ wick_tensor **wl_new_slot(lua_State *L);
 /* ---- arguments (args.c) ---- */
 /* An integral number (|v| <= 2^53) as int64; raises "fn: expected an integer for what" otherwise. */
 int64_t wl_checkint(lua_State *L, int idx, const char *fn, const char *what);
+/* A number / a string at idx, or an error naming fn and what at the user's line
+ * (luaL_check* would name neither the function nor the line). */
+lua_Number wl_checknumber(lua_State *L, int idx, const char *fn, const char *what);
+const char *wl_checkstring(lua_State *L, int idx, const char *fn, const char *what);
 /* Sizes given as numbers at [first, last] or as one table at `first`. Returns ndim. */
 int wl_sizes(lua_State *L, int first, int last, int64_t *sizes, const char *fn);
 /* Fills opt from the options table at idx (absent/nil: leaves opt as is).
