@@ -133,9 +133,16 @@ function F.layer_norm(x, normalized_shape, weight, bias, eps)
   if n > x:dim() then
     check.fail("layer_norm", "normalized_shape of %d dimension(s) for an input of %d", n, x:dim())
   end
-  local lead = {}
-  for i = 1, x:dim() - n do lead[i] = x:size(i) end
-  lead[#lead + 1] = -1
+  local lead, inner, k = {}, 1, x:dim() - n
+  for i = 1, n do
+    if x:size(k + i) ~= normalized_shape[i] then
+      check.fail("layer_norm", "Given normalized_shape=[%s], expected input with shape [*, %s], but got input of size[%s]",
+        table.concat(normalized_shape, ", "), table.concat(normalized_shape, ", "), table.concat(x:size(), ", "))
+    end
+    inner = inner * normalized_shape[i]
+  end
+  for i = 1, k do lead[i] = x:size(i) end
+  lead[k + 1] = inner -- not -1: ambiguous for an empty batch
   local flat = x:reshape(lead)
   local mean = flat:mean(-1, true)
   local var = flat:var(-1, { unbiased = false, keepdim = true })
