@@ -140,16 +140,17 @@ describe("hostile checkpoint files", function()
   end)
 end)
 
+-- the runner that runs this spec, to start writers as separate processes
+local runner = arg and arg[-1] or "build/wick"
+-- the exit status as a number: LuaJIT (5.1) returns it, Lua 5.2+ returns
+-- ok, "exit" or "signal", code
+local function sh(cmd)
+  local ok, _, code = os.execute(cmd)
+  if type(ok) == "number" then return ok end
+  return code
+end
+
 describe("atomic writes", function()
-  -- the runner that runs this spec, to start writers as separate processes
-  local runner = arg and arg[-1] or "build/wick"
-  -- the exit status as a number: LuaJIT (5.1) returns it, Lua 5.2+ returns
-  -- ok, "exit" or "signal", code
-  local function sh(cmd)
-    local ok, _, code = os.execute(cmd)
-    if type(ok) == "number" then return ok end
-    return code
-  end
   local function loads(path) return pcall(wick.load, path) end
 
   it("a write that fails midway (file size limit, like a full disk) raises and keeps the previous file", function()
@@ -328,12 +329,6 @@ describe("checksums (verified by default)", function()
 end)
 
 describe("temporary files of wick.save", function()
-  local runner = arg and arg[-1] or "build/wick"
-  local function sh(cmd)
-    local ok, _, code = os.execute(cmd)
-    if type(ok) == "number" then return ok end
-    return code
-  end
   local function capture(cmd) local p = io.popen(cmd); local s = p:read("*a"); p:close(); return (s:gsub("%s+$", "")) end
   local function listing(d)
     local names = {}
