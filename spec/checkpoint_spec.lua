@@ -126,6 +126,22 @@ describe("hostile checkpoint files", function()
     assert_error_has(function() return wick.load(with_header(h)) end, "lacks dtype")
   end)
 
+  it("views whose size arithmetic overflows (the audit's crafted files) are errors, not reads outside the file", function()
+    local bad_name = dir .. "/bad.wick"
+    local function crafted(shape, strides)
+      local h = header:gsub('\\"shape\\":%[4,4%]', '\\"shape\\":' .. shape):gsub('\\"strides\\":%[4,1%]', '\\"strides\\":' .. strides)
+      assert.are_not.equal(header, h)
+      return with_header(h)
+    end
+    -- 3 * 2^50 written out: JSON numbers beyond 2^53 still parse exactly as doubles here
+    assert_error_has(function() return wick.load(crafted("[2049,2049]", "[3377699720527872,3377699720527872]")):sum() end,
+      bad_name, "reaches")
+    assert_error_has(function() return wick.load(crafted("[4294967296,4294967296]", "[1,1]")):sum() end,
+      bad_name, "invalid shape")
+    assert_error_has(function() return wick.load(crafted("[4294967296,4294967296]", "[0,0]")):sum() end,
+      bad_name, "invalid shape")
+  end)
+
   it("a view that reaches outside its storage", function()
     local bad_name = dir .. "/bad.wick"
     local h = header:gsub('\\"offset\\":0', '\\"offset\\":9') -- same length: the data stays aligned
