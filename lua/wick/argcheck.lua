@@ -13,8 +13,8 @@ local type, getmetatable, rawget, tostring, floor, huge = type, getmetatable, ra
 
 local C = {}
 
-local DTYPES = { float32 = true, float64 = true, float16 = true, bfloat16 = true, int64 = true, int32 = true,
-  uint8 = true, bool = true }
+local DTYPES = {}
+for _, d in ipairs(core.dtypes) do DTYPES[d] = true end
 
 --- What a value is, for messages: "Tensor", a module's class name, "nan",
 --- the number itself, or the Lua type.

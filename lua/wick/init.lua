@@ -76,7 +76,8 @@ local function device_of_name(name) return intern_device(core.parse_device(name)
 
 -- ---- dtypes ----
 
-wick.dtypes = { "float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8", "bool" }
+wick.dtypes = {} -- the core's names (wick_dtype_name), in its order
+for i, d in ipairs(core.dtypes) do wick.dtypes[i] = d end
 for _, d in ipairs(wick.dtypes) do wick[d] = d end
 
 -- ---- tensor fields read with `.` ----

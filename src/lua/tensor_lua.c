@@ -1662,6 +1662,12 @@ void wl_open_tensor(lua_State *L) {
     }
     set_closure(L, "cat", m_join, 0, 0);
     set_closure(L, "stack", m_join, 1, 0);
+    lua_createtable(L, WICK_NUM_DTYPES, 0); /* core.dtypes: the names, in wick_dtype order */
+    for (int d = 0; d < WICK_NUM_DTYPES; d++) {
+        lua_pushstring(L, wick_dtype_name((wick_dtype)d));
+        lua_rawseti(L, -2, d + 1);
+    }
+    lua_setfield(L, -2, "dtypes");
 
     lua_newtable(L); /* methods */
     luaL_register(L, NULL, method_fns);
