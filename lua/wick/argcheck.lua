@@ -125,10 +125,14 @@ function C.opt_table(v, fn, arg)
 end
 
 --- A function, or a table or userdata with a __call metamethod.
-function C.callable(v, fn, arg)
-  if type(v) == "function" then return v end
+local function is_callable(v)
+  if type(v) == "function" then return true end
   local m = getmetatable(v)
-  if type(m) ~= "table" or m.__call == nil then expected(fn, arg, "a function", v) end
+  return type(m) == "table" and m.__call ~= nil
+end
+
+function C.callable(v, fn, arg)
+  if not is_callable(v) then expected(fn, arg, "a function", v) end
   return v
 end
 
@@ -170,11 +174,7 @@ local kinds = {
   dtype = function(v) return DTYPES[v] == true end,
   -- a device string or object; wick.device() checks the string itself
   device = function(v) return type(v) == "string" or (type(v) == "table" and rawget(v, "_fields") == nil) end,
-  ["function"] = function(v)
-    if type(v) == "function" then return true end
-    local m = getmetatable(v)
-    return type(m) == "table" and m.__call ~= nil
-  end,
+  ["function"] = is_callable,
   any = function() return true end,
 }
 local kind_text = { boolean = "a boolean", number = "a number", integer = "an integer", string = "a string",
