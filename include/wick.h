@@ -173,6 +173,35 @@ WICK_API void wick_cuda_empty_cache(void);
 WICK_API void wick_cuda_set_allow_tf32(int allow);
 WICK_API int wick_cuda_allow_tf32(void);
 
+/* Waits for a GPU. Kernels never wait; wick waits only where the host needs a
+ * result (a copy to the CPU, item()), where asked (wick_cuda_synchronize), at
+ * the end of a batch of copies, and when memory is released. Each such wait is
+ * counted per device and reason (0 in a build without CUDA):
+ * wick_cuda_sync_count(device) counts all of a device's waits (device < 0: of
+ * every device), wick_cuda_sync_count_for(device, reason) those of one reason
+ * (reason < 0: all), and wick_cuda_sync_reason_name(reason) names reason
+ * 0, 1, ... ("copy to the CPU", ...; NULL past the last). */
+WICK_API int64_t wick_cuda_sync_count(int device);
+WICK_API int64_t wick_cuda_sync_count_for(int device, int reason);
+WICK_API const char *wick_cuda_sync_reason_name(int reason);
+/* Called at every wait, on the waiting thread, before it waits; NULL removes
+ * it. It must not call back into wick. */
+typedef void (*wick_cuda_sync_hook)(int device, const char *reason, void *ud);
+WICK_API void wick_cuda_set_sync_hook(wick_cuda_sync_hook hook, void *ud);
+/* A batch of copies, per thread (nestable): between begin and the outermost
+ * end, copies from the host to a GPU do not wait for their bytes (the host
+ * memory they read is staged by CUDA or must stay unchanged until the end);
+ * end waits once for each GPU they went to and reports a pending error. So
+ * moving a model's N parameters waits once, not N times. end without begin is
+ * WICK_ERR_ARGUMENT. */
+WICK_API void wick_cuda_begin_batch(void);
+WICK_API wick_status wick_cuda_end_batch(void);
+/* Index bounds on a GPU are checked by the kernels themselves: an index out of
+ * range sets a per-device error record (the first one wins) and the op returns
+ * at once. The error (WICK_ERR_INDEX, naming the op, the index and the size,
+ * and saying that it was detected asynchronously) is reported by the next call
+ * that waits for that GPU (see above), like PyTorch's device-side assertions. */
+
 /* ---- tensors ------------------------------------------------------------- */
 
 typedef struct wick_tensor wick_tensor;

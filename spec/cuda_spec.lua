@@ -801,3 +801,132 @@ describe("without a GPU", function()
     assert_contains(err, "is_available() is false")
   end)
 end)
+
+-- ---- waits for the GPU (issue 12): counted, batched, and none for index bounds ----
+-- wick.cuda.sync_count counts every wait of wick for a GPU, by reason; index
+-- kernels check their indices on the GPU and the error surfaces at the next
+-- wait; model:to and to_device wait once per call (wick.cuda.batch).
+describe("waits for the GPU", function()
+  -- the waits fn(...) caused, in all and by reason
+  local function waits_of(fn, ...)
+    local before, by_before = wick.cuda.sync_count()
+    fn(...)
+    local after, by_after = wick.cuda.sync_count()
+    local by = {}
+    for reason, n in pairs(by_after) do
+      if n ~= (by_before[reason] or 0) then by[#by + 1] = ("%s: %d"):format(reason, n - (by_before[reason] or 0)) end
+    end
+    table.sort(by)
+    return after - before, table.concat(by, ", ")
+  end
+
+  -- examples/fashion_mnist_models.lua, found from this file's path
+  local function fashion_models()
+    local root = debug.getinfo(1, "S").source:sub(2):match("^(.*)/spec/[^/]*$") or "."
+    return dofile(root .. "/examples/fashion_mnist_models.lua")
+  end
+
+  it("sync_count is a count and a table by reason; 0 waits where nothing waited", function()
+    local n, by = wick.cuda.sync_count()
+    assert.are.equal("number", type(n))
+    assert.are.equal("table", type(by))
+    local total = 0
+    for reason, k in pairs(by) do
+      assert.are.equal("string", type(reason))
+      total = total + k
+    end
+    assert.are.equal(n, total)
+    assert.are.equal(0, (waits_of(function() return wick.ones(3) + 1 end)))
+    if not HAS_CUDA then assert.are.equal(0, n) end
+  end)
+
+  it("batch returns fn's values, nests, and ends also when fn raises", function()
+    local a, b, c = wick.cuda.batch(function(x, y) return x + y, nil, "z" end, 1, 2)
+    assert.are.same({ 3, nil, "z" }, { a, b, c })
+    assert.are.equal(7, wick.cuda.batch(wick.cuda.batch, function() return 7 end))
+    local err = error_of(function() wick.cuda.batch(function() error("inside the batch") end) end)
+    assert_contains(err, "inside the batch")
+    -- the failed batch was closed: a later one still works, and nothing is left open
+    assert.are.equal(1, wick.cuda.batch(function() return 1 end))
+    assert_contains(error_of(function() wick.cuda.batch(42) end), "wick.cuda.batch")
+  end)
+
+  it("to_device and model:to move everything (on the CPU too)", function()
+    local moved = wick.to_device({ wick.ones(2), { wick.zeros(3) }, "label" }, "cpu")
+    assert.are.same({ 1, 1 }, moved[1]:totable())
+    assert.are.same({ 0, 0, 0 }, moved[2][1]:totable())
+    assert.are.equal("label", moved[3])
+    local m = nn.Linear(3, 2):to("float64")
+    assert.are.equal("float64", m.weight.dtype)
+  end)
+
+  gpu_it("model:to('cuda') and to_device wait once per call, not once per tensor", function()
+    local models = fashion_models()
+    local model = models.MLP()
+    local n, by = waits_of(function() model:to("cuda") end)
+    assert.is_true(n <= 1, "model:to('cuda') waited " .. n .. " times (" .. by .. ")")
+    assert.are.equal("cuda", model.layers[2].weight.device.type)
+    local batch = { wick.randn(4, 784), wick.tensor({ 1, 2, 3, 4 }, { dtype = "int64" }), { wick.ones(5) } }
+    local moved
+    n, by = waits_of(function() moved = wick.to_device(batch, "cuda") end)
+    assert.is_true(n <= 1, "to_device waited " .. n .. " times (" .. by .. ")")
+    assert.are.same({ 1, 2, 3, 4 }, moved[2]:cpu():totable())
+    assert.are.same({ 1, 1, 1, 1, 1 }, moved[3][1]:cpu():totable())
+  end)
+
+  for _, name in ipairs({ "SGD", "Adam" }) do
+    gpu_it("one training step of the Fashion-MNIST MLP (" .. name .. ") waits at most once, for loss:item()", function()
+      local models = fashion_models()
+      wick.manual_seed(5)
+      local model = models.MLP():to("cuda")
+      local opt = name == "SGD" and wick.optim.SGD(model:parameters(), { lr = 0.01, momentum = 0.9 })
+        or wick.optim.Adam(model:parameters(), { lr = 1e-3 })
+      local x = wick.randn(64, 1, 28, 28):cuda()
+      local y = wick.randint(1, 11, { 64 }, { dtype = "int64" }):cuda()
+      local function step()
+        opt:zero_grad()
+        local loss = F.cross_entropy(model(x), y)
+        loss:backward()
+        opt:step()
+        return loss:item()
+      end
+      step() -- the first step creates the cuBLAS handle and the optimizer's state
+      local loss
+      local n, by = waits_of(function() loss = step() end)
+      assert.are.equal("number", type(loss))
+      assert.is_true(n <= 1, "one step waited " .. n .. " times (" .. by .. ")")
+    end)
+  end
+
+  gpu_it("an index out of range raises at the next wait, naming the op, the index and the size", function()
+    local x = wick.arange(1, 11):cuda()
+    local ops = {
+      index_select = function(bad) return x:index_select(1, bad) end,
+      gather = function(bad) return x:gather(1, bad) end,
+      scatter = function(bad) return wick.zeros(10):cuda():scatter(1, bad, 1) end,
+      scatter_add = function(bad) return wick.zeros(10):cuda():scatter_add(1, bad, wick.ones(2):cuda()) end,
+      index_add = function(bad) return wick.zeros(10):cuda():index_add(1, bad, wick.ones(2):cuda()) end,
+    }
+    for op, run in pairs(ops) do
+      local bad = wick.tensor({ 2, 12 }, { dtype = "int64" }):cuda()
+      local r = run(bad) -- no wait here: the op returns at once
+      local err = error_of(function() return r:sum():item() end)
+      assert_contains(err, op .. ": index 12 is out of bounds for dimension 1 with size 10")
+      assert_contains(err, "asynchronously")
+      -- reported once: the device works on
+      assert.are.equal(3, (x + 2)[1]:item())
+    end
+    -- wick.cuda.synchronize reports it too
+    local _ = x:index_select(1, wick.tensor({ 0 }, { dtype = "int64" }):cuda())
+    assert_contains(error_of(function() wick.cuda.synchronize() end), "index_select: index 0 is out of bounds")
+    wick.cuda.synchronize()
+  end)
+
+  gpu_it("checking indices on the GPU costs no wait", function()
+    local x, idx = wick.randn(100, 8):cuda(), wick.tensor({ 3, 1, 2 }, { dtype = "int64" }):cuda()
+    local n, by = waits_of(function()
+      local _ = x:index_select(1, idx), x:gather(1, idx:view(3, 1):expand(3, 8))
+    end)
+    assert.are.equal(0, n, by)
+  end)
+end)

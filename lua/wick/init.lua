@@ -232,14 +232,21 @@ wick.set_grad_enabled = core.set_grad_enabled
 wick.is_grad_enabled = core.is_grad_enabled
 function Tensor.detach_(t) return check_tensor(t, "detach_", "self"):detach() end
 
---- Moves a tensor, or every tensor inside a (nested) table, to a device.
+local function move_to(value, device)
+  if getmetatable(value) == mt then return value:to(device) end
+  if type(value) ~= "table" then return value end
+  local out = {}
+  for k, v in pairs(value) do out[k] = move_to(v, device) end
+  return setmetatable(out, getmetatable(value))
+end
+
+--- Moves a tensor, or every tensor inside a (nested) table, to a device: one
+--- batch of copies (wick.cuda.batch), so the call waits for a GPU once.
 function wick.to_device(value, device)
   if type(device) ~= "string" and type(device) ~= "table" then check.expected("to_device", "device", "a device", device) end
   if getmetatable(value) == mt then return value:to(device) end
   if type(value) ~= "table" then return value end
-  local out = {}
-  for k, v in pairs(value) do out[k] = wick.to_device(v, device) end
-  return setmetatable(out, getmetatable(value))
+  return wick.cuda.batch(move_to, value, device)
 end
 
 -- ---- CUDA (the backend comes with the CUDA build; src/cuda) ----
@@ -272,6 +279,25 @@ if not wick.cuda.is_available() then
     wick.cuda[name] = function(i) if i == nil then return 0 end return f(i) end
   end
   wick.cuda.reset_peak_memory_stats = function() end
+end
+
+--- wick.cuda.sync_count([device]): how many times wick has waited for the GPU
+--- (all GPUs when device is nil), and a table of those waits by reason.
+function wick.cuda.sync_count(i)
+  return core.cuda_sync_counts(i == nil and -1 or ordinal(i, "sync_count"))
+end
+
+--- wick.cuda.batch(fn, ...): runs fn(...) as one batch of copies: copies from
+--- the CPU to a GPU inside it do not wait each; the batch waits once per GPU at
+--- its end (also when fn raises) and reports a pending GPU error there.
+function wick.cuda.batch(fn, ...)
+  check.callable(fn, "wick.cuda.batch", "fn")
+  core.cuda_begin_batch()
+  local results = pack(pcall(fn, ...))
+  local ok, err = pcall(core.cuda_end_batch)
+  if not results[1] then error(results[2], 0) end
+  if not ok then error(err, 0) end
+  return unpack(results, 2, results.n)
 end
 
 function wick.cuda.with_device(i, fn, ...)

@@ -6,7 +6,9 @@
  * wk_reduce_args.device, ...; tensors carry it in their storage), runs on that
  * device's one stream, and returns WICK_OK or the status of wk_cuda_check. Work
  * on one device is ordered by its stream, so kernels never synchronize; only
- * copies to the host (and wick_cuda_synchronize) wait. */
+ * copies to the host (and wick_cuda_synchronize) wait, each through the
+ * runtime's wait_for, which counts waits (wick_cuda_sync_count) and reports
+ * the device error record that index kernels set (cuda_host.h). */
 #ifndef WICK_CUDA_H
 #define WICK_CUDA_H
 
@@ -18,6 +20,7 @@ extern "C" {
 #endif
 
 #include "../core/internal.h"
+#include "../core/cuda_host.h"
 
 /* ---- runtime (cuda_runtime.cu) ---- */
 
@@ -41,6 +44,10 @@ void wk_cuda_free_scratch(void *ptr, size_t nbytes, int device);
 void *wk_cuda_backend_alloc(size_t nbytes, int device);
 void wk_cuda_backend_free(void *ptr, size_t nbytes, int device);
 void wk_cuda_backend_empty_cache(void);
+/* The device's error record for kernels that check their indices (see
+ * cuda_host.h; `s` is its stream), created on first use; NULL after setting
+ * the error. The next wait for the device reports what a kernel set in it. */
+wk_device_error *wk_cuda_error_record(int device, cudaStream_t s, const char *op);
 wick_status wk_cuda_backend_transfer(void *dst, wick_device dst_dev, const void *src, wick_device src_dev,
                                      size_t nbytes, int non_blocking);
 

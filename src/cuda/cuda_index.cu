@@ -2,10 +2,16 @@
  * with cpu_index.c's contracts: 0-based int64 indices (contiguous, on the
  * device), operands of any strides and any dtype.
  *
- * Indices are checked before anything is written: a kernel finds the first
- * (lowest-positioned) index out of range, and the host reads that position
- * back. This is the one place the CUDA kernels wait for the device (the CPU
- * checks up front too), so an error names the same value as on the CPU.
+ * Indices are checked by the kernels that use them, without waiting for the
+ * GPU: a thread that meets an index out of range skips its element and, if it
+ * is the first, fills the device's error record (cuda_host.h: op, value,
+ * dimension, size, set with atomicCAS so the first one wins). The op returns
+ * at once; the next wait for the device (a copy to the CPU, item(),
+ * wick.cuda.synchronize, the end of a batch of copies) reports the error,
+ * saying that it was detected asynchronously, as PyTorch's device-side
+ * assertions do. The elements with good indices have then been written (the
+ * CPU checks up front and writes nothing). The value named is the first one a
+ * thread met, not necessarily the first in order as on the CPU.
  *
  * scatter keeps the CPU's last-writer rule: where several index elements of
  * one line along `dim` name the same target, the last one in row-major order
@@ -31,12 +37,6 @@
 #define WK_NO_DEVICE WICK_ERR_DEVICE /* the runtime set the message */
 
 namespace { /* internal linkage: kernels and helpers stay private to this file */
-
-/* cpu_index.c's message: value and dimension 1-based, as Lua sees them */
-static wick_status out_of_range(const char *op, int64_t value, int dim, int64_t size) {
-    return wick_fail(WICK_ERR_INDEX, "%s: index %" PRId64 " is out of bounds for dimension %d with size %" PRId64, op,
-                     (int64_t)((uint64_t)value + 1), dim + 1, size); /* the 1-based value, wrapping as it did */
-}
 
 #define GRID_STRIDE(e, n) \
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < (n); e += (int64_t)gridDim.x * blockDim.x)
@@ -92,38 +92,47 @@ __device__ __forceinline__ void locate(const index_geom &g, int64_t e, int64_t *
 
 /* ---- the bounds check ---- */
 
-__global__ void find_bad_kernel(const int64_t *idx, int64_t n, int64_t size, unsigned long long *first) {
-    GRID_STRIDE(e, n) {
-        int64_t v = idx[e];
-        if (v < 0 || v >= size) atomicMin(first, (unsigned long long)e);
+/* What a kernel needs to check its indices: the valid range [0, size) along
+ * dim, and where to report one outside it. */
+typedef struct {
+    wk_device_error *rec;
+    int64_t size;
+    int32_t op, dim;
+} index_bound;
+
+/* true when v lies in range; otherwise the first thread to get here fills the
+ * record (flag 0 -> 1 wins it; the fields are read only after a wait). */
+__device__ __forceinline__ bool index_ok(int64_t v, const index_bound &b) {
+    if (v >= 0 && v < b.size) return true;
+    if (atomicCAS(&b.rec->flag, 0u, 1u) == 0u) {
+        b.rec->op = b.op;
+        b.rec->dim = b.dim;
+        b.rec->value = v;
+        b.rec->size = b.size;
     }
+    return false;
 }
 
-/* WICK_OK when every one of the n indices lies in [0, size); otherwise the
- * CPU's error for the first one that does not. Waits for the stream. */
-static wick_status check_indices(const char *op, int device, cudaStream_t s, const int64_t *idx, int64_t n, int dim,
-                                 int64_t size) {
-    if (n == 0) return WICK_OK;
-    unsigned long long *flag = (unsigned long long *)wk_cuda_alloc_scratch(sizeof *flag, device);
-    if (!flag)
-        return wick_fail(WICK_ERR_OOM, "%s: out of memory allocating %zu bytes of scratch on cuda:%d", op,
-                         sizeof *flag, device);
-    unsigned long long first = ULLONG_MAX;
-    int64_t value = 0;
-    cudaError_t err = cudaMemsetAsync(flag, 0xff, sizeof *flag, s);
-    if (err == cudaSuccess) {
-        find_bad_kernel<<<wk_cuda_blocks(n), WK_CUDA_THREADS, 0, s>>>(idx, n, size, flag);
-        err = cudaGetLastError();
-    }
-    if (err == cudaSuccess) err = cudaMemcpyAsync(&first, flag, sizeof first, cudaMemcpyDeviceToHost, s);
-    if (err == cudaSuccess) err = cudaStreamSynchronize(s);
-    if (err == cudaSuccess && first != ULLONG_MAX) { /* the offending value, for the message */
-        err = cudaMemcpyAsync(&value, idx + first, sizeof value, cudaMemcpyDeviceToHost, s);
-        if (err == cudaSuccess) err = cudaStreamSynchronize(s);
-    }
-    wk_cuda_free_scratch(flag, sizeof *flag, device);
-    if (err != cudaSuccess) return wk_cuda_check(err, op, device);
-    return first == ULLONG_MAX ? WICK_OK : out_of_range(op, value, dim, size);
+/* Only the check, for ops that move no element (an empty output or source
+ * with indices), so that a bad index is reported as on the CPU. */
+__global__ void check_kernel(const int64_t *idx, int64_t n, index_bound b) {
+    GRID_STRIDE(e, n) (void)index_ok(idx[e], b);
+}
+
+/* The bound of an op on `device` (stream s); rec NULL after setting the error. */
+static index_bound make_bound(int device, cudaStream_t s, const char *op, wk_device_error_op id, int dim,
+                              int64_t size) {
+    index_bound b = {wk_cuda_error_record(device, s, op), size, (int32_t)id, (int32_t)dim};
+    return b;
+}
+
+/* check_kernel over the n indices (n > 0). */
+static wick_status check_only(const char *op, wk_device_error_op id, int device, cudaStream_t s, const int64_t *idx,
+                              int64_t n, int dim, int64_t size) {
+    index_bound b = make_bound(device, s, op, id, dim, size);
+    if (!b.rec) return WK_NO_DEVICE;
+    check_kernel<<<wk_cuda_blocks(n), WK_CUDA_THREADS, 0, s>>>(idx, n, b);
+    return wk_cuda_check_launch(op, device);
 }
 
 /* ---- moves: index_select, gather, scatter (elements of any dtype) ---- */
@@ -132,11 +141,12 @@ static wick_status check_indices(const char *op, int device, cudaStream_t s, con
  * along dim) and gather (v = idx[e], the index walked in step) */
 template <typename T>
 __global__ void select_kernel(index_geom g, int64_t n, T *full, const T *indexed, const int64_t *idx,
-                              int per_element) {
+                              int per_element, index_bound b) {
     GRID_STRIDE(e, n) {
         int64_t f, x, j;
         locate(g, e, &f, &x, &j);
         int64_t v = idx[per_element ? e : j];
+        if (!index_ok(v, b)) continue;
         full[f] = indexed[x + v * g.xs[g.dim]];
     }
 }
@@ -149,8 +159,10 @@ typedef struct {
     const unsigned int *winner; /* [lines * size]: 1 + the winning j, or NULL: look ahead */
 } scatter_lines;
 
-__global__ void scatter_winner_kernel(int64_t n, const int64_t *idx, scatter_lines l, unsigned int *winner) {
+__global__ void scatter_winner_kernel(int64_t n, const int64_t *idx, scatter_lines l, unsigned int *winner,
+                                      index_bound b) {
     GRID_STRIDE(e, n) {
+        if (!index_ok(idx[e], b)) continue;
         int64_t j = e / l.inner % l.ld, line = e / (l.inner * l.ld) * l.inner + e % l.inner;
         atomicMax(winner + line * l.size + idx[e], (unsigned int)(j + 1));
     }
@@ -159,9 +171,10 @@ __global__ void scatter_winner_kernel(int64_t n, const int64_t *idx, scatter_lin
 /* indexed[x + v * stride] = full[f] where this element is its target's last writer */
 template <typename T>
 __global__ void scatter_kernel(index_geom g, int64_t n, T *indexed, const T *full, const int64_t *idx,
-                               scatter_lines l) {
+                               scatter_lines l, index_bound b) {
     GRID_STRIDE(e, n) {
         const int64_t v = idx[e], j = e / l.inner % l.ld;
+        if (!index_ok(v, b)) continue;
         bool last = true;
         if (l.winner) {
             int64_t line = e / (l.inner * l.ld) * l.inner + e % l.inner;
@@ -178,9 +191,11 @@ __global__ void scatter_kernel(index_geom g, int64_t n, T *indexed, const T *ful
 
 /* targets that share memory: one thread, in the CPU's order */
 template <typename T>
-__global__ void scatter_serial_kernel(index_geom g, int64_t n, T *indexed, const T *full, const int64_t *idx) {
+__global__ void scatter_serial_kernel(index_geom g, int64_t n, T *indexed, const T *full, const int64_t *idx,
+                                      index_bound b) {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
     for (int64_t e = 0; e < n; e++) {
+        if (!index_ok(idx[e], b)) continue;
         int64_t f, x, j;
         locate(g, e, &f, &x, &j);
         indexed[x + idx[e] * g.xs[g.dim]] = full[f];
@@ -197,37 +212,37 @@ __global__ void scatter_serial_kernel(index_geom g, int64_t n, T *indexed, const
     }
 
 /* index_select and gather */
-static wick_status select_common(const char *op, wick_tensor *out, const wick_tensor *in, int dim,
-                                 const wick_tensor *index, bool per_element) {
+static wick_status select_common(const char *op, wk_device_error_op id, wick_tensor *out, const wick_tensor *in,
+                                 int dim, const wick_tensor *index, bool per_element) {
     const int64_t *idx = (const int64_t *)wk_data(index);
     int64_t n_idx = wick_tensor_numel(index), size = in->ndim ? in->sizes[dim] : 1;
     int device = out->storage->device.index;
     cudaStream_t s = wk_cuda_enter(device, op);
     if (!s) return WK_NO_DEVICE;
-    wick_status st = check_indices(op, device, s, idx, n_idx, dim, size);
-    if (st) return st;
     /* index_select walks the output's shape, gather the index's (the same) */
     int64_t total = wick_tensor_numel(out);
-    if (total == 0) return WICK_OK;
+    if (total == 0) return n_idx ? check_only(op, id, device, s, idx, n_idx, dim, size) : WICK_OK;
     if (n_idx == 0) /* a 0-d input with an empty index (the CPU reads past the index): its one element */
         return wk_cuda_check(cudaMemcpyAsync(wk_data(out), wk_data(in), wk_dtype_size(out->dtype),
                                              cudaMemcpyDeviceToDevice, s), op, device);
+    index_bound b = make_bound(device, s, op, id, dim, size);
+    if (!b.rec) return WK_NO_DEVICE;
     index_geom g;
     geom_build(&g, out->ndim, out->sizes, out->strides, in->strides, out->ndim ? dim : 0);
     BY_ELEMENT_SIZE(wk_dtype_size(out->dtype),
                     (select_kernel<T><<<wk_cuda_blocks(total), WK_CUDA_THREADS, 0, s>>>(
-                        g, total, (T *)wk_data(out), (const T *)wk_data(in), idx, per_element)))
+                        g, total, (T *)wk_data(out), (const T *)wk_data(in), idx, per_element, b)))
     return wk_cuda_check_launch(op, device);
 }
 
 } // namespace
 
 extern "C" wick_status cuda_index_select(wick_tensor *out, const wick_tensor *in, int dim, const wick_tensor *index) {
-    return select_common("index_select", out, in, dim, index, false);
+    return select_common("index_select", WK_DEVERR_INDEX_SELECT, out, in, dim, index, false);
 }
 
 extern "C" wick_status cuda_gather(wick_tensor *out, const wick_tensor *in, int dim, const wick_tensor *index) {
-    return select_common("gather", out, in, dim, index, true);
+    return select_common("gather", WK_DEVERR_GATHER, out, in, dim, index, true);
 }
 
 namespace {
@@ -247,14 +262,15 @@ static bool overlaps(const wick_tensor *t) {
 /* The winner pass: scratch of 32-bit winners per target, filled; *winner is
  * left NULL on failure. */
 static wick_status mark_winners(const char *op, int device, cudaStream_t s, int64_t n, const int64_t *idx,
-                                const scatter_lines *l, unsigned int **winner, size_t *nbytes) {
+                                const scatter_lines *l, const index_bound &b, unsigned int **winner,
+                                size_t *nbytes) {
     *nbytes = (size_t)(n / l->ld) * (size_t)l->size * sizeof **winner;
     if (!(*winner = (unsigned int *)wk_cuda_alloc_scratch(*nbytes, device)))
         return wick_fail(WICK_ERR_OOM, "%s: out of memory allocating %zu bytes of scratch on cuda:%d", op, *nbytes,
                          device);
     cudaError_t err = cudaMemsetAsync(*winner, 0, *nbytes, s);
     if (err == cudaSuccess) {
-        scatter_winner_kernel<<<wk_cuda_blocks(n), WK_CUDA_THREADS, 0, s>>>(n, idx, *l, *winner);
+        scatter_winner_kernel<<<wk_cuda_blocks(n), WK_CUDA_THREADS, 0, s>>>(n, idx, *l, *winner, b);
         err = cudaGetLastError();
     }
     if (err == cudaSuccess) return WICK_OK;
@@ -272,8 +288,10 @@ extern "C" wick_status cuda_scatter(wick_tensor *out, int dim, const wick_tensor
     int device = out->storage->device.index;
     cudaStream_t s = wk_cuda_enter(device, op);
     if (!s) return WK_NO_DEVICE;
-    wick_status st = check_indices(op, device, s, idx, n, dim, size);
-    if (st || n == 0) return st;
+    if (n == 0) return WICK_OK;
+    index_bound b = make_bound(device, s, op, WK_DEVERR_SCATTER, dim, size);
+    if (!b.rec) return WK_NO_DEVICE;
+    wick_status st;
     index_geom g;
     geom_build(&g, index->ndim, index->sizes, src->strides, out->strides, index->ndim ? dim : 0);
     size_t es = wk_dtype_size(out->dtype);
@@ -287,15 +305,15 @@ extern "C" wick_status cuda_scatter(wick_tensor *out, int dim, const wick_tensor
      * 32-bit winners (4 billion elements along dim) */
     if (overlaps(out) || (!lookahead && l.ld >= (int64_t)UINT_MAX)) {
         BY_ELEMENT_SIZE(es, (scatter_serial_kernel<T><<<1, 1, 0, s>>>(g, n, (T *)wk_data(out),
-                                                                      (const T *)wk_data(src), idx)))
+                                                                      (const T *)wk_data(src), idx, b)))
         return wk_cuda_check_launch(op, device);
     }
     unsigned int *winner = NULL;
     size_t winner_bytes = 0;
-    if (!lookahead && (st = mark_winners(op, device, s, n, idx, &l, &winner, &winner_bytes))) return st;
+    if (!lookahead && (st = mark_winners(op, device, s, n, idx, &l, b, &winner, &winner_bytes))) return st;
     l.winner = winner;
     BY_ELEMENT_SIZE(es, (scatter_kernel<T><<<wk_cuda_blocks(n), WK_CUDA_THREADS, 0, s>>>(
-                            g, n, (T *)wk_data(out), (const T *)wk_data(src), idx, l)))
+                            g, n, (T *)wk_data(out), (const T *)wk_data(src), idx, l, b)))
     st = wk_cuda_check_launch(op, device);
     if (winner) wk_cuda_free_scratch(winner, winner_bytes, device); /* stream order keeps it alive for the kernel */
     return st;
@@ -362,47 +380,49 @@ template <bool Bf16> struct Add16 {
 /* indexed[x + v * stride] += full[f], v = idx[e] (scatter_add) or idx[j] (index_add) */
 template <typename Op>
 __global__ void accumulate_kernel(index_geom g, int64_t n, typename Op::T *indexed, const typename Op::T *full,
-                                  const int64_t *idx, int per_element) {
+                                  const int64_t *idx, int per_element, index_bound b) {
     GRID_STRIDE(e, n) {
         int64_t f, x, j;
         locate(g, e, &f, &x, &j);
         int64_t v = idx[per_element ? e : j];
+        if (!index_ok(v, b)) continue;
         Op::add(indexed + x + v * g.xs[g.dim], full[f]);
     }
 }
 
 template <typename Op>
 static void launch_accumulate(const index_geom &g, int64_t n, wick_tensor *out, const wick_tensor *src,
-                              const int64_t *idx, int per_element, cudaStream_t s) {
+                              const int64_t *idx, int per_element, const index_bound &b, cudaStream_t s) {
     accumulate_kernel<Op><<<wk_cuda_blocks(n), WK_CUDA_THREADS, 0, s>>>(
-        g, n, (typename Op::T *)wk_data(out), (const typename Op::T *)wk_data(src), idx, per_element);
+        g, n, (typename Op::T *)wk_data(out), (const typename Op::T *)wk_data(src), idx, per_element, b);
 }
 
 /* scatter_add (iterating over the index, per_element) and index_add (over the
  * source, one index per position along dim); out and src have one dtype. */
-static wick_status accumulate_common(const char *op, wick_tensor *out, int dim, const wick_tensor *index,
-                                     const wick_tensor *src, bool per_element) {
+static wick_status accumulate_common(const char *op, wk_device_error_op id, wick_tensor *out, int dim,
+                                     const wick_tensor *index, const wick_tensor *src, bool per_element) {
     const int64_t *idx = (const int64_t *)wk_data(index);
     int64_t n_idx = wick_tensor_numel(index), size = out->ndim ? out->sizes[dim] : 1;
     int device = out->storage->device.index;
     cudaStream_t s = wk_cuda_enter(device, op);
     if (!s) return WK_NO_DEVICE;
-    wick_status st = check_indices(op, device, s, idx, n_idx, dim, size);
-    if (st) return st;
     const wick_tensor *walk = per_element ? index : src;
     int64_t total = wick_tensor_numel(walk);
-    if (total == 0 || n_idx == 0) return WICK_OK; /* (a 0-d index_add with no index adds nothing) */
+    if (n_idx == 0) return WICK_OK; /* (a 0-d index_add with no index adds nothing) */
+    if (total == 0) return check_only(op, id, device, s, idx, n_idx, dim, size);
+    index_bound b = make_bound(device, s, op, id, dim, size);
+    if (!b.rec) return WK_NO_DEVICE;
     index_geom g;
     geom_build(&g, walk->ndim, walk->sizes, src->strides, out->strides, walk->ndim ? dim : 0);
     switch (out->dtype) {
-    case WICK_FLOAT32: launch_accumulate<AddF32>(g, total, out, src, idx, per_element, s); break;
-    case WICK_FLOAT64: launch_accumulate<AddF64>(g, total, out, src, idx, per_element, s); break;
-    case WICK_FLOAT16: launch_accumulate<Add16<false> >(g, total, out, src, idx, per_element, s); break;
-    case WICK_BFLOAT16: launch_accumulate<Add16<true> >(g, total, out, src, idx, per_element, s); break;
-    case WICK_INT64: launch_accumulate<AddI64>(g, total, out, src, idx, per_element, s); break;
-    case WICK_INT32: launch_accumulate<AddI32>(g, total, out, src, idx, per_element, s); break;
-    case WICK_UINT8: launch_accumulate<AddU8>(g, total, out, src, idx, per_element, s); break;
-    case WICK_BOOL: launch_accumulate<AddBool>(g, total, out, src, idx, per_element, s); break;
+    case WICK_FLOAT32: launch_accumulate<AddF32>(g, total, out, src, idx, per_element, b, s); break;
+    case WICK_FLOAT64: launch_accumulate<AddF64>(g, total, out, src, idx, per_element, b, s); break;
+    case WICK_FLOAT16: launch_accumulate<Add16<false> >(g, total, out, src, idx, per_element, b, s); break;
+    case WICK_BFLOAT16: launch_accumulate<Add16<true> >(g, total, out, src, idx, per_element, b, s); break;
+    case WICK_INT64: launch_accumulate<AddI64>(g, total, out, src, idx, per_element, b, s); break;
+    case WICK_INT32: launch_accumulate<AddI32>(g, total, out, src, idx, per_element, b, s); break;
+    case WICK_UINT8: launch_accumulate<AddU8>(g, total, out, src, idx, per_element, b, s); break;
+    case WICK_BOOL: launch_accumulate<AddBool>(g, total, out, src, idx, per_element, b, s); break;
     default:
         return wick_fail(WICK_ERR_UNSUPPORTED, "%s: not implemented for %s tensors on cuda", op,
                          wick_dtype_name(out->dtype));
@@ -413,9 +433,9 @@ static wick_status accumulate_common(const char *op, wick_tensor *out, int dim, 
 } // namespace
 
 extern "C" wick_status cuda_scatter_add(wick_tensor *out, int dim, const wick_tensor *index, const wick_tensor *src) {
-    return accumulate_common("scatter_add", out, dim, index, src, true);
+    return accumulate_common("scatter_add", WK_DEVERR_SCATTER_ADD, out, dim, index, src, true);
 }
 
 extern "C" wick_status cuda_index_add(wick_tensor *out, int dim, const wick_tensor *index, const wick_tensor *src) {
-    return accumulate_common("index_add", out, dim, index, src, false);
+    return accumulate_common("index_add", WK_DEVERR_INDEX_ADD, out, dim, index, src, false);
 }

@@ -61,6 +61,9 @@ typedef struct {
     int64_t allocated, peak, reserved; /* written under the lock, read atomically */
     cudaStream_t stream;               /* created on first use; read atomically */
     cublasHandle_t cublas;             /* idem */
+    /* the device error record of the index kernels (cuda_host.h) and its host
+       mirror (pinned), created on first use; read atomically */
+    wk_device_error *error_record, *error_mirror;
 } device_state;
 
 static device_state devices[WK_CUDA_MAX_DEVICES];
@@ -240,12 +243,82 @@ cudaStream_t wk_cuda_enter(int device, const char *op) {
     return enter(device, op ? op : "cuda", &s) ? NULL : s;
 }
 
+/* ---- waiting, and the device error record ----
+ * Every wait of wick for a GPU goes through wait_for: it is counted (and the
+ * hook called) under its reason, and where the device has an error record,
+ * the record is copied to its host mirror ahead of the wait (one small copy
+ * queued on the stream) and reported after it: an index kernel that found a
+ * bad index made the op return at once, and the error surfaces here, at a
+ * point that waited anyway. */
+
+/* The device's error record for the index kernels (device memory, zeroed, and
+ * its pinned host mirror), created on first use; NULL after setting the error.
+ * `device` must be CUDA's current device, `s` its stream. */
+wk_device_error *wk_cuda_error_record(int device, cudaStream_t s, const char *op) {
+    device_state *d = &devices[device];
+    wk_device_error *rec = __atomic_load_n(&d->error_record, __ATOMIC_ACQUIRE);
+    if (rec) return rec;
+    wick_status st = WICK_OK;
+    pthread_mutex_lock(&d->lock);
+    if (!(rec = d->error_record)) {
+        wk_device_error *mirror = NULL;
+        st = wk_cuda_check(cudaMalloc((void **)&rec, sizeof *rec), op, device);
+        if (!st) st = wk_cuda_check(cudaMemsetAsync(rec, 0, sizeof *rec, s), op, device);
+        if (!st) st = wk_cuda_check(cudaHostAlloc((void **)&mirror, sizeof *mirror, cudaHostAllocPortable), op, -1);
+        if (st) {
+            if (rec) (void)cudaFree(rec);
+            (void)cudaGetLastError();
+            rec = NULL;
+        } else {
+            memset(mirror, 0, sizeof *mirror);
+            d->error_mirror = mirror;
+            __atomic_store_n(&d->error_record, rec, __ATOMIC_RELEASE);
+        }
+    }
+    pthread_mutex_unlock(&d->lock);
+    return rec;
+}
+
+/* Waits for `s` (or, NULL, the whole device), which must be the stream of
+ * CUDA's current device `device`: counted under `reason`; then a CUDA error
+ * (named by op), else a pending device error when `check` is set. */
+static wick_status wait_for(int device, cudaStream_t s, wk_sync_reason reason, const char *op, bool check) {
+    device_state *d = &devices[device];
+    wk_device_error *rec = check ? __atomic_load_n(&d->error_record, __ATOMIC_ACQUIRE) : NULL;
+    cudaStream_t stream = s ? s : __atomic_load_n(&d->stream, __ATOMIC_ACQUIRE);
+    /* the record exists only after the stream was created (it is queued on it) */
+    bool fetch = rec && stream &&
+                 cudaMemcpyAsync(d->error_mirror, rec, sizeof *rec, cudaMemcpyDeviceToHost, stream) == cudaSuccess;
+    wk_sync_note(device, reason);
+    wick_status st = wk_cuda_check(s ? cudaStreamSynchronize(s) : cudaDeviceSynchronize(), op, device);
+    if (st || !fetch || !d->error_mirror->flag) return st;
+    pthread_mutex_lock(&d->lock); /* one thread takes it; the record is cleared behind the work queued so far */
+    st = wk_device_error_take(d->error_mirror, device, op);
+    pthread_mutex_unlock(&d->lock);
+    if (st) (void)cudaMemsetAsync(rec, 0, sizeof *rec, stream);
+    return st;
+}
+
 wick_status wick_cuda_synchronize(int index) {
     index = resolve_index(index);
     cudaStream_t s;
     wick_status st = enter(index, "wick.cuda.synchronize", &s);
     /* the whole device, so work that other libraries queued is waited for too */
-    return st ? st : wk_cuda_check(cudaDeviceSynchronize(), "wick.cuda.synchronize", index);
+    return st ? st : wait_for(index, NULL, WK_SYNC_SYNCHRONIZE, "wick.cuda.synchronize", true);
+}
+
+/* The end of a batch of copies (cuda_host.c): one wait per device. */
+wick_status wk_cuda_wait_devices(uint64_t mask) {
+    const char *op = "the end of a batch of copies";
+    wick_status last = WICK_OK; /* every device is waited for; the last error is reported */
+    for (int i = 0; i < WK_CUDA_MAX_DEVICES; i++) {
+        if (!(mask >> i & 1)) continue;
+        cudaStream_t s;
+        wick_status st = enter(i, op, &s);
+        if (!st) st = wait_for(i, s, WK_SYNC_BATCH_END, op, true);
+        if (st) last = st;
+    }
+    return last;
 }
 
 /* Waits for every stream wick has created (before host memory they may still
@@ -254,7 +327,9 @@ static void sync_all_streams(void) {
     if (!__atomic_load_n(&probed, __ATOMIC_ACQUIRE)) return;
     for (int i = 0; i < device_count; i++) {
         cudaStream_t s = __atomic_load_n(&devices[i].stream, __ATOMIC_ACQUIRE);
-        if (s) (void)cudaStreamSynchronize(s);
+        if (!s) continue;
+        wk_sync_note(i, WK_SYNC_RELEASE);
+        (void)cudaStreamSynchronize(s);
     }
 }
 
@@ -479,7 +554,8 @@ void wick_cuda_empty_cache(void) {
         if (!__atomic_load_n(&d->reserved, __ATOMIC_RELAXED)) continue;
         cudaStream_t s = wk_cuda_enter(i, "empty_cache");
         if (!s) continue;
-        (void)cudaStreamSynchronize(s);
+        wk_sync_note(i, WK_SYNC_RELEASE);
+        (void)cudaStreamSynchronize(s); /* errors are left to the next call that checks */
         pthread_mutex_lock(&d->lock);
         release_cached(d);
         pthread_mutex_unlock(&d->lock);
@@ -537,11 +613,11 @@ static wick_status transfer_peer(void *dst, int dst_index, const void *src, int 
     const char *op = "copy between GPUs";
     cudaStream_t s, d;
     wick_status st = enter(src_index, op, &s);
-    if (!st) st = wk_cuda_check(cudaStreamSynchronize(s), op, src_index);
+    if (!st) st = wait_for(src_index, s, WK_SYNC_PEER, op, true);
     if (!st) st = enter(dst_index, op, &d);
     if (st) return st;
     st = wk_cuda_check(cudaMemcpyPeerAsync(dst, dst_index, src, src_index, nbytes, d), op, dst_index);
-    return st ? st : wk_cuda_check(cudaStreamSynchronize(d), op, dst_index);
+    return st ? st : wait_for(dst_index, d, WK_SYNC_PEER, op, true);
 }
 
 /* Host <-> GPU, and within one GPU, on the device's stream. Without
@@ -565,8 +641,12 @@ static wick_status cuda_transfer(void *dst, wick_device dst_dev, const void *src
     if (st) return st;
     st = wk_cuda_check(cudaMemcpyAsync(dst, src, nbytes, kind, s), op, device);
     if (st || non_blocking || (to_gpu && from_gpu)) return st;
-    /* a failed kernel queued earlier shows up here: the copy's error names it */
-    return wk_cuda_check(cudaStreamSynchronize(s), op, device);
+    /* in a batch of copies (wick_cuda_begin_batch) a copy to the GPU leaves
+       its wait to the batch's end */
+    if (to_gpu && wk_batch_defer(device)) return WICK_OK;
+    /* a failed kernel queued earlier shows up here: the copy's error names it,
+       and so does a pending device error (an index out of range) */
+    return wait_for(device, s, to_gpu ? WK_SYNC_COPY_TO_GPU : WK_SYNC_COPY_TO_HOST, op, true);
 }
 
 /* ---- pinned host memory ---- */

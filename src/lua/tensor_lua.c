@@ -314,6 +314,32 @@ static int m_cuda_empty_cache(lua_State *L) {
     return 0;
 }
 
+/* core.cuda_sync_counts(device): the number of waits for the GPU (device < 0:
+ * every GPU) and a table of them by reason (only reasons that occurred) */
+static int m_cuda_sync_counts(lua_State *L) {
+    int index = cuda_index(L, 1, "wick.cuda.sync_count");
+    wl_pushint64(L, wick_cuda_sync_count(index));
+    lua_newtable(L);
+    for (int r = 0; wick_cuda_sync_reason_name(r); r++) {
+        int64_t n = wick_cuda_sync_count_for(index, r);
+        if (!n) continue;
+        wl_pushint64(L, n);
+        lua_setfield(L, -2, wick_cuda_sync_reason_name(r));
+    }
+    return 2;
+}
+
+static int m_cuda_begin_batch(lua_State *L) {
+    (void)L;
+    wick_cuda_begin_batch();
+    return 0;
+}
+
+static int m_cuda_end_batch(lua_State *L) {
+    wl_check(L, wick_cuda_end_batch());
+    return 0;
+}
+
 /* core.cuda_allow_tf32([flag]): the setting (after setting it when given) */
 static int m_cuda_allow_tf32(lua_State *L) {
     if (!lua_isnoneornil(L, 1)) wick_cuda_set_allow_tf32(lua_toboolean(L, 1));
@@ -1612,6 +1638,9 @@ static const luaL_Reg module_fns[] = {
     {"cuda_reset_peak_memory_stats", m_cuda_reset_peak_memory_stats},
     {"cuda_empty_cache", m_cuda_empty_cache},
     {"cuda_allow_tf32", m_cuda_allow_tf32},
+    {"cuda_sync_counts", m_cuda_sync_counts},
+    {"cuda_begin_batch", m_cuda_begin_batch},
+    {"cuda_end_batch", m_cuda_end_batch},
     {"cpu_bytes_in_use", m_cpu_bytes_in_use},
     {"where", m_where},
     {"fast_pointers", m_fast_pointers},

@@ -190,6 +190,8 @@ end
 
 --- model:to(device | dtype | {device =, dtype =}): moves every parameter, buffer
 --- and gradient in place (same Lua objects, new storage) and returns model.
+--- The copies form one batch (wick.cuda.batch): the call waits for a GPU once,
+--- not once per tensor.
 local TO_OPTIONS = { device = "device", dtype = "dtype", non_blocking = "boolean" }
 function Module:to(...)
   this(self, "to")
@@ -208,7 +210,7 @@ function Module:to(...)
     if dtype and is_float(t) then opts.dtype = dtype end
     return t:to(opts)
   end
-  wick.no_grad(function()
+  wick.cuda.batch(wick.no_grad, function()
     walk(self, "", function(_, t)
       local moved = move(t)
       if not rawequal(moved, t) then
