@@ -556,6 +556,10 @@ WICK_API void wick_set_oom_handler(void (*handler)(void *ctx), void *ctx);
  * exact for the calling thread's own allocations, within 256 KiB for each other
  * thread's (they are counted in batches). */
 WICK_API int64_t wick_cpu_bytes_in_use(void);
+/* Bytes of GPU memory the CUDA allocator has handed out and not had back, over
+ * all devices (the sum of wick_cuda_memory_allocated; 0 without CUDA). One
+ * atomic load: the Lua binding paces its collector by it. */
+WICK_API int64_t wick_cuda_bytes_in_use(void);
 /* Large freed CPU blocks (1 MiB and more, at most 512 MiB in all) are cached for
  * reuse; this gives them back to the system. Also done before any allocation
  * fails as out of memory. */

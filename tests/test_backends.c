@@ -931,6 +931,32 @@ static void nn_cases(void) {
     }
 }
 
+/* Reductions and softmax over strided (non-last) dims: the tiled kernels of
+ * cuda_reduce.cu / cuda_softmax.cu (tile widths 32, 8, 4 and 2; short dims a
+ * thread per output; a long strided dim split over blocks). */
+static void tile_cases(void) {
+    static const char *shapes[] = {"64x33x40", "3x1000x5", "9x2", "1x5000x2", "2x20000x3", "7x4x9", "3x5x2", "0x9x4"};
+    static const int ops[] = {WICK_SUM, WICK_MEAN, WICK_MAX, WICK_ARGMIN, WICK_VAR, WICK_PROD};
+    for (int t = 0; t < 2; t++)
+        for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+            for (int v = 0; v < 2; v++) {
+                input_spec x = in_(FLOATS[t], L_CONTIG, v ? V_SPECIAL : V_FLOAT, shapes[s]);
+                for (int dim = 0; dim < x.ndim - 1; dim++) {
+                    for (size_t o = 0; o < sizeof ops / sizeof *ops; o++) {
+                        op_case c = case_(K_REDUCE, ops[o], 1, x);
+                        c.i[0] = dim, c.i[1] = 0, c.i[2] = 1;
+                        c.compare = C_ACCUM;
+                        run_case(c);
+                    }
+                    for (int lg = 0; lg < 2; lg++) {
+                        op_case c = case_(lg ? K_LOG_SOFTMAX : K_SOFTMAX, 0, 1, x);
+                        c.i[0] = dim;
+                        run_case(c);
+                    }
+                }
+            }
+}
+
 int main(void) {
     if (!wick_cuda_is_available()) {
         printf("test_backends: skipped (no CUDA GPU)\n");
@@ -948,6 +974,7 @@ int main(void) {
     copy_fill_cases();
     reduce_cases();
     softmax_cases();
+    tile_cases();
     random_cases();
     linalg_cases();
     index_cases();

@@ -57,6 +57,7 @@ wick_status wick_cuda_set_device(int index) {
 }
 wick_status wick_cuda_synchronize(int index) { return (void)index, no_cuda("synchronize"); }
 int64_t wick_cuda_memory_allocated(int index) { return (void)index, 0; }
+int64_t wick_cuda_bytes_in_use(void) { return 0; }
 int64_t wick_cuda_max_memory_allocated(int index) { return (void)index, 0; }
 int64_t wick_cuda_memory_reserved(int index) { return (void)index, 0; }
 void wick_cuda_reset_peak_memory_stats(int index) { (void)index; }

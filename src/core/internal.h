@@ -269,6 +269,13 @@ struct wick_backend {
 };
 
 extern const wick_backend wk_cpu_backend;
+/* Out of memory on a backend: runs the thread's out-of-memory handler
+ * (wick_set_oom_handler: the Lua binding collects dead tensors), then gives
+ * back the backend's cached blocks (tensor.c). */
+void wk_oom_collect(const wick_backend *b);
+/* b->alloc, and after a failure wk_oom_collect and one more try: for tensors'
+ * storage and for scratch memory alike. NULL when that fails too. */
+void *wk_alloc_or_collect(const wick_backend *b, size_t nbytes, int device);
 #ifdef WICK_WITH_CUDA
 extern const wick_backend wk_cuda_backend; /* src/cuda/cuda_backend.c */
 #endif

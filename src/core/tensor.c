@@ -58,6 +58,20 @@ void wick_set_oom_handler(void (*handler)(void *ctx), void *ctx) {
     oom_ctx = ctx;
 }
 
+void wk_oom_collect(const wick_backend *b) {
+    if (oom_handler) oom_handler(oom_ctx); /* let the host free dead tensors */
+    if (b->empty_cache) b->empty_cache();  /* give back cached blocks */
+}
+
+void *wk_alloc_or_collect(const wick_backend *b, size_t nbytes, int device) {
+    void *p = b->alloc(nbytes, device);
+    if (!p) {
+        wk_oom_collect(b);
+        p = b->alloc(nbytes, device);
+    }
+    return p;
+}
+
 /* A storage, with room for `extra` more bytes in its own block when the data is
  * small enough to live there too (then *extra_out points at them). Tiny tensors
  * so cost one allocation instead of three. */
@@ -85,12 +99,7 @@ static wick_status storage_new(wick_storage **out, wick_device dev, size_t nbyte
     if (small) wk_account_bytes((int64_t)nbytes);
     if (s->backend && !small) {
         /* never a NULL pointer for a valid storage, even an empty one */
-        s->data = s->backend->alloc(nbytes ? nbytes : 1, dev.index);
-        if (!s->data) { /* let the host free dead tensors, give back cached blocks, retry once */
-            if (oom_handler) oom_handler(oom_ctx);
-            if (s->backend->empty_cache) s->backend->empty_cache();
-            s->data = s->backend->alloc(nbytes ? nbytes : 1, dev.index);
-        }
+        s->data = wk_alloc_or_collect(s->backend, nbytes ? nbytes : 1, dev.index);
         if (!s->data) {
             wk_free(s, s->block_size);
             char name[32], amount[32];

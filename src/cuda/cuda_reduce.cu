@@ -4,19 +4,27 @@
  * the first index, var/std take two passes (mean, then squared deviations)
  * divided by max(0, N - correction), int64 sums and products wrap around.
  *
- * Each output is reduced by a group of G threads (1, 32 or 256): a thread
- * folds every G-th element in order, then the group combines its partials in a
- * fixed tree in shared memory. With G = 1 (short or strided reduced dims) the
- * arithmetic is the CPU's, in the CPU's order. Few outputs over a long dim are
- * split into chunks, one block each, whose partials a second kernel combines
- * the same way. Nothing depends on timing (no atomics), so a reduction gives the
- * same bits on every run. */
+ * Three kernels, chosen by wk_reduce_plan (cuda_tile.h, tested on the CPU in
+ * tests/test_cuda_tile.c) from the shapes alone, so each shape always gets the
+ * same arithmetic:
+ * - direct: a group of G threads (1, 32 or 256) per output: a thread folds
+ *   every G-th element in order, then the group combines its partials in a
+ *   fixed tree in shared memory. G = 1 (short dims) is the CPU's order. This is
+ *   the last-dim path: a warp or a block per contiguous row.
+ * - tiled: a strided reduced dim. A block covers tile_x adjacent outputs
+ *   (neighbouring threads read neighbouring memory) and splits the reduced dim
+ *   over tile_y threads, whose partials meet in a fixed tree in shared memory.
+ * - split: few outputs over a long dim: chunks of it, one block each, whose
+ *   partials a second kernel combines the same way.
+ * Nothing depends on timing (no atomics), so a reduction gives the same bits
+ * on every run. Output positions use 32-bit index math where the plan allows. */
 #include "cuda.h"
 #include "cuda_dtype.cuh"
+#include "cuda_tile.h"
 
 #include <type_traits>
 
-#define RED_THREADS 256
+#define RED_THREADS WK_TILE_THREADS
 
 namespace { /* everything but the entry points is internal to this file */
 
@@ -137,15 +145,16 @@ struct red_place {
     int64_t in, out, idx;
 };
 
-__device__ __forceinline__ red_place red_locate(const wk_reduce_args &a, int64_t o) {
-    red_place p = {0, 0, 0};
-    int64_t rest = o;
-    for (int d = a.outer_ndim - 1; d >= 0; d--) {
-        int64_t size = a.outer_sizes[d], i = rest % size;
-        rest /= size;
-        p.in += i * a.in_outer_strides[d];
-        p.out += i * a.out_outer_strides[d];
-        p.idx += i * a.idx_outer_strides[d];
+__device__ __forceinline__ red_place red_locate(const wk_reduce_args &a, int64_t o, int idx32) {
+    red_place p;
+    if (idx32) { /* uniform over the grid: no divergence */
+        int32_t in, out, idx;
+        wk_red_locate32((int32_t)o, a.outer_ndim, a.outer_sizes, a.in_outer_strides, a.out_outer_strides,
+                        a.idx_outer_strides, &in, &out, &idx);
+        p.in = in, p.out = out, p.idx = idx;
+    } else {
+        wk_red_locate64(o, a.outer_ndim, a.outer_sizes, a.in_outer_strides, a.out_outer_strides,
+                        a.idx_outer_strides, &p.in, &p.out, &p.idx);
     }
     return p;
 }
@@ -178,7 +187,7 @@ __device__ __forceinline__ void red_store(const wk_reduce_args &a, const red_pla
 /* ---- direct: a group of G threads per output ---- */
 
 template <typename T, typename A, int OP, int G>
-__global__ void __launch_bounds__(RED_THREADS) reduce_direct(const wk_reduce_args a, int64_t outer) {
+__global__ void __launch_bounds__(RED_THREADS) reduce_direct(const wk_reduce_args a, int64_t outer, int idx32) {
     constexpr int PER_BLOCK = RED_THREADS / G;
     constexpr int KIND = fold_kind(OP);
     __shared__ A sv[G == 1 ? 1 : RED_THREADS];
@@ -190,7 +199,7 @@ __global__ void __launch_bounds__(RED_THREADS) reduce_direct(const wk_reduce_arg
         int64_t o = base + group;
         bool active = o < outer;
         red_place p = {0, 0, 0};
-        if (active) p = red_locate(a, o);
+        if (active) p = red_locate(a, o, idx32);
         const T *in = (const T *)a.in + p.in;
         int64_t end = active ? n : 0;
         red_val<A> r = red_fold_range<T, A, KIND>(in, stride, lane, end, G, 0);
@@ -204,6 +213,59 @@ __global__ void __launch_bounds__(RED_THREADS) reduce_direct(const wk_reduce_arg
     }
 }
 
+/* ---- tiled: tile_x adjacent outputs per block, the reduced dim over tile_y threads ---- */
+
+/* The combined partial of the tile_y threads of each output (column tx), given
+ * to all of them: the fixed tree of cuda_tile.h. Every thread must call it. */
+template <typename A, int KIND>
+__device__ __forceinline__ red_val<A> red_tile_tree(red_val<A> r, A *sv, int64_t *si, int tx, int ty, int tile_x,
+                                                    int tile_y) {
+    int tid = threadIdx.x;
+    sv[tid] = r.value;
+    si[tid] = r.index;
+    __syncthreads();
+    for (int s = tile_y / 2; s > 0; s >>= 1) {
+        if (ty < s) {
+            int other = tid + s * tile_x;
+            red_val<A> x = {sv[tid], si[tid]}, y = {sv[other], si[other]};
+            x = red_combine<A, KIND>(x, y);
+            sv[tid] = x.value;
+            si[tid] = x.index;
+        }
+        __syncthreads();
+    }
+    red_val<A> out = {sv[tx], si[tx]};
+    __syncthreads(); /* before the arrays are reused */
+    return out;
+}
+
+template <typename T, typename A, int OP>
+__global__ void __launch_bounds__(RED_THREADS)
+    reduce_tiled(const wk_reduce_args a, int64_t outer, int64_t tiles, int tile_x, int tile_y, int idx32) {
+    constexpr int KIND = fold_kind(OP);
+    __shared__ A sv[RED_THREADS];
+    __shared__ int64_t si[RED_THREADS];
+    int tx = threadIdx.x % tile_x, ty = threadIdx.x / tile_x;
+    int64_t n = a.inner_size, stride = a.inner_stride;
+    /* the loop is uniform over the block, so every thread reaches the syncs */
+    for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        int64_t o = wk_red_tile_output(tile, tx, tile_x);
+        bool active = o < outer;
+        red_place p = {0, 0, 0};
+        if (active) p = red_locate(a, o, idx32);
+        const T *in = (const T *)a.in + p.in;
+        int64_t end = active ? n : 0;
+        red_val<A> r = red_fold_range<T, A, KIND>(in, stride, ty, end, tile_y, 0);
+        r = red_tile_tree<A, KIND>(r, sv, si, tx, ty, tile_x, tile_y);
+        if constexpr (is_var(OP)) {
+            double mean = (double)r.value / (double)n;
+            r = red_fold_range<T, A, K_SQDEV>(in, stride, ty, end, tile_y, mean);
+            r = red_tile_tree<A, K_SQDEV>(r, sv, si, tx, ty, tile_x, tile_y);
+        }
+        if (active && ty == 0) red_store<A, OP>(a, p, r);
+    }
+}
+
 /* ---- split: S chunks per output, one block each, then a combining pass ---- */
 
 /* Partial of chunk c of output o in part[o * S + c]; var's second pass reads
@@ -211,13 +273,13 @@ __global__ void __launch_bounds__(RED_THREADS) reduce_direct(const wk_reduce_arg
 template <typename T, typename A, int KIND>
 __global__ void __launch_bounds__(RED_THREADS)
     reduce_partial(const wk_reduce_args a, int64_t outer, int64_t S, int64_t chunk, red_val<A> *part,
-                   const double *means) {
+                   const double *means, int idx32) {
     __shared__ A sv[RED_THREADS];
     __shared__ int64_t si[RED_THREADS];
     int64_t n = a.inner_size;
     for (int64_t b = blockIdx.x; b < outer * S; b += gridDim.x) {
         int64_t o = b / S, begin = b % S * chunk, end = begin + chunk < n ? begin + chunk : n;
-        red_place p = red_locate(a, o);
+        red_place p = red_locate(a, o, idx32);
         double mean = KIND == K_SQDEV ? means[o] : 0;
         red_val<A> r = red_fold_range<T, A, KIND>((const T *)a.in + p.in, a.inner_stride, begin + threadIdx.x,
                                                   end, RED_THREADS, mean);
@@ -231,7 +293,8 @@ __global__ void __launch_bounds__(RED_THREADS)
  * != NULL) only the mean for var's second pass. */
 template <typename A, int OP, int KIND>
 __global__ void __launch_bounds__(RED_THREADS)
-    reduce_finish(const wk_reduce_args a, int64_t outer, int64_t S, const red_val<A> *part, double *means) {
+    reduce_finish(const wk_reduce_args a, int64_t outer, int64_t S, const red_val<A> *part, double *means,
+                  int idx32) {
     __shared__ A sv[RED_THREADS];
     __shared__ int64_t si[RED_THREADS];
     for (int64_t o = blockIdx.x; o < outer; o += gridDim.x) {
@@ -240,35 +303,48 @@ __global__ void __launch_bounds__(RED_THREADS)
         r = red_group<A, KIND, RED_THREADS>(r, sv, si);
         if (threadIdx.x != 0) continue;
         if (means) means[o] = (double)r.value / (double)a.inner_size;
-        else red_store<A, OP>(a, red_locate(a, o), r);
+        else red_store<A, OP>(a, red_locate(a, o, idx32), r);
     }
 }
 
 /* ---- launching ---- */
 
-static unsigned red_blocks(int64_t n) {
-    return (unsigned)(n < 1 ? 1 : n > 65535 * 32 ? 65535 * 32 : n); /* the kernels loop over the rest */
+/* One more than the largest |offset| (in elements) of input, output and
+ * indices: what decides 32-bit index math. */
+static int64_t reduce_span(const wk_reduce_args *a) {
+    int64_t in = (a->inner_size > 0 ? a->inner_size - 1 : 0) * (a->inner_stride < 0 ? -a->inner_stride : a->inner_stride);
+    int64_t out = 0, idx = 0;
+    for (int d = 0; d < a->outer_ndim; d++) {
+        int64_t m = a->outer_sizes[d] - 1, si = a->in_outer_strides[d], so = a->out_outer_strides[d],
+                sx = a->idx_outer_strides[d];
+        in += m * (si < 0 ? -si : si);
+        out += m * (so < 0 ? -so : so);
+        idx += m * (sx < 0 ? -sx : sx);
+    }
+    int64_t span = in > out ? in : out;
+    return (span > idx ? span : idx) + 1;
 }
 
 template <typename T, typename A, int OP>
-static wick_status reduce_split(const wk_reduce_args *a, int64_t outer, int64_t S, cudaStream_t stream,
+static wick_status reduce_split(const wk_reduce_args *a, int64_t outer, const wk_tile_plan &pl, cudaStream_t stream,
                                 const char *name) {
     constexpr int KIND = fold_kind(OP);
-    int64_t n = a->inner_size, chunk = (n + S - 1) / S;
+    int64_t S = pl.split, chunk = pl.chunk;
     size_t part_bytes = (size_t)(outer * S) * sizeof(red_val<A>);
     size_t bytes = part_bytes + (is_var(OP) ? (size_t)outer * sizeof(double) : 0);
     char *scratch = (char *)wk_cuda_alloc_scratch(bytes, a->device);
     if (!scratch) return WICK_ERR_OOM; /* wk_cuda_alloc_scratch has said why */
     red_val<A> *part = (red_val<A> *)scratch;
     double *means = is_var(OP) ? (double *)(scratch + part_bytes) : NULL;
-    unsigned blocks = red_blocks(outer * S), finish_blocks = red_blocks(outer);
-    reduce_partial<T, A, KIND><<<blocks, RED_THREADS, 0, stream>>>(*a, outer, S, chunk, part, NULL);
+    unsigned blocks = pl.blocks, finish_blocks = wk_tile_blocks(outer);
+    int i32 = pl.index32;
+    reduce_partial<T, A, KIND><<<blocks, RED_THREADS, 0, stream>>>(*a, outer, S, chunk, part, NULL, i32);
     if (is_var(OP)) {
-        reduce_finish<A, OP, KIND><<<finish_blocks, RED_THREADS, 0, stream>>>(*a, outer, S, part, means);
-        reduce_partial<T, A, K_SQDEV><<<blocks, RED_THREADS, 0, stream>>>(*a, outer, S, chunk, part, means);
-        reduce_finish<A, OP, K_SQDEV><<<finish_blocks, RED_THREADS, 0, stream>>>(*a, outer, S, part, NULL);
+        reduce_finish<A, OP, KIND><<<finish_blocks, RED_THREADS, 0, stream>>>(*a, outer, S, part, means, i32);
+        reduce_partial<T, A, K_SQDEV><<<blocks, RED_THREADS, 0, stream>>>(*a, outer, S, chunk, part, means, i32);
+        reduce_finish<A, OP, K_SQDEV><<<finish_blocks, RED_THREADS, 0, stream>>>(*a, outer, S, part, NULL, i32);
     } else {
-        reduce_finish<A, OP, KIND><<<finish_blocks, RED_THREADS, 0, stream>>>(*a, outer, S, part, NULL);
+        reduce_finish<A, OP, KIND><<<finish_blocks, RED_THREADS, 0, stream>>>(*a, outer, S, part, NULL, i32);
     }
     wick_status st = wk_cuda_check_launch(name, a->device);
     wk_cuda_free_scratch(scratch, bytes, a->device); /* the stream orders any reuse after these kernels */
@@ -279,24 +355,18 @@ template <typename T, typename A, int OP> static wick_status reduce_typed(const 
     const char *name = wick_reduce_name((wick_reduce_op)OP);
     cudaStream_t stream = wk_cuda_enter(a->device, name);
     if (!stream) return WICK_ERR_DEVICE; /* wk_cuda_enter has set the message */
-    int64_t n = a->inner_size;
-    /* Short dims, and strided ones with outputs enough to fill the GPU (then
-     * neighbouring threads read neighbouring memory): a thread per output.
-     * Otherwise a warp or a block per output, and for few outputs over a long
-     * dim, chunks of it spread over the GPU. The choice depends on the shapes
-     * only, so each shape always gets the same arithmetic. */
-    int G = n <= 16 || (a->inner_stride != 1 && outer >= 16384) ? 1 : n <= 1024 ? 32 : RED_THREADS;
-    if (G == RED_THREADS && outer < 1024 && n >= 16384) {
-        int64_t S = (n + 4095) / 4096, fill = (2048 + outer - 1) / outer;
-        if (S > fill) S = fill;
-        if (S >= 2) return reduce_split<T, A, OP>(a, outer, S, stream, name);
+    wk_tile_plan pl = wk_reduce_plan(outer, a->inner_size, a->inner_stride, reduce_span(a));
+    unsigned blocks = pl.blocks;
+    int i32 = pl.index32;
+    if (pl.kind == WK_TILE_SPLIT) return reduce_split<T, A, OP>(a, outer, pl, stream, name);
+    if (pl.kind == WK_TILE_TILED) {
+        reduce_tiled<T, A, OP><<<blocks, RED_THREADS, 0, stream>>>(*a, outer, pl.units, pl.tile_x, pl.tile_y, i32);
+        return wk_cuda_check_launch(name, a->device);
     }
-    int per_block = RED_THREADS / G;
-    unsigned blocks = red_blocks((outer + per_block - 1) / per_block);
-    switch (G) {
-    case 1: reduce_direct<T, A, OP, 1><<<blocks, RED_THREADS, 0, stream>>>(*a, outer); break;
-    case 32: reduce_direct<T, A, OP, 32><<<blocks, RED_THREADS, 0, stream>>>(*a, outer); break;
-    default: reduce_direct<T, A, OP, RED_THREADS><<<blocks, RED_THREADS, 0, stream>>>(*a, outer); break;
+    switch (pl.group) {
+    case 1: reduce_direct<T, A, OP, 1><<<blocks, RED_THREADS, 0, stream>>>(*a, outer, i32); break;
+    case 32: reduce_direct<T, A, OP, 32><<<blocks, RED_THREADS, 0, stream>>>(*a, outer, i32); break;
+    default: reduce_direct<T, A, OP, RED_THREADS><<<blocks, RED_THREADS, 0, stream>>>(*a, outer, i32); break;
     }
     return wk_cuda_check_launch(name, a->device);
 }

@@ -436,6 +436,8 @@ static void release_cached(device_state *d) {
         }
 }
 
+static int64_t all_allocated; /* every device's allocated, summed: wick_cuda_bytes_in_use */
+
 /* A fresh segment from cudaMalloc (lock held); on failure the device's cache
  * is given back and cudaMalloc tried once more. */
 static wk_block *new_segment(device_state *d, size_t size, bool small) {
@@ -506,6 +508,7 @@ static void *cuda_alloc(size_t nbytes, int device) {
     b->allocated = true;
     int64_t now = d->allocated + (int64_t)b->size;
     __atomic_store_n(&d->allocated, now, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&all_allocated, (int64_t)b->size, __ATOMIC_RELAXED);
     if (now > d->peak) __atomic_store_n(&d->peak, now, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&d->lock);
     return b->ptr;
@@ -521,6 +524,7 @@ static void cuda_free(void *ptr, size_t nbytes, int device) {
     wk_block *b = live_remove(d, ptr);
     if (b) {
         __atomic_store_n(&d->allocated, d->allocated - (int64_t)b->size, __ATOMIC_RELAXED);
+        __atomic_sub_fetch(&all_allocated, (int64_t)b->size, __ATOMIC_RELAXED);
         b->allocated = false;
         block_set *pool = pool_of(d, b);
         if (b->prev && !b->prev->allocated) { /* merge into the free block before */
@@ -569,6 +573,8 @@ static device_state *stats_of(int index) {
     return &devices[index];
 }
 
+int64_t wick_cuda_bytes_in_use(void) { return __atomic_load_n(&all_allocated, __ATOMIC_RELAXED); }
+
 int64_t wick_cuda_memory_allocated(int index) {
     device_state *d = stats_of(index);
     return d ? __atomic_load_n(&d->allocated, __ATOMIC_RELAXED) : 0;
@@ -593,7 +599,7 @@ void wick_cuda_reset_peak_memory_stats(int index) {
 }
 
 void *wk_cuda_alloc_scratch(size_t nbytes, int device) {
-    void *p = cuda_alloc(nbytes ? nbytes : 1, device);
+    void *p = wk_alloc_or_collect(&wk_cuda_backend, nbytes ? nbytes : 1, device); /* collects and retries once */
     if (!p)
         wick_fail(WICK_ERR_OOM, "out of memory: tried to allocate %.2f MiB of scratch memory on cuda:%d",
                   (double)nbytes / (1 << 20), device);
@@ -790,18 +796,26 @@ cublasHandle_t wk_cublas_handle(int device, const char *op) {
                   cublas_lib ? "cublasCreate_v2 is missing" : cublas_error);
         return NULL;
     }
-    pthread_mutex_lock(&d->lock);
-    if (!(h = d->cublas)) {
-        /* the handle belongs to CUDA's current device, set by wk_cuda_enter */
-        wick_status st = wk_cublas_check(cublasCreate(&h), op, device);
-        if (!st && (st = wk_cublas_check(cublasSetStream(h, stream), op, device))) {
-            cublasDestroy(h);
-            h = NULL;
-        }
-        if (st) h = NULL;
-        else __atomic_store_n(&d->cublas, h, __ATOMIC_RELEASE);
+    /* The handle belongs to CUDA's current device, set by wk_cuda_enter. It is
+       made outside the lock: cublasCreate allocates cuBLAS's workspace, and when
+       that runs out of memory, dead tensors are collected (their blocks go back
+       under the lock) and the cache emptied before one more try. */
+    cublasStatus_t cs = cublasCreate(&h);
+    if (cs == CUBLAS_STATUS_ALLOC_FAILED) {
+        wk_oom_collect(&wk_cuda_backend);
+        cs = cublasCreate(&h);
     }
+    wick_status st = wk_cublas_check(cs, op, device);
+    if (!st && (st = wk_cublas_check(cublasSetStream(h, stream), op, device))) cublasDestroy(h);
+    if (st) return NULL;
+    pthread_mutex_lock(&d->lock);
+    cublasHandle_t first = d->cublas; /* another thread's, made meanwhile */
+    if (!first) __atomic_store_n(&d->cublas, h, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&d->lock);
+    if (first) {
+        cublasDestroy(h);
+        h = first;
+    }
     return h;
 }
 

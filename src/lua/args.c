@@ -1,5 +1,6 @@
 /* Argument checking and error raising for the Lua binding. */
 #include "wick_lua.h"
+#include "gc_pace.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -61,17 +62,12 @@ void wl_check(lua_State *L, wick_status st) {
     if (wl_take_interrupt(L)) wl_raise(L, "interrupted");
 }
 
-/* Collector pacing: the userdata of a tensor is 8 bytes, so Lua alone would not
- * notice gigabytes held by dead tensors. Collect when wick's CPU memory (of the
- * whole process) has grown well past what was live after this state's last
- * collection. The threshold is per state (state.c), so states on other threads
- * neither race on it nor reset each other's. */
+/* Collector pacing by CPU and GPU bytes in use: the decisions are gc_pace.h's. */
 void wl_account(lua_State *L) {
-    int64_t *threshold = wl_gc_threshold(L);
-    if (!threshold || wick_cpu_bytes_in_use() <= *threshold) return;
+    wl_gc_pace *pace = wl_gc_threshold(L);
+    if (!pace || !wl_gc_due(pace, wick_cpu_bytes_in_use(), wick_cuda_bytes_in_use())) return;
     lua_gc(L, LUA_GCCOLLECT, 0);
-    int64_t live = wick_cpu_bytes_in_use(), floor_bytes = (int64_t)256 << 20;
-    *threshold = live * 2 > floor_bytes ? live * 2 : floor_bytes;
+    wl_gc_collected(pace, wick_cpu_bytes_in_use(), wick_cuda_bytes_in_use());
 }
 
 /* ---- tensors ---- */

@@ -8,6 +8,7 @@
  * (wick_lua_interrupt), or a thread that still watches the flag of a state
  * that has closed, only ever touches valid memory. */
 #include "wick_lua.h"
+#include "gc_pace.h"
 #include "wick_embed.h"
 
 #include <pthread.h>
@@ -21,7 +22,7 @@ struct wl_state {
     lua_State *key;   /* atomic: the state wick_lua_interrupt finds it by; NULL when free */
     unsigned gen;     /* atomic: bumped when the slot is given back */
     bool used;        /* under slots_lock */
-    int64_t gc_threshold; /* wl_account; touched only by the thread running the state */
+    wl_gc_pace gc; /* wl_account; touched only by the thread running the state */
 };
 
 typedef struct chunk {
@@ -34,7 +35,6 @@ static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const char state_key = 0; /* registry: a userdata holding the state's wl_state * */
 
-#define GC_MIN ((int64_t)256 << 20)
 
 static wl_state *slot_take(lua_State *L) {
     pthread_mutex_lock(&slots_lock);
@@ -54,7 +54,7 @@ static wl_state *slot_take(lua_State *L) {
     }
     if (s) {
         s->used = true;
-        s->gc_threshold = GC_MIN;
+        s->gc = wl_gc_pace_new();
         wick_interrupt_take(&s->flag);
         __atomic_store_n(&s->key, L, __ATOMIC_RELEASE);
     }
@@ -146,9 +146,9 @@ int wl_take_interrupt(lua_State *L) {
     return s && wick_interrupt_take(&s->flag);
 }
 
-int64_t *wl_gc_threshold(lua_State *L) {
+wl_gc_pace *wl_gc_threshold(lua_State *L) {
     wl_state *s = wl_state_of(L);
-    return s ? &s->gc_threshold : NULL;
+    return s ? &s->gc : NULL;
 }
 
 WICK_API wick_interrupt_flag *wick_lua_interrupt_flag(lua_State *L) {

@@ -72,8 +72,8 @@ wl_state *wl_state_of(lua_State *L);
 void wl_enter(lua_State *L);
 /* 1 (and the flag lowered) when the state's interrupt flag is raised. */
 int wl_take_interrupt(lua_State *L);
-/* The state's collector threshold (wl_account), or NULL. */
-int64_t *wl_gc_threshold(lua_State *L);
+/* The state's collector thresholds (wl_account, gc_pace.h), or NULL. */
+struct wl_gc_pace *wl_gc_threshold(lua_State *L);
 
 /* ---- embedding (embed.c) ---- */
 /* Registers "wick.core" in package.preload and puts the source lua/ folder,
