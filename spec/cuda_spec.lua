@@ -176,6 +176,53 @@ describe("elementwise ops on " .. tostring(DEVICE or "cuda"), function()
     end)
   end)
 
+  -- the plans of src/core/ew_plan.h: rows, columns, outer products, a 3-d row
+  -- broadcast that coalesces to two dims, the general walk over 4 dims
+  on_device("broadcasts: bias rows, columns, outer products, 3-d and 4-d", function(d)
+    for _, dtype in ipairs({ "float32", "float64", "float16", "int64" }) do
+      same(function(dev)
+        local a = randn({ 33, 65 }, "float64", 11):to(dtype):to(dev)
+        local row = randn({ 65 }, "float64", 12):to(dtype):to(dev)
+        local col = randn({ 33, 1 }, "float64", 13):to(dtype):to(dev)
+        local x3 = randn({ 4, 5, 67 }, "float64", 14):to(dtype):to(dev)
+        local row3 = randn({ 67 }, "float64", 15):to(dtype):to(dev)
+        local x4 = randn({ 2, 3, 4, 5 }, "float64", 16):to(dtype):to(dev)
+        local mid = randn({ 3, 1, 1 }, "float64", 17):to(dtype):to(dev)
+        local t = a:clone()
+        t:add_(row)
+        return a + row, a * col, col - row, row:maximum(a), x3 + row3, x4 * mid, a:t():contiguous():t() + row, t,
+          a:gt(row), wick.where(a:gt(col), a, row)
+      end)
+    end
+  end)
+
+  -- numbers and 0-dim CPU tensors go to the kernels by value (wk_iter.host_values)
+  on_device("numbers and CPU scalars beside device tensors, on every side and in place", function(d)
+    for _, dtype in ipairs({ "float32", "float64", "bfloat16", "int64", "int32", "uint8", "bool" }) do
+      same(function(dev)
+        local a = wick.tensor({ 0, 1, 2, 3, 5, 7 }, { dtype = "float64" }):to(dtype):to(dev)
+        local s = wick.tensor(3, { dtype = dtype })
+        local half = wick.tensor(0.5, { dtype = "float64" })
+        local c = a:clone()
+        c:mul_(s)
+        local m = a:gt(s)
+        local z = a:clone()
+        z:copy_(half) -- copy_ of a CPU scalar into a device tensor: by value too
+        return a + 2, a * s, a:add(half), s:mul(a), a:maximum(s), a:eq(s), c, z, wick.where(m, a, s),
+          wick.where(wick.tensor(true), a, s), wick.where(wick.tensor(false), a, s)
+      end)
+    end
+  end)
+
+  gpu_it("ops with numbers and CPU scalars queue no copy and no wait", function()
+    if not wick.cuda.sync_count then return pending("no wick.cuda.sync_count in this build") end
+    local a = wick.randn(64, 32):cuda()
+    local s = wick.tensor(2.5)
+    local before = wick.cuda.sync_count()
+    for _ = 1, 10 do a = a * 0.5 + s - 1; a:mul_(1.01); a = wick.where(a:gt(0), a, s) end
+    assert.are.equal(before, (wick.cuda.sync_count()))
+  end)
+
   on_device("conversions between every pair of dtypes", function(d)
     local all = { "float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8", "bool" }
     local source = wick.tensor({ 0, 1, -1, 2.5, -2.5, 255, 256, 70000, 1e10 }, { dtype = "float64" })

@@ -585,7 +585,12 @@ static void binary_cases(void) {
     } shapes[] = {{L_CONTIG, L_CONTIG, "33x65", "33x65"}, {L_CONTIG, L_CONTIG, "33x1", "1x65"},
                   {L_TRANSPOSED, L_NARROWED, "33x65", "65"}, {L_CONTIG, L_CPU, "5x6", ""},
                   {L_CONTIG, L_EXPANDED, "", "4x5"},         {L_CONTIG, L_CONTIG, "0x3", "3"},
-                  {L_CONTIG, L_CONTIG, "", ""},              {L_NARROWED, L_TRANSPOSED, "2x3x40", "2x3x40"}};
+                  {L_CONTIG, L_CONTIG, "", ""},              {L_NARROWED, L_TRANSPOSED, "2x3x40", "2x3x40"},
+                  /* the broadcast plans (src/core/ew_plan.h): row, column, a row over a
+                   * 3-d coalesced to two dims, the general walk, a CPU scalar first */
+                  {L_CONTIG, L_CONTIG, "33x65", "65"},       {L_CONTIG, L_CONTIG, "33x65", "33x1"},
+                  {L_CONTIG, L_CONTIG, "4x5x67", "67"},      {L_TRANSPOSED, L_CONTIG, "3x5x7", "5x1"},
+                  {L_CPU, L_CONTIG, "", "33x65"}};
     for (int op = 0; op < WICK_NUM_BINARY; op++)
         for (size_t p = 0; p < sizeof pairs / sizeof *pairs; p++)
             for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
@@ -616,6 +621,16 @@ static void binary_cases(void) {
                     c.i[0] = nums[k].is_int;
                     run_case(c);
                 }
+    /* numbers beside contiguous tensors (the contiguous plan with a host value) */
+    for (size_t o = 0; o < sizeof sops / sizeof *sops; o++)
+        for (int t = 0; t < N_ALL; t++)
+            for (int kind3 = 0; kind3 < 3; kind3++) {
+                op_case c = case_(kind3 == 0 ? K_SCALAR : kind3 == 1 ? K_SCALAR_FIRST : K_SCALAR_, sops[o], 1,
+                                  in_(ALL[t], L_CONTIG, values_for(ALL[t]), "1000"));
+                c.x[0] = 2.5;
+                c.i[0] = 0;
+                run_case(c);
+            }
     /* add with alpha */
     static const double alphas[] = {2.5, -1, 3, 1};
     for (int t = 0; t < N_ALL; t++)
@@ -664,6 +679,9 @@ static void clamp_where_cases(void) {
                            in_(e, L_CPU, values_for(e), "")));
             run_case(case_(K_WHERE, 0, 3, in_(conds[cd], L_CONTIG, vc, ""), in_(d, L_EXPANDED, values_for(d), "4x5"),
                            in_(e, L_NARROWED, values_for(e), "4x5")));
+            /* a CPU scalar condition and a CPU scalar value: both go by value */
+            run_case(case_(K_WHERE, 0, 3, in_(conds[cd], L_CPU, vc, ""), in_(d, L_CONTIG, values_for(d), "33x65"),
+                           in_(d, L_CPU, values_for(d), "")));
         }
     op_case c = case_(K_WHERE, 0, 3, in_(WICK_BOOL, L_CONTIG, V_FLOAT, "6x5"), in_(WICK_FLOAT64, L_CONTIG, V_FLOAT, "6x5"),
                       in_(WICK_FLOAT64, L_CONTIG, V_FLOAT, "5"));

@@ -168,7 +168,9 @@ wick_status wick_copy_(wick_tensor *dst, const wick_tensor *src) {
     if (dd.type == WICK_META) return WICK_OK;
     if (sd.type == WICK_META)
         return wick_fail(WICK_ERR_DEVICE, "copy_: cannot copy out of a meta tensor: it has no data");
-    if (!wick_device_equal(dd, sd)) return copy_across(dst, src, 0);
+    /* a 0-dim CPU source goes by value in the kernel's arguments (wk_iter_init) */
+    bool by_value = src->ndim == 0 && sd.type == WICK_CPU;
+    if (!wick_device_equal(dd, sd) && !by_value) return copy_across(dst, src, 0);
     wk_iter it;
     const wick_tensor *ops[2] = {dst, src};
     wk_iter_init(&it, 2, ops);

@@ -62,13 +62,21 @@ void wk_iter_init(wk_iter *it, int nops, const wick_tensor *const *ops) {
     it->device = out->storage->device.index;
     it->nops = nops;
     it->numel = wk_numel(n, out->sizes);
+    it->host_values = 0;
     for (int k = 0; k < nops; k++) {
         const wick_tensor *t = ops[k];
         it->data[k] = wk_data(t);
         it->dtypes[k] = t->dtype;
+        it->values[k] = 0;
         for (int i = 0; i < n; i++) {
             int j = i - (n - t->ndim);
             it->strides[k][i] = (j < 0 || t->sizes[j] == 1) ? 0 : t->strides[j];
+        }
+        /* a CPU scalar input of an op elsewhere: its value goes with the iterator */
+        if (k > 0 && is_cpu_scalar(t) && out->storage->device.type != WICK_CPU && it->data[k]) {
+            memcpy(&it->values[k], it->data[k], wk_dtype_size(t->dtype));
+            it->data[k] = NULL;
+            it->host_values |= 1u << k;
         }
     }
     if (it->numel == 0) { /* no element: one empty dim (the other sizes may not even multiply) */

@@ -60,8 +60,11 @@ static wick_dtype result_type(const wick_tensor *a, const wick_tensor *b, bool b
 }
 
 /* Makes `t` usable by a kernel of `dtype` on `dev`: the same tensor (retained)
- * when it already is, else a converted copy. A 0-dim CPU scalar moves to `dev`. */
+ * when it already is, else a converted copy. A 0-dim CPU scalar stays on the CPU
+ * (converted there if needed): wk_iter_init puts its value in the kernel's
+ * arguments, so an op on a GPU neither copies it over nor waits. */
 static wick_status as_operand(wick_tensor **out, const wick_tensor *t, wick_dtype dtype, wick_device dev) {
+    if (t->ndim == 0 && t->storage->device.type == WICK_CPU) dev = wick_cpu();
     return wick_to(out, (wick_tensor *)t, (wick_options){dtype, dev});
 }
 

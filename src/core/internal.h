@@ -141,19 +141,31 @@ static inline size_t wk_dtype_size(wick_dtype d) {
 
 /* ---- elementwise iteration (shared by backends) ----
  * An iterator is the broadcast shape plus per-operand strides (in elements) and base
- * pointers. Operand 0 is the output. Dims are coalesced where possible. */
+ * pointers. Operand 0 is the output. Dims are coalesced where possible.
+ * Host values: an input that is a 0-dim CPU tensor of an op on another device
+ * travels by value in the iterator (so in the kernel's arguments: no copy to the
+ * device, no wait): bit k of host_values set, values[k] holds its bytes in
+ * dtypes[k], data[k] is NULL and its strides are 0. Kernels read an operand
+ * through wk_iter_operand. On the CPU such an input keeps its pointer. */
 #define WK_MAX_OPERANDS 4
 typedef struct wk_iter {
     int device; /* the device index of the operands (-1 for the CPU); every kernel
                    argument block carries one, so a GPU backend knows where to run */
     int ndim;
     int nops;
+    unsigned host_values; /* bit k: operand k is values[k] */
     int64_t numel;
     int64_t sizes[WICK_MAX_DIMS];
     int64_t strides[WK_MAX_OPERANDS][WICK_MAX_DIMS];
     char *data[WK_MAX_OPERANDS];
     wick_dtype dtypes[WK_MAX_OPERANDS];
+    uint64_t values[WK_MAX_OPERANDS]; /* little-endian bytes of a host value */
 } wk_iter;
+
+/* Operand k's base: its data, or its host value inside the iterator. */
+static inline char *wk_iter_operand(const wk_iter *it, int k) {
+    return it->data[k] ? it->data[k] : (char *)&it->values[k];
+}
 
 /* Builds an iterator over `out`'s shape; the inputs must broadcast to it. */
 void wk_iter_init(wk_iter *it, int nops, const wick_tensor *const *ops);

@@ -18,16 +18,18 @@ static void for_each_run(const wk_iter *it, int64_t begin, int64_t end, cpu_run_
     }
     int64_t inner = it->sizes[nd - 1], pos = begin, s[WK_MAX_OPERANDS];
     size_t es[WK_MAX_OPERANDS];
+    char *base[WK_MAX_OPERANDS]; /* a host value (stride 0) is read where the iterator holds it */
     for (int k = 0; k < nops; k++) {
         s[k] = it->strides[k][nd - 1];
         es[k] = wk_dtype_size(it->dtypes[k]);
+        base[k] = wk_iter_operand(it, k);
     }
     while (pos < end) {
         char *p[WK_MAX_OPERANDS];
         for (int k = 0; k < nops; k++) {
             int64_t off = 0;
             for (int d = 0; d < nd; d++) off += idx[d] * it->strides[k][d];
-            p[k] = it->data[k] + off * (int64_t)es[k];
+            p[k] = base[k] + off * (int64_t)es[k];
         }
         int64_t n = inner - idx[nd - 1];
         if (n > end - pos) n = end - pos;

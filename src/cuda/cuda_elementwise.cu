@@ -5,58 +5,69 @@
  * the arithmetic is scalar_math.h's X-macro lists, instantiated for the same
  * compute types (float, double, int64), and conversions are cuda_dtype.cuh's,
  * which repeat dtype.c bit for bit. Each kernel takes the iterator by value and
- * finds every operand's element from the element's linear index, in one of
- * three ways picked on the host: all operands contiguous, one (coalesced)
- * dimension with any strides (a broadcast scalar has stride 0), or the general
- * walk over up to WICK_MAX_DIMS dims. Grid-stride loops, 64-bit indices. */
+ * finds every operand's element from the element's linear index in the way
+ * src/core/ew_plan.h's plan picks on the host: all operands contiguous, one
+ * (coalesced) dimension with any strides, two dims (row and column broadcasts:
+ * one 32-bit division), or the general walk over up to WICK_MAX_DIMS dims
+ * (32-bit when every index fits). Inputs that are numbers from the host come in
+ * the iterator itself (ew_in), never through device memory. */
 #include "cuda.h"
 #include "cuda_dtype.cuh"
+#include "../core/ew_plan.h"
 
 namespace { /* everything but the entry points is internal to this file */
 
-/* ---- iteration ---- */
+/* ---- iteration: the plan (src/core/ew_plan.h) picks the index math ---- */
 
-enum { EW_CONTIGUOUS, EW_LINEAR, EW_GENERAL };
+/* the kernels' kinds: the plan's, with GENERAL split by index width */
+enum { EW_CONTIGUOUS, EW_LINEAR, EW_TWO_D, EW_GENERAL32, EW_GENERAL64 };
 
 static int ew_kind(const wk_iter *it) {
-    if (it->ndim > 1) return EW_GENERAL;
-    for (int k = 0; k < it->nops; k++)
-        if (it->strides[k][0] != 1) return EW_LINEAR;
-    return EW_CONTIGUOUS;
-}
-
-/* The element offsets (in elements) of linear index i in each of N operands. */
-template <int N, int KIND>
-__device__ __forceinline__ void ew_offsets(const wk_iter &it, int64_t i, int64_t *off) {
-    if (KIND == EW_CONTIGUOUS) {
-#pragma unroll
-        for (int k = 0; k < N; k++) off[k] = i;
-    } else if (KIND == EW_LINEAR) {
-#pragma unroll
-        for (int k = 0; k < N; k++) off[k] = i * it.strides[k][0];
-    } else {
-#pragma unroll
-        for (int k = 0; k < N; k++) off[k] = 0;
-        int64_t rest = i;
-        for (int d = it.ndim - 1; d > 0; d--) {
-            int64_t size = it.sizes[d], idx = rest % size;
-            rest /= size;
-#pragma unroll
-            for (int k = 0; k < N; k++) off[k] += idx * it.strides[k][d];
-        }
-#pragma unroll
-        for (int k = 0; k < N; k++) off[k] += rest * it.strides[k][0]; /* the outermost dim */
+    wk_ew_plan p = wk_ew_plan_for(it);
+    switch (p.kind) {
+    case WK_EW_CONTIGUOUS: return EW_CONTIGUOUS;
+    case WK_EW_LINEAR: return EW_LINEAR;
+    case WK_EW_TWO_D: return EW_TWO_D;
+    default: return p.index32 ? EW_GENERAL32 : EW_GENERAL64;
     }
 }
 
-/* Calls f(off) for every element; f holds the typed operand pointers. */
+/* An input operand: elements in device memory, or a value from the host that
+ * came in the kernel's arguments (wk_iter.host_values; its pointer is NULL and
+ * its strides 0, so every offset is 0). */
+template <typename T> struct ew_in {
+    const T *p;
+    T v;
+    __device__ __forceinline__ T operator[](int64_t off) const { return p ? p[off] : v; }
+};
+
+template <typename T> static ew_in<T> ew_input(const wk_iter *it, int k) {
+    ew_in<T> in;
+    in.p = (const T *)it->data[k];
+    memcpy(&in.v, &it->values[k], sizeof(T)); /* 0 unless a host value */
+    return in;
+}
+
+/* Calls f(off) for every element; f holds the typed operands. Grid-stride
+ * loops; 32-bit indices for the kinds that divide when the plan allows. */
 template <int N, int KIND, class F>
 __global__ void __launch_bounds__(WK_CUDA_THREADS) ew_kernel(const wk_iter it, F f) {
-    int64_t step = (int64_t)gridDim.x * blockDim.x;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < it.numel; i += step) {
-        int64_t off[N];
-        ew_offsets<N, KIND>(it, i, off);
-        f(off);
+    int64_t off[N];
+    if (KIND == EW_TWO_D || KIND == EW_GENERAL32) {
+        uint32_t n = (uint32_t)it.numel, step = gridDim.x * blockDim.x;
+        for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+            if (KIND == EW_TWO_D) wk_ew_offsets_two_d(&it, N, i, off);
+            else wk_ew_offsets_general32(&it, N, i, off);
+            f(off);
+        }
+    } else {
+        int64_t step = (int64_t)gridDim.x * blockDim.x;
+        for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < it.numel; i += step) {
+            if (KIND == EW_CONTIGUOUS) wk_ew_offsets_contiguous(&it, N, i, off);
+            else if (KIND == EW_LINEAR) wk_ew_offsets_linear(&it, N, i, off);
+            else wk_ew_offsets_general64(&it, N, i, off);
+            f(off);
+        }
     }
 }
 
@@ -71,7 +82,9 @@ static wick_status ew_launch(const wk_iter *it, F f, const char *op) {
     switch (ew_kind(it)) {
     case EW_CONTIGUOUS: ew_kernel<N, EW_CONTIGUOUS><<<blocks, WK_CUDA_THREADS, 0, stream>>>(*it, f); break;
     case EW_LINEAR: ew_kernel<N, EW_LINEAR><<<blocks, WK_CUDA_THREADS, 0, stream>>>(*it, f); break;
-    default: ew_kernel<N, EW_GENERAL><<<blocks, WK_CUDA_THREADS, 0, stream>>>(*it, f); break;
+    case EW_TWO_D: ew_kernel<N, EW_TWO_D><<<blocks, WK_CUDA_THREADS, 0, stream>>>(*it, f); break;
+    case EW_GENERAL32: ew_kernel<N, EW_GENERAL32><<<blocks, WK_CUDA_THREADS, 0, stream>>>(*it, f); break;
+    default: ew_kernel<N, EW_GENERAL64><<<blocks, WK_CUDA_THREADS, 0, stream>>>(*it, f); break;
     }
     return wk_cuda_check_launch(op, it->device);
 }
@@ -81,7 +94,7 @@ static wick_status ew_launch(const wk_iter *it, F f, const char *op) {
 /* Same dtype: the element's bits, whatever they mean. */
 template <typename U> struct copy_bits_fn {
     U *o;
-    const U *x;
+    ew_in<U> x;
     __device__ void operator()(const int64_t *off) const { o[off[0]] = x[off[1]]; }
 };
 
@@ -106,14 +119,15 @@ template <int TO, int FROM> struct copy_convert_fn {
     typedef typename wk_cu_elem<TO>::type To;
     typedef typename wk_cu_elem<FROM>::type From;
     To *o;
-    const From *x;
+    ew_in<From> x;
     __device__ void operator()(const int64_t *off) const {
+        From v = x[off[1]];
         if constexpr (copy_is_cast(TO, FROM)) {
-            o[off[0]] = (To)x[off[1]];
+            o[off[0]] = (To)v;
         } else if constexpr (!dtype_floating(TO) && !dtype_floating(FROM)) {
-            wk_cu_store_int64((char *)(o + off[0]), TO, wk_cu_load_int64((const char *)(x + off[1]), FROM));
+            wk_cu_store_int64((char *)(o + off[0]), TO, wk_cu_load_int64((const char *)&v, FROM));
         } else {
-            wk_cu_store_double((char *)(o + off[0]), TO, wk_cu_load_double((const char *)(x + off[1]), FROM));
+            wk_cu_store_double((char *)(o + off[0]), TO, wk_cu_load_double((const char *)&v, FROM));
         }
     }
 };
@@ -121,7 +135,7 @@ template <int TO, int FROM> struct copy_convert_fn {
 template <int TO, int FROM> static wick_status copy_pair(const wk_iter *it) {
     typedef typename wk_cu_elem<TO>::type To;
     typedef typename wk_cu_elem<FROM>::type From;
-    copy_convert_fn<TO, FROM> f = {(To *)it->data[0], (const From *)it->data[1]};
+    copy_convert_fn<TO, FROM> f = {(To *)it->data[0], ew_input<From>(it, 1)};
     return ew_launch<2>(it, f, "copy_");
 }
 
@@ -140,7 +154,7 @@ template <int TO> static wick_status copy_to(const wk_iter *it) {
 }
 
 template <typename U> static wick_status copy_bits(const wk_iter *it) {
-    copy_bits_fn<U> f = {(U *)it->data[0], (const U *)it->data[1]};
+    copy_bits_fn<U> f = {(U *)it->data[0], ew_input<U>(it, 1)};
     return ew_launch<2>(it, f, "copy_");
 }
 
@@ -251,12 +265,12 @@ template <int OP, typename T> __device__ __forceinline__ uint8_t compare_math(T 
 
 template <typename T, int OP> struct unary_fn {
     T *o;
-    const T *x;
+    ew_in<T> x;
     __device__ void operator()(const int64_t *off) const { o[off[0]] = unary_math<OP>(x[off[1]]); }
 };
 
 template <typename T, int OP> static wick_status unary_launch(const wk_iter *it) {
-    unary_fn<T, OP> f = {(T *)it->data[0], (const T *)it->data[1]};
+    unary_fn<T, OP> f = {(T *)it->data[0], ew_input<T>(it, 1)};
     return ew_launch<2>(it, f, wick_unary_name((wick_unary_op)OP));
 }
 
@@ -287,25 +301,25 @@ namespace {
 
 template <typename T, int OP> struct binary_fn {
     T *o;
-    const T *a, *b;
+    ew_in<T> a, b;
     T alpha;
     __device__ void operator()(const int64_t *off) const { o[off[0]] = binary_math<OP>(a[off[1]], b[off[2]], alpha); }
 };
 
 template <typename T, int OP> struct compare_fn {
     uint8_t *o; /* bool */
-    const T *a, *b;
+    ew_in<T> a, b;
     __device__ void operator()(const int64_t *off) const { o[off[0]] = compare_math<OP>(a[off[1]], b[off[2]]); }
 };
 
 template <typename T, int OP> static wick_status binary_launch(const wk_iter *it, double alpha) {
     /* alpha in the compute type, cast on the host as cpu_elementwise.c casts it */
-    binary_fn<T, OP> f = {(T *)it->data[0], (const T *)it->data[1], (const T *)it->data[2], (T)alpha};
+    binary_fn<T, OP> f = {(T *)it->data[0], ew_input<T>(it, 1), ew_input<T>(it, 2), (T)alpha};
     return ew_launch<3>(it, f, wick_binary_name((wick_binary_op)OP));
 }
 
 template <typename T, int OP> static wick_status compare_launch(const wk_iter *it) {
-    compare_fn<T, OP> f = {(uint8_t *)it->data[0], (const T *)it->data[1], (const T *)it->data[2]};
+    compare_fn<T, OP> f = {(uint8_t *)it->data[0], ew_input<T>(it, 1), ew_input<T>(it, 2)};
     return ew_launch<3>(it, f, wick_binary_name((wick_binary_op)OP));
 }
 
@@ -338,7 +352,7 @@ namespace {
 
 template <typename T> struct clamp_fn {
     T *o;
-    const T *x;
+    ew_in<T> x;
     T lo, hi;
     __device__ void operator()(const int64_t *off) const {
         T v = x[off[1]];
@@ -347,7 +361,7 @@ template <typename T> struct clamp_fn {
 };
 
 template <typename T> static wick_status clamp_launch(const wk_iter *it, T lo, T hi) {
-    clamp_fn<T> f = {(T *)it->data[0], (const T *)it->data[1], lo, hi};
+    clamp_fn<T> f = {(T *)it->data[0], ew_input<T>(it, 1), lo, hi};
     return ew_launch<2>(it, f, "clamp");
 }
 
@@ -368,13 +382,13 @@ namespace {
 
 template <typename T> struct where_fn {
     T *o;
-    const uint8_t *c;
-    const T *x, *y;
+    ew_in<uint8_t> c;
+    ew_in<T> x, y;
     __device__ void operator()(const int64_t *off) const { o[off[0]] = c[off[1]] ? x[off[2]] : y[off[3]]; }
 };
 
 template <typename T> static wick_status where_launch(const wk_iter *it) {
-    where_fn<T> f = {(T *)it->data[0], (const uint8_t *)it->data[1], (const T *)it->data[2], (const T *)it->data[3]};
+    where_fn<T> f = {(T *)it->data[0], ew_input<uint8_t>(it, 1), ew_input<T>(it, 2), ew_input<T>(it, 3)};
     return ew_launch<4>(it, f, "where");
 }
 
