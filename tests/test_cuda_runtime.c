@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "../src/cuda/cuda_caching.h"
 
 #define HAS(text) (strstr(wick_last_error(), text) != NULL)
 
@@ -60,6 +61,54 @@ static void test_no_gpu(void) {
     CHECK(wick_cuda_allow_tf32() == 1);
     wick_cuda_set_allow_tf32(0);
     CHECK(wick_cuda_allow_tf32() == 0);
+}
+
+/* ---- the allocator's host logic, on any machine ---- */
+
+static void test_caching_switch(void) {
+    CHECK(wk_cuda_caching_parse(NULL) == 1 && wk_cuda_caching_parse("") == 1);
+    const char *on[] = {"1", "on", "true", "yes"}, *off[] = {"0", "off", "false", "no"};
+    for (int i = 0; i < 4; i++) CHECK(wk_cuda_caching_parse(on[i]) == 1 && wk_cuda_caching_parse(off[i]) == 0);
+    const char *bad[] = {"2", "00", " 0", "0 ", "OFF?", "-1", "disable"};
+    for (int i = 0; i < 7; i++) CHECK(wk_cuda_caching_parse(bad[i]) == -1);
+    /* caching off: exactly the request, never a zero-byte cudaMalloc */
+    CHECK(wk_cuda_nocache_size(0) == 1 && wk_cuda_nocache_size(3) == 3 && wk_cuda_nocache_size(1000) == 1000);
+    CHECK(wk_cuda_nocache_size((size_t)3 << 30) == (size_t)3 << 30);
+}
+
+/* The statistics through a made-up sequence of allocations and frees, with
+ * caching off (every block reserved and returned on its own) and on. */
+static void test_caching_counts(void) {
+    size_t req[] = {3, 0, 1000, ((size_t)2 << 20) + 1, 512};
+    int n = (int)(sizeof req / sizeof *req);
+    wk_cuda_counts c = {0, 0, 0};
+    int64_t sum = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t size = (int64_t)wk_cuda_nocache_size(req[i]);
+        sum += size;
+        c = wk_cuda_counts_after_alloc(c, size, size);
+        CHECK(c.allocated == sum && c.reserved == sum && c.peak == sum);
+    }
+    CHECK(sum == 3 + 1 + 1000 + (2 << 20) + 1 + 512);
+    int order[] = {2, 0, 4, 1, 3}; /* not the order of allocation */
+    for (int k = 0; k < n; k++) {
+        int64_t size = (int64_t)wk_cuda_nocache_size(req[order[k]]);
+        c = wk_cuda_counts_after_free(c, size, size);
+        CHECK(c.allocated == c.reserved && c.peak == sum);
+    }
+    CHECK(c.allocated == 0 && c.reserved == 0 && c.peak == sum);
+    /* a new peak only above the old one */
+    c = wk_cuda_counts_after_alloc(c, 10, 10);
+    CHECK(c.peak == sum && c.allocated == 10);
+
+    /* caching on: one 2 MiB segment reserved, blocks carved from it and kept */
+    wk_cuda_counts k = {0, 0, 0};
+    k = wk_cuda_counts_after_alloc(k, 1024, 2 << 20);
+    k = wk_cuda_counts_after_alloc(k, 512, 0);
+    CHECK(k.allocated == 1536 && k.reserved == 2 << 20 && k.peak == 1536);
+    k = wk_cuda_counts_after_free(k, 1024, 0);
+    k = wk_cuda_counts_after_free(k, 512, 0);
+    CHECK(k.allocated == 0 && k.reserved == 2 << 20 && k.peak == 1536);
 }
 
 #ifdef WICK_WITH_CUDA
@@ -153,6 +202,27 @@ static void test_allocator(void) {
     CHECK(s != NULL && wick_cuda_memory_allocated(0) == 12800);
     wk_cuda_free_scratch(s, 12345, 0);
     CHECK(wick_cuda_memory_allocated(0) == 0);
+}
+
+/* WICK_CUDA_CACHING=0 (the sanitizer mode; tools/gpu-check.sh full runs this
+ * test so): each block is a cudaMalloc of exactly its bytes, freed at once. */
+static void test_allocator_nocache(void) {
+    const wick_backend *be = wk_backend_for((wick_device){WICK_CUDA, 0});
+    CHECK(wick_cuda_memory_allocated(0) == 0 && wick_cuda_memory_reserved(0) == 0);
+    void *a = be->alloc(1000, 0);
+    void *b = be->alloc(3, 0);
+    CHECK(a != NULL && b != NULL && a != b);
+    CHECK(wick_cuda_memory_allocated(0) == 1003 && wick_cuda_memory_reserved(0) == 1003);
+    be->free(a, 1000, 0);
+    CHECK(wick_cuda_memory_allocated(0) == 3 && wick_cuda_memory_reserved(0) == 3);
+    be->free(b, 3, 0);
+    CHECK(wick_cuda_memory_allocated(0) == 0 && wick_cuda_memory_reserved(0) == 0);
+    CHECK(wick_cuda_max_memory_allocated(0) == 1003);
+    void *s = wk_cuda_alloc_scratch(12345, 0);
+    CHECK(s != NULL && wick_cuda_memory_allocated(0) == 12345 && wick_cuda_memory_reserved(0) == 12345);
+    wk_cuda_free_scratch(s, 12345, 0);
+    CHECK(wick_cuda_memory_allocated(0) == 0 && wick_cuda_memory_reserved(0) == 0);
+    wick_cuda_reset_peak_memory_stats(0);
 }
 
 static void test_transfers(void) {
@@ -292,6 +362,8 @@ static void test_threads(void) {
 #endif
 
 int main(void) {
+    test_caching_switch();
+    test_caching_counts();
     if (!wick_cuda_is_available()) {
         test_no_gpu();
 #ifdef WICK_WITH_CUDA
@@ -309,7 +381,8 @@ int main(void) {
 #ifdef WICK_WITH_CUDA
         test_error_texts();
         test_cublas_loads();
-        test_allocator();
+        if (wk_cuda_caching_parse(getenv("WICK_CUDA_CACHING")) == 0) test_allocator_nocache();
+        else test_allocator();
         test_devices();
         test_transfers();
         test_pinned();

@@ -1,56 +1,88 @@
 #!/usr/bin/env bash
-# tools/gpu-check.sh [TIER...]: the checks that need a GPU, in tiers that each
-# fit a few minutes, on a GPU machine that has no Lua of its own.
+# tools/gpu-check.sh [TIER...]: the checks that need a GPU, in tiers, on a GPU
+# machine that has no Lua of its own.
 #
 #   quick      preflight, the op specs on CUDA (cuda, device, data_parallel),
-#              the C tests (test_backends, test_cuda_runtime), the matmul benchmark
-#   full       = suite examples sanitizer bench (run the parts separately when one
-#              command may not take that long)
+#              the C tests (test_backends, test_cuda_runtime, test_core), the
+#              matmul benchmark; fits one 10-minute device command: 8 minutes
+#              at most, by the budget below
+#   full       = suite examples sanitizer bench (more than one command may
+#              take: run the tiers separately then)
 #   suite      preflight, every spec/*_spec.lua, the C tests
 #   examples   examples/tensors.lua; examples/fashion_mnist.lua --device cuda, MLP
 #              and CNN, one epoch (needs FASHION_MNIST_DIR, i.e. the data set
 #              carried along as EXTRA_DEBS=dataset-fashion-mnist; skipped otherwise)
-#   sanitizer  compute-sanitizer (memcheck) on the op specs
+#   sanitizer  compute-sanitizer under WICK_CUDA_CACHING=0 (every block its own
+#              cudaMalloc, so overflows are seen; the build has -lineinfo):
+#              memcheck on the op specs and test_cuda_runtime, racecheck and
+#              synccheck on spec/cuda_spec.lua
 #   bench      every GPU benchmark against PyTorch (bench/gpu.sh all)
 #
-# Prepare on a machine with nvcc, in the project root: tools/gpu-prepare.sh
-# (fetches .devdeps, builds the CUDA build, keeps in build-gpu/ only what runs
-# here, checks the 64 MiB carry limit), then one device run carrying
-# [".devdeps", "build-gpu"]:
-#   source .devdeps/env.sh; tools/gpu-check.sh quick
+# The quick tier's budget (seconds; each step runs under `timeout -k 5 LIMIT`,
+# so a step costs at most LIMIT + 5):
 #
-# Run from the project root after `source .devdeps/env.sh` (see
-# ../shared/device/README.md), with the CUDA build in build-gpu/ (BUILD_DIR to
-# change it). Every step runs under `timeout` (STEP_TIMEOUT seconds overrides the
-# per-step defaults) and a failing step does not stop the others. A summary
-# (per step: command, status, seconds, key lines: busted totals, benchmark
-# tables, compute-sanitizer error counts) goes to $OUT/summary.md when OUT is
-# set, else to build-gpu/gpu-check-summary.md; it is rewritten after every
-# step, so a run cut short still leaves one. Full logs go next to it, in
-# gpu-check-logs/. Exit status: 0 when every step passed (or was skipped).
+#   step                    limit  + kill
+#   preflight                  20      5
+#   spec cuda_spec            110      5
+#   spec device_spec           45      5
+#   spec data_parallel_spec    45      5
+#   test_backends              75      5
+#   test_cuda_runtime          30      5
+#   test_core                  30      5
+#   bench matmul               85      5
+#   total                     440 +   40 = 480 s = 8 min
+#
+# On top of the per-step limits, the whole run has a deadline (BUDGET_S seconds
+# from the start: 480 for quick alone, else the sum of the steps' limits): a step
+# gets at most what is left, and a step with under 10 s left is skipped, so one
+# hang cannot push the run past the device command's 10 minutes.
+# STEP_TIMEOUT (seconds) overrides every step's limit.
+#
+# Prepare here, on a machine with nvcc, in the project root: tools/gpu-prepare.sh
+# (fetches .devdeps, builds the CUDA build with -lineinfo, keeps in build-gpu/
+# only what runs there, checks that every shared library is carried and the 64
+# MiB carry limit); rehearse it without a GPU: tools/gpu-rehearse.sh. Then one
+# device run carrying [".devdeps", "build-gpu"]:
+#   source .devdeps/env.sh; OUT=$OUT tools/gpu-check.sh quick
+#
+# What comes back: with OUT set, exactly two files: $OUT/summary.md and
+# $OUT/gpu-check-logs.tar.gz (every step's full log); without OUT, the same two
+# in build-gpu/ (gpu-check-summary.md, gpu-check-logs.tar.gz) and the logs in
+# build-gpu/gpu-check-logs/. Both are rewritten after every step, so a run cut
+# short still leaves them. The summary (per step: status, seconds, and the FIRST
+# failing case with its message: busted's first "not ok" and its failure
+# message, the first FAIL / "check failed" of the C tests, the first
+# compute-sanitizer error with its stack; the last lines only for a timeout or
+# crash) is printed to standard output last, after the progress lines on stderr.
+# Exit status: 0 when every step passed (or was skipped).
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 2
 BUILD=${BUILD_DIR:-build-gpu}
 WICK=$BUILD/wick
+WORK=$(mktemp -d) # scratch that does not travel back (checkpoints of the examples, logs under OUT)
+trap 'rm -rf "$WORK"' EXIT
 if [ -n "${OUT:-}" ]; then
-  SUMMARY=$OUT/summary.md LOGS=$OUT/gpu-check-logs
+  mkdir -p "$OUT" || exit 2
+  SUMMARY=$OUT/summary.md ARCHIVE=$OUT/gpu-check-logs.tar.gz LOGS=$WORK/gpu-check-logs
 else
-  SUMMARY=$BUILD/gpu-check-summary.md LOGS=$BUILD/gpu-check-logs
+  SUMMARY=$BUILD/gpu-check-summary.md ARCHIVE=$BUILD/gpu-check-logs.tar.gz LOGS=$BUILD/gpu-check-logs
+  rm -rf "$LOGS"
 fi
 mkdir -p "$LOGS" || exit 2
-WORK=$(mktemp -d) # scratch that does not travel back (checkpoints of the examples)
-trap 'rm -rf "$WORK"' EXIT
+T_START=$(date +%s)
 case $BUILD in /*) BUILD_ABS=$BUILD ;; *) BUILD_ABS=$ROOT/$BUILD ;; esac
-export LD_LIBRARY_PATH="$BUILD_ABS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export WICK
+# the build, and the packages' /lib folder (zlib1g and libtinfo6 install there;
+# .devdeps/env.sh puts only /opt/devdeps/usr/lib/... on the path)
+export LD_LIBRARY_PATH="$BUILD_ABS:/opt/devdeps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export WICK BUILD
 
 TIERS=("$@")
 [ ${#TIERS[@]} -eq 0 ] && TIERS=(quick)
 STEPS=()
 for t in "${TIERS[@]}"; do
   case $t in
-    quick) STEPS+=(preflight opspecs ctests bench-matmul) ;;
+    quick) STEPS+=(preflight opspecs ctests bench-matmul) QUICK_BUDGET=480 ;;
     full) STEPS+=(preflight suite ctests examples sanitizer bench-all) ;;
     suite) STEPS+=(preflight suite ctests) ;;
     examples) STEPS+=(preflight examples) ;;
@@ -59,6 +91,11 @@ for t in "${TIERS[@]}"; do
     *) echo "usage: tools/gpu-check.sh [quick|full|suite|examples|sanitizer|bench]..." >&2; exit 2 ;;
   esac
 done
+
+# the deadline: BUDGET_S, else 480 s for the quick tier alone, else no cap but the steps' own
+if [ -n "${BUDGET_S:-}" ]; then DEADLINE=$((T_START + BUDGET_S))
+elif [ ${#TIERS[@]} -eq 1 ] && [ -n "${QUICK_BUDGET:-}" ]; then DEADLINE=$((T_START + QUICK_BUDGET))
+else DEADLINE=$((T_START + 86400)); fi
 
 # ---- the busted script: a file, or the shell function of .devdeps/env.sh ----
 find_busted() {
@@ -84,7 +121,7 @@ DETAILS=$WORK/details
 FAILED=0
 STARTED=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 GPU=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | paste -sd';' - || true)
-REV=$(git rev-parse --short HEAD 2>/dev/null || echo "unknown")
+REV=$(git rev-parse --short HEAD 2>/dev/null || cat "$BUILD/revision.txt" 2>/dev/null || echo "unknown")
 
 write_summary() {
   {
@@ -94,7 +131,7 @@ write_summary() {
     echo "- GPU: ${GPU:-none found by nvidia-smi}"
     echo "- build: $BUILD (runner $WICK); commit: $REV (plus the working tree's changes)"
     echo "- busted: ${BUSTED:-not found}; compute-sanitizer: ${SANITIZER:-not found}"
-    echo "- failed steps so far: $FAILED; full logs: $LOGS/"
+    echo "- failed steps so far: $FAILED; full logs: $ARCHIVE; elapsed: $(($(date +%s) - T_START)) s"
     echo
     echo "| step | status | seconds | result |"
     echo "|---|---|---|---|"
@@ -104,23 +141,37 @@ write_summary() {
   } >"$SUMMARY.tmp" && mv "$SUMMARY.tmp" "$SUMMARY"
 }
 
-# key lines of a log, by the kind of step
-key_lines() { # kind log
-  local kind=$1 log=$2
+# the first failing case of a log, with its message, by the kind of step (rc: the step's status)
+first_failure() { # kind log rc
+  local kind=$1 log=$2 rc=$3
   case $kind in
-    spec)
-      grep -E '^not ok ' "$log" | head -30
-      grep -E '^# (Failure message|.*_spec\.lua @)' "$log" | head -30
-      grep -vE '^(not )?ok ' "$log" | grep -E '^(wick: |lua: |luajit: )|Segmentation|Aborted|out of memory' | head -10
+    spec|sanitizer)
+      # busted's TAP: "not ok N - name", then "# file @ line", "# Failure message: ..." and more "#" lines
+      awk '/^not ok [0-9]+/ { if (seen) exit; seen = 1; print; n = 0; next }
+           seen && /^#/ && n < 12 { print; n++; next }
+           seen { exit }' "$log"
       ;;
-    bench) grep -E '^(\||###|GPU:|wick:|no CUDA|bench/gpu.sh)' "$log" ;;
-    sanitizer)
-      grep -E 'ERROR SUMMARY|LEAK SUMMARY' "$log"
-      grep -E '^========= (Invalid|Program hit|Race|Uninitialized|Error)' "$log" | sort | uniq -c | sort -rn | head -15
-      tap_totals "$log"
-      ;;
-    *) tail -n 15 "$log" ;;
   esac
+  case $kind in
+    sanitizer)
+      # the first error report: its "=========" lines up to the next blank report line
+      awk '/^========= (Invalid|Program hit|Race|Uninitialized|Barrier|Error|Warning|Potential|.*[Hh]azard)/ { if (seen) exit; seen = 1 }
+           seen && /^========= *$/ { exit }
+           seen && /^=========/ { print; if (++n >= 14) exit; next }
+           seen { exit }' "$log"
+      grep -m2 -E 'ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY' "$log"
+      ;;
+    ctest) grep -m1 -E '^FAIL |check failed' "$log"; grep -E '^test_[a-z_]+: ' "$log" | tail -n 2 ;;
+    bench) grep -E '^(\||###|GPU:|wick:|no CUDA)' "$log"; grep -m1 -E 'failed|error|Error' "$log" ;;
+    *) if [ "$rc" -ne 0 ]; then grep -m1 -E '^(wick|lua|luajit): |[Ee]rror' "$log"; else tail -n 12 "$log"; fi ;;
+  esac
+  [ "$rc" -eq 77 ] && return 0 # skipped: its own line says why
+  # no case named but a failure: an error line, else where it stopped (a crash, a hang)
+  if [ "$rc" -ne 0 ] && [ "$kind" != bench ] && ! grep -qE '^not ok |^FAIL |check failed|^========= [A-Z]' "$log"; then
+    grep -m1 -E '^(wick|lua|luajit): |Segmentation|Aborted|out of memory|error' "$log"
+    echo "... last lines:"
+    tail -n 6 "$log"
+  fi
 }
 
 tap_totals() { # log -> "P passed, S skipped (pending), F failed"
@@ -132,18 +183,30 @@ tap_totals() { # log -> "P passed, S skipped (pending), F failed"
 step() {
   local name=$1 kind=$2 limit=${STEP_TIMEOUT:-$3}
   shift 3
+  local left=$((DEADLINE - $(date +%s) - 5))
+  if [ $left -lt 10 ]; then
+    FAILED=$((FAILED + 1)) # not checked: counts as a failure
+    echo "| $name | NOT RUN | 0 | no time left in the run's budget |" >>"$ROWS"
+    echo "   -> $name not run: no time left in the run's budget" >&2
+    write_summary
+    return
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
   local log
   log=$LOGS/$(printf '%s' "$name" | tr -c 'A-Za-z0-9_.-' '_').log
   local shown=${SHOWN:-$*}
   echo "== $name: $shown" >&2
   local t0 t1 rc=0
   t0=$(date +%s.%N)
-  timeout -k 15 "$limit" "$@" >"$log" 2>&1 </dev/null || rc=$?
+  timeout -k 5 "$limit" "$@" >"$log" 2>&1 </dev/null || rc=$?
   t1=$(date +%s.%N)
   local secs result
   secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
   case $kind in
-    spec|sanitizer) result=$(tap_totals "$log") ;;
+    spec|sanitizer) result=$(tap_totals "$log")
+      [ "$kind" = sanitizer ] && result="$result; $(grep -m1 -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | sed 's/^=* *//')"
+      ;;
+    ctest) result=$(grep -E '^test_[a-z_]+: ' "$log" | tail -n 1 | cut -c1-160 | tr '|' '/') ;;
     bench)
       if grep -q '^no CUDA GPU' "$log"; then result=$(grep -m1 '^no CUDA GPU' "$log")
       else result=$(grep -c '^| ' "$log" | awk '{ print $1 " table rows (below)" }'); fi
@@ -158,6 +221,7 @@ step() {
       ;;
   esac
   # a spec run that counted no test at all did not run
+  if [ "$kind" = spec ] || [ "$kind" = sanitizer ] && [ "${SPEC_STEP:-0}" = 1 ]; then :; fi
   if [ "$kind" = spec ] && ! grep -qE '^(not )?ok [0-9]+' "$log" && [ $rc -eq 0 ]; then rc=1; fi
   local status="ok"
   if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then status="TIMEOUT (${limit}s)"
@@ -165,18 +229,29 @@ step() {
   elif [ $rc -ne 0 ]; then status="FAILED ($rc)"; fi
   case $status in ok|skipped) ;; *) FAILED=$((FAILED + 1)) ;; esac
   echo "| $name | $status | $secs | $result |" >>"$ROWS"
-  {
-    echo "### $name: $status, ${secs}s"
-    echo
-    echo "command: \`$shown\`"
-    echo
-    echo '```'
-    key_lines "$kind" "$log" | cut -c1-300 | head -80
-    echo '```'
-    echo
-  } >>"$DETAILS"
+  local first
+  first=$(first_failure "$kind" "$log" "$rc" | cut -c1-300 | head -40)
+  if [ -n "$first" ]; then # a block only where there is something to say (keeps the summary short)
+    {
+      echo "### $name: $status, ${secs}s"
+      echo
+      echo "command: \`$shown\`"
+      echo
+      echo '```'
+      printf '%s\n' "$first"
+      echo '```'
+      echo
+    } >>"$DETAILS"
+  fi
   echo "   -> $status (${secs}s): $result" >&2
   write_summary
+  archive
+}
+
+# the logs, as one archive next to the summary (rewritten after every step)
+archive() {
+  tar -czf "$WORK/logs.tar.gz" -C "$(dirname "$LOGS")" "$(basename "$LOGS")" 2>/dev/null &&
+    mv -f "$WORK/logs.tar.gz" "$ARCHIVE"
 }
 
 # skip NAME WHY: records a step that could not run here
@@ -196,15 +271,19 @@ preflight_body() {
   echo "nvidia-smi:"
   nvidia-smi -L 2>&1 || echo "  (no nvidia-smi, or no GPU)"
   echo "luajit: $(luajit -v 2>&1 | head -1)"
-  echo "libraries of $WICK not found:"
-  ldd "$WICK" 2>&1 | grep "not found" || echo "  none"
+  echo "shared libraries not found (the runner, the C tests, luajit, the Lua C modules):"
+  local f
+  for f in "$WICK" "$BUILD"/test_* "$(command -v luajit)" $(find /opt/devdeps/usr/lib -path '*lua/5.1/*.so' 2>/dev/null); do
+    [ -f "$f" ] && ldd "$f" 2>&1 | grep "not found" | sed "s|^|  $f: |"
+  done
+  echo "  (end)"
   echo "wick sees:"
   "$WICK" -e 'local w = require("wick")
     print("  cuda.is_available", w.cuda.is_available(), "device_count", w.cuda.device_count())'
 }
 preflight() {
   SHOWN="nvidia-smi -L; luajit -v; ldd $WICK; wick.cuda.is_available()" \
-    step "preflight" info 120 bash -c "$(declare -f preflight_body); preflight_body"
+    step "preflight" info 20 bash -c "$(declare -f preflight_body); preflight_body"
 }
 
 OPSPECS=(spec/cuda_spec.lua spec/device_spec.lua spec/data_parallel_spec.lua)
@@ -216,11 +295,13 @@ run_step() {
         skip preflight "no runner at $WICK: prepare it first (tools/gpu-prepare.sh)"
       else preflight; fi
       ;;
-    opspecs) for s in "${OPSPECS[@]}"; do spec "$s" 300; done ;;
+    opspecs) spec spec/cuda_spec.lua 110; spec spec/device_spec.lua 45; spec spec/data_parallel_spec.lua 45 ;;
     suite) for s in spec/*_spec.lua; do spec "$s" 300; done ;;
     ctests)
       for t in test_backends test_cuda_runtime test_core; do
-        if [ -x "$BUILD/$t" ]; then step "$t" info 300 "$BUILD/$t"
+        local limit=30
+        [ $t = test_backends ] && limit=75
+        if [ -x "$BUILD/$t" ]; then step "$t" ctest $limit "$BUILD/$t"
         else skip "$t" "$BUILD/$t is not built"; fi
       done
       ;;
@@ -240,23 +321,37 @@ run_step() {
       if [ -z "$SANITIZER" ]; then skip "compute-sanitizer" "compute-sanitizer not found"
       elif [ -z "$BUSTED" ]; then skip "compute-sanitizer" "busted not found"
       else
+        # every block its own cudaMalloc (see src/cuda/cuda_caching.h), so the tools see its bounds
         for s in "${OPSPECS[@]}"; do
-          step "compute-sanitizer memcheck $(basename "$s" .lua)" sanitizer 300 "$SANITIZER" --tool memcheck \
-            --error-exitcode 99 --print-limit 200 "$WICK" "$BUSTED" --helper=spec/helper.lua -o TAP "$s"
+          step "memcheck $(basename "$s" .lua)" sanitizer 300 env WICK_CUDA_CACHING=0 "$SANITIZER" --tool memcheck \
+            --error-exitcode 99 --print-limit 100 "$WICK" "$BUSTED" --helper=spec/helper.lua -o TAP "$s"
+        done
+        if [ -x "$BUILD/test_cuda_runtime" ]; then
+          step "memcheck test_cuda_runtime" sanitizer 120 env WICK_CUDA_CACHING=0 "$SANITIZER" --tool memcheck \
+            --error-exitcode 99 --print-limit 100 "$BUILD/test_cuda_runtime"
+        fi
+        for tool in racecheck synccheck; do
+          step "$tool cuda_spec" sanitizer 300 env WICK_CUDA_CACHING=0 "$SANITIZER" --tool $tool \
+            --error-exitcode 99 --print-limit 100 "$WICK" "$BUSTED" --helper=spec/helper.lua -o TAP spec/cuda_spec.lua
         done
       fi
       ;;
-    bench-matmul) step "bench matmul" bench 300 bash bench/gpu.sh matmul ;;
+    bench-matmul) step "bench matmul" bench 85 bash bench/gpu.sh matmul ;;
     bench-all) step "bench all" bench 540 bash bench/gpu.sh all ;;
   esac
 }
 
+# cut short (the device command's limit, ^C): the summary still comes out last
+trap 'echo "== interrupted" >&2; write_summary; archive; cat "$SUMMARY"; rm -rf "$WORK"; exit 3' TERM INT HUP
+
 write_summary
+archive
 DONE=" "
 for s in "${STEPS[@]}"; do
   case $DONE in *" $s "*) continue ;; esac # each step once, also when tiers overlap
   DONE="$DONE$s "
   run_step "$s"
 done
-echo "summary: $SUMMARY ($FAILED failed step(s))" >&2
+echo "summary: $SUMMARY, logs: $ARCHIVE ($FAILED failed step(s), $(($(date +%s) - T_START)) s)" >&2
+cat "$SUMMARY" # last, so that the tail of the output is the summary
 [ $FAILED -eq 0 ]

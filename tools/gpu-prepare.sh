@@ -6,11 +6,18 @@
 #   1. ../shared/device/fetch-runtime.sh fills .devdeps/ with LuaJIT, busted and
 #      OpenBLAS packages (and the Fashion-MNIST package unless --no-data, for the
 #      examples tier);
-#   2. the CUDA build (Release, OpenBLAS: .devdeps carries OpenBLAS, not BLIS) is
+#   2. the CUDA build (Release, OpenBLAS: .devdeps carries OpenBLAS, not BLIS;
+#      -DWICK_CUDA_LINEINFO=ON, so compute-sanitizer names source lines) is
 #      built in build-gpu-full/;
 #   3. build-gpu/ receives only what gpu-check.sh runs: the runner and the C
 #      tests, each self-contained (libwick linked in, cudart static);
-#   4. the total is checked against the 64 MiB a device run may carry.
+#   4. every shared library that a carried binary or library needs (readelf's
+#      NEEDED, over build-gpu/* and every ELF file in the packages) must be in
+#      what is carried, in a folder that .devdeps/env.sh or gpu-check.sh puts on
+#      LD_LIBRARY_PATH, or be one of glibc's, libstdc++/libgcc_s or the driver's
+#      libcuda (BASE_LIBS below): the device machine has nothing else for sure;
+#      otherwise it fails, naming what is missing and who needs it;
+#   5. the total is checked against the 64 MiB a device run may carry.
 #
 # Then one device run carrying [".devdeps", "build-gpu"]:
 #   source .devdeps/env.sh; OUT=$OUT tools/gpu-check.sh quick
@@ -28,15 +35,53 @@ esac
 
 [ -x "$FETCH" ] || { echo "gpu-prepare: $FETCH not found (set FETCH_RUNTIME)" >&2; exit 1; }
 rm -f .devdeps/dataset-fashion-mnist_*.deb # --no-data must not carry an earlier run's copy
-EXTRA_DEBS="$data" "$FETCH"
+# beyond fetch-runtime.sh's list: libz (the runner) and libtinfo (libedit), so
+# nothing but glibc and libstdc++ is taken from the device machine
+EXTRA_DEBS="zlib1g libtinfo6 $data" "$FETCH"
 
 cmake -S . -B build-gpu-full -DWICK_CUDA=ON -DWICK_BLAS=OPENBLAS -DCMAKE_BUILD_TYPE=Release \
-  -DWICK_LUA54=OFF >/dev/null
-cmake --build build-gpu-full -j"$(nproc)" --target wick_runner test_backends test_cuda_runtime test_core
+  -DWICK_LUA54=OFF -DWICK_CUDA_LINEINFO=ON >/dev/null
+cmake --build build-gpu-full -j"${JOBS:-2}" --target wick_runner test_backends test_cuda_runtime test_core
 
 rm -rf build-gpu
 mkdir build-gpu
 for f in wick test_backends test_cuda_runtime test_core; do cp build-gpu-full/"$f" build-gpu/; done
+# the commit it was built from (the device machine's copy of the tree has no .git)
+echo "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' plus changes')" \
+  >build-gpu/revision.txt
+
+# ---- 4. every needed shared library is carried ----
+BASE_LIBS=" linux-vdso.so.1 ld-linux-x86-64.so.2 libc.so.6 libm.so.6 libpthread.so.0 libdl.so.2 librt.so.1
+  libresolv.so.2 libutil.so.1 libstdc++.so.6 libgcc_s.so.1 libcuda.so.1 "
+check_libs() {
+  local root missing=0 f lib d found
+  root=$(mktemp -d)
+  for f in .devdeps/*.deb; do dpkg -x "$f" "$root"; done
+  # the folders env.sh (the packages' /usr/lib) and gpu-check.sh (the build, the packages' /lib) search
+  local dirs=(build-gpu "$root/usr/lib/x86_64-linux-gnu" "$root/usr/lib/x86_64-linux-gnu/openblas-pthread"
+    "$root/lib/x86_64-linux-gnu")
+  local n=0
+  while IFS= read -r f; do
+    [ "$(head -c 4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ] || continue
+    n=$((n + 1))
+    for lib in $(readelf -d "$f" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+      case $BASE_LIBS in *" $lib "*) continue ;; esac
+      found=""
+      for d in "${dirs[@]}"; do [ -e "$d/$lib" ] && found=$d && break; done
+      if [ -z "$found" ]; then
+        echo "gpu-prepare: ${f#"$root"/} needs $lib, which is not carried" >&2
+        missing=$((missing + 1))
+      fi
+    done
+  done < <(find build-gpu "$root" -type f)
+  rm -rf "$root"
+  echo "shared libraries: $n ELF files checked, $missing needed libraries not carried"
+  [ $missing -eq 0 ]
+}
+if ! check_libs; then
+  echo "gpu-prepare: carry the missing libraries (their packages in EXTRA_DEBS above) before a device run" >&2
+  exit 1
+fi
 
 total=$(du -sk .devdeps build-gpu | awk '{ s += $1 } END { print int(s / 1024) }')
 du -sh .devdeps build-gpu

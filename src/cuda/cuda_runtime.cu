@@ -10,6 +10,7 @@
  * loaded on first use" below): linking it costs every start of build/wick about
  * 0.2 s and 200 MB to map libcublasLt. */
 #include "cuda.h"
+#include "cuda_caching.h"
 
 #include <dlfcn.h>
 #include <inttypes.h>
@@ -436,8 +437,6 @@ static void release_cached(device_state *d) {
         }
 }
 
-static int64_t all_allocated; /* every device's allocated, summed: wick_cuda_bytes_in_use */
-
 /* A fresh segment from cudaMalloc (lock held); on failure the device's cache
  * is given back and cudaMalloc tried once more. */
 static wk_block *new_segment(device_state *d, size_t size, bool small) {
@@ -482,8 +481,63 @@ static void split(device_state *d, wk_block *b, size_t size) {
     }
 }
 
+/* The device's counts (lock held), and storing them: each one aligned word,
+ * stored atomically, so the statistics functions read them without the lock. */
+static wk_cuda_counts counts_of(const device_state *d) {
+    wk_cuda_counts c = {d->allocated, d->peak, d->reserved};
+    return c;
+}
+static int64_t all_allocated; /* every device's allocated, summed: wick_cuda_bytes_in_use */
+static void store_counts(device_state *d, wk_cuda_counts c) {
+    __atomic_add_fetch(&all_allocated, c.allocated - d->allocated, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->allocated, c.allocated, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->peak, c.peak, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->reserved, c.reserved, __ATOMIC_RELAXED);
+}
+
+/* WICK_CUDA_CACHING, read once (see cuda_caching.h); a value not understood
+ * is named on stderr and caching stays on. */
+static pthread_once_t caching_once = PTHREAD_ONCE_INIT;
+static int caching = 1;
+static void read_caching(void) {
+    const char *v = getenv("WICK_CUDA_CACHING");
+    int c = wk_cuda_caching_parse(v);
+    if (c < 0) fprintf(stderr, "wick: WICK_CUDA_CACHING='%s' is not understood (0 or 1): caching stays on\n", v);
+    caching = c != 0;
+}
+static bool caching_enabled(void) {
+    pthread_once(&caching_once, read_caching);
+    return caching;
+}
+
+/* Caching off: the block is one cudaMalloc of exactly the request. */
+static void *nocache_alloc(device_state *d, size_t nbytes) {
+    size_t size = wk_cuda_nocache_size(nbytes);
+    wk_block *b = (wk_block *)calloc(1, sizeof *b);
+    void *p = NULL;
+    if (!b || cudaMalloc(&p, size) != cudaSuccess) {
+        (void)cudaGetLastError();
+        free(b);
+        return NULL;
+    }
+    b->ptr = (char *)p;
+    b->size = size;
+    b->allocated = true;
+    pthread_mutex_lock(&d->lock);
+    bool tracked = live_insert(d, b);
+    if (tracked) store_counts(d, wk_cuda_counts_after_alloc(counts_of(d), (int64_t)size, (int64_t)size));
+    pthread_mutex_unlock(&d->lock);
+    if (!tracked) {
+        (void)cudaFree(p);
+        free(b);
+        return NULL;
+    }
+    return p;
+}
+
 static void *cuda_alloc(size_t nbytes, int device) {
     if (nbytes > ((size_t)1 << 62) || wk_cuda_enter(device, "alloc") == NULL) return NULL;
+    if (!caching_enabled()) return nocache_alloc(&devices[device], nbytes);
     bool small = nbytes <= WK_SMALL_REQUEST;
     size_t round = small ? WK_SMALL_ROUND : WK_LARGE_ROUND;
     size_t size = (nbytes + round - 1) / round * round;
@@ -506,25 +560,26 @@ static void *cuda_alloc(size_t nbytes, int device) {
         return NULL;
     }
     b->allocated = true;
-    int64_t now = d->allocated + (int64_t)b->size;
-    __atomic_store_n(&d->allocated, now, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&all_allocated, (int64_t)b->size, __ATOMIC_RELAXED);
-    if (now > d->peak) __atomic_store_n(&d->peak, now, __ATOMIC_RELAXED);
+    store_counts(d, wk_cuda_counts_after_alloc(counts_of(d), (int64_t)b->size, 0)); /* new_segment counted reserved */
     pthread_mutex_unlock(&d->lock);
     return b->ptr;
 }
 
 /* The block goes back to its pool at once: later work that reuses it is queued
- * on the same stream as the work that used it, so it runs afterwards. */
+ * on the same stream as the work that used it, so it runs afterwards. With
+ * caching off it goes back to CUDA (cudaFree waits for the device). */
 static void cuda_free(void *ptr, size_t nbytes, int device) {
     (void)nbytes;
     if (!ptr || device < 0 || device >= WK_CUDA_MAX_DEVICES) return;
     device_state *d = &devices[device];
     pthread_mutex_lock(&d->lock);
     wk_block *b = live_remove(d, ptr);
-    if (b) {
-        __atomic_store_n(&d->allocated, d->allocated - (int64_t)b->size, __ATOMIC_RELAXED);
-        __atomic_sub_fetch(&all_allocated, (int64_t)b->size, __ATOMIC_RELAXED);
+    if (b && !caching_enabled()) {
+        if (cudaFree(b->ptr) != cudaSuccess) (void)cudaGetLastError();
+        store_counts(d, wk_cuda_counts_after_free(counts_of(d), (int64_t)b->size, (int64_t)b->size));
+        free(b);
+    } else if (b) {
+        store_counts(d, wk_cuda_counts_after_free(counts_of(d), (int64_t)b->size, 0));
         b->allocated = false;
         block_set *pool = pool_of(d, b);
         if (b->prev && !b->prev->allocated) { /* merge into the free block before */
