@@ -6,6 +6,7 @@
  *   here for every element (or a sample at the edges of huge shapes) against
  *   the general 64-bit walk and against a reference computed from the tensors'
  *   own shapes and strides (so wk_iter_init's coalescing is checked too);
+ * - the contiguous plan's 16-byte vector width;
  * - host values: a CPU scalar beside an op elsewhere travels in the iterator
  *   (wk_iter_init), and the CPU kernels read that field correctly. */
 #include "../src/core/ew_plan.h"
@@ -126,6 +127,7 @@ static void test_shapes(wick_device dev) {
     ops[0] = make(dev, 2, bc), ops[1] = tr, ops[2] = make(dev, 2, bc);
     check_case("transposed", 3, ops, WK_EW_TWO_D, 1);
     release_all(3, ops);
+    wick_tensor_release(base);
 
     int64_t b3[] = {5, 7, 29}, b4[] = {3, 4, 5, 6};
     ops[0] = make(dev, 3, b3), ops[1] = make(dev, 3, b3), ops[2] = make(dev, 1, c);
@@ -269,6 +271,43 @@ static void test_cpu_reads_values(void) {
     wick_tensor_release(cond);
 }
 
+/* The contiguous plan's 16-byte vectors: only over aligned, stride-1 operands
+ * of one element size (host values splatted). */
+static int width_of(int nops, wick_tensor *const *ops) {
+    wk_iter it;
+    wk_iter_init(&it, nops, (const wick_tensor *const *)ops);
+    return wk_ew_vector_width(&it, wk_ew_plan_for(&it));
+}
+
+static void test_vector_width(void) {
+    int64_t n[] = {1001}, wide[] = {1002}, bc[] = {8, 16}, row[] = {16};
+    wick_tensor *ops[3], *w = make(wick_cpu(), 1, wide), *shifted, *s = NULL, *d = NULL;
+    ops[0] = make(wick_cpu(), 1, n), ops[1] = make(wick_cpu(), 1, n), ops[2] = make(wick_cpu(), 1, n);
+    int aligned = (uintptr_t)wick_tensor_data(ops[0]) % 16 == 0 && (uintptr_t)wick_tensor_data(ops[1]) % 16 == 0 &&
+                  (uintptr_t)wick_tensor_data(ops[2]) % 16 == 0;
+    CHECK(aligned); /* 1001 floats come from the aligned allocator */
+    CHECK(width_of(3, ops) == (aligned ? 4 : 1)); /* float32: 4 per vector */
+    CHECK(wick_narrow(&shifted, w, 0, 1, 1001) == WICK_OK); /* 4 bytes past an aligned base */
+    wick_tensor *mis[3] = {ops[0], shifted, ops[2]};
+    CHECK(width_of(3, mis) == 1);
+    CHECK(wick_full(&s, 0, NULL, 1, (wick_options){WICK_FLOAT32, wick_cpu(), 0}) == WICK_OK);
+    wick_tensor *with_scalar[3] = {ops[0], ops[1], s};
+    CHECK(width_of(3, with_scalar) == 1); /* a CPU scalar on the CPU: stride 0 with data, no vectors */
+    CHECK(wick_empty(&d, 1, n, (wick_options){WICK_FLOAT64, wick_cpu(), 0}) == WICK_OK);
+    wick_tensor *mixed[3] = {ops[0], d, ops[2]};
+    CHECK(width_of(3, mixed) == 1); /* element sizes differ */
+    wick_tensor *b0 = make(wick_cpu(), 2, bc), *b1 = make(wick_cpu(), 2, bc), *r = make(wick_cpu(), 1, row);
+    wick_tensor *bias[3] = {b0, b1, r};
+    CHECK(width_of(3, bias) == 1); /* not the contiguous plan */
+    /* host values are splatted: a meta op with a CPU scalar (alignment of meta data aside) */
+    wk_iter it;
+    wk_iter_init(&it, 3, (const wick_tensor *const *)with_scalar);
+    it.host_values = 4u, it.data[2] = NULL;
+    CHECK(wk_ew_vector_width(&it, wk_ew_plan_for(&it)) == (aligned ? 4 : 1));
+    wick_tensor *all[] = {ops[0], ops[1], ops[2], w, shifted, s, d, b0, b1, r};
+    release_all(10, all);
+}
+
 int main(void) {
     if (wick_device_parse("meta", &META)) return 1;
     test_shapes(wick_cpu());
@@ -276,6 +315,7 @@ int main(void) {
     test_huge();
     test_host_value_iter();
     test_cpu_reads_values();
+    test_vector_width();
     printf("test_ew_plan: %d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }

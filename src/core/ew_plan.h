@@ -70,6 +70,23 @@ static inline wk_ew_plan wk_ew_plan_for(const wk_iter *it) {
     return p;
 }
 
+/* Elements per 16-byte vector access in the contiguous plan: 16 / element size
+ * when every operand has one element size, and each one with data has stride 1
+ * and a 16-byte-aligned base (host values are splatted); else 1 (no vectors).
+ * The vector kernel covers elements [0, numel / width * width) by vectors and
+ * the rest one by one. */
+static inline int wk_ew_vector_width(const wk_iter *it, wk_ew_plan p) {
+    if (p.kind != WK_EW_CONTIGUOUS || it->numel < 2) return 1;
+    size_t es = wk_dtype_size(it->dtypes[0]);
+    if (es == 0 || es > 8) return 1;
+    for (int k = 0; k < it->nops; k++) {
+        if (wk_dtype_size(it->dtypes[k]) != es) return 1;
+        if (it->host_values >> k & 1) continue;
+        if (it->strides[k][0] != 1 || (uintptr_t)it->data[k] % 16 != 0) return 1;
+    }
+    return (int)(16 / es);
+}
+
 /* ---- the index math: element offsets of linear index i in operands 0..n-1 ---- */
 
 WK_EW_FN void wk_ew_offsets_contiguous(const wk_iter *it, int n, int64_t i, int64_t *off) {

@@ -89,6 +89,43 @@ static wick_status ew_launch(const wk_iter *it, F f, const char *op) {
     return wk_cuda_check_launch(op, it->device);
 }
 
+/* ---- 16-byte vector accesses (the contiguous plan; wk_ew_vector_width) ----
+ * For functors with a vec<V>(j) member (unary and binary arithmetic): vector j
+ * is elements [j * V, j * V + V); the last numel % V elements go one by one. */
+template <typename T, int V> struct alignas(16) ew_vec {
+    T v[V];
+};
+
+template <typename T, int V> __device__ __forceinline__ ew_vec<T, V> ew_load_vec(const ew_in<T> &in, int64_t j) {
+    if (in.p) return reinterpret_cast<const ew_vec<T, V> *>(in.p)[j];
+    ew_vec<T, V> r;
+#pragma unroll
+    for (int e = 0; e < V; e++) r.v[e] = in.v;
+    return r;
+}
+
+template <int V, class F>
+__global__ void __launch_bounds__(WK_CUDA_THREADS) ew_vec_kernel(int64_t numel, F f) {
+    int64_t step = (int64_t)gridDim.x * blockDim.x, first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    int64_t nv = numel / V;
+    for (int64_t j = first; j < nv; j += step) f.template vec<V>(j);
+    for (int64_t i = nv * V + first; i < numel; i += step) {
+        int64_t off[WK_MAX_OPERANDS] = {i, i, i, i};
+        f(off);
+    }
+}
+
+/* ew_launch, with 16-byte vectors of T where the plan allows them. */
+template <typename T, int N, class F>
+static wick_status ew_launch_vec(const wk_iter *it, F f, const char *op) {
+    constexpr int V = 16 / sizeof(T);
+    if (wk_ew_vector_width(it, wk_ew_plan_for(it)) != V) return ew_launch<N>(it, f, op);
+    cudaStream_t stream = wk_cuda_enter(it->device, op);
+    if (!stream) return WICK_ERR_DEVICE;
+    ew_vec_kernel<V><<<wk_cuda_blocks((it->numel + V - 1) / V), WK_CUDA_THREADS, 0, stream>>>(it->numel, f);
+    return wk_cuda_check_launch(op, it->device);
+}
+
 /* ---- copy ---- */
 
 /* Same dtype: the element's bits, whatever they mean. */
@@ -267,11 +304,17 @@ template <typename T, int OP> struct unary_fn {
     T *o;
     ew_in<T> x;
     __device__ void operator()(const int64_t *off) const { o[off[0]] = unary_math<OP>(x[off[1]]); }
+    template <int V> __device__ void vec(int64_t j) const {
+        ew_vec<T, V> a = ew_load_vec<T, V>(x, j), r;
+#pragma unroll
+        for (int e = 0; e < V; e++) r.v[e] = unary_math<OP>(a.v[e]);
+        reinterpret_cast<ew_vec<T, V> *>(o)[j] = r;
+    }
 };
 
 template <typename T, int OP> static wick_status unary_launch(const wk_iter *it) {
     unary_fn<T, OP> f = {(T *)it->data[0], ew_input<T>(it, 1)};
-    return ew_launch<2>(it, f, wick_unary_name((wick_unary_op)OP));
+    return ew_launch_vec<T, 2>(it, f, wick_unary_name((wick_unary_op)OP));
 }
 
 } // namespace
@@ -304,6 +347,12 @@ template <typename T, int OP> struct binary_fn {
     ew_in<T> a, b;
     T alpha;
     __device__ void operator()(const int64_t *off) const { o[off[0]] = binary_math<OP>(a[off[1]], b[off[2]], alpha); }
+    template <int V> __device__ void vec(int64_t j) const {
+        ew_vec<T, V> x = ew_load_vec<T, V>(a, j), y = ew_load_vec<T, V>(b, j), r;
+#pragma unroll
+        for (int e = 0; e < V; e++) r.v[e] = binary_math<OP>(x.v[e], y.v[e], alpha);
+        reinterpret_cast<ew_vec<T, V> *>(o)[j] = r;
+    }
 };
 
 template <typename T, int OP> struct compare_fn {
@@ -315,7 +364,7 @@ template <typename T, int OP> struct compare_fn {
 template <typename T, int OP> static wick_status binary_launch(const wk_iter *it, double alpha) {
     /* alpha in the compute type, cast on the host as cpu_elementwise.c casts it */
     binary_fn<T, OP> f = {(T *)it->data[0], ew_input<T>(it, 1), ew_input<T>(it, 2), (T)alpha};
-    return ew_launch<3>(it, f, wick_binary_name((wick_binary_op)OP));
+    return ew_launch_vec<T, 3>(it, f, wick_binary_name((wick_binary_op)OP));
 }
 
 template <typename T, int OP> static wick_status compare_launch(const wk_iter *it) {
