@@ -53,8 +53,10 @@
 # failing case with its message: busted's first "not ok" and its failure
 # message, the first FAIL / "check failed" of the C tests, the first
 # compute-sanitizer error with its stack; the last lines only for a timeout or
-# crash) is printed to standard output last, after the progress lines on stderr.
-# Exit status: 0 when every step passed (or was skipped).
+# crash), with the table of steps at its end, is printed to standard output
+# last, after the progress lines on stderr (also when the run is cut short by
+# TERM/INT/HUP). Exit status: 0 when every step passed (or was skipped); a step
+# not run for lack of budget counts as failed.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 2
@@ -123,22 +125,31 @@ STARTED=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 GPU=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | paste -sd';' - || true)
 REV=$(git rev-parse --short HEAD 2>/dev/null || cat "$BUILD/revision.txt" 2>/dev/null || echo "unknown")
 
+# the summary: the steps' first failures and key lines, then the table of steps
+# last (the end of the output is what a cut-short view of it keeps)
 write_summary() {
   {
     echo "# GPU check: ${TIERS[*]}"
     echo
-    echo "- started: $STARTED; last update: $(date -u '+%H:%M:%S UTC')"
+    if [ -s "$DETAILS" ]; then
+      echo "## First failing case (or key lines) of each step"
+      echo
+      cat "$DETAILS"
+    fi
+    echo "## Steps"
+    echo
+    echo "- started: $STARTED; last update: $(date -u '+%H:%M:%S UTC'); elapsed: $(($(date +%s) - T_START)) s"
     echo "- GPU: ${GPU:-none found by nvidia-smi}"
-    echo "- build: $BUILD (runner $WICK); commit: $REV (plus the working tree's changes)"
+    echo "- build: $BUILD (runner $WICK); commit: $REV"
     echo "- busted: ${BUSTED:-not found}; compute-sanitizer: ${SANITIZER:-not found}"
-    echo "- failed steps so far: $FAILED; full logs: $ARCHIVE; elapsed: $(($(date +%s) - T_START)) s"
+    echo "- full logs: $ARCHIVE"
     echo
     echo "| step | status | seconds | result |"
     echo "|---|---|---|---|"
     cat "$ROWS"
     echo
-    cat "$DETAILS"
-  } >"$SUMMARY.tmp" && mv "$SUMMARY.tmp" "$SUMMARY"
+    echo "failed steps: $FAILED"
+  } >"$WORK/summary.tmp" && mv -f "$WORK/summary.tmp" "$SUMMARY"
 }
 
 # the first failing case of a log, with its message, by the kind of step (rc: the step's status)
@@ -198,7 +209,11 @@ step() {
   echo "== $name: $shown" >&2
   local t0 t1 rc=0
   t0=$(date +%s.%N)
-  timeout -k 5 "$limit" "$@" >"$log" 2>&1 </dev/null || rc=$?
+  # in the background and waited for, so that a TERM to this script is handled at once
+  timeout -k 5 "$limit" "$@" >"$log" 2>&1 </dev/null &
+  CHILD=$!
+  wait "$CHILD" || rc=$?
+  CHILD=""
   t1=$(date +%s.%N)
   local secs result
   secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
@@ -270,7 +285,7 @@ spec() { # spec file, through busted under the wick runner
 preflight_body() {
   echo "nvidia-smi:"
   nvidia-smi -L 2>&1 || echo "  (no nvidia-smi, or no GPU)"
-  echo "luajit: $(luajit -v 2>&1 | head -1)"
+  echo "LuaJIT version: $(luajit -v 2>&1 | head -1)"
   echo "shared libraries not found (the runner, the C tests, luajit, the Lua C modules):"
   local f
   for f in "$WICK" "$BUILD"/test_* "$(command -v luajit)" $(find /opt/devdeps/usr/lib -path '*lua/5.1/*.so' 2>/dev/null); do
@@ -342,7 +357,19 @@ run_step() {
 }
 
 # cut short (the device command's limit, ^C): the summary still comes out last
-trap 'echo "== interrupted" >&2; write_summary; archive; cat "$SUMMARY"; rm -rf "$WORK"; exit 3' TERM INT HUP
+CHILD=""
+interrupted() {
+  [ -n "$CHILD" ] && kill -TERM "$CHILD" 2>/dev/null
+  echo "| (interrupted) | STOPPED | - | the run was stopped from outside during the step above/next |" >>"$ROWS"
+  FAILED=$((FAILED + 1))
+  echo "== interrupted" >&2
+  write_summary
+  archive
+  cat "$SUMMARY"
+  rm -rf "$WORK"
+  exit 3
+}
+trap interrupted TERM INT HUP
 
 write_summary
 archive
