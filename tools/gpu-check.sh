@@ -172,6 +172,7 @@ first_failure() { # kind log rc
            seen { exit }' "$log"
       grep -m2 -E 'ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY' "$log"
       ;;
+    spec) ;; # its "not ok" block above
     ctest) grep -m1 -E '^FAIL |check failed' "$log"; grep -E '^test_[a-z_]+: ' "$log" | tail -n 2 ;;
     bench) grep -E '^(\||###|GPU:|wick:|no CUDA)' "$log"; grep -m1 -E 'failed|error|Error' "$log" ;;
     *) if [ "$rc" -ne 0 ]; then grep -m1 -E '^(wick|lua|luajit): |[Ee]rror' "$log"; else tail -n 12 "$log"; fi ;;
