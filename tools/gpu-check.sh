@@ -32,6 +32,11 @@
 #   bench matmul               85      5
 #   total                     440 +   40 = 480 s = 8 min
 #
+# The sanitizer tier's (under WICK_CUDA_CACHING=0; fits one command too):
+# preflight 20, memcheck cuda_spec 130, device_spec 60, data_parallel_spec 60,
+# memcheck test_cuda_runtime 60, racecheck cuda_spec 115, synccheck cuda_spec
+# 90: 535 + 7 x 5 kill = 570 s = 9.5 min, also its deadline.
+#
 # On top of the per-step limits, the whole run has a deadline (BUDGET_S seconds
 # from the start: 480 for quick alone, else the sum of the steps' limits): a step
 # gets at most what is left, and a step with under 10 s left is skipped, so one
@@ -84,19 +89,20 @@ TIERS=("$@")
 STEPS=()
 for t in "${TIERS[@]}"; do
   case $t in
-    quick) STEPS+=(preflight opspecs ctests bench-matmul) QUICK_BUDGET=480 ;;
+    quick) STEPS+=(preflight opspecs ctests bench-matmul) TIER_BUDGET=480 ;;
     full) STEPS+=(preflight suite ctests examples sanitizer bench-all) ;;
     suite) STEPS+=(preflight suite ctests) ;;
     examples) STEPS+=(preflight examples) ;;
-    sanitizer) STEPS+=(preflight sanitizer) ;;
+    sanitizer) STEPS+=(preflight sanitizer) TIER_BUDGET=570 ;;
     bench) STEPS+=(preflight bench-all) ;;
     *) echo "usage: tools/gpu-check.sh [quick|full|suite|examples|sanitizer|bench]..." >&2; exit 2 ;;
   esac
 done
 
-# the deadline: BUDGET_S, else 480 s for the quick tier alone, else no cap but the steps' own
+# the deadline: BUDGET_S, else the tier's budget (quick 480 s, sanitizer 570 s) when it runs
+# alone, else no cap but the steps' own
 if [ -n "${BUDGET_S:-}" ]; then DEADLINE=$((T_START + BUDGET_S))
-elif [ ${#TIERS[@]} -eq 1 ] && [ -n "${QUICK_BUDGET:-}" ]; then DEADLINE=$((T_START + QUICK_BUDGET))
+elif [ ${#TIERS[@]} -eq 1 ] && [ -n "${TIER_BUDGET:-}" ]; then DEADLINE=$((T_START + TIER_BUDGET))
 else DEADLINE=$((T_START + 86400)); fi
 
 # ---- the busted script: a file, or the shell function of .devdeps/env.sh ----
@@ -220,6 +226,7 @@ step() {
   secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
   case $kind in
     spec|sanitizer) result=$(tap_totals "$log")
+      grep -qE '^(not )?ok [0-9]+' "$log" || result=$(grep -E '^test_[a-z_]+: ' "$log" | tail -n 1 | cut -c1-120 | tr '|' '/')
       [ "$kind" = sanitizer ] && result="$result; $(grep -m1 -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | sed 's/^=* *//')"
       ;;
     ctest) result=$(grep -E '^test_[a-z_]+: ' "$log" | tail -n 1 | cut -c1-160 | tr '|' '/') ;;
@@ -338,16 +345,21 @@ run_step() {
       elif [ -z "$BUSTED" ]; then skip "compute-sanitizer" "busted not found"
       else
         # every block its own cudaMalloc (see src/cuda/cuda_caching.h), so the tools see its bounds
+        local s limit
         for s in "${OPSPECS[@]}"; do
-          step "memcheck $(basename "$s" .lua)" sanitizer 300 env WICK_CUDA_CACHING=0 "$SANITIZER" --tool memcheck \
+          limit=60
+          [ "$s" = spec/cuda_spec.lua ] && limit=130
+          step "memcheck $(basename "$s" .lua)" sanitizer $limit env WICK_CUDA_CACHING=0 "$SANITIZER" --tool memcheck \
             --error-exitcode 99 --print-limit 100 "$WICK" "$BUSTED" --helper=spec/helper.lua -o TAP "$s"
         done
         if [ -x "$BUILD/test_cuda_runtime" ]; then
-          step "memcheck test_cuda_runtime" sanitizer 120 env WICK_CUDA_CACHING=0 "$SANITIZER" --tool memcheck \
+          step "memcheck test_cuda_runtime" sanitizer 60 env WICK_CUDA_CACHING=0 "$SANITIZER" --tool memcheck \
             --error-exitcode 99 --print-limit 100 "$BUILD/test_cuda_runtime"
         fi
         for tool in racecheck synccheck; do
-          step "$tool cuda_spec" sanitizer 300 env WICK_CUDA_CACHING=0 "$SANITIZER" --tool $tool \
+          limit=115
+          [ $tool = synccheck ] && limit=90
+          step "$tool cuda_spec" sanitizer $limit env WICK_CUDA_CACHING=0 "$SANITIZER" --tool $tool \
             --error-exitcode 99 --print-limit 100 "$WICK" "$BUSTED" --helper=spec/helper.lua -o TAP spec/cuda_spec.lua
         done
       fi
