@@ -118,5 +118,5 @@ echo "---- the summary (as it comes back) ----"
 cat "$OUTDIR/summary.md"
 echo "----"
 echo "rehearse: $CARRIED MiB carried, $secs s, OUT: $OUTDIR; $FAIL check(s) failed"
-rm -rf /opt/devdeps
+cd / && case $ROOT in /tmp/wick-rehearse.*) rm -rf "$ROOT" ;; esac # the copy; OUT stays for a look
 [ $FAIL -eq 0 ]
