@@ -6,8 +6,8 @@
 #              the C tests (test_backends, test_cuda_runtime, test_core), the
 #              matmul benchmark; fits one 10-minute device command: 8 minutes
 #              at most, by the budget below
-#   full       = suite examples sanitizer bench (more than one command may
-#              take: run the tiers separately then)
+#   full       = suite examples sanitizer bench (longer than one 10-minute
+#              device command: on a device, run the tiers one per command)
 #   suite      preflight, every spec/*_spec.lua, the C tests
 #   examples   examples/tensors.lua; examples/fashion_mnist.lua --device cuda, MLP
 #              and CNN, one epoch (needs FASHION_MNIST_DIR, i.e. the data set
@@ -38,9 +38,10 @@
 # 90: 535 + 7 x 5 kill = 570 s = 9.5 min, also its deadline.
 #
 # On top of the per-step limits, the whole run has a deadline (BUDGET_S seconds
-# from the start: 480 for quick alone, else the sum of the steps' limits): a step
-# gets at most what is left, and a step with under 10 s left is skipped, so one
-# hang cannot push the run past the device command's 10 minutes.
+# from the start; else 480 for quick alone, 570 for sanitizer alone, else none
+# beyond the steps' own limits): a step gets at most what is left, and a step
+# with under 10 s left is not run (and counted as failed), so one hang cannot
+# push the run past the device command's 10 minutes.
 # STEP_TIMEOUT (seconds) overrides every step's limit.
 #
 # Prepare here, on a machine with nvcc, in the project root: tools/gpu-prepare.sh
