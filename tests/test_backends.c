@@ -586,7 +586,7 @@ static void binary_cases(void) {
                   {L_TRANSPOSED, L_NARROWED, "33x65", "65"}, {L_CONTIG, L_CPU, "5x6", ""},
                   {L_CONTIG, L_EXPANDED, "", "4x5"},         {L_CONTIG, L_CONTIG, "0x3", "3"},
                   {L_CONTIG, L_CONTIG, "", ""},              {L_NARROWED, L_TRANSPOSED, "2x3x40", "2x3x40"},
-                  /* the broadcast plans (src/core/ew_plan.h): row, column, a row over a
+                  /* the broadcast plans (src/cuda/cuda_ew_plan.h): row, column, a row over a
                    * 3-d coalesced to two dims, the general walk, a CPU scalar first */
                   {L_CONTIG, L_CONTIG, "33x65", "65"},       {L_CONTIG, L_CONTIG, "33x65", "33x1"},
                   {L_CONTIG, L_CONTIG, "4x5x67", "67"},      {L_TRANSPOSED, L_CONTIG, "3x5x7", "5x1"},

@@ -1,9 +1,9 @@
-/* C tests of the host logic of the GPU's waits (src/core/cuda_host.c), which
+/* C tests of the host logic of the GPU's waits (src/cuda/cuda_host.c), which
  * needs no GPU: the device error record that index kernels fill (simulated
  * here as a kernel would leave it), the message and clearing at the wait that
  * finds it, the counting of waits with its hook, and the per-thread batches of
  * copies. Runs in every build. */
-#include "../src/core/cuda_host.h"
+#include "../src/cuda/cuda_host.h"
 #include "../src/core/internal.h"
 
 #include <pthread.h>

@@ -1,5 +1,5 @@
 /* The GPU elementwise kernels' host logic, tested on the CPU (no GPU needed):
- * - the plan src/core/ew_plan.h picks for many shapes (contiguous, row and
+ * - the plan src/cuda/cuda_ew_plan.h picks for many shapes (contiguous, row and
  *   column broadcasts, transposed, sliced, 0-d, empty, more than 2^31 elements
  *   or offsets -> 64-bit), and
  * - each plan's index math, the very functions the CUDA kernels inline, run
@@ -9,7 +9,7 @@
  * - the contiguous plan's 16-byte vector width;
  * - host values: a CPU scalar beside an op elsewhere travels in the iterator
  *   (wk_iter_init), and the CPU kernels read that field correctly. */
-#include "../src/core/ew_plan.h"
+#include "../src/cuda/cuda_ew_plan.h"
 #include "check.h"
 
 #include <stdlib.h>

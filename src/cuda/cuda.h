@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 #include "../core/internal.h"
-#include "../core/cuda_host.h"
+#include "cuda_host.h"
 
 /* ---- runtime (cuda_runtime.cu) ---- */
 

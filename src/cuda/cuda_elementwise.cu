@@ -6,18 +6,18 @@
  * compute types (float, double, int64), and conversions are cuda_dtype.cuh's,
  * which repeat dtype.c bit for bit. Each kernel takes the iterator by value and
  * finds every operand's element from the element's linear index in the way
- * src/core/ew_plan.h's plan picks on the host: all operands contiguous, one
+ * src/cuda/cuda_ew_plan.h's plan picks on the host: all operands contiguous, one
  * (coalesced) dimension with any strides, two dims (row and column broadcasts:
  * one 32-bit division), or the general walk over up to WICK_MAX_DIMS dims
  * (32-bit when every index fits). Inputs that are numbers from the host come in
  * the iterator itself (ew_in), never through device memory. */
 #include "cuda.h"
 #include "cuda_dtype.cuh"
-#include "../core/ew_plan.h"
+#include "cuda_ew_plan.h"
 
 namespace { /* everything but the entry points is internal to this file */
 
-/* ---- iteration: the plan (src/core/ew_plan.h) picks the index math ---- */
+/* ---- iteration: the plan (src/cuda/cuda_ew_plan.h) picks the index math ---- */
 
 /* the kernels' kinds: the plan's, with GENERAL split by index width */
 enum { EW_CONTIGUOUS, EW_LINEAR, EW_TWO_D, EW_GENERAL32, EW_GENERAL64 };

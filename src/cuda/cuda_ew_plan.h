@@ -19,7 +19,7 @@
 #ifndef WICK_EW_PLAN_H
 #define WICK_EW_PLAN_H
 
-#include "internal.h"
+#include "../core/internal.h"
 
 #include <stdint.h>
 

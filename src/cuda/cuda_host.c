@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "internal.h"
+#include "../core/internal.h"
 
 /* ---- the device error record ---- */
 
