@@ -405,6 +405,11 @@ describe("argument checks of wick's Lua functions (wick.argcheck)", function()
     end, "clamp: expected a number for argument 'max', got ")
     assert_raised_at(function()
       expect.line = here() + 1
+      local r = wick.cuda.sync_count("x")
+      return r
+    end, "wick.cuda.sync_count: expected a device index or a CUDA device for argument 'device', got string")
+    assert_raised_at(function()
+      expect.line = here() + 1
       local r = wick.manual_seed({})
       return r
     end, "wick.manual_seed: expected a number for argument 'seed', got table")

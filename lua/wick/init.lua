@@ -255,7 +255,8 @@ end
 local function ordinal(i, fn)
   if i == nil then return core.cuda_current_device() end
   if type(i) == "number" then return check.int(i, "wick.cuda." .. fn, "device", 0) end
-  local d = wick.device(i)
+  local ok, d = pcall(wick.device, i)
+  if not ok then check.expected("wick.cuda." .. fn, "device", "a device index or a CUDA device", i) end
   if d.type ~= "cuda" then core.error(("wick.cuda.%s: expected a CUDA device, got '%s'"):format(fn, tostring(d))) end
   return d.index or core.cuda_current_device()
 end

@@ -8,6 +8,7 @@
 -- goes to a temporary file renamed over the target.
 local wick = require("wick")
 local json = require("wick.json")
+local check = require("wick.argcheck")
 local core = wick._core
 
 local serialize = {}
@@ -139,7 +140,7 @@ end
 --- a machine without a GPU, a checkpoint that says it came from "cuda:1").
 function serialize.save(value, path, opts)
   if type(path) ~= "string" then wick.error("wick.save: expected a file path as argument 2") end
-  local location_of = opts and opts.location
+  local location_of = check.options(opts, "wick.save", { location = "function" }).location
   local storages = { by_id = {} }
   local tree = build(value, storages, {}, location_of)
   local devices, checksums = {}, {}
@@ -353,7 +354,10 @@ end
 
 function serialize.load(path, opts)
   if type(path) ~= "string" then wick.error("wick.load: expected a file path") end
-  opts = opts or {}
+  -- weights_only and mmap: accepted as torch.load takes them, and what wick does
+  -- anyway (a file never runs code; storages are always mapped)
+  opts = check.options(opts, "wick.load", { map_location = "any", verify = "any", weights_only = "boolean",
+    mmap = "boolean" })
   if opts.verify ~= nil and type(opts.verify) ~= "boolean" then
     wick.error(("wick.load: the verify option must be true or false, got %s"):format(type(opts.verify)))
   end
