@@ -129,14 +129,12 @@ const char *wl_checkstring(lua_State *L, int idx, const char *fn, const char *wh
     return lua_tostring(L, idx);
 }
 
-static int64_t checkint(lua_State *L, int idx, const char *fn, const char *what) {
+int64_t wl_checkint(lua_State *L, int idx, const char *fn, const char *what) {
     lua_Number v = wl_checknumber(L, idx, fn, what);
     if (v != floor(v) || fabs(v) > 9.007199254740992e15)
         wl_raise(L, "%s: expected an integer for %s, got %.17g", fn, what, v);
     return (int64_t)v;
 }
-
-int64_t wl_checkint(lua_State *L, int idx, const char *fn, const char *what) { return checkint(L, idx, fn, what); }
 
 int wl_sizes(lua_State *L, int first, int last, int64_t *sizes, const char *fn) {
     int n = 0;
@@ -145,7 +143,7 @@ int wl_sizes(lua_State *L, int first, int last, int64_t *sizes, const char *fn) 
         if (n > WICK_MAX_DIMS) wl_raise(L, "%s: at most %d dimensions, got %d", fn, WICK_MAX_DIMS, n);
         for (int i = 0; i < n; i++) {
             lua_rawgeti(L, first, i + 1);
-            sizes[i] = checkint(L, -1, fn, "a size");
+            sizes[i] = wl_checkint(L, -1, fn, "a size");
             lua_pop(L, 1);
         }
         if (first != last) wl_raise(L, "%s: sizes come as numbers or as one table, not both", fn);
@@ -156,7 +154,7 @@ int wl_sizes(lua_State *L, int first, int last, int64_t *sizes, const char *fn) 
         if (lua_type(L, i) != LUA_TNUMBER)
             wl_raise(L, "%s: expected sizes as numbers or one table, got %s at argument %d", fn,
                      luaL_typename(L, i), i);
-        sizes[n++] = checkint(L, i, fn, "a size");
+        sizes[n++] = wl_checkint(L, i, fn, "a size");
     }
     return n;
 }
