@@ -1,0 +1,165 @@
+/* Vectorised float32 math for the CPU kernels: exp, tanh, erf, sigmoid on 16
+ * lanes at a time, written once with GCC/Clang vector extensions. The code is
+ * plain C over 64-byte vectors; a kernel marked WK_VSIMD is compiled for
+ * AVX-512 (x86-64-v4), AVX2+FMA (x86-64-v3) and the baseline, and the loader
+ * picks by CPU (function multiversioning, like WK_SIMD in cpu.h). On other
+ * CPUs the compiler splits the vectors into what the target has.
+ *
+ * Accuracy (spec/norm_spec.lua checks it against libm over the float range,
+ * including denormals, huge values, infinities and NaN): a few ulp.
+ *   exp:  Cody-Waite reduction by ln 2, degree-7 polynomial (Cephes' expf
+ *         coefficients), scaling in two steps so denormal results are right;
+ *         exp(x) = inf above 88.72284, 0 below -103.97, NaN stays NaN.
+ *   tanh: x + x^3 P(x^2) for |x| < 0.625 (Cephes' tanhf coefficients), else
+ *         sign(x) (1 - 2 / (exp(2|x|) + 1)).
+ *   erf:  x P(x^2) for |x| < 1, else 1 - exp(-x^2 + R(|x|)), P and R fitted by
+ *         least squares to erf and log(erfc(x)) + x^2 (relative error 1.4e-9
+ *         and absolute 6.5e-9 in double). */
+#ifndef WICK_CPU_VMATH_H
+#define WICK_CPU_VMATH_H
+
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__GNUC__) && !defined(__clang__)
+/* 64-byte vectors are only ever passed between always_inline helpers */
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+#define WK_VL 16 /* lanes */
+typedef float wk_vf __attribute__((vector_size(64)));
+typedef int32_t wk_vi __attribute__((vector_size(64)));
+
+/* A kernel compiled for AVX-512, AVX2+FMA and the baseline (see the top). */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && !defined(WICK_TSAN)
+#define WK_VSIMD __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define WK_VSIMD
+#endif
+/* helpers are inlined into each clone, so they get its instruction set */
+#define WK_VI static inline __attribute__((always_inline))
+
+WK_VI wk_vf wk_vsplat(float c) { return (wk_vf){0} + c; }
+WK_VI wk_vf wk_vload(const float *p) {
+    wk_vf v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+WK_VI void wk_vstore(float *p, wk_vf v) { memcpy(p, &v, sizeof v); }
+/* The first n (< WK_VL) lanes from p, the rest `fill`. */
+WK_VI wk_vf wk_vload_part(const float *p, int64_t n, float fill) {
+    float b[WK_VL];
+    for (int i = 0; i < WK_VL; i++) b[i] = i < n ? p[i] : fill;
+    return wk_vload(b);
+}
+WK_VI void wk_vstore_part(float *p, wk_vf v, int64_t n) {
+    float b[WK_VL];
+    wk_vstore(b, v);
+    for (int64_t i = 0; i < n; i++) p[i] = b[i];
+}
+/* mask ? a : b, mask lanes all ones or all zeros (a comparison's result) */
+WK_VI wk_vf wk_vsel(wk_vi mask, wk_vf a, wk_vf b) { return (wk_vf)((mask & (wk_vi)a) | (~mask & (wk_vi)b)); }
+WK_VI wk_vf wk_vabs(wk_vf x) { return (wk_vf)((wk_vi)x & 0x7fffffff); }
+/* |a| with the sign of s */
+WK_VI wk_vf wk_vcopysign(wk_vf a, wk_vf s) {
+    return (wk_vf)(((wk_vi)a & 0x7fffffff) | ((wk_vi)s & (int32_t)0x80000000u));
+}
+/* NaN-propagating max, like the scalar loops' `x > m || x != x` */
+WK_VI wk_vf wk_vmax(wk_vf a, wk_vf b) { return wk_vsel((a > b) | (a != a), a, b); }
+WK_VI float wk_vhsum(wk_vf v) {
+    float b[WK_VL], s = 0;
+    wk_vstore(b, v);
+    for (int i = 0; i < WK_VL; i++) s += b[i];
+    return s;
+}
+WK_VI float wk_vhmax(wk_vf v) {
+    float b[WK_VL], m;
+    wk_vstore(b, v);
+    m = b[0];
+    for (int i = 1; i < WK_VL; i++)
+        if (b[i] > m || b[i] != b[i]) m = b[i];
+    return m;
+}
+
+/* exp(x) */
+WK_VI wk_vf wk_vexp(wk_vf x) {
+    const float magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
+    wk_vi nan = x != x;
+    wk_vf xc = wk_vsel(x < -104.0f, wk_vsplat(-104.0f), x);
+    xc = wk_vsel(xc > 89.0f, wk_vsplat(89.0f), xc);
+    xc = wk_vsel(nan, wk_vsplat(0), xc);
+    wk_vf t = xc * 1.44269504088896341f + magic;
+    wk_vf n = t - magic;
+    wk_vi ni = (wk_vi)t - (wk_vi)wk_vsplat(magic);
+    wk_vf r = xc - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    wk_vf y = 1.9875691500e-4f * r + 1.3981999507e-3f;
+    y = y * r + 8.3334519073e-3f;
+    y = y * r + 4.1665795894e-2f;
+    y = y * r + 1.6666665459e-1f;
+    y = y * r + 5.0000001201e-1f;
+    y = y * (r * r) + r + 1.0f;
+    wk_vi n1 = ni >> 1, n2 = ni - n1; /* 2^n in two factors: n reaches -150 and 128 */
+    wk_vf s1 = (wk_vf)((n1 + 127) << 23), s2 = (wk_vf)((n2 + 127) << 23);
+    return wk_vsel(nan, x, y * s1 * s2);
+}
+
+/* 1 / (1 + exp(-x)) */
+WK_VI wk_vf wk_vsigmoid(wk_vf x) { return 1.0f / (1.0f + wk_vexp(-x)); }
+
+/* tanh(x) */
+WK_VI wk_vf wk_vtanh(wk_vf x) {
+    wk_vf ax = wk_vabs(x), z = x * x;
+    wk_vf p = -5.70498872745e-3f * z + 2.06390887954e-2f;
+    p = p * z - 5.37397155531e-2f;
+    p = p * z + 1.33314422036e-1f;
+    p = p * z - 3.33332819422e-1f;
+    wk_vf small = x + x * z * p;
+    wk_vf large = wk_vcopysign(1.0f - 2.0f / (wk_vexp(ax + ax) + 1.0f), x);
+    return wk_vsel(ax < 0.625f, small, large);
+}
+
+/* erf(x) */
+WK_VI wk_vf wk_verf(wk_vf x) {
+    wk_vf ax = wk_vabs(x), z = x * x;
+    wk_vf p = 7.898132518888179e-05f * z - 0.0008024333501742288f;
+    p = p * z + 0.005190051580059833f;
+    p = p * z - 0.02685480768853367f;
+    p = p * z + 0.11283612413718107f;
+    p = p * z - 0.376126288427749f;
+    p = p * z + 1.128379166510278f;
+    wk_vf small = x * p;
+    wk_vf a = wk_vsel(ax > 4.0f, wk_vsplat(4.0f), ax); /* erf(4) is 1 in float */
+    wk_vf t = a - 2.5f;
+    wk_vf r = -6.58234332714084e-08f * t + 1.6140493153668171e-06f;
+    r = r * t - 1.297615635960119e-05f;
+    r = r * t + 7.739447394479138e-05f;
+    r = r * t - 0.0004207069048380434f;
+    r = r * t + 0.002165160251378147f;
+    r = r * t - 0.010858165548771352f;
+    r = r * t + 0.0561063597493641f;
+    r = r * t - 0.3526807403828994f;
+    r = r * t - 1.5568152770531603f;
+    wk_vf large = wk_vcopysign(1.0f - wk_vexp(r - a * a), x);
+    return wk_vsel(ax < 1.0f, small, wk_vsel(x != x, x, large));
+}
+
+/* GELU, exact form: x/2 (1 + erf(x / sqrt 2)) */
+WK_VI wk_vf wk_vgelu(wk_vf x) { return 0.5f * x * (1.0f + wk_verf(x * 0.70710678118654752f)); }
+/* GELU, tanh form: x/2 (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3) */
+WK_VI wk_vf wk_vgelu_tanh(wk_vf x) {
+    wk_vf u2 = (2.0f * 0.79788456080286536f) * (x + 0.044715f * x * x * x);
+    return x / (1.0f + wk_vexp(-u2));
+}
+/* their derivatives */
+WK_VI wk_vf wk_vgelu_grad(wk_vf x) {
+    wk_vf cdf = 0.5f * (1.0f + wk_verf(x * 0.70710678118654752f));
+    return cdf + x * 0.39894228040143268f * wk_vexp(-0.5f * x * x);
+}
+WK_VI wk_vf wk_vgelu_tanh_grad(wk_vf x) {
+    wk_vf x2 = x * x;
+    wk_vf th = wk_vtanh(0.79788456080286536f * (x + 0.044715f * x2 * x));
+    return 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * (0.79788456080286536f * (1.0f + 3.0f * 0.044715f * x2));
+}
+
+#endif
