@@ -410,6 +410,16 @@ WICK_API wick_status wick_stack(wick_tensor **out, int count, const wick_tensor 
 
 WICK_API wick_status wick_softmax(wick_tensor **out, const wick_tensor *a, int dim);
 WICK_API wick_status wick_log_softmax(wick_tensor **out, const wick_tensor *a, int dim);
+/* Sorting and scans along `dim` (src/core/sort.c). wick_sort gives the sorted
+ * values and their 0-based int64 positions; ties keep their input order (a
+ * stable sort, always); NaN sorts above every number, like PyTorch. Values are
+ * differentiable (the gradient goes back through the indices). */
+WICK_API wick_status wick_sort(wick_tensor **values, wick_tensor **indices, const wick_tensor *a, int dim,
+                               int descending);
+/* Inclusive cumulative sum / product along dim; `dtype` is the result's dtype,
+ * or -1 for PyTorch's default (int64 for integral and bool inputs). */
+WICK_API wick_status wick_cumsum(wick_tensor **out, const wick_tensor *a, int dim, int dtype);
+WICK_API wick_status wick_cumprod(wick_tensor **out, const wick_tensor *a, int dim, int dtype);
 
 /* ---- neural-network ops --------------------------------------------------
  * Floating-point tensors; float16 and bfloat16 are computed in float32. Errors

@@ -400,7 +400,7 @@ describe("argument checks of wick's Lua functions (wick.argcheck)", function()
     end, "clamp: expected a number for argument 'min', got string")
     assert_raised_at(function()
       expect.line = here() + 1
-      local r = wick.clamp(t, 0, t)
+      local r = wick.clamp(t, 0, "x")
       return r
     end, "clamp: expected a number for argument 'max', got ")
     assert_raised_at(function()

@@ -19,12 +19,7 @@ function data.randperm(n)
   end
   return p
 end
-local RANDPERM = { dtype = "dtype", device = "device" }
-wick.randperm = function(n, opts)
-  check.int(n, "randperm", "n", 0)
-  check.options(opts, "randperm", RANDPERM)
-  return wick.tensor(data.randperm(n), { dtype = (opts and opts.dtype) or "int64", device = opts and opts.device })
-end
+-- (wick.randperm, the tensor form, is in ops.lua)
 
 -- ---- TensorDataset ----
 local TensorDataset = {}

@@ -211,6 +211,7 @@ for _, name in ipairs({ "tensor", "zeros", "ones", "empty", "rand", "randn", "fu
 end
 
 function wick.is_tensor(v) return getmetatable(v) == mt end
+wick.ops = require("wick.ops")(wick) -- tril, split, topk, multinomial, einsum, random fills, ... (ops.lua)
 wick.clock = core.clock
 
 -- ---- grad mode ----

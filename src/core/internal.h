@@ -231,6 +231,29 @@ typedef struct wk_pool2d_args {
     int count_include_pad;
 } wk_pool2d_args;
 
+/* Sorting and scans (src/core/sort.c) over a contiguous input of one compute
+ * dtype (float32, float64 or int64) seen as [outer, n, inner], along n. Sorts
+ * are stable (ties by position), NaN above every number; indices 0-based. */
+typedef struct wk_sort_args {
+    int device;
+    wick_dtype dtype;
+    int64_t outer, n, inner;
+    int descending;
+    const char *in;
+    char *values;     /* contiguous, same layout, in dtype */
+    int64_t *indices; /* contiguous, same layout */
+} wk_sort_args;
+
+typedef struct wk_scan_args {
+    int device;
+    wick_dtype dtype;
+    int prod;    /* 0: cumulative sum, 1: cumulative product */
+    int reverse; /* from the end of each line (the backward of cumsum) */
+    int64_t outer, n, inner;
+    const char *in;
+    char *out; /* contiguous, same layout, in dtype */
+} wk_scan_args;
+
 /* How a 2-D view can be given to gemm: row-major with leading dimension ld,
  * transposed or not. False when neither fits (then it is copied first). */
 bool wk_gemm_layout(const wick_tensor *t, int *trans, int64_t *ld);
@@ -278,6 +301,9 @@ struct wick_backend {
                                 const int64_t *indices);
     wick_status (*avg_pool2d)(const wk_pool2d_args *args, char *out, const char *input);
     wick_status (*avg_pool2d_backward)(const wk_pool2d_args *args, char *grad_input, const char *grad_out);
+    /* sort along a dim, and cumulative sums/products (wk_sort_args, wk_scan_args) */
+    wick_status (*sort)(const wk_sort_args *args);
+    wick_status (*scan)(const wk_scan_args *args);
 };
 
 extern const wick_backend wk_cpu_backend;

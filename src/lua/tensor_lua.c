@@ -1737,4 +1737,5 @@ void wl_open_tensor(lua_State *L) {
     lua_pushstring(L, "wick.Tensor");
     lua_setfield(L, -2, "__name");
     lua_setfield(L, -2, "_mt");
+    wl_open_ops(L);
 }

@@ -1,0 +1,509 @@
+-- wick.ops: the ops a transformer script uses, written over the core's ops so
+-- that they run on every backend and under autograd: tril/triu, split/chunk,
+-- argsort/topk (over the C sort), multinomial, randint/randperm, clamp with
+-- tensor bounds, where with numbers, einsum, and the in-place random fills.
+-- Sort and the scans (cumsum, cumprod) are C (src/core/sort.c, src/lua/ops_lua.c).
+-- Dimensions and indices are 1-based, as everywhere in wick.
+local core = require("wick.core")
+local check = require("wick.argcheck")
+
+local Tensor = core.Tensor
+local tensor_mt = core._mt
+local is_tensor = check.is_tensor
+local floor, huge = math.floor, math.huge
+local unpack = table.unpack or unpack
+
+return function(wick)
+  local ops = {}
+
+  local function is_float(dtype)
+    return dtype == "float32" or dtype == "float64" or dtype == "float16" or dtype == "bfloat16"
+  end
+
+  -- A 1-based dim (negative from the end) of t as a positive one; errors name fn.
+  local function wrap_dim(t, d, fn)
+    check.dim(d, fn, "dim")
+    local n = t:dim()
+    local m = n > 0 and n or 1
+    if d < -m or d > m then
+      check.fail(fn, "dimension %d out of range (expected 1 to %d, or -%d to -1)", d, m, m)
+    end
+    return d < 0 and d + m + 1 or d
+  end
+
+  -- The value of `size...` arguments as one array (numbers or one table).
+  local function size_arg(fn, ...)
+    local first = ...
+    if type(first) == "table" and not is_tensor(first) then return first end
+    local sizes = { ... }
+    for i = 1, select("#", ...) do check.int(sizes[i], fn, "size", 0) end
+    return sizes
+  end
+
+  -- ---- tril / triu ----
+
+  local function triangle(t, k, lower, fn)
+    check.tensor(t, fn, "self")
+    k = check.opt_int(k, fn, "diagonal", 0)
+    if t:dim() < 2 then check.fail(fn, "input tensor must have at least 2 dimensions, got %d", t:dim()) end
+    local r, c = t:size(-2), t:size(-1)
+    local opts = { dtype = "int64", device = t.device }
+    local offset = wick.arange(c, opts):view(1, c) - wick.arange(r, opts):view(r, 1) -- column - row
+    local keep = lower and offset:le(k) or offset:ge(k)
+    return core.where(keep, t, wick.zeros({}, { dtype = t.dtype, device = t.device }))
+  end
+  function Tensor.tril(t, k) return triangle(t, k, true, "tril") end
+  function Tensor.triu(t, k) return triangle(t, k, false, "triu") end
+  function Tensor.tril_(t, k) return check.tensor(t, "tril_", "self"):copy_(triangle(t, k, true, "tril_")) end
+  function Tensor.triu_(t, k) return check.tensor(t, "triu_", "self"):copy_(triangle(t, k, false, "triu_")) end
+
+  -- ---- split / chunk / unbind: arrays of views ----
+
+  function Tensor.split(t, split_size, dim)
+    check.tensor(t, "split", "self")
+    dim = wrap_dim(t, dim == nil and 1 or dim, "split")
+    if t:dim() == 0 then check.fail("split", "cannot split a 0-dim tensor") end
+    local n = t:size(dim)
+    local parts = {}
+    if type(split_size) == "table" then
+      local total = 0
+      for i = 1, #split_size do
+        check.int(split_size[i], "split", "split_size_or_sections[" .. i .. "]", 0)
+        total = total + split_size[i]
+      end
+      if total ~= n then
+        check.fail("split", "split_with_sizes expects split_sizes to sum exactly to %d (input tensor's size at dimension %d), but got split_sizes={%s}",
+          n, dim, table.concat(split_size, ", "))
+      end
+      local at = 1
+      for i = 1, #split_size do
+        parts[i] = t:narrow(dim, at, split_size[i])
+        at = at + split_size[i]
+      end
+      return parts
+    end
+    check.int(split_size, "split", "split_size", 0)
+    if split_size == 0 and n > 0 then check.fail("split", "split_size can only be 0 if dimension size is 0, but got dimension size of %d", n) end
+    if n == 0 then return { t:narrow(dim, 1, 0) } end
+    for at = 1, n, split_size do parts[#parts + 1] = t:narrow(dim, at, math.min(split_size, n - at + 1)) end
+    return parts
+  end
+
+  function Tensor.chunk(t, chunks, dim)
+    check.tensor(t, "chunk", "self")
+    check.int(chunks, "chunk", "chunks", 1)
+    dim = wrap_dim(t, dim == nil and 1 or dim, "chunk")
+    if t:dim() == 0 then check.fail("chunk", "cannot chunk a 0-dim tensor") end
+    local n = t:size(dim)
+    return Tensor.split(t, math.max(1, math.ceil(n / chunks)), dim)
+  end
+
+  function Tensor.unbind(t, dim)
+    check.tensor(t, "unbind", "self")
+    dim = wrap_dim(t, dim == nil and 1 or dim, "unbind")
+    if t:dim() == 0 then check.fail("unbind", "cannot unbind a 0-dim tensor") end
+    local parts = {}
+    for i = 1, t:size(dim) do parts[i] = t:select(dim, i) end
+    return parts
+  end
+
+  -- ---- argsort / topk / msort ----
+
+  function Tensor.argsort(t, dim, descending)
+    local _, idx = Tensor.sort(check.tensor(t, "argsort", "self"), dim, descending)
+    return idx
+  end
+
+  local TOPK = { dim = "integer", largest = "boolean", sorted = "boolean" }
+  --- t:topk(k[, dim = -1[, largest = true[, sorted = true]]]) or t:topk(k, {dim =, largest =, sorted =}):
+  --- values, indices (1-based); ties come in no promised order, as in PyTorch.
+  function Tensor.topk(t, k, dim, largest, sorted)
+    check.tensor(t, "topk", "self")
+    check.int(k, "topk", "k", 0)
+    if type(dim) == "table" then
+      local o = check.options(dim, "topk", TOPK)
+      dim, largest, sorted = o.dim, o.largest, o.sorted
+    end
+    dim = wrap_dim(t, dim == nil and -1 or dim, "topk")
+    largest = check.opt_boolean(largest, "topk", "largest", true)
+    check.opt_boolean(sorted, "topk", "sorted", true)
+    local n = t:dim() == 0 and 1 or t:size(dim)
+    if k > n then check.fail("topk", "selected index k out of range (k = %d, but dimension %d has size %d)", k, dim, n) end
+    local values, indices = Tensor.sort(t, dim, largest)
+    if t:dim() == 0 then return values, indices end
+    return values:narrow(dim, 1, k), indices:narrow(dim, 1, k)
+  end
+
+  function Tensor.msort(t) return (Tensor.sort(check.tensor(t, "msort", "self"), 1)) end
+
+  -- ---- clamp with one bound, tensor bounds ----
+
+  local clamp_numbers, clamp_numbers_ = Tensor.clamp, Tensor.clamp_
+  local function bounds(lo, hi)
+    if type(lo) == "table" and not is_tensor(lo) and hi == nil then
+      check.options(lo, "clamp", { min = "number|tensor", max = "number|tensor" })
+      return lo.min, lo.max
+    end
+    return lo, hi
+  end
+  local function clamp_any(t, lo, hi, fn)
+    check.tensor(t, fn, "self")
+    if not is_tensor(lo) and not is_tensor(hi) then return clamp_numbers(t, lo, hi) end
+    if lo == nil and hi == nil then check.fail(fn, "at least one of min and max must be given") end
+    local r = t
+    if is_tensor(lo) then r = wick.maximum(r, lo) elseif lo ~= nil then r = clamp_numbers(r, check.number(lo, fn, "min")) end
+    if is_tensor(hi) then r = wick.minimum(r, hi) elseif hi ~= nil then r = clamp_numbers(r, nil, check.number(hi, fn, "max")) end
+    return r
+  end
+  function Tensor.clamp(t, lo, hi)
+    lo, hi = bounds(lo, hi)
+    return clamp_any(t, lo, hi, "clamp")
+  end
+  function Tensor.clamp_(t, lo, hi)
+    lo, hi = bounds(lo, hi)
+    if not is_tensor(lo) and not is_tensor(hi) then return clamp_numbers_(t, lo, hi) end
+    return check.tensor(t, "clamp_", "self"):copy_(clamp_any(t, lo, hi, "clamp_"))
+  end
+  function Tensor.clamp_min(t, v)
+    if v == nil then check.expected("clamp_min", "min", "a number or a tensor", v) end
+    return clamp_any(t, v, nil, "clamp_min")
+  end
+  function Tensor.clamp_max(t, v)
+    if v == nil then check.expected("clamp_max", "max", "a number or a tensor", v) end
+    return clamp_any(t, nil, v, "clamp_max")
+  end
+  function Tensor.clamp_min_(t, v) return check.tensor(t, "clamp_min_", "self"):copy_(Tensor.clamp_min(t, v)) end
+  function Tensor.clamp_max_(t, v) return check.tensor(t, "clamp_max_", "self"):copy_(Tensor.clamp_max(t, v)) end
+  Tensor.clip, Tensor.clip_ = Tensor.clamp, Tensor.clamp_
+
+  -- ---- where with numbers on either side (the C binding takes them) ----
+  -- Two integral numbers give int64, like torch.where(cond, 1, 0).
+  local core_where = core.where
+  function ops.where(cond, a, b)
+    check.tensor(cond, "where", "condition")
+    if a == nil and b == nil then check.fail("where", "expected where(condition, input, other); the one-argument form (nonzero) is not supported") end
+    return core_where(cond, a, b)
+  end
+  function Tensor.where(t, cond, other) return ops.where(cond, check.tensor(t, "where", "self"), other) end
+
+  -- ---- random numbers ----
+
+  local function float_draws(fn, t)
+    return wick.rand(t:size(), { dtype = "float64", device = t.device })
+  end
+
+  --- wick.randint([low = 0, ]high, size[, opts]): integers in [low, high) (high excluded), int64 by default.
+  local RANDINT = { dtype = "dtype", device = "device" }
+  function ops.randint(a, b, c, d)
+    local low, high, size, opts
+    if type(b) == "table" and not is_tensor(b) then low, high, size, opts = 0, a, b, c
+    else low, high, size, opts = a, b, c, d end
+    check.int(low, "randint", "low")
+    check.int(high, "randint", "high")
+    check.table(size, "randint", "size")
+    opts = check.options(opts, "randint", RANDINT)
+    if low >= high then
+      check.fail("randint", "random_ expects 'from' to be less than 'to', but got from=%d >= to=%d", low, high)
+    end
+    local dtype = opts.dtype or "int64"
+    local u = wick.rand(size, { dtype = "float64", device = opts.device })
+    -- (u * range) >= 0, so the conversion's truncation is the floor
+    local r = (u * (high - low)):to("int64")
+    r = r:clamp(nil, high - low - 1) -- u * range rounds up to range in the last bit only
+    if low ~= 0 then r = r + low end
+    return r:to(dtype)
+  end
+
+  --- wick.randperm(n[, opts]): a random permutation of 1..n (PyTorch's 0..n-1 plus 1), int64 by default.
+  local RANDPERM = { dtype = "dtype", device = "device" }
+  function ops.randperm(n, opts)
+    check.int(n, "randperm", "n", 0)
+    opts = check.options(opts, "randperm", RANDPERM)
+    local dtype = opts.dtype or "int64"
+    if n == 0 then return wick.zeros(0, { dtype = dtype, device = opts.device }) end
+    local _, idx = Tensor.sort(wick.rand(n, { dtype = "float64", device = opts.device }))
+    return idx:to(dtype)
+  end
+
+  local MULTINOMIAL = { replacement = "boolean" }
+  -- an upper bound on the comparisons held at once by the sampling with replacement
+  local CHUNK_ELEMENTS = 2 ^ 24
+
+  --- wick.multinomial(probs, num_samples[, replacement = false]) or (..., {replacement =}):
+  --- 1-based category indices (int64), one row of draws per row of probs (1-D or 2-D).
+  function ops.multinomial(probs, num_samples, replacement)
+    check.tensor(probs, "multinomial", "input")
+    check.int(num_samples, "multinomial", "num_samples", 1)
+    if type(replacement) == "table" then replacement = check.options(replacement, "multinomial", MULTINOMIAL).replacement end
+    replacement = check.opt_boolean(replacement, "multinomial", "replacement", false)
+    local nd = probs:dim()
+    if nd ~= 1 and nd ~= 2 then check.fail("multinomial", "prob_dist must be 1 or 2 dim, got %d", nd) end
+    if not is_float(probs.dtype) then check.fail("multinomial", "only supports floating-point dtypes for input, got %s", probs.dtype) end
+    local n = probs:size(-1)
+    if n == 0 then check.fail("multinomial", "number of categories cannot be zero") end
+    if not replacement and num_samples > n then
+      check.fail("multinomial", "cannot sample n_sample > prob_dist.size(-1) samples without replacement (n_sample = %d, categories = %d)",
+        num_samples, n)
+    end
+    local p = (nd == 1 and probs:view(1, n) or probs):detach():to("float64")
+    local rows = p:size(1)
+    if rows == 0 then return wick.zeros(nd == 1 and { num_samples } or { 0, num_samples }, { dtype = "int64", device = probs.device }) end
+    if probs.is_meta then
+      return wick.empty(nd == 1 and { num_samples } or { rows, num_samples }, { dtype = "int64", device = "meta" })
+    end
+    -- invalid distributions raise (one wait for the device: one small table)
+    local bad = p:lt(0):any() or p:ne(p):any() or p:abs():eq(huge):any()
+    if bad then check.fail("multinomial", "probability tensor contains either `inf`, `nan` or element < 0") end
+    local total = p:sum(2, true) -- [rows, 1]
+    if total:le(0):any() then check.fail("multinomial", "invalid multinomial distribution (sum of probabilities <= 0)") end
+    if not replacement then
+      local nonzero = p:gt(0):sum(2):min():item()
+      if nonzero < num_samples then
+        check.fail("multinomial", "invalid multinomial distribution (with replacement=False, not enough non-negative category to sample): %d samples asked, %d categories with nonzero probability",
+          num_samples, nonzero)
+      end
+      -- the exponential race (PyTorch's own): keys p / E with E ~ Exp(1), the largest win
+      local e = -(1 - wick.rand(rows, n, { dtype = "float64", device = probs.device })):log()
+      local _, idx = Tensor.topk(p / e, num_samples, 2, true)
+      return nd == 1 and idx:view(num_samples) or idx
+    end
+    -- inverse CDF: the category is the number of cumulative sums at or below u * total
+    local cdf = p:cumsum(2):view(rows, 1, n)
+    local out = {}
+    local per = math.max(1, floor(CHUNK_ELEMENTS / (rows * n)))
+    for first = 1, num_samples, per do
+      local count = math.min(per, num_samples - first + 1)
+      local u = wick.rand(rows, count, { dtype = "float64", device = probs.device }) * total
+      local idx = cdf:le(u:view(rows, count, 1)):sum(3) + 1
+      out[#out + 1] = idx:clamp(nil, n)
+    end
+    local idx = #out == 1 and out[1] or wick.cat(out, 2)
+    return nd == 1 and idx:view(num_samples) or idx
+  end
+  function Tensor.multinomial(t, num_samples, replacement) return ops.multinomial(t, num_samples, replacement) end
+
+  --- wick.bernoulli(p_tensor): 1 with probability p, elementwise, in p's dtype.
+  function ops.bernoulli(p, prob)
+    check.tensor(p, "bernoulli", "input")
+    if prob ~= nil then return p:clone():bernoulli_(prob) end
+    return float_draws("bernoulli", p):lt(p):to(p.dtype)
+  end
+  Tensor.bernoulli = ops.bernoulli
+
+  -- in-place fills: each draws from wick's generator (repeatable under wick.manual_seed)
+  local function fill_with(t, fn, values) return t:copy_(values) end
+  local function need_float(t, fn)
+    check.tensor(t, fn, "self")
+    if not is_float(t.dtype) then check.fail(fn, "expected a floating-point tensor, got %s", t.dtype) end
+  end
+  function Tensor.normal_(t, mean, std)
+    need_float(t, "normal_")
+    mean = check.opt_number(mean, "normal_", "mean", 0)
+    std = check.opt_number(std, "normal_", "std", 1, 0)
+    return fill_with(t, "normal_", wick.randn(t:size(), { dtype = "float64", device = t.device }) * std + mean)
+  end
+  function Tensor.uniform_(t, from, to)
+    need_float(t, "uniform_")
+    from = check.opt_number(from, "uniform_", "from", 0)
+    to = check.opt_number(to, "uniform_", "to", 1)
+    if from > to then check.fail("uniform_", "expects to return a [from, to) range, but found from=%s > to=%s", from, to) end
+    return fill_with(t, "uniform_", float_draws("uniform_", t) * (to - from) + from)
+  end
+  function Tensor.exponential_(t, lambd)
+    need_float(t, "exponential_")
+    lambd = check.opt_number(lambd, "exponential_", "lambd", 1)
+    if lambd <= 0 then check.fail("exponential_", "expects lambda > 0.0, but found lambda=%s", lambd) end
+    return fill_with(t, "exponential_", -(1 - float_draws("exponential_", t)):log() / lambd)
+  end
+  function Tensor.log_normal_(t, mean, std)
+    need_float(t, "log_normal_")
+    mean = check.opt_number(mean, "log_normal_", "mean", 1)
+    std = check.opt_number(std, "log_normal_", "std", 2, 0)
+    return fill_with(t, "log_normal_", (wick.randn(t:size(), { dtype = "float64", device = t.device }) * std + mean):exp())
+  end
+  function Tensor.geometric_(t, p)
+    check.tensor(t, "geometric_", "self")
+    check.number(p, "geometric_", "p")
+    if not (p > 0 and p < 1) then check.fail("geometric_", "expects p to be in (0, 1), but got p=%s", p) end
+    -- the number of trials up to the first success: floor(log(1 - u) / log(1 - p)) + 1
+    local k = ((1 - float_draws("geometric_", t)):log() / math.log(1 - p)):to("int64") + 1
+    return fill_with(t, "geometric_", k)
+  end
+  function Tensor.bernoulli_(t, p)
+    check.tensor(t, "bernoulli_", "self")
+    if p == nil then p = 0.5 end
+    if is_tensor(p) then
+      return fill_with(t, "bernoulli_", float_draws("bernoulli_", t):lt(p:to(t.device)))
+    end
+    check.number(p, "bernoulli_", "p", 0, 1)
+    return fill_with(t, "bernoulli_", float_draws("bernoulli_", t):lt(p))
+  end
+  -- the largest integer random_() gives by default: every integer below it fits the dtype exactly
+  local RANDOM_TOP = { float32 = 2 ^ 24, float64 = 2 ^ 53, float16 = 2 ^ 11, bfloat16 = 2 ^ 8, int64 = 2 ^ 53,
+    int32 = 2 ^ 31 - 1, uint8 = 255, bool = 1 }
+  --- t:random_([from, ]to): integers in [from, to); t:random_(): [0, 2^mantissa] (2^53 for int64 here).
+  function Tensor.random_(t, from, to)
+    check.tensor(t, "random_", "self")
+    if from == nil and to == nil then from, to = 0, RANDOM_TOP[t.dtype] + 1
+    elseif to == nil then from, to = 0, from end
+    check.int(from, "random_", "from")
+    check.int(to, "random_", "to")
+    return fill_with(t, "random_", ops.randint(from, to, t:size(), { device = t.device }))
+  end
+
+  -- ---- einsum ----
+
+  local function parse_einsum(eq, operands)
+    if type(eq) ~= "string" then check.expected("einsum", "equation", "a string", eq) end
+    local spec = eq:gsub("%s", "")
+    local lhs, rhs = spec:match("^(.-)%->(.*)$")
+    if not lhs then lhs = spec end
+    if lhs:find("%->") or (rhs and rhs:find("%-")) then check.fail("einsum", "equation '%s' has more than one '->'", eq) end
+    local inputs = {}
+    for part in (lhs .. ","):gmatch("([^,]*),") do inputs[#inputs + 1] = part end
+    if #inputs ~= #operands then
+      check.fail("einsum", "equation '%s' names %d operand(s) but %d tensor(s) were given", eq, #inputs, #operands)
+    end
+    local counts, sizes = {}, {}
+    for i, s in ipairs(inputs) do
+      if s:find("%.") then check.fail("einsum", "ellipsis ('...') is not supported (operand %d of '%s')", i, eq) end
+      if s:find("[^%a]") then check.fail("einsum", "invalid subscript '%s' in operand %d of '%s' (letters a-z, A-Z only)", s:match("[^%a]"), i, eq) end
+      local t = operands[i]
+      if #s ~= t:dim() then
+        check.fail("einsum", "operand %d has %d dimension(s) but its subscripts '%s' name %d", i, t:dim(), s, #s)
+      end
+      local seen = {}
+      for j = 1, #s do
+        local c = s:sub(j, j)
+        if seen[c] then check.fail("einsum", "subscript '%s' repeated in operand %d ('%s'): diagonals are not supported", c, i, s) end
+        seen[c] = true
+        counts[c] = (counts[c] or 0) + 1
+        local n = t:size(j)
+        if sizes[c] and sizes[c] ~= n then
+          check.fail("einsum", "subscript '%s' has size %d in operand %d but size %d earlier", c, n, i, sizes[c])
+        end
+        sizes[c] = n
+      end
+    end
+    if rhs == nil then -- implicit output: the subscripts named once, in alphabetical order
+      local once = {}
+      for c, k in pairs(counts) do if k == 1 then once[#once + 1] = c end end
+      table.sort(once)
+      rhs = table.concat(once)
+    end
+    if rhs:find("[^%a]") then check.fail("einsum", "invalid output subscript '%s' in '%s'", rhs:match("[^%a]"), eq) end
+    local seen = {}
+    for j = 1, #rhs do
+      local c = rhs:sub(j, j)
+      if seen[c] then check.fail("einsum", "output subscript '%s' appears more than once in '%s'", c, eq) end
+      if not counts[c] then check.fail("einsum", "output subscript '%s' does not appear in any input of '%s'", c, eq) end
+      seen[c] = true
+    end
+    return inputs, rhs, sizes
+  end
+
+  local function chars(s)
+    local out = {}
+    for j = 1, #s do out[j] = s:sub(j, j) end
+    return out
+  end
+
+  -- t (labels) summed over the labels not in `keep` (a set)
+  local function sum_out(t, labels, keep)
+    local kept = {}
+    for j = #labels, 1, -1 do
+      if not keep[labels[j]] then t = t:sum(j) else table.insert(kept, 1, labels[j]) end
+    end
+    return t, kept
+  end
+
+  -- t permuted so that its labels come in `order`
+  local function arrange(t, labels, order)
+    local pos = {}
+    for j, c in ipairs(labels) do pos[c] = j end
+    local perm, identity = {}, true
+    for j, c in ipairs(order) do perm[j] = pos[c]; identity = identity and pos[c] == j end
+    if identity or #perm < 2 then return t end
+    return t:permute(unpack(perm))
+  end
+
+  local function product(list, sizes)
+    local n = 1
+    for _, c in ipairs(list) do n = n * sizes[c] end
+    return n
+  end
+
+  -- A (labels la) times B (labels lb), summing the shared labels not in `keep`
+  local function contract(a, la, b, lb, keep, sizes)
+    local in_a, in_b = {}, {}
+    for _, c in ipairs(la) do in_a[c] = true end
+    for _, c in ipairs(lb) do in_b[c] = true end
+    local ka, kb = {}, {}
+    for c in pairs(in_a) do if keep[c] or in_b[c] then ka[c] = true end end
+    for c in pairs(in_b) do if keep[c] or in_a[c] then kb[c] = true end end
+    a, la = sum_out(a, la, ka)
+    b, lb = sum_out(b, lb, kb)
+    local batch, left, inner, right = {}, {}, {}, {}
+    for _, c in ipairs(la) do
+      local shared = false
+      for _, d in ipairs(lb) do if d == c then shared = true end end
+      if shared then
+        if keep[c] then batch[#batch + 1] = c else inner[#inner + 1] = c end
+      else
+        left[#left + 1] = c
+      end
+    end
+    for _, c in ipairs(lb) do if not in_a[c] then right[#right + 1] = c end end
+    local order_a, order_b = {}, {}
+    for _, g in ipairs({ batch, left, inner }) do for _, c in ipairs(g) do order_a[#order_a + 1] = c end end
+    for _, g in ipairs({ batch, inner, right }) do for _, c in ipairs(g) do order_b[#order_b + 1] = c end end
+    local nb, nl, ni, nr = product(batch, sizes), product(left, sizes), product(inner, sizes), product(right, sizes)
+    local a3 = arrange(a, la, order_a):reshape(nb, nl, ni)
+    local b3 = arrange(b, lb, order_b):reshape(nb, ni, nr)
+    local r = a3:bmm(b3)
+    local labels, shape = {}, {}
+    for _, g in ipairs({ batch, left, right }) do
+      for _, c in ipairs(g) do labels[#labels + 1] = c; shape[#shape + 1] = sizes[c] end
+    end
+    return r:reshape(shape), labels
+  end
+
+  --- wick.einsum(equation, t1, t2, ...) or wick.einsum(equation, {t1, t2, ...}): sums of products
+  --- over named subscripts ("ij,jk->ik", "bhqd,bhkd->bhqk", "i,j->ij", "ij->ji", "ij->"), built
+  --- on permute, reshape, bmm and sum (so it runs on every backend, autograd included).
+  function ops.einsum(eq, ...)
+    local operands = { ... }
+    if select("#", ...) == 1 and type(operands[1]) == "table" and not is_tensor(operands[1]) then operands = operands[1] end
+    for i = 1, #operands do check.tensor(operands[i], "einsum", "operand " .. i) end
+    if #operands == 0 then check.fail("einsum", "expected at least one operand") end
+    local inputs, rhs, sizes = parse_einsum(eq, operands)
+    local out = chars(rhs)
+    local out_set = {}
+    for _, c in ipairs(out) do out_set[c] = true end
+    local t, labels = operands[1], chars(inputs[1])
+    for i = 2, #operands do
+      -- keep what the output or a later operand still needs
+      local keep = {}
+      for c in pairs(out_set) do keep[c] = true end
+      for j = i + 1, #operands do for _, c in ipairs(chars(inputs[j])) do keep[c] = true end end
+      t, labels = contract(t, labels, operands[i], chars(inputs[i]), keep, sizes)
+    end
+    t, labels = sum_out(t, labels, out_set)
+    if #out == 0 then
+      if t:dim() > 0 then t = t:sum() end
+      return t
+    end
+    return arrange(t, labels, out)
+  end
+
+  -- ---- the module-level names ----
+  for _, name in ipairs({ "tril", "triu", "split", "chunk", "unbind", "sort", "argsort", "topk", "msort", "cumsum",
+    "cumprod", "clamp", "clamp_min", "clamp_max", "clip" }) do
+    local method = Tensor[name]
+    wick[name] = function(t, ...) return method(t, ...) end
+  end
+  for _, name in ipairs({ "where", "randint", "randperm", "multinomial", "einsum", "bernoulli" }) do
+    wick[name] = ops[name]
+  end
+  return ops
+end

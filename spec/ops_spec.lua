@@ -1,0 +1,612 @@
+-- The ops a transformer script uses (issue 13, item 2): tril/triu, split/chunk,
+-- sort/argsort/topk, cumsum/cumprod, multinomial, randint/randperm, clamp and
+-- where forms, einsum, in-place random fills. Values against brute-force Lua
+-- references, gradients numerically, 1-based indices, errors, empty and meta
+-- tensors, and the same results on cuda:0 when a GPU is there.
+local wick = require("wick")
+local support = require("spec.support")
+local assert_close = support.assert_close
+local assert_error_has = support.assert_error_has
+local gradcheck = support.gradcheck
+local I = support.I
+local shape_of = support.shape_of
+
+local function D(values) return wick.tensor(values, { dtype = "float64" }) end
+
+-- a reproducible table of n pseudo-random numbers, with repeats when `levels` is small
+local function numbers(n, seed, levels)
+  local out, x = {}, seed
+  for i = 1, n do
+    x = (x * 1103515245 + 12345) % 2147483648
+    out[i] = levels and (x % levels) or (x / 2147483648 - 0.5) * 10
+  end
+  return out
+end
+
+-- brute-force stable sort of a Lua array: values and 1-based positions
+local function ref_sort(vals, descending)
+  local idx = {}
+  for i = 1, #vals do idx[i] = i end
+  table.sort(idx, function(a, b)
+    local x, y = vals[a], vals[b]
+    local xn, yn = x ~= x, y ~= y
+    if descending then
+      if xn ~= yn then return xn end -- NaN first
+      if not xn and x ~= y then return x > y end
+    else
+      if xn ~= yn then return yn end -- NaN last
+      if not xn and x ~= y then return x < y end
+    end
+    return a < b
+  end)
+  local v = {}
+  for i = 1, #idx do v[i] = vals[idx[i]] end
+  return v, idx
+end
+
+describe("tril and triu", function()
+  it("keep the elements on and below (above) diagonal k, batched too", function()
+    local x = wick.arange(1, 2 * 3 * 4 + 1):view(2, 3, 4)
+    local v = x:totable()
+    for k = -3, 4 do
+      local lo, up = x:tril(k):totable(), wick.triu(x, k):totable()
+      for b = 1, 2 do
+        for i = 1, 3 do
+          for j = 1, 4 do
+            assert.are.equal(j - i <= k and v[b][i][j] or 0, lo[b][i][j], ("tril k=%d"):format(k))
+            assert.are.equal(j - i >= k and v[b][i][j] or 0, up[b][i][j], ("triu k=%d"):format(k))
+          end
+        end
+      end
+    end
+    assert.are.same({ { 1, 0 }, { 1, 1 } }, wick.ones(2, 2):tril():totable())
+  end)
+  it("keeps the dtype, works in place, on empty and meta tensors", function()
+    local b = wick.ones(3, 3, { dtype = "int64" }):triu(1)
+    assert.are.equal("int64", b.dtype)
+    assert.are.same({ { 0, 1, 1 }, { 0, 0, 1 }, { 0, 0, 0 } }, b:totable())
+    local t = wick.ones(2, 2)
+    t:tril_()
+    assert.are.same({ { 1, 0 }, { 1, 1 } }, t:totable())
+    assert.are.same({ 0, 3 }, shape_of(wick.zeros(0, 3):tril()))
+    local m = wick.ones(4, 5, { device = "meta" }):triu(2)
+    assert.are.same({ 4, 5 }, shape_of(m))
+    assert.are.equal("meta", m.device.type)
+  end)
+  it("has a gradient (zero where masked)", function()
+    gradcheck(function(a) return a:tril(-1) end, { D({ { 1, 2, 3 }, { 4, 5, 6 }, { 7, 8, 9 } }) })
+    gradcheck(function(a) return a:triu(1) end, { D({ { 1, 2, 3 }, { 4, 5, 6 } }) })
+    local a = wick.ones(2, 2, { requires_grad = true })
+    a:tril():sum():backward()
+    assert.are.same({ { 1, 0 }, { 1, 1 } }, a.grad:totable())
+  end)
+  it("raises for fewer than 2 dimensions and a bad diagonal", function()
+    assert_error_has(function() return wick.ones(3):tril() end, "tril: input tensor must have at least 2 dimensions")
+    assert_error_has(function() return wick.ones(3, 3):triu(1.5) end, "triu: expected an integer for argument 'diagonal'")
+  end)
+end)
+
+describe("split and chunk", function()
+  local x = wick.arange(10):view(5, 2)
+  it("split by size gives views, the last one shorter", function()
+    local parts = x:split(2)
+    assert.are.equal(3, #parts)
+    assert.are.same({ { 0, 1 }, { 2, 3 } }, parts[1]:totable())
+    assert.are.same({ { 8, 9 } }, parts[3]:totable())
+    assert.is_true(parts[2]:is_same_storage(x))
+    local cols = wick.split(x, 1, 2)
+    assert.are.equal(2, #cols)
+    assert.are.same({ 5, 1 }, shape_of(cols[2]))
+    assert.are.same({ { 1 }, { 3 }, { 5 }, { 7 }, { 9 } }, cols[2]:totable())
+  end)
+  it("split by a table of sizes; sizes that do not sum raise", function()
+    local parts = x:split({ 1, 4 })
+    assert.are.same({ { 0, 1 } }, parts[1]:totable())
+    assert.are.same({ 4, 2 }, shape_of(parts[2]))
+    assert.are.same({ 0, 2 }, shape_of(x:split({ 0, 5 })[1]))
+    assert_error_has(function() return x:split({ 2, 2 }) end, "split_sizes to sum exactly to 5")
+    assert_error_has(function() return x:split({ 2, -1, 4 }) end, "split")
+    assert_error_has(function() return x:split(0) end, "split_size can only be 0 if dimension size is 0")
+    assert_error_has(function() return x:split(2, 3) end, "dimension 3 out of range")
+  end)
+  it("chunk gives at most n chunks of ceil(size / n), like PyTorch", function()
+    local function sizes(t, n, dim)
+      local s = {}
+      for i, p in ipairs(t:chunk(n, dim)) do s[i] = p:size(dim or 1) end
+      return s
+    end
+    assert.are.same({ 2, 2, 1 }, sizes(x, 3))
+    assert.are.same({ 2, 2, 2 }, sizes(wick.zeros(6), 4)) -- 3 chunks, as torch.chunk gives
+    assert.are.same({ 1, 1 }, sizes(x, 5, 2))
+    assert.are.same({ 0 }, sizes(wick.zeros(0), 2))
+    assert_error_has(function() return x:chunk(0) end, "chunk: argument 'chunks' must be a positive integer")
+  end)
+  it("carries gradients back through the views", function()
+    gradcheck(function(a)
+      local p = a:split({ 1, 2 }, 2)
+      return p[2] * 2 + p[1]
+    end, { D({ { 1, 2, 3 }, { 4, 5, 6 } }) })
+    gradcheck(function(a) return a:chunk(2)[2] end, { D({ 1, 2, 3, 4 }) })
+  end)
+  it("unbind gives the slices", function()
+    local u = x:unbind(2)
+    assert.are.equal(2, #u)
+    assert.are.same({ 1, 3, 5, 7, 9 }, u[2]:totable())
+  end)
+  it("works on meta tensors", function()
+    local parts = wick.empty(7, 3, { device = "meta" }):split(3)
+    assert.are.equal(3, #parts)
+    assert.are.same({ 1, 3 }, shape_of(parts[3]))
+  end)
+end)
+
+describe("sort, argsort, topk", function()
+  it("matches a brute-force stable sort, ascending and descending, with 1-based indices", function()
+    for _, n in ipairs({ 1, 2, 7, 64, 1000 }) do
+      for _, levels in ipairs({ false, 3 }) do
+        local vals = numbers(n, n + 11, levels or nil)
+        local t = wick.tensor(vals, { dtype = "float64" })
+        for _, desc in ipairs({ false, true }) do
+          local ev, ei = ref_sort(vals, desc)
+          local v, i = t:sort(1, desc)
+          assert.are.equal("int64", i.dtype)
+          assert.are.same(ev, v:totable())
+          assert.are.same(ei, i:totable())
+          local _, i2 = t:sort({ descending = desc, stable = true })
+          assert.are.same(ei, i2:totable())
+        end
+      end
+    end
+  end)
+  it("puts NaN last ascending and first descending; sorts int64 exactly", function()
+    local nan = 0 / 0
+    local v, i = wick.tensor({ 2, nan, -1, 2 }):sort()
+    local got = v:totable()
+    assert.are.same({ -1, 2, 2 }, { got[1], got[2], got[3] })
+    assert.is_true(got[4] ~= got[4])
+    assert.are.same({ 3, 1, 4, 2 }, i:totable())
+    local vd = wick.tensor({ 2, nan, -1 }):sort(1, true):totable()
+    assert.is_true(vd[1] ~= vd[1])
+    local big = wick.tensor({ 2 ^ 53 + 2, 2 ^ 53, 3 }, { dtype = "int64" })
+    local bv, bi = big:sort()
+    assert.are.equal("int64", bv.dtype)
+    assert.are.same({ 3, 2, 1 }, bi:totable())
+    assert.are.equal("9007199254740994", bv[3]:_int64_str())
+  end)
+  it("sorts along any dim of a 3-D tensor; indices gather the values back", function()
+    local vals = numbers(2 * 3 * 4, 5)
+    local t = wick.tensor(vals):view(2, 3, 4)
+    for _, dim in ipairs({ 1, 2, 3, -1 }) do
+      local v, i = t:sort(dim, true)
+      assert.is_true(t:gather(dim, i):equal(v))
+      -- non-increasing along dim
+      local n = t:size(dim)
+      if n > 1 then
+        local d = v:narrow(dim, 1, n - 1) - v:narrow(dim, 2, n - 1)
+        assert.is_true(d:ge(0):all())
+      end
+    end
+    -- a non-contiguous input
+    local v = t:transpose(1, 3):sort(2)
+    assert.is_true(v:equal(t:transpose(1, 3):contiguous():sort(2)))
+  end)
+  it("handles empty, 0-dim and meta tensors", function()
+    local v, i = wick.zeros(0):sort()
+    assert.are.same({ 0 }, shape_of(v))
+    assert.are.same({ 0 }, shape_of(i))
+    local sv, si = wick.tensor(3.5):sort()
+    assert.are.equal(3.5, sv:item())
+    assert.are.equal(1, si:item())
+    local mv, mi = wick.empty(3, 4, { device = "meta" }):sort(1)
+    assert.are.same({ 3, 4 }, shape_of(mv))
+    assert.are.equal("int64", mi.dtype)
+    assert.are.equal("meta", mi.device.type)
+  end)
+  it("has a gradient for the values (scattered back through the indices)", function()
+    gradcheck(function(a) return (a:sort(2, true)) end, { D({ { 3, 1, 2 }, { -1, 5, 0 } }) })
+    gradcheck(function(a) return (a:sort(1)) end, { D({ { 3, 1 }, { -1, 5 }, { 0, 2 } }) })
+    gradcheck(function(a) return (a:topk(2)) end, { D({ { 3, 1, 2 }, { -1, 5, 0 } }) })
+  end)
+  it("raises on a bad dim and bad options", function()
+    local t = wick.ones(2, 3)
+    assert_error_has(function() return t:sort(3) end, "sort: dimension 3 out of range")
+    assert_error_has(function() return t:sort({ descend = true }) end, "sort: unknown option 'descend'")
+    assert_error_has(function() return t:sort(1, "yes") end, "sort: expected a boolean for argument 'descending'")
+  end)
+  it("argsort is the indices of sort", function()
+    local t = wick.tensor({ 3, 1, 2 })
+    assert.are.same({ 2, 3, 1 }, t:argsort():totable())
+    assert.are.same({ 1, 3, 2 }, wick.argsort(t, 1, true):totable())
+  end)
+  it("topk gives the k largest (or smallest) with 1-based indices", function()
+    local vals = numbers(50, 3)
+    local t = wick.tensor(vals, { dtype = "float64" })
+    local ev, ei = ref_sort(vals, true)
+    local v, i = t:topk(5)
+    for j = 1, 5 do
+      assert.are.equal(ev[j], v[j]:item())
+      assert.are.equal(ei[j], i[j]:item())
+    end
+    local sv = t:topk(3, 1, false)
+    local av = ref_sort(vals)
+    assert.are.same({ av[1], av[2], av[3] }, sv:totable())
+    local m = wick.tensor({ { 1, 9, 3 }, { 7, 2, 8 } })
+    local mv, mi = m:topk(1, { dim = 1 })
+    assert.are.same({ { 7, 9, 8 } }, mv:totable())
+    assert.are.same({ { 2, 1, 2 } }, mi:totable())
+    assert.are.same({ 2, 0 }, shape_of(m:topk(0)))
+  end)
+  it("topk raises when k exceeds the size", function()
+    assert_error_has(function() return wick.ones(2, 3):topk(4) end, "topk: selected index k out of range")
+    assert_error_has(function() return wick.ones(3):topk(-1) end, "topk: argument 'k' must be a non-negative integer")
+    assert_error_has(function() return wick.ones(3):topk(1, { bogus = 1 }) end, "topk: unknown option 'bogus'")
+  end)
+end)
+
+describe("cumsum and cumprod", function()
+  it("match Lua loops along each dim", function()
+    local vals = numbers(2 * 3 * 4, 9)
+    local t = wick.tensor(vals, { dtype = "float64" }):view(2, 3, 4)
+    local v = t:totable()
+    for _, dim in ipairs({ 1, 2, 3 }) do
+      local s, p = t:cumsum(dim):totable(), wick.cumprod(t, dim):totable()
+      for a = 1, 2 do
+        for b = 1, 3 do
+          for c = 1, 4 do
+            local idx = { a, b, c }
+            local acc, prod = 0, 1
+            for k = 1, idx[dim] do
+              local at = { a, b, c }
+              at[dim] = k
+              acc = acc + v[at[1]][at[2]][at[3]]
+              prod = prod * v[at[1]][at[2]][at[3]]
+            end
+            assert(math.abs(s[a][b][c] - acc) <= 1e-12 * (1 + math.abs(acc)), "cumsum")
+            assert(math.abs(p[a][b][c] - prod) <= 1e-12 * (1 + math.abs(prod)), "cumprod")
+          end
+        end
+      end
+    end
+  end)
+  it("give int64 for integral inputs and take a dtype", function()
+    local i = wick.tensor({ 1, 2, 3 }, { dtype = "int32" }):cumsum(1)
+    assert.are.equal("int64", i.dtype)
+    assert.are.same({ 1, 3, 6 }, i:totable())
+    assert.are.same({ 1, 1, 2 }, wick.tensor({ true, false, true }):cumsum(1):totable())
+    local f = wick.tensor({ 1, 2, 3 }, { dtype = "int64" }):cumprod(1, { dtype = "float64" })
+    assert.are.equal("float64", f.dtype)
+    assert.are.same({ 1, 2, 6 }, f:totable())
+    assert.are.equal("float16", wick.ones(3, { dtype = "float16" }):cumsum(-1).dtype)
+  end)
+  it("handle empty, 0-dim and meta tensors", function()
+    assert.are.same({ 0, 3 }, shape_of(wick.zeros(0, 3):cumsum(1)))
+    assert.are.equal(2.5, wick.tensor(2.5):cumsum(1):item())
+    local m = wick.empty(3, 4, { device = "meta" }):cumprod(2)
+    assert.are.same({ 3, 4 }, shape_of(m))
+    assert.are.equal("meta", m.device.type)
+  end)
+  it("have gradients (cumprod for inputs without zeros)", function()
+    gradcheck(function(a) return a:cumsum(2) end, { D({ { 1, 2, 3 }, { 4, 5, 6 } }) })
+    gradcheck(function(a) return a:cumsum(1) end, { D({ { 1, 2, 3 }, { 4, 5, 6 } }) })
+    gradcheck(function(a) return a:cumprod(2) end, { D({ { 1.5, -2, 0.5 }, { 3, 0.25, -1 } }) })
+    local a = wick.tensor({ 1, 2, 3 }, { requires_grad = true })
+    a:cumsum(1):sum():backward()
+    assert.are.same({ 3, 2, 1 }, a.grad:totable())
+  end)
+  it("raise without a dim or with a bad one", function()
+    assert_error_has(function() return wick.ones(3):cumsum() end, "cumsum: missing argument 'dim'")
+    assert_error_has(function() return wick.ones(3):cumprod(2) end, "cumprod: dimension 2 out of range")
+    assert_error_has(function() return wick.ones(3):cumsum(1, { dtype = "nope" }) end, "cumsum")
+    assert_error_has(function() return wick.ones(3):cumsum(1, { bogus = 1 }) end, "cumsum: unknown option 'bogus'")
+  end)
+end)
+
+describe("multinomial", function()
+  it("samples with replacement in proportion to the weights (1-based, seeded)", function()
+    wick.manual_seed(123)
+    local n = 20000
+    local s = wick.multinomial(wick.tensor({ 1, 0, 2, 7 }), n, true)
+    assert.are.equal("int64", s.dtype)
+    assert.are.same({ n }, shape_of(s))
+    local counts = { 0, 0, 0, 0 }
+    for _, v in ipairs(s:totable()) do counts[v] = counts[v] + 1 end
+    assert.are.equal(0, counts[2]) -- a zero weight is never drawn
+    assert.is_true(math.abs(counts[1] / n - 0.1) < 0.015, tostring(counts[1]))
+    assert.is_true(math.abs(counts[3] / n - 0.2) < 0.015, tostring(counts[3]))
+    assert.is_true(math.abs(counts[4] / n - 0.7) < 0.015, tostring(counts[4]))
+    wick.manual_seed(123)
+    assert.is_true(s:equal(wick.multinomial(wick.tensor({ 1, 0, 2, 7 }), n, true)))
+  end)
+  it("samples without replacement: distinct categories, heavy ones first more often", function()
+    wick.manual_seed(7)
+    local p = wick.tensor({ { 0.1, 0.6, 0, 0.3 }, { 1, 1, 1, 1 } })
+    local first = 0
+    for _ = 1, 400 do
+      local s = p:multinomial(3)
+      assert.are.same({ 2, 3 }, shape_of(s))
+      for r = 1, 2 do
+        local seen = {}
+        for _, v in ipairs(s[r]:totable()) do
+          assert.is_nil(seen[v])
+          seen[v] = true
+          assert.is_true(v >= 1 and v <= 4)
+        end
+        if r == 1 then assert.is_nil(seen[3]) end
+      end
+      if s[1][1]:item() == 2 then first = first + 1 end
+    end
+    assert.is_true(math.abs(first / 400 - 0.6) < 0.1, tostring(first))
+    -- one sample per row, as a sampling loop draws the next token
+    local one = wick.multinomial(wick.tensor({ { 0, 1 }, { 1, 0 } }), 1)
+    assert.are.same({ { 2 }, { 1 } }, one:totable())
+  end)
+  it("raises on invalid probabilities and impossible requests", function()
+    local bad = "probability tensor contains either `inf`, `nan` or element < 0"
+    assert_error_has(function() return wick.multinomial(wick.tensor({ 0.5, -0.1 }), 1) end, bad)
+    assert_error_has(function() return wick.multinomial(wick.tensor({ 0.5, 0 / 0 }), 1) end, bad)
+    assert_error_has(function() return wick.multinomial(wick.tensor({ 0.5, math.huge }), 1, true) end, bad)
+    assert_error_has(function() return wick.multinomial(wick.tensor({ { 1, 1 }, { 0, 0 } }), 1) end,
+      "invalid multinomial distribution (sum of probabilities <= 0)")
+    assert_error_has(function() return wick.multinomial(wick.tensor({ 1, 1 }), 3) end,
+      "cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    assert_error_has(function() return wick.multinomial(wick.tensor({ 1, 0, 1 }), 3) end,
+      "not enough non-negative category to sample")
+    assert_error_has(function() return wick.multinomial(wick.ones(2, 2, 2), 1) end, "prob_dist must be 1 or 2 dim")
+    assert_error_has(function() return wick.multinomial(wick.ones(2), 0) end, "argument 'num_samples' must be a positive integer")
+    assert_error_has(function() return wick.multinomial(I({ 1, 2 }), 1) end, "only supports floating-point dtypes")
+  end)
+  it("gives shapes on meta", function()
+    local m = wick.multinomial(wick.empty(3, 5, { device = "meta" }), 2)
+    assert.are.same({ 3, 2 }, shape_of(m))
+    assert.are.equal("meta", m.device.type)
+  end)
+end)
+
+describe("randint and randperm", function()
+  it("randint draws integers in [low, high), both forms, repeatable", function()
+    wick.manual_seed(11)
+    local t = wick.randint(3, 7, { 5000 })
+    assert.are.equal("int64", t.dtype)
+    local counts = {}
+    for _, v in ipairs(t:totable()) do
+      assert.is_true(v >= 3 and v <= 6, tostring(v))
+      counts[v] = (counts[v] or 0) + 1
+    end
+    for v = 3, 6 do assert.is_true(math.abs(counts[v] / 5000 - 0.25) < 0.03, tostring(counts[v])) end
+    wick.manual_seed(11)
+    assert.is_true(t:equal(wick.randint(3, 7, { 5000 })))
+    local h = wick.randint(2, { 2, 3 }, { dtype = "float32" })
+    assert.are.same({ 2, 3 }, shape_of(h))
+    assert.are.equal("float32", h.dtype)
+    assert.is_true(h:ge(0):all() and h:le(1):all())
+    assert.is_true(wick.randint(-5, -4, { 10 }):eq(-5):all())
+  end)
+  it("randint raises on an empty range and bad arguments", function()
+    assert_error_has(function() return wick.randint(5, 5, { 2 }) end, "random_ expects 'from' to be less than 'to', but got from=5 >= to=5")
+    assert_error_has(function() return wick.randint(1.5, { 2 }) end, "randint: expected an integer for argument 'high'")
+    assert_error_has(function() return wick.randint(3, { 2 }, { bogus = 1 }) end, "randint: unknown option 'bogus'")
+  end)
+  it("randperm is a repeatable permutation of 1..n", function()
+    wick.manual_seed(3)
+    local p = wick.randperm(100)
+    assert.are.equal("int64", p.dtype)
+    local seen = {}
+    for _, v in ipairs(p:totable()) do seen[v] = (seen[v] or 0) + 1 end
+    for i = 1, 100 do assert.are.equal(1, seen[i]) end
+    wick.manual_seed(3)
+    assert.is_true(p:equal(wick.randperm(100)))
+    assert.are.same({ 0 }, shape_of(wick.randperm(0)))
+    assert.are.equal("float64", wick.randperm(3, { dtype = "float64" }).dtype)
+    -- the loader's shuffling still gives permutations
+    local q = wick.data.randperm(10)
+    table.sort(q)
+    for i = 1, 10 do assert.are.equal(i, q[i]) end
+  end)
+end)
+
+describe("clamp and where", function()
+  local x = wick.tensor({ -2, -0.5, 0.5, 2 })
+  it("clamp takes only a min, only a max, or tensor bounds", function()
+    assert.are.same({ -1, -0.5, 0.5, 2 }, x:clamp(-1):totable())
+    assert.are.same({ -2, -0.5, 0.5, 1 }, x:clamp(nil, 1):totable())
+    assert.are.same({ -2, -0.5, 0.5, 1 }, x:clamp({ max = 1 }):totable())
+    assert.are.same({ 0, 0, 0.5, 2 }, x:clamp_min(0):totable())
+    assert.are.same({ -2, -0.5, 0, 0 }, wick.clamp_max(x, 0):totable())
+    local lo, hi = wick.tensor({ -1, 0, 0, 0 }), wick.tensor({ 1, 1, 0.25, 3 })
+    assert.are.same({ -1, 0, 0.25, 2 }, x:clamp(lo, hi):totable())
+    assert.are.same({ -1, 0, 0.5, 2 }, x:clamp_min(lo):totable())
+    assert.are.same({ -1, -0.5, 0.25, 2 }, x:clamp(-1, hi):totable())
+    local y = x:clone()
+    y:clamp_(lo, 1)
+    assert.are.same({ -1, 0, 0.5, 1 }, y:totable())
+    assert_error_has(function() return x:clamp() end, "at least one of min and max must be given")
+    assert_error_has(function() return x:clamp_min() end, "clamp_min: expected a number or a tensor for argument 'min'")
+  end)
+  it("clamp has gradients for the input and tensor bounds", function()
+    gradcheck(function(a) return a:clamp(-1, 1) end, { D({ -2, -0.5, 0.5, 2 }) })
+    gradcheck(function(a, lo) return a:clamp_min(lo) end, { D({ -2, -0.5, 0.5, 2 }), D({ -1, 0, 0, 3 }) })
+  end)
+  it("where takes numbers on either side, with a gradient", function()
+    local c = x:gt(0)
+    assert.are.same({ 0, 0, 0.5, 2 }, wick.where(c, x, 0):totable())
+    assert.are.same({ -2, -0.5, 9, 9 }, wick.where(c, 9, x):totable())
+    assert.are.same({ 0, 0, 1, 1 }, wick.where(c, 1, 0):totable())
+    assert.are.same({ 7, 7, 0.5, 2 }, x:where(c, 7):totable())
+    gradcheck(function(a, b) return wick.where(D({ 1, 0, 1 }):gt(0), a, b) end, { D({ 1, 2, 3 }), D({ 4, 5, 6 }) })
+  end)
+end)
+
+describe("einsum", function()
+  local function rand(...) return wick.randn({ ... }, { dtype = "float64" }) end
+  it("computes matrix products, batches, transposes, outer products and sums", function()
+    wick.manual_seed(2)
+    local a, b = rand(3, 4), rand(4, 5)
+    assert_close(wick.einsum("ij,jk->ik", a, b), a:mm(b):totable(), 1e-12)
+    assert_close(wick.einsum("ij,jk", a, b), a:mm(b):totable(), 1e-12) -- implicit output
+    assert_close(wick.einsum("ij->ji", a), a:t():totable())
+    assert_close(wick.einsum("ij->", a), a:sum():item(), 1e-12)
+    assert_close(wick.einsum("ij->j", a), a:sum(1):totable(), 1e-12)
+    local u, v = rand(3), rand(4)
+    assert_close(wick.einsum("i,j->ij", u, v), u:view(3, 1):mm(v:view(1, 4)):totable(), 1e-12)
+    assert_close(wick.einsum("i,i->", u, u), (u * u):sum():item(), 1e-12)
+    local q, k = rand(2, 3, 5, 4), rand(2, 3, 6, 4)
+    local att = wick.einsum("bhqd,bhkd->bhqk", q, k)
+    assert.are.same({ 2, 3, 5, 6 }, shape_of(att))
+    assert_close(att, q:matmul(k:transpose(3, 4)):totable(), 1e-12)
+    local x, y = rand(2, 3, 4), rand(2, 4, 5)
+    assert_close(wick.einsum("bij,bjk->bik", x, y), x:bmm(y):totable(), 1e-12)
+    assert_close(wick.einsum("bij,bjk->bki", { x, y }), x:bmm(y):transpose(2, 3):totable(), 1e-12)
+    local c = rand(5, 2)
+    assert_close(wick.einsum("ij,jk,kl->il", a, b, c), a:mm(b):mm(c):totable(), 1e-12)
+  end)
+  it("has gradients", function()
+    gradcheck(function(a, b) return wick.einsum("ij,jk->ik", a, b) end, { D({ { 1, 2 }, { 3, 4 } }), D({ { 1, -1, 2 }, { 0, 3, 1 } }) })
+    gradcheck(function(a, b) return wick.einsum("bqd,bkd->bqk", a, b) end,
+      { D({ { { 1, 2 }, { 3, 4 } } }), D({ { { 1, -1 }, { 0, 3 }, { 2, 2 } } }) })
+    gradcheck(function(a) return wick.einsum("ij->ji", a) end, { D({ { 1, 2, 3 }, { 4, 5, 6 } }) })
+  end)
+  it("raises on bad equations, naming the problem", function()
+    local a = wick.ones(2, 3)
+    assert_error_has(function() return wick.einsum("ij,jk->ik", a) end, "names 2 operand(s) but 1 tensor(s) were given")
+    assert_error_has(function() return wick.einsum("ijk->i", a) end, "operand 1 has 2 dimension(s) but its subscripts 'ijk' name 3")
+    assert_error_has(function() return wick.einsum("ij,ik->jk", a, wick.ones(3, 2)) end, "subscript 'i' has size 3 in operand 2 but size 2")
+    assert_error_has(function() return wick.einsum("ii->i", wick.ones(2, 2)) end, "subscript 'i' repeated in operand 1")
+    assert_error_has(function() return wick.einsum("i1->i", a) end, "invalid subscript '1'")
+    assert_error_has(function() return wick.einsum("ij->k", a) end, "output subscript 'k' does not appear in any input")
+    assert_error_has(function() return wick.einsum("ij->ii", a) end, "output subscript 'i' appears more than once")
+    assert_error_has(function() return wick.einsum("...ij->ij", a) end, "ellipsis")
+    assert_error_has(function() return wick.einsum(3, a) end, "einsum: expected a string for argument 'equation'")
+  end)
+  it("works on empty and meta tensors", function()
+    assert.are.same({ 2, 0 }, shape_of(wick.einsum("ij,jk->ik", wick.ones(2, 3), wick.ones(3, 0))))
+    assert.are.same({ { 0, 0 }, { 0, 0 } }, wick.einsum("ij,jk->ik", wick.ones(2, 0), wick.ones(0, 2)):totable())
+    local m = wick.einsum("bij,bjk->bik", wick.empty(2, 3, 4, { device = "meta" }), wick.empty(2, 4, 5, { device = "meta" }))
+    assert.are.same({ 2, 3, 5 }, shape_of(m))
+  end)
+end)
+
+describe("in-place random fills", function()
+  local N = 20000
+  local function mean_std(t)
+    local m = t:double():mean():item()
+    return m, t:double():std():item()
+  end
+  it("normal_, uniform_, exponential_, bernoulli_, random_ have the right distributions", function()
+    wick.manual_seed(5)
+    local t = wick.empty(N)
+    local m, s = mean_std(t:normal_(2, 3))
+    assert.is_true(math.abs(m - 2) < 0.1 and math.abs(s - 3) < 0.1, m .. " " .. s)
+    t:uniform_(-1, 3)
+    assert.is_true(t:ge(-1):all() and t:lt(3):all())
+    m = mean_std(t)
+    assert.is_true(math.abs(m - 1) < 0.05, tostring(m))
+    m = mean_std(t:exponential_(4))
+    assert.is_true(t:ge(0):all() and math.abs(m - 0.25) < 0.02, tostring(m))
+    m = mean_std(t:bernoulli_(0.3))
+    assert.is_true(math.abs(m - 0.3) < 0.02, tostring(m))
+    local r = wick.empty(N, { dtype = "int64" }):random_(2, 5)
+    assert.is_true(r:ge(2):all() and r:le(4):all())
+    assert.is_true(math.abs(r:double():mean():item() - 3) < 0.05)
+    local r2 = wick.empty(100):random_(3)
+    assert.is_true(r2:ge(0):all() and r2:le(2):all())
+    local g = wick.empty(N):geometric_(0.25)
+    assert.is_true(g:ge(1):all() and math.abs(g:mean():item() - 4) < 0.2)
+    local ln = wick.empty(N, { dtype = "float64" }):log_normal_(0, 0.5)
+    assert.is_true(ln:gt(0):all() and math.abs(ln:log():mean():item()) < 0.03)
+  end)
+  it("are repeatable under manual_seed and return the tensor itself", function()
+    local t = wick.empty(2, 3)
+    wick.manual_seed(9)
+    local a = t:normal_():clone()
+    assert.are.equal(t, t:uniform_())
+    wick.manual_seed(9)
+    assert.is_true(a:equal(t:normal_()))
+    wick.manual_seed(9)
+    local b = wick.bernoulli(wick.full({ 1000 }, 0.5))
+    wick.manual_seed(9)
+    assert.is_true(b:equal(wick.full({ 1000 }, 0.5):bernoulli()))
+    assert.is_true(b:eq(0):any() and b:eq(1):any())
+  end)
+  it("raise on bad arguments", function()
+    assert_error_has(function() return wick.empty(3, { dtype = "int64" }):normal_() end, "normal_: expected a floating-point tensor")
+    assert_error_has(function() return wick.empty(3):normal_(0, -1) end, "normal_: argument 'std' must be between 0")
+    assert_error_has(function() return wick.empty(3):uniform_(2, 1) end, "uniform_: expects to return a [from, to) range")
+    assert_error_has(function() return wick.empty(3):bernoulli_(1.5) end, "bernoulli_: argument 'p' must be between 0 and 1")
+    assert_error_has(function() return wick.empty(3):exponential_(0) end, "exponential_: expects lambda > 0.0")
+    assert_error_has(function() return wick.empty(3):random_(4, 2) end, "random_ expects 'from' to be less than 'to'")
+    assert_error_has(function() return wick.empty(3):geometric_(1) end, "geometric_: expects p to be in (0, 1)")
+  end)
+end)
+
+describe("the CUDA sort's launch plan (host logic, run on the CPU)", function()
+  local plan = wick._core._sort_plan
+  it("pads to a power of two and counts the bitonic passes", function()
+    local p = plan(1, 4)
+    assert.are.same({ true, 1, 0 }, { p.shared, p.padded, p.passes })
+    p = plan(5, 4)
+    assert.are.same({ true, 8, 6, 32 }, { p.shared, p.padded, p.passes, p.threads })
+    p = plan(2048, 8)
+    assert.are.same({ true, 2048, 1024, 2048 * 16 }, { p.shared, p.padded, p.threads, p.smem })
+    p = plan(2049, 8)
+    assert.are.same({ false, 4096, 78 }, { p.shared, p.padded, p.passes })
+    -- every shared plan fits the 48 KiB a block gets without opting in, and 1024 threads
+    for _, n in ipairs({ 2, 33, 1000, 1025, 2048 }) do
+      for _, key in ipairs({ 4, 8 }) do
+        local q = plan(n, key)
+        assert.is_true(q.smem <= 48 * 1024 and q.threads <= 1024 and q.padded >= n and q.padded < 2 * n + 1)
+      end
+    end
+  end)
+end)
+
+describe("on a GPU (the same results as the CPU)", function()
+  if not wick.cuda.is_available() then
+    pending("needs a CUDA GPU (wick.cuda.is_available() is false here)")
+    return
+  end
+  local same = support.assert_same_on
+  local dev = "cuda:0"
+  it("sort, argsort and topk, short and long lines, every dim", function()
+    for _, n in ipairs({ 1, 5, 100, 2048, 2049, 5000 }) do
+      local vals = numbers(3 * n, n, n > 100 and 50 or nil)
+      local t = wick.tensor(vals):view(3, n)
+      same(dev, function(d) return t:to(d):sort(2) end)
+      same(dev, function(d) return t:to(d):sort(2, true) end)
+      same(dev, function(d) return t:to(d):double():sort(1, true) end)
+      same(dev, function(d) return t:to(d):long():sort(2) end)
+      same(dev, function(d) return t:to(d):topk(1) end)
+    end
+  end)
+  it("cumsum and cumprod", function()
+    local t = wick.tensor(numbers(3 * 700, 4)):view(3, 700) / 10
+    same(dev, function(d) return t:to(d):cumsum(2) end, { tol = 1e-4 })
+    same(dev, function(d) return t:to(d):double():cumsum(1) end)
+    same(dev, function(d) return (t:to(d) / 100 + 1):double():cumprod(2) end, { tol = 1e-9 })
+    same(dev, function(d) return t:to(d):long():cumsum(2) end)
+  end)
+  it("the compositions: tril, split, einsum, clamp, where, gradients", function()
+    local a = wick.randn(4, 5)
+    same(dev, function(d) return a:to(d):tril(1), a:to(d):triu(-1) end)
+    same(dev, function(d) return a:to(d):split({ 2, 2 }) end)
+    same(dev, function(d) return wick.einsum("ij,kj->ik", a:to(d), a:to(d)) end, { tol = 1e-5 })
+    same(dev, function(d) return a:to(d):clamp(a:to(d) * 0, 0.5) end)
+    same(dev, function(d)
+      local x = a:to(d):clone():requires_grad_()
+      local v = x:sort(2)
+      ;(v:cumsum(2) * wick.arange(5, { device = d })):sum():backward()
+      return x.grad
+    end, { tol = 1e-5 })
+  end)
+  it("random ops stay on the device with valid values", function()
+    local s = wick.multinomial(wick.tensor({ 1, 2, 3 }, { device = dev }), 100, true)
+    assert.are.equal("cuda", s.device.type)
+    assert.is_true(s:ge(1):all() and s:le(3):all())
+    local r = wick.randint(0, 10, { 100 }, { device = dev })
+    assert.are.equal("cuda", r.device.type)
+    assert.is_true(r:ge(0):all() and r:le(9):all())
+    local p = wick.randperm(50, { device = dev })
+    assert.is_true(p:sort():equal(wick.arange(1, 51, { device = dev }):long()))
+    local t = wick.empty(1000, { device = dev }):normal_()
+    assert.is_true(math.abs(t:mean():item()) < 0.2)
+  end)
+end)

@@ -1,0 +1,172 @@
+/* Sorting and scans along a dimension: wick_sort, wick_cumsum, wick_cumprod.
+ * The core checks arguments, brings the input to one contiguous compute dtype
+ * (float32, float64 or int64), calls the backend's sort or scan kernel over an
+ * [outer, n, inner] layout, and records autograd:
+ *   sort values   - a gather of the input at the sorted indices (GatherBackward);
+ *   cumsum        - the gradient summed from the end (a reverse scan);
+ *   cumprod       - reverse cumsum of (grad * out), divided by the input: exact
+ *                   for inputs without zeros (a zero gives inf/nan, as the
+ *                   formula does; PyTorch has a slower special case for zeros). */
+#include "autograd.h"
+
+#define TRY(expr)                                                                                 \
+    do {                                                                                          \
+        wick_status st_ = (expr);                                                                 \
+        if (st_) return st_;                                                                      \
+    } while (0)
+
+static wick_dtype compute_dtype(wick_dtype d) {
+    if (d == WICK_FLOAT64) return WICK_FLOAT64;
+    return wick_dtype_is_floating(d) ? WICK_FLOAT32 : WICK_INT64;
+}
+
+/* [outer, n, inner] around the wrapped dim (a 0-dim tensor is one element). */
+static void line_layout(const wick_tensor *a, int dim, int64_t *outer, int64_t *n, int64_t *inner) {
+    *outer = 1, *n = 1, *inner = 1;
+    for (int i = 0; i < a->ndim; i++) {
+        if (i < dim) *outer *= a->sizes[i];
+        else if (i == dim) *n = a->sizes[i];
+        else *inner *= a->sizes[i];
+    }
+}
+
+/* a converted to dtype cd on its device, contiguous (a new reference). */
+static wick_status contiguous_as(wick_tensor **out, const wick_tensor *a, wick_dtype cd) {
+    wick_tensor *conv;
+    TRY(wick_to(&conv, (wick_tensor *)a, (wick_options){cd, a->storage->device, 0}));
+    wick_status st = wick_contiguous(out, conv);
+    wick_tensor_release(conv);
+    return st;
+}
+
+/* r converted to dtype d (r's reference is taken over). */
+static wick_status convert_result(wick_tensor **r, wick_dtype d) {
+    if ((*r)->dtype == d) return WICK_OK;
+    wick_tensor *conv;
+    TRY(wick_to(&conv, *r, (wick_options){d, (*r)->storage->device, 0}));
+    wick_tensor_release(*r);
+    *r = conv;
+    return WICK_OK;
+}
+
+/* ---- sort ---- */
+
+static wick_status sort_forward(wick_tensor **values, wick_tensor **indices, const wick_tensor *a, int dim,
+                                int descending) {
+    TRY(wk_check_interrupt("sort"));
+    TRY(wk_wrap_dim("sort", &dim, a->ndim));
+    wick_device dev = a->storage->device;
+    wick_dtype cd = compute_dtype(a->dtype);
+    wick_tensor *v = NULL, *idx = NULL, *in = NULL;
+    wick_status st;
+    if ((st = wk_tensor_new(&v, a->ndim, a->sizes, cd, dev)) ||
+        (st = wk_tensor_new(&idx, a->ndim, a->sizes, WICK_INT64, dev)))
+        goto fail;
+    if (!wk_is_meta(v) && wick_tensor_numel(a) > 0) {
+        if ((st = contiguous_as(&in, a, cd))) goto fail;
+        wk_sort_args args = {.device = dev.index, .dtype = cd, .descending = descending, .in = wk_data(in),
+                             .values = wk_data(v), .indices = (int64_t *)wk_data(idx)};
+        line_layout(a, dim, &args.outer, &args.n, &args.inner);
+        if ((st = v->storage->backend->sort(&args))) goto fail;
+    }
+    if ((st = convert_result(&v, a->dtype))) goto fail;
+    wick_tensor_release(in);
+    *values = v;
+    *indices = idx;
+    return WICK_OK;
+fail:
+    wick_tensor_release(in);
+    wick_tensor_release(v);
+    wick_tensor_release(idx);
+    return st;
+}
+
+wick_status wick_sort(wick_tensor **values, wick_tensor **indices, const wick_tensor *a, int dim, int descending) {
+    wick_tensor *v = NULL, *idx = NULL;
+    wick_status st;
+    WK_NO_GRAD(st = sort_forward(&v, &idx, a, dim, descending));
+    if (st) return st;
+    if (wk_wants_grad(1, &a)) {
+        wk_wrap_dim("sort", &dim, a->ndim);
+        /* the values are a gather of the input; a 0-dim input is its own value */
+        st = a->ndim ? wk_record_gather(v, a, dim, idx)
+                     : wk_record_view(v, a, WK_VIEW_IDENTITY, 0, 0, 0, 0, NULL);
+        if (st) {
+            wick_tensor_release(v);
+            wick_tensor_release(idx);
+            return st;
+        }
+    }
+    *values = v;
+    *indices = idx;
+    return WICK_OK;
+}
+
+/* ---- scans ---- */
+
+static wick_status scan_forward(wick_tensor **out, const wick_tensor *a, int dim, int dtype, int prod, int reverse) {
+    const char *op = prod ? "cumprod" : "cumsum";
+    TRY(wk_check_interrupt(op));
+    TRY(wk_wrap_dim(op, &dim, a->ndim));
+    if (dtype < -1 || dtype >= WICK_NUM_DTYPES) return wick_fail(WICK_ERR_ARGUMENT, "%s: invalid dtype %d", op, dtype);
+    wick_dtype rd = dtype >= 0 ? (wick_dtype)dtype : wk_is_integral(a->dtype) ? WICK_INT64 : a->dtype;
+    wick_dtype cd = compute_dtype(rd);
+    wick_device dev = a->storage->device;
+    wick_tensor *r = NULL, *in = NULL;
+    wick_status st;
+    if ((st = wk_tensor_new(&r, a->ndim, a->sizes, cd, dev))) return st;
+    if (!wk_is_meta(r) && wick_tensor_numel(a) > 0) {
+        if ((st = contiguous_as(&in, a, cd))) goto fail;
+        wk_scan_args args = {.device = dev.index, .dtype = cd, .prod = prod, .reverse = reverse, .in = wk_data(in),
+                             .out = wk_data(r)};
+        line_layout(a, dim, &args.outer, &args.n, &args.inner);
+        if ((st = r->storage->backend->scan(&args))) goto fail;
+    }
+    if ((st = convert_result(&r, rd))) goto fail;
+    wick_tensor_release(in);
+    *out = r;
+    return WICK_OK;
+fail:
+    wick_tensor_release(in);
+    wick_tensor_release(r);
+    return st;
+}
+
+static wick_status cumsum_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
+    return scan_forward(&grads[0], g, n->ints[0], -1, 0, 1);
+}
+
+static wick_status cumprod_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
+    wick_tensor *x = n->saved[0], *y = n->saved[1], *t, *s;
+    TRY(wick_binary(&t, WICK_MUL, g, y));
+    wick_status st = scan_forward(&s, t, n->ints[0], -1, 0, 1);
+    wick_tensor_release(t);
+    TRY(st);
+    st = wick_binary(&grads[0], WICK_DIV, s, x);
+    wick_tensor_release(s);
+    return st;
+}
+
+static wick_status recorded_scan(wick_tensor **out, const wick_tensor *a, int dim, int dtype, int prod) {
+    wick_tensor *r = NULL;
+    wick_status st;
+    WK_NO_GRAD(st = scan_forward(&r, a, dim, dtype, prod, 0));
+    if (st || !wk_wants_grad(1, &a) || !wick_dtype_is_floating(r->dtype)) return st ? st : (*out = r, WICK_OK);
+    wk_wrap_dim("cumsum", &dim, a->ndim);
+    wk_node *node;
+    st = wk_record(r, prod ? "CumprodBackward" : "CumsumBackward", prod ? cumprod_backward : cumsum_backward, 0, 1,
+                   &a, &node);
+    if (!st) {
+        node->ints[0] = dim;
+        if (prod && !(st = wk_save(node, 0, a, r))) st = wk_save(node, 1, r, r);
+    }
+    return wk_publish(out, r, st);
+}
+
+wick_status wick_cumsum(wick_tensor **out, const wick_tensor *a, int dim, int dtype) {
+    return recorded_scan(out, a, dim, dtype, 0);
+}
+
+wick_status wick_cumprod(wick_tensor **out, const wick_tensor *a, int dim, int dtype) {
+    return recorded_scan(out, a, dim, dtype, 1);
+}
