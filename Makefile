@@ -8,7 +8,7 @@ JOBS ?= 2
 FUZZ_SHORT_SECONDS ?= 20
 FUZZ_SECONDS ?= 600
 
-.PHONY: all deps test test-fast sanitize tsan fuzz fuzz-long fuzz-build run tour bench clean
+.PHONY: all deps test test-fast sanitize tsan fuzz fuzz-long fuzz-build run gpt tour bench clean
 
 all: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -53,8 +53,17 @@ fuzz-long: fuzz-build
 	fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BUILD)
 
 # The main job: train the Fashion-MNIST MLP (ARGS="--model cnn" for the CNN).
+# ARGS="--model gpt ..." runs the second main job, `make gpt`, with the other ARGS.
 run: all
-	$(BUILD)/wick examples/fashion_mnist.lua $(ARGS)
+	@case " $(ARGS) " in \
+	  *" --model gpt "*|*" --model=gpt "*) $(BUILD)/wick examples/gpt.lua $(filter-out --model=gpt,$(subst --model gpt,,$(ARGS))) ;; \
+	  *) $(BUILD)/wick examples/fashion_mnist.lua $(ARGS) ;; \
+	esac
+
+# The second main job: a character-level GPT (nanoGPT's model and CPU config) on
+# /usr/share/common-licenses or the text file in ARGS (ARGS="--max-iters 20" is short).
+gpt: all
+	$(BUILD)/wick examples/gpt.lua $(ARGS)
 
 tour: all
 	$(BUILD)/wick examples/tensors.lua
