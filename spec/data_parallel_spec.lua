@@ -206,7 +206,8 @@ describe("nn.DataParallel on cpu device lists", function()
   it("replicates a Sequential so that the replica runs its own layers", function()
     local model = mlp()
     local r = nn.DataParallel._replicate(model, "cpu")
-    local list = rawget(r, "_list")
+    local list = {}
+    for i, m in ipairs(r) do list[i] = m end -- a Sequential's modules are its array part
     for i = 1, 3 do
       assert.is_true(rawequal(list[i], r:get(i)))
       assert.is_false(rawequal(list[i], model:get(i)))

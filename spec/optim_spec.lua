@@ -525,3 +525,183 @@ describe("optimizer state follows its parameters", function()
     assert.are.equal("float64", m.weight.dtype)
   end)
 end)
+
+-- Parameters after each of 3 steps, computed with PyTorch 2.x in float64 on
+-- the same problem: AdamW([{params = [w], weight_decay = 0.1}, {params = [b],
+-- weight_decay = 0}], lr = 0.1, betas = (0.9, 0.95)) (nanoGPT's decay / no-decay
+-- groups) and Adam([w, b], lr = 0.1, amsgrad = True, weight_decay = 0.1).
+local REF_GROUPS = {
+  adamw_groups = {{w = {{0.3950000149999977, -0.1970000007100592}, {0.0980000008108108, 0.6920000004347826}}, b = {0.19999998800000146, -0.10000000249999995}}, {w = {{0.29846694769551824, -0.09566532438519015}, {-0.002814911001578768, 0.585353254563225}}, b = {0.23471505823647024, -0.00036313393362950863}}, {w = {{0.23350648137559085, 0.003507540420513322}, {-0.10232774983181996, 0.4802791637423407}}, b = {0.20976792233795577, 0.09856328087443834}}},
+  adam_amsgrad = {{w = {{0.4000000085714278, -0.20000000069524912}, {0.10000000079787236, 0.7000000004201681}}, b = {0.19999998636363822, -0.10000000238095234}}, {w = {{0.3036634314954335, -0.10085533935438702}, {0.000276170907897888, 0.600365688940649}}, b = {0.21039830328504286, -0.0006944231616271973}}, {w = {{0.2215550696617422, -0.003172055049681488}, {-0.09895231815591415, 0.5014008840106068}}, b = {0.173566953137975, 0.09726138425698634}}},
+}
+
+describe("parameter groups", function()
+  it("AdamW with nanoGPT's decay / no-decay groups and betas from the options, against PyTorch", function()
+    check_steps(function(p)
+      return optim.AdamW({ { params = { p[1] }, weight_decay = 0.1 }, { params = { p[2] }, weight_decay = 0 } },
+        { lr = 0.1, betas = { 0.9, 0.95 }, fused = false })
+    end, REF_GROUPS.adamw_groups)
+  end)
+
+  it("Adam with amsgrad, against PyTorch", function()
+    check_steps(function(p) return optim.Adam(p, { lr = 0.1, amsgrad = true, weight_decay = 0.1 }) end, REF_GROUPS.adam_amsgrad)
+  end)
+
+  it("AdamW's decay is decoupled: p (1 - lr wd) before the Adam step", function()
+    local w = wick.tensor({ 2.0, -1.0 }, F64):requires_grad_()
+    local opt = optim.AdamW({ w }, { lr = 0.01, weight_decay = 0.5, eps = 0 })
+    ;(w * wick.tensor({ 3.0, -0.5 }, F64)):sum():backward()
+    opt:step()
+    -- first step: m^ = g, v^ = g^2, so the Adam part is lr * sign(g)
+    assert_close(w, { 2.0 * (1 - 0.005) - 0.01, -1.0 * (1 - 0.005) + 0.01 }, 1e-14)
+  end)
+
+  it("each group takes the options' defaults, param_groups[i].lr is read and written", function()
+    local w, b = params()
+    local opt = optim.AdamW({ { params = { w }, weight_decay = 0.1 }, { params = { b }, lr = 0.5 } },
+      { lr = 0.01, betas = { 0.8, 0.9 } })
+    assert.are.equal(0.01, opt.param_groups[1].lr)
+    assert.are.equal(0.5, opt.param_groups[2].lr)
+    assert.are.equal(0.1, opt.param_groups[1].weight_decay)
+    assert.are.equal(0.01, opt.param_groups[2].weight_decay) -- AdamW's default
+    assert.are.same({ 0.8, 0.9 }, opt.param_groups[2].betas)
+    assert.are.equal(0.01, opt.defaults.lr)
+    opt.param_groups[2].lr = 0 -- written: b no longer moves
+    local b0 = b:clone()
+    step(opt, w, b)
+    assert.is_true(b:equal(b0))
+    local w0 = w:clone()
+    step(opt, w, b)
+    assert.is_false(w:equal(w0))
+  end)
+
+  it("add_param_group adds a group with the defaults, and refuses a parameter already in one", function()
+    local w, b = params()
+    local opt = optim.SGD({ w }, { lr = 0.1, momentum = 0.9 })
+    opt:add_param_group({ params = { b }, lr = 0.2 })
+    assert.are.equal(2, #opt.param_groups)
+    assert.are.equal(0.9, opt.param_groups[2].momentum)
+    assert.are.equal(0.2, opt.param_groups[2].lr)
+    local b0 = b:clone()
+    step(opt, w, b)
+    assert.is_false(b:equal(b0))
+    assert_error_has(function() opt:add_param_group({ params = { w } }) end, "more than one parameter group")
+    assert_error_has(function() opt:add_param_group({ w }) end, "params = {...}")
+    assert_error_has(function() optim.SGD({ w, w }, { lr = 0.1 }) end, "appears twice")
+  end)
+
+  it("accepts fused and foreach (one implementation here), checks option and group types", function()
+    local w, b = params()
+    assert.is_not_nil(optim.AdamW({ w, b }, { lr = 1e-3, fused = true, foreach = false }))
+    assert.is_not_nil(optim.SGD({ w, b }, { lr = 1e-3, fused = true }))
+    assert_error_has(function() optim.AdamW({ w }, { fused = "yes" }) end, "expected a boolean for option 'fused'")
+    assert_error_has(function() optim.AdamW({ w }, { betas = { 0.9, 1.5 } }) end, "betas must be two numbers")
+    assert_error_has(function() optim.AdamW({ { params = { w }, weight_decay = "x" } }) end, "expected a number for option 'weight_decay'")
+    assert_error_has(function() optim.AdamW({ { params = { w }, lr = -1 } }) end, "invalid learning rate")
+    assert_error_has(function() optim.AdamW({ { params = { w }, amsgrad = 1 } }) end, "expected a boolean for option 'amsgrad'")
+    assert_error_has(function() optim.AdamW({ { params = { w, "x" } } }) end, "parameter 2 of group 1 is not a tensor")
+    -- keys of the user's own in a group are kept, as PyTorch keeps them
+    local opt = optim.AdamW({ { params = { w }, name = "decay" } })
+    assert.are.equal("decay", opt.param_groups[1].name)
+  end)
+
+  it("state_dict / load_state_dict with two groups: the resumed run continues identically", function()
+    local function make(w, b)
+      return optim.AdamW({ { params = { w }, weight_decay = 0.1 }, { params = { b }, weight_decay = 0, lr = 0.05 } },
+        { lr = 0.1, betas = { 0.9, 0.95 } })
+    end
+    local w, b = params()
+    local opt = make(w, b)
+    step(opt, w, b)
+    opt.param_groups[1].lr = 0.07
+    local sd = opt:state_dict()
+    assert.are.equal(2, #sd.param_groups)
+    assert.are.same({ 1 }, sd.param_groups[1].params)
+    assert.are.same({ 2 }, sd.param_groups[2].params)
+    local w2, b2 = w:detach():clone():requires_grad_(), b:detach():clone():requires_grad_()
+    local opt2 = make(w2, b2)
+    opt2:load_state_dict(sd)
+    assert.are.equal(0.07, opt2.param_groups[1].lr)
+    assert.are.equal(0.05, opt2.param_groups[2].lr)
+    for _ = 1, 2 do
+      step(opt, w, b)
+      step(opt2, w2, b2)
+    end
+    assert.is_true(w:equal(w2))
+    assert.is_true(b:equal(b2))
+    -- a saved state with another group layout is refused
+    local single = optim.AdamW({ w2, b2 })
+    assert_error_has(function() single:load_state_dict(sd) end, "2 parameter groups")
+  end)
+end)
+
+describe("more schedulers, as PyTorch's", function()
+  local function one_param_opt(lr)
+    local w = wick.zeros(2):requires_grad_()
+    return optim.SGD({ w }, { lr = lr or 1 }), w
+  end
+
+  it("MultiStepLR: gamma at each milestone (PyTorch: 1, .5, .5, .5, .25, .25)", function()
+    local opt = one_param_opt()
+    local s = optim.lr_scheduler.MultiStepLR(opt, { milestones = { 2, 5 }, gamma = 0.5 })
+    local got = {}
+    for i = 1, 6 do s:step(); got[i] = s:get_last_lr()[1] end
+    assert.are.same({ 1, 0.5, 0.5, 0.5, 0.25, 0.25 }, got)
+    local s2 = optim.MultiStepLR((one_param_opt()), { milestones = { 2, 5 }, gamma = 0.5 })
+    s2:load_state_dict(s:state_dict())
+    assert.are.equal(6, s2.last_epoch)
+    assert_error_has(function() optim.lr_scheduler.MultiStepLR(opt, { milestone = { 1 } }) end, "unknown option 'milestone'")
+    assert_error_has(function() optim.lr_scheduler.MultiStepLR(opt, { milestones = { 3, 1 } }) end, "increasing")
+    assert_error_has(function() optim.lr_scheduler.MultiStepLR(opt) end, "milestones is required")
+  end)
+
+  it("LambdaLR: base lr times f(step), f called from step 0 at construction", function()
+    local opt = one_param_opt(2)
+    local seen = {}
+    local s = optim.lr_scheduler.LambdaLR(opt, { lr_lambda = function(e) seen[#seen + 1] = e; return 1 / (e + 1) end })
+    assert.are.equal(2, opt.param_groups[1].lr)
+    for _ = 1, 3 do s:step() end
+    assert.are.same({ 0, 1, 2, 3 }, seen)
+    assert.are.equal(2 / 4, s:get_last_lr()[1])
+    assert.is_nil(s:state_dict().lr_lambda) -- a function is not saved, as in PyTorch
+    assert_error_has(function() optim.lr_scheduler.LambdaLR(opt, { lr_lambda = 3 }) end, "option 'lr_lambda'")
+  end)
+
+  it("ReduceLROnPlateau: step(metric) (PyTorch: 1, 1, 1, .1, .1, .01, .01)", function()
+    local opt = one_param_opt()
+    local s = optim.lr_scheduler.ReduceLROnPlateau(opt, { mode = "min", patience = 1 })
+    local got = {}
+    for i, m in ipairs({ 5, 4, 4, 4, 4, wick.tensor(4), 3 }) do s:step(m); got[i] = opt.param_groups[1].lr end
+    assert.are.same({ 1, 1, 1, 0.1, 0.1, 0.01, 0.01 }, (function()
+      local r = {}
+      for i, v in ipairs(got) do r[i] = math.floor(v * 1e12 + 0.5) / 1e12 end
+      return r
+    end)())
+    local s2 = optim.ReduceLROnPlateau((one_param_opt()))
+    s2:load_state_dict(s:state_dict())
+    assert.are.equal(3, s2.best)
+    assert_error_has(function() optim.ReduceLROnPlateau(opt, { mode = "lowest" }) end, "invalid value 'lowest'")
+    assert_error_has(function() s:step("x") end, "expected a number")
+  end)
+
+  it("zero_grad(false) zeroes in place, zero_grad() drops the gradients", function()
+    local opt, w = one_param_opt()
+    w:sum():backward()
+    opt:zero_grad(false)
+    assert.is_not_nil(w.grad)
+    assert.are.equal(0, w.grad:abs():sum():item())
+    opt:zero_grad()
+    assert.is_nil(w.grad)
+  end)
+
+  it("clip_grad_norm_ takes PyTorch's norm_type and error_if_nonfinite, by position or option", function()
+    local w = wick.tensor({ 3.0, 4.0 }, F64):requires_grad_()
+    w:sum():backward()
+    w.grad = wick.tensor({ 3.0, 4.0 }, F64)
+    local total = nn.utils.clip_grad_norm_({ w }, 1, { norm_type = 1 })
+    assert.are.equal(7, total:item())
+    w.grad = wick.tensor({ 0 / 0, 1 }, F64)
+    assert_error_has(function() nn.utils.clip_grad_norm_({ w }, 1, 2, true) end, "non-finite")
+    assert_error_has(function() nn.utils.clip_grad_norm_({ w }, 1, { norm = 2 }) end, "unknown option 'norm'")
+  end)
+end)

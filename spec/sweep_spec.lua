@@ -196,6 +196,9 @@ local GOOD = {
   Embedding = function() return 4, 3 end,
   Sequential = function() return wick.nn.Linear(3, 2), wick.nn.ReLU() end,
   ModuleList = function() return { wick.nn.Linear(3, 2) } end,
+  ModuleDict = function() return { { "a", wick.nn.Linear(3, 2) } } end,
+  ParameterList = function() return { wick.zeros(2) } end,
+  ParameterDict = function() return { { "p", wick.zeros(2) } } end,
   DataParallel = function() return wick.nn.Linear(3, 2), { device_ids = { "cpu", "cpu" } } end,
   Module = function() end,
 }
@@ -207,6 +210,7 @@ local function targets()
   sorted_functions(wick.cuda, plain, "wick.cuda.")
   sorted_functions(wick.nn.functional, plain, "wick.nn.functional.")
   sorted_functions(wick.nn.utils, plain, "wick.nn.utils.")
+  sorted_functions(wick.nn.init, plain, "wick.nn.init.")
   sorted_functions(wick.data, plain, "wick.data.")
   for _, p in ipairs(plain) do list[#list + 1] = p end
 

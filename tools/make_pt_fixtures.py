@@ -3,6 +3,8 @@
 
 Run from the repository root with /usr/bin/python3 (PyTorch 1.13):
     /usr/bin/python3 tools/make_pt_fixtures.py
+or, for the TinyGPT fixture alone (written with PyTorch 2.x):
+    ~/.cache/wick-torch-venv/bin/python tools/make_pt_fixtures.py tiny_gpt
 """
 import os
 from collections import OrderedDict
@@ -80,11 +82,96 @@ class Payload:
         return (os.system, ("echo pwned > /tmp/wick_pwned",))
 
 
+class TinyGPT(nn.Module):
+    """nanoGPT's model.py structure and names (GPT, Block, CausalSelfAttention,
+    MLP), with weight tying, written out so the fixture needs nothing else."""
+
+    class Attention(nn.Module):
+        def __init__(self, n_embd, n_head):
+            super().__init__()
+            self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+            self.c_proj = nn.Linear(n_embd, n_embd)
+            self.n_head = n_head
+
+        def forward(self, x):
+            B, T, C = x.size()
+            q, k, v = self.c_attn(x).split(C, dim=2)
+            q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
+            y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+
+    class MLP(nn.Module):
+        def __init__(self, n_embd):
+            super().__init__()
+            self.c_fc = nn.Linear(n_embd, 4 * n_embd)
+            self.gelu = nn.GELU()
+            self.c_proj = nn.Linear(4 * n_embd, n_embd)
+
+        def forward(self, x):
+            return self.c_proj(self.gelu(self.c_fc(x)))
+
+    class Block(nn.Module):
+        def __init__(self, n_embd, n_head):
+            super().__init__()
+            self.ln_1 = nn.LayerNorm(n_embd)
+            self.attn = TinyGPT.Attention(n_embd, n_head)
+            self.ln_2 = nn.LayerNorm(n_embd)
+            self.mlp = TinyGPT.MLP(n_embd)
+
+        def forward(self, x):
+            x = x + self.attn(self.ln_1(x))
+            return x + self.mlp(self.ln_2(x))
+
+    def __init__(self, vocab_size=11, block_size=6, n_layer=2, n_head=2, n_embd=8):
+        super().__init__()
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(vocab_size, n_embd),
+            wpe=nn.Embedding(block_size, n_embd),
+            h=nn.ModuleList([TinyGPT.Block(n_embd, n_head) for _ in range(n_layer)]),
+            ln_f=nn.LayerNorm(n_embd),
+        ))
+        self.lm_head = nn.Linear(n_embd, vocab_size, bias=False)
+        self.transformer.wte.weight = self.lm_head.weight
+        for pn, p in self.named_parameters():  # nanoGPT's init, so LayerNorms are not all ones/zeros
+            torch.nn.init.normal_(p, mean=0.0, std=0.3)
+
+    def forward(self, idx):
+        t = idx.size(1)
+        x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(t))
+        for block in self.transformer.h:
+            x = block(x)
+        return self.lm_head(self.transformer.ln_f(x))
+
+
+def tiny_gpt_fixture():
+    torch.manual_seed(0)
+    model = TinyGPT().double().eval()
+    sd = model.state_dict()
+    assert sd["lm_head.weight"].data_ptr() == sd["transformer.wte.weight"].data_ptr()
+    torch.save(sd, os.path.join(OUT, "pt_tiny_gpt.pt"))
+    idx = torch.tensor([[0, 5, 10, 3, 3, 7], [2, 2, 9, 1, 0, 4]])
+    with torch.no_grad():
+        logits = model(idx)
+    lines = ["-- Written by tools/make_pt_fixtures.py: TinyGPT (nanoGPT's names, tied lm_head) of pt_tiny_gpt.pt",
+             "-- in float64, its input (0-based token ids, as PyTorch has them) and its logits", "return {"]
+    lines.append("  idx = %s," % lua_value(idx))
+    lines.append("  logits = %s," % lua_value(logits))
+    lines.append("  keys = { %s }," % ", ".join('"%s"' % k for k in sd.keys()))
+    lines.append("}")
+    with open(os.path.join(OUT, "pt_tiny_gpt_expected.lua"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def malicious_fixture():
     torch.save({"weight": torch.zeros(2), "evil": Payload()}, os.path.join(OUT, "pt_malicious.pt"))
 
 
 if __name__ == "__main__":
+    import sys
+    if sys.argv[1:] == ["tiny_gpt"]:  # only this one (the others stay byte for byte)
+        tiny_gpt_fixture()
+        sys.exit(0)
+    tiny_gpt_fixture()
     state_dict_fixture()
     mixed_fixture()
     malicious_fixture()

@@ -212,4 +212,32 @@ function C.options(opts, fn, spec)
   return opts
 end
 
+--- PyTorch's positional-or-keyword arguments: `names` gives the order of the
+--- positional ones in `...`; a trailing plain table is the options table (kinds
+--- in `spec`). Returns one table of every argument given, each checked; an
+--- argument given both ways, or too many positions, is an error. A trailing
+--- table with an array part ({3, 3}) is a positional argument, not options.
+function C.positional(fn, names, spec, ...)
+  local n = select("#", ...)
+  local args = { ... }
+  local out = {}
+  local last = args[n]
+  -- the options table: a plain table with no array part ({3, 3} is a size)
+  if n > 0 and type(last) == "table" and getmetatable(last) == nil and #last == 0 then
+    C.options(last, fn, spec)
+    for k, v in pairs(last) do out[k] = v end
+    n = n - 1
+  end
+  if n > #names then
+    raise(("%s: expected at most %d positional argument(s) (%s), got %d"):format(fn, #names, table.concat(names, ", "), n))
+  end
+  for i = 1, n do
+    if args[i] ~= nil then
+      if out[names[i]] ~= nil then raise(("%s: argument '%s' given both by position and as an option"):format(fn, names[i])) end
+      out[names[i]] = args[i]
+    end
+  end
+  return C.options(out, fn, spec)
+end
+
 return C

@@ -216,13 +216,46 @@ wick.clock = core.clock
 
 -- ---- grad mode ----
 
+-- Wrappers that must undo something when fn raises (no_grad, cuda.batch,
+-- with_device) catch the error with xpcall and raise it again. The message
+-- stays what it was (it already starts with the raising line); the traceback
+-- of where it was raised is recorded by the handler, and when nothing up the
+-- stack will catch the error again (no pcall/xpcall frame, not in a
+-- coroutine), it is appended, so a script's uncaught error still shows the
+-- user's lines instead of the wrapper's.
+local TRACEBACK = "\nstack traceback:"
+local last_error, last_traceback -- the newest error seen by a wrapper and its traceback
+local function record_traceback(err)
+  if type(err) == "string" and err ~= last_error then
+    last_error, last_traceback = err, debug.traceback("", 2):sub(2)
+  end
+  return err
+end
+local function caught_above()
+  local co, main = coroutine.running()
+  if co ~= nil and not main then return true end -- the error ends at coroutine.resume
+  local level = 3
+  while true do
+    local info = debug.getinfo(level, "f")
+    if not info then return false end
+    if info.func == pcall or info.func == xpcall then return true end
+    level = level + 1
+  end
+end
+local function rethrow(err)
+  if type(err) == "string" and err == last_error and not err:find(TRACEBACK, 1, true) and not caught_above() then
+    err = err .. "\n" .. last_traceback:gsub("^stack traceback:", "stack traceback (where the error was raised):")
+  end
+  error(err, 0)
+end
+
 local function with_grad_mode(enabled, name, fn, ...)
   check.callable(fn, name, "fn")
   local previous = core.is_grad_enabled()
   core.set_grad_enabled(enabled)
-  local results = pack(pcall(fn, ...))
+  local results = pack(xpcall(fn, record_traceback, ...))
   core.set_grad_enabled(previous)
-  if not results[1] then error(results[2], 0) end
+  if not results[1] then rethrow(results[2]) end
   return unpack(results, 2, results.n)
 end
 
@@ -295,9 +328,9 @@ end
 function wick.cuda.batch(fn, ...)
   check.callable(fn, "wick.cuda.batch", "fn")
   core.cuda_begin_batch()
-  local results = pack(pcall(fn, ...))
+  local results = pack(xpcall(fn, record_traceback, ...))
   local ok, err = pcall(core.cuda_end_batch)
-  if not results[1] then error(results[2], 0) end
+  if not results[1] then rethrow(results[2]) end
   if not ok then error(err, 0) end
   return unpack(results, 2, results.n)
 end
@@ -306,9 +339,9 @@ function wick.cuda.with_device(i, fn, ...)
   check.callable(fn, "wick.cuda.with_device", "fn")
   local previous = core.cuda_current_device()
   wick.cuda.set_device(i)
-  local results = pack(pcall(fn, ...))
+  local results = pack(xpcall(fn, record_traceback, ...))
   core.cuda_set_device(previous)
-  if not results[1] then error(results[2], 0) end
+  if not results[1] then rethrow(results[2]) end
   return unpack(results, 2, results.n)
 end
 

@@ -188,6 +188,12 @@ local LOSS_OPTIONS = { reduction = "string", weight = "tensor", ignore_index = "
 local function loss_args(fn, input, target, opts, known)
   tensor(input, fn, "input")
   tensor(target, fn, "target")
+  -- PyTorch's third positional argument is weight; everything else is a keyword
+  if wick.is_tensor(opts) and known.weight then opts = { weight = opts }
+  elseif opts ~= nil and (type(opts) ~= "table" or getmetatable(opts) ~= nil) then
+    check.fail(fn, "expected an options table as argument 3, got %s%s; reduction and the other keyword arguments go in the options table: %s(input, target, {reduction = 'sum'})",
+      check.describe(opts), type(opts) == "string" and (" '" .. opts .. "'") or "", fn)
+  end
   opts = check.options(opts, fn, known)
   if opts.reduction ~= nil then check.one_of(opts.reduction, fn, "reduction", REDUCTIONS) end
   return opts

@@ -5,4 +5,6 @@ for name, value in pairs(require("wick.nn.layers")) do nn[name] = value end
 nn.DataParallel = require("wick.nn.data_parallel")
 nn.functional = require("wick.nn.functional")
 nn.utils = require("wick.nn.utils")
+nn.init = require("wick.nn.initializers")
+nn.Parameter = nn.Parameter or require("wick.nn.layers").Parameter
 return nn

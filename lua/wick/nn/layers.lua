@@ -24,14 +24,15 @@ local function layer_options(fn, opts, extra)
   for k, v in pairs(extra or {}) do known[k] = v end
   return check.options(opts, fn, known)
 end
-local BIAS = { bias = "boolean" }
+local LINEAR = { bias = "boolean", device = "device", dtype = "dtype" }
 
 -- ---- Linear ----
 L.Linear = Module:extend("Linear")
-function L.Linear:init(in_features, out_features, opts)
+-- nn.Linear(in_features, out_features[, bias = true][, {bias =, device =, dtype =}])
+function L.Linear:init(in_features, out_features, ...)
   check.int(in_features, "Linear", "in_features", 0)
   check.int(out_features, "Linear", "out_features", 0)
-  opts = layer_options("Linear", opts, BIAS)
+  local opts = check.positional("Linear", { "bias", "device", "dtype" }, LINEAR, ...)
   self.in_features, self.out_features = in_features, out_features
   -- PyTorch's default: kaiming_uniform(a = sqrt(5)) gives U(-1/sqrt(in), 1/sqrt(in))
   local bound = 1 / math.sqrt(in_features)
@@ -46,28 +47,13 @@ end
 -- ---- Conv2d ----
 L.Conv2d = Module:extend("Conv2d")
 local CONV = { bias = "boolean", stride = "integer|table", padding = "integer|table|string", dilation = "integer|table",
-  groups = "integer", padding_mode = "string" }
--- nn.Conv2d(in, out, kernel_size[, stride[, padding[, dilation[, groups[, bias]]]]][, opts]), PyTorch's order
+  groups = "integer", padding_mode = "string", device = "device", dtype = "dtype" }
+local CONV_ORDER = { "stride", "padding", "dilation", "groups", "bias", "padding_mode", "device", "dtype" }
+-- nn.Conv2d(in, out, kernel_size[, stride[, padding[, dilation[, groups[, bias[, padding_mode]]]]]][, opts]), PyTorch's order
 function L.Conv2d:init(in_channels, out_channels, kernel_size, ...)
   check.int(in_channels, "Conv2d", "in_channels", 1)
   check.int(out_channels, "Conv2d", "out_channels", 1)
-  local positional = { ... }
-  local opts = {}
-  local names = { "stride", "padding", "dilation", "groups", "bias" }
-  local n = select("#", ...)
-  local last = positional[n]
-  if n > 0 and type(last) == "table" and getmetatable(last) == nil and #last == 0 then -- the options table
-    for k, v in pairs(layer_options("Conv2d", last, CONV)) do opts[k] = v end
-    n = n - 1
-  end
-  if n > #names then check.fail("Conv2d", "expected at most %d positional arguments after kernel_size, got %d", #names, n) end
-  for i = 1, n do
-    if positional[i] ~= nil then
-      if opts[names[i]] ~= nil then check.fail("Conv2d", "%s given both by position and as an option", names[i]) end
-      opts[names[i]] = positional[i]
-    end
-  end
-  layer_options("Conv2d", opts, CONV)
+  local opts = check.positional("Conv2d", CONV_ORDER, CONV, ...)
   if opts.padding_mode ~= nil then check.one_of(opts.padding_mode, "Conv2d", "padding_mode", { "zeros" }) end
   if kernel_size == nil then check.expected("Conv2d", "kernel_size", "an integer or a {h, w} table", nil) end
   local k = F._pair(kernel_size, "Conv2d kernel_size")
@@ -95,40 +81,62 @@ end
 
 -- ---- pooling ----
 L.MaxPool2d = Module:extend("MaxPool2d")
-local function pool_init(self, name, kernel_size, opts)
+-- MaxPool2d(kernel_size[, stride[, padding[, dilation[, return_indices[, ceil_mode]]]]][, opts]),
+-- AvgPool2d(kernel_size[, stride[, padding[, ceil_mode[, count_include_pad]]]][, opts]): PyTorch's order
+local MAX_POOL = { stride = "integer|table", padding = "integer|table", dilation = "integer|table",
+  return_indices = "boolean", ceil_mode = "boolean" }
+local AVG_POOL = { stride = "integer|table", padding = "integer|table", ceil_mode = "boolean",
+  count_include_pad = "boolean", divisor_override = "integer" }
+local function pool_init(self, name, kernel_size, names, spec, ...)
   if kernel_size == nil then check.expected(name, "kernel_size", "an integer or a {h, w} table", nil) end
   F._pair(kernel_size, name .. " kernel_size")
-  self.kernel_size, self.opts = kernel_size, check.opt_table(opts, name, "opts") or {}
+  local opts = check.positional(name, names, spec, ...)
+  if opts.divisor_override ~= nil then check.fail(name, "divisor_override is not supported") end
+  local copy = {}
+  for k, v in pairs(opts) do copy[k] = v end
+  self.kernel_size, self.opts = kernel_size, copy
 end
-function L.MaxPool2d:init(kernel_size, opts) pool_init(self, "MaxPool2d", kernel_size, opts) end
+function L.MaxPool2d:init(kernel_size, ...)
+  pool_init(self, "MaxPool2d", kernel_size, { "stride", "padding", "dilation", "return_indices", "ceil_mode" }, MAX_POOL, ...)
+end
 function L.MaxPool2d:forward(x) return F.max_pool2d(x, self.kernel_size, self.opts) end
 function L.MaxPool2d:extra_repr() return ("kernel_size=%s"):format(tostring(self.kernel_size)) end
 
 L.AvgPool2d = Module:extend("AvgPool2d")
-function L.AvgPool2d:init(kernel_size, opts) pool_init(self, "AvgPool2d", kernel_size, opts) end
+function L.AvgPool2d:init(kernel_size, ...)
+  pool_init(self, "AvgPool2d", kernel_size, { "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override" },
+    AVG_POOL, ...)
+end
 function L.AvgPool2d:forward(x) return F.avg_pool2d(x, self.kernel_size, self.opts) end
 function L.AvgPool2d:extra_repr() return ("kernel_size=%s"):format(tostring(self.kernel_size)) end
 
 -- ---- shape and regularisation ----
 L.Flatten = Module:extend("Flatten")
-function L.Flatten:init(start_dim, end_dim)
-  self.start_dim = check.opt_dim(start_dim, "Flatten", "start_dim", 2)
-  self.end_dim = check.opt_dim(end_dim, "Flatten", "end_dim", -1)
+function L.Flatten:init(...)
+  local opts = check.positional("Flatten", { "start_dim", "end_dim" }, { start_dim = "integer", end_dim = "integer" }, ...)
+  self.start_dim = check.opt_dim(opts.start_dim, "Flatten", "start_dim", 2)
+  self.end_dim = check.opt_dim(opts.end_dim, "Flatten", "end_dim", -1)
 end
 function L.Flatten:forward(x) return x:flatten(self.start_dim, self.end_dim) end
 
 L.Dropout = Module:extend("Dropout")
-function L.Dropout:init(p) self.p = check.opt_number(p, "Dropout", "p", 0.5, 0, 1) end
+-- nn.Dropout([p = 0.5[, inplace = false]]) (inplace gives the same values: accepted)
+function L.Dropout:init(...)
+  local opts = check.positional("Dropout", { "p", "inplace" }, { p = "number", inplace = "boolean" }, ...)
+  self.p = check.opt_number(opts.p, "Dropout", "p", 0.5, 0, 1)
+end
 function L.Dropout:forward(x) return F.dropout(x, self.p, self.training) end
 function L.Dropout:extra_repr() return ("p=%s"):format(self.p) end
 
 -- ---- normalisation ----
 local function batch_norm_class(name, dims)
   local C = Module:extend(name)
-  local known = { eps = "number", momentum = "number", affine = "boolean", track_running_stats = "boolean" }
-  function C:init(num_features, opts)
+  local known = { eps = "number", momentum = "number", affine = "boolean", track_running_stats = "boolean",
+    device = "device", dtype = "dtype" }
+  -- (num_features[, eps[, momentum[, affine[, track_running_stats]]]][, opts]), PyTorch's order
+  function C:init(num_features, ...)
     check.int(num_features, name, "num_features", 0)
-    opts = layer_options(name, opts, known)
+    local opts = check.positional(name, { "eps", "momentum", "affine", "track_running_stats", "device", "dtype" }, known, ...)
     self.num_features, self.eps, self.momentum = num_features, opts.eps or 1e-5, opts.momentum or 0.1
     local o = options(opts)
     if opts.affine ~= false then
@@ -162,16 +170,17 @@ L.BatchNorm1d = batch_norm_class("BatchNorm1d", { 2, 3, text = "2-D or 3-D" })
 L.BatchNorm2d = batch_norm_class("BatchNorm2d", { 4, 4, text = "4-D" })
 
 L.LayerNorm = Module:extend("LayerNorm")
-local LAYER_NORM = { eps = "number", elementwise_affine = "boolean", bias = "boolean" }
-function L.LayerNorm:init(normalized_shape, opts)
-  opts = layer_options("LayerNorm", opts, LAYER_NORM)
+local LAYER_NORM = { eps = "number", elementwise_affine = "boolean", bias = "boolean", device = "device", dtype = "dtype" }
+-- nn.LayerNorm(normalized_shape[, eps[, elementwise_affine[, bias]]][, opts]), PyTorch's order
+function L.LayerNorm:init(normalized_shape, ...)
+  local opts = check.positional("LayerNorm", { "eps", "elementwise_affine", "bias", "device", "dtype" }, LAYER_NORM, ...)
   if type(normalized_shape) == "number" then normalized_shape = { normalized_shape } end
   check.table(normalized_shape, "LayerNorm", "normalized_shape")
   for i = 1, #normalized_shape do check.int(normalized_shape[i], "LayerNorm", "normalized_shape", 0) end
   self.normalized_shape, self.eps = normalized_shape, opts.eps or 1e-5
   if opts.elementwise_affine ~= false then
     self.weight = L.Parameter(wick.ones(normalized_shape, options(opts)))
-    self.bias = L.Parameter(wick.zeros(normalized_shape, options(opts)))
+    if opts.bias ~= false then self.bias = L.Parameter(wick.zeros(normalized_shape, options(opts))) end
   end
 end
 function L.LayerNorm:forward(x) return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps) end
@@ -180,6 +189,9 @@ L.Embedding = Module:extend("Embedding")
 function L.Embedding:init(num_embeddings, embedding_dim, opts)
   check.int(num_embeddings, "Embedding", "num_embeddings", 0)
   check.int(embedding_dim, "Embedding", "embedding_dim", 0)
+  if opts ~= nil and (type(opts) ~= "table" or #opts > 0) then
+    check.fail("Embedding", "padding_idx and the other arguments after embedding_dim are not supported; device and dtype go in the options table")
+  end
   opts = layer_options("Embedding", opts)
   self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
   self.weight = L.Parameter(wick.randn(num_embeddings, embedding_dim, options(opts)))
@@ -193,91 +205,292 @@ local function activation(name, fn)
   function C:forward(x) return fn(check.tensor(x, name, "input"), self) end
   return C
 end
+-- (inplace = true gives the same values; accepted, like PyTorch's signature)
+local INPLACE = { inplace = "boolean" }
+local function inplace_init(name)
+  return function(_, ...) check.positional(name, { "inplace" }, INPLACE, ...) end
+end
 L.ReLU = activation("ReLU", function(x) return x:relu() end)
-L.GELU = activation("GELU", function(x) return x:gelu() end)
+L.ReLU.init = inplace_init("ReLU")
+local SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+L.GELU = activation("GELU", function(x, self)
+  if self.approximate == "tanh" then
+    return x * ((x + x * x * x * 0.044715) * SQRT_2_OVER_PI):tanh():add(1) * 0.5
+  end
+  return x:gelu()
+end)
+-- nn.GELU([approximate = "none"]) or nn.GELU({approximate = "tanh"})
+function L.GELU:init(...)
+  local opts = check.positional("GELU", { "approximate" }, { approximate = "string" }, ...)
+  self.approximate = check.one_of(opts.approximate or "none", "GELU", "approximate", { "none", "tanh" })
+end
+function L.GELU:extra_repr() return ("approximate='%s'"):format(self.approximate) end
 L.Sigmoid = activation("Sigmoid", function(x) return x:sigmoid() end)
 L.Tanh = activation("Tanh", function(x) return x:tanh() end)
 L.Softmax = activation("Softmax", function(x, self) return x:softmax(self.dim or -1) end)
-function L.Softmax:init(dim) self.dim = check.opt_dim(dim, "Softmax", "dim") end
+function L.Softmax:init(...)
+  local opts = check.positional("Softmax", { "dim" }, { dim = "integer" }, ...)
+  self.dim = check.opt_dim(opts.dim, "Softmax", "dim")
+end
 L.LogSoftmax = activation("LogSoftmax", function(x, self) return x:log_softmax(self.dim or -1) end)
-function L.LogSoftmax:init(dim) self.dim = check.opt_dim(dim, "LogSoftmax", "dim") end
+function L.LogSoftmax:init(...)
+  local opts = check.positional("LogSoftmax", { "dim" }, { dim = "integer" }, ...)
+  self.dim = check.opt_dim(opts.dim, "LogSoftmax", "dim")
+end
+L.Identity = Module:extend("Identity")
+function L.Identity:init() end -- PyTorch's Identity takes and ignores any arguments
+function L.Identity:forward(x) return x end
 
 -- ---- containers ----
-L.Sequential = Module:extend("Sequential")
-function L.Sequential:init(...)
-  local n = select("#", ...)
-  local list = {}
-  for i = 1, n do
-    list[i] = check.module((select(i, ...)), "Sequential", "module " .. i)
-    self[tostring(i)] = list[i]
+-- ModuleList, Sequential and ParameterList keep their members in their own
+-- array part, so ipairs(list), #list and list[i] work as on a Lua array; the
+-- module walk (parameters(), state_dict(), to()) names them "1", "2", ...
+local track = Module._track
+local floor = math.floor
+local rawlen = rawlen or function(t) return #t end -- luacheck: ignore
+
+-- __newindex of an array container: list[n + 1] = m appends, string keys are
+-- ordinary fields. (list[i] = m for an existing i replaces it in its place:
+-- a plain raw write.)
+local function array_container(C, name, check_item)
+  C.__newindex = function(self, key, value)
+    if type(key) == "number" then
+      local n = rawlen(self)
+      if key ~= floor(key) or key < 1 or key > n + 1 then
+        check.fail(name, "index %s out of range (the list has %d entries; use append or insert)", tostring(key), n)
+      end
+      if value == nil then check.fail(name, "cannot assign nil to index %d (use pop)", key) end
+      rawset(self, key, check_item(value, name))
+    else
+      track(self, key, value)
+    end
   end
-  rawset(self, "_n", n)
-  rawset(self, "_list", list) -- the same modules, for forward without name lookups
+  function C:len() return rawlen(self) end
+  -- list:get(i): i may be negative (from the end)
+  C.get = function(self, i)
+    check.int(i, name .. ":get", "index")
+    local n = rawlen(self)
+    local j = i < 0 and n + 1 + i or i
+    if j < 1 or j > n then check.fail(name .. ":get", "index %d out of range for %d entries", i, n) end
+    return rawget(self, j)
+  end
+  function C:iter() return ipairs(self) end
+  function C:append(v)
+    rawset(self, rawlen(self) + 1, check_item(v, name .. ":append"))
+    return self
+  end
+  function C:extend(items)
+    if type(items) ~= "table" then check.expected(name .. ":extend", "modules", "an array or a " .. name, items) end
+    local list = {}
+    for i = 1, rawlen(items) do list[i] = check_item(rawget(items, i), name .. ":extend") end
+    for _, v in ipairs(list) do rawset(self, rawlen(self) + 1, v) end
+    return self
+  end
+  --- insert(index, v): like table.insert (and PyTorch's insert, 1-based).
+  function C:insert(index, v)
+    local n = rawlen(self)
+    check.int(index, name .. ":insert", "index")
+    if index < 0 then index = n + 2 + index end
+    if index < 1 or index > n + 1 then check.fail(name .. ":insert", "index out of range for %d entries", n) end
+    v = check_item(v, name .. ":insert")
+    for i = n, index, -1 do rawset(self, i + 1, rawget(self, i)) end
+    rawset(self, index, v)
+    return self
+  end
+  --- pop([index = last]): removes and returns an entry.
+  function C:pop(index)
+    local n = rawlen(self)
+    index = check.opt_int(index, name .. ":pop", "index", n)
+    if index < 0 then index = n + 1 + index end
+    if index < 1 or index > n then check.fail(name .. ":pop", "index out of range for %d entries", n) end
+    local v = rawget(self, index)
+    for i = index, n - 1 do rawset(self, i, rawget(self, i + 1)) end
+    rawset(self, n, nil)
+    return v
+  end
 end
-function L.Sequential:forward(x)
-  local list = rawget(self, "_list")
-  for i = 1, rawget(self, "_n") do x = list[i]:forward(x) end
-  return x
-end
-function L.Sequential:get(i) return self[tostring(check.int(i, "Sequential:get", "index"))] end
-function L.Sequential:len() return rawget(self, "_n") end
-function L.Sequential:add(m)
-  check.module(m, "Sequential:add", "module")
-  local n = rawget(self, "_n") + 1
-  self[tostring(n)] = m
-  rawget(self, "_list")[n] = m
-  rawset(self, "_n", n)
-  return self
+local function module_item(v, fn) return check.module(v, fn, "module") end
+local function parameter_item(v, fn)
+  check.tensor(v, fn, "parameter")
+  if not v.requires_grad and v:is_floating_point() then v:requires_grad_(true) end
+  return v
 end
 
+--- nn.Sequential(m1, m2, ...): runs its modules in order.
+L.Sequential = Module:extend("Sequential")
+array_container(L.Sequential, "Sequential", module_item)
+function L.Sequential:init(...)
+  for i = 1, select("#", ...) do
+    rawset(self, i, check.module((select(i, ...)), "Sequential", "module " .. i))
+  end
+end
+function L.Sequential:forward(x)
+  for i = 1, rawlen(self) do x = rawget(self, i):forward(x) end
+  return x
+end
+L.Sequential.add = L.Sequential.append
+
+--- nn.ModuleList([modules]): an array of modules, walked by ipairs.
 L.ModuleList = Module:extend("ModuleList")
+array_container(L.ModuleList, "ModuleList", module_item)
 function L.ModuleList:init(modules)
-  rawset(self, "_n", 0)
-  for _, m in ipairs(check.opt_table(modules, "ModuleList", "modules") or {}) do
-    check.module(m, "ModuleList", "modules")
-    self:append(m)
+  if modules ~= nil then self:extend(modules) end
+end
+
+--- nn.ParameterList([tensors]): an array of parameters, walked by ipairs.
+L.ParameterList = Module:extend("ParameterList")
+array_container(L.ParameterList, "ParameterList", parameter_item)
+function L.ParameterList:init(params)
+  if params ~= nil then self:extend(params) end
+end
+
+-- ModuleDict and ParameterDict: string keys in insertion order, d[name] read
+-- and written; a name that is a method of the class is refused (as PyTorch
+-- refuses an attribute that already exists).
+local function dict_container(C, name, check_item)
+  C.__newindex = function(self, key, value)
+    if type(key) ~= "string" then check.fail(name, "keys must be strings, got a %s key", type(key)) end
+    if key == "" or key:find(".", 1, true) or key:sub(1, 1) == "_" or getmetatable(self)[key] ~= nil or key == "training" then
+      check.fail(name, "invalid key '%s' (empty, has a '.', starts with '_', or names an attribute of %s)", key, name)
+    end
+    if value ~= nil then value = check_item(value, name) end
+    track(self, key, value)
+  end
+  local function entries(self)
+    local out = {}
+    for _, k in ipairs(rawget(self, "_fields")) do
+      local v = rawget(self, k)
+      if v ~= nil and k ~= "training" then out[#out + 1] = { k, v } end
+    end
+    return out
+  end
+  --- d:items(): an iterator of name, value in insertion order.
+  function C:items()
+    local list, i = entries(self), 0
+    return function()
+      i = i + 1
+      if list[i] then return list[i][1], list[i][2] end
+    end
+  end
+  --- d:keys(), d:values(): iterators in insertion order.
+  function C:keys()
+    local list, i = entries(self), 0
+    return function()
+      i = i + 1
+      if list[i] then return list[i][1] end
+    end
+  end
+  function C:values()
+    local list, i = entries(self), 0
+    return function()
+      i = i + 1
+      if list[i] then return list[i][2] end
+    end
+  end
+  function C:len() return #entries(self) end
+  function C:contains(key) return type(key) == "string" and rawget(self, key) ~= nil and getmetatable(self)[key] == nil end
+  --- d:pop(key): removes and returns an entry.
+  function C:pop(key)
+    check.string(key, name .. ":pop", "key")
+    local v = rawget(self, key)
+    if v == nil then check.fail(name .. ":pop", "no key '%s'", key) end
+    rawset(self, key, nil)
+    local fields = rawget(self, "_fields")
+    fields[key] = nil
+    for i = #fields, 1, -1 do if fields[i] == key then table.remove(fields, i) end end
+    return v
+  end
+  function C:clear()
+    for _, e in ipairs(entries(self)) do self:pop(e[1]) end
+  end
+  --- d:update(x): x a ModuleDict (its order), an array of {name, value} pairs
+  --- (their order) or a table name -> value (sorted names).
+  function C:update(x)
+    if type(x) ~= "table" then check.expected(name .. ":update", "modules", "a table", x) end
+    if getmetatable(x) == getmetatable(self) or (rawget(x, "_fields") ~= nil and type(x.items) == "function") then
+      for k, v in x:items() do self[k] = v end
+      return self
+    end
+    if getmetatable(x) ~= nil then check.expected(name .. ":update", "modules", "a plain table or a " .. name, x) end
+    local n = #x
+    for i = 1, n do
+      local pair = x[i]
+      if type(pair) ~= "table" or getmetatable(pair) ~= nil or type(pair[1]) ~= "string" or pair[2] == nil then
+        check.fail(name .. ":update", "entry %d must be a {name, value} pair", i)
+      end
+    end
+    local keys = {}
+    for k in pairs(x) do
+      if type(k) == "string" then keys[#keys + 1] = k
+      elseif not (type(k) == "number" and k >= 1 and k <= n and k == floor(k)) then
+        check.fail(name .. ":update", "keys must be strings, got a %s key", type(k))
+      end
+    end
+    table.sort(keys)
+    for i = 1, n do self[x[i][1]] = x[i][2] end
+    for _, k in ipairs(keys) do self[k] = x[k] end
+    return self
   end
 end
-function L.ModuleList:append(m)
-  check.module(m, "ModuleList:append", "module")
-  local n = rawget(self, "_n") + 1
-  self[tostring(n)] = m
-  rawset(self, "_n", n)
-  return self
+
+--- nn.ModuleDict([modules]): modules by name, in insertion order.
+L.ModuleDict = Module:extend("ModuleDict")
+dict_container(L.ModuleDict, "ModuleDict", module_item)
+function L.ModuleDict:init(modules)
+  if modules ~= nil then self:update(modules) end
 end
-function L.ModuleList:get(i) return self[tostring(check.int(i, "ModuleList:get", "index"))] end
-function L.ModuleList:len() return rawget(self, "_n") end
-function L.ModuleList:iter()
-  local i = 0
-  return function()
-    i = i + 1
-    if i <= rawget(self, "_n") then return i, self[tostring(i)] end
-  end
+
+--- nn.ParameterDict([tensors]): parameters by name, in insertion order.
+L.ParameterDict = Module:extend("ParameterDict")
+dict_container(L.ParameterDict, "ParameterDict", parameter_item)
+function L.ParameterDict:init(params)
+  if params ~= nil then self:update(params) end
 end
 
 -- ---- losses ----
-local function loss_class(name, fn)
+-- nn.XLoss([weight][, opts]): PyTorch's positional weight (for the losses
+-- that take one), then keyword arguments in the options table.
+local function loss_class(name, fn, spec)
   local C = Module:extend(name)
-  local known = { reduction = "string", weight = "tensor", ignore_index = "integer|boolean", label_smoothing = "number",
-    pos_weight = "tensor|number" }
-  function C:init(opts)
-    self.opts = check.opt_table(opts, name, "opts") or {}
-    check.options(self.opts, name, known)
-    if self.opts.weight then self:register_buffer("weight", self.opts.weight) end
+  function C:init(...)
+    local first = ...
+    if type(first) == "string" or type(first) == "boolean" or type(first) == "number" then
+      check.fail(name, "options such as reduction go in the options table: nn.%s({reduction = 'sum'}), got a %s as argument 1",
+        name, type(first))
+    end
+    local opts = check.positional(name, spec.weight and { "weight" } or {}, spec, ...)
+    if opts.reduction ~= nil then check.one_of(opts.reduction, name, "reduction", { "mean", "sum", "none" }) end
+    local kept = {} -- the options but the tensors, which are buffers
+    for k, v in pairs(opts) do if not wick.is_tensor(v) then kept[k] = v end end
+    rawset(self, "_opts", kept)
+    self.reduction = opts.reduction or "mean"
+    if opts.weight then self:register_buffer("weight", opts.weight) end
+    if wick.is_tensor(opts.pos_weight) then self:register_buffer("pos_weight", opts.pos_weight) end
   end
   function C:forward(input, target)
     local opts = {}
-    for k, v in pairs(self.opts) do opts[k] = v end
+    for k, v in pairs(rawget(self, "_opts")) do opts[k] = v end
     opts.weight = self.weight
+    if rawget(self, "pos_weight") ~= nil then opts.pos_weight = self.pos_weight end
     return fn(input, target, opts)
   end
+  function C:extra_repr() return "" end
   return C
 end
-L.CrossEntropyLoss = loss_class("CrossEntropyLoss", F.cross_entropy)
-L.NLLLoss = loss_class("NLLLoss", F.nll_loss)
-L.MSELoss = loss_class("MSELoss", F.mse_loss)
-L.L1Loss = loss_class("L1Loss", F.l1_loss)
-L.BCELoss = loss_class("BCELoss", F.binary_cross_entropy)
-L.BCEWithLogitsLoss = loss_class("BCEWithLogitsLoss", F.binary_cross_entropy_with_logits)
+local function known(...)
+  local all = { reduction = "string", weight = "tensor", ignore_index = "integer|boolean", label_smoothing = "number",
+    pos_weight = "tensor|number" }
+  local out = {}
+  for _, k in ipairs({ ... }) do out[k] = all[k] end
+  return out
+end
+L.CrossEntropyLoss = loss_class("CrossEntropyLoss", F.cross_entropy,
+  known("weight", "reduction", "ignore_index", "label_smoothing"))
+L.NLLLoss = loss_class("NLLLoss", F.nll_loss, known("weight", "reduction", "ignore_index"))
+L.MSELoss = loss_class("MSELoss", F.mse_loss, known("reduction"))
+L.L1Loss = loss_class("L1Loss", F.l1_loss, known("reduction"))
+L.BCELoss = loss_class("BCELoss", F.binary_cross_entropy, known("weight", "reduction"))
+L.BCEWithLogitsLoss = loss_class("BCEWithLogitsLoss", F.binary_cross_entropy_with_logits,
+  known("weight", "reduction", "pos_weight"))
 
 return L

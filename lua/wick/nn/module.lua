@@ -40,7 +40,6 @@ function Module:extend(name)
   end
   class.__name = name or "Module"
   class.__index = class
-  class.__newindex = track
   class.super = self
   return setmetatable(class, {
     __index = self,
@@ -77,35 +76,90 @@ function Module:register_buffer(name, tensor)
   rawset(self, "_buffers", buffers)
 end
 
--- The named members of one module, in order: kind is "param", "buffer" or "module".
-local function members(self)
-  local out = {}
-  local buffers = rawget(self, "_buffers") or {}
-  for _, key in ipairs(rawget(self, "_fields")) do
-    local v = rawget(self, key)
-    if is_tensor(v) then
-      out[#out + 1] = { key, v, (buffers[key] or not v.requires_grad) and "buffer" or "param" }
-    elseif is_module(v) then
-      out[#out + 1] = { key, v, "module" }
-    elseif type(v) == "table" and getmetatable(v) == nil then -- a table of modules or tensors
-      for i, item in ipairs(v) do
-        local name = key .. "." .. i
-        if is_module(item) then out[#out + 1] = { name, item, "module" }
-        elseif is_tensor(item) then out[#out + 1] = { name, item, item.requires_grad and "param" or "buffer" } end
+-- ---- the container rule ----
+-- A module's members are its own array part (ModuleList, Sequential: children
+-- "1", "2", ...) and then its fields in the order of first assignment. A plain
+-- table field is walked too: array entries in index order, then string keys
+-- sorted, nested tables alike. Something holding a module or a tensor where it
+-- cannot be named (a key that is neither a string nor an array index, a table
+-- with a metatable of its own) is an error, never skipped.
+
+local floor = math.floor
+local rawlen = rawlen or function(t) return #t end -- luacheck: ignore (5.1: # is raw on tables)
+
+-- Whether v is, or (in plain tables, at any depth) holds, a module or a tensor.
+local function holds(v, seen)
+  if is_tensor(v) or is_module(v) then return true end
+  if type(v) ~= "table" then return false end
+  seen = seen or {}
+  if seen[v] then return false end
+  seen[v] = true
+  for _, item in pairs(v) do
+    if holds(item, seen) then return true end
+  end
+  return false
+end
+
+local add_member
+-- the entries of a plain table assigned to `name`
+local function table_members(out, owner, name, tbl, visiting)
+  if visiting[tbl] then return end -- a table that holds itself: named once
+  visiting[tbl] = true
+  local n = 0
+  while rawget(tbl, n + 1) ~= nil do n = n + 1 end
+  for i = 1, n do add_member(out, owner, name .. "." .. i, rawget(tbl, i), visiting) end
+  local keys = {}
+  for k, v in pairs(tbl) do
+    if type(k) == "string" then keys[#keys + 1] = k
+    elseif not (type(k) == "number" and k >= 1 and k <= n and k == floor(k)) and holds(v) then
+      wick.error(("%s: the table '%s' holds a %s under the key %s, which has no name in a state dict (use array entries 1..n or string keys, or nn.ModuleList/nn.ModuleDict)")
+        :format(getmetatable(owner).__name, name, check.describe(is_tensor(v) and v or (is_module(v) and v or "table")), tostring(k)))
+    end
+  end
+  table.sort(keys)
+  for _, k in ipairs(keys) do add_member(out, owner, name .. "." .. k, rawget(tbl, k), visiting) end
+  visiting[tbl] = nil
+end
+
+add_member = function(out, owner, name, v, visiting, buffer)
+  if is_tensor(v) then
+    out[#out + 1] = { name, v, (buffer or not v.requires_grad) and "buffer" or "param" }
+  elseif is_module(v) then
+    out[#out + 1] = { name, v, "module" }
+  elseif type(v) == "table" then
+    if getmetatable(v) == nil then
+      table_members(out, owner, name, v, visiting)
+    else
+      for k, item in pairs(v) do
+        if is_tensor(item) or is_module(item) then
+          wick.error(("%s: the field '%s' is an object (a table with a metatable) holding a %s at '%s': it would be skipped by parameters(), to() and state_dict(); make it a module (nn.Module:extend) or a plain table")
+            :format(getmetatable(owner).__name, name, check.describe(item), tostring(k)))
+        end
       end
     end
+  end
+end
+
+-- The named members of one module, in order: kind is "param", "buffer" or "module".
+local function members(self)
+  local out, visiting = {}, {}
+  for i = 1, rawlen(self) do add_member(out, self, tostring(i), rawget(self, i), visiting) end
+  local buffers = rawget(self, "_buffers") or {}
+  for _, key in ipairs(rawget(self, "_fields")) do
+    add_member(out, self, key, rawget(self, key), visiting, buffers[key])
   end
   return out
 end
 
--- Walks the tree: fn(prefix .. name, value, kind) for every tensor.
-local function walk(self, prefix, fn, seen)
+-- Walks the tree: fn(prefix .. name, value, kind) for every tensor, each once
+-- (the first name of a tensor found twice, e.g. tied weights) unless `all`.
+local function walk(self, prefix, fn, seen, all)
   seen = seen or {}
   for _, m in ipairs(members(self)) do
     local name, value, kind = m[1], m[2], m[3]
     if kind == "module" then
-      walk(value, prefix .. name .. ".", fn, seen)
-    elseif not seen[value] then
+      walk(value, prefix .. name .. ".", fn, seen, all)
+    elseif all or not seen[value] then
       seen[value] = true
       fn(prefix .. name, value, kind)
     end
@@ -144,11 +198,15 @@ function Module:buffers()
   return out
 end
 
+--- named_children(): an iterator of name, child (each child once), like PyTorch.
 function Module:named_children()
   this(self, "named_children")
-  local list = {}
+  local list, seen = {}, {}
   for _, m in ipairs(members(self)) do
-    if m[3] == "module" then list[#list + 1] = { m[1], m[2] } end
+    if m[3] == "module" and not seen[m[2]] then
+      seen[m[2]] = true
+      list[#list + 1] = { m[1], m[2] }
+    end
   end
   return pairs_of(list)
 end
@@ -160,12 +218,79 @@ function Module:children()
   return out
 end
 
-function Module:modules()
-  local out = { this(self, "modules") }
-  for _, c in ipairs(self:children()) do
-    for _, m in ipairs(c:modules()) do out[#out + 1] = m end
+-- every module of the tree once, depth first, self first: { {name, module}, ... }
+local function module_list(self, prefix, seen, out)
+  if seen[self] then return out end
+  seen[self] = true
+  out[#out + 1] = { prefix, self }
+  for _, m in ipairs(members(self)) do
+    if m[3] == "module" then module_list(m[2], prefix == "" and m[1] or prefix .. "." .. m[1], seen, out) end
   end
   return out
+end
+
+--- named_modules(): an iterator of name, module over the whole tree, self
+--- first with the name "", each module once, like PyTorch (dotted, 1-based names).
+function Module:named_modules(memo, prefix)
+  this(self, "named_modules")
+  if memo ~= nil then check.table(memo, "named_modules", "memo") end
+  if prefix ~= nil then check.string(prefix, "named_modules", "prefix") end
+  return pairs_of(module_list(self, prefix or "", memo or {}, {}))
+end
+
+--- modules(): an array of every module of the tree (self first), each once.
+function Module:modules()
+  this(self, "modules")
+  local out = {}
+  for _, m in ipairs(module_list(self, "", {}, {})) do out[#out + 1] = m[2] end
+  return out
+end
+
+--- apply(fn): calls fn(module) on every module, children first, then self;
+--- returns self (PyTorch's Module.apply, e.g. for weight initialisation).
+function Module:apply(fn)
+  this(self, "apply")
+  check.callable(fn, "apply", "fn")
+  local seen = {}
+  local function visit(m)
+    for _, c in ipairs(m:children()) do
+      if not seen[c] then visit(c) end
+    end
+    if not seen[m] then
+      seen[m] = true
+      fn(m)
+    end
+  end
+  visit(self)
+  return self
+end
+
+--- get_submodule("a.b.1"): the module at a dotted name ("" is self).
+function Module:get_submodule(target)
+  this(self, "get_submodule")
+  check.string(target, "get_submodule", "target")
+  for name, m in self:named_modules() do
+    if name == target then return m end
+  end
+  check.fail("get_submodule", "%s has no submodule '%s'", getmetatable(self).__name, target)
+end
+
+--- add_module(name, module) / register_module: self[name] = module.
+function Module:add_module(name, module)
+  this(self, "add_module")
+  check.string(name, "add_module", "name")
+  if module ~= nil then check.module(module, "add_module", "module") end
+  self[name] = module
+end
+Module.register_module = Module.add_module
+
+--- register_parameter(name, tensor): self[name] = tensor (requires grad).
+function Module:register_parameter(name, tensor)
+  this(self, "register_parameter")
+  check.string(name, "register_parameter", "name")
+  check.opt_tensor(tensor, "register_parameter", "param")
+  if tensor ~= nil and not tensor.requires_grad then tensor:requires_grad_(true) end
+  self[name] = tensor
 end
 
 function Module:train(mode)
@@ -177,9 +302,14 @@ end
 
 function Module:eval() return this(self, "eval"):train(false) end
 
-function Module:zero_grad()
+--- zero_grad([set_to_none = true]): drops the gradients (or zeroes them in place).
+function Module:zero_grad(set_to_none)
   this(self, "zero_grad")
-  for _, p in ipairs(self:parameters()) do p.grad = nil end
+  set_to_none = check.opt_boolean(set_to_none, "zero_grad", "set_to_none", true)
+  for _, p in ipairs(self:parameters()) do
+    if set_to_none then p.grad = nil
+    elseif p.grad then wick.no_grad(function() p.grad:zero_() end) end
+  end
 end
 
 -- What a dtype argument of Module:to converts: floating-point tensors only.
@@ -235,7 +365,8 @@ function Module:double() return this(self, "double"):to("float64") end
 function Module:state_dict()
   this(self, "state_dict")
   local sd = {}
-  walk(self, "", function(name, t) sd[name] = t:detach() end)
+  -- a tensor under two names (tied weights) is stored under both, as in PyTorch
+  walk(self, "", function(name, t) sd[name] = t:detach() end, nil, true)
   return sd
 end
 
@@ -247,7 +378,7 @@ function Module:load_state_dict(sd, opts)
   opts = check.options(opts, "load_state_dict", LOAD_OPTIONS)
   local strict = opts.strict ~= false
   local own, order = {}, {}
-  walk(self, "", function(name, t) own[name] = t; order[#order + 1] = name end)
+  walk(self, "", function(name, t) own[name] = t; order[#order + 1] = name end, nil, true)
   local missing, unexpected, mismatched = {}, {}, {}
   for _, name in ipairs(order) do
     local v = sd[name]
@@ -313,4 +444,5 @@ function Module:__tostring()
 end
 
 Module._members = members
+Module._track = track
 return Module

@@ -1,0 +1,240 @@
+-- wick.nn.init: PyTorch's torch.nn.init. Every function fills its tensor in
+-- place without recording gradients and returns it; the fans and gains are
+-- computed as PyTorch computes them.
+local wick = require("wick")
+local check = require("wick.argcheck")
+
+local init = {}
+
+local function target(t, fn) return check.tensor(t, fn, "tensor") end
+
+-- Writes `value` (a tensor of t's shape, any dtype/device) into t, gradient-free.
+local function assign(t, value)
+  wick.no_grad(function() t:copy_(value) end)
+  return t
+end
+
+local function like(t, dtype) return { device = t.device, dtype = dtype or t.dtype } end
+local function is_float(t) return t:is_floating_point() end
+
+local function need_float(t, fn)
+  if not is_float(t) then check.fail(fn, "expected a floating-point tensor, got %s", t.dtype) end
+end
+
+-- U(a, b) and N(mean, std) fills: the tensor's own in-place methods where
+-- they exist (wick.ops), else drawn with wick.rand/randn and copied in.
+local Tensor = wick.Tensor
+local function fill_uniform(t, a, b)
+  if t:numel() == 0 then return t end
+  if rawget(Tensor, "uniform_") then
+    wick.no_grad(function() t:uniform_(a, b) end)
+    return t
+  end
+  return assign(t, wick.rand(t.shape, like(t)) * (b - a) + a)
+end
+local function fill_normal(t, mean, std)
+  if t:numel() == 0 then return t end
+  if rawget(Tensor, "normal_") then
+    wick.no_grad(function() t:normal_(mean, std) end)
+    return t
+  end
+  return assign(t, wick.randn(t.shape, like(t)) * std + mean)
+end
+
+--- calculate_gain(nonlinearity[, param]): the recommended gain, like PyTorch.
+local LINEAR = { linear = true, conv1d = true, conv2d = true, conv3d = true, conv_transpose1d = true,
+  conv_transpose2d = true, conv_transpose3d = true, sigmoid = true }
+function init.calculate_gain(nonlinearity, param)
+  check.string(nonlinearity, "calculate_gain", "nonlinearity")
+  if LINEAR[nonlinearity] then return 1 end
+  if nonlinearity == "tanh" then return 5 / 3 end
+  if nonlinearity == "relu" then return math.sqrt(2) end
+  if nonlinearity == "leaky_relu" then
+    local slope = check.opt_number(param, "calculate_gain", "param", 0.01)
+    return math.sqrt(2 / (1 + slope * slope))
+  end
+  if nonlinearity == "selu" then return 3 / 4 end
+  check.fail("calculate_gain", "Unsupported nonlinearity %s", nonlinearity)
+end
+
+--- fan_in, fan_out of a weight (PyTorch's _calculate_fan_in_and_fan_out):
+--- dim 2 is the input, dim 1 the output, the rest the receptive field.
+function init._calculate_fan_in_and_fan_out(t, fn)
+  fn = fn or "_calculate_fan_in_and_fan_out"
+  target(t, fn)
+  if t:dim() < 2 then
+    check.fail(fn, "Fan in and fan out can not be computed for tensor with fewer than 2 dimensions")
+  end
+  local receptive = 1
+  for i = 3, t:dim() do receptive = receptive * t:size(i) end
+  return t:size(2) * receptive, t:size(1) * receptive
+end
+
+local function correct_fan(t, mode, fn)
+  check.one_of(mode, fn, "mode", { "fan_in", "fan_out" })
+  local fan_in, fan_out = init._calculate_fan_in_and_fan_out(t, fn)
+  return mode == "fan_in" and fan_in or fan_out
+end
+
+local arguments = check.positional
+
+--- uniform_(tensor[, a = 0[, b = 1]]) (or {a =, b =}): U(a, b).
+function init.uniform_(t, ...)
+  target(t, "uniform_")
+  local o = arguments("uniform_", { "a", "b", "generator" }, { a = "number", b = "number", generator = "any" }, ...)
+  local a, b = o.a or 0, o.b or 1
+  need_float(t, "uniform_")
+  if a > b then check.fail("uniform_", "expected a <= b, got a=%s, b=%s", a, b) end
+  return fill_uniform(t, a, b)
+end
+
+--- normal_(tensor[, mean = 0[, std = 1]]): N(mean, std^2).
+function init.normal_(t, ...)
+  target(t, "normal_")
+  local o = arguments("normal_", { "mean", "std", "generator" }, { mean = "number", std = "number", generator = "any" }, ...)
+  local mean, std = o.mean or 0, o.std or 1
+  need_float(t, "normal_")
+  if std < 0 then check.fail("normal_", "expected std >= 0.0, got %s", std) end
+  return fill_normal(t, mean, std)
+end
+
+-- erfinv of a float64 tensor in (-1, 1) (Giles' approximation, two branches).
+local function erfinv(x)
+  local w = -((1 - x) * (1 + x)):log()
+  local function poly(z, coeffs)
+    local p = z * 0 + coeffs[1]
+    for i = 2, #coeffs do p = p * z + coeffs[i] end
+    return p
+  end
+  local small = poly(w - 2.5, { 2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+    -0.00125372503, -0.00417768164, 0.246640727, 1.50140941 })
+  local big = poly(w:sqrt() - 3, { -0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+    -0.0076224613, 0.00943887047, 1.00167406, 2.83297682 })
+  return wick.where(w:lt(5), small, big) * x
+end
+
+local function norm_cdf(x) -- the standard normal's CDF
+  local function erf(z) -- Abramowitz-Stegun 7.1.26 is too coarse here: use a series/continued form
+    local s, t = z < 0 and -1 or 1, math.abs(z)
+    -- W. J. Cody's rational approximation via erfc for large |z|; Taylor for small
+    if t < 2.5 then
+      local sum, term, k = t, t, 0
+      repeat
+        k = k + 1
+        term = term * -t * t / k
+        local add = term / (2 * k + 1)
+        sum = sum + add
+      until math.abs(add) < 1e-17 * math.abs(sum) or k > 200
+      return s * 2 / math.sqrt(math.pi) * sum
+    end
+    -- continued fraction for erfc
+    local f = 0
+    for k = 60, 1, -1 do f = k / 2 / (t + f) end
+    return s * (1 - math.exp(-t * t) / math.sqrt(math.pi) / (t + f))
+  end
+  return (1 + erf(x / math.sqrt(2))) / 2
+end
+
+--- trunc_normal_(tensor[, mean = 0[, std = 1[, a = -2[, b = 2]]]]): N(mean, std^2)
+--- truncated to [a, b], drawn by inverting the CDF as PyTorch does.
+function init.trunc_normal_(t, ...)
+  target(t, "trunc_normal_")
+  local o = arguments("trunc_normal_", { "mean", "std", "a", "b", "generator" },
+    { mean = "number", std = "number", a = "number", b = "number", generator = "any" }, ...)
+  local mean, std, a, b = o.mean or 0, o.std or 1, o.a or -2, o.b or 2
+  need_float(t, "trunc_normal_")
+  if std < 0 then check.fail("trunc_normal_", "expected std >= 0.0, got %s", std) end
+  if a > b then check.fail("trunc_normal_", "expected a <= b, got a=%s, b=%s", a, b) end
+  if t:numel() == 0 then return t end
+  if std == 0 then return assign(t, wick.full(t.shape, math.min(math.max(mean, a), b), like(t))) end
+  local l, u = norm_cdf((a - mean) / std), norm_cdf((b - mean) / std)
+  local eps = 1e-15
+  local x = wick.rand(t.shape, like(t, "float64")) * (2 * u - 2 * l) + (2 * l - 1)
+  x = x:clamp(-1 + eps, 1 - eps)
+  local v = (erfinv(x) * (std * math.sqrt(2)) + mean):clamp(a, b)
+  return assign(t, v)
+end
+
+--- constant_(tensor, val), ones_(tensor), zeros_(tensor).
+function init.constant_(t, val)
+  target(t, "constant_")
+  check.number(val, "constant_", "val")
+  wick.no_grad(function() t:fill_(val) end)
+  return t
+end
+function init.ones_(t) return init.constant_(target(t, "ones_"), 1) end
+function init.zeros_(t) return init.constant_(target(t, "zeros_"), 0) end
+
+--- eye_(tensor): the identity matrix of a 2-D tensor.
+function init.eye_(t)
+  target(t, "eye_")
+  if t:dim() ~= 2 then check.fail("eye_", "Only tensors with 2 dimensions are supported") end
+  return assign(t, wick.eye(t:size(1), t:size(2), like(t)))
+end
+
+--- xavier_uniform_(tensor[, gain = 1]), xavier_normal_(tensor[, gain = 1]).
+local XAVIER = { gain = "number", generator = "any" }
+function init.xavier_uniform_(t, ...)
+  target(t, "xavier_uniform_")
+  local o = arguments("xavier_uniform_", { "gain", "generator" }, XAVIER, ...)
+  local fan_in, fan_out = init._calculate_fan_in_and_fan_out(t, "xavier_uniform_")
+  need_float(t, "xavier_uniform_")
+  local std = (o.gain or 1) * math.sqrt(2 / (fan_in + fan_out))
+  local bound = math.sqrt(3) * std
+  return fill_uniform(t, -bound, bound)
+end
+function init.xavier_normal_(t, ...)
+  target(t, "xavier_normal_")
+  local o = arguments("xavier_normal_", { "gain", "generator" }, XAVIER, ...)
+  local fan_in, fan_out = init._calculate_fan_in_and_fan_out(t, "xavier_normal_")
+  need_float(t, "xavier_normal_")
+  return fill_normal(t, 0, (o.gain or 1) * math.sqrt(2 / (fan_in + fan_out)))
+end
+
+--- kaiming_uniform_(tensor[, a = 0[, mode = "fan_in"[, nonlinearity = "leaky_relu"]]])
+--- and kaiming_normal_ (same arguments), like PyTorch's.
+local KAIMING = { a = "number", mode = "string", nonlinearity = "string", generator = "any" }
+local KAIMING_ORDER = { "a", "mode", "nonlinearity", "generator" }
+local function kaiming_std(t, fn, ...)
+  local o = arguments(fn, KAIMING_ORDER, KAIMING, ...)
+  local fan = correct_fan(t, o.mode or "fan_in", fn)
+  need_float(t, fn)
+  local gain = init.calculate_gain(o.nonlinearity or "leaky_relu", o.a or 0)
+  return gain / math.sqrt(fan)
+end
+function init.kaiming_uniform_(t, ...)
+  target(t, "kaiming_uniform_")
+  local std = kaiming_std(t, "kaiming_uniform_", ...)
+  local bound = math.sqrt(3) * std
+  return fill_uniform(t, -bound, bound)
+end
+function init.kaiming_normal_(t, ...)
+  target(t, "kaiming_normal_")
+  return fill_normal(t, 0, kaiming_std(t, "kaiming_normal_", ...))
+end
+
+--- orthogonal_(tensor[, gain = 1]): a (semi-)orthogonal matrix, by Gram-Schmidt
+--- on the rows of a normal draw (PyTorch uses a QR; both give a Haar-like sample).
+function init.orthogonal_(t, ...)
+  target(t, "orthogonal_")
+  local o = arguments("orthogonal_", { "gain", "generator" }, XAVIER, ...)
+  if t:dim() < 2 then check.fail("orthogonal_", "Only tensors with 2 or more dimensions are supported") end
+  need_float(t, "orthogonal_")
+  if t:numel() == 0 then return t end
+  local rows = t:size(1)
+  local cols = t:numel() / rows
+  local transposed = rows > cols
+  local n, m = transposed and cols or rows, transposed and rows or cols -- n <= m: orthonormal rows
+  local a = wick.randn(n, m, { dtype = "float64" })
+  local q = {}
+  for i = 1, n do
+    local v = a:select(1, i)
+    for j = 1, i - 1 do v = v - q[j] * (v * q[j]):sum() end
+    q[i] = v / (v * v):sum():sqrt()
+  end
+  local mat = wick.stack(q)
+  if transposed then mat = mat:t() end
+  return assign(t, (mat * (o.gain or 1)):reshape(t.shape))
+end
+
+return init
