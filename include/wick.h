@@ -314,7 +314,8 @@ WICK_API int64_t wick_storage_numel(const wick_tensor *t);
  *   COMPARE: result is bool. */
 #define WICK_UNARY_OPS(X)                                                                      \
     X(NEG, "neg") X(ABS, "abs") X(EXP, "exp") X(LOG, "log") X(SQRT, "sqrt") X(TANH, "tanh")      \
-    X(SIGMOID, "sigmoid") X(RELU, "relu") X(ERF, "erf") X(GELU, "gelu")
+    X(SIGMOID, "sigmoid") X(RELU, "relu") X(ERF, "erf") X(GELU, "gelu")                    \
+    X(GELU_TANH, "gelu_tanh")
 #define WICK_BINARY_OPS(X)                                                                     \
     X(ADD, "add") X(SUB, "sub") X(MUL, "mul") X(DIV, "div") X(POW, "pow") X(MAXIMUM, "maximum") \
     X(MINIMUM, "minimum") X(EQ, "eq") X(NE, "ne") X(LT, "lt") X(LE, "le") X(GT, "gt") X(GE, "ge")
@@ -425,6 +426,18 @@ WICK_API wick_status wick_cumprod(wick_tensor **out, const wick_tensor *a, int d
  * Floating-point tensors; float16 and bfloat16 are computed in float32. Errors
  * follow PyTorch's wording. */
 
+/* Layer normalisation over the last `normalized_ndim` dims of x; weight and
+ * bias (each NULL or of those dims' shape) scale and shift. One fused kernel
+ * each way; the backward reuses the rows' saved mean and 1/std. */
+WICK_API wick_status wick_layer_norm(wick_tensor **out, const wick_tensor *x, int normalized_ndim,
+                                     const wick_tensor *weight, const wick_tensor *bias, double eps);
+/* Cross entropy of logits [N, C] against 1-based class indices [N] (int64 or
+ * int32): log_softmax and nll fused. A target equal to ignore_index (when
+ * has_ignore) counts nothing; weight [C] or NULL; label smoothing in [0, 1];
+ * reduction 0 none ([N]), 1 mean (over the targets' weights), 2 sum. */
+WICK_API wick_status wick_cross_entropy(wick_tensor **out, const wick_tensor *logits, const wick_tensor *target,
+                                        const wick_tensor *weight, int has_ignore, int64_t ignore_index,
+                                        double smoothing, int reduction);
 /* 2-D convolution (cross-correlation, like torch.nn.functional.conv2d): input
  * [N, C, H, W] or unbatched [C, H, W], weight [O, C / groups, kH, kW], bias [O]
  * or NULL; output [N, O, oH, oW] (or [O, oH, oW]) with

@@ -105,5 +105,9 @@ wick_status wk_record_index_select(wick_tensor *out, const wick_tensor *a, int d
 wick_status wk_record_gather(wick_tensor *out, const wick_tensor *a, int dim, const wick_tensor *index);
 wick_status wk_record_cat(wick_tensor *out, int count, const wick_tensor *const *ts, int dim);
 wick_status wk_record_softmax(wick_tensor *out, const wick_tensor *a, int dim, int log);
+/* Fused backwards (nn_ops.c), in the compute dtype; wk_softmax_backward leaves
+ * *out NULL when the backend has no fused kernel. */
+wick_status wk_gelu_backward(wick_tensor **out, const wick_tensor *g, const wick_tensor *x, int tanh_form);
+wick_status wk_softmax_backward(wick_tensor **out, const wick_tensor *g, const wick_tensor *y, int dim, int log);
 
 #endif

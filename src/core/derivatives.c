@@ -91,7 +91,12 @@ static wick_status unary_backward(wk_node *n, wick_tensor *g, wick_tensor **grad
         TRY(chain_scalar(&r, WICK_MUL, 1.1283791670955126));
         TRY(chain(&r, WICK_MUL, g));
         break;
+    case WICK_GELU_TANH: TRY(wk_gelu_backward(&r, g, x, 1)); break;
     case WICK_GELU: { /* g (Phi(x) + x phi(x)), Phi(x) = (1 + erf(x/sqrt 2))/2 */
+        if (x->storage->backend && x->storage->backend->gelu_backward) { /* fused */
+            TRY(wk_gelu_backward(&r, g, x, 0));
+            break;
+        }
         wick_tensor *phi;
         TRY(wick_binary(&t, WICK_MUL, x, x));
         TRY(chain_scalar(&t, WICK_MUL, -0.5));
@@ -118,7 +123,8 @@ static wick_status unary_backward(wk_node *n, wick_tensor *g, wick_tensor **grad
 
 wick_status wk_record_unary(wick_tensor *out, wick_unary_op op, const wick_tensor *a) {
     static const char *names[] = {"NegBackward", "AbsBackward", "ExpBackward", "LogBackward", "SqrtBackward",
-                                  "TanhBackward", "SigmoidBackward", "ReluBackward", "ErfBackward", "GeluBackward"};
+                                  "TanhBackward", "SigmoidBackward", "ReluBackward", "ErfBackward", "GeluBackward",
+                                  "GeluBackward"};
     wk_node *n;
     TRY(wk_record(out, names[op], unary_backward, op, 1, &a, &n));
     bool needs_output = op == WICK_EXP || op == WICK_SQRT || op == WICK_TANH || op == WICK_SIGMOID;
@@ -631,6 +637,8 @@ wick_status wk_record_cat(wick_tensor *out, int count, const wick_tensor *const 
 static wick_status softmax_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
     wick_tensor *y = n->saved[0], *s, *t;
     int dim = n->ints[0];
+    TRY(wk_softmax_backward(&grads[0], g, y, dim, n->op)); /* fused, where the backend has it */
+    if (grads[0]) return WICK_OK;
     if (n->op) { /* log_softmax: g - exp(y) sum(g) */
         TRY(wick_reduce(&s, NULL, WICK_SUM, g, dim, 1, 0));
         TRY(wick_unary(&t, WICK_EXP, y));

@@ -14,7 +14,7 @@ const char *wick_unary_name(wick_unary_op op) { return (unsigned)op < WICK_NUM_U
 const char *wick_binary_name(wick_binary_op op) { return (unsigned)op < WICK_NUM_BINARY ? binary_names[op] : "?"; }
 
 static bool unary_needs_float(wick_unary_op op) {
-    return (op >= WICK_EXP && op <= WICK_SIGMOID) || op == WICK_ERF || op == WICK_GELU;
+    return (op >= WICK_EXP && op <= WICK_SIGMOID) || op == WICK_ERF || op == WICK_GELU || op == WICK_GELU_TANH;
 }
 static bool binary_is_compare(wick_binary_op op) { return op >= WICK_EQ; }
 

@@ -258,6 +258,37 @@ typedef struct wk_scan_args {
  * transposed or not. False when neither fits (then it is copied first). */
 bool wk_gemm_layout(const wick_tensor *t, int *trans, int64_t *ld);
 
+/* layer_norm over `rows` rows of `n` (src/core/nn_ops.c): contiguous data in
+ * dtype. Forward: x, w, b (w, b NULL when absent) -> y, mean, rstd ([rows]).
+ * Backward: g, x, w, mean, rstd -> gx, gw, gb (each NULL when not wanted). */
+typedef struct wk_norm_args {
+    int device;
+    wick_dtype dtype;
+    int64_t rows, n;
+    double eps;
+    const char *x, *w, *b, *g;
+    char *y, *mean, *rstd, *gx, *gw, *gb;
+} wk_norm_args;
+
+/* Cross entropy of logits x [rows, classes] against 1-based int64 class
+ * targets (a target equal to ignore_index, when has_ignore, counts nothing);
+ * weight [classes] or NULL; label smoothing. Forward -> loss, row_weight, lse
+ * ([rows], dtype); the kernel fails (WICK_ERR_INDEX) on a target out of range.
+ * Backward: scale ([rows], the loss's incoming gradient per row), lse -> gx. */
+typedef struct wk_ce_args {
+    int device;
+    wick_dtype dtype;
+    int64_t rows, classes;
+    const char *x, *weight;
+    const int64_t *target;
+    int64_t ignore_index;
+    int has_ignore;
+    double smoothing;
+    char *loss, *row_weight, *lse;
+    const char *scale;
+    char *gx;
+} wk_ce_args;
+
 struct wick_backend {
     const char *name;
     void *(*alloc)(size_t nbytes, int device_index);
@@ -279,6 +310,14 @@ struct wick_backend {
     wick_status (*reduce)(const wk_reduce_args *args);
     wick_status (*gemm)(const wk_gemm_args *args);
     wick_status (*softmax)(const wick_tensor *out, const wick_tensor *in, int dim, int log);
+    /* Fused backwards and transformer ops (contiguous operands of one compute
+     * dtype; NULL: the core composes them from other ops where it can). */
+    wick_status (*softmax_backward)(const wick_tensor *gi, const wick_tensor *g, const wick_tensor *y, int dim, int log);
+    wick_status (*gelu_backward)(const wick_tensor *gi, const wick_tensor *g, const wick_tensor *x, int tanh_form);
+    wick_status (*layer_norm)(const wk_norm_args *args);
+    wick_status (*layer_norm_backward)(const wk_norm_args *args);
+    wick_status (*cross_entropy)(const wk_ce_args *args);
+    wick_status (*cross_entropy_backward)(const wk_ce_args *args);
     /* fills a fresh contiguous tensor with draws (seed, offset + i) */
     wick_status (*random)(wick_tensor *out, int normal, uint64_t seed, uint64_t offset);
     /* Index kernels get 0-based int64 indices and report one out of range

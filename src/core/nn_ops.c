@@ -456,3 +456,353 @@ wick_status wick_avg_pool2d(wick_tensor **out, const wick_tensor *input, int kh,
     pool_record_common(r, input, "AvgPool2DBackward", pool2d_backward, q, &st);
     return wk_publish(out, r, st);
 }
+
+/* ======================================================================== */
+/* fused transformer ops: GELU and softmax backwards, layer_norm, cross      */
+/* entropy (the kernels: softmax_backward, gelu_backward, layer_norm, ...)   */
+/* ======================================================================== */
+
+/* A fresh tensor shaped like `shape_of` in the compute dtype. */
+static wick_status new_like(wick_tensor **out, const wick_tensor *shape_of, wick_dtype cd) {
+    return wk_tensor_new(out, shape_of->ndim, shape_of->sizes, cd, shape_of->storage->device);
+}
+
+/* gi = g gelu'(x) (exact or tanh form), in the compute dtype. */
+wick_status wk_gelu_backward(wick_tensor **out, const wick_tensor *g, const wick_tensor *x, int tanh_form) {
+    wick_dtype cd = compute_dtype(x->dtype);
+    wick_tensor *r = NULL, *gc = NULL, *xc = NULL;
+    wick_status st = new_like(&r, x, cd);
+    if (!st && !wk_is_meta(r)) {
+        const wick_backend *be = r->storage->backend;
+        if (!be->gelu_backward) st = unsupported_on("gelu backward", x);
+        else if (!(st = as_compute(&gc, g, cd)) && !(st = as_compute(&xc, x, cd)))
+            st = be->gelu_backward(r, gc, xc, tanh_form);
+    }
+    wick_tensor_release(gc);
+    wick_tensor_release(xc);
+    if (st) return wick_tensor_release(r), st;
+    *out = r;
+    return WICK_OK;
+}
+
+/* The backward of softmax (y its output) or log_softmax (y the log-probabilities)
+ * along dim; NULL *out with WICK_OK when the backend has no fused kernel. */
+wick_status wk_softmax_backward(wick_tensor **out, const wick_tensor *g, const wick_tensor *y, int dim, int log) {
+    *out = NULL;
+    if (wk_is_meta(y) || !y->storage->backend->softmax_backward) return WICK_OK;
+    wick_dtype cd = compute_dtype(y->dtype);
+    wick_tensor *r = NULL, *gc = NULL, *yc = NULL;
+    wick_status st = new_like(&r, y, cd);
+    if (!st && !(st = as_compute(&gc, g, cd)) && !(st = as_compute(&yc, y, cd)))
+        st = r->storage->backend->softmax_backward(r, gc, yc, y->ndim ? dim : 0, log);
+    wick_tensor_release(gc);
+    wick_tensor_release(yc);
+    if (st) return wick_tensor_release(r), st;
+    *out = r;
+    return WICK_OK;
+}
+
+/* ---- layer_norm ---- */
+
+enum { LN_HAS_W, LN_HAS_B, LN_DIMS };
+
+static wick_status ln_check(const wick_tensor *x, int nd, const wick_tensor *w, const wick_tensor *b, int64_t *rows,
+                            int64_t *n) {
+    const wick_tensor *ts[3] = {x, w ? w : b, w ? b : NULL};
+    const char *names[3] = {"input", w ? "weight" : "bias", "bias"};
+    TRY(wk_check_same_device("layer_norm", 1 + (w != NULL) + (b != NULL), ts, names));
+    if (!wick_dtype_is_floating(x->dtype))
+        return wick_fail(WICK_ERR_DTYPE, "layer_norm: expected a floating-point input, but got %s",
+                         wick_dtype_name(x->dtype));
+    if (nd < 0 || nd > x->ndim)
+        return wick_fail(WICK_ERR_SHAPE, "layer_norm: normalized_shape of %d dimension(s) for an input of %d", nd,
+                         x->ndim);
+    int lead = x->ndim - nd;
+    *rows = 1, *n = 1;
+    for (int i = 0; i < x->ndim; i++) *(i < lead ? rows : n) *= x->sizes[i];
+    const wick_tensor *wb[2] = {w, b};
+    for (int k = 0; k < 2; k++) {
+        const wick_tensor *t = wb[k];
+        if (!t) continue;
+        char s1[WK_SHAPE_BUF], s2[WK_SHAPE_BUF];
+        if (t->ndim != nd || memcmp(t->sizes, x->sizes + lead, sizeof(int64_t) * nd))
+            return wick_fail(WICK_ERR_SHAPE, "layer_norm: expected %s of shape %s, but got %s", k ? "bias" : "weight",
+                             wk_shape_str(nd, x->sizes + lead, s1, sizeof s1), wk_shape_str(t->ndim, t->sizes, s2, sizeof s2));
+        if (t->dtype != x->dtype)
+            return wick_fail(WICK_ERR_DTYPE, "layer_norm: expected %s of dtype %s, but got %s", k ? "bias" : "weight",
+                             wick_dtype_name(x->dtype), wick_dtype_name(t->dtype));
+    }
+    return WICK_OK;
+}
+
+/* y, and mean and rstd per row (compute dtype) for the backward. */
+static wick_status ln_forward(wick_tensor **y, wick_tensor **mean, wick_tensor **rstd, const wick_tensor *x, int nd,
+                              const wick_tensor *w, const wick_tensor *b, double eps) {
+    int64_t rows = 0, n = 0;
+    TRY(ln_check(x, nd, w, b, &rows, &n));
+    wick_dtype cd = compute_dtype(x->dtype);
+    wick_device dev = x->storage->device;
+    wick_tensor *r = NULL, *m = NULL, *s = NULL, *xc = NULL, *wc = NULL, *bc = NULL;
+    wick_status st = wk_tensor_new(&r, x->ndim, x->sizes, wk_is_meta(x) ? x->dtype : cd, dev);
+    if (st || (st = wk_tensor_new(&m, 1, &rows, cd, dev)) || (st = wk_tensor_new(&s, 1, &rows, cd, dev)) || wk_is_meta(r))
+        goto done;
+    const wick_backend *be = r->storage->backend;
+    if (!be->layer_norm) {
+        st = unsupported_on("layer_norm", x);
+        goto done;
+    }
+    if ((st = as_compute(&xc, x, cd)) || (w && (st = as_compute(&wc, w, cd))) || (b && (st = as_compute(&bc, b, cd))))
+        goto done;
+    wk_norm_args a = {.device = dev.index, .dtype = cd, .rows = rows, .n = n, .eps = eps, .x = wk_data(xc),
+                      .w = wc ? wk_data(wc) : NULL, .b = bc ? wk_data(bc) : NULL, .y = wk_data(r),
+                      .mean = wk_data(m), .rstd = wk_data(s)};
+    if ((st = be->layer_norm(&a))) goto done;
+    st = convert_to(&r, x->dtype);
+done:
+    wick_tensor_release(xc);
+    wick_tensor_release(wc);
+    wick_tensor_release(bc);
+    if (st) {
+        wick_tensor_release(r);
+        wick_tensor_release(m);
+        wick_tensor_release(s);
+        return st;
+    }
+    *y = r, *mean = m, *rstd = s;
+    return WICK_OK;
+}
+
+/* saved: x, weight (or NULL), mean, rstd; ints: LN_HAS_W, LN_HAS_B, LN_DIMS. */
+static wick_status ln_backward(wk_node *node, wick_tensor *g, wick_tensor **grads) {
+    const int *p = node->ints;
+    wick_tensor *x = node->saved[0], *w = node->saved[1], *mean = node->saved[2], *rstd = node->saved[3];
+    int iw = p[LN_HAS_W] ? 1 : -1, ib = p[LN_HAS_B] ? 1 + p[LN_HAS_W] : -1;
+    bool need_x = wants(node, 0), need_w = iw > 0 && wants(node, iw), need_b = ib > 0 && wants(node, ib);
+    wick_dtype cd = mean->dtype;
+    wick_device dev = g->storage->device;
+    int nd = p[LN_DIMS], lead = x->ndim - nd;
+    int64_t rows = 1, n = 1;
+    for (int i = 0; i < x->ndim; i++) *(i < lead ? &rows : &n) *= x->sizes[i];
+    wick_tensor *gx = NULL, *gw = NULL, *gb = NULL, *gc = NULL, *xc = NULL, *wc = NULL;
+    wick_status st = WICK_OK;
+    if ((need_x && (st = wk_tensor_new(&gx, x->ndim, x->sizes, cd, dev))) ||
+        (need_w && (st = wk_tensor_new(&gw, nd, x->sizes + lead, cd, dev))) ||
+        (need_b && (st = wk_tensor_new(&gb, nd, x->sizes + lead, cd, dev))))
+        goto done;
+    if (!wk_is_meta(g)) {
+        const wick_backend *be = g->storage->backend;
+        if (!be->layer_norm_backward) {
+            st = unsupported_on("layer_norm backward", g);
+            goto done;
+        }
+        if ((st = as_compute(&gc, g, cd)) || (st = as_compute(&xc, x, cd)) || (w && (st = as_compute(&wc, w, cd))))
+            goto done;
+        wk_norm_args a = {.device = dev.index, .dtype = cd, .rows = rows, .n = n, .x = wk_data(xc),
+                          .w = wc ? wk_data(wc) : NULL, .g = wk_data(gc), .mean = wk_data(mean), .rstd = wk_data(rstd),
+                          .gx = gx ? wk_data(gx) : NULL, .gw = gw ? wk_data(gw) : NULL, .gb = gb ? wk_data(gb) : NULL};
+        if ((st = be->layer_norm_backward(&a))) goto done;
+    }
+    grads[0] = gx;
+    if (iw > 0) grads[iw] = gw;
+    if (ib > 0) grads[ib] = gb;
+    gx = gw = gb = NULL;
+done:
+    wick_tensor_release(gx);
+    wick_tensor_release(gw);
+    wick_tensor_release(gb);
+    wick_tensor_release(gc);
+    wick_tensor_release(xc);
+    wick_tensor_release(wc);
+    return st;
+}
+
+wick_status wick_layer_norm(wick_tensor **out, const wick_tensor *x, int normalized_ndim, const wick_tensor *weight,
+                            const wick_tensor *bias, double eps) {
+    wick_tensor *r = NULL, *mean = NULL, *rstd = NULL;
+    wick_status st;
+    WK_NO_GRAD(st = ln_forward(&r, &mean, &rstd, x, normalized_ndim, weight, bias, eps));
+    if (st) return st;
+    const wick_tensor *in[3] = {x, weight ? weight : bias, weight ? bias : NULL};
+    int count = 1 + (weight != NULL) + (bias != NULL);
+    if (wk_wants_grad(count, in)) {
+        wk_node *n;
+        st = wk_record(r, "NativeLayerNormBackward", ln_backward, 0, count, in, &n);
+        if (!st) {
+            n->ints[LN_HAS_W] = weight != NULL;
+            n->ints[LN_HAS_B] = bias != NULL;
+            n->ints[LN_DIMS] = normalized_ndim;
+            if (!(st = wk_save(n, 0, x, r)) && !(st = weight ? wk_save(n, 1, weight, r) : WICK_OK) &&
+                !(st = wk_save(n, 2, mean, r)))
+                st = wk_save(n, 3, rstd, r);
+        }
+    }
+    wick_tensor_release(mean);
+    wick_tensor_release(rstd);
+    return wk_publish(out, r, st);
+}
+
+/* ---- cross entropy with class indices ---- */
+
+enum { CE_REDUCTION, CE_HAS_IGNORE };
+
+static wick_status ce_check(const wick_tensor *x, const wick_tensor *target, const wick_tensor *weight, double smoothing,
+                            int reduction) {
+    const wick_tensor *ts[3] = {x, target, weight};
+    const char *names[3] = {"input", "target", "weight"};
+    TRY(wk_check_same_device("cross_entropy", weight ? 3 : 2, ts, names));
+    char s1[WK_SHAPE_BUF], s2[WK_SHAPE_BUF];
+    if (!wick_dtype_is_floating(x->dtype))
+        return wick_fail(WICK_ERR_DTYPE, "cross_entropy: expected a floating-point input, but got %s",
+                         wick_dtype_name(x->dtype));
+    if (target->dtype != WICK_INT64 && target->dtype != WICK_INT32)
+        return wick_fail(WICK_ERR_DTYPE, "cross_entropy: expected class indices of dtype int64 (1-based), got %s",
+                         wick_dtype_name(target->dtype));
+    if (x->ndim != 2 || target->ndim != 1 || target->sizes[0] != x->sizes[0])
+        return wick_fail(WICK_ERR_SHAPE, "cross_entropy: expected input [N, C] and target [N], got input %s and target %s",
+                         wk_shape_str(x->ndim, x->sizes, s1, sizeof s1),
+                         wk_shape_str(target->ndim, target->sizes, s2, sizeof s2));
+    if (weight && (weight->ndim != 1 || weight->sizes[0] != x->sizes[1]))
+        return wick_fail(WICK_ERR_SHAPE, "cross_entropy: expected a weight of %lld elements, got %s",
+                         (long long)x->sizes[1], wk_shape_str(weight->ndim, weight->sizes, s1, sizeof s1));
+    if (weight && !wick_dtype_is_floating(weight->dtype))
+        return wick_fail(WICK_ERR_DTYPE, "cross_entropy: expected a floating-point weight, got %s",
+                         wick_dtype_name(weight->dtype));
+    if (!(smoothing >= 0 && smoothing <= 1))
+        return wick_fail(WICK_ERR_ARGUMENT, "cross_entropy: label_smoothing must be between 0 and 1");
+    if (reduction < 0 || reduction > 2) return wick_fail(WICK_ERR_ARGUMENT, "cross_entropy: invalid reduction %d", reduction);
+    return WICK_OK;
+}
+
+static wick_status ce_forward(wick_tensor **out, wick_tensor **lse_denom, const wick_tensor *x, const wick_tensor *target,
+                              const wick_tensor *weight, int has_ignore, int64_t ignore_index, double smoothing,
+                              int reduction) {
+    TRY(ce_check(x, target, weight, smoothing, reduction));
+    wick_dtype cd = compute_dtype(x->dtype);
+    wick_device dev = x->storage->device;
+    int64_t rows = x->sizes[0];
+    wick_tensor *loss = NULL, *roww = NULL, *lse = NULL, *xc = NULL, *tc = NULL, *wc = NULL, *r = NULL, *den = NULL;
+    wick_status st;
+    if ((st = wk_tensor_new(&loss, 1, &rows, cd, dev)) || (st = wk_tensor_new(&roww, 1, &rows, cd, dev)) ||
+        (st = wk_tensor_new(&lse, 1, &rows, cd, dev)))
+        goto done;
+    if (!wk_is_meta(x)) {
+        const wick_backend *be = x->storage->backend;
+        if (!be->cross_entropy) {
+            st = unsupported_on("cross_entropy", x);
+            goto done;
+        }
+        if ((st = as_compute(&xc, x, cd)) || (st = as_compute(&tc, target, WICK_INT64)) ||
+            (weight && (st = as_compute(&wc, weight, cd))))
+            goto done;
+        wk_ce_args a = {.device = dev.index, .dtype = cd, .rows = rows, .classes = x->sizes[1], .x = wk_data(xc),
+                        .weight = wc ? wk_data(wc) : NULL, .target = (const int64_t *)wk_data(tc),
+                        .ignore_index = ignore_index, .has_ignore = has_ignore, .smoothing = smoothing,
+                        .loss = wk_data(loss), .row_weight = wk_data(roww), .lse = wk_data(lse)};
+        if ((st = be->cross_entropy(&a))) goto done;
+    }
+    /* the result, and the mean's denominator after the lse (for the backward) */
+    if (reduction == 0) r = loss, loss = NULL;
+    else if ((st = wick_reduce(&r, NULL, WICK_SUM, loss, -1, 0, 0))) goto done;
+    if (reduction == 1) {
+        wick_tensor *q;
+        int64_t one = 1;
+        if ((st = wick_reduce(&den, NULL, WICK_SUM, roww, -1, 0, 0)) || (st = wick_binary(&q, WICK_DIV, r, den))) goto done;
+        wick_tensor_release(r);
+        r = q;
+        if ((st = wick_reshape(&q, den, 1, &one))) goto done;
+        wick_tensor_release(den);
+        den = q;
+        const wick_tensor *parts[2] = {lse, den};
+        if ((st = wick_cat(lse_denom, 2, parts, 0))) goto done;
+    } else {
+        *lse_denom = lse, lse = NULL;
+    }
+    if ((st = convert_to(&r, x->dtype))) goto done;
+    *out = r, r = NULL;
+done:
+    wick_tensor_release(loss);
+    wick_tensor_release(roww);
+    wick_tensor_release(lse);
+    wick_tensor_release(xc);
+    wick_tensor_release(tc);
+    wick_tensor_release(wc);
+    wick_tensor_release(r);
+    wick_tensor_release(den);
+    return st;
+}
+
+/* saved: logits, target (int64), weight or NULL, lse (+ the mean's denominator);
+ * ints: CE_REDUCTION, CE_HAS_IGNORE; scalars: smoothing, ignore_index. */
+static wick_status ce_backward(wk_node *node, wick_tensor *g, wick_tensor **grads) {
+    wick_tensor *x = node->saved[0], *target = node->saved[1], *w = node->saved[2], *lse = node->saved[3];
+    int reduction = node->ints[CE_REDUCTION];
+    wick_dtype cd = lse->dtype;
+    int64_t rows = x->sizes[0];
+    wick_tensor *gx = NULL, *s = NULL, *se = NULL, *sc = NULL, *xc = NULL, *tc = NULL, *wc = NULL;
+    wick_status st;
+    if ((st = wk_tensor_new(&gx, 2, x->sizes, cd, g->storage->device))) return st;
+    if (wk_is_meta(g)) goto out;
+    if ((st = as_compute(&s, g, cd))) goto done;
+    if (reduction == 1) { /* g / denominator */
+        wick_tensor *den, *q;
+        if ((st = wick_narrow(&den, lse, 0, rows, 1))) goto done;
+        st = wick_binary(&q, WICK_DIV, s, den);
+        wick_tensor_release(den);
+        if (st) goto done;
+        wick_tensor_release(s);
+        s = q;
+        if (s->ndim) { /* [1] -> [] */
+            if ((st = wick_reshape(&q, s, 0, NULL))) goto done;
+            wick_tensor_release(s);
+            s = q;
+        }
+    }
+    if ((st = wick_expand(&se, s, 1, &rows)) || (st = wick_contiguous(&sc, se)) || (st = as_compute(&xc, x, cd)) ||
+        (st = as_compute(&tc, target, WICK_INT64)) || (w && (st = as_compute(&wc, w, cd))))
+        goto done;
+    const wick_backend *be = g->storage->backend;
+    if (!be->cross_entropy_backward) {
+        st = unsupported_on("cross_entropy backward", g);
+        goto done;
+    }
+    wk_ce_args a = {.device = g->storage->device.index, .dtype = cd, .rows = rows, .classes = x->sizes[1],
+                    .x = wk_data(xc), .weight = wc ? wk_data(wc) : NULL, .target = (const int64_t *)wk_data(tc),
+                    .ignore_index = (int64_t)node->scalars[1], .has_ignore = node->ints[CE_HAS_IGNORE],
+                    .smoothing = node->scalars[0], .lse = wk_data(lse), .scale = wk_data(sc), .gx = wk_data(gx)};
+    if ((st = be->cross_entropy_backward(&a))) goto done;
+out:
+    grads[0] = gx, gx = NULL;
+done:
+    wick_tensor_release(gx);
+    wick_tensor_release(s);
+    wick_tensor_release(se);
+    wick_tensor_release(sc);
+    wick_tensor_release(xc);
+    wick_tensor_release(tc);
+    wick_tensor_release(wc);
+    return st;
+}
+
+wick_status wick_cross_entropy(wick_tensor **out, const wick_tensor *logits, const wick_tensor *target,
+                               const wick_tensor *weight, int has_ignore, int64_t ignore_index, double smoothing,
+                               int reduction) {
+    wick_tensor *r = NULL, *lse = NULL;
+    wick_status st;
+    WK_NO_GRAD(st = ce_forward(&r, &lse, logits, target, weight, has_ignore, ignore_index, smoothing, reduction));
+    if (st) return st;
+    if (wk_wants_grad(1, &logits)) {
+        wk_node *n;
+        st = wk_record(r, "NllLossBackward", ce_backward, 0, 1, &logits, &n);
+        if (!st) {
+            n->ints[CE_REDUCTION] = reduction;
+            n->ints[CE_HAS_IGNORE] = has_ignore;
+            n->scalars[0] = smoothing;
+            n->scalars[1] = (double)ignore_index;
+            if (!(st = wk_save(n, 0, logits, r)) && !(st = wk_save(n, 1, target, r)) &&
+                !(st = weight ? wk_save(n, 2, weight, r) : WICK_OK))
+                st = wk_save(n, 3, lse, r);
+        }
+    }
+    wick_tensor_release(lse);
+    return wk_publish(out, r, st);
+}

@@ -63,6 +63,13 @@ WK_HD int64_t wk_ipow(int64_t a, int64_t b) {
     return r;
 }
 
+/* GELU's tanh form, x/2 (1 + tanh(u)) with u = sqrt(2/pi) (x + 0.044715 x^3),
+ * written x sigmoid(2u), which has no cancellation for negative x. */
+WK_HD float wk_gelu_tanhf(float x) {
+    return x / (1.0f + expf(-1.5957691216057308f * (x + 0.044715f * x * x * x)));
+}
+WK_HD double wk_gelu_tanh(double x) { return x / (1.0 + exp(-1.5957691216057308 * (x + 0.044715 * x * x * x))); }
+
 /* Unary ops on floating types: X(ID, float expression, double expression). */
 #define WK_UNARY_FLOAT_MATH(X)                                                                  \
     X(NEG, -x, -x)                                                                              \
@@ -74,7 +81,8 @@ WK_HD int64_t wk_ipow(int64_t a, int64_t b) {
     X(SIGMOID, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)))                                 \
     X(RELU, x < 0 ? 0.0f : x, x < 0 ? 0.0 : x)                                                 \
     X(ERF, erff(x), erf(x))                                                                     \
-    X(GELU, 0.5f * x * (1.0f + erff(x * 0.70710678f)), 0.5 * x * (1.0 + erf(x * 0.7071067811865476)))
+    X(GELU, 0.5f * x * (1.0f + erff(x * 0.70710678f)), 0.5 * x * (1.0 + erf(x * 0.7071067811865476)))        \
+    X(GELU_TANH, wk_gelu_tanhf(x), wk_gelu_tanh(x))
 
 /* Unary ops on int64 (the float-only ones never reach an integer kernel). */
 #define WK_UNARY_INT_MATH(X)                                                                    \

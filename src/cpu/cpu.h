@@ -40,6 +40,13 @@ wick_status cpu_where(const wk_iter *it);
 wick_status cpu_reduce(const wk_reduce_args *args);
 wick_status cpu_gemm(const wk_gemm_args *args);
 wick_status cpu_softmax(const wick_tensor *out, const wick_tensor *in, int dim, int log);
+wick_status cpu_softmax_backward(const wick_tensor *gi, const wick_tensor *g, const wick_tensor *y, int dim, int log);
+/* cpu_norm.c */
+wick_status cpu_gelu_backward(const wick_tensor *gi, const wick_tensor *g, const wick_tensor *x, int tanh_form);
+wick_status cpu_layer_norm(const wk_norm_args *args);
+wick_status cpu_layer_norm_backward(const wk_norm_args *args);
+wick_status cpu_cross_entropy(const wk_ce_args *args);
+wick_status cpu_cross_entropy_backward(const wk_ce_args *args);
 wick_status cpu_index_select(wick_tensor *out, const wick_tensor *in, int dim, const wick_tensor *index);
 wick_status cpu_gather(wick_tensor *out, const wick_tensor *in, int dim, const wick_tensor *index);
 wick_status cpu_scatter(wick_tensor *out, int dim, const wick_tensor *index, const wick_tensor *src);

@@ -4,6 +4,7 @@
 #include "cpu.h"
 
 #include "../core/scalar_math.h"
+#include "cpu_vmath.h"
 
 #define GRAIN 32768
 
@@ -122,6 +123,30 @@ static const cpu_run_fn unary_runs[3][WICK_NUM_UNARY] = {
 #undef ENTRY_F64
 #undef ENTRY_I64
 
+/* float32 transcendental ops on contiguous runs, 16 lanes at a time (cpu_vmath.h:
+ * a few ulp from libm); strided runs take the scalar loops above. */
+#define VEC_UNARY(ID, VFN)                                                                      \
+    WK_VSIMD static void vec_f32_##ID(char **p, const int64_t *s, int64_t n, const void *extra) { \
+        if (s[0] != 1 || s[1] != 1) {                                                           \
+            unary_f32_##ID(p, s, n, extra);                                                     \
+            return;                                                                             \
+        }                                                                                       \
+        float *o = (float *)p[0];                                                               \
+        const float *in = (const float *)p[1];                                                  \
+        int64_t i = 0;                                                                          \
+        for (; i + WK_VL <= n; i += WK_VL) wk_vstore(o + i, VFN(wk_vload(in + i)));             \
+        if (i < n) wk_vstore_part(o + i, VFN(wk_vload_part(in + i, n - i, 0)), n - i);          \
+    }
+VEC_UNARY(EXP, wk_vexp)
+VEC_UNARY(TANH, wk_vtanh)
+VEC_UNARY(SIGMOID, wk_vsigmoid)
+VEC_UNARY(ERF, wk_verf)
+VEC_UNARY(GELU, wk_vgelu)
+VEC_UNARY(GELU_TANH, wk_vgelu_tanh)
+static const cpu_run_fn vec_unary_runs[WICK_NUM_UNARY] = {
+    [WICK_EXP] = vec_f32_EXP, [WICK_TANH] = vec_f32_TANH, [WICK_SIGMOID] = vec_f32_SIGMOID,
+    [WICK_ERF] = vec_f32_ERF, [WICK_GELU] = vec_f32_GELU, [WICK_GELU_TANH] = vec_f32_GELU_TANH};
+
 /* binary */
 #define BINARY_F32(ID, FE, DE, IE) BINARY_RUN(binary_f32_##ID, float, float, FE)
 #define BINARY_F64(ID, FE, DE, IE) BINARY_RUN(binary_f64_##ID, double, double, DE)
@@ -151,7 +176,11 @@ static int type_slot(const wk_iter *it, int k) {
     return it->dtypes[k] == WICK_FLOAT32 ? 0 : it->dtypes[k] == WICK_FLOAT64 ? 1 : 2;
 }
 
-wick_status cpu_unary(wick_unary_op op, const wk_iter *it) { return cpu_run(it, unary_runs[type_slot(it, 1)][op], NULL); }
+wick_status cpu_unary(wick_unary_op op, const wk_iter *it) {
+    int slot = type_slot(it, 1);
+    cpu_run_fn fn = slot == 0 && vec_unary_runs[op] ? vec_unary_runs[op] : unary_runs[slot][op];
+    return cpu_run(it, fn, NULL);
+}
 
 cpu_run_fn cpu_binary_run(int op, wick_dtype compute) {
     return binary_runs[compute == WICK_FLOAT32 ? 0 : compute == WICK_FLOAT64 ? 1 : 2][op];

@@ -1,38 +1,185 @@
-/* Softmax and log-softmax along one dim of a contiguous float tensor, stable:
- * the maximum is subtracted before exponentiating. */
+/* Softmax and log-softmax along one dim of a contiguous float tensor seen as
+ * [outer, d, inner], and their backwards. Stable: the maximum is subtracted
+ * before exponentiating; a row of -inf gives NaN like PyTorch. float32 rows
+ * are vectorised (cpu_vmath.h); float64 stays scalar. Rows split among threads. */
 #include "cpu.h"
+#include "cpu_vmath.h"
 
 #include <math.h>
 
-#define SOFTMAX(NAME, T, EXP, LOG)                                                               \
-    static void NAME(T *out, const T *in, int64_t outer, int64_t d, int64_t inner, int take_log) {\
-        for (int64_t o = 0; o < outer; o++)                                                      \
-            for (int64_t i = 0; i < inner; i++) {                                                \
-                const T *x = in + o * d * inner + i;                                             \
-                T *y = out + o * d * inner + i;                                                  \
-                T max = x[0];                                                                    \
-                for (int64_t k = 1; k < d; k++)                                                  \
-                    if (x[k * inner] > max || x[k * inner] != x[k * inner]) max = x[k * inner];   \
-                if (isinf(max) && max < 0) max = 0; /* all -inf: keep NaN-free arithmetic */     \
-                T sum = 0;                                                                       \
-                for (int64_t k = 0; k < d; k++) sum += EXP(x[k * inner] - max);                   \
-                if (take_log) {                                                                  \
-                    T lse = max + LOG(sum);                                                      \
-                    for (int64_t k = 0; k < d; k++) y[k * inner] = x[k * inner] - lse;            \
-                } else {                                                                         \
-                    for (int64_t k = 0; k < d; k++) y[k * inner] = EXP(x[k * inner] - max) / sum; \
-                }                                                                                \
-            }                                                                                    \
+#define GRAIN_ELEMS 16384 /* elements per thread piece, at least */
+
+typedef struct {
+    char *out;
+    const char *in, *g; /* g: the backward's incoming gradient */
+    int64_t outer, d, inner;
+    int log;
+} sm_job;
+
+static int64_t sm_grain(int64_t per) { return per >= GRAIN_ELEMS ? 1 : GRAIN_ELEMS / (per ? per : 1); }
+
+/* ---- float32, one contiguous row (inner == 1) ---- */
+
+WK_VSIMD static void sm_row_f32(float *y, const float *x, int64_t d, int log) {
+    int64_t k = 0, full = d - d % WK_VL, rest = d - full;
+    wk_vf vm = wk_vsplat(-INFINITY);
+    for (; k < full; k += WK_VL) vm = wk_vmax(vm, wk_vload(x + k));
+    if (rest) vm = wk_vmax(vm, wk_vload_part(x + full, rest, -INFINITY));
+    float max = wk_vhmax(vm);
+    if (isinf(max) && max < 0) max = 0; /* all -inf: exp(-inf - 0) = 0, the sum 0, NaN below */
+    wk_vf vs = wk_vsplat(0);
+    if (log) {
+        for (k = 0; k < full; k += WK_VL) vs += wk_vexp(wk_vload(x + k) - max);
+        if (rest) vs += wk_vexp(wk_vload_part(x + full, rest, -INFINITY) - max);
+        float lse = max + logf(wk_vhsum(vs));
+        for (k = 0; k < full; k += WK_VL) wk_vstore(y + k, wk_vload(x + k) - lse);
+        if (rest) wk_vstore_part(y + full, wk_vload_part(x + full, rest, 0) - lse, rest);
+        return;
     }
-SOFTMAX(softmax_f32, float, expf, logf)
-SOFTMAX(softmax_f64, double, exp, log)
+    for (k = 0; k < full; k += WK_VL) {
+        wk_vf e = wk_vexp(wk_vload(x + k) - max);
+        vs += e;
+        wk_vstore(y + k, e);
+    }
+    if (rest) {
+        wk_vf e = wk_vexp(wk_vload_part(x + full, rest, -INFINITY) - max);
+        vs += e;
+        wk_vstore_part(y + full, e, rest);
+    }
+    float inv = 1.0f / wk_vhsum(vs);
+    for (k = 0; k < full; k += WK_VL) wk_vstore(y + k, wk_vload(y + k) * inv);
+    if (rest) wk_vstore_part(y + full, wk_vload_part(y + full, rest, 0) * inv, rest);
+}
+
+/* ---- float32, WK_VL neighbouring columns of [d, inner] at once ---- */
+
+WK_VSIMD static void sm_cols_f32(float *y, const float *x, int64_t d, int64_t inner, int64_t w, int log) {
+    wk_vf vm = wk_vsplat(-INFINITY), vs = wk_vsplat(0);
+#define LD(p) (w == WK_VL ? wk_vload(p) : wk_vload_part(p, w, 0))
+#define ST(p, v) (w == WK_VL ? wk_vstore(p, v) : wk_vstore_part(p, v, w))
+    for (int64_t k = 0; k < d; k++) vm = wk_vmax(vm, LD(x + k * inner));
+    vm = wk_vsel((vm == -INFINITY), wk_vsplat(0), vm);
+    for (int64_t k = 0; k < d; k++) {
+        wk_vf e = wk_vexp(LD(x + k * inner) - vm);
+        vs += e;
+        if (!log) ST(y + k * inner, e);
+    }
+    if (log) {
+        float b[WK_VL];
+        wk_vstore(b, vs);
+        for (int i = 0; i < WK_VL; i++) b[i] = logf(b[i]);
+        wk_vf lse = vm + wk_vload(b);
+        for (int64_t k = 0; k < d; k++) ST(y + k * inner, LD(x + k * inner) - lse);
+    } else {
+        wk_vf inv = 1.0f / vs;
+        for (int64_t k = 0; k < d; k++) ST(y + k * inner, LD(y + k * inner) * inv);
+    }
+#undef LD
+#undef ST
+}
+
+static void sm_range_f32(void *ctx, int64_t begin, int64_t end) {
+    const sm_job *j = ctx;
+    for (int64_t r = begin; r < end; r++) {
+        float *y = (float *)j->out + r * j->d * j->inner;
+        const float *x = (const float *)j->in + r * j->d * j->inner;
+        if (j->inner == 1) sm_row_f32(y, x, j->d, j->log);
+        else
+            for (int64_t i = 0; i < j->inner; i += WK_VL)
+                sm_cols_f32(y + i, x + i, j->d, j->inner, j->inner - i < WK_VL ? j->inner - i : WK_VL, j->log);
+    }
+}
+
+/* ---- float64, scalar ---- */
+
+static void sm_range_f64(void *ctx, int64_t begin, int64_t end) {
+    const sm_job *j = ctx;
+    int64_t d = j->d, inner = j->inner;
+    for (int64_t r = begin; r < end; r++)
+        for (int64_t i = 0; i < inner; i++) {
+            const double *x = (const double *)j->in + r * d * inner + i;
+            double *y = (double *)j->out + r * d * inner + i;
+            double max = x[0];
+            for (int64_t k = 1; k < d; k++)
+                if (x[k * inner] > max || x[k * inner] != x[k * inner]) max = x[k * inner];
+            if (isinf(max) && max < 0) max = 0;
+            double sum = 0;
+            for (int64_t k = 0; k < d; k++) sum += exp(x[k * inner] - max);
+            if (j->log) {
+                double lse = max + log(sum);
+                for (int64_t k = 0; k < d; k++) y[k * inner] = x[k * inner] - lse;
+            } else {
+                for (int64_t k = 0; k < d; k++) y[k * inner] = exp(x[k * inner] - max) / sum;
+            }
+        }
+}
+
+static bool sm_shape(const wick_tensor *in, int dim, sm_job *j) {
+    j->outer = 1, j->inner = 1, j->d = in->ndim ? in->sizes[dim] : 1;
+    for (int i = 0; i < dim; i++) j->outer *= in->sizes[i];
+    for (int i = dim + 1; i < in->ndim; i++) j->inner *= in->sizes[i];
+    return j->outer && j->inner && j->d; /* false: no element */
+}
 
 wick_status cpu_softmax(const wick_tensor *out, const wick_tensor *in, int dim, int log) {
-    int64_t outer = 1, inner = 1, d = in->ndim ? in->sizes[dim] : 1;
-    for (int i = 0; i < dim; i++) outer *= in->sizes[i];
-    for (int i = dim + 1; i < in->ndim; i++) inner *= in->sizes[i];
-    if (outer == 0 || inner == 0 || d == 0) return WICK_OK; /* no element (a row of none has no x[0]) */
-    if (in->dtype == WICK_FLOAT32) softmax_f32((float *)wk_data(out), (const float *)wk_data(in), outer, d, inner, log);
-    else softmax_f64((double *)wk_data(out), (const double *)wk_data(in), outer, d, inner, log);
-    return WICK_OK;
+    sm_job j = {.out = wk_data(out), .in = wk_data(in), .log = log};
+    if (!sm_shape(in, dim, &j)) return WICK_OK;
+    return wk_parallel_for(j.outer, sm_grain(j.d * j.inner), in->dtype == WICK_FLOAT32 ? sm_range_f32 : sm_range_f64,
+                           &j);
+}
+
+/* ---- backward: softmax gi = y (g - sum(g y)); log_softmax gi = g - exp(y) sum(g) ---- */
+
+WK_VSIMD static void smb_row_f32(float *gi, const float *g, const float *y, int64_t d, int log) {
+    int64_t k = 0, full = d - d % WK_VL, rest = d - full;
+    wk_vf vs = wk_vsplat(0);
+    for (; k < full; k += WK_VL) vs += log ? wk_vload(g + k) : wk_vload(g + k) * wk_vload(y + k);
+    if (rest) vs += log ? wk_vload_part(g + full, rest, 0) : wk_vload_part(g + full, rest, 0) * wk_vload_part(y + full, rest, 0);
+    float s = wk_vhsum(vs);
+    for (k = 0; k < full; k += WK_VL) {
+        wk_vf gv = wk_vload(g + k), yv = wk_vload(y + k);
+        wk_vstore(gi + k, log ? gv - wk_vexp(yv) * s : yv * (gv - s));
+    }
+    if (rest) {
+        wk_vf gv = wk_vload_part(g + full, rest, 0), yv = wk_vload_part(y + full, rest, 0);
+        wk_vstore_part(gi + full, log ? gv - wk_vexp(yv) * s : yv * (gv - s), rest);
+    }
+}
+
+#define SMB_STRIDED(NAME, T, EXP)                                                                 \
+    static void NAME(T *gi, const T *g, const T *y, int64_t d, int64_t inner, int log) {          \
+        for (int64_t i = 0; i < inner; i++) {                                                     \
+            T s = 0;                                                                              \
+            for (int64_t k = 0; k < d; k++) s += log ? g[k * inner + i] : g[k * inner + i] * y[k * inner + i]; \
+            for (int64_t k = 0; k < d; k++) {                                                     \
+                int64_t at = k * inner + i;                                                       \
+                gi[at] = log ? g[at] - EXP(y[at]) * s : y[at] * (g[at] - s);                      \
+            }                                                                                     \
+        }                                                                                         \
+    }
+SMB_STRIDED(smb_strided_f32, float, expf)
+SMB_STRIDED(smb_strided_f64, double, exp)
+
+static void smb_range(void *ctx, int64_t begin, int64_t end) {
+    const sm_job *j = ctx;
+    int64_t span = j->d * j->inner;
+    bool f32 = j->log >= 0 && ((j->log & 2) == 0); /* bit 1: float64 */
+    int log = j->log & 1;
+    for (int64_t r = begin; r < end; r++) {
+        if (f32) {
+            float *gi = (float *)j->out + r * span;
+            const float *g = (const float *)j->g + r * span, *y = (const float *)j->in + r * span;
+            if (j->inner == 1) smb_row_f32(gi, g, y, j->d, log);
+            else smb_strided_f32(gi, g, y, j->d, j->inner, log);
+        } else {
+            smb_strided_f64((double *)j->out + r * span, (const double *)j->g + r * span,
+                            (const double *)j->in + r * span, j->d, j->inner, log);
+        }
+    }
+}
+
+wick_status cpu_softmax_backward(const wick_tensor *gi, const wick_tensor *g, const wick_tensor *y, int dim, int log) {
+    sm_job j = {.out = wk_data(gi), .in = wk_data(y), .g = wk_data(g), .log = (log ? 1 : 0) | (y->dtype == WICK_FLOAT64 ? 2 : 0)};
+    if (!sm_shape(y, dim, &j)) return WICK_OK;
+    return wk_parallel_for(j.outer, sm_grain(j.d * j.inner), smb_range, &j);
 }

@@ -104,8 +104,12 @@ WK_VI wk_vf wk_vexp(wk_vf x) {
     return wk_vsel(nan, x, y * s1 * s2);
 }
 
-/* 1 / (1 + exp(-x)) */
-WK_VI wk_vf wk_vsigmoid(wk_vf x) { return 1.0f / (1.0f + wk_vexp(-x)); }
+/* 1 / (1 + exp(-x)), as e / (1 + e) with e = exp(x) for negative x (denormal
+ * results instead of 1 / inf) */
+WK_VI wk_vf wk_vsigmoid(wk_vf x) {
+    wk_vf e = wk_vexp(-wk_vabs(x)), r = 1.0f / (1.0f + e);
+    return wk_vsel(x < 0, e * r, r);
+}
 
 /* tanh(x) */
 WK_VI wk_vf wk_vtanh(wk_vf x) {

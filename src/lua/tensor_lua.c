@@ -1737,5 +1737,6 @@ void wl_open_tensor(lua_State *L) {
     lua_pushstring(L, "wick.Tensor");
     lua_setfield(L, -2, "__name");
     lua_setfield(L, -2, "_mt");
+    wl_open_norm(L);
     wl_open_ops(L);
 }

@@ -33,7 +33,17 @@ function F.linear(x, weight, bias)
 end
 
 function F.relu(x) return tensor(x, "relu", "input"):relu() end
-function F.gelu(x) return tensor(x, "gelu", "input"):gelu() end
+--- GELU: exact (erf) form, or PyTorch's tanh approximation with {approximate = "tanh"}.
+local GELU_OPTIONS = { approximate = "string" }
+function F.gelu(x, opts)
+  tensor(x, "gelu", "input")
+  if opts == nil then return x:gelu() end
+  opts = check.options(opts, "gelu", GELU_OPTIONS)
+  local approximate = opts.approximate or "none"
+  check.one_of(approximate, "gelu", "approximate", { "none", "tanh" })
+  if approximate == "tanh" then return x:gelu_tanh() end
+  return x:gelu()
+end
 function F.sigmoid(x) return tensor(x, "sigmoid", "input"):sigmoid() end
 function F.tanh(x) return tensor(x, "tanh", "input"):tanh() end
 function F.softmax(x, dim) return tensor(x, "softmax", "input"):softmax(dim) end
@@ -133,23 +143,14 @@ function F.layer_norm(x, normalized_shape, weight, bias, eps)
   if n > x:dim() then
     check.fail("layer_norm", "normalized_shape of %d dimension(s) for an input of %d", n, x:dim())
   end
-  local lead, inner, k = {}, 1, x:dim() - n
+  local k = x:dim() - n
   for i = 1, n do
     if x:size(k + i) ~= normalized_shape[i] then
       check.fail("layer_norm", "Given normalized_shape=[%s], expected input with shape [*, %s], but got input of size[%s]",
         table.concat(normalized_shape, ", "), table.concat(normalized_shape, ", "), table.concat(x:size(), ", "))
     end
-    inner = inner * normalized_shape[i]
   end
-  for i = 1, k do lead[i] = x:size(i) end
-  lead[k + 1] = inner -- not -1: ambiguous for an empty batch
-  local flat = x:reshape(lead)
-  local mean = flat:mean(-1, true)
-  local var = flat:var(-1, { unbiased = false, keepdim = true })
-  local y = ((flat - mean) / (var + eps):sqrt()):view(x.shape)
-  if weight then y = y * weight end
-  if bias then y = y + bias end
-  return y
+  return core.layer_norm(x, n, weight, bias, eps) -- one fused kernel each way
 end
 
 --- Rows of weight picked by 1-based indices.
@@ -246,12 +247,22 @@ function F.cross_entropy(logits, target, opts)
   opts = loss_args("cross_entropy", logits, target, opts, CE)
   if logits:dim() == 0 then check.fail("cross_entropy", "expected an input of at least 1 dimension, got a 0-dim tensor") end
   local dim = logits:dim() >= 2 and 2 or 1
-  local logp = logits:log_softmax(dim)
   local smoothing = opts.label_smoothing or 0
   if target:is_floating_point() and target:dim() ~= logits:dim() then
     wick.error(("cross_entropy: targets are either class indices (int64, 1-based, shape [N]) or class probabilities (float, shape of the input %s); got %s targets of shape %s")
       :format(tostring(logits.shape), target.dtype, tostring(target.shape)))
   end
+  local ignore = opts.ignore_index
+  if logits:dim() == 2 and target:dim() == 1 and (target.dtype == "int64" or target.dtype == "int32")
+    and (type(ignore) ~= "boolean" or ignore == false) then
+    if smoothing < 0 or smoothing > 1 then wick.error("cross_entropy: label_smoothing must be between 0 and 1") end
+    check_device("cross_entropy", "target", target, logits, "input")
+    if opts.weight then check_device("cross_entropy", "weight", opts.weight, logits, "input") end
+    if ignore == nil then ignore = -100 elseif ignore == false then ignore = nil end
+    -- log_softmax and nll in one fused kernel each way
+    return core.cross_entropy(logits, target, opts.weight, ignore, smoothing, opts.reduction or "mean")
+  end
+  local logp = logits:log_softmax(dim)
   if target:is_floating_point() then -- class probabilities
     local t = target
     local classes = logits:size(dim)

@@ -212,11 +212,8 @@ local function inplace_init(name)
 end
 L.ReLU = activation("ReLU", function(x) return x:relu() end)
 L.ReLU.init = inplace_init("ReLU")
-local SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 L.GELU = activation("GELU", function(x, self)
-  if self.approximate == "tanh" then
-    return x * ((x + x * x * x * 0.044715) * SQRT_2_OVER_PI):tanh():add(1) * 0.5
-  end
+  if self.approximate == "tanh" then return x:gelu_tanh() end -- one fused kernel each way
   return x:gelu()
 end)
 -- nn.GELU([approximate = "none"]) or nn.GELU({approximate = "tanh"})
