@@ -952,3 +952,62 @@ describe("cross entropy targets", function()
     assert.is_truthy(err:find("class indices (int64, 1-based", 1, true))
   end)
 end)
+
+describe("Module extras PyTorch scripts use", function()
+  it("register_buffer(name, t, false): moved by to(), in buffers(), not in state_dict()", function()
+    local M = nn.Module:extend("WithMask")
+    function M:init()
+      self.proj = nn.Linear(2, 2)
+      self:register_buffer("mask", wick.ones(2, 2), false)
+      self:register_buffer("running", wick.zeros(2), { persistent = true })
+    end
+    local m = M()
+    local keys = {}
+    for k in pairs(m:state_dict()) do keys[#keys + 1] = k end
+    table.sort(keys)
+    assert.are.same({ "proj.bias", "proj.weight", "running" }, keys)
+    assert.are.equal(2, #m:buffers())
+    m:to("float64")
+    assert.are.equal("float64", m.mask.dtype)
+    -- loading a state dict without the non-persistent buffer is strict-clean
+    local r = M():load_state_dict(m:state_dict(), { strict = true })
+    assert.are.same({}, r.missing_keys)
+    assert_error_has(function() m:register_buffer("x", wick.ones(1), "no") end, "option 'persistent'")
+  end)
+
+  it("requires_grad_(false) freezes every parameter, requires_grad_() unfreezes them, buffers stay", function()
+    local bn = nn.BatchNorm1d(3)
+    assert.is_true(rawequal(bn, bn:requires_grad_(false)))
+    assert.is_false(bn.weight.requires_grad)
+    assert.are.equal(0, #bn:parameters())
+    bn:requires_grad_()
+    assert.are.equal(2, #bn:parameters())
+    assert.is_false(bn.running_mean.requires_grad)
+  end)
+
+  it("tied weights stay one tensor through to(), listed once by parameters()", function()
+    local M = nn.Module:extend("Tied")
+    function M:init()
+      self.emb = nn.Embedding(5, 3)
+      self.head = nn.Linear(3, 5, false)
+      self.emb.weight = self.head.weight
+    end
+    local m = M():to("float64")
+    assert.is_true(rawequal(m.emb.weight, m.head.weight))
+    assert.are.equal("float64", m.head.weight.dtype)
+    assert.are.equal(1, #m:parameters())
+    local n = 0
+    for _ in pairs(m:state_dict()) do n = n + 1 end
+    assert.are.equal(2, n)
+  end)
+
+  it("F.dropout takes p, training, inplace by position or in the options table", function()
+    local F = nn.functional
+    local x = wick.ones(4, F64)
+    assert.is_true(F.dropout(x, 0.5, false):equal(x))
+    assert.is_true(F.dropout(x, { p = 0.5, training = false }):equal(x))
+    assert.are.equal(0, F.dropout(x, { p = 1 }):sum():item())
+    assert_error_has(function() F.dropout(x, { prob = 1 }) end, "dropout: unknown option 'prob'")
+    assert_error_has(function() F.dropout(x, "0.5") end, "option 'p'")
+  end)
+end)

@@ -53,10 +53,12 @@ function F.flatten(x, start_dim, end_dim)
 end
 
 --- Inverted dropout: zeroes elements with probability p and scales the rest by 1/(1-p).
-function F.dropout(x, p, training)
+--- F.dropout(x[, p = 0.5[, training = true[, inplace]]]) or F.dropout(x, {p =, training =}).
+local DROPOUT = { p = "number", training = "boolean", inplace = "boolean" }
+function F.dropout(x, ...)
   tensor(x, "dropout", "input")
-  p = check.opt_number(p, "dropout", "p", 0.5)
-  check.opt_boolean(training, "dropout", "training")
+  local o = check.positional("dropout", { "p", "training", "inplace" }, DROPOUT, ...)
+  local p, training = o.p or 0.5, o.training
   if p < 0 or p > 1 then wick.error(("dropout probability has to be between 0 and 1, but got %s"):format(p)) end
   if training == false or p == 0 then return x end
   if p == 1 then return x * 0 end

@@ -66,13 +66,17 @@ Module.__newindex = track
 Module.__call = function(self, ...) return self:forward(...) end
 
 --- Stores a tensor that is state but not a parameter (running statistics).
-function Module:register_buffer(name, tensor)
+--- register_buffer(name, tensor[, persistent = true]) (or {persistent =}): a
+--- non-persistent buffer moves with to() and is in buffers(), but not in
+--- state_dict(), like PyTorch's.
+function Module:register_buffer(name, tensor, ...)
   this(self, "register_buffer")
   check.string(name, "register_buffer", "name")
   check.opt_tensor(tensor, "register_buffer", "tensor")
+  local opts = check.positional("register_buffer", { "persistent" }, { persistent = "boolean" }, ...)
   track(self, name, tensor)
   local buffers = rawget(self, "_buffers") or {}
-  buffers[name] = true
+  buffers[name] = opts.persistent == false and "nonpersistent" or true
   rawset(self, "_buffers", buffers)
 end
 
@@ -123,7 +127,8 @@ end
 
 add_member = function(out, owner, name, v, visiting, buffer)
   if is_tensor(v) then
-    out[#out + 1] = { name, v, (buffer or not v.requires_grad) and "buffer" or "param" }
+    out[#out + 1] = { name, v, (buffer or not v.requires_grad) and "buffer" or "param", buffer == "nonpersistent",
+      buffer ~= nil }
   elseif is_module(v) then
     out[#out + 1] = { name, v, "module" }
   elseif type(v) == "table" then
@@ -153,15 +158,17 @@ end
 
 -- Walks the tree: fn(prefix .. name, value, kind) for every tensor, each once
 -- (the first name of a tensor found twice, e.g. tied weights) unless `all`.
+-- With `all` (state_dict), non-persistent buffers are left out.
 local function walk(self, prefix, fn, seen, all)
   seen = seen or {}
   for _, m in ipairs(members(self)) do
     local name, value, kind = m[1], m[2], m[3]
     if kind == "module" then
       walk(value, prefix .. name .. ".", fn, seen, all)
+    elseif all and m[4] then -- luacheck: ignore (a non-persistent buffer)
     elseif all or not seen[value] then
       seen[value] = true
-      fn(prefix .. name, value, kind)
+      fn(prefix .. name, value, kind, m[5])
     end
   end
 end
@@ -262,6 +269,18 @@ function Module:apply(fn)
     end
   end
   visit(self)
+  return self
+end
+
+--- requires_grad_([requires_grad = true]): sets requires_grad on every parameter; returns self.
+function Module:requires_grad_(flag)
+  this(self, "requires_grad_")
+  flag = check.opt_boolean(flag, "requires_grad_", "requires_grad", true)
+  -- every tensor but the registered buffers (a parameter frozen earlier is a
+  -- tensor without requires_grad: it is found again here)
+  walk(self, "", function(_, t, _, registered)
+    if not registered and t:is_floating_point() then t:requires_grad_(flag) end
+  end)
   return self
 end
 
