@@ -44,6 +44,7 @@ return function(wick)
 
   local function triangle(t, k, lower, fn)
     check.tensor(t, fn, "self")
+    if type(k) == "table" then k = check.options(k, fn, { diagonal = "integer" }).diagonal end
     k = check.opt_int(k, fn, "diagonal", 0)
     if t:dim() < 2 then check.fail(fn, "input tensor must have at least 2 dimensions, got %d", t:dim()) end
     local r, c = t:size(-2), t:size(-1)
@@ -59,8 +60,15 @@ return function(wick)
 
   -- ---- split / chunk / unbind: arrays of views ----
 
+  -- a trailing {dim = d} stands for the dim argument (PyTorch's keyword)
+  local function dim_option(dim, fn)
+    if type(dim) == "table" and not is_tensor(dim) then return check.options(dim, fn, { dim = "integer" }).dim end
+    return dim
+  end
+
   function Tensor.split(t, split_size, dim)
     check.tensor(t, "split", "self")
+    dim = dim_option(dim, "split")
     dim = wrap_dim(t, dim == nil and 1 or dim, "split")
     if t:dim() == 0 then check.fail("split", "cannot split a 0-dim tensor") end
     local n = t:size(dim)
@@ -92,6 +100,7 @@ return function(wick)
   function Tensor.chunk(t, chunks, dim)
     check.tensor(t, "chunk", "self")
     check.int(chunks, "chunk", "chunks", 1)
+    dim = dim_option(dim, "chunk")
     dim = wrap_dim(t, dim == nil and 1 or dim, "chunk")
     if t:dim() == 0 then check.fail("chunk", "cannot chunk a 0-dim tensor") end
     local n = t:size(dim)
@@ -100,6 +109,7 @@ return function(wick)
 
   function Tensor.unbind(t, dim)
     check.tensor(t, "unbind", "self")
+    dim = dim_option(dim, "unbind")
     dim = wrap_dim(t, dim == nil and 1 or dim, "unbind")
     if t:dim() == 0 then check.fail("unbind", "cannot unbind a 0-dim tensor") end
     local parts = {}
@@ -225,7 +235,7 @@ return function(wick)
     return idx:to(dtype)
   end
 
-  local MULTINOMIAL = { replacement = "boolean" }
+  local MULTINOMIAL = { replacement = "boolean", num_samples = "integer" }
   -- an upper bound on the comparisons held at once by the sampling with replacement
   local CHUNK_ELEMENTS = 2 ^ 24
 
@@ -233,8 +243,16 @@ return function(wick)
   --- 1-based category indices (int64), one row of draws per row of probs (1-D or 2-D).
   function ops.multinomial(probs, num_samples, replacement)
     check.tensor(probs, "multinomial", "input")
+    if type(num_samples) == "table" and replacement == nil then -- multinomial(p, {num_samples = 1, replacement = ...})
+      local o = check.options(num_samples, "multinomial", MULTINOMIAL)
+      num_samples, replacement = o.num_samples, o.replacement
+      if num_samples == nil then check.fail("multinomial", "missing argument 'num_samples'") end
+    elseif type(replacement) == "table" then
+      local o = check.options(replacement, "multinomial", MULTINOMIAL)
+      if o.num_samples ~= nil then check.fail("multinomial", "num_samples given twice") end
+      replacement = o.replacement
+    end
     check.int(num_samples, "multinomial", "num_samples", 1)
-    if type(replacement) == "table" then replacement = check.options(replacement, "multinomial", MULTINOMIAL).replacement end
     replacement = check.opt_boolean(replacement, "multinomial", "replacement", false)
     local nd = probs:dim()
     if nd ~= 1 and nd ~= 2 then check.fail("multinomial", "prob_dist must be 1 or 2 dim, got %d", nd) end
@@ -264,7 +282,9 @@ return function(wick)
       end
       -- the exponential race (PyTorch's own): keys p / E with E ~ Exp(1), the largest win
       local e = -(1 - wick.rand(rows, n, { dtype = "float64", device = probs.device })):log()
-      local _, idx = Tensor.topk(p / e, num_samples, 2, true)
+      local idx
+      if num_samples == 1 then idx = (p / e):argmax(2, true) -- one token at a time: no sort
+      else _, idx = Tensor.topk(p / e, num_samples, 2, true) end
       return nd == 1 and idx:view(num_samples) or idx
     end
     -- inverse CDF: the category is the number of cumulative sums at or below u * total
@@ -353,45 +373,75 @@ return function(wick)
 
   -- ---- einsum ----
 
+  -- the labels of ellipsis dims: control characters, never letters; ELL[1] is the last dim
+  local ELL = {}
+  for k = 1, 16 do ELL[k] = string.char(k) end
+  local function label_name(c) return c:match("%a") and ("'" .. c .. "'") or "'...'" end
+
+  -- subscripts with "..." spelled out for an operand of `ndim` dims (or the output with `nell`)
+  local function expand_ellipsis(s, ndim, where, eq)
+    local at = s:find("...", 1, true)
+    local rest = at and (s:sub(1, at - 1) .. s:sub(at + 3)) or s
+    if rest:find("%.") then check.fail("einsum", "%s of '%s' has a '.' that is not part of one '...'", where, eq) end
+    if rest:find("[^%a]") then check.fail("einsum", "invalid subscript '%s' in %s of '%s' (letters a-z, A-Z only)", rest:match("[^%a]"), where, eq) end
+    if not at then return s, 0 end
+    local nell = ndim - #rest
+    if nell < 0 then check.fail("einsum", "%s has %d dimension(s) but its subscripts '%s' name more", where, ndim, s) end
+    if nell > #ELL then check.fail("einsum", "%s: '...' covers more than %d dimensions", where, #ELL) end
+    local labels = {}
+    for j = 1, nell do labels[j] = ELL[nell - j + 1] end
+    return s:sub(1, at - 1) .. table.concat(labels) .. s:sub(at + 3), nell
+  end
+
   local function parse_einsum(eq, operands)
     if type(eq) ~= "string" then check.expected("einsum", "equation", "a string", eq) end
     local spec = eq:gsub("%s", "")
     local lhs, rhs = spec:match("^(.-)%->(.*)$")
     if not lhs then lhs = spec end
-    if lhs:find("%->") or (rhs and rhs:find("%-")) then check.fail("einsum", "equation '%s' has more than one '->'", eq) end
+    if lhs:find("%->") or (rhs and rhs:find("%-")) or (not rhs and lhs:find("%-")) then
+      check.fail("einsum", "equation '%s' has a misplaced '-' or more than one '->'", eq)
+    end
     local inputs = {}
     for part in (lhs .. ","):gmatch("([^,]*),") do inputs[#inputs + 1] = part end
     if #inputs ~= #operands then
       check.fail("einsum", "equation '%s' names %d operand(s) but %d tensor(s) were given", eq, #inputs, #operands)
     end
-    local counts, sizes = {}, {}
+    local counts, sizes, max_ell = {}, {}, 0
     for i, s in ipairs(inputs) do
-      if s:find("%.") then check.fail("einsum", "ellipsis ('...') is not supported (operand %d of '%s')", i, eq) end
-      if s:find("[^%a]") then check.fail("einsum", "invalid subscript '%s' in operand %d of '%s' (letters a-z, A-Z only)", s:match("[^%a]"), i, eq) end
       local t = operands[i]
-      if #s ~= t:dim() then
-        check.fail("einsum", "operand %d has %d dimension(s) but its subscripts '%s' name %d", i, t:dim(), s, #s)
+      local where = "operand " .. i
+      local full, nell = expand_ellipsis(s, t:dim(), where, eq)
+      max_ell = math.max(max_ell, nell)
+      if #full ~= t:dim() then
+        check.fail("einsum", "operand %d has %d dimension(s) but its subscripts '%s' name %d", i, t:dim(), s, #full)
       end
+      inputs[i] = full
       local seen = {}
-      for j = 1, #s do
-        local c = s:sub(j, j)
+      for j = 1, #full do
+        local c = full:sub(j, j)
         if seen[c] then check.fail("einsum", "subscript '%s' repeated in operand %d ('%s'): diagonals are not supported", c, i, s) end
         seen[c] = true
         counts[c] = (counts[c] or 0) + 1
         local n = t:size(j)
         if sizes[c] and sizes[c] ~= n then
-          check.fail("einsum", "subscript '%s' has size %d in operand %d but size %d earlier", c, n, i, sizes[c])
+          check.fail("einsum", "subscript %s has size %d in operand %d but size %d earlier (no broadcasting)", label_name(c), n, i, sizes[c])
         end
         sizes[c] = n
       end
     end
-    if rhs == nil then -- implicit output: the subscripts named once, in alphabetical order
+    local ell = {}
+    for j = max_ell, 1, -1 do ell[#ell + 1] = ELL[j] end
+    if rhs == nil then -- implicit output: the ellipsis dims, then the subscripts named once, in alphabetical order
       local once = {}
-      for c, k in pairs(counts) do if k == 1 then once[#once + 1] = c end end
+      for c, k in pairs(counts) do if k == 1 and c:match("%a") then once[#once + 1] = c end end
       table.sort(once)
-      rhs = table.concat(once)
+      rhs = table.concat(ell) .. table.concat(once)
+    else
+      local at = rhs:find("...", 1, true)
+      local rest = at and (rhs:sub(1, at - 1) .. rhs:sub(at + 3)) or rhs
+      if rest:find("[^%a]") then check.fail("einsum", "invalid output subscript '%s' in '%s'", rest:match("[^%a]"), eq) end
+      if at then rhs = rhs:sub(1, at - 1) .. table.concat(ell) .. rhs:sub(at + 3) end
     end
-    if rhs:find("[^%a]") then check.fail("einsum", "invalid output subscript '%s' in '%s'", rhs:match("[^%a]"), eq) end
     local seen = {}
     for j = 1, #rhs do
       local c = rhs:sub(j, j)

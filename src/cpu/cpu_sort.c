@@ -14,23 +14,44 @@
 #define SORT_BEFORE_FLOAT(x, y) ((x) < (y) || ((y) != (y) && (x) == (x)))
 #define SORT_BEFORE_INT(x, y) ((x) < (y))
 
+/* One line: (key, position) pairs, insertion sort on runs of SORT_RUN, then
+ * bottom-up merges between two buffers. A pair moves before another only when
+ * its key strictly goes first, so equal keys keep their order (stable). */
+#define SORT_RUN 16
 #define DEFINE_SORT_LINE(name, T, BEFORE)                                                              \
-    static void name(const T *key, int64_t n, int desc, int64_t *idx, int64_t *tmp) {                  \
-        for (int64_t i = 0; i < n; i++) idx[i] = i;                                                    \
-        for (int64_t w = 1; w < n; w *= 2) {                                                           \
+    typedef struct {                                                                                   \
+        T key;                                                                                         \
+        int64_t pos;                                                                                   \
+    } name##_pair;                                                                                     \
+    static inline int name##_first(T a, T b, int desc) { return desc ? BEFORE(b, a) : BEFORE(a, b); }  \
+    static void name(const char *in, int64_t stride, int64_t n, int desc, char *values, int64_t *indices, \
+                     void *scratch) {                                                                  \
+        name##_pair *a = scratch, *b = a + n;                                                          \
+        for (int64_t i = 0; i < n; i++) a[i] = (name##_pair){((const T *)in)[i * stride], i};          \
+        for (int64_t lo = 0; lo < n; lo += SORT_RUN) {                                                 \
+            int64_t hi = lo + SORT_RUN < n ? lo + SORT_RUN : n;                                        \
+            for (int64_t i = lo + 1; i < hi; i++) {                                                    \
+                name##_pair x = a[i];                                                                  \
+                int64_t j = i;                                                                         \
+                while (j > lo && name##_first(x.key, a[j - 1].key, desc)) a[j] = a[j - 1], j--;        \
+                a[j] = x;                                                                              \
+            }                                                                                          \
+        }                                                                                              \
+        for (int64_t w = SORT_RUN; w < n; w *= 2) {                                                    \
             for (int64_t lo = 0; lo < n; lo += 2 * w) {                                                \
                 int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;           \
                 int64_t i = lo, j = mid, k = lo;                                                       \
-                while (i < mid && j < hi) {                                                            \
-                    T a = key[idx[i]], b = key[idx[j]];                                                \
-                    /* take from the right only when it strictly goes first: stable */                 \
-                    int right = desc ? BEFORE(a, b) : BEFORE(b, a);                                    \
-                    tmp[k++] = right ? idx[j++] : idx[i++];                                            \
-                }                                                                                      \
-                while (i < mid) tmp[k++] = idx[i++];                                                   \
-                while (j < hi) tmp[k++] = idx[j++];                                                    \
+                while (i < mid && j < hi) /* the right one only when strictly first */                \
+                    b[k++] = name##_first(a[j].key, a[i].key, desc) ? a[j++] : a[i++];                 \
+                while (i < mid) b[k++] = a[i++];                                                       \
+                while (j < hi) b[k++] = a[j++];                                                        \
             }                                                                                          \
-            for (int64_t i = 0; i < n; i++) idx[i] = tmp[i];                                           \
+            name##_pair *t = a;                                                                        \
+            a = b, b = t;                                                                              \
+        }                                                                                              \
+        for (int64_t i = 0; i < n; i++) {                                                              \
+            ((T *)values)[i * stride] = a[i].key;                                                      \
+            indices[i * stride] = a[i].pos;                                                            \
         }                                                                                              \
     }
 
@@ -48,29 +69,22 @@ static void sort_range(void *ctx, int64_t begin, int64_t end) {
     const wk_sort_args *a = job->a;
     int64_t n = a->n;
     size_t es = wk_dtype_size(a->dtype);
-    char *key = malloc((size_t)n * es);
-    int64_t *idx = malloc((size_t)n * sizeof *idx), *tmp = malloc((size_t)n * sizeof *tmp);
-    if (!key || !idx || !tmp) {
+    /* two buffers of (key, position) pairs; a pair takes at most 16 bytes */
+    void *scratch = malloc((size_t)n * 2 * 16);
+    if (!scratch) {
         __atomic_store_n(&job->failed, 1, __ATOMIC_RELAXED);
-        goto done;
+        return;
     }
     for (int64_t line = begin; line < end; line++) {
-        int64_t o = line / a->inner, in = line % a->inner;
-        int64_t base = o * n * a->inner + in;
-        for (int64_t i = 0; i < n; i++) memcpy(key + i * es, a->in + (base + i * a->inner) * es, es);
-        if (a->dtype == WICK_FLOAT32) sort_line_f32((const float *)key, n, a->descending, idx, tmp);
-        else if (a->dtype == WICK_FLOAT64) sort_line_f64((const double *)key, n, a->descending, idx, tmp);
-        else sort_line_i64((const int64_t *)key, n, a->descending, idx, tmp);
-        for (int64_t i = 0; i < n; i++) {
-            int64_t at = base + i * a->inner;
-            memcpy(a->values + at * es, key + idx[i] * es, es);
-            a->indices[at] = idx[i];
-        }
+        int64_t base = (line / a->inner) * n * a->inner + line % a->inner;
+        const char *in = a->in + base * es;
+        char *values = a->values + base * es;
+        int64_t *indices = a->indices + base;
+        if (a->dtype == WICK_FLOAT32) sort_line_f32(in, a->inner, n, a->descending, values, indices, scratch);
+        else if (a->dtype == WICK_FLOAT64) sort_line_f64(in, a->inner, n, a->descending, values, indices, scratch);
+        else sort_line_i64(in, a->inner, n, a->descending, values, indices, scratch);
     }
-done:
-    free(key);
-    free(idx);
-    free(tmp);
+    free(scratch);
 }
 
 wick_status cpu_sort(const wk_sort_args *a) {
