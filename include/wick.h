@@ -407,6 +407,48 @@ WICK_API wick_status wick_cat(wick_tensor **out, int count, const wick_tensor *c
 WICK_API wick_status wick_stack(wick_tensor **out, int count, const wick_tensor *const *tensors,
                                 int dim);
 
+/* ---- keys: t[key] and t[key] = v (src/core/slicing.c) ---------------------
+ * Writes take a value tensor that broadcasts to t[key]'s shape (leading size-1
+ * dims of it are dropped), or, when `value` is NULL, the number `s`. Without
+ * autograd they write in place; when t is tracked or the value requires grad
+ * they are recorded (IndexPutBackward) and t takes the result over. Index
+ * tensors are 0-based int64 (int32 accepted). */
+/* One entry of a key, for the dims from the first: a select of `start` (the
+ * dim goes away), or `length` elements from `start` by `step` (>= 1). */
+typedef struct wick_key_entry {
+    int select;
+    int64_t start, length, step;
+} wick_key_entry;
+/* A view of every step-th element along dim, recorded for autograd. */
+WICK_API wick_status wick_slice(wick_tensor **out, wick_tensor *t, int dim, int64_t start, int64_t length,
+                                int64_t step);
+/* t[{...}]: a view (recorded); n <= t's ndim entries, the rest whole dims. */
+WICK_API wick_status wick_index_view(wick_tensor **out, wick_tensor *t, int n, const wick_key_entry *entries);
+WICK_API wick_status wick_index_view_put_(wick_tensor *t, int n, const wick_key_entry *entries,
+                                          const wick_tensor *value, double s);
+/* t[mask]: mask (bool) has t's leading dims; the result [count, rest...] is a copy. */
+WICK_API wick_status wick_mask_index(wick_tensor **out, wick_tensor *t, const wick_tensor *mask);
+WICK_API wick_status wick_mask_index_put_(wick_tensor *t, const wick_tensor *mask, const wick_tensor *value,
+                                          double s);
+/* t[index] along dim: shape sizes[:dim] + index.shape + sizes[dim+1:], a copy;
+ * the write form adds instead of writing when accumulate (index_put_'s). */
+WICK_API wick_status wick_index_tensor(wick_tensor **out, wick_tensor *t, int dim, const wick_tensor *index);
+WICK_API wick_status wick_index_tensor_put_(wick_tensor *t, int dim, const wick_tensor *index,
+                                            const wick_tensor *value, double s, int accumulate);
+/* A 1-based index tensor (negative from the end) checked against `size` and
+ * made 0-based int64, on the index's device; errors name dim + 1. */
+WICK_API wick_status wick_index_from_one_based(wick_tensor **out, const wick_tensor *index, int64_t size, int dim);
+WICK_API wick_status wick_index_copy_(wick_tensor *t, int dim, const wick_tensor *index, const wick_tensor *source);
+/* value: NULL (then s) or a 0-dim tensor */
+WICK_API wick_status wick_index_fill_(wick_tensor *t, int dim, const wick_tensor *index, const wick_tensor *value,
+                                      double s);
+/* PyTorch's masked ops: the mask broadcasts (to t's shape for the in-place ones). */
+WICK_API wick_status wick_masked_select(wick_tensor **out, const wick_tensor *t, const wick_tensor *mask);
+WICK_API wick_status wick_masked_fill(wick_tensor **out, const wick_tensor *t, const wick_tensor *mask,
+                                      const wick_tensor *value, double s);
+WICK_API wick_status wick_masked_fill_(wick_tensor *t, const wick_tensor *mask, const wick_tensor *value, double s);
+WICK_API wick_status wick_masked_scatter_(wick_tensor *t, const wick_tensor *mask, const wick_tensor *source);
+
 /* ---- softmax -------------------------------------------------------------- */
 
 WICK_API wick_status wick_softmax(wick_tensor **out, const wick_tensor *a, int dim);

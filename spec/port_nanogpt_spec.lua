@@ -31,6 +31,9 @@ local FEATURES = {
   ["Tensor:masked_fill (helper A)"] = function()
     return works(function() return wick.zeros(2):masked_fill(wick.zeros(2):eq(0), -math.huge):sum():item() == -math.huge end)
   end,
+  ["F.scaled_dot_product_attention (helper E; the fixture has no attn.bias: PyTorch's flash path)"] = function()
+    return nn.functional.scaled_dot_product_attention ~= nil
+  end,
   ["wick.topk, wick.multinomial (helper B)"] = function() return wick.topk ~= nil and wick.multinomial ~= nil end,
   ["nn.ModuleDict (helper C)"] = function() return nn.ModuleDict ~= nil end,
   ["nn.init.normal_/zeros_ (helper C)"] = function() return nn.init ~= nil and nn.init.normal_ ~= nil and nn.init.zeros_ ~= nil end,

@@ -113,14 +113,16 @@ fields.grad_fn = Tensor._grad_fn
 fields.is_leaf = Tensor._is_leaf
 wick._tensor_fields = fields
 
-local get_slice, set_slice = Tensor._get, Tensor._set
+-- t[i] (a number: the hot path, first), t.field, t:method, and every other key
+-- (tables of ranges, masks, index tensors; unknown names raise) in index_lua.c
+local get_slice, index_get, index_set = Tensor._get, Tensor._index_get, Tensor._index_set
 mt.__index = function(t, k)
   local m = Tensor[k]
   if m ~= nil then return m end
   if type(k) == "number" then return get_slice(t, k) end
   local f = fields[k]
   if f ~= nil then return f(t) end
-  return nil
+  return index_get(t, k)
 end
 
 local setters = {
@@ -129,7 +131,7 @@ local setters = {
 }
 wick._tensor_setters = setters
 mt.__newindex = function(t, k, v)
-  if type(k) == "number" then return set_slice(t, k, v) end
+  if type(k) ~= "string" then return index_set(t, k, v) end
   local s = setters[k]
   if s then return s(t, v) end
   core.error(("cannot set field '%s' of a tensor"):format(tostring(k)))
@@ -200,7 +202,8 @@ for _, name in ipairs({ "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", 
   "sigmoid", "relu", "clamp", "eq", "ne", "lt", "le", "gt", "ge", "maximum", "minimum", "sum", "mean",
   "max", "min", "argmax", "argmin", "prod", "var", "std", "matmul", "mm", "bmm", "addmm", "view",
   "reshape", "transpose", "t", "permute", "narrow", "select", "squeeze", "unsqueeze", "flatten",
-  "index_select", "gather", "scatter", "softmax", "log_softmax", "clone", "allclose", "equal" }) do
+  "index_select", "gather", "scatter", "softmax", "log_softmax", "clone", "allclose", "equal",
+  "masked_fill", "masked_select", "masked_scatter", "index_fill", "index_copy", "index_put" }) do
   local method = Tensor[name]
   wick[name] = function(t, ...) return method(t, ...) end
 end

@@ -1739,4 +1739,5 @@ void wl_open_tensor(lua_State *L) {
     lua_setfield(L, -2, "_mt");
     wl_open_norm(L);
     wl_open_ops(L);
+    wl_open_index(L);
 }

@@ -1,0 +1,340 @@
+/* The binding of indexing by keys (src/core/slicing.c): t[key] and
+ * t[key] = v for keys that are tables ({k1, k2, ...}: numbers select, {}
+ * takes a whole dim, {a, b} and {a, b, step} are inclusive ranges), bool masks
+ * and int64 index tensors; plus masked_fill(_), masked_select,
+ * masked_scatter(_), index_fill(_), index_copy(_) and index_put(_). Lua
+ * indices are 1-based, negative from the end; t[i] with a number reads
+ * through tensor_lua.c's t_get (the hot path) and writes through here. */
+#include "wick_lua.h"
+
+#include <math.h>
+#include <string.h>
+
+#define MAX_EXACT 9007199254740992.0 /* 2^53 */
+
+/* An integer of a key (entry `entry`, 1-based, for the message). */
+static int64_t key_int(lua_State *L, int idx, int entry) {
+    if (lua_type(L, idx) != LUA_TNUMBER)
+        wl_raise(L, "index: entry %d of the key: expected integers in a range, got %s", entry, luaL_typename(L, idx));
+    lua_Number v = lua_tonumber(L, idx);
+    if (v != floor(v) || fabs(v) > MAX_EXACT)
+        wl_raise(L, "index: entry %d of the key: expected an integer, got %g", entry, v);
+    return (int64_t)v;
+}
+
+/* A number selecting along a dim of `size`: the 0-based position. */
+static int64_t select_index(lua_State *L, int idx, int64_t size, int dim) {
+    lua_Number v = lua_tonumber(L, idx);
+    if (v != floor(v)) wl_raise(L, "index: expected an integer index, got %g", v);
+    if (v == 0) wl_raise(L, "index 0 is invalid: indices count from 1 (and from -1 backwards)");
+    if (v > (lua_Number)size || v < -(lua_Number)size)
+        wl_raise(L, "index %.0f is out of bounds for dimension %d with size %lld", v, dim + 1, (long long)size);
+    return v > 0 ? (int64_t)v - 1 : (int64_t)v + size;
+}
+
+/* {a, b[, step]} at idx, for dim `dim` of `size`. Torch7's rule: both ends
+ * inside the dim (negative from the end); {a, a - 1} is empty. */
+static wick_key_entry range_entry(lua_State *L, int idx, int n, int64_t size, int dim) {
+    lua_rawgeti(L, idx, 1);
+    lua_rawgeti(L, idx, 2);
+    lua_rawgeti(L, idx, 3);
+    int64_t a = key_int(L, -3, dim + 1), b = key_int(L, -2, dim + 1), step = n == 3 ? key_int(L, -1, dim + 1) : 1;
+    lua_pop(L, 3);
+    if (step <= 0) wl_raise(L, "index: the step of a range must be positive, got %lld (entry %d of the key)", (long long)step, dim + 1);
+    if (a == 0) wl_raise(L, "index 0 is invalid: indices count from 1 (and from -1 backwards) (range {%lld, %lld}, entry %d of the key)",
+                         (long long)a, (long long)b, dim + 1);
+    int64_t first = a < 0 ? a + size + 1 : a, last = b < 0 ? b + size + 1 : b;
+    if (first < 1 || a > size + 1 || b > size || b < -size || (b == 0 && first != 1) || (first > size && last != size))
+        wl_raise(L, "index: the range {%lld, %lld} reaches past dimension %d of size %lld", (long long)a, (long long)b,
+                 dim + 1, (long long)size);
+    if (first > last + 1)
+        wl_raise(L, "index: the range {%lld, %lld} of dimension %d ends before it starts (size %lld)", (long long)a,
+                 (long long)b, dim + 1, (long long)size);
+    int64_t length = last >= first ? (last - first) / step + 1 : 0;
+    return (wick_key_entry){0, first - 1, length, step};
+}
+
+/* The table key at idx as entries for t's dims from the first. */
+static int parse_key(lua_State *L, int idx, wick_tensor *t, wick_key_entry *e) {
+    int n = (int)lua_objlen(L, idx), nd = wick_tensor_ndim(t);
+    lua_pushnil(L);
+    while (lua_next(L, idx)) { /* only entries 1..n */
+        lua_pop(L, 1);
+        lua_Number k = lua_type(L, -1) == LUA_TNUMBER ? lua_tonumber(L, -1) : 0;
+        if (k < 1 || k > n || k != floor(k))
+            wl_raise(L, "index: a key table holds entries 1..n only (numbers and ranges), found the key %s",
+                     lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, -1));
+    }
+    if (n > nd)
+        wl_raise(L, "index: too many indices for tensor of dimension %d (the key has %d entries)", nd, n);
+    const int64_t *sizes = wick_tensor_sizes(t);
+    for (int i = 0; i < n; i++) {
+        lua_rawgeti(L, idx, i + 1);
+        int top = lua_gettop(L), ty = lua_type(L, top);
+        if (ty == LUA_TNUMBER) {
+            e[i] = (wick_key_entry){1, select_index(L, top, sizes[i], i), 1, 1};
+        } else if (ty == LUA_TTABLE && !wl_totensor(L, top)) {
+            int m = (int)lua_objlen(L, top);
+            if (m == 0) e[i] = (wick_key_entry){0, 0, sizes[i], 1};
+            else if (m == 2 || m == 3) e[i] = range_entry(L, top, m, sizes[i], i);
+            else
+                wl_raise(L, "index: entry %d of the key: a range is {} (all), {first, last} or {first, last, step}, got a table of %d elements",
+                         i + 1, m);
+        } else if (wl_totensor(L, top)) {
+            wl_raise(L, "index: entry %d of the key is a tensor: a tensor key goes alone (t[mask], t[idx]); for other dims use index_select",
+                     i + 1);
+        } else {
+            wl_raise(L, "index: entry %d of the key must be a number or a range table ({}, {first, last}, {first, last, step}), got %s",
+                     i + 1, luaL_typename(L, top));
+        }
+        lua_pop(L, 1);
+    }
+    return n;
+}
+
+/* A tensor key: its kind, or an error. 1 mask, 2 index. */
+static int tensor_key_kind(lua_State *L, wick_tensor *k) {
+    wick_dtype d = wick_tensor_dtype(k);
+    if (d == WICK_BOOL || d == WICK_UINT8) return 1;
+    if (d == WICK_INT64 || d == WICK_INT32) return 2;
+    return wl_raise(L, "index: a tensor key must be a bool mask or an int64 index tensor, got a %s tensor",
+                    wick_dtype_name(d));
+}
+
+static void bad_key(lua_State *L, int idx) {
+    if (lua_type(L, idx) == LUA_TSTRING) wl_raise(L, "tensor has no field or method '%s'", lua_tostring(L, idx));
+    wl_raise(L, "index: a key must be a number, a table of ranges, a bool mask or an int64 index tensor, got %s",
+             luaL_typename(L, idx));
+}
+
+/* The 1-based index tensor at idx as a 0-based one along `dim` of t (kept on the stack). */
+static wick_tensor *lua_index_tensor(lua_State *L, int idx, wick_tensor *t, int dim, const char *fn) {
+    wick_tensor *index = wl_checktensor(L, idx, fn, "index");
+    int nd = wick_tensor_ndim(t);
+    if (nd == 0) wl_raise(L, "%s: cannot index a 0-dim tensor with an index tensor", fn);
+    int d = dim < 0 ? dim + nd : dim;
+    if (d < 0 || d >= nd) wl_raise(L, "%s: dimension %d out of range (expected 1 to %d, or -%d to -1)", fn, dim < 0 ? dim : dim + 1, nd, nd);
+    wick_dtype dt = wick_tensor_dtype(index);
+    if (dt != WICK_INT64 && dt != WICK_INT32)
+        wl_raise(L, "%s: expected the index to be an int64 tensor, but got %s", fn, wick_dtype_name(dt));
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_index_from_one_based(slot, index, wick_tensor_sizes(t)[d], d));
+    return *slot;
+}
+
+/* t[key] for keys other than numbers */
+static int t_index_get(lua_State *L) {
+    wick_tensor *t = wl_checktensor(L, 1, "index", "self");
+    wick_tensor *k = wl_totensor(L, 2);
+    if (lua_type(L, 2) == LUA_TTABLE && !k) {
+        wick_key_entry e[WICK_MAX_DIMS];
+        int n = parse_key(L, 2, t, e);
+        wick_tensor **slot = wl_new_slot(L);
+        wl_check(L, wick_index_view(slot, t, n, e));
+        return 1;
+    }
+    if (lua_type(L, 2) == LUA_TNUMBER) {
+        wick_key_entry e = {1, 0, 1, 1};
+        if (wick_tensor_ndim(t) == 0) wl_raise(L, "index: cannot index a 0-dim tensor with a number (use :item())");
+        e.start = select_index(L, 2, wick_tensor_sizes(t)[0], 0);
+        wick_tensor **slot = wl_new_slot(L);
+        wl_check(L, wick_index_view(slot, t, 1, &e));
+        return 1;
+    }
+    if (!k) bad_key(L, 2);
+    int kind = tensor_key_kind(L, k);
+    if (kind == 1) {
+        wick_tensor **slot = wl_new_slot(L);
+        wl_check(L, wick_mask_index(slot, t, k));
+        return 1;
+    }
+    wick_tensor *index = lua_index_tensor(L, 2, t, 0, "index");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_index_tensor(slot, t, 0, index));
+    wl_account(L);
+    return 1;
+}
+
+/* The value of a write at idx: a tensor, or a number (*s) with NULL. */
+static wick_tensor *write_value(lua_State *L, int idx, double *s, const char *fn) {
+    wick_tensor *v = wl_totensor(L, idx);
+    wick_scalar sc;
+    if (v) return v;
+    if (wl_toscalar(L, idx, &sc)) {
+        *s = sc.value;
+        return NULL;
+    }
+    wl_raise(L, "%s: expected a number or a tensor as the value, got %s", fn, luaL_typename(L, idx));
+    return NULL;
+}
+
+/* t[key] = value, every kind of key */
+static int t_index_set(lua_State *L) {
+    wick_tensor *t = wl_checktensor(L, 1, "index assignment", "self");
+    double s = 0;
+    wick_tensor *k = wl_totensor(L, 2);
+    int ty = lua_type(L, 2);
+    if (ty != LUA_TNUMBER && ty != LUA_TTABLE && !k) bad_key(L, 2);
+    wick_tensor *v = write_value(L, 3, &s, "index assignment");
+    if (ty == LUA_TNUMBER || (ty == LUA_TTABLE && !k)) {
+        wick_key_entry e[WICK_MAX_DIMS];
+        int n = 1;
+        if (ty == LUA_TNUMBER) {
+            if (wick_tensor_ndim(t) == 0) wl_raise(L, "index: cannot index a 0-dim tensor with a number (use :fill_())");
+            e[0] = (wick_key_entry){1, select_index(L, 2, wick_tensor_sizes(t)[0], 0), 1, 1};
+        } else {
+            n = parse_key(L, 2, t, e);
+        }
+        wl_check(L, wick_index_view_put_(t, n, e, v, s));
+        return 0;
+    }
+    if (tensor_key_kind(L, k) == 1) {
+        wl_check(L, wick_mask_index_put_(t, k, v, s));
+        return 0;
+    }
+    wick_tensor *index = lua_index_tensor(L, 2, t, 0, "index");
+    wl_check(L, wick_index_tensor_put_(t, 0, index, v, s, 0));
+    return 0;
+}
+
+/* ---- the masked ops ---- */
+
+static wick_tensor *mask_arg(lua_State *L, int idx, const char *fn) { return wl_checktensor(L, idx, fn, "mask"); }
+
+/* value: a number or a 0-dim tensor */
+static wick_tensor *fill_value(lua_State *L, int idx, double *s, const char *fn) {
+    wick_tensor *v = wl_totensor(L, idx);
+    wick_scalar sc;
+    if (v) return v;
+    if (!wl_toscalar(L, idx, &sc)) wl_raise(L, "%s: expected a number or a 0-dim tensor as the value, got %s", fn, luaL_typename(L, idx));
+    *s = sc.value;
+    return NULL;
+}
+
+static int t_masked_fill(lua_State *L) {
+    wick_tensor *t = wl_checktensor(L, 1, "masked_fill", "self"), *m = mask_arg(L, 2, "masked_fill");
+    double s = 0;
+    wick_tensor *v = fill_value(L, 3, &s, "masked_fill");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_masked_fill(slot, t, m, v, s));
+    return 1;
+}
+
+static int t_masked_fill_(lua_State *L) {
+    wick_tensor *t = wl_checktensor(L, 1, "masked_fill_", "self"), *m = mask_arg(L, 2, "masked_fill_");
+    double s = 0;
+    wick_tensor *v = fill_value(L, 3, &s, "masked_fill_");
+    wl_check(L, wick_masked_fill_(t, m, v, s));
+    lua_settop(L, 1);
+    return 1;
+}
+
+static int t_masked_select(lua_State *L) {
+    wick_tensor *t = wl_checktensor(L, 1, "masked_select", "self"), *m = mask_arg(L, 2, "masked_select");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_masked_select(slot, t, m));
+    return 1;
+}
+
+/* masked_scatter_ (upvalue 1: 1) and masked_scatter (a copy) */
+static int t_masked_scatter(lua_State *L) {
+    int inplace = (int)lua_tointeger(L, lua_upvalueindex(1));
+    const char *fn = inplace ? "masked_scatter_" : "masked_scatter";
+    wick_tensor *t = wl_checktensor(L, 1, fn, "self"), *m = mask_arg(L, 2, fn);
+    wick_tensor *src = wl_checktensor(L, 3, fn, "source");
+    if (inplace) {
+        wl_check(L, wick_masked_scatter_(t, m, src));
+        lua_settop(L, 1);
+        return 1;
+    }
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_clone(slot, t));
+    wl_check(L, wick_masked_scatter_(*slot, m, src));
+    return 1;
+}
+
+/* index_fill(_)(dim, index, value), index_copy(_)(dim, index, source): upvalue 1
+ * in place, upvalue 2 copy (1) or fill (0) */
+static int t_index_write(lua_State *L) {
+    int inplace = (int)lua_tointeger(L, lua_upvalueindex(1)), copy = (int)lua_tointeger(L, lua_upvalueindex(2));
+    const char *fn = copy ? (inplace ? "index_copy_" : "index_copy") : (inplace ? "index_fill_" : "index_fill");
+    wick_tensor *t = wl_checktensor(L, 1, fn, "self");
+    int dim = wl_dim(L, 2, fn);
+    wick_tensor *index = lua_index_tensor(L, 3, t, dim, fn);
+    double s = 0;
+    wick_tensor *v = copy ? wl_checktensor(L, 4, fn, "source") : fill_value(L, 4, &s, fn);
+    wick_tensor *target = t;
+    if (!inplace) {
+        wick_tensor **slot = wl_new_slot(L);
+        wl_check(L, wick_clone(slot, t));
+        target = *slot;
+    }
+    wl_check(L, copy ? wick_index_copy_(target, dim, index, v) : wick_index_fill_(target, dim, index, v, s));
+    if (inplace) lua_settop(L, 1);
+    return 1;
+}
+
+/* index_put(_)(indices, values[, accumulate]): indices a table holding one
+ * int64 index tensor (dim 1) or one bool mask */
+static int t_index_put(lua_State *L) {
+    int inplace = (int)lua_tointeger(L, lua_upvalueindex(1));
+    const char *fn = inplace ? "index_put_" : "index_put";
+    wick_tensor *t = wl_checktensor(L, 1, fn, "self");
+    if (!lua_istable(L, 2) || wl_totensor(L, 2))
+        wl_raise(L, "%s: expected a table of index tensors as argument 'indices', got %s", fn, luaL_typename(L, 2));
+    if (lua_objlen(L, 2) != 1)
+        wl_raise(L, "%s: only one index tensor (or one mask) is supported, got %d", fn, (int)lua_objlen(L, 2));
+    double s = 0;
+    wick_tensor *v = write_value(L, 3, &s, fn);
+    int accumulate = 0;
+    if (!lua_isnoneornil(L, 4)) {
+        if (lua_type(L, 4) != LUA_TBOOLEAN) wl_raise(L, "%s: expected a boolean for argument 'accumulate', got %s", fn, luaL_typename(L, 4));
+        accumulate = lua_toboolean(L, 4);
+    }
+    lua_rawgeti(L, 2, 1);
+    int kidx = lua_gettop(L);
+    wick_tensor *k = wl_checktensor(L, kidx, fn, "indices[1]");
+    wick_tensor *target = t;
+    if (!inplace) {
+        wick_tensor **slot = wl_new_slot(L);
+        wl_check(L, wick_clone(slot, t));
+        target = *slot;
+    }
+    int top = lua_gettop(L);
+    if (tensor_key_kind(L, k) == 1) {
+        if (accumulate) wl_raise(L, "%s: accumulate with a mask is not supported; use t[mask] = t[mask] + v", fn);
+        wl_check(L, wick_mask_index_put_(target, k, v, s));
+    } else {
+        wick_tensor *index = lua_index_tensor(L, kidx, target, 0, fn);
+        wl_check(L, wick_index_tensor_put_(target, 0, index, v, s, accumulate));
+    }
+    if (inplace) lua_settop(L, 1);
+    else lua_settop(L, top);
+    return 1;
+}
+
+static void closure(lua_State *L, const char *name, lua_CFunction f, int up1, int up2) {
+    lua_pushinteger(L, up1);
+    lua_pushinteger(L, up2);
+    lua_pushcclosure(L, f, 2);
+    lua_setfield(L, -2, name);
+}
+
+void wl_open_index(lua_State *L) {
+    static const struct {
+        const char *name;
+        lua_CFunction f;
+        int up1, up2;
+    } fns[] = {
+        {"_index_get", t_index_get, 0, 0},        {"_index_set", t_index_set, 0, 0},
+        {"masked_fill", t_masked_fill, 0, 0},     {"masked_fill_", t_masked_fill_, 0, 0},
+        {"masked_select", t_masked_select, 0, 0}, {"masked_scatter_", t_masked_scatter, 1, 0},
+        {"masked_scatter", t_masked_scatter, 0, 0}, {"index_fill_", t_index_write, 1, 0},
+        {"index_fill", t_index_write, 0, 0},      {"index_copy_", t_index_write, 1, 1},
+        {"index_copy", t_index_write, 0, 1},      {"index_put_", t_index_put, 1, 0},
+        {"index_put", t_index_put, 0, 0},
+    };
+    lua_getfield(L, -1, "Tensor"); /* wick.<name> mirrors of these are in lua/wick/init.lua */
+    for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) closure(L, fns[i].name, fns[i].f, fns[i].up1, fns[i].up2);
+    lua_pop(L, 1);
+}
