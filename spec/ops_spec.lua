@@ -583,6 +583,25 @@ describe("the CUDA sort's launch plan (host logic, run on the CPU)", function()
   end)
 end)
 
+describe("the CUDA sort's network (run on the CPU)", function()
+  it("gives the stable order, NaN last ascending and first descending, for every length", function()
+    local nan = 0 / 0
+    for n = 0, 40 do
+      for _, levels in ipairs({ false, 3 }) do
+        local vals = numbers(n, n * 7 + 1, levels or nil)
+        if n > 4 then vals[2], vals[n - 1] = nan, nan end
+        for _, desc in ipairs({ false, true }) do
+          local _, expected = ref_sort(vals, desc)
+          assert.are.same(expected, wick._core._bitonic_sort(vals, desc), ("n = %d"):format(n))
+        end
+      end
+    end
+    local big = numbers(3000, 17, 100)
+    local _, expected = ref_sort(big, true)
+    assert.are.same(expected, wick._core._bitonic_sort(big, true))
+  end)
+end)
+
 describe("on a GPU (the same results as the CPU)", function()
   if not wick.cuda.is_available() then
     pending("needs a CUDA GPU (wick.cuda.is_available() is false here)")

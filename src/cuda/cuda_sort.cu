@@ -21,28 +21,14 @@
 
 namespace { /* everything but the entry points is internal to this file */
 
-/* ascending "a before b" with NaN last (x != x is false for integers) */
-template <typename T> __device__ __forceinline__ bool key_before(T a, T b) { return a < b || (b != b && a == a); }
-
-/* (ka, ia) goes before (kb, ib); positions >= n are padding and go last */
-template <typename T>
-__device__ __forceinline__ bool pair_before(T ka, int64_t ia, T kb, int64_t ib, int64_t n, int desc) {
-    if (ia >= n) return false;
-    if (ib >= n) return true;
-    bool first = desc ? key_before(kb, ka) : key_before(ka, kb);
-    bool second = desc ? key_before(ka, kb) : key_before(kb, ka);
-    if (first) return true;
-    if (second) return false;
-    return ia < ib;
-}
-
-/* One compare-exchange of the network: pair t of pass (k, j). */
+/* One compare-exchange of the network (cuda_sort_plan.h): pair t of pass (k, j). */
 template <typename T>
 __device__ __forceinline__ void exchange(T *key, int64_t *pos, int64_t t, int64_t k, int64_t j, int64_t n, int desc) {
-    int64_t i = (t / j) * 2 * j + (t % j), l = i + j;
-    bool up = (i & k) == 0;
-    bool swap = up ? pair_before(key[l], pos[l], key[i], pos[i], n, desc)
-                   : pair_before(key[i], pos[i], key[l], pos[l], n, desc);
+    int64_t i, l;
+    int up;
+    wk_bitonic_pair(t, k, j, &i, &l, &up);
+    bool swap = up ? WK_PAIR_BEFORE(key[l], pos[l], key[i], pos[i], n, desc)
+                   : WK_PAIR_BEFORE(key[i], pos[i], key[l], pos[l], n, desc);
     if (swap) {
         T tk = key[i];
         key[i] = key[l], key[l] = tk;

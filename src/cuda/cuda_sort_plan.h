@@ -36,4 +36,50 @@ static inline wk_sort_plan wk_sort_plan_for(int64_t n, size_t key_bytes) {
     return p;
 }
 
+/* ---- the network itself, shared by the GPU kernels and a CPU check ---- */
+#ifdef __CUDACC__
+#define WK_SORT_HD __host__ __device__ __forceinline__
+#else
+#define WK_SORT_HD static inline
+#endif
+
+/* ascending "a before b" with NaN last (x != x is false for integers) */
+#define WK_KEY_BEFORE(a, b) ((a) < (b) || ((b) != (b) && (a) == (a)))
+/* (ka, ia) goes before (kb, ib): positions >= n are padding and go last; equal
+ * keys by position, so the order is total and the sort stable */
+#define WK_PAIR_BEFORE(ka, ia, kb, ib, n, desc)                                                     \
+    ((ia) >= (n)   ? 0                                                                              \
+     : (ib) >= (n) ? 1                                                                              \
+     : ((desc) ? WK_KEY_BEFORE(kb, ka) : WK_KEY_BEFORE(ka, kb)) ? 1                                 \
+     : ((desc) ? WK_KEY_BEFORE(ka, kb) : WK_KEY_BEFORE(kb, ka)) ? 0                                 \
+                                                                : (ia) < (ib))
+
+/* Compare-exchange t (0 <= t < P/2) of pass (k, j): it orders positions i < l,
+ * ascending when up (else descending). */
+WK_SORT_HD void wk_bitonic_pair(int64_t t, int64_t k, int64_t j, int64_t *i, int64_t *l, int *up) {
+    *i = (t / j) * 2 * j + (t % j);
+    *l = *i + j;
+    *up = (*i & k) == 0;
+}
+
+/* The whole network on the CPU over P = padded keys (positions 0..P-1 on
+ * entry): what each GPU block does, for checking it where there is no GPU. */
+static inline void wk_bitonic_sort_f64(double *key, int64_t *pos, int64_t P, int64_t n, int desc) {
+    for (int64_t k = 2; k <= P; k <<= 1)
+        for (int64_t j = k >> 1; j > 0; j >>= 1)
+            for (int64_t t = 0; t < P / 2; t++) {
+                int64_t i, l;
+                int up;
+                wk_bitonic_pair(t, k, j, &i, &l, &up);
+                int swap = up ? WK_PAIR_BEFORE(key[l], pos[l], key[i], pos[i], n, desc)
+                              : WK_PAIR_BEFORE(key[i], pos[i], key[l], pos[l], n, desc);
+                if (swap) {
+                    double tk = key[i];
+                    key[i] = key[l], key[l] = tk;
+                    int64_t tp = pos[i];
+                    pos[i] = pos[l], pos[l] = tp;
+                }
+            }
+}
+
 #endif

@@ -121,9 +121,39 @@ static int m_sort_plan(lua_State *L) {
     return 1;
 }
 
+/* core._bitonic_sort(values, descending): the 1-based order the CUDA sort's
+ * network gives, run on the CPU in float64 (tests). */
+static int m_bitonic_sort(lua_State *L) {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    int desc = lua_toboolean(L, 2);
+    int64_t n = (int64_t)lua_objlen(L, 1);
+    if (n > (1 << 20)) wl_raise(L, "_bitonic_sort: at most 2^20 values");
+    wk_sort_plan p = wk_sort_plan_for(n, 8);
+    double *key = lua_newuserdata(L, (size_t)p.padded * (sizeof(double) + sizeof(int64_t)));
+    int64_t *pos = (int64_t *)(key + p.padded);
+    for (int64_t i = 0; i < p.padded; i++) {
+        pos[i] = i;
+        key[i] = 0;
+        if (i < n) {
+            lua_rawgeti(L, 1, (int)i + 1);
+            key[i] = lua_tonumber(L, -1);
+            lua_pop(L, 1);
+        }
+    }
+    wk_bitonic_sort_f64(key, pos, p.padded, n, desc);
+    lua_createtable(L, (int)n, 0);
+    for (int64_t i = 0; i < n; i++) {
+        lua_pushnumber(L, (lua_Number)(pos[i] + 1));
+        lua_rawseti(L, -2, (int)i + 1);
+    }
+    return 1;
+}
+
 void wl_open_ops(lua_State *L) {
     lua_pushcfunction(L, m_sort_plan);
     lua_setfield(L, -2, "_sort_plan");
+    lua_pushcfunction(L, m_bitonic_sort);
+    lua_setfield(L, -2, "_bitonic_sort");
     lua_getfield(L, -1, "Tensor");
     lua_pushcfunction(L, t_sort);
     lua_setfield(L, -2, "sort");
