@@ -12,6 +12,20 @@
 
 #define MAX_EXACT 9007199254740992.0 /* 2^53 */
 
+/* A write is refused (WICK_ERR_UNSUPPORTED) when autograd must record it while
+ * other tensors share the target's storage. Those are often dead views the
+ * collector has not freed yet (y[1] read, then y[1] = 0): the write is tried
+ * once more after a full collection. Nothing is written before that check. */
+#define WRITE(L, call)                                                                                               \
+    do {                                                                                                             \
+        wick_status write_st_ = (call);                                                                              \
+        if (write_st_ == WICK_ERR_UNSUPPORTED) {                                                                     \
+            lua_gc(L, LUA_GCCOLLECT, 0);                                                                             \
+            write_st_ = (call);                                                                                      \
+        }                                                                                                            \
+        wl_check(L, write_st_);                                                                                      \
+    } while (0)
+
 /* An integer of a key (entry `entry`, 1-based, for the message). */
 static int64_t key_int(lua_State *L, int idx, int entry) {
     if (lua_type(L, idx) != LUA_TNUMBER)
@@ -185,15 +199,15 @@ static int t_index_set(lua_State *L) {
         } else {
             n = parse_key(L, 2, t, e);
         }
-        wl_check(L, wick_index_view_put_(t, n, e, v, s));
+        WRITE(L, wick_index_view_put_(t, n, e, v, s));
         return 0;
     }
     if (tensor_key_kind(L, k) == 1) {
-        wl_check(L, wick_mask_index_put_(t, k, v, s));
+        WRITE(L, wick_mask_index_put_(t, k, v, s));
         return 0;
     }
     wick_tensor *index = lua_index_tensor(L, 2, t, 0, "index");
-    wl_check(L, wick_index_tensor_put_(t, 0, index, v, s, 0));
+    WRITE(L, wick_index_tensor_put_(t, 0, index, v, s, 0));
     return 0;
 }
 
@@ -224,7 +238,7 @@ static int t_masked_fill_(lua_State *L) {
     wick_tensor *t = wl_checktensor(L, 1, "masked_fill_", "self"), *m = mask_arg(L, 2, "masked_fill_");
     double s = 0;
     wick_tensor *v = fill_value(L, 3, &s, "masked_fill_");
-    wl_check(L, wick_masked_fill_(t, m, v, s));
+    WRITE(L, wick_masked_fill_(t, m, v, s));
     lua_settop(L, 1);
     return 1;
 }
@@ -243,7 +257,7 @@ static int t_masked_scatter(lua_State *L) {
     wick_tensor *t = wl_checktensor(L, 1, fn, "self"), *m = mask_arg(L, 2, fn);
     wick_tensor *src = wl_checktensor(L, 3, fn, "source");
     if (inplace) {
-        wl_check(L, wick_masked_scatter_(t, m, src));
+        WRITE(L, wick_masked_scatter_(t, m, src));
         lua_settop(L, 1);
         return 1;
     }
@@ -269,7 +283,7 @@ static int t_index_write(lua_State *L) {
         wl_check(L, wick_clone(slot, t));
         target = *slot;
     }
-    wl_check(L, copy ? wick_index_copy_(target, dim, index, v) : wick_index_fill_(target, dim, index, v, s));
+    WRITE(L, copy ? wick_index_copy_(target, dim, index, v) : wick_index_fill_(target, dim, index, v, s));
     if (inplace) lua_settop(L, 1);
     return 1;
 }
@@ -303,10 +317,10 @@ static int t_index_put(lua_State *L) {
     int top = lua_gettop(L);
     if (tensor_key_kind(L, k) == 1) {
         if (accumulate) wl_raise(L, "%s: accumulate with a mask is not supported; use t[mask] = t[mask] + v", fn);
-        wl_check(L, wick_mask_index_put_(target, k, v, s));
+        WRITE(L, wick_mask_index_put_(target, k, v, s));
     } else {
         wick_tensor *index = lua_index_tensor(L, kidx, target, 0, fn);
-        wl_check(L, wick_index_tensor_put_(target, 0, index, v, s, accumulate));
+        WRITE(L, wick_index_tensor_put_(target, 0, index, v, s, accumulate));
     }
     if (inplace) lua_settop(L, 1);
     else lua_settop(L, top);
