@@ -1011,3 +1011,73 @@ describe("Module extras PyTorch scripts use", function()
     assert_error_has(function() F.dropout(x, "0.5") end, "option 'p'")
   end)
 end)
+
+describe("recurrent layers against PyTorch (float64, weights from a formula)", function()
+  local REF = dofile("spec/fixtures/pt_rnn_expected.lua")
+  local function build(m, shape)
+    local j = 0
+    wick.no_grad(function()
+      for _, p in m:named_parameters() do
+        local vals = {}
+        for i = 0, p:numel() - 1 do vals[#vals + 1] = 0.5 * math.sin(0.37 * i + j) end
+        p:copy_(wick.tensor(vals, F64):view(p.shape))
+        j = j + 1
+      end
+    end)
+    local n = 1
+    for _, d in ipairs(shape) do n = n * d end
+    local vals = {}
+    for i = 0, n - 1 do vals[#vals + 1] = math.cos(0.23 * i) end
+    return wick.tensor(vals, F64):view(shape):requires_grad_()
+  end
+  local function flat(v)
+    local out = {}
+    local function go(t) if type(t) == "table" then for _, e in ipairs(t) do go(e) end else out[#out + 1] = t end end
+    go(v)
+    return out
+  end
+  local function check(name, m, shape)
+    local ref = REF[name]
+    m = m:double()
+    local names = {}
+    for k in m:named_parameters() do names[#names + 1] = k end
+    assert.are.same(ref.names, names)
+    local x = build(m, shape)
+    local out, h = m(x)
+    local hs = wick.is_tensor(h) and { h } or h
+    assert_close(support.values_of(out), flat(ref.out), 1e-10)
+    for i, t in ipairs(hs) do assert_close(support.values_of(t), flat(ref.h[i]), 1e-10) end
+    local loss = (out * out):sum()
+    for _, t in ipairs(hs) do loss = loss + (t * 1.5):sum() end
+    loss:backward()
+    assert_close(support.values_of(x.grad), flat(ref.grad_x), 1e-9)
+    assert_close(support.values_of(m.weight_hh_l0.grad), flat(ref.grad_whh), 1e-9)
+  end
+
+  it("LSTM, 2 layers, bidirectional: output, {h, c} and gradients", function()
+    check("lstm_bi2", nn.LSTM(3, 4, 2, { bidirectional = true }), { 5, 2, 3 })
+  end)
+  it("GRU with batch_first", function() check("gru_bf", nn.GRU(3, 4, { batch_first = true }), { 2, 5, 3 }) end)
+  it("RNN with relu, 2 layers (PyTorch's positional nonlinearity)", function()
+    check("rnn_relu", nn.RNN(3, 4, 2, "relu"), { 5, 2, 3 })
+  end)
+  it("RNN without bias on an unbatched input", function()
+    check("rnn_unbatched", nn.RNN(3, 4, { bias = false }), { 5, 3 })
+  end)
+  it("GRU bidirectional", function() check("gru_bi", nn.GRU(3, 2, 1, true, false, 0, true), { 4, 1, 3 }) end)
+
+  it("takes an initial hidden state, checks shapes and options", function()
+    local lstm = nn.LSTM(3, 4):double()
+    local x = wick.randn(6, 2, 3, F64)
+    local out1, hc = lstm(x:narrow(1, 1, 3))
+    local out2 = lstm(x:narrow(1, 4, 3), hc)
+    local whole = lstm(x)
+    assert_close(support.values_of(wick.cat({ out1, out2 }, 1)), support.values_of(whole), 1e-12)
+    assert_error_has(function() lstm(x, wick.zeros(1, 2, 4, F64)) end, "expected a {h, c} table")
+    assert_error_has(function() lstm(x, { wick.zeros(1, 3, 4, F64), wick.zeros(1, 3, 4, F64) }) end, "Expected hidden size (1, 2, 4)")
+    assert_error_has(function() lstm(wick.randn(6, 2, 5, F64)) end, "input.size(-1) must be equal to input_size")
+    assert_error_has(function() nn.GRU(3, 4, { nonlinearity = "relu" }) end, "GRU: unknown option 'nonlinearity'")
+    assert_error_has(function() nn.RNN(3, 4, 1, "sigmoid") end, "invalid value 'sigmoid'")
+    assert_error_has(function() nn.LSTM(3, 4, { proj_size = 2 }) end, "proj_size is not supported")
+  end)
+end)

@@ -199,6 +199,9 @@ local GOOD = {
   ModuleDict = function() return { { "a", wick.nn.Linear(3, 2) } } end,
   ParameterList = function() return { wick.zeros(2) } end,
   ParameterDict = function() return { { "p", wick.zeros(2) } } end,
+  RNN = function() return 3, 2 end,
+  LSTM = function() return 3, 2 end,
+  GRU = function() return 3, 2 end,
   DataParallel = function() return wick.nn.Linear(3, 2), { device_ids = { "cpu", "cpu" } } end,
   Module = function() end,
 }

@@ -3,8 +3,9 @@
 
 Run from the repository root with /usr/bin/python3 (PyTorch 1.13):
     /usr/bin/python3 tools/make_pt_fixtures.py
-or, for the TinyGPT fixture alone (written with PyTorch 2.x):
+or, for the TinyGPT or the recurrent-layer fixture alone (written with PyTorch 2.x):
     ~/.cache/wick-torch-venv/bin/python tools/make_pt_fixtures.py tiny_gpt
+    ~/.cache/wick-torch-venv/bin/python tools/make_pt_fixtures.py rnn
 """
 import os
 from collections import OrderedDict
@@ -162,6 +163,50 @@ def tiny_gpt_fixture():
         f.write("\n".join(lines) + "\n")
 
 
+def rnn_fixture():
+    """RNN, LSTM, GRU outputs and gradients in float64 with weights from a formula
+    the spec repeats: the j-th parameter (in named_parameters order), element i
+    (row-major) is 0.5 * sin(0.37 * i + j); the input's element i is cos(0.23 * i)."""
+    import math
+
+    def fill(t, j):
+        n = t.numel()
+        t.copy_(torch.tensor([0.5 * math.sin(0.37 * i + j) for i in range(n)], dtype=torch.float64).view(t.shape))
+
+    cases = [
+        ("lstm_bi2", lambda: nn.LSTM(3, 4, 2, bidirectional=True), (5, 2, 3)),
+        ("gru_bf", lambda: nn.GRU(3, 4, batch_first=True), (2, 5, 3)),
+        ("rnn_relu", lambda: nn.RNN(3, 4, 2, nonlinearity="relu"), (5, 2, 3)),
+        ("rnn_unbatched", lambda: nn.RNN(3, 4, bias=False), (5, 3)),
+        ("gru_bi", lambda: nn.GRU(3, 2, bidirectional=True), (4, 1, 3)),
+    ]
+    lines = ["-- Written by tools/make_pt_fixtures.py (rnn_fixture): torch.nn RNN/LSTM/GRU in float64",
+             "return {"]
+    for name, make, shape in cases:
+        m = make().double()
+        with torch.no_grad():
+            for j, (_, p) in enumerate(m.named_parameters()):
+                fill(p, j)
+        n = 1
+        for d in shape:
+            n *= d
+        x = torch.tensor([math.cos(0.23 * i) for i in range(n)], dtype=torch.float64).view(shape).requires_grad_()
+        out, h = m(x)
+        hs = list(h) if isinstance(h, tuple) else [h]
+        loss = (out * out).sum() + sum((t * 1.5).sum() for t in hs)
+        loss.backward()
+        lines.append("  %s = {" % name)
+        lines.append("    names = { %s }," % ", ".join('"%s"' % k for k, _ in m.named_parameters()))
+        lines.append("    out = %s," % lua_value(out.detach()))
+        lines.append("    h = { %s }," % ", ".join(lua_value(t.detach()) for t in hs))
+        lines.append("    grad_x = %s," % lua_value(x.grad))
+        lines.append("    grad_whh = %s," % lua_value(m.weight_hh_l0.grad))
+        lines.append("  },")
+    lines.append("}")
+    with open(os.path.join(OUT, "pt_rnn_expected.lua"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def malicious_fixture():
     torch.save({"weight": torch.zeros(2), "evil": Payload()}, os.path.join(OUT, "pt_malicious.pt"))
 
@@ -171,7 +216,11 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["tiny_gpt"]:  # only this one (the others stay byte for byte)
         tiny_gpt_fixture()
         sys.exit(0)
+    if sys.argv[1:] == ["rnn"]:
+        rnn_fixture()
+        sys.exit(0)
     tiny_gpt_fixture()
+    rnn_fixture()
     state_dict_fixture()
     mixed_fixture()
     malicious_fixture()

@@ -16,7 +16,7 @@ optim.Optimizer = Optimizer
 local updates, formulas = setmetatable({}, { __mode = "k" }), setmetatable({}, { __mode = "k" })
 
 local function class(name, defaults, step)
-  local C = setmetatable({}, { __index = Optimizer, __call = function(cls, params, opts) return cls.new(cls, params, opts) end })
+  local C = setmetatable({}, { __index = Optimizer, __call = function(cls, params, ...) return cls.new(cls, params, ...) end })
   C.__index = C
   C.__name = name
   C.defaults = defaults
@@ -99,9 +99,21 @@ local function make_group(self, g, gi)
   return group
 end
 
-function Optimizer.new(cls, params, opts)
+-- PyTorch's positional hyper-parameters after params, per optimizer (the rest
+-- are keyword-only there: options here)
+local POSITIONAL = {
+  SGD = { "lr", "momentum", "dampening", "weight_decay", "nesterov" },
+  Adam = { "lr", "betas", "eps", "weight_decay", "amsgrad" },
+  AdamW = { "lr", "betas", "eps", "weight_decay", "amsgrad" },
+  Adadelta = { "lr", "rho", "eps", "weight_decay" },
+}
+
+--- Optimizer(params[, lr[, ...]][, opts]): params an array of tensors or of
+--- groups {params = {...}, lr = ...}; hyper-parameters by PyTorch's position or
+--- in the options table.
+function Optimizer.new(cls, params, ...)
   if type(cls) ~= "table" or type(cls.defaults) ~= "table" then check.expected("Optimizer.new", "class", "an optimizer class", cls) end
-  opts = check.options(opts, cls.__name, option_kinds(cls))
+  local opts = check.positional(cls.__name, POSITIONAL[cls.__name] or {}, option_kinds(cls), ...)
   if wick.is_tensor(params) then params = { params } end
   if type(params) ~= "table" or getmetatable(params) ~= nil then
     wick.error(("%s: expected an array of parameters (model:parameters()) or of parameter groups, got %s"):format(cls.__name, check.describe(params)))
@@ -132,7 +144,9 @@ end
 --- zero_grad([set_to_none = true]): drops the gradients (or zeroes them in place).
 function Optimizer:zero_grad(set_to_none)
   this(self, "zero_grad")
-  set_to_none = check.opt_boolean(set_to_none, "zero_grad", "set_to_none", true)
+  -- PyTorch's zero_grad(set_to_none=True): by position or in an options table
+  local o = check.positional("zero_grad", { "set_to_none" }, { set_to_none = "boolean" }, set_to_none)
+  set_to_none = o.set_to_none ~= false
   for _, g in ipairs(self.param_groups) do
     for _, p in ipairs(g.params) do
       if set_to_none then p.grad = nil

@@ -199,6 +199,170 @@ end
 function L.Embedding:forward(indices) return F.embedding(indices, self.weight) end
 function L.Embedding:extra_repr() return ("%d, %d"):format(self.num_embeddings, self.embedding_dim) end
 
+-- ---- recurrent layers ----
+-- RNN, LSTM, GRU as PyTorch's: input (seq, batch, feature), or (batch, seq,
+-- feature) with batch_first, or unbatched (seq, feature); parameters named and
+-- ordered as PyTorch's (weight_ih_l0, weight_hh_l0, bias_ih_l0, bias_hh_l0, then
+-- the _reverse direction), initialised U(-1/sqrt(hidden), 1/sqrt(hidden)).
+-- forward(x[, hidden]) returns output, hidden: an LSTM's hidden is {h, c}.
+local RNN_OPTIONS = { num_layers = "integer", nonlinearity = "string", bias = "boolean", batch_first = "boolean",
+  dropout = "number", bidirectional = "boolean", proj_size = "integer", device = "device", dtype = "dtype" }
+local RNN_ORDER = { num_layers = { "num_layers", "nonlinearity", "bias", "batch_first", "dropout", "bidirectional",
+  "device", "dtype" }, other = { "num_layers", "bias", "batch_first", "dropout", "bidirectional", "proj_size", "device",
+  "dtype" } }
+
+-- one time step of each kind: gi = x W_ih^T + b_ih (precomputed for every step), h the state
+local cells = {
+  RNN_TANH = function(gi, h, w_hh, b_hh) return (gi + F.linear(h, w_hh, b_hh)):tanh() end,
+  RNN_RELU = function(gi, h, w_hh, b_hh) return (gi + F.linear(h, w_hh, b_hh)):relu() end,
+  LSTM = function(gi, state, w_hh, b_hh, H)
+    local h, c = state[1], state[2]
+    local g = gi + F.linear(h, w_hh, b_hh)
+    local i, f = g:narrow(-1, 1, H):sigmoid(), g:narrow(-1, H + 1, H):sigmoid()
+    local gg, o = g:narrow(-1, 2 * H + 1, H):tanh(), g:narrow(-1, 3 * H + 1, H):sigmoid()
+    c = f * c + i * gg
+    return { o * c:tanh(), c }
+  end,
+  GRU = function(gi, h, w_hh, b_hh, H)
+    local gh = F.linear(h, w_hh, b_hh)
+    local r = (gi:narrow(-1, 1, H) + gh:narrow(-1, 1, H)):sigmoid()
+    local z = (gi:narrow(-1, H + 1, H) + gh:narrow(-1, H + 1, H)):sigmoid()
+    local n = (gi:narrow(-1, 2 * H + 1, H) + r * gh:narrow(-1, 2 * H + 1, H)):tanh()
+    return (n - z * n) + z * h
+  end,
+}
+local GATES = { RNN_TANH = 1, RNN_RELU = 1, LSTM = 4, GRU = 3 }
+
+local function recurrent_class(name)
+  local C = Module:extend(name)
+  function C:init(input_size, hidden_size, ...)
+    check.int(input_size, name, "input_size", 0)
+    check.int(hidden_size, name, "hidden_size", 1)
+    local spec = {}
+    for k, v in pairs(RNN_OPTIONS) do spec[k] = v end
+    if name ~= "RNN" then spec.nonlinearity = nil end
+    local opts = check.positional(name, name == "RNN" and RNN_ORDER.num_layers or RNN_ORDER.other, spec, ...)
+    local layers = check.opt_int(opts.num_layers, name, "num_layers", 1, 1)
+    -- (four tensors a layer are made one by one: a count no network has would
+    -- take minutes before any allocation could fail)
+    if layers > 65536 then check.fail(name, "num_layers must be at most 65536, got %d", layers) end
+    local mode = name
+    if name == "RNN" then
+      local nl = check.one_of(opts.nonlinearity or "tanh", name, "nonlinearity", { "tanh", "relu" })
+      mode = nl == "tanh" and "RNN_TANH" or "RNN_RELU"
+      self.nonlinearity = nl
+    end
+    if (opts.proj_size or 0) ~= 0 then check.fail(name, "proj_size is not supported") end
+    local dropout = check.opt_number(opts.dropout, name, "dropout", 0, 0, 1)
+    self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, layers
+    self.bias, self.batch_first = opts.bias ~= false, opts.batch_first == true
+    self.dropout, self.bidirectional = dropout, opts.bidirectional == true
+    rawset(self, "_mode", mode)
+    local dirs = self.bidirectional and 2 or 1
+    local G, H = GATES[mode] * hidden_size, hidden_size
+    local bound = 1 / math.sqrt(hidden_size)
+    local o = options(opts)
+    for l = 0, layers - 1 do
+      for d = 1, dirs do
+        local suffix = ("_l%d%s"):format(l, d == 2 and "_reverse" or "")
+        local in_l = l == 0 and input_size or H * dirs
+        self["weight_ih" .. suffix] = L.Parameter(uniform({ G, in_l }, bound, o))
+        self["weight_hh" .. suffix] = L.Parameter(uniform({ G, H }, bound, o))
+        if self.bias then
+          self["bias_ih" .. suffix] = L.Parameter(uniform({ G }, bound, o))
+          self["bias_hh" .. suffix] = L.Parameter(uniform({ G }, bound, o))
+        end
+      end
+    end
+  end
+
+  function C:forward(x, hx)
+    check.tensor(x, name, "input")
+    local mode, H, layers = rawget(self, "_mode"), self.hidden_size, self.num_layers
+    local dirs = self.bidirectional and 2 or 1
+    local unbatched = x:dim() == 2
+    if x:dim() ~= 2 and x:dim() ~= 3 then check.fail(name, "Expected input to be 2D or 3D, got %dD instead", x:dim()) end
+    if unbatched then x = x:unsqueeze(2)
+    elseif self.batch_first then x = x:transpose(1, 2) end
+    if x:size(3) ~= self.input_size then
+      check.fail(name, "input.size(-1) must be equal to input_size. Expected %d, got %d", self.input_size, x:size(3))
+    end
+    local T, B = x:size(1), x:size(2)
+    local lstm = mode == "LSTM"
+    -- the initial states, [dirs * layers, B, H] each
+    local h0, c0
+    local want = unbatched and { dirs * layers, H } or { dirs * layers, B, H }
+    local function state(t, what)
+      check.tensor(t, name, what)
+      local shape = t:size()
+      local ok = #shape == #want
+      for i = 1, #want do ok = ok and shape[i] == want[i] end
+      if not ok then
+        check.fail(name, "Expected hidden size (%s), got [%s]", table.concat(want, ", "), table.concat(shape, ", "))
+      end
+      return unbatched and t:unsqueeze(2) or t
+    end
+    if hx ~= nil then
+      if lstm then
+        if type(hx) ~= "table" or wick.is_tensor(hx) then check.expected(name, "hx", "a {h, c} table", hx) end
+        h0, c0 = state(hx[1], "h_0"), state(hx[2], "c_0")
+      else
+        h0 = state(hx, "hx")
+      end
+    end
+    local zeros = wick.zeros({ dirs * layers, B, H }, { dtype = x.dtype, device = x.device })
+    h0 = h0 or zeros
+    if lstm then c0 = c0 or zeros end
+    local cell = cells[mode]
+    local h_n, c_n = {}, {}
+    local input = x
+    for l = 0, layers - 1 do
+      local outs = {}
+      for d = 1, dirs do
+        local suffix = ("_l%d%s"):format(l, d == 2 and "_reverse" or "")
+        local k = l * dirs + d
+        local gi = F.linear(input, self["weight_ih" .. suffix], self["bias_ih" .. suffix])
+        local w_hh, b_hh = self["weight_hh" .. suffix], self["bias_hh" .. suffix]
+        local s = lstm and { h0:select(1, k), c0:select(1, k) } or h0:select(1, k)
+        local seq = {}
+        local first, last, step = 1, T, 1
+        if d == 2 then first, last, step = T, 1, -1 end
+        for t = first, last, step do
+          s = cell(gi:select(1, t), s, w_hh, b_hh, H)
+          seq[t] = lstm and s[1] or s
+        end
+        outs[d] = T > 0 and wick.stack(seq, 1) or wick.zeros({ 0, B, H }, { dtype = x.dtype, device = x.device })
+        h_n[k] = lstm and s[1] or s
+        if lstm then c_n[k] = s[2] end
+      end
+      input = dirs == 2 and wick.cat(outs, 3) or outs[1]
+      if self.dropout > 0 and self.training and l < layers - 1 then input = F.dropout(input, self.dropout, true) end
+    end
+    local out, hn = input, wick.stack(h_n, 1)
+    local cn = lstm and wick.stack(c_n, 1) or nil
+    if unbatched then
+      out, hn = out:squeeze(2), hn:squeeze(2)
+      if cn then cn = cn:squeeze(2) end
+    elseif self.batch_first then
+      out = out:transpose(1, 2)
+    end
+    if lstm then return out, { hn, cn } end
+    return out, hn
+  end
+
+  function C:extra_repr()
+    local s = ("%d, %d"):format(self.input_size, self.hidden_size)
+    if self.num_layers ~= 1 then s = s .. ", num_layers=" .. self.num_layers end
+    if self.batch_first then s = s .. ", batch_first=true" end
+    if self.bidirectional then s = s .. ", bidirectional=true" end
+    return s
+  end
+  return C
+end
+L.RNN = recurrent_class("RNN")
+L.LSTM = recurrent_class("LSTM")
+L.GRU = recurrent_class("GRU")
+
 -- ---- activations ----
 local function activation(name, fn)
   local C = Module:extend(name)

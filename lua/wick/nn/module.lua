@@ -324,7 +324,9 @@ function Module:eval() return this(self, "eval"):train(false) end
 --- zero_grad([set_to_none = true]): drops the gradients (or zeroes them in place).
 function Module:zero_grad(set_to_none)
   this(self, "zero_grad")
-  set_to_none = check.opt_boolean(set_to_none, "zero_grad", "set_to_none", true)
+  -- PyTorch's zero_grad(set_to_none=True): by position or in an options table
+  local o = check.positional("zero_grad", { "set_to_none" }, { set_to_none = "boolean" }, set_to_none)
+  set_to_none = o.set_to_none ~= false
   for _, p in ipairs(self:parameters()) do
     if set_to_none then p.grad = nil
     elseif p.grad then wick.no_grad(function() p.grad:zero_() end) end
@@ -390,11 +392,14 @@ function Module:state_dict()
 end
 
 --- load_state_dict(sd[, {strict = true}]): copies values into the existing tensors.
-local LOAD_OPTIONS = { strict = "boolean" }
-function Module:load_state_dict(sd, opts)
+local LOAD_OPTIONS = { strict = "boolean", assign = "boolean" }
+function Module:load_state_dict(sd, ...)
   this(self, "load_state_dict")
   check.table(sd, "load_state_dict", "state_dict")
-  opts = check.options(opts, "load_state_dict", LOAD_OPTIONS)
+  -- strict by position (PyTorch's load_state_dict(sd, False)) or as an option;
+  -- assign = false is what this does (copies into the existing tensors)
+  local opts = check.positional("load_state_dict", { "strict", "assign" }, LOAD_OPTIONS, ...)
+  if opts.assign then check.fail("load_state_dict", "assign = true is not supported (values are copied into the existing tensors)") end
   local strict = opts.strict ~= false
   local own, order = {}, {}
   walk(self, "", function(name, t) own[name] = t; order[#order + 1] = name end, nil, true)
