@@ -281,6 +281,15 @@ describe("the container rule", function()
     assert.are.same({ 2, 1 }, net:parameters()[1]:size())
   end)
 
+  it("a module under a _private name is found too, as in PyTorch", function()
+    local Net = nn.Module:extend("Private")
+    function Net:init()
+      self._proj = nn.Linear(2, 2)
+      self._scale = 3
+    end
+    assert.are.same({ "_proj.weight", "_proj.bias" }, names_of_params(Net()))
+  end)
+
   it("a table holding modules under keys it cannot name is an error, never skipped", function()
     local Net = nn.Module:extend("Unnamable")
     function Net:init() self.layers = { [0] = nn.Linear(1, 1), nn.Linear(1, 1) } end
@@ -664,5 +673,42 @@ describe("load_state_dict's arguments", function()
     assert_error_has(function() m:load_state_dict({ weight = wick.zeros(2, 2) }) end, 'Missing key(s) in state_dict: "bias"')
     assert_error_has(function() m:load_state_dict({}, { strict = false, asign = true }) end, "unknown option 'asign'")
     assert_error_has(function() m:load_state_dict({}, "no") end, "option 'strict'")
+  end)
+end)
+
+describe("nanoGPT's configure_optimizers, ported", function()
+  it("decay / no-decay groups from named_parameters, AdamW with fused accepted", function()
+    local model = GPT.Model(11, 6, 2, 2, 8)
+    local param_dict = {}
+    local names = {}
+    for pn, p in model:named_parameters() do
+      if p.requires_grad then param_dict[pn] = p; names[#names + 1] = pn end
+    end
+    local decay_params, nodecay_params = {}, {}
+    for _, n in ipairs(names) do
+      local p = param_dict[n]
+      if p:dim() >= 2 then decay_params[#decay_params + 1] = p else nodecay_params[#nodecay_params + 1] = p end
+    end
+    local optim_groups = { { params = decay_params, weight_decay = 0.1 }, { params = nodecay_params, weight_decay = 0.0 } }
+    local opt = wick.optim.AdamW(optim_groups, { lr = 6e-4, betas = { 0.9, 0.95 }, fused = true })
+    -- the tied wte/lm_head weight is one parameter, in the decay group once
+    local numel = 0
+    for _, p in ipairs(decay_params) do numel = numel + p:numel() end
+    local expected = 0
+    for _, p in ipairs(model:parameters()) do if p:dim() >= 2 then expected = expected + p:numel() end end
+    assert.are.equal(expected, numel)
+    assert.are.equal(#model:parameters(), #decay_params + #nodecay_params)
+    assert.are.equal(0.1, opt.param_groups[1].weight_decay)
+    assert.are.equal(0, opt.param_groups[2].weight_decay)
+    -- a training step with the learning-rate schedule written into every group
+    local idx = wick.tensor({ { 1, 2, 3 } }, { dtype = "int64" })
+    for _, g in ipairs(opt.param_groups) do g.lr = 1e-3 end
+    local before = model.transformer.ln_f.bias:clone()
+    model(idx):pow(2):mean():backward()
+    wick.nn.utils.clip_grad_norm_(model:parameters(), 1.0)
+    opt:step()
+    opt:zero_grad({ set_to_none = true })
+    assert.is_false(before:equal(model.transformer.ln_f.bias))
+    assert.is_nil(model.lm_head.weight.grad)
   end)
 end)

@@ -11,13 +11,17 @@ Module.__index = Module
 local function is_tensor(v) return wick.is_tensor(v) end
 local function is_module(v) return type(v) == "table" and getmetatable(v) ~= nil and rawget(v, "_fields") ~= nil end
 
--- Records each new field name once, in assignment order.
+-- The fields wick keeps on a module for itself (set with rawset, never state).
+local INTERNAL = { _fields = true, _buffers = true, _opts = true, _mode = true }
+
+-- Records each new field name once, in assignment order ("_private" names too:
+-- a module under one is found like any other, as in PyTorch).
 local function track(self, key, value)
   if key == nil or key ~= key then
     wick.error(("%s: cannot assign to a field with a %s key"):format(check.describe(self), key == nil and "nil" or "NaN"))
   end
   local fields = rawget(self, "_fields")
-  if value ~= nil and not fields[key] and type(key) == "string" and key:sub(1, 1) ~= "_" then
+  if value ~= nil and not fields[key] and type(key) == "string" and not INTERNAL[key] then
     fields[key] = true
     fields[#fields + 1] = key
   end
