@@ -5,7 +5,7 @@ trained on the same text, the same batches and from the same initial weights as
 bench/gpt.lua.
 
     python bench/gpt_torch.py --write-init PATH      # the initial state_dict (torch.save)
-    python bench/gpt_torch.py --init PATH --iters N --warmup W
+    python bench/gpt_torch.py --init PATH --iters N --warmup W [--profile]
 
 Prints one line: `torch ms_per_iter=<median> loss=<loss after warmup+iters steps> ...`.
 tools/make_gpt_fixture.py imports GPT and GPTConfig from here.
@@ -198,6 +198,7 @@ def main():
     ap.add_argument("--block-size", type=int, default=64)
     ap.add_argument("--batch-size", type=int, default=12)
     ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--profile", action="store_true")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -231,6 +232,64 @@ def main():
     median = times[len(times) // 2] * 1000
     print("torch ms_per_iter=%.3f loss=%.6f steps=%d threads=%d version=%s" % (
         median, lossf, args.warmup + args.iters, torch.get_num_threads(), torch.__version__))
+    if args.profile:
+        profile(model, optimizer, data, args, vocab_size)
+
+
+def profile(model, optimizer, data, args, V):
+    """bench/gpt.lua --profile's table: the phases of an iteration, then the
+    model's ops alone at the model's shapes (forward + backward, medians of 10)."""
+    def med(ts):
+        ts = sorted(ts)
+        return 1000 * ts[len(ts) // 2]
+    step = args.warmup + args.iters
+    phases = {k: [] for k in ("forward", "backward", "clip", "optimizer step", "zero_grad")}
+    for k in range(10):
+        X, Y = get_batch(data, step + k, args.batch_size, args.block_size)
+        t0 = time.perf_counter()
+        _, loss = model(X, Y)
+        loss.item()
+        t1 = time.perf_counter()
+        loss.backward()
+        t2 = time.perf_counter()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        t3 = time.perf_counter()
+        optimizer.step()
+        t4 = time.perf_counter()
+        optimizer.zero_grad(set_to_none=True)
+        t5 = time.perf_counter()
+        for name, dt in zip(phases, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)):
+            phases[name].append(dt)
+    for name, ts in phases.items():
+        print("  phase %-16s %8.3f ms" % (name, med(ts)))
+    B, T, C, H, L = args.batch_size, args.block_size, args.n_embd, args.n_head, args.n_layer
+
+    def leaf(*shape):
+        return torch.randn(*shape, requires_grad=True)
+    x, h4 = leaf(B, T, C), leaf(B, T, 4 * C)
+    q, k, v = leaf(B, H, T, C // H), leaf(B, H, T, C // H), leaf(B, H, T, C // H)
+    logits, target = leaf(B * T, V), torch.randint(V, (B * T,))
+    w, b, W, emb = leaf(C), leaf(C), leaf(4 * C, C), leaf(V, C)
+    idx = torch.randint(V, (B, T))
+    ops = [
+        ("gelu (B,T,4C)", lambda: F.gelu(h4).sum().backward(), L),
+        ("layer_norm (B,T,C)", lambda: F.layer_norm(x, (C,), w, b, 1e-5).sum().backward(), 2 * L + 1),
+        ("sdpa causal (B,H,T,hs)", lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward(), L),
+        ("cross_entropy (B*T,V)", lambda: F.cross_entropy(logits, target).backward(), 1),
+        ("linear C->4C (c_fc)", lambda: F.linear(x, W).sum().backward(), L),
+        ("linear 4C->C (mlp c_proj)", lambda: F.linear(h4, W.t()).sum().backward(), L),
+        ("linear C->V (lm_head)", lambda: F.linear(x, emb).sum().backward(), 1),
+        ("embedding", lambda: F.embedding(idx, emb).sum().backward(), 1),
+    ]
+    print("  op (forward + backward of a sum)   ms/call   calls/iter   ms/iter")
+    for name, fn, calls in ops:
+        ts = []
+        for _ in range(10):
+            t0 = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t0)
+        ms = med(ts)
+        print("  %-34s %8.3f   %6d   %8.3f" % (name, ms, calls, ms * calls))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
 --  * Token indices and targets are 1-based (wick's class-index rule), so positions
 --    are arange(1, t + 1) and a vocabulary maps characters to 1..vocab_size.
 --    cross_entropy keeps ignore_index = -1 (never a valid 1-based class either).
+--  * split returns an array of views (PyTorch: a tuple): `q, k, v = unpack(x:split(n, 3))`.
 --  * `B, T, C = x.size()` is `B, T, C = x:size(1), x:size(2), x:size(3)` (x:size() is a table).
 --  * Python slicing in Torch7/wick form: x[:, [-1], :] is x[{{}, {-1, -1}}],
 --    bias[:,:,:T,:T] is bias[{{}, {}, {1, T}, {1, T}}], idx[:, -bs:] is idx[{{}, {-bs, -1}}],
@@ -27,6 +28,7 @@
 local wick = require("wick")
 local nn = wick.nn
 local F = nn.functional
+local unpack = table.unpack or unpack
 
 local M = {}
 
@@ -93,7 +95,7 @@ function M.CausalSelfAttention:forward(x)
 
   local hs = math.floor(C / self.n_head)
   -- calculate query, key, values for all heads in batch and move head forward to be the batch dim
-  local q, k, v = M.unpack_split(self.c_attn(x):split(self.n_embd, 3))
+  local q, k, v = unpack(self.c_attn(x):split(self.n_embd, 3))
   k = k:view(B, T, self.n_head, hs):transpose(2, 3) -- (B, nh, T, hs)
   q = q:view(B, T, self.n_head, hs):transpose(2, 3) -- (B, nh, T, hs)
   v = v:view(B, T, self.n_head, hs):transpose(2, 3) -- (B, nh, T, hs)
@@ -297,14 +299,6 @@ function M.GPT:generate(idx, max_new_tokens, temperature, top_k)
     end
     return idx
   end)
-end
-
--- split's results as several values, whether split returns them so or as one array
-function M.unpack_split(first, ...)
-  if select("#", ...) == 0 and type(first) == "table" and not wick.is_tensor(first) then
-    return (table.unpack or unpack)(first)
-  end
-  return first, ...
 end
 
 return M
