@@ -435,6 +435,16 @@ WICK_API wick_status wick_mask_index_put_(wick_tensor *t, const wick_tensor *mas
 WICK_API wick_status wick_index_tensor(wick_tensor **out, wick_tensor *t, int dim, const wick_tensor *index);
 WICK_API wick_status wick_index_tensor_put_(wick_tensor *t, int dim, const wick_tensor *index,
                                             const wick_tensor *value, double s, int accumulate);
+/* The general key: n entries (views), then `index` (0-based positions, any
+ * shape) along the view's dims [dim, dim + group) taken as one (row-major);
+ * the result has the index's shape in place of those dims. */
+WICK_API wick_status wick_index_key(wick_tensor **out, wick_tensor *t, int n, const wick_key_entry *entries, int dim,
+                                   int group, const wick_tensor *index);
+WICK_API wick_status wick_index_key_put_(wick_tensor *t, int n, const wick_key_entry *entries, int dim, int group,
+                                        const wick_tensor *index, const wick_tensor *value, double s, int accumulate);
+/* Several 0-based index tensors (broadcast together) for consecutive dims of
+ * sizes[0..k) as one: the row-major positions, int64. */
+WICK_API wick_status wick_index_linear(wick_tensor **out, int k, const wick_tensor *const *indices, const int64_t *sizes);
 /* A 1-based index tensor (negative from the end) checked against `size` and
  * made 0-based int64, on the index's device; errors name dim + 1. */
 WICK_API wick_status wick_index_from_one_based(wick_tensor **out, const wick_tensor *index, int64_t size, int dim);

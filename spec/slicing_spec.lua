@@ -146,6 +146,44 @@ local function key_cases(dev)
     end)
   end)
 
+  describe("index tensors inside keys", function()
+    it("index tensors inside a key: along their dims, next to each other, broadcast together", function()
+      local x = cube()
+      local y = x[{ {}, I({ 4, 1 }, dev) }] -- PyTorch's x[:, [3, 0]]
+      assert.are.same({ 5, 2, 3 }, shape_of(y))
+      assert.are.same({ C[2][4], C[2][1] }, vals(y[2]))
+      -- x[[0, 4], [1, 2]]: pairs of positions
+      assert.are.same({ C[1][2], C[5][3] }, vals(x[{ I({ 1, 5 }, dev), I({ 2, 3 }, dev) }]))
+      -- broadcast: rows {1, 2} x columns {3}
+      assert.are.same({ { C[1][3][1] }, { C[2][3][1] } }, vals(x[{ I({ { 1 }, { 2 } }, dev), I({ 3 }, dev), 1 }]))
+      -- after a select and with ranges around
+      assert.are.same({ { C[2][4][2], C[2][4][3] } }, vals(x[{ 2, I({ -1 }, dev), { 2, 3 } }]))
+      -- a loss's picks: logits[arange(B), targets]
+      local logits = T({ { 1, 2, 3 }, { 4, 5, 6 } })
+      assert.are.same({ 3, 4 }, vals(logits[{ I({ 1, 2 }, dev), I({ 3, 1 }, dev) }]))
+    end)
+
+    it("write, under autograd too, and index_put_ with several index tensors", function()
+      local y = T({ { 0, 0, 0 }, { 0, 0, 0 } })
+      y[{ I({ 1, 2 }, dev), I({ 3, 1 }, dev) }] = T({ 5, 6 })
+      y[{ {}, I({ 2 }, dev) }] = 9
+      assert.are.same({ { 0, 9, 5 }, { 6, 9, 0 } }, vals(y))
+      y:index_put_({ I({ 2, 2 }, dev), I({ 3, 3 }, dev) }, T({ 1, 2 }), true)
+      assert.are.same({ 6, 9, 3 }, vals(y[2]))
+      local x = T({ { 1, 2, 3 }, { 4, 5, 6 } }, { requires_grad = true })
+      local v = T({ 10, 20 }, { requires_grad = true })
+      local z = x * 1
+      z[{ I({ 2, 1 }, dev), I({ 1, 3 }, dev) }] = v
+      assert.are.same({ { 1, 2, 20 }, { 10, 5, 6 } }, vals(z))
+      ;(z * T({ { 1, 2, 3 }, { 4, 5, 6 } })):sum():backward()
+      assert_close(vals(x.grad), { { 1, 2, 0 }, { 0, 5, 6 } }, 0)
+      assert_close(vals(v.grad), { 4, 3 }, 0)
+      local w = T({ { 1, 2, 3 }, { 4, 5, 6 } }, { requires_grad = true })
+      w[{ {}, I({ 2, 2 }, dev) }]:sum():backward()
+      assert_close(vals(w.grad), { { 0, 2, 0 }, { 0, 2, 0 } }, 0)
+    end)
+  end)
+
   describe("writes", function()
     it("t[{...}] = number fills the view; = tensor copies with broadcasting", function()
       local x = cube()
@@ -407,7 +445,10 @@ describe("slicing errors", function()
     assert_error_has(function() return x[{ 1, 1, 1 }] end, "too many indices for tensor of dimension 2")
     assert_error_has(function() return x[{ "a" }] end, "entry 1", "string")
     assert_error_has(function() return x[{ dim = 1 }] end, "entries 1..n", "dim")
-    assert_error_has(function() return x[{ {}, wick.tensor({ 1 }, { dtype = "int64" }) }] end, "entry 2", "tensor")
+    local i1 = wick.tensor({ 1 }, { dtype = "int64" })
+    assert_error_has(function() return x[{ {}, x:gt(2) }] end, "entry 2", "int64 index tensor", "bool mask goes alone")
+    assert_error_has(function() return x:view(3, 2, 2)[{ i1, {}, i1 }] end, "next to each other")
+    assert_error_has(function() return x[{ {}, i1 * 5 }] end, "index 5 is out of bounds for dimension 2 with size 4")
     assert_error_has(function() return x[wick.tensor({ 1 })] end, "bool mask or an int64 index", "float32")
     assert_error_has(function() return x[x:gt(2):view(12)] end, "shape of the mask", "[12]")
     assert_error_has(function() return x[wick.tensor({ 0 }, { dtype = "int64" })] end, "index 0 is invalid")

@@ -82,29 +82,38 @@ wick_status wick_slice(wick_tensor **out, wick_tensor *t, int dim, int64_t start
 
 /* ---- keys ---- */
 
-enum { KEY_VIEW, KEY_INDEX };
+/* A key: views first (n entries for the dims from the first, n may be 0), then,
+ * when index is not NULL, positions along a group of the view's dims: dims
+ * [dim, dim + group) merged into one (group 0: a new dim of size 1 there). */
 typedef struct wk_key {
-    int kind;
-    /* KEY_VIEW: entries for the dims from the first */
     int n;
     const wick_key_entry *entries;
-    /* KEY_INDEX: along `dim` of t with its first `lead` dims merged into one
-     * (lead 1: t as it is; 0: a new leading dim of size 1) */
-    int lead, dim, accumulate;
     const wick_tensor *index; /* 0-based, int64, 1-D, contiguous, on t's device */
+    int dim, group, accumulate;
 } wk_key;
 
-/* t's shape with its first `lead` dims merged. */
-static int merged_shape(const wick_tensor *t, int lead, int64_t *sizes) {
-    if (lead == 1) {
-        memcpy(sizes, t->sizes, sizeof(int64_t) * t->ndim);
-        return t->ndim;
+/* The shape of t viewed through n entries. */
+static int view_shape(const wick_tensor *t, int n, const wick_key_entry *e, int64_t *sizes) {
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (!e[i].select) sizes[m++] = e[i].length;
+    for (int d = n; d < t->ndim; d++) sizes[m++] = t->sizes[d];
+    return m;
+}
+
+/* sizes (ndim n) with dims [dim, dim + group) merged into one of size `merged`
+ * (their product when merged < 0). */
+static int merge_dims(int n, int64_t *sizes, int dim, int group, int64_t merged) {
+    if (merged < 0) {
+        merged = 1;
+        for (int d = dim; d < dim + group; d++) merged *= sizes[d];
     }
-    int64_t l = 1;
-    for (int d = 0; d < lead; d++) l *= t->sizes[d];
-    sizes[0] = l;
-    for (int d = lead; d < t->ndim; d++) sizes[d - lead + 1] = t->sizes[d];
-    return t->ndim - lead + 1;
+    int64_t tail[WICK_MAX_DIMS];
+    int nt = n - dim - group;
+    memcpy(tail, sizes + dim + group, sizeof(int64_t) * (size_t)nt);
+    sizes[dim] = merged;
+    memcpy(sizes + dim + 1, tail, sizeof(int64_t) * (size_t)nt);
+    return dim + 1 + nt;
 }
 
 /* t viewed through the key's entries (recorded when t is tracked). */
@@ -138,33 +147,39 @@ static wick_status view_entries(wick_tensor **out, wick_tensor *t, int n, const 
     return WICK_OK;
 }
 
-/* The shape of t[key]. */
-static int region_shape(const wick_tensor *t, const wk_key *k, int64_t *sizes) {
-    if (k->kind == KEY_INDEX) {
-        int n = merged_shape(t, k->lead, sizes);
-        sizes[k->dim] = wick_tensor_numel(k->index);
-        return n;
+/* The key's views of t, or t itself when there are none and an index follows. */
+static wick_status key_view(wick_tensor **out, wick_tensor *t, const wk_key *k) {
+    if (k->n == 0 && k->index) {
+        wick_tensor_retain(t);
+        *out = t;
+        return WICK_OK;
     }
-    int n = 0;
-    for (int i = 0; i < k->n; i++)
-        if (!k->entries[i].select) sizes[n++] = k->entries[i].length;
-    for (int d = k->n; d < t->ndim; d++) sizes[n++] = t->sizes[d];
-    return n;
+    return view_entries(out, t, k->n, k->entries);
 }
 
-/* t[key]: a view (KEY_VIEW) or a copy (KEY_INDEX), recorded when t is tracked. */
+/* The shape of t[key] (the index's positions as one dim). */
+static int region_shape(const wick_tensor *t, const wk_key *k, int64_t *sizes) {
+    int n = view_shape(t, k->n, k->entries, sizes);
+    return k->index ? merge_dims(n, sizes, k->dim, k->group, wick_tensor_numel(k->index)) : n;
+}
+
+/* t[key]: a view, or a copy when there is an index; recorded when t is tracked. */
 static wick_status key_read(wick_tensor **out, wick_tensor *t, const wk_key *k) {
-    if (k->kind == KEY_VIEW) return view_entries(out, t, k->n, k->entries);
+    wick_tensor *v, *m;
+    TRY(key_view(&v, t, k));
+    if (!k->index) return *out = v, WICK_OK;
     int64_t sizes[WICK_MAX_DIMS];
-    int n = merged_shape(t, k->lead, sizes);
-    wick_tensor *m;
-    TRY(wick_reshape(&m, t, n, sizes));
-    wick_status st = wick_index_select(out, m, k->dim, k->index);
+    memcpy(sizes, v->sizes, sizeof(int64_t) * v->ndim);
+    int n = merge_dims(v->ndim, sizes, k->dim, k->group, -1);
+    wick_status st = wick_reshape(&m, v, n, sizes);
+    wick_tensor_release(v);
+    if (st) return st;
+    st = wick_index_select(out, m, k->dim, k->index);
     wick_tensor_release(m);
     return st;
 }
 
-/* out = src along dim at the index positions (the last of repeated positions wins). */
+/* m[positions along dim] = src (the last of repeated positions wins), or += src. */
 static wick_status index_write(wick_tensor *m, const wk_key *k, const wick_tensor *src) {
     int64_t count = wick_tensor_numel(k->index);
     if (count == 0) return WICK_OK;
@@ -181,34 +196,26 @@ static wick_status index_write(wick_tensor *m, const wk_key *k, const wick_tenso
     return st;
 }
 
-/* t[key] = v (or the number s when v is NULL), in place, recording nothing.
- * For KEY_INDEX, v has the region's shape. */
-static wick_status key_write(wick_tensor *t, const wk_key *k, const wick_tensor *v, double s) {
-    wick_status st;
-    if (k->kind == KEY_VIEW) {
-        wick_tensor *w;
-        TRY(view_entries(&w, t, k->n, k->entries));
-        st = v ? wick_copy_(w, v) : wick_fill_(w, s);
-        wick_tensor_release(w);
-        return st;
-    }
-    if (wk_is_meta(t)) return WICK_OK;
+/* The index part of a write into w (t's view): v has the region's shape. */
+static wick_status write_positions(wick_tensor *w, const wk_key *k, const wick_tensor *v, double s) {
+    wick_status st = WICK_OK;
     int64_t sizes[WICK_MAX_DIMS];
-    int n = merged_shape(t, k->lead, sizes);
-    wick_tensor *m = NULL, *c = NULL, *src = NULL, *scalar = NULL;
-    if (k->lead != 1 && !wick_tensor_is_contiguous(t)) { /* write a contiguous copy, then copy it back */
-        if ((st = wick_clone(&c, t))) return st;
-        if (!(st = key_write(c, k, v, s))) st = wick_copy_(t, c);
+    memcpy(sizes, w->sizes, sizeof(int64_t) * w->ndim);
+    int n = merge_dims(w->ndim, sizes, k->dim, k->group, -1);
+    if (k->group != 1 && !wick_tensor_is_contiguous(w)) { /* write a contiguous copy, then copy it back */
+        wick_tensor *c;
+        TRY(wick_clone(&c, w));
+        if (!(st = write_positions(c, k, v, s))) st = wick_copy_(w, c);
         wick_tensor_release(c);
         return st;
     }
-    if ((st = wick_view(&m, t, n, sizes))) return st;
+    wick_tensor *m = NULL, *src = NULL, *scalar = NULL;
+    TRY(wick_view(&m, w, n, sizes));
     if (v) src = (wick_tensor *)v, wick_tensor_retain(src);
     else {
-        int64_t rs[WICK_MAX_DIMS];
-        int rn = region_shape(t, k, rs);
-        if (!(st = wick_full(&scalar, 0, NULL, s, (wick_options){t->dtype, t->storage->device})))
-            st = wick_expand(&src, scalar, rn, rs);
+        sizes[k->dim] = wick_tensor_numel(k->index);
+        if (!(st = wick_full(&scalar, 0, NULL, s, (wick_options){w->dtype, w->storage->device})))
+            st = wick_expand(&src, scalar, n, sizes);
     }
     if (!st) st = index_write(m, k, src);
     wick_tensor_release(m);
@@ -217,16 +224,26 @@ static wick_status key_write(wick_tensor *t, const wk_key *k, const wick_tensor 
     return st;
 }
 
+/* t[key] = v (or the number s when v is NULL), in place, recording nothing.
+ * With an index, v has the region's shape. */
+static wick_status key_write(wick_tensor *t, const wk_key *k, const wick_tensor *v, double s) {
+    wick_status st;
+    wick_tensor *w;
+    TRY(key_view(&w, t, k));
+    if (!k->index) st = v ? wick_copy_(w, v) : wick_fill_(w, s);
+    else st = wk_is_meta(w) ? WICK_OK : write_positions(w, k, v, s);
+    wick_tensor_release(w);
+    return st;
+}
+
 static wick_status put_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
     wick_key_entry entries[WICK_MAX_DIMS];
-    wk_key k = {.kind = n->ints[0], .lead = n->ints[1], .dim = n->ints[2], .accumulate = n->ints[3], .n = n->ints[4]};
-    if (k.kind == KEY_VIEW) {
+    wk_key k = {.n = n->ints[0], .dim = n->ints[1], .group = n->ints[2], .accumulate = n->ints[3], .index = n->saved[1]};
+    if (k.n) {
         const int64_t *p = (const int64_t *)wk_data(n->saved[0]);
         for (int i = 0; i < k.n; i++)
             entries[i] = (wick_key_entry){(int)p[4 * i], p[4 * i + 1], p[4 * i + 2], p[4 * i + 3]};
         k.entries = entries;
-    } else {
-        k.index = n->saved[0];
     }
     if (n->edges[0].leaf || n->edges[0].node) {
         wick_tensor *gx;
@@ -243,9 +260,10 @@ static wick_status record_put(wick_tensor *r, const wick_tensor *t, const wk_key
     const wick_tensor *inputs[2] = {t, v};
     wk_node *n;
     TRY(wk_record(r, "IndexPutBackward", put_backward, 0, v ? 2 : 1, inputs, &n));
-    n->ints[0] = k->kind, n->ints[1] = k->lead, n->ints[2] = k->dim, n->ints[3] = k->accumulate, n->ints[4] = k->n;
-    if (k->kind == KEY_INDEX) return wk_save(n, 0, k->index, r);
-    int64_t plan[4 * WICK_MAX_DIMS + 1], len = 4 * k->n;
+    n->ints[0] = k->n, n->ints[1] = k->dim, n->ints[2] = k->group, n->ints[3] = k->accumulate;
+    if (k->index) TRY(wk_save(n, 1, k->index, r));
+    if (!k->n) return WICK_OK;
+    int64_t plan[4 * WICK_MAX_DIMS], len = 4 * k->n;
     for (int i = 0; i < k->n; i++) {
         const wick_key_entry *e = &k->entries[i];
         plan[4 * i] = e->select, plan[4 * i + 1] = e->start, plan[4 * i + 2] = e->length, plan[4 * i + 3] = e->step;
@@ -289,18 +307,28 @@ done:
     return WICK_OK;
 }
 
-/* t[key] = v or s: in place, or recorded and adopted (see the top). */
-static wick_status key_put(const char *op, wick_tensor *t, const wk_key *k, const wick_tensor *value, double s) {
+static wick_status check_value_device(const char *op, const wick_tensor *t, const wick_tensor *value) {
+    if (!value) return WICK_OK;
+    const wick_tensor *ts[2] = {t, value};
+    const char *names[2] = {"self", "value"};
+    return wk_check_same_device(op, 2, ts, names);
+}
+
+/* t[key] = v or s: in place, or recorded and adopted (see the top). v fits
+ * the region's shape; with an index, v of the unflattened shape us (un dims)
+ * is reshaped to the region's. */
+static wick_status key_put(const char *op, wick_tensor *t, const wk_key *k, const wick_tensor *value, double s,
+                           int un, const int64_t *us) {
     wick_status st;
-    if (value) {
-        const wick_tensor *ts[2] = {t, value};
-        const char *names[2] = {"self", "value"};
-        TRY(wk_check_same_device(op, 2, ts, names));
-    }
-    wick_tensor *v = NULL, *r = NULL;
+    TRY(check_value_device(op, t, value));
+    wick_tensor *v = NULL, *fv = NULL, *r = NULL;
     int64_t rs[WICK_MAX_DIMS];
     int rn = region_shape(t, k, rs);
-    if (value && (st = fit_value(&v, t->storage->device, rn, rs, value))) return st;
+    if (value) {
+        if ((st = us ? fit_value(&fv, t->storage->device, un, us, value) : fit_value(&v, t->storage->device, rn, rs, value)))
+            return st;
+        if (us && (st = wick_reshape(&v, fv, rn, rs))) goto done;
+    }
     bool record = false;
     const wick_tensor *ins[1] = {v};
     if ((st = wk_check_inplace(op, t, v ? 1 : 0, ins, &record))) goto done;
@@ -312,6 +340,7 @@ static wick_status key_put(const char *op, wick_tensor *t, const wk_key *k, cons
     if (!st) st = record_put(r, t, k, v);
     if (!st) st = wk_adopt_inplace(t, r);
 done:
+    wick_tensor_release(fv);
     wick_tensor_release(v);
     wick_tensor_release(r);
     return st;
@@ -326,13 +355,13 @@ wick_status wick_index_view(wick_tensor **out, wick_tensor *t, int n, const wick
 
 wick_status wick_index_view_put_(wick_tensor *t, int n, const wick_key_entry *entries, const wick_tensor *value,
                                  double s) {
-    wick_tensor *probe; /* checks the key (and finds its shape) before anything is written */
+    wick_tensor *probe; /* checks the key before anything is written */
     wick_status st;
     WK_NO_GRAD(st = wick_index_view(&probe, t, n, entries));
     if (st) return st;
     wick_tensor_release(probe);
-    wk_key k = {.kind = KEY_VIEW, .n = n, .entries = entries};
-    return key_put("index_put_", t, &k, value, s);
+    wk_key k = {.n = n, .entries = entries};
+    return key_put("index_put_", t, &k, value, s, 0, NULL);
 }
 
 /* ---- index tensors ---- */
@@ -375,15 +404,35 @@ wick_status wick_index_from_one_based(wick_tensor **out, const wick_tensor *inde
     return WICK_OK;
 }
 
-/* The index flattened to 1-D, int64 and contiguous, after the usual checks. */
-static wick_status flat_index(wick_tensor **out, const char *op, const wick_tensor *t, int *dim,
-                              const wick_tensor *index) {
-    const wick_tensor *ts[2] = {t, index};
-    const char *names[2] = {"self", "index"};
-    TRY(wk_check_same_device(op, 2, ts, names));
-    TRY(index_dtype_check(op, index));
-    if (t->ndim == 0) return wick_fail(WICK_ERR_INDEX, "%s: cannot index a 0-dim tensor with an index tensor", op);
-    TRY(wk_wrap_dim(op, dim, t->ndim));
+wick_status wick_index_linear(wick_tensor **out, int k, const wick_tensor *const *indices, const int64_t *sizes) {
+    if (k < 1 || k > WICK_MAX_DIMS) return wick_fail(WICK_ERR_ARGUMENT, "index: 1 to %d index tensors, got %d", WICK_MAX_DIMS, k);
+    wick_tensor *acc = NULL, *next;
+    wick_status st = WICK_OK;
+    for (int j = 0; j < k && !st; j++) {
+        const wick_tensor *ts[2] = {indices[0], indices[j]};
+        const char *names[2] = {"indices", "indices"};
+        if ((st = wk_check_same_device("index", 2, ts, names)) || (st = index_dtype_check("index", indices[j]))) break;
+        if (!acc) { /* acc = i0; then acc = acc * size_j + i_j (broadcasting) */
+            st = wick_to(&acc, (wick_tensor *)indices[j], (wick_options){WICK_INT64, indices[j]->storage->device});
+            continue;
+        }
+        wick_tensor *scaled;
+        if ((st = wick_binary_scalar(&scaled, WICK_MUL, acc, (wick_scalar){(double)sizes[j], 1}, 0))) break;
+        st = wick_binary(&next, WICK_ADD, scaled, indices[j]);
+        wick_tensor_release(scaled);
+        if (!st && next->dtype != WICK_INT64) {
+            wick_tensor *c;
+            if (!(st = wick_to(&c, next, (wick_options){WICK_INT64, next->storage->device}))) wick_tensor_release(next), next = c;
+        }
+        if (!st) wick_tensor_release(acc), acc = next;
+    }
+    if (st) return wick_tensor_release(acc), st;
+    *out = acc;
+    return WICK_OK;
+}
+
+/* The index flattened to 1-D, int64 and contiguous. */
+static wick_status flatten_index(wick_tensor **out, const wick_tensor *index) {
     wick_tensor *i64, *flat;
     TRY(wick_to(&i64, (wick_tensor *)index, (wick_options){WICK_INT64, index->storage->device}));
     int64_t n = wick_tensor_numel(index);
@@ -395,79 +444,102 @@ static wick_status flat_index(wick_tensor **out, const char *op, const wick_tens
     return st;
 }
 
-/* sizes[:dim] + index.shape + sizes[dim+1:] */
-static int indexed_shape(const wick_tensor *t, int dim, const wick_tensor *index, int64_t *sizes) {
-    int n = 0;
-    for (int d = 0; d < dim; d++) sizes[n++] = t->sizes[d];
-    for (int d = 0; d < index->ndim; d++) sizes[n++] = index->sizes[d];
-    for (int d = dim + 1; d < t->ndim; d++) sizes[n++] = t->sizes[d];
-    return n;
-}
-
-static wick_status check_indexed_dims(const char *op, const wick_tensor *t, const wick_tensor *index) {
-    if (t->ndim - 1 + index->ndim > WICK_MAX_DIMS)
+/* The checks of a key with an index; *vn and vs: the shape of t's view. */
+static wick_status check_key(const char *op, const wick_tensor *t, int n, const wick_key_entry *entries, int dim,
+                             int group, const wick_tensor *index, int *vn, int64_t *vs) {
+    if (n < 0 || n > t->ndim)
+        return wick_fail(WICK_ERR_INDEX, "too many indices for tensor of dimension %d (got %d)", t->ndim, n);
+    const wick_tensor *ts[2] = {t, index};
+    const char *names[2] = {"self", "index"};
+    TRY(wk_check_same_device(op, 2, ts, names));
+    TRY(index_dtype_check(op, index));
+    *vn = view_shape(t, n, entries, vs);
+    if (group < 0 || dim < 0 || dim + group > *vn || (group == 0 && dim > *vn))
+        return wick_fail(WICK_ERR_INDEX, "%s: dims %d to %d of an index do not exist in a tensor of dimension %d", op,
+                         dim + 1, dim + group, *vn);
+    if (*vn - group + index->ndim > WICK_MAX_DIMS)
         return wick_fail(WICK_ERR_SHAPE, "%s: the result would have more than %d dimensions", op, WICK_MAX_DIMS);
     return WICK_OK;
 }
 
-wick_status wick_index_tensor(wick_tensor **out, wick_tensor *t, int dim, const wick_tensor *index) {
+/* vs with dims [dim, dim + group) replaced by the index's shape. */
+static int indexed_shape(int vn, const int64_t *vs, int dim, int group, const wick_tensor *index, int64_t *sizes) {
+    int n = 0;
+    for (int d = 0; d < dim; d++) sizes[n++] = vs[d];
+    for (int d = 0; d < index->ndim; d++) sizes[n++] = index->sizes[d];
+    for (int d = dim + group; d < vn; d++) sizes[n++] = vs[d];
+    return n;
+}
+
+wick_status wick_index_key(wick_tensor **out, wick_tensor *t, int n, const wick_key_entry *entries, int dim, int group,
+                           const wick_tensor *index) {
+    int vn;
+    int64_t vs[WICK_MAX_DIMS], sizes[WICK_MAX_DIMS];
+    TRY(check_key("index", t, n, entries, dim, group, index, &vn, vs));
     wick_tensor *flat, *r;
-    TRY(flat_index(&flat, "index", t, &dim, index));
-    wick_status st = check_indexed_dims("index", t, index);
-    if (!st) st = wick_index_select(&r, t, dim, flat);
+    TRY(flatten_index(&flat, index));
+    wk_key k = {.n = n, .entries = entries, .index = flat, .dim = dim, .group = group};
+    wick_status st = key_read(&r, t, &k);
     wick_tensor_release(flat);
     if (st) return st;
-    int64_t sizes[WICK_MAX_DIMS];
-    int n = indexed_shape(t, dim, index, sizes);
-    st = wick_reshape(out, r, n, sizes);
+    int rn = indexed_shape(vn, vs, dim, group, index, sizes);
+    st = wick_reshape(out, r, rn, sizes);
     wick_tensor_release(r);
     return st;
 }
 
-/* t[index along dim] = value: value broadcasts to the indexed shape. */
-static wick_status index_tensor_put(const char *op, wick_tensor *t, int dim, const wick_tensor *index,
-                                    const wick_tensor *value, double s, int accumulate, bool exact) {
-    wick_tensor *flat, *v = NULL, *vr = NULL;
-    TRY(flat_index(&flat, op, t, &dim, index));
-    wk_key k = {.kind = KEY_INDEX, .lead = 1, .dim = dim, .accumulate = accumulate, .index = flat};
-    wick_status st = check_indexed_dims(op, t, index);
-    if (!st && value) {
-        const wick_tensor *ts[2] = {t, value};
-        const char *names[2] = {"self", "value"};
-        st = wk_check_same_device(op, 2, ts, names);
-    }
-    if (!st && value) { /* fit the value to the indexed shape, then flatten it like the index */
-        int64_t sizes[WICK_MAX_DIMS], rs[WICK_MAX_DIMS];
-        int n = indexed_shape(t, dim, index, sizes);
+static wick_status key_index_put(const char *op, wick_tensor *t, int n, const wick_key_entry *entries, int dim,
+                                 int group, const wick_tensor *index, const wick_tensor *value, double s, int accumulate,
+                                 bool exact) {
+    int vn;
+    int64_t vs[WICK_MAX_DIMS], sizes[WICK_MAX_DIMS];
+    TRY(check_key(op, t, n, entries, dim, group, index, &vn, vs));
+    int un = indexed_shape(vn, vs, dim, group, index, sizes);
+    if (exact && value && (value->ndim != un || memcmp(value->sizes, sizes, sizeof(int64_t) * un))) {
         char a[WK_SHAPE_BUF], b[WK_SHAPE_BUF];
-        if (exact && (value->ndim != n || memcmp(value->sizes, sizes, sizeof(int64_t) * n)))
-            st = wick_fail(WICK_ERR_SHAPE, "%s: source of shape %s does not match the indexed shape %s", op,
-                           wk_shape_str(value->ndim, value->sizes, a, sizeof a), wk_shape_str(n, sizes, b, sizeof b));
-        if (!st) st = fit_value(&v, t->storage->device, n, sizes, value);
-        int rn = region_shape(t, &k, rs);
-        if (!st) st = wick_reshape(&vr, v, rn, rs);
+        return wick_fail(WICK_ERR_SHAPE, "%s: source of shape %s does not match the indexed shape %s", op,
+                         wk_shape_str(value->ndim, value->sizes, a, sizeof a), wk_shape_str(un, sizes, b, sizeof b));
     }
-    if (!st) st = key_put(op, t, &k, vr, s);
+    wick_tensor *flat;
+    TRY(flatten_index(&flat, index));
+    wk_key k = {.n = n, .entries = entries, .index = flat, .dim = dim, .group = group, .accumulate = accumulate};
+    wick_status st = key_put(op, t, &k, value, s, un, sizes);
     wick_tensor_release(flat);
-    wick_tensor_release(v);
-    wick_tensor_release(vr);
     return st;
+}
+
+wick_status wick_index_key_put_(wick_tensor *t, int n, const wick_key_entry *entries, int dim, int group,
+                                const wick_tensor *index, const wick_tensor *value, double s, int accumulate) {
+    return key_index_put("index_put_", t, n, entries, dim, group, index, value, s, accumulate, false);
+}
+
+static wick_status check_index_dim(const char *op, const wick_tensor *t, int *dim) {
+    if (t->ndim == 0) return wick_fail(WICK_ERR_INDEX, "%s: cannot index a 0-dim tensor with an index tensor", op);
+    return wk_wrap_dim(op, dim, t->ndim);
+}
+
+wick_status wick_index_tensor(wick_tensor **out, wick_tensor *t, int dim, const wick_tensor *index) {
+    TRY(check_index_dim("index", t, &dim));
+    return wick_index_key(out, t, 0, NULL, dim, 1, index);
 }
 
 wick_status wick_index_tensor_put_(wick_tensor *t, int dim, const wick_tensor *index, const wick_tensor *value,
                                    double s, int accumulate) {
-    return index_tensor_put("index_put_", t, dim, index, value, s, accumulate, false);
+    TRY(check_index_dim("index_put_", t, &dim));
+    return key_index_put("index_put_", t, 0, NULL, dim, 1, index, value, s, accumulate, false);
 }
 
 wick_status wick_index_copy_(wick_tensor *t, int dim, const wick_tensor *index, const wick_tensor *source) {
-    return index_tensor_put("index_copy_", t, dim, index, source, 0, 0, true);
+    TRY(check_index_dim("index_copy_", t, &dim));
+    return key_index_put("index_copy_", t, 0, NULL, dim, 1, index, source, 0, 0, true);
 }
 
 wick_status wick_index_fill_(wick_tensor *t, int dim, const wick_tensor *index, const wick_tensor *value, double s) {
     if (value && value->ndim != 0)
         return wick_fail(WICK_ERR_ARGUMENT, "index_fill_: only supports a 0-dimensional value tensor, but got tensor with %d dimension(s)",
                          value->ndim);
-    return index_tensor_put("index_fill_", t, dim, index, value, s, 0, false);
+    TRY(check_index_dim("index_fill_", t, &dim));
+    return key_index_put("index_fill_", t, 0, NULL, dim, 1, index, value, s, 0, false);
 }
 
 /* ---- masks ---- */
@@ -526,7 +598,7 @@ wick_status wick_mask_index(wick_tensor **out, wick_tensor *t, const wick_tensor
     TRY(check_mask("index", t, mask, true));
     wick_tensor *pos;
     TRY(mask_positions(&pos, "index", mask, t->storage->device));
-    wk_key k = {.kind = KEY_INDEX, .lead = mask->ndim, .dim = 0, .index = pos};
+    wk_key k = {.index = pos, .dim = 0, .group = mask->ndim};
     wick_status st = key_read(out, t, &k);
     wick_tensor_release(pos);
     return st;
@@ -544,8 +616,8 @@ wick_status wick_mask_index_put_(wick_tensor *t, const wick_tensor *mask, const 
     }
     wick_tensor *pos;
     TRY(mask_positions(&pos, "index_put_", mask, t->storage->device));
-    wk_key k = {.kind = KEY_INDEX, .lead = mask->ndim, .dim = 0, .index = pos};
-    wick_status st = key_put("index_put_", t, &k, value, s);
+    wk_key k = {.index = pos, .dim = 0, .group = mask->ndim};
+    wick_status st = key_put("index_put_", t, &k, value, s, 0, NULL);
     wick_tensor_release(pos);
     return st;
 }
@@ -598,8 +670,8 @@ wick_status wick_masked_scatter_(wick_tensor *t, const wick_tensor *mask, const 
     }
     if ((st = wick_reshape(&flat, (wick_tensor *)source, 1, &total))) goto done;
     if ((st = wick_narrow(&part, flat, 0, 0, count))) goto done;
-    wk_key k = {.kind = KEY_INDEX, .lead = t->ndim, .dim = 0, .index = pos};
-    st = key_put("masked_scatter_", t, &k, part, 0);
+    wk_key k = {.index = pos, .dim = 0, .group = t->ndim};
+    st = key_put("masked_scatter_", t, &k, part, 0, 0, NULL);
 done:
     wick_tensor_release(me);
     wick_tensor_release(pos);

@@ -8,6 +8,7 @@
 #include "wick_lua.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #define MAX_EXACT 9007199254740992.0 /* 2^53 */
@@ -68,8 +69,9 @@ static wick_key_entry range_entry(lua_State *L, int idx, int n, int64_t size, in
     return (wick_key_entry){0, first - 1, length, step};
 }
 
-/* The table key at idx as entries for t's dims from the first. */
-static int parse_key(lua_State *L, int idx, wick_tensor *t, wick_key_entry *e) {
+/* The table key at idx as entries for t's dims from the first; the entries
+ * that are tensors become whole dims, their positions in tp (count *nt). */
+static int parse_key(lua_State *L, int idx, wick_tensor *t, wick_key_entry *e, int *tp, int *nt) {
     int n = (int)lua_objlen(L, idx), nd = wick_tensor_ndim(t);
     lua_pushnil(L);
     while (lua_next(L, idx)) { /* only entries 1..n */
@@ -82,6 +84,7 @@ static int parse_key(lua_State *L, int idx, wick_tensor *t, wick_key_entry *e) {
     if (n > nd)
         wl_raise(L, "index: too many indices for tensor of dimension %d (the key has %d entries)", nd, n);
     const int64_t *sizes = wick_tensor_sizes(t);
+    *nt = 0;
     for (int i = 0; i < n; i++) {
         lua_rawgeti(L, idx, i + 1);
         int top = lua_gettop(L), ty = lua_type(L, top);
@@ -95,8 +98,8 @@ static int parse_key(lua_State *L, int idx, wick_tensor *t, wick_key_entry *e) {
                 wl_raise(L, "index: entry %d of the key: a range is {} (all), {first, last} or {first, last, step}, got a table of %d elements",
                          i + 1, m);
         } else if (wl_totensor(L, top)) {
-            wl_raise(L, "index: entry %d of the key is a tensor: a tensor key goes alone (t[mask], t[idx]); for other dims use index_select",
-                     i + 1);
+            e[i] = (wick_key_entry){0, 0, sizes[i], 1};
+            tp[(*nt)++] = i;
         } else {
             wl_raise(L, "index: entry %d of the key must be a number or a range table ({}, {first, last}, {first, last, step}), got %s",
                      i + 1, luaL_typename(L, top));
@@ -104,6 +107,35 @@ static int parse_key(lua_State *L, int idx, wick_tensor *t, wick_key_entry *e) {
         lua_pop(L, 1);
     }
     return n;
+}
+
+/* The index tensors of a table key (entries tp[0..nt), next to each other,
+ * int64) as one 0-based index over their dims: *dim is where those dims are
+ * in the view of the other entries. Leaves its tensors on the stack. */
+static wick_tensor *key_tensors(lua_State *L, int kidx, wick_tensor *t, const wick_key_entry *e, const int *tp, int nt,
+                                int *dim) {
+    const int64_t *sizes = wick_tensor_sizes(t);
+    wick_tensor *conv[WICK_MAX_DIMS];
+    for (int j = 0; j < nt; j++) {
+        if (tp[j] != tp[0] + j)
+            wl_raise(L, "index: the index tensors of a key must be next to each other (entries %d and %d are not)",
+                     tp[0] + 1, tp[j] + 1);
+        lua_rawgeti(L, kidx, tp[j] + 1);
+        wick_tensor *k = wl_totensor(L, -1);
+        wick_dtype d = wick_tensor_dtype(k);
+        if (d != WICK_INT64 && d != WICK_INT32)
+            wl_raise(L, "index: entry %d of the key: a tensor entry must be an int64 index tensor, got %s%s", tp[j] + 1,
+                     wick_dtype_name(d), d == WICK_BOOL ? " (a bool mask goes alone: t[mask])" : "");
+        wick_tensor **slot = wl_new_slot(L);
+        wl_check(L, wick_index_from_one_based(slot, k, sizes[tp[j]], tp[j]));
+        conv[j] = *slot;
+    }
+    *dim = tp[0];
+    for (int i = 0; i < tp[0]; i++) *dim -= e[i].select;
+    if (nt == 1) return conv[0];
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_index_linear(slot, nt, (const wick_tensor *const *)conv, sizes + tp[0]));
+    return *slot;
 }
 
 /* A tensor key: its kind, or an error. 1 mask, 2 index. */
@@ -142,9 +174,11 @@ static int t_index_get(lua_State *L) {
     wick_tensor *k = wl_totensor(L, 2);
     if (lua_type(L, 2) == LUA_TTABLE && !k) {
         wick_key_entry e[WICK_MAX_DIMS];
-        int n = parse_key(L, 2, t, e);
+        int tp[WICK_MAX_DIMS], nt, dim;
+        int n = parse_key(L, 2, t, e, tp, &nt);
+        wick_tensor *index = nt ? key_tensors(L, 2, t, e, tp, nt, &dim) : NULL;
         wick_tensor **slot = wl_new_slot(L);
-        wl_check(L, wick_index_view(slot, t, n, e));
+        wl_check(L, nt ? wick_index_key(slot, t, n, e, dim, nt, index) : wick_index_view(slot, t, n, e));
         return 1;
     }
     if (lua_type(L, 2) == LUA_TNUMBER) {
@@ -197,7 +231,13 @@ static int t_index_set(lua_State *L) {
             if (wick_tensor_ndim(t) == 0) wl_raise(L, "index: cannot index a 0-dim tensor with a number (use :fill_())");
             e[0] = (wick_key_entry){1, select_index(L, 2, wick_tensor_sizes(t)[0], 0), 1, 1};
         } else {
-            n = parse_key(L, 2, t, e);
+            int tp[WICK_MAX_DIMS], nt, dim;
+            n = parse_key(L, 2, t, e, tp, &nt);
+            if (nt) {
+                wick_tensor *index = key_tensors(L, 2, t, e, tp, nt, &dim);
+                WRITE(L, wick_index_key_put_(t, n, e, dim, nt, index, v, s, 0));
+                return 0;
+            }
         }
         WRITE(L, wick_index_view_put_(t, n, e, v, s));
         return 0;
@@ -288,16 +328,17 @@ static int t_index_write(lua_State *L) {
     return 1;
 }
 
-/* index_put(_)(indices, values[, accumulate]): indices a table holding one
- * int64 index tensor (dim 1) or one bool mask */
+/* index_put(_)(indices, values[, accumulate]): indices a table of int64
+ * index tensors for the first dims (broadcast together), or of one bool mask */
 static int t_index_put(lua_State *L) {
     int inplace = (int)lua_tointeger(L, lua_upvalueindex(1));
     const char *fn = inplace ? "index_put_" : "index_put";
     wick_tensor *t = wl_checktensor(L, 1, fn, "self");
     if (!lua_istable(L, 2) || wl_totensor(L, 2))
         wl_raise(L, "%s: expected a table of index tensors as argument 'indices', got %s", fn, luaL_typename(L, 2));
-    if (lua_objlen(L, 2) != 1)
-        wl_raise(L, "%s: only one index tensor (or one mask) is supported, got %d", fn, (int)lua_objlen(L, 2));
+    int nt = (int)lua_objlen(L, 2);
+    if (nt < 1 || nt > wick_tensor_ndim(t))
+        wl_raise(L, "%s: expected 1 to %d index tensors (the tensor's dimensions), got %d", fn, wick_tensor_ndim(t), nt);
     double s = 0;
     wick_tensor *v = write_value(L, 3, &s, fn);
     int accumulate = 0;
@@ -305,25 +346,42 @@ static int t_index_put(lua_State *L) {
         if (lua_type(L, 4) != LUA_TBOOLEAN) wl_raise(L, "%s: expected a boolean for argument 'accumulate', got %s", fn, luaL_typename(L, 4));
         accumulate = lua_toboolean(L, 4);
     }
-    lua_rawgeti(L, 2, 1);
-    int kidx = lua_gettop(L);
-    wick_tensor *k = wl_checktensor(L, kidx, fn, "indices[1]");
+    lua_settop(L, 4);
     wick_tensor *target = t;
     if (!inplace) {
         wick_tensor **slot = wl_new_slot(L);
         wl_check(L, wick_clone(slot, t));
         target = *slot;
     }
-    int top = lua_gettop(L);
-    if (tensor_key_kind(L, k) == 1) {
+    int result = lua_gettop(L);
+    lua_rawgeti(L, 2, 1);
+    wick_tensor *first = wl_checktensor(L, -1, fn, "indices[1]");
+    if (tensor_key_kind(L, first) == 1) {
+        if (nt > 1) wl_raise(L, "%s: a bool mask goes alone in 'indices'", fn);
         if (accumulate) wl_raise(L, "%s: accumulate with a mask is not supported; use t[mask] = t[mask] + v", fn);
-        WRITE(L, wick_mask_index_put_(target, k, v, s));
+        WRITE(L, wick_mask_index_put_(target, first, v, s));
     } else {
-        wick_tensor *index = lua_index_tensor(L, kidx, target, 0, fn);
-        WRITE(L, wick_index_tensor_put_(target, 0, index, v, s, accumulate));
+        const int64_t *sizes = wick_tensor_sizes(target);
+        wick_tensor *conv[WICK_MAX_DIMS];
+        for (int j = 0; j < nt; j++) {
+            lua_rawgeti(L, 2, j + 1);
+            char what[32];
+            snprintf(what, sizeof what, "indices[%d]", j + 1);
+            wick_tensor *k = wl_checktensor(L, -1, fn, what);
+            if (tensor_key_kind(L, k) != 2) wl_raise(L, "%s: %s must be an int64 index tensor, got bool", fn, what);
+            wick_tensor **slot = wl_new_slot(L);
+            wl_check(L, wick_index_from_one_based(slot, k, sizes[j], j));
+            conv[j] = *slot;
+        }
+        wick_tensor *index = conv[0];
+        if (nt > 1) {
+            wick_tensor **slot = wl_new_slot(L);
+            wl_check(L, wick_index_linear(slot, nt, (const wick_tensor *const *)conv, sizes));
+            index = *slot;
+        }
+        WRITE(L, wick_index_key_put_(target, 0, NULL, 0, nt, index, v, s, accumulate));
     }
-    if (inplace) lua_settop(L, 1);
-    else lua_settop(L, top);
+    lua_settop(L, inplace ? 1 : result);
     return 1;
 }
 
