@@ -311,18 +311,34 @@ return function(wick)
   Tensor.bernoulli = ops.bernoulli
 
   -- in-place fills: each draws from wick's generator (repeatable under wick.manual_seed)
-  local function fill_with(t, fn, values) return t:copy_(values) end
+  local function fill_with(t, fn, values)
+    if t.requires_grad and t.is_leaf and wick.is_grad_enabled() then
+      check.fail(fn, "a leaf tensor that requires grad is used in an in-place operation; wrap the fill in wick.no_grad(...)")
+    end
+    return t:copy_(values)
+  end
   local function need_float(t, fn)
     check.tensor(t, fn, "self")
     if not is_float(t.dtype) then check.fail(fn, "expected a floating-point tensor, got %s", t.dtype) end
   end
+  -- t:normal_({mean =, std =}) and the like: PyTorch's keywords as one options table
+  local function keywords(fn, names, a, b)
+    if type(a) ~= "table" or is_tensor(a) or b ~= nil then return a, b end
+    local spec = {}
+    for _, n in ipairs(names) do spec[n] = "number|tensor" end
+    local o = check.options(a, fn, spec)
+    return o[names[1]], o[names[2]]
+  end
+
   function Tensor.normal_(t, mean, std)
+    mean, std = keywords("normal_", { "mean", "std" }, mean, std)
     need_float(t, "normal_")
     mean = check.opt_number(mean, "normal_", "mean", 0)
     std = check.opt_number(std, "normal_", "std", 1, 0)
     return fill_with(t, "normal_", wick.randn(t:size(), { dtype = "float64", device = t.device }) * std + mean)
   end
   function Tensor.uniform_(t, from, to)
+    from, to = keywords("uniform_", { "from", "to" }, from, to)
     need_float(t, "uniform_")
     from = check.opt_number(from, "uniform_", "from", 0)
     to = check.opt_number(to, "uniform_", "to", 1)
@@ -330,18 +346,21 @@ return function(wick)
     return fill_with(t, "uniform_", float_draws("uniform_", t) * (to - from) + from)
   end
   function Tensor.exponential_(t, lambd)
+    lambd = keywords("exponential_", { "lambd" }, lambd)
     need_float(t, "exponential_")
     lambd = check.opt_number(lambd, "exponential_", "lambd", 1)
     if lambd <= 0 then check.fail("exponential_", "expects lambda > 0.0, but found lambda=%s", lambd) end
     return fill_with(t, "exponential_", -(1 - float_draws("exponential_", t)):log() / lambd)
   end
   function Tensor.log_normal_(t, mean, std)
+    mean, std = keywords("log_normal_", { "mean", "std" }, mean, std)
     need_float(t, "log_normal_")
     mean = check.opt_number(mean, "log_normal_", "mean", 1)
     std = check.opt_number(std, "log_normal_", "std", 2, 0)
     return fill_with(t, "log_normal_", (wick.randn(t:size(), { dtype = "float64", device = t.device }) * std + mean):exp())
   end
   function Tensor.geometric_(t, p)
+    p = keywords("geometric_", { "p" }, p)
     check.tensor(t, "geometric_", "self")
     check.number(p, "geometric_", "p")
     if not (p > 0 and p < 1) then check.fail("geometric_", "expects p to be in (0, 1), but got p=%s", p) end
@@ -350,10 +369,11 @@ return function(wick)
     return fill_with(t, "geometric_", k)
   end
   function Tensor.bernoulli_(t, p)
+    p = keywords("bernoulli_", { "p" }, p)
     check.tensor(t, "bernoulli_", "self")
     if p == nil then p = 0.5 end
     if is_tensor(p) then
-      return fill_with(t, "bernoulli_", float_draws("bernoulli_", t):lt(p:to(t.device)))
+      return fill_with(t, "bernoulli_", float_draws("bernoulli_", t):lt(p))
     end
     check.number(p, "bernoulli_", "p", 0, 1)
     return fill_with(t, "bernoulli_", float_draws("bernoulli_", t):lt(p))
@@ -363,9 +383,11 @@ return function(wick)
     int32 = 2 ^ 31 - 1, uint8 = 255, bool = 1 }
   --- t:random_([from, ]to): integers in [from, to); t:random_(): [0, 2^mantissa] (2^53 for int64 here).
   function Tensor.random_(t, from, to)
+    from, to = keywords("random_", { "from", "to" }, from, to)
     check.tensor(t, "random_", "self")
     if from == nil and to == nil then from, to = 0, RANDOM_TOP[t.dtype] + 1
-    elseif to == nil then from, to = 0, from end
+    elseif to == nil then from, to = 0, from
+    elseif from == nil then from = 0 end
     check.int(from, "random_", "from")
     check.int(to, "random_", "to")
     return fill_with(t, "random_", ops.randint(from, to, t:size(), { device = t.device }))
