@@ -236,6 +236,16 @@ local function key_cases(dev)
       assert.are.same({ 6, 6 }, vals(x[1]))
     end)
 
+    it("a value that overlaps the written region is read before the write", function()
+      local x = T({ 0, 1, 2, 3, 4 })
+      x[{ { 2, 5 } }] = x[{ { 1, 4 } }]
+      assert.are.same({ 0, 0, 1, 2, 3 }, vals(x))
+      x[I({ 1, 2 }, dev)] = x[{ { 4, 5 } }]
+      assert.are.same({ 2, 3, 1, 2, 3 }, vals(x))
+      x[x:gt(1)] = x[{ { 1, 4 } }]
+      assert.are.same({ 2, 3, 1, 1, 2 }, vals(x))
+    end)
+
     it("values convert to the tensor's dtype", function()
       local x = T({ 1, 2, 3 }, { dtype = "int64" })
       x[{ { 1, 2 } }] = T({ 7.0, 8.0 })

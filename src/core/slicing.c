@@ -321,12 +321,16 @@ static wick_status key_put(const char *op, wick_tensor *t, const wk_key *k, cons
                            int un, const int64_t *us) {
     wick_status st;
     TRY(check_value_device(op, t, value));
-    wick_tensor *v = NULL, *fv = NULL, *r = NULL;
+    wick_tensor *v = NULL, *fv = NULL, *r = NULL, *own = NULL;
     int64_t rs[WICK_MAX_DIMS];
     int rn = region_shape(t, k, rs);
+    if (value && value->storage == t->storage) { /* x[{{2, 5}}] = x[{{1, 4}}]: read before writing */
+        TRY(wick_clone(&own, value));
+        value = own;
+    }
     if (value) {
         if ((st = us ? fit_value(&fv, t->storage->device, un, us, value) : fit_value(&v, t->storage->device, rn, rs, value)))
-            return st;
+            goto done;
         if (us && (st = wick_reshape(&v, fv, rn, rs))) goto done;
     }
     bool record = false;
@@ -340,6 +344,7 @@ static wick_status key_put(const char *op, wick_tensor *t, const wk_key *k, cons
     if (!st) st = record_put(r, t, k, v);
     if (!st) st = wk_adopt_inplace(t, r);
 done:
+    wick_tensor_release(own);
     wick_tensor_release(fv);
     wick_tensor_release(v);
     wick_tensor_release(r);
