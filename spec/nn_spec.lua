@@ -1081,3 +1081,93 @@ describe("recurrent layers against PyTorch (float64, weights from a formula)", f
     assert_error_has(function() nn.LSTM(3, 4, { proj_size = 2 }) end, "proj_size is not supported")
   end)
 end)
+
+describe("more activations against PyTorch (float64: outputs and the gradient of sum(y^2))", function()
+  -- computed with PyTorch 2.x on x = {-3, -0.5, 0, 0.7, 25}
+  local REF = {
+    { "LeakyReLU(0.2)", function() return nn.LeakyReLU(0.2) end, { -0.6000000000000001, -0.1, 0.0, 0.7, 25.0 }, { -0.24000000000000005, -0.04000000000000001, 0.0, 1.4, 50.0 } },
+    { "SiLU", function() return nn.SiLU() end, { -0.14227761953270035, -0.1887703343990727, 0.0, 0.46773144051771626, 24.9999999996528 }, { 0.02507048494979, -0.09817522725923249, 0.0, 0.7702477726744708, 50.0000000159712 } },
+    { "ELU", function() return nn.ELU() end, { -0.950212931632136, -0.3934693402873666, 0.0, 0.7, 25.0 }, { -0.09461663238239518, -0.4773024370823822, 0.0, 1.4, 50.0 } },
+    { "Softplus", function() return nn.Softplus() end, { 0.04858735157374206, 0.4740769841801067, 0.6931471805599453, 1.103186048885458, 25.0 }, { 0.004608595147540282, 0.35796668333833054, 0.6931471805599453, 1.4742708565835516, 50.0 } },
+    { "Softplus(2, 1)", function() return nn.Softplus(2, 1) end, { 0.0012378425688652247, 0.15663084375911143, 0.34657359027997264, 0.7, 25.0 }, { 6.121436400088861e-06, 0.08424904350191412, 0.34657359027997264, 1.4, 50.0 } },
+    { "Mish", function() return nn.Mish() end, { -0.1456474612756246, -0.22074377465173, 0.0, 0.5611483776438518, 25.0 }, { 0.027204940064512347, -0.12781535968921987, 0.0, 1.087275337120447, 50.0 } },
+    { "Hardtanh(-0.6, 0.6)", function() return nn.Hardtanh(-0.6, 0.6) end, { -0.6, -0.5, 0.0, 0.6, 0.6 }, { 0.0, -1.0, 0.0, 0.0, 0.0 } },
+  }
+  for _, case in ipairs(REF) do
+    it(case[1], function()
+      local x = wick.tensor({ -3, -0.5, 0, 0.7, 25 }, F64):requires_grad_()
+      local y = case[2]()(x)
+      assert_close(y, case[3], 1e-12)
+      ;(y * y):sum():backward()
+      assert_close(x.grad, case[4], 1e-9)
+    end)
+  end
+
+  it("check their options", function()
+    assert_error_has(function() nn.LeakyReLU({ slope = 0.1 }) end, "LeakyReLU: unknown option 'slope'")
+    assert_error_has(function() nn.ELU("1") end, "option 'alpha'")
+    assert_error_has(function() nn.Hardtanh(1, -1) end, "min_val cannot be greater than max_val")
+    assert_error_has(function() nn.Softplus(0) end, "beta must not be 0")
+  end)
+end)
+
+describe("nn.Conv1d", function()
+  it("matches PyTorch's Conv1d(4, 6, 3, 2, 1, dilation = 2, groups = 2): output and weight gradient", function()
+    -- PyTorch 2.x, float64; parameter j, element i: 0.5 sin(0.37 i + j); input element i: cos(0.23 i)
+    local out = {0.07897041699090868, -0.5417753483974945, -0.8433081708633964, -0.4603194571543914, 1.3627653423661352, 1.8240794127703905, 1.595334157099151, 0.9631767129075139, -0.22069545651564587, -0.15772662899498283, 0.42038312109046805, 0.801738844485924, 1.1647547334511383, 1.7237788528470692, 1.6704090231170718, 1.074552117467701, -0.5243766325308314, -0.6440571585131555, -0.1240836057614256, 0.3829012008162226, 0.41349070854595826, -0.0008271432819301899, -0.5761596979641689, -0.5933004247315626, -0.17210790514632102, -0.005229186338428254, 0.5941141185922691, 0.8847598678339486, 0.3381814292412195, -0.2461133467263131, -0.6717245176855478, -0.4054473945560211, 1.2692119287597599, 1.8088066775087792, 1.7240717725601415, 1.1114691442810074, 0.5458190304352084, 0.06060084762828555, -0.45807295846898444, -0.376151239082139, 0.9490522926334466, 1.56402785860599, 1.6439229327266638, 1.0947171236834587, -0.7491031943391276, -1.0074547616398772, -0.585382452554598, -0.0032569336708892956}
+    local gw = {-5.562453854934253, -3.885096100123329, -0.9969592227944196, 4.117266937538529, 5.539039077712618, 3.3376972872909123, 9.117795574695807, 8.793015313595488, 4.552501391905989, -7.565141924941782, -11.646947057083867, -10.217513199094125, -6.53090855912289, -10.62551619018368, -9.481892913928709, -2.4016583512069594, 1.0010429388464488, 4.696865484367054, -0.659466934196095, 3.9162798470523565, 5.934268022049151, 8.62466673162442, 7.673932602122972, 3.431076203053379, 7.9287417451330535, 7.294098047573097, 2.6165520559306525, -7.8578420947669425, -11.228686446799795, -9.273555767280891, -3.795921595148952, -5.776017813696056, -3.386181266664722, 0.6226163095344641, 3.9680455307663944, 5.021058098496088}
+    local c = nn.Conv1d(4, 6, 3, 2, 1, 2, 2):double()
+    local j = 0
+    wick.no_grad(function()
+      for _, p in c:named_parameters() do
+        local v = {}
+        for i = 0, p:numel() - 1 do v[#v + 1] = 0.5 * math.sin(0.37 * i + j) end
+        p:copy_(wick.tensor(v, F64):view(p.shape))
+        j = j + 1
+      end
+    end)
+    local xv = {}
+    for i = 0, 2 * 4 * 9 - 1 do xv[#xv + 1] = math.cos(0.23 * i) end
+    local y = c(wick.tensor(xv, F64):view(2, 4, 9))
+    assert.are.same({ 2, 6, 4 }, shape_of(y))
+    assert_close(support.values_of(y), out, 1e-12)
+    ;(y * y):sum():backward()
+    assert_close(support.values_of(c.weight.grad), gw, 1e-10)
+    assert.are.same({ 6, 2, 3 }, shape_of(c.weight))
+  end)
+
+  it("takes options, unbatched input, and padding = 'same'", function()
+    assert.are.same({ 1, 2, 7 }, shape_of(nn.Conv1d(2, 2, 3, { padding = "same" })(wick.randn(1, 2, 7))))
+    assert.are.same({ 2, 5 }, shape_of(nn.Conv1d(3, 2, 3)(wick.randn(3, 7))))
+    assert_error_has(function() nn.Conv1d(2, 2, 3, { strid = 2 }) end, "Conv1d: unknown option 'strid'")
+    assert_error_has(function() nn.Conv1d(2, 2, 3)(wick.randn(2, 2, 2, 7)) end, "expected 2-D (unbatched) or 3-D input")
+  end)
+end)
+
+describe("nn.Embedding's padding_idx and from_pretrained", function()
+  it("padding_idx (1-based, negative from the end) starts at zero and gets no gradient", function()
+    local e = nn.Embedding(5, 3, 2)
+    assert.are.equal(0, e.weight:select(1, 2):abs():sum():item())
+    local idx = wick.tensor({ { 1, 2, 2, 3 } }, { dtype = "int64" })
+    e(idx):sum():backward()
+    assert.are.same({ { 1, 1, 1 }, { 0, 0, 0 }, { 1, 1, 1 }, { 0, 0, 0 }, { 0, 0, 0 } }, e.weight.grad:totable())
+    -- a loaded row is returned as it is (only its gradient is blocked)
+    wick.no_grad(function() e.weight:select(1, 2):fill_(7) end)
+    assert.are.equal(7, e(idx)[1][2][1]:item())
+    assert.are.equal(5, nn.Embedding(5, 3, { padding_idx = -1 }).padding_idx)
+    assert_error_has(function() nn.Embedding(5, 3, 6) end, "padding_idx must be within num_embeddings")
+    assert_error_has(function() nn.Embedding(5, 3, { max_norm = 1 }) end, "max_norm is not supported")
+  end)
+
+  it("from_pretrained copies the weights, frozen unless freeze = false", function()
+    local w = wick.tensor({ { 1, 2 }, { 3, 4 }, { 5, 6 } })
+    local e = nn.Embedding.from_pretrained(w)
+    assert.are.same({ { 3, 4 } }, e(wick.tensor({ 2 }, { dtype = "int64" })):totable())
+    assert.are.equal(0, #e:parameters())
+    assert.is_not_nil(e:state_dict().weight)
+    local t = nn.Embedding.from_pretrained(w, false)
+    assert.are.equal(1, #t:parameters())
+    assert.is_false(rawequal(t.weight, w))
+    assert_error_has(function() nn.Embedding.from_pretrained(wick.ones(3)) end, "expected to be 2-dimensional")
+  end)
+end)

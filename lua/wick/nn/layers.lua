@@ -79,6 +79,44 @@ function L.Conv2d:extra_repr()
     self.kernel_size[1], self.kernel_size[2], tostring(self.stride), tostring(self.padding))
 end
 
+-- ---- Conv1d: a Conv2d over a height of 1 ----
+L.Conv1d = Module:extend("Conv1d")
+local CONV1 = { bias = "boolean", stride = "integer", padding = "integer|string", dilation = "integer",
+  groups = "integer", padding_mode = "string", device = "device", dtype = "dtype" }
+-- nn.Conv1d(in, out, kernel_size[, stride[, padding[, dilation[, groups[, bias[, padding_mode]]]]]][, opts])
+function L.Conv1d:init(in_channels, out_channels, kernel_size, ...)
+  check.int(in_channels, "Conv1d", "in_channels", 1)
+  check.int(out_channels, "Conv1d", "out_channels", 1)
+  check.int(kernel_size, "Conv1d", "kernel_size", 1)
+  local opts = check.positional("Conv1d", CONV_ORDER, CONV1, ...)
+  if opts.padding_mode ~= nil then check.one_of(opts.padding_mode, "Conv1d", "padding_mode", { "zeros" }) end
+  self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, kernel_size
+  self.stride, self.padding = check.opt_int(opts.stride, "Conv1d", "stride", 1, 1), opts.padding or 0
+  self.dilation = check.opt_int(opts.dilation, "Conv1d", "dilation", 1, 1)
+  self.groups = check.opt_int(opts.groups, "Conv1d", "groups", 1, 1)
+  if in_channels % self.groups ~= 0 or out_channels % self.groups ~= 0 then
+    wick.error("Conv1d: in_channels and out_channels must be divisible by groups")
+  end
+  local bound = 1 / math.sqrt(in_channels / self.groups * kernel_size)
+  self.weight = L.Parameter(uniform({ out_channels, in_channels / self.groups, kernel_size }, bound, options(opts)))
+  if opts.bias ~= false then self.bias = L.Parameter(uniform({ out_channels }, bound, options(opts))) end
+end
+function L.Conv1d:forward(x)
+  check.tensor(x, "Conv1d", "input")
+  if x:dim() ~= 2 and x:dim() ~= 3 then check.fail("Conv1d", "expected 2-D (unbatched) or 3-D input, got %d-D", x:dim()) end
+  local unbatched = x:dim() == 2
+  if unbatched then x = x:unsqueeze(1) end
+  local padding = self.padding
+  if type(padding) == "number" then padding = { 0, padding } end
+  local y = F.conv2d(x:unsqueeze(3), self.weight:unsqueeze(3), self.bias,
+    { stride = { 1, self.stride }, padding = padding, dilation = { 1, self.dilation }, groups = self.groups }):squeeze(3)
+  if unbatched then y = y:squeeze(1) end
+  return y
+end
+function L.Conv1d:extra_repr()
+  return ("%d, %d, kernel_size=(%d,), stride=(%d,)"):format(self.in_channels, self.out_channels, self.kernel_size, self.stride)
+end
+
 -- ---- pooling ----
 L.MaxPool2d = Module:extend("MaxPool2d")
 -- MaxPool2d(kernel_size[, stride[, padding[, dilation[, return_indices[, ceil_mode]]]]][, opts]),
@@ -186,18 +224,62 @@ end
 function L.LayerNorm:forward(x) return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps) end
 
 L.Embedding = Module:extend("Embedding")
-function L.Embedding:init(num_embeddings, embedding_dim, opts)
+local EMBEDDING = { padding_idx = "integer", max_norm = "number", norm_type = "number", scale_grad_by_freq = "boolean",
+  sparse = "boolean", _weight = "tensor", _freeze = "boolean", device = "device", dtype = "dtype" }
+local EMBEDDING_ORDER = { "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse", "_weight", "_freeze",
+  "device", "dtype" }
+-- a 1-based padding_idx (negative counts from the end, as PyTorch's does)
+local function padding_index(idx, n)
+  if idx == nil then return nil end
+  if idx < 0 then idx = n + 1 + idx end
+  if idx < 1 or idx > n then check.fail("Embedding", "padding_idx must be within num_embeddings (1-based)") end
+  return idx
+end
+-- nn.Embedding(num_embeddings, embedding_dim[, padding_idx][, opts]): padding_idx
+-- is 1-based; its row starts at zero and gets no gradient, as in PyTorch
+function L.Embedding:init(num_embeddings, embedding_dim, ...)
   check.int(num_embeddings, "Embedding", "num_embeddings", 0)
   check.int(embedding_dim, "Embedding", "embedding_dim", 0)
-  if opts ~= nil and (type(opts) ~= "table" or #opts > 0) then
-    check.fail("Embedding", "padding_idx and the other arguments after embedding_dim are not supported; device and dtype go in the options table")
-  end
-  opts = layer_options("Embedding", opts)
+  local opts = check.positional("Embedding", EMBEDDING_ORDER, EMBEDDING, ...)
+  if opts.max_norm ~= nil then check.fail("Embedding", "max_norm is not supported") end
+  if opts.scale_grad_by_freq or opts.sparse then check.fail("Embedding", "scale_grad_by_freq and sparse are not supported") end
   self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-  self.weight = L.Parameter(wick.randn(num_embeddings, embedding_dim, options(opts)))
+  self.padding_idx = padding_index(opts.padding_idx, num_embeddings)
+  if opts._weight then
+    local w = opts._weight
+    if w:dim() ~= 2 or w:size(1) ~= num_embeddings or w:size(2) ~= embedding_dim then
+      check.fail("Embedding", "Shape of weight does not match num_embeddings and embedding_dim")
+    end
+    self.weight = opts._freeze and w or L.Parameter(w)
+  else
+    self.weight = L.Parameter(wick.randn(num_embeddings, embedding_dim, options(opts)))
+    if self.padding_idx then wick.no_grad(function() self.weight:select(1, self.padding_idx):fill_(0) end) end
+  end
 end
-function L.Embedding:forward(indices) return F.embedding(indices, self.weight) end
-function L.Embedding:extra_repr() return ("%d, %d"):format(self.num_embeddings, self.embedding_dim) end
+function L.Embedding:forward(indices)
+  local out = F.embedding(indices, self.weight)
+  if self.padding_idx and self.weight.requires_grad then
+    -- the padding row's value, with no gradient flowing back to it
+    local pad = indices:eq(self.padding_idx):unsqueeze(-1)
+    out = wick.where(pad, out:detach(), out)
+  end
+  return out
+end
+function L.Embedding:extra_repr()
+  return ("%d, %d"):format(self.num_embeddings, self.embedding_dim) ..
+    (self.padding_idx and (", padding_idx=%d"):format(self.padding_idx) or "")
+end
+--- nn.Embedding.from_pretrained(embeddings[, freeze = true[, padding_idx]][, opts])
+function L.Embedding.from_pretrained(embeddings, ...)
+  check.tensor(embeddings, "Embedding.from_pretrained", "embeddings")
+  if embeddings:dim() ~= 2 then check.fail("Embedding.from_pretrained", "Embeddings parameter is expected to be 2-dimensional") end
+  local o = check.positional("Embedding.from_pretrained", { "freeze", "padding_idx" },
+    { freeze = "boolean", padding_idx = "integer" }, ...)
+  local freeze = o.freeze ~= false
+  local w = embeddings:detach():clone()
+  if not freeze then w:requires_grad_(true) end
+  return L.Embedding(embeddings:size(1), embeddings:size(2), { padding_idx = o.padding_idx, _weight = w, _freeze = freeze })
+end
 
 -- ---- recurrent layers ----
 -- RNN, LSTM, GRU as PyTorch's: input (seq, batch, feature), or (batch, seq,
@@ -388,6 +470,46 @@ end
 function L.GELU:extra_repr() return ("approximate='%s'"):format(self.approximate) end
 L.Sigmoid = activation("Sigmoid", function(x) return x:sigmoid() end)
 L.Tanh = activation("Tanh", function(x) return x:tanh() end)
+
+-- More of PyTorch's activations, composed of the core's differentiable ops
+-- (min(x, 0) is -relu(-x)).
+local function neg_part(x) return -(-x):relu() end -- min(x, 0)
+L.LeakyReLU = activation("LeakyReLU", function(x, self) return x:relu() + neg_part(x) * self.negative_slope end)
+function L.LeakyReLU:init(...)
+  local o = check.positional("LeakyReLU", { "negative_slope", "inplace" }, { negative_slope = "number", inplace = "boolean" }, ...)
+  self.negative_slope = o.negative_slope or 0.01
+end
+function L.LeakyReLU:extra_repr() return ("negative_slope=%s"):format(self.negative_slope) end
+L.SiLU = activation("SiLU", function(x) return x * x:sigmoid() end)
+L.SiLU.init = inplace_init("SiLU")
+L.ELU = activation("ELU", function(x, self) return x:relu() + (neg_part(x):exp() - 1) * self.alpha end)
+function L.ELU:init(...)
+  local o = check.positional("ELU", { "alpha", "inplace" }, { alpha = "number", inplace = "boolean" }, ...)
+  self.alpha = o.alpha or 1
+end
+-- log(1 + exp(beta x)) / beta, and x itself where beta x > threshold, as
+-- PyTorch computes it (the exp only sees values up to the threshold, so the
+-- branch not taken stays finite and its gradient zero)
+local function softplus(x, beta, threshold)
+  local z = x * beta
+  local soft = (z:clamp(-math.huge, threshold):exp() + 1):log() * (1 / beta)
+  return wick.where(z:gt(threshold), x, soft)
+end
+L.Softplus = activation("Softplus", function(x, self) return softplus(x, self.beta, self.threshold) end)
+function L.Softplus:init(...)
+  local o = check.positional("Softplus", { "beta", "threshold" }, { beta = "number", threshold = "number" }, ...)
+  self.beta, self.threshold = o.beta or 1, o.threshold or 20
+  if self.beta == 0 then check.fail("Softplus", "beta must not be 0") end
+end
+L.Mish = activation("Mish", function(x) return x * softplus(x, 1, 20):tanh() end)
+L.Mish.init = inplace_init("Mish")
+L.Hardtanh = activation("Hardtanh", function(x, self) return x:clamp(self.min_val, self.max_val) end)
+function L.Hardtanh:init(...)
+  local o = check.positional("Hardtanh", { "min_val", "max_val", "inplace" },
+    { min_val = "number", max_val = "number", inplace = "boolean" }, ...)
+  self.min_val, self.max_val = o.min_val or -1, o.max_val or 1
+  if self.min_val > self.max_val then check.fail("Hardtanh", "min_val cannot be greater than max_val") end
+end
 L.Softmax = activation("Softmax", function(x, self) return x:softmax(self.dim or -1) end)
 function L.Softmax:init(...)
   local opts = check.positional("Softmax", { "dim" }, { dim = "integer" }, ...)
