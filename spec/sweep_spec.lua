@@ -53,7 +53,7 @@ local SKIP_VALUE = {
 -- "out of memory".
 local ALLOCATES = {}
 for _, n in ipairs({ "zeros", "ones", "empty", "rand", "randn", "full", "arange", "eye", "randperm",
-  "new_zeros", "new_ones", "new_empty", "new_full", "Linear", "Conv1d", "Conv2d", "Embedding", "BatchNorm1d",
+  "new_zeros", "new_ones", "new_empty", "new_full", "Linear", "Conv1d", "Conv2d", "Embedding", "BatchNorm1d", "GroupNorm",
   "BatchNorm2d", "LayerNorm" }) do ALLOCATES[n] = true end
 
 -- ---- the address space: a huge allocation fails instead of swapping ----
@@ -189,6 +189,9 @@ local GOOD = {
   Linear = function() return 3, 2 end,
   Conv2d = function() return 1, 2, 3 end,
   Conv1d = function() return 1, 2, 3 end,
+  GroupNorm = function() return 1, 3 end,
+  AdaptiveAvgPool2d = function() return 1 end,
+  Unflatten = function() return 2, { 1, 3 } end,
   MaxPool2d = function() return 2 end,
   AvgPool2d = function() return 2 end,
   BatchNorm1d = function() return 3 end,

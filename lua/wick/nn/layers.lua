@@ -148,6 +148,47 @@ end
 function L.AvgPool2d:forward(x) return F.avg_pool2d(x, self.kernel_size, self.opts) end
 function L.AvgPool2d:extra_repr() return ("kernel_size=%s"):format(tostring(self.kernel_size)) end
 
+--- nn.AdaptiveAvgPool2d(output_size): averages over PyTorch's adaptive bins
+--- (row i covers floor(i H / oh) .. ceil((i + 1) H / oh)); nil in output_size keeps that size.
+L.AdaptiveAvgPool2d = Module:extend("AdaptiveAvgPool2d")
+function L.AdaptiveAvgPool2d:init(output_size)
+  if type(output_size) == "number" then output_size = { output_size, output_size } end
+  check.table(output_size, "AdaptiveAvgPool2d", "output_size")
+  for i = 1, 2 do
+    if output_size[i] ~= nil then check.int(output_size[i], "AdaptiveAvgPool2d", "output_size", 1) end
+  end
+  self.output_size = { output_size[1], output_size[2] }
+end
+local function adaptive_bins(n, out)
+  local bins = {}
+  for i = 0, out - 1 do
+    local a, b = math.floor(i * n / out), math.ceil((i + 1) * n / out)
+    bins[#bins + 1] = { a + 1, b - a }
+  end
+  return bins
+end
+function L.AdaptiveAvgPool2d:forward(x)
+  check.tensor(x, "AdaptiveAvgPool2d", "input")
+  if x:dim() ~= 3 and x:dim() ~= 4 then check.fail("AdaptiveAvgPool2d", "expected a 3-D or 4-D input, got %d-D", x:dim()) end
+  local hd, wd = x:dim() - 1, x:dim()
+  local H, W = x:size(hd), x:size(wd)
+  local oh, ow = self.output_size[1] or H, self.output_size[2] or W
+  if H % oh == 0 and W % ow == 0 then -- equal bins: one reshape and a mean
+    local shape = x:size()
+    shape[hd], shape[wd] = oh, H / oh
+    shape[#shape + 1], shape[#shape + 2] = ow, W / ow
+    return x:reshape(shape):mean(wd + 2):mean(wd)
+  end
+  local rows = {}
+  for _, r in ipairs(adaptive_bins(H, oh)) do
+    local cols = {}
+    local strip = x:narrow(hd, r[1], r[2])
+    for _, c in ipairs(adaptive_bins(W, ow)) do cols[#cols + 1] = strip:narrow(wd, c[1], c[2]):mean(wd):mean(hd) end
+    rows[#rows + 1] = wick.stack(cols, hd)
+  end
+  return wick.stack(rows, hd)
+end
+
 -- ---- shape and regularisation ----
 L.Flatten = Module:extend("Flatten")
 function L.Flatten:init(...)
@@ -165,6 +206,45 @@ function L.Dropout:init(...)
 end
 function L.Dropout:forward(x) return F.dropout(x, self.p, self.training) end
 function L.Dropout:extra_repr() return ("p=%s"):format(self.p) end
+
+--- nn.Dropout2d([p = 0.5[, inplace]]): zeroes whole channels of (N, C, H, W) or (C, H, W).
+L.Dropout2d = Module:extend("Dropout2d")
+function L.Dropout2d:init(...)
+  local opts = check.positional("Dropout2d", { "p", "inplace" }, { p = "number", inplace = "boolean" }, ...)
+  self.p = check.opt_number(opts.p, "Dropout2d", "p", 0.5, 0, 1)
+end
+function L.Dropout2d:forward(x)
+  check.tensor(x, "Dropout2d", "input")
+  if x:dim() ~= 3 and x:dim() ~= 4 then check.fail("Dropout2d", "expected a 3-D or 4-D input, got %d-D", x:dim()) end
+  if not self.training or self.p == 0 then return x end
+  if self.p == 1 then return x * 0 end
+  local shape = x:size()
+  shape[#shape], shape[#shape - 1] = 1, 1
+  local keep = wick.rand(shape, { device = x.device, dtype = x.dtype }):ge(self.p):to(x.dtype)
+  return x * keep * (1 / (1 - self.p))
+end
+function L.Dropout2d:extra_repr() return ("p=%s"):format(self.p) end
+
+--- nn.Unflatten(dim, sizes): dim (1-based) becomes the given sizes.
+L.Unflatten = Module:extend("Unflatten")
+function L.Unflatten:init(dim, sizes)
+  self.dim = check.dim(dim, "Unflatten", "dim")
+  check.table(sizes, "Unflatten", "unflattened_size")
+  if #sizes == 0 then check.fail("Unflatten", "unflattened_size must not be empty") end
+  local copy = {}
+  for i = 1, #sizes do copy[i] = check.int(sizes[i], "Unflatten", "unflattened_size", -1) end
+  self.unflattened_size = copy
+end
+function L.Unflatten:forward(x)
+  check.tensor(x, "Unflatten", "input")
+  local d = self.dim < 0 and x:dim() + 1 + self.dim or self.dim
+  if d < 1 or d > x:dim() then check.fail("Unflatten", "dim %d out of range for a %d-D input", self.dim, x:dim()) end
+  local shape = {}
+  for i = 1, d - 1 do shape[#shape + 1] = x:size(i) end
+  for _, n in ipairs(self.unflattened_size) do shape[#shape + 1] = n end
+  for i = d + 1, x:dim() do shape[#shape + 1] = x:size(i) end
+  return x:reshape(shape)
+end
 
 -- ---- normalisation ----
 local function batch_norm_class(name, dims)
@@ -222,6 +302,41 @@ function L.LayerNorm:init(normalized_shape, ...)
   end
 end
 function L.LayerNorm:forward(x) return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps) end
+
+--- nn.GroupNorm(num_groups, num_channels[, eps[, affine]][, opts]): statistics
+--- over each group of channels (and every position) of (N, C, ...).
+L.GroupNorm = Module:extend("GroupNorm")
+function L.GroupNorm:init(num_groups, num_channels, ...)
+  check.int(num_groups, "GroupNorm", "num_groups", 1)
+  check.int(num_channels, "GroupNorm", "num_channels", 0)
+  local opts = check.positional("GroupNorm", { "eps", "affine", "device", "dtype" },
+    { eps = "number", affine = "boolean", device = "device", dtype = "dtype" }, ...)
+  if num_channels % num_groups ~= 0 then check.fail("GroupNorm", "num_channels must be divisible by num_groups") end
+  self.num_groups, self.num_channels, self.eps = num_groups, num_channels, opts.eps or 1e-5
+  if opts.affine ~= false then
+    self.weight = L.Parameter(wick.ones(num_channels, options(opts)))
+    self.bias = L.Parameter(wick.zeros(num_channels, options(opts)))
+  end
+end
+function L.GroupNorm:forward(x)
+  check.tensor(x, "GroupNorm", "input")
+  if x:dim() < 2 or x:size(2) ~= self.num_channels then
+    check.fail("GroupNorm", "expected an input of shape (N, %d, ...), got [%s]", self.num_channels, table.concat(x:size(), ", "))
+  end
+  local n, per = x:size(1), 1
+  for i = 2, x:dim() do per = per * x:size(i) end
+  local g = x:reshape({ n, self.num_groups, per / self.num_groups })
+  local mean = g:mean(3, true)
+  local var = g:var(3, { unbiased = false, keepdim = true })
+  local y = ((g - mean) / (var + self.eps):sqrt()):reshape(x:size())
+  if self.weight then
+    local shape = { 1, self.num_channels }
+    for _ = 3, x:dim() do shape[#shape + 1] = 1 end
+    y = y * self.weight:view(shape) + self.bias:view(shape)
+  end
+  return y
+end
+function L.GroupNorm:extra_repr() return ("%d, %d, eps=%s"):format(self.num_groups, self.num_channels, self.eps) end
 
 L.Embedding = Module:extend("Embedding")
 local EMBEDDING = { padding_idx = "integer", max_norm = "number", norm_type = "number", scale_grad_by_freq = "boolean",
