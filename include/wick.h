@@ -442,6 +442,9 @@ WICK_API wick_status wick_index_key(wick_tensor **out, wick_tensor *t, int n, co
                                    int group, const wick_tensor *index);
 WICK_API wick_status wick_index_key_put_(wick_tensor *t, int n, const wick_key_entry *entries, int dim, int group,
                                         const wick_tensor *index, const wick_tensor *value, double s, int accumulate);
+/* The row-major positions (0-based int64, 1-D, on the mask's device) of a
+ * bool mask's true elements. */
+WICK_API wick_status wick_mask_positions(wick_tensor **out, const wick_tensor *mask);
 /* Several 0-based index tensors (broadcast together) for consecutive dims of
  * sizes[0..k) as one: the row-major positions, int64. */
 WICK_API wick_status wick_index_linear(wick_tensor **out, int k, const wick_tensor *const *indices, const int64_t *sizes);

@@ -599,6 +599,12 @@ static wick_status mask_positions(wick_tensor **out, const char *op, const wick_
     return st;
 }
 
+wick_status wick_mask_positions(wick_tensor **out, const wick_tensor *mask) {
+    if (mask->dtype != WICK_BOOL && mask->dtype != WICK_UINT8)
+        return wick_fail(WICK_ERR_DTYPE, "index: expected a bool mask, but got %s", wick_dtype_name(mask->dtype));
+    return mask_positions(out, "index", mask, mask->storage->device);
+}
+
 wick_status wick_mask_index(wick_tensor **out, wick_tensor *t, const wick_tensor *mask) {
     TRY(check_mask("index", t, mask, true));
     wick_tensor *pos;

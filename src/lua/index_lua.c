@@ -110,12 +110,36 @@ static int parse_key(lua_State *L, int idx, wick_tensor *t, wick_key_entry *e, i
 }
 
 /* The index tensors of a table key (entries tp[0..nt), next to each other,
- * int64) as one 0-based index over their dims: *dim is where those dims are
- * in the view of the other entries. Leaves its tensors on the stack. */
+ * int64; or one bool mask) as one 0-based index over the *group dims they
+ * cover: *dim is where those are in the view of the other entries. Leaves its
+ * tensors on the stack. */
 static wick_tensor *key_tensors(lua_State *L, int kidx, wick_tensor *t, const wick_key_entry *e, const int *tp, int nt,
-                                int *dim) {
+                                int *dim, int *group) {
     const int64_t *sizes = wick_tensor_sizes(t);
     wick_tensor *conv[WICK_MAX_DIMS];
+    *dim = tp[0];
+    for (int i = 0; i < tp[0]; i++) *dim -= e[i].select;
+    lua_rawgeti(L, kidx, tp[0] + 1);
+    wick_tensor *m = wl_totensor(L, -1);
+    wick_dtype md = wick_tensor_dtype(m);
+    if (md == WICK_BOOL || md == WICK_UINT8) { /* a mask entry: its positions over the dims it covers */
+        if (nt > 1) wl_raise(L, "index: a bool mask inside a key must be its only tensor entry");
+        int mn = wick_tensor_ndim(m);
+        if (mn != 1 && tp[0] + 1 < (int)lua_objlen(L, kidx))
+            wl_raise(L, "index: entry %d of the key: a mask of %d dims must be the key's last entry", tp[0] + 1, mn);
+        if (tp[0] + mn > wick_tensor_ndim(t))
+            wl_raise(L, "index: entry %d of the key: a mask of %d dims reaches past the tensor's %d dims", tp[0] + 1, mn,
+                     wick_tensor_ndim(t));
+        for (int d = 0; d < mn; d++)
+            if (wick_tensor_sizes(m)[d] != sizes[tp[0] + d])
+                wl_raise(L, "index: entry %d of the key: the mask's size %lld at its dim %d does not match the tensor's %lld at dim %d",
+                         tp[0] + 1, (long long)wick_tensor_sizes(m)[d], d + 1, (long long)sizes[tp[0] + d], tp[0] + d + 1);
+        *group = mn;
+        wick_tensor **slot = wl_new_slot(L);
+        wl_check(L, wick_mask_positions(slot, m));
+        return *slot;
+    }
+    *group = nt;
     for (int j = 0; j < nt; j++) {
         if (tp[j] != tp[0] + j)
             wl_raise(L, "index: the index tensors of a key must be next to each other (entries %d and %d are not)",
@@ -124,14 +148,12 @@ static wick_tensor *key_tensors(lua_State *L, int kidx, wick_tensor *t, const wi
         wick_tensor *k = wl_totensor(L, -1);
         wick_dtype d = wick_tensor_dtype(k);
         if (d != WICK_INT64 && d != WICK_INT32)
-            wl_raise(L, "index: entry %d of the key: a tensor entry must be an int64 index tensor, got %s%s", tp[j] + 1,
-                     wick_dtype_name(d), d == WICK_BOOL ? " (a bool mask goes alone: t[mask])" : "");
+            wl_raise(L, "index: entry %d of the key: a tensor entry must be an int64 index tensor or a bool mask, got %s",
+                     tp[j] + 1, wick_dtype_name(d));
         wick_tensor **slot = wl_new_slot(L);
         wl_check(L, wick_index_from_one_based(slot, k, sizes[tp[j]], tp[j]));
         conv[j] = *slot;
     }
-    *dim = tp[0];
-    for (int i = 0; i < tp[0]; i++) *dim -= e[i].select;
     if (nt == 1) return conv[0];
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_index_linear(slot, nt, (const wick_tensor *const *)conv, sizes + tp[0]));
@@ -174,11 +196,11 @@ static int t_index_get(lua_State *L) {
     wick_tensor *k = wl_totensor(L, 2);
     if (lua_type(L, 2) == LUA_TTABLE && !k) {
         wick_key_entry e[WICK_MAX_DIMS];
-        int tp[WICK_MAX_DIMS], nt, dim;
+        int tp[WICK_MAX_DIMS], nt, dim, group;
         int n = parse_key(L, 2, t, e, tp, &nt);
-        wick_tensor *index = nt ? key_tensors(L, 2, t, e, tp, nt, &dim) : NULL;
+        wick_tensor *index = nt ? key_tensors(L, 2, t, e, tp, nt, &dim, &group) : NULL;
         wick_tensor **slot = wl_new_slot(L);
-        wl_check(L, nt ? wick_index_key(slot, t, n, e, dim, nt, index) : wick_index_view(slot, t, n, e));
+        wl_check(L, nt ? wick_index_key(slot, t, n, e, dim, group, index) : wick_index_view(slot, t, n, e));
         return 1;
     }
     if (lua_type(L, 2) == LUA_TNUMBER) {
@@ -231,11 +253,11 @@ static int t_index_set(lua_State *L) {
             if (wick_tensor_ndim(t) == 0) wl_raise(L, "index: cannot index a 0-dim tensor with a number (use :fill_())");
             e[0] = (wick_key_entry){1, select_index(L, 2, wick_tensor_sizes(t)[0], 0), 1, 1};
         } else {
-            int tp[WICK_MAX_DIMS], nt, dim;
+            int tp[WICK_MAX_DIMS], nt, dim, group;
             n = parse_key(L, 2, t, e, tp, &nt);
             if (nt) {
-                wick_tensor *index = key_tensors(L, 2, t, e, tp, nt, &dim);
-                WRITE(L, wick_index_key_put_(t, n, e, dim, nt, index, v, s, 0));
+                wick_tensor *index = key_tensors(L, 2, t, e, tp, nt, &dim, &group);
+                WRITE(L, wick_index_key_put_(t, n, e, dim, group, index, v, s, 0));
                 return 0;
             }
         }
