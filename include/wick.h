@@ -472,6 +472,10 @@ WICK_API wick_status wick_log_softmax(wick_tensor **out, const wick_tensor *a, i
  * differentiable (the gradient goes back through the indices). */
 WICK_API wick_status wick_sort(wick_tensor **values, wick_tensor **indices, const wick_tensor *a, int dim,
                                int descending);
+/* The k largest (largest != 0) or smallest along dim, in sorted order (ties by
+ * position), with their 0-based positions; values differentiable like sort's. */
+WICK_API wick_status wick_topk(wick_tensor **values, wick_tensor **indices, const wick_tensor *a, int64_t k, int dim,
+                               int largest);
 /* Inclusive cumulative sum / product along dim; `dtype` is the result's dtype,
  * or -1 for PyTorch's default (int64 for integral and bool inputs). */
 WICK_API wick_status wick_cumsum(wick_tensor **out, const wick_tensor *a, int dim, int dtype);

@@ -243,6 +243,27 @@ describe("sort, argsort, topk", function()
     assert.are.same({ { 2, 1, 2 } }, mi:totable())
     assert.are.same({ 2, 0 }, shape_of(m:topk(0)))
   end)
+  it("topk selects by position among ties, small k (a heap) and large k (a sort) alike", function()
+    for _, case in ipairs({ { 1000, 3, 5 }, { 1000, 3, 400 }, { 64, false, 7 }, { 9, 2, 9 } }) do
+      local n, levels, k = case[1], case[2], case[3]
+      local vals = numbers(n, n + k, levels or nil)
+      local t = wick.tensor(vals, { dtype = "float64" })
+      for _, largest in ipairs({ true, false }) do
+        local ev, ei = ref_sort(vals, largest)
+        local v, i = t:topk(k, 1, largest)
+        for j = 1, k do
+          assert.are.equal(ev[j], v[j]:item())
+          assert.are.equal(ei[j], i[j]:item())
+        end
+      end
+    end
+    -- along a dim with other dims after it
+    local m = wick.tensor(numbers(40 * 3, 8, 5)):view(40, 3)
+    local v, i = m:topk(3, 1)
+    local sv, si = m:sort(1, true)
+    assert.is_true(v:equal(sv:narrow(1, 1, 3)))
+    assert.is_true(i:equal(si:narrow(1, 1, 3)))
+  end)
   it("topk raises when k exceeds the size", function()
     assert_error_has(function() return wick.ones(2, 3):topk(4) end, "topk: selected index k out of range")
     assert_error_has(function() return wick.ones(3):topk(-1) end, "topk: argument 'k' must be a non-negative integer")

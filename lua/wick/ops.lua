@@ -139,9 +139,7 @@ return function(wick)
     check.opt_boolean(sorted, "topk", "sorted", true)
     local n = t:dim() == 0 and 1 or t:size(dim)
     if k > n then check.fail("topk", "selected index k out of range (k = %d, but dimension %d has size %d)", k, dim, n) end
-    local values, indices = Tensor.sort(t, dim, largest)
-    if t:dim() == 0 then return values, indices end
-    return values:narrow(dim, 1, k), indices:narrow(dim, 1, k)
+    return Tensor._topk(t, k, dim, largest)
   end
 
   function Tensor.msort(t) return (Tensor.sort(check.tensor(t, "msort", "self"), 1)) end

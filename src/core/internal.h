@@ -238,10 +238,11 @@ typedef struct wk_sort_args {
     int device;
     wick_dtype dtype;
     int64_t outer, n, inner;
+    int64_t k; /* values and indices hold the first k (<= n) of each sorted line: [outer, k, inner] */
     int descending;
     const char *in;
-    char *values;     /* contiguous, same layout, in dtype */
-    int64_t *indices; /* contiguous, same layout */
+    char *values;     /* contiguous, in dtype */
+    int64_t *indices; /* contiguous */
 } wk_sort_args;
 
 typedef struct wk_scan_args {

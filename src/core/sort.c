@@ -9,6 +9,8 @@
  *                   formula does; PyTorch has a slower special case for zeros). */
 #include "autograd.h"
 
+#include <string.h>
+
 #define TRY(expr)                                                                                 \
     do {                                                                                          \
         wick_status st_ = (expr);                                                                 \
@@ -51,20 +53,28 @@ static wick_status convert_result(wick_tensor **r, wick_dtype d) {
 
 /* ---- sort ---- */
 
+/* k < 0: the whole line (sort); otherwise the first k of it (topk) */
 static wick_status sort_forward(wick_tensor **values, wick_tensor **indices, const wick_tensor *a, int dim,
-                                int descending) {
-    TRY(wk_check_interrupt("sort"));
-    TRY(wk_wrap_dim("sort", &dim, a->ndim));
+                                int descending, int64_t k) {
+    const char *op = k < 0 ? "sort" : "topk";
+    TRY(wk_check_interrupt(op));
+    TRY(wk_wrap_dim(op, &dim, a->ndim));
+    int64_t n = a->ndim ? a->sizes[dim] : 1, sizes[WICK_MAX_DIMS];
+    if (k > n)
+        return wick_fail(WICK_ERR_INDEX, "topk: selected index k out of range (k = %lld, but dimension %d has size %lld)",
+                         (long long)k, dim + 1, (long long)n);
+    if (k < 0) k = n;
+    memcpy(sizes, a->sizes, sizeof(int64_t) * (size_t)a->ndim);
+    if (a->ndim) sizes[dim] = k;
     wick_device dev = a->storage->device;
     wick_dtype cd = compute_dtype(a->dtype);
     wick_tensor *v = NULL, *idx = NULL, *in = NULL;
     wick_status st;
-    if ((st = wk_tensor_new(&v, a->ndim, a->sizes, cd, dev)) ||
-        (st = wk_tensor_new(&idx, a->ndim, a->sizes, WICK_INT64, dev)))
+    if ((st = wk_tensor_new(&v, a->ndim, sizes, cd, dev)) || (st = wk_tensor_new(&idx, a->ndim, sizes, WICK_INT64, dev)))
         goto fail;
-    if (!wk_is_meta(v) && wick_tensor_numel(a) > 0) {
+    if (!wk_is_meta(v) && wick_tensor_numel(v) > 0) {
         if ((st = contiguous_as(&in, a, cd))) goto fail;
-        wk_sort_args args = {.device = dev.index, .dtype = cd, .descending = descending, .in = wk_data(in),
+        wk_sort_args args = {.device = dev.index, .dtype = cd, .k = k, .descending = descending, .in = wk_data(in),
                              .values = wk_data(v), .indices = (int64_t *)wk_data(idx)};
         line_layout(a, dim, &args.outer, &args.n, &args.inner);
         if ((st = v->storage->backend->sort(&args))) goto fail;
@@ -81,10 +91,11 @@ fail:
     return st;
 }
 
-wick_status wick_sort(wick_tensor **values, wick_tensor **indices, const wick_tensor *a, int dim, int descending) {
+static wick_status recorded_sort(wick_tensor **values, wick_tensor **indices, const wick_tensor *a, int dim,
+                                 int descending, int64_t k) {
     wick_tensor *v = NULL, *idx = NULL;
     wick_status st;
-    WK_NO_GRAD(st = sort_forward(&v, &idx, a, dim, descending));
+    WK_NO_GRAD(st = sort_forward(&v, &idx, a, dim, descending, k));
     if (st) return st;
     if (wk_wants_grad(1, &a)) {
         wk_wrap_dim("sort", &dim, a->ndim);
@@ -100,6 +111,16 @@ wick_status wick_sort(wick_tensor **values, wick_tensor **indices, const wick_te
     *values = v;
     *indices = idx;
     return WICK_OK;
+}
+
+wick_status wick_sort(wick_tensor **values, wick_tensor **indices, const wick_tensor *a, int dim, int descending) {
+    return recorded_sort(values, indices, a, dim, descending, -1);
+}
+
+wick_status wick_topk(wick_tensor **values, wick_tensor **indices, const wick_tensor *a, int64_t k, int dim,
+                      int largest) {
+    if (k < 0) return wick_fail(WICK_ERR_ARGUMENT, "topk: k must be non-negative, got %lld", (long long)k);
+    return recorded_sort(values, indices, a, dim, largest, k);
 }
 
 /* ---- scans ---- */

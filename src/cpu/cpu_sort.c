@@ -16,7 +16,10 @@
 
 /* One line: (key, position) pairs, insertion sort on runs of SORT_RUN, then
  * bottom-up merges between two buffers. A pair moves before another only when
- * its key strictly goes first, so equal keys keep their order (stable). */
+ * its key strictly goes first, so equal keys keep their order (stable). Only
+ * the first k go out (topk); when k is small against n they are selected by a
+ * heap of k instead (the pair goes before another when its key does, or the
+ * keys tie and its position is earlier: the same order). */
 #define SORT_RUN 16
 #define DEFINE_SORT_LINE(name, T, BEFORE)                                                              \
     typedef struct {                                                                                   \
@@ -24,10 +27,50 @@
         int64_t pos;                                                                                   \
     } name##_pair;                                                                                     \
     static inline int name##_first(T a, T b, int desc) { return desc ? BEFORE(b, a) : BEFORE(a, b); }  \
-    static void name(const char *in, int64_t stride, int64_t n, int desc, char *values, int64_t *indices, \
-                     void *scratch) {                                                                  \
+    static inline int name##_pfirst(name##_pair x, name##_pair y, int desc) {                          \
+        return name##_first(x.key, y.key, desc) || (!name##_first(y.key, x.key, desc) && x.pos < y.pos); \
+    }                                                                                                  \
+    /* restores the heap below i: the root is the pair that goes last */                               \
+    static void name##_sift(name##_pair *h, int64_t k, int64_t i, int desc) {                          \
+        for (;;) {                                                                                     \
+            int64_t c = 2 * i + 1, worst = i;                                                          \
+            if (c < k && name##_pfirst(h[worst], h[c], desc)) worst = c;                               \
+            if (c + 1 < k && name##_pfirst(h[worst], h[c + 1], desc)) worst = c + 1;                   \
+            if (worst == i) return;                                                                    \
+            name##_pair t = h[i];                                                                      \
+            h[i] = h[worst], h[worst] = t;                                                             \
+            i = worst;                                                                                 \
+        }                                                                                              \
+    }                                                                                                  \
+    static void name##_select(const T *in, int64_t stride, int64_t n, int64_t k, int desc, T *values,  \
+                              int64_t *indices, name##_pair *h) {                                      \
+        for (int64_t i = 0; i < k; i++) h[i] = (name##_pair){in[i * stride], i};                       \
+        for (int64_t i = k / 2 - 1; i >= 0; i--) name##_sift(h, k, i, desc);                           \
+        for (int64_t i = k; i < n; i++) {                                                              \
+            name##_pair x = {in[i * stride], i};                                                       \
+            if (name##_pfirst(x, h[0], desc)) {                                                        \
+                h[0] = x;                                                                              \
+                name##_sift(h, k, 0, desc);                                                            \
+            }                                                                                          \
+        }                                                                                              \
+        for (int64_t m = k; m > 0; m--) { /* the last of the m left goes to place m - 1 */             \
+            values[(m - 1) * stride] = h[0].key;                                                       \
+            indices[(m - 1) * stride] = h[0].pos;                                                      \
+            h[0] = h[m - 1];                                                                           \
+            name##_sift(h, m - 1, 0, desc);                                                            \
+        }                                                                                              \
+    }                                                                                                  \
+    static void name(const char *in_, int64_t stride, int64_t n, int64_t k, int desc, char *values_,  \
+                     int64_t *indices, void *scratch) {                                                \
+        const T *in = (const T *)in_;                                                                  \
+        T *values = (T *)values_;                                                                      \
         name##_pair *a = scratch, *b = a + n;                                                          \
-        for (int64_t i = 0; i < n; i++) a[i] = (name##_pair){((const T *)in)[i * stride], i};          \
+        if (k == 0) return;                                                                            \
+        if (k * 8 < n) {                                                                               \
+            name##_select(in, stride, n, k, desc, values, indices, a);                                 \
+            return;                                                                                    \
+        }                                                                                              \
+        for (int64_t i = 0; i < n; i++) a[i] = (name##_pair){in[i * stride], i};                       \
         for (int64_t lo = 0; lo < n; lo += SORT_RUN) {                                                 \
             int64_t hi = lo + SORT_RUN < n ? lo + SORT_RUN : n;                                        \
             for (int64_t i = lo + 1; i < hi; i++) {                                                    \
@@ -40,17 +83,17 @@
         for (int64_t w = SORT_RUN; w < n; w *= 2) {                                                    \
             for (int64_t lo = 0; lo < n; lo += 2 * w) {                                                \
                 int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;           \
-                int64_t i = lo, j = mid, k = lo;                                                       \
+                int64_t i = lo, j = mid, o = lo;                                                       \
                 while (i < mid && j < hi) /* the right one only when strictly first */                \
-                    b[k++] = name##_first(a[j].key, a[i].key, desc) ? a[j++] : a[i++];                 \
-                while (i < mid) b[k++] = a[i++];                                                       \
-                while (j < hi) b[k++] = a[j++];                                                        \
+                    b[o++] = name##_first(a[j].key, a[i].key, desc) ? a[j++] : a[i++];                 \
+                while (i < mid) b[o++] = a[i++];                                                       \
+                while (j < hi) b[o++] = a[j++];                                                        \
             }                                                                                          \
             name##_pair *t = a;                                                                        \
             a = b, b = t;                                                                              \
         }                                                                                              \
-        for (int64_t i = 0; i < n; i++) {                                                              \
-            ((T *)values)[i * stride] = a[i].key;                                                      \
+        for (int64_t i = 0; i < k; i++) {                                                              \
+            values[i * stride] = a[i].key;                                                             \
             indices[i * stride] = a[i].pos;                                                            \
         }                                                                                              \
     }
@@ -76,13 +119,14 @@ static void sort_range(void *ctx, int64_t begin, int64_t end) {
         return;
     }
     for (int64_t line = begin; line < end; line++) {
-        int64_t base = (line / a->inner) * n * a->inner + line % a->inner;
+        int64_t o = line / a->inner, j = line % a->inner;
+        int64_t base = o * n * a->inner + j, obase = o * a->k * a->inner + j;
         const char *in = a->in + base * es;
-        char *values = a->values + base * es;
-        int64_t *indices = a->indices + base;
-        if (a->dtype == WICK_FLOAT32) sort_line_f32(in, a->inner, n, a->descending, values, indices, scratch);
-        else if (a->dtype == WICK_FLOAT64) sort_line_f64(in, a->inner, n, a->descending, values, indices, scratch);
-        else sort_line_i64(in, a->inner, n, a->descending, values, indices, scratch);
+        char *values = a->values + obase * es;
+        int64_t *indices = a->indices + obase;
+        if (a->dtype == WICK_FLOAT32) sort_line_f32(in, a->inner, n, a->k, a->descending, values, indices, scratch);
+        else if (a->dtype == WICK_FLOAT64) sort_line_f64(in, a->inner, n, a->k, a->descending, values, indices, scratch);
+        else sort_line_i64(in, a->inner, n, a->k, a->descending, values, indices, scratch);
     }
     free(scratch);
 }

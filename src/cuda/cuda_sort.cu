@@ -39,7 +39,7 @@ __device__ __forceinline__ void exchange(T *key, int64_t *pos, int64_t t, int64_
 
 template <typename T>
 __global__ void sort_shared(const T *in, T *values, int64_t *indices, int64_t lines, int64_t n, int64_t inner,
-                            int64_t P, int desc) {
+                            int64_t P, int64_t kout, int desc) {
     extern __shared__ int64_t sh_pos[]; /* P positions, then P keys (int64 first: aligned for any T) */
     T *sh_key = (T *)(sh_pos + P);
     for (int64_t line = blockIdx.x; line < lines; line += gridDim.x) {
@@ -54,9 +54,10 @@ __global__ void sort_shared(const T *in, T *values, int64_t *indices, int64_t li
                 for (int64_t t = threadIdx.x; t < P / 2; t += blockDim.x) exchange(sh_key, sh_pos, t, k, j, n, desc);
                 __syncthreads();
             }
-        for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-            values[base + i * inner] = sh_key[i];
-            indices[base + i * inner] = sh_pos[i];
+        int64_t obase = (line / inner) * kout * inner + line % inner; /* the first kout go out */
+        for (int64_t i = threadIdx.x; i < kout; i += blockDim.x) {
+            values[obase + i * inner] = sh_key[i];
+            indices[obase + i * inner] = sh_pos[i];
         }
         __syncthreads(); /* before the next line reuses shared memory */
     }
@@ -82,13 +83,13 @@ __global__ void sort_pass(T *key, int64_t *pos, int64_t lines, int64_t n, int64_
 }
 
 template <typename T>
-__global__ void sort_store(const T *key, const int64_t *pos, T *values, int64_t *indices, int64_t lines, int64_t n,
+__global__ void sort_store(const T *key, const int64_t *pos, T *values, int64_t *indices, int64_t lines, int64_t kout,
                            int64_t inner, int64_t P) {
-    int64_t total = lines * n;
+    int64_t total = lines * kout;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
-        int64_t line = e / n, i = e % n, base = (line / inner) * n * inner + line % inner;
-        values[base + i * inner] = key[line * P + i];
-        indices[base + i * inner] = pos[line * P + i];
+        int64_t line = e / kout, i = e % kout, obase = (line / inner) * kout * inner + line % inner;
+        values[obase + i * inner] = key[line * P + i];
+        indices[obase + i * inner] = pos[line * P + i];
     }
 }
 
@@ -101,7 +102,7 @@ template <typename T> static wick_status sort_launch(const wk_sort_args *a, cuda
     T *values = (T *)a->values;
     if (p.shared) {
         sort_shared<T><<<line_blocks(lines), p.threads, p.smem, stream>>>(in, values, a->indices, lines, n, a->inner,
-                                                                          p.padded, a->descending);
+                                                                          p.padded, a->k, a->descending);
         return wk_cuda_check_launch("sort", a->device);
     }
     size_t nkey = (size_t)(lines * p.padded) * sizeof(T), npos = (size_t)(lines * p.padded) * sizeof(int64_t);
@@ -118,8 +119,8 @@ template <typename T> static wick_status sort_launch(const wk_sort_args *a, cuda
         for (int64_t j = k >> 1; j > 0; j >>= 1)
             sort_pass<T><<<wk_cuda_blocks(lines * p.padded / 2), WK_CUDA_THREADS, 0, stream>>>(
                 key, pos, lines, n, p.padded, k, j, a->descending);
-    sort_store<T><<<wk_cuda_blocks(lines * n), WK_CUDA_THREADS, 0, stream>>>(key, pos, values, a->indices, lines, n,
-                                                                             a->inner, p.padded);
+    sort_store<T><<<wk_cuda_blocks(lines * a->k), WK_CUDA_THREADS, 0, stream>>>(key, pos, values, a->indices, lines,
+                                                                                 a->k, a->inner, p.padded);
     wick_status st = wk_cuda_check_launch("sort", a->device);
     wk_cuda_free_scratch(pos, npos, a->device); /* the stream orders the reuse */
     wk_cuda_free_scratch(key, nkey, a->device);
@@ -166,7 +167,7 @@ __global__ void __launch_bounds__(SCAN_THREADS)
 } // namespace
 
 extern "C" wick_status cuda_sort(const wk_sort_args *a) {
-    if (a->outer * a->inner == 0 || a->n == 0) return WICK_OK;
+    if (a->outer * a->inner == 0 || a->n == 0 || a->k == 0) return WICK_OK;
     cudaStream_t stream = wk_cuda_enter(a->device, "sort");
     if (!stream) return WICK_ERR_DEVICE; /* wk_cuda_enter has set the message */
     switch (a->dtype) {

@@ -69,6 +69,22 @@ static int t_sort(lua_State *L) {
     return 2;
 }
 
+/* t:_topk(k, dim, largest): values, indices (1-based); the arguments are
+ * checked by Tensor.topk (lua/wick/ops.lua) */
+static int t_topk(lua_State *L) {
+    wick_tensor *a = wl_checktensor(L, 1, "topk", "self");
+    int64_t k = wl_checkint(L, 2, "topk", "k");
+    int dim = wl_dim(L, 3, "topk");
+    int largest = lua_toboolean(L, 4);
+    wick_tensor **values = wl_new_slot(L);
+    wick_tensor **zero_based = wl_new_slot(L);
+    wl_check(L, wick_topk(values, zero_based, a, k, dim, largest));
+    wick_tensor **indices = wl_new_slot(L);
+    wl_check(L, wick_binary_scalar(indices, WICK_ADD, *zero_based, (wick_scalar){1, 1}, 0));
+    lua_remove(L, -2);
+    return 2;
+}
+
 /* t:cumsum(dim[, {dtype =}]), t:cumprod(dim[, {dtype =}]) */
 static int t_scan(lua_State *L) {
     int prod = (int)lua_tointeger(L, lua_upvalueindex(1));
@@ -157,6 +173,8 @@ void wl_open_ops(lua_State *L) {
     lua_getfield(L, -1, "Tensor");
     lua_pushcfunction(L, t_sort);
     lua_setfield(L, -2, "sort");
+    lua_pushcfunction(L, t_topk);
+    lua_setfield(L, -2, "_topk");
     for (int prod = 0; prod < 2; prod++) {
         lua_pushinteger(L, prod);
         lua_pushcclosure(L, t_scan, 1);
