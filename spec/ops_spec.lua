@@ -610,6 +610,10 @@ describe("the CUDA sort's launch plan (host logic, run on the CPU)", function()
     assert.are.same({ true, 2048, 1024, 2048 * 16 }, { p.shared, p.padded, p.threads, p.smem })
     p = plan(2049, 8)
     assert.are.same({ false, 4096, 78 }, { p.shared, p.padded, p.passes })
+    -- the scan: a thread per line for many short lines, else a block per line
+    assert.are.equal("thread", plan(5, 4, 100000).scan)
+    assert.are.equal("block", plan(5, 4, 10).scan)
+    assert.are.equal("block", plan(65, 4, 100000).scan)
     -- every shared plan fits the 48 KiB a block gets without opting in, and 1024 threads
     for _, n in ipairs({ 2, 33, 1000, 1025, 2048 }) do
       for _, key in ipairs({ 4, 8 }) do
@@ -663,6 +667,9 @@ describe("on a GPU (the same results as the CPU)", function()
     same(dev, function(d) return t:to(d):double():cumsum(1) end)
     same(dev, function(d) return (t:to(d) / 100 + 1):double():cumprod(2) end, { tol = 1e-9 })
     same(dev, function(d) return t:to(d):long():cumsum(2) end)
+    local short = wick.tensor(numbers(3 * 5000, 6)):view(5000, 3) / 10 -- a thread per line
+    same(dev, function(d) return short:to(d):cumsum(2), short:to(d):cumprod(2) end, { tol = 1e-5 })
+    same(dev, function(d) return short:to(d):cumsum(1) end, { tol = 1e-4 })
   end)
   it("the compositions: tril, split, einsum, clamp, where, gradients", function()
     local a = wick.randn(4, 5)

@@ -164,6 +164,32 @@ __global__ void __launch_bounds__(SCAN_THREADS)
     }
 }
 
+/* one thread per line, in the line's order (short lines, many of them) */
+template <typename T>
+__global__ void scan_lines(const T *in, T *out, int64_t lines, int64_t n, int64_t inner, int prod, int reverse) {
+    for (int64_t line = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; line < lines;
+         line += (int64_t)gridDim.x * blockDim.x) {
+        int64_t base = (line / inner) * n * inner + line % inner;
+        T acc = prod ? (T)1 : (T)0;
+        for (int64_t s = 0; s < n; s++) {
+            int64_t k = reverse ? n - 1 - s : s;
+            acc = combine(acc, in[base + k * inner], prod);
+            out[base + k * inner] = acc;
+        }
+    }
+}
+
+template <typename T> static void scan_launch(const wk_scan_args *a, int64_t lines, cudaStream_t stream) {
+    const T *in = (const T *)a->in;
+    T *out = (T *)a->out;
+    if (wk_scan_plan(a->n, lines) == WK_SCAN_THREAD)
+        scan_lines<T><<<wk_cuda_blocks(lines), WK_CUDA_THREADS, 0, stream>>>(in, out, lines, a->n, a->inner, a->prod,
+                                                                           a->reverse);
+    else
+        scan_kernel<T><<<line_blocks(lines), SCAN_THREADS, 0, stream>>>(in, out, lines, a->n, a->inner, a->prod,
+                                                                        a->reverse);
+}
+
 } // namespace
 
 extern "C" wick_status cuda_sort(const wk_sort_args *a) {
@@ -183,20 +209,10 @@ extern "C" wick_status cuda_scan(const wk_scan_args *a) {
     if (lines == 0 || a->n == 0) return WICK_OK;
     cudaStream_t stream = wk_cuda_enter(a->device, name);
     if (!stream) return WICK_ERR_DEVICE;
-    unsigned blocks = line_blocks(lines);
     switch (a->dtype) {
-    case WICK_FLOAT32:
-        scan_kernel<float><<<blocks, SCAN_THREADS, 0, stream>>>((const float *)a->in, (float *)a->out, lines, a->n,
-                                                                a->inner, a->prod, a->reverse);
-        break;
-    case WICK_FLOAT64:
-        scan_kernel<double><<<blocks, SCAN_THREADS, 0, stream>>>((const double *)a->in, (double *)a->out, lines, a->n,
-                                                                 a->inner, a->prod, a->reverse);
-        break;
-    default:
-        scan_kernel<int64_t><<<blocks, SCAN_THREADS, 0, stream>>>((const int64_t *)a->in, (int64_t *)a->out, lines,
-                                                                  a->n, a->inner, a->prod, a->reverse);
-        break;
+    case WICK_FLOAT32: scan_launch<float>(a, lines, stream); break;
+    case WICK_FLOAT64: scan_launch<double>(a, lines, stream); break;
+    default: scan_launch<int64_t>(a, lines, stream); break;
     }
     return wk_cuda_check_launch(name, a->device);
 }

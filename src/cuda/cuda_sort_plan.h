@@ -36,6 +36,14 @@ static inline wk_sort_plan wk_sort_plan_for(int64_t n, size_t key_bytes) {
     return p;
 }
 
+/* The scan's kernel: one thread per line when lines are short and many (a
+ * block of 256 would idle), else one block per line (WK_SCAN_BLOCK). */
+#define WK_SCAN_THREAD_MAX_N 64
+enum { WK_SCAN_THREAD = 0, WK_SCAN_BLOCK = 1 };
+static inline int wk_scan_plan(int64_t n, int64_t lines) {
+    return n <= WK_SCAN_THREAD_MAX_N && lines >= 1024 ? WK_SCAN_THREAD : WK_SCAN_BLOCK;
+}
+
 /* ---- the network itself, shared by the GPU kernels and a CPU check ---- */
 #ifdef __CUDACC__
 #define WK_SORT_HD __host__ __device__ __forceinline__

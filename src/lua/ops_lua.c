@@ -117,11 +117,14 @@ static int t_scan(lua_State *L) {
     return 1;
 }
 
-/* core._sort_plan(n, key_bytes): the CUDA sort's plan for lines of n (tests). */
+/* core._sort_plan(n, key_bytes[, lines]): the CUDA sort's plan for lines of n,
+ * and with `lines` the scan's kernel (tests). */
 static int m_sort_plan(lua_State *L) {
     int64_t n = wl_checkint(L, 1, "_sort_plan", "n");
     int64_t key = wl_checkint(L, 2, "_sort_plan", "key_bytes");
-    if (n < 0 || key <= 0 || key > 8) wl_raise(L, "_sort_plan: bad arguments");
+    int has_lines = !lua_isnoneornil(L, 3);
+    int64_t lines = has_lines ? wl_checkint(L, 3, "_sort_plan", "lines") : 0;
+    if (n < 0 || key <= 0 || key > 8 || lines < 0) wl_raise(L, "_sort_plan: bad arguments");
     wk_sort_plan p = wk_sort_plan_for(n, (size_t)key);
     lua_createtable(L, 0, 5);
     lua_pushboolean(L, p.shared);
@@ -134,6 +137,10 @@ static int m_sort_plan(lua_State *L) {
     lua_setfield(L, -2, "smem");
     lua_pushnumber(L, (lua_Number)p.passes);
     lua_setfield(L, -2, "passes");
+    if (has_lines) { /* _sort_plan(n, key, lines): the scan's choice too */
+        lua_pushstring(L, wk_scan_plan(n, lines) == WK_SCAN_THREAD ? "thread" : "block");
+        lua_setfield(L, -2, "scan");
+    }
     return 1;
 }
 
