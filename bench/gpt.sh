@@ -3,6 +3,8 @@
 # (bench/gpt.lua) against PyTorch (bench/gpt_torch.py, fused attention), one
 # thread on each side, the same text, batches and initial weights; ROUNDS
 # alternating runs of ITERS timed iterations after WARMUP, median ms/iteration.
+# The time is the process's CPU time per iteration (one thread each, so it is
+# the work itself, also on a machine other processes share); wall time beside.
 #
 #   bench/gpt.sh [build-dir]        (ROUNDS=3 ITERS=50 WARMUP=5 PYTHON=... to change)
 set -eu
@@ -28,5 +30,8 @@ done
 median() { sed 's/.*ms_per_iter=\([0-9.]*\).*/\1/' "$1" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 W=$(median "$TMP/wick"); P=$(median "$TMP/torch")
 WL=$(tail -1 "$TMP/wick" | sed 's/.*loss=\([0-9.]*\).*/\1/'); PL=$(tail -1 "$TMP/torch" | sed 's/.*loss=\([0-9.]*\).*/\1/')
-echo "median ms/iteration: wick $W, PyTorch $P; wick/PyTorch = $(awk -v w="$W" -v p="$P" 'BEGIN {printf "%.2f", w / p}')"
+WW=$(sed 's/.*wall_ms=\([0-9.]*\).*/\1/' "$TMP/wick" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+PW=$(sed 's/.*wall_ms=\([0-9.]*\).*/\1/' "$TMP/torch" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+echo "median CPU ms/iteration: wick $W, PyTorch $P; wick/PyTorch = $(awk -v w="$W" -v p="$P" 'BEGIN {printf "%.2f", w / p}')"
+echo "median wall ms/iteration: wick $WW, PyTorch $PW; wick/PyTorch = $(awk -v w="$WW" -v p="$PW" 'BEGIN {printf "%.2f", w / p}')"
 echo "loss after $((WARMUP + ITERS)) steps: wick $WL, PyTorch $PL"

@@ -7,7 +7,8 @@ bench/gpt.lua.
     python bench/gpt_torch.py --write-init PATH      # the initial state_dict (torch.save)
     python bench/gpt_torch.py --init PATH --iters N --warmup W [--profile]
 
-Prints one line: `torch ms_per_iter=<median> loss=<loss after warmup+iters steps> ...`.
+Prints one line: `torch ms_per_iter=<median CPU ms> wall_ms=<median wall ms> loss=<loss after
+warmup+iters steps> ...`.
 tools/make_gpt_fixture.py imports GPT and GPTConfig from here.
 """
 import argparse
@@ -215,11 +216,13 @@ def main():
         model.load_state_dict(torch.load(args.init))
     optimizer = model.configure_optimizers(1e-1, args.lr, (0.9, 0.99))
 
-    times = []
+    # CPU time of the process per iteration (one thread: the work itself, robust
+    # to other processes on a shared machine), and wall time
+    times, walls = [], []
     loss = None
     for step in range(args.warmup + args.iters):
         X, Y = get_batch(data, step, args.batch_size, args.block_size)
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         _, loss = model(X, Y)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -227,11 +230,14 @@ def main():
         optimizer.zero_grad(set_to_none=True)
         lossf = loss.item()
         if step >= args.warmup:
-            times.append(time.perf_counter() - t0)
+            times.append(time.process_time() - c0)
+            walls.append(time.perf_counter() - t0)
     times.sort()
+    walls.sort()
     median = times[len(times) // 2] * 1000
-    print("torch ms_per_iter=%.3f loss=%.6f steps=%d threads=%d version=%s" % (
-        median, lossf, args.warmup + args.iters, torch.get_num_threads(), torch.__version__))
+    print("torch ms_per_iter=%.3f wall_ms=%.3f loss=%.6f steps=%d threads=%d version=%s" % (
+        median, walls[len(walls) // 2] * 1000, lossf, args.warmup + args.iters, torch.get_num_threads(),
+        torch.__version__))
     if args.profile:
         profile(model, optimizer, data, args, vocab_size)
 
@@ -246,18 +252,18 @@ def profile(model, optimizer, data, args, V):
     phases = {k: [] for k in ("forward", "backward", "clip", "optimizer step", "zero_grad")}
     for k in range(10):
         X, Y = get_batch(data, step + k, args.batch_size, args.block_size)
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         _, loss = model(X, Y)
         loss.item()
-        t1 = time.perf_counter()
+        t1 = time.process_time()
         loss.backward()
-        t2 = time.perf_counter()
+        t2 = time.process_time()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        t3 = time.perf_counter()
+        t3 = time.process_time()
         optimizer.step()
-        t4 = time.perf_counter()
+        t4 = time.process_time()
         optimizer.zero_grad(set_to_none=True)
-        t5 = time.perf_counter()
+        t5 = time.process_time()
         for name, dt in zip(phases, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)):
             phases[name].append(dt)
     for name, ts in phases.items():
@@ -281,13 +287,13 @@ def profile(model, optimizer, data, args, V):
         ("linear C->V (lm_head)", lambda: F.linear(x, emb).sum().backward(), 1),
         ("embedding", lambda: F.embedding(idx, emb).sum().backward(), 1),
     ]
-    print("  op (forward + backward of a sum)   ms/call   calls/iter   ms/iter")
+    print("  op (fwd + bwd of a sum, CPU ms)   ms/call   calls/iter   ms/iter")
     for name, fn, calls in ops:
         ts = []
         for _ in range(10):
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             fn()
-            ts.append(time.perf_counter() - t0)
+            ts.append(time.process_time() - t0)
         ms = med(ts)
         print("  %-34s %8.3f   %6d   %8.3f" % (name, ms, calls, ms * calls))
 
