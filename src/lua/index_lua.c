@@ -221,7 +221,6 @@ static int t_index_get(lua_State *L) {
     wick_tensor *index = lua_index_tensor(L, 2, t, 0, "index");
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_index_tensor(slot, t, 0, index));
-    wl_account(L);
     return 1;
 }
 
