@@ -252,6 +252,18 @@ local function key_cases(dev)
       assert.are.same({ 2, 3, 1, 1, 2 }, vals(x))
     end)
 
+    it("a plain Lua table of values works as the value (PyTorch's x[:2] = [1, 2])", function()
+      local x = T({ { 0, 0, 0 }, { 0, 0, 0 } })
+      x[{ {}, { 1, 2 } }] = { { 1, 2 }, { 3, 4 } }
+      x[2] = { 7, 8, 9 }
+      x[x:eq(0)] = { 5 }
+      assert.are.same({ { 1, 2, 5 }, { 7, 8, 9 } }, vals(x))
+      local y = T({ 0, 0, 0 }, { dtype = "int64" })
+      y[{ { 1, 2 } }] = { 4, 5 }
+      assert.are.same({ 4, 5, 0 }, vals(y))
+      assert_error_has(function() x[1] = { 1, 2 } end, "shape mismatch")
+    end)
+
     it("values convert to the tensor's dtype", function()
       local x = T({ 1, 2, 3 }, { dtype = "int64" })
       x[{ { 1, 2 } }] = T({ 7.0, 8.0 })

@@ -130,8 +130,13 @@ local setters = {
   grad = function(t, v) Tensor._set_grad(t, v) end,
 }
 wick._tensor_setters = setters
+local tensor_of = core.tensor
 mt.__newindex = function(t, k, v)
-  if type(k) ~= "string" then return index_set(t, k, v) end
+  if type(k) ~= "string" then
+    -- a plain Lua table of values (PyTorch's x[:2] = [1, 2]) becomes a tensor of t's dtype and device
+    if type(v) == "table" and getmetatable(v) == nil then v = tensor_of(v, { dtype = tensor_dtype(t), device = tensor_device(t) }) end
+    return index_set(t, k, v)
+  end
   local s = setters[k]
   if s then return s(t, v) end
   core.error(("cannot set field '%s' of a tensor"):format(tostring(k)))
