@@ -143,6 +143,8 @@ return function(wick)
   end
 
   function Tensor.msort(t) return (Tensor.sort(check.tensor(t, "msort", "self"), 1)) end
+  function Tensor.cumsum_(t, dim, opts) return check.tensor(t, "cumsum_", "self"):copy_(Tensor.cumsum(t, dim, opts)) end
+  function Tensor.cumprod_(t, dim, opts) return check.tensor(t, "cumprod_", "self"):copy_(Tensor.cumprod(t, dim, opts)) end
 
   -- ---- clamp with one bound, tensor bounds ----
 
@@ -220,6 +222,38 @@ return function(wick)
     r = r:clamp(nil, high - low - 1) -- u * range rounds up to range in the last bit only
     if low ~= 0 then r = r + low end
     return r:to(dtype)
+  end
+
+  --- wick.randint_like(t, [low = 0, ]high[, opts]): randint with t's shape, dtype and device.
+  function ops.randint_like(t, a, b, opts)
+    check.tensor(t, "randint_like", "input")
+    local low, high = a, b
+    if b == nil or type(b) == "table" then low, high, opts = 0, a, b end
+    opts = check.options(opts, "randint_like", RANDINT)
+    return ops.randint(low, high, t:size(), { dtype = opts.dtype or t.dtype, device = opts.device or t.device })
+  end
+
+  --- wick.normal(mean, std[, size][, opts]): numbers need a size; tensors broadcast (mean + std * N(0, 1)).
+  local NORMAL = { dtype = "dtype", device = "device" }
+  function ops.normal(mean, std, size, opts)
+    if type(size) == "table" and opts == nil and not size[1] and next(size) ~= nil then size, opts = nil, size end
+    opts = check.options(opts, "normal", NORMAL)
+    if not is_tensor(mean) and not is_tensor(std) then
+      check.number(mean, "normal", "mean")
+      check.number(std, "normal", "std", 0)
+      check.table(size, "normal", "size")
+      return wick.randn(size, opts) * std + mean
+    end
+    if size ~= nil then check.fail("normal", "size is taken only when mean and std are both numbers") end
+    if not is_tensor(std) then check.number(std, "normal", "std", 0) end
+    if not is_tensor(mean) then check.number(mean, "normal", "mean") end
+    local like = is_tensor(mean) and mean or std
+    local shape = like:size()
+    if is_tensor(mean) and is_tensor(std) then
+      shape = (mean:detach() * 0 + std:detach() * 0):size() -- the broadcast shape
+    end
+    local z = wick.randn(shape, { dtype = opts.dtype or like.dtype, device = like.device })
+    return z * std + mean
   end
 
   --- wick.randperm(n[, opts]): a random permutation of 1..n (PyTorch's 0..n-1 plus 1), int64 by default.
@@ -572,7 +606,7 @@ return function(wick)
     local method = Tensor[name]
     wick[name] = function(t, ...) return method(t, ...) end
   end
-  for _, name in ipairs({ "where", "randint", "randperm", "multinomial", "einsum", "bernoulli" }) do
+  for _, name in ipairs({ "where", "randint", "randint_like", "randperm", "multinomial", "einsum", "bernoulli", "normal" }) do
     wick[name] = ops[name]
   end
   return ops

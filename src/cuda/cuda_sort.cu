@@ -11,11 +11,13 @@
  *   launch;
  * - global: longer lines: the keys and positions in scratch memory, one launch
  *   per pass of the network over all lines at once.
+ * Only the first k of each sorted line are written (k = n for sort; topk).
  *
- * Scan: one block per line; the line goes through in chunks of the block's
- * size, each an inclusive Hillis-Steele scan in shared memory plus the carry of
- * the chunks before it. Sums of floats come in another order than the CPU's
- * sequential loop (rounding differs in the last bits). */
+ * Scan (wk_scan_plan): many short lines take one thread each, in order;
+ * otherwise one block per line, which goes through the line in chunks of the
+ * block's size, each an inclusive Hillis-Steele scan in shared memory plus the
+ * carry of the chunks before it. Sums of floats then come in another order
+ * than the CPU's sequential loop (rounding differs in the last bits). */
 #include "cuda.h"
 #include "cuda_sort_plan.h"
 
