@@ -516,6 +516,18 @@ WICK_API wick_status wick_max_pool2d(wick_tensor **out, wick_tensor **indices, c
  * count_include_pad (not positions beyond it that ceil_mode adds). */
 WICK_API wick_status wick_avg_pool2d(wick_tensor **out, const wick_tensor *input, int kh, int kw, int sh, int sw,
                                      int ph, int pw, int ceil_mode, int count_include_pad);
+/* Scaled-dot-product attention, like torch.nn.functional.scaled_dot_product_attention:
+ * softmax(q k^T * scale + mask) v with q [..., L, E], k [..., S, E], v [..., S, Ev]
+ * (leading dims broadcast), fused: the L x S matrix is never stored. attn_mask
+ * (may be NULL) is bool (true takes part) or q's dtype (added), broadcastable to
+ * [..., L, S]; is_causal lets query i see keys 0..i; scale NaN means 1/sqrt(E);
+ * dropout_p > 0 drops attention weights (a draw per weight from the generator);
+ * enable_gqa lets k and v have fewer heads (dim -3) than q, dividing them. A row
+ * that no key takes part in gives zeros (like PyTorch 2.x). */
+WICK_API wick_status wick_scaled_dot_product_attention(wick_tensor **out, const wick_tensor *q, const wick_tensor *k,
+                                                       const wick_tensor *v, const wick_tensor *attn_mask,
+                                                       double dropout_p, int is_causal, double scale,
+                                                       int enable_gqa);
 
 /* ---- autograd -------------------------------------------------------------
  * Reverse mode, dynamic graph. Ops record a node on their output when grad mode

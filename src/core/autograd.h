@@ -22,7 +22,7 @@ typedef struct wk_edge {
     int64_t sizes[WICK_MAX_DIMS];
 } wk_edge;
 
-#define WK_MAX_SAVED 4
+#define WK_MAX_SAVED 8
 struct wk_node {
     int refcount;
     const char *name; /* "MulBackward", shown as t.grad_fn */

@@ -290,6 +290,8 @@ typedef struct wk_ce_args {
     char *gx;
 } wk_ce_args;
 
+struct wk_attn_args; /* src/core/attention.h */
+
 struct wick_backend {
     const char *name;
     void *(*alloc)(size_t nbytes, int device_index);
@@ -341,6 +343,9 @@ struct wick_backend {
                                 const int64_t *indices);
     wick_status (*avg_pool2d)(const wk_pool2d_args *args, char *out, const char *input);
     wick_status (*avg_pool2d_backward)(const wk_pool2d_args *args, char *grad_input, const char *grad_out);
+    /* fused scaled-dot-product attention and its backward (src/core/attention.h) */
+    wick_status (*attention_forward)(const struct wk_attn_args *args);
+    wick_status (*attention_backward)(const struct wk_attn_args *args);
     /* sort along a dim, and cumulative sums/products (wk_sort_args, wk_scan_args) */
     wick_status (*sort)(const wk_sort_args *args);
     wick_status (*scan)(const wk_scan_args *args);

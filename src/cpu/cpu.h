@@ -61,6 +61,10 @@ wick_status cpu_max_pool2d(const wk_pool2d_args *a, char *out, int64_t *indices,
 wick_status cpu_max_pool2d_backward(const wk_pool2d_args *a, char *grad_input, const char *grad_out, const int64_t *indices);
 wick_status cpu_avg_pool2d(const wk_pool2d_args *a, char *out, const char *input);
 wick_status cpu_avg_pool2d_backward(const wk_pool2d_args *a, char *grad_input, const char *grad_out);
+/* cpu_attention.c */
+struct wk_attn_args;
+wick_status cpu_attention_forward(const struct wk_attn_args *a);
+wick_status cpu_attention_backward(const struct wk_attn_args *a);
 /* cpu_sort.c */
 wick_status cpu_sort(const wk_sort_args *a);
 wick_status cpu_scan(const wk_scan_args *a);

@@ -252,6 +252,8 @@ const wick_backend wk_cpu_backend = {
     .max_pool2d_backward = cpu_max_pool2d_backward,
     .avg_pool2d = cpu_avg_pool2d,
     .avg_pool2d_backward = cpu_avg_pool2d_backward,
+    .attention_forward = cpu_attention_forward,
+    .attention_backward = cpu_attention_backward,
     .sort = cpu_sort,
     .scan = cpu_scan,
 };

@@ -31,6 +31,8 @@ extern "C" const wick_backend wk_cuda_backend = {
     .max_pool2d_backward = cuda_max_pool2d_backward,
     .avg_pool2d = cuda_avg_pool2d,
     .avg_pool2d_backward = cuda_avg_pool2d_backward,
+    .attention_forward = cuda_attention_forward,
+    .attention_backward = cuda_attention_backward,
     .sort = cuda_sort,
     .scan = cuda_scan,
 };

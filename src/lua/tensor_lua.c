@@ -1737,6 +1737,7 @@ void wl_open_tensor(lua_State *L) {
     lua_pushstring(L, "wick.Tensor");
     lua_setfield(L, -2, "__name");
     lua_setfield(L, -2, "_mt");
+    wl_open_nn(L);
     wl_open_norm(L);
     wl_open_ops(L);
     wl_open_index(L);

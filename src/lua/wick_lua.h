@@ -83,6 +83,7 @@ void wl_add_search_paths(lua_State *L);
 
 /* ---- registration ---- */
 void wl_open_tensor(lua_State *L); /* tensor_lua.c: fills the module table at -1 */
+void wl_open_nn(lua_State *L);     /* nn_lua.c: scaled_dot_product_attention (module table at -1) */
 void wl_open_norm(lua_State *L);   /* norm_lua.c: layer_norm, cross_entropy (module table at -1) */
 void wl_open_ops(lua_State *L);    /* ops_lua.c: sort, scans (module table at -1, Tensor inside) */
 void wl_open_index(lua_State *L);  /* index_lua.c: t[key] and the masked/index ops (module table at -1) */

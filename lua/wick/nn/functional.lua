@@ -86,6 +86,15 @@ function F.avg_pool2d(x, kernel_size, opts)
   return core.avg_pool2d(x, kernel_size, opts or {})
 end
 
+--- Fused attention, like torch.nn.functional.scaled_dot_product_attention:
+--- F.scaled_dot_product_attention(q, k, v[, {attn_mask =, dropout_p = 0, is_causal = false,
+--- scale =, enable_gqa = false}]) (or those arguments positionally, in PyTorch's order).
+--- dropout_p applies whenever it is above 0, as in PyTorch (pass 0 in eval mode).
+--- The C op checks every argument and option; the L x S matrix is never formed.
+function F.scaled_dot_product_attention(q, k, v, ...)
+  return core.scaled_dot_product_attention(q, k, v, ...)
+end
+
 -- Shape [1, C, 1, ...] that broadcasts a per-channel vector over x (channels at dim 2).
 local function per_channel(v, x)
   local shape = { 1, v:numel() }

@@ -1,0 +1,69 @@
+-- bench/attention.lua — the wick side of the attention benchmark
+-- (bench/attention_torch.py is the PyTorch side: same cases, counts and timing).
+--   build/wick bench/attention.lua [threads]      (default: $THREADS, else 1)
+-- Prints one `name<TAB>milliseconds` line per case: the median over REPEATS
+-- loops of the per-call time of F.scaled_dot_product_attention (`_fwd`), or of
+-- the call and its backward from a fixed output gradient (`_fwdbwd`).
+local wick = require("wick")
+local ffi = require("ffi")
+local F = wick.nn.functional
+
+pcall(ffi.cdef, [[
+typedef struct { long tv_sec; long tv_nsec; } wick_bench_timespec;
+int clock_gettime(int clk_id, wick_bench_timespec *tp);
+]])
+local ts = ffi.new("wick_bench_timespec")
+local function now()
+  ffi.C.clock_gettime(1, ts) -- CLOCK_MONOTONIC
+  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+end
+
+local threads = tonumber(arg and arg[1] or os.getenv("THREADS") or "1")
+wick.set_num_threads(threads)
+local REPEATS = 7
+
+-- name, batch, heads, L (= S), head dim, is_causal, dropout_p, calls per loop
+local CASES = {
+  { "gpt_causal", 12, 4, 64, 32, true, 0, 100 },   -- nanoGPT's CPU size (issue 13)
+  { "gpt_full", 12, 4, 64, 32, false, 0, 100 },
+  { "gpt_causal_dropout", 12, 4, 64, 32, true, 0.1, 100 },
+  { "long_causal", 1, 4, 1024, 64, true, 0, 3 },
+}
+
+local function median(v)
+  table.sort(v)
+  local n = #v
+  if n % 2 == 1 then return v[(n + 1) / 2] end
+  return 0.5 * (v[n / 2] + v[n / 2 + 1])
+end
+
+local function time(n, fn)
+  local runs = {}
+  fn() -- warm-up
+  for r = 1, REPEATS do
+    collectgarbage()
+    local t0 = now()
+    for _ = 1, n do fn() end
+    runs[r] = (now() - t0) / n
+  end
+  return median(runs)
+end
+
+wick.manual_seed(0)
+for _, c in ipairs(CASES) do
+  local name, B, H, T, D, causal, p, n = c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8]
+  local q = wick.randn(B, H, T, D, { requires_grad = true })
+  local k = wick.randn(B, H, T, D, { requires_grad = true })
+  local v = wick.randn(B, H, T, D, { requires_grad = true })
+  local g = wick.randn(B, H, T, D)
+  local opts = { is_causal = causal, dropout_p = p }
+  local fwd = time(n, function()
+    return wick.no_grad(F.scaled_dot_product_attention, q, k, v, opts)
+  end)
+  local fwdbwd = time(n, function()
+    q.grad, k.grad, v.grad = nil, nil, nil
+    F.scaled_dot_product_attention(q, k, v, opts):backward(g)
+  end)
+  print(("%s_fwd\t%.4f"):format(name, fwd * 1e3))
+  print(("%s_fwdbwd\t%.4f"):format(name, fwdbwd * 1e3))
+end

@@ -1,0 +1,132 @@
+/* The float32 helpers of the fused attention on 16-wide vectors (GCC vector
+ * extensions), included by cpu_attention.c once per instruction set, inside
+ * `#pragma GCC target`, with SFX naming that copy; cpu_attention_impl.h then
+ * builds that copy's tile loops on them. (Each copy is compiled whole for its
+ * target: helpers compiled for the baseline and inlined into a function clone
+ * lose their vectors, so target_clones does not fit here.) */
+
+#define WK_VCAT_(a, b) a##_##b
+#define WK_VCAT(a, b) WK_VCAT_(a, b)
+#define VF(name) WK_VCAT(name, SFX)
+
+/* unaligned loads and stores */
+ATTN_INLINE v16 VF(vload)(const float *p) {
+    v16 x;
+    __builtin_memcpy(&x, p, sizeof x);
+    return x;
+}
+ATTN_INLINE void VF(vstore)(float *p, v16 x) { __builtin_memcpy(p, &x, sizeof x); }
+ATTN_INLINE v16 VF(vsplat)(float x) { return x - (v16){0}; } /* x - 0 is x: a broadcast */
+
+/* e^x for x <= 88, 0 below -87 (where float32 runs out), NaN kept: Cody-Waite
+ * reduction to f in [-ln2/2, ln2/2] and a degree-6 Taylor polynomial (error
+ * under 2 ulp). */
+ATTN_INLINE v16 VF(vexp)(v16 x) {
+    const v16 lo = VF(vsplat)(-87.0f), hi = VF(vsplat)(88.0f);
+    v16i tiny = x < lo, big = x > hi;
+    x = (v16)(((v16i)x & ~tiny) | ((v16i)lo & tiny));
+    x = (v16)(((v16i)x & ~big) | ((v16i)hi & big));
+    const v16 magic = VF(vsplat)(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
+    v16 n = (x * 1.44269504088896341f + magic) - magic;
+    v16 f = x - n * 0.693359375f;
+    f = f - n * -2.12194440e-4f;
+    v16 p = VF(vsplat)(1.0f / 720);
+    p = p * f + 1.0f / 120;
+    p = p * f + 1.0f / 24;
+    p = p * f + 1.0f / 6;
+    p = p * f + 0.5f;
+    p = p * f + 1.0f;
+    p = p * f + 1.0f;
+    v16i e = (__builtin_convertvector(n, v16i) + 127) << 23;
+    v16 r = p * (v16)e;
+    return (v16)((v16i)r & ~tiny);
+}
+
+/* C[M x N] (+)= A[M x K] B[K x N]: R rows and NV vectors of 16 columns at a time. */
+#define ATTN_MICRO(R, NV)                                                                               \
+    ATTN_INLINE void VF(micro_##R##_##NV)(int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb, \
+                                          float *C, int64_t ldc, int init) {                            \
+        v16 acc[R][NV];                                                                                 \
+        for (int r = 0; r < R; r++)                                                                     \
+            for (int x = 0; x < NV; x++) acc[r][x] = init ? VF(vsplat)(0) : VF(vload)(C + r * ldc + 16 * x); \
+        for (int64_t kk = 0; kk < K; kk++) {                                                            \
+            v16 bv[NV];                                                                                 \
+            for (int x = 0; x < NV; x++) bv[x] = VF(vload)(B + kk * ldb + 16 * x);                      \
+            for (int r = 0; r < R; r++) {                                                               \
+                v16 s = VF(vsplat)(A[r * lda + kk]);                                                    \
+                for (int x = 0; x < NV; x++) acc[r][x] += s * bv[x];                                    \
+            }                                                                                           \
+        }                                                                                               \
+        for (int r = 0; r < R; r++)                                                                     \
+            for (int x = 0; x < NV; x++) VF(vstore)(C + r * ldc + 16 * x, acc[r][x]);                   \
+    }
+ATTN_MICRO(2, 4)
+ATTN_MICRO(1, 4)
+ATTN_MICRO(2, 3)
+ATTN_MICRO(1, 3)
+ATTN_MICRO(4, 2)
+ATTN_MICRO(1, 2)
+ATTN_MICRO(4, 1)
+ATTN_MICRO(1, 1)
+#undef ATTN_MICRO
+
+/* One block of columns [n0, n0 + 16 nv) over all M rows. */
+#define ATTN_ROWS(R, NV)                                                                                \
+    do {                                                                                                \
+        int64_t r = 0;                                                                                  \
+        for (; r + R <= M; r += R)                                                                      \
+            VF(micro_##R##_##NV)(K, A + r * lda, lda, B + n0, ldb, C + r * ldc + n0, ldc, init);         \
+        for (; r < M; r++) VF(micro_1_##NV)(K, A + r * lda, lda, B + n0, ldb, C + r * ldc + n0, ldc, init); \
+    } while (0)
+
+ATTN_INLINE void VF(gemm)(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
+                          float *C, int64_t ldc, int init) {
+    int64_t n0 = 0;
+    for (; n0 + 64 <= N; n0 += 64) ATTN_ROWS(2, 4);
+    switch ((N - n0) / 16) {
+    case 3: ATTN_ROWS(2, 3); n0 += 48; break;
+    case 2: ATTN_ROWS(4, 2); n0 += 32; break;
+    case 1: ATTN_ROWS(4, 1); n0 += 16; break;
+    default: break;
+    }
+    for (int64_t r = 0; r < M; r++) /* the last N % 16 columns */
+        for (int64_t n = n0; n < N; n++) {
+            float s = init ? 0 : C[r * ldc + n];
+            for (int64_t kk = 0; kk < K; kk++) s += A[r * lda + kk] * B[kk * ldb + n];
+            C[r * ldc + n] = s;
+        }
+}
+#undef ATTN_ROWS
+
+/* s = exp(s - sub) over n (a multiple of 16) elements; returns their sum */
+ATTN_INLINE float VF(exprow)(float *s, int64_t n, float sub) {
+    v16 sum = VF(vsplat)(0), m = VF(vsplat)(sub);
+    for (int64_t c = 0; c < n; c += 16) {
+        v16 e = VF(vexp)(VF(vload)(s + c) - m);
+        VF(vstore)(s + c, e);
+        sum += e;
+    }
+    float t = 0;
+    for (int x = 0; x < 16; x++) t += sum[x];
+    return t;
+}
+
+/* n is a multiple of 16; NaN is passed over (it reaches the sum anyway) */
+ATTN_INLINE float VF(rowmax)(const float *s, int64_t n) {
+    v16 m = VF(vsplat)(-INFINITY);
+    for (int64_t c = 0; c < n; c += 16) {
+        v16 x = VF(vload)(s + c);
+        v16i gt = x > m;
+        m = (v16)(((v16i)x & gt) | ((v16i)m & ~gt));
+    }
+    float r = -INFINITY;
+    for (int x = 0; x < 16; x++) r = m[x] > r ? m[x] : r;
+    return r;
+}
+
+ATTN_INLINE float VF(exp1)(float x) { return expf(x); }
+ATTN_INLINE float VF(log1)(float x) { return logf(x); }
+
+#undef VF
+#undef WK_VCAT
+#undef WK_VCAT_
