@@ -27,6 +27,7 @@
 --    no torch.compile, no wandb, no MFU estimate;
 --  * options are --kebab-case (--max-iters for --max_iters); --resume replaces
 --    --init_from=resume; --out is the checkpoint file itself (nanoGPT: out_dir/ckpt.pt);
+--    the loop runs exactly --max-iters iterations (train.py's runs max_iters + 1);
 --    as in train.py a checkpoint is written at an evaluation whose val loss is the
 --    best so far, and (unlike train.py) also once at the end of the run, so a short
 --    run always leaves one;
@@ -66,6 +67,12 @@ local STRINGS = { out = true, device = true, start = true }
 local function usage_error(message)
   io.stderr:write("gpt.lua: ", message, "\n", USAGE, "\n")
   os.exit(2)
+end
+
+-- a problem with the files given: a message, no traceback
+local function die(message)
+  io.stderr:write("gpt.lua: ", message, "\n")
+  os.exit(1)
 end
 
 local function parse_args(argv)
@@ -129,7 +136,7 @@ local gpt = dofile(here .. "/gpt_model.lua")
 local LICENSES = "/usr/share/common-licenses"
 local function read_file(path)
   local f, err = io.open(path, "rb")
-  if not f then error("gpt.lua: cannot read " .. tostring(err), 0) end
+  if not f then die("cannot read " .. tostring(err)) end
   local s = f:read("*a")
   f:close()
   return s
@@ -141,7 +148,7 @@ local function read_text(path)
   local ls = io.popen('ls -1 "' .. LICENSES .. '" 2>/dev/null')
   for name in ls:lines() do names[#names + 1] = name end
   ls:close()
-  if #names == 0 then error("gpt.lua: no files in " .. LICENSES .. "; give a text file as an argument", 0) end
+  if #names == 0 then die("no files in " .. LICENSES .. "; give a text file as an argument") end
   table.sort(names)
   local parts = {}
   for _, name in ipairs(names) do parts[#parts + 1] = read_file(LICENSES .. "/" .. name) end
@@ -150,7 +157,9 @@ end
 
 local checkpoint
 if opts.resume then
-  checkpoint = wick.load(opts.out, { map_location = device })
+  local ok, loaded = pcall(wick.load, opts.out, { map_location = device })
+  if not ok then die(("--resume: %s"):format(tostring(loaded))) end
+  checkpoint = loaded
 end
 
 local data, source = read_text(opts.text)
@@ -180,7 +189,7 @@ local function encode(s)
   local ids = {}
   for i = 1, #s do
     local id = stoi[s:sub(i, i)]
-    if id == nil then error(("gpt.lua: character %q is not in the vocabulary"):format(s:sub(i, i)), 0) end
+    if id == nil then die(("character %q is not in the vocabulary"):format(s:sub(i, i))) end
     ids[i] = id
   end
   return ids
@@ -190,6 +199,8 @@ local function decode(ids)
   for i = 1, #ids do out[i] = itos[ids[i]] end
   return table.concat(out)
 end
+
+local start_ids = opts.sample_tokens > 0 and encode(opts.start) or nil -- a bad --start fails now, not after training
 
 -- create the train and test splits
 local n = #data
@@ -201,8 +212,7 @@ data = nil
 
 local block_size, batch_size = opts.block_size, opts.batch_size
 if val_data:numel() <= block_size then
-  error(("gpt.lua: the text is too short for --block-size %d (val split: %d characters)"):format(block_size,
-    val_data:numel()), 0)
+  die(("the text is too short for --block-size %d (val split: %d characters)"):format(block_size, val_data:numel()))
 end
 
 local function get_batch(split)
@@ -366,7 +376,6 @@ save_checkpoint()
 -- ---- sample (nanoGPT's sample.py) ----
 if opts.sample_tokens > 0 then
   model:eval()
-  local start_ids = encode(opts.start)
   local x = wick.tensor({ start_ids }, { dtype = "int64", device = device })
   local y = model:generate(x, opts.sample_tokens, opts.temperature, opts.top_k)
   local ids = {}
