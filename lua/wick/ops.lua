@@ -319,8 +319,11 @@ return function(wick)
       else _, idx = Tensor.topk(p / e, num_samples, 2, true) end
       return nd == 1 and idx:view(num_samples) or idx
     end
-    -- inverse CDF: the category is the number of cumulative sums at or below u * total
-    local cdf = p:cumsum(2):view(rows, 1, n)
+    -- inverse CDF: the category is the number of cumulative sums at or below u * total, where
+    -- total is the last cumulative sum itself (so u < 1 never reaches past a nonzero weight)
+    local sums = p:cumsum(2)
+    total = sums:narrow(2, n, 1)
+    local cdf = sums:view(rows, 1, n)
     local out = {}
     local per = math.max(1, floor(CHUNK_ELEMENTS / (rows * n)))
     for first = 1, num_samples, per do
