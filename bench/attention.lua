@@ -2,21 +2,13 @@
 -- (bench/attention_torch.py is the PyTorch side: same cases, counts and timing).
 --   build/wick bench/attention.lua [threads]      (default: $THREADS, else 1)
 -- Prints one `name<TAB>milliseconds` line per case: the median over REPEATS
--- loops of the per-call time of F.scaled_dot_product_attention (`_fwd`), or of
+-- loops of the per-call CPU time of F.scaled_dot_product_attention (`_fwd`), or of
 -- the call and its backward from a fixed output gradient (`_fwdbwd`).
 local wick = require("wick")
-local ffi = require("ffi")
 local F = wick.nn.functional
 
-pcall(ffi.cdef, [[
-typedef struct { long tv_sec; long tv_nsec; } wick_bench_timespec;
-int clock_gettime(int clk_id, wick_bench_timespec *tp);
-]])
-local ts = ffi.new("wick_bench_timespec")
-local function now()
-  ffi.C.clock_gettime(1, ts) -- CLOCK_MONOTONIC
-  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
-end
+-- CPU time of this process (one thread on both sides: robust on a shared machine)
+local now = os.clock
 
 local threads = tonumber(arg and arg[1] or os.getenv("THREADS") or "1")
 wick.set_num_threads(threads)

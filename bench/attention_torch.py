@@ -1,5 +1,6 @@
 """bench/attention_torch.py — the PyTorch side of bench/attention.lua: same cases,
-counts and timing rules (median over REPEATS loops of the per-call time).
+counts and timing rules (median over REPEATS loops of the per-call CPU time
+of this process: one thread on both sides, robust on a shared machine).
     python bench/attention_torch.py [threads]"""
 import statistics
 import sys
@@ -25,10 +26,10 @@ def timed(n, fn):
     fn()  # warm-up
     runs = []
     for _ in range(REPEATS):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         for _ in range(n):
             fn()
-        runs.append((time.perf_counter() - t0) / n)
+        runs.append((time.process_time() - t0) / n)
     return statistics.median(runs)
 
 
