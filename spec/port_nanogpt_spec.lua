@@ -192,6 +192,25 @@ describe("nanoGPT port (examples/gpt_model.lua)", function()
     assert_close(loss, e.loss:item(), 1e-4)
   end)
 
+  it("the token embedding's backward adds the gradient rows of repeated tokens (float32 and float64 alike)", function()
+    local e32 = wick.randn(10, 4):requires_grad_(true)
+    local e64 = e32:detach():to("float64"):requires_grad_(true)
+    local idx = wick.tensor({ { 1, 2, 2 }, { 10, 1, 1 } }, { dtype = "int64" })
+    local g = wick.randn(2, 3, 4)
+    nn.functional.embedding(idx, e32):backward(g)
+    nn.functional.embedding(idx, e64):backward(g:to("float64"))
+    local want = {}
+    for r = 1, 10 do want[r] = { 0, 0, 0, 0 } end
+    for b = 1, 2 do
+      for t = 1, 3 do
+        local r = idx[b][t]:item()
+        for c = 1, 4 do want[r][c] = want[r][c] + g[b][t][c]:item() end
+      end
+    end
+    assert_close(e32.grad, want, 1e-6)
+    assert_close(e64.grad, want, 1e-6)
+  end)
+
   it("configure_optimizers makes AdamW's decay / no-decay groups, and a few steps reduce the loss", function()
     if gate() then return end
     wick.manual_seed(1)

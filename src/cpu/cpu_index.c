@@ -95,12 +95,28 @@ wick_status cpu_scatter_add(wick_tensor *out, int dim, const wick_tensor *index,
     return scatter_impl("scatter_add", out, dim, index, src, true);
 }
 
+/* index_add along dim 0 of contiguous float32 tensors: out row index[j] += src row j */
+static wick_status index_add_rows_f32(wick_tensor *out, const int64_t *idx, int64_t n, const wick_tensor *src) {
+    int64_t row = out->sizes[0] ? wick_tensor_numel(out) / out->sizes[0] : 0;
+    float *o = (float *)wk_data(out);
+    const float *s = (const float *)wk_data(src);
+    for (int64_t j = 0; j < n; j++) {
+        float *dst = o + idx[j] * row;
+        const float *from = s + j * row;
+        for (int64_t k = 0; k < row; k++) dst[k] += from[k];
+    }
+    return WICK_OK;
+}
+
 /* out.select(dim, index[j]) += src.select(dim, j) */
 wick_status cpu_index_add(wick_tensor *out, int dim, const wick_tensor *index, const wick_tensor *src) {
     const int64_t *idx = (const int64_t *)wk_data(index);
     int64_t n = wick_tensor_numel(index), size = out->ndim ? out->sizes[dim] : 1;
     for (int64_t j = 0; j < n; j++)
         if (idx[j] < 0 || idx[j] >= size) return out_of_range("index_add", idx[j], dim, size);
+    if (dim == 0 && out->ndim >= 1 && src->ndim == out->ndim && out->dtype == WICK_FLOAT32 &&
+        src->dtype == WICK_FLOAT32 && wick_tensor_is_contiguous(out) && wick_tensor_is_contiguous(src))
+        return index_add_rows_f32(out, idx, n, src); /* an embedding's backward: whole rows */
     size_t es = wk_dtype_size(out->dtype);
     int64_t total = wick_tensor_numel(src);
     for (int64_t e = 0; e < total; e++) {
