@@ -71,6 +71,9 @@ local function key_cases(dev)
       assert.are.same({ C[1][2][3], C[2][2][3] }, vals(x[{ { 1, 2 }, 2, 3 }]))
       assert.are.same({ 5, 4, 3 }, shape_of(x[{}]))
       assert.are.same({ 5, 4, 3 }, shape_of(x[{ {}, {}, {} }]))
+      local s = T(3)[{}] -- a 0-dim tensor with the empty key: an alias
+      assert.are.same({}, shape_of(s))
+      assert.are.equal(3, s:item())
     end)
 
     it("{a, b, step} takes every step-th element as a strided view", function()
@@ -366,6 +369,32 @@ local function key_cases(dev)
       local alive = z[1]
       assert_error_has(function() z[2] = 0 end, "shares its storage")
       assert.are.equal(2, alive:item())
+    end)
+
+    it("index_put_ with accumulate, index_copy_ and masked_scatter_ under autograd", function()
+      local x = T({ 1, 2, 3 }, { requires_grad = true })
+      local v = T({ 10, 20 }, { requires_grad = true })
+      local y = x * 1
+      y:index_put_({ I({ 2, 2 }, dev) }, v, true)
+      assert.are.same({ 1, 32, 3 }, vals(y))
+      ;(y * T({ 1, 2, 3 })):sum():backward()
+      assert_close(vals(x.grad), { 1, 2, 3 }, 0)
+      assert_close(vals(v.grad), { 2, 2 }, 0)
+      local a = T({ { 1, 2 }, { 3, 4 } }, { requires_grad = true })
+      local src = T({ { 5, 6 } }, { requires_grad = true })
+      local b = a * 1
+      b:index_copy_(1, I({ 2 }, dev), src)
+      ;(b * T({ { 1, 2 }, { 3, 4 } })):sum():backward()
+      assert_close(vals(a.grad), { { 1, 2 }, { 0, 0 } }, 0)
+      assert_close(vals(src.grad), { { 3, 4 } }, 0)
+      local c = T({ 1, 2, 3 }, { requires_grad = true })
+      local s = T({ 7, 8, 9 }, { requires_grad = true })
+      local d = c * 1
+      d:masked_scatter_(T({ true, false, true }, { dtype = "bool" }), s)
+      assert.are.same({ 7, 2, 8 }, vals(d))
+      ;(d * T({ 1, 2, 3 })):sum():backward()
+      assert_close(vals(c.grad), { 0, 2, 0 }, 0)
+      assert_close(vals(s.grad), { 1, 3, 0 }, 0)
     end)
 
     it("a leaf that requires grad refuses writes outside no_grad, and takes them inside", function()

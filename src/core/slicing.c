@@ -136,7 +136,7 @@ static wick_status view_entries(wick_tensor **out, wick_tensor *t, int n, const 
         }
     }
     if (!st && cur == t) { /* a key of whole dims: still a new view */
-        st = t->ndim ? wick_narrow(&next, t, 0, 0, t->sizes[0]) : wick_reshape(&next, t, 0, NULL);
+        st = t->ndim ? wick_narrow(&next, t, 0, 0, t->sizes[0]) : wick_reshape(&next, t, 0, t->sizes);
         if (!st) {
             wick_tensor_release(cur);
             cur = next;
@@ -214,7 +214,7 @@ static wick_status write_positions(wick_tensor *w, const wk_key *k, const wick_t
     if (v) src = (wick_tensor *)v, wick_tensor_retain(src);
     else {
         sizes[k->dim] = wick_tensor_numel(k->index);
-        if (!(st = wick_full(&scalar, 0, NULL, s, (wick_options){w->dtype, w->storage->device})))
+        if (!(st = wick_full(&scalar, 0, w->sizes, s, (wick_options){w->dtype, w->storage->device})))
             st = wick_expand(&src, scalar, n, sizes);
     }
     if (!st) st = index_write(m, k, src);
@@ -705,7 +705,7 @@ static wick_status masked_fill_value(wick_tensor **out, const char *op, const wi
         TRY(wk_check_same_device(op, 2, ts, names));
         TRY(wick_to(&v, (wick_tensor *)value, (wick_options){t->dtype, value->storage->device}));
     } else {
-        TRY(wick_full(&v, 0, NULL, s, (wick_options){t->dtype, {WICK_CPU, -1}}));
+        TRY(wick_full(&v, 0, t->sizes, s, (wick_options){t->dtype, {WICK_CPU, -1}}));
     }
     wick_status st = wick_where(out, mask, v, t);
     wick_tensor_release(v);
