@@ -8,11 +8,24 @@
 --  * Token indices and targets are 1-based (wick's class-index rule), so positions
 --    are arange(1, t + 1) and a vocabulary maps characters to 1..vocab_size.
 --    cross_entropy keeps ignore_index = -1 (never a valid 1-based class either).
+--  * Dimensions are 1-based: split(n_embd, dim=2) is split(n_embd, 3), transpose(1, 2)
+--    is transpose(2, 3), transpose(-2, -1) stays, softmax(att, dim=-1) stays.
 --  * split returns an array of views (PyTorch: a tuple): `q, k, v = unpack(x:split(n, 3))`.
 --  * `B, T, C = x.size()` is `B, T, C = x:size(1), x:size(2), x:size(3)` (x:size() is a table).
 --  * Python slicing in Torch7/wick form: x[:, [-1], :] is x[{{}, {-1, -1}}],
 --    bias[:,:,:T,:T] is bias[{{}, {}, {1, T}, {1, T}}], idx[:, -bs:] is idx[{{}, {-bs, -1}}],
 --    logits[:, -1, :] is logits[{{}, -1}], v[:, [-1]] is v[{{}, {-1, -1}}].
+--  * Operators: `q @ k.transpose(-2, -1)` is q:matmul(k:transpose(-2, -1)); `bias == 0`
+--    is bias:eq(0) (Lua's == compares identity); float('-inf') is -math.huge;
+--    `logits[logits < v[:, [-1]]] = -inf` is logits[logits:lt(v[{{}, {-1, -1}}])] = -math.huge;
+--    torch.topk's (values, indices) are two return values (the port keeps the first).
+--  * self.apply(self._init_weights) passes a closure (Lua has no bound methods);
+--    pn.endswith(s) is pn:sub(-#s) == s.
+--  * crop_block_size: nn.Parameter(w[{{1, block_size}}]:detach()): wick's nn.Parameter
+--    of a view keeps the view's graph (PyTorch's makes a new leaf), so the port detaches.
+--  * configure_optimizers walks parameters() (each tensor once, tied wte/lm_head
+--    too, as model.py's named_parameters() dict does) and prints counts without
+--    thousands separators.
 --  * `isinstance(module, nn.Linear)` is `getmetatable(module) == nn.Linear`; keyword
 --    arguments go in an options table (nn.Linear(a, b, {bias = ...}), AdamW's groups).
 --  * forward returns two values (logits, loss), Lua's form of the tuple; loss is nil

@@ -8,6 +8,8 @@
 --    main.py's Normalize((0.1307,), (0.3081,)), in a TensorDataset instead of
 --    datasets.MNIST + transforms; two epochs of a few batches, not 14 epochs;
 --  * labels are 1-based (wick's class-index rule), so argmax gives 1..10 as well;
+--    dimensions are 1-based: torch.flatten(x, 1) is wick.flatten(x, 2),
+--    F.log_softmax(x, dim=1) is F.log_softmax(x, 2);
 --  * `for batch_idx, (data, target) in enumerate(train_loader)` is a counter
 --    around `for data, target in train_loader:iter()`; len(loader.dataset) is
 --    train_loader.dataset:len(); len(data) is data:size(1);
