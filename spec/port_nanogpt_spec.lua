@@ -121,6 +121,15 @@ describe("nanoGPT port (examples/gpt_model.lua)", function()
     assert.is_not_nil(sd["transformer.h.1.attn.c_attn.weight"])
     assert.is_not_nil(sd["transformer.h.2.mlp.c_proj.bias"])
     assert.is_nil(sd["transformer.h.3.ln_1.weight"])
+    -- crop_block_size: the new wpe is a parameter of the model that trains
+    model:crop_block_size(4)
+    local found = false
+    for _, p in ipairs(model:parameters()) do found = found or p == model.transformer.wpe.weight end
+    assert.is_true(found)
+    local idx = wick.tensor({ { 1, 2, 3, 4 } }, { dtype = "int64" })
+    local _, loss = model(idx, idx)
+    loss:backward()
+    assert.are.same({ 4, TINY.n_embd }, support.shape_of(model.transformer.wpe.weight.grad))
   end)
 
   it("counts parameters as model.py does (PyTorch's count for the fixture, 0.80M for nanoGPT's CPU config)", function()
