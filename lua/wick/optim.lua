@@ -342,7 +342,7 @@ Scheduler.__index = Scheduler
 
 -- kinds: the option kinds (argcheck.options) when not all numbers
 local function scheduler(name, compute, defaults, kinds)
-  local C = setmetatable({}, { __index = Scheduler, __call = function(cls, opt, opts) return cls.new(cls, opt, opts) end })
+  local C = setmetatable({}, { __index = Scheduler, __call = function(cls, opt, ...) return cls.new(cls, opt, ...) end })
   C.__index = C
   C.__name = name
   formulas[C] = compute
@@ -358,10 +358,21 @@ local function kinds_of(cls)
   return kinds
 end
 
-function Scheduler.new(cls, opt, opts)
+-- PyTorch's positional arguments after the optimizer, per scheduler
+local SCHEDULER_POSITIONAL = {
+  StepLR = { "step_size", "gamma" }, MultiStepLR = { "milestones", "gamma" }, ExponentialLR = { "gamma" },
+  CosineAnnealingLR = { "T_max", "eta_min" }, LambdaLR = { "lr_lambda" },
+  ReduceLROnPlateau = { "mode", "factor", "patience", "threshold", "threshold_mode", "cooldown", "min_lr", "eps" },
+}
+local function scheduler_options(cls, ...)
+  return check.positional(cls.__name, SCHEDULER_POSITIONAL[cls.__name] or {}, kinds_of(cls), ...)
+end
+
+--- Scheduler(opt[, PyTorch's positional arguments][, opts])
+function Scheduler.new(cls, opt, ...)
   if type(cls) ~= "table" or type(cls.defaults) ~= "table" then check.expected("Scheduler.new", "class", "a scheduler class", cls) end
   if type(opt) ~= "table" or type(opt.param_groups) ~= "table" then check.expected(cls.__name, "optimizer", "an optimizer", opt) end
-  opts = check.options(opts, cls.__name, kinds_of(cls))
+  local opts = scheduler_options(cls, ...)
   local self = setmetatable({ optimizer = opt, last_epoch = 0, base_lrs = {} }, cls)
   for k, v in pairs(cls.defaults) do self[k] = v end
   for k, v in pairs(opts) do self[k] = v end
@@ -475,16 +486,16 @@ end, {}, { lr_lambda = "function|table" })
 --- ReduceLROnPlateau(opt, {mode = "min", factor = 0.1, patience = 10, threshold = 1e-4,
 --- threshold_mode = "rel", cooldown = 0, min_lr = 0, eps = 1e-8}): sched:step(metric)
 --- multiplies the lr by factor once the metric has not improved for patience steps.
-local Plateau = setmetatable({}, { __index = Scheduler, __call = function(cls, opt, opts) return cls.new(cls, opt, opts) end })
+local Plateau = setmetatable({}, { __index = Scheduler, __call = function(cls, opt, ...) return cls.new(cls, opt, ...) end })
 Plateau.__index = Plateau
 Plateau.__name = "ReduceLROnPlateau"
 Plateau.defaults = { mode = "min", factor = 0.1, patience = 10, threshold = 1e-4, threshold_mode = "rel", cooldown = 0,
   min_lr = 0, eps = 1e-8 }
 Plateau._kinds = { mode = "string", threshold_mode = "string", min_lr = "number|table" }
 Plateau._extra_state = { "best", "num_bad_epochs", "cooldown_counter" }
-function Plateau.new(cls, opt, opts)
+function Plateau.new(cls, opt, ...)
   if type(opt) ~= "table" or type(opt.param_groups) ~= "table" then check.expected(cls.__name, "optimizer", "an optimizer", opt) end
-  opts = check.options(opts, cls.__name, kinds_of(cls))
+  local opts = scheduler_options(cls, ...)
   local self = setmetatable({ optimizer = opt, last_epoch = 0, base_lrs = {} }, cls)
   for k, v in pairs(cls.defaults) do self[k] = v end
   for k, v in pairs(opts) do self[k] = v end

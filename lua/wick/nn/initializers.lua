@@ -226,14 +226,16 @@ function init.orthogonal_(t, ...)
   local transposed = rows > cols
   local n, m = transposed and cols or rows, transposed and rows or cols -- n <= m: orthonormal rows
   local a = wick.randn(n, m, { dtype = "float64" })
-  local q = {}
+  local q = wick.zeros(n, m, { dtype = "float64" })
   for i = 1, n do
     local v = a:select(1, i)
-    for j = 1, i - 1 do v = v - q[j] * (v * q[j]):sum() end
-    q[i] = v / (v * v):sum():sqrt()
+    if i > 1 then -- minus its projection on the rows before, twice (classical Gram-Schmidt, re-orthogonalised)
+      local prev = q:narrow(1, 1, i - 1)
+      for _ = 1, 2 do v = v - prev:t():matmul(prev:matmul(v)) end
+    end
+    q:select(1, i):copy_(v / (v * v):sum():sqrt())
   end
-  local mat = wick.stack(q)
-  if transposed then mat = mat:t() end
+  local mat = transposed and q:t() or q
   return assign(t, (mat * (o.gain or 1)):reshape(t.shape))
 end
 
