@@ -192,6 +192,25 @@ describe("scaled_dot_product_attention forward", function()
     assert_error_has(function() sdpa(q, k, v) end, "do not broadcast")
   end)
 
+  it("NaN in a query row gives NaN in that row only (float64 and float32)", function()
+    for _, dt in ipairs({ "float64", "float32" }) do
+      local q, k, v = randn({ 2, 4, 8 }, dt), randn({ 2, 6, 8 }, dt), randn({ 2, 6, 3 }, dt)
+      q[{ 1, 2, 1 }] = 0 / 0
+      local out = sdpa(q, k, v)
+      local function nans(t) return t:ne(t):to("float64"):sum():item() end
+      assert.are.equal(3, nans(out[1][2]))
+      assert.are.equal(3, nans(out))
+      local m = wick.ones(4, 6, { dtype = "bool" })
+      m[2] = false -- and a row of no keys still gives zeros
+      q[{ 1, 2, 1 }] = 1
+      q[{ 1, 3, 1 }] = 0 / 0
+      local o2 = sdpa(q, k, v, { attn_mask = m })
+      assert.are.equal(0, o2[{ {}, 2 }]:abs():max():item())
+      assert.are.equal(3, nans(o2[1][3]))
+      assert.are.equal(3, nans(o2))
+    end
+  end)
+
   it("float16 and bfloat16 compute in float32 and return their dtype", function()
     local q, k, v = randn({ 2, 9, 8 }), randn({ 2, 11, 8 }), randn({ 2, 11, 4 })
     for _, dt in ipairs({ "float16", "bfloat16" }) do

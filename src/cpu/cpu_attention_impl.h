@@ -75,8 +75,11 @@ static void FN(fwd_task)(const wk_attn_args *a, int64_t b, int64_t i0, T *scratc
             const int64_t i = i0 + r;
             FN(prep_row)(a, FN(mask_row)(a, moff, i), i, j0, cols, npad, s);
             T mx = FN(rowmax)(s, npad), mnew = m[r] > mx ? m[r] : mx;
-            if (mnew == (T)-INFINITY) { /* no key of this row so far */
-                for (int64_t c = 0; c < npad; c++) s[c] = 0;
+            if (mnew == (T)-INFINITY) { /* no key of this row so far (or NaN scores only) */
+                for (int64_t c = 0; c < npad; c++) {
+                    if (s[c] != s[c]) l[r] = s[c]; /* NaN in, NaN out */
+                    s[c] = 0;
+                }
                 continue;
             }
             T alpha = m[r] == (T)-INFINITY ? 0 : FN(exp1)(m[r] - mnew);
@@ -94,9 +97,9 @@ static void FN(fwd_task)(const wk_attn_args *a, int64_t b, int64_t i0, T *scratc
     }
     T *out = (T *)a->out + (b * a->L + i0) * Ev, *lse = (T *)a->lse + b * a->L + i0;
     for (int64_t r = 0; r < rows; r++) {
-        T inv = l[r] > 0 ? 1 / l[r] : 0;
+        T inv = l[r] > 0 ? 1 / l[r] : l[r] == 0 ? 0 : l[r]; /* 0: no key took part; NaN stays */
         for (int64_t e = 0; e < Ev; e++) out[r * Ev + e] = acc[r * Ev + e] * inv;
-        lse[r] = l[r] > 0 ? m[r] + FN(log1)(l[r]) : (T)INFINITY;
+        lse[r] = l[r] > 0 ? m[r] + FN(log1)(l[r]) : l[r] == 0 ? (T)INFINITY : l[r];
     }
 }
 
