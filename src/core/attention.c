@@ -230,7 +230,15 @@ static wick_status forward(wick_tensor **out, wick_tensor **lse_out, const wick_
         st = unsupported_on(q, "forward");
         goto done;
     }
-    if (a->dropout_p > 0) wk_rng_reserve((uint64_t)(a->batch * a->L * a->S), &a->seed, &a->offset);
+    if (a->dropout_p > 0) { /* one draw per weight */
+        int64_t n;
+        if (__builtin_mul_overflow(a->batch * a->L, a->S, &n)) {
+            st = wick_fail(WICK_ERR_ARGUMENT, OP ": too many attention weights for dropout (%lld x %lld x %lld)",
+                           (long long)a->batch, (long long)a->L, (long long)a->S);
+            goto done;
+        }
+        wk_rng_reserve((uint64_t)n, &a->seed, &a->offset);
+    }
     if ((st = operands_get(&o, q, k, v, mask, a))) goto done;
     a->out = wk_data(r), a->lse = wk_data(lse);
     if (a->batch * a->L > 0 && (st = be->attention_forward(a))) goto done;
