@@ -33,7 +33,9 @@
 --    run always leaves one;
 --  * the sample at the end is sample.py's (start "\n", temperature 0.8, top_k 200),
 --    one sample of --sample-tokens tokens;
---  * a progress bar on a terminal between log lines.
+--  * the log line shows the learning rate where train.py shows MFU; --log-interval
+--    defaults to 10 (the README's CPU command: 1), with a progress bar on a
+--    terminal between log lines.
 local wick = require("wick")
 
 local USAGE = [==[

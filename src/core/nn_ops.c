@@ -751,8 +751,9 @@ static wick_status ce_backward(wk_node *node, wick_tensor *g, wick_tensor **grad
         if (st) goto done;
         wick_tensor_release(s);
         s = q;
-        if (s->ndim) { /* [1] -> [] */
-            if ((st = wick_reshape(&q, s, 0, NULL))) goto done;
+        if (s->ndim) { /* [1] -> [] (a non-NULL sizes pointer: wick_reshape copies 0 bytes from it) */
+            const int64_t no_sizes[1] = {0};
+            if ((st = wick_reshape(&q, s, 0, no_sizes))) goto done;
             wick_tensor_release(s);
             s = q;
         }
