@@ -287,3 +287,46 @@ describe("cross_entropy with class indices (fused)", function()
     support.assert_close(-(x:log_softmax(2) * p):sum(2):mean():item(), F.cross_entropy(x, p):item(), 1e-12)
   end)
 end)
+
+-- The CUDA kernels (src/cuda/cuda_norm.cu) against the CPU's; pending without a GPU.
+describe("on CUDA", function()
+  local function gpu_it(name, fn)
+    it(name, function()
+      if not wick.cuda.is_available() then return pending("needs a CUDA GPU: " .. name) end
+      fn()
+    end)
+  end
+  local function both(fn, inputs)
+    local outs = {}
+    for k, dev in ipairs({ "cpu", "cuda" }) do
+      local leaves = {}
+      for i, t in ipairs(inputs) do
+        leaves[i] = t:to(dev)
+        if t:is_floating_point() then leaves[i]:requires_grad_() end
+      end
+      local y = fn(unpack(leaves))
+      local gy = wick.ones(y.shape, { dtype = y.dtype }):to(dev)
+      y:backward(gy)
+      local r = { y:to("cpu"):double():totable() }
+      for i, l in ipairs(leaves) do if l.grad then r[#r + 1] = l.grad:to("cpu"):double():totable() end end
+      outs[k] = r
+    end
+    for i = 1, #outs[1] do support.assert_close(outs[1][i], outs[2][i], 1e-5) end
+  end
+  gpu_it("layer_norm forward and backward", function()
+    both(function(x, w, b) return F.layer_norm(x, { 37 }, w, b) end, { wick.randn(50, 37), wick.randn(37), wick.randn(37) })
+    both(function(x) return F.layer_norm(x, { 2, 8 }) end, { wick.randn(3, 2, 8, F64) })
+  end)
+  gpu_it("cross entropy forward and backward, options", function()
+    local t = wick.randint(1, 66, { 40 })
+    t[3] = 7
+    both(function(x) return F.cross_entropy(x, t:to(x.device), { ignore_index = 7, label_smoothing = 0.1 }) end,
+      { wick.randn(40, 65) })
+    both(function(x) return F.cross_entropy(x, t:to(x.device), { reduction = "none" }) end, { wick.randn(40, 65, F64) })
+    assert_error_has(function() F.cross_entropy(wick.randn(2, 3):cuda(), support.I({ 1, 9 }):cuda()):item() end, "9")
+  end)
+  gpu_it("GELU backward, both forms", function()
+    both(function(x) return F.gelu(x, { approximate = "tanh" }) end, { wick.randn(1000) * 3 })
+    both(function(x) return F.gelu(x) end, { wick.randn(1000) * 3 })
+  end)
+end)

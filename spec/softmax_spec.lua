@@ -228,3 +228,56 @@ describe("log_softmax", function()
       { -math.log(3), -math.log(3), -math.log(3) } }, 1e-6)
   end)
 end)
+
+-- The vectorised float32 kernels (cpu_vmath.h) and the fused backwards:
+-- rows of every length around the vector width, softmax over a non-last dim
+-- (columns), -inf rows, and gradients against float64.
+describe("softmax kernels", function()
+  local F64 = { dtype = "float64" }
+  it("float32 rows of 1 to 40 elements and columns match float64", function()
+    for d = 1, 40 do
+      local x = wick.randn(3, d, F64) * 4
+      for _, dim in ipairs({ 2, 1 }) do
+        assert_close(x:softmax(dim):totable(), x:float():softmax(dim):double():totable(), 2e-6)
+        assert_close(x:log_softmax(dim):totable(), x:float():log_softmax(dim):double():totable(), 2e-6)
+      end
+    end
+    local x = wick.randn(2, 33, 5, F64)
+    assert_close(x:softmax(2):totable(), x:float():softmax(2):double():totable(), 2e-6)
+    assert_close(x:log_softmax(2):totable(), x:float():log_softmax(2):double():totable(), 2e-6)
+  end)
+  it("a row of -inf gives NaN (like PyTorch), one -inf gives 0, huge values stay finite", function()
+    for _, dt in ipairs({ "float32", "float64" }) do
+      for _, d in ipairs({ 3, 17, 65 }) do
+        local x = wick.zeros(2, d, { dtype = dt })
+        x[1] = -math.huge
+        local s = x:softmax(2):totable()
+        assert.is_true(s[1][1] ~= s[1][1] and s[1][d] ~= s[1][d])
+        assert_close(1 / d, s[2][d], 1e-6)
+        local l = x:log_softmax(2):totable()
+        assert.is_true(l[1][1] ~= l[1][1])
+        local y = wick.full({ 1, d }, 3e38, { dtype = dt })
+        y[1][1] = -math.huge
+        local sy = y:softmax(2):totable()[1]
+        assert.are.equal(0, sy[1])
+        assert_close(1 / (d - 1), sy[d], 1e-6)
+      end
+    end
+  end)
+  it("fused backwards: numerically in float64, float32 against float64", function()
+    for _, dim in ipairs({ 1, 2, 3 }) do
+      support.gradcheck(function(x) return x:softmax(dim) end, { wick.randn(2, 3, 4, F64) })
+      support.gradcheck(function(x) return x:log_softmax(dim) end, { wick.randn(2, 3, 4, F64) })
+    end
+    for _, d in ipairs({ 7, 16, 65 }) do
+      for _, name in ipairs({ "softmax", "log_softmax" }) do
+        local x64 = (wick.randn(30, d, F64) * 3):requires_grad_()
+        local x32 = x64:detach():float():requires_grad_()
+        local gy = wick.randn(30, d, F64)
+        ;(x64[name](x64, 2) * gy):sum():backward()
+        ;(x32[name](x32, 2) * gy:float()):sum():backward()
+        assert_close(x64.grad:totable(), x32.grad:double():totable(), 1e-5)
+      end
+    end
+  end)
+end)

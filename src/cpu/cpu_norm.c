@@ -244,8 +244,47 @@ static int64_t ce_class(const wk_ce_args *a, int64_t r) {
     return a->has_ignore && t == a->ignore_index ? -1 : t - 1;
 }
 
-/* lse = log(sum exp(x)); also sum x w (for the smoothing term) */
+/* lse = log(sum exp(x)); also sum x w (for the smoothing term). Rows of a
+ * vector or more: whole vectors, then the row's last whole vector with its
+ * new lanes masked (see cpu_softmax.c). */
+WK_VSIMD static float ce_lse_long_f32(const float *x, const float *w, int64_t c, float *sum_wx, float *sum_w) {
+    int64_t k, full = c - c % WK_VL, rest = c - full;
+    const float *xl = x + c - WK_VL;
+    wk_vi tail = wk_vtail(rest);
+    wk_vf vm = wk_vload(xl);
+    for (k = 0; k < full; k += WK_VL) vm = wk_vmax(vm, wk_vload(x + k));
+    float max = wk_vhmax(vm);
+    if (isinf(max) && max < 0) max = 0;
+    wk_vf vs = wk_vsplat(0), vx = wk_vsplat(0), vw = wk_vsplat(0), zero = wk_vsplat(0);
+    for (k = 0; k < full; k += WK_VL) {
+        wk_vf xv = wk_vload(x + k);
+        vs += wk_vexp(xv - max);
+        if (w) {
+            wk_vf wv = wk_vload(w + k);
+            vx += wv * xv;
+            vw += wv;
+        } else {
+            vx += xv;
+        }
+    }
+    if (rest) {
+        wk_vf xv = wk_vload(xl);
+        vs += wk_vsel(tail, wk_vexp(xv - max), zero);
+        if (w) {
+            wk_vf wv = wk_vsel(tail, wk_vload(w + c - WK_VL), zero);
+            vx += wk_vsel(tail, wv * xv, zero);
+            vw += wv;
+        } else {
+            vx += wk_vsel(tail, xv, zero);
+        }
+    }
+    *sum_wx = wk_vhsum(vx);
+    *sum_w = w ? wk_vhsum(vw) : (float)c;
+    return max + logf(wk_vhsum(vs));
+}
+
 WK_VSIMD static float ce_lse_f32(const float *x, const float *w, int64_t c, float *sum_wx, float *sum_w) {
+    if (c >= WK_VL) return ce_lse_long_f32(x, w, c, sum_wx, sum_w);
     int64_t k, full = c - c % WK_VL, rest = c - full;
     wk_vf vm = wk_vsplat(-INFINITY);
     for (k = 0; k < full; k += WK_VL) vm = wk_vmax(vm, wk_vload(x + k));
@@ -349,6 +388,18 @@ WK_VSIMD static void ceb_row_f32(const wk_ce_args *a, int64_t r, int64_t t) {
         for (int64_t k = 0; k < c; k++) big_w += w[k];
     if (!w) big_w = (float)c;
     float cp = s * (wt * (1 - eps) + epsc * big_w); /* the factor of p_c */
+    if (c >= WK_VL) { /* whole vectors, then the last whole one (stores recomputed: the overlap agrees) */
+        int64_t k = 0;
+        for (;; k += WK_VL) {
+            if (k + WK_VL > c) k = c - WK_VL;
+            wk_vf v = cp * wk_vexp(wk_vload(x + k) - lse);
+            if (eps > 0) v -= s * epsc * (w ? wk_vload(w + k) : wk_vsplat(1));
+            wk_vstore(gx + k, v);
+            if (k + WK_VL == c) break;
+        }
+        gx[t] -= s * wt * (1 - eps);
+        return;
+    }
     for (int64_t k = 0; k < c; k += WK_VL) {
         int64_t m = c - k < WK_VL ? c - k : WK_VL;
         wk_vf xv = m == WK_VL ? wk_vload(x + k) : wk_vload_part(x + k, m, 0);

@@ -20,20 +20,37 @@ static int64_t sm_grain(int64_t per) { return per >= GRAIN_ELEMS ? 1 : GRAIN_ELE
 
 /* ---- float32, one contiguous row (inner == 1) ---- */
 
-WK_VSIMD static void sm_row_f32(float *y, const float *x, int64_t d, int log) {
-    int64_t k = 0, full = d - d % WK_VL, rest = d - full;
-    wk_vf vm = wk_vsplat(-INFINITY);
-    for (; k < full; k += WK_VL) vm = wk_vmax(vm, wk_vload(x + k));
-    if (rest) vm = wk_vmax(vm, wk_vload_part(x + full, rest, -INFINITY));
-    float max = wk_vhmax(vm);
+/* Rows shorter than a vector: padded lanes */
+WK_VSIMD static void sm_short_f32(float *y, const float *x, int64_t d, int log) {
+    wk_vf v = wk_vload_part(x, d, -INFINITY);
+    float max = wk_vhmax(v);
     if (isinf(max) && max < 0) max = 0; /* all -inf: exp(-inf - 0) = 0, the sum 0, NaN below */
+    wk_vf e = wk_vexp(v - max);
+    float sum = wk_vhsum(e);
+    if (log) wk_vstore_part(y, wk_vload_part(x, d, 0) - (max + logf(sum)), d);
+    else wk_vstore_part(y, e * (1.0f / sum), d);
+}
+
+/* Rows of a vector or more: whole vectors, then the last whole vector of the
+ * row (overlapping the one before) for the tail, its new lanes masked in the
+ * sums; what is stored there is recomputed from x, so the overlap gets the
+ * same values twice. */
+WK_VSIMD static void sm_row_f32(float *y, const float *x, int64_t d, int log) {
+    int64_t k, full = d - d % WK_VL, rest = d - full;
+    const float *xl = x + d - WK_VL;
+    float *yl = y + d - WK_VL;
+    wk_vi tail = wk_vtail(rest);
+    wk_vf vm = wk_vload(xl);
+    for (k = 0; k < full; k += WK_VL) vm = wk_vmax(vm, wk_vload(x + k));
+    float max = wk_vhmax(vm);
+    if (isinf(max) && max < 0) max = 0;
     wk_vf vs = wk_vsplat(0);
     if (log) {
         for (k = 0; k < full; k += WK_VL) vs += wk_vexp(wk_vload(x + k) - max);
-        if (rest) vs += wk_vexp(wk_vload_part(x + full, rest, -INFINITY) - max);
+        if (rest) vs += wk_vsel(tail, wk_vexp(wk_vload(xl) - max), wk_vsplat(0));
         float lse = max + logf(wk_vhsum(vs));
         for (k = 0; k < full; k += WK_VL) wk_vstore(y + k, wk_vload(x + k) - lse);
-        if (rest) wk_vstore_part(y + full, wk_vload_part(x + full, rest, 0) - lse, rest);
+        if (rest) wk_vstore(yl, wk_vload(xl) - lse);
         return;
     }
     for (k = 0; k < full; k += WK_VL) {
@@ -41,14 +58,11 @@ WK_VSIMD static void sm_row_f32(float *y, const float *x, int64_t d, int log) {
         vs += e;
         wk_vstore(y + k, e);
     }
-    if (rest) {
-        wk_vf e = wk_vexp(wk_vload_part(x + full, rest, -INFINITY) - max);
-        vs += e;
-        wk_vstore_part(y + full, e, rest);
-    }
+    wk_vf el = wk_vexp(wk_vload(xl) - max);
+    if (rest) vs += wk_vsel(tail, el, wk_vsplat(0));
     float inv = 1.0f / wk_vhsum(vs);
     for (k = 0; k < full; k += WK_VL) wk_vstore(y + k, wk_vload(y + k) * inv);
-    if (rest) wk_vstore_part(y + full, wk_vload_part(y + full, rest, 0) * inv, rest);
+    if (rest) wk_vstore(yl, el * inv);
 }
 
 /* ---- float32, WK_VL neighbouring columns of [d, inner] at once ---- */
@@ -58,7 +72,7 @@ WK_VSIMD static void sm_cols_f32(float *y, const float *x, int64_t d, int64_t in
 #define LD(p) (w == WK_VL ? wk_vload(p) : wk_vload_part(p, w, 0))
 #define ST(p, v) (w == WK_VL ? wk_vstore(p, v) : wk_vstore_part(p, v, w))
     for (int64_t k = 0; k < d; k++) vm = wk_vmax(vm, LD(x + k * inner));
-    vm = wk_vsel((vm == -INFINITY), wk_vsplat(0), vm);
+    vm = wk_vsel(wk_vsame(vm, -INFINITY), wk_vsplat(0), vm);
     for (int64_t k = 0; k < d; k++) {
         wk_vf e = wk_vexp(LD(x + k * inner) - vm);
         vs += e;
@@ -83,7 +97,7 @@ static void sm_range_f32(void *ctx, int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; r++) {
         float *y = (float *)j->out + r * j->d * j->inner;
         const float *x = (const float *)j->in + r * j->d * j->inner;
-        if (j->inner == 1) sm_row_f32(y, x, j->d, j->log);
+        if (j->inner == 1) j->d < WK_VL ? sm_short_f32(y, x, j->d, j->log) : sm_row_f32(y, x, j->d, j->log);
         else
             for (int64_t i = 0; i < j->inner; i += WK_VL)
                 sm_cols_f32(y + i, x + i, j->d, j->inner, j->inner - i < WK_VL ? j->inner - i : WK_VL, j->log);
@@ -131,18 +145,25 @@ wick_status cpu_softmax(const wick_tensor *out, const wick_tensor *in, int dim, 
 /* ---- backward: softmax gi = y (g - sum(g y)); log_softmax gi = g - exp(y) sum(g) ---- */
 
 WK_VSIMD static void smb_row_f32(float *gi, const float *g, const float *y, int64_t d, int log) {
-    int64_t k = 0, full = d - d % WK_VL, rest = d - full;
+    if (d < WK_VL) {
+        wk_vf gv = wk_vload_part(g, d, 0), yv = wk_vload_part(y, d, 0);
+        float s = wk_vhsum(log ? gv : gv * yv);
+        wk_vstore_part(gi, log ? gv - wk_vexp(yv) * s : yv * (gv - s), d);
+        return;
+    }
+    int64_t k, full = d - d % WK_VL, rest = d - full;
     wk_vf vs = wk_vsplat(0);
-    for (; k < full; k += WK_VL) vs += log ? wk_vload(g + k) : wk_vload(g + k) * wk_vload(y + k);
-    if (rest) vs += log ? wk_vload_part(g + full, rest, 0) : wk_vload_part(g + full, rest, 0) * wk_vload_part(y + full, rest, 0);
+    for (k = 0; k < full; k += WK_VL) vs += log ? wk_vload(g + k) : wk_vload(g + k) * wk_vload(y + k);
+    const float *gl = g + d - WK_VL, *yl = y + d - WK_VL;
+    if (rest) vs += wk_vsel(wk_vtail(rest), log ? wk_vload(gl) : wk_vload(gl) * wk_vload(yl), wk_vsplat(0));
     float s = wk_vhsum(vs);
     for (k = 0; k < full; k += WK_VL) {
         wk_vf gv = wk_vload(g + k), yv = wk_vload(y + k);
         wk_vstore(gi + k, log ? gv - wk_vexp(yv) * s : yv * (gv - s));
     }
     if (rest) {
-        wk_vf gv = wk_vload_part(g + full, rest, 0), yv = wk_vload_part(y + full, rest, 0);
-        wk_vstore_part(gi + full, log ? gv - wk_vexp(yv) * s : yv * (gv - s), rest);
+        wk_vf gv = wk_vload(gl), yv = wk_vload(yl);
+        wk_vstore(gi + d - WK_VL, log ? gv - wk_vexp(yv) * s : yv * (gv - s));
     }
 }
 

@@ -64,21 +64,47 @@ WK_VI wk_vf wk_vabs(wk_vf x) { return (wk_vf)((wk_vi)x & 0x7fffffff); }
 WK_VI wk_vf wk_vcopysign(wk_vf a, wk_vf s) {
     return (wk_vf)(((wk_vi)a & 0x7fffffff) | ((wk_vi)s & (int32_t)0x80000000u));
 }
-/* NaN-propagating max, like the scalar loops' `x > m || x != x` */
-WK_VI wk_vf wk_vmax(wk_vf a, wk_vf b) { return wk_vsel((a > b) | (a != a), a, b); }
+/* Comparisons of two vectors without vector comparison operators: GCC 12
+ * turns those (unlike comparisons with a constant) into scalar code when they
+ * sit in these helpers inlined into target_clones functions, so masks come
+ * from sign bits instead.
+ * wk_vlt(a, b): a < b for numbers, exact with denormals (a - b is 0 only when
+ * a == b); callers keep NaN out or handle it (wk_visnan). */
+WK_VI wk_vi wk_vlt(wk_vf a, wk_vf b) { return (wk_vi)(a - b) >> 31; }
+WK_VI wk_vi wk_visnan(wk_vf x) { return (0x7f800000 - ((wk_vi)x & 0x7fffffff)) >> 31; }
+/* lanes where the bits of x equal those of c */
+WK_VI wk_vi wk_vsame(wk_vf x, float c) {
+    wk_vi d = (wk_vi)x ^ (wk_vi)wk_vsplat(c);
+    return ((d - 1) & ~d) >> 31;
+}
+/* NaN-propagating max, like the scalar loops' `x > m || x != x` (equal
+ * infinities give NaN in b - a, but either is then the answer) */
+WK_VI wk_vf wk_vmax(wk_vf a, wk_vf b) {
+    wk_vi nb = wk_visnan(b);
+    return wk_vsel(wk_visnan(a) | (wk_vlt(b, a) & ~nb), a, b);
+}
+/* horizontal sum and (NaN-propagating) max, as trees of vector shuffles */
+#define WK_VHALVES(v, OP)                                                                        \
+    do {                                                                                         \
+        v = OP(v, __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7)); \
+        v = OP(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11)); \
+        v = OP(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13)); \
+        v = OP(v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14)); \
+    } while (0)
+WK_VI wk_vf wk_vadd_(wk_vf a, wk_vf b) { return a + b; }
 WK_VI float wk_vhsum(wk_vf v) {
-    float b[WK_VL], s = 0;
-    wk_vstore(b, v);
-    for (int i = 0; i < WK_VL; i++) s += b[i];
-    return s;
+    WK_VHALVES(v, wk_vadd_);
+    return v[0];
 }
 WK_VI float wk_vhmax(wk_vf v) {
-    float b[WK_VL], m;
-    wk_vstore(b, v);
-    m = b[0];
-    for (int i = 1; i < WK_VL; i++)
-        if (b[i] > m || b[i] != b[i]) m = b[i];
-    return m;
+    WK_VHALVES(v, wk_vmax);
+    return v[0];
+}
+/* The lanes of the last whole vector of a row (the one ending at the row's
+ * end) that the row's full vectors before it did not cover: the last `rest`. */
+WK_VI wk_vi wk_vtail(int64_t rest) {
+    const wk_vi iota = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    return ((int32_t)(WK_VL - rest) - 1 - iota) >> 31; /* iota >= WK_VL - rest */
 }
 
 /* exp(x) */
@@ -108,7 +134,7 @@ WK_VI wk_vf wk_vexp(wk_vf x) {
  * results instead of 1 / inf) */
 WK_VI wk_vf wk_vsigmoid(wk_vf x) {
     wk_vf e = wk_vexp(-wk_vabs(x)), r = 1.0f / (1.0f + e);
-    return wk_vsel(x < 0, e * r, r);
+    return wk_vsel((wk_vi)x >> 31, e * r, r); /* sign bit: x < 0 (NaN: NaN either way) */
 }
 
 /* tanh(x) */
@@ -148,18 +174,37 @@ WK_VI wk_vf wk_verf(wk_vf x) {
     return wk_vsel(ax < 1.0f, small, wk_vsel(x != x, x, large));
 }
 
-/* GELU, exact form: x/2 (1 + erf(x / sqrt 2)) */
-WK_VI wk_vf wk_vgelu(wk_vf x) { return 0.5f * x * (1.0f + wk_verf(x * 0.70710678118654752f)); }
+/* Phi(x) = (1 + erf(x / sqrt 2)) / 2, the normal CDF, from erfc(z) with
+ * z = |x| / sqrt 2: erfc(z) = t exp(P(2t - 1) - z^2), t = 1 / (1 + z/2), P of
+ * degree 10 fitted by least squares to log(erfc(z) / t) + z^2 over [0, 10]
+ * (error 2.4e-8 in double). One branch and one exp; Phi(x) for negative x is
+ * erfc / 2 itself, so it keeps its relative accuracy where x Phi(x) is tiny
+ * (1 + erf cancels there). */
+WK_VI wk_vf wk_vphi(wk_vf x) {
+    wk_vf z = wk_vabs(x) * 0.70710678118654752f;
+    wk_vf t = 1.0f / (1.0f + 0.5f * z), u = 2.0f * t - 1.0f;
+    wk_vf p = -0.00012910536301958379f * u + 0.0005030070641487761f;
+    p = p * u - 5.5321639504542916e-05f;
+    p = p * u - 0.002278951208259424f;
+    p = p * u + 0.001714996591944206f;
+    p = p * u + 0.008812661902480281f;
+    p = p * u - 0.009864616081420037f;
+    p = p * u - 0.04689455944662441f;
+    p = p * u + 0.047342798572474795f;
+    p = p * u + 0.6726431927560288f;
+    p = p * u - 0.671794079073644f;
+    wk_vf h = 0.5f * t * wk_vexp(p - z * z); /* erfc(z) / 2 */
+    return wk_vsel((wk_vi)x >> 31, h, 1.0f - h); /* sign bit: x < 0 (-0 gives 1/2) */
+}
+/* GELU, exact form: x Phi(x) = x/2 (1 + erf(x / sqrt 2)) */
+WK_VI wk_vf wk_vgelu(wk_vf x) { return x * wk_vphi(x); }
 /* GELU, tanh form: x/2 (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3) */
 WK_VI wk_vf wk_vgelu_tanh(wk_vf x) {
     wk_vf u2 = (2.0f * 0.79788456080286536f) * (x + 0.044715f * x * x * x);
     return x / (1.0f + wk_vexp(-u2));
 }
 /* their derivatives */
-WK_VI wk_vf wk_vgelu_grad(wk_vf x) {
-    wk_vf cdf = 0.5f * (1.0f + wk_verf(x * 0.70710678118654752f));
-    return cdf + x * 0.39894228040143268f * wk_vexp(-0.5f * x * x);
-}
+WK_VI wk_vf wk_vgelu_grad(wk_vf x) { return wk_vphi(x) + x * 0.39894228040143268f * wk_vexp(-0.5f * x * x); }
 WK_VI wk_vf wk_vgelu_tanh_grad(wk_vf x) {
     wk_vf x2 = x * x;
     wk_vf th = wk_vtanh(0.79788456080286536f * (x + 0.044715f * x2 * x));

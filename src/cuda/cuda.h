@@ -69,6 +69,12 @@ wick_status cuda_where(const wk_iter *it);
 wick_status cuda_reduce(const wk_reduce_args *args);
 wick_status cuda_gemm(const wk_gemm_args *args);
 wick_status cuda_softmax(const wick_tensor *out, const wick_tensor *in, int dim, int log);
+/* cuda_norm.cu (softmax_backward stays composed on CUDA) */
+wick_status cuda_gelu_backward(const wick_tensor *gi, const wick_tensor *g, const wick_tensor *x, int tanh_form);
+wick_status cuda_layer_norm(const wk_norm_args *args);
+wick_status cuda_layer_norm_backward(const wk_norm_args *args);
+wick_status cuda_cross_entropy(const wk_ce_args *args);
+wick_status cuda_cross_entropy_backward(const wk_ce_args *args);
 wick_status cuda_random(wick_tensor *out, int normal, uint64_t seed, uint64_t offset);
 wick_status cuda_index_select(wick_tensor *out, const wick_tensor *in, int dim, const wick_tensor *index);
 wick_status cuda_gather(wick_tensor *out, const wick_tensor *in, int dim, const wick_tensor *index);
