@@ -419,6 +419,33 @@ local function key_cases(dev)
       assert.are.equal(-math.huge, vals(inf)[2][3])
     end)
 
+    it("masked_fill matches where() for every dtype, strided tensors and broadcast masks", function()
+      wick.manual_seed(3)
+      local base = wick.randn(6, 5, { device = dev }) * 4
+      local m = base:gt(0.5)
+      for _, dt in ipairs({ "float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8", "bool" }) do
+        local x = base:abs():to(dt)
+        local want = wick.where(m, wick.tensor(1):to(dt), x)
+        assert.are.same(vals(want), vals(x:masked_fill(m, 1)), dt)
+        local y = x:clone()
+        y:masked_fill_(m, 1)
+        assert.are.same(vals(want), vals(y), dt)
+      end
+      local xt = base:t() -- strided
+      local mt = m:t()
+      assert.are.same(vals(wick.where(mt, wick.tensor(-2), xt)), vals(xt:masked_fill(mt, -2)))
+      local yt = base:clone():t()
+      yt:masked_fill_(mt, 7)
+      assert.are.same(vals(wick.where(mt, wick.tensor(7), base:t())), vals(yt))
+      local row = m[1] -- a broadcast mask (one row for all)
+      assert.are.same(vals(wick.where(row, wick.tensor(0), base)), vals(base:masked_fill(row, 0)))
+      local x = base:clone():requires_grad_()
+      local g = wick.randn(6, 5, { device = dev })
+      ;(x:masked_fill(row, 0) * g):sum():backward()
+      assert.are.same(vals(wick.where(row, wick.tensor(0), g)), vals(x.grad))
+      assert.is_truthy(tostring(x:masked_fill(row, 0).grad_fn):find("MaskedFill", 1, true))
+    end)
+
     it("masked_fill under autograd, with a 0-dim value that requires grad", function()
       local x = T({ 1, 2, 3, 4 }, { requires_grad = true })
       local v = T(2, { requires_grad = true })

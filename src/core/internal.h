@@ -310,6 +310,9 @@ struct wick_backend {
     wick_status (*binary)(wick_binary_op op, const wk_iter *it, double alpha);
     wick_status (*clamp)(const wk_iter *it, double lo, double hi);
     wick_status (*where)(const wk_iter *it);
+    /* operands out, mask (1 byte: bool or uint8): out = value where mask is
+     * set, in place. May be NULL (the core then uses where). */
+    wick_status (*masked_fill)(const wk_iter *it, double value);
     wick_status (*reduce)(const wk_reduce_args *args);
     wick_status (*gemm)(const wk_gemm_args *args);
     wick_status (*softmax)(const wick_tensor *out, const wick_tensor *in, int dim, int log);

@@ -712,19 +712,80 @@ static wick_status masked_fill_value(wick_tensor **out, const char *op, const wi
     return st;
 }
 
+/* t[me] = s in place, recording nothing (me: a mask of t's shape): the
+ * backend's masked_fill kernel, or where() where it has none. */
+static wick_status fill_masked(wick_tensor *t, const wick_tensor *me, double s) {
+    if (wk_is_meta(t)) return WICK_OK;
+    const wick_backend *be = t->storage->backend;
+    if (be->masked_fill && wick_device_equal(me->storage->device, t->storage->device)) {
+        wk_iter it;
+        const wick_tensor *ops[2] = {t, me};
+        wk_iter_init(&it, 2, ops);
+        return be->masked_fill(&it, s);
+    }
+    wick_tensor *v, *r;
+    TRY(wick_full(&v, 0, t->sizes, s, (wick_options){t->dtype, {WICK_CPU, -1}}));
+    wick_status st = wick_where(&r, me, v, t);
+    wick_tensor_release(v);
+    if (st) return st;
+    st = wick_copy_(t, r);
+    wick_tensor_release(r);
+    return st;
+}
+
+static wick_status masked_fill_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
+    wick_tensor *gx;
+    TRY(wick_clone(&gx, g));
+    wick_status st = fill_masked(gx, n->saved[0], 0);
+    if (st) return wick_tensor_release(gx), st;
+    grads[0] = gx;
+    return WICK_OK;
+}
+
+/* masked_fill with a number and a mask that broadcasts to t: a copy filled by
+ * the kernel, recorded as MaskedFillBackward when t is tracked. */
+static wick_status masked_fill_number(wick_tensor **out, const wick_tensor *t, const wick_tensor *me, double s) {
+    wick_tensor *r;
+    wick_status st;
+    WK_NO_GRAD(st = wick_clone(&r, t); if (!st && (st = fill_masked(r, me, s))) wick_tensor_release(r));
+    if (st) return st;
+    if (!wk_wants_grad(1, &t)) return *out = r, WICK_OK;
+    wk_node *n;
+    st = wk_record(r, "MaskedFillBackward", masked_fill_backward, 0, 1, &t, &n);
+    if (!st) st = wk_save(n, 0, me, r);
+    return wk_publish(out, r, st);
+}
+
+static bool mask_fits(const wick_tensor *t, const wick_tensor *mask) {
+    int bn;
+    int64_t bs[WICK_MAX_DIMS];
+    return !wk_broadcast_shapes("masked_fill", t->ndim, t->sizes, mask->ndim, mask->sizes, &bn, bs) && bn == t->ndim &&
+           !memcmp(bs, t->sizes, sizeof(int64_t) * t->ndim);
+}
+
 wick_status wick_masked_fill(wick_tensor **out, const wick_tensor *t, const wick_tensor *mask, const wick_tensor *value,
                              double s) {
-    return masked_fill_value(out, "masked_fill", t, mask, value, s);
+    if (value || !mask_fits(t, mask)) return masked_fill_value(out, "masked_fill", t, mask, value, s);
+    TRY(check_mask("masked_fill", t, mask, false));
+    wick_tensor *me;
+    TRY(expand_mask(&me, "masked_fill", mask, t->ndim, t->sizes));
+    wick_status st = masked_fill_number(out, t, me, s);
+    wick_tensor_release(me);
+    return st;
 }
 
 wick_status wick_masked_fill_(wick_tensor *t, const wick_tensor *mask, const wick_tensor *value, double s) {
     wick_tensor *me, *r = NULL;
+    TRY(check_mask("masked_fill_", t, mask, false));
     TRY(expand_mask(&me, "masked_fill_", mask, t->ndim, t->sizes));
     const wick_tensor *ins[1] = {value};
     bool record = false;
     wick_status st = wk_check_inplace("masked_fill_", t, value ? 1 : 0, ins, &record);
     if (!st && record) {
-        if (!(st = masked_fill_value(&r, "masked_fill_", t, me, value, s))) st = wk_adopt_inplace(t, r);
+        st = value ? masked_fill_value(&r, "masked_fill_", t, me, value, s) : masked_fill_number(&r, t, me, s);
+        if (!st) st = wk_adopt_inplace(t, r);
+    } else if (!st && !value) {
+        WK_NO_GRAD(st = fill_masked(t, me, s));
     } else if (!st) {
         WK_NO_GRAD(st = masked_fill_value(&r, "masked_fill_", t, me, value, s); if (!st) st = wick_copy_(t, r));
     }

@@ -52,6 +52,7 @@ wick_status cpu_gather(wick_tensor *out, const wick_tensor *in, int dim, const w
 wick_status cpu_scatter(wick_tensor *out, int dim, const wick_tensor *index, const wick_tensor *src);
 wick_status cpu_scatter_add(wick_tensor *out, int dim, const wick_tensor *index, const wick_tensor *src);
 wick_status cpu_index_add(wick_tensor *out, int dim, const wick_tensor *index, const wick_tensor *src);
+wick_status cpu_masked_fill(const wk_iter *it, double value);
 /* cpu_conv.c, cpu_pool.c */
 wick_status cpu_conv2d_forward(const wk_conv2d_args *a, char *out, const char *input, const char *weight,
                                const char *bias);

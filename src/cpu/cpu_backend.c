@@ -231,6 +231,7 @@ const wick_backend wk_cpu_backend = {
     .binary = cpu_binary,
     .clamp = cpu_clamp,
     .where = cpu_where,
+    .masked_fill = cpu_masked_fill,
     .reduce = cpu_reduce,
     .gemm = cpu_gemm,
     .softmax = cpu_softmax,

@@ -131,3 +131,44 @@ wick_status cpu_index_add(wick_tensor *out, int dim, const wick_tensor *index, c
     }
     return WICK_OK;
 }
+
+/* out = value where mask (operands out, mask of 1-byte elements): a select
+ * per element without a branch, so random masks cost what causal ones do. */
+#define MASKED_FILL_ROW(T)                                                                                           \
+    do {                                                                                                             \
+        T v;                                                                                                         \
+        memcpy(&v, value_bytes, sizeof v);                                                                           \
+        T *o = (T *)op;                                                                                              \
+        if (so == 1 && sm == 1)                                                                                      \
+            for (int64_t i = 0; i < n; i++) o[i] = mp[i] ? v : o[i];                                                 \
+        else                                                                                                         \
+            for (int64_t i = 0; i < n; i++) o[i * so] = mp[i * sm] ? v : o[i * so];                                  \
+    } while (0)
+
+wick_status cpu_masked_fill(const wk_iter *it, double value) {
+    if (it->numel == 0) return WICK_OK;
+    size_t es = wk_dtype_size(it->dtypes[0]);
+    char value_bytes[8] = {0};
+    wk_store_double(value_bytes, it->dtypes[0], value);
+    int nd = it->ndim;
+    int64_t n = nd ? it->sizes[nd - 1] : 1, so = nd ? it->strides[0][nd - 1] : 0, sm = nd ? it->strides[1][nd - 1] : 0;
+    int64_t rows = it->numel / n, coord[WICK_MAX_DIMS] = {0};
+    const unsigned char *mask = (const unsigned char *)wk_iter_operand(it, 1);
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t oo = 0, mo = 0;
+        for (int d = 0; d < nd - 1; d++) oo += coord[d] * it->strides[0][d], mo += coord[d] * it->strides[1][d];
+        char *op = it->data[0] + oo * (int64_t)es;
+        const unsigned char *mp = mask + mo;
+        switch (es) {
+        case 1: MASKED_FILL_ROW(uint8_t); break;
+        case 2: MASKED_FILL_ROW(uint16_t); break;
+        case 4: MASKED_FILL_ROW(uint32_t); break;
+        default: MASKED_FILL_ROW(uint64_t); break;
+        }
+        for (int d = nd - 2; d >= 0; d--) { /* next row */
+            if (++coord[d] < it->sizes[d]) break;
+            coord[d] = 0;
+        }
+    }
+    return WICK_OK;
+}
