@@ -4,12 +4,14 @@
 # ROUNDS alternating runs; per case the median over rounds of each side's
 # fastest call, and the ratio wick / PyTorch (below 1: wick is faster).
 #
-#   bench/kernels.sh [build-dir]     (ROUNDS=5 MIN_TIME=0.3 CORE=0 PYTHON=... to change)
+#   bench/kernels.sh [build-dir]     (ROUNDS=5 MIN_TIME=0.3 CORE=0 SETS=2 PYTHON=... to change;
+#                                     SETS=1: nanoGPT's shapes only)
 set -eu
 BUILD=${1:-build}
 ROUNDS=${ROUNDS:-5}
 MIN_TIME=${MIN_TIME:-0.3}
 CORE=${CORE:-0}
+SETS=${SETS:-2}
 PYTHON=${PYTHON:-$HOME/.cache/wick-torch-venv/bin/python}
 cd "$(dirname "$0")/.."
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
@@ -19,8 +21,8 @@ CPU=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
 echo "CPU: $CPU; 1 thread pinned to core $CORE; $ROUNDS alternating rounds; fastest call per round, median over rounds"
 r=1
 while [ "$r" -le "$ROUNDS" ]; do
-  taskset -c "$CORE" "$BUILD/wick" bench/kernels.lua --threads 1 --min-time "$MIN_TIME" | grep _us= >>"$TMP/wick"
-  taskset -c "$CORE" "$PYTHON" bench/kernels_torch.py --threads 1 --min-time "$MIN_TIME" | grep _us= >>"$TMP/torch"
+  taskset -c "$CORE" "$BUILD/wick" bench/kernels.lua --threads 1 --min-time "$MIN_TIME" --sets "$SETS" | grep _us= >>"$TMP/wick"
+  taskset -c "$CORE" "$PYTHON" bench/kernels_torch.py --threads 1 --min-time "$MIN_TIME" --sets "$SETS" | grep _us= >>"$TMP/torch"
   r=$((r + 1))
 done
 # median over rounds per (case, shape, column)

@@ -1,5 +1,5 @@
 """PyTorch's side of bench/kernels.lua: the same cases, the same output lines.
-   python bench/kernels_torch.py [--threads 1] [--dtype float32] [--min-time 0.2]"""
+   python bench/kernels_torch.py [--threads 1] [--dtype float32] [--min-time 0.2] [--sets 2]"""
 import argparse, time
 import torch
 import torch.nn.functional as F
@@ -8,6 +8,7 @@ p = argparse.ArgumentParser()
 p.add_argument("--threads", type=int, default=1)
 p.add_argument("--dtype", default="float32")
 p.add_argument("--min-time", type=float, default=0.2)
+p.add_argument("--sets", type=int, default=2)
 a = p.parse_args()
 torch.set_num_threads(a.threads)
 torch.manual_seed(0)
@@ -63,4 +64,6 @@ def shapes(sets):
 
 
 print(f"torch {torch.__version__} kernels: {a.threads} thread(s), {a.dtype}")
-shapes([(12, 64, 128, 4, 65), (4, 256, 768, 12, 8192)])
+_x = torch.randn(12, 64, 512, dtype=dt)
+timeit(lambda: F.gelu(_x))  # warm-up, as in bench/kernels.lua
+shapes([(12, 64, 128, 4, 65), (4, 256, 768, 12, 8192)][:a.sets])
