@@ -56,14 +56,14 @@ typedef int32_t v16i __attribute__((vector_size(64)));
 
 /* ---- float64: plain loops ---- */
 
-ATTN_INLINE void gemm_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t lda, const double *B, int64_t ldb,
-                          double *C, int64_t ldc, int init) {
+ATTN_INLINE void gemm_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t lda, int64_t ak, const double *B,
+                          int64_t ldb, double *C, int64_t ldc, int init) {
     for (int64_t r = 0; r < M; r++) {
         double *c = C + r * ldc;
         if (init)
             for (int64_t n = 0; n < N; n++) c[n] = 0;
         for (int64_t kk = 0; kk < K; kk++) {
-            const double a = A[r * lda + kk], *b = B + kk * ldb;
+            const double a = A[r * lda + kk * ak], *b = B + kk * ldb;
             for (int64_t n = 0; n < N; n++) c[n] += a * b[n];
         }
     }

@@ -69,7 +69,7 @@ static void FN(fwd_task)(const wk_attn_args *a, int64_t b, int64_t i0, T *scratc
     for (int64_t j0 = 0; j0 < jend; j0 += ATTN_BC) {
         const int64_t cols = jend - j0 < ATTN_BC ? jend - j0 : ATTN_BC, npad = (cols + 15) & ~(int64_t)15;
         FN(transpose)(k + j0 * a->k_rs, a->k_rs, cols, E, kt, ATTN_BC, npad);
-        FN(gemm)(rows, npad, E, q, a->q_rs, kt, ATTN_BC, sx, ATTN_BC, 1);
+        FN(gemm)(rows, npad, E, q, a->q_rs, 1, kt, ATTN_BC, sx, ATTN_BC, 1);
         for (int64_t r = 0; r < rows; r++) {
             T *s = sx + r * ATTN_BC;
             const int64_t i = i0 + r;
@@ -93,7 +93,7 @@ static void FN(fwd_task)(const wk_attn_args *a, int64_t b, int64_t i0, T *scratc
                 for (int64_t c = 0; c < cols; c++) s[c] *= z[c];
             }
         }
-        FN(gemm)(rows, Ev, cols, sx, ATTN_BC, v + j0 * a->v_rs, a->v_rs, acc, Ev, 0);
+        FN(gemm)(rows, Ev, cols, sx, ATTN_BC, 1, v + j0 * a->v_rs, a->v_rs, acc, Ev, 0);
     }
     T *out = (T *)a->out + (b * a->L + i0) * Ev, *lse = (T *)a->lse + b * a->L + i0;
     for (int64_t r = 0; r < rows; r++) {
@@ -105,7 +105,7 @@ static void FN(fwd_task)(const wk_attn_args *a, int64_t b, int64_t i0, T *scratc
 
 /* Scratch (elements of T) of one backward task. */
 static inline int64_t FN(bwd_scratch)(const wk_attn_args *a) {
-    return (a->E + a->Ev) * ATTN_BC + 3 * ATTN_BR * ATTN_BC + ATTN_BC * ATTN_BR + a->L;
+    return (a->E + a->Ev) * ATTN_BC + 3 * ATTN_BR * ATTN_BC + a->L;
 }
 
 /* Problem b's dq, dk and dv. */
@@ -119,7 +119,7 @@ static void FN(bwd_task)(const wk_attn_args *a, int64_t b, T *scratch) {
     const T *lse = (const T *)a->lse + b * L;
     T *dq = (T *)a->dq + b * L * E, *dk = (T *)a->dk + b * S * E, *dv = (T *)a->dv + b * S * Ev;
     T *kt = scratch, *vt = kt + E * ATTN_BC, *p = vt + Ev * ATTN_BC, *dp = p + ATTN_BR * ATTN_BC;
-    T *z = dp + ATTN_BR * ATTN_BC, *tr = z + ATTN_BR * ATTN_BC, *dsum = tr + ATTN_BC * ATTN_BR;
+    T *z = dp + ATTN_BR * ATTN_BC, *dsum = z + ATTN_BR * ATTN_BC;
     for (int64_t x = 0; x < L * E; x++) dq[x] = 0;
     for (int64_t x = 0; x < S * E; x++) dk[x] = 0;
     for (int64_t x = 0; x < S * Ev; x++) dv[x] = 0;
@@ -135,8 +135,8 @@ static void FN(bwd_task)(const wk_attn_args *a, int64_t b, T *scratch) {
         FN(transpose)(v + j0 * a->v_rs, a->v_rs, cols, Ev, vt, ATTN_BC, npad);
         for (int64_t i0 = a->causal ? j0 : 0; i0 < L; i0 += ATTN_BR) {
             const int64_t rows = L - i0 < ATTN_BR ? L - i0 : ATTN_BR;
-            FN(gemm)(rows, npad, E, q + i0 * a->q_rs, a->q_rs, kt, ATTN_BC, p, ATTN_BC, 1);
-            FN(gemm)(rows, npad, Ev, go + i0 * Ev, Ev, vt, ATTN_BC, dp, ATTN_BC, 1);
+            FN(gemm)(rows, npad, E, q + i0 * a->q_rs, a->q_rs, 1, kt, ATTN_BC, p, ATTN_BC, 1);
+            FN(gemm)(rows, npad, Ev, go + i0 * Ev, Ev, 1, vt, ATTN_BC, dp, ATTN_BC, 1);
             for (int64_t r = 0; r < rows; r++) {
                 const int64_t i = i0 + r;
                 T *s = p + r * ATTN_BC, *ds = dp + r * ATTN_BC;
@@ -160,11 +160,10 @@ static void FN(bwd_task)(const wk_attn_args *a, int64_t b, T *scratch) {
                 }
             }
             /* dV += P^T dO, dQ += dS K, dK += dS^T Q */
-            FN(transpose)(p, ATTN_BC, rows, cols, tr, ATTN_BR, rows);
-            FN(gemm)(cols, Ev, rows, tr, ATTN_BR, go + i0 * Ev, Ev, dv + j0 * Ev, Ev, 0);
-            FN(gemm)(rows, E, cols, dp, ATTN_BC, k + j0 * a->k_rs, a->k_rs, dq + i0 * E, E, 0);
-            FN(transpose)(dp, ATTN_BC, rows, cols, tr, ATTN_BR, rows);
-            FN(gemm)(cols, E, rows, tr, ATTN_BR, q + i0 * a->q_rs, a->q_rs, dk + j0 * E, E, 0);
+            /* (P^T and dS^T are P and dS read with their strides swapped) */
+            FN(gemm)(cols, Ev, rows, p, 1, ATTN_BC, go + i0 * Ev, Ev, dv + j0 * Ev, Ev, 0);
+            FN(gemm)(rows, E, cols, dp, ATTN_BC, 1, k + j0 * a->k_rs, a->k_rs, dq + i0 * E, E, 0);
+            FN(gemm)(cols, E, rows, dp, 1, ATTN_BC, q + i0 * a->q_rs, a->q_rs, dk + j0 * E, E, 0);
         }
     }
 }

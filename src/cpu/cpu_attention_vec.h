@@ -42,9 +42,10 @@ ATTN_INLINE v16 VF(vexp)(v16 x) {
     return (v16)((v16i)r & ~tiny);
 }
 
-/* C[M x N] (+)= A[M x K] B[K x N]: R rows and NV vectors of 16 columns at a time. */
+/* C[M x N] (+)= A[M x K] B[K x N] (A's element (r, k) at r lda + k ak): R rows and NV
+ * vectors of 16 columns at a time. */
 #define ATTN_MICRO(R, NV)                                                                               \
-    ATTN_INLINE void VF(micro_##R##_##NV)(int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb, \
+    ATTN_INLINE void VF(micro_##R##_##NV)(int64_t K, const float *A, int64_t lda, int64_t ak, const float *B, int64_t ldb, \
                                           float *C, int64_t ldc, int init) {                            \
         v16 acc[R][NV];                                                                                 \
         for (int r = 0; r < R; r++)                                                                     \
@@ -53,7 +54,7 @@ ATTN_INLINE v16 VF(vexp)(v16 x) {
             v16 bv[NV];                                                                                 \
             for (int x = 0; x < NV; x++) bv[x] = VF(vload)(B + kk * ldb + 16 * x);                      \
             for (int r = 0; r < R; r++) {                                                               \
-                v16 s = VF(vsplat)(A[r * lda + kk]);                                                    \
+                v16 s = VF(vsplat)(A[r * lda + kk * ak]);                                               \
                 for (int x = 0; x < NV; x++) acc[r][x] += s * bv[x];                                    \
             }                                                                                           \
         }                                                                                               \
@@ -75,11 +76,11 @@ ATTN_MICRO(1, 1)
     do {                                                                                                \
         int64_t r = 0;                                                                                  \
         for (; r + R <= M; r += R)                                                                      \
-            VF(micro_##R##_##NV)(K, A + r * lda, lda, B + n0, ldb, C + r * ldc + n0, ldc, init);         \
-        for (; r < M; r++) VF(micro_1_##NV)(K, A + r * lda, lda, B + n0, ldb, C + r * ldc + n0, ldc, init); \
+            VF(micro_##R##_##NV)(K, A + r * lda, lda, ak, B + n0, ldb, C + r * ldc + n0, ldc, init);         \
+        for (; r < M; r++) VF(micro_1_##NV)(K, A + r * lda, lda, ak, B + n0, ldb, C + r * ldc + n0, ldc, init); \
     } while (0)
 
-ATTN_INLINE void VF(gemm)(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
+ATTN_INLINE void VF(gemm)(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, int64_t ak, const float *B, int64_t ldb,
                           float *C, int64_t ldc, int init) {
     int64_t n0 = 0;
     for (; n0 + 64 <= N; n0 += 64) ATTN_ROWS(2, 4);
@@ -92,7 +93,7 @@ ATTN_INLINE void VF(gemm)(int64_t M, int64_t N, int64_t K, const float *A, int64
     for (int64_t r = 0; r < M; r++) /* the last N % 16 columns */
         for (int64_t n = n0; n < N; n++) {
             float s = init ? 0 : C[r * ldc + n];
-            for (int64_t kk = 0; kk < K; kk++) s += A[r * lda + kk] * B[kk * ldb + n];
+            for (int64_t kk = 0; kk < K; kk++) s += A[r * lda + kk * ak] * B[kk * ldb + n];
             C[r * ldc + n] = s;
         }
 }
