@@ -33,11 +33,13 @@ function F.linear(x, weight, bias)
 end
 
 function F.relu(x) return tensor(x, "relu", "input"):relu() end
---- GELU: exact (erf) form, or PyTorch's tanh approximation with {approximate = "tanh"}.
+--- GELU: exact (erf) form, or PyTorch's tanh approximation with {approximate = "tanh"}
+--- (or "tanh" positionally, as F.gelu(input, 'tanh') in PyTorch).
 local GELU_OPTIONS = { approximate = "string" }
 function F.gelu(x, opts)
   tensor(x, "gelu", "input")
   if opts == nil then return x:gelu() end
+  if type(opts) == "string" then opts = { approximate = opts } end
   opts = check.options(opts, "gelu", GELU_OPTIONS)
   local approximate = opts.approximate or "none"
   check.one_of(approximate, "gelu", "approximate", { "none", "tanh" })
