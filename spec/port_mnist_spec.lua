@@ -103,13 +103,6 @@ local function synthetic_digits(n, templates)
   return (images - 0.1307) / 0.3081, labels -- transforms.Normalize((0.1307,), (0.3081,))
 end
 
--- optim.Adadelta (added with this port): pending where this tree lacks it
-local function adadelta()
-  if optim.Adadelta then return true end
-  pending("needs wick.optim.Adadelta")
-  return false
-end
-
 describe("pytorch/examples mnist port", function()
   it("Net builds with PyTorch's positional Conv2d arguments and has main.py's parameter count", function()
     wick.manual_seed(1)
@@ -121,7 +114,6 @@ describe("pytorch/examples mnist port", function()
   end)
 
   it("optim.Adadelta follows PyTorch's update rule (two steps, by hand)", function()
-    if not adadelta() then return end
     local p = wick.tensor({ 1.0, -2.0 }, { dtype = "float64" }):requires_grad_(true)
     local opt = optim.Adadelta({ p }, { lr = 0.5, rho = 0.8, eps = 1e-6 })
     local want, sq, acc = { 1.0, -2.0 }, { 0, 0 }, { 0, 0 }
@@ -143,7 +135,6 @@ describe("pytorch/examples mnist port", function()
   end)
 
   it("trains with Adadelta and StepLR: the loss goes down and test() counts the right predictions", function()
-    if not adadelta() then return end
     local args = { batch_size = 16, test_batch_size = 32, epochs = 2, lr = 1.0, gamma = 0.7, seed = 1,
       log_interval = 2, dry_run = false }
     wick.manual_seed(args.seed)

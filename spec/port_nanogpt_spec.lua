@@ -18,56 +18,6 @@ local assert_close = support.assert_close
 local gpt = dofile("examples/gpt_model.lua")
 local FIX = "spec/fixtures/"
 
--- The features of issue 13 this port uses. Until each has landed, the cases
--- that need it are reported pending, naming what is missing (never passed).
-local function works(fn) local ok, r = pcall(fn); return ok and r ~= nil and r ~= false end
-local FEATURES = {
-  ["slicing t[{{a, b}}] (helper A)"] = function() return works(function() return wick.zeros(3, 2)[{ { 1, 2 } }] end) end,
-  ["bool-mask assignment t[mask] = v (helper A)"] = function()
-    return works(function() local t = wick.zeros(2); t[t:eq(0)] = 1; return t:sum():item() == 2 end)
-  end,
-  ["wick.tril (helper B)"] = function() return wick.tril ~= nil end,
-  ["Tensor:split (helper B)"] = function() return wick.zeros(2).split ~= nil end,
-  ["Tensor:masked_fill (helper A)"] = function()
-    return works(function() return wick.zeros(2):masked_fill(wick.zeros(2):eq(0), -math.huge):sum():item() == -math.huge end)
-  end,
-  ["wick.topk, wick.multinomial (helper B)"] = function() return wick.topk ~= nil and wick.multinomial ~= nil end,
-  ["nn.ModuleDict (helper C)"] = function() return nn.ModuleDict ~= nil end,
-  ["nn.init.normal_/zeros_ (helper C)"] = function() return nn.init ~= nil and nn.init.normal_ ~= nil and nn.init.zeros_ ~= nil end,
-  ["Module:apply (helper C)"] = function() return nn.Module.apply ~= nil end,
-  ["ipairs over nn.ModuleList (helper C)"] = function()
-    return works(function()
-      local n = 0
-      for _ in ipairs(nn.ModuleList({ nn.ReLU(), nn.ReLU() })) do n = n + 1 end
-      return n == 2
-    end)
-  end,
-  ["nn.utils.from_pytorch_names keeping ln_1 (helper C)"] = function()
-    return works(function() return nn.utils.from_pytorch_names({ ["h.0.ln_1.weight"] = 1 })["h.1.ln_1.weight"] == 1 end)
-  end,
-  ["AdamW parameter groups (helper C)"] = function()
-    return works(function()
-      local a, b = wick.zeros(2):requires_grad_(true), wick.zeros(2):requires_grad_(true)
-      local opt = wick.optim.AdamW({ { params = { a }, weight_decay = 0.1 }, { params = { b }, weight_decay = 0 } })
-      return #opt.param_groups == 2
-    end)
-  end,
-}
-local missing = {}
-for name, probe in pairs(FEATURES) do if not probe() then missing[#missing + 1] = name end end
-table.sort(missing)
--- gate(true): the case also needs the fused attention: without it the model takes
--- model.py's manual path, whose attn.bias buffers PyTorch's flash-path fixture lacks
-local SDPA = "F.scaled_dot_product_attention (helper E; the fixture has no attn.bias: PyTorch's flash path)"
-local function gate(needs_sdpa)
-  local list = {}
-  for i, name in ipairs(missing) do list[i] = name end
-  if needs_sdpa and nn.functional.scaled_dot_product_attention == nil then list[#list + 1] = SDPA end
-  if #list == 0 then return false end
-  pending("needs " .. table.concat(list, ", "))
-  return true
-end
-
 local function quiet(args)
   local c = gpt.GPTConfig(args)
   c.verbose = false
@@ -96,7 +46,6 @@ end
 
 describe("nanoGPT port (examples/gpt_model.lua)", function()
   it("builds nanoGPT's structure: ModuleDict transformer, ModuleList h walked by ipairs, tied lm_head", function()
-    if gate() then return end
     wick.manual_seed(0)
     local model = gpt.GPT(quiet(TINY))
     assert.are.equal("ModuleDict", getmetatable(model.transformer).__name)
@@ -133,7 +82,6 @@ describe("nanoGPT port (examples/gpt_model.lua)", function()
   end)
 
   it("counts parameters as model.py does (PyTorch's count for the fixture, 0.80M for nanoGPT's CPU config)", function()
-    if gate() then return end
     wick.manual_seed(0)
     local tiny = gpt.GPT(quiet(TINY))
     local expected = wick.load(FIX .. "gpt_expected.pt")
@@ -147,7 +95,6 @@ describe("nanoGPT port (examples/gpt_model.lua)", function()
   end)
 
   it("initialises like _init_weights: normal(0, 0.02), zero biases, c_proj scaled by 1/sqrt(2 n_layer)", function()
-    if gate() then return end
     wick.manual_seed(0)
     local c = { n_layer = 4, n_head = 4, n_embd = 128, block_size = 64, vocab_size = 65, bias = true, dropout = 0 }
     local model = gpt.GPT(quiet(c))
@@ -164,7 +111,6 @@ describe("nanoGPT port (examples/gpt_model.lua)", function()
   end)
 
   it("loads PyTorch's nanoGPT state_dict with strict = true and gives PyTorch's logits and loss", function()
-    if gate(true) then return end
     local model, result = pytorch_model()
     assert.are.same({}, result.missing_keys)
     assert.are.same({}, result.unexpected_keys)
@@ -183,7 +129,6 @@ describe("nanoGPT port (examples/gpt_model.lua)", function()
   end)
 
   it("the masked manual attention (model.py's flash = False) gives the fused path's logits", function()
-    if gate() then return end
     local e = wick.load(FIX .. "gpt_expected.pt")
     local args = {}
     for k, v in pairs(TINY) do args[k] = v end
@@ -221,7 +166,6 @@ describe("nanoGPT port (examples/gpt_model.lua)", function()
   end)
 
   it("configure_optimizers makes AdamW's decay / no-decay groups, and a few steps reduce the loss", function()
-    if gate() then return end
     wick.manual_seed(1)
     local c = { block_size = 16, vocab_size = 13, n_layer = 2, n_head = 2, n_embd = 32, dropout = 0.0, bias = false }
     local model = gpt.GPT(quiet(c))
@@ -255,7 +199,6 @@ describe("nanoGPT port (examples/gpt_model.lua)", function()
   end)
 
   it("generate samples max_new_tokens tokens of the vocabulary (temperature, top_k), cropping to block_size", function()
-    if gate(true) then return end
     local model = pytorch_model()
     model:eval()
     wick.manual_seed(3)
@@ -293,7 +236,6 @@ describe("examples/gpt.lua (nanoGPT's train.py + sample.py), CI-sized", function
   local function read(path) local f = assert(io.open(path, "rb")); local s = f:read("*a"); f:close(); return s end
 
   it("trains, evaluates, writes a checkpoint, resumes from it and samples", function()
-    if gate() then return end
     local dir = os.tmpname()
     os.remove(dir)
     assert.are.equal(0, sh("mkdir -p " .. dir))

@@ -61,17 +61,8 @@ local function loss_function(recon_x, x, mu, logvar)
   return BCE + KLD
 end
 
--- slicing (issue 13, helper A): until it has landed, the case that slices is pending
-local function slicing()
-  local ok, r = pcall(function() return wick.zeros(3, 2)[{ { 1, 2 } }] end)
-  if ok and r ~= nil then return true end
-  pending("needs slicing t[{{a, b}}] (issue 13, helper A)")
-  return false
-end
-
 describe("pytorch/examples vae port", function()
   it("trains: the average loss of each epoch goes down; test and sampling give main.py's shapes", function()
-    if not slicing() then return end
     local args = { batch_size = 16, epochs = 3, seed = 1, log_interval = 2 }
     wick.manual_seed(args.seed)
     local device = wick.device("cpu")
