@@ -32,6 +32,7 @@ typedef float v16 __attribute__((vector_size(64)));
 typedef int32_t v16i __attribute__((vector_size(64)));
 
 #define T float
+#define ATTN_T16 ATTN_MULTI /* __builtin_shuffle is GCC's */
 #if ATTN_MULTI
 #pragma GCC push_options
 #pragma GCC target("arch=x86-64-v4")
@@ -52,6 +53,7 @@ typedef int32_t v16i __attribute__((vector_size(64)));
 #include "cpu_attention_vec.h"
 #include "cpu_attention_impl.h"
 #undef SFX
+#undef ATTN_T16
 #undef T
 
 /* ---- float64: plain loops ---- */
@@ -85,9 +87,11 @@ ATTN_INLINE double exp1_f64(double x) { return exp(x); }
 ATTN_INLINE double log1_f64(double x) { return log(x); }
 
 #define T double
+#define ATTN_T16 0
 #define SFX f64
 #include "cpu_attention_impl.h"
 #undef T
+#undef ATTN_T16
 #undef SFX
 
 /* ---- tasks over threads ---- */

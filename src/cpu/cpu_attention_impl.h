@@ -1,6 +1,7 @@
 /* The tile loops of the fused attention, written once for both compute types:
  * cpu_attention.c includes this file with T (float or double) and SFX (the
- * copy's name suffix) defined, after the helpers gemm_SFX (C += A B, row-major tiles), exprow_SFX (s = exp(s - sub), returns
+ * copy's name suffix) defined, ATTN_T16 (1: transpose16_SFX, a 16 x 16 block
+ * transpose, exists), after the helpers gemm_SFX (C += A B, row-major tiles), exprow_SFX (s = exp(s - sub), returns
  * the sum) and rowmax_SFX. */
 
 #define WK_CAT_(a, b) a##_##b
@@ -44,9 +45,15 @@ ATTN_INLINE void FN(drop_row)(const wk_attn_args *a, int64_t b, int64_t i, int64
  * zeroing dst's columns rows .. pad. */
 ATTN_INLINE void FN(transpose)(const T *src, int64_t ld, int64_t rows, int64_t cols, T *dst, int64_t ldd,
                                int64_t pad) {
+    int64_t rows_b = 0, cols_b = 0; /* the part done in 16 x 16 blocks */
+#if ATTN_T16
+    rows_b = rows & ~(int64_t)15, cols_b = cols & ~(int64_t)15;
+    for (int64_t r0 = 0; r0 < rows_b; r0 += 16)
+        for (int64_t c0 = 0; c0 < cols_b; c0 += 16) FN(transpose16)(src + r0 * ld + c0, ld, dst + c0 * ldd + r0, ldd);
+#endif
     for (int64_t c = 0; c < cols; c++) {
         T *d = dst + c * ldd;
-        for (int64_t r = 0; r < rows; r++) d[r] = src[r * ld + c];
+        for (int64_t r = c < cols_b ? rows_b : 0; r < rows; r++) d[r] = src[r * ld + c];
         for (int64_t r = rows; r < pad; r++) d[r] = 0;
     }
 }

@@ -42,6 +42,37 @@ ATTN_INLINE v16 VF(vexp)(v16 x) {
     return (v16)((v16i)r & ~tiny);
 }
 
+/* dst (row stride ldd) = the transpose of the 16 x 16 block at src (row stride
+ * ld), in registers: four stages, each swapping the off-diagonal s x s blocks
+ * of every 2s x 2s block (s = 8, 4, 2, 1). */
+#if ATTN_T16
+ATTN_INLINE void VF(transpose16)(const float *src, int64_t ld, float *dst, int64_t ldd) {
+    static const v16i lo8 = {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23};
+    static const v16i hi8 = {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31};
+    static const v16i lo4 = {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27};
+    static const v16i hi4 = {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31};
+    static const v16i lo2 = {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29};
+    static const v16i hi2 = {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31};
+    static const v16i lo1 = {0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30};
+    static const v16i hi1 = {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31};
+    v16 r[16];
+    for (int i = 0; i < 16; i++) r[i] = VF(vload)(src + i * ld);
+#define ATTN_T16_STAGE(S, LO, HI)                                                                       \
+    for (int i = 0; i < 16; i++)                                                                        \
+        if (!(i & S)) {                                                                                 \
+            v16 a = r[i], b = r[i + S];                                                                 \
+            r[i] = __builtin_shuffle(a, b, LO);                                                         \
+            r[i + S] = __builtin_shuffle(a, b, HI);                                                     \
+        }
+    ATTN_T16_STAGE(8, lo8, hi8)
+    ATTN_T16_STAGE(4, lo4, hi4)
+    ATTN_T16_STAGE(2, lo2, hi2)
+    ATTN_T16_STAGE(1, lo1, hi1)
+#undef ATTN_T16_STAGE
+    for (int i = 0; i < 16; i++) VF(vstore)(dst + i * ldd, r[i]);
+}
+#endif
+
 /* C[M x N] (+)= A[M x K] B[K x N] (A's element (r, k) at r lda + k ak): R rows and NV
  * vectors of 16 columns at a time. */
 #define ATTN_MICRO(R, NV)                                                                               \
