@@ -35,7 +35,7 @@ local opt = { dtype = dtype }
 
 -- The fastest of many single calls, in microseconds: the machine may be shared
 -- (other processes preempt some calls; the minimum is the undisturbed time).
-local function time(fn)
+local function time(fn, big)
   fn(); fn()
   local best, t_end = math.huge, now() + min_time
   local calls = 0
@@ -45,15 +45,18 @@ local function time(fn)
     local dt = now() - t0
     if dt < best then best = dt end
     calls = calls + 1
-    if calls % 16 == 0 then collectgarbage("step", 0) end
+    -- untimed: frees dead results soon (PyTorch frees them at once); large ones
+    -- at once, or fresh memory each call (page faults) would be what is timed
+    if big then collectgarbage() else collectgarbage("step", 0) end
   end
   return best * 1e6
 end
 
 local function case(name, shape, fwd, make_inputs)
   local inputs = make_inputs()
-  time(function() return fwd(unpack(inputs)) end) -- warm-up (allocator, caches)
-  local f = time(function() return wick.no_grad(function() return fwd(unpack(inputs)) end) end)
+  local big = inputs[1]:numel() > 1000000
+  time(function() return fwd(unpack(inputs)) end, big) -- warm-up (allocator, caches)
+  local f = time(function() return wick.no_grad(function() return fwd(unpack(inputs)) end) end, big)
   local leaves = {}
   for k, t in ipairs(inputs) do
     leaves[k] = (wick.is_tensor(t) and t:is_floating_point()) and t:detach():requires_grad_() or t
@@ -66,7 +69,7 @@ local function case(name, shape, fwd, make_inputs)
       gy = gy or wick.ones(y.shape, { dtype = y.dtype })
       y:backward(gy)
     end
-  end)
+  end, big)
   print(("%-14s %-14s fwd_us=%.1f fwdbwd_us=%.1f"):format(name, shape, f, fb))
 end
 
