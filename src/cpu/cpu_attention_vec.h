@@ -2,8 +2,9 @@
  * extensions), included by cpu_attention.c once per instruction set, inside
  * `#pragma GCC target`, with SFX naming that copy; cpu_attention_impl.h then
  * builds that copy's tile loops on them. (Each copy is compiled whole for its
- * target: helpers compiled for the baseline and inlined into a function clone
- * lose their vectors, so target_clones does not fit here.) */
+ * target: with target_clones and these helpers inlined from the baseline,
+ * GCC 12 built some broadcasts element by element, 16 masked loads each, in
+ * the AVX-512 clone; whole copies do not depend on how a form is lowered.) */
 
 #define WK_VCAT_(a, b) a##_##b
 #define WK_VCAT(a, b) WK_VCAT_(a, b)
