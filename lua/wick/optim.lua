@@ -284,20 +284,27 @@ optim.SGD = class("SGD", { lr = "required", momentum = 0, dampening = 0, weight_
   end)
 
 -- ---- Adam and AdamW ----
+local fused_adam = wick._core._adam_step
 local function adam(decoupled)
   return function(p, g, state, group)
     if group.maximize then g = -g end
     local b1, b2 = group.betas[1], group.betas[2]
-    if group.weight_decay ~= 0 then
-      -- AdamW: p <- p (1 - lr wd) before the Adam step (decoupled); Adam: L2 in the gradient
-      if decoupled then p:mul_(1 - group.lr * group.weight_decay)
-      else g = g + p * group.weight_decay end
-    end
     if not state.exp_avg then
       state.step = 0
       state.exp_avg = wick.zeros_like(p)
       state.exp_avg_sq = wick.zeros_like(p)
       if group.amsgrad then state.max_exp_avg_sq = wick.zeros_like(p) end
+    end
+    if not group.amsgrad and fused_adam(p, g, state.exp_avg, state.exp_avg_sq, group.lr, b1, b2,
+        group.eps, group.weight_decay, state.step + 1, decoupled) then
+      -- one pass in C (contiguous CPU float tensors), PyTorch's arithmetic
+      state.step = state.step + 1
+      return
+    end
+    if group.weight_decay ~= 0 then
+      -- AdamW: p <- p (1 - lr wd) before the Adam step (decoupled); Adam: L2 in the gradient
+      if decoupled then p:mul_(1 - group.lr * group.weight_decay)
+      else g = g + p * group.weight_decay end
     end
     state.step = state.step + 1
     state.exp_avg:mul_(b1):add_(g, 1 - b1)

@@ -87,6 +87,7 @@ void wl_open_nn(lua_State *L);     /* nn_lua.c: scaled_dot_product_attention (mo
 void wl_open_norm(lua_State *L);   /* norm_lua.c: layer_norm, cross_entropy (module table at -1) */
 void wl_open_ops(lua_State *L);    /* ops_lua.c: sort, scans (module table at -1, Tensor inside) */
 void wl_open_index(lua_State *L);  /* index_lua.c: t[key] and the masked/index ops (module table at -1) */
+void wl_open_optim(lua_State *L);  /* optim_lua.c: fused optimizer steps (module table at -1) */
 /* Records the tensor metatable and the source prefix of wick's Lua files. */
 void wl_register_tensor_mt(lua_State *L, int idx, const char *lua_dir_prefix);
 

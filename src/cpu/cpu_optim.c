@@ -1,0 +1,48 @@
+/* Fused optimizer loops (see src/core/optim.h): one pass per parameter, with
+ * PyTorch's single-tensor Adam arithmetic in the parameter's dtype, each
+ * hyperparameter rounded to it once as ATen's scalar operands are. Built with
+ * -fno-math-errno (CMakeLists.txt) so that the square roots vectorise. */
+#include "cpu.h"
+
+#include "../core/optim.h"
+
+#include <math.h>
+
+/* The loop for one choice of weight decay (decoupled: on p; else: into g) and of
+ * ATen's lerp formula (LOW: the weight 1 - beta1 is below 0.5), fixed at compile
+ * time so that the loop has no branches. */
+#define ADAM_LOOP(T, SQRT, DECAY_P, DECAY_G, LOW)                                                     \
+    for (int64_t i = 0; i < n; i++) {                                                                 \
+        T pi = p[i], gi = g[i];                                                                       \
+        if (DECAY_P) pi = pi * decay;                                                                 \
+        if (DECAY_G) gi = gi + pi * wd;                                                               \
+        T mi = m[i], d = gi - mi;                                                                     \
+        mi = LOW ? mi + w1 * d : gi - d * ((T)1 - w1);                                                \
+        T vi = v[i] * b2;                                                                             \
+        vi = vi + c2 * gi * gi;                                                                       \
+        T denom = SQRT(vi) / bc2_sqrt + eps;                                                          \
+        p[i] = pi + step_size * (mi / denom);                                                         \
+        m[i] = mi;                                                                                    \
+        v[i] = vi;                                                                                    \
+    }
+
+#define ADAM_STEP(NAME, T, SQRT)                                                                      \
+    WK_SIMD void NAME(T *restrict p, const T *restrict g, T *restrict m, T *restrict v, int64_t n,     \
+                      const wk_adam_hparams *h) {                                                     \
+        const double bc1 = 1 - pow(h->beta1, (double)h->step), bc2 = 1 - pow(h->beta2, (double)h->step); \
+        const T decay = (T)(1 - h->lr * h->weight_decay), wd = (T)h->weight_decay;                   \
+        const T w1 = (T)(1 - h->beta1), b2 = (T)h->beta2, c2 = (T)(1 - h->beta2);                    \
+        const T bc2_sqrt = (T)sqrt(bc2), eps = (T)h->eps, step_size = (T)(-(h->lr / bc1));           \
+        const int mode = (h->weight_decay == 0 ? 0 : h->decoupled ? 1 : 2) + (fabs((double)w1) < 0.5 ? 0 : 3); \
+        switch (mode) {                                                                               \
+        case 0: ADAM_LOOP(T, SQRT, 0, 0, 1) break;                                                    \
+        case 1: ADAM_LOOP(T, SQRT, 1, 0, 1) break;                                                    \
+        case 2: ADAM_LOOP(T, SQRT, 0, 1, 1) break;                                                    \
+        case 3: ADAM_LOOP(T, SQRT, 0, 0, 0) break;                                                    \
+        case 4: ADAM_LOOP(T, SQRT, 1, 0, 0) break;                                                    \
+        default: ADAM_LOOP(T, SQRT, 0, 1, 0) break;                                                   \
+        }                                                                                             \
+    }
+
+ADAM_STEP(cpu_adam_step_f32, float, sqrtf)
+ADAM_STEP(cpu_adam_step_f64, double, sqrt)
