@@ -478,7 +478,7 @@ static int indexed_shape(int vn, const int64_t *vs, int dim, int group, const wi
 
 wick_status wick_index_key(wick_tensor **out, wick_tensor *t, int n, const wick_key_entry *entries, int dim, int group,
                            const wick_tensor *index) {
-    int vn;
+    int vn = 0;
     int64_t vs[WICK_MAX_DIMS], sizes[WICK_MAX_DIMS];
     TRY(check_key("index", t, n, entries, dim, group, index, &vn, vs));
     wick_tensor *flat, *r;
@@ -496,7 +496,7 @@ wick_status wick_index_key(wick_tensor **out, wick_tensor *t, int n, const wick_
 static wick_status key_index_put(const char *op, wick_tensor *t, int n, const wick_key_entry *entries, int dim,
                                  int group, const wick_tensor *index, const wick_tensor *value, double s, int accumulate,
                                  bool exact) {
-    int vn;
+    int vn = 0;
     int64_t vs[WICK_MAX_DIMS], sizes[WICK_MAX_DIMS];
     TRY(check_key(op, t, n, entries, dim, group, index, &vn, vs));
     int un = indexed_shape(vn, vs, dim, group, index, sizes);
