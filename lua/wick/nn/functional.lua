@@ -27,6 +27,15 @@ function F.linear(x, weight, bias)
   tensor(weight, "linear", "weight")
   opt_tensor(bias, "linear", "bias")
   if x:dim() == 2 then return linear2d(x, weight, bias) end
+  local n_in = x:size(x:dim())
+  if x:dim() > 2 and n_in > 0 and weight:dim() == 2 and weight:size(2) == n_in then
+    -- the batch dims folded into rows (a view when x is contiguous): one product, and
+    -- the weight's gradient comes as g^T x in the weight's own layout (no transposed copy)
+    local shape = x:size()
+    local y = linear2d(x:reshape({ x:numel() / n_in, n_in }), weight, bias)
+    shape[#shape] = weight:size(1)
+    return y:reshape(shape)
+  end
   local y = x:matmul(weight:t())
   if bias then y = y + bias end
   return y
