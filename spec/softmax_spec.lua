@@ -234,8 +234,11 @@ end)
 -- (columns), -inf rows, and gradients against float64.
 describe("softmax kernels", function()
   local F64 = { dtype = "float64" }
-  it("float32 rows of 1 to 40 elements and columns match float64", function()
-    for d = 1, 40 do
+  it("float32 rows of 1 to 40 elements (and longer, up to past the rows held in registers) and columns match float64", function()
+    local lengths = {}
+    for d = 1, 40 do lengths[d] = d end
+    for _, d in ipairs({ 48, 63, 64, 65, 80, 97, 112, 127, 128, 129, 200 }) do lengths[#lengths + 1] = d end
+    for _, d in ipairs(lengths) do
       local x = wick.randn(3, d, F64) * 4
       for _, dim in ipairs({ 2, 1 }) do
         assert_close(x:softmax(dim):totable(), x:float():softmax(dim):double():totable(), 2e-6)
@@ -246,9 +249,24 @@ describe("softmax kernels", function()
     assert_close(x:softmax(2):totable(), x:float():softmax(2):double():totable(), 2e-6)
     assert_close(x:log_softmax(2):totable(), x:float():log_softmax(2):double():totable(), 2e-6)
   end)
+  it("a NaN anywhere in a float32 row makes the whole row NaN, other rows untouched", function()
+    for _, d in ipairs({ 5, 16, 17, 64, 65, 128, 129 }) do
+      for _, at in ipairs({ 1, d }) do
+        local x = wick.randn(3, d)
+        x[2][at] = 0 / 0
+        for _, name in ipairs({ "softmax", "log_softmax" }) do
+          local s = x[name](x, 2):totable()
+          for k = 1, d do
+            assert.is_true(s[2][k] ~= s[2][k], ("%s, length %d, NaN at %d: %s at %d"):format(name, d, at, s[2][k], k))
+            assert.is_true(s[1][k] == s[1][k] and s[3][k] == s[3][k])
+          end
+        end
+      end
+    end
+  end)
   it("a row of -inf gives NaN (like PyTorch), one -inf gives 0, huge values stay finite", function()
     for _, dt in ipairs({ "float32", "float64" }) do
-      for _, d in ipairs({ 3, 17, 65 }) do
+      for _, d in ipairs({ 3, 17, 64, 65, 128, 200 }) do
         local x = wick.zeros(2, d, { dtype = dt })
         x[1] = -math.huge
         local s = x:softmax(2):totable()

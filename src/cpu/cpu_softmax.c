@@ -65,6 +65,46 @@ WK_VSIMD static void sm_row_f32(float *y, const float *x, int64_t d, int log) {
     if (rest) wk_vstore(yl, el * inv);
 }
 
+/* Rows of WK_VL to SM_REG_VECS * WK_VL elements, held in registers: one load,
+ * max, exp and sum, one store (the last vector ends at the row's end and
+ * overlaps the one before; its repeated lanes are left out of the sum and get
+ * the same values twice). `nv` is a constant in each instance below. */
+#define SM_REG_VECS 8
+WK_VI void sm_regs_f32(float *y, const float *x, int64_t d, int log, int nv) {
+    wk_vf v[SM_REG_VECS];
+    wk_vi tail = wk_vtail(d - (int64_t)(nv - 1) * WK_VL);
+#pragma GCC unroll 8
+    for (int i = 0; i < nv; i++) v[i] = wk_vload(x + (i == nv - 1 ? d - WK_VL : (int64_t)i * WK_VL));
+    wk_vf m = v[0];
+#pragma GCC unroll 8
+    for (int i = 1; i < nv; i++) m = wk_vmax_plain(m, v[i]);
+    float max = wk_vhmax_plain(m);
+    if (isinf(max) && max < 0) max = 0; /* all -inf: exp(-inf - 0) = 0, the sum 0, NaN below */
+    wk_vf s = wk_vsplat(0);
+#pragma GCC unroll 8
+    for (int i = 0; i < nv; i++) {
+        wk_vf e = wk_vexp_le0(v[i] - max);
+        s += i == nv - 1 ? wk_vsel(tail, e, wk_vsplat(0)) : e;
+        if (!log) v[i] = e;
+    }
+    float sum = wk_vhsum(s);
+    wk_vf shift = wk_vsplat(max + logf(sum)), scale = wk_vsplat(1.0f / sum);
+#pragma GCC unroll 8
+    for (int i = 0; i < nv; i++)
+        wk_vstore(y + (i == nv - 1 ? d - WK_VL : (int64_t)i * WK_VL), log ? v[i] - shift : v[i] * scale);
+}
+
+WK_VSIMD static void sm_rows_regs_f32(float *y, const float *x, int64_t rows, int64_t d, int log) {
+    switch ((d + WK_VL - 1) / WK_VL) {
+#define SM_CASE(NV)                                                              \
+    case NV:                                                                     \
+        for (int64_t r = 0; r < rows; r++) sm_regs_f32(y + r * d, x + r * d, d, log, NV); \
+        break;
+        SM_CASE(1) SM_CASE(2) SM_CASE(3) SM_CASE(4) SM_CASE(5) SM_CASE(6) SM_CASE(7) SM_CASE(8)
+#undef SM_CASE
+    }
+}
+
 /* ---- float32, WK_VL neighbouring columns of [d, inner] at once ---- */
 
 WK_VSIMD static void sm_cols_f32(float *y, const float *x, int64_t d, int64_t inner, int64_t w, int log) {
@@ -94,6 +134,10 @@ WK_VSIMD static void sm_cols_f32(float *y, const float *x, int64_t d, int64_t in
 
 static void sm_range_f32(void *ctx, int64_t begin, int64_t end) {
     const sm_job *j = ctx;
+    if (j->inner == 1 && j->d >= WK_VL && j->d <= SM_REG_VECS * WK_VL) {
+        sm_rows_regs_f32((float *)j->out + begin * j->d, (const float *)j->in + begin * j->d, end - begin, j->d, j->log);
+        return;
+    }
     for (int64_t r = begin; r < end; r++) {
         float *y = (float *)j->out + r * j->d * j->inner;
         const float *x = (const float *)j->in + r * j->d * j->inner;

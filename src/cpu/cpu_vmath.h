@@ -130,6 +130,34 @@ WK_VI wk_vf wk_vexp(wk_vf x) {
     return wk_vsel(nan, x, y * s1 * s2);
 }
 
+/* exp(x) for the arguments of softmax rows (x - max <= 0): the same
+ * reduction, a degree-6 polynomial (minimax, 3.3e-9 relative on [-ln2/2,
+ * ln2/2]) and one scaling, no overflow path: results below 2^-126 (x < -87.34)
+ * are 0 or normal instead of denormals, x above 88 is not handled. NaN stays
+ * NaN (the scale is then 0, NaN * 0). Half the work of wk_vexp. */
+WK_VI wk_vf wk_vexp_le0(wk_vf x) {
+    const float magic = 12582912.0f + 127.0f; /* rounds to an integer, plus the exponent's bias */
+    x = wk_vsel(x < -87.5f, wk_vsplat(-88.0f), x); /* n = -127 there: the scale is 0 */
+    wk_vf k = x * 1.44269504088896341f + magic;
+    wk_vf n = k - magic;
+    wk_vf r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    wk_vf p = 0.00138131308f * r + 0.008369416f;
+    p = p * r + 0.041668456f;
+    p = p * r + 0.166665152f;
+    p = p * r + 0.49999994f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    return p * (wk_vf)((wk_vi)k << 23); /* (n + 127) << 23 is 2^n */
+}
+/* max of two vectors where NaN need not propagate (a NaN in a softmax row
+ * makes its sum NaN anyway), and its horizontal form */
+WK_VI wk_vf wk_vmax_plain(wk_vf a, wk_vf b) { return wk_vsel(wk_vlt(a, b), b, a); }
+WK_VI float wk_vhmax_plain(wk_vf v) {
+    WK_VHALVES(v, wk_vmax_plain);
+    return v[0];
+}
+
 /* 1 / (1 + exp(-x)), as e / (1 + e) with e = exp(x) for negative x (denormal
  * results instead of 1 / inf) */
 WK_VI wk_vf wk_vsigmoid(wk_vf x) {
@@ -174,29 +202,46 @@ WK_VI wk_vf wk_verf(wk_vf x) {
     return wk_vsel(ax < 1.0f, small, wk_vsel(x != x, x, large));
 }
 
-/* Phi(x) = (1 + erf(x / sqrt 2)) / 2, the normal CDF, from erfc(z) with
- * z = |x| / sqrt 2: erfc(z) = t exp(P(2t - 1) - z^2), t = 1 / (1 + z/2), P of
- * degree 10 fitted by least squares to log(erfc(z) / t) + z^2 over [0, 10]
- * (error 2.4e-8 in double). One branch and one exp; Phi(x) for negative x is
+/* Phi(x) = (1 + erf(x / sqrt 2)) / 2, the normal CDF, from erfc(z) / 2 with
+ * z = |x| / sqrt 2: erfc(z) / 2 = t 2^(Q(t) - z^2 log2 e), t = 1 / (1 + z/2),
+ * Q of degree 8 fitted (Lawson's minimax iteration) to log2(erfc(z) / 2t) +
+ * z^2 log2 e over z in [0, 9.35]: relative error 1.9e-7 in the fit, 3.8e-7
+ * evaluated in float32; the rounding of z^2 adds up to 4e-6 relative in the
+ * far tail (|x| > 10, where Phi < 1e-23). One division, 2^y by its own
+ * degree-5 polynomial on [-1/2, 1/2] (9.2e-8 relative). |x| is clamped at
+ * 13.15, where y rounds to -127 and the scale 2^(n + 127) << 23 is 0: below
+ * -13.1 Phi is 0 (a denormal there in float64). Phi(x) for negative x is that
  * erfc / 2 itself, so it keeps its relative accuracy where x Phi(x) is tiny
- * (1 + erf cancels there). */
+ * (1 + erf cancels there). About 20 multiply-adds a vector, which is what
+ * sets its speed (zmm multiply-adds issue once a cycle on this machine's CPU). */
+WK_VI wk_vf wk_vphi_tail(wk_vf x) { /* erfc(|x| / sqrt 2) / 2 */
+    wk_vf a = wk_vabs(x);
+    a = wk_vsel(a < 13.15f, a, wk_vsplat(13.15f)); /* NaN too: Phi is not used then */
+    wk_vf t = 1.0f / (1.0f + 0.35355339059327376f * a);
+    wk_vf q = 0.117597029f * t - 0.823287249f;
+    q = q * t + 2.17875886f;
+    q = q * t - 2.63380337f;
+    q = q * t + 1.27676117f;
+    q = q * t - 0.361961037f;
+    q = q * t + 0.639434695f;
+    q = q * t + 1.43173695f;
+    q = q * t - 2.82523751f;
+    wk_vf y = q - (a * a) * 0.72134752044448170f; /* log2 e / 2: z^2 log2 e */
+    const float magic = 12582912.0f + 127.0f;   /* rounds to an integer, plus the exponent's bias */
+    wk_vf k = y + magic, r = y - (k - magic);   /* y = n + r, r in [-1/2, 1/2] */
+    wk_vf p = 0.0013264709850773215f * r + 0.009671499952673912f;
+    p = p * r + 0.05550733581185341f;
+    p = p * r + 0.24022242426872253f;
+    p = p * r + 0.6931470036506653f;
+    p = p * r + 1.0f;
+    return t * (p * (wk_vf)((wk_vi)k << 23)); /* (n + 127) << 23 is 2^n */
+}
 WK_VI wk_vf wk_vphi(wk_vf x) {
-    wk_vf z = wk_vabs(x) * 0.70710678118654752f;
-    wk_vf t = 1.0f / (1.0f + 0.5f * z), u = 2.0f * t - 1.0f;
-    wk_vf p = -0.00012910536301958379f * u + 0.0005030070641487761f;
-    p = p * u - 5.5321639504542916e-05f;
-    p = p * u - 0.002278951208259424f;
-    p = p * u + 0.001714996591944206f;
-    p = p * u + 0.008812661902480281f;
-    p = p * u - 0.009864616081420037f;
-    p = p * u - 0.04689455944662441f;
-    p = p * u + 0.047342798572474795f;
-    p = p * u + 0.6726431927560288f;
-    p = p * u - 0.671794079073644f;
-    wk_vf h = 0.5f * t * wk_vexp(p - z * z); /* erfc(z) / 2 */
+    wk_vf h = wk_vphi_tail(x);
     return wk_vsel((wk_vi)x >> 31, h, 1.0f - h); /* sign bit: x < 0 (-0 gives 1/2) */
 }
-/* GELU, exact form: x Phi(x) = x/2 (1 + erf(x / sqrt 2)) */
+/* GELU, exact form: x Phi(x) = x/2 (1 + erf(x / sqrt 2)); -inf gives NaN, as
+ * that formula does */
 WK_VI wk_vf wk_vgelu(wk_vf x) { return x * wk_vphi(x); }
 /* GELU, tanh form: x/2 (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3) */
 WK_VI wk_vf wk_vgelu_tanh(wk_vf x) {
