@@ -268,11 +268,23 @@ static wick_status fit_to_edge(wick_tensor **g, const wk_edge *e) {
     return WICK_OK;
 }
 
-/* *acc += g (taking over g's reference). */
+bool wk_engine_owned(const wick_tensor *t) {
+    return t->refcount == 1 && t->storage->refcount == 1 && !t->grad_fn && !t->requires_grad && t->offset == 0 &&
+           wick_tensor_is_contiguous(t);
+}
+
+/* *acc += g (taking over g's reference): in place when the engine owns *acc. */
 static wick_status accumulate(wick_tensor **acc, wick_tensor *g) {
     if (!*acc) {
         *acc = g;
         return WICK_OK;
+    }
+    if (wk_engine_owned(*acc) && (*acc)->dtype == g->dtype && (*acc)->ndim == g->ndim &&
+        memcmp((*acc)->sizes, g->sizes, sizeof(int64_t) * g->ndim) == 0 &&
+        wick_device_equal((*acc)->storage->device, g->storage->device)) {
+        wick_status st = wick_binary_(WICK_ADD, *acc, g);
+        wick_tensor_release(g);
+        return st;
     }
     wick_tensor *sum;
     wick_status st = wick_binary(&sum, WICK_ADD, *acc, g);
@@ -385,7 +397,9 @@ static wick_status run_backward(wick_tensor *root, wick_tensor *grad, int retain
             break;
         }
         st = check_saved_versions(n);
-        if (!st) st = n->backward(n, n->grad, gs);
+        bool done = !st && n->n_inputs == 1 && n->edges[0].node &&
+                    wk_slice_backward_into(n, n->grad, n->edges[0].node->grad, &st);
+        if (!st && !done) st = n->backward(n, n->grad, gs);
         wick_tensor_release(n->grad);
         n->grad = NULL;
         for (int j = 0; j < n->n_inputs; j++) {

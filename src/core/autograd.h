@@ -99,6 +99,15 @@ wick_status wk_record_bmm(wick_tensor *out, const wick_tensor *a, const wick_ten
 /* views: kind is one of the WK_VIEW_* below; dims and start/length as needed */
 enum { WK_VIEW_RESHAPE, WK_VIEW_TRANSPOSE, WK_VIEW_PERMUTE, WK_VIEW_EXPAND, WK_VIEW_SLICE, WK_VIEW_SELECT,
        WK_VIEW_IDENTITY };
+/* True when nothing but the engine can see t (one reference to it and its
+ * storage, no autograd, contiguous from offset 0): the engine may add into it in place. */
+bool wk_engine_owned(const wick_tensor *t);
+/* When n is a slice or select of a view and `acc`, the gradient its input has
+ * gathered so far, is the engine's own (nothing else holds it, contiguous, of
+ * the input's shape and g's dtype): adds g into acc's slice in place and returns
+ * true (*st: the result), sparing a zeros tensor of the input's shape and a full add.
+ * False when any of that does not hold (the engine runs n's backward then). */
+bool wk_slice_backward_into(wk_node *n, wick_tensor *g, wick_tensor *acc, wick_status *st);
 wick_status wk_record_view(wick_tensor *out, const wick_tensor *in, int kind, int dim0, int dim1, int64_t start,
                            int64_t length, const int *perm);
 wick_status wk_record_index_select(wick_tensor *out, const wick_tensor *a, int dim, const wick_tensor *index);

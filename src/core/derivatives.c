@@ -565,6 +565,24 @@ static wick_status view_backward(wk_node *n, wick_tensor *g, wick_tensor **grads
     }
 }
 
+bool wk_slice_backward_into(wk_node *n, wick_tensor *g, wick_tensor *acc, wick_status *st) {
+    if (n->backward != view_backward || (n->op != WK_VIEW_SLICE && n->op != WK_VIEW_SELECT) || !acc || !g ||
+        !wk_engine_owned(acc) || acc->dtype != g->dtype || acc->dtype != n->edges[0].dtype ||
+        !wick_device_equal(acc->storage->device, g->storage->device) || acc->ndim != n->ndim ||
+        memcmp(acc->sizes, n->sizes, sizeof(int64_t) * n->ndim) != 0)
+        return false;
+    wick_tensor *slot, *src;
+    int dim = n->ints[0];
+    if ((*st = wick_narrow(&slot, acc, dim, (int64_t)n->scalars[0], (int64_t)n->scalars[1]))) return true;
+    *st = n->op == WK_VIEW_SELECT ? wick_unsqueeze(&src, g, dim) : retained(&src, g);
+    if (!*st) {
+        *st = wick_binary_(WICK_ADD, slot, src);
+        wick_tensor_release(src);
+    }
+    wick_tensor_release(slot);
+    return true;
+}
+
 wick_status wk_record_view(wick_tensor *out, const wick_tensor *in, int kind, int dim0, int dim1, int64_t start,
                            int64_t length, const int *perm) {
     static const char *names[] = {"ViewBackward", "TransposeBackward", "PermuteBackward", "ExpandBackward",
