@@ -16,7 +16,10 @@
  * and asked to use huge pages, which cuts the faults of the first use. */
 #define CACHE_MIN_BLOCK ((size_t)128 << 10)
 #define CACHE_MAX_BYTES ((size_t)512 << 20)
-#define CACHE_SLOTS 32
+/* enough slots for what one collection frees at once (WL_GC_MIN, 256 MiB, of
+ * nanoGPT's 768 KiB attention scores is ~330 blocks): with 32 the rest went
+ * back to glibc, which trimmed it, and the next ~300 results faulted afresh */
+#define CACHE_SLOTS 1024
 #define HUGE_PAGE ((size_t)2 << 20)
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;

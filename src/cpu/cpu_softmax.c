@@ -65,41 +65,62 @@ WK_VSIMD static void sm_row_f32(float *y, const float *x, int64_t d, int log) {
     if (rest) wk_vstore(yl, el * inv);
 }
 
-/* Rows of WK_VL to SM_REG_VECS * WK_VL elements, held in registers: one load,
- * max, exp and sum, one store (the last vector ends at the row's end and
+/* Rows of WK_VL to SM_REG_VECS * WK_VL elements, held in registers, two rows
+ * at a time: one load, max, exp and sum, one store (the last vector ends at the row's end and
  * overlaps the one before; its repeated lanes are left out of the sum and get
  * the same values twice). `nv` is a constant in each instance below. */
 #define SM_REG_VECS 8
-WK_VI void sm_regs_f32(float *y, const float *x, int64_t d, int log, int nv) {
-    wk_vf v[SM_REG_VECS];
+#define SM_ROWS 2 /* rows interleaved: their reductions' latencies overlap */
+WK_VI void sm_regs_f32(float *y, const float *x, int64_t d, int log, int nv, int nr) {
+    wk_vf v[SM_ROWS][SM_REG_VECS], m[SM_ROWS], s[SM_ROWS], shift[SM_ROWS], scale[SM_ROWS];
+    float max[SM_ROWS];
     wk_vi tail = wk_vtail(d - (int64_t)(nv - 1) * WK_VL);
+#define SM_AT(r, i) ((r) * d + ((i) == nv - 1 ? d - WK_VL : (int64_t)(i) * WK_VL))
+#pragma GCC unroll 2
+    for (int r = 0; r < nr; r++) {
 #pragma GCC unroll 8
-    for (int i = 0; i < nv; i++) v[i] = wk_vload(x + (i == nv - 1 ? d - WK_VL : (int64_t)i * WK_VL));
-    wk_vf m = v[0];
+        for (int i = 0; i < nv; i++) v[r][i] = wk_vload(x + SM_AT(r, i));
+        m[r] = v[r][0];
 #pragma GCC unroll 8
-    for (int i = 1; i < nv; i++) m = wk_vmax_plain(m, v[i]);
-    float max = wk_vhmax_plain(m);
-    if (isinf(max) && max < 0) max = 0; /* all -inf: exp(-inf - 0) = 0, the sum 0, NaN below */
-    wk_vf s = wk_vsplat(0);
-#pragma GCC unroll 8
-    for (int i = 0; i < nv; i++) {
-        wk_vf e = wk_vexp_le0(v[i] - max);
-        s += i == nv - 1 ? wk_vsel(tail, e, wk_vsplat(0)) : e;
-        if (!log) v[i] = e;
+        for (int i = 1; i < nv; i++) m[r] = wk_vmax_plain(m[r], v[r][i]);
     }
-    float sum = wk_vhsum(s);
-    wk_vf shift = wk_vsplat(max + logf(sum)), scale = wk_vsplat(1.0f / sum);
+#pragma GCC unroll 2
+    for (int r = 0; r < nr; r++) {
+        max[r] = wk_vhmax_plain(m[r]);
+        if (isinf(max[r]) && max[r] < 0) max[r] = 0; /* all -inf: exp(-inf - 0) = 0, the sum 0, NaN below */
+    }
+#pragma GCC unroll 2
+    for (int r = 0; r < nr; r++) {
+        s[r] = wk_vsplat(0);
 #pragma GCC unroll 8
-    for (int i = 0; i < nv; i++)
-        wk_vstore(y + (i == nv - 1 ? d - WK_VL : (int64_t)i * WK_VL), log ? v[i] - shift : v[i] * scale);
+        for (int i = 0; i < nv; i++) {
+            wk_vf e = wk_vexp_le0(v[r][i] - max[r]);
+            s[r] += i == nv - 1 ? wk_vsel(tail, e, wk_vsplat(0)) : e;
+            if (!log) v[r][i] = e;
+        }
+    }
+#pragma GCC unroll 2
+    for (int r = 0; r < nr; r++) {
+        float sum = wk_vhsum(s[r]);
+        if (log) shift[r] = wk_vsplat(max[r] + logf(sum));
+        else scale[r] = wk_vsplat(1.0f / sum);
+    }
+#pragma GCC unroll 2
+    for (int r = 0; r < nr; r++)
+#pragma GCC unroll 8
+        for (int i = 0; i < nv; i++) wk_vstore(y + SM_AT(r, i), log ? v[r][i] - shift[r] : v[r][i] * scale[r]);
+#undef SM_AT
 }
 
 WK_VSIMD static void sm_rows_regs_f32(float *y, const float *x, int64_t rows, int64_t d, int log) {
     switch ((d + WK_VL - 1) / WK_VL) {
-#define SM_CASE(NV)                                                              \
-    case NV:                                                                     \
-        for (int64_t r = 0; r < rows; r++) sm_regs_f32(y + r * d, x + r * d, d, log, NV); \
-        break;
+#define SM_CASE(NV)                                                                              \
+    case NV: {                                                                                   \
+        int64_t r = 0;                                                                           \
+        for (; r + SM_ROWS <= rows; r += SM_ROWS) sm_regs_f32(y + r * d, x + r * d, d, log, NV, SM_ROWS); \
+        if (r < rows) sm_regs_f32(y + r * d, x + r * d, d, log, NV, 1);                          \
+        break;                                                                                   \
+    }
         SM_CASE(1) SM_CASE(2) SM_CASE(3) SM_CASE(4) SM_CASE(5) SM_CASE(6) SM_CASE(7) SM_CASE(8)
 #undef SM_CASE
     }

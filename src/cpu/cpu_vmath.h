@@ -249,7 +249,7 @@ WK_VI wk_vf wk_vgelu_tanh(wk_vf x) {
     return x / (1.0f + wk_vexp(-u2));
 }
 /* their derivatives */
-WK_VI wk_vf wk_vgelu_grad(wk_vf x) { return wk_vphi(x) + x * 0.39894228040143268f * wk_vexp(-0.5f * x * x); }
+WK_VI wk_vf wk_vgelu_grad(wk_vf x) { return wk_vphi(x) + x * 0.39894228040143268f * wk_vexp_le0(-0.5f * x * x); }
 WK_VI wk_vf wk_vgelu_tanh_grad(wk_vf x) {
     wk_vf x2 = x * x;
     wk_vf th = wk_vtanh(0.79788456080286536f * (x + 0.044715f * x2 * x));
