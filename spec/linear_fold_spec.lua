@@ -41,6 +41,24 @@ describe("F.linear over batch dims", function()
     check({ 2, 3, 4, 6 }, true)
     check({ 4, 3, 7 }, true, true)
   end)
+  it("a transposed right operand (copied to its plain layout for many rows) gives the plain product", function()
+    for _, dtype in ipairs({ "float32", "float64" }) do
+      for _, m in ipairs({ 63, 64, 200 }) do
+        local a = wick.randn({ m, 24 }, { dtype = dtype })
+        local w = wick.randn({ 40, 24 }, { dtype = dtype })
+        local got = a:mm(w:t())
+        -- the reference: sums of products element by element in double
+        local A, W = a:double(), w:double()
+        local want = (A:unsqueeze(2) * W:unsqueeze(1)):sum(3)
+        assert.are.same({ m, 40 }, got:size())
+        assert.is_true(max_diff(got:double(), want) < (dtype == "float64" and 1e-12 or 1e-4))
+        -- addmm with beta accumulates into the broadcast input
+        local bias = wick.randn({ 40 }, { dtype = dtype })
+        local y = wick.addmm(bias, a, w:t())
+        assert.is_true(max_diff(y:double(), want + bias:double()) < (dtype == "float64" and 1e-12 or 1e-4))
+      end
+    end
+  end)
   it("keeps empty batches and the size-mismatch error", function()
     local y = F.linear(wick.randn(2, 0, 4), wick.randn(6, 4))
     assert.are.same({ 2, 0, 6 }, y:size())
