@@ -264,6 +264,20 @@ describe("cross_entropy with class indices (fused)", function()
     assert.are.same({}, support.shape_of(F.cross_entropy(x, t)))
     assert.are.same({ 9 }, support.shape_of(F.cross_entropy(x, t, { reduction = "none" })))
   end)
+  it("float32 rows of a vector or more (blocks of rows share one vector log) match float64", function()
+    for _, c in ipairs({ 16, 17, 65, 130 }) do
+      local x = wick.randn(37, c, F64) * 3
+      local t = wick.randint(1, c + 1, { 37 })
+      local w = wick.rand(c, F64) + 0.5
+      for _, opts in ipairs({ { reduction = "none" }, { weight = w, reduction = "none" },
+        { ignore_index = t[5]:item(), label_smoothing = 0.1, reduction = "none" }, {} }) do
+        local want = ce_ref(x, t, opts)
+        local got32 = F.cross_entropy(x:float(), t, { weight = opts.weight and opts.weight:float(),
+          ignore_index = opts.ignore_index, label_smoothing = opts.label_smoothing, reduction = opts.reduction })
+        support.assert_close(want, type(want) == "table" and got32:double():totable() or got32:item(), 1e-5)
+      end
+    end
+  end)
   it("gradients numerically, and float32 against float64", function()
     local t = support.I({ 2, 1, 4, 4, 3 })
     local w = wick.rand(4, F64) + 0.5

@@ -247,18 +247,20 @@ static int64_t ce_class(const wk_ce_args *a, int64_t r) {
 /* lse = log(sum exp(x)); also sum x w (for the smoothing term). Rows of a
  * vector or more: whole vectors, then the row's last whole vector with its
  * new lanes masked (see cpu_softmax.c). */
-WK_VSIMD static float ce_lse_long_f32(const float *x, const float *w, int64_t c, float *sum_wx, float *sum_w) {
+/* lse = max + log(sum): the maximum and the sum (the log comes later, a vector of rows at once) */
+WK_VSIMD static void ce_stats_long_f32(const float *x, const float *w, int64_t c, float *max_out, float *sum_out,
+                                       float *sum_wx, float *sum_w) {
     int64_t k, full = c - c % WK_VL, rest = c - full;
     const float *xl = x + c - WK_VL;
     wk_vi tail = wk_vtail(rest);
     wk_vf vm = wk_vload(xl);
-    for (k = 0; k < full; k += WK_VL) vm = wk_vmax(vm, wk_vload(x + k));
-    float max = wk_vhmax(vm);
+    for (k = 0; k < full; k += WK_VL) vm = wk_vmax_plain(vm, wk_vload(x + k));
+    float max = wk_vhmax_plain(vm); /* a NaN makes the sum NaN anyway */
     if (isinf(max) && max < 0) max = 0;
     wk_vf vs = wk_vsplat(0), vx = wk_vsplat(0), vw = wk_vsplat(0), zero = wk_vsplat(0);
     for (k = 0; k < full; k += WK_VL) {
         wk_vf xv = wk_vload(x + k);
-        vs += wk_vexp(xv - max);
+        vs += wk_vexp_le0(xv - max);
         if (w) {
             wk_vf wv = wk_vload(w + k);
             vx += wv * xv;
@@ -269,7 +271,7 @@ WK_VSIMD static float ce_lse_long_f32(const float *x, const float *w, int64_t c,
     }
     if (rest) {
         wk_vf xv = wk_vload(xl);
-        vs += wk_vsel(tail, wk_vexp(xv - max), zero);
+        vs += wk_vsel(tail, wk_vexp_le0(xv - max), zero);
         if (w) {
             wk_vf wv = wk_vsel(tail, wk_vload(w + c - WK_VL), zero);
             vx += wk_vsel(tail, wv * xv, zero);
@@ -280,11 +282,17 @@ WK_VSIMD static float ce_lse_long_f32(const float *x, const float *w, int64_t c,
     }
     *sum_wx = wk_vhsum(vx);
     *sum_w = w ? wk_vhsum(vw) : (float)c;
-    return max + logf(wk_vhsum(vs));
+    *max_out = max;
+    *sum_out = wk_vhsum(vs);
 }
 
+/* max + log(sum) of WK_VL values at once */
+WK_VSIMD static void ce_logs_f32(float *lse, const float *max, const float *sum) {
+    wk_vstore(lse, wk_vload(max) + wk_vlog_sum(wk_vload(sum)));
+}
+
+/* rows shorter than a vector */
 WK_VSIMD static float ce_lse_f32(const float *x, const float *w, int64_t c, float *sum_wx, float *sum_w) {
-    if (c >= WK_VL) return ce_lse_long_f32(x, w, c, sum_wx, sum_w);
     int64_t k, full = c - c % WK_VL, rest = c - full;
     wk_vf vm = wk_vsplat(-INFINITY);
     for (k = 0; k < full; k += WK_VL) vm = wk_vmax(vm, wk_vload(x + k));
@@ -332,11 +340,23 @@ static void ce_range(void *ctx, int64_t begin, int64_t end) {
     const wk_ce_args *a = ctx;
     int64_t c = a->classes;
     double eps = a->smoothing;
+    float lses[WK_VL], swxs[WK_VL], sws[WK_VL], sums[WK_VL];
     for (int64_t r = begin; r < end; r++) {
         int64_t t = ce_class(a, r);
         if (a->dtype == WICK_FLOAT32) {
             const float *x = (const float *)a->x + r * c, *w = (const float *)a->weight;
-            float swx, sw, lse = ce_lse_f32(x, w, c, &swx, &sw);
+            int64_t at = (r - begin) % WK_VL;
+            if (c >= WK_VL && at == 0) { /* the next block of rows: their lse with one vector log */
+                int64_t n = end - r < WK_VL ? end - r : WK_VL;
+                for (int64_t i = 0; i < WK_VL; i++) {
+                    if (i < n) ce_stats_long_f32(x + i * c, w, c, &lses[i], &sums[i], &swxs[i], &sws[i]);
+                    else lses[i] = 0, sums[i] = 1;
+                }
+                ce_logs_f32(lses, lses, sums);
+            }
+            float swx, sw, lse;
+            if (c >= WK_VL) swx = swxs[at], sw = sws[at], lse = lses[at];
+            else lse = ce_lse_f32(x, w, c, &swx, &sw);
             float wt = t < 0 ? 0 : w ? w[t] : 1;
             float loss = t < 0 ? 0 : wt * (lse - x[t]) * (float)(1 - eps);
             if (eps > 0 && t >= 0) loss += (float)(eps / (double)c) * (sw * lse - swx);
@@ -392,7 +412,7 @@ WK_VSIMD static void ceb_row_f32(const wk_ce_args *a, int64_t r, int64_t t) {
         int64_t k = 0;
         for (;; k += WK_VL) {
             if (k + WK_VL > c) k = c - WK_VL;
-            wk_vf v = cp * wk_vexp(wk_vload(x + k) - lse);
+            wk_vf v = cp * wk_vexp_le0(wk_vload(x + k) - lse); /* x <= lse */
             if (eps > 0) v -= s * epsc * (w ? wk_vload(w + k) : wk_vsplat(1));
             wk_vstore(gx + k, v);
             if (k + WK_VL == c) break;

@@ -71,8 +71,8 @@ WK_VSIMD static void sm_row_f32(float *y, const float *x, int64_t d, int log) {
  * the same values twice). `nv` is a constant in each instance below. */
 #define SM_REG_VECS 8
 #define SM_ROWS 2 /* rows interleaved: their reductions' latencies overlap */
-WK_VI void sm_regs_f32(float *y, const float *x, int64_t d, int log, int nv, int nr) {
-    wk_vf v[SM_ROWS][SM_REG_VECS], m[SM_ROWS], s[SM_ROWS], shift[SM_ROWS], scale[SM_ROWS];
+WK_VI void sm_regs_f32(float *y, const float *x, int64_t d, int log, int nv, int nr, float *mx, float *sm) {
+    wk_vf v[SM_ROWS][SM_REG_VECS], m[SM_ROWS], s[SM_ROWS], scale[SM_ROWS];
     float max[SM_ROWS];
     wk_vi tail = wk_vtail(d - (int64_t)(nv - 1) * WK_VL);
 #define SM_AT(r, i) ((r) * d + ((i) == nv - 1 ? d - WK_VL : (int64_t)(i) * WK_VL))
@@ -99,28 +99,56 @@ WK_VI void sm_regs_f32(float *y, const float *x, int64_t d, int log, int nv, int
             if (!log) v[r][i] = e;
         }
     }
+    if (log) { /* the logs come later, a vector of rows at once */
 #pragma GCC unroll 2
-    for (int r = 0; r < nr; r++) {
-        float sum = wk_vhsum(s[r]);
-        if (log) shift[r] = wk_vsplat(max[r] + logf(sum));
-        else scale[r] = wk_vsplat(1.0f / sum);
+        for (int r = 0; r < nr; r++) mx[r] = max[r], sm[r] = wk_vhsum(s[r]);
+        return;
     }
+#pragma GCC unroll 2
+    for (int r = 0; r < nr; r++) scale[r] = wk_vsplat(1.0f / wk_vhsum(s[r]));
 #pragma GCC unroll 2
     for (int r = 0; r < nr; r++)
 #pragma GCC unroll 8
-        for (int i = 0; i < nv; i++) wk_vstore(y + SM_AT(r, i), log ? v[r][i] - shift[r] : v[r][i] * scale[r]);
+        for (int i = 0; i < nv; i++) wk_vstore(y + SM_AT(r, i), v[r][i] * scale[r]);
 #undef SM_AT
+}
+
+/* log_softmax: y = x - (max + log sum) for a row whose shift is known */
+WK_VI void sm_shift_f32(float *y, const float *x, int64_t d, int nv, float shift) {
+#pragma GCC unroll 8
+    for (int i = 0; i < nv; i++) {
+        int64_t at = i == nv - 1 ? d - WK_VL : (int64_t)i * WK_VL;
+        wk_vstore(y + at, wk_vload(x + at) - shift);
+    }
+}
+
+/* rows [0, rows) of one length: softmax two rows at a time; log_softmax in
+ * blocks of WK_VL rows (maxima and sums, one vector log, then the shifts) */
+WK_VI void sm_rows_nv_f32(float *y, const float *x, int64_t rows, int64_t d, int log, int nv) {
+    float mx[WK_VL], sm[WK_VL];
+    if (!log) {
+        int64_t r = 0;
+        for (; r + SM_ROWS <= rows; r += SM_ROWS) sm_regs_f32(y + r * d, x + r * d, d, 0, nv, SM_ROWS, mx, sm);
+        if (r < rows) sm_regs_f32(y + r * d, x + r * d, d, 0, nv, 1, mx, sm);
+        return;
+    }
+    for (int64_t b = 0; b < rows; b += WK_VL) {
+        int64_t n = rows - b < WK_VL ? rows - b : WK_VL, r = 0;
+        for (; r + SM_ROWS <= n; r += SM_ROWS) sm_regs_f32(NULL, x + (b + r) * d, d, 1, nv, SM_ROWS, mx + r, sm + r);
+        if (r < n) sm_regs_f32(NULL, x + (b + r) * d, d, 1, nv, 1, mx + r, sm + r);
+        for (r = n; r < WK_VL; r++) mx[r] = 0, sm[r] = 1;
+        wk_vf sh = wk_vload(mx) + wk_vlog_sum(wk_vload(sm));
+        wk_vstore(mx, sh);
+        for (r = 0; r < n; r++) sm_shift_f32(y + (b + r) * d, x + (b + r) * d, d, nv, mx[r]);
+    }
 }
 
 WK_VSIMD static void sm_rows_regs_f32(float *y, const float *x, int64_t rows, int64_t d, int log) {
     switch ((d + WK_VL - 1) / WK_VL) {
-#define SM_CASE(NV)                                                                              \
-    case NV: {                                                                                   \
-        int64_t r = 0;                                                                           \
-        for (; r + SM_ROWS <= rows; r += SM_ROWS) sm_regs_f32(y + r * d, x + r * d, d, log, NV, SM_ROWS); \
-        if (r < rows) sm_regs_f32(y + r * d, x + r * d, d, log, NV, 1);                          \
-        break;                                                                                   \
-    }
+#define SM_CASE(NV)                                    \
+    case NV:                                           \
+        sm_rows_nv_f32(y, x, rows, d, log, NV);        \
+        break;
         SM_CASE(1) SM_CASE(2) SM_CASE(3) SM_CASE(4) SM_CASE(5) SM_CASE(6) SM_CASE(7) SM_CASE(8)
 #undef SM_CASE
     }

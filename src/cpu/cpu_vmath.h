@@ -20,6 +20,7 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <math.h>
 
 #if defined(__GNUC__) && !defined(__clang__)
 /* 64-byte vectors are only ever passed between always_inline helpers */
@@ -149,6 +150,31 @@ WK_VI wk_vf wk_vexp_le0(wk_vf x) {
     p = p * r + 1.0f;
     p = p * r + 1.0f;
     return p * (wk_vf)((wk_vi)k << 23); /* (n + 127) << 23 is 2^n */
+}
+/* log(x) for x >= 0 (the sums of softmax rows): Cephes' logf (x = 2^e m, m in
+ * [sqrt(1/2), sqrt 2), log(m) = f - f^2/2 + f^3 P(f), f = m - 1, ln 2 in two
+ * parts), about 1 ulp for normal x; 0 gives -inf, NaN stays NaN, denormals
+ * and infinities are not handled (sums are >= 1 or 0 there). */
+WK_VI wk_vf wk_vlog_sum(wk_vf x) {
+    wk_vi bits = (wk_vi)x;
+    wk_vi e = (bits >> 23) - 127;
+    wk_vf m = (wk_vf)((bits & 0x007fffff) | 0x3f800000); /* [1, 2) */
+    wk_vi big = (wk_vi)(1.41421356f - m) >> 31;         /* m > sqrt 2: halve it */
+    m = wk_vsel(big, m * 0.5f, m);
+    wk_vf ef = __builtin_convertvector(e - big, wk_vf);  /* big is -1 there */
+    wk_vf f = m - 1.0f, z = f * f;
+    wk_vf p = 7.0376836292e-2f * f - 1.1514610310e-1f;
+    p = p * f + 1.1676998740e-1f;
+    p = p * f - 1.2420140846e-1f;
+    p = p * f + 1.4249322787e-1f;
+    p = p * f - 1.6668057665e-1f;
+    p = p * f + 2.0000714765e-1f;
+    p = p * f - 2.4999993993e-1f;
+    p = p * f + 3.3333331174e-1f;
+    wk_vf y = f * z * p + ef * -2.12194440e-4f - 0.5f * z;
+    y = f + y + ef * 0.693359375f;
+    y = wk_vsel(wk_vsame(x, 0.0f), wk_vsplat(-INFINITY), y);
+    return wk_vsel(wk_visnan(x), x, y);
 }
 /* max of two vectors where NaN need not propagate (a NaN in a softmax row
  * makes its sum NaN anyway), and its horizontal form */
