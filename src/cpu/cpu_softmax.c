@@ -41,24 +41,24 @@ WK_VSIMD static void sm_row_f32(float *y, const float *x, int64_t d, int log) {
     float *yl = y + d - WK_VL;
     wk_vi tail = wk_vtail(rest);
     wk_vf vm = wk_vload(xl);
-    for (k = 0; k < full; k += WK_VL) vm = wk_vmax(vm, wk_vload(x + k));
-    float max = wk_vhmax(vm);
+    for (k = 0; k < full; k += WK_VL) vm = wk_vmax_plain(vm, wk_vload(x + k));
+    float max = wk_vhmax_plain(vm); /* a NaN makes the sum NaN anyway */
     if (isinf(max) && max < 0) max = 0;
     wk_vf vs = wk_vsplat(0);
     if (log) {
-        for (k = 0; k < full; k += WK_VL) vs += wk_vexp(wk_vload(x + k) - max);
-        if (rest) vs += wk_vsel(tail, wk_vexp(wk_vload(xl) - max), wk_vsplat(0));
+        for (k = 0; k < full; k += WK_VL) vs += wk_vexp_le0(wk_vload(x + k) - max);
+        if (rest) vs += wk_vsel(tail, wk_vexp_le0(wk_vload(xl) - max), wk_vsplat(0));
         float lse = max + logf(wk_vhsum(vs));
         for (k = 0; k < full; k += WK_VL) wk_vstore(y + k, wk_vload(x + k) - lse);
         if (rest) wk_vstore(yl, wk_vload(xl) - lse);
         return;
     }
     for (k = 0; k < full; k += WK_VL) {
-        wk_vf e = wk_vexp(wk_vload(x + k) - max);
+        wk_vf e = wk_vexp_le0(wk_vload(x + k) - max);
         vs += e;
         wk_vstore(y + k, e);
     }
-    wk_vf el = wk_vexp(wk_vload(xl) - max);
+    wk_vf el = wk_vexp_le0(wk_vload(xl) - max);
     if (rest) vs += wk_vsel(tail, el, wk_vsplat(0));
     float inv = 1.0f / wk_vhsum(vs);
     for (k = 0; k < full; k += WK_VL) wk_vstore(y + k, wk_vload(y + k) * inv);
@@ -241,7 +241,7 @@ WK_VSIMD static void smb_row_f32(float *gi, const float *g, const float *y, int6
     if (d < WK_VL) {
         wk_vf gv = wk_vload_part(g, d, 0), yv = wk_vload_part(y, d, 0);
         float s = wk_vhsum(log ? gv : gv * yv);
-        wk_vstore_part(gi, log ? gv - wk_vexp(yv) * s : yv * (gv - s), d);
+        wk_vstore_part(gi, log ? gv - wk_vexp_le0(yv) * s : yv * (gv - s), d);
         return;
     }
     int64_t k, full = d - d % WK_VL, rest = d - full;
@@ -252,11 +252,11 @@ WK_VSIMD static void smb_row_f32(float *gi, const float *g, const float *y, int6
     float s = wk_vhsum(vs);
     for (k = 0; k < full; k += WK_VL) {
         wk_vf gv = wk_vload(g + k), yv = wk_vload(y + k);
-        wk_vstore(gi + k, log ? gv - wk_vexp(yv) * s : yv * (gv - s));
+        wk_vstore(gi + k, log ? gv - wk_vexp_le0(yv) * s : yv * (gv - s));
     }
     if (rest) {
         wk_vf gv = wk_vload(gl), yv = wk_vload(yl);
-        wk_vstore(gi + d - WK_VL, log ? gv - wk_vexp(yv) * s : yv * (gv - s));
+        wk_vstore(gi + d - WK_VL, log ? gv - wk_vexp_le0(yv) * s : yv * (gv - s));
     }
 }
 
