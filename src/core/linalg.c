@@ -27,16 +27,6 @@ static wick_status check_2d(const char *op, const char *arg, const wick_tensor *
     return WICK_OK;
 }
 
-/* A transposed B on the CPU (x @ W^T, a linear layer's forward) runs at about
- * two thirds of the untransposed product's speed in BLIS (BLIS 0.9, measured
- * in nanoGPT's training step: 55 vs 80 GFLOP/s): when the product has many rows
- * (m >= 64, so the copy's k x n is a small part of m x k x n), B is copied to its
- * plain layout first. */
-static bool transpose_b_first(const wick_tensor *c, const wick_tensor *a, const wick_tensor *b) {
-    return c->storage->device.type == WICK_CPU && (c->dtype == WICK_FLOAT32 || c->dtype == WICK_FLOAT64) &&
-           a->sizes[0] >= 64 && b->sizes[0] >= 16 && b->sizes[1] >= 16;
-}
-
 /* c (contiguous, m x n) = alpha * a @ b + beta * c for 2-D views a and b. */
 static wick_status gemm_2d(wick_tensor *c, const wick_tensor *a, const wick_tensor *b, double alpha, double beta) {
     const wick_tensor *ops[2] = {a, b};
@@ -45,8 +35,7 @@ static wick_status gemm_2d(wick_tensor *c, const wick_tensor *a, const wick_tens
     int64_t ld[2];
     wick_status st = WICK_OK;
     for (int i = 0; i < 2 && !st; i++) {
-        if (wk_gemm_layout(ops[i], &trans[i], &ld[i]) && !(i == 1 && trans[1] && transpose_b_first(c, a, b)))
-            continue;
+        if (wk_gemm_layout(ops[i], &trans[i], &ld[i])) continue;
         if (!(st = wick_clone(&tmp[i], ops[i]))) {
             ops[i] = tmp[i];
             wk_gemm_layout(ops[i], &trans[i], &ld[i]);
