@@ -229,38 +229,40 @@ WK_VI wk_vf wk_verf(wk_vf x) {
 }
 
 /* Phi(x) = (1 + erf(x / sqrt 2)) / 2, the normal CDF, from erfc(z) / 2 with
- * z = |x| / sqrt 2: erfc(z) / 2 = t 2^(Q(t) - z^2 log2 e), t = 1 / (1 + z/2),
- * Q of degree 8 fitted (Lawson's minimax iteration) to log2(erfc(z) / 2t) +
- * z^2 log2 e over z in [0, 9.35]: relative error 1.9e-7 in the fit, 3.8e-7
- * evaluated in float32; the rounding of z^2 adds up to 4e-6 relative in the
- * far tail (|x| > 10, where Phi < 1e-23). One division, 2^y by its own
- * degree-5 polynomial on [-1/2, 1/2] (9.2e-8 relative). |x| is clamped at
- * 13.15, where y rounds to -127 and the scale 2^(n + 127) << 23 is 0: below
- * -13.1 Phi is 0 (a denormal there in float64). Phi(x) for negative x is that
- * erfc / 2 itself, so it keeps its relative accuracy where x Phi(x) is tiny
- * (1 + erf cancels there). About 20 multiply-adds a vector, which is what
- * sets its speed (zmm multiply-adds issue once a cycle on this machine's CPU). */
+ * z = |x| / sqrt 2: erfc(z) / 2 = t 2^(Q(t) - z^2 log2 e), t = 1 / (1 + 0.45 z),
+ * Q of degree 7 fitted (Lawson's minimax iteration) to log2(erfc(z) / 2t) +
+ * z^2 log2 e over z in [0, 9.1]: relative error 4e-7 in the fit, 5.4e-7
+ * evaluated in float32; the rounding of z^2 adds up to 7e-6 relative in the
+ * far tail (|x| near 10, where Phi < 1e-23). One division; 2^y by its own
+ * degree-5 polynomial on [-1/2, 1/2] (9.2e-8 relative) times t, with 2^n added
+ * to the exponent bits (t 2^r is at least 2^-3 and n at least -122 while |x| <
+ * 12.85, so the result stays normal); from |x| = 12.85 on (and for NaN) the
+ * tail is 0 (Phi(-12.85) is 4e-38). Phi(x) for negative x is that erfc / 2
+ * itself, so it keeps its relative accuracy where x Phi(x) is tiny (1 + erf
+ * cancels there). About 18 multiply-adds a vector, which is what sets its
+ * speed (zmm multiply-adds issue once a cycle on this machine's CPU). */
 WK_VI wk_vf wk_vphi_tail(wk_vf x) { /* erfc(|x| / sqrt 2) / 2 */
     wk_vf a = wk_vabs(x);
-    a = wk_vsel(a < 13.15f, a, wk_vsplat(13.15f)); /* NaN too: Phi is not used then */
-    wk_vf t = 1.0f / (1.0f + 0.35355339059327376f * a);
-    wk_vf q = 0.117597029f * t - 0.823287249f;
-    q = q * t + 2.17875886f;
-    q = q * t - 2.63380337f;
-    q = q * t + 1.27676117f;
-    q = q * t - 0.361961037f;
-    q = q * t + 0.639434695f;
-    q = q * t + 1.43173695f;
-    q = q * t - 2.82523751f;
+    wk_vi in = a < 12.85f; /* NaN: false */
+    a = wk_vsel(in, a, wk_vsplat(12.85f));
+    wk_vf t = 1.0f / (1.0f + 0.318198052f * a); /* 0.45 / sqrt 2 */
+    wk_vf q = -0.263726473f * t + 1.257285f;
+    q = q * t - 2.14930701f;
+    q = q * t + 1.39055872f;
+    q = q * t - 0.397527725f;
+    q = q * t + 0.714667916f;
+    q = q * t + 1.42485392f;
+    q = q * t - 2.97680378f;
     wk_vf y = q - (a * a) * 0.72134752044448170f; /* log2 e / 2: z^2 log2 e */
-    const float magic = 12582912.0f + 127.0f;   /* rounds to an integer, plus the exponent's bias */
+    const float magic = 12582912.0f;            /* 1.5 * 2^23: adding it rounds to an integer */
     wk_vf k = y + magic, r = y - (k - magic);   /* y = n + r, r in [-1/2, 1/2] */
     wk_vf p = 0.0013264709850773215f * r + 0.009671499952673912f;
     p = p * r + 0.05550733581185341f;
     p = p * r + 0.24022242426872253f;
     p = p * r + 0.6931470036506653f;
     p = p * r + 1.0f;
-    return t * (p * (wk_vf)((wk_vi)k << 23)); /* (n + 127) << 23 is 2^n */
+    wk_vi h = (wk_vi)(t * p) + ((wk_vi)k << 23); /* k's low bits hold n: n << 23 scales by 2^n */
+    return (wk_vf)(h & in);
 }
 WK_VI wk_vf wk_vphi(wk_vf x) {
     wk_vf h = wk_vphi_tail(x);
