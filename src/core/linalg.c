@@ -1,6 +1,7 @@
 /* Matrix products: shape and dtype checks, then the backend's gemm. Views that
- * are transposes of contiguous matrices are passed to BLAS as transposes, never
- * copied. */
+ * are transposes of contiguous matrices are passed to the backend as transposes,
+ * never copied here (the CPU backend untransposes a right operand itself where
+ * BLIS is slower on it: cpu_gemm.c). */
 #include "autograd.h"
 
 #include <math.h>

@@ -1,6 +1,7 @@
-/* CPU matrix products: OpenBLAS for float32/float64 (and float16/bfloat16,
- * widened to float32), a plain loop for small float matrices (below the cost
- * of entering BLAS) and for the integer dtypes. */
+/* CPU matrix products: BLAS (BLIS or OpenBLAS, CMakeLists.txt) for float32/float64
+ * (and float16/bfloat16, widened to float32; a transposed right operand with many
+ * rows copied to its plain layout first), a plain loop for small float matrices
+ * (below the cost of entering BLAS) and for the integer dtypes. */
 #include "cpu.h"
 
 #include <cblas.h>
