@@ -602,8 +602,13 @@ wick_status wk_record_view(wick_tensor *out, const wick_tensor *in, int kind, in
 static wick_status index_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
     wick_tensor *z, *index = n->saved[0];
     int dim = n->ints[0];
-    TRY(wick_full(&z, n->ndim, n->sizes, 0, (wick_options){g->dtype, g->storage->device}));
-    wick_status st = n->op ? wick_scatter_add_(z, dim, index, g) : wick_index_add_(z, dim, index, g);
+    wick_tensor *gc = NULL; /* index_add adds whole contiguous rows; a strided g (an expanded
+                               * sum's gradient) went element by element, ~10x slower than a copy */
+    if (!n->op && !wick_tensor_is_contiguous(g)) TRY(wick_contiguous(&gc, g));
+    wick_status st = wick_full(&z, n->ndim, n->sizes, 0, (wick_options){g->dtype, g->storage->device});
+    if (st) return wick_tensor_release(gc), st;
+    st = n->op ? wick_scatter_add_(z, dim, index, g) : wick_index_add_(z, dim, index, gc ? gc : g);
+    wick_tensor_release(gc);
     if (st) return wick_tensor_release(z), st;
     grads[0] = z;
     return WICK_OK;
