@@ -1083,3 +1083,14 @@ describe("autograd behaviour", function()
     assert_close(x.grad, { 5000, 5000 }, 0)
   end)
 end)
+
+describe("t.data (PyTorch's p.data)", function()
+  it("is the same storage outside autograd", function()
+    local p = wick.tensor({ 1, 2, 3 }, { requires_grad = true })
+    local d = p.data
+    assert.is_false(d.requires_grad)
+    d:mul_(2) -- an in-place update through .data, as old PyTorch optimizers write it
+    assert.are.same({ 2, 4, 6 }, p:detach():totable())
+    assert.is_true(p.requires_grad)
+  end)
+end)

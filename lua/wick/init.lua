@@ -105,6 +105,7 @@ local fields = {
   ndim = function(t) return t:dim() end,
   is_cuda = function(t) return tensor_device(t):sub(1, 4) == "cuda" end,
   is_meta = function(t) return tensor_device(t) == "meta" end,
+  data = function(t) return t:detach() end, -- PyTorch's p.data: the same storage, outside autograd
   T = function(t) return t:permute(unpack((function() local p = {}; for i = t:dim(), 1, -1 do p[#p + 1] = i end; return p end)())) end,
 }
 fields.requires_grad = Tensor._requires_grad
