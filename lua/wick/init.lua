@@ -200,6 +200,29 @@ function Tensor.allclose(t, other, rtol, atol)
   return diff:le(other:abs() * rtol + atol):all()
 end
 function Tensor.square(t) return check_tensor(t, "square", "self") * t end
+-- t:new_zeros(size...[, opts]) and friends: t's device and dtype unless opts say otherwise.
+local function is_options(v) return type(v) == "table" and getmetatable(v) == nil and v[1] == nil and next(v) ~= nil end
+local function with_defaults(t, opts)
+  local o = { device = t.device, dtype = t.dtype }
+  if opts then for k, v in pairs(opts) do o[k] = v end end
+  return o
+end
+for name, make in pairs({ new_zeros = "zeros", new_ones = "ones", new_empty = "empty" }) do
+  Tensor[name] = function(t, ...)
+    check_tensor(t, name, "self")
+    local args, n = { ... }, select("#", ...)
+    if is_options(args[n]) then args[n] = with_defaults(t, args[n]) else n = n + 1; args[n] = with_defaults(t) end
+    return core[make](unpack(args, 1, n))
+  end
+end
+function Tensor.new_full(t, size, value, opts)
+  check_tensor(t, "new_full", "self")
+  return core.full(size, value, with_defaults(t, check.opt_table(opts, "new_full", "options")))
+end
+function Tensor.new_tensor(t, data, opts)
+  check_tensor(t, "new_tensor", "self")
+  return core.tensor(data, with_defaults(t, check.opt_table(opts, "new_tensor", "options")))
+end
 function Tensor.sub_scalar(t, v) return check_tensor(t, "sub_scalar", "self") - check.number(v, "sub_scalar", "value") end
 
 -- ---- module-level functions that mirror methods ----
