@@ -299,3 +299,15 @@ describe("softmax kernels", function()
     end
   end)
 end)
+
+describe("F.softmax / F.log_softmax keywords", function()
+  it("take dim and dtype in an options table, and refuse others", function()
+    local Fn = wick.nn.functional
+    local x = wick.tensor({ { 1, 2, 3 }, { 0, 0, 0 } })
+    assert.is_true(Fn.softmax(x, { dim = -1 }):allclose(Fn.softmax(x, 2)))
+    local l = Fn.log_softmax(x, { dim = 1, dtype = "float64" })
+    assert.are.equal("float64", l.dtype)
+    assert.is_true(l:allclose(Fn.log_softmax(x:double(), 1)))
+    assert.has_error(function() Fn.softmax(x, { dm = 1 }) end)
+  end)
+end)

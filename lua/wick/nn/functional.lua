@@ -57,8 +57,20 @@ function F.gelu(x, opts)
 end
 function F.sigmoid(x) return tensor(x, "sigmoid", "input"):sigmoid() end
 function F.tanh(x) return tensor(x, "tanh", "input"):tanh() end
-function F.softmax(x, dim) return tensor(x, "softmax", "input"):softmax(dim) end
-function F.log_softmax(x, dim) return tensor(x, "log_softmax", "input"):log_softmax(dim) end
+-- F.softmax(x, dim) or F.softmax(x, {dim = ..., dtype = ...}) (PyTorch's keywords); dtype casts first.
+local SOFTMAX = { dim = "integer", dtype = "dtype" }
+local function softmax_like(fn)
+  return function(x, dim)
+    tensor(x, fn, "input")
+    if type(dim) == "table" then
+      local o = check.options(dim, fn, SOFTMAX)
+      if o.dtype then x = x:to(o.dtype) end
+      dim = o.dim
+    end
+    return x[fn](x, dim)
+  end
+end
+F.softmax, F.log_softmax = softmax_like("softmax"), softmax_like("log_softmax")
 function F.flatten(x, start_dim, end_dim)
   return tensor(x, "flatten", "input"):flatten(start_dim or 2, end_dim or -1)
 end
