@@ -256,6 +256,7 @@ describe("scaled_dot_product_attention backward", function()
     { { 2, 130, 33 }, { 2, 65, 33 }, { 2, 65, 5 }, { is_causal = true } },
     { { 2, 3, 64, 32 }, { 2, 3, 64, 32 }, { 2, 3, 64, 32 }, { scale = 0.7 } },
     { { 2, 3, 6, 8 }, { 1, 3, 9, 8 }, { 9, 4 }, {} }, -- broadcast batch dims
+    { { 2, 45, 48 }, { 2, 40, 48 }, { 2, 40, 48 }, { is_causal = true } }, -- 48-column tiles (3 vectors), odd row counts
   }
   for n, c in ipairs(CASES) do
     it(("matches the composed attention's autograd, case %d (float64 and float32)"):format(n), function()

@@ -6,6 +6,7 @@
  * runs on 16-wide vectors (GCC vector extensions, compiled for AVX-512, AVX2
  * and the baseline, picked at load time); float64 on plain loops. */
 #include "cpu.h"
+#include "cpu_vmath.h"
 
 #include "../core/attention.h"
 
@@ -28,17 +29,22 @@
 
 /* ---- float32: 16-wide vectors, one copy per instruction set ---- */
 
-typedef float v16 __attribute__((vector_size(64)));
-typedef int32_t v16i __attribute__((vector_size(64)));
+typedef wk_vf v16;
+typedef wk_vi v16i;
 
 #define T float
 #define ATTN_T16 ATTN_MULTI /* __builtin_shuffle is GCC's */
+#define ATTN_WIDE 0 /* gemm's blocking for 16 registers (AVX2) */
 #if ATTN_MULTI
 #pragma GCC push_options
 #pragma GCC target("arch=x86-64-v4")
+#undef ATTN_WIDE
 #define SFX f32v4
+#define ATTN_WIDE 1 /* 32 vector registers */
 #include "cpu_attention_vec.h"
 #include "cpu_attention_impl.h"
+#undef ATTN_WIDE
+#define ATTN_WIDE 0
 #undef SFX
 #pragma GCC pop_options
 #pragma GCC push_options
@@ -53,6 +59,7 @@ typedef int32_t v16i __attribute__((vector_size(64)));
 #include "cpu_attention_vec.h"
 #include "cpu_attention_impl.h"
 #undef SFX
+#undef ATTN_WIDE
 #undef ATTN_T16
 #undef T
 

@@ -19,30 +19,6 @@ ATTN_INLINE v16 VF(vload)(const float *p) {
 ATTN_INLINE void VF(vstore)(float *p, v16 x) { __builtin_memcpy(p, &x, sizeof x); }
 ATTN_INLINE v16 VF(vsplat)(float x) { return x - (v16){0}; } /* x - 0 is x: a broadcast */
 
-/* e^x for x <= 88, 0 below -87 (where float32 runs out), NaN kept: Cody-Waite
- * reduction to f in [-ln2/2, ln2/2] and a degree-6 Taylor polynomial (error
- * under 2 ulp). */
-ATTN_INLINE v16 VF(vexp)(v16 x) {
-    const v16 lo = VF(vsplat)(-87.0f), hi = VF(vsplat)(88.0f);
-    v16i tiny = x < lo, big = x > hi;
-    x = (v16)(((v16i)x & ~tiny) | ((v16i)lo & tiny));
-    x = (v16)(((v16i)x & ~big) | ((v16i)hi & big));
-    const v16 magic = VF(vsplat)(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
-    v16 n = (x * 1.44269504088896341f + magic) - magic;
-    v16 f = x - n * 0.693359375f;
-    f = f - n * -2.12194440e-4f;
-    v16 p = VF(vsplat)(1.0f / 720);
-    p = p * f + 1.0f / 120;
-    p = p * f + 1.0f / 24;
-    p = p * f + 1.0f / 6;
-    p = p * f + 0.5f;
-    p = p * f + 1.0f;
-    p = p * f + 1.0f;
-    v16i e = (__builtin_convertvector(n, v16i) + 127) << 23;
-    v16 r = p * (v16)e;
-    return (v16)((v16i)r & ~tiny);
-}
-
 /* dst (row stride ldd) = the transpose of the 16 x 16 block at src (row stride
  * ld), in registers: four stages, each swapping the off-diagonal s x s blocks
  * of every 2s x 2s block (s = 8, 4, 2, 1). */
@@ -101,27 +77,51 @@ ATTN_MICRO(4, 2)
 ATTN_MICRO(1, 2)
 ATTN_MICRO(4, 1)
 ATTN_MICRO(1, 1)
+#if ATTN_WIDE
+ATTN_MICRO(6, 4)
+ATTN_MICRO(4, 4)
+ATTN_MICRO(8, 3)
+ATTN_MICRO(12, 2)
+ATTN_MICRO(8, 1)
+#endif
 #undef ATTN_MICRO
 
-/* One block of columns [n0, n0 + 16 nv) over all M rows. */
-#define ATTN_ROWS(R, NV)                                                                                \
+/* One block of columns [n0, n0 + 16 nv) over all M rows: R rows at a time,
+ * then R2, then one. */
+#define ATTN_ROWS(R, R2, NV)                                                                            \
     do {                                                                                                \
         int64_t r = 0;                                                                                  \
         for (; r + R <= M; r += R)                                                                      \
             VF(micro_##R##_##NV)(K, A + r * lda, lda, ak, B + n0, ldb, C + r * ldc + n0, ldc, init);         \
+        for (; r + R2 <= M; r += R2)                                                                    \
+            VF(micro_##R2##_##NV)(K, A + r * lda, lda, ak, B + n0, ldb, C + r * ldc + n0, ldc, init);        \
         for (; r < M; r++) VF(micro_1_##NV)(K, A + r * lda, lda, ak, B + n0, ldb, C + r * ldc + n0, ldc, init); \
     } while (0)
 
+/* C (+)= A B. With ATTN_WIDE (32 vector registers of 16 lanes: AVX-512) 24
+ * accumulators a pass (6 x 64, 8 x 48, 12 x 32 columns): per step of k, 10-14
+ * loads and broadcasts feed 24 multiply-adds, where 8 accumulators (what 16
+ * AVX2 registers hold) took 6 for 8. */
 ATTN_INLINE void VF(gemm)(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, int64_t ak, const float *B, int64_t ldb,
                           float *C, int64_t ldc, int init) {
     int64_t n0 = 0;
-    for (; n0 + 64 <= N; n0 += 64) ATTN_ROWS(2, 4);
+#if ATTN_WIDE
+    for (; n0 + 64 <= N; n0 += 64) ATTN_ROWS(6, 4, 4);
     switch ((N - n0) / 16) {
-    case 3: ATTN_ROWS(2, 3); n0 += 48; break;
-    case 2: ATTN_ROWS(4, 2); n0 += 32; break;
-    case 1: ATTN_ROWS(4, 1); n0 += 16; break;
+    case 3: ATTN_ROWS(8, 2, 3); n0 += 48; break;
+    case 2: ATTN_ROWS(12, 4, 2); n0 += 32; break;
+    case 1: ATTN_ROWS(8, 4, 1); n0 += 16; break;
     default: break;
     }
+#else
+    for (; n0 + 64 <= N; n0 += 64) ATTN_ROWS(2, 2, 4);
+    switch ((N - n0) / 16) {
+    case 3: ATTN_ROWS(2, 2, 3); n0 += 48; break;
+    case 2: ATTN_ROWS(4, 4, 2); n0 += 32; break;
+    case 1: ATTN_ROWS(4, 4, 1); n0 += 16; break;
+    default: break;
+    }
+#endif
     for (int64_t r = 0; r < M; r++) /* the last N % 16 columns */
         for (int64_t n = n0; n < N; n++) {
             float s = init ? 0 : C[r * ldc + n];
@@ -131,11 +131,13 @@ ATTN_INLINE void VF(gemm)(int64_t M, int64_t N, int64_t K, const float *A, int64
 }
 #undef ATTN_ROWS
 
-/* s = exp(s - sub) over n (a multiple of 16) elements; returns their sum */
+/* s = exp(s - sub) over n (a multiple of 16) elements; returns their sum.
+ * s - sub <= 0 (sub is the row's maximum or its log-sum-exp): cpu_vmath.h's
+ * lean exp, inlined into this copy with its instruction set. */
 ATTN_INLINE float VF(exprow)(float *s, int64_t n, float sub) {
     v16 sum = VF(vsplat)(0), m = VF(vsplat)(sub);
     for (int64_t c = 0; c < n; c += 16) {
-        v16 e = VF(vexp)(VF(vload)(s + c) - m);
+        v16 e = wk_vexp_le0(VF(vload)(s + c) - m);
         VF(vstore)(s + c, e);
         sum += e;
     }
