@@ -550,6 +550,19 @@ WICK_API wick_status wick_backward(wick_tensor *t, const wick_tensor *gradient, 
 /* A view of t that shares its data but is cut from the graph. */
 WICK_API wick_status wick_detach(wick_tensor **out, wick_tensor *t);
 
+/* One fused Adam/AdamW step in place, with PyTorch's single-tensor arithmetic
+ * (torch.optim.adam._single_tensor_adam): exp_avg.lerp_(g, 1 - beta1),
+ * exp_avg_sq.mul_(beta2).addcmul_(g, g, 1 - beta2), denom = sqrt(exp_avg_sq) /
+ * sqrt(1 - beta2^step) + eps, p.addcdiv_(exp_avg, denom, -lr / (1 - beta1^step));
+ * weight decay on p first (decoupled, AdamW) or into g (Adam). `step` counts from 1.
+ * Returns 1 ("not handled": nothing done, no error) unless the four tensors are
+ * contiguous, of one float dtype, on one device whose backend has the fused step
+ * (the CPU's), with as many elements and no storage shared; 0 when done. The
+ * caller (an optimizer) then does the composed update itself. */
+WICK_API int wick_adam_step_(wick_tensor *p, const wick_tensor *g, wick_tensor *exp_avg, wick_tensor *exp_avg_sq,
+                             double lr, double beta1, double beta2, double eps, double weight_decay, int64_t step,
+                             int decoupled);
+
 /* ---- fast paths ----------------------------------------------------------
  * For tiny ops, where the cost of the general path dominates (the Lua binding
  * calls these through LuaJIT's FFI). They handle CPU float32/float64 tensors of

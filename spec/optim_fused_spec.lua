@@ -87,6 +87,8 @@ describe("fused Adam/AdamW step", function()
     assert.is_false(step(p, g:double(), m, v, 1e-3, 0.9, 0.99, 1e-8, 0.1, 2, true))           -- other dtype
     assert.is_false(step(p, g, m, m, 1e-3, 0.9, 0.99, 1e-8, 0.1, 2, true))                    -- shared state
     assert.is_false(step(p, g, m, v, 1e-3, 0.9, 0.99, 1e-8, 0.1, 0, true))                    -- step 0
+    local mp = wick.zeros(4, 3, { device = "meta" })                                           -- a backend without it
+    assert.is_false(step(mp, mp:clone(), mp:clone(), mp:clone(), 1e-3, 0.9, 0.99, 1e-8, 0.1, 1, true))
     local ip = wick.tensor({ 1, 2 }, { dtype = "int64" })
     assert.is_false(step(ip, ip:clone(), ip:clone(), ip:clone(), 1e-3, 0.9, 0.99, 1e-8, 0, 1, true))
   end)

@@ -290,7 +290,8 @@ typedef struct wk_ce_args {
     char *gx;
 } wk_ce_args;
 
-struct wk_attn_args; /* src/core/attention.h */
+struct wk_attn_args;    /* src/core/attention.h */
+struct wk_adam_hparams; /* src/core/optim.h */
 
 struct wick_backend {
     const char *name;
@@ -352,6 +353,11 @@ struct wick_backend {
     /* sort along a dim, and cumulative sums/products (wk_sort_args, wk_scan_args) */
     wick_status (*sort)(const wk_sort_args *args);
     wick_status (*scan)(const wk_scan_args *args);
+    /* one fused Adam/AdamW step in place over n contiguous elements of `dtype`
+     * (float32 or float64) of p, g, exp_avg, exp_avg_sq (src/core/optim.h);
+     * NULL: the optimizer keeps its composed update */
+    void (*adam_step)(wick_dtype dtype, char *p, const char *g, char *exp_avg, char *exp_avg_sq, int64_t n,
+                      const struct wk_adam_hparams *h);
 };
 
 extern const wick_backend wk_cpu_backend;

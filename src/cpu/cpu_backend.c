@@ -260,4 +260,5 @@ const wick_backend wk_cpu_backend = {
     .attention_backward = cpu_attention_backward,
     .sort = cpu_sort,
     .scan = cpu_scan,
+    .adam_step = cpu_adam_step,
 };

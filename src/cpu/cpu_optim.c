@@ -27,7 +27,7 @@
     }
 
 #define ADAM_STEP(NAME, T, SQRT)                                                                      \
-    WK_SIMD void NAME(T *restrict p, const T *restrict g, T *restrict m, T *restrict v, int64_t n,     \
+    WK_SIMD static void NAME(T *restrict p, const T *restrict g, T *restrict m, T *restrict v, int64_t n,     \
                       const wk_adam_hparams *h) {                                                     \
         const double bc1 = 1 - pow(h->beta1, (double)h->step), bc2 = 1 - pow(h->beta2, (double)h->step); \
         const T decay = (T)(1 - h->lr * h->weight_decay), wd = (T)h->weight_decay;                   \
@@ -44,5 +44,13 @@
         }                                                                                             \
     }
 
-ADAM_STEP(cpu_adam_step_f32, float, sqrtf)
-ADAM_STEP(cpu_adam_step_f64, double, sqrt)
+ADAM_STEP(adam_f32, float, sqrtf)
+ADAM_STEP(adam_f64, double, sqrt)
+
+void cpu_adam_step(wick_dtype dtype, char *p, const char *g, char *exp_avg, char *exp_avg_sq, int64_t n,
+                   const wk_adam_hparams *h) {
+    if (dtype == WICK_FLOAT32)
+        adam_f32((float *)p, (const float *)g, (float *)exp_avg, (float *)exp_avg_sq, n, h);
+    else
+        adam_f64((double *)p, (const double *)g, (double *)exp_avg, (double *)exp_avg_sq, n, h);
+}
