@@ -26,17 +26,7 @@ namespace { /* everything but the entry points is internal to this file */
 /* One compare-exchange of the network (cuda_sort_plan.h): pair t of pass (k, j). */
 template <typename T>
 __device__ __forceinline__ void exchange(T *key, int64_t *pos, int64_t t, int64_t k, int64_t j, int64_t n, int desc) {
-    int64_t i, l;
-    int up;
-    wk_bitonic_pair(t, k, j, &i, &l, &up);
-    bool swap = up ? WK_PAIR_BEFORE(key[l], pos[l], key[i], pos[i], n, desc)
-                   : WK_PAIR_BEFORE(key[i], pos[i], key[l], pos[l], n, desc);
-    if (swap) {
-        T tk = key[i];
-        key[i] = key[l], key[l] = tk;
-        int64_t tp = pos[i];
-        pos[i] = pos[l], pos[l] = tp;
-    }
+    WK_BITONIC_EXCHANGE(T, key, pos, t, k, j, n, desc);
 }
 
 template <typename T>

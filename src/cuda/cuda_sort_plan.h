@@ -72,22 +72,27 @@ WK_SORT_HD void wk_bitonic_pair(int64_t t, int64_t k, int64_t j, int64_t *i, int
 
 /* The whole network on the CPU over P = padded keys (positions 0..P-1 on
  * entry): what each GPU block does, for checking it where there is no GPU. */
+/* One compare-exchange of the network: pair t of pass (k, j) over keys of type T
+ * and their positions. Written once for the GPU kernels (cuda_sort.cu) and the
+ * CPU run of the whole network below, which the specs test. */
+#define WK_BITONIC_EXCHANGE(T, key, pos, t, k, j, n, desc)                                            \
+    do {                                                                                              \
+        int64_t i_, l_;                                                                               \
+        int up_;                                                                                      \
+        wk_bitonic_pair(t, k, j, &i_, &l_, &up_);                                                     \
+        if (up_ ? WK_PAIR_BEFORE(key[l_], pos[l_], key[i_], pos[i_], n, desc)                         \
+                : WK_PAIR_BEFORE(key[i_], pos[i_], key[l_], pos[l_], n, desc)) {                      \
+            T tk_ = key[i_];                                                                          \
+            key[i_] = key[l_], key[l_] = tk_;                                                         \
+            int64_t tp_ = pos[i_];                                                                    \
+            pos[i_] = pos[l_], pos[l_] = tp_;                                                         \
+        }                                                                                             \
+    } while (0)
+
 static inline void wk_bitonic_sort_f64(double *key, int64_t *pos, int64_t P, int64_t n, int desc) {
     for (int64_t k = 2; k <= P; k <<= 1)
         for (int64_t j = k >> 1; j > 0; j >>= 1)
-            for (int64_t t = 0; t < P / 2; t++) {
-                int64_t i, l;
-                int up;
-                wk_bitonic_pair(t, k, j, &i, &l, &up);
-                int swap = up ? WK_PAIR_BEFORE(key[l], pos[l], key[i], pos[i], n, desc)
-                              : WK_PAIR_BEFORE(key[i], pos[i], key[l], pos[l], n, desc);
-                if (swap) {
-                    double tk = key[i];
-                    key[i] = key[l], key[l] = tk;
-                    int64_t tp = pos[i];
-                    pos[i] = pos[l], pos[l] = tp;
-                }
-            }
+            for (int64_t t = 0; t < P / 2; t++) WK_BITONIC_EXCHANGE(double, key, pos, t, k, j, n, desc);
 }
 
 #endif
