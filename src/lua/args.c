@@ -244,3 +244,8 @@ int wl_toscalar(lua_State *L, int idx, wick_scalar *s) {
     }
     return 0;
 }
+
+void wl_to_one_based(lua_State *L, wick_tensor *t) {
+    if (wick_tensor_device(t).type == WICK_META) return;
+    wl_check(L, wick_binary_scalar_(WICK_ADD, t, (wick_scalar){1, 1}));
+}

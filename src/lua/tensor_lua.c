@@ -1,396 +1,17 @@
-/* Tensor functions and methods of the Lua binding. Each one checks its Lua
+/* Tensor methods of the Lua binding (elementwise, reductions, products, views,
+ * values, metadata, autograd) and the registration of the module. Each checks its Lua
  * arguments, converts 1-based dims and indices to the C core's 0-based ones,
  * calls one wick_* function and pushes the result. */
 #include "wick_lua.h"
-#include "../io/crc.h"
 
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <zlib.h>
-#include <unistd.h>
 
 #define SELF(fn) wl_checktensor(L, 1, fn, "self")
 #define UPINT(i) ((int)lua_tointeger(L, lua_upvalueindex(i)))
-
-/* ---- creation ---- */
-
-typedef wick_status (*create_fn)(wick_tensor **, int, const int64_t *, wick_options);
-
-static wick_status create_zeros(wick_tensor **o, int n, const int64_t *s, wick_options opt) {
-    return wick_full(o, n, s, 0, opt);
-}
-static wick_status create_ones(wick_tensor **o, int n, const int64_t *s, wick_options opt) {
-    return wick_full(o, n, s, 1, opt);
-}
-
-static const struct {
-    const char *name;
-    create_fn fn;
-} creators[] = {{"empty", wick_empty}, {"zeros", create_zeros}, {"ones", create_ones},
-                {"rand", wick_rand},   {"randn", wick_randn}};
-
-/* wick.zeros(2, 3[, opts]) and friends; upvalue 1 picks the creator */
-static int m_create(lua_State *L) {
-    int which = UPINT(1);
-    char fn[32];
-    snprintf(fn, sizeof fn, "wick.%s", creators[which].name);
-    int opts = wl_trailing_options(L, 1);
-    int64_t sizes[WICK_MAX_DIMS];
-    int n = wl_sizes(L, 1, opts ? opts - 1 : lua_gettop(L), sizes, fn);
-    wick_options opt = wick_default_options();
-    int rg = wl_options(L, opts, &opt, fn);
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, creators[which].fn(slot, n, sizes, opt));
-    wl_set_requires_grad(L, *slot, rg);
-    wl_account(L);
-    return 1;
-}
-
-/* wick.zeros_like(t[, opts]) and friends */
-static int m_create_like(lua_State *L) {
-    int which = UPINT(1);
-    char fn[40];
-    snprintf(fn, sizeof fn, "wick.%s_like", creators[which].name);
-    wick_tensor *t = wl_checktensor(L, 1, fn, "input");
-    wick_options opt = {wick_tensor_dtype(t), wick_tensor_device(t)};
-    int rg = wl_options(L, lua_istable(L, 2) ? 2 : 0, &opt, fn);
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, creators[which].fn(slot, wick_tensor_ndim(t), wick_tensor_sizes(t), opt));
-    wl_set_requires_grad(L, *slot, rg);
-    wl_account(L);
-    return 1;
-}
-
-static int m_full(lua_State *L) {
-    int64_t sizes[WICK_MAX_DIMS];
-    if (!lua_istable(L, 1)) wl_raise(L, "wick.full: expected a size table as argument 1, got %s", luaL_typename(L, 1));
-    int n = wl_sizes(L, 1, 1, sizes, "wick.full");
-    wick_scalar v;
-    if (!wl_toscalar(L, 2, &v)) wl_raise(L, "wick.full: expected a number fill value, got %s", luaL_typename(L, 2));
-    wick_options opt = wick_default_options();
-    if (lua_type(L, 2) == LUA_TBOOLEAN) opt.dtype = WICK_BOOL;
-    int rg = wl_options(L, lua_istable(L, 3) ? 3 : 0, &opt, "wick.full");
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_full(slot, n, sizes, v.value, opt));
-    wl_set_requires_grad(L, *slot, rg);
-    wl_account(L);
-    return 1;
-}
-
-static int m_full_like(lua_State *L) {
-    wick_tensor *t = wl_checktensor(L, 1, "wick.full_like", "input");
-    wick_scalar v;
-    if (!wl_toscalar(L, 2, &v)) wl_raise(L, "wick.full_like: expected a number fill value, got %s", luaL_typename(L, 2));
-    wick_options opt = {wick_tensor_dtype(t), wick_tensor_device(t)};
-    int rg = wl_options(L, lua_istable(L, 3) ? 3 : 0, &opt, "wick.full_like");
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_full(slot, wick_tensor_ndim(t), wick_tensor_sizes(t), v.value, opt));
-    wl_set_requires_grad(L, *slot, rg);
-    return 1;
-}
-
-/* wick.tensor(nested tables or a number[, opts]) */
-typedef struct {
-    int ndim;
-    int64_t sizes[WICK_MAX_DIMS];
-    int all_bool, any_value;
-} nested_shape;
-
-static void nested_walk(lua_State *L, int idx, int depth, nested_shape *sh, double *values, int64_t *count,
-                        char *path, size_t pathlen) {
-    int t = lua_type(L, idx);
-    if (t == LUA_TNUMBER || t == LUA_TBOOLEAN) {
-        if (depth != sh->ndim)
-            wl_raise(L, "wick.tensor: ragged nested table: expected a table of %lld elements at %s, found a %s",
-                     (long long)sh->sizes[depth], pathlen ? path : "the top", lua_typename(L, t));
-        if (values) values[*count] = t == LUA_TBOOLEAN ? lua_toboolean(L, idx) : lua_tonumber(L, idx);
-        if (t != LUA_TBOOLEAN) sh->all_bool = 0;
-        sh->any_value = 1;
-        (*count)++;
-        return;
-    }
-    if (t != LUA_TTABLE || wl_totensor(L, idx))
-        wl_raise(L, "wick.tensor: expected numbers, booleans or nested tables, found a %s at %s", luaL_typename(L, idx),
-                 pathlen ? path : "the top");
-    int64_t n = (int64_t)lua_objlen(L, idx);
-    if (!values && depth == sh->ndim && !sh->any_value) { /* first descent (down to the first number) fixes the shape */
-        if (sh->ndim >= WICK_MAX_DIMS) wl_raise(L, "wick.tensor: nesting deeper than %d levels", WICK_MAX_DIMS);
-        sh->sizes[sh->ndim++] = n;
-    } else if (depth >= sh->ndim) {
-        wl_raise(L, "wick.tensor: ragged nested table: expected a number at %s, found a table of %lld elements",
-                 pathlen ? path : "the top", (long long)n);
-    } else if (sh->sizes[depth] != n) {
-        wl_raise(L, "wick.tensor: ragged nested table: expected %lld elements at %s, found %lld",
-                 depth < sh->ndim ? (long long)sh->sizes[depth] : 0LL, pathlen ? path : "the top", (long long)n);
-    }
-    for (int64_t i = 1; i <= n; i++) {
-        lua_rawgeti(L, idx, (int)i);
-        size_t len = pathlen + (size_t)snprintf(path + pathlen, 256 - pathlen > 0 ? 256 - pathlen : 0, "[%lld]", (long long)i);
-        if (len > 250) len = 250;
-        nested_walk(L, lua_gettop(L), depth + 1, sh, values, count, path, len);
-        path[pathlen] = '\0';
-        lua_pop(L, 1);
-    }
-}
-
-static int m_tensor(lua_State *L) {
-    wick_options opt = wick_default_options();
-    int rg = wl_options(L, lua_istable(L, 2) ? 2 : 0, &opt, "wick.tensor");
-    int explicit_dtype = 0;
-    if (lua_istable(L, 2)) {
-        lua_getfield(L, 2, "dtype");
-        explicit_dtype = !lua_isnil(L, -1);
-        lua_pop(L, 1);
-    }
-    wick_tensor *src = wl_totensor(L, 1);
-    if (src) { /* wick.tensor(t) copies, like torch.tensor(t) */
-        if (!explicit_dtype) opt.dtype = wick_tensor_dtype(src);
-        wick_tensor **slot = wl_new_slot(L);
-        wick_tensor *tmp;
-        wl_check(L, wick_clone(&tmp, src));
-        wick_status st = wick_to(slot, tmp, opt);
-        wick_tensor_release(tmp);
-        wl_check(L, st);
-        wl_set_requires_grad(L, *slot, rg);
-        return 1;
-    }
-    nested_shape sh = {0, {0}, 1, 0};
-    char path[256] = "";
-    int64_t count = 0;
-    nested_walk(L, 1, 0, &sh, NULL, &count, path, 0);
-    /* the values go into a userdata buffer, so nothing leaks if a check raises */
-    double *values = lua_newuserdata(L, (size_t)(count ? count : 1) * sizeof(double));
-    int64_t filled = 0;
-    nested_walk(L, 1, 0, &sh, values, &filled, path, 0);
-    if (!explicit_dtype && sh.any_value && sh.all_bool) opt.dtype = WICK_BOOL;
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_from_doubles(slot, sh.ndim, sh.sizes, values, opt));
-    wl_set_requires_grad(L, *slot, rg);
-    return 1;
-}
-
-static int m_arange(lua_State *L) {
-    int opts = lua_istable(L, lua_gettop(L)) ? lua_gettop(L) : 0;
-    int nargs = opts ? opts - 1 : lua_gettop(L);
-    double a[3];
-    for (int i = 0; i < nargs && i < 3; i++) {
-        if (lua_type(L, i + 1) != LUA_TNUMBER) wl_raise(L, "wick.arange: expected numbers, got %s", luaL_typename(L, i + 1));
-        a[i] = lua_tonumber(L, i + 1);
-    }
-    double start = 0, stop, step = 1;
-    if (nargs == 1) stop = a[0];
-    else if (nargs == 2) start = a[0], stop = a[1];
-    else if (nargs == 3) start = a[0], stop = a[1], step = a[2];
-    else return wl_raise(L, "wick.arange: expected ([start, ]stop[, step][, options])");
-    wick_options opt = wick_default_options();
-    int rg = wl_options(L, opts, &opt, "wick.arange");
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_arange(slot, start, stop, step, opt));
-    wl_set_requires_grad(L, *slot, rg);
-    return 1;
-}
-
-static int m_eye(lua_State *L) {
-    int64_t n = wl_checkint(L, 1, "wick.eye", "n"), m = lua_type(L, 2) == LUA_TNUMBER ? wl_checkint(L, 2, "wick.eye", "m") : -1;
-    wick_options opt = wick_default_options();
-    int rg = wl_options(L, wl_trailing_options(L, 2), &opt, "wick.eye");
-    if (n < 0) wl_raise(L, "wick.eye: n must be non-negative, got %lld", (long long)n);
-    if (lua_type(L, 2) == LUA_TNUMBER && m < 0) wl_raise(L, "wick.eye: m must be non-negative, got %lld", (long long)m);
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_eye(slot, n, m, opt));
-    wl_set_requires_grad(L, *slot, rg);
-    return 1;
-}
-
-static int m_manual_seed(lua_State *L) {
-    lua_Number n = floor(wl_checknumber(L, 1, "wick.manual_seed", "argument 'seed'")); /* like PyTorch's int(seed) */
-    if (!(n >= -9223372036854775808.0 && n < 18446744073709551616.0))
-        wl_raise(L, "wick.manual_seed: expected a seed in [-2^63, 2^64), got %.17g", n);
-    wick_manual_seed(n < 0 ? (uint64_t)(int64_t)n : (uint64_t)n); /* negative seeds wrap, as in PyTorch */
-    return 0;
-}
-
-static int m_get_rng_state(lua_State *L) {
-    uint8_t state[WICK_RNG_STATE_SIZE];
-    double values[WICK_RNG_STATE_SIZE];
-    wick_rng_get_state(state);
-    for (int i = 0; i < WICK_RNG_STATE_SIZE; i++) values[i] = state[i];
-    int64_t n = WICK_RNG_STATE_SIZE;
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_from_doubles(slot, 1, &n, values, (wick_options){WICK_UINT8, {WICK_CPU, -1}}));
-    return 1;
-}
-
-static int m_set_rng_state(lua_State *L) {
-    wick_tensor *t = wl_checktensor(L, 1, "wick.set_rng_state", "state");
-    if (wick_tensor_dtype(t) != WICK_UINT8 || wick_tensor_numel(t) != WICK_RNG_STATE_SIZE ||
-        wick_tensor_device(t).type != WICK_CPU)
-        wl_raise(L, "wick.set_rng_state: expected the uint8 CPU tensor of %d bytes that wick.get_rng_state() returns",
-                 WICK_RNG_STATE_SIZE);
-    uint8_t state[WICK_RNG_STATE_SIZE];
-    for (int i = 0; i < WICK_RNG_STATE_SIZE; i++) state[i] = (uint8_t)wick_get_double(t, i);
-    wick_rng_set_state(state);
-    return 0;
-}
-
-static int m_set_num_threads(lua_State *L) {
-    lua_Number n = wl_checknumber(L, 1, "wick.set_num_threads", "argument 'n'");
-    if (!(n >= 1 && n <= INT_MAX) || n != floor(n))
-        wl_raise(L, "wick.set_num_threads: expected a positive integer, got %g", n);
-    wick_set_num_threads((int)n);
-    return 0;
-}
-
-static int m_get_num_threads(lua_State *L) {
-    lua_pushinteger(L, wick_get_num_threads());
-    return 1;
-}
-
-static int m_parse_device(lua_State *L) {
-    wick_device d = wl_device(L, 1, "wick.device");
-    char buf[32];
-    lua_pushstring(L, d.type == WICK_CPU ? "cpu" : d.type == WICK_CUDA ? "cuda" : "meta");
-    if (d.index >= 0) lua_pushinteger(L, d.index);
-    else lua_pushnil(L);
-    lua_pushstring(L, wick_device_format(d, buf, sizeof buf));
-    return 3;
-}
-
-static int m_cuda_is_available(lua_State *L) {
-    lua_pushboolean(L, wick_cuda_is_available());
-    return 1;
-}
-
-static int m_cuda_device_count(lua_State *L) {
-    lua_pushinteger(L, wick_cuda_device_count());
-    return 1;
-}
-
-static int m_cuda_current_device(lua_State *L) {
-    int index;
-    wl_check(L, wick_cuda_current_device(&index));
-    lua_pushinteger(L, index);
-    return 1;
-}
-
-/* A CUDA device ordinal argument (its range is the runtime's to check). */
-static int cuda_index(lua_State *L, int idx, const char *fn) {
-    int64_t i = wl_checkint(L, idx, fn, "argument 'device'");
-    if (i < INT_MIN || i > INT_MAX) wl_raise(L, "%s: invalid device index %lld", fn, (long long)i);
-    return (int)i;
-}
-
-static int m_cuda_set_device(lua_State *L) {
-    wl_check(L, wick_cuda_set_device(cuda_index(L, 1, "wick.cuda.set_device")));
-    return 0;
-}
-
-static int m_cuda_synchronize(lua_State *L) {
-    wl_check(L, wick_cuda_synchronize(lua_isnoneornil(L, 1) ? -1 : cuda_index(L, 1, "wick.cuda.synchronize")));
-    return 0;
-}
-
-/* core.cuda_memory(index): allocated, peak allocated, reserved (bytes) */
-static int m_cuda_memory(lua_State *L) {
-    int index = cuda_index(L, 1, "wick.cuda.memory_allocated");
-    wl_pushint64(L, wick_cuda_memory_allocated(index));
-    wl_pushint64(L, wick_cuda_max_memory_allocated(index));
-    wl_pushint64(L, wick_cuda_memory_reserved(index));
-    return 3;
-}
-
-static int m_cuda_reset_peak_memory_stats(lua_State *L) {
-    wick_cuda_reset_peak_memory_stats(cuda_index(L, 1, "wick.cuda.reset_peak_memory_stats"));
-    return 0;
-}
-
-static int m_cuda_empty_cache(lua_State *L) {
-    lua_gc(L, LUA_GCCOLLECT, 0); /* dead tensors first, so their blocks are cached, then freed */
-    wick_cuda_empty_cache();
-    return 0;
-}
-
-/* core.cuda_sync_counts(device): the number of waits for the GPU (device < 0:
- * every GPU) and a table of them by reason (only reasons that occurred) */
-static int m_cuda_sync_counts(lua_State *L) {
-    int index = cuda_index(L, 1, "wick.cuda.sync_count");
-    wl_pushint64(L, wick_cuda_sync_count(index));
-    lua_newtable(L);
-    for (int r = 0; wick_cuda_sync_reason_name(r); r++) {
-        int64_t n = wick_cuda_sync_count_for(index, r);
-        if (!n) continue;
-        wl_pushint64(L, n);
-        lua_setfield(L, -2, wick_cuda_sync_reason_name(r));
-    }
-    return 2;
-}
-
-static int m_cuda_begin_batch(lua_State *L) {
-    (void)L;
-    wick_cuda_begin_batch();
-    return 0;
-}
-
-static int m_cuda_end_batch(lua_State *L) {
-    wl_check(L, wick_cuda_end_batch());
-    return 0;
-}
-
-/* core.cuda_allow_tf32([flag]): the setting (after setting it when given) */
-static int m_cuda_allow_tf32(lua_State *L) {
-    if (!lua_isnoneornil(L, 1)) wick_cuda_set_allow_tf32(lua_toboolean(L, 1));
-    lua_pushboolean(L, wick_cuda_allow_tf32());
-    return 1;
-}
-
-static int m_read_idx(lua_State *L) {
-    const char *path = luaL_checkstring(L, 1);
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_read_idx(slot, path));
-    return 1;
-}
-
-/* core.from_bytes(s, dtype, sizes): a CPU tensor holding a copy of the bytes. */
-static int m_from_bytes(lua_State *L) {
-    size_t len;
-    const char *bytes = luaL_checklstring(L, 1, &len);
-    wick_dtype dtype = wl_dtype(L, 2, "from_bytes");
-    int64_t sizes[WICK_MAX_DIMS];
-    if (!lua_istable(L, 3)) wl_raise(L, "from_bytes: expected a size table");
-    int n = wl_sizes(L, 3, 3, sizes, "from_bytes");
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_empty(slot, n, sizes, (wick_options){dtype, {WICK_CPU, -1}}));
-    size_t want = (size_t)wick_tensor_numel(*slot) * wick_dtype_size(dtype);
-    if (want != len) wl_raise(L, "from_bytes: %zu bytes do not make a %s tensor of %lld elements", len,
-                              wick_dtype_name(dtype), (long long)wick_tensor_numel(*slot));
-    memcpy(wick_tensor_data(*slot), bytes, len);
-    return 1;
-}
-
-/* wick.clock(): seconds of a monotonic wall clock, for timing. */
-static int m_clock(lua_State *L) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec * 1e-9);
-    return 1;
-}
-
-/* wick.isatty(fd): whether a file descriptor is a terminal (progress bars). */
-static int m_isatty(lua_State *L) {
-    lua_pushboolean(L, isatty((int)luaL_optnumber(L, 1, 1)));
-    return 1;
-}
-
-/* core.same_device(a, b): whether two tensors live on one device (no strings made). */
-static int m_same_device(lua_State *L) {
-    wick_tensor *a = wl_checktensor(L, 1, "same_device", "a"), *b = wl_checktensor(L, 2, "same_device", "b");
-    lua_pushboolean(L, wick_device_equal(wick_tensor_device(a), wick_tensor_device(b)));
-    return 1;
-}
 
 /* core.as_strided(t, sizes, strides, offset): a checked view of t's storage */
 static int m_as_strided(lua_State *L) {
@@ -402,99 +23,6 @@ static int m_as_strided(lua_State *L) {
     int64_t offset = wl_checkint(L, 4, "as_strided", "the offset");
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_as_strided(slot, a, n, sizes, strides, offset));
-    return 1;
-}
-
-/* core.write_storages(path, head, {tensors}): head, then each tensor's storage */
-static int m_write_storages(lua_State *L) {
-    size_t len;
-    const char *path = luaL_checkstring(L, 1);
-    const char *head = luaL_checklstring(L, 2, &len);
-    luaL_checktype(L, 3, LUA_TTABLE);
-    int n = (int)lua_objlen(L, 3);
-    const wick_tensor **ts = lua_newuserdata(L, sizeof(*ts) * (size_t)(n ? n : 1));
-    for (int i = 0; i < n; i++) {
-        lua_rawgeti(L, 3, i + 1);
-        ts[i] = wl_checktensor(L, -1, "write_storages", "tensor");
-        lua_pop(L, 1);
-    }
-    wl_check(L, wick_write_storages_atomic(path, head, len, n, (const wick_tensor *const *)ts));
-    return 0;
-}
-
-/* core.storage_crc32(t[, "crc32c"]): zlib's CRC-32 (or CRC-32C) of every byte
- * of t's CPU storage */
-static int m_storage_crc32(lua_State *L) {
-    wick_tensor *a = wl_checktensor(L, 1, "storage_crc32", "tensor");
-    if (wick_tensor_device(a).type != WICK_CPU) wl_raise(L, "storage_crc32: the tensor must be on the CPU");
-    int castagnoli = lua_isstring(L, 2) && strcmp(lua_tostring(L, 2), "crc32c") == 0;
-    size_t es = wick_dtype_size(wick_tensor_dtype(a));
-    const unsigned char *p = (const unsigned char *)wick_tensor_data(a) - wick_tensor_offset(a) * (int64_t)es;
-    size_t n = (size_t)wick_storage_numel(a) * es;
-    wl_pushint64(L, castagnoli ? wick_crc32c(0, p, n) : wick_crc32(0, p, n));
-    return 1;
-}
-
-/* core.crc32c(s[, "portable"]): CRC-32C of a string, by the table when asked
- * (the test vectors of both paths); second result: whether SSE4.2 is used */
-static int m_crc32c(lua_State *L) {
-    size_t n;
-    const char *s = luaL_checklstring(L, 1, &n);
-    int portable = lua_isstring(L, 2) && strcmp(lua_tostring(L, 2), "portable") == 0;
-    wl_pushint64(L, wk_crc32c_using(portable ? WK_CRC_PORTABLE : WK_CRC_AUTO, 0, s, n));
-    lua_pushboolean(L, !portable && wk_crc32c_has_sse42());
-    return 2;
-}
-
-static int m_storage_numel(lua_State *L) {
-    wl_pushint64(L, wick_storage_numel(wl_checktensor(L, 1, "storage_numel", "tensor")));
-    return 1;
-}
-
-/* core.map_storages(path, {{offset, dtype, numel}, ...}) -> {tensor, ...} */
-static int m_map_storages(lua_State *L) {
-    const char *path = luaL_checkstring(L, 1);
-    luaL_checktype(L, 2, LUA_TTABLE);
-    int n = (int)lua_objlen(L, 2);
-    int64_t *offsets = lua_newuserdata(L, sizeof(int64_t) * (size_t)(n ? n : 1));
-    int64_t *numels = lua_newuserdata(L, sizeof(int64_t) * (size_t)(n ? n : 1));
-    wick_dtype *dtypes = lua_newuserdata(L, sizeof(wick_dtype) * (size_t)(n ? n : 1));
-    lua_createtable(L, n, 0); /* the result, slots made before anything can fail */
-    int result = lua_gettop(L);
-    wick_tensor ***slots = lua_newuserdata(L, sizeof(wick_tensor **) * (size_t)(n ? n : 1));
-    wick_tensor **outs = lua_newuserdata(L, sizeof(wick_tensor *) * (size_t)(n ? n : 1));
-    for (int i = 0; i < n; i++) {
-        lua_rawgeti(L, 2, i + 1);
-        int e = lua_gettop(L);
-        lua_rawgeti(L, e, 1);
-        offsets[i] = wl_checkint(L, -1, "map_storages", "an offset");
-        lua_rawgeti(L, e, 2);
-        dtypes[i] = wl_dtype(L, lua_gettop(L), "map_storages");
-        lua_rawgeti(L, e, 3);
-        numels[i] = wl_checkint(L, -1, "map_storages", "a size");
-        lua_settop(L, e - 1);
-        slots[i] = wl_new_slot(L);
-        lua_rawseti(L, result, i + 1);
-    }
-    wl_check(L, wick_map_storages(path, n, offsets, dtypes, numels, outs));
-    for (int i = 0; i < n; i++) *slots[i] = outs[i];
-    lua_pushvalue(L, result);
-    return 1;
-}
-
-/* core.read_storage(path, offset, dtype, numel) */
-static int m_read_storage(lua_State *L) {
-    const char *path = luaL_checkstring(L, 1);
-    int64_t offset = wl_checkint(L, 2, "read_storage", "the offset"), numel = wl_checkint(L, 4, "read_storage", "the size");
-    wick_dtype dtype = wl_dtype(L, 3, "read_storage");
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_read_storage(slot, path, offset, dtype, numel));
-    wl_account(L);
-    return 1;
-}
-
-static int m_cpu_bytes_in_use(lua_State *L) {
-    wl_pushint64(L, wick_cpu_bytes_in_use());
     return 1;
 }
 
@@ -673,20 +201,14 @@ static void reduce_args(lua_State *L, int first, int *dim, int *keepdim, int *co
                  luaL_typename(L, i));
 }
 
-/* Adds 1 in place to an index tensor the core produced (0-based to 1-based). */
-static void to_one_based(lua_State *L, wick_tensor *t) {
-    if (wick_tensor_device(t).type == WICK_META) return;
-    wl_check(L, wick_binary_scalar_(WICK_ADD, t, (wick_scalar){1, 1}));
-}
-
 /* `dim` in the core's convention: -1 for all elements, else 0-based. */
 static int reduce_into(lua_State *L, wick_reduce_op op, wick_tensor *a, int dim, int keepdim, int correction,
                        int with_indices) {
     wick_tensor **values = wl_new_slot(L);
     wick_tensor **indices = with_indices ? wl_new_slot(L) : NULL;
     wl_check(L, wick_reduce(values, indices, op, a, dim, keepdim, correction));
-    if (op == WICK_ARGMAX || op == WICK_ARGMIN) to_one_based(L, *values);
-    if (indices && *indices) to_one_based(L, *indices);
+    if (op == WICK_ARGMAX || op == WICK_ARGMIN) wl_to_one_based(L, *values);
+    if (indices && *indices) wl_to_one_based(L, *indices);
     return with_indices ? 2 : 1;
 }
 
@@ -740,27 +262,6 @@ static int t_mm(lua_State *L) {
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_mm(slot, a, b));
     wl_account(L);
-    return 1;
-}
-
-/* core.linear(x, weight[, bias]) for 2-D x */
-static int m_linear(lua_State *L) {
-    wick_tensor *x = wl_checktensor(L, 1, "linear", "input"), *w = wl_checktensor(L, 2, "linear", "weight");
-    wick_tensor *b = lua_isnoneornil(L, 3) ? NULL : wl_checktensor(L, 3, "linear", "bias");
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_linear(slot, x, w, b));
-    wl_account(L);
-    return 1;
-}
-
-/* core.mse_loss(input, target, reduction) with reduction "mean", "sum" or "none" */
-static int m_mse_loss(lua_State *L) {
-    wick_tensor *x = wl_checktensor(L, 1, "mse_loss", "input"), *y = wl_checktensor(L, 2, "mse_loss", "target");
-    const char *r = lua_isnoneornil(L, 3) ? "mean" : wl_checkstring(L, 3, "mse_loss", "argument 'reduction'");
-    int reduction = strcmp(r, "none") == 0 ? 0 : strcmp(r, "mean") == 0 ? 1 : strcmp(r, "sum") == 0 ? 2 : -1;
-    if (reduction < 0) wl_raise(L, "mse_loss: invalid reduction '%s' (expected 'mean', 'sum' or 'none')", r);
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_mse_loss(slot, x, y, reduction));
     return 1;
 }
 
@@ -1391,16 +892,6 @@ static int t_replace(lua_State *L) {
     return 1;
 }
 
-static int m_set_grad_enabled(lua_State *L) {
-    wick_set_grad_enabled(lua_toboolean(L, 1));
-    return 0;
-}
-
-static int m_is_grad_enabled(lua_State *L) {
-    lua_pushboolean(L, wick_is_grad_enabled());
-    return 1;
-}
-
 /* ---- the fast paths, as C function pointers for LuaJIT's FFI ---- */
 
 static int m_fast_pointers(lua_State *L) {
@@ -1450,221 +941,12 @@ static void set_fn(lua_State *L, const char *name, lua_CFunction f) {
     lua_setfield(L, -2, name);
 }
 
-/* ---- neural-network ops ---- */
-
-static int nn_int(lua_State *L, int idx, const char *fn, const char *what) {
-    if (lua_type(L, idx) != LUA_TNUMBER)
-        wl_raise(L, "%s: %s must be an integer, got %s", fn, what, luaL_typename(L, idx));
-    lua_Number v = lua_tonumber(L, idx);
-    if (v != floor(v) || v < -2147483647.0 || v > 2147483647.0)
-        wl_raise(L, "%s: %s must be an integer, got %.17g", fn, what, (double)v);
-    return (int)v;
-}
-
-/* A number n (for both dims) or a table {h, w}. */
-static void nn_pair(lua_State *L, int idx, const char *fn, const char *what, int *h, int *w) {
-    if (idx < 0) idx = lua_gettop(L) + idx + 1;
-    if (lua_type(L, idx) == LUA_TNUMBER) {
-        *h = *w = nn_int(L, idx, fn, what);
-        return;
-    }
-    if (lua_istable(L, idx) && lua_objlen(L, idx) == 2) {
-        lua_rawgeti(L, idx, 1);
-        lua_rawgeti(L, idx, 2);
-        *h = nn_int(L, -2, fn, what);
-        *w = nn_int(L, -1, fn, what);
-        lua_pop(L, 2);
-        return;
-    }
-    wl_raise(L, "%s: %s must be a number or a table of two numbers {h, w}, got %s", fn, what,
-             lua_istable(L, idx) ? "a table of another length" : luaL_typename(L, idx));
-}
-
-/* The options table at idx (0: none): raises on keys outside `allowed` (NULL-terminated). */
-static void nn_check_keys(lua_State *L, int idx, const char *fn, const char *const *allowed, const char *list) {
-    if (!idx) return;
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-        if (lua_type(L, -2) != LUA_TSTRING)
-            wl_raise(L, "%s: unexpected %s key in the options table (expected %s)", fn, luaL_typename(L, -2), list);
-        int ok = 0;
-        for (const char *const *a = allowed; *a && !ok; a++) ok = strcmp(*a, lua_tostring(L, -2)) == 0;
-        if (!ok) wl_raise(L, "%s: unknown option '%s' (expected %s)", fn, lua_tostring(L, -2), list);
-        lua_pop(L, 1);
-    }
-}
-
-/* The field `key` of the options table at idx pushed, or nil when there is none. */
-static int nn_field(lua_State *L, int idx, const char *key) {
-    if (!idx) {
-        lua_pushnil(L);
-        return 0;
-    }
-    lua_getfield(L, idx, key);
-    return !lua_isnil(L, -1);
-}
-
-static int nn_flag(lua_State *L, int idx, const char *key, const char *fn, int def) {
-    int v = def;
-    if (nn_field(L, idx, key)) {
-        if (!lua_isboolean(L, -1)) wl_raise(L, "%s: %s must be a boolean, got %s", fn, key, luaL_typename(L, -1));
-        v = lua_toboolean(L, -1);
-    }
-    lua_pop(L, 1);
-    return v;
-}
-
-/* An options table at `idx` (nil or absent: 0). */
-static int nn_options(lua_State *L, int idx, const char *fn) {
-    if (lua_isnoneornil(L, idx)) return 0;
-    if (!lua_istable(L, idx)) wl_raise(L, "%s: expected an options table, got %s", fn, luaL_typename(L, idx));
-    return idx;
-}
-
-/* wick._core.conv2d(input, weight, bias_or_nil, {stride =, padding =, dilation =, groups =}) */
-static int m_conv2d(lua_State *L) {
-    static const char *const keys[] = {"stride", "padding", "dilation", "groups", NULL};
-    wick_tensor *input = wl_checktensor(L, 1, "conv2d", "input");
-    wick_tensor *weight = wl_checktensor(L, 2, "conv2d", "weight");
-    wick_tensor *bias = NULL;
-    int opts;
-    if (lua_istable(L, 3) && !wl_totensor(L, 3)) { /* conv2d(x, w, {padding = 1}) */
-        opts = 3;
-    } else {
-        if (!lua_isnoneornil(L, 3)) bias = wl_checktensor(L, 3, "conv2d", "bias");
-        opts = nn_options(L, 4, "conv2d");
-    }
-    nn_check_keys(L, opts, "conv2d", keys, "stride, padding, dilation, groups");
-    int sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
-    int same = 0;
-    if (nn_field(L, opts, "stride")) nn_pair(L, -1, "conv2d", "stride", &sh, &sw);
-    if (nn_field(L, opts, "dilation")) nn_pair(L, -1, "conv2d", "dilation", &dh, &dw);
-    if (nn_field(L, opts, "groups")) groups = nn_int(L, -1, "conv2d", "groups");
-    if (nn_field(L, opts, "padding")) {
-        if (lua_type(L, -1) == LUA_TSTRING) {
-            const char *mode = lua_tostring(L, -1);
-            if (strcmp(mode, "same") == 0) same = 1;
-            else if (strcmp(mode, "valid") != 0)
-                wl_raise(L, "conv2d: Invalid padding string '%s', should be one of {'valid', 'same'}", mode);
-        } else {
-            nn_pair(L, -1, "conv2d", "padding", &ph, &pw);
-        }
-    }
-    if (same) { /* stride 1: pad by half the dilated kernel, which must be odd-sized to stay symmetric */
-        if (sh != 1 || sw != 1) wl_raise(L, "conv2d: padding='same' is not supported for strided convolutions");
-        if (wick_tensor_ndim(weight) == 4) {
-            const int64_t *ws = wick_tensor_sizes(weight);
-            int64_t th = 0, tw = 0;
-            if (__builtin_mul_overflow((int64_t)dh, ws[2] - 1, &th) || __builtin_mul_overflow((int64_t)dw, ws[3] - 1, &tw) ||
-                th / 2 > INT_MAX || tw / 2 > INT_MAX)
-                wl_raise(L, "conv2d: padding='same' would need a padding larger than %d", INT_MAX);
-            if (th % 2 || tw % 2)
-                wl_raise(L, "conv2d: padding='same' needs an odd (dilated) kernel size here: asymmetric padding is "
-                            "not supported");
-            ph = (int)(th / 2), pw = (int)(tw / 2);
-        }
-    }
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_conv2d(slot, input, weight, bias, sh, sw, ph, pw, dh, dw, groups));
-    wl_account(L);
-    return 1;
-}
-
-/* kernel_size at 2, then {stride =, padding =, ceil_mode =, ...}: stride defaults to the kernel */
-static int nn_pool_args(lua_State *L, const char *fn, const char *const *keys, const char *list, int *k) {
-    nn_pair(L, 2, fn, "kernel_size", &k[0], &k[1]);
-    int opts = nn_options(L, 3, fn);
-    nn_check_keys(L, opts, fn, keys, list);
-    k[2] = k[0], k[3] = k[1], k[4] = k[5] = 0;
-    if (nn_field(L, opts, "stride")) nn_pair(L, -1, fn, "stride", &k[2], &k[3]);
-    lua_pop(L, 1);
-    if (nn_field(L, opts, "padding")) nn_pair(L, -1, fn, "padding", &k[4], &k[5]);
-    lua_pop(L, 1);
-    return opts;
-}
-
-/* wick._core.max_pool2d(input, kernel_size, {stride =, padding =, dilation = 1, ceil_mode =, return_indices =}) */
-static int m_max_pool2d(lua_State *L) {
-    static const char *const keys[] = {"stride", "padding", "dilation", "ceil_mode", "return_indices", NULL};
-    wick_tensor *input = wl_checktensor(L, 1, "max_pool2d", "input");
-    int k[6], dh = 1, dw = 1;
-    int opts = nn_pool_args(L, "max_pool2d", keys, "stride, padding, dilation, ceil_mode, return_indices", k);
-    if (nn_field(L, opts, "dilation")) nn_pair(L, -1, "max_pool2d", "dilation", &dh, &dw);
-    lua_pop(L, 1);
-    if (dh != 1 || dw != 1) wl_raise(L, "max_pool2d: dilation other than 1 is not supported");
-    int ceil_mode = nn_flag(L, opts, "ceil_mode", "max_pool2d", 0);
-    int with_indices = nn_flag(L, opts, "return_indices", "max_pool2d", 0);
-    wick_tensor **slot = wl_new_slot(L), **islot = with_indices ? wl_new_slot(L) : NULL;
-    wl_check(L, wick_max_pool2d(slot, islot, input, k[0], k[1], k[2], k[3], k[4], k[5], ceil_mode));
-    if (islot) to_one_based(L, *islot);
-    wl_account(L);
-    return with_indices ? 2 : 1;
-}
-
-/* wick._core.avg_pool2d(input, kernel_size, {stride =, padding =, ceil_mode =, count_include_pad = true}) */
-static int m_avg_pool2d(lua_State *L) {
-    static const char *const keys[] = {"stride", "padding", "ceil_mode", "count_include_pad", "divisor_override", NULL};
-    wick_tensor *input = wl_checktensor(L, 1, "avg_pool2d", "input");
-    int k[6];
-    int opts = nn_pool_args(L, "avg_pool2d", keys, "stride, padding, ceil_mode, count_include_pad", k);
-    if (nn_field(L, opts, "divisor_override")) wl_raise(L, "avg_pool2d: divisor_override is not supported");
-    lua_pop(L, 1);
-    int ceil_mode = nn_flag(L, opts, "ceil_mode", "avg_pool2d", 0);
-    int include_pad = nn_flag(L, opts, "count_include_pad", "avg_pool2d", 1);
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_avg_pool2d(slot, input, k[0], k[1], k[2], k[3], k[4], k[5], ceil_mode, include_pad));
-    wl_account(L);
-    return 1;
-}
-
 static const luaL_Reg module_fns[] = {
-    {"full", m_full},
-    {"full_like", m_full_like},
-    {"tensor", m_tensor},
-    {"arange", m_arange},
-    {"eye", m_eye},
-    {"manual_seed", m_manual_seed},
-    {"get_rng_state", m_get_rng_state},
-    {"set_rng_state", m_set_rng_state},
-    {"set_num_threads", m_set_num_threads},
-    {"get_num_threads", m_get_num_threads},
-    {"parse_device", m_parse_device},
-    {"cuda_is_available", m_cuda_is_available},
-    {"cuda_device_count", m_cuda_device_count},
-    {"cuda_current_device", m_cuda_current_device},
-    {"cuda_set_device", m_cuda_set_device},
-    {"cuda_synchronize", m_cuda_synchronize},
-    {"cuda_memory", m_cuda_memory},
-    {"cuda_reset_peak_memory_stats", m_cuda_reset_peak_memory_stats},
-    {"cuda_empty_cache", m_cuda_empty_cache},
-    {"cuda_allow_tf32", m_cuda_allow_tf32},
-    {"cuda_sync_counts", m_cuda_sync_counts},
-    {"cuda_begin_batch", m_cuda_begin_batch},
-    {"cuda_end_batch", m_cuda_end_batch},
-    {"cpu_bytes_in_use", m_cpu_bytes_in_use},
     {"where", m_where},
     {"fast_pointers", m_fast_pointers},
     {"fill_slots", m_fill_slots},
-    {"read_idx", m_read_idx},
-    {"from_bytes", m_from_bytes},
-    {"clock", m_clock},
-    {"same_device", m_same_device},
-    {"linear", m_linear},
     {"as_strided", m_as_strided},
-    {"write_storages", m_write_storages},
-    {"read_storage", m_read_storage},
-    {"storage_numel", m_storage_numel},
-    {"map_storages", m_map_storages},
-    {"storage_crc32", m_storage_crc32},
-    {"crc32c", m_crc32c},
     {"tensor_storage_key", t_storage_id},
-    {"mse_loss", m_mse_loss},
-    {"isatty", m_isatty},
-    {"set_grad_enabled", m_set_grad_enabled},
-    {"is_grad_enabled", m_is_grad_enabled},
-    {"conv2d", m_conv2d},
-    {"max_pool2d", m_max_pool2d},
-    {"avg_pool2d", m_avg_pool2d},
     {NULL, NULL}};
 
 static const luaL_Reg method_fns[] = {
@@ -1683,12 +965,6 @@ static const luaL_Reg method_fns[] = {
 /* Fills the module table at -1: functions, and `Tensor` (methods) and `_mt`. */
 void wl_open_tensor(lua_State *L) {
     luaL_register(L, NULL, module_fns);
-    for (int i = 0; i < (int)(sizeof creators / sizeof *creators); i++) {
-        char like[32];
-        set_closure(L, creators[i].name, m_create, i, 0);
-        snprintf(like, sizeof like, "%s_like", creators[i].name);
-        set_closure(L, like, m_create_like, i, 0);
-    }
     set_closure(L, "cat", m_join, 0, 0);
     set_closure(L, "stack", m_join, 1, 0);
     lua_createtable(L, WICK_NUM_DTYPES, 0); /* core.dtypes: the names, in wick_dtype order */
@@ -1737,6 +1013,9 @@ void wl_open_tensor(lua_State *L) {
     lua_pushstring(L, "wick.Tensor");
     lua_setfield(L, -2, "__name");
     lua_setfield(L, -2, "_mt");
+    wl_open_creation(L);
+    wl_open_runtime(L);
+    wl_open_io(L);
     wl_open_nn(L);
     wl_open_norm(L);
     wl_open_ops(L);

@@ -58,6 +58,8 @@ wick_dtype wl_dtype(lua_State *L, int idx, const char *fn);
 int wl_toscalar(lua_State *L, int idx, wick_scalar *s);
 /* Index of the trailing options table in [first, top], or 0 if none. */
 int wl_trailing_options(lua_State *L, int first);
+/* Adds 1 in place to a tensor of 0-based indices the core returned (not on meta). */
+void wl_to_one_based(lua_State *L, wick_tensor *t);
 
 /* ---- per-state records (state.c): interrupt flag, collector pacing ---- */
 typedef struct wl_state wl_state;
@@ -83,7 +85,10 @@ void wl_add_search_paths(lua_State *L);
 
 /* ---- registration ---- */
 void wl_open_tensor(lua_State *L); /* tensor_lua.c: fills the module table at -1 */
-void wl_open_nn(lua_State *L);     /* nn_lua.c: scaled_dot_product_attention (module table at -1) */
+void wl_open_creation(lua_State *L); /* creation_lua.c: zeros, ones, full, tensor, arange, eye... (module table at -1) */
+void wl_open_runtime(lua_State *L);  /* runtime_lua.c: rng, threads, devices, CUDA queries, grad mode (module table at -1) */
+void wl_open_io(lua_State *L);       /* io_lua.c: checkpoint storages, CRCs, IDX files (module table at -1) */
+void wl_open_nn(lua_State *L);     /* nn_lua.c: linear, mse_loss, conv2d, pooling, attention (module table at -1) */
 void wl_open_norm(lua_State *L);   /* norm_lua.c: layer_norm, cross_entropy (module table at -1) */
 void wl_open_ops(lua_State *L);    /* ops_lua.c: sort, scans (module table at -1, Tensor inside) */
 void wl_open_index(lua_State *L);  /* index_lua.c: t[key] and the masked/index ops (module table at -1) */
