@@ -16,7 +16,7 @@ wick is a tensor runtime: a C core (libwick) with CPU and CUDA backends and
 autograd, a Lua binding (require("wick")) with nn and optim modules, and a
 runner (bin/wick).
 ]],
-   license = "unspecified: the repository has no LICENSE file yet",
+   license = "MIT",
 }
 dependencies = {
    "lua >= 5.1",
