@@ -126,6 +126,19 @@ WICK_API const char *wick_dtype_name(wick_dtype dtype);           /* "float32" *
 WICK_API wick_status wick_dtype_parse(const char *name, wick_dtype *out);
 WICK_API size_t wick_dtype_size(wick_dtype dtype);                /* bytes */
 WICK_API int wick_dtype_is_floating(wick_dtype dtype);
+/* Everything wick states about a dtype, in one row (the binding exports these
+ * rows to Lua as core.dtype_info). digits is std::numeric_limits<T>::digits:
+ * the significand's bits of a floating dtype (implicit bit included: float32
+ * 24), the value bits of an integer one (int64 63, uint8 8, bool 1). */
+typedef struct wick_dtype_info {
+    const char *name; /* "float32" */
+    unsigned char size, is_floating, is_signed, digits;
+} wick_dtype_info;
+/* The row of `dtype`; NULL for a value outside the enum. */
+WICK_API const wick_dtype_info *wick_dtype_info_of(wick_dtype dtype);
+/* The i-th (0-based) alias that wick_dtype_parse also takes ("float", "double",
+ * "half", "long", "int", "byte": PyTorch's), with its dtype; NULL past the last. */
+WICK_API const char *wick_dtype_alias(int i, wick_dtype *dtype);
 /* One element of the given dtype at p, as a double (exact except int64 beyond 2^53). */
 WICK_API double wick_value_as_double(const void *p, wick_dtype dtype);
 /* PyTorch's promotion between two tensors of the same rank class. */

@@ -16,6 +16,14 @@ local C = {}
 local DTYPES = {}
 for _, d in ipairs(core.dtypes) do DTYPES[d] = true end
 
+--- The one test of "is a module" (an instance of nn.Module or a subclass):
+--- a table with a metatable (its class) holding the module's own field list.
+--- Module classes (nn.Linear itself) are not modules. Everyone asks this one.
+local function is_module(v)
+  return type(v) == "table" and getmetatable(v) ~= nil and type(rawget(v, "_fields")) == "table"
+end
+C.is_module = is_module
+
 --- What a value is, for messages: "Tensor", a module's class name, "nan",
 --- the number itself, or the Lua type.
 local function describe(v)
@@ -25,10 +33,7 @@ local function describe(v)
     return tostring(v)
   end
   if t == "userdata" and getmetatable(v) == tensor_mt then return "Tensor" end
-  if t == "table" and rawget(v, "_fields") ~= nil then
-    local m = getmetatable(v)
-    return m and m.__name or "table"
-  end
+  if is_module(v) then return getmetatable(v).__name or "table" end
   return t
 end
 C.describe = describe
@@ -138,7 +143,7 @@ end
 
 --- A module (an instance of nn.Module or a subclass).
 function C.module(v, fn, arg)
-  if type(v) ~= "table" or rawget(v, "_fields") == nil then expected(fn, arg, "a module", v) end
+  if not is_module(v) then expected(fn, arg, "a module", v) end
   return v
 end
 
@@ -173,7 +178,7 @@ local kinds = {
   tensor = function(v) return getmetatable(v) == tensor_mt end,
   dtype = function(v) return DTYPES[v] == true end,
   -- a device string or object; wick.device() checks the string itself
-  device = function(v) return type(v) == "string" or (type(v) == "table" and rawget(v, "_fields") == nil) end,
+  device = function(v) return type(v) == "string" or (type(v) == "table" and not is_module(v)) end,
   ["function"] = is_callable,
   any = function() return true end,
 }

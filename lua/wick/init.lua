@@ -79,6 +79,10 @@ local function device_of_name(name) return intern_device(core.parse_device(name)
 wick.dtypes = {} -- the core's names (wick_dtype_name), in its order
 for i, d in ipairs(core.dtypes) do wick.dtypes[i] = d end
 for _, d in ipairs(wick.dtypes) do wick[d] = d end
+-- the dtype facts (name -> {size, is_floating, is_signed, digits, index}), read
+-- from the core's one table: wick.serialize, wick.pytorch, ops and print use it
+local dtype_info = core.dtype_info
+wick._dtype_info = dtype_info
 
 -- ---- tensor fields read with `.` ----
 
@@ -145,8 +149,10 @@ end
 
 -- ---- conversions and small methods written over the C ones ----
 
-local conversions = { float = "float32", double = "float64", half = "float16", bfloat16 = "bfloat16",
-  long = "int64", int = "int32", byte = "uint8", bool = "bool" }
+-- t:float(), t:long(), ...: the core's aliases (PyTorch's names), and the two
+-- dtypes PyTorch's methods call by their own name
+local conversions = { bfloat16 = "bfloat16", bool = "bool" }
+for alias, dtype in pairs(core.dtype_aliases) do conversions[alias] = dtype end
 -- Each checks its receiver (t:float() on a non-tensor names the method and the
 -- user's line) and its arguments; the C methods they call check the rest.
 local check_tensor = check.tensor
@@ -175,8 +181,7 @@ function Tensor.expand_as(t, other)
 end
 function Tensor.where(t, cond, other) return core.where(cond, check_tensor(t, "where", "self"), other) end
 function Tensor.is_floating_point(t)
-  local d = check_tensor(t, "is_floating_point", "self").dtype
-  return d == "float32" or d == "float64" or d == "float16" or d == "bfloat16"
+  return dtype_info[check_tensor(t, "is_floating_point", "self").dtype].is_floating
 end
 function Tensor.is_same_storage(t, other)
   check_tensor(t, "is_same_storage", "self")

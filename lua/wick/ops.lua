@@ -16,9 +16,8 @@ local unpack = table.unpack or unpack
 return function(wick)
   local ops = {}
 
-  local function is_float(dtype)
-    return dtype == "float32" or dtype == "float64" or dtype == "float16" or dtype == "bfloat16"
-  end
+  local dtype_info = core.dtype_info
+  local function is_float(dtype) return dtype_info[dtype].is_floating end
 
   -- A 1-based dim (negative from the end) of t as a positive one; errors name fn.
   local function wrap_dim(t, d, fn)
@@ -414,8 +413,11 @@ return function(wick)
     return fill_with(t, "bernoulli_", float_draws("bernoulli_", t):lt(p))
   end
   -- the largest integer random_() gives by default: every integer below it fits the dtype exactly
-  local RANDOM_TOP = { float32 = 2 ^ 24, float64 = 2 ^ 53, float16 = 2 ^ 11, bfloat16 = 2 ^ 8, int64 = 2 ^ 53,
-    int32 = 2 ^ 31 - 1, uint8 = 255, bool = 1 }
+  -- (2^digits for a floating dtype, the largest value of an integer one, 2^53 at most: a Lua number)
+  local RANDOM_TOP = {}
+  for name, info in pairs(dtype_info) do
+    RANDOM_TOP[name] = (info.is_floating or info.digits >= 53) and 2 ^ math.min(info.digits, 53) or 2 ^ info.digits - 1
+  end
   --- t:random_([from, ]to): integers in [from, to); t:random_(): [0, 2^mantissa] (2^53 for int64 here).
   function Tensor.random_(t, from, to)
     from, to = keywords("random_", { "from", "to" }, from, to)

@@ -4,9 +4,8 @@
 local THRESHOLD, EDGE, LINE_WIDTH = 1000, 3, 80
 local ELLIPSIS = {} -- marks the elided middle of a summarised dim
 
-local function is_float(dtype)
-  return dtype == "float32" or dtype == "float64" or dtype == "float16" or dtype == "bfloat16"
-end
+local dtype_info = require("wick.core").dtype_info
+local function is_float(dtype) return dtype_info[dtype].is_floating end
 
 -- The indices shown along a dim: all, or the first and last EDGE (0 marks "...").
 local function shown(size, summarize)

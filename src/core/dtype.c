@@ -2,17 +2,18 @@
 #include "internal.h"
 
 #include <math.h>
+#include <stdio.h>
 
-static const struct {
-    const char *name;
-    size_t size;
-    int floating;
-} dtype_info[WICK_NUM_DTYPES] = {
-    [WICK_FLOAT32] = {"float32", 4, 1}, [WICK_FLOAT64] = {"float64", 8, 1},
-    [WICK_FLOAT16] = {"float16", 2, 1}, [WICK_BFLOAT16] = {"bfloat16", 2, 1},
-    [WICK_INT64] = {"int64", 8, 0},     [WICK_INT32] = {"int32", 4, 0},
-    [WICK_UINT8] = {"uint8", 1, 0},     [WICK_BOOL] = {"bool", 1, 0},
-};
+#define WK_DTYPE_ROW(id, name, bytes, floating, is_signed, digits) [id] = {name, bytes, floating, is_signed, digits},
+static const wick_dtype_info dtype_info[] = {WK_DTYPE_TABLE(WK_DTYPE_ROW)};
+#undef WK_DTYPE_ROW
+/* a row per enum value and none past it (a row missing in the middle would
+ * have a NULL name: spec/facts_spec.lua checks that every dtype has one) */
+_Static_assert(sizeof dtype_info / sizeof *dtype_info == WICK_NUM_DTYPES, "WK_DTYPE_TABLE must list every wick_dtype");
+
+const wick_dtype_info *wick_dtype_info_of(wick_dtype d) {
+    return (unsigned)d < WICK_NUM_DTYPES && dtype_info[d].name ? &dtype_info[d] : NULL;
+}
 
 /* Aliases PyTorch users type. */
 static const struct {
@@ -23,25 +24,34 @@ static const struct {
     {"long", WICK_INT64},    {"int", WICK_INT32},      {"byte", WICK_UINT8},
 };
 
+const char *wick_dtype_alias(int i, wick_dtype *dtype) {
+    if (i < 0 || (size_t)i >= sizeof dtype_aliases / sizeof *dtype_aliases) return NULL;
+    if (dtype) *dtype = dtype_aliases[i].dtype;
+    return dtype_aliases[i].alias;
+}
+
 const char *wick_dtype_name(wick_dtype d) {
     return (unsigned)d < WICK_NUM_DTYPES ? dtype_info[d].name : "invalid";
 }
 size_t wick_dtype_size(wick_dtype d) { return (unsigned)d < WICK_NUM_DTYPES ? dtype_info[d].size : 0; }
-int wick_dtype_is_floating(wick_dtype d) { return (unsigned)d < WICK_NUM_DTYPES && dtype_info[d].floating; }
+int wick_dtype_is_floating(wick_dtype d) { return (unsigned)d < WICK_NUM_DTYPES && dtype_info[d].is_floating; }
 
 wick_status wick_dtype_parse(const char *name, wick_dtype *out) {
     for (int i = 0; i < WICK_NUM_DTYPES; i++)
         if (strcmp(name, dtype_info[i].name) == 0) return *out = (wick_dtype)i, WICK_OK;
     for (size_t i = 0; i < sizeof dtype_aliases / sizeof *dtype_aliases; i++)
         if (strcmp(name, dtype_aliases[i].alias) == 0) return *out = dtype_aliases[i].dtype, WICK_OK;
-    return wick_fail(WICK_ERR_DTYPE,
-                     "unknown dtype '%s' (expected float32, float64, float16, bfloat16, int64, "
-                     "int32, uint8 or bool)",
-                     name);
+    char names[128] = ""; /* "float32, ..., uint8 or bool", from the table */
+    for (int i = 0; i < WICK_NUM_DTYPES; i++) {
+        size_t used = strlen(names);
+        snprintf(names + used, sizeof names - used, "%s%s", i == 0 ? "" : i == WICK_NUM_DTYPES - 1 ? " or " : ", ",
+                 dtype_info[i].name);
+    }
+    return wick_fail(WICK_ERR_DTYPE, "unknown dtype '%s' (expected %s)", name, names);
 }
 
 /* Category: 0 bool, 1 integer, 2 floating. */
-static int category(wick_dtype d) { return d == WICK_BOOL ? 0 : dtype_info[d].floating ? 2 : 1; }
+static int category(wick_dtype d) { return d == WICK_BOOL ? 0 : dtype_info[d].is_floating ? 2 : 1; }
 
 wick_dtype wick_promote_types(wick_dtype a, wick_dtype b) {
     if (a == b) return a;

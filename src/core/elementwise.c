@@ -5,10 +5,12 @@
 
 #include <math.h>
 
-#define NAME_OF(id, name) name,
-static const char *unary_names[] = {WICK_UNARY_OPS(NAME_OF)};
-static const char *binary_names[] = {WICK_BINARY_OPS(NAME_OF)};
+#define NAME_OF(id, name) [WICK_##id] = name,
+static const char *const unary_names[] = {WICK_UNARY_OPS(NAME_OF)};
+static const char *const binary_names[] = {WICK_BINARY_OPS(NAME_OF)};
 #undef NAME_OF
+_Static_assert(sizeof unary_names / sizeof *unary_names == WICK_NUM_UNARY, "a name for every unary op");
+_Static_assert(sizeof binary_names / sizeof *binary_names == WICK_NUM_BINARY, "a name for every binary op");
 
 const char *wick_unary_name(wick_unary_op op) { return (unsigned)op < WICK_NUM_UNARY ? unary_names[op] : "?"; }
 const char *wick_binary_name(wick_binary_op op) { return (unsigned)op < WICK_NUM_BINARY ? binary_names[op] : "?"; }

@@ -11,6 +11,30 @@
 
 typedef struct wick_backend wick_backend;
 
+/* A compile-time check in C11 and in C++ (the CUDA sources include this). */
+#ifdef __cplusplus
+#define WK_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+#else
+#define WK_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
+
+/* The op lists of wick.h and their arithmetic in scalar_math.h, counted at
+ * compile time (as ggml's static_assert on GGML_OP_COUNT): an op added to
+ * WICK_UNARY_OPS or WICK_BINARY_OPS without its expression here fails the
+ * build instead of leaving a NULL in a backend's kernel table. The kernel
+ * tables index by [WICK_##ID], so every ID is an op and, with the counts equal,
+ * every op has its entry. */
+#define WK_COUNT_ONE2(id, a) +1
+#define WK_COUNT_ONE3(id, a, b) +1
+#define WK_COUNT_ONE4(id, a, b, c) +1
+WK_STATIC_ASSERT(0 WK_UNARY_FLOAT_MATH(WK_COUNT_ONE3) == WICK_NUM_UNARY,
+                 "every unary op needs its float expression in scalar_math.h (WK_UNARY_FLOAT_MATH)");
+WK_STATIC_ASSERT(0 WK_BINARY_MATH(WK_COUNT_ONE4) WK_COMPARE_MATH(WK_COUNT_ONE2) == WICK_NUM_BINARY,
+                 "every binary op needs its expression in scalar_math.h (WK_BINARY_MATH or WK_COMPARE_MATH)");
+#undef WK_COUNT_ONE2
+#undef WK_COUNT_ONE3
+#undef WK_COUNT_ONE4
+
 struct wick_storage {
     int refcount; /* atomic */
     wick_device device;
@@ -133,11 +157,24 @@ static inline uint16_t wk_float_to_bf16(float f) { /* round to nearest even */
     return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
 }
 static inline bool wk_is_integral(wick_dtype d) { return !wick_dtype_is_floating(d); }
-/* the hot-path forms of wick_dtype_size and wick_dtype_is_floating */
+/* The dtype facts, stated once: X(enum, name, bytes, floating, signed, digits).
+ * digits is std::numeric_limits<T>::digits: the significand's bits of a
+ * floating dtype (implicit bit included), the value bits of an integer one.
+ * dtype.c builds wick_dtype_info (and name/size/is_floating) from it, the
+ * binding exports that to Lua (core.dtype_info), wk_dtype_size below reads it. */
+#define WK_DTYPE_TABLE(X)                                                                          \
+    X(WICK_FLOAT32, "float32", 4, 1, 1, 24) X(WICK_FLOAT64, "float64", 8, 1, 1, 53)                \
+    X(WICK_FLOAT16, "float16", 2, 1, 1, 11) X(WICK_BFLOAT16, "bfloat16", 2, 1, 1, 8)               \
+    X(WICK_INT64, "int64", 8, 0, 1, 63) X(WICK_INT32, "int32", 4, 0, 1, 31)                        \
+    X(WICK_UINT8, "uint8", 1, 0, 0, 8) X(WICK_BOOL, "bool", 1, 0, 0, 1)
+/* the hot-path form of wick_dtype_size */
 static inline size_t wk_dtype_size(wick_dtype d) {
-    static const unsigned char sizes[WICK_NUM_DTYPES] = {4, 8, 2, 2, 8, 4, 1, 1};
+#define WK_DTYPE_SIZE(id, name, bytes, floating, is_signed, digits) [id] = bytes,
+    static const unsigned char sizes[WICK_NUM_DTYPES] = {WK_DTYPE_TABLE(WK_DTYPE_SIZE)};
+#undef WK_DTYPE_SIZE
     return (unsigned)d < WICK_NUM_DTYPES ? sizes[d] : 0;
 }
+
 
 /* ---- elementwise iteration (shared by backends) ----
  * An iterator is the broadcast shape plus per-operand strides (in elements) and base

@@ -4,9 +4,10 @@
 
 #include <math.h>
 
-#define NAME_OF(id, name) name,
-static const char *reduce_names[] = {WICK_REDUCE_OPS(NAME_OF)};
+#define NAME_OF(id, name) [WICK_##id] = name,
+static const char *const reduce_names[] = {WICK_REDUCE_OPS(NAME_OF)};
 #undef NAME_OF
+_Static_assert(sizeof reduce_names / sizeof *reduce_names == WICK_NUM_REDUCE, "a name for every reduction");
 
 const char *wick_reduce_name(wick_reduce_op op) {
     return (unsigned)op < WICK_NUM_REDUCE ? reduce_names[op] : "?";

@@ -973,6 +973,36 @@ void wl_open_tensor(lua_State *L) {
         lua_rawseti(L, -2, d + 1);
     }
     lua_setfield(L, -2, "dtypes");
+    /* core.dtype_info[name] = {name, index (1-based, as in core.dtypes), size,
+     * is_floating, is_signed, digits}: the core's table (wick_dtype_info_of),
+     * the one place Lua reads dtype facts from; core.dtype_aliases[alias] = name */
+    lua_createtable(L, 0, WICK_NUM_DTYPES);
+    for (int d = 0; d < WICK_NUM_DTYPES; d++) {
+        const wick_dtype_info *info = wick_dtype_info_of((wick_dtype)d);
+        if (!info) continue;
+        lua_createtable(L, 0, 6);
+        lua_pushstring(L, info->name);
+        lua_setfield(L, -2, "name");
+        lua_pushinteger(L, d + 1);
+        lua_setfield(L, -2, "index");
+        lua_pushinteger(L, info->size);
+        lua_setfield(L, -2, "size");
+        lua_pushboolean(L, info->is_floating);
+        lua_setfield(L, -2, "is_floating");
+        lua_pushboolean(L, info->is_signed);
+        lua_setfield(L, -2, "is_signed");
+        lua_pushinteger(L, info->digits);
+        lua_setfield(L, -2, "digits");
+        lua_setfield(L, -2, info->name);
+    }
+    lua_setfield(L, -2, "dtype_info");
+    lua_newtable(L);
+    wick_dtype aliased;
+    for (int i = 0; wick_dtype_alias(i, &aliased); i++) {
+        lua_pushstring(L, wick_dtype_name(aliased));
+        lua_setfield(L, -2, wick_dtype_alias(i, NULL));
+    }
+    lua_setfield(L, -2, "dtype_aliases");
 
     lua_newtable(L); /* methods */
     luaL_register(L, NULL, method_fns);

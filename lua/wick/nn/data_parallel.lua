@@ -21,7 +21,7 @@ local Module = require("wick.nn.module")
 
 local DataParallel = Module:extend("DataParallel")
 
-local function is_module(v) return type(v) == "table" and getmetatable(v) ~= nil and rawget(v, "_fields") ~= nil end
+local is_module = check.is_module
 local function is_plain_table(v) return type(v) == "table" and getmetatable(v) == nil end
 
 -- One entry of device_ids (or output_device) as a device object. An integer

@@ -805,7 +805,7 @@ local function dict_container(C, name, check_item)
   --- (their order) or a table name -> value (sorted names).
   function C:update(x)
     if type(x) ~= "table" then check.expected(name .. ":update", "modules", "a table", x) end
-    if getmetatable(x) == getmetatable(self) or (rawget(x, "_fields") ~= nil and type(x.items) == "function") then
+    if getmetatable(x) == getmetatable(self) or (check.is_module(x) and type(x.items) == "function") then
       for k, v in x:items() do self[k] = v end
       return self
     end

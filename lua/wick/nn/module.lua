@@ -9,7 +9,7 @@ Module.__name = "Module"
 Module.__index = Module
 
 local function is_tensor(v) return wick.is_tensor(v) end
-local function is_module(v) return type(v) == "table" and getmetatable(v) ~= nil and rawget(v, "_fields") ~= nil end
+local is_module = check.is_module
 
 -- The fields wick keeps on a module for itself (set with rawset, never state).
 local INTERNAL = { _fields = true, _buffers = true, _opts = true, _mode = true }
@@ -31,7 +31,7 @@ end
 --- Module:extend("Name"): a new class; Class(...) builds an instance and calls init.
 -- every method checks its receiver: m.parameters() instead of m:parameters() names the method
 local function this(self, fn)
-  if type(self) ~= "table" or rawget(self, "_fields") == nil then check.expected("Module:" .. fn, "self", "a module", self) end
+  if not is_module(self) then check.expected("Module:" .. fn, "self", "a module", self) end
   return self
 end
 
@@ -337,11 +337,6 @@ function Module:zero_grad(set_to_none)
   end
 end
 
--- What a dtype argument of Module:to converts: floating-point tensors only.
-local function is_float(t)
-  local d = t.dtype
-  return d == "float32" or d == "float64" or d == "float16" or d == "bfloat16"
-end
 
 --- model:to(device | dtype | {device =, dtype =}): moves every parameter, buffer
 --- and gradient in place (same Lua objects, new storage) and returns model.
@@ -362,7 +357,7 @@ function Module:to(...)
   end
   local function move(t)
     local opts = { device = device }
-    if dtype and is_float(t) then opts.dtype = dtype end
+    if dtype and t:is_floating_point() then opts.dtype = dtype end
     return t:to(opts)
   end
   wick.cuda.batch(wick.no_grad, function()
