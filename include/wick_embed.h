@@ -40,6 +40,21 @@ extern "C" {
  * table. */
 WICK_API int luaopen_wick(lua_State *L);
 
+/* Makes `require("wick")` work in L without opening wick now: adds wick's Lua
+ * search paths (as luaopen_wick finds them) to package.path and registers the
+ * C half as package.preload["wick.core"]. A program that links the binding
+ * and lets its scripts require wick when they want it (build/wick does) calls
+ * this once after luaL_openlibs. Doing it again is harmless. Raises a Lua
+ * error only when Lua is out of memory. */
+WICK_API void wick_lua_preload(lua_State *L);
+
+/* Raises `msg` as a Lua error at the user's line: prefixed with the file and
+ * line of the nearest running Lua function that is not one of wick's own Lua
+ * files (or of the nearest one, when all are), as wick's own errors are. For
+ * a lua_CFunction or a hook (lua_sethook) of a state wick is open in; like
+ * lua_error it does not return. */
+WICK_API int wick_lua_error(lua_State *L, const char *msg);
+
 /* Pushes `t` as a wick tensor of this state (wick must be open in it). Takes a
  * new reference: the caller keeps its own and may release it at once. The
  * tensor shares memory with `t` (no copy). NULL pushes nil. Raises a Lua error

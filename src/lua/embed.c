@@ -1,5 +1,5 @@
-/* Opening wick in a host's lua_State (include/wick_embed.h) and the search
- * path logic shared with the runner (runner.c). */
+/* Opening wick in a host's lua_State (include/wick_embed.h): the search path
+ * logic of luaopen_wick and of the runner (wick_lua_preload, src/app/runner.c). */
 #include "wick_lua.h"
 #include "wick_embed.h"
 
@@ -55,6 +55,10 @@ void wl_add_search_paths(lua_State *L) {
     lua_pushboolean(L, 1);
     lua_rawset(L, LUA_REGISTRYINDEX);
 }
+
+WICK_API void wick_lua_preload(lua_State *L) { wl_add_search_paths(L); }
+
+WICK_API int wick_lua_error(lua_State *L, const char *msg) { return wl_raise_from(L, 0, msg ? msg : "(no message)"); }
 
 WICK_API int luaopen_wick(lua_State *L) {
     wl_add_search_paths(L);

@@ -1,4 +1,4 @@
-/* The interactive prompt of build/wick (src/lua/repl.c). */
+/* The interactive prompt of build/wick (src/app/repl.c). */
 #ifndef WICK_REPL_H
 #define WICK_REPL_H
 

@@ -1,13 +1,17 @@
 /* build/wick: runs a Lua script with wick available, like `luajit`:
  *   wick script.lua args...   (arg[0] is the script, arg[1..] its arguments)
  *   wick -e 'code'            (then an optional script)
- *   wick                      (an interactive prompt, src/lua/repl.c; with stdin
+ *   wick                      (an interactive prompt, src/app/repl.c; with stdin
  *                              not a terminal, stdin is run as a script, as lua does)
- * The binding is linked in and registered as "wick.core"; the Lua half is found
- * in the source tree this runner was built from, or in the install prefix. */
-#include "wick_lua.h"
+ * A client of the public headers only (wick_embed.h): the binding is linked in
+ * and made loadable by wick_lua_preload, which registers it as "wick.core" and
+ * finds the Lua half in the source tree this runner was built from, or in the
+ * install prefix. */
 #include "repl.h"
 
+#include <wick_embed.h>
+
+#include <lauxlib.h>
 #include <lualib.h>
 #include <malloc.h>
 #include <signal.h>
@@ -73,7 +77,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     luaL_openlibs(L);
-    wl_add_search_paths(L);
+    wick_lua_preload(L);
     int script = 0, interactive = 0, ran_code = 0, status = 0;
     for (int i = 1; i < argc && !script; i++) {
         if (strcmp(argv[i], "-e") == 0 && i + 1 < argc) {

@@ -5,7 +5,6 @@
  * $WICK_HISTORY) and Tab completion. Formatting, tracebacks and completion are
  * Lua, in lua/wick/repl.lua. */
 #include "repl.h"
-#include "wick_lua.h" /* wl_raise_from: the binding's "at the user's line" */
 
 #include <lauxlib.h>
 #include <luajit.h>
@@ -45,7 +44,7 @@ static int helpers_ref = LUA_NOREF; /* require("wick.repl"), or LUA_NOREF */
 static void interrupted_hook(lua_State *L, lua_Debug *ar) {
     (void)ar;
     lua_sethook(L, NULL, 0, 0);
-    if (wick_interrupt_take(state_flag)) wl_raise_from(L, 0, "interrupted"); /* at the user's line */
+    if (wick_interrupt_take(state_flag)) wick_lua_error(L, "interrupted"); /* at the user's line */
 }
 
 static void on_sigint(int sig) {
