@@ -1,6 +1,7 @@
 /* The host-settable parts of the process: the allocator of CPU tensor memory
  * and the log callback (wick.h, "embedding in a host"); both may change while
- * other threads run ops. */
+ * other threads run ops. And wick_empty_cache, which reaches the CPU backend's
+ * cache through its table. */
 #include "internal.h"
 
 #include <pthread.h>
@@ -60,6 +61,11 @@ void wk_free(void *p, size_t nbytes) {
     if (release) release(p, nbytes ? nbytes : 1, __atomic_load_n(&host_ud, __ATOMIC_RELAXED));
     else free(p);
     block_leave();
+}
+
+void wick_empty_cache(void) {
+    const wick_backend *cpu = wk_backend_for(wick_cpu());
+    if (cpu && cpu->empty_cache) cpu->empty_cache();
 }
 
 wick_status wick_set_allocator(void *(*alloc)(size_t nbytes, void *ud), void (*release)(void *p, size_t nbytes, void *ud),

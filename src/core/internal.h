@@ -346,6 +346,11 @@ struct wick_backend {
     wick_status (*fill)(const wk_iter *it, double value);
     wick_status (*unary)(wick_unary_op op, const wk_iter *it);
     wick_status (*binary)(wick_binary_op op, const wk_iter *it, double alpha);
+    /* the inner loop of binary op `op` (WICK_ADD..WICK_DIV) in dtype `compute`,
+     * over n elements (p[k]: operand k's first, s[k]: its stride in elements,
+     * extra: a double alpha), for the dispatcher's tiny-op fast path
+     * (src/core/fast.c); NULL: no fast path */
+    void (*(*binary_loop)(int op, wick_dtype compute))(char **p, const int64_t *s, int64_t n, const void *extra);
     wick_status (*clamp)(const wk_iter *it, double lo, double hi);
     wick_status (*where)(const wk_iter *it);
     /* operands out, mask (1 byte: bool or uint8): out = value where mask is

@@ -93,8 +93,6 @@ static void cpu_empty_cache(void) {
     pthread_mutex_unlock(&cache_lock);
 }
 
-void wick_empty_cache(void) { cpu_empty_cache(); }
-
 /* ---- copy ---- */
 
 typedef struct {
@@ -232,6 +230,7 @@ const wick_backend wk_cpu_backend = {
     .fill = cpu_fill,
     .unary = cpu_unary,
     .binary = cpu_binary,
+    .binary_loop = cpu_binary_run,
     .clamp = cpu_clamp,
     .where = cpu_where,
     .masked_fill = cpu_masked_fill,

@@ -1,13 +1,13 @@
-/* Fast paths for tiny CPU ops, called by the Lua binding through LuaJIT's FFI.
- * They skip the dispatcher's general machinery (type promotion, broadcasting,
- * conversions, the thread pool) for the one case that needs none of it: float
- * tensors of one dtype and shape, contiguous, on the CPU. They run the same
- * kernels as the full path. Any other case returns 1 ("not handled") without
+/* Fast paths for tiny CPU ops (wick_try_fast_*, wick.h), called by the Lua
+ * binding through LuaJIT's FFI. They are the dispatcher's: they skip its
+ * general machinery (type promotion, broadcasting, conversions, the thread
+ * pool) for the one case that needs none of it: float tensors of one dtype and
+ * shape, contiguous, on the CPU, that autograd need not see. They run the same
+ * kernels as the full path, reached through the CPU backend's table
+ * (binary_loop, gemm). Any other case returns 1 ("not handled") without
  * setting an error, and the caller takes the full path, which also produces
  * every error message. */
-#include "cpu.h"
-
-#include "../core/autograd.h"
+#include "autograd.h"
 
 #define FAST_MAX_NUMEL 4096 /* above this the full path (and its threads) wins */
 
@@ -17,7 +17,9 @@ static bool fast_tensor(const wick_tensor *t) {
            (t->dtype == WICK_FLOAT32 || t->dtype == WICK_FLOAT64) && wick_tensor_is_contiguous(t);
 }
 
-static bool fast_op(int op) { return op == WICK_ADD || op == WICK_SUB || op == WICK_MUL || op == WICK_DIV; }
+static bool fast_op(int op) {
+    return wk_cpu_backend.binary_loop && (op == WICK_ADD || op == WICK_SUB || op == WICK_MUL || op == WICK_DIV);
+}
 
 static bool same_shape(const wick_tensor *a, const wick_tensor *b) {
     if (a->ndim != b->ndim) return false;
@@ -30,7 +32,7 @@ static bool same_shape(const wick_tensor *a, const wick_tensor *b) {
 static void run_scaled(int op, wick_dtype d, char *out, const char *x, const char *y, int64_t n,
                        const int64_t *step, double alpha) {
     char *p[3] = {out, (char *)x, (char *)y};
-    cpu_binary_run(op, d)(p, step, n, &alpha);
+    wk_cpu_backend.binary_loop(op, d)(p, step, n, &alpha);
 }
 
 static void run(int op, wick_dtype d, char *out, const char *x, const char *y, int64_t n, const int64_t *step) {
@@ -95,7 +97,7 @@ int wick_try_fast_mm(wick_tensor **out, const wick_tensor *a, const wick_tensor 
                       .m = shape[0], .n = shape[1], .k = a->sizes[1],
                       .a = wk_data(a), .lda = ld[0], .b = wk_data(b), .ldb = ld[1],
                       .c = wk_data(c), .ldc = shape[1] > 0 ? shape[1] : 1, .alpha = 1, .beta = 0};
-    if (cpu_gemm(&g) != WICK_OK) {
+    if (wk_cpu_backend.gemm(&g) != WICK_OK) {
         wick_tensor_release(c);
         return 1;
     }
