@@ -386,7 +386,7 @@ WICK_API const char *wick_reduce_name(wick_reduce_op op);
 WICK_API wick_status wick_reduce(wick_tensor **out, wick_tensor **indices, wick_reduce_op op,
                                  const wick_tensor *a, int dim, int keepdim, int correction);
 
-/* ---- linear algebra (OpenBLAS on the CPU) -------------------------------- */
+/* ---- linear algebra (BLAS on the CPU: BLIS, or OpenBLAS) ----------------- */
 
 WICK_API wick_status wick_mm(wick_tensor **out, const wick_tensor *a, const wick_tensor *b);
 WICK_API wick_status wick_bmm(wick_tensor **out, const wick_tensor *a, const wick_tensor *b);
@@ -680,7 +680,7 @@ WICK_API int64_t wick_cpu_bytes_in_use(void);
  * all devices (the sum of wick_cuda_memory_allocated; 0 without CUDA). One
  * atomic load: the Lua binding paces its collector by it. */
 WICK_API int64_t wick_cuda_bytes_in_use(void);
-/* Large freed CPU blocks (1 MiB and more, at most 512 MiB in all) are cached for
+/* Large freed CPU blocks (128 KiB and more, at most 512 MiB in all) are cached for
  * reuse; this gives them back to the system. Also done before any allocation
  * fails as out of memory. */
 WICK_API void wick_empty_cache(void);
