@@ -1,0 +1,2 @@
+/* A backend's private header (fixture, tests/layers/README.md). */
+int cpu_fixture(void);
