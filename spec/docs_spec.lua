@@ -217,6 +217,32 @@ describe("docs/api.md", function()
     end
   end)
 
+  it("runs its Lua examples", function()
+    local blocks = 0
+    for code in text:gmatch("\n```lua\n(.-)\n```") do
+      blocks = blocks + 1
+      local printed = {}
+      local env = setmetatable({ print = function(...) printed[#printed + 1] = table.concat({ ... }, " ") end },
+        { __index = _G })
+      local name, chunk = "=docs/api.md example " .. blocks, nil
+      if setfenv then
+        chunk = assert(loadstring(code, name))
+        setfenv(chunk, env)
+      else
+        chunk = assert(load(code, name, "t", env))
+      end
+      local ok, err = pcall(chunk)
+      assert(ok, err)
+      if blocks == 1 then
+        -- the first script trains a classifier on a separable problem
+        local accuracy = tonumber((printed[1] or ""):match("^accuracy (%S+)$"))
+        assert.is_number(accuracy, "the first script printed " .. tostring(printed[1]))
+        assert.is_true(accuracy >= 0.8, "the first script reached only " .. accuracy)
+      end
+    end
+    assert.is_true(blocks >= 1, "no ```lua example on the page")
+  end)
+
   describe("the checker itself", function()
     it("catches a documented name that does not exist, in each form", function()
       local page = "`wick.zeros` `wick.no_such_fn` `nn.NoSuchLayer` `F.no_such` `optim.NoSuch` `t:no_such_method`"
