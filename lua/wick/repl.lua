@@ -1,4 +1,4 @@
--- The Lua half of build/wick's prompt (src/lua/repl.c): how results are printed,
+-- The Lua half of build/wick's prompt (src/app/repl.c): how results are printed,
 -- how errors are cut down to the user's frames, and what Tab completes.
 -- Kept in Lua because walking tables and metatables is what Lua does best; the
 -- C side owns the terminal, the signals and the history.
