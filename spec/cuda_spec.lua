@@ -176,7 +176,7 @@ describe("elementwise ops on " .. tostring(DEVICE or "cuda"), function()
     end)
   end)
 
-  -- the plans of src/core/ew_plan.h: rows, columns, outer products, a 3-d row
+  -- the plans of src/cuda/cuda_ew_plan.h: rows, columns, outer products, a 3-d row
   -- broadcast that coalesces to two dims, the general walk over 4 dims
   on_device("broadcasts: bias rows, columns, outer products, 3-d and 4-d", function(d)
     for _, dtype in ipairs({ "float32", "float64", "float16", "int64" }) do

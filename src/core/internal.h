@@ -411,7 +411,7 @@ void wk_oom_collect(const wick_backend *b);
  * storage and for scratch memory alike. NULL when that fails too. */
 void *wk_alloc_or_collect(const wick_backend *b, size_t nbytes, int device);
 #ifdef WICK_WITH_CUDA
-extern const wick_backend wk_cuda_backend; /* src/cuda/cuda_backend.c */
+extern const wick_backend wk_cuda_backend; /* src/cuda/cuda_backend.cu */
 #endif
 
 /* ---- threads (threads.c) ---- */
