@@ -1,0 +1,91 @@
+/* libFuzzer target for the checkpoint engine's PyTorch zip reader, without Lua
+ * (src/io/zip.c, src/io/pytorch.c; fuzz/README.md): fuzz_pytorch_c.
+ *
+ * Each input is written to an in-memory file (memfd, opened as
+ * /proc/self/fd/N) and read by wk_ckpt_read, which hands files starting with
+ * "PK\3\4" to the zip reader. An error status is the expected answer to a bad
+ * file; a crash, a sanitizer report, a leak, a timeout or an allocation of
+ * 1 GiB or more (run.sh's malloc limit) is a finding. What loads is read in
+ * full: every storage's bytes, and every element every view of the tree
+ * reaches (a view past its storage is a finding for ASan). The tree itself may
+ * share values, even cyclically (a pickle's memo); the engine's walks mark
+ * them, and this target reads the views from c->views. The corpus is
+ * fuzz/corpus/pytorch (the same inputs as fuzz_pytorch, which goes through
+ * wick.load). */
+#define _GNU_SOURCE
+#include "../src/io/ckpt.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static char input_path[64];
+static int input_fd = -1;
+
+static void die(const char *what) {
+    fprintf(stderr, "fuzz_pytorch_c: %s: %s\n", what, strerror(errno));
+    abort();
+}
+
+static void write_input(const uint8_t *data, size_t size) {
+    if (input_fd < 0) {
+        input_fd = memfd_create("wick-fuzz-input", MFD_CLOEXEC);
+        if (input_fd < 0) die("memfd_create");
+        snprintf(input_path, sizeof input_path, "/proc/self/fd/%d", input_fd);
+    }
+    if (ftruncate(input_fd, 0) != 0) die("ftruncate");
+    for (size_t done = 0; done < size;) {
+        ssize_t n = pwrite(input_fd, data + done, size - done, (off_t)done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) die("pwrite");
+        done += (size_t)n;
+    }
+}
+
+static volatile uint32_t sink;
+
+/* Every element a view reaches, read (in index order, recursively by dim). */
+static void touch_view(const char *base, int ndim, const int64_t *sizes, const int64_t *strides, size_t es) {
+    if (ndim == 0) {
+        uint32_t x = 0;
+        memcpy(&x, base, es < sizeof x ? es : sizeof x);
+        sink ^= x;
+        return;
+    }
+    for (int64_t i = 0; i < sizes[0]; i++)
+        touch_view(base + i * strides[0] * (int64_t)es, ndim - 1, sizes + 1, strides + 1, es);
+}
+
+/* Every view the tree holds (c->views: each made once, however often the tree
+ * reaches it), read element by element. */
+static void touch_views(const wk_ckpt *c) {
+    int64_t budget = (int64_t)1 << 24; /* elements per input: many views of one big storage stay fast */
+    for (int i = 0; i < c->nviews; i++) {
+        const wick_tensor *t = c->views[i];
+        int64_t numel = wick_tensor_numel(t);
+        if (numel > budget) break;
+        budget -= numel;
+        if (numel > 0)
+            touch_view(wick_tensor_data((wick_tensor *)t), wick_tensor_ndim(t), wick_tensor_sizes(t),
+                       wick_tensor_strides(t), wick_dtype_size(wick_tensor_dtype(t)));
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    write_input(data, size);
+    wk_ckpt_read_options opts = {"fuzz", -1, 0};
+    wk_ckpt *c = NULL;
+    if (wk_ckpt_read(&c, input_path, &opts) == WICK_OK) {
+        for (int i = 0; i < c->nstorages; i++) {
+            const wk_ckpt_storage *s = &c->storages[i];
+            sink ^= wick_crc32c(0, wick_tensor_data(s->data), (size_t)s->numel * wick_dtype_size(s->dtype));
+        }
+        touch_views(c);
+        wk_ckpt_free(c);
+    }
+    return 0;
+}
