@@ -291,6 +291,36 @@ WICK_API wick_status wick_to(wick_tensor **out, wick_tensor *t, wick_options opt
  * usable GPU. */
 WICK_API wick_status wick_pin_memory(wick_tensor **out, const wick_tensor *t);
 WICK_API int wick_tensor_is_pinned(const wick_tensor *t);
+/* ---- moving tensors in place (model:to) ------------------------------------
+ * Torch7's THTensor_(set): a tensor object takes other data while everyone who
+ * holds it (a module, an optimizer, the Lua object) keeps holding the same one. */
+
+/* dst takes src's data: src's storage (shared from now on, as a view shares
+ * it), dtype, sizes, strides and offset. dst keeps its identity (the address,
+ * its references), requires_grad and grad. Other tensors that shared dst's old
+ * storage (its views, or the tensor it viewed) keep the old storage: they no
+ * longer share with dst. A graph that saved dst before sees a write (the new
+ * storage's version moves past the old one's), so its backward raises instead
+ * of using other data. Errors (dst unchanged): dst has autograd history (a
+ * non-leaf: detach first); dst requires grad and src is not floating point;
+ * dst has a grad that would not fit src (shape, dtype, device: move or clear
+ * the grad first). dst == src does nothing. */
+WICK_API wick_status wick_tensor_set_(wick_tensor *dst, wick_tensor *src);
+/* PyTorch's Module.to over a module's tensors: every tensor of the array, and
+ * every gradient they hold, goes to *device (NULL: each stays on its own;
+ * "cuda" without an ordinal is the current device) and, when it is floating
+ * point, to *dtype (NULL: dtypes stay; a dtype that is not floating point is
+ * an error). Each tensor moves in place (wick_tensor_set_'s sense; a tensor
+ * with autograd history is cut from its graph, keeping requires_grad) and
+ * once, however often the array holds it. All copies are made first, in one
+ * batch of copies (wick_cuda_begin_batch: no copy waits for a GPU alone; the
+ * end waits once per GPU); a failure there moves nothing. non_blocking as in
+ * wick_options for copies from pinned memory to a GPU; copies from a GPU to
+ * the CPU go into fresh pageable memory, whose bytes have arrived when each
+ * copy returns. */
+WICK_API wick_status wick_tensors_to_(int n, wick_tensor *const *tensors, const wick_device *device,
+                                      const wick_dtype *dtype, int non_blocking);
+
 /* The value of a one-element tensor. */
 WICK_API wick_status wick_item_double(const wick_tensor *t, double *out);
 WICK_API wick_status wick_item_int64(const wick_tensor *t, int64_t *out);

@@ -524,3 +524,62 @@ describe("meta tensors", function()
     assert.are.equal("tensor(..., device='meta', size=(2, 3))", tostring(M))
   end)
 end)
+
+describe("devices cross the binding as numbers", function()
+  it("a device object caches its number; t.device finds the interned object by it", function()
+    local cpu, meta = wick.device("cpu"), wick.device("meta")
+    assert.are.equal("number", type(cpu._code))
+    assert.are_not.equal(cpu._code, meta._code)
+    assert.are_not.equal(wick.device("cuda")._code, wick.device("cuda:0")._code)
+    assert.are_not.equal(wick.device("cuda:0")._code, wick.device("cuda:1")._code)
+    assert.is_true(rawequal(cpu, wick.ones(1).device))
+    assert.is_true(rawequal(meta, wick.ones(1, { device = "meta" }).device))
+    assert.are.equal(meta._code, wick.ones(1, { device = meta })._device_code(wick.ones(1, { device = meta })))
+  end)
+
+  it("each number gives back its device, and a number of no device is an error", function()
+    for _, name in ipairs({ "cpu", "meta", "cuda", "cuda:0", "cuda:3" }) do
+      local d = wick.device(name)
+      local type_, index, canonical, code = wick._core.device_of_code(d._code)
+      assert.are.equal(d.type, type_)
+      assert.are.equal(d.index, index)
+      assert.are.equal(name, canonical)
+      assert.are.equal(d._code, code)
+    end
+    for _, bad in ipairs({ -1, 3, 4 + 3, 8 + 2, 2.5 }) do
+      assert.is_false(pcall(wick._core.device_of_code, bad), tostring(bad))
+    end
+  end)
+
+  it("a device object is read through its number by every function taking a device", function()
+    local meta = wick.device("meta")
+    assert.are.equal("meta", wick.zeros(2, { device = meta }).device.type)
+    assert.are.equal("meta", wick.ones(2):to(meta).device.type)
+    -- a plain table {type =, index =} still works, and a number is no device
+    assert.are.equal("meta", wick.zeros(2, { device = { type = "meta" } }).device.type)
+    assert_contains(error_of(wick.zeros, 2, { device = meta._code }), "device")
+  end)
+
+  it("module moves take the device's number: a bad one is an error, nothing moves", function()
+    local m = wick.nn.Linear(2, 2)
+    assert_contains(error_of(function() wick._core.tensors_to({ m.weight }, 3) end), "device number")
+    assert_contains(error_of(function() wick._core.tensors_to({ m.weight }, "meta") end), "device number")
+    assert_contains(error_of(function() wick._core.tensors_to({ m.weight, 5 }, wick.device("meta")._code) end), "tensor")
+    assert_contains(error_of(function() wick._core.tensors_to(m.weight) end), "array of tensors")
+    assert.are.equal("cpu", m.weight.device.type)
+    wick._core.tensors_to({}, wick.device("meta")._code)
+  end)
+
+  it("model:cuda() without CUDA raises the creation error and moves nothing", function()
+    if HAS_CUDA then pending("only meaningful when wick.cuda.is_available() is false") end
+    local m = wick.nn.Sequential(wick.nn.Linear(2, 2), wick.nn.Linear(2, 2))
+    local w = m:parameters()[1]
+    assert_contains(error_of(function() m:cuda() end), "is_available")
+    assert_contains(error_of(function() m:to({ device = "cuda:1", dtype = "float64" }) end), "cuda:1")
+    for _, p in ipairs(m:parameters()) do
+      assert.are.equal("cpu", p.device.type)
+      assert.are.equal("float32", p.dtype)
+    end
+    assert.is_true(rawequal(w, m:parameters()[1]))
+  end)
+end)

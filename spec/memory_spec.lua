@@ -62,4 +62,23 @@ describe("memory", function()
     collectgarbage("restart")
     assert.is_true(peak < 512 * 1024 * 1024, ("peak %d bytes"):format(peak))
   end)
+  it("model:to keeps no more than each small tensor's first block, and frees everything with the model", function()
+    local before = settle()
+    local function work()
+      local m = wick.nn.Sequential(wick.nn.Linear(4, 4), wick.nn.Linear(64, 64)) -- small (header in the block) and large
+      for _, p in ipairs(m:parameters()) do p.grad = wick.ones_like(p) end
+      m:to("float64")
+      local once = settle()
+      for _ = 1, 20 do m:to("float32"); m:to("float64") end
+      -- the moves in between freed their data: only the final copies are held
+      assert.are.equal(once, settle())
+      m:to("meta")
+      assert.is_true(settle() < once)
+      return m
+    end
+    local m = work()
+    assert.are.equal("meta", m[2].weight.grad.device.type)
+    m = nil -- luacheck: ignore
+    assert.are.equal(before, settle())
+  end)
 end)

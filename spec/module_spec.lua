@@ -712,3 +712,196 @@ describe("nanoGPT's configure_optimizers, ported", function()
     assert.is_nil(model.lm_head.weight.grad)
   end)
 end)
+
+describe("model:to in one crossing (wick_tensors_to_)", function()
+  -- calls of wick's C functions while fn runs (the JIT off, so the hook sees them all)
+  local function crossings(fn)
+    local core_fns = {}
+    for _, v in pairs(wick._core) do if type(v) == "function" then core_fns[v] = true end end
+    for _, v in pairs(wick._core.Tensor) do if type(v) == "function" then core_fns[v] = true end end
+    local n = 0
+    if jit then jit.off() end
+    debug.sethook(function()
+      local info = debug.getinfo(2, "f")
+      if info and core_fns[info.func] then n = n + 1 end
+    end, "c")
+    local ok, err = pcall(fn)
+    debug.sethook()
+    if jit then jit.on() end
+    assert(ok, err)
+    return n
+  end
+  local unpack = table.unpack or unpack -- luacheck: ignore
+  local function stack(n)
+    local layers = {}
+    for i = 1, n do layers[i] = nn.Linear(3, 3) end
+    return nn.Sequential(unpack(layers))
+  end
+
+  it("calls into C once, however many parameters the model has", function()
+    wick.device("meta") -- interned: later moves parse no string
+    for _, n in ipairs({ 2, 40 }) do
+      local m = stack(n)
+      for _, p in ipairs(m:parameters()) do p.grad = wick.ones_like(p) end
+      assert.are.equal(1, crossings(function() m:to("meta") end), n .. " layers")
+      assert.are.equal("meta", m[1].weight.grad.device.type)
+    end
+    local m = stack(10)
+    assert.are.equal(1, crossings(function() m:to("float64") end))
+    local cpu = wick.device("cpu")
+    assert.are.equal(1, crossings(function() m:to(cpu) end))
+  end)
+
+  it("keeps every parameter object, so an optimizer built before keeps working", function()
+    wick.manual_seed(1)
+    local m = stack(3)
+    local params = m:parameters()
+    local opt = wick.optim.SGD(m:parameters(), { lr = 0.5 })
+    local before = params[1]:clone()
+    assert.is_true(rawequal(m, m:to("float64")))
+    for i, p in ipairs(m:parameters()) do
+      assert.is_true(rawequal(params[i], p))
+      assert.are.equal("float64", p.dtype)
+      assert.is_true(p.requires_grad)
+      assert.is_true(p.is_leaf)
+    end
+    assert.is_true(params[1]:equal(before:double()))
+    local x = wick.randn(4, 3, F64)
+    m(x):sum():backward()
+    opt:step()
+    assert.are.equal("float64", params[1].grad.dtype)
+    assert.is_false(params[1]:equal(before:double())) -- the optimizer updated the moved object
+  end)
+
+  it("moves existing gradients with their parameters, values kept", function()
+    local m = stack(2)
+    local w = m[1].weight
+    w.grad = wick.full({ 3, 3 }, 0.25)
+    m:to("float64")
+    assert.are.equal("float64", w.grad.dtype)
+    assert.are.same({ 3, 3 }, w.grad:size())
+    assert.are.equal(0.25 * 9, w.grad:sum():item())
+    assert.is_nil(m[2].weight.grad)
+    m:to({ device = "meta", dtype = "float16", non_blocking = true })
+    assert.are.equal("meta", w.grad.device.type)
+    assert.are.equal("float16", w.grad.dtype)
+    assert.are.equal("float16", w.dtype)
+  end)
+
+  it("keeps tied weights tied and moves a shared tensor once", function()
+    local m = Tiny(6, 4, 2)
+    local tied = m.lm_head.weight
+    assert.is_true(rawequal(tied, m.transformer.wte.weight))
+    -- the same tensor twice in the array, and once more as a grad elsewhere
+    local p = wick.ones(2, 2, { requires_grad = true })
+    local g = wick.full({ 2, 2 }, 3)
+    p.grad = g
+    wick._core.tensors_to({ p, p, tied, tied }, wick.device("meta")._code)
+    assert.are.equal("meta", p.device.type)
+    assert.are.equal("meta", p.grad.device.type)
+    m:to("float64")
+    assert.is_true(rawequal(m.lm_head.weight, m.transformer.wte.weight))
+    assert.is_true(m.lm_head.weight:is_same_storage(m.transformer.wte.weight))
+    assert.are.equal("float64", m.transformer.wte.weight.dtype)
+  end)
+
+  it("casts only floating-point tensors, and refuses a dtype that is not floating point", function()
+    local Net = nn.Module:extend("CountNet")
+    function Net:init()
+      self.fc = nn.Linear(2, 2)
+      self:register_buffer("count", wick.zeros({}, { dtype = "int64" }))
+    end
+    local m = Net()
+    m:to("float64")
+    assert.are.equal("int64", m.count.dtype)
+    assert.are.equal("float64", m.fc.weight.dtype)
+    assert_error_has(function() m:to("int32") end, "int32")
+    assert.are.equal("float64", m.fc.weight.dtype) -- nothing moved
+    assert_error_has(function() m:to({ device = "meta", dtype = "float99" }) end, "float99")
+    assert_error_has(function() m:to("gpu") end, "'gpu'")
+    assert_error_has(function() m:to(42) end, "expected a device, a dtype or an options table")
+    assert.are.equal("cpu", m.fc.weight.device.type)
+  end)
+
+  it("moves nothing when one copy fails (a meta tensor cannot go to the CPU)", function()
+    local Net = nn.Module:extend("HalfMeta")
+    function Net:init()
+      self.a = nn.Linear(2, 2)
+      self.b = nn.Linear(2, 2, { device = "meta" })
+    end
+    local m = Net()
+    local w = m.a.weight
+    local before = w:clone()
+    assert_error_has(function() m:to({ device = "cpu", dtype = "float64" }) end, "meta")
+    assert.are.equal("float32", w.dtype)
+    assert.is_true(w:equal(before))
+    assert.are.equal("meta", m.b.weight.device.type)
+  end)
+
+  it("a graph built before the move raises at backward instead of mixing old and new data", function()
+    -- the weight saved for the input's gradient: its storage's version moved on
+    local m = stack(1)
+    local y = m(wick.randn(2, 3, { requires_grad = true })):sum()
+    m:to("float64")
+    assert_error_has(function() y:backward() end, "modified by an inplace operation")
+    -- nothing saved: the leaf's gradient no longer fits the leaf
+    m = stack(1)
+    y = m(wick.randn(2, 3)):sum()
+    m:to("meta")
+    assert_error_has(function() y:backward() end, "when the graph was built")
+    assert.is_nil(m[1].weight.grad)
+    m:to({ dtype = "float16" })
+    assert.is_nil(m[1].weight.grad)
+  end)
+
+  it("cuts a module tensor that has autograd history from its graph", function()
+    local Net = nn.Module:extend("Computed")
+    function Net:init()
+      self.fc = nn.Linear(2, 2)
+      self.scaled = self.fc.weight * 2 -- a non-leaf held as state
+    end
+    local m = Net()
+    assert.is_false(m.scaled.is_leaf)
+    m:to("float64")
+    assert.is_true(m.scaled.is_leaf)
+    assert.is_nil(m.scaled.grad_fn)
+    assert.is_true(m.scaled.requires_grad)
+    assert.is_true(m.scaled:equal(m.fc.weight * 2))
+  end)
+
+  it("leaves views of a parameter's old storage on the old data", function()
+    local m = stack(1)
+    local w = m[1].weight
+    local view = w:detach():narrow(1, 1, 1)
+    local before = view:clone()
+    m:to("float64")
+    assert.is_false(view:is_same_storage(w))
+    assert.are.equal("float32", view.dtype)
+    assert.is_true(view:equal(before))
+  end)
+end)
+
+describe("t:_replace (wick_tensor_set_)", function()
+  it("takes the data in place, keeping the object, requires_grad and grad", function()
+    local t = wick.ones(2, 2, { requires_grad = true })
+    local src = wick.full({ 2, 2 }, 5, { dtype = "float64" })
+    assert.is_true(rawequal(t, t:_replace(src)))
+    assert.are.equal("float64", t.dtype)
+    assert.is_true(t.requires_grad)
+    assert.is_true(t:is_same_storage(src))
+    assert.are.equal(20, t:sum():item())
+  end)
+
+  it("refuses a non-leaf, a non-floating source for a tensor that requires grad, and a grad that would not fit", function()
+    local a = wick.ones(2, { requires_grad = true })
+    local b = a * 2
+    assert_error_has(function() b:_replace(wick.ones(2)) end, "autograd history")
+    assert_error_has(function() a:_replace(wick.ones(2, { dtype = "int64" })) end, "floating point")
+    a.grad = wick.ones(2)
+    assert_error_has(function() a:_replace(wick.ones(3)) end, "gradient")
+    assert_error_has(function() a:_replace(wick.ones(2, { device = "meta" })) end, "gradient")
+    assert.are.same({ 2 }, a:size())
+    assert.are.equal("cpu", a.device.type)
+    assert_error_has(function() a:_replace(5) end, "tensor")
+  end)
+end)

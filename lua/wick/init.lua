@@ -43,21 +43,29 @@ end
 Device.__tostring = function(d) return d._name end
 Device.__newindex = function() core.error("device objects are read-only") end
 Device.__eq = function(a, b) return rawequal(a, b) end
+-- by canonical name and by number (the core's device number, d._code, which
+-- is how devices cross into C and how tensors report theirs: no strings)
 local devices = setmetatable({}, { __mode = "v" })
+local devices_by_code = setmetatable({}, { __mode = "v" })
 
-local function intern_device(type_, index, name)
+local function intern_device(type_, index, name, code)
   local d = devices[name]
   if d == nil then
     d = setmetatable({}, Device)
-    device_fields[d] = { type = type_, index = index, _name = name }
+    device_fields[d] = { type = type_, index = index, _name = name, _code = code }
     devices[name] = d
+    devices_by_code[code] = d
   end
   return d
 end
 
+local device_of_code = core.device_of_code
+local function device_by_code(code) return devices_by_code[code] or intern_device(device_of_code(code)) end
+
 --- wick.device("cuda:1"), wick.device("cuda", 1), wick.device(d)
 function wick.device(spec, index)
   if getmetatable(spec) == Device then return spec end
+  if index == nil and devices[spec] then return devices[spec] end -- a canonical name seen before
   if type(spec) ~= "string" then
     core.error("wick.device: expected a string such as 'cpu', 'cuda', 'cuda:1' or 'meta', got " .. type(spec))
   end
@@ -72,7 +80,6 @@ function wick.device(spec, index)
 end
 wick.Device = Device
 
-local function device_of_name(name) return intern_device(core.parse_device(name)) end
 
 -- ---- dtypes ----
 
@@ -101,14 +108,15 @@ end
 function Size.numel(s) local n = 1; for i = 1, #s do n = n * s[i] end; return n end
 wick.Size = Size
 
-local tensor_shape, tensor_dtype, tensor_device = Tensor._shape, Tensor._dtype, Tensor._device
+local tensor_shape, tensor_dtype, tensor_device_code = Tensor._shape, Tensor._dtype, Tensor._device_code
+local function tensor_device(t) return device_by_code(tensor_device_code(t)) end
 local fields = {
   shape = function(t) return setmetatable(tensor_shape(t), Size) end,
   dtype = tensor_dtype,
-  device = function(t) return device_of_name(tensor_device(t)) end,
+  device = tensor_device,
   ndim = function(t) return t:dim() end,
-  is_cuda = function(t) return tensor_device(t):sub(1, 4) == "cuda" end,
-  is_meta = function(t) return tensor_device(t) == "meta" end,
+  is_cuda = function(t) return tensor_device(t).type == "cuda" end,
+  is_meta = function(t) return tensor_device(t).type == "meta" end,
   data = function(t) return t:detach() end, -- PyTorch's p.data: the same storage, outside autograd
   T = function(t) return t:permute(unpack((function() local p = {}; for i = t:dim(), 1, -1 do p[#p + 1] = i end; return p end)())) end,
 }

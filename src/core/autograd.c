@@ -297,6 +297,21 @@ static wick_status accumulate(wick_tensor **acc, wick_tensor *g) {
 
 static wick_status accumulate_leaf(wick_tensor *leaf, wick_tensor *g) {
     wick_status st;
+    /* g fits the leaf as the graph saw it; the leaf may have taken other data
+     * since (wick_tensor_set_, model:to): its .grad must fit what it is now */
+    if (g->dtype != leaf->dtype || !wick_device_equal(g->storage->device, leaf->storage->device) ||
+        g->ndim != leaf->ndim || memcmp(g->sizes, leaf->sizes, sizeof(int64_t) * leaf->ndim) != 0) {
+        char was[WK_SHAPE_BUF], now[WK_SHAPE_BUF], dw[32], dn[32];
+        st = wick_fail(WICK_ERR_ARGUMENT,
+                       "backward: a leaf was %s %s on %s when the graph was built and is %s %s on %s now (it took "
+                       "other data: model:to or set_ between the forward and backward); run the forward again",
+                       wick_dtype_name(g->dtype), wk_shape_str(g->ndim, g->sizes, was, sizeof was),
+                       wick_device_format(g->storage->device, dw, sizeof dw), wick_dtype_name(leaf->dtype),
+                       wk_shape_str(leaf->ndim, leaf->sizes, now, sizeof now),
+                       wick_device_format(leaf->storage->device, dn, sizeof dn));
+        wick_tensor_release(g);
+        return st;
+    }
     if (!leaf->grad) {
         /* .grad is a tensor of its own, never a view of another: adopt g when
          * nothing else can see it, else copy it */

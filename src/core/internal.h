@@ -68,6 +68,10 @@ struct wick_tensor {
     int64_t offset; /* elements */
     int64_t sizes[WICK_MAX_DIMS];
     int64_t strides[WICK_MAX_DIMS];
+    /* the storage whose block holds this header (in_storage_block) once the
+     * header has taken other data (wick_tensor_set_): kept until the header
+     * dies; NULL while that storage is `storage` itself */
+    wick_storage *header_block;
 };
 
 /* Every in-place write bumps its storage's version: wk_check_inplace does it

@@ -2,6 +2,7 @@
 #include "autograd.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -276,6 +277,7 @@ static wick_tensor *tensor_alloc(void) {
         t->requires_grad = false;
         t->grad_fn = NULL;
         t->grad = NULL;
+        t->header_block = NULL;
         wk_account_bytes((int64_t)sizeof *t);
     }
     return t;
@@ -308,6 +310,7 @@ wick_status wk_tensor_new(wick_tensor **out, int ndim, const int64_t *sizes, wic
     t->requires_grad = false;
     t->grad_fn = NULL;
     t->grad = NULL;
+    t->header_block = NULL;
     t->storage = storage;
     t->ndim = ndim;
     t->dtype = dtype;
@@ -379,11 +382,169 @@ void wick_tensor_retain(wick_tensor *t) { __atomic_add_fetch(&t->refcount, 1, __
 
 void wick_tensor_release(wick_tensor *t) {
     if (!t || !drop_ref(&t->refcount)) return;
-    wick_storage *s = t->storage;
+    wick_storage *s = t->storage, *home = t->header_block;
     wk_node_release(t->grad_fn);
     wick_tensor_release(t->grad);
     free_header(t);
     wk_storage_release(s); /* after the header: it may hold the header's memory */
+    wk_storage_release(home);
+}
+
+/* ---- taking other data in place (wick_tensor_set_, wick_tensors_to_) ---- */
+
+/* dst takes src's data: storage (shared), dtype and geometry. Everything
+ * else of dst stays (its address and references, requires_grad, grad). The
+ * new storage's version moves past the old one's, so a graph that saved dst
+ * before sees a write at backward instead of silently other data. No checks:
+ * the callers have made them. */
+static void take_data(wick_tensor *dst, const wick_tensor *src) {
+    wick_storage *old = dst->storage;
+    unsigned old_version = __atomic_load_n(&old->version, __ATOMIC_RELAXED);
+    storage_retain(src->storage);
+    dst->storage = src->storage;
+    dst->dtype = src->dtype;
+    dst->ndim = src->ndim;
+    dst->offset = src->offset;
+    if (src->ndim) memcpy(dst->sizes, src->sizes, sizeof(int64_t) * src->ndim);
+    if (src->ndim) memcpy(dst->strides, src->strides, sizeof(int64_t) * src->ndim);
+    unsigned *v = &dst->storage->version, now = __atomic_load_n(v, __ATOMIC_RELAXED);
+    if (now <= old_version) __atomic_store_n(v, old_version + 1, __ATOMIC_RELAXED);
+    /* a header living in its first storage's block keeps that block */
+    if (dst->in_storage_block && !dst->header_block) dst->header_block = old;
+    else wk_storage_release(old);
+}
+
+/* Whether `grad` could be the gradient of a tensor with t's shape, dtype and device. */
+static bool grad_fits(const wick_tensor *grad, const wick_tensor *t) {
+    return grad->ndim == t->ndim && memcmp(grad->sizes, t->sizes, sizeof(int64_t) * t->ndim) == 0 &&
+           grad->dtype == t->dtype && wick_device_equal(grad->storage->device, t->storage->device);
+}
+
+wick_status wick_tensor_set_(wick_tensor *dst, wick_tensor *src) {
+    if (!dst || !src) return wick_fail(WICK_ERR_ARGUMENT, "set_: %s is NULL", dst ? "src" : "dst");
+    if (dst == src) return WICK_OK;
+    if (dst->grad_fn)
+        return wick_fail(WICK_ERR_ARGUMENT,
+                         "set_: the tensor has autograd history (grad_fn %s): only a leaf can take other data "
+                         "(detach() it first)",
+                         dst->grad_fn->name);
+    if (dst->requires_grad && !wick_dtype_is_floating(src->dtype))
+        return wick_fail(WICK_ERR_DTYPE, "set_: the tensor requires grad, so its data must be floating point (got %s)",
+                         wick_dtype_name(src->dtype));
+    if (dst->grad && !grad_fits(dst->grad, src)) {
+        char gs[WK_SHAPE_BUF], ss[WK_SHAPE_BUF], gd[32], sd[32];
+        return wick_fail(WICK_ERR_ARGUMENT,
+                         "set_: the tensor's gradient (%s %s on %s) would not fit its new data (%s %s on %s): "
+                         "move or clear the gradient first",
+                         wick_dtype_name(dst->grad->dtype), wk_shape_str(dst->grad->ndim, dst->grad->sizes, gs, sizeof gs),
+                         wick_device_format(dst->grad->storage->device, gd, sizeof gd), wick_dtype_name(src->dtype),
+                         wk_shape_str(src->ndim, src->sizes, ss, sizeof ss),
+                         wick_device_format(src->storage->device, sd, sizeof sd));
+    }
+    take_data(dst, src);
+    return WICK_OK;
+}
+
+/* The tensors to move (each once, grads included), with their copies. */
+#define MOVE_GRAD_DEPTH 8
+typedef struct {
+    wick_tensor *t, *copy;
+} move_item;
+
+static int compare_items(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t)((const move_item *)a)->t, y = (uintptr_t)((const move_item *)b)->t;
+    return x < y ? -1 : x > y;
+}
+
+/* items[0..n) made distinct (sorted by address); returns the new count */
+static int distinct_items(move_item *items, int n) {
+    qsort(items, (size_t)n, sizeof *items, compare_items);
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (k == 0 || items[k - 1].t != items[i].t) items[k++] = items[i];
+    return k;
+}
+
+/* The copy of one tensor to its target: NULL (and OK) when nothing changes. A
+ * copy from a GPU to the CPU goes into fresh pageable memory, which the
+ * backend has filled when its transfer returns even with non_blocking (see
+ * wick_backend.transfer); asking for that leaves the wait to the batch's end. */
+static wick_status copy_to_target(move_item *it, const wick_device *device, const wick_dtype *dtype, int non_blocking) {
+    wick_tensor *t = it->t;
+    wick_options opt = {t->dtype, t->storage->device, non_blocking};
+    if (dtype && wick_dtype_is_floating(t->dtype)) opt.dtype = *dtype;
+    if (device) opt.device = *device;
+    it->copy = NULL;
+    if (opt.dtype == t->dtype && wick_device_equal(opt.device, t->storage->device)) return WICK_OK;
+    if (opt.device.type == WICK_CPU && t->storage->device.type == WICK_CUDA) opt.non_blocking = 1;
+    wick_status st;
+    WK_NO_GRAD(st = wick_to(&it->copy, t, opt));
+    if (st) it->copy = NULL;
+    return st;
+}
+
+wick_status wick_tensors_to_(int n, wick_tensor *const *tensors, const wick_device *device, const wick_dtype *dtype,
+                             int non_blocking) {
+    if (n < 0 || (n > 0 && !tensors)) return wick_fail(WICK_ERR_ARGUMENT, "tensors_to_: no array of %d tensors", n);
+    if (dtype && (unsigned)*dtype >= WICK_NUM_DTYPES) return wick_fail(WICK_ERR_DTYPE, "tensors_to_: invalid dtype %d", *dtype);
+    if (dtype && !wick_dtype_is_floating(*dtype))
+        return wick_fail(WICK_ERR_DTYPE, "only floating point dtypes can be asked for (got %s), as in PyTorch's Module.to",
+                         wick_dtype_name(*dtype));
+    wick_device target;
+    if (device) { /* "cuda" is the current device: a tensor already there stays */
+        target = *device;
+        int current;
+        if (target.type == WICK_CUDA && target.index < 0 && wick_cuda_current_device(&current) == WICK_OK)
+            target.index = current;
+        device = &target;
+    }
+    /* each tensor and its grad (and a grad's grad, which a host may have set:
+     * every gradient must keep fitting its tensor) */
+    int cap = 0;
+    for (int i = 0; i < n; i++) {
+        if (!tensors[i]) return wick_fail(WICK_ERR_ARGUMENT, "tensors_to_: tensor %d is NULL", i + 1);
+        const wick_tensor *g = tensors[i];
+        int depth = 0;
+        for (; g && depth < MOVE_GRAD_DEPTH; depth++) g = g->grad;
+        if (g) return wick_fail(WICK_ERR_ARGUMENT, "tensors_to_: tensor %d has gradients of gradients nested deeper than %d", i + 1, MOVE_GRAD_DEPTH);
+        if (cap > INT_MAX - depth) return wick_fail(WICK_ERR_ARGUMENT, "tensors_to_: too many tensors");
+        cap += depth;
+    }
+    size_t items_bytes = sizeof(move_item) * (size_t)(cap ? cap : 1);
+    move_item *items = wk_malloc(items_bytes);
+    if (!items) return wick_fail(WICK_ERR_OOM, "out of memory listing %d tensors to move", n);
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        for (wick_tensor *g = tensors[i]; g; g = g->grad) {
+            if (m < cap) items[m++].t = g; /* a cycle of grads ends at the depth counted above */
+            else break;
+        }
+    m = distinct_items(items, m);
+    /* 1. every copy, in one batch: no copy waits for a GPU, the end waits once
+     * per GPU. A failure moves nothing. */
+    wick_status st = WICK_OK;
+    int made = 0;
+    wick_cuda_begin_batch();
+    for (; made < m && !st; made++) st = copy_to_target(&items[made], device, dtype, non_blocking);
+    wick_status end = wick_cuda_end_batch();
+    if (!st) st = end;
+    /* 2. the swaps, which cannot fail: each tensor (and grad) takes its copy's
+     * data. A tensor with autograd history is cut from its graph first (the
+     * state of a module, like detach(); requires_grad stays). Param and grad
+     * were converted alike, so each grad still fits its tensor. */
+    for (int i = 0; i < made; i++) {
+        move_item *it = &items[i];
+        if (!st && it->copy) {
+            if (it->t->grad_fn) {
+                wk_node_release(it->t->grad_fn);
+                it->t->grad_fn = NULL;
+            }
+            take_data(it->t, it->copy);
+        }
+        wick_tensor_release(it->copy);
+    }
+    wk_free(items, items_bytes);
+    return st;
 }
 
 int wick_tensor_ndim(const wick_tensor *t) { return t->ndim; }

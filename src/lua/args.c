@@ -1,7 +1,9 @@
 /* Argument checking and error raising for the Lua binding. */
 #include "wick_lua.h"
+
 #include "gc_pace.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdarg.h>
@@ -177,13 +179,28 @@ wick_dtype wl_dtype(lua_State *L, int idx, const char *fn) {
     return d;
 }
 
+lua_Integer wl_device_code(wick_device d) { return ((lua_Integer)d.index + 1) * 4 + (lua_Integer)d.type; }
+
+int wl_device_from_code(lua_Integer code, wick_device *out) {
+    lua_Integer type = code % 4, index = code / 4 - 1;
+    if (code < 0 || type > WICK_META || index > INT_MAX || (type != WICK_CUDA && index != -1)) return 0;
+    *out = (wick_device){(wick_device_type)type, (int)index};
+    return 1;
+}
+
 wick_device wl_device(lua_State *L, int idx, const char *fn) {
     wick_device dev;
     if (lua_type(L, idx) == LUA_TSTRING) {
         if (wick_device_parse(lua_tostring(L, idx), &dev)) wl_raise(L, "%s: %s", fn, wick_last_error());
         return dev;
     }
-    if (lua_istable(L, idx)) { /* a device object: {type = "cuda", index = 0} */
+    if (lua_istable(L, idx)) { /* a device object: its cached number */
+        lua_getfield(L, idx, "_code");
+        int ok = lua_type(L, -1) == LUA_TNUMBER && wl_device_from_code(lua_tointeger(L, -1), &dev);
+        lua_pop(L, 1);
+        if (ok) return dev;
+    }
+    if (lua_istable(L, idx)) { /* a plain table {type = "cuda", index = 0} */
         lua_getfield(L, idx, "type");
         const char *type = lua_tostring(L, -1);
         lua_getfield(L, idx, "index");

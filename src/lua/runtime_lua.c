@@ -52,14 +52,25 @@ static int m_get_num_threads(lua_State *L) {
     return 1;
 }
 
-static int m_parse_device(lua_State *L) {
-    wick_device d = wl_device(L, 1, "wick.device");
+/* type, index (nil when none), canonical name and number (wl_device_code) of a device */
+static int push_device_facts(lua_State *L, wick_device d) {
     char buf[32];
     lua_pushstring(L, d.type == WICK_CPU ? "cpu" : d.type == WICK_CUDA ? "cuda" : "meta");
     if (d.index >= 0) lua_pushinteger(L, d.index);
     else lua_pushnil(L);
     lua_pushstring(L, wick_device_format(d, buf, sizeof buf));
-    return 3;
+    lua_pushinteger(L, wl_device_code(d));
+    return 4;
+}
+
+static int m_parse_device(lua_State *L) { return push_device_facts(L, wl_device(L, 1, "wick.device")); }
+
+/* core.device_of_code(n): the same facts for a device number (t:_device_code()) */
+static int m_device_of_code(lua_State *L) {
+    wick_device d;
+    if (!wl_device_from_code(wl_checkint(L, 1, "device_of_code", "code"), &d))
+        wl_raise(L, "device_of_code: %d names no device", (int)lua_tointeger(L, 1));
+    return push_device_facts(L, d);
 }
 
 static int m_cuda_is_available(lua_State *L) {
@@ -192,6 +203,7 @@ static const luaL_Reg runtime_fns[] = {
     {"set_num_threads", m_set_num_threads},
     {"get_num_threads", m_get_num_threads},
     {"parse_device", m_parse_device},
+    {"device_of_code", m_device_of_code},
     {"cuda_is_available", m_cuda_is_available},
     {"cuda_device_count", m_cuda_device_count},
     {"cuda_current_device", m_cuda_current_device},

@@ -876,19 +876,48 @@ static int t_detach(lua_State *L) {
     return 1;
 }
 
-/* t:_replace(src): t's userdata now holds src's data, keeping its requires_grad
- * (PyTorch's `param.data = src`): a module moved to a device keeps its parameter
- * objects, so optimizers built before the move go on working. */
+/* t:_replace(src): t takes src's data in place (wick_tensor_set_; PyTorch's
+ * `param.data = src`), keeping its identity, requires_grad and grad. */
 static int t_replace(lua_State *L) {
     wick_tensor *a = SELF("_replace"), *src = wl_checktensor(L, 2, "_replace", "src");
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_detach(slot, src));
-    if (wick_requires_grad(a)) wl_check(L, wick_set_requires_grad(*slot, 1));
-    wick_tensor **self = lua_touserdata(L, 1);
-    wick_tensor *old = *self;
-    *self = *slot; /* swap: the temporary userdata now owns the old tensor and frees it */
-    *slot = old;
+    wl_check(L, wick_tensor_set_(a, src));
     lua_settop(L, 1);
+    return 1;
+}
+
+/* core.tensors_to(tensors, device_code | nil, dtype | nil, non_blocking):
+ * Module:to's one crossing (wick_tensors_to_): every tensor of the array and
+ * its grad moves in place, each once, with one wait per GPU. */
+static int m_tensors_to(lua_State *L) {
+    const char *fn = "Module:to";
+    if (!lua_istable(L, 1)) wl_raise(L, "%s: expected an array of tensors, got %s", fn, luaL_typename(L, 1));
+    size_t n = lua_objlen(L, 1);
+    if (n > (size_t)INT_MAX / 2) wl_raise(L, "%s: too many tensors (%zu)", fn, n);
+    wick_device dev, *devp = NULL;
+    if (!lua_isnoneornil(L, 2)) {
+        if (lua_type(L, 2) != LUA_TNUMBER || !wl_device_from_code(lua_tointeger(L, 2), &dev))
+            wl_raise(L, "%s: expected a device number, got %s", fn, luaL_typename(L, 2));
+        devp = &dev;
+    }
+    wick_dtype dtype, *dtypep = NULL;
+    if (!lua_isnoneornil(L, 3)) dtypep = (dtype = wl_dtype(L, 3, fn), &dtype);
+    int non_blocking = lua_toboolean(L, 4);
+    /* the array lives in a userdata: freed by the collector if anything raises */
+    wick_tensor **ts = lua_newuserdata(L, sizeof *ts * (n ? n : 1));
+    for (size_t i = 0; i < n; i++) {
+        lua_rawgeti(L, 1, (int)i + 1);
+        ts[i] = wl_checktensor(L, -1, fn, "tensor");
+        lua_pop(L, 1);
+    }
+    wl_check(L, wick_tensors_to_((int)n, ts, devp, dtypep, non_blocking));
+    wl_account(L);
+    return 0;
+}
+
+/* t:_device_code(): t's device as one number (wl_device_code): Lua finds the
+ * interned device object by it, no string made */
+static int t_device_code(lua_State *L) {
+    lua_pushinteger(L, wl_device_code(wick_tensor_device(SELF("_device_code"))));
     return 1;
 }
 
@@ -947,6 +976,7 @@ static const luaL_Reg module_fns[] = {
     {"fill_slots", m_fill_slots},
     {"as_strided", m_as_strided},
     {"tensor_storage_key", t_storage_id},
+    {"tensors_to", m_tensors_to},
     {NULL, NULL}};
 
 static const luaL_Reg method_fns[] = {
@@ -957,7 +987,7 @@ static const luaL_Reg method_fns[] = {
     {"gather", t_gather}, {"copy_", t_copy_}, {"fill_", t_fill_}, {"clone", t_clone}, {"item", t_item}, {"_int64_str", t_int64_str},
     {"totable", t_totable}, {"to", t_to}, {"pin_memory", t_pin_memory}, {"is_pinned", t_is_pinned}, {"size", t_size}, {"stride", t_stride}, {"dim", t_dim},
     {"numel", t_numel}, {"is_contiguous", t_is_contiguous}, {"storage_offset", t_storage_offset},
-    {"_storage_id", t_storage_id}, {"_dtype", t_dtype}, {"_device", t_device}, {"_shape", t_shape},
+    {"_storage_id", t_storage_id}, {"_dtype", t_dtype}, {"_device", t_device}, {"_device_code", t_device_code}, {"_shape", t_shape},
     {"_get", t_get}, {"_set", t_set}, {"_requires_grad", t_requires_grad},
     {"requires_grad_", t_set_requires_grad}, {"_grad", t_grad}, {"_set_grad", t_set_grad}, {"_grad_fn", t_grad_fn},
     {"_is_leaf", t_is_leaf}, {"backward", t_backward}, {"detach", t_detach}, {"_replace", t_replace}, {NULL, NULL}};

@@ -53,6 +53,11 @@ void wl_set_requires_grad(lua_State *L, wick_tensor *t, int requires_grad);
 int wl_dim(lua_State *L, int idx, const char *fn);
 int wl_dim_value(lua_State *L, lua_Number d, const char *fn);
 wick_device wl_device(lua_State *L, int idx, const char *fn);
+/* A device as one number, so devices cross the binding without strings: Lua's
+ * device objects cache it (d._code), tensors report it (t:_device_code()).
+ * (index + 1) * 4 + type; from_code returns 0 for a number that names no device. */
+lua_Integer wl_device_code(wick_device d);
+int wl_device_from_code(lua_Integer code, wick_device *out);
 wick_dtype wl_dtype(lua_State *L, int idx, const char *fn);
 /* A Lua value as a scalar operand: numbers and booleans. */
 int wl_toscalar(lua_State *L, int idx, wick_scalar *s);

@@ -3,6 +3,7 @@
 -- to(), state_dict() and optimizers see the same, repeatable order.
 local wick = require("wick")
 local check = require("wick.argcheck")
+local core = require("wick.core")
 
 local Module = {}
 Module.__name = "Module"
@@ -130,9 +131,8 @@ local function table_members(out, owner, name, tbl, visiting)
 end
 
 add_member = function(out, owner, name, v, visiting, buffer)
-  if is_tensor(v) then
-    out[#out + 1] = { name, v, (buffer or not v.requires_grad) and "buffer" or "param", buffer == "nonpersistent",
-      buffer ~= nil }
+  if is_tensor(v) then -- "param" or "buffer" is decided by walk, only when asked (v.requires_grad is a C call)
+    out[#out + 1] = { name, v, "tensor", buffer == "nonpersistent", buffer ~= nil }
   elseif is_module(v) then
     out[#out + 1] = { name, v, "module" }
   elseif type(v) == "table" then
@@ -149,7 +149,7 @@ add_member = function(out, owner, name, v, visiting, buffer)
   end
 end
 
--- The named members of one module, in order: kind is "param", "buffer" or "module".
+-- The named members of one module, in order: kind is "tensor" or "module".
 local function members(self)
   local out, visiting = {}, {}
   for i = 1, rawlen(self) do add_member(out, self, tostring(i), rawget(self, i), visiting) end
@@ -160,18 +160,21 @@ local function members(self)
   return out
 end
 
--- Walks the tree: fn(prefix .. name, value, kind) for every tensor, each once
--- (the first name of a tensor found twice, e.g. tied weights) unless `all`.
+-- Walks the tree: fn(prefix .. name, value, kind, registered) for every
+-- tensor, each once (the first name of a tensor found twice, e.g. tied
+-- weights) unless `all`; kind is "param" (requires grad, not a registered
+-- buffer) or "buffer", or nil with `no_kind` (to(): no call into C per tensor).
 -- With `all` (state_dict), non-persistent buffers are left out.
-local function walk(self, prefix, fn, seen, all)
+local function walk(self, prefix, fn, seen, all, no_kind)
   seen = seen or {}
   for _, m in ipairs(members(self)) do
-    local name, value, kind = m[1], m[2], m[3]
-    if kind == "module" then
-      walk(value, prefix .. name .. ".", fn, seen, all)
+    local name, value = m[1], m[2]
+    if m[3] == "module" then
+      walk(value, prefix .. name .. ".", fn, seen, all, no_kind)
     elseif all and m[4] then -- luacheck: ignore (a non-persistent buffer)
     elseif all or not seen[value] then
       seen[value] = true
+      local kind = not no_kind and ((m[5] or not value.requires_grad) and "buffer" or "param") or nil
       fn(prefix .. name, value, kind, m[5])
     end
   end
@@ -340,36 +343,29 @@ end
 
 --- model:to(device | dtype | {device =, dtype =}): moves every parameter, buffer
 --- and gradient in place (same Lua objects, new storage) and returns model.
---- The copies form one batch (wick.cuda.batch): the call waits for a GPU once,
---- not once per tensor.
+--- One call into C (core.tensors_to, wick_tensors_to_ in src/core/tensor.c):
+--- the device crosses as its number, each tensor moves once, all copies are
+--- made before any tensor changes (a failure moves nothing), and the move
+--- waits for a GPU once, not once per tensor.
 local TO_OPTIONS = { device = "device", dtype = "dtype", non_blocking = "boolean" }
+local tensors_to = core.tensors_to
 function Module:to(...)
   this(self, "to")
-  local device, dtype
+  local device, dtype, non_blocking
   for i = 1, select("#", ...) do
     local a = select(i, ...)
     if type(a) == "string" and wick[a] == a and a ~= "float" then dtype = a
     elseif type(a) == "table" and getmetatable(a) == nil then
       check.options(a, "Module:to", TO_OPTIONS)
       device, dtype = a.device or device, a.dtype or dtype
+      if a.non_blocking ~= nil then non_blocking = a.non_blocking end
     elseif type(a) == "string" or getmetatable(a) == wick.Device then device = a
     elseif a ~= nil then check.expected("Module:to", "device", "a device, a dtype or an options table", a) end
   end
-  local function move(t)
-    local opts = { device = device }
-    if dtype and t:is_floating_point() then opts.dtype = dtype end
-    return t:to(opts)
-  end
-  wick.cuda.batch(wick.no_grad, function()
-    walk(self, "", function(_, t)
-      local moved = move(t)
-      if not rawequal(moved, t) then
-        local grad = t.grad
-        t:_replace(moved)
-        if grad then t.grad = move(grad) end
-      end
-    end)
-  end)
+  local code = device ~= nil and wick.device(device)._code or nil
+  local list, n = {}, 0
+  walk(self, "", function(_, t) n = n + 1; list[n] = t end, nil, nil, true)
+  tensors_to(list, code, dtype, non_blocking)
   return self
 end
 
@@ -386,7 +382,7 @@ function Module:state_dict()
   this(self, "state_dict")
   local sd = {}
   -- a tensor under two names (tied weights) is stored under both, as in PyTorch
-  walk(self, "", function(name, t) sd[name] = t:detach() end, nil, true)
+  walk(self, "", function(name, t) sd[name] = t:detach() end, nil, true, true)
   return sd
 end
 
@@ -401,7 +397,7 @@ function Module:load_state_dict(sd, ...)
   if opts.assign then check.fail("load_state_dict", "assign = true is not supported (values are copied into the existing tensors)") end
   local strict = opts.strict ~= false
   local own, order = {}, {}
-  walk(self, "", function(name, t) own[name] = t; order[#order + 1] = name end, nil, true)
+  walk(self, "", function(name, t) own[name] = t; order[#order + 1] = name end, nil, true, true)
   local missing, unexpected, mismatched = {}, {}, {}
   for _, name in ipairs(order) do
     local v = sd[name]
