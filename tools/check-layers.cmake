@@ -16,6 +16,8 @@
 #       calls=a,b  from may call (or read) these symbols of to, nothing else
 #       headers=h  from may include these headers of to, call nothing
 #     or several joined by "+" (public+headers=x.h)
+#   may_define_public        the layers that may define public functions
+#                            (wick_*, luaopen_* with default visibility: WICK_API)
 #   readelf                  the readelf program
 # Includes are checked in every *.c, *.h, *.cu and *.cuh of each layer folder
 # (built or not); calls in the object files, by the symbols each leaves
@@ -225,7 +227,7 @@ foreach(L IN LISTS layers)
       string(REPLACE "|" ";" d "${d}")
       list(GET d 0 sym)
       list(GET d 1 vis)
-      if(vis STREQUAL "DEFAULT" AND sym MATCHES "^(wick_|luaopen_)" AND NOT sym IN_LIST public_exempt)
+      if(vis STREQUAL "DEFAULT" AND sym MATCHES "^(wick_|luaopen_)")
         refuse("${src} defines the public ${sym}: public functions are defined in ${may_define_public}")
       endif()
     endforeach()

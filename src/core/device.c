@@ -40,36 +40,7 @@ const char *wick_device_format(wick_device dev, char *buf, size_t size) {
 
 int wick_tensor_is_pinned(const wick_tensor *t) { return t->storage->pinned; }
 
-/* A build without CUDA: no GPU, statistics of zero, and a clear error wherever
- * a GPU is needed. The CUDA build defines these in src/cuda/cuda_runtime.cu. */
-#ifndef WICK_WITH_CUDA
-static wick_status no_cuda(const char *what) {
-    return wick_fail(WICK_ERR_DEVICE, "%s: wick was built without CUDA, so wick.cuda.is_available() is false", what);
-}
-int wick_cuda_is_available(void) { return 0; }
-int wick_cuda_device_count(void) { return 0; }
-wick_status wick_cuda_current_device(int *index) { return *index = 0, no_cuda("current_device"); }
-wick_status wick_cuda_set_device(int index) {
-    return wick_fail(WICK_ERR_DEVICE,
-                     "wick.cuda.set_device: invalid device ordinal %d: wick.cuda.device_count() is 0 "
-                     "(wick was built without CUDA)",
-                     index);
-}
-wick_status wick_cuda_synchronize(int index) { return (void)index, no_cuda("synchronize"); }
-int64_t wick_cuda_memory_allocated(int index) { return (void)index, 0; }
-int64_t wick_cuda_bytes_in_use(void) { return 0; }
-int64_t wick_cuda_max_memory_allocated(int index) { return (void)index, 0; }
-int64_t wick_cuda_memory_reserved(int index) { return (void)index, 0; }
-void wick_cuda_reset_peak_memory_stats(int index) { (void)index; }
-void wick_cuda_empty_cache(void) {}
-static int allow_tf32;
-void wick_cuda_set_allow_tf32(int allow) { allow_tf32 = allow != 0; }
-int wick_cuda_allow_tf32(void) { return allow_tf32; }
-wick_status wick_pin_memory(wick_tensor **out, const wick_tensor *t) {
-    (void)out, (void)t;
-    return no_cuda("pin_memory");
-}
-#endif
+/* The public wick_cuda_* functions are in cuda_api.c. */
 
 wick_status wk_check_device_usable(wick_device dev) {
     if (dev.type != WICK_CUDA) return WICK_OK;

@@ -20,6 +20,7 @@ extern "C" {
 #endif
 
 #include "../core/internal.h"
+#include "../core/cuda_api.h" /* what the core calls besides wk_cuda_backend */
 #include "cuda_host.h"
 
 /* ---- runtime (cuda_runtime.cu) ---- */

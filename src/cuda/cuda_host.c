@@ -3,6 +3,7 @@
  * per-thread batches of copies. Plain C, in every build: without CUDA nothing
  * waits, so the counts stay 0 and batches are empty. */
 #include "cuda_host.h"
+#include "../core/cuda_api.h" /* what of this file the core calls */
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -65,11 +66,11 @@ void wk_sync_note(int device, wk_sync_reason reason) {
     if (h.fn) h.fn(device, reason_names[reason], h.ud);
 }
 
-const char *wick_cuda_sync_reason_name(int reason) {
+const char *wk_cuda_sync_reason_name(int reason) {
     return reason >= 0 && reason < WK_SYNC_REASON_COUNT ? reason_names[reason] : NULL;
 }
 
-int64_t wick_cuda_sync_count_for(int device, int reason) {
+int64_t wk_cuda_sync_count_for(int device, int reason) {
     if (device >= WK_SYNC_MAX_DEVICES || reason >= WK_SYNC_REASON_COUNT) return 0;
     int64_t total = 0;
     for (int d = device < 0 ? 0 : device; d < (device < 0 ? WK_SYNC_MAX_DEVICES : device + 1); d++)
@@ -78,9 +79,7 @@ int64_t wick_cuda_sync_count_for(int device, int reason) {
     return total;
 }
 
-int64_t wick_cuda_sync_count(int device) { return wick_cuda_sync_count_for(device, -1); }
-
-void wick_cuda_set_sync_hook(wick_cuda_sync_hook fn, void *ud) {
+void wk_cuda_set_sync_hook(wick_cuda_sync_hook fn, void *ud) {
     pthread_mutex_lock(&hook_lock);
     hook = (hook_slot){fn, fn ? ud : NULL};
     pthread_mutex_unlock(&hook_lock);
@@ -91,7 +90,7 @@ void wick_cuda_set_sync_hook(wick_cuda_sync_hook fn, void *ud) {
 static __thread int batch_depth;
 static __thread uint64_t batch_devices; /* a bit per device with deferred copies */
 
-void wick_cuda_begin_batch(void) { batch_depth++; }
+void wk_cuda_begin_batch(void) { batch_depth++; }
 
 int wk_batch_depth(void) { return batch_depth; }
 
@@ -110,7 +109,7 @@ int wk_batch_close(uint64_t *devices) {
     return 0;
 }
 
-wick_status wick_cuda_end_batch(void) {
+wick_status wk_cuda_end_batch(void) {
     uint64_t devices;
     if (wk_batch_close(&devices))
         return wick_fail(WICK_ERR_ARGUMENT, "wick_cuda_end_batch: no batch is open (begin_batch was not called)");

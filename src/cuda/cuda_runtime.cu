@@ -86,12 +86,10 @@ static void probe(void) {
     __atomic_store_n(&probed, 1, __ATOMIC_RELEASE);
 }
 
-int wick_cuda_device_count(void) {
+int wk_cuda_device_count(void) {
     pthread_once(&probe_once, probe);
     return device_count;
 }
-
-int wick_cuda_is_available(void) { return wick_cuda_device_count() > 0; }
 
 /* The calling thread's device, as wick sees it; CUDA's own current device is
  * set from it lazily, by wk_cuda_enter. */
@@ -101,7 +99,7 @@ static __thread int thread_device = 0;
 
 /* WICK_OK when `index` names a GPU of this machine; otherwise the error. */
 static wick_status check_index(int index, const char *op) {
-    int count = wick_cuda_device_count();
+    int count = wk_cuda_device_count();
     if (index >= 0 && index < count) return WICK_OK;
     if (count == 0)
         return wick_fail(WICK_ERR_DEVICE,
@@ -115,13 +113,13 @@ static wick_status check_index(int index, const char *op) {
 /* -1 (or any negative index) means the calling thread's current device. */
 static int resolve_index(int index) { return index < 0 ? thread_device : index; }
 
-wick_status wick_cuda_current_device(int *index) {
+wick_status wk_cuda_current_device(int *index) {
     *index = thread_device;
-    if (wick_cuda_device_count() == 0) return wick_fail(WICK_ERR_DEVICE, "current_device: " NO_GPU_TEXT);
+    if (wk_cuda_device_count() == 0) return wick_fail(WICK_ERR_DEVICE, "current_device: " NO_GPU_TEXT);
     return WICK_OK;
 }
 
-wick_status wick_cuda_set_device(int index) {
+wick_status wk_cuda_set_device(int index) {
     wick_status st = check_index(index, "wick.cuda.set_device");
     if (!st) thread_device = index; /* CUDA follows on the next op (wk_cuda_enter) */
     return st;
@@ -300,7 +298,7 @@ static wick_status wait_for(int device, cudaStream_t s, wk_sync_reason reason, c
     return st;
 }
 
-wick_status wick_cuda_synchronize(int index) {
+wick_status wk_cuda_synchronize(int index) {
     index = resolve_index(index);
     cudaStream_t s;
     wick_status st = enter(index, "wick.cuda.synchronize", &s);
@@ -606,7 +604,7 @@ static void cuda_free(void *ptr, size_t nbytes, int device) {
     pthread_mutex_unlock(&d->lock);
 }
 
-void wick_cuda_empty_cache(void) {
+void wk_cuda_empty_cache(void) {
     if (!__atomic_load_n(&probed, __ATOMIC_ACQUIRE)) return; /* CUDA never used: nothing cached */
     for (int i = 0; i < device_count; i++) {
         device_state *d = &devices[i];
@@ -624,28 +622,28 @@ void wick_cuda_empty_cache(void) {
 /* Statistics read without the lock: each value is one aligned word. */
 static device_state *stats_of(int index) {
     index = resolve_index(index);
-    if (index >= wick_cuda_device_count()) return NULL;
+    if (index >= wk_cuda_device_count()) return NULL;
     return &devices[index];
 }
 
-int64_t wick_cuda_bytes_in_use(void) { return __atomic_load_n(&all_allocated, __ATOMIC_RELAXED); }
+int64_t wk_cuda_bytes_in_use(void) { return __atomic_load_n(&all_allocated, __ATOMIC_RELAXED); }
 
-int64_t wick_cuda_memory_allocated(int index) {
+int64_t wk_cuda_memory_allocated(int index) {
     device_state *d = stats_of(index);
     return d ? __atomic_load_n(&d->allocated, __ATOMIC_RELAXED) : 0;
 }
 
-int64_t wick_cuda_max_memory_allocated(int index) {
+int64_t wk_cuda_max_memory_allocated(int index) {
     device_state *d = stats_of(index);
     return d ? __atomic_load_n(&d->peak, __ATOMIC_RELAXED) : 0;
 }
 
-int64_t wick_cuda_memory_reserved(int index) {
+int64_t wk_cuda_memory_reserved(int index) {
     device_state *d = stats_of(index);
     return d ? __atomic_load_n(&d->reserved, __ATOMIC_RELAXED) : 0;
 }
 
-void wick_cuda_reset_peak_memory_stats(int index) {
+void wk_cuda_reset_peak_memory_stats(int index) {
     device_state *d = stats_of(index);
     if (!d) return;
     pthread_mutex_lock(&d->lock);
@@ -725,7 +723,7 @@ static void free_pinned(void *ptr) {
     if (cudaFreeHost(ptr) != cudaSuccess) (void)cudaGetLastError();
 }
 
-wick_status wick_pin_memory(wick_tensor **out, const wick_tensor *t) {
+wick_status wk_cuda_pin_memory(wick_tensor **out, const wick_tensor *t) {
     if (t->storage->device.type != WICK_CPU) {
         char name[32];
         return wick_fail(WICK_ERR_DEVICE, "pin_memory: expected a CPU tensor, got one on %s",
@@ -736,7 +734,7 @@ wick_status wick_pin_memory(wick_tensor **out, const wick_tensor *t) {
         *out = (wick_tensor *)t;
         return WICK_OK;
     }
-    if (!wick_cuda_is_available()) return wick_fail(WICK_ERR_DEVICE, "pin_memory: " NO_GPU_TEXT);
+    if (wk_cuda_device_count() == 0) return wick_fail(WICK_ERR_DEVICE, "pin_memory: " NO_GPU_TEXT);
     int64_t numel = wick_tensor_numel(t);
     size_t nbytes = (size_t)numel * wk_dtype_size(t->dtype);
     void *host = NULL;
@@ -774,8 +772,8 @@ wick_status wick_pin_memory(wick_tensor **out, const wick_tensor *t) {
 
 static int allow_tf32;
 
-void wick_cuda_set_allow_tf32(int allow) { __atomic_store_n(&allow_tf32, allow != 0, __ATOMIC_RELAXED); }
-int wick_cuda_allow_tf32(void) { return __atomic_load_n(&allow_tf32, __ATOMIC_RELAXED); }
+void wk_cuda_set_allow_tf32(int allow) { __atomic_store_n(&allow_tf32, allow != 0, __ATOMIC_RELAXED); }
+int wk_cuda_allow_tf32(void) { return __atomic_load_n(&allow_tf32, __ATOMIC_RELAXED); }
 
 /* ---- cuBLAS, loaded on first use ----
  * libcublas is opened with dlopen the first time a handle is wanted, and the
@@ -884,7 +882,7 @@ cublasHandle_t wk_cublas_handle(int device, const char *op) {
 
 void *wk_cuda_backend_alloc(size_t nbytes, int device) { return cuda_alloc(nbytes, device); }
 void wk_cuda_backend_free(void *ptr, size_t nbytes, int device) { cuda_free(ptr, nbytes, device); }
-void wk_cuda_backend_empty_cache(void) { wick_cuda_empty_cache(); }
+void wk_cuda_backend_empty_cache(void) { wk_cuda_empty_cache(); }
 wick_status wk_cuda_backend_transfer(void *dst, wick_device dst_dev, const void *src, wick_device src_dev,
                                      size_t nbytes, int non_blocking) {
     return cuda_transfer(dst, dst_dev, src, src_dev, nbytes, non_blocking);

@@ -1,0 +1,65 @@
+/* The public wick_cuda_* functions and wick_pin_memory (wick.h), defined in
+ * the core: a CUDA build forwards them to the backend's runtime (cuda_api.h,
+ * src/cuda/cuda_runtime.cu); a build without CUDA answers here: no GPU,
+ * statistics of zero, and a clear error wherever a GPU is needed. The waits'
+ * counts and the batches of copies are kept by src/cuda/cuda_host.c in every
+ * build. */
+#include "cuda_api.h"
+#include "internal.h"
+
+/* ---- counted waits and batches (every build) ---- */
+
+const char *wick_cuda_sync_reason_name(int reason) { return wk_cuda_sync_reason_name(reason); }
+int64_t wick_cuda_sync_count_for(int device, int reason) { return wk_cuda_sync_count_for(device, reason); }
+int64_t wick_cuda_sync_count(int device) { return wk_cuda_sync_count_for(device, -1); }
+void wick_cuda_set_sync_hook(wick_cuda_sync_hook fn, void *ud) { wk_cuda_set_sync_hook(fn, ud); }
+void wick_cuda_begin_batch(void) { wk_cuda_begin_batch(); }
+wick_status wick_cuda_end_batch(void) { return wk_cuda_end_batch(); }
+
+#ifdef WICK_WITH_CUDA
+
+int wick_cuda_device_count(void) { return wk_cuda_device_count(); }
+int wick_cuda_is_available(void) { return wk_cuda_device_count() > 0; }
+wick_status wick_cuda_current_device(int *index) { return wk_cuda_current_device(index); }
+wick_status wick_cuda_set_device(int index) { return wk_cuda_set_device(index); }
+wick_status wick_cuda_synchronize(int index) { return wk_cuda_synchronize(index); }
+int64_t wick_cuda_memory_allocated(int index) { return wk_cuda_memory_allocated(index); }
+int64_t wick_cuda_bytes_in_use(void) { return wk_cuda_bytes_in_use(); }
+int64_t wick_cuda_max_memory_allocated(int index) { return wk_cuda_max_memory_allocated(index); }
+int64_t wick_cuda_memory_reserved(int index) { return wk_cuda_memory_reserved(index); }
+void wick_cuda_reset_peak_memory_stats(int index) { wk_cuda_reset_peak_memory_stats(index); }
+void wick_cuda_empty_cache(void) { wk_cuda_empty_cache(); }
+void wick_cuda_set_allow_tf32(int allow) { wk_cuda_set_allow_tf32(allow); }
+int wick_cuda_allow_tf32(void) { return wk_cuda_allow_tf32(); }
+wick_status wick_pin_memory(wick_tensor **out, const wick_tensor *t) { return wk_cuda_pin_memory(out, t); }
+
+#else
+
+static wick_status no_cuda(const char *what) {
+    return wick_fail(WICK_ERR_DEVICE, "%s: wick was built without CUDA, so wick.cuda.is_available() is false", what);
+}
+int wick_cuda_is_available(void) { return 0; }
+int wick_cuda_device_count(void) { return 0; }
+wick_status wick_cuda_current_device(int *index) { return *index = 0, no_cuda("current_device"); }
+wick_status wick_cuda_set_device(int index) {
+    return wick_fail(WICK_ERR_DEVICE,
+                     "wick.cuda.set_device: invalid device ordinal %d: wick.cuda.device_count() is 0 "
+                     "(wick was built without CUDA)",
+                     index);
+}
+wick_status wick_cuda_synchronize(int index) { return (void)index, no_cuda("synchronize"); }
+int64_t wick_cuda_memory_allocated(int index) { return (void)index, 0; }
+int64_t wick_cuda_bytes_in_use(void) { return 0; }
+int64_t wick_cuda_max_memory_allocated(int index) { return (void)index, 0; }
+int64_t wick_cuda_memory_reserved(int index) { return (void)index, 0; }
+void wick_cuda_reset_peak_memory_stats(int index) { (void)index; }
+void wick_cuda_empty_cache(void) {}
+static int allow_tf32;
+void wick_cuda_set_allow_tf32(int allow) { allow_tf32 = allow != 0; }
+int wick_cuda_allow_tf32(void) { return allow_tf32; }
+wick_status wick_pin_memory(wick_tensor **out, const wick_tensor *t) {
+    (void)out, (void)t;
+    return no_cuda("pin_memory");
+}
+
+#endif
