@@ -626,50 +626,6 @@ describe("in-place random fills", function()
   end)
 end)
 
-describe("the CUDA sort's launch plan (host logic, run on the CPU)", function()
-  local plan = wick._core._sort_plan
-  it("pads to a power of two and counts the bitonic passes", function()
-    local p = plan(1, 4)
-    assert.are.same({ true, 1, 0 }, { p.shared, p.padded, p.passes })
-    p = plan(5, 4)
-    assert.are.same({ true, 8, 6, 32 }, { p.shared, p.padded, p.passes, p.threads })
-    p = plan(2048, 8)
-    assert.are.same({ true, 2048, 1024, 2048 * 16 }, { p.shared, p.padded, p.threads, p.smem })
-    p = plan(2049, 8)
-    assert.are.same({ false, 4096, 78 }, { p.shared, p.padded, p.passes })
-    -- the scan: a thread per line for many short lines, else a block per line
-    assert.are.equal("thread", plan(5, 4, 100000).scan)
-    assert.are.equal("block", plan(5, 4, 10).scan)
-    assert.are.equal("block", plan(65, 4, 100000).scan)
-    -- every shared plan fits the 48 KiB a block gets without opting in, and 1024 threads
-    for _, n in ipairs({ 2, 33, 1000, 1025, 2048 }) do
-      for _, key in ipairs({ 4, 8 }) do
-        local q = plan(n, key)
-        assert.is_true(q.smem <= 48 * 1024 and q.threads <= 1024 and q.padded >= n and q.padded < 2 * n + 1)
-      end
-    end
-  end)
-end)
-
-describe("the CUDA sort's network (run on the CPU)", function()
-  it("gives the stable order, NaN last ascending and first descending, for every length", function()
-    local nan = 0 / 0
-    for n = 0, 40 do
-      for _, levels in ipairs({ false, 3 }) do
-        local vals = numbers(n, n * 7 + 1, levels or nil)
-        if n > 4 then vals[2], vals[n - 1] = nan, nan end
-        for _, desc in ipairs({ false, true }) do
-          local _, expected = ref_sort(vals, desc)
-          assert.are.same(expected, wick._core._bitonic_sort(vals, desc), ("n = %d"):format(n))
-        end
-      end
-    end
-    local big = numbers(3000, 17, 100)
-    local _, expected = ref_sort(big, true)
-    assert.are.same(expected, wick._core._bitonic_sort(big, true))
-  end)
-end)
-
 describe("on a GPU (the same results as the CPU)", function()
   if not wick.cuda.is_available() then
     pending("needs a CUDA GPU (wick.cuda.is_available() is false here)")

@@ -5,7 +5,7 @@
  * Sort: a line of n keys, padded to a power of two P, goes through a bitonic
  * network over (key, position) pairs. Positions are distinct, so the order is
  * total and the result stable. The plan (cuda_sort_plan.h, tested on the CPU
- * through core._sort_plan) picks:
+ * by tests/test_sort_plan.c) picks:
  * - shared: P <= WK_SORT_SHARED_MAX: one block per line, keys and positions in
  *   shared memory, one thread per compare-exchange pair, every pass inside one
  *   launch;

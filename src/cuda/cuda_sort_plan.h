@@ -1,5 +1,5 @@
 /* The launch plan of the CUDA sort (cuda_sort.cu), in plain C so that it is
- * built and tested without CUDA (core._sort_plan, spec/ops_spec.lua).
+ * built and tested without CUDA (tests/test_sort_plan.c).
  *
  * A line of n keys is padded to the next power of two and sorted by a bitonic
  * network over (key, position) pairs, which makes it stable. Lines whose padded
@@ -74,7 +74,7 @@ WK_SORT_HD void wk_bitonic_pair(int64_t t, int64_t k, int64_t j, int64_t *i, int
  * entry): what each GPU block does, for checking it where there is no GPU. */
 /* One compare-exchange of the network: pair t of pass (k, j) over keys of type T
  * and their positions. Written once for the GPU kernels (cuda_sort.cu) and the
- * CPU run of the whole network below, which the specs test. */
+ * CPU run of the whole network below, which tests/test_sort_plan.c tests. */
 #define WK_BITONIC_EXCHANGE(T, key, pos, t, k, j, n, desc)                                            \
     do {                                                                                              \
         int64_t i_, l_;                                                                               \

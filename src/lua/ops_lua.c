@@ -1,10 +1,9 @@
 /* The binding of sort and the scans (src/core/sort.c): t:sort, t:cumsum,
- * t:cumprod, and core._sort_plan (the CUDA sort's launch plan, for its test).
+ * t:cumprod (the CUDA sort's plan and network are tested in C:
+ * tests/test_sort_plan.c).
  * The ops written over these (argsort, topk, multinomial, ...) are Lua, in
  * lua/wick/ops.lua. Indices are 1-based on the Lua side. */
 #include "wick_lua.h"
-
-#include "../cuda/cuda_sort_plan.h"
 
 #include <string.h>
 
@@ -117,66 +116,7 @@ static int t_scan(lua_State *L) {
     return 1;
 }
 
-/* core._sort_plan(n, key_bytes[, lines]): the CUDA sort's plan for lines of n,
- * and with `lines` the scan's kernel (tests). */
-static int m_sort_plan(lua_State *L) {
-    int64_t n = wl_checkint(L, 1, "_sort_plan", "n");
-    int64_t key = wl_checkint(L, 2, "_sort_plan", "key_bytes");
-    int has_lines = !lua_isnoneornil(L, 3);
-    int64_t lines = has_lines ? wl_checkint(L, 3, "_sort_plan", "lines") : 0;
-    if (n < 0 || key <= 0 || key > 8 || lines < 0) wl_raise(L, "_sort_plan: bad arguments");
-    wk_sort_plan p = wk_sort_plan_for(n, (size_t)key);
-    lua_createtable(L, 0, 5);
-    lua_pushboolean(L, p.shared);
-    lua_setfield(L, -2, "shared");
-    lua_pushnumber(L, (lua_Number)p.padded);
-    lua_setfield(L, -2, "padded");
-    lua_pushnumber(L, (lua_Number)p.threads);
-    lua_setfield(L, -2, "threads");
-    lua_pushnumber(L, (lua_Number)p.smem);
-    lua_setfield(L, -2, "smem");
-    lua_pushnumber(L, (lua_Number)p.passes);
-    lua_setfield(L, -2, "passes");
-    if (has_lines) { /* _sort_plan(n, key, lines): the scan's choice too */
-        lua_pushstring(L, wk_scan_plan(n, lines) == WK_SCAN_THREAD ? "thread" : "block");
-        lua_setfield(L, -2, "scan");
-    }
-    return 1;
-}
-
-/* core._bitonic_sort(values, descending): the 1-based order the CUDA sort's
- * network gives, run on the CPU in float64 (tests). */
-static int m_bitonic_sort(lua_State *L) {
-    luaL_checktype(L, 1, LUA_TTABLE);
-    int desc = lua_toboolean(L, 2);
-    int64_t n = (int64_t)lua_objlen(L, 1);
-    if (n > (1 << 20)) wl_raise(L, "_bitonic_sort: at most 2^20 values");
-    wk_sort_plan p = wk_sort_plan_for(n, 8);
-    double *key = lua_newuserdata(L, (size_t)p.padded * (sizeof(double) + sizeof(int64_t)));
-    int64_t *pos = (int64_t *)(key + p.padded);
-    for (int64_t i = 0; i < p.padded; i++) {
-        pos[i] = i;
-        key[i] = 0;
-        if (i < n) {
-            lua_rawgeti(L, 1, (int)i + 1);
-            key[i] = lua_tonumber(L, -1);
-            lua_pop(L, 1);
-        }
-    }
-    wk_bitonic_sort_f64(key, pos, p.padded, n, desc);
-    lua_createtable(L, (int)n, 0);
-    for (int64_t i = 0; i < n; i++) {
-        lua_pushnumber(L, (lua_Number)(pos[i] + 1));
-        lua_rawseti(L, -2, (int)i + 1);
-    }
-    return 1;
-}
-
 void wl_open_ops(lua_State *L) {
-    lua_pushcfunction(L, m_sort_plan);
-    lua_setfield(L, -2, "_sort_plan");
-    lua_pushcfunction(L, m_bitonic_sort);
-    lua_setfield(L, -2, "_bitonic_sort");
     lua_getfield(L, -1, "Tensor");
     lua_pushcfunction(L, t_sort);
     lua_setfield(L, -2, "sort");
