@@ -194,6 +194,35 @@ local function undocumented(text)
   return out
 end
 
+-- Repository paths in prose ("src/core/tensor.c", "docs/checkpoint-format.md"):
+-- a word starting at one of the tree's top folders. Globs and patterns
+-- ("lua/wick/*.lua", "lua/?.lua") and paths under another folder
+-- ("build/lua54/wick.so", "P/share/lua/5.1") are not checked.
+local TOP = { src = true, lua = true, docs = true, include = true, spec = true, tests = true, tools = true,
+  bench = true, examples = true, fuzz = true }
+local PATH_CHECKED = { "README.md", "docs/api.md", "include/wick.h", "include/wick_embed.h", "examples/embed/README.md" }
+
+local function exists(path)
+  local f = io.open(path, "rb")
+  if f then f:close() end
+  return f ~= nil
+end
+
+local function stale_paths(text)
+  local out, seen = {}, {}
+  for i, word in text:gmatch("()([%w_%.%-/%*%?{},]+)") do
+    local top = word:match("^([%w_]+)/")
+    if top and TOP[top] and not preceded_by_name(text, i) then
+      local path = word:match("^[^,]*"):gsub("[%.]+$", "")
+      if not path:find("[%*%?{}]") and not seen[path] then
+        seen[path] = true
+        if not exists(path) then out[#out + 1] = path end
+      end
+    end
+  end
+  return out
+end
+
 describe("docs/api.md", function()
   local text = read(DOC)
 
@@ -243,6 +272,14 @@ describe("docs/api.md", function()
     assert.is_true(blocks >= 1, "no ```lua example on the page")
   end)
 
+  it("and the README, the headers and the embed example name only files that exist", function()
+    local stale = {}
+    for _, file in ipairs(PATH_CHECKED) do
+      for _, p in ipairs(stale_paths(read(file))) do stale[#stale + 1] = file .. ": " .. p end
+    end
+    assert.are.same({}, stale, "paths that do not exist: " .. table.concat(stale, ", "))
+  end)
+
   describe("the checker itself", function()
     it("catches a documented name that does not exist, in each form", function()
       local page = "`wick.zeros` `wick.no_such_fn` `nn.NoSuchLayer` `F.no_such` `optim.NoSuch` `t:no_such_method`"
@@ -261,6 +298,12 @@ describe("docs/api.md", function()
     it("ignores file names and fields of other things", function()
       local missing = check_page("`include/wick.h`, `build/lua54/wick.so`, `p.data`, `lua/wick/nn/init.lua`\n")
       assert.are.same({}, missing)
+    end)
+
+    it("catches a path that does not exist, and skips globs and other folders", function()
+      assert.are.same({ "src/core/no_such_file.c" }, stale_paths(
+        "see `src/core/no_such_file.c`, `src/core/tensor.c`, `lua/wick/*.lua`, `lua/?.lua;`, `build/lua54/wick.so`,"
+        .. " P/share/lua/5.1 and docs/api.md.\n"))
     end)
 
     it("catches a public function the page does not mention", function()
