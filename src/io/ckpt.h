@@ -28,7 +28,7 @@ typedef enum wk_ckpt_kind {
     WK_CKPT_NUMBER,   /* a double (nan and +-inf included; integers exact below 2^53) */
     WK_CKPT_STRING,   /* bytes with a length (may hold NULs), NUL-terminated as well */
     WK_CKPT_BOOLEAN,
-    WK_CKPT_TABLE,    /* ordered (key, value) pairs; keys are NUMBER or STRING values */
+    WK_CKPT_TABLE,    /* ordered (key, value) pairs; keys NUMBER, STRING or BOOLEAN */
     WK_CKPT_TENSOR,   /* a view of storage `storage` */
 } wk_ckpt_kind;
 
@@ -48,10 +48,14 @@ struct wk_ckpt_value {
             size_t len;
         } string;
         /* A Lua array {a, b} is the pairs (1, a), (2, b); a PyTorch list or
-         * tuple the same; a dict its keys in insertion order. */
+         * tuple the same; a dict its keys in insertion order. Pairs are
+         * assigned in order (the last of equal keys wins; a NIL value removes
+         * the key). A TABLE value may be reached from several places, even
+         * from inside itself (a pickle's memo): walks mark what they visited. */
         struct {
             wk_ckpt_pair *pairs;
             int n, cap;
+            unsigned mark; /* the walk that last visited it (wk_ckpt.marks) */
         } table;
         struct {
             int storage; /* index into wk_ckpt.storages */
@@ -100,6 +104,9 @@ typedef struct wk_ckpt {
     wk_ckpt_storage *storages;
     int nstorages, cap;
     wk_ckpt_arena *arena;
+    wick_tensor **views; /* every view made by wk_ckpt_make_views, released by wk_ckpt_free */
+    int nviews, views_cap;
+    unsigned marks;      /* walks so far (TABLE.mark) */
 } wk_ckpt;
 
 /* ---- building a tree (readers, and the binding before a write) ---- */
@@ -127,6 +134,8 @@ int wk_ckpt_add_storage(wk_ckpt *c, const char *name, const char *device, wick_d
 typedef struct wk_ckpt_read_options {
     const char *who; /* the error prefix: "wick.load", "wick_load_flat" */
     int verify;      /* -1: check the checksums the file has; 0: skip; 1: require them */
+    int flat;        /* 1: the container only (wick_load_flat): every entry as a root
+                        table name -> tensor, __metadata__ not interpreted, no zip */
 } wk_ckpt_read_options;
 
 /* The file being read, opened once: readers for each format get it. */
@@ -151,19 +160,39 @@ wick_status wk_ckpt_map_storages(wk_ckpt *c, const wk_ckpt_source *src);
  * names the file, the storage and both values. */
 wick_status wk_ckpt_verify_storage(const wk_ckpt *c, int i, const wk_ckpt_source *src);
 /* Checks every TENSOR value in the tree against its storage (dtype, the core's
- * view check) and makes its view over storages[].data. */
+ * view check) and makes its view over storages[].data. Each TABLE is walked
+ * once; nesting deeper than WK_CKPT_MAX_DEPTH is an error (readers should
+ * refuse such trees first, with their own text). */
+#define WK_CKPT_MAX_DEPTH 10000
 wick_status wk_ckpt_make_views(wk_ckpt *c, const wk_ckpt_source *src);
 
 /* The PyTorch zip reader (src/io/pytorch*.c): fills c (format WK_CKPT_PYTORCH)
  * from src, a file starting with "PK\3\4". */
 wick_status wk_ckpt_read_pytorch(wk_ckpt *c, const wk_ckpt_source *src);
 
+/* ---- file helpers (src/io/file.c) ---- */
+
+/* 1-D CPU tensors over one private mapping of fd (size bytes), one per
+ * (offset, dtype, numel), each range checked against size; WICK_ERR_IO naming
+ * path when a range runs past the end; *unaligned set (and nothing made) when
+ * an offset is not a multiple of its element size. */
+wick_status wk_io_map_fd(int fd, int64_t size, const char *path, int n, const int64_t *offsets,
+                         const wick_dtype *dtypes, const int64_t *numels, wick_tensor **out, int *unaligned);
+/* A CPU tensor holding a copy of numel elements read from fd at offset. */
+wick_status wk_io_read_fd(wick_tensor **out, int fd, int64_t size, const char *path, int64_t offset, wick_dtype dtype,
+                          int64_t numel);
+
 /* ---- writing ---- */
 
 /* Writes c atomically (wick_write_storages_atomic): WK_CKPT_WICK with its tree,
  * device strings and CRC-32C checksums; WK_CKPT_SAFETENSORS as plain safetensors
- * whose entries are the root table's (name -> contiguous tensor) pairs. Entries
- * go largest element size first so that each is aligned. */
-wick_status wk_ckpt_write(const char *path, const wk_ckpt *c, const char *who);
+ * whose entries are the root table's (name -> contiguous tensor) pairs. The data
+ * goes largest element size first so that each entry is aligned. The header's
+ * keys: sorted_keys 1 as wick.save and wick.save_safetensors have always written
+ * them (entries by name with __metadata__ among them, fields data_offsets, dtype,
+ * shape), 0 as wick_save_flat has (entries in data order; dtype, shape,
+ * data_offsets). Storage data: CPU tensors whose storage is exactly numel
+ * elements of dtype. */
+wick_status wk_ckpt_write(const char *path, const wk_ckpt *c, const char *who, int sorted_keys);
 
 #endif

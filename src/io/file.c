@@ -6,6 +6,7 @@
  * the same path (include/wick.h, wick_write_file_atomic, and
  * docs/checkpoint-format.md, Writing). Mapped and read storages follow. */
 #include "../core/internal.h"
+#include "ckpt.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -186,22 +187,14 @@ wick_status wick_write_storages_atomic(const char *path, const void *head, size_
     return write_pieces(path, head, head_size, n, tensors);
 }
 
-wick_status wick_read_storage(wick_tensor **out, const char *path, int64_t offset, wick_dtype dtype, int64_t numel) {
-    if (offset < 0 || numel < 0) return wick_fail(WICK_ERR_IO, "%s: bad entry offset or size", path);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fail_errno("cannot open", path);
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || offset > (int64_t)sb.st_size ||
-        numel > ((int64_t)sb.st_size - offset) / (int64_t)wk_dtype_size(dtype)) {
-        close(fd); /* checked before allocating: a hostile size never becomes an allocation */
+wick_status wk_io_read_fd(wick_tensor **out, int fd, int64_t size, const char *path, int64_t offset, wick_dtype dtype,
+                          int64_t numel) {
+    if (offset < 0 || numel < 0 || offset > size || numel > (size - offset) / (int64_t)wk_dtype_size(dtype))
+        /* checked before allocating: a hostile size never becomes an allocation */
         return wick_fail(WICK_ERR_IO, "%s: truncated: an entry runs past the end of the file", path);
-    }
     wick_tensor *t;
     wick_status st = wk_tensor_new(&t, 1, &numel, dtype, wick_cpu());
-    if (st) {
-        close(fd);
-        return st;
-    }
+    if (st) return st;
     char *p = wk_data(t);
     size_t left = (size_t)numel * wk_dtype_size(dtype);
     off_t at = (off_t)offset;
@@ -212,13 +205,23 @@ wick_status wick_read_storage(wick_tensor **out, const char *path, int64_t offse
         else if (n == 0) st = wick_fail(WICK_ERR_IO, "%s: truncated: an entry runs past the end of the file", path);
         else p += n, left -= (size_t)n, at += n;
     }
-    close(fd);
     if (st) {
         wick_tensor_release(t);
         return st;
     }
     *out = t;
     return WICK_OK;
+}
+
+wick_status wick_read_storage(wick_tensor **out, const char *path, int64_t offset, wick_dtype dtype, int64_t numel) {
+    if (offset < 0 || numel < 0) return wick_fail(WICK_ERR_IO, "%s: bad entry offset or size", path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return fail_errno("cannot open", path);
+    struct stat sb;
+    wick_status st = fstat(fd, &sb) != 0 ? fail_errno("cannot stat", path)
+                                         : wk_io_read_fd(out, fd, (int64_t)sb.st_size, path, offset, dtype, numel);
+    close(fd);
+    return st;
 }
 
 /* ---- mapped files ---- */
@@ -236,37 +239,22 @@ static void mapping_release(void *ctx) {
     free(m);
 }
 
-wick_status wick_map_storages(const char *path, int n, const int64_t *offsets, const wick_dtype *dtypes,
-                              const int64_t *numels, wick_tensor **out) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fail_errno("cannot open", path);
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        wick_status st = fail_errno("cannot stat", path);
-        close(fd);
-        return st;
-    }
+wick_status wk_io_map_fd(int fd, int64_t size, const char *path, int n, const int64_t *offsets,
+                         const wick_dtype *dtypes, const int64_t *numels, wick_tensor **out, int *unaligned) {
+    *unaligned = 0;
     for (int i = 0; i < n; i++) {
-        int64_t size = (int64_t)wk_dtype_size(dtypes[i]);
-        if (offsets[i] < 0 || numels[i] < 0 || offsets[i] > (int64_t)sb.st_size ||
-            numels[i] > ((int64_t)sb.st_size - offsets[i]) / size) {
-            close(fd);
+        int64_t esize = (int64_t)wk_dtype_size(dtypes[i]);
+        if (offsets[i] < 0 || numels[i] < 0 || offsets[i] > size || numels[i] > (size - offsets[i]) / esize)
             return wick_fail(WICK_ERR_IO, "%s: truncated: an entry runs past the end of the file", path);
-        }
-        if (offsets[i] % (int64_t)wk_dtype_size(dtypes[i]) != 0) {
-            close(fd);
-            return wick_fail(WICK_ERR_IO, "%s: an entry is not aligned to its element size", path);
-        }
+        if (offsets[i] % esize != 0) *unaligned = 1;
     }
+    if (*unaligned) return wick_fail(WICK_ERR_IO, "%s: an entry is not aligned to its element size", path);
+    if (n == 0) return WICK_OK;
     file_mapping *m = calloc(1, sizeof *m);
-    if (!m) {
-        close(fd);
-        return wick_fail(WICK_ERR_OOM, "out of memory mapping %s", path);
-    }
-    m->size = sb.st_size > 0 ? (size_t)sb.st_size : 1;
+    if (!m) return wick_fail(WICK_ERR_OOM, "out of memory mapping %s", path);
+    m->size = size > 0 ? (size_t)size : 1;
     /* private: writes into a loaded tensor never reach the file */
     m->base = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-    close(fd);
     if (m->base == MAP_FAILED) {
         free(m);
         return fail_errno("cannot map", path);
@@ -283,5 +271,18 @@ wick_status wick_map_storages(const char *path, int n, const int64_t *offsets, c
         for (int i = 0; i < made - 1; i++) wick_tensor_release(out[i]);
     }
     mapping_release(m);
+    return st;
+}
+
+wick_status wick_map_storages(const char *path, int n, const int64_t *offsets, const wick_dtype *dtypes,
+                              const int64_t *numels, wick_tensor **out) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return fail_errno("cannot open", path);
+    struct stat sb;
+    int unaligned;
+    wick_status st = fstat(fd, &sb) != 0 ? fail_errno("cannot stat", path)
+                                         : wk_io_map_fd(fd, (int64_t)sb.st_size, path, n, offsets, dtypes, numels, out,
+                                                        &unaligned);
+    close(fd);
     return st;
 }
