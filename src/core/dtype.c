@@ -7,6 +7,14 @@
 #define WK_DTYPE_ROW(id, name, bytes, floating, is_signed, digits) [id] = {name, bytes, floating, is_signed, digits},
 static const wick_dtype_info dtype_info[] = {WK_DTYPE_TABLE(WK_DTYPE_ROW)};
 #undef WK_DTYPE_ROW
+/* the rows in enum order (wk_dtype_size in internal.h reads them by position) */
+#define WK_DTYPE_POSITION(id, name, bytes, floating, is_signed, digits) WK_POSITION_OF_##id,
+enum { WK_DTYPE_TABLE(WK_DTYPE_POSITION) };
+#undef WK_DTYPE_POSITION
+#define WK_DTYPE_IN_ORDER(id, name, bytes, floating, is_signed, digits) \
+    _Static_assert((int)WK_POSITION_OF_##id == (int)id, "WK_DTYPE_TABLE must list the dtypes in enum order");
+WK_DTYPE_TABLE(WK_DTYPE_IN_ORDER)
+#undef WK_DTYPE_IN_ORDER
 /* a row per enum value and none past it (a row missing in the middle would
  * have a NULL name: spec/facts_spec.lua checks that every dtype has one) */
 _Static_assert(sizeof dtype_info / sizeof *dtype_info == WICK_NUM_DTYPES, "WK_DTYPE_TABLE must list every wick_dtype");

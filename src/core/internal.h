@@ -171,9 +171,10 @@ static inline bool wk_is_integral(wick_dtype d) { return !wick_dtype_is_floating
     X(WICK_FLOAT16, "float16", 2, 1, 1, 11) X(WICK_BFLOAT16, "bfloat16", 2, 1, 1, 8)               \
     X(WICK_INT64, "int64", 8, 0, 1, 63) X(WICK_INT32, "int32", 4, 0, 1, 31)                        \
     X(WICK_UINT8, "uint8", 1, 0, 0, 8) X(WICK_BOOL, "bool", 1, 0, 0, 1)
-/* the hot-path form of wick_dtype_size */
+/* the hot-path form of wick_dtype_size (positional, which C++ takes too: the
+ * rows are in enum order, which dtype.c checks at compile time) */
 static inline size_t wk_dtype_size(wick_dtype d) {
-#define WK_DTYPE_SIZE(id, name, bytes, floating, is_signed, digits) [id] = bytes,
+#define WK_DTYPE_SIZE(id, name, bytes, floating, is_signed, digits) bytes,
     static const unsigned char sizes[WICK_NUM_DTYPES] = {WK_DTYPE_TABLE(WK_DTYPE_SIZE)};
 #undef WK_DTYPE_SIZE
     return (unsigned)d < WICK_NUM_DTYPES ? sizes[d] : 0;
