@@ -1,7 +1,7 @@
 /* A small thread pool for wick's own CPU kernels, sharing one thread budget with
  * the BLAS library. Workers sleep on a condition variable between jobs (no
- * spinning against OpenBLAS's own threads), and tiny ops never touch the pool:
- * wk_parallel_for runs inline below its grain size. Per process; its workers
+ * spinning against the BLAS library's own threads), and tiny ops never touch the
+ * pool: wk_parallel_for runs inline below its grain size. Per process; its workers
  * watch the interrupt flag of the thread whose job they run. */
 #include "internal.h"
 
