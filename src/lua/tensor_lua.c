@@ -784,12 +784,6 @@ static int t_dtype(lua_State *L) {
     return 1;
 }
 
-static int t_device(lua_State *L) {
-    char buf[32];
-    lua_pushstring(L, wick_device_format(wick_tensor_device(SELF("device")), buf, sizeof buf));
-    return 1;
-}
-
 static int t_storage_offset(lua_State *L) {
     wl_pushint64(L, wick_tensor_offset(SELF("storage_offset")));
     return 1;
@@ -987,7 +981,7 @@ static const luaL_Reg method_fns[] = {
     {"gather", t_gather}, {"copy_", t_copy_}, {"fill_", t_fill_}, {"clone", t_clone}, {"item", t_item}, {"_int64_str", t_int64_str},
     {"totable", t_totable}, {"to", t_to}, {"pin_memory", t_pin_memory}, {"is_pinned", t_is_pinned}, {"size", t_size}, {"stride", t_stride}, {"dim", t_dim},
     {"numel", t_numel}, {"is_contiguous", t_is_contiguous}, {"storage_offset", t_storage_offset},
-    {"_storage_id", t_storage_id}, {"_dtype", t_dtype}, {"_device", t_device}, {"_device_code", t_device_code}, {"_shape", t_shape},
+    {"_storage_id", t_storage_id}, {"_dtype", t_dtype}, {"_device_code", t_device_code}, {"_shape", t_shape},
     {"_get", t_get}, {"_set", t_set}, {"_requires_grad", t_requires_grad},
     {"requires_grad_", t_set_requires_grad}, {"_grad", t_grad}, {"_set_grad", t_set_grad}, {"_grad_fn", t_grad_fn},
     {"_is_leaf", t_is_leaf}, {"backward", t_backward}, {"detach", t_detach}, {"_replace", t_replace}, {NULL, NULL}};
