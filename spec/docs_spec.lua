@@ -200,7 +200,8 @@ end
 -- ("build/lua54/wick.so", "P/share/lua/5.1") are not checked.
 local TOP = { src = true, lua = true, docs = true, include = true, spec = true, tests = true, tools = true,
   bench = true, examples = true, fuzz = true }
-local PATH_CHECKED = { "README.md", "docs/api.md", "include/wick.h", "include/wick_embed.h", "examples/embed/README.md" }
+local PATH_CHECKED = { "README.md", "docs/api.md", "docs/architecture.md", "docs/checkpoint-format.md",
+  "docs/cuda-waits.md", "include/wick.h", "include/wick_embed.h", "examples/embed/README.md" }
 
 local function exists(path)
   local f = io.open(path, "rb")
@@ -272,7 +273,7 @@ describe("docs/api.md", function()
     assert.is_true(blocks >= 1, "no ```lua example on the page")
   end)
 
-  it("and the README, the headers and the embed example name only files that exist", function()
+  it("and the README, docs/*.md, the headers and the embed example name only files that exist", function()
     local stale = {}
     for _, file in ipairs(PATH_CHECKED) do
       for _, p in ipairs(stale_paths(read(file))) do stale[#stale + 1] = file .. ": " .. p end
