@@ -150,6 +150,63 @@ static void test_size_overflow(void) {
     wick_tensor_release(e);
 }
 
+/* wick_tensor_set_ and wick_tensors_to_ (model:to), and the dtype table. */
+static void test_set_and_move(void) {
+    int64_t s4[1] = {4}, s22[2] = {2, 2};
+    wick_tensor *small = NULL, *meta = NULL, *big = NULL, *g = NULL, *x = NULL, *y = NULL, *i64 = NULL;
+    CHECK(wick_full(&small, 1, s4, 2, wick_default_options()) == WICK_OK); /* its header lives in its storage's block */
+    CHECK(wick_empty(&meta, 2, s22, opts(WICK_FLOAT64, "meta")) == WICK_OK);
+    CHECK(wick_tensor_set_(small, meta) == WICK_OK);
+    CHECK(wick_tensor_device(small).type == WICK_META && wick_tensor_dtype(small) == WICK_FLOAT64);
+    CHECK(wick_tensor_ndim(small) == 2 && wick_tensor_storage_id(small) == wick_tensor_storage_id(meta));
+    CHECK(wick_tensor_set_(small, small) == WICK_OK);
+    CHECK(wick_tensor_set_(NULL, meta) == WICK_ERR_ARGUMENT && wick_tensor_set_(small, NULL) == WICK_ERR_ARGUMENT);
+    /* errors leave dst as it was */
+    CHECK(wick_full(&x, 1, s4, 1, wick_default_options()) == WICK_OK && wick_set_requires_grad(x, 1) == WICK_OK);
+    CHECK(wick_unary(&y, WICK_EXP, x) == WICK_OK && wick_grad_fn_name(y) != NULL);
+    CHECK(wick_tensor_set_(y, meta) == WICK_ERR_ARGUMENT && strstr(wick_last_error(), "autograd history"));
+    CHECK(wick_full(&i64, 1, s4, 1, opts(WICK_INT64, "cpu")) == WICK_OK);
+    CHECK(wick_tensor_set_(x, i64) == WICK_ERR_DTYPE && wick_tensor_dtype(x) == WICK_FLOAT32);
+    CHECK(wick_full(&g, 1, s4, 1, wick_default_options()) == WICK_OK && wick_set_grad(x, g) == WICK_OK);
+    CHECK(wick_tensor_set_(x, meta) == WICK_ERR_ARGUMENT && strstr(wick_last_error(), "gradient"));
+    CHECK(wick_tensor_device(x).type == WICK_CPU);
+    /* a model's move: x twice and its grad, one int64 tensor that a dtype leaves alone */
+    wick_tensor *list[3] = {x, x, i64};
+    wick_device to_meta = {WICK_META, -1};
+    wick_dtype f64 = WICK_FLOAT64, i32 = WICK_INT32;
+    CHECK(wick_tensors_to_(3, list, &to_meta, &f64, 0) == WICK_OK);
+    CHECK(wick_tensor_device(x).type == WICK_META && wick_tensor_dtype(x) == WICK_FLOAT64 && wick_requires_grad(x));
+    CHECK(wick_grad(x) == g && wick_tensor_device(g).type == WICK_META && wick_tensor_dtype(g) == WICK_FLOAT64);
+    CHECK(wick_tensor_device(i64).type == WICK_META && wick_tensor_dtype(i64) == WICK_INT64);
+    CHECK(wick_tensors_to_(1, list, NULL, &i32, 0) == WICK_ERR_DTYPE && wick_tensor_dtype(x) == WICK_FLOAT64);
+    CHECK(wick_tensors_to_(-1, list, NULL, NULL, 0) == WICK_ERR_ARGUMENT);
+    CHECK(wick_tensors_to_(0, NULL, &to_meta, NULL, 0) == WICK_OK);
+    wick_tensor *holes[2] = {small, NULL};
+    CHECK(wick_tensors_to_(2, holes, &to_meta, NULL, 0) == WICK_ERR_ARGUMENT);
+    /* a failed copy (out of a meta tensor) moves nothing */
+    CHECK(wick_full(&big, 1, s4, 3, wick_default_options()) == WICK_OK);
+    wick_tensor *mixed[2] = {big, small};
+    wick_device to_cpu = wick_cpu();
+    CHECK(wick_tensors_to_(2, mixed, &to_cpu, &f64, 0) != WICK_OK);
+    CHECK(wick_tensor_dtype(big) == WICK_FLOAT32 && wick_get_double(big, 3) == 3);
+    CHECK(wick_tensors_to_(1, mixed, &to_cpu, &f64, 0) == WICK_OK && wick_get_double(big, 3) == 3 &&
+          wick_tensor_dtype(big) == WICK_FLOAT64);
+    wick_tensor *all[7] = {small, meta, big, g, x, y, i64};
+    for (int k = 0; k < 7; k++) wick_tensor_release(all[k]);
+    /* the dtype table */
+    for (int d = 0; d < WICK_NUM_DTYPES; d++) {
+        const wick_dtype_info *info = wick_dtype_info_of((wick_dtype)d);
+        CHECK(info && strcmp(info->name, wick_dtype_name((wick_dtype)d)) == 0 && info->size == wick_dtype_size((wick_dtype)d));
+        CHECK(info && info->is_floating == wick_dtype_is_floating((wick_dtype)d));
+    }
+    CHECK(wick_dtype_info_of(WICK_NUM_DTYPES) == NULL && wick_dtype_info_of((wick_dtype)-1) == NULL);
+    wick_dtype parsed, aliased;
+    int n = 0;
+    for (const char *a; (a = wick_dtype_alias(n, &aliased)); n++)
+        CHECK(wick_dtype_parse(a, &parsed) == WICK_OK && parsed == aliased);
+    CHECK(n == 6 && wick_dtype_alias(-1, NULL) == NULL);
+}
+
 int main(void) {
     test_devices();
     test_add_broadcast();
@@ -159,6 +216,7 @@ int main(void) {
     test_reduce_and_softmax();
     test_half_roundtrip();
     test_size_overflow();
+    test_set_and_move();
     printf("%d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }
