@@ -187,7 +187,9 @@ static void test_set_and_move(void) {
     CHECK(wick_full(&big, 1, s4, 3, wick_default_options()) == WICK_OK);
     wick_tensor *mixed[2] = {big, small};
     wick_device to_cpu = wick_cpu();
+    CHECK(wick_cuda_end_batch() == WICK_ERR_ARGUMENT); /* the moves closed their batch of copies */
     CHECK(wick_tensors_to_(2, mixed, &to_cpu, &f64, 0) != WICK_OK);
+    CHECK(wick_cuda_end_batch() == WICK_ERR_ARGUMENT); /* a failed one too */
     CHECK(wick_tensor_dtype(big) == WICK_FLOAT32 && wick_get_double(big, 3) == 3);
     CHECK(wick_tensors_to_(1, mixed, &to_cpu, &f64, 0) == WICK_OK && wick_get_double(big, 3) == 3 &&
           wick_tensor_dtype(big) == WICK_FLOAT64);
