@@ -1,9 +1,9 @@
 /* libFuzzer target for the checkpoint engine's PyTorch zip reader, without Lua
  * (src/io/zip.c, src/io/pytorch.c; fuzz/README.md): fuzz_pytorch_c.
  *
- * Each input is written to an in-memory file (memfd, opened as
- * /proc/self/fd/N) and read by wk_ckpt_read, which hands files starting with
- * "PK\3\4" to the zip reader. An error status is the expected answer to a bad
+ * Each input is written to an in-memory file (memfd) and read by
+ * wk_ckpt_read_pytorch on that descriptor, as wk_ckpt_read calls it for a file
+ * starting with "PK\3\4". An error status is the expected answer to a bad
  * file; a crash, a sanitizer report, a leak, a timeout or an allocation of
  * 1 GiB or more (run.sh's malloc limit) is a finding. What loads is read in
  * full: every storage's bytes, and every element every view of the tree
@@ -77,15 +77,17 @@ static void touch_views(const wk_ckpt *c) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     write_input(data, size);
-    wk_ckpt_read_options opts = {"fuzz", -1, 0};
-    wk_ckpt *c = NULL;
-    if (wk_ckpt_read(&c, input_path, &opts) == WICK_OK) {
+    /* the reader itself on the open file, as wk_ckpt_read calls it for "PK\3\4" */
+    wk_ckpt_source src = {input_path, "fuzz", input_fd, (int64_t)size, -1};
+    wk_ckpt *c = wk_ckpt_new(WK_CKPT_PYTORCH);
+    if (!c) abort();
+    if (wk_ckpt_read_pytorch(c, &src) == WICK_OK) {
         for (int i = 0; i < c->nstorages; i++) {
             const wk_ckpt_storage *s = &c->storages[i];
             sink ^= wick_crc32c(0, wick_tensor_data(s->data), (size_t)s->numel * wick_dtype_size(s->dtype));
         }
         touch_views(c);
-        wk_ckpt_free(c);
     }
+    wk_ckpt_free(c);
     return 0;
 }
