@@ -9,19 +9,29 @@ trap 'rm -rf "$DIR"' EXIT
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 BLIS_NUM_THREADS=1
 cd "$ROOT"
 "$BUILD/wick" bench/checkpoint.lua "$DIR/w.wick" >"$DIR/wick.tsv"
-/usr/bin/python3 bench/checkpoint_torch.py "$DIR/t.pt" >"$DIR/torch.tsv"
-"$BUILD/wick" bench/checkpoint.lua --load "$DIR/t.pt" >"$DIR/wick_pt.tsv"
+: >"$DIR/torch.tsv"
+: >"$DIR/wick_pt.tsv"
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then # without PyTorch: its columns say "-"
+  /usr/bin/python3 bench/checkpoint_torch.py "$DIR/t.pt" >"$DIR/torch.tsv"
+  "$BUILD/wick" bench/checkpoint.lua --load "$DIR/t.pt" >"$DIR/wick_pt.tsv"
+fi
 now() { date +%s.%N; }
 cat "$DIR/w.wick" >/dev/null # warm
 best=999
 for _ in 1 2 3; do t0=$(now); cat "$DIR/w.wick" >/dev/null; t1=$(now); best=$(awk -v a="$best" -v b="$(echo "$t1 - $t0" | bc)" 'BEGIN { print (b < a ? b : a) }'); done
 t0=$(now); dd if=/dev/zero of="$DIR/raw" bs=1M count=1024 conv=fsync status=none; t1=$(now)
 raw_write=$(echo "$t1 - $t0" | bc)
-get() { awk -v n="$2" '$1 == n { print $2 }' "$1"; }
+get() { awk -v n="$2" '$1 == n { v = $2 } END { print (v == "" ? "-" : v) }' "$1"; }
+num() { awk -v v="$1" -v f="$2" 'BEGIN { if (v == "-") print "-"; else printf f, v }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-") print "-"; else printf "%.2f", a / b }'; }
 ws=$(get "$DIR/wick.tsv" save_s); wl=$(get "$DIR/wick.tsv" load_touch_s)
 ts=$(get "$DIR/torch.tsv" save_s); tl=$(get "$DIR/torch.tsv" load_touch_s)
 printf '| 1 GiB state dict | wick | torch | raw | wick / raw | wick / torch |\n|---|---|---|---|---|---|\n'
-printf '| save (s) | %.3f | %.3f | %.3f (dd + fsync) | %.2f | %.2f |\n' "$ws" "$ts" "$raw_write" "$(echo "$ws / $raw_write" | bc -l)" "$(echo "$ws / $ts" | bc -l)"
-printf '| load + touch every element (s) | %.3f | %.3f | %.3f (cat, warm) | %.2f | %.2f |\n' "$wl" "$tl" "$best" "$(echo "$wl / $best" | bc -l)" "$(echo "$wl / $tl" | bc -l)"
+printf '| save (s) | %.3f | %s | %.3f (dd + fsync) | %s | %s |\n' "$ws" "$(num "$ts" %.3f)" "$raw_write" "$(ratio "$ws" "$raw_write")" "$(ratio "$ws" "$ts")"
+printf '| load + touch every element (s) | %.3f | %s | %.3f (cat, warm) | %s | %s |\n' "$wl" "$(num "$tl" %.3f)" "$best" "$(ratio "$wl" "$best")" "$(ratio "$wl" "$tl")"
 wp=$(get "$DIR/wick_pt.tsv" load_touch_s)
-printf '| wick.load of the torch.save file, + touch (s) | %.3f | %.3f | %.3f (cat of w.wick) | %.2f | %.2f |\n' "$wp" "$tl" "$best" "$(echo "$wp / $best" | bc -l)" "$(echo "$wp / $tl" | bc -l)"
+if [ "$wp" != - ]; then
+  printf '| wick.load of the torch.save file, + touch (s) | %.3f | %s | %.3f (cat of w.wick) | %s | %s |\n' "$wp" "$(num "$tl" %.3f)" "$best" "$(ratio "$wp" "$best")" "$(ratio "$wp" "$tl")"
+fi
+printf '| 4,000 tensors of 64 floats: save (s) | %s | - | - | - | - |\n' "$(num "$(get "$DIR/wick.tsv" save_small_s)" %.4f)"
+printf '| 4,000 tensors of 64 floats: load + touch (s) | %s | - | - | - | - |\n' "$(num "$(get "$DIR/wick.tsv" load_small_s)" %.4f)"

@@ -1,9 +1,9 @@
 /* libFuzzer target for wick.load (fuzz/README.md). Built once per checkpoint
  * reader with -DFUZZ_READER=FUZZ_NATIVE, FUZZ_SAFETENSORS or FUZZ_PYTORCH:
  *
- *   fuzz_native       wick checkpoints (serialize.lua)
- *   fuzz_safetensors  plain safetensors files (serialize.lua)
- *   fuzz_pytorch      torch.save zip checkpoints (pytorch.lua)
+ *   fuzz_native       wick checkpoints (the engine: src/io/ckpt_read.c)
+ *   fuzz_safetensors  plain safetensors files (src/io/ckpt_read.c)
+ *   fuzz_pytorch      torch.save zip checkpoints (src/io/zip.c, pytorch.c)
  *
  * Each input is written to an in-memory file and loaded with
  * pcall(wick.load, path, {map_location = "cpu", verify = false}) (so that inputs
@@ -14,10 +14,10 @@
  * running out of memory is a finding. Whatever loads is walked and every tensor
  * in it read in full (clone, sum).
  *
- * libFuzzer sees only instrumented C. The readers are Lua, so while wick.load
- * runs a line hook records Lua line-to-line edges in libFuzzer's "extra
- * counters": they count as features (ft:) and steer the fuzzer through the Lua
- * code. WICK_FUZZ_NO_LUA_COVERAGE=1 turns the hook off (to compare);
+ * libFuzzer sees only instrumented C: the readers (the checkpoint engine) and
+ * the binding's conversion. While wick.load runs, a line hook records Lua
+ * line-to-line edges (serialize.lua's options and map_location policy) in
+ * libFuzzer's "extra counters": they count as features (ft:) too. WICK_FUZZ_NO_LUA_COVERAGE=1 turns the hook off (to compare);
  * WICK_FUZZ_VERBOSE=1 prints each Lua error (to see what a reader said). */
 #define _GNU_SOURCE
 #include "wick_lua.h"

@@ -1,9 +1,10 @@
 -- wick.save / wick.load and safetensors files (docs/checkpoint-format.md).
 --
--- The file formats are read and written by the checkpoint engine in C
--- (src/io/ckpt*.c): it opens a file once, parses and checks the header and the
--- value tree, maps the storages and verifies their checksums, and writes
--- headers and files atomically. This file keeps only the policy: where each
+-- The file formats (wick's, plain safetensors, torch.save zips) are read and
+-- written by the checkpoint engine in C (src/io/ckpt*.c, zip.c, pytorch.c): it
+-- opens a file once, parses and checks the header and the value tree, maps the
+-- storages and verifies their checksums, and writes files atomically; the
+-- binding (src/lua/io_lua.c) turns its value tree into Lua values and back. This file keeps only the policy: where each
 -- loaded storage goes (map_location), and the options.
 local wick = require("wick")
 local check = require("wick.argcheck")
@@ -65,23 +66,6 @@ local function place(storage, location, map_location)
   return storage:to(target)
 end
 
--- For the PyTorch reader (pytorch.lua): CPU tensors over one private mapping of
--- the file, one per {offset, dtype, numel}; a file whose writer did not align
--- its entries is read instead.
-local function map_storages(path, specs)
-  local ok, mapped = pcall(core.map_storages, path, specs)
-  if not ok and tostring(mapped):find("not aligned", 1, true) then
-    ok, mapped = true, {}
-    for i, spec in ipairs(specs) do
-      local read_ok, t = pcall(core.read_storage, path, spec[1], spec[2], spec[3])
-      if not read_ok then ok, mapped = false, t; break end
-      mapped[i] = t
-    end
-  end
-  if not ok then wick.error(("wick.load: %s"):format(tostring(mapped):gsub("^[^:]*:%d+: ", ""))) end
-  return mapped
-end
-
 function serialize.load(path, opts)
   if type(path) ~= "string" then wick.error("wick.load: expected a file path") end
   -- weights_only and mmap: accepted as torch.load takes them, and what wick does
@@ -96,9 +80,6 @@ function serialize.load(path, opts)
     wick.error(("wick.load: invalid map_location '%s' (accepted: a device such as 'cpu' or 'cuda:0', a table renaming locations, or a function)"):format(map))
   end
   local ckpt, storages, devices = core.ckpt_load(path, opts.verify)
-  if ckpt == nil then -- a zip, while its reader is Lua's
-    return require("wick.pytorch").load(path, opts, { map = map_storages, place = place })
-  end
   -- each storage once where map_location puts it, then the tree's views of them
   local placed = {}
   for i = 1, #storages do placed[i] = place(storages[i], devices[i], map) end

@@ -4,6 +4,7 @@
  * entries are all checked before anything is mapped. A wick checkpoint's tree
  * (JSON text in __metadata__["wick"]) is parsed by the same parser and turned
  * into wk_ckpt values; a plain safetensors file becomes a table name -> tensor. */
+#define _GNU_SOURCE /* qsort_r */
 #include "ckpt.h"
 #include "json.h"
 
@@ -337,6 +338,57 @@ static wick_status tree_node(const tree_ctx *t, const wk_json *node, int depth, 
     return *out ? WICK_OK : oom(t->r);
 }
 
+/* ---- objects with many keys (devices, checksums): looked up by bsearch ---- */
+
+typedef struct {
+    const wk_json *obj;
+    int *order; /* item indices sorted by key, equal keys by position */
+} key_index;
+
+static int cmp_keys(const wk_json *obj, int a, int b) {
+    const wk_json *x = obj->as.list.keys[a], *y = obj->as.list.keys[b];
+    size_t n = x->as.string.len < y->as.string.len ? x->as.string.len : y->as.string.len;
+    int r = memcmp(x->as.string.s, y->as.string.s, n);
+    if (r) return r;
+    if (x->as.string.len != y->as.string.len) return x->as.string.len < y->as.string.len ? -1 : 1;
+    return a < b ? -1 : a > b;
+}
+
+static int by_key_index(const void *pa, const void *pb, void *ctx) {
+    return cmp_keys(ctx, *(const int *)pa, *(const int *)pb);
+}
+
+static int index_object(key_index *ix, const wk_json *obj) {
+    ix->obj = obj, ix->order = NULL;
+    if (!obj || obj->as.list.n == 0) return 0;
+    ix->order = malloc((size_t)obj->as.list.n * sizeof *ix->order);
+    if (!ix->order) return -1;
+    for (int i = 0; i < obj->as.list.n; i++) ix->order[i] = i;
+    qsort_r(ix->order, (size_t)obj->as.list.n, sizeof *ix->order, by_key_index, (void *)obj);
+    return 0;
+}
+
+/* The value of key (the last when repeated), absent when null. */
+static const wk_json *index_get(const key_index *ix, const char *key) {
+    if (!ix->order) return NULL;
+    size_t len = strlen(key);
+    int lo = 0, hi = ix->obj->as.list.n; /* the first position whose key is > key */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        const wk_json *k = ix->obj->as.list.keys[ix->order[mid]];
+        size_t n = k->as.string.len < len ? k->as.string.len : len;
+        int r = memcmp(k->as.string.s, key, n);
+        if (r == 0) r = k->as.string.len < len ? -1 : k->as.string.len > len;
+        if (r <= 0) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == 0) return NULL;
+    const wk_json *k = ix->obj->as.list.keys[ix->order[lo - 1]];
+    if (k->as.string.len != len || memcmp(k->as.string.s, key, len) != 0) return NULL;
+    const wk_json *v = ix->obj->as.list.items[ix->order[lo - 1]];
+    return v->type != WK_JSON_NULL ? v : NULL;
+}
+
 /* ---- storages from entries ---- */
 
 static int hex8(const wk_json *v, uint32_t *out) {
@@ -356,30 +408,46 @@ static int hex8(const wk_json *v, uint32_t *out) {
 /* One storage per entry (in the header's order), on the CPU unless devices says. */
 static wick_status add_storages(reader *r, const wk_json *devices, const wk_json *sums[2]) {
     static const char *const kinds[2] = {"crc32c", "crc32"};
-    for (int i = 0; i < r->count; i++) {
+    key_index dev = {0}, sum[2] = {{0}, {0}};
+    wick_status st = WICK_OK;
+    if (index_object(&dev, devices) || index_object(&sum[0], sums ? sums[0] : NULL) ||
+        index_object(&sum[1], sums ? sums[1] : NULL))
+        st = oom(r);
+    for (int i = 0; i < r->count && !st; i++) {
         entry *e = &r->es[i];
         const char *device = "cpu";
         if (devices) {
-            const wk_json *d = field(devices, e->name);
+            const wk_json *d = index_get(&dev, e->name);
             wick_device parsed;
             if (!d || d->type != WK_JSON_STRING || strlen(d->as.string.s) != d->as.string.len ||
-                wick_device_parse(d->as.string.s, &parsed) != WICK_OK)
-                return failf(r, "corrupt metadata: storage '%s' has no valid device", e->name);
+                wick_device_parse(d->as.string.s, &parsed) != WICK_OK) {
+                st = failf(r, "corrupt metadata: storage '%s' has no valid device", e->name);
+                break;
+            }
             device = d->as.string.s;
         }
         int k = wk_ckpt_add_storage(r->c, e->name, device, e->dtype, e->numel);
-        if (k < 0) return oom(r);
+        if (k < 0) {
+            st = oom(r);
+            break;
+        }
         for (int j = 0; j < 2 && sums; j++) {
-            const wk_json *want = sums[j] ? field(sums[j], e->name) : NULL;
+            const wk_json *want = index_get(&sum[j], e->name);
             if (!want) continue;
             uint32_t crc;
-            if (!hex8(want, &crc)) return failf(r, "corrupt metadata: storage '%s' has a bad %s", e->name, kinds[j]);
+            if (!hex8(want, &crc)) {
+                st = failf(r, "corrupt metadata: storage '%s' has a bad %s", e->name, kinds[j]);
+                break;
+            }
             r->c->storages[k].crc_kind = j == 0 ? WK_CKPT_CRC32C : WK_CKPT_CRC32;
             r->c->storages[k].crc = crc;
             break;
         }
     }
-    return WICK_OK;
+    free(dev.order);
+    free(sum[0].order);
+    free(sum[1].order);
+    return st;
 }
 
 /* The root of a plain safetensors file (or of wick_load_flat): name -> tensor. */
@@ -494,9 +562,6 @@ static wick_status read_safetensors(reader *r, const unsigned char head[8]) {
     return st;
 }
 
-/* Until the PyTorch reader is linked in (src/io/pytorch*.c). */
-__attribute__((weak)) wick_status wk_ckpt_read_pytorch(wk_ckpt *c, const wk_ckpt_source *src);
-
 wick_status wk_ckpt_read(wk_ckpt **out, const char *path, const wk_ckpt_read_options *opts) {
     const char *who = opts && opts->who ? opts->who : "wick.load";
     *out = NULL;
@@ -519,9 +584,7 @@ wick_status wk_ckpt_read(wk_ckpt **out, const char *path, const wk_ckpt_read_opt
     if (!st) {
         if (!r.flat && memcmp(head, "PK\3\4", 4) == 0) {
             r.c->format = WK_CKPT_PYTORCH;
-            st = wk_ckpt_read_pytorch ? wk_ckpt_read_pytorch(r.c, &r.src)
-                                      : wick_fail(WICK_ERR_UNSUPPORTED, "%s: %s: a PyTorch zip (read by lua/wick/pytorch.lua)",
-                                                  who, path);
+            st = wk_ckpt_read_pytorch(r.c, &r.src);
         } else
             st = read_safetensors(&r, head);
     }

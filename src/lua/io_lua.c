@@ -1,7 +1,6 @@
-/* File bindings: checkpoints through the engine (src/io/ckpt.h: the value tree
- * to and from Lua values), the storages of PyTorch checkpoints (mapped, read,
- * their CRCs) and IDX files, for wick.save/wick.load (lua/wick/serialize.lua)
- * and wick.data. */
+/* File bindings: checkpoints through the engine (src/io/ckpt.h: its value tree
+ * to and from Lua values) for wick.save/wick.load (lua/wick/serialize.lua),
+ * CRCs (the specs' test vectors) and IDX files (wick.data). */
 #include "wick_lua.h"
 #include "../io/ckpt.h"
 #include "../io/crc.h"
@@ -46,13 +45,7 @@ static int m_ckpt_load(lua_State *L) {
     const char *path = luaL_checkstring(L, 1);
     wk_ckpt_read_options o = {"wick.load", lua_isnil(L, 2) ? -1 : lua_toboolean(L, 2), 0};
     wk_ckpt **p = push_ckpt(L);
-    wick_status st = wk_ckpt_read(p, path, &o);
-    if (st == WICK_ERR_UNSUPPORTED) { /* a zip while the C PyTorch reader is not there */
-        lua_pushnil(L);
-        lua_pushliteral(L, "zip");
-        return 2;
-    }
-    wl_check(L, st);
+    wl_check(L, wk_ckpt_read(p, path, &o));
     wk_ckpt *c = *p;
     lua_createtable(L, c->nstorages, 0);
     lua_createtable(L, c->nstorages, 0);
@@ -424,48 +417,6 @@ static int m_storage_numel(lua_State *L) {
     return 1;
 }
 
-/* core.map_storages(path, {{offset, dtype, numel}, ...}) -> {tensor, ...} */
-static int m_map_storages(lua_State *L) {
-    const char *path = luaL_checkstring(L, 1);
-    luaL_checktype(L, 2, LUA_TTABLE);
-    int n = (int)lua_objlen(L, 2);
-    int64_t *offsets = lua_newuserdata(L, sizeof(int64_t) * (size_t)(n ? n : 1));
-    int64_t *numels = lua_newuserdata(L, sizeof(int64_t) * (size_t)(n ? n : 1));
-    wick_dtype *dtypes = lua_newuserdata(L, sizeof(wick_dtype) * (size_t)(n ? n : 1));
-    lua_createtable(L, n, 0); /* the result, slots made before anything can fail */
-    int result = lua_gettop(L);
-    wick_tensor ***slots = lua_newuserdata(L, sizeof(wick_tensor **) * (size_t)(n ? n : 1));
-    wick_tensor **outs = lua_newuserdata(L, sizeof(wick_tensor *) * (size_t)(n ? n : 1));
-    for (int i = 0; i < n; i++) {
-        lua_rawgeti(L, 2, i + 1);
-        int e = lua_gettop(L);
-        lua_rawgeti(L, e, 1);
-        offsets[i] = wl_checkint(L, -1, "map_storages", "an offset");
-        lua_rawgeti(L, e, 2);
-        dtypes[i] = wl_dtype(L, lua_gettop(L), "map_storages");
-        lua_rawgeti(L, e, 3);
-        numels[i] = wl_checkint(L, -1, "map_storages", "a size");
-        lua_settop(L, e - 1);
-        slots[i] = wl_new_slot(L);
-        lua_rawseti(L, result, i + 1);
-    }
-    wl_check(L, wick_map_storages(path, n, offsets, dtypes, numels, outs));
-    for (int i = 0; i < n; i++) *slots[i] = outs[i];
-    lua_pushvalue(L, result);
-    return 1;
-}
-
-/* core.read_storage(path, offset, dtype, numel) */
-static int m_read_storage(lua_State *L) {
-    const char *path = luaL_checkstring(L, 1);
-    int64_t offset = wl_checkint(L, 2, "read_storage", "the offset"), numel = wl_checkint(L, 4, "read_storage", "the size");
-    wick_dtype dtype = wl_dtype(L, 3, "read_storage");
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_read_storage(slot, path, offset, dtype, numel));
-    wl_account(L);
-    return 1;
-}
-
 static const luaL_Reg io_fns[] = {
     {"ckpt_load", m_ckpt_load},
     {"ckpt_tree", m_ckpt_tree},
@@ -473,9 +424,7 @@ static const luaL_Reg io_fns[] = {
     {"ckpt_save_flat", m_ckpt_save_flat},
     {"read_idx", m_read_idx},
     {"from_bytes", m_from_bytes},
-    {"read_storage", m_read_storage},
     {"storage_numel", m_storage_numel},
-    {"map_storages", m_map_storages},
     {"storage_crc32", m_storage_crc32},
     {"crc32c", m_crc32c},
     {NULL, NULL}};
