@@ -739,7 +739,7 @@ describe("model:to in one crossing (wick_tensors_to_)", function()
   end
 
   it("calls into C once, however many parameters the model has", function()
-    wick.device("meta") -- interned: later moves parse no string
+    local meta = wick.device("meta") -- interned (held: device objects are weak): later moves parse no string
     for _, n in ipairs({ 2, 40 }) do
       local m = stack(n)
       for _, p in ipairs(m:parameters()) do p.grad = wick.ones_like(p) end
