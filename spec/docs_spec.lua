@@ -281,6 +281,21 @@ describe("docs/api.md", function()
     assert.are.same({}, stale, "paths that do not exist: " .. table.concat(stale, ", "))
   end)
 
+  it("links only to its own headings", function()
+    local slugs = {}
+    for heading in ("\n" .. text):gmatch("\n#+ ([^\n]+)") do
+      -- GitHub's anchors: lower case, punctuation dropped, spaces as hyphens
+      slugs[(heading:lower():gsub("[^%w%s_%-]", ""):gsub("%s", "-"))] = true
+    end
+    local broken, links = {}, 0
+    for anchor in text:gmatch("%]%(#([^%)]+)%)") do
+      links = links + 1
+      if not slugs[anchor] then broken[#broken + 1] = anchor end
+    end
+    assert.are.same({}, broken, "links to no heading: " .. table.concat(broken, ", "))
+    assert.is_true(links >= 10, "only " .. links .. " links found")
+  end)
+
   describe("the checker itself", function()
     it("catches a documented name that does not exist, in each form", function()
       local page = "`wick.zeros` `wick.no_such_fn` `nn.NoSuchLayer` `F.no_such` `optim.NoSuch` `t:no_such_method`"
