@@ -798,7 +798,7 @@ describe("autograd behaviour", function()
     -- copy_ and fill_ into a tracked tensor, and writes through views of one, are refused
     local y = x * 2
     assert_error_has(function() y:copy_(T({ 0, 0, 0 })) end, "not supported on tensors that autograd tracks")
-    y[1] = 5 -- index writes are recorded (API.md: every indexing form works under autograd)
+    y[1] = 5 -- index writes are recorded (docs/api.md: every indexing form works under autograd)
     assert_close(y, { 5, 12, 20 }, 0)
     -- under no_grad an in-place op on a tracked tensor runs and records nothing
     local plain = T({ 0, 0, 0 })

@@ -14,7 +14,7 @@ local function write(path, s) local f = assert(io.open(path, "wb")); f:write(s);
 local function u64(n) local b = {} for i = 1, 8 do b[i] = string.char(n % 256); n = math.floor(n / 256) end return table.concat(b) end
 
 describe("the fixture saved from cuda:0 and cuda:1", function()
-  it("without map_location raises API.md's error where CUDA is unavailable", function()
+  it("without map_location raises docs/api.md's error where CUDA is unavailable", function()
     if wick.cuda.is_available() then return pending("this machine has CUDA") end
     assert_error_has(function() return wick.load(FIXTURE) end,
       "Attempting to deserialize object on a CUDA device but wick.cuda.is_available() is false. If you are running on a CPU-only machine, please use wick.load with map_location='cpu' to map your storages to the CPU.")

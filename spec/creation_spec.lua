@@ -553,7 +553,7 @@ describe("values", function()
   end)
 end)
 
-describe("t:new_zeros and friends (API.md: t's device and dtype)", function()
+describe("t:new_zeros and friends (docs/api.md: t's device and dtype)", function()
   it("take t's dtype and device unless the options say otherwise", function()
     local x = wick.randn(2, 3, { dtype = "float64" })
     local z = x:new_zeros(2, 2)

@@ -671,7 +671,7 @@ describe("CUDA checkpoints", function()
     os.remove(path)
   end)
 
-  gpu_it("a saved ordinal beyond device_count raises API.md's message; map_location renames it", function()
+  gpu_it("a saved ordinal beyond device_count raises docs/api.md's message; map_location renames it", function()
     -- spec/fixtures/saved_on_cuda.wick: weight saved from cuda:0, bias from cuda:1
     local fixture = "spec/fixtures/saved_on_cuda.wick"
     local n = wick.cuda.device_count()
@@ -702,7 +702,7 @@ describe("CUDA errors", function()
     assert_contains(error_of(function() return wick.cuda.set_device(n) end), "device_count")
   end)
 
-  gpu_it("the same-device rule between cpu and cuda:0, with API.md's exact message", function()
+  gpu_it("the same-device rule between cpu and cuda:0, with docs/api.md's exact message", function()
     local c, g = wick.ones(2, 2), wick.ones(2, 2):cuda()
     local function body(fn) return (error_of(fn):gsub("^[^:]+:%d+: ", "", 1)) end
     assert.are.equal("Expected all tensors to be on the same device, but found at least two devices, cpu and cuda:0! "

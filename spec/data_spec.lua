@@ -425,7 +425,7 @@ describe("wick.save / wick.load", function()
     assert.is_true(wick.rand(4):equal(expected))
   end)
 
-  it("views that share storage still share it after loading (API.md)", function()
+  it("views that share storage still share it after loading (docs/api.md)", function()
     local path = dir .. "/shared.wick"
     local base = wick.arange(12):reshape(3, 4)
     wick.save({ base = base, t = base:t(), row = base[2], col = base:select(2, 3) }, path)

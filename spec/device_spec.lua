@@ -6,7 +6,7 @@ local error_of, assert_contains = support.error_of, support.assert_contains
 
 local HAS_CUDA = wick.cuda.is_available()
 
--- The exact message of API.md, after the "file:line: " position prefix.
+-- The exact message of docs/api.md, after the "file:line: " position prefix.
 local function same_device_message(first, second, arg, op)
   return ("Expected all tensors to be on the same device, but found at least two devices, %s and %s! "
     .. "(when checking argument for argument %s in method %s)"):format(first, second, arg, op)
@@ -23,7 +23,7 @@ end
 local function bytes_in_use() return wick._core.cpu_bytes_in_use() end
 
 describe("wick.device", function()
-  it("parses the forms of API.md", function()
+  it("parses the forms of docs/api.md", function()
     local cases = {
       { { "cpu" }, "cpu", nil, "cpu" },
       { { "cuda" }, "cuda", nil, "cuda" },

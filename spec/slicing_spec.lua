@@ -1,4 +1,4 @@
--- Indexing and slicing as API.md "Tensors" specifies: t[{k1, k2, ...}] with
+-- Indexing and slicing as docs/api.md "Tensors" specifies: t[{k1, k2, ...}] with
 -- numbers, {}, {a, b} (inclusive, negative from the end) and {a, b, step};
 -- t[mask]; t[idx]; every form on the left of `=`; under autograd; the masked
 -- and index ops (masked_fill, masked_select, masked_scatter_, index_fill_,

@@ -25,7 +25,7 @@ int wl_raise(lua_State *L, const char *fmt, ...)
 int wl_raise_from(lua_State *L, int first_level, const char *msg);
 /* Raises wick_last_error() when st is not WICK_OK. */
 void wl_check(lua_State *L, wick_status st);
-/* Frees the collector when dead tensors hold much memory (see DESIGN.md). */
+/* Frees the collector when dead tensors hold much memory (docs/architecture.md, "Collector pacing"). */
 void wl_account(lua_State *L);
 
 /* ---- tensors on the Lua stack (args.c) ---- */
