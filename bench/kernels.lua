@@ -4,8 +4,8 @@
 -- set. Prints one line per case: "name shape fwd_us=... fwdbwd_us=...".
 -- bench/kernels_torch.py prints the same lines for PyTorch; bench/kernels.sh
 -- runs both alternately and compares.
---   wick bench/kernels.lua [--threads 1] [--dtype float32] [--min-time 0.2] [--sets 2]
--- (--sets 1: the nanoGPT shapes only)
+--   wick bench/kernels.lua [--threads 1] [--dtype float32] [--min-time 0.2] [--sets 2] [--only NAME]
+-- (--sets 1: the nanoGPT shapes only; --only gelu: that case only)
 local wick = require("wick")
 local unpack = table.unpack or unpack
 local F = require("wick.nn.functional")
@@ -20,13 +20,14 @@ local function now()
   return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
 end
 
-local threads, dtype, min_time, sets = 1, "float32", 0.2, 2
+local threads, dtype, min_time, sets, only = 1, "float32", 0.2, 2, nil
 local i = 1
 while i <= #arg do
   if arg[i] == "--threads" then threads = tonumber(arg[i + 1]); i = i + 2
   elseif arg[i] == "--dtype" then dtype = arg[i + 1]; i = i + 2
   elseif arg[i] == "--min-time" then min_time = tonumber(arg[i + 1]); i = i + 2
   elseif arg[i] == "--sets" then sets = tonumber(arg[i + 1]); i = i + 2
+  elseif arg[i] == "--only" then only = arg[i + 1]; i = i + 2
   else error("unknown argument " .. arg[i]) end
 end
 wick.set_num_threads(threads)
@@ -53,6 +54,7 @@ local function time(fn, big)
 end
 
 local function case(name, shape, fwd, make_inputs)
+  if only and name ~= only then return end
   local inputs = make_inputs()
   local big = inputs[1]:numel() > 1000000
   time(function() return fwd(unpack(inputs)) end, big) -- warm-up (allocator, caches)

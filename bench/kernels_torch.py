@@ -1,5 +1,5 @@
 """PyTorch's side of bench/kernels.lua: the same cases, the same output lines.
-   python bench/kernels_torch.py [--threads 1] [--dtype float32] [--min-time 0.2] [--sets 2]"""
+   python bench/kernels_torch.py [--threads 1] [--dtype float32] [--min-time 0.2] [--sets 2] [--only NAME]"""
 import argparse, time
 import torch
 import torch.nn.functional as F
@@ -9,6 +9,7 @@ p.add_argument("--threads", type=int, default=1)
 p.add_argument("--dtype", default="float32")
 p.add_argument("--min-time", type=float, default=0.2)
 p.add_argument("--sets", type=int, default=2)
+p.add_argument("--only", default=None)
 a = p.parse_args()
 torch.set_num_threads(a.threads)
 torch.manual_seed(0)
@@ -28,6 +29,8 @@ def timeit(fn):
 
 
 def case(name, shape, fwd, make_inputs):
+    if a.only is not None and name != a.only:
+        return
     inputs = make_inputs()
     timeit(lambda: fwd(*inputs))  # warm-up, as in bench/kernels.lua
     with torch.no_grad():

@@ -100,6 +100,31 @@ describe("vectorised float32 math", function()
       assert(rel <= bound, ("gelu(%.9g): %.9g, float64 %.9g: relative error %.3g"):format(xv[i], got[i], want[i], rel))
     end
   end)
+  it("exact GELU in the far tail: relative accuracy to x = -7.07, then 0 (|GELU| < 6e-12 there)", function()
+    -- x Phi(x) with Phi(x) = erfc(z) / 2, z = -x / sqrt 2, from erfc's continued
+    -- fraction in float64 (no cancellation; converged for z >= 3.5)
+    local function gelu_ref(x)
+      local z = -x / math.sqrt(2)
+      local f = z
+      for k = 80, 1, -1 do f = z + (k / 2) / f end
+      return x * 0.5 * math.exp(-z * z) / math.sqrt(math.pi) / f
+    end
+    local xs = {}
+    for i = 1, 2200 do xs[i] = -5 - i / 1000 + 0.000213 end -- (-7.2, -5)
+    local x32 = wick.tensor(xs, { dtype = "float32" })
+    local got, xv = values_of(x32:gelu():to("float64")), values_of(x32:to("float64"))
+    for i = 1, #xs do
+      local want = gelu_ref(xv[i])
+      if xv[i] > -7.0710678 then
+        local rel = math.abs(got[i] - want) / math.abs(want)
+        assert(rel <= 5e-6, ("gelu(%.9g): %.9g, reference %.9g: relative error %.3g"):format(xv[i], got[i], want, rel))
+      elseif xv[i] < -7.0710679 then
+        assert(got[i] == 0 and math.abs(want) < 6e-12, ("gelu(%.9g): %.9g, reference %.9g"):format(xv[i], got[i], want))
+      end
+    end
+    -- the continued fraction itself against float64 GELU where that is still exact enough
+    assert(math.abs(gelu_ref(-3.5) / values_of(wick.tensor({ -3.5 }, F64):gelu())[1] - 1) < 1e-10)
+  end)
   it("lengths around the vector width", function()
     for n = 0, 40 do
       local x = (wick.arange(n, F64) - n / 2) * (12 / 41)

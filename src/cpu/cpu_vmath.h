@@ -229,30 +229,33 @@ WK_VI wk_vf wk_verf(wk_vf x) {
 }
 
 /* Phi(x) = (1 + erf(x / sqrt 2)) / 2, the normal CDF, from erfc(z) / 2 with
- * z = |x| / sqrt 2: erfc(z) / 2 = t 2^(Q(t) - z^2 log2 e), t = 1 / (1 + 0.45 z),
- * Q of degree 7 fitted (Lawson's minimax iteration) to log2(erfc(z) / 2t) +
- * z^2 log2 e over z in [0, 9.1]: relative error 4e-7 in the fit, 5.4e-7
- * evaluated in float32; the rounding of z^2 adds up to 7e-6 relative in the
- * far tail (|x| near 10, where Phi < 1e-23). One division; 2^y by its own
- * degree-5 polynomial on [-1/2, 1/2] (9.2e-8 relative) times t, with 2^n added
- * to the exponent bits (t 2^r is at least 2^-3 and n at least -122 while |x| <
- * 12.85, so the result stays normal); from |x| = 12.85 on (and for NaN) the
- * tail is 0 (Phi(-12.85) is 4e-38). Phi(x) for negative x is that erfc / 2
- * itself, so it keeps its relative accuracy where x Phi(x) is tiny (1 + erf
- * cancels there). About 18 multiply-adds a vector, which is what sets its
- * speed (zmm multiply-adds issue once a cycle on this machine's CPU). */
+ * z = |x| / sqrt 2: erfc(z) / 2 = t 2^(Q(t) - z^2 log2 e), t = 1 / (1 + 0.35 z),
+ * Q of degree 6 fitted (Lawson's minimax iteration) to log2(erfc(z) / 2t) +
+ * z^2 log2 e over z in [0, 5]: relative error 3.6e-7 in the fit; evaluated in
+ * float32 1.1e-6 relative for |x| < 3, 1.9e-6 to |x| = 5 and 3.1e-6 to 7.07
+ * (the rounding of x^2 weighs more as |x| grows). One division; 2^y by its
+ * own degree-5 polynomial on [-1/2, 1/2] (9.2e-8
+ * relative) times t, with 2^n added to the exponent bits (t 2^r is at least
+ * 2^-3 and n at least -40 on the fitted range, so the result stays normal).
+ * From |x| = 7.0710678 (z = 5) on, and for NaN, the tail is 0: Phi(-7.07) is
+ * 7.7e-13, below float32's resolution of Phi near 1 by 10^5 and, as x Phi(x),
+ * below 4 ulp of x by 10^6 (so GELU is 0 there, not -5e-12). Lanes outside
+ * that range compute garbage (inf, NaN) that the final mask clears, so there
+ * is no clamp; the range test is an integer one on the bits of |x| (a float
+ * comparison here is scalar code in GCC 12's AVX2 clone, 3x slower). Phi(x) for negative x is that erfc / 2 itself, so it keeps its
+ * relative accuracy where x Phi(x) is tiny (1 + erf cancels there). About 16
+ * multiply-adds a vector, which is what sets its speed (zmm multiply-adds
+ * issue once a cycle on this machine's CPU). */
 WK_VI wk_vf wk_vphi_tail(wk_vf x) { /* erfc(|x| / sqrt 2) / 2 */
     wk_vf a = wk_vabs(x);
-    wk_vi in = a < 12.85f; /* NaN: false */
-    a = wk_vsel(in, a, wk_vsplat(12.85f));
-    wk_vf t = 1.0f / (1.0f + 0.318198052f * a); /* 0.45 / sqrt 2 */
-    wk_vf q = -0.263726473f * t + 1.257285f;
-    q = q * t - 2.14930701f;
-    q = q * t + 1.39055872f;
-    q = q * t - 0.397527725f;
-    q = q * t + 0.714667916f;
-    q = q * t + 1.42485392f;
-    q = q * t - 2.97680378f;
+    wk_vi in = ((wk_vi)a - 0x40e24630) >> 31; /* a < 7.0710678f on the bits (a >= 0; NaN: false) */
+    wk_vf t = 1.0f / (1.0f + 0.247487373f * a); /* 0.35 / sqrt 2 */
+    wk_vf q = 0.536343735f * t - 2.13772277f;
+    q = q * t + 2.80691664f;
+    q = q * t - 1.48580097f;
+    q = q * t + 1.29907284f;
+    q = q * t + 1.31062226f;
+    q = q * t - 3.32943223f;
     wk_vf y = q - (a * a) * 0.72134752044448170f; /* log2 e / 2: z^2 log2 e */
     const float magic = 12582912.0f;            /* 1.5 * 2^23: adding it rounds to an integer */
     wk_vf k = y + magic, r = y - (k - magic);   /* y = n + r, r in [-1/2, 1/2] */
