@@ -180,6 +180,34 @@ describe("a hostile PyTorch checkpoint", function()
     end
   end)
 
+  it("keeps what the pickle's memo shares, even a container that holds itself", function()
+    local shared = wick.load(pt_with("shared", "}q\0h\0\134")) -- (d, d): one dict twice
+    assert.are.equal(2, #shared)
+    assert.is_true(rawequal(shared[1], shared[2]))
+    local l = wick.load(pt_with("cycle", "]2a")) -- a list appended to itself
+    assert.is_true(rawequal(l, l[1]))
+    local d = wick.load(pt_with("dict_cycle", "}q\0X\1\0\0\0ah\0s"))
+    assert.is_true(rawequal(d, d.a))
+    -- x(i+1) = (x(i), x(i)): 41 values in 2^40 places, each made and converted once
+    local x = wick.load(pt_with("chain", "}" .. ("q\0h\0\134"):rep(40)))
+    for _ = 1, 40 do assert.is_true(rawequal(x[1], x[2])); x = x[1] end
+    assert.are.same({}, x)
+  end)
+
+  it("loads boolean keys; a key whose last value is None is absent (Lua's nil), as before", function()
+    assert.are.same({ [true] = 1, [false] = 2 }, wick.load(pt_with("bool_keys", "}\136K\1s\137K\2s")))
+    assert.are.same({ b = 2 }, wick.load(pt_with("none_after", "}X\1\0\0\0aK\1sX\1\0\0\0bK\2sX\1\0\0\0aNs")))
+  end)
+
+  it("bounds the nesting, the marks and the memo's reach", function()
+    local p = pt_with("deep", ("]"):rep(3000) .. ("a"):rep(2999))
+    assert_error_has(function() return wick.load(p) end, p, "nested deeper than 1000 levels")
+    p = pt_with("marks", ("("):rep(100001))
+    assert_error_has(function() return wick.load(p) end, p, "more than 100000 open MARKs")
+    p = pt_with("memo_far", "K\1r\255\255\255\255j\255\255\255\255j\0\0\0\0")
+    assert_error_has(function() return wick.load(p) end, p, "memo entry 0 is missing")
+  end)
+
   it("checks a storage's size and a view's bounds", function()
     local pid = "(X\7\0\0\0storagectorch\nFloatStorage\nX\1\0\0\0" .. "0X\3\0\0\0cpuK\2tQ"
     local four = string.rep("\0", 8)

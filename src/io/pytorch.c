@@ -181,7 +181,7 @@ static pk_obj *elem(const pk_obj *o, int64_t i) {
     return v->kind == PK_NONE ? NULL : v;
 }
 
-/* How pytorch.lua's tostring showed a value in messages. */
+/* How the Lua reader this replaced (tostring) showed a value in messages. */
 static const char *describe(const pk_obj *o, char *buf, size_t cap) {
     if (!o) return "nil";
     switch (o->kind) {
@@ -800,7 +800,7 @@ static wick_status emit_table(unpickler *u, wk_ckpt *c, pk_obj *o, int depth, wk
             wk_ckpt_value *k;
             if (!(st = emit(u, c, o->u.seq.items[i], depth, &k))) st = emit_pair(u, c, t, k, o->u.seq.items[i + 1], depth);
         }
-    } else if (o->kind == PK_GLOBAL) { /* what pytorch.lua showed of a class: {name = ..., kind = ...} */
+    } else if (o->kind == PK_GLOBAL) { /* what the Lua reader returned for a class: {name = ..., kind = ...} */
         static const char *const kinds[] = {"storage", "call", "type"};
         const char *name = GLOBALS[o->flag].name, *kind = kinds[GLOBALS[o->flag].kind];
         if (wk_ckpt_table_add(c, t, wk_ckpt_string(c, "name", 4), wk_ckpt_string(c, name, strlen(name))) ||
@@ -896,7 +896,7 @@ static wick_status add_storages(unpickler *u, wk_ckpt *c, const wk_ckpt_source *
         int k = wk_ckpt_add_storage(c, s->key, s->location, s->dtype, s->numel);
         if (k < 0) return oom(u);
         c->storages[k].file_offset = s->entry->offset;
-        c->storages[k].crc = s->entry->crc; /* checked below with pytorch.lua's texts; crc_kind stays NONE (A1) */
+        c->storages[k].crc = s->entry->crc; /* checked below (the zip's CRC-32, its own texts); crc_kind stays NONE */
     }
     wick_status st = wk_ckpt_map_storages(c, src);
     for (int i = 0; i < c->nstorages && !st && src->verify != 0; i++) {

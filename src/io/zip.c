@@ -1,7 +1,7 @@
 /* Stored zip archives (src/io/zip.h): the end of central directory record (and
  * the zip64 end record and its locator when the 32-bit fields carry their
  * sentinels), the central directory, one local header per entry. Messages are
- * the ones lua/wick/pytorch.lua gave (spec/pytorch_spec.lua checks them). */
+ * the ones the Lua reader this replaced gave (spec/pytorch_spec.lua checks them). */
 #include "zip.h"
 
 #include <errno.h>
