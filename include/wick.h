@@ -672,7 +672,9 @@ WICK_API uint32_t wick_crc32(uint32_t crc, const void *data, size_t size);
  * needed) atomically, largest element size first, with the JSON padded so each
  * entry is aligned to its element size. Names are UTF-8 without control
  * characters, distinct, and never "__metadata__"; dtype names are F32 F64 F16
- * BF16 I64 I32 U8 BOOL. */
+ * BF16 I64 I32 U8 BOOL. Both functions are the C API's use of the one checkpoint
+ * engine that wick.save and wick.load use (src/io/ckpt.h, internal): the same
+ * header parser, checks and writer. */
 WICK_API wick_status wick_save_flat(const char *path, int n, const char *const *names,
                                     const wick_tensor *const *tensors);
 /* Reads a safetensors file from any writer: *n entries in header order, their
@@ -680,7 +682,9 @@ WICK_API wick_status wick_save_flat(const char *path, int n, const char *const *
  * memory where the writer did not align an entry) in arrays allocated with
  * malloc; release them with wick_free_flat. Every size and offset in the header
  * is checked before use; a bad file is WICK_ERR_IO with a message naming the
- * file and the problem. The "__metadata__" object is checked and ignored. */
+ * file and the problem. The "__metadata__" object is checked and ignored (a
+ * wick.save checkpoint reads as its storages, "s1", "s2", ..., each 1-D). The
+ * file is opened once. */
 WICK_API wick_status wick_load_flat(const char *path, int *n, char ***names, wick_tensor ***tensors);
 WICK_API void wick_free_flat(int n, char **names, wick_tensor **tensors);
 

@@ -90,6 +90,58 @@ describe("safetensors", function()
   end)
 end)
 
+describe("the checkpoint engine (src/io/ckpt*.c)", function()
+  it("round-trips every kind of value: numbers, strings, booleans, nested tables, views of shared storages", function()
+    local path = dir .. "/kinds.wick"
+    local base = wick.arange(24, { dtype = "float64" }):view(2, 3, 4)
+    local value = {
+      nums = { 0 / 0, 1 / 0, -1 / 0, -0.0, 5e-324, 1 / 3, 2 ^ 60 }, text = "a\0b\1\127\"\\\n\226\130\172", yes = true, no = false,
+      [1] = "one", [2.5] = { deep = { deeper = { "x" } } },
+      base = base, t = base:transpose(1, 3), slice = base[2][3], scalar = base[1][1][2],
+      every = {},
+    }
+    for _, dt in ipairs({ "float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8", "bool" }) do
+      value.every[dt] = wick.ones(3, { dtype = dt })
+    end
+    wick.save(value, path)
+    local r = wick.load(path)
+    assert.is_true(r.nums[1] ~= r.nums[1])
+    assert.are.same({ 1 / 0, -1 / 0, 5e-324, 1 / 3, 2 ^ 60 }, { r.nums[2], r.nums[3], r.nums[5], r.nums[6], r.nums[7] })
+    assert.are.equal(1 / -0.0, 1 / r.nums[4])
+    assert.are.equal(value.text, r.text)
+    assert.are.equal(true, r.yes)
+    assert.are.equal(false, r.no)
+    assert.are.equal("one", r[1])
+    assert.are.equal("x", r[2.5].deep.deeper[1])
+    assert.is_true(r.t:equal(base:transpose(1, 3)) and r.slice:equal(base[2][3]) and r.scalar:item() == base[1][1][2]:item())
+    r.base[1][1][1] = 100 -- the views still share their one storage
+    assert.are.equal(100, r.t[1][1][1]:item())
+    for dt, t in pairs(value.every) do
+      assert.are.equal(dt, r.every[dt].dtype)
+      assert.is_true(r.every[dt]:equal(t), dt)
+    end
+  end)
+
+  it("a load calls into C twice however many tensors the file holds", function()
+    local core = wick._core
+    local names = {}
+    for k, f in pairs(core) do if type(f) == "function" then names[f] = k end end
+    local path = dir .. "/many.wick"
+    local sd = {}
+    for i = 1, 200 do sd["layer" .. i .. ".weight"] = wick.randn(2, 2) end
+    wick.save(sd, path)
+    local calls = {}
+    debug.sethook(function()
+      local f = debug.getinfo(2, "f").func
+      if names[f] then calls[#calls + 1] = names[f] end
+    end, "c")
+    local r = wick.load(path)
+    debug.sethook()
+    assert.are.same({ "ckpt_load", "ckpt_tree" }, calls)
+    for k, t in pairs(sd) do assert.is_true(r[k]:equal(t), k) end
+  end)
+end)
+
 describe("hostile checkpoint files", function()
   local good = dir .. "/good.wick"
   wick.save({ w = wick.randn(4, 4), step = 3 }, good)

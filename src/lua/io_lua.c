@@ -62,7 +62,7 @@ static int m_ckpt_load(lua_State *L) {
 typedef struct {
     const wk_ckpt *c;
     int placed; /* stack index: {placed storage, ...} */
-    int memo;   /* stack index: TABLE value (light userdata) -> its Lua table */
+    int memo;   /* stack index: TABLE or TENSOR value (light userdata) -> its Lua value */
 } tree_ctx;
 
 static void push_value(lua_State *L, const tree_ctx *t, const wk_ckpt_value *v);
@@ -119,7 +119,16 @@ static void push_value(lua_State *L, const tree_ctx *t, const wk_ckpt_value *v) 
     case WK_CKPT_STRING: lua_pushlstring(L, v->as.string.bytes, v->as.string.len); break;
     case WK_CKPT_BOOLEAN: lua_pushboolean(L, v->as.boolean); break;
     case WK_CKPT_TABLE: push_table(L, t, v); break;
-    case WK_CKPT_TENSOR: push_view(L, t, v); break;
+    case WK_CKPT_TENSOR: /* one Lua tensor per value, however often the tree reaches it */
+        lua_pushlightuserdata(L, (void *)v);
+        lua_rawget(L, t->memo);
+        if (!lua_isnil(L, -1)) break;
+        lua_pop(L, 1);
+        push_view(L, t, v);
+        lua_pushlightuserdata(L, (void *)v);
+        lua_pushvalue(L, -2);
+        lua_rawset(L, t->memo);
+        break;
     }
 }
 
