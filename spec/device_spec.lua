@@ -537,6 +537,25 @@ describe("devices cross the binding as numbers", function()
     assert.are.equal(meta._code, wick.ones(1, { device = meta })._device_code(wick.ones(1, { device = meta })))
   end)
 
+  it("a device named once is not parsed again, even after a collection", function()
+    local name = "cuda:7"
+    local code = wick.device(name)._code
+    collectgarbage(); collectgarbage()
+    local parse, calls = wick._core.parse_device, 0
+    if jit then jit.off() end
+    debug.sethook(function()
+      local info = debug.getinfo(2, "f")
+      if info and info.func == parse then calls = calls + 1 end
+    end, "c")
+    local d = wick.device(name)
+    local m = wick.device("meta")
+    debug.sethook()
+    if jit then jit.on() end
+    assert.are.equal(0, calls)
+    assert.are.equal(code, d._code)
+    assert.is_true(rawequal(m, wick.ones(1, { device = "meta" }).device))
+  end)
+
   it("each number gives back its device, and a number of no device is an error", function()
     for _, name in ipairs({ "cpu", "meta", "cuda", "cuda:0", "cuda:3" }) do
       local d = wick.device(name)

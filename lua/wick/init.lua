@@ -44,9 +44,14 @@ Device.__tostring = function(d) return d._name end
 Device.__newindex = function() core.error("device objects are read-only") end
 Device.__eq = function(a, b) return rawequal(a, b) end
 -- by canonical name and by number (the core's device number, d._code, which
--- is how devices cross into C and how tensors report theirs: no strings)
+-- is how devices cross into C and how tensors report theirs: no strings).
+-- The devices a machine can have (cpu, meta, cuda, cuda:0..63) are held for
+-- good, so a name seen once is never parsed again; other ordinals (no GPU has
+-- them) are interned weakly, so a script naming many cannot grow the table.
 local devices = setmetatable({}, { __mode = "v" })
 local devices_by_code = setmetatable({}, { __mode = "v" })
+local held_devices = {}
+local HELD_ORDINALS = 64
 
 local function intern_device(type_, index, name, code)
   local d = devices[name]
@@ -55,6 +60,7 @@ local function intern_device(type_, index, name, code)
     device_fields[d] = { type = type_, index = index, _name = name, _code = code }
     devices[name] = d
     devices_by_code[code] = d
+    if index == nil or index < HELD_ORDINALS then held_devices[#held_devices + 1] = d end
   end
   return d
 end
