@@ -221,6 +221,23 @@ static void test_made_zips(void) {
     k2[1] = 5;
     p = pt_with("bounds.pt", view5, sizeof VIEW - 1, &data, 1, 0);
     CHECK(load(p, -1, &c) == WICK_ERR_IO && names_file(p) && has("does not fit its storage"));
+    /* a storage's saved location, its dtype used twice, the archive's byte order and its pickles */
+    static const char tpu[] = "(X\7\0\0\0storagectorch\nFloatStorage\nX\1\0\0\0" "0X\3\0\0\0tpuK\2tQ";
+    p = pt_with("tpu.pt", PKL(tpu), &data, 1, 0);
+    CHECK(load(p, -1, &c) == WICK_ERR_IO && names_file(p) && has("storage '0' has an unknown location 'tpu'"));
+    static const char twice[] = "(X\7\0\0\0storagectorch\nFloatStorage\nX\1\0\0\0" "0X\3\0\0\0cpuK\2tQ"
+                                "(X\7\0\0\0storagectorch\nIntStorage\nX\1\0\0\0" "0X\3\0\0\0cpuK\2tQ\206";
+    p = pt_with("twice.pt", PKL(twice), &data, 1, 0);
+    CHECK(load(p, -1, &c) == WICK_ERR_IO && has("storage '0' is used as both float32 and int32"));
+    file_in_zip big[2] = {{"archive/byteorder", "big", 3}, {"other/data.pkl", "\200\2}.", 4}};
+    p = pt_with("big.pt", PKL("}"), big, 1, 0);
+    CHECK(load(p, -1, &c) == WICK_ERR_IO && names_file(p) && has("saved big-endian"));
+    p = pt_with("two.pt", PKL("}"), big + 1, 1, 0);
+    CHECK(load(p, -1, &c) == WICK_ERR_IO && names_file(p) && has("more than one data.pkl"));
+    file_in_zip little = {"archive/byteorder", "little", 6};
+    p = pt_with("little.pt", PKL("}"), &little, 1, 0);
+    CHECK(load(p, -1, &c) == WICK_OK);
+    wk_ckpt_free(c);
 }
 
 static void test_hostile(void) {

@@ -474,7 +474,7 @@ static wick_status declare(unpickler *u, wick_dtype dtype, const pk_obj *key, co
         if (!text) st = oom(u);
         else if (strlen(text) != location->u.str.len || wick_device_parse(text, &dev))
             st = fail(u, "storage '%.*s' has an unknown location '%.*s'", (int)klen, key->u.str.p,
-                      (int)location->u.str.len, location->u.str.p);
+                      (int)(location->u.str.len < 256 ? location->u.str.len : 256), location->u.str.p);
         free(text);
     }
     free(name);
@@ -881,6 +881,7 @@ static wick_status read_pickle(const wk_zip *z, const wk_zip_entry *e, unsigned 
     unsigned char *p = malloc((size_t)e->size + 1);
     if (!p) return wick_fail(WICK_ERR_OOM, "out of memory reading %s", z->path);
     wick_status st = wk_zip_read(z, p, e->offset, (size_t)e->size);
+    p[e->size] = 0; /* its strings are (pointer, length); this only stops a stray %s */
     if (!st && wick_crc32(0, p, (size_t)e->size) != e->crc)
         st = wick_fail(WICK_ERR_IO, "%s: %s: corrupt zip archive (CRC-32 mismatch in '%s')", z->who, z->path, e->name);
     if (st) free(p);
