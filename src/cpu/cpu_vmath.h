@@ -30,6 +30,7 @@
 #define WK_VL 16 /* lanes */
 typedef float wk_vf __attribute__((vector_size(64)));
 typedef int32_t wk_vi __attribute__((vector_size(64)));
+typedef uint32_t wk_vu __attribute__((vector_size(64)));
 
 /* A kernel compiled for AVX-512, AVX2+FMA and the baseline (see the top). */
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && !defined(WICK_TSAN)
@@ -264,8 +265,10 @@ WK_VI wk_vf wk_vphi_tail(wk_vf x) { /* erfc(|x| / sqrt 2) / 2 */
     p = p * r + 0.24022242426872253f;
     p = p * r + 0.6931470036506653f;
     p = p * r + 1.0f;
-    wk_vi h = (wk_vi)(t * p) + ((wk_vi)k << 23); /* k's low bits hold n: n << 23 scales by 2^n */
-    return (wk_vf)(h & in);
+    /* k's low bits hold n: n << 23 scales by 2^n (unsigned: the garbage of lanes
+     * out of range, cleared by the mask, may wrap) */
+    wk_vu h = (wk_vu)(t * p) + ((wk_vu)k << 23);
+    return (wk_vf)((wk_vi)h & in);
 }
 WK_VI wk_vf wk_vphi(wk_vf x) {
     wk_vf h = wk_vphi_tail(x);
