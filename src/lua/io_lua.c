@@ -111,11 +111,18 @@ static void push_view(lua_State *L, const tree_ctx *t, const wk_ckpt_value *v) {
     lua_remove(L, -2);
 }
 
+/* A whole number as an integer (Lua 5.4: what tonumber gave the Lua reader for
+ * the "%.17g" text, except that -0 keeps its sign), anything else as a float. */
+static void push_number(lua_State *L, double d) {
+    if (d == floor(d) && fabs(d) < 1e17 && !(d == 0 && signbit(d))) lua_pushinteger(L, (lua_Integer)d);
+    else lua_pushnumber(L, d);
+}
+
 static void push_value(lua_State *L, const tree_ctx *t, const wk_ckpt_value *v) {
     if (!lua_checkstack(L, 8)) wl_raise(L, "wick.load: the tree nests too deep to convert");
     switch (v->kind) {
     case WK_CKPT_NIL: lua_pushnil(L); break;
-    case WK_CKPT_NUMBER: lua_pushnumber(L, v->as.number); break;
+    case WK_CKPT_NUMBER: push_number(L, v->as.number); break;
     case WK_CKPT_STRING: lua_pushlstring(L, v->as.string.bytes, v->as.string.len); break;
     case WK_CKPT_BOOLEAN: lua_pushboolean(L, v->as.boolean); break;
     case WK_CKPT_TABLE: push_table(L, t, v); break;
