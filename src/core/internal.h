@@ -341,6 +341,9 @@ struct wick_backend {
     void (*free)(void *ptr, size_t nbytes, int device_index);
     /* returns cached free memory to the system (caching allocators) */
     void (*empty_cache)(void);
+    /* the backend's own worker threads (the CPU's matrix library) follow the
+     * core's thread budget (wick_set_num_threads); NULL: it has none */
+    void (*set_num_threads)(int n);
     /* nbytes from src to dst, both contiguous, between this backend's device
      * and the CPU or another device of this backend. Returns once the bytes have
      * arrived unless non_blocking and the host side is pinned. NULL on the CPU. */

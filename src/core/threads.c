@@ -9,15 +9,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-/* The matrix library's own thread count (declared here to keep its headers out of
- * the core). */
-#ifdef WICK_BLAS_BLIS
-void bli_thread_set_num_threads(long n);
-static void blas_set_num_threads(int n) { bli_thread_set_num_threads(n); }
-#else
-void openblas_set_num_threads(int n);
-static void blas_set_num_threads(int n) { openblas_set_num_threads(n); }
-#endif
+/* The matrix library's own thread count: the CPU backend sets it (its table's
+ * set_num_threads), so the core knows no BLAS. */
+static void blas_set_num_threads(int n) {
+    if (wk_cpu_backend.set_num_threads) wk_cpu_backend.set_num_threads(n);
+}
 
 #define MAX_THREADS 64
 

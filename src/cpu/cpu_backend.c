@@ -93,6 +93,16 @@ static void cpu_empty_cache(void) {
     pthread_mutex_unlock(&cache_lock);
 }
 
+/* ---- the matrix library's threads: the core's budget (wick_set_num_threads) ---- */
+
+#ifdef WICK_BLAS_BLIS
+void bli_thread_set_num_threads(long n);
+static void cpu_set_num_threads(int n) { bli_thread_set_num_threads(n); }
+#else
+void openblas_set_num_threads(int n);
+static void cpu_set_num_threads(int n) { openblas_set_num_threads(n); }
+#endif
+
 /* ---- copy ---- */
 
 typedef struct {
@@ -226,6 +236,7 @@ const wick_backend wk_cpu_backend = {
     .alloc = cpu_alloc,
     .free = cpu_free,
     .empty_cache = cpu_empty_cache,
+    .set_num_threads = cpu_set_num_threads,
     .copy = cpu_copy,
     .fill = cpu_fill,
     .unary = cpu_unary,
