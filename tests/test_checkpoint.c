@@ -180,6 +180,7 @@ static void test_round_trip(void) {
     wk_ckpt_table_add(c, c->root, str(c, "bytes"), wk_ckpt_string(c, nul, sizeof nul - 1));
     wk_ckpt_table_add(c, c->root, str(c, "yes"), wk_ckpt_boolean(c, 1));
     wk_ckpt_table_add(c, c->root, wk_ckpt_number(c, 2.5), wk_ckpt_boolean(c, 0));
+    wk_ckpt_table_add(c, c->root, str(c, "gone"), wk_ckpt_nil(c)); /* a NIL value: no entry */
     const char *path = tmp("tree.wick");
     CHECK(wk_ckpt_write(path, c, "test", 1) == WICK_OK);
     wk_ckpt_free(c);
@@ -212,6 +213,7 @@ static void test_round_trip(void) {
     CHECK((x = field(r->root, "third")) && x->as.number == 1.0 / 3);
     CHECK((x = field(r->root, "bytes")) && x->as.string.len == sizeof nul - 1 && memcmp(x->as.string.bytes, nul, sizeof nul - 1) == 0);
     CHECK((x = field(r->root, "yes")) && x->kind == WK_CKPT_BOOLEAN && x->as.boolean);
+    CHECK(field(r->root, "gone") == NULL);
     for (int i = 0; i < r->nstorages; i++) CHECK(r->storages[i].crc_kind == WK_CKPT_CRC32C);
     wk_ckpt_free(r);
 
@@ -238,6 +240,11 @@ static void test_round_trip(void) {
         wk_ckpt_free(r);
     }
     free(bytes);
+    /* (path points into tmp's buffer: used up above) */
+    wk_ckpt *nil = wk_ckpt_new(WK_CKPT_WICK);
+    nil->root = wk_ckpt_nil(nil);
+    CHECK(wk_ckpt_write(tmp("nil.wick"), nil, "test", 1) == WICK_ERR_ARGUMENT && has("cannot save a nil"));
+    wk_ckpt_free(nil);
 }
 
 /* A checkpoint whose header (tree included) is hand-written, data after it. */

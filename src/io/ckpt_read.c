@@ -35,6 +35,7 @@ const char *wk_ckpt_st_dtype(wick_dtype d) { return (unsigned)d < WICK_NUM_DTYPE
 
 typedef struct {
     const char *name; /* in the arena */
+    int item;         /* its value's index in the header object */
     wick_dtype dtype;
     int ndim;
     int64_t shape[WICK_MAX_DIMS];
@@ -199,7 +200,7 @@ static wick_status read_entries(reader *r, const wk_json *root) {
             return failf(r, "corrupt header: a NUL character in a string at byte %zu", key->pos + 1);
         entry *e = &r->es[r->count++];
         e->name = key->as.string.s;
-        e->ndim = i; /* the value's index until parsed below */
+        e->item = i;
     }
     if (r->count > 1) { /* names are unique: checked on a sorted copy */
         entry *copy = malloc((size_t)r->count * sizeof *copy);
@@ -216,9 +217,7 @@ static wick_status read_entries(reader *r, const wk_json *root) {
     }
     for (int i = 0; i < r->count; i++) {
         entry *e = &r->es[i];
-        const wk_json *v = root->as.list.items[e->ndim];
-        e->ndim = 0;
-        wick_status st = parse_entry(r, e, v);
+        wick_status st = parse_entry(r, e, root->as.list.items[e->item]);
         if (st) return st;
     }
     return WICK_OK;

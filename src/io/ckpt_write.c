@@ -117,8 +117,10 @@ static void put_value(buf *b, const wk_ckpt *c, const wk_ckpt_value *v) {
     case WK_CKPT_BOOLEAN: puts_(b, v->as.boolean ? "{\"boolean\":true" : "{\"boolean\":false"); break;
     case WK_CKPT_TABLE:
         puts_(b, "{\"table\":[");
-        for (int i = 0; i < v->as.table.n; i++) {
-            put(b, i ? ",[" : "[", i ? 2 : 1);
+        for (int i = 0, first = 1; i < v->as.table.n; i++) {
+            if (v->as.table.pairs[i].value->kind == WK_CKPT_NIL) continue; /* an absent key */
+            put(b, first ? "[" : ",[", first ? 1 : 2);
+            first = 0;
             put_value(b, c, v->as.table.pairs[i].key);
             put(b, ",", 1);
             put_value(b, c, v->as.table.pairs[i].value);
@@ -142,9 +144,7 @@ static void put_value(buf *b, const wk_ckpt *c, const wk_ckpt_value *v) {
         put(b, "}", 1);
         break;
     }
-    case WK_CKPT_NIL: /* not in the format: a table entry whose value is nil does not exist */
-        puts_(b, "{\"nil\":true");
-        break;
+    case WK_CKPT_NIL: return; /* not in the format: skipped in tables, refused as the root */
     }
     put(b, "}", 1);
 }
@@ -216,6 +216,9 @@ static const char *bytes_of(const wk_ckpt_storage *s) {
 
 wick_status wk_ckpt_write(const char *path, const wk_ckpt *c, const char *who, int sorted_keys) {
     if (!path) return wick_fail(WICK_ERR_ARGUMENT, "%s: expected a file path", who);
+    if (c->format == WK_CKPT_WICK && (!c->root || c->root->kind == WK_CKPT_NIL))
+        return wick_fail(WICK_ERR_ARGUMENT, "%s: cannot save a nil", who);
+    if (c->format == WK_CKPT_PYTORCH) return wick_fail(WICK_ERR_UNSUPPORTED, "%s: PyTorch zips are read, not written", who);
     int n = c->nstorages;
     for (int i = 0; i < n; i++) {
         const wk_ckpt_storage *s = &c->storages[i];
