@@ -5,10 +5,9 @@
  * (wick_write_storages_atomic, src/io/file.c). */
 #define _GNU_SOURCE
 #include "ckpt.h"
+#include "json.h"
 
-#include <locale.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,21 +84,12 @@ static void put_ints(buf *b, int n, const int64_t *v) {
     put(b, "]", 1);
 }
 
-static locale_t c_locale;
-static void make_c_locale(void) { c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0); }
-
 /* %.17g (every double round-trips), or nan, inf, -inf */
 static void put_number_text(buf *b, double v) {
     char tmp[40];
     if (isnan(v)) snprintf(tmp, sizeof tmp, "nan");
     else if (isinf(v)) snprintf(tmp, sizeof tmp, v > 0 ? "inf" : "-inf");
-    else {
-        static pthread_once_t once = PTHREAD_ONCE_INIT;
-        pthread_once(&once, make_c_locale);
-        locale_t old = c_locale ? uselocale(c_locale) : (locale_t)0;
-        snprintf(tmp, sizeof tmp, "%.17g", v);
-        if (old) uselocale(old);
-    }
+    else wk_json_format_g17(tmp, sizeof tmp, v);
     put_string(b, tmp, strlen(tmp));
 }
 

@@ -312,6 +312,15 @@ int wk_json_strtod(const char *s, size_t len, double *out) {
     return whole;
 }
 
+int wk_json_format_g17(char *buf, size_t size, double v) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, make_c_locale);
+    locale_t old = c_locale ? uselocale(c_locale) : (locale_t)0;
+    int n = snprintf(buf, size, "%.17g", v);
+    if (old) uselocale(old);
+    return n;
+}
+
 double wk_json_number(const wk_json *v) {
     double d = 0;
     wk_json_strtod(v->as.number.text, v->as.number.len, &d);

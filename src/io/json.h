@@ -62,6 +62,9 @@ double wk_json_number(const wk_json *v);
 /* s[0, len) as a whole as a double (C locale); 1, or 0 when it is not one number. */
 int wk_json_strtod(const char *s, size_t len, double *out);
 
+/* v as "%.17g" in the C locale (every double round-trips); its length. */
+int wk_json_format_g17(char *buf, size_t size, double v);
+
 /* Length of the valid UTF-8 sequence at p (at most n bytes), 0 when invalid. */
 size_t wk_utf8_seq(const unsigned char *p, size_t n);
 
