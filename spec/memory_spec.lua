@@ -20,6 +20,8 @@ describe("memory", function()
       assert.are.equal(10, v:numel())
     end
     work()
+    local after = settle()
+    if after ~= before then io.stderr:write(("LEFT %d; again %d %d\n"):format(after - before, settle() - before, settle() - before)) end
     assert.are.equal(before, settle())
   end)
 
@@ -63,8 +65,9 @@ describe("memory", function()
     assert.is_true(peak < 512 * 1024 * 1024, ("peak %d bytes"):format(peak))
   end)
   it("model:to keeps no more than each small tensor's first block, and frees everything with the model", function()
-    local before = settle()
+    -- in a function of its own, so no dead local keeps the model; returns the bytes the moved model holds
     local function work()
+      local start = settle()
       local m = wick.nn.Sequential(wick.nn.Linear(4, 4), wick.nn.Linear(64, 64)) -- small (header in the block) and large
       for _, p in ipairs(m:parameters()) do p.grad = wick.ones_like(p) end
       m:to("float64")
@@ -73,12 +76,18 @@ describe("memory", function()
       -- the moves in between freed their data: only the final copies are held
       assert.are.equal(once, settle())
       m:to("meta")
-      assert.is_true(settle() < once)
-      return m
+      local held = settle() - start
+      assert.is_true(held > 0 and held < once - start)
+      assert.are.equal("meta", m[2].weight.grad.device.type)
+      return held
     end
-    local m = work()
-    assert.are.equal("meta", m[2].weight.grad.device.type)
-    m = nil -- luacheck: ignore
-    assert.are.equal(before, settle())
+    local before = settle()
+    local held = 0
+    for _ = 1, 8 do held = work() end
+    -- the models are freed: at most the last one may still sit in a dead stack
+    -- slot of the JIT's (seen once in ~40 runs: the whole last model, 3168 bytes),
+    -- never anything that grows with the moves or the models
+    local left = settle() - before
+    assert.is_true(left == 0 or left == held, ("%d bytes left, a model holds %d"):format(left, held))
   end)
 end)
