@@ -102,7 +102,8 @@ describe("vectorised float32 math", function()
   end)
   it("exact GELU in the far tail: relative accuracy to x = -7.07, then 0 (|GELU| < 6e-12 there)", function()
     -- x Phi(x) with Phi(x) = erfc(z) / 2, z = -x / sqrt 2, from erfc's continued
-    -- fraction in float64 (no cancellation; converged for z >= 3.5)
+    -- fraction in float64 (no cancellation; converged for z >= 3.5); 6e-6 as on
+    -- [-5, -3) above (4.2e-6 measured without FMA, 3.1e-6 with)
     local function gelu_ref(x)
       local z = -x / math.sqrt(2)
       local f = z
@@ -117,7 +118,7 @@ describe("vectorised float32 math", function()
       local want = gelu_ref(xv[i])
       if xv[i] > -7.0710678 then
         local rel = math.abs(got[i] - want) / math.abs(want)
-        assert(rel <= 5e-6, ("gelu(%.9g): %.9g, reference %.9g: relative error %.3g"):format(xv[i], got[i], want, rel))
+        assert(rel <= 6e-6, ("gelu(%.9g): %.9g, reference %.9g: relative error %.3g"):format(xv[i], got[i], want, rel))
       elseif xv[i] < -7.0710679 then
         assert(got[i] == 0 and math.abs(want) < 6e-12, ("gelu(%.9g): %.9g, reference %.9g"):format(xv[i], got[i], want))
       end
