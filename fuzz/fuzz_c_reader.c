@@ -23,34 +23,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "fuzz_input.h"
+
 #define FUZZ_FLAT 1
 #define FUZZ_IDX 2
 #ifndef FUZZ_READER
 #error "build with -DFUZZ_READER=FUZZ_FLAT or FUZZ_IDX"
 #endif
-
-static char input_path[64];
-static int input_fd = -1;
-
-static void die(const char *what) {
-    fprintf(stderr, "fuzz_c_reader: %s: %s\n", what, strerror(errno));
-    abort();
-}
-
-static void write_input(const uint8_t *data, size_t size) {
-    if (input_fd < 0) {
-        input_fd = memfd_create("wick-fuzz-input", MFD_CLOEXEC);
-        if (input_fd < 0) die("memfd_create");
-        snprintf(input_path, sizeof input_path, "/proc/self/fd/%d", input_fd);
-    }
-    if (ftruncate(input_fd, 0) != 0) die("ftruncate");
-    for (size_t done = 0; done < size;) {
-        ssize_t n = pwrite(input_fd, data + done, size - done, (off_t)done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) die("pwrite");
-        done += (size_t)n;
-    }
-}
 
 /* Reads every byte of t (contiguous, CPU) three ways. */
 static void touch(const wick_tensor *t) {
@@ -69,12 +48,12 @@ static void touch(const wick_tensor *t) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    write_input(data, size);
+    fz_write_input(data, size);
 #if FUZZ_READER == FUZZ_FLAT
     int n = 0;
     char **names = NULL;
     wick_tensor **tensors = NULL;
-    if (wick_load_flat(input_path, &n, &names, &tensors) == WICK_OK) {
+    if (wick_load_flat(fz_input_path(), &n, &names, &tensors) == WICK_OK) {
         for (int i = 0; i < n; i++) {
             if (!names[i]) abort();
             touch(tensors[i]);
@@ -83,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
 #else
     wick_tensor *t = NULL;
-    if (wick_read_idx(&t, input_path) == WICK_OK) {
+    if (wick_read_idx(&t, fz_input_path()) == WICK_OK) {
         touch(t);
         wick_tensor_release(t);
     }

@@ -32,6 +32,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "fuzz_input.h"
+
 #define FUZZ_NATIVE 1
 #define FUZZ_SAFETENSORS 2
 #define FUZZ_PYTORCH 3
@@ -45,8 +47,6 @@
 int luaopen_wick_core(lua_State *L);
 
 static lua_State *L;
-static char input_path[64];
-static int input_fd = -1;
 static int ref_load, ref_touch, ref_opts, ref_opts_verify;
 static int lua_coverage = 1, verbose = 0;
 
@@ -113,31 +113,6 @@ static int make_ref_opts(int verify) {
     return luaL_ref(L, LUA_REGISTRYINDEX);
 }
 
-/* The input file: in memory (memfd), reached by wick.load through /proc. */
-static void open_input_file(void) {
-    input_fd = memfd_create("wick-fuzz-input", MFD_CLOEXEC);
-    if (input_fd < 0) { /* no memfd: an unlinked temporary file */
-        const char *dir = getenv("TMPDIR");
-        char tmpl[4096];
-        snprintf(tmpl, sizeof tmpl, "%s/wick-fuzz-XXXXXX", dir && *dir ? dir : "/tmp");
-        input_fd = mkstemp(tmpl);
-        if (input_fd < 0) die("cannot create the input file");
-        unlink(tmpl);
-    }
-    snprintf(input_path, sizeof input_path, "/proc/self/fd/%d", input_fd);
-}
-
-static void write_input(const uint8_t *data, size_t size) {
-    if (ftruncate(input_fd, 0) != 0) die("cannot truncate the input file");
-    size_t done = 0;
-    while (done < size) {
-        ssize_t n = pwrite(input_fd, data + done, size - done, (off_t)done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) die("cannot write the input file");
-        done += (size_t)n;
-    }
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
     const char *e = getenv("WICK_FUZZ_NO_LUA_COVERAGE");
@@ -168,11 +143,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     ref_load = luaL_ref(L, LUA_REGISTRYINDEX);
     ref_opts = make_ref_opts(0);
     ref_opts_verify = make_ref_opts(1);
-    open_input_file();
+    fz_input_path(); /* made now, so the banner below can name it */
     lua_gc(L, LUA_GCCOLLECT, 0);
     fprintf(stderr, "fuzz_load: reader %s, Lua line coverage %s, input file %s\n",
             FUZZ_READER == FUZZ_NATIVE ? "native" : FUZZ_READER == FUZZ_SAFETENSORS ? "safetensors" : "pytorch",
-            lua_coverage ? "on" : "off", input_path);
+            lua_coverage ? "on" : "off", fz_input_path());
     return 0;
 }
 
@@ -180,7 +155,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
  * whether it loaded. */
 static int load_once(int opts_ref, size_t size) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, ref_load);
-    lua_pushstring(L, input_path);
+    lua_pushstring(L, fz_input_path());
     lua_rawgeti(L, LUA_REGISTRYINDEX, opts_ref);
     prev_line = 0;
     if (lua_coverage) lua_sethook(L, line_hook, LUA_MASKLINE, 0);
@@ -216,7 +191,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 #else
     if (zip) return -1;
 #endif
-    write_input(data, size);
+    fz_write_input(data, size);
     int loaded = load_once(ref_opts, size);
 #if FUZZ_READER != FUZZ_SAFETENSORS
     if (loaded) load_once(ref_opts_verify, size);

@@ -23,28 +23,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static char input_path[64];
-static int input_fd = -1;
-
-static void die(const char *what) {
-    fprintf(stderr, "fuzz_pytorch_c: %s: %s\n", what, strerror(errno));
-    abort();
-}
-
-static void write_input(const uint8_t *data, size_t size) {
-    if (input_fd < 0) {
-        input_fd = memfd_create("wick-fuzz-input", MFD_CLOEXEC);
-        if (input_fd < 0) die("memfd_create");
-        snprintf(input_path, sizeof input_path, "/proc/self/fd/%d", input_fd);
-    }
-    if (ftruncate(input_fd, 0) != 0) die("ftruncate");
-    for (size_t done = 0; done < size;) {
-        ssize_t n = pwrite(input_fd, data + done, size - done, (off_t)done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) die("pwrite");
-        done += (size_t)n;
-    }
-}
+#include "fuzz_input.h"
 
 static volatile uint32_t sink;
 
@@ -76,9 +55,9 @@ static void touch_views(const wk_ckpt *c) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    write_input(data, size);
+    fz_write_input(data, size);
     /* the reader itself on the open file, as wk_ckpt_read calls it for "PK\3\4" */
-    wk_ckpt_source src = {input_path, "fuzz", input_fd, (int64_t)size, -1};
+    wk_ckpt_source src = {fz_input_path(), "fuzz", fz_input_fd, (int64_t)size, -1};
     wk_ckpt *c = wk_ckpt_new(WK_CKPT_PYTORCH);
     if (!c) abort();
     if (wk_ckpt_read_pytorch(c, &src) == WICK_OK) {
