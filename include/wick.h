@@ -592,6 +592,9 @@ WICK_API const char *wick_grad_fn_name(const wick_tensor *t);
 WICK_API wick_status wick_backward(wick_tensor *t, const wick_tensor *gradient, int retain_graph);
 /* A view of t that shares its data but is cut from the graph. */
 WICK_API wick_status wick_detach(wick_tensor **out, wick_tensor *t);
+/* t itself cut from the graph, in place (PyTorch's detach_): it becomes a leaf
+ * that does not require grad; its data, grad and views are untouched. */
+WICK_API void wick_detach_(wick_tensor *t);
 
 /* One fused Adam/AdamW step in place, with PyTorch's single-tensor arithmetic
  * (torch.optim.adam._single_tensor_adam): exp_avg.lerp_(g, 1 - beta1),

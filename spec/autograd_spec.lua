@@ -591,6 +591,23 @@ describe("autograd behaviour", function()
     assert_error_has(function() y.requires_grad = false end, "leaf", "detach")
   end)
 
+  it("detach_ cuts the tensor itself from the graph, in place (PyTorch's detach_)", function()
+    local x = T({ 1, 2, 3 }):requires_grad_()
+    local y = x * 2
+    local same = y:detach_()
+    assert.are.equal(y, same)
+    assert.is_true(y.is_leaf)
+    assert.is_false(y.requires_grad)
+    assert.is_nil(y.grad_fn)
+    assert_close(y, { 2, 4, 6 }, 0)
+    local z = (y * x):sum() -- y is a constant now: dz/dx = y
+    z:backward()
+    assert_close(x.grad, { 2, 4, 6 }, 0)
+    x:detach_() -- a leaf loses requires_grad, keeps its grad
+    assert.is_false(x.requires_grad)
+    assert_close(x.grad, { 2, 4, 6 }, 0)
+  end)
+
   it("gradients accumulate across two backward calls with retain_graph", function()
     local x = T({ 1, 2, 3 }):requires_grad_()
     local y = (x * x):sum()

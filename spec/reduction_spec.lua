@@ -629,4 +629,63 @@ describe("reduction dims", function()
     assert.are.equal(0, s:sum(1):dim())
     assert_error_has(function() return s:sum(2) end, "sum", "dimension 2")
   end)
+
+  describe("a list of dims (PyTorch's x.sum((1, 2)), x.mean([2, 3]))", function()
+    -- a reference: every element's contribution summed over the listed dims, by loops
+    local function ref_sum(t, keep) -- t: 2x3x4 nested table, keep: which of the 3 dims stay
+      local out = {}
+      for i = 1, 2 do for j = 1, 3 do for k = 1, 4 do
+        local key = table.concat({ keep[1] and i or 1, keep[2] and j or 1, keep[3] and k or 1 }, ",")
+        out[key] = (out[key] or 0) + t[i][j][k]
+      end end end
+      return out
+    end
+    local x = wick.randn(2, 3, 4)
+    local X = x:totable()
+
+    it("sum over several dims equals the loops' sum, in any order and with negative dims", function()
+      for _, case in ipairs({ { { 1, 3 }, { false, true, false } }, { { 3, 1 }, { false, true, false } },
+        { { -1, 2 }, { true, false, false } }, { { 2 }, { true, false, true } }, { { 1, 2, 3 }, { false, false, false } } }) do
+        local want = ref_sum(X, case[2])
+        local got = x:sum(case[1], true)
+        local G = got:totable()
+        for key, v in pairs(want) do
+          local a, b, c = key:match("(%d+),(%d+),(%d+)")
+          assert_close(v, G[tonumber(a)][tonumber(b)][tonumber(c)])
+        end
+        local kept = 0
+        for _, k in ipairs(case[2]) do if k then kept = kept + 1 end end
+        assert.are.equal(kept, x:sum(case[1]):dim()) -- without keepdim the listed dims go
+      end
+    end)
+
+    it("mean over a list, as an option too, and its gradient", function()
+      local m = x:mean({ dim = { 2, 3 } })
+      assert.are.same({ 2 }, shape_of(m))
+      for i = 1, 2 do
+        local s = 0
+        for j = 1, 3 do for k = 1, 4 do s = s + X[i][j][k] end end
+        assert_close(s / 12, m:totable()[i])
+      end
+      assert.are.same({ 2, 1, 1 }, shape_of(x:mean({ 2, 3 }, { keepdim = true })))
+      local w = wick.randn(2, 3, 4, { requires_grad = true })
+      w:mean({ 2, 3 }):sum():backward()
+      assert_close(1 / 12, w.grad:totable()[2][3][4])
+      local p = wick.tensor({ { { 1, 2 }, { 3, 4 } }, { { 5, 6 }, { 7, 8 } } }):prod({ 1, 3 })
+      assert.are.same({ 1 * 2 * 5 * 6, 3 * 4 * 7 * 8 }, p:totable())
+    end)
+
+    it("refuses what it cannot do instead of reducing over everything", function()
+      assert_error_has(function() return x:sum({ 2, 2 }) end, "sum", "more than once")
+      assert_error_has(function() return x:sum({ 2, -2 }) end, "sum", "more than once")
+      assert_error_has(function() return x:var({ 1, 2 }) end, "var", "one dim")
+      assert_error_has(function() return x:max({ 1, 2 }) end, "max", "one dim")
+      assert_error_has(function() return x:sum({ 1, "a" }) end, "sum", "string")
+      assert_error_has(function() return x:sum({ 1, keepdim = true }) end, "sum", "list of dims")
+      assert_error_has(function() return x:sum({ keepdims = true }) end, "sum", "unknown option 'keepdims'")
+      assert_error_has(function() return x:sum(2, { dim = 3 }) end, "sum", "twice")
+      assert_error_has(function() return x:sum({ 4 }) end, "sum", "dimension 4")
+    end)
+  end)
 end)
+

@@ -315,7 +315,6 @@ function wick.no_grad(fn, ...) return with_grad_mode(false, "no_grad", fn, ...) 
 function wick.enable_grad(fn, ...) return with_grad_mode(true, "enable_grad", fn, ...) end
 wick.set_grad_enabled = core.set_grad_enabled
 wick.is_grad_enabled = core.is_grad_enabled
-function Tensor.detach_(t) return check_tensor(t, "detach_", "self"):detach() end
 
 local function move_to(value, device)
   if getmetatable(value) == mt then return value:to(device) end

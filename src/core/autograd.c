@@ -59,6 +59,12 @@ wick_status wick_detach(wick_tensor **out, wick_tensor *t) {
     return wk_tensor_view(out, t, t->ndim, t->sizes, t->strides, t->offset); /* no grad_fn, no requires_grad */
 }
 
+void wick_detach_(wick_tensor *t) {
+    if (t->grad_fn) wk_node_release(t->grad_fn);
+    t->grad_fn = NULL;
+    t->requires_grad = 0;
+}
+
 /* ---- nodes ---- */
 
 bool wk_wants_grad(int n, const wick_tensor *const *inputs) {

@@ -174,13 +174,51 @@ static int m_where(lua_State *L) {
 /* ---- reductions ---- */
 
 /* (dim?, keepdim? | {keepdim =, correction =, unbiased =}) */
-static void reduce_args(lua_State *L, int first, int *dim, int *keepdim, int *correction, const char *fn) {
-    *dim = -1, *keepdim = 0, *correction = 1;
-    int i = first;
-    if (lua_type(L, i) == LUA_TNUMBER) *dim = wl_dim(L, i++, fn);
+/* A dim (a number) or a list of dims (a table of numbers) at idx, as wl_dim
+ * values in dims; returns how many. */
+static int reduce_dim_list(lua_State *L, int idx, int *dims, const char *fn) {
+    if (lua_type(L, idx) == LUA_TNUMBER) {
+        dims[0] = wl_dim(L, idx, fn);
+        return 1;
+    }
+    if (!lua_istable(L, idx) || wl_totensor(L, idx))
+        wl_raise(L, "%s: dim must be a number or a table of numbers, got %s", fn, luaL_typename(L, idx));
+    int n = (int)lua_objlen(L, idx), keys = 0;
+    if (n > WICK_MAX_DIMS) wl_raise(L, "%s: %d dims given, a tensor has at most %d", fn, n, WICK_MAX_DIMS);
+    lua_pushnil(L);
+    while (lua_next(L, idx)) keys++, lua_pop(L, 1);
+    if (keys != n) wl_raise(L, "%s: a list of dims holds only numbers at 1..n (options go in a table of their own)", fn);
+    for (int k = 0; k < n; k++) {
+        lua_rawgeti(L, idx, k + 1);
+        if (lua_type(L, -1) != LUA_TNUMBER) wl_raise(L, "%s: dims must be numbers, got %s", fn, luaL_typename(L, -1));
+        dims[k] = wl_dim(L, lua_gettop(L), fn);
+        lua_pop(L, 1);
+    }
+    return n;
+}
+
+/* The arguments of t:sum(...) and friends: [dims][, keepdim][, {dim =, keepdim =,
+ * unbiased =, correction =}], dims a number or a list. Returns how many dims
+ * were given (0: reduce over all elements). */
+static int reduce_args(lua_State *L, int first, int *dims, int *keepdim, int *correction, const char *fn) {
+    static const char *const keys[] = {"dim", "keepdim", "unbiased", "correction", NULL};
+    int ndims = 0, i = first;
+    *keepdim = 0, *correction = 1;
+    if (lua_type(L, i) == LUA_TNUMBER || (lua_istable(L, i) && !wl_totensor(L, i) && lua_objlen(L, i) > 0))
+        ndims = reduce_dim_list(L, i++, dims, fn);
     else if (lua_isnil(L, i) && lua_gettop(L) > i) i++;
     if (lua_type(L, i) == LUA_TBOOLEAN) *keepdim = lua_toboolean(L, i++);
-    if (lua_istable(L, i)) {
+    if (lua_istable(L, i) && !wl_totensor(L, i)) {
+        lua_pushnil(L);
+        while (lua_next(L, i)) {
+            int ok = 0;
+            for (const char *const *k = keys; *k && !ok && lua_type(L, -2) == LUA_TSTRING; k++)
+                ok = strcmp(*k, lua_tostring(L, -2)) == 0;
+            if (!ok)
+                wl_raise(L, "%s: unknown option '%s' (expected dim, keepdim, unbiased or correction)", fn,
+                         lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : luaL_typename(L, -2));
+            lua_pop(L, 1);
+        }
         lua_getfield(L, i, "keepdim");
         if (!lua_isnil(L, -1)) *keepdim = lua_toboolean(L, -1);
         lua_getfield(L, i, "unbiased");
@@ -192,13 +230,17 @@ static void reduce_args(lua_State *L, int first, int *dim, int *keepdim, int *co
             *correction = (int)c;
         }
         lua_getfield(L, i, "dim");
-        if (!lua_isnil(L, -1)) *dim = wl_dim(L, lua_gettop(L), fn);
+        if (!lua_isnil(L, -1)) {
+            if (ndims) wl_raise(L, "%s: got the dim twice (as an argument and as an option)", fn);
+            ndims = reduce_dim_list(L, lua_gettop(L), dims, fn);
+        }
         lua_pop(L, 4);
         i++;
     }
     if (!lua_isnoneornil(L, i))
-        wl_raise(L, "%s: expected a dimension (a number), keepdim (a boolean) or an options table, got %s", fn,
-                 luaL_typename(L, i));
+        wl_raise(L, "%s: expected a dimension (a number or a list), keepdim (a boolean) or an options table, got %s",
+                 fn, luaL_typename(L, i));
+    return ndims;
 }
 
 /* `dim` in the core's convention: -1 for all elements, else 0-based. */
@@ -220,19 +262,36 @@ static int core_dim(lua_State *L, wick_tensor *a, int dim, const char *fn) {
     return dim + n;
 }
 
+/* Reduces a over ndims dims (0: all elements), from the last dim to the first,
+ * so the places of the dims still to reduce hold when keepdim drops the others.
+ * Several dims at once for the ops whose result does not depend on the order
+ * (sum, mean, prod). */
+static int reduce_over(lua_State *L, wick_reduce_op op, wick_tensor *a, int ndims, int *dims, int keepdim,
+                       int correction, const char *fn) {
+    if (ndims == 0) return reduce_into(L, op, a, -1, keepdim, correction, 0);
+    if (ndims > 1 && op != WICK_SUM && op != WICK_MEAN && op != WICK_PROD)
+        wl_raise(L, "%s: takes one dim, got a list of %d", fn, ndims);
+    for (int k = 0; k < ndims; k++) dims[k] = core_dim(L, a, dims[k], fn);
+    for (int k = 1; k < ndims; k++) /* descending, duplicates refused */
+        for (int m = k; m > 0 && dims[m - 1] <= dims[m]; m--) {
+            if (dims[m - 1] == dims[m]) wl_raise(L, "%s: dim %d appears more than once in the list", fn, dims[m] + 1);
+            int t = dims[m];
+            dims[m] = dims[m - 1], dims[m - 1] = t;
+        }
+    for (int k = 0; k < ndims; k++) {
+        reduce_into(L, op, a, dims[k], keepdim, correction, 0);
+        a = wl_totensor(L, -1);
+    }
+    return 1;
+}
+
 static int t_reduce(lua_State *L) {
     wick_reduce_op op = (wick_reduce_op)UPINT(1);
     const char *fn = wick_reduce_name(op);
     wick_tensor *a = SELF(fn);
-    int dim, keepdim, correction;
-    int has_dim = lua_type(L, 2) == LUA_TNUMBER;
-    reduce_args(L, 2, &dim, &keepdim, &correction, fn);
-    if (lua_istable(L, 2)) {
-        lua_getfield(L, 2, "dim");
-        has_dim = !lua_isnil(L, -1);
-        lua_pop(L, 1);
-    }
-    return reduce_into(L, op, a, has_dim ? core_dim(L, a, dim, fn) : -1, keepdim, correction, 0);
+    int dims[WICK_MAX_DIMS], keepdim, correction;
+    int ndims = reduce_args(L, 2, dims, &keepdim, &correction, fn);
+    return reduce_over(L, op, a, ndims, dims, keepdim, correction, fn);
 }
 
 /* t:max() (all), t:max(dim[, keepdim]) -> values, indices; t:max(other) -> maximum */
@@ -244,15 +303,10 @@ static int t_max_min(lua_State *L) {
         lua_settop(L, 2);
         return binary_values(L, is_max ? WICK_MAXIMUM : WICK_MINIMUM, 1, 2, 1);
     }
-    int dim, keepdim, correction;
-    int has_dim = lua_type(L, 2) == LUA_TNUMBER;
-    reduce_args(L, 2, &dim, &keepdim, &correction, fn);
-    if (lua_istable(L, 2)) { /* t:max{dim = 2, keepdim = true}, as t_reduce takes it */
-        lua_getfield(L, 2, "dim");
-        has_dim = !lua_isnil(L, -1);
-        lua_pop(L, 1);
-    }
-    return reduce_into(L, is_max ? WICK_MAX : WICK_MIN, a, has_dim ? core_dim(L, a, dim, fn) : -1, keepdim, 1, has_dim);
+    int dims[WICK_MAX_DIMS], keepdim, correction;
+    int ndims = reduce_args(L, 2, dims, &keepdim, &correction, fn); /* also t:max{dim = 2, keepdim = true} */
+    if (ndims > 1) wl_raise(L, "%s: takes one dim, got a list of %d", fn, ndims);
+    return reduce_into(L, is_max ? WICK_MAX : WICK_MIN, a, ndims ? core_dim(L, a, dims[0], fn) : -1, keepdim, 1, ndims);
 }
 
 /* ---- linear algebra ---- */
@@ -870,6 +924,13 @@ static int t_detach(lua_State *L) {
     return 1;
 }
 
+/* t:detach_(): t itself leaves the graph; returns t */
+static int t_detach_(lua_State *L) {
+    wick_detach_(SELF("detach_"));
+    lua_settop(L, 1);
+    return 1;
+}
+
 /* t:_replace(src): t takes src's data in place (wick_tensor_set_; PyTorch's
  * `param.data = src`), keeping its identity, requires_grad and grad. */
 static int t_replace(lua_State *L) {
@@ -984,7 +1045,7 @@ static const luaL_Reg method_fns[] = {
     {"_storage_id", t_storage_id}, {"_dtype", t_dtype}, {"_device_code", t_device_code}, {"_shape", t_shape},
     {"_get", t_get}, {"_set", t_set}, {"_requires_grad", t_requires_grad},
     {"requires_grad_", t_set_requires_grad}, {"_grad", t_grad}, {"_set_grad", t_set_grad}, {"_grad_fn", t_grad_fn},
-    {"_is_leaf", t_is_leaf}, {"backward", t_backward}, {"detach", t_detach}, {"_replace", t_replace}, {NULL, NULL}};
+    {"_is_leaf", t_is_leaf}, {"backward", t_backward}, {"detach", t_detach}, {"detach_", t_detach_}, {"_replace", t_replace}, {NULL, NULL}};
 
 /* Fills the module table at -1: functions, and `Tensor` (methods) and `_mt`. */
 void wl_open_tensor(lua_State *L) {
