@@ -11,8 +11,9 @@ cd "$ROOT"
 "$BUILD/wick" bench/checkpoint.lua "$DIR/w.wick" >"$DIR/wick.tsv"
 : >"$DIR/torch.tsv"
 : >"$DIR/wick_pt.tsv"
-if /usr/bin/python3 -c 'import torch' 2>/dev/null; then # without PyTorch: its columns say "-"
-  /usr/bin/python3 bench/checkpoint_torch.py "$DIR/t.pt" >"$DIR/torch.tsv"
+PYTHON=${PYTHON:-$HOME/.cache/wick-torch-venv/bin/python}
+if "$PYTHON" -c 'import torch' 2>/dev/null; then # without PyTorch: its columns say "-"
+  "$PYTHON" bench/checkpoint_torch.py "$DIR/t.pt" >"$DIR/torch.tsv"
   "$BUILD/wick" bench/checkpoint.lua --load "$DIR/t.pt" >"$DIR/wick_pt.tsv"
 fi
 now() { date +%s.%N; }

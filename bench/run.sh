@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/run.sh [THREADS] — wick against PyTorch 1.13 and the raw limits of this machine.
+# bench/run.sh [THREADS] — wick against the current PyTorch (PyPI) and the raw limits of this machine.
 #
 # Builds build/wick and build/bench_limits if needed, then runs, all pinned to
 # THREADS threads (default 1): bench/limits.c (raw cblas_sgemm, plain C triad),
@@ -19,7 +19,7 @@ ROUNDS=${ROUNDS:-3}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD_DIR:-$ROOT/build}
 OUT=${BENCH_OUT:-$BUILD/bench}
-PYTHON=/usr/bin/python3
+PYTHON=${PYTHON:-$HOME/.cache/wick-torch-venv/bin/python} # the current PyTorch from PyPI: ../shared/bench/setup-torch.sh makes it
 
 export THREADS OMP_NUM_THREADS=$THREADS OPENBLAS_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS
 

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # bench/train.sh [RUNS]: the training benchmarks of issue 3, wick against
-# PyTorch 1.13 on the same machine and thread count, runs alternating between
+# the current PyTorch (PyPI) on the same machine and thread count, runs alternating between
 # the two; prints medians and ratios. RUNS defaults to 5.
 set -euo pipefail
 RUNS=${1:-5}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD_DIR:-$ROOT/build}
-PYTHON=/usr/bin/python3
+PYTHON=${PYTHON:-$HOME/.cache/wick-torch-venv/bin/python} # the current PyTorch from PyPI: ../shared/bench/setup-torch.sh makes it
 cd "$ROOT"
 [ -x "$BUILD/wick" ] || { cmake -S . -B "$BUILD" >/dev/null && cmake --build "$BUILD" -j2 >/dev/null; }
 OUT=$(mktemp -d)
