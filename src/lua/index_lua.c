@@ -4,7 +4,7 @@
  * and int64 index tensors; plus masked_fill(_), masked_select,
  * masked_scatter(_), index_fill(_), index_copy(_) and index_put(_). Lua
  * indices are 1-based, negative from the end; t[i] with a number reads
- * through tensor_lua.c's t_get (the hot path) and writes through here. */
+ * through view_lua.c's t_get (the hot path) and writes through here. */
 #include "wick_lua.h"
 
 #include <math.h>

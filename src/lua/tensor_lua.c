@@ -8,7 +8,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #define SELF(fn) wl_checktensor(L, 1, fn, "self")
 #define UPINT(i) ((int)lua_tointeger(L, lua_upvalueindex(i)))
@@ -44,7 +43,7 @@ static int t_unary(lua_State *L) {
 }
 
 /* a op b where either may be a number; `first` is which came first in Lua */
-static int binary_values(lua_State *L, wick_binary_op op, int ia, int ib, double alpha) {
+int wl_binary_values(lua_State *L, wick_binary_op op, int ia, int ib, double alpha) {
     const char *fn = wick_binary_name(op);
     wick_tensor *a = wl_totensor(L, ia), *b = wl_totensor(L, ib);
     wick_scalar s;
@@ -84,7 +83,7 @@ static int t_binary(lua_State *L) {
     SELF(wick_binary_name(op));
     double alpha = alpha_arg(L, 3, op);
     lua_settop(L, 2);
-    return binary_values(L, op, 1, 2, alpha);
+    return wl_binary_values(L, op, 1, 2, alpha);
 }
 
 /* t:add_(other[, alpha]) */
@@ -109,7 +108,7 @@ static int t_binary_(lua_State *L) {
 /* metamethods __add, __sub, ...: operands in Lua's order */
 static int t_arith(lua_State *L) {
     lua_settop(L, 2);
-    return binary_values(L, (wick_binary_op)UPINT(1), 1, 2, 1);
+    return wl_binary_values(L, (wick_binary_op)UPINT(1), 1, 2, 1);
 }
 
 static int t_unm(lua_State *L) {
@@ -171,144 +170,6 @@ static int m_where(lua_State *L) {
     return 1;
 }
 
-/* ---- reductions ---- */
-
-/* (dim?, keepdim? | {keepdim =, correction =, unbiased =}) */
-/* A dim (a number) or a list of dims (a table of numbers) at idx, as wl_dim
- * values in dims; returns how many. */
-static int reduce_dim_list(lua_State *L, int idx, int *dims, const char *fn) {
-    if (lua_type(L, idx) == LUA_TNUMBER) {
-        dims[0] = wl_dim(L, idx, fn);
-        return 1;
-    }
-    if (!lua_istable(L, idx) || wl_totensor(L, idx))
-        wl_raise(L, "%s: dim must be a number or a table of numbers, got %s", fn, luaL_typename(L, idx));
-    int n = (int)lua_objlen(L, idx), keys = 0;
-    if (n > WICK_MAX_DIMS) wl_raise(L, "%s: %d dims given, a tensor has at most %d", fn, n, WICK_MAX_DIMS);
-    lua_pushnil(L);
-    while (lua_next(L, idx)) keys++, lua_pop(L, 1);
-    if (keys != n) wl_raise(L, "%s: a list of dims holds only numbers at 1..n (options go in a table of their own)", fn);
-    for (int k = 0; k < n; k++) {
-        lua_rawgeti(L, idx, k + 1);
-        if (lua_type(L, -1) != LUA_TNUMBER) wl_raise(L, "%s: dims must be numbers, got %s", fn, luaL_typename(L, -1));
-        dims[k] = wl_dim(L, lua_gettop(L), fn);
-        lua_pop(L, 1);
-    }
-    return n;
-}
-
-/* The arguments of t:sum(...) and friends: [dims][, keepdim][, {dim =, keepdim =,
- * unbiased =, correction =}], dims a number or a list. Returns how many dims
- * were given (0: reduce over all elements). */
-static int reduce_args(lua_State *L, int first, int *dims, int *keepdim, int *correction, const char *fn) {
-    static const char *const keys[] = {"dim", "keepdim", "unbiased", "correction", NULL};
-    int ndims = 0, i = first;
-    *keepdim = 0, *correction = 1;
-    if (lua_type(L, i) == LUA_TNUMBER || (lua_istable(L, i) && !wl_totensor(L, i) && lua_objlen(L, i) > 0))
-        ndims = reduce_dim_list(L, i++, dims, fn);
-    else if (lua_isnil(L, i) && lua_gettop(L) > i) i++;
-    if (lua_type(L, i) == LUA_TBOOLEAN) *keepdim = lua_toboolean(L, i++);
-    if (lua_istable(L, i) && !wl_totensor(L, i)) {
-        lua_pushnil(L);
-        while (lua_next(L, i)) {
-            int ok = 0;
-            for (const char *const *k = keys; *k && !ok && lua_type(L, -2) == LUA_TSTRING; k++)
-                ok = strcmp(*k, lua_tostring(L, -2)) == 0;
-            if (!ok)
-                wl_raise(L, "%s: unknown option '%s' (expected dim, keepdim, unbiased or correction)", fn,
-                         lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : luaL_typename(L, -2));
-            lua_pop(L, 1);
-        }
-        lua_getfield(L, i, "keepdim");
-        if (!lua_isnil(L, -1)) *keepdim = lua_toboolean(L, -1);
-        lua_getfield(L, i, "unbiased");
-        if (!lua_isnil(L, -1)) *correction = lua_toboolean(L, -1) ? 1 : 0;
-        lua_getfield(L, i, "correction");
-        if (!lua_isnil(L, -1)) {
-            int64_t c = wl_checkint(L, lua_gettop(L), fn, "correction");
-            if (c < INT_MIN || c > INT_MAX) wl_raise(L, "%s: correction %lld is out of range", fn, (long long)c);
-            *correction = (int)c;
-        }
-        lua_getfield(L, i, "dim");
-        if (!lua_isnil(L, -1)) {
-            if (ndims) wl_raise(L, "%s: got the dim twice (as an argument and as an option)", fn);
-            ndims = reduce_dim_list(L, lua_gettop(L), dims, fn);
-        }
-        lua_pop(L, 4);
-        i++;
-    }
-    if (!lua_isnoneornil(L, i))
-        wl_raise(L, "%s: expected a dimension (a number or a list), keepdim (a boolean) or an options table, got %s",
-                 fn, luaL_typename(L, i));
-    return ndims;
-}
-
-/* `dim` in the core's convention: -1 for all elements, else 0-based. */
-static int reduce_into(lua_State *L, wick_reduce_op op, wick_tensor *a, int dim, int keepdim, int correction,
-                       int with_indices) {
-    wick_tensor **values = wl_new_slot(L);
-    wick_tensor **indices = with_indices ? wl_new_slot(L) : NULL;
-    wl_check(L, wick_reduce(values, indices, op, a, dim, keepdim, correction));
-    if (op == WICK_ARGMAX || op == WICK_ARGMIN) wl_to_one_based(L, *values);
-    if (indices && *indices) wl_to_one_based(L, *indices);
-    return with_indices ? 2 : 1;
-}
-
-/* Lua dims arrive 0-based or negative; the core wants 0-based, -1 meaning all. */
-static int core_dim(lua_State *L, wick_tensor *a, int dim, const char *fn) {
-    if (dim >= 0) return dim;
-    int n = wick_tensor_ndim(a) ? wick_tensor_ndim(a) : 1;
-    if (dim < -n) wl_raise(L, "%s: dimension %d out of range (expected 1 to %d, or -%d to -1)", fn, dim, n, n);
-    return dim + n;
-}
-
-/* Reduces a over ndims dims (0: all elements), from the last dim to the first,
- * so the places of the dims still to reduce hold when keepdim drops the others.
- * Several dims at once for the ops whose result does not depend on the order
- * (sum, mean, prod). */
-static int reduce_over(lua_State *L, wick_reduce_op op, wick_tensor *a, int ndims, int *dims, int keepdim,
-                       int correction, const char *fn) {
-    if (ndims == 0) return reduce_into(L, op, a, -1, keepdim, correction, 0);
-    if (ndims > 1 && op != WICK_SUM && op != WICK_MEAN && op != WICK_PROD)
-        wl_raise(L, "%s: takes one dim, got a list of %d", fn, ndims);
-    for (int k = 0; k < ndims; k++) dims[k] = core_dim(L, a, dims[k], fn);
-    for (int k = 1; k < ndims; k++) /* descending, duplicates refused */
-        for (int m = k; m > 0 && dims[m - 1] <= dims[m]; m--) {
-            if (dims[m - 1] == dims[m]) wl_raise(L, "%s: dim %d appears more than once in the list", fn, dims[m] + 1);
-            int t = dims[m];
-            dims[m] = dims[m - 1], dims[m - 1] = t;
-        }
-    for (int k = 0; k < ndims; k++) {
-        reduce_into(L, op, a, dims[k], keepdim, correction, 0);
-        a = wl_totensor(L, -1);
-    }
-    return 1;
-}
-
-static int t_reduce(lua_State *L) {
-    wick_reduce_op op = (wick_reduce_op)UPINT(1);
-    const char *fn = wick_reduce_name(op);
-    wick_tensor *a = SELF(fn);
-    int dims[WICK_MAX_DIMS], keepdim, correction;
-    int ndims = reduce_args(L, 2, dims, &keepdim, &correction, fn);
-    return reduce_over(L, op, a, ndims, dims, keepdim, correction, fn);
-}
-
-/* t:max() (all), t:max(dim[, keepdim]) -> values, indices; t:max(other) -> maximum */
-static int t_max_min(lua_State *L) {
-    int is_max = UPINT(1);
-    const char *fn = is_max ? "max" : "min";
-    wick_tensor *a = SELF(fn);
-    if (wl_totensor(L, 2)) {
-        lua_settop(L, 2);
-        return binary_values(L, is_max ? WICK_MAXIMUM : WICK_MINIMUM, 1, 2, 1);
-    }
-    int dims[WICK_MAX_DIMS], keepdim, correction;
-    int ndims = reduce_args(L, 2, dims, &keepdim, &correction, fn); /* also t:max{dim = 2, keepdim = true} */
-    if (ndims > 1) wl_raise(L, "%s: takes one dim, got a list of %d", fn, ndims);
-    return reduce_into(L, is_max ? WICK_MAX : WICK_MIN, a, ndims ? core_dim(L, a, dims[0], fn) : -1, keepdim, 1, ndims);
-}
-
 /* ---- linear algebra ---- */
 
 static int t_mm(lua_State *L) {
@@ -348,269 +209,6 @@ static int t_addmm(lua_State *L) {
     }
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_addmm(slot, in, m1, m2, beta, alpha));
-    return 1;
-}
-
-/* ---- views ---- */
-
-static int t_view_like(lua_State *L) {
-    int reshape = UPINT(1);
-    const char *fn = reshape ? "reshape" : "view";
-    wick_tensor *a = SELF(fn);
-    int64_t sizes[WICK_MAX_DIMS];
-    int n = wl_sizes(L, 2, lua_gettop(L), sizes, fn);
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, reshape ? wick_reshape(slot, a, n, sizes) : wick_view(slot, a, n, sizes));
-    return 1;
-}
-
-static int t_transpose(lua_State *L) {
-    wick_tensor *a = SELF("transpose");
-    int d0 = wl_dim(L, 2, "transpose"), d1 = wl_dim(L, 3, "transpose");
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_transpose(slot, a, d0, d1));
-    return 1;
-}
-
-static int t_t(lua_State *L) {
-    wick_tensor *a = SELF("t");
-    if (wick_tensor_ndim(a) > 2) wl_raise(L, "t: expects a tensor with at most 2 dimensions, but self is %d-D", wick_tensor_ndim(a));
-    wick_tensor **slot = wl_new_slot(L);
-    if (wick_tensor_ndim(a) < 2) wl_check(L, wick_view(slot, a, wick_tensor_ndim(a), wick_tensor_sizes(a)));
-    else wl_check(L, wick_transpose(slot, a, 0, 1));
-    return 1;
-}
-
-static int t_permute(lua_State *L) {
-    wick_tensor *a = SELF("permute");
-    int64_t raw[WICK_MAX_DIMS];
-    int n = 0;
-    if (lua_istable(L, 2)) {
-        n = (int)lua_objlen(L, 2);
-        if (n > WICK_MAX_DIMS) wl_raise(L, "permute: too many dims");
-        for (int i = 0; i < n; i++) {
-            lua_rawgeti(L, 2, i + 1);
-            raw[i] = wl_dim(L, lua_gettop(L), "permute");
-            lua_pop(L, 1);
-        }
-    } else {
-        for (int i = 2; i <= lua_gettop(L) && n < WICK_MAX_DIMS; i++) raw[n++] = wl_dim(L, i, "permute");
-    }
-    int dims[WICK_MAX_DIMS];
-    for (int i = 0; i < n; i++) dims[i] = (int)raw[i];
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_permute(slot, a, n, dims));
-    return 1;
-}
-
-/* A 1-based Lua index along a dim of `size` as a 0-based one (negative from the end). */
-static int64_t lua_index(lua_State *L, int idx, int64_t size, const char *fn, int dim) {
-    lua_Number v = wl_checknumber(L, idx, fn, "an index");
-    if (v != floor(v)) wl_raise(L, "%s: expected an integer index, got %g", fn, v);
-    if (v == 0) wl_raise(L, "%s: index 0 is invalid: indices count from 1 (and from -1 backwards)", fn);
-    if (v > size || v < -size)
-        wl_raise(L, "%s: index %.0f is out of bounds for dimension %d with size %lld", fn, v, dim + 1, (long long)size);
-    return v > 0 ? (int64_t)v - 1 : (int64_t)v + size;
-}
-
-static int64_t dim_size(lua_State *L, wick_tensor *a, int dim, const char *fn) {
-    int n = wick_tensor_ndim(a);
-    if (n == 0) wl_raise(L, "%s: cannot index a 0-dim tensor", fn);
-    int d = dim < 0 ? dim + n : dim;
-    if (d < 0 || d >= n) wl_raise(L, "%s: dimension %d out of range (expected 1 to %d, or -%d to -1)", fn, dim < 0 ? dim : dim + 1, n, n);
-    return wick_tensor_sizes(a)[d];
-}
-
-static int t_narrow(lua_State *L) {
-    wick_tensor *a = SELF("narrow");
-    int dim = wl_dim(L, 2, "narrow");
-    int64_t size = dim_size(L, a, dim, "narrow");
-    int64_t len = wl_checkint(L, 4, "narrow", "the length");
-    /* like PyTorch, an empty slice may start just past the end */
-    int64_t start = len == 0 && lua_type(L, 3) == LUA_TNUMBER && lua_tonumber(L, 3) == (lua_Number)size + 1
-                        ? size
-                        : lua_index(L, 3, size, "narrow", dim < 0 ? dim + wick_tensor_ndim(a) : dim);
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_narrow(slot, a, dim, start, len));
-    return 1;
-}
-
-static int t_select(lua_State *L) {
-    wick_tensor *a = SELF("select");
-    int dim = wl_dim(L, 2, "select");
-    int64_t size = dim_size(L, a, dim, "select");
-    int64_t index = lua_index(L, 3, size, "select", dim < 0 ? dim + wick_tensor_ndim(a) : dim);
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_select(slot, a, dim, index));
-    return 1;
-}
-
-/* t[i]: a view of the i-th slice along dim 1 */
-static int t_get(lua_State *L) {
-    wick_tensor *a = SELF("index");
-    int64_t size = dim_size(L, a, 0, "index");
-    int64_t index = lua_index(L, 2, size, "index", 0);
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_select(slot, a, 0, index));
-    return 1;
-}
-
-/* t[i] = v: fills the slice with a number or copies a tensor into it */
-static int t_set(lua_State *L) {
-    wick_tensor *a = SELF("index");
-    int64_t size = dim_size(L, a, 0, "index");
-    int64_t index = lua_index(L, 2, size, "index", 0);
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_select(slot, a, 0, index));
-    wick_tensor *src = wl_totensor(L, 3);
-    wick_scalar s;
-    if (src) wl_check(L, wick_copy_(*slot, src));
-    else if (wl_toscalar(L, 3, &s)) wl_check(L, wick_fill_(*slot, s.value));
-    else wl_raise(L, "index assignment: expected a number or a tensor, got %s", luaL_typename(L, 3));
-    return 0;
-}
-
-static int t_squeeze(lua_State *L) {
-    wick_tensor *a = SELF("squeeze");
-    int dim = lua_isnoneornil(L, 2) ? -1 : wl_dim(L, 2, "squeeze");
-    if (!lua_isnoneornil(L, 2) && dim < 0) dim += wick_tensor_ndim(a) ? wick_tensor_ndim(a) : 1;
-    if (!lua_isnoneornil(L, 2) && dim < 0) wl_raise(L, "squeeze: dimension out of range");
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_squeeze(slot, a, dim));
-    return 1;
-}
-
-static int t_unsqueeze(lua_State *L) {
-    wick_tensor *a = SELF("unsqueeze");
-    int dim = wl_dim(L, 2, "unsqueeze");
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_unsqueeze(slot, a, dim));
-    return 1;
-}
-
-static int t_expand(lua_State *L) {
-    wick_tensor *a = SELF("expand");
-    int64_t sizes[WICK_MAX_DIMS];
-    int n;
-    wick_tensor *other = wl_totensor(L, 2);
-    if (other) {
-        n = wick_tensor_ndim(other);
-        memcpy(sizes, wick_tensor_sizes(other), sizeof(int64_t) * n);
-    } else {
-        n = wl_sizes(L, 2, lua_gettop(L), sizes, "expand");
-    }
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_expand(slot, a, n, sizes));
-    return 1;
-}
-
-static int t_flatten(lua_State *L) {
-    wick_tensor *a = SELF("flatten");
-    int start = lua_isnoneornil(L, 2) ? 0 : wl_dim(L, 2, "flatten");
-    int end = lua_isnoneornil(L, 3) ? -1 : wl_dim(L, 3, "flatten");
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_flatten(slot, a, start, end));
-    return 1;
-}
-
-static int t_contiguous(lua_State *L) {
-    wick_tensor *a = SELF("contiguous");
-    if (wick_tensor_is_contiguous(a)) {
-        lua_settop(L, 1);
-        return 1;
-    }
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_clone(slot, a));
-    return 1;
-}
-
-/* ---- indexing ---- */
-
-/* A Lua (1-based) index tensor as a new 0-based one, kept alive on the stack. */
-static wick_tensor *zero_based_index(lua_State *L, int idx, const char *fn) {
-    wick_tensor *index = wl_checktensor(L, idx, fn, "index");
-    if (wick_tensor_dtype(index) != WICK_INT64 && wick_tensor_dtype(index) != WICK_INT32)
-        wl_raise(L, "%s: expected the index to be an int64 tensor, but got %s", fn, wick_dtype_name(wick_tensor_dtype(index)));
-    wick_tensor **slot = wl_new_slot(L);
-    lua_replace(L, idx);
-    wl_check(L, wick_binary_scalar(slot, WICK_SUB, index, (wick_scalar){1, 1}, 0));
-    return *slot;
-}
-
-static int t_index_select(lua_State *L) {
-    wick_tensor *a = SELF("index_select");
-    int dim = wl_dim(L, 2, "index_select");
-    wick_tensor *index = zero_based_index(L, 3, "index_select");
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_index_select(slot, a, dim, index));
-    return 1;
-}
-
-static int t_gather(lua_State *L) {
-    wick_tensor *a = SELF("gather");
-    int dim = wl_dim(L, 2, "gather");
-    wick_tensor *index = zero_based_index(L, 3, "gather");
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_gather(slot, a, dim, index));
-    return 1;
-}
-
-/* t:scatter(dim, index, src) and t:scatter_(...); src may be a number */
-static int t_scatter(lua_State *L) {
-    int inplace = UPINT(1);
-    const char *fn = inplace ? "scatter_" : "scatter";
-    wick_tensor *a = SELF(fn);
-    int dim = wl_dim(L, 2, fn);
-    wick_tensor *index = zero_based_index(L, 3, fn);
-    wick_tensor *src = wl_totensor(L, 4);
-    wick_scalar s;
-    if (!src) {
-        if (!wl_toscalar(L, 4, &s)) wl_raise(L, "%s: expected src to be a tensor or a number, got %s", fn, luaL_typename(L, 4));
-        wick_tensor **tmp = wl_new_slot(L);
-        lua_replace(L, 4);
-        wl_check(L, wick_full(tmp, wick_tensor_ndim(index), wick_tensor_sizes(index), s.value,
-                              (wick_options){wick_tensor_dtype(a), wick_tensor_device(a)}));
-        src = *tmp;
-    }
-    if (inplace) {
-        wl_check(L, wick_scatter_(a, dim, index, src));
-        lua_settop(L, 1);
-        return 1;
-    }
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_scatter(slot, a, dim, index, src));
-    return 1;
-}
-
-/* wick.cat(tensors[, dim]) and wick.stack(tensors[, dim]); upvalue: 1 for stack */
-static int m_join(lua_State *L) {
-    int stack = UPINT(1);
-    const char *fn = stack ? "wick.stack" : "wick.cat";
-    if (!lua_istable(L, 1) || wl_totensor(L, 1)) wl_raise(L, "%s: expected a table of tensors, got %s", fn, luaL_typename(L, 1));
-    int dim = lua_isnoneornil(L, 2) ? 0 : wl_dim(L, 2, fn);
-    int n = (int)lua_objlen(L, 1);
-    if (n == 0) wl_raise(L, "%s: expected a non-empty table of tensors", fn);
-    const wick_tensor **ts = lua_newuserdata(L, sizeof(*ts) * (size_t)n);
-    for (int i = 0; i < n; i++) {
-        lua_rawgeti(L, 1, i + 1);
-        ts[i] = wl_totensor(L, -1);
-        if (!ts[i]) wl_raise(L, "%s: expected a tensor at position %d, got %s", fn, i + 1, luaL_typename(L, -1));
-        lua_pop(L, 1); /* the table keeps it alive */
-    }
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, stack ? wick_stack(slot, n, (const wick_tensor *const *)ts, dim)
-                      : wick_cat(slot, n, (const wick_tensor *const *)ts, dim));
-    wl_account(L);
-    return 1;
-}
-
-static int t_softmax(lua_State *L) {
-    int log = UPINT(1);
-    const char *fn = log ? "log_softmax" : "softmax";
-    wick_tensor *a = SELF(fn);
-    int dim = wl_dim(L, 2, fn);
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, log ? wick_log_softmax(slot, a, dim) : wick_softmax(slot, a, dim));
     return 1;
 }
 
@@ -1036,22 +634,17 @@ static const luaL_Reg module_fns[] = {
 
 static const luaL_Reg method_fns[] = {
     {"mm", t_mm}, {"bmm", t_bmm}, {"matmul", t_matmul}, {"addmm", t_addmm},
-    {"transpose", t_transpose}, {"t", t_t}, {"permute", t_permute}, {"narrow", t_narrow},
-    {"select", t_select}, {"squeeze", t_squeeze}, {"unsqueeze", t_unsqueeze}, {"expand", t_expand},
-    {"flatten", t_flatten}, {"contiguous", t_contiguous}, {"index_select", t_index_select},
-    {"gather", t_gather}, {"copy_", t_copy_}, {"fill_", t_fill_}, {"clone", t_clone}, {"item", t_item}, {"_int64_str", t_int64_str},
+    {"copy_", t_copy_}, {"fill_", t_fill_}, {"clone", t_clone}, {"item", t_item}, {"_int64_str", t_int64_str},
     {"totable", t_totable}, {"to", t_to}, {"pin_memory", t_pin_memory}, {"is_pinned", t_is_pinned}, {"size", t_size}, {"stride", t_stride}, {"dim", t_dim},
     {"numel", t_numel}, {"is_contiguous", t_is_contiguous}, {"storage_offset", t_storage_offset},
     {"_storage_id", t_storage_id}, {"_dtype", t_dtype}, {"_device_code", t_device_code}, {"_shape", t_shape},
-    {"_get", t_get}, {"_set", t_set}, {"_requires_grad", t_requires_grad},
+    {"_requires_grad", t_requires_grad},
     {"requires_grad_", t_set_requires_grad}, {"_grad", t_grad}, {"_set_grad", t_set_grad}, {"_grad_fn", t_grad_fn},
     {"_is_leaf", t_is_leaf}, {"backward", t_backward}, {"detach", t_detach}, {"detach_", t_detach_}, {"_replace", t_replace}, {NULL, NULL}};
 
 /* Fills the module table at -1: functions, and `Tensor` (methods) and `_mt`. */
 void wl_open_tensor(lua_State *L) {
     luaL_register(L, NULL, module_fns);
-    set_closure(L, "cat", m_join, 0, 0);
-    set_closure(L, "stack", m_join, 1, 0);
     lua_createtable(L, WICK_NUM_DTYPES, 0); /* core.dtypes: the names, in wick_dtype order */
     for (int d = 0; d < WICK_NUM_DTYPES; d++) {
         lua_pushstring(L, wick_dtype_name((wick_dtype)d));
@@ -1102,18 +695,8 @@ void wl_open_tensor(lua_State *L) {
         snprintf(name, sizeof name, "%s_", wick_binary_name((wick_binary_op)op));
         set_closure(L, name, t_binary_, op, 0);
     }
-    for (int op = 0; op < WICK_NUM_REDUCE; op++)
-        if (op != WICK_MAX && op != WICK_MIN) set_closure(L, wick_reduce_name((wick_reduce_op)op), t_reduce, op, 0);
-    set_closure(L, "max", t_max_min, 1, 0);
-    set_closure(L, "min", t_max_min, 0, 0);
     set_closure(L, "clamp", t_clamp, 0, 0);
     set_closure(L, "clamp_", t_clamp, 1, 0);
-    set_closure(L, "view", t_view_like, 0, 0);
-    set_closure(L, "reshape", t_view_like, 1, 0);
-    set_closure(L, "scatter", t_scatter, 0, 0);
-    set_closure(L, "scatter_", t_scatter, 1, 0);
-    set_closure(L, "softmax", t_softmax, 0, 0);
-    set_closure(L, "log_softmax", t_softmax, 1, 0);
     lua_setfield(L, -2, "Tensor");
 
     luaL_newmetatable(L, WL_TENSOR_MT);
@@ -1131,6 +714,8 @@ void wl_open_tensor(lua_State *L) {
     wl_open_creation(L);
     wl_open_runtime(L);
     wl_open_io(L);
+    wl_open_reduce(L);
+    wl_open_view(L);
     wl_open_nn(L);
     wl_open_norm(L);
     wl_open_ops(L);

@@ -65,6 +65,9 @@ int wl_toscalar(lua_State *L, int idx, wick_scalar *s);
 int wl_trailing_options(lua_State *L, int first);
 /* Adds 1 in place to a tensor of 0-based indices the core returned (not on meta). */
 void wl_to_one_based(lua_State *L, wick_tensor *t);
+/* Pushes op(a, b) for the tensors or numbers at ia and ib (alpha scales b for
+ * add/sub); tensor_lua.c. */
+int wl_binary_values(lua_State *L, wick_binary_op op, int ia, int ib, double alpha);
 
 /* ---- per-state records (state.c): interrupt flag, collector pacing ---- */
 typedef struct wl_state wl_state;
@@ -92,6 +95,8 @@ void wl_add_search_paths(lua_State *L);
 void wl_open_tensor(lua_State *L); /* tensor_lua.c: fills the module table at -1 */
 void wl_open_creation(lua_State *L); /* creation_lua.c: zeros, ones, full, tensor, arange, eye... (module table at -1) */
 void wl_open_runtime(lua_State *L);  /* runtime_lua.c: rng, threads, devices, CUDA queries, grad mode (module table at -1) */
+void wl_open_reduce(lua_State *L);   /* reduce_lua.c: sum, mean, ..., max, min (Tensor inside the module table at -1) */
+void wl_open_view(lua_State *L);     /* view_lua.c: views, indexing, cat/stack, softmax (module table at -1) */
 void wl_open_io(lua_State *L);       /* io_lua.c: checkpoint storages, CRCs, IDX files (module table at -1) */
 void wl_open_nn(lua_State *L);     /* nn_lua.c: linear, mse_loss, conv2d, pooling, attention (module table at -1) */
 void wl_open_norm(lua_State *L);   /* norm_lua.c: layer_norm, cross_entropy (module table at -1) */

@@ -1,0 +1,300 @@
+/* Views, indexing and joining of the Lua binding: view/reshape, transpose,
+ * permute, narrow, select, squeeze, expand, flatten, contiguous, t[i] reads and
+ * writes of one element, index_select/gather/scatter, cat/stack, softmax. */
+#include "wick_lua.h"
+
+#include <math.h>
+#include <string.h>
+
+#define SELF(fn) wl_checktensor(L, 1, fn, "self")
+#define UPINT(i) ((int)lua_tointeger(L, lua_upvalueindex(i)))
+
+static void set_method(lua_State *L, const char *name, lua_CFunction f, int up) {
+    lua_pushinteger(L, up);
+    lua_pushcclosure(L, f, 1);
+    lua_setfield(L, -2, name);
+}
+
+/* ---- views ---- */
+
+static int t_view_like(lua_State *L) {
+    int reshape = UPINT(1);
+    const char *fn = reshape ? "reshape" : "view";
+    wick_tensor *a = SELF(fn);
+    int64_t sizes[WICK_MAX_DIMS];
+    int n = wl_sizes(L, 2, lua_gettop(L), sizes, fn);
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, reshape ? wick_reshape(slot, a, n, sizes) : wick_view(slot, a, n, sizes));
+    return 1;
+}
+
+static int t_transpose(lua_State *L) {
+    wick_tensor *a = SELF("transpose");
+    int d0 = wl_dim(L, 2, "transpose"), d1 = wl_dim(L, 3, "transpose");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_transpose(slot, a, d0, d1));
+    return 1;
+}
+
+static int t_t(lua_State *L) {
+    wick_tensor *a = SELF("t");
+    if (wick_tensor_ndim(a) > 2) wl_raise(L, "t: expects a tensor with at most 2 dimensions, but self is %d-D", wick_tensor_ndim(a));
+    wick_tensor **slot = wl_new_slot(L);
+    if (wick_tensor_ndim(a) < 2) wl_check(L, wick_view(slot, a, wick_tensor_ndim(a), wick_tensor_sizes(a)));
+    else wl_check(L, wick_transpose(slot, a, 0, 1));
+    return 1;
+}
+
+static int t_permute(lua_State *L) {
+    wick_tensor *a = SELF("permute");
+    int64_t raw[WICK_MAX_DIMS];
+    int n = 0;
+    if (lua_istable(L, 2)) {
+        n = (int)lua_objlen(L, 2);
+        if (n > WICK_MAX_DIMS) wl_raise(L, "permute: too many dims");
+        for (int i = 0; i < n; i++) {
+            lua_rawgeti(L, 2, i + 1);
+            raw[i] = wl_dim(L, lua_gettop(L), "permute");
+            lua_pop(L, 1);
+        }
+    } else {
+        for (int i = 2; i <= lua_gettop(L) && n < WICK_MAX_DIMS; i++) raw[n++] = wl_dim(L, i, "permute");
+    }
+    int dims[WICK_MAX_DIMS];
+    for (int i = 0; i < n; i++) dims[i] = (int)raw[i];
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_permute(slot, a, n, dims));
+    return 1;
+}
+
+/* A 1-based Lua index along a dim of `size` as a 0-based one (negative from the end). */
+static int64_t lua_index(lua_State *L, int idx, int64_t size, const char *fn, int dim) {
+    lua_Number v = wl_checknumber(L, idx, fn, "an index");
+    if (v != floor(v)) wl_raise(L, "%s: expected an integer index, got %g", fn, v);
+    if (v == 0) wl_raise(L, "%s: index 0 is invalid: indices count from 1 (and from -1 backwards)", fn);
+    if (v > size || v < -size)
+        wl_raise(L, "%s: index %.0f is out of bounds for dimension %d with size %lld", fn, v, dim + 1, (long long)size);
+    return v > 0 ? (int64_t)v - 1 : (int64_t)v + size;
+}
+
+static int64_t dim_size(lua_State *L, wick_tensor *a, int dim, const char *fn) {
+    int n = wick_tensor_ndim(a);
+    if (n == 0) wl_raise(L, "%s: cannot index a 0-dim tensor", fn);
+    int d = dim < 0 ? dim + n : dim;
+    if (d < 0 || d >= n) wl_raise(L, "%s: dimension %d out of range (expected 1 to %d, or -%d to -1)", fn, dim < 0 ? dim : dim + 1, n, n);
+    return wick_tensor_sizes(a)[d];
+}
+
+static int t_narrow(lua_State *L) {
+    wick_tensor *a = SELF("narrow");
+    int dim = wl_dim(L, 2, "narrow");
+    int64_t size = dim_size(L, a, dim, "narrow");
+    int64_t len = wl_checkint(L, 4, "narrow", "the length");
+    /* like PyTorch, an empty slice may start just past the end */
+    int64_t start = len == 0 && lua_type(L, 3) == LUA_TNUMBER && lua_tonumber(L, 3) == (lua_Number)size + 1
+                        ? size
+                        : lua_index(L, 3, size, "narrow", dim < 0 ? dim + wick_tensor_ndim(a) : dim);
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_narrow(slot, a, dim, start, len));
+    return 1;
+}
+
+static int t_select(lua_State *L) {
+    wick_tensor *a = SELF("select");
+    int dim = wl_dim(L, 2, "select");
+    int64_t size = dim_size(L, a, dim, "select");
+    int64_t index = lua_index(L, 3, size, "select", dim < 0 ? dim + wick_tensor_ndim(a) : dim);
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_select(slot, a, dim, index));
+    return 1;
+}
+
+/* t[i]: a view of the i-th slice along dim 1 */
+static int t_get(lua_State *L) {
+    wick_tensor *a = SELF("index");
+    int64_t size = dim_size(L, a, 0, "index");
+    int64_t index = lua_index(L, 2, size, "index", 0);
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_select(slot, a, 0, index));
+    return 1;
+}
+
+/* t[i] = v: fills the slice with a number or copies a tensor into it */
+static int t_set(lua_State *L) {
+    wick_tensor *a = SELF("index");
+    int64_t size = dim_size(L, a, 0, "index");
+    int64_t index = lua_index(L, 2, size, "index", 0);
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_select(slot, a, 0, index));
+    wick_tensor *src = wl_totensor(L, 3);
+    wick_scalar s;
+    if (src) wl_check(L, wick_copy_(*slot, src));
+    else if (wl_toscalar(L, 3, &s)) wl_check(L, wick_fill_(*slot, s.value));
+    else wl_raise(L, "index assignment: expected a number or a tensor, got %s", luaL_typename(L, 3));
+    return 0;
+}
+
+static int t_squeeze(lua_State *L) {
+    wick_tensor *a = SELF("squeeze");
+    int dim = lua_isnoneornil(L, 2) ? -1 : wl_dim(L, 2, "squeeze");
+    if (!lua_isnoneornil(L, 2) && dim < 0) dim += wick_tensor_ndim(a) ? wick_tensor_ndim(a) : 1;
+    if (!lua_isnoneornil(L, 2) && dim < 0) wl_raise(L, "squeeze: dimension out of range");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_squeeze(slot, a, dim));
+    return 1;
+}
+
+static int t_unsqueeze(lua_State *L) {
+    wick_tensor *a = SELF("unsqueeze");
+    int dim = wl_dim(L, 2, "unsqueeze");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_unsqueeze(slot, a, dim));
+    return 1;
+}
+
+static int t_expand(lua_State *L) {
+    wick_tensor *a = SELF("expand");
+    int64_t sizes[WICK_MAX_DIMS];
+    int n;
+    wick_tensor *other = wl_totensor(L, 2);
+    if (other) {
+        n = wick_tensor_ndim(other);
+        memcpy(sizes, wick_tensor_sizes(other), sizeof(int64_t) * n);
+    } else {
+        n = wl_sizes(L, 2, lua_gettop(L), sizes, "expand");
+    }
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_expand(slot, a, n, sizes));
+    return 1;
+}
+
+static int t_flatten(lua_State *L) {
+    wick_tensor *a = SELF("flatten");
+    int start = lua_isnoneornil(L, 2) ? 0 : wl_dim(L, 2, "flatten");
+    int end = lua_isnoneornil(L, 3) ? -1 : wl_dim(L, 3, "flatten");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_flatten(slot, a, start, end));
+    return 1;
+}
+
+static int t_contiguous(lua_State *L) {
+    wick_tensor *a = SELF("contiguous");
+    if (wick_tensor_is_contiguous(a)) {
+        lua_settop(L, 1);
+        return 1;
+    }
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_clone(slot, a));
+    return 1;
+}
+
+/* ---- indexing ---- */
+
+/* A Lua (1-based) index tensor as a new 0-based one, kept alive on the stack. */
+static wick_tensor *zero_based_index(lua_State *L, int idx, const char *fn) {
+    wick_tensor *index = wl_checktensor(L, idx, fn, "index");
+    if (wick_tensor_dtype(index) != WICK_INT64 && wick_tensor_dtype(index) != WICK_INT32)
+        wl_raise(L, "%s: expected the index to be an int64 tensor, but got %s", fn, wick_dtype_name(wick_tensor_dtype(index)));
+    wick_tensor **slot = wl_new_slot(L);
+    lua_replace(L, idx);
+    wl_check(L, wick_binary_scalar(slot, WICK_SUB, index, (wick_scalar){1, 1}, 0));
+    return *slot;
+}
+
+static int t_index_select(lua_State *L) {
+    wick_tensor *a = SELF("index_select");
+    int dim = wl_dim(L, 2, "index_select");
+    wick_tensor *index = zero_based_index(L, 3, "index_select");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_index_select(slot, a, dim, index));
+    return 1;
+}
+
+static int t_gather(lua_State *L) {
+    wick_tensor *a = SELF("gather");
+    int dim = wl_dim(L, 2, "gather");
+    wick_tensor *index = zero_based_index(L, 3, "gather");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_gather(slot, a, dim, index));
+    return 1;
+}
+
+/* t:scatter(dim, index, src) and t:scatter_(...); src may be a number */
+static int t_scatter(lua_State *L) {
+    int inplace = UPINT(1);
+    const char *fn = inplace ? "scatter_" : "scatter";
+    wick_tensor *a = SELF(fn);
+    int dim = wl_dim(L, 2, fn);
+    wick_tensor *index = zero_based_index(L, 3, fn);
+    wick_tensor *src = wl_totensor(L, 4);
+    wick_scalar s;
+    if (!src) {
+        if (!wl_toscalar(L, 4, &s)) wl_raise(L, "%s: expected src to be a tensor or a number, got %s", fn, luaL_typename(L, 4));
+        wick_tensor **tmp = wl_new_slot(L);
+        lua_replace(L, 4);
+        wl_check(L, wick_full(tmp, wick_tensor_ndim(index), wick_tensor_sizes(index), s.value,
+                              (wick_options){wick_tensor_dtype(a), wick_tensor_device(a)}));
+        src = *tmp;
+    }
+    if (inplace) {
+        wl_check(L, wick_scatter_(a, dim, index, src));
+        lua_settop(L, 1);
+        return 1;
+    }
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_scatter(slot, a, dim, index, src));
+    return 1;
+}
+
+/* wick.cat(tensors[, dim]) and wick.stack(tensors[, dim]); upvalue: 1 for stack */
+static int m_join(lua_State *L) {
+    int stack = UPINT(1);
+    const char *fn = stack ? "wick.stack" : "wick.cat";
+    if (!lua_istable(L, 1) || wl_totensor(L, 1)) wl_raise(L, "%s: expected a table of tensors, got %s", fn, luaL_typename(L, 1));
+    int dim = lua_isnoneornil(L, 2) ? 0 : wl_dim(L, 2, fn);
+    int n = (int)lua_objlen(L, 1);
+    if (n == 0) wl_raise(L, "%s: expected a non-empty table of tensors", fn);
+    const wick_tensor **ts = lua_newuserdata(L, sizeof(*ts) * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        lua_rawgeti(L, 1, i + 1);
+        ts[i] = wl_totensor(L, -1);
+        if (!ts[i]) wl_raise(L, "%s: expected a tensor at position %d, got %s", fn, i + 1, luaL_typename(L, -1));
+        lua_pop(L, 1); /* the table keeps it alive */
+    }
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, stack ? wick_stack(slot, n, (const wick_tensor *const *)ts, dim)
+                      : wick_cat(slot, n, (const wick_tensor *const *)ts, dim));
+    wl_account(L);
+    return 1;
+}
+
+static int t_softmax(lua_State *L) {
+    int log = UPINT(1);
+    const char *fn = log ? "log_softmax" : "softmax";
+    wick_tensor *a = SELF(fn);
+    int dim = wl_dim(L, 2, fn);
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, log ? wick_log_softmax(slot, a, dim) : wick_softmax(slot, a, dim));
+    return 1;
+}
+
+static const luaL_Reg view_methods[] = {
+    {"transpose", t_transpose}, {"t", t_t}, {"permute", t_permute}, {"narrow", t_narrow},
+    {"select", t_select}, {"squeeze", t_squeeze}, {"unsqueeze", t_unsqueeze}, {"expand", t_expand},
+    {"flatten", t_flatten}, {"contiguous", t_contiguous}, {"index_select", t_index_select},
+    {"gather", t_gather}, {"_get", t_get}, {"_set", t_set}, {NULL, NULL}};
+
+/* Adds cat/stack to the module table at -1 and the methods to its Tensor table. */
+void wl_open_view(lua_State *L) {
+    set_method(L, "cat", m_join, 0);
+    set_method(L, "stack", m_join, 1);
+    lua_getfield(L, -1, "Tensor");
+    luaL_register(L, NULL, view_methods);
+    set_method(L, "view", t_view_like, 0);
+    set_method(L, "reshape", t_view_like, 1);
+    set_method(L, "scatter", t_scatter, 0);
+    set_method(L, "scatter_", t_scatter, 1);
+    set_method(L, "softmax", t_softmax, 0);
+    set_method(L, "log_softmax", t_softmax, 1);
+    lua_pop(L, 1);
+}
