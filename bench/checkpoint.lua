@@ -25,19 +25,24 @@ local function load_touch(file, runs)
   return best
 end
 
+-- 4,000 small tensors: the per-tensor cost of save and load
+local function small_rows()
+  local small = {}
+  for i = 1, 4000 do small[("block%04d.weight"):format(i)] = wick.rand(64) end
+  local best = math.huge
+  for _ = 1, 5 do
+    local t0 = wick.clock()
+    wick.save(small, path .. ".small")
+    best = math.min(best, wick.clock() - t0)
+  end
+  emit("save_small_s", best)
+  emit("load_small_s", load_touch(path .. ".small", 10))
+  os.remove(path .. ".small")
+end
+
 if load_only then
   emit("load_touch_s", load_touch())
-local small = {}
-for i = 1, 4000 do small[("block%04d.weight"):format(i)] = wick.rand(64) end
-local best = math.huge
-for _ = 1, 5 do
-  t0 = wick.clock()
-  wick.save(small, path .. ".small")
-  best = math.min(best, wick.clock() - t0)
-end
-emit("save_small_s", best)
-emit("load_small_s", load_touch(path .. ".small", 10))
-os.remove(path .. ".small")
+  small_rows()
   return
 end
 local sd = {}
@@ -48,14 +53,4 @@ emit("save_s", wick.clock() - t0)
 sd = nil
 collectgarbage()
 emit("load_touch_s", load_touch())
-local small = {}
-for i = 1, 4000 do small[("block%04d.weight"):format(i)] = wick.rand(64) end
-local best = math.huge
-for _ = 1, 5 do
-  t0 = wick.clock()
-  wick.save(small, path .. ".small")
-  best = math.min(best, wick.clock() - t0)
-end
-emit("save_small_s", best)
-emit("load_small_s", load_touch(path .. ".small", 10))
-os.remove(path .. ".small")
+small_rows()

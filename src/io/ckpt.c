@@ -256,3 +256,9 @@ wick_status wk_ckpt_make_views(wk_ckpt *c, const wk_ckpt_source *src) {
     c->marks++;
     return c->root ? views_of(c, c->root, src, 0) : WICK_OK;
 }
+
+wick_status wk_ckpt_failv(const char *who, const char *path, const char *fmt, va_list ap) {
+    char msg[768];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    return wick_fail(WICK_ERR_IO, "%s: %s: %s", who, path, msg);
+}

@@ -20,6 +20,7 @@
 #define WICK_IO_CKPT_H
 #include "wick.h"
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -149,6 +150,9 @@ typedef struct wk_ckpt_source {
 /* Reads the checkpoint at path (format by its first bytes), all checked, the
  * storages mapped (or read where unaligned) and verified: *out, or an error
  * "<who>: <path>: what is wrong" (texts: docs/checkpoint-format.md). */
+/* A WICK_ERR_IO error "who: path: <message>", the form of every error the
+ * engine's readers raise about a file. */
+wick_status wk_ckpt_failv(const char *who, const char *path, const char *fmt, va_list ap);
 wick_status wk_ckpt_read(wk_ckpt **out, const char *path, const wk_ckpt_read_options *opts);
 
 /* For format readers: maps every storage's [file_offset, + numel * size) of the

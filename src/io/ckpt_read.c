@@ -54,12 +54,11 @@ typedef struct {
 static void *arena_alloc(void *ctx, size_t size) { return wk_ckpt_alloc(ctx, size); }
 
 static wick_status failf(const reader *r, const char *fmt, ...) {
-    char msg[768];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    wick_status st = wk_ckpt_failv(r->src.who, r->src.path, fmt, ap);
     va_end(ap);
-    return wick_fail(WICK_ERR_IO, "%s: %s: %s", r->src.who, r->src.path, msg);
+    return st;
 }
 
 static wick_status oom(const reader *r) {

@@ -125,12 +125,11 @@ typedef struct {
 
 static wick_status fail(const unpickler *u, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static wick_status fail(const unpickler *u, const char *fmt, ...) {
-    char msg[768];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    wick_status st = wk_ckpt_failv(u->who, u->path, fmt, ap);
     va_end(ap);
-    return wick_fail(WICK_ERR_IO, "%s: %s: %s", u->who, u->path, msg);
+    return st;
 }
 
 static wick_status oom(const unpickler *u) { return wick_fail(WICK_ERR_OOM, "out of memory reading %s", u->path); }
