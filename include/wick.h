@@ -590,6 +590,20 @@ WICK_API const char *wick_grad_fn_name(const wick_tensor *t);
 /* Accumulates d t / d leaf into every leaf's grad. `gradient` may be NULL for a
  * one-element t. Without retain_graph the graph's saved tensors are freed. */
 WICK_API wick_status wick_backward(wick_tensor *t, const wick_tensor *gradient, int retain_graph);
+/* Hooks. A tensor's hook id (> 0, unique in the process, kept when the tensor
+ * takes other data with wick_tensor_set_ or moves with wick_tensors_to_) marks
+ * it as hooked; `create` 0 only reads it (0: none). A host keeps its own hook
+ * functions by id. */
+WICK_API int64_t wick_hook_id(wick_tensor *t, int create);
+/* Called by wick_backward_ex once per backward for each hooked leaf that got a
+ * gradient, after all of that backward's gradient for the leaf was accumulated
+ * into its grad (PyTorch's post-accumulate-grad hooks), while the rest of the
+ * graph may still be running. A status other than WICK_OK (with wick_fail's
+ * message) stops the backward and is its result. */
+typedef wick_status (*wick_leaf_hook)(void *ud, wick_tensor *leaf, int64_t hook_id);
+/* wick_backward with a leaf hook (NULL: none, as wick_backward). */
+WICK_API wick_status wick_backward_ex(wick_tensor *t, const wick_tensor *gradient, int retain_graph,
+                                      wick_leaf_hook hook, void *ud);
 /* A view of t that shares its data but is cut from the graph. */
 WICK_API wick_status wick_detach(wick_tensor **out, wick_tensor *t);
 /* t itself cut from the graph, in place (PyTorch's detach_): it becomes a leaf

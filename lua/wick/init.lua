@@ -315,6 +315,8 @@ function wick.no_grad(fn, ...) return with_grad_mode(false, "no_grad", fn, ...) 
 function wick.enable_grad(fn, ...) return with_grad_mode(true, "enable_grad", fn, ...) end
 wick.set_grad_enabled = core.set_grad_enabled
 wick.is_grad_enabled = core.is_grad_enabled
+-- wick.autograd.queue_callback(fn): fn() runs once the running backward finished (src/lua/autograd_lua.c)
+wick.autograd = { queue_callback = core.queue_callback }
 
 local function move_to(value, device)
   if getmetatable(value) == mt then return value:to(device) end

@@ -385,8 +385,90 @@ static wick_status topo_order(wk_node *root, node_list *order) {
     return st ? wick_fail(WICK_ERR_OOM, "out of memory walking the autograd graph") : WICK_OK;
 }
 
-static wick_status run_backward(wick_tensor *root, wick_tensor *grad, int retain) {
-    if (!root->grad_fn) return accumulate_leaf(root, grad);
+/* ---- leaf hooks ----
+ * Each hooked leaf fires once per backward, after the last node with an edge to
+ * it ran: the walk counts the leaf's edges among the reachable nodes first, and
+ * every node (also one that nothing flowed through) takes its edges off. */
+
+static int64_t hook_ids; /* the last id given (atomic) */
+
+int64_t wick_hook_id(wick_tensor *t, int create) {
+    int64_t id = __atomic_load_n(&t->hook_id, __ATOMIC_ACQUIRE), none = 0;
+    if (id || !create) return id;
+    id = __atomic_add_fetch(&hook_ids, 1, __ATOMIC_RELAXED);
+    if (!__atomic_compare_exchange_n(&t->hook_id, &none, id, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        id = none; /* another thread gave it one first */
+    return id;
+}
+
+typedef struct {
+    wick_tensor *leaf;
+    int pending; /* edges to the leaf whose node has not run yet */
+    bool got;    /* a gradient reached it in this backward */
+} hook_count;
+
+typedef struct {
+    wick_leaf_hook fn;
+    void *ud;
+    hook_count *items;
+    int count;
+} hook_plan;
+
+static int compare_counts(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t)((const hook_count *)a)->leaf, y = (uintptr_t)((const hook_count *)b)->leaf;
+    return x < y ? -1 : x > y;
+}
+
+static bool hooked_edge(const wk_edge *e) { return e->leaf && __atomic_load_n(&e->leaf->hook_id, __ATOMIC_RELAXED); }
+
+/* Counts the edges to hooked leaves of the nodes in `order` (one entry per leaf). */
+static wick_status plan_hooks(hook_plan *p, const node_list *order) {
+    int n = 0;
+    if (!p->fn) return WICK_OK;
+    for (int i = 0; i < order->count; i++)
+        for (int j = 0; j < order->items[i]->n_inputs; j++) n += hooked_edge(&order->items[i]->edges[j]);
+    if (!n) return WICK_OK;
+    if (!(p->items = malloc(sizeof *p->items * (size_t)n)))
+        return wick_fail(WICK_ERR_OOM, "out of memory planning the backward hooks");
+    for (int i = 0; i < order->count; i++)
+        for (int j = 0; j < order->items[i]->n_inputs; j++)
+            if (hooked_edge(&order->items[i]->edges[j]))
+                p->items[p->count++] = (hook_count){order->items[i]->edges[j].leaf, 1, false};
+    qsort(p->items, (size_t)p->count, sizeof *p->items, compare_counts);
+    int k = 0;
+    for (int i = 0; i < p->count; i++) {
+        if (k && p->items[k - 1].leaf == p->items[i].leaf) p->items[k - 1].pending++;
+        else p->items[k++] = p->items[i];
+    }
+    p->count = k;
+    return WICK_OK;
+}
+
+static hook_count *find_count(const hook_plan *p, const wick_tensor *leaf) {
+    if (!p->count) return NULL;
+    hook_count key = {(wick_tensor *)leaf, 0, false};
+    return bsearch(&key, p->items, (size_t)p->count, sizeof key, compare_counts);
+}
+
+/* Node n ran (or nothing flowed through it): its edges to hooked leaves are
+ * done; a leaf whose last edge this was and that got a gradient fires. */
+static wick_status settle_hooks(hook_plan *p, const wk_node *n) {
+    for (int j = 0; j < n->n_inputs; j++) {
+        hook_count *c = n->edges[j].leaf ? find_count(p, n->edges[j].leaf) : NULL;
+        if (!c || --c->pending > 0 || !c->got) continue;
+        wick_status st = p->fn(p->ud, c->leaf, c->leaf->hook_id);
+        if (st) return st;
+    }
+    return WICK_OK;
+}
+
+static wick_status run_backward(wick_tensor *root, wick_tensor *grad, int retain, wick_leaf_hook hook,
+                                void *ud) {
+    if (!root->grad_fn) {
+        wick_status st = accumulate_leaf(root, grad);
+        int64_t id = __atomic_load_n(&root->hook_id, __ATOMIC_RELAXED);
+        return st || !hook || !id ? st : hook(ud, root, id);
+    }
     if (root->grad_fn->released) {
         wick_tensor_release(grad);
         return wick_fail(WICK_ERR_ARGUMENT,
@@ -395,7 +477,9 @@ static wick_status run_backward(wick_tensor *root, wick_tensor *grad, int retain
                          "when you call :backward(); specify {retain_graph = true} to backward through it again");
     }
     node_list order = {0};
+    hook_plan hooks = {hook, ud, NULL, 0};
     wick_status st = topo_order(root->grad_fn, &order);
+    if (!st) st = plan_hooks(&hooks, &order);
     if (st) {
         wick_tensor_release(grad);
         free(order.items);
@@ -404,7 +488,10 @@ static wick_status run_backward(wick_tensor *root, wick_tensor *grad, int retain
     root->grad_fn->grad = grad;
     for (int i = order.count - 1; i >= 0 && !st; i--) {
         wk_node *n = order.items[i];
-        if (!n->grad) continue; /* nothing flowed here */
+        if (!n->grad) { /* nothing flowed here */
+            st = settle_hooks(&hooks, n);
+            continue;
+        }
         if (n->released) {
             st = wick_fail(WICK_ERR_ARGUMENT,
                            "Trying to backward through the graph a second time (node %s was already freed); "
@@ -433,8 +520,11 @@ static wick_status run_backward(wick_tensor *root, wick_tensor *grad, int retain
                 continue;
             }
             st = e->node ? accumulate(&e->node->grad, g) : accumulate_leaf(e->leaf, g);
+            hook_count *c = !st && e->leaf ? find_count(&hooks, e->leaf) : NULL;
+            if (c) c->got = true;
         }
         if (gs != grads) free(gs);
+        if (!st) st = settle_hooks(&hooks, n);
         if (!retain) {
             release_saved(n);
             n->released = true;
@@ -445,10 +535,16 @@ static wick_status run_backward(wick_tensor *root, wick_tensor *grad, int retain
         order.items[i]->grad = NULL;
     }
     free(order.items);
+    free(hooks.items);
     return st;
 }
 
 wick_status wick_backward(wick_tensor *t, const wick_tensor *gradient, int retain_graph) {
+    return wick_backward_ex(t, gradient, retain_graph, NULL, NULL);
+}
+
+wick_status wick_backward_ex(wick_tensor *t, const wick_tensor *gradient, int retain_graph, wick_leaf_hook hook,
+                             void *ud) {
     if (!t->requires_grad)
         return wick_fail(WICK_ERR_ARGUMENT,
                          "element 0 of tensors does not require grad and does not have a grad_fn (set "
@@ -473,6 +569,6 @@ wick_status wick_backward(wick_tensor *t, const wick_tensor *gradient, int retai
         WK_NO_GRAD(st = wick_to(&g, (wick_tensor *)gradient, (wick_options){t->dtype, t->storage->device}));
     }
     if (st) return st;
-    WK_NO_GRAD(st = run_backward(t, g, retain_graph));
+    WK_NO_GRAD(st = run_backward(t, g, retain_graph, hook, ud));
     return st;
 }

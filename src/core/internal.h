@@ -62,6 +62,7 @@ struct wick_tensor {
     bool requires_grad;
     struct wk_node *grad_fn; /* the node that made this tensor; NULL for leaves */
     struct wick_tensor *grad;
+    int64_t hook_id; /* autograd hooks (wick_hook_id); 0: none */
     int ndim;
     wick_dtype dtype;
     wick_storage *storage;

@@ -277,6 +277,7 @@ static wick_tensor *tensor_alloc(void) {
         t->requires_grad = false;
         t->grad_fn = NULL;
         t->grad = NULL;
+        t->hook_id = 0;
         t->header_block = NULL;
         wk_account_bytes((int64_t)sizeof *t);
     }
@@ -310,6 +311,7 @@ wick_status wk_tensor_new(wick_tensor **out, int ndim, const int64_t *sizes, wic
     t->requires_grad = false;
     t->grad_fn = NULL;
     t->grad = NULL;
+    t->hook_id = 0;
     t->header_block = NULL;
     t->storage = storage;
     t->ndim = ndim;

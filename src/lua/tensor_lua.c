@@ -498,23 +498,6 @@ static int t_is_leaf(lua_State *L) {
     return 1;
 }
 
-/* t:backward([gradient][, {retain_graph = true}]) */
-static int t_backward(lua_State *L) {
-    wick_tensor *a = SELF("backward");
-    int opts = lua_istable(L, 2) && !wl_totensor(L, 2) ? 2 : lua_istable(L, 3) ? 3 : 0;
-    wick_tensor *gradient = opts == 2 ? NULL : wl_totensor(L, 2);
-    if (!gradient && !lua_isnoneornil(L, 2) && opts != 2)
-        wl_raise(L, "backward: expected a gradient tensor or an options table, got %s", luaL_typename(L, 2));
-    int retain = 0;
-    if (opts) {
-        lua_getfield(L, opts, "retain_graph");
-        retain = lua_toboolean(L, -1);
-        lua_pop(L, 1);
-    }
-    wl_check(L, wick_backward(a, gradient, retain));
-    return 0;
-}
-
 static int t_detach(lua_State *L) {
     wick_tensor *a = SELF("detach");
     wick_tensor **slot = wl_new_slot(L);
@@ -640,7 +623,7 @@ static const luaL_Reg method_fns[] = {
     {"_storage_id", t_storage_id}, {"_dtype", t_dtype}, {"_device_code", t_device_code}, {"_shape", t_shape},
     {"_requires_grad", t_requires_grad},
     {"requires_grad_", t_set_requires_grad}, {"_grad", t_grad}, {"_set_grad", t_set_grad}, {"_grad_fn", t_grad_fn},
-    {"_is_leaf", t_is_leaf}, {"backward", t_backward}, {"detach", t_detach}, {"detach_", t_detach_}, {"_replace", t_replace}, {NULL, NULL}};
+    {"_is_leaf", t_is_leaf}, {"detach", t_detach}, {"detach_", t_detach_}, {"_replace", t_replace}, {NULL, NULL}};
 
 /* Fills the module table at -1: functions, and `Tensor` (methods) and `_mt`. */
 void wl_open_tensor(lua_State *L) {
@@ -720,4 +703,5 @@ void wl_open_tensor(lua_State *L) {
     wl_open_norm(L);
     wl_open_ops(L);
     wl_open_index(L);
+    wl_open_autograd(L);
 }

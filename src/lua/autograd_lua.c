@@ -1,0 +1,271 @@
+/* The binding's autograd hooks: t:backward (through wick_backward_ex),
+ * t:register_post_accumulate_grad_hook and core.queue_callback.
+ *
+ * The core knows no Lua: it calls run_leaf_hooks with the leaf and its hook id;
+ * the Lua functions live in the registry, keyed by that id. Every Lua call made
+ * while the core's backward runs is protected (lua_pcall), so no error unwinds
+ * through the core's frames; the first error is kept and raised at the user's
+ * backward line once the core has returned. */
+#include "wick_lua.h"
+
+#include <stdlib.h>
+
+#define SELF(fn) wl_checktensor(L, 1, fn, "self")
+
+static const char hooks_key = 0;   /* registry: id -> array of handles {fn = f, id = id} */
+static const char tensors_key = 0; /* registry: id -> the tensor userdata (weak values) */
+static const char queue_key = 0;   /* registry: the running backward's queued callbacks, or nil */
+static const char error_key = 0;   /* registry: the error a hook raised in the running backward */
+
+static void push_registry_table(lua_State *L, const char *key, const char *mode) {
+    lua_pushlightuserdata(L, (void *)key);
+    lua_rawget(L, LUA_REGISTRYINDEX);
+    if (!lua_isnil(L, -1)) return;
+    lua_pop(L, 1);
+    lua_newtable(L);
+    if (mode) {
+        lua_createtable(L, 0, 1);
+        lua_pushstring(L, mode);
+        lua_setfield(L, -2, "__mode");
+        lua_setmetatable(L, -2);
+    }
+    lua_pushlightuserdata(L, (void *)key);
+    lua_pushvalue(L, -2);
+    lua_rawset(L, LUA_REGISTRYINDEX);
+}
+
+static void set_registry(lua_State *L, const char *key, int idx) {
+    idx = idx < 0 ? lua_gettop(L) + idx + 1 : idx;
+    lua_pushlightuserdata(L, (void *)key);
+    lua_pushvalue(L, idx);
+    lua_rawset(L, LUA_REGISTRYINDEX);
+}
+
+static void get_registry(lua_State *L, const char *key) {
+    lua_pushlightuserdata(L, (void *)key);
+    lua_rawget(L, LUA_REGISTRYINDEX);
+}
+
+static int is_callable(lua_State *L, int idx) {
+    if (lua_isfunction(L, idx)) return 1;
+    if (!luaL_getmetafield(L, idx, "__call")) return 0;
+    lua_pop(L, 1);
+    return 1;
+}
+
+/* ---- handles ---- */
+
+/* handle:remove(): the hook runs no more (removing twice does nothing) */
+static int h_remove(lua_State *L) {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_getfield(L, 1, "id");
+    lua_Number id = lua_tonumber(L, -1);
+    push_registry_table(L, &hooks_key, NULL);
+    lua_pushnumber(L, id);
+    lua_rawget(L, -2); /* the list */
+    if (!lua_istable(L, -1)) return 0;
+    int n = (int)lua_objlen(L, -1), at = 0;
+    for (int i = 1; i <= n && !at; i++) {
+        lua_rawgeti(L, -1, i);
+        if (lua_rawequal(L, -1, 1)) at = i;
+        lua_pop(L, 1);
+    }
+    if (!at) return 0;
+    for (int i = at; i < n; i++) { /* close the gap, keeping the order */
+        lua_rawgeti(L, -1, i + 1);
+        lua_rawseti(L, -2, i);
+    }
+    lua_pushnil(L);
+    lua_rawseti(L, -2, n);
+    if (n == 1) { /* the last one: forget the id */
+        lua_pushnumber(L, id);
+        lua_pushnil(L);
+        lua_rawset(L, -4);
+    }
+    return 0;
+}
+
+static void push_handle_mt(lua_State *L) {
+    if (luaL_newmetatable(L, "wick.RemovableHandle")) {
+        lua_newtable(L);
+        lua_pushcfunction(L, h_remove);
+        lua_setfield(L, -2, "remove");
+        lua_setfield(L, -2, "__index");
+    }
+}
+
+/* t:register_post_accumulate_grad_hook(fn) -> handle: fn(t) runs once per
+ * backward after all of t's gradient of that backward is in t.grad. */
+static int t_register_post_accumulate_grad_hook(lua_State *L) {
+    static const char *fn = "register_post_accumulate_grad_hook";
+    wick_tensor *t = SELF(fn);
+    if (!is_callable(L, 2)) wl_raise(L, "%s: expected a function for fn, got %s", fn, luaL_typename(L, 2));
+    if (!wick_is_leaf(t))
+        wl_raise(L, "%s: post accumulate grad hooks cannot be registered on non-leaf tensors", fn);
+    if (!wick_requires_grad(t))
+        wl_raise(L, "%s: cannot register a hook on a tensor that doesn't require gradient", fn);
+    lua_settop(L, 2);
+    lua_Number id = (lua_Number)wick_hook_id(t, 1);
+    lua_createtable(L, 0, 2); /* 3: the handle */
+    lua_pushvalue(L, 2);
+    lua_setfield(L, 3, "fn");
+    lua_pushnumber(L, id);
+    lua_setfield(L, 3, "id");
+    push_handle_mt(L);
+    lua_setmetatable(L, 3);
+    push_registry_table(L, &hooks_key, NULL); /* 4 */
+    lua_pushnumber(L, id);
+    lua_rawget(L, 4);
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_pushnumber(L, id);
+        lua_pushvalue(L, -2);
+        lua_rawset(L, 4);
+    }
+    lua_pushvalue(L, 3);
+    lua_rawseti(L, -2, (int)lua_objlen(L, -2) + 1);
+    push_registry_table(L, &tensors_key, "v"); /* the object to give the hooks */
+    lua_pushnumber(L, id);
+    lua_pushvalue(L, 1);
+    lua_rawset(L, -3);
+    lua_settop(L, 3);
+    return 1;
+}
+
+/* ---- running the hooks (inside the core's backward) ---- */
+
+/* call_hooks(leaf, id): calls each hook of id with the leaf's tensor object
+ * (the one it was registered on while that lives). Runs under lua_pcall. */
+static int call_hooks(lua_State *L) {
+    wick_tensor *leaf = lua_touserdata(L, 1);
+    lua_Number id = lua_tonumber(L, 2);
+    push_registry_table(L, &hooks_key, NULL); /* 3 */
+    lua_pushnumber(L, id);
+    lua_rawget(L, 3); /* 4: the list */
+    if (!lua_istable(L, 4)) return 0;
+    int n = (int)lua_objlen(L, 4);
+    lua_createtable(L, n, 0); /* 5: a copy, so a hook may remove hooks */
+    for (int i = 1; i <= n; i++) {
+        lua_rawgeti(L, 4, i);
+        lua_rawseti(L, 5, i);
+    }
+    push_registry_table(L, &tensors_key, "v");
+    lua_pushnumber(L, id);
+    lua_rawget(L, -2); /* 7: the tensor object */
+    wick_tensor **p = lua_touserdata(L, 7);
+    if (!p || *p != leaf) {
+        lua_pop(L, 1);
+        wick_tensor **slot = wl_new_slot(L);
+        wick_tensor_retain(leaf);
+        *slot = leaf;
+    }
+    for (int i = 1; i <= n; i++) {
+        lua_rawgeti(L, 5, i);
+        lua_getfield(L, -1, "fn");
+        lua_pushvalue(L, 7);
+        lua_call(L, 1, 0);
+        lua_pop(L, 1);
+    }
+    return 0;
+}
+
+typedef struct {
+    lua_State *L;
+    int failed; /* a hook raised; its error is in the registry (error_key) */
+} hook_ctx;
+
+static wick_status run_leaf_hooks(void *ud, wick_tensor *leaf, int64_t id) {
+    hook_ctx *ctx = ud;
+    lua_State *L = ctx->L;
+    int top = lua_gettop(L);
+    lua_pushcfunction(L, call_hooks);
+    lua_pushlightuserdata(L, leaf);
+    lua_pushnumber(L, (lua_Number)id);
+    if (lua_pcall(L, 2, 0, 0) == 0) {
+        lua_settop(L, top);
+        return WICK_OK;
+    }
+    set_registry(L, &error_key, -1);
+    lua_settop(L, top);
+    ctx->failed = 1;
+    return wick_fail(WICK_ERR_ARGUMENT, "backward: a hook raised an error");
+}
+
+/* Raises a hook's or a callback's error (at the top of the stack) at the
+ * user's line: a string names where it was raised after "backward: "; any other
+ * value is raised as it is. */
+static int raise_hook_error(lua_State *L, const char *what) {
+    if (lua_type(L, -1) != LUA_TSTRING) return lua_error(L);
+    return wl_raise(L, "backward: %s raised: %s", what, lua_tostring(L, -1));
+}
+
+/* Runs the callbacks queued in the list at `list` (more may be queued while
+ * they run); 0, or 1 with the error on the stack. */
+static int run_queued(lua_State *L, int list) {
+    for (int i = 1; i <= (int)lua_objlen(L, list); i++) {
+        lua_rawgeti(L, list, i);
+        if (lua_pcall(L, 0, 0, 0)) return 1;
+    }
+    return 0;
+}
+
+/* t:backward([gradient][, {retain_graph = true}]) */
+static int t_backward(lua_State *L) {
+    wick_tensor *a = SELF("backward");
+    int opts = lua_istable(L, 2) && !wl_totensor(L, 2) ? 2 : lua_istable(L, 3) ? 3 : 0;
+    wick_tensor *gradient = opts == 2 ? NULL : wl_totensor(L, 2);
+    if (!gradient && !lua_isnoneornil(L, 2) && opts != 2)
+        wl_raise(L, "backward: expected a gradient tensor or an options table, got %s", luaL_typename(L, 2));
+    int retain = 0;
+    if (opts) {
+        lua_getfield(L, opts, "retain_graph");
+        retain = lua_toboolean(L, -1);
+        lua_pop(L, 1);
+    }
+    lua_settop(L, 3);
+    get_registry(L, &queue_key); /* 4: the enclosing backward's queue (a hook's backward) */
+    lua_newtable(L);             /* 5: this backward's */
+    set_registry(L, &queue_key, 5);
+    hook_ctx ctx = {L, 0};
+    wick_status st = wick_backward_ex(a, gradient, retain, run_leaf_hooks, &ctx);
+    if (ctx.failed) {
+        set_registry(L, &queue_key, 4);
+        get_registry(L, &error_key);
+        lua_pushnil(L);
+        set_registry(L, &error_key, -1);
+        lua_pop(L, 1);
+        return raise_hook_error(L, "a hook");
+    }
+    if (st) set_registry(L, &queue_key, 4);
+    wl_check(L, st);
+    int failed = run_queued(L, 5);
+    set_registry(L, &queue_key, 4);
+    if (failed) return raise_hook_error(L, "a queued callback");
+    return 0;
+}
+
+/* core.queue_callback(fn): fn() runs once the running backward has finished
+ * (from a hook; PyTorch's Variable._execution_engine.queue_callback). */
+static int m_queue_callback(lua_State *L) {
+    static const char *fn = "queue_callback";
+    if (!is_callable(L, 1)) wl_raise(L, "%s: expected a function for fn, got %s", fn, luaL_typename(L, 1));
+    get_registry(L, &queue_key);
+    if (!lua_istable(L, -1))
+        wl_raise(L, "%s: callbacks can only be queued while a backward runs (from a hook)", fn);
+    lua_pushvalue(L, 1);
+    lua_rawseti(L, -2, (int)lua_objlen(L, -2) + 1);
+    return 0;
+}
+
+static const luaL_Reg method_fns[] = {{"backward", t_backward},
+                                      {"register_post_accumulate_grad_hook", t_register_post_accumulate_grad_hook},
+                                      {NULL, NULL}};
+
+void wl_open_autograd(lua_State *L) {
+    lua_pushcfunction(L, m_queue_callback);
+    lua_setfield(L, -2, "queue_callback");
+    lua_getfield(L, -1, "Tensor");
+    luaL_register(L, NULL, method_fns);
+    lua_pop(L, 1);
+}
