@@ -1,5 +1,6 @@
 -- wick.data: the dataset protocol (ds:len(), ds:get(i) -> values), TensorDataset,
--- DataLoader and Fashion-MNIST.
+-- DistributedSampler, DataLoader (with the sampler protocol: s:len(), s:iter())
+-- and Fashion-MNIST.
 local wick = require("wick")
 local check = require("wick.argcheck")
 local unpack = table.unpack or unpack -- Lua 5.2+ (WICK_LUA54) and LuaJIT
@@ -89,19 +90,162 @@ local function collate(samples)
 end
 data.default_collate = collate
 
+-- ---- DistributedSampler ----
+local DistributedSampler = {}
+DistributedSampler.__index = DistributedSampler
+
+-- The dataset's length, checked (a sampler needs only len()).
+local function dataset_len(dataset, fn)
+  if type(dataset) ~= "table" or type(dataset.len) ~= "function" then
+    check.expected(fn, "dataset", "a dataset (an object with a len() method)", dataset)
+  end
+  local n = dataset:len()
+  if type(n) ~= "number" or n < 0 or n ~= math.floor(n) or n > 2 ^ 53 then
+    check.fail(fn, "the dataset's len() gave %s, expected a non-negative integer", check.describe(n))
+  end
+  return n
+end
+
+-- The world size and rank of the initialized process group, or an error asking for them.
+local function world(fn)
+  local dist = wick.distributed
+  if type(dist) == "table" and type(dist.is_initialized) == "function" and dist.is_initialized() then
+    return dist.get_world_size(), dist.get_rank()
+  end
+  check.fail(fn, "no process group is initialized, so num_replicas and rank are needed: call "
+    .. "wick.distributed.init_process_group() first, or pass {num_replicas = ..., rank = ...}")
+end
+
+--- DistributedSampler(dataset[, {num_replicas, rank, shuffle = true, seed = 0,
+--- drop_last = false}]): the 1-based indices of rank's share of the dataset,
+--- PyTorch's torch.utils.data.DistributedSampler: each of num_replicas ranks
+--- takes every num_replicas-th index of one list of total_size indices; the
+--- list is padded with its own head (or cut, with drop_last) to a multiple of
+--- num_replicas. With shuffle, the list is a permutation drawn from
+--- seed + epoch, the same on every rank.
+local SAMPLER = { num_replicas = "integer", rank = "integer", shuffle = "boolean", seed = "integer",
+  drop_last = "boolean" }
+function data.DistributedSampler(dataset, opts)
+  local fn = "DistributedSampler"
+  opts = check.options(opts, fn, SAMPLER)
+  local n = dataset_len(dataset, fn)
+  local replicas, rank = opts.num_replicas, opts.rank
+  if replicas == nil or rank == nil then
+    local world_size, world_rank = world(fn)
+    replicas, rank = replicas or world_size, rank or world_rank
+  end
+  if replicas < 1 then check.fail(fn, "num_replicas must be a positive integer, got %s", check.describe(replicas)) end
+  if rank < 0 or rank >= replicas then
+    check.fail(fn, "invalid rank %s, rank should be in the interval [0, %d] (ranks are 0-based)", check.describe(rank),
+      replicas - 1)
+  end
+  local seed = opts.seed or 0
+  if seed < -2 ^ 53 or seed > 2 ^ 53 then check.fail(fn, "seed must be an integer of at most 2^53 in magnitude") end
+  local drop_last = opts.drop_last or false
+  -- PyTorch's num_samples: ceil((n - R) / R) with drop_last when R does not divide n, else ceil(n / R)
+  local num_samples = (drop_last and n % replicas ~= 0) and math.floor(n / replicas) or math.ceil(n / replicas)
+  return setmetatable({
+    dataset = dataset, n = n, num_replicas = replicas, rank = rank, epoch = 0, seed = seed,
+    shuffle = opts.shuffle ~= false, drop_last = drop_last,
+    num_samples = num_samples, total_size = num_samples * replicas,
+  }, DistributedSampler)
+end
+
+local function sampler_self(self, fn)
+  if type(self) ~= "table" or getmetatable(self) ~= DistributedSampler then
+    check.expected("DistributedSampler:" .. fn, "self", "a DistributedSampler", self)
+  end
+  return self
+end
+
+--- sampler:set_epoch(e): the epoch whose permutation the next iter() draws
+--- (call it before each epoch, on every rank, with the same e).
+function DistributedSampler:set_epoch(epoch)
+  sampler_self(self, "set_epoch")
+  check.int(epoch, "DistributedSampler:set_epoch", "epoch")
+  self.epoch = epoch
+end
+
+--- The number of indices this rank gets per epoch (PyTorch's len(sampler)).
+function DistributedSampler:len() return sampler_self(self, "len").num_samples end
+
+-- The permutation of 1..n drawn from seed + epoch, leaving wick's generator as it was.
+local function seeded_randperm(n, seed)
+  local state = wick.get_rng_state()
+  wick.manual_seed(seed)
+  local ok, perm = pcall(data.randperm, n)
+  wick.set_rng_state(state)
+  if not ok then error(perm, 0) end
+  return perm
+end
+
+--- This rank's indices for the current epoch, as a Lua array (1-based dataset indices).
+function DistributedSampler:indices()
+  sampler_self(self, "indices")
+  local n, total = dataset_len(self.dataset, "DistributedSampler:indices"), self.total_size
+  if n ~= self.n then
+    check.fail("DistributedSampler:indices", "the dataset's length changed from %d to %d since the sampler was made",
+      self.n, n)
+  end
+  local list
+  if self.shuffle then
+    list = seeded_randperm(n, self.seed + self.epoch)
+  else
+    list = {}
+    for i = 1, n do list[i] = i end
+  end
+  local out = {}
+  if n == 0 then return out end
+  -- position p of the padded (or cut) list of total_size entries is list[(p - 1) % n + 1]:
+  -- PyTorch's padding repeats the list from its head as many times as needed
+  local k = 0
+  for p = self.rank + 1, total, self.num_replicas do
+    k = k + 1
+    out[k] = list[(p - 1) % n + 1]
+  end
+  return out
+end
+
+--- for i in sampler:iter() do ... end: the indices of indices(), in order.
+function DistributedSampler:iter()
+  local list, k = sampler_self(self, "iter"):indices(), 0
+  return function()
+    k = k + 1
+    return list[k]
+  end
+end
+
 -- ---- DataLoader ----
 local DataLoader = {}
 DataLoader.__index = DataLoader
 
---- DataLoader(dataset, {batch_size = 1, shuffle = false, drop_last = false,
---- device = nil, collate_fn = nil, pin_memory = false})
+--- DataLoader(dataset, {batch_size = 1, shuffle = false, sampler = nil, drop_last = false,
+--- device = nil, collate_fn = nil, pin_memory = false}), or the same as one table
+--- DataLoader{dataset = ds, batch_size = ...}.
+--- sampler: any object with sampler:len() and sampler:iter() (an iterator of
+--- 1-based dataset indices), e.g. a DistributedSampler; it replaces shuffle.
 --- pin_memory: each batch is put in page-locked memory before it is moved to
 --- `device`, with non_blocking copies (like PyTorch); where CUDA is not
 --- available it warns once and the batches stay in ordinary memory.
 local LOADER = { batch_size = "integer", shuffle = "boolean", drop_last = "boolean", device = "device",
-  collate_fn = "function", pin_memory = "boolean" }
+  collate_fn = "function", pin_memory = "boolean", sampler = "any" }
+local LOADER_TABLE = { dataset = "table" }
+for k, v in pairs(LOADER) do LOADER_TABLE[k] = v end
+
+local function is_callable(v)
+  local m = getmetatable(v)
+  return type(v) == "function" or (type(m) == "table" and m.__call ~= nil)
+end
+
 function data.DataLoader(dataset, opts)
-  opts = check.options(opts, "DataLoader", LOADER)
+  -- the one-table form: DataLoader{dataset = ds, sampler = s, ...}
+  if opts == nil and type(dataset) == "table" and getmetatable(dataset) == nil and rawget(dataset, "dataset") ~= nil
+      and rawget(dataset, "len") == nil then
+    opts = check.options(dataset, "DataLoader", LOADER_TABLE)
+    dataset = opts.dataset
+  else
+    opts = check.options(opts, "DataLoader", LOADER)
+  end
   if type(dataset) ~= "table" or type(dataset.len) ~= "function" or type(dataset.get) ~= "function" then
     wick.error("DataLoader: the dataset must have len() and get(i) methods")
   end
@@ -109,8 +253,17 @@ function data.DataLoader(dataset, opts)
   if type(bs) ~= "number" or bs < 1 or bs ~= math.floor(bs) then
     wick.error(("DataLoader: batch_size must be a positive integer, got %s"):format(tostring(bs)))
   end
+  local sampler = opts.sampler
+  if sampler ~= nil then
+    if type(sampler) ~= "table" or not is_callable(sampler.len) or not is_callable(sampler.iter) then
+      check.fail("DataLoader", "expected a sampler (an object with len() and iter() methods) for option 'sampler', got %s",
+        check.describe(sampler))
+    end
+    if opts.shuffle then check.fail("DataLoader", "sampler option is mutually exclusive with shuffle") end
+  end
   return setmetatable({
     dataset = dataset, batch_size = bs, shuffle = opts.shuffle or false, drop_last = opts.drop_last or false,
+    sampler = sampler,
     device = opts.device and wick.device(opts.device) or nil, collate_fn = opts.collate_fn or collate,
     pin_memory = opts.pin_memory and true or false,
   }, DataLoader)
@@ -121,9 +274,19 @@ local function loader_self(self, fn)
   return self
 end
 
+-- How many indices one pass gives: the sampler's len(), else the dataset's.
+local function index_count(self)
+  if self.sampler == nil then return self.dataset:len() end
+  local n = self.sampler:len()
+  if type(n) ~= "number" or n < 0 or n ~= math.floor(n) then
+    check.fail("DataLoader", "the sampler's len() gave %s, expected a non-negative integer", check.describe(n))
+  end
+  return n
+end
+
 function DataLoader:len()
   loader_self(self, "len")
-  local n = self.dataset:len()
+  local n = index_count(self)
   if self.drop_last then return math.floor(n / self.batch_size) end
   return math.ceil(n / self.batch_size)
 end
@@ -158,22 +321,52 @@ local function pin_and_move(value, device)
   return setmetatable(out, getmetatable(value))
 end
 
+-- The dataset indices of one pass, in order: an iterator function.
+local function index_source(self, n)
+  if self.sampler == nil then
+    local order = self.shuffle and data.randperm(n) or nil
+    local i = 0
+    return function()
+      i = i + 1
+      if i > n then return nil end
+      return order and order[i] or i
+    end
+  end
+  local it = self.sampler:iter()
+  if not is_callable(it) then
+    check.fail("DataLoader", "the sampler's iter() gave %s, expected an iterator function", check.describe(it))
+  end
+  return function()
+    local i = it()
+    if i ~= nil and (type(i) ~= "number" or i ~= math.floor(i) or i < 1 or i > n) then
+      check.fail("DataLoader", "the sampler gave the index %s, outside the dataset's 1..%d (indices are 1-based)",
+        check.describe(i), n)
+    end
+    return i
+  end
+end
+
 --- for inputs, labels in loader:iter() do ... end
 function DataLoader:iter()
   loader_self(self, "iter")
   local n = self.dataset:len()
-  local order
-  if self.shuffle then order = data.randperm(n) end
-  local batches, b = self:len(), 0
+  local next_index = index_source(self, n)
   local ds = self.dataset
   local pin = pinning(self)
+  local bs, drop_last = self.batch_size, self.drop_last
+  local done = false
   return function()
-    b = b + 1
-    if b > batches then return nil end
-    local first = (b - 1) * self.batch_size + 1
-    local last = math.min(b * self.batch_size, n)
+    if done then return nil end
     local indices = {}
-    for i = first, last do indices[#indices + 1] = order and order[i] or i end
+    for k = 1, bs do
+      local i = next_index()
+      if i == nil then done = true; break end
+      indices[k] = i
+    end
+    if #indices == 0 or (drop_last and #indices < bs) then
+      done = true
+      return nil
+    end
     local batch
     if ds.get_batch and self.collate_fn == collate then
       batch = ds:get_batch(indices)
