@@ -3,18 +3,32 @@
 --
 --   build/wick examples/fashion_mnist.lua [--model mlp|cnn] [--epochs N]
 --       [--batch-size N] [--lr X] [--device cpu|cuda] [--threads N] [--checkpoint PATH]
+--   mpirun -np 2 build/wick examples/fashion_mnist.lua --distributed [--backend mpi|nccl] [...]
 --
 -- The data comes from Debian's dataset-fashion-mnist package (or
 -- FASHION_MNIST_DIR). The script saves a checkpoint, reloads it onto the CPU with
 -- map_location and checks that the reloaded model scores the same.
+--
+-- --distributed: one process per rank (started by mpirun or srun). The model is
+-- wrapped in nn.parallel.DistributedDataParallel, each rank trains on its share
+-- of the training set (wick.data.DistributedSampler, reshuffled each epoch by
+-- set_epoch) with --batch-size samples per step, and the test set is split
+-- between the ranks for the accuracy. Each rank logs with its rank; rank 0
+-- prints the progress bar and the epoch lines and saves the checkpoint; then
+-- every rank loads it with map_location onto its own device and checks it.
+-- One thread per rank unless --threads says otherwise; the backend is NCCL for
+-- CUDA devices and MPI for the CPU unless --backend says otherwise.
 local wick = require("wick")
 local nn = wick.nn
 
 local USAGE = [==[
 usage: build/wick examples/fashion_mnist.lua [--model mlp|cnn] [--epochs N]
-    [--batch-size N] [--lr X] [--device cpu|cuda|cuda:N] [--threads N] [--seed N] [--checkpoint PATH]]==]
+    [--batch-size N] [--lr X] [--device cpu|cuda|cuda:N] [--threads N] [--seed N] [--checkpoint PATH]
+       mpirun -np N build/wick examples/fashion_mnist.lua --distributed [--backend mpi|nccl] [options above]
+    (--batch-size is per rank under --distributed; --device cuda gives each rank its own GPU)]==]
 local KNOWN = { model = true, epochs = true, batch_size = true, lr = true, device = true, threads = true,
-  seed = true, checkpoint = true }
+  seed = true, checkpoint = true, distributed = true, backend = true }
+local FLAGS = { distributed = true } -- options without a value
 
 local function usage_error(message)
   io.stderr:write("fashion_mnist.lua: ", message, "\n", USAGE, "\n")
@@ -33,7 +47,10 @@ local function parse_args(argv)
     if not key then usage_error("unexpected argument " .. argv[i]) end
     key = key:gsub("-", "_")
     if not KNOWN[key] then usage_error("unknown option " .. argv[i]) end
-    if value == "" then i = i + 1; value = argv[i] end
+    if FLAGS[key] then
+      if value ~= "" then usage_error("option --" .. key .. " takes no value") end
+      value = true
+    elseif value == "" then i = i + 1; value = argv[i] end
     if value == nil then usage_error("option " .. argv[i - 1] .. " needs a value") end
     opts[key] = tonumber(value) or value
     i = i + 1
@@ -42,9 +59,32 @@ local function parse_args(argv)
 end
 
 local opts = parse_args(arg or {})
-if opts.threads then wick.set_num_threads(opts.threads) end
+if opts.backend and not opts.distributed then usage_error("--backend needs --distributed") end
+if opts.threads then wick.set_num_threads(opts.threads)
+elseif opts.distributed then wick.set_num_threads(1) end -- ranks share the machine's cores
 wick.manual_seed(opts.seed or 1)
 local device = wick.device(opts.device or (wick.cuda.is_available() and "cuda" or "cpu"))
+
+-- ---- distributed: the process group (ranks 0-based) ----
+local dist, rank, world = nil, 0, 1
+if opts.distributed then
+  dist = wick.distributed
+  if not dist.is_available() then
+    error("--distributed: wick.distributed is not available in this build (configure with -DWICK_MPI=ON; README)")
+  end
+  -- NCCL moves CUDA tensors, MPI CPU ones; NCCL's init makes GPU local_rank % device_count current
+  dist.init_process_group { backend = opts.backend or (device.type == "cuda" and "nccl" or "mpi") }
+  rank, world = dist.get_rank(), dist.get_world_size()
+  if device.type == "cuda" then device = wick.device("cuda", wick.cuda.current_device()) end
+end
+local is_main = rank == 0
+-- every rank's own lines carry its rank; the epoch lines are rank 0's
+local function log(fmt, ...)
+  local line = fmt:format(...)
+  if dist then line = ("[rank %d] %s"):format(rank, line) end
+  print(line)
+  io.stdout:flush()
+end
 local epochs = opts.epochs or (opts.model == "cnn" and 3 or 5)
 if type(epochs) ~= "number" or epochs < 0 or epochs ~= math.floor(epochs) then error("--epochs must be a whole number >= 0") end
 local lr = opts.lr or 0.1
@@ -60,25 +100,55 @@ if opts.model ~= "mlp" and opts.model ~= "cnn" then error("--model must be mlp o
 -- ---- data ----
 local train_set = wick.data.FashionMNIST { train = true }
 local test_set = wick.data.FashionMNIST { train = false }
-local train_loader = wick.data.DataLoader(train_set, { batch_size = opts.batch_size, shuffle = true, device = device })
+local train_sampler = dist and wick.data.DistributedSampler(train_set) or nil
+local train_loader = wick.data.DataLoader(train_set, { batch_size = opts.batch_size, shuffle = not dist,
+  sampler = train_sampler, device = device })
 local test_loader = wick.data.DataLoader(test_set, { batch_size = 1000, device = device })
 
-local function accuracy(model)
+-- Under --distributed each rank scores the test samples rank+1, rank+1+world, ...
+-- (a sampler of one's own: any table with len() and iter()), and the counts are
+-- summed over the ranks: every test sample once, none twice.
+local shard_loader
+if dist then
+  local n = test_set:len()
+  local shard = {
+    len = function() return math.max(0, math.ceil((n - rank) / world)) end,
+    iter = function()
+      local i = rank + 1 - world
+      return function() i = i + world; if i <= n then return i end end
+    end,
+  }
+  shard_loader = wick.data.DataLoader(test_set, { batch_size = 1000, sampler = shard, device = device })
+end
+
+-- The test accuracy: over the whole test set in this process (loader), or
+-- over the ranks' shards summed (shard_loader).
+local function accuracy(model, loader)
   model:eval()
   local correct, total = 0, 0
   wick.no_grad(function()
-    for images, labels in test_loader:iter() do
+    for images, labels in (loader or test_loader):iter() do
       local predicted = model(images):argmax(2)
       correct = correct + predicted:eq(labels):sum():item()
       total = total + labels:size(1)
     end
   end)
   model:train()
+  if loader == shard_loader and dist then
+    local counts = wick.tensor({ correct, total }, { dtype = "float64" })
+    dist.all_reduce(counts)
+    correct, total = counts[1]:item(), counts[2]:item()
+  end
   return correct / total
 end
 
 -- ---- training ----
 local model = build():to(device)
+-- under --distributed, ddp(x) runs the model and averages the gradients over the
+-- ranks during backward; the optimizer works on the model's parameters as ever
+local ddp = dist and nn.parallel.DistributedDataParallel(model,
+  { device_ids = device.type == "cuda" and { device } or nil }) or nil
+local forward = ddp or model
 local optimizer
 if (opts.optimizer or "sgd") == "adam" then
   optimizer = wick.optim.Adam(model:parameters(), { lr = opts.lr or 1e-3 })
@@ -88,12 +158,22 @@ end
 -- the learning rate decays along a cosine over the run, step by step
 local schedule = wick.optim.CosineAnnealingLR(optimizer, { T_max = epochs * train_loader:len() })
 local loss_fn = nn.CrossEntropyLoss()
-local tty = wick._core.isatty(1)
-print(("training %s on %s: %d epochs, batch %d, lr %g, %d thread(s)"):format(opts.model, tostring(device), epochs,
-  opts.batch_size, lr, wick.get_num_threads()))
+local tty = wick._core.isatty(1) and is_main
+if dist then
+  log("%s, %s backend, world %d: %d training samples in %d batches of %d per epoch, %d thread(s)", tostring(device),
+    opts.backend or (device.type == "cuda" and "nccl" or "mpi"), world, train_sampler:len(), train_loader:len(),
+    opts.batch_size, wick.get_num_threads())
+end
+if is_main then
+  print(("training %s on %s: %d epochs, batch %d%s, lr %g, %d thread(s)%s"):format(opts.model,
+    dist and (world .. " ranks") or tostring(device), epochs, opts.batch_size,
+    dist and (" per rank (" .. opts.batch_size * world .. " in all)") or "", lr, wick.get_num_threads(),
+    dist and " per rank" or ""))
+end
 
-local acc = epochs == 0 and accuracy(model) or nil -- --epochs 0: the untrained model, checkpointed
+local acc = epochs == 0 and accuracy(model, shard_loader) or nil -- --epochs 0: the untrained model, checkpointed
 for epoch = 1, epochs do
+  if train_sampler then train_sampler:set_epoch(epoch) end -- the same new order on every rank
   local t0, seen, running = wick.clock(), 0, 0
   local batches = train_loader:len()
   for b, images, labels in (function()
@@ -106,7 +186,7 @@ for epoch = 1, epochs do
     end
   end)() do
     optimizer:zero_grad()
-    local loss = loss_fn(model(images), labels)
+    local loss = loss_fn(forward(images), labels)
     loss:backward()
     optimizer:step()
     schedule:step()
@@ -116,19 +196,46 @@ for epoch = 1, epochs do
       local width = 30
       local done = math.floor(width * b / batches)
       io.write(("\repoch %d [%s%s] %d/%d  loss %.4f  %.0f samples/s "):format(epoch, ("="):rep(done),
-        (" "):rep(width - done), b, batches, running / b, seen / (wick.clock() - t0)))
+        (" "):rep(width - done), b, batches, running / b, world * seen / (wick.clock() - t0)))
       io.flush()
     end
   end
   local elapsed = wick.clock() - t0
-  acc = accuracy(model)
+  local mean_loss = running / batches
+  if dist then -- the ranks' mean losses, averaged
+    local l = wick.tensor({ mean_loss }, { dtype = "float64" })
+    dist.all_reduce(l, { op = "avg" })
+    mean_loss = l:item()
+  end
+  acc = accuracy(model, shard_loader)
   if tty then io.write("\r" .. (" "):rep(90) .. "\r") end
-  print(("epoch %d: loss %.4f, test accuracy %.2f%%, %.1f s, %.0f samples/s"):format(epoch, running / batches,
-    100 * acc, elapsed, seen / elapsed))
+  if is_main then
+    print(("epoch %d: loss %.4f, test accuracy %.2f%%, %.1f s, %.0f samples/s"):format(epoch, mean_loss,
+      100 * acc, elapsed, world * seen / elapsed))
+  end
 end
 
 -- ---- checkpoint: save, reload onto the CPU, confirm ----
-local path = opts.checkpoint or ((os.getenv("TMPDIR") or "/tmp") .. "/wick-fashion-mnist-" .. opts.model .. ".wick")
+local path = opts.checkpoint or ((os.getenv("TMPDIR") or "/tmp") .. "/wick-fashion-mnist-" .. opts.model
+  .. (dist and "-distributed" or "") .. ".wick")
+if dist then
+  -- rank 0 saves ddp.module's state (no wrapper prefix); after the barrier every
+  -- rank reads the file onto its own device and scores it on the whole test set
+  if is_main then
+    wick.save({ model = model:state_dict(), optimizer = optimizer:state_dict(), epoch = epochs, accuracy = acc }, path)
+  end
+  dist.barrier()
+  local checkpoint = wick.load(path, { map_location = device })
+  local reloaded = build():to(device)
+  reloaded:load_state_dict(checkpoint.model)
+  local mine, theirs = accuracy(model), accuracy(reloaded)
+  log("checkpoint %s reloaded on %s: test accuracy %.2f%%, %s this rank's model (%.2f%%)", path, tostring(device),
+    100 * theirs, theirs == mine and "the same as" or "DIFFERENT from", 100 * mine)
+  dist.barrier()
+  dist.destroy_process_group()
+  if theirs ~= mine then os.exit(1) end
+  return
+end
 wick.save({ model = model:state_dict(), optimizer = optimizer:state_dict(), epoch = epochs, accuracy = acc }, path)
 local checkpoint = wick.load(path, { map_location = "cpu" })
 local reloaded = build()
