@@ -33,6 +33,21 @@ void wick_cuda_set_allow_tf32(int allow) { wk_cuda_set_allow_tf32(allow); }
 int wick_cuda_allow_tf32(void) { return wk_cuda_allow_tf32(); }
 wick_status wick_pin_memory(wick_tensor **out, const wick_tensor *t) { return wk_cuda_pin_memory(out, t); }
 
+wick_status wk_gpu_stream(int device, const char *op, void **stream) {
+    return wk_cuda_stream_handle(device, op, stream);
+}
+wick_status wk_gpu_event_record(int device, const char *op, void **event) {
+    return wk_cuda_event_record(device, op, event);
+}
+int wk_gpu_event_query(void *event, int device, const char *op) { return wk_cuda_event_query(event, device, op); }
+wick_status wk_gpu_event_wait(void *event, int device, const char *op) {
+    return wk_cuda_event_wait(event, device, op);
+}
+wick_status wk_gpu_event_synchronize(void *event, int device, const char *op) {
+    return wk_cuda_event_synchronize(event, device, op);
+}
+void wk_gpu_event_destroy(void *event) { wk_cuda_event_destroy(event); }
+
 #else
 
 static wick_status no_cuda(const char *what) {
@@ -61,5 +76,30 @@ wick_status wick_pin_memory(wick_tensor **out, const wick_tensor *t) {
     (void)out, (void)t;
     return no_cuda("pin_memory");
 }
+
+wick_status wk_gpu_stream(int device, const char *op, void **stream) {
+    (void)device;
+    *stream = NULL;
+    return no_cuda(op);
+}
+wick_status wk_gpu_event_record(int device, const char *op, void **event) {
+    (void)device;
+    *event = NULL;
+    return no_cuda(op);
+}
+int wk_gpu_event_query(void *event, int device, const char *op) {
+    (void)event, (void)device;
+    no_cuda(op);
+    return -1;
+}
+wick_status wk_gpu_event_wait(void *event, int device, const char *op) {
+    (void)event, (void)device;
+    return no_cuda(op);
+}
+wick_status wk_gpu_event_synchronize(void *event, int device, const char *op) {
+    (void)event, (void)device;
+    return no_cuda(op);
+}
+void wk_gpu_event_destroy(void *event) { (void)event; }
 
 #endif

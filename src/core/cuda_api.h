@@ -35,7 +35,33 @@ void wk_cuda_reset_peak_memory_stats(int index);
 void wk_cuda_set_allow_tf32(int allow);
 int wk_cuda_allow_tf32(void);
 wick_status wk_cuda_pin_memory(wick_tensor **out, const wick_tensor *t);
+/* cuda_runtime.cu: the device's stream and events on it, for src/dist (below) */
+wick_status wk_cuda_stream_handle(int device, const char *op, void **stream);
+wick_status wk_cuda_event_record(int device, const char *op, void **event);
+int wk_cuda_event_query(void *event, int device, const char *op);
+wick_status wk_cuda_event_wait(void *event, int device, const char *op);
+wick_status wk_cuda_event_synchronize(void *event, int device, const char *op);
+void wk_cuda_event_destroy(void *event);
 #endif
+
+/* ---- for the NCCL backend of src/dist: the core's forwards (cuda_api.c),
+ * defined in every build; without CUDA each fails with a clear error. `op`
+ * names the caller in errors ("all_reduce"); `device` is a GPU's index. ---- */
+/* Makes `device` CUDA's current device on this thread and gives its one
+ * stream (a cudaStream_t), on which every op of wick for it is queued. */
+wick_status wk_gpu_stream(int device, const char *op, void **stream);
+/* A new event (a cudaEvent_t, no timing) recorded on the device's stream now:
+ * it completes when everything queued so far on that stream has run. */
+wick_status wk_gpu_event_record(int device, const char *op, void **event);
+/* 1 when the event has completed, 0 when not yet, -1 after setting the error
+ * (a failure of the work before it, e.g. a sticky CUDA error). */
+int wk_gpu_event_query(void *event, int device, const char *op);
+/* The device's stream waits (on the GPU) for the event; the host does not. */
+wick_status wk_gpu_event_wait(void *event, int device, const char *op);
+/* The host waits for the event (counted as a wait "wait for a collective"). */
+wick_status wk_gpu_event_synchronize(void *event, int device, const char *op);
+/* Destroys an event of wk_gpu_event_record (NULL: nothing). */
+void wk_gpu_event_destroy(void *event);
 
 #ifdef __cplusplus
 }

@@ -60,7 +60,8 @@ wick_status wk_device_error_take(wk_device_error *rec, int device, const char *a
     X(WK_SYNC_COPY_TO_GPU, "copy to the GPU")                                      \
     X(WK_SYNC_PEER, "copy between GPUs")                                           \
     X(WK_SYNC_BATCH_END, "end of a batch of copies")                               \
-    X(WK_SYNC_RELEASE, "release of memory")
+    X(WK_SYNC_RELEASE, "release of memory")                                        \
+    X(WK_SYNC_COLLECTIVE, "wait for a collective")
 typedef enum {
 #define WK_SYNC_ENUM(id, text) id,
     WK_SYNC_REASONS(WK_SYNC_ENUM)

@@ -320,6 +320,57 @@ wick_status wk_cuda_wait_devices(uint64_t mask) {
     return last;
 }
 
+/* ---- streams and events for the collectives of src/dist (the NCCL backend),
+ * reached through the core's wk_gpu_* (src/core/cuda_api.h) ----
+ * NCCL queues its kernels on the device's one stream, so a collective is
+ * ordered with wick's kernels like any op; an event recorded after it tells
+ * when it has finished (wick.distributed's work:is_completed()). */
+
+wick_status wk_cuda_stream_handle(int device, const char *op, void **stream) {
+    cudaStream_t s;
+    wick_status st = enter(device, op, &s);
+    *stream = st ? NULL : (void *)s;
+    return st;
+}
+
+wick_status wk_cuda_event_record(int device, const char *op, void **event) {
+    *event = NULL;
+    cudaStream_t s;
+    wick_status st = enter(device, op, &s);
+    if (st) return st;
+    cudaEvent_t ev;
+    if ((st = wk_cuda_check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), op, device))) return st;
+    if ((st = wk_cuda_check(cudaEventRecord(ev, s), op, device))) {
+        (void)cudaEventDestroy(ev);
+        return st;
+    }
+    *event = (void *)ev;
+    return WICK_OK;
+}
+
+int wk_cuda_event_query(void *event, int device, const char *op) {
+    cudaError_t err = cudaEventQuery((cudaEvent_t)event);
+    if (err == cudaSuccess) return 1;
+    if (err == cudaErrorNotReady) return 0; /* not an error: nothing to clear */
+    (void)wk_cuda_check(err, op, device);
+    return -1;
+}
+
+wick_status wk_cuda_event_wait(void *event, int device, const char *op) {
+    cudaStream_t s;
+    wick_status st = enter(device, op, &s);
+    return st ? st : wk_cuda_check(cudaStreamWaitEvent(s, (cudaEvent_t)event, 0), op, device);
+}
+
+wick_status wk_cuda_event_synchronize(void *event, int device, const char *op) {
+    if (device >= 0 && device < WK_CUDA_MAX_DEVICES) wk_sync_note(device, WK_SYNC_COLLECTIVE);
+    return wk_cuda_check(cudaEventSynchronize((cudaEvent_t)event), op, device);
+}
+
+void wk_cuda_event_destroy(void *event) {
+    if (event) (void)cudaEventDestroy((cudaEvent_t)event);
+}
+
 /* Waits for every stream wick has created (before host memory they may still
  * read or write goes away). Errors are left to the next call that checks. */
 static void sync_all_streams(void) {
