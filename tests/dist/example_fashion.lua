@@ -1,0 +1,55 @@
+-- ranks: 2
+-- examples/fashion_mnist.lua --distributed, one short epoch, as mpirun starts
+-- it: every rank logs with its rank, only rank 0 prints the epoch line and
+-- writes the checkpoint, and every rank reloads it onto its device and scores
+-- the same accuracy as its own model (the example exits non-zero otherwise).
+local wick = require("wick")
+
+-- one checkpoint path for the whole job: the ranks share mpirun's process as their parent
+local function parent_pid()
+  local f = io.open("/proc/self/stat", "r")
+  if not f then return "0" end
+  local stat = f:read("*l") or ""
+  f:close()
+  return stat:match("^%d+ %b() %S+ (%d+)") or "0"
+end
+local path = ("%s/wick-dist-example-%s.wick"):format(os.getenv("TMPDIR") or "/tmp", parent_pid())
+
+local lines = {}
+local real_print = print
+print = function(...) -- luacheck: ignore (the example's output, kept to be checked)
+  local parts = {}
+  for i = 1, select("#", ...) do parts[i] = tostring(select(i, ...)) end
+  lines[#lines + 1] = table.concat(parts, "\t")
+  real_print(...)
+end
+
+local script = "examples/fashion_mnist.lua"
+arg = { [0] = script, "--distributed", "--epochs", "1", "--checkpoint", path }
+dofile(script)
+print = real_print
+
+local rank = 0
+for _, l in ipairs(lines) do
+  local r = l:match("^%[rank (%d+)%]")
+  if r then rank = tonumber(r) break end
+end
+local function has(pattern)
+  for _, l in ipairs(lines) do if l:find(pattern) then return true end end
+  return false
+end
+local function check(cond, what)
+  if not cond then error(("[example test, rank %d] %s; output:\n%s"):format(rank, what, table.concat(lines, "\n")), 2) end
+end
+check(has("^%[rank %d%] cpu, mpi backend, world 2: 30000 training samples"), "no start line with this rank")
+check(has("^%[rank %d%] checkpoint .* the same as this rank's model"), "no reload line")
+check(has("^epoch 1: ") == (rank == 0), "the epoch line must come from rank 0 only")
+check(has("^training mlp on 2 ranks") == (rank == 0), "the training line must come from rank 0 only")
+local acc = tonumber(table.concat(lines, "\n"):match("reloaded on cpu: test accuracy ([%d%.]+)%%"))
+check(acc and acc > 75, "accuracy after one epoch " .. tostring(acc) .. "%, expected above 75%")
+if rank == 0 then
+  local ckpt = wick.load(path)
+  check(ckpt.epoch == 1 and math.abs(100 * ckpt.accuracy - acc) < 0.01, "the checkpoint's epoch and accuracy")
+  check(ckpt.model["layers.2.weight"] ~= nil, "the checkpoint's names carry no wrapper prefix")
+  os.remove(path)
+end
