@@ -295,6 +295,7 @@ local function targets()
   local objects = {
     { "TensorDataset", dataset },
     { "DataLoader", function() return wick.data.DataLoader(dataset(), { batch_size = 1 }) end },
+    { "DistributedSampler", function() return wick.data.DistributedSampler(dataset(), { num_replicas = 3, rank = 1 }) end },
   }
   for _, o in ipairs(objects) do
     local ok, obj = pcall(o[2])
