@@ -14,7 +14,9 @@
 -- in_sync (1 when every rank ends with the same parameters), and from DDP's
 -- communication statistics over the timed epochs: allreduce_s (time the bucket
 -- all-reduces took), wait_s (time backward's end waited for them: exposed),
--- buckets (bucket all-reduces per step), hidden (1 - wait_s / allreduce_s).
+-- buckets (bucket all-reduces per step), hidden (1 - wait_s / allreduce_s);
+-- standalone_s (the same buckets all-reduced as many times with nothing else
+-- running) and hidden_vs_standalone (1 - wait_s / standalone_s).
 local wick = require("wick")
 local nn = wick.nn
 local dist = wick.distributed
@@ -42,7 +44,24 @@ local loss_fn = nn.CrossEntropyLoss()
 local function comm_stats()
   if type(ddp.comm_stats) ~= "function" then return nil end
   local s = ddp:comm_stats()
-  return { allreduce_s = s.allreduce_s, wait_s = s.wait_s, buckets = s.buckets }
+  return { allreduce_s = s.allreduce_s, wait_s = s.wait_s, buckets = s.buckets, bucket_sizes = s.bucket_sizes }
+end
+
+-- seconds per step of all-reducing DDP's buckets with nothing else running
+-- (the same sizes, float32, one after the other, as a step does them)
+local function standalone_step_s(bucket_sizes)
+  local bufs = {}
+  for i, bytes in ipairs(bucket_sizes) do bufs[i] = wick.zeros(math.floor(bytes / 4)) end
+  for _, b in ipairs(bufs) do dist.all_reduce(b) end
+  local reps = 100
+  dist.barrier()
+  local t0 = wick.clock()
+  for _ = 1, reps do
+    for _, b in ipairs(bufs) do dist.all_reduce(b) end
+  end
+  local t = wick.zeros(1, { dtype = "float64" }):fill_((wick.clock() - t0) / reps)
+  dist.broadcast(t, 0)
+  return t:item()
 end
 
 local total, running = 0, 0
@@ -73,6 +92,7 @@ end)
 local hi, lo = checksum:clone(), checksum:clone()
 dist.all_reduce(hi, { op = "max" })
 dist.all_reduce(lo, { op = "min" })
+local standalone = after and after.bucket_sizes and standalone_step_s(after.bucket_sizes) or nil
 
 if rank == 0 then
   local test = wick.data.FashionMNIST { train = false }
@@ -95,6 +115,10 @@ if rank == 0 then
     emit("wait_s", wait)
     emit("buckets", (after.buckets - before.buckets) / steps)
     emit("hidden", allreduce > 0 and 1 - wait / allreduce or 0)
+    if standalone then
+      emit("standalone_s", standalone * steps)
+      emit("hidden_vs_standalone", 1 - wait / (standalone * steps))
+    end
   end
   io.flush()
 end

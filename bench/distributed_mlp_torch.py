@@ -11,7 +11,7 @@ SAMPLES: the first SAMPLES training images (0: all 60,000). mpirun only starts
 the processes; the collectives are gloo's. Rank 0 prints name<TAB>value lines:
 epoch_s (wall seconds per epoch, training loop only, mean over EPOCHS), steps
 (batches per rank per epoch), accuracy (test set, after the run), loss (the
-mean training loss of the last epoch on rank 0)."""
+mean training loss of the last epoch on rank 0), buckets (DDP's bucket count)."""
 import gzip
 import os
 import sys
@@ -91,7 +91,11 @@ def main():
         print("epoch_s\t%.6g" % (total / epochs))
         print("steps\t%d" % len(loader))
         print("accuracy\t%.6g" % (correct / len(ty)))
-        print("loss\t%.6g" % (running / len(loader)), flush=True)
+        print("loss\t%.6g" % (running / len(loader)))
+        sizes = ddp._get_ddp_logging_data().get("bucket_sizes")  # "b1, b2, ...": bytes per bucket
+        if sizes:
+            print("buckets\t%d" % len(str(sizes).split(",")))
+        sys.stdout.flush()
     dist.barrier()
     dist.destroy_process_group()
 
