@@ -104,6 +104,7 @@ for part in $PARTS; do
       }
       printf '| DDP MLP epoch (medians) | wick | PyTorch | wick / PyTorch |\n|---|---|---|---|\n'
       row epoch_s "seconds per epoch (goal ratio <= 0.7)"
+      row data_s "of which getting batches from the loader (s)"
       row steps "steps per rank per epoch"
       row accuracy "test accuracy (goal: within 0.01)"
       row loss "mean training loss, last epoch"

@@ -9,8 +9,8 @@
 --
 -- SAMPLES: the first SAMPLES training images (0: all 60,000). Rank 0 prints
 -- name<TAB>value lines: epoch_s (wall seconds per epoch, training loop only,
--- mean over EPOCHS), steps (batches per rank per epoch), accuracy (test set,
--- after the run), loss (mean training loss of the last epoch on rank 0),
+-- mean over EPOCHS), data_s (the part of it spent getting batches), steps
+-- (batches per rank per epoch), accuracy (test set, after the run), loss (mean training loss of the last epoch on rank 0),
 -- in_sync (1 when every rank ends with the same parameters), and from DDP's
 -- communication statistics over the timed epochs: allreduce_s (time the bucket
 -- all-reduces took), wait_s (time backward's end waited for them: exposed),
@@ -64,14 +64,19 @@ local function standalone_step_s(bucket_sizes)
   return t:item()
 end
 
-local total, running = 0, 0
+local total, running, data = 0, 0, 0
 local before = comm_stats()
 for epoch = 1, epochs do
   sampler:set_epoch(epoch - 1)
   running = 0
   dist.barrier()
   local t0 = wick.clock()
-  for x, y in loader:iter() do
+  local batches = loader:iter()
+  while true do
+    local t1 = wick.clock()
+    local x, y = batches()
+    data = data + (wick.clock() - t1)
+    if x == nil then break end
     opt:zero_grad()
     local loss = loss_fn(ddp(x), y)
     loss:backward()
@@ -104,6 +109,7 @@ if rank == 0 then
   end)
   local function emit(name, value) io.write(("%s\t%.6g\n"):format(name, value)) end
   emit("epoch_s", total / epochs)
+  emit("data_s", data / epochs)
   emit("steps", loader:len())
   emit("accuracy", correct / test:len())
   emit("loss", running / loader:len())

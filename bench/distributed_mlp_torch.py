@@ -9,8 +9,8 @@ optimizer), under DistributedDataParallel (gloo) with a DistributedSampler
 
 SAMPLES: the first SAMPLES training images (0: all 60,000). mpirun only starts
 the processes; the collectives are gloo's. Rank 0 prints name<TAB>value lines:
-epoch_s (wall seconds per epoch, training loop only, mean over EPOCHS), steps
-(batches per rank per epoch), accuracy (test set, after the run), loss (the
+epoch_s (wall seconds per epoch, training loop only, mean over EPOCHS), data_s
+(the part of it spent getting batches from the loader), steps (batches per rank per epoch), accuracy (test set, after the run), loss (the
 mean training loss of the last epoch on rank 0), buckets (DDP's bucket count)."""
 import gzip
 import os
@@ -70,13 +70,20 @@ def main():
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs * len(loader))
     loss_fn = nn.CrossEntropyLoss()
 
-    total, running = 0.0, 0.0
+    total, running, data = 0.0, 0.0, 0.0
     for epoch in range(epochs):
         sampler.set_epoch(epoch)
         running = 0.0
         dist.barrier()
         t0 = time.perf_counter()
-        for xb, yb in loader:
+        batches = iter(loader)
+        while True:
+            t1 = time.perf_counter()
+            batch = next(batches, None)
+            data += time.perf_counter() - t1
+            if batch is None:
+                break
+            xb, yb = batch
             opt.zero_grad()
             loss = loss_fn(ddp(xb), yb)
             loss.backward()
@@ -89,6 +96,7 @@ def main():
         with torch.no_grad():
             correct = sum(int((model(tx[i:i + 1000]).argmax(1) == ty[i:i + 1000]).sum()) for i in range(0, len(ty), 1000))
         print("epoch_s\t%.6g" % (total / epochs))
+        print("data_s\t%.6g" % (data / epochs))
         print("steps\t%d" % len(loader))
         print("accuracy\t%.6g" % (correct / len(ty)))
         print("loss\t%.6g" % (running / len(loader)))
