@@ -6,8 +6,9 @@
 #     buffers (bench/distributed_allreduce_mpi.c, compiled here with mpicc; goal
 #     wick >= 0.95x) and against PyTorch's torch.distributed with gloo
 #     (bench/distributed_allreduce_torch.py; goal: wick faster at every size).
-#     busbw = bytes / time * 2(n-1)/n. The three sides alternate within each
-#     round (the order rotates); medians over ROUNDS.
+#     busbw = bytes / time * 2(n-1)/n. Each round runs raw and wick back to back
+#     per size (order alternating) and PyTorch once over all sizes (first, in
+#     the middle or last in turn); medians over ROUNDS.
 #  2. one Fashion-MNIST MLP epoch under DDP (bench/distributed_mlp.lua against
 #     bench/distributed_mlp_torch.py, gloo): time per epoch (goal wick <= 0.7x),
 #     both test accuracies (same within a point), and the share of wick's bucket
@@ -56,6 +57,17 @@ median() { # file column(name or size) -> median of the value column
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "-"; else printf "%.2f", a / b }'; }
 human() { awk -v b="$1" 'BEGIN { if (b >= 1048576) printf "%g MiB", b / 1048576; else if (b >= 1024) printf "%g KiB", b / 1024; else printf "%d B", b }'; }
 
+run_ar() { # side bytes round: one all-reduce run of one size -> "bytes seconds calls round" in $TMP/ar.side
+  case $1 in
+    raw) mpi "$TMP/allreduce_mpi" "$MIN_TIME" "$2" ;;
+    wick) mpi "$BUILD/wick" bench/distributed_allreduce.lua "$MIN_TIME" "$2" ;;
+  esac | awk -v r="$3" '$1 == "allreduce" { print $2, $3, $4, r }' >>"$TMP/ar.$1"
+}
+run_torch_ar() { # round: PyTorch over all sizes (one start)
+  mpi "$PYTHON" bench/distributed_allreduce_torch.py "$MIN_TIME" $SIZES |
+    awk -v r="$1" '$1 == "allreduce" { print $2, $3, $4, r }' >>"$TMP/ar.torch"
+}
+
 CPU=$(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1)
 echo "CPU: $CPU ($(getconf _NPROCESSORS_ONLN) cores); 2 ranks x 1 thread (OMP/OPENBLAS/MKL/BLIS_NUM_THREADS=1, wick.set_num_threads(1), torch.set_num_threads(1))"
 echo "mpirun --bind-to $BIND -np 2 ($(mpirun --version 2>/dev/null | head -1)); PyTorch $("$PYTHON" -c 'import torch; print(torch.__version__)') gloo; $ROUNDS rounds, sides alternating"
@@ -65,27 +77,36 @@ for part in $PARTS; do
     allreduce)
       echo
       echo "all_reduce float32, sum, 2 ranks: sizes $SIZES bytes, batches of 1, 2, 4, ... calls until one lasts ${MIN_TIME} s"
+      # each round: PyTorch once over all sizes (its start costs seconds), and per
+      # size raw MPI and wick back to back (order alternating), so that every
+      # wick / raw pair ran under the same load; raw and wick start first or
+      # second in turn, PyTorch first, in the middle or last
       for r in $(seq "$ROUNDS"); do
-        sides=(raw wick torch)
-        for k in 0 1 2; do
-          side=${sides[$(((k + r) % 3))]}
-          PORT=$((PORT + 1))
-          case $side in
-            raw) mpi "$TMP/allreduce_mpi" "$MIN_TIME" $SIZES ;;
-            wick) mpi "$BUILD/wick" bench/distributed_allreduce.lua "$MIN_TIME" $SIZES ;;
-            torch) mpi "$PYTHON" bench/distributed_allreduce_torch.py "$MIN_TIME" $SIZES ;;
-          esac | awk '$1 == "allreduce" { print $2, $3, $4 }' >>"$TMP/ar.$side"
+        torch_at=$((r % 3))
+        [ "$torch_at" = 0 ] && { PORT=$((PORT + 1)); run_torch_ar "$r"; }
+        i=0
+        for s in $SIZES; do
+          i=$((i + 1))
+          if [ $(((r + i) % 2)) = 0 ]; then run_ar raw "$s" "$r"; run_ar wick "$s" "$r"
+          else run_ar wick "$s" "$r"; run_ar raw "$s" "$r"; fi
+          [ "$torch_at" = 1 ] && [ "$i" = 2 ] && { PORT=$((PORT + 1)); run_torch_ar "$r"; }
         done
+        [ "$torch_at" = 2 ] && { PORT=$((PORT + 1)); run_torch_ar "$r"; }
       done
-      printf '| size | raw MPI us | wick us | PyTorch gloo us | raw busbw GB/s | wick busbw GB/s | gloo busbw GB/s | wick / raw (busbw, goal >= 0.95) | wick / gloo (busbw, goal > 1) |\n'
+      printf '| size | raw MPI us | wick us | PyTorch gloo us | raw busbw GB/s | wick busbw GB/s | gloo busbw GB/s | wick / raw busbw (goal >= 0.95) | wick / gloo busbw (goal > 1) |\n'
       printf '|---|---|---|---|---|---|---|---|---|\n'
       for s in $SIZES; do
         m=$(median "$TMP/ar.raw" "$s" 2); w=$(median "$TMP/ar.wick" "$s" 2); t=$(median "$TMP/ar.torch" "$s" 2)
+        # wick / raw: the median over rounds of each round's pair (raw time / wick time)
+        pair=$(awk -v s="$s" 'FNR == NR { if ($1 == s) raw[$4] = $2; next } $1 == s && ($4 in raw) { print raw[$4] / $2 }' \
+          "$TMP/ar.raw" "$TMP/ar.wick" | sort -g | awk '{ v[NR] = $1 } END { if (NR) printf "%.2f", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2); else print "-" }')
         bw() { awk -v b="$s" -v t="$1" 'BEGIN { if (t == "") print "-"; else printf "%.2f", b / t * 2 * (2 - 1) / 2 / 1e9 }'; }
         us() { awk -v t="$1" 'BEGIN { if (t == "") print "-"; else printf "%.1f", t * 1e6 }'; }
         printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$(human "$s")" "$(us "$m")" "$(us "$w")" "$(us "$t")" \
-          "$(bw "$m")" "$(bw "$w")" "$(bw "$t")" "$(ratio "$m" "$w")" "$(ratio "$t" "$w")"
+          "$(bw "$m")" "$(bw "$w")" "$(bw "$t")" "$pair" "$(ratio "$t" "$w")"
       done
+      echo "(times: medians over $ROUNDS rounds; wick / raw: median of the rounds' raw/wick time ratios, each pair run back to back;"
+      echo " wick / gloo: gloo's median time / wick's median time)"
       ;;
     mlp)
       echo
