@@ -24,10 +24,11 @@ local nn = wick.nn
 local USAGE = [==[
 usage: build/wick examples/fashion_mnist.lua [--model mlp|cnn] [--epochs N]
     [--batch-size N] [--lr X] [--device cpu|cuda|cuda:N] [--threads N] [--seed N] [--checkpoint PATH]
+    [--max-steps N (at most N steps an epoch: a short run)]
        mpirun -np N build/wick examples/fashion_mnist.lua --distributed [--backend mpi|nccl] [options above]
     (--batch-size is per rank under --distributed; --device cuda gives each rank its own GPU)]==]
 local KNOWN = { model = true, epochs = true, batch_size = true, lr = true, device = true, threads = true,
-  seed = true, checkpoint = true, distributed = true, backend = true }
+  seed = true, checkpoint = true, distributed = true, backend = true, max_steps = true }
 local FLAGS = { distributed = true } -- options without a value
 
 local function usage_error(message)
@@ -87,6 +88,10 @@ local function log(fmt, ...)
 end
 local epochs = opts.epochs or (opts.model == "cnn" and 3 or 5)
 if type(epochs) ~= "number" or epochs < 0 or epochs ~= math.floor(epochs) then error("--epochs must be a whole number >= 0") end
+local max_steps = opts.max_steps or math.huge
+if type(max_steps) ~= "number" or max_steps < 1 or max_steps ~= math.floor(max_steps) then
+  error("--max-steps must be a whole number >= 1")
+end
 local lr = opts.lr or 0.1
 
 -- ---- models (examples/fashion_mnist_models.lua) ----
@@ -156,7 +161,8 @@ else
   optimizer = wick.optim.SGD(model:parameters(), { lr = lr, momentum = 0.9 })
 end
 -- the learning rate decays along a cosine over the run, step by step
-local schedule = wick.optim.CosineAnnealingLR(optimizer, { T_max = epochs * train_loader:len() })
+local steps = math.min(train_loader:len(), max_steps) -- per epoch
+local schedule = wick.optim.CosineAnnealingLR(optimizer, { T_max = epochs * steps })
 local loss_fn = nn.CrossEntropyLoss()
 local tty = wick._core.isatty(1) and is_main
 if dist then
@@ -175,10 +181,11 @@ local acc = epochs == 0 and accuracy(model, shard_loader) or nil -- --epochs 0: 
 for epoch = 1, epochs do
   if train_sampler then train_sampler:set_epoch(epoch) end -- the same new order on every rank
   local t0, seen, running = wick.clock(), 0, 0
-  local batches = train_loader:len()
+  local batches = steps
   for b, images, labels in (function()
     local it, k = train_loader:iter(), 0
     return function()
+      if k >= batches then return nil end
       local x, y = it()
       if x == nil then return nil end
       k = k + 1

@@ -1,5 +1,5 @@
 -- ranks: 2
--- examples/fashion_mnist.lua --distributed, one short epoch, as mpirun starts
+-- examples/fashion_mnist.lua --distributed, one epoch cut to 100 steps, as mpirun starts
 -- it: every rank logs with its rank, only rank 0 prints the epoch line and
 -- writes the checkpoint, and every rank reloads it onto its device and scores
 -- the same accuracy as its own model (the example exits non-zero otherwise).
@@ -25,7 +25,7 @@ print = function(...) -- luacheck: ignore (the example's output, kept to be chec
 end
 
 local script = "examples/fashion_mnist.lua"
-arg = { [0] = script, "--distributed", "--epochs", "1", "--checkpoint", path }
+arg = { [0] = script, "--distributed", "--epochs", "1", "--max-steps", "100", "--checkpoint", path }
 dofile(script)
 print = real_print
 
@@ -46,7 +46,7 @@ check(has("^%[rank %d%] checkpoint .* the same as this rank's model"), "no reloa
 check(has("^epoch 1: ") == (rank == 0), "the epoch line must come from rank 0 only")
 check(has("^training mlp on 2 ranks") == (rank == 0), "the training line must come from rank 0 only")
 local acc = tonumber(table.concat(lines, "\n"):match("reloaded on cpu: test accuracy ([%d%.]+)%%"))
-check(acc and acc > 75, "accuracy after one epoch " .. tostring(acc) .. "%, expected above 75%")
+check(acc and acc > 70, "accuracy after 100 steps " .. tostring(acc) .. "%, expected above 70%")
 if rank == 0 then
   local ckpt = wick.load(path)
   check(ckpt.epoch == 1 and math.abs(100 * ckpt.accuracy - acc) < 0.01, "the checkpoint's epoch and accuracy")
