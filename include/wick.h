@@ -595,15 +595,25 @@ WICK_API wick_status wick_backward(wick_tensor *t, const wick_tensor *gradient, 
  * it as hooked; `create` 0 only reads it (0: none). A host keeps its own hook
  * functions by id. */
 WICK_API int64_t wick_hook_id(wick_tensor *t, int create);
-/* Called by wick_backward_ex once per backward for each hooked leaf that got a
- * gradient, after all of that backward's gradient for the leaf was accumulated
- * into its grad (PyTorch's post-accumulate-grad hooks), while the rest of the
- * graph may still be running. A status other than WICK_OK (with wick_fail's
- * message) stops the backward and is its result. */
-typedef wick_status (*wick_leaf_hook)(void *ud, wick_tensor *leaf, int64_t hook_id);
-/* wick_backward with a leaf hook (NULL: none, as wick_backward). */
+typedef enum {
+    /* the tensor's whole gradient of this backward, before it is used: *grad
+     * (owned by the engine) may be replaced by another reference of the same
+     * shape, dtype and device (the hook releases the one it replaces). `leaf`
+     * is the tensor for a leaf, NULL for a non-leaf. */
+    WICK_HOOK_GRAD,
+    /* after that gradient was accumulated into the leaf's grad (PyTorch's
+     * post-accumulate-grad hooks); grad is NULL */
+    WICK_HOOK_POST_ACCUMULATE
+} wick_hook_kind;
+/* Called by wick_backward_ex once per backward for each hooked tensor that got
+ * a gradient, while the rest of the graph may still be running. A status
+ * other than WICK_OK (with wick_fail's message) stops the backward and is its
+ * result. */
+typedef wick_status (*wick_autograd_hook)(void *ud, wick_hook_kind kind, wick_tensor *leaf, int64_t hook_id,
+                                          wick_tensor **grad);
+/* wick_backward with hooks (NULL: none, as wick_backward). */
 WICK_API wick_status wick_backward_ex(wick_tensor *t, const wick_tensor *gradient, int retain_graph,
-                                      wick_leaf_hook hook, void *ud);
+                                      wick_autograd_hook hook, void *ud);
 /* A view of t that shares its data but is cut from the graph. */
 WICK_API wick_status wick_detach(wick_tensor **out, wick_tensor *t);
 /* t itself cut from the graph, in place (PyTorch's detach_): it becomes a leaf

@@ -1,6 +1,8 @@
--- Autograd hooks: t:register_post_accumulate_grad_hook(fn) (fn(t) once per
--- backward, after all of t's gradient of that backward is in t.grad) and
--- wick.autograd.queue_callback(fn) (fn() once the running backward finished).
+-- Autograd hooks: t:register_hook(fn) (fn(grad) once per backward on t's whole
+-- gradient, which a returned tensor replaces), t:register_post_accumulate_grad_hook(fn)
+-- (fn(t) once per backward, after all of t's gradient of that backward is in
+-- t.grad) and wick.autograd.queue_callback(fn) (fn() once the running backward
+-- finished).
 local wick = require("wick")
 local support = require("spec.support")
 local assert_error_has = support.assert_error_has
@@ -199,5 +201,71 @@ describe("wick.autograd.queue_callback", function()
     assert.truthy(err:find("late boom", 1, true), err)
     -- the queue was restored: queueing outside backward is refused again
     assert_error_has(function() wick.autograd.queue_callback(function() end) end, "while a backward runs")
+  end)
+end)
+
+describe("register_hook", function()
+  it("sees a leaf's whole gradient of the backward once, and may replace it", function()
+    local w, x = leaf({ 1, 2, 3 }), wick.tensor({ 4, 5, 6 }, F64)
+    local seen = {}
+    w:register_hook(function(g) seen[#seen + 1] = g:clone() end)
+    w:register_hook(function(g) return g * 10 end)
+    local loss = (w * x):sum() + (w * w):sum()
+    loss:backward()
+    assert.equal(1, #seen)
+    assert_close(x + w:detach() * 2, seen[1], 0)
+    assert_close((x + w:detach() * 2) * 10, w.grad, 0)
+    -- the next backward's hook sees that backward's gradient only, not .grad
+    ;(w * x):sum():backward()
+    assert.equal(2, #seen)
+    assert_close(x, seen[2], 0)
+    assert_close((x + w:detach() * 2) * 10 + x * 10, w.grad, 0)
+  end)
+
+  it("runs before the post-accumulate-grad hooks, in registration order", function()
+    local w, log = leaf({ 1 }), {}
+    w:register_post_accumulate_grad_hook(function(t) log[#log + 1] = "post " .. t.grad:item() end)
+    w:register_hook(function(g) log[#log + 1] = "grad " .. g:item(); return g + 1 end)
+    w:register_hook(function(g) log[#log + 1] = "grad " .. g:item() end)
+    ;(w * 3):sum():backward()
+    assert.same({ "grad 3", "grad 4", "post 4" }, log)
+  end)
+
+  it("on a non-leaf changes what flows to the inputs", function()
+    local a = leaf({ 1, 2 })
+    local h = a * 2
+    local seen
+    h:register_hook(function(g) seen = g:clone(); return g * 0 + 5 end)
+    ;(h * h):sum():backward()
+    assert_close(a:detach() * 4, seen, 0) -- d(h^2)/dh = 2h = 4a
+    assert_close(wick.tensor({ 10, 10 }, F64), a.grad, 0) -- 5 * dh/da
+    assert.is_nil(h.grad)
+  end)
+
+  it("runs on the root of backward, leaf or not", function()
+    local w = leaf({ 1, 2 })
+    w:register_hook(function(g) return g * 3 end)
+    w:backward(wick.tensor({ 1, 1 }, F64))
+    assert_close(wick.tensor({ 3, 3 }, F64), w.grad, 0)
+    local y = (w * 1):sum()
+    local calls = 0
+    y:register_hook(function(g) calls = calls + 1; return g * 2 end)
+    y:backward()
+    assert.equal(1, calls)
+    assert_close(wick.tensor({ 3 + 6, 3 + 6 }, F64), w.grad, 0) -- w's own hook triples the 2
+  end)
+
+  it("refuses a returned value of another shape or kind, at the backward line; remove() stops it", function()
+    local w = leaf({ 1, 2 })
+    local h = w:register_hook(function() return wick.zeros(3, F64) end)
+    assert_error_has(function() (w * 2):sum():backward() end, "backward: a hook raised:", "shape, dtype and device")
+    h:remove()
+    h = w:register_hook(function() return 42 end)
+    assert_error_has(function() (w * 2):sum():backward() end, "returned a number")
+    h:remove()
+    w.grad = nil
+    ;(w * 2):sum():backward()
+    assert_close(wick.tensor({ 2, 2 }, F64), w.grad, 0)
+    assert_error_has(function() wick.tensor({ 1 }):register_hook(function() end) end, "doesn't require gradient")
   end)
 end)

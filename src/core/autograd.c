@@ -385,30 +385,37 @@ static wick_status topo_order(wk_node *root, node_list *order) {
     return st ? wick_fail(WICK_ERR_OOM, "out of memory walking the autograd graph") : WICK_OK;
 }
 
-/* ---- leaf hooks ----
- * Each hooked leaf fires once per backward, after the last node with an edge to
- * it ran: the walk counts the leaf's edges among the reachable nodes first, and
- * every node (also one that nothing flowed through) takes its edges off. */
+/* ---- hooks ----
+ * A hooked tensor (hook_id != 0) has its hooks in the host (the binding keeps
+ * Lua functions by id). A non-leaf's id is also on its node: the grad hook runs
+ * on the node's summed gradient before its backward. A hooked leaf's gradients
+ * of one backward are summed apart; after the last node with an edge to it ran
+ * (the walk counts the leaf's edges among the reachable nodes first, and every
+ * node, also one that nothing flowed through, takes its edges off), the grad
+ * hook may replace the sum, which is accumulated into .grad, and then the
+ * post-accumulate-grad hook runs: each once per backward. */
 
 static int64_t hook_ids; /* the last id given (atomic) */
 
 int64_t wick_hook_id(wick_tensor *t, int create) {
     int64_t id = __atomic_load_n(&t->hook_id, __ATOMIC_ACQUIRE), none = 0;
-    if (id || !create) return id;
-    id = __atomic_add_fetch(&hook_ids, 1, __ATOMIC_RELAXED);
-    if (!__atomic_compare_exchange_n(&t->hook_id, &none, id, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-        id = none; /* another thread gave it one first */
+    if (!id && create) {
+        id = __atomic_add_fetch(&hook_ids, 1, __ATOMIC_RELAXED);
+        if (!__atomic_compare_exchange_n(&t->hook_id, &none, id, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            id = none; /* another thread gave it one first */
+    }
+    if (id && create && t->grad_fn && !t->grad_fn->hook_id) t->grad_fn->hook_id = id;
     return id;
 }
 
 typedef struct {
     wick_tensor *leaf;
-    int pending; /* edges to the leaf whose node has not run yet */
-    bool got;    /* a gradient reached it in this backward */
+    int pending;       /* edges to the leaf whose node has not run yet */
+    wick_tensor *grad; /* the leaf's gradient in this backward so far */
 } hook_count;
 
 typedef struct {
-    wick_leaf_hook fn;
+    wick_autograd_hook fn;
     void *ud;
     hook_count *items;
     int count;
@@ -433,7 +440,7 @@ static wick_status plan_hooks(hook_plan *p, const node_list *order) {
     for (int i = 0; i < order->count; i++)
         for (int j = 0; j < order->items[i]->n_inputs; j++)
             if (hooked_edge(&order->items[i]->edges[j]))
-                p->items[p->count++] = (hook_count){order->items[i]->edges[j].leaf, 1, false};
+                p->items[p->count++] = (hook_count){order->items[i]->edges[j].leaf, 1, NULL};
     qsort(p->items, (size_t)p->count, sizeof *p->items, compare_counts);
     int k = 0;
     for (int i = 0; i < p->count; i++) {
@@ -444,30 +451,49 @@ static wick_status plan_hooks(hook_plan *p, const node_list *order) {
     return WICK_OK;
 }
 
+static void free_plan(hook_plan *p) {
+    for (int i = 0; i < p->count; i++) wick_tensor_release(p->items[i].grad);
+    free(p->items);
+}
+
 static hook_count *find_count(const hook_plan *p, const wick_tensor *leaf) {
     if (!p->count) return NULL;
-    hook_count key = {(wick_tensor *)leaf, 0, false};
+    hook_count key = {(wick_tensor *)leaf, 0, NULL};
     return bsearch(&key, p->items, (size_t)p->count, sizeof key, compare_counts);
 }
 
+/* A hooked leaf's whole gradient of this backward (taking g's reference): the
+ * grad hook, the accumulation into .grad, the post-accumulate-grad hook. */
+static wick_status finish_leaf(wick_autograd_hook fn, void *ud, wick_tensor *leaf, wick_tensor *g) {
+    int64_t id = __atomic_load_n(&leaf->hook_id, __ATOMIC_RELAXED);
+    wick_status st = fn(ud, WICK_HOOK_GRAD, leaf, id, &g);
+    if (st) {
+        wick_tensor_release(g);
+        return st;
+    }
+    if ((st = accumulate_leaf(leaf, g))) return st;
+    return fn(ud, WICK_HOOK_POST_ACCUMULATE, leaf, id, NULL);
+}
+
 /* Node n ran (or nothing flowed through it): its edges to hooked leaves are
- * done; a leaf whose last edge this was and that got a gradient fires. */
+ * done; a leaf whose last edge this was and that got a gradient is finished. */
 static wick_status settle_hooks(hook_plan *p, const wk_node *n) {
     for (int j = 0; j < n->n_inputs; j++) {
         hook_count *c = n->edges[j].leaf ? find_count(p, n->edges[j].leaf) : NULL;
-        if (!c || --c->pending > 0 || !c->got) continue;
-        wick_status st = p->fn(p->ud, c->leaf, c->leaf->hook_id);
+        if (!c || --c->pending > 0 || !c->grad) continue;
+        wick_tensor *g = c->grad;
+        c->grad = NULL;
+        wick_status st = finish_leaf(p->fn, p->ud, c->leaf, g);
         if (st) return st;
     }
     return WICK_OK;
 }
 
-static wick_status run_backward(wick_tensor *root, wick_tensor *grad, int retain, wick_leaf_hook hook,
+static wick_status run_backward(wick_tensor *root, wick_tensor *grad, int retain, wick_autograd_hook hook,
                                 void *ud) {
     if (!root->grad_fn) {
-        wick_status st = accumulate_leaf(root, grad);
-        int64_t id = __atomic_load_n(&root->hook_id, __ATOMIC_RELAXED);
-        return st || !hook || !id ? st : hook(ud, root, id);
+        if (hook && __atomic_load_n(&root->hook_id, __ATOMIC_RELAXED)) return finish_leaf(hook, ud, root, grad);
+        return accumulate_leaf(root, grad);
     }
     if (root->grad_fn->released) {
         wick_tensor_release(grad);
@@ -499,6 +525,7 @@ static wick_status run_backward(wick_tensor *root, wick_tensor *grad, int retain
                            n->name);
             break;
         }
+        if (hook && n->hook_id && (st = hook(ud, WICK_HOOK_GRAD, NULL, n->hook_id, &n->grad))) break;
         wick_tensor *grads[64] = {0}, **gs = grads;
         if (n->n_inputs > 64 && !(gs = calloc((size_t)n->n_inputs, sizeof *gs))) {
             st = wick_fail(WICK_ERR_OOM, "out of memory in backward");
@@ -519,9 +546,8 @@ static wick_status run_backward(wick_tensor *root, wick_tensor *grad, int retain
                 wick_tensor_release(g);
                 continue;
             }
-            st = e->node ? accumulate(&e->node->grad, g) : accumulate_leaf(e->leaf, g);
-            hook_count *c = !st && e->leaf ? find_count(&hooks, e->leaf) : NULL;
-            if (c) c->got = true;
+            hook_count *c = e->leaf ? find_count(&hooks, e->leaf) : NULL;
+            st = e->node ? accumulate(&e->node->grad, g) : c ? accumulate(&c->grad, g) : accumulate_leaf(e->leaf, g);
         }
         if (gs != grads) free(gs);
         if (!st) st = settle_hooks(&hooks, n);
@@ -535,7 +561,7 @@ static wick_status run_backward(wick_tensor *root, wick_tensor *grad, int retain
         order.items[i]->grad = NULL;
     }
     free(order.items);
-    free(hooks.items);
+    free_plan(&hooks);
     return st;
 }
 
@@ -543,7 +569,7 @@ wick_status wick_backward(wick_tensor *t, const wick_tensor *gradient, int retai
     return wick_backward_ex(t, gradient, retain_graph, NULL, NULL);
 }
 
-wick_status wick_backward_ex(wick_tensor *t, const wick_tensor *gradient, int retain_graph, wick_leaf_hook hook,
+wick_status wick_backward_ex(wick_tensor *t, const wick_tensor *gradient, int retain_graph, wick_autograd_hook hook,
                              void *ud) {
     if (!t->requires_grad)
         return wick_fail(WICK_ERR_ARGUMENT,

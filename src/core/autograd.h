@@ -37,6 +37,7 @@ struct wk_node {
     int64_t sizes[WICK_MAX_DIMS]; /* an extra shape (e.g. the input of a view) */
     int ndim;
     bool released; /* saved tensors freed after a backward without retain_graph */
+    int64_t hook_id; /* the hooks of the tensor this node made (wick_hook_id); 0: none */
     /* engine scratch */
     wick_tensor *grad;
     int pending;

@@ -1,7 +1,7 @@
 /* The binding's autograd hooks: t:backward (through wick_backward_ex),
- * t:register_post_accumulate_grad_hook and core.queue_callback.
+ * t:register_hook, t:register_post_accumulate_grad_hook and core.queue_callback.
  *
- * The core knows no Lua: it calls run_leaf_hooks with the leaf and its hook id;
+ * The core knows no Lua: it calls run_hooks with the tensor's hook id;
  * the Lua functions live in the registry, keyed by that id. Every Lua call made
  * while the core's backward runs is protected (lua_pcall), so no error unwinds
  * through the core's frames; the first error is kept and raised at the user's
@@ -9,10 +9,12 @@
 #include "wick_lua.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define SELF(fn) wl_checktensor(L, 1, fn, "self")
 
-static const char hooks_key = 0;   /* registry: id -> array of handles {fn = f, id = id} */
+static const char hooks_key = 0;   /* registry: id -> array of post-accumulate handles {fn =, id =} */
+static const char grad_hooks_key = 0; /* registry: id -> array of grad hook handles {fn =, id =, grad = true} */
 static const char tensors_key = 0; /* registry: id -> the tensor userdata (weak values) */
 static const char queue_key = 0;   /* registry: the running backward's queued callbacks, or nil */
 static const char error_key = 0;   /* registry: the error a hook raised in the running backward */
@@ -60,7 +62,8 @@ static int h_remove(lua_State *L) {
     luaL_checktype(L, 1, LUA_TTABLE);
     lua_getfield(L, 1, "id");
     lua_Number id = lua_tonumber(L, -1);
-    push_registry_table(L, &hooks_key, NULL);
+    lua_getfield(L, 1, "grad");
+    push_registry_table(L, lua_toboolean(L, -1) ? &grad_hooks_key : &hooks_key, NULL);
     lua_pushnumber(L, id);
     lua_rawget(L, -2); /* the list */
     if (!lua_istable(L, -1)) return 0;
@@ -94,26 +97,22 @@ static void push_handle_mt(lua_State *L) {
     }
 }
 
-/* t:register_post_accumulate_grad_hook(fn) -> handle: fn(t) runs once per
- * backward after all of t's gradient of that backward is in t.grad. */
-static int t_register_post_accumulate_grad_hook(lua_State *L) {
-    static const char *fn = "register_post_accumulate_grad_hook";
-    wick_tensor *t = SELF(fn);
-    if (!is_callable(L, 2)) wl_raise(L, "%s: expected a function for fn, got %s", fn, luaL_typename(L, 2));
-    if (!wick_is_leaf(t))
-        wl_raise(L, "%s: post accumulate grad hooks cannot be registered on non-leaf tensors", fn);
-    if (!wick_requires_grad(t))
-        wl_raise(L, "%s: cannot register a hook on a tensor that doesn't require gradient", fn);
+/* Adds fn to the hooks of kind `key` of the tensor at 1; pushes the handle. */
+static void add_hook(lua_State *L, wick_tensor *t, const char *key) {
     lua_settop(L, 2);
     lua_Number id = (lua_Number)wick_hook_id(t, 1);
-    lua_createtable(L, 0, 2); /* 3: the handle */
+    lua_createtable(L, 0, 3); /* 3: the handle */
     lua_pushvalue(L, 2);
     lua_setfield(L, 3, "fn");
     lua_pushnumber(L, id);
     lua_setfield(L, 3, "id");
+    if (key == &grad_hooks_key) {
+        lua_pushboolean(L, 1);
+        lua_setfield(L, 3, "grad");
+    }
     push_handle_mt(L);
     lua_setmetatable(L, 3);
-    push_registry_table(L, &hooks_key, NULL); /* 4 */
+    push_registry_table(L, key, NULL); /* 4 */
     lua_pushnumber(L, id);
     lua_rawget(L, 4);
     if (lua_isnil(L, -1)) {
@@ -125,47 +124,131 @@ static int t_register_post_accumulate_grad_hook(lua_State *L) {
     }
     lua_pushvalue(L, 3);
     lua_rawseti(L, -2, (int)lua_objlen(L, -2) + 1);
-    push_registry_table(L, &tensors_key, "v"); /* the object to give the hooks */
+    push_registry_table(L, &tensors_key, "v"); /* the object to give post-accumulate hooks */
     lua_pushnumber(L, id);
     lua_pushvalue(L, 1);
     lua_rawset(L, -3);
     lua_settop(L, 3);
+}
+
+/* t:register_post_accumulate_grad_hook(fn) -> handle: fn(t) runs once per
+ * backward after all of t's gradient of that backward is in t.grad. */
+static int t_register_post_accumulate_grad_hook(lua_State *L) {
+    static const char *fn = "register_post_accumulate_grad_hook";
+    wick_tensor *t = SELF(fn);
+    if (!is_callable(L, 2)) wl_raise(L, "%s: expected a function for fn, got %s", fn, luaL_typename(L, 2));
+    if (!wick_is_leaf(t))
+        wl_raise(L, "%s: post accumulate grad hooks cannot be registered on non-leaf tensors", fn);
+    if (!wick_requires_grad(t))
+        wl_raise(L, "%s: cannot register a hook on a tensor that doesn't require gradient", fn);
+    add_hook(L, t, &hooks_key);
+    return 1;
+}
+
+/* t:register_hook(fn) -> handle: fn(grad) runs once per backward on t's whole
+ * gradient of that backward, before it is used; a tensor it returns replaces
+ * the gradient (PyTorch's Tensor.register_hook). */
+static int t_register_hook(lua_State *L) {
+    static const char *fn = "register_hook";
+    wick_tensor *t = SELF(fn);
+    if (!is_callable(L, 2)) wl_raise(L, "%s: expected a function for fn, got %s", fn, luaL_typename(L, 2));
+    if (!wick_requires_grad(t))
+        wl_raise(L, "%s: cannot register a hook on a tensor that doesn't require gradient", fn);
+    add_hook(L, t, &grad_hooks_key);
     return 1;
 }
 
 /* ---- running the hooks (inside the core's backward) ---- */
 
-/* call_hooks(leaf, id): calls each hook of id with the leaf's tensor object
- * (the one it was registered on while that lives). Runs under lua_pcall. */
-static int call_hooks(lua_State *L) {
+/* Pushes a copy of the handle list of `id` in the registry table `key`, or
+ * returns 0 (nothing pushed) when there is none. */
+static int push_hook_list(lua_State *L, const char *key, lua_Number id) {
+    push_registry_table(L, key, NULL);
+    lua_pushnumber(L, id);
+    lua_rawget(L, -2);
+    int n = lua_istable(L, -1) ? (int)lua_objlen(L, -1) : 0;
+    if (!n) {
+        lua_pop(L, 2);
+        return 0;
+    }
+    lua_createtable(L, n, 0); /* a copy, so a hook may remove hooks */
+    for (int i = 1; i <= n; i++) {
+        lua_rawgeti(L, -2, i);
+        lua_rawseti(L, -2, i);
+    }
+    lua_replace(L, -3);
+    lua_pop(L, 1);
+    return n;
+}
+
+static void push_tensor(lua_State *L, wick_tensor *t) {
+    wick_tensor **slot = wl_new_slot(L);
+    wick_tensor_retain(t);
+    *slot = t;
+}
+
+/* post_hooks(leaf, id): calls each post-accumulate hook of id with the leaf's
+ * tensor object (the one it was registered on while that lives). */
+static int post_hooks(lua_State *L) {
     wick_tensor *leaf = lua_touserdata(L, 1);
     lua_Number id = lua_tonumber(L, 2);
-    push_registry_table(L, &hooks_key, NULL); /* 3 */
-    lua_pushnumber(L, id);
-    lua_rawget(L, 3); /* 4: the list */
-    if (!lua_istable(L, 4)) return 0;
-    int n = (int)lua_objlen(L, 4);
-    lua_createtable(L, n, 0); /* 5: a copy, so a hook may remove hooks */
-    for (int i = 1; i <= n; i++) {
-        lua_rawgeti(L, 4, i);
-        lua_rawseti(L, 5, i);
-    }
+    int n = push_hook_list(L, &hooks_key, id); /* 3 */
+    if (!n) return 0;
     push_registry_table(L, &tensors_key, "v");
     lua_pushnumber(L, id);
-    lua_rawget(L, -2); /* 7: the tensor object */
-    wick_tensor **p = lua_touserdata(L, 7);
+    lua_rawget(L, -2); /* 5: the tensor object */
+    wick_tensor **p = lua_touserdata(L, 5);
     if (!p || *p != leaf) {
         lua_pop(L, 1);
-        wick_tensor **slot = wl_new_slot(L);
-        wick_tensor_retain(leaf);
-        *slot = leaf;
+        push_tensor(L, leaf);
     }
     for (int i = 1; i <= n; i++) {
-        lua_rawgeti(L, 5, i);
+        lua_rawgeti(L, 3, i);
         lua_getfield(L, -1, "fn");
-        lua_pushvalue(L, 7);
+        lua_pushvalue(L, 5);
         lua_call(L, 1, 0);
         lua_pop(L, 1);
+    }
+    return 0;
+}
+
+/* grad_hooks(grad_ptr, id): calls each grad hook of id with the gradient; a
+ * tensor a hook returns (of the gradient's shape, dtype and device) replaces
+ * it for the next hooks and for the engine (*grad_ptr). */
+static int grad_hooks(lua_State *L) {
+    wick_tensor **gp = lua_touserdata(L, 1);
+    lua_Number id = lua_tonumber(L, 2);
+    int n = push_hook_list(L, &grad_hooks_key, id); /* 3 */
+    if (!n) return 0;
+    wick_tensor *g0 = *gp;
+    push_tensor(L, g0); /* 4: the gradient now */
+    for (int i = 1; i <= n; i++) {
+        lua_rawgeti(L, 3, i);
+        lua_getfield(L, -1, "fn");
+        lua_pushvalue(L, 4);
+        lua_call(L, 1, 1);
+        if (lua_isnil(L, -1)) {
+            lua_pop(L, 2);
+            continue;
+        }
+        wick_tensor *r = wl_totensor(L, -1);
+        if (!r) luaL_error(L, "register_hook: a hook returned a %s; expected a tensor or nil", luaL_typename(L, -1));
+        int nd = wick_tensor_ndim(r);
+        if (nd != wick_tensor_ndim(g0) ||
+            memcmp(wick_tensor_sizes(r), wick_tensor_sizes(g0), sizeof(int64_t) * (size_t)nd) != 0 ||
+            wick_tensor_dtype(r) != wick_tensor_dtype(g0) ||
+            !wick_device_equal(wick_tensor_device(r), wick_tensor_device(g0)))
+            luaL_error(L, "register_hook: a hook returned a tensor that is not of the gradient's shape, dtype and "
+                          "device (%s, %d dims); return nil or a tensor like the gradient",
+                       wick_dtype_name(wick_tensor_dtype(r)), nd);
+        lua_replace(L, 4);
+        lua_pop(L, 1);
+    }
+    wick_tensor *g = wl_totensor(L, 4);
+    if (g != g0) {
+        wick_tensor_retain(g);
+        wick_tensor_release(g0);
+        *gp = g;
     }
     return 0;
 }
@@ -175,12 +258,12 @@ typedef struct {
     int failed; /* a hook raised; its error is in the registry (error_key) */
 } hook_ctx;
 
-static wick_status run_leaf_hooks(void *ud, wick_tensor *leaf, int64_t id) {
+static wick_status run_hooks(void *ud, wick_hook_kind kind, wick_tensor *leaf, int64_t id, wick_tensor **grad) {
     hook_ctx *ctx = ud;
     lua_State *L = ctx->L;
     int top = lua_gettop(L);
-    lua_pushcfunction(L, call_hooks);
-    lua_pushlightuserdata(L, leaf);
+    lua_pushcfunction(L, kind == WICK_HOOK_GRAD ? grad_hooks : post_hooks);
+    lua_pushlightuserdata(L, kind == WICK_HOOK_GRAD ? (void *)grad : (void *)leaf);
     lua_pushnumber(L, (lua_Number)id);
     if (lua_pcall(L, 2, 0, 0) == 0) {
         lua_settop(L, top);
@@ -228,7 +311,7 @@ static int t_backward(lua_State *L) {
     lua_newtable(L);             /* 5: this backward's */
     set_registry(L, &queue_key, 5);
     hook_ctx ctx = {L, 0};
-    wick_status st = wick_backward_ex(a, gradient, retain, run_leaf_hooks, &ctx);
+    wick_status st = wick_backward_ex(a, gradient, retain, run_hooks, &ctx);
     if (ctx.failed) {
         set_registry(L, &queue_key, 4);
         get_registry(L, &error_key);
@@ -259,6 +342,7 @@ static int m_queue_callback(lua_State *L) {
 }
 
 static const luaL_Reg method_fns[] = {{"backward", t_backward},
+                                      {"register_hook", t_register_hook},
                                       {"register_post_accumulate_grad_hook", t_register_post_accumulate_grad_hook},
                                       {NULL, NULL}};
 
