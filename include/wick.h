@@ -820,4 +820,5 @@ WICK_API int wick_has_log(void);
 #ifdef __cplusplus
 }
 #endif
+#include "wick_dist.h" /* distributed collectives (src/dist) */
 #endif /* WICK_H */

@@ -486,7 +486,8 @@ if has_ffi and not os.getenv("WICK_NO_FFI") then
 end
 
 -- wick.nn, wick.optim and wick.data load on first use (they require wick themselves).
-local lazy = { nn = "wick.nn", optim = "wick.optim", data = "wick.data" }
+local lazy = { nn = "wick.nn", optim = "wick.optim", data = "wick.data",
+  distributed = "wick.distributed" }
 function wick.save(value, path, opts) return require("wick.serialize").save(value, path, opts) end
 function wick.load(path, opts) return require("wick.serialize").load(path, opts) end
 function wick.save_safetensors(tbl, path) return require("wick.serialize").save_safetensors(tbl, path) end

@@ -9,6 +9,7 @@
  * install prefix. */
 #include "repl.h"
 
+#include <wick_dist.h>
 #include <wick_embed.h>
 
 #include <lauxlib.h>
@@ -32,9 +33,19 @@ static int traceback(lua_State *L) {
     return 1;
 }
 
+/* An uncaught error. In a rank of a distributed job (a process group is
+ * initialized) it names the rank and ends the whole job (wick_dist_abort:
+ * MPI_Abort, non-zero exit), so the other ranks do not wait for this one
+ * until their watchdogs fire; mpirun names the rank too. */
 static int report(lua_State *L, int status) {
     if (status && !lua_isnil(L, -1)) {
         const char *msg = lua_tostring(L, -1);
+        int rank = -1;
+        if (wick_dist_is_initialized() && wick_dist_rank(&rank) == WICK_OK) {
+            fprintf(stderr, "[rank %d] wick: %s\n", rank, msg ? msg : "(error object is not a string)");
+            fflush(stderr);
+            wick_dist_abort(1, NULL);
+        }
         fprintf(stderr, "wick: %s\n", msg ? msg : "(error object is not a string)");
         fflush(stderr);
         lua_pop(L, 1);

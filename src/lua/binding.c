@@ -31,6 +31,7 @@ WICK_API int luaopen_wick_core(lua_State *L) {
     lua_newtable(L);
     wl_open_tensor(L);
     wl_open_optim(L);
+    wl_open_dist(L);
     lua_getfield(L, LUA_REGISTRYINDEX, WL_TENSOR_MT);
     wl_register_tensor_mt(L, lua_gettop(L), NULL);
     lua_pop(L, 1);

@@ -103,6 +103,7 @@ void wl_open_norm(lua_State *L);   /* norm_lua.c: layer_norm, cross_entropy (mod
 void wl_open_ops(lua_State *L);    /* ops_lua.c: sort, scans (module table at -1, Tensor inside) */
 void wl_open_index(lua_State *L);  /* index_lua.c: t[key] and the masked/index ops (module table at -1) */
 void wl_open_optim(lua_State *L);  /* optim_lua.c: fused optimizer steps (module table at -1) */
+void wl_open_dist(lua_State *L);   /* dist_lua.c: core.dist, wick.distributed's C half (module table at -1) */
 void wl_open_autograd(lua_State *L); /* autograd_lua.c: backward, hooks, queue_callback (module table at -1, Tensor inside) */
 /* Records the tensor metatable and the source prefix of wick's Lua files. */
 void wl_register_tensor_mt(lua_State *L, int idx, const char *lua_dir_prefix);

@@ -1,0 +1,122 @@
+-- wick.distributed: collectives over MPI (CPU tensors) and NCCL (CUDA tensors),
+-- modelled on torch.distributed. The engine is C (src/dist/, include/wick_dist.h):
+-- this file checks the Lua arguments and options and calls core.dist.
+-- Ranks are 0-based, like MPI ranks and CUDA ordinals (src, dst too).
+local core = require("wick.core")
+local check = require("wick.argcheck")
+
+local C = core.dist
+local M = {}
+
+local type, select = type, select
+
+--- true when wick was built with MPI; false and the reason otherwise.
+function M.is_available()
+  local ok, why = C.is_available()
+  if ok then return true end
+  return false, why
+end
+
+--- init_process_group{backend = "mpi" | "nccl", timeout = seconds}
+function M.init_process_group(opts)
+  local fn = "init_process_group"
+  check.options(opts, fn, { backend = "string", timeout = "number" })
+  opts = opts or {}
+  if opts.backend ~= nil then check.one_of(opts.backend, fn, "backend", { "mpi", "nccl" }) end
+  if opts.timeout ~= nil then
+    local t = opts.timeout
+    if t ~= t or t <= 0 or t > 1e9 then
+      check.fail(fn, "timeout must be a positive number of seconds, got %s", tostring(t))
+    end
+  end
+  C.init(opts.backend, opts.timeout)
+end
+
+M.is_initialized = C.is_initialized
+M.destroy_process_group = C.destroy
+M.get_rank = C.rank
+M.get_world_size = C.world_size
+M.get_local_rank = C.local_rank
+
+--- the backend's name ("mpi" or "nccl") of the initialized group
+function M.get_backend()
+  local _, _, _, backend = C.info()
+  return backend
+end
+
+-- {op = ..., async_op = ...}: the op's name (or nil) and the async flag
+local function options(opts, fn, with_op)
+  if with_op then
+    check.options(opts, fn, { op = "string", async_op = "boolean" })
+  else
+    check.options(opts, fn, { async_op = "boolean" })
+  end
+  if opts == nil then return nil, false end
+  if with_op and opts.op ~= nil then
+    check.one_of(opts.op, fn, "op", { "sum", "avg", "max", "min", "product" })
+  end
+  return opts.op, opts.async_op == true
+end
+
+local function rank_arg(v, fn, name)
+  check.int(v, fn, name, 0)
+  return v
+end
+
+function M.all_reduce(t, opts)
+  check.tensor(t, "all_reduce", "tensor")
+  local op, async = options(opts, "all_reduce", true)
+  return C.all_reduce(t, op, async)
+end
+
+function M.broadcast(t, src, opts)
+  check.tensor(t, "broadcast", "tensor")
+  rank_arg(src, "broadcast", "src")
+  local _, async = options(opts, "broadcast", false)
+  return C.broadcast(t, src, async)
+end
+
+function M.all_gather(list, t, opts)
+  if type(list) ~= "table" or check.is_tensor(list) then
+    check.expected("all_gather", "tensor_list", "a table of tensors", list)
+  end
+  check.tensor(t, "all_gather", "tensor")
+  for i = 1, #list do check.tensor(list[i], "all_gather", ("tensor_list[%d]"):format(i)) end
+  local _, async = options(opts, "all_gather", false)
+  return C.all_gather(list, t, async)
+end
+
+function M.all_gather_into_tensor(out, t, opts)
+  check.tensor(out, "all_gather_into_tensor", "output_tensor")
+  check.tensor(t, "all_gather_into_tensor", "input_tensor")
+  local _, async = options(opts, "all_gather_into_tensor", false)
+  return C.all_gather_into_tensor(out, t, async)
+end
+
+function M.reduce_scatter_tensor(out, t, opts)
+  check.tensor(out, "reduce_scatter_tensor", "output")
+  check.tensor(t, "reduce_scatter_tensor", "input")
+  local op, async = options(opts, "reduce_scatter_tensor", true)
+  return C.reduce_scatter_tensor(out, t, op, async)
+end
+
+function M.barrier(opts)
+  local _, async = options(opts, "barrier", false)
+  return C.barrier(async)
+end
+
+function M.send(t, dst, opts)
+  check.tensor(t, "send", "tensor")
+  rank_arg(dst, "send", "dst")
+  local _, async = options(opts, "send", false)
+  return C.send(t, dst, async)
+end
+
+function M.recv(t, src, opts)
+  check.tensor(t, "recv", "tensor")
+  rank_arg(src, "recv", "src")
+  local _, async = options(opts, "recv", false)
+  return C.recv(t, src, async)
+end
+
+return M

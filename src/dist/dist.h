@@ -1,0 +1,138 @@
+/* The dist layer's inside: the process group and the backend table.
+ *
+ * The engine (group.c) owns the group, its comm thread, its watchdog, the
+ * signature checks, staging of non-contiguous tensors, the device checks and
+ * the avg division. A backend (mpi.c, nccl.c) only moves contiguous buffers:
+ * it fills one `wk_dist_backend` table. Its entries are called with
+ *   - buffers of the backend's device type (device_type), contiguous, of
+ *     `count` elements of `dtype` (any wick dtype: float32, float64, float16,
+ *     bfloat16, int64, int32, uint8, bool), never NULL unless count == 0;
+ *   - sizes, dtypes, ops and roots already checked equal on every rank;
+ *   - op never WICK_DIST_AVG (the engine sums and divides);
+ *   - one call at a time per group, in the same order on every rank.
+ * Each entry returns WICK_OK or a status with wick_fail's message set (the
+ * engine prefixes nothing: write "nccl: ncclAllReduce failed: ..." yourself).
+ *
+ * Synchronous backends (asynchronous == 0, MPI): an entry returns when the
+ * transfer has finished. The engine runs it inline on the calling thread or on
+ * the group's comm thread (async_op work), and its watchdog aborts the job
+ * when one runs past the timeout.
+ *
+ * Asynchronous backends (asynchronous == 1, NCCL): an entry returns once the
+ * transfer is queued on the stream of the tensors' device (wick's one stream
+ * per device: later wick ops on that device see the result without a wait).
+ * The engine calls every entry on the calling thread. After each entry it
+ * calls event_record(g, device, &ev) and keeps the event: a work handle is
+ * complete when event_query says so; work_wait calls event_wait; the watchdog
+ * thread calls event_query (from its own thread) on each outstanding event
+ * and aborts the job when one is pending past the timeout (or query < 0);
+ * event_release when the engine no longer needs it (from any thread).
+ *
+ * Bootstrap: a backend that needs to exchange bytes at init (NCCL's unique
+ * id) calls wk_dist_bootstrap_broadcast, which runs over MPI. */
+#ifndef WK_DIST_H
+#define WK_DIST_H
+
+#include "wick_dist.h"
+
+#include <stdint.h>
+
+typedef struct wk_dist_group wk_dist_group;
+
+typedef struct wk_dist_backend {
+    const char *name;              /* "mpi", "nccl": init_process_group{backend = name} */
+    wick_device_type device_type;  /* the tensors it moves: WICK_CPU (mpi), WICK_CUDA (nccl) */
+    int asynchronous;              /* 0: done on return; 1: queued on the device's stream */
+
+    /* Called once by wick_dist_init after rank, size, local_rank and timeout_s
+     * are set; keeps the backend's state in g->backend_state. A failure ends
+     * the init (destroy is not called then). */
+    wick_status (*init)(wk_dist_group *g);
+    /* Frees backend_state. Called once, after all work of the group is done. */
+    void (*destroy)(wk_dist_group *g);
+
+    /* buf = op over ranks of buf (in place), count elements */
+    wick_status (*all_reduce)(wk_dist_group *g, void *buf, int64_t count, wick_dtype dtype,
+                              wick_dist_op op, int device);
+    /* buf = rank root's buf */
+    wick_status (*broadcast)(wk_dist_group *g, void *buf, int64_t count, wick_dtype dtype, int root,
+                             int device);
+    /* recv[r * count .. (r + 1) * count) = rank r's send[0 .. count); send and recv do not overlap */
+    wick_status (*all_gather)(wk_dist_group *g, const void *send, void *recv, int64_t count,
+                              wick_dtype dtype, int device);
+    /* recv[0 .. count) = op over ranks of send[rank * count .. (rank + 1) * count);
+     * send holds size * count elements; they do not overlap */
+    wick_status (*reduce_scatter)(wk_dist_group *g, const void *send, void *recv, int64_t count,
+                                  wick_dtype dtype, wick_dist_op op, int device);
+    /* point to point; the engine has checked nothing across ranks here: the
+     * receiver must find a different count or dtype and fail clearly (mpi.c
+     * probes the message) */
+    wick_status (*send)(wk_dist_group *g, const void *buf, int64_t count, wick_dtype dtype, int peer,
+                        int device);
+    wick_status (*recv)(wk_dist_group *g, void *buf, int64_t count, wick_dtype dtype, int peer,
+                        int device);
+    wick_status (*barrier)(wk_dist_group *g, int device);
+
+    /* asynchronous backends only (NULL for synchronous ones) */
+    wick_status (*event_record)(wk_dist_group *g, int device, void **event);
+    int (*event_query)(wk_dist_group *g, void *event); /* 1 done, 0 pending, < 0 failed (wick_fail set) */
+    wick_status (*event_wait)(wk_dist_group *g, void *event); /* blocks the host until done */
+    void (*event_release)(wk_dist_group *g, void *event);
+} wk_dist_backend;
+
+/* `device` above: the CUDA ordinal of the tensors (-1 for CPU tensors). */
+
+/* The group: what backends may read (the first block) and the engine's own. */
+struct wk_dist_group {
+    const wk_dist_backend *be;
+    void *backend_state; /* the backend's, set by its init */
+    int rank, size, local_rank;
+    double timeout_s;
+    struct wk_dist_engine *engine; /* group.c's: queue, threads, MPI communicator */
+};
+
+/* rank root's bytes to every rank's buf (n bytes), over the group's MPI
+ * communicator; for backends' init. Blocking. */
+wick_status wk_dist_bootstrap_broadcast(wk_dist_group *g, void *buf, size_t n, int root);
+
+/* The backends that exist in this build (mpi.c; nccl.c with CUDA). */
+extern const wk_dist_backend wk_dist_mpi_backend;
+#ifdef WICK_WITH_CUDA
+extern const wk_dist_backend wk_dist_nccl_backend;
+/* 1 when NCCL can be used here (libnccl loads and a GPU is present), for
+ * init_process_group's default backend; never fails. */
+int wk_dist_nccl_usable(void);
+#endif
+
+/* ---- the engine (group.c) ---- */
+/* Destroys the default group, if any, without reporting (at process exit,
+ * before MPI_Finalize). */
+void wk_dist_shutdown(void);
+/* Why there is no MPI ("" in an MPI build). */
+const char *wk_dist_unavailable(void);
+/* The most int64 fields a signature check compares. */
+#define WK_DIST_MAX_FIELDS 8
+
+/* ---- MPI, the transport under every group (mpi.c) ---- */
+/* Process-wide: MPI_Init_thread(MULTIPLE) once (finalized at exit). */
+wick_status wk_mpi_start(void);
+int wk_mpi_started(void);
+/* A communicator for a new group (MPI_Comm_dup of WORLD, errors returned):
+ * sets *comm (an opaque MPI_Comm handle), rank, size, local rank. */
+wick_status wk_mpi_comm_new(void **comm, int *rank, int *size, int *local_rank);
+void wk_mpi_comm_free(void **comm);
+/* The engine's signature check: every rank passes n int64 fields; on return
+ * lo[i] / hi[i] are the minimum / maximum of field i over ranks. */
+wick_status wk_mpi_minmax(void *comm, const int64_t *fields, int64_t *lo, int64_t *hi, int n);
+wick_status wk_mpi_bcast_bytes(void *comm, void *buf, size_t n, int root);
+/* Blocking MPI_Send / MPI_Recv of n bytes (MPI_BYTE) with a tag, for a
+ * backend's own headers (nccl.c checks a recv's size and dtype with them);
+ * a receive of another size is an error. */
+#define WK_DIST_HAVE_P2P_BYTES 1
+wick_status wk_mpi_send_bytes(void *comm, const void *buf, size_t n, int peer, int tag);
+wick_status wk_mpi_recv_bytes(void *comm, void *buf, size_t n, int peer, int tag);
+void wk_mpi_abort(int code);
+/* The MPI communicator of a group running the mpi backend (backend_state). */
+void *wk_dist_group_comm(wk_dist_group *g);
+
+#endif

@@ -1,0 +1,941 @@
+/* The dist engine: the default process group, its comm thread and watchdog,
+ * the checks every collective makes (devices, shapes, dtypes; the signature
+ * compared across ranks), staging of non-contiguous tensors, avg, and the
+ * public C API of include/wick_dist.h. The backends (mpi.c, nccl.c) move
+ * contiguous buffers only (dist.h says what they may assume).
+ *
+ * Ordering: every rank must issue collectives in program order. A synchronous
+ * call runs inline on the calling thread when nothing is queued (no thread
+ * hop: the measured cost of a small all_reduce is the MPI call's); otherwise
+ * it queues behind the async work and waits. Async work (async_op) runs in
+ * order on the group's one comm thread with blocking MPI calls.
+ *
+ * The watchdog: a thread that looks every timeout/20 (at most 0.5 s) at the
+ * op running now (its sequence number and start time are atomics the running
+ * thread writes, so a collective costs no wake-up); one running past the
+ * timeout prints "wick.distributed: rank R: <op> #N did not complete within
+ * T s ..." and aborts the job (MPI_Abort). For asynchronous backends it polls
+ * the events of the outstanding work instead. */
+#include "dist.h"
+#ifdef WICK_DIST_NCCL
+#include "nccl_backend.h" /* wk_dist_nccl_abort */
+#endif
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum kind { K_ALL_REDUCE = 1, K_BROADCAST, K_ALL_GATHER, K_ALL_GATHER_INTO, K_REDUCE_SCATTER, K_BARRIER, K_SEND, K_RECV };
+static const char *const kind_names[] = {"?",       "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor",
+                                         "reduce_scatter_tensor", "barrier", "send", "recv"};
+
+struct wick_dist_work {
+    int refs; /* atomic: the caller's handle, the queue's, the pending list's */
+    wk_dist_group *g;
+    enum kind kind;
+    uint64_t seq;
+    wick_dist_op op; /* never AVG here: `divide` says so */
+    int peer, device, divide;
+    wick_dtype dtype;
+    int64_t count;
+    wick_tensor *send, *recv; /* contiguous buffers (retained); send may be recv */
+    wick_tensor *target;      /* where the result goes when recv is a staging copy (retained) */
+    wick_tensor **outs;       /* all_gather's list (retained each) */
+    int nouts;
+    int heap;                  /* malloc'd (async, or an asynchronous backend's op) */
+    int done;                  /* atomic */
+    wick_status status;
+    char msg[1024];
+    void *event;               /* asynchronous backends */
+    int64_t start_ns, end_ns;  /* the transfer's start and end (end: when seen done) */
+    wick_dist_work *next;      /* queue or pending list */
+};
+
+struct wk_dist_engine {
+    void *comm; /* mpi.c's communicator */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;       /* queue changed, or an op finished */
+    wick_dist_work *head, *tail;
+    int busy;                  /* an op is running (inline or on the comm thread) */
+    int stop;
+    int comm_started, watchdog_started;
+    pthread_t comm_thread, watchdog;
+    uint64_t seq;              /* collectives and transfers issued so far */
+    uint64_t run_seq;          /* atomic: the op running now (0: none) */
+    int run_kind;              /* atomic */
+    int64_t run_start_ns;      /* atomic */
+    wick_dist_work *pending;   /* asynchronous backends: work whose event is outstanding */
+};
+
+static wk_dist_group *g_default;
+static pthread_mutex_t g_default_lock = PTHREAD_MUTEX_INITIALIZER;
+/* completion of any work: one process-wide lock, so a handle outliving its
+ * group can still be waited on */
+static pthread_mutex_t work_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t work_cond = PTHREAD_COND_INITIALIZER;
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- names and availability ---- */
+
+static const char *const op_names[WICK_DIST_NUM_OPS] = {"sum", "avg", "max", "min", "product"};
+
+const char *wick_dist_op_name(wick_dist_op op) {
+    return (unsigned)op < WICK_DIST_NUM_OPS ? op_names[op] : NULL;
+}
+
+wick_status wick_dist_op_parse(const char *name, wick_dist_op *out) {
+    for (int i = 0; i < WICK_DIST_NUM_OPS; i++)
+        if (name && strcmp(name, op_names[i]) == 0) {
+            *out = (wick_dist_op)i;
+            return WICK_OK;
+        }
+    return wick_fail(WICK_ERR_ARGUMENT, "unknown reduce op '%s' (expected 'sum', 'avg', 'max', 'min' or 'product')",
+                     name ? name : "(null)");
+}
+
+const char *wk_dist_unavailable(void) {
+#ifdef WICK_DIST_UNAVAILABLE
+    return WICK_DIST_UNAVAILABLE;
+#else
+    return "";
+#endif
+}
+
+int wick_dist_is_available(void) { return wk_dist_unavailable()[0] == '\0'; }
+const char *wick_dist_unavailable_reason(void) { return wk_dist_unavailable(); }
+
+static wick_status no_group(const char *fn) {
+    if (!wick_dist_is_available())
+        return wick_fail(WICK_ERR_UNSUPPORTED, "wick.distributed.%s: not available: %s", fn, wk_dist_unavailable());
+    return wick_fail(WICK_ERR_ARGUMENT,
+                     "wick.distributed.%s: the default process group is not initialized "
+                     "(call wick.distributed.init_process_group() first)",
+                     fn);
+}
+
+/* ---- work bookkeeping ---- */
+
+static void work_release_tensors(wick_dist_work *w) {
+    if (w->recv != w->send) wick_tensor_release(w->recv);
+    wick_tensor_release(w->send);
+    wick_tensor_release(w->target);
+    for (int i = 0; i < w->nouts; i++) wick_tensor_release(w->outs[i]);
+    free(w->outs);
+    w->send = w->recv = w->target = NULL;
+    w->outs = NULL;
+    w->nouts = 0;
+}
+
+static void work_unref(wick_dist_work *w) {
+    if (!w || !w->heap) return;
+    if (__atomic_sub_fetch(&w->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    work_release_tensors(w);
+    if (w->event && w->g && w->g->be->event_release) w->g->be->event_release(w->g, w->event);
+    free(w);
+}
+
+/* the work's status and message, once; wakes the waiters */
+static void work_finish(wick_dist_work *w, wick_status st) {
+    w->end_ns = now_ns();
+    if (st != WICK_OK) snprintf(w->msg, sizeof w->msg, "%s", wick_last_error());
+    w->status = st;
+    pthread_mutex_lock(&work_lock);
+    __atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&work_cond);
+    pthread_mutex_unlock(&work_lock);
+}
+
+/* ---- running one op (inline or on the comm thread) ---- */
+
+static wick_status fail_mismatch(wick_dist_work *w, const char *what, long long lo, long long hi) {
+    return wick_fail(WICK_ERR_SHAPE,
+                     "wick.distributed.%s #%llu: %s differ across ranks (%lld on some, %lld on others): every rank "
+                     "must call the same collectives with the same sizes and dtypes",
+                     kind_names[w->kind], (unsigned long long)w->seq, what, lo, hi);
+}
+
+/* The signature check: kind, dtype, count, op and root compared over ranks,
+ * so a mismatch is the same error on every rank (and no data moved). */
+static wick_status check_signature(wk_dist_group *g, wick_dist_work *w) {
+    int64_t f[5] = {w->kind, w->dtype, w->count, (int64_t)w->op * 2 + w->divide, w->peer};
+    int64_t lo[5], hi[5];
+    int n = w->kind == K_BARRIER ? 1 : 5;
+    wick_status st = wk_mpi_minmax(g->engine->comm, f, lo, hi, n);
+    if (st) return st;
+    if (lo[0] != hi[0])
+        return wick_fail(WICK_ERR_SHAPE,
+                         "wick.distributed.%s #%llu: the ranks called different collectives here (%s on some, %s on "
+                         "others): every rank must call the same collectives in the same order",
+                         kind_names[w->kind], (unsigned long long)w->seq, kind_names[lo[0] >= 1 && lo[0] <= 8 ? lo[0] : 0],
+                         kind_names[hi[0] >= 1 && hi[0] <= 8 ? hi[0] : 0]);
+    if (n == 1) return WICK_OK;
+    if (lo[1] != hi[1])
+        return wick_fail(WICK_ERR_SHAPE,
+                         "wick.distributed.%s #%llu: the tensors' dtypes differ across ranks (%s on some, %s on "
+                         "others): every rank must pass the same sizes and dtypes",
+                         kind_names[w->kind], (unsigned long long)w->seq, wick_dtype_name((wick_dtype)lo[1]),
+                         wick_dtype_name((wick_dtype)hi[1]));
+    if (lo[2] != hi[2]) return fail_mismatch(w, "the tensors' numbers of elements", lo[2], hi[2]);
+    if (lo[3] != hi[3])
+        return wick_fail(WICK_ERR_ARGUMENT, "wick.distributed.%s #%llu: the reduce op differs across ranks (%s and %s)",
+                         kind_names[w->kind], (unsigned long long)w->seq,
+                         lo[3] & 1 ? "avg" : op_names[lo[3] / 2], hi[3] & 1 ? "avg" : op_names[hi[3] / 2]);
+    if (lo[4] != hi[4]) return fail_mismatch(w, "the src ranks", lo[4], hi[4]);
+    return WICK_OK;
+}
+
+static void *data_of(wick_tensor *t) { return t ? wick_tensor_data(t) : NULL; }
+
+static wick_status call_backend(wk_dist_group *g, wick_dist_work *w) {
+    const wk_dist_backend *be = g->be;
+    switch (w->kind) {
+    case K_ALL_REDUCE: return be->all_reduce(g, data_of(w->recv), w->count, w->dtype, w->op, w->device);
+    case K_BROADCAST: return be->broadcast(g, data_of(w->recv), w->count, w->dtype, w->peer, w->device);
+    case K_ALL_GATHER:
+    case K_ALL_GATHER_INTO:
+        return be->all_gather(g, data_of(w->send), data_of(w->recv), w->count, w->dtype, w->device);
+    case K_REDUCE_SCATTER:
+        return be->reduce_scatter(g, data_of(w->send), data_of(w->recv), w->count, w->dtype, w->op, w->device);
+    case K_BARRIER: return be->barrier(g, w->device);
+    case K_SEND: return be->send(g, data_of(w->send), w->count, w->dtype, w->peer, w->device);
+    case K_RECV: return be->recv(g, data_of(w->recv), w->count, w->dtype, w->peer, w->device);
+    }
+    return WICK_ERR_ARGUMENT;
+}
+
+/* After the transfer: avg's division, then the staged result written back. */
+static wick_status finish_result(wk_dist_group *g, wick_dist_work *w) {
+    wick_status st;
+    if (w->divide) {
+        wick_scalar s = {(double)g->size, 1};
+        if ((st = wick_binary_scalar_(WICK_DIV, w->recv, s))) return st;
+    }
+    if (w->outs) { /* all_gather: rank r's slice into outs[r] */
+        for (int r = 0; r < w->nouts; r++) {
+            wick_tensor *slice = NULL, *shaped = NULL;
+            st = wick_narrow(&slice, w->recv, 0, r * w->count, w->count);
+            if (!st)
+                st = wick_view(&shaped, slice, wick_tensor_ndim(w->outs[r]), wick_tensor_sizes(w->outs[r]));
+            if (!st) st = wick_copy_(w->outs[r], shaped);
+            wick_tensor_release(shaped);
+            wick_tensor_release(slice);
+            if (st) return st;
+        }
+    } else if (w->target) {
+        wick_tensor *shaped = NULL;
+        st = wick_view(&shaped, w->recv, wick_tensor_ndim(w->target), wick_tensor_sizes(w->target));
+        if (!st) st = wick_copy_(w->target, shaped);
+        wick_tensor_release(shaped);
+        if (st) return st;
+    }
+    return WICK_OK;
+}
+
+static wick_status run_op(wk_dist_group *g, wick_dist_work *w) {
+    struct wk_dist_engine *e = g->engine;
+    w->start_ns = now_ns();
+    __atomic_store_n(&e->run_start_ns, w->start_ns, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->run_kind, (int)w->kind, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->run_seq, w->seq, __ATOMIC_RELEASE);
+    wick_status st = WICK_OK;
+    if (w->kind != K_SEND && w->kind != K_RECV) st = check_signature(g, w);
+    if (!st) st = call_backend(g, w);
+    __atomic_store_n(&e->run_seq, 0, __ATOMIC_RELEASE);
+    if (!st && !g->be->asynchronous) st = finish_result(g, w);
+    return st;
+}
+
+/* ---- the comm thread (synchronous backends) ---- */
+
+static void *comm_main(void *arg) {
+    wk_dist_group *g = arg;
+    struct wk_dist_engine *e = g->engine;
+    pthread_mutex_lock(&e->lock);
+    for (;;) {
+        while (!e->head && !e->stop) pthread_cond_wait(&e->cond, &e->lock);
+        if (!e->head) break; /* stopping, and nothing left */
+        wick_dist_work *w = e->head;
+        e->head = w->next;
+        if (!e->head) e->tail = NULL;
+        w->next = NULL;
+        e->busy = 1;
+        pthread_mutex_unlock(&e->lock);
+        wick_status st = run_op(g, w);
+        int heap = w->heap; /* a stack work (a sync call's) is gone once finished */
+        if (heap) work_release_tensors(w); /* async: nothing of the caller's is held past done */
+        work_finish(w, st);
+        if (heap) work_unref(w); /* the queue's reference */
+        pthread_mutex_lock(&e->lock);
+        e->busy = 0;
+        pthread_cond_broadcast(&e->cond);
+    }
+    pthread_mutex_unlock(&e->lock);
+    return NULL;
+}
+
+/* ---- the watchdog ---- */
+
+/* Ends the job from the watchdog: NCCL's communicator first (its kernels may
+ * wait for a dead peer), then MPI_Abort. */
+static void watchdog_abort(wk_dist_group *g) {
+#ifdef WICK_DIST_NCCL
+    wk_dist_nccl_abort(g);
+#endif
+    wk_mpi_abort(1);
+    _exit(1);
+}
+
+static void watchdog_fire(wk_dist_group *g, int kind, uint64_t seq, const char *detail) {
+    fprintf(stderr,
+            "wick.distributed: rank %d: %s #%llu did not complete within %g s%s (a rank stopped, crashed, or did not "
+            "call it); aborting the job\n",
+            g->rank, kind_names[kind >= 1 && kind <= 8 ? kind : 0], (unsigned long long)seq, g->timeout_s,
+            detail ? detail : "");
+    fflush(stderr);
+    watchdog_abort(g);
+}
+
+static void watchdog_check_events(wk_dist_group *g, int64_t now, int64_t limit) {
+    struct wk_dist_engine *e = g->engine;
+    wick_dist_work **pp = &e->pending;
+    while (*pp) {
+        wick_dist_work *w = *pp;
+        int q = g->be->event_query(g, w->event);
+        if (q < 0) {
+            fprintf(stderr, "wick.distributed: rank %d: %s #%llu failed: %s; aborting the job\n", g->rank,
+                    kind_names[w->kind], (unsigned long long)w->seq, wick_last_error());
+            fflush(stderr);
+            watchdog_abort(g);
+        }
+        if (q == 1) {
+            *pp = w->next;
+            w->next = NULL;
+            work_finish(w, WICK_OK);
+            work_unref(w);
+            continue;
+        }
+        if (now - w->start_ns > limit) watchdog_fire(g, w->kind, w->seq, NULL);
+        pp = &w->next;
+    }
+}
+
+static void *watchdog_main(void *arg) {
+    wk_dist_group *g = arg;
+    struct wk_dist_engine *e = g->engine;
+    double poll = g->timeout_s / 20;
+    if (poll > 0.5) poll = 0.5;
+    if (poll < 0.01) poll = 0.01;
+    int64_t poll_ns = (int64_t)(poll * 1e9), limit = (int64_t)(g->timeout_s * 1e9);
+    pthread_mutex_lock(&e->lock);
+    while (!e->stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t t = (int64_t)ts.tv_nsec + poll_ns;
+        ts.tv_sec += t / 1000000000;
+        ts.tv_nsec = t % 1000000000;
+        pthread_cond_timedwait(&e->cond, &e->lock, &ts);
+        if (e->stop) break;
+        int64_t now = now_ns();
+        uint64_t seq = __atomic_load_n(&e->run_seq, __ATOMIC_ACQUIRE);
+        if (seq) {
+            int64_t start = __atomic_load_n(&e->run_start_ns, __ATOMIC_RELAXED);
+            int kind = __atomic_load_n(&e->run_kind, __ATOMIC_RELAXED);
+            if (now - start > limit && __atomic_load_n(&e->run_seq, __ATOMIC_ACQUIRE) == seq)
+                watchdog_fire(g, kind, seq, NULL);
+        }
+        if (g->be->asynchronous) watchdog_check_events(g, now, limit);
+    }
+    pthread_mutex_unlock(&e->lock);
+    return NULL;
+}
+
+/* ---- the group ---- */
+
+static void group_free(wk_dist_group *g) {
+    if (!g) return;
+    struct wk_dist_engine *e = g->engine;
+    if (e) {
+        pthread_mutex_lock(&e->lock);
+        e->stop = 1;
+        pthread_cond_broadcast(&e->cond);
+        pthread_mutex_unlock(&e->lock);
+        if (e->comm_started) pthread_join(e->comm_thread, NULL); /* drains the queue first */
+        if (e->watchdog_started) pthread_join(e->watchdog, NULL);
+        /* an asynchronous backend's outstanding work: wait for it */
+        while (e->pending) {
+            wick_dist_work *w = e->pending;
+            e->pending = w->next;
+            wick_status st = g->be->event_wait(g, w->event);
+            work_finish(w, st);
+            work_unref(w);
+        }
+        if (g->be && g->be->destroy && e->comm) g->be->destroy(g);
+        wk_mpi_comm_free(&e->comm);
+        pthread_cond_destroy(&e->cond);
+        pthread_mutex_destroy(&e->lock);
+        free(e);
+    }
+    free(g);
+}
+
+static const wk_dist_backend *backend_named(const char *name) {
+    if (!name) {
+#ifdef WICK_DIST_NCCL
+        if (wk_dist_nccl_usable()) return &wk_dist_nccl_backend;
+#endif
+        return &wk_dist_mpi_backend;
+    }
+    if (strcmp(name, "mpi") == 0) return &wk_dist_mpi_backend;
+#ifdef WICK_DIST_NCCL
+    if (strcmp(name, "nccl") == 0) return &wk_dist_nccl_backend;
+#endif
+    return NULL;
+}
+
+wick_status wick_dist_init(const char *backend, double timeout_s) {
+    if (!wick_dist_is_available()) return no_group("init_process_group");
+    const wk_dist_backend *be = backend_named(backend);
+    if (!be) {
+        if (backend && strcmp(backend, "nccl") == 0)
+            return wick_fail(WICK_ERR_UNSUPPORTED,
+                             "wick.distributed.init_process_group: backend 'nccl' needs a CUDA build of wick");
+        return wick_fail(WICK_ERR_ARGUMENT,
+                         "wick.distributed.init_process_group: unknown backend '%s' (expected 'mpi' or 'nccl')",
+                         backend);
+    }
+    if (!(timeout_s == timeout_s) || timeout_s < 0 || timeout_s > 1e9)
+        return wick_fail(WICK_ERR_ARGUMENT,
+                         "wick.distributed.init_process_group: timeout must be a positive number of seconds, got %g",
+                         timeout_s);
+    if (timeout_s == 0) timeout_s = 60;
+    pthread_mutex_lock(&g_default_lock);
+    wick_status st = WICK_OK;
+    wk_dist_group *g = NULL;
+    if (g_default) {
+        st = wick_fail(WICK_ERR_ARGUMENT,
+                       "wick.distributed.init_process_group: the default process group is already initialized "
+                       "(destroy_process_group() first)");
+        goto done;
+    }
+    if ((st = wk_mpi_start())) goto done;
+    g = calloc(1, sizeof *g);
+    struct wk_dist_engine *e = g ? calloc(1, sizeof *e) : NULL;
+    if (!e) {
+        free(g);
+        g = NULL;
+        st = wick_fail(WICK_ERR_OOM, "wick.distributed.init_process_group: out of memory");
+        goto done;
+    }
+    g->engine = e;
+    g->be = be;
+    g->timeout_s = timeout_s;
+    pthread_mutex_init(&e->lock, NULL);
+    pthread_cond_init(&e->cond, NULL);
+    if ((st = wk_mpi_comm_new(&e->comm, &g->rank, &g->size, &g->local_rank))) goto done;
+    if ((st = be->init(g))) {
+        g->be = NULL; /* no destroy after a failed init */
+        goto done;
+    }
+    if (!be->asynchronous) {
+        if (pthread_create(&e->comm_thread, NULL, comm_main, g)) {
+            st = wick_fail(WICK_ERR_OOM, "wick.distributed.init_process_group: cannot start the comm thread");
+            goto done;
+        }
+        e->comm_started = 1;
+    }
+    if (pthread_create(&e->watchdog, NULL, watchdog_main, g)) {
+        st = wick_fail(WICK_ERR_OOM, "wick.distributed.init_process_group: cannot start the watchdog thread");
+        goto done;
+    }
+    e->watchdog_started = 1;
+    g_default = g;
+    g = NULL;
+done:
+    if (g) group_free(g);
+    pthread_mutex_unlock(&g_default_lock);
+    return st;
+}
+
+int wick_dist_is_initialized(void) { return __atomic_load_n(&g_default, __ATOMIC_ACQUIRE) != NULL; }
+
+wick_status wick_dist_destroy(void) {
+    pthread_mutex_lock(&g_default_lock);
+    wk_dist_group *g = g_default;
+    g_default = NULL;
+    pthread_mutex_unlock(&g_default_lock);
+    if (!g) return no_group("destroy_process_group");
+    group_free(g);
+    return WICK_OK;
+}
+
+void wk_dist_shutdown(void) {
+    pthread_mutex_lock(&g_default_lock);
+    wk_dist_group *g = g_default;
+    g_default = NULL;
+    pthread_mutex_unlock(&g_default_lock);
+    group_free(g);
+}
+
+void *wk_dist_group_comm(wk_dist_group *g) { return g->engine->comm; }
+
+wick_status wk_dist_bootstrap_broadcast(wk_dist_group *g, void *buf, size_t n, int root) {
+    return wk_mpi_bcast_bytes(g->engine->comm, buf, n, root);
+}
+
+#define GROUP_OR_FAIL(fn)                \
+    wk_dist_group *g = g_default;        \
+    if (!g) return no_group(fn)
+
+wick_status wick_dist_rank(int *rank) {
+    GROUP_OR_FAIL("get_rank");
+    *rank = g->rank;
+    return WICK_OK;
+}
+wick_status wick_dist_world_size(int *size) {
+    GROUP_OR_FAIL("get_world_size");
+    *size = g->size;
+    return WICK_OK;
+}
+wick_status wick_dist_local_rank(int *rank) {
+    GROUP_OR_FAIL("get_local_rank");
+    *rank = g->local_rank;
+    return WICK_OK;
+}
+wick_status wick_dist_backend(const char **name) {
+    GROUP_OR_FAIL("get_backend");
+    *name = g->be->name;
+    return WICK_OK;
+}
+wick_status wick_dist_timeout(double *seconds) {
+    GROUP_OR_FAIL("get_timeout");
+    *seconds = g->timeout_s;
+    return WICK_OK;
+}
+
+void wick_dist_abort(int code, const char *msg) {
+    if (msg) {
+        fprintf(stderr, "%s\n", msg);
+        fflush(stderr);
+    }
+    wk_mpi_abort(code);
+    _exit(code);
+}
+
+/* ---- submitting ---- */
+
+/* Runs w now (inline) when nothing is queued, else behind the queue; w is
+ * the caller's (stack) and finished on return. */
+static wick_status submit_sync(wk_dist_group *g, wick_dist_work *w) {
+    struct wk_dist_engine *e = g->engine;
+    pthread_mutex_lock(&e->lock);
+    if (!e->head && !e->busy) {
+        e->busy = 1;
+        pthread_mutex_unlock(&e->lock);
+        wick_status st = run_op(g, w);
+        pthread_mutex_lock(&e->lock);
+        e->busy = 0;
+        pthread_cond_broadcast(&e->cond);
+        pthread_mutex_unlock(&e->lock);
+        return st;
+    }
+    /* behind async work: the comm thread runs it; wait for it here */
+    w->next = NULL;
+    if (e->tail) e->tail->next = w;
+    else e->head = w;
+    e->tail = w;
+    pthread_cond_broadcast(&e->cond);
+    pthread_mutex_unlock(&e->lock);
+    pthread_mutex_lock(&work_lock);
+    while (!__atomic_load_n(&w->done, __ATOMIC_ACQUIRE)) pthread_cond_wait(&work_cond, &work_lock);
+    pthread_mutex_unlock(&work_lock);
+    if (w->status) wick_fail(w->status, "%s", w->msg);
+    return w->status;
+}
+
+static wick_status submit_async(wk_dist_group *g, wick_dist_work *w, wick_dist_work **out) {
+    struct wk_dist_engine *e = g->engine;
+    wick_dist_work *h = malloc(sizeof *h);
+    if (!h) return wick_fail(WICK_ERR_OOM, "wick.distributed.%s: out of memory", kind_names[w->kind]);
+    *h = *w;
+    h->heap = 1;
+    h->refs = 2; /* the caller's handle and the queue's */
+    /* the tensors now belong to h */
+    memset(w, 0, sizeof *w);
+    pthread_mutex_lock(&e->lock);
+    h->next = NULL;
+    if (e->tail) e->tail->next = h;
+    else e->head = h;
+    e->tail = h;
+    pthread_cond_broadcast(&e->cond);
+    pthread_mutex_unlock(&e->lock);
+    *out = h;
+    return WICK_OK;
+}
+
+/* Asynchronous backends: everything on the calling thread; the op's event
+ * goes on the pending list (the watchdog's), and a handle if asked for. */
+static wick_status submit_queued_on_stream(wk_dist_group *g, wick_dist_work *w, wick_dist_work **out) {
+    struct wk_dist_engine *e = g->engine;
+    wick_status st = run_op(g, w);
+    if (!st) st = finish_result(g, w); /* queued on the same stream: ordered after the op */
+    if (st) return st;
+    wick_dist_work *h = malloc(sizeof *h);
+    if (!h) return wick_fail(WICK_ERR_OOM, "wick.distributed.%s: out of memory", kind_names[w->kind]);
+    *h = *w;
+    memset(w, 0, sizeof *w);
+    h->heap = 1;
+    h->refs = out ? 2 : 1;
+    work_release_tensors(h); /* stream-ordered: the caching allocator reuses them only after the op */
+    if ((st = g->be->event_record(g, h->device, &h->event))) {
+        free(h);
+        return st;
+    }
+    h->start_ns = now_ns();
+    pthread_mutex_lock(&e->lock);
+    h->next = e->pending;
+    e->pending = h;
+    pthread_mutex_unlock(&e->lock);
+    if (out) *out = h;
+    return WICK_OK;
+}
+
+static wick_status submit(wk_dist_group *g, wick_dist_work *w, wick_dist_work **out) {
+    w->g = g;
+    w->seq = ++g->engine->seq;
+    wick_status st;
+    if (g->be->asynchronous) st = submit_queued_on_stream(g, w, out);
+    else if (out) st = submit_async(g, w, out);
+    else st = submit_sync(g, w);
+    work_release_tensors(w); /* what is still the caller's (sync, or a failed submit) */
+    return st;
+}
+
+/* ---- the collectives' checks and staging ---- */
+
+static wick_status check_device(wk_dist_group *g, const char *fn, const wick_tensor *t, const char *what,
+                                int *device) {
+    wick_device d = wick_tensor_device(t);
+    if (d.type != g->be->device_type) {
+        char buf[32];
+        return wick_fail(WICK_ERR_DEVICE,
+                         "wick.distributed.%s: %s is on %s, but the %s backend moves %s tensors", fn, what,
+                         wick_device_format(d, buf, sizeof buf), g->be->name,
+                         g->be->device_type == WICK_CUDA ? "cuda" : "cpu");
+    }
+    int index = d.type == WICK_CUDA ? d.index : -1;
+    if (*device != -2 && *device != index)
+        return wick_fail(WICK_ERR_DEVICE, "wick.distributed.%s: the tensors are on different devices", fn);
+    *device = index;
+    return WICK_OK;
+}
+
+/* A contiguous tensor with t's data: t itself (retained) or a copy. */
+static wick_status contiguous_of(wick_tensor *t, wick_tensor **out) {
+    if (wick_tensor_is_contiguous(t)) {
+        wick_tensor_retain(t);
+        *out = t;
+        return WICK_OK;
+    }
+    return wick_contiguous(out, t);
+}
+
+/* A fresh contiguous tensor of n elements of t's dtype on t's device. */
+static wick_status empty_like_n(wick_tensor *t, int64_t n, wick_tensor **out) {
+    wick_options o = wick_default_options();
+    o.dtype = wick_tensor_dtype(t);
+    o.device = wick_tensor_device(t);
+    return wick_empty(out, 1, &n, o);
+}
+
+static wick_status check_op(const char *fn, wick_dist_op op, wick_dtype dt, wick_dist_work *w) {
+    if ((unsigned)op >= WICK_DIST_NUM_OPS)
+        return wick_fail(WICK_ERR_ARGUMENT, "wick.distributed.%s: unknown reduce op %d", fn, (int)op);
+    if (op == WICK_DIST_AVG) {
+        if (!wick_dtype_is_floating(dt))
+            return wick_fail(WICK_ERR_DTYPE,
+                             "wick.distributed.%s: op 'avg' needs a floating point tensor, got %s (use 'sum')", fn,
+                             wick_dtype_name(dt));
+        w->divide = 1;
+        op = WICK_DIST_SUM;
+    }
+    w->op = op;
+    return WICK_OK;
+}
+
+static wick_status check_rank(wk_dist_group *g, const char *fn, const char *what, int r, int not_self) {
+    if (r < 0 || r >= g->size)
+        return wick_fail(WICK_ERR_ARGUMENT, "wick.distributed.%s: %s must be a rank from 0 to %d, got %d", fn, what,
+                         g->size - 1, r);
+    if (not_self && r == g->rank)
+        return wick_fail(WICK_ERR_ARGUMENT, "wick.distributed.%s: %s is this process's own rank (%d)", fn, what, r);
+    return WICK_OK;
+}
+
+static wick_status check_tensor(const char *fn, const wick_tensor *t, const char *what) {
+    if (!t) return wick_fail(WICK_ERR_ARGUMENT, "wick.distributed.%s: %s is NULL", fn, what);
+    return WICK_OK;
+}
+
+/* the buffer of an in-place op on t: t, or a staging copy written back after */
+static wick_status stage_inplace(wick_dist_work *w, wick_tensor *t, int copy_in) {
+    wick_status st;
+    w->dtype = wick_tensor_dtype(t);
+    w->count = wick_tensor_numel(t);
+    if (wick_tensor_is_contiguous(t)) {
+        wick_tensor_retain(t);
+        w->recv = w->send = t;
+        return WICK_OK;
+    }
+    if (copy_in) st = wick_contiguous(&w->recv, t);
+    else st = empty_like_n(t, w->count, &w->recv);
+    if (st) return st;
+    w->send = w->recv;
+    wick_tensor_retain(t);
+    w->target = t;
+    return WICK_OK;
+}
+
+wick_status wick_dist_all_reduce(wick_tensor *t, wick_dist_op op, wick_dist_work **work) {
+    const char *fn = "all_reduce";
+    GROUP_OR_FAIL(fn);
+    wick_dist_work w = {0};
+    wick_status st;
+    w.kind = K_ALL_REDUCE;
+    w.device = -2;
+    if ((st = check_tensor(fn, t, "the tensor")) || (st = check_device(g, fn, t, "the tensor", &w.device)) ||
+        (st = check_op(fn, op, wick_tensor_dtype(t), &w)) || (st = stage_inplace(&w, t, 1))) {
+        work_release_tensors(&w);
+        return st;
+    }
+    return submit(g, &w, work);
+}
+
+wick_status wick_dist_broadcast(wick_tensor *t, int src, wick_dist_work **work) {
+    const char *fn = "broadcast";
+    GROUP_OR_FAIL(fn);
+    wick_dist_work w = {0};
+    wick_status st;
+    w.kind = K_BROADCAST;
+    w.device = -2;
+    w.peer = src;
+    if ((st = check_tensor(fn, t, "the tensor")) || (st = check_rank(g, fn, "src", src, 0)) ||
+        (st = check_device(g, fn, t, "the tensor", &w.device)) || (st = stage_inplace(&w, t, 1))) {
+        work_release_tensors(&w);
+        return st;
+    }
+    return submit(g, &w, work);
+}
+
+static int shares(const wick_tensor *a, const wick_tensor *b) {
+    return wick_tensor_storage_id(a) == wick_tensor_storage_id(b);
+}
+
+/* the send side of a gather or scatter: a contiguous t that shares no memory with `other` */
+static wick_status stage_send(wick_dist_work *w, wick_tensor *t, const wick_tensor *other) {
+    if (shares(t, other)) return wick_clone(&w->send, t);
+    return contiguous_of(t, &w->send);
+}
+
+/* the receive side: out itself when contiguous, else a buffer copied into out after */
+static wick_status stage_recv(wick_dist_work *w, wick_tensor *out) {
+    if (wick_tensor_is_contiguous(out)) {
+        wick_tensor_retain(out);
+        w->recv = out;
+        return WICK_OK;
+    }
+    wick_status st = empty_like_n(out, wick_tensor_numel(out), &w->recv);
+    if (st) return st;
+    wick_tensor_retain(out);
+    w->target = out;
+    return WICK_OK;
+}
+
+static wick_status same_dtype(const char *fn, const wick_tensor *out, const wick_tensor *t, const char *what) {
+    if (wick_tensor_dtype(out) != wick_tensor_dtype(t))
+        return wick_fail(WICK_ERR_DTYPE, "wick.distributed.%s: %s is %s, but the tensor is %s", fn, what,
+                         wick_dtype_name(wick_tensor_dtype(out)), wick_dtype_name(wick_tensor_dtype(t)));
+    return WICK_OK;
+}
+
+wick_status wick_dist_all_gather(wick_tensor *const *outs, int n, wick_tensor *t, wick_dist_work **work) {
+    const char *fn = "all_gather";
+    GROUP_OR_FAIL(fn);
+    wick_dist_work w = {0};
+    wick_status st;
+    w.kind = K_ALL_GATHER;
+    w.device = -2;
+    if ((st = check_tensor(fn, t, "the tensor")) || (st = check_device(g, fn, t, "the tensor", &w.device)))
+        return st;
+    if (!outs || n != g->size)
+        return wick_fail(WICK_ERR_ARGUMENT, "wick.distributed.%s: the list must hold world size (%d) tensors, got %d",
+                         fn, g->size, outs ? n : 0);
+    int nd = wick_tensor_ndim(t);
+    for (int r = 0; r < n; r++) {
+        char what[64];
+        snprintf(what, sizeof what, "list[%d]", r + 1);
+        if ((st = check_tensor(fn, outs[r], what)) || (st = check_device(g, fn, outs[r], what, &w.device)) ||
+            (st = same_dtype(fn, outs[r], t, what)))
+            return st;
+        if (wick_tensor_ndim(outs[r]) != nd ||
+            memcmp(wick_tensor_sizes(outs[r]), wick_tensor_sizes(t), sizeof(int64_t) * (size_t)nd) != 0)
+            return wick_fail(WICK_ERR_SHAPE, "wick.distributed.%s: %s must have the tensor's shape", fn, what);
+        for (int q = 0; q < r; q++)
+            if (shares(outs[q], outs[r]) && wick_tensor_numel(t) > 0)
+                return wick_fail(WICK_ERR_ARGUMENT, "wick.distributed.%s: list[%d] and %s share memory", fn, q + 1,
+                                 what);
+    }
+    w.dtype = wick_tensor_dtype(t);
+    w.count = wick_tensor_numel(t);
+    w.outs = calloc(n > 0 ? (size_t)n : 1, sizeof *w.outs);
+    if (!w.outs) return wick_fail(WICK_ERR_OOM, "wick.distributed.%s: out of memory", fn);
+    for (int r = 0; r < n; r++) {
+        wick_tensor_retain(outs[r]);
+        w.outs[r] = outs[r];
+    }
+    w.nouts = n;
+    int t_in_list = 0;
+    for (int r = 0; r < n; r++) t_in_list |= shares(outs[r], t);
+    if ((st = t_in_list ? wick_clone(&w.send, t) : contiguous_of(t, &w.send)) ||
+        (st = empty_like_n(t, w.count * n, &w.recv))) {
+        work_release_tensors(&w);
+        return st;
+    }
+    return submit(g, &w, work);
+}
+
+wick_status wick_dist_all_gather_into_tensor(wick_tensor *out, wick_tensor *t, wick_dist_work **work) {
+    const char *fn = "all_gather_into_tensor";
+    GROUP_OR_FAIL(fn);
+    wick_dist_work w = {0};
+    wick_status st;
+    w.kind = K_ALL_GATHER_INTO;
+    w.device = -2;
+    if ((st = check_tensor(fn, out, "out")) || (st = check_tensor(fn, t, "the tensor")) ||
+        (st = check_device(g, fn, out, "out", &w.device)) || (st = check_device(g, fn, t, "the tensor", &w.device)) ||
+        (st = same_dtype(fn, out, t, "out")))
+        return st;
+    w.dtype = wick_tensor_dtype(t);
+    w.count = wick_tensor_numel(t);
+    if (wick_tensor_numel(out) != w.count * g->size)
+        return wick_fail(WICK_ERR_SHAPE,
+                         "wick.distributed.%s: out must hold world size (%d) x the tensor's %lld elements, got %lld",
+                         fn, g->size, (long long)w.count, (long long)wick_tensor_numel(out));
+    if ((st = stage_send(&w, t, out)) || (st = stage_recv(&w, out))) {
+        work_release_tensors(&w);
+        return st;
+    }
+    return submit(g, &w, work);
+}
+
+wick_status wick_dist_reduce_scatter_tensor(wick_tensor *out, wick_tensor *t, wick_dist_op op,
+                                            wick_dist_work **work) {
+    const char *fn = "reduce_scatter_tensor";
+    GROUP_OR_FAIL(fn);
+    wick_dist_work w = {0};
+    wick_status st;
+    w.kind = K_REDUCE_SCATTER;
+    w.device = -2;
+    if ((st = check_tensor(fn, out, "out")) || (st = check_tensor(fn, t, "the tensor")) ||
+        (st = check_device(g, fn, out, "out", &w.device)) || (st = check_device(g, fn, t, "the tensor", &w.device)) ||
+        (st = same_dtype(fn, out, t, "out")) || (st = check_op(fn, op, wick_tensor_dtype(t), &w)))
+        return st;
+    w.dtype = wick_tensor_dtype(t);
+    w.count = wick_tensor_numel(out);
+    if (wick_tensor_numel(t) != w.count * g->size)
+        return wick_fail(WICK_ERR_SHAPE,
+                         "wick.distributed.%s: the tensor must hold world size (%d) x out's %lld elements, got %lld",
+                         fn, g->size, (long long)w.count, (long long)wick_tensor_numel(t));
+    if ((st = stage_send(&w, t, out)) || (st = stage_recv(&w, out))) {
+        work_release_tensors(&w);
+        return st;
+    }
+    return submit(g, &w, work);
+}
+
+wick_status wick_dist_barrier(wick_dist_work **work) {
+    GROUP_OR_FAIL("barrier");
+    wick_dist_work w = {0};
+    w.kind = K_BARRIER;
+    w.device = -1;
+    w.dtype = WICK_UINT8;
+    return submit(g, &w, work);
+}
+
+wick_status wick_dist_send(wick_tensor *t, int dst, wick_dist_work **work) {
+    const char *fn = "send";
+    GROUP_OR_FAIL(fn);
+    wick_dist_work w = {0};
+    wick_status st;
+    w.kind = K_SEND;
+    w.device = -2;
+    w.peer = dst;
+    if ((st = check_tensor(fn, t, "the tensor")) || (st = check_rank(g, fn, "dst", dst, 1)) ||
+        (st = check_device(g, fn, t, "the tensor", &w.device)))
+        return st;
+    w.dtype = wick_tensor_dtype(t);
+    w.count = wick_tensor_numel(t);
+    if ((st = contiguous_of(t, &w.send))) return st;
+    return submit(g, &w, work);
+}
+
+wick_status wick_dist_recv(wick_tensor *t, int src, wick_dist_work **work) {
+    const char *fn = "recv";
+    GROUP_OR_FAIL(fn);
+    wick_dist_work w = {0};
+    wick_status st;
+    w.kind = K_RECV;
+    w.device = -2;
+    w.peer = src;
+    if ((st = check_tensor(fn, t, "the tensor")) || (st = check_rank(g, fn, "src", src, 1)) ||
+        (st = check_device(g, fn, t, "the tensor", &w.device)) || (st = stage_inplace(&w, t, 0))) {
+        work_release_tensors(&w);
+        return st;
+    }
+    return submit(g, &w, work);
+}
+
+/* ---- work handles ---- */
+
+wick_status wick_dist_work_wait(wick_dist_work *w) {
+    if (!w) return wick_fail(WICK_ERR_ARGUMENT, "wick.distributed: wait on a NULL work");
+    if (!__atomic_load_n(&w->done, __ATOMIC_ACQUIRE) && w->event) {
+        /* an asynchronous backend's: the watchdog marks it done; wait for the event here */
+        wk_dist_group *g = g_default;
+        if (g && g == w->g) {
+            wick_status st = g->be->event_wait(g, w->event);
+            if (st) return st;
+        }
+    }
+    pthread_mutex_lock(&work_lock);
+    while (!__atomic_load_n(&w->done, __ATOMIC_ACQUIRE) && !w->event) pthread_cond_wait(&work_cond, &work_lock);
+    pthread_mutex_unlock(&work_lock);
+    if (__atomic_load_n(&w->done, __ATOMIC_ACQUIRE) && w->status) return wick_fail(w->status, "%s", w->msg);
+    return WICK_OK;
+}
+
+int wick_dist_work_is_completed(wick_dist_work *w) {
+    if (!w) return 0;
+    if (__atomic_load_n(&w->done, __ATOMIC_ACQUIRE)) return 1;
+    if (w->event) {
+        wk_dist_group *g = g_default;
+        return g && g == w->g && g->be->event_query(g, w->event) == 1;
+    }
+    return 0;
+}
+
+void wick_dist_work_release(wick_dist_work *w) { work_unref(w); }
+
+double wick_dist_work_seconds(wick_dist_work *w) {
+    if (!w || !__atomic_load_n(&w->done, __ATOMIC_ACQUIRE)) return -1;
+    return (double)(w->end_ns - w->start_ns) * 1e-9;
+}

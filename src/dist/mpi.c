@@ -1,0 +1,341 @@
+/* MPI: the transport under every group (start-up, the engine's signature
+ * checks, NCCL's bootstrap) and the `mpi` backend, which moves CPU tensors
+ * with blocking MPI calls (measured: MPI_Iallreduce polled is 2-4x slower
+ * than MPI_Allreduce on this project's machines, so async work runs blocking
+ * calls on the group's comm thread instead, group.c). Without MPI (WICK_MPI
+ * off) this file only says so. */
+#include "dist.h"
+#include "../core/internal.h" /* wk_half_to_float, wk_bf16_to_float, ... */
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef WICK_WITH_MPI
+#include <mpi.h>
+
+typedef struct wk_mpi_comm {
+    MPI_Comm comm;
+} wk_mpi_comm;
+
+static int we_initialized; /* MPI_Init_thread was ours: finalize at exit */
+static MPI_Op half_ops[2][WICK_DIST_NUM_OPS]; /* [0] float16, [1] bfloat16 */
+static int half_ops_made;
+
+static wick_status mpi_fail(int rc, const char *what) {
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "error %d", rc);
+    return wick_fail(WICK_ERR_IO, "wick.distributed: %s failed: %s", what, text);
+}
+#define MPI_CHECK(call, what)                 \
+    do {                                      \
+        int rc_ = (call);                     \
+        if (rc_ != MPI_SUCCESS) return mpi_fail(rc_, what); \
+    } while (0)
+
+/* ---- float16 / bfloat16 reductions: MPI has no such types, so user ops over
+ * MPI_UINT16_T that compute in float and round once ---- */
+#define HALF_OP(name, to_f, from_f, expr)                                         \
+    static void name(void *in, void *inout, int *len, MPI_Datatype *type) {      \
+        const uint16_t *a = in;                                                  \
+        uint16_t *b = inout;                                                     \
+        for (int i = 0; i < *len; i++) {                                         \
+            float x = to_f(a[i]), y = to_f(b[i]);                                \
+            b[i] = from_f(expr);                                                 \
+        }                                                                        \
+    }
+#define HALF_OPS(prefix, to_f, from_f)                                                  \
+    HALF_OP(prefix##_sum, to_f, from_f, x + y)                                          \
+    HALF_OP(prefix##_max, to_f, from_f, (x != x || x > y) ? x : y)                      \
+    HALF_OP(prefix##_min, to_f, from_f, (x != x || x < y) ? x : y)                      \
+    HALF_OP(prefix##_prod, to_f, from_f, x * y)
+HALF_OPS(f16, wk_half_to_float, wk_float_to_half)
+HALF_OPS(bf16, wk_bf16_to_float, wk_float_to_bf16)
+
+static wick_status make_half_ops(void) {
+    MPI_User_function *fns[2][WICK_DIST_NUM_OPS] = {
+        {f16_sum, f16_sum, f16_max, f16_min, f16_prod}, {bf16_sum, bf16_sum, bf16_max, bf16_min, bf16_prod}};
+    for (int h = 0; h < 2; h++)
+        for (int op = 0; op < WICK_DIST_NUM_OPS; op++)
+            MPI_CHECK(MPI_Op_create(fns[h][op], 1, &half_ops[h][op]), "MPI_Op_create");
+    half_ops_made = 1;
+    return WICK_OK;
+}
+
+static MPI_Datatype mpi_type(wick_dtype dt) {
+    switch (dt) {
+    case WICK_FLOAT32: return MPI_FLOAT;
+    case WICK_FLOAT64: return MPI_DOUBLE;
+    case WICK_INT64: return MPI_INT64_T;
+    case WICK_INT32: return MPI_INT32_T;
+    case WICK_FLOAT16:
+    case WICK_BFLOAT16: return MPI_UINT16_T;
+    default: return MPI_UINT8_T; /* uint8, bool */
+    }
+}
+
+/* bool: sum and max are "or", product and min "and" (values are 0 or 1) */
+static MPI_Op mpi_op(wick_dtype dt, wick_dist_op op) {
+    if (dt == WICK_FLOAT16 || dt == WICK_BFLOAT16) return half_ops[dt == WICK_BFLOAT16][op];
+    if (dt == WICK_BOOL) return (op == WICK_DIST_SUM || op == WICK_DIST_MAX) ? MPI_MAX : MPI_MIN;
+    switch (op) {
+    case WICK_DIST_MAX: return MPI_MAX;
+    case WICK_DIST_MIN: return MPI_MIN;
+    case WICK_DIST_PRODUCT: return MPI_PROD;
+    default: return MPI_SUM;
+    }
+}
+
+static void finalize_at_exit(void) {
+    wk_dist_shutdown(); /* the default group's threads first */
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (!fin) MPI_Finalize();
+}
+
+wick_status wk_mpi_start(void) {
+    int inited = 0, fin = 0;
+    MPI_Initialized(&inited);
+    MPI_Finalized(&fin);
+    if (fin)
+        return wick_fail(WICK_ERR_UNSUPPORTED,
+                         "wick.distributed.init_process_group: MPI was finalized in this process already");
+    if (!inited) {
+        int provided = 0;
+        MPI_CHECK(MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
+        we_initialized = 1;
+        atexit(finalize_at_exit);
+        if (provided < MPI_THREAD_MULTIPLE)
+            return wick_fail(WICK_ERR_UNSUPPORTED,
+                             "wick.distributed.init_process_group: this MPI does not provide MPI_THREAD_MULTIPLE "
+                             "(got level %d), which wick's comm and watchdog threads need",
+                             provided);
+    } else {
+        int provided = 0;
+        MPI_Query_thread(&provided);
+        if (provided < MPI_THREAD_MULTIPLE)
+            return wick_fail(WICK_ERR_UNSUPPORTED,
+                             "wick.distributed.init_process_group: MPI was initialized by the host without "
+                             "MPI_THREAD_MULTIPLE (level %d), which wick's comm and watchdog threads need",
+                             provided);
+    }
+    if (!half_ops_made) return make_half_ops();
+    return WICK_OK;
+}
+
+int wk_mpi_started(void) {
+    int inited = 0, fin = 0;
+    MPI_Initialized(&inited);
+    MPI_Finalized(&fin);
+    return inited && !fin;
+}
+
+static int env_int(const char *name, int *out) {
+    const char *v = getenv(name);
+    if (!v || !*v) return 0;
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (*end || x < 0 || x > INT_MAX) return 0;
+    *out = (int)x;
+    return 1;
+}
+
+wick_status wk_mpi_comm_new(void **comm, int *rank, int *size, int *local_rank) {
+    wk_mpi_comm *c = calloc(1, sizeof *c);
+    if (!c) return wick_fail(WICK_ERR_OOM, "wick.distributed: out of memory");
+    int rc = MPI_Comm_dup(MPI_COMM_WORLD, &c->comm);
+    if (rc != MPI_SUCCESS) {
+        free(c);
+        return mpi_fail(rc, "MPI_Comm_dup");
+    }
+    MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(c->comm, rank);
+    MPI_Comm_size(c->comm, size);
+    if (!env_int("OMPI_COMM_WORLD_LOCAL_RANK", local_rank)) {
+        MPI_Comm node;
+        rc = MPI_Comm_split_type(c->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+        if (rc != MPI_SUCCESS) {
+            MPI_Comm_free(&c->comm);
+            free(c);
+            return mpi_fail(rc, "MPI_Comm_split_type");
+        }
+        MPI_Comm_rank(node, local_rank);
+        MPI_Comm_free(&node);
+    }
+    *comm = c;
+    return WICK_OK;
+}
+
+void wk_mpi_comm_free(void **comm) {
+    wk_mpi_comm *c = *comm;
+    if (!c) return;
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (!fin) MPI_Comm_free(&c->comm);
+    free(c);
+    *comm = NULL;
+}
+
+wick_status wk_mpi_minmax(void *comm, const int64_t *fields, int64_t *lo, int64_t *hi, int n) {
+    int64_t buf[2 * WK_DIST_MAX_FIELDS];
+    for (int i = 0; i < n; i++) {
+        buf[i] = fields[i];
+        buf[n + i] = -fields[i];
+    }
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, 2 * n, MPI_INT64_T, MPI_MAX, ((wk_mpi_comm *)comm)->comm),
+              "MPI_Allreduce (the signature check)");
+    for (int i = 0; i < n; i++) {
+        hi[i] = buf[i];
+        lo[i] = -buf[n + i];
+    }
+    return WICK_OK;
+}
+
+wick_status wk_mpi_bcast_bytes(void *comm, void *buf, size_t n, int root) {
+    if (n > INT_MAX) return wick_fail(WICK_ERR_ARGUMENT, "wick.distributed: bootstrap message too large");
+    MPI_CHECK(MPI_Bcast(buf, (int)n, MPI_BYTE, root, ((wk_mpi_comm *)comm)->comm), "MPI_Bcast");
+    return WICK_OK;
+}
+
+wick_status wk_mpi_send_bytes(void *comm, const void *buf, size_t n, int peer, int tag) {
+    if (n > INT_MAX) return wick_fail(WICK_ERR_ARGUMENT, "wick.distributed: message too large");
+    MPI_CHECK(MPI_Send(buf, (int)n, MPI_BYTE, peer, tag, ((wk_mpi_comm *)comm)->comm), "MPI_Send");
+    return WICK_OK;
+}
+
+wick_status wk_mpi_recv_bytes(void *comm, void *buf, size_t n, int peer, int tag) {
+    if (n > INT_MAX) return wick_fail(WICK_ERR_ARGUMENT, "wick.distributed: message too large");
+    MPI_Status st;
+    MPI_CHECK(MPI_Recv(buf, (int)n, MPI_BYTE, peer, tag, ((wk_mpi_comm *)comm)->comm, &st), "MPI_Recv");
+    int got = 0;
+    MPI_Get_count(&st, MPI_BYTE, &got);
+    if ((size_t)got != n)
+        return wick_fail(WICK_ERR_SHAPE, "wick.distributed: rank %d sent %d bytes, %zu expected", peer, got, n);
+    return WICK_OK;
+}
+
+void wk_mpi_abort(int code) {
+    if (wk_mpi_started()) MPI_Abort(MPI_COMM_WORLD, code);
+}
+
+/* ---- the mpi backend ---- */
+
+static MPI_Comm comm_of(wk_dist_group *g) { return ((wk_mpi_comm *)wk_dist_group_comm(g))->comm; }
+
+static wick_status too_large(int64_t count) {
+    return wick_fail(WICK_ERR_UNSUPPORTED,
+                     "wick.distributed: the mpi backend moves at most %d elements per rank in one call, got %lld",
+                     INT_MAX, (long long)count);
+}
+
+static wick_status mpi_init(wk_dist_group *g) { return WICK_OK; }
+static void mpi_destroy(wk_dist_group *g) {}
+
+static wick_status mpi_all_reduce(wk_dist_group *g, void *buf, int64_t count, wick_dtype dt, wick_dist_op op,
+                                  int device) {
+    if (count > INT_MAX) return too_large(count);
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, mpi_type(dt), mpi_op(dt, op), comm_of(g)),
+              "MPI_Allreduce");
+    return WICK_OK;
+}
+
+static wick_status mpi_broadcast(wk_dist_group *g, void *buf, int64_t count, wick_dtype dt, int root, int device) {
+    if (count > INT_MAX) return too_large(count);
+    MPI_CHECK(MPI_Bcast(buf, (int)count, mpi_type(dt), root, comm_of(g)), "MPI_Bcast");
+    return WICK_OK;
+}
+
+static wick_status mpi_all_gather(wk_dist_group *g, const void *send, void *recv, int64_t count, wick_dtype dt,
+                                  int device) {
+    if (count > INT_MAX) return too_large(count);
+    MPI_Datatype t = mpi_type(dt);
+    MPI_CHECK(MPI_Allgather(send, (int)count, t, recv, (int)count, t, comm_of(g)), "MPI_Allgather");
+    return WICK_OK;
+}
+
+static wick_status mpi_reduce_scatter(wk_dist_group *g, const void *send, void *recv, int64_t count,
+                                      wick_dtype dt, wick_dist_op op, int device) {
+    if (count > INT_MAX) return too_large(count);
+    MPI_CHECK(MPI_Reduce_scatter_block(send, recv, (int)count, mpi_type(dt), mpi_op(dt, op), comm_of(g)),
+              "MPI_Reduce_scatter_block");
+    return WICK_OK;
+}
+
+/* A message's tag carries its dtype, so the receiver can check it. */
+#define TAG_BASE 1000
+
+static wick_status mpi_send(wk_dist_group *g, const void *buf, int64_t count, wick_dtype dt, int peer, int device) {
+    if (count > INT_MAX) return too_large(count);
+    MPI_CHECK(MPI_Send(buf, (int)count, mpi_type(dt), peer, TAG_BASE + (int)dt, comm_of(g)), "MPI_Send");
+    return WICK_OK;
+}
+
+/* Probes first: a message of another dtype or size is received into scratch
+ * memory (so the sender completes) and reported. */
+static wick_status mpi_recv(wk_dist_group *g, void *buf, int64_t count, wick_dtype dt, int peer, int device) {
+    if (count > INT_MAX) return too_large(count);
+    MPI_Message msg;
+    MPI_Status st;
+    MPI_CHECK(MPI_Mprobe(peer, MPI_ANY_TAG, comm_of(g), &msg, &st), "MPI_Mprobe");
+    int bytes = 0;
+    MPI_Get_count(&st, MPI_BYTE, &bytes);
+    int sent_dtype = st.MPI_TAG - TAG_BASE;
+    size_t esize = wick_dtype_size(dt);
+    if (sent_dtype != (int)dt || (int64_t)bytes != count * (int64_t)esize) {
+        void *scratch = malloc(bytes > 0 ? (size_t)bytes : 1);
+        if (!scratch) return wick_fail(WICK_ERR_OOM, "wick.distributed.recv: out of memory");
+        int rc = MPI_Mrecv(scratch, bytes, MPI_BYTE, &msg, &st);
+        free(scratch);
+        if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Mrecv");
+        if (sent_dtype < 0 || sent_dtype >= WICK_NUM_DTYPES)
+            return wick_fail(WICK_ERR_ARGUMENT, "wick.distributed.recv: rank %d sent a message that is not wick's",
+                             peer);
+        size_t ssize = wick_dtype_size((wick_dtype)sent_dtype);
+        return wick_fail(WICK_ERR_SHAPE,
+                         "wick.distributed.recv: rank %d sent %lld elements of %s, but the tensor holds %lld of %s "
+                         "(send and recv need the same dtype and number of elements)",
+                         peer, (long long)(bytes / (int)ssize), wick_dtype_name((wick_dtype)sent_dtype),
+                         (long long)count, wick_dtype_name(dt));
+    }
+    MPI_CHECK(MPI_Mrecv(buf, (int)count, mpi_type(dt), &msg, &st), "MPI_Mrecv");
+    return WICK_OK;
+}
+
+static wick_status mpi_barrier(wk_dist_group *g, int device) {
+    MPI_CHECK(MPI_Barrier(comm_of(g)), "MPI_Barrier");
+    return WICK_OK;
+}
+
+const wk_dist_backend wk_dist_mpi_backend = {
+    .name = "mpi",
+    .device_type = WICK_CPU,
+    .asynchronous = 0,
+    .init = mpi_init,
+    .destroy = mpi_destroy,
+    .all_reduce = mpi_all_reduce,
+    .broadcast = mpi_broadcast,
+    .all_gather = mpi_all_gather,
+    .reduce_scatter = mpi_reduce_scatter,
+    .send = mpi_send,
+    .recv = mpi_recv,
+    .barrier = mpi_barrier,
+};
+
+#else /* no MPI: the layer builds, and every entry says why it cannot run */
+
+static wick_status no_mpi(void) { return wick_fail(WICK_ERR_UNSUPPORTED, "wick.distributed: %s", wk_dist_unavailable()); }
+wick_status wk_mpi_start(void) { return no_mpi(); }
+int wk_mpi_started(void) { return 0; }
+wick_status wk_mpi_comm_new(void **comm, int *rank, int *size, int *local_rank) { return no_mpi(); }
+void wk_mpi_comm_free(void **comm) {}
+wick_status wk_mpi_minmax(void *comm, const int64_t *fields, int64_t *lo, int64_t *hi, int n) { return no_mpi(); }
+wick_status wk_mpi_bcast_bytes(void *comm, void *buf, size_t n, int root) { return no_mpi(); }
+wick_status wk_mpi_send_bytes(void *comm, const void *buf, size_t n, int peer, int tag) { return no_mpi(); }
+wick_status wk_mpi_recv_bytes(void *comm, void *buf, size_t n, int peer, int tag) { return no_mpi(); }
+void wk_mpi_abort(int code) {}
+const wk_dist_backend wk_dist_mpi_backend = {.name = "mpi", .device_type = WICK_CPU};
+
+#endif
