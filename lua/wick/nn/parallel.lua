@@ -342,6 +342,16 @@ end
 
 -- ---- the module ----
 
+-- parameter -> the state of the DDP whose hooks it carries (weak keys): a newer
+-- DDP over the same parameters takes them over, the older one stops.
+local owner = setmetatable({}, { __mode = "k" })
+
+local function retire(S)
+  for _, h in ipairs(S.handles) do h:remove() end
+  S.handles = {}
+  S.retired = true
+end
+
 local DDP = Module:extend(NAME)
 
 local OPTIONS = { device_ids = true, output_device = true, bucket_cap_mb = true, broadcast_buffers = true,
@@ -401,6 +411,9 @@ function DDP:init(module, opts)
   reset_reduction(S)
   S.handles = {}
   for i, e in ipairs(S.params) do
+    local previous = owner[e.p]
+    if previous and not previous.retired then retire(previous) end
+    owner[e.p] = S
     S.handles[i] = e.p:register_post_accumulate_grad_hook(function() on_grad_ready(S, i) end)
   end
 end
@@ -429,6 +442,9 @@ end
 --- ddp(...): runs the wrapped module (buffers from rank 0 first).
 function DDP:forward(...)
   local S = rawget(self, "_ddp")
+  if S.retired then
+    fail("a newer DistributedDataParallel wraps this model's parameters and averages their gradients; use that one")
+  end
   if S.unfinished then unfinished_error(S) end
   if S.active then -- the last backward stopped with an error before its end: drop its reduction
     wait_all(S)
