@@ -33,6 +33,7 @@ local ROOTS = {
   nn = function() return nn end,
   F = function() return nn.functional end,
   optim = function() return optim end,
+  dist = function() return wick.distributed end, -- the page's `local dist = wick.distributed`
 }
 
 local function preceded_by_name(text, i)
@@ -175,6 +176,8 @@ local function undocumented(text)
   need(public(wick.data), { "wick.data.%s" })
   need(public(wick.cuda), { "wick.cuda.%s" })
   need(public(wick.ops), { "wick.%s" })
+  need(public(wick.distributed), { "dist.%s", "wick.distributed.%s" })
+  need(public(nn.parallel), { "nn.parallel.%s" })
   -- methods of modules, containers, optimizers, schedulers and loaders
   local skip = { init = true }
   local function methods(tbl)
