@@ -224,9 +224,10 @@ describe("register_hook", function()
 
   it("runs before the post-accumulate-grad hooks, in registration order", function()
     local w, log = leaf({ 1 }), {}
-    w:register_post_accumulate_grad_hook(function(t) log[#log + 1] = "post " .. t.grad:item() end)
-    w:register_hook(function(g) log[#log + 1] = "grad " .. g:item(); return g + 1 end)
-    w:register_hook(function(g) log[#log + 1] = "grad " .. g:item() end)
+    local function note(what, v) log[#log + 1] = ("%s %g"):format(what, v:item()) end
+    w:register_post_accumulate_grad_hook(function(t) note("post", t.grad) end)
+    w:register_hook(function(g) note("grad", g); return g + 1 end)
+    w:register_hook(function(g) note("grad", g) end)
     ;(w * 3):sum():backward()
     assert.same({ "grad 3", "grad 4", "post 4" }, log)
   end)
