@@ -190,6 +190,14 @@ describe("nn.parallel.DistributedDataParallel (world of one)", function()
     assert_error_has(function() old(wick.randn(2, 64)) end, "a newer DistributedDataParallel wraps")
   end)
 
+  it("wraps a model without parameters", function()
+    local ddp = parallel.DistributedDataParallel(nn.ReLU())
+    assert.same({}, ddp:comm_stats().bucket_sizes)
+    assert.equal(2, ddp(wick.tensor({ -1, 2 })):sum():item())
+    local with_cpu = parallel.DistributedDataParallel(nn.Linear(2, 1), { device_ids = { "cpu" }, output_device = "cpu" })
+    assert.equal("cpu", tostring(with_cpu(wick.randn(3, 2)).device))
+  end)
+
   it("checks its arguments", function()
     assert_error_has(function() parallel.DistributedDataParallel(42) end, "expected a module")
     assert_error_has(function() parallel.DistributedDataParallel(mlp(), { bucket_cap = 1 }) end, "unknown option 'bucket_cap'")
@@ -198,6 +206,8 @@ describe("nn.parallel.DistributedDataParallel (world of one)", function()
       "find_unused_parameters must be a boolean")
     assert_error_has(function() parallel.DistributedDataParallel(mlp(), { device_ids = { 0, 1 } }) end,
       "exactly one device")
+    assert_error_has(function() parallel.DistributedDataParallel(mlp(), { output_device = "cpu" }) end,
+      "output_device must be device_ids[1]")
     assert_error_has(function() parallel.DistributedDataParallel(mlp()):no_sync(5) end, "no_sync")
     parallel._dist = { is_initialized = function() return false end }
     assert_error_has(function() parallel.DistributedDataParallel(mlp()) end, "init_process_group first")

@@ -383,6 +383,13 @@ function DDP:init(module, opts)
     local v = ids[1]
     device = type(v) == "number" and wick.device("cuda", v) or wick.device(v)
   end
+  if opts.output_device ~= nil then -- one device per process: the outputs are where the module runs
+    local v = opts.output_device
+    local out = type(v) == "number" and wick.device("cuda", v) or wick.device(v)
+    if not device or tostring(out) ~= tostring(device) then
+      fail("output_device must be device_ids[1] (one device per process), got %s", tostring(out))
+    end
+  end
   local d = get_dist()
   if not d.is_initialized() then
     fail("the default process group is not initialized: call wick.distributed.init_process_group first")
