@@ -190,6 +190,22 @@ describe("wick.autograd.queue_callback", function()
     assert.same({ "a" }, log)
   end)
 
+  it("keeps the callbacks of a backward run inside a hook apart from the outer one's", function()
+    local w, v, log = leaf({ 1 }), leaf({ 2 }), {}
+    v:register_post_accumulate_grad_hook(function()
+      wick.autograd.queue_callback(function() log[#log + 1] = "inner done" end)
+    end)
+    w:register_post_accumulate_grad_hook(function()
+      wick.autograd.queue_callback(function() log[#log + 1] = "outer done" end)
+      wick.enable_grad(function() (v * 5):sum():backward() end)
+      log[#log + 1] = "after inner"
+    end)
+    ;(w * 3):sum():backward()
+    assert.same({ "inner done", "after inner", "outer done" }, log)
+    assert_close(wick.tensor({ 5 }, F64), v.grad, 0)
+    assert_close(wick.tensor({ 3 }, F64), w.grad, 0)
+  end)
+
   it("refuses to queue outside a backward; a callback's error is raised at the backward line", function()
     assert_error_has(function() wick.autograd.queue_callback(function() end) end, "while a backward runs")
     local w = leaf({ 1 })
