@@ -1,8 +1,9 @@
 -- ranks: 2 3
 -- DistributedDataParallel against one process: N ranks, each on its share of
--- a global batch of 128 (3 ranks: 43 + 43 + 42, an uneven split), reach the
--- same parameters as one process on the whole batch after 20 SGD-momentum
--- steps. Each rank computes the one-process reference itself. The loss is a
+-- a global batch of 128 (3 ranks: 43 + 43 + 42, an uneven split) and a last
+-- batch of 44 (an epoch's short last batch: 15 + 15 + 14, 2 ranks 22 + 22),
+-- reach the same parameters as one process on the whole batch after 20
+-- SGD-momentum steps. Each rank computes the one-process reference itself. The loss is a
 -- sum over the rank's samples divided by the global count, times the world
 -- size: DDP averages over ranks, so the gradient is the global batch mean's
 -- whatever the split. Run with bucket_cap_mb = 25 (one bucket) and 1 (several).
@@ -18,9 +19,9 @@ local function make_model()
   return nn.Sequential(nn.Linear(D, 512), nn.Tanh(), nn.Linear(512, 512), nn.Tanh(), nn.Linear(512, 10))
 end
 
--- rows [first, last] of the global batch belong to this rank (1-based)
-local function my_rows()
-  local base, extra = math.floor(N / world), N % world
+-- rows first .. first + count - 1 of a global batch of n belong to this rank (1-based)
+local function my_rows(n)
+  local base, extra = math.floor(n / world), n % world
   local first = rank * base + math.min(rank, extra) + 1
   local count = base + (rank < extra and 1 or 0)
   return first, count
@@ -41,14 +42,15 @@ local function run(cap)
   ref:load_state_dict(ddp.module:state_dict())
   local opt = wick.optim.SGD(ddp:parameters(), { lr = 0.05, momentum = 0.9 })
   local ref_opt = wick.optim.SGD(ref:parameters(), { lr = 0.05, momentum = 0.9 })
-  local first, count = my_rows()
   for step = 1, STEPS do
+    local n = step < STEPS and N or 44
+    local first, count = my_rows(n)
     wick.manual_seed(1000 + step) -- the same global batch on every rank
-    local x = wick.randn(N, D)
-    local y = wick.randint(1, 11, { N })
+    local x = wick.randn(n, D)
+    local y = wick.randint(1, 11, { n })
     opt:zero_grad()
     local out = ddp(x:narrow(1, first, count))
-    local loss = F.cross_entropy(out, y:narrow(1, first, count), { reduction = "sum" }) * (world / N)
+    local loss = F.cross_entropy(out, y:narrow(1, first, count), { reduction = "sum" }) * (world / n)
     loss:backward()
     opt:step()
     ref_opt:zero_grad()
