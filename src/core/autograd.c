@@ -431,7 +431,7 @@ static bool hooked_edge(const wk_edge *e) { return e->leaf && __atomic_load_n(&e
 /* Counts the edges to hooked leaves of the nodes in `order` (one entry per leaf). */
 static wick_status plan_hooks(hook_plan *p, const node_list *order) {
     int n = 0;
-    if (!p->fn) return WICK_OK;
+    if (!p->fn || !__atomic_load_n(&hook_ids, __ATOMIC_RELAXED)) return WICK_OK; /* no tensor was ever hooked */
     for (int i = 0; i < order->count; i++)
         for (int j = 0; j < order->items[i]->n_inputs; j++) n += hooked_edge(&order->items[i]->edges[j]);
     if (!n) return WICK_OK;
