@@ -4,6 +4,8 @@
  * gives where NCCL cannot be used, and the table's shape. Runs in every build:
  * without CUDA it checks that everything says so. The collectives themselves
  * run on a GPU: tests/dist/nccl.lua and tools/gpu-check.sh's nccl step. */
+#include "../src/core/cuda_api.h"
+#include "../src/cuda/cuda_host.h" /* WK_SYNC_COLLECTIVE */
 #include "../src/dist/nccl_backend.h"
 
 #include <string.h>
@@ -164,6 +166,31 @@ static void test_env_library(void) {
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* The core's stream and event functions that nccl.c uses (src/core/cuda_api.h):
+ * clear errors without a GPU; on a GPU, an event recorded on the device's
+ * stream completes after the host waits for it. */
+static void test_gpu_helpers(void) {
+    void *stream = (void *)1, *event = (void *)1;
+    if (wick_cuda_device_count() == 0) {
+        CHECK(wk_gpu_stream(0, "all_reduce", &stream) == WICK_ERR_DEVICE && stream == NULL && HAS("all_reduce"));
+        CHECK(wk_gpu_event_record(0, "barrier", &event) == WICK_ERR_DEVICE && event == NULL && HAS("barrier"));
+        CHECK(HAS("wick.cuda.is_available() is false"));
+        wk_gpu_event_destroy(NULL);
+        return;
+    }
+    CHECK(wk_gpu_stream(0, "test", &stream) == WICK_OK && stream != NULL);
+    void *again = NULL;
+    CHECK(wk_gpu_stream(0, "test", &again) == WICK_OK && again == stream); /* one stream per device */
+    CHECK(wk_gpu_event_record(0, "test", &event) == WICK_OK && event != NULL);
+    int64_t waits = wick_cuda_sync_count_for(0, WK_SYNC_COLLECTIVE);
+    CHECK(wk_gpu_event_wait(event, 0, "test") == WICK_OK);
+    CHECK(wk_gpu_event_synchronize(event, 0, "test") == WICK_OK);
+    CHECK(wick_cuda_sync_count_for(0, WK_SYNC_COLLECTIVE) == waits + 1); /* counted as a wait */
+    CHECK(wk_gpu_event_query(event, 0, "test") == 1);
+    wk_gpu_event_destroy(event);
+    CHECK(wk_gpu_stream(wick_cuda_device_count(), "test", &stream) == WICK_ERR_DEVICE && stream == NULL);
+}
+
 static void test_table(void) {
     const wk_dist_backend *be = &wk_dist_nccl_backend;
     CHECK(strcmp(be->name, "nccl") == 0 && be->device_type == WICK_CUDA && be->asynchronous == 1);
@@ -180,6 +207,7 @@ int main(void) {
     test_table();
     test_types();
     test_loader_messages();
+    test_gpu_helpers();
     test_usable();
     printf("test_dist_nccl: %d checks, %d failures\n", checks, failures);
     return failures != 0;

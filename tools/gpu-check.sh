@@ -17,6 +17,18 @@
 #              memcheck on the op specs and test_cuda_runtime, racecheck and
 #              synccheck on spec/cuda_spec.lua
 #   bench      every GPU benchmark against PyTorch (bench/gpu.sh all)
+#   nccl       preflight, wick.distributed's NCCL backend: test_dist_nccl (its host
+#              logic), then tests/dist/nccl.lua in a world of one process per GPU
+#              under mpirun (Open MPI carried in .devdeps by gpu-prepare.sh; a
+#              world of one without it): every collective for every dtype against
+#              values each rank computes alone. It fails unless every rank prints
+#              its "checks passed" line; NCCL missing is "skipped", never "ok".
+#              libnccl.so.2 is looked for on the library path, in CUDA's folders
+#              and in the Python environment's nvidia-nccl package
+#              (WICK_NCCL_LIBRARY overrides). Budget: preflight 20, test_dist_nccl
+#              30, nccl world 150: 200 + 3 x 5 kill = 215 s. Prepare it with
+#              tools/gpu-prepare.sh --no-data (with the data set the carry is
+#              over 64 MiB)
 #
 # The quick tier's budget (seconds; each step runs under `timeout -k 5 LIMIT`,
 # so a step costs at most LIMIT + 5):
@@ -91,12 +103,13 @@ STEPS=()
 for t in "${TIERS[@]}"; do
   case $t in
     quick) STEPS+=(preflight opspecs ctests bench-matmul) TIER_BUDGET=480 ;;
-    full) STEPS+=(preflight suite ctests examples sanitizer bench-all) ;;
+    full) STEPS+=(preflight suite ctests examples sanitizer nccl bench-all) ;;
     suite) STEPS+=(preflight suite ctests) ;;
     examples) STEPS+=(preflight examples) ;;
     sanitizer) STEPS+=(preflight sanitizer) TIER_BUDGET=570 ;;
     bench) STEPS+=(preflight bench-all) ;;
-    *) echo "usage: tools/gpu-check.sh [quick|full|suite|examples|sanitizer|bench]..." >&2; exit 2 ;;
+    nccl) STEPS+=(preflight nccl) TIER_BUDGET=215 ;;
+    *) echo "usage: tools/gpu-check.sh [quick|full|suite|examples|sanitizer|bench|nccl]..." >&2; exit 2 ;;
   esac
 done
 
@@ -312,6 +325,79 @@ preflight() {
 
 OPSPECS=(spec/cuda_spec.lua spec/device_spec.lua spec/data_parallel_spec.lua)
 
+# ---- NCCL: where libnccl.so.2 and mpirun are on this machine ----
+# libnccl.so.2: WICK_NCCL_LIBRARY, else the library path and the system cache
+# (nothing to set), else CUDA's folders, else the nvidia-nccl package of the
+# Python that has PyTorch; prints the file to set WICK_NCCL_LIBRARY to, or nothing
+find_nccl() {
+  [ -n "${WICK_NCCL_LIBRARY:-}" ] && { echo "$WICK_NCCL_LIBRARY"; return 0; }
+  local d py
+  for d in ${LD_LIBRARY_PATH//:/ }; do [ -e "$d/libnccl.so.2" ] && return 0; done
+  ldconfig -p 2>/dev/null | grep -q 'libnccl\.so\.2 ' && return 0
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
+    [ -e "$d/libnccl.so.2" ] && { echo "$d/libnccl.so.2"; return 0; }
+  done
+  for py in python3 /opt/torch/.venv/bin/python3; do
+    d=$("$py" -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null) &&
+      [ -e "$d/libnccl.so.2" ] && { echo "$d/libnccl.so.2"; return 0; }
+  done
+  return 1
+}
+# mpirun: the system's, else Open MPI carried in .devdeps (unpacked in
+# /opt/devdeps by env.sh; relocated there with OPAL_PREFIX)
+find_mpirun() {
+  local c
+  if [ -x /opt/devdeps/usr/bin/orterun ]; then
+    echo /opt/devdeps/usr/bin/orterun
+    return 0
+  fi
+  for c in mpirun mpiexec orterun mpirun.openmpi; do command -v "$c" >/dev/null 2>&1 && { command -v "$c"; return 0; }; done
+  return 1
+}
+# runs tests/dist/nccl.lua in a world of $1 processes ($2: the launcher, or
+# empty for a world of one without one); exit 0 only when every rank printed
+# its "checks passed" line, 77 when the test skipped (its "skipped: " line says
+# why), else 1
+nccl_world_body() {
+  local n=$1 launcher=$2 out rc=0
+  out=$(mktemp)
+  echo "world of $n: ${launcher:-no mpirun, one process}; WICK_NCCL_LIBRARY=${WICK_NCCL_LIBRARY:-(library path)}"
+  if [ -n "$launcher" ]; then
+    "$launcher" --allow-run-as-root --oversubscribe -np "$n" "$WICK" tests/dist/nccl.lua >"$out" 2>&1 || rc=$?
+  else
+    "$WICK" tests/dist/nccl.lua >"$out" 2>&1 || rc=$?
+  fi
+  cat "$out"
+  local passed
+  passed=$(grep -cE '^\[rank [0-9]+\] nccl: [0-9]+ checks passed' "$out")
+  if [ "$rc" -eq 0 ] && grep -q '^skipped: ' "$out"; then
+    echo "nccl: skipped ($(grep -m1 '^skipped: ' "$out"))"; rm -f "$out"; return 77
+  fi
+  rm -f "$out"
+  if [ "$rc" -ne 0 ] || [ "$passed" -ne "$n" ]; then
+    echo "nccl: FAILED (exit $rc, $passed of $n ranks passed)"; return 1
+  fi
+  echo "nccl: $n rank(s) passed"
+}
+nccl_step() {
+  if [ -x "$BUILD/test_dist_nccl" ]; then step "test_dist_nccl" ctest 30 "$BUILD/test_dist_nccl"
+  else skip "test_dist_nccl" "$BUILD/test_dist_nccl is not built (not a CUDA build?)"; fi
+  local lib gpus launcher
+  if lib=$(find_nccl); then
+    [ -n "$lib" ] && export WICK_NCCL_LIBRARY=$lib
+  fi
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+  [ "$gpus" -ge 1 ] || gpus=1
+  if launcher=$(find_mpirun); then
+    # Open MPI unpacked away from its build prefix finds its plugins and orted here
+    [ "$launcher" = /opt/devdeps/usr/bin/orterun ] && export OPAL_PREFIX=/opt/devdeps/usr
+  else
+    launcher="" gpus=1
+  fi
+  SHOWN="${launcher:-(no mpirun)} -np $gpus $WICK tests/dist/nccl.lua" \
+    step "nccl world of $gpus" info 150 bash -c "$(declare -f nccl_world_body); nccl_world_body $gpus '$launcher'"
+}
+
 run_step() {
   case $1 in
     preflight)
@@ -365,6 +451,7 @@ run_step() {
         done
       fi
       ;;
+    nccl) nccl_step ;;
     bench-matmul) step "bench matmul" bench 85 bash bench/gpu.sh matmul ;;
     bench-all) step "bench all" bench 540 bash bench/gpu.sh all ;;
   esac

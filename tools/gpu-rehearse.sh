@@ -9,7 +9,7 @@
 #     relative path into this checkout can help);
 #   - in a private mount namespace (unshare -m, needs root), the system's Lua
 #     (luajit, busted, the Lua modules), OpenBLAS, libedit, libbsd, libmd,
-#     libgfortran and libquadmath are hidden (/dev/null or an empty folder
+#     libgfortran, libquadmath and Open MPI are hidden (/dev/null or an empty folder
 #     mounted over them) once `source .devdeps/env.sh` has unpacked the
 #     packages afresh into an empty /opt (dpkg itself needs libmd);
 #   - then `OUT=... tools/gpu-check.sh TIER` (default quick).
@@ -62,12 +62,15 @@ L=/usr/lib/x86_64-linux-gnu
 hidden=""
 for f in $L/libedit.so.2 $L/libbsd.so.0 $L/libmd.so.0 $L/libluajit-5.1.so.2 $L/libgfortran.so.5 $L/libquadmath.so.0 \
          $L/libopenblas*.so* $L/openblas*/lib*.so* $L/blas/lib*.so* $L/lapack/lib*.so* \
-         /usr/bin/luajit* /usr/bin/busted /usr/local/bin/busted /usr/local/bin/luajit*; do
+         /usr/bin/luajit* /usr/bin/busted /usr/local/bin/busted /usr/local/bin/luajit* \
+         $L/libmpi.so.40 $L/libopen-pal.so.40 $L/libopen-rte.so.40 $L/libpmix.so.2 $L/libhwloc.so.15 \
+         $L/libfabric.so.1 $L/libucp.so.0 $L/libevent_core-2.1.so.7 /usr/bin/orterun /usr/bin/orted; do
   [ -e "$f" ] || continue
   r=$(realpath "$f")
   [ -f "$r" ] && mount --bind /dev/null "$r" && hidden="$hidden $(basename "$f")"
 done
-for d in /usr/share/lua /usr/lib/x86_64-linux-gnu/lua /usr/local/share/lua /usr/local/lib/lua; do
+for d in /usr/share/lua /usr/lib/x86_64-linux-gnu/lua /usr/local/share/lua /usr/local/lib/lua \
+         /usr/lib/x86_64-linux-gnu/openmpi /etc/openmpi /usr/share/openmpi; do
   [ -d "$d" ] && mount -t tmpfs none "$d" && hidden="$hidden $d/"
 done
 echo "rehearse: hidden:$hidden"
@@ -95,7 +98,7 @@ for f in build-gpu/wick build-gpu/test_* "$(command -v luajit)" $(find /opt/devd
   done < <(ldd "$f" 2>&1)
 done
 # the runner really loads the carried LuaJIT and libedit (not the hidden system ones)
-LD_DEBUG=libs build-gpu/wick -e 'require("wick")' 2>&1 | grep -E 'calling init: .*(luajit|libedit|libbsd|libmd|openblas)' |
+LD_DEBUG=libs build-gpu/wick -e 'require("wick")' 2>&1 | grep -E 'calling init: .*(luajit|libedit|libbsd|libmd|openblas|libmpi|libopen-pal)' |
   grep -v '/opt/devdeps/' | while read -r l; do no "loaded outside the carried folders: $l"; done || true
 echo "rehearse: the runner loads: $(LD_DEBUG=libs build-gpu/wick -e 'require("wick")' 2>&1 |
   sed -n 's/.*calling init: //p' | grep -vE "$base" | paste -sd' ' -)"

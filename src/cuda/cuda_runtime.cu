@@ -348,7 +348,16 @@ wick_status wk_cuda_event_record(int device, const char *op, void **event) {
     return WICK_OK;
 }
 
+/* The event's device made CUDA's current one on this thread (the watchdog's
+ * thread has none of its own), as PyTorch's device guard does. */
+static void event_device(int device) {
+    int current = -1;
+    if (device >= 0 && device < wk_cuda_device_count() && cudaGetDevice(&current) == cudaSuccess && current != device)
+        (void)cudaSetDevice(device);
+}
+
 int wk_cuda_event_query(void *event, int device, const char *op) {
+    event_device(device);
     cudaError_t err = cudaEventQuery((cudaEvent_t)event);
     if (err == cudaSuccess) return 1;
     if (err == cudaErrorNotReady) return 0; /* not an error: nothing to clear */
@@ -363,6 +372,7 @@ wick_status wk_cuda_event_wait(void *event, int device, const char *op) {
 }
 
 wick_status wk_cuda_event_synchronize(void *event, int device, const char *op) {
+    event_device(device);
     if (device >= 0 && device < WK_CUDA_MAX_DEVICES) wk_sync_note(device, WK_SYNC_COLLECTIVE);
     return wk_cuda_check(cudaEventSynchronize((cudaEvent_t)event), op, device);
 }
