@@ -162,7 +162,8 @@ else
 end
 -- the learning rate decays along a cosine over the run, step by step
 local steps = math.min(train_loader:len(), max_steps) -- per epoch
-local schedule = wick.optim.CosineAnnealingLR(optimizer, { T_max = epochs * steps })
+-- (T_max at least 1: --epochs 0 takes no step, and CosineAnnealingLR refuses T_max = 0)
+local schedule = wick.optim.CosineAnnealingLR(optimizer, { T_max = math.max(1, epochs * steps) })
 local loss_fn = nn.CrossEntropyLoss()
 local tty = wick._core.isatty(1) and is_main
 if dist then
