@@ -213,8 +213,20 @@ static wick_status call_backend(wk_dist_group *g, wick_dist_work *w) {
     return WICK_ERR_ARGUMENT;
 }
 
-/* After the transfer: avg's division, then the staged result written back. */
+/* After the transfer: avg's division, then the staged result written back.
+ * Unrecorded (a collective is not differentiable; PyTorch's c10d writes
+ * leaves that require grad too). */
+static wick_status finish_result_unrecorded(wk_dist_group *g, wick_dist_work *w);
 static wick_status finish_result(wk_dist_group *g, wick_dist_work *w) {
+    if (!w->divide && !w->outs && !w->target) return WICK_OK;
+    int grad = wick_is_grad_enabled();
+    if (grad) wick_set_grad_enabled(0);
+    wick_status st = finish_result_unrecorded(g, w);
+    if (grad) wick_set_grad_enabled(1);
+    return st;
+}
+
+static wick_status finish_result_unrecorded(wk_dist_group *g, wick_dist_work *w) {
     wick_status st;
     if (w->divide) {
         wick_scalar s = {(double)g->size, 1};
@@ -639,6 +651,15 @@ static wick_status check_device(wk_dist_group *g, const char *fn, const wick_ten
     return WICK_OK;
 }
 
+/* A contiguous copy of t (clone: always a fresh one), unrecorded by autograd. */
+static wick_status copy_of(wick_tensor *t, wick_tensor **out, int clone) {
+    int grad = wick_is_grad_enabled();
+    if (grad) wick_set_grad_enabled(0);
+    wick_status st = clone ? wick_clone(out, t) : wick_contiguous(out, t);
+    if (grad) wick_set_grad_enabled(1);
+    return st;
+}
+
 /* A contiguous tensor with t's data: t itself (retained) or a copy. */
 static wick_status contiguous_of(wick_tensor *t, wick_tensor **out) {
     if (wick_tensor_is_contiguous(t)) {
@@ -646,7 +667,7 @@ static wick_status contiguous_of(wick_tensor *t, wick_tensor **out) {
         *out = t;
         return WICK_OK;
     }
-    return wick_contiguous(out, t);
+    return copy_of(t, out, 0);
 }
 
 /* A fresh contiguous tensor of n elements of t's dtype on t's device. */
@@ -696,7 +717,7 @@ static wick_status stage_inplace(wick_dist_work *w, wick_tensor *t, int copy_in)
         w->recv = w->send = t;
         return WICK_OK;
     }
-    if (copy_in) st = wick_contiguous(&w->recv, t);
+    if (copy_in) st = copy_of(t, &w->recv, 0);
     else st = empty_like_n(t, w->count, &w->recv);
     if (st) return st;
     w->send = w->recv;
@@ -742,7 +763,7 @@ static int shares(const wick_tensor *a, const wick_tensor *b) {
 
 /* the send side of a gather or scatter: a contiguous t that shares no memory with `other` */
 static wick_status stage_send(wick_dist_work *w, wick_tensor *t, const wick_tensor *other) {
-    if (shares(t, other)) return wick_clone(&w->send, t);
+    if (shares(t, other)) return copy_of(t, &w->send, 1);
     return contiguous_of(t, &w->send);
 }
 
@@ -805,7 +826,7 @@ wick_status wick_dist_all_gather(wick_tensor *const *outs, int n, wick_tensor *t
     w.nouts = n;
     int t_in_list = 0;
     for (int r = 0; r < n; r++) t_in_list |= shares(outs[r], t);
-    if ((st = t_in_list ? wick_clone(&w.send, t) : contiguous_of(t, &w.send)) ||
+    if ((st = t_in_list ? copy_of(t, &w.send, 1) : contiguous_of(t, &w.send)) ||
         (st = empty_like_n(t, w.count * n, &w.recv))) {
         work_release_tensors(&w);
         return st;

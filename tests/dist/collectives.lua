@@ -226,6 +226,29 @@ do
   check(t:min():item() == want and t:max():item() == want, "64 MiB all_reduce")
 end
 
+-- leaves that require grad (parameters: DDP broadcasts and averages them),
+-- 0-dim and empty tensors
+do
+  for _, contiguous in ipairs({ true, false }) do
+    local p = input(values(rank), "float32", contiguous):requires_grad_()
+    dist.all_reduce(p, { op = "avg" })
+    check(same(p:detach(), expected_reduce("avg", "float32")), "avg into a leaf that requires grad")
+    check(p.requires_grad and p.grad_fn == nil, "the leaf stays a leaf")
+    dist.broadcast(p, 0)
+    check(same(p:detach(), expected_reduce("avg", "float32")), "broadcast into a leaf that requires grad")
+  end
+  local s = wick.tensor(rank + 1.0)
+  dist.all_reduce(s)
+  check(s:dim() == 0 and s:item() == world * (world + 1) / 2, "0-dim all_reduce")
+  local e = wick.zeros(0, 3)
+  dist.all_reduce(e)
+  dist.broadcast(e, 0)
+  local list = {}
+  for r = 1, world do list[r] = wick.zeros(0, 3) end
+  dist.all_gather(list, e)
+  check(e:numel() == 0 and list[world]:numel() == 0, "empty tensors")
+end
+
 -- errors that are the same on every rank, after which the group still works
 errors_with(function() dist.all_reduce(wick.zeros(rank == 0 and 3 or 4)) end,
   "the tensors' numbers of elements differ across ranks", "sizes differ across ranks")
