@@ -50,8 +50,8 @@ mpi() { # command... : two ranks, same binding and thread pins for every side (g
     -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS -x MKL_NUM_THREADS -x BLIS_NUM_THREADS \
     -x MASTER_ADDR -x MASTER_PORT "$@"
 }
-median() { # file column(name or size) -> median of the value column
-  awk -v k="$2" -v c="$3" '$1 == k { print $c }' "$1" | sort -g |
+median() { # file key column [size]: median of column `column` over the lines whose first field is key (and second size)
+  awk -v k="$2" -v c="$3" -v s="${4:-}" '$1 == k && (s == "" || $2 == s) { print $c }' "$1" | sort -g |
     awk '{ v[NR] = $1 } END { if (NR) printf "%.9g\n", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "-"; else printf "%.2f", a / b }'; }
@@ -60,7 +60,7 @@ human() { awk -v b="$1" 'BEGIN { if (b >= 1048576) printf "%g MiB", b / 1048576;
 run_ar() { # side bytes round: one all-reduce run of one size -> "bytes seconds calls round" in $TMP/ar.side
   case $1 in
     raw) mpi "$TMP/allreduce_mpi" "$MIN_TIME" "$2" ;;
-    wick) mpi "$BUILD/wick" bench/distributed_allreduce.lua "$MIN_TIME" "$2" ;;
+    wick) mpi "$BUILD/wick" bench/distributed_allreduce.lua "$MIN_TIME" "$2" | tee -a "$TMP/ar.wick.raw" ;;
   esac | awk -v r="$3" '$1 == "allreduce" { print $2, $3, $4, r }' >>"$TMP/ar.$1"
 }
 run_torch_ar() { # round: PyTorch over all sizes (one start)
@@ -68,6 +68,8 @@ run_torch_ar() { # round: PyTorch over all sizes (one start)
     awk -v r="$1" '$1 == "allreduce" { print $2, $3, $4, r }' >>"$TMP/ar.torch"
 }
 
+echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg) (other processes share these cores)"
+trap 'echo "load average at the end: $(cut -d" " -f1-3 /proc/loadavg)"; rm -rf "$TMP"' EXIT
 CPU=$(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1)
 echo "CPU: $CPU ($(getconf _NPROCESSORS_ONLN) cores); 2 ranks x 1 thread (OMP/OPENBLAS/MKL/BLIS_NUM_THREADS=1, wick.set_num_threads(1), torch.set_num_threads(1))"
 echo "mpirun --bind-to $BIND -np 2 ($(mpirun --version 2>/dev/null | head -1)); PyTorch $("$PYTHON" -c 'import torch; print(torch.__version__)') gloo; $ROUNDS rounds, sides alternating"
@@ -107,6 +109,16 @@ for part in $PARTS; do
       done
       echo "(times: medians over $ROUNDS rounds; wick / raw: median of the rounds' raw/wick time ratios, each pair run back to back;"
       echo " wick / gloo: gloo's median time / wick's median time)"
+      if grep -q '^inproc_raw' "$TMP/ar.wick.raw" 2>/dev/null; then
+        echo
+        echo "the same pair inside wick's processes (raw MPI_Allreduce through LuaJIT's FFI, PAIRS batches alternating with wick's):"
+        printf '| size | raw MPI in wick us | wick us | wick / raw busbw |\n|---|---|---|---|\n'
+        for s in $SIZES; do
+          ir=$(median "$TMP/ar.wick.raw" inproc_raw 3 "$s"); iw=$(median "$TMP/ar.wick.raw" inproc_wick 3 "$s")
+          printf '| %s | %s | %s | %s |\n' "$(human "$s")" "$(awk -v t="$ir" 'BEGIN { printf "%.1f", t * 1e6 }')" \
+            "$(awk -v t="$iw" 'BEGIN { printf "%.1f", t * 1e6 }')" "$(ratio "$ir" "$iw")"
+        done
+      fi
       ;;
     mlp)
       echo

@@ -10,8 +10,8 @@
 -- SAMPLES: the first SAMPLES training images (0: all 60,000). Rank 0 prints
 -- name<TAB>value lines: epoch_s (wall seconds per epoch, training loop only,
 -- mean over EPOCHS), data_s (the part of it spent getting batches), steps
--- (batches per rank per epoch), accuracy (test set, after the run), loss (mean training loss of the last epoch on rank 0),
--- in_sync (1 when every rank ends with the same parameters), and from DDP's
+-- (batches per rank per epoch), accuracy (test set, after the run), loss
+-- (mean training loss of the last epoch on rank 0), in_sync (1 when every rank ends with the same parameters), and from DDP's
 -- communication statistics over the timed epochs: allreduce_s (time the bucket
 -- all-reduces took), wait_s (time backward's end waited for them: exposed),
 -- buckets (bucket all-reduces per step), hidden (1 - wait_s / allreduce_s);
@@ -98,6 +98,7 @@ local hi, lo = checksum:clone(), checksum:clone()
 dist.all_reduce(hi, { op = "max" })
 dist.all_reduce(lo, { op = "min" })
 local standalone = after and after.bucket_sizes and standalone_step_s(after.bucket_sizes) or nil
+
 
 if rank == 0 then
   local test = wick.data.FashionMNIST { train = false }
