@@ -207,8 +207,9 @@ typedef struct {
 /* "nccl: ncclAllReduce on cuda:0 failed: <NCCL's text> (<its last error>)" */
 static wick_status nccl_fail(ncclResult_t r, const char *call, const nccl_state *s, int device) {
     const char *text = nccl.ncclGetErrorString ? nccl.ncclGetErrorString(r) : "unknown NCCL error";
-    const char *last = nccl.ncclGetLastError && s && s->comm && !__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)
-                           ? nccl.ncclGetLastError(s->comm)
+    /* NCCL's own detail: the communicator's, or the process's last (NULL comm) when there is none yet */
+    const char *last = nccl.ncclGetLastError && !(s && __atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE))
+                           ? nccl.ncclGetLastError(s ? s->comm : NULL)
                            : NULL;
     bool more = last && *last;
     wick_status st = r == ncclInvalidArgument || r == ncclInvalidUsage ? WICK_ERR_ARGUMENT : WICK_ERR_DEVICE;
@@ -361,7 +362,7 @@ static wick_status nccl_send(wk_dist_group *g, const void *buf, int64_t count, w
     if (st) return st;
 #ifdef WK_DIST_HAVE_P2P_BYTES
     p2p_header h = {count, (int64_t)dtype};
-    if ((st = wk_mpi_send_bytes(wk_dist_engine_comm(g), &h, sizeof h, peer, WK_NCCL_P2P_TAG))) return st;
+    if ((st = wk_mpi_send_bytes(wk_dist_group_comm(g), &h, sizeof h, peer, WK_NCCL_P2P_TAG))) return st;
 #endif
     ncclResult_t r = nccl.ncclGroupStart();
     if (r == ncclSuccess) {
@@ -381,7 +382,7 @@ static wick_status nccl_recv(wk_dist_group *g, void *buf, int64_t count, wick_dt
     if (st) return st;
 #ifdef WK_DIST_HAVE_P2P_BYTES
     p2p_header h = {-1, -1};
-    if ((st = wk_mpi_recv_bytes(wk_dist_engine_comm(g), &h, sizeof h, peer, WK_NCCL_P2P_TAG))) return st;
+    if ((st = wk_mpi_recv_bytes(wk_dist_group_comm(g), &h, sizeof h, peer, WK_NCCL_P2P_TAG))) return st;
     if (h.count != count || h.dtype != (int64_t)dtype) {
         const char *sent = h.dtype >= 0 && h.dtype < WICK_NUM_DTYPES ? wick_dtype_name((wick_dtype)h.dtype) : "?";
         return wick_fail(WICK_ERR_SHAPE,
