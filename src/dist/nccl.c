@@ -352,6 +352,42 @@ typedef struct {
     int64_t count, dtype;
 } p2p_header;
 
+static ncclResult_t nccl_recv_one(nccl_state *s, void *buf, int64_t count, int type, int peer, cudaStream_t stream) {
+    ncclResult_t r = nccl.ncclGroupStart();
+    if (r == ncclSuccess) {
+        r = nccl.ncclRecv(buf, (size_t)count, (ncclDataType_t)type, peer, s->comm, stream);
+        ncclResult_t end = nccl.ncclGroupEnd();
+        if (r == ncclSuccess) r = end;
+    }
+    return r;
+}
+
+#ifdef WK_DIST_HAVE_P2P_BYTES
+/* The sender's count or dtype differs: its message is received into a buffer
+ * of its own shape and dropped (so the sender's ncclSend completes and the
+ * group stays usable), and the error says what each side had. */
+static wick_status recv_mismatch(nccl_state *s, cudaStream_t stream, const p2p_header *h, int64_t count,
+                                 wick_dtype dtype, int peer, int device) {
+    bool known = h->dtype >= 0 && h->dtype < WICK_NUM_DTYPES && h->count >= 0;
+    if (known) { /* the sender's dtype is valid: it queued an ncclSend of that shape */
+        wick_tensor *sink = NULL;
+        wick_options opt = wick_default_options();
+        opt.dtype = (wick_dtype)h->dtype, opt.device.type = WICK_CUDA, opt.device.index = device;
+        int type = -1, rop = -1;
+        if (!wk_dist_nccl_types("recv", opt.dtype, -1, &type, &rop) && !wick_empty(&sink, 1, &h->count, opt)) {
+            ncclResult_t r = nccl_recv_one(s, wick_tensor_data(sink), h->count, type, peer, stream);
+            wick_tensor_release(sink); /* stream-ordered: reused only after the receive */
+            if (r != ncclSuccess) return nccl_fail(r, "ncclRecv (dropping a mismatched message)", s, device);
+        }
+    }
+    return wick_fail(WICK_ERR_SHAPE,
+                     "recv: rank %d sent %lld elements of %s, but this rank receives %lld elements of %s "
+                     "(send and recv need tensors of the same number of elements and dtype)",
+                     peer, (long long)h->count, known ? wick_dtype_name((wick_dtype)h->dtype) : "?", (long long)count,
+                     wick_dtype_name(dtype));
+}
+#endif
+
 static wick_status nccl_send(wk_dist_group *g, const void *buf, int64_t count, wick_dtype dtype, int peer,
                              int device) {
     nccl_state *s = NULL;
@@ -383,20 +419,9 @@ static wick_status nccl_recv(wk_dist_group *g, void *buf, int64_t count, wick_dt
 #ifdef WK_DIST_HAVE_P2P_BYTES
     p2p_header h = {-1, -1};
     if ((st = wk_mpi_recv_bytes(wk_dist_group_comm(g), &h, sizeof h, peer, WK_NCCL_P2P_TAG))) return st;
-    if (h.count != count || h.dtype != (int64_t)dtype) {
-        const char *sent = h.dtype >= 0 && h.dtype < WICK_NUM_DTYPES ? wick_dtype_name((wick_dtype)h.dtype) : "?";
-        return wick_fail(WICK_ERR_SHAPE,
-                         "recv: rank %d sent %lld elements of %s, but this rank receives %lld elements of %s "
-                         "(the tensors of send and recv must have the same number of elements and dtype)",
-                         peer, (long long)h.count, sent, (long long)count, wick_dtype_name(dtype));
-    }
+    if (h.count != count || h.dtype != (int64_t)dtype) return recv_mismatch(s, stream, &h, count, dtype, peer, device);
 #endif
-    ncclResult_t r = nccl.ncclGroupStart();
-    if (r == ncclSuccess) {
-        r = nccl.ncclRecv(buf, (size_t)count, (ncclDataType_t)type, peer, s->comm, stream);
-        ncclResult_t end = nccl.ncclGroupEnd();
-        if (r == ncclSuccess) r = end;
-    }
+    ncclResult_t r = nccl_recv_one(s, buf, count, type, peer, stream);
     return r == ncclSuccess ? WICK_OK : nccl_fail(r, "ncclRecv", s, device);
 }
 

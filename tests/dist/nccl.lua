@@ -110,6 +110,20 @@ if n >= 2 then
     check(r:cpu():equal(wick.arange(1, 9, {dtype = "float64"})), "send/recv")
   end
 end
+-- a recv whose tensor differs from the sender's is a clear error on the
+-- receiver; the message is dropped, so both ranks go on with the group
+if n >= 2 then
+  if rank == 0 then
+    dist.send(wick.ones(4, {device = device}), 1)
+  elseif rank == 1 then
+    local okr, errr = pcall(dist.recv, wick.zeros(8, {device = device, dtype = "float64"}), 0)
+    check(not okr and tostring(errr):find("rank 0 sent 4 elements of float32, but this rank receives 8 elements "
+      .. "of float64", 1, true) ~= nil, "mismatched recv: " .. tostring(errr))
+  end
+  local after = wick.full({3}, rank + 1, {device = device})
+  dist.all_reduce(after)
+  all_equal(after, n * (n + 1) / 2, "all_reduce after a mismatched recv")
+end
 dist.barrier()
 
 -- a CPU tensor is an error on the nccl backend, at the caller's line
