@@ -109,6 +109,20 @@ static void test_loader_messages(void) {
         CHECK(wk_dist_nccl_try_library("/nonexistent/x.so", &version, tiny, sizeof tiny) == 0 &&
               strlen(tiny) == sizeof tiny - 1);
     }
+    /* stand-ins (tests/fake_nccl.c, built next to this test; absent where
+       only the test binary was carried, e.g. to a GPU machine) */
+#if defined(FAKE_NCCL_GOOD) && defined(FAKE_NCCL_OLD) && defined(FAKE_NCCL_NOSEND)
+    if (build_has_nccl() && access(FAKE_NCCL_GOOD, R_OK) == 0) {
+        CHECK(wk_dist_nccl_try_library(FAKE_NCCL_GOOD, &version, err, sizeof err) == 1 && version == 22809);
+        CHECK(wk_dist_nccl_try_library(FAKE_NCCL_OLD, &version, err, sizeof err) == 0 && version == 0);
+        CHECK(starts_with(err, NOT_AVAILABLE) && strstr(err, FAKE_NCCL_OLD) &&
+              strstr(err, " is NCCL 2.8.4, wick needs 2.10 or newer"));
+        CHECK(wk_dist_nccl_try_library(FAKE_NCCL_NOSEND, &version, err, sizeof err) == 0 && version == 0);
+        CHECK(starts_with(err, NOT_AVAILABLE) && strstr(err, "has no function ncclSend (NCCL 2.10 or newer is needed)"));
+    } else {
+        printf("test_dist_nccl: the stand-in libraries are not here: their checks skipped\n");
+    }
+#endif
     /* the real library, where this machine has it: its version is what the process loads */
     int have = wk_dist_nccl_try_library("libnccl.so.2", &version, err, sizeof err);
     if (have) {
