@@ -59,7 +59,8 @@ struct wick_dist_work {
 struct wk_dist_engine {
     void *comm; /* mpi.c's communicator */
     pthread_mutex_t lock;
-    pthread_cond_t cond;       /* queue changed, or an op finished */
+    pthread_cond_t cond;       /* the comm thread's: work queued, or stop */
+    pthread_cond_t wd_cond;    /* the watchdog's: stop (it wakes by its timer otherwise) */
     wick_dist_work *head, *tail;
     int busy;                  /* an op is running (inline or on the comm thread) */
     int stop;
@@ -289,7 +290,6 @@ static void *comm_main(void *arg) {
         if (heap) work_unref(w); /* the queue's reference */
         pthread_mutex_lock(&e->lock);
         e->busy = 0;
-        pthread_cond_broadcast(&e->cond);
     }
     pthread_mutex_unlock(&e->lock);
     return NULL;
@@ -355,7 +355,7 @@ static void *watchdog_main(void *arg) {
         int64_t t = (int64_t)ts.tv_nsec + poll_ns;
         ts.tv_sec += t / 1000000000;
         ts.tv_nsec = t % 1000000000;
-        pthread_cond_timedwait(&e->cond, &e->lock, &ts);
+        pthread_cond_timedwait(&e->wd_cond, &e->lock, &ts);
         if (e->stop) break;
         int64_t now = now_ns();
         uint64_t seq = __atomic_load_n(&e->run_seq, __ATOMIC_ACQUIRE);
@@ -380,6 +380,7 @@ static void group_free(wk_dist_group *g) {
         pthread_mutex_lock(&e->lock);
         e->stop = 1;
         pthread_cond_broadcast(&e->cond);
+        pthread_cond_broadcast(&e->wd_cond);
         pthread_mutex_unlock(&e->lock);
         if (e->comm_started) pthread_join(e->comm_thread, NULL); /* drains the queue first */
         if (e->watchdog_started) pthread_join(e->watchdog, NULL);
@@ -394,6 +395,7 @@ static void group_free(wk_dist_group *g) {
         if (g->be && g->be->destroy && e->comm) g->be->destroy(g);
         wk_mpi_comm_free(&e->comm);
         pthread_cond_destroy(&e->cond);
+        pthread_cond_destroy(&e->wd_cond);
         pthread_mutex_destroy(&e->lock);
         free(e);
     }
@@ -453,6 +455,7 @@ wick_status wick_dist_init(const char *backend, double timeout_s) {
     g->timeout_s = timeout_s;
     pthread_mutex_init(&e->lock, NULL);
     pthread_cond_init(&e->cond, NULL);
+    pthread_cond_init(&e->wd_cond, NULL);
     if ((st = wk_mpi_comm_new(&e->comm, &g->rank, &g->size, &g->local_rank))) goto done;
     if ((st = be->init(g))) {
         g->be = NULL; /* no destroy after a failed init */
@@ -556,7 +559,6 @@ static wick_status submit_sync(wk_dist_group *g, wick_dist_work *w) {
         wick_status st = run_op(g, w);
         pthread_mutex_lock(&e->lock);
         e->busy = 0;
-        pthread_cond_broadcast(&e->cond);
         pthread_mutex_unlock(&e->lock);
         return st;
     }
@@ -565,7 +567,7 @@ static wick_status submit_sync(wk_dist_group *g, wick_dist_work *w) {
     if (e->tail) e->tail->next = w;
     else e->head = w;
     e->tail = w;
-    pthread_cond_broadcast(&e->cond);
+    pthread_cond_signal(&e->cond); /* the comm thread */
     pthread_mutex_unlock(&e->lock);
     pthread_mutex_lock(&work_lock);
     while (!__atomic_load_n(&w->done, __ATOMIC_ACQUIRE)) pthread_cond_wait(&work_cond, &work_lock);
@@ -588,7 +590,7 @@ static wick_status submit_async(wk_dist_group *g, wick_dist_work *w, wick_dist_w
     if (e->tail) e->tail->next = h;
     else e->head = h;
     e->tail = h;
-    pthread_cond_broadcast(&e->cond);
+    pthread_cond_signal(&e->cond); /* the comm thread */
     pthread_mutex_unlock(&e->lock);
     *out = h;
     return WICK_OK;
