@@ -155,7 +155,7 @@ static void test_usable(void) {
     g.size = 1;
     g.timeout_s = 60;
     CHECK(wk_dist_nccl_backend.init(&g) != WICK_OK);
-    CHECK(starts_with(wick_last_error(), "init_process_group: backend \"nccl\": NCCL is not available: "));
+    CHECK(starts_with(wick_last_error(), "wick.distributed.init_process_group: backend 'nccl': NCCL is not available: "));
     CHECK(strstr(wick_last_error(), why) != NULL && g.backend_state == NULL);
     wk_dist_nccl_backend.destroy(&g); /* nothing to free: harmless */
     wk_dist_nccl_abort(&g);

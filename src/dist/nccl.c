@@ -204,7 +204,7 @@ typedef struct {
     int device;
 } nccl_event;
 
-/* "nccl: ncclAllReduce on cuda:0 failed: <NCCL's text> (<its last error>)" */
+/* "wick.distributed: ncclAllReduce on cuda:0 failed: <NCCL's text> (ncclResult N): <its last error>" */
 static wick_status nccl_fail(ncclResult_t r, const char *call, const nccl_state *s, int device) {
     const char *text = nccl.ncclGetErrorString ? nccl.ncclGetErrorString(r) : "unknown NCCL error";
     /* NCCL's own detail: the communicator's, or the process's last (NULL comm) when there is none yet */
@@ -213,7 +213,7 @@ static wick_status nccl_fail(ncclResult_t r, const char *call, const nccl_state 
                            : NULL;
     bool more = last && *last;
     wick_status st = r == ncclInvalidArgument || r == ncclInvalidUsage ? WICK_ERR_ARGUMENT : WICK_ERR_DEVICE;
-    return wick_fail(st, "nccl: %s on cuda:%d failed: %s (ncclResult %d)%s%s", call, device, text ? text : "?",
+    return wick_fail(st, "wick.distributed: %s on cuda:%d failed: %s (ncclResult %d)%s%s", call, device, text ? text : "?",
                      (int)r, more ? ": " : "", more ? last : "");
 }
 
@@ -240,7 +240,7 @@ static wick_status enter(wk_dist_group *g, int *device, const char *what, nccl_s
 
 static wick_status nccl_init(wk_dist_group *g) {
     const char *why = wk_dist_nccl_why();
-    if (why) return wick_fail(WICK_ERR_DEVICE, "init_process_group: backend \"nccl\": %s", why);
+    if (why) return wick_fail(WICK_ERR_DEVICE, "wick.distributed.init_process_group: backend 'nccl': %s", why);
     int count = wick_cuda_device_count();
     int device = (g->local_rank < 0 ? 0 : g->local_rank) % count;
     wick_status st = wick_cuda_set_device(device);
@@ -254,12 +254,12 @@ static wick_status nccl_init(wk_dist_group *g) {
     if (g->rank == 0) boot.status = (int32_t)nccl.ncclGetUniqueId(&boot.id);
     if ((st = wk_dist_bootstrap_broadcast(g, &boot, sizeof boot, 0))) return st;
     if (boot.status != ncclSuccess)
-        return wick_fail(WICK_ERR_DEVICE, "init_process_group: backend \"nccl\": ncclGetUniqueId failed on rank 0: %s",
+        return wick_fail(WICK_ERR_DEVICE, "wick.distributed.init_process_group: backend 'nccl': ncclGetUniqueId failed on rank 0: %s",
                          nccl.ncclGetErrorString((ncclResult_t)boot.status));
     void *stream;
-    if ((st = wk_gpu_stream(device, "init_process_group", &stream))) return st; /* CUDA's current device */
+    if ((st = wk_gpu_stream(device, "wick.distributed.init_process_group", &stream))) return st; /* CUDA's current device */
     nccl_state *s = (nccl_state *)calloc(1, sizeof *s);
-    if (!s) return wick_fail(WICK_ERR_OOM, "init_process_group: out of memory");
+    if (!s) return wick_fail(WICK_ERR_OOM, "wick.distributed.init_process_group: out of memory");
     s->device = device;
     ncclResult_t r = nccl.ncclCommInitRank(&s->comm, g->size, boot.id, g->rank);
     if (r != ncclSuccess) {
@@ -302,8 +302,8 @@ static wick_status nccl_all_reduce(wk_dist_group *g, void *buf, int64_t count, w
     nccl_state *s = NULL;
     cudaStream_t stream = NULL;
     int type, rop;
-    wick_status st = wk_dist_nccl_types("all_reduce", dtype, (int)op, &type, &rop);
-    if (!st) st = enter(g, &device, "all_reduce", &s, &stream);
+    wick_status st = wk_dist_nccl_types("wick.distributed.all_reduce", dtype, (int)op, &type, &rop);
+    if (!st) st = enter(g, &device, "wick.distributed.all_reduce", &s, &stream);
     if (st) return st;
     ncclResult_t r = nccl.ncclAllReduce(buf, buf, (size_t)count, (ncclDataType_t)type, (ncclRedOp_t)rop, s->comm,
                                         stream);
@@ -314,8 +314,8 @@ static wick_status nccl_broadcast(wk_dist_group *g, void *buf, int64_t count, wi
     nccl_state *s = NULL;
     cudaStream_t stream = NULL;
     int type, rop;
-    wick_status st = wk_dist_nccl_types("broadcast", dtype, -1, &type, &rop);
-    if (!st) st = enter(g, &device, "broadcast", &s, &stream);
+    wick_status st = wk_dist_nccl_types("wick.distributed.broadcast", dtype, -1, &type, &rop);
+    if (!st) st = enter(g, &device, "wick.distributed.broadcast", &s, &stream);
     if (st) return st;
     ncclResult_t r = nccl.ncclBroadcast(buf, buf, (size_t)count, (ncclDataType_t)type, root, s->comm, stream);
     return r == ncclSuccess ? WICK_OK : nccl_fail(r, "ncclBroadcast", s, device);
@@ -326,8 +326,8 @@ static wick_status nccl_all_gather(wk_dist_group *g, const void *send, void *rec
     nccl_state *s = NULL;
     cudaStream_t stream = NULL;
     int type, rop;
-    wick_status st = wk_dist_nccl_types("all_gather", dtype, -1, &type, &rop);
-    if (!st) st = enter(g, &device, "all_gather", &s, &stream);
+    wick_status st = wk_dist_nccl_types("wick.distributed.all_gather", dtype, -1, &type, &rop);
+    if (!st) st = enter(g, &device, "wick.distributed.all_gather", &s, &stream);
     if (st) return st;
     ncclResult_t r = nccl.ncclAllGather(send, recv, (size_t)count, (ncclDataType_t)type, s->comm, stream);
     return r == ncclSuccess ? WICK_OK : nccl_fail(r, "ncclAllGather", s, device);
@@ -338,8 +338,8 @@ static wick_status nccl_reduce_scatter(wk_dist_group *g, const void *send, void 
     nccl_state *s = NULL;
     cudaStream_t stream = NULL;
     int type, rop;
-    wick_status st = wk_dist_nccl_types("reduce_scatter_tensor", dtype, (int)op, &type, &rop);
-    if (!st) st = enter(g, &device, "reduce_scatter_tensor", &s, &stream);
+    wick_status st = wk_dist_nccl_types("wick.distributed.reduce_scatter_tensor", dtype, (int)op, &type, &rop);
+    if (!st) st = enter(g, &device, "wick.distributed.reduce_scatter_tensor", &s, &stream);
     if (st) return st;
     ncclResult_t r = nccl.ncclReduceScatter(send, recv, (size_t)count, (ncclDataType_t)type, (ncclRedOp_t)rop,
                                             s->comm, stream);
@@ -374,15 +374,15 @@ static wick_status recv_mismatch(nccl_state *s, cudaStream_t stream, const p2p_h
         wick_options opt = wick_default_options();
         opt.dtype = (wick_dtype)h->dtype, opt.device.type = WICK_CUDA, opt.device.index = device;
         int type = -1, rop = -1;
-        if (!wk_dist_nccl_types("recv", opt.dtype, -1, &type, &rop) && !wick_empty(&sink, 1, &h->count, opt)) {
+        if (!wk_dist_nccl_types("wick.distributed.recv", opt.dtype, -1, &type, &rop) && !wick_empty(&sink, 1, &h->count, opt)) {
             ncclResult_t r = nccl_recv_one(s, wick_tensor_data(sink), h->count, type, peer, stream);
             wick_tensor_release(sink); /* stream-ordered: reused only after the receive */
             if (r != ncclSuccess) return nccl_fail(r, "ncclRecv (dropping a mismatched message)", s, device);
         }
     }
     return wick_fail(WICK_ERR_SHAPE,
-                     "recv: rank %d sent %lld elements of %s, but this rank receives %lld elements of %s "
-                     "(send and recv need tensors of the same number of elements and dtype)",
+                     "wick.distributed.recv: rank %d sent %lld elements of %s, but the tensor holds %lld of %s "
+                     "(send and recv need the same dtype and number of elements)",
                      peer, (long long)h->count, known ? wick_dtype_name((wick_dtype)h->dtype) : "?", (long long)count,
                      wick_dtype_name(dtype));
 }
@@ -393,8 +393,8 @@ static wick_status nccl_send(wk_dist_group *g, const void *buf, int64_t count, w
     nccl_state *s = NULL;
     cudaStream_t stream = NULL;
     int type, rop;
-    wick_status st = wk_dist_nccl_types("send", dtype, -1, &type, &rop);
-    if (!st) st = enter(g, &device, "send", &s, &stream);
+    wick_status st = wk_dist_nccl_types("wick.distributed.send", dtype, -1, &type, &rop);
+    if (!st) st = enter(g, &device, "wick.distributed.send", &s, &stream);
     if (st) return st;
 #ifdef WK_DIST_HAVE_P2P_BYTES
     p2p_header h = {count, (int64_t)dtype};
@@ -413,8 +413,8 @@ static wick_status nccl_recv(wk_dist_group *g, void *buf, int64_t count, wick_dt
     nccl_state *s = NULL;
     cudaStream_t stream = NULL;
     int type, rop;
-    wick_status st = wk_dist_nccl_types("recv", dtype, -1, &type, &rop);
-    if (!st) st = enter(g, &device, "recv", &s, &stream);
+    wick_status st = wk_dist_nccl_types("wick.distributed.recv", dtype, -1, &type, &rop);
+    if (!st) st = enter(g, &device, "wick.distributed.recv", &s, &stream);
     if (st) return st;
 #ifdef WK_DIST_HAVE_P2P_BYTES
     p2p_header h = {-1, -1};
@@ -430,7 +430,7 @@ static wick_status nccl_recv(wk_dist_group *g, void *buf, int64_t count, wick_dt
 static wick_status nccl_barrier(wk_dist_group *g, int device) {
     nccl_state *s = NULL;
     cudaStream_t stream = NULL;
-    wick_status st = enter(g, &device, "barrier", &s, &stream);
+    wick_status st = enter(g, &device, "wick.distributed.barrier", &s, &stream);
     if (st) return st;
     device = s->device; /* the scratch lives there */
     ncclResult_t r =
@@ -438,8 +438,8 @@ static wick_status nccl_barrier(wk_dist_group *g, int device) {
                            stream);
     if (r != ncclSuccess) return nccl_fail(r, "ncclAllReduce (barrier)", s, device);
     void *ev = NULL;
-    if ((st = wk_gpu_event_record(device, "barrier", &ev))) return st;
-    st = wk_gpu_event_synchronize(ev, device, "barrier");
+    if ((st = wk_gpu_event_record(device, "wick.distributed.barrier", &ev))) return st;
+    st = wk_gpu_event_synchronize(ev, device, "wick.distributed.barrier");
     wk_gpu_event_destroy(ev);
     return st;
 }
@@ -451,7 +451,7 @@ static wick_status nccl_event_record(wk_dist_group *g, int device, void **event)
     nccl_state *s = (nccl_state *)g->backend_state;
     if (device < 0) device = s ? s->device : 0;
     nccl_event *e = (nccl_event *)malloc(sizeof *e);
-    if (!e) return wick_fail(WICK_ERR_OOM, "nccl: out of memory");
+    if (!e) return wick_fail(WICK_ERR_OOM, "wick.distributed: out of memory");
     e->device = device;
     wick_status st = wk_gpu_event_record(device, "wick.distributed (nccl)", &e->event);
     if (st) {
@@ -538,7 +538,7 @@ wick_status wk_dist_nccl_types(const char *what, wick_dtype dtype, int op, int *
 
 static wick_status nccl_init(wk_dist_group *g) {
     (void)g;
-    return wick_fail(WICK_ERR_DEVICE, "init_process_group: backend \"nccl\": %s", WK_NO_NCCL);
+    return wick_fail(WICK_ERR_DEVICE, "wick.distributed.init_process_group: backend 'nccl': %s", WK_NO_NCCL);
 }
 static void nccl_destroy(wk_dist_group *g) { (void)g; }
 
