@@ -42,6 +42,11 @@ local function all_equal(t, want, what)
   check(got:equal(w), ("%s: got %s, want every element %s"):format(what, tostring(got), tostring(want)))
 end
 
+check(dist.get_backend() == "nccl", "the backend is nccl")
+-- In a world of one (one GPU) a reduction over ranks is the identity, so the
+-- all_reduce checks cannot tell NCCL from nothing there; all_gather,
+-- all_gather_into_tensor and reduce_scatter_tensor write fresh outputs and can.
+-- The dtype and op tables are checked against nccl.h by test_dist_nccl.
 -- the rank's device is local_rank % device_count, made current by init
 check(wick.cuda.current_device() == dist.get_local_rank() % wick.cuda.device_count(), "current device")
 
