@@ -118,7 +118,8 @@ static void test_loader_messages(void) {
         CHECK(starts_with(err, NOT_AVAILABLE) && strstr(err, FAKE_NCCL_OLD) &&
               strstr(err, " is NCCL 2.8.4, wick needs 2.10 or newer"));
         CHECK(wk_dist_nccl_try_library(FAKE_NCCL_NOSEND, &version, err, sizeof err) == 0 && version == 0);
-        CHECK(starts_with(err, NOT_AVAILABLE) && strstr(err, "has no function ncclSend (NCCL 2.10 or newer is needed)"));
+        CHECK(starts_with(err, NOT_AVAILABLE) &&
+              strstr(err, "has no function ncclSend (NCCL 2.10 or newer is needed)"));
     } else {
         printf("test_dist_nccl: the stand-in libraries are not here: their checks skipped\n");
     }
@@ -155,7 +156,8 @@ static void test_usable(void) {
     g.size = 1;
     g.timeout_s = 60;
     CHECK(wk_dist_nccl_backend.init(&g) != WICK_OK);
-    CHECK(starts_with(wick_last_error(), "wick.distributed.init_process_group: backend 'nccl': NCCL is not available: "));
+    CHECK(starts_with(wick_last_error(),
+                      "wick.distributed.init_process_group: backend 'nccl': NCCL is not available: "));
     CHECK(strstr(wick_last_error(), why) != NULL && g.backend_state == NULL);
     wk_dist_nccl_backend.destroy(&g); /* nothing to free: harmless */
     wk_dist_nccl_abort(&g);

@@ -94,7 +94,8 @@ static int open_library(const char *path, nccl_api *api, void **handle, int *ver
     if (r != ncclSuccess || code < WK_NCCL_MIN_VERSION) {
         char have[32];
         version_text(code, have, sizeof have);
-        if (r != ncclSuccess) snprintf(err, size, "NCCL is not available: ncclGetVersion of %s failed (%d)", path, (int)r);
+        if (r != ncclSuccess)
+            snprintf(err, size, "NCCL is not available: ncclGetVersion of %s failed (%d)", path, (int)r);
         else snprintf(err, size, "NCCL is not available: %s is NCCL %s, wick needs %s or newer", path, have,
                       WK_NCCL_MIN_TEXT);
         dlclose(lib);
@@ -213,8 +214,8 @@ static wick_status nccl_fail(ncclResult_t r, const char *call, const nccl_state 
                            : NULL;
     bool more = last && *last;
     wick_status st = r == ncclInvalidArgument || r == ncclInvalidUsage ? WICK_ERR_ARGUMENT : WICK_ERR_DEVICE;
-    return wick_fail(st, "wick.distributed: %s on cuda:%d failed: %s (ncclResult %d)%s%s", call, device, text ? text : "?",
-                     (int)r, more ? ": " : "", more ? last : "");
+    return wick_fail(st, "wick.distributed: %s on cuda:%d failed: %s (ncclResult %d)%s%s", call, device,
+                     text ? text : "?", (int)r, more ? ": " : "", more ? last : "");
 }
 
 /* The group's state, its device's stream made current, for an entry named
@@ -254,10 +255,12 @@ static wick_status nccl_init(wk_dist_group *g) {
     if (g->rank == 0) boot.status = (int32_t)nccl.ncclGetUniqueId(&boot.id);
     if ((st = wk_dist_bootstrap_broadcast(g, &boot, sizeof boot, 0))) return st;
     if (boot.status != ncclSuccess)
-        return wick_fail(WICK_ERR_DEVICE, "wick.distributed.init_process_group: backend 'nccl': ncclGetUniqueId failed on rank 0: %s",
+        return wick_fail(WICK_ERR_DEVICE,
+                         "wick.distributed.init_process_group: backend 'nccl': ncclGetUniqueId failed on rank 0: %s",
                          nccl.ncclGetErrorString((ncclResult_t)boot.status));
     void *stream;
-    if ((st = wk_gpu_stream(device, "wick.distributed.init_process_group", &stream))) return st; /* CUDA's current device */
+    /* the device made CUDA's current one: ncclCommInitRank uses it */
+    if ((st = wk_gpu_stream(device, "wick.distributed.init_process_group", &stream))) return st;
     nccl_state *s = (nccl_state *)calloc(1, sizeof *s);
     if (!s) return wick_fail(WICK_ERR_OOM, "wick.distributed.init_process_group: out of memory");
     s->device = device;
@@ -374,7 +377,8 @@ static wick_status recv_mismatch(nccl_state *s, cudaStream_t stream, const p2p_h
         wick_options opt = wick_default_options();
         opt.dtype = (wick_dtype)h->dtype, opt.device.type = WICK_CUDA, opt.device.index = device;
         int type = -1, rop = -1;
-        if (!wk_dist_nccl_types("wick.distributed.recv", opt.dtype, -1, &type, &rop) && !wick_empty(&sink, 1, &h->count, opt)) {
+        if (!wk_dist_nccl_types("wick.distributed.recv", opt.dtype, -1, &type, &rop) &&
+            !wick_empty(&sink, 1, &h->count, opt)) {
             ncclResult_t r = nccl_recv_one(s, wick_tensor_data(sink), h->count, type, peer, stream);
             wick_tensor_release(sink); /* stream-ordered: reused only after the receive */
             if (r != ncclSuccess) return nccl_fail(r, "ncclRecv (dropping a mismatched message)", s, device);
