@@ -6,7 +6,7 @@
 #              the C tests (test_backends, test_cuda_runtime, test_core), the
 #              matmul benchmark; fits one 10-minute device command: 8 minutes
 #              at most, by the budget below
-#   full       = suite examples sanitizer bench (longer than one 10-minute
+#   full       = suite examples sanitizer nccl bench (longer than one 10-minute
 #              device command: on a device, run the tiers one per command)
 #   suite      preflight, every spec/*_spec.lua, the C tests
 #   examples   examples/tensors.lua; examples/fashion_mnist.lua --device cuda, MLP
