@@ -11,9 +11,10 @@
 -- name<TAB>value lines: epoch_s (wall seconds per epoch, training loop only,
 -- mean over EPOCHS), data_s (the part of it spent getting batches), steps
 -- (batches per rank per epoch), accuracy (test set, after the run), loss
--- (mean training loss of the last epoch on rank 0), in_sync (1 when every rank ends with the same parameters), and from DDP's
--- communication statistics over the timed epochs: allreduce_s (time the bucket
--- all-reduces took), wait_s (time backward's end waited for them: exposed),
+-- (mean training loss of the last epoch on rank 0), in_sync (1 when every
+-- rank ends with the same parameters), and from DDP's communication
+-- statistics over the timed epochs: allreduce_s (time the bucket all-reduces
+-- took), wait_s (time backward's end waited for them: exposed),
 -- buckets (bucket all-reduces per step), hidden (1 - wait_s / allreduce_s);
 -- standalone_s (the same buckets all-reduced as many times with nothing else
 -- running) and hidden_vs_standalone (1 - wait_s / standalone_s).
