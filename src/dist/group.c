@@ -168,7 +168,9 @@ static wick_status fail_mismatch(wick_dist_work *w, const char *what, long long 
 /* The signature check: kind, dtype, count, op and root compared over ranks,
  * so a mismatch is the same error on every rank (and no data moved). */
 static wick_status check_signature(wk_dist_group *g, wick_dist_work *w) {
-    int64_t f[5] = {w->kind, w->dtype, w->count, (int64_t)w->op * 2 + w->divide, w->peer};
+    /* all_gather into a list and into one tensor move the same bytes: either may meet the other */
+    int64_t kind = w->kind == K_ALL_GATHER_INTO ? K_ALL_GATHER : w->kind;
+    int64_t f[5] = {kind, w->dtype, w->count, (int64_t)w->op * 2 + w->divide, w->peer};
     int64_t lo[5], hi[5];
     int n = w->kind == K_BARRIER ? 1 : 5;
     wick_status st = wk_mpi_minmax(g->engine->comm, f, lo, hi, n);

@@ -226,6 +226,24 @@ do
   check(t:min():item() == want and t:max():item() == want, "64 MiB all_reduce")
 end
 
+-- all_gather into a list on some ranks meets all_gather_into_tensor on others (the same bytes)
+do
+  local t = values(rank)
+  local got
+  if rank % 2 == 0 then
+    local list = {}
+    for r = 1, world do list[r] = values(0):zero_() end
+    dist.all_gather(list, t)
+    got = wick.cat(list, 1)
+  else
+    got = wick.zeros(world * ROWS, COLS, { dtype = "float64" })
+    dist.all_gather_into_tensor(got, t)
+  end
+  local want = {}
+  for r = 0, world - 1 do want[r + 1] = values(r) end
+  check(same(got, wick.cat(want, 1)), "all_gather meets all_gather_into_tensor")
+end
+
 -- leaves that require grad (parameters: DDP broadcasts and averages them),
 -- 0-dim and empty tensors
 do
