@@ -60,8 +60,10 @@ describe("wick.distributed", function()
 
   it("runs every collective in a world of one", function()
     if not dist.is_available() then return pending("built without MPI") end
-    if not wick.built_with_cuda then
+    if not require("wick.core").built_with_cuda then
       raises(function() dist.init_process_group{ backend = "nccl" } end, "backend 'nccl' needs a CUDA build of wick")
+    elseif not wick.cuda.is_available() then
+      raises(function() dist.init_process_group{ backend = "nccl" } end, "backend 'nccl': NCCL is not available: ")
     end
     dist.init_process_group{ backend = "mpi", timeout = 30 }
     assert.is_true(dist.is_initialized())
