@@ -361,7 +361,8 @@ find_mpirun() {
 nccl_world_body() {
   local n=$1 launcher=$2 out rc=0
   out=$(mktemp)
-  echo "world of $n: ${launcher:-no mpirun, one process}; WICK_NCCL_LIBRARY=${WICK_NCCL_LIBRARY:-(library path)}"
+  echo "world of $n: ${launcher:-no mpirun, one process}; WICK_NCCL_LIBRARY=${WICK_NCCL_LIBRARY:-(library path)};" \
+    "NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-} NCCL_DEBUG=${NCCL_DEBUG:-}"
   if [ -n "$launcher" ]; then
     "$launcher" --allow-run-as-root --oversubscribe -np "$n" "$WICK" tests/dist/nccl.lua >"$out" 2>&1 || rc=$?
   else
@@ -394,6 +395,9 @@ nccl_step() {
   else
     launcher="" gpus=1
   fi
+  # one machine: NCCL's bootstrap on the loopback interface (the device machine has no
+  # network beyond itself), and NCCL's warnings in the log
+  export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} NCCL_DEBUG=${NCCL_DEBUG:-WARN}
   SHOWN="${launcher:-(no mpirun)} -np $gpus $WICK tests/dist/nccl.lua" \
     step "nccl world of $gpus" info 150 bash -c "$(declare -f nccl_world_body); nccl_world_body $gpus '$launcher'"
 }
