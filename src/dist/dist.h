@@ -105,6 +105,9 @@ int wk_dist_nccl_usable(void);
 #endif
 
 /* ---- the engine (group.c) ---- */
+/* wick_dist_init with a backend table of the caller's (tests/test_dist.c
+ * runs the engine's asynchronous-backend paths on a stand-in table). */
+wick_status wk_dist_init_backend(const wk_dist_backend *be, double timeout_s);
 /* Destroys the default group, if any, without reporting (at process exit,
  * before MPI_Finalize). */
 void wk_dist_shutdown(void);

@@ -334,7 +334,7 @@ static void watchdog_check_events(wk_dist_group *g, int64_t now, int64_t limit) 
         if (q == 1) {
             *pp = w->next;
             w->next = NULL;
-            work_finish(w, WICK_OK);
+            if (!__atomic_load_n(&w->done, __ATOMIC_ACQUIRE)) work_finish(w, WICK_OK);
             work_unref(w);
             continue;
         }
@@ -391,7 +391,7 @@ static void group_free(wk_dist_group *g) {
             wick_dist_work *w = e->pending;
             e->pending = w->next;
             wick_status st = g->be->event_wait(g, w->event);
-            work_finish(w, st);
+            if (!__atomic_load_n(&w->done, __ATOMIC_ACQUIRE) || st) work_finish(w, st);
             work_unref(w);
         }
         if (g->be && g->be->destroy && e->comm) g->be->destroy(g);
@@ -429,6 +429,11 @@ wick_status wick_dist_init(const char *backend, double timeout_s) {
                          "wick.distributed.init_process_group: unknown backend '%s' (expected 'mpi' or 'nccl')",
                          backend);
     }
+    return wk_dist_init_backend(be, timeout_s);
+}
+
+wick_status wk_dist_init_backend(const wk_dist_backend *be, double timeout_s) {
+    if (!wick_dist_is_available()) return no_group("init_process_group");
     if (!(timeout_s == timeout_s) || timeout_s < 0 || timeout_s > 1e9)
         return wick_fail(WICK_ERR_ARGUMENT,
                          "wick.distributed.init_process_group: timeout must be a positive number of seconds, got %g",
@@ -939,6 +944,7 @@ wick_status wick_dist_work_wait(wick_dist_work *w) {
         if (g && g == w->g) {
             wick_status st = g->be->event_wait(g, w->event);
             if (st) return st;
+            work_finish(w, WICK_OK); /* the watchdog takes it off its list at its next look */
         }
     }
     pthread_mutex_lock(&work_lock);
