@@ -226,6 +226,15 @@ do
   check(t:min():item() == want and t:max():item() == want, "64 MiB all_reduce")
 end
 
+-- a barrier waits for the slowest rank (sync and async)
+for _, async in ipairs({ false, true }) do
+  local t0 = wick.clock()
+  if rank == world - 1 then os.execute("sleep 0.3") end
+  run(async, function(o) return dist.barrier(o) end)
+  check(wick.clock() - t0 >= 0.25, ("barrier (%s) waited %.3f s for the slowest rank"):format(
+    async and "async" or "sync", wick.clock() - t0))
+end
+
 -- all_gather into a list on some ranks meets all_gather_into_tensor on others (the same bytes)
 do
   local t = values(rank)
