@@ -124,9 +124,15 @@ int wk_mpi_started(void);
  * sets *comm (an opaque MPI_Comm handle), rank, size, local rank. */
 wick_status wk_mpi_comm_new(void **comm, int *rank, int *size, int *local_rank);
 void wk_mpi_comm_free(void **comm);
-/* The engine's signature check: every rank passes n int64 fields; on return
- * lo[i] / hi[i] are the minimum / maximum of field i over ranks. */
-wick_status wk_mpi_minmax(void *comm, const int64_t *fields, int64_t *lo, int64_t *hi, int n);
+/* The engine's signature check, one fixed-size MPI_Allreduce: every rank
+ * passes n int64 fields; on return lo[i] / hi[i] are the minimum / maximum of
+ * field i over ranks, and *bad is 1 when any two ranks' fields differ. With
+ * `payload` (CPU memory, count elements of dtype, at most
+ * WK_MPI_INLINE_BYTES) the same message reduces it in place with `op` (never
+ * AVG) when no rank's fields differ: a small all_reduce in one round trip. */
+#define WK_MPI_INLINE_BYTES 256
+wick_status wk_mpi_check(void *comm, const int64_t *fields, int64_t *lo, int64_t *hi, int n, int *bad,
+                         void *payload, wick_dtype dtype, wick_dist_op op, int64_t count);
 wick_status wk_mpi_bcast_bytes(void *comm, void *buf, size_t n, int root);
 /* Blocking MPI_Send / MPI_Recv of n bytes (MPI_BYTE) with a tag, for a
  * backend's own headers (nccl.c checks a recv's size and dtype with them);

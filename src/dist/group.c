@@ -48,6 +48,7 @@ struct wick_dist_work {
     wick_tensor **outs;       /* all_gather's list (retained each) */
     int nouts;
     int heap;                  /* malloc'd (async, or an asynchronous backend's op) */
+    int inline_done;           /* the signature check's message carried and reduced the payload */
     int done;                  /* atomic */
     wick_status status;
     char msg[1024];
@@ -165,6 +166,8 @@ static wick_status fail_mismatch(wick_dist_work *w, const char *what, long long 
                      kind_names[w->kind], (unsigned long long)w->seq, what, lo, hi);
 }
 
+static void *data_of(wick_tensor *t) { return t ? wick_tensor_data(t) : NULL; }
+
 /* The signature check: kind, dtype, count, op and root compared over ranks,
  * so a mismatch is the same error on every rank (and no data moved). */
 static wick_status check_signature(wk_dist_group *g, wick_dist_work *w) {
@@ -172,9 +175,15 @@ static wick_status check_signature(wk_dist_group *g, wick_dist_work *w) {
     int64_t kind = w->kind == K_ALL_GATHER_INTO ? K_ALL_GATHER : w->kind;
     int64_t f[5] = {kind, w->dtype, w->count, (int64_t)w->op * 2 + w->divide, w->peer};
     int64_t lo[5], hi[5];
-    int n = w->kind == K_BARRIER ? 1 : 5;
-    wick_status st = wk_mpi_minmax(g->engine->comm, f, lo, hi, n);
+    int n = w->kind == K_BARRIER ? 1 : 5, bad = 0;
+    /* a small all_reduce on CPU rides in the check's own message (the same
+     * decision on every rank: it depends on fields the check compares) */
+    int carry = g->be == &wk_dist_mpi_backend && w->kind == K_ALL_REDUCE && w->count > 0 &&
+                w->count * (int64_t)wick_dtype_size(w->dtype) <= WK_MPI_INLINE_BYTES;
+    wick_status st = wk_mpi_check(g->engine->comm, f, lo, hi, n, &bad, carry ? data_of(w->recv) : NULL, w->dtype,
+                                  w->op, w->count);
     if (st) return st;
+    w->inline_done = carry && !bad;
     if (lo[0] != hi[0])
         return wick_fail(WICK_ERR_SHAPE,
                          "wick.distributed.%s #%llu: the ranks called different collectives here (%s on some, %s on "
@@ -194,10 +203,12 @@ static wick_status check_signature(wk_dist_group *g, wick_dist_work *w) {
                          kind_names[w->kind], (unsigned long long)w->seq,
                          lo[3] & 1 ? "avg" : op_names[lo[3] / 2], hi[3] & 1 ? "avg" : op_names[hi[3] / 2]);
     if (lo[4] != hi[4]) return fail_mismatch(w, "the src ranks", lo[4], hi[4]);
+    if (bad)
+        return wick_fail(WICK_ERR_SHAPE, "wick.distributed.%s #%llu: the ranks' calls differ: every rank must call the "
+                         "same collectives with the same sizes and dtypes", kind_names[w->kind], (unsigned long long)w->seq);
     return WICK_OK;
 }
 
-static void *data_of(wick_tensor *t) { return t ? wick_tensor_data(t) : NULL; }
 
 static wick_status call_backend(wk_dist_group *g, wick_dist_work *w) {
     const wk_dist_backend *be = g->be;
@@ -265,7 +276,7 @@ static wick_status run_op(wk_dist_group *g, wick_dist_work *w) {
     __atomic_store_n(&e->run_seq, w->seq, __ATOMIC_RELEASE);
     wick_status st = WICK_OK;
     if (w->kind != K_SEND && w->kind != K_RECV) st = check_signature(g, w);
-    if (!st) st = call_backend(g, w);
+    if (!st && !w->inline_done) st = call_backend(g, w);
     __atomic_store_n(&e->run_seq, 0, __ATOMIC_RELEASE);
     if (!st && !g->be->asynchronous) st = finish_result(g, w);
     return st;

@@ -8,6 +8,7 @@
 #include "../core/internal.h" /* wk_half_to_float, wk_bf16_to_float, ... */
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,8 @@ static MPI_Op mpi_op(wick_dtype dt, wick_dist_op op) {
     }
 }
 
+static wick_status make_check_op(void);
+
 static void finalize_at_exit(void) {
     wk_dist_shutdown(); /* the default group's threads first */
     int fin = 0;
@@ -122,7 +125,11 @@ wick_status wk_mpi_start(void) {
                              "MPI_THREAD_MULTIPLE (level %d), which wick's comm and watchdog threads need",
                              provided);
     }
-    if (!half_ops_made) return make_half_ops();
+    if (!half_ops_made) {
+        wick_status st = make_half_ops();
+        if (!st) st = make_check_op();
+        return st;
+    }
     return WICK_OK;
 }
 
@@ -179,18 +186,110 @@ void wk_mpi_comm_free(void **comm) {
     *comm = NULL;
 }
 
-wick_status wk_mpi_minmax(void *comm, const int64_t *fields, int64_t *lo, int64_t *hi, int n) {
-    int64_t buf[2 * WK_DIST_MAX_FIELDS];
-    for (int i = 0; i < n; i++) {
-        buf[i] = fields[i];
-        buf[n + i] = -fields[i];
+/* ---- the signature check: one message of a fixed size ----
+ * Every rank's check is one MPI_Allreduce of one check_msg, whatever the
+ * collective, so ranks that disagree still meet in it (never a count that
+ * differs, never a hang). It carries the fields and their negations (so the
+ * max of both gives each field's max and min) and, for a small all_reduce,
+ * the payload itself: when every partial result agrees on the signature,
+ * the op reduces the payload too and the collective is done in one round
+ * trip instead of two. */
+typedef struct check_msg {
+    int64_t n, bad;                     /* fields in use; 1 once two partial results disagreed */
+    int64_t f[2 * WK_DIST_MAX_FIELDS];  /* fields, then their negations */
+    int64_t pdtype, pop, pcount;        /* the payload: dtype, op, elements (0: none) */
+    unsigned char payload[WK_MPI_INLINE_BYTES];
+} check_msg;
+static MPI_Datatype check_type;
+static MPI_Op check_op;
+
+/* b = a op b over n elements of dtype (the inline payload) */
+#define RED_CASES(T, U)                                                            \
+    {                                                                              \
+        const T *x = a;                                                            \
+        T *y = b;                                                                  \
+        for (int64_t i = 0; i < n; i++) {                                          \
+            if (op == WICK_DIST_MAX) y[i] = x[i] > y[i] ? x[i] : y[i];             \
+            else if (op == WICK_DIST_MIN) y[i] = x[i] < y[i] ? x[i] : y[i];        \
+            else if (op == WICK_DIST_PRODUCT) y[i] = (T)((U)x[i] * (U)y[i]);       \
+            else y[i] = (T)((U)x[i] + (U)y[i]);                                    \
+        }                                                                          \
+    }                                                                              \
+    break;
+static void reduce_inline(const void *a, void *b, int64_t dtype, int64_t op, int64_t n) {
+    int len = (int)n;
+    switch ((wick_dtype)dtype) {
+    case WICK_FLOAT32: RED_CASES(float, float)
+    case WICK_FLOAT64: RED_CASES(double, double)
+    case WICK_INT64: RED_CASES(int64_t, uint64_t)
+    case WICK_INT32: RED_CASES(int32_t, uint32_t)
+    case WICK_UINT8: RED_CASES(uint8_t, uint32_t)
+    case WICK_BOOL: {
+        const uint8_t *x = a;
+        uint8_t *y = b;
+        int any = op == WICK_DIST_SUM || op == WICK_DIST_MAX;
+        for (int64_t i = 0; i < n; i++) y[i] = any ? (x[i] | y[i]) : (x[i] & y[i]);
+        break;
     }
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, 2 * n, MPI_INT64_T, MPI_MAX, ((wk_mpi_comm *)comm)->comm),
+    case WICK_FLOAT16:
+    case WICK_BFLOAT16: {
+        int h = dtype == WICK_BFLOAT16;
+        MPI_User_function *fns[2][4] = {{f16_sum, f16_max, f16_min, f16_prod}, {bf16_sum, bf16_max, bf16_min, bf16_prod}};
+        int k = op == WICK_DIST_MAX ? 1 : op == WICK_DIST_MIN ? 2 : op == WICK_DIST_PRODUCT ? 3 : 0;
+        fns[h][k]((void *)a, b, &len, NULL);
+        break;
+    }
+    default: break;
+    }
+}
+
+static void check_reduce(void *in, void *inout, int *len, MPI_Datatype *type) {
+    for (int m = 0; m < *len; m++) {
+        const check_msg *a = (const check_msg *)in + m;
+        check_msg *b = (check_msg *)inout + m;
+        int n = (int)b->n;
+        int same = !a->bad && !b->bad && a->n == b->n && n >= 0 && n <= WK_DIST_MAX_FIELDS &&
+                   memcmp(a->f, b->f, sizeof(int64_t) * 2 * (size_t)n) == 0 && a->pdtype == b->pdtype &&
+                   a->pop == b->pop && a->pcount == b->pcount;
+        if (same && b->pcount > 0) reduce_inline(a->payload, b->payload, b->pdtype, b->pop, b->pcount);
+        if (!same) b->bad = 1;
+        for (int i = 0; i < 2 * WK_DIST_MAX_FIELDS; i++) b->f[i] = a->f[i] > b->f[i] ? a->f[i] : b->f[i];
+    }
+}
+
+static wick_status make_check_op(void) {
+    MPI_CHECK(MPI_Type_contiguous((int)sizeof(check_msg), MPI_BYTE, &check_type), "MPI_Type_contiguous");
+    MPI_CHECK(MPI_Type_commit(&check_type), "MPI_Type_commit");
+    MPI_CHECK(MPI_Op_create(check_reduce, 1, &check_op), "MPI_Op_create");
+    return WICK_OK;
+}
+
+wick_status wk_mpi_check(void *comm, const int64_t *fields, int64_t *lo, int64_t *hi, int n, int *bad,
+                         void *payload, wick_dtype dtype, wick_dist_op op, int64_t count) {
+    check_msg m;
+    memset(&m, 0, offsetof(check_msg, payload));
+    m.n = n;
+    for (int i = 0; i < WK_DIST_MAX_FIELDS; i++) {
+        int64_t v = i < n ? fields[i] : 0;
+        m.f[i] = v;
+        m.f[WK_DIST_MAX_FIELDS + i] = -v;
+    }
+    size_t bytes = payload ? (size_t)count * wick_dtype_size(dtype) : 0;
+    if (bytes > WK_MPI_INLINE_BYTES) bytes = 0, payload = NULL;
+    if (payload) {
+        m.pdtype = dtype;
+        m.pop = op;
+        m.pcount = count;
+        memcpy(m.payload, payload, bytes);
+    }
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &m, 1, check_type, check_op, ((wk_mpi_comm *)comm)->comm),
               "MPI_Allreduce (the signature check)");
     for (int i = 0; i < n; i++) {
-        hi[i] = buf[i];
-        lo[i] = -buf[n + i];
+        hi[i] = m.f[i];
+        lo[i] = -m.f[WK_DIST_MAX_FIELDS + i];
     }
+    *bad = (int)m.bad;
+    if (payload && !m.bad) memcpy(payload, m.payload, bytes);
     return WICK_OK;
 }
 
@@ -331,7 +430,10 @@ wick_status wk_mpi_start(void) { return no_mpi(); }
 int wk_mpi_started(void) { return 0; }
 wick_status wk_mpi_comm_new(void **comm, int *rank, int *size, int *local_rank) { return no_mpi(); }
 void wk_mpi_comm_free(void **comm) {}
-wick_status wk_mpi_minmax(void *comm, const int64_t *fields, int64_t *lo, int64_t *hi, int n) { return no_mpi(); }
+wick_status wk_mpi_check(void *comm, const int64_t *fields, int64_t *lo, int64_t *hi, int n, int *bad,
+                         void *payload, wick_dtype dtype, wick_dist_op op, int64_t count) {
+    return no_mpi();
+}
 wick_status wk_mpi_bcast_bytes(void *comm, void *buf, size_t n, int root) { return no_mpi(); }
 wick_status wk_mpi_send_bytes(void *comm, const void *buf, size_t n, int peer, int tag) { return no_mpi(); }
 wick_status wk_mpi_recv_bytes(void *comm, void *buf, size_t n, int peer, int tag) { return no_mpi(); }
