@@ -140,7 +140,8 @@ local function accuracy(model, loader)
   end)
   model:train()
   if loader == shard_loader and dist then
-    local counts = wick.tensor({ correct, total }, { dtype = "float64" })
+    -- on the model's device: the nccl backend moves CUDA tensors only
+    local counts = wick.tensor({ correct, total }, { dtype = "float64", device = device })
     dist.all_reduce(counts)
     correct, total = counts[1]:item(), counts[2]:item()
   end
@@ -211,7 +212,7 @@ for epoch = 1, epochs do
   local elapsed = wick.clock() - t0
   local mean_loss = running / batches
   if dist then -- the ranks' mean losses, averaged
-    local l = wick.tensor({ mean_loss }, { dtype = "float64" })
+    local l = wick.tensor({ mean_loss }, { dtype = "float64", device = device })
     dist.all_reduce(l, { op = "avg" })
     mean_loss = l:item()
   end
