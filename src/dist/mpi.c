@@ -247,10 +247,10 @@ static void check_reduce(void *in, void *inout, int *len, MPI_Datatype *type) {
     for (int m = 0; m < *len; m++) {
         const check_msg *a = (const check_msg *)in + m;
         check_msg *b = (check_msg *)inout + m;
-        int n = (int)b->n;
-        int same = !a->bad && !b->bad && a->n == b->n && n >= 0 && n <= WK_DIST_MAX_FIELDS &&
-                   memcmp(a->f, b->f, sizeof(int64_t) * 2 * (size_t)n) == 0 && a->pdtype == b->pdtype &&
-                   a->pop == b->pop && a->pcount == b->pcount;
+        /* partial results of ranks that agree are identical, fields, negations and all */
+        int same = !a->bad && !b->bad && a->n == b->n && memcmp(a->f, b->f, sizeof a->f) == 0 &&
+                   a->pdtype == b->pdtype && a->pop == b->pop && a->pcount == b->pcount &&
+                   b->pcount >= 0 && b->pcount * (int64_t)wick_dtype_size((wick_dtype)b->pdtype) <= WK_MPI_INLINE_BYTES;
         if (same && b->pcount > 0) reduce_inline(a->payload, b->payload, b->pdtype, b->pop, b->pcount);
         if (!same) b->bad = 1;
         for (int i = 0; i < 2 * WK_DIST_MAX_FIELDS; i++) b->f[i] = a->f[i] > b->f[i] ? a->f[i] : b->f[i];
