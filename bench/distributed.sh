@@ -8,7 +8,10 @@
 #     (bench/distributed_allreduce_torch.py; goal: wick faster at every size).
 #     busbw = bytes / time * 2(n-1)/n. Each round runs raw and wick back to back
 #     per size (order alternating) and PyTorch once over all sizes (first, in
-#     the middle or last in turn); medians over ROUNDS.
+#     the middle or last in turn); medians over ROUNDS. A second table times
+#     raw MPI_Allreduce inside wick's own processes (LuaJIT's FFI), PAIRS
+#     batches alternating with wick's: one process, one moment, so other
+#     processes' load on a shared machine affects both sides alike.
 #  2. one Fashion-MNIST MLP epoch under DDP (bench/distributed_mlp.lua against
 #     bench/distributed_mlp_torch.py, gloo): time per epoch (goal wick <= 0.7x),
 #     both test accuracies (same within a point), and the share of wick's bucket
@@ -21,6 +24,7 @@
 # Environment: ROUNDS=3  SIZES="4096 65536 1048576 16777216 268435456" (bytes)
 #   MIN_TIME=0.2 (seconds a timed batch of calls must last; batches double)
 #   SAMPLES=0 (training images per epoch, 0 = all 60,000)  EPOCHS=1
+#   PAIRS=3 (alternating batches per side in the in-process table)
 #   BUCKET_MB=1  PARTS="allreduce mlp"  BIND=core (mpirun --bind-to, its default for 2 ranks)
 #   PYTHON=$HOME/.cache/wick-torch-venv/bin/python
 set -euo pipefail
