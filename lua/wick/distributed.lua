@@ -17,9 +17,14 @@ function M.is_available()
   return false, why
 end
 
---- init_process_group{backend = "mpi" | "nccl", timeout = seconds}
-function M.init_process_group(opts)
+--- init_process_group{backend = "mpi" | "nccl", timeout = seconds}, or
+--- init_process_group("mpi"[, {timeout = seconds}]) as PyTorch's positional backend
+function M.init_process_group(opts, more)
   local fn = "init_process_group"
+  if type(opts) == "string" then
+    check.options(more, fn, { timeout = "number" })
+    opts = { backend = opts, timeout = more and more.timeout }
+  end
   check.options(opts, fn, { backend = "string", timeout = "number" })
   opts = opts or {}
   if opts.backend ~= nil then check.one_of(opts.backend, fn, "backend", { "mpi", "nccl" }) end
@@ -31,6 +36,9 @@ function M.init_process_group(opts)
   end
   C.init(opts.backend, opts.timeout)
 end
+
+--- PyTorch's dist.ReduceOp: {op = dist.ReduceOp.SUM} is {op = "sum"}
+M.ReduceOp = { SUM = "sum", AVG = "avg", MAX = "max", MIN = "min", PRODUCT = "product" }
 
 M.is_initialized = C.is_initialized
 M.destroy_process_group = C.destroy
