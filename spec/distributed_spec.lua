@@ -129,7 +129,11 @@ describe("wick.distributed", function()
     raises(function() dist.get_rank() end, "not initialized")
     -- a new group after destroy, started as PyTorch's positional backend;
     -- dist.ReduceOp names the op strings
-    dist.init_process_group("mpi", { timeout = 30 })
+    raises(function() dist.init_process_group{ backend = "mpi", rank = 1, world_size = 2 } end,
+      "rank = 1 was passed, but the launcher (mpirun, srun) started this process with rank 0")
+    assert.is_false(dist.is_initialized())
+    raises(function() dist.init_process_group("mpi", { world_size = 4 }) end, "world_size = 4 was passed")
+    dist.init_process_group("mpi", { timeout = 30, rank = 0, world_size = 1 })
     assert.are.equal(1, dist.get_world_size())
     assert.are.equal("mpi", dist.get_backend())
     local m = wick.tensor({ 1, 5, 3 })

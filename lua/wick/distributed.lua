@@ -17,15 +17,20 @@ function M.is_available()
   return false, why
 end
 
---- init_process_group{backend = "mpi" | "nccl", timeout = seconds}, or
---- init_process_group("mpi"[, {timeout = seconds}]) as PyTorch's positional backend
+--- init_process_group{backend = "mpi" | "nccl", timeout = seconds[, rank = r,
+--- world_size = n]}, or init_process_group("mpi"[, {timeout = ...}]) as
+--- PyTorch's positional backend. mpirun/srun give the rank and world size; a
+--- rank or world_size passed as well (ports of PyTorch's spawn scripts) must
+--- agree with them.
+local INIT = { backend = "string", timeout = "number", rank = "integer", world_size = "integer" }
 function M.init_process_group(opts, more)
   local fn = "init_process_group"
   if type(opts) == "string" then
-    check.options(more, fn, { timeout = "number" })
-    opts = { backend = opts, timeout = more and more.timeout }
+    check.options(more, fn, { timeout = "number", rank = "integer", world_size = "integer" })
+    more = more or {}
+    opts = { backend = opts, timeout = more.timeout, rank = more.rank, world_size = more.world_size }
   end
-  check.options(opts, fn, { backend = "string", timeout = "number" })
+  check.options(opts, fn, INIT)
   opts = opts or {}
   if opts.backend ~= nil then check.one_of(opts.backend, fn, "backend", { "mpi", "nccl" }) end
   if opts.timeout ~= nil then
@@ -35,6 +40,14 @@ function M.init_process_group(opts, more)
     end
   end
   C.init(opts.backend, opts.timeout)
+  for _, key in ipairs({ "rank", "world_size" }) do
+    local given, actual = opts[key], key == "rank" and C.rank() or C.world_size()
+    if given ~= nil and given ~= actual then
+      C.destroy()
+      check.fail(fn, "%s = %d was passed, but the launcher (mpirun, srun) started this process with %s %d; "
+        .. "leave %s out or launch with the matching -np", key, given, key, actual, key)
+    end
+  end
 end
 
 --- PyTorch's dist.ReduceOp: {op = dist.ReduceOp.SUM} is {op = "sum"}
