@@ -9,7 +9,7 @@
 #     busbw = bytes / time * 2(n-1)/n. Each round runs raw and wick back to back
 #     per size (order alternating) and PyTorch once over all sizes (first, in
 #     the middle or last in turn); medians over ROUNDS. A second table times
-#     raw MPI_Allreduce inside wick's own processes (LuaJIT's FFI), PAIRS
+#     raw MPI_Allreduce inside wick's own processes (LuaJIT's FFI) on the same tensor's memory, PAIRS
 #     batches alternating with wick's: one process, one moment, so other
 #     processes' load on a shared machine affects both sides alike.
 #  2. one Fashion-MNIST MLP epoch under DDP (bench/distributed_mlp.lua against
@@ -115,7 +115,7 @@ for part in $PARTS; do
       echo " wick / gloo: gloo's median time / wick's median time)"
       if grep -q '^inproc_raw' "$TMP/ar.wick.raw" 2>/dev/null; then
         echo
-        echo "the same pair inside wick's processes (raw MPI_Allreduce through LuaJIT's FFI, PAIRS batches alternating with wick's):"
+        echo "the same pair inside wick's processes (raw MPI_Allreduce through LuaJIT's FFI on the memory of wick's own tensor, PAIRS batches alternating with wick's):"
         printf '| size | raw MPI in wick us | wick us | wick / raw busbw |\n|---|---|---|---|\n'
         for s in $SIZES; do
           ir=$(median "$TMP/ar.wick.raw" inproc_raw 3 "$s"); iw=$(median "$TMP/ar.wick.raw" inproc_wick 3 "$s")

@@ -12,8 +12,8 @@
 -- prints "allreduce<TAB>BYTES<TAB>SECONDS_PER_CALL<TAB>CALLS" per size.
 --
 -- Then, where LuaJIT's FFI reaches MPI (Open MPI's symbols), the same process
--- times raw MPI_Allreduce on a buffer of the same size, allocated as wick's
--- CPU allocator does (MPI_COMM_WORLD, in place) and wick's all_reduce again, PAIRS batches of that many calls each,
+-- times raw MPI_Allreduce on the very memory of wick's tensor (MPI_COMM_WORLD,
+-- in place) and wick's all_reduce of that tensor again, PAIRS batches of that many calls each,
 -- alternating; rank 0 prints the medians as "inproc_raw" and "inproc_wick"
 -- lines. Both then run under the same scheduling: on a machine other
 -- processes load, separate processes get unequal shares of the cores, so this
@@ -54,8 +54,8 @@ local function raw_mpi()
     int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, void *datatype, void *op, void *comm);
     int MPI_Barrier(void *comm);
     char ompi_mpi_comm_world[1]; char ompi_mpi_float[1]; char ompi_mpi_op_sum[1];
-    void *aligned_alloc(size_t alignment, size_t size); void free(void *p);
-    int madvise(void *addr, size_t length, int advice);
+    typedef struct wick_tensor wick_tensor;
+    void *wick_tensor_data(const wick_tensor *t);
   ]])
   if not declared then return nil end
   local C = ffi.C
@@ -63,15 +63,10 @@ local function raw_mpi()
   if not found then return nil end
   local in_place = ffi.cast("void *", 1)
   return {
-    alloc = function(bytes) -- as wick's CPU allocator does (64-byte aligned; from 4 MiB huge pages)
-      local huge = 2 * 1024 * 1024
-      local large = bytes >= 2 * huge
-      local align = large and huge or 64
-      local p = C.aligned_alloc(align, math.ceil(bytes / align) * align)
-      if p == nil then error("out of memory") end
-      if large then C.madvise(p, math.floor(bytes / huge) * huge, 14) end -- MADV_HUGEPAGE
-      ffi.fill(p, bytes, 0)
-      return ffi.gc(p, C.free)
+    -- the memory of wick's own tensor t (a tensor userdata holds its wick_tensor * first):
+    -- raw MPI and wick then move the very same buffer, in the same process
+    data_of = function(t)
+      return C.wick_tensor_data(ffi.cast("wick_tensor **", t)[0])
     end,
     batch = function(buf, count, calls)
       C.MPI_Barrier(C.ompi_mpi_comm_world)
@@ -112,7 +107,7 @@ for i = 2, #arg do
     io.flush()
   end
   if raw and pairs_n > 0 then
-    local rbuf = raw.alloc(count * 4)
+    local rbuf = raw.data_of(buf)
     raw.batch(rbuf, count, 2)
     local tr, tw = {}, {}
     for k = 1, pairs_n do
