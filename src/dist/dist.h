@@ -137,7 +137,6 @@ wick_status wk_mpi_bcast_bytes(void *comm, void *buf, size_t n, int root);
 /* Blocking MPI_Send / MPI_Recv of n bytes (MPI_BYTE) with a tag, for a
  * backend's own headers (nccl.c checks a recv's size and dtype with them);
  * a receive of another size is an error. */
-#define WK_DIST_HAVE_P2P_BYTES 1
 wick_status wk_mpi_send_bytes(void *comm, const void *buf, size_t n, int peer, int tag);
 wick_status wk_mpi_recv_bytes(void *comm, void *buf, size_t n, int peer, int tag);
 void wk_mpi_abort(int code);

@@ -239,6 +239,13 @@ static wick_status enter(wk_dist_group *g, int *device, const char *what, nccl_s
     return WICK_OK;
 }
 
+/* enter, after mapping dtype (and op; -1: none) to NCCL's types */
+static wick_status enter_typed(wk_dist_group *g, int *device, const char *what, wick_dtype dtype, int op,
+                               nccl_state **state, cudaStream_t *stream, int *type, int *rop) {
+    wick_status st = wk_dist_nccl_types(what, dtype, op, type, rop);
+    return st ? st : enter(g, device, what, state, stream);
+}
+
 static wick_status nccl_init(wk_dist_group *g) {
     const char *why = wk_dist_nccl_why();
     if (why) return wick_fail(WICK_ERR_DEVICE, "wick.distributed.init_process_group: backend 'nccl': %s", why);
@@ -305,8 +312,7 @@ static wick_status nccl_all_reduce(wk_dist_group *g, void *buf, int64_t count, w
     nccl_state *s = NULL;
     cudaStream_t stream = NULL;
     int type, rop;
-    wick_status st = wk_dist_nccl_types("wick.distributed.all_reduce", dtype, (int)op, &type, &rop);
-    if (!st) st = enter(g, &device, "wick.distributed.all_reduce", &s, &stream);
+    wick_status st = enter_typed(g, &device, "wick.distributed.all_reduce", dtype, (int)op, &s, &stream, &type, &rop);
     if (st) return st;
     ncclResult_t r = nccl.ncclAllReduce(buf, buf, (size_t)count, (ncclDataType_t)type, (ncclRedOp_t)rop, s->comm,
                                         stream);
@@ -317,8 +323,7 @@ static wick_status nccl_broadcast(wk_dist_group *g, void *buf, int64_t count, wi
     nccl_state *s = NULL;
     cudaStream_t stream = NULL;
     int type, rop;
-    wick_status st = wk_dist_nccl_types("wick.distributed.broadcast", dtype, -1, &type, &rop);
-    if (!st) st = enter(g, &device, "wick.distributed.broadcast", &s, &stream);
+    wick_status st = enter_typed(g, &device, "wick.distributed.broadcast", dtype, -1, &s, &stream, &type, &rop);
     if (st) return st;
     ncclResult_t r = nccl.ncclBroadcast(buf, buf, (size_t)count, (ncclDataType_t)type, root, s->comm, stream);
     return r == ncclSuccess ? WICK_OK : nccl_fail(r, "ncclBroadcast", s, device);
@@ -329,8 +334,7 @@ static wick_status nccl_all_gather(wk_dist_group *g, const void *send, void *rec
     nccl_state *s = NULL;
     cudaStream_t stream = NULL;
     int type, rop;
-    wick_status st = wk_dist_nccl_types("wick.distributed.all_gather", dtype, -1, &type, &rop);
-    if (!st) st = enter(g, &device, "wick.distributed.all_gather", &s, &stream);
+    wick_status st = enter_typed(g, &device, "wick.distributed.all_gather", dtype, -1, &s, &stream, &type, &rop);
     if (st) return st;
     ncclResult_t r = nccl.ncclAllGather(send, recv, (size_t)count, (ncclDataType_t)type, s->comm, stream);
     return r == ncclSuccess ? WICK_OK : nccl_fail(r, "ncclAllGather", s, device);
@@ -341,8 +345,7 @@ static wick_status nccl_reduce_scatter(wk_dist_group *g, const void *send, void 
     nccl_state *s = NULL;
     cudaStream_t stream = NULL;
     int type, rop;
-    wick_status st = wk_dist_nccl_types("wick.distributed.reduce_scatter_tensor", dtype, (int)op, &type, &rop);
-    if (!st) st = enter(g, &device, "wick.distributed.reduce_scatter_tensor", &s, &stream);
+    wick_status st = enter_typed(g, &device, "wick.distributed.reduce_scatter_tensor", dtype, (int)op, &s, &stream, &type, &rop);
     if (st) return st;
     ncclResult_t r = nccl.ncclReduceScatter(send, recv, (size_t)count, (ncclDataType_t)type, (ncclRedOp_t)rop,
                                             s->comm, stream);
@@ -355,17 +358,19 @@ typedef struct {
     int64_t count, dtype;
 } p2p_header;
 
-static ncclResult_t nccl_recv_one(nccl_state *s, void *buf, int64_t count, int type, int peer, cudaStream_t stream) {
+/* One ncclSend or ncclRecv, in a group of its own (NCCL's point-to-point form). */
+static ncclResult_t nccl_p2p(nccl_state *s, int sending, void *buf, int64_t count, int type, int peer,
+                             cudaStream_t stream) {
     ncclResult_t r = nccl.ncclGroupStart();
     if (r == ncclSuccess) {
-        r = nccl.ncclRecv(buf, (size_t)count, (ncclDataType_t)type, peer, s->comm, stream);
+        r = sending ? nccl.ncclSend(buf, (size_t)count, (ncclDataType_t)type, peer, s->comm, stream)
+                    : nccl.ncclRecv(buf, (size_t)count, (ncclDataType_t)type, peer, s->comm, stream);
         ncclResult_t end = nccl.ncclGroupEnd();
         if (r == ncclSuccess) r = end;
     }
     return r;
 }
 
-#ifdef WK_DIST_HAVE_P2P_BYTES
 /* The sender's count or dtype differs: its message is received into a buffer
  * of its own shape and dropped (so the sender's ncclSend completes and the
  * group stays usable), and the error says what each side had. */
@@ -379,7 +384,7 @@ static wick_status recv_mismatch(nccl_state *s, cudaStream_t stream, const p2p_h
         int type = -1, rop = -1;
         if (!wk_dist_nccl_types("wick.distributed.recv", opt.dtype, -1, &type, &rop) &&
             !wick_empty(&sink, 1, &h->count, opt)) {
-            ncclResult_t r = nccl_recv_one(s, wick_tensor_data(sink), h->count, type, peer, stream);
+            ncclResult_t r = nccl_p2p(s, 0, wick_tensor_data(sink), h->count, type, peer, stream);
             wick_tensor_release(sink); /* stream-ordered: reused only after the receive */
             if (r != ncclSuccess) return nccl_fail(r, "ncclRecv (dropping a mismatched message)", s, device);
         }
@@ -390,26 +395,17 @@ static wick_status recv_mismatch(nccl_state *s, cudaStream_t stream, const p2p_h
                      peer, (long long)h->count, known ? wick_dtype_name((wick_dtype)h->dtype) : "?", (long long)count,
                      wick_dtype_name(dtype));
 }
-#endif
 
 static wick_status nccl_send(wk_dist_group *g, const void *buf, int64_t count, wick_dtype dtype, int peer,
                              int device) {
     nccl_state *s = NULL;
     cudaStream_t stream = NULL;
     int type, rop;
-    wick_status st = wk_dist_nccl_types("wick.distributed.send", dtype, -1, &type, &rop);
-    if (!st) st = enter(g, &device, "wick.distributed.send", &s, &stream);
+    wick_status st = enter_typed(g, &device, "wick.distributed.send", dtype, -1, &s, &stream, &type, &rop);
     if (st) return st;
-#ifdef WK_DIST_HAVE_P2P_BYTES
     p2p_header h = {count, (int64_t)dtype};
     if ((st = wk_mpi_send_bytes(wk_dist_group_comm(g), &h, sizeof h, peer, WK_NCCL_P2P_TAG))) return st;
-#endif
-    ncclResult_t r = nccl.ncclGroupStart();
-    if (r == ncclSuccess) {
-        r = nccl.ncclSend(buf, (size_t)count, (ncclDataType_t)type, peer, s->comm, stream);
-        ncclResult_t end = nccl.ncclGroupEnd();
-        if (r == ncclSuccess) r = end;
-    }
+    ncclResult_t r = nccl_p2p(s, 1, (void *)buf, count, type, peer, stream);
     return r == ncclSuccess ? WICK_OK : nccl_fail(r, "ncclSend", s, device);
 }
 
@@ -417,15 +413,12 @@ static wick_status nccl_recv(wk_dist_group *g, void *buf, int64_t count, wick_dt
     nccl_state *s = NULL;
     cudaStream_t stream = NULL;
     int type, rop;
-    wick_status st = wk_dist_nccl_types("wick.distributed.recv", dtype, -1, &type, &rop);
-    if (!st) st = enter(g, &device, "wick.distributed.recv", &s, &stream);
+    wick_status st = enter_typed(g, &device, "wick.distributed.recv", dtype, -1, &s, &stream, &type, &rop);
     if (st) return st;
-#ifdef WK_DIST_HAVE_P2P_BYTES
     p2p_header h = {-1, -1};
     if ((st = wk_mpi_recv_bytes(wk_dist_group_comm(g), &h, sizeof h, peer, WK_NCCL_P2P_TAG))) return st;
     if (h.count != count || h.dtype != (int64_t)dtype) return recv_mismatch(s, stream, &h, count, dtype, peer, device);
-#endif
-    ncclResult_t r = nccl_recv_one(s, buf, count, type, peer, stream);
+    ncclResult_t r = nccl_p2p(s, 0, buf, count, type, peer, stream);
     return r == ncclSuccess ? WICK_OK : nccl_fail(r, "ncclRecv", s, device);
 }
 
