@@ -5,29 +5,9 @@
 -- the same accuracy as its own model (the example exits non-zero otherwise).
 local wick = require("wick")
 
--- one checkpoint path for the whole job: the ranks share mpirun's process as their parent
-local function parent_pid()
-  local f = io.open("/proc/self/stat", "r")
-  if not f then return "0" end
-  local stat = f:read("*l") or ""
-  f:close()
-  return stat:match("^%d+ %b() %S+ (%d+)") or "0"
-end
-local path = ("%s/wick-dist-example-%s.wick"):format(os.getenv("TMPDIR") or "/tmp", parent_pid())
-
-local lines = {}
-local real_print = print
-print = function(...) -- luacheck: ignore (the example's output, kept to be checked)
-  local parts = {}
-  for i = 1, select("#", ...) do parts[i] = tostring(select(i, ...)) end
-  lines[#lines + 1] = table.concat(parts, "\t")
-  real_print(...)
-end
-
-local script = "examples/fashion_mnist.lua"
-arg = { [0] = script, "--distributed", "--epochs", "1", "--max-steps", "100", "--checkpoint", path }
-dofile(script)
-print = real_print
+local example = dofile("tests/dist/lib/example.lua")
+local path = example.checkpoint_path("example")
+local lines = example.run({ "--distributed", "--epochs", "1", "--max-steps", "100", "--checkpoint", path })
 
 local rank = 0
 for _, l in ipairs(lines) do

@@ -6,27 +6,9 @@
 -- after reloading, and the two must agree to the last sample.
 local wick = require("wick")
 
-local function parent_pid()
-  local f = io.open("/proc/self/stat", "r")
-  if not f then return "0" end
-  local stat = f:read("*l") or ""
-  f:close()
-  return stat:match("^%d+ %b() %S+ (%d+)") or "0"
-end
-local path = ("%s/wick-dist-untrained-%s.wick"):format(os.getenv("TMPDIR") or "/tmp", parent_pid())
-
-local lines = {}
-local real_print = print
-print = function(...) -- luacheck: ignore (the example's output, kept to be checked)
-  local parts = {}
-  for i = 1, select("#", ...) do parts[i] = tostring(select(i, ...)) end
-  lines[#lines + 1] = table.concat(parts, "\t")
-  real_print(...)
-end
-local script = "examples/fashion_mnist.lua"
-arg = { [0] = script, "--distributed", "--epochs", "0", "--checkpoint", path }
-dofile(script)
-print = real_print
+local example = dofile("tests/dist/lib/example.lua")
+local path = example.checkpoint_path("untrained")
+local lines = example.run({ "--distributed", "--epochs", "0", "--checkpoint", path })
 
 local text = table.concat(lines, "\n")
 local rank = tonumber(text:match("%[rank (%d+)%]")) or -1
