@@ -303,4 +303,53 @@ function support.assert_same_on(device, fn, opts)
   return unpack(actual, 1, actual.n)
 end
 
+-- ---- reference values written by PyTorch (tools/make_reference.py) ----
+-- The same formulas as tools/reference/common.py, so that weights and inputs
+-- agree without a shared random generator.
+
+-- element i (row-major, from 0) is 0.5 * sin(0.37 * i + j): parameter j's values
+function support.formula(shape, j, opts)
+  local n = 1
+  for _, d in ipairs(shape) do n = n * d end
+  local v = {}
+  for i = 0, n - 1 do v[i + 1] = 0.5 * math.sin(0.37 * i + (j or 0)) end
+  local t = wick.tensor(n > 0 and v or {}, { dtype = "float64" })
+  t = #shape == 0 and t:reshape({}) or t:view(shape)
+  return opts and t:to(opts) or t
+end
+
+-- element i (row-major, from 0) is cos(0.23 * i): inputs
+function support.inputs(shape, opts)
+  local n = 1
+  for _, d in ipairs(shape) do n = n * d end
+  local v = {}
+  for i = 0, n - 1 do v[i + 1] = math.cos(0.23 * i) end
+  local t = wick.tensor(n > 0 and v or {}, { dtype = "float64" })
+  t = #shape == 0 and t:reshape({}) or t:view(shape)
+  return opts and t:to(opts) or t
+end
+
+-- fills the j-th parameter (named_parameters order, j from 0) with formula(shape, j)
+function support.fill_parameters(m)
+  wick.no_grad(function()
+    local j = 0
+    for _, p in m:named_parameters() do
+      p:copy_(support.formula(p:size(), j, { dtype = p.dtype, device = p.device }))
+      j = j + 1
+    end
+  end)
+  return m
+end
+
+-- the table spec/fixtures/ref_<family>.lua
+function support.reference(family)
+  return dofile("spec/fixtures/ref_" .. family .. ".lua")
+end
+
+-- a float64 tensor from a reference value ({ shape = {...}, v1, v2, ... })
+function support.ref_tensor(r, opts)
+  local t = support.from_values({ unpack(r) }, r.shape)
+  return opts and t:to(opts) or t
+end
+
 return support

@@ -1,0 +1,1 @@
+"""Reference-value families for tools/make_reference.py: one module each."""
