@@ -92,12 +92,41 @@ static MPI_Op mpi_op(wick_dtype dt, wick_dist_op op) {
 
 static wick_status make_check_op(void);
 
-static void finalize_at_exit(void) {
+/* A rank that exits with a failure status while its group is initialized
+ * (os.exit(1), an uncaught error under a plain `luajit`; the runner aborts
+ * before it gets here) ends the whole job at once: MPI_Finalize would wait
+ * for peers that may be waiting in a collective for this rank until their
+ * watchdogs fire. A clean exit finalizes as usual. */
+static void abort_if_failing(int status) {
+    int rank = -1;
+    if (status == 0 || !wick_dist_is_initialized() || wick_dist_rank(&rank) != WICK_OK) return;
+    fprintf(stderr,
+            "[rank %d] wick.distributed: this process is exiting with status %d while its process group is "
+            "initialized: ending the whole job, so that no rank waits for it\n",
+            rank, status);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, status);
+}
+
+static void finalize_at_exit_status(int status) {
+    abort_if_failing(status);
     wk_dist_shutdown(); /* the default group's threads first */
     int fin = 0;
     MPI_Finalized(&fin);
     if (!fin) MPI_Finalize();
 }
+
+/* glibc's on_exit passes the exit status; elsewhere atexit cannot see it */
+#ifdef __GLIBC__
+static void finalize_on_exit(int status, void *arg) {
+    (void)arg;
+    finalize_at_exit_status(status);
+}
+#define REGISTER_FINALIZE() on_exit(finalize_on_exit, NULL)
+#else
+static void finalize_at_exit(void) { finalize_at_exit_status(0); }
+#define REGISTER_FINALIZE() atexit(finalize_at_exit)
+#endif
 
 wick_status wk_mpi_start(void) {
     int inited = 0, fin = 0;
@@ -110,7 +139,7 @@ wick_status wk_mpi_start(void) {
         int provided = 0;
         MPI_CHECK(MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
         we_initialized = 1;
-        atexit(finalize_at_exit);
+        REGISTER_FINALIZE();
         if (provided < MPI_THREAD_MULTIPLE)
             return wick_fail(WICK_ERR_UNSUPPORTED,
                              "wick.distributed.init_process_group: this MPI does not provide MPI_THREAD_MULTIPLE "
