@@ -127,12 +127,16 @@ void wk_mpi_comm_free(void **comm);
 /* The engine's signature check, one fixed-size MPI_Allreduce: every rank
  * passes n int64 fields; on return lo[i] / hi[i] are the minimum / maximum of
  * field i over ranks, and *bad is 1 when any two ranks' fields differ. With
- * `payload` (CPU memory, count elements of dtype, at most
- * WK_MPI_INLINE_BYTES) the same message reduces it in place with `op` (never
- * AVG) when no rank's fields differ: a small all_reduce in one round trip. */
-#define WK_MPI_INLINE_BYTES 256
+ * `payload` (CPU memory, count elements of dtype) the same message carries
+ * its first WK_MPI_INLINE_BYTES and reduces them in place with `op` (never
+ * AVG) when no rank's fields differ; *carried says how many elements (0 when
+ * none): an all_reduce of up to 4 KiB is done in one round trip, and a larger
+ * one moves the rest in a second. 4 KiB: the check costs about what a 4 KiB
+ * all_reduce costs (Open MPI's shared-memory eager limit is 4 KiB with its
+ * header, so both take the same path). */
+#define WK_MPI_INLINE_BYTES 4096
 wick_status wk_mpi_check(void *comm, const int64_t *fields, int64_t *lo, int64_t *hi, int n, int *bad,
-                         void *payload, wick_dtype dtype, wick_dist_op op, int64_t count);
+                         void *payload, wick_dtype dtype, wick_dist_op op, int64_t count, int64_t *carried);
 wick_status wk_mpi_bcast_bytes(void *comm, void *buf, size_t n, int root);
 /* Blocking MPI_Send / MPI_Recv of n bytes (MPI_BYTE) with a tag, for a
  * backend's own headers (nccl.c checks a recv's size and dtype with them);

@@ -48,7 +48,7 @@ struct wick_dist_work {
     wick_tensor **outs;       /* all_gather's list (retained each) */
     int nouts;
     int heap;                  /* malloc'd (async, or an asynchronous backend's op) */
-    int inline_done;           /* the signature check's message carried and reduced the payload */
+    int64_t carried;           /* elements the signature check's message carried and reduced (a prefix) */
     int done;                  /* atomic */
     wick_status status;
     char msg[1024];
@@ -176,14 +176,13 @@ static wick_status check_signature(wk_dist_group *g, wick_dist_work *w) {
     int64_t f[5] = {kind, w->dtype, w->count, (int64_t)w->op * 2 + w->divide, w->peer};
     int64_t lo[5], hi[5];
     int n = w->kind == K_BARRIER ? 1 : 5, bad = 0;
-    /* a small all_reduce on CPU rides in the check's own message (the same
-     * decision on every rank: it depends on fields the check compares) */
-    int carry = g->be == &wk_dist_mpi_backend && w->kind == K_ALL_REDUCE && w->count > 0 &&
-                w->count * (int64_t)wick_dtype_size(w->dtype) <= WK_MPI_INLINE_BYTES;
+    /* an all_reduce on CPU rides in the check's own message, all of it up to
+     * 4 KiB, else its first 4 KiB (the same decision on every rank: it depends
+     * on fields the check compares) */
+    int carry = g->be == &wk_dist_mpi_backend && w->kind == K_ALL_REDUCE && w->count > 0;
     wick_status st = wk_mpi_check(g->engine->comm, f, lo, hi, n, &bad, carry ? data_of(w->recv) : NULL, w->dtype,
-                                  w->op, w->count);
+                                  w->op, w->count, &w->carried);
     if (st) return st;
-    w->inline_done = carry && !bad;
     if (lo[0] != hi[0])
         return wick_fail(WICK_ERR_SHAPE,
                          "wick.distributed.%s #%llu: the ranks called different collectives here (%s on some, %s on "
@@ -213,7 +212,9 @@ static wick_status check_signature(wk_dist_group *g, wick_dist_work *w) {
 static wick_status call_backend(wk_dist_group *g, wick_dist_work *w) {
     const wk_dist_backend *be = g->be;
     switch (w->kind) {
-    case K_ALL_REDUCE: return be->all_reduce(g, data_of(w->recv), w->count, w->dtype, w->op, w->device);
+    case K_ALL_REDUCE: /* what the signature check did not carry */
+        return be->all_reduce(g, (char *)data_of(w->recv) + w->carried * (int64_t)wick_dtype_size(w->dtype),
+                              w->count - w->carried, w->dtype, w->op, w->device);
     case K_BROADCAST: return be->broadcast(g, data_of(w->recv), w->count, w->dtype, w->peer, w->device);
     case K_ALL_GATHER:
     case K_ALL_GATHER_INTO:
@@ -276,7 +277,7 @@ static wick_status run_op(wk_dist_group *g, wick_dist_work *w) {
     __atomic_store_n(&e->run_seq, w->seq, __ATOMIC_RELEASE);
     wick_status st = WICK_OK;
     if (w->kind != K_SEND && w->kind != K_RECV) st = check_signature(g, w);
-    if (!st && !w->inline_done) st = call_backend(g, w);
+    if (!st && !(w->kind == K_ALL_REDUCE && w->carried == w->count)) st = call_backend(g, w);
     __atomic_store_n(&e->run_seq, 0, __ATOMIC_RELEASE);
     if (!st && !g->be->asynchronous) st = finish_result(g, w);
     return st;

@@ -232,9 +232,9 @@ void wk_mpi_comm_free(void **comm) {
  * collective, so ranks that disagree still meet in it (never a count that
  * differs, never a hang). It carries the fields and their negations (so the
  * max of both gives each field's max and min) and, for a small all_reduce,
- * the payload itself: when every partial result agrees on the signature,
- * the op reduces the payload too and the collective is done in one round
- * trip instead of two. */
+ * the payload itself (all of it up to 4 KiB, else its first 4 KiB): when
+ * every partial result agrees on the signature, the op reduces the payload
+ * too, so a small all_reduce is done in one round trip instead of two. */
 typedef struct check_msg {
     int64_t n, bad;                     /* fields in use; 1 once two partial results disagreed */
     int64_t f[2 * WK_DIST_MAX_FIELDS];  /* fields, then their negations */
@@ -306,7 +306,7 @@ static wick_status make_check_op(void) {
 }
 
 wick_status wk_mpi_check(void *comm, const int64_t *fields, int64_t *lo, int64_t *hi, int n, int *bad,
-                         void *payload, wick_dtype dtype, wick_dist_op op, int64_t count) {
+                         void *payload, wick_dtype dtype, wick_dist_op op, int64_t count, int64_t *carried) {
     check_msg m;
     memset(&m, 0, offsetof(check_msg, payload));
     m.n = n;
@@ -315,13 +315,14 @@ wick_status wk_mpi_check(void *comm, const int64_t *fields, int64_t *lo, int64_t
         m.f[i] = v;
         m.f[WK_DIST_MAX_FIELDS + i] = -v;
     }
-    size_t bytes = payload ? (size_t)count * wick_dtype_size(dtype) : 0;
-    if (bytes > WK_MPI_INLINE_BYTES) bytes = 0, payload = NULL;
-    if (payload) {
+    size_t esize = wick_dtype_size(dtype);
+    int64_t take = payload && count > 0 && esize ? count : 0;
+    if (take > (int64_t)(WK_MPI_INLINE_BYTES / (esize ? esize : 1))) take = (int64_t)(WK_MPI_INLINE_BYTES / esize);
+    if (take) {
         m.pdtype = dtype;
         m.pop = op;
-        m.pcount = count;
-        memcpy(m.payload, payload, bytes);
+        m.pcount = take;
+        memcpy(m.payload, payload, (size_t)take * esize);
     }
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &m, 1, check_type, check_op, ((wk_mpi_comm *)comm)->comm),
               "MPI_Allreduce (the signature check)");
@@ -330,7 +331,8 @@ wick_status wk_mpi_check(void *comm, const int64_t *fields, int64_t *lo, int64_t
         lo[i] = -m.f[WK_DIST_MAX_FIELDS + i];
     }
     *bad = (int)m.bad;
-    if (payload && !m.bad) memcpy(payload, m.payload, bytes);
+    *carried = take && !m.bad ? take : 0;
+    if (*carried) memcpy(payload, m.payload, (size_t)take * esize);
     return WICK_OK;
 }
 
@@ -472,7 +474,7 @@ int wk_mpi_started(void) { return 0; }
 wick_status wk_mpi_comm_new(void **comm, int *rank, int *size, int *local_rank) { return no_mpi(); }
 void wk_mpi_comm_free(void **comm) {}
 wick_status wk_mpi_check(void *comm, const int64_t *fields, int64_t *lo, int64_t *hi, int n, int *bad,
-                         void *payload, wick_dtype dtype, wick_dist_op op, int64_t count) {
+                         void *payload, wick_dtype dtype, wick_dist_op op, int64_t count, int64_t *carried) {
     return no_mpi();
 }
 wick_status wk_mpi_bcast_bytes(void *comm, void *buf, size_t n, int root) { return no_mpi(); }

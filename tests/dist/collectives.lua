@@ -217,6 +217,34 @@ do
   check(works[1]:wait() == true, "wait again on a finished work")
 end
 
+-- an all_reduce larger than the signature check's 4 KiB payload: its first
+-- 4 KiB ride in the check's message, the rest in a second call; values vary
+-- by position, so a prefix reduced twice or a remainder at the wrong offset fails
+do
+  local N = 3001 -- 6002 bytes in bfloat16, 24008 in int64: every dtype splits
+  local function long(r, small)
+    local v = {}
+    for i = 0, N - 1 do v[i + 1] = small and (i + r) % 3 + 1 or (i * 7 + r * 3) % 11 - 3 end
+    return wick.tensor(v, { dtype = "float64" })
+  end
+  for _, dtype in ipairs(DTYPES) do
+    for _, op in ipairs({ "sum", "max", "min", "product" }) do
+      local small = op == "product"
+      local t = as(long(rank, small), dtype)
+      dist.all_reduce(t, { op = op })
+      local want = long(0, small)
+      for r = 1, world - 1 do
+        local v = long(r, small)
+        if op == "sum" then want = want + v
+        elseif op == "max" then want = wick.maximum(want, v)
+        elseif op == "min" then want = wick.minimum(want, v)
+        else want = want * v end
+      end
+      check(same(t, as(want, dtype)), dtype .. " all_reduce " .. op .. " of " .. N .. " elements (split at 4 KiB)")
+    end
+  end
+end
+
 -- a large tensor (64 MiB float32 over the comm thread and inline)
 do
   local n = 16 * 1024 * 1024
