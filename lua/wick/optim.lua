@@ -1,4 +1,5 @@
--- wick.optim: SGD, Adam, AdamW and learning-rate schedulers. Updates run under
+-- wick.optim: PyTorch's optimizers (SGD, Adam, AdamW, Adadelta, RMSprop, Adagrad,
+-- Adamax, NAdam, RAdam, LBFGS) and learning-rate schedulers. Updates run under
 -- wick.no_grad with in-place ops, so optimizer state lives on each parameter's
 -- device and nothing moves between devices.
 local wick = require("wick")
@@ -15,11 +16,13 @@ optim.Optimizer = Optimizer
 -- public tables (an object's methods are only what a user may call).
 local updates, formulas = setmetatable({}, { __mode = "k" }), setmetatable({}, { __mode = "k" })
 
-local function class(name, defaults, step)
+-- kinds: the kinds of options whose default is nil (argcheck.options)
+local function class(name, defaults, step, kinds)
   local C = setmetatable({}, { __index = Optimizer, __call = function(cls, params, ...) return cls.new(cls, params, ...) end })
   C.__index = C
   C.__name = name
   C.defaults = defaults
+  C._nil_kinds = kinds
   updates[C] = step
   return C
 end
@@ -36,8 +39,9 @@ local function option_kinds(cls)
     kinds = {}
     for k, v in pairs(cls.defaults) do
       kinds[k] = v == "required" and "number" or type(v) == "number" and "number" or type(v) == "boolean" and "boolean"
-        or "table"
+        or type(v) == "string" and "string" or "table"
     end
+    for k, v in pairs(cls._nil_kinds or {}) do kinds[k] = v end
     for k, v in pairs(IMPLEMENTATION) do kinds[k] = v end
     rawset(cls, "_option_kinds", kinds)
   end
@@ -106,6 +110,12 @@ local POSITIONAL = {
   Adam = { "lr", "betas", "eps", "weight_decay", "amsgrad" },
   AdamW = { "lr", "betas", "eps", "weight_decay", "amsgrad" },
   Adadelta = { "lr", "rho", "eps", "weight_decay" },
+  RMSprop = { "lr", "alpha", "eps", "weight_decay", "momentum", "centered" },
+  Adagrad = { "lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps" },
+  Adamax = { "lr", "betas", "eps", "weight_decay" },
+  NAdam = { "lr", "betas", "eps", "weight_decay", "momentum_decay", "decoupled_weight_decay" },
+  RAdam = { "lr", "betas", "eps", "weight_decay", "decoupled_weight_decay" },
+  LBFGS = { "lr", "max_iter", "max_eval", "tolerance_grad", "tolerance_change", "history_size", "line_search_fn" },
 }
 
 --- Optimizer(params[, lr[, ...]][, opts]): params an array of tensors or of
@@ -157,12 +167,25 @@ end
 
 local same_device = wick._core.same_device
 
+-- A state tensor on its parameter's device, floating state in its dtype;
+-- arrays of tensors (LBFGS's history) entry by entry.
+local function moved(v, p)
+  if wick.is_tensor(v) then
+    if not same_device(v, p) or (v:is_floating_point() and v.dtype ~= p.dtype) then
+      return v:to({ device = p.device, dtype = v:is_floating_point() and p.dtype or v.dtype })
+    end
+  elseif type(v) == "table" and getmetatable(v) == nil then
+    local out = {}
+    for k, x in pairs(v) do out[k] = moved(x, p) end
+    return out
+  end
+  return v
+end
+
 -- State follows its parameter: after model:to(...) the next step moves it.
 local function follow(p, state)
   for k, v in pairs(state) do
-    if wick.is_tensor(v) and (not same_device(v, p) or (v:is_floating_point() and v.dtype ~= p.dtype)) then
-      state[k] = v:to({ device = p.device, dtype = v:is_floating_point() and p.dtype or v.dtype })
-    end
+    if wick.is_tensor(v) then state[k] = moved(v, p) end
   end
 end
 
@@ -214,7 +237,7 @@ function Optimizer:state_dict()
       local s = self.state[p]
       if s then
         local copy = {}
-        for k, v in pairs(s) do copy[k] = v end
+        for k, v in pairs(s) do copy[k] = type(v) == "table" and getmetatable(v) == nil and { unpack(v) } or v end
         state[index] = copy
       end
     end
@@ -251,8 +274,12 @@ function Optimizer:load_state_dict(sd)
       local copy = {}
       for k, v in pairs(s) do
         if wick.is_tensor(v) then
-          v = v:to({ device = p.device, dtype = v:is_floating_point() and p.dtype or v.dtype })
+          v = moved(v, p)
           if rawequal(v, s[k]) then v = v:clone() end
+        elseif type(v) == "table" and getmetatable(v) == nil then
+          local list = moved(v, p)
+          for i, x in pairs(list) do if rawequal(x, v[i]) and wick.is_tensor(x) then list[i] = x:clone() end end
+          v = list
         end
         copy[k] = v
       end
@@ -264,11 +291,24 @@ function Optimizer:load_state_dict(sd)
   end
 end
 
+-- The gradient a step uses: negated under maximize, plus weight_decay * p
+-- (L2 in the gradient, PyTorch's coupled weight decay).
+local function decayed(p, g, group)
+  if group.maximize then g = -g end
+  if group.weight_decay ~= 0 then g = g + p * group.weight_decay end
+  return g
+end
+
+-- A parameter's first state: step 0 and the named buffers, zeros like p.
+local function zero_state(state, p, ...)
+  state.step = 0
+  for i = 1, select("#", ...) do state[select(i, ...)] = wick.zeros_like(p) end
+end
+
 -- ---- SGD ----
 optim.SGD = class("SGD", { lr = "required", momentum = 0, dampening = 0, weight_decay = 0, nesterov = false, maximize = false },
   function(p, g, state, group)
-    if group.maximize then g = -g end
-    if group.weight_decay ~= 0 then g = g + p * group.weight_decay end
+    g = decayed(p, g, group)
     local momentum = group.momentum
     if momentum ~= 0 then
       local buf = state.momentum_buffer
@@ -328,13 +368,8 @@ optim.AdamW = class("AdamW", { lr = 1e-3, betas = { 0.9, 0.999 }, eps = 1e-8, we
 -- ---- Adadelta (PyTorch's update rule; pytorch/examples' mnist uses it) ----
 optim.Adadelta = class("Adadelta", { lr = 1.0, rho = 0.9, eps = 1e-6, weight_decay = 0, maximize = false },
   function(p, g, state, group)
-    if group.maximize then g = -g end
-    if group.weight_decay ~= 0 then g = g + p * group.weight_decay end
-    if not state.square_avg then
-      state.step = 0
-      state.square_avg = wick.zeros_like(p)
-      state.acc_delta = wick.zeros_like(p)
-    end
+    g = decayed(p, g, group)
+    if not state.square_avg then zero_state(state, p, "square_avg", "acc_delta") end
     state.step = state.step + 1
     local rho, eps = group.rho, group.eps
     state.square_avg:mul_(rho):add_(g * g, 1 - rho)
@@ -343,74 +378,378 @@ optim.Adadelta = class("Adadelta", { lr = 1.0, rho = 0.9, eps = 1e-6, weight_dec
     p:add_(delta, -group.lr)
   end)
 
--- ---- schedulers ----
+
+-- ---- RMSprop ----
+optim.RMSprop = class("RMSprop", { lr = 1e-2, alpha = 0.99, eps = 1e-8, weight_decay = 0, momentum = 0, centered = false,
+  maximize = false },
+  function(p, g, state, group)
+    g = decayed(p, g, group)
+    if not state.square_avg then zero_state(state, p, "square_avg") end
+    state.step = state.step + 1
+    local alpha = group.alpha
+    state.square_avg:mul_(alpha):add_(g * g, 1 - alpha)
+    local avg
+    if group.centered then
+      -- the variance: E[g^2] - E[g]^2
+      state.grad_avg = state.grad_avg or wick.zeros_like(p)
+      state.grad_avg:mul_(alpha):add_(g, 1 - alpha)
+      avg = (state.square_avg - state.grad_avg * state.grad_avg):sqrt_()
+    else
+      avg = state.square_avg:sqrt()
+    end
+    avg:add_(group.eps)
+    if group.momentum > 0 then
+      state.momentum_buffer = state.momentum_buffer or wick.zeros_like(p)
+      state.momentum_buffer:mul_(group.momentum):add_(g / avg)
+      p:add_(state.momentum_buffer, -group.lr)
+    else
+      p:add_(g / avg, -group.lr)
+    end
+  end)
+
+-- ---- Adagrad ----
+optim.Adagrad = class("Adagrad", { lr = 1e-2, lr_decay = 0, weight_decay = 0, initial_accumulator_value = 0, eps = 1e-10,
+  maximize = false },
+  function(p, g, state, group)
+    if not state.sum then
+      state.step = 0
+      state.sum = wick.full_like(p, group.initial_accumulator_value)
+    end
+    state.step = state.step + 1
+    g = decayed(p, g, group)
+    local clr = group.lr / (1 + (state.step - 1) * group.lr_decay)
+    state.sum:add_(g * g)
+    p:add_(g / state.sum:sqrt():add_(group.eps), -clr)
+  end)
+
+-- ---- Adamax (Adam with the infinity norm) ----
+optim.Adamax = class("Adamax", { lr = 2e-3, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0, maximize = false },
+  function(p, g, state, group)
+    g = decayed(p, g, group)
+    if not state.exp_avg then zero_state(state, p, "exp_avg", "exp_inf") end
+    state.step = state.step + 1
+    local b1, b2 = group.betas[1], group.betas[2]
+    state.exp_avg:mul_(b1):add_(g, 1 - b1)
+    state.exp_inf:mul_(b2):maximum_(g:abs():add_(group.eps))
+    p:add_(state.exp_avg / state.exp_inf, -group.lr / (1 - b1 ^ state.step))
+  end)
+
+-- Adam's moments for NAdam and RAdam; decoupled weight decay (p (1 - lr wd))
+-- or L2 in the gradient. Returns the gradient used.
+local function adam_moments(p, g, state, group)
+  if group.maximize then g = -g end
+  if not state.exp_avg then zero_state(state, p, "exp_avg", "exp_avg_sq") end
+  state.step = state.step + 1
+  if group.weight_decay ~= 0 then
+    if group.decoupled_weight_decay then p:mul_(1 - group.lr * group.weight_decay)
+    else g = g + p * group.weight_decay end
+  end
+  local b1, b2 = group.betas[1], group.betas[2]
+  state.exp_avg:mul_(b1):add_(g, 1 - b1)
+  state.exp_avg_sq:mul_(b2):add_(g * g, 1 - b2)
+  return g
+end
+
+-- ---- NAdam (Adam with Nesterov momentum, Dozat's momentum schedule) ----
+optim.NAdam = class("NAdam", { lr = 2e-3, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0, momentum_decay = 4e-3,
+  decoupled_weight_decay = false, maximize = false },
+  function(p, g, state, group)
+    if not state.mu_product then state.mu_product = 1 end
+    g = adam_moments(p, g, state, group)
+    local step, b1, b2, lr = state.step, group.betas[1], group.betas[2], group.lr
+    local mu = b1 * (1 - 0.5 * 0.96 ^ (step * group.momentum_decay))
+    local mu_next = b1 * (1 - 0.5 * 0.96 ^ ((step + 1) * group.momentum_decay))
+    state.mu_product = state.mu_product * mu
+    local denom = (state.exp_avg_sq / (1 - b2 ^ step)):sqrt_():add_(group.eps)
+    p:add_(g / denom, -lr * (1 - mu) / (1 - state.mu_product))
+    p:add_(state.exp_avg / denom, -lr * mu_next / (1 - state.mu_product * mu_next))
+  end)
+
+-- ---- RAdam (Adam with the variance of the adaptive lr rectified) ----
+optim.RAdam = class("RAdam", { lr = 1e-3, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0,
+  decoupled_weight_decay = false, maximize = false },
+  function(p, g, state, group)
+    adam_moments(p, g, state, group)
+    local step, b1, b2, lr = state.step, group.betas[1], group.betas[2], group.lr
+    local bc1, bc2 = 1 - b1 ^ step, 1 - b2 ^ step
+    local corrected = state.exp_avg / bc1
+    local rho_inf = 2 / (1 - b2) - 1
+    local rho_t = rho_inf - 2 * step * b2 ^ step / bc2
+    if rho_t > 5 then
+      -- the rectification term times the adaptive lr sqrt(bc2) / (sqrt(v) + eps)
+      local rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+      local adaptive = math.sqrt(bc2) / state.exp_avg_sq:sqrt():add_(group.eps)
+      p:add_(corrected * lr * adaptive * rect, -1)
+    else
+      p:add_(corrected * lr, -1)
+    end
+  end)
+
+-- ---- LBFGS (PyTorch's: one group, the parameters as one flat vector) ----
+local function dot(a, b) return (a * b):sum():item() end
+local function absmax(a) return a:abs():max():item() end
+
+-- the minimum of the cubic through (x1, f1, g1) and (x2, f2, g2), kept in bounds
+local function cubic_interpolate(x1, f1, g1, x2, f2, g2, lo, hi)
+  if not lo then lo, hi = math.min(x1, x2), math.max(x1, x2) end
+  local d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
+  local d2_square = d1 * d1 - g1 * g2
+  if d2_square < 0 then return (lo + hi) / 2 end
+  local d2 = math.sqrt(d2_square)
+  local min_pos
+  if x1 <= x2 then min_pos = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
+  else min_pos = x1 - (x1 - x2) * ((g1 + d2 - d1) / (g1 - g2 + 2 * d2)) end
+  return math.min(math.max(min_pos, lo), hi)
+end
+
+-- A line search along d for a step t that satisfies the strong Wolfe
+-- conditions (sufficient decrease c1, curvature c2): bracketing, then zoom.
+-- Returns the loss, the flat gradient and the step there, and the evaluations.
+local function strong_wolfe(obj, x, t, d, f, g, gtd, tolerance_change, max_ls)
+  local c1, c2 = 1e-4, 0.9
+  local d_norm = absmax(d)
+  g = g:clone()
+  local f_new, g_new = obj(x, t, d)
+  local evals, gtd_new = 1, dot(g_new, d)
+  local t_prev, f_prev, g_prev, gtd_prev = 0, f, g, gtd
+  local done, ls_iter = false, 0
+  local bracket, bf, bg, bgtd
+  while ls_iter < max_ls do
+    if f_new > f + c1 * t * gtd or (ls_iter > 1 and f_new >= f_prev) then
+      bracket, bf, bg, bgtd = { t_prev, t }, { f_prev, f_new }, { g_prev, g_new:clone() }, { gtd_prev, gtd_new }
+      break
+    end
+    if math.abs(gtd_new) <= -c2 * gtd then
+      bracket, bf, bg, done = { t }, { f_new }, { g_new }, true
+      break
+    end
+    if gtd_new >= 0 then
+      bracket, bf, bg, bgtd = { t_prev, t }, { f_prev, f_new }, { g_prev, g_new:clone() }, { gtd_prev, gtd_new }
+      break
+    end
+    local tmp = t
+    t = cubic_interpolate(t_prev, f_prev, gtd_prev, t, f_new, gtd_new, t + 0.01 * (t - t_prev), t * 10)
+    t_prev, f_prev, g_prev, gtd_prev = tmp, f_new, g_new:clone(), gtd_new
+    f_new, g_new = obj(x, t, d)
+    evals, gtd_new, ls_iter = evals + 1, dot(g_new, d), ls_iter + 1
+  end
+  if ls_iter == max_ls then bracket, bf, bg = { 0, t }, { f, f_new }, { g, g_new } end
+  -- zoom: shrink the bracket until the point satisfies the conditions
+  local insuf_progress = false
+  local low, high = 1, 2
+  if bf[1] > bf[#bf] then low, high = 2, 1 end
+  while not done and ls_iter < max_ls do
+    if math.abs(bracket[2] - bracket[1]) * d_norm < tolerance_change then break end
+    t = cubic_interpolate(bracket[1], bf[1], bgtd[1], bracket[2], bf[2], bgtd[2])
+    local bmax, bmin = math.max(bracket[1], bracket[2]), math.min(bracket[1], bracket[2])
+    local eps = 0.1 * (bmax - bmin)
+    if math.min(bmax - t, t - bmin) < eps then
+      if insuf_progress or t >= bmax or t <= bmin then
+        if math.abs(t - bmax) < math.abs(t - bmin) then t = bmax - eps else t = bmin + eps end
+        insuf_progress = false
+      else
+        insuf_progress = true
+      end
+    else
+      insuf_progress = false
+    end
+    f_new, g_new = obj(x, t, d)
+    evals, gtd_new, ls_iter = evals + 1, dot(g_new, d), ls_iter + 1
+    if f_new > f + c1 * t * gtd or f_new >= bf[low] then
+      bracket[high], bf[high], bg[high], bgtd[high] = t, f_new, g_new:clone(), gtd_new
+      if bf[1] <= bf[2] then low, high = 1, 2 else low, high = 2, 1 end
+    else
+      if math.abs(gtd_new) <= -c2 * gtd then
+        done = true
+      elseif gtd_new * (bracket[high] - bracket[low]) >= 0 then
+        bracket[high], bf[high], bg[high], bgtd[high] = bracket[low], bf[low], bg[low], bgtd[low]
+      end
+      bracket[low], bf[low], bg[low], bgtd[low] = t, f_new, g_new:clone(), gtd_new
+    end
+  end
+  return bf[low], bg[low], bracket[low], evals
+end
+
+local LBFGS = class("LBFGS", { lr = 1, max_iter = 20, tolerance_grad = 1e-7, tolerance_change = 1e-9, history_size = 100,
+  maximize = false }, nil, { max_eval = "number", line_search_fn = "string" })
+optim.LBFGS = LBFGS
+
+function LBFGS.new(cls, params, ...)
+  local self = Optimizer.new(cls, params, ...)
+  if #self.param_groups ~= 1 then check.fail("LBFGS", "LBFGS doesn't support per-parameter options (parameter groups)") end
+  local group = self.param_groups[1]
+  if group.max_eval == nil then group.max_eval = math.floor(group.max_iter * 5 / 4) end
+  self.defaults.max_eval = group.max_eval
+  for _, k in ipairs({ "max_iter", "max_eval", "history_size" }) do check.int(group[k], "LBFGS", k, 1) end
+  if group.line_search_fn ~= nil then check.one_of(group.line_search_fn, "LBFGS", "line_search_fn", { "strong_wolfe" }) end
+  return self
+end
+
+function LBFGS:add_param_group(group, index)
+  if #self.param_groups > 0 then check.fail("LBFGS", "LBFGS doesn't support per-parameter options (parameter groups)") end
+  Optimizer.add_param_group(self, group, index)
+end
+
+-- the gradients of all parameters as one vector (zeros for a parameter without one)
+local function flat_grad(params, maximize)
+  local views = {}
+  for i, p in ipairs(params) do
+    views[i] = p.grad and p.grad:reshape({ -1 }) or wick.zeros({ p:numel() }, { dtype = p.dtype, device = p.device })
+  end
+  local flat = wick.cat(views, 1)
+  return maximize and flat:neg_() or flat
+end
+
+-- p += step * (p's slice of the flat vector) for every parameter
+local function add_flat(params, step, update)
+  local offset = 0
+  for _, p in ipairs(params) do
+    local n = p:numel()
+    if n > 0 then p:add_(update:narrow(1, offset + 1, n):view_as(p), step) end
+    offset = offset + n
+  end
+end
+
+local function loss_value(loss, maximize)
+  local v = wick.is_tensor(loss) and loss:item() or loss
+  if type(v) ~= "number" then check.fail("LBFGS:step", "the closure must return the loss (a number or a one-element tensor), got %s", check.describe(loss)) end
+  return maximize and -v or v
+end
+
+-- one LBFGS step: up to max_iter iterations of the two-loop recursion, each a
+-- fixed step lr (the first scaled by 1 / |g|_1) or a strong-Wolfe line search.
+local function lbfgs_step(self, closure)
+  local params, group = self.param_groups[1].params, self.param_groups[1]
+  if #params == 0 then return wick.enable_grad(closure) end
+  local lr, max_iter, max_eval = group.lr, group.max_iter, group.max_eval
+  local tolerance_grad, tolerance_change, history_size = group.tolerance_grad, group.tolerance_change, group.history_size
+  local maximize = group.maximize
+  local state = self.state[params[1]]
+  if not state then state = {}; self.state[params[1]] = state else follow(params[1], state) end
+  state.func_evals, state.n_iter = state.func_evals or 0, state.n_iter or 0
+  local function evaluate() return wick.enable_grad(closure) end
+
+  local orig_loss = evaluate()
+  local loss = loss_value(orig_loss, maximize)
+  local current_evals = 1
+  state.func_evals = state.func_evals + 1
+  local g = flat_grad(params, maximize)
+  if absmax(g) <= tolerance_grad then return orig_loss end
+
+  local d, t, old_dirs, old_stps, ro = state.d, state.t, state.old_dirs, state.old_stps, state.ro
+  local H_diag, prev_flat_grad, prev_loss = state.H_diag, state.prev_flat_grad, state.prev_loss
+  local n_iter = 0
+  while n_iter < max_iter do
+    n_iter = n_iter + 1
+    state.n_iter = state.n_iter + 1
+    if state.n_iter == 1 then
+      d, old_dirs, old_stps, ro, H_diag = -g, {}, {}, {}, 1
+    else
+      -- the curvature pair (y, s), kept when y.s is positive enough
+      local y, s = g - prev_flat_grad, d * t
+      local ys = dot(y, s)
+      if ys > 1e-10 then
+        if #old_dirs == history_size then
+          table.remove(old_dirs, 1); table.remove(old_stps, 1); table.remove(ro, 1)
+        end
+        old_dirs[#old_dirs + 1], old_stps[#old_stps + 1], ro[#ro + 1] = y, s, 1 / ys
+        H_diag = ys / dot(y, y)
+      end
+      -- the two-loop recursion: d = -H g
+      local al, q = {}, -g
+      for i = #old_dirs, 1, -1 do
+        al[i] = dot(old_stps[i], q) * ro[i]
+        q:add_(old_dirs[i], -al[i])
+      end
+      d = q * H_diag
+      for i = 1, #old_dirs do
+        local be_i = dot(old_dirs[i], d) * ro[i]
+        d:add_(old_stps[i], al[i] - be_i)
+      end
+    end
+    if prev_flat_grad == nil then prev_flat_grad = g:clone() else prev_flat_grad:copy_(g) end
+    prev_loss = loss
+    if state.n_iter == 1 then t = math.min(1, 1 / g:abs():sum():item()) * lr else t = lr end
+    local gtd = dot(g, d)
+    if gtd > -tolerance_change then break end
+
+    local ls_func_evals = 0
+    if group.line_search_fn ~= nil then
+      local x_init = {}
+      for i, p in ipairs(params) do x_init[i] = p:clone() end
+      local function obj(x, step, dir)
+        add_flat(params, step, dir)
+        local f = loss_value(evaluate(), maximize)
+        local fg = flat_grad(params, maximize)
+        for i, p in ipairs(params) do p:copy_(x[i]) end
+        return f, fg
+      end
+      loss, g, t, ls_func_evals = strong_wolfe(obj, x_init, t, d, loss, g, gtd, tolerance_change, max_eval - current_evals)
+      add_flat(params, t, d)
+    else
+      add_flat(params, t, d)
+      if n_iter ~= max_iter then
+        loss = loss_value(evaluate(), maximize)
+        g = flat_grad(params, maximize)
+        ls_func_evals = 1
+      end
+    end
+    local opt_cond = absmax(g) <= tolerance_grad
+    current_evals = current_evals + ls_func_evals
+    state.func_evals = state.func_evals + ls_func_evals
+    if n_iter == max_iter or current_evals >= max_eval or opt_cond then break end
+    if absmax(d * t) <= tolerance_change or math.abs(loss - prev_loss) < tolerance_change then break end
+  end
+  state.d, state.t, state.old_dirs, state.old_stps, state.ro = d, t, old_dirs, old_stps, ro
+  state.H_diag, state.prev_flat_grad, state.prev_loss = H_diag, prev_flat_grad, prev_loss
+  return orig_loss
+end
+
+--- opt:step(closure): closure re-evaluates the model and returns the loss
+--- (it runs with gradients on); returns the loss of its first evaluation.
+function LBFGS:step(closure)
+  this(self, "step")
+  check.callable(closure, "LBFGS:step", "closure")
+  return wick.no_grad(lbfgs_step, self, closure)
+end
+
+-- ---- learning-rate schedulers ----
+-- As PyTorch's: construction sets initial_lr in each group and takes the
+-- initial step (the lr of step 0); sched:step() applies the recursive form
+-- (from each group's current lr, so schedulers chain and a user's own change
+-- to group.lr carries on), sched:step(epoch) the closed form at that epoch.
 local Scheduler = {}
 Scheduler.__index = Scheduler
+optim.lr_scheduler = {}
 
--- kinds: the option kinds (argcheck.options) when not all numbers
-local function scheduler(name, compute, defaults, kinds)
-  local C = setmetatable({}, { __index = Scheduler, __call = function(cls, opt, ...) return cls.new(cls, opt, ...) end })
+local function copy_plain(v)
+  if type(v) ~= "table" or getmetatable(v) ~= nil then return v end
+  local out = {}
+  for k, x in pairs(v) do out[k] = copy_plain(x) end
+  return out
+end
+
+-- spec: defaults, kinds (options with no default, or of several kinds),
+-- positional (PyTorch's order after the optimizer), validate(self, opt),
+-- lr(self, group, base_lr, i) (PyTorch's get_lr: from the current group.lr),
+-- closed(self, base_lr, i) (the closed form at last_epoch), state (saved
+-- fields that are not options: name -> kind)
+local function scheduler(name, spec)
+  local C = setmetatable({}, { __index = Scheduler, __call = function(cls, ...) return cls.new(cls, ...) end })
   C.__index = C
   C.__name = name
-  formulas[C] = compute
-  C.defaults = defaults
-  C._kinds = kinds or {}
+  C.defaults = spec.defaults or {}
+  formulas[C] = spec
+  optim.lr_scheduler[name] = C
   return C
 end
 
 local function kinds_of(cls)
+  local spec = formulas[cls] or {}
   local kinds = {}
-  for k in pairs(cls.defaults) do kinds[k] = "number" end
-  for k, v in pairs(cls._kinds) do kinds[k] = v end -- (also options with no default)
+  for k, v in pairs(cls.defaults) do kinds[k] = type(v) end
+  for k, v in pairs(spec.kinds or {}) do kinds[k] = v end
   return kinds
-end
-
--- PyTorch's positional arguments after the optimizer, per scheduler
-local SCHEDULER_POSITIONAL = {
-  StepLR = { "step_size", "gamma" }, MultiStepLR = { "milestones", "gamma" }, ExponentialLR = { "gamma" },
-  CosineAnnealingLR = { "T_max", "eta_min" }, LambdaLR = { "lr_lambda" },
-  ReduceLROnPlateau = { "mode", "factor", "patience", "threshold", "threshold_mode", "cooldown", "min_lr", "eps" },
-}
-local function scheduler_options(cls, ...)
-  return check.positional(cls.__name, SCHEDULER_POSITIONAL[cls.__name] or {}, kinds_of(cls), ...)
-end
-
---- Scheduler(opt[, PyTorch's positional arguments][, opts])
-function Scheduler.new(cls, opt, ...)
-  if type(cls) ~= "table" or type(cls.defaults) ~= "table" then check.expected("Scheduler.new", "class", "a scheduler class", cls) end
-  if type(opt) ~= "table" or type(opt.param_groups) ~= "table" then check.expected(cls.__name, "optimizer", "an optimizer", opt) end
-  local opts = scheduler_options(cls, ...)
-  local self = setmetatable({ optimizer = opt, last_epoch = 0, base_lrs = {} }, cls)
-  for k, v in pairs(cls.defaults) do self[k] = v end
-  for k, v in pairs(opts) do self[k] = v end
-  if cls.__name == "StepLR" then check.int(self.step_size, "StepLR", "step_size", 1) end
-  if cls.__name == "CosineAnnealingLR" and (self.T_max == 0) then check.fail("CosineAnnealingLR", "T_max must not be 0") end
-  if cls.__name == "MultiStepLR" then
-    local m = self.milestones
-    if m == nil then check.fail("MultiStepLR", "milestones is required (an increasing array of step counts)") end
-    for i = 1, #m do
-      check.int(m[i], "MultiStepLR", "milestones", 0)
-      if i > 1 and m[i] < m[i - 1] then check.fail("MultiStepLR", "milestones must be increasing") end
-    end
-  end
-  if cls.__name == "LambdaLR" then
-    local f = self.lr_lambda
-    if f == nil then check.fail("LambdaLR", "lr_lambda is required (a function of the step count, or one per group)") end
-    if type(f) == "table" and getmetatable(f) == nil then
-      if #f ~= #opt.param_groups then
-        check.fail("LambdaLR", "expected %d lr_lambdas, but got %d", #opt.param_groups, #f)
-      end
-      for i = 1, #f do check.callable(f[i], "LambdaLR", "lr_lambda") end
-    end
-  end
-  for i, g in ipairs(opt.param_groups) do
-    g.initial_lr = g.initial_lr or g.lr
-    self.base_lrs[i] = g.initial_lr
-  end
-  -- PyTorch's initial step: the lr of step 0 (LambdaLR applies lr_lambda(0))
-  local compute = formulas[cls]
-  for i, g in ipairs(opt.param_groups) do g.lr = compute(self, self.base_lrs[i], i) end
-  return self
 end
 
 local function sched(self, fn)
@@ -418,32 +757,80 @@ local function sched(self, fn)
   return self
 end
 
-function Scheduler:step()
+local function set_lrs(self, values)
+  for i, g in ipairs(self.optimizer.param_groups) do g.lr = values[i] end
+  self._last_lr = { unpack(values) }
+end
+
+-- PyTorch's _update_lr: the recursive form for a plain step, the closed form
+-- (where the scheduler has one) at a given epoch
+local function update_lr(self, epoch)
+  local spec, values = formulas[getmetatable(self)], {}
+  local form = spec.lr
+  if epoch == nil then
+    self.last_epoch = self.last_epoch + 1
+  else
+    self.last_epoch = epoch
+    if spec.closed then form = function(s, _, base, i) return spec.closed(s, base, i) end end
+  end
+  for i, g in ipairs(self.optimizer.param_groups) do values[i] = form(self, g, self.base_lrs[i], i) end
+  set_lrs(self, values)
+end
+
+local function initial_step(self)
+  self._step_count = 0
+  self._is_initial = true
+  self:step()
+  self._is_initial = nil
+end
+
+--- Scheduler(opt[, PyTorch's positional arguments][, opts])
+function Scheduler.new(cls, opt, ...)
+  if type(cls) ~= "table" or formulas[cls] == nil then check.expected("Scheduler.new", "class", "a scheduler class", cls) end
+  if type(opt) ~= "table" or type(opt.param_groups) ~= "table" then check.expected(cls.__name, "optimizer", "an optimizer", opt) end
+  local spec = formulas[cls]
+  local opts = check.positional(cls.__name, spec.positional or {}, kinds_of(cls), ...)
+  local self = setmetatable({ optimizer = opt, last_epoch = -1, base_lrs = {} }, cls)
+  for k, v in pairs(cls.defaults) do self[k] = copy_plain(v) end
+  for k, v in pairs(opts) do self[k] = v end
+  if spec.validate then spec.validate(self, opt) end
+  for i, g in ipairs(opt.param_groups) do
+    if g.initial_lr == nil then g.initial_lr = g.lr end
+    self.base_lrs[i] = g.initial_lr
+  end
+  initial_step(self)
+  return self
+end
+
+--- sched:step([epoch]): the next step's lr (or, given an epoch, that epoch's)
+function Scheduler:step(epoch)
   sched(self, "step")
-  self.last_epoch = self.last_epoch + 1
-  local compute = formulas[getmetatable(self)]
-  for i, g in ipairs(self.optimizer.param_groups) do g.lr = compute(self, self.base_lrs[i], i) end
+  if epoch ~= nil then check.number(epoch, self.__name .. ":step", "epoch") end
+  self._step_count = self._step_count + 1
+  update_lr(self, epoch)
 end
 
 function Scheduler:get_last_lr()
   sched(self, "get_last_lr")
-  local out = {}
-  for i, g in ipairs(self.optimizer.param_groups) do out[i] = g.lr end
-  return out
+  return { unpack(self._last_lr) }
 end
 
--- The state: numbers and arrays of numbers (a function, like lr_lambda, is
--- not saved, as in PyTorch).
+local STATE_KINDS = { last_epoch = "number", _step_count = "number", base_lrs = "table", _last_lr = "table" }
+
+-- The state: numbers, strings, booleans and arrays of them (a function, like
+-- lr_lambda, is not saved, as in PyTorch).
 function Scheduler:state_dict()
   sched(self, "state_dict")
-  local sd = { last_epoch = self.last_epoch, base_lrs = {} }
-  for i, v in ipairs(self.base_lrs) do sd.base_lrs[i] = v end
-  for k in pairs(kinds_of(getmetatable(self))) do
+  local cls = getmetatable(self)
+  local sd = {}
+  local function keep(k)
     local v = self[k]
-    if type(v) == "number" or type(v) == "string" then sd[k] = v
-    elseif type(v) == "table" and getmetatable(v) == nil and type(v[1]) ~= "function" then sd[k] = { unpack(v) } end
+    if type(v) == "function" or (type(v) == "table" and (getmetatable(v) ~= nil or type(v[1]) == "function")) then return end
+    sd[k] = copy_plain(v)
   end
-  for _, k in ipairs(getmetatable(self)._extra_state or {}) do sd[k] = self[k] end
+  for k in pairs(STATE_KINDS) do keep(k) end
+  for k in pairs(kinds_of(cls)) do keep(k) end
+  for k in pairs((formulas[cls] or {}).state or {}) do keep(k) end
   return sd
 end
 
@@ -452,58 +839,462 @@ function Scheduler:load_state_dict(sd)
   check.table(sd, "load_state_dict", "state_dict")
   local cls = getmetatable(self)
   local kinds = kinds_of(cls)
-  kinds.last_epoch, kinds.base_lrs = "number", "table"
-  for _, k in ipairs(cls._extra_state or {}) do kinds[k] = "number" end
-  for k, v in pairs(sd) do
+  for k, v in pairs(STATE_KINDS) do kinds[k] = v end
+  for k, v in pairs((formulas[cls] or {}).state or {}) do kinds[k] = v end
+  for k in pairs(sd) do
     if type(k) ~= "string" or kinds[k] == nil then
       check.fail("load_state_dict", "unexpected key '%s' in a %s state", tostring(k), cls.__name)
     end
-    if kinds[k] == "number" then check.number(v, "load_state_dict", k)
-    else check.options({ [k] = v }, "load_state_dict", kinds) end
   end
-  for k, v in pairs(sd) do self[k] = type(v) == "table" and { unpack(v) } or v end
+  check.options(sd, "load_state_dict", kinds)
+  for k, v in pairs(sd) do self[k] = copy_plain(v) end
+  if self._last_lr == nil then self._last_lr = {} end
 end
 
-optim.lr_scheduler = {}
-optim.lr_scheduler.StepLR = scheduler("StepLR", function(self, base)
-  return base * self.gamma ^ math.floor(self.last_epoch / self.step_size)
-end, { step_size = 1, gamma = 0.1 })
-optim.lr_scheduler.CosineAnnealingLR = scheduler("CosineAnnealingLR", function(self, base)
-  return self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
-end, { T_max = 1, eta_min = 0 })
---- MultiStepLR(opt, {milestones = {...}, gamma = 0.1}): gamma^(milestones passed).
-optim.lr_scheduler.MultiStepLR = scheduler("MultiStepLR", function(self, base)
-  local passed = 0
-  for _, m in ipairs(self.milestones) do if self.last_epoch >= m then passed = passed + 1 end end
-  return base * self.gamma ^ passed
-end, { gamma = 0.1 }, { milestones = "table" })
---- ExponentialLR(opt, {gamma = ...}): base * gamma^step.
-optim.lr_scheduler.ExponentialLR = scheduler("ExponentialLR", function(self, base)
-  return base * self.gamma ^ self.last_epoch
-end, { gamma = 0.1 })
---- LambdaLR(opt, {lr_lambda = f}): base * f(step), step counted from 0.
-optim.lr_scheduler.LambdaLR = scheduler("LambdaLR", function(self, base, i)
+--- StepLR(opt, step_size[, gamma = 0.1]): gamma every step_size steps.
+scheduler("StepLR", {
+  defaults = { gamma = 0.1 }, kinds = { step_size = "number" }, positional = { "step_size", "gamma" },
+  validate = function(self)
+    if self.step_size == nil then check.fail("StepLR", "step_size is required") end
+    check.int(self.step_size, "StepLR", "step_size", 1)
+  end,
+  lr = function(self, group)
+    if self.last_epoch == 0 or self.last_epoch % self.step_size ~= 0 then return group.lr end
+    return group.lr * self.gamma
+  end,
+  closed = function(self, base) return base * self.gamma ^ math.floor(self.last_epoch / self.step_size) end,
+})
+
+--- MultiStepLR(opt, milestones[, gamma = 0.1]): gamma at each milestone.
+scheduler("MultiStepLR", {
+  defaults = { gamma = 0.1 }, kinds = { milestones = "table" }, positional = { "milestones", "gamma" },
+  validate = function(self)
+    local m = self.milestones
+    if m == nil then check.fail("MultiStepLR", "milestones is required (an increasing array of step counts)") end
+    for i = 1, #m do
+      check.int(m[i], "MultiStepLR", "milestones", 0)
+      if i > 1 and m[i] < m[i - 1] then check.fail("MultiStepLR", "milestones must be increasing") end
+    end
+    self.milestones = { unpack(m) }
+  end,
+  lr = function(self, group)
+    local hits = 0
+    for _, m in ipairs(self.milestones) do if m == self.last_epoch then hits = hits + 1 end end
+    return hits == 0 and group.lr or group.lr * self.gamma ^ hits
+  end,
+  closed = function(self, base)
+    local passed = 0
+    for _, m in ipairs(self.milestones) do if self.last_epoch >= m then passed = passed + 1 end end
+    return base * self.gamma ^ passed
+  end,
+})
+
+--- ConstantLR(opt[, factor = 1/3[, total_iters = 5]]): factor until total_iters.
+scheduler("ConstantLR", {
+  defaults = { factor = 1 / 3, total_iters = 5 }, positional = { "factor", "total_iters" },
+  validate = function(self)
+    if self.factor > 1 or self.factor < 0 then check.fail("ConstantLR", "Constant multiplicative factor expected to be between 0 and 1.") end
+    check.int(self.total_iters, "ConstantLR", "total_iters", 0)
+  end,
+  lr = function(self, group)
+    if self.last_epoch == 0 then return group.lr * self.factor end
+    if self.last_epoch ~= self.total_iters then return group.lr end
+    return group.lr * (1 / self.factor)
+  end,
+  closed = function(self, base)
+    return base * (self.factor + (self.last_epoch >= self.total_iters and (1 - self.factor) or 0))
+  end,
+})
+
+--- LinearLR(opt[, start_factor = 1/3[, end_factor = 1[, total_iters = 5]]]):
+--- the factor goes linearly from start_factor to end_factor over total_iters steps.
+scheduler("LinearLR", {
+  defaults = { start_factor = 1 / 3, end_factor = 1, total_iters = 5 },
+  positional = { "start_factor", "end_factor", "total_iters" },
+  validate = function(self)
+    if self.start_factor > 1 or self.start_factor <= 0 then
+      check.fail("LinearLR", "Starting multiplicative factor expected to be greater than 0 and less or equal to 1.")
+    end
+    if self.end_factor > 1 or self.end_factor < 0 then
+      check.fail("LinearLR", "Ending multiplicative factor expected to be between 0 and 1.")
+    end
+    check.int(self.total_iters, "LinearLR", "total_iters", 1)
+  end,
+  lr = function(self, group)
+    if self.last_epoch == 0 then return group.lr * self.start_factor end
+    if self._is_initial or self.last_epoch > self.total_iters then return group.lr end
+    local s, e = self.start_factor, self.end_factor
+    return group.lr * (1 + (e - s) / (self.total_iters * s + (self.last_epoch - 1) * (e - s)))
+  end,
+  closed = function(self, base)
+    local s, e = self.start_factor, self.end_factor
+    return base * (s + (e - s) * math.min(self.total_iters, self.last_epoch) / self.total_iters)
+  end,
+})
+
+--- ExponentialLR(opt, gamma): times gamma every step.
+scheduler("ExponentialLR", {
+  defaults = { gamma = 0.1 }, positional = { "gamma" },
+  lr = function(self, group) return self._is_initial and group.lr or group.lr * self.gamma end,
+  closed = function(self, base) return base * self.gamma ^ self.last_epoch end,
+})
+
+--- PolynomialLR(opt[, total_iters = 5[, power = 1]]): (1 - t / total_iters)^power.
+scheduler("PolynomialLR", {
+  defaults = { total_iters = 5, power = 1 }, positional = { "total_iters", "power" },
+  validate = function(self) check.int(self.total_iters, "PolynomialLR", "total_iters", 1) end,
+  lr = function(self, group)
+    if self._is_initial or self.last_epoch > self.total_iters then return group.lr end
+    local T, t = self.total_iters, self.last_epoch
+    return group.lr * ((1 - t / T) / (1 - (t - 1) / T)) ^ self.power
+  end,
+  closed = function(self, base)
+    return base * (1 - math.min(self.total_iters, self.last_epoch) / self.total_iters) ^ self.power
+  end,
+})
+
+--- CosineAnnealingLR(opt, T_max[, eta_min = 0]): half a cosine from the base lr
+--- to eta_min over T_max steps (and back up after, as PyTorch's).
+scheduler("CosineAnnealingLR", {
+  defaults = { T_max = 1, eta_min = 0 }, positional = { "T_max", "eta_min" },
+  validate = function(self) if self.T_max == 0 then check.fail("CosineAnnealingLR", "T_max must not be 0") end end,
+  lr = function(self, group, base)
+    local e, T, t = self.eta_min, self.T_max, self.last_epoch
+    if self._is_initial then return group.lr end
+    if self._step_count == 1 and t > 0 then return e + (base - e) * (1 + math.cos(t * math.pi / T)) / 2 end
+    if (t - 1 - T) % (2 * T) == 0 then return group.lr + (base - e) * (1 - math.cos(math.pi / T)) / 2 end
+    return (1 + math.cos(math.pi * t / T)) / (1 + math.cos(math.pi * (t - 1) / T)) * (group.lr - e) + e
+  end,
+  closed = function(self, base)
+    return self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+  end,
+})
+
+-- the lr_lambda of group i (one function, or one per group)
+local function lambda_of(self, name, i)
   local f = self.lr_lambda
   if type(f) == "table" and getmetatable(f) == nil then f = f[i] end
   local factor = f(self.last_epoch)
-  if type(factor) ~= "number" then check.fail("LambdaLR", "lr_lambda returned a %s, not a number", type(factor)) end
-  return base * factor
-end, {}, { lr_lambda = "function|table" })
+  if type(factor) ~= "number" then check.fail(name, "lr_lambda returned a %s, not a number", type(factor)) end
+  return factor
+end
 
---- ReduceLROnPlateau(opt, {mode = "min", factor = 0.1, patience = 10, threshold = 1e-4,
---- threshold_mode = "rel", cooldown = 0, min_lr = 0, eps = 1e-8}): sched:step(metric)
+local function check_lambdas(name)
+  return function(self, opt)
+    local f = self.lr_lambda
+    if f == nil then check.fail(name, "lr_lambda is required (a function of the step count, or one per group)") end
+    if type(f) == "table" and getmetatable(f) == nil then
+      if #f ~= #opt.param_groups then check.fail(name, "expected %d lr_lambdas, but got %d", #opt.param_groups, #f) end
+      for i = 1, #f do check.callable(f[i], name, "lr_lambda") end
+    end
+  end
+end
+
+--- LambdaLR(opt, lr_lambda): base lr * lr_lambda(step), the step counted from 0.
+scheduler("LambdaLR", {
+  kinds = { lr_lambda = "function|table" }, positional = { "lr_lambda" }, validate = check_lambdas("LambdaLR"),
+  lr = function(self, _, base, i) return base * lambda_of(self, "LambdaLR", i) end,
+})
+
+--- MultiplicativeLR(opt, lr_lambda): lr * lr_lambda(step) at every step after the first.
+scheduler("MultiplicativeLR", {
+  kinds = { lr_lambda = "function|table" }, positional = { "lr_lambda" }, validate = check_lambdas("MultiplicativeLR"),
+  lr = function(self, group, _, i)
+    if self._is_initial then return group.lr end
+    return group.lr * lambda_of(self, "MultiplicativeLR", i)
+  end,
+})
+
+--- CosineAnnealingWarmRestarts(opt, T_0[, T_mult = 1[, eta_min = 0]]): a cosine
+--- from the base lr to eta_min over T_i steps, then a restart with T_i * T_mult;
+--- sched:step(epoch) takes fractional epochs.
+local CAWR = scheduler("CosineAnnealingWarmRestarts", {
+  defaults = { T_mult = 1, eta_min = 0 }, kinds = { T_0 = "number" }, positional = { "T_0", "T_mult", "eta_min" },
+  state = { T_i = "number", T_cur = "number" },
+  validate = function(self)
+    local n = "CosineAnnealingWarmRestarts"
+    if type(self.T_0) ~= "number" or self.T_0 <= 0 or self.T_0 ~= math.floor(self.T_0) then
+      check.fail(n, "Expected positive integer T_0, but got %s", check.describe(self.T_0))
+    end
+    if self.T_mult < 1 or self.T_mult ~= math.floor(self.T_mult) then check.fail(n, "Expected integer T_mult >= 1, but got %s", self.T_mult) end
+    self.T_i, self.T_cur = self.T_0, self.last_epoch
+  end,
+  lr = function(self, _, base) return self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2 end,
+})
+
+function CAWR:step(epoch)
+  sched(self, "step")
+  if epoch == nil and self.last_epoch < 0 then epoch = 0 end
+  if epoch == nil then
+    epoch = self.last_epoch + 1
+    self.T_cur = self.T_cur + 1
+    if self.T_cur >= self.T_i then
+      self.T_cur = self.T_cur % self.T_i
+      self.T_i = self.T_i * self.T_mult
+    end
+  else
+    check.number(epoch, "CosineAnnealingWarmRestarts:step", "epoch")
+    if epoch < 0 then check.fail("CosineAnnealingWarmRestarts:step", "Expected non-negative epoch, but got %s", epoch) end
+    if epoch >= self.T_0 then
+      if self.T_mult == 1 then
+        self.T_cur = math.fmod(epoch, self.T_0)
+      else
+        -- the restart epoch is in: T_0 (T_mult^n - 1) / (T_mult - 1) <= epoch
+        local n = math.floor(math.log(epoch / self.T_0 * (self.T_mult - 1) + 1) / math.log(self.T_mult))
+        self.T_cur = epoch - self.T_0 * (self.T_mult ^ n - 1) / (self.T_mult - 1)
+        self.T_i = self.T_0 * self.T_mult ^ n
+      end
+    else
+      self.T_i = self.T_0
+      self.T_cur = epoch
+    end
+  end
+  self._step_count = (self._step_count or 0) + 1
+  self.last_epoch = math.floor(epoch)
+  local values, lr = {}, formulas[CAWR].lr
+  for i, g in ipairs(self.optimizer.param_groups) do values[i] = lr(self, g, self.base_lrs[i], i) end
+  set_lrs(self, values)
+end
+
+-- one value per group: a number, or an array of one per group (PyTorch's _format_param)
+local function per_group(name, what, v, opt)
+  if type(v) == "table" then
+    if #v ~= #opt.param_groups then
+      check.fail(name, "%s must have the same length as optimizer.param_groups. %s has %d values, param_groups has %d.",
+        what, what, #v, #opt.param_groups)
+    end
+    return { unpack(v) }
+  end
+  local out = {}
+  for i = 1, #opt.param_groups do out[i] = v end
+  return out
+end
+
+local function anneal(self, start, stop, pct)
+  if self.anneal_strategy == "cos" then return stop + (start - stop) / 2 * (math.cos(math.pi * pct) + 1) end
+  return (stop - start) * pct + start
+end
+
+--- OneCycleLR(opt, max_lr[, total_steps[, epochs[, steps_per_epoch[, pct_start = 0.3[,
+--- anneal_strategy = "cos"[, cycle_momentum = true[, base_momentum = 0.85[,
+--- max_momentum = 0.95[, div_factor = 25[, final_div_factor = 1e4[, three_phase = false]]]]]]]]]]]):
+--- the 1cycle policy, the lr from max_lr / div_factor up to max_lr and down to
+--- max_lr / (div_factor * final_div_factor), momentum (or Adam's beta1) the other way.
+scheduler("OneCycleLR", {
+  defaults = { pct_start = 0.3, anneal_strategy = "cos", cycle_momentum = true, base_momentum = 0.85, max_momentum = 0.95,
+    div_factor = 25, final_div_factor = 1e4, three_phase = false },
+  kinds = { max_lr = "number|table", total_steps = "number", epochs = "number", steps_per_epoch = "number",
+    base_momentum = "number|table", max_momentum = "number|table" },
+  positional = { "max_lr", "total_steps", "epochs", "steps_per_epoch", "pct_start", "anneal_strategy", "cycle_momentum",
+    "base_momentum", "max_momentum", "div_factor", "final_div_factor", "three_phase" },
+  state = { _phases = "table", use_beta1 = "boolean" },
+  validate = function(self, opt)
+    local n = "OneCycleLR"
+    if self.max_lr == nil then check.fail(n, "max_lr is required") end
+    if self.total_steps ~= nil then
+      check.int(self.total_steps, n, "total_steps", 1)
+    elseif self.epochs ~= nil and self.steps_per_epoch ~= nil then
+      check.int(self.epochs, n, "epochs", 1)
+      check.int(self.steps_per_epoch, n, "steps_per_epoch", 1)
+      self.total_steps = self.epochs * self.steps_per_epoch
+    else
+      check.fail(n, "You must define either total_steps OR (epochs AND steps_per_epoch)")
+    end
+    if self.pct_start < 0 or self.pct_start > 1 then check.fail(n, "Expected float between 0 and 1 pct_start, but got %s", self.pct_start) end
+    check.one_of(self.anneal_strategy, n, "anneal_strategy", { "cos", "linear" })
+    local total, pct = self.total_steps, self.pct_start
+    -- each phase: its last step and the group fields it goes between
+    if self.three_phase then
+      self._phases = {
+        { pct * total - 1, "initial_lr", "max_lr", "max_momentum", "base_momentum" },
+        { 2 * pct * total - 2, "max_lr", "initial_lr", "base_momentum", "max_momentum" },
+        { total - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum" },
+      }
+    else
+      self._phases = {
+        { pct * total - 1, "initial_lr", "max_lr", "max_momentum", "base_momentum" },
+        { total - 1, "max_lr", "min_lr", "base_momentum", "max_momentum" },
+      }
+    end
+    local max_lrs = per_group(n, "max_lr", self.max_lr, opt)
+    for i, g in ipairs(opt.param_groups) do
+      g.initial_lr = max_lrs[i] / self.div_factor
+      g.max_lr = max_lrs[i]
+      g.min_lr = g.initial_lr / self.final_div_factor
+    end
+    if self.cycle_momentum then
+      local d = opt.defaults or {}
+      if d.momentum == nil and d.betas == nil then
+        check.fail(n, "optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
+      end
+      self.use_beta1 = d.betas ~= nil
+      local maxs = per_group(n, "max_momentum", self.max_momentum, opt)
+      local bases = per_group(n, "base_momentum", self.base_momentum, opt)
+      for i, g in ipairs(opt.param_groups) do
+        if self.use_beta1 then g.betas = { maxs[i], g.betas[2] } else g.momentum = maxs[i] end
+        g.max_momentum, g.base_momentum = maxs[i], bases[i]
+      end
+    end
+  end,
+  lr = function(self, group)
+    local step = self.last_epoch
+    if step > self.total_steps then
+      check.fail("OneCycleLR", "Tried to step %d times. The specified number of total steps is %d", step, self.total_steps)
+    end
+    local start, lr, momentum = 0, nil, nil
+    for i, phase in ipairs(self._phases) do
+      local stop = phase[1]
+      if step <= stop or i == #self._phases then
+        local pct = (step - start) / (stop - start)
+        lr = anneal(self, group[phase[2]], group[phase[3]], pct)
+        if self.cycle_momentum then momentum = anneal(self, group[phase[4]], group[phase[5]], pct) end
+        break
+      end
+      start = stop
+    end
+    if self.cycle_momentum then
+      if self.use_beta1 then group.betas = { momentum, group.betas[2] } else group.momentum = momentum end
+    end
+    return lr
+  end,
+})
+
+-- ---- schedulers of schedulers ----
+local function sub_schedulers(name, list, opt)
+  if type(list) ~= "table" or #list < 1 then
+    check.fail(name, "%s expects at least one scheduler, but got %s", name, check.describe(list))
+  end
+  for i, s in ipairs(list) do
+    if type(s) ~= "table" or type(s.optimizer) ~= "table" or getmetatable(s) == nil then
+      check.fail(name, "%s at index %d should be a scheduler (with an optimizer)", name, i)
+    end
+    if getmetatable(s).__name == "ReduceLROnPlateau" then
+      check.fail(name, "%s does not support `ReduceLROnPlateau` scheduler as it requires a metric in `step`, but got one at index %d", name, i)
+    end
+    if s.optimizer ~= opt then
+      check.fail(name, "%s expects all schedulers to belong to the same optimizer, but scheduler %d has another", name, i)
+    end
+  end
+  return { unpack(list) }
+end
+
+-- the state of a scheduler of schedulers: its own fields and each one's state
+local function nested_state(self, fields)
+  local sd = { _schedulers = {} }
+  for _, k in ipairs(fields) do sd[k] = copy_plain(self[k]) end
+  for i, s in ipairs(self._schedulers) do sd._schedulers[i] = s:state_dict() end
+  return sd
+end
+
+local function load_nested(self, sd, fields)
+  sched(self, "load_state_dict")
+  check.table(sd, "load_state_dict", "state_dict")
+  local allowed = { _schedulers = true }
+  for _, k in ipairs(fields) do allowed[k] = true end
+  for k in pairs(sd) do
+    if not allowed[k] then check.fail("load_state_dict", "unexpected key '%s' in a %s state", tostring(k), getmetatable(self).__name) end
+  end
+  if type(sd._schedulers) ~= "table" or #sd._schedulers ~= #self._schedulers then
+    check.fail("load_state_dict", "expected the states of %d schedulers", #self._schedulers)
+  end
+  for _, k in ipairs(fields) do if sd[k] ~= nil then self[k] = copy_plain(sd[k]) end end
+  for i, s in ipairs(self._schedulers) do s:load_state_dict(sd._schedulers[i]) end
+end
+
+local function nested_class(name)
+  local C = setmetatable({}, { __index = Scheduler, __call = function(cls, ...) return cls.new(cls, ...) end })
+  C.__index = C
+  C.__name = name
+  C.defaults = {}
+  optim.lr_scheduler[name] = C
+  return C
+end
+
+-- the number of milestones <= e (Python's bisect_right)
+local function bisect_right(list, e)
+  local n = 0
+  for _, m in ipairs(list) do if m <= e then n = n + 1 end end
+  return n
+end
+
+--- SequentialLR(opt, schedulers, milestones): schedulers[i] from milestones[i - 1]
+--- on, restarted (its closed form at 0) at its milestone.
+local Sequential = nested_class("SequentialLR")
+local SEQUENTIAL_FIELDS = { "last_epoch", "_milestones", "_last_lr" }
+function Sequential.new(cls, opt, ...)
+  if type(opt) ~= "table" or type(opt.param_groups) ~= "table" then check.expected(cls.__name, "optimizer", "an optimizer", opt) end
+  local a = check.positional(cls.__name, { "schedulers", "milestones" }, { schedulers = "table", milestones = "table" }, ...)
+  local list = sub_schedulers(cls.__name, a.schedulers, opt)
+  local milestones = a.milestones or {}
+  if #milestones ~= #list - 1 then
+    check.fail(cls.__name, "Sequential Schedulers expects number of schedulers provided to be one more than the number of milestone points, but got number of schedulers %d and the number of milestones to be equal to %d",
+      #list, #milestones)
+  end
+  for i = 1, #milestones do check.int(milestones[i], cls.__name, "milestones", 0) end
+  local self = setmetatable({ optimizer = opt, _schedulers = list, _milestones = { unpack(milestones) }, last_epoch = 0 }, cls)
+  for _, g in ipairs(opt.param_groups) do g.lr = g.initial_lr end
+  -- each scheduler's construction took a step: undo it, then start the first
+  local function undo(s)
+    if s._schedulers then for _, c in ipairs(s._schedulers) do undo(c) end
+    elseif s.last_epoch then s.last_epoch = s.last_epoch - 1 end
+  end
+  undo(self)
+  local first = list[bisect_right(self._milestones, 0) + 1]
+  initial_step(first)
+  self._last_lr = first:get_last_lr()
+  return self
+end
+
+function Sequential:step()
+  sched(self, "step")
+  self.last_epoch = self.last_epoch + 1
+  local idx = bisect_right(self._milestones, self.last_epoch)
+  local s = self._schedulers[idx + 1]
+  if idx > 0 and self._milestones[idx] == self.last_epoch then update_lr(s, 0) else s:step() end
+  self._last_lr = s:get_last_lr()
+end
+
+function Sequential:state_dict() return nested_state(sched(self, "state_dict"), SEQUENTIAL_FIELDS) end
+function Sequential:load_state_dict(sd) load_nested(self, sd, SEQUENTIAL_FIELDS) end
+
+--- ChainedScheduler(schedulers[, optimizer]): every scheduler steps, one after
+--- the other, each from the lr the previous one left.
+local Chained = nested_class("ChainedScheduler")
+function Chained.new(cls, ...)
+  local a = check.positional(cls.__name, { "schedulers", "optimizer" }, { schedulers = "table", optimizer = "table" }, ...)
+  local first = type(a.schedulers) == "table" and a.schedulers[1]
+  local opt = a.optimizer or (type(first) == "table" and first.optimizer)
+  local list = sub_schedulers(cls.__name, a.schedulers, opt)
+  local self = setmetatable({ optimizer = opt, _schedulers = list }, cls)
+  self._last_lr = {}
+  for i, g in ipairs(opt.param_groups) do self._last_lr[i] = g.lr end
+  return self
+end
+
+function Chained:step()
+  sched(self, "step")
+  for _, s in ipairs(self._schedulers) do s:step() end
+  self._last_lr = {}
+  for i, g in ipairs(self.optimizer.param_groups) do self._last_lr[i] = g.lr end
+end
+
+function Chained:state_dict() return nested_state(sched(self, "state_dict"), { "_last_lr" }) end
+function Chained:load_state_dict(sd) load_nested(self, sd, { "_last_lr" }) end
+
+--- ReduceLROnPlateau(opt[, mode = "min"[, factor = 0.1[, patience = 10[, threshold = 1e-4[,
+--- threshold_mode = "rel"[, cooldown = 0[, min_lr = 0[, eps = 1e-8]]]]]]]]): sched:step(metric)
 --- multiplies the lr by factor once the metric has not improved for patience steps.
-local Plateau = setmetatable({}, { __index = Scheduler, __call = function(cls, opt, ...) return cls.new(cls, opt, ...) end })
-Plateau.__index = Plateau
-Plateau.__name = "ReduceLROnPlateau"
-Plateau.defaults = { mode = "min", factor = 0.1, patience = 10, threshold = 1e-4, threshold_mode = "rel", cooldown = 0,
-  min_lr = 0, eps = 1e-8 }
-Plateau._kinds = { mode = "string", threshold_mode = "string", min_lr = "number|table" }
-Plateau._extra_state = { "best", "num_bad_epochs", "cooldown_counter" }
+local Plateau = scheduler("ReduceLROnPlateau", {
+  defaults = { mode = "min", factor = 0.1, patience = 10, threshold = 1e-4, threshold_mode = "rel", cooldown = 0,
+    min_lr = 0, eps = 1e-8 },
+  kinds = { min_lr = "number|table" },
+  positional = { "mode", "factor", "patience", "threshold", "threshold_mode", "cooldown", "min_lr", "eps" },
+  state = { best = "number", num_bad_epochs = "number", cooldown_counter = "number" },
+})
 function Plateau.new(cls, opt, ...)
   if type(opt) ~= "table" or type(opt.param_groups) ~= "table" then check.expected(cls.__name, "optimizer", "an optimizer", opt) end
-  local opts = scheduler_options(cls, ...)
-  local self = setmetatable({ optimizer = opt, last_epoch = 0, base_lrs = {} }, cls)
+  local opts = check.positional(cls.__name, formulas[cls].positional, kinds_of(cls), ...)
+  local self = setmetatable({ optimizer = opt, last_epoch = 0, base_lrs = {}, _step_count = 0 }, cls)
   for k, v in pairs(cls.defaults) do self[k] = v end
   for k, v in pairs(opts) do self[k] = v end
   check.one_of(self.mode, cls.__name, "mode", { "min", "max" })
@@ -512,7 +1303,8 @@ function Plateau.new(cls, opt, ...)
   if type(self.min_lr) == "table" and #self.min_lr ~= #opt.param_groups then
     check.fail(cls.__name, "expected %d min_lrs, got %d", #opt.param_groups, #self.min_lr)
   end
-  for i, g in ipairs(opt.param_groups) do self.base_lrs[i] = g.lr end
+  self._last_lr = {}
+  for i, g in ipairs(opt.param_groups) do self.base_lrs[i], self._last_lr[i] = g.lr, g.lr end
   self.best = self.mode == "min" and math.huge or -math.huge
   self.num_bad_epochs, self.cooldown_counter = 0, 0
   return self
@@ -547,8 +1339,9 @@ function Plateau:step(metric)
     self.cooldown_counter = self.cooldown
     self.num_bad_epochs = 0
   end
+  self._last_lr = {}
+  for i, g in ipairs(self.optimizer.param_groups) do self._last_lr[i] = g.lr end
 end
-optim.lr_scheduler.ReduceLROnPlateau = Plateau
 
 for name, C in pairs(optim.lr_scheduler) do optim[name] = C end
 
