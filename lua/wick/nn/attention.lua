@@ -1,0 +1,572 @@
+-- The attention blocks of wick.nn: MultiheadAttention, the Transformer
+-- encoder and decoder layers and stacks, and Transformer, composed in Lua from
+-- ops with PyTorch's semantics (torch.nn.MultiheadAttention,
+-- F.multi_head_attention_forward, torch.nn.Transformer*): the same parameter
+-- names and order, masks (bool: true = not allowed; float: added), shapes
+-- (seq, batch, feature) unless batch_first, unbatched inputs. Attention runs on
+-- the fused F.scaled_dot_product_attention unless the weights are asked for.
+local wick = require("wick")
+local Module = require("wick.nn.module")
+local F = require("wick.nn.functional")
+local L = require("wick.nn.layers")
+local init = require("wick.nn.initializers")
+local check = require("wick.argcheck")
+
+local A = {}
+local NEG_INF = -math.huge
+local rawequal = rawequal
+
+-- ---- masks ----
+
+-- PyTorch's _canonical_mask: a bool mask (true = not allowed) becomes an
+-- additive mask of `dtype` (-inf where true); a float mask stays as it is.
+local function canonical_mask(mask, fn, name, dtype)
+  if mask == nil then return nil end
+  check.tensor(mask, fn, name)
+  if mask.dtype == "bool" then
+    return wick.zeros(mask.shape, { dtype = dtype, device = mask.device }):masked_fill(mask, NEG_INF)
+  end
+  if not mask:is_floating_point() then check.fail(fn, "only bool and floating types of %s are supported", name) end
+  return mask
+end
+
+-- an additive causal mask [sz, sz]: -inf above the diagonal, 0 elsewhere
+local function square_subsequent_mask(sz, opts)
+  return wick.full({ sz, sz }, NEG_INF, opts):triu(1)
+end
+
+-- PyTorch's _detect_is_causal_mask: is_causal when given, else whether `mask`
+-- is exactly the causal mask of size `size`.
+local function detect_is_causal(mask, is_causal, size)
+  if is_causal ~= nil then return is_causal end
+  if mask == nil or mask:dim() ~= 2 then return false end
+  local sz = size or mask:size(-2)
+  if mask:size(1) ~= sz or mask:size(2) ~= sz then return false end
+  return mask:equal(square_subsequent_mask(sz, { dtype = mask.dtype, device = mask.device }))
+end
+
+-- the mask with one more column (0: taking part) at the end of its last dimension
+local function pad_column(mask)
+  if mask == nil then return nil end
+  local shape = mask:size()
+  shape[#shape] = 1
+  return wick.cat({ mask, wick.zeros(shape, { dtype = mask.dtype, device = mask.device }) }, -1)
+end
+
+-- f applied to q, k, v once per distinct tensor (so self-attention stays self-attention)
+local function each(q, k, v, f)
+  local q2 = f(q)
+  local k2 = rawequal(k, q) and q2 or f(k)
+  local v2 = rawequal(v, k) and k2 or (rawequal(v, q) and q2 or f(v))
+  return q2, k2, v2
+end
+
+-- ---- MultiheadAttention ----
+
+A.MultiheadAttention = Module:extend("MultiheadAttention")
+local MHA = { dropout = "number", bias = "boolean", add_bias_kv = "boolean", add_zero_attn = "boolean",
+  kdim = "integer", vdim = "integer", batch_first = "boolean", device = "device", dtype = "dtype" }
+local MHA_ORDER = { "dropout", "bias", "add_bias_kv", "add_zero_attn", "kdim", "vdim", "batch_first", "device", "dtype" }
+
+--- nn.MultiheadAttention(embed_dim, num_heads[, dropout = 0[, bias = true[, add_bias_kv = false[,
+--- add_zero_attn = false[, kdim[, vdim[, batch_first = false]]]]]]][, opts]), PyTorch's order.
+function A.MultiheadAttention:init(embed_dim, num_heads, ...)
+  local fn = "MultiheadAttention"
+  check.int(embed_dim, fn, "embed_dim", 1)
+  check.int(num_heads, fn, "num_heads", 1)
+  local o = check.positional(fn, MHA_ORDER, MHA, ...)
+  if embed_dim % num_heads ~= 0 then check.fail(fn, "embed_dim must be divisible by num_heads") end
+  local E = embed_dim
+  self.embed_dim, self.num_heads, self.head_dim = E, num_heads, E / num_heads
+  self.kdim = check.opt_int(o.kdim, fn, "kdim", E, 1)
+  self.vdim = check.opt_int(o.vdim, fn, "vdim", E, 1)
+  self._qkv_same_embed_dim = self.kdim == E and self.vdim == E
+  self.dropout = check.opt_number(o.dropout, fn, "dropout", 0, 0, 1)
+  self.batch_first, self.add_zero_attn = o.batch_first == true, o.add_zero_attn == true
+  local t = { device = o.device, dtype = o.dtype }
+  -- PyTorch's order of registration (named_parameters, state_dict): the
+  -- projections, in_proj_bias, bias_k, bias_v, then out_proj
+  wick.no_grad(function()
+    if self._qkv_same_embed_dim then
+      self.in_proj_weight = L.Parameter(init.xavier_uniform_(wick.empty({ 3 * E, E }, t)))
+    else
+      self.q_proj_weight = L.Parameter(init.xavier_uniform_(wick.empty({ E, E }, t)))
+      self.k_proj_weight = L.Parameter(init.xavier_uniform_(wick.empty({ E, self.kdim }, t)))
+      self.v_proj_weight = L.Parameter(init.xavier_uniform_(wick.empty({ E, self.vdim }, t)))
+    end
+    if o.bias ~= false then self.in_proj_bias = L.Parameter(wick.zeros({ 3 * E }, t)) end
+    if o.add_bias_kv then
+      self.bias_k = L.Parameter(init.xavier_normal_(wick.empty({ 1, 1, E }, t)))
+      self.bias_v = L.Parameter(init.xavier_normal_(wick.empty({ 1, 1, E }, t)))
+    end
+  end)
+  self.out_proj = L.Linear(E, E, { bias = o.bias ~= false, device = o.device, dtype = o.dtype })
+  if self.out_proj.bias then wick.no_grad(function() self.out_proj.bias:zero_() end) end
+end
+
+function A.MultiheadAttention:extra_repr()
+  return ("embed_dim=%d, num_heads=%d, dropout=%s, batch_first=%s"):format(self.embed_dim, self.num_heads,
+    tostring(self.dropout), tostring(self.batch_first))
+end
+
+-- The projections of query, key and value (each [seq, batch, E]): one GEMM
+-- for self-attention, two when key is value.
+local function in_projection(self, q, k, v)
+  local E, b = self.embed_dim, self.in_proj_bias
+  local function bias(i, n) return b and b:narrow(1, i * E + 1, n * E) end
+  if not self._qkv_same_embed_dim then
+    return F.linear(q, self.q_proj_weight, bias(0, 1)), F.linear(k, self.k_proj_weight, bias(1, 1)),
+      F.linear(v, self.v_proj_weight, bias(2, 1))
+  end
+  local w = self.in_proj_weight
+  if rawequal(q, k) and rawequal(k, v) then
+    local p = F.linear(q, w, b):chunk(3, -1)
+    return p[1], p[2], p[3]
+  end
+  local qp = F.linear(q, w:narrow(1, 1, E), bias(0, 1))
+  if rawequal(k, v) then
+    local p = F.linear(k, w:narrow(1, E + 1, 2 * E), bias(1, 2)):chunk(2, -1)
+    return qp, p[1], p[2]
+  end
+  return qp, F.linear(k, w:narrow(1, E + 1, E), bias(1, 1)), F.linear(v, w:narrow(1, 2 * E + 1, E), bias(2, 1))
+end
+
+-- attn_mask as [1 or batch * heads, L, S] (checked against PyTorch's shapes)
+local function shaped_attn_mask(fn, mask, bsz, heads, L, S)
+  if mask:dim() == 2 then
+    if mask:size(1) ~= L or mask:size(2) ~= S then
+      check.fail(fn, "The shape of the 2D attn_mask is %s, but should be (%d, %d).", tostring(mask.shape), L, S)
+    end
+    return mask:unsqueeze(1)
+  elseif mask:dim() == 3 then
+    if mask:size(1) ~= bsz * heads or mask:size(2) ~= L or mask:size(3) ~= S then
+      check.fail(fn, "The shape of the 3D attn_mask is %s, but should be (%d, %d, %d).", tostring(mask.shape),
+        bsz * heads, L, S)
+    end
+    return mask
+  end
+  check.fail(fn, "attn_mask's dimension %d is not supported", mask:dim())
+end
+
+-- F.multi_head_attention_forward on [seq, batch, E] inputs; returns out and the weights (or nil)
+local function attend(self, fn, q, k, v, kpm, need_weights, attn_mask, average, is_causal)
+  local L, bsz, E = q:size(1), q:size(2), q:size(3)
+  local H, hd = self.num_heads, self.head_dim
+  if E ~= self.embed_dim then check.fail(fn, "was expecting embedding dimension of %d, but got %d", self.embed_dim, E) end
+  if k:size(1) ~= v:size(1) or k:size(2) ~= v:size(2) then
+    check.fail(fn, "key's sequence and batch dims %d, %d do not match value's %d, %d", k:size(1), k:size(2), v:size(1), v:size(2))
+  end
+  if k:size(2) ~= bsz then check.fail(fn, "key and query have different batch sizes (%d and %d)", k:size(2), bsz) end
+  if k:size(3) ~= self.kdim or v:size(3) ~= self.vdim then
+    check.fail(fn, "expected key of feature size %d and value of feature size %d, got %d and %d", self.kdim, self.vdim,
+      k:size(3), v:size(3))
+  end
+  local S = k:size(1)
+  kpm = canonical_mask(kpm, fn, "key_padding_mask", q.dtype)
+  if is_causal and attn_mask == nil then
+    check.fail(fn, "Need attn_mask if specifying the is_causal hint. You may use the Transformer module method "
+      .. "`generate_square_subsequent_mask` to create this mask.")
+  end
+  if is_causal and kpm == nil and not need_weights then
+    attn_mask = nil -- the fused attention's own causal masking
+  else
+    attn_mask = canonical_mask(attn_mask, fn, "attn_mask", q.dtype)
+    if kpm ~= nil then is_causal = false end -- the merged mask is no longer causal
+  end
+  if attn_mask ~= nil then attn_mask = shaped_attn_mask(fn, attn_mask, bsz, H, L, S) end
+
+  local qp, kp, vp = in_projection(self, q, k, v)
+  if self.bias_k then
+    kp = wick.cat({ kp, self.bias_k:expand({ 1, bsz, E }) }, 1)
+    vp = wick.cat({ vp, self.bias_v:expand({ 1, bsz, E }) }, 1)
+    attn_mask, kpm = pad_column(attn_mask), pad_column(kpm)
+  end
+  -- [seq, batch, E] -> [batch, heads, seq, head_dim] (views)
+  local function heads(t) return t:reshape({ t:size(1), bsz, H, hd }):permute(2, 3, 1, 4) end
+  qp, kp, vp = heads(qp), heads(kp), heads(vp)
+  if self.add_zero_attn then
+    local zeros = wick.zeros({ bsz, H, 1, hd }, { dtype = kp.dtype, device = kp.device })
+    kp, vp = wick.cat({ kp, zeros }, 3), wick.cat({ vp, zeros }, 3)
+    attn_mask, kpm = pad_column(attn_mask), pad_column(kpm)
+  end
+  S = kp:size(3)
+  if kpm ~= nil then
+    if kpm:dim() ~= 2 or kpm:size(1) ~= bsz or kpm:size(2) ~= S then
+      check.fail(fn, "expected shape of key_padding_mask to be (%d, %d), but got %s", bsz, S, tostring(kpm.shape))
+    end
+    kpm = kpm:reshape({ bsz, 1, 1, S }):expand({ bsz, H, 1, S }):reshape({ bsz * H, 1, S })
+    attn_mask = attn_mask == nil and kpm or attn_mask + kpm
+  end
+  local p = self.training and self.dropout or 0
+
+  if need_weights then
+    local q3 = qp:reshape({ bsz * H, L, hd }) * math.sqrt(1 / hd)
+    local w = q3:bmm(kp:reshape({ bsz * H, S, hd }):transpose(2, 3))
+    if attn_mask ~= nil then w = w + attn_mask end
+    w = w:softmax(-1)
+    local wd = p > 0 and F.dropout(w, p) or w
+    local out = wd:bmm(vp:reshape({ bsz * H, S, hd })):view({ bsz, H, L, hd }):permute(3, 1, 2, 4)
+    out = F.linear(out:reshape({ L * bsz, E }), self.out_proj.weight, self.out_proj.bias):view({ L, bsz, E })
+    w = w:view({ bsz, H, L, S })
+    if average ~= false then w = w:mean(2) end
+    return out, w
+  end
+  if attn_mask ~= nil then
+    attn_mask = attn_mask:size(1) == 1 and attn_mask:unsqueeze(1) or attn_mask:view({ bsz, H, -1, S })
+  end
+  local out = F.scaled_dot_product_attention(qp, kp, vp, { attn_mask = attn_mask, dropout_p = p, is_causal = is_causal })
+  out = out:permute(3, 1, 2, 4):reshape({ L * bsz, E })
+  return F.linear(out, self.out_proj.weight, self.out_proj.bias):view({ L, bsz, E }), nil
+end
+
+local MHA_FORWARD = { key_padding_mask = "tensor", need_weights = "boolean", attn_mask = "tensor",
+  average_attn_weights = "boolean", is_causal = "boolean" }
+local MHA_FORWARD_ORDER = { "key_padding_mask", "need_weights", "attn_mask", "average_attn_weights", "is_causal" }
+
+--- mha(query, key, value[, key_padding_mask[, need_weights = true[, attn_mask[,
+--- average_attn_weights = true[, is_causal = false]]]]][, opts]) -> out, weights (nil
+--- when need_weights = false). Inputs [seq, batch, feature] (batch first with
+--- batch_first), or unbatched [seq, feature].
+function A.MultiheadAttention:forward(query, key, value, ...)
+  local fn = "MultiheadAttention"
+  check.tensor(query, fn, "query")
+  check.tensor(key, fn, "key")
+  check.tensor(value, fn, "value")
+  local o = check.positional(fn, MHA_FORWARD_ORDER, MHA_FORWARD, ...)
+  local d = query:dim()
+  if d ~= 2 and d ~= 3 then
+    check.fail(fn, "query should be unbatched 2D or batched 3D tensor but received %d-D query tensor", d)
+  end
+  if key:dim() ~= d or value:dim() ~= d then
+    check.fail(fn, "for %s (%d-D) `query`, expected `key` and `value` to be %d-D but found %d-D and %d-D tensors respectively",
+      d == 3 and "batched" or "unbatched", d, d, key:dim(), value:dim())
+  end
+  local kpm = o.key_padding_mask
+  if d == 2 then
+    query, key, value = each(query, key, value, function(t) return t:unsqueeze(2) end)
+    if kpm ~= nil then
+      if kpm:dim() ~= 1 then check.fail(fn, "for unbatched (2-D) `query`, expected `key_padding_mask` to be 1-D, got %d-D", kpm:dim()) end
+      kpm = kpm:unsqueeze(1)
+    end
+  elseif self.batch_first then
+    query, key, value = each(query, key, value, function(t) return t:transpose(1, 2) end)
+  end
+  local need_weights = o.need_weights ~= false
+  local out, w = attend(self, fn, query, key, value, kpm, need_weights, o.attn_mask, o.average_attn_weights,
+    o.is_causal == true)
+  if d == 2 then
+    out = out:squeeze(2)
+    if w then w = w:squeeze(1) end
+  elseif self.batch_first then
+    out = out:transpose(1, 2)
+  end
+  return out, w
+end
+
+-- ---- the Transformer layers ----
+
+-- an activation by name ("relu", "gelu") or a function or module
+local function activation(v, fn)
+  if v == nil or v == "relu" then return F.relu end
+  if v == "gelu" then return F.gelu end
+  if type(v) == "string" then check.one_of(v, fn, "activation", { "relu", "gelu" }) end
+  return check.callable(v, fn, "activation")
+end
+
+local LAYER = { dim_feedforward = "integer", dropout = "number", activation = "string|function",
+  layer_norm_eps = "number", batch_first = "boolean", norm_first = "boolean", bias = "boolean",
+  device = "device", dtype = "dtype" }
+local LAYER_ORDER = { "dim_feedforward", "dropout", "activation", "layer_norm_eps", "batch_first", "norm_first",
+  "bias", "device", "dtype" }
+
+-- the members both layers share, in PyTorch's order: attention (one or two), linear1, dropout, linear2, norms, dropouts
+local function layer_init(self, fn, d_model, nhead, attentions, norms, ...)
+  check.int(d_model, fn, "d_model", 1)
+  check.int(nhead, fn, "nhead", 1)
+  local o = check.positional(fn, LAYER_ORDER, LAYER, ...)
+  local ff = check.opt_int(o.dim_feedforward, fn, "dim_feedforward", 2048, 1)
+  local p = check.opt_number(o.dropout, fn, "dropout", 0.1, 0, 1)
+  local eps = check.opt_number(o.layer_norm_eps, fn, "layer_norm_eps", 1e-5)
+  local t = { device = o.device, dtype = o.dtype }
+  local bias = o.bias ~= false
+  for _, name in ipairs(attentions) do
+    self[name] = A.MultiheadAttention(d_model, nhead,
+      { dropout = p, bias = bias, batch_first = o.batch_first == true, device = o.device, dtype = o.dtype })
+  end
+  self.linear1 = L.Linear(d_model, ff, { bias = bias, device = t.device, dtype = t.dtype })
+  self.dropout = L.Dropout(p)
+  self.linear2 = L.Linear(ff, d_model, { bias = bias, device = t.device, dtype = t.dtype })
+  self.norm_first = o.norm_first == true
+  for i = 1, norms do
+    self["norm" .. i] = L.LayerNorm(d_model, { eps = eps, bias = bias, device = t.device, dtype = t.dtype })
+  end
+  for i = 1, norms do self["dropout" .. i] = L.Dropout(p) end
+  self.activation = activation(o.activation, fn)
+end
+
+-- self-attention block: dropout1(self_attn(x, x, x))
+local function sa_block(self, x, mask, kpm, is_causal)
+  local y = self.self_attn(x, x, x, { attn_mask = mask, key_padding_mask = kpm, need_weights = false, is_causal = is_causal })
+  return self.dropout1(y)
+end
+
+-- feed-forward block: dropout_n(linear2(dropout(activation(linear1(x)))))
+local function ff_block(self, x, out_dropout)
+  return out_dropout(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+end
+
+A.TransformerEncoderLayer = Module:extend("TransformerEncoderLayer")
+
+--- nn.TransformerEncoderLayer(d_model, nhead[, dim_feedforward = 2048[, dropout = 0.1[,
+--- activation = "relu"[, layer_norm_eps = 1e-5[, batch_first = false[, norm_first = false[,
+--- bias = true]]]]]]][, opts]); activation "relu", "gelu", a function or a module.
+function A.TransformerEncoderLayer:init(d_model, nhead, ...)
+  layer_init(self, "TransformerEncoderLayer", d_model, nhead, { "self_attn" }, 2, ...)
+end
+
+local ENC_FORWARD = { src_mask = "tensor", src_key_padding_mask = "tensor", is_causal = "boolean" }
+local ENC_FORWARD_ORDER = { "src_mask", "src_key_padding_mask", "is_causal" }
+
+--- layer(src[, src_mask[, src_key_padding_mask[, is_causal = false]]][, opts])
+function A.TransformerEncoderLayer:forward(src, ...)
+  local fn = "TransformerEncoderLayer"
+  check.tensor(src, fn, "src")
+  local o = check.positional(fn, ENC_FORWARD_ORDER, ENC_FORWARD, ...)
+  local kpm = canonical_mask(o.src_key_padding_mask, fn, "src_key_padding_mask", src.dtype)
+  local mask, causal = o.src_mask, o.is_causal == true
+  local x = src
+  if self.norm_first then
+    x = x + sa_block(self, self.norm1(x), mask, kpm, causal)
+    return x + ff_block(self, self.norm2(x), self.dropout2)
+  end
+  x = self.norm1(x + sa_block(self, x, mask, kpm, causal))
+  return self.norm2(x + ff_block(self, x, self.dropout2))
+end
+
+A.TransformerDecoderLayer = Module:extend("TransformerDecoderLayer")
+
+--- nn.TransformerDecoderLayer(d_model, nhead[, ...]): the arguments of TransformerEncoderLayer.
+function A.TransformerDecoderLayer:init(d_model, nhead, ...)
+  layer_init(self, "TransformerDecoderLayer", d_model, nhead, { "self_attn", "multihead_attn" }, 3, ...)
+end
+
+local DEC_FORWARD = { tgt_mask = "tensor", memory_mask = "tensor", tgt_key_padding_mask = "tensor",
+  memory_key_padding_mask = "tensor", tgt_is_causal = "boolean", memory_is_causal = "boolean" }
+local DEC_FORWARD_ORDER = { "tgt_mask", "memory_mask", "tgt_key_padding_mask", "memory_key_padding_mask",
+  "tgt_is_causal", "memory_is_causal" }
+
+-- cross-attention block: dropout2(multihead_attn(x, memory, memory))
+local function mha_block(self, x, mem, mask, kpm, is_causal)
+  local y = self.multihead_attn(x, mem, mem, { attn_mask = mask, key_padding_mask = kpm, need_weights = false, is_causal = is_causal })
+  return self.dropout2(y)
+end
+
+--- layer(tgt, memory[, tgt_mask[, memory_mask[, tgt_key_padding_mask[,
+--- memory_key_padding_mask[, tgt_is_causal = false[, memory_is_causal = false]]]]]][, opts])
+function A.TransformerDecoderLayer:forward(tgt, memory, ...)
+  local fn = "TransformerDecoderLayer"
+  check.tensor(tgt, fn, "tgt")
+  check.tensor(memory, fn, "memory")
+  local o = check.positional(fn, DEC_FORWARD_ORDER, DEC_FORWARD, ...)
+  local tc, mc = o.tgt_is_causal == true, o.memory_is_causal == true
+  local x = tgt
+  if self.norm_first then
+    x = x + sa_block(self, self.norm1(x), o.tgt_mask, o.tgt_key_padding_mask, tc)
+    x = x + mha_block(self, self.norm2(x), memory, o.memory_mask, o.memory_key_padding_mask, mc)
+    return x + ff_block(self, self.norm3(x), self.dropout3)
+  end
+  x = self.norm1(x + sa_block(self, x, o.tgt_mask, o.tgt_key_padding_mask, tc))
+  x = self.norm2(x + mha_block(self, x, memory, o.memory_mask, o.memory_key_padding_mask, mc))
+  return self.norm3(x + ff_block(self, x, self.dropout3))
+end
+
+-- ---- the stacks ----
+
+-- A deep copy of a module (PyTorch's copy.deepcopy in _get_clones): new
+-- tensors with the same values (parameters stay parameters, tied tensors stay
+-- tied), the same classes; functions and other objects are shared.
+local function deep_copy(v, memo)
+  if wick.is_tensor(v) then
+    if memo[v] == nil then
+      local c = wick.no_grad(function() return v:detach():clone() end)
+      if v.requires_grad then c:requires_grad_(true) end
+      memo[v] = c
+    end
+    return memo[v]
+  end
+  if type(v) ~= "table" or (getmetatable(v) ~= nil and not check.is_module(v)) then return v end
+  if memo[v] == nil then
+    local c = {}
+    memo[v] = c
+    for key, item in pairs(v) do rawset(c, deep_copy(key, memo), deep_copy(item, memo)) end
+    setmetatable(c, getmetatable(v))
+  end
+  return memo[v]
+end
+
+-- a ModuleList of n independent copies of layer
+local function clones(layer, n)
+  local list = L.ModuleList()
+  for _ = 1, n do list:append(deep_copy(layer, {})) end
+  return list
+end
+
+-- the sequence length of src (for is_causal detection)
+local function seq_len(src, batch_first)
+  if src:dim() == 2 then return src:size(1) end
+  return src:size(batch_first and 2 or 1)
+end
+
+local STACK = { norm = "function", enable_nested_tensor = "boolean", mask_check = "boolean" }
+
+-- encoder/decoder stack construction: layers cloned n times, then an optional final norm
+local function stack_init(self, fn, layer, num_layers, ...)
+  check.module(layer, fn, fn == "TransformerEncoder" and "encoder_layer" or "decoder_layer")
+  check.int(num_layers, fn, "num_layers", 0)
+  local o = check.positional(fn, { "norm", "enable_nested_tensor", "mask_check" }, STACK, ...)
+  if o.norm ~= nil then check.module(o.norm, fn, "norm") end
+  self.layers = clones(layer, num_layers)
+  self.num_layers = num_layers
+  self.norm = o.norm
+end
+
+local function first_batch_first(self)
+  local first = rawget(self.layers, 1)
+  return first ~= nil and first.self_attn ~= nil and first.self_attn.batch_first
+end
+
+A.TransformerEncoder = Module:extend("TransformerEncoder")
+
+--- nn.TransformerEncoder(encoder_layer, num_layers[, norm[, enable_nested_tensor[, mask_check]]][, opts]):
+--- num_layers independent copies of encoder_layer (layers.1, layers.2, ...), then norm.
+function A.TransformerEncoder:init(encoder_layer, num_layers, ...)
+  stack_init(self, "TransformerEncoder", encoder_layer, num_layers, ...)
+end
+
+local STACK_FORWARD = { mask = "tensor", src_key_padding_mask = "tensor", is_causal = "boolean" }
+
+--- encoder(src[, mask[, src_key_padding_mask[, is_causal]]][, opts])
+function A.TransformerEncoder:forward(src, ...)
+  local fn = "TransformerEncoder"
+  check.tensor(src, fn, "src")
+  local o = check.positional(fn, { "mask", "src_key_padding_mask", "is_causal" }, STACK_FORWARD, ...)
+  local kpm = canonical_mask(o.src_key_padding_mask, fn, "src_key_padding_mask", src.dtype)
+  local mask = canonical_mask(o.mask, fn, "mask", src.dtype)
+  local causal = detect_is_causal(mask, o.is_causal, seq_len(src, first_batch_first(self)))
+  local x = src
+  for _, layer in ipairs(self.layers) do
+    x = layer(x, { src_mask = mask, src_key_padding_mask = kpm, is_causal = causal })
+  end
+  if self.norm then x = self.norm(x) end
+  return x
+end
+
+A.TransformerDecoder = Module:extend("TransformerDecoder")
+
+--- nn.TransformerDecoder(decoder_layer, num_layers[, norm][, opts])
+function A.TransformerDecoder:init(decoder_layer, num_layers, ...)
+  stack_init(self, "TransformerDecoder", decoder_layer, num_layers, ...)
+end
+
+--- decoder(tgt, memory[, tgt_mask[, memory_mask[, tgt_key_padding_mask[,
+--- memory_key_padding_mask[, tgt_is_causal[, memory_is_causal = false]]]]]][, opts])
+function A.TransformerDecoder:forward(tgt, memory, ...)
+  local fn = "TransformerDecoder"
+  check.tensor(tgt, fn, "tgt")
+  check.tensor(memory, fn, "memory")
+  local o = check.positional(fn, DEC_FORWARD_ORDER, DEC_FORWARD, ...)
+  local causal = detect_is_causal(o.tgt_mask, o.tgt_is_causal, seq_len(tgt, first_batch_first(self)))
+  local x = tgt
+  for _, layer in ipairs(self.layers) do
+    x = layer(x, memory, { tgt_mask = o.tgt_mask, memory_mask = o.memory_mask,
+      tgt_key_padding_mask = o.tgt_key_padding_mask, memory_key_padding_mask = o.memory_key_padding_mask,
+      tgt_is_causal = causal, memory_is_causal = o.memory_is_causal })
+  end
+  if self.norm then x = self.norm(x) end
+  return x
+end
+
+-- ---- Transformer ----
+
+A.Transformer = Module:extend("Transformer")
+local TRANSFORMER = { d_model = "integer", nhead = "integer", num_encoder_layers = "integer",
+  num_decoder_layers = "integer", dim_feedforward = "integer", dropout = "number", activation = "string|function",
+  custom_encoder = "function", custom_decoder = "function", layer_norm_eps = "number", batch_first = "boolean",
+  norm_first = "boolean", bias = "boolean", device = "device", dtype = "dtype" }
+local TRANSFORMER_ORDER = { "d_model", "nhead", "num_encoder_layers", "num_decoder_layers", "dim_feedforward",
+  "dropout", "activation", "custom_encoder", "custom_decoder", "layer_norm_eps", "batch_first", "norm_first", "bias",
+  "device", "dtype" }
+
+--- nn.Transformer([d_model = 512[, nhead = 8[, num_encoder_layers = 6[, num_decoder_layers = 6[,
+--- dim_feedforward = 2048[, dropout = 0.1[, activation = "relu"[, custom_encoder[, custom_decoder[,
+--- layer_norm_eps = 1e-5[, batch_first = false[, norm_first = false[, bias = true]]]]]]]]]]]]][, opts])
+function A.Transformer:init(...)
+  local fn = "Transformer"
+  local o = check.positional(fn, TRANSFORMER_ORDER, TRANSFORMER, ...)
+  local d_model = check.opt_int(o.d_model, fn, "d_model", 512, 1)
+  local nhead = check.opt_int(o.nhead, fn, "nhead", 8, 1)
+  local layer = { dim_feedforward = o.dim_feedforward, dropout = o.dropout, activation = o.activation,
+    layer_norm_eps = o.layer_norm_eps, batch_first = o.batch_first, norm_first = o.norm_first, bias = o.bias,
+    device = o.device, dtype = o.dtype }
+  local function final_norm()
+    return L.LayerNorm(d_model, { eps = o.layer_norm_eps, bias = o.bias, device = o.device, dtype = o.dtype })
+  end
+  if o.custom_encoder ~= nil then
+    self.encoder = check.module(o.custom_encoder, fn, "custom_encoder")
+  else
+    self.encoder = A.TransformerEncoder(A.TransformerEncoderLayer(d_model, nhead, layer),
+      check.opt_int(o.num_encoder_layers, fn, "num_encoder_layers", 6, 0), final_norm())
+  end
+  if o.custom_decoder ~= nil then
+    self.decoder = check.module(o.custom_decoder, fn, "custom_decoder")
+  else
+    self.decoder = A.TransformerDecoder(A.TransformerDecoderLayer(d_model, nhead, layer),
+      check.opt_int(o.num_decoder_layers, fn, "num_decoder_layers", 6, 0), final_norm())
+  end
+  -- PyTorch's _reset_parameters: xavier_uniform_ on every matrix
+  for _, p in ipairs(self:parameters()) do
+    if p:dim() > 1 then init.xavier_uniform_(p) end
+  end
+  self.d_model, self.nhead, self.batch_first = d_model, nhead, o.batch_first == true
+end
+
+local TRANSFORMER_FORWARD = { src_mask = "tensor", tgt_mask = "tensor", memory_mask = "tensor",
+  src_key_padding_mask = "tensor", tgt_key_padding_mask = "tensor", memory_key_padding_mask = "tensor",
+  src_is_causal = "boolean", tgt_is_causal = "boolean", memory_is_causal = "boolean" }
+local TRANSFORMER_FORWARD_ORDER = { "src_mask", "tgt_mask", "memory_mask", "src_key_padding_mask",
+  "tgt_key_padding_mask", "memory_key_padding_mask", "src_is_causal", "tgt_is_causal", "memory_is_causal" }
+
+--- model(src, tgt[, src_mask[, tgt_mask[, memory_mask[, src_key_padding_mask[,
+--- tgt_key_padding_mask[, memory_key_padding_mask[, src_is_causal[, tgt_is_causal[,
+--- memory_is_causal = false]]]]]]]]][, opts])
+function A.Transformer:forward(src, tgt, ...)
+  local fn = "Transformer"
+  check.tensor(src, fn, "src")
+  check.tensor(tgt, fn, "tgt")
+  local o = check.positional(fn, TRANSFORMER_FORWARD_ORDER, TRANSFORMER_FORWARD, ...)
+  local b = self.batch_first and 1 or 2
+  if src:dim() == 3 and src:size(b) ~= tgt:size(b) then check.fail(fn, "the batch number of src and tgt must be equal") end
+  if src:size(-1) ~= self.d_model or tgt:size(-1) ~= self.d_model then
+    check.fail(fn, "the feature number of src and tgt must be equal to d_model")
+  end
+  local memory = self.encoder(src, { mask = o.src_mask, src_key_padding_mask = o.src_key_padding_mask,
+    is_causal = o.src_is_causal })
+  return self.decoder(tgt, memory, { tgt_mask = o.tgt_mask, memory_mask = o.memory_mask,
+    tgt_key_padding_mask = o.tgt_key_padding_mask, memory_key_padding_mask = o.memory_key_padding_mask,
+    tgt_is_causal = o.tgt_is_causal, memory_is_causal = o.memory_is_causal })
+end
+
+local MASK_OPTIONS = { device = "device", dtype = "dtype" }
+
+--- nn.Transformer.generate_square_subsequent_mask(sz[, device[, dtype]]): the
+--- additive causal mask [sz, sz] (-inf above the diagonal, 0 elsewhere);
+--- also callable on a model (model:generate_square_subsequent_mask(sz)).
+function A.Transformer.generate_square_subsequent_mask(sz, ...)
+  local fn = "generate_square_subsequent_mask"
+  if check.is_module(sz) then return A.Transformer.generate_square_subsequent_mask(...) end
+  check.int(sz, fn, "sz", 0)
+  local o = check.positional(fn, { "device", "dtype" }, MASK_OPTIONS, ...)
+  return square_subsequent_mask(sz, { device = o.device, dtype = o.dtype })
+end
+
+return A
