@@ -45,6 +45,11 @@ local SKIP_VALUE = {
       .. "which the address-space limit below refuses, and it retries the mapping without end",
     skip = function(v) return type(v) == "number" and v > wick.get_num_threads() end,
   },
+  ["wick.nn.Transformer"] = {
+    why = "counts of 2^28 and more: a legitimate request for that many encoder layers, each built and cloned "
+      .. "in turn (about 2500 a second), which runs for hours or out of memory",
+    skip = function(v) return type(v) == "number" and v >= 2 ^ 28 end,
+  },
 }
 -- functions that allocate what their size arguments ask for: 2^31 elements is
 -- a legitimate request of 8 GiB and more, so those sizes are not passed to them
