@@ -17,6 +17,7 @@ local LAMBDAS = {
   pow95 = function(e) return 0.95 ^ e end,
   inv = function(e) return 1 / (e + 1) end,
   const9 = function() return 0.9 end,
+  half = function(x) return 0.5 ^ x end,
 }
 
 local function sorted_keys(t)
@@ -55,13 +56,17 @@ local function closure_for(opt, loss_fn)
   end
 end
 
-local function check_step(w, b, loss, expected, tol, what)
+local function check_step(opt, w, b, loss, expected, tol, what)
   local ok, why = support.close(w, support.ref_tensor(expected.w):totable(), tol, what .. " w")
   assert(ok, why)
   ok, why = support.close(b, support.ref_tensor(expected.b):totable(), tol, what .. " b")
   assert(ok, why)
   ok, why = support.close(wick.is_tensor(loss) and loss:item() or loss, expected.loss, tol, what .. " loss")
   assert(ok, why)
+  if expected.ax then -- ASGD's average of w
+    ok, why = support.close(opt.state[w].ax, support.ref_tensor(expected.ax):totable(), tol, what .. " ax")
+    assert(ok, why)
+  end
 end
 
 local function run_optimizer(case, opts, tol, first, last, opt, w, b, loss_fn)
@@ -72,7 +77,7 @@ local function run_optimizer(case, opts, tol, first, last, opt, w, b, loss_fn)
   local closure = closure_for(opt, loss_fn)
   for s = first or 1, last or #case.steps do
     local loss = opt:step(closure)
-    check_step(w, b, loss, case.steps[s], tol, "step " .. s)
+    check_step(opt, w, b, loss, case.steps[s], tol, "step " .. s)
     if case.optimizer == "LBFGS" and tol < 1e-6 then
       local st = opt.state[w]
       assert.are.same({ case.steps[s].func_evals, case.steps[s].n_iter }, { st.func_evals, st.n_iter })
@@ -143,8 +148,13 @@ describe("optimizer state dicts resume (one configuration per class)", function(
       state_tensors(opt2, function(t) if t:is_floating_point() then assert.are.equal("float32", t.dtype) end end)
       run_optimizer(case, nil, case.optimizer == "LBFGS" and 2e-3 or 2e-5, half + 1, #case.steps, opt2, w, b, loss_fn)
     end)
+    -- meta always (where the state must land, and a step's shapes), and the GPU where there is one
+    local devices = { "meta" }
     for _, device in ipairs(support.devices()) do
-      if device ~= "cpu" then
+      if device ~= "cpu" and device ~= "meta" then devices[#devices + 1] = device end
+    end
+    for _, device in ipairs(devices) do
+      do
         it(name .. ": state saved on cpu resumes on " .. device, function()
           local opt = run_optimizer(case, { dtype = "float64" }, 1e-10, 1, half)
           local w, b, loss_fn = problem({ dtype = "float64", device = device })
@@ -181,13 +191,13 @@ local function make_scheduler(opt, spec)
     return optim.lr_scheduler.ChainedScheduler(subs)
   end
   local opts = copy(spec.options)
-  if opts.lr_lambda then
-    local f = opts.lr_lambda
+  for _, key in ipairs({ "lr_lambda", "scale_fn" }) do
+    local f = opts[key]
     if type(f) == "table" then
-      opts.lr_lambda = {}
-      for i, n in ipairs(f) do opts.lr_lambda[i] = LAMBDAS[n] end
-    else
-      opts.lr_lambda = LAMBDAS[f]
+      opts[key] = {}
+      for i, n in ipairs(f) do opts[key][i] = LAMBDAS[n] end
+    elseif f ~= nil then
+      opts[key] = LAMBDAS[f]
     end
   end
   return optim.lr_scheduler[spec.name](opt, opts)
@@ -275,6 +285,8 @@ describe("the shelf's arguments and errors, as PyTorch's", function()
     assert.are.equal(true, optim.NAdam(params(), 0.1, { 0.9, 0.99 }, 1e-8, 0.1, 4e-3, true).param_groups[1].decoupled_weight_decay)
     assert.are.equal(true, optim.RAdam(params(), { decoupled_weight_decay = true }).param_groups[1].decoupled_weight_decay)
     assert.are.same({ 0.8, 0.9 }, optim.Adamax(params(), 0.1, { 0.8, 0.9 }).param_groups[1].betas)
+    assert.are.same({ 0.3, 1.5 }, optim.Rprop(params(), 0.1, { 0.3, 1.5 }).param_groups[1].etas)
+    assert.are.equal(5, optim.ASGD(params(), 0.1, 1e-4, 0.75, 5).param_groups[1].t0)
     local l = optim.LBFGS(params(), 1, 16)
     assert.are.equal(20, l.param_groups[1].max_eval) -- max_iter * 5 / 4, as PyTorch
     assert.is_nil(l.param_groups[1].line_search_fn)
@@ -286,6 +298,8 @@ describe("the shelf's arguments and errors, as PyTorch's", function()
     assert_error_has(function() optim.NAdam(params(), { betas = { 1, 0.9 } }) end, "betas must be two numbers")
     assert_error_has(function() optim.RAdam(params(), { decoupled = true }) end, "unknown option 'decoupled'")
     assert_error_has(function() optim.LBFGS(params(), { line_search_fn = "armijo" }) end, "line_search_fn")
+    assert_error_has(function() optim.Rprop(params(), { etas = { 1.2, 0.5 } }) end, "Invalid eta values")
+    assert_error_has(function() optim.Rprop(params(), { step_sizes = { 1, 0.5 } }) end, "step_sizes must be")
     assert_error_has(function() optim.LBFGS(params(), { max_iter = 0 }) end, "max_iter")
     assert_error_has(function()
       optim.LBFGS({ { params = params() }, { params = params() } })
@@ -324,6 +338,8 @@ describe("the shelf's arguments and errors, as PyTorch's", function()
     assert.are.same({ 0.5, 0.25 }, { optim.LinearLR(sgd(), 0.5, 0.25, 4).start_factor, optim.LinearLR(sgd(), 0.5, 0.25, 4).end_factor })
     assert.are.equal(2, optim.PolynomialLR(sgd(), 4, 2).power)
     assert.are.equal(0.5, optim.ConstantLR(sgd(), 0.5, 2):get_last_lr()[1])
+    local cyc = optim.CyclicLR(sgd(), 0.1, 1, 4, 2, "triangular2")
+    assert.are.same({ 6, "triangular2", 0.1 }, { cyc.total_size, cyc.mode, cyc:get_last_lr()[1] })
   end)
 
   it("schedulers refuse bad arguments with PyTorch's messages", function()
@@ -337,6 +353,9 @@ describe("the shelf's arguments and errors, as PyTorch's", function()
     one:step(); one:step()
     assert_error_has(function() one:step() end, "Tried to step 3 times. The specified number of total steps is 2")
     assert_error_has(function() optim.CosineAnnealingWarmRestarts(sgd(), 0) end, "Expected positive integer T_0")
+    assert_error_has(function() optim.CyclicLR(sgd(), 0.1, 1, { mode = "saw" }) end, "invalid value 'saw'")
+    assert_error_has(function() optim.CyclicLR(sgd(), { base_lr = 0.1 }) end, "base_lr and max_lr are required")
+    assert_error_has(function() optim.CyclicLR(optim.Adagrad(params()), 0.1, 1) end, "momentum or beta1")
     assert_error_has(function() optim.CosineAnnealingWarmRestarts(sgd(), 2, 1.5) end, "Expected integer T_mult >= 1")
     assert_error_has(function() optim.CosineAnnealingWarmRestarts(sgd(), 2):step(-1) end, "Expected non-negative epoch")
     local o = sgd()

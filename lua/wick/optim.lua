@@ -52,7 +52,15 @@ end
 -- keys of the user's own, as in PyTorch; those are kept as they are).
 local function check_group(name, group, kinds)
   for k, v in pairs(group) do
-    if k == "betas" then
+    if k == "etas" then
+      if type(v) ~= "table" or type(v[1]) ~= "number" or type(v[2]) ~= "number" or not (0 < v[1] and v[1] < 1 and 1 < v[2]) then
+        check.fail(name, "Invalid eta values: %s (etas must be {etaminus, etaplus} with 0 < etaminus < 1 < etaplus)", check.describe(v))
+      end
+    elseif k == "step_sizes" then
+      if type(v) ~= "table" or type(v[1]) ~= "number" or type(v[2]) ~= "number" or v[1] < 0 or v[2] < v[1] then
+        check.fail(name, "step_sizes must be {min, max} with 0 <= min <= max, got %s", check.describe(v))
+      end
+    elseif k == "betas" then
       if type(v) ~= "table" or type(v[1]) ~= "number" or type(v[2]) ~= "number" or v[1] ~= v[1] or v[2] ~= v[2]
           or v[1] < 0 or v[1] >= 1 or v[2] < 0 or v[2] >= 1 then
         check.fail(name, "betas must be two numbers in [0, 1), got %s", check.describe(v))
@@ -78,7 +86,9 @@ local function make_group(self, g, gi)
   local group = { params = {} }
   for k, v in pairs(self.defaults) do group[k] = v end
   for k, v in pairs(g) do if k ~= "params" then group[k] = v end end
-  if type(group.betas) == "table" then group.betas = { group.betas[1], group.betas[2] } end
+  for _, k in ipairs({ "betas", "etas", "step_sizes" }) do
+    if type(group[k]) == "table" then group[k] = { group[k][1], group[k][2] } end
+  end
   local seen = {}
   for i = 1, #params do
     local p = params[i]
@@ -115,6 +125,8 @@ local POSITIONAL = {
   Adamax = { "lr", "betas", "eps", "weight_decay" },
   NAdam = { "lr", "betas", "eps", "weight_decay", "momentum_decay", "decoupled_weight_decay" },
   RAdam = { "lr", "betas", "eps", "weight_decay", "decoupled_weight_decay" },
+  Rprop = { "lr", "etas", "step_sizes" },
+  ASGD = { "lr", "lambd", "alpha", "t0", "weight_decay" },
   LBFGS = { "lr", "max_iter", "max_eval", "tolerance_grad", "tolerance_change", "history_size", "line_search_fn" },
 }
 
@@ -485,6 +497,43 @@ optim.RAdam = class("RAdam", { lr = 1e-3, betas = { 0.9, 0.999 }, eps = 1e-8, we
     end
   end)
 
+-- ---- Rprop (resilient backpropagation: a step size per element, from the gradient's signs) ----
+local function sign(t) return t:gt(0):to(t.dtype) - t:lt(0):to(t.dtype) end
+optim.Rprop = class("Rprop", { lr = 1e-2, etas = { 0.5, 1.2 }, step_sizes = { 1e-6, 50 }, maximize = false },
+  function(p, g, state, group)
+    if group.maximize then g = -g end
+    if not state.prev then
+      zero_state(state, p, "prev")
+      state.step_size = wick.full_like(p, group.lr)
+    end
+    state.step = state.step + 1
+    local etaminus, etaplus = group.etas[1], group.etas[2]
+    -- the factor: etaplus where the sign held, etaminus where it flipped, 1 at a zero
+    local product = g * state.prev
+    local factor = wick.ones_like(p):masked_fill_(product:gt(0), etaplus):masked_fill_(product:lt(0), etaminus)
+    state.step_size:mul_(factor):clamp_(group.step_sizes[1], group.step_sizes[2])
+    -- after a flip: no step, and no flip seen at the next step
+    g = g:masked_fill(factor:eq(etaminus), 0)
+    p:sub_(sign(g) * state.step_size)
+    state.prev:copy_(g)
+  end)
+
+-- ---- ASGD (averaged SGD; the average in state.ax) ----
+optim.ASGD = class("ASGD", { lr = 1e-2, lambd = 1e-4, alpha = 0.75, t0 = 1e6, weight_decay = 0, maximize = false },
+  function(p, g, state, group)
+    g = decayed(p, g, group)
+    if not state.ax then
+      zero_state(state, p, "ax")
+      state.eta, state.mu = group.lr, 1
+    end
+    state.step = state.step + 1
+    p:mul_(1 - group.lambd * state.eta)
+    p:add_(g, -state.eta)
+    if state.mu ~= 1 then state.ax:add_((p - state.ax):mul_(state.mu)) else state.ax:copy_(p) end
+    state.eta = group.lr / (1 + group.lambd * group.lr * state.step) ^ group.alpha
+    state.mu = 1 / math.max(1, state.step - group.t0)
+  end)
+
 -- ---- LBFGS (PyTorch's: one group, the parameters as one flat vector) ----
 local function dot(a, b) return (a * b):sum():item() end
 local function absmax(a) return a:abs():max():item() end
@@ -732,8 +781,8 @@ end
 -- spec: defaults, kinds (options with no default, or of several kinds),
 -- positional (PyTorch's order after the optimizer), validate(self, opt),
 -- lr(self, group, base_lr, i) (PyTorch's get_lr: from the current group.lr),
--- closed(self, base_lr, i) (the closed form at last_epoch), state (saved
--- fields that are not options: name -> kind)
+-- closed(self, base_lr, i) (the closed form at last_epoch), finish(self)
+-- (after the initial step), state (saved fields that are not options: name -> kind)
 local function scheduler(name, spec)
   local C = setmetatable({}, { __index = Scheduler, __call = function(cls, ...) return cls.new(cls, ...) end })
   C.__index = C
@@ -799,6 +848,7 @@ function Scheduler.new(cls, opt, ...)
     self.base_lrs[i] = g.initial_lr
   end
   initial_step(self)
+  if spec.finish then spec.finish(self) end
   return self
 end
 
@@ -1070,6 +1120,19 @@ local function per_group(name, what, v, opt)
   return out
 end
 
+-- the group's momentum, or Adam's first beta, set to m
+local function set_momentum(self, group, m)
+  if self.use_beta1 then group.betas = { m, group.betas[2] } else group.momentum = m end
+end
+
+local function momentum_kind(self, name, opt)
+  local d = opt.defaults or {}
+  if d.momentum == nil and d.betas == nil then
+    check.fail(name, "optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
+  end
+  self.use_beta1 = d.betas ~= nil
+end
+
 local function anneal(self, start, stop, pct)
   if self.anneal_strategy == "cos" then return stop + (start - stop) / 2 * (math.cos(math.pi * pct) + 1) end
   return (stop - start) * pct + start
@@ -1123,15 +1186,11 @@ scheduler("OneCycleLR", {
       g.min_lr = g.initial_lr / self.final_div_factor
     end
     if self.cycle_momentum then
-      local d = opt.defaults or {}
-      if d.momentum == nil and d.betas == nil then
-        check.fail(n, "optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
-      end
-      self.use_beta1 = d.betas ~= nil
+      momentum_kind(self, n, opt)
       local maxs = per_group(n, "max_momentum", self.max_momentum, opt)
       local bases = per_group(n, "base_momentum", self.base_momentum, opt)
       for i, g in ipairs(opt.param_groups) do
-        if self.use_beta1 then g.betas = { maxs[i], g.betas[2] } else g.momentum = maxs[i] end
+        set_momentum(self, g, maxs[i])
         g.max_momentum, g.base_momentum = maxs[i], bases[i]
       end
     end
@@ -1152,10 +1211,67 @@ scheduler("OneCycleLR", {
       end
       start = stop
     end
-    if self.cycle_momentum then
-      if self.use_beta1 then group.betas = { momentum, group.betas[2] } else group.momentum = momentum end
-    end
+    if self.cycle_momentum then set_momentum(self, group, momentum) end
     return lr
+  end,
+})
+
+--- CyclicLR(opt, base_lr, max_lr[, step_size_up = 2000[, step_size_down[, mode = "triangular"[,
+--- gamma = 1[, scale_fn[, scale_mode = "cycle"[, cycle_momentum = true[, base_momentum = 0.8[,
+--- max_momentum = 0.9]]]]]]]]]): the lr between base_lr and max_lr in cycles
+--- (triangular, triangular2: halved each cycle, exp_range: times gamma^step).
+scheduler("CyclicLR", {
+  defaults = { step_size_up = 2000, mode = "triangular", gamma = 1, scale_mode = "cycle", cycle_momentum = true,
+    base_momentum = 0.8, max_momentum = 0.9 },
+  kinds = { base_lr = "number|table", max_lr = "number|table", step_size_down = "number", scale_fn = "function",
+    base_momentum = "number|table", max_momentum = "number|table" },
+  positional = { "base_lr", "max_lr", "step_size_up", "step_size_down", "mode", "gamma", "scale_fn", "scale_mode",
+    "cycle_momentum", "base_momentum", "max_momentum" },
+  state = { _base_lrs = "table", max_lrs = "table", base_momentums = "table", max_momentums = "table", total_size = "number",
+    step_ratio = "number", use_beta1 = "boolean" },
+  validate = function(self, opt)
+    local n = "CyclicLR"
+    if self.base_lr == nil or self.max_lr == nil then check.fail(n, "base_lr and max_lr are required") end
+    self._base_lrs = per_group(n, "base_lr", self.base_lr, opt)
+    for i, g in ipairs(opt.param_groups) do g.lr = self._base_lrs[i] end
+    self.max_lrs = per_group(n, "max_lr", self.max_lr, opt)
+    local up = self.step_size_up
+    local down = self.step_size_down or up
+    self.total_size = up + down
+    if not (self.total_size > 0) then check.fail(n, "step_size_up + step_size_down must be positive") end
+    self.step_ratio = up / self.total_size
+    if self.scale_fn == nil then
+      check.one_of(self.mode, n, "mode", { "triangular", "triangular2", "exp_range" })
+      self.scale_mode = self.mode == "exp_range" and "iterations" or "cycle"
+    else
+      check.one_of(self.scale_mode, n, "scale_mode", { "cycle", "iterations" })
+    end
+    if self.cycle_momentum then
+      momentum_kind(self, n, opt)
+      self.base_momentums = per_group(n, "base_momentum", self.base_momentum, opt)
+      self.max_momentums = per_group(n, "max_momentum", self.max_momentum, opt)
+      for i, g in ipairs(opt.param_groups) do
+        set_momentum(self, g, self.max_momentums[i])
+        g.max_momentum, g.base_momentum = self.max_momentums[i], self.base_momentums[i]
+      end
+    end
+  end,
+  finish = function(self) self.base_lrs = { unpack(self._base_lrs) } end,
+  lr = function(self, group, base, i)
+    local cycle = math.floor(1 + self.last_epoch / self.total_size)
+    local x = 1 + self.last_epoch / self.total_size - cycle
+    local scale_factor = x <= self.step_ratio and x / self.step_ratio or (x - 1) / (self.step_ratio - 1)
+    local scale
+    local at = self.scale_mode == "cycle" and cycle or self.last_epoch
+    if self.scale_fn then scale = self.scale_fn(at)
+    elseif self.mode == "triangular" then scale = 1
+    elseif self.mode == "triangular2" then scale = 1 / 2 ^ (at - 1)
+    else scale = self.gamma ^ at end
+    if self.cycle_momentum then
+      local hi, lo = self.max_momentums[i], self.base_momentums[i]
+      set_momentum(self, group, hi - (hi - lo) * scale_factor * scale)
+    end
+    return base + (self.max_lrs[i] - base) * scale_factor * scale
   end,
 })
 

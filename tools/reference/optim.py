@@ -57,6 +57,11 @@ OPTIMIZERS = [
     ("RAdam", {"lr": 0.1, "weight_decay": 0.1}),
     ("RAdam", {"lr": 0.1, "weight_decay": 0.1, "decoupled_weight_decay": True}),
     ("RAdam", {"lr": 0.1, "betas": [0.8, 0.9], "eps": 1e-4, "maximize": True}),
+    ("Rprop", {}),
+    ("Rprop", {"lr": 0.05, "etas": [0.3, 1.5], "step_sizes": [1e-3, 0.2]}),
+    ("Rprop", {"lr": 0.02, "maximize": True}),
+    ("ASGD", {}),
+    ("ASGD", {"lr": 0.1, "lambd": 0.01, "alpha": 0.5, "t0": 2, "weight_decay": 0.1}),
     ("LBFGS", {}),
     ("LBFGS", {"lr": 0.5, "max_iter": 5, "history_size": 3}),
     ("LBFGS", {"line_search_fn": "strong_wolfe"}),
@@ -71,7 +76,7 @@ def case_name(cls, opts):
 
 def optimizer_case(cls, opts):
     w, b, loss_fn = problem()
-    kwargs = {k: tuple(v) if k == "betas" else v for k, v in opts.items()}
+    kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in opts.items()}
     opt = getattr(torch.optim, cls)([w, b], **kwargs)
 
     def closure():
@@ -86,6 +91,8 @@ def optimizer_case(cls, opts):
         if cls == "LBFGS":
             st = opt.state[w]
             rec["func_evals"], rec["n_iter"] = st["func_evals"], st["n_iter"]
+        if cls == "ASGD":
+            rec["ax"] = opt.state[w]["ax"].clone()  # the average
         steps.append(rec)
     return {"optimizer": cls, "options": opts, "steps": steps}
 
@@ -95,6 +102,7 @@ LAMBDAS = {
     "pow95": lambda e: 0.95 ** e,
     "inv": lambda e: 1.0 / (e + 1),
     "const9": lambda e: 0.9,
+    "half": lambda x: 0.5 ** x,
 }
 
 SGD_GROUPS = ("SGD", {"lr": 1.0, "momentum": 0.9}, None)
@@ -128,6 +136,15 @@ SCHEDULERS = [
     ("OneCycleLR Adam betas, epochs", ADAM, S("OneCycleLR", max_lr=0.1, epochs=2, steps_per_epoch=5), 10),
     ("OneCycleLR two groups, no momentum cycle", TWO_GROUPS, S("OneCycleLR", max_lr=[1.0, 0.2], total_steps=8,
                                                                  cycle_momentum=False), 8),
+    ("CyclicLR triangular", SGD_GROUPS, S("CyclicLR", base_lr=0.1, max_lr=1.0, step_size_up=3), 14),
+    ("CyclicLR triangular2, step_size_down", TWO_GROUPS,
+     S("CyclicLR", base_lr=[0.1, 0.05], max_lr=[1.0, 0.5], step_size_up=2, step_size_down=4, mode="triangular2",
+       base_momentum=[0.8, 0.7], max_momentum=0.9), 20),
+    ("CyclicLR exp_range, Adam betas", ADAM, S("CyclicLR", base_lr=0.01, max_lr=0.1, step_size_up=2, mode="exp_range",
+                                                gamma=0.9), 12),
+    ("CyclicLR scale_fn by iterations, no momentum cycle", SGD_GROUPS,
+     S("CyclicLR", base_lr=0.2, max_lr=0.6, step_size_up=2, scale_fn="half", scale_mode="iterations",
+       cycle_momentum=False), 8),
     ("CosineAnnealingWarmRestarts T_mult 2", SGD_GROUPS,
      S("CosineAnnealingWarmRestarts", T_0=3, T_mult=2, eta_min=0.01), 15),
     ("CosineAnnealingWarmRestarts T_mult 1", TWO_GROUPS, S("CosineAnnealingWarmRestarts", T_0=4), 10),
@@ -182,9 +199,10 @@ def make_scheduler(opt, s):
     if s["name"] == "ChainedScheduler":
         return L.ChainedScheduler([make_scheduler(opt, x) for x in s["schedulers"]])
     opts = dict(s["options"])
-    if "lr_lambda" in opts:
-        f = opts["lr_lambda"]
-        opts["lr_lambda"] = [LAMBDAS[n] for n in f] if isinstance(f, list) else LAMBDAS[f]
+    for key in ("lr_lambda", "scale_fn"):
+        if key in opts:
+            f = opts[key]
+            opts[key] = [LAMBDAS[n] for n in f] if isinstance(f, list) else LAMBDAS[f]
     return getattr(L, s["name"])(opt, **opts)
 
 
