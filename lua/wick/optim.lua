@@ -385,7 +385,7 @@ optim.Adadelta = class("Adadelta", { lr = 1.0, rho = 0.9, eps = 1e-6, weight_dec
     state.step = state.step + 1
     local rho, eps = group.rho, group.eps
     state.square_avg:mul_(rho):add_(g * g, 1 - rho)
-    local delta = ((state.acc_delta + eps):sqrt() / (state.square_avg + eps):sqrt()) * g
+    local delta = (state.acc_delta + eps):sqrt_():div_((state.square_avg + eps):sqrt_()):mul_(g)
     state.acc_delta:mul_(rho):add_(delta * delta, 1 - rho)
     p:add_(delta, -group.lr)
   end)
@@ -484,16 +484,15 @@ optim.RAdam = class("RAdam", { lr = 1e-3, betas = { 0.9, 0.999 }, eps = 1e-8, we
     adam_moments(p, g, state, group)
     local step, b1, b2, lr = state.step, group.betas[1], group.betas[2], group.lr
     local bc1, bc2 = 1 - b1 ^ step, 1 - b2 ^ step
-    local corrected = state.exp_avg / bc1
     local rho_inf = 2 / (1 - b2) - 1
     local rho_t = rho_inf - 2 * step * b2 ^ step / bc2
     if rho_t > 5 then
       -- the rectification term times the adaptive lr sqrt(bc2) / (sqrt(v) + eps)
       local rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
-      local adaptive = math.sqrt(bc2) / state.exp_avg_sq:sqrt():add_(group.eps)
-      p:add_(corrected * lr * adaptive * rect, -1)
+      -- exp_avg / bc1 * lr * sqrt(bc2) / (sqrt(v) + eps) * rect, the scalars folded
+      p:add_(state.exp_avg / state.exp_avg_sq:sqrt():add_(group.eps), -lr * rect * math.sqrt(bc2) / bc1)
     else
-      p:add_(corrected * lr, -1)
+      p:add_(state.exp_avg, -lr / bc1)
     end
   end)
 
