@@ -323,6 +323,12 @@ describe("the shelf's arguments and errors, as PyTorch's", function()
     end)
     assert.are.equal(1, calls)
     assert.are.equal(0, loss:item())
+    -- no elements at all: nothing to optimize, one evaluation
+    local e = wick.zeros(0):requires_grad_()
+    local opt2 = optim.LBFGS({ e })
+    calls = 0
+    opt2:step(function() calls = calls + 1; opt2:zero_grad(); local l = e:sum(); l:backward(); return l end)
+    assert.are.equal(1, calls)
   end)
 
   it("schedulers take PyTorch's positional arguments", function()

@@ -535,7 +535,7 @@ optim.ASGD = class("ASGD", { lr = 1e-2, lambd = 1e-4, alpha = 0.75, t0 = 1e6, we
 
 -- ---- LBFGS (PyTorch's: one group, the parameters as one flat vector) ----
 local function dot(a, b) return (a * b):sum():item() end
-local function absmax(a) return a:abs():max():item() end
+local function absmax(a) return a:numel() == 0 and 0 or a:abs():max():item() end -- (no parameter elements: optimal)
 
 -- the minimum of the cubic through (x1, f1, g1) and (x2, f2, g2), kept in bounds
 local function cubic_interpolate(x1, f1, g1, x2, f2, g2, lo, hi)
