@@ -1365,7 +1365,14 @@ function Sequential:step()
   self.last_epoch = self.last_epoch + 1
   local idx = bisect_right(self._milestones, self.last_epoch)
   local s = self._schedulers[idx + 1]
-  if idx > 0 and self._milestones[idx] == self.last_epoch then update_lr(s, 0) else s:step() end
+  if idx > 0 and self._milestones[idx] == self.last_epoch then
+    if not formulas[getmetatable(s)] then
+      check.fail(self.__name, "a %s cannot restart at a milestone (as in PyTorch)", getmetatable(s).__name)
+    end
+    update_lr(s, 0)
+  else
+    s:step()
+  end
   self._last_lr = s:get_last_lr()
 end
 
