@@ -1,6 +1,6 @@
-"""Reference values of the ports (spec/port_wlm_spec.lua, spec/port_resnet_spec.lua):
-pytorch/examples word_language_model's RNNModel (LSTM, GRU, tied) and
-torchvision's ResNet-18, on the formula weights and inputs, float64: the
+"""Reference values of the ports (spec/port_wlm_spec.lua, spec/port_resnet_spec.lua,
+spec/port_dcgan_spec.lua): pytorch/examples word_language_model's RNNModel
+(LSTM, GRU, tied), torchvision's ResNet (one block a stage) and dcgan's Generator and Discriminator, on the formula weights and inputs, float64: the
 outputs, the final states, the loss, and for every parameter the projection
 sum(grad * formula(shape, 100 + j)) of its gradient (one number a parameter,
 sensitive to any element of it). The PyTorch models are bench/ports_torch.py's."""
@@ -41,8 +41,10 @@ def wlm(rnn_type, ninp, nhid, tied):
     return case
 
 
-def resnet18():
-    model = ports_torch.resnet18(num_classes=10).double()
+def resnet():
+    """torchvision's ResNet with one BasicBlock a stage (resnet18 has two: the
+    same code, half the parameters to fill in the spec)."""
+    model = ports_torch.ResNet([1, 1, 1, 1], num_classes=10).double()
     fill_parameters(model)
     model.train()
     x = inputs((2, 3, 64, 64))  # layer4 at 2x2: batch norm over 8 values, not a degenerate 2
@@ -51,12 +53,49 @@ def resnet18():
     return {"names": [n for n, _ in model.named_parameters()], "output": out, "grads": projections(model)}
 
 
+def dcgan_nets(nz, ngf, ndf, nc):
+    """dcgan/main.py's Generator and Discriminator (their nn.Sequential main)."""
+    nn = torch.nn
+    G = nn.Sequential(
+        nn.ConvTranspose2d(nz, ngf * 8, 4, 1, 0, bias=False), nn.BatchNorm2d(ngf * 8), nn.ReLU(True),
+        nn.ConvTranspose2d(ngf * 8, ngf * 4, 4, 2, 1, bias=False), nn.BatchNorm2d(ngf * 4), nn.ReLU(True),
+        nn.ConvTranspose2d(ngf * 4, ngf * 2, 4, 2, 1, bias=False), nn.BatchNorm2d(ngf * 2), nn.ReLU(True),
+        nn.ConvTranspose2d(ngf * 2, ngf, 4, 2, 1, bias=False), nn.BatchNorm2d(ngf), nn.ReLU(True),
+        nn.ConvTranspose2d(ngf, nc, 4, 2, 1, bias=False), nn.Tanh())
+    D = nn.Sequential(
+        nn.Conv2d(nc, ndf, 4, 2, 1, bias=False), nn.LeakyReLU(0.2, inplace=True),
+        nn.Conv2d(ndf, ndf * 2, 4, 2, 1, bias=False), nn.BatchNorm2d(ndf * 2), nn.LeakyReLU(0.2, inplace=True),
+        nn.Conv2d(ndf * 2, ndf * 4, 4, 2, 1, bias=False), nn.BatchNorm2d(ndf * 4), nn.LeakyReLU(0.2, inplace=True),
+        nn.Conv2d(ndf * 4, ndf * 8, 4, 2, 1, bias=False), nn.BatchNorm2d(ndf * 8), nn.LeakyReLU(0.2, inplace=True),
+        nn.Conv2d(ndf * 8, 1, 4, 1, 0, bias=False), nn.Sigmoid())
+    return G.double(), D.double()
+
+
+def dcgan():
+    """G(z) and D on it (training mode), the generator's loss BCE(D(G(z)), 1)
+    backward: the fake images' projection and row 32, D's outputs, the loss,
+    both networks' gradient projections."""
+    G, D = dcgan_nets(8, 4, 4, 1)
+    fill_parameters(G)
+    fill_parameters(D)
+    z = inputs((2, 8, 1, 1))
+    fake = G(z)
+    d_real = D(inputs((2, 1, 64, 64))).view(-1, 1).squeeze(1)
+    out = D(fake).view(-1, 1).squeeze(1)
+    errG = torch.nn.BCELoss()(out, torch.ones(2, dtype=torch.float64))
+    errG.backward()
+    return {"fake_shape": list(fake.shape), "fake_proj": (fake * formula(fake.shape, 11)).sum(),
+            "fake_row": fake[0, 0, 31], "d_real": d_real, "d_fake": out, "errG": errG,
+            "gradsG": projections(G), "gradsD": projections(D)}
+
+
 def write(out_dir):
     cases = {
         "wlm_lstm": wlm("LSTM", 6, 5, False),
         "wlm_gru": wlm("GRU", 6, 5, False),
         "wlm_lstm_tied": wlm("LSTM", 6, 6, True),
-        "resnet18": resnet18(),
+        "resnet": resnet(),
+        "dcgan": dcgan(),
     }
-    return write_lua(out_dir, NAME, cases, "word_language_model's RNNModel and torchvision's ResNet-18 on formula "
+    return write_lua(out_dir, NAME, cases, "word_language_model's RNNModel, torchvision's ResNet, dcgan on formula "
                      "weights (float64): outputs, states, loss, gradient projections sum(grad * formula(shape, 100 + j))")
