@@ -6,6 +6,8 @@
 -- lm: examples/word_language_model.lua's train() at main.py's defaults (LSTM,
 --     emsize = nhid = 200, 2 layers, dropout 0.2, batch 20, bptt 35, lr 20, clip
 --     0.25) over CORPUS_DIR/train.txt: the epoch time, ms per batch, mean loss.
+-- Times are wall clock and this process's CPU time (os.clock; one thread, so the
+-- CPU time is the work itself when other jobs share the cores).
 -- resnet: RESNET_STEPS (21) SGD steps (lr 0.1, momentum 0.9, weight decay 5e-4)
 --     of examples/resnet.lua's Fashion-MNIST ResNet-18 on batches of RESNET_BATCH
 --     (64) training images in order; the first step is a warm-up, not timed.
@@ -36,7 +38,7 @@ elseif what == "lm" then
   model:train()
   local hidden = model:init_hidden(bsz)
   local params = model:parameters()
-  local t0 = wick.clock()
+  local t0, c0 = wick.clock(), os.clock()
   local batches, total = 0, 0
   for i = 1, source:size(1) - 1, bptt do
     local seq_len = math.min(bptt, #source - i)
@@ -52,8 +54,9 @@ elseif what == "lm" then
     total = total + loss:item()
     batches = batches + 1
   end
-  local epoch = wick.clock() - t0
+  local epoch, cpu = wick.clock() - t0, os.clock() - c0
   emit("epoch_s", epoch)
+  emit("epoch_cpu_s", cpu)
   emit("ms_per_batch", 1000 * epoch / batches)
   emit("batches", batches)
   emit("mean_loss", total / batches)
@@ -80,12 +83,13 @@ elseif what == "resnet" then
     return loss:item()
   end
   step() -- warm-up (not timed)
-  local t0 = wick.clock()
+  local t0, c0 = wick.clock(), os.clock()
   local loss
   for _ = 2, steps do loss = step() end
-  local elapsed = wick.clock() - t0
+  local elapsed, cpu = wick.clock() - t0, os.clock() - c0
   emit("steps_s", elapsed)
   emit("ms_per_step", 1000 * elapsed / (steps - 1))
+  emit("cpu_ms_per_step", 1000 * cpu / (steps - 1))
   emit("images_per_s", (steps - 1) * batch / elapsed)
   emit("last_loss", loss)
 else

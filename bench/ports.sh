@@ -38,5 +38,5 @@ row() { # label what name
   printf '| %s: %s | %s | %s | %s |\n' "$1" "$3" "$w" "$t" "$(awk -v a="$w" -v b="$t" 'BEGIN { printf "%.2f", a / b }')"
 }
 printf '| benchmark (1 thread, median of %d) | wick | PyTorch | wick / PyTorch |\n|---|---|---|---|\n' "$RUNS"
-for name in epoch_s ms_per_batch mean_loss; do row "LSTM LM epoch" lm "$name"; done
-for name in ms_per_step images_per_s last_loss; do row "ResNet-18 Fashion-MNIST" resnet "$name"; done
+for name in epoch_s epoch_cpu_s ms_per_batch mean_loss; do row "LSTM LM epoch" lm "$name"; done
+for name in ms_per_step cpu_ms_per_step images_per_s last_loss; do row "ResNet-18 Fashion-MNIST" resnet "$name"; done

@@ -164,7 +164,7 @@ def bench_lm(corpus_dir):
     criterion = nn.CrossEntropyLoss()
     model.train()
     hidden = model.init_hidden(bsz)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     batches, total = 0, 0.0
     for i in range(0, data.size(0) - 1, bptt):
         seq_len = min(bptt, len(data) - 1 - i)
@@ -179,8 +179,9 @@ def bench_lm(corpus_dir):
             p.data.add_(p.grad, alpha=-lr)
         total += loss.item()
         batches += 1
-    epoch = time.perf_counter() - t0
+    epoch, cpu = time.perf_counter() - t0, time.process_time() - c0
     emit("epoch_s", epoch)
+    emit("epoch_cpu_s", cpu)
     emit("ms_per_batch", 1000 * epoch / batches)
     emit("batches", batches)
     emit("mean_loss", total / batches)
@@ -218,12 +219,13 @@ def bench_resnet(steps, batch):
         return loss.item()
 
     step(0)  # warm-up (not timed)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for k in range(1, steps):
         loss = step(k)
-    elapsed = time.perf_counter() - t0
+    elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
     emit("steps_s", elapsed)
     emit("ms_per_step", 1000 * elapsed / (steps - 1))
+    emit("cpu_ms_per_step", 1000 * cpu / (steps - 1))
     emit("images_per_s", (steps - 1) * batch / elapsed)
     emit("last_loss", loss)
 
