@@ -28,8 +28,10 @@
 --    KeyboardInterrupt handling (Ctrl-C ends the run);
 --  * added for short runs: --max-batches N (at most N batches an epoch), --threads;
 --    --dry-run as in the current main.py (one batch an epoch);
---  * TransformerModel is an nn.Module, not an nn.Transformer subclass (see
---    examples/word_language_model/model.lua); generate.py is not ported.
+--  * model.lua: TransformerModel extends nn.Transformer as model.py does; its
+--    cached causal mask is a non-persistent buffer; PositionalEncoding takes
+--    sin/cos of its angle table through Lua's math.sin/math.cos (wick has no
+--    sin/cos tensor ops); generate.py is not ported.
 local wick = require("wick")
 local nn = wick.nn
 

@@ -5,9 +5,10 @@
 --  * RNNModel builds with model.py's structure and parameter names, ties weights;
 --  * on PyTorch's formula weights (tools/reference/ports.py, float64) it gives
 --    PyTorch's log-probabilities, final states, loss and gradients (LSTM, GRU, tied);
+--    so does TransformerModel (an nn.Transformer subclass, as in model.py);
 --  * main.py's training step (clip_grad_norm_, p.data:add_(p.grad, -lr)) on a
 --    tiny Corpus lowers the loss;
---  * the script runs end to end on a tiny corpus: the log lines, the validation
+--  * the script runs end to end on a tiny corpus (LSTM, then Transformer): the log lines, the validation
 --    and test lines, the saved state dict, a usage error for a bad option.
 local wick = require("wick")
 local nn = wick.nn
@@ -80,6 +81,47 @@ describe("word_language_model port: RNNModel", function()
       end
     end)
   end
+end)
+
+describe("word_language_model port: TransformerModel", function()
+  it("extends nn.Transformer with model.py's parameters and gives PyTorch's outputs and gradients", function()
+    local r = ref.wlm_transformer
+    local ntoken, T, B = 11, 5, 2
+    local m = model_lib.TransformerModel(ntoken, 8, 2, 16, 2):double()
+    assert.are.equal("TransformerModel", getmetatable(m).__name)
+    m:eval() -- nn.Transformer's own dropout (0.1) off, as in the reference
+    local names = {}
+    for name in m:named_parameters() do names[#names + 1] = name end
+    local expected = {}
+    for i, name in ipairs(r.names) do
+      expected[i] = name:gsub("layers%.(%d+)", function(d) return "layers." .. (tonumber(d) + 1) end)
+    end
+    assert.are.same(expected, names)
+    support.fill_parameters(m)
+    local ids, targets = {}, {}
+    for k = 0, T * B - 1 do
+      ids[k + 1] = (7 * k + 3) % ntoken + 1
+      targets[k + 1] = (5 * k + 1) % ntoken + 1
+    end
+    local output = m(wick.tensor(ids, { dtype = "int64" }):view(T, B))
+    local loss = nn.CrossEntropyLoss()(output:view(-1, ntoken), wick.tensor(targets, { dtype = "int64" }))
+    loss:backward()
+    -- the positional table is float32 on both sides (sin/cos of float32 angles): 1e-6
+    same(output, r.output, 1e-6)
+    assert.is_true(math.abs(loss:item() - r.loss) < 1e-6)
+    local j = 0
+    for name, p in m:named_parameters() do
+      local got = projection(p, j)
+      j = j + 1
+      assert(math.abs(got - r.grads[j]) <= 1e-6 * (1 + math.abs(r.grads[j])),
+        ("%s: gradient projection %.12g, PyTorch %.12g"):format(name, got, r.grads[j]))
+    end
+    -- the cached causal mask is not part of the state (PyTorch: a plain attribute)
+    assert.is_nil(m:state_dict().src_mask)
+    assert.is_not_nil(m:state_dict()["pos_encoder.pe"])
+    assert.are.equal(-math.huge, m.src_mask[1][2]:item())
+    assert.are.equal(0, m.src_mask[2][1]:item())
+  end)
 end)
 
 -- a small corpus directory: four sentences over ten words, in turn, one a line
@@ -160,6 +202,11 @@ describe("examples/word_language_model.lua, CI-sized", function()
     local sd = wick.load(dir .. "/model.wick")
     assert.are.same({ 11, 8 }, sd["encoder.weight"]:size())
     assert.is_not_nil(sd["rnn.weight_hh_l1"])
+    -- the Transformer variant: one epoch, the best model reloaded from its state dict
+    assert.are.equal(0, sh(cmd:gsub("%-%-epochs 2", "--model Transformer --nhead 2 --epochs 1")), read(dir .. "/out.txt"))
+    out = read(dir .. "/out.txt")
+    assert.truthy(out:find("| End of training | test loss", 1, true), out)
+    assert.are.same({ 11, 8 }, wick.load(dir .. "/model.wick")["input_emb.weight"]:size())
     -- a bad option is a usage error (exit 2), not a traceback
     assert.are.equal(2, sh(runner .. " examples/word_language_model.lua --epoch 3 > /dev/null 2>&1"))
     assert.are.equal(2, sh(runner .. " examples/word_language_model.lua --data " .. dir

@@ -5,12 +5,12 @@
 --   local t = model.TransformerModel(ntoken, ninp, nhead, nhid, nlayers, dropout)
 --   local output = t(input[, has_mask = true])
 -- Where this differs from model.py (besides Lua syntax): see the header of
--- examples/word_language_model.lua. In short: TransformerModel is an nn.Module
--- holding what model.py's nn.Transformer subclass keeps (the encoder stack with
--- its final LayerNorm, xavier_uniform_ on its matrices as nn.Transformer's
--- _reset_parameters does; model.py replaces nn.Transformer's decoder by the
--- Linear, so the parameter names are the same: encoder.layers.1..., encoder.norm,
--- input_emb, decoder); F.log_softmax(x, dim=1) is F.log_softmax(x, 2).
+-- examples/word_language_model.lua. In short: F.log_softmax(x, dim=1) is
+-- F.log_softmax(x, 2); TransformerModel extends nn.Transformer as model.py does
+-- (its decoder stack, built by nn.Transformer, is replaced by the Linear, so the
+-- parameters are encoder.layers.1..., encoder.norm, decoder, input_emb); the
+-- mask it caches (src_mask) is a non-persistent buffer (PyTorch: a plain
+-- attribute), so it moves with to() and stays out of state_dict().
 local wick = require("wick")
 local nn = wick.nn
 local F = nn.functional
@@ -89,15 +89,24 @@ end
 local PositionalEncoding = nn.Module:extend("PositionalEncoding")
 model.PositionalEncoding = PositionalEncoding
 
+-- torch.sin / torch.cos of a tensor: wick has no sin and cos ops, so the values
+-- go through Lua's math.sin / math.cos (once, when the table is built)
+local function map(t, f)
+  local values = t:contiguous():view(-1):totable()
+  for i, v in ipairs(values) do values[i] = f(v) end
+  return wick.tensor(values, { dtype = t.dtype }):view(t:size())
+end
+
 function PositionalEncoding:init(d_model, dropout, max_len)
   dropout, max_len = dropout or 0.1, max_len or 5000
   self.dropout = nn.Dropout(dropout)
 
   local pe = wick.zeros(max_len, d_model)
-  local position = wick.arange(0, max_len, { dtype = "float32" }):unsqueeze(2)
-  local div_term = (wick.arange(0, d_model, 2):float() * (-math.log(10000.0) / d_model)):exp()
-  pe[{ {}, { 1, -1, 2 } }] = (position * div_term):sin()
-  pe[{ {}, { 2, -1, 2 } }] = (position * div_term):cos()
+  local position = wick.arange(0, max_len):unsqueeze(2)
+  local div_term = (wick.arange(0, d_model, 2) * (-math.log(10000.0) / d_model)):exp()
+  local angles = position * div_term
+  pe[{ {}, { 1, -1, 2 } }] = map(angles, math.sin)
+  pe[{ {}, { 2, -1, 2 } }] = map(angles, math.cos)
   pe = pe:unsqueeze(1):transpose(1, 2)
   self:register_buffer("pe", pe)
 end
@@ -109,19 +118,13 @@ function PositionalEncoding:forward(x)
 end
 
 -- Container module with an encoder, a recurrent or transformer module, and a decoder.
-local TransformerModel = nn.Module:extend("TransformerModel")
+local TransformerModel = nn.Transformer:extend("TransformerModel")
 model.TransformerModel = TransformerModel
 
 function TransformerModel:init(ntoken, ninp, nhead, nhid, nlayers, dropout)
   dropout = dropout or 0.5
-  -- what nn.Transformer(d_model=ninp, nhead=nhead, dim_feedforward=nhid,
-  -- num_encoder_layers=nlayers) builds and model.py keeps: the encoder (the
-  -- layers with nn.Transformer's default dropout 0.1, then a LayerNorm)
-  local encoder_layer = nn.TransformerEncoderLayer(ninp, nhead, nhid, 0.1)
-  self.encoder = nn.TransformerEncoder(encoder_layer, nlayers, nn.LayerNorm(ninp))
-  for _, p in ipairs(self.encoder:parameters()) do -- nn.Transformer._reset_parameters
-    if p:dim() > 1 then nn.init.xavier_uniform_(p) end
-  end
+  TransformerModel.super.init(self, { d_model = ninp, nhead = nhead, dim_feedforward = nhid,
+    num_encoder_layers = nlayers })
   self.model_type = "Transformer"
   self.src_mask = nil
   self.pos_encoder = PositionalEncoding(ninp, dropout)
@@ -151,7 +154,7 @@ function TransformerModel:forward(src, has_mask)
     local device = src.device
     if self.src_mask == nil or self.src_mask:size(1) ~= #src then
       local mask = self:_generate_square_subsequent_mask(#src):to(device)
-      self.src_mask = mask
+      self:register_buffer("src_mask", mask, false) -- self.src_mask = mask, kept out of state_dict()
     end
   else
     self.src_mask = nil

@@ -4,6 +4,7 @@ spec/port_dcgan_spec.lua): pytorch/examples word_language_model's RNNModel
 outputs, the final states, the loss, and for every parameter the projection
 sum(grad * formula(shape, 100 + j)) of its gradient (one number a parameter,
 sensitive to any element of it). The PyTorch models are bench/ports_torch.py's."""
+import math
 import os
 import sys
 
@@ -39,6 +40,47 @@ def wlm(rnn_type, ninp, nhid, tied):
     else:
         case["h"] = hidden
     return case
+
+
+class TransformerModel(torch.nn.Transformer):
+    """word_language_model/model.py's TransformerModel (and its PositionalEncoding)."""
+
+    def __init__(self, ntoken, ninp, nhead, nhid, nlayers, dropout=0.5):
+        super().__init__(d_model=ninp, nhead=nhead, dim_feedforward=nhid, num_encoder_layers=nlayers)
+        self.src_mask = None
+        self.pos_drop = torch.nn.Dropout(dropout)
+        max_len = 5000
+        pe = torch.zeros(max_len, ninp)
+        position = torch.arange(0, max_len, dtype=torch.float).unsqueeze(1)
+        div_term = torch.exp(torch.arange(0, ninp, 2).float() * (-math.log(10000.0) / ninp))
+        pe[:, 0::2] = torch.sin(position * div_term)
+        pe[:, 1::2] = torch.cos(position * div_term)
+        self.register_buffer("pe", pe.unsqueeze(0).transpose(0, 1))
+        self.input_emb = torch.nn.Embedding(ntoken, ninp)
+        self.ninp = ninp
+        self.decoder = torch.nn.Linear(ninp, ntoken)
+
+    def forward(self, src):
+        mask = torch.triu(torch.full((len(src), len(src)), float("-inf"), dtype=self.pe.dtype), 1)
+        src = self.input_emb(src) * math.sqrt(self.ninp)
+        src = self.pos_drop(src + self.pe[:src.size(0), :])
+        output = self.encoder(src, mask=mask)
+        return F.log_softmax(self.decoder(output), dim=-1)
+
+
+def wlm_transformer():
+    """TransformerModel(11, 8, 2, 16, 2) in eval mode (no dropout), float64."""
+    ntoken, T, B = 11, 5, 2
+    model = TransformerModel(ntoken, 8, 2, 16, 2).double()
+    model.eval()
+    fill_parameters(model)
+    ids = torch.tensor([(7 * k + 3) % ntoken for k in range(T * B)]).view(T, B)
+    targets = torch.tensor([(5 * k + 1) % ntoken for k in range(T * B)])
+    output = model(ids)
+    loss = torch.nn.CrossEntropyLoss()(output.view(-1, ntoken), targets)
+    loss.backward()
+    return {"names": [n for n, _ in model.named_parameters()], "output": output, "loss": loss,
+            "grads": projections(model)}
 
 
 def resnet():
@@ -94,6 +136,7 @@ def write(out_dir):
         "wlm_lstm": wlm("LSTM", 6, 5, False),
         "wlm_gru": wlm("GRU", 6, 5, False),
         "wlm_lstm_tied": wlm("LSTM", 6, 6, True),
+        "wlm_transformer": wlm_transformer(),
         "resnet": resnet(),
         "dcgan": dcgan(),
     }
