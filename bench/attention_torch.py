@@ -50,3 +50,26 @@ for name, B, H, T, D, causal, p, n in CASES:
 
     print(f"{name}_fwd\t{timed(n, fwd) * 1e3:.4f}")
     print(f"{name}_fwdbwd\t{timed(n, fwdbwd) * 1e3:.4f}")
+
+# the attention blocks, forward + backward in training mode
+nn = torch.nn
+torch.manual_seed(0)
+T, B, E = 35, 20, 200
+enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(E, 2, 200, 0.2), 2, enable_nested_tensor=False)
+x = torch.randn(T, B, E)
+mask = nn.Transformer.generate_square_subsequent_mask(T)
+print(f"wlm_encoder_fwdbwd\t{timed(10, lambda: enc(x, mask).sum().backward()) * 1e3:.4f}")
+mha = nn.MultiheadAttention(E, 4)
+kpm = torch.zeros(B, T, dtype=torch.bool)
+
+
+def mha_step():
+    out, w = mha(x, x, x, key_padding_mask=kpm)
+    (out.sum() + w.sum()).backward()
+
+
+print(f"mha_weights_fwdbwd\t{timed(10, mha_step) * 1e3:.4f}")
+model = nn.Transformer(128, 4, 2, 2, 256, 0.1, batch_first=True)
+src, tgt = torch.randn(16, 32, 128), torch.randn(16, 24, 128)
+tmask = nn.Transformer.generate_square_subsequent_mask(24)
+print(f"transformer_fwdbwd\t{timed(10, lambda: model(src, tgt, tgt_mask=tmask).sum().backward()) * 1e3:.4f}")
