@@ -80,6 +80,16 @@ end
 function CASES.enc_layer_causal(d)
   return enc_layer(), { x({ S, N, E }, 0, d) }, function(m, s) return m(s, causal(S, d), nil, true) end
 end
+function CASES.enc_layer_no_bias(d)
+  return enc_layer({ bias = false }), { x({ S, N, E }, 0, d) }, function(m, s)
+    return m(s, { src_key_padding_mask = support.formula({ N, S }, 42, { dtype = d }) })
+  end
+end
+function CASES.mha_causal_weights(d)
+  return mha(), { x({ S, N, E }, 0, d) }, function(m, q)
+    return m(q, q, q, { attn_mask = causal(S, d), is_causal = true })
+  end
+end
 function CASES.encoder(d)
   return nn.TransformerEncoder(enc_layer(), 2, { enable_nested_tensor = false }), { x({ S, N, E }, 0, d) },
     function(m, s) return m(s, { mask = causal(S, d) }) end
@@ -151,7 +161,8 @@ end
 
 local ORDER = { "mha_self", "mha_cross_masks", "mha_kv_float_mask", "mha_batch_first", "mha_kdim_bias_kv",
   "mha_unbatched", "mha_causal", "enc_layer", "enc_layer_masks", "enc_layer_gelu_norm_first", "enc_layer_causal",
-  "encoder", "encoder_norm", "dec_layer", "dec_layer_gelu_norm_first", "decoder", "transformer" }
+  "enc_layer_no_bias", "mha_causal_weights", "encoder", "encoder_norm", "dec_layer", "dec_layer_gelu_norm_first",
+  "decoder", "transformer" }
 
 describe("attention blocks against PyTorch", function()
   for _, dtype in ipairs({ "float64", "float32" }) do

@@ -105,6 +105,13 @@ def cases_for(dtype):
                                          lambda m, s: m(s, src_key_padding_mask=kpm), dtype)
     c["enc_layer_causal"] = run(enc_layer(), [x((S, N, E), 0, dtype)],
                                 lambda m, s: m(s, src_mask=causal(S, dtype), is_causal=True), dtype)
+    # no biases anywhere (linears, attention, LayerNorms), a float key padding mask
+    kpm_float = formula((N, S), 42, dtype)
+    c["enc_layer_no_bias"] = run(enc_layer(bias=False), [x((S, N, E), 0, dtype)],
+                                 lambda m, s: m(s, src_key_padding_mask=kpm_float), dtype)
+    # the is_causal hint with the weights asked for: the mask is used
+    c["mha_causal_weights"] = run(mha(), [x((S, N, E), 0, dtype)],
+                                  lambda m, q: m(q, q, q, attn_mask=causal(S, dtype), is_causal=True), dtype)
     c["encoder"] = run(nn.TransformerEncoder(enc_layer(), 2, enable_nested_tensor=False),
                        [x((S, N, E), 0, dtype)], lambda m, s: m(s, mask=causal(S, dtype)), dtype)
     c["encoder_norm"] = run(nn.TransformerEncoder(enc_layer(batch_first=True, norm_first=True), 3,
