@@ -104,11 +104,6 @@ function A.MultiheadAttention:init(embed_dim, num_heads, ...)
   if self.out_proj.bias then wick.no_grad(function() self.out_proj.bias:zero_() end) end
 end
 
-function A.MultiheadAttention:extra_repr()
-  return ("embed_dim=%d, num_heads=%d, dropout=%s, batch_first=%s"):format(self.embed_dim, self.num_heads,
-    tostring(self.dropout), tostring(self.batch_first))
-end
-
 -- The projections of query, key and value (each [seq, batch, E]): one GEMM
 -- for self-attention, two when key is value.
 local function in_projection(self, q, k, v)
