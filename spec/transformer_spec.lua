@@ -329,6 +329,27 @@ describe("Transformer stacks", function()
     support.assert_close(enc(s2, mask)[1], a[1]:totable(), 1e-5)
   end)
 
+  it("Transformer takes a custom encoder and decoder, and checks batch and feature sizes", function()
+    local calls = {}
+    local Enc = nn.Module:extend("MyEncoder")
+    function Enc:forward(src, opts) calls[#calls + 1] = "enc"; assert.is_table(opts); return src * 2 end
+    local Dec = nn.Module:extend("MyDecoder")
+    function Dec:forward(tgt, memory) calls[#calls + 1] = "dec"; return tgt + memory:sum() end
+    local model = nn.Transformer(8, 2, { custom_encoder = Enc(), custom_decoder = Dec() })
+    assert.are.equal("MyEncoder", getmetatable(model.encoder).__name)
+    local out = model(wick.ones({ 4, 2, 8 }), wick.zeros({ 3, 2, 8 }))
+    assert.are.same({ "enc", "dec" }, calls)
+    assert.are.equal(128, out[1][1][1]:item())
+    local real = nn.Transformer(8, 2, 1, 1, 16)
+    assert_error_has(function() real(wick.randn({ 4, 2, 8 }), wick.randn({ 3, 3, 8 })) end,
+      "the batch number of src and tgt must be equal")
+    assert_error_has(function() real(wick.randn({ 4, 2, 6 }), wick.randn({ 3, 2, 6 })) end,
+      "the feature number of src and tgt must be equal to d_model")
+    -- every matrix initialised xavier_uniform_: within sqrt(6 / (fan_in + fan_out))
+    local w = real.encoder.layers[1].linear1.weight
+    assert.is_true(w:abs():max():item() <= math.sqrt(6 / (8 + 16)) + 1e-6)
+  end)
+
   it("runs on the meta device (shapes only)", function()
     local model = nn.Transformer(8, 2, 1, 1, 16, 0.0, { device = "meta", batch_first = true })
     local out = model(wick.empty({ 2, 5, 8 }, { device = "meta" }), wick.empty({ 2, 3, 8 }, { device = "meta" }))
