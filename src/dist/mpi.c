@@ -4,7 +4,6 @@
  * than MPI_Allreduce on this project's machines, so async work runs blocking
  * calls on the group's comm thread instead, group.c). Without MPI (WICK_MPI
  * off) this file only says so. */
-#define _GNU_SOURCE /* dladdr, RTLD_NODELETE */
 #include "dist.h"
 #include "../core/internal.h" /* wk_half_to_float, wk_bf16_to_float, ... */
 
@@ -16,7 +15,6 @@
 #include <unistd.h>
 
 #ifdef WICK_WITH_MPI
-#include <dlfcn.h>
 #include <mpi.h>
 
 typedef struct wk_mpi_comm {
@@ -119,22 +117,14 @@ static void finalize_at_exit_status(int status) {
 }
 
 /* glibc's on_exit passes the exit status; elsewhere atexit cannot see it.
- * Unlike atexit, on_exit does not run early when the library that registered
- * it is unloaded (Lua 5.4's lua_close dlcloses C modules before exit), so the
- * library that started MPI stays loaded to the end (RTLD_NODELETE; MPI
- * cannot start twice in a process anyway). */
+ * (Unlike atexit, on_exit does not run when the library that registered it
+ * is unloaded: the modules and libwick.so are linked -z nodelete, CMakeLists.txt.) */
 #ifdef __GLIBC__
 static void finalize_on_exit(int status, void *arg) {
     (void)arg;
     finalize_at_exit_status(status);
 }
-static void register_finalize(void) {
-    Dl_info self;
-    if (dladdr((void *)register_finalize, &self) && self.dli_fname)
-        dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE); /* a reference never dropped */
-    on_exit(finalize_on_exit, NULL);
-}
-#define REGISTER_FINALIZE() register_finalize()
+#define REGISTER_FINALIZE() on_exit(finalize_on_exit, NULL)
 #else
 static void finalize_at_exit(void) { finalize_at_exit_status(0); }
 #define REGISTER_FINALIZE() atexit(finalize_at_exit)
