@@ -571,6 +571,21 @@ WICK_API wick_status wick_scaled_dot_product_attention(wick_tensor **out, const 
                                                        const wick_tensor *v, const wick_tensor *attn_mask,
                                                        double dropout_p, int is_causal, double scale,
                                                        int enable_gqa);
+/* One recurrent layer in one direction, its time loop fused (like one
+ * direction of a layer of torch.nn.RNN/LSTM/GRU): gi [T, B, G] holds the
+ * input projections of every step (x W_ih^T + b_ih, G = gates * H: 4 for LSTM
+ * in PyTorch's order i, f, g, o; 3 for GRU, r, z, n; 1 for RNN), w_hh [G, H],
+ * b_hh [G] or NULL, h0 [B, H], c0 [B, H] (LSTM only, else NULL). reverse runs
+ * the steps from T - 1 down to 0. lengths (may be NULL): an int64 tensor [B]
+ * on the CPU, each in [0, T]: row b takes part in the steps t < lengths[b] only;
+ * past them its state is carried unchanged and its output is 0 (what PyTorch
+ * gives for a packed sequence). *out is [T + 1, B, H] (LSTM: [T + 2, B, H]):
+ * the T outputs, then the final h (and c). Differentiable in gi, h0, c0, w_hh,
+ * b_hh (once: the backward is not itself recorded). float32 and float64. */
+typedef enum wick_rnn_mode { WICK_RNN_TANH, WICK_RNN_RELU, WICK_RNN_LSTM, WICK_RNN_GRU } wick_rnn_mode;
+WICK_API wick_status wick_rnn_layer(wick_tensor **out, wick_rnn_mode mode, const wick_tensor *gi,
+                                    const wick_tensor *h0, const wick_tensor *c0, const wick_tensor *w_hh,
+                                    const wick_tensor *b_hh, const wick_tensor *lengths, int reverse);
 
 /* ---- autograd -------------------------------------------------------------
  * Reverse mode, dynamic graph. Ops record a node on their output when grad mode

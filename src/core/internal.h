@@ -334,6 +334,7 @@ typedef struct wk_ce_args {
 } wk_ce_args;
 
 struct wk_attn_args;    /* src/core/attention.h */
+struct wk_rnn_args;     /* src/core/rnn.h */
 struct wk_adam_hparams; /* src/core/optim.h */
 
 struct wick_backend {
@@ -401,6 +402,10 @@ struct wick_backend {
     /* fused scaled-dot-product attention and its backward (src/core/attention.h) */
     wick_status (*attention_forward)(const struct wk_attn_args *args);
     wick_status (*attention_backward)(const struct wk_attn_args *args);
+    /* one step of the fused recurrent layer over its B x H elements, and its
+     * backward (src/core/rnn.h); NULL: wick_rnn_layer is not implemented there */
+    wick_status (*rnn_step)(const struct wk_rnn_args *args);
+    wick_status (*rnn_step_backward)(const struct wk_rnn_args *args);
     /* sort along a dim, and cumulative sums/products (wk_sort_args, wk_scan_args) */
     wick_status (*sort)(const wk_sort_args *args);
     wick_status (*scan)(const wk_scan_args *args);

@@ -70,6 +70,10 @@ void cpu_adam_step(wick_dtype dtype, char *p, const char *g, char *exp_avg, char
 struct wk_attn_args;
 wick_status cpu_attention_forward(const struct wk_attn_args *a);
 wick_status cpu_attention_backward(const struct wk_attn_args *a);
+/* cpu_rnn.c */
+struct wk_rnn_args;
+wick_status cpu_rnn_step(const struct wk_rnn_args *a);
+wick_status cpu_rnn_step_backward(const struct wk_rnn_args *a);
 /* cpu_sort.c */
 wick_status cpu_sort(const wk_sort_args *a);
 wick_status cpu_scan(const wk_scan_args *a);

@@ -94,6 +94,9 @@ wick_status cuda_avg_pool2d_backward(const wk_pool2d_args *args, char *grad_inpu
 /* cuda_attention.cu (src/core/attention.h) */
 wick_status cuda_attention_forward(const struct wk_attn_args *a);
 wick_status cuda_attention_backward(const struct wk_attn_args *a);
+/* cuda_rnn.cu (src/core/rnn.h) */
+wick_status cuda_rnn_step(const struct wk_rnn_args *a);
+wick_status cuda_rnn_step_backward(const struct wk_rnn_args *a);
 /* cuda_sort.cu */
 wick_status cuda_sort(const wk_sort_args *args);
 wick_status cuda_scan(const wk_scan_args *args);

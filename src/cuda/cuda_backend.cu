@@ -38,6 +38,8 @@ extern "C" const wick_backend wk_cuda_backend = {
     .avg_pool2d_backward = cuda_avg_pool2d_backward,
     .attention_forward = cuda_attention_forward,
     .attention_backward = cuda_attention_backward,
+    .rnn_step = cuda_rnn_step,
+    .rnn_step_backward = cuda_rnn_step_backward,
     .sort = cuda_sort,
     .scan = cuda_scan,
 };

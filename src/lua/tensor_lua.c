@@ -701,6 +701,7 @@ void wl_open_tensor(lua_State *L) {
     wl_open_view(L);
     wl_open_nn(L);
     wl_open_norm(L);
+    wl_open_rnn(L);
     wl_open_ops(L);
     wl_open_index(L);
     wl_open_autograd(L);

@@ -100,6 +100,7 @@ void wl_open_view(lua_State *L);     /* view_lua.c: views, indexing, cat/stack, 
 void wl_open_io(lua_State *L);       /* io_lua.c: checkpoint storages, CRCs, IDX files (module table at -1) */
 void wl_open_nn(lua_State *L);     /* nn_lua.c: linear, mse_loss, conv2d, pooling, attention (module table at -1) */
 void wl_open_norm(lua_State *L);   /* norm_lua.c: layer_norm, cross_entropy (module table at -1) */
+void wl_open_rnn(lua_State *L);    /* rnn_lua.c: the fused recurrent layer (module table at -1) */
 void wl_open_ops(lua_State *L);    /* ops_lua.c: sort, scans (module table at -1, Tensor inside) */
 void wl_open_index(lua_State *L);  /* index_lua.c: t[key] and the masked/index ops (module table at -1) */
 void wl_open_optim(lua_State *L);  /* optim_lua.c: fused optimizer steps (module table at -1) */

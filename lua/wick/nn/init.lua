@@ -3,6 +3,7 @@ local nn = {}
 nn.Module = require("wick.nn.module")
 for name, value in pairs(require("wick.nn.layers")) do nn[name] = value end
 for name, value in pairs(require("wick.nn.attention")) do nn[name] = value end
+for name, value in pairs(require("wick.nn.recurrent")) do nn[name] = value end
 nn.DataParallel = require("wick.nn.data_parallel")
 nn.parallel = require("wick.nn.parallel") -- DistributedDataParallel; nn.parallel.DataParallel is nn.DataParallel
 nn.functional = require("wick.nn.functional")

@@ -1,0 +1,289 @@
+-- The recurrent layers of wick.nn: RNN, LSTM, GRU and their cells, as
+-- PyTorch's, each layer's time loop fused in C (wick._core.rnn_layer,
+-- src/core/rnn.c): one product for the input projections of all steps
+-- (F.linear over T * B rows), then per step one product h W_hh^T and the
+-- gates in one pass; the backward (through time) in C as well.
+local wick = require("wick")
+local core = wick._core
+local Module = require("wick.nn.module")
+local F = require("wick.nn.functional")
+local check = require("wick.argcheck")
+local layers = require("wick.nn.layers")
+
+local R = {}
+local Parameter, uniform = layers.Parameter, layers._uniform
+local function options(opts) return { device = opts and opts.device, dtype = opts and opts.dtype } end
+
+local GATES = { RNN_TANH = 1, RNN_RELU = 1, LSTM = 4, GRU = 3 }
+local FUSED_DTYPES = { float32 = true, float64 = true }
+
+-- One layer in one direction: output [T, B, H], final h [B, H] (and c). Other
+-- floating dtypes run in float32 and come back in theirs.
+local function run_layer(mode, gi, h0, c0, w_hh, b_hh, lengths, reverse)
+  local dt = gi.dtype
+  if not FUSED_DTYPES[tostring(dt)] then
+    local function f(t) return t and t:float() end
+    local o, h, c = run_layer(mode, f(gi), f(h0), f(c0), f(w_hh), f(b_hh), lengths, reverse)
+    return o:to(dt), h:to(dt), c and c:to(dt)
+  end
+  local T = gi:size(1)
+  local packed = core.rnn_layer(mode, gi, h0, c0, w_hh, b_hh, lengths, reverse)
+  return packed:narrow(1, 1, T), packed:select(1, T + 1), c0 and packed:select(1, T + 2) or nil
+end
+
+-- lengths (a table of integers, a number for an unbatched input, or an int64
+-- tensor) as an int64 CPU tensor of B elements; nil stays nil.
+local function lengths_tensor(name, lengths, B, T)
+  if lengths == nil then return nil end
+  local t
+  if type(lengths) == "number" then t = wick.tensor({ lengths }, { dtype = wick.int64 })
+  elseif type(lengths) == "table" and not wick.is_tensor(lengths) then
+    for i, v in ipairs(lengths) do check.int(v, name, ("lengths[%d]"):format(i), 0) end
+    t = wick.tensor(lengths, { dtype = wick.int64 })
+  elseif wick.is_tensor(lengths) then t = lengths:to({ dtype = wick.int64, device = "cpu" })
+  else check.expected(name, "lengths", "a table of integers or a tensor", lengths) end
+  if t:dim() ~= 1 or t:size(1) ~= B then
+    check.fail(name, "lengths must have one entry per sequence (%d), got %d", B, t:dim() == 1 and t:size(1) or t:numel())
+  end
+  for i = 1, B do
+    local v = t[i]:item()
+    if v < 0 or v > T then check.fail(name, "lengths[%d] = %d is outside [0, %d] (the sequence length)", i, v, T) end
+  end
+  return t
+end
+
+-- ---- RNN, LSTM, GRU ----
+-- Input (seq, batch, feature), or (batch, seq, feature) with batch_first, or
+-- unbatched (seq, feature); parameters named and ordered as PyTorch's
+-- (weight_ih_l0, weight_hh_l0, bias_ih_l0, bias_hh_l0, then the _reverse
+-- direction), initialised U(-1/sqrt(hidden), 1/sqrt(hidden)).
+-- forward(x[, hidden][, {lengths = ...}]) returns output, hidden: an LSTM's
+-- hidden is {h, c}.
+local RNN_OPTIONS = { num_layers = "integer", nonlinearity = "string", bias = "boolean", batch_first = "boolean",
+  dropout = "number", bidirectional = "boolean", proj_size = "integer", device = "device", dtype = "dtype" }
+local RNN_ORDER = { num_layers = { "num_layers", "nonlinearity", "bias", "batch_first", "dropout", "bidirectional",
+  "device", "dtype" }, other = { "num_layers", "bias", "batch_first", "dropout", "bidirectional", "proj_size", "device",
+  "dtype" } }
+
+-- "tanh" or "relu" as the fused op's mode
+local function rnn_mode(name, nonlinearity)
+  local nl = check.one_of(nonlinearity or "tanh", name, "nonlinearity", { "tanh", "relu" })
+  return nl == "tanh" and "RNN_TANH" or "RNN_RELU", nl
+end
+
+-- forward's optional arguments: (hx), (hx, opts), (opts) when hx is a plain
+-- table without entries (an LSTM's {h, c} has two)
+local function forward_args(name, hx, opts)
+  if opts == nil and type(hx) == "table" and not wick.is_tensor(hx) and hx[1] == nil and next(hx) ~= nil then
+    hx, opts = nil, hx
+  end
+  opts = check.options(opts, name .. ":forward", { lengths = "table|number|tensor" })
+  return hx, opts.lengths
+end
+
+local function recurrent_class(name)
+  local C = Module:extend(name)
+  function C:init(input_size, hidden_size, ...)
+    check.int(input_size, name, "input_size", 0)
+    check.int(hidden_size, name, "hidden_size", 1)
+    local spec = {}
+    for k, v in pairs(RNN_OPTIONS) do spec[k] = v end
+    if name ~= "RNN" then spec.nonlinearity = nil end
+    local opts = check.positional(name, name == "RNN" and RNN_ORDER.num_layers or RNN_ORDER.other, spec, ...)
+    local layers_n = check.opt_int(opts.num_layers, name, "num_layers", 1, 1)
+    -- (four tensors a layer are made one by one: a count no network has would
+    -- take minutes before any allocation could fail)
+    if layers_n > 65536 then check.fail(name, "num_layers must be at most 65536, got %d", layers_n) end
+    local mode = name
+    if name == "RNN" then mode, self.nonlinearity = rnn_mode(name, opts.nonlinearity) end
+    if (opts.proj_size or 0) ~= 0 then check.fail(name, "proj_size is not supported") end
+    local dropout = check.opt_number(opts.dropout, name, "dropout", 0, 0, 1)
+    self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, layers_n
+    self.bias, self.batch_first = opts.bias ~= false, opts.batch_first == true
+    self.dropout, self.bidirectional = dropout, opts.bidirectional == true
+    rawset(self, "_mode", mode)
+    local dirs = self.bidirectional and 2 or 1
+    local G, H = GATES[mode] * hidden_size, hidden_size
+    local bound = 1 / math.sqrt(hidden_size)
+    local o = options(opts)
+    for l = 0, layers_n - 1 do
+      for d = 1, dirs do
+        local suffix = ("_l%d%s"):format(l, d == 2 and "_reverse" or "")
+        local in_l = l == 0 and input_size or H * dirs
+        self["weight_ih" .. suffix] = Parameter(uniform({ G, in_l }, bound, o))
+        self["weight_hh" .. suffix] = Parameter(uniform({ G, H }, bound, o))
+        if self.bias then
+          self["bias_ih" .. suffix] = Parameter(uniform({ G }, bound, o))
+          self["bias_hh" .. suffix] = Parameter(uniform({ G }, bound, o))
+        end
+      end
+    end
+  end
+
+  function C:forward(x, hx, opts)
+    check.tensor(x, name, "input")
+    local lengths
+    hx, lengths = forward_args(name, hx, opts)
+    local mode, H, layers_n = rawget(self, "_mode"), self.hidden_size, self.num_layers
+    local dirs = self.bidirectional and 2 or 1
+    local unbatched = x:dim() == 2
+    if x:dim() ~= 2 and x:dim() ~= 3 then check.fail(name, "Expected input to be 2D or 3D, got %dD instead", x:dim()) end
+    if unbatched then x = x:unsqueeze(2)
+    elseif self.batch_first then x = x:transpose(1, 2) end
+    if x:size(3) ~= self.input_size then
+      check.fail(name, "input.size(-1) must be equal to input_size. Expected %d, got %d", self.input_size, x:size(3))
+    end
+    local T, B = x:size(1), x:size(2)
+    local lstm = mode == "LSTM"
+    local len = lengths_tensor(name, lengths, B, T)
+    -- the initial states, [dirs * layers, B, H] each
+    local h0, c0
+    local want = unbatched and { dirs * layers_n, H } or { dirs * layers_n, B, H }
+    local function state(t, what)
+      check.tensor(t, name, what)
+      local shape = t:size()
+      local ok = #shape == #want
+      for i = 1, #want do ok = ok and shape[i] == want[i] end
+      if not ok then
+        check.fail(name, "Expected hidden size (%s), got [%s]", table.concat(want, ", "), table.concat(shape, ", "))
+      end
+      return unbatched and t:unsqueeze(2) or t
+    end
+    if hx ~= nil then
+      if lstm then
+        if type(hx) ~= "table" or wick.is_tensor(hx) then check.expected(name, "hx", "a {h, c} table", hx) end
+        h0, c0 = state(hx[1], "h_0"), state(hx[2], "c_0")
+      else
+        h0 = state(hx, "hx")
+      end
+    end
+    local zeros = wick.zeros({ dirs * layers_n, B, H }, { dtype = x.dtype, device = x.device })
+    h0 = h0 or zeros
+    if lstm then c0 = c0 or zeros end
+    local h_n, c_n = {}, {}
+    local input = x
+    for l = 0, layers_n - 1 do
+      local outs = {}
+      for d = 1, dirs do
+        local suffix = ("_l%d%s"):format(l, d == 2 and "_reverse" or "")
+        local k = l * dirs + d
+        local gi = F.linear(input, self["weight_ih" .. suffix], self["bias_ih" .. suffix])
+        outs[d], h_n[k], c_n[k] = run_layer(mode, gi, h0:select(1, k), lstm and c0:select(1, k) or nil,
+          self["weight_hh" .. suffix], self["bias_hh" .. suffix], len, d == 2)
+      end
+      input = dirs == 2 and wick.cat(outs, 3) or outs[1]
+      if self.dropout > 0 and self.training and l < layers_n - 1 then input = F.dropout(input, self.dropout, true) end
+    end
+    local out, hn = input, wick.stack(h_n, 1)
+    local cn = lstm and wick.stack(c_n, 1) or nil
+    if unbatched then
+      out, hn = out:squeeze(2), hn:squeeze(2)
+      if cn then cn = cn:squeeze(2) end
+    elseif self.batch_first then
+      out = out:transpose(1, 2)
+    end
+    if lstm then return out, { hn, cn } end
+    return out, hn
+  end
+
+  function C:extra_repr()
+    local s = ("%d, %d"):format(self.input_size, self.hidden_size)
+    if self.num_layers ~= 1 then s = s .. ", num_layers=" .. self.num_layers end
+    if not self.bias then s = s .. ", bias=false" end
+    if self.batch_first then s = s .. ", batch_first=true" end
+    if self.dropout ~= 0 then s = s .. ", dropout=" .. self.dropout end
+    if self.bidirectional then s = s .. ", bidirectional=true" end
+    return s
+  end
+  return C
+end
+R.RNN = recurrent_class("RNN")
+R.LSTM = recurrent_class("LSTM")
+R.GRU = recurrent_class("GRU")
+
+-- ---- RNNCell, LSTMCell, GRUCell ----
+-- One step: cell(input[, hx]) with input [B, input_size] or unbatched
+-- [input_size]; returns h' (an LSTMCell: {h', c'}, PyTorch's tuple). Parameters
+-- weight_ih [G, input_size], weight_hh [G, H], bias_ih, bias_hh [G].
+local CELL_OPTIONS = { bias = "boolean", nonlinearity = "string", device = "device", dtype = "dtype" }
+local CELL_ORDER = { RNNCell = { "bias", "nonlinearity", "device", "dtype" }, other = { "bias", "device", "dtype" } }
+
+local function cell_class(name, base_mode)
+  local C = Module:extend(name)
+  function C:init(input_size, hidden_size, ...)
+    check.int(input_size, name, "input_size", 0)
+    check.int(hidden_size, name, "hidden_size", 1)
+    local spec = {}
+    for k, v in pairs(CELL_OPTIONS) do spec[k] = v end
+    if name ~= "RNNCell" then spec.nonlinearity = nil end
+    local opts = check.positional(name, CELL_ORDER[name] or CELL_ORDER.other, spec, ...)
+    local mode = base_mode
+    if name == "RNNCell" then mode, self.nonlinearity = rnn_mode(name, opts.nonlinearity) end
+    rawset(self, "_mode", mode)
+    self.input_size, self.hidden_size, self.bias = input_size, hidden_size, opts.bias ~= false
+    local G, bound, o = GATES[mode] * hidden_size, 1 / math.sqrt(hidden_size), options(opts)
+    self.weight_ih = Parameter(uniform({ G, input_size }, bound, o))
+    self.weight_hh = Parameter(uniform({ G, hidden_size }, bound, o))
+    if self.bias then
+      self.bias_ih = Parameter(uniform({ G }, bound, o))
+      self.bias_hh = Parameter(uniform({ G }, bound, o))
+    end
+  end
+
+  function C:forward(x, hx)
+    check.tensor(x, name, "input")
+    if x:dim() ~= 1 and x:dim() ~= 2 then check.fail(name, "Expected input to be 1D or 2D, got %dD instead", x:dim()) end
+    local unbatched = x:dim() == 1
+    if unbatched then x = x:unsqueeze(1) end
+    if x:size(2) ~= self.input_size then
+      check.fail(name, "input has inconsistent input_size: got %d expected %d", x:size(2), self.input_size)
+    end
+    local mode, B, H = rawget(self, "_mode"), x:size(1), self.hidden_size
+    local lstm = mode == "LSTM"
+    local function state(t, what)
+      check.tensor(t, name, what)
+      if unbatched then
+        if t:dim() ~= 1 then check.fail(name, "Expected %s to be 1D, got %dD instead", what, t:dim()) end
+        t = t:unsqueeze(1)
+      elseif t:dim() ~= 2 then
+        check.fail(name, "Expected %s to be 2D, got %dD instead", what, t:dim())
+      end
+      if t:size(1) ~= B then check.fail(name, "Input batch size %d doesn't match %s batch size %d", B, what, t:size(1)) end
+      if t:size(2) ~= H then check.fail(name, "%s has inconsistent hidden_size: got %d, expected %d", what, t:size(2), H) end
+      return t
+    end
+    local h0, c0
+    if hx ~= nil then
+      if lstm then
+        if type(hx) ~= "table" or wick.is_tensor(hx) then check.expected(name, "hx", "a {h, c} table", hx) end
+        h0, c0 = state(hx[1], "hx[1]"), state(hx[2], "hx[2]")
+      else
+        h0 = state(hx, "hx")
+      end
+    else
+      h0 = wick.zeros({ B, H }, { dtype = x.dtype, device = x.device })
+      if lstm then c0 = h0 end
+    end
+    local gi = F.linear(x, self.weight_ih, self.bias_ih):unsqueeze(1)
+    local _, h, c = run_layer(mode, gi, h0, c0, self.weight_hh, self.bias_hh, nil, false)
+    if unbatched then
+      h = h:squeeze(1)
+      if c then c = c:squeeze(1) end
+    end
+    if lstm then return { h, c } end
+    return h
+  end
+
+  function C:extra_repr()
+    local s = ("%d, %d"):format(self.input_size, self.hidden_size)
+    if not self.bias then s = s .. ", bias=false" end
+    if self.nonlinearity and self.nonlinearity ~= "tanh" then s = s .. ", nonlinearity=" .. self.nonlinearity end
+    return s
+  end
+  return C
+end
+R.RNNCell = cell_class("RNNCell", "RNN_TANH")
+R.LSTMCell = cell_class("LSTMCell", "LSTM")
+R.GRUCell = cell_class("GRUCell", "GRU")
+
+return R
