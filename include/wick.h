@@ -547,6 +547,14 @@ WICK_API wick_status wick_cross_entropy(wick_tensor **out, const wick_tensor *lo
 WICK_API wick_status wick_conv2d(wick_tensor **out, const wick_tensor *input, const wick_tensor *weight,
                                  const wick_tensor *bias, int stride_h, int stride_w, int pad_h, int pad_w,
                                  int dilation_h, int dilation_w, int groups);
+/* 2-D transposed convolution (like torch.nn.functional.conv_transpose2d): input
+ * [N, Cin, H, W] or unbatched [Cin, H, W], weight [Cin, Cout / groups, kH, kW],
+ * bias [Cout] or NULL; output [N, Cout, oH, oW] with oH = (H - 1) stride_h -
+ * 2 padding_h + dilation_h (kH - 1) + output_padding_h + 1, and likewise oW.
+ * Each int[2] is {h, w}; output_padding must be below the stride or the dilation. */
+WICK_API wick_status wick_conv_transpose2d(wick_tensor **out, const wick_tensor *input, const wick_tensor *weight,
+                                           const wick_tensor *bias, const int stride[2], const int padding[2],
+                                           const int output_padding[2], const int dilation[2], int groups);
 /* Max pooling over [N, C, H, W] or [C, H, W] with kernel (kh, kw), stride (sh, sw)
  * and implicit -inf padding (ph, pw), at most half the kernel. Output sizes are
  * PyTorch's: floor((H + 2 ph - kh) / sh) + 1, rounded up in ceil_mode (but the

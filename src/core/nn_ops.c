@@ -3,22 +3,13 @@
  * conv2d_backward, max_pool2d, ...). Kernels compute in float32 or float64 on
  * contiguous data: other floating dtypes are converted around them, and results
  * go back to the input's dtype (the autograd engine converts gradients). */
-#include "autograd.h"
+#include "nn_ops.h"
 
 #include <stdio.h>
 
-#define TRY(expr)                                                                                 \
-    do {                                                                                          \
-        wick_status st_ = (expr);                                                                 \
-        if (st_) return st_;                                                                      \
-    } while (0)
+#define TRY WK_NN_TRY
 
-static bool wants(const wk_node *n, int i) { return n->edges[i].node || n->edges[i].leaf; }
-
-static wick_dtype compute_dtype(wick_dtype d) { return d == WICK_FLOAT64 ? WICK_FLOAT64 : WICK_FLOAT32; }
-
-/* t as a contiguous tensor of dtype cd on its own device (t itself, retained, when it is one). */
-static wick_status as_compute(wick_tensor **out, const wick_tensor *t, wick_dtype cd) {
+wick_status wk_nn_as_compute(wick_tensor **out, const wick_tensor *t, wick_dtype cd) {
     wick_tensor *c;
     TRY(wick_to(&c, (wick_tensor *)t, (wick_options){cd, t->storage->device}));
     wick_status st = wick_contiguous(out, c);
@@ -26,8 +17,7 @@ static wick_status as_compute(wick_tensor **out, const wick_tensor *t, wick_dtyp
     return st;
 }
 
-/* *t converted to dtype (in place of the reference) */
-static wick_status convert_to(wick_tensor **t, wick_dtype dtype) {
+wick_status wk_nn_convert_to(wick_tensor **t, wick_dtype dtype) {
     if ((*t)->dtype == dtype) return WICK_OK;
     wick_tensor *r;
     TRY(wick_to(&r, *t, (wick_options){dtype, (*t)->storage->device}));
@@ -36,7 +26,7 @@ static wick_status convert_to(wick_tensor **t, wick_dtype dtype) {
     return WICK_OK;
 }
 
-static wick_status unsupported_on(const char *op, const wick_tensor *t) {
+wick_status wk_nn_unsupported_on(const char *op, const wick_tensor *t) {
     char dev[32];
     return wick_fail(WICK_ERR_UNSUPPORTED, "%s: not implemented on %s", op,
                      wick_device_format(t->storage->device, dev, sizeof dev));
@@ -142,7 +132,7 @@ static wick_status conv2d_forward(wick_tensor **out, const wick_tensor *input, c
     TRY(conv2d_check(input, weight, bias, p, &a));
     bool unbatched = input->ndim == 3;
     wick_device dev = input->storage->device;
-    wick_dtype cd = compute_dtype(input->dtype);
+    wick_dtype cd = wk_nn_compute_dtype(input->dtype);
     int64_t shape[4];
     int nd = conv_out_shape(&a, unbatched, shape);
     wick_tensor *r = NULL, *x = NULL, *w = NULL, *b = NULL;
@@ -150,15 +140,15 @@ static wick_status conv2d_forward(wick_tensor **out, const wick_tensor *input, c
     if (st || wk_is_meta(r)) goto done;
     const wick_backend *be = r->storage->backend;
     if (!be->conv2d_forward) {
-        st = unsupported_on("conv2d", input);
+        st = wk_nn_unsupported_on("conv2d", input);
         goto done;
     }
-    if ((st = as_compute(&x, input, cd)) || (st = as_compute(&w, weight, cd)) || (bias && (st = as_compute(&b, bias, cd))))
+    if ((st = wk_nn_as_compute(&x, input, cd)) || (st = wk_nn_as_compute(&w, weight, cd)) || (bias && (st = wk_nn_as_compute(&b, bias, cd))))
         goto done;
     a.dtype = cd;
     a.device = dev.index;
     if ((st = be->conv2d_forward(&a, wk_data(r), wk_data(x), wk_data(w), b ? wk_data(b) : NULL))) goto done;
-    st = convert_to(&r, input->dtype);
+    st = wk_nn_convert_to(&r, input->dtype);
 done:
     wick_tensor_release(x);
     wick_tensor_release(w);
@@ -175,11 +165,11 @@ done:
  * sizes: the input's shape; ints: the parameters (P_*). */
 static wick_status conv2d_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
     const int *p = n->ints;
-    bool need_in = wants(n, 0), need_w = wants(n, 1), need_b = n->n_inputs > 2 && wants(n, 2);
+    bool need_in = wk_nn_wants(n, 0), need_w = wk_nn_wants(n, 1), need_b = n->n_inputs > 2 && wk_nn_wants(n, 2);
     bool unbatched = p[P_UNBATCHED];
     wick_tensor *w_orig = n->saved[1], *x_orig = n->saved[0];
     wick_device dev = g->storage->device;
-    wick_dtype cd = compute_dtype(w_orig->dtype);
+    wick_dtype cd = wk_nn_compute_dtype(w_orig->dtype);
     const int64_t *chw = n->sizes + (unbatched ? 0 : 1); /* C, H, W */
     wk_conv2d_args a = {.device = dev.index, .dtype = cd, .n = unbatched ? 1 : n->sizes[0], .c = chw[0], .h = chw[1], .w = chw[2],
                          .o = w_orig->sizes[0], .kh = w_orig->sizes[2], .kw = w_orig->sizes[3],
@@ -197,11 +187,11 @@ static wick_status conv2d_backward(wk_node *n, wick_tensor *g, wick_tensor **gra
     if (!wk_is_meta(g)) {
         const wick_backend *be = g->storage->backend;
         if (!be->conv2d_backward) {
-            st = unsupported_on("conv2d backward", g);
+            st = wk_nn_unsupported_on("conv2d backward", g);
             goto done;
         }
-        if ((st = as_compute(&gc, g, cd)) || (need_in && (st = as_compute(&w, w_orig, cd))) ||
-            (need_w && (st = as_compute(&x, x_orig, cd))))
+        if ((st = wk_nn_as_compute(&gc, g, cd)) || (need_in && (st = wk_nn_as_compute(&w, w_orig, cd))) ||
+            (need_w && (st = wk_nn_as_compute(&x, x_orig, cd))))
             goto done;
         st = be->conv2d_backward(&a, wk_data(gc), x ? wk_data(x) : NULL, w ? wk_data(w) : NULL,
                                  gi ? wk_data(gi) : NULL, gw ? wk_data(gw) : NULL, gb ? wk_data(gb) : NULL);
@@ -334,15 +324,15 @@ static wk_node *pool_record_common(wick_tensor *out, const wick_tensor *input, c
 static wick_status pool2d_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
     const wick_tensor *indices = n->saved[0];
     const char *op = indices ? "max_pool2d backward" : "avg_pool2d backward";
-    wick_dtype cd = compute_dtype(g->dtype);
+    wick_dtype cd = wk_nn_compute_dtype(g->dtype);
     wick_tensor *gi, *gc = NULL;
     TRY(wk_tensor_new(&gi, n->ndim, n->sizes, cd, g->storage->device));
     wick_status st = WICK_OK;
     if (!wk_is_meta(gi)) {
         wk_pool2d_args a = pool_args_of(n, cd, g->storage->device.index);
         const wick_backend *be = gi->storage->backend;
-        if (indices ? !be->max_pool2d_backward : !be->avg_pool2d_backward) st = unsupported_on(op, g);
-        else if (!(st = as_compute(&gc, g, cd))) {
+        if (indices ? !be->max_pool2d_backward : !be->avg_pool2d_backward) st = wk_nn_unsupported_on(op, g);
+        else if (!(st = wk_nn_as_compute(&gc, g, cd))) {
             if (indices) st = be->max_pool2d_backward(&a, wk_data(gi), wk_data(gc), (const int64_t *)wk_data(indices));
             else st = be->avg_pool2d_backward(&a, wk_data(gi), wk_data(gc));
         }
@@ -359,7 +349,7 @@ static wick_status max_pool2d_forward(wick_tensor **out, wick_tensor **indices, 
     wk_pool2d_args a;
     TRY(pool_check("max_pool2d", input, q[0], q[1], q[2], q[3], q[4], q[5], q[6], &a));
     wick_device dev = input->storage->device;
-    wick_dtype cd = compute_dtype(input->dtype);
+    wick_dtype cd = wk_nn_compute_dtype(input->dtype);
     int64_t shape[4];
     pool_out_shape(input, &a, shape);
     wick_tensor *r = NULL, *idx = NULL, *x = NULL;
@@ -368,14 +358,14 @@ static wick_status max_pool2d_forward(wick_tensor **out, wick_tensor **indices, 
     if (st || wk_is_meta(r)) goto done;
     const wick_backend *be = r->storage->backend;
     if (!be->max_pool2d) {
-        st = unsupported_on("max_pool2d", input);
+        st = wk_nn_unsupported_on("max_pool2d", input);
         goto done;
     }
-    if ((st = as_compute(&x, input, cd))) goto done;
+    if ((st = wk_nn_as_compute(&x, input, cd))) goto done;
     a.dtype = cd;
     a.device = dev.index;
     if (!(st = be->max_pool2d(&a, wk_data(r), idx ? (int64_t *)wk_data(idx) : NULL, wk_data(x))))
-        st = convert_to(&r, input->dtype);
+        st = wk_nn_convert_to(&r, input->dtype);
 done:
     wick_tensor_release(x);
     if (st) {
@@ -420,7 +410,7 @@ static wick_status avg_pool2d_forward(wick_tensor **out, const wick_tensor *inpu
     TRY(pool_check("avg_pool2d", input, q[0], q[1], q[2], q[3], q[4], q[5], q[6], &a));
     a.count_include_pad = q[7];
     wick_device dev = input->storage->device;
-    wick_dtype cd = compute_dtype(input->dtype);
+    wick_dtype cd = wk_nn_compute_dtype(input->dtype);
     int64_t shape[4];
     pool_out_shape(input, &a, shape);
     wick_tensor *r = NULL, *x = NULL;
@@ -428,13 +418,13 @@ static wick_status avg_pool2d_forward(wick_tensor **out, const wick_tensor *inpu
     if (st || wk_is_meta(r)) goto done;
     const wick_backend *be = r->storage->backend;
     if (!be->avg_pool2d) {
-        st = unsupported_on("avg_pool2d", input);
+        st = wk_nn_unsupported_on("avg_pool2d", input);
         goto done;
     }
-    if ((st = as_compute(&x, input, cd))) goto done;
+    if ((st = wk_nn_as_compute(&x, input, cd))) goto done;
     a.dtype = cd;
     a.device = dev.index;
-    if (!(st = be->avg_pool2d(&a, wk_data(r), wk_data(x)))) st = convert_to(&r, input->dtype);
+    if (!(st = be->avg_pool2d(&a, wk_data(r), wk_data(x)))) st = wk_nn_convert_to(&r, input->dtype);
 done:
     wick_tensor_release(x);
     if (st) {
@@ -469,13 +459,13 @@ static wick_status new_like(wick_tensor **out, const wick_tensor *shape_of, wick
 
 /* gi = g gelu'(x) (exact or tanh form), in the compute dtype. */
 wick_status wk_gelu_backward(wick_tensor **out, const wick_tensor *g, const wick_tensor *x, int tanh_form) {
-    wick_dtype cd = compute_dtype(x->dtype);
+    wick_dtype cd = wk_nn_compute_dtype(x->dtype);
     wick_tensor *r = NULL, *gc = NULL, *xc = NULL;
     wick_status st = new_like(&r, x, cd);
     if (!st && !wk_is_meta(r)) {
         const wick_backend *be = r->storage->backend;
-        if (!be->gelu_backward) st = unsupported_on("gelu backward", x);
-        else if (!(st = as_compute(&gc, g, cd)) && !(st = as_compute(&xc, x, cd)))
+        if (!be->gelu_backward) st = wk_nn_unsupported_on("gelu backward", x);
+        else if (!(st = wk_nn_as_compute(&gc, g, cd)) && !(st = wk_nn_as_compute(&xc, x, cd)))
             st = be->gelu_backward(r, gc, xc, tanh_form);
     }
     wick_tensor_release(gc);
@@ -490,10 +480,10 @@ wick_status wk_gelu_backward(wick_tensor **out, const wick_tensor *g, const wick
 wick_status wk_softmax_backward(wick_tensor **out, const wick_tensor *g, const wick_tensor *y, int dim, int log) {
     *out = NULL;
     if (wk_is_meta(y) || !y->storage->backend->softmax_backward) return WICK_OK;
-    wick_dtype cd = compute_dtype(y->dtype);
+    wick_dtype cd = wk_nn_compute_dtype(y->dtype);
     wick_tensor *r = NULL, *gc = NULL, *yc = NULL;
     wick_status st = new_like(&r, y, cd);
-    if (!st && !(st = as_compute(&gc, g, cd)) && !(st = as_compute(&yc, y, cd)))
+    if (!st && !(st = wk_nn_as_compute(&gc, g, cd)) && !(st = wk_nn_as_compute(&yc, y, cd)))
         st = r->storage->backend->softmax_backward(r, gc, yc, y->ndim ? dim : 0, log);
     wick_tensor_release(gc);
     wick_tensor_release(yc);
@@ -540,7 +530,7 @@ static wick_status ln_forward(wick_tensor **y, wick_tensor **mean, wick_tensor *
                               const wick_tensor *w, const wick_tensor *b, double eps) {
     int64_t rows = 0, n = 0;
     TRY(ln_check(x, nd, w, b, &rows, &n));
-    wick_dtype cd = compute_dtype(x->dtype);
+    wick_dtype cd = wk_nn_compute_dtype(x->dtype);
     wick_device dev = x->storage->device;
     wick_tensor *r = NULL, *m = NULL, *s = NULL, *xc = NULL, *wc = NULL, *bc = NULL;
     wick_status st = wk_tensor_new(&r, x->ndim, x->sizes, wk_is_meta(x) ? x->dtype : cd, dev);
@@ -548,16 +538,16 @@ static wick_status ln_forward(wick_tensor **y, wick_tensor **mean, wick_tensor *
         goto done;
     const wick_backend *be = r->storage->backend;
     if (!be->layer_norm) {
-        st = unsupported_on("layer_norm", x);
+        st = wk_nn_unsupported_on("layer_norm", x);
         goto done;
     }
-    if ((st = as_compute(&xc, x, cd)) || (w && (st = as_compute(&wc, w, cd))) || (b && (st = as_compute(&bc, b, cd))))
+    if ((st = wk_nn_as_compute(&xc, x, cd)) || (w && (st = wk_nn_as_compute(&wc, w, cd))) || (b && (st = wk_nn_as_compute(&bc, b, cd))))
         goto done;
     wk_norm_args a = {.device = dev.index, .dtype = cd, .rows = rows, .n = n, .eps = eps, .x = wk_data(xc),
                       .w = wc ? wk_data(wc) : NULL, .b = bc ? wk_data(bc) : NULL, .y = wk_data(r),
                       .mean = wk_data(m), .rstd = wk_data(s)};
     if ((st = be->layer_norm(&a))) goto done;
-    st = convert_to(&r, x->dtype);
+    st = wk_nn_convert_to(&r, x->dtype);
 done:
     wick_tensor_release(xc);
     wick_tensor_release(wc);
@@ -577,7 +567,7 @@ static wick_status ln_backward(wk_node *node, wick_tensor *g, wick_tensor **grad
     const int *p = node->ints;
     wick_tensor *x = node->saved[0], *w = node->saved[1], *mean = node->saved[2], *rstd = node->saved[3];
     int iw = p[LN_HAS_W] ? 1 : -1, ib = p[LN_HAS_B] ? 1 + p[LN_HAS_W] : -1;
-    bool need_x = wants(node, 0), need_w = iw > 0 && wants(node, iw), need_b = ib > 0 && wants(node, ib);
+    bool need_x = wk_nn_wants(node, 0), need_w = iw > 0 && wk_nn_wants(node, iw), need_b = ib > 0 && wk_nn_wants(node, ib);
     wick_dtype cd = mean->dtype;
     wick_device dev = g->storage->device;
     int nd = p[LN_DIMS], lead = x->ndim - nd;
@@ -592,10 +582,10 @@ static wick_status ln_backward(wk_node *node, wick_tensor *g, wick_tensor **grad
     if (!wk_is_meta(g)) {
         const wick_backend *be = g->storage->backend;
         if (!be->layer_norm_backward) {
-            st = unsupported_on("layer_norm backward", g);
+            st = wk_nn_unsupported_on("layer_norm backward", g);
             goto done;
         }
-        if ((st = as_compute(&gc, g, cd)) || (st = as_compute(&xc, x, cd)) || (w && (st = as_compute(&wc, w, cd))))
+        if ((st = wk_nn_as_compute(&gc, g, cd)) || (st = wk_nn_as_compute(&xc, x, cd)) || (w && (st = wk_nn_as_compute(&wc, w, cd))))
             goto done;
         wk_norm_args a = {.device = dev.index, .dtype = cd, .rows = rows, .n = n, .x = wk_data(xc),
                           .w = wc ? wk_data(wc) : NULL, .g = wk_data(gc), .mean = wk_data(mean), .rstd = wk_data(rstd),
@@ -677,7 +667,7 @@ static wick_status ce_forward(wick_tensor **out, wick_tensor **lse_denom, const 
                               const wick_tensor *weight, int has_ignore, int64_t ignore_index, double smoothing,
                               int reduction) {
     TRY(ce_check(x, target, weight, smoothing, reduction));
-    wick_dtype cd = compute_dtype(x->dtype);
+    wick_dtype cd = wk_nn_compute_dtype(x->dtype);
     wick_device dev = x->storage->device;
     int64_t rows = x->sizes[0];
     wick_tensor *loss = NULL, *roww = NULL, *lse = NULL, *xc = NULL, *tc = NULL, *wc = NULL, *r = NULL, *den = NULL;
@@ -688,11 +678,11 @@ static wick_status ce_forward(wick_tensor **out, wick_tensor **lse_denom, const 
     if (!wk_is_meta(x)) {
         const wick_backend *be = x->storage->backend;
         if (!be->cross_entropy) {
-            st = unsupported_on("cross_entropy", x);
+            st = wk_nn_unsupported_on("cross_entropy", x);
             goto done;
         }
-        if ((st = as_compute(&xc, x, cd)) || (st = as_compute(&tc, target, WICK_INT64)) ||
-            (weight && (st = as_compute(&wc, weight, cd))))
+        if ((st = wk_nn_as_compute(&xc, x, cd)) || (st = wk_nn_as_compute(&tc, target, WICK_INT64)) ||
+            (weight && (st = wk_nn_as_compute(&wc, weight, cd))))
             goto done;
         wk_ce_args a = {.device = dev.index, .dtype = cd, .rows = rows, .classes = x->sizes[1], .x = wk_data(xc),
                         .weight = wc ? wk_data(wc) : NULL, .target = (const int64_t *)wk_data(tc),
@@ -717,7 +707,7 @@ static wick_status ce_forward(wick_tensor **out, wick_tensor **lse_denom, const 
     } else {
         *lse_denom = lse, lse = NULL;
     }
-    if ((st = convert_to(&r, x->dtype))) goto done;
+    if ((st = wk_nn_convert_to(&r, x->dtype))) goto done;
     *out = r, r = NULL;
 done:
     wick_tensor_release(loss);
@@ -742,7 +732,7 @@ static wick_status ce_backward(wk_node *node, wick_tensor *g, wick_tensor **grad
     wick_status st;
     if ((st = wk_tensor_new(&gx, 2, x->sizes, cd, g->storage->device))) return st;
     if (wk_is_meta(g)) goto out;
-    if ((st = as_compute(&s, g, cd))) goto done;
+    if ((st = wk_nn_as_compute(&s, g, cd))) goto done;
     if (reduction == 1) { /* g / denominator */
         wick_tensor *den, *q;
         if ((st = wick_narrow(&den, lse, 0, rows, 1))) goto done;
@@ -758,12 +748,12 @@ static wick_status ce_backward(wk_node *node, wick_tensor *g, wick_tensor **grad
             s = q;
         }
     }
-    if ((st = wick_expand(&se, s, 1, &rows)) || (st = wick_contiguous(&sc, se)) || (st = as_compute(&xc, x, cd)) ||
-        (st = as_compute(&tc, target, WICK_INT64)) || (w && (st = as_compute(&wc, w, cd))))
+    if ((st = wick_expand(&se, s, 1, &rows)) || (st = wick_contiguous(&sc, se)) || (st = wk_nn_as_compute(&xc, x, cd)) ||
+        (st = wk_nn_as_compute(&tc, target, WICK_INT64)) || (w && (st = wk_nn_as_compute(&wc, w, cd))))
         goto done;
     const wick_backend *be = g->storage->backend;
     if (!be->cross_entropy_backward) {
-        st = unsupported_on("cross_entropy backward", g);
+        st = wk_nn_unsupported_on("cross_entropy backward", g);
         goto done;
     }
     wk_ce_args a = {.device = g->storage->device.index, .dtype = cd, .rows = rows, .classes = x->sizes[1],

@@ -169,7 +169,8 @@ static int64_t grain_for(int64_t work_per_job) {
 }
 
 static bool is_direct(const wk_conv2d_args *a) {
-    return a->kh == 1 && a->kw == 1 && a->sh == 1 && a->sw == 1 && a->ph == 0 && a->pw == 0;
+    return a->kh == 1 && a->kw == 1 && a->sh == 1 && a->sw == 1 && a->ph == 0 && a->pw == 0 &&
+           a->oh == a->h && a->ow == a->w; /* (a transposed convolution's output_padding can differ) */
 }
 
 /* Images per chunk: scratch of (rows per image) * L elements each, within the

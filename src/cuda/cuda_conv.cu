@@ -153,7 +153,8 @@ static wick_status ctx_init(conv_ctx *cx, const wk_conv2d_args *a, const char *o
 }
 
 static bool is_direct(const wk_conv2d_args *a) {
-    return a->kh == 1 && a->kw == 1 && a->sh == 1 && a->sw == 1 && a->ph == 0 && a->pw == 0;
+    return a->kh == 1 && a->kw == 1 && a->sh == 1 && a->sw == 1 && a->ph == 0 && a->pw == 0 &&
+           a->oh == a->h && a->ow == a->w; /* (a transposed convolution's output_padding can differ) */
 }
 
 /* Images per chunk when each needs `per_image` bytes of scratch. */

@@ -210,6 +210,31 @@ static int m_conv2d(lua_State *L) {
     return 1;
 }
 
+/* wick._core.conv_transpose2d(input, weight, bias_or_nil, {stride =, padding =, output_padding =, groups =,
+ * dilation =}): each a number or {h, w} */
+static int m_conv_transpose2d(lua_State *L) {
+    static const char *const keys[] = {"stride", "padding", "output_padding", "groups", "dilation", NULL};
+    const char *fn = "conv_transpose2d";
+    wick_tensor *input = wl_checktensor(L, 1, fn, "input");
+    wick_tensor *weight = wl_checktensor(L, 2, fn, "weight");
+    wick_tensor *bias = lua_isnoneornil(L, 3) ? NULL : wl_checktensor(L, 3, fn, "bias");
+    int opts = nn_options(L, 4, fn);
+    nn_check_keys(L, opts, fn, keys, "stride, padding, output_padding, groups, dilation");
+    int stride[2] = {1, 1}, pad[2] = {0, 0}, opad[2] = {0, 0}, dil[2] = {1, 1}, groups = 1;
+    int *pairs[4] = {stride, pad, opad, dil};
+    const char *names[4] = {"stride", "padding", "output_padding", "dilation"};
+    for (int i = 0; i < 4; i++) {
+        if (nn_field(L, opts, names[i])) nn_pair(L, -1, fn, names[i], &pairs[i][0], &pairs[i][1]);
+        lua_pop(L, 1);
+    }
+    if (nn_field(L, opts, "groups")) groups = nn_int(L, -1, fn, "groups");
+    lua_pop(L, 1);
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_conv_transpose2d(slot, input, weight, bias, stride, pad, opad, dil, groups));
+    wl_account(L);
+    return 1;
+}
+
 /* kernel_size at 2, then {stride =, padding =, ceil_mode =, ...}: stride defaults to the kernel */
 static int nn_pool_args(lua_State *L, const char *fn, const char *const *keys, const char *list, int *k) {
     nn_pair(L, 2, fn, "kernel_size", &k[0], &k[1]);
@@ -262,6 +287,7 @@ static const luaL_Reg nn_fns[] = {
     {"linear", m_linear},
     {"mse_loss", m_mse_loss},
     {"conv2d", m_conv2d},
+    {"conv_transpose2d", m_conv_transpose2d},
     {"max_pool2d", m_max_pool2d},
     {"avg_pool2d", m_avg_pool2d},
     {NULL, NULL}};

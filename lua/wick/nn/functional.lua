@@ -101,6 +101,16 @@ function F.conv2d(x, weight, bias, opts)
   return core.conv2d(x, weight, bias, opts or {}) -- the C op checks every argument and option
 end
 
+--- F.conv_transpose2d(input, weight[, bias[, stride[, padding[, output_padding[, groups[, dilation]]]]]][, opts]),
+--- PyTorch's order; weight [in, out / groups, kH, kW]. One C op each way (the
+--- convolution's kernels with the roles of input and output swapped).
+local CONV_T = { stride = "integer|table", padding = "integer|table", output_padding = "integer|table",
+  groups = "integer", dilation = "integer|table" }
+function F.conv_transpose2d(x, weight, bias, ...)
+  local o = check.positional("conv_transpose2d", { "stride", "padding", "output_padding", "groups", "dilation" }, CONV_T, ...)
+  return core.conv_transpose2d(x, weight, bias, o) -- the C op checks every argument
+end
+
 function F.max_pool2d(x, kernel_size, opts)
   return core.max_pool2d(x, kernel_size, opts or {})
 end

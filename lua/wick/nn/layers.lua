@@ -79,6 +79,88 @@ function L.Conv2d:extra_repr()
     self.kernel_size[1], self.kernel_size[2], tostring(self.stride), tostring(self.padding))
 end
 
+-- ---- ConvTranspose2d ----
+L.ConvTranspose2d = Module:extend("ConvTranspose2d")
+local CONV_T = { bias = "boolean", stride = "integer|table", padding = "integer|table", output_padding = "integer|table",
+  dilation = "integer|table", groups = "integer", padding_mode = "string", device = "device", dtype = "dtype" }
+local CONV_T_ORDER = { "stride", "padding", "output_padding", "groups", "bias", "dilation", "padding_mode", "device", "dtype" }
+local function int_pair(v, fn, name, min)
+  local p = F._pair(v, fn .. " " .. name)
+  for i = 1, 2 do check.int(p[i], fn, name, min) end
+  return { p[1], p[2] }
+end
+-- nn.ConvTranspose2d(in, out, kernel_size[, stride[, padding[, output_padding[, groups[, bias[, dilation[,
+-- padding_mode]]]]]]][, opts]), PyTorch's order; weight [in, out / groups, kH, kW]
+function L.ConvTranspose2d:init(in_channels, out_channels, kernel_size, ...)
+  local fn = "ConvTranspose2d"
+  check.int(in_channels, fn, "in_channels", 1)
+  check.int(out_channels, fn, "out_channels", 1)
+  local opts = check.positional(fn, CONV_T_ORDER, CONV_T, ...)
+  if opts.padding_mode ~= nil and opts.padding_mode ~= "zeros" then
+    check.fail(fn, 'Only "zeros" padding mode is supported for ConvTranspose2d')
+  end
+  if kernel_size == nil then check.expected(fn, "kernel_size", "an integer or a {h, w} table", nil) end
+  local k = int_pair(kernel_size, fn, "kernel_size", 1)
+  self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, k
+  self.stride = int_pair(opts.stride or 1, fn, "stride", 1)
+  self.padding = int_pair(opts.padding or 0, fn, "padding", 0)
+  self.output_padding = int_pair(opts.output_padding or 0, fn, "output_padding", 0)
+  self.dilation = int_pair(opts.dilation or 1, fn, "dilation", 1)
+  self.groups = check.opt_int(opts.groups, fn, "groups", 1, 1)
+  self.padding_mode = "zeros"
+  if in_channels % self.groups ~= 0 then check.fail(fn, "in_channels must be divisible by groups") end
+  if out_channels % self.groups ~= 0 then check.fail(fn, "out_channels must be divisible by groups") end
+  -- PyTorch's kaiming_uniform(a = sqrt(5)): fan_in from weight:size(2) (out / groups) * kH * kW
+  local bound = 1 / math.sqrt(out_channels / self.groups * k[1] * k[2])
+  self.weight = L.Parameter(uniform({ in_channels, out_channels / self.groups, k[1], k[2] }, bound, options(opts)))
+  if opts.bias ~= false then self.bias = L.Parameter(uniform({ out_channels }, bound, options(opts))) end
+end
+-- PyTorch's _output_padding: the output_padding that gives output_size ({h, w} or with the leading dims)
+function L.ConvTranspose2d:_output_padding(x, output_size)
+  if output_size == nil then return self.output_padding end
+  local fn = "ConvTranspose2d"
+  check.table(output_size, fn, "output_size")
+  local lead = x:dim() == 4 and 2 or 1
+  local size = output_size
+  if #size == lead + 2 then size = { size[lead + 1], size[lead + 2] } end
+  if #size ~= 2 then
+    check.fail(fn, "for 2D input, output_size must have 2 or %d elements (got %d)", lead + 2, #output_size)
+  end
+  local lo, hi, res = {}, {}, {}
+  for d = 1, 2 do
+    lo[d] = (x:size(lead + d) - 1) * self.stride[d] - 2 * self.padding[d] + self.dilation[d] * (self.kernel_size[d] - 1) + 1
+    hi[d] = lo[d] + self.stride[d] - 1
+  end
+  for d = 1, 2 do
+    if size[d] < lo[d] or size[d] > hi[d] then
+      check.fail(fn, "requested an output size of [%d, %d], but valid sizes range from [%d, %d] to [%d, %d] (for an input of [%d, %d])",
+        size[1], size[2], lo[1], lo[2], hi[1], hi[2], x:size(lead + 1), x:size(lead + 2))
+    end
+    res[d] = size[d] - lo[d]
+  end
+  return res
+end
+--- forward(x[, output_size]): output_size ({h, w}, or with the batch and channel dims) picks the output_padding
+function L.ConvTranspose2d:forward(x, output_size)
+  check.tensor(x, "ConvTranspose2d", "input")
+  return F.conv_transpose2d(x, self.weight, self.bias, { stride = self.stride, padding = self.padding,
+    output_padding = self:_output_padding(x, output_size), groups = self.groups, dilation = self.dilation })
+end
+-- PyTorch's ConvNd.extra_repr
+local function tuple(t) return "(" .. table.concat(t, ", ") .. ")" end
+function L.ConvTranspose2d:extra_repr()
+  local s = ("%d, %d, kernel_size=%s, stride=%s"):format(self.in_channels, self.out_channels, tuple(self.kernel_size),
+    tuple(self.stride))
+  if self.padding[1] ~= 0 or self.padding[2] ~= 0 then s = s .. ", padding=" .. tuple(self.padding) end
+  if self.dilation[1] ~= 1 or self.dilation[2] ~= 1 then s = s .. ", dilation=" .. tuple(self.dilation) end
+  if self.output_padding[1] ~= 0 or self.output_padding[2] ~= 0 then
+    s = s .. ", output_padding=" .. tuple(self.output_padding)
+  end
+  if self.groups ~= 1 then s = s .. ", groups=" .. self.groups end
+  if not self.bias then s = s .. ", bias=False" end
+  return s
+end
+
 -- ---- Conv1d: a Conv2d over a height of 1 ----
 L.Conv1d = Module:extend("Conv1d")
 local CONV1 = { bias = "boolean", stride = "integer", padding = "integer|string", dilation = "integer",

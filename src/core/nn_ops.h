@@ -1,0 +1,28 @@
+/* What the neural-network ops of src/core (nn_ops.c, conv_transpose.c,
+ * upsample.c) share: kernels compute in float32 or float64 on contiguous data,
+ * other floating dtypes are converted around them. */
+#ifndef WICK_NN_OPS_H
+#define WICK_NN_OPS_H
+
+#include "autograd.h"
+
+#define WK_NN_TRY(expr)                                                                           \
+    do {                                                                                          \
+        wick_status st_ = (expr);                                                                 \
+        if (st_) return st_;                                                                      \
+    } while (0)
+
+/* whether input i of node n wants a gradient */
+static inline bool wk_nn_wants(const wk_node *n, int i) { return n->edges[i].node || n->edges[i].leaf; }
+
+/* float64 stays float64; every other floating dtype computes in float32 */
+static inline wick_dtype wk_nn_compute_dtype(wick_dtype d) { return d == WICK_FLOAT64 ? WICK_FLOAT64 : WICK_FLOAT32; }
+
+/* t as a contiguous tensor of dtype cd on its own device (t itself, retained, when it is one). */
+wick_status wk_nn_as_compute(wick_tensor **out, const wick_tensor *t, wick_dtype cd);
+/* *t converted to dtype (in place of the reference) */
+wick_status wk_nn_convert_to(wick_tensor **t, wick_dtype dtype);
+/* "op: not implemented on <device>" */
+wick_status wk_nn_unsupported_on(const char *op, const wick_tensor *t);
+
+#endif
