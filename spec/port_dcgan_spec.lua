@@ -42,7 +42,7 @@ describe("dcgan port (examples/dcgan_model.lua)", function()
     local w = netG.main[1].weight
     assert.are.same({ 100, 512, 4, 4 }, w:size()) -- ConvTranspose2d: (in, out, kH, kW)
     assert(math.abs(w:std():item() - 0.02) < 0.002, "conv std " .. w:std():item())
-    local bn = netD.main[3]
+    local bn = netD.main[4] -- Conv2d, LeakyReLU, Conv2d, BatchNorm2d (main.3 in PyTorch's 0-based names)
     assert(math.abs(bn.weight:mean():item() - 1) < 0.01 and bn.bias:abs():max():item() == 0)
     assert.is_nil(netG.main[1].bias)
   end)
@@ -121,8 +121,8 @@ describe("examples/dcgan.lua, CI-sized", function()
     -- 4 images of 3 x 64 x 64 in one row, 2 pixels of padding
     assert.truthy(grid:find("^P6\n266 68\n255\n"), grid:sub(1, 20))
     assert.are.equal(#"P6\n266 68\n255\n" + 266 * 68 * 3, #grid)
-    assert.are.same({ 32, 8, 4, 4 }, wick.load(dir .. "/netG_epoch_0.wick")["main.1.weight"]:size())
-    assert.is_not_nil(wick.load(dir .. "/netD_epoch_0.wick")["main.3.running_mean"])
+    assert.are.same({ 8, 32, 4, 4 }, wick.load(dir .. "/netG_epoch_0.wick")["main.1.weight"]:size()) -- (nz, ngf * 8, kH, kW)
+    assert.is_not_nil(wick.load(dir .. "/netD_epoch_0.wick")["main.4.running_mean"])
     -- --dataset is required, as in main.py
     local bad = os.execute(runner .. " examples/dcgan.lua > /dev/null 2>&1")
     assert.is_true(bad ~= true and bad ~= 0)
