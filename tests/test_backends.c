@@ -18,7 +18,8 @@
  * across devices), fill, every reduction over each dim and over all, softmax
  * and log_softmax, rand and randn after manual_seed, mm/bmm/matmul/addmm/
  * linear/mse_loss, index_select, gather, scatter, scatter_add, index_add, cat,
- * conv2d, max_pool2d and avg_pool2d with their backward, and a small MLP.
+ * conv2d, max_pool2d and avg_pool2d with their backward, a small MLP, and the
+ * fused recurrent layer (wick_rnn_layer, every mode) with its backward.
  *
  * One line per failing case, then a summary; exit 1 on any mismatch, 77 (the
  * ctest SKIP_RETURN_CODE) where no CUDA GPU is usable. */
@@ -218,14 +219,14 @@ typedef enum {
     K_UNARY, K_UNARY_, K_BINARY, K_BINARY_, K_SCALAR, K_SCALAR_FIRST, K_SCALAR_, K_ADD_SCALED, K_CLAMP, K_CLAMP_,
     K_WHERE, K_TO, K_COPY_INTO, K_CONTIGUOUS, K_FILL, K_REDUCE, K_SOFTMAX, K_LOG_SOFTMAX, K_RAND, K_RANDN, K_MM,
     K_BMM, K_MATMUL, K_ADDMM, K_LINEAR, K_MSE, K_INDEX_SELECT, K_GATHER, K_SCATTER, K_SCATTER_, K_SCATTER_ADD_,
-    K_INDEX_ADD_, K_CAT, K_CONV2D, K_MAX_POOL, K_AVG_POOL, K_MLP
+    K_INDEX_ADD_, K_CAT, K_CONV2D, K_MAX_POOL, K_AVG_POOL, K_MLP, K_RNN
 } kind;
 
 static const char *kind_names[] = {
     "unary", "unary_", "binary", "binary_", "binary_scalar", "scalar_binary", "binary_scalar_", "add_scaled", "clamp",
     "clamp_", "where", "to", "copy_", "contiguous", "fill_", "reduce", "softmax", "log_softmax", "rand", "randn", "mm",
     "bmm", "matmul", "addmm", "linear", "mse_loss", "index_select", "gather", "scatter", "scatter_", "scatter_add_",
-    "index_add_", "cat", "conv2d", "max_pool2d", "avg_pool2d", "mlp"};
+    "index_add_", "cat", "conv2d", "max_pool2d", "avg_pool2d", "mlp", "rnn_layer"};
 
 /* How outputs are compared. */
 enum { C_ELEM, C_ACCUM };
@@ -369,6 +370,15 @@ static wick_status run_op(const op_case *c, wick_device dev, input_t *in, wick_t
             st = wick_unary(r, WICK_NEG, m);
         wick_tensor_release(h), wick_tensor_release(h2), wick_tensor_release(z);
         wick_tensor_release(lp), wick_tensor_release(picked), wick_tensor_release(m);
+        return st;
+    }
+    case K_RNN: { /* gi, h0, w_hh, b_hh, c0 (LSTM); i: mode, reverse, lengths 0, 1, ... (on the CPU) */
+        wick_tensor *len = NULL;
+        if (c->i[2] && (st = wick_arange(&len, 0, (double)c->in[0].sizes[1], 1, (wick_options){WICK_INT64, CPU, 0})))
+            return st;
+        st = wick_rnn_layer(r, (wick_rnn_mode)c->i[0], a, b, c->i[0] == WICK_RNN_LSTM ? in[4].view : NULL, t2,
+                            in[3].view, len, c->i[1]);
+        wick_tensor_release(len);
         return st;
     }
     }
@@ -949,6 +959,29 @@ static void nn_cases(void) {
     }
 }
 
+/* The fused recurrent layer, every mode, both directions, with and without
+ * lengths, forward and backward (gradients of gi, h0, w_hh, b_hh, c0). */
+static void rnn_cases(void) {
+    static const char *gis[] = {"5x3x4", "5x3x4", "5x3x16", "5x3x12"}; /* H = 4: gates x 4 */
+    for (int t = 0; t < 2; t++)
+        for (int mode = WICK_RNN_TANH; mode <= WICK_RNN_GRU; mode++)
+            for (int v = 0; v < 4; v++) {
+                wick_dtype d = FLOATS[t];
+                const char *w = mode == WICK_RNN_LSTM ? "16x4" : mode == WICK_RNN_GRU ? "12x4" : "4x4";
+                const char *bias = mode == WICK_RNN_LSTM ? "16" : mode == WICK_RNN_GRU ? "12" : "4";
+                op_case c = case_(K_RNN, 0, mode == WICK_RNN_LSTM ? 5 : 4, in_(d, L_CONTIG, V_FLOAT, gis[mode]),
+                                  in_(d, v == 3 ? L_TRANSPOSED : L_CONTIG, V_FLOAT, "3x4"),
+                                  in_(d, L_CONTIG, V_FLOAT, w), in_(d, L_CONTIG, V_FLOAT, bias),
+                                  in_(d, L_CONTIG, V_FLOAT, "3x4"));
+                c.i[0] = mode, c.i[1] = v & 1, c.i[2] = v >= 2;
+                c.compare = C_ACCUM;
+                run_case(c);
+                for (int j = 0; j < c.nin; j++) c.in[j].grad = 1;
+                c.backward = 1;
+                run_case(c);
+            }
+}
+
 /* Reductions and softmax over strided (non-last) dims: the tiled kernels of
  * cuda_reduce.cu / cuda_softmax.cu (tile widths 32, 8, 4 and 2; short dims a
  * thread per output; a long strided dim split over blocks). */
@@ -997,6 +1030,7 @@ int main(void) {
     linalg_cases();
     index_cases();
     nn_cases();
+    rnn_cases();
     wick_status st = wick_cuda_synchronize(0);
     if (st) {
         n_failed++;
