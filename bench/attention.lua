@@ -9,7 +9,7 @@ local wick = require("wick")
 local F = wick.nn.functional
 
 -- CPU time of this process (one thread on both sides: robust on a shared machine)
-local now = os.clock
+local timing = dofile("bench/timing.lua")
 
 local threads = tonumber(arg and arg[1] or os.getenv("THREADS") or "1")
 wick.set_num_threads(threads)
@@ -23,24 +23,7 @@ local CASES = {
   { "long_causal", 1, 4, 1024, 64, true, 0, 3 },
 }
 
-local function median(v)
-  table.sort(v)
-  local n = #v
-  if n % 2 == 1 then return v[(n + 1) / 2] end
-  return 0.5 * (v[n / 2] + v[n / 2 + 1])
-end
-
-local function time(n, fn)
-  local runs = {}
-  fn() -- warm-up
-  for r = 1, REPEATS do
-    collectgarbage()
-    local t0 = now()
-    for _ = 1, n do fn() end
-    runs[r] = (now() - t0) / n
-  end
-  return median(runs)
-end
+local function time(n, fn) return timing.time(n, fn, REPEATS) end
 
 wick.manual_seed(0)
 for _, c in ipairs(CASES) do

@@ -5,27 +5,5 @@
 # backward in training mode), wick against PyTorch (the venv's, with its fused
 # CPU attention) at 1 thread pinned to one core on both sides, runs
 # alternating; prints each case's median over RUNS (default 5) and the ratio
-# wick / PyTorch (below 1: wick is faster).
-set -euo pipefail
-RUNS=${1:-5}
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD_DIR:-$ROOT/build}
-PYTHON=${PYTHON:-$HOME/.cache/wick-torch-venv/bin/python}
-CORE=${CORE:-0}
-cd "$ROOT"
-[ -x "$BUILD/wick" ] || { cmake -S . -B "$BUILD" >/dev/null && cmake --build "$BUILD" -j2 >/dev/null; }
-OUT=$(mktemp -d)
-trap 'rm -rf "$OUT"' EXIT
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 BLIS_NUM_THREADS=1 MKL_NUM_THREADS=1
-for _ in $(seq "$RUNS"); do
-  taskset -c "$CORE" "$BUILD/wick" bench/attention.lua 1 >>"$OUT/wick"
-  taskset -c "$CORE" "$PYTHON" bench/attention_torch.py 1 >>"$OUT/torch"
-done
-median() { # file name
-  awk -v n="$2" '$1 == n { print $2 }' "$1" | sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
-}
-printf '| case (ms per call, 1 thread) | wick | PyTorch | wick / PyTorch |\n|---|---|---|---|\n'
-for name in $(awk '{ print $1 }' "$OUT/wick" | awk '!seen[$0]++'); do
-  w=$(median "$OUT/wick" "$name"); t=$(median "$OUT/torch" "$name")
-  printf '| %s | %s | %s | %s |\n' "$name" "$w" "$t" "$(awk -v a="$w" -v b="$t" 'BEGIN { printf "%.2f", a / b }')"
-done
+# wick / PyTorch (below 1: wick is faster): bench/pair.sh.
+exec "$(dirname "${BASH_SOURCE[0]}")/pair.sh" attention "$@"

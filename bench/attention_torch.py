@@ -2,12 +2,12 @@
 counts and timing rules (median over REPEATS loops of the per-call CPU time
 of this process: one thread on both sides, robust on a shared machine).
     python bench/attention_torch.py [threads]"""
-import statistics
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
+
+import timing_torch
 
 threads = int(sys.argv[1]) if len(sys.argv) > 1 else 1
 torch.set_num_threads(threads)
@@ -23,14 +23,7 @@ CASES = [
 
 
 def timed(n, fn):
-    fn()  # warm-up
-    runs = []
-    for _ in range(REPEATS):
-        t0 = time.process_time()
-        for _ in range(n):
-            fn()
-        runs.append((time.process_time() - t0) / n)
-    return statistics.median(runs)
+    return timing_torch.timed(n, fn, REPEATS)
 
 
 torch.manual_seed(0)
