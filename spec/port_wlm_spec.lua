@@ -25,6 +25,27 @@ local function same(t, r, tol)
 end
 local function projection(p, j) return (p.grad:double() * support.formula(p:size(), 100 + j)):sum():item() end
 
+-- every parameter's gradient projection against PyTorch's (relative tolerance tol)
+local function same_grads(m, grads, tol)
+  local j = 0
+  for name, p in m:named_parameters() do
+    local got = projection(p, j)
+    j = j + 1
+    assert(math.abs(got - grads[j]) <= tol * (1 + math.abs(grads[j])),
+      ("%s: gradient projection %.12g, PyTorch %.12g"):format(name, got, grads[j]))
+  end
+end
+
+-- tools/reference/ports.py's (T, B) input ids and targets, PyTorch's 0-based ids made 1-based
+local function batch(ntoken, T, B)
+  local ids, targets = {}, {}
+  for k = 0, T * B - 1 do
+    ids[k + 1] = (7 * k + 3) % ntoken + 1
+    targets[k + 1] = (5 * k + 1) % ntoken + 1
+  end
+  return wick.tensor(ids, { dtype = "int64" }):view(T, B), wick.tensor(targets, { dtype = "int64" })
+end
+
 describe("word_language_model port: RNNModel", function()
   it("has model.py's parameters, initialisation and tying", function()
     local m = model_lib.RNNModel("LSTM", 11, 6, 5, 2, 0.2)
@@ -55,14 +76,9 @@ describe("word_language_model port: RNNModel", function()
       for name in m:named_parameters() do names[#names + 1] = name end
       assert.are.same(r.names, names)
       support.fill_parameters(m)
-      local ids, targets = {}, {}
-      for k = 0, T * B - 1 do
-        ids[k + 1] = (7 * k + 3) % ntoken + 1 -- PyTorch's 0-based ids, 1-based
-        targets[k + 1] = (5 * k + 1) % ntoken + 1
-      end
-      local input = wick.tensor(ids, { dtype = "int64" }):view(T, B)
+      local input, targets = batch(ntoken, T, B)
       local output, hidden = m(input, m:init_hidden(B))
-      local loss = nn.CrossEntropyLoss()(output:view(-1, ntoken), wick.tensor(targets, { dtype = "int64" }))
+      local loss = nn.CrossEntropyLoss()(output:view(-1, ntoken), targets)
       loss:backward()
       same(output, r.output, 1e-10)
       assert.is_true(math.abs(loss:item() - r.loss) < 1e-10)
@@ -72,13 +88,7 @@ describe("word_language_model port: RNNModel", function()
       else
         same(hidden, r.h, 1e-10)
       end
-      local j = 0
-      for name, p in m:named_parameters() do
-        local got = projection(p, j)
-        j = j + 1
-        assert(math.abs(got - r.grads[j]) <= 1e-9 * (1 + math.abs(r.grads[j])),
-          ("%s: gradient projection %.12g, PyTorch %.12g"):format(name, got, r.grads[j]))
-      end
+      same_grads(m, r.grads, 1e-9)
     end)
   end
 end)
@@ -98,24 +108,14 @@ describe("word_language_model port: TransformerModel", function()
     end
     assert.are.same(expected, names)
     support.fill_parameters(m)
-    local ids, targets = {}, {}
-    for k = 0, T * B - 1 do
-      ids[k + 1] = (7 * k + 3) % ntoken + 1
-      targets[k + 1] = (5 * k + 1) % ntoken + 1
-    end
-    local output = m(wick.tensor(ids, { dtype = "int64" }):view(T, B))
-    local loss = nn.CrossEntropyLoss()(output:view(-1, ntoken), wick.tensor(targets, { dtype = "int64" }))
+    local input, targets = batch(ntoken, T, B)
+    local output = m(input)
+    local loss = nn.CrossEntropyLoss()(output:view(-1, ntoken), targets)
     loss:backward()
     -- the positional table is float32 on both sides (sin/cos of float32 angles): 1e-6
     same(output, r.output, 1e-6)
     assert.is_true(math.abs(loss:item() - r.loss) < 1e-6)
-    local j = 0
-    for name, p in m:named_parameters() do
-      local got = projection(p, j)
-      j = j + 1
-      assert(math.abs(got - r.grads[j]) <= 1e-6 * (1 + math.abs(r.grads[j])),
-        ("%s: gradient projection %.12g, PyTorch %.12g"):format(name, got, r.grads[j]))
-    end
+    same_grads(m, r.grads, 1e-6)
     -- the cached causal mask is not part of the state (PyTorch: a plain attribute)
     assert.is_nil(m:state_dict().src_mask)
     assert.is_not_nil(m:state_dict()["pos_encoder.pe"])
