@@ -39,8 +39,6 @@ wick_status cpu_clamp(const wk_iter *it, double lo, double hi);
 wick_status cpu_where(const wk_iter *it);
 wick_status cpu_reduce(const wk_reduce_args *args);
 wick_status cpu_gemm(const wk_gemm_args *args);
-/* once, before the matrix library's first call: its kernel choice (cpu_backend.c) */
-void cpu_blas_init(void);
 wick_status cpu_softmax(const wick_tensor *out, const wick_tensor *in, int dim, int log);
 wick_status cpu_softmax_backward(const wick_tensor *gi, const wick_tensor *g, const wick_tensor *y, int dim, int log);
 /* cpu_norm.c */

@@ -96,31 +96,9 @@ static void cpu_empty_cache(void) {
 /* ---- the matrix library's threads: the core's budget (wick_set_num_threads) ---- */
 
 #ifdef WICK_BLAS_BLIS
-/* BLIS picks its kernels once, at its first call. On an AVX-512 CPU whose
- * number of FMA units it cannot work out (a VM's CPUID model, as on the
- * benchmark machine: "Number of FMA units unknown; using 'haswell'"), it falls
- * back to the AVX2 kernels at about half the speed: measured, one thread,
- * 700 x 200 x 3985 sgemm 25 ms with 'haswell' against 9.1 ms with 'skx'
- * (PyTorch/MKL 9.6 ms). So unless the user chose (BLIS_ARCH_TYPE set), wick
- * asks for 'skx' wherever the CPU and the OS support AVX-512 F/DQ/BW/VL. */
-static void blis_choose_arch(void) {
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (getenv("BLIS_ARCH_TYPE")) return;
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
-        setenv("BLIS_ARCH_TYPE", "skx", 0);
-#endif
-}
-static pthread_once_t blis_arch_once = PTHREAD_ONCE_INIT;
-void cpu_blas_init(void) { pthread_once(&blis_arch_once, blis_choose_arch); }
 void bli_thread_set_num_threads(long n);
-static void cpu_set_num_threads(int n) {
-    cpu_blas_init();
-    bli_thread_set_num_threads(n);
-}
+static void cpu_set_num_threads(int n) { bli_thread_set_num_threads(n); }
 #else
-void cpu_blas_init(void) {}
 void openblas_set_num_threads(int n);
 static void cpu_set_num_threads(int n) { openblas_set_num_threads(n); }
 #endif

@@ -247,7 +247,6 @@ wick_status cpu_gemm(const wk_gemm_args *g) {
         return wick_fail(WICK_ERR_UNSUPPORTED, "mm: matrix dimensions beyond 2^31 are not supported by BLAS");
     if (g->trans_b && g->m >= UNTRANSPOSE_MIN_ROWS && g->n >= 16 && g->k >= 16) return gemm_untransposed_b(g);
     enum CBLAS_TRANSPOSE ta = g->trans_a ? CblasTrans : CblasNoTrans, tb = g->trans_b ? CblasTrans : CblasNoTrans;
-    cpu_blas_init();
     if (g->dtype == WICK_FLOAT32)
         cblas_sgemm(CblasRowMajor, ta, tb, (int)g->m, (int)g->n, (int)g->k, (float)g->alpha, (const float *)g->a,
                     (int)g->lda, (const float *)g->b, (int)g->ldb, (float)g->beta, (float *)g->c, (int)g->ldc);
