@@ -769,6 +769,65 @@ WICK_API int64_t wick_cuda_bytes_in_use(void);
  * fails as out of memory. */
 WICK_API void wick_empty_cache(void);
 
+/* The CPU allocator's statistics (wick.memory_stats in Lua, with the keys of
+ * PyTorch's torch.cuda.memory_stats): tensor storages on the CPU, counted when
+ * made and freed (exact, all threads); host memory wrapped by wick_from_host is
+ * not counted. `reserved` is what wick holds from the system: the allocated
+ * bytes plus the cached free blocks (wick_empty_cache gives those back). */
+typedef struct wick_memory_stats {
+    int64_t allocated_bytes, allocated_bytes_peak; /* live storage bytes, and their peak */
+    int64_t allocated_bytes_total, freed_bytes_total;
+    int64_t allocations, allocations_total, frees_total; /* live storages; counts since start */
+    int64_t cached_bytes, cached_blocks;
+    int64_t reserved_bytes;
+    int64_t num_alloc_retries, num_ooms; /* allocations retried after a collection; failed for good */
+} wick_memory_stats;
+WICK_API void wick_get_memory_stats(wick_memory_stats *out);
+/* Sets the peak to the current allocated bytes. */
+WICK_API void wick_reset_peak_memory_stats(void);
+
+/* ---- profiler -------------------------------------------------------------
+ * wick.profiler.profile in Lua. While a profile records, every op called
+ * through the Lua binding (and each wick.profiler.record_function range) is an
+ * event; the thread that started the profile is the one recorded. Off, an op
+ * pays one test of wick_profiling. Events nest: `parent` is the index of the
+ * enclosing event (-1 at the top). Times are CLOCK_MONOTONIC nanoseconds;
+ * `bytes` are the CPU storage bytes allocated while the event ran (all
+ * threads). With record_shapes, an event's input shapes are `nshapes` entries
+ * from wick_profiler_shapes()[shapes]: each an ndim (-1: not a tensor) then
+ * that many sizes. */
+typedef struct wick_profiler_event {
+    const char *name; /* interned: valid for the life of the process */
+    int64_t start_ns, end_ns;
+    int64_t bytes;
+    int64_t shapes;
+    int32_t nshapes;
+    int32_t parent;
+    int32_t device; /* the device of its first tensor input as the Lua binding numbers devices; -1: none, -2: a user range */
+} wick_profiler_event;
+WICK_API extern int wick_profiling; /* nonzero while a profile records (read-only to hosts) */
+/* Starts recording into a buffer of max_events (events beyond it are counted
+ * as dropped); fails when a profile already records. */
+WICK_API wick_status wick_profiler_start(int64_t max_events, int record_shapes);
+/* Stops (on the recording thread); events still open end now. */
+WICK_API void wick_profiler_stop(void);
+/* The events of the last profile (valid until the next start) and their count. */
+WICK_API int64_t wick_profiler_event_count(int64_t *dropped);
+WICK_API const wick_profiler_event *wick_profiler_events(void);
+WICK_API const int64_t *wick_profiler_shapes(void);
+/* A name that lives as long as the process (for wick_profiler_begin). */
+WICK_API const char *wick_profiler_intern(const char *name);
+/* Opens an event (its index; -1 when not recording here or the buffer is full).
+ * `frame`: an address in the caller's C stack frame, or NULL: a begin at a
+ * frame at or below an open event's frame closes that event first (it was left
+ * by an error). */
+WICK_API int64_t wick_profiler_begin(const char *name, int32_t device, const void *frame);
+/* Adds an input shape to the event just opened (ndim -1: a non-tensor input). */
+WICK_API void wick_profiler_shape(int64_t event, int ndim, const int64_t *sizes);
+WICK_API int wick_profiler_records_shapes(void);
+/* Closes it (and any event opened inside it and still open). */
+WICK_API void wick_profiler_end(int64_t event);
+
 /* ---- embedding in a host ----------------------------------------------------
  * What a program that embeds wick (a game engine, a server) controls. The Lua
  * side of embedding (luaopen_wick, pushing tensors into a lua_State) is in

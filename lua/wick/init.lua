@@ -368,6 +368,14 @@ if not wick.cuda.is_available() then
   wick.cuda.reset_peak_memory_stats = function() end
 end
 
+-- memory at a glance (memory.lua): the CPU allocator's and the CUDA allocator's statistics
+do
+  local memory = require("wick.memory")(wick)
+  wick.memory_stats, wick.memory_summary = memory.memory_stats, memory.memory_summary
+  wick.reset_peak_memory_stats = memory.reset_peak_memory_stats
+  wick.cuda.memory_stats, wick.cuda.memory_summary = memory.cuda_memory_stats, memory.cuda_memory_summary
+end
+
 --- wick.cuda.sync_count([device]): how many times wick has waited for the GPU
 --- (all GPUs when device is nil), and a table of those waits by reason.
 function wick.cuda.sync_count(i)
@@ -487,7 +495,7 @@ end
 
 -- wick.nn, wick.optim and wick.data load on first use (they require wick themselves).
 local lazy = { nn = "wick.nn", optim = "wick.optim", data = "wick.data",
-  distributed = "wick.distributed" }
+  distributed = "wick.distributed", profiler = "wick.profiler" }
 function wick.save(value, path, opts) return require("wick.serialize").save(value, path, opts) end
 function wick.load(path, opts) return require("wick.serialize").load(path, opts) end
 function wick.save_safetensors(tbl, path) return require("wick.serialize").save_safetensors(tbl, path) end

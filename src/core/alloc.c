@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* ---- allocator ----
  * Safe to change while other threads run: every block of tensor memory is
@@ -90,6 +91,52 @@ wick_status wick_set_allocator(void *(*alloc)(size_t nbytes, void *ud), void (*r
     __atomic_sub_fetch(&blocks, SWITCHING, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&switch_lock);
     return WICK_OK;
+}
+
+/* ---- statistics (wick_get_memory_stats) ----
+ * Two locked adds per allocation and two per free; current = made - freed. */
+static int64_t st_alloc_bytes, st_freed_bytes, st_allocs, st_frees, st_peak, st_retries, st_ooms; /* atomic */
+
+void wk_memstat_alloc(int64_t nbytes) {
+    int64_t made = __atomic_add_fetch(&st_alloc_bytes, nbytes, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&st_allocs, 1, __ATOMIC_RELAXED);
+    int64_t cur = made - __atomic_load_n(&st_freed_bytes, __ATOMIC_RELAXED);
+    int64_t peak = __atomic_load_n(&st_peak, __ATOMIC_RELAXED);
+    while (cur > peak && !__atomic_compare_exchange_n(&st_peak, &peak, cur, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+
+void wk_memstat_free(int64_t nbytes) {
+    __atomic_add_fetch(&st_freed_bytes, nbytes, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&st_frees, 1, __ATOMIC_RELAXED);
+}
+
+int64_t wk_memstat_allocated_total(void) { return __atomic_load_n(&st_alloc_bytes, __ATOMIC_RELAXED); }
+
+void wk_memstat_retry(void) { __atomic_add_fetch(&st_retries, 1, __ATOMIC_RELAXED); }
+void wk_memstat_oom(void) { __atomic_add_fetch(&st_ooms, 1, __ATOMIC_RELAXED); }
+
+void wick_get_memory_stats(wick_memory_stats *out) {
+    if (!out) return;
+    memset(out, 0, sizeof *out);
+    out->freed_bytes_total = __atomic_load_n(&st_freed_bytes, __ATOMIC_RELAXED);
+    out->frees_total = __atomic_load_n(&st_frees, __ATOMIC_RELAXED);
+    out->allocated_bytes_total = __atomic_load_n(&st_alloc_bytes, __ATOMIC_RELAXED);
+    out->allocations_total = __atomic_load_n(&st_allocs, __ATOMIC_RELAXED);
+    out->allocated_bytes = out->allocated_bytes_total - out->freed_bytes_total;
+    out->allocations = out->allocations_total - out->frees_total;
+    out->allocated_bytes_peak = __atomic_load_n(&st_peak, __ATOMIC_RELAXED);
+    if (out->allocated_bytes_peak < out->allocated_bytes) out->allocated_bytes_peak = out->allocated_bytes;
+    const wick_backend *cpu = wk_backend_for(wick_cpu());
+    if (cpu && cpu->cache_size) cpu->cache_size(&out->cached_bytes, &out->cached_blocks);
+    out->reserved_bytes = out->allocated_bytes + out->cached_bytes;
+    out->num_alloc_retries = __atomic_load_n(&st_retries, __ATOMIC_RELAXED);
+    out->num_ooms = __atomic_load_n(&st_ooms, __ATOMIC_RELAXED);
+}
+
+void wick_reset_peak_memory_stats(void) {
+    int64_t cur = __atomic_load_n(&st_alloc_bytes, __ATOMIC_RELAXED) - __atomic_load_n(&st_freed_bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&st_peak, cur, __ATOMIC_RELAXED);
 }
 
 /* ---- log ----

@@ -12,8 +12,9 @@
 #define FAST_MAX_NUMEL 4096 /* above this the full path (and its threads) wins */
 
 static bool fast_tensor(const wick_tensor *t) {
-    /* a tensor autograd must see takes the full path (it records, or raises) */
-    return t && (!t->requires_grad || !wk_grad_mode) && t->storage->device.type == WICK_CPU &&
+    /* a tensor autograd must see takes the full path (it records, or raises);
+     * so does every op while the profiler records (its hook is in the binding) */
+    return !wick_profiling && t && (!t->requires_grad || !wk_grad_mode) && t->storage->device.type == WICK_CPU &&
            (t->dtype == WICK_FLOAT32 || t->dtype == WICK_FLOAT64) && wick_tensor_is_contiguous(t);
 }
 

@@ -343,6 +343,7 @@ struct wick_backend {
     void (*free)(void *ptr, size_t nbytes, int device_index);
     /* returns cached free memory to the system (caching allocators) */
     void (*empty_cache)(void);
+    void (*cache_size)(int64_t *bytes, int64_t *blocks); /* its cached free blocks (NULL: none) */
     /* the backend's own worker threads (the CPU's matrix library) follow the
      * core's thread budget (wick_set_num_threads); NULL: it has none */
     void (*set_num_threads)(int n);
@@ -448,6 +449,13 @@ void wk_rng_reserve(uint64_t count, uint64_t *seed, uint64_t *offset);
 
 /* ---- memory accounting ---- */
 void wk_account_bytes(int64_t delta);
+/* The allocator statistics (alloc.c; wick_get_memory_stats): a CPU storage's
+ * data made / freed, an allocation retried after a collection, one that failed. */
+void wk_memstat_alloc(int64_t nbytes);
+void wk_memstat_free(int64_t nbytes);
+void wk_memstat_retry(void);
+void wk_memstat_oom(void);
+int64_t wk_memstat_allocated_total(void); /* bytes made since start (the profiler's per-op bytes) */
 
 /* ---- interrupts (error.c; wick.h "interrupts") ----
  * Each thread watches one flag. Ops call wk_check_interrupt at their start;

@@ -67,8 +67,10 @@ void wk_oom_collect(const wick_backend *b) {
 void *wk_alloc_or_collect(const wick_backend *b, size_t nbytes, int device) {
     void *p = b->alloc(nbytes, device);
     if (!p) {
+        if (b == &wk_cpu_backend) wk_memstat_retry();
         wk_oom_collect(b);
         p = b->alloc(nbytes, device);
+        if (!p && b == &wk_cpu_backend) wk_memstat_oom();
     }
     return p;
 }
@@ -98,6 +100,7 @@ static wick_status storage_new(wick_storage **out, wick_device dev, size_t nbyte
     s->backend = wk_backend_for(dev);
     if (extra_out) *extra_out = extra ? (char *)s + SMALL_STORAGE_HEADER : NULL;
     if (small) wk_account_bytes((int64_t)nbytes);
+    if (small) wk_memstat_alloc((int64_t)nbytes);
     if (s->backend && !small) {
         /* never a NULL pointer for a valid storage, even an empty one */
         s->data = wk_alloc_or_collect(s->backend, nbytes ? nbytes : 1, dev.index);
@@ -109,6 +112,7 @@ static wick_status storage_new(wick_storage **out, wick_device dev, size_t nbyte
                              wick_device_format(dev, name, sizeof name));
         }
         if (dev.type == WICK_CPU) wk_account_bytes((int64_t)nbytes);
+        if (dev.type == WICK_CPU) wk_memstat_alloc((int64_t)nbytes);
     }
     wk_storage_born();
     *out = s;
@@ -188,6 +192,7 @@ void wk_storage_release(wick_storage *s) {
     if (s->release) s->release(s->release_ctx);
     else if (s->backend && s->data && !s->inline_data) s->backend->free(s->data, s->nbytes ? s->nbytes : 1, s->device.index);
     if (s->device.type == WICK_CPU) wk_account_bytes(-(int64_t)s->nbytes);
+    if (s->device.type == WICK_CPU && !s->release) wk_memstat_free((int64_t)s->nbytes);
     wk_free(s, s->block_size);
     wk_storage_died();
 }

@@ -86,6 +86,13 @@ static void cpu_free(void *p, size_t nbytes, int device_index) {
     wk_free(p, nbytes);
 }
 
+static void cpu_cache_size(int64_t *bytes, int64_t *blocks) {
+    pthread_mutex_lock(&cache_lock);
+    *bytes = (int64_t)cache_bytes;
+    *blocks = cache_count;
+    pthread_mutex_unlock(&cache_lock);
+}
+
 static void cpu_empty_cache(void) {
     pthread_mutex_lock(&cache_lock);
     while (cache_count > 0) wk_free(cache[--cache_count].ptr, 0);
@@ -236,6 +243,7 @@ const wick_backend wk_cpu_backend = {
     .alloc = cpu_alloc,
     .free = cpu_free,
     .empty_cache = cpu_empty_cache,
+    .cache_size = cpu_cache_size,
     .set_num_threads = cpu_set_num_threads,
     .copy = cpu_copy,
     .fill = cpu_fill,

@@ -47,5 +47,14 @@ WICK_API int luaopen_wick_core(lua_State *L) {
     lua_pushboolean(L, 0);
 #endif
     lua_setfield(L, -2, "built_with_cuda");
+    /* last: the profiler's hook on every op function (profiler_lua.c) */
+    wl_open_profiler(L);
+    wl_profile_wrap(L, -1);
+    lua_getfield(L, -1, "Tensor");
+    wl_profile_wrap(L, -1);
+    lua_pop(L, 1);
+    lua_getfield(L, -1, "_mt");
+    wl_profile_wrap(L, -1);
+    lua_pop(L, 1);
     return 1;
 }

@@ -181,6 +181,28 @@ static int m_same_device(lua_State *L) {
     return 1;
 }
 
+/* core.memory_stats(): the CPU allocator's statistics (wick_get_memory_stats)
+ * under their C names; lua/wick/memory.lua gives them PyTorch's keys */
+static int m_memory_stats(lua_State *L) {
+    wick_memory_stats m;
+    wick_get_memory_stats(&m);
+    lua_createtable(L, 0, 12);
+#define FIELD(name)               \
+    wl_pushint64(L, m.name);      \
+    lua_setfield(L, -2, #name);
+    FIELD(allocated_bytes) FIELD(allocated_bytes_peak) FIELD(allocated_bytes_total) FIELD(freed_bytes_total)
+    FIELD(allocations) FIELD(allocations_total) FIELD(frees_total) FIELD(cached_bytes) FIELD(cached_blocks)
+    FIELD(reserved_bytes) FIELD(num_alloc_retries) FIELD(num_ooms)
+#undef FIELD
+    return 1;
+}
+
+static int m_reset_peak_memory_stats(lua_State *L) {
+    (void)L;
+    wick_reset_peak_memory_stats();
+    return 0;
+}
+
 static int m_cpu_bytes_in_use(lua_State *L) {
     wl_pushint64(L, wick_cpu_bytes_in_use());
     return 1;
@@ -217,6 +239,8 @@ static const luaL_Reg runtime_fns[] = {
     {"cuda_begin_batch", m_cuda_begin_batch},
     {"cuda_end_batch", m_cuda_end_batch},
     {"cpu_bytes_in_use", m_cpu_bytes_in_use},
+    {"memory_stats", m_memory_stats},
+    {"reset_peak_memory_stats", m_reset_peak_memory_stats},
     {"clock", m_clock},
     {"same_device", m_same_device},
     {"isatty", m_isatty},

@@ -105,6 +105,9 @@ void wl_open_ops(lua_State *L);    /* ops_lua.c: sort, scans (module table at -1
 void wl_open_index(lua_State *L);  /* index_lua.c: t[key] and the masked/index ops (module table at -1) */
 void wl_open_optim(lua_State *L);  /* optim_lua.c: fused optimizer steps (module table at -1) */
 void wl_open_dist(lua_State *L);   /* dist_lua.c: core.dist, wick.distributed's C half (module table at -1) */
+void wl_open_profiler(lua_State *L); /* profiler_lua.c: core.profiler_* (module table at -1) */
+/* profiler_lua.c: puts the profiler's hook on the op functions of the table at idx */
+void wl_profile_wrap(lua_State *L, int idx);
 void wl_open_autograd(lua_State *L); /* autograd_lua.c: backward, hooks, queue_callback (module table at -1, Tensor inside) */
 /* Records the tensor metatable and the source prefix of wick's Lua files. */
 void wl_register_tensor_mt(lua_State *L, int idx, const char *lua_dir_prefix);

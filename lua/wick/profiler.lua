@@ -1,0 +1,247 @@
+-- wick.profiler: profile(fn, opts) runs fn while the core records every op
+-- (src/core/profiler.c; the hook is in the binding, src/lua/profiler_lua.c),
+-- then gives PyTorch's views of the events: key_averages():table{...} and
+-- export_chrome_trace(path).
+local wick = require("wick")
+local check = require("wick.argcheck")
+local core = wick._core
+
+local profiler = {}
+local function pack(...) return { n = select("#", ...), ... } end
+
+local Profile = {}
+Profile.__index = Profile
+Profile.__name = "wick.profiler.profile"
+
+local function shape_str(shapes)
+  if not shapes then return "" end
+  local parts = {}
+  for i, s in ipairs(shapes) do parts[i] = "[" .. table.concat(s, ", ") .. "]" end
+  return "[" .. table.concat(parts, ", ") .. "]"
+end
+
+-- self time: the event's time less its children's
+local function finish(events)
+  for _, e in ipairs(events) do
+    e.dur_us = e.end_us - e.start_us
+    e.self_us = e.dur_us
+    e.self_bytes = e.bytes
+  end
+  for _, e in ipairs(events) do
+    local p = events[e.parent]
+    if p then
+      p.self_us = p.self_us - e.dur_us
+      p.self_bytes = p.self_bytes - e.bytes
+    end
+  end
+  return events
+end
+
+local OPTIONS = { record_shapes = true, profile_memory = true, with_stack = true, max_events = true }
+
+--- wick.profiler.profile(fn[, {record_shapes = false, profile_memory = true, max_events = 1e6}])
+function profiler.profile(fn, opts)
+  if type(fn) ~= "function" then check.expected("wick.profiler.profile", "fn", "a function", fn) end
+  opts = opts or {}
+  if type(opts) ~= "table" then check.expected("wick.profiler.profile", "opts", "a table", opts) end
+  for k in pairs(opts) do
+    if not OPTIONS[k] then core.error(("wick.profiler.profile: unknown option '%s'"):format(tostring(k))) end
+  end
+  local max_events = opts.max_events or 1000000
+  core.profiler_start(max_events, opts.record_shapes and true or false)
+  local ok, err = pcall(fn)
+  core.profiler_stop()
+  local events, dropped = core.profiler_events()
+  if not ok then error(err, 0) end
+  if dropped > 0 then
+    wick._warn(("wick.profiler.profile: %d events did not fit in max_events = %d and were dropped"):format(dropped,
+      max_events))
+  end
+  return setmetatable({ events = finish(events), dropped = dropped, record_shapes = opts.record_shapes and true or false,
+    profile_memory = opts.profile_memory ~= false }, Profile)
+end
+
+--- wick.profiler.record_function(name, fn, ...): fn(...) as a named range
+function profiler.record_function(name, fn, ...)
+  check.string(name, "wick.profiler.record_function", "name")
+  if type(fn) ~= "function" then check.expected("wick.profiler.record_function", "fn", "a function", fn) end
+  local ev = core.profiler_begin(name)
+  local res = pack(pcall(fn, ...))
+  core.profiler_end(ev)
+  if not res[1] then error(res[2], 0) end
+  return (table.unpack or unpack)(res, 2, res.n)
+end
+
+-- ---- key_averages ----
+
+local Averages = {}
+Averages.__index = Averages
+Averages.__name = "wick.profiler.EventList"
+
+local function device_name(code)
+  if code == nil or code < 0 then return nil end
+  local ok, _, _, name = pcall(core.device_of_code, code)
+  return ok and name or nil
+end
+
+--- prof:key_averages([{group_by_input_shape = false}]): one row per op name
+--- (and input shapes), with count, self and total time and bytes
+function Profile:key_averages(opts)
+  opts = opts or {}
+  for k in pairs(opts) do
+    if k ~= "group_by_input_shape" then
+      core.error(("key_averages: unknown option '%s'"):format(tostring(k)))
+    end
+  end
+  local by_shape = opts.group_by_input_shape and true or false
+  local rows, order = {}, {}
+  for _, e in ipairs(self.events) do
+    local shapes = by_shape and shape_str(e.shapes) or ""
+    local key = e.name .. "\0" .. shapes
+    local r = rows[key]
+    if not r then
+      r = { key = e.name, input_shapes = shapes, count = 0, self_cpu_time_total = 0, cpu_time_total = 0,
+        self_cpu_memory_usage = 0, cpu_memory_usage = 0 }
+      rows[key] = r
+      order[#order + 1] = r
+    end
+    r.count = r.count + 1
+    r.self_cpu_time_total = r.self_cpu_time_total + e.self_us
+    r.cpu_time_total = r.cpu_time_total + e.dur_us
+    r.self_cpu_memory_usage = r.self_cpu_memory_usage + e.self_bytes
+    r.cpu_memory_usage = r.cpu_memory_usage + e.bytes
+  end
+  for _, r in ipairs(order) do r.cpu_time = r.cpu_time_total / r.count end
+  return setmetatable({ rows = order, by_shape = by_shape, memory = self.profile_memory }, Averages)
+end
+
+-- PyTorch's _format_time: us below 1 ms, ms below 1 s, else s
+local function format_time(us)
+  if us >= 1e6 then return ("%.3fs"):format(us / 1e6) end
+  if us >= 1e3 then return ("%.3fms"):format(us / 1e3) end
+  return ("%.3fus"):format(us)
+end
+
+local function format_memory(b)
+  local a = math.abs(b)
+  if a >= 1024 ^ 3 then return ("%.2f Gb"):format(b / 1024 ^ 3) end
+  if a >= 1024 ^ 2 then return ("%.2f Mb"):format(b / 1024 ^ 2) end
+  if a >= 1024 then return ("%.2f Kb"):format(b / 1024) end
+  return ("%d b"):format(b)
+end
+
+local SORT_KEYS = { self_cpu_time_total = true, cpu_time_total = true, count = true, cpu_time = true,
+  self_cpu_memory_usage = true, cpu_memory_usage = true }
+
+--- averages:table{sort_by = "self_cpu_time_total", row_limit = 100}: PyTorch-like text
+function Averages:table(opts)
+  opts = opts or {}
+  for k in pairs(opts) do
+    if k ~= "sort_by" and k ~= "row_limit" then core.error(("table: unknown option '%s'"):format(tostring(k))) end
+  end
+  local sort_by = opts.sort_by or "self_cpu_time_total"
+  if not SORT_KEYS[sort_by] then
+    local keys = {}
+    for k in pairs(SORT_KEYS) do keys[#keys + 1] = k end
+    table.sort(keys)
+    core.error(("table: sort_by must be one of %s, got '%s'"):format(table.concat(keys, ", "), tostring(sort_by)))
+  end
+  local row_limit = opts.row_limit or 100
+  local rows = {}
+  for i, r in ipairs(self.rows) do rows[i] = r end
+  table.sort(rows, function(a, b)
+    if a[sort_by] ~= b[sort_by] then return a[sort_by] > b[sort_by] end
+    return a.key < b.key
+  end)
+  local total_self = 0
+  for _, r in ipairs(rows) do total_self = total_self + r.self_cpu_time_total end
+  local name_w = 4
+  for i = 1, math.min(#rows, row_limit) do name_w = math.max(name_w, #rows[i].key) end
+  name_w = math.min(name_w, 55)
+  local cols = { { "Name", name_w }, { "Self CPU %", 12 }, { "Self CPU", 12 }, { "CPU total %", 12 },
+    { "CPU total", 12 }, { "CPU time avg", 12 } }
+  if self.memory then
+    cols[#cols + 1] = { "CPU Mem", 12 }
+    cols[#cols + 1] = { "Self CPU Mem", 12 }
+  end
+  cols[#cols + 1] = { "# of Calls", 12 }
+  local shape_w = 0
+  if self.by_shape then
+    for i = 1, math.min(#rows, row_limit) do shape_w = math.max(shape_w, #rows[i].input_shapes) end
+    shape_w = math.max(shape_w, 12)
+    cols[#cols + 1] = { "Input Shapes", shape_w }
+  end
+  local function line(cells)
+    local out = {}
+    for i, c in ipairs(cols) do
+      local text = tostring(cells[i])
+      if i == 1 then
+        if #text > c[2] then text = text:sub(1, c[2] - 3) .. "..." end
+        out[i] = ("%-" .. c[2] .. "s"):format(text)
+      elseif c[1] == "Input Shapes" then
+        out[i] = text
+      else
+        out[i] = ("%" .. c[2] .. "s"):format(text)
+      end
+    end
+    return (table.concat(out, "  "):gsub("%s+$", ""))
+  end
+  local sep, head = {}, {}
+  for i, c in ipairs(cols) do sep[i], head[i] = ("-"):rep(c[2]), c[1] end
+  local dashes = table.concat(sep, "  ")
+  local out = { dashes, line(head), dashes }
+  local function pct(x) return total_self > 0 and ("%.2f%%"):format(100 * x / total_self) or "0.00%" end
+  for i = 1, math.min(#rows, row_limit) do
+    local r = rows[i]
+    local cells = { r.key, pct(r.self_cpu_time_total), format_time(r.self_cpu_time_total), pct(r.cpu_time_total),
+      format_time(r.cpu_time_total), format_time(r.cpu_time) }
+    if self.memory then
+      cells[#cells + 1] = format_memory(r.cpu_memory_usage)
+      cells[#cells + 1] = format_memory(r.self_cpu_memory_usage)
+    end
+    cells[#cells + 1] = r.count
+    if self.by_shape then cells[#cells + 1] = r.input_shapes end
+    out[#out + 1] = line(cells)
+  end
+  out[#out + 1] = dashes
+  out[#out + 1] = "Self CPU time total: " .. format_time(total_self)
+  return table.concat(out, "\n") .. "\n"
+end
+
+Averages.__tostring = function(a) return a:table() end
+
+-- ---- Chrome trace ----
+
+local function json_string(s)
+  return '"' .. s:gsub('[%c"\\]', function(c)
+    if c == '"' then return '\\"' elseif c == "\\" then return "\\\\" end
+    return ("\\u%04x"):format(c:byte())
+  end) .. '"'
+end
+
+--- prof:export_chrome_trace(path): Chrome trace JSON ("X" events, us) for
+--- chrome://tracing and Perfetto
+function Profile:export_chrome_trace(path)
+  check.string(path, "export_chrome_trace", "path")
+  local f, err = io.open(path, "w")
+  if not f then core.error("export_chrome_trace: cannot open '" .. path .. "' for writing: " .. tostring(err)) end
+  local parts = {}
+  for i, e in ipairs(self.events) do
+    local args = {}
+    local dev = device_name(e.device)
+    if dev then args[#args + 1] = '"Device": ' .. json_string(dev) end
+    if e.shapes then args[#args + 1] = '"Input Dims": ' .. json_string(shape_str(e.shapes)) end
+    if self.profile_memory then args[#args + 1] = ('"Bytes": %d'):format(e.bytes) end
+    parts[i] = ('{"ph": "X", "cat": "%s", "name": %s, "pid": 1, "tid": 1, "ts": %.3f, "dur": %.3f, "args": {%s}}')
+      :format(e.device == -2 and "user_annotation" or "cpu_op", json_string(e.name), e.start_us,
+        e.dur_us, table.concat(args, ", "))
+  end
+  local ok, werr = f:write('{"traceEvents": [\n', table.concat(parts, ",\n"), '\n], "displayTimeUnit": "ms"}\n')
+  f:close()
+  if not ok then core.error("export_chrome_trace: writing '" .. path .. "' failed: " .. tostring(werr)) end
+  return path
+end
+
+Profile.__tostring = function(p) return p:key_averages():table() end
+
+return profiler

@@ -1,0 +1,179 @@
+/* The profiler's hook in the binding, and its Lua functions (core.profiler_*).
+ *
+ * The hook: every op reaches the core through a C function of this binding, so
+ * wl_profile_wrap replaces each op function of a table by a closure of
+ * `trampoline_N` (N: the function's own upvalues, copied first so the function
+ * reads them where it expects; the op's descriptor comes after them). Off, a
+ * call costs that one test of wick_profiling and a direct call. On, it opens an
+ * event (name, device and shapes of the tensor arguments) and closes it when
+ * the function returns; a function left by an error is closed at the next
+ * event (wick_profiler_begin's frame rule) or when the profile stops. */
+#include "wick_lua.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+typedef struct {
+    lua_CFunction fn;
+    const char *name; /* interned (wick_profiler_intern) */
+} wl_op;
+
+static int64_t open_event(lua_State *L, const wl_op *op, const void *frame) {
+    int n = lua_gettop(L);
+    int32_t device = -1;
+    for (int i = 1; i <= n && device < 0; i++) {
+        wick_tensor *t = wl_totensor(L, i);
+        if (t) device = (int32_t)wl_device_code(wick_tensor_device(t));
+    }
+    int64_t ev = wick_profiler_begin(op->name, device, frame);
+    if (ev >= 0 && wick_profiler_records_shapes())
+        for (int i = 1; i <= n; i++) {
+            wick_tensor *t = wl_totensor(L, i);
+            if (t) wick_profiler_shape(ev, wick_tensor_ndim(t), wick_tensor_sizes(t));
+            else if (!lua_istable(L, i) && !lua_isnil(L, i)) wick_profiler_shape(ev, -1, NULL);
+        }
+    return ev;
+}
+
+static int profiled_call(lua_State *L, const wl_op *op) {
+    char frame;
+    int64_t ev = open_event(L, op, &frame);
+    int r = op->fn(L);
+    wick_profiler_end(ev);
+    return r;
+}
+
+#define TRAMPOLINE(n)                                                         \
+    static int trampoline_##n(lua_State *L) {                                 \
+        const wl_op *op = lua_touserdata(L, lua_upvalueindex(n + 1));         \
+        if (__builtin_expect(!wick_profiling, 1)) return op->fn(L);           \
+        return profiled_call(L, op);                                          \
+    }
+TRAMPOLINE(0)
+TRAMPOLINE(1)
+TRAMPOLINE(2)
+TRAMPOLINE(3)
+static const lua_CFunction trampolines[] = {trampoline_0, trampoline_1, trampoline_2, trampoline_3};
+
+/* Functions that are no ops: metadata, the binding's own plumbing. Names with a
+ * leading '_' are plumbing too. */
+static bool not_an_op(const char *name) {
+    static const char *const skip[] = {
+        "size", "stride", "dim", "numel", "is_contiguous", "storage_offset", "is_pinned", "device_of_code",
+        "set_lua_dir", "error", "log", "clock", "isatty", "cpu_bytes_in_use", "memory_stats",
+        "reset_peak_memory_stats", "fast_pointers", "fill_slots", "tensor_storage_key", "same_device",
+        "set_grad_enabled", "is_grad_enabled", "__gc", "__index", "__newindex", "__tostring", "__len", "__eq",
+        "__close", "__mode", "__metatable", "__name", NULL};
+    if (name[0] == '_' && name[1] != '_') return true;
+    if (!strncmp(name, "profiler_", 9)) return true;
+    if (!strncmp(name, "cuda_", 5) && strcmp(name, "cuda_synchronize") != 0) return true;
+    for (int i = 0; skip[i]; i++)
+        if (!strcmp(name, skip[i])) return true;
+    return false;
+}
+
+/* Wraps the op functions of the table at idx (see the top of the file). */
+void wl_profile_wrap(lua_State *L, int idx) {
+    if (idx < 0) idx = lua_gettop(L) + idx + 1;
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        lua_CFunction fn = lua_type(L, -2) == LUA_TSTRING ? lua_tocfunction(L, -1) : NULL;
+        const char *name = fn ? lua_tostring(L, -2) : NULL;
+        int nup = 0;
+        while (fn && nup < 4 && lua_getupvalue(L, -1, nup + 1)) lua_pop(L, 1), nup++;
+        if (!fn || nup > 3 || not_an_op(name)) {
+            lua_pop(L, 1);
+            continue;
+        }
+        int f = lua_gettop(L);
+        for (int k = 1; k <= nup; k++) lua_getupvalue(L, f, k);
+        wl_op *op = lua_newuserdata(L, sizeof *op);
+        op->fn = fn;
+        op->name = wick_profiler_intern(name[0] == '_' ? name + 2 : name); /* __add: add */
+        lua_pushcclosure(L, trampolines[nup], nup + 1);
+        lua_pushvalue(L, -3); /* the key */
+        lua_insert(L, -2);
+        lua_rawset(L, idx); /* replacing an existing key's value is allowed during lua_next */
+        lua_pop(L, 1);
+    }
+}
+
+/* ---- core.profiler_* ---- */
+
+/* profiler_start(max_events, record_shapes) */
+static int m_profiler_start(lua_State *L) {
+    int64_t cap = wl_checkint(L, 1, "wick.profiler.profile", "max_events");
+    wl_check(L, wick_profiler_start(cap, lua_toboolean(L, 2)));
+    return 0;
+}
+
+static int m_profiler_stop(lua_State *L) {
+    (void)L;
+    wick_profiler_stop();
+    return 0;
+}
+
+/* profiler_begin(name) -> event (a user range: record_function); -1 when not recording */
+static int m_profiler_begin(lua_State *L) {
+    const char *name = wl_checkstring(L, 1, "wick.profiler.record_function", "name");
+    lua_pushnumber(L, (lua_Number)(wick_profiling ? wick_profiler_begin(wick_profiler_intern(name), -2, NULL) : -1));
+    return 1;
+}
+
+static int m_profiler_end(lua_State *L) {
+    wick_profiler_end((int64_t)luaL_checknumber(L, 1));
+    return 0;
+}
+
+static void push_shapes(lua_State *L, const wick_profiler_event *e, const int64_t *shapes) {
+    lua_createtable(L, e->nshapes, 0);
+    int64_t at = e->shapes;
+    for (int s = 0; s < e->nshapes; s++) {
+        int ndim = (int)shapes[at++];
+        lua_createtable(L, ndim > 0 ? ndim : 0, 0);
+        for (int k = 0; k < ndim; k++) {
+            wl_pushint64(L, shapes[at++]);
+            lua_rawseti(L, -2, k + 1);
+        }
+        lua_rawseti(L, -2, s + 1);
+    }
+}
+
+/* profiler_events() -> {{name, start_us, end_us, bytes, parent (1-based, 0:
+ * none), device (code or -1), shapes = {{sizes...}, ...}}, ...}, dropped */
+static int m_profiler_events(lua_State *L) {
+    int64_t dropped, n = wick_profiler_event_count(&dropped);
+    const wick_profiler_event *ev = wick_profiler_events();
+    const int64_t *shapes = wick_profiler_shapes();
+    int64_t t0 = n ? ev[0].start_ns : 0;
+    lua_createtable(L, (int)n, 0);
+    for (int64_t i = 0; i < n; i++) {
+        const wick_profiler_event *e = &ev[i];
+        lua_createtable(L, 0, 8);
+        lua_pushstring(L, e->name);
+        lua_setfield(L, -2, "name");
+        lua_pushnumber(L, (lua_Number)(e->start_ns - t0) / 1000.0);
+        lua_setfield(L, -2, "start_us");
+        lua_pushnumber(L, (lua_Number)((e->end_ns ? e->end_ns : e->start_ns) - t0) / 1000.0);
+        lua_setfield(L, -2, "end_us");
+        wl_pushint64(L, e->bytes);
+        lua_setfield(L, -2, "bytes");
+        lua_pushinteger(L, e->parent + 1);
+        lua_setfield(L, -2, "parent");
+        lua_pushinteger(L, e->device);
+        lua_setfield(L, -2, "device");
+        if (shapes) {
+            push_shapes(L, e, shapes);
+            lua_setfield(L, -2, "shapes");
+        }
+        lua_rawseti(L, -2, (int)(i + 1));
+    }
+    wl_pushint64(L, dropped);
+    return 2;
+}
+
+static const luaL_Reg profiler_fns[] = {{"profiler_start", m_profiler_start}, {"profiler_stop", m_profiler_stop},
+                                        {"profiler_begin", m_profiler_begin}, {"profiler_end", m_profiler_end},
+                                        {"profiler_events", m_profiler_events}, {NULL, NULL}};
+
+void wl_open_profiler(lua_State *L) { luaL_register(L, NULL, profiler_fns); }
