@@ -555,6 +555,12 @@ WICK_API wick_status wick_conv2d(wick_tensor **out, const wick_tensor *input, co
 WICK_API wick_status wick_conv_transpose2d(wick_tensor **out, const wick_tensor *input, const wick_tensor *weight,
                                            const wick_tensor *bias, const int stride[2], const int padding[2],
                                            const int output_padding[2], const int dilation[2], int groups);
+/* 2-D upsampling of [N, C, H, W] to [N, C, out_h, out_w] (like
+ * torch.nn.functional.interpolate): mode 0 "nearest", 1 "bilinear" (with
+ * align_corners). scale_h / scale_w: 1 / scale_factor when the caller gave a
+ * scale factor (PyTorch then uses it for the source positions), else 0. */
+WICK_API wick_status wick_upsample2d(wick_tensor **out, const wick_tensor *input, int64_t out_h, int64_t out_w,
+                                     int mode, int align_corners, double scale_h, double scale_w);
 /* Max pooling over [N, C, H, W] or [C, H, W] with kernel (kh, kw), stride (sh, sw)
  * and implicit -inf padding (ph, pw), at most half the kernel. Output sizes are
  * PyTorch's: floor((H + 2 ph - kh) / sh) + 1, rounded up in ceil_mode (but the

@@ -11,6 +11,11 @@ local support = require("spec.support")
 local assert_error_has = support.assert_error_has
 
 local REF = support.reference("conv")
+
+-- a function as a module (tools/reference/conv.py's Fn)
+local Fn = nn.Module:extend("Fn")
+function Fn:init(fn) self.fn = fn end
+function Fn:forward(x) return self.fn(x) end
 local TOL = { float64 = 1e-10, float32 = 2e-5 }
 
 -- the module of each case (as tools/reference/conv.py builds it), and forward's extra arguments
@@ -25,6 +30,54 @@ local BUILD = {
   convt_unbatched = function() return nn.ConvTranspose2d(2, 3, 3, { stride = 2 }) end,
   convt_1x1_dil = function() return nn.ConvTranspose2d(2, 3, 1, { dilation = 2, output_padding = 1 }) end,
   convt_output_size = function() return nn.ConvTranspose2d(3, 2, 3, 3, 1), { 8, 11 } end,
+  inorm2d = function() return nn.InstanceNorm2d(3) end,
+  inorm2d_affine_track = function() return nn.InstanceNorm2d(3, { affine = true, track_running_stats = true, momentum = 0.3 }) end,
+  inorm2d_eval = function() return nn.InstanceNorm2d(3, 1e-5, 0.1, true, true) end,
+  inorm2d_f32 = function() return nn.InstanceNorm2d(3, { affine = true, eps = 1e-3 }) end,
+  inorm1d = function() return nn.InstanceNorm1d(4, { affine = true }) end,
+  inorm1d_unbatched = function() return nn.InstanceNorm1d(4, { track_running_stats = true }) end,
+  up_nearest_x2 = function() return nn.Upsample({ scale_factor = 2 }) end,
+  up_nearest_size = function() return nn.Upsample({ 5, 7 }) end,
+  up_nearest_x1_5 = function() return nn.Upsample(nil, 1.5) end,
+  up_nearest_down = function() return nn.Upsample({ size = { 2, 3 } }) end,
+  up_bilinear_x2 = function() return nn.Upsample({ scale_factor = 2, mode = "bilinear" }) end,
+  up_bilinear_ac = function() return nn.Upsample({ 7, 5 }, nil, "bilinear", true) end,
+  up_bilinear_down = function() return nn.Upsample({ scale_factor = 0.6, mode = "bilinear" }) end,
+  up_bilinear_recompute = function()
+    return nn.Upsample({ scale_factor = 1.7, mode = "bilinear", recompute_scale_factor = true })
+  end,
+  up_bilinear_f32 = function() return nn.Upsample({ scale_factor = { 2, 3 }, mode = "bilinear" }) end,
+  up_nearest_1d = function() return Fn(function(x) return F.interpolate(x, { scale_factor = 3 }) end) end,
+  up_linear_1d = function() return Fn(function(x) return F.interpolate(x, 9, nil, "linear") end) end,
+  up_bilinear_nn = function() return nn.UpsamplingBilinear2d({ scale_factor = 2 }) end,
+  conv2d_reflect = function() return nn.Conv2d(2, 3, 3, { padding = 1, padding_mode = "reflect" }) end,
+  conv2d_replicate = function() return nn.Conv2d(2, 3, 3, { padding = 1, padding_mode = "replicate" }) end,
+  conv2d_circular = function() return nn.Conv2d(2, 3, 3, 1, 1, 1, 1, true, "circular") end,
+  conv1d_reflect = function() return nn.Conv1d(2, 3, 3, { padding = 2, padding_mode = "reflect" }) end,
+  conv1d_replicate = function() return nn.Conv1d(2, 3, 3, { padding = 2, padding_mode = "replicate" }) end,
+  conv1d_circular = function() return nn.Conv1d(2, 3, 3, { padding = 2, padding_mode = "circular" }) end,
+  conv2d_circular_asym = function() return nn.Conv2d(2, 3, { 3, 2 }, { padding = { 2, 1 }, padding_mode = "circular" }) end,
+  conv2d_same_reflect = function() return nn.Conv2d(2, 2, 4, { padding = "same", padding_mode = "reflect" }) end,
+  pad_constant = function() return Fn(function(x) return F.pad(x, { 1, -1, 2, 0 }, { value = 0.5 }) end) end,
+  pad_reflect = function() return Fn(function(x) return F.pad(x, { 2, 1, 1, 3 }, "reflect") end) end,
+  pad_replicate = function() return Fn(function(x) return F.pad(x, { 3, 1 }, { mode = "replicate" }) end) end,
+  pad_circular = function() return Fn(function(x) return F.pad(x, { 1, 2, 2, 1 }, "circular") end) end,
+  prelu = function() return nn.PReLU() end,
+  prelu_channels = function() return nn.PReLU(3, 0.1) end,
+  leaky_relu = function() return nn.LeakyReLU(0.2) end,
+  elu = function() return nn.ELU(0.7) end,
+  silu = function() return nn.SiLU() end,
+  mish = function() return nn.Mish() end,
+  softplus = function() return nn.Softplus({ beta = 2, threshold = 1 }) end,
+  hardtanh = function() return nn.Hardtanh(-0.5, 0.3) end,
+  groupnorm = function() return nn.GroupNorm(2, 4) end,
+  groupnorm_noaffine = function() return nn.GroupNorm(3, 6, 1e-3, false) end,
+  conv1d = function() return nn.Conv1d(4, 6, 3, { stride = 2, padding = 1, dilation = 2, groups = 2 }) end,
+  conv1d_unbatched = function() return nn.Conv1d(2, 3, 2, { bias = false }) end,
+  adaptive_avg_pool = function() return nn.AdaptiveAvgPool2d({ 3, 2 }) end,
+  adaptive_avg_pool_even = function() return nn.AdaptiveAvgPool2d(4) end,
+  adaptive_avg_pool_none = function() return nn.AdaptiveAvgPool2d({ nil, 3 }) end,
+  dropout2d_eval = function() return nn.Dropout2d(0.5) end,
 }
 
 local function run_case(name, device)
@@ -119,5 +172,81 @@ describe("ConvTranspose2d", function()
     y:sum():backward()
     assert.are.same({ 0, 3, 4, 4 }, x.grad:size())
     assert.are.same({ 0, 0 }, m.bias.grad:totable())
+  end)
+end)
+
+describe("inplace activations", function()
+  it("write into the input and return it, with PyTorch's gradients through autograd", function()
+    for _, case in ipairs({
+      { function(i) return nn.ReLU(i) end },
+      { function(i) return nn.LeakyReLU(0.2, i) end },
+      { function(i) return nn.Hardtanh(-0.5, 0.3, i) end },
+    }) do
+      local x0 = support.inputs({ 2, 7 }, { dtype = "float64" }):requires_grad_(true)
+      local ref = case[1](false)(x0 * 2)
+      ref:mul(support.formula({ 2, 7 }, 3)):sum():backward()
+      local want = x0.grad:clone()
+      x0.grad = nil
+      local h = x0 * 2
+      local y = case[1](true)(h)
+      assert.is_true(rawequal(y, h))
+      support.assert_close(y:detach(), ref:detach():totable(), 1e-12)
+      y:mul(support.formula({ 2, 7 }, 3)):sum():backward()
+      support.assert_close(x0.grad, want:totable(), 1e-12)
+    end
+  end)
+  it("write back outside autograd, and compute out of place under it where no in-place form exists", function()
+    local x = support.inputs({ 5 })
+    local want = nn.SiLU()(x):totable()
+    assert.is_true(rawequal(x, nn.SiLU(true)(x)))
+    support.assert_close(x, want, 1e-6)
+    local leaf = support.inputs({ 5 }):requires_grad_(true)
+    local y = nn.ELU(1, true)(leaf * 1)
+    y:sum():backward()
+    assert.are.same({ 5 }, leaf.grad:size())
+    assert.are.equal("ReLU(inplace=True)", tostring(nn.ReLU(true)))
+    assert.are.equal("LeakyReLU(negative_slope=0.2, inplace=True)", tostring(nn.LeakyReLU(0.2, true)))
+  end)
+end)
+
+describe("interpolate, pad, PReLU, InstanceNorm", function()
+  it("print like PyTorch's", function()
+    assert.are.equal("Upsample(scale_factor=2.0, mode='nearest')", tostring(nn.Upsample({ scale_factor = 2 })))
+    assert.are.equal("Upsample(size=(5, 7), mode='bilinear')", tostring(nn.Upsample({ 5, 7 }, nil, "bilinear")))
+    assert.are.equal("PReLU(num_parameters=3)", tostring(nn.PReLU(3)))
+    assert.are.equal("InstanceNorm2d(4, eps=1e-05, momentum=0.1, affine=False, track_running_stats=False)",
+      tostring(nn.InstanceNorm2d(4)))
+    assert.are.equal("InstanceNorm2d", getmetatable(nn.InstanceNorm2d(4)).__name)
+  end)
+  it("reject what PyTorch rejects", function()
+    local x4, x3 = wick.zeros({ 1, 2, 3, 4 }), wick.zeros({ 1, 2, 3 })
+    assert_error_has(function() return F.interpolate(x4, { 6, 8 }, 2) end, "only one of size or scale_factor")
+    assert_error_has(function() return F.interpolate(x4) end, "either size or scale_factor should be defined")
+    assert_error_has(function() return F.interpolate(x3, { scale_factor = 2, mode = "bilinear" }) end,
+      "Got 3D input, but bilinear mode needs 4D input")
+    assert_error_has(function() return F.interpolate(x4, { scale_factor = 2, align_corners = true }) end,
+      "align_corners option can only be set with the interpolating modes")
+    assert_error_has(function() return F.interpolate(x4, { scale_factor = 2, mode = "bicubic" }) end,
+      "mode 'bicubic' is not supported")
+    assert_error_has(function() return F.interpolate(x4, { 6 }) end,
+      "Input and output must have the same number of spatial dimensions")
+    assert_error_has(function() return F.pad(x4, { 4, 0, 0, 0 }, "reflect") end,
+      "Padding size should be less than the corresponding input dimension")
+    assert_error_has(function() return F.pad(x4, { 1 }) end, "Padding length must be divisible by 2")
+    assert_error_has(function() return F.pad(x4, { 1, 1 }, "wrap") end, "Unrecognised padding mode wrap")
+    assert_error_has(function() return nn.PReLU(3)(x4) end,
+      "Mismatch of parameter numbers and input channel size. Found parameter numbers = 3 and channel size = 2.")
+    assert_error_has(function() return nn.InstanceNorm2d(3, { affine = true })(x4) end,
+      "expected input's size at dim=1 to match num_features (3), but got: 2.")
+    assert_error_has(function() return nn.Conv2d(2, 2, 3, { padding_mode = "wrap" }) end, "padding_mode")
+  end)
+  it("keeps shapes on meta and empty batches", function()
+    local m = wick.zeros({ 2, 3, 4, 5 }, { device = "meta" })
+    assert.are.same({ 2, 3, 8, 10 }, F.interpolate(m, { scale_factor = 2, mode = "bilinear" }):size())
+    local e = wick.zeros({ 0, 3, 4, 5 }):requires_grad_(true)
+    local y = F.interpolate(e, { size = { 7, 3 } })
+    assert.are.same({ 0, 3, 7, 3 }, y:size())
+    y:sum():backward()
+    assert.are.same({ 0, 3, 4, 5 }, e.grad:size())
   end)
 end)

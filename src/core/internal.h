@@ -274,6 +274,17 @@ typedef struct wk_pool2d_args {
     int count_include_pad;
 } wk_pool2d_args;
 
+/* 2-D upsampling of `planes` (n * c) contiguous [h, w] planes to [oh, ow] of
+ * one compute dtype: mode 0 nearest, 1 bilinear; scale_h / scale_w are
+ * 1 / scale_factor when the caller gave one, else 0 (src/core/upsample.h). */
+typedef struct wk_upsample_args {
+    int device;
+    wick_dtype dtype;
+    int64_t planes, h, w, oh, ow;
+    int mode, align_corners;
+    double scale_h, scale_w;
+} wk_upsample_args;
+
 /* Sorting and scans (src/core/sort.c) over a contiguous input of one compute
  * dtype (float32, float64 or int64) seen as [outer, n, inner], along n. Sorts
  * are stable (ties by position), NaN above every number; indices 0-based. */
@@ -400,6 +411,9 @@ struct wick_backend {
                                 const int64_t *indices);
     wick_status (*avg_pool2d)(const wk_pool2d_args *args, char *out, const char *input);
     wick_status (*avg_pool2d_backward)(const wk_pool2d_args *args, char *grad_input, const char *grad_out);
+    /* Upsampling; the backward kernel overwrites grad_input. */
+    wick_status (*upsample2d)(const wk_upsample_args *args, char *out, const char *input);
+    wick_status (*upsample2d_backward)(const wk_upsample_args *args, char *grad_input, const char *grad_out);
     /* fused scaled-dot-product attention and its backward (src/core/attention.h) */
     wick_status (*attention_forward)(const struct wk_attn_args *args);
     wick_status (*attention_backward)(const struct wk_attn_args *args);

@@ -62,6 +62,8 @@ wick_status cpu_max_pool2d(const wk_pool2d_args *a, char *out, int64_t *indices,
 wick_status cpu_max_pool2d_backward(const wk_pool2d_args *a, char *grad_input, const char *grad_out, const int64_t *indices);
 wick_status cpu_avg_pool2d(const wk_pool2d_args *a, char *out, const char *input);
 wick_status cpu_avg_pool2d_backward(const wk_pool2d_args *a, char *grad_input, const char *grad_out);
+wick_status cpu_upsample2d(const wk_upsample_args *a, char *out, const char *input);
+wick_status cpu_upsample2d_backward(const wk_upsample_args *a, char *grad_input, const char *grad_out);
 /* cpu_optim.c: the fused Adam/AdamW step (src/core/optim.h) */
 struct wk_adam_hparams;
 void cpu_adam_step(wick_dtype dtype, char *p, const char *g, char *exp_avg, char *exp_avg_sq, int64_t n,

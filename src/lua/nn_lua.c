@@ -235,6 +235,19 @@ static int m_conv_transpose2d(lua_State *L) {
     return 1;
 }
 
+/* wick._core.upsample2d(input, out_h, out_w, mode (0 nearest, 1 bilinear), align_corners, scale_h, scale_w) */
+static int m_upsample2d(lua_State *L) {
+    const char *fn = "interpolate";
+    wick_tensor *input = wl_checktensor(L, 1, fn, "input");
+    int oh = nn_int(L, 2, fn, "output height"), ow = nn_int(L, 3, fn, "output width");
+    int mode = nn_int(L, 4, fn, "mode"), align = lua_toboolean(L, 5);
+    double sh = luaL_optnumber(L, 6, 0), sw = luaL_optnumber(L, 7, 0);
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_upsample2d(slot, input, oh, ow, mode, align, sh, sw));
+    wl_account(L);
+    return 1;
+}
+
 /* kernel_size at 2, then {stride =, padding =, ceil_mode =, ...}: stride defaults to the kernel */
 static int nn_pool_args(lua_State *L, const char *fn, const char *const *keys, const char *list, int *k) {
     nn_pair(L, 2, fn, "kernel_size", &k[0], &k[1]);
@@ -288,6 +301,7 @@ static const luaL_Reg nn_fns[] = {
     {"mse_loss", m_mse_loss},
     {"conv2d", m_conv2d},
     {"conv_transpose2d", m_conv_transpose2d},
+    {"upsample2d", m_upsample2d},
     {"max_pool2d", m_max_pool2d},
     {"avg_pool2d", m_avg_pool2d},
     {NULL, NULL}};

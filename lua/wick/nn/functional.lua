@@ -97,6 +97,13 @@ local function pair(v, name)
 end
 F._pair = pair
 
+-- Shape [1, C, 1, ...] that broadcasts a per-channel vector over x (channels at dim 2).
+local function per_channel(v, x)
+  local shape = { 1, v:numel() }
+  for _ = 3, x:dim() do shape[#shape + 1] = 1 end
+  return v:view(shape)
+end
+
 function F.conv2d(x, weight, bias, opts)
   return core.conv2d(x, weight, bias, opts or {}) -- the C op checks every argument and option
 end
@@ -109,6 +116,215 @@ local CONV_T = { stride = "integer|table", padding = "integer|table", output_pad
 function F.conv_transpose2d(x, weight, bias, ...)
   local o = check.positional("conv_transpose2d", { "stride", "padding", "output_padding", "groups", "dilation" }, CONV_T, ...)
   return core.conv_transpose2d(x, weight, bias, o) -- the C op checks every argument
+end
+
+--- F.interpolate(input[, size[, scale_factor[, mode = "nearest"[, align_corners[, recompute_scale_factor]]]]][, opts]):
+--- "nearest" on (N, C, L) or (N, C, H, W), "linear" on (N, C, L), "bilinear" on (N, C, H, W);
+--- one C op each way (PyTorch's source positions: scale_factor, unless recomputed, sets them).
+local INTERP = { size = "integer|table", scale_factor = "number|table", mode = "string", align_corners = "boolean",
+  recompute_scale_factor = "boolean", antialias = "boolean" }
+local INTERP_MODES = { nearest = 1, linear = 1, bilinear = 2 }
+local function spatial_list(v, n, what)
+  if type(v) ~= "table" then
+    local t = {}
+    for i = 1, n do t[i] = v end
+    return t, false
+  end
+  return v, true
+end
+function F.interpolate(x, ...)
+  local fn = "interpolate"
+  tensor(x, fn, "input")
+  local o = check.positional(fn, { "size", "scale_factor", "mode", "align_corners", "recompute_scale_factor", "antialias" },
+    INTERP, ...)
+  local mode = o.mode or "nearest"
+  if not INTERP_MODES[mode] then
+    check.fail(fn, "mode '%s' is not supported (expected 'nearest', 'linear' or 'bilinear')", mode)
+  end
+  if o.antialias then check.fail(fn, "antialias is not supported") end
+  local dims = x:dim() - 2
+  if dims < 1 then check.fail(fn, "expected an input of at least 3 dims (N, C, ...), got %d-D", x:dim()) end
+  if dims > 2 then check.fail(fn, "%d-D input is not supported (only 3-D and 4-D)", x:dim()) end
+  if mode == "bilinear" and dims ~= 2 then check.fail(fn, "Got %dD input, but bilinear mode needs 4D input", x:dim()) end
+  if mode == "linear" and dims ~= 1 then check.fail(fn, "Got %dD input, but linear mode needs 3D input", x:dim()) end
+  if mode == "nearest" and o.align_corners ~= nil then
+    check.fail(fn, "align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear")
+  end
+  if o.size ~= nil and o.scale_factor ~= nil then check.fail(fn, "only one of size or scale_factor should be defined") end
+  if o.size == nil and o.scale_factor == nil then check.fail(fn, "either size or scale_factor should be defined") end
+  local in_sizes = {}
+  for i = 1, dims do in_sizes[i] = x:size(i + 2) end
+  local size, scales = {}, {}
+  if o.size ~= nil then
+    if o.recompute_scale_factor then
+      check.fail(fn, "recompute_scale_factor is not meaningful with an explicit size.")
+    end
+    local s, listed = spatial_list(o.size, dims)
+    if listed and #s ~= dims then
+      check.fail(fn, "Input and output must have the same number of spatial dimensions, but got input with spatial dimensions of [%s] and output size of [%s]. Please provide input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, ...,oK) format.",
+        table.concat(in_sizes, ", "), table.concat(s, ", "))
+    end
+    for i = 1, dims do size[i], scales[i] = check.int(s[i], fn, "size", 1), 0 end
+  else
+    local s, listed = spatial_list(o.scale_factor, dims)
+    if listed and #s ~= dims then
+      check.fail(fn, "Input and scale_factor must have the same number of spatial dimensions, but got input with spatial dimensions of [%s] and scale_factor of shape [%s]. Please provide input tensor in (N, C, d1, d2, ...,dK) format and scale_factor in (s1, s2, ...,sK) format.",
+        table.concat(in_sizes, ", "), table.concat(s, ", "))
+    end
+    for i = 1, dims do
+      if type(s[i]) ~= "number" then check.expected(fn, "scale_factor", "a number", s[i]) end
+      size[i] = math.floor(in_sizes[i] * s[i])
+      scales[i] = o.recompute_scale_factor and 0 or 1 / s[i]
+    end
+  end
+  local m = mode == "nearest" and 0 or 1
+  local ac = o.align_corners == true
+  if dims == 1 then
+    return core.upsample2d(x:unsqueeze(3), 1, size[1], m, ac, 0, scales[1]):squeeze(3)
+  end
+  return core.upsample2d(x, size[1], size[2], m, ac, scales[1], scales[2])
+end
+
+--- F.pad(input, pad[, mode = "constant"[, value = 0]]): pad = {left, right[, top, bottom[, front, back]]}
+--- from the last dim backwards, as PyTorch's; modes "constant", "reflect", "replicate", "circular";
+--- negative pads crop. Composed of cat / index_select, so gradients flow.
+local PAD = { mode = "string", value = "number" }
+local PAD_MODES = { constant = true, reflect = true, replicate = true, circular = true }
+-- 1-based source indices of positions -before .. n - 1 + after (0-based) for a non-constant mode
+local function pad_indices(mode, n, before, after, fn)
+  local idx = {}
+  for i = -before, n - 1 + after do
+    local j
+    if mode == "reflect" then
+      j = i < 0 and -i or i
+      if j > n - 1 then j = 2 * (n - 1) - j end
+    elseif mode == "replicate" then
+      j = math.max(0, math.min(n - 1, i))
+    else
+      j = i % n
+    end
+    idx[#idx + 1] = j + 1
+  end
+  return idx
+end
+function F.pad(x, pad, ...)
+  local fn = "pad"
+  tensor(x, fn, "input")
+  check.table(pad, fn, "pad")
+  local o = check.positional(fn, { "mode", "value" }, PAD, ...)
+  local mode = o.mode or "constant"
+  if not PAD_MODES[mode] then
+    check.fail(fn, "Unrecognised padding mode %s (expected constant, reflect, replicate or circular)", mode)
+  end
+  if #pad % 2 ~= 0 then check.fail(fn, "Padding length must be divisible by 2") end
+  if #pad / 2 > x:dim() then check.fail(fn, "Padding length should be less than or equal to two times the input dimension but got padding length %d and input of dimension %d", #pad, x:dim()) end
+  for i = 1, #pad do check.int(pad[i], fn, "pad") end
+  if mode ~= "constant" then
+    if o.value ~= nil and o.value ~= 0 then check.fail(fn, "Padding mode \"%s\" doesn't take in value argument", mode) end
+    local k = #pad / 2
+    if x:dim() < k + 1 or x:dim() > k + 2 then
+      check.fail(fn, "%s padding of %d dims expects a %d-D (unbatched) or %d-D input, got %d-D", mode, k, k + 1, k + 2, x:dim())
+    end
+  end
+  local y = x
+  for i = 1, #pad / 2 do
+    local dim = x:dim() - i + 1
+    local before, after = pad[2 * i - 1], pad[2 * i]
+    local n = y:size(dim)
+    if before ~= 0 or after ~= 0 then
+      if n + before + after < 0 or (n + before + after == 0 and mode ~= "constant") then
+        check.fail(fn, "The input size %d, plus negative padding %d and %d resulted in a negative output size, which is invalid. Check dimension %d of your input.",
+          n, before, after, dim)
+      end
+      if mode == "constant" then
+        if before < 0 then y, n, before = y:narrow(dim, 1 - before, n + before), n + before, 0 end
+        if after < 0 then y, n, after = y:narrow(dim, 1, n + after), n + after, 0 end
+        local parts = {}
+        local function filler(len)
+          local shape = y:size()
+          shape[dim] = len
+          return wick.full(shape, o.value or 0, { dtype = y.dtype, device = y.device })
+        end
+        if before > 0 then parts[#parts + 1] = filler(before) end
+        parts[#parts + 1] = y
+        if after > 0 then parts[#parts + 1] = filler(after) end
+        if #parts > 1 then y = wick.cat(parts, dim) end
+      else
+        if mode == "reflect" and (before >= n or after >= n) then
+          check.fail(fn, "Argument #4: Padding size should be less than the corresponding input dimension, but got: padding (%d, %d) at dimension %d of input %s",
+            before, after, dim, tostring(x.shape))
+        end
+        if mode == "circular" and (before > n or after > n) then
+          check.fail(fn, "Padding value causes wrapping around more than once.")
+        end
+        local idx = wick.tensor(pad_indices(mode, n, before, after, fn), { dtype = "int64", device = y.device })
+        y = y:index_select(dim, idx)
+      end
+    end
+  end
+  return y
+end
+
+--- F.prelu(input, weight): max(0, x) + weight * min(0, x), weight per channel (dim 2) or one value
+function F.prelu(x, weight)
+  tensor(x, "prelu", "input")
+  tensor(weight, "prelu", "weight")
+  local n = weight:numel()
+  if n ~= 1 then
+    local channels = x:dim() >= 2 and x:size(2) or 1
+    if x:dim() == 0 or n ~= channels then
+      check.fail("prelu", "Mismatch of parameter numbers and input channel size. Found parameter numbers = %d and channel size = %d.",
+        n, x:dim() == 0 and 1 or channels)
+    end
+    if x:dim() >= 2 then weight = per_channel(weight, x) end
+  elseif x:dim() > 0 then
+    local shape = {}
+    for i = 1, x:dim() do shape[i] = 1 end
+    weight = weight:reshape(shape)
+  else
+    weight = weight:reshape({})
+  end
+  return x:relu() - (-x):relu() * weight
+end
+
+--- F.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats = true, momentum = 0.1, eps = 1e-5):
+--- statistics per image and channel over (N, C, ...), the normalisation in the fused layer_norm kernel.
+function F.instance_norm(x, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+  local fn = "instance_norm"
+  tensor(x, fn, "input")
+  opt_tensor(running_mean, fn, "running_mean")
+  opt_tensor(running_var, fn, "running_var")
+  opt_tensor(weight, fn, "weight")
+  opt_tensor(bias, fn, "bias")
+  if use_input_stats == nil then use_input_stats = true end
+  momentum = check.opt_number(momentum, fn, "momentum", 0.1)
+  eps = check.opt_number(eps, fn, "eps", 1e-5)
+  if x:dim() < 3 then check.fail(fn, "expected an input of at least 3 dims (N, C, ...), got %d-D", x:dim()) end
+  local n, c = x:size(1), x:size(2)
+  local flat = x:reshape({ n, c, -1 })
+  if flat:size(3) <= 1 and use_input_stats then
+    check.fail(fn, "Expected more than 1 spatial element when training, got input size [%s]", table.concat(x:size(), ", "))
+  end
+  local y
+  if use_input_stats then
+    y = core.layer_norm(flat, 1, nil, nil, eps)
+    if running_mean and running_var then
+      wick.no_grad(function()
+        local d = flat:detach()
+        running_mean:mul_(1 - momentum):add_(d:mean(3):mean(1) * momentum)
+        running_var:mul_(1 - momentum):add_(d:var(3, { unbiased = true }):mean(1) * momentum)
+      end)
+    end
+  else
+    if not (running_mean and running_var) then
+      check.fail(fn, "Expected running_mean and running_var to be defined when use_input_stats is false")
+    end
+    y = (flat - running_mean:view({ 1, c, 1 })) / (running_var:view({ 1, c, 1 }) + eps):sqrt()
+  end
+  y = y:reshape(x:size())
+  if weight then y = y * per_channel(weight, x) end
+  if bias then y = y + per_channel(bias, x) end
+  return y
 end
 
 function F.max_pool2d(x, kernel_size, opts)
@@ -128,12 +344,6 @@ function F.scaled_dot_product_attention(q, k, v, ...)
   return core.scaled_dot_product_attention(q, k, v, ...)
 end
 
--- Shape [1, C, 1, ...] that broadcasts a per-channel vector over x (channels at dim 2).
-local function per_channel(v, x)
-  local shape = { 1, v:numel() }
-  for _ = 3, x:dim() do shape[#shape + 1] = 1 end
-  return v:view(shape)
-end
 
 --- Batch normalisation over dim 2 (channels); running statistics are updated in
 --- place when training.

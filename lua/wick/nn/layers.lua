@@ -46,6 +46,26 @@ end
 
 -- ---- Conv2d ----
 L.Conv2d = Module:extend("Conv2d")
+local PADDING_MODES = { "zeros", "reflect", "replicate", "circular" }
+-- {top, bottom, left, right} of a padding (number, {h, w}, "valid", "same") for kernel k and dilation d
+-- ("same": the total d (k - 1) split with the extra one after, as PyTorch's)
+local function explicit_padding(padding, k, d)
+  if padding == "valid" then return { 0, 0, 0, 0 } end
+  local out = {}
+  for i = 1, 2 do
+    local before, after
+    if padding == "same" then
+      local total = d[i] * (k[i] - 1)
+      before = math.floor(total / 2)
+      after = total - before
+    else
+      local p = F._pair(padding, "padding")
+      before, after = p[i], p[i]
+    end
+    out[2 * i - 1], out[2 * i] = before, after
+  end
+  return out
+end
 local CONV = { bias = "boolean", stride = "integer|table", padding = "integer|table|string", dilation = "integer|table",
   groups = "integer", padding_mode = "string", device = "device", dtype = "dtype" }
 local CONV_ORDER = { "stride", "padding", "dilation", "groups", "bias", "padding_mode", "device", "dtype" }
@@ -54,7 +74,7 @@ function L.Conv2d:init(in_channels, out_channels, kernel_size, ...)
   check.int(in_channels, "Conv2d", "in_channels", 1)
   check.int(out_channels, "Conv2d", "out_channels", 1)
   local opts = check.positional("Conv2d", CONV_ORDER, CONV, ...)
-  if opts.padding_mode ~= nil then check.one_of(opts.padding_mode, "Conv2d", "padding_mode", { "zeros" }) end
+  self.padding_mode = check.one_of(opts.padding_mode or "zeros", "Conv2d", "padding_mode", PADDING_MODES)
   if kernel_size == nil then check.expected("Conv2d", "kernel_size", "an integer or a {h, w} table", nil) end
   local k = F._pair(kernel_size, "Conv2d kernel_size")
   for i = 1, 2 do check.int(k[i], "Conv2d", "kernel_size", 1) end
@@ -71,8 +91,14 @@ function L.Conv2d:init(in_channels, out_channels, kernel_size, ...)
   if opts.bias ~= false then self.bias = L.Parameter(uniform({ out_channels }, bound, options(opts))) end
 end
 function L.Conv2d:forward(x)
+  local padding = self.padding
+  if self.padding_mode ~= "zeros" then -- PyTorch's _reversed_padding_repeated_twice, then no padding
+    local k, d = self.kernel_size, F._pair(self.dilation, "Conv2d dilation")
+    local p = explicit_padding(padding, { k[1], k[2] }, d)
+    x, padding = F.pad(x, { p[3], p[4], p[1], p[2] }, self.padding_mode), 0
+  end
   return F.conv2d(x, self.weight, self.bias,
-    { stride = self.stride, padding = self.padding, dilation = self.dilation, groups = self.groups })
+    { stride = self.stride, padding = padding, dilation = self.dilation, groups = self.groups })
 end
 function L.Conv2d:extra_repr()
   return ("%d, %d, kernel_size=(%d, %d), stride=%s, padding=%s"):format(self.in_channels, self.out_channels,
@@ -171,7 +197,7 @@ function L.Conv1d:init(in_channels, out_channels, kernel_size, ...)
   check.int(out_channels, "Conv1d", "out_channels", 1)
   check.int(kernel_size, "Conv1d", "kernel_size", 1)
   local opts = check.positional("Conv1d", CONV_ORDER, CONV1, ...)
-  if opts.padding_mode ~= nil then check.one_of(opts.padding_mode, "Conv1d", "padding_mode", { "zeros" }) end
+  self.padding_mode = check.one_of(opts.padding_mode or "zeros", "Conv1d", "padding_mode", PADDING_MODES)
   self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, kernel_size
   self.stride, self.padding = check.opt_int(opts.stride, "Conv1d", "stride", 1, 1), opts.padding or 0
   self.dilation = check.opt_int(opts.dilation, "Conv1d", "dilation", 1, 1)
@@ -189,6 +215,10 @@ function L.Conv1d:forward(x)
   local unbatched = x:dim() == 2
   if unbatched then x = x:unsqueeze(1) end
   local padding = self.padding
+  if self.padding_mode ~= "zeros" then
+    local p = explicit_padding(padding, { 1, self.kernel_size }, { 1, self.dilation })
+    x, padding = F.pad(x, { p[3], p[4] }, self.padding_mode), 0
+  end
   if type(padding) == "number" then padding = { 0, padding } end
   local y = F.conv2d(x:unsqueeze(3), self.weight:unsqueeze(3), self.bias,
     { stride = { 1, self.stride }, padding = padding, dilation = { 1, self.dilation }, groups = self.groups }):squeeze(3)
@@ -271,6 +301,43 @@ function L.AdaptiveAvgPool2d:forward(x)
   return wick.stack(rows, hd)
 end
 
+--- nn.Upsample([size[, scale_factor[, mode = "nearest"[, align_corners[, recompute_scale_factor]]]]][, opts]):
+--- F.interpolate with the module's arguments; nn.UpsamplingNearest2d, nn.UpsamplingBilinear2d (align_corners).
+local UPSAMPLE = { size = "integer|table", scale_factor = "number|table", mode = "string", align_corners = "boolean",
+  recompute_scale_factor = "boolean" }
+local UPSAMPLE_ORDER = { "size", "scale_factor", "mode", "align_corners", "recompute_scale_factor" }
+local function py_float(v) -- Python's repr of a float
+  if type(v) == "table" then
+    local t = {}
+    for i = 1, #v do t[i] = py_float(v[i]) end
+    return "(" .. table.concat(t, ", ") .. ")"
+  end
+  if v == math.floor(v) then return ("%.1f"):format(v) end
+  return tostring(v)
+end
+local function upsample_class(name, fixed)
+  local C = Module:extend(name)
+  function C:init(...)
+    local o = check.positional(name, fixed and { "size", "scale_factor" } or UPSAMPLE_ORDER, UPSAMPLE, ...)
+    for k, v in pairs(fixed or {}) do o[k] = v end
+    self.size, self.scale_factor, self.mode = o.size, o.scale_factor, o.mode or "nearest"
+    self.align_corners, self.recompute_scale_factor = o.align_corners, o.recompute_scale_factor
+  end
+  function C:forward(x)
+    return F.interpolate(x, { size = self.size, scale_factor = self.scale_factor, mode = self.mode,
+      align_corners = self.align_corners, recompute_scale_factor = self.recompute_scale_factor })
+  end
+  function C:extra_repr()
+    local s = self.scale_factor ~= nil and "scale_factor=" .. py_float(self.scale_factor)
+      or "size=" .. (type(self.size) == "table" and "(" .. table.concat(self.size, ", ") .. ")" or tostring(self.size))
+    return s .. ", mode='" .. self.mode .. "'"
+  end
+  return C
+end
+L.Upsample = upsample_class("Upsample")
+L.UpsamplingNearest2d = upsample_class("UpsamplingNearest2d", { mode = "nearest" })
+L.UpsamplingBilinear2d = upsample_class("UpsamplingBilinear2d", { mode = "bilinear", align_corners = true })
+
 -- ---- shape and regularisation ----
 L.Flatten = Module:extend("Flatten")
 function L.Flatten:init(...)
@@ -329,26 +396,32 @@ function L.Unflatten:forward(x)
 end
 
 -- ---- normalisation ----
+-- (num_features[, eps[, momentum[, affine[, track_running_stats]]]][, opts]), PyTorch's order, for the batch
+-- and instance norms: affine and track_running_stats default to `default` (true for BatchNorm, false for
+-- InstanceNorm); weight/bias as parameters, running statistics as buffers
+local NORM = { eps = "number", momentum = "number", affine = "boolean", track_running_stats = "boolean",
+  device = "device", dtype = "dtype" }
+local function norm_init(self, name, default, num_features, ...)
+  check.int(num_features, name, "num_features", 0)
+  local opts = check.positional(name, { "eps", "momentum", "affine", "track_running_stats", "device", "dtype" }, NORM, ...)
+  local function flag(v) if v == nil then return default end return v end
+  self.num_features, self.eps, self.momentum = num_features, opts.eps or 1e-5, opts.momentum or 0.1
+  self.affine, self.track_running_stats = flag(opts.affine), flag(opts.track_running_stats)
+  local o = options(opts)
+  if self.affine then
+    self.weight = L.Parameter(wick.ones(num_features, o))
+    self.bias = L.Parameter(wick.zeros(num_features, o))
+  end
+  if self.track_running_stats then
+    self:register_buffer("running_mean", wick.zeros(num_features, o))
+    self:register_buffer("running_var", wick.ones(num_features, o))
+    self:register_buffer("num_batches_tracked", wick.zeros({}, { device = o.device, dtype = "int64" }))
+  end
+end
+
 local function batch_norm_class(name, dims)
   local C = Module:extend(name)
-  local known = { eps = "number", momentum = "number", affine = "boolean", track_running_stats = "boolean",
-    device = "device", dtype = "dtype" }
-  -- (num_features[, eps[, momentum[, affine[, track_running_stats]]]][, opts]), PyTorch's order
-  function C:init(num_features, ...)
-    check.int(num_features, name, "num_features", 0)
-    local opts = check.positional(name, { "eps", "momentum", "affine", "track_running_stats", "device", "dtype" }, known, ...)
-    self.num_features, self.eps, self.momentum = num_features, opts.eps or 1e-5, opts.momentum or 0.1
-    local o = options(opts)
-    if opts.affine ~= false then
-      self.weight = L.Parameter(wick.ones(num_features, o))
-      self.bias = L.Parameter(wick.zeros(num_features, o))
-    end
-    if opts.track_running_stats ~= false then
-      self:register_buffer("running_mean", wick.zeros(num_features, o))
-      self:register_buffer("running_var", wick.ones(num_features, o))
-      self:register_buffer("num_batches_tracked", wick.zeros({}, { device = o.device, dtype = "int64" }))
-    end
-  end
+  function C:init(...) norm_init(self, name, true, ...) end
   function C:forward(x)
     check.tensor(x, name, "input")
     if x:dim() ~= dims[1] and x:dim() ~= dims[2] then
@@ -420,6 +493,40 @@ function L.GroupNorm:forward(x)
 end
 function L.GroupNorm:extra_repr() return ("%d, %d, eps=%s"):format(self.num_groups, self.num_channels, self.eps) end
 
+--- nn.InstanceNorm1d / nn.InstanceNorm2d(num_features[, eps[, momentum[, affine = false[,
+--- track_running_stats = false]]]][, opts]): statistics per image and channel.
+local function instance_norm_class(name, dims)
+  local C = Module:extend(name)
+  function C:init(...) norm_init(self, name, false, ...) end
+  function C:forward(x)
+    check.tensor(x, name, "input")
+    if x:dim() ~= dims and x:dim() ~= dims - 1 then
+      check.fail(name, "expected %d-D or %d-D input, got %d-D", dims - 1, dims, x:dim())
+    end
+    local unbatched = x:dim() == dims - 1
+    if unbatched then x = x:unsqueeze(1) end
+    if x:size(2) ~= self.num_features and self.affine then
+      check.fail(name, "expected input's size at dim=%d to match num_features (%d), but got: %d.", unbatched and 0 or 1,
+        self.num_features, x:size(2))
+    end
+    local use_input_stats = self.training or not self.track_running_stats
+    if self.training and self.num_batches_tracked then
+      wick.no_grad(function() self.num_batches_tracked:add_(1) end)
+    end
+    local y = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias, use_input_stats,
+      self.momentum, self.eps)
+    if unbatched then y = y:squeeze(1) end
+    return y
+  end
+  function C:extra_repr()
+    return ("%d, eps=%s, momentum=%s, affine=%s, track_running_stats=%s"):format(self.num_features, self.eps,
+      self.momentum, self.affine and "True" or "False", self.track_running_stats and "True" or "False")
+  end
+  return C
+end
+L.InstanceNorm1d = instance_norm_class("InstanceNorm1d", 3)
+L.InstanceNorm2d = instance_norm_class("InstanceNorm2d", 4)
+
 L.Embedding = Module:extend("Embedding")
 local EMBEDDING = { padding_idx = "integer", max_norm = "number", norm_type = "number", scale_grad_by_freq = "boolean",
   sparse = "boolean", _weight = "tensor", _freeze = "boolean", device = "device", dtype = "dtype" }
@@ -481,18 +588,29 @@ end
 -- (the recurrent layers, nn.RNN/LSTM/GRU and the cells: wick.nn.recurrent)
 
 -- ---- activations ----
-local function activation(name, fn)
+-- inplace = true: the result is written into the input, which is returned, as
+-- PyTorch's. in_place(x, self) does it through differentiable in-place ops where
+-- the class has them (ReLU, LeakyReLU, Hardtanh); the others write back only when
+-- autograd does not track x (under autograd they return a new tensor).
+local function activation(name, fn, in_place)
   local C = Module:extend(name)
-  function C:forward(x) return fn(check.tensor(x, name, "input"), self) end
+  function C:forward(x)
+    check.tensor(x, name, "input")
+    if not self.inplace then return fn(x, self) end
+    if in_place then return in_place(x, self) end
+    if x.requires_grad and wick.is_grad_enabled() then return fn(x, self) end
+    wick.no_grad(function() x:copy_(fn(x, self)) end)
+    return x
+  end
   return C
 end
--- (inplace = true gives the same values; accepted, like PyTorch's signature)
 local INPLACE = { inplace = "boolean" }
 local function inplace_init(name)
-  return function(_, ...) check.positional(name, { "inplace" }, INPLACE, ...) end
+  return function(self, ...) self.inplace = check.positional(name, { "inplace" }, INPLACE, ...).inplace == true end
 end
-L.ReLU = activation("ReLU", function(x) return x:relu() end)
+L.ReLU = activation("ReLU", function(x) return x:relu() end, function(x) return x:relu_() end)
 L.ReLU.init = inplace_init("ReLU")
+function L.ReLU:extra_repr() return self.inplace and "inplace=True" or "" end
 L.GELU = activation("GELU", function(x, self)
   if self.approximate == "tanh" then return x:gelu_tanh() end -- one fused kernel each way
   return x:gelu()
@@ -509,18 +627,24 @@ L.Tanh = activation("Tanh", function(x) return x:tanh() end)
 -- More of PyTorch's activations, composed of the core's differentiable ops
 -- (min(x, 0) is -relu(-x)).
 local function neg_part(x) return -(-x):relu() end -- min(x, 0)
-L.LeakyReLU = activation("LeakyReLU", function(x, self) return x:relu() + neg_part(x) * self.negative_slope end)
+L.LeakyReLU = activation("LeakyReLU", function(x, self) return x:relu() + neg_part(x) * self.negative_slope end,
+  function(x, self) -- x * (1 where x > 0, else the slope): the factor is a constant for autograd
+    local slope = self.negative_slope
+    return x:mul_(x:gt(0):to(x.dtype):mul_(1 - slope):add_(slope))
+  end)
 function L.LeakyReLU:init(...)
   local o = check.positional("LeakyReLU", { "negative_slope", "inplace" }, { negative_slope = "number", inplace = "boolean" }, ...)
-  self.negative_slope = o.negative_slope or 0.01
+  self.negative_slope, self.inplace = o.negative_slope or 0.01, o.inplace == true
 end
-function L.LeakyReLU:extra_repr() return ("negative_slope=%s"):format(self.negative_slope) end
+function L.LeakyReLU:extra_repr()
+  return ("negative_slope=%s"):format(self.negative_slope) .. (self.inplace and ", inplace=True" or "")
+end
 L.SiLU = activation("SiLU", function(x) return x * x:sigmoid() end)
 L.SiLU.init = inplace_init("SiLU")
 L.ELU = activation("ELU", function(x, self) return x:relu() + (neg_part(x):exp() - 1) * self.alpha end)
 function L.ELU:init(...)
   local o = check.positional("ELU", { "alpha", "inplace" }, { alpha = "number", inplace = "boolean" }, ...)
-  self.alpha = o.alpha or 1
+  self.alpha, self.inplace = o.alpha or 1, o.inplace == true
 end
 -- log(1 + exp(beta x)) / beta, and x itself where beta x > threshold, as
 -- PyTorch computes it (the exp only sees values up to the threshold, so the
@@ -538,13 +662,26 @@ function L.Softplus:init(...)
 end
 L.Mish = activation("Mish", function(x) return x * softplus(x, 1, 20):tanh() end)
 L.Mish.init = inplace_init("Mish")
-L.Hardtanh = activation("Hardtanh", function(x, self) return x:clamp(self.min_val, self.max_val) end)
+L.Hardtanh = activation("Hardtanh", function(x, self) return x:clamp(self.min_val, self.max_val) end,
+  function(x, self) return x:clamp_(self.min_val, self.max_val) end)
 function L.Hardtanh:init(...)
   local o = check.positional("Hardtanh", { "min_val", "max_val", "inplace" },
     { min_val = "number", max_val = "number", inplace = "boolean" }, ...)
-  self.min_val, self.max_val = o.min_val or -1, o.max_val or 1
+  self.min_val, self.max_val, self.inplace = o.min_val or -1, o.max_val or 1, o.inplace == true
   if self.min_val > self.max_val then check.fail("Hardtanh", "min_val cannot be greater than max_val") end
 end
+--- nn.PReLU([num_parameters = 1[, init = 0.25]][, opts]): a learned slope per channel (or one)
+L.PReLU = Module:extend("PReLU")
+function L.PReLU:init(...)
+  local o = check.positional("PReLU", { "num_parameters", "init", "device", "dtype" },
+    { num_parameters = "integer", init = "number", device = "device", dtype = "dtype" }, ...)
+  self.num_parameters = check.opt_int(o.num_parameters, "PReLU", "num_parameters", 1, 1)
+  self.init_value = o.init or 0.25
+  self.weight = L.Parameter(wick.full({ self.num_parameters }, self.init_value, options(o)))
+end
+function L.PReLU:forward(x) return F.prelu(x, self.weight) end
+function L.PReLU:extra_repr() return ("num_parameters=%d"):format(self.num_parameters) end
+
 L.Softmax = activation("Softmax", function(x, self) return x:softmax(self.dim or -1) end)
 function L.Softmax:init(...)
   local opts = check.positional("Softmax", { "dim" }, { dim = "integer" }, ...)
