@@ -6,8 +6,9 @@ set -e
 # and --no-install-recommends skips them) and llvm-14 (llvm-symbolizer, for readable stacks)
 # are for the fuzz targets (make fuzz, fuzz/README.md).
 # liblua5.4-dev and lua5.4: build/lua54/wick.so and the <spec>_lua54 runs (WICK_LUA54=AUTO).
+# python3-venv: .ci/run makes a venv with the tensorboard package for ctest tensorboard_read.
 # libopenmpi-dev and openmpi-bin: wick.distributed (WICK_MPI=AUTO) and its mpirun tests (tests/dist).
-pkgs="build-essential cmake pkg-config libopenmpi-dev openmpi-bin clang libclang-rt-14-dev llvm-14 libluajit-5.1-dev luajit liblua5.4-dev lua5.4 libopenblas-dev libblis-pthread-dev lua-busted zlib1g-dev libedit-dev python3 dataset-fashion-mnist"
+pkgs="build-essential cmake pkg-config libopenmpi-dev openmpi-bin clang libclang-rt-14-dev llvm-14 libluajit-5.1-dev luajit liblua5.4-dev lua5.4 libopenblas-dev libblis-pthread-dev lua-busted zlib1g-dev libedit-dev python3 python3-venv dataset-fashion-mnist"
 [ "${1:-}" = "--bench" ] && pkgs="$pkgs python3-torch"
 missing=""
 for p in $pkgs; do

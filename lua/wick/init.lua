@@ -495,7 +495,8 @@ end
 
 -- wick.nn, wick.optim and wick.data load on first use (they require wick themselves).
 local lazy = { nn = "wick.nn", optim = "wick.optim", data = "wick.data",
-  distributed = "wick.distributed", profiler = "wick.profiler" }
+  distributed = "wick.distributed", profiler = "wick.profiler",
+  utils = "wick.utils" }
 function wick.save(value, path, opts) return require("wick.serialize").save(value, path, opts) end
 function wick.load(path, opts) return require("wick.serialize").load(path, opts) end
 function wick.save_safetensors(tbl, path) return require("wick.serialize").save_safetensors(tbl, path) end

@@ -697,6 +697,7 @@ void wl_open_tensor(lua_State *L) {
     wl_open_creation(L);
     wl_open_runtime(L);
     wl_open_io(L);
+    wl_open_tensorboard(L);
     wl_open_reduce(L);
     wl_open_view(L);
     wl_open_nn(L);

@@ -1,0 +1,418 @@
+-- wick.utils.tensorboard: PyTorch's torch.utils.tensorboard.SummaryWriter.
+--
+-- Writes TensorBoard event files: TFRecords (core.tb_record: length, masked
+-- CRC-32C, data, masked CRC-32C) holding protobuf Event messages. The
+-- messages are composed here from a few field encoders (the one protobuf
+-- encoder of wick); the bytes that Lua cannot make portably (varints, IEEE
+-- doubles and floats, CRCs, PNG) come from the binding (src/lua/tensorboard_lua.c).
+-- Field numbers are those of TensorFlow's event.proto, summary.proto,
+-- tensor.proto and TensorBoard's hparams plugin protos.
+local wick = require("wick")
+local check = require("wick.argcheck")
+local core = wick._core
+
+local tb = {}
+
+-- ---- protobuf: fields by wire type ----
+local varint, pb_double, pb_float = core.pb_varint, core.pb_double, core.pb_float
+
+local function f_varint(field, n) return varint(field * 8) .. varint(n) end
+local function f_double(field, x) return varint(field * 8 + 1) .. pb_double(x) end
+local function f_float(field, x) return varint(field * 8 + 5) .. pb_float(x) end
+local function f_bytes(field, s) return varint(field * 8 + 2) .. varint(#s) .. s end
+-- proto3 leaves out fields at their default (0, "")
+local function o_varint(field, n) return (n ~= nil and n ~= 0) and f_varint(field, n) or "" end
+local function o_bytes(field, s) return (s ~= nil and s ~= "") and f_bytes(field, s) or "" end
+tb._pb = { varint = f_varint, double = f_double, float = f_float, bytes = f_bytes }
+
+-- Event: wall_time = 1 (double), step = 2 (int64), file_version = 3, summary = 5
+local function event(wall_time, step, body)
+  return f_double(1, wall_time) .. o_varint(2, step) .. body
+end
+tb._event = event
+-- Summary.Value: tag = 1, simple_value = 2, image = 4, histo = 5, tensor = 8, metadata = 9
+-- (fields in number order, as protobuf writes them)
+local function summary_value(tag, fields) return f_bytes(1, f_bytes(1, tag) .. fields) end
+-- SummaryMetadata.plugin_data = 1 {plugin_name = 1, content = 2}
+local function plugin_metadata(name, content)
+  return f_bytes(9, f_bytes(1, f_bytes(1, name) .. o_bytes(2, content)))
+end
+
+-- ---- the summaries, as PyTorch's torch/utils/tensorboard/summary.py makes them ----
+
+local function scalar_summary(tag, value) return summary_value(tag, f_float(2, value)) end
+
+-- TensorFlow's default histogram buckets: +-1e-12 * 1.1^k up to 1e20, and 0
+local tf_edges
+local function tensorflow_edges()
+  if tf_edges then return tf_edges end
+  local pos, v = {}, 1e-12
+  while v < 1e20 do
+    pos[#pos + 1] = v
+    v = v * 1.1
+  end
+  tf_edges = {}
+  for i = #pos, 1, -1 do tf_edges[#tf_edges + 1] = -pos[i] end
+  tf_edges[#tf_edges + 1] = 0
+  for i = 1, #pos do tf_edges[#tf_edges + 1] = pos[i] end
+  return tf_edges
+end
+
+-- numpy.histogram's edges for `bins` equal buckets over [lo, hi]
+local function even_edges(lo, hi, bins)
+  if lo == hi then lo, hi = lo - 0.5, hi + 0.5 end
+  local e = {}
+  for i = 0, bins do e[i + 1] = lo + (hi - lo) * i / bins end
+  e[bins + 1] = hi
+  return e
+end
+
+-- HistogramProto: min = 1, max = 2, num = 3, sum = 4, sum_squares = 5,
+-- bucket_limit = 6, bucket = 7 (packed doubles). Like PyTorch's
+-- make_histogram: only the span from the first to the last non-empty bucket,
+-- with one empty bucket on the left so the leftmost edge shows.
+local function histogram_proto(values, bins, fn)
+  local n = values:numel()
+  if n == 0 then check.fail(fn, "the tensor has no element") end
+  local v = values:detach():to("cpu"):to("float64"):contiguous():view(n)
+  local edges
+  if bins == "tensorflow" then
+    edges = tensorflow_edges()
+  else
+    local lo, hi = v:min():item(), v:max():item()
+    if lo ~= lo or hi ~= hi or lo == -math.huge or hi == math.huge then
+      check.fail(fn, "with bins = %d the values must be finite", bins)
+    end
+    edges = even_edges(lo, hi, bins)
+  end
+  local counts, lo, hi, sum, sq = core.tb_histogram(v, edges)
+  local first, last = nil, nil -- 1-based, the first and last non-empty bucket
+  for i = 1, #counts do
+    if counts[i] > 0 then
+      first = first or i
+      last = i
+    end
+  end
+  if not first then check.fail(fn, "the histogram is empty: no value is finite") end
+  local bucket, limit = {}, {}
+  if first == 1 then bucket[1] = 0 end
+  for i = math.max(first - 1, 1), last do bucket[#bucket + 1] = counts[i] end
+  for i = first, last + 1 do limit[#limit + 1] = edges[i] end
+  return f_double(1, lo) .. f_double(2, hi) .. f_double(3, n) .. f_double(4, sum) .. f_double(5, sq)
+    .. f_bytes(6, core.pb_doubles(limit)) .. f_bytes(7, core.pb_doubles(bucket))
+end
+
+-- An image tensor in dataformats ("CHW", "HWC", "HW") as an (H, W, C) uint8
+-- CPU tensor: floats are scaled by 255 and clipped, like PyTorch's image()
+local FORMATS = { CHW = true, HWC = true, HW = true }
+local function image_hwc(t, dataformats, fn)
+  if not FORMATS[dataformats] then
+    check.fail(fn, "dataformats must be 'CHW', 'HWC' or 'HW', got '%s'", tostring(dataformats))
+  end
+  if t:dim() ~= #dataformats then
+    check.fail(fn, "expected a %d-D tensor for dataformats '%s', got %d-D", #dataformats, dataformats, t:dim())
+  end
+  t = t:detach():to("cpu")
+  if dataformats == "CHW" then t = t:permute(2, 3, 1) elseif dataformats == "HW" then t = t:unsqueeze(3) end
+  local c = t.shape[3]
+  if c ~= 1 and c ~= 3 and c ~= 4 then check.fail(fn, "expected 1, 3 or 4 channels, got %d", c) end
+  if t.dtype ~= "uint8" then
+    if t.dtype == "bool" or not t:is_floating_point() then t = t:to("float32") end
+    t = (t:to("float32") * 255):clamp(0, 255):to("uint8")
+  end
+  return t:contiguous(), c
+end
+
+-- Summary.Image: height = 1, width = 2, colorspace = 3, encoded_image_string = 4
+local function image_summary(tag, hwc, channels)
+  local img = f_varint(1, hwc.shape[1]) .. f_varint(2, hwc.shape[2]) .. f_varint(3, channels)
+    .. f_bytes(4, core.png_encode(hwc))
+  return summary_value(tag, f_bytes(4, img))
+end
+
+-- TensorProto: dtype = 1 (DT_STRING = 7), tensor_shape = 2 {dim = 2 {size = 1}},
+-- string_val = 8; plugin "text" (TextPluginData version 0: no bytes)
+local function text_summary(tag, text)
+  local tensor = f_varint(1, 7) .. f_bytes(2, f_bytes(2, f_varint(1, 1))) .. f_bytes(8, text)
+  return summary_value(tag .. "/text_summary", f_bytes(8, tensor) .. plugin_metadata("text", ""))
+end
+
+-- The hparams plugin (tensorboard/plugins/hparams/api.proto, plugin_data.proto):
+-- HParamsPluginData {version = 1, experiment = 2, session_start_info = 3,
+-- session_end_info = 4}, each a Summary.Value with no data but the metadata.
+local HP_STRING, HP_BOOL, HP_FLOAT64 = 1, 2, 3
+local function hparams_summaries(hparams, metrics, fn)
+  local names = {}
+  for k in pairs(hparams) do
+    if type(k) ~= "string" then check.fail(fn, "hparam names must be strings, got %s", check.describe(k)) end
+    names[#names + 1] = k
+  end
+  table.sort(names)
+  local infos, entries = {}, {}
+  for _, k in ipairs(names) do
+    local v = hparams[k]
+    if check.is_tensor(v) then
+      if v:numel() ~= 1 then check.fail(fn, "hparam '%s' is a tensor of %d elements, expected 1", k, v:numel()) end
+      v = v:item()
+    end
+    local value, kind -- google.protobuf.Value: number_value = 2, string_value = 3, bool_value = 4
+    if type(v) == "number" then
+      value, kind = f_double(2, v), HP_FLOAT64
+    elseif type(v) == "string" then
+      value, kind = f_bytes(3, v), HP_STRING
+    elseif type(v) == "boolean" then
+      value, kind = f_varint(4, v and 1 or 0), HP_BOOL
+    else
+      check.fail(fn, "hparam '%s' must be a number, string, boolean or one-element tensor, got %s", k, check.describe(v))
+    end
+    -- HParamInfo: name = 1, type = 4; map entry: key = 1, value = 2
+    infos[#infos + 1] = f_bytes(4, f_bytes(1, k) .. f_varint(4, kind))
+    entries[#entries + 1] = f_bytes(1, f_bytes(1, k) .. f_bytes(2, value))
+  end
+  local metric_names = {}
+  for k, v in pairs(metrics) do
+    if type(k) ~= "string" then check.fail(fn, "metric names must be strings, got %s", check.describe(k)) end
+    if check.is_tensor(v) then v = v:item() end
+    if type(v) ~= "number" then check.fail(fn, "metric '%s' must be a number, got %s", k, check.describe(v)) end
+    metric_names[#metric_names + 1] = k
+  end
+  table.sort(metric_names)
+  for _, k in ipairs(metric_names) do
+    infos[#infos + 1] = f_bytes(5, f_bytes(1, f_bytes(2, k))) -- MetricInfo.name = 1 {MetricName.tag = 2}
+  end
+  local function hp(tag, content) return summary_value(tag, plugin_metadata("hparams", content)) end
+  return {
+    hp("_hparams_/experiment", f_bytes(2, table.concat(infos))),
+    hp("_hparams_/session_start_info", f_bytes(3, table.concat(entries))),
+    hp("_hparams_/session_end_info", f_bytes(4, f_varint(1, 1))), -- status = STATUS_SUCCESS
+  }, metric_names
+end
+
+tb._summary = { scalar = scalar_summary, text = text_summary, histogram = histogram_proto, image = image_summary,
+  hparams = hparams_summaries }
+
+-- ---- the event file writer: one file, records queued and written in batches ----
+
+local uid = 0
+local FileWriter = {}
+FileWriter.__index = FileWriter
+
+local function open_file_writer(log_dir, opts, fn)
+  local ok, err = core.mkdir_p(log_dir)
+  if not ok then check.fail(fn, "cannot use log_dir '%s': %s", log_dir, err) end
+  local host, pid = core.tb_host()
+  local now = core.tb_walltime()
+  uid = uid + 1
+  local path = ("%s/events.out.tfevents.%010d.%s.%d.%d%s"):format(log_dir, math.floor(now), host, pid, uid,
+    opts.filename_suffix or "")
+  local f, ferr = io.open(path, "wb")
+  if not f then check.fail(fn, "cannot write in log_dir '%s': %s", log_dir, ferr) end
+  local w = setmetatable({ path = path, file = f, queue = {}, last_flush = now,
+    max_queue = opts.max_queue or 10, flush_secs = opts.flush_secs or 120 }, FileWriter)
+  w:add_event(event(now, 0, f_bytes(3, "brain.Event:2")))
+  w:flush()
+  return w
+end
+
+-- A failed write (disk full, I/O error) warns once and drops this file's
+-- later records: the training goes on.
+function FileWriter:fail(err)
+  if not self.failed then
+    self.failed = true
+    wick._warn(("SummaryWriter: writing '%s' failed (%s); its later records are dropped"):format(self.path,
+      tostring(err)))
+  end
+  self.queue = {}
+end
+
+function FileWriter:flush()
+  if self.failed or self.file == nil then return end
+  local q = self.queue
+  self.queue = {}
+  self.last_flush = core.tb_walltime()
+  if #q > 0 then
+    local ok, err = self.file:write(table.concat(q))
+    if not ok then return self:fail(err) end
+  end
+  local ok, err = self.file:flush()
+  if not ok then self:fail(err) end
+end
+
+function FileWriter:add_event(ev)
+  if self.failed then return end
+  local q = self.queue
+  q[#q + 1] = core.tb_record(ev)
+  if #q >= self.max_queue or core.tb_walltime() - self.last_flush >= self.flush_secs then self:flush() end
+end
+
+function FileWriter:add_summary(summary, step, walltime)
+  self:add_event(event(walltime or core.tb_walltime(), step or 0, f_bytes(5, summary)))
+end
+
+function FileWriter:close()
+  if self.file == nil then return end
+  self:flush()
+  local f = self.file
+  self.file = nil
+  local ok, err = pcall(f.close, f)
+  if not ok then self:fail(err) end
+end
+
+-- ---- SummaryWriter ----
+
+local SummaryWriter = {}
+SummaryWriter.__index = SummaryWriter
+SummaryWriter.__name = "SummaryWriter"
+tb.SummaryWriter_class = SummaryWriter
+
+-- the writer's file writers, closed by the collector when the writer is
+local new_sentinel = newproxy and function(fn)
+  local p = newproxy(true)
+  getmetatable(p).__gc = fn
+  return p
+end or function(fn) return setmetatable({}, { __gc = fn }) end
+
+--- SummaryWriter([log_dir[, {comment, max_queue = 10, flush_secs = 120, filename_suffix}]])
+--- log_dir defaults to runs/<date>_<host><comment>, like PyTorch.
+function tb.SummaryWriter(...)
+  local fn = "SummaryWriter"
+  local a = check.positional(fn, { "log_dir", "comment", "purge_step", "max_queue", "flush_secs", "filename_suffix" },
+    { log_dir = "string", comment = "string", purge_step = "integer", max_queue = "integer", flush_secs = "number",
+      filename_suffix = "string" }, ...)
+  local log_dir = a.log_dir
+  if log_dir == nil then
+    local host = core.tb_host()
+    log_dir = "runs/" .. os.date("%b%d_%H-%M-%S") .. "_" .. host .. (a.comment or "")
+  end
+  if log_dir == "" then check.fail(fn, "log_dir must not be empty") end
+  if a.max_queue ~= nil and a.max_queue < 1 then check.fail(fn, "max_queue must be at least 1, got %d", a.max_queue) end
+  if a.flush_secs ~= nil and not (a.flush_secs >= 0) then check.fail(fn, "flush_secs must be >= 0") end
+  local opts = { max_queue = a.max_queue, flush_secs = a.flush_secs, filename_suffix = a.filename_suffix }
+  local writers = { [""] = open_file_writer(log_dir, opts, fn) }
+  local self = setmetatable({ log_dir = log_dir, _opts = opts, _writers = writers }, SummaryWriter)
+  self._gc = new_sentinel(function()
+    for _, w in pairs(writers) do pcall(w.close, w) end
+  end)
+  return self
+end
+
+function SummaryWriter:get_logdir() return self.log_dir end
+
+local function writer_of(self, fn, sub)
+  if self._closed then check.fail(fn, "the SummaryWriter is closed") end
+  local w = self._writers[sub or ""]
+  if w == nil then
+    w = open_file_writer(self.log_dir .. "/" .. sub, self._opts, fn)
+    self._writers[sub] = w
+  end
+  return w
+end
+
+local function check_common(fn, tag, step, walltime)
+  check.string(tag, fn, "tag")
+  if step ~= nil then check.int(step, fn, "global_step") end
+  if walltime ~= nil then check.number(walltime, fn, "walltime") end
+end
+
+-- a number, or a one-element tensor's value; NaN and infinities are kept
+local function scalar_of(v, fn, arg)
+  if check.is_tensor(v) then
+    if v:numel() ~= 1 then check.fail(fn, "expected a one-element tensor for '%s', got %d elements", arg, v:numel()) end
+    return v:item()
+  end
+  if type(v) ~= "number" then check.expected(fn, arg, "a number or a one-element tensor", v) end
+  return v
+end
+
+--- add_scalar(tag, scalar_value[, global_step[, walltime]])
+function SummaryWriter:add_scalar(tag, value, step, walltime)
+  local fn = "add_scalar"
+  check_common(fn, tag, step, walltime)
+  value = scalar_of(value, fn, "scalar_value")
+  writer_of(self, fn):add_summary(scalar_summary(tag, value), step, walltime)
+end
+
+--- add_scalars(main_tag, {tag = value, ...}[, global_step[, walltime]]): each
+--- tag in its own writer, log_dir/<main_tag>_<tag>, the summary tagged main_tag
+function SummaryWriter:add_scalars(main_tag, values, step, walltime)
+  local fn = "add_scalars"
+  check_common(fn, main_tag, step, walltime)
+  check.table(values, fn, "tag_scalar_dict")
+  local tags = {}
+  for k, v in pairs(values) do
+    if type(k) ~= "string" then check.fail(fn, "tags must be strings, got %s", check.describe(k)) end
+    scalar_of(v, fn, k)
+    tags[#tags + 1] = k
+  end
+  table.sort(tags)
+  walltime = walltime or core.tb_walltime()
+  for _, k in ipairs(tags) do
+    local w = writer_of(self, fn, main_tag:gsub("/", "_") .. "_" .. k)
+    w:add_summary(scalar_summary(main_tag, scalar_of(values[k], fn, k)), step, walltime)
+  end
+end
+
+--- add_histogram(tag, values[, global_step[, bins = "tensorflow" | n[, walltime]]])
+function SummaryWriter:add_histogram(tag, values, step, bins, walltime)
+  local fn = "add_histogram"
+  check_common(fn, tag, step, walltime)
+  check.tensor(values, fn, "values")
+  bins = bins == nil and "tensorflow" or bins
+  if bins ~= "tensorflow" then
+    if type(bins) ~= "number" or bins ~= math.floor(bins) or bins < 1 or bins > 1e6 then
+      check.fail(fn, "bins must be 'tensorflow' or a number of buckets in [1, 1e6], got %s", check.describe(bins))
+    end
+  end
+  local histo = histogram_proto(values, bins, fn)
+  writer_of(self, fn):add_summary(summary_value(tag, f_bytes(5, histo)), step, walltime)
+end
+
+--- add_image(tag, img_tensor[, global_step[, walltime[, dataformats = "CHW"]]])
+function SummaryWriter:add_image(tag, img, step, walltime, dataformats)
+  local fn = "add_image"
+  check_common(fn, tag, step, walltime)
+  check.tensor(img, fn, "img_tensor")
+  local hwc, c = image_hwc(img, dataformats or "CHW", fn)
+  writer_of(self, fn):add_summary(image_summary(tag, hwc, c), step, walltime)
+end
+
+--- add_text(tag, text_string[, global_step[, walltime]])
+function SummaryWriter:add_text(tag, text, step, walltime)
+  local fn = "add_text"
+  check_common(fn, tag, step, walltime)
+  check.string(text, fn, "text_string")
+  writer_of(self, fn):add_summary(text_summary(tag, text), step, walltime)
+end
+
+--- add_hparams(hparam_dict, metric_dict[, {run_name, global_step}]): like
+--- PyTorch, in a new run log_dir/<run_name or the time>, with each metric
+--- also written as a scalar there
+function SummaryWriter:add_hparams(hparams, metrics, opts)
+  local fn = "add_hparams"
+  check.table(hparams, fn, "hparam_dict")
+  check.table(metrics, fn, "metric_dict")
+  opts = check.options(opts, fn, { run_name = "string", global_step = "integer" })
+  if self._closed then check.fail(fn, "the SummaryWriter is closed") end
+  local summaries, metric_names = hparams_summaries(hparams, metrics, fn)
+  local run = opts.run_name or ("%.6f"):format(core.tb_walltime())
+  local w = open_file_writer(self.log_dir .. "/" .. run, self._opts, fn)
+  local step = opts.global_step
+  for _, s in ipairs(summaries) do w:add_summary(s, step) end
+  for _, k in ipairs(metric_names) do w:add_summary(scalar_summary(k, scalar_of(metrics[k], fn, k)), step) end
+  w:close()
+end
+
+--- flush(): writes every queued record of every file
+function SummaryWriter:flush()
+  for _, w in pairs(self._writers) do w:flush() end
+end
+
+--- close(): flushes and closes the files; later adds are errors
+function SummaryWriter:close()
+  for _, w in pairs(self._writers) do w:close() end
+  self._closed = true
+end
+
+SummaryWriter.__tostring = function(self) return ("SummaryWriter(log_dir='%s')"):format(self.log_dir) end
+
+return tb

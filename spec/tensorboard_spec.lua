@@ -1,0 +1,254 @@
+-- wick.utils.tensorboard.SummaryWriter: the bytes of TensorBoard's event files
+-- (TFRecord framing with masked CRC-32C, protobuf messages, PNG images), the
+-- writer's buffering and its hostile cases. The expected bytes were made by
+-- TensorBoard's own protobuf classes (tensorboard.compat.proto) and its
+-- masked_crc32c; ctest tensorboard_read (tests/tensorboard_read.py) reads a
+-- whole log folder back with TensorBoard's reader.
+local wick = require("wick")
+local tb = wick.utils.tensorboard
+local core = wick._core
+
+local function hex(s) return (s:gsub(".", function(c) return ("%02x"):format(c:byte()) end)) end
+local function le(s, i, n) -- little-endian unsigned integer of n bytes at i
+  local v = 0
+  for k = n - 1, 0, -1 do v = v * 256 + s:byte(i + k) end
+  return v
+end
+local function be32(s, i) return ((s:byte(i) * 256 + s:byte(i + 1)) * 256 + s:byte(i + 2)) * 256 + s:byte(i + 3) end
+
+-- the records of an event file, each checked against its two masked CRCs
+local function records(path)
+  local f = assert(io.open(path, "rb"))
+  local data = f:read("*a")
+  f:close()
+  local out, pos = {}, 1
+  while pos <= #data do
+    local n = le(data, pos, 8)
+    assert.are.equal(core.tb_masked_crc(data:sub(pos, pos + 7)), le(data, pos + 8, 4))
+    local body = data:sub(pos + 12, pos + 11 + n)
+    assert.are.equal(#body, n)
+    assert.are.equal(core.tb_masked_crc(body), le(data, pos + 12 + n, 4))
+    out[#out + 1] = body
+    pos = pos + 16 + n
+  end
+  return out
+end
+
+local function tmpdir()
+  local p = os.tmpname()
+  os.remove(p)
+  return p .. "_tb"
+end
+local function ls(dir, pattern)
+  local out = {}
+  local p = io.popen("ls -1 '" .. dir .. "' 2>/dev/null")
+  for line in p:lines() do if not pattern or line:match(pattern) then out[#out + 1] = line end end
+  p:close()
+  table.sort(out)
+  return out
+end
+local function event_file(dir)
+  local files = ls(dir, "^events%.out%.tfevents%.")
+  assert.are.equal(1, #files)
+  return dir .. "/" .. files[1]
+end
+local function rm(dir) os.execute("rm -rf '" .. dir .. "'") end
+
+describe("tensorboard bytes", function()
+  it("CRC-32C and TFRecord's masked CRC of the test vector", function()
+    assert.are.equal(0xE3069283, (core.crc32c("123456789")))
+    assert.are.equal(0xc78ab0e5, core.tb_masked_crc("123456789"))
+    assert.are.equal(0xCBF43926, core.png_crc("123456789")) -- PNG's CRC-32 (zlib)
+  end)
+
+  it("frames the file_version Event as TensorFlow does", function()
+    local ev = tb._event(1.5, 0, tb._pb.bytes(3, "brain.Event:2"))
+    assert.are.equal("09000000000000f83f1a0d627261696e2e4576656e743a32", hex(ev))
+    assert.are.equal("1800000000000000a37f4b22" .. hex(ev) .. "2a28646c", hex(core.tb_record(ev)))
+  end)
+
+  it("encodes a scalar Event, negative steps as 10-byte varints", function()
+    local s = tb._summary.scalar("loss", 0.5)
+    assert.are.equal("09000000000000004010032a0d0a0b0a046c6f7373150000003f",
+      hex(tb._event(2.0, 3, tb._pb.bytes(5, s))))
+    assert.are.equal("09000000000000004010ffffffffffffffffff012a0d0a0b0a046c6f7373150000003f",
+      hex(tb._event(2.0, -1, tb._pb.bytes(5, s))))
+    assert.has_error(function() core.pb_varint(0.5) end)
+  end)
+
+  it("encodes a text summary as PyTorch's text() does", function()
+    assert.are.equal("0a280a0e742f746578745f73756d6d617279420c0807120412020801420268694a080a060a0474657874",
+      hex(tb._summary.text("t", "hi")))
+  end)
+
+  it("encodes a HistogramProto like PyTorch's make_histogram", function()
+    -- bins = 1 over [-1, 3]: one bucket of 2, with the empty one on its left
+    assert.are.equal("09000000000000f0bf1100000000000008401900000000000000402100000000000000402900000000000024403210"
+      .. "000000000000f0bf00000000000008403a1000000000000000000000000000000040",
+      hex(tb._summary.histogram(wick.tensor({ -1, 3 }), 1, "add_histogram")))
+  end)
+
+  it("writes PNGs that decode back to the pixels", function()
+    local img = wick.tensor({ { { 1, 2, 3 }, { 4, 5, 6 } }, { { 7, 8, 9 }, { 250, 251, 252 } } }, { dtype = "uint8" })
+    local png = core.png_encode(img) -- (H, W, C) = (2, 2, 3)
+    assert.are.equal("\137PNG\r\n\26\n", png:sub(1, 8))
+    local pos, idat, chunks = 9, "", {}
+    while pos <= #png do
+      local n, kind = be32(png, pos), png:sub(pos + 4, pos + 7)
+      local body = png:sub(pos + 8, pos + 7 + n)
+      assert.are.equal(core.png_crc(kind .. body), be32(png, pos + 8 + n))
+      chunks[#chunks + 1] = kind
+      if kind == "IHDR" then
+        assert.are.same({ 2, 2, 8, 2 }, { be32(body, 1), be32(body, 5), body:byte(9), body:byte(10) })
+      elseif kind == "IDAT" then
+        idat = idat .. body
+      end
+      pos = pos + 12 + n
+    end
+    assert.are.same({ "IHDR", "IDAT", "IEND" }, chunks)
+    local raw = core.zlib_inflate(idat, 14)
+    assert.are.equal("\0\1\2\3\4\5\6\0\7\8\9\250\251\252", raw)
+    assert.has_error(function() core.png_encode(wick.zeros(2, 2, 2, { dtype = "uint8" })) end)
+    assert.has_error(function() core.png_encode(wick.zeros(2, 2, 3)) end)
+  end)
+end)
+
+describe("SummaryWriter", function()
+  it("writes the file_version record then scalars, flushed on close", function()
+    local dir = tmpdir()
+    local w = tb.SummaryWriter(dir)
+    assert.are.equal(dir, w:get_logdir())
+    assert.truthy(event_file(dir):match("events%.out%.tfevents%.%d%d%d%d%d%d%d%d%d%d%.[^/]+%.%d+%.%d+$"))
+    w:add_scalar("loss", 0.5, 3, 2.0)
+    assert.are.equal(1, #records(event_file(dir))) -- queued
+    w:close()
+    local r = records(event_file(dir))
+    assert.are.equal(2, #r)
+    assert.are.equal("1a0d627261696e2e4576656e743a32", hex(r[1]):sub(19))
+    assert.are.equal("09000000000000004010032a0d0a0b0a046c6f7373150000003f", hex(r[2]))
+    local ok, err = pcall(w.add_scalar, w, "loss", 1, 4)
+    assert.is_false(ok)
+    assert.truthy(err:match("add_scalar: the SummaryWriter is closed"), err)
+    rm(dir)
+  end)
+
+  it("flushes every max_queue records and on flush()", function()
+    local dir = tmpdir()
+    local w = tb.SummaryWriter(dir, { max_queue = 2 })
+    w:add_scalar("a", 1, 1)
+    assert.are.equal(1, #records(event_file(dir)))
+    w:add_scalar("a", 2, 2)
+    assert.are.equal(3, #records(event_file(dir)))
+    w:add_text("note", "x", 3)
+    w:flush()
+    assert.are.equal(4, #records(event_file(dir)))
+    w:close()
+    rm(dir)
+  end)
+
+  it("keeps NaN and infinities, takes one-element tensors", function()
+    local dir = tmpdir()
+    local w = tb.SummaryWriter(dir)
+    w:add_scalar("x", 0 / 0, 1, 1)
+    w:add_scalar("x", -math.huge, 2, 1)
+    w:add_scalar("x", wick.tensor({ 0.25 }), 3, 1)
+    w:close()
+    local r = records(event_file(dir))
+    assert.truthy(hex(r[2]):sub(-8):match("0000c0[7f]f"), hex(r[2])) -- a float NaN, either sign
+    assert.are.equal("000080ff", hex(r[3]):sub(-8))
+    assert.are.equal("0000803e", hex(r[4]):sub(-8))
+    rm(dir)
+  end)
+
+  it("closes its files when collected", function()
+    local dir = tmpdir()
+    do
+      local w = tb.SummaryWriter(dir)
+      w:add_scalar("a", 1, 1)
+    end
+    collectgarbage()
+    collectgarbage()
+    assert.are.equal(2, #records(event_file(dir)))
+    rm(dir)
+  end)
+
+  it("puts add_scalars in subfolders and add_hparams in its own run", function()
+    local dir = tmpdir()
+    local w = tb.SummaryWriter(dir)
+    w:add_scalars("loss/all", { train = 1, test = 2 }, 1)
+    w:add_hparams({ lr = 0.1, opt = "adam", nesterov = false }, { acc = 0.5 }, { run_name = "run1" })
+    w:add_hparams({ lr = 0.2 }, { acc = wick.tensor(0.6) })
+    w:close()
+    local subs = ls(dir, "^[^e]")
+    assert.are.equal(4, #subs)
+    assert.are.same({ "loss_all_test", "loss_all_train", "run1" }, { subs[2], subs[3], subs[4] })
+    assert.truthy(subs[1]:match("^%d+%.%d+$")) -- the second run, named by the time
+    assert.are.equal(2, #records(event_file(dir .. "/loss_all_train")))
+    assert.are.equal(5, #records(event_file(dir .. "/run1"))) -- version, 3 hparams records, the metric
+    rm(dir)
+  end)
+
+  it("writes histograms and images", function()
+    local dir = tmpdir()
+    local w = tb.SummaryWriter(dir)
+    w:add_histogram("w", wick.randn(100), 1)
+    w:add_histogram("w10", wick.randn(5, 5), 2, 10)
+    w:add_image("img", wick.rand(3, 4, 5), 1)
+    w:add_image("hwc", wick.rand(4, 5, 4), 1, nil, "HWC")
+    w:add_image("u8", wick.zeros(1, 2, 2, { dtype = "uint8" }), 1)
+    w:close()
+    assert.are.equal(6, #records(event_file(dir)))
+    rm(dir)
+  end)
+
+  it("raises clear errors at the caller's line", function()
+    local line = "tensorboard_spec.lua:%d+: "
+    local function fails(pattern, f)
+      local ok, err = pcall(f)
+      assert.is_false(ok)
+      assert.truthy(tostring(err):match(line .. pattern), tostring(err))
+    end
+    fails("SummaryWriter: cannot use log_dir '/dev/null/x'", function() tb.SummaryWriter("/dev/null/x") end)
+    fails("SummaryWriter: unknown option 'flush'", function() tb.SummaryWriter(tmpdir(), { flush = 1 }) end)
+    local dir = tmpdir()
+    local w = tb.SummaryWriter(dir)
+    fails("add_scalar: expected a string for argument 'tag'", function() w:add_scalar(1, 1, 1) end)
+    fails("add_scalar: expected a number or a one%-element tensor", function() w:add_scalar("a", "1", 1) end)
+    fails("add_scalar: expected a one%-element tensor", function() w:add_scalar("a", wick.zeros(2), 1) end)
+    fails("add_scalar: expected an integer for argument 'global_step'", function() w:add_scalar("a", 1, 0.5) end)
+    fails("add_histogram: the tensor has no element", function() w:add_histogram("h", wick.zeros(0), 1) end)
+    fails("add_histogram: bins must be", function() w:add_histogram("h", wick.zeros(3), 1, "auto") end)
+    fails("add_histogram: with bins = 4 the values must be finite",
+      function() w:add_histogram("h", wick.tensor({ 1, math.huge }), 1, 4) end)
+    fails("add_image: expected 1, 3 or 4 channels, got 2", function() w:add_image("i", wick.zeros(2, 3, 3), 1) end)
+    fails("add_image: expected a 3%-D tensor", function() w:add_image("i", wick.zeros(3, 3), 1) end)
+    fails("add_image: dataformats must be", function() w:add_image("i", wick.zeros(3, 3), 1, nil, "NCHW") end)
+    fails("add_text: expected a string for argument 'text_string'", function() w:add_text("t", 5, 1) end)
+    fails("add_hparams: hparam 'f' must be", function() w:add_hparams({ f = {} }, {}) end)
+    fails("add_hparams: metric 'm' must be a number", function() w:add_hparams({}, { m = "x" }) end)
+    w:close()
+    rm(dir)
+  end)
+
+  it("warns once when the disk is full and training goes on", function()
+    local full = io.open("/dev/full", "wb")
+    if not full then return pending("no /dev/full") end
+    local dir = tmpdir()
+    local w = tb.SummaryWriter(dir)
+    local fw = w._writers[""]
+    fw.file:close()
+    fw.file = full
+    local real_stderr, warned = io.stderr, {}
+    io.stderr = { write = function(_, text) warned[#warned + 1] = text end }
+    local ok, err = pcall(function()
+      for step = 1, 30 do w:add_scalar("loss", step, step) end
+      w:flush()
+      w:close()
+    end)
+    io.stderr = real_stderr
+    assert.is_true(ok, tostring(err))
+    assert.are.equal(1, #warned)
+    assert.truthy(warned[1]:match("SummaryWriter: writing '.*' failed"), warned[1])
+    rm(dir)
+  end)
+end)
