@@ -3,6 +3,7 @@
 --
 --   build/wick examples/fashion_mnist.lua [--model mlp|cnn] [--epochs N]
 --       [--batch-size N] [--lr X] [--device cpu|cuda] [--threads N] [--checkpoint PATH]
+--       [--tensorboard DIR]
 --   mpirun -np 2 build/wick examples/fashion_mnist.lua --distributed [--backend mpi|nccl] [...]
 --
 -- The data comes from Debian's dataset-fashion-mnist package (or
@@ -18,17 +19,22 @@
 -- every rank loads it with map_location onto its own device and checks it.
 -- One thread per rank unless --threads says otherwise; the backend is NCCL for
 -- CUDA devices and MPI for the CPU unless --backend says otherwise.
+--
+-- --tensorboard DIR: writes TensorBoard logs there (wick.utils.tensorboard;
+-- rank 0 only): the training loss and learning rate every 10 steps, the test
+-- accuracy and mean loss per epoch, a histogram of the first layer's weight and
+-- an image of the first inputs. View with `tensorboard --logdir DIR`.
 local wick = require("wick")
 local nn = wick.nn
 
 local USAGE = [==[
 usage: build/wick examples/fashion_mnist.lua [--model mlp|cnn] [--epochs N]
     [--batch-size N] [--lr X] [--device cpu|cuda|cuda:N] [--threads N] [--seed N] [--checkpoint PATH]
-    [--max-steps N (at most N steps an epoch: a short run)]
+    [--max-steps N (at most N steps an epoch: a short run)] [--tensorboard DIR (TensorBoard logs)]
        mpirun -np N build/wick examples/fashion_mnist.lua --distributed [--backend mpi|nccl] [options above]
     (--batch-size is per rank under --distributed; --device cuda gives each rank its own GPU)]==]
 local KNOWN = { model = true, epochs = true, batch_size = true, lr = true, device = true, threads = true,
-  seed = true, checkpoint = true, distributed = true, backend = true, max_steps = true }
+  seed = true, checkpoint = true, distributed = true, backend = true, max_steps = true, tensorboard = true }
 local FLAGS = { distributed = true } -- options without a value
 
 local function usage_error(message)
@@ -101,6 +107,9 @@ local MLP, CNN = models.MLP, models.CNN
 
 local function build() return (opts.model == "cnn" and CNN or MLP)() end
 if opts.model ~= "mlp" and opts.model ~= "cnn" then error("--model must be mlp or cnn") end
+
+-- --tensorboard: rank 0's logs; an unwritable DIR fails here, before any loading
+local writer = opts.tensorboard and is_main and wick.utils.tensorboard.SummaryWriter(opts.tensorboard) or nil
 
 -- ---- data ----
 local train_set = wick.data.FashionMNIST { train = true }
@@ -179,6 +188,16 @@ if is_main then
     dist and " per rank" or ""))
 end
 
+local global_step = 0
+-- the first batch's first 8 images side by side, scaled to [0, 1], as one CHW image
+local function input_strip(images)
+  local n = math.min(8, images:size(1))
+  local x = images:narrow(1, 1, n):to("cpu"):reshape(n, 28, 28)
+  local lo, hi = x:min():item(), x:max():item()
+  x = (x - lo) / math.max(hi - lo, 1e-12)
+  return x:permute(2, 1, 3):reshape(1, 28, n * 28)
+end
+
 local acc = epochs == 0 and accuracy(model, shard_loader) or nil -- --epochs 0: the untrained model, checkpointed
 for epoch = 1, epochs do
   if train_sampler then train_sampler:set_epoch(epoch) end -- the same new order on every rank
@@ -201,6 +220,12 @@ for epoch = 1, epochs do
     schedule:step()
     seen = seen + labels:size(1)
     running = running + loss:item()
+    global_step = global_step + 1
+    if writer and (global_step % 10 == 0 or b == 1) then
+      writer:add_scalar("train/loss", loss:item(), global_step)
+      writer:add_scalar("train/lr", schedule:get_last_lr()[1], global_step)
+      if global_step == 1 then writer:add_image("inputs", input_strip(images), global_step) end
+    end
     if tty and (b % 20 == 0 or b == batches) then
       local width = 30
       local done = math.floor(width * b / batches)
@@ -218,11 +243,22 @@ for epoch = 1, epochs do
   end
   acc = accuracy(model, shard_loader)
   if tty then io.write("\r" .. (" "):rep(90) .. "\r") end
+  if writer then
+    writer:add_scalar("epoch/loss", mean_loss, epoch)
+    writer:add_scalar("epoch/test_accuracy", acc, epoch)
+    for name, weight in model:named_parameters() do -- the first layer's weight
+      writer:add_histogram(name, weight, epoch)
+      break
+    end
+    writer:flush()
+  end
   if is_main then
     print(("epoch %d: loss %.4f, test accuracy %.2f%%, %.1f s, %.0f samples/s"):format(epoch, mean_loss,
       100 * acc, elapsed, world * seen / elapsed))
   end
 end
+
+if writer then writer:close() end
 
 -- ---- checkpoint: save, reload onto the CPU, confirm ----
 local path = opts.checkpoint or ((os.getenv("TMPDIR") or "/tmp") .. "/wick-fashion-mnist-" .. opts.model
