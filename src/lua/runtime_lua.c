@@ -160,13 +160,16 @@ static int m_cuda_allow_tf32(lua_State *L) {
     return 1;
 }
 
-/* wick.clock(): seconds of a monotonic wall clock, for timing. */
-static int m_clock(lua_State *L) {
+/* Pushes the seconds of a clock (CLOCK_MONOTONIC, CLOCK_REALTIME), with the fraction. */
+int wl_push_clock(lua_State *L, clockid_t id) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec * 1e-9);
     return 1;
 }
+
+/* wick.clock(): seconds of a monotonic wall clock, for timing. */
+static int m_clock(lua_State *L) { return wl_push_clock(L, CLOCK_MONOTONIC); }
 
 /* wick.isatty(fd): whether a file descriptor is a terminal (progress bars). */
 static int m_isatty(lua_State *L) {

@@ -8,12 +8,12 @@
 #include "wick_lua.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -73,14 +73,18 @@ static int m_varint(lua_State *L) {
     return 1;
 }
 
+static void push_le(lua_State *L, uint64_t v, int bytes) {
+    unsigned char out[8];
+    put_le(out, v, bytes);
+    lua_pushlstring(L, (const char *)out, (size_t)bytes);
+}
+
 /* core.pb_double(x) / core.pb_float(x): 8 / 4 little-endian IEEE bytes */
 static int m_double(lua_State *L) {
     double d = (double)luaL_checknumber(L, 1);
     uint64_t u;
     memcpy(&u, &d, 8);
-    unsigned char out[8];
-    put_le(out, u, 8);
-    lua_pushlstring(L, (const char *)out, 8);
+    push_le(L, u, 8);
     return 1;
 }
 
@@ -88,9 +92,7 @@ static int m_float(lua_State *L) {
     float f = (float)luaL_checknumber(L, 1);
     uint32_t u;
     memcpy(&u, &f, 4);
-    unsigned char out[4];
-    put_le(out, u, 4);
-    lua_pushlstring(L, (const char *)out, 4);
+    push_le(L, u, 4);
     return 1;
 }
 
@@ -267,12 +269,7 @@ static int m_inflate(lua_State *L) {
 /* ---- the OS facts an event file's name and folder need ---- */
 
 /* core.tb_walltime(): seconds since the epoch, with the fraction */
-static int m_walltime(lua_State *L) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec * 1e-9);
-    return 1;
-}
+static int m_walltime(lua_State *L) { return wl_push_clock(L, CLOCK_REALTIME); }
 
 /* core.tb_host(): the host name and the process id */
 static int m_host(lua_State *L) {
@@ -312,11 +309,38 @@ static int m_mkdir_p(lua_State *L) {
     return 1;
 }
 
+/* core.tb_write(path, data, create): data appended to path (or the file made
+ * anew when create) by open/write/close, every result checked: true, or nil
+ * and a message. (Not through Lua's io: LuaJIT's compiled traces can call
+ * fflush twice, and the second call hides the first one's ENOSPC.) */
+static int m_write(lua_State *L) {
+    const char *path = luaL_checkstring(L, 1);
+    size_t n;
+    const char *s = luaL_checklstring(L, 2, &n);
+    int flags = O_WRONLY | O_CLOEXEC | (lua_toboolean(L, 3) ? O_CREAT | O_TRUNC : O_APPEND);
+    int fd = open(path, flags, 0666);
+    int err = fd < 0 ? errno : 0;
+    for (size_t done = 0; !err && done < n;) {
+        ssize_t k = write(fd, s + done, n - done);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) err = k < 0 ? errno : EIO;
+        else done += (size_t)k;
+    }
+    if (fd >= 0 && close(fd) != 0 && !err) err = errno;
+    if (err) {
+        lua_pushnil(L);
+        lua_pushfstring(L, "%s: %s", path, strerror(err));
+        return 2;
+    }
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
 static const luaL_Reg tb_fns[] = {
     {"tb_masked_crc", m_masked_crc}, {"tb_record", m_record},   {"pb_varint", m_varint},
     {"pb_double", m_double},         {"pb_float", m_float},     {"pb_doubles", m_doubles},
     {"tb_histogram", m_histogram},   {"png_encode", m_png_encode}, {"png_crc", m_png_crc},
     {"zlib_inflate", m_inflate},     {"tb_walltime", m_walltime}, {"tb_host", m_host},
-    {"mkdir_p", m_mkdir_p},          {NULL, NULL}};
+    {"mkdir_p", m_mkdir_p},          {"tb_write", m_write},     {NULL, NULL}};
 
 void wl_open_tensorboard(lua_State *L) { luaL_register(L, NULL, tb_fns); }

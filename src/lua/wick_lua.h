@@ -8,6 +8,7 @@
 
 #include <lauxlib.h>
 #include <lua.h>
+#include <time.h>
 #include "lua_compat.h" /* LuaJIT (5.1 API) or PUC Lua 5.4 */
 
 #define WL_TENSOR_MT "wick.Tensor"
@@ -99,6 +100,7 @@ void wl_open_reduce(lua_State *L);   /* reduce_lua.c: sum, mean, ..., max, min (
 void wl_open_view(lua_State *L);     /* view_lua.c: views, indexing, cat/stack, softmax (module table at -1) */
 void wl_open_io(lua_State *L);       /* io_lua.c: checkpoint storages, CRCs, IDX files (module table at -1) */
 void wl_open_tensorboard(lua_State *L); /* tensorboard_lua.c: TFRecord framing, protobuf scalars, PNG (module table at -1) */
+int wl_push_clock(lua_State *L, clockid_t id); /* runtime_lua.c: a clock's seconds (wick.clock, the event files' wall time) */
 void wl_open_nn(lua_State *L);     /* nn_lua.c: linear, mse_loss, conv2d, pooling, attention (module table at -1) */
 void wl_open_norm(lua_State *L);   /* norm_lua.c: layer_norm, cross_entropy (module table at -1) */
 void wl_open_rnn(lua_State *L);    /* rnn_lua.c: the fused recurrent layer (module table at -1) */

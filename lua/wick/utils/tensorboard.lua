@@ -205,17 +205,15 @@ local function open_file_writer(log_dir, opts, fn)
   uid = uid + 1
   local path = ("%s/events.out.tfevents.%010d.%s.%d.%d%s"):format(log_dir, math.floor(now), host, pid, uid,
     opts.filename_suffix or "")
-  local f, ferr = io.open(path, "wb")
-  if not f then check.fail(fn, "cannot write in log_dir '%s': %s", log_dir, ferr) end
-  local w = setmetatable({ path = path, file = f, queue = {}, last_flush = now,
-    max_queue = opts.max_queue or 10, flush_secs = opts.flush_secs or 120 }, FileWriter)
-  w:add_event(event(now, 0, f_bytes(3, "brain.Event:2")))
-  w:flush()
-  return w
+  local ok2, ferr = core.tb_write(path, core.tb_record(event(now, 0, f_bytes(3, "brain.Event:2"))), true)
+  if not ok2 then check.fail(fn, "cannot write in log_dir '%s': %s", log_dir, ferr) end
+  return setmetatable({ path = path, queue = {}, last_flush = now, max_queue = opts.max_queue or 10,
+    flush_secs = opts.flush_secs or 120 }, FileWriter)
 end
 
--- A failed write (disk full, I/O error) warns once and drops this file's
--- later records: the training goes on.
+-- Records are appended by core.tb_write (open, write, close: each flush, so no
+-- file stays open). A failed write (disk full, I/O error) warns once and
+-- drops this file's later records: the training goes on.
 function FileWriter:fail(err)
   if not self.failed then
     self.failed = true
@@ -226,15 +224,12 @@ function FileWriter:fail(err)
 end
 
 function FileWriter:flush()
-  if self.failed or self.file == nil then return end
+  if self.failed or self.closed then return end
   local q = self.queue
   self.queue = {}
   self.last_flush = core.tb_walltime()
-  if #q > 0 then
-    local ok, err = self.file:write(table.concat(q))
-    if not ok then return self:fail(err) end
-  end
-  local ok, err = self.file:flush()
+  if #q == 0 then return end
+  local ok, err = core.tb_write(self.path, table.concat(q))
   if not ok then self:fail(err) end
 end
 
@@ -250,12 +245,8 @@ function FileWriter:add_summary(summary, step, walltime)
 end
 
 function FileWriter:close()
-  if self.file == nil then return end
   self:flush()
-  local f = self.file
-  self.file = nil
-  local ok, err = pcall(f.close, f)
-  if not ok then self:fail(err) end
+  self.closed = true
 end
 
 -- ---- SummaryWriter ----
@@ -279,6 +270,7 @@ function tb.SummaryWriter(...)
   local a = check.positional(fn, { "log_dir", "comment", "purge_step", "max_queue", "flush_secs", "filename_suffix" },
     { log_dir = "string", comment = "string", purge_step = "integer", max_queue = "integer", flush_secs = "number",
       filename_suffix = "string" }, ...)
+  if a.purge_step ~= nil then check.fail(fn, "purge_step is not supported") end
   local log_dir = a.log_dir
   if log_dir == nil then
     local host = core.tb_host()
