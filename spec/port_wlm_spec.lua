@@ -209,8 +209,11 @@ describe("examples/word_language_model.lua, CI-sized", function()
     assert.are.same({ 11, 8 }, wick.load(dir .. "/model.wick")["input_emb.weight"]:size())
     -- a bad option is a usage error (exit 2), not a traceback
     assert.are.equal(2, sh(runner .. " examples/word_language_model.lua --epoch 3 > /dev/null 2>&1"))
-    assert.are.equal(2, sh(runner .. " examples/word_language_model.lua --data " .. dir
-      .. " --model RNN_SIGMOID > /dev/null 2>&1"))
+    -- (this one exits with tensors alive: under ASan, LeakSanitizer would report
+    -- them, since LuaJIT's own mmap'd heap, which points to them, is no root it
+    -- scans, and exit with 1; the leak check belongs to runs that close the state)
+    assert.are.equal(2, sh("ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 " .. runner
+      .. " examples/word_language_model.lua --data " .. dir .. " --model RNN_SIGMOID > /dev/null 2>&1"))
     os.execute("rm -rf '" .. dir .. "'")
   end)
 end)
