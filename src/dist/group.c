@@ -177,7 +177,7 @@ static wick_status check_signature(wk_dist_group *g, wick_dist_work *w) {
     int64_t lo[5], hi[5];
     int n = w->kind == K_BARRIER ? 1 : 5, bad = 0;
     /* an all_reduce on CPU rides in the check's own message, all of it up to
-     * 4 KiB, else its first 4 KiB (the same decision on every rank: it depends
+     * 256 bytes, else its first 256 (the same decision on every rank: it depends
      * on fields the check compares) */
     int carry = g->be == &wk_dist_mpi_backend && w->kind == K_ALL_REDUCE && w->count > 0;
     wick_status st = wk_mpi_check(g->engine->comm, f, lo, hi, n, &bad, carry ? data_of(w->recv) : NULL, w->dtype,

@@ -222,7 +222,7 @@ void wk_mpi_comm_free(void **comm) {
  * collective, so ranks that disagree still meet in it (never a count that
  * differs, never a hang). It carries the fields and their negations (so the
  * max of both gives each field's max and min) and, for a small all_reduce,
- * the payload itself (all of it up to 4 KiB, else its first 4 KiB): when
+ * the payload itself (all of it up to 256 bytes, else its first 256): when
  * every partial result agrees on the signature, the op reduces the payload
  * too, so a small all_reduce is done in one round trip instead of two. */
 typedef struct check_msg {

@@ -217,8 +217,8 @@ do
   check(works[1]:wait() == true, "wait again on a finished work")
 end
 
--- an all_reduce larger than the signature check's 4 KiB payload: its first
--- 4 KiB ride in the check's message, the rest in a second call; values vary
+-- an all_reduce larger than the signature check's payload (256 bytes): its first
+-- 256 bytes ride in the check's message, the rest in a second call; values vary
 -- by position, so a prefix reduced twice or a remainder at the wrong offset fails
 do
   local N = 3001 -- 6002 bytes in bfloat16, 24008 in int64: every dtype splits
@@ -240,7 +240,7 @@ do
         elseif op == "min" then want = wick.minimum(want, v)
         else want = want * v end
       end
-      check(same(t, as(want, dtype)), dtype .. " all_reduce " .. op .. " of " .. N .. " elements (split at 4 KiB)")
+      check(same(t, as(want, dtype)), dtype .. " all_reduce " .. op .. " of " .. N .. " elements (split after 256 bytes)")
     end
   end
 end
