@@ -5,7 +5,9 @@
 local wick = require("wick")
 local check = require("wick.argcheck")
 -- LuaJIT does not compile this module's functions: they run interpreted (an
--- optimizer step is a few C ops per parameter; the cost is not measured yet).
+-- optimizer step is a few C ops per parameter: on the 784-512-256-10 MLP, 1
+-- thread, Adam's step took 418-430 us either way, RMSprop's 2.39-2.45 ms
+-- compiled against 2.43-2.48 interpreted).
 -- With them compiled, spec/optim_shelf_spec.lua crashed inside a compiled trace
 -- (a segfault reading a Lua value) in 4 of 60 runs, and in 2 of 60 each with
 -- the profiler's hook or the FFI fast paths off; in none of 60 with the JIT off
