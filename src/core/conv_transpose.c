@@ -227,18 +227,6 @@ done:
     return st;
 }
 
-static wick_status ct_record(wick_tensor *out, const wick_tensor *input, const wick_tensor *weight,
-                             const wick_tensor *bias, const int *p) {
-    const wick_tensor *in[3] = {input, weight, bias};
-    wk_node *n;
-    TRY(wk_record(out, "ConvolutionBackward", ct_backward, 0, bias ? 3 : 2, in, &n));
-    memcpy(n->ints, p, sizeof(int) * T_COUNT);
-    n->ndim = input->ndim;
-    memcpy(n->sizes, input->sizes, sizeof(int64_t) * input->ndim);
-    if (weight->requires_grad) TRY(wk_save(n, 0, input, out));
-    return wk_save(n, 1, weight, out);
-}
-
 wick_status wick_conv_transpose2d(wick_tensor **out, const wick_tensor *input, const wick_tensor *weight,
                                   const wick_tensor *bias, const int stride[2], const int padding[2],
                                   const int output_padding[2], const int dilation[2], int groups) {
@@ -249,5 +237,6 @@ wick_status wick_conv_transpose2d(wick_tensor **out, const wick_tensor *input, c
     WK_NO_GRAD(st = ct_forward(&r, input, weight, bias, p));
     if (st) return st;
     const wick_tensor *in[3] = {input, weight, bias};
-    return wk_publish(out, r, wk_wants_grad(3, in) ? ct_record(r, input, weight, bias, p) : WICK_OK);
+    return wk_publish(out, r,
+                      wk_wants_grad(3, in) ? wk_nn_record_conv(r, ct_backward, input, weight, bias, p, T_COUNT) : WICK_OK);
 }

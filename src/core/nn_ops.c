@@ -216,12 +216,12 @@ done:
     return st;
 }
 
-static wick_status conv2d_record(wick_tensor *out, const wick_tensor *input, const wick_tensor *weight,
-                                 const wick_tensor *bias, const int *p) {
+wick_status wk_nn_record_conv(wick_tensor *out, wk_backward_fn fn, const wick_tensor *input, const wick_tensor *weight,
+                              const wick_tensor *bias, const int *p, int np) {
     const wick_tensor *in[3] = {input, weight, bias};
     wk_node *n;
-    TRY(wk_record(out, "ConvolutionBackward", conv2d_backward, 0, bias ? 3 : 2, in, &n));
-    memcpy(n->ints, p, sizeof(int) * P_COUNT);
+    TRY(wk_record(out, "ConvolutionBackward", fn, 0, bias ? 3 : 2, in, &n));
+    memcpy(n->ints, p, sizeof(int) * (size_t)np);
     n->ndim = input->ndim;
     memcpy(n->sizes, input->sizes, sizeof(int64_t) * input->ndim);
     if (weight->requires_grad) TRY(wk_save(n, 0, input, out));
@@ -236,7 +236,7 @@ wick_status wick_conv2d(wick_tensor **out, const wick_tensor *input, const wick_
     WK_NO_GRAD(st = conv2d_forward(&r, input, weight, bias, p));
     if (st) return st;
     const wick_tensor *in[3] = {input, weight, bias};
-    return wk_publish(out, r, wk_wants_grad(3, in) ? conv2d_record(r, input, weight, bias, p) : WICK_OK);
+    return wk_publish(out, r, wk_wants_grad(3, in) ? wk_nn_record_conv(r, conv2d_backward, input, weight, bias, p, P_COUNT) : WICK_OK);
 }
 
 /* ======================================================================== */

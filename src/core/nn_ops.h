@@ -24,5 +24,10 @@ wick_status wk_nn_as_compute(wick_tensor **out, const wick_tensor *t, wick_dtype
 wick_status wk_nn_convert_to(wick_tensor **t, wick_dtype dtype);
 /* "op: not implemented on <device>" */
 wick_status wk_nn_unsupported_on(const char *op, const wick_tensor *t);
+/* Records a convolution (conv2d, conv_transpose2d) for backward: its node
+ * keeps the np int parameters p and input's shape, and saves the input (when
+ * the weight needs a gradient) and the weight. */
+wick_status wk_nn_record_conv(wick_tensor *out, wk_backward_fn fn, const wick_tensor *input, const wick_tensor *weight,
+                              const wick_tensor *bias, const int *p, int np);
 
 #endif
