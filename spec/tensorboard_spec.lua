@@ -16,6 +16,34 @@ local function le(s, i, n) -- little-endian unsigned integer of n bytes at i
 end
 local function be32(s, i) return ((s:byte(i) * 256 + s:byte(i + 1)) * 256 + s:byte(i + 2)) * 256 + s:byte(i + 3) end
 
+-- a PNG's width, height, channels and pixel bytes (rows without their filter byte)
+local function decode_png(png)
+  local pos, idat, w, h, ch = 9, "", nil, nil, nil
+  while pos <= #png do
+    local n, kind = be32(png, pos), png:sub(pos + 4, pos + 7)
+    local body = png:sub(pos + 8, pos + 7 + n)
+    assert.are.equal(core.png_crc(kind .. body), be32(png, pos + 8 + n))
+    if kind == "IHDR" then
+      w, h, ch = be32(body, 1), be32(body, 5), ({ [0] = 1, [2] = 3, [6] = 4 })[body:byte(10)]
+    elseif kind == "IDAT" then
+      idat = idat .. body
+    end
+    pos = pos + 12 + n
+  end
+  local raw, px = core.zlib_inflate(idat, h * (w * ch + 1)), {}
+  for y = 0, h - 1 do
+    assert.are.equal(0, raw:byte(y * (w * ch + 1) + 1))
+    px[#px + 1] = raw:sub(y * (w * ch + 1) + 2, (y + 1) * (w * ch + 1))
+  end
+  return w, h, ch, table.concat(px)
+end
+
+-- the PNG inside an image Summary (tb._summary.image)
+local function png_of_summary(s)
+  local i = s:find("\137PNG", 1, true)
+  return s:sub(i)
+end
+
 -- the records of an event file, each checked against its two masked CRCs
 local function records(path)
   local f = assert(io.open(path, "rb"))
@@ -111,6 +139,55 @@ describe("tensorboard bytes", function()
     assert.has_error(function() core.png_encode(wick.zeros(2, 2, 2, { dtype = "uint8" })) end)
     assert.has_error(function() core.png_encode(wick.zeros(2, 2, 3)) end)
   end)
+  it("encodes add_scalar's new_style as PyTorch's scalar(new_style = True) does", function()
+    -- bytes from TensorBoard's Summary/TensorProto classes, as PyTorch builds them
+    assert.are.equal("0a1d0a046c6f7373420808012a040000003f4a0b0a090a077363616c617273",
+      hex(tb._summary.scalar_tensor("loss", 0.5, false)))
+    assert.are.equal("0a210a046c6f7373420c08023208000000000000e03f4a0b0a090a077363616c617273",
+      hex(tb._summary.scalar_tensor("loss", 0.5, true)))
+  end)
+
+  it("encodes hparam_domain_discrete as PyTorch's hparams() does", function()
+    local s = tb._summary.hparams({ lr = 0.1, opt = "adam" }, { acc = 1 },
+      { lr = { 0.1, 0.2 }, opt = { "adam", "sgd" } }, "add_hparams")
+    assert.are.equal("0a6a0a145f68706172616d735f2f6578706572696d656e744a520a500a0768706172616d7312451243221e0a026c722003"
+      .. "2a160a09119a9999999999b93f0a09119a9999999999c93f22180a036f707420012a0f0a061a046164616d0a051a037367642a070a05"
+      .. "1203616363", hex(s[1]))
+  end)
+
+  it("converts images in any order of HW, CHW, NCHW; N images as a grid of 8 columns", function()
+    local function hwc(t, df) return (tb._image_hwc(t, df, "add_image")) end
+    local chw = wick.arange(0, 24, { dtype = "uint8" }):view(3, 2, 4)
+    local want = chw:permute(2, 3, 1):contiguous()
+    assert.are.same(want:totable(), hwc(chw, "CHW"):totable())
+    assert.are.same(want:totable(), hwc(chw:permute(3, 2, 1), "wHc"):totable()) -- any order, any case
+    assert.are.same(want:totable(), hwc(chw:permute(2, 3, 1), "HWC"):totable())
+    assert.are.same(chw[1]:unsqueeze(3):totable(), hwc(chw[1], "HW"):totable())
+    assert.are.same({ 2, 4, 1 }, hwc(chw[2]:t(), "WH").shape)
+    assert.are.same(chw[2]:t():t():totable(), hwc(chw[2]:t(), "WH"):squeeze(3):totable())
+    -- floats: * 255, clipped
+    assert.are.same({ { { 0 }, { 127 } }, { { 255 }, { 255 } } },
+      hwc(wick.tensor({ { -1, 0.5 }, { 1, 7 } }), "HW"):totable())
+    -- 10 images of 1x2x3: 8 columns, 2 rows, the 6 missing tiles zeros
+    local imgs = wick.arange(1, 61, { dtype = "uint8" }):view(10, 1, 2, 3)
+    local g = hwc(imgs, "NCHW")
+    assert.are.same({ 4, 24, 1 }, g.shape)
+    for k = 0, 15 do
+      local y, x = math.floor(k / 8), k % 8
+      local tile = g:narrow(1, 2 * y + 1, 2):narrow(2, 3 * x + 1, 3):squeeze(3)
+      local expect = k < 10 and imgs[k + 1][1] or wick.zeros(2, 3, { dtype = "uint8" })
+      assert.are.same(expect:totable(), tile:totable(), "tile " .. k)
+    end
+    assert.are.same(g:totable(), hwc(imgs:permute(1, 3, 4, 2), "NHWC"):totable())
+    -- 3 images: one row of 3
+    assert.are.same({ 2, 9, 3 }, hwc(wick.rand(3, 3, 2, 3), "NCHW").shape)
+    -- the PNG of a grid decodes to its pixels
+    local w, h, ch, px = decode_png(png_of_summary(tb._summary.image("g", g, 1)))
+    assert.are.same({ 24, 4, 1 }, { w, h, ch })
+    local bytes = {}
+    for _, v in ipairs(g:view(96):totable()) do bytes[#bytes + 1] = string.char(v) end
+    assert.are.equal(table.concat(bytes), px)
+  end)
 end)
 
 describe("SummaryWriter", function()
@@ -201,6 +278,76 @@ describe("SummaryWriter", function()
     rm(dir)
   end)
 
+  it("takes PyTorch's later arguments by position or in an options table", function()
+    local dir = tmpdir()
+    local w = tb.SummaryWriter(dir)
+    w:add_scalar("a", 0.5, { global_step = 3, walltime = 2.0 })
+    w:add_scalar("b", 0.5, 3, 2.0, true)                           -- new_style
+    w:add_scalar("b", 0.5, { global_step = 3, walltime = 2.0, new_style = true, double_precision = true })
+    w:add_image("i", wick.rand(2, 3, 3), { global_step = 1, dataformats = "HWC" })
+    w:add_images("n", wick.rand(5, 4, 4, 3), 2, nil, "NHWC")
+    w:add_images("n", wick.rand(5, 3, 4, 4), { global_step = 3 })
+    w:add_histogram("h", wick.randn(10), { bins = 4, global_step = 1 })
+    w:add_text("t", "x", { global_step = 1 })
+    w:add_scalars("s", { x = 1 }, { global_step = 2 })
+    w:add_hparams({ lr = 0.1 }, { m = 1 }, { lr = { 0.1, 0.2 } }, "pos", 5)
+    w:add_hparams({ lr = 0.1 }, { m = 1 }, { run_name = "opt", hparam_domain_discrete = { lr = { 0.1 } } })
+    w:close()
+    local r = records(event_file(dir))
+    assert.are.equal(9, #r)
+    assert.are.equal("09000000000000004010032a0a0a080a0161150000003f", hex(r[2]))
+    assert.are.equal(hex(tb._event(2.0, 3, tb._pb.bytes(5, tb._summary.scalar_tensor("b", 0.5, false)))), hex(r[3]))
+    assert.are.equal(hex(tb._event(2.0, 3, tb._pb.bytes(5, tb._summary.scalar_tensor("b", 0.5, true)))), hex(r[4]))
+    assert.are.equal(5, #records(event_file(dir .. "/pos")))
+    assert.are.equal(5, #records(event_file(dir .. "/opt")))
+    rm(dir)
+  end)
+
+  it("warns once and goes on when a folder made during training cannot be written", function()
+    local dir = tmpdir()
+    local w = tb.SummaryWriter(dir)
+    for _, name in ipairs({ "loss_train", "run" }) do -- files where the writer wants folders
+      local f = assert(io.open(dir .. "/" .. name, "w"))
+      f:close()
+    end
+    local real_stderr, warned = io.stderr, {}
+    io.stderr = { write = function(_, text) warned[#warned + 1] = text end }
+    local ok, err = pcall(function()
+      for step = 1, 5 do w:add_scalars("loss", { train = step, test = step }, step) end
+      w:add_hparams({ lr = 0.1 }, { acc = 1 }, { run_name = "run" })
+      w:add_scalar("still", 1, 1)
+      w:close()
+    end)
+    io.stderr = real_stderr
+    assert.is_true(ok, tostring(err))
+    assert.are.equal(2, #warned, table.concat(warned, "\n"))
+    assert.truthy(warned[1]:match("loss_train' is not a folder"), warned[1])
+    assert.truthy(warned[2]:match("run' is not a folder"), warned[2])
+    assert.are.equal(6, #records(event_file(dir .. "/loss_test")))
+    assert.are.equal(2, #records(event_file(dir)))
+    rm(dir)
+  end)
+
+  it("refuses empty and huge images before copying them", function()
+    local dir = tmpdir()
+    local w = tb.SummaryWriter(dir)
+    local function fails(pattern, f)
+      local ok, err = pcall(f)
+      assert.is_false(ok)
+      assert.truthy(tostring(err):match("tensorboard_spec.lua:%d+: " .. pattern), tostring(err))
+    end
+    -- 3 x 100000 x 100000 (30 GB) as an expanded view of 3 bytes: refused, nothing allocated
+    local huge = wick.zeros(3, 1, 1, { dtype = "uint8" }):expand(3, 100000, 100000)
+    fails("add_image: an image of 100000x100000x3 is too large", function() w:add_image("i", huge, 1) end)
+    fails("add_images: an image of 1250000x800x3 is too large",
+      function() w:add_images("i", wick.zeros(1, 3, 10, 100):expand(1000000, 3, 10, 100), 1) end)
+    fails("add_image: the image is empty %(1 image%(s%) of 0x5%)", function() w:add_image("i", wick.zeros(3, 0, 5), 1) end)
+    fails("add_images: the image is empty %(0 image%(s%) of 2x2%)", function() w:add_images("i", wick.zeros(0, 3, 2, 2), 1) end)
+    w:close()
+    assert.are.equal(1, #records(event_file(dir)))
+    rm(dir)
+  end)
+
   it("raises clear errors at the caller's line", function()
     local line = "tensorboard_spec.lua:%d+: "
     local function fails(pattern, f)
@@ -222,7 +369,24 @@ describe("SummaryWriter", function()
       function() w:add_histogram("h", wick.tensor({ 1, math.huge }), 1, 4) end)
     fails("add_image: expected 1, 3 or 4 channels, got 2", function() w:add_image("i", wick.zeros(2, 3, 3), 1) end)
     fails("add_image: expected a 3%-D tensor", function() w:add_image("i", wick.zeros(3, 3), 1) end)
-    fails("add_image: dataformats must be", function() w:add_image("i", wick.zeros(3, 3), 1, nil, "NCHW") end)
+    fails("add_image: expected a 4%-D tensor for dataformats 'NCHW', got 2%-D",
+      function() w:add_image("i", wick.zeros(3, 3), 1, nil, "NCHW") end)
+    fails("add_image: dataformats must be an order of the letters HW, CHW or NCHW %(like 'CHW', 'HWC', 'NHWC'%), got 'CHC'",
+      function() w:add_image("i", wick.zeros(3, 3, 3), 1, nil, "CHC") end)
+    fails("add_images: dataformats must be .*, got 5", function() w:add_images("i", wick.zeros(3, 3), 1, nil, 5) end)
+    fails("add_images: expected 1, 3 or 4 channels, got 2", function() w:add_images("i", wick.zeros(4, 2, 3, 3), 1) end)
+    fails("add_images: unknown option 'dataformat'",
+      function() w:add_images("i", wick.zeros(4, 2, 3, 3), { dataformat = "NCHW" }) end)
+    fails("add_scalar: expected a boolean for argument 'new_style'", function() w:add_scalar("a", 1, 1, nil, 1) end)
+    fails("add_scalar: expected at most 4 positional argument%(s%)", function() w:add_scalar("a", 1, 1, 1, true, true, 1) end)
+    fails("add_hparams: hparam_domain_discrete%['lr'%] must be a non%-empty list of numbers, like hparam_dict%['lr'%]",
+      function() w:add_hparams({ lr = 0.1 }, {}, { lr = { "a" } }, "r") end)
+    fails("add_hparams: hparam_domain_discrete%['o'%] must be a non%-empty list of strings",
+      function() w:add_hparams({ o = "x" }, {}, { o = {} }, "r") end)
+    fails("add_hparams: hparam_domain_discrete has 'x', which is not a key of hparam_dict",
+      function() w:add_hparams({ lr = 0.1 }, {}, { x = { 1 } }, "r") end)
+    fails("add_hparams: unknown option 'lr'", function() w:add_hparams({ lr = 0.1 }, {}, { lr = { 0.1 } }) end)
+    fails("add_hparams: expected a string for argument 'run_name'", function() w:add_hparams({}, {}, nil, 5) end)
     fails("add_text: expected a string for argument 'text_string'", function() w:add_text("t", 5, 1) end)
     fails("add_hparams: hparam 'f' must be", function() w:add_hparams({ f = {} }, {}) end)
     fails("add_hparams: metric 'm' must be a number", function() w:add_hparams({}, { m = "x" }) end)

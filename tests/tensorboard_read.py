@@ -17,6 +17,7 @@ try:
     from tensorboard.backend.event_processing import event_accumulator, event_file_loader
     from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
     from tensorboard.plugins.hparams import plugin_data_pb2
+    from tensorboard.util import tensor_util
 except ImportError as e:
     print("skipped: no tensorboard package in %s (%s)" % (sys.executable, e))
     sys.exit(77)
@@ -129,6 +130,22 @@ def main():
         _, _, _, gch, grows = decode_png(g.encoded_image_string)
         expect(gch == 1 and grows == [[(0,), (127,)], [(255,), (63,)]], "gray PNG pixels %s" % grows)
 
+        # add_images: 10 images in rows of 8, the 6 missing tiles black
+        for tag in ("grid", "grid_nhwc"):
+            gi = acc.Images(tag)[0]
+            w, hgt, depth, ch, rows = decode_png(gi.encoded_image_string)
+            expect((gi.step, w, hgt, ch) == (9, 24, 4, 3), "%s: size %s" % (tag, (gi.step, w, hgt, ch)))
+            want = [[tuple((20 * (ty * 8 + tx) + 6 * c + 3 * y + x) if ty * 8 + tx < 10 else 0 for c in range(3))
+                     for tx in range(8) for x in range(3)] for ty in range(2) for y in range(2)]
+            expect(rows == want, "%s: grid pixels" % tag)
+
+        for tag, step, value, dtype in (("new_style", 10, 0.25, 1), ("new_style_double", 11, 0.1, 2)):
+            ts = acc.Tensors(tag)[0]
+            expect(ts.step == step and ts.tensor_proto.dtype == dtype, "%s: step and dtype" % tag)
+            got = tensor_util.make_ndarray(ts.tensor_proto)
+            expect(got.shape == () and close(float(got), value, 1e-7 if dtype == 1 else 0), "%s: value %s" % (tag, got))
+            expect(acc.SummaryMetadata(tag).plugin_data.plugin_name == "scalars", "%s: plugin scalars" % tag)
+
         t = acc.Tensors("note/text_summary")[0]
         expect(t.step == 8 and t.tensor_proto.string_val == [b"hello **wick**"], "text")
         expect(acc.SummaryMetadata("note/text_summary").plugin_data.plugin_name == "text", "text plugin")
@@ -142,6 +159,10 @@ def main():
         types = {i.name: i.type for i in exp.hparam_infos}
         expect(types == {"lr": 3, "optimizer": 1, "nesterov": 2, "layers": 3}, "hparam types %s" % types)
         expect([m.name.tag for m in exp.metric_infos] == ["hparam/accuracy"], "metric infos")
+        domains = {i.name: [getattr(v, v.WhichOneof("kind")) for v in i.domain_discrete.values] for i in exp.hparam_infos}
+        expect(domains == {"lr": [0.1, 0.01], "optimizer": ["sgd", "adam"], "nesterov": [True, False], "layers": []},
+               "hparam_domain_discrete %s" % domains)
+        expect(all(e.step == 12 for e in hp.Scalars("hparam/accuracy")), "add_hparams global_step")
         ssi = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_start_info"]).session_start_info
         expect(ssi.hparams["lr"].number_value == 0.1 and ssi.hparams["optimizer"].string_value == "sgd"
                and ssi.hparams["nesterov"].bool_value is True and ssi.hparams["layers"].number_value == 3,

@@ -26,7 +26,13 @@ for y = 1, 3 do
 end
 w:add_image("img", img, 5)
 w:add_image("gray", wick.tensor({ { 0, 0.5 }, { 1, 0.25 } }), 6, nil, "HW")
+-- 10 RGB images of 2x3 (N, C, H, W): image k pixel (c, y, x) = 20k + 6c + 3y + x (0-based)
+local imgs = wick.arange(0, 200, { dtype = "float64" }):view(10, 20):narrow(2, 1, 18):contiguous():view(10, 3, 2, 3)
+w:add_images("grid", imgs:to("uint8"), 9)
+w:add_images("grid_nhwc", imgs:permute(1, 3, 4, 2):to("uint8"), { global_step = 9, dataformats = "NHWC" })
+w:add_scalar("new_style", 0.25, 10, nil, true)
+w:add_scalar("new_style_double", 0.1, { global_step = 11, new_style = true, double_precision = true })
 w:add_text("note", "hello **wick**", 8)
 w:add_hparams({ lr = 0.1, optimizer = "sgd", nesterov = true, layers = 3 }, { ["hparam/accuracy"] = 0.75 },
-  { run_name = "hp" })
+  { lr = { 0.1, 0.01 }, optimizer = { "sgd", "adam" }, nesterov = { true, false } }, "hp", 12)
 w:close()

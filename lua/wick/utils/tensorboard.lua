@@ -10,6 +10,8 @@
 local wick = require("wick")
 local check = require("wick.argcheck")
 local core = wick._core
+local grid = require("wick.utils.grid")
+local unpack = table.unpack or unpack -- Lua 5.2+ (WICK_LUA54) and LuaJIT
 
 local tb = {}
 
@@ -41,6 +43,13 @@ end
 -- ---- the summaries, as PyTorch's torch/utils/tensorboard/summary.py makes them ----
 
 local function scalar_summary(tag, value) return summary_value(tag, f_float(2, value)) end
+
+-- add_scalar's new_style: a TensorProto {dtype = 1 (DT_FLOAT = 1, DT_DOUBLE = 2),
+-- float_val = 5 | double_val = 6 (packed)} with the plugin "scalars"
+local function scalar_tensor_summary(tag, value, double)
+  local tensor = double and f_varint(1, 2) .. f_bytes(6, pb_double(value)) or f_varint(1, 1) .. f_bytes(5, pb_float(value))
+  return summary_value(tag, f_bytes(8, tensor) .. plugin_metadata("scalars", ""))
+end
 
 -- TensorFlow's default histogram buckets: +-1e-12 * 1.1^k up to 1e20, and 0
 local tf_edges
@@ -102,25 +111,57 @@ local function histogram_proto(values, bins, fn)
     .. f_bytes(6, core.pb_doubles(limit)) .. f_bytes(7, core.pb_doubles(bucket))
 end
 
--- An image tensor in dataformats ("CHW", "HWC", "HW") as an (H, W, C) uint8
--- CPU tensor: floats are scaled by 255 and clipped, like PyTorch's image()
-local FORMATS = { CHW = true, HWC = true, HW = true }
-local function image_hwc(t, dataformats, fn)
-  if not FORMATS[dataformats] then
-    check.fail(fn, "dataformats must be 'CHW', 'HWC' or 'HW', got '%s'", tostring(dataformats))
+-- dataformats: a permutation of "HW", "CHW" or "NCHW", in any case, like
+-- PyTorch's convert_to_HWC; returns the canonical letters and, for each, its
+-- dimension in the tensor
+local CANONICAL = { [2] = "HW", [3] = "CHW", [4] = "NCHW" }
+local function parse_dataformats(df, fn)
+  local up = type(df) == "string" and df:upper() or ""
+  local canon, where = CANONICAL[#up], {}
+  for i = 1, canon and #canon or 0 do
+    where[i] = up:find(canon:sub(i, i), 1, true)
+    if not where[i] then canon = nil; break end
   end
-  if t:dim() ~= #dataformats then
-    check.fail(fn, "expected a %d-D tensor for dataformats '%s', got %d-D", #dataformats, dataformats, t:dim())
+  if not canon then
+    check.fail(fn, "dataformats must be an order of the letters HW, CHW or NCHW (like 'CHW', 'HWC', 'NHWC'), got %s",
+      type(df) == "string" and ("'" .. df .. "'") or check.describe(df))
+  end
+  return canon, where
+end
+
+-- An image tensor in dataformats as an (H, W, C) uint8 CPU tensor, N images
+-- laid out in a grid of 8 columns like PyTorch's add_images; floats are
+-- scaled by 255 and clipped, like PyTorch's image(). The size is checked
+-- before anything is copied: a huge (or expanded) tensor is an error, not an
+-- allocation.
+local function image_hwc(t, dataformats, fn)
+  local canon, where = parse_dataformats(dataformats, fn)
+  if t:dim() ~= #canon then
+    check.fail(fn, "expected a %d-D tensor for dataformats '%s', got %d-D", #canon, dataformats, t:dim())
+  end
+  local size = {} -- N, C, H, W
+  for i, letter in ipairs({ "N", "C", "H", "W" }) do
+    local k = canon:find(letter, 1, true)
+    size[i] = k and t.shape[where[k]] or 1
+  end
+  local n, c, h, w = size[1], size[2], size[3], size[4]
+  if c ~= 1 and c ~= 3 and c ~= 4 then check.fail(fn, "expected 1, 3 or 4 channels, got %d", c) end
+  if n * h * w == 0 then check.fail(fn, "the image is empty (%d image(s) of %dx%d)", n, h, w) end
+  local _, _, height, width = grid.layout(n, h, w, 8, 0)
+  if height * width * c > grid.MAX_ELEMENTS then
+    check.fail(fn, "an image of %dx%dx%d is too large (more than %g bytes)", height, width, c, grid.MAX_ELEMENTS)
   end
   t = t:detach():to("cpu")
-  if dataformats == "CHW" then t = t:permute(2, 3, 1) elseif dataformats == "HW" then t = t:unsqueeze(3) end
-  local c = t.shape[3]
-  if c ~= 1 and c ~= 3 and c ~= 4 then check.fail(fn, "expected 1, 3 or 4 channels, got %d", c) end
+  local order = {} -- the tensor's dimensions in N, C, H, W order
+  for i = 1, #canon do order[i] = where[i] end
+  t = t:permute(unpack(order))
+  if #canon == 2 then t = t:unsqueeze(1) end
   if t.dtype ~= "uint8" then
-    if t.dtype == "bool" or not t:is_floating_point() then t = t:to("float32") end
+    if not t:is_floating_point() then t = t:to("float32") end
     t = (t:to("float32") * 255):clamp(0, 255):to("uint8")
   end
-  return t:contiguous(), c
+  if #canon == 4 then t = grid.place(t, 8, 0, 0) end
+  return t:permute(2, 3, 1):contiguous(), c
 end
 
 -- Summary.Image: height = 1, width = 2, colorspace = 3, encoded_image_string = 4
@@ -141,7 +182,43 @@ end
 -- HParamsPluginData {version = 1, experiment = 2, session_start_info = 3,
 -- session_end_info = 4}, each a Summary.Value with no data but the metadata.
 local HP_STRING, HP_BOOL, HP_FLOAT64 = 1, 2, 3
-local function hparams_summaries(hparams, metrics, fn)
+local HP_KIND = { number = HP_FLOAT64, string = HP_STRING, boolean = HP_BOOL }
+
+-- google.protobuf.Value: number_value = 2, string_value = 3, bool_value = 4
+local function pb_value(v)
+  if type(v) == "number" then return f_double(2, v) end
+  if type(v) == "string" then return f_bytes(3, v) end
+  return f_varint(4, v and 1 or 0)
+end
+
+-- hparam_domain_discrete[k]: a list of the values hparam k can take, each
+-- of its kind (numbers for a tensor), as the ListValue {values = 1} of its
+-- HParamInfo.domain_discrete = 5
+local function domain_of(domains, k, kind, fn)
+  local d = domains[k]
+  if d == nil then return "" end
+  local ok = type(d) == "table" and not check.is_tensor(d) and next(d) ~= nil
+  local list = {}
+  if ok then
+    for i, v in pairs(d) do
+      if type(i) ~= "number" or i ~= math.floor(i) or i < 1 or i > #d or HP_KIND[type(v)] ~= kind then ok = false end
+    end
+    for i = 1, #d do list[i] = f_bytes(1, pb_value(d[i])) end
+  end
+  if not ok then
+    local want = kind == HP_FLOAT64 and "numbers" or kind == HP_STRING and "strings" or "booleans"
+    check.fail(fn, "hparam_domain_discrete['%s'] must be a non-empty list of %s, like hparam_dict['%s']", k, want, k)
+  end
+  return f_bytes(5, table.concat(list))
+end
+
+local function hparams_summaries(hparams, metrics, domains, fn)
+  for k in pairs(domains) do
+    if type(k) ~= "string" or hparams[k] == nil then
+      check.fail(fn, "hparam_domain_discrete has %s, which is not a key of hparam_dict",
+        type(k) == "string" and ("'" .. k .. "'") or check.describe(k))
+    end
+  end
   local names = {}
   for k in pairs(hparams) do
     if type(k) ~= "string" then check.fail(fn, "hparam names must be strings, got %s", check.describe(k)) end
@@ -155,19 +232,13 @@ local function hparams_summaries(hparams, metrics, fn)
       if v:numel() ~= 1 then check.fail(fn, "hparam '%s' is a tensor of %d elements, expected 1", k, v:numel()) end
       v = v:item()
     end
-    local value, kind -- google.protobuf.Value: number_value = 2, string_value = 3, bool_value = 4
-    if type(v) == "number" then
-      value, kind = f_double(2, v), HP_FLOAT64
-    elseif type(v) == "string" then
-      value, kind = f_bytes(3, v), HP_STRING
-    elseif type(v) == "boolean" then
-      value, kind = f_varint(4, v and 1 or 0), HP_BOOL
-    else
+    local kind = HP_KIND[type(v)]
+    if not kind then
       check.fail(fn, "hparam '%s' must be a number, string, boolean or one-element tensor, got %s", k, check.describe(v))
     end
-    -- HParamInfo: name = 1, type = 4; map entry: key = 1, value = 2
-    infos[#infos + 1] = f_bytes(4, f_bytes(1, k) .. f_varint(4, kind))
-    entries[#entries + 1] = f_bytes(1, f_bytes(1, k) .. f_bytes(2, value))
+    -- HParamInfo: name = 1, type = 4, domain_discrete = 5; map entry: key = 1, value = 2
+    infos[#infos + 1] = f_bytes(4, f_bytes(1, k) .. f_varint(4, kind) .. domain_of(domains, k, kind, fn))
+    entries[#entries + 1] = f_bytes(1, f_bytes(1, k) .. f_bytes(2, pb_value(v)))
   end
   local metric_names = {}
   for k, v in pairs(metrics) do
@@ -188,7 +259,8 @@ local function hparams_summaries(hparams, metrics, fn)
   }, metric_names
 end
 
-tb._summary = { scalar = scalar_summary, text = text_summary, histogram = histogram_proto, image = image_summary,
+tb._image_hwc = image_hwc
+tb._summary = { scalar = scalar_summary, scalar_tensor = scalar_tensor_summary, text = text_summary, histogram = histogram_proto, image = image_summary,
   hparams = hparams_summaries }
 
 -- ---- the event file writer: one file, records queued and written in batches ----
@@ -197,18 +269,37 @@ local uid = 0
 local FileWriter = {}
 FileWriter.__index = FileWriter
 
-local function open_file_writer(log_dir, opts, fn)
+-- a new event file in log_dir (made if missing), its file_version record
+-- written; or nil and why not
+local function try_file_writer(log_dir, opts)
   local ok, err = core.mkdir_p(log_dir)
-  if not ok then check.fail(fn, "cannot use log_dir '%s': %s", log_dir, err) end
+  if not ok then return nil, ("cannot use log_dir '%s': %s"):format(log_dir, err) end
   local host, pid = core.tb_host()
   local now = core.tb_walltime()
   uid = uid + 1
   local path = ("%s/events.out.tfevents.%010d.%s.%d.%d%s"):format(log_dir, math.floor(now), host, pid, uid,
     opts.filename_suffix or "")
   local ok2, ferr = core.tb_write(path, core.tb_record(event(now, 0, f_bytes(3, "brain.Event:2"))), true)
-  if not ok2 then check.fail(fn, "cannot write in log_dir '%s': %s", log_dir, ferr) end
+  if not ok2 then return nil, ("cannot write in log_dir '%s': %s"):format(log_dir, ferr) end
   return setmetatable({ path = path, queue = {}, last_flush = now, max_queue = opts.max_queue or 10,
     flush_secs = opts.flush_secs or 120 }, FileWriter)
+end
+
+-- the writer's own folder: an error at the user's line when it cannot be used
+local function open_file_writer(log_dir, opts, fn)
+  local w, err = try_file_writer(log_dir, opts)
+  if not w then check.fail(fn, "%s", err) end
+  return w
+end
+
+-- a folder made during training (add_scalars' subfolders, add_hparams' runs):
+-- like a failed write, a warning and no records, and the training goes on
+local function later_writer(log_dir, opts)
+  local w, err = try_file_writer(log_dir, opts)
+  if w then return w end
+  w = setmetatable({ path = log_dir, queue = {} }, FileWriter)
+  w:fail(err)
+  return w
 end
 
 -- Records are appended by core.tb_write (open, write, close: each flush, so no
@@ -294,7 +385,7 @@ local function writer_of(self, fn, sub)
   if self._closed then check.fail(fn, "the SummaryWriter is closed") end
   local w = self._writers[sub or ""]
   if w == nil then
-    w = open_file_writer(self.log_dir .. "/" .. sub, self._opts, fn)
+    w = later_writer(self.log_dir .. "/" .. sub, self._opts)
     self._writers[sub] = w
   end
   return w
@@ -304,6 +395,15 @@ local function check_common(fn, tag, step, walltime)
   check.string(tag, fn, "tag")
   if step ~= nil then check.int(step, fn, "global_step") end
   if walltime ~= nil then check.number(walltime, fn, "walltime") end
+end
+
+-- The arguments after a method's first two, PyTorch's positional-or-keyword
+-- ones: in the order of `names`, or in a trailing options table. Their kinds
+-- are checked by the method (check_common), so the messages name arguments.
+local function later_args(fn, names)
+  local spec = {}
+  for _, k in ipairs(names) do spec[k] = "any" end
+  return function(...) return check.positional(fn, names, spec, ...) end
 end
 
 -- a number, or a one-element tensor's value; NaN and infinities are kept
@@ -316,18 +416,31 @@ local function scalar_of(v, fn, arg)
   return v
 end
 
---- add_scalar(tag, scalar_value[, global_step[, walltime]])
-function SummaryWriter:add_scalar(tag, value, step, walltime)
-  local fn = "add_scalar"
-  check_common(fn, tag, step, walltime)
-  value = scalar_of(value, fn, "scalar_value")
-  writer_of(self, fn):add_summary(scalar_summary(tag, value), step, walltime)
+local function flag(v, fn, arg)
+  if v ~= nil and type(v) ~= "boolean" then check.expected(fn, arg, "a boolean", v) end
+  return v == true
 end
 
+local scalar_args = later_args("add_scalar", { "global_step", "walltime", "new_style", "double_precision" })
+--- add_scalar(tag, scalar_value[, global_step[, walltime[, new_style = false[, double_precision = false]]]])
+--- (or the options in a trailing table)
+function SummaryWriter:add_scalar(tag, value, ...)
+  local fn = "add_scalar"
+  local a = scalar_args(...)
+  check_common(fn, tag, a.global_step, a.walltime)
+  value = scalar_of(value, fn, "scalar_value")
+  local new_style, double = flag(a.new_style, fn, "new_style"), flag(a.double_precision, fn, "double_precision")
+  local summary = new_style and scalar_tensor_summary(tag, value, double) or scalar_summary(tag, value)
+  writer_of(self, fn):add_summary(summary, a.global_step, a.walltime)
+end
+
+local scalars_args = later_args("add_scalars", { "global_step", "walltime" })
 --- add_scalars(main_tag, {tag = value, ...}[, global_step[, walltime]]): each
 --- tag in its own writer, log_dir/<main_tag>_<tag>, the summary tagged main_tag
-function SummaryWriter:add_scalars(main_tag, values, step, walltime)
+function SummaryWriter:add_scalars(main_tag, values, ...)
   local fn = "add_scalars"
+  local a = scalars_args(...)
+  local step, walltime = a.global_step, a.walltime
   check_common(fn, main_tag, step, walltime)
   check.table(values, fn, "tag_scalar_dict")
   local tags = {}
@@ -344,51 +457,69 @@ function SummaryWriter:add_scalars(main_tag, values, step, walltime)
   end
 end
 
+local histogram_args = later_args("add_histogram", { "global_step", "bins", "walltime" })
 --- add_histogram(tag, values[, global_step[, bins = "tensorflow" | n[, walltime]]])
-function SummaryWriter:add_histogram(tag, values, step, bins, walltime)
+function SummaryWriter:add_histogram(tag, values, ...)
   local fn = "add_histogram"
-  check_common(fn, tag, step, walltime)
+  local a = histogram_args(...)
+  check_common(fn, tag, a.global_step, a.walltime)
   check.tensor(values, fn, "values")
-  bins = bins == nil and "tensorflow" or bins
+  local bins = a.bins == nil and "tensorflow" or a.bins
   if bins ~= "tensorflow" then
     if type(bins) ~= "number" or bins ~= math.floor(bins) or bins < 1 or bins > 1e6 then
       check.fail(fn, "bins must be 'tensorflow' or a number of buckets in [1, 1e6], got %s", check.describe(bins))
     end
   end
   local histo = histogram_proto(values, bins, fn)
-  writer_of(self, fn):add_summary(summary_value(tag, f_bytes(5, histo)), step, walltime)
+  writer_of(self, fn):add_summary(summary_value(tag, f_bytes(5, histo)), a.global_step, a.walltime)
 end
 
---- add_image(tag, img_tensor[, global_step[, walltime[, dataformats = "CHW"]]])
-function SummaryWriter:add_image(tag, img, step, walltime, dataformats)
-  local fn = "add_image"
-  check_common(fn, tag, step, walltime)
+local function add_image(self, fn, args, default_format, tag, img, ...)
+  local a = args(...)
+  check_common(fn, tag, a.global_step, a.walltime)
   check.tensor(img, fn, "img_tensor")
-  local hwc, c = image_hwc(img, dataformats or "CHW", fn)
-  writer_of(self, fn):add_summary(image_summary(tag, hwc, c), step, walltime)
+  local hwc, c = image_hwc(img, a.dataformats or default_format, fn)
+  writer_of(self, fn):add_summary(image_summary(tag, hwc, c), a.global_step, a.walltime)
 end
 
+local image_args = later_args("add_image", { "global_step", "walltime", "dataformats" })
+--- add_image(tag, img_tensor[, global_step[, walltime[, dataformats = "CHW"]]])
+function SummaryWriter:add_image(...) add_image(self, "add_image", image_args, "CHW", ...) end
+
+local images_args = later_args("add_images", { "global_step", "walltime", "dataformats" })
+--- add_images(tag, img_tensor[, global_step[, walltime[, dataformats = "NCHW"]]]):
+--- the N images as one, 8 a row (PyTorch's tensorboard make_grid)
+function SummaryWriter:add_images(...) add_image(self, "add_images", images_args, "NCHW", ...) end
+
+local text_args = later_args("add_text", { "global_step", "walltime" })
 --- add_text(tag, text_string[, global_step[, walltime]])
-function SummaryWriter:add_text(tag, text, step, walltime)
+function SummaryWriter:add_text(tag, text, ...)
   local fn = "add_text"
-  check_common(fn, tag, step, walltime)
+  local a = text_args(...)
+  check_common(fn, tag, a.global_step, a.walltime)
   check.string(text, fn, "text_string")
-  writer_of(self, fn):add_summary(text_summary(tag, text), step, walltime)
+  writer_of(self, fn):add_summary(text_summary(tag, text), a.global_step, a.walltime)
 end
 
---- add_hparams(hparam_dict, metric_dict[, {run_name, global_step}]): like
---- PyTorch, in a new run log_dir/<run_name or the time>, with each metric
---- also written as a scalar there
-function SummaryWriter:add_hparams(hparams, metrics, opts)
+local hparams_args = later_args("add_hparams", { "hparam_domain_discrete", "run_name", "global_step" })
+--- add_hparams(hparam_dict, metric_dict[, hparam_domain_discrete[, run_name[, global_step]]])
+--- (or {hparam_domain_discrete, run_name, global_step}): like PyTorch, in a
+--- new run log_dir/<run_name or the time>, with each metric also written as a
+--- scalar there
+function SummaryWriter:add_hparams(hparams, metrics, ...)
   local fn = "add_hparams"
   check.table(hparams, fn, "hparam_dict")
   check.table(metrics, fn, "metric_dict")
-  opts = check.options(opts, fn, { run_name = "string", global_step = "integer" })
+  local a = hparams_args(...)
+  if a.hparam_domain_discrete ~= nil then check.table(a.hparam_domain_discrete, fn, "hparam_domain_discrete") end
+  if a.run_name ~= nil then check.string(a.run_name, fn, "run_name") end
+  if a.global_step ~= nil then check.int(a.global_step, fn, "global_step") end
+  if a.run_name == "" then check.fail(fn, "run_name must not be empty") end
   if self._closed then check.fail(fn, "the SummaryWriter is closed") end
-  local summaries, metric_names = hparams_summaries(hparams, metrics, fn)
-  local run = opts.run_name or ("%.6f"):format(core.tb_walltime())
-  local w = open_file_writer(self.log_dir .. "/" .. run, self._opts, fn)
-  local step = opts.global_step
+  local summaries, metric_names = hparams_summaries(hparams, metrics, a.hparam_domain_discrete or {}, fn)
+  local run = a.run_name or ("%.6f"):format(core.tb_walltime())
+  local w = later_writer(self.log_dir .. "/" .. run, self._opts)
+  local step = a.global_step
   for _, s in ipairs(summaries) do w:add_summary(s, step) end
   for _, k in ipairs(metric_names) do w:add_summary(scalar_summary(k, scalar_of(metrics[k], fn, k)), step) end
   w:close()
