@@ -82,6 +82,22 @@ local function event_file(dir)
 end
 local function rm(dir) os.execute("rm -rf '" .. dir .. "'") end
 
+-- f raises an error at this file's line, matching pattern
+local function fails(pattern, f)
+  local ok, err = pcall(f)
+  assert.is_false(ok)
+  assert.truthy(tostring(err):match("tensorboard_spec.lua:%d+: " .. pattern), tostring(err))
+end
+
+-- runs f with stderr captured: pcall's results, then the lines written there
+local function with_warnings(f)
+  local real_stderr, warned = io.stderr, {}
+  io.stderr = { write = function(_, text) warned[#warned + 1] = text end }
+  local ok, err = pcall(f)
+  io.stderr = real_stderr
+  return ok, err, warned
+end
+
 describe("tensorboard bytes", function()
   it("CRC-32C and TFRecord's masked CRC of the test vector", function()
     assert.are.equal(0xE3069283, (core.crc32c("123456789")))
@@ -310,15 +326,12 @@ describe("SummaryWriter", function()
       local f = assert(io.open(dir .. "/" .. name, "w"))
       f:close()
     end
-    local real_stderr, warned = io.stderr, {}
-    io.stderr = { write = function(_, text) warned[#warned + 1] = text end }
-    local ok, err = pcall(function()
+    local ok, err, warned = with_warnings(function()
       for step = 1, 5 do w:add_scalars("loss", { train = step, test = step }, step) end
       w:add_hparams({ lr = 0.1 }, { acc = 1 }, { run_name = "run" })
       w:add_scalar("still", 1, 1)
       w:close()
     end)
-    io.stderr = real_stderr
     assert.is_true(ok, tostring(err))
     assert.are.equal(2, #warned, table.concat(warned, "\n"))
     assert.truthy(warned[1]:match("loss_train' is not a folder"), warned[1])
@@ -331,11 +344,6 @@ describe("SummaryWriter", function()
   it("refuses empty and huge images before copying them", function()
     local dir = tmpdir()
     local w = tb.SummaryWriter(dir)
-    local function fails(pattern, f)
-      local ok, err = pcall(f)
-      assert.is_false(ok)
-      assert.truthy(tostring(err):match("tensorboard_spec.lua:%d+: " .. pattern), tostring(err))
-    end
     -- 3 x 100000 x 100000 (30 GB) as an expanded view of 3 bytes: refused, nothing allocated
     local huge = wick.zeros(3, 1, 1, { dtype = "uint8" }):expand(3, 100000, 100000)
     fails("add_image: an image of 100000x100000x3 is too large", function() w:add_image("i", huge, 1) end)
@@ -349,12 +357,6 @@ describe("SummaryWriter", function()
   end)
 
   it("raises clear errors at the caller's line", function()
-    local line = "tensorboard_spec.lua:%d+: "
-    local function fails(pattern, f)
-      local ok, err = pcall(f)
-      assert.is_false(ok)
-      assert.truthy(tostring(err):match(line .. pattern), tostring(err))
-    end
     fails("SummaryWriter: cannot use log_dir '/dev/null/x'", function() tb.SummaryWriter("/dev/null/x") end)
     fails("SummaryWriter: unknown option 'flush'", function() tb.SummaryWriter(tmpdir(), { flush = 1 }) end)
     local dir = tmpdir()
@@ -401,14 +403,11 @@ describe("SummaryWriter", function()
     local dir = tmpdir()
     local w = tb.SummaryWriter(dir)
     w._writers[""].path = "/dev/full" -- every write now fails with ENOSPC
-    local real_stderr, warned = io.stderr, {}
-    io.stderr = { write = function(_, text) warned[#warned + 1] = text end }
-    local ok, err = pcall(function()
+    local ok, err, warned = with_warnings(function()
       for step = 1, 30 do w:add_scalar("loss", step, step) end
       w:flush()
       w:close()
     end)
-    io.stderr = real_stderr
     assert.is_true(ok, tostring(err))
     assert.are.equal(1, #warned)
     assert.truthy(warned[1]:match("SummaryWriter: writing '/dev/full' failed %(/dev/full: No space left on device%)"),
