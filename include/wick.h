@@ -606,6 +606,29 @@ WICK_API wick_status wick_rnn_layer(wick_tensor **out, wick_rnn_mode mode, const
  * is on and an input requires grad. Grad mode is per thread. */
 WICK_API void wick_set_grad_enabled(int enabled);
 WICK_API int wick_is_grad_enabled(void);
+/* Autocast (mixed precision, like torch.autocast), per thread and per device
+ * type (WICK_CPU, WICK_CUDA): while it is on, the products, convolutions and
+ * attention (mm, addmm, bmm, matmul, linear, conv2d, conv_transpose2d,
+ * scaled_dot_product_attention) cast their float32/float16/bfloat16 inputs to
+ * the autocast dtype (bfloat16 on the CPU and float16 on CUDA by default), the
+ * losses and the ops wick runs in float32 only (mse_loss, cross_entropy,
+ * rnn_layer, prod) to float32, and on CUDA softmax, log_softmax, layer_norm,
+ * sum and cumsum too, like PyTorch's lists. float64 tensors are never cast.
+ * Casts are recorded (gradients come back in the input's dtype). Between
+ * increment_nesting and the decrement that returns 0, a float32 leaf that
+ * requires grad is cast once (then reused until it is written); clear the
+ * cache when the outermost region ends. */
+WICK_API wick_status wick_set_autocast_enabled(wick_device_type type, int enabled);
+WICK_API int wick_is_autocast_enabled(wick_device_type type);
+/* bfloat16 or float16. */
+WICK_API wick_status wick_set_autocast_dtype(wick_device_type type, wick_dtype dtype);
+WICK_API wick_dtype wick_get_autocast_dtype(wick_device_type type);
+WICK_API int wick_autocast_increment_nesting(void);
+WICK_API int wick_autocast_decrement_nesting(void);
+WICK_API void wick_clear_autocast_cache(void);
+/* On by default (torch.autocast's cache_enabled). */
+WICK_API void wick_set_autocast_cache_enabled(int enabled);
+WICK_API int wick_is_autocast_cache_enabled(void);
 /* Only floating-point leaves can require grad. */
 WICK_API wick_status wick_set_requires_grad(wick_tensor *t, int requires_grad);
 WICK_API int wick_requires_grad(const wick_tensor *t);
@@ -661,6 +684,15 @@ WICK_API void wick_detach_(wick_tensor *t);
 WICK_API int wick_adam_step_(wick_tensor *p, const wick_tensor *g, wick_tensor *exp_avg, wick_tensor *exp_avg_sq,
                              double lr, double beta1, double beta2, double eps, double weight_decay, int64_t step,
                              int decoupled);
+
+/* GradScaler's unscale, like torch._amp_foreach_non_finite_check_and_unscale_:
+ * every one of the n gradients (floating tensors on one device) is multiplied
+ * in place by inv_scale, and found_inf is set to 1 when any element of any of
+ * them was inf or NaN (left as it is otherwise). inv_scale and found_inf are
+ * one-element float32 tensors on the gradients' device; one fused pass per
+ * gradient, nothing read back to the host. Not recorded by autograd. */
+WICK_API wick_status wick_amp_unscale_(int n, wick_tensor *const *grads, wick_tensor *found_inf,
+                                       const wick_tensor *inv_scale);
 
 /* ---- fast paths ----------------------------------------------------------
  * For tiny ops, where the cost of the general path dominates (the Lua binding

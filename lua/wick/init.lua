@@ -314,6 +314,49 @@ end
 function wick.no_grad(fn, ...) return with_grad_mode(false, "no_grad", fn, ...) end
 function wick.enable_grad(fn, ...) return with_grad_mode(true, "enable_grad", fn, ...) end
 wick.set_grad_enabled = core.set_grad_enabled
+
+-- ---- autocast (mixed precision): the switch and dtype live in the core, per
+-- thread and device type (src/core/autocast.c), so ops called from C follow it too
+
+local AUTOCAST = { device_type = "string", dtype = "string", enabled = "boolean", cache_enabled = "boolean" }
+local AUTOCAST_DTYPES = { bfloat16 = "bfloat16", bf16 = "bfloat16", float16 = "float16", half = "float16" }
+--- wick.autocast({device_type = "cpu" | "cuda"[, dtype =][, enabled =][, cache_enabled =]}, fn, ...):
+--- fn(...) with autocast on (torch.autocast's arguments; a string is the device_type);
+--- returns fn's results and restores the previous state, also when fn raises.
+function wick.autocast(opts, fn, ...)
+  if type(opts) == "string" then opts = { device_type = opts } end
+  opts = check.options(opts, "autocast", AUTOCAST)
+  local dt = opts.device_type
+  if dt == nil then check.fail("autocast", "the option device_type ('cpu' or 'cuda') is required") end
+  check.one_of(dt, "autocast", "device_type", { "cpu", "cuda" })
+  check.callable(fn, "autocast", "fn")
+  local dtype = opts.dtype or core._get_autocast_dtype(dt)
+  if not AUTOCAST_DTYPES[dtype] then
+    check.fail("autocast", "dtype must be 'bfloat16' or 'float16' (the lower precision autocast casts to), got '%s'", dtype)
+  end
+  local enabled = opts.enabled ~= false
+  if enabled and dt == "cuda" and not wick.cuda.is_available() then
+    wick._warn("User provided device_type of 'cuda', but CUDA is not available. Disabling")
+    enabled = false
+  end
+  local was_enabled, was_dtype, was_cache = core._is_autocast_enabled(dt), core._get_autocast_dtype(dt),
+    core._is_autocast_cache_enabled()
+  core._set_autocast_dtype(dt, AUTOCAST_DTYPES[dtype])
+  core._set_autocast_enabled(dt, enabled)
+  if opts.cache_enabled ~= nil then core._set_autocast_cache_enabled(opts.cache_enabled) end
+  core._autocast_increment_nesting()
+  local results = pack(xpcall(fn, record_traceback, ...))
+  if core._autocast_decrement_nesting() == 0 then core._clear_autocast_cache() end
+  core._set_autocast_enabled(dt, was_enabled)
+  core._set_autocast_dtype(dt, was_dtype)
+  core._set_autocast_cache_enabled(was_cache)
+  if not results[1] then rethrow(results[2]) end
+  return unpack(results, 2, results.n)
+end
+--- torch.is_autocast_enabled([device_type]): PyTorch's default device_type is "cuda".
+function wick.is_autocast_enabled(device_type) return core._is_autocast_enabled(device_type or "cuda") end
+--- torch.get_autocast_dtype(device_type): the dtype autocast casts to there.
+function wick.get_autocast_dtype(device_type) return core._get_autocast_dtype(device_type) end
 wick.is_grad_enabled = core.is_grad_enabled
 -- wick.autograd.queue_callback(fn): fn() runs once the running backward finished (src/lua/autograd_lua.c)
 wick.autograd = { queue_callback = core.queue_callback }
@@ -494,7 +537,7 @@ if has_ffi and not os.getenv("WICK_NO_FFI") then
 end
 
 -- wick.nn, wick.optim and wick.data load on first use (they require wick themselves).
-local lazy = { nn = "wick.nn", optim = "wick.optim", data = "wick.data",
+local lazy = { nn = "wick.nn", optim = "wick.optim", data = "wick.data", amp = "wick.amp",
   distributed = "wick.distributed", profiler = "wick.profiler",
   utils = "wick.utils" }
 function wick.save(value, path, opts) return require("wick.serialize").save(value, path, opts) end

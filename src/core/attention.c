@@ -3,6 +3,7 @@
  * (attention_forward / attention_backward of a backend) tile over keys with an
  * online softmax and never hold the L x S matrix. The forward saves each row's
  * log-sum-exp; the backward recomputes the weights from q, k and it. */
+#include "autocast.h"
 #include "attention.h"
 
 #include "autograd.h"
@@ -348,6 +349,9 @@ static wick_status record(wick_tensor *out, wick_tensor *lse, const wick_tensor 
 wick_status wick_scaled_dot_product_attention(wick_tensor **out, const wick_tensor *q, const wick_tensor *k,
                                               const wick_tensor *v, const wick_tensor *attn_mask, double dropout_p,
                                               int is_causal, double scale, int enable_gqa) {
+    WK_AUTOCAST(WK_AC_LOWER, 4,
+                wick_scaled_dot_product_attention(out, c[0], c[1], c[2], c[3], dropout_p, is_causal, scale, enable_gqa),
+                q, k, v, attn_mask);
     TRY(wk_check_interrupt(OP));
     wk_attn_args a;
     TRY(plan(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, &a));

@@ -12,6 +12,7 @@
  * the kernels are told H and W as the convolution's output size, so an
  * output_padding that a convolution would not give back (allowed when below the
  * dilation) needs no special case. */
+#include "autocast.h"
 #include "nn_ops.h"
 
 #define TRY WK_NN_TRY
@@ -230,6 +231,9 @@ done:
 wick_status wick_conv_transpose2d(wick_tensor **out, const wick_tensor *input, const wick_tensor *weight,
                                   const wick_tensor *bias, const int stride[2], const int padding[2],
                                   const int output_padding[2], const int dilation[2], int groups) {
+    WK_AUTOCAST(WK_AC_LOWER, 3,
+                wick_conv_transpose2d(out, c[0], c[1], c[2], stride, padding, output_padding, dilation, groups), input,
+                weight, bias);
     int p[T_COUNT] = {stride[0], stride[1], padding[0], padding[1], output_padding[0], output_padding[1],
                       dilation[0], dilation[1], groups, input->ndim == 3};
     wick_tensor *r = NULL;

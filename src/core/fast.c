@@ -7,6 +7,7 @@
  * (binary_loop, gemm). Any other case returns 1 ("not handled") without
  * setting an error, and the caller takes the full path, which also produces
  * every error message. */
+#include "autocast.h"
 #include "autograd.h"
 
 #define FAST_MAX_NUMEL 4096 /* above this the full path (and its threads) wins */
@@ -81,7 +82,7 @@ int wick_try_fast_binary_scalar(int op, wick_tensor **out, const wick_tensor *a,
 
 int wick_try_fast_mm(wick_tensor **out, const wick_tensor *a, const wick_tensor *b) {
     int64_t work; /* multiply-adds (the sizes of stride-0 views can be huge) */
-    if (!out || !a || !b || a->ndim != 2 || b->ndim != 2 || a->dtype != b->dtype ||
+    if (!out || !a || !b || wk_autocast_mask || a->ndim != 2 || b->ndim != 2 || a->dtype != b->dtype ||
         (a->dtype != WICK_FLOAT32 && a->dtype != WICK_FLOAT64) || a->storage->device.type != WICK_CPU ||
         b->storage->device.type != WICK_CPU || a->sizes[1] != b->sizes[0] ||
         ((a->requires_grad || b->requires_grad) && wk_grad_mode) ||

@@ -1,5 +1,6 @@
 /* index_select, gather, scatter, cat, stack, softmax: checks and shapes here,
  * kernels in the backends. Index tensors are 0-based int64 in C. */
+#include "autocast.h"
 #include "autograd.h"
 
 #include <inttypes.h>
@@ -297,5 +298,11 @@ static wick_status recorded_softmax(wick_tensor **out, const wick_tensor *a, int
     return wk_publish(out, r, wk_record_softmax(r, a, a->ndim ? dim : 0, log));
 }
 
-wick_status wick_softmax(wick_tensor **out, const wick_tensor *a, int dim) { return recorded_softmax(out, a, dim, 0); }
-wick_status wick_log_softmax(wick_tensor **out, const wick_tensor *a, int dim) { return recorded_softmax(out, a, dim, 1); }
+wick_status wick_softmax(wick_tensor **out, const wick_tensor *a, int dim) {
+    WK_AUTOCAST(WK_AC_FP32_CUDA, 1, wick_softmax(out, c[0], dim), a);
+    return recorded_softmax(out, a, dim, 0);
+}
+wick_status wick_log_softmax(wick_tensor **out, const wick_tensor *a, int dim) {
+    WK_AUTOCAST(WK_AC_FP32_CUDA, 1, wick_log_softmax(out, c[0], dim), a);
+    return recorded_softmax(out, a, dim, 1);
+}

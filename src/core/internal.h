@@ -429,6 +429,12 @@ struct wick_backend {
      * NULL: the optimizer keeps its composed update */
     void (*adam_step)(wick_dtype dtype, char *p, const char *g, char *exp_avg, char *exp_avg_sq, int64_t n,
                       const struct wk_adam_hparams *h);
+    /* GradScaler's unscale (wick_amp_unscale_): n contiguous elements of `dtype`
+     * (float32 or float64) of g times *inv_scale in place, and *found_inf = 1
+     * when any was inf or NaN; both scalars float32 on the same device. NULL:
+     * not implemented there */
+    wick_status (*amp_unscale)(wick_dtype dtype, int device, char *g, int64_t n, const float *inv_scale,
+                               float *found_inf);
 };
 
 extern const wick_backend wk_cpu_backend;

@@ -2,6 +2,7 @@
  * are transposes of contiguous matrices are passed to the backend as transposes,
  * never copied here (the CPU backend untransposes a right operand itself where
  * BLIS is slower on it: cpu_gemm.c). */
+#include "autocast.h"
 #include "autograd.h"
 
 #include <math.h>
@@ -106,6 +107,7 @@ fail:
 
 wick_status wick_addmm(wick_tensor **out, const wick_tensor *input, const wick_tensor *m1, const wick_tensor *m2,
                        double beta, double alpha) {
+    WK_AUTOCAST(WK_AC_LOWER, 3, wick_addmm(out, c[0], c[1], c[2], beta, alpha), input, m1, m2);
     wick_tensor *r = NULL;
     wick_status st;
     WK_NO_GRAD(st = addmm_forward(&r, input, m1, m2, beta, alpha));
@@ -115,6 +117,7 @@ wick_status wick_addmm(wick_tensor **out, const wick_tensor *input, const wick_t
 }
 
 wick_status wick_linear(wick_tensor **out, const wick_tensor *x, const wick_tensor *weight, const wick_tensor *bias) {
+    WK_AUTOCAST(WK_AC_LOWER, 3, wick_linear(out, c[0], c[1], c[2]), x, weight, bias);
     if (weight->ndim != 2)
         return wick_fail(WICK_ERR_SHAPE, "linear: weight must be 2-D [out, in], got %d-D", weight->ndim);
     wick_tensor *wt = NULL, *r = NULL;
@@ -128,6 +131,7 @@ wick_status wick_linear(wick_tensor **out, const wick_tensor *x, const wick_tens
 }
 
 wick_status wick_mse_loss(wick_tensor **out, const wick_tensor *input, const wick_tensor *target, int reduction) {
+    WK_AUTOCAST(WK_AC_FP32, 2, wick_mse_loss(out, c[0], c[1], reduction), input, target);
     if (reduction < 0 || reduction > 2) return wick_fail(WICK_ERR_ARGUMENT, "mse_loss: invalid reduction %d", reduction);
     wick_tensor *d = NULL, *sq = NULL, *r = NULL;
     wick_status st;
@@ -189,6 +193,7 @@ static wick_status bmm_forward(wick_tensor **out, const wick_tensor *a, const wi
 }
 
 wick_status wick_bmm(wick_tensor **out, const wick_tensor *a, const wick_tensor *b) {
+    WK_AUTOCAST(WK_AC_LOWER, 2, wick_bmm(out, c[0], c[1]), a, b);
     wick_tensor *r = NULL;
     wick_status st;
     WK_NO_GRAD(st = bmm_forward(&r, a, b));
@@ -199,6 +204,7 @@ wick_status wick_bmm(wick_tensor **out, const wick_tensor *a, const wick_tensor 
 
 /* torch.matmul by cases: vectors become matrices, batches broadcast. */
 wick_status wick_matmul(wick_tensor **out, const wick_tensor *a, const wick_tensor *b) {
+    WK_AUTOCAST(WK_AC_LOWER, 2, wick_matmul(out, c[0], c[1]), a, b);
     const wick_tensor *ts[2] = {a, b};
     const char *names[2] = {"input", "other"};
     wick_status st = wk_check_same_device("matmul", 2, ts, names);

@@ -3,6 +3,7 @@
  * conv2d_backward, max_pool2d, ...). Kernels compute in float32 or float64 on
  * contiguous data: other floating dtypes are converted around them, and results
  * go back to the input's dtype (the autograd engine converts gradients). */
+#include "autocast.h"
 #include "nn_ops.h"
 
 #include <stdio.h>
@@ -230,6 +231,9 @@ wick_status wk_nn_record_conv(wick_tensor *out, wk_backward_fn fn, const wick_te
 
 wick_status wick_conv2d(wick_tensor **out, const wick_tensor *input, const wick_tensor *weight, const wick_tensor *bias,
                         int stride_h, int stride_w, int pad_h, int pad_w, int dilation_h, int dilation_w, int groups) {
+    WK_AUTOCAST(WK_AC_LOWER, 3,
+                wick_conv2d(out, c[0], c[1], c[2], stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups),
+                input, weight, bias);
     int p[P_COUNT] = {stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups, input->ndim == 3};
     wick_tensor *r = NULL;
     wick_status st;
@@ -608,6 +612,7 @@ done:
 
 wick_status wick_layer_norm(wick_tensor **out, const wick_tensor *x, int normalized_ndim, const wick_tensor *weight,
                             const wick_tensor *bias, double eps) {
+    WK_AUTOCAST(WK_AC_FP32_CUDA, 3, wick_layer_norm(out, c[0], normalized_ndim, c[1], c[2], eps), x, weight, bias);
     wick_tensor *r = NULL, *mean = NULL, *rstd = NULL;
     wick_status st;
     WK_NO_GRAD(st = ln_forward(&r, &mean, &rstd, x, normalized_ndim, weight, bias, eps));
@@ -777,6 +782,9 @@ done:
 wick_status wick_cross_entropy(wick_tensor **out, const wick_tensor *logits, const wick_tensor *target,
                                const wick_tensor *weight, int has_ignore, int64_t ignore_index, double smoothing,
                                int reduction) {
+    WK_AUTOCAST(WK_AC_FP32, 3,
+                wick_cross_entropy(out, c[0], c[1], c[2], has_ignore, ignore_index, smoothing, reduction), logits,
+                target, weight);
     wick_tensor *r = NULL, *lse = NULL;
     wick_status st;
     WK_NO_GRAD(st = ce_forward(&r, &lse, logits, target, weight, has_ignore, ignore_index, smoothing, reduction));

@@ -1,5 +1,6 @@
 /* Reductions over all elements or one dimension: dtype rules and shapes here,
  * the loops in the backend. */
+#include "autocast.h"
 #include "autograd.h"
 
 #include <math.h>
@@ -126,6 +127,9 @@ fail:
 
 wick_status wick_reduce(wick_tensor **out, wick_tensor **indices, wick_reduce_op op, const wick_tensor *a,
                         int dim, int keepdim, int correction) {
+    /* PyTorch's autocast lists: prod in float32 on both device types, sum on CUDA */
+    WK_AUTOCAST(op == WICK_PROD ? WK_AC_FP32 : op == WICK_SUM ? WK_AC_FP32_CUDA : WK_AC_NONE, 1,
+                wick_reduce(out, indices, op, c[0], dim, keepdim, correction), a);
     wick_tensor *r = NULL, *idx = NULL;
     wick_status st;
     bool want_idx = indices || (op == WICK_MAX || op == WICK_MIN); /* backward of max(dim) needs them */

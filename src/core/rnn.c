@@ -8,6 +8,7 @@
  * then dh += dgh W_hh (one gemm); after the loop dW_hh = dgh^T hprev over all
  * steps (one gemm) and db_hh = the column sums of dgh. The gradients of x,
  * W_ih and b_ih follow from the caller's one product gi = x W_ih^T + b_ih. */
+#include "autocast.h"
 #include "rnn.h"
 
 #include "autograd.h"
@@ -377,6 +378,9 @@ static wick_status record(wick_tensor *out, const wick_tensor *ws, int mode, con
 wick_status wick_rnn_layer(wick_tensor **out, wick_rnn_mode mode, const wick_tensor *gi, const wick_tensor *h0,
                            const wick_tensor *c0, const wick_tensor *w_hh, const wick_tensor *b_hh,
                            const wick_tensor *lengths, int reverse) {
+    /* float32: the fused layer runs in float32 and float64 only */
+    WK_AUTOCAST(WK_AC_FP32, 5, wick_rnn_layer(out, mode, c[0], c[1], c[2], c[3], c[4], lengths, reverse), gi, h0, c0,
+                w_hh, b_hh);
     TRY(wk_check_interrupt(OP));
     if (!gi || !h0 || !w_hh) return wick_fail(WICK_ERR_ARGUMENT, OP ": input, hx and weight_hh are required");
     geometry g = {0};

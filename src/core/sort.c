@@ -7,6 +7,7 @@
  *   cumprod       - reverse cumsum of (grad * out), divided by the input: exact
  *                   for inputs without zeros (a zero gives inf/nan, as the
  *                   formula does; PyTorch has a slower special case for zeros). */
+#include "autocast.h"
 #include "autograd.h"
 
 #include <string.h>
@@ -185,9 +186,11 @@ static wick_status recorded_scan(wick_tensor **out, const wick_tensor *a, int di
 }
 
 wick_status wick_cumsum(wick_tensor **out, const wick_tensor *a, int dim, int dtype) {
+    WK_AUTOCAST(dtype < 0 ? WK_AC_FP32_CUDA : WK_AC_NONE, 1, wick_cumsum(out, c[0], dim, dtype), a);
     return recorded_scan(out, a, dim, dtype, 0);
 }
 
 wick_status wick_cumprod(wick_tensor **out, const wick_tensor *a, int dim, int dtype) {
+    WK_AUTOCAST(dtype < 0 ? WK_AC_FP32_CUDA : WK_AC_NONE, 1, wick_cumprod(out, c[0], dim, dtype), a);
     return recorded_scan(out, a, dim, dtype, 1);
 }

@@ -66,6 +66,8 @@ wick_status cpu_upsample2d(const wk_upsample_args *a, char *out, const char *inp
 wick_status cpu_upsample2d_backward(const wk_upsample_args *a, char *grad_input, const char *grad_out);
 /* cpu_optim.c: the fused Adam/AdamW step (src/core/optim.h) */
 struct wk_adam_hparams;
+wick_status cpu_amp_unscale(wick_dtype dtype, int device, char *g, int64_t n, const float *inv_scale,
+                            float *found_inf);
 void cpu_adam_step(wick_dtype dtype, char *p, const char *g, char *exp_avg, char *exp_avg_sq, int64_t n,
                    const struct wk_adam_hparams *h);
 /* cpu_attention.c */

@@ -283,4 +283,5 @@ const wick_backend wk_cpu_backend = {
     .sort = cpu_sort,
     .scan = cpu_scan,
     .adam_step = cpu_adam_step,
+    .amp_unscale = cpu_amp_unscale,
 };

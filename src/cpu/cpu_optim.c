@@ -47,6 +47,31 @@
 ADAM_STEP(adam_f32, float, sqrtf)
 ADAM_STEP(adam_f64, double, sqrt)
 
+/* GradScaler's unscale: the finiteness test (x - x is 0 only for finite x) is an
+ * integer OR in the multiply's loop, so the loop vectorises. */
+#define UNSCALE(NAME, T)                                                                              \
+    WK_SIMD static int NAME(T *restrict g, int64_t n, T inv) {                                        \
+        int bad = 0;                                                                                  \
+        for (int64_t i = 0; i < n; i++) {                                                             \
+            T x = g[i];                                                                               \
+            bad |= !(x - x == (T)0);                                                                  \
+            g[i] = x * inv;                                                                           \
+        }                                                                                             \
+        return bad;                                                                                   \
+    }
+
+UNSCALE(unscale_f32, float)
+UNSCALE(unscale_f64, double)
+
+wick_status cpu_amp_unscale(wick_dtype dtype, int device, char *g, int64_t n, const float *inv_scale,
+                            float *found_inf) {
+    (void)device;
+    int bad = dtype == WICK_FLOAT32 ? unscale_f32((float *)g, n, *inv_scale)
+                                    : unscale_f64((double *)g, n, (double)*inv_scale);
+    if (bad) *found_inf = 1;
+    return WICK_OK;
+}
+
 void cpu_adam_step(wick_dtype dtype, char *p, const char *g, char *exp_avg, char *exp_avg_sq, int64_t n,
                    const wk_adam_hparams *h) {
     if (dtype == WICK_FLOAT32)

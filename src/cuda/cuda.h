@@ -69,6 +69,8 @@ wick_status cuda_clamp(const wk_iter *it, double lo, double hi);
 wick_status cuda_where(const wk_iter *it);
 wick_status cuda_reduce(const wk_reduce_args *args);
 wick_status cuda_gemm(const wk_gemm_args *args);
+wick_status cuda_amp_unscale(wick_dtype dtype, int device, char *g, int64_t n, const float *inv_scale,
+                             float *found_inf);
 wick_status cuda_softmax(const wick_tensor *out, const wick_tensor *in, int dim, int log);
 /* cuda_norm.cu (softmax_backward stays composed on CUDA) */
 wick_status cuda_gelu_backward(const wick_tensor *gi, const wick_tensor *g, const wick_tensor *x, int tanh_form);

@@ -44,4 +44,5 @@ extern "C" const wick_backend wk_cuda_backend = {
     .rnn_step_backward = cuda_rnn_step_backward,
     .sort = cuda_sort,
     .scan = cuda_scan,
+    .amp_unscale = cuda_amp_unscale,
 };

@@ -17,6 +17,24 @@ static int m_adam_step(lua_State *L) {
     return 1;
 }
 
-static const luaL_Reg optim_fns[] = {{"_adam_step", m_adam_step}, {NULL, NULL}};
+/* _amp_unscale_(grads, found_inf, inv_scale): GradScaler's fused unscale of an
+ * array of gradients (wick_amp_unscale_). */
+static int m_amp_unscale(lua_State *L) {
+    static const char *fn = "_amp_unscale_";
+    luaL_checktype(L, 1, LUA_TTABLE);
+    wick_tensor *found_inf = wl_checktensor(L, 2, fn, "found_inf");
+    wick_tensor *inv_scale = wl_checktensor(L, 3, fn, "inv_scale");
+    int n = (int)lua_objlen(L, 1);
+    wick_tensor **grads = lua_newuserdata(L, (size_t)(n > 0 ? n : 1) * sizeof *grads);
+    for (int i = 0; i < n; i++) {
+        lua_rawgeti(L, 1, i + 1);
+        grads[i] = wl_checktensor(L, -1, fn, "grads"); /* the table keeps it alive */
+        lua_pop(L, 1);
+    }
+    wl_check(L, wick_amp_unscale_(n, grads, found_inf, inv_scale));
+    return 0;
+}
+
+static const luaL_Reg optim_fns[] = {{"_adam_step", m_adam_step}, {"_amp_unscale_", m_amp_unscale}, {NULL, NULL}};
 
 void wl_open_optim(lua_State *L) { luaL_register(L, NULL, optim_fns); }

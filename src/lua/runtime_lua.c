@@ -4,6 +4,7 @@
 #include "wick_lua.h"
 
 #include <limits.h>
+#include <string.h>
 #include <math.h>
 #include <time.h>
 #include <unistd.h>
@@ -221,6 +222,63 @@ static int m_is_grad_enabled(lua_State *L) {
     return 1;
 }
 
+/* Autocast's device type: "cpu" or "cuda" (PyTorch's device_type strings). */
+static wick_device_type autocast_type(lua_State *L, int idx, const char *fn) {
+    const char *s = lua_type(L, idx) == LUA_TSTRING ? lua_tostring(L, idx) : NULL;
+    if (s && !strcmp(s, "cpu")) return WICK_CPU;
+    if (s && !strcmp(s, "cuda")) return WICK_CUDA;
+    wl_raise(L, "%s: device_type must be 'cpu' or 'cuda', got %s%s%s", fn, s ? "'" : "", s ? s : luaL_typename(L, idx),
+             s ? "'" : "");
+    return WICK_CPU;
+}
+
+static int m_set_autocast_enabled(lua_State *L) {
+    wl_check(L, wick_set_autocast_enabled(autocast_type(L, 1, "set_autocast_enabled"), lua_toboolean(L, 2)));
+    return 0;
+}
+
+static int m_is_autocast_enabled(lua_State *L) {
+    lua_pushboolean(L, wick_is_autocast_enabled(autocast_type(L, 1, "is_autocast_enabled")));
+    return 1;
+}
+
+static int m_set_autocast_dtype(lua_State *L) {
+    wick_device_type type = autocast_type(L, 1, "set_autocast_dtype");
+    wl_check(L, wick_set_autocast_dtype(type, wl_dtype(L, 2, "set_autocast_dtype")));
+    return 0;
+}
+
+static int m_get_autocast_dtype(lua_State *L) {
+    lua_pushstring(L, wick_dtype_name(wick_get_autocast_dtype(autocast_type(L, 1, "get_autocast_dtype"))));
+    return 1;
+}
+
+static int m_autocast_increment_nesting(lua_State *L) {
+    lua_pushinteger(L, wick_autocast_increment_nesting());
+    return 1;
+}
+
+static int m_autocast_decrement_nesting(lua_State *L) {
+    lua_pushinteger(L, wick_autocast_decrement_nesting());
+    return 1;
+}
+
+static int m_clear_autocast_cache(lua_State *L) {
+    (void)L;
+    wick_clear_autocast_cache();
+    return 0;
+}
+
+static int m_set_autocast_cache_enabled(lua_State *L) {
+    wick_set_autocast_cache_enabled(lua_toboolean(L, 1));
+    return 0;
+}
+
+static int m_is_autocast_cache_enabled(lua_State *L) {
+    lua_pushboolean(L, wick_is_autocast_cache_enabled());
+    return 1;
+}
+
 static const luaL_Reg runtime_fns[] = {
     {"manual_seed", m_manual_seed},
     {"get_rng_state", m_get_rng_state},
@@ -249,6 +307,15 @@ static const luaL_Reg runtime_fns[] = {
     {"isatty", m_isatty},
     {"set_grad_enabled", m_set_grad_enabled},
     {"is_grad_enabled", m_is_grad_enabled},
+    {"_set_autocast_enabled", m_set_autocast_enabled},
+    {"_is_autocast_enabled", m_is_autocast_enabled},
+    {"_set_autocast_dtype", m_set_autocast_dtype},
+    {"_get_autocast_dtype", m_get_autocast_dtype},
+    {"_autocast_increment_nesting", m_autocast_increment_nesting},
+    {"_autocast_decrement_nesting", m_autocast_decrement_nesting},
+    {"_clear_autocast_cache", m_clear_autocast_cache},
+    {"_set_autocast_cache_enabled", m_set_autocast_cache_enabled},
+    {"_is_autocast_cache_enabled", m_is_autocast_cache_enabled},
     {NULL, NULL}};
 
 void wl_open_runtime(lua_State *L) { luaL_register(L, NULL, runtime_fns); }

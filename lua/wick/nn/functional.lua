@@ -439,7 +439,20 @@ end
 --- Negative log likelihood of 1-based class targets.
 local LOSS_OPTIONS = { reduction = "string", weight = "tensor", ignore_index = "integer|boolean", label_smoothing = "number",
   pos_weight = "tensor|number" }
--- The arguments every loss takes: input, target (tensors) and its options.
+-- PyTorch's autocast runs the losses in float32: under autocast a float16 or
+-- bfloat16 operand is cast up (recorded, so its gradient comes back in its dtype).
+local is_autocast = core._is_autocast_enabled
+local function float32_under_autocast(t)
+  local dtype = t.dtype
+  if dtype == "bfloat16" or dtype == "float16" then
+    local dt = t.device.type
+    if (dt == "cpu" or dt == "cuda") and is_autocast(dt) then return t:to("float32") end
+  end
+  return t
+end
+
+-- The arguments every loss takes: input, target (tensors) and its options;
+-- returns the options, input and target (float32 under autocast).
 local function loss_args(fn, input, target, opts, known)
   tensor(input, fn, "input")
   tensor(target, fn, "target")
@@ -451,7 +464,7 @@ local function loss_args(fn, input, target, opts, known)
   end
   opts = check.options(opts, fn, known)
   if opts.reduction ~= nil then check.one_of(opts.reduction, fn, "reduction", REDUCTIONS) end
-  return opts
+  return opts, float32_under_autocast(input), float32_under_autocast(target)
 end
 local function known(...)
   local out = {}
@@ -465,7 +478,7 @@ local BCE = known("reduction", "weight")
 local BCE_LOGITS = known("reduction", "weight", "pos_weight")
 
 function F.nll_loss(logp, target, opts)
-  opts = loss_args("nll_loss", logp, target, opts, NLL)
+  opts, logp, target = loss_args("nll_loss", logp, target, opts, NLL)
   if logp:dim() < 2 then wick.error(("nll_loss: expected input of at least 2 dims [N, C], got %d"):format(logp:dim())) end
   if target.dtype ~= "int64" and target.dtype ~= "int32" then
     wick.error(("nll_loss: expected class indices of dtype int64 (1-based), got %s"):format(target.dtype))
@@ -498,7 +511,7 @@ end
 --- Cross entropy of logits [N, C] against 1-based class indices [N] (or class
 --- probabilities [N, C]), with weight, ignore_index and label_smoothing.
 function F.cross_entropy(logits, target, opts)
-  opts = loss_args("cross_entropy", logits, target, opts, CE)
+  opts, logits, target = loss_args("cross_entropy", logits, target, opts, CE)
   if logits:dim() == 0 then check.fail("cross_entropy", "expected an input of at least 1 dimension, got a 0-dim tensor") end
   local dim = logits:dim() >= 2 and 2 or 1
   local smoothing = opts.label_smoothing or 0
@@ -551,20 +564,20 @@ function F.cross_entropy(logits, target, opts)
 end
 
 function F.mse_loss(input, target, opts)
-  opts = loss_args("mse_loss", input, target, opts, REDUCTION)
+  opts, input, target = loss_args("mse_loss", input, target, opts, REDUCTION)
   check_device("mse_loss", "target", target, input, "input")
   return core.mse_loss(input, target, opts.reduction or "mean")
 end
 
 function F.l1_loss(input, target, opts)
-  opts = loss_args("l1_loss", input, target, opts, REDUCTION)
+  opts, input, target = loss_args("l1_loss", input, target, opts, REDUCTION)
   check_device("l1_loss", "target", target, input, "input")
   return reduce((input - target):abs(), opts.reduction)
 end
 
 --- Binary cross entropy of probabilities; log clamped at -100 like PyTorch.
 function F.binary_cross_entropy(p, target, opts)
-  opts = loss_args("binary_cross_entropy", p, target, opts, BCE)
+  opts, p, target = loss_args("binary_cross_entropy", p, target, opts, BCE)
   check_device("binary_cross_entropy", "target", target, p, "input")
   local logp = p:log():clamp(-100)
   local log1mp = (1 - p):log():clamp(-100)
@@ -576,7 +589,7 @@ end
 --- Binary cross entropy of logits, computed stably:
 --- max(x, 0) - x y + log(1 + exp(-|x|)), with pos_weight scaling the positive term.
 function F.binary_cross_entropy_with_logits(x, target, opts)
-  opts = loss_args("binary_cross_entropy_with_logits", x, target, opts, BCE_LOGITS)
+  opts, x, target = loss_args("binary_cross_entropy_with_logits", x, target, opts, BCE_LOGITS)
   check_device("binary_cross_entropy_with_logits", "target", target, x, "input")
   local softplus_neg = (-x:abs()):exp():add(1):log() + (-x):relu() -- log(1 + exp(-x))
   local loss
