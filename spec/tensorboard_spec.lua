@@ -155,6 +155,40 @@ describe("tensorboard bytes", function()
     assert.has_error(function() core.png_encode(wick.zeros(2, 2, 2, { dtype = "uint8" })) end)
     assert.has_error(function() core.png_encode(wick.zeros(2, 2, 3)) end)
   end)
+  it("round-trips PNGs of many sizes and channel counts", function()
+    wick.manual_seed(7)
+    for _, c in ipairs({ 1, 3, 4 }) do
+      for _, hw in ipairs({ { 1, 1 }, { 1, 37 }, { 29, 1 }, { 17, 33 }, { 64, 3 } }) do
+        local img = (wick.rand(hw[1], hw[2], c) * 255):to("uint8")
+        local w, h, ch, px = decode_png(core.png_encode(img))
+        assert.are.same({ hw[2], hw[1], c }, { w, h, ch })
+        local bytes = {}
+        for i, v in ipairs(img:view(img:numel()):totable()) do bytes[i] = string.char(v) end
+        assert.are.equal(table.concat(bytes), px)
+      end
+    end
+  end)
+
+  it("writes varints of the int64 range, refuses what is outside it", function()
+    local function ref(n) -- the varint of n >= 0 (exact for these doubles: n / 128 loses nothing)
+      local out = {}
+      repeat
+        local b = n % 128
+        n = (n - b) / 128
+        out[#out + 1] = string.char(n > 0 and b + 128 or b)
+      until n == 0
+      return table.concat(out)
+    end
+    for _, n in ipairs({ 0, 1, 127, 128, 300, 16383, 16384, 2 ^ 31, 2 ^ 32 + 5, 2 ^ 53 - 1, 2 ^ 62, 2 ^ 63 - 1024 }) do
+      assert.are.equal(hex(ref(n)), hex(core.pb_varint(n)))
+    end
+    assert.are.equal("80808080808080808001", hex(core.pb_varint(-2 ^ 63)))
+    assert.are.equal("ffffffffffffffffff01", hex(core.pb_varint(-1)))
+    for _, bad in ipairs({ 2 ^ 63, -2 ^ 64, 0 / 0, math.huge, -math.huge, 1.5 }) do
+      assert.has_error(function() core.pb_varint(bad) end)
+    end
+  end)
+
   it("encodes add_scalar's new_style as PyTorch's scalar(new_style = True) does", function()
     -- bytes from TensorBoard's Summary/TensorProto classes, as PyTorch builds them
     assert.are.equal("0a1d0a046c6f7373420808012a040000003f4a0b0a090a077363616c617273",
@@ -329,13 +363,15 @@ describe("SummaryWriter", function()
     local ok, err, warned = with_warnings(function()
       for step = 1, 5 do w:add_scalars("loss", { train = step, test = step }, step) end
       w:add_hparams({ lr = 0.1 }, { acc = 1 }, { run_name = "run" })
+      w:add_hparams({ lr = 0.1 }, { acc = 1 }, { run_name = ("r"):rep(5000) })
       w:add_scalar("still", 1, 1)
       w:close()
     end)
     assert.is_true(ok, tostring(err))
-    assert.are.equal(2, #warned, table.concat(warned, "\n"))
+    assert.are.equal(3, #warned, table.concat(warned, "\n"))
     assert.truthy(warned[1]:match("loss_train' is not a folder"), warned[1])
     assert.truthy(warned[2]:match("run' is not a folder"), warned[2])
+    assert.truthy(warned[3]:match("a path of %d+ bytes %(at most 4095%) cannot be made"), warned[3])
     assert.are.equal(6, #records(event_file(dir .. "/loss_test")))
     assert.are.equal(2, #records(event_file(dir)))
     rm(dir)
@@ -359,6 +395,12 @@ describe("SummaryWriter", function()
   it("raises clear errors at the caller's line", function()
     fails("SummaryWriter: cannot use log_dir '/dev/null/x'", function() tb.SummaryWriter("/dev/null/x") end)
     fails("SummaryWriter: unknown option 'flush'", function() tb.SummaryWriter(tmpdir(), { flush = 1 }) end)
+    fails("SummaryWriter: cannot use log_dir '/tmp/x+%.%.%.x+': a path of 5001 bytes %(at most 4095%) cannot be made",
+      function() tb.SummaryWriter("/tmp/" .. ("x"):rep(4996)) end)
+    fails("SummaryWriter: cannot use log_dir '/tmp/a\\0b': a path of 8 bytes with a zero byte cannot be made",
+      function() tb.SummaryWriter("/tmp/a\0b") end)
+    fails("SummaryWriter: cannot write in log_dir '.*': a file name with a zero byte",
+      function() tb.SummaryWriter(tmpdir(), { filename_suffix = "\0x" }) end)
     local dir = tmpdir()
     local w = tb.SummaryWriter(dir)
     fails("add_scalar: expected a string for argument 'tag'", function() w:add_scalar(1, 1, 1) end)

@@ -285,7 +285,12 @@ static int m_host(lua_State *L) {
 static int m_mkdir_p(lua_State *L) {
     size_t n;
     const char *s = luaL_checklstring(L, 1, &n);
-    if (n == 0 || n > 4095) return wl_raise(L, "mkdir_p: bad path length");
+    if (n == 0 || n > 4095 || strlen(s) != n) {
+        lua_pushnil(L);
+        lua_pushfstring(L, "a path of %d bytes%s cannot be made", (int)n,
+                        strlen(s) != n ? " with a zero byte" : n ? " (at most 4095)" : "");
+        return 2;
+    }
     char buf[4096];
     memcpy(buf, s, n + 1);
     for (size_t i = 1; i <= n; i++) {
@@ -314,9 +319,14 @@ static int m_mkdir_p(lua_State *L) {
  * and a message. (Not through Lua's io: LuaJIT's compiled traces can call
  * fflush twice, and the second call hides the first one's ENOSPC.) */
 static int m_write(lua_State *L) {
-    const char *path = luaL_checkstring(L, 1);
-    size_t n;
+    size_t path_n, n;
+    const char *path = luaL_checklstring(L, 1, &path_n);
     const char *s = luaL_checklstring(L, 2, &n);
+    if (strlen(path) != path_n) {
+        lua_pushnil(L);
+        lua_pushliteral(L, "a file name with a zero byte");
+        return 2;
+    }
     int flags = O_WRONLY | O_CLOEXEC | (lua_toboolean(L, 3) ? O_CREAT | O_TRUNC : O_APPEND);
     int fd = open(path, flags, 0666);
     int err = fd < 0 ? errno : 0;

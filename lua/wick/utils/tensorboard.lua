@@ -271,16 +271,23 @@ FileWriter.__index = FileWriter
 
 -- a new event file in log_dir (made if missing), its file_version record
 -- written; or nil and why not
+-- a path as messages show it: control bytes as \<code>, a very long one
+-- shortened in the middle
+local function shown(path)
+  path = path:gsub("%c", function(c) return "\\" .. c:byte() end)
+  return #path <= 160 and path or path:sub(1, 100) .. "..." .. path:sub(-40)
+end
+
 local function try_file_writer(log_dir, opts)
   local ok, err = core.mkdir_p(log_dir)
-  if not ok then return nil, ("cannot use log_dir '%s': %s"):format(log_dir, err) end
+  if not ok then return nil, ("cannot use log_dir '%s': %s"):format(shown(log_dir), shown(err)) end
   local host, pid = core.tb_host()
   local now = core.tb_walltime()
   uid = uid + 1
   local path = ("%s/events.out.tfevents.%010d.%s.%d.%d%s"):format(log_dir, math.floor(now), host, pid, uid,
     opts.filename_suffix or "")
   local ok2, ferr = core.tb_write(path, core.tb_record(event(now, 0, f_bytes(3, "brain.Event:2"))), true)
-  if not ok2 then return nil, ("cannot write in log_dir '%s': %s"):format(log_dir, ferr) end
+  if not ok2 then return nil, ("cannot write in log_dir '%s': %s"):format(shown(log_dir), shown(ferr)) end
   return setmetatable({ path = path, queue = {}, last_flush = now, max_queue = opts.max_queue or 10,
     flush_secs = opts.flush_secs or 120 }, FileWriter)
 end
@@ -308,7 +315,7 @@ end
 function FileWriter:fail(err)
   if not self.failed then
     self.failed = true
-    wick._warn(("SummaryWriter: writing '%s' failed (%s); its later records are dropped"):format(self.path,
+    wick._warn(("SummaryWriter: writing '%s' failed (%s); its later records are dropped"):format(shown(self.path),
       tostring(err)))
   end
   self.queue = {}
