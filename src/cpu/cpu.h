@@ -30,6 +30,10 @@ wick_status cpu_run(const wk_iter *it, cpu_run_fn fn, const void *extra)
  * unit, Linux grants it and WICK_NO_AMX is unset. */
 bool cpu_amx_bf16_usable(void);
 wick_status cpu_amx_bf16_gemm(const wk_gemm_args *g);
+/* bfloat16 and float16 products on AVX-512 (cpu_gemm16_avx512.c): usable when
+ * the CPU has AVX512F/BW/VL and WICK_NO_AVX512_16BIT is not set. */
+bool cpu_gemm16_avx512_usable(wick_dtype dtype);
+wick_status cpu_gemm16_avx512(const wk_gemm_args *g);
 
 /* The kernel of a binary op for a compute dtype (float32, float64 or int64). */
 cpu_run_fn cpu_binary_run(int op, wick_dtype compute);

@@ -115,8 +115,10 @@ static float *widen_16(const char *src, wick_dtype dtype, int64_t rows, int64_t 
  * float32 accumulation, as in PyTorch's CPU and cuBLAS's 16-bit products, at
  * BLAS speed or better instead of a scalar loop's. */
 static wick_status gemm_16bit(const wk_gemm_args *g) {
-    if (g->dtype == WICK_BFLOAT16 && g->m * g->n * g->k >= AMX_MIN_FLOPS && cpu_amx_bf16_usable())
-        return cpu_amx_bf16_gemm(g);
+    if (g->m * g->n * g->k >= AMX_MIN_FLOPS) {
+        if (g->dtype == WICK_BFLOAT16 && cpu_amx_bf16_usable()) return cpu_amx_bf16_gemm(g);
+        if (cpu_gemm16_avx512_usable(g->dtype)) return cpu_gemm16_avx512(g);
+    }
     const int64_t a_rows = g->trans_a ? g->k : g->m, a_cols = g->trans_a ? g->m : g->k;
     const int64_t b_rows = g->trans_b ? g->n : g->k, b_cols = g->trans_b ? g->k : g->n;
     float *a = widen_16(g->a, g->dtype, a_rows, a_cols, g->lda);
@@ -130,8 +132,9 @@ static wick_status gemm_16bit(const wk_gemm_args *g) {
     } else {
         wk_gemm_args w = *g;
         w.dtype = WICK_FLOAT32;
-        w.a = (const char *)a, w.lda = a_cols;
-        w.b = (const char *)b, w.ldb = b_cols;
+        /* (BLAS wants leading dimensions of at least 1, also for k = 0) */
+        w.a = (const char *)a, w.lda = a_cols > 0 ? a_cols : 1;
+        w.b = (const char *)b, w.ldb = b_cols > 0 ? b_cols : 1;
         w.c = (char *)c, w.ldc = g->n;
         st = cpu_gemm(&w);
         uint16_t *out = (uint16_t *)g->c;

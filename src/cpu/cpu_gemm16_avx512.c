@@ -1,0 +1,469 @@
+/* bfloat16 and float16 matrix products on AVX-512, for CPUs without AMX.
+ *
+ * Two micro-kernels, float32 accumulation in both:
+ *   - "dot": VDPBF16PS (AVX512-BF16: Intel Cooper Lake and Sapphire Rapids,
+ *     AMD Zen 4 and later) multiplies 16 pairs of bfloat16 by 16 pairs and adds
+ *     each pair's two products to one float32 lane: 64 flops an instruction;
+ *   - "fma": the operands widened to float32 as they are packed, then float32
+ *     FMAs: 32 flops an instruction, but on the Xeon (Sapphire Rapids class)
+ *     this was written on, VDPBF16PS issues at half the rate of VFMADD231PS, so
+ *     the FMA kernel is twice as fast there (84 against 170 GFLOP/s peak);
+ *     on Zen 4 the dot kernel is. The first bfloat16 product times both
+ *     instructions in registers for a few microseconds and keeps the faster
+ *     (WICK_BF16_KERNEL=dot|fma forces one). float16 always takes the FMA
+ *     kernel (AVX-512 has no float16 dot product into float32).
+ *
+ * The rest is the classic packed GEMM:
+ *   1. A is copied into panels of MR rows: for each step of k, MR 32-bit
+ *      words (a pair (A[i][2p], A[i][2p + 1]) for "dot", the even k in the low
+ *      half; one float32 A[i][p] for "fma");
+ *   2. B into panels of NR = 64 columns the same way: for each step, 64 words
+ *      (pairs (B[2p][j], B[2p + 1][j]): the "VNNI" layout; or float32 B[p][j]);
+ *      both padded with zeros to whole panels (and an even k);
+ *   3. an MR x NR block of C lives in 24 zmm accumulators; each step loads
+ *      four vectors of B, broadcasts one word of A per row, issues 24 VDPBF16PS
+ *      or VFMADD231PS;
+ *   4. k is cut in blocks of KC steps so that a B panel's block (32 KiB) stays
+ *      in L1 while the MC rows of A pass by; between blocks the float32 sums
+ *      wait in a per-block buffer; after the last, alpha and beta are applied
+ *      and C rounded once (nearest even, like wk_float_to_bf16 and
+ *      wk_float_to_half).
+ *
+ * Blocks of MC x NC of C are shared among the thread pool. The instructions
+ * are selected per function (target attributes), so the rest of the build
+ * stays portable; the CPU is probed once (AVX512F/BW/VL and the OS saving the
+ * zmm state; for "dot" CPUID leaf 7 subleaf 1, EAX bit 5: AVX512_BF16).
+ * WICK_NO_AVX512_16BIT=1 turns both kernels off (how the widening fallback is
+ * tested on CPUs that have them); valgrind's CPUID has no AVX-512, so the
+ * fallback runs there too. */
+#include "cpu.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define WK_A512_BUILD 1
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
+#ifdef WK_A512_BUILD
+
+#define WK_A512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+#define WK_A512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+#define MR 6          /* rows of C per micro-kernel */
+#define NV 4          /* zmm vectors of 16 columns per micro-kernel */
+#define NR (16 * NV)  /* columns of C per micro-kernel (a multiple of 32: pack_b_plain) */
+#define KC 128        /* k steps per block: NR x KC words of B = 32 KiB */
+#define MC (16 * MR)  /* rows of C per block */
+#define NC (4 * NR)   /* columns of C per block */
+
+enum { KERNEL_NONE, KERNEL_FMA, KERNEL_DOT };
+
+/* ---- probing ---- */
+
+static bool env_set(const char *name) {
+    const char *v = getenv(name);
+    return v && *v && *v != '0';
+}
+
+/* AVX512F, BW and VL, and the OS saving SSE, AVX, opmask and zmm state (XCR0) */
+static bool have_avx512(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(1, 0, &a, &b, &c, &d) || !(c & (1u << 27))) return false; /* OSXSAVE */
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    if (!(b & (1u << 16)) || !(b & (1u << 30)) || !(b & (1u << 31))) return false;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (lo & 0xe6) == 0xe6;
+}
+
+static bool have_avx512_bf16(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || a < 1) return false; /* a: the last subleaf */
+    return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
+}
+
+static double seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Seconds for `n` rounds of 24 independent VDPBF16PS (64 flops each) or
+ * VFMADD231PS (32 flops each) in registers: the instructions' issue rate. */
+#define PEAK_LOOP(OP)                                                                             \
+    __m512 acc[24];                                                                               \
+    for (int i = 0; i < 24; i++) acc[i] = _mm512_setzero_ps();                                    \
+    const double t0 = seconds();                                                                  \
+    for (int64_t i = 0; i < n; i++) {                                                             \
+        _Pragma("GCC unroll 24") for (int j = 0; j < 24; j++) acc[j] = OP;                        \
+        __asm__ volatile("" : "+v"(x));                                                           \
+    }                                                                                             \
+    const double t = seconds() - t0;                                                              \
+    for (int i = 1; i < 24; i++) acc[0] = _mm512_add_ps(acc[0], acc[i]);                          \
+    volatile float sink = _mm512_reduce_add_ps(acc[0]);                                           \
+    (void)sink;                                                                                   \
+    return t;
+WK_A512_BF16 static double time_dot(int64_t n) {
+    __m512bh x = (__m512bh)_mm512_set1_epi32(0x3f803f80), y = x;
+    PEAK_LOOP(_mm512_dpbf16_ps(acc[j], x, y))
+}
+WK_A512 static double time_fma(int64_t n) {
+    __m512 x = _mm512_set1_ps(1e-3f), y = _mm512_set1_ps(1.0f);
+    PEAK_LOOP(_mm512_fmadd_ps(x, y, acc[j]))
+}
+
+/* The dot kernel when its instruction does more flops a second than the FMA
+ * (best of 5 alternating timings of ~10 us each: robust to a preemption). */
+static bool dot_is_faster(void) {
+    double dot = 1e9, fma = 1e9;
+    for (int r = 0; r < 5; r++) {
+        double t = time_dot(1024);
+        dot = t < dot ? t : dot;
+        t = time_fma(1024);
+        fma = t < fma ? t : fma;
+    }
+    return 64 / dot > 32 / fma;
+}
+
+static int probe(wick_dtype dtype) {
+    if (env_set("WICK_NO_AVX512_16BIT") || !have_avx512()) return KERNEL_NONE;
+    if (dtype == WICK_FLOAT16) return KERNEL_FMA;
+    if (!have_avx512_bf16()) return KERNEL_FMA;
+    const char *force = getenv("WICK_BF16_KERNEL");
+    if (force && !strcmp(force, "dot")) return KERNEL_DOT;
+    if (force && !strcmp(force, "fma")) return KERNEL_FMA;
+    return dot_is_faster() ? KERNEL_DOT : KERNEL_FMA;
+}
+
+/* per dtype (bfloat16, float16): -1 not probed yet, else a KERNEL_ value */
+static int kernel_state[2] = {-1, -1};
+
+static int kernel_for(wick_dtype dtype) {
+    int *state = &kernel_state[dtype == WICK_FLOAT16];
+    int s = __atomic_load_n(state, __ATOMIC_ACQUIRE);
+    if (s < 0) { /* a race probes twice, with the same answer */
+        s = probe(dtype);
+        __atomic_store_n(state, s, __ATOMIC_RELEASE);
+    }
+    return s;
+}
+
+bool cpu_gemm16_avx512_usable(wick_dtype dtype) {
+    return (dtype == WICK_BFLOAT16 || dtype == WICK_FLOAT16) && kernel_for(dtype) != KERNEL_NONE;
+}
+
+typedef struct {
+    const wk_gemm_args *g;
+    int kernel;
+    uint32_t *a;         /* panel ip, step p: a[(ip * steps + p) * MR + r] */
+    uint32_t *b;         /* panel jp, step p: b[(jp * steps + p) * NR + c] */
+    int64_t steps;       /* k pairs (dot) or k (fma); at least 1 */
+    int64_t m_blocks, n_blocks;
+} gemm_job;
+
+static inline int64_t min64(int64_t x, int64_t y) { return x < y ? x : y; }
+static inline int64_t ceil_div(int64_t v, int64_t step) { return (v + step - 1) / step; }
+
+/* ---- packing: one panel a step; the padding (rows, columns, an odd k) is written as zeros ---- */
+
+/* "dot": pairs of bfloat16 as they are */
+static void pack_a_pairs(const gemm_job *j, uint32_t *dst, int64_t i0, int64_t rows) {
+    const wk_gemm_args *g = j->g;
+    const uint16_t *src = (const uint16_t *)g->a;
+    const int64_t k = g->k;
+    if (!g->trans_a) { /* A[i][p] = src[i * lda + p]: a pair is two adjacent halves */
+        for (int64_t r = 0; r < rows; r++) {
+            const uint16_t *s = src + (i0 + r) * g->lda;
+            for (int64_t p = 0; p < k / 2; p++) {
+                uint32_t w;
+                memcpy(&w, s + 2 * p, 4);
+                dst[p * MR + r] = w;
+            }
+            if (k & 1) dst[(k / 2) * MR + r] = s[k - 1];
+        }
+    } else { /* A[i][p] = src[p * lda + i]: a pair comes from two rows of src */
+        for (int64_t p = 0; p < k / 2; p++) {
+            const uint16_t *even = src + 2 * p * g->lda + i0, *odd = even + g->lda;
+            for (int64_t r = 0; r < rows; r++) dst[p * MR + r] = even[r] | (uint32_t)odd[r] << 16;
+        }
+        if (k & 1) {
+            const uint16_t *last = src + (k - 1) * g->lda + i0;
+            for (int64_t r = 0; r < rows; r++) dst[(k / 2) * MR + r] = last[r];
+        }
+    }
+}
+
+/* "fma": each element widened to float32 (its bits) */
+static inline uint32_t widen(uint16_t h, bool half) {
+    if (!half) return (uint32_t)h << 16;
+    float f = wk_half_to_float(h);
+    uint32_t w;
+    memcpy(&w, &f, 4);
+    return w;
+}
+static void pack_a_wide(const gemm_job *j, uint32_t *dst, int64_t i0, int64_t rows) {
+    const wk_gemm_args *g = j->g;
+    const uint16_t *src = (const uint16_t *)g->a;
+    const bool half = g->dtype == WICK_FLOAT16;
+    const int64_t k = g->k;
+    if (!g->trans_a)
+        for (int64_t r = 0; r < rows; r++) {
+            const uint16_t *s = src + (i0 + r) * g->lda;
+            for (int64_t p = 0; p < k; p++) dst[p * MR + r] = widen(s[p], half);
+        }
+    else
+        for (int64_t p = 0; p < k; p++) {
+            const uint16_t *s = src + p * g->lda + i0;
+            for (int64_t r = 0; r < rows; r++) dst[p * MR + r] = widen(s[r], half);
+        }
+}
+
+static void pack_a(void *ctx, int64_t begin, int64_t end) {
+    const gemm_job *j = ctx;
+    for (int64_t ip = begin; ip < end; ip++) {
+        uint32_t *dst = j->a + ip * j->steps * MR;
+        const int64_t i0 = ip * MR, rows = min64(MR, j->g->m - i0);
+        if (rows < MR) memset(dst, 0, (size_t)(j->steps * MR) * 4);
+        if (j->kernel == KERNEL_DOT) pack_a_pairs(j, dst, i0, rows);
+        else pack_a_wide(j, dst, i0, rows);
+    }
+}
+
+/* Plain B (B[p][c] = src[p * ldb + c]), 32 columns a step in registers:
+ * "dot" interleaves two rows of src, "fma" widens one. */
+WK_A512 static void pack_b_plain(const gemm_job *j, uint32_t *dst, const uint16_t *src, int64_t cols) {
+    const int64_t ldb = j->g->ldb, k = j->g->k;
+    const bool half = j->g->dtype == WICK_FLOAT16;
+    const __m512i lo_idx = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38,
+                                            6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+    const __m512i hi_idx = _mm512_add_epi16(lo_idx, _mm512_set1_epi16(16));
+    for (int64_t p = 0; p < j->steps; p++) {
+        uint32_t *d = dst + p * NR;
+        for (int64_t c0 = 0; c0 < NR; c0 += 32) {
+            const int64_t n = cols - c0;
+            const __mmask32 m = n >= 32 ? 0xffffffffu : n <= 0 ? 0 : (1u << n) - 1;
+            __m512i lo, hi;
+            if (j->kernel == KERNEL_DOT) {
+                const uint16_t *even = src + 2 * p * ldb + c0;
+                __m512i e = _mm512_maskz_loadu_epi16(m, even);
+                __m512i o = 2 * p + 1 < k ? _mm512_maskz_loadu_epi16(m, even + ldb) : _mm512_setzero_si512();
+                lo = _mm512_permutex2var_epi16(e, lo_idx, o);
+                hi = _mm512_permutex2var_epi16(e, hi_idx, o);
+            } else {
+                __m512i e = _mm512_maskz_loadu_epi16(m, src + p * ldb + c0);
+                __m256i e0 = _mm512_castsi512_si256(e), e1 = _mm512_extracti64x4_epi64(e, 1);
+                if (half) {
+                    lo = _mm512_castps_si512(_mm512_cvtph_ps(e0));
+                    hi = _mm512_castps_si512(_mm512_cvtph_ps(e1));
+                } else {
+                    lo = _mm512_slli_epi32(_mm512_cvtepu16_epi32(e0), 16);
+                    hi = _mm512_slli_epi32(_mm512_cvtepu16_epi32(e1), 16);
+                }
+            }
+            _mm512_storeu_si512(d + c0, lo);
+            _mm512_storeu_si512(d + c0 + 16, hi);
+        }
+    }
+}
+
+static void pack_b(void *ctx, int64_t begin, int64_t end) {
+    const gemm_job *j = ctx;
+    const wk_gemm_args *g = j->g;
+    const uint16_t *src = (const uint16_t *)g->b;
+    const int64_t k = g->k;
+    const bool half = g->dtype == WICK_FLOAT16;
+    for (int64_t jp = begin; jp < end; jp++) {
+        uint32_t *dst = j->b + jp * j->steps * NR;
+        const int64_t c0 = jp * NR, cols = min64(NR, g->n - c0);
+        if (!g->trans_b) {
+            pack_b_plain(j, dst, src + c0, cols);
+            continue;
+        }
+        /* B[p][c] = src[c * ldb + p]: a column of B is a row of src, its pairs adjacent */
+        if (cols < NR) memset(dst, 0, (size_t)(j->steps * NR) * 4);
+        for (int64_t c = 0; c < cols; c++) {
+            const uint16_t *s = src + (c0 + c) * g->ldb;
+            if (j->kernel == KERNEL_DOT) {
+                for (int64_t p = 0; p < k / 2; p++) {
+                    uint32_t w;
+                    memcpy(&w, s + 2 * p, 4);
+                    dst[p * NR + c] = w;
+                }
+                if (k & 1) dst[(k / 2) * NR + c] = s[k - 1];
+            } else {
+                for (int64_t p = 0; p < k; p++) dst[p * NR + c] = widen(s[p], half);
+            }
+        }
+    }
+}
+
+/* ---- the micro-kernels ---- */
+
+/* float32 to bfloat16, nearest even, NaN kept quiet: wk_float_to_bf16 in 16 lanes. */
+WK_A512 static inline __m256i round_bf16(__m512 x) {
+    const __m512i xi = _mm512_castps_si512(x);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(xi, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(xi, _mm512_set1_epi32(0x7fff)), lsb), 16);
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(xi, _mm512_set1_epi32(0x7fffffff)),
+                                                 _mm512_set1_epi32(0x7f800000));
+    r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(xi, 16), _mm512_set1_epi32(0x40));
+    return _mm512_cvtepi32_epi16(r);
+}
+
+typedef struct {
+    int first, last;     /* the first k block (sums start at 0), the last (C is written) */
+    float *part;         /* the float32 sums between k blocks, NR floats a row */
+    uint16_t *c;         /* C at this block's corner */
+    int64_t ldc, rows, cols;
+    float alpha, beta;
+    bool half;           /* C is float16 (else bfloat16) */
+} tile_out;
+
+/* A row of C (up to NR columns) = alpha * acc + beta * C, rounded once. */
+WK_A512 static inline void store_row(uint16_t *c, const __m512 *acc, const tile_out *o) {
+    for (int v = 0; v < NV; v++) {
+        const int64_t n = o->cols - 16 * v;
+        if (n <= 0) return;
+        const __mmask16 m = n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
+        __m512 x = o->alpha == 1 ? acc[v] : _mm512_mul_ps(acc[v], _mm512_set1_ps(o->alpha));
+        if (o->beta != 0) {
+            __m256i h = _mm256_maskz_loadu_epi16(m, c + 16 * v);
+            __m512 old = o->half ? _mm512_cvtph_ps(h) : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+            x = _mm512_add_ps(x, _mm512_mul_ps(old, _mm512_set1_ps(o->beta)));
+        }
+        __m256i r = o->half ? _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC) : round_bf16(x);
+        _mm256_mask_storeu_epi16(c + 16 * v, m, r);
+    }
+}
+
+/* The sums in and out of a block: from 0 or the buffer; to the buffer or C.
+ * Constant indices everywhere, so that the sums stay in registers. */
+#define KERNEL_LOAD                                                                               \
+    __m512 acc[MR][NV];                                                                           \
+    _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++)                                          \
+        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                      \
+            acc[r][v] = o->first ? _mm512_setzero_ps() : _mm512_loadu_ps(o->part + r * NR + 16 * v);
+#define KERNEL_STORE                                                                              \
+    if (!o->last) {                                                                               \
+        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++)                                      \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                  \
+                _mm512_storeu_ps(o->part + r * NR + 16 * v, acc[r][v]);                           \
+        return;                                                                                   \
+    }                                                                                             \
+    _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) if (r < o->rows) store_row(o->c + r * o->ldc, acc[r], o);
+
+/* An MR x NR block of C over `steps` k pairs of the panels a and b. */
+WK_A512_BF16 static void kernel_dot(const uint32_t *a, const uint32_t *b, int64_t steps, const tile_out *o) {
+    KERNEL_LOAD
+    for (int64_t p = 0; p < steps; p++) {
+        __m512bh bv[NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) bv[v] = (__m512bh)_mm512_loadu_si512(b + p * NR + 16 * v);
+#pragma GCC unroll 8
+        for (int r = 0; r < MR; r++) {
+            const __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[p * MR + r]);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
+        }
+    }
+    KERNEL_STORE
+}
+
+/* The same over `steps` values of k, widened to float32. */
+WK_A512 static void kernel_fma(const uint32_t *a, const uint32_t *b, int64_t steps, const tile_out *o) {
+    KERNEL_LOAD
+    const float *af = (const float *)a, *bf = (const float *)b;
+    for (int64_t p = 0; p < steps; p++) {
+        __m512 bv[NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) bv[v] = _mm512_loadu_ps(bf + p * NR + 16 * v);
+#pragma GCC unroll 8
+        for (int r = 0; r < MR; r++) {
+            const __m512 av = _mm512_set1_ps(af[p * MR + r]);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+        }
+    }
+    KERNEL_STORE
+}
+
+/* Blocks [begin, end) of MC x NC of C, each over all of k: for each k block,
+ * a B panel's block stays in L1 while the MC / MR panels of A pass by. */
+static void compute(void *ctx, int64_t begin, int64_t end) {
+    const gemm_job *j = ctx;
+    const wk_gemm_args *g = j->g;
+    const int64_t steps = j->steps, k_blocks = ceil_div(steps, KC);
+    void (*kernel)(const uint32_t *, const uint32_t *, int64_t, const tile_out *) =
+        j->kernel == KERNEL_DOT ? kernel_dot : kernel_fma;
+    float part[MC / MR][NC / NR][MR * NR] __attribute__((aligned(64)));
+    for (int64_t blk = begin; blk < end; blk++) {
+        const int64_t i_blk = blk / j->n_blocks, j_blk = blk % j->n_blocks;
+        const int64_t ip0 = i_blk * (MC / MR), ip1 = min64(ip0 + MC / MR, ceil_div(g->m, MR));
+        const int64_t jp0 = j_blk * (NC / NR), jp1 = min64(jp0 + NC / NR, ceil_div(g->n, NR));
+        for (int64_t kb = 0; kb < k_blocks; kb++) {
+            const int64_t p0 = kb * KC, len = min64(KC, steps - p0);
+            for (int64_t jp = jp0; jp < jp1; jp++) {
+                const uint32_t *bp = j->b + (jp * steps + p0) * NR;
+                for (int64_t ip = ip0; ip < ip1; ip++) {
+                    const int64_t i0 = ip * MR, c0 = jp * NR;
+                    tile_out o = {kb == 0, kb == k_blocks - 1, part[ip - ip0][jp - jp0],
+                                  (uint16_t *)g->c + i0 * g->ldc + c0, g->ldc, min64(MR, g->m - i0),
+                                  min64(NR, g->n - c0), (float)g->alpha, (float)g->beta,
+                                  g->dtype == WICK_FLOAT16};
+                    kernel(j->a + (ip * steps + p0) * MR, bp, len, &o);
+                }
+            }
+        }
+    }
+}
+
+/* Steps per thread for loops that copy `elems` elements a step: at least 32 Ki
+ * elements, or a thread's wake-up costs more than its share saves. */
+static int64_t copy_grain(int64_t elems) { return elems >= 32768 ? 1 : 32768 / (elems > 0 ? elems : 1); }
+
+wick_status cpu_gemm16_avx512(const wk_gemm_args *g) {
+    const int kernel = kernel_for(g->dtype);
+    const int64_t m_panels = ceil_div(g->m, MR), n_panels = ceil_div(g->n, NR);
+    const int64_t steps = g->k <= 0 ? 1 : kernel == KERNEL_DOT ? ceil_div(g->k, 2) : g->k;
+    const size_t a_bytes = (size_t)(m_panels * steps * MR) * 4, b_bytes = (size_t)(n_panels * steps * NR) * 4;
+    gemm_job job = {g, kernel, wk_malloc_aligned(a_bytes, 64), wk_malloc_aligned(b_bytes, 64), steps,
+                    ceil_div(g->m, MC), ceil_div(g->n, NC)};
+    wick_status st = WICK_OK;
+    if (!job.a || !job.b) {
+        st = wick_fail(WICK_ERR_OOM, "mm: out of memory packing %s matrices (%lld x %lld x %lld)",
+                       wick_dtype_name(g->dtype), (long long)g->m, (long long)g->k, (long long)g->n);
+        goto done;
+    }
+    if (g->k == 0) { /* no products: the panels are one step of zeros */
+        memset(job.a, 0, a_bytes);
+        memset(job.b, 0, b_bytes);
+    } else {
+        /* each step fails when an interrupt stopped it part way */
+        st = wk_parallel_for(m_panels, copy_grain(MR * g->k), pack_a, &job);
+        if (!st) st = wk_parallel_for(n_panels, copy_grain(NR * g->k), pack_b, &job);
+        if (st) goto done;
+    }
+    /* a block is at least 2 MC NC k flops: worth a thread from k = 8 on */
+    st = wk_parallel_for(job.m_blocks * job.n_blocks, g->k >= 8 ? 1 : 4, compute, &job);
+done:
+    wk_free(job.a, a_bytes);
+    wk_free(job.b, b_bytes);
+    return st;
+}
+
+#else /* not x86-64 with GCC or Clang */
+
+bool cpu_gemm16_avx512_usable(wick_dtype dtype) {
+    (void)dtype;
+    return false;
+}
+
+wick_status cpu_gemm16_avx512(const wk_gemm_args *g) {
+    (void)g;
+    return wick_fail(WICK_ERR_UNSUPPORTED, "mm: this build has no AVX-512 kernels");
+}
+
+#endif
