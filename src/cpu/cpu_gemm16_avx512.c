@@ -175,15 +175,15 @@ static void pack_a_pairs(const gemm_job *j, uint32_t *dst, int64_t i0, int64_t r
     const uint16_t *src = (const uint16_t *)g->a;
     const int64_t k = g->k;
     if (!g->trans_a) { /* A[i][p] = src[i * lda + p]: a pair is two adjacent halves */
-        for (int64_t r = 0; r < rows; r++) {
-            const uint16_t *s = src + (i0 + r) * g->lda;
-            for (int64_t p = 0; p < k / 2; p++) {
+        const uint16_t *s = src + i0 * g->lda;
+        for (int64_t p = 0; p < k / 2; p++) /* the panel written straight ahead */
+            for (int64_t r = 0; r < rows; r++) {
                 uint32_t w;
-                memcpy(&w, s + 2 * p, 4);
+                memcpy(&w, s + r * g->lda + 2 * p, 4);
                 dst[p * MR + r] = w;
             }
-            if (k & 1) dst[(k / 2) * MR + r] = s[k - 1];
-        }
+        if (k & 1)
+            for (int64_t r = 0; r < rows; r++) dst[(k / 2) * MR + r] = s[r * g->lda + k - 1];
     } else { /* A[i][p] = src[p * lda + i]: a pair comes from two rows of src */
         for (int64_t p = 0; p < k / 2; p++) {
             const uint16_t *even = src + 2 * p * g->lda + i0, *odd = even + g->lda;
@@ -209,11 +209,9 @@ static void pack_a_wide(const gemm_job *j, uint32_t *dst, int64_t i0, int64_t ro
     const uint16_t *src = (const uint16_t *)g->a;
     const bool half = g->dtype == WICK_FLOAT16;
     const int64_t k = g->k;
-    if (!g->trans_a)
-        for (int64_t r = 0; r < rows; r++) {
-            const uint16_t *s = src + (i0 + r) * g->lda;
-            for (int64_t p = 0; p < k; p++) dst[p * MR + r] = widen(s[p], half);
-        }
+    if (!g->trans_a) /* the panel written straight ahead, MR rows of src read side by side */
+        for (int64_t p = 0; p < k; p++)
+            for (int64_t r = 0; r < rows; r++) dst[p * MR + r] = widen(src[(i0 + r) * g->lda + p], half);
     else
         for (int64_t p = 0; p < k; p++) {
             const uint16_t *s = src + p * g->lda + i0;
@@ -282,19 +280,25 @@ static void pack_b(void *ctx, int64_t begin, int64_t end) {
             pack_b_plain(j, dst, src + c0, cols);
             continue;
         }
-        /* B[p][c] = src[c * ldb + p]: a column of B is a row of src, its pairs adjacent */
+        /* B[p][c] = src[c * ldb + p]: a column of B is a row of src, its pairs
+         * adjacent. 16 columns at a time, so that each step of k writes one
+         * cache line of the panel while 16 lines of src stay in L1. */
         if (cols < NR) memset(dst, 0, (size_t)(j->steps * NR) * 4);
-        for (int64_t c = 0; c < cols; c++) {
-            const uint16_t *s = src + (c0 + c) * g->ldb;
+        for (int64_t cb = 0; cb < cols; cb += 16) {
+            const int64_t ce = min64(cb + 16, cols);
+            const uint16_t *s = src + (c0 + cb) * g->ldb;
             if (j->kernel == KERNEL_DOT) {
-                for (int64_t p = 0; p < k / 2; p++) {
-                    uint32_t w;
-                    memcpy(&w, s + 2 * p, 4);
-                    dst[p * NR + c] = w;
-                }
-                if (k & 1) dst[(k / 2) * NR + c] = s[k - 1];
+                for (int64_t p = 0; p < k / 2; p++)
+                    for (int64_t c = cb; c < ce; c++) {
+                        uint32_t w;
+                        memcpy(&w, s + (c - cb) * g->ldb + 2 * p, 4);
+                        dst[p * NR + c] = w;
+                    }
+                if (k & 1)
+                    for (int64_t c = cb; c < ce; c++) dst[(k / 2) * NR + c] = s[(c - cb) * g->ldb + k - 1];
             } else {
-                for (int64_t p = 0; p < k; p++) dst[p * NR + c] = widen(s[p], half);
+                for (int64_t p = 0; p < k; p++)
+                    for (int64_t c = cb; c < ce; c++) dst[p * NR + c] = widen(s[(c - cb) * g->ldb + p], half);
             }
         }
     }
