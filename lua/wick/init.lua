@@ -13,6 +13,11 @@ local own_source = debug.getinfo(1, "S").source
 core.set_lua_dir((own_source:gsub("[^/\\]*$", "")))
 
 local wick = {}
+-- LuaJIT snapshots of 2021-09..2022-04 (Debian 12's among them) can miscompile
+-- a pairs() loop into a segfault (LuaJIT issue #829): such traces are
+-- discarded before they run (wick/jit_guard.lua). First, so that few traces
+-- exist before it.
+wick._jit_guard = require("wick.jit_guard").install()
 local check = require("wick.argcheck")
 local Tensor = core.Tensor -- the methods table
 local mt = core._mt        -- the tensor metatable

@@ -4,16 +4,6 @@
 -- device and nothing moves between devices.
 local wick = require("wick")
 local check = require("wick.argcheck")
--- LuaJIT does not compile this module's functions: they run interpreted (an
--- optimizer step is a few C ops per parameter: on the 784-512-256-10 MLP, 1
--- thread, Adam's step took 418-430 us either way, RMSprop's 2.39-2.45 ms
--- compiled against 2.43-2.48 interpreted).
--- With them compiled, spec/optim_shelf_spec.lua crashed inside a compiled trace
--- (a segfault reading a Lua value) in 4 of 60 runs, and in 2 of 60 each with
--- the profiler's hook or the FFI fast paths off; in none of 60 with the JIT off
--- and none of 120 with only this module interpreted. The cause (a LuaJIT trace
--- bug, or a binding breaking a rule only compiled code relies on) is not found.
-if jit then jit.off(true, true) end
 
 local optim = {}
 local unpack = table.unpack or unpack
