@@ -2,7 +2,8 @@
  * src/core/rnn.h over the B x H elements of a step, rows split among threads
  * when a step is large. The float32 forward of tanh RNNs, LSTMs and GRUs runs
  * the same formulas 16 units at a time with cpu_vmath.h's sigmoid and tanh
- * (libm's took two thirds of the step's time). The time loop and the
+ * (libm's took two thirds of the step's time), and so does the float32
+ * backward of LSTMs and GRUs. The time loop and the
  * products are the core's (src/core/rnn.c). */
 #include "cpu.h"
 
@@ -71,10 +72,46 @@ static void fwd_rows(void *ctx, int64_t b0, int64_t b1) {
             for (int64_t j = 0; j < a->H; j++) wk_rnn_fwd_d(a, b, j);
 }
 
+/* The backward of row b of step t in float32 (LSTM or GRU, the row taking part
+ * in the step): wk_rnn_bwd_f's formulas 16 units at a time. */
+WK_VSIMD static void bwd_row_f32(const wk_rnn_args *a, int64_t b) {
+    const int64_t H = a->H, G = a->G, row = a->t * a->B + b;
+    const float *ws = (const float *)a->ws + row * a->W, *gout = (const float *)a->gout + row * H;
+    float *dgi = (float *)a->dgi + row * G, *dgh = (float *)a->dgh + row * G, *dh = (float *)a->dh + b * H;
+    float *dc = a->dc ? (float *)a->dc + b * H : NULL;
+    for (int64_t j = 0; j < H; j += WK_VL) {
+        int64_t n = H - j < WK_VL ? H - j : WK_VL;
+        wk_vf d = vld(dh + j, n) + vld(gout + j, n);
+        if (a->mode == WICK_RNN_LSTM) {
+            wk_vf cp = vld(ws + H + j, n), i = vld(ws + 2 * H + j, n), f = vld(ws + 3 * H + j, n);
+            wk_vf g = vld(ws + 4 * H + j, n), o = vld(ws + 5 * H + j, n), tc = vld(ws + 6 * H + j, n);
+            wk_vf dcc = vld(dc + j, n) + d * o * (1.0f - tc * tc);
+            vst(dgi + j, dcc * g * i * (1.0f - i), n);
+            vst(dgi + H + j, dcc * cp * f * (1.0f - f), n);
+            vst(dgi + 2 * H + j, dcc * i * (1.0f - g * g), n);
+            vst(dgi + 3 * H + j, d * tc * o * (1.0f - o), n);
+            vst(dc + j, dcc * f, n);
+            vst(dh + j, wk_vsplat(0), n);
+        } else {
+            wk_vf hp = vld(ws + j, n), r = vld(ws + H + j, n), z = vld(ws + 2 * H + j, n);
+            wk_vf nn = vld(ws + 3 * H + j, n), hh = vld(ws + 4 * H + j, n);
+            wk_vf dn = d * (1.0f - z) * (1.0f - nn * nn);
+            wk_vf dr = dn * hh * r * (1.0f - r), dz = d * (hp - nn) * z * (1.0f - z);
+            vst(dgi + j, dr, n), vst(dgh + j, dr, n);
+            vst(dgi + H + j, dz, n), vst(dgh + H + j, dz, n);
+            vst(dgi + 2 * H + j, dn, n), vst(dgh + 2 * H + j, dn * r, n);
+            vst(dh + j, d * z, n);
+        }
+    }
+}
+
 static void bwd_rows(void *ctx, int64_t b0, int64_t b1) {
     const wk_rnn_args *a = ctx;
     for (int64_t b = b0; b < b1; b++)
-        if (a->dtype == WICK_FLOAT32)
+        if (a->dtype == WICK_FLOAT32 && (a->mode == WICK_RNN_LSTM || a->mode == WICK_RNN_GRU) &&
+            wk_rnn_valid(a->lengths, a->t, b))
+            bwd_row_f32(a, b);
+        else if (a->dtype == WICK_FLOAT32)
             for (int64_t j = 0; j < a->H; j++) wk_rnn_bwd_f(a, b, j);
         else
             for (int64_t j = 0; j < a->H; j++) wk_rnn_bwd_d(a, b, j);
