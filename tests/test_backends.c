@@ -18,8 +18,9 @@
  * across devices), fill, every reduction over each dim and over all, softmax
  * and log_softmax, rand and randn after manual_seed, mm/bmm/matmul/addmm/
  * linear/mse_loss, index_select, gather, scatter, scatter_add, index_add, cat,
- * conv2d, max_pool2d and avg_pool2d with their backward, a small MLP, and the
- * fused recurrent layer (wick_rnn_layer, every mode) with its backward.
+ * conv2d, conv_transpose2d, upsample2d (nearest and bilinear), max_pool2d and
+ * avg_pool2d with their backward, a small MLP, and the fused recurrent layer
+ * (wick_rnn_layer, every mode) with its backward.
  *
  * One line per failing case, then a summary; exit 1 on any mismatch, 77 (the
  * ctest SKIP_RETURN_CODE) where no CUDA GPU is usable. */
@@ -219,14 +220,14 @@ typedef enum {
     K_UNARY, K_UNARY_, K_BINARY, K_BINARY_, K_SCALAR, K_SCALAR_FIRST, K_SCALAR_, K_ADD_SCALED, K_CLAMP, K_CLAMP_,
     K_WHERE, K_TO, K_COPY_INTO, K_CONTIGUOUS, K_FILL, K_REDUCE, K_SOFTMAX, K_LOG_SOFTMAX, K_RAND, K_RANDN, K_MM,
     K_BMM, K_MATMUL, K_ADDMM, K_LINEAR, K_MSE, K_INDEX_SELECT, K_GATHER, K_SCATTER, K_SCATTER_, K_SCATTER_ADD_,
-    K_INDEX_ADD_, K_CAT, K_CONV2D, K_MAX_POOL, K_AVG_POOL, K_MLP, K_RNN
+    K_INDEX_ADD_, K_CAT, K_CONV2D, K_MAX_POOL, K_AVG_POOL, K_MLP, K_RNN, K_CONV_T, K_UPSAMPLE
 } kind;
 
 static const char *kind_names[] = {
     "unary", "unary_", "binary", "binary_", "binary_scalar", "scalar_binary", "binary_scalar_", "add_scaled", "clamp",
     "clamp_", "where", "to", "copy_", "contiguous", "fill_", "reduce", "softmax", "log_softmax", "rand", "randn", "mm",
     "bmm", "matmul", "addmm", "linear", "mse_loss", "index_select", "gather", "scatter", "scatter_", "scatter_add_",
-    "index_add_", "cat", "conv2d", "max_pool2d", "avg_pool2d", "mlp", "rnn_layer"};
+    "index_add_", "cat", "conv2d", "max_pool2d", "avg_pool2d", "mlp", "rnn_layer", "conv_transpose2d", "upsample2d"};
 
 /* How outputs are compared. */
 enum { C_ELEM, C_ACCUM };
@@ -355,6 +356,10 @@ static wick_status run_op(const op_case *c, wick_device dev, input_t *in, wick_t
     }
     case K_CONV2D:
         return wick_conv2d(r, a, b, t2, c->i[0], c->i[1], c->i[2], c->i[3], c->i[4], c->i[5], c->i[6]);
+    case K_CONV_T: /* i: stride h, w, padding h, w, output_padding h, w, dilation h, w, groups */
+        return wick_conv_transpose2d(r, a, b, t2, &c->i[0], &c->i[2], &c->i[4], &c->i[6], c->i[8]);
+    case K_UPSAMPLE: /* i: out_h, out_w, mode, align_corners; x: scale_h, scale_w */
+        return wick_upsample2d(r, a, c->i[0], c->i[1], c->i[2], c->i[3], c->x[0], c->x[1]);
     case K_MAX_POOL:
         r[1] = NULL;
         st = wick_max_pool2d(r, &r[1], a, c->i[0], c->i[1], c->i[2], c->i[3], c->i[4], c->i[5], c->i[6]);
@@ -898,6 +903,25 @@ static void index_cases(void) {
         }
 }
 
+/* Runs c, then (with `backward`) c again with the gradients of every input. */
+static void run_fwd_bwd(op_case c, bool backward) {
+    run_case(c);
+    if (!backward) return;
+    for (int j = 0; j < c.nin; j++) c.in[j].grad = 1;
+    c.backward = 1;
+    run_case(c);
+}
+
+/* A convolution case (conv2d or conv_transpose2d): input x, weight w, bias b
+ * ("" for none), the np ints of its parameters; backward in float32/64. */
+static void conv_case(kind k, wick_dtype d, const char *x, const char *w, const char *b, const int *p, int np) {
+    op_case c = case_(k, 0, 3, in_(d, L_CONTIG, V_FLOAT, x), in_(d, L_CONTIG, V_FLOAT, w), in_(d, L_CONTIG, V_FLOAT, b));
+    if (!b[0]) c.nin = 2;
+    memcpy(c.i, p, sizeof(int) * (size_t)np);
+    c.compare = C_ACCUM;
+    run_fwd_bwd(c, d == WICK_FLOAT32 || d == WICK_FLOAT64);
+}
+
 static void nn_cases(void) {
     static const struct {
         const char *x, *w, *b; /* b "": no bias */
@@ -907,19 +931,36 @@ static void nn_cases(void) {
                  {"2x2x5x5", "3x2x5x5", "3", 1, 1, 2, 2, 1, 1, 1},   {"4x3x16x16", "8x3x3x3", "8", 2, 1, 1, 1, 1, 1, 1}};
     for (int t = 0; t < 3; t++)
         for (size_t k = 0; k < sizeof convs / sizeof *convs; k++) {
-            wick_dtype d = FLOATS[t];
-            op_case c = case_(K_CONV2D, 0, 3, in_(d, L_CONTIG, V_FLOAT, convs[k].x), in_(d, L_CONTIG, V_FLOAT, convs[k].w),
-                              in_(d, L_CONTIG, V_FLOAT, convs[k].b));
-            if (!convs[k].b[0]) c.nin = 2;
             int p[7] = {convs[k].sh, convs[k].sw, convs[k].ph, convs[k].pw, convs[k].dh, convs[k].dw, convs[k].groups};
-            memcpy(c.i, p, sizeof p);
+            conv_case(K_CONV2D, FLOATS[t], convs[k].x, convs[k].w, convs[k].b, p, 7);
+        }
+    /* transposed convolutions: x, w [Cin, Cout / groups, kH, kW], b; stride, padding, output_padding, dilation */
+    static const struct {
+        const char *x, *w, *b;
+        int p[9];
+    } convts[] = {{"2x4x5x5", "4x3x3x3", "3", {2, 2, 1, 1, 1, 1, 1, 1, 1}},  /* dcgan's upsampling layer */
+                  {"2x8x1x1", "8x4x4x4", "", {1, 1, 0, 0, 0, 0, 1, 1, 1}},   /* dcgan's first layer */
+                  {"1x4x4x6", "4x2x4x4", "2", {2, 1, 1, 0, 0, 0, 1, 1, 1}},
+                  {"2x4x3x3", "4x3x2x3", "6", {1, 2, 0, 1, 0, 1, 2, 1, 2}},  /* groups 2, dilation */
+                  {"3x5x4", "3x2x1x1", "2", {1, 1, 0, 0, 0, 0, 1, 1, 1}}};   /* unbatched, 1x1 */
+    for (int t = 0; t < 3; t++)
+        for (size_t k = 0; k < sizeof convts / sizeof *convts; k++) {
+            conv_case(K_CONV_T, FLOATS[t], convts[k].x, convts[k].w, convts[k].b, convts[k].p, 9);
+        }
+    /* upsampling of [2, 3, 5, 4]: out_h, out_w, mode (0 nearest, 1 bilinear), align_corners; 1 / scale_factor */
+    static const struct {
+        int i[4];
+        double sh, sw;
+    } ups[] = {{{10, 8, 0, 0}, 0, 0},     {{7, 9, 0, 0}, 0, 0},   {{3, 2, 0, 0}, 0, 0}, {{10, 8, 1, 0}, 0, 0},
+               {{9, 7, 1, 1}, 0, 0},      {{3, 2, 1, 0}, 0, 0},   {{3, 2, 1, 1}, 0, 0}, {{12, 10, 1, 0}, 1 / 2.5, 1 / 2.5},
+               {{7, 6, 0, 0}, 1 / 1.5, 1 / 1.5}};
+    for (int t = 0; t < 3; t++)
+        for (size_t k = 0; k < sizeof ups / sizeof *ups; k++) {
+            op_case c = case_(K_UPSAMPLE, 0, 1, in_(FLOATS[t], k % 2 ? L_TRANSPOSED : L_CONTIG, V_FLOAT, "2x3x5x4"));
+            memcpy(c.i, ups[k].i, sizeof ups[k].i);
+            c.x[0] = ups[k].sh, c.x[1] = ups[k].sw;
             c.compare = C_ACCUM;
-            run_case(c);
-            if (t < 2) {
-                for (int j = 0; j < c.nin; j++) c.in[j].grad = 1;
-                c.backward = 1;
-                run_case(c);
-            }
+            run_fwd_bwd(c, t < 2);
         }
     static const int pools[][7] = {{2, 2, 2, 2, 0, 0, 0}, {3, 3, 2, 2, 1, 1, 0}, {3, 3, 1, 1, 1, 1, 1},
                                    {2, 3, 1, 2, 1, 1, 1}, {3, 2, 3, 2, 0, 1, 1}};
