@@ -91,4 +91,23 @@ describe("wick.jit_guard", function()
     jit.on(f)
     assert(ok, err)
   end)
+
+  it("leaves a trace handler attached before it (luajit -jv, -jdump) in place and stays off", function()
+    if not jit then return pending("LuaJIT only") end
+    if not guard.installed then return pending("the guard is not installed here") end
+    local runner = arg and arg[-1] or "build/wick"
+    local code = [[
+      local n = 0
+      jit.attach(function(what) if what == "stop" then n = n + 1 end end, "trace")
+      local g = require("wick")._jit_guard
+      local before, x = n, 0
+      for i = 1, 1000 do x = x + i end
+      io.write(tostring(g.installed), " ", tostring(g.skipped ~= nil), " ", tostring(n > before))
+    ]]
+    local p = assert(io.popen(("%s -e %q 2>&1"):format(runner, code)))
+    local out = p:read("*a")
+    p:close()
+    -- not installed, says why, and the earlier handler still sees traces compiled after require
+    assert.are.equal("false true true", out)
+  end)
 end)

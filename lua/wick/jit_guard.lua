@@ -25,7 +25,8 @@
 -- WICK_NO_JIT_GUARD=1 leaves it out (to reproduce the crash).
 --
 -- LuaJIT keeps one handler per event: a later jit.attach(f, "trace") (jit.v,
--- jit.dump, luajit -jv / -jdump) replaces the guard's, which is then off.
+-- jit.dump) replaces the guard's, which is then off; one attached before
+-- (luajit -jv / -jdump) is kept, and the guard does not install itself.
 -- The handler reads no global and calls no metamethod: on these LuaJIT
 -- versions a handler that does (e.g. one defined in a busted spec, whose
 -- globals go through an __index function) can corrupt the recorder's state.
@@ -102,7 +103,7 @@ function guard.install()
     jit_flush()
   end
 
-  jit.attach(function(what, tr, fn)
+  local function handler(what, tr, fn)
     if what == "start" then
       start_fn[tr] = fn
     elseif what == "stop" then
@@ -110,7 +111,20 @@ function guard.install()
     elseif what == "flush" then
       start_fn = fresh()
     end
-  end, "trace")
+  end
+  -- LuaJIT keeps one handler per event: one attached before (luajit -jv,
+  -- -jdump) is left in place, and the guard stays off
+  local events = debug.getregistry()._VMEVENTS
+  local before = {}
+  for k, v in pairs(events or {}) do before[k] = v end
+  jit.attach(handler, "trace")
+  for k, v in pairs(debug.getregistry()._VMEVENTS or {}) do
+    if v == handler and type(before[k]) == "function" then
+      jit.attach(before[k], "trace")
+      guard.skipped = "another handler of LuaJIT's trace event was attached first"
+      return guard
+    end
+  end
   guard.installed = true
 
   -- traces compiled before the guard (where each started is unknown)
