@@ -100,14 +100,25 @@ static void cpu_empty_cache(void) {
     pthread_mutex_unlock(&cache_lock);
 }
 
-/* ---- the matrix library's threads: the core's budget (wick_set_num_threads) ---- */
-
+/* ---- the matrix library's threads ----
+ * Always one, whatever the core's budget (wick_set_num_threads): cpu_gemm.c
+ * splits a large product into blocks, one single-threaded BLAS call per thread
+ * of wick's pool, so one pool owns the cores (BLIS 0.9's own threads, made per
+ * call and spinning at barriers, made the MLP epoch slower on 2 threads than on
+ * 1; OpenBLAS's spin too). Called before the first product (the core decides its
+ * thread count then), so BLIS_NUM_THREADS / OPENBLAS_NUM_THREADS do not apply. */
 #ifdef WICK_BLAS_BLIS
 void bli_thread_set_num_threads(long n);
-static void cpu_set_num_threads(int n) { bli_thread_set_num_threads(n); }
+static void cpu_set_num_threads(int n) {
+    (void)n;
+    bli_thread_set_num_threads(1);
+}
 #else
 void openblas_set_num_threads(int n);
-static void cpu_set_num_threads(int n) { openblas_set_num_threads(n); }
+static void cpu_set_num_threads(int n) {
+    (void)n;
+    openblas_set_num_threads(1);
+}
 #endif
 
 /* ---- copy ---- */

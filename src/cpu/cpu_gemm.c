@@ -150,16 +150,18 @@ static wick_status gemm_16bit(const wk_gemm_args *g) {
     return st;
 }
 
-/* B^T (k x n) from B (n x k, leading dimension ld) in 16 x 16 blocks: a block's
- * 16 source and 16 destination lines stay in L1 even when the row strides map
- * them all to two cache sets (32 x 32 blocks thrashed at ld = 512). */
+/* B^T (k x n, leading dimension ldd) from B (n x k, leading dimension ld) in
+ * 16 x 16 blocks: a block's 16 source and 16 destination lines stay in L1 even
+ * when the row strides map them all to two cache sets (32 x 32 blocks thrashed
+ * at ld = 512). */
 #define UNTRANSPOSE(NAME, T)                                                                      \
-    static void NAME(T *restrict dst, const T *restrict src, int64_t n, int64_t k, int64_t ld) { \
+    static void NAME(T *restrict dst, int64_t ldd, const T *restrict src, int64_t n, int64_t k,   \
+                     int64_t ld) {                                                                \
         for (int64_t j0 = 0; j0 < n; j0 += 16)                                                    \
             for (int64_t p0 = 0; p0 < k; p0 += 16) {                                              \
                 int64_t j1 = j0 + 16 < n ? j0 + 16 : n, p1 = p0 + 16 < k ? p0 + 16 : k;           \
                 for (int64_t p = p0; p < p1; p++)                                                 \
-                    for (int64_t j = j0; j < j1; j++) dst[p * n + j] = src[j * ld + p];           \
+                    for (int64_t j = j0; j < j1; j++) dst[p * ldd + j] = src[j * ld + p];         \
             }                                                                                     \
     }
 UNTRANSPOSE(untranspose_f32_scalar, float)
@@ -169,8 +171,9 @@ UNTRANSPOSE(untranspose_f64, double)
 #include <immintrin.h>
 /* The same for float32 in 8 x 8 blocks in AVX registers (eight loads, three
  * shuffle stages, eight stores); the edges by the scalar loop. */
-__attribute__((target("avx2"))) static void untranspose_f32_avx2(float *restrict dst, const float *restrict src,
-                                                                   int64_t n, int64_t k, int64_t ld) {
+__attribute__((target("avx2"))) static void untranspose_f32_avx2(float *restrict dst, int64_t ldd,
+                                                                   const float *restrict src, int64_t n, int64_t k,
+                                                                   int64_t ld) {
     int64_t n8 = n & ~(int64_t)7, k8 = k & ~(int64_t)7;
     for (int64_t j0 = 0; j0 < n8; j0 += 8)
         for (int64_t p0 = 0; p0 < k8; p0 += 8) {
@@ -187,47 +190,150 @@ __attribute__((target("avx2"))) static void untranspose_f32_avx2(float *restrict
             __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
             __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
             __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-            float *d = dst + p0 * n + j0;
+            float *d = dst + p0 * ldd + j0;
             _mm256_storeu_ps(d, _mm256_permute2f128_ps(u0, u4, 0x20));
-            _mm256_storeu_ps(d + n, _mm256_permute2f128_ps(u1, u5, 0x20));
-            _mm256_storeu_ps(d + 2 * n, _mm256_permute2f128_ps(u2, u6, 0x20));
-            _mm256_storeu_ps(d + 3 * n, _mm256_permute2f128_ps(u3, u7, 0x20));
-            _mm256_storeu_ps(d + 4 * n, _mm256_permute2f128_ps(u0, u4, 0x31));
-            _mm256_storeu_ps(d + 5 * n, _mm256_permute2f128_ps(u1, u5, 0x31));
-            _mm256_storeu_ps(d + 6 * n, _mm256_permute2f128_ps(u2, u6, 0x31));
-            _mm256_storeu_ps(d + 7 * n, _mm256_permute2f128_ps(u3, u7, 0x31));
+            _mm256_storeu_ps(d + ldd, _mm256_permute2f128_ps(u1, u5, 0x20));
+            _mm256_storeu_ps(d + 2 * ldd, _mm256_permute2f128_ps(u2, u6, 0x20));
+            _mm256_storeu_ps(d + 3 * ldd, _mm256_permute2f128_ps(u3, u7, 0x20));
+            _mm256_storeu_ps(d + 4 * ldd, _mm256_permute2f128_ps(u0, u4, 0x31));
+            _mm256_storeu_ps(d + 5 * ldd, _mm256_permute2f128_ps(u1, u5, 0x31));
+            _mm256_storeu_ps(d + 6 * ldd, _mm256_permute2f128_ps(u2, u6, 0x31));
+            _mm256_storeu_ps(d + 7 * ldd, _mm256_permute2f128_ps(u3, u7, 0x31));
         }
     for (int64_t j = 0; j < n; j++) /* the edges: columns past k8 of every row, rows past n8 */
-        for (int64_t p = j < n8 ? k8 : 0; p < k; p++) dst[p * n + j] = src[j * ld + p];
+        for (int64_t p = j < n8 ? k8 : 0; p < k; p++) dst[p * ldd + j] = src[j * ld + p];
 }
 #endif
 
-static void untranspose_f32(float *dst, const float *src, int64_t n, int64_t k, int64_t ld) {
+static void untranspose_f32(float *dst, int64_t ldd, const float *src, int64_t n, int64_t k, int64_t ld) {
 #if defined(__x86_64__) && defined(__GNUC__)
     if (__builtin_cpu_supports("avx2")) {
-        untranspose_f32_avx2(dst, src, n, k, ld);
+        untranspose_f32_avx2(dst, ldd, src, n, k, ld);
         return;
     }
 #endif
-    untranspose_f32_scalar(dst, src, n, k, ld);
+    untranspose_f32_scalar(dst, ldd, src, n, k, ld);
+}
+
+/* ---- float32/float64 products on wick's pool ----
+ * One pool owns the cores: the matrix library always runs on one thread
+ * (cpu_backend.c keeps its count at 1), and a large product is split here into
+ * blocks of C, one BLAS call per block on wick's pool (threads.c: no thread
+ * waits for long on another; a block a late worker has not claimed, the caller
+ * runs). BLIS 0.9's own threads, made per call and spinning at barriers, made
+ * the MLP epoch slower on 2 threads than on 1. Every element of C is one dot
+ * product over all of k, but BLIS picks its kernel by the shape of the block,
+ * so the last bits may differ between thread counts (never between runs at one
+ * count: the blocks depend only on the sizes and the count). */
+
+/* A block gets at least this many multiply-adds: about 20 us of one core, well
+ * above the cost of waking a worker. */
+#define SPLIT_MIN_MACS ((int64_t)1 << 20)
+/* Block edges fall on multiples of this many rows or columns (whole cache lines
+ * of C and whole micro-tiles of the BLAS kernels). */
+#define SPLIT_ALIGN 16
+
+/* One BLAS call on the block [i0, i1) x [j0, j1) of C. */
+static void blas_block(const wk_gemm_args *g, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    const int64_t es = (int64_t)wk_dtype_size(g->dtype), m = i1 - i0, n = j1 - j0;
+    if (m <= 0 || n <= 0) return;
+    const char *a = g->a + (g->trans_a ? i0 : i0 * g->lda) * es;
+    const char *b = g->b + (g->trans_b ? j0 * g->ldb : j0) * es;
+    char *c = g->c + (i0 * g->ldc + j0) * es;
+    enum CBLAS_TRANSPOSE ta = g->trans_a ? CblasTrans : CblasNoTrans, tb = g->trans_b ? CblasTrans : CblasNoTrans;
+    if (g->dtype == WICK_FLOAT32)
+        cblas_sgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)g->k, (float)g->alpha, (const float *)a, (int)g->lda,
+                    (const float *)b, (int)g->ldb, (float)g->beta, (float *)c, (int)g->ldc);
+    else
+        cblas_dgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)g->k, g->alpha, (const double *)a, (int)g->lda,
+                    (const double *)b, (int)g->ldb, g->beta, (double *)c, (int)g->ldc);
+}
+
+/* The t-th of `parts` edges along a dimension of `len`, on SPLIT_ALIGN. */
+static int64_t split_edge(int64_t len, int64_t t, int64_t parts) {
+    int64_t units = (len + SPLIT_ALIGN - 1) / SPLIT_ALIGN, e = units * t / parts * SPLIT_ALIGN;
+    return e < len ? e : len;
+}
+
+typedef struct {
+    const wk_gemm_args *g;
+    int64_t tm, tn; /* a grid of tm x tn blocks of C */
+} split_job;
+
+static void split_range(void *ctx, int64_t begin, int64_t end) {
+    const split_job *j = ctx;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t bi = t / j->tn, bj = t % j->tn;
+        blas_block(j->g, split_edge(j->g->m, bi, j->tm), split_edge(j->g->m, bi + 1, j->tm),
+                   split_edge(j->g->n, bj, j->tn), split_edge(j->g->n, bj + 1, j->tn));
+    }
+}
+
+/* How many blocks, and their grid: at most one per thread, each with at least
+ * SPLIT_MIN_MACS and SPLIT_ALIGN rows and columns; among the grids, the one whose
+ * blocks have the smallest rows + columns (the least packing per multiply-add),
+ * columns first on a tie. */
+static int64_t split_grid(const wk_gemm_args *g, int64_t *tm, int64_t *tn) {
+    int64_t macs = g->m * g->n * g->k, parts = wick_get_num_threads();
+    if (parts > macs / SPLIT_MIN_MACS) parts = macs / SPLIT_MIN_MACS;
+    int64_t best = INT64_MAX;
+    *tm = *tn = 1;
+    for (; parts > 1 && best == INT64_MAX; parts--)
+        for (int64_t r = 1; r <= parts; r++) {
+            if (parts % r) continue;
+            int64_t c = parts / r, rows = (g->m + r - 1) / r, cols = (g->n + c - 1) / c;
+            if (rows < SPLIT_ALIGN || cols < SPLIT_ALIGN || rows + cols >= best) continue;
+            best = rows + cols, *tm = r, *tn = c;
+        }
+    return *tm * *tn;
+}
+
+static wick_status blas_gemm(const wk_gemm_args *g) {
+    int64_t tm, tn;
+    if (split_grid(g, &tm, &tn) < 2) {
+        blas_block(g, 0, g->m, 0, g->n);
+        return WICK_OK;
+    }
+    split_job j = {g, tm, tn};
+    return wk_parallel_for(tm * tn, 1, split_range, &j);
 }
 
 /* A transposed B (x @ W^T: every linear layer's forward) ran at about two thirds
  * of the plain layout's speed in BLIS 0.9 (nanoGPT's training step, one thread:
  * ~55 against ~80-90 GFLOP/s for m = 768, k = 128, n = 128..512). With many rows
- * the k x n copy to the plain layout is a small part of the m x k x n product. */
+ * the k x n copy to the plain layout is a small part of the m x k x n product;
+ * it is made on the pool too, in blocks of columns. */
 #define UNTRANSPOSE_MIN_ROWS 64
+#define UNTRANSPOSE_GRAIN 64 /* columns of the copy per piece, at least */
+
+typedef struct {
+    void *dst;
+    const wk_gemm_args *g;
+} untranspose_job;
+
+static void untranspose_range(void *ctx, int64_t begin, int64_t end) {
+    const untranspose_job *j = ctx;
+    const wk_gemm_args *g = j->g;
+    if (g->dtype == WICK_FLOAT32)
+        untranspose_f32((float *)j->dst + begin, g->n, (const float *)g->b + begin * g->ldb, end - begin, g->k, g->ldb);
+    else
+        untranspose_f64((double *)j->dst + begin, g->n, (const double *)g->b + begin * g->ldb, end - begin, g->k,
+                        g->ldb);
+}
+
 static wick_status gemm_untransposed_b(const wk_gemm_args *g) {
     size_t es = wk_dtype_size(g->dtype), bytes = (size_t)(g->k * g->n) * es;
     void *b = wk_malloc_aligned(bytes, 64);
     if (!b)
         return wick_fail(WICK_ERR_OOM, "mm: out of memory for a %lld x %lld copy of the right operand",
                          (long long)g->k, (long long)g->n);
-    if (g->dtype == WICK_FLOAT32) untranspose_f32(b, (const float *)g->b, g->n, g->k, g->ldb);
-    else untranspose_f64(b, (const double *)g->b, g->n, g->k, g->ldb);
+    untranspose_job uj = {b, g};
+    /* pieces of whole 16-column blocks: the copy's blocks stay those of one call */
+    int64_t grain = g->k * g->n < SPLIT_MIN_MACS / 16 ? g->n : UNTRANSPOSE_GRAIN;
+    wick_status st = wk_parallel_for(g->n, grain, untranspose_range, &uj);
     wk_gemm_args w = *g;
     w.trans_b = 0, w.b = (const char *)b, w.ldb = g->n;
-    wick_status st = cpu_gemm(&w);
+    if (!st) st = blas_gemm(&w);
     wk_free(b, bytes);
     return st;
 }
@@ -249,12 +355,5 @@ wick_status cpu_gemm(const wk_gemm_args *g) {
         g->ldc > INT32_MAX)
         return wick_fail(WICK_ERR_UNSUPPORTED, "mm: matrix dimensions beyond 2^31 are not supported by BLAS");
     if (g->trans_b && g->m >= UNTRANSPOSE_MIN_ROWS && g->n >= 16 && g->k >= 16) return gemm_untransposed_b(g);
-    enum CBLAS_TRANSPOSE ta = g->trans_a ? CblasTrans : CblasNoTrans, tb = g->trans_b ? CblasTrans : CblasNoTrans;
-    if (g->dtype == WICK_FLOAT32)
-        cblas_sgemm(CblasRowMajor, ta, tb, (int)g->m, (int)g->n, (int)g->k, (float)g->alpha, (const float *)g->a,
-                    (int)g->lda, (const float *)g->b, (int)g->ldb, (float)g->beta, (float *)g->c, (int)g->ldc);
-    else
-        cblas_dgemm(CblasRowMajor, ta, tb, (int)g->m, (int)g->n, (int)g->k, g->alpha, (const double *)g->a,
-                    (int)g->lda, (const double *)g->b, (int)g->ldb, g->beta, (double *)g->c, (int)g->ldc);
-    return WICK_OK;
+    return blas_gemm(g);
 }
