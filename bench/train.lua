@@ -5,6 +5,7 @@
 --        SGD momentum 0.9, batch 128) on Fashion-MNIST; prints the epoch time,
 --        the part spent in matrix products (the same products timed alone),
 --        the test accuracy and the peak RSS.
+-- what = "mlp":   that epoch's training alone (epoch_s; bench/threads.sh).
 -- what = "step":  a batch-1 step (forward, backward, SGD) of a 32-32-1 MLP.
 local wick = require("wick")
 local nn = wick.nn
@@ -23,7 +24,7 @@ local function peak_rss_mb()
   return tonumber(s:match("VmHWM:%s*(%d+)")) / 1024
 end
 
-if what == "epoch" then
+if what == "epoch" or what == "mlp" then
   local train = wick.data.FashionMNIST { train = true }
   local test = wick.data.FashionMNIST { train = false }
   local loader = wick.data.DataLoader(train, { batch_size = 128, shuffle = true })
@@ -39,6 +40,10 @@ if what == "epoch" then
     opt:step()
   end
   local epoch = wick.clock() - t0
+  if what == "mlp" then
+    emit("epoch_s", epoch)
+    os.exit(0)
+  end
   -- the matrix products of one epoch alone: forward (3) and backward (5 per step:
   -- grad_input of layers 2-3 and grad_weight of all three) at the same shapes
   local shapes = { { 784, 512 }, { 512, 256 }, { 256, 10 } }
