@@ -49,7 +49,7 @@
 
 #ifdef WK_A512_BUILD
 
-#define WK_A512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+#define WK_A512 __attribute__((target("avx512f,avx512bw,avx512vl,f16c")))
 #define WK_A512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
 #define MR 6          /* rows of C per micro-kernel */
@@ -68,10 +68,10 @@ static bool env_set(const char *name) {
     return v && *v && *v != '0';
 }
 
-/* AVX512F, BW and VL, and the OS saving SSE, AVX, opmask and zmm state (XCR0) */
+/* AVX512F, BW and VL, F16C, and the OS saving SSE, AVX, opmask and zmm state (XCR0) */
 static bool have_avx512(void) {
     unsigned a, b, c, d;
-    if (!__get_cpuid_count(1, 0, &a, &b, &c, &d) || !(c & (1u << 27))) return false; /* OSXSAVE */
+    if (!__get_cpuid_count(1, 0, &a, &b, &c, &d) || !(c & (1u << 27)) || !(c & (1u << 29))) return false; /* OSXSAVE, F16C */
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
     if (!(b & (1u << 16)) || !(b & (1u << 30)) || !(b & (1u << 31))) return false;
     unsigned lo, hi;
@@ -196,15 +196,15 @@ static void pack_a_pairs(const gemm_job *j, uint32_t *dst, int64_t i0, int64_t r
     }
 }
 
-/* "fma": each element widened to float32 (its bits) */
-static inline uint32_t widen(uint16_t h, bool half) {
+/* "fma": each element widened to float32 (its bits; float16 by VCVTPH2PS, inline) */
+WK_A512 static inline uint32_t widen(uint16_t h, bool half) {
     if (!half) return (uint32_t)h << 16;
-    float f = wk_half_to_float(h);
+    float f = _cvtsh_ss(h);
     uint32_t w;
     memcpy(&w, &f, 4);
     return w;
 }
-static void pack_a_wide(const gemm_job *j, uint32_t *dst, int64_t i0, int64_t rows) {
+WK_A512 static void pack_a_wide(const gemm_job *j, uint32_t *dst, int64_t i0, int64_t rows) {
     const wk_gemm_args *g = j->g;
     const uint16_t *src = (const uint16_t *)g->a;
     const bool half = g->dtype == WICK_FLOAT16;
@@ -219,7 +219,7 @@ static void pack_a_wide(const gemm_job *j, uint32_t *dst, int64_t i0, int64_t ro
         }
 }
 
-static void pack_a(void *ctx, int64_t begin, int64_t end) {
+WK_A512 static void pack_a(void *ctx, int64_t begin, int64_t end) {
     const gemm_job *j = ctx;
     for (int64_t ip = begin; ip < end; ip++) {
         uint32_t *dst = j->a + ip * j->steps * MR;
@@ -267,7 +267,7 @@ WK_A512 static void pack_b_plain(const gemm_job *j, uint32_t *dst, const uint16_
     }
 }
 
-static void pack_b(void *ctx, int64_t begin, int64_t end) {
+WK_A512 static void pack_b(void *ctx, int64_t begin, int64_t end) {
     const gemm_job *j = ctx;
     const wk_gemm_args *g = j->g;
     const uint16_t *src = (const uint16_t *)g->b;
