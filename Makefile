@@ -30,14 +30,15 @@ sanitize: deps
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure
 
-# ThreadSanitizer (WICK_TSAN): only what the embed and interrupt tests need is
-# built (the runner makes the test's checkpoint); four states on four threads
-# with the thread count, seed, log and allocator changed under them, and
-# interrupts aimed at one of two states. About a minute on 2 cores.
+# ThreadSanitizer (WICK_TSAN): only what the embed, interrupt and thread-pool
+# tests need is built (the runner makes the test's checkpoint); four states on
+# four threads with the thread count, seed, log and allocator changed under
+# them, interrupts aimed at one of two states, and the pool's split products and
+# claimed parts (spec/threads_spec.lua). About a minute on 2 cores.
 tsan: deps
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWICK_TSAN=ON -DWICK_CUDA=OFF -DWICK_LUA54=OFF >/dev/null
 	cmake --build $(TSAN_BUILD) -j$(JOBS) --target wick_runner wick_embed_host test_interrupt
-	cd $(TSAN_BUILD) && ctest --output-on-failure -R '^(embed|c_interrupt)$$'
+	cd $(TSAN_BUILD) && ctest --output-on-failure -R '^(embed|c_interrupt|threads_spec)$$'
 
 # libFuzzer targets for wick.load (fuzz/README.md), in a clang build of their own.
 fuzz-build: deps
