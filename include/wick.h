@@ -693,6 +693,16 @@ WICK_API int wick_adam_step_(wick_tensor *p, const wick_tensor *g, wick_tensor *
  * gradient, nothing read back to the host. Not recorded by autograd. */
 WICK_API wick_status wick_amp_unscale_(int n, wick_tensor *const *grads, wick_tensor *found_inf,
                                        const wick_tensor *inv_scale);
+/* One fused SGD step in place, with PyTorch's single-tensor arithmetic
+ * (torch.optim.sgd._single_tensor_sgd): g negated when maximize, g + weight_decay p,
+ * with momentum buf <- buf momentum + (1 - dampening) g (buf <- g when `first`,
+ * the buffer's first step), g <- g + momentum buf (nesterov) or buf, then
+ * p <- p - lr g. `buf` is unused (may be NULL) when momentum is 0. Returns 1
+ * ("not handled") unless the tensors are contiguous, of one float dtype, on one
+ * device whose backend has the fused step, with as many elements and no storage
+ * shared; 0 when done. */
+WICK_API int wick_sgd_step_(wick_tensor *p, const wick_tensor *g, wick_tensor *buf, double lr, double momentum,
+                            double dampening, double weight_decay, int nesterov, int maximize, int first);
 
 /* ---- fast paths ----------------------------------------------------------
  * For tiny ops, where the cost of the general path dominates (the Lua binding

@@ -318,10 +318,19 @@ local function zero_state(state, p, ...)
 end
 
 -- ---- SGD ----
+local fused_sgd = wick._core._sgd_step
 optim.SGD = class("SGD", { lr = "required", momentum = 0, dampening = 0, weight_decay = 0, nesterov = false, maximize = false },
   function(p, g, state, group)
-    g = decayed(p, g, group)
     local momentum = group.momentum
+    local buf, first = state.momentum_buffer, false
+    if momentum ~= 0 and not buf then buf, first = wick.empty_like(p), true end
+    if fused_sgd(p, g, buf, group.lr, momentum, group.dampening, group.weight_decay, group.nesterov,
+        group.maximize, first) then
+      -- one pass in C (contiguous CPU float tensors), PyTorch's arithmetic
+      if first then state.momentum_buffer = buf end
+      return
+    end
+    g = decayed(p, g, group)
     if momentum ~= 0 then
       local buf = state.momentum_buffer
       if not buf then

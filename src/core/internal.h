@@ -347,6 +347,7 @@ typedef struct wk_ce_args {
 struct wk_attn_args;    /* src/core/attention.h */
 struct wk_rnn_args;     /* src/core/rnn.h */
 struct wk_adam_hparams; /* src/core/optim.h */
+struct wk_sgd_hparams;
 
 struct wick_backend {
     const char *name;
@@ -435,6 +436,10 @@ struct wick_backend {
      * not implemented there */
     wick_status (*amp_unscale)(wick_dtype dtype, int device, char *g, int64_t n, const float *inv_scale,
                                float *found_inf);
+    /* one fused SGD step in place over n contiguous elements of p, g and (with
+     * momentum) buf, same dtypes; NULL: the composed update */
+    void (*sgd_step)(wick_dtype dtype, char *p, const char *g, char *buf, int64_t n,
+                     const struct wk_sgd_hparams *h);
 };
 
 extern const wick_backend wk_cpu_backend;

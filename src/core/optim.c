@@ -25,6 +25,28 @@ static int adam_step(wick_tensor *p, const wick_tensor *g, wick_tensor *exp_avg,
     return 0;
 }
 
+static int sgd_step(wick_tensor *p, const wick_tensor *g, wick_tensor *buf, const wk_sgd_hparams *h) {
+    bool momentum = h->momentum != 0;
+    if (!p || (p->dtype != WICK_FLOAT32 && p->dtype != WICK_FLOAT64) || !fused_operand(p, p) ||
+        !fused_operand(g, p) || (momentum && !fused_operand(buf, p)))
+        return 1;
+    if (p->storage == g->storage || (momentum && (buf->storage == p->storage || buf->storage == g->storage)))
+        return 1;
+    const wick_backend *b = wk_backend_for(p->storage->device);
+    if (!b || !b->sgd_step || wk_is_meta(p)) return 1;
+    b->sgd_step(p->dtype, wk_data(p), wk_data(g), momentum ? wk_data(buf) : NULL, wick_tensor_numel(p), h);
+    wk_bump_version(p);
+    if (momentum) wk_bump_version(buf);
+    return 0;
+}
+
+int wick_sgd_step_(wick_tensor *p, const wick_tensor *g, wick_tensor *buf, double lr, double momentum,
+                   double dampening, double weight_decay, int nesterov, int maximize, int first) {
+    wk_sgd_hparams h = {.lr = lr, .momentum = momentum, .dampening = dampening, .weight_decay = weight_decay,
+                        .nesterov = nesterov, .maximize = maximize, .first = first};
+    return sgd_step(p, g, buf, &h);
+}
+
 int wick_adam_step_(wick_tensor *p, const wick_tensor *g, wick_tensor *exp_avg, wick_tensor *exp_avg_sq, double lr,
                     double beta1, double beta2, double eps, double weight_decay, int64_t step, int decoupled) {
     wk_adam_hparams h = {.lr = lr, .beta1 = beta1, .beta2 = beta2, .eps = eps, .weight_decay = weight_decay,

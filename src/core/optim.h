@@ -14,7 +14,15 @@ typedef struct wk_adam_hparams {
     int decoupled;   /* AdamW: p <- p (1 - lr wd) first; Adam: g + wd p */
 } wk_adam_hparams;
 
+/* SGD's hyperparameters for one step (torch.optim.sgd._single_tensor_sgd). */
+typedef struct wk_sgd_hparams {
+    double lr, momentum, dampening, weight_decay;
+    int nesterov, maximize;
+    int first; /* the momentum buffer is new: buf <- g (after decay), not buf*momentum + (1-dampening) g */
+} wk_sgd_hparams;
+
 /* The step itself is wick_adam_step_ (include/wick.h); backends that have it
- * fill wick_backend.adam_step (the CPU: src/cpu/cpu_optim.c). */
+ * fill wick_backend.adam_step (the CPU: src/cpu/cpu_optim.c); likewise
+ * wick_sgd_step_ and wick_backend.sgd_step. */
 
 #endif

@@ -72,6 +72,8 @@ wick_status cpu_upsample2d_backward(const wk_upsample_args *a, char *grad_input,
 struct wk_adam_hparams;
 wick_status cpu_amp_unscale(wick_dtype dtype, int device, char *g, int64_t n, const float *inv_scale,
                             float *found_inf);
+struct wk_sgd_hparams;
+void cpu_sgd_step(wick_dtype dtype, char *p, const char *g, char *buf, int64_t n, const struct wk_sgd_hparams *h);
 void cpu_adam_step(wick_dtype dtype, char *p, const char *g, char *exp_avg, char *exp_avg_sq, int64_t n,
                    const struct wk_adam_hparams *h);
 /* cpu_attention.c */

@@ -295,4 +295,5 @@ const wick_backend wk_cpu_backend = {
     .scan = cpu_scan,
     .adam_step = cpu_adam_step,
     .amp_unscale = cpu_amp_unscale,
+    .sgd_step = cpu_sgd_step,
 };

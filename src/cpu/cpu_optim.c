@@ -1,5 +1,5 @@
 /* Fused optimizer loops (see src/core/optim.h): one pass per parameter, with
- * PyTorch's single-tensor Adam arithmetic in the parameter's dtype, each
+ * PyTorch's single-tensor SGD and Adam arithmetic in the parameter's dtype, each
  * hyperparameter rounded to it once as ATen's scalar operands are. Built with
  * -fno-math-errno (CMakeLists.txt) so that the square roots vectorise. */
 #include "cpu.h"
@@ -70,6 +70,54 @@ wick_status cpu_amp_unscale(wick_dtype dtype, int device, char *g, int64_t n, co
                                     : unscale_f64((double *)g, n, (double)*inv_scale);
     if (bad) *found_inf = 1;
     return WICK_OK;
+}
+
+/* SGD with PyTorch's single-tensor arithmetic: g <- -g (maximize), g + wd p,
+ * buf <- buf * momentum + (1 - dampening) g (or g on the first step), g <- g +
+ * momentum buf (Nesterov) or buf, p <- p - lr g. The flags are constants in each
+ * inlined copy, so every loop is branch-free. */
+#define SGD_STEP(NAME, T)                                                                              \
+    static inline __attribute__((always_inline)) void NAME##_loop(                                    \
+        T *restrict p, const T *restrict g, T *restrict buf, int64_t n, const wk_sgd_hparams *h,       \
+        const int WD, const int MOM, const int NEST, const int FIRST) {                                \
+        const T sgn = h->maximize ? (T)-1 : (T)1, wd = (T)h->weight_decay, mom = (T)h->momentum;     \
+        const T damp1 = (T)(1 - h->dampening), neglr = (T)-h->lr;                                     \
+        for (int64_t i = 0; i < n; i++) {                                                             \
+            T gi = sgn * g[i];                                                                        \
+            if (WD) gi = gi + wd * p[i];                                                              \
+            if (MOM) {                                                                                \
+                T bi = FIRST ? gi : buf[i] * mom + damp1 * gi;                                        \
+                buf[i] = bi;                                                                          \
+                gi = NEST ? gi + mom * bi : bi;                                                       \
+            }                                                                                         \
+            p[i] = p[i] + neglr * gi;                                                                 \
+        }                                                                                             \
+    }                                                                                                 \
+    WK_SIMD static void NAME(T *restrict p, const T *restrict g, T *restrict buf, int64_t n,           \
+                             const wk_sgd_hparams *h) {                                               \
+        const int wd = h->weight_decay != 0, mom = h->momentum != 0;                                  \
+        switch ((wd ? 1 : 0) | (mom ? 2 : 0) | (mom && h->nesterov ? 4 : 0) | (mom && h->first ? 8 : 0)) { \
+        case 0: NAME##_loop(p, g, buf, n, h, 0, 0, 0, 0); break;                                      \
+        case 1: NAME##_loop(p, g, buf, n, h, 1, 0, 0, 0); break;                                      \
+        case 2: NAME##_loop(p, g, buf, n, h, 0, 1, 0, 0); break;                                      \
+        case 3: NAME##_loop(p, g, buf, n, h, 1, 1, 0, 0); break;                                      \
+        case 6: NAME##_loop(p, g, buf, n, h, 0, 1, 1, 0); break;                                      \
+        case 7: NAME##_loop(p, g, buf, n, h, 1, 1, 1, 0); break;                                      \
+        case 10: NAME##_loop(p, g, buf, n, h, 0, 1, 0, 1); break;                                     \
+        case 11: NAME##_loop(p, g, buf, n, h, 1, 1, 0, 1); break;                                     \
+        case 14: NAME##_loop(p, g, buf, n, h, 0, 1, 1, 1); break;                                     \
+        default: NAME##_loop(p, g, buf, n, h, 1, 1, 1, 1); break;                                     \
+        }                                                                                             \
+    }
+
+SGD_STEP(sgd_f32, float)
+SGD_STEP(sgd_f64, double)
+
+void cpu_sgd_step(wick_dtype dtype, char *p, const char *g, char *buf, int64_t n, const wk_sgd_hparams *h) {
+    if (dtype == WICK_FLOAT32)
+        sgd_f32((float *)p, (const float *)g, (float *)buf, n, h);
+    else
+        sgd_f64((double *)p, (const double *)g, (double *)buf, n, h);
 }
 
 void cpu_adam_step(wick_dtype dtype, char *p, const char *g, char *exp_avg, char *exp_avg_sq, int64_t n,

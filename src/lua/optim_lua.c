@@ -1,4 +1,4 @@
-/* Fused optimizer steps for lua/wick/optim.lua (wick_adam_step_, src/core/optim.c). */
+/* Fused optimizer steps for lua/wick/optim.lua (wick_adam_step_, wick_sgd_step_, src/core/optim.c). */
 #include "wick_lua.h"
 
 /* _adam_step(p, g, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay, step, decoupled)
@@ -35,6 +35,21 @@ static int m_amp_unscale(lua_State *L) {
     return 0;
 }
 
-static const luaL_Reg optim_fns[] = {{"_adam_step", m_adam_step}, {"_amp_unscale_", m_amp_unscale}, {NULL, NULL}};
+/* _sgd_step(p, g, buf|nil, lr, momentum, dampening, weight_decay, nesterov, maximize, first)
+ * -> true when the fused loop ran, false when this case is the composed update's. */
+static int m_sgd_step(lua_State *L) {
+    static const char *fn = "_sgd_step";
+    wick_tensor *p = wl_checktensor(L, 1, fn, "param");
+    wick_tensor *g = wl_checktensor(L, 2, fn, "grad");
+    wick_tensor *buf = lua_isnoneornil(L, 3) ? NULL : wl_checktensor(L, 3, fn, "momentum_buffer");
+    double lr = wl_checknumber(L, 4, fn, "lr"), momentum = wl_checknumber(L, 5, fn, "momentum");
+    double dampening = wl_checknumber(L, 6, fn, "dampening"), weight_decay = wl_checknumber(L, 7, fn, "weight_decay");
+    lua_pushboolean(L, wick_sgd_step_(p, g, buf, lr, momentum, dampening, weight_decay, lua_toboolean(L, 8),
+                                      lua_toboolean(L, 9), lua_toboolean(L, 10)) == 0);
+    return 1;
+}
+
+static const luaL_Reg optim_fns[] = {
+    {"_adam_step", m_adam_step}, {"_sgd_step", m_sgd_step}, {"_amp_unscale_", m_amp_unscale}, {NULL, NULL}};
 
 void wl_open_optim(lua_State *L) { luaL_register(L, NULL, optim_fns); }
