@@ -533,6 +533,15 @@ WICK_API wick_status wick_cumprod(wick_tensor **out, const wick_tensor *a, int d
  * each way; the backward reuses the rows' saved mean and 1/std. */
 WICK_API wick_status wick_layer_norm(wick_tensor **out, const wick_tensor *x, int normalized_ndim,
                                      const wick_tensor *weight, const wick_tensor *bias, double eps);
+/* Batch normalisation over dim 2 (channels, 1-based; C = x's size there) of x
+ * [N, C, ...], like torch.nn.functional.batch_norm: weight, bias, running_mean
+ * and running_var each NULL or [C]. Training: the batch's statistics normalise
+ * x, and the running ones, when given, are updated in place with `momentum`
+ * (the variance unbiased); else the running ones (required) are used. One
+ * fused kernel each way; gradients for x, weight and bias. */
+WICK_API wick_status wick_batch_norm(wick_tensor **out, const wick_tensor *x, const wick_tensor *weight,
+                                     const wick_tensor *bias, wick_tensor *running_mean, wick_tensor *running_var,
+                                     int training, double momentum, double eps);
 /* Cross entropy of logits [N, C] against 1-based class indices [N] (int64 or
  * int32): log_softmax and nll fused. A target equal to ignore_index (when
  * has_ignore) counts nothing; weight [C] or NULL; label smoothing in [0, 1];

@@ -325,6 +325,23 @@ typedef struct wk_norm_args {
     char *y, *mean, *rstd, *gx, *gw, *gb;
 } wk_norm_args;
 
+/* Batch normalisation of x viewed as [n, c, s] (contiguous, dtype float32 or
+ * float64), statistics per channel over n * s values. Forward: training, the
+ * batch's mean and biased variance (the running ones, when given, updated in
+ * place: (1 - momentum) r + momentum stat, the variance unbiased); else the
+ * running ones; mean and rstd = 1 / sqrt(var + eps) saved per channel; y =
+ * (x - mean) rstd w + b. Backward (g, x, w, mean, rstd): any of gx, gw, gb NULL
+ * when not wanted; in training gx also flows through the batch statistics. */
+typedef struct wk_bn_args {
+    int device;
+    wick_dtype dtype;
+    int64_t n, c, s;
+    double eps, momentum;
+    int training;
+    const char *x, *w, *b, *g;
+    char *y, *mean, *rstd, *running_mean, *running_var, *gx, *gw, *gb;
+} wk_bn_args;
+
 /* Cross entropy of logits x [rows, classes] against 1-based int64 class
  * targets (a target equal to ignore_index, when has_ignore, counts nothing);
  * weight [classes] or NULL; label smoothing. Forward -> loss, row_weight, lse
@@ -388,6 +405,8 @@ struct wick_backend {
     wick_status (*gelu_backward)(const wick_tensor *gi, const wick_tensor *g, const wick_tensor *x, int tanh_form);
     wick_status (*layer_norm)(const wk_norm_args *args);
     wick_status (*layer_norm_backward)(const wk_norm_args *args);
+    wick_status (*batch_norm)(const wk_bn_args *args);
+    wick_status (*batch_norm_backward)(const wk_bn_args *args);
     wick_status (*cross_entropy)(const wk_ce_args *args);
     wick_status (*cross_entropy_backward)(const wk_ce_args *args);
     /* fills a fresh contiguous tensor with draws (seed, offset + i) */

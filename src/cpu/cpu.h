@@ -49,6 +49,8 @@ wick_status cpu_softmax_backward(const wick_tensor *gi, const wick_tensor *g, co
 wick_status cpu_gelu_backward(const wick_tensor *gi, const wick_tensor *g, const wick_tensor *x, int tanh_form);
 wick_status cpu_layer_norm(const wk_norm_args *args);
 wick_status cpu_layer_norm_backward(const wk_norm_args *args);
+wick_status cpu_batch_norm(const wk_bn_args *args);
+wick_status cpu_batch_norm_backward(const wk_bn_args *args);
 wick_status cpu_cross_entropy(const wk_ce_args *args);
 wick_status cpu_cross_entropy_backward(const wk_ce_args *args);
 wick_status cpu_index_select(wick_tensor *out, const wick_tensor *in, int dim, const wick_tensor *index);

@@ -76,6 +76,8 @@ wick_status cuda_softmax(const wick_tensor *out, const wick_tensor *in, int dim,
 wick_status cuda_gelu_backward(const wick_tensor *gi, const wick_tensor *g, const wick_tensor *x, int tanh_form);
 wick_status cuda_layer_norm(const wk_norm_args *args);
 wick_status cuda_layer_norm_backward(const wk_norm_args *args);
+wick_status cuda_batch_norm(const wk_bn_args *args);
+wick_status cuda_batch_norm_backward(const wk_bn_args *args);
 wick_status cuda_cross_entropy(const wk_ce_args *args);
 wick_status cuda_cross_entropy_backward(const wk_ce_args *args);
 wick_status cuda_random(wick_tensor *out, int normal, uint64_t seed, uint64_t offset);

@@ -3,7 +3,8 @@
  * backward (a warp per row; the weight and bias gradients a thread per column
  * over all rows, so no atomics and a fixed order), cross entropy with class
  * indices forward and backward (a warp per row; a target out of range is
- * reported through the device error record like gather's). float32 and
+ * reported through the device error record like gather's), batch_norm forward
+ * and backward (a block per channel). float32 and
  * float64, contiguous operands. */
 #include "cuda.h"
 
@@ -193,6 +194,82 @@ __global__ void ce_back_kernel(T *gx, const T *x, const T *w, const int64_t *tar
     }
 }
 
+/* ---- batch_norm: a block per channel of x [n, c, s] (same formulas as
+ * src/cpu/cpu_norm.c; sums in double, a fixed order per block) ---- */
+
+/* the sum of v over the block (every thread gets it) */
+__device__ double block_sum(double v, double *shared) {
+    v = warp_sum(v);
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    __syncthreads(); /* shared may still be read from a previous call */
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    v = lane < WARPS_PER_BLOCK ? shared[lane] : 0;
+    return warp_sum(v);
+}
+
+template <typename T>
+__global__ void bn_kernel(T *y, T *mean_out, T *rstd_out, T *rm, T *rv, const T *x, const T *w, const T *b, int64_t n,
+                          int64_t c, int64_t s, double eps, double momentum, int training) {
+    __shared__ double shared[WARPS_PER_BLOCK];
+    int64_t ch = blockIdx.x, count = n * s;
+    const T *xc = x + ch * s;
+    T *yc = y + ch * s;
+    double mean, rstd;
+    if (training) {
+        double sum = 0, q = 0;
+        for (int64_t k = threadIdx.x; k < count; k += blockDim.x) sum += xc[(k / s) * c * s + k % s];
+        mean = block_sum(sum, shared) / (double)count;
+        for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
+            double d = xc[(k / s) * c * s + k % s] - mean;
+            q += d * d;
+        }
+        double var = block_sum(q, shared) / (double)count;
+        rstd = 1 / sqrt(var + eps);
+        if (threadIdx.x == 0 && rm) {
+            rm[ch] = (T)((1 - momentum) * (double)rm[ch] + momentum * mean);
+            rv[ch] = (T)((1 - momentum) * (double)rv[ch] + momentum * var * (double)count / (double)(count - 1));
+        }
+    } else {
+        mean = rm[ch];
+        rstd = 1 / sqrt((double)rv[ch] + eps);
+    }
+    if (threadIdx.x == 0) mean_out[ch] = (T)mean, rstd_out[ch] = (T)rstd;
+    T scale = (T)rstd * (w ? w[ch] : (T)1), shift = (b ? b[ch] : (T)0) - (T)mean * scale;
+    for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
+        int64_t at = (k / s) * c * s + k % s;
+        yc[at] = xc[at] * scale + shift;
+    }
+}
+
+template <typename T>
+__global__ void bn_back_kernel(T *gx, T *gw, T *gb, const T *g, const T *x, const T *w, const T *mean_in,
+                               const T *rstd_in, int64_t n, int64_t c, int64_t s, int training) {
+    __shared__ double shared[WARPS_PER_BLOCK];
+    int64_t ch = blockIdx.x, count = n * s;
+    const T *xc = x + ch * s, *gc = g + ch * s;
+    T mean = mean_in[ch], rstd = rstd_in[ch];
+    double sg = 0, dot = 0;
+    for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
+        int64_t at = (k / s) * c * s + k % s;
+        sg += gc[at];
+        dot += (double)gc[at] * (double)(xc[at] - mean);
+    }
+    sg = block_sum(sg, shared);
+    dot = block_sum(dot, shared);
+    if (threadIdx.x == 0) {
+        if (gw) gw[ch] = (T)(dot * rstd);
+        if (gb) gb[ch] = (T)sg;
+    }
+    if (!gx) return;
+    T scale = rstd * (w ? w[ch] : (T)1);
+    T mg = training ? (T)(sg / (double)count) : (T)0, proj = training ? (T)(dot * rstd * rstd / (double)count) : (T)0;
+    for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
+        int64_t at = (k / s) * c * s + k % s;
+        gx[ch * s + at] = (gc[at] - (xc[at] - mean) * proj - mg) * scale;
+    }
+}
+
 unsigned row_blocks(int64_t rows) { return wk_cuda_blocks(rows * 32); }
 
 wick_status begin(wick_dtype dtype, int device, int64_t n, const char *op, cudaStream_t *s) {
@@ -268,6 +345,46 @@ extern "C" wick_status cuda_layer_norm_backward(const wk_norm_args *a) {
                 (double *)a->gw, (double *)a->gb, (const double *)a->g, (const double *)a->x,
                 (const double *)a->mean, (const double *)a->rstd, a->rows, a->n);
     }
+    return wk_cuda_check_launch(op, a->device);
+}
+
+extern "C" wick_status cuda_batch_norm(const wk_bn_args *a) {
+    const char *op = "batch_norm";
+    cudaStream_t s;
+    wick_status st = begin(a->dtype, a->device, a->n * a->c * a->s, op, &s);
+    if (st || !s) return st;
+    if (a->dtype == WICK_FLOAT32)
+        bn_kernel<float><<<(unsigned)a->c, WK_CUDA_THREADS, 0, s>>>(
+            (float *)a->y, (float *)a->mean, (float *)a->rstd, (float *)a->running_mean, (float *)a->running_var,
+            (const float *)a->x, (const float *)a->w, (const float *)a->b, a->n, a->c, a->s, a->eps, a->momentum,
+            a->training);
+    else
+        bn_kernel<double><<<(unsigned)a->c, WK_CUDA_THREADS, 0, s>>>(
+            (double *)a->y, (double *)a->mean, (double *)a->rstd, (double *)a->running_mean, (double *)a->running_var,
+            (const double *)a->x, (const double *)a->w, (const double *)a->b, a->n, a->c, a->s, a->eps, a->momentum,
+            a->training);
+    return wk_cuda_check_launch(op, a->device);
+}
+
+extern "C" wick_status cuda_batch_norm_backward(const wk_bn_args *a) {
+    const char *op = "batch_norm backward";
+    cudaStream_t s;
+    wick_status st = begin(a->dtype, a->device, a->c, op, &s);
+    if (st || !s) return st;
+    if (a->n * a->s == 0) { /* the weight and bias gradients of no value */
+        size_t es = a->dtype == WICK_FLOAT32 ? 4 : 8;
+        if (a->gw && (st = wk_cuda_check(cudaMemsetAsync(a->gw, 0, (size_t)a->c * es, s), op, a->device))) return st;
+        if (a->gb && (st = wk_cuda_check(cudaMemsetAsync(a->gb, 0, (size_t)a->c * es, s), op, a->device))) return st;
+        return WICK_OK;
+    }
+    if (a->dtype == WICK_FLOAT32)
+        bn_back_kernel<float><<<(unsigned)a->c, WK_CUDA_THREADS, 0, s>>>(
+            (float *)a->gx, (float *)a->gw, (float *)a->gb, (const float *)a->g, (const float *)a->x,
+            (const float *)a->w, (const float *)a->mean, (const float *)a->rstd, a->n, a->c, a->s, a->training);
+    else
+        bn_back_kernel<double><<<(unsigned)a->c, WK_CUDA_THREADS, 0, s>>>(
+            (double *)a->gx, (double *)a->gw, (double *)a->gb, (const double *)a->g, (const double *)a->x,
+            (const double *)a->w, (const double *)a->mean, (const double *)a->rstd, a->n, a->c, a->s, a->training);
     return wk_cuda_check_launch(op, a->device);
 }
 

@@ -1,4 +1,4 @@
-/* Bindings of the fused transformer ops (src/core/nn_ops.c) as wick._core
+/* Bindings of the fused normalisation and loss ops (src/core/nn_ops.c, batch_norm.c) as wick._core
  * functions; lua/wick/nn/functional.lua checks the arguments with PyTorch's
  * texts first and calls these. */
 #include "wick_lua.h"
@@ -21,6 +21,19 @@ static int l_layer_norm(lua_State *L) {
     return 1;
 }
 
+/* batch_norm(x, weight|nil, bias|nil, running_mean|nil, running_var|nil, training, momentum, eps) */
+static int l_batch_norm(lua_State *L) {
+    static const char *fn = "batch_norm";
+    wick_tensor *x = wl_checktensor(L, 1, fn, "input");
+    wick_tensor *w = opt_tensor(L, 2, fn, "weight"), *b = opt_tensor(L, 3, fn, "bias");
+    wick_tensor *rm = opt_tensor(L, 4, fn, "running_mean"), *rv = opt_tensor(L, 5, fn, "running_var");
+    int training = lua_toboolean(L, 6);
+    double momentum = wl_checknumber(L, 7, fn, "momentum"), eps = wl_checknumber(L, 8, fn, "eps");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_batch_norm(slot, x, w, b, rm, rv, training, momentum, eps));
+    return 1;
+}
+
 /* cross_entropy(logits, target, weight|nil, ignore_index|nil, label_smoothing, reduction) */
 static int l_cross_entropy(lua_State *L) {
     wick_tensor *x = wl_checktensor(L, 1, "cross_entropy", "input");
@@ -40,6 +53,8 @@ static int l_cross_entropy(lua_State *L) {
 void wl_open_norm(lua_State *L) {
     lua_pushcfunction(L, l_layer_norm);
     lua_setfield(L, -2, "layer_norm");
+    lua_pushcfunction(L, l_batch_norm);
+    lua_setfield(L, -2, "batch_norm");
     lua_pushcfunction(L, l_cross_entropy);
     lua_setfield(L, -2, "cross_entropy");
 }

@@ -359,29 +359,7 @@ function F.batch_norm(x, running_mean, running_var, weight, bias, training, mome
   if not training and not (running_mean and running_var) then
     check.fail("batch_norm", "running_mean and running_var are required when not training")
   end
-  if x:dim() < 2 then wick.error(("batch_norm: expected at least 2-D input, got %d-D"):format(x:dim())) end
-  local mean, var
-  if training then
-    -- statistics over every dim but the channel one
-    local flat = x:transpose(1, 2):reshape(x:size(2), -1) -- [C, N*...]
-    mean = flat:mean(2)
-    var = flat:var(2, { unbiased = false })
-    local n = flat:size(2)
-    if n <= 1 then wick.error("batch_norm: expected more than 1 value per channel when training") end
-    if running_mean then
-      wick.no_grad(function()
-        running_mean:mul_(1 - momentum):add_(mean:detach() * momentum)
-        running_var:mul_(1 - momentum):add_(var:detach() * (momentum * n / (n - 1)))
-      end)
-    end
-    mean, var = per_channel(mean, x), per_channel(var, x)
-  else
-    mean, var = per_channel(running_mean, x), per_channel(running_var, x)
-  end
-  local y = (x - mean) / (var + eps):sqrt()
-  if weight then y = y * per_channel(weight, x) end
-  if bias then y = y + per_channel(bias, x) end
-  return y
+  return core.batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps) -- one fused kernel each way
 end
 
 --- Layer normalisation over the trailing dims given by normalized_shape.
