@@ -251,7 +251,12 @@ local CASES = {
   { x = { 3, 4, 5, 5 }, w = { 8, 4, 1, 1 }, bias = true },                                     -- 1x1, no columns
   { x = { 2, 4, 5, 5 }, w = { 4, 2, 1, 1 }, groups = 2 },
   { x = { 1, 1, 4, 4 }, w = { 1, 1, 4, 4 } },                                                   -- kernel = input
-  { x = { 2, 3, 1, 1 }, w = { 2, 3, 3, 3 }, padding = 1, bias = true },
+  { x = { 2, 3, 1, 1 }, w = { 2, 3, 3, 3 }, padding = 1, bias = true },                        -- taps cut: centre only
+  -- kernels larger than what padding lets them reach: the unused taps are cut off
+  { x = { 2, 3, 2, 2 }, w = { 4, 3, 3, 3 }, stride = 2, padding = 1, bias = true },           -- a 2x2 window
+  { x = { 1, 2, 1, 4 }, w = { 3, 2, 3, 3 }, padding = { 1, 1 } },                             -- rows cut only
+  { x = { 2, 2, 2, 3 }, w = { 2, 2, 5, 3 }, padding = { 4, 0 }, dilation = { 2, 1 } },         -- rows cut, dilated
+  { x = { 1, 4, 1, 1 }, w = { 4, 2, 3, 3 }, padding = 1, groups = 2 },                         -- grouped, cut
 }
 
 describe("conv2d forward", function()
@@ -468,6 +473,22 @@ describe("conv2d gradients (float64 central differences)", function()
       { rand_tensor({ 2, 4, 4, 4 }, 13), rand_tensor({ 4, 2, 3, 3 }, 14), rand_tensor({ 4 }, 15) })
     gradcheck(conv_fn({}), { rand_tensor({ 2, 3, 3, 4 }, 16), rand_tensor({ 4, 3, 1, 1 }, 17), rand_tensor({ 4 }, 18) })
     gradcheck(conv_fn({ padding = 1 }), { rand_tensor({ 2, 4, 5 }, 19), rand_tensor({ 2, 2, 3, 3 }, 20), false })
+  end)
+
+  it("kernels whose outer taps only ever read padding (cut off: their gradient is zero)", function()
+    gradcheck(conv_fn({ padding = 1 }), { rand_tensor({ 2, 3, 1, 1 }, 21), rand_tensor({ 2, 3, 3, 3 }, 22), rand_tensor({ 2 }, 23) })
+    gradcheck(conv_fn({ stride = 2, padding = 1 }),
+      { rand_tensor({ 2, 2, 2, 2 }, 24), rand_tensor({ 3, 2, 3, 3 }, 25), rand_tensor({ 3 }, 26) })
+    gradcheck(conv_fn({ padding = { 4, 0 }, dilation = { 2, 1 } }),
+      { rand_tensor({ 1, 2, 2, 3 }, 27), rand_tensor({ 2, 2, 5, 3 }, 28), false })
+    local x, w = rand_tensor({ 1, 1, 1, 1 }, 29), rand_tensor({ 1, 1, 3, 3 }, 30):requires_grad_()
+    C.conv2d(x, w, nil, { padding = 1 }):sum():backward()
+    local g = w.grad
+    for i = 1, 3 do
+      for j = 1, 3 do
+        assert.are.equal((i == 2 and j == 2) and x:item() or 0, g[1][1][i][j]:item())
+      end
+    end
   end)
 
   it("a batch spread over several chunks", function() with_threads(function()

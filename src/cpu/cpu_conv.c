@@ -265,8 +265,98 @@ static wick_status columns(const conv_plan *p, conv_job *j, const char *input, c
     return wk_parallel_for(j->cur * p->cg, grain_for(a->kh * a->kw * p->L), im2col_range, j);
 }
 
+/* ---- taps that never touch the input ----
+ * A kernel row i reads input rows oy sh + i dh - ph for oy in [0, oh); when
+ * none of them lies in [0, h) (padding on a map smaller than the kernel:
+ * ResNet's 3x3 convolutions on 1x1 maps read only the centre tap), its
+ * columns are all zeros and its products add nothing. Such rows and columns
+ * of the kernel are cut off: the convolution runs with the kernel's used
+ * window (kh0.., kw0..) and the padding shifted to match, which is exact. */
+static void used_range(int64_t k, int64_t d, int64_t p, int64_t s, int64_t in, int64_t out, int64_t *k0, int64_t *k1) {
+    *k0 = k, *k1 = 0;
+    for (int64_t i = 0; i < k; i++) {
+        int64_t lo = i * d - p, hi = (out - 1) * s + i * d - p; /* the rows tap i reads, first and last */
+        if (lo <= in - 1 && hi >= 0) {
+            if (*k0 > i) *k0 = i;
+            *k1 = i + 1;
+        }
+    }
+}
+
+/* The cropped problem in *c and its window's origin; false when every tap is
+ * used (or none: the general path handles an all-padding window). */
+static bool crop_taps(const wk_conv2d_args *a, wk_conv2d_args *c, int64_t *i0, int64_t *j0) {
+    int64_t i1, j1;
+    used_range(a->kh, a->dh, a->ph, a->sh, a->h, a->oh, i0, &i1);
+    used_range(a->kw, a->dw, a->pw, a->sw, a->w, a->ow, j0, &j1);
+    if (i1 <= *i0 || j1 <= *j0 || (i1 - *i0 == a->kh && j1 - *j0 == a->kw)) return false;
+    *c = *a;
+    c->kh = i1 - *i0, c->kw = j1 - *j0;
+    c->ph = a->ph - *i0 * a->dh, c->pw = a->pw - *j0 * a->dw; /* may be negative: an offset into the input */
+    return true;
+}
+
+/* Copies the window [i0, i0 + c->kh) x [j0, j0 + c->kw) of every filter of
+ * `full` (a's kernel) to `win` (c's kernel), or back (to_full: the rest of the
+ * full kernel's gradient is zero). */
+static void move_window(const wk_conv2d_args *a, const wk_conv2d_args *c, int64_t i0, int64_t j0, char *full, char *win,
+                        bool to_full) {
+    size_t es = wk_dtype_size(a->dtype), row = (size_t)c->kw * es;
+    int64_t filters = a->o * (a->c / a->groups);
+    if (to_full) memset(full, 0, (size_t)(filters * a->kh * a->kw) * es);
+    for (int64_t f = 0; f < filters; f++)
+        for (int64_t i = 0; i < c->kh; i++) {
+            char *fp = full + ((f * a->kh + i0 + i) * a->kw + j0) * (int64_t)es;
+            char *wp = win + ((f * c->kh + i) * c->kw) * (int64_t)es;
+            if (to_full) memcpy(fp, wp, row);
+            else memcpy(wp, fp, row);
+        }
+}
+
+static wick_status conv_forward(const wk_conv2d_args *a, char *out, const char *input, const char *weight,
+                                const char *bias);
+static wick_status conv_backward(const wk_conv2d_args *a, const char *grad_out, const char *input, const char *weight,
+                                 char *grad_input, char *grad_weight, char *grad_bias);
+
+static size_t window_bytes(const wk_conv2d_args *c) {
+    return (size_t)(c->o * (c->c / c->groups) * c->kh * c->kw) * wk_dtype_size(c->dtype);
+}
+
 wick_status cpu_conv2d_forward(const wk_conv2d_args *a, char *out, const char *input, const char *weight,
                                const char *bias) {
+    wk_conv2d_args c;
+    int64_t i0, j0;
+    if (!crop_taps(a, &c, &i0, &j0)) return conv_forward(a, out, input, weight, bias);
+    char *w = NULL;
+    size_t bytes = window_bytes(&c);
+    wick_status st = scratch(&w, bytes);
+    if (st) return st;
+    move_window(a, &c, i0, j0, (char *)weight, w, false);
+    st = conv_forward(&c, out, input, w, bias);
+    release(w, bytes);
+    return st;
+}
+
+wick_status cpu_conv2d_backward(const wk_conv2d_args *a, const char *grad_out, const char *input, const char *weight,
+                                char *grad_input, char *grad_weight, char *grad_bias) {
+    wk_conv2d_args c;
+    int64_t i0, j0;
+    if (!crop_taps(a, &c, &i0, &j0)) return conv_backward(a, grad_out, input, weight, grad_input, grad_weight, grad_bias);
+    char *w = NULL, *gw = NULL; /* (the weight is read only for grad_input; it may be NULL without) */
+    size_t bytes = window_bytes(&c);
+    wick_status st = weight ? scratch(&w, bytes) : WICK_OK;
+    if (!st && grad_weight && (st = scratch(&gw, bytes))) release(w, bytes);
+    if (st) return st;
+    if (weight) move_window(a, &c, i0, j0, (char *)weight, w, false);
+    st = conv_backward(&c, grad_out, input, w, grad_input, gw, grad_bias);
+    if (!st && grad_weight) move_window(a, &c, i0, j0, grad_weight, gw, true);
+    release(w, bytes);
+    release(gw, bytes);
+    return st;
+}
+
+static wick_status conv_forward(const wk_conv2d_args *a, char *out, const char *input, const char *weight,
+                                const char *bias) {
     conv_plan p;
     plan_dims(&p, a);
     const int64_t es = p.es, L = p.L, og = p.og, K = p.K;
@@ -329,8 +419,8 @@ static void bias_range(void *ctx, int64_t begin, int64_t end) {
     }
 }
 
-wick_status cpu_conv2d_backward(const wk_conv2d_args *a, const char *grad_out, const char *input, const char *weight,
-                                char *grad_input, char *grad_weight, char *grad_bias) {
+static wick_status conv_backward(const wk_conv2d_args *a, const char *grad_out, const char *input, const char *weight,
+                                 char *grad_input, char *grad_weight, char *grad_bias) {
     conv_plan p;
     plan_dims(&p, a);
     const int64_t es = p.es, L = p.L, cg = p.cg, og = p.og, K = p.K;
