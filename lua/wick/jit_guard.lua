@@ -30,7 +30,13 @@
 -- The handler reads no global and calls no metamethod: on these LuaJIT
 -- versions a handler that does (e.g. one defined in a busted spec, whose
 -- globals go through an __index function) can corrupt the recorder's state.
-local guard = { installed = false, traces_checked = 0, traces_discarded = 0, functions_off = 0 }
+-- One guard per Lua state: a second load of this module (busted's insulated
+-- spec files reload every module) returns the first one's table, which holds
+-- the installed handler's state.
+local registry = debug.getregistry()
+local guard = registry.wick_jit_guard
+  or { installed = false, traces_checked = 0, traces_discarded = 0, functions_off = 0 }
+registry.wick_jit_guard = guard
 
 -- The addresses LuaJIT's compiled code calls as IR helpers (a set).
 local function helper_addresses(util)
