@@ -5,7 +5,7 @@
 --   build/wick examples/dcgan.lua --dataset fashion-mnist|fake [--dataroot DIR] [--batchSize N]
 --       [--imageSize 64] [--nz N] [--ngf N] [--ndf N] [--niter N] [--lr X] [--beta1 X]
 --       [--dry-run] [--netG PATH] [--netD PATH] [--outf DIR] [--manualSeed N]
---       [--max-batches N] [--threads N] [--device cpu|cuda]
+--       [--max-batches N] [--threads N] [--device cpu|cuda] [--profile [PATH]]
 --
 -- Where this differs from main.py (besides Lua syntax):
 --  * datasets: "fashion-mnist" (Debian's dataset-fashion-mnist package, or
@@ -24,7 +24,9 @@
 --  * labels: torch.full((batch_size,), real_label, dtype=real_cpu.dtype) is
 --    wick.full({batch_size}, real_label, {dtype = real_cpu.dtype, device = device});
 --  * added for short runs: --max-batches N (at most N batches an epoch), --threads;
---    the progress line is printed every --log-every batches (main.py: each one).
+--    the progress line is printed every --log-every batches (main.py: each one);
+--    --profile [PATH] profiles 3 steps after a warm-up one, prints the op table and
+--    writes a Chrome trace (default profile.json), then stops (examples/profile_steps.lua).
 local wick = require("wick")
 local nn = wick.nn
 local F = nn.functional
@@ -33,6 +35,7 @@ local optim = wick.optim
 local here = (arg and arg[0] or ""):match("^(.*)/") or "."
 local argparse = dofile(here .. "/argparse.lua")
 local dcgan = dofile(here .. "/dcgan_model.lua")
+local profile_steps = dofile(here .. "/profile_steps.lua")
 
 local parser = argparse.ArgumentParser("dcgan.lua", "DCGAN")
 parser:add_argument("--dataset", { required = true, help = "fashion-mnist | fake" })
@@ -55,6 +58,8 @@ parser:add_argument("--max-batches", { type = "int", help = "at most this many b
 parser:add_argument("--log-every", { type = "int", default = 1, help = "print the losses every N batches" })
 parser:add_argument("--threads", { type = "int", help = "CPU threads" })
 parser:add_argument("--device", { help = "cpu, cuda or cuda:N (default: cuda when available)" })
+parser:add_argument("--profile", { nargs = "?", const = profile_steps.DEFAULT_PATH, metavar = "PATH",
+  help = profile_steps.HELP })
 local opt = parser:parse_args(arg)
 if opt.imageSize ~= 64 then parser:error("argument --imageSize: the networks are made for 64 x 64 images") end
 
@@ -139,6 +144,52 @@ local function save_image(t, path)
 end
 local ext = nc == 1 and "pgm" or "ppm"
 
+-- one training step on a batch of real images: D, then G
+local function train_step(images)
+  ----------------------------------------------------------------------------
+  -- (1) Update D network: maximize log(D(x)) + log(1 - D(G(z)))
+  ----------------------------------------------------------------------------
+  -- train with real
+  netD:zero_grad()
+  local real_cpu = transform(images:to(device))
+  local batch_size = real_cpu:size(1)
+  local label = wick.full({ batch_size }, real_label, { dtype = real_cpu.dtype, device = device })
+
+  local output = netD(real_cpu)
+  local errD_real = criterion(output, label)
+  errD_real:backward()
+  local D_x = output:mean():item()
+
+  -- train with fake
+  local noise = wick.randn(batch_size, nz, 1, 1, { device = device })
+  local fake = netG(noise)
+  label:fill_(fake_label)
+  output = netD(fake:detach())
+  local errD_fake = criterion(output, label)
+  errD_fake:backward()
+  local D_G_z1 = output:mean():item()
+  local errD = errD_real + errD_fake
+  optimizerD:step()
+
+  ----------------------------------------------------------------------------
+  -- (2) Update G network: maximize log(D(G(z)))
+  ----------------------------------------------------------------------------
+  netG:zero_grad()
+  label:fill_(real_label) -- fake labels are real for generator cost
+  output = netD(fake)
+  local errG = criterion(output, label)
+  errG:backward()
+  local D_G_z2 = output:mean():item()
+  optimizerG:step()
+  return real_cpu, fake, errD, errG, D_x, D_G_z1, D_G_z2
+end
+
+if opt.profile then
+  local batches = dataloader:iter()
+  profile_steps.run(function() train_step(profile_steps.batch("enumerate(DataLoader)", batches)) end, opt.profile)
+  return
+end
+
 if opt.dry_run then opt.niter = 1 end
 
 local nbatches = math.min(dataloader:len(), opt.max_batches or math.huge)
@@ -147,41 +198,7 @@ for epoch = 0, opt.niter - 1 do
   for images in dataloader:iter() do
     i = i + 1
     if i >= nbatches then break end
-    ----------------------------------------------------------------------------
-    -- (1) Update D network: maximize log(D(x)) + log(1 - D(G(z)))
-    ----------------------------------------------------------------------------
-    -- train with real
-    netD:zero_grad()
-    local real_cpu = transform(images:to(device))
-    local batch_size = real_cpu:size(1)
-    local label = wick.full({ batch_size }, real_label, { dtype = real_cpu.dtype, device = device })
-
-    local output = netD(real_cpu)
-    local errD_real = criterion(output, label)
-    errD_real:backward()
-    local D_x = output:mean():item()
-
-    -- train with fake
-    local noise = wick.randn(batch_size, nz, 1, 1, { device = device })
-    local fake = netG(noise)
-    label:fill_(fake_label)
-    output = netD(fake:detach())
-    local errD_fake = criterion(output, label)
-    errD_fake:backward()
-    local D_G_z1 = output:mean():item()
-    local errD = errD_real + errD_fake
-    optimizerD:step()
-
-    ----------------------------------------------------------------------------
-    -- (2) Update G network: maximize log(D(G(z)))
-    ----------------------------------------------------------------------------
-    netG:zero_grad()
-    label:fill_(real_label) -- fake labels are real for generator cost
-    output = netD(fake)
-    local errG = criterion(output, label)
-    errG:backward()
-    local D_G_z2 = output:mean():item()
-    optimizerG:step()
+    local real_cpu, fake, errD, errG, D_x, D_G_z1, D_G_z2 = train_step(images)
 
     if i % opt.log_every == 0 or opt.dry_run then
       print(("[%d/%d][%d/%d] Loss_D: %.4f Loss_G: %.4f D(x): %.4f D(G(z)): %.4f / %.4f"):format(epoch, opt.niter, i,

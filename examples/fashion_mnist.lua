@@ -3,7 +3,7 @@
 --
 --   build/wick examples/fashion_mnist.lua [--model mlp|cnn] [--epochs N]
 --       [--batch-size N] [--lr X] [--device cpu|cuda] [--threads N] [--checkpoint PATH]
---       [--tensorboard DIR]
+--       [--tensorboard DIR] [--profile [PATH]]
 --   mpirun -np 2 build/wick examples/fashion_mnist.lua --distributed [--backend mpi|nccl] [...]
 --
 -- The data comes from Debian's dataset-fashion-mnist package (or
@@ -24,6 +24,11 @@
 -- rank 0 only): the training loss and learning rate every 10 steps, the test
 -- accuracy and mean loss per epoch, a histogram of the first layer's weight and
 -- an image of the first inputs. View with `tensorboard --logdir DIR`.
+--
+-- --profile [PATH]: one warm-up step, then 3 training steps under
+-- wick.profiler.profile; prints the ops sorted by their own CPU time and writes a
+-- Chrome trace to PATH (default profile.json; open it in https://ui.perfetto.dev),
+-- then stops (examples/profile_steps.lua). Not with --distributed.
 local wick = require("wick")
 local nn = wick.nn
 
@@ -31,11 +36,15 @@ local USAGE = [==[
 usage: build/wick examples/fashion_mnist.lua [--model mlp|cnn] [--epochs N]
     [--batch-size N] [--lr X] [--device cpu|cuda|cuda:N] [--threads N] [--seed N] [--checkpoint PATH]
     [--max-steps N (at most N steps an epoch: a short run)] [--tensorboard DIR (TensorBoard logs)]
+    [--profile [PATH] (profile 3 steps after a warm-up one, print the op table, write a Chrome trace
+    to PATH, default profile.json, and stop)]
        mpirun -np N build/wick examples/fashion_mnist.lua --distributed [--backend mpi|nccl] [options above]
     (--batch-size is per rank under --distributed; --device cuda gives each rank its own GPU)]==]
 local KNOWN = { model = true, epochs = true, batch_size = true, lr = true, device = true, threads = true,
-  seed = true, checkpoint = true, distributed = true, backend = true, max_steps = true, tensorboard = true }
+  seed = true, checkpoint = true, distributed = true, backend = true, max_steps = true, tensorboard = true,
+  profile = true }
 local FLAGS = { distributed = true } -- options without a value
+local OPTIONAL = { profile = "profile.json" } -- options whose value may be left out: this one then
 
 local function usage_error(message)
   io.stderr:write("fashion_mnist.lua: ", message, "\n", USAGE, "\n")
@@ -57,6 +66,8 @@ local function parse_args(argv)
     if FLAGS[key] then
       if value ~= "" then usage_error("option --" .. key .. " takes no value") end
       value = true
+    elseif value == "" and OPTIONAL[key] and (argv[i + 1] == nil or argv[i + 1]:match("^%-%-")) then
+      value = OPTIONAL[key]
     elseif value == "" then i = i + 1; value = argv[i] end
     if value == nil then usage_error("option " .. argv[i - 1] .. " needs a value") end
     opts[key] = tonumber(value) or value
@@ -67,6 +78,8 @@ end
 
 local opts = parse_args(arg or {})
 if opts.backend and not opts.distributed then usage_error("--backend needs --distributed") end
+if opts.profile then opts.profile = tostring(opts.profile) end -- a path that reads as a number
+if opts.profile and opts.distributed then usage_error("--profile profiles one process: not with --distributed") end
 if opts.threads then wick.set_num_threads(opts.threads)
 elseif opts.distributed then wick.set_num_threads(1) end -- ranks share the machine's cores
 wick.manual_seed(opts.seed or 1)
@@ -103,6 +116,7 @@ local lr = opts.lr or 0.1
 -- ---- models (examples/fashion_mnist_models.lua) ----
 local here = (arg and arg[0] or ""):match("^(.*)/") or "."
 local models = dofile(here .. "/fashion_mnist_models.lua")
+local profile_steps = dofile(here .. "/profile_steps.lua")
 local MLP, CNN = models.MLP, models.CNN
 
 local function build() return (opts.model == "cnn" and CNN or MLP)() end
@@ -198,6 +212,23 @@ local function input_strip(images)
   return x:permute(2, 1, 3):reshape(1, 28, n * 28)
 end
 
+-- one training step on a batch; returns the loss
+local function train_step(images, labels)
+  optimizer:zero_grad()
+  local loss = loss_fn(forward(images), labels)
+  loss:backward()
+  optimizer:step()
+  schedule:step()
+  return loss
+end
+
+if opts.profile then
+  local batches = train_loader:iter()
+  profile_steps.run(function() train_step(profile_steps.batch("enumerate(DataLoader)", batches)) end, opts.profile)
+  if writer then writer:close() end
+  return
+end
+
 local acc = epochs == 0 and accuracy(model, shard_loader) or nil -- --epochs 0: the untrained model, checkpointed
 for epoch = 1, epochs do
   if train_sampler then train_sampler:set_epoch(epoch) end -- the same new order on every rank
@@ -213,11 +244,7 @@ for epoch = 1, epochs do
       return k, x, y
     end
   end)() do
-    optimizer:zero_grad()
-    local loss = loss_fn(forward(images), labels)
-    loss:backward()
-    optimizer:step()
-    schedule:step()
+    local loss = train_step(images, labels)
     seen = seen + labels:size(1)
     running = running + loss:item()
     global_step = global_step + 1

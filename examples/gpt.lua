@@ -9,6 +9,7 @@
 --       [--batch-size N] [--block-size N] [--n-layer N] [--n-head N] [--n-embd N] [--dropout X]
 --       [--lr X] [--min-lr X] [--warmup-iters N] [--lr-decay-iters N] [--weight-decay X]
 --       [--grad-clip X] [--sample-tokens N] [--temperature X] [--top-k N] [--start TEXT]
+--       [--profile [PATH]]
 --
 -- The defaults are nanoGPT's CPU run of its README (config/train_shakespeare_char.py
 -- with --device=cpu --compile=False --eval_iters=20 --block_size=64 --batch_size=12
@@ -31,6 +32,10 @@
 --    as in train.py a checkpoint is written at an evaluation whose val loss is the
 --    best so far, and (unlike train.py) also once at the end of the run, so a short
 --    run always leaves one;
+--  * --profile [PATH] (not in nanoGPT: PyTorch's profiler tutorial): one warm-up
+--    iteration, then 3 under wick.profiler.profile; prints the op table and writes
+--    a Chrome trace to PATH (default profile.json), then stops (examples/profile_steps.lua;
+--    give the text file before --profile, or use --profile=PATH);
 --  * the sample at the end is sample.py's (start "\n", temperature 0.8, top_k 200),
 --    one sample of --sample-tokens tokens;
 --  * the log line shows the learning rate where train.py shows MFU; --log-interval
@@ -43,7 +48,9 @@ usage: build/wick examples/gpt.lua [text-file] [--max-iters N] [--eval-interval 
     [--log-interval N] [--device cpu|cuda|cuda:N] [--out PATH] [--resume] [--seed N] [--threads N]
     [--batch-size N] [--block-size N] [--n-layer N] [--n-head N] [--n-embd N] [--dropout X]
     [--lr X] [--min-lr X] [--warmup-iters N] [--lr-decay-iters N] [--weight-decay X] [--beta1 X] [--beta2 X]
-    [--grad-clip X] [--sample-tokens N] [--temperature X] [--top-k N] [--start TEXT] [--no-decay-lr]]==]
+    [--grad-clip X] [--sample-tokens N] [--temperature X] [--top-k N] [--start TEXT] [--no-decay-lr]
+    [--profile [PATH] (profile 3 iterations after a warm-up one, print the op table, write a Chrome trace
+    to PATH, default profile.json, and stop)]]==]
 
 -- option -> default; false: a flag
 local DEFAULTS = {
@@ -62,9 +69,12 @@ local DEFAULTS = {
   device = false, seed = 1337, threads = false,
   -- sampling (sample.py)
   sample_tokens = 500, temperature = 0.8, top_k = 200, start = "\n",
+  -- --profile [PATH] (examples/profile_steps.lua)
+  profile = false,
 }
 local FLAGS = { resume = true, bias = true, no_decay_lr = true }
-local STRINGS = { out = true, device = true, start = true }
+local STRINGS = { out = true, device = true, start = true, profile = true }
+local OPTIONAL = { profile = "profile.json" } -- the value when the option comes alone
 
 local function usage_error(message)
   io.stderr:write("gpt.lua: ", message, "\n", USAGE, "\n")
@@ -99,7 +109,12 @@ local function parse_args(argv)
         if has_value then usage_error("option --" .. key:gsub("_", "-") .. " takes no value") end
         opts[key] = true
       else
-        if not has_value then i = i + 1; value = argv[i] end
+        if not has_value and OPTIONAL[key] and (argv[i + 1] == nil or argv[i + 1]:match("^%-%-")) then
+          value = OPTIONAL[key]
+        elseif not has_value then
+          i = i + 1
+          value = argv[i]
+        end
         if value == nil then usage_error("option " .. a .. " needs a value") end
         if STRINGS[key] then
           opts[key] = value
@@ -133,6 +148,7 @@ wick.manual_seed(opts.seed)
 -- the model of nanoGPT's model.py, next to this script
 local here = (arg and arg[0] or ""):match("^(.*)/") or "."
 local gpt = dofile(here .. "/gpt_model.lua")
+local profile_steps = dofile(here .. "/profile_steps.lua")
 
 -- ---- data (nanoGPT's data/shakespeare_char/prepare.py) ----
 local LICENSES = "/usr/share/common-licenses"
@@ -309,13 +325,41 @@ local function save_checkpoint()
   print(("saved checkpoint to %s (iteration %d)"):format(opts.out, iter_num))
 end
 
+-- forward, backward, update on the batch X, Y; fetches the next batch into X, Y
+-- and returns the loss
+local X, Y
+local fetch_batch = get_batch -- under --profile: a "get_batch" range
+local function train_step()
+  local _, loss = model(X, Y)
+  -- immediately fetch the next batch while the model is busy (here: in turn)
+  X, Y = fetch_batch("train")
+  loss:backward()
+  -- clip the gradient
+  if opts.grad_clip ~= 0.0 then wick.nn.utils.clip_grad_norm_(model:parameters(), opts.grad_clip) end
+  optimizer:step()
+  -- flush the gradients as soon as we can, no need for this memory anymore
+  optimizer:zero_grad()
+  return loss
+end
+
+if opts.profile then
+  X, Y = get_batch("train")
+  fetch_batch = function(split) return profile_steps.batch("get_batch", get_batch, split) end
+  profile_steps.run(function(i)
+    local lr = opts.no_decay_lr and opts.lr or get_lr(iter_num + i - 1)
+    for _, param_group in ipairs(optimizer.param_groups) do param_group.lr = lr end
+    train_step()
+  end, opts.profile)
+  return
+end
+
 -- ---- training loop (nanoGPT's train.py) ----
 local tty = wick._core.isatty(1)
 print(("training on %s: %d layers, %d heads, %d wide, block %d, batch %d, %d thread(s), %d iterations"):format(
   tostring(device), model_args.n_layer, model_args.n_head, model_args.n_embd, block_size, batch_size,
   wick.get_num_threads(), opts.max_iters))
 
-local X, Y = get_batch("train") -- fetch the very first batch
+X, Y = get_batch("train") -- fetch the very first batch
 local t_start, t0 = wick.clock(), wick.clock()
 local timed_iters, timed_seconds = 0, 0
 local last_loss
@@ -338,15 +382,7 @@ while true do
   if iter_num >= opts.max_iters then break end
 
   -- forward, backward, update
-  local _, loss = model(X, Y)
-  -- immediately fetch the next batch while the model is busy (here: in turn)
-  X, Y = get_batch("train")
-  loss:backward()
-  -- clip the gradient
-  if opts.grad_clip ~= 0.0 then wick.nn.utils.clip_grad_norm_(model:parameters(), opts.grad_clip) end
-  optimizer:step()
-  -- flush the gradients as soon as we can, no need for this memory anymore
-  optimizer:zero_grad()
+  local loss = train_step()
 
   -- timing and logging
   local t1 = wick.clock()

@@ -7,6 +7,7 @@
 --   build/wick examples/resnet.lua [--arch resnet18|resnet34|resnet50] [--epochs N]
 --       [--batch-size N] [--lr X] [--momentum X] [--weight-decay X] [--max-steps N]
 --       [--test-limit N] [--print-freq N] [--seed N] [--threads N] [--device cpu|cuda] [--save PATH]
+--       [--profile [PATH]]
 --
 -- The data comes from Debian's dataset-fashion-mnist package (or
 -- FASHION_MNIST_DIR) through wick.data.FashionMNIST, as in
@@ -15,12 +16,18 @@
 -- Differences from a PyTorch script doing the same: no torchvision transforms
 -- (the normalisation is one line in the loop), no data-loading workers, the
 -- checkpoint is a state dict in wick's format (wick.save).
+--
+-- --profile [PATH]: one warm-up step, then 3 steps under wick.profiler.profile:
+-- prints the ops sorted by their own CPU time and writes a Chrome trace to PATH
+-- (default profile.json; open it in https://ui.perfetto.dev), then stops
+-- (examples/profile_steps.lua).
 local wick = require("wick")
 local nn = wick.nn
 
 local here = (arg and arg[0] or ""):match("^(.*)/") or "."
 local argparse = dofile(here .. "/argparse.lua")
 local resnet = dofile(here .. "/resnet_model.lua")
+local profile_steps = dofile(here .. "/profile_steps.lua")
 
 local parser = argparse.ArgumentParser("resnet.lua", "ResNet on Fashion-MNIST")
 parser:add_argument("--arch", { default = "resnet18", help = "resnet18, resnet34 or resnet50" })
@@ -37,6 +44,8 @@ parser:add_argument("--threads", { type = "int", help = "CPU threads" })
 parser:add_argument("--device", { help = "cpu, cuda or cuda:N (default: cuda when available)" })
 parser:add_argument("--save", { default = (os.getenv("TMPDIR") or "/tmp") .. "/wick-resnet-fashion-mnist.wick",
   help = "where to save the trained model's state dict" })
+parser:add_argument("--profile", { nargs = "?", const = profile_steps.DEFAULT_PATH, metavar = "PATH",
+  help = profile_steps.HELP })
 local args = parser:parse_args(arg)
 if not resnet[args.arch] then parser:error("argument --arch: unknown architecture " .. args.arch) end
 for _, k in ipairs({ "epochs", "batch_size", "print_freq" }) do
@@ -84,6 +93,24 @@ local function evaluate()
   return correct / total
 end
 
+-- one training step on a batch; returns the loss
+local function train_step(images, target)
+  local output = model((images - MEAN) / STD)
+  local loss = criterion(output, target)
+  optimizer:zero_grad()
+  loss:backward()
+  optimizer:step()
+  scheduler:step()
+  return loss
+end
+
+if args.profile then
+  model:train()
+  local batches = train_loader:iter()
+  profile_steps.run(function() train_step(profile_steps.batch("enumerate(DataLoader)", batches)) end, args.profile)
+  return
+end
+
 print(("%s on Fashion-MNIST, %s, %d thread(s): %d epochs of %d steps, batch %d"):format(args.arch, tostring(device),
   wick.get_num_threads(), args.epochs, steps, args.batch_size))
 for epoch = 1, args.epochs do
@@ -92,12 +119,7 @@ for epoch = 1, args.epochs do
   for images, target in train_loader:iter() do
     step = step + 1
     if step > steps then break end
-    local output = model((images - MEAN) / STD)
-    local loss = criterion(output, target)
-    optimizer:zero_grad()
-    loss:backward()
-    optimizer:step()
-    scheduler:step()
+    local loss = train_step(images, target)
     running = running + loss:item()
     if step % args.print_freq == 0 or step == steps then
       print(("Epoch: [%d][%d/%d]  loss %.4f  lr %.4f  %.1f img/s"):format(epoch, step, steps, running / step,

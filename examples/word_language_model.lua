@@ -9,6 +9,7 @@
 --       [--data DIR] [--emsize N] [--nhid N] [--nlayers N] [--lr X] [--clip X] [--epochs N]
 --       [--batch_size N] [--bptt N] [--dropout X] [--tied] [--seed N] [--log-interval N]
 --       [--save PATH] [--nhead N] [--dry-run] [--max-batches N] [--threads N] [--device cpu|cuda]
+--       [--profile [PATH]]
 --
 -- Where this differs from main.py / data.py / model.py (besides Lua syntax):
 --  * the corpus: --data DIR with train.txt, valid.txt and test.txt as in main.py;
@@ -27,7 +28,9 @@
 --    no --onnx-export, no --accel/--cuda/--mps flags (--device instead); no
 --    KeyboardInterrupt handling (Ctrl-C ends the run);
 --  * added for short runs: --max-batches N (at most N batches an epoch), --threads;
---    --dry-run as in the current main.py (one batch an epoch);
+--    --dry-run as in the current main.py (one batch an epoch); --profile [PATH]
+--    profiles 3 steps after a warm-up one, prints the op table and writes a Chrome
+--    trace (default profile.json), then stops (examples/profile_steps.lua);
 --  * model.lua: TransformerModel extends nn.Transformer as model.py does; its
 --    cached causal mask is a non-persistent buffer; PositionalEncoding takes
 --    sin/cos of its angle table through Lua's math.sin/math.cos (wick has no
@@ -39,6 +42,7 @@ local here = (arg and arg[0] or ""):match("^(.*)/") or "."
 local argparse = dofile(here .. "/argparse.lua")
 local data = dofile(here .. "/word_language_model/data.lua")
 local model_lib = dofile(here .. "/word_language_model/model.lua")
+local profile_steps = dofile(here .. "/profile_steps.lua")
 
 local parser = argparse.ArgumentParser("word_language_model.lua", "wick Wikitext-2 RNN/LSTM/Transformer Language Model")
 parser:add_argument("--data", { help = "location of the data corpus (default: made from /usr/share/common-licenses)" })
@@ -63,6 +67,8 @@ parser:add_argument("--dry-run", { action = "store_true", help = "verify the cod
 parser:add_argument("--max-batches", { type = "int", help = "at most this many batches an epoch" })
 parser:add_argument("--threads", { type = "int", help = "CPU threads" })
 parser:add_argument("--device", { help = "cpu, cuda or cuda:N (default: cuda when available)" })
+parser:add_argument("--profile", { nargs = "?", const = profile_steps.DEFAULT_PATH, metavar = "PATH",
+  help = profile_steps.HELP })
 local args = parser:parse_args(arg)
 for _, k in ipairs({ "emsize", "nhid", "nlayers", "batch_size", "bptt", "log_interval", "nhead" }) do
   if args[k] < 1 then parser:error(("argument --%s: must be at least 1"):format(k:gsub("_", "-"))) end
@@ -177,6 +183,27 @@ end
 local lr = args.lr
 local epoch
 
+-- one training step on a batch; returns the loss and the new hidden state
+local function train_step(d, targets, hidden)
+  -- Starting each batch, we detach the hidden state from how it was previously produced.
+  -- If we didn't, the model would try backpropagating all the way to start of the dataset.
+  model:zero_grad()
+  local output
+  if args.model == "Transformer" then
+    output = model(d)
+  else
+    hidden = repackage_hidden(hidden)
+    output, hidden = model(d, hidden)
+  end
+  local loss = criterion(output:view(-1, ntokens), targets)
+  loss:backward()
+
+  -- `clip_grad_norm` helps prevent the exploding gradient problem in RNNs / LSTMs.
+  nn.utils.clip_grad_norm_(model:parameters(), args.clip)
+  for _, p in ipairs(model:parameters()) do p.data:add_(p.grad, -lr) end
+  return loss, hidden
+end
+
 local function train()
   -- Turn on training mode which enables dropout.
   model:train()
@@ -189,22 +216,8 @@ local function train()
     batch = batch + 1
     if args.max_batches and batch >= args.max_batches then break end
     local d, targets = get_batch(train_data, i)
-    -- Starting each batch, we detach the hidden state from how it was previously produced.
-    -- If we didn't, the model would try backpropagating all the way to start of the dataset.
-    model:zero_grad()
-    local output
-    if args.model == "Transformer" then
-      output = model(d)
-    else
-      hidden = repackage_hidden(hidden)
-      output, hidden = model(d, hidden)
-    end
-    local loss = criterion(output:view(-1, ntokens), targets)
-    loss:backward()
-
-    -- `clip_grad_norm` helps prevent the exploding gradient problem in RNNs / LSTMs.
-    nn.utils.clip_grad_norm_(model:parameters(), args.clip)
-    for _, p in ipairs(model:parameters()) do p.data:add_(p.grad, -lr) end
+    local loss
+    loss, hidden = train_step(d, targets, hidden)
 
     total_loss = total_loss + loss:item()
 
@@ -219,6 +232,19 @@ local function train()
     end
     if args.dry_run then break end
   end
+end
+
+if args.profile then
+  model:train()
+  local hidden
+  if args.model ~= "Transformer" then hidden = model:init_hidden(args.batch_size) end
+  profile_steps.run(function(step)
+    local i = ((step - 1) * args.bptt) % math.max(1, train_data:size(1) - 1) + 1
+    local d, targets = profile_steps.batch("get_batch", get_batch, train_data, i)
+    local _
+    _, hidden = train_step(d, targets, hidden)
+  end, args.profile)
+  return
 end
 
 -- Loop over epochs.

@@ -861,6 +861,10 @@ typedef struct wick_profiler_event {
     int32_t nshapes;
     int32_t parent;
     int32_t device; /* the device of its first tensor input as the Lua binding numbers devices; -1: none, -2: a user range */
+    /* GPU time (wick_profiler_time_device; resolved at stop): from start to end
+     * of what the event queued on its device's stream, and when that began on
+     * the monotonic clock (approximately). device_ns -1: not timed on a GPU. */
+    int64_t device_start_ns, device_ns;
 } wick_profiler_event;
 WICK_API extern int wick_profiling; /* nonzero while a profile records (read-only to hosts) */
 /* Starts recording into a buffer of max_events (events beyond it are counted
@@ -884,6 +888,11 @@ WICK_API void wick_profiler_shape(int64_t event, int ndim, const int64_t *sizes)
 WICK_API int wick_profiler_records_shapes(void);
 /* Closes it (and any event opened inside it and still open). */
 WICK_API void wick_profiler_end(int64_t event);
+/* Times the event just opened on `device` too, when it is a GPU: CUDA events
+ * on the device's stream at its begin and end, resolved into device_ns at stop.
+ * Nothing for other devices, or when the GPU cannot record (an op that fails
+ * afterwards sets its own error). */
+WICK_API void wick_profiler_time_device(int64_t event, wick_device device);
 
 /* ---- embedding in a host ----------------------------------------------------
  * What a program that embeds wick (a game engine, a server) controls. The Lua

@@ -133,4 +133,111 @@ describe("wick.profiler.profile", function()
     assert.has_error(function() wick.profiler.profile(function() error("inner", 0) end) end, "inner")
     assert.are.equal(0, #wick.profiler.profile(function() end).events)
   end)
+
+  it("puts the profiler steps in one row, as PyTorch's table does", function()
+    local x = wick.randn(4, 4)
+    local prof = wick.profiler.profile(function()
+      for i = 1, 3 do wick.profiler.record_function("ProfilerStep#" .. i, function() local _ = x:relu() end) end
+    end)
+    local steps = by_name(prof, "ProfilerStep*")
+    assert.are.equal(3, steps.count)
+    assert.is_nil(by_name(prof, "ProfilerStep#1"))
+    local path = os.tmpname()
+    prof:export_chrome_trace(path) -- the trace keeps each step's own name
+    local f = assert(io.open(path))
+    local text = f:read("*a")
+    f:close()
+    os.remove(path)
+    assert.is_truthy(text:find('"name": "ProfilerStep#3"', 1, true))
+  end)
+
+  it("shows PyTorch's CUDA columns only when events were timed on a GPU", function()
+    local x = wick.randn(4, 4)
+    local prof = wick.profiler.profile(function()
+      wick.profiler.record_function("step", function()
+        local _ = x:matmul(x)
+        local _ = x:relu()
+      end)
+    end)
+    local text = prof:key_averages():table()
+    assert.is_falsy(text:find("CUDA", 1, true)) -- a CPU run: no GPU columns
+    for _, r in ipairs(prof:key_averages().rows) do assert.are.equal(0, r.self_device_time_total) end
+    -- as if matmul and relu had run 30 us and 10 us on cuda:0 (device code (0 + 1) * 4 + 1)
+    for _, e in ipairs(prof.events) do
+      if e.name ~= "step" then
+        e.device = 5
+        e.device_us = e.name == "matmul" and 30 or 10
+        e.device_start_us = e.start_us + 1
+      end
+    end
+    local avg = prof:key_averages()
+    assert.are.equal(30, by_name(prof, "matmul").self_device_time_total)
+    local step = by_name(prof, "step")
+    assert.are.equal(0, step.self_device_time_total)
+    assert.are.equal(40, step.device_time_total) -- a range's GPU time is its ops'
+    assert.are.equal(40, step.cuda_time_total)
+    text = avg:table({ sort_by = "self_cuda_time_total" })
+    local head = text:match("^[^\n]*\n([^\n]*)")
+    assert.is_truthy(head:find("CPU time avg  +Self CUDA  +Self CUDA %%  +CUDA total  +CUDA time avg  +CPU Mem"), head)
+    assert.is_truthy(text:find("\nmatmul .-30%.000us  +75%.00%%"), text)
+    assert.is_truthy(text:find("Self CUDA time total: 40.000us", 1, true))
+    -- sorted by GPU time: matmul, relu, then the range (0 us of its own)
+    assert.is_truthy(text:find("\nmatmul.*\nrelu.*\nstep"), text)
+    local path = os.tmpname()
+    prof:export_chrome_trace(path)
+    local f = assert(io.open(path))
+    local trace = f:read("*a")
+    f:close()
+    os.remove(path)
+    assert.is_truthy(trace:find('"tid": 1000, "args": {"name": "cuda:0 stream"}', 1, true))
+    assert.is_truthy(trace:find('"ph": "X", "cat": "kernel", "name": "matmul", "pid": 1, "tid": 1000', 1, true))
+    local n = 0
+    for _ in trace:gmatch('"cat": "kernel"') do n = n + 1 end
+    assert.are.equal(2, n)
+  end)
+
+  local gpu = wick.cuda.is_available() and it or pending
+  gpu("times CUDA ops on the GPU (needs a CUDA GPU)", function()
+    local x = wick.randn(512, 512, { device = "cuda" })
+    local _ = x:matmul(x)
+    wick.cuda.synchronize()
+    local prof = wick.profiler.profile(function()
+      wick.profiler.record_function("step", function()
+        for _ = 1, 3 do local _ = x:matmul(x):relu() end
+      end)
+      wick.cuda.synchronize()
+    end)
+    local mm, step = by_name(prof, "matmul"), by_name(prof, "step")
+    assert.is_true(mm.self_device_time_total > 0)
+    assert.is_true(step.device_time_total >= mm.self_device_time_total)
+    assert.is_true(prof:key_averages():table():find("Self CUDA", 1, true) ~= nil)
+    for _, e in ipairs(prof.events) do
+      if e.name == "matmul" then
+        assert.is_true(e.device_us > 0 and e.device_start_us >= 0)
+        assert.is_true(e.device_start_us + 1e3 >= e.start_us) -- roughly on the host's clock
+      end
+    end
+  end)
+
+  it("records no ops with WICK_PROFILER_HOOK=0 (the hook left out), and says so", function()
+    local runner = arg and arg[-1] or "build/wick"
+    local script = os.tmpname()
+    local f = assert(io.open(script, "w"))
+    f:write([[
+      local wick = require("wick")
+      local x = wick.randn(4, 4)
+      local prof = wick.profiler.profile(function()
+        wick.profiler.record_function("range", function() local _ = x:relu() end)
+      end)
+      io.write(tostring(wick._core.profiler_hooked), " ", #prof.events, " ", prof.events[1].name, "\n")
+    ]])
+    f:close()
+    local p = assert(io.popen(("WICK_PROFILER_HOOK=0 %s %s 2>&1"):format(runner, script)))
+    local out = p:read("*a")
+    p:close()
+    os.remove(script)
+    assert.is_truthy(out:find("WICK_PROFILER_HOOK=0", 1, true), out)
+    assert.is_truthy(out:find("false 1 range", 1, true), out)
+    assert.is_true(wick._core.profiler_hooked)
+  end)
 end)

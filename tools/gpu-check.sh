@@ -421,6 +421,12 @@ run_step() {
       ;;
     examples)
       step "examples/tensors.lua" info 120 "$WICK" examples/tensors.lua
+      # the profiler's CUDA event timing: matmuls on the GPU get a non-zero device
+      # time (profiler_spec), and --profile's table PyTorch's CUDA columns
+      spec spec/profiler_spec.lua 30
+      SHOWN="$WICK examples/gpt.lua --device cuda --profile $WORK/gpt-profile.json | grep 'Self CUDA time total'" \
+        step "examples/gpt.lua --profile cuda" info 120 bash -c "'$WICK' examples/gpt.lua --device cuda --profile \
+          '$WORK/gpt-profile.json' 2>&1 | tee /dev/stderr | grep -q 'Self CUDA time total: '"
       local data=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
       if [ -f "$data/train-images-idx3-ubyte.gz" ] || [ -f "$data/train-images-idx3-ubyte" ]; then
         for model in mlp cnn; do

@@ -37,6 +37,18 @@ local function finish(events)
   return events
 end
 
+-- GPU time: an op's own (device_us, timed by CUDA events around it), and with
+-- that of the events inside it (a range's is its ops')
+local function device_totals(events)
+  local total = {}
+  for i = #events, 1, -1 do -- children come after their parents
+    local e = events[i]
+    total[i] = (total[i] or 0) + (e.device_us or 0)
+    if e.parent > 0 then total[e.parent] = (total[e.parent] or 0) + total[i] end
+  end
+  return total
+end
+
 local OPTIONS = { record_shapes = true, profile_memory = true, with_stack = true, max_events = true }
 
 --- wick.profiler.profile(fn[, {record_shapes = false, profile_memory = true, max_events = 1e6}])
@@ -48,6 +60,11 @@ function profiler.profile(fn, opts)
     if not OPTIONS[k] then core.error(("wick.profiler.profile: unknown option '%s'"):format(tostring(k))) end
   end
   local max_events = opts.max_events or 1000000
+  if not core.profiler_hooked and not profiler._warned_unhooked then
+    profiler._warned_unhooked = true
+    wick._warn("wick.profiler.profile: WICK_PROFILER_HOOK=0 left the hook out: ops are not recorded, only"
+      .. " record_function ranges")
+  end
   core.profiler_start(max_events, opts.record_shapes and true or false)
   local ok, err = pcall(fn)
   core.profiler_stop()
@@ -95,13 +112,17 @@ function Profile:key_averages(opts)
   end
   local by_shape = opts.group_by_input_shape and true or false
   local rows, order = {}, {}
-  for _, e in ipairs(self.events) do
+  local device = false
+  local device_total = device_totals(self.events)
+  for i, e in ipairs(self.events) do
     local shapes = by_shape and shape_str(e.shapes) or ""
-    local key = e.name .. "\0" .. shapes
+    -- PyTorch's table puts the profiler steps in one row
+    local name = e.name:find("^ProfilerStep#") and "ProfilerStep*" or e.name
+    local key = name .. "\0" .. shapes
     local r = rows[key]
     if not r then
-      r = { key = e.name, input_shapes = shapes, count = 0, self_cpu_time_total = 0, cpu_time_total = 0,
-        self_cpu_memory_usage = 0, cpu_memory_usage = 0 }
+      r = { key = name, input_shapes = shapes, count = 0, self_cpu_time_total = 0, cpu_time_total = 0,
+        self_cpu_memory_usage = 0, cpu_memory_usage = 0, self_device_time_total = 0, device_time_total = 0 }
       rows[key] = r
       order[#order + 1] = r
     end
@@ -110,9 +131,18 @@ function Profile:key_averages(opts)
     r.cpu_time_total = r.cpu_time_total + e.dur_us
     r.self_cpu_memory_usage = r.self_cpu_memory_usage + e.self_bytes
     r.cpu_memory_usage = r.cpu_memory_usage + e.bytes
+    r.self_device_time_total = r.self_device_time_total + (e.device_us or 0)
+    r.device_time_total = r.device_time_total + device_total[i]
+    if e.device_us then device = true end
   end
-  for _, r in ipairs(order) do r.cpu_time = r.cpu_time_total / r.count end
-  return setmetatable({ rows = order, by_shape = by_shape, memory = self.profile_memory }, Averages)
+  for _, r in ipairs(order) do
+    r.cpu_time = r.cpu_time_total / r.count
+    r.device_time = r.device_time_total / r.count
+    -- PyTorch 1.x's names of the GPU columns
+    r.self_cuda_time_total, r.cuda_time_total, r.cuda_time = r.self_device_time_total, r.device_time_total,
+      r.device_time
+  end
+  return setmetatable({ rows = order, by_shape = by_shape, memory = self.profile_memory, device = device }, Averages)
 end
 
 -- PyTorch's _format_time: us below 1 ms, ms below 1 s, else s
@@ -131,7 +161,8 @@ local function format_memory(b)
 end
 
 local SORT_KEYS = { self_cpu_time_total = true, cpu_time_total = true, count = true, cpu_time = true,
-  self_cpu_memory_usage = true, cpu_memory_usage = true }
+  self_cpu_memory_usage = true, cpu_memory_usage = true, self_device_time_total = true, device_time_total = true,
+  device_time = true, self_cuda_time_total = true, cuda_time_total = true, cuda_time = true }
 
 --- averages:table{sort_by = "self_cpu_time_total", row_limit = 100}: PyTorch-like text
 function Averages:table(opts)
@@ -153,13 +184,19 @@ function Averages:table(opts)
     if a[sort_by] ~= b[sort_by] then return a[sort_by] > b[sort_by] end
     return a.key < b.key
   end)
-  local total_self = 0
-  for _, r in ipairs(rows) do total_self = total_self + r.self_cpu_time_total end
+  local total_self, total_device = 0, 0
+  for _, r in ipairs(rows) do
+    total_self = total_self + r.self_cpu_time_total
+    total_device = total_device + r.self_device_time_total
+  end
   local name_w = 4
   for i = 1, math.min(#rows, row_limit) do name_w = math.max(name_w, #rows[i].key) end
   name_w = math.min(name_w, 55)
   local cols = { { "Name", name_w }, { "Self CPU %", 12 }, { "Self CPU", 12 }, { "CPU total %", 12 },
     { "CPU total", 12 }, { "CPU time avg", 12 } }
+  if self.device then -- PyTorch's columns when a GPU was timed
+    for _, c in ipairs({ "Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg" }) do cols[#cols + 1] = { c, 12 } end
+  end
   if self.memory then
     cols[#cols + 1] = { "CPU Mem", 12 }
     cols[#cols + 1] = { "Self CPU Mem", 12 }
@@ -190,11 +227,20 @@ function Averages:table(opts)
   for i, c in ipairs(cols) do sep[i], head[i] = ("-"):rep(c[2]), c[1] end
   local dashes = table.concat(sep, "  ")
   local out = { dashes, line(head), dashes }
-  local function pct(x) return total_self > 0 and ("%.2f%%"):format(100 * x / total_self) or "0.00%" end
+  local function pct(x, total)
+    total = total or total_self
+    return total > 0 and ("%.2f%%"):format(100 * x / total) or "0.00%"
+  end
   for i = 1, math.min(#rows, row_limit) do
     local r = rows[i]
     local cells = { r.key, pct(r.self_cpu_time_total), format_time(r.self_cpu_time_total), pct(r.cpu_time_total),
       format_time(r.cpu_time_total), format_time(r.cpu_time) }
+    if self.device then
+      cells[#cells + 1] = format_time(r.self_device_time_total)
+      cells[#cells + 1] = pct(r.self_device_time_total, total_device)
+      cells[#cells + 1] = format_time(r.device_time_total)
+      cells[#cells + 1] = format_time(r.device_time)
+    end
     if self.memory then
       cells[#cells + 1] = format_memory(r.cpu_memory_usage)
       cells[#cells + 1] = format_memory(r.self_cpu_memory_usage)
@@ -205,6 +251,7 @@ function Averages:table(opts)
   end
   out[#out + 1] = dashes
   out[#out + 1] = "Self CPU time total: " .. format_time(total_self)
+  if self.device then out[#out + 1] = "Self CUDA time total: " .. format_time(total_device) end
   return table.concat(out, "\n") .. "\n"
 end
 
@@ -225,16 +272,29 @@ function Profile:export_chrome_trace(path)
   check.string(path, "export_chrome_trace", "path")
   local f, err = io.open(path, "w")
   if not f then core.error("export_chrome_trace: cannot open '" .. path .. "' for writing: " .. tostring(err)) end
-  local parts = {}
-  for i, e in ipairs(self.events) do
+  -- the CPU ops on thread 1, what they ran on GPU N on "thread" 1000 + N
+  local parts = { '{"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "CPU"}}' }
+  local gpu_tracks = {}
+  for _, e in ipairs(self.events) do
     local args = {}
     local dev = device_name(e.device)
     if dev then args[#args + 1] = '"Device": ' .. json_string(dev) end
     if e.shapes then args[#args + 1] = '"Input Dims": ' .. json_string(shape_str(e.shapes)) end
     if self.profile_memory then args[#args + 1] = ('"Bytes": %d'):format(e.bytes) end
-    parts[i] = ('{"ph": "X", "cat": "%s", "name": %s, "pid": 1, "tid": 1, "ts": %.3f, "dur": %.3f, "args": {%s}}')
-      :format(e.device == -2 and "user_annotation" or "cpu_op", json_string(e.name), e.start_us,
+    parts[#parts + 1] = ('{"ph": "X", "cat": "%s", "name": %s, "pid": 1, "tid": 1, "ts": %.3f, "dur": %.3f,'
+      .. ' "args": {%s}}'):format(e.device == -2 and "user_annotation" or "cpu_op", json_string(e.name), e.start_us,
         e.dur_us, table.concat(args, ", "))
+    if e.device_us then
+      local tid = 1000 + (math.floor(e.device / 4) - 1) -- the binding's device code: (index + 1) * 4 + type
+      if not gpu_tracks[tid] then
+        gpu_tracks[tid] = true
+        parts[#parts + 1] = ('{"ph": "M", "name": "thread_name", "pid": 1, "tid": %d, "args": {"name": %s}}')
+          :format(tid, json_string((dev or "cuda") .. " stream"))
+      end
+      parts[#parts + 1] = ('{"ph": "X", "cat": "kernel", "name": %s, "pid": 1, "tid": %d, "ts": %.3f, "dur": %.3f,'
+        .. ' "args": {"Device": %s}}'):format(json_string(e.name), tid, e.device_start_us, e.device_us,
+          json_string(dev or "cuda"))
+    end
   end
   local ok, werr = f:write('{"traceEvents": [\n', table.concat(parts, ",\n"), '\n], "displayTimeUnit": "ms"}\n')
   f:close()

@@ -47,6 +47,12 @@ wick_status wk_gpu_event_synchronize(void *event, int device, const char *op) {
     return wk_cuda_event_synchronize(event, device, op);
 }
 void wk_gpu_event_destroy(void *event) { wk_cuda_event_destroy(event); }
+wick_status wk_gpu_timing_event_record(int device, const char *op, void **event) {
+    return wk_cuda_timing_event_record(device, op, event);
+}
+wick_status wk_gpu_event_elapsed(void *start, void *end, int device, const char *op, float *ms) {
+    return wk_cuda_event_elapsed(start, end, device, op, ms);
+}
 
 #else
 
@@ -101,5 +107,13 @@ wick_status wk_gpu_event_synchronize(void *event, int device, const char *op) {
     return no_cuda(op);
 }
 void wk_gpu_event_destroy(void *event) { (void)event; }
+wick_status wk_gpu_timing_event_record(int device, const char *op, void **event) {
+    return wk_gpu_event_record(device, op, event);
+}
+wick_status wk_gpu_event_elapsed(void *start, void *end, int device, const char *op, float *ms) {
+    (void)start, (void)end, (void)device;
+    *ms = 0;
+    return no_cuda(op);
+}
 
 #endif

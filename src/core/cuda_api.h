@@ -42,6 +42,9 @@ int wk_cuda_event_query(void *event, int device, const char *op);
 wick_status wk_cuda_event_wait(void *event, int device, const char *op);
 wick_status wk_cuda_event_synchronize(void *event, int device, const char *op);
 void wk_cuda_event_destroy(void *event);
+/* the profiler's GPU timing (profiler.c through wk_gpu_timing_*, below) */
+wick_status wk_cuda_timing_event_record(int device, const char *op, void **event);
+wick_status wk_cuda_event_elapsed(void *start, void *end, int device, const char *op, float *ms);
 #endif
 
 /* ---- for the NCCL backend of src/dist: the core's forwards (cuda_api.c),
@@ -62,6 +65,14 @@ wick_status wk_gpu_event_wait(void *event, int device, const char *op);
 wick_status wk_gpu_event_synchronize(void *event, int device, const char *op);
 /* Destroys an event of wk_gpu_event_record (NULL: nothing). */
 void wk_gpu_event_destroy(void *event);
+
+/* ---- for the profiler (profiler.c): GPU time between two events ---- */
+/* Like wk_gpu_event_record, but an event that keeps its time (destroy it with
+ * wk_gpu_event_destroy). */
+wick_status wk_gpu_timing_event_record(int device, const char *op, void **event);
+/* The host waits for `end` (not counted as a wait), then *ms is the GPU time
+ * from `start` to `end`, both timing events of the device. */
+wick_status wk_gpu_event_elapsed(void *start, void *end, int device, const char *op, float *ms);
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,7 @@
  * thread records: the one that started it (other threads' ops are not seen).
  * The tables and the trace are made from the events in Lua
  * (lua/wick/profiler.lua). */
+#include "cuda_api.h"
 #include "internal.h"
 
 #include <pthread.h>
@@ -12,6 +13,13 @@
 #include <time.h>
 
 #define MAX_DEPTH 256
+#define MAX_GPUS 64 /* GPUs timed in one profile (indexes above are not timed) */
+
+/* An event's CUDA events (wick_profiler_time_device) */
+typedef struct {
+    void *start, *end;
+    int device;
+} gpu_span;
 
 int wick_profiling; /* read by every op's caller: written only by start/stop */
 
@@ -25,6 +33,9 @@ static struct {
     int32_t stack[MAX_DEPTH];
     const void *frames[MAX_DEPTH];
     int depth;
+    gpu_span *gpu;            /* cap entries, made at the first timed event */
+    void *gpu_ref[MAX_GPUS];  /* per GPU: an event the host waited for ... */
+    int64_t gpu_ref_ns[MAX_GPUS]; /* ... and the monotonic time just after */
 } P;
 
 static _Thread_local char tl_self;
@@ -81,6 +92,8 @@ wick_status wick_profiler_start(int64_t max_events, int record_shapes) {
     }
     free(P.events);
     free(P.shapes);
+    free(P.gpu);
+    P.gpu = NULL;
     P.events = ev, P.cap = max_events, P.count = 0, P.dropped = 0;
     P.shapes = shapes, P.shapes_cap = shapes_cap, P.shapes_count = 0;
     P.record_shapes = record_shapes != 0;
@@ -93,9 +106,34 @@ wick_status wick_profiler_start(int64_t max_events, int record_shapes) {
 /* Closes the innermost open event at time t: its bytes become those allocated
  * since it opened. */
 static void close_top(int64_t t) {
-    wick_profiler_event *e = &P.events[P.stack[--P.depth]];
+    int32_t i = P.stack[--P.depth];
+    wick_profiler_event *e = &P.events[i];
     e->end_ns = t;
     e->bytes = wk_memstat_allocated_total() - e->bytes;
+    gpu_span *g = P.gpu ? &P.gpu[i] : NULL;
+    if (g && g->start && !g->end && wk_gpu_timing_event_record(g->device, "wick.profiler", &g->end)) g->end = NULL;
+}
+
+/* The GPU times of the events timed on a device: each event's span, placed on
+ * the host clock through the device's reference event; then every CUDA event
+ * is destroyed. */
+static void resolve_gpu_times(void) {
+    for (int64_t i = 0; P.gpu && i < P.count; i++) {
+        gpu_span *g = &P.gpu[i];
+        float at = 0, ms = 0;
+        if (g->start && g->end && !wk_gpu_event_elapsed(g->start, g->end, g->device, "wick.profiler", &ms) &&
+            !wk_gpu_event_elapsed(P.gpu_ref[g->device], g->start, g->device, "wick.profiler", &at)) {
+            P.events[i].device_ns = (int64_t)((double)ms * 1e6);
+            P.events[i].device_start_ns = P.gpu_ref_ns[g->device] + (int64_t)((double)at * 1e6);
+        }
+        wk_gpu_event_destroy(g->start);
+        wk_gpu_event_destroy(g->end);
+        g->start = g->end = NULL;
+    }
+    for (int d = 0; d < MAX_GPUS; d++) {
+        wk_gpu_event_destroy(P.gpu_ref[d]);
+        P.gpu_ref[d] = NULL;
+    }
 }
 
 void wick_profiler_stop(void) {
@@ -103,6 +141,7 @@ void wick_profiler_stop(void) {
     int64_t t = now_ns();
     while (P.depth > 0) close_top(t); /* ranges left open by an error */
     __atomic_store_n(&wick_profiling, 0, __ATOMIC_RELEASE);
+    resolve_gpu_times();
 }
 
 int64_t wick_profiler_event_count(int64_t *dropped) {
@@ -138,6 +177,9 @@ int64_t wick_profiler_begin(const char *name, int32_t device, const void *frame)
     e->device = device;
     e->shapes = P.shapes_count;
     e->nshapes = 0;
+    e->device_start_ns = 0;
+    e->device_ns = -1;
+    if (P.gpu) P.gpu[i] = (gpu_span){NULL, NULL, -1};
     P.stack[P.depth] = (int32_t)i;
     P.frames[P.depth++] = frame;
     return i;
@@ -158,4 +200,34 @@ void wick_profiler_end(int64_t event) {
     /* events opened inside it and never closed (errors) end with it */
     while (P.depth > 0 && P.stack[P.depth - 1] != event) close_top(t);
     if (P.depth > 0) close_top(t);
+}
+
+/* The first GPU event of a device in this profile: a reference event the host
+ * waits for, so that its GPU time is (about) the host time just after. */
+static bool gpu_reference(int d) {
+    if (P.gpu_ref[d]) return true;
+    float ms;
+    if (wk_gpu_timing_event_record(d, "wick.profiler", &P.gpu_ref[d])) return false;
+    if (wk_gpu_event_elapsed(P.gpu_ref[d], P.gpu_ref[d], d, "wick.profiler", &ms)) {
+        wk_gpu_event_destroy(P.gpu_ref[d]);
+        P.gpu_ref[d] = NULL;
+        return false;
+    }
+    P.gpu_ref_ns[d] = now_ns();
+    return true;
+}
+
+void wick_profiler_time_device(int64_t event, wick_device device) {
+    if (event < 0 || event >= P.count || device.type != WICK_CUDA || !__atomic_load_n(&wick_profiling, __ATOMIC_RELAXED) ||
+        P.owner != &tl_self)
+        return;
+    int d = device.index < 0 ? 0 : device.index;
+    if (d >= MAX_GPUS) return;
+    if (!P.gpu && !(P.gpu = calloc((size_t)P.cap, sizeof *P.gpu))) return;
+    gpu_span *g = &P.gpu[event];
+    if (g->start || !gpu_reference(d)) return;
+    /* the reference's wait is not the op's: its begin moves past it */
+    P.events[event].start_ns = now_ns();
+    if (wk_gpu_timing_event_record(d, "wick.profiler", &g->start)) g->start = NULL;
+    g->device = d;
 }

@@ -333,19 +333,28 @@ wick_status wk_cuda_stream_handle(int device, const char *op, void **stream) {
     return st;
 }
 
-wick_status wk_cuda_event_record(int device, const char *op, void **event) {
+/* A new event recorded on the device's stream now (flags: cudaEventCreateWithFlags's). */
+static wick_status record_event(int device, const char *op, unsigned flags, void **event) {
     *event = NULL;
     cudaStream_t s;
     wick_status st = enter(device, op, &s);
     if (st) return st;
     cudaEvent_t ev;
-    if ((st = wk_cuda_check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), op, device))) return st;
+    if ((st = wk_cuda_check(cudaEventCreateWithFlags(&ev, flags), op, device))) return st;
     if ((st = wk_cuda_check(cudaEventRecord(ev, s), op, device))) {
         (void)cudaEventDestroy(ev);
         return st;
     }
     *event = (void *)ev;
     return WICK_OK;
+}
+
+wick_status wk_cuda_event_record(int device, const char *op, void **event) {
+    return record_event(device, op, cudaEventDisableTiming, event);
+}
+
+wick_status wk_cuda_timing_event_record(int device, const char *op, void **event) {
+    return record_event(device, op, cudaEventDefault, event);
 }
 
 /* The event's device made CUDA's current one on this thread (the watchdog's
@@ -375,6 +384,14 @@ wick_status wk_cuda_event_synchronize(void *event, int device, const char *op) {
     event_device(device);
     if (device >= 0 && device < WK_CUDA_MAX_DEVICES) wk_sync_note(device, WK_SYNC_COLLECTIVE);
     return wk_cuda_check(cudaEventSynchronize((cudaEvent_t)event), op, device);
+}
+
+/* Not counted as a wait (wick_cuda_sync_count): the profiler's, at its stop. */
+wick_status wk_cuda_event_elapsed(void *start, void *end, int device, const char *op, float *ms) {
+    *ms = 0;
+    event_device(device);
+    wick_status st = wk_cuda_check(cudaEventSynchronize((cudaEvent_t)end), op, device);
+    return st ? st : wk_cuda_check(cudaEventElapsedTime(ms, (cudaEvent_t)start, (cudaEvent_t)end), op, device);
 }
 
 void wk_cuda_event_destroy(void *event) {

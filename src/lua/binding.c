@@ -2,6 +2,10 @@
  * (lua/wick/init.lua) loads it as "wick.core" and builds the public module. */
 #include "wick_lua.h"
 
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
 static int m_set_lua_dir(lua_State *L) {
     luaL_checkstring(L, 1);
     lua_getfield(L, LUA_REGISTRYINDEX, WL_TENSOR_MT);
@@ -47,14 +51,21 @@ WICK_API int luaopen_wick_core(lua_State *L) {
     lua_pushboolean(L, 0);
 #endif
     lua_setfield(L, -2, "built_with_cuda");
-    /* last: the profiler's hook on every op function (profiler_lua.c) */
+    /* last: the profiler's hook on every op function (profiler_lua.c);
+     * WICK_PROFILER_HOOK=0 leaves it out (bench/profiler_off.sh's A/B) */
     wl_open_profiler(L);
-    wl_profile_wrap(L, -1);
-    lua_getfield(L, -1, "Tensor");
-    wl_profile_wrap(L, -1);
-    lua_pop(L, 1);
-    lua_getfield(L, -1, "_mt");
-    wl_profile_wrap(L, -1);
-    lua_pop(L, 1);
+    const char *hook = getenv("WICK_PROFILER_HOOK");
+    bool hooked = !hook || strcmp(hook, "0") != 0;
+    lua_pushboolean(L, hooked);
+    lua_setfield(L, -2, "profiler_hooked");
+    if (hooked) {
+        wl_profile_wrap(L, -1);
+        lua_getfield(L, -1, "Tensor");
+        wl_profile_wrap(L, -1);
+        lua_pop(L, 1);
+        lua_getfield(L, -1, "_mt");
+        wl_profile_wrap(L, -1);
+        lua_pop(L, 1);
+    }
     return 1;
 }

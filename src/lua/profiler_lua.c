@@ -7,7 +7,8 @@
  * call costs that one test of wick_profiling and a direct call. On, it opens an
  * event (name, device and shapes of the tensor arguments) and closes it when
  * the function returns; a function left by an error is closed at the next
- * event (wick_profiler_begin's frame rule) or when the profile stops. */
+ * event (wick_profiler_begin's frame rule) or when the profile stops. An op
+ * whose first tensor is on a GPU is timed there too (wick_profiler_time_device). */
 #include "wick_lua.h"
 
 #include <stdbool.h>
@@ -21,11 +22,13 @@ typedef struct {
 static int64_t open_event(lua_State *L, const wl_op *op, const void *frame) {
     int n = lua_gettop(L);
     int32_t device = -1;
+    wick_device dev = {WICK_CPU, 0};
     for (int i = 1; i <= n && device < 0; i++) {
         wick_tensor *t = wl_totensor(L, i);
-        if (t) device = (int32_t)wl_device_code(wick_tensor_device(t));
+        if (t) dev = wick_tensor_device(t), device = (int32_t)wl_device_code(dev);
     }
     int64_t ev = wick_profiler_begin(op->name, device, frame);
+    if (ev >= 0 && dev.type == WICK_CUDA) wick_profiler_time_device(ev, dev); /* its GPU time too */
     if (ev >= 0 && wick_profiler_records_shapes())
         for (int i = 1; i <= n; i++) {
             wick_tensor *t = wl_totensor(L, i);
@@ -140,7 +143,8 @@ static void push_shapes(lua_State *L, const wick_profiler_event *e, const int64_
 }
 
 /* profiler_events() -> {{name, start_us, end_us, bytes, parent (1-based, 0:
- * none), device (code or -1), shapes = {{sizes...}, ...}}, ...}, dropped */
+ * none), device (code or -1), shapes = {{sizes...}, ...}, device_us and
+ * device_start_us (timed on a GPU only)}, ...}, dropped */
 static int m_profiler_events(lua_State *L) {
     int64_t dropped, n = wick_profiler_event_count(&dropped);
     const wick_profiler_event *ev = wick_profiler_events();
@@ -162,6 +166,12 @@ static int m_profiler_events(lua_State *L) {
         lua_setfield(L, -2, "parent");
         lua_pushinteger(L, e->device);
         lua_setfield(L, -2, "device");
+        if (e->device_ns >= 0) {
+            lua_pushnumber(L, (lua_Number)e->device_ns / 1000.0);
+            lua_setfield(L, -2, "device_us");
+            lua_pushnumber(L, (lua_Number)(e->device_start_ns - t0) / 1000.0);
+            lua_setfield(L, -2, "device_start_us");
+        }
         if (shapes) {
             push_shapes(L, e, shapes);
             lua_setfield(L, -2, "shapes");
