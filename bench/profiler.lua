@@ -3,8 +3,8 @@
 -- Prints `name<TAB>seconds per op` for tiny ops through the classic binding
 -- (relu, sum, t, matmul of 4x4): `off` is the normal run, `on` the same loop
 -- inside wick.profiler.profile, `cost` their difference (median of REPEATS
--- alternating runs). The profiler-off cost next to a build without the
--- profiler is measured with bench/ops.lua on both builds.
+-- alternating runs). What the hook costs while no profile records:
+-- bench/profiler_off.sh.
 local wick = require("wick")
 
 local N, REPEATS = 20000, 7

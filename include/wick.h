@@ -860,7 +860,7 @@ typedef struct wick_profiler_event {
     int64_t shapes;
     int32_t nshapes;
     int32_t parent;
-    int32_t device; /* the device of its first tensor input as the Lua binding numbers devices; -1: none, -2: a user range */
+    int32_t device; /* the device of its first tensor input as the Lua binding numbers devices; -1: none, -2: a user range, -3: a module's forward */
     /* GPU time (wick_profiler_time_device; resolved at stop): from start to end
      * of what the event queued on its device's stream, and when that began on
      * the monotonic clock (approximately). device_ns -1: not timed on a GPU. */

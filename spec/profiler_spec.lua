@@ -7,6 +7,17 @@ local function by_name(prof, name)
   end
 end
 
+-- the text of the profile's Chrome trace
+local function trace_text(prof)
+  local path = os.tmpname()
+  prof:export_chrome_trace(path)
+  local f = assert(io.open(path))
+  local text = f:read("*a")
+  f:close()
+  os.remove(path)
+  return text
+end
+
 describe("wick.profiler.profile", function()
   it("records every op with its count, and nothing once it returns", function()
     local a, b = wick.randn(4, 5), wick.randn(4, 5)
@@ -100,12 +111,7 @@ describe("wick.profiler.profile", function()
     local prof = wick.profiler.profile(function()
       wick.profiler.record_function("my \"range\"", function() local _ = x:matmul(x) end)
     end, { record_shapes = true })
-    local path = os.tmpname()
-    prof:export_chrome_trace(path)
-    local f = assert(io.open(path))
-    local text = f:read("*a")
-    f:close()
-    os.remove(path)
+    local text = trace_text(prof)
     assert.is_truthy(text:find('^{"traceEvents": %['))
     assert.is_truthy(text:find('"name": "my \\"range\\""', 1, true))
     assert.is_truthy(text:find('"cat": "user_annotation"', 1, true))
@@ -142,12 +148,7 @@ describe("wick.profiler.profile", function()
     local steps = by_name(prof, "ProfilerStep*")
     assert.are.equal(3, steps.count)
     assert.is_nil(by_name(prof, "ProfilerStep#1"))
-    local path = os.tmpname()
-    prof:export_chrome_trace(path) -- the trace keeps each step's own name
-    local f = assert(io.open(path))
-    local text = f:read("*a")
-    f:close()
-    os.remove(path)
+    local text = trace_text(prof) -- the trace keeps each step's own name
     assert.is_truthy(text:find('"name": "ProfilerStep#3"', 1, true))
   end)
 
@@ -183,12 +184,7 @@ describe("wick.profiler.profile", function()
     assert.is_truthy(text:find("Self CUDA time total: 40.000us", 1, true))
     -- sorted by GPU time: matmul, relu, then the range (0 us of its own)
     assert.is_truthy(text:find("\nmatmul.*\nrelu.*\nstep"), text)
-    local path = os.tmpname()
-    prof:export_chrome_trace(path)
-    local f = assert(io.open(path))
-    local trace = f:read("*a")
-    f:close()
-    os.remove(path)
+    local trace = trace_text(prof)
     assert.is_truthy(trace:find('"tid": 1000, "args": {"name": "cuda:0 stream"}', 1, true))
     assert.is_truthy(trace:find('"ph": "X", "cat": "kernel", "name": "matmul", "pid": 1, "tid": 1000', 1, true))
     local n = 0
@@ -239,5 +235,75 @@ describe("wick.profiler.profile", function()
     assert.is_truthy(out:find("WICK_PROFILER_HOOK=0", 1, true), out)
     assert.is_truthy(out:find("false 1 range", 1, true), out)
     assert.is_true(wick._core.profiler_hooked)
+  end)
+
+  it("records each module's forward as a range named like PyTorch's, in the trace only", function()
+    local nn = wick.nn
+    local model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    local x = wick.randn(3, 4)
+    local prof = wick.profiler.profile(function()
+      wick.profiler.record_function("step", function() local _ = model(x) end)
+      local _ = model(x)
+    end)
+    local ranges = {}
+    for i, e in ipairs(prof.events) do
+      if e.name:find("^nn%.Module: ") then ranges[#ranges + 1] = e.name .. "<" .. (prof.events[e.parent] or { name = "" }).name end
+      if e.name == "linear" then assert.is_truthy(prof.events[e.parent].name:find("^nn%.Module: Linear_%d$"), i) end
+    end
+    assert.are.same({ "nn.Module: Sequential_0<step", "nn.Module: Linear_0<nn.Module: Sequential_0",
+      "nn.Module: ReLU_0<nn.Module: Sequential_0", "nn.Module: Linear_1<nn.Module: Sequential_0",
+      "nn.Module: Sequential_0<", "nn.Module: Linear_0<nn.Module: Sequential_0",
+      "nn.Module: ReLU_0<nn.Module: Sequential_0", "nn.Module: Linear_1<nn.Module: Sequential_0" }, ranges)
+    -- not rows of the table (PyTorch shows them in the trace only); their own
+    -- time counts as the enclosing event's, so the step's self time keeps it
+    assert.is_nil(by_name(prof, "nn.Module: Linear_0"))
+    local step = by_name(prof, "step")
+    local ops = 0
+    for _, e in ipairs(prof.events) do
+      if e.name == "linear" or e.name == "relu" then
+        local p = e
+        repeat p = prof.events[p.parent] until not p or p.name == "step"
+        if p then ops = ops + e.dur_us end
+      end
+    end
+    assert.is_true(math.abs(step.self_cpu_time_total - (step.cpu_time_total - ops)) < 1e-6)
+    local text = trace_text(prof)
+    assert.is_truthy(text:find('"cat": "python_function", "name": "nn.Module: Linear_1"', 1, true))
+    -- off again: a module call records nothing, and errors pass through
+    local after = wick.profiler.profile(function() end)
+    local _ = model(x)
+    assert.are.equal(0, #after.events)
+    assert.has_error(function()
+      wick.profiler.profile(function() model(wick.randn(3, 5)) end)
+    end)
+  end)
+
+  it("records each autograd node's backward inside the backward op", function()
+    local w = wick.randn(4, 4, { requires_grad = true })
+    local x = wick.randn(2, 4)
+    local prof = wick.profiler.profile(function()
+      local y = x:matmul(w):relu():sum()
+      y:backward()
+    end)
+    local names = {}
+    for _, e in ipairs(prof.events) do
+      if e.name:find("Backward") then
+        names[#names + 1] = e.name
+        assert.are.equal("backward", prof.events[e.parent].name)
+      end
+    end
+    assert.is_true(#names >= 3, table.concat(names, " "))
+    local bw = by_name(prof, "backward")
+    assert.is_true(bw.self_cpu_time_total < bw.cpu_time_total)
+  end)
+
+  it("records the optimizers' fused Adam step", function()
+    local p = wick.randn(8, { requires_grad = true })
+    local opt = wick.optim.Adam({ p })
+    p.grad = wick.ones(8)
+    local prof = wick.profiler.profile(function() opt:step() end)
+    local seen = false
+    for _, e in ipairs(prof.events) do seen = seen or e.name == "_adam_step" end
+    assert.is_true(seen)
   end)
 end)

@@ -9,6 +9,36 @@ local core = wick._core
 local profiler = {}
 local function pack(...) return { n = select("#", ...), ... } end
 
+-- shared with nn.Module.__call (lua/wick/nn/module.lua): `on` while a profile
+-- records, and `call`, which runs a module's forward as a range
+local profiling = package.loaded["wick._profiling"] or { on = false }
+package.loaded["wick._profiling"] = profiling
+local MODULE_RANGE = -3 -- the event's device code: a module's forward
+
+-- a module's range name, PyTorch's: its class and its number among the
+-- modules of its class this profile has seen ("nn.Module: Linear_0")
+local function module_name(m)
+  local name = profiling.names[m]
+  if not name then
+    local cls = (getmetatable(m) or {}).__name or "Module"
+    local k = profiling.counts[cls] or 0
+    profiling.counts[cls] = k + 1
+    name = ("nn.Module: %s_%d"):format(cls, k)
+    profiling.names[m] = name
+  end
+  return name
+end
+
+local function range(name, code, fn, ...)
+  local ev = core.profiler_begin(name, code)
+  local res = pack(pcall(fn, ...))
+  core.profiler_end(ev)
+  if not res[1] then error(res[2], 0) end
+  return (table.unpack or unpack)(res, 2, res.n)
+end
+
+function profiling.call(m, ...) return range(module_name(m), MODULE_RANGE, m.forward, m, ...) end
+
 local Profile = {}
 Profile.__index = Profile
 Profile.__name = "wick.profiler.profile"
@@ -66,7 +96,10 @@ function profiler.profile(fn, opts)
       .. " record_function ranges")
   end
   core.profiler_start(max_events, opts.record_shapes and true or false)
+  profiling.names, profiling.counts = setmetatable({}, { __mode = "k" }), {}
+  profiling.on = true
   local ok, err = pcall(fn)
+  profiling.on = false
   core.profiler_stop()
   local events, dropped = core.profiler_events()
   if not ok then error(err, 0) end
@@ -82,11 +115,7 @@ end
 function profiler.record_function(name, fn, ...)
   check.string(name, "wick.profiler.record_function", "name")
   if type(fn) ~= "function" then check.expected("wick.profiler.record_function", "fn", "a function", fn) end
-  local ev = core.profiler_begin(name)
-  local res = pack(pcall(fn, ...))
-  core.profiler_end(ev)
-  if not res[1] then error(res[2], 0) end
-  return (table.unpack or unpack)(res, 2, res.n)
+  return range(name, nil, fn, ...)
 end
 
 -- ---- key_averages ----
@@ -114,26 +143,40 @@ function Profile:key_averages(opts)
   local rows, order = {}, {}
   local device = false
   local device_total = device_totals(self.events)
-  for i, e in ipairs(self.events) do
-    local shapes = by_shape and shape_str(e.shapes) or ""
-    -- PyTorch's table puts the profiler steps in one row
-    local name = e.name:find("^ProfilerStep#") and "ProfilerStep*" or e.name
-    local key = name .. "\0" .. shapes
-    local r = rows[key]
-    if not r then
-      r = { key = name, input_shapes = shapes, count = 0, self_cpu_time_total = 0, cpu_time_total = 0,
-        self_cpu_memory_usage = 0, cpu_memory_usage = 0, self_device_time_total = 0, device_time_total = 0 }
-      rows[key] = r
-      order[#order + 1] = r
+  -- a module range's own time and bytes count as its nearest other event's
+  local extra_us, extra_bytes = {}, {}
+  for _, e in ipairs(self.events) do
+    if e.device == MODULE_RANGE then
+      local p = e.parent
+      while p > 0 and self.events[p].device == MODULE_RANGE do p = self.events[p].parent end
+      if p > 0 then
+        extra_us[p] = (extra_us[p] or 0) + e.self_us
+        extra_bytes[p] = (extra_bytes[p] or 0) + e.self_bytes
+      end
     end
-    r.count = r.count + 1
-    r.self_cpu_time_total = r.self_cpu_time_total + e.self_us
-    r.cpu_time_total = r.cpu_time_total + e.dur_us
-    r.self_cpu_memory_usage = r.self_cpu_memory_usage + e.self_bytes
-    r.cpu_memory_usage = r.cpu_memory_usage + e.bytes
-    r.self_device_time_total = r.self_device_time_total + (e.device_us or 0)
-    r.device_time_total = r.device_time_total + device_total[i]
-    if e.device_us then device = true end
+  end
+  for i, e in ipairs(self.events) do
+    if e.device ~= MODULE_RANGE then -- modules' ranges: in the trace only, as in PyTorch
+      local shapes = by_shape and shape_str(e.shapes) or ""
+      -- PyTorch's table puts the profiler steps in one row
+      local name = e.name:find("^ProfilerStep#") and "ProfilerStep*" or e.name
+      local key = name .. "\0" .. shapes
+      local r = rows[key]
+      if not r then
+        r = { key = name, input_shapes = shapes, count = 0, self_cpu_time_total = 0, cpu_time_total = 0,
+          self_cpu_memory_usage = 0, cpu_memory_usage = 0, self_device_time_total = 0, device_time_total = 0 }
+        rows[key] = r
+        order[#order + 1] = r
+      end
+      r.count = r.count + 1
+      r.self_cpu_time_total = r.self_cpu_time_total + e.self_us + (extra_us[i] or 0)
+      r.cpu_time_total = r.cpu_time_total + e.dur_us
+      r.self_cpu_memory_usage = r.self_cpu_memory_usage + e.self_bytes + (extra_bytes[i] or 0)
+      r.cpu_memory_usage = r.cpu_memory_usage + e.bytes
+      r.self_device_time_total = r.self_device_time_total + (e.device_us or 0)
+      r.device_time_total = r.device_time_total + device_total[i]
+      if e.device_us then device = true end
+    end
   end
   for _, r in ipairs(order) do
     r.cpu_time = r.cpu_time_total / r.count
@@ -282,7 +325,8 @@ function Profile:export_chrome_trace(path)
     if e.shapes then args[#args + 1] = '"Input Dims": ' .. json_string(shape_str(e.shapes)) end
     if self.profile_memory then args[#args + 1] = ('"Bytes": %d'):format(e.bytes) end
     parts[#parts + 1] = ('{"ph": "X", "cat": "%s", "name": %s, "pid": 1, "tid": 1, "ts": %.3f, "dur": %.3f,'
-      .. ' "args": {%s}}'):format(e.device == -2 and "user_annotation" or "cpu_op", json_string(e.name), e.start_us,
+      .. ' "args": {%s}}'):format(e.device == -2 and "user_annotation" or e.device == MODULE_RANGE and "python_function"
+        or "cpu_op", json_string(e.name), e.start_us,
         e.dur_us, table.concat(args, ", "))
     if e.device_us then
       local tid = 1000 + (math.floor(e.device / 4) - 1) -- the binding's device code: (index + 1) * 4 + type

@@ -489,6 +489,15 @@ static wick_status settle_hooks(hook_plan *p, const wk_node *n) {
     return WICK_OK;
 }
 
+/* While a profile records, each node's backward is an event named after the
+ * node ("MulBackward"), inside the op that runs the backward; timed on the GPU
+ * too when its gradient is there. */
+static int64_t profile_node(const wk_node *n) {
+    int64_t event = wick_profiler_begin(wick_profiler_intern(n->name), -1, NULL);
+    if (event >= 0 && n->grad) wick_profiler_time_device(event, n->grad->storage->device);
+    return event;
+}
+
 static wick_status run_backward(wick_tensor *root, wick_tensor *grad, int retain, wick_autograd_hook hook,
                                 void *ud) {
     if (!root->grad_fn) {
@@ -526,9 +535,11 @@ static wick_status run_backward(wick_tensor *root, wick_tensor *grad, int retain
             break;
         }
         if (hook && n->hook_id && (st = hook(ud, WICK_HOOK_GRAD, NULL, n->hook_id, &n->grad))) break;
+        int64_t event = wick_profiling ? profile_node(n) : -1; /* the profiler's event for the node */
         wick_tensor *grads[64] = {0}, **gs = grads;
         if (n->n_inputs > 64 && !(gs = calloc((size_t)n->n_inputs, sizeof *gs))) {
             st = wick_fail(WICK_ERR_OOM, "out of memory in backward");
+            wick_profiler_end(event);
             break;
         }
         st = check_saved_versions(n);
@@ -550,6 +561,7 @@ static wick_status run_backward(wick_tensor *root, wick_tensor *grad, int retain
             st = e->node ? accumulate(&e->node->grad, g) : c ? accumulate(&c->grad, g) : accumulate_leaf(e->leaf, g);
         }
         if (gs != grads) free(gs);
+        wick_profiler_end(event);
         if (!st) st = settle_hooks(&hooks, n);
         if (!retain) {
             release_saved(n);

@@ -67,6 +67,7 @@ static bool not_an_op(const char *name) {
         "reset_peak_memory_stats", "fast_pointers", "fill_slots", "tensor_storage_key", "same_device",
         "set_grad_enabled", "is_grad_enabled", "__gc", "__index", "__newindex", "__tostring", "__len", "__eq",
         "__close", "__mode", "__metatable", "__name", NULL};
+    if (!strcmp(name, "_adam_step")) return false; /* the optimizers' fused Adam: an op */
     if (name[0] == '_' && name[1] != '_') return true;
     if (!strncmp(name, "profiler_", 9)) return true;
     if (!strncmp(name, "cuda_", 5) && strcmp(name, "cuda_synchronize") != 0) return true;
@@ -92,7 +93,7 @@ void wl_profile_wrap(lua_State *L, int idx) {
         for (int k = 1; k <= nup; k++) lua_getupvalue(L, f, k);
         wl_op *op = lua_newuserdata(L, sizeof *op);
         op->fn = fn;
-        op->name = wick_profiler_intern(name[0] == '_' ? name + 2 : name); /* __add: add */
+        op->name = wick_profiler_intern(name[0] == '_' && name[1] == '_' ? name + 2 : name); /* __add: add */
         lua_pushcclosure(L, trampolines[nup], nup + 1);
         lua_pushvalue(L, -3); /* the key */
         lua_insert(L, -2);
@@ -116,10 +117,12 @@ static int m_profiler_stop(lua_State *L) {
     return 0;
 }
 
-/* profiler_begin(name) -> event (a user range: record_function); -1 when not recording */
+/* profiler_begin(name[, code]) -> event (a range: -2 record_function's, -3 a
+ * module's forward); -1 when not recording */
 static int m_profiler_begin(lua_State *L) {
     const char *name = wl_checkstring(L, 1, "wick.profiler.record_function", "name");
-    lua_pushnumber(L, (lua_Number)(wick_profiling ? wick_profiler_begin(wick_profiler_intern(name), -2, NULL) : -1));
+    int32_t code = lua_isnoneornil(L, 2) ? -2 : (int32_t)luaL_checkinteger(L, 2);
+    lua_pushnumber(L, (lua_Number)(wick_profiling ? wick_profiler_begin(wick_profiler_intern(name), code, NULL) : -1));
     return 1;
 }
 

@@ -780,7 +780,7 @@ function L.Sequential:init(...)
   end
 end
 function L.Sequential:forward(x)
-  for i = 1, rawlen(self) do x = rawget(self, i):forward(x) end
+  for i = 1, rawlen(self) do x = rawget(self, i)(x) end -- module(input), as PyTorch's (profiler ranges)
   return x
 end
 L.Sequential.add = L.Sequential.append
