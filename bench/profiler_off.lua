@@ -7,6 +7,8 @@
 -- warm-up loop) for 4x4 float32 tensors:
 --   relu, sum, t, matmul, add_binding  through the classic binding (add with an
 --                                       alpha argument skips the FFI fast path)
+--   module                              an nn.Linear(4, 4) call (nn.Module.__call's
+--                                       test of the profiler's flag, and linear)
 --   add_ffi, mm_ffi                     LuaJIT FFI fast paths (the same in both
 --                                       runs: their one test of wick_profiling
 --                                       is compiled in either way)
@@ -22,12 +24,15 @@ local function median(v)
 end
 
 local x, y = wick.randn(4, 4), wick.randn(4, 4)
+local lin = wick.nn.Linear(4, 4)
+lin.weight.requires_grad, lin.bias.requires_grad = false, false
 local cases = {
   { "relu", function(n) local c; for _ = 1, n do c = x:relu() end; return c end },
   { "sum", function(n) local c; for _ = 1, n do c = x:sum() end; return c end },
   { "t", function(n) local c; for _ = 1, n do c = x:t() end; return c end },
   { "matmul", function(n) local c; for _ = 1, n do c = x:matmul(y) end; return c end },
   { "add_binding", function(n) local c; for _ = 1, n do c = x:add(y, 1) end; return c end },
+  { "module", function(n) local c; for _ = 1, n do c = lin(x) end; return c end },
   { "add_ffi", function(n) local c; for _ = 1, n do c = x + y end; return c end },
   { "mm_ffi", function(n) local c; for _ = 1, n do c = x:mm(y) end; return c end },
 }

@@ -69,12 +69,17 @@ end
 
 Module.__newindex = track
 -- While wick.profiler records, profiling.call(self, ...) runs forward as a range
--- named like PyTorch's module events ("nn.Module: Linear_0"); off, one test.
+-- named like PyTorch's module events ("nn.Module: Linear_0"); off, one test
+-- (none with WICK_PROFILER_HOOK=0, which leaves the profiler's hooks out).
 local profiling = package.loaded["wick._profiling"] or { on = false }
 package.loaded["wick._profiling"] = profiling
-Module.__call = function(self, ...)
-  if profiling.on then return profiling.call(self, ...) end
-  return self:forward(...)
+if core.profiler_hooked then
+  Module.__call = function(self, ...)
+    if profiling.on then return profiling.call(self, ...) end
+    return self:forward(...)
+  end
+else
+  Module.__call = function(self, ...) return self:forward(...) end
 end
 
 --- Stores a tensor that is state but not a parameter (running statistics).
