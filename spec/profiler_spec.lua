@@ -297,13 +297,15 @@ describe("wick.profiler.profile", function()
     assert.is_true(bw.self_cpu_time_total < bw.cpu_time_total)
   end)
 
-  it("records the optimizers' fused Adam step", function()
-    local p = wick.randn(8, { requires_grad = true })
-    local opt = wick.optim.Adam({ p })
-    p.grad = wick.ones(8)
-    local prof = wick.profiler.profile(function() opt:step() end)
-    local seen = false
-    for _, e in ipairs(prof.events) do seen = seen or e.name == "_adam_step" end
-    assert.is_true(seen)
+  it("records the optimizers' fused Adam and SGD steps", function()
+    for name, make in pairs({ _adam_step = wick.optim.Adam, _sgd_step = wick.optim.SGD }) do
+      local p = wick.randn(8, { requires_grad = true })
+      local opt = make({ p }, { lr = 0.1, momentum = name == "_sgd_step" and 0.9 or nil })
+      p.grad = wick.ones(8)
+      local prof = wick.profiler.profile(function() opt:step() end)
+      local seen = false
+      for _, e in ipairs(prof.events) do seen = seen or e.name == name end
+      assert.is_true(seen, name)
+    end
   end)
 end)
