@@ -5,7 +5,7 @@
 --   build/wick examples/dcgan.lua --dataset fashion-mnist|fake [--dataroot DIR] [--batchSize N]
 --       [--imageSize 64] [--nz N] [--ngf N] [--ndf N] [--niter N] [--lr X] [--beta1 X]
 --       [--dry-run] [--netG PATH] [--netD PATH] [--outf DIR] [--manualSeed N]
---       [--max-batches N] [--threads N] [--device cpu|cuda] [--profile [PATH]]
+--       [--max-batches N] [--threads N] [--device cpu|cuda] [--tensorboard DIR] [--profile [PATH]]
 --
 -- Where this differs from main.py (besides Lua syntax):
 --  * datasets: "fashion-mnist" (Debian's dataset-fashion-mnist package, or
@@ -58,6 +58,7 @@ parser:add_argument("--max-batches", { type = "int", help = "at most this many b
 parser:add_argument("--log-every", { type = "int", default = 1, help = "print the losses every N batches" })
 parser:add_argument("--threads", { type = "int", help = "CPU threads" })
 parser:add_argument("--device", { help = "cpu, cuda or cuda:N (default: cuda when available)" })
+parser:add_argument("--tensorboard", { metavar = "DIR", help = "write TensorBoard logs to DIR (wick.utils.tensorboard)" })
 parser:add_argument("--profile", { nargs = "?", const = profile_steps.DEFAULT_PATH, metavar = "PATH",
   help = profile_steps.HELP })
 local opt = parser:parse_args(arg)
@@ -192,13 +193,22 @@ end
 
 if opt.dry_run then opt.niter = 1 end
 
+-- --tensorboard DIR (not in the original): Loss_D, Loss_G, D(x), D(G(z)) per batch
+-- and the fixed-noise samples per epoch; an unwritable DIR fails here
+local writer = opt.tensorboard and wick.utils.tensorboard.SummaryWriter(opt.tensorboard) or nil
 local nbatches = math.min(dataloader:len(), opt.max_batches or math.huge)
+local global_step = 0
 for epoch = 0, opt.niter - 1 do
   local i = -1
   for images in dataloader:iter() do
     i = i + 1
     if i >= nbatches then break end
     local real_cpu, fake, errD, errG, D_x, D_G_z1, D_G_z2 = train_step(images)
+    global_step = global_step + 1
+    if writer then
+      writer:add_scalars("loss", { D = errD:item(), G = errG:item() }, global_step)
+      writer:add_scalars("D_output", { real = D_x, fake_before_G = D_G_z1, fake_after_G = D_G_z2 }, global_step)
+    end
 
     if i % opt.log_every == 0 or opt.dry_run then
       print(("[%d/%d][%d/%d] Loss_D: %.4f Loss_G: %.4f D(x): %.4f D(G(z)): %.4f / %.4f"):format(epoch, opt.niter, i,
@@ -216,4 +226,10 @@ for epoch = 0, opt.niter - 1 do
   -- do checkpointing
   wick.save(netG:state_dict(), ("%s/netG_epoch_%d.wick"):format(opt.outf, epoch))
   wick.save(netD:state_dict(), ("%s/netD_epoch_%d.wick"):format(opt.outf, epoch))
+  if writer then
+    local samples = wick.no_grad(function() return netG(fixed_noise) end)
+    writer:add_images("fake_samples", (samples:narrow(1, 1, math.min(16, samples:size(1))) + 1) / 2, epoch)
+    writer:flush()
+  end
 end
+if writer then writer:close() end

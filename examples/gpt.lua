@@ -9,7 +9,7 @@
 --       [--batch-size N] [--block-size N] [--n-layer N] [--n-head N] [--n-embd N] [--dropout X]
 --       [--lr X] [--min-lr X] [--warmup-iters N] [--lr-decay-iters N] [--weight-decay X]
 --       [--grad-clip X] [--sample-tokens N] [--temperature X] [--top-k N] [--start TEXT]
---       [--profile [PATH]]
+--       [--tensorboard DIR] [--profile [PATH]]
 --
 -- The defaults are nanoGPT's CPU run of its README (config/train_shakespeare_char.py
 -- with --device=cpu --compile=False --eval_iters=20 --block_size=64 --batch_size=12
@@ -49,6 +49,7 @@ usage: build/wick examples/gpt.lua [text-file] [--max-iters N] [--eval-interval 
     [--batch-size N] [--block-size N] [--n-layer N] [--n-head N] [--n-embd N] [--dropout X]
     [--lr X] [--min-lr X] [--warmup-iters N] [--lr-decay-iters N] [--weight-decay X] [--beta1 X] [--beta2 X]
     [--grad-clip X] [--sample-tokens N] [--temperature X] [--top-k N] [--start TEXT] [--no-decay-lr]
+    [--tensorboard DIR (TensorBoard logs: train/loss, val/loss and lr at each evaluation, iter/loss each iteration)]
     [--profile [PATH] (profile 3 iterations after a warm-up one, print the op table, write a Chrome trace
     to PATH, default profile.json, and stop)]]==]
 
@@ -71,9 +72,11 @@ local DEFAULTS = {
   sample_tokens = 500, temperature = 0.8, top_k = 200, start = "\n",
   -- --profile [PATH] (examples/profile_steps.lua)
   profile = false,
+  -- --tensorboard DIR: where train.py logs to wandb (wandb_log), wick.utils.tensorboard
+  tensorboard = false,
 }
 local FLAGS = { resume = true, bias = true, no_decay_lr = true }
-local STRINGS = { out = true, device = true, start = true, profile = true }
+local STRINGS = { out = true, device = true, start = true, profile = true, tensorboard = true }
 local OPTIONAL = { profile = "profile.json" } -- the value when the option comes alone
 
 local function usage_error(message)
@@ -359,6 +362,9 @@ print(("training on %s: %d layers, %d heads, %d wide, block %d, batch %d, %d thr
   tostring(device), model_args.n_layer, model_args.n_head, model_args.n_embd, block_size, batch_size,
   wick.get_num_threads(), opts.max_iters))
 
+-- --tensorboard: what train.py sends to wandb; an unwritable DIR fails here, before training
+local writer = opts.tensorboard and wick.utils.tensorboard.SummaryWriter(opts.tensorboard) or nil
+
 X, Y = get_batch("train") -- fetch the very first batch
 local t_start, t0 = wick.clock(), wick.clock()
 local timed_iters, timed_seconds = 0, 0
@@ -374,6 +380,12 @@ while true do
     if tty then io.write("\r" .. (" "):rep(79) .. "\r") end
     local losses = estimate_loss()
     print(("step %d: train loss %.4f, val loss %.4f"):format(iter_num, losses.train, losses.val))
+    if writer then
+      writer:add_scalar("train/loss", losses.train, iter_num)
+      writer:add_scalar("val/loss", losses.val, iter_num)
+      writer:add_scalar("lr", lr, iter_num)
+      writer:flush()
+    end
     if losses.val < best_val_loss then
       best_val_loss = losses.val
       if iter_num > start_iter then save_checkpoint() end
@@ -393,6 +405,7 @@ while true do
   end
   iter_num = iter_num + 1
   last_loss = loss:item()
+  if writer then writer:add_scalar("iter/loss", last_loss, iter_num) end
   if iter_num % opts.log_interval == 0 or iter_num == opts.max_iters then
     if tty then io.write("\r" .. (" "):rep(79) .. "\r") end
     print(("iter %d: loss %.4f, time %.2fms, lr %.2e"):format(iter_num, last_loss, dt * 1000, lr))
@@ -410,6 +423,7 @@ if timed_iters > 0 then
     iter_num - start_iter, wick.clock() - t_start, 1000 * timed_seconds / timed_iters, last_loss))
 end
 save_checkpoint()
+if writer then writer:close() end
 
 -- ---- sample (nanoGPT's sample.py) ----
 if opts.sample_tokens > 0 then

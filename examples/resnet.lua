@@ -7,7 +7,7 @@
 --   build/wick examples/resnet.lua [--arch resnet18|resnet34|resnet50] [--epochs N]
 --       [--batch-size N] [--lr X] [--momentum X] [--weight-decay X] [--max-steps N]
 --       [--test-limit N] [--print-freq N] [--seed N] [--threads N] [--device cpu|cuda] [--save PATH]
---       [--profile [PATH]]
+--       [--tensorboard DIR] [--profile [PATH]]
 --
 -- The data comes from Debian's dataset-fashion-mnist package (or
 -- FASHION_MNIST_DIR) through wick.data.FashionMNIST, as in
@@ -17,6 +17,8 @@
 -- (the normalisation is one line in the loop), no data-loading workers, the
 -- checkpoint is a state dict in wick's format (wick.save).
 --
+-- --tensorboard DIR: TensorBoard logs there (train/loss and train/lr per step,
+-- epoch/loss and epoch/test_accuracy per epoch; `tensorboard --logdir DIR`).
 -- --profile [PATH]: one warm-up step, then 3 steps under wick.profiler.profile:
 -- prints the ops sorted by their own CPU time and writes a Chrome trace to PATH
 -- (default profile.json; open it in https://ui.perfetto.dev), then stops
@@ -44,6 +46,7 @@ parser:add_argument("--threads", { type = "int", help = "CPU threads" })
 parser:add_argument("--device", { help = "cpu, cuda or cuda:N (default: cuda when available)" })
 parser:add_argument("--save", { default = (os.getenv("TMPDIR") or "/tmp") .. "/wick-resnet-fashion-mnist.wick",
   help = "where to save the trained model's state dict" })
+parser:add_argument("--tensorboard", { metavar = "DIR", help = "write TensorBoard logs to DIR (wick.utils.tensorboard)" })
 parser:add_argument("--profile", { nargs = "?", const = profile_steps.DEFAULT_PATH, metavar = "PATH",
   help = profile_steps.HELP })
 local args = parser:parse_args(arg)
@@ -113,14 +116,22 @@ end
 
 print(("%s on Fashion-MNIST, %s, %d thread(s): %d epochs of %d steps, batch %d"):format(args.arch, tostring(device),
   wick.get_num_threads(), args.epochs, steps, args.batch_size))
+-- an unwritable DIR fails here, before any training
+local writer = args.tensorboard and wick.utils.tensorboard.SummaryWriter(args.tensorboard) or nil
+local global_step = 0
 for epoch = 1, args.epochs do
   model:train()
   local t0, step, running = wick.clock(), 0, 0
   for images, target in train_loader:iter() do
     step = step + 1
     if step > steps then break end
-    local loss = train_step(images, target)
-    running = running + loss:item()
+    local loss = train_step(images, target):item()
+    running = running + loss
+    global_step = global_step + 1
+    if writer then
+      writer:add_scalar("train/loss", loss, global_step)
+      writer:add_scalar("train/lr", scheduler:get_last_lr()[1], global_step)
+    end
     if step % args.print_freq == 0 or step == steps then
       print(("Epoch: [%d][%d/%d]  loss %.4f  lr %.4f  %.1f img/s"):format(epoch, step, steps, running / step,
         scheduler:get_last_lr()[1], step * args.batch_size / (wick.clock() - t0)))
@@ -130,7 +141,13 @@ for epoch = 1, args.epochs do
   local acc = evaluate()
   print(("Epoch %d: train loss %.4f, test accuracy %.2f%%, %.1f s"):format(epoch, running / steps, 100 * acc,
     wick.clock() - t0))
+  if writer then
+    writer:add_scalar("epoch/loss", running / steps, epoch)
+    writer:add_scalar("epoch/test_accuracy", acc, epoch)
+    writer:flush()
+  end
 end
+if writer then writer:close() end
 
 wick.save(model:state_dict(), args.save)
 local reloaded = build()

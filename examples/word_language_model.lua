@@ -9,7 +9,7 @@
 --       [--data DIR] [--emsize N] [--nhid N] [--nlayers N] [--lr X] [--clip X] [--epochs N]
 --       [--batch_size N] [--bptt N] [--dropout X] [--tied] [--seed N] [--log-interval N]
 --       [--save PATH] [--nhead N] [--dry-run] [--max-batches N] [--threads N] [--device cpu|cuda]
---       [--profile [PATH]]
+--       [--tensorboard DIR] [--profile [PATH]]
 --
 -- Where this differs from main.py / data.py / model.py (besides Lua syntax):
 --  * the corpus: --data DIR with train.txt, valid.txt and test.txt as in main.py;
@@ -67,6 +67,7 @@ parser:add_argument("--dry-run", { action = "store_true", help = "verify the cod
 parser:add_argument("--max-batches", { type = "int", help = "at most this many batches an epoch" })
 parser:add_argument("--threads", { type = "int", help = "CPU threads" })
 parser:add_argument("--device", { help = "cpu, cuda or cuda:N (default: cuda when available)" })
+parser:add_argument("--tensorboard", { metavar = "DIR", help = "write TensorBoard logs to DIR (wick.utils.tensorboard)" })
 parser:add_argument("--profile", { nargs = "?", const = profile_steps.DEFAULT_PATH, metavar = "PATH",
   help = profile_steps.HELP })
 local args = parser:parse_args(arg)
@@ -204,6 +205,11 @@ local function train_step(d, targets, hidden)
   return loss, hidden
 end
 
+-- --tensorboard DIR (not in the original): train/loss per batch, valid/loss and lr per
+-- epoch; an unwritable DIR fails here, before any training
+local writer = args.tensorboard and wick.utils.tensorboard.SummaryWriter(args.tensorboard) or nil
+local global_step = 0
+
 local function train()
   -- Turn on training mode which enables dropout.
   model:train()
@@ -219,7 +225,10 @@ local function train()
     local loss
     loss, hidden = train_step(d, targets, hidden)
 
-    total_loss = total_loss + loss:item()
+    local loss_value = loss:item()
+    total_loss = total_loss + loss_value
+    global_step = global_step + 1
+    if writer then writer:add_scalar("train/loss", loss_value, global_step) end
 
     if batch % args.log_interval == 0 and batch > 0 then
       local cur_loss = total_loss / args.log_interval
@@ -260,6 +269,11 @@ for e = 1, args.epochs do
     wick.clock() - epoch_start_time, val_loss, math.exp(val_loss)))
   print(("-"):rep(89))
   io.stdout:flush()
+  if writer then
+    writer:add_scalar("valid/loss", val_loss, epoch)
+    writer:add_scalar("lr", lr, epoch)
+    writer:flush()
+  end
   -- Save the model if the validation loss is the best we've seen so far.
   if not best_val_loss or val_loss < best_val_loss then
     wick.save(model:state_dict(), args.save)
@@ -278,6 +292,10 @@ end
 
 -- Run on test data.
 local test_loss = evaluate(test_data)
+if writer then
+  writer:add_scalar("test/loss", test_loss, args.epochs)
+  writer:close()
+end
 print(("="):rep(89))
 print(("| End of training | test loss %5.2f | test ppl %8.2f"):format(test_loss, math.exp(test_loss)))
 print(("="):rep(89))

@@ -352,4 +352,31 @@ function support.ref_tensor(r, opts)
   return opts and t:to(opts) or t
 end
 
+-- ---- TensorBoard event files ----
+
+-- The records of an event file (TFRecord framing: uint64 length, masked CRC-32C
+-- of it, the data, masked CRC-32C of the data), each checked against its CRCs.
+function support.tb_records(path)
+  local function le(s, i, n) -- little-endian unsigned integer of n bytes at i
+    local v = 0
+    for k = n - 1, 0, -1 do v = v * 256 + s:byte(i + k) end
+    return v
+  end
+  local crc = wick._core.tb_masked_crc
+  local f = assert(io.open(path, "rb"))
+  local data = f:read("*a")
+  f:close()
+  local out, pos = {}, 1
+  while pos <= #data do
+    local n = le(data, pos, 8)
+    assert.are.equal(crc(data:sub(pos, pos + 7)), le(data, pos + 8, 4))
+    local body = data:sub(pos + 12, pos + 11 + n)
+    assert.are.equal(#body, n)
+    assert.are.equal(crc(body), le(data, pos + 12 + n, 4))
+    out[#out + 1] = body
+    pos = pos + 16 + n
+  end
+  return out
+end
+
 return support

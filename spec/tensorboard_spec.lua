@@ -7,13 +7,9 @@
 local wick = require("wick")
 local tb = wick.utils.tensorboard
 local core = wick._core
+local support = require("spec.support")
 
 local function hex(s) return (s:gsub(".", function(c) return ("%02x"):format(c:byte()) end)) end
-local function le(s, i, n) -- little-endian unsigned integer of n bytes at i
-  local v = 0
-  for k = n - 1, 0, -1 do v = v * 256 + s:byte(i + k) end
-  return v
-end
 local function be32(s, i) return ((s:byte(i) * 256 + s:byte(i + 1)) * 256 + s:byte(i + 2)) * 256 + s:byte(i + 3) end
 
 -- a PNG's width, height, channels and pixel bytes (rows without their filter byte)
@@ -44,23 +40,7 @@ local function png_of_summary(s)
   return s:sub(i)
 end
 
--- the records of an event file, each checked against its two masked CRCs
-local function records(path)
-  local f = assert(io.open(path, "rb"))
-  local data = f:read("*a")
-  f:close()
-  local out, pos = {}, 1
-  while pos <= #data do
-    local n = le(data, pos, 8)
-    assert.are.equal(core.tb_masked_crc(data:sub(pos, pos + 7)), le(data, pos + 8, 4))
-    local body = data:sub(pos + 12, pos + 11 + n)
-    assert.are.equal(#body, n)
-    assert.are.equal(core.tb_masked_crc(body), le(data, pos + 12 + n, 4))
-    out[#out + 1] = body
-    pos = pos + 16 + n
-  end
-  return out
-end
+local records = support.tb_records
 
 local function tmpdir()
   local p = os.tmpname()
