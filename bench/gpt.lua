@@ -5,6 +5,7 @@
 --
 --   build/wick bench/gpt.lua --init PATH [--iters N] [--warmup W] [--threads T] [--text FILE]
 --       [--profile]   (phase times of an iteration, then its ops alone at the model's shapes)
+--       [--autocast bfloat16|float16]   (the forward and the loss under wick.autocast on the CPU)
 --
 -- Prints one line: `wick ms_per_iter=<median CPU ms> wall_ms=<median wall ms> loss=<loss after
 -- warmup+iters steps> ...`.
@@ -88,7 +89,12 @@ local optimizer = model:configure_optimizers(1e-1, opts.lr, { 0.9, 0.99 }, "cpu"
 local function step_once(step)
   local X, Y = get_batch(step)
   local c0, t0 = os.clock(), wick.clock()
-  local _, loss = model(X, Y)
+  local _, loss
+  if opts.autocast then
+    _, loss = wick.autocast({ device_type = "cpu", dtype = opts.autocast }, function() return model(X, Y) end)
+  else
+    _, loss = model(X, Y)
+  end
   loss:backward()
   nn.utils.clip_grad_norm_(model:parameters(), 1.0)
   optimizer:step()
@@ -106,9 +112,9 @@ end
 table.sort(times)
 table.sort(walls)
 local mid = math.floor(#times / 2) + 1
-print(("wick ms_per_iter=%.3f wall_ms=%.3f loss=%.6f steps=%d threads=%d attention=%s"):format(1000 * times[mid],
-  1000 * walls[mid], lossf, opts.warmup + opts.iters, wick.get_num_threads(),
-  model.transformer.h[1].attn.flash and "fused" or "manual"))
+print(("wick ms_per_iter=%.3f wall_ms=%.3f loss=%.6f steps=%d threads=%d attention=%s autocast=%s"):format(
+  1000 * times[mid], 1000 * walls[mid], lossf, opts.warmup + opts.iters, wick.get_num_threads(),
+  model.transformer.h[1].attn.flash and "fused" or "manual", opts.autocast or "off"))
 
 if opts.profile then
   -- where an iteration goes: its phases, then the model's ops alone at the model's

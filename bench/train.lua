@@ -1,17 +1,22 @@
 -- The training benchmarks of wick (PyTorch's side is bench/train_torch.py; both
 -- print `name<TAB>value` lines, bench/train.sh runs them side by side).
---   build/wick bench/train.lua THREADS what
+--   build/wick bench/train.lua THREADS what [autocast]
 -- what = "epoch": one epoch of the MLP 784-512-256-10 (ReLU, cross entropy,
 --        SGD momentum 0.9, batch 128) on Fashion-MNIST; prints the epoch time,
 --        the part spent in matrix products (the same products timed alone),
 --        the test accuracy and the peak RSS.
 -- what = "mlp":   that epoch's training alone (epoch_s; bench/threads.sh).
+--        With a third argument (bench/amp.sh) the products are not timed alone,
+--        and with "bfloat16" or "float16" there (not "float32") the forward and
+--        the loss run under wick.autocast on the CPU.
 -- what = "step":  a batch-1 step (forward, backward, SGD) of a 32-32-1 MLP.
 local wick = require("wick")
 local nn = wick.nn
 
 local threads = tonumber(arg[1] or "1")
 local what = arg[2] or "epoch"
+local autocast_dtype = arg[3] ~= "float32" and arg[3] or nil
+local time_products = arg[3] == nil
 wick.set_num_threads(threads)
 wick.manual_seed(1)
 
@@ -35,7 +40,12 @@ if what == "epoch" or what == "mlp" then
   local t0 = wick.clock()
   for x, y in loader:iter() do
     opt:zero_grad()
-    local loss = loss_fn(model(x), y)
+    local loss
+    if autocast_dtype then
+      loss = wick.autocast({ device_type = "cpu", dtype = autocast_dtype }, function() return loss_fn(model(x), y) end)
+    else
+      loss = loss_fn(model(x), y)
+    end
     loss:backward()
     opt:step()
   end
@@ -53,7 +63,7 @@ if what == "epoch" or what == "mlp" then
     mats[i] = { x = wick.randn(128, s[1]), w = wick.randn(s[2], s[1]), g = wick.randn(128, s[2]) }
   end
   local t1 = wick.clock()
-  for _ = 1, steps do
+  for _ = 1, time_products and steps or 0 do
     for i, m in ipairs(mats) do
       local _ = m.x:mm(m.w:t())           -- forward
       local _ = m.g:t():mm(m.x)           -- grad of the weight
@@ -68,7 +78,7 @@ if what == "epoch" or what == "mlp" then
     end
   end)
   emit("epoch_s", epoch)
-  emit("matmul_s", matmul)
+  if time_products then emit("matmul_s", matmul) end
   emit("accuracy", correct / test:len())
   emit("peak_rss_mb", peak_rss_mb())
 elseif what == "step" then

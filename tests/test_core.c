@@ -209,6 +209,36 @@ static void test_set_and_move(void) {
     CHECK(n == 6 && wick_dtype_alias(-1, NULL) == NULL);
 }
 
+/* Autocast as a C host sees it: the state is the thread's, ops follow it. */
+static void test_autocast(void) {
+    int64_t s[2] = {2, 2};
+    double v[4] = {1, 2, 3, 4};
+    wick_tensor *a, *p;
+    CHECK(wick_from_doubles(&a, 2, s, v, wick_default_options()) == WICK_OK);
+    CHECK(!wick_is_autocast_enabled(WICK_CPU) && wick_get_autocast_dtype(WICK_CPU) == WICK_BFLOAT16);
+    CHECK(wick_set_autocast_enabled(WICK_CPU, 1) == WICK_OK && wick_is_autocast_enabled(WICK_CPU));
+    CHECK(!wick_is_autocast_enabled(WICK_CUDA));
+    CHECK(wick_mm(&p, a, a) == WICK_OK && wick_tensor_dtype(p) == WICK_BFLOAT16 && wick_get_double(p, 0) == 7);
+    wick_tensor_release(p);
+    CHECK(wick_set_autocast_dtype(WICK_CPU, WICK_FLOAT16) == WICK_OK);
+    CHECK(wick_mm(&p, a, a) == WICK_OK && wick_tensor_dtype(p) == WICK_FLOAT16);
+    wick_tensor_release(p);
+    CHECK(wick_set_autocast_dtype(WICK_CPU, WICK_FLOAT64) != WICK_OK && wick_get_autocast_dtype(WICK_CPU) == WICK_FLOAT16);
+    CHECK(wick_set_autocast_enabled(WICK_META, 1) != WICK_OK);
+    CHECK(wick_set_autocast_dtype(WICK_CPU, WICK_BFLOAT16) == WICK_OK);
+    /* a region: a weight that requires grad is cast once, then reused */
+    CHECK(wick_autocast_increment_nesting() == 1);
+    CHECK(wick_set_requires_grad(a, 1) == WICK_OK);
+    CHECK(wick_mm(&p, a, a) == WICK_OK && wick_tensor_dtype(p) == WICK_BFLOAT16);
+    wick_tensor_release(p);
+    CHECK(wick_autocast_decrement_nesting() == 0);
+    wick_clear_autocast_cache();
+    CHECK(wick_set_autocast_enabled(WICK_CPU, 0) == WICK_OK);
+    CHECK(wick_mm(&p, a, a) == WICK_OK && wick_tensor_dtype(p) == WICK_FLOAT32);
+    wick_tensor_release(p);
+    wick_tensor_release(a);
+}
+
 int main(void) {
     test_devices();
     test_add_broadcast();
@@ -219,6 +249,7 @@ int main(void) {
     test_half_roundtrip();
     test_size_overflow();
     test_set_and_move();
+    test_autocast();
     printf("%d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }
