@@ -133,6 +133,7 @@ static int target_dtype(wk_autocast_policy policy, wick_device_type type) {
     case WK_AC_LOWER: return (int)lower[type];
     case WK_AC_FP32: return WICK_FLOAT32;
     case WK_AC_FP32_CUDA: return type == WICK_CUDA ? WICK_FLOAT32 : -1;
+    case WK_AC_PROMOTE: return -2; /* from the inputs */
     case WK_AC_NONE: return -1;
     }
     return -1;
@@ -151,6 +152,14 @@ wick_status wk_autocast_cast(wk_autocast_policy policy, int n, const wick_tensor
     for (int i = 0; i < n && !first; i++) first = in[i];
     if (!first) return WICK_OK;
     int dtype = target_dtype(policy, first->storage->device.type);
+    if (dtype == -2) { /* the widest floating dtype among the inputs, when they differ */
+        int widest = -1;
+        for (int i = 0; i < n; i++)
+            if (in[i] && wick_dtype_is_floating(in[i]->dtype))
+                widest = widest < 0 ? (int)in[i]->dtype : (int)wick_promote_types((wick_dtype)widest, in[i]->dtype);
+        if (widest == WICK_FLOAT64) return WICK_OK; /* float64 stays out of autocast: the op decides */
+        dtype = widest;
+    }
     if (dtype < 0) return WICK_OK;
     for (int i = 0; i < n && !*hit; i++) *hit = eligible(in[i], dtype);
     if (!*hit) return WICK_OK;

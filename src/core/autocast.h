@@ -13,6 +13,7 @@ typedef enum wk_autocast_policy {
     WK_AC_LOWER,    /* products, convolutions, attention: the autocast dtype */
     WK_AC_FP32,     /* losses, ops wick runs in float32 only: float32 */
     WK_AC_FP32_CUDA, /* PyTorch's CUDA-only float32 list (softmax, norms, sums) */
+    WK_AC_PROMOTE,   /* floating inputs of mixed dtypes: all to the widest */
     WK_AC_NONE       /* not listed (an op family whose members differ) */
 } wk_autocast_policy;
 

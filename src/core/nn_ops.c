@@ -612,7 +612,10 @@ done:
 
 wick_status wick_layer_norm(wick_tensor **out, const wick_tensor *x, int normalized_ndim, const wick_tensor *weight,
                             const wick_tensor *bias, double eps) {
-    WK_AUTOCAST(WK_AC_FP32_CUDA, 3, wick_layer_norm(out, c[0], normalized_ndim, c[1], c[2], eps), x, weight, bias);
+    /* float32 on CUDA (PyTorch's list); on the CPU a bfloat16 input with float32
+     * weights (a Linear's output under autocast) runs in float32 */
+    WK_AUTOCAST(x->storage->device.type == WICK_CUDA ? WK_AC_FP32_CUDA : WK_AC_PROMOTE, 3,
+                wick_layer_norm(out, c[0], normalized_ndim, c[1], c[2], eps), x, weight, bias);
     wick_tensor *r = NULL, *mean = NULL, *rstd = NULL;
     wick_status st;
     WK_NO_GRAD(st = ln_forward(&r, &mean, &rstd, x, normalized_ndim, weight, bias, eps));
