@@ -37,6 +37,7 @@ for part in $PARTS; do
         echo "$out" | awk -F'\t' '$1 == "epoch_s" {print $2}' >>"$TMP/$part.$mode.t"
         echo "$out" | awk -F'\t' '$1 == "accuracy" {print $2}' >>"$TMP/$part.$mode.q"
       else
+        extra=""
         if [ "$mode" = amp ]; then extra="--autocast $DTYPE"; fi
         out=$("$BUILD/wick" bench/gpt.lua --iters "$ITERS" --warmup "$WARMUP" --threads 1 $extra)
         echo "gpt $mode: $out"
