@@ -1,8 +1,8 @@
 -- bench/profiler_off.lua — one side of bench/profiler_off.sh: what the
--- profiler's hook costs while no profile records. Run it with and without
--- WICK_PROFILER_HOOK=0 (the binding then leaves the trampolines out, so the op
--- functions are the binding's own): the .sh alternates the two and compares.
---   [WICK_PROFILER_HOOK=0] build/wick bench/profiler_off.lua [N] [REPEATS]
+-- profiler's hook costs while no profile records. Run by a build with the hook
+-- (the default) and one without (-DWICK_PROFILER_HOOK=OFF): the .sh
+-- alternates the two and compares.
+--   build/wick bench/profiler_off.lua [N] [REPEATS]
 -- Prints `name<TAB>ns per op` (median of REPEATS loops of N ops, after one
 -- warm-up loop) for 4x4 float32 tensors:
 --   relu, sum, t, matmul, add_binding  through the classic binding (add with an

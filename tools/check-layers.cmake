@@ -19,6 +19,8 @@
 #   may_define_public        the layers that may define public functions
 #                            (wick_*, luaopen_* with default visibility: WICK_API)
 #   readelf                  the readelf program
+#   hooked_functions         the layers whose lua_CFunctions must be defined by
+#                            WL_FUNCTION (the profiler's hook): the binding
 # Includes are checked in every *.c, *.h, *.cu and *.cuh of each layer folder
 # (built or not); calls in the object files, by the symbols each leaves
 # undefined and the layer whose objects define them (libc, Lua, BLAS, CUDA:
@@ -230,6 +232,22 @@ foreach(L IN LISTS layers)
       if(vis STREQUAL "DEFAULT" AND sym MATCHES "^(wick_|luaopen_)")
         refuse("${src} defines the public ${sym}: public functions are defined in ${may_define_public}")
       endif()
+    endforeach()
+  endforeach()
+endforeach()
+
+# ---- the binding's C functions carry the profiler's hook ----
+# In the layers of `hooked_functions`, a lua_CFunction is defined with
+# WL_FUNCTION(name) (src/lua/wick_lua.h), never as a plain
+# `static int name(lua_State *L)`: the plain one would run unseen by wick.profiler.
+foreach(L IN LISTS hooked_functions)
+  file(GLOB files "${dir_${L}}/*.c")
+  foreach(f IN LISTS files)
+    file(STRINGS "${f}" lines REGEX "^[ \t]*static[ \t]+int[ \t]+[A-Za-z_0-9]+[ \t]*\\([ \t]*lua_State[ \t]*\\*[ \t]*[A-Za-z_0-9]+[ \t]*\\)[ \t]*{?[ \t]*$")
+    file(RELATIVE_PATH frel "${root}" "${f}")
+    foreach(line IN LISTS lines)
+      string(STRIP "${line}" line)
+      refuse("${frel} defines '${line}': define the binding's C functions with WL_FUNCTION(name), the profiler's hook (src/lua/wick_lua.h)")
     endforeach()
   endforeach()
 endforeach()

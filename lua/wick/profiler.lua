@@ -92,8 +92,8 @@ function profiler.profile(fn, opts)
   local max_events = opts.max_events or 1000000
   if not core.profiler_hooked and not profiler._warned_unhooked then
     profiler._warned_unhooked = true
-    wick._warn("wick.profiler.profile: WICK_PROFILER_HOOK=0 left the hook out: ops are not recorded, only"
-      .. " record_function ranges")
+    wick._warn("wick.profiler.profile: this build has no profiler hook (WICK_PROFILER_HOOK=OFF): ops are not"
+      .. " recorded, only record_function ranges")
   end
   core.profiler_start(max_events, opts.record_shapes and true or false)
   profiling.names, profiling.counts = setmetatable({}, { __mode = "k" }), {}

@@ -58,7 +58,7 @@ static int is_callable(lua_State *L, int idx) {
 /* ---- handles ---- */
 
 /* handle:remove(): the hook runs no more (removing twice does nothing) */
-static int h_remove(lua_State *L) {
+WL_FUNCTION(h_remove) {
     luaL_checktype(L, 1, LUA_TTABLE);
     lua_getfield(L, 1, "id");
     lua_Number id = lua_tonumber(L, -1);
@@ -133,7 +133,7 @@ static void add_hook(lua_State *L, wick_tensor *t, const char *key) {
 
 /* t:register_post_accumulate_grad_hook(fn) -> handle: fn(t) runs once per
  * backward after all of t's gradient of that backward is in t.grad. */
-static int t_register_post_accumulate_grad_hook(lua_State *L) {
+WL_FUNCTION(t_register_post_accumulate_grad_hook) {
     static const char *fn = "register_post_accumulate_grad_hook";
     wick_tensor *t = SELF(fn);
     if (!is_callable(L, 2)) wl_raise(L, "%s: expected a function for fn, got %s", fn, luaL_typename(L, 2));
@@ -148,7 +148,7 @@ static int t_register_post_accumulate_grad_hook(lua_State *L) {
 /* t:register_hook(fn) -> handle: fn(grad) runs once per backward on t's whole
  * gradient of that backward, before it is used; a tensor it returns replaces
  * the gradient (PyTorch's Tensor.register_hook). */
-static int t_register_hook(lua_State *L) {
+WL_FUNCTION(t_register_hook) {
     static const char *fn = "register_hook";
     wick_tensor *t = SELF(fn);
     if (!is_callable(L, 2)) wl_raise(L, "%s: expected a function for fn, got %s", fn, luaL_typename(L, 2));
@@ -189,7 +189,7 @@ static void push_tensor(lua_State *L, wick_tensor *t) {
 
 /* post_hooks(leaf, id): calls each post-accumulate hook of id with the leaf's
  * tensor object (the one it was registered on while that lives). */
-static int post_hooks(lua_State *L) {
+WL_FUNCTION(post_hooks) {
     wick_tensor *leaf = lua_touserdata(L, 1);
     lua_Number id = lua_tonumber(L, 2);
     int n = push_hook_list(L, &hooks_key, id); /* 3 */
@@ -215,7 +215,7 @@ static int post_hooks(lua_State *L) {
 /* grad_hooks(grad_ptr, id): calls each grad hook of id with the gradient; a
  * tensor a hook returns (of the gradient's shape, dtype and device) replaces
  * it for the next hooks and for the engine (*grad_ptr). */
-static int grad_hooks(lua_State *L) {
+WL_FUNCTION(grad_hooks) {
     wick_tensor **gp = lua_touserdata(L, 1);
     lua_Number id = lua_tonumber(L, 2);
     int n = push_hook_list(L, &grad_hooks_key, id); /* 3 */
@@ -294,7 +294,7 @@ static int run_queued(lua_State *L, int list) {
 }
 
 /* t:backward([gradient][, {retain_graph = true}]) */
-static int t_backward(lua_State *L) {
+WL_FUNCTION(t_backward) {
     wick_tensor *a = SELF("backward");
     int opts = lua_istable(L, 2) && !wl_totensor(L, 2) ? 2 : lua_istable(L, 3) ? 3 : 0;
     wick_tensor *gradient = opts == 2 ? NULL : wl_totensor(L, 2);
@@ -330,7 +330,7 @@ static int t_backward(lua_State *L) {
 
 /* core.queue_callback(fn): fn() runs once the running backward has finished
  * (from a hook; PyTorch's Variable._execution_engine.queue_callback). */
-static int m_queue_callback(lua_State *L) {
+WL_FUNCTION(m_queue_callback) {
     static const char *fn = "queue_callback";
     if (!is_callable(L, 1)) wl_raise(L, "%s: expected a function for fn, got %s", fn, luaL_typename(L, 1));
     get_registry(L, &queue_key);

@@ -2,11 +2,7 @@
  * (lua/wick/init.lua) loads it as "wick.core" and builds the public module. */
 #include "wick_lua.h"
 
-#include <stdbool.h>
-#include <stdlib.h>
-#include <string.h>
-
-static int m_set_lua_dir(lua_State *L) {
+WL_FUNCTION(m_set_lua_dir) {
     luaL_checkstring(L, 1);
     lua_getfield(L, LUA_REGISTRYINDEX, WL_TENSOR_MT);
     wl_register_tensor_mt(L, lua_gettop(L), lua_tostring(L, 1));
@@ -14,11 +10,11 @@ static int m_set_lua_dir(lua_State *L) {
 }
 
 /* Raises a message with the user's position, like errors from C functions. */
-static int m_error(lua_State *L) { return wl_raise(L, "%s", luaL_checkstring(L, 1)); }
+WL_FUNCTION(m_error) { return wl_raise(L, "%s", luaL_checkstring(L, 1)); }
 
 /* log(level, msg): to the host's log callback (wick_set_log); returns false
  * when none is set, so the caller prints it itself (through io.stderr). */
-static int m_log(lua_State *L) {
+WL_FUNCTION(m_log) {
     int level = (int)luaL_checkinteger(L, 1);
     const char *msg = luaL_checkstring(L, 2);
     if (!wick_has_log()) {
@@ -51,21 +47,21 @@ WICK_API int luaopen_wick_core(lua_State *L) {
     lua_pushboolean(L, 0);
 #endif
     lua_setfield(L, -2, "built_with_cuda");
-    /* last: the profiler's hook on every op function (profiler_lua.c);
-     * WICK_PROFILER_HOOK=0 leaves it out (bench/profiler_off.sh's A/B) */
+    /* last: the names of the op functions for the profiler's hook
+     * (profiler_lua.c); a build with WICK_PROFILER_HOOK=OFF has no hook */
     wl_open_profiler(L);
-    const char *hook = getenv("WICK_PROFILER_HOOK");
-    bool hooked = !hook || strcmp(hook, "0") != 0;
-    lua_pushboolean(L, hooked);
+#ifdef WICK_NO_PROFILER_HOOK
+    lua_pushboolean(L, 0);
+#else
+    lua_pushboolean(L, 1);
+#endif
     lua_setfield(L, -2, "profiler_hooked");
-    if (hooked) {
-        wl_profile_wrap(L, -1);
-        lua_getfield(L, -1, "Tensor");
-        wl_profile_wrap(L, -1);
-        lua_pop(L, 1);
-        lua_getfield(L, -1, "_mt");
-        wl_profile_wrap(L, -1);
-        lua_pop(L, 1);
-    }
+    wl_profile_names(L, -1);
+    lua_getfield(L, -1, "Tensor");
+    wl_profile_names(L, -1);
+    lua_pop(L, 1);
+    lua_getfield(L, -1, "_mt");
+    wl_profile_names(L, -1);
+    lua_pop(L, 1);
     return 1;
 }

@@ -24,7 +24,7 @@ static const struct {
                 {"rand", wick_rand},   {"randn", wick_randn}};
 
 /* wick.zeros(2, 3[, opts]) and friends; upvalue 1 picks the creator */
-static int m_create(lua_State *L) {
+WL_FUNCTION(m_create) {
     int which = UPINT(1);
     char fn[32];
     snprintf(fn, sizeof fn, "wick.%s", creators[which].name);
@@ -41,7 +41,7 @@ static int m_create(lua_State *L) {
 }
 
 /* wick.zeros_like(t[, opts]) and friends */
-static int m_create_like(lua_State *L) {
+WL_FUNCTION(m_create_like) {
     int which = UPINT(1);
     char fn[40];
     snprintf(fn, sizeof fn, "wick.%s_like", creators[which].name);
@@ -55,7 +55,7 @@ static int m_create_like(lua_State *L) {
     return 1;
 }
 
-static int m_full(lua_State *L) {
+WL_FUNCTION(m_full) {
     int64_t sizes[WICK_MAX_DIMS];
     if (!lua_istable(L, 1)) wl_raise(L, "wick.full: expected a size table as argument 1, got %s", luaL_typename(L, 1));
     int n = wl_sizes(L, 1, 1, sizes, "wick.full");
@@ -71,7 +71,7 @@ static int m_full(lua_State *L) {
     return 1;
 }
 
-static int m_full_like(lua_State *L) {
+WL_FUNCTION(m_full_like) {
     wick_tensor *t = wl_checktensor(L, 1, "wick.full_like", "input");
     wick_scalar v;
     if (!wl_toscalar(L, 2, &v)) wl_raise(L, "wick.full_like: expected a number fill value, got %s", luaL_typename(L, 2));
@@ -127,7 +127,7 @@ static void nested_walk(lua_State *L, int idx, int depth, nested_shape *sh, doub
     }
 }
 
-static int m_tensor(lua_State *L) {
+WL_FUNCTION(m_tensor) {
     wick_options opt = wick_default_options();
     int rg = wl_options(L, lua_istable(L, 2) ? 2 : 0, &opt, "wick.tensor");
     int explicit_dtype = 0;
@@ -163,7 +163,7 @@ static int m_tensor(lua_State *L) {
     return 1;
 }
 
-static int m_arange(lua_State *L) {
+WL_FUNCTION(m_arange) {
     int opts = lua_istable(L, lua_gettop(L)) ? lua_gettop(L) : 0;
     int nargs = opts ? opts - 1 : lua_gettop(L);
     double a[3];
@@ -184,7 +184,7 @@ static int m_arange(lua_State *L) {
     return 1;
 }
 
-static int m_eye(lua_State *L) {
+WL_FUNCTION(m_eye) {
     int64_t n = wl_checkint(L, 1, "wick.eye", "n"), m = lua_type(L, 2) == LUA_TNUMBER ? wl_checkint(L, 2, "wick.eye", "m") : -1;
     wick_options opt = wick_default_options();
     int rg = wl_options(L, wl_trailing_options(L, 2), &opt, "wick.eye");

@@ -13,7 +13,7 @@
 /* A work userdata: owns one reference to the engine's work (the engine keeps
  * its own while the work is pending, and the tensors alive), so collecting
  * the handle early is safe. */
-static int work_gc(lua_State *L) {
+WL_FUNCTION(work_gc) {
     wick_dist_work **p = luaL_checkudata(L, 1, WORK_MT);
     wick_dist_work_release(*p);
     *p = NULL;
@@ -27,26 +27,26 @@ static wick_dist_work *check_work(lua_State *L, const char *fn) {
     return *p;
 }
 
-static int work_wait(lua_State *L) {
+WL_FUNCTION(work_wait) {
     wl_check(L, wick_dist_work_wait(check_work(L, "work:wait")));
     lua_pushboolean(L, 1);
     return 1;
 }
 
-static int work_is_completed(lua_State *L) {
+WL_FUNCTION(work_is_completed) {
     lua_pushboolean(L, wick_dist_work_is_completed(check_work(L, "work:is_completed")));
     return 1;
 }
 
 /* work:seconds(): the transfer's seconds once completed, nil while pending */
-static int work_seconds(lua_State *L) {
+WL_FUNCTION(work_seconds) {
     double s = wick_dist_work_seconds(check_work(L, "work:seconds"));
     if (s < 0) lua_pushnil(L);
     else lua_pushnumber(L, s);
     return 1;
 }
 
-static int work_tostring(lua_State *L) {
+WL_FUNCTION(work_tostring) {
     wick_dist_work **p = luaL_checkudata(L, 1, WORK_MT);
     lua_pushfstring(L, "Work(%s)", *p && wick_dist_work_is_completed(*p) ? "completed" : "pending");
     return 1;
@@ -87,30 +87,30 @@ static wick_dist_op op_arg(lua_State *L, int idx, const char *fn) {
     return op;
 }
 
-static int d_is_available(lua_State *L) {
+WL_FUNCTION(d_is_available) {
     lua_pushboolean(L, wick_dist_is_available());
     lua_pushstring(L, wick_dist_unavailable_reason());
     return 2;
 }
 
-static int d_init(lua_State *L) {
+WL_FUNCTION(d_init) {
     const char *backend = lua_isnoneornil(L, 1) ? NULL : wl_checkstring(L, 1, "init_process_group", "backend");
     double timeout = lua_isnoneornil(L, 2) ? 0 : wl_checknumber(L, 2, "init_process_group", "timeout");
     wl_check(L, wick_dist_init(backend, timeout));
     return 0;
 }
 
-static int d_is_initialized(lua_State *L) {
+WL_FUNCTION(d_is_initialized) {
     lua_pushboolean(L, wick_dist_is_initialized());
     return 1;
 }
 
-static int d_destroy(lua_State *L) {
+WL_FUNCTION(d_destroy) {
     wl_check(L, wick_dist_destroy());
     return 0;
 }
 
-static int d_info(lua_State *L) {
+WL_FUNCTION(d_info) {
     int rank = 0, size = 0, local = 0;
     const char *backend = NULL;
     double timeout = 0;
@@ -127,21 +127,21 @@ static int d_info(lua_State *L) {
     return 5;
 }
 
-static int d_rank(lua_State *L) {
+WL_FUNCTION(d_rank) {
     int r = 0;
     wl_check(L, wick_dist_rank(&r));
     lua_pushinteger(L, r);
     return 1;
 }
 
-static int d_world_size(lua_State *L) {
+WL_FUNCTION(d_world_size) {
     int r = 0;
     wl_check(L, wick_dist_world_size(&r));
     lua_pushinteger(L, r);
     return 1;
 }
 
-static int d_local_rank(lua_State *L) {
+WL_FUNCTION(d_local_rank) {
     int r = 0;
     wl_check(L, wick_dist_local_rank(&r));
     lua_pushinteger(L, r);
@@ -149,7 +149,7 @@ static int d_local_rank(lua_State *L) {
 }
 
 /* all_reduce(t, op, async) */
-static int d_all_reduce(lua_State *L) {
+WL_FUNCTION(d_all_reduce) {
     wick_tensor *t = wl_checktensor(L, 1, "all_reduce", "tensor");
     wick_dist_op op = op_arg(L, 2, "all_reduce");
     wick_dist_work **slot = async_slot(L, 3);
@@ -157,7 +157,7 @@ static int d_all_reduce(lua_State *L) {
 }
 
 /* broadcast(t, src, async) */
-static int d_broadcast(lua_State *L) {
+WL_FUNCTION(d_broadcast) {
     wick_tensor *t = wl_checktensor(L, 1, "broadcast", "tensor");
     int src = rank_arg(L, 2, "broadcast", "src");
     wick_dist_work **slot = async_slot(L, 3);
@@ -165,7 +165,7 @@ static int d_broadcast(lua_State *L) {
 }
 
 /* all_gather(list, t, async) */
-static int d_all_gather(lua_State *L) {
+WL_FUNCTION(d_all_gather) {
     luaL_checktype(L, 1, LUA_TTABLE);
     wick_tensor *t = wl_checktensor(L, 2, "all_gather", "tensor");
     int n = (int)lua_objlen(L, 1);
@@ -186,7 +186,7 @@ static int d_all_gather(lua_State *L) {
 }
 
 /* all_gather_into_tensor(out, t, async) */
-static int d_all_gather_into_tensor(lua_State *L) {
+WL_FUNCTION(d_all_gather_into_tensor) {
     wick_tensor *out = wl_checktensor(L, 1, "all_gather_into_tensor", "output_tensor");
     wick_tensor *t = wl_checktensor(L, 2, "all_gather_into_tensor", "input_tensor");
     wick_dist_work **slot = async_slot(L, 3);
@@ -194,7 +194,7 @@ static int d_all_gather_into_tensor(lua_State *L) {
 }
 
 /* reduce_scatter_tensor(out, t, op, async) */
-static int d_reduce_scatter_tensor(lua_State *L) {
+WL_FUNCTION(d_reduce_scatter_tensor) {
     wick_tensor *out = wl_checktensor(L, 1, "reduce_scatter_tensor", "output");
     wick_tensor *t = wl_checktensor(L, 2, "reduce_scatter_tensor", "input");
     wick_dist_op op = op_arg(L, 3, "reduce_scatter_tensor");
@@ -202,19 +202,19 @@ static int d_reduce_scatter_tensor(lua_State *L) {
     return finish(L, wick_dist_reduce_scatter_tensor(out, t, op, slot), slot);
 }
 
-static int d_barrier(lua_State *L) {
+WL_FUNCTION(d_barrier) {
     wick_dist_work **slot = async_slot(L, 1);
     return finish(L, wick_dist_barrier(slot), slot);
 }
 
-static int d_send(lua_State *L) {
+WL_FUNCTION(d_send) {
     wick_tensor *t = wl_checktensor(L, 1, "send", "tensor");
     int dst = rank_arg(L, 2, "send", "dst");
     wick_dist_work **slot = async_slot(L, 3);
     return finish(L, wick_dist_send(t, dst, slot), slot);
 }
 
-static int d_recv(lua_State *L) {
+WL_FUNCTION(d_recv) {
     wick_tensor *t = wl_checktensor(L, 1, "recv", "tensor");
     int src = rank_arg(L, 2, "recv", "src");
     wick_dist_work **slot = async_slot(L, 3);
@@ -222,7 +222,7 @@ static int d_recv(lua_State *L) {
 }
 
 /* abort(message): the whole job ends (prints message first) */
-static int d_abort(lua_State *L) {
+WL_FUNCTION(d_abort) {
     const char *msg = lua_tostring(L, 1);
     wick_dist_abort(1, msg);
     return 0;

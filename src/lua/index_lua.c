@@ -191,7 +191,7 @@ static wick_tensor *lua_index_tensor(lua_State *L, int idx, wick_tensor *t, int 
 }
 
 /* t[key] for keys other than numbers */
-static int t_index_get(lua_State *L) {
+WL_FUNCTION(t_index_get) {
     wick_tensor *t = wl_checktensor(L, 1, "index", "self");
     wick_tensor *k = wl_totensor(L, 2);
     if (lua_type(L, 2) == LUA_TTABLE && !k) {
@@ -238,7 +238,7 @@ static wick_tensor *write_value(lua_State *L, int idx, double *s, const char *fn
 }
 
 /* t[key] = value, every kind of key */
-static int t_index_set(lua_State *L) {
+WL_FUNCTION(t_index_set) {
     wick_tensor *t = wl_checktensor(L, 1, "index assignment", "self");
     double s = 0;
     wick_tensor *k = wl_totensor(L, 2);
@@ -286,7 +286,7 @@ static wick_tensor *fill_value(lua_State *L, int idx, double *s, const char *fn)
     return NULL;
 }
 
-static int t_masked_fill(lua_State *L) {
+WL_FUNCTION(t_masked_fill) {
     wick_tensor *t = wl_checktensor(L, 1, "masked_fill", "self"), *m = mask_arg(L, 2, "masked_fill");
     double s = 0;
     wick_tensor *v = fill_value(L, 3, &s, "masked_fill");
@@ -295,7 +295,7 @@ static int t_masked_fill(lua_State *L) {
     return 1;
 }
 
-static int t_masked_fill_(lua_State *L) {
+WL_FUNCTION(t_masked_fill_) {
     wick_tensor *t = wl_checktensor(L, 1, "masked_fill_", "self"), *m = mask_arg(L, 2, "masked_fill_");
     double s = 0;
     wick_tensor *v = fill_value(L, 3, &s, "masked_fill_");
@@ -304,7 +304,7 @@ static int t_masked_fill_(lua_State *L) {
     return 1;
 }
 
-static int t_masked_select(lua_State *L) {
+WL_FUNCTION(t_masked_select) {
     wick_tensor *t = wl_checktensor(L, 1, "masked_select", "self"), *m = mask_arg(L, 2, "masked_select");
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_masked_select(slot, t, m));
@@ -312,7 +312,7 @@ static int t_masked_select(lua_State *L) {
 }
 
 /* masked_scatter_ (upvalue 1: 1) and masked_scatter (a copy) */
-static int t_masked_scatter(lua_State *L) {
+WL_FUNCTION(t_masked_scatter) {
     int inplace = (int)lua_tointeger(L, lua_upvalueindex(1));
     const char *fn = inplace ? "masked_scatter_" : "masked_scatter";
     wick_tensor *t = wl_checktensor(L, 1, fn, "self"), *m = mask_arg(L, 2, fn);
@@ -330,7 +330,7 @@ static int t_masked_scatter(lua_State *L) {
 
 /* index_fill(_)(dim, index, value), index_copy(_)(dim, index, source): upvalue 1
  * in place, upvalue 2 copy (1) or fill (0) */
-static int t_index_write(lua_State *L) {
+WL_FUNCTION(t_index_write) {
     int inplace = (int)lua_tointeger(L, lua_upvalueindex(1)), copy = (int)lua_tointeger(L, lua_upvalueindex(2));
     const char *fn = copy ? (inplace ? "index_copy_" : "index_copy") : (inplace ? "index_fill_" : "index_fill");
     wick_tensor *t = wl_checktensor(L, 1, fn, "self");
@@ -351,7 +351,7 @@ static int t_index_write(lua_State *L) {
 
 /* index_put(_)(indices, values[, accumulate]): indices a table of int64
  * index tensors for the first dims (broadcast together), or of one bool mask */
-static int t_index_put(lua_State *L) {
+WL_FUNCTION(t_index_put) {
     int inplace = (int)lua_tointeger(L, lua_upvalueindex(1));
     const char *fn = inplace ? "index_put_" : "index_put";
     wick_tensor *t = wl_checktensor(L, 1, fn, "self");

@@ -14,7 +14,7 @@
 #define CKPT_MT "wick.checkpoint"
 #define SAVE_DEPTH 200
 
-static int ckpt_gc(lua_State *L) {
+WL_FUNCTION(ckpt_gc) {
     wk_ckpt **p = luaL_checkudata(L, 1, CKPT_MT);
     wk_ckpt_free(*p);
     *p = NULL;
@@ -41,7 +41,7 @@ static void push_tensor(lua_State *L, wick_tensor *t) {
 
 /* core.ckpt_load(path, verify) -> checkpoint, {storage tensor, ...}, {saved device, ...}
  * (verify: nil checks the checksums the file has, true requires them, false skips) */
-static int m_ckpt_load(lua_State *L) {
+WL_FUNCTION(m_ckpt_load) {
     const char *path = luaL_checkstring(L, 1);
     wk_ckpt_read_options o = {"wick.load", lua_isnil(L, 2) ? -1 : lua_toboolean(L, 2), 0};
     wk_ckpt **p = push_ckpt(L);
@@ -140,7 +140,7 @@ static void push_value(lua_State *L, const tree_ctx *t, const wk_ckpt_value *v) 
 }
 
 /* core.ckpt_tree(checkpoint, {placed storage, ...}) -> the value */
-static int m_ckpt_tree(lua_State *L) {
+WL_FUNCTION(m_ckpt_tree) {
     wk_ckpt **p = luaL_checkudata(L, 1, CKPT_MT);
     luaL_checktype(L, 2, LUA_TTABLE);
     if (!*p || !(*p)->root) return 0;
@@ -321,7 +321,7 @@ static wk_ckpt_value *save_value(saver *s, int idx, int depth) {
 }
 
 /* core.ckpt_save(path, value[, location function]): wick.save's file */
-static int m_ckpt_save(lua_State *L) {
+WL_FUNCTION(m_ckpt_save) {
     const char *path = luaL_checkstring(L, 1);
     lua_settop(L, 3);
     wk_ckpt **p = push_ckpt(L);
@@ -337,7 +337,7 @@ static int m_ckpt_save(lua_State *L) {
 
 /* core.ckpt_save_flat(path, {name = tensor}): wick.save_safetensors's file, each
  * tensor as its own contiguous entry */
-static int m_ckpt_save_flat(lua_State *L) {
+WL_FUNCTION(m_ckpt_save_flat) {
     const char *path = luaL_checkstring(L, 1);
     luaL_checktype(L, 2, LUA_TTABLE);
     wk_ckpt **p = push_ckpt(L);
@@ -380,7 +380,7 @@ static int m_ckpt_save_flat(lua_State *L) {
     return 0;
 }
 
-static int m_read_idx(lua_State *L) {
+WL_FUNCTION(m_read_idx) {
     const char *path = luaL_checkstring(L, 1);
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_read_idx(slot, path));
@@ -388,7 +388,7 @@ static int m_read_idx(lua_State *L) {
 }
 
 /* core.from_bytes(s, dtype, sizes): a CPU tensor holding a copy of the bytes. */
-static int m_from_bytes(lua_State *L) {
+WL_FUNCTION(m_from_bytes) {
     size_t len;
     const char *bytes = luaL_checklstring(L, 1, &len);
     wick_dtype dtype = wl_dtype(L, 2, "from_bytes");
@@ -406,7 +406,7 @@ static int m_from_bytes(lua_State *L) {
 
 /* core.storage_crc32(t[, "crc32c"]): zlib's CRC-32 (or CRC-32C) of every byte
  * of t's CPU storage */
-static int m_storage_crc32(lua_State *L) {
+WL_FUNCTION(m_storage_crc32) {
     wick_tensor *a = wl_checktensor(L, 1, "storage_crc32", "tensor");
     if (wick_tensor_device(a).type != WICK_CPU) wl_raise(L, "storage_crc32: the tensor must be on the CPU");
     int castagnoli = lua_isstring(L, 2) && strcmp(lua_tostring(L, 2), "crc32c") == 0;
@@ -419,7 +419,7 @@ static int m_storage_crc32(lua_State *L) {
 
 /* core.crc32c(s[, "portable"]): CRC-32C of a string, by the table when asked
  * (the test vectors of both paths); second result: whether SSE4.2 is used */
-static int m_crc32c(lua_State *L) {
+WL_FUNCTION(m_crc32c) {
     size_t n;
     const char *s = luaL_checklstring(L, 1, &n);
     int portable = lua_isstring(L, 2) && strcmp(lua_tostring(L, 2), "portable") == 0;
@@ -428,7 +428,7 @@ static int m_crc32c(lua_State *L) {
     return 2;
 }
 
-static int m_storage_numel(lua_State *L) {
+WL_FUNCTION(m_storage_numel) {
     wl_pushint64(L, wick_storage_numel(wl_checktensor(L, 1, "storage_numel", "tensor")));
     return 1;
 }

@@ -33,7 +33,7 @@ static void sdpa_take(lua_State *L, int idx, int which, int *slots) {
 }
 
 /* wick._core.scaled_dot_product_attention(q, k, v[, attn_mask[, dropout_p[, is_causal[, scale[, enable_gqa]]]]][, opts]) */
-static int m_sdpa(lua_State *L) {
+WL_FUNCTION(m_sdpa) {
     wick_tensor *q = wl_checktensor(L, 1, SDPA, "query");
     wick_tensor *k = wl_checktensor(L, 2, SDPA, "key");
     wick_tensor *v = wl_checktensor(L, 3, SDPA, "value");
@@ -72,7 +72,7 @@ static int m_sdpa(lua_State *L) {
 }
 
 /* core.linear(x, weight[, bias]) for 2-D x */
-static int m_linear(lua_State *L) {
+WL_FUNCTION(m_linear) {
     wick_tensor *x = wl_checktensor(L, 1, "linear", "input"), *w = wl_checktensor(L, 2, "linear", "weight");
     wick_tensor *b = lua_isnoneornil(L, 3) ? NULL : wl_checktensor(L, 3, "linear", "bias");
     wick_tensor **slot = wl_new_slot(L);
@@ -82,7 +82,7 @@ static int m_linear(lua_State *L) {
 }
 
 /* core.mse_loss(input, target, reduction) with reduction "mean", "sum" or "none" */
-static int m_mse_loss(lua_State *L) {
+WL_FUNCTION(m_mse_loss) {
     wick_tensor *x = wl_checktensor(L, 1, "mse_loss", "input"), *y = wl_checktensor(L, 2, "mse_loss", "target");
     const char *r = lua_isnoneornil(L, 3) ? "mean" : wl_checkstring(L, 3, "mse_loss", "argument 'reduction'");
     int reduction = strcmp(r, "none") == 0 ? 0 : strcmp(r, "mean") == 0 ? 1 : strcmp(r, "sum") == 0 ? 2 : -1;
@@ -162,7 +162,7 @@ static int nn_options(lua_State *L, int idx, const char *fn) {
 }
 
 /* wick._core.conv2d(input, weight, bias_or_nil, {stride =, padding =, dilation =, groups =}) */
-static int m_conv2d(lua_State *L) {
+WL_FUNCTION(m_conv2d) {
     static const char *const keys[] = {"stride", "padding", "dilation", "groups", NULL};
     wick_tensor *input = wl_checktensor(L, 1, "conv2d", "input");
     wick_tensor *weight = wl_checktensor(L, 2, "conv2d", "weight");
@@ -212,7 +212,7 @@ static int m_conv2d(lua_State *L) {
 
 /* wick._core.conv_transpose2d(input, weight, bias_or_nil, {stride =, padding =, output_padding =, groups =,
  * dilation =}): each a number or {h, w} */
-static int m_conv_transpose2d(lua_State *L) {
+WL_FUNCTION(m_conv_transpose2d) {
     static const char *const keys[] = {"stride", "padding", "output_padding", "groups", "dilation", NULL};
     const char *fn = "conv_transpose2d";
     wick_tensor *input = wl_checktensor(L, 1, fn, "input");
@@ -236,7 +236,7 @@ static int m_conv_transpose2d(lua_State *L) {
 }
 
 /* wick._core.upsample2d(input, out_h, out_w, mode (0 nearest, 1 bilinear), align_corners, scale_h, scale_w) */
-static int m_upsample2d(lua_State *L) {
+WL_FUNCTION(m_upsample2d) {
     const char *fn = "interpolate";
     wick_tensor *input = wl_checktensor(L, 1, fn, "input");
     int oh = nn_int(L, 2, fn, "output height"), ow = nn_int(L, 3, fn, "output width");
@@ -262,7 +262,7 @@ static int nn_pool_args(lua_State *L, const char *fn, const char *const *keys, c
 }
 
 /* wick._core.max_pool2d(input, kernel_size, {stride =, padding =, dilation = 1, ceil_mode =, return_indices =}) */
-static int m_max_pool2d(lua_State *L) {
+WL_FUNCTION(m_max_pool2d) {
     static const char *const keys[] = {"stride", "padding", "dilation", "ceil_mode", "return_indices", NULL};
     wick_tensor *input = wl_checktensor(L, 1, "max_pool2d", "input");
     int k[6], dh = 1, dw = 1;
@@ -280,7 +280,7 @@ static int m_max_pool2d(lua_State *L) {
 }
 
 /* wick._core.avg_pool2d(input, kernel_size, {stride =, padding =, ceil_mode =, count_include_pad = true}) */
-static int m_avg_pool2d(lua_State *L) {
+WL_FUNCTION(m_avg_pool2d) {
     static const char *const keys[] = {"stride", "padding", "ceil_mode", "count_include_pad", "divisor_override", NULL};
     wick_tensor *input = wl_checktensor(L, 1, "avg_pool2d", "input");
     int k[6];

@@ -10,7 +10,7 @@ static wick_tensor *opt_tensor(lua_State *L, int idx, const char *fn, const char
 }
 
 /* layer_norm(x, normalized_ndim, weight|nil, bias|nil, eps) */
-static int l_layer_norm(lua_State *L) {
+WL_FUNCTION(l_layer_norm) {
     wick_tensor *x = wl_checktensor(L, 1, "layer_norm", "input");
     int64_t nd = wl_checkint(L, 2, "layer_norm", "normalized_ndim");
     wick_tensor *w = opt_tensor(L, 3, "layer_norm", "weight"), *b = opt_tensor(L, 4, "layer_norm", "bias");
@@ -22,7 +22,7 @@ static int l_layer_norm(lua_State *L) {
 }
 
 /* batch_norm(x, weight|nil, bias|nil, running_mean|nil, running_var|nil, training, momentum, eps) */
-static int l_batch_norm(lua_State *L) {
+WL_FUNCTION(l_batch_norm) {
     static const char *fn = "batch_norm";
     wick_tensor *x = wl_checktensor(L, 1, fn, "input");
     wick_tensor *w = opt_tensor(L, 2, fn, "weight"), *b = opt_tensor(L, 3, fn, "bias");
@@ -35,7 +35,7 @@ static int l_batch_norm(lua_State *L) {
 }
 
 /* cross_entropy(logits, target, weight|nil, ignore_index|nil, label_smoothing, reduction) */
-static int l_cross_entropy(lua_State *L) {
+WL_FUNCTION(l_cross_entropy) {
     wick_tensor *x = wl_checktensor(L, 1, "cross_entropy", "input");
     wick_tensor *t = wl_checktensor(L, 2, "cross_entropy", "target");
     wick_tensor *w = opt_tensor(L, 3, "cross_entropy", "weight");

@@ -38,7 +38,7 @@ static int opt_bool(lua_State *L, int idx, const char *fn, const char *what, int
 
 /* t:sort([dim = -1[, descending = false[, stable]]]) or t:sort({dim =, descending =, stable =}):
  * values, indices (int64, 1-based). The sort is always stable. */
-static int t_sort(lua_State *L) {
+WL_FUNCTION(t_sort) {
     wick_tensor *a = wl_checktensor(L, 1, "sort", "self");
     int dim = -1, descending = 0;
     if (lua_istable(L, 2) && !wl_totensor(L, 2)) {
@@ -70,7 +70,7 @@ static int t_sort(lua_State *L) {
 
 /* t:_topk(k, dim, largest): values, indices (1-based); the arguments are
  * checked by Tensor.topk (lua/wick/ops.lua) */
-static int t_topk(lua_State *L) {
+WL_FUNCTION(t_topk) {
     wick_tensor *a = wl_checktensor(L, 1, "topk", "self");
     int64_t k = wl_checkint(L, 2, "topk", "k");
     int dim = wl_dim(L, 3, "topk");
@@ -85,7 +85,7 @@ static int t_topk(lua_State *L) {
 }
 
 /* t:cumsum(dim[, {dtype =}]), t:cumprod(dim[, {dtype =}]) */
-static int t_scan(lua_State *L) {
+WL_FUNCTION(t_scan) {
     int prod = (int)lua_tointeger(L, lua_upvalueindex(1));
     const char *fn = prod ? "cumprod" : "cumsum";
     wick_tensor *a = wl_checktensor(L, 1, fn, "self");

@@ -3,7 +3,7 @@
 
 /* _adam_step(p, g, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay, step, decoupled)
  * -> true when the fused loop ran, false when this case is the composed update's. */
-static int m_adam_step(lua_State *L) {
+WL_FUNCTION(m_adam_step) {
     static const char *fn = "_adam_step";
     wick_tensor *p = wl_checktensor(L, 1, fn, "param");
     wick_tensor *g = wl_checktensor(L, 2, fn, "grad");
@@ -19,7 +19,7 @@ static int m_adam_step(lua_State *L) {
 
 /* _amp_unscale_(grads, found_inf, inv_scale): GradScaler's fused unscale of an
  * array of gradients (wick_amp_unscale_). */
-static int m_amp_unscale(lua_State *L) {
+WL_FUNCTION(m_amp_unscale) {
     static const char *fn = "_amp_unscale_";
     luaL_checktype(L, 1, LUA_TTABLE);
     wick_tensor *found_inf = wl_checktensor(L, 2, fn, "found_inf");
@@ -37,7 +37,7 @@ static int m_amp_unscale(lua_State *L) {
 
 /* _sgd_step(p, g, buf|nil, lr, momentum, dampening, weight_decay, nesterov, maximize, first)
  * -> true when the fused loop ran, false when this case is the composed update's. */
-static int m_sgd_step(lua_State *L) {
+WL_FUNCTION(m_sgd_step) {
     static const char *fn = "_sgd_step";
     wick_tensor *p = wl_checktensor(L, 1, fn, "param");
     wick_tensor *g = wl_checktensor(L, 2, fn, "grad");

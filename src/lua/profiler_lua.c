@@ -1,25 +1,22 @@
 /* The profiler's hook in the binding, and its Lua functions (core.profiler_*).
  *
- * The hook: every op reaches the core through a C function of this binding, so
- * wl_profile_wrap replaces each op function of a table by a closure of
- * `trampoline_N` (N: the function's own upvalues, copied first so the function
- * reads them where it expects; the op's descriptor comes after them). Off, a
- * call costs that one test of wick_profiling and a direct call. On, it opens an
- * event (name, device and shapes of the tensor arguments) and closes it when
- * the function returns; a function left by an error is closed at the next
- * event (wick_profiler_begin's frame rule) or when the profile stops. An op
- * whose first tensor is on a GPU is timed there too (wick_profiler_time_device). */
+ * The hook: every op reaches the core through a C function of this binding,
+ * and every such function is defined by WL_FUNCTION (wick_lua.h), which tests
+ * wick_profiling before its body. Off, that test is all a call costs. On,
+ * wl_profiled finds the name the running function was registered under (the
+ * table wl_profile_names filled), opens an event (name, device and shapes of
+ * the tensor arguments) and closes it when the body returns; a body left by an
+ * error is closed at the next event (wick_profiler_begin's frame rule) or when
+ * the profile stops. An op whose first tensor is on a GPU is timed there too
+ * (wick_profiler_time_device). */
 #include "wick_lua.h"
 
 #include <stdbool.h>
 #include <string.h>
 
-typedef struct {
-    lua_CFunction fn;
-    const char *name; /* interned (wick_profiler_intern) */
-} wl_op;
+static const char names_key = 'p'; /* registry[&names_key]: {[function] = interned name (light userdata)} */
 
-static int64_t open_event(lua_State *L, const wl_op *op, const void *frame) {
+static int64_t open_event(lua_State *L, const char *name, const void *frame) {
     int n = lua_gettop(L);
     int32_t device = -1;
     wick_device dev = {WICK_CPU, 0};
@@ -27,7 +24,7 @@ static int64_t open_event(lua_State *L, const wl_op *op, const void *frame) {
         wick_tensor *t = wl_totensor(L, i);
         if (t) dev = wick_tensor_device(t), device = (int32_t)wl_device_code(dev);
     }
-    int64_t ev = wick_profiler_begin(op->name, device, frame);
+    int64_t ev = wick_profiler_begin(name, device, frame);
     if (ev >= 0 && dev.type == WICK_CUDA) wick_profiler_time_device(ev, dev); /* its GPU time too */
     if (ev >= 0 && wick_profiler_records_shapes())
         for (int i = 1; i <= n; i++) {
@@ -38,25 +35,32 @@ static int64_t open_event(lua_State *L, const wl_op *op, const void *frame) {
     return ev;
 }
 
-static int profiled_call(lua_State *L, const wl_op *op) {
+/* The name the running C function was registered under, or NULL (no op). */
+static const char *running_op_name(lua_State *L) {
+    lua_Debug ar;
+    if (!lua_getstack(L, 0, &ar) || !lua_getinfo(L, "f", &ar)) return NULL;
+    lua_pushlightuserdata(L, (void *)&names_key);
+    lua_rawget(L, LUA_REGISTRYINDEX);
+    const char *name = NULL;
+    if (lua_istable(L, -1)) {
+        lua_pushvalue(L, -2);
+        lua_rawget(L, -2);
+        name = lua_touserdata(L, -1);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 2);
+    return name;
+}
+
+int wl_profiled(lua_State *L, lua_CFunction body) {
+    const char *name = running_op_name(L);
+    if (!name) return body(L);
     char frame;
-    int64_t ev = open_event(L, op, &frame);
-    int r = op->fn(L);
+    int64_t ev = open_event(L, name, &frame);
+    int r = body(L);
     wick_profiler_end(ev);
     return r;
 }
-
-#define TRAMPOLINE(n)                                                         \
-    static int trampoline_##n(lua_State *L) {                                 \
-        const wl_op *op = lua_touserdata(L, lua_upvalueindex(n + 1));         \
-        if (__builtin_expect(!wick_profiling, 1)) return op->fn(L);           \
-        return profiled_call(L, op);                                          \
-    }
-TRAMPOLINE(0)
-TRAMPOLINE(1)
-TRAMPOLINE(2)
-TRAMPOLINE(3)
-static const lua_CFunction trampolines[] = {trampoline_0, trampoline_1, trampoline_2, trampoline_3};
 
 /* Functions that are no ops: metadata, the binding's own plumbing. Names with a
  * leading '_' are plumbing too. */
@@ -76,42 +80,44 @@ static bool not_an_op(const char *name) {
     return false;
 }
 
-/* Wraps the op functions of the table at idx (see the top of the file). */
-void wl_profile_wrap(lua_State *L, int idx) {
+/* Names the op functions of the table at idx (see the top of the file): one
+ * entry per C function value, so a closure registered under several names
+ * (t_unary for relu, exp, ...) is told apart by its upvalues. */
+void wl_profile_names(lua_State *L, int idx) {
     if (idx < 0) idx = lua_gettop(L) + idx + 1;
+    lua_pushlightuserdata(L, (void *)&names_key);
+    lua_rawget(L, LUA_REGISTRYINDEX);
+    if (!lua_istable(L, -1)) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_pushlightuserdata(L, (void *)&names_key);
+        lua_pushvalue(L, -2);
+        lua_rawset(L, LUA_REGISTRYINDEX);
+    }
+    int names = lua_gettop(L);
     lua_pushnil(L);
     while (lua_next(L, idx)) {
-        lua_CFunction fn = lua_type(L, -2) == LUA_TSTRING ? lua_tocfunction(L, -1) : NULL;
-        const char *name = fn ? lua_tostring(L, -2) : NULL;
-        int nup = 0;
-        while (fn && nup < 4 && lua_getupvalue(L, -1, nup + 1)) lua_pop(L, 1), nup++;
-        if (!fn || nup > 3 || not_an_op(name)) {
-            lua_pop(L, 1);
-            continue;
+        if (lua_type(L, -2) == LUA_TSTRING && lua_tocfunction(L, -1) && !not_an_op(lua_tostring(L, -2))) {
+            const char *name = lua_tostring(L, -2);
+            lua_pushvalue(L, -1);
+            lua_pushlightuserdata(L, (void *)wick_profiler_intern(name[0] == '_' && name[1] == '_' ? name + 2 : name)); /* __add: add */
+            lua_rawset(L, names);
         }
-        int f = lua_gettop(L);
-        for (int k = 1; k <= nup; k++) lua_getupvalue(L, f, k);
-        wl_op *op = lua_newuserdata(L, sizeof *op);
-        op->fn = fn;
-        op->name = wick_profiler_intern(name[0] == '_' && name[1] == '_' ? name + 2 : name); /* __add: add */
-        lua_pushcclosure(L, trampolines[nup], nup + 1);
-        lua_pushvalue(L, -3); /* the key */
-        lua_insert(L, -2);
-        lua_rawset(L, idx); /* replacing an existing key's value is allowed during lua_next */
         lua_pop(L, 1);
     }
+    lua_pop(L, 1);
 }
 
 /* ---- core.profiler_* ---- */
 
 /* profiler_start(max_events, record_shapes) */
-static int m_profiler_start(lua_State *L) {
+WL_FUNCTION(m_profiler_start) {
     int64_t cap = wl_checkint(L, 1, "wick.profiler.profile", "max_events");
     wl_check(L, wick_profiler_start(cap, lua_toboolean(L, 2)));
     return 0;
 }
 
-static int m_profiler_stop(lua_State *L) {
+WL_FUNCTION(m_profiler_stop) {
     (void)L;
     wick_profiler_stop();
     return 0;
@@ -119,14 +125,14 @@ static int m_profiler_stop(lua_State *L) {
 
 /* profiler_begin(name[, code]) -> event (a range: -2 record_function's, -3 a
  * module's forward); -1 when not recording */
-static int m_profiler_begin(lua_State *L) {
+WL_FUNCTION(m_profiler_begin) {
     const char *name = wl_checkstring(L, 1, "wick.profiler.record_function", "name");
     int32_t code = lua_isnoneornil(L, 2) ? -2 : (int32_t)luaL_checkinteger(L, 2);
     lua_pushnumber(L, (lua_Number)(wick_profiling ? wick_profiler_begin(wick_profiler_intern(name), code, NULL) : -1));
     return 1;
 }
 
-static int m_profiler_end(lua_State *L) {
+WL_FUNCTION(m_profiler_end) {
     wick_profiler_end((int64_t)luaL_checknumber(L, 1));
     return 0;
 }
@@ -148,7 +154,7 @@ static void push_shapes(lua_State *L, const wick_profiler_event *e, const int64_
 /* profiler_events() -> {{name, start_us, end_us, bytes, parent (1-based, 0:
  * none), device (code or -1), shapes = {{sizes...}, ...}, device_us and
  * device_start_us (timed on a GPU only)}, ...}, dropped */
-static int m_profiler_events(lua_State *L) {
+WL_FUNCTION(m_profiler_events) {
     int64_t dropped, n = wick_profiler_event_count(&dropped);
     const wick_profiler_event *ev = wick_profiler_events();
     const int64_t *shapes = wick_profiler_shapes();

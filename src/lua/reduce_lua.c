@@ -128,7 +128,7 @@ static int reduce_over(lua_State *L, wick_reduce_op op, wick_tensor *a, int ndim
     return 1;
 }
 
-static int t_reduce(lua_State *L) {
+WL_FUNCTION(t_reduce) {
     wick_reduce_op op = (wick_reduce_op)UPINT(1);
     const char *fn = wick_reduce_name(op);
     wick_tensor *a = SELF(fn);
@@ -138,7 +138,7 @@ static int t_reduce(lua_State *L) {
 }
 
 /* t:max() (all), t:max(dim[, keepdim]) -> values, indices; t:max(other) -> maximum */
-static int t_max_min(lua_State *L) {
+WL_FUNCTION(t_max_min) {
     int is_max = UPINT(1);
     const char *fn = is_max ? "max" : "min";
     wick_tensor *a = SELF(fn);

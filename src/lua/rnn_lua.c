@@ -10,7 +10,7 @@ static wick_tensor *opt_tensor(lua_State *L, int idx, const char *arg) {
 
 /* rnn_layer(mode, gi, h0, c0|nil, w_hh, b_hh|nil, lengths|nil, reverse) with mode
  * "RNN_TANH", "RNN_RELU", "LSTM" or "GRU"; returns [T + 1 (+1), B, H]. */
-static int l_rnn_layer(lua_State *L) {
+WL_FUNCTION(l_rnn_layer) {
     static const char *const modes[] = {"RNN_TANH", "RNN_RELU", "LSTM", "GRU", NULL};
     const char *m = wl_checkstring(L, 1, "rnn_layer", "mode");
     int mode = -1;

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int m_manual_seed(lua_State *L) {
+WL_FUNCTION(m_manual_seed) {
     lua_Number n = floor(wl_checknumber(L, 1, "wick.manual_seed", "argument 'seed'")); /* like PyTorch's int(seed) */
     if (!(n >= -9223372036854775808.0 && n < 18446744073709551616.0))
         wl_raise(L, "wick.manual_seed: expected a seed in [-2^63, 2^64), got %.17g", n);
@@ -17,7 +17,7 @@ static int m_manual_seed(lua_State *L) {
     return 0;
 }
 
-static int m_get_rng_state(lua_State *L) {
+WL_FUNCTION(m_get_rng_state) {
     uint8_t state[WICK_RNG_STATE_SIZE];
     double values[WICK_RNG_STATE_SIZE];
     wick_rng_get_state(state);
@@ -28,7 +28,7 @@ static int m_get_rng_state(lua_State *L) {
     return 1;
 }
 
-static int m_set_rng_state(lua_State *L) {
+WL_FUNCTION(m_set_rng_state) {
     wick_tensor *t = wl_checktensor(L, 1, "wick.set_rng_state", "state");
     if (wick_tensor_dtype(t) != WICK_UINT8 || wick_tensor_numel(t) != WICK_RNG_STATE_SIZE ||
         wick_tensor_device(t).type != WICK_CPU)
@@ -40,7 +40,7 @@ static int m_set_rng_state(lua_State *L) {
     return 0;
 }
 
-static int m_set_num_threads(lua_State *L) {
+WL_FUNCTION(m_set_num_threads) {
     lua_Number n = wl_checknumber(L, 1, "wick.set_num_threads", "argument 'n'");
     if (!(n >= 1 && n <= INT_MAX) || n != floor(n))
         wl_raise(L, "wick.set_num_threads: expected a positive integer, got %g", n);
@@ -48,7 +48,7 @@ static int m_set_num_threads(lua_State *L) {
     return 0;
 }
 
-static int m_get_num_threads(lua_State *L) {
+WL_FUNCTION(m_get_num_threads) {
     lua_pushinteger(L, wick_get_num_threads());
     return 1;
 }
@@ -64,27 +64,27 @@ static int push_device_facts(lua_State *L, wick_device d) {
     return 4;
 }
 
-static int m_parse_device(lua_State *L) { return push_device_facts(L, wl_device(L, 1, "wick.device")); }
+WL_FUNCTION(m_parse_device) { return push_device_facts(L, wl_device(L, 1, "wick.device")); }
 
 /* core.device_of_code(n): the same facts for a device number (t:_device_code()) */
-static int m_device_of_code(lua_State *L) {
+WL_FUNCTION(m_device_of_code) {
     wick_device d;
     if (!wl_device_from_code(wl_checkint(L, 1, "device_of_code", "code"), &d))
         wl_raise(L, "device_of_code: %d names no device", (int)lua_tointeger(L, 1));
     return push_device_facts(L, d);
 }
 
-static int m_cuda_is_available(lua_State *L) {
+WL_FUNCTION(m_cuda_is_available) {
     lua_pushboolean(L, wick_cuda_is_available());
     return 1;
 }
 
-static int m_cuda_device_count(lua_State *L) {
+WL_FUNCTION(m_cuda_device_count) {
     lua_pushinteger(L, wick_cuda_device_count());
     return 1;
 }
 
-static int m_cuda_current_device(lua_State *L) {
+WL_FUNCTION(m_cuda_current_device) {
     int index;
     wl_check(L, wick_cuda_current_device(&index));
     lua_pushinteger(L, index);
@@ -98,18 +98,18 @@ static int cuda_index(lua_State *L, int idx, const char *fn) {
     return (int)i;
 }
 
-static int m_cuda_set_device(lua_State *L) {
+WL_FUNCTION(m_cuda_set_device) {
     wl_check(L, wick_cuda_set_device(cuda_index(L, 1, "wick.cuda.set_device")));
     return 0;
 }
 
-static int m_cuda_synchronize(lua_State *L) {
+WL_FUNCTION(m_cuda_synchronize) {
     wl_check(L, wick_cuda_synchronize(lua_isnoneornil(L, 1) ? -1 : cuda_index(L, 1, "wick.cuda.synchronize")));
     return 0;
 }
 
 /* core.cuda_memory(index): allocated, peak allocated, reserved (bytes) */
-static int m_cuda_memory(lua_State *L) {
+WL_FUNCTION(m_cuda_memory) {
     int index = cuda_index(L, 1, "wick.cuda.memory_allocated");
     wl_pushint64(L, wick_cuda_memory_allocated(index));
     wl_pushint64(L, wick_cuda_max_memory_allocated(index));
@@ -117,12 +117,12 @@ static int m_cuda_memory(lua_State *L) {
     return 3;
 }
 
-static int m_cuda_reset_peak_memory_stats(lua_State *L) {
+WL_FUNCTION(m_cuda_reset_peak_memory_stats) {
     wick_cuda_reset_peak_memory_stats(cuda_index(L, 1, "wick.cuda.reset_peak_memory_stats"));
     return 0;
 }
 
-static int m_cuda_empty_cache(lua_State *L) {
+WL_FUNCTION(m_cuda_empty_cache) {
     lua_gc(L, LUA_GCCOLLECT, 0); /* dead tensors first, so their blocks are cached, then freed */
     wick_cuda_empty_cache();
     return 0;
@@ -130,7 +130,7 @@ static int m_cuda_empty_cache(lua_State *L) {
 
 /* core.cuda_sync_counts(device): the number of waits for the GPU (device < 0:
  * every GPU) and a table of them by reason (only reasons that occurred) */
-static int m_cuda_sync_counts(lua_State *L) {
+WL_FUNCTION(m_cuda_sync_counts) {
     int index = cuda_index(L, 1, "wick.cuda.sync_count");
     wl_pushint64(L, wick_cuda_sync_count(index));
     lua_newtable(L);
@@ -143,19 +143,19 @@ static int m_cuda_sync_counts(lua_State *L) {
     return 2;
 }
 
-static int m_cuda_begin_batch(lua_State *L) {
+WL_FUNCTION(m_cuda_begin_batch) {
     (void)L;
     wick_cuda_begin_batch();
     return 0;
 }
 
-static int m_cuda_end_batch(lua_State *L) {
+WL_FUNCTION(m_cuda_end_batch) {
     wl_check(L, wick_cuda_end_batch());
     return 0;
 }
 
 /* core.cuda_allow_tf32([flag]): the setting (after setting it when given) */
-static int m_cuda_allow_tf32(lua_State *L) {
+WL_FUNCTION(m_cuda_allow_tf32) {
     if (!lua_isnoneornil(L, 1)) wick_cuda_set_allow_tf32(lua_toboolean(L, 1));
     lua_pushboolean(L, wick_cuda_allow_tf32());
     return 1;
@@ -170,16 +170,16 @@ int wl_push_clock(lua_State *L, clockid_t id) {
 }
 
 /* wick.clock(): seconds of a monotonic wall clock, for timing. */
-static int m_clock(lua_State *L) { return wl_push_clock(L, CLOCK_MONOTONIC); }
+WL_FUNCTION(m_clock) { return wl_push_clock(L, CLOCK_MONOTONIC); }
 
 /* wick.isatty(fd): whether a file descriptor is a terminal (progress bars). */
-static int m_isatty(lua_State *L) {
+WL_FUNCTION(m_isatty) {
     lua_pushboolean(L, isatty((int)luaL_optnumber(L, 1, 1)));
     return 1;
 }
 
 /* core.same_device(a, b): whether two tensors live on one device (no strings made). */
-static int m_same_device(lua_State *L) {
+WL_FUNCTION(m_same_device) {
     wick_tensor *a = wl_checktensor(L, 1, "same_device", "a"), *b = wl_checktensor(L, 2, "same_device", "b");
     lua_pushboolean(L, wick_device_equal(wick_tensor_device(a), wick_tensor_device(b)));
     return 1;
@@ -187,7 +187,7 @@ static int m_same_device(lua_State *L) {
 
 /* core.memory_stats(): the CPU allocator's statistics (wick_get_memory_stats)
  * under their C names; lua/wick/memory.lua gives them PyTorch's keys */
-static int m_memory_stats(lua_State *L) {
+WL_FUNCTION(m_memory_stats) {
     wick_memory_stats m;
     wick_get_memory_stats(&m);
     lua_createtable(L, 0, 12);
@@ -201,23 +201,23 @@ static int m_memory_stats(lua_State *L) {
     return 1;
 }
 
-static int m_reset_peak_memory_stats(lua_State *L) {
+WL_FUNCTION(m_reset_peak_memory_stats) {
     (void)L;
     wick_reset_peak_memory_stats();
     return 0;
 }
 
-static int m_cpu_bytes_in_use(lua_State *L) {
+WL_FUNCTION(m_cpu_bytes_in_use) {
     wl_pushint64(L, wick_cpu_bytes_in_use());
     return 1;
 }
 
-static int m_set_grad_enabled(lua_State *L) {
+WL_FUNCTION(m_set_grad_enabled) {
     wick_set_grad_enabled(lua_toboolean(L, 1));
     return 0;
 }
 
-static int m_is_grad_enabled(lua_State *L) {
+WL_FUNCTION(m_is_grad_enabled) {
     lua_pushboolean(L, wick_is_grad_enabled());
     return 1;
 }
@@ -232,49 +232,49 @@ static wick_device_type autocast_type(lua_State *L, int idx, const char *fn) {
     return WICK_CPU;
 }
 
-static int m_set_autocast_enabled(lua_State *L) {
+WL_FUNCTION(m_set_autocast_enabled) {
     wl_check(L, wick_set_autocast_enabled(autocast_type(L, 1, "set_autocast_enabled"), lua_toboolean(L, 2)));
     return 0;
 }
 
-static int m_is_autocast_enabled(lua_State *L) {
+WL_FUNCTION(m_is_autocast_enabled) {
     lua_pushboolean(L, wick_is_autocast_enabled(autocast_type(L, 1, "is_autocast_enabled")));
     return 1;
 }
 
-static int m_set_autocast_dtype(lua_State *L) {
+WL_FUNCTION(m_set_autocast_dtype) {
     wick_device_type type = autocast_type(L, 1, "set_autocast_dtype");
     wl_check(L, wick_set_autocast_dtype(type, wl_dtype(L, 2, "set_autocast_dtype")));
     return 0;
 }
 
-static int m_get_autocast_dtype(lua_State *L) {
+WL_FUNCTION(m_get_autocast_dtype) {
     lua_pushstring(L, wick_dtype_name(wick_get_autocast_dtype(autocast_type(L, 1, "get_autocast_dtype"))));
     return 1;
 }
 
-static int m_autocast_increment_nesting(lua_State *L) {
+WL_FUNCTION(m_autocast_increment_nesting) {
     lua_pushinteger(L, wick_autocast_increment_nesting());
     return 1;
 }
 
-static int m_autocast_decrement_nesting(lua_State *L) {
+WL_FUNCTION(m_autocast_decrement_nesting) {
     lua_pushinteger(L, wick_autocast_decrement_nesting());
     return 1;
 }
 
-static int m_clear_autocast_cache(lua_State *L) {
+WL_FUNCTION(m_clear_autocast_cache) {
     (void)L;
     wick_clear_autocast_cache();
     return 0;
 }
 
-static int m_set_autocast_cache_enabled(lua_State *L) {
+WL_FUNCTION(m_set_autocast_cache_enabled) {
     wick_set_autocast_cache_enabled(lua_toboolean(L, 1));
     return 0;
 }
 
-static int m_is_autocast_cache_enabled(lua_State *L) {
+WL_FUNCTION(m_is_autocast_cache_enabled) {
     lua_pushboolean(L, wick_is_autocast_cache_enabled());
     return 1;
 }

@@ -75,7 +75,7 @@ static void slot_give_back(wl_state *s) {
     pthread_mutex_unlock(&slots_lock);
 }
 
-static int state_gc(lua_State *L) {
+WL_FUNCTION(state_gc) {
     wl_state **p = lua_touserdata(L, 1);
     if (p && *p) slot_give_back(*p);
     if (p) *p = NULL;

@@ -13,7 +13,7 @@
 #define UPINT(i) ((int)lua_tointeger(L, lua_upvalueindex(i)))
 
 /* core.as_strided(t, sizes, strides, offset): a checked view of t's storage */
-static int m_as_strided(lua_State *L) {
+WL_FUNCTION(m_as_strided) {
     wick_tensor *a = wl_checktensor(L, 1, "as_strided", "input");
     int64_t sizes[WICK_MAX_DIMS], strides[WICK_MAX_DIMS];
     int n = wl_sizes(L, 2, 2, sizes, "as_strided");
@@ -27,7 +27,7 @@ static int m_as_strided(lua_State *L) {
 
 /* ---- elementwise ---- */
 
-static int t_unary(lua_State *L) {
+WL_FUNCTION(t_unary) {
     wick_unary_op op = (wick_unary_op)UPINT(1);
     int inplace = UPINT(2);
     wick_tensor *a = SELF(wick_unary_name(op));
@@ -78,7 +78,7 @@ static double alpha_arg(lua_State *L, int idx, wick_binary_op op) {
 }
 
 /* t:add(other[, alpha]), t:eq(other), ... (upvalue: op) */
-static int t_binary(lua_State *L) {
+WL_FUNCTION(t_binary) {
     wick_binary_op op = (wick_binary_op)UPINT(1);
     SELF(wick_binary_name(op));
     double alpha = alpha_arg(L, 3, op);
@@ -87,7 +87,7 @@ static int t_binary(lua_State *L) {
 }
 
 /* t:add_(other[, alpha]) */
-static int t_binary_(lua_State *L) {
+WL_FUNCTION(t_binary_) {
     wick_binary_op op = (wick_binary_op)UPINT(1);
     wick_tensor *a = SELF(wick_binary_name(op));
     double alpha = alpha_arg(L, 3, op);
@@ -106,12 +106,12 @@ static int t_binary_(lua_State *L) {
 }
 
 /* metamethods __add, __sub, ...: operands in Lua's order */
-static int t_arith(lua_State *L) {
+WL_FUNCTION(t_arith) {
     lua_settop(L, 2);
     return wl_binary_values(L, (wick_binary_op)UPINT(1), 1, 2, 1);
 }
 
-static int t_unm(lua_State *L) {
+WL_FUNCTION(t_unm) {
     wick_tensor *a = SELF("neg");
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_unary(slot, WICK_NEG, a));
@@ -133,7 +133,7 @@ static void clamp_bounds(lua_State *L, double *lo, double *hi) {
     if (lua_isnoneornil(L, 2) && lua_isnoneornil(L, 3)) wl_raise(L, "clamp: at least one of min and max must be given");
 }
 
-static int t_clamp(lua_State *L) {
+WL_FUNCTION(t_clamp) {
     wick_tensor *a = SELF("clamp");
     double lo, hi;
     clamp_bounds(L, &lo, &hi);
@@ -161,7 +161,7 @@ static wick_tensor *where_operand(lua_State *L, int idx, const char *arg) {
 }
 
 /* wick.where(cond, a, b) */
-static int m_where(lua_State *L) {
+WL_FUNCTION(m_where) {
     lua_settop(L, 3);
     wick_tensor *c = wl_checktensor(L, 1, "where", "condition");
     wick_tensor *a = where_operand(L, 2, "input"), *b = where_operand(L, 3, "other");
@@ -172,7 +172,7 @@ static int m_where(lua_State *L) {
 
 /* ---- linear algebra ---- */
 
-static int t_mm(lua_State *L) {
+WL_FUNCTION(t_mm) {
     wick_tensor *a = SELF("mm"), *b = wl_checktensor(L, 2, "mm", "mat2");
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_mm(slot, a, b));
@@ -180,7 +180,7 @@ static int t_mm(lua_State *L) {
     return 1;
 }
 
-static int t_bmm(lua_State *L) {
+WL_FUNCTION(t_bmm) {
     wick_tensor *a = SELF("bmm"), *b = wl_checktensor(L, 2, "bmm", "mat2");
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_bmm(slot, a, b));
@@ -188,7 +188,7 @@ static int t_bmm(lua_State *L) {
     return 1;
 }
 
-static int t_matmul(lua_State *L) {
+WL_FUNCTION(t_matmul) {
     wick_tensor *a = SELF("matmul"), *b = wl_checktensor(L, 2, "matmul", "other");
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_matmul(slot, a, b));
@@ -197,7 +197,7 @@ static int t_matmul(lua_State *L) {
 }
 
 /* t:addmm(mat1, mat2[, {beta =, alpha =}]) */
-static int t_addmm(lua_State *L) {
+WL_FUNCTION(t_addmm) {
     wick_tensor *in = SELF("addmm"), *m1 = wl_checktensor(L, 2, "addmm", "mat1"), *m2 = wl_checktensor(L, 3, "addmm", "mat2");
     double beta = 1, alpha = 1;
     if (lua_istable(L, 4)) {
@@ -214,14 +214,14 @@ static int t_addmm(lua_State *L) {
 
 /* ---- copying, values ---- */
 
-static int t_copy_(lua_State *L) {
+WL_FUNCTION(t_copy_) {
     wick_tensor *a = SELF("copy_"), *src = wl_checktensor(L, 2, "copy_", "src");
     wl_check(L, wick_copy_(a, src));
     lua_settop(L, 1);
     return 1;
 }
 
-static int t_fill_(lua_State *L) {
+WL_FUNCTION(t_fill_) {
     wick_tensor *a = SELF("fill_");
     wick_scalar s;
     if (!wl_toscalar(L, 2, &s)) wl_raise(L, "fill_: expected a number, got %s", luaL_typename(L, 2));
@@ -230,7 +230,7 @@ static int t_fill_(lua_State *L) {
     return 1;
 }
 
-static int t_clone(lua_State *L) {
+WL_FUNCTION(t_clone) {
     wick_tensor *a = SELF("clone");
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_clone(slot, a));
@@ -263,7 +263,7 @@ static wick_tensor *on_host(lua_State *L, wick_tensor *a) {
     return *slot;
 }
 
-static int t_item(lua_State *L) {
+WL_FUNCTION(t_item) {
     wick_tensor *a = SELF("item");
     double v;
     wl_check(L, wick_item_double(a, &v)); /* runs the checks: one element, readable device */
@@ -274,7 +274,7 @@ static int t_item(lua_State *L) {
 
 /* t:_int64_str(): the value of a one-element tensor as an exact decimal string
  * (printing uses it for int64, whose values beyond 2^53 item() refuses). */
-static int t_int64_str(lua_State *L) {
+WL_FUNCTION(t_int64_str) {
     wick_tensor *a = SELF("item");
     int64_t v;
     wl_check(L, wick_item_int64(a, &v));
@@ -298,7 +298,7 @@ static void totable_rec(lua_State *L, const wick_tensor *t, int dim, const char 
     }
 }
 
-static int t_totable(lua_State *L) {
+WL_FUNCTION(t_totable) {
     wick_tensor *a = SELF("totable");
     if (wick_tensor_device(a).type == WICK_META) wl_raise(L, "totable: a meta tensor has no data to read");
     /* every level's entries (a stride-0 or empty view can name far more than exist)
@@ -313,7 +313,7 @@ static int t_totable(lua_State *L) {
     return 1;
 }
 
-static int t_pin_memory(lua_State *L) {
+WL_FUNCTION(t_pin_memory) {
     wick_tensor *a = SELF("pin_memory");
     if (wick_tensor_is_pinned(a)) {
         lua_settop(L, 1);
@@ -324,13 +324,13 @@ static int t_pin_memory(lua_State *L) {
     return 1;
 }
 
-static int t_is_pinned(lua_State *L) {
+WL_FUNCTION(t_is_pinned) {
     lua_pushboolean(L, wick_tensor_is_pinned(SELF("is_pinned")));
     return 1;
 }
 
 /* t:to(device | dtype | {device =, dtype =, non_blocking =} | other tensor) */
-static int t_to(lua_State *L) {
+WL_FUNCTION(t_to) {
     wick_tensor *a = SELF("to");
     wick_options opt = {wick_tensor_dtype(a), wick_tensor_device(a)};
     for (int i = 2; i <= lua_gettop(L); i++) {
@@ -375,13 +375,13 @@ static void push_shape(lua_State *L, int n, const int64_t *v) {
     }
 }
 
-static int t_shape(lua_State *L) {
+WL_FUNCTION(t_shape) {
     wick_tensor *a = SELF("shape");
     push_shape(L, wick_tensor_ndim(a), wick_tensor_sizes(a));
     return 1;
 }
 
-static int t_size(lua_State *L) {
+WL_FUNCTION(t_size) {
     wick_tensor *a = SELF("size");
     if (lua_isnoneornil(L, 2)) {
         push_shape(L, wick_tensor_ndim(a), wick_tensor_sizes(a));
@@ -395,7 +395,7 @@ static int t_size(lua_State *L) {
     return 1;
 }
 
-static int t_stride(lua_State *L) {
+WL_FUNCTION(t_stride) {
     wick_tensor *a = SELF("stride");
     int n = wick_tensor_ndim(a);
     if (lua_isnoneornil(L, 2)) {
@@ -409,45 +409,45 @@ static int t_stride(lua_State *L) {
     return 1;
 }
 
-static int t_dim(lua_State *L) {
+WL_FUNCTION(t_dim) {
     lua_pushinteger(L, wick_tensor_ndim(SELF("dim")));
     return 1;
 }
 
-static int t_numel(lua_State *L) {
+WL_FUNCTION(t_numel) {
     wl_pushint64(L, wick_tensor_numel(SELF("numel")));
     return 1;
 }
 
-static int t_len(lua_State *L) {
+WL_FUNCTION(t_len) {
     wick_tensor *a = SELF("len");
     if (wick_tensor_ndim(a) == 0) wl_raise(L, "len() of a 0-d tensor");
     wl_pushint64(L, wick_tensor_sizes(a)[0]);
     return 1;
 }
 
-static int t_is_contiguous(lua_State *L) {
+WL_FUNCTION(t_is_contiguous) {
     lua_pushboolean(L, wick_tensor_is_contiguous(SELF("is_contiguous")));
     return 1;
 }
 
-static int t_dtype(lua_State *L) {
+WL_FUNCTION(t_dtype) {
     lua_pushstring(L, wick_dtype_name(wick_tensor_dtype(SELF("dtype"))));
     return 1;
 }
 
-static int t_storage_offset(lua_State *L) {
+WL_FUNCTION(t_storage_offset) {
     wl_pushint64(L, wick_tensor_offset(SELF("storage_offset")));
     return 1;
 }
 
 /* An opaque id of the storage, equal for tensors that share memory. */
-static int t_storage_id(lua_State *L) {
+WL_FUNCTION(t_storage_id) {
     lua_pushlightuserdata(L, (void *)wick_tensor_storage_id(SELF("storage_id")));
     return 1;
 }
 
-static int t_gc(lua_State *L) {
+WL_FUNCTION(t_gc) {
     wick_tensor **p = lua_touserdata(L, 1);
     if (p && *p) {
         wick_tensor_release(*p);
@@ -458,20 +458,20 @@ static int t_gc(lua_State *L) {
 
 /* ---- autograd ---- */
 
-static int t_requires_grad(lua_State *L) {
+WL_FUNCTION(t_requires_grad) {
     lua_pushboolean(L, wick_requires_grad(SELF("requires_grad")));
     return 1;
 }
 
 /* t.requires_grad = b, and t:requires_grad_([b]) which returns t */
-static int t_set_requires_grad(lua_State *L) {
+WL_FUNCTION(t_set_requires_grad) {
     wick_tensor *a = SELF("requires_grad");
     wl_check(L, wick_set_requires_grad(a, lua_isnone(L, 2) ? 1 : lua_toboolean(L, 2)));
     lua_settop(L, 1);
     return 1;
 }
 
-static int t_grad(lua_State *L) {
+WL_FUNCTION(t_grad) {
     wick_tensor *g = wick_grad(SELF("grad"));
     if (!g) return 0;
     wick_tensor_retain(g); /* the slot owns one reference; it never raises after this */
@@ -479,26 +479,26 @@ static int t_grad(lua_State *L) {
     return 1;
 }
 
-static int t_set_grad(lua_State *L) {
+WL_FUNCTION(t_set_grad) {
     wick_tensor *a = SELF("grad");
     wick_tensor *g = lua_isnil(L, 2) ? NULL : wl_checktensor(L, 2, "grad", "value");
     wl_check(L, wick_set_grad(a, g));
     return 0;
 }
 
-static int t_grad_fn(lua_State *L) {
+WL_FUNCTION(t_grad_fn) {
     const char *name = wick_grad_fn_name(SELF("grad_fn"));
     if (!name) return 0;
     lua_pushstring(L, name);
     return 1;
 }
 
-static int t_is_leaf(lua_State *L) {
+WL_FUNCTION(t_is_leaf) {
     lua_pushboolean(L, wick_is_leaf(SELF("is_leaf")));
     return 1;
 }
 
-static int t_detach(lua_State *L) {
+WL_FUNCTION(t_detach) {
     wick_tensor *a = SELF("detach");
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_detach(slot, a));
@@ -506,7 +506,7 @@ static int t_detach(lua_State *L) {
 }
 
 /* t:detach_(): t itself leaves the graph; returns t */
-static int t_detach_(lua_State *L) {
+WL_FUNCTION(t_detach_) {
     wick_detach_(SELF("detach_"));
     lua_settop(L, 1);
     return 1;
@@ -514,7 +514,7 @@ static int t_detach_(lua_State *L) {
 
 /* t:_replace(src): t takes src's data in place (wick_tensor_set_; PyTorch's
  * `param.data = src`), keeping its identity, requires_grad and grad. */
-static int t_replace(lua_State *L) {
+WL_FUNCTION(t_replace) {
     wick_tensor *a = SELF("_replace"), *src = wl_checktensor(L, 2, "_replace", "src");
     wl_check(L, wick_tensor_set_(a, src));
     lua_settop(L, 1);
@@ -524,7 +524,7 @@ static int t_replace(lua_State *L) {
 /* core.tensors_to(tensors, device_code | nil, dtype | nil, non_blocking):
  * Module:to's one crossing (wick_tensors_to_): every tensor of the array and
  * its grad moves in place, each once, with one wait per GPU. */
-static int m_tensors_to(lua_State *L) {
+WL_FUNCTION(m_tensors_to) {
     const char *fn = "Module:to";
     if (!lua_istable(L, 1)) wl_raise(L, "%s: expected an array of tensors, got %s", fn, luaL_typename(L, 1));
     size_t n = lua_objlen(L, 1);
@@ -552,14 +552,14 @@ static int m_tensors_to(lua_State *L) {
 
 /* t:_device_code(): t's device as one number (wl_device_code): Lua finds the
  * interned device object by it, no string made */
-static int t_device_code(lua_State *L) {
+WL_FUNCTION(t_device_code) {
     lua_pushinteger(L, wl_device_code(wick_tensor_device(SELF("_device_code"))));
     return 1;
 }
 
 /* ---- the fast paths, as C function pointers for LuaJIT's FFI ---- */
 
-static int m_fast_pointers(lua_State *L) {
+WL_FUNCTION(m_fast_pointers) {
     lua_createtable(L, 0, 3);
     lua_pushlightuserdata(L, (void *)(intptr_t)&wick_try_fast_binary_);
     lua_setfield(L, -2, "binary_inplace");
@@ -581,7 +581,7 @@ static int m_fast_pointers(lua_State *L) {
 /* core.fill_slots(t, n): appends n empty tensor userdata to the array t. The
  * FFI fast paths take their result objects from such a pool, so making a tensor
  * costs no call through the classic C API. */
-static int m_fill_slots(lua_State *L) {
+WL_FUNCTION(m_fill_slots) {
     luaL_checktype(L, 1, LUA_TTABLE);
     int n = (int)luaL_checknumber(L, 2), len = (int)lua_objlen(L, 1);
     for (int i = 1; i <= n; i++) {

@@ -29,7 +29,7 @@ static void put_le(unsigned char *out, uint64_t v, int bytes) {
 }
 
 /* core.tb_masked_crc(s): TFRecord's masked CRC-32C of s */
-static int m_masked_crc(lua_State *L) {
+WL_FUNCTION(m_masked_crc) {
     size_t n;
     const char *s = luaL_checklstring(L, 1, &n);
     lua_pushnumber(L, (lua_Number)masked_crc(s, n));
@@ -38,7 +38,7 @@ static int m_masked_crc(lua_State *L) {
 
 /* core.tb_record(data): one TFRecord: uint64 length, masked CRC of the
  * length's 8 bytes, the data, masked CRC of the data (all little-endian) */
-static int m_record(lua_State *L) {
+WL_FUNCTION(m_record) {
     size_t n;
     const char *s = luaL_checklstring(L, 1, &n);
     unsigned char head[12], tail[4];
@@ -56,7 +56,7 @@ static int m_record(lua_State *L) {
 
 /* core.pb_varint(n): a protobuf varint of the integer n (negative: the 10-byte
  * two's complement, as int64 fields take it) */
-static int m_varint(lua_State *L) {
+WL_FUNCTION(m_varint) {
     lua_Number x = luaL_checknumber(L, 1);
     if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0) || x != floor(x))
         return wl_raise(L, "varint: expected an integer within int64, got %g", (double)x);
@@ -80,7 +80,7 @@ static void push_le(lua_State *L, uint64_t v, int bytes) {
 }
 
 /* core.pb_double(x) / core.pb_float(x): 8 / 4 little-endian IEEE bytes */
-static int m_double(lua_State *L) {
+WL_FUNCTION(m_double) {
     double d = (double)luaL_checknumber(L, 1);
     uint64_t u;
     memcpy(&u, &d, 8);
@@ -88,7 +88,7 @@ static int m_double(lua_State *L) {
     return 1;
 }
 
-static int m_float(lua_State *L) {
+WL_FUNCTION(m_float) {
     float f = (float)luaL_checknumber(L, 1);
     uint32_t u;
     memcpy(&u, &f, 4);
@@ -97,7 +97,7 @@ static int m_float(lua_State *L) {
 }
 
 /* core.pb_doubles(list): the packed bytes of a repeated double field */
-static int m_doubles(lua_State *L) {
+WL_FUNCTION(m_doubles) {
     luaL_checktype(L, 1, LUA_TTABLE);
     size_t n = lua_objlen(L, 1);
     luaL_Buffer b;
@@ -128,7 +128,7 @@ static wick_tensor *check_plain(lua_State *L, int idx, const char *fn, wick_dtyp
  * ascending bucket edges e[1..m] (a Lua list), the counts of the m-1 buckets
  * [e_i, e_i+1) (the last one closed), values outside dropped, like
  * numpy.histogram; also returns min, max, sum, sum of squares */
-static int m_histogram(lua_State *L) {
+WL_FUNCTION(m_histogram) {
     wick_tensor *t = check_plain(L, 1, "tb_histogram", WICK_FLOAT64);
     luaL_checktype(L, 2, LUA_TTABLE);
     size_t m = lua_objlen(L, 2);
@@ -196,7 +196,7 @@ static void png_chunk(luaL_Buffer *b, const char *type, const unsigned char *dat
 
 /* core.png_encode(t): the PNG file of a contiguous CPU uint8 tensor of shape
  * (H, W, C), C in 1, 3, 4 */
-static int m_png_encode(lua_State *L) {
+WL_FUNCTION(m_png_encode) {
     wick_tensor *t = check_plain(L, 1, "png_encode", WICK_UINT8);
     const int64_t *sz = wick_tensor_sizes(t);
     if (wick_tensor_ndim(t) != 3) return wl_raise(L, "png_encode: expected an (H, W, C) tensor");
@@ -240,7 +240,7 @@ static int m_png_encode(lua_State *L) {
 }
 
 /* core.png_crc(s): zlib's CRC-32 of s (the PNG chunk CRC, for the specs) */
-static int m_png_crc(lua_State *L) {
+WL_FUNCTION(m_png_crc) {
     size_t n;
     const char *s = luaL_checklstring(L, 1, &n);
     lua_pushnumber(L, (lua_Number)crc32(0L, (const Bytef *)s, (uInt)n));
@@ -248,7 +248,7 @@ static int m_png_crc(lua_State *L) {
 }
 
 /* core.zlib_inflate(s[, size]): the bytes of a zlib stream (the specs decode PNGs) */
-static int m_inflate(lua_State *L) {
+WL_FUNCTION(m_inflate) {
     size_t n;
     const char *s = luaL_checklstring(L, 1, &n);
     lua_Number want = luaL_checknumber(L, 2);
@@ -269,10 +269,10 @@ static int m_inflate(lua_State *L) {
 /* ---- the OS facts an event file's name and folder need ---- */
 
 /* core.tb_walltime(): seconds since the epoch, with the fraction */
-static int m_walltime(lua_State *L) { return wl_push_clock(L, CLOCK_REALTIME); }
+WL_FUNCTION(m_walltime) { return wl_push_clock(L, CLOCK_REALTIME); }
 
 /* core.tb_host(): the host name and the process id */
-static int m_host(lua_State *L) {
+WL_FUNCTION(m_host) {
     char name[256];
     if (gethostname(name, sizeof name - 1) != 0) strcpy(name, "localhost");
     name[sizeof name - 1] = 0;
@@ -282,7 +282,7 @@ static int m_host(lua_State *L) {
 }
 
 /* core.mkdir_p(path): creates path and its missing parents; nil, message on failure */
-static int m_mkdir_p(lua_State *L) {
+WL_FUNCTION(m_mkdir_p) {
     size_t n;
     const char *s = luaL_checklstring(L, 1, &n);
     if (n == 0 || n > 4095 || strlen(s) != n) {
@@ -318,7 +318,7 @@ static int m_mkdir_p(lua_State *L) {
  * anew when create) by open/write/close, every result checked: true, or nil
  * and a message. (Not through Lua's io: LuaJIT's compiled traces can call
  * fflush twice, and the second call hides the first one's ENOSPC.) */
-static int m_write(lua_State *L) {
+WL_FUNCTION(m_write) {
     size_t path_n, n;
     const char *path = luaL_checklstring(L, 1, &path_n);
     const char *s = luaL_checklstring(L, 2, &n);

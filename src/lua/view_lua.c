@@ -17,7 +17,7 @@ static void set_method(lua_State *L, const char *name, lua_CFunction f, int up) 
 
 /* ---- views ---- */
 
-static int t_view_like(lua_State *L) {
+WL_FUNCTION(t_view_like) {
     int reshape = UPINT(1);
     const char *fn = reshape ? "reshape" : "view";
     wick_tensor *a = SELF(fn);
@@ -28,7 +28,7 @@ static int t_view_like(lua_State *L) {
     return 1;
 }
 
-static int t_transpose(lua_State *L) {
+WL_FUNCTION(t_transpose) {
     wick_tensor *a = SELF("transpose");
     int d0 = wl_dim(L, 2, "transpose"), d1 = wl_dim(L, 3, "transpose");
     wick_tensor **slot = wl_new_slot(L);
@@ -36,7 +36,7 @@ static int t_transpose(lua_State *L) {
     return 1;
 }
 
-static int t_t(lua_State *L) {
+WL_FUNCTION(t_t) {
     wick_tensor *a = SELF("t");
     if (wick_tensor_ndim(a) > 2) wl_raise(L, "t: expects a tensor with at most 2 dimensions, but self is %d-D", wick_tensor_ndim(a));
     wick_tensor **slot = wl_new_slot(L);
@@ -45,7 +45,7 @@ static int t_t(lua_State *L) {
     return 1;
 }
 
-static int t_permute(lua_State *L) {
+WL_FUNCTION(t_permute) {
     wick_tensor *a = SELF("permute");
     int64_t raw[WICK_MAX_DIMS];
     int n = 0;
@@ -85,7 +85,7 @@ static int64_t dim_size(lua_State *L, wick_tensor *a, int dim, const char *fn) {
     return wick_tensor_sizes(a)[d];
 }
 
-static int t_narrow(lua_State *L) {
+WL_FUNCTION(t_narrow) {
     wick_tensor *a = SELF("narrow");
     int dim = wl_dim(L, 2, "narrow");
     int64_t size = dim_size(L, a, dim, "narrow");
@@ -99,7 +99,7 @@ static int t_narrow(lua_State *L) {
     return 1;
 }
 
-static int t_select(lua_State *L) {
+WL_FUNCTION(t_select) {
     wick_tensor *a = SELF("select");
     int dim = wl_dim(L, 2, "select");
     int64_t size = dim_size(L, a, dim, "select");
@@ -110,7 +110,7 @@ static int t_select(lua_State *L) {
 }
 
 /* t[i]: a view of the i-th slice along dim 1 */
-static int t_get(lua_State *L) {
+WL_FUNCTION(t_get) {
     wick_tensor *a = SELF("index");
     int64_t size = dim_size(L, a, 0, "index");
     int64_t index = lua_index(L, 2, size, "index", 0);
@@ -120,7 +120,7 @@ static int t_get(lua_State *L) {
 }
 
 /* t[i] = v: fills the slice with a number or copies a tensor into it */
-static int t_set(lua_State *L) {
+WL_FUNCTION(t_set) {
     wick_tensor *a = SELF("index");
     int64_t size = dim_size(L, a, 0, "index");
     int64_t index = lua_index(L, 2, size, "index", 0);
@@ -134,7 +134,7 @@ static int t_set(lua_State *L) {
     return 0;
 }
 
-static int t_squeeze(lua_State *L) {
+WL_FUNCTION(t_squeeze) {
     wick_tensor *a = SELF("squeeze");
     int dim = lua_isnoneornil(L, 2) ? -1 : wl_dim(L, 2, "squeeze");
     if (!lua_isnoneornil(L, 2) && dim < 0) dim += wick_tensor_ndim(a) ? wick_tensor_ndim(a) : 1;
@@ -144,7 +144,7 @@ static int t_squeeze(lua_State *L) {
     return 1;
 }
 
-static int t_unsqueeze(lua_State *L) {
+WL_FUNCTION(t_unsqueeze) {
     wick_tensor *a = SELF("unsqueeze");
     int dim = wl_dim(L, 2, "unsqueeze");
     wick_tensor **slot = wl_new_slot(L);
@@ -152,7 +152,7 @@ static int t_unsqueeze(lua_State *L) {
     return 1;
 }
 
-static int t_expand(lua_State *L) {
+WL_FUNCTION(t_expand) {
     wick_tensor *a = SELF("expand");
     int64_t sizes[WICK_MAX_DIMS];
     int n;
@@ -168,7 +168,7 @@ static int t_expand(lua_State *L) {
     return 1;
 }
 
-static int t_flatten(lua_State *L) {
+WL_FUNCTION(t_flatten) {
     wick_tensor *a = SELF("flatten");
     int start = lua_isnoneornil(L, 2) ? 0 : wl_dim(L, 2, "flatten");
     int end = lua_isnoneornil(L, 3) ? -1 : wl_dim(L, 3, "flatten");
@@ -177,7 +177,7 @@ static int t_flatten(lua_State *L) {
     return 1;
 }
 
-static int t_contiguous(lua_State *L) {
+WL_FUNCTION(t_contiguous) {
     wick_tensor *a = SELF("contiguous");
     if (wick_tensor_is_contiguous(a)) {
         lua_settop(L, 1);
@@ -201,7 +201,7 @@ static wick_tensor *zero_based_index(lua_State *L, int idx, const char *fn) {
     return *slot;
 }
 
-static int t_index_select(lua_State *L) {
+WL_FUNCTION(t_index_select) {
     wick_tensor *a = SELF("index_select");
     int dim = wl_dim(L, 2, "index_select");
     wick_tensor *index = zero_based_index(L, 3, "index_select");
@@ -210,7 +210,7 @@ static int t_index_select(lua_State *L) {
     return 1;
 }
 
-static int t_gather(lua_State *L) {
+WL_FUNCTION(t_gather) {
     wick_tensor *a = SELF("gather");
     int dim = wl_dim(L, 2, "gather");
     wick_tensor *index = zero_based_index(L, 3, "gather");
@@ -220,7 +220,7 @@ static int t_gather(lua_State *L) {
 }
 
 /* t:scatter(dim, index, src) and t:scatter_(...); src may be a number */
-static int t_scatter(lua_State *L) {
+WL_FUNCTION(t_scatter) {
     int inplace = UPINT(1);
     const char *fn = inplace ? "scatter_" : "scatter";
     wick_tensor *a = SELF(fn);
@@ -247,7 +247,7 @@ static int t_scatter(lua_State *L) {
 }
 
 /* wick.cat(tensors[, dim]) and wick.stack(tensors[, dim]); upvalue: 1 for stack */
-static int m_join(lua_State *L) {
+WL_FUNCTION(m_join) {
     int stack = UPINT(1);
     const char *fn = stack ? "wick.stack" : "wick.cat";
     if (!lua_istable(L, 1) || wl_totensor(L, 1)) wl_raise(L, "%s: expected a table of tensors, got %s", fn, luaL_typename(L, 1));
@@ -268,7 +268,7 @@ static int m_join(lua_State *L) {
     return 1;
 }
 
-static int t_softmax(lua_State *L) {
+WL_FUNCTION(t_softmax) {
     int log = UPINT(1);
     const char *fn = log ? "log_softmax" : "softmax";
     wick_tensor *a = SELF(fn);

@@ -109,8 +109,29 @@ void wl_open_index(lua_State *L);  /* index_lua.c: t[key] and the masked/index o
 void wl_open_optim(lua_State *L);  /* optim_lua.c: fused optimizer steps (module table at -1) */
 void wl_open_dist(lua_State *L);   /* dist_lua.c: core.dist, wick.distributed's C half (module table at -1) */
 void wl_open_profiler(lua_State *L); /* profiler_lua.c: core.profiler_* (module table at -1) */
-/* profiler_lua.c: puts the profiler's hook on the op functions of the table at idx */
-void wl_profile_wrap(lua_State *L, int idx);
+/* profiler_lua.c: names the op functions of the table at idx for the profiler's hook */
+void wl_profile_names(lua_State *L, int idx);
+
+/* ---- the binding's C functions ---- */
+/* Every lua_CFunction of the binding is defined as `WL_FUNCTION(name) { ... }`
+ * (tools/check-binding-functions.sh refuses a plain definition). It carries the
+ * profiler's hook: while no profile records, a call costs one test of
+ * wick_profiling more than the body; while one records, wl_profiled runs the
+ * body inside an event named as the function was registered (core, Tensor or
+ * the tensor metatable; functions of no op run as they are). The build option
+ * WICK_PROFILER_HOOK=OFF leaves the test out (bench/profiler_off.sh's A/B). */
+int wl_profiled(lua_State *L, lua_CFunction body);
+#ifdef WICK_NO_PROFILER_HOOK
+#define WL_FUNCTION(fn) static int fn(lua_State *L)
+#else
+#define WL_FUNCTION(fn)                                                        \
+    static int fn##_body(lua_State *L);                                        \
+    static int fn(lua_State *L) {                                              \
+        if (__builtin_expect(wick_profiling, 0)) return wl_profiled(L, fn##_body); \
+        return fn##_body(L);                                                   \
+    }                                                                          \
+    static int fn##_body(lua_State *L)
+#endif
 void wl_open_autograd(lua_State *L); /* autograd_lua.c: backward, hooks, queue_callback (module table at -1, Tensor inside) */
 /* Records the tensor metatable and the source prefix of wick's Lua files. */
 void wl_register_tensor_mt(lua_State *L, int idx, const char *lua_dir_prefix);

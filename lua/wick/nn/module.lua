@@ -70,7 +70,7 @@ end
 Module.__newindex = track
 -- While wick.profiler records, profiling.call(self, ...) runs forward as a range
 -- named like PyTorch's module events ("nn.Module: Linear_0"); off, one test
--- (none with WICK_PROFILER_HOOK=0, which leaves the profiler's hooks out).
+-- (none in a build with WICK_PROFILER_HOOK=OFF, which leaves the profiler's hooks out).
 local profiling = package.loaded["wick._profiling"] or { on = false }
 package.loaded["wick._profiling"] = profiling
 if core.profiler_hooked then
