@@ -209,6 +209,39 @@ describe("sum", function()
     assert.are.same(mx, x:max(2):totable())
     assert.are.same(ref_reduce2(m, 1, math.min, math.huge), x:t():min(2):totable())
   end)
+
+  -- Sums down columns (a strided dim whose outputs lie side by side: bias
+  -- gradients) add a block of outputs row by row; each output still adds in
+  -- double in the order of the dim, so the bits are those of a Lua loop in that
+  -- order, at any width (blocks of 512 and a partial one) and thread count.
+  it("sums down columns exactly as a double loop in order, in blocks and on threads", function()
+    wick.manual_seed(11)
+    for _, dtype in ipairs({ "float32", "float64" }) do
+      local x = wick.randn(70, 1100, { dtype = dtype }) * 1e3
+      local m = x:totable()
+      local want = ref_reduce2(m, 1, add, 0) -- Lua numbers are doubles: the kernel's order
+      local one = x:sum(1)
+      local got = one:totable()
+      for j = 1, #want do
+        local w = dtype == "float32" and wick.tensor({ want[j] }):item() or want[j] -- rounded once, like the store
+        assert(got[j] == w, ("%s column %d: %.17g, want %.17g"):format(dtype, j, got[j], w))
+      end
+      local mean = x:mean(1):totable()
+      for j = 1, #want do assert.is_true(math.abs(mean[j] - want[j] / 70) <= 1e-3 * math.abs(want[j] / 70) + 1e-9) end
+      local threads = wick.get_num_threads()
+      wick.set_num_threads(2)
+      local two = x:sum(1)
+      wick.set_num_threads(threads)
+      assert.is_true(two:equal(one))
+      -- the middle dim of a 3-D tensor, and a transposed view summed along its columns
+      local y = wick.randn(3, 40, 33, { dtype = dtype })
+      local rows = y:permute(1, 3, 2):contiguous():sum(3) -- the same sums along contiguous rows
+      if dtype == "float64" then assert.is_true(y:sum(2):equal(rows)) end -- both add in order in double
+      assert_close(y:sum(2), rows:totable(), 1e-5)
+      local z = wick.randn(50, 30, { dtype = dtype }):t() -- [30, 50], strides {1, 30}
+      assert_close(z:sum(2), z:contiguous():sum(2):totable(), 1e-5)
+    end
+  end)
 end)
 
 describe("mean", function()

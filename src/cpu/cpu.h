@@ -33,6 +33,9 @@ wick_status cpu_amx_bf16_gemm(const wk_gemm_args *g);
 /* bfloat16 and float16 products on AVX-512 (cpu_gemm16_avx512.c): usable when
  * the CPU has AVX512F/BW/VL and WICK_NO_AVX512_16BIT is not set. */
 bool cpu_gemm16_avx512_usable(wick_dtype dtype);
+/* Whether the CPU does twice the float32 FMA work a cycle with 512-bit vectors
+ * as with 256-bit ones (two AVX-512 FMA units; timed once per call, ~0.1 ms). */
+bool cpu_avx512_fma_doubles(void);
 wick_status cpu_gemm16_avx512(const wk_gemm_args *g);
 
 /* The kernel of a binary op for a compute dtype (float32, float64 or int64). */

@@ -4,7 +4,9 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 /* ---- memory ----
@@ -108,9 +110,35 @@ static void cpu_empty_cache(void) {
  * 1; OpenBLAS's spin too). Called before the first product (the core decides its
  * thread count then), so BLIS_NUM_THREADS / OPENBLAS_NUM_THREADS do not apply. */
 #ifdef WICK_BLAS_BLIS
+/* BLIS 0.9 picks its kernels by CPUID at its first call. On an Intel CPU whose
+ * model it does not know (the Sapphire Rapids class Xeon of this project's VM)
+ * it cannot tell whether the cores have two AVX-512 FMA units, says "Number of
+ * FMA units unknown; using 'haswell' (not 'skx') config", and runs AVX2
+ * kernels at about half the speed of its 'skx' ones there (docs/architecture.md,
+ * "Matrix library"). So before its first call, unless the user set
+ * BLIS_ARCH_TYPE, wick times the FMAs itself and, where 512-bit ones do twice
+ * the work, sets BLIS_ARCH_TYPE to the number of 'skx' (not on Zen 4, whose
+ * 512-bit FMAs take two passes: BLIS's own choice stays there). Once per
+ * process, before any product; a host that reads the environment on another
+ * thread at that moment should set BLIS_ARCH_TYPE itself. */
+const char *bli_arch_string(int id); /* BLIS's table of its configurations' names */
+static void choose_blis_kernels(void) {
+    const char *set = getenv("BLIS_ARCH_TYPE"); /* BLIS reads it as a number: its arch_t */
+    if ((set && *set) || !cpu_avx512_fma_doubles()) return;
+    for (int id = 0; id < 8; id++) /* the Intel configurations come first in every BLIS */
+        if (!strcmp(bli_arch_string(id), "skx")) {
+            char number[16];
+            snprintf(number, sizeof number, "%d", id);
+            setenv("BLIS_ARCH_TYPE", number, 0);
+            return;
+        }
+}
+
 void bli_thread_set_num_threads(long n);
 static void cpu_set_num_threads(int n) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
     (void)n;
+    pthread_once(&once, choose_blis_kernels);
     bli_thread_set_num_threads(1);
 }
 #else

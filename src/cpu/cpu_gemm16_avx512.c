@@ -35,7 +35,10 @@
  * zmm state; for "dot" CPUID leaf 7 subleaf 1, EAX bit 5: AVX512_BF16).
  * WICK_NO_AVX512_16BIT=1 turns both kernels off (how the widening fallback is
  * tested on CPUs that have them); valgrind's CPUID has no AVX-512, so the
- * fallback runs there too. */
+ * fallback runs there too.
+ *
+ * cpu_avx512_fma_doubles, for the choice of BLIS's kernels (cpu_backend.c),
+ * times 512-bit FMAs against 256-bit ones with the same probes. */
 #include "cpu.h"
 
 #include <stdlib.h>
@@ -113,6 +116,34 @@ WK_A512_BF16 static double time_dot(int64_t n) {
 WK_A512 static double time_fma(int64_t n) {
     __m512 x = _mm512_set1_ps(1e-3f), y = _mm512_set1_ps(1.0f);
     PEAK_LOOP(_mm512_fmadd_ps(x, y, acc[j]))
+}
+
+/* Seconds for `n` rounds of 24 independent 256-bit FMAs (16 flops each). */
+__attribute__((target("avx2,fma"))) static double time_fma256(int64_t n) {
+    __m256 x = _mm256_set1_ps(1e-3f), y = _mm256_set1_ps(1.0f), acc[24];
+    for (int i = 0; i < 24; i++) acc[i] = _mm256_setzero_ps();
+    const double t0 = seconds();
+    for (int64_t i = 0; i < n; i++) {
+        _Pragma("GCC unroll 24") for (int j = 0; j < 24; j++) acc[j] = _mm256_fmadd_ps(x, y, acc[j]);
+        __asm__ volatile("" : "+v"(x));
+    }
+    const double t = seconds() - t0;
+    for (int i = 1; i < 24; i++) acc[0] = _mm256_add_ps(acc[0], acc[i]);
+    volatile float sink = _mm256_cvtss_f32(acc[0]);
+    (void)sink;
+    return t;
+}
+
+bool cpu_avx512_fma_doubles(void) {
+    if (!have_avx512()) return false;
+    double wide = 1e9, narrow = 1e9;
+    for (int r = 0; r < 5; r++) { /* best of 5 alternating timings of ~10 us each */
+        double t = time_fma(1024);
+        wide = t < wide ? t : wide;
+        t = time_fma256(1024);
+        narrow = t < narrow ? t : narrow;
+    }
+    return 32 / wide > 1.5 * (16 / narrow);
 }
 
 /* The dot kernel when its instruction does more flops a second than the FMA
@@ -459,6 +490,8 @@ done:
 }
 
 #else /* not x86-64 with GCC or Clang */
+
+bool cpu_avx512_fma_doubles(void) { return false; }
 
 bool cpu_gemm16_avx512_usable(wick_dtype dtype) {
     (void)dtype;
