@@ -294,6 +294,23 @@ describe("addmm", function()
     assert.are.same({ { 1, 2 }, { 3, 4 } }, input:totable())
   end)
 
+  -- small products (up to 4096 multiply-adds) run wick's own loop with alpha
+  -- and beta, every row length and layout of it: against the naive loop
+  it("applies beta and alpha in small products of every width and layout", function()
+    wick.manual_seed(7)
+    for _, n in ipairs({ 1, 3, 4, 5, 8, 13 }) do
+      local a, b, c = wick.randn(6, 7), wick.randn(7, n), wick.randn(6, n)
+      local want = naive_mm(a:totable(), b:totable())
+      local ct = c:totable()
+      for i = 1, 6 do for j = 1, n do want[i][j] = 0.75 * want[i][j] - 2 * ct[i][j] end end
+      assert_close(c:addmm(a, b, { beta = -2, alpha = 0.75 }), want, 1e-5)
+      local bt = b:t():contiguous():t() -- columns of B contiguous
+      assert_close(c:addmm(a, bt, { beta = -2, alpha = 0.75 }), want, 1e-5)
+      local nan = wick.full({ 6, n }, 0 / 0)
+      assert_close(nan:addmm(a, b, { beta = 0, alpha = 0.75 }), naive_mm(a:totable(), (b * 0.75):totable()), 1e-5)
+    end
+  end)
+
   it("ignores the input (even NaN) when beta is 0", function()
     local input = wick.tensor({ { NaN, NaN }, { NaN, NaN } })
     local r = input:addmm(wick.tensor(A), wick.tensor(B), { beta = 0 })

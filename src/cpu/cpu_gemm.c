@@ -13,7 +13,8 @@
 /* Below this many multiply-adds a straight loop beats cblas_sgemm's entry cost. */
 #define SMALL_GEMM_FLOPS 4096
 
-/* C = A @ B for small matrices (alpha 1, beta 0). Each row of C is built in
+/* C = alpha A @ B + beta C for small matrices (beta 0: C is not read, as in
+ * BLAS). Each row of C is built in
  * registers from rows of B scaled by elements of A; for rows of up to 8 elements
  * the row length is a compile-time constant, so the loop is fully unrolled. */
 #define SMALL_ROWS(T, N)                                                                          \
@@ -23,13 +24,15 @@
             const T av = a[i * ai + p * ap];                                                      \
             for (int j = 0; j < N; j++) acc[j] += av * b[p * bp + j * bj];                        \
         }                                                                                         \
-        for (int j = 0; j < N; j++) c[i * ldc + j] = acc[j];                                      \
+        for (int j = 0; j < N; j++)                                                               \
+            c[i * ldc + j] = beta == 0 ? alpha * acc[j] : alpha * acc[j] + beta * c[i * ldc + j];       \
     }
 #define SMALL_GEMM(NAME, T)                                                                       \
     static void NAME(const wk_gemm_args *g) {                                                     \
         const T *restrict a = (const T *)g->a, *restrict b = (const T *)g->b;                    \
         T *restrict c = (T *)g->c;                                                                \
         const int64_t m = g->m, n = g->n, k = g->k, ldc = g->ldc;                                 \
+        const T alpha = (T)g->alpha, beta = (T)g->beta;                                           \
         const int64_t ai = g->trans_a ? 1 : g->lda, ap = g->trans_a ? g->lda : 1;                 \
         const int64_t bp = g->trans_b ? 1 : g->ldb, bj = g->trans_b ? g->ldb : 1;                 \
         switch (n) {                                                                              \
@@ -42,9 +45,9 @@
             if (bj == 1) { /* rows of B are contiguous: build rows of C from them */              \
                 for (int64_t i = 0; i < m; i++) {                                                 \
                     T *restrict row = c + i * ldc;                                                \
-                    for (int64_t j = 0; j < n; j++) row[j] = 0;                                   \
+                    for (int64_t j = 0; j < n; j++) row[j] = beta == 0 ? 0 : beta * row[j];       \
                     for (int64_t p = 0; p < k; p++) {                                             \
-                        const T av = a[i * ai + p * ap];                                          \
+                        const T av = alpha * a[i * ai + p * ap];                                  \
                         const T *restrict brow = b + p * bp;                                      \
                         for (int64_t j = 0; j < n; j++) row[j] += av * brow[j];                   \
                     }                                                                             \
@@ -55,7 +58,7 @@
                 for (int64_t j = 0; j < n; j++) {                                                 \
                     T acc = 0;                                                                    \
                     for (int64_t p = 0; p < k; p++) acc += a[i * ai + p * ap] * b[p * bp + j * bj]; \
-                    c[i * ldc + j] = acc;                                                         \
+                    c[i * ldc + j] = beta == 0 ? alpha * acc : alpha * acc + beta * c[i * ldc + j]; \
                 }                                                                                 \
         }                                                                                         \
     }
@@ -345,8 +348,10 @@ wick_status cpu_gemm(const wk_gemm_args *g) {
         generic_gemm(g);
         return WICK_OK;
     }
-    bool small = g->m * g->n * g->k <= SMALL_GEMM_FLOPS && g->alpha == 1 && g->beta == 0;
-    if (small || (g->k == 0 && g->beta == 0)) {
+    /* also with a bias in C (beta 1: every Linear): BLIS's 'skx' kernels take
+     * some 3 us to enter, ten times a 4x4 product */
+    const int64_t S = SMALL_GEMM_FLOPS;
+    if (g->k == 0 || (g->m <= S && g->n <= S && g->k <= S && g->m * g->n * g->k <= S)) {
         if (g->dtype == WICK_FLOAT32) small_gemm_f32(g);
         else small_gemm_f64(g);
         return WICK_OK;
