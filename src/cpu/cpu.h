@@ -26,17 +26,30 @@ wick_status cpu_run(const wk_iter *it, cpu_run_fn fn, const void *extra)
 #endif
     ;
 
+/* CPU memory (cpu_backend.c): large blocks come from and go back to a cache
+ * (also for scratch space that a kernel uses on every call); aligned to 64. */
+void *cpu_alloc(size_t nbytes, int device_index);
+void cpu_free(void *p, size_t nbytes, int device_index);
+
 /* bfloat16 products on Intel AMX (cpu_amx.c): usable when the CPU has the
  * unit, Linux grants it and WICK_NO_AMX is unset. */
 bool cpu_amx_bf16_usable(void);
 wick_status cpu_amx_bf16_gemm(const wk_gemm_args *g);
-/* bfloat16 and float16 products on AVX-512 (cpu_gemm16_avx512.c): usable when
- * the CPU has AVX512F/BW/VL and WICK_NO_AVX512_16BIT is not set. */
-bool cpu_gemm16_avx512_usable(wick_dtype dtype);
+/* float32, bfloat16 and float16 products on AVX-512 (cpu_gemm_avx512.c):
+ * usable for float32 where 512-bit FMAs do twice the work of 256-bit ones and
+ * WICK_NO_AVX512_F32 is not set, for 16-bit where the CPU has AVX512F/BW/VL
+ * and WICK_NO_AVX512_16BIT is not set. */
+bool cpu_gemm_avx512_usable(wick_dtype dtype);
 /* Whether the CPU does twice the float32 FMA work a cycle with 512-bit vectors
  * as with 256-bit ones (two AVX-512 FMA units; timed once per call, ~0.1 ms). */
 bool cpu_avx512_fma_doubles(void);
-wick_status cpu_gemm16_avx512(const wk_gemm_args *g);
+wick_status cpu_gemm_avx512(const wk_gemm_args *g);
+/* float32 products that cpu_gemm gives to cpu_gemm_avx512: at most this many
+ * rows of C, or at most WK_GEMM_F32_FEW_COLS columns (one panel of the kernel). */
+#define WK_GEMM_F32_FEW_ROWS 256
+#define WK_GEMM_F32_FEW_COLS 64
+/* dst[p * ldd + j] = src[j * ld + p] for j < n, p < k (cpu_gemm.c). */
+void cpu_untranspose_f32(float *dst, int64_t ldd, const float *src, int64_t n, int64_t k, int64_t ld);
 
 /* The kernel of a binary op for a compute dtype (float32, float64 or int64). */
 cpu_run_fn cpu_binary_run(int op, wick_dtype compute);

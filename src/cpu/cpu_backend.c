@@ -46,7 +46,7 @@ static void *cache_take(size_t nbytes) {
     return p;
 }
 
-static void *cpu_alloc(size_t nbytes, int device_index) {
+void *cpu_alloc(size_t nbytes, int device_index) {
     (void)device_index;
     /* a host's allocator (wick_set_allocator) gets every block, uncached */
     if (wk_host_allocator()) return wk_malloc(nbytes);
@@ -62,7 +62,7 @@ static void *cpu_alloc(size_t nbytes, int device_index) {
     return p;
 }
 
-static void cpu_free(void *p, size_t nbytes, int device_index) {
+void cpu_free(void *p, size_t nbytes, int device_index) {
     (void)device_index;
     if (wk_host_allocator()) {
         wk_free(p, nbytes);

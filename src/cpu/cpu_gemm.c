@@ -1,7 +1,9 @@
 /* CPU matrix products: BLAS (BLIS or OpenBLAS, CMakeLists.txt) for float32/float64
  * (and float16/bfloat16, widened to float32; a transposed right operand with many
- * rows copied to its plain layout first), a plain loop for small float matrices
- * (below the cost of entering BLAS) and for the integer dtypes. */
+ * rows copied to its plain layout first), wick's AVX-512 kernels
+ * (cpu_gemm_avx512.c) for float32 with few rows or columns and for the 16-bit
+ * dtypes, AMX for bfloat16, a plain loop for small float matrices (below the
+ * cost of entering BLAS) and for the integer dtypes. */
 #include "cpu.h"
 
 #include <cblas.h>
@@ -120,7 +122,7 @@ static float *widen_16(const char *src, wick_dtype dtype, int64_t rows, int64_t 
 static wick_status gemm_16bit(const wk_gemm_args *g) {
     if (g->m * g->n * g->k >= AMX_MIN_FLOPS) {
         if (g->dtype == WICK_BFLOAT16 && cpu_amx_bf16_usable()) return cpu_amx_bf16_gemm(g);
-        if (cpu_gemm16_avx512_usable(g->dtype)) return cpu_gemm16_avx512(g);
+        if (cpu_gemm_avx512_usable(g->dtype)) return cpu_gemm_avx512(g);
     }
     const int64_t a_rows = g->trans_a ? g->k : g->m, a_cols = g->trans_a ? g->m : g->k;
     const int64_t b_rows = g->trans_b ? g->n : g->k, b_cols = g->trans_b ? g->k : g->n;
@@ -208,7 +210,7 @@ __attribute__((target("avx2"))) static void untranspose_f32_avx2(float *restrict
 }
 #endif
 
-static void untranspose_f32(float *dst, int64_t ldd, const float *src, int64_t n, int64_t k, int64_t ld) {
+void cpu_untranspose_f32(float *dst, int64_t ldd, const float *src, int64_t n, int64_t k, int64_t ld) {
 #if defined(__x86_64__) && defined(__GNUC__)
     if (__builtin_cpu_supports("avx2")) {
         untranspose_f32_avx2(dst, ldd, src, n, k, ld);
@@ -318,7 +320,7 @@ static void untranspose_range(void *ctx, int64_t begin, int64_t end) {
     const untranspose_job *j = ctx;
     const wk_gemm_args *g = j->g;
     if (g->dtype == WICK_FLOAT32)
-        untranspose_f32((float *)j->dst + begin, g->n, (const float *)g->b + begin * g->ldb, end - begin, g->k, g->ldb);
+        cpu_untranspose_f32((float *)j->dst + begin, g->n, (const float *)g->b + begin * g->ldb, end - begin, g->k, g->ldb);
     else
         untranspose_f64((double *)j->dst + begin, g->n, (const double *)g->b + begin * g->ldb, end - begin, g->k,
                         g->ldb);
@@ -359,6 +361,13 @@ wick_status cpu_gemm(const wk_gemm_args *g) {
     if (g->m > INT32_MAX || g->n > INT32_MAX || g->k > INT32_MAX || g->lda > INT32_MAX || g->ldb > INT32_MAX ||
         g->ldc > INT32_MAX)
         return wick_fail(WICK_ERR_UNSUPPORTED, "mm: matrix dimensions beyond 2^31 are not supported by BLAS");
+    /* float32 where C has few rows or few columns (a batch of 128 through a
+     * Linear, a convolution's weight gradient): wick's AVX-512 kernel reads A
+     * (and B) in place, where BLIS pays for packing both; with many rows and
+     * columns BLIS's blocking wins (bench/gemm_kernels.sh) */
+    if (g->dtype == WICK_FLOAT32 && (g->m <= WK_GEMM_F32_FEW_ROWS || (g->n <= WK_GEMM_F32_FEW_COLS && !g->trans_a)) &&
+        cpu_gemm_avx512_usable(WICK_FLOAT32))
+        return cpu_gemm_avx512(g);
     if (g->trans_b && g->m >= UNTRANSPOSE_MIN_ROWS && g->n >= 16 && g->k >= 16) return gemm_untransposed_b(g);
     return blas_gemm(g);
 }

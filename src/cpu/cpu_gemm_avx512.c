@@ -1,4 +1,13 @@
-/* bfloat16 and float16 matrix products on AVX-512, for CPUs without AMX.
+/* float32, bfloat16 and float16 matrix products on AVX-512 (16-bit ones on
+ * CPUs without AMX).
+ *
+ * float32 (cpu_gemm.c sends the shapes where C has few rows or columns) runs
+ * the "fma" micro-kernel below with nothing packed ahead: A is read in place
+ * (six row pointers, or six adjacent columns of a transposed A), each k block
+ * of a B panel is copied into 32 KiB on the stack as it is needed (or read in
+ * place under a few panels of A), and C takes the sums of each k block. It is
+ * used where 512-bit FMAs do twice the work of 256-bit ones (the test that
+ * picks BLIS's 'skx'); WICK_NO_AVX512_F32=1 leaves float32 to BLIS.
  *
  * Two micro-kernels, float32 accumulation in both:
  *   - "dot": VDPBF16PS (AVX512-BF16: Intel Cooper Lake and Sapphire Rapids,
@@ -160,6 +169,8 @@ static bool dot_is_faster(void) {
 }
 
 static int probe(wick_dtype dtype) {
+    if (dtype == WICK_FLOAT32) /* where BLIS's own 'skx' kernels would not run at full width, BLIS */
+        return env_set("WICK_NO_AVX512_F32") || !cpu_avx512_fma_doubles() ? KERNEL_NONE : KERNEL_FMA;
     if (env_set("WICK_NO_AVX512_16BIT") || !have_avx512()) return KERNEL_NONE;
     if (dtype == WICK_FLOAT16) return KERNEL_FMA;
     if (!have_avx512_bf16()) return KERNEL_FMA;
@@ -169,11 +180,11 @@ static int probe(wick_dtype dtype) {
     return dot_is_faster() ? KERNEL_DOT : KERNEL_FMA;
 }
 
-/* per dtype (bfloat16, float16): -1 not probed yet, else a KERNEL_ value */
-static int kernel_state[2] = {-1, -1};
+/* per dtype (bfloat16, float16, float32): -1 not probed yet, else a KERNEL_ value */
+static int kernel_state[3] = {-1, -1, -1};
 
 static int kernel_for(wick_dtype dtype) {
-    int *state = &kernel_state[dtype == WICK_FLOAT16];
+    int *state = &kernel_state[dtype == WICK_FLOAT16 ? 1 : dtype == WICK_FLOAT32 ? 2 : 0];
     int s = __atomic_load_n(state, __ATOMIC_ACQUIRE);
     if (s < 0) { /* a race probes twice, with the same answer */
         s = probe(dtype);
@@ -182,8 +193,8 @@ static int kernel_for(wick_dtype dtype) {
     return s;
 }
 
-bool cpu_gemm16_avx512_usable(wick_dtype dtype) {
-    return (dtype == WICK_BFLOAT16 || dtype == WICK_FLOAT16) && kernel_for(dtype) != KERNEL_NONE;
+bool cpu_gemm_avx512_usable(wick_dtype dtype) {
+    return (dtype == WICK_BFLOAT16 || dtype == WICK_FLOAT16 || dtype == WICK_FLOAT32) && kernel_for(dtype) != KERNEL_NONE;
 }
 
 typedef struct {
@@ -192,6 +203,7 @@ typedef struct {
     uint32_t *a;         /* panel ip, step p: a[(ip * steps + p) * MR + r] */
     uint32_t *b;         /* panel jp, step p: b[(jp * steps + p) * NR + c] */
     int64_t steps;       /* k pairs (dot) or k (fma); at least 1 */
+    int64_t ipb, jpb;    /* panels of A and of B per block of C */
     int64_t m_blocks, n_blocks;
 } gemm_job;
 
@@ -298,6 +310,27 @@ WK_A512 static void pack_b_plain(const gemm_job *j, uint32_t *dst, const uint16_
     }
 }
 
+/* float32: rows [p0, p0 + len) of B's panel at column c0 (cols of them
+ * real, the rest zeros), copied as they are: plain B row by row, 16 columns a
+ * vector; a transposed B (a row of src is a column of B) by the 8 x 8
+ * transposes of cpu_untranspose_f32. */
+WK_A512 static void pack_b_f32(const wk_gemm_args *g, float *dst, int64_t c0, int64_t cols, int64_t p0, int64_t len) {
+    const float *src = (const float *)g->b;
+    if (g->trans_b) {
+        if (cols < NR) memset(dst, 0, (size_t)(len * NR) * 4);
+        cpu_untranspose_f32(dst, NR, src + c0 * g->ldb + p0, cols, len, g->ldb);
+        return;
+    }
+    for (int64_t p = 0; p < len; p++) {
+        const float *s = src + (p0 + p) * g->ldb + c0;
+        for (int64_t v = 0; v < NR; v += 16) {
+            const int64_t n = cols - v;
+            const __mmask16 m = n >= 16 ? 0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
+            _mm512_storeu_ps(dst + p * NR + v, _mm512_maskz_loadu_ps(m, s + v));
+        }
+    }
+}
+
 WK_A512 static void pack_b(void *ctx, int64_t begin, int64_t end) {
     const gemm_job *j = ctx;
     const wk_gemm_args *g = j->g;
@@ -350,12 +383,28 @@ WK_A512 static inline __m256i round_bf16(__m512 x) {
 
 typedef struct {
     int first, last;     /* the first k block (sums start at 0), the last (C is written) */
-    float *part;         /* the float32 sums between k blocks, NR floats a row */
-    uint16_t *c;         /* C at this block's corner */
+    float *part;         /* 16-bit C: the float32 sums between k blocks, NR floats a row;
+                            NULL for float32 C, which each k block adds to */
+    void *c;             /* C at this block's corner */
     int64_t ldc, rows, cols;
     float alpha, beta;
     bool half;           /* C is float16 (else bfloat16) */
 } tile_out;
+
+/* A row of float32 C (up to NR columns) = alpha * acc + beta * C in the first
+ * k block, C + alpha * acc in the others. */
+WK_A512 static inline void store_row_f32(float *c, const __m512 *acc, const tile_out *o) {
+    const float beta = o->first ? o->beta : 1;
+    for (int v = 0; v < NV; v++) {
+        const int64_t n = o->cols - 16 * v;
+        if (n <= 0) return;
+        const __mmask16 m = n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
+        __m512 x = o->alpha == 1 ? acc[v] : _mm512_mul_ps(acc[v], _mm512_set1_ps(o->alpha));
+        if (beta == 1) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, c + 16 * v));
+        else if (beta != 0) x = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, c + 16 * v), _mm512_set1_ps(beta), x);
+        _mm512_mask_storeu_ps(c + 16 * v, m, x);
+    }
+}
 
 /* A row of C (up to NR columns) = alpha * acc + beta * C, rounded once. */
 WK_A512 static inline void store_row(uint16_t *c, const __m512 *acc, const tile_out *o) {
@@ -388,7 +437,7 @@ WK_A512 static inline void store_row(uint16_t *c, const __m512 *acc, const tile_
                 _mm512_storeu_ps(o->part + r * NR + 16 * v, acc[r][v]);                           \
         return;                                                                                   \
     }                                                                                             \
-    _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) if (r < o->rows) store_row(o->c + r * o->ldc, acc[r], o);
+    _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) if (r < o->rows) store_row((uint16_t *)o->c + r * o->ldc, acc[r], o);
 
 /* An MR x NR block of C over `steps` k pairs of the panels a and b. */
 WK_A512_BF16 static void kernel_dot(const uint32_t *a, const uint32_t *b, int64_t steps, const tile_out *o) {
@@ -425,19 +474,93 @@ WK_A512 static void kernel_fma(const uint32_t *a, const uint32_t *b, int64_t ste
     KERNEL_STORE
 }
 
+/* float32: an MR x NR block of C over `steps` values of k, A and B read where
+ * they are (A[r][p] at a[r * ars + p * aps]; B's row p at b + p * bs, a
+ * packed panel or B itself); rows past o->rows repeat the last row and are
+ * not stored. */
+WK_A512 static void kernel_f32(const float *a, int64_t ars, int64_t aps, const float *b, int64_t bs, int64_t steps,
+                               const tile_out *o) {
+    __m512 acc[MR][NV];
+    const float *ar[MR];
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; r++) {
+        ar[r] = a + (r < o->rows ? r : o->rows - 1) * ars;
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) acc[r][v] = _mm512_setzero_ps();
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; r++) /* C's tile on its way to L1 while the sums build */
+        if (r < o->rows) {
+            const char *c = (const char *)((float *)o->c + r * o->ldc);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) _mm_prefetch(c + 64 * v, _MM_HINT_T0);
+        }
+    for (int64_t p = 0, q = 0; p < steps; p++, q += aps, b += bs) {
+        __m512 bv[NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) bv[v] = _mm512_loadu_ps(b + 16 * v);
+#pragma GCC unroll 8
+        for (int r = 0; r < MR; r++) {
+            const __m512 av = _mm512_set1_ps(ar[r][q]);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; r++)
+        if (r < o->rows) store_row_f32((float *)o->c + r * o->ldc, acc[r], o);
+}
+
 /* Blocks [begin, end) of MC x NC of C, each over all of k: for each k block,
  * a B panel's block stays in L1 while the MC / MR panels of A pass by. */
+/* float32: the block [ip0, ip1) x [jp0, jp1) of panels of C, k block by k
+ * block; each B panel's k block is packed as it is needed, into 32 KiB that
+ * stay in L1 while the block's rows of A pass by (read in place). */
+#define F32_FEW_PANELS 4
+#ifndef F32_KC
+#define F32_KC 128
+#endif
+static void compute_f32(const gemm_job *j, int64_t ip0, int64_t ip1, int64_t jp0, int64_t jp1) {
+    const wk_gemm_args *g = j->g;
+    const float *a = (const float *)g->a;
+    const int64_t ars = g->trans_a ? 1 : g->lda, aps = g->trans_a ? g->lda : 1;
+    float panel[F32_KC * NR] __attribute__((aligned(64)));
+    for (int64_t p0 = 0; p0 < g->k; p0 += F32_KC) {
+        const int64_t len = min64(F32_KC, g->k - p0);
+        for (int64_t jp = jp0; jp < jp1; jp++) {
+            const int64_t c0 = jp * NR, cols = min64(NR, g->n - c0);
+            /* a whole panel of a plain B under a few rows of A: read in place */
+            const bool in_place = !g->trans_b && cols == NR && ip1 - ip0 <= F32_FEW_PANELS;
+            const float *bp = in_place ? (const float *)g->b + p0 * g->ldb + c0 : panel;
+            if (!in_place) pack_b_f32(g, panel, c0, cols, p0, len);
+            for (int64_t ip = ip0; ip < ip1; ip++) {
+                const int64_t i0 = ip * MR;
+                tile_out o = {p0 == 0, p0 + len == g->k, NULL, (float *)g->c + i0 * g->ldc + c0, g->ldc,
+                              min64(MR, g->m - i0), cols, (float)g->alpha, (float)g->beta, false};
+                kernel_f32(a + i0 * ars + p0 * aps, ars, aps, bp, in_place ? g->ldb : NR, len, &o);
+            }
+        }
+    }
+}
+
+/* 16-bit: blocks [begin, end) of MC x NC of C, each over all of k: for each k
+ * block, a B panel's block stays in L1 while the MC / MR panels of A pass by. */
 static void compute(void *ctx, int64_t begin, int64_t end) {
     const gemm_job *j = ctx;
     const wk_gemm_args *g = j->g;
     const int64_t steps = j->steps, k_blocks = ceil_div(steps, KC);
     void (*kernel)(const uint32_t *, const uint32_t *, int64_t, const tile_out *) =
         j->kernel == KERNEL_DOT ? kernel_dot : kernel_fma;
+    const bool f32 = g->dtype == WICK_FLOAT32;
     float part[MC / MR][NC / NR][MR * NR] __attribute__((aligned(64)));
     for (int64_t blk = begin; blk < end; blk++) {
         const int64_t i_blk = blk / j->n_blocks, j_blk = blk % j->n_blocks;
-        const int64_t ip0 = i_blk * (MC / MR), ip1 = min64(ip0 + MC / MR, ceil_div(g->m, MR));
-        const int64_t jp0 = j_blk * (NC / NR), jp1 = min64(jp0 + NC / NR, ceil_div(g->n, NR));
+        const int64_t ip0 = i_blk * j->ipb, ip1 = min64(ip0 + j->ipb, ceil_div(g->m, MR));
+        const int64_t jp0 = j_blk * j->jpb, jp1 = min64(jp0 + j->jpb, ceil_div(g->n, NR));
+        if (f32) {
+            compute_f32(j, ip0, ip1, jp0, jp1);
+            continue;
+        }
         for (int64_t kb = 0; kb < k_blocks; kb++) {
             const int64_t p0 = kb * KC, len = min64(KC, steps - p0);
             for (int64_t jp = jp0; jp < jp1; jp++) {
@@ -455,17 +578,46 @@ static void compute(void *ctx, int64_t begin, int64_t end) {
     }
 }
 
+/* The blocks of C, in panels: 16-bit C has its sums in compute's buffer of MC x
+ * NC; float32 C takes blocks of up to F32_MC_PANELS x F32_NC_PANELS (A's block
+ * of KC steps stays in L2 while B's panels pass, each panel in L1 for the
+ * rows), halved, the larger side first, until each thread has two. */
+#define F32_MC_PANELS 64
+#define F32_NC_PANELS 8
+static void choose_blocks(gemm_job *j, int64_t m_panels, int64_t n_panels) {
+    if (j->g->dtype != WICK_FLOAT32) {
+        j->ipb = MC / MR, j->jpb = NC / NR;
+    } else {
+        j->ipb = min64(F32_MC_PANELS, m_panels), j->jpb = min64(F32_NC_PANELS, n_panels);
+        const int64_t want = 2 * (int64_t)wick_get_num_threads();
+        while (want > 2 && ceil_div(m_panels, j->ipb) * ceil_div(n_panels, j->jpb) < want && (j->ipb > 1 || j->jpb > 1)) {
+            if (j->ipb * MR >= j->jpb * NR && j->ipb > 1) j->ipb = ceil_div(j->ipb, 2);
+            else if (j->jpb > 1) j->jpb = ceil_div(j->jpb, 2);
+            else j->ipb = ceil_div(j->ipb, 2);
+        }
+    }
+    j->m_blocks = ceil_div(m_panels, j->ipb), j->n_blocks = ceil_div(n_panels, j->jpb);
+}
+
 /* Steps per thread for loops that copy `elems` elements a step: at least 32 Ki
  * elements, or a thread's wake-up costs more than its share saves. */
 static int64_t copy_grain(int64_t elems) { return elems >= 32768 ? 1 : 32768 / (elems > 0 ? elems : 1); }
 
-wick_status cpu_gemm16_avx512(const wk_gemm_args *g) {
+/* float32: nothing packed ahead (compute_f32). */
+static wick_status gemm_f32(const wk_gemm_args *g) {
+    gemm_job job = {g, KERNEL_FMA, NULL, NULL, g->k, 0, 0, 0, 0};
+    choose_blocks(&job, ceil_div(g->m, MR), ceil_div(g->n, NR));
+    return wk_parallel_for(job.m_blocks * job.n_blocks, 1, compute, &job);
+}
+
+wick_status cpu_gemm_avx512(const wk_gemm_args *g) {
+    if (g->dtype == WICK_FLOAT32 && g->k > 0) return gemm_f32(g);
     const int kernel = kernel_for(g->dtype);
     const int64_t m_panels = ceil_div(g->m, MR), n_panels = ceil_div(g->n, NR);
     const int64_t steps = g->k <= 0 ? 1 : kernel == KERNEL_DOT ? ceil_div(g->k, 2) : g->k;
     const size_t a_bytes = (size_t)(m_panels * steps * MR) * 4, b_bytes = (size_t)(n_panels * steps * NR) * 4;
-    gemm_job job = {g, kernel, wk_malloc_aligned(a_bytes, 64), wk_malloc_aligned(b_bytes, 64), steps,
-                    ceil_div(g->m, MC), ceil_div(g->n, NC)};
+    gemm_job job = {g, kernel, cpu_alloc(a_bytes, 0), cpu_alloc(b_bytes, 0), steps, 0, 0, 0, 0};
+    choose_blocks(&job, m_panels, n_panels);
     wick_status st = WICK_OK;
     if (!job.a || !job.b) {
         st = wick_fail(WICK_ERR_OOM, "mm: out of memory packing %s matrices (%lld x %lld x %lld)",
@@ -484,8 +636,8 @@ wick_status cpu_gemm16_avx512(const wk_gemm_args *g) {
     /* a block is at least 2 MC NC k flops: worth a thread from k = 8 on */
     st = wk_parallel_for(job.m_blocks * job.n_blocks, g->k >= 8 ? 1 : 4, compute, &job);
 done:
-    wk_free(job.a, a_bytes);
-    wk_free(job.b, b_bytes);
+    cpu_free(job.a, a_bytes, 0);
+    cpu_free(job.b, b_bytes, 0);
     return st;
 }
 
@@ -493,12 +645,12 @@ done:
 
 bool cpu_avx512_fma_doubles(void) { return false; }
 
-bool cpu_gemm16_avx512_usable(wick_dtype dtype) {
+bool cpu_gemm_avx512_usable(wick_dtype dtype) {
     (void)dtype;
     return false;
 }
 
-wick_status cpu_gemm16_avx512(const wk_gemm_args *g) {
+wick_status cpu_gemm_avx512(const wk_gemm_args *g) {
     (void)g;
     return wick_fail(WICK_ERR_UNSUPPORTED, "mm: this build has no AVX-512 kernels");
 }
