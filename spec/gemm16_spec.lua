@@ -1,4 +1,4 @@
--- bfloat16 and float16 matrix products (src/cpu/cpu_gemm16_avx512.c on CPUs
+-- bfloat16 and float16 matrix products (src/cpu/cpu_gemm_avx512.c on CPUs
 -- with AVX-512, else the AMX kernel or the float32 widening). ctest runs this
 -- file three times: as the CPU chooses (gemm16_spec), with the VDPBF16PS
 -- kernel forced (gemm16_spec_dot: WICK_BF16_KERNEL=dot) and with both

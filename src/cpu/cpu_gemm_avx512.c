@@ -520,7 +520,7 @@ WK_A512 static void kernel_f32(const float *a, int64_t ars, int64_t aps, const f
 #ifndef F32_KC
 #define F32_KC 128
 #endif
-static void compute_f32(const gemm_job *j, int64_t ip0, int64_t ip1, int64_t jp0, int64_t jp1) {
+__attribute__((noinline)) static void compute_f32(const gemm_job *j, int64_t ip0, int64_t ip1, int64_t jp0, int64_t jp1) {
     const wk_gemm_args *g = j->g;
     const float *a = (const float *)g->a;
     const int64_t ars = g->trans_a ? 1 : g->lda, aps = g->trans_a ? g->lda : 1;
@@ -543,38 +543,40 @@ static void compute_f32(const gemm_job *j, int64_t ip0, int64_t ip1, int64_t jp0
     }
 }
 
-/* 16-bit: blocks [begin, end) of MC x NC of C, each over all of k: for each k
- * block, a B panel's block stays in L1 while the MC / MR panels of A pass by. */
-static void compute(void *ctx, int64_t begin, int64_t end) {
-    const gemm_job *j = ctx;
+/* 16-bit: the block [ip0, ip1) x [jp0, jp1) of panels of C over all of k:
+ * for each k block, a B panel's block stays in L1 while the MC / MR panels of
+ * A pass by. */
+__attribute__((noinline)) static void compute_16(const gemm_job *j, int64_t ip0, int64_t ip1, int64_t jp0, int64_t jp1) {
     const wk_gemm_args *g = j->g;
     const int64_t steps = j->steps, k_blocks = ceil_div(steps, KC);
     void (*kernel)(const uint32_t *, const uint32_t *, int64_t, const tile_out *) =
         j->kernel == KERNEL_DOT ? kernel_dot : kernel_fma;
-    const bool f32 = g->dtype == WICK_FLOAT32;
     float part[MC / MR][NC / NR][MR * NR] __attribute__((aligned(64)));
+    for (int64_t kb = 0; kb < k_blocks; kb++) {
+        const int64_t p0 = kb * KC, len = min64(KC, steps - p0);
+        for (int64_t jp = jp0; jp < jp1; jp++) {
+            const uint32_t *bp = j->b + (jp * steps + p0) * NR;
+            for (int64_t ip = ip0; ip < ip1; ip++) {
+                const int64_t i0 = ip * MR, c0 = jp * NR;
+                tile_out o = {kb == 0, kb == k_blocks - 1, part[ip - ip0][jp - jp0],
+                              (uint16_t *)g->c + i0 * g->ldc + c0, g->ldc, min64(MR, g->m - i0),
+                              min64(NR, g->n - c0), (float)g->alpha, (float)g->beta, g->dtype == WICK_FLOAT16};
+                kernel(j->a + (ip * steps + p0) * MR, bp, len, &o);
+            }
+        }
+    }
+}
+
+/* Blocks [begin, end) of C (choose_blocks). */
+static void compute(void *ctx, int64_t begin, int64_t end) {
+    const gemm_job *j = ctx;
+    const wk_gemm_args *g = j->g;
     for (int64_t blk = begin; blk < end; blk++) {
         const int64_t i_blk = blk / j->n_blocks, j_blk = blk % j->n_blocks;
         const int64_t ip0 = i_blk * j->ipb, ip1 = min64(ip0 + j->ipb, ceil_div(g->m, MR));
         const int64_t jp0 = j_blk * j->jpb, jp1 = min64(jp0 + j->jpb, ceil_div(g->n, NR));
-        if (f32) {
-            compute_f32(j, ip0, ip1, jp0, jp1);
-            continue;
-        }
-        for (int64_t kb = 0; kb < k_blocks; kb++) {
-            const int64_t p0 = kb * KC, len = min64(KC, steps - p0);
-            for (int64_t jp = jp0; jp < jp1; jp++) {
-                const uint32_t *bp = j->b + (jp * steps + p0) * NR;
-                for (int64_t ip = ip0; ip < ip1; ip++) {
-                    const int64_t i0 = ip * MR, c0 = jp * NR;
-                    tile_out o = {kb == 0, kb == k_blocks - 1, part[ip - ip0][jp - jp0],
-                                  (uint16_t *)g->c + i0 * g->ldc + c0, g->ldc, min64(MR, g->m - i0),
-                                  min64(NR, g->n - c0), (float)g->alpha, (float)g->beta,
-                                  g->dtype == WICK_FLOAT16};
-                    kernel(j->a + (ip * steps + p0) * MR, bp, len, &o);
-                }
-            }
-        }
+        if (g->dtype == WICK_FLOAT32) compute_f32(j, ip0, ip1, jp0, jp1);
+        else compute_16(j, ip0, ip1, jp0, jp1);
     }
 }
 
