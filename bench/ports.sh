@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/ports.sh [RUNS]: the ports of issue 16 against the current PyTorch (PyPI)
 # on the same machine, 1 thread, runs alternating between the two; prints
-# medians and ratios. RUNS defaults to 3.
+# medians and ratios. RUNS defaults to 3; PORTS="lm" or "resnet" runs one.
 #  * LSTM language model: one epoch of pytorch/examples word_language_model's
 #    main.py at its defaults (LSTM 2 x 200, batch 20, bptt 35) on a corpus made
 #    from /usr/share/common-licenses (bench/ports.lua lm / ports_torch.py lm);
@@ -26,7 +26,7 @@ run() { # side what -> appends name<TAB>value lines to $OUT/side.what
 }
 
 for _ in $(seq "$RUNS"); do
-  for what in lm resnet; do run wick "$what"; run torch "$what"; done
+  for what in ${PORTS:-lm resnet}; do run wick "$what"; run torch "$what"; done
 done
 
 median() { # file name
@@ -38,5 +38,6 @@ row() { # label what name
   printf '| %s: %s | %s | %s | %s |\n' "$1" "$3" "$w" "$t" "$(awk -v a="$w" -v b="$t" 'BEGIN { printf "%.2f", a / b }')"
 }
 printf '| benchmark (1 thread, median of %d) | wick | PyTorch | wick / PyTorch |\n|---|---|---|---|\n' "$RUNS"
-for name in epoch_s epoch_cpu_s ms_per_batch mean_loss; do row "LSTM LM epoch" lm "$name"; done
-for name in ms_per_step cpu_ms_per_step images_per_s last_loss; do row "ResNet-18 Fashion-MNIST" resnet "$name"; done
+[ -f "$OUT/wick.lm" ] && for name in epoch_s epoch_cpu_s ms_per_batch mean_loss; do row "LSTM LM epoch" lm "$name"; done
+[ -f "$OUT/wick.resnet" ] && for name in ms_per_step cpu_ms_per_step images_per_s last_loss; do row "ResNet-18 Fashion-MNIST" resnet "$name"; done
+true

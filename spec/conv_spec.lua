@@ -257,6 +257,10 @@ local CASES = {
   { x = { 1, 2, 1, 4 }, w = { 3, 2, 3, 3 }, padding = { 1, 1 } },                             -- rows cut only
   { x = { 2, 2, 2, 3 }, w = { 2, 2, 5, 3 }, padding = { 4, 0 }, dilation = { 2, 1 } },         -- rows cut, dilated
   { x = { 1, 4, 1, 1 }, w = { 4, 2, 3, 3 }, padding = 1, groups = 2 },                         -- grouped, cut
+  -- "same" size at stride 1: each tap's rows are copied as one run of the input
+  { x = { 2, 3, 6, 7 }, w = { 4, 3, 5, 3 }, padding = { 2, 1 }, bias = true },
+  { x = { 1, 2, 4, 9 }, w = { 2, 2, 1, 3 }, padding = { 0, 1 } },
+  { x = { 3, 5, 7, 7 }, w = { 6, 5, 3, 3 }, padding = 1, bias = true },
 }
 
 describe("conv2d forward", function()
@@ -473,6 +477,13 @@ describe("conv2d gradients (float64 central differences)", function()
       { rand_tensor({ 2, 4, 4, 4 }, 13), rand_tensor({ 4, 2, 3, 3 }, 14), rand_tensor({ 4 }, 15) })
     gradcheck(conv_fn({}), { rand_tensor({ 2, 3, 3, 4 }, 16), rand_tensor({ 4, 3, 1, 1 }, 17), rand_tensor({ 4 }, 18) })
     gradcheck(conv_fn({ padding = 1 }), { rand_tensor({ 2, 4, 5 }, 19), rand_tensor({ 2, 2, 3, 3 }, 20), false })
+  end)
+
+  it("same-size convolutions at stride 1 (a tap's rows as one run): square, wide and tall kernels", function()
+    gradcheck(conv_fn({ padding = { 2, 1 } }),
+      { rand_tensor({ 2, 2, 5, 4 }, 31), rand_tensor({ 3, 2, 5, 3 }, 32), rand_tensor({ 3 }, 33) })
+    gradcheck(conv_fn({ padding = { 0, 1 } }), { rand_tensor({ 1, 2, 3, 6 }, 34), rand_tensor({ 2, 2, 1, 3 }, 35), false })
+    gradcheck(conv_fn({ padding = 1 }), { rand_tensor({ 3, 2, 4, 4 }, 36), rand_tensor({ 2, 2, 3, 3 }, 37), false })
   end)
 
   it("kernels whose outer taps only ever read padding (cut off: their gradient is zero)", function()

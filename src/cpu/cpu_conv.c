@@ -41,23 +41,47 @@ static void valid_range(int64_t xoff, int64_t sw, int64_t w, int64_t ow, int64_t
     *x0 = lo, *x1 = hi;
 }
 
-/* im2col of one channel plane: kh * kw rows of oh * ow, `ld` apart. */
+/* The output rows [*y0, *y1) whose input row oy sh + yoff lies in [0, h). */
+static void valid_rows(int64_t yoff, int64_t sh, int64_t h, int64_t oh, int64_t *y0, int64_t *y1) {
+    valid_range(yoff, sh, h, oh, y0, y1);
+}
+
+/* Whether a tap's valid rows are one run of the input: stride 1 along both
+ * dims and rows as wide as the input's (a "same" convolution: ResNet's 3x3
+ * with padding 1), so that rows [y0, y1) of a column row are the input's
+ * elements from (y0 + yoff) w + xoff on, but for the x0 / w - x1 columns at
+ * each row's ends that fall outside their row (zeros in the columns). */
+static bool one_run(const wk_conv2d_args *a) { return a->sh == 1 && a->sw == 1 && a->ow == a->w; }
+
+/* im2col of one channel plane: kh * kw rows of oh * ow, `ld` apart. A tap of a
+ * one_run convolution is one copy and its border columns zeroed (small maps:
+ * a 7x7 map is 7 copies of 7 elements a tap otherwise). */
 #define IM2COL(NAME, T)                                                                           \
     static void NAME(const wk_conv2d_args *a, const T *x, T *col, int64_t ld) {                  \
         const int64_t h = a->h, w = a->w, oh = a->oh, ow = a->ow, sw = a->sw;                     \
+        const bool run = one_run(a);                                                              \
         for (int64_t i = 0; i < a->kh; i++)                                                       \
             for (int64_t j = 0; j < a->kw; j++) {                                                 \
                 T *row = col + (i * a->kw + j) * ld;                                              \
-                int64_t xoff = j * a->dw - a->pw, x0, x1;                                         \
+                int64_t xoff = j * a->dw - a->pw, yoff = i * a->dh - a->ph, x0, x1, y0, y1;       \
                 valid_range(xoff, sw, w, ow, &x0, &x1);                                           \
-                for (int64_t oy = 0; oy < oh; oy++) {                                             \
-                    T *r = row + oy * ow;                                                         \
-                    int64_t iy = oy * a->sh + i * a->dh - a->ph;                                  \
-                    if (iy < 0 || iy >= h) {                                                      \
-                        memset(r, 0, sizeof(T) * (size_t)ow);                                     \
-                        continue;                                                                 \
+                valid_rows(yoff, a->sh, h, oh, &y0, &y1);                                         \
+                memset(row, 0, sizeof(T) * (size_t)(y0 * ow));                                    \
+                memset(row + y1 * ow, 0, sizeof(T) * (size_t)((oh - y1) * ow));                   \
+                if (run && y1 > y0) {                                                             \
+                    int64_t d0 = y0 * ow, d1 = y1 * ow, s = (y0 + yoff) * w + xoff;             \
+                    int64_t lo = s < 0 ? -s : 0, hi = s + (d1 - d0) > h * w ? s + (d1 - d0) - h * w : 0; \
+                    memcpy(row + d0 + lo, x + s + lo, sizeof(T) * (size_t)(d1 - d0 - lo - hi));   \
+                    for (int64_t oy = y0; oy < y1; oy++) {                                        \
+                        T *r = row + oy * ow;                                                     \
+                        for (int64_t ox = 0; ox < x0; ox++) r[ox] = 0;                            \
+                        for (int64_t ox = x1; ox < ow; ox++) r[ox] = 0;                           \
                     }                                                                             \
-                    const int64_t base = iy * w + xoff;                                           \
+                    continue;                                                                     \
+                }                                                                                 \
+                for (int64_t oy = y0; oy < y1; oy++) {                                            \
+                    T *r = row + oy * ow;                                                         \
+                    const int64_t base = (oy * a->sh + yoff) * w + xoff;                          \
                     for (int64_t ox = 0; ox < x0; ox++) r[ox] = 0;                                \
                     if (sw == 1) memcpy(r + x0, x + base + x0, sizeof(T) * (size_t)(x1 - x0));    \
                     else                                                                          \
@@ -70,21 +94,36 @@ IM2COL(im2col_f32, float)
 IM2COL(im2col_f64, double)
 
 /* col2im of one channel plane: the plane is overwritten with the sum of the
- * column entries that read each of its elements. */
+ * column entries that read each of its elements. A tap of a one_run
+ * convolution zeroes its border columns in `col` (scratch: the product's
+ * columns) and adds one run. */
 #define COL2IM(NAME, T)                                                                           \
-    static void NAME(const wk_conv2d_args *a, T *dx, const T *col, int64_t ld) {                 \
+    static void NAME(const wk_conv2d_args *a, T *dx, T *col, int64_t ld) {                       \
         const int64_t h = a->h, w = a->w, oh = a->oh, ow = a->ow, sw = a->sw;                     \
+        const bool run = one_run(a);                                                              \
         memset(dx, 0, sizeof(T) * (size_t)(h * w));                                               \
         for (int64_t i = 0; i < a->kh; i++)                                                       \
             for (int64_t j = 0; j < a->kw; j++) {                                                 \
-                const T *row = col + (i * a->kw + j) * ld;                                        \
-                int64_t xoff = j * a->dw - a->pw, x0, x1;                                         \
+                T *row = col + (i * a->kw + j) * ld;                                              \
+                int64_t xoff = j * a->dw - a->pw, yoff = i * a->dh - a->ph, x0, x1, y0, y1;       \
                 valid_range(xoff, sw, w, ow, &x0, &x1);                                           \
-                for (int64_t oy = 0; oy < oh; oy++) {                                             \
-                    int64_t iy = oy * a->sh + i * a->dh - a->ph;                                  \
-                    if (iy < 0 || iy >= h) continue;                                              \
+                valid_rows(yoff, a->sh, h, oh, &y0, &y1);                                         \
+                if (run && y1 > y0) {                                                             \
+                    for (int64_t oy = y0; oy < y1; oy++) {                                        \
+                        T *r = row + oy * ow;                                                     \
+                        for (int64_t ox = 0; ox < x0; ox++) r[ox] = 0;                            \
+                        for (int64_t ox = x1; ox < ow; ox++) r[ox] = 0;                           \
+                    }                                                                             \
+                    int64_t d0 = y0 * ow, d1 = y1 * ow, s = (y0 + yoff) * w + xoff;             \
+                    int64_t lo = s < 0 ? -s : 0, hi = s + (d1 - d0) > h * w ? s + (d1 - d0) - h * w : 0; \
+                    T *restrict d = dx + s;                                                       \
+                    const T *restrict r = row + d0;                                               \
+                    for (int64_t e = lo; e < d1 - d0 - hi; e++) d[e] += r[e];                     \
+                    continue;                                                                     \
+                }                                                                                 \
+                for (int64_t oy = y0; oy < y1; oy++) {                                            \
                     const T *r = row + oy * ow;                                                   \
-                    T *d = dx + iy * w + xoff;                                                    \
+                    T *d = dx + (oy * a->sh + yoff) * w + xoff;                                   \
                     if (sw == 1)                                                                  \
                         for (int64_t ox = x0; ox < x1; ox++) d[ox] += r[ox];                      \
                     else                                                                          \
@@ -118,9 +157,9 @@ static void col2im_range(void *ctx, int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; t++) {
         int64_t i = t / j->cg, c = t % j->cg;
         char *dx = j->dx + (((j->n0 + i) * a->c + j->g * j->cg + c) * plane) * (int64_t)es;
-        const char *col = j->col + (c * a->kh * a->kw * ld + i * j->L) * (int64_t)es;
-        if (a->dtype == WICK_FLOAT32) col2im_f32(a, (float *)dx, (const float *)col, ld);
-        else col2im_f64(a, (double *)dx, (const double *)col, ld);
+        char *col = j->col + (c * a->kh * a->kw * ld + i * j->L) * (int64_t)es;
+        if (a->dtype == WICK_FLOAT32) col2im_f32(a, (float *)dx, (float *)col, ld);
+        else col2im_f64(a, (double *)dx, (double *)col, ld);
     }
 }
 
