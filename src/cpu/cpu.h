@@ -41,7 +41,7 @@ wick_status cpu_amx_bf16_gemm(const wk_gemm_args *g);
  * and WICK_NO_AVX512_16BIT is not set. */
 bool cpu_gemm_avx512_usable(wick_dtype dtype);
 /* Whether the CPU does twice the float32 FMA work a cycle with 512-bit vectors
- * as with 256-bit ones (two AVX-512 FMA units; timed once per call, ~0.1 ms). */
+ * as with 256-bit ones (two AVX-512 FMA units; timed once per process, ~0.5 ms). */
 bool cpu_avx512_fma_doubles(void);
 wick_status cpu_gemm_avx512(const wk_gemm_args *g);
 /* float32 products that cpu_gemm gives to cpu_gemm_avx512: at most this many

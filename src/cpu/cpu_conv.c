@@ -29,13 +29,20 @@ typedef struct {
     char *y;            /* output (finish) or grad output (gather) */
     char *tmp;          /* product, or the gathered grad output: [og, cur * L] */
     const char *bias;
+    const int32_t *taps; /* small maps: per tap and output position, the input element read (-1: padding) */
 } conv_job;
 
 /* Valid output columns [x0, x1) for a kernel column at input offset xoff
  * (input column = ox * sw + xoff must lie in [0, w)). */
 static void valid_range(int64_t xoff, int64_t sw, int64_t w, int64_t ow, int64_t *x0, int64_t *x1) {
-    int64_t lo = xoff >= 0 ? 0 : (-xoff + sw - 1) / sw;
-    int64_t hi = w - 1 - xoff < 0 ? 0 : (w - 1 - xoff) / sw + 1;
+    int64_t lo, hi;
+    if (sw == 1) { /* no division: this runs for every tap of every plane */
+        lo = xoff >= 0 ? 0 : -xoff;
+        hi = w - xoff < 0 ? 0 : w - xoff;
+    } else {
+        lo = xoff >= 0 ? 0 : (-xoff + sw - 1) / sw;
+        hi = w - 1 - xoff < 0 ? 0 : (w - 1 - xoff) / sw + 1;
+    }
     if (hi > ow) hi = ow;
     if (lo > hi) lo = hi;
     *x0 = lo, *x1 = hi;
@@ -66,8 +73,8 @@ static bool one_run(const wk_conv2d_args *a) { return a->sh == 1 && a->sw == 1 &
                 int64_t xoff = j * a->dw - a->pw, yoff = i * a->dh - a->ph, x0, x1, y0, y1;       \
                 valid_range(xoff, sw, w, ow, &x0, &x1);                                           \
                 valid_rows(yoff, a->sh, h, oh, &y0, &y1);                                         \
-                memset(row, 0, sizeof(T) * (size_t)(y0 * ow));                                    \
-                memset(row + y1 * ow, 0, sizeof(T) * (size_t)((oh - y1) * ow));                   \
+                if (y0 > 0) memset(row, 0, sizeof(T) * (size_t)(y0 * ow));                        \
+                if (y1 < oh) memset(row + y1 * ow, 0, sizeof(T) * (size_t)((oh - y1) * ow));      \
                 if (run && y1 > y0) {                                                             \
                     int64_t d0 = y0 * ow, d1 = y1 * ow, s = (y0 + yoff) * w + xoff;             \
                     int64_t lo = s < 0 ? -s : 0, hi = s + (d1 - d0) > h * w ? s + (d1 - d0) - h * w : 0; \
@@ -135,11 +142,44 @@ COL2IM(col2im_f32, float)
 COL2IM(col2im_f64, double)
 
 /* jobs over (image of the chunk, channel of the group) */
+/* The same through the table of a small map (conv_job.taps): one gather
+ * (col2im: one scatter-add) per plane, no work per tap or row. */
+#define TAPS(NAME, T)                                                                             \
+    static void NAME##_taps(const conv_job *j, const T *x, T *col, int64_t ld) {                  \
+        const int64_t L = j->L, n = j->a->kh * j->a->kw;                                          \
+        for (int64_t t = 0; t < n; t++)                                                           \
+            for (int64_t l = 0; l < L; l++) {                                                     \
+                const int32_t e = j->taps[t * L + l];                                             \
+                col[t * ld + l] = e >= 0 ? x[e] : 0;                                              \
+            }                                                                                     \
+    }                                                                                             \
+    static void NAME##_taps_back(const conv_job *j, T *dx, const T *col, int64_t ld) {            \
+        const int64_t L = j->L, n = j->a->kh * j->a->kw;                                          \
+        memset(dx, 0, sizeof(T) * (size_t)(j->a->h * j->a->w));                                   \
+        for (int64_t t = 0; t < n; t++)                                                           \
+            for (int64_t l = 0; l < L; l++) {                                                     \
+                const int32_t e = j->taps[t * L + l];                                             \
+                if (e >= 0) dx[e] += col[t * ld + l];                                             \
+            }                                                                                     \
+    }
+TAPS(gather_f32, float)
+TAPS(gather_f64, double)
+
 static void im2col_range(void *ctx, int64_t begin, int64_t end) {
     const conv_job *j = ctx;
     const wk_conv2d_args *a = j->a;
     size_t es = wk_dtype_size(a->dtype);
     int64_t plane = a->h * a->w, ld = j->cur * j->L;
+    if (j->taps) {
+        for (int64_t t = begin; t < end; t++) {
+            int64_t i = t / j->cg, c = t % j->cg;
+            const char *x = j->x + (((j->n0 + i) * a->c + j->g * j->cg + c) * plane) * (int64_t)es;
+            char *col = j->col + (c * a->kh * a->kw * ld + i * j->L) * (int64_t)es;
+            if (a->dtype == WICK_FLOAT32) gather_f32_taps(j, (const float *)x, (float *)col, ld);
+            else gather_f64_taps(j, (const double *)x, (double *)col, ld);
+        }
+        return;
+    }
     for (int64_t t = begin; t < end; t++) {
         int64_t i = t / j->cg, c = t % j->cg;
         const char *x = j->x + (((j->n0 + i) * a->c + j->g * j->cg + c) * plane) * (int64_t)es;
@@ -158,7 +198,9 @@ static void col2im_range(void *ctx, int64_t begin, int64_t end) {
         int64_t i = t / j->cg, c = t % j->cg;
         char *dx = j->dx + (((j->n0 + i) * a->c + j->g * j->cg + c) * plane) * (int64_t)es;
         char *col = j->col + (c * a->kh * a->kw * ld + i * j->L) * (int64_t)es;
-        if (a->dtype == WICK_FLOAT32) col2im_f32(a, (float *)dx, (float *)col, ld);
+        if (j->taps && a->dtype == WICK_FLOAT32) gather_f32_taps_back(j, (float *)dx, (const float *)col, ld);
+        else if (j->taps) gather_f64_taps_back(j, (double *)dx, (const double *)col, ld);
+        else if (a->dtype == WICK_FLOAT32) col2im_f32(a, (float *)dx, (float *)col, ld);
         else col2im_f64(a, (double *)dx, (double *)col, ld);
     }
 }
@@ -264,28 +306,56 @@ typedef struct {
     bool direct;
     char *col, *tmp;
     size_t col_bytes, tmp_bytes;
+    int32_t *taps; /* maps of at most TAPS_MAX_L output positions: kh * kw * L entries */
+    size_t taps_bytes;
 } conv_plan;
+
+/* Output maps up to this many positions im2col through a table. */
+#define TAPS_MAX_L 64
+
+static void fill_taps(const wk_conv2d_args *a, int32_t *taps) {
+    for (int64_t i = 0; i < a->kh; i++)
+        for (int64_t j = 0; j < a->kw; j++)
+            for (int64_t oy = 0; oy < a->oh; oy++)
+                for (int64_t ox = 0; ox < a->ow; ox++) {
+                    int64_t iy = oy * a->sh + i * a->dh - a->ph, ix = ox * a->sw + j * a->dw - a->pw;
+                    *taps++ = iy >= 0 && iy < a->h && ix >= 0 && ix < a->w ? (int32_t)(iy * a->w + ix) : -1;
+                }
+}
 
 static void plan_dims(conv_plan *p, const wk_conv2d_args *a) {
     p->es = (int64_t)wk_dtype_size(a->dtype), p->L = a->oh * a->ow;
     p->cg = a->c / a->groups, p->og = a->o / a->groups, p->K = p->cg * a->kh * a->kw;
     p->col = p->tmp = NULL, p->col_bytes = p->tmp_bytes = 0;
+    p->taps = NULL, p->taps_bytes = 0;
 }
 
 static wick_status plan_scratch(conv_plan *p, const wk_conv2d_args *a) {
-    p->direct = is_direct(a);
+    /* a 1x1 kernel on a map of fewer than MIN_COLUMNS positions still takes
+     * columns (a copy of the input): one GEMM for a chunk of images instead of
+     * a matrix-vector product per image (ResNet's 3x3 convolutions on 1x1 maps,
+     * cut to their centre tap: 64 passes over a 512 x 512 weight a batch) */
+    p->direct = is_direct(a) && p->L >= MIN_COLUMNS;
     p->nb = p->direct ? 1 : chunk_images(a, p->K + p->og, p->L);
     p->col_bytes = p->direct ? 0 : (size_t)(p->K * p->nb * p->L * p->es);
     p->tmp_bytes = p->nb > 1 ? (size_t)(p->og * p->nb * p->L * p->es) : 0;
+    /* (a plane of a small map has fewer than 2^31 elements) */
+    bool table = !p->direct && p->L <= TAPS_MAX_L && a->h * a->w < INT32_MAX;
+    p->taps_bytes = table ? (size_t)(a->kh * a->kw * p->L) * sizeof(int32_t) : 0;
     wick_status st = scratch(&p->col, p->col_bytes);
-    if (st) return st;
-    if ((st = scratch(&p->tmp, p->tmp_bytes))) release(p->col, p->col_bytes);
+    if (!st && (st = scratch(&p->tmp, p->tmp_bytes))) release(p->col, p->col_bytes);
+    if (!st && (st = scratch((char **)&p->taps, p->taps_bytes))) {
+        release(p->col, p->col_bytes);
+        release(p->tmp, p->tmp_bytes);
+    }
+    if (!st && p->taps) fill_taps(a, p->taps);
     return st;
 }
 
 static void plan_release(conv_plan *p) {
     release(p->col, p->col_bytes);
     release(p->tmp, p->tmp_bytes);
+    release((char *)p->taps, p->taps_bytes);
 }
 
 /* The columns of job j's images as a [K, cur * L] matrix in *B: the input
@@ -338,18 +408,29 @@ static bool crop_taps(const wk_conv2d_args *a, wk_conv2d_args *c, int64_t *i0, i
 /* Copies the window [i0, i0 + c->kh) x [j0, j0 + c->kw) of every filter of
  * `full` (a's kernel) to `win` (c's kernel), or back (to_full: the rest of the
  * full kernel's gradient is zero). */
+#define MOVE_WINDOW(NAME, T)                                                                      \
+    static void NAME(const wk_conv2d_args *a, const wk_conv2d_args *c, int64_t i0, int64_t j0, T *full, T *win, \
+                     bool to_full) {                                                                \
+        const int64_t filters = a->o * (a->c / a->groups), kh = c->kh, kw = c->kw;                  \
+        if (to_full) memset(full, 0, sizeof(T) * (size_t)(filters * a->kh * a->kw));                \
+        for (int64_t f = 0; f < filters; f++)                                                       \
+            for (int64_t i = 0; i < kh; i++) {                                                      \
+                T *fp = full + (f * a->kh + i0 + i) * a->kw + j0, *wp = win + (f * kh + i) * kw;    \
+                for (int64_t j = 0; j < kw; j++) {                                                  \
+                    if (to_full) fp[j] = wp[j];                                                     \
+                    else wp[j] = fp[j];                                                             \
+                }                                                                                   \
+            }                                                                                       \
+    }
+MOVE_WINDOW(move_window_f32, float)
+MOVE_WINDOW(move_window_f64, double)
+
+/* (an element loop: the window is often one tap, where a memcpy per filter
+ * row cost more than the product) */
 static void move_window(const wk_conv2d_args *a, const wk_conv2d_args *c, int64_t i0, int64_t j0, char *full, char *win,
                         bool to_full) {
-    size_t es = wk_dtype_size(a->dtype), row = (size_t)c->kw * es;
-    int64_t filters = a->o * (a->c / a->groups);
-    if (to_full) memset(full, 0, (size_t)(filters * a->kh * a->kw) * es);
-    for (int64_t f = 0; f < filters; f++)
-        for (int64_t i = 0; i < c->kh; i++) {
-            char *fp = full + ((f * a->kh + i0 + i) * a->kw + j0) * (int64_t)es;
-            char *wp = win + ((f * c->kh + i) * c->kw) * (int64_t)es;
-            if (to_full) memcpy(fp, wp, row);
-            else memcpy(wp, fp, row);
-        }
+    if (a->dtype == WICK_FLOAT32) move_window_f32(a, c, i0, j0, (float *)full, (float *)win, to_full);
+    else move_window_f64(a, c, i0, j0, (double *)full, (double *)win, to_full);
 }
 
 static wick_status conv_forward(const wk_conv2d_args *a, char *out, const char *input, const char *weight,
@@ -407,7 +488,8 @@ static wick_status conv_forward(const wk_conv2d_args *a, char *out, const char *
         int64_t cur = a->n - n0 < p.nb ? a->n - n0 : p.nb;
         for (int64_t g = 0; g < a->groups && !st; g++) {
             conv_job j = {.a = a, .n0 = n0, .cur = cur, .g = g, .L = L, .cg = p.cg, .og = og, .K = K,
-                          .x = input, .col = p.col, .y = out, .tmp = cur > 1 ? tmp : NULL, .bias = bias};
+                          .x = input, .col = p.col, .y = out, .tmp = cur > 1 ? tmp : NULL, .bias = bias,
+                          .taps = p.taps};
             int64_t ldb;
             const char *B;
             char *C = cur > 1 ? tmp : out + (n0 * a->o + g * og) * L * es;
@@ -482,7 +564,8 @@ static wick_status conv_backward(const wk_conv2d_args *a, const char *grad_out, 
         int64_t cur = a->n - n0 < p.nb ? a->n - n0 : p.nb;
         for (int64_t g = 0; g < a->groups && !st; g++) {
             conv_job j = {.a = a, .n0 = n0, .cur = cur, .g = g, .L = L, .cg = cg, .og = og, .K = K,
-                          .x = input, .dx = grad_input, .col = col, .y = (char *)grad_out, .tmp = tmp};
+                          .x = input, .dx = grad_input, .col = col, .y = (char *)grad_out, .tmp = tmp,
+                          .taps = p.taps};
             /* the grad output of this group as an [og, cur * L] matrix */
             const char *dy = grad_out + (n0 * a->o + g * og) * L * es;
             int64_t lddy = L;

@@ -143,26 +143,50 @@ __attribute__((target("avx2,fma"))) static double time_fma256(int64_t n) {
     return t;
 }
 
-bool cpu_avx512_fma_doubles(void) {
+/* Rounds of 24 FMAs per timing: about 30 us at 3 GHz. */
+#define PROBE_ROUNDS 8192
+
+/* 512-bit FMAs for some 0.2 ms, untimed: an Intel core runs them at a fraction
+ * of their rate for the first microseconds, until it has switched its
+ * frequency licence (timing straight away chose 'haswell' in 1 of 40 runs). */
+static void warm_up_512(void) { (void)time_fma(8 * PROBE_ROUNDS); }
+
+static bool measure_fma_doubles(void) {
     if (!have_avx512()) return false;
+    warm_up_512();
     double wide = 1e9, narrow = 1e9;
-    for (int r = 0; r < 5; r++) { /* best of 5 alternating timings of ~10 us each */
-        double t = time_fma(1024);
+    for (int r = 0; r < 7; r++) { /* best of 7 alternating timings */
+        double t = time_fma(PROBE_ROUNDS);
         wide = t < wide ? t : wide;
-        t = time_fma256(1024);
+        t = time_fma256(PROBE_ROUNDS);
         narrow = t < narrow ? t : narrow;
     }
     return 32 / wide > 1.5 * (16 / narrow);
 }
 
+/* Measured once per process (BLIS's kernels and the float32 kernel follow the
+ * same answer): -1 not yet, else 0 or 1. */
+static int fma_doubles = -1;
+
+bool cpu_avx512_fma_doubles(void) {
+    int v = __atomic_load_n(&fma_doubles, __ATOMIC_ACQUIRE);
+    if (v < 0) { /* two threads may both measure; the first answer stays */
+        int expected = -1, got = measure_fma_doubles();
+        __atomic_compare_exchange_n(&fma_doubles, &expected, got, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+        v = __atomic_load_n(&fma_doubles, __ATOMIC_ACQUIRE);
+    }
+    return v;
+}
+
 /* The dot kernel when its instruction does more flops a second than the FMA
- * (best of 5 alternating timings of ~10 us each: robust to a preemption). */
+ * (best of 5 alternating timings after the warm-up: robust to a preemption). */
 static bool dot_is_faster(void) {
     double dot = 1e9, fma = 1e9;
+    warm_up_512();
     for (int r = 0; r < 5; r++) {
-        double t = time_dot(1024);
+        double t = time_dot(PROBE_ROUNDS);
         dot = t < dot ? t : dot;
-        t = time_fma(1024);
+        t = time_fma(PROBE_ROUNDS);
         fma = t < fma ? t : fma;
     }
     return 64 / dot > 32 / fma;
