@@ -117,7 +117,7 @@ wick_status wk_record_cat(wick_tensor *out, int count, const wick_tensor *const 
 wick_status wk_record_softmax(wick_tensor *out, const wick_tensor *a, int dim, int log);
 /* Fused backwards (nn_ops.c), in the compute dtype; wk_softmax_backward leaves
  * *out NULL when the backend has no fused kernel. */
-wick_status wk_gelu_backward(wick_tensor **out, const wick_tensor *g, const wick_tensor *x, int tanh_form);
+wick_status wk_act_backward(wick_tensor **out, const wick_tensor *g, const wick_tensor *x, int form);
 wick_status wk_softmax_backward(wick_tensor **out, const wick_tensor *g, const wick_tensor *y, int dim, int log);
 
 #endif

@@ -79,6 +79,13 @@ static wick_status unary_backward(wk_node *n, wick_tensor *g, wick_tensor **grad
         TRY(chain(&r, WICK_MUL, g));
         break;
     case WICK_RELU:
+        /* fused where the backend has it and no dtype changes (x > 0 ? g : 0,
+         * like PyTorch's threshold_backward: a NaN gradient at x <= 0 gives 0) */
+        if (x->storage->backend && x->storage->backend->act_backward && g->dtype == x->dtype &&
+            (x->dtype == WICK_FLOAT32 || x->dtype == WICK_FLOAT64)) {
+            TRY(wk_act_backward(&r, g, x, WK_ACT_RELU));
+            break;
+        }
         TRY(wick_binary_scalar(&r, WICK_GT, x, num(0), 0));
         TRY(chain(&r, WICK_MUL, g));
         break;
@@ -91,10 +98,10 @@ static wick_status unary_backward(wk_node *n, wick_tensor *g, wick_tensor **grad
         TRY(chain_scalar(&r, WICK_MUL, 1.1283791670955126));
         TRY(chain(&r, WICK_MUL, g));
         break;
-    case WICK_GELU_TANH: TRY(wk_gelu_backward(&r, g, x, 1)); break;
+    case WICK_GELU_TANH: TRY(wk_act_backward(&r, g, x, WK_ACT_GELU_TANH)); break;
     case WICK_GELU: { /* g (Phi(x) + x phi(x)), Phi(x) = (1 + erf(x/sqrt 2))/2 */
-        if (x->storage->backend && x->storage->backend->gelu_backward) { /* fused */
-            TRY(wk_gelu_backward(&r, g, x, 0));
+        if (x->storage->backend && x->storage->backend->act_backward) { /* fused */
+            TRY(wk_act_backward(&r, g, x, WK_ACT_GELU));
             break;
         }
         wick_tensor *phi;

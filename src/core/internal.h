@@ -255,6 +255,9 @@ typedef struct wk_reduce_args {
 /* A 2-D convolution over contiguous tensors of one compute dtype (float32 or
  * float64): input [n, c, h, w], weight [o, c / groups, kh, kw], output
  * [n, o, oh, ow]. Shapes and parameters are checked by the core (nn_ops.c). */
+/* The activations whose backward is one fused kernel (wick_backend.act_backward). */
+enum { WK_ACT_GELU, WK_ACT_GELU_TANH, WK_ACT_RELU };
+
 typedef struct wk_conv2d_args {
     int device;
     wick_dtype dtype;
@@ -402,7 +405,8 @@ struct wick_backend {
     /* Fused backwards and transformer ops (contiguous operands of one compute
      * dtype; NULL: the core composes them from other ops where it can). */
     wick_status (*softmax_backward)(const wick_tensor *gi, const wick_tensor *g, const wick_tensor *y, int dim, int log);
-    wick_status (*gelu_backward)(const wick_tensor *gi, const wick_tensor *g, const wick_tensor *x, int tanh_form);
+    /* gi = g f'(x) for an activation f (form: a WK_ACT_ value) */
+    wick_status (*act_backward)(const wick_tensor *gi, const wick_tensor *g, const wick_tensor *x, int form);
     wick_status (*layer_norm)(const wk_norm_args *args);
     wick_status (*layer_norm_backward)(const wk_norm_args *args);
     wick_status (*batch_norm)(const wk_bn_args *args);

@@ -453,7 +453,7 @@ wick_status wick_avg_pool2d(wick_tensor **out, const wick_tensor *input, int kh,
 
 /* ======================================================================== */
 /* fused transformer ops: GELU and softmax backwards, layer_norm, cross      */
-/* entropy (the kernels: softmax_backward, gelu_backward, layer_norm, ...)   */
+/* entropy (the kernels: softmax_backward, act_backward, layer_norm, ...)    */
 /* ======================================================================== */
 
 /* A fresh tensor shaped like `shape_of` in the compute dtype. */
@@ -461,16 +461,17 @@ static wick_status new_like(wick_tensor **out, const wick_tensor *shape_of, wick
     return wk_tensor_new(out, shape_of->ndim, shape_of->sizes, cd, shape_of->storage->device);
 }
 
-/* gi = g gelu'(x) (exact or tanh form), in the compute dtype. */
-wick_status wk_gelu_backward(wick_tensor **out, const wick_tensor *g, const wick_tensor *x, int tanh_form) {
+/* gi = g f'(x) for the activation `form` (WK_ACT_: GELU exact or tanh, ReLU),
+ * in the compute dtype. */
+wick_status wk_act_backward(wick_tensor **out, const wick_tensor *g, const wick_tensor *x, int form) {
     wick_dtype cd = wk_nn_compute_dtype(x->dtype);
     wick_tensor *r = NULL, *gc = NULL, *xc = NULL;
     wick_status st = new_like(&r, x, cd);
     if (!st && !wk_is_meta(r)) {
         const wick_backend *be = r->storage->backend;
-        if (!be->gelu_backward) st = wk_nn_unsupported_on("gelu backward", x);
+        if (!be->act_backward) st = wk_nn_unsupported_on(form == WK_ACT_RELU ? "relu backward" : "gelu backward", x);
         else if (!(st = wk_nn_as_compute(&gc, g, cd)) && !(st = wk_nn_as_compute(&xc, x, cd)))
-            st = be->gelu_backward(r, gc, xc, tanh_form);
+            st = be->act_backward(r, gc, xc, form);
     }
     wick_tensor_release(gc);
     wick_tensor_release(xc);

@@ -62,7 +62,7 @@ wick_status cpu_gemm(const wk_gemm_args *args);
 wick_status cpu_softmax(const wick_tensor *out, const wick_tensor *in, int dim, int log);
 wick_status cpu_softmax_backward(const wick_tensor *gi, const wick_tensor *g, const wick_tensor *y, int dim, int log);
 /* cpu_norm.c */
-wick_status cpu_gelu_backward(const wick_tensor *gi, const wick_tensor *g, const wick_tensor *x, int tanh_form);
+wick_status cpu_act_backward(const wick_tensor *gi, const wick_tensor *g, const wick_tensor *x, int form);
 wick_status cpu_layer_norm(const wk_norm_args *args);
 wick_status cpu_layer_norm_backward(const wk_norm_args *args);
 wick_status cpu_batch_norm(const wk_bn_args *args);

@@ -1,4 +1,4 @@
-/* Fused kernels of the transformer ops: GELU's backward, layer_norm forward and
+/* Fused kernels of the transformer ops: GELU's (and ReLU's) backward, layer_norm forward and
  * backward, cross entropy (log_softmax + nll with class indices) forward and
  * backward. Contiguous operands of one compute dtype; float32 vectorised
  * (cpu_vmath.h), float64 scalar. Rows are split among threads. */
@@ -13,14 +13,14 @@
 static int64_t row_grain(int64_t per) { return per >= GRAIN_ELEMS ? 1 : GRAIN_ELEMS / (per ? per : 1); }
 
 /* ======================================================================== */
-/* GELU backward: gi = g gelu'(x)                                            */
+/* Activation backwards: gi = g f'(x), f GELU (exact or tanh form) or ReLU    */
 /* ======================================================================== */
 
 typedef struct {
     char *gi;
     const char *g, *x;
-    int tanh_form;
-} gelu_job;
+    int form; /* WK_ACT_ */
+} act_job;
 
 WK_VSIMD static void gelu_bwd_f32(float *gi, const float *g, const float *x, int64_t n, int tanh_form) {
     int64_t i = 0;
@@ -35,19 +35,35 @@ WK_VSIMD static void gelu_bwd_f32(float *gi, const float *g, const float *x, int
     }
 }
 
-static void gelu_range_f32(void *ctx, int64_t begin, int64_t end) {
-    const gelu_job *j = ctx;
-    gelu_bwd_f32((float *)j->gi + begin, (const float *)j->g + begin, (const float *)j->x + begin, end - begin,
-                 j->tanh_form);
+/* x > 0 ? g : 0, by a mask (a NaN gradient where x <= 0 gives 0, as in PyTorch) */
+WK_VSIMD static void relu_bwd_f32(float *gi, const float *g, const float *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + WK_VL <= n; i += WK_VL)
+        wk_vstore(gi + i, (wk_vf)((wk_vi)wk_vload(g + i) & (wk_vload(x + i) > 0)));
+    if (i < n)
+        wk_vstore_part(gi + i, (wk_vf)((wk_vi)wk_vload_part(g + i, n - i, 0) & (wk_vload_part(x + i, n - i, 0) > 0)),
+                       n - i);
 }
 
-static void gelu_range_f64(void *ctx, int64_t begin, int64_t end) {
-    const gelu_job *j = ctx;
+static void act_range_f32(void *ctx, int64_t begin, int64_t end) {
+    const act_job *j = ctx;
+    float *gi = (float *)j->gi + begin;
+    const float *g = (const float *)j->g + begin, *x = (const float *)j->x + begin;
+    if (j->form == WK_ACT_RELU) relu_bwd_f32(gi, g, x, end - begin);
+    else gelu_bwd_f32(gi, g, x, end - begin, j->form == WK_ACT_GELU_TANH);
+}
+
+static void act_range_f64(void *ctx, int64_t begin, int64_t end) {
+    const act_job *j = ctx;
     double *gi = (double *)j->gi;
     const double *g = (const double *)j->g, *x = (const double *)j->x;
     for (int64_t i = begin; i < end; i++) {
         double v = x[i], d;
-        if (j->tanh_form) {
+        if (j->form == WK_ACT_RELU) {
+            gi[i] = v > 0 ? g[i] : 0;
+            continue;
+        }
+        if (j->form == WK_ACT_GELU_TANH) {
             double t = tanh(0.7978845608028654 * (v + 0.044715 * v * v * v));
             d = 0.5 * (1 + t) + 0.5 * v * (1 - t * t) * 0.7978845608028654 * (1 + 3 * 0.044715 * v * v);
         } else {
@@ -57,9 +73,9 @@ static void gelu_range_f64(void *ctx, int64_t begin, int64_t end) {
     }
 }
 
-wick_status cpu_gelu_backward(const wick_tensor *gi, const wick_tensor *g, const wick_tensor *x, int tanh_form) {
-    gelu_job j = {wk_data(gi), wk_data(g), wk_data(x), tanh_form};
-    return wk_parallel_for(wick_tensor_numel(x), 32768, x->dtype == WICK_FLOAT32 ? gelu_range_f32 : gelu_range_f64, &j);
+wick_status cpu_act_backward(const wick_tensor *gi, const wick_tensor *g, const wick_tensor *x, int form) {
+    act_job j = {wk_data(gi), wk_data(g), wk_data(x), form};
+    return wk_parallel_for(wick_tensor_numel(x), 32768, x->dtype == WICK_FLOAT32 ? act_range_f32 : act_range_f64, &j);
 }
 
 /* ======================================================================== */

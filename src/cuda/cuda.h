@@ -73,7 +73,7 @@ wick_status cuda_amp_unscale(wick_dtype dtype, int device, char *g, int64_t n, c
                              float *found_inf);
 wick_status cuda_softmax(const wick_tensor *out, const wick_tensor *in, int dim, int log);
 /* cuda_norm.cu (softmax_backward stays composed on CUDA) */
-wick_status cuda_gelu_backward(const wick_tensor *gi, const wick_tensor *g, const wick_tensor *x, int tanh_form);
+wick_status cuda_act_backward(const wick_tensor *gi, const wick_tensor *g, const wick_tensor *x, int form);
 wick_status cuda_layer_norm(const wk_norm_args *args);
 wick_status cuda_layer_norm_backward(const wk_norm_args *args);
 wick_status cuda_batch_norm(const wk_bn_args *args);

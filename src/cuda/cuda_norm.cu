@@ -41,10 +41,14 @@ template <typename T> __device__ __forceinline__ T warp_max(T v) { /* NaN wins *
 
 /* ---- GELU backward ---- */
 
-template <typename T> __global__ void gelu_back_kernel(T *gi, const T *g, const T *x, int64_t n, int tanh_form) {
+template <typename T> __global__ void act_back_kernel(T *gi, const T *g, const T *x, int64_t n, int form) {
     GRID_STRIDE(i, n) {
         T v = x[i], d;
-        if (tanh_form) {
+        if (form == WK_ACT_RELU) {
+            gi[i] = v > 0 ? g[i] : (T)0;
+            continue;
+        }
+        if (form == WK_ACT_GELU_TANH) {
             T t = k_tanh((T)0.7978845608028654 * (v + (T)0.044715 * v * v * v));
             d = (T)0.5 * (1 + t) + (T)0.5 * v * (1 - t * t) * (T)0.7978845608028654 * (1 + 3 * (T)0.044715 * v * v);
         } else {
@@ -282,20 +286,19 @@ wick_status begin(wick_dtype dtype, int device, int64_t n, const char *op, cudaS
 
 } // namespace
 
-extern "C" wick_status cuda_gelu_backward(const wick_tensor *gi, const wick_tensor *g, const wick_tensor *x,
-                                          int tanh_form) {
-    const char *op = "gelu backward";
+extern "C" wick_status cuda_act_backward(const wick_tensor *gi, const wick_tensor *g, const wick_tensor *x, int form) {
+    const char *op = form == WK_ACT_RELU ? "relu backward" : "gelu backward";
     int64_t n = wick_tensor_numel(x);
     int device = x->storage->device.index;
     cudaStream_t s;
     wick_status st = begin(x->dtype, device, n, op, &s);
     if (st || !s) return st;
     if (x->dtype == WICK_FLOAT32)
-        gelu_back_kernel<float><<<wk_cuda_blocks(n), WK_CUDA_THREADS, 0, s>>>(
-            (float *)wk_data(gi), (const float *)wk_data(g), (const float *)wk_data(x), n, tanh_form);
+        act_back_kernel<float><<<wk_cuda_blocks(n), WK_CUDA_THREADS, 0, s>>>(
+            (float *)wk_data(gi), (const float *)wk_data(g), (const float *)wk_data(x), n, form);
     else
-        gelu_back_kernel<double><<<wk_cuda_blocks(n), WK_CUDA_THREADS, 0, s>>>(
-            (double *)wk_data(gi), (const double *)wk_data(g), (const double *)wk_data(x), n, tanh_form);
+        act_back_kernel<double><<<wk_cuda_blocks(n), WK_CUDA_THREADS, 0, s>>>(
+            (double *)wk_data(gi), (const double *)wk_data(g), (const double *)wk_data(x), n, form);
     return wk_cuda_check_launch(op, device);
 }
 
