@@ -713,6 +713,17 @@ WICK_API wick_status wick_amp_unscale_(int n, wick_tensor *const *grads, wick_te
 WICK_API int wick_sgd_step_(wick_tensor *p, const wick_tensor *g, wick_tensor *buf, double lr, double momentum,
                             double dampening, double weight_decay, int nesterov, int maximize, int first);
 
+/* One fused Adadelta step in place, with PyTorch's single-tensor arithmetic
+ * (torch.optim.adadelta._single_tensor_adadelta): g negated when maximize,
+ * g + weight_decay p, square_avg.mul_(rho).addcmul_(g, g, 1 - rho), delta =
+ * sqrt(acc_delta + eps) / sqrt(square_avg + eps) * g,
+ * acc_delta.mul_(rho).addcmul_(delta, delta, 1 - rho), p.add_(delta, -lr).
+ * Returns 1 ("not handled") unless the four tensors are contiguous, of one float
+ * dtype, on one device whose backend has the fused step, with as many elements
+ * and no storage shared; 0 when done. */
+WICK_API int wick_adadelta_step_(wick_tensor *p, const wick_tensor *g, wick_tensor *square_avg, wick_tensor *acc_delta,
+                                 double lr, double rho, double eps, double weight_decay, int maximize);
+
 /* ---- fast paths ----------------------------------------------------------
  * For tiny ops, where the cost of the general path dominates (the Lua binding
  * calls these through LuaJIT's FFI). They handle CPU float32/float64 tensors of

@@ -124,3 +124,66 @@ describe("fused Adam/AdamW step", function()
     assert.has_error(function() y:backward() end)
   end)
 end)
+
+-- PyTorch's _single_tensor_adadelta on plain Lua numbers (double precision)
+local function reference_adadelta(p, grads, opts)
+  local sq, acc = {}, {}
+  for i = 1, #p do sq[i], acc[i] = 0, 0 end
+  for _, g0 in ipairs(grads) do
+    for i = 1, #p do
+      local g = opts.maximize and -g0[i] or g0[i]
+      if opts.weight_decay ~= 0 then g = g + opts.weight_decay * p[i] end
+      sq[i] = sq[i] * opts.rho + (1 - opts.rho) * g * g
+      local delta = math.sqrt(acc[i] + opts.eps) / math.sqrt(sq[i] + opts.eps) * g
+      acc[i] = acc[i] * opts.rho + (1 - opts.rho) * delta * delta
+      p[i] = p[i] - opts.lr * delta
+    end
+  end
+  return p
+end
+
+local function run_adadelta(dtype, opts, n, steps, shape, strided)
+  local p0 = values(n, 0.3)
+  local p = wick.tensor(p0, { dtype = dtype }):reshape(shape):requires_grad_(true)
+  local o = optim.Adadelta({ p }, opts)
+  local grads = {}
+  for s = 1, steps do
+    grads[s] = values(n, s)
+    local g = wick.tensor(grads[s], { dtype = dtype }):reshape(shape)
+    -- strided: the same values through a transposed view (the composed update)
+    p.grad = strided and g:t():contiguous():t() or g
+    o:step()
+  end
+  return p:detach():reshape({ n }):to({ dtype = "float64" }), reference_adadelta(p0, grads, opts)
+end
+
+describe("fused Adadelta step", function()
+  for _, dtype in ipairs({ "float32", "float64" }) do
+    for _, case in ipairs({
+      { lr = 1.0, rho = 0.9, eps = 1e-6, weight_decay = 0, maximize = false },
+      { lr = 0.5, rho = 0.8, eps = 1e-4, weight_decay = 0.01, maximize = true },
+    }) do
+      it(("%s matches PyTorch's update (rho %g, weight_decay %g, maximize %s), fused and composed"):format(dtype,
+        case.rho, case.weight_decay, tostring(case.maximize)), function()
+        local tol = dtype == "float64" and 1e-12 or 2e-5
+        local got, want = run_adadelta(dtype, case, 37, 5, { 37 }, false)
+        assert_matches(got, want, tol)
+        got, want = run_adadelta(dtype, case, 24, 4, { 4, 6 }, true)
+        assert_matches(got, want, tol)
+      end)
+    end
+  end
+
+  it("runs for contiguous CPU float operands and declines every other case", function()
+    local p = wick.randn(4, 3)
+    local g, sq, acc = wick.randn(4, 3), wick.zeros(4, 3), wick.zeros(4, 3)
+    local step = wick._core._adadelta_step
+    assert.is_true(step(p, g, sq, acc, 1, 0.9, 1e-6, 0, false))
+    assert.is_false(step(p, wick.randn(3, 4):t(), sq, acc, 1, 0.9, 1e-6, 0, false)) -- strided grad
+    assert.is_false(step(p, wick.randn(5), sq, acc, 1, 0.9, 1e-6, 0, false))        -- other size
+    assert.is_false(step(p, g:double(), sq, acc, 1, 0.9, 1e-6, 0, false))           -- other dtype
+    assert.is_false(step(p, g, sq, sq, 1, 0.9, 1e-6, 0, false))                     -- shared state
+    local mp = wick.zeros(4, 3, { device = "meta" })                                 -- a backend without it
+    assert.is_false(step(mp, mp:clone(), mp:clone(), mp:clone(), 1, 0.9, 1e-6, 0, false))
+  end)
+end)

@@ -387,11 +387,16 @@ optim.AdamW = class("AdamW", { lr = 1e-3, betas = { 0.9, 0.999 }, eps = 1e-8, we
   maximize = false }, adam(true))
 
 -- ---- Adadelta (PyTorch's update rule; pytorch/examples' mnist uses it) ----
+local fused_adadelta = wick._core._adadelta_step
 optim.Adadelta = class("Adadelta", { lr = 1.0, rho = 0.9, eps = 1e-6, weight_decay = 0, maximize = false },
   function(p, g, state, group)
-    g = decayed(p, g, group)
     if not state.square_avg then zero_state(state, p, "square_avg", "acc_delta") end
     state.step = state.step + 1
+    if fused_adadelta(p, g, state.square_avg, state.acc_delta, group.lr, group.rho, group.eps, group.weight_decay,
+        group.maximize) then
+      return -- one pass in C (contiguous CPU float tensors), PyTorch's arithmetic
+    end
+    g = decayed(p, g, group)
     local rho, eps = group.rho, group.eps
     state.square_avg:mul_(rho):add_(g * g, 1 - rho)
     local delta = (state.acc_delta + eps):sqrt_():div_((state.square_avg + eps):sqrt_()):mul_(g)

@@ -367,6 +367,7 @@ typedef struct wk_ce_args {
 struct wk_attn_args;    /* src/core/attention.h */
 struct wk_rnn_args;     /* src/core/rnn.h */
 struct wk_adam_hparams; /* src/core/optim.h */
+struct wk_adadelta_hparams;
 struct wk_sgd_hparams;
 
 struct wick_backend {
@@ -463,6 +464,10 @@ struct wick_backend {
      * momentum) buf, same dtypes; NULL: the composed update */
     void (*sgd_step)(wick_dtype dtype, char *p, const char *g, char *buf, int64_t n,
                      const struct wk_sgd_hparams *h);
+    /* one fused Adadelta step in place over n contiguous elements of p, g,
+     * square_avg and acc_delta, same dtypes; NULL: the composed update */
+    void (*adadelta_step)(wick_dtype dtype, char *p, const char *g, char *square_avg, char *acc_delta, int64_t n,
+                          const struct wk_adadelta_hparams *h);
 };
 
 extern const wick_backend wk_cpu_backend;

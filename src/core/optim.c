@@ -40,6 +40,29 @@ static int sgd_step(wick_tensor *p, const wick_tensor *g, wick_tensor *buf, cons
     return 0;
 }
 
+static int adadelta_step(wick_tensor *p, const wick_tensor *g, wick_tensor *sq, wick_tensor *acc,
+                         const wk_adadelta_hparams *h) {
+    if (!p || (p->dtype != WICK_FLOAT32 && p->dtype != WICK_FLOAT64) || !fused_operand(p, p) ||
+        !fused_operand(g, p) || !fused_operand(sq, p) || !fused_operand(acc, p))
+        return 1;
+    if (p->storage == sq->storage || p->storage == acc->storage || p->storage == g->storage ||
+        sq->storage == acc->storage || g->storage == sq->storage || g->storage == acc->storage)
+        return 1;
+    const wick_backend *b = wk_backend_for(p->storage->device);
+    if (!b || !b->adadelta_step || wk_is_meta(p)) return 1;
+    b->adadelta_step(p->dtype, wk_data(p), wk_data(g), wk_data(sq), wk_data(acc), wick_tensor_numel(p), h);
+    wk_bump_version(p);
+    wk_bump_version(sq);
+    wk_bump_version(acc);
+    return 0;
+}
+
+int wick_adadelta_step_(wick_tensor *p, const wick_tensor *g, wick_tensor *square_avg, wick_tensor *acc_delta,
+                        double lr, double rho, double eps, double weight_decay, int maximize) {
+    wk_adadelta_hparams h = {.lr = lr, .rho = rho, .eps = eps, .weight_decay = weight_decay, .maximize = maximize};
+    return adadelta_step(p, g, square_avg, acc_delta, &h);
+}
+
 int wick_sgd_step_(wick_tensor *p, const wick_tensor *g, wick_tensor *buf, double lr, double momentum,
                    double dampening, double weight_decay, int nesterov, int maximize, int first) {
     wk_sgd_hparams h = {.lr = lr, .momentum = momentum, .dampening = dampening, .weight_decay = weight_decay,

@@ -21,8 +21,15 @@ typedef struct wk_sgd_hparams {
     int first; /* the momentum buffer is new: buf <- g (after decay), not buf*momentum + (1-dampening) g */
 } wk_sgd_hparams;
 
+/* Adadelta's hyperparameters for one step (torch.optim.adadelta._single_tensor_adadelta). */
+typedef struct wk_adadelta_hparams {
+    double lr, rho, eps, weight_decay;
+    int maximize;
+} wk_adadelta_hparams;
+
 /* The step itself is wick_adam_step_ (include/wick.h); backends that have it
  * fill wick_backend.adam_step (the CPU: src/cpu/cpu_optim.c); likewise
- * wick_sgd_step_ and wick_backend.sgd_step. */
+ * wick_sgd_step_ and wick_backend.sgd_step, wick_adadelta_step_ and
+ * wick_backend.adadelta_step. */
 
 #endif

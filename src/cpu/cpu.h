@@ -92,6 +92,9 @@ wick_status cpu_amp_unscale(wick_dtype dtype, int device, char *g, int64_t n, co
                             float *found_inf);
 struct wk_sgd_hparams;
 void cpu_sgd_step(wick_dtype dtype, char *p, const char *g, char *buf, int64_t n, const struct wk_sgd_hparams *h);
+struct wk_adadelta_hparams;
+void cpu_adadelta_step(wick_dtype dtype, char *p, const char *g, char *square_avg, char *acc_delta, int64_t n,
+                       const struct wk_adadelta_hparams *h);
 void cpu_adam_step(wick_dtype dtype, char *p, const char *g, char *exp_avg, char *exp_avg_sq, int64_t n,
                    const struct wk_adam_hparams *h);
 /* cpu_attention.c */

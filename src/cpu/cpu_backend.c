@@ -340,4 +340,5 @@ const wick_backend wk_cpu_backend = {
     .adam_step = cpu_adam_step,
     .amp_unscale = cpu_amp_unscale,
     .sgd_step = cpu_sgd_step,
+    .adadelta_step = cpu_adadelta_step,
 };

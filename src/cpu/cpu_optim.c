@@ -120,6 +120,41 @@ void cpu_sgd_step(wick_dtype dtype, char *p, const char *g, char *buf, int64_t n
         sgd_f64((double *)p, (const double *)g, (double *)buf, n, h);
 }
 
+/* Adadelta with PyTorch's single-tensor arithmetic (the comment of
+ * wick_adadelta_step_); weight decay a compile-time flag in each copy. */
+#define ADADELTA_STEP(NAME, T, SQRT)                                                                  \
+    static inline __attribute__((always_inline)) void NAME##_loop(                                    \
+        T *restrict p, const T *restrict g, T *restrict sq, T *restrict acc, int64_t n,               \
+        const wk_adadelta_hparams *h, const int WD) {                                                 \
+        const T sgn = h->maximize ? (T)-1 : (T)1, wd = (T)h->weight_decay, rho = (T)h->rho;          \
+        const T c = (T)(1 - h->rho), eps = (T)h->eps, neglr = (T)-h->lr;                              \
+        for (int64_t i = 0; i < n; i++) {                                                             \
+            T gi = sgn * g[i];                                                                        \
+            if (WD) gi = gi + wd * p[i];                                                              \
+            T s = sq[i] * rho + c * gi * gi;                                                        \
+            T d = SQRT(acc[i] + eps) / SQRT(s + eps) * gi;                                            \
+            sq[i] = s;                                                                                \
+            acc[i] = acc[i] * rho + c * d * d;                                                        \
+            p[i] = p[i] + neglr * d;                                                                  \
+        }                                                                                             \
+    }                                                                                                 \
+    WK_SIMD static void NAME(T *restrict p, const T *restrict g, T *restrict sq, T *restrict acc, int64_t n, \
+                             const wk_adadelta_hparams *h) {                                          \
+        if (h->weight_decay != 0) NAME##_loop(p, g, sq, acc, n, h, 1);                                \
+        else NAME##_loop(p, g, sq, acc, n, h, 0);                                                     \
+    }
+
+ADADELTA_STEP(adadelta_f32, float, sqrtf)
+ADADELTA_STEP(adadelta_f64, double, sqrt)
+
+void cpu_adadelta_step(wick_dtype dtype, char *p, const char *g, char *square_avg, char *acc_delta, int64_t n,
+                       const wk_adadelta_hparams *h) {
+    if (dtype == WICK_FLOAT32)
+        adadelta_f32((float *)p, (const float *)g, (float *)square_avg, (float *)acc_delta, n, h);
+    else
+        adadelta_f64((double *)p, (const double *)g, (double *)square_avg, (double *)acc_delta, n, h);
+}
+
 void cpu_adam_step(wick_dtype dtype, char *p, const char *g, char *exp_avg, char *exp_avg_sq, int64_t n,
                    const wk_adam_hparams *h) {
     if (dtype == WICK_FLOAT32)

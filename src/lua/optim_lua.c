@@ -1,4 +1,5 @@
-/* Fused optimizer steps for lua/wick/optim.lua (wick_adam_step_, wick_sgd_step_, src/core/optim.c). */
+/* Fused optimizer steps for lua/wick/optim.lua (wick_adam_step_, wick_sgd_step_,
+ * wick_adadelta_step_, src/core/optim.c). */
 #include "wick_lua.h"
 
 /* _adam_step(p, g, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay, step, decoupled)
@@ -49,7 +50,24 @@ WL_FUNCTION(m_sgd_step) {
     return 1;
 }
 
-static const luaL_Reg optim_fns[] = {
-    {"_adam_step", m_adam_step}, {"_sgd_step", m_sgd_step}, {"_amp_unscale_", m_amp_unscale}, {NULL, NULL}};
+/* _adadelta_step(p, g, square_avg, acc_delta, lr, rho, eps, weight_decay, maximize)
+ * -> true when the fused loop ran, false when this case is the composed update's. */
+WL_FUNCTION(m_adadelta_step) {
+    static const char *fn = "_adadelta_step";
+    wick_tensor *p = wl_checktensor(L, 1, fn, "param");
+    wick_tensor *g = wl_checktensor(L, 2, fn, "grad");
+    wick_tensor *sq = wl_checktensor(L, 3, fn, "square_avg");
+    wick_tensor *acc = wl_checktensor(L, 4, fn, "acc_delta");
+    double lr = wl_checknumber(L, 5, fn, "lr"), rho = wl_checknumber(L, 6, fn, "rho");
+    double eps = wl_checknumber(L, 7, fn, "eps"), weight_decay = wl_checknumber(L, 8, fn, "weight_decay");
+    lua_pushboolean(L, wick_adadelta_step_(p, g, sq, acc, lr, rho, eps, weight_decay, lua_toboolean(L, 9)) == 0);
+    return 1;
+}
+
+static const luaL_Reg optim_fns[] = {{"_adam_step", m_adam_step},
+                                     {"_sgd_step", m_sgd_step},
+                                     {"_adadelta_step", m_adadelta_step},
+                                     {"_amp_unscale_", m_amp_unscale},
+                                     {NULL, NULL}};
 
 void wl_open_optim(lua_State *L) { luaL_register(L, NULL, optim_fns); }

@@ -71,7 +71,8 @@ static bool not_an_op(const char *name) {
         "reset_peak_memory_stats", "fast_pointers", "fill_slots", "tensor_storage_key", "same_device",
         "set_grad_enabled", "is_grad_enabled", "__gc", "__index", "__newindex", "__tostring", "__len", "__eq",
         "__close", "__mode", "__metatable", "__name", NULL};
-    if (!strcmp(name, "_adam_step") || !strcmp(name, "_sgd_step")) return false; /* the optimizers' fused steps: ops */
+    if (!strcmp(name, "_adam_step") || !strcmp(name, "_sgd_step") || !strcmp(name, "_adadelta_step"))
+        return false; /* the optimizers' fused steps: ops */
     if (name[0] == '_' && name[1] != '_') return true;
     if (!strncmp(name, "profiler_", 9)) return true;
     if (!strncmp(name, "cuda_", 5) && strcmp(name, "cuda_synchronize") != 0) return true;
