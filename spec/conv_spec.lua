@@ -364,6 +364,7 @@ local POOL_CASES = {
   { x = { 2, 1, 8, 8 }, k = { 2, 2 }, s = { 2, 2 }, p = { 0, 0 } },
   { x = { 1, 2, 5, 5 }, k = { 2, 2 }, s = { 2, 2 }, p = { 0, 0 }, ceil = true },
   { x = { 1, 1, 4, 7 }, k = { 1, 3 }, s = { 1, 3 }, p = { 0, 1 } },
+  { x = { 2, 2, 7, 9 }, k = { 2, 2 }, s = { 2, 2 }, p = { 0, 0 } }, -- 2x2 fast path, odd sizes (last row/column unused)
 }
 
 describe("max_pool2d forward", function()
@@ -413,6 +414,11 @@ describe("max_pool2d forward", function()
     assert.is_true(v[1] ~= v[1])
     assert.are.equal(7, v[2])
     assert.are.same({ { { { 2, 8 } } } }, idx:totable())
+    -- ties keep the first maximum in window order; -inf windows report their first element
+    local t = wick.tensor({ { { { 3, 3, -1 / 0, -1 / 0 }, { 3, 1, -1 / 0, -1 / 0 } } } })
+    local ty, tidx = C.max_pool2d(t, 2, { return_indices = true })
+    assert.are.same({ { { { 1, 3 } } } }, tidx:totable())
+    assert.are.equal(-math.huge, ty:totable()[1][1][1][2])
     local h = C.max_pool2d(wick.arange(16, { dtype = "float16" }):reshape(1, 1, 4, 4), 2)
     assert.are.equal("float16", h.dtype)
     assert_close(h, { { { { 5, 7 }, { 13, 15 } } } }, 0)

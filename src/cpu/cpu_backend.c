@@ -269,6 +269,14 @@ static void random_range(void *ctx, int64_t begin, int64_t end) {
     char *data = wk_data(j->out);
     wick_dtype d = j->out->dtype;
     size_t es = wk_dtype_size(d);
+    if (!j->normal && d == WICK_FLOAT32) { /* rand, dropout's draws: the common case without a store per dtype */
+        float *f = (float *)data;
+        for (int64_t i = begin; i < end; i++) {
+            double v = wk_uniform(j->seed, j->offset + (uint64_t)i);
+            f[i] = v > 0.99999994039535522 ? 0.99999994f : (float)v; /* the cap below */
+        }
+        return;
+    }
     for (int64_t i = begin; i < end; i++) {
         double v;
         if (!j->normal) {

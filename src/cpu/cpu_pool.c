@@ -16,6 +16,40 @@ typedef struct {
     const char *in;
 } pool_job;
 
+/* 2x2 windows at stride 2 inside the input (no padding, no window past its
+ * edge: ceil_mode may add one): the four candidates compared in the general
+ * loop's order, without its bounds (the usual max_pool2d(x, 2)). */
+#define MAX_POOL_2X2(NAME, T)                                                                     \
+    static void NAME(const wk_pool2d_args *a, T *out, int64_t *indices, const T *in, int64_t begin, \
+                     int64_t end) {                                                               \
+        const int64_t w = a->w, oh = a->oh, ow = a->ow;                                           \
+        for (int64_t p = begin; p < end; p++) {                                                   \
+            const T *x = in + p * a->h * w;                                                       \
+            T *y = out + p * oh * ow;                                                             \
+            int64_t *ix = indices ? indices + p * oh * ow : NULL;                                 \
+            for (int64_t oy = 0; oy < oh; oy++) {                                                 \
+                const T *r0 = x + 2 * oy * w, *r1 = r0 + w;                                       \
+                for (int64_t ox = 0; ox < ow; ox++) {                                             \
+                    const int64_t c = 2 * ox;                                                     \
+                    T best = r0[c];                                                               \
+                    int64_t at = 2 * oy * w + c;                                                  \
+                    if (r0[c + 1] > best || isnan(r0[c + 1])) best = r0[c + 1], at = 2 * oy * w + c + 1; \
+                    if (r1[c] > best || isnan(r1[c])) best = r1[c], at = (2 * oy + 1) * w + c;    \
+                    if (r1[c + 1] > best || isnan(r1[c + 1])) best = r1[c + 1], at = (2 * oy + 1) * w + c + 1; \
+                    y[oy * ow + ox] = best;                                                       \
+                    if (ix) ix[oy * ow + ox] = at;                                                \
+                }                                                                                 \
+            }                                                                                     \
+        }                                                                                         \
+    }
+MAX_POOL_2X2(max_pool_2x2_f32, float)
+MAX_POOL_2X2(max_pool_2x2_f64, double)
+
+static bool plain_2x2(const wk_pool2d_args *a) {
+    return a->kh == 2 && a->kw == 2 && a->sh == 2 && a->sw == 2 && a->ph == 0 && a->pw == 0 && 2 * a->oh <= a->h &&
+           2 * a->ow <= a->w;
+}
+
 #define MAX_POOL(NAME, T)                                                                         \
     static void NAME(const wk_pool2d_args *a, T *out, int64_t *indices, const T *in, int64_t begin, \
                      int64_t end) {                                                               \
@@ -50,7 +84,11 @@ MAX_POOL(max_pool_f64, double)
 
 static void max_pool_range(void *ctx, int64_t begin, int64_t end) {
     const pool_job *j = ctx;
-    if (j->a->dtype == WICK_FLOAT32)
+    if (plain_2x2(j->a) && j->a->dtype == WICK_FLOAT32)
+        max_pool_2x2_f32(j->a, (float *)j->out, j->indices, (const float *)j->in, begin, end);
+    else if (plain_2x2(j->a))
+        max_pool_2x2_f64(j->a, (double *)j->out, j->indices, (const double *)j->in, begin, end);
+    else if (j->a->dtype == WICK_FLOAT32)
         max_pool_f32(j->a, (float *)j->out, j->indices, (const float *)j->in, begin, end);
     else
         max_pool_f64(j->a, (double *)j->out, j->indices, (const double *)j->in, begin, end);
