@@ -32,8 +32,8 @@ typedef struct {
     const int32_t *taps; /* small maps: per tap and output position, the input element read (-1: padding) */
 } conv_job;
 
-/* Valid output columns [x0, x1) for a kernel column at input offset xoff
- * (input column = ox * sw + xoff must lie in [0, w)). */
+/* Valid outputs [x0, x1) along one dim for a kernel tap at input offset xoff
+ * (input index = o * stride + xoff must lie in [0, w)): columns, or rows alike. */
 static void valid_range(int64_t xoff, int64_t sw, int64_t w, int64_t ow, int64_t *x0, int64_t *x1) {
     int64_t lo, hi;
     if (sw == 1) { /* no division: this runs for every tap of every plane */
@@ -46,11 +46,6 @@ static void valid_range(int64_t xoff, int64_t sw, int64_t w, int64_t ow, int64_t
     if (hi > ow) hi = ow;
     if (lo > hi) lo = hi;
     *x0 = lo, *x1 = hi;
-}
-
-/* The output rows [*y0, *y1) whose input row oy sh + yoff lies in [0, h). */
-static void valid_rows(int64_t yoff, int64_t sh, int64_t h, int64_t oh, int64_t *y0, int64_t *y1) {
-    valid_range(yoff, sh, h, oh, y0, y1);
 }
 
 /* Whether a tap's valid rows are one run of the input: stride 1 along both
@@ -72,7 +67,7 @@ static bool one_run(const wk_conv2d_args *a) { return a->sh == 1 && a->sw == 1 &
                 T *row = col + (i * a->kw + j) * ld;                                              \
                 int64_t xoff = j * a->dw - a->pw, yoff = i * a->dh - a->ph, x0, x1, y0, y1;       \
                 valid_range(xoff, sw, w, ow, &x0, &x1);                                           \
-                valid_rows(yoff, a->sh, h, oh, &y0, &y1);                                         \
+                valid_range(yoff, a->sh, h, oh, &y0, &y1);                                         \
                 if (y0 > 0) memset(row, 0, sizeof(T) * (size_t)(y0 * ow));                        \
                 if (y1 < oh) memset(row + y1 * ow, 0, sizeof(T) * (size_t)((oh - y1) * ow));      \
                 if (run && y1 > y0) {                                                             \
@@ -114,7 +109,7 @@ IM2COL(im2col_f64, double)
                 T *row = col + (i * a->kw + j) * ld;                                              \
                 int64_t xoff = j * a->dw - a->pw, yoff = i * a->dh - a->ph, x0, x1, y0, y1;       \
                 valid_range(xoff, sw, w, ow, &x0, &x1);                                           \
-                valid_rows(yoff, a->sh, h, oh, &y0, &y1);                                         \
+                valid_range(yoff, a->sh, h, oh, &y0, &y1);                                         \
                 if (run && y1 > y0) {                                                             \
                     for (int64_t oy = y0; oy < y1; oy++) {                                        \
                         T *r = row + oy * ow;                                                     \
@@ -141,7 +136,6 @@ IM2COL(im2col_f64, double)
 COL2IM(col2im_f32, float)
 COL2IM(col2im_f64, double)
 
-/* jobs over (image of the chunk, channel of the group) */
 /* The same through the table of a small map (conv_job.taps): one gather
  * (col2im: one scatter-add) per plane, no work per tap or row. */
 #define TAPS(NAME, T)                                                                             \
@@ -165,6 +159,7 @@ COL2IM(col2im_f64, double)
 TAPS(gather_f32, float)
 TAPS(gather_f64, double)
 
+/* jobs over (image of the chunk, channel of the group) */
 static void im2col_range(void *ctx, int64_t begin, int64_t end) {
     const conv_job *j = ctx;
     const wk_conv2d_args *a = j->a;

@@ -535,22 +535,17 @@ WK_A512 static void kernel_f32(const float *a, int64_t ars, int64_t aps, const f
         if (r < o->rows) store_row_f32((float *)o->c + r * o->ldc, acc[r], o);
 }
 
-/* Blocks [begin, end) of MC x NC of C, each over all of k: for each k block,
- * a B panel's block stays in L1 while the MC / MR panels of A pass by. */
 /* float32: the block [ip0, ip1) x [jp0, jp1) of panels of C, k block by k
  * block; each B panel's k block is packed as it is needed, into 32 KiB that
  * stay in L1 while the block's rows of A pass by (read in place). */
 #define F32_FEW_PANELS 4
-#ifndef F32_KC
-#define F32_KC 128
-#endif
 __attribute__((noinline)) static void compute_f32(const gemm_job *j, int64_t ip0, int64_t ip1, int64_t jp0, int64_t jp1) {
     const wk_gemm_args *g = j->g;
     const float *a = (const float *)g->a;
     const int64_t ars = g->trans_a ? 1 : g->lda, aps = g->trans_a ? g->lda : 1;
-    float panel[F32_KC * NR] __attribute__((aligned(64)));
-    for (int64_t p0 = 0; p0 < g->k; p0 += F32_KC) {
-        const int64_t len = min64(F32_KC, g->k - p0);
+    float panel[KC * NR] __attribute__((aligned(64)));
+    for (int64_t p0 = 0; p0 < g->k; p0 += KC) {
+        const int64_t len = min64(KC, g->k - p0);
         for (int64_t jp = jp0; jp < jp1; jp++) {
             const int64_t c0 = jp * NR, cols = min64(NR, g->n - c0);
             /* a whole panel of a plain B under a few rows of A: read in place */
