@@ -165,21 +165,13 @@ static void im2col_range(void *ctx, int64_t begin, int64_t end) {
     const wk_conv2d_args *a = j->a;
     size_t es = wk_dtype_size(a->dtype);
     int64_t plane = a->h * a->w, ld = j->cur * j->L;
-    if (j->taps) {
-        for (int64_t t = begin; t < end; t++) {
-            int64_t i = t / j->cg, c = t % j->cg;
-            const char *x = j->x + (((j->n0 + i) * a->c + j->g * j->cg + c) * plane) * (int64_t)es;
-            char *col = j->col + (c * a->kh * a->kw * ld + i * j->L) * (int64_t)es;
-            if (a->dtype == WICK_FLOAT32) gather_f32_taps(j, (const float *)x, (float *)col, ld);
-            else gather_f64_taps(j, (const double *)x, (double *)col, ld);
-        }
-        return;
-    }
     for (int64_t t = begin; t < end; t++) {
         int64_t i = t / j->cg, c = t % j->cg;
         const char *x = j->x + (((j->n0 + i) * a->c + j->g * j->cg + c) * plane) * (int64_t)es;
         char *col = j->col + (c * a->kh * a->kw * ld + i * j->L) * (int64_t)es;
-        if (a->dtype == WICK_FLOAT32) im2col_f32(a, (const float *)x, (float *)col, ld);
+        if (j->taps && a->dtype == WICK_FLOAT32) gather_f32_taps(j, (const float *)x, (float *)col, ld);
+        else if (j->taps) gather_f64_taps(j, (const double *)x, (double *)col, ld);
+        else if (a->dtype == WICK_FLOAT32) im2col_f32(a, (const float *)x, (float *)col, ld);
         else im2col_f64(a, (const double *)x, (double *)col, ld);
     }
 }
