@@ -27,7 +27,8 @@ wick_status cpu_run(const wk_iter *it, cpu_run_fn fn, const void *extra)
     ;
 
 /* CPU memory (cpu_backend.c): large blocks come from and go back to a cache
- * (also for scratch space that a kernel uses on every call); aligned to 64. */
+ * (also for scratch space that a kernel uses on every call); a host allocator
+ * (wick_set_allocator) gets every block, uncached. */
 void *cpu_alloc(size_t nbytes, int device_index);
 void cpu_free(void *p, size_t nbytes, int device_index);
 
