@@ -261,6 +261,9 @@ local CASES = {
   { x = { 2, 3, 6, 7 }, w = { 4, 3, 5, 3 }, padding = { 2, 1 }, bias = true },
   { x = { 1, 2, 4, 9 }, w = { 2, 2, 1, 3 }, padding = { 0, 1 } },
   { x = { 3, 5, 7, 7 }, w = { 6, 5, 3, 3 }, padding = 1, bias = true },
+  -- same size, but each tap's columns lie wholly in the padding (65 positions:
+  -- past the small-map table); crashed in im2col's one-run copy
+  { x = { 1, 1, 65, 1 }, w = { 1, 1, 1, 2 }, dilation = { 1, 200 }, padding = { 0, 100 } },
 }
 
 describe("conv2d forward", function()
@@ -490,6 +493,8 @@ describe("conv2d gradients (float64 central differences)", function()
       { rand_tensor({ 2, 2, 5, 4 }, 31), rand_tensor({ 3, 2, 5, 3 }, 32), rand_tensor({ 3 }, 33) })
     gradcheck(conv_fn({ padding = { 0, 1 } }), { rand_tensor({ 1, 2, 3, 6 }, 34), rand_tensor({ 2, 2, 1, 3 }, 35), false })
     gradcheck(conv_fn({ padding = 1 }), { rand_tensor({ 3, 2, 4, 4 }, 36), rand_tensor({ 2, 2, 3, 3 }, 37), false })
+    gradcheck(conv_fn({ dilation = { 1, 200 }, padding = { 0, 100 } }),
+      { rand_tensor({ 1, 1, 65, 1 }, 38), rand_tensor({ 1, 1, 1, 2 }, 39), false })
   end)
 
   it("kernels whose outer taps only ever read padding (cut off: their gradient is zero)", function()

@@ -73,7 +73,8 @@ static bool one_run(const wk_conv2d_args *a) { return a->sh == 1 && a->sw == 1 &
                 if (run && y1 > y0) {                                                             \
                     int64_t d0 = y0 * ow, d1 = y1 * ow, s = (y0 + yoff) * w + xoff;             \
                     int64_t lo = s < 0 ? -s : 0, hi = s + (d1 - d0) > h * w ? s + (d1 - d0) - h * w : 0; \
-                    memcpy(row + d0 + lo, x + s + lo, sizeof(T) * (size_t)(d1 - d0 - lo - hi));   \
+                    if (d1 - d0 > lo + hi) /* else the tap lies wholly in the padding */        \
+                        memcpy(row + d0 + lo, x + s + lo, sizeof(T) * (size_t)(d1 - d0 - lo - hi)); \
                     for (int64_t oy = y0; oy < y1; oy++) {                                        \
                         T *r = row + oy * ow;                                                     \
                         for (int64_t ox = 0; ox < x0; ox++) r[ox] = 0;                            \
