@@ -64,6 +64,7 @@ human() { awk -v b="$1" 'BEGIN { if (b >= 1048576) printf "%g MiB", b / 1048576;
 run_ar() { # side bytes round: one all-reduce run of one size -> "bytes seconds calls round" in $TMP/ar.side
   case $1 in
     raw) mpi "$TMP/allreduce_mpi" "$MIN_TIME" "$2" ;;
+    rawmt) THREAD_LEVEL=multiple mpi -x THREAD_LEVEL "$TMP/allreduce_mpi" "$MIN_TIME" "$2" ;;
     wick) mpi "$BUILD/wick" bench/distributed_allreduce.lua "$MIN_TIME" "$2" | tee -a "$TMP/ar.wick.raw" ;;
   esac | awk -v r="$3" '$1 == "allreduce" { print $2, $3, $4, r }' >>"$TMP/ar.$1"
 }
@@ -93,26 +94,29 @@ for part in $PARTS; do
         i=0
         for s in $SIZES; do
           i=$((i + 1))
-          if [ $(((r + i) % 2)) = 0 ]; then run_ar raw "$s" "$r"; run_ar wick "$s" "$r"
-          else run_ar wick "$s" "$r"; run_ar raw "$s" "$r"; fi
+          if [ $(((r + i) % 2)) = 0 ]; then run_ar raw "$s" "$r"; run_ar wick "$s" "$r"; run_ar rawmt "$s" "$r"
+          else run_ar rawmt "$s" "$r"; run_ar wick "$s" "$r"; run_ar raw "$s" "$r"; fi
           [ "$torch_at" = 1 ] && [ "$i" = 2 ] && { PORT=$((PORT + 1)); run_torch_ar "$r"; }
         done
         [ "$torch_at" = 2 ] && { PORT=$((PORT + 1)); run_torch_ar "$r"; }
       done
-      printf '| size | raw MPI us | wick us | PyTorch gloo us | raw busbw GB/s | wick busbw GB/s | gloo busbw GB/s | wick / raw busbw (goal >= 0.95) | wick / gloo busbw (goal > 1) |\n'
-      printf '|---|---|---|---|---|---|---|---|---|\n'
+      printf '| size | raw MPI us | raw MPI, THREAD_MULTIPLE us | wick us | PyTorch gloo us | raw busbw GB/s | wick busbw GB/s | gloo busbw GB/s | wick / raw busbw (goal >= 0.95) | wick / raw at wick'"'"'s thread level | wick / gloo busbw (goal > 1) |\n'
+      printf '|---|---|---|---|---|---|---|---|---|---|---|\n'
+      pair() { # raw-file size: the median over rounds of each round's pair (raw time / wick time)
+        awk -v s="$2" 'FNR == NR { if ($1 == s) raw[$4] = $2; next } $1 == s && ($4 in raw) { print raw[$4] / $2 }' \
+          "$1" "$TMP/ar.wick" | sort -g | awk '{ v[NR] = $1 } END { if (NR) printf "%.2f", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2); else print "-" }'
+      }
       for s in $SIZES; do
-        m=$(median "$TMP/ar.raw" "$s" 2); w=$(median "$TMP/ar.wick" "$s" 2); t=$(median "$TMP/ar.torch" "$s" 2)
-        # wick / raw: the median over rounds of each round's pair (raw time / wick time)
-        pair=$(awk -v s="$s" 'FNR == NR { if ($1 == s) raw[$4] = $2; next } $1 == s && ($4 in raw) { print raw[$4] / $2 }' \
-          "$TMP/ar.raw" "$TMP/ar.wick" | sort -g | awk '{ v[NR] = $1 } END { if (NR) printf "%.2f", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2); else print "-" }')
+        m=$(median "$TMP/ar.raw" "$s" 2); mt=$(median "$TMP/ar.rawmt" "$s" 2); w=$(median "$TMP/ar.wick" "$s" 2); t=$(median "$TMP/ar.torch" "$s" 2)
         bw() { awk -v b="$s" -v t="$1" 'BEGIN { if (t == "") print "-"; else printf "%.2f", b / t * 2 * (2 - 1) / 2 / 1e9 }'; }
         us() { awk -v t="$1" 'BEGIN { if (t == "") print "-"; else printf "%.1f", t * 1e6 }'; }
-        printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$(human "$s")" "$(us "$m")" "$(us "$w")" "$(us "$t")" \
-          "$(bw "$m")" "$(bw "$w")" "$(bw "$t")" "$pair" "$(ratio "$t" "$w")"
+        printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$(human "$s")" "$(us "$m")" "$(us "$mt")" "$(us "$w")" "$(us "$t")" \
+          "$(bw "$m")" "$(bw "$w")" "$(bw "$t")" "$(pair "$TMP/ar.raw" "$s")" "$(pair "$TMP/ar.rawmt" "$s")" "$(ratio "$t" "$w")"
       done
-      echo "(times: medians over $ROUNDS rounds; wick / raw: median of the rounds' raw/wick time ratios, each pair run back to back;"
+      echo "(times: medians over $ROUNDS rounds; wick / raw: median of the rounds' raw/wick time ratios, each run back to back;"
+      echo " raw MPI is a C program with MPI_Init, raw at wick's thread level the same with MPI_Init_thread(MPI_THREAD_MULTIPLE);"
       echo " wick / gloo: gloo's median time / wick's median time)"
+      awk '$1 == "checks" { p += $2; f += $3 } END { if (p + f) printf "wick'"'"'s signature checks: %d predicted, %d full (%.1f%% predicted; src/dist/group.c)\n", p, f, 100 * p / (p + f) }' "$TMP/ar.wick.raw"
       if grep -q '^inproc_raw' "$TMP/ar.wick.raw" 2>/dev/null; then
         echo
         echo "the same pair inside wick's processes (raw MPI_Allreduce through LuaJIT's FFI on the memory of wick's own tensor, PAIRS batches alternating with wick's):"

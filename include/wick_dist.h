@@ -73,10 +73,21 @@ WICK_API wick_status wick_dist_local_rank(int *rank);
 WICK_API wick_status wick_dist_backend(const char **name);
 /* The group's timeout in seconds. */
 WICK_API wick_status wick_dist_timeout(double *seconds);
+/* How the group's signature checks ran so far: `predicted` passed the
+ * predicted check (the ranks' recent calls predicted this one: a one-element
+ * message, or for a small CPU all_reduce none beyond its own), `full` took the
+ * full check (docs/architecture.md, the dist layer). */
+WICK_API wick_status wick_dist_check_counts(uint64_t *predicted, uint64_t *full);
 
 /* ---- collectives (see above for `work`) ---- */
 /* t = op over ranks of t. */
 WICK_API wick_status wick_dist_all_reduce(wick_tensor *t, wick_dist_op op, wick_dist_work **work);
+/* The synchronous all_reduce as a fast path for LuaJIT's FFI (the Lua
+ * binding's; a small all_reduce is short enough that the classic C API call
+ * shows): 1 without doing anything when it is not for it (no group, the
+ * profiler recording, t NULL), else wick_dist_all_reduce(t, op, NULL): 0 when
+ * done, -1 when it failed (wick_last_error() says why: the same error). */
+WICK_API int wick_dist_try_all_reduce(wick_tensor *t, wick_dist_op op);
 /* t = rank src's t. */
 WICK_API wick_status wick_dist_broadcast(wick_tensor *t, int src, wick_dist_work **work);
 /* outs[r] = rank r's t, for n == world size tensors of t's shape and dtype. */

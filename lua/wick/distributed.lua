@@ -84,7 +84,34 @@ local function rank_arg(v, fn, name)
   return v
 end
 
+-- Under LuaJIT, all_reduce(t) and all_reduce(t, {op = ...}) first call the
+-- engine through the FFI (a small all_reduce is short enough that the classic
+-- C call shows); its errors are the engine's own, raised at the user's line.
+local fast_all_reduce, tensor_ptr
+local OPS = { sum = 0, avg = 1, max = 2, min = 3, product = 4 } -- wick_dist_op (include/wick_dist.h)
+do
+  local has_ffi, ffi = pcall(require, "ffi")
+  if has_ffi and not os.getenv("WICK_NO_FFI") then
+    pcall(ffi.cdef, "typedef struct wick_tensor wick_tensor;")
+    fast_all_reduce = ffi.cast("int (*)(wick_tensor *, int)", C.fast_all_reduce())
+    local slot = ffi.typeof("wick_tensor **")
+    tensor_ptr = function(t) return ffi.cast(slot, t)[0] end
+  end
+end
+local tensor_mt = core._mt
+
 function M.all_reduce(t, opts)
+  if fast_all_reduce and getmetatable(t) == tensor_mt then
+    local op = 0
+    if opts ~= nil then
+      op = type(opts) == "table" and opts.async_op == nil and next(opts, next(opts)) == nil and OPS[opts.op]
+    end
+    if op then
+      local rc = fast_all_reduce(tensor_ptr(t), op)
+      if rc == 0 then return nil end
+      if rc < 0 then C.raise_last() end
+    end
+  end
   check.tensor(t, "all_reduce", "tensor")
   local op, async = options(opts, "all_reduce", true)
   return C.all_reduce(t, op, async)

@@ -134,10 +134,27 @@ void wk_mpi_comm_free(void **comm);
  * one moves the rest in a second. Measured (bench/distributed.sh, Open MPI
  * 4.1 shared memory, 2 ranks): a 4 KiB payload here made the check cost more
  * than the second round trip it saves (4 KiB all_reduce 0.42x raw MPI against
- * 0.67x with 256 bytes; 64 KiB 0.77x against 0.84x). */
+ * 0.67x with 256 bytes; 64 KiB 0.77x against 0.84x): this user-defined op
+ * over one big datatype costs Open MPI twice its own op on the same bytes,
+ * which the predicted check below uses instead. */
 #define WK_MPI_INLINE_BYTES 256
 wick_status wk_mpi_check(void *comm, const int64_t *fields, int64_t *lo, int64_t *hi, int n, int *bad,
                          void *payload, wick_dtype dtype, wick_dist_op op, int64_t count, int64_t *carried);
+/* The predicted check (group.c: when the ranks' recent calls predict this
+ * one): one MPI_Allreduce shaped by the prediction alone, so every rank posts
+ * the same message whatever it called. wk_mpi_all_agree: one int; *all is 1
+ * when every rank passed mine = 1 (its call is the predicted one).
+ * wk_mpi_all_reduce_predicted: for a predicted CPU all_reduce that
+ * wk_mpi_predictable accepts (float32, float64, int32 or int64, at most
+ * WK_MPI_PREDICT_BYTES): the payload and a flag in one message, reduced with
+ * MPI's own op. data: this rank's elements, NULL when its call is not the
+ * predicted one; scratch holds count + 1 elements. When *all, data holds the
+ * result: the whole all_reduce in one round trip. */
+#define WK_MPI_PREDICT_BYTES 16384
+int wk_mpi_predictable(wick_dtype dtype, wick_dist_op op, int64_t count);
+wick_status wk_mpi_all_agree(void *comm, int mine, int *all);
+wick_status wk_mpi_all_reduce_predicted(void *comm, void *data, void *scratch, int64_t count, wick_dtype dtype,
+                                        wick_dist_op op, int size, int *all);
 wick_status wk_mpi_bcast_bytes(void *comm, void *buf, size_t n, int root);
 /* Blocking MPI_Send / MPI_Recv of n bytes (MPI_BYTE) with a tag, for a
  * backend's own headers (nccl.c checks a recv's size and dtype with them);

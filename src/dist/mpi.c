@@ -326,6 +326,59 @@ wick_status wk_mpi_check(void *comm, const int64_t *fields, int64_t *lo, int64_t
     return WICK_OK;
 }
 
+/* ---- the predicted check (group.c says when it runs) ----
+ * One MPI_Allreduce that every rank posts alike, its shape fixed by the
+ * prediction alone, whatever the rank's own call. Each rank contributes a flag
+ * in the message's own dtype that MPI's own op turns into "every rank made
+ * the predicted call": 1 or 0 summed (all when the sum is the world size), 1
+ * or 0 for min and product (all when 1), -1 or 0 for max (all when -1). */
+int wk_mpi_predictable(wick_dtype dtype, wick_dist_op op, int64_t count) {
+    int exact = dtype == WICK_FLOAT32 || dtype == WICK_FLOAT64 || dtype == WICK_INT32 || dtype == WICK_INT64;
+    return exact && op != WICK_DIST_AVG && count >= 0 &&
+           count <= (int64_t)(WK_MPI_PREDICT_BYTES / wick_dtype_size(dtype));
+}
+
+static void put_flag(void *p, wick_dtype dt, int v) {
+    switch (dt) {
+    case WICK_FLOAT32: *(float *)p = (float)v; break;
+    case WICK_FLOAT64: *(double *)p = v; break;
+    case WICK_INT32: *(int32_t *)p = v; break;
+    default: *(int64_t *)p = v; break; /* int64 (wk_mpi_predictable) */
+    }
+}
+
+static double get_flag(const void *p, wick_dtype dt) {
+    switch (dt) {
+    case WICK_FLOAT32: return *(const float *)p;
+    case WICK_FLOAT64: return *(const double *)p;
+    case WICK_INT32: return *(const int32_t *)p;
+    default: return (double)*(const int64_t *)p;
+    }
+}
+
+wick_status wk_mpi_all_agree(void *comm, int mine, int *all) {
+    int v = mine ? 1 : 0;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, ((wk_mpi_comm *)comm)->comm),
+              "MPI_Allreduce (the predicted check)");
+    *all = v == 1;
+    return WICK_OK;
+}
+
+wick_status wk_mpi_all_reduce_predicted(void *comm, void *data, void *scratch, int64_t count, wick_dtype dtype,
+                                        wick_dist_op op, int size, int *all) {
+    size_t bytes = (size_t)count * wick_dtype_size(dtype);
+    int yes = op == WICK_DIST_MAX ? -1 : 1;
+    if (data) memcpy(scratch, data, bytes);
+    else memset(scratch, 0, bytes);
+    put_flag((char *)scratch + bytes, dtype, data ? yes : 0);
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, scratch, (int)count + 1, mpi_type(dtype), mpi_op(dtype, op),
+                            ((wk_mpi_comm *)comm)->comm),
+              "MPI_Allreduce (the predicted all_reduce)");
+    *all = get_flag((char *)scratch + bytes, dtype) == (op == WICK_DIST_SUM ? size : yes);
+    if (*all) memcpy(data, scratch, bytes);
+    return WICK_OK;
+}
+
 wick_status wk_mpi_bcast_bytes(void *comm, void *buf, size_t n, int root) {
     if (n > INT_MAX) return wick_fail(WICK_ERR_ARGUMENT, "wick.distributed: bootstrap message too large");
     MPI_CHECK(MPI_Bcast(buf, (int)n, MPI_BYTE, root, ((wk_mpi_comm *)comm)->comm), "MPI_Bcast");
@@ -465,6 +518,12 @@ wick_status wk_mpi_comm_new(void **comm, int *rank, int *size, int *local_rank) 
 void wk_mpi_comm_free(void **comm) {}
 wick_status wk_mpi_check(void *comm, const int64_t *fields, int64_t *lo, int64_t *hi, int n, int *bad,
                          void *payload, wick_dtype dtype, wick_dist_op op, int64_t count, int64_t *carried) {
+    return no_mpi();
+}
+int wk_mpi_predictable(wick_dtype dtype, wick_dist_op op, int64_t count) { return 0; }
+wick_status wk_mpi_all_agree(void *comm, int mine, int *all) { return no_mpi(); }
+wick_status wk_mpi_all_reduce_predicted(void *comm, void *data, void *scratch, int64_t count, wick_dtype dtype,
+                                        wick_dist_op op, int size, int *all) {
     return no_mpi();
 }
 wick_status wk_mpi_bcast_bytes(void *comm, void *buf, size_t n, int root) { return no_mpi(); }

@@ -148,6 +148,24 @@ WL_FUNCTION(d_local_rank) {
     return 1;
 }
 
+/* fast_all_reduce(): wick_dist_try_all_reduce's address, for distributed.lua's FFI path */
+WL_FUNCTION(d_fast_all_reduce) {
+    lua_pushlightuserdata(L, (void *)(intptr_t)&wick_dist_try_all_reduce);
+    return 1;
+}
+
+/* raise_last(): raises the last error at the user's line (after the FFI path failed) */
+WL_FUNCTION(d_raise_last) { return wl_raise(L, "%s", wick_last_error()); }
+
+/* check_counts() -> predicted, full (tests and benchmarks: how the signature checks ran) */
+WL_FUNCTION(d_check_counts) {
+    uint64_t predicted = 0, full = 0;
+    wl_check(L, wick_dist_check_counts(&predicted, &full));
+    lua_pushnumber(L, (double)predicted);
+    lua_pushnumber(L, (double)full);
+    return 2;
+}
+
 /* all_reduce(t, op, async) */
 WL_FUNCTION(d_all_reduce) {
     wick_tensor *t = wl_checktensor(L, 1, "all_reduce", "tensor");
@@ -237,6 +255,9 @@ static const luaL_Reg dist_fns[] = {
     {"rank", d_rank},
     {"world_size", d_world_size},
     {"local_rank", d_local_rank},
+    {"check_counts", d_check_counts},
+    {"fast_all_reduce", d_fast_all_reduce},
+    {"raise_last", d_raise_last},
     {"all_reduce", d_all_reduce},
     {"broadcast", d_broadcast},
     {"all_gather", d_all_gather},
