@@ -187,3 +187,33 @@ describe("fused Adadelta step", function()
     assert.is_false(step(mp, mp:clone(), mp:clone(), mp:clone(), 1, 0.9, 1e-6, 0, false))
   end)
 end)
+
+describe("fused steps on the pool", function()
+  -- a parameter above two grains (2 x 32768 elements, src/cpu/cpu_optim.c) is
+  -- split among the threads: each range must update its own elements once
+  local n = 100003
+  local function after_steps(threads, make)
+    local before = wick.get_num_threads()
+    wick.set_num_threads(threads)
+    local p = wick.tensor(values(n, 0.3)):requires_grad_(true)
+    local o = make(p)
+    for s = 1, 3 do
+      p.grad = wick.tensor(values(n, s))
+      o:step()
+    end
+    wick.set_num_threads(before)
+    return p:detach()
+  end
+  for name, make in pairs({
+    SGD = function(p) return optim.SGD({ p }, { lr = 0.1, momentum = 0.9, weight_decay = 0.01 }) end,
+    Adam = function(p) return optim.Adam({ p }, { lr = 0.01 }) end,
+    AdamW = function(p) return optim.AdamW({ p }, { lr = 0.01, weight_decay = 0.1 }) end,
+    Adadelta = function(p) return optim.Adadelta({ p }, { lr = 1.0, weight_decay = 0.01 }) end,
+  }) do
+    it(name .. " gives the same parameters on 1 and 2 threads, every element updated", function()
+      local one, two = after_steps(1, make), after_steps(2, make)
+      assert.is_true(one:equal(two))
+      assert.are.equal(n, one:ne(wick.tensor(values(n, 0.3))):sum():item())
+    end)
+  end
+end)

@@ -494,6 +494,11 @@ wick_status wk_parallel_for(int64_t n, int64_t grain, wk_range_fn fn, void *ctx)
 #endif
     ;
 
+/* The same, every part run to its end whatever the interrupt flag says: for a
+ * kernel that updates in place and must not stop half way (an optimizer's
+ * step); the interrupt stays raised for the next op. */
+void wk_parallel_for_whole(int64_t n, int64_t grain, wk_range_fn fn, void *ctx);
+
 /* ---- random (random.c) ---- */
 /* Reserves `count` draws from the generator and returns (seed, offset) for them. */
 void wk_rng_reserve(uint64_t count, uint64_t *seed, uint64_t *offset);
