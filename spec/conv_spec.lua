@@ -541,6 +541,39 @@ describe("conv2d gradients (float64 central differences)", function()
     assert_close(w.grad, gw:totable(), 1e-10)
   end) end)
 
+  it("a batch shared among threads (one share of the images each) gives the one-thread results", function()
+    -- convolutions of at least 2^20 multiply-adds an image run a share of the
+    -- batch per thread (src/cpu/cpu_conv.c, slots), weight gradients summed after
+    local before = wick.get_num_threads()
+    for _, case in ipairs({
+      { x = { 7, 8, 34, 34 }, w = { 16, 8, 3, 3 }, opts = { padding = 1 } },
+      { x = { 5, 16, 40, 40 }, w = { 32, 8, 3, 3 }, opts = { padding = 1, groups = 2 } },
+      { x = { 5, 8, 64, 64 }, w = { 16, 8, 3, 3 }, opts = { stride = 2, padding = 1 } },
+      { x = { 3, 64, 32, 32 }, w = { 64, 64, 1, 1 }, opts = {} },
+    }) do
+      wick.manual_seed(11)
+      local x0, w0 = wick.randn(case.x, F64), wick.randn(case.w, F64)
+      local b0, g = wick.randn(case.w[1], F64), nil
+      local results = {}
+      for _, threads in ipairs({ 1, 2, 3 }) do
+        wick.set_num_threads(threads)
+        local x, w, b = x0:clone():requires_grad_(), w0:clone():requires_grad_(), b0:clone():requires_grad_()
+        local y = C.conv2d(x, w, b, case.opts)
+        g = g or wick.randn(y:size(), F64)
+        y:backward(g)
+        results[threads] = { y = y:detach(), x = x.grad, w = w.grad, b = b.grad }
+      end
+      wick.set_num_threads(before)
+      for _, threads in ipairs({ 2, 3 }) do
+        for _, k in ipairs({ "y", "x", "w", "b" }) do
+          local d = (results[threads][k] - results[1][k]):abs():max():item()
+          local scale = results[1][k]:abs():max():item()
+          assert(d <= 1e-12 * (1 + scale), ("%d threads, %s: differs by %g"):format(threads, k, d))
+        end
+      end
+    end
+  end)
+
   it("grad_fn, gradients only where asked, dtypes kept, and no graph under no_grad", function()
     local x = rand_tensor({ 1, 2, 4, 4 }, 30, "float32")
     local w = rand_tensor({ 3, 2, 3, 3 }, 31, "float32")
