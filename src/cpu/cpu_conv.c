@@ -9,9 +9,11 @@
  * small: see chunk_images). 1x1 kernels with stride 1 and no padding need no
  * columns: the input plane is the matrix.
  *
- * wick's thread pool runs the memory-bound parts (im2col, col2im, moving rows,
- * the bias sums) over (image, channel) pairs; GEMMs are called only from the
- * calling thread, so BLAS is never entered from several threads at once. */
+ * On one thread, or for a convolution under 2^20 multiply-adds an image,
+ * wick's thread pool runs the memory-bound parts (im2col, col2im, moving
+ * rows, the bias sums) over (image, channel) pairs and cpu_gemm splits the
+ * GEMMs. Otherwise each thread takes a share of the batch (a slot, below) and
+ * runs all of it as one thread would. */
 #include "cpu.h"
 
 #include <stdio.h>
