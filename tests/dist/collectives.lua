@@ -17,22 +17,8 @@ assert(world >= 2, "run under mpirun -np 2 or more")
 assert(dist.get_local_rank() == rank, "one machine: the local rank is the rank")
 assert(dist.get_backend() == "mpi")
 
-local failures, checks = 0, 0
-local function check(ok, what)
-  checks = checks + 1
-  if not ok then
-    failures = failures + 1
-    io.stderr:write(("[rank %d] FAILED: %s\n"):format(rank, what))
-  end
-end
-
-local function errors_with(fn, pattern, what)
-  local ok, err = pcall(fn)
-  check(not ok and tostring(err):find(pattern, 1, true) ~= nil,
-    ("%s: expected an error with '%s', got %s"):format(what, pattern, ok and "no error" or tostring(err)))
-  -- the error names the caller's line (this file), not wick's own files
-  if not ok then check(tostring(err):find("collectives.lua:", 1, true) ~= nil, what .. ": error at the user's line: " .. tostring(err)) end
-end
+local checks = dofile("tests/dist/lib/checks.lua").new(rank, "collectives.lua")
+local check, errors_with = checks.check, checks.errors_with
 
 -- rank r's values: small integers, exact in every dtype (also bfloat16, and
 -- their sums over 3 ranks); `small` ones (1..3) for products
@@ -371,5 +357,5 @@ dist.all_reduce(t)
 check(same(t, wick.full({ 3 }, world)), "all_reduce in a second group")
 dist.destroy_process_group()
 
-if failures > 0 then error(("%d of %d checks failed on rank %d"):format(failures, checks, rank)) end
-if rank == 0 then print(("collectives: %d checks passed on each of %d ranks"):format(checks, world)) end
+local n = checks.finish()
+if rank == 0 then print(("collectives: %d checks passed on each of %d ranks"):format(n, world)) end

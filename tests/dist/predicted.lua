@@ -16,21 +16,8 @@ assert(dist.is_available(), "built without MPI: this test is not registered then
 dist.init_process_group{ backend = "mpi", timeout = 60 }
 local rank, world = dist.get_rank(), dist.get_world_size()
 
-local failures, checks = 0, 0
-local function check(ok, what)
-  checks = checks + 1
-  if not ok then
-    failures = failures + 1
-    io.stderr:write(("[rank %d] FAILED: %s\n"):format(rank, what))
-  end
-end
-
-local function errors_with(fn, pattern, what)
-  local ok, err = pcall(fn)
-  check(not ok and tostring(err):find(pattern, 1, true) ~= nil,
-    ("%s: expected an error with '%s', got %s"):format(what, pattern, ok and "no error" or tostring(err)))
-  if not ok then check(tostring(err):find("predicted.lua:", 1, true) ~= nil, what .. ": error at the user's line") end
-end
+local checks = dofile("tests/dist/lib/checks.lua").new(rank, "predicted.lua")
+local check, errors_with = checks.check, checks.errors_with
 
 -- rank r's values for element i (0-based): small integers, exact in every dtype here
 -- (`small`: 1 to 3, for products and uint8)
@@ -171,8 +158,6 @@ do
 end
 
 dist.barrier()
-if failures > 0 then
-  error(("[rank %d] %d of %d checks failed"):format(rank, failures, checks))
-end
-if rank == 0 then print(("predicted checks: %d passed"):format(checks)) end
+local n = checks.finish()
+if rank == 0 then print(("predicted: %d checks passed on each of %d ranks"):format(n, dist.get_world_size())) end
 dist.destroy_process_group()
