@@ -22,6 +22,8 @@
 #endif
 
 #include <errno.h>
+#include <stddef.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -51,11 +53,15 @@ struct wick_dist_work {
     int64_t carried;           /* elements the signature check's message carried and reduced (a prefix) */
     int done;                  /* atomic */
     wick_status status;
-    char msg[1024];
     void *event;               /* asynchronous backends */
     int64_t start_ns, end_ns;  /* the transfer's start and end (end: when seen done) */
     wick_dist_work *next;      /* queue or pending list */
+    char msg[1024];            /* the error (work_finish); last: WORK_INIT leaves it unwritten */
 };
+
+/* A call's work on its stack: zeroed but for the message, which only a
+ * failure writes (a small all_reduce's whole engine cost is some 200 ns) */
+#define WORK_INIT(w)                                              wick_dist_work w;                                             memset(&w, 0, offsetof(wick_dist_work, msg));                 w.msg[0] = '\0'
 
 #define SIG_FIELDS 5      /* a call's signature: kind, dtype, count, op * 2 + divide, peer */
 #define PREDICT_SLOTS 64
@@ -66,7 +72,7 @@ struct wk_dist_engine {
     pthread_cond_t cond;       /* the comm thread's: work queued, or stop */
     pthread_cond_t wd_cond;    /* the watchdog's: stop (it wakes by its timer otherwise) */
     wick_dist_work *head, *tail;
-    int busy;                  /* an op is running (inline or on the comm thread) */
+    int busy;                  /* atomic: an op is running (inline or on the comm thread); set under lock */
     int stop;
     int comm_started, watchdog_started;
     pthread_t comm_thread, watchdog;
@@ -97,6 +103,19 @@ static int64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The same clock at the kernel tick's resolution (a few ms, behind now_ns by
+ * at most that): a synchronous op's start, which only the watchdog reads
+ * (a timeout of seconds), for a fifth of the precise clock's cost. */
+static int64_t coarse_ns(void) {
+#ifdef CLOCK_MONOTONIC_COARSE
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+#else
+    return now_ns();
+#endif
 }
 
 /* ---- names and availability ---- */
@@ -250,8 +269,8 @@ static const int64_t *predicted(struct wk_dist_engine *e) {
     return s->streak >= 2 && memcmp(s->from, e->last, sizeof s->from) == 0 ? s->to : NULL;
 }
 
-static void remember(struct wk_dist_engine *e, const int64_t f[SIG_FIELDS]) {
-    if (e->have_last) {
+static void remember(struct wk_dist_engine *e, const int64_t f[SIG_FIELDS], bool hit) {
+    if (e->have_last && !hit) { /* (a hit is a slot at its full streak already) */
         struct predict_slot *s = predict_slot(e, e->last);
         if (s->streak && memcmp(s->from, e->last, sizeof s->from) == 0 && memcmp(s->to, f, sizeof s->to) == 0) {
             if (s->streak < 2) s->streak++;
@@ -298,7 +317,7 @@ static wick_status check_signature(wk_dist_group *g, wick_dist_work *w) {
         count_check(&e->checks_predicted);
     }
     if (st) e->have_last = 0;
-    else remember(e, f);
+    else remember(e, f, all);
     return st;
 }
 
@@ -364,7 +383,7 @@ static wick_status finish_result_unrecorded(wk_dist_group *g, wick_dist_work *w)
 
 static wick_status run_op(wk_dist_group *g, wick_dist_work *w) {
     struct wk_dist_engine *e = g->engine;
-    w->start_ns = now_ns();
+    w->start_ns = w->heap ? now_ns() : coarse_ns(); /* a handle's seconds are the precise clock's */
     __atomic_store_n(&e->run_start_ns, w->start_ns, __ATOMIC_RELAXED);
     __atomic_store_n(&e->run_kind, (int)w->kind, __ATOMIC_RELAXED);
     __atomic_store_n(&e->run_seq, w->seq, __ATOMIC_RELEASE);
@@ -389,7 +408,7 @@ static void *comm_main(void *arg) {
         e->head = w->next;
         if (!e->head) e->tail = NULL;
         w->next = NULL;
-        e->busy = 1;
+        __atomic_store_n(&e->busy, 1, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&e->lock);
         wick_status st = run_op(g, w);
         int heap = w->heap; /* a stack work (a sync call's) is gone once finished */
@@ -397,7 +416,7 @@ static void *comm_main(void *arg) {
         work_finish(w, st);
         if (heap) work_unref(w); /* the queue's reference */
         pthread_mutex_lock(&e->lock);
-        e->busy = 0;
+        __atomic_store_n(&e->busy, 0, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&e->lock);
     return NULL;
@@ -672,13 +691,14 @@ void wick_dist_abort(int code, const char *msg) {
 static wick_status submit_sync(wk_dist_group *g, wick_dist_work *w) {
     struct wk_dist_engine *e = g->engine;
     pthread_mutex_lock(&e->lock);
-    if (!e->head && !e->busy) {
-        e->busy = 1;
+    if (!e->head && !__atomic_load_n(&e->busy, __ATOMIC_ACQUIRE)) {
+        __atomic_store_n(&e->busy, 1, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&e->lock);
         wick_status st = run_op(g, w);
-        pthread_mutex_lock(&e->lock);
-        e->busy = 0;
-        pthread_mutex_unlock(&e->lock);
+        /* no lock to let go of it: a submitter that still sees it set queues
+         * behind (the comm thread runs its op), one that sees it clear also
+         * sees everything this op wrote (release / acquire) */
+        __atomic_store_n(&e->busy, 0, __ATOMIC_RELEASE);
         return st;
     }
     /* behind async work: the comm thread runs it; wait for it here */
@@ -850,7 +870,7 @@ static wick_status stage_inplace(wick_dist_work *w, wick_tensor *t, int copy_in)
 wick_status wick_dist_all_reduce(wick_tensor *t, wick_dist_op op, wick_dist_work **work) {
     const char *fn = "all_reduce";
     GROUP_OR_FAIL(fn);
-    wick_dist_work w = {0};
+    WORK_INIT(w);
     wick_status st;
     w.kind = K_ALL_REDUCE;
     w.device = -2;
@@ -870,7 +890,7 @@ int wick_dist_try_all_reduce(wick_tensor *t, wick_dist_op op) {
 wick_status wick_dist_broadcast(wick_tensor *t, int src, wick_dist_work **work) {
     const char *fn = "broadcast";
     GROUP_OR_FAIL(fn);
-    wick_dist_work w = {0};
+    WORK_INIT(w);
     wick_status st;
     w.kind = K_BROADCAST;
     w.device = -2;
@@ -917,7 +937,7 @@ static wick_status same_dtype(const char *fn, const wick_tensor *out, const wick
 wick_status wick_dist_all_gather(wick_tensor *const *outs, int n, wick_tensor *t, wick_dist_work **work) {
     const char *fn = "all_gather";
     GROUP_OR_FAIL(fn);
-    wick_dist_work w = {0};
+    WORK_INIT(w);
     wick_status st;
     w.kind = K_ALL_GATHER;
     w.device = -2;
@@ -963,7 +983,7 @@ wick_status wick_dist_all_gather(wick_tensor *const *outs, int n, wick_tensor *t
 wick_status wick_dist_all_gather_into_tensor(wick_tensor *out, wick_tensor *t, wick_dist_work **work) {
     const char *fn = "all_gather_into_tensor";
     GROUP_OR_FAIL(fn);
-    wick_dist_work w = {0};
+    WORK_INIT(w);
     wick_status st;
     w.kind = K_ALL_GATHER_INTO;
     w.device = -2;
@@ -988,7 +1008,7 @@ wick_status wick_dist_reduce_scatter_tensor(wick_tensor *out, wick_tensor *t, wi
                                             wick_dist_work **work) {
     const char *fn = "reduce_scatter_tensor";
     GROUP_OR_FAIL(fn);
-    wick_dist_work w = {0};
+    WORK_INIT(w);
     wick_status st;
     w.kind = K_REDUCE_SCATTER;
     w.device = -2;
@@ -1011,7 +1031,7 @@ wick_status wick_dist_reduce_scatter_tensor(wick_tensor *out, wick_tensor *t, wi
 
 wick_status wick_dist_barrier(wick_dist_work **work) {
     GROUP_OR_FAIL("barrier");
-    wick_dist_work w = {0};
+    WORK_INIT(w);
     w.kind = K_BARRIER;
     w.device = -1;
     w.dtype = WICK_UINT8;
@@ -1021,7 +1041,7 @@ wick_status wick_dist_barrier(wick_dist_work **work) {
 wick_status wick_dist_send(wick_tensor *t, int dst, wick_dist_work **work) {
     const char *fn = "send";
     GROUP_OR_FAIL(fn);
-    wick_dist_work w = {0};
+    WORK_INIT(w);
     wick_status st;
     w.kind = K_SEND;
     w.device = -2;
@@ -1038,7 +1058,7 @@ wick_status wick_dist_send(wick_tensor *t, int dst, wick_dist_work **work) {
 wick_status wick_dist_recv(wick_tensor *t, int src, wick_dist_work **work) {
     const char *fn = "recv";
     GROUP_OR_FAIL(fn);
-    wick_dist_work w = {0};
+    WORK_INIT(w);
     wick_status st;
     w.kind = K_RECV;
     w.device = -2;
