@@ -57,6 +57,10 @@ static void test_before_init(void) {
     CHECK(fails_with(wick_dist_rank(&r), want), "rank before init");
     CHECK(fails_with(wick_dist_all_reduce(t, WICK_DIST_SUM, NULL), want), "all_reduce before init");
     CHECK(fails_with(wick_dist_barrier(NULL), want), "barrier before init");
+    uint64_t predicted = 0, full = 0;
+    CHECK(fails_with(wick_dist_check_counts(&predicted, &full), want), "check_counts before init");
+    CHECK(fails_with(wick_dist_check_counts(NULL, &full), "must not be NULL"), "check_counts with NULL");
+    CHECK(wick_dist_try_all_reduce(t, WICK_DIST_SUM) == 1, "the FFI path declines before init");
     CHECK(fails_with(wick_dist_destroy(), want), "destroy before init");
     CHECK(fails_with(wick_dist_work_wait(NULL), "NULL work"), "wait on NULL");
     CHECK(wick_dist_work_is_completed(NULL) == 0, "is_completed(NULL)");

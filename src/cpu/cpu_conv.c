@@ -255,12 +255,20 @@ static bool is_direct(const wk_conv2d_args *a) {
  * matrix-vector-like product per image and stream its weights once per image
  * (measured: 10x slower backward than one wide GEMM). */
 #define MIN_COLUMNS 128
+
+/* Multiply-adds of one image through one group's GEMM, in double: a hostile
+ * shape's product of sizes must not overflow int64. */
+static double group_macs(const wk_conv2d_args *a) {
+    return (double)(a->o / a->groups) * (double)(a->c / a->groups) * (double)a->kh * (double)a->kw * (double)a->oh *
+           (double)a->ow;
+}
+
 static int64_t chunk_images(const wk_conv2d_args *a, int64_t rows, int64_t L, int64_t images, bool small) {
     int64_t per = rows * L > 0 ? rows * L : 1, nb = CHUNK_ELEMS / per;
     if (nb < 1) nb = 1;
     if (small) {
-        int64_t macs = (a->o / a->groups) * (a->c / a->groups) * a->kh * a->kw * L;
-        int64_t enough = ((int64_t)1 << 18) / (macs > 0 ? macs : 1);
+        double macs = group_macs(a);
+        int64_t enough = macs >= 1 ? (int64_t)((double)((int64_t)1 << 18) / macs) : (int64_t)1 << 18;
         int64_t wide = (MIN_COLUMNS + L - 1) / (L > 0 ? L : 1);
         if (enough < wide) enough = wide;
         if (enough < nb) nb = enough > 0 ? enough : 1;
@@ -526,8 +534,7 @@ static void slot_done(const slot_job *sj, int64_t s, wick_status st) {
 
 static int64_t slots_for(const wk_conv2d_args *a) {
     int64_t threads = wick_get_num_threads();
-    int64_t macs = (a->o / a->groups) * (a->c / a->groups) * a->kh * a->kw * a->oh * a->ow * a->groups;
-    if (threads < 2 || a->n < 2 || macs < SLOT_MIN_MACS) return 1;
+    if (threads < 2 || a->n < 2 || group_macs(a) * (double)a->groups < (double)SLOT_MIN_MACS) return 1;
     return threads < a->n ? threads : a->n;
 }
 

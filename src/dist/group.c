@@ -669,6 +669,7 @@ wick_status wick_dist_timeout(double *seconds) {
     return WICK_OK;
 }
 wick_status wick_dist_check_counts(uint64_t *predicted, uint64_t *full) {
+    if (!predicted || !full) return wick_fail(WICK_ERR_ARGUMENT, "wick_dist_check_counts: predicted and full must not be NULL");
     GROUP_OR_FAIL("check_counts");
     *predicted = __atomic_load_n(&g->engine->checks_predicted, __ATOMIC_RELAXED);
     *full = __atomic_load_n(&g->engine->checks_full, __ATOMIC_RELAXED);
