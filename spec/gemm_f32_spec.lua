@@ -27,13 +27,15 @@ local function check(r, a, b, what, alpha, beta, c)
   assert(excess <= 0, ("%s: off by %g beyond the tolerance"):format(what, excess))
 end
 
--- (m, k, n): rows around the kernel's 6, columns around its panels of 64, k
--- around its blocks of 128 (1, 127, 129, 300), few rows (<= 256) and few
--- columns (<= 64) and neither (BLIS)
+-- (m, k, n): rows around the kernel's 6, columns around its panels of 64
+-- (and a last panel's 16, 32 or 48 columns, whole or not: its narrower
+-- kernels), k around its blocks of 128 (1, 127, 129, 300) and the 16 x 16
+-- transposes of a B^T (256, 784), few rows (<= 256) and few columns (<= 64)
+-- and neither (BLIS)
 local SHAPES = {
   { 1, 4097, 1 }, { 7, 600, 3 }, { 5, 129, 64 }, { 6, 128, 65 }, { 13, 1, 4096 }, { 20, 200, 800 },
   { 64, 300, 127 }, { 128, 257, 130 }, { 255, 127, 200 }, { 256, 129, 64 }, { 257, 33, 63 }, { 700, 100, 64 },
-  { 1000, 20, 17 }, { 300, 70, 300 },
+  { 1000, 20, 17 }, { 300, 70, 300 }, { 128, 784, 112 }, { 128, 256, 10 }, { 24, 256, 48 },
 }
 
 describe("float32 mm", function()

@@ -334,15 +334,68 @@ WK_A512 static void pack_b_plain(const gemm_job *j, uint32_t *dst, const uint16_
     }
 }
 
+/* Sixteen rows of 16 floats transposed in registers: four stages of shuffles,
+ * 64 for 256 elements (half the 8 x 8 AVX transpose's count per element). */
+WK_A512 static inline void transpose_16x16(__m512 r[16]) {
+    __m512 t[16];
+#pragma GCC unroll 8
+    for (int i = 0; i < 16; i += 2) { /* per 128-bit lane: pairs of rows interleaved */
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < 16; i += 4) { /* lane l of r[i + c]: column 4 l + c of rows i..i + 3 */
+        const __m512d t0 = _mm512_castps_pd(t[i]), t1 = _mm512_castps_pd(t[i + 1]);
+        const __m512d t2 = _mm512_castps_pd(t[i + 2]), t3 = _mm512_castps_pd(t[i + 3]);
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; c++) { /* lanes 0 and 2 (0x88), 1 and 3 (0xdd) of rows 0-7 and of rows 8-15 */
+        t[c] = _mm512_shuffle_f32x4(r[c], r[c + 4], 0x88);
+        t[c + 4] = _mm512_shuffle_f32x4(r[c], r[c + 4], 0xdd);
+        t[c + 8] = _mm512_shuffle_f32x4(r[c + 8], r[c + 12], 0x88);
+        t[c + 12] = _mm512_shuffle_f32x4(r[c + 8], r[c + 12], 0xdd);
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; c++) { /* r[c]: column c of all sixteen rows */
+        r[c] = _mm512_shuffle_f32x4(t[c], t[c + 8], 0x88);
+        r[c + 4] = _mm512_shuffle_f32x4(t[c + 4], t[c + 12], 0x88);
+        r[c + 8] = _mm512_shuffle_f32x4(t[c], t[c + 8], 0xdd);
+        r[c + 12] = _mm512_shuffle_f32x4(t[c + 4], t[c + 12], 0xdd);
+    }
+}
+
+/* dst[p * NR + j] = src[j * ld + p] for j < cols, p < len: whole 16 x 16
+ * blocks in registers, the edges one by one. */
+WK_A512 static void pack_transposed_f32(float *dst, const float *src, int64_t cols, int64_t len, int64_t ld) {
+    const int64_t c16 = cols & ~(int64_t)15, l16 = len & ~(int64_t)15;
+    for (int64_t j0 = 0; j0 < c16; j0 += 16)
+        for (int64_t p0 = 0; p0 < l16; p0 += 16) {
+            __m512 r[16];
+#pragma GCC unroll 16
+            for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + (j0 + i) * ld + p0);
+            transpose_16x16(r);
+#pragma GCC unroll 16
+            for (int i = 0; i < 16; i++) _mm512_storeu_ps(dst + (p0 + i) * NR + j0, r[i]);
+        }
+    for (int64_t j = 0; j < cols; j++)
+        for (int64_t p = j < c16 ? l16 : 0; p < len; p++) dst[p * NR + j] = src[j * ld + p];
+}
+
 /* float32: rows [p0, p0 + len) of B's panel at column c0 (cols of them
  * real, the rest zeros), copied as they are: plain B row by row, 16 columns a
- * vector; a transposed B (a row of src is a column of B) by the 8 x 8
- * transposes of cpu_untranspose_f32. */
+ * vector; a transposed B (a row of src is a column of B) by 16 x 16
+ * transposes (with the 128 rows of a batch, packing x @ W^T's W took a tenth
+ * of the product; these pack it about a quarter faster than the 8 x 8 AVX
+ * transposes of cpu_untranspose_f32). */
 WK_A512 static void pack_b_f32(const wk_gemm_args *g, float *dst, int64_t c0, int64_t cols, int64_t p0, int64_t len) {
     const float *src = (const float *)g->b;
     if (g->trans_b) {
         if (cols < NR) memset(dst, 0, (size_t)(len * NR) * 4);
-        cpu_untranspose_f32(dst, NR, src + c0 * g->ldb + p0, cols, len, g->ldb);
+        pack_transposed_f32(dst, src + c0 * g->ldb + p0, cols, len, g->ldb);
         return;
     }
     for (int64_t p = 0; p < len; p++) {
@@ -415,11 +468,12 @@ typedef struct {
     bool half;           /* C is float16 (else bfloat16) */
 } tile_out;
 
-/* A row of float32 C (up to NR columns) = alpha * acc + beta * C in the first
- * k block, C + alpha * acc in the others. */
-WK_A512 static inline void store_row_f32(float *c, const __m512 *acc, const tile_out *o) {
+/* A row of float32 C (up to 16 nv columns) = alpha * acc + beta * C in the
+ * first k block, C + alpha * acc in the others. */
+WK_A512 static inline __attribute__((always_inline)) void store_row_f32(float *c, const __m512 *acc, int nv,
+                                                                       const tile_out *o) {
     const float beta = o->first ? o->beta : 1;
-    for (int v = 0; v < NV; v++) {
+    for (int v = 0; v < nv; v++) {
         const int64_t n = o->cols - 16 * v;
         if (n <= 0) return;
         const __mmask16 m = n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
@@ -498,42 +552,67 @@ WK_A512 static void kernel_fma(const uint32_t *a, const uint32_t *b, int64_t ste
     KERNEL_STORE
 }
 
-/* float32: an MR x NR block of C over `steps` values of k, A and B read where
- * they are (A[r][p] at a[r * ars + p * aps]; B's row p at b + p * bs, a
- * packed panel or B itself); rows past o->rows repeat the last row and are
- * not stored. */
-WK_A512 static void kernel_f32(const float *a, int64_t ars, int64_t aps, const float *b, int64_t bs, int64_t steps,
-                               const tile_out *o) {
+/* float32: an MR x (16 nv) block of C over `steps` values of k, A and B read
+ * where they are (A[r][p] at a[r * ars + p * aps]; B's row p at b + p * bs, a
+ * packed panel or B itself); rows past o->rows repeat the last row and are not
+ * stored. nv is a constant in each of the four kernels below (a panel's last
+ * columns take the narrowest that covers them), so the sums stay in registers. */
+WK_A512 static inline __attribute__((always_inline)) void kernel_f32_nv(const int nv, const float *a, int64_t ars,
+                                                                       int64_t aps, const float *b, int64_t bs,
+                                                                       int64_t steps, const tile_out *o) {
     __m512 acc[MR][NV];
     const float *ar[MR];
 #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) {
         ar[r] = a + (r < o->rows ? r : o->rows - 1) * ars;
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) acc[r][v] = _mm512_setzero_ps();
+        for (int v = 0; v < nv; v++) acc[r][v] = _mm512_setzero_ps();
     }
 #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) /* C's tile on its way to L1 while the sums build */
         if (r < o->rows) {
             const char *c = (const char *)((float *)o->c + r * o->ldc);
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; v++) _mm_prefetch(c + 64 * v, _MM_HINT_T0);
+            for (int v = 0; v < nv; v++) _mm_prefetch(c + 64 * v, _MM_HINT_T0);
         }
     for (int64_t p = 0, q = 0; p < steps; p++, q += aps, b += bs) {
         __m512 bv[NV];
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) bv[v] = _mm512_loadu_ps(b + 16 * v);
+        for (int v = 0; v < nv; v++) bv[v] = _mm512_loadu_ps(b + 16 * v);
 #pragma GCC unroll 8
         for (int r = 0; r < MR; r++) {
             const __m512 av = _mm512_set1_ps(ar[r][q]);
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; v++) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+            for (int v = 0; v < nv; v++) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
         }
+    }
+    const float beta = o->first ? o->beta : 1;
+    if (o->rows == MR && o->cols == 16 * nv && o->alpha == 1 && (beta == 0 || beta == 1)) { /* no masks */
+        float *c = (float *)o->c;
+#pragma GCC unroll 8
+        for (int r = 0; r < MR; r++)
+#pragma GCC unroll 4
+            for (int v = 0; v < nv; v++) {
+                float *cv = c + r * o->ldc + 16 * v;
+                _mm512_storeu_ps(cv, beta == 0 ? acc[r][v] : _mm512_add_ps(acc[r][v], _mm512_loadu_ps(cv)));
+            }
+        return;
     }
 #pragma GCC unroll 8
     for (int r = 0; r < MR; r++)
-        if (r < o->rows) store_row_f32((float *)o->c + r * o->ldc, acc[r], o);
+        if (r < o->rows) store_row_f32((float *)o->c + r * o->ldc, acc[r], nv, o);
 }
+#define KERNEL_F32(NVC)                                                                           \
+    WK_A512 static void kernel_f32_##NVC(const float *a, int64_t ars, int64_t aps, const float *b, \
+                                         int64_t bs, int64_t steps, const tile_out *o) {          \
+        kernel_f32_nv(NVC, a, ars, aps, b, bs, steps, o);                                         \
+    }
+KERNEL_F32(1)
+KERNEL_F32(2)
+KERNEL_F32(3)
+KERNEL_F32(4)
+typedef void (*kernel_f32_fn)(const float *, int64_t, int64_t, const float *, int64_t, int64_t, const tile_out *);
+static const kernel_f32_fn kernels_f32[NV] = {kernel_f32_1, kernel_f32_2, kernel_f32_3, kernel_f32_4};
 
 /* float32: the block [ip0, ip1) x [jp0, jp1) of panels of C, k block by k
  * block; each B panel's k block is packed as it is needed, into 32 KiB that
@@ -551,12 +630,13 @@ __attribute__((noinline)) static void compute_f32(const gemm_job *j, int64_t ip0
             /* a whole panel of a plain B under a few rows of A: read in place */
             const bool in_place = !g->trans_b && cols == NR && ip1 - ip0 <= F32_FEW_PANELS;
             const float *bp = in_place ? (const float *)g->b + p0 * g->ldb + c0 : panel;
+            const kernel_f32_fn kernel = kernels_f32[(cols + 15) / 16 - 1];
             if (!in_place) pack_b_f32(g, panel, c0, cols, p0, len);
             for (int64_t ip = ip0; ip < ip1; ip++) {
                 const int64_t i0 = ip * MR;
                 tile_out o = {p0 == 0, p0 + len == g->k, NULL, (float *)g->c + i0 * g->ldc + c0, g->ldc,
                               min64(MR, g->m - i0), cols, (float)g->alpha, (float)g->beta, false};
-                kernel_f32(a + i0 * ars + p0 * aps, ars, aps, bp, in_place ? g->ldb : NR, len, &o);
+                kernel(a + i0 * ars + p0 * aps, ars, aps, bp, in_place ? g->ldb : NR, len, &o);
             }
         }
     }
