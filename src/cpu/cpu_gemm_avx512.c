@@ -1,50 +1,48 @@
-/* float32, bfloat16 and float16 matrix products on AVX-512 (16-bit ones on
- * CPUs without AMX).
+/* float32 and bfloat16 matrix products on AVX-512, and the 16-bit <-> float32
+ * conversions of cpu_gemm.c's widening products.
  *
  * float32 (cpu_gemm.c sends the shapes where C has few rows or columns) runs
- * the "fma" micro-kernel below with nothing packed ahead: A is read in place
+ * the FMA micro-kernel below with nothing packed ahead: A is read in place
  * (six row pointers, or six adjacent columns of a transposed A), each k block
- * of a B panel is copied into 32 KiB on the stack as it is needed (or read in
- * place under a few panels of A), and C takes the sums of each k block. It is
- * used where 512-bit FMAs do twice the work of 256-bit ones (the test that
- * picks BLIS's 'skx'); WICK_NO_AVX512_F32=1 leaves float32 to BLIS.
+ * of a B panel is copied into 32 KiB on the stack as it is needed (a
+ * transposed B by 16 x 16 transposes in registers; a plain one read in place
+ * under a few panels of A), and C takes the sums of each k block. A panel's
+ * last 16, 32 or 48 columns take a kernel of that width (a Linear to 10
+ * classes used a quarter of the 64-column one). It is used where 512-bit FMAs
+ * do twice the work of 256-bit ones (the test that picks BLIS's 'skx');
+ * WICK_NO_AVX512_F32=1 leaves float32 to BLIS.
  *
- * Two micro-kernels, float32 accumulation in both:
- *   - "dot": VDPBF16PS (AVX512-BF16: Intel Cooper Lake and Sapphire Rapids,
- *     AMD Zen 4 and later) multiplies 16 pairs of bfloat16 by 16 pairs and adds
- *     each pair's two products to one float32 lane: 64 flops an instruction;
- *   - "fma": the operands widened to float32 as they are packed, then float32
- *     FMAs: 32 flops an instruction, but on the Xeon (Sapphire Rapids class)
- *     this was written on, VDPBF16PS issues at half the rate of VFMADD231PS, so
- *     the FMA kernel is twice as fast there (84 against 170 GFLOP/s peak);
- *     on Zen 4 the dot kernel is. The first bfloat16 product times both
- *     instructions in registers for a few microseconds and keeps the faster
- *     (WICK_BF16_KERNEL=dot|fma forces one). float16 always takes the FMA
- *     kernel (AVX-512 has no float16 dot product into float32).
+ * bfloat16 may run the "dot" micro-kernel: VDPBF16PS (AVX512-BF16: Intel
+ * Cooper Lake and Sapphire Rapids, AMD Zen 4 and later) multiplies 16 pairs of
+ * bfloat16 by 16 pairs and adds each pair's two products to one float32 lane:
+ * 64 flops an instruction against the float32 FMA's 32. But on the Xeon
+ * (Sapphire Rapids class) this was written on, VDPBF16PS issues at half the
+ * rate of VFMADD231PS (84 against 170 GFLOP/s peak), so there the float32
+ * product of the operands widened once is as fast; on Zen 4 the dot kernel
+ * is. The first bfloat16 product times both instructions in registers for a
+ * few microseconds and keeps the faster (WICK_BF16_KERNEL=dot|fma forces one).
+ * float16 always widens (AVX-512 has no float16 dot product into float32).
  *
- * The rest is the classic packed GEMM:
- *   1. A is copied into panels of MR rows: for each step of k, MR 32-bit
- *      words (a pair (A[i][2p], A[i][2p + 1]) for "dot", the even k in the low
- *      half; one float32 A[i][p] for "fma");
- *   2. B into panels of NR = 64 columns the same way: for each step, 64 words
- *      (pairs (B[2p][j], B[2p + 1][j]): the "VNNI" layout; or float32 B[p][j]);
- *      both padded with zeros to whole panels (and an even k);
+ * The dot kernel is the classic packed GEMM:
+ *   1. A is copied into panels of MR rows: for each step of k, MR pairs
+ *      (A[i][2p], A[i][2p + 1]), the even k in the low half;
+ *   2. B into panels of NR = 64 columns the same way: for each step, 64 pairs
+ *      (B[2p][j], B[2p + 1][j]): the "VNNI" layout; both padded with zeros to
+ *      whole panels (and an even k);
  *   3. an MR x NR block of C lives in 24 zmm accumulators; each step loads
- *      four vectors of B, broadcasts one word of A per row, issues 24 VDPBF16PS
- *      or VFMADD231PS;
+ *      four vectors of B, broadcasts one pair of A per row, issues 24 VDPBF16PS;
  *   4. k is cut in blocks of KC steps so that a B panel's block (32 KiB) stays
  *      in L1 while the MC rows of A pass by; between blocks the float32 sums
  *      wait in a per-block buffer; after the last, alpha and beta are applied
- *      and C rounded once (nearest even, like wk_float_to_bf16 and
- *      wk_float_to_half).
+ *      and C rounded once (nearest even, like wk_float_to_bf16).
  *
- * Blocks of MC x NC of C are shared among the thread pool. The instructions
- * are selected per function (target attributes), so the rest of the build
- * stays portable; the CPU is probed once (AVX512F/BW/VL and the OS saving the
- * zmm state; for "dot" CPUID leaf 7 subleaf 1, EAX bit 5: AVX512_BF16).
- * WICK_NO_AVX512_16BIT=1 turns both kernels off (how the widening fallback is
- * tested on CPUs that have them); valgrind's CPUID has no AVX-512, so the
- * fallback runs there too.
+ * Blocks of C are shared among the thread pool. The instructions are selected
+ * per function (target attributes), so the rest of the build stays portable;
+ * the CPU is probed once (AVX512F/BW/VL, F16C and the OS saving the zmm state;
+ * for "dot" CPUID leaf 7 subleaf 1, EAX bit 5: AVX512_BF16).
+ * WICK_NO_AVX512_16BIT=1 turns the dot kernel and the vector conversions off
+ * (how the scalar fallback is tested on CPUs that have them); valgrind's CPUID
+ * has no AVX-512, so the fallback runs there too.
  *
  * cpu_avx512_fma_doubles, for the choice of BLIS's kernels (cpu_backend.c),
  * times 512-bit FMAs against 256-bit ones with the same probes. */
@@ -218,15 +216,15 @@ static int kernel_for(wick_dtype dtype) {
 }
 
 bool cpu_gemm_avx512_usable(wick_dtype dtype) {
-    return (dtype == WICK_BFLOAT16 || dtype == WICK_FLOAT16 || dtype == WICK_FLOAT32) && kernel_for(dtype) != KERNEL_NONE;
+    if (dtype == WICK_FLOAT32) return kernel_for(dtype) != KERNEL_NONE;
+    return dtype == WICK_BFLOAT16 && kernel_for(dtype) == KERNEL_DOT; /* else the widening product (cpu_gemm.c) */
 }
 
 typedef struct {
     const wk_gemm_args *g;
-    int kernel;
     uint32_t *a;         /* panel ip, step p: a[(ip * steps + p) * MR + r] */
     uint32_t *b;         /* panel jp, step p: b[(jp * steps + p) * NR + c] */
-    int64_t steps;       /* k pairs (dot) or k (fma); at least 1 */
+    int64_t steps;       /* k pairs; at least 1 */
     int64_t ipb, jpb;    /* panels of A and of B per block of C */
     int64_t m_blocks, n_blocks;
 } gemm_job;
@@ -236,7 +234,7 @@ static inline int64_t ceil_div(int64_t v, int64_t step) { return (v + step - 1) 
 
 /* ---- packing: one panel a step; the padding (rows, columns, an odd k) is written as zeros ---- */
 
-/* "dot": pairs of bfloat16 as they are */
+/* pairs of bfloat16 as they are */
 static void pack_a_pairs(const gemm_job *j, uint32_t *dst, int64_t i0, int64_t rows) {
     const wk_gemm_args *g = j->g;
     const uint16_t *src = (const uint16_t *)g->a;
@@ -263,45 +261,20 @@ static void pack_a_pairs(const gemm_job *j, uint32_t *dst, int64_t i0, int64_t r
     }
 }
 
-/* "fma": each element widened to float32 (its bits; float16 by VCVTPH2PS, inline) */
-WK_A512 static inline uint32_t widen(uint16_t h, bool half) {
-    if (!half) return (uint32_t)h << 16;
-    float f = _cvtsh_ss(h);
-    uint32_t w;
-    memcpy(&w, &f, 4);
-    return w;
-}
-WK_A512 static void pack_a_wide(const gemm_job *j, uint32_t *dst, int64_t i0, int64_t rows) {
-    const wk_gemm_args *g = j->g;
-    const uint16_t *src = (const uint16_t *)g->a;
-    const bool half = g->dtype == WICK_FLOAT16;
-    const int64_t k = g->k;
-    if (!g->trans_a) /* the panel written straight ahead, MR rows of src read side by side */
-        for (int64_t p = 0; p < k; p++)
-            for (int64_t r = 0; r < rows; r++) dst[p * MR + r] = widen(src[(i0 + r) * g->lda + p], half);
-    else
-        for (int64_t p = 0; p < k; p++) {
-            const uint16_t *s = src + p * g->lda + i0;
-            for (int64_t r = 0; r < rows; r++) dst[p * MR + r] = widen(s[r], half);
-        }
-}
-
 WK_A512 static void pack_a(void *ctx, int64_t begin, int64_t end) {
     const gemm_job *j = ctx;
     for (int64_t ip = begin; ip < end; ip++) {
         uint32_t *dst = j->a + ip * j->steps * MR;
         const int64_t i0 = ip * MR, rows = min64(MR, j->g->m - i0);
         if (rows < MR) memset(dst, 0, (size_t)(j->steps * MR) * 4);
-        if (j->kernel == KERNEL_DOT) pack_a_pairs(j, dst, i0, rows);
-        else pack_a_wide(j, dst, i0, rows);
+        pack_a_pairs(j, dst, i0, rows);
     }
 }
 
-/* Plain B (B[p][c] = src[p * ldb + c]), 32 columns a step in registers:
- * "dot" interleaves two rows of src, "fma" widens one. */
+/* Plain B (B[p][c] = src[p * ldb + c]), 32 columns a step in registers: two
+ * rows of src interleaved. */
 WK_A512 static void pack_b_plain(const gemm_job *j, uint32_t *dst, const uint16_t *src, int64_t cols) {
     const int64_t ldb = j->g->ldb, k = j->g->k;
-    const bool half = j->g->dtype == WICK_FLOAT16;
     const __m512i lo_idx = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38,
                                             6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
     const __m512i hi_idx = _mm512_add_epi16(lo_idx, _mm512_set1_epi16(16));
@@ -310,26 +283,11 @@ WK_A512 static void pack_b_plain(const gemm_job *j, uint32_t *dst, const uint16_
         for (int64_t c0 = 0; c0 < NR; c0 += 32) {
             const int64_t n = cols - c0;
             const __mmask32 m = n >= 32 ? 0xffffffffu : n <= 0 ? 0 : (1u << n) - 1;
-            __m512i lo, hi;
-            if (j->kernel == KERNEL_DOT) {
-                const uint16_t *even = src + 2 * p * ldb + c0;
-                __m512i e = _mm512_maskz_loadu_epi16(m, even);
-                __m512i o = 2 * p + 1 < k ? _mm512_maskz_loadu_epi16(m, even + ldb) : _mm512_setzero_si512();
-                lo = _mm512_permutex2var_epi16(e, lo_idx, o);
-                hi = _mm512_permutex2var_epi16(e, hi_idx, o);
-            } else {
-                __m512i e = _mm512_maskz_loadu_epi16(m, src + p * ldb + c0);
-                __m256i e0 = _mm512_castsi512_si256(e), e1 = _mm512_extracti64x4_epi64(e, 1);
-                if (half) {
-                    lo = _mm512_castps_si512(_mm512_cvtph_ps(e0));
-                    hi = _mm512_castps_si512(_mm512_cvtph_ps(e1));
-                } else {
-                    lo = _mm512_slli_epi32(_mm512_cvtepu16_epi32(e0), 16);
-                    hi = _mm512_slli_epi32(_mm512_cvtepu16_epi32(e1), 16);
-                }
-            }
-            _mm512_storeu_si512(d + c0, lo);
-            _mm512_storeu_si512(d + c0 + 16, hi);
+            const uint16_t *even = src + 2 * p * ldb + c0;
+            const __m512i e = _mm512_maskz_loadu_epi16(m, even);
+            const __m512i o = 2 * p + 1 < k ? _mm512_maskz_loadu_epi16(m, even + ldb) : _mm512_setzero_si512();
+            _mm512_storeu_si512(d + c0, _mm512_permutex2var_epi16(e, lo_idx, o));
+            _mm512_storeu_si512(d + c0 + 16, _mm512_permutex2var_epi16(e, hi_idx, o));
         }
     }
 }
@@ -413,7 +371,6 @@ WK_A512 static void pack_b(void *ctx, int64_t begin, int64_t end) {
     const wk_gemm_args *g = j->g;
     const uint16_t *src = (const uint16_t *)g->b;
     const int64_t k = g->k;
-    const bool half = g->dtype == WICK_FLOAT16;
     for (int64_t jp = begin; jp < end; jp++) {
         uint32_t *dst = j->b + jp * j->steps * NR;
         const int64_t c0 = jp * NR, cols = min64(NR, g->n - c0);
@@ -428,19 +385,14 @@ WK_A512 static void pack_b(void *ctx, int64_t begin, int64_t end) {
         for (int64_t cb = 0; cb < cols; cb += 16) {
             const int64_t ce = min64(cb + 16, cols);
             const uint16_t *s = src + (c0 + cb) * g->ldb;
-            if (j->kernel == KERNEL_DOT) {
-                for (int64_t p = 0; p < k / 2; p++)
-                    for (int64_t c = cb; c < ce; c++) {
-                        uint32_t w;
-                        memcpy(&w, s + (c - cb) * g->ldb + 2 * p, 4);
-                        dst[p * NR + c] = w;
-                    }
-                if (k & 1)
-                    for (int64_t c = cb; c < ce; c++) dst[(k / 2) * NR + c] = s[(c - cb) * g->ldb + k - 1];
-            } else {
-                for (int64_t p = 0; p < k; p++)
-                    for (int64_t c = cb; c < ce; c++) dst[p * NR + c] = widen(s[(c - cb) * g->ldb + p], half);
-            }
+            for (int64_t p = 0; p < k / 2; p++)
+                for (int64_t c = cb; c < ce; c++) {
+                    uint32_t w;
+                    memcpy(&w, s + (c - cb) * g->ldb + 2 * p, 4);
+                    dst[p * NR + c] = w;
+                }
+            if (k & 1)
+                for (int64_t c = cb; c < ce; c++) dst[(k / 2) * NR + c] = s[(c - cb) * g->ldb + k - 1];
         }
     }
 }
@@ -460,12 +412,11 @@ WK_A512 static inline __m256i round_bf16(__m512 x) {
 
 typedef struct {
     int first, last;     /* the first k block (sums start at 0), the last (C is written) */
-    float *part;         /* 16-bit C: the float32 sums between k blocks, NR floats a row;
+    float *part;         /* bfloat16 C: the float32 sums between k blocks, NR floats a row;
                             NULL for float32 C, which each k block adds to */
     void *c;             /* C at this block's corner */
     int64_t ldc, rows, cols;
     float alpha, beta;
-    bool half;           /* C is float16 (else bfloat16) */
 } tile_out;
 
 /* A row of float32 C (up to 16 nv columns) = alpha * acc + beta * C in the
@@ -484,7 +435,7 @@ WK_A512 static inline __attribute__((always_inline)) void store_row_f32(float *c
     }
 }
 
-/* A row of C (up to NR columns) = alpha * acc + beta * C, rounded once. */
+/* A row of bfloat16 C (up to NR columns) = alpha * acc + beta * C, rounded once. */
 WK_A512 static inline void store_row(uint16_t *c, const __m512 *acc, const tile_out *o) {
     for (int v = 0; v < NV; v++) {
         const int64_t n = o->cols - 16 * v;
@@ -493,11 +444,10 @@ WK_A512 static inline void store_row(uint16_t *c, const __m512 *acc, const tile_
         __m512 x = o->alpha == 1 ? acc[v] : _mm512_mul_ps(acc[v], _mm512_set1_ps(o->alpha));
         if (o->beta != 0) {
             __m256i h = _mm256_maskz_loadu_epi16(m, c + 16 * v);
-            __m512 old = o->half ? _mm512_cvtph_ps(h) : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+            __m512 old = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
             x = _mm512_add_ps(x, _mm512_mul_ps(old, _mm512_set1_ps(o->beta)));
         }
-        __m256i r = o->half ? _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC) : round_bf16(x);
-        _mm256_mask_storeu_epi16(c + 16 * v, m, r);
+        _mm256_mask_storeu_epi16(c + 16 * v, m, round_bf16(x));
     }
 }
 
@@ -529,24 +479,6 @@ WK_A512_BF16 static void kernel_dot(const uint32_t *a, const uint32_t *b, int64_
             const __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[p * MR + r]);
 #pragma GCC unroll 4
             for (int v = 0; v < NV; v++) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
-        }
-    }
-    KERNEL_STORE
-}
-
-/* The same over `steps` values of k, widened to float32. */
-WK_A512 static void kernel_fma(const uint32_t *a, const uint32_t *b, int64_t steps, const tile_out *o) {
-    KERNEL_LOAD
-    const float *af = (const float *)a, *bf = (const float *)b;
-    for (int64_t p = 0; p < steps; p++) {
-        __m512 bv[NV];
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) bv[v] = _mm512_loadu_ps(bf + p * NR + 16 * v);
-#pragma GCC unroll 8
-        for (int r = 0; r < MR; r++) {
-            const __m512 av = _mm512_set1_ps(af[p * MR + r]);
-#pragma GCC unroll 4
-            for (int v = 0; v < NV; v++) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
         }
     }
     KERNEL_STORE
@@ -635,21 +567,19 @@ __attribute__((noinline)) static void compute_f32(const gemm_job *j, int64_t ip0
             for (int64_t ip = ip0; ip < ip1; ip++) {
                 const int64_t i0 = ip * MR;
                 tile_out o = {p0 == 0, p0 + len == g->k, NULL, (float *)g->c + i0 * g->ldc + c0, g->ldc,
-                              min64(MR, g->m - i0), cols, (float)g->alpha, (float)g->beta, false};
+                              min64(MR, g->m - i0), cols, (float)g->alpha, (float)g->beta};
                 kernel(a + i0 * ars + p0 * aps, ars, aps, bp, in_place ? g->ldb : NR, len, &o);
             }
         }
     }
 }
 
-/* 16-bit: the block [ip0, ip1) x [jp0, jp1) of panels of C over all of k:
- * for each k block, a B panel's block stays in L1 while the MC / MR panels of
- * A pass by. */
+/* bfloat16 pairs: the block [ip0, ip1) x [jp0, jp1) of panels of C over all
+ * of k: for each k block, a B panel's block stays in L1 while the MC / MR
+ * panels of A pass by. */
 __attribute__((noinline)) static void compute_16(const gemm_job *j, int64_t ip0, int64_t ip1, int64_t jp0, int64_t jp1) {
     const wk_gemm_args *g = j->g;
     const int64_t steps = j->steps, k_blocks = ceil_div(steps, KC);
-    void (*kernel)(const uint32_t *, const uint32_t *, int64_t, const tile_out *) =
-        j->kernel == KERNEL_DOT ? kernel_dot : kernel_fma;
     float part[MC / MR][NC / NR][MR * NR] __attribute__((aligned(64)));
     for (int64_t kb = 0; kb < k_blocks; kb++) {
         const int64_t p0 = kb * KC, len = min64(KC, steps - p0);
@@ -659,8 +589,8 @@ __attribute__((noinline)) static void compute_16(const gemm_job *j, int64_t ip0,
                 const int64_t i0 = ip * MR, c0 = jp * NR;
                 tile_out o = {kb == 0, kb == k_blocks - 1, part[ip - ip0][jp - jp0],
                               (uint16_t *)g->c + i0 * g->ldc + c0, g->ldc, min64(MR, g->m - i0),
-                              min64(NR, g->n - c0), (float)g->alpha, (float)g->beta, g->dtype == WICK_FLOAT16};
-                kernel(j->a + (ip * steps + p0) * MR, bp, len, &o);
+                              min64(NR, g->n - c0), (float)g->alpha, (float)g->beta};
+                kernel_dot(j->a + (ip * steps + p0) * MR, bp, len, &o);
             }
         }
     }
@@ -704,18 +634,55 @@ static int64_t copy_grain(int64_t elems) { return elems >= 32768 ? 1 : 32768 / (
 
 /* float32: nothing packed ahead (compute_f32). */
 static wick_status gemm_f32(const wk_gemm_args *g) {
-    gemm_job job = {g, KERNEL_FMA, NULL, NULL, g->k, 0, 0, 0, 0};
+    gemm_job job = {g, NULL, NULL, g->k, 0, 0, 0, 0};
     choose_blocks(&job, ceil_div(g->m, MR), ceil_div(g->n, NR));
     return wk_parallel_for(job.m_blocks * job.n_blocks, 1, compute, &job);
 }
 
-wick_status cpu_gemm_avx512(const wk_gemm_args *g) {
-    if (g->dtype == WICK_FLOAT32 && g->k > 0) return gemm_f32(g);
-    const int kernel = kernel_for(g->dtype);
+/* ---- 16-bit <-> float32, 16 elements an instruction (cpu_gemm.c's widening
+ * products: float16 by VCVTPH2PS and VCVTPS2PH, bfloat16 by shifts and
+ * round_bf16; the widening is exact, the rounding to nearest even) ---- */
+
+WK_A512 static void widen_rows(float *dst, const uint16_t *src, bool half, int64_t rows, int64_t cols, int64_t ld) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c += 16) {
+            const int64_t n = cols - c;
+            const __mmask16 m = n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
+            const __m256i h = _mm256_maskz_loadu_epi16(m, src + r * ld + c);
+            const __m512 f = half ? _mm512_cvtph_ps(h) : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+            _mm512_mask_storeu_ps(dst + r * cols + c, m, f);
+        }
+}
+
+WK_A512 static void round_rows(uint16_t *dst, int64_t ld, const float *src, bool half, int64_t rows, int64_t cols) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c += 16) {
+            const int64_t n = cols - c;
+            const __mmask16 m = n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
+            const __m512 x = _mm512_maskz_loadu_ps(m, src + r * cols + c);
+            const __m256i h = half ? _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC) : round_bf16(x);
+            _mm256_mask_storeu_epi16(dst + r * ld + c, m, h);
+        }
+}
+
+bool cpu_avx512_widen_16(float *dst, const uint16_t *src, wick_dtype dtype, int64_t rows, int64_t cols, int64_t ld) {
+    if (kernel_for(dtype) == KERNEL_NONE) return false;
+    widen_rows(dst, src, dtype == WICK_FLOAT16, rows, cols, ld);
+    return true;
+}
+
+bool cpu_avx512_round_16(uint16_t *dst, int64_t ld, const float *src, wick_dtype dtype, int64_t rows, int64_t cols) {
+    if (kernel_for(dtype) == KERNEL_NONE) return false;
+    round_rows(dst, ld, src, dtype == WICK_FLOAT16, rows, cols);
+    return true;
+}
+
+/* bfloat16 on the dot kernel: both operands packed in pairs, then the blocks of C. */
+static wick_status gemm_dot(const wk_gemm_args *g) {
     const int64_t m_panels = ceil_div(g->m, MR), n_panels = ceil_div(g->n, NR);
-    const int64_t steps = g->k <= 0 ? 1 : kernel == KERNEL_DOT ? ceil_div(g->k, 2) : g->k;
+    const int64_t steps = g->k <= 0 ? 1 : ceil_div(g->k, 2);
     const size_t a_bytes = (size_t)(m_panels * steps * MR) * 4, b_bytes = (size_t)(n_panels * steps * NR) * 4;
-    gemm_job job = {g, kernel, cpu_alloc(a_bytes, 0), cpu_alloc(b_bytes, 0), steps, 0, 0, 0, 0};
+    gemm_job job = {g, cpu_alloc(a_bytes, 0), cpu_alloc(b_bytes, 0), steps, 0, 0, 0, 0};
     choose_blocks(&job, m_panels, n_panels);
     wick_status st = WICK_OK;
     if (!job.a || !job.b) {
@@ -735,9 +702,14 @@ wick_status cpu_gemm_avx512(const wk_gemm_args *g) {
     /* a block is at least 2 MC NC k flops: worth a thread from k = 8 on */
     st = wk_parallel_for(job.m_blocks * job.n_blocks, g->k >= 8 ? 1 : 4, compute, &job);
 done:
-    cpu_free(job.a, a_bytes, 0);
-    cpu_free(job.b, b_bytes, 0);
+    if (job.a) cpu_free(job.a, a_bytes, 0);
+    if (job.b) cpu_free(job.b, b_bytes, 0);
     return st;
+}
+
+wick_status cpu_gemm_avx512(const wk_gemm_args *g) {
+    if (g->dtype == WICK_FLOAT32) return g->k > 0 ? gemm_f32(g) : cpu_gemm(g); /* cpu_gemm: k = 0 is beta C */
+    return gemm_dot(g);
 }
 
 #else /* not x86-64 with GCC or Clang */
@@ -752,6 +724,16 @@ bool cpu_gemm_avx512_usable(wick_dtype dtype) {
 wick_status cpu_gemm_avx512(const wk_gemm_args *g) {
     (void)g;
     return wick_fail(WICK_ERR_UNSUPPORTED, "mm: this build has no AVX-512 kernels");
+}
+
+bool cpu_avx512_widen_16(float *dst, const uint16_t *src, wick_dtype dtype, int64_t rows, int64_t cols, int64_t ld) {
+    (void)dst, (void)src, (void)dtype, (void)rows, (void)cols, (void)ld;
+    return false;
+}
+
+bool cpu_avx512_round_16(uint16_t *dst, int64_t ld, const float *src, wick_dtype dtype, int64_t rows, int64_t cols) {
+    (void)dst, (void)ld, (void)src, (void)dtype, (void)rows, (void)cols;
+    return false;
 }
 
 #endif
