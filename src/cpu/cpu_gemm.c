@@ -153,10 +153,10 @@ static float *widen_16(const char *src, wick_dtype dtype, int64_t rows, int64_t 
  * widened to float32 once (16 an instruction on AVX-512), multiplied by
  * cpu_gemm's float32 route (BLIS or the AVX-512 kernel), rounded once on the
  * way back. Each is float32 accumulation, as in PyTorch's CPU and cuBLAS's
- * 16-bit products. On the Sapphire Rapids class Xeon of the benchmarks the
- * widening route ran at oneDNN's speed or better, where a kernel that packed the
- * operands widened into its own panels (a scalar conversion an element, the
- * float32 kernel's blocking lost) was about 1.1x oneDNN's time. */
+ * 16-bit products. On the Sapphire Rapids class Xeon of the benchmarks this
+ * route took 0.91-1.01x the time of a kernel that packed the operands widened
+ * into panels of its own (a scalar conversion an element, and not the float32
+ * kernel's blocking), which it replaced. */
 static wick_status gemm_16bit(const wk_gemm_args *g) {
     if (g->m * g->n * g->k >= AMX_MIN_FLOPS) {
         if (g->dtype == WICK_BFLOAT16 && cpu_amx_bf16_usable()) return cpu_amx_bf16_gemm(g);
