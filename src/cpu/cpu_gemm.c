@@ -1,9 +1,10 @@
 /* CPU matrix products: BLAS (BLIS or OpenBLAS, CMakeLists.txt) for float32/float64
- * (and float16/bfloat16, widened to float32; a transposed right operand with many
- * rows copied to its plain layout first), wick's AVX-512 kernels
- * (cpu_gemm_avx512.c) for float32 with few rows or columns and for the 16-bit
- * dtypes, AMX for bfloat16, a plain loop for small float matrices (below the
- * cost of entering BLAS) and for the integer dtypes. */
+ * (a transposed right operand with many rows copied to its plain layout first),
+ * wick's AVX-512 kernels (cpu_gemm_avx512.c) for float32 with few rows or
+ * columns and for bfloat16 where VDPBF16PS is the faster instruction, AMX for
+ * bfloat16, float16/bfloat16 otherwise widened to float32 and back around the
+ * float32 route, a plain loop for small float matrices (below the cost of
+ * entering BLAS) and for the integer dtypes. */
 #include "cpu.h"
 
 #include <cblas.h>
