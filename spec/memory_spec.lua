@@ -84,10 +84,12 @@ describe("memory", function()
     local before = settle()
     local held = 0
     for _ = 1, 8 do held = work() end
-    -- the models are freed: at most the last one may still sit in a dead stack
-    -- slot of the JIT's (seen once in ~40 runs: the whole last model, 3168 bytes),
-    -- never anything that grows with the moves or the models
+    -- the models are freed: the last one or two may still sit in dead stack
+    -- slots of the JIT's (seen in about 1 run of 40: one whole model, 3168 bytes;
+    -- once in CI: two), never anything that grows with the moves or the models
+    -- (eight models of 21 moves each would leave eight)
     local left = settle() - before
-    assert.is_true(left == 0 or left == held, ("%d bytes left, a model holds %d"):format(left, held))
+    assert.is_true(left == 0 or left == held or left == 2 * held,
+      ("%d bytes left, a model holds %d"):format(left, held))
   end)
 end)
