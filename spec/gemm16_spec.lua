@@ -3,7 +3,7 @@
 -- of operands widened 16 an instruction). ctest runs this file three times: as
 -- the CPU chooses (gemm16_spec), with the VDPBF16PS kernel forced
 -- (gemm16_spec_dot: WICK_BF16_KERNEL=dot) and with AVX-512 and AMX off
--- (gemm16_spec_fallback: scalar conversions). Every result is
+-- (gemm16_spec_fallback: F16C/AVX2 or scalar conversions). Every result is
 -- checked against the float32 product of the same (16-bit) inputs: float32
 -- accumulation and one rounding allow half a unit of the result plus the
 -- float32 sums' order (2^-16 of sum |a| |b|), so a lost, doubled or misplaced

@@ -41,12 +41,15 @@ wick_status cpu_amx_bf16_gemm(const wk_gemm_args *g);
  * WICK_NO_AVX512_F32 is not set, for bfloat16 where VDPBF16PS does more work
  * a second than the float32 FMA (else 16-bit products widen: cpu_gemm.c). */
 bool cpu_gemm_avx512_usable(wick_dtype dtype);
-/* rows x cols 16-bit values (leading dimension ld) widened into float32 (rows
- * cols apart), and float32 rounded back (nearest even), 16 an instruction;
- * false where the CPU lacks AVX512F/BW/VL or WICK_NO_AVX512_16BIT is set (the
- * caller's scalar loop then). */
-bool cpu_avx512_widen_16(float *dst, const uint16_t *src, wick_dtype dtype, int64_t rows, int64_t cols, int64_t ld);
-bool cpu_avx512_round_16(uint16_t *dst, int64_t ld, const float *src, wick_dtype dtype, int64_t rows, int64_t cols);
+/* n 16-bit values widened into float32, and float32 rounded back (nearest
+ * even), 16 an instruction; false where the CPU lacks AVX512F/BW/VL or
+ * WICK_NO_AVX512_16BIT is set (cpu_convert.c's other ways then). */
+bool cpu_avx512_widen_16(float *dst, const uint16_t *src, wick_dtype dtype, int64_t n);
+bool cpu_avx512_round_16(uint16_t *dst, const float *src, wick_dtype dtype, int64_t n);
+/* n float16 or bfloat16 values widened to float32, and float32 rounded to them
+ * (nearest even), the fastest way the CPU has (cpu_convert.c). */
+void cpu_widen_16(float *dst, const uint16_t *src, wick_dtype dtype, int64_t n);
+void cpu_round_16(uint16_t *dst, const float *src, wick_dtype dtype, int64_t n);
 /* Whether the CPU does twice the float32 FMA work a cycle with 512-bit vectors
  * as with 256-bit ones (two AVX-512 FMA units; timed once per process, ~0.5 ms). */
 bool cpu_avx512_fma_doubles(void);

@@ -170,21 +170,27 @@ typedef struct {
     case WICK_INT64: CONVERT(TO, int64_t)                                                        \
     default: return false;                                                                       \
     }
-/* float32 <-> bfloat16 (autocast's casts): the inline bit conversions, with a
- * contiguous loop the compiler vectorises. */
-#define CONVERT_BF16(TO, FROM, F)                                                                \
+/* float32 <-> float16/bfloat16: contiguous runs by cpu_convert.c (vector
+ * instructions), strided ones by dtype.c's conversions an element. */
+#define CONVERT_16(TO, FROM, F)                                                                  \
     do {                                                                                         \
-        TO *o = (TO *)p[0];                                                                      \
-        const FROM *in = (const FROM *)p[1];                                                     \
-        if (s[0] == 1 && s[1] == 1)                                                              \
-            for (int64_t i = 0; i < n; i++) o[i] = F(in[i]);                                     \
-        else                                                                                     \
-            for (int64_t i = 0; i < n; i++) o[i * s[0]] = F(in[i * s[1]]);                       \
+        for (int64_t i = 0; i < n; i++) ((TO *)p[0])[i * s[0]] = F(((const FROM *)p[1])[i * s[1]]); \
         return true;                                                                             \
     } while (0)
 static bool convert_typed(wick_dtype to, wick_dtype from, char **p, const int64_t *s, int64_t n) {
-    if (to == WICK_BFLOAT16 && from == WICK_FLOAT32) CONVERT_BF16(uint16_t, float, wk_float_to_bf16);
-    if (to == WICK_FLOAT32 && from == WICK_BFLOAT16) CONVERT_BF16(float, uint16_t, wk_bf16_to_float);
+    const bool contiguous = s[0] == 1 && s[1] == 1;
+    if (contiguous && to == WICK_FLOAT32 && (from == WICK_FLOAT16 || from == WICK_BFLOAT16)) {
+        cpu_widen_16((float *)p[0], (const uint16_t *)p[1], from, n);
+        return true;
+    }
+    if (contiguous && from == WICK_FLOAT32 && (to == WICK_FLOAT16 || to == WICK_BFLOAT16)) {
+        cpu_round_16((uint16_t *)p[0], (const float *)p[1], to, n);
+        return true;
+    }
+    if (to == WICK_BFLOAT16 && from == WICK_FLOAT32) CONVERT_16(uint16_t, float, wk_float_to_bf16);
+    if (to == WICK_FLOAT32 && from == WICK_BFLOAT16) CONVERT_16(float, uint16_t, wk_bf16_to_float);
+    if (to == WICK_FLOAT16 && from == WICK_FLOAT32) CONVERT_16(uint16_t, float, wk_float_to_half);
+    if (to == WICK_FLOAT32 && from == WICK_FLOAT16) CONVERT_16(float, uint16_t, wk_half_to_float);
     switch (to) {
     case WICK_FLOAT32: FROM_CASES(float)
     case WICK_FLOAT64: FROM_CASES(double)

@@ -113,26 +113,12 @@ typedef struct {
 
 static void widen_range(void *ctx, int64_t begin, int64_t end) {
     const convert_job *j = ctx;
-    float *f = j->f + begin * j->cols;
-    const uint16_t *h = j->h + begin * j->ld;
-    if (cpu_avx512_widen_16(f, h, j->dtype, end - begin, j->cols, j->ld)) return;
-    for (int64_t r = 0; r < end - begin; r++)
-        for (int64_t c = 0; c < j->cols; c++) {
-            uint16_t x = h[r * j->ld + c];
-            f[r * j->cols + c] = j->dtype == WICK_BFLOAT16 ? wk_bf16_to_float(x) : wk_half_to_float(x);
-        }
+    for (int64_t r = begin; r < end; r++) cpu_widen_16(j->f + r * j->cols, j->h + r * j->ld, j->dtype, j->cols);
 }
 
 static void round_range(void *ctx, int64_t begin, int64_t end) {
     const convert_job *j = ctx;
-    const float *f = j->f + begin * j->cols;
-    uint16_t *h = j->h + begin * j->ld;
-    if (cpu_avx512_round_16(h, j->ld, f, j->dtype, end - begin, j->cols)) return;
-    for (int64_t r = 0; r < end - begin; r++)
-        for (int64_t c = 0; c < j->cols; c++) {
-            float v = f[r * j->cols + c];
-            h[r * j->ld + c] = j->dtype == WICK_BFLOAT16 ? wk_float_to_bf16(v) : wk_float_to_half(v);
-        }
+    for (int64_t r = begin; r < end; r++) cpu_round_16(j->h + r * j->ld, j->f + r * j->cols, j->dtype, j->cols);
 }
 
 /* Rows of a conversion per thread: at least 32 Ki elements each. */

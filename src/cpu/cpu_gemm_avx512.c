@@ -612,18 +612,26 @@ static void compute(void *ctx, int64_t begin, int64_t end) {
 /* The blocks of C, in panels: 16-bit C has its sums in compute's buffer of MC x
  * NC; float32 C takes blocks of up to F32_MC_PANELS x F32_NC_PANELS (A's block
  * of KC steps stays in L2 while B's panels pass, each panel in L1 for the
- * rows); both halved, the larger side first, until each thread has two (a
- * 256 x 256 16-bit product was 3 blocks for 2 threads: 1.67x oneDNN's time). */
+ * rows); both halved, the larger side first, until each thread has two or
+ * more and all the same number (a 256 x 256 16-bit product was 3 blocks for 2
+ * threads: 1.67x oneDNN's time). */
 #define F32_MC_PANELS 64
 #define F32_NC_PANELS 8
+/* Panels per block when `panels` are cut into blocks of at most `most`, as
+ * even as they go: the pool gives each thread a contiguous run of blocks, so
+ * 86 panels in blocks of 64 and 22 gave one of 2 threads three times the
+ * other's work (43 and 43 now). */
+static int64_t even_blocks(int64_t panels, int64_t most) { return ceil_div(panels, ceil_div(panels, most)); }
+
 static void choose_blocks(gemm_job *j, int64_t m_panels, int64_t n_panels) {
-    if (j->g->dtype != WICK_FLOAT32) j->ipb = min64(MC / MR, m_panels), j->jpb = min64(NC / NR, n_panels);
-    else j->ipb = min64(F32_MC_PANELS, m_panels), j->jpb = min64(F32_NC_PANELS, n_panels);
-    const int64_t want = 2 * (int64_t)wick_get_num_threads();
-    while (want > 2 && ceil_div(m_panels, j->ipb) * ceil_div(n_panels, j->jpb) < want && (j->ipb > 1 || j->jpb > 1)) {
-        if (j->ipb * MR >= j->jpb * NR && j->ipb > 1) j->ipb = ceil_div(j->ipb, 2);
-        else if (j->jpb > 1) j->jpb = ceil_div(j->jpb, 2);
-        else j->ipb = ceil_div(j->ipb, 2);
+    const bool f32 = j->g->dtype == WICK_FLOAT32;
+    j->ipb = even_blocks(m_panels, f32 ? F32_MC_PANELS : MC / MR);
+    j->jpb = even_blocks(n_panels, f32 ? F32_NC_PANELS : NC / NR);
+    const int64_t threads = wick_get_num_threads();
+    for (int64_t blocks; threads > 1 && (blocks = ceil_div(m_panels, j->ipb) * ceil_div(n_panels, j->jpb),
+                                         blocks < 2 * threads || blocks % threads) && (j->ipb > 1 || j->jpb > 1);) {
+        if ((j->ipb * MR >= j->jpb * NR && j->ipb > 1) || j->jpb == 1) j->ipb = even_blocks(m_panels, ceil_div(j->ipb, 2));
+        else j->jpb = even_blocks(n_panels, ceil_div(j->jpb, 2));
     }
     j->m_blocks = ceil_div(m_panels, j->ipb), j->n_blocks = ceil_div(n_panels, j->jpb);
 }
@@ -639,41 +647,44 @@ static wick_status gemm_f32(const wk_gemm_args *g) {
     return wk_parallel_for(job.m_blocks * job.n_blocks, 1, compute, &job);
 }
 
-/* ---- 16-bit <-> float32, 16 elements an instruction (cpu_gemm.c's widening
- * products: float16 by VCVTPH2PS and VCVTPS2PH, bfloat16 by shifts and
- * round_bf16; the widening is exact, the rounding to nearest even) ---- */
+/* ---- 16-bit <-> float32, 16 elements an instruction (cpu_convert.c's first
+ * way: float16 by VCVTPH2PS and VCVTPS2PH, bfloat16 by shifts and round_bf16;
+ * the widening is exact, the rounding to nearest even) ---- */
 
-WK_A512 static void widen_rows(float *dst, const uint16_t *src, bool half, int64_t rows, int64_t cols, int64_t ld) {
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = 0; c < cols; c += 16) {
-            const int64_t n = cols - c;
-            const __mmask16 m = n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
-            const __m256i h = _mm256_maskz_loadu_epi16(m, src + r * ld + c);
-            const __m512 f = half ? _mm512_cvtph_ps(h) : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-            _mm512_mask_storeu_ps(dst + r * cols + c, m, f);
-        }
+WK_A512 static void widen_run(float *dst, const uint16_t *src, bool half, int64_t n) {
+    for (int64_t c = 0; c < n; c += 16) {
+        const __mmask16 m = n - c >= 16 ? 0xffff : (__mmask16)((1u << (n - c)) - 1);
+        const __m256i h = _mm256_maskz_loadu_epi16(m, src + c);
+        const __m512 f = half ? _mm512_cvtph_ps(h) : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+        _mm512_mask_storeu_ps(dst + c, m, f);
+    }
 }
 
-WK_A512 static void round_rows(uint16_t *dst, int64_t ld, const float *src, bool half, int64_t rows, int64_t cols) {
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = 0; c < cols; c += 16) {
-            const int64_t n = cols - c;
-            const __mmask16 m = n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
-            const __m512 x = _mm512_maskz_loadu_ps(m, src + r * cols + c);
-            const __m256i h = half ? _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC) : round_bf16(x);
-            _mm256_mask_storeu_epi16(dst + r * ld + c, m, h);
-        }
+WK_A512 static void round_run(uint16_t *dst, const float *src, bool half, int64_t n) {
+    for (int64_t c = 0; c < n; c += 16) {
+        const __mmask16 m = n - c >= 16 ? 0xffff : (__mmask16)((1u << (n - c)) - 1);
+        const __m512 x = _mm512_maskz_loadu_ps(m, src + c);
+        const __m256i h = half ? _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC) : round_bf16(x);
+        _mm256_mask_storeu_epi16(dst + c, m, h);
+    }
 }
 
-bool cpu_avx512_widen_16(float *dst, const uint16_t *src, wick_dtype dtype, int64_t rows, int64_t cols, int64_t ld) {
-    if (kernel_for(dtype) == KERNEL_NONE) return false;
-    widen_rows(dst, src, dtype == WICK_FLOAT16, rows, cols, ld);
+/* The conversions need AVX512F/BW/VL and F16C, not a 16-bit kernel (nor its probe). */
+static bool convert_usable(void) {
+    static int v = -1;
+    if (v < 0) __atomic_store_n(&v, !env_set("WICK_NO_AVX512_16BIT") && have_avx512(), __ATOMIC_RELAXED);
+    return __atomic_load_n(&v, __ATOMIC_RELAXED);
+}
+
+bool cpu_avx512_widen_16(float *dst, const uint16_t *src, wick_dtype dtype, int64_t n) {
+    if (!convert_usable()) return false;
+    widen_run(dst, src, dtype == WICK_FLOAT16, n);
     return true;
 }
 
-bool cpu_avx512_round_16(uint16_t *dst, int64_t ld, const float *src, wick_dtype dtype, int64_t rows, int64_t cols) {
-    if (kernel_for(dtype) == KERNEL_NONE) return false;
-    round_rows(dst, ld, src, dtype == WICK_FLOAT16, rows, cols);
+bool cpu_avx512_round_16(uint16_t *dst, const float *src, wick_dtype dtype, int64_t n) {
+    if (!convert_usable()) return false;
+    round_run(dst, src, dtype == WICK_FLOAT16, n);
     return true;
 }
 
@@ -726,13 +737,13 @@ wick_status cpu_gemm_avx512(const wk_gemm_args *g) {
     return wick_fail(WICK_ERR_UNSUPPORTED, "mm: this build has no AVX-512 kernels");
 }
 
-bool cpu_avx512_widen_16(float *dst, const uint16_t *src, wick_dtype dtype, int64_t rows, int64_t cols, int64_t ld) {
-    (void)dst, (void)src, (void)dtype, (void)rows, (void)cols, (void)ld;
+bool cpu_avx512_widen_16(float *dst, const uint16_t *src, wick_dtype dtype, int64_t n) {
+    (void)dst, (void)src, (void)dtype, (void)n;
     return false;
 }
 
-bool cpu_avx512_round_16(uint16_t *dst, int64_t ld, const float *src, wick_dtype dtype, int64_t rows, int64_t cols) {
-    (void)dst, (void)ld, (void)src, (void)dtype, (void)rows, (void)cols;
+bool cpu_avx512_round_16(uint16_t *dst, const float *src, wick_dtype dtype, int64_t n) {
+    (void)dst, (void)src, (void)dtype, (void)n;
     return false;
 }
 
