@@ -8,6 +8,8 @@
 --   bf16_NT_N  N x N @ (N x N)^T: a linear layer's forward (x @ W^T)
 --   bf16_TN_N  (N x N)^T @ N x N: a linear layer's weight gradient
 --   f16_N      the same in float16
+--   cast_f16_N / cast_bf16_N   N x N float32 :to float16 / bfloat16 (autocast's
+--              casts) and, as uncast_..., back to float32 (not in the default CASES)
 local wick = require("wick")
 local timing = dofile("bench/timing.lua")
 
@@ -35,8 +37,17 @@ local function ms(f)
 end
 
 for case in CASES:gmatch("[^,]+") do
-  local dtype = case:sub(1, 3) == "f16" and "float16" or "bfloat16"
-  for _, n in ipairs(SIZES) do
+  local dtype = case:find("f16") and not case:find("bf16") and "float16" or "bfloat16"
+  if case:sub(1, 5) == "cast_" then
+    for _, n in ipairs(SIZES) do
+      local x = wick.randn(n, n)
+      local h = x:to(dtype)
+      print(("%s_%d\t%.4f"):format(case, n, ms(function() return x:to(dtype) end)))
+      print(("un%s_%d\t%.4f"):format(case, n, ms(function() return h:to("float32") end)))
+      io.stdout:flush()
+    end
+  end
+  for _, n in ipairs(case:sub(1, 5) == "cast_" and {} or SIZES) do
     local a, b = wick.randn(n, n):to(dtype), wick.randn(n, n):to(dtype)
     local f
     if case:find("_NT") then f = function() return a:mm(b:t()) end

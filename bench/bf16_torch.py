@@ -38,7 +38,14 @@ def ms(f):
 
 with torch.no_grad():
     for case in CASES.split(","):
-        dtype = torch.float16 if case.startswith("f16") else torch.bfloat16
+        dtype = torch.float16 if "f16" in case and "bf16" not in case else torch.bfloat16
+        if case.startswith("cast_"):
+            for n in SIZES:
+                x = torch.randn(n, n)
+                h = x.to(dtype)
+                print("%s_%d\t%.4f" % (case, n, ms(lambda: x.to(dtype))), flush=True)
+                print("un%s_%d\t%.4f" % (case, n, ms(lambda: h.to(torch.float32))), flush=True)
+            continue
         for n in SIZES:
             a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
             if "_NT" in case:

@@ -27,8 +27,11 @@ WK_F16C static void widen_half_f16c(float *dst, const uint16_t *src, int64_t n) 
 
 WK_F16C static void round_half_f16c(uint16_t *dst, const float *src, int64_t n) {
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm_storeu_si128((__m128i *)(dst + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i + 8 <= n; i += 8) {
+        __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+        __asm__("" : "+x"(h)); /* a register result: VCVTPS2PH into memory is slow on Intel */
+        _mm_storeu_si128((__m128i *)(dst + i), h);
+    }
     for (; i < n; i++) dst[i] = _cvtss_sh(src[i], _MM_FROUND_TO_NEAREST_INT);
 }
 #endif
