@@ -36,17 +36,17 @@ WK_F16C static void round_half_f16c(uint16_t *dst, const float *src, int64_t n) 
 }
 #endif
 
-WK_SIMD static void widen_bf16(float *dst, const uint16_t *src, int64_t n) {
+WK_SIMD static void bf16_widen(float *dst, const uint16_t *src, int64_t n) {
     for (int64_t i = 0; i < n; i++) dst[i] = wk_bf16_to_float(src[i]);
 }
 
-WK_SIMD static void round_bf16(uint16_t *dst, const float *src, int64_t n) {
+WK_SIMD static void bf16_round(uint16_t *dst, const float *src, int64_t n) {
     for (int64_t i = 0; i < n; i++) dst[i] = wk_float_to_bf16(src[i]);
 }
 
 void cpu_widen_16(float *dst, const uint16_t *src, wick_dtype dtype, int64_t n) {
     if (cpu_avx512_widen_16(dst, src, dtype, n)) return;
-    if (dtype == WICK_BFLOAT16) widen_bf16(dst, src, n);
+    if (dtype == WICK_BFLOAT16) bf16_widen(dst, src, n);
 #ifdef WK_F16C_BUILD
     else if (have_f16c()) widen_half_f16c(dst, src, n);
 #endif
@@ -56,7 +56,7 @@ void cpu_widen_16(float *dst, const uint16_t *src, wick_dtype dtype, int64_t n) 
 
 void cpu_round_16(uint16_t *dst, const float *src, wick_dtype dtype, int64_t n) {
     if (cpu_avx512_round_16(dst, src, dtype, n)) return;
-    if (dtype == WICK_BFLOAT16) round_bf16(dst, src, n);
+    if (dtype == WICK_BFLOAT16) bf16_round(dst, src, n);
 #ifdef WK_F16C_BUILD
     else if (have_f16c()) round_half_f16c(dst, src, n);
 #endif
