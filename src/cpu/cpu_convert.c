@@ -9,13 +9,19 @@
 #include "cpu.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define WK_F16C_BUILD 1
 #define WK_F16C __attribute__((target("avx2,f16c")))
 
+/* AVX2 with the OS's saving of its state (the builtin checks XCR0), and F16C
+ * (CPUID 1, ECX bit 29: a feature name clang's builtin does not know) */
 static bool have_f16c(void) {
     static int v = -1;
-    if (v < 0) __atomic_store_n(&v, __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c"), __ATOMIC_RELAXED);
+    unsigned a, b, c, d;
+    if (v < 0)
+        __atomic_store_n(&v, __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)),
+                         __ATOMIC_RELAXED);
     return __atomic_load_n(&v, __ATOMIC_RELAXED);
 }
 
