@@ -251,6 +251,60 @@ function Tensor.sub_scalar(t, v) return check_tensor(t, "sub_scalar", "self") - 
 
 -- ---- module-level functions that mirror methods ----
 
+-- PyTorch's `out=` as a trailing option, `wick.mm(a, b, {out = c})`: the
+-- result is written into c (same shape: c's own memory, which its views see;
+-- c empty: c takes the result's shape) and c is returned. As in PyTorch, c's
+-- dtype must hold the result's (no floating result into an integer tensor),
+-- c is on the result's device, and nothing that requires grad takes part.
+-- Functions whose PyTorch form has no `out` (views, booleans) raise instead
+-- of ignoring it.
+local NO_OUT = { view = true, reshape = true, transpose = true, t = true, permute = true, narrow = true,
+  select = true, squeeze = true, unsqueeze = true, flatten = true, allclose = true, equal = true }
+
+local function write_out(name, out, r, ...)
+  if select("#", ...) > 0 then core.error(("wick.%s: out= with several results is not supported"):format(name)) end
+  if getmetatable(r) ~= mt then core.error(("wick.%s: its result is not a tensor, so out= cannot take it"):format(name)) end
+  local r_float, out_info = dtype_info[r.dtype].is_floating, dtype_info[out.dtype]
+  if (r_float and not out_info.is_floating) or (out.dtype == "bool" and r.dtype ~= "bool") then
+    core.error(("wick.%s: result type %s can't be cast to the desired output type %s"):format(name, r.dtype, out.dtype))
+  end
+  if tostring(out.device) ~= tostring(r.device) then
+    core.error(("wick.%s: expected out tensor to have device %s, but got %s"):format(name, tostring(r.device),
+      tostring(out.device)))
+  end
+  if core.is_grad_enabled() and (r.requires_grad or out.requires_grad) then
+    core.error(("wick.%s(): functions with out=... arguments don't support automatic differentiation, but one of "
+      .. "the arguments requires grad"):format(name))
+  end
+  local rs, os_ = r:size(), out:size()
+  local same = #rs == #os_
+  for i = 1, #rs do same = same and rs[i] == os_[i] end
+  if same then
+    out:copy_(r)
+  elseif out:numel() == 0 then
+    out:_replace(r.dtype == out.dtype and r or r:to(out.dtype))
+  else
+    core.error(("wick.%s: out has shape [%s] and the result [%s]: give a tensor of the result's shape, or an empty one")
+      :format(name, table.concat(os_, ", "), table.concat(rs, ", ")))
+  end
+  return out
+end
+
+local function with_out(name, fn)
+  return function(...)
+    local n = select("#", ...)
+    local last = n > 0 and select(n, ...) or nil
+    if type(last) ~= "table" or getmetatable(last) ~= nil or rawget(last, "out") == nil then return fn(...) end
+    local out = last.out
+    if NO_OUT[name] then core.error(("wick.%s: unexpected option 'out' (it returns a view or a value)"):format(name)) end
+    check_tensor(out, name, "out")
+    local args, rest = { ... }, {}
+    for k, v in pairs(last) do if k ~= "out" then rest[k] = v end end
+    args[n] = rest
+    return write_out(name, out, fn(unpack(args, 1, next(rest) ~= nil and n or n - 1)))
+  end
+end
+
 for _, name in ipairs({ "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", "log", "sqrt", "tanh",
   "sigmoid", "relu", "clamp", "eq", "ne", "lt", "le", "gt", "ge", "maximum", "minimum", "sum", "mean",
   "max", "min", "argmax", "argmin", "prod", "var", "std", "matmul", "mm", "bmm", "addmm", "view",
@@ -258,16 +312,22 @@ for _, name in ipairs({ "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", 
   "index_select", "gather", "scatter", "softmax", "log_softmax", "clone", "allclose", "equal",
   "masked_fill", "masked_select", "masked_scatter", "index_fill", "index_copy", "index_put" }) do
   local method = Tensor[name]
-  wick[name] = function(t, ...) return method(t, ...) end
+  wick[name] = with_out(name, function(t, ...) return method(t, ...) end)
 end
 for _, name in ipairs({ "tensor", "zeros", "ones", "empty", "rand", "randn", "full", "arange", "eye",
   "zeros_like", "ones_like", "empty_like", "rand_like", "randn_like", "full_like", "manual_seed",
   "get_rng_state", "set_rng_state", "set_num_threads", "get_num_threads", "where", "cat", "stack" }) do
   wick[name] = core[name]
 end
+wick.cat, wick.stack = with_out("cat", core.cat), with_out("stack", core.stack)
 
 function wick.is_tensor(v) return getmetatable(v) == mt end
 wick.ops = require("wick.ops")(wick) -- tril, split, topk, multinomial, einsum, random fills, ... (ops.lua)
+for _, name in ipairs({ "tril", "triu", "split", "chunk", "unbind", "sort", "argsort", "topk", "msort", "cumsum",
+  "cumprod", "clamp", "clamp_min", "clamp_max", "clip", "where", "randint", "randint_like", "randperm", "multinomial",
+  "einsum", "bernoulli", "normal" }) do
+  wick[name] = with_out(name, wick[name])
+end
 wick.clock = core.clock
 
 -- ---- grad mode ----
