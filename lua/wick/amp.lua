@@ -31,7 +31,8 @@ function amp.GradScaler(...)
   check.one_of(device, "GradScaler", "device", { "cpu", "cuda" })
   local enabled = o.enabled ~= false
   if enabled and device == "cuda" and not wick.cuda.is_available() then
-    wick._warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.")
+    wick._warn("wick.amp.GradScaler is enabled, but CUDA is not available.  Disabling. "
+      .. "(wick.amp.GradScaler(\"cpu\") scales on the CPU.)")
     enabled = false
   end
   local growth_factor, backoff_factor = o.growth_factor or 2.0, o.backoff_factor or 0.5

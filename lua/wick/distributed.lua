@@ -65,8 +65,11 @@ function M.get_backend()
   return backend
 end
 
--- {op = ..., async_op = ...}: the op's name (or nil) and the async flag
+-- {op = ..., async_op = ...}: the op's name (or nil) and the async flag. Where
+-- an op is taken, a string alone is it: all_reduce(t, "max") or
+-- all_reduce(t, dist.ReduceOp.MAX), PyTorch's positional op.
 local function options(opts, fn, with_op)
+  if with_op and type(opts) == "string" then opts = { op = opts } end
   if with_op then
     check.options(opts, fn, { op = "string", async_op = "boolean" })
   else
@@ -148,6 +151,72 @@ function M.reduce_scatter_tensor(out, t, opts)
   return C.reduce_scatter_tensor(out, t, op, async)
 end
 
+--- reduce(t, dst[, {op = "sum", async_op = false}]): rank dst's t becomes the
+--- op over ranks; every other rank's t is left as it was (PyTorch leaves it
+--- unspecified). An all_reduce underneath (of a copy, on the other ranks).
+function M.reduce(t, dst, opts)
+  check.tensor(t, "reduce", "tensor")
+  rank_arg(dst, "reduce", "dst")
+  local op, async = options(opts, "reduce", true)
+  local target = C.rank() == dst and t or t:clone()
+  return C.all_reduce(target, op, async)
+end
+
+--- gather(t, gather_list, dst[, {async_op}]): on rank dst, gather_list (an
+--- array of world-size tensors shaped like t) receives every rank's t, in rank
+--- order; elsewhere gather_list is nil (or ignored). An all_gather underneath.
+function M.gather(t, list, dst, opts)
+  check.tensor(t, "gather", "tensor")
+  rank_arg(dst, "gather", "dst")
+  local _, async = options(opts, "gather", false)
+  if C.rank() == dst then
+    if type(list) ~= "table" or check.is_tensor(list) then
+      check.expected("gather", "gather_list", "a table of tensors on the destination rank", list)
+    end
+    for i = 1, #list do check.tensor(list[i], "gather", ("gather_list[%d]"):format(i)) end
+  else
+    list = {}
+    for i = 1, C.world_size() do list[i] = t:new_empty(t.shape) end
+  end
+  return C.all_gather(list, t, async)
+end
+
+-- several handles as one: wait() waits for all, is_completed() when all are
+local function all_of(handles)
+  return {
+    wait = function() for _, h in ipairs(handles) do h:wait() end end,
+    is_completed = function()
+      for _, h in ipairs(handles) do if not h:is_completed() then return false end end
+      return true
+    end,
+  }
+end
+
+--- scatter(t, scatter_list, src[, {async_op}]): rank r's t receives
+--- scatter_list[r + 1] of rank src (world-size tensors shaped like t there;
+--- nil elsewhere). Sends from src, a receive on every other rank.
+function M.scatter(t, list, src, opts)
+  check.tensor(t, "scatter", "tensor")
+  rank_arg(src, "scatter", "src")
+  local _, async = options(opts, "scatter", false)
+  local rank, world = C.rank(), C.world_size()
+  if rank ~= src then return C.recv(t, src, async) end
+  if type(list) ~= "table" or check.is_tensor(list) then
+    check.expected("scatter", "scatter_list", "a table of tensors on the source rank", list)
+  end
+  if #list ~= world then
+    check.fail("scatter", "scatter_list must hold world_size (%d) tensors, got %d", world, #list)
+  end
+  for i = 1, world do check.tensor(list[i], "scatter", ("scatter_list[%d]"):format(i)) end
+  local handles = {}
+  for r = 0, world - 1 do
+    if r ~= rank then handles[#handles + 1] = C.send(list[r + 1], r, true) end
+  end
+  t:copy_(list[rank + 1])
+  if async then return all_of(handles) end
+  for _, h in ipairs(handles) do h:wait() end
+end
+
 function M.barrier(opts)
   local _, async = options(opts, "barrier", false)
   return C.barrier(async)
@@ -165,6 +234,22 @@ function M.recv(t, src, opts)
   rank_arg(src, "recv", "src")
   local _, async = options(opts, "recv", false)
   return C.recv(t, src, async)
+end
+
+--- isend(t, dst) / irecv(t, src): send and recv with async_op; the handle's
+--- wait() says when t may be reused (isend) or read (irecv). They start at
+--- once, whatever collectives are queued, so a ring's isend-then-recv never
+--- waits for itself.
+function M.isend(t, dst)
+  check.tensor(t, "isend", "tensor")
+  rank_arg(dst, "isend", "dst")
+  return C.send(t, dst, true)
+end
+
+function M.irecv(t, src)
+  check.tensor(t, "irecv", "tensor")
+  rank_arg(src, "irecv", "src")
+  return C.recv(t, src, true)
 end
 
 return M

@@ -73,6 +73,21 @@ typedef struct wk_dist_backend {
                         int device);
     wick_status (*barrier)(wk_dist_group *g, int device);
 
+    /* synchronous backends, optional: point to point started without waiting
+     * (send/recv with async_op), so that a transfer waiting for its peer never
+     * holds up the calls after it (a ring's isend, then recv). p2p_start is
+     * called on the caller's thread, in program order (the order MPI matches
+     * messages in), and sets *req; p2p_test, on any one thread at a time,
+     * sets *done to 1 once the transfer is over and then frees req; an error
+     * (a message of another dtype or size) is returned with *done = 1. The
+     * engine tests a receive only once the receives posted before it from
+     * the same peer are over, and a blocking recv waits for those too: the
+     * order MPI would match them in. NULL: async send/recv run blocking on
+     * the comm thread, in the queue. */
+    wick_status (*p2p_start)(wk_dist_group *g, int is_recv, void *buf, int64_t count, wick_dtype dtype, int peer,
+                             int device, void **req);
+    wick_status (*p2p_test)(wk_dist_group *g, void *req, int *done);
+
     /* asynchronous backends only (NULL for synchronous ones) */
     wick_status (*event_record)(wk_dist_group *g, int device, void **event);
     int (*event_query)(wk_dist_group *g, void *event); /* 1 done, 0 pending, < 0 failed (wick_fail set) */

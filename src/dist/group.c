@@ -8,7 +8,12 @@
  * call runs inline on the calling thread when nothing is queued (no thread
  * hop: the measured cost of a small all_reduce is the MPI call's); otherwise
  * it queues behind the async work and waits. Async work (async_op) runs in
- * order on the group's one comm thread with blocking MPI calls.
+ * order on the group's one comm thread with blocking MPI calls; but an async
+ * send or recv starts at once on the caller's thread (the backend's
+ * p2p_start: MPI_Isend / MPI_Irecv, in program order), so that a ring's
+ * isend-then-recv never waits for itself. Its transfer is tested (p2p_test)
+ * by work:wait() and is_completed(), by the watchdog on every look, and
+ * before the group goes.
  *
  * The watchdog: a thread that looks every timeout/20 (at most 0.5 s) at the
  * op running now (its sequence number and start time are atomics the running
@@ -25,6 +30,7 @@
 #include <stddef.h>
 #include <stdbool.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +60,7 @@ struct wick_dist_work {
     int done;                  /* atomic */
     wick_status status;
     void *event;               /* asynchronous backends */
+    void *req;                 /* an async send/recv's transfer (p2p_start), until p2p_test says done */
     int64_t start_ns, end_ns;  /* the transfer's start and end (end: when seen done) */
     wick_dist_work *next;      /* queue or pending list */
     char msg[1024];            /* the error (work_finish); last: WORK_INIT leaves it unwritten */
@@ -74,13 +81,15 @@ struct wk_dist_engine {
     wick_dist_work *head, *tail;
     int busy;                  /* atomic: an op is running (inline or on the comm thread); set under lock */
     int stop;
-    int comm_started, watchdog_started;
+    int comm_started, watchdog_started, p2p_init;
     pthread_t comm_thread, watchdog;
     uint64_t seq;              /* collectives and transfers issued so far */
     uint64_t run_seq;          /* atomic: the op running now (0: none) */
     int run_kind;              /* atomic */
     int64_t run_start_ns;      /* atomic */
     wick_dist_work *pending;   /* asynchronous backends: work whose event is outstanding */
+    pthread_mutex_t p2p_lock;  /* the async sends and receives in flight (p2p_start), and their tests */
+    wick_dist_work *p2p;
     /* the predicted check (below): the same on every rank, fed by agreed signatures only */
     struct predict_slot {
         int64_t from[SIG_FIELDS], to[SIG_FIELDS];
@@ -381,6 +390,7 @@ static wick_status finish_result_unrecorded(wk_dist_group *g, wick_dist_work *w)
     return WICK_OK;
 }
 
+static void p2p_wait_recvs_from(wk_dist_group *g, int peer);
 static wick_status run_op(wk_dist_group *g, wick_dist_work *w) {
     struct wk_dist_engine *e = g->engine;
     w->start_ns = w->heap ? now_ns() : coarse_ns(); /* a handle's seconds are the precise clock's */
@@ -389,6 +399,7 @@ static wick_status run_op(wk_dist_group *g, wick_dist_work *w) {
     __atomic_store_n(&e->run_seq, w->seq, __ATOMIC_RELEASE);
     wick_status st = WICK_OK;
     if (w->kind != K_SEND && w->kind != K_RECV) st = check_signature(g, w);
+    else if (w->kind == K_RECV && g->be->p2p_test) p2p_wait_recvs_from(g, w->peer);
     if (!st && !(w->kind == K_ALL_REDUCE && w->carried == w->count)) st = call_backend(g, w);
     __atomic_store_n(&e->run_seq, 0, __ATOMIC_RELEASE);
     if (!st && !g->be->asynchronous) st = finish_result(g, w);
@@ -420,6 +431,83 @@ static void *comm_main(void *arg) {
     }
     pthread_mutex_unlock(&e->lock);
     return NULL;
+}
+
+/* ---- async send/recv in flight (synchronous backends with p2p_start) ---- */
+
+/* A receive from `peer` in flight before `w` (or anywhere: w NULL), under p2p_lock. */
+static bool recv_before(const struct wk_dist_engine *e, const wick_dist_work *w, int peer) {
+    for (const wick_dist_work *x = e->p2p; x && x != w; x = x->next)
+        if (x->kind == K_RECV && x->peer == peer) return true;
+    return false;
+}
+
+/* Tests every transfer in flight once, oldest first (a receive only when none
+ * from its peer is before it); the finished ones get their result (a staged
+ * recv's copy), their status and leave the list. */
+static void p2p_progress(wk_dist_group *g) {
+    struct wk_dist_engine *e = g->engine;
+    pthread_mutex_lock(&e->p2p_lock);
+    for (wick_dist_work **pp = &e->p2p; *pp;) {
+        wick_dist_work *w = *pp;
+        int done = 0;
+        wick_status st = WICK_OK;
+        if (w->kind != K_RECV || !recv_before(e, w, w->peer)) st = g->be->p2p_test(g, w->req, &done);
+        if (!done) {
+            pp = &w->next;
+            continue;
+        }
+        w->req = NULL;
+        *pp = w->next;
+        w->next = NULL;
+        if (!st) st = finish_result(g, w);
+        work_release_tensors(w);
+        work_finish(w, st);
+        work_unref(w); /* the list's reference */
+    }
+    pthread_mutex_unlock(&e->p2p_lock);
+}
+
+/* A blocking recv from `peer`: first every async one from it posted before
+ * (the watchdog ends the job if their messages never come). */
+static void p2p_wait_recvs_from(wk_dist_group *g, int peer) {
+    struct wk_dist_engine *e = g->engine;
+    for (int spins = 0;; spins++) {
+        pthread_mutex_lock(&e->p2p_lock);
+        bool pending = recv_before(e, NULL, peer);
+        pthread_mutex_unlock(&e->p2p_lock);
+        if (!pending) return;
+        p2p_progress(g);
+        if (spins < 1000) sched_yield();
+        else nanosleep(&(struct timespec){0, 50000}, NULL);
+    }
+}
+
+/* The oldest transfer in flight past `limit` ns, or NULL (under p2p_lock). */
+static const wick_dist_work *p2p_overdue(struct wk_dist_engine *e, int64_t now, int64_t limit) {
+    for (const wick_dist_work *w = e->p2p; w; w = w->next)
+        if (now - w->start_ns > limit) return w;
+    return NULL;
+}
+
+/* Until every transfer in flight is over (the watchdog ends the job if a peer
+ * never comes): the waits of work:wait() and of the group's end. Yields the
+ * core while it tests, then sleeps 50 us between tests. */
+static void p2p_wait(wk_dist_group *g, const wick_dist_work *w) {
+    struct wk_dist_engine *e = g->engine;
+    for (int spins = 0;; spins++) {
+        p2p_progress(g);
+        if (w) {
+            if (__atomic_load_n(&w->done, __ATOMIC_ACQUIRE)) return;
+        } else {
+            pthread_mutex_lock(&e->p2p_lock);
+            bool empty = e->p2p == NULL;
+            pthread_mutex_unlock(&e->p2p_lock);
+            if (empty) return;
+        }
+        if (spins < 1000) sched_yield();
+        else nanosleep(&(struct timespec){0, 50000}, NULL);
+    }
 }
 
 /* ---- the watchdog ---- */
@@ -493,6 +581,13 @@ static void *watchdog_main(void *arg) {
                 watchdog_fire(g, kind, seq, NULL);
         }
         if (g->be->asynchronous) watchdog_check_events(g, now, limit);
+        if (g->be->p2p_test) {
+            p2p_progress(g); /* also a transfer nobody waits for leaves the list */
+            pthread_mutex_lock(&e->p2p_lock);
+            const wick_dist_work *late = p2p_overdue(e, now, limit);
+            if (late) watchdog_fire(g, late->kind, late->seq, NULL);
+            pthread_mutex_unlock(&e->p2p_lock);
+        }
     }
     pthread_mutex_unlock(&e->lock);
     return NULL;
@@ -504,6 +599,7 @@ static void group_free(wk_dist_group *g) {
     if (!g) return;
     struct wk_dist_engine *e = g->engine;
     if (e) {
+        if (e->p2p_init) p2p_wait(g, NULL); /* the watchdog still watches */
         pthread_mutex_lock(&e->lock);
         e->stop = 1;
         pthread_cond_broadcast(&e->cond);
@@ -524,6 +620,7 @@ static void group_free(wk_dist_group *g) {
         pthread_cond_destroy(&e->cond);
         pthread_cond_destroy(&e->wd_cond);
         pthread_mutex_destroy(&e->lock);
+        if (e->p2p_init) pthread_mutex_destroy(&e->p2p_lock);
         free(e);
     }
     free(g);
@@ -588,6 +685,8 @@ wick_status wk_dist_init_backend(const wk_dist_backend *be, double timeout_s) {
     pthread_mutex_init(&e->lock, NULL);
     pthread_cond_init(&e->cond, NULL);
     pthread_cond_init(&e->wd_cond, NULL);
+    pthread_mutex_init(&e->p2p_lock, NULL);
+    e->p2p_init = 1;
     if ((st = wk_mpi_comm_new(&e->comm, &g->rank, &g->size, &g->local_rank))) goto done;
     if ((st = be->init(g))) {
         g->be = NULL; /* no destroy after a failed init */
@@ -763,11 +862,41 @@ static wick_status submit_queued_on_stream(wk_dist_group *g, wick_dist_work *w, 
     return WICK_OK;
 }
 
+/* An async send or recv: started now (p2p_start), tested once, and on the
+ * in-flight list (the handle's and the list's references) until it is over. */
+static wick_status submit_p2p(wk_dist_group *g, wick_dist_work *w, wick_dist_work **out) {
+    struct wk_dist_engine *e = g->engine;
+    wick_dist_work *h = malloc(sizeof *h);
+    if (!h) return wick_fail(WICK_ERR_OOM, "wick.distributed.%s: out of memory", kind_names[w->kind]);
+    *h = *w;
+    h->heap = 1;
+    h->refs = 2;
+    h->start_ns = now_ns();
+    pthread_mutex_lock(&e->p2p_lock);
+    int is_recv = h->kind == K_RECV;
+    wick_status st = g->be->p2p_start(g, is_recv, data_of(is_recv ? h->recv : h->send), h->count, h->dtype, h->peer,
+                                      h->device, &h->req);
+    if (st) {
+        pthread_mutex_unlock(&e->p2p_lock);
+        free(h); /* w still holds the tensors */
+        return st;
+    }
+    memset(w, 0, sizeof *w); /* the tensors now belong to h */
+    wick_dist_work **tail = &e->p2p; /* oldest first */
+    while (*tail) tail = &(*tail)->next;
+    *tail = h;
+    pthread_mutex_unlock(&e->p2p_lock);
+    p2p_progress(g); /* an eager send is over at once */
+    *out = h;
+    return WICK_OK;
+}
+
 static wick_status submit(wk_dist_group *g, wick_dist_work *w, wick_dist_work **out) {
     w->g = g;
     w->seq = ++g->engine->seq;
     wick_status st;
     if (g->be->asynchronous) st = submit_queued_on_stream(g, w, out);
+    else if (out && (w->kind == K_SEND || w->kind == K_RECV) && g->be->p2p_start) st = submit_p2p(g, w, out);
     else if (out) st = submit_async(g, w, out);
     else st = submit_sync(g, w);
     work_release_tensors(w); /* what is still the caller's (sync, or a failed submit) */
@@ -1074,8 +1203,16 @@ wick_status wick_dist_recv(wick_tensor *t, int src, wick_dist_work **work) {
 
 /* ---- work handles ---- */
 
+/* the group whose in-flight list holds w, or NULL */
+static wk_dist_group *p2p_group_of(const wick_dist_work *w) {
+    wk_dist_group *g = g_default;
+    return g && g == w->g && (w->kind == K_SEND || w->kind == K_RECV) && g->be->p2p_start ? g : NULL;
+}
+
 wick_status wick_dist_work_wait(wick_dist_work *w) {
     if (!w) return wick_fail(WICK_ERR_ARGUMENT, "wick.distributed: wait on a NULL work");
+    wk_dist_group *pg = __atomic_load_n(&w->done, __ATOMIC_ACQUIRE) ? NULL : p2p_group_of(w);
+    if (pg) p2p_wait(pg, w);
     if (!__atomic_load_n(&w->done, __ATOMIC_ACQUIRE) && w->event) {
         /* an asynchronous backend's: the watchdog marks it done; wait for the event here */
         wk_dist_group *g = g_default;
@@ -1095,6 +1232,11 @@ wick_status wick_dist_work_wait(wick_dist_work *w) {
 int wick_dist_work_is_completed(wick_dist_work *w) {
     if (!w) return 0;
     if (__atomic_load_n(&w->done, __ATOMIC_ACQUIRE)) return 1;
+    wk_dist_group *pg = p2p_group_of(w);
+    if (pg) {
+        p2p_progress(pg);
+        return __atomic_load_n(&w->done, __ATOMIC_ACQUIRE);
+    }
     if (w->event) {
         wk_dist_group *g = g_default;
         return g && g == w->g && g->be->event_query(g, w->event) == 1;

@@ -458,6 +458,20 @@ static wick_status mpi_send(wk_dist_group *g, const void *buf, int64_t count, wi
     return WICK_OK;
 }
 
+/* A message of `bytes` bytes with tag TAG_BASE + sent_dtype arrived for a
+ * tensor of `count` elements of dt: WICK_OK when it fits, else the error. */
+static wick_status recv_matches(int peer, int sent_dtype, int bytes, int64_t count, wick_dtype dt) {
+    if (sent_dtype == (int)dt && (int64_t)bytes == count * (int64_t)wick_dtype_size(dt)) return WICK_OK;
+    if (sent_dtype < 0 || sent_dtype >= WICK_NUM_DTYPES)
+        return wick_fail(WICK_ERR_ARGUMENT, "wick.distributed.recv: rank %d sent a message that is not wick's", peer);
+    size_t ssize = wick_dtype_size((wick_dtype)sent_dtype);
+    return wick_fail(WICK_ERR_SHAPE,
+                     "wick.distributed.recv: rank %d sent %lld elements of %s, but the tensor holds %lld of %s "
+                     "(send and recv need the same dtype and number of elements)",
+                     peer, (long long)(bytes / (int)ssize), wick_dtype_name((wick_dtype)sent_dtype), (long long)count,
+                     wick_dtype_name(dt));
+}
+
 /* Probes first: a message of another dtype or size is received into scratch
  * memory (so the sender completes) and reported. */
 static wick_status mpi_recv(wk_dist_group *g, void *buf, int64_t count, wick_dtype dt, int peer, int device) {
@@ -467,26 +481,87 @@ static wick_status mpi_recv(wk_dist_group *g, void *buf, int64_t count, wick_dty
     MPI_CHECK(MPI_Mprobe(peer, MPI_ANY_TAG, comm_of(g), &msg, &st), "MPI_Mprobe");
     int bytes = 0;
     MPI_Get_count(&st, MPI_BYTE, &bytes);
-    int sent_dtype = st.MPI_TAG - TAG_BASE;
-    size_t esize = wick_dtype_size(dt);
-    if (sent_dtype != (int)dt || (int64_t)bytes != count * (int64_t)esize) {
+    if (recv_matches(peer, st.MPI_TAG - TAG_BASE, bytes, count, dt)) {
         void *scratch = malloc(bytes > 0 ? (size_t)bytes : 1);
         if (!scratch) return wick_fail(WICK_ERR_OOM, "wick.distributed.recv: out of memory");
         int rc = MPI_Mrecv(scratch, bytes, MPI_BYTE, &msg, &st);
         free(scratch);
         if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Mrecv");
-        if (sent_dtype < 0 || sent_dtype >= WICK_NUM_DTYPES)
-            return wick_fail(WICK_ERR_ARGUMENT, "wick.distributed.recv: rank %d sent a message that is not wick's",
-                             peer);
-        size_t ssize = wick_dtype_size((wick_dtype)sent_dtype);
-        return wick_fail(WICK_ERR_SHAPE,
-                         "wick.distributed.recv: rank %d sent %lld elements of %s, but the tensor holds %lld of %s "
-                         "(send and recv need the same dtype and number of elements)",
-                         peer, (long long)(bytes / (int)ssize), wick_dtype_name((wick_dtype)sent_dtype),
-                         (long long)count, wick_dtype_name(dt));
+        return recv_matches(peer, st.MPI_TAG - TAG_BASE, bytes, count, dt);
     }
     MPI_CHECK(MPI_Mrecv(buf, (int)count, mpi_type(dt), &msg, &st), "MPI_Mrecv");
     return WICK_OK;
+}
+
+/* async send/recv. A send is MPI_Isend, posted at once. A receive probes
+ * (MPI_Improbe) each time it is tested until its message is there, checks it
+ * as mpi_recv does (a message of another dtype or size is taken into scratch
+ * memory and reported: Open MPI 4.1's single-copy path writes a truncated
+ * message past the buffer), then receives it (MPI_Imrecv). The engine tests
+ * the receives from one peer in the order they were posted. */
+typedef struct {
+    MPI_Request req; /* MPI_REQUEST_NULL: a receive not matched yet */
+    int is_recv, peer;
+    void *buf;
+    int64_t count;
+    wick_dtype dtype;
+} mpi_p2p;
+
+static wick_status mpi_p2p_start(wk_dist_group *g, int is_recv, void *buf, int64_t count, wick_dtype dt, int peer,
+                                 int device, void **out) {
+    if (count > INT_MAX) return too_large(count);
+    mpi_p2p *p = malloc(sizeof *p);
+    if (!p) return wick_fail(WICK_ERR_OOM, "wick.distributed.%s: out of memory", is_recv ? "recv" : "send");
+    *p = (mpi_p2p){MPI_REQUEST_NULL, is_recv, peer, buf, count, dt};
+    if (!is_recv) {
+        int rc = MPI_Isend(buf, (int)count, mpi_type(dt), peer, TAG_BASE + (int)dt, comm_of(g), &p->req);
+        if (rc != MPI_SUCCESS) {
+            free(p);
+            return mpi_fail(rc, "MPI_Isend");
+        }
+    }
+    *out = p;
+    return WICK_OK;
+}
+
+/* A receive's message, if it has come: checked, then received or reported.
+ * *done: 1 when the receive is over (an error); else p->req is set once matched. */
+static wick_status recv_match(wk_dist_group *g, mpi_p2p *p, int *done) {
+    int found = 0;
+    MPI_Message msg;
+    MPI_Status st;
+    MPI_CHECK(MPI_Improbe(p->peer, MPI_ANY_TAG, comm_of(g), &found, &msg, &st), "MPI_Improbe");
+    if (!found) return WICK_OK;
+    int bytes = 0;
+    MPI_Get_count(&st, MPI_BYTE, &bytes);
+    if (recv_matches(p->peer, st.MPI_TAG - TAG_BASE, bytes, p->count, p->dtype)) {
+        *done = 1;
+        void *scratch = malloc(bytes > 0 ? (size_t)bytes : 1);
+        if (!scratch) return wick_fail(WICK_ERR_OOM, "wick.distributed.recv: out of memory");
+        int rc = MPI_Mrecv(scratch, bytes, MPI_BYTE, &msg, &st);
+        free(scratch);
+        if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Mrecv");
+        return recv_matches(p->peer, st.MPI_TAG - TAG_BASE, bytes, p->count, p->dtype);
+    }
+    MPI_CHECK(MPI_Imrecv(p->buf, (int)p->count, mpi_type(p->dtype), &msg, &p->req), "MPI_Imrecv");
+    return WICK_OK;
+}
+
+static wick_status mpi_p2p_test(wk_dist_group *g, void *req, int *done) {
+    mpi_p2p *p = req;
+    wick_status st = WICK_OK;
+    *done = 0;
+    if (p->is_recv && p->req == MPI_REQUEST_NULL) st = recv_match(g, p, done);
+    if (!st && !*done && p->req != MPI_REQUEST_NULL) {
+        int rc = MPI_Test(&p->req, done, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) {
+            *done = 1;
+            st = mpi_fail(rc, p->is_recv ? "MPI_Imrecv" : "MPI_Isend");
+        }
+    }
+    if (st) *done = 1;
+    if (*done) free(p);
+    return st;
 }
 
 static wick_status mpi_barrier(wk_dist_group *g, int device) {
@@ -507,6 +582,8 @@ const wk_dist_backend wk_dist_mpi_backend = {
     .send = mpi_send,
     .recv = mpi_recv,
     .barrier = mpi_barrier,
+    .p2p_start = mpi_p2p_start,
+    .p2p_test = mpi_p2p_test,
 };
 
 #else /* no MPI: the layer builds, and every entry says why it cannot run */
