@@ -152,6 +152,12 @@ end
 local setters = {
   requires_grad = function(t, v) Tensor.requires_grad_(t, v) end,
   grad = function(t, v) Tensor._set_grad(t, v) end,
+  data = function(t, v)
+    if not wick.is_tensor(v) then
+      core.error(("cannot assign %s to a tensor's 'data' (expected a tensor)"):format(check.describe(v)))
+    end
+    t:_replace(v)
+  end,
 }
 wick._tensor_setters = setters
 local tensor_of = core.tensor
@@ -175,6 +181,17 @@ for alias, dtype in pairs(core.dtype_aliases) do conversions[alias] = dtype end
 -- Each checks its receiver (t:float() on a non-tensor names the method and the
 -- user's line) and its arguments; the C methods they call check the rest.
 local check_tensor = check.tensor
+
+--- t:set_(source): t takes source's data (its storage, shared from now on,
+--- dtype, shape and device) and keeps its identity, requires_grad and grad
+--- (PyTorch's and Torch7's set_); t.data = source is the same (PyTorch's
+--- `param.data = source`). t:set_() empties t.
+function Tensor.set_(t, source)
+  check_tensor(t, "set_", "self")
+  if source == nil then source = t:new_empty(0) end
+  return t:_replace(check_tensor(source, "set_", "source"))
+end
+
 for name, dtype in pairs(conversions) do
   Tensor[name] = function(t) return check_tensor(t, name, "self"):to(dtype) end
 end
