@@ -206,6 +206,8 @@ describe("nn.parallel.DistributedDataParallel (world of one)", function()
       "find_unused_parameters must be a boolean")
     assert_error_has(function() parallel.DistributedDataParallel(mlp(), { device_ids = { 0, 1 } }) end,
       "exactly one device")
+    assert_error_has(function() parallel.DistributedDataParallel(mlp(), { device_ids = { 0 } }) end,
+      "device_ids {cuda:0} name the device the module runs on, but its parameters are on cpu")
     assert_error_has(function() parallel.DistributedDataParallel(mlp(), { output_device = "cpu" }) end,
       "output_device must be device_ids[1]")
     assert_error_has(function() parallel.DistributedDataParallel(mlp()):no_sync(5) end, "no_sync")

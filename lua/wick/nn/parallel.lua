@@ -382,6 +382,13 @@ function DDP:init(module, opts)
     if #ids ~= 1 then fail("device_ids must hold exactly one device (this process's), got %d", #ids) end
     local v = ids[1]
     device = type(v) == "number" and wick.device("cuda", v) or wick.device(v)
+    for _, p in ipairs(module:parameters()) do -- PyTorch checks this at construction too
+      if p.device.type ~= device.type or (device.index ~= nil and p.device.index ~= device.index) then
+        fail("device_ids {%s} name the device the module runs on, but its parameters are on %s: move the model "
+          .. "there first (model:to(\"%s\")), or leave device_ids out for a module on the CPU",
+          tostring(device), tostring(p.device), tostring(device))
+      end
+    end
   end
   if opts.output_device ~= nil then -- one device per process: the outputs are where the module runs
     local v = opts.output_device
