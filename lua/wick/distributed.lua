@@ -9,6 +9,7 @@ local C = core.dist
 local M = {}
 
 local type, select = type, select
+local unpack = unpack or table.unpack
 
 --- true when wick was built with MPI; false and the reason otherwise.
 function M.is_available()
@@ -250,6 +251,233 @@ function M.irecv(t, src)
   check.tensor(t, "irecv", "tensor")
   rank_arg(src, "irecv", "src")
   return C.recv(t, src, true)
+end
+
+-- ---- objects (PyTorch's *_object collectives) ----
+-- A Lua value as bytes and back: nil, booleans, numbers, strings, tables
+-- (nested; keys of those kinds; cycles are an error) and tensors (values,
+-- dtype and device). No code is ever loaded: decode parses its own format.
+
+local wick_mod -- require("wick") lazily: this file is loaded while wick is
+local function W() wick_mod = wick_mod or require("wick"); return wick_mod end
+
+local function encode(v, out, seen, fn)
+  local tv = type(v)
+  if tv == "nil" then out[#out + 1] = "n"
+  elseif tv == "boolean" then out[#out + 1] = v and "T" or "F"
+  elseif tv == "number" then
+    out[#out + 1] = "d" .. (v ~= v and "nan" or ("%.17g"):format(v)) .. ";"
+  elseif tv == "string" then out[#out + 1] = "s" .. #v .. ":" .. v
+  elseif check.is_tensor(v) then
+    local flat = v:detach():cpu():reshape(-1)
+    local shape = {}
+    for i = 1, v:dim() do shape[i] = v:size(i) end
+    out[#out + 1] = "x"
+    encode({ dtype = v.dtype, device = tostring(v.device), shape = shape, values = flat:totable() }, out, seen, fn)
+  elseif tv == "table" then
+    if seen[v] then check.fail(fn, "the object holds a table inside itself (a cycle): it cannot be sent") end
+    seen[v] = true
+    local keys = {}
+    for k in pairs(v) do
+      local tk = type(k)
+      if tk ~= "string" and tk ~= "number" and tk ~= "boolean" then
+        check.fail(fn, "the object has a key of type %s: only strings, numbers and booleans can be sent", tk)
+      end
+      keys[#keys + 1] = k
+    end
+    out[#out + 1] = "t" .. #keys .. ";"
+    for _, k in ipairs(keys) do
+      encode(k, out, seen, fn)
+      encode(v[k], out, seen, fn)
+    end
+    seen[v] = nil
+  else
+    check.fail(fn, "the object holds a %s: only nil, booleans, numbers, strings, tables and tensors can be sent", tv)
+  end
+end
+
+-- decode(s, pos) -> value, next position; raises on anything malformed
+local function decode(s, pos, fn)
+  local tag = s:sub(pos, pos)
+  local function bad() check.fail(fn, "received bytes that are not an object at byte %d", pos) end
+  if tag == "n" then return nil, pos + 1
+  elseif tag == "T" then return true, pos + 1
+  elseif tag == "F" then return false, pos + 1
+  elseif tag == "d" then
+    local e = s:find(";", pos + 1, true) or bad()
+    local v = tonumber(s:sub(pos + 1, e - 1))
+    if v == nil then bad() end
+    return v, e + 1
+  elseif tag == "s" then
+    local e = s:find(":", pos + 1, true) or bad()
+    local n = tonumber(s:sub(pos + 1, e - 1))
+    if not n or e + n > #s then bad() end
+    return s:sub(e + 1, e + n), e + n + 1
+  elseif tag == "t" then
+    local e = s:find(";", pos + 1, true) or bad()
+    local n = tonumber(s:sub(pos + 1, e - 1)) or bad()
+    local t, p = {}, e + 1
+    for _ = 1, n do
+      local k, v
+      k, p = decode(s, p, fn)
+      v, p = decode(s, p, fn)
+      if k == nil then bad() end
+      t[k] = v
+    end
+    return t, p
+  elseif tag == "x" then
+    local d, p = decode(s, pos + 1, fn)
+    if type(d) ~= "table" or type(d.values) ~= "table" then bad() end
+    local wick = W()
+    local t = wick.tensor(d.values, { dtype = d.dtype }):reshape(d.shape)
+    return (d.device ~= "cpu" and t:to(d.device) or t), p
+  end
+  bad()
+end
+
+-- the bytes of s in a uint8 tensor of n >= #s elements (zero padded), on the backend's device
+local function bytes_tensor(s, n, device)
+  local wick = W()
+  local bytes = {}
+  for i = 1, #s, 4096 do
+    local chunk = { s:byte(i, math.min(i + 4095, #s)) }
+    for j = 1, #chunk do bytes[i + j - 1] = chunk[j] end
+  end
+  for i = #s + 1, n do bytes[i] = 0 end
+  return wick.tensor(bytes, { dtype = "uint8", device = device })
+end
+
+local function tensor_string(t, n)
+  local v = t:narrow(1, 1, n):cpu():totable()
+  local parts = {}
+  for i = 1, #v, 4096 do parts[#parts + 1] = string.char(unpack(v, i, math.min(i + 4095, #v))) end
+  return table.concat(parts)
+end
+
+-- the device object collectives move their bytes on: the current GPU under NCCL
+local function object_device()
+  if M.get_backend() == "nccl" then return "cuda" end
+  return "cpu"
+end
+
+local function to_bytes(obj, fn)
+  local out = {}
+  encode(obj, out, {}, fn)
+  return table.concat(out)
+end
+
+-- obj's bytes, or nil and the error (raised after the collective, which the
+-- other ranks are already in: a rank that cannot send still takes part)
+local function try_bytes(obj, fn)
+  local ok, s = pcall(to_bytes, obj, fn)
+  if ok then return s end
+  return nil, s
+end
+
+local function from_bytes(s, fn)
+  local v, p = decode(s, 1, fn)
+  if p ~= #s + 1 then check.fail(fn, "received %d bytes, of which the object takes %d", #s, p - 1) end
+  return v
+end
+
+-- every rank's string, in rank order (s nil: this rank's encoding failed with err)
+local function all_gather_strings(s, err, fn)
+  local wick, world, device = W(), C.world_size(), object_device()
+  local sizes = {}
+  for i = 1, world do sizes[i] = wick.zeros(1, { dtype = "int64", device = device }) end
+  C.all_gather(sizes, wick.tensor({ s and #s or -1 }, { dtype = "int64", device = device }), false)
+  if err then error(err, 0) end
+  local most = 1
+  for i = 1, world do
+    sizes[i] = sizes[i]:item()
+    if sizes[i] < 0 then check.fail(fn, "rank %d could not send its object (its error says why)", i - 1) end
+    most = math.max(most, sizes[i])
+  end
+  local out = wick.empty({ world * most }, { dtype = "uint8", device = device })
+  C.all_gather_into_tensor(out, bytes_tensor(s, most, device), false)
+  local strings = {}
+  for r = 1, world do strings[r] = tensor_string(out:narrow(1, (r - 1) * most + 1, most), sizes[r]) end
+  return strings
+end
+
+-- rank src's string on every rank (on src, s nil: its encoding failed with err)
+local function broadcast_string(s, err, src, fn)
+  local wick, device = W(), object_device()
+  local is_src = C.rank() == src
+  local size = wick.tensor({ s and #s or -1 }, { dtype = "int64", device = device })
+  C.broadcast(size, src, false)
+  if err then error(err, 0) end
+  local n = size:item()
+  if n < 0 then check.fail(fn, "rank %d could not send its object (its error says why)", src) end
+  if not is_src then s = nil end
+  local buf = s and bytes_tensor(s, math.max(n, 1), device) or wick.empty({ math.max(n, 1) }, { dtype = "uint8", device = device })
+  C.broadcast(buf, src, false)
+  return s or tensor_string(buf, n)
+end
+
+local function list_arg(list, fn, name)
+  if type(list) ~= "table" or check.is_tensor(list) then check.expected(fn, name, "a table", list) end
+  return list
+end
+
+--- all_gather_object(object_list, obj): object_list[r + 1] becomes rank r's
+--- obj (a Lua value: nil, boolean, number, string, table, tensor).
+function M.all_gather_object(list, obj)
+  local fn = "all_gather_object"
+  list_arg(list, fn, "object_list")
+  local bytes, err = try_bytes(obj, fn)
+  local strings = all_gather_strings(bytes, err, fn)
+  for r = 1, #strings do list[r] = from_bytes(strings[r], fn) end
+end
+
+--- gather_object(obj, object_gather_list, dst): on rank dst,
+--- object_gather_list[r + 1] becomes rank r's obj (nil elsewhere).
+function M.gather_object(obj, list, dst)
+  local fn = "gather_object"
+  rank_arg(dst, fn, "dst")
+  if C.rank() == dst then list_arg(list, fn, "object_gather_list") end
+  local bytes, err = try_bytes(obj, fn)
+  local strings = all_gather_strings(bytes, err, fn)
+  if C.rank() == dst then
+    for r = 1, #strings do list[r] = from_bytes(strings[r], fn) end
+  end
+end
+
+--- broadcast_object_list(object_list, src): every rank's object_list takes
+--- rank src's entries 1..#object_list (entries past them become nil).
+function M.broadcast_object_list(list, src)
+  local fn = "broadcast_object_list"
+  list_arg(list, fn, "object_list")
+  rank_arg(src, fn, "src")
+  local n = #list
+  local bytes, err
+  if C.rank() == src then bytes, err = try_bytes({ n = n, items = { unpack(list, 1, n) } }, fn) end
+  local s = broadcast_string(bytes, err, src, fn)
+  if C.rank() ~= src then
+    local got = from_bytes(s, fn)
+    for i = 1, math.max(n, got.n) do list[i] = got.items[i] end -- src's entries, its length too
+  end
+end
+
+--- scatter_object_list(output_list, input_list, src): output_list[1] becomes
+--- input_list[r + 1] of rank src on rank r (input_list: nil elsewhere).
+function M.scatter_object_list(output, input, src)
+  local fn = "scatter_object_list"
+  list_arg(output, fn, "scatter_object_output_list")
+  rank_arg(src, fn, "src")
+  local rank, world = C.rank(), C.world_size()
+  local bytes, err
+  if rank == src then
+    if type(input) ~= "table" or check.is_tensor(input) then
+      err = select(2, pcall(check.expected, fn, "scatter_object_input_list", "a table", input))
+    elseif #input ~= world then
+      err = select(2, pcall(check.fail, fn, "scatter_object_input_list must hold world_size (%d) objects, got %d",
+        world, #input))
+    else
+      bytes, err = try_bytes({ unpack(input, 1, world) }, fn)
+    end
+  end
+  output[1] = from_bytes(broadcast_string(bytes, err, src, fn), fn)[rank + 1]
 end
 
 return M
