@@ -352,16 +352,25 @@ WICK_API int64_t wick_storage_numel(const wick_tensor *t);
 
 /* ---- elementwise ---------------------------------------------------------- */
 
-/* The operations, declared once (name, kind). Kinds decide the dtype rule:
- *   ARITH: result has the promoted dtype; FLOAT: integer inputs give float32;
- *   COMPARE: result is bool. */
+/* The operations, declared once (id, name). The dtype rule is
+ * elementwise.c's: comparisons give bool; exp, log, the trigonometric and
+ * hyperbolic functions, sqrt, rsqrt, reciprocal, frac, the activations, true
+ * division and atan2 give float32 for integer inputs; neg, abs, floor, ceil,
+ * round (half to even), trunc, sign, fmod (C's: the dividend's sign) and
+ * remainder (Python's %: the divisor's sign) keep integers integer. New ops
+ * are appended (the enums' values stay). */
 #define WICK_UNARY_OPS(X)                                                                      \
     X(NEG, "neg") X(ABS, "abs") X(EXP, "exp") X(LOG, "log") X(SQRT, "sqrt") X(TANH, "tanh")      \
     X(SIGMOID, "sigmoid") X(RELU, "relu") X(ERF, "erf") X(GELU, "gelu")                    \
-    X(GELU_TANH, "gelu_tanh")
+    X(GELU_TANH, "gelu_tanh") X(SIN, "sin") X(COS, "cos") X(TAN, "tan") X(ASIN, "asin")         \
+    X(ACOS, "acos") X(ATAN, "atan") X(SINH, "sinh") X(COSH, "cosh") X(LOG2, "log2")             \
+    X(LOG10, "log10") X(LOG1P, "log1p") X(EXPM1, "expm1") X(RSQRT, "rsqrt")                     \
+    X(RECIPROCAL, "reciprocal") X(FRAC, "frac") X(FLOOR, "floor") X(CEIL, "ceil")               \
+    X(ROUND, "round") X(TRUNC, "trunc") X(SIGN, "sign")
 #define WICK_BINARY_OPS(X)                                                                     \
     X(ADD, "add") X(SUB, "sub") X(MUL, "mul") X(DIV, "div") X(POW, "pow") X(MAXIMUM, "maximum") \
-    X(MINIMUM, "minimum") X(EQ, "eq") X(NE, "ne") X(LT, "lt") X(LE, "le") X(GT, "gt") X(GE, "ge")
+    X(MINIMUM, "minimum") X(EQ, "eq") X(NE, "ne") X(LT, "lt") X(LE, "le") X(GT, "gt") X(GE, "ge") \
+    X(FMOD, "fmod") X(REMAINDER, "remainder") X(ATAN2, "atan2")
 
 #define WICK_ENUM_UNARY(id, name) WICK_##id,
 #define WICK_ENUM_BINARY(id, name) WICK_##id,

@@ -136,6 +136,77 @@ describe("unary ops", function()
     local b = wick.tensor({ true })
     assert_contains(error_of(function() return -b end), "bool")
   end)
+
+  it("trigonometric, hyperbolic and logarithmic functions against Lua's math", function()
+    local d = wick.tensor(x, { dtype = "float64" })
+    local u = wick.tensor({ -0.9, -0.3, 0, 0.4, 0.8 }, { dtype = "float64" })
+    local p = wick.tensor({ 0.25, 1, 3, 10, 1e-3 }, { dtype = "float64" })
+    local function vals(t) return t:totable() end
+    local function sinh(v) return (math.exp(v) - math.exp(-v)) / 2 end
+    local function cosh(v) return (math.exp(v) + math.exp(-v)) / 2 end
+    local cases = {
+      { "sin", d, math.sin }, { "cos", d, math.cos }, { "tan", d, math.tan }, { "atan", d, math.atan },
+      { "asin", u, math.asin }, { "acos", u, math.acos }, { "sinh", d, sinh }, { "cosh", d, cosh },
+      { "log2", p, function(v) return math.log(v) / math.log(2) end },
+      { "log10", p, function(v) return math.log(v) / math.log(10) end },
+      { "log1p", p, function(v) return math.log(1 + v) end }, { "expm1", d, function(v) return math.exp(v) - 1 end },
+      { "rsqrt", p, function(v) return 1 / math.sqrt(v) end }, { "reciprocal", p, function(v) return 1 / v end },
+    }
+    for _, c in ipairs(cases) do
+      assert_close(vals(c[2][c[1]](c[2])), map(vals(c[2]), c[3]), 1e-12)
+      assert_close(vals(wick[c[1]](c[2]:to("float32"))), map(vals(c[2]), c[3]), 1e-5) -- wick.sin(t) too
+    end
+    assert_close(vals(wick.tensor({ 1e-10 }, { dtype = "float64" }):log1p()), { 1e-10 - 5e-21 }, 1e-25) -- no cancellation
+    assert.are.equal("float32", wick.tensor({ 1, 2 }, { dtype = "int64" }):sin().dtype)
+  end)
+
+  it("floor, ceil, round (half to even), trunc, frac, sign; integers stay integers", function()
+    local v = wick.tensor({ -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 2.7, -2.7 })
+    assert.are.same({ -3, -2, -1, 0, 1, 2, 2, -3 }, v:floor():totable())
+    assert.are.same({ -2, -1, -0, 1, 2, 3, 3, -2 }, v:ceil():totable())
+    assert.are.same({ -2, -2, -0, 0, 2, 2, 3, -3 }, v:round():totable())
+    assert.are.same({ -2, -1, -0, 0, 1, 2, 2, -2 }, v:trunc():totable())
+    assert_close(v:frac():totable(), { -0.5, -0.5, -0.5, 0.5, 0.5, 0.5, 0.7, -0.7 }, 1e-6)
+    assert.are.same({ -1, -1, -1, 1, 1, 1, 1, -1 }, v:sign():totable())
+    assert.is_true(wick.tensor({ 0 / 0 }):sign():isnan():item())
+    local i = wick.tensor({ -7, 0, 9 }, { dtype = "int64" })
+    for _, name in ipairs({ "floor", "ceil", "round", "trunc" }) do
+      assert.are.equal("int64", i[name](i).dtype)
+      assert.are.same({ -7, 0, 9 }, i[name](i):totable())
+    end
+    assert.are.same({ -1, 0, 1 }, i:sign():totable())
+    local w = v:clone()
+    w:floor_()
+    assert.are.same(v:floor():totable(), w:totable())
+  end)
+end)
+
+describe("fmod, remainder (the % operator), atan2", function()
+  it("fmod takes the dividend's sign, remainder the divisor's, like PyTorch", function()
+    local a = wick.tensor({ -7, 7, -7, 7, 5.5 })
+    local b = wick.tensor({ 3, 3, -3, -3, 2 })
+    assert.are.same({ -1, 1, -1, 1, 1.5 }, a:fmod(b):totable())
+    assert.are.same({ 2, 1, -1, -2, 1.5 }, a:remainder(b):totable())
+    assert.are.same({ 2, 1, -1, -2, 1.5 }, (a % b):totable())
+    assert.are.same({ 2, 1, 2, 1, 2.5 }, (a % 3):totable())
+    local i = wick.tensor({ -7, 7, -8 }, { dtype = "int64" })
+    assert.are.same({ 2, 1, 1 }, i:remainder(3):totable())
+    assert.are.same({ -1, 1, -2 }, i:fmod(3):totable())
+    assert.are.equal("int64", (i % 3).dtype)
+    assert.are.same({ 0, 0, 0 }, i:fmod(-1):totable()) -- never C's INT64_MIN % -1
+    assert.are.same({ 2, 1, 1 }, wick.remainder(i, 3):totable())
+  end)
+
+  it("atan2 gives the angle in every quadrant; integers give float32", function()
+    local y = wick.tensor({ 1, 1, -1, -1, 0 }, { dtype = "float64" })
+    local x = wick.tensor({ 1, -1, -1, 1, -1 }, { dtype = "float64" })
+    local want = {}
+    for k, yv in ipairs(y:totable()) do want[k] = math.atan2 and math.atan2(yv, x:totable()[k]) or math.atan(yv, x:totable()[k]) end
+    assert_close(y:atan2(x):totable(), want, 1e-12)
+    local r = wick.tensor({ 3 }, { dtype = "int64" }):atan2(wick.tensor({ 4 }, { dtype = "int64" }))
+    assert.are.equal("float32", r.dtype)
+    assert_close(r:totable(), { math.atan(3 / 4) }, 1e-6)
+  end)
 end)
 
 describe("clamp", function()

@@ -122,6 +122,83 @@ static wick_status unary_backward(wk_node *n, wick_tensor *g, wick_tensor **grad
         TRY(chain(&r, WICK_MUL, g));
         break;
     }
+    case WICK_SIN: /* g cos x */
+        TRY(wick_unary(&r, WICK_COS, x));
+        TRY(chain(&r, WICK_MUL, g));
+        break;
+    case WICK_COS: /* -g sin x */
+        TRY(wick_unary(&r, WICK_SIN, x));
+        TRY(chain_scalar(&r, WICK_MUL, -1));
+        TRY(chain(&r, WICK_MUL, g));
+        break;
+    case WICK_TAN: /* g (1 + y^2) */
+        TRY(wick_binary(&r, WICK_MUL, y, y));
+        TRY(chain_scalar(&r, WICK_ADD, 1));
+        TRY(chain(&r, WICK_MUL, g));
+        break;
+    case WICK_ASIN:
+    case WICK_ACOS: /* +-g / sqrt(1 - x^2) */
+        TRY(wick_binary(&r, WICK_MUL, x, x));
+        TRY(chain_scalar(&r, WICK_MUL, -1));
+        TRY(chain_scalar(&r, WICK_ADD, 1));
+        TRY(wick_unary(&t, WICK_RSQRT, r));
+        wick_tensor_release(r);
+        r = t;
+        if (n->op == WICK_ACOS) TRY(chain_scalar(&r, WICK_MUL, -1));
+        TRY(chain(&r, WICK_MUL, g));
+        break;
+    case WICK_ATAN: /* g / (1 + x^2) */
+        TRY(wick_binary(&r, WICK_MUL, x, x));
+        TRY(chain_scalar(&r, WICK_ADD, 1));
+        TRY(wick_binary(&t, WICK_DIV, g, r));
+        wick_tensor_release(r);
+        r = t;
+        break;
+    case WICK_SINH:
+    case WICK_COSH: /* g cosh x, g sinh x */
+        TRY(wick_unary(&r, n->op == WICK_SINH ? WICK_COSH : WICK_SINH, x));
+        TRY(chain(&r, WICK_MUL, g));
+        break;
+    case WICK_LOG2:
+    case WICK_LOG10: /* g / (x ln base) */
+        TRY(wick_binary_scalar(&t, WICK_MUL, x, num(n->op == WICK_LOG2 ? 0.6931471805599453 : 2.302585092994046), 0));
+        {
+            wick_status st = wick_binary(&r, WICK_DIV, g, t);
+            wick_tensor_release(t);
+            TRY(st);
+        }
+        break;
+    case WICK_LOG1P: /* g / (1 + x) */
+        TRY(wick_binary_scalar(&t, WICK_ADD, x, num(1), 0));
+        {
+            wick_status st = wick_binary(&r, WICK_DIV, g, t);
+            wick_tensor_release(t);
+            TRY(st);
+        }
+        break;
+    case WICK_EXPM1: /* g (y + 1) */
+        TRY(wick_binary_scalar(&r, WICK_ADD, y, num(1), 0));
+        TRY(chain(&r, WICK_MUL, g));
+        break;
+    case WICK_RSQRT: /* -g y^3 / 2 */
+        TRY(wick_binary(&r, WICK_MUL, y, y));
+        TRY(chain(&r, WICK_MUL, y));
+        TRY(chain_scalar(&r, WICK_MUL, -0.5));
+        TRY(chain(&r, WICK_MUL, g));
+        break;
+    case WICK_RECIPROCAL: /* -g y^2 */
+        TRY(wick_binary(&r, WICK_MUL, y, y));
+        TRY(chain_scalar(&r, WICK_MUL, -1));
+        TRY(chain(&r, WICK_MUL, g));
+        break;
+    case WICK_FRAC: TRY(retained(&r, g)); break;
+    case WICK_FLOOR:
+    case WICK_CEIL:
+    case WICK_ROUND:
+    case WICK_TRUNC:
+    case WICK_SIGN: /* steps: zero almost everywhere, like PyTorch */
+        TRY(wick_full(&r, g->ndim, g->sizes, 0, (wick_options){g->dtype, g->storage->device}));
+        break;
     default: return wick_fail(WICK_ERR_UNSUPPORTED, "no derivative for %s", wick_unary_name((wick_unary_op)n->op));
     }
     grads[0] = r;
@@ -129,13 +206,28 @@ static wick_status unary_backward(wk_node *n, wick_tensor *g, wick_tensor **grad
 }
 
 wick_status wk_record_unary(wick_tensor *out, wick_unary_op op, const wick_tensor *a) {
-    static const char *names[] = {"NegBackward", "AbsBackward", "ExpBackward", "LogBackward", "SqrtBackward",
-                                  "TanhBackward", "SigmoidBackward", "ReluBackward", "ErfBackward", "GeluBackward",
-                                  "GeluBackward"};
+    static const char *const names[] = {
+        [WICK_NEG] = "NegBackward", [WICK_ABS] = "AbsBackward", [WICK_EXP] = "ExpBackward",
+        [WICK_LOG] = "LogBackward", [WICK_SQRT] = "SqrtBackward", [WICK_TANH] = "TanhBackward",
+        [WICK_SIGMOID] = "SigmoidBackward", [WICK_RELU] = "ReluBackward", [WICK_ERF] = "ErfBackward",
+        [WICK_GELU] = "GeluBackward", [WICK_GELU_TANH] = "GeluBackward", [WICK_SIN] = "SinBackward",
+        [WICK_COS] = "CosBackward", [WICK_TAN] = "TanBackward", [WICK_ASIN] = "AsinBackward",
+        [WICK_ACOS] = "AcosBackward", [WICK_ATAN] = "AtanBackward", [WICK_SINH] = "SinhBackward",
+        [WICK_COSH] = "CoshBackward", [WICK_LOG2] = "Log2Backward", [WICK_LOG10] = "Log10Backward",
+        [WICK_LOG1P] = "Log1pBackward", [WICK_EXPM1] = "Expm1Backward", [WICK_RSQRT] = "RsqrtBackward",
+        [WICK_RECIPROCAL] = "ReciprocalBackward", [WICK_FRAC] = "FracBackward", [WICK_FLOOR] = "FloorBackward",
+        [WICK_CEIL] = "CeilBackward", [WICK_ROUND] = "RoundBackward", [WICK_TRUNC] = "TruncBackward",
+        [WICK_SIGN] = "SignBackward"};
+    _Static_assert(sizeof names / sizeof *names == WICK_NUM_UNARY, "a backward name for every unary op");
     wk_node *n;
     TRY(wk_record(out, names[op], unary_backward, op, 1, &a, &n));
-    bool needs_output = op == WICK_EXP || op == WICK_SQRT || op == WICK_TANH || op == WICK_SIGMOID;
-    return needs_output ? wk_save(n, 1, out, out) : op == WICK_NEG ? WICK_OK : wk_save(n, 0, a, out);
+    switch (op) { /* what the formula reads: the output, nothing, or the input */
+    case WICK_EXP: case WICK_SQRT: case WICK_TANH: case WICK_SIGMOID: case WICK_TAN: case WICK_EXPM1:
+    case WICK_RSQRT: case WICK_RECIPROCAL: return wk_save(n, 1, out, out);
+    case WICK_NEG: case WICK_FRAC: case WICK_FLOOR: case WICK_CEIL: case WICK_ROUND: case WICK_TRUNC:
+    case WICK_SIGN: return WICK_OK;
+    default: return wk_save(n, 0, a, out);
+    }
 }
 
 /* ---- binary ---- */
@@ -238,6 +330,38 @@ static wick_status binary_backward(wk_node *n, wick_tensor *g, wick_tensor **gra
         wick_tensor_release(eq);
         break;
     }
+    case WICK_FMOD:
+    case WICK_REMAINDER: /* a - q b with q = trunc(a / b) (fmod), floor(a / b) (remainder): g and -g q */
+        if (need_a) TRY(retained(&grads[0], g));
+        if (need_b) {
+            TRY(wick_binary(&t, WICK_DIV, a, b));
+            wick_tensor *q;
+            wick_status st = wick_unary(&q, n->op == WICK_FMOD ? WICK_TRUNC : WICK_FLOOR, t);
+            wick_tensor_release(t);
+            TRY(st);
+            TRY(chain_scalar(&q, WICK_MUL, -1));
+            TRY(chain(&q, WICK_MUL, g));
+            grads[1] = q;
+        }
+        break;
+    case WICK_ATAN2: { /* atan2(a, b): g b / (a^2 + b^2), -g a / (a^2 + b^2) */
+        wick_tensor *d, *s2;
+        TRY(wick_binary(&d, WICK_MUL, a, a));
+        wick_status st = wick_binary(&s2, WICK_MUL, b, b);
+        if (!st) st = chain(&d, WICK_ADD, s2);
+        wick_tensor_release(s2);
+        for (int side = 0; !st && side < 2; side++) {
+            if (!(side ? need_b : need_a)) continue;
+            wick_tensor *m;
+            st = wick_binary(&m, WICK_MUL, g, side ? a : b);
+            if (!st) st = chain(&m, WICK_DIV, d);
+            if (!st && side) st = chain_scalar(&m, WICK_MUL, -1);
+            if (!st) grads[side] = m;
+        }
+        wick_tensor_release(d);
+        TRY(st);
+        break;
+    }
     default: break; /* comparisons have no gradient */
     }
     return WICK_OK;
@@ -245,9 +369,12 @@ static wick_status binary_backward(wk_node *n, wick_tensor *g, wick_tensor **gra
 
 wick_status wk_record_binary(wick_tensor *out, wick_binary_op op, const wick_tensor *a, const wick_tensor *b,
                              double alpha) {
-    static const char *names[] = {"AddBackward", "SubBackward", "MulBackward", "DivBackward", "PowBackward",
-                                  "MaximumBackward", "MinimumBackward"};
-    if (op >= WICK_EQ) return WICK_OK; /* bool results are not differentiable */
+    static const char *const names[WICK_NUM_BINARY] = {
+        [WICK_ADD] = "AddBackward", [WICK_SUB] = "SubBackward", [WICK_MUL] = "MulBackward",
+        [WICK_DIV] = "DivBackward", [WICK_POW] = "PowBackward", [WICK_MAXIMUM] = "MaximumBackward",
+        [WICK_MINIMUM] = "MinimumBackward", [WICK_FMOD] = "FmodBackward", [WICK_REMAINDER] = "RemainderBackward",
+        [WICK_ATAN2] = "Atan2Backward"};
+    if (!names[op]) return WICK_OK; /* comparisons: bool results are not differentiable */
     const wick_tensor *in[2] = {a, b};
     wk_node *n;
     TRY(wk_record(out, names[op], binary_backward, op, 2, in, &n));

@@ -15,10 +15,15 @@ _Static_assert(sizeof binary_names / sizeof *binary_names == WICK_NUM_BINARY, "a
 const char *wick_unary_name(wick_unary_op op) { return (unsigned)op < WICK_NUM_UNARY ? unary_names[op] : "?"; }
 const char *wick_binary_name(wick_binary_op op) { return (unsigned)op < WICK_NUM_BINARY ? binary_names[op] : "?"; }
 
+/* integer inputs give float32 (wick.h's dtype rule) */
 static bool unary_needs_float(wick_unary_op op) {
-    return (op >= WICK_EXP && op <= WICK_SIGMOID) || op == WICK_ERF || op == WICK_GELU || op == WICK_GELU_TANH;
+    switch (op) {
+    case WICK_NEG: case WICK_ABS: case WICK_RELU: case WICK_FLOOR: case WICK_CEIL: case WICK_ROUND:
+    case WICK_TRUNC: case WICK_SIGN: return false;
+    default: return true;
+    }
 }
-static bool binary_is_compare(wick_binary_op op) { return op >= WICK_EQ; }
+static bool binary_is_compare(wick_binary_op op) { return op >= WICK_EQ && op <= WICK_GE; }
 
 /* The dtype a kernel computes in for values of dtype d. */
 static wick_dtype compute_dtype(wick_dtype d) {
@@ -227,7 +232,8 @@ static wick_status binary(wick_tensor **out, wick_tensor *inplace, wick_binary_o
     if ((unsigned)op >= WICK_NUM_BINARY) return wick_fail(WICK_ERR_ARGUMENT, "invalid binary op %d", op);
     wick_dtype promoted = result_type(a, b, b_is_number);
     wick_dtype result = promoted;
-    if (op == WICK_DIV && !wick_dtype_is_floating(promoted)) result = WICK_FLOAT32; /* true division */
+    if ((op == WICK_DIV || op == WICK_ATAN2) && !wick_dtype_is_floating(promoted))
+        result = WICK_FLOAT32; /* true division; atan2's angle */
     if ((op == WICK_SUB) && promoted == WICK_BOOL)
         return wick_fail(WICK_ERR_DTYPE, "sub: subtraction, the `-` operator, with two bool tensors is not supported");
     wick_dtype compute = compute_dtype(result);

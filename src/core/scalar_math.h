@@ -82,13 +82,52 @@ WK_HD double wk_gelu_tanh(double x) { return x / (1.0 + exp(-1.5957691216057308 
     X(RELU, x < 0 ? 0.0f : x, x < 0 ? 0.0 : x)                                                 \
     X(ERF, erff(x), erf(x))                                                                     \
     X(GELU, 0.5f * x * (1.0f + erff(x * 0.70710678f)), 0.5 * x * (1.0 + erf(x * 0.7071067811865476)))        \
-    X(GELU_TANH, wk_gelu_tanhf(x), wk_gelu_tanh(x))
+    X(GELU_TANH, wk_gelu_tanhf(x), wk_gelu_tanh(x))                                                         \
+    X(SIN, sinf(x), sin(x))                                                                     \
+    X(COS, cosf(x), cos(x))                                                                     \
+    X(TAN, tanf(x), tan(x))                                                                     \
+    X(ASIN, asinf(x), asin(x))                                                                  \
+    X(ACOS, acosf(x), acos(x))                                                                  \
+    X(ATAN, atanf(x), atan(x))                                                                  \
+    X(SINH, sinhf(x), sinh(x))                                                                  \
+    X(COSH, coshf(x), cosh(x))                                                                  \
+    X(LOG2, log2f(x), log2(x))                                                                  \
+    X(LOG10, log10f(x), log10(x))                                                               \
+    X(LOG1P, log1pf(x), log1p(x))                                                               \
+    X(EXPM1, expm1f(x), expm1(x))                                                               \
+    X(RSQRT, 1.0f / sqrtf(x), 1.0 / sqrt(x))                                                    \
+    X(RECIPROCAL, 1.0f / x, 1.0 / x)                                                            \
+    X(FRAC, x - truncf(x), x - trunc(x))                                                        \
+    X(FLOOR, floorf(x), floor(x))                                                               \
+    X(CEIL, ceilf(x), ceil(x))                                                                  \
+    X(ROUND, rintf(x), rint(x))                                                                 \
+    X(TRUNC, truncf(x), trunc(x))                                                               \
+    X(SIGN, x > 0 ? 1.0f : x < 0 ? -1.0f : x, x > 0 ? 1.0 : x < 0 ? -1.0 : x)
 
 /* Unary ops on int64 (the float-only ones never reach an integer kernel). */
 #define WK_UNARY_INT_MATH(X)                                                                    \
     X(NEG, (int64_t)(0ULL - (uint64_t)x))                                                       \
     X(ABS, x < 0 ? (int64_t)(0ULL - (uint64_t)x) : x)                                           \
-    X(RELU, x < 0 ? 0 : x)
+    X(RELU, x < 0 ? 0 : x)                                                                      \
+    X(FLOOR, x) X(CEIL, x) X(ROUND, x) X(TRUNC, x)                                              \
+    X(SIGN, (int64_t)((x > 0) - (x < 0)))
+
+/* fmod and remainder of integers: 0 for a zero divisor (as DIV), never C's
+ * INT64_MIN % -1 */
+WK_HD int64_t wk_fmodi(int64_t a, int64_t b) { return b == 0 || b == -1 ? 0 : a % b; }
+WK_HD int64_t wk_remi(int64_t a, int64_t b) {
+    int64_t r = wk_fmodi(a, b);
+    return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
+/* Python's % on floats: fmod, moved to the divisor's sign */
+WK_HD float wk_remf(float a, float b) {
+    float r = fmodf(a, b);
+    return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
+WK_HD double wk_remd(double a, double b) {
+    double r = fmod(a, b);
+    return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
 
 /* Binary ops producing the compute type: X(ID, float, double, int64). */
 #define WK_BINARY_MATH(X)                                                                       \
@@ -98,7 +137,10 @@ WK_HD double wk_gelu_tanh(double x) { return x / (1.0 + exp(-1.5957691216057308 
     X(DIV, a / b, a / b, b == 0 ? 0 : (b == -1 ? wk_wrap_mul(a, -1) : a / b))                   \
     X(POW, powf(a, b), pow(a, b), wk_ipow(a, b))                                                \
     X(MAXIMUM, wk_maxf(a, b), wk_maxd(a, b), wk_maxi(a, b))                                     \
-    X(MINIMUM, wk_minf(a, b), wk_mind(a, b), wk_mini(a, b))
+    X(MINIMUM, wk_minf(a, b), wk_mind(a, b), wk_mini(a, b))                                     \
+    X(FMOD, fmodf(a, b), fmod(a, b), wk_fmodi(a, b))                                            \
+    X(REMAINDER, wk_remf(a, b), wk_remd(a, b), wk_remi(a, b))                                   \
+    X(ATAN2, atan2f(a, b), atan2(a, b), (int64_t)atan2((double)a, (double)b))
 
 /* Comparisons, producing bool for any compute type. */
 #define WK_COMPARE_MATH(X)                                                                      \

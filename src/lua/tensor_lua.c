@@ -689,7 +689,8 @@ void wl_open_tensor(lua_State *L) {
     static const struct {
         const char *name;
         wick_binary_op op;
-    } arith[] = {{"__add", WICK_ADD}, {"__sub", WICK_SUB}, {"__mul", WICK_MUL}, {"__div", WICK_DIV}, {"__pow", WICK_POW}};
+    } arith[] = {{"__add", WICK_ADD}, {"__sub", WICK_SUB}, {"__mul", WICK_MUL}, {"__div", WICK_DIV}, {"__pow", WICK_POW},
+                 {"__mod", WICK_REMAINDER}};
     for (size_t i = 0; i < sizeof arith / sizeof *arith; i++) set_closure(L, arith[i].name, t_arith, arith[i].op, 0);
     lua_pushstring(L, "wick.Tensor");
     lua_setfield(L, -2, "__name");
