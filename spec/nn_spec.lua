@@ -1228,3 +1228,106 @@ describe("GroupNorm, AdaptiveAvgPool2d, Unflatten, Dropout2d", function()
     assert_error_has(function() nn.Dropout2d({ q = 1 }) end, "unknown option 'q'")
   end)
 end)
+
+describe("F's activations, distances, one_hot and losses against their formulas", function()
+  local F = nn.functional
+  local xs = { -25, -3, -0.5, 0, 0.5, 3, 25 }
+  local x = wick.tensor(xs, F64)
+  local function sig(v) return 1 / (1 + math.exp(-v)) end
+  local function sp(v, beta, th) beta, th = beta or 1, th or 20; return v * beta > th and v or math.log(1 + math.exp(beta * v)) / beta end
+  local function clamp(v, lo, hi) return math.min(math.max(v, lo), hi) end
+  local function map(f) local out = {} for i, v in ipairs(xs) do out[i] = f(v) end return out end
+  local function tanh(v) local e = math.exp(2 * v) return (e - 1) / (e + 1) end
+
+  it("activations, positional arguments and option tables alike", function()
+    assert_close(F.silu(x), map(function(v) return v * sig(v) end), 1e-12)
+    assert_close(F.softplus(x), map(function(v) return sp(v) end), 1e-12)
+    assert_close(F.softplus(x, 2, 1), map(function(v) return sp(v, 2, 1) end), 1e-12)
+    assert_close(F.softplus(x, { beta = 2, threshold = 1 }), map(function(v) return sp(v, 2, 1) end), 1e-12)
+    assert_close(F.leaky_relu(x, 0.2), map(function(v) return v > 0 and v or 0.2 * v end), 1e-12)
+    assert_close(F.leaky_relu(x), map(function(v) return v > 0 and v or 0.01 * v end), 1e-12)
+    assert_close(F.elu(x, { alpha = 2 }), map(function(v) return v > 0 and v or 2 * (math.exp(v) - 1) end), 1e-12)
+    assert_close(F.hardtanh(x, -2, 2), map(function(v) return clamp(v, -2, 2) end), 0)
+    assert_close(F.relu6(x), map(function(v) return clamp(v, 0, 6) end), 0)
+    assert_close(F.hardsigmoid(x), map(function(v) return clamp(v + 3, 0, 6) / 6 end), 1e-15)
+    assert_close(F.hardswish(x), map(function(v) return v * clamp(v + 3, 0, 6) / 6 end), 1e-14)
+    assert_close(F.mish(x), map(function(v) return v * tanh(sp(v)) end), 1e-12)
+    assert_close(F.logsigmoid(x), map(function(v) return -sp(-v) end), 1e-12)
+    assert.is_true(F.logsigmoid(wick.tensor({ -1000, 1000 })):isfinite():all()) -- no log(0)
+    assert_close(F.softsign(x), map(function(v) return v / (1 + math.abs(v)) end), 1e-15)
+    assert_close(F.glu(wick.tensor({ { 1, 2, 0, 100 } }, F64)), { { 0.5, 2 } }, 1e-12)
+    assert_error_has(function() F.glu(wick.ones(2, 3)) end, "Halving dimension must be even")
+    assert_error_has(function() F.leaky_relu(x, "a") end, "negative_slope")
+    for name, cls in pairs({ relu6 = nn.ReLU6, hardsigmoid = nn.Hardsigmoid, hardswish = nn.Hardswish,
+      logsigmoid = nn.LogSigmoid, softsign = nn.Softsign }) do
+      assert_close(cls()(x), F[name](x):totable(), 0)
+    end
+  end)
+
+  it("gradients (gradcheck)", function()
+    local v = wick.tensor({ -2.1, -0.7, 0.3, 1.9 }, F64)
+    for _, name in ipairs({ "silu", "softplus", "elu", "mish", "logsigmoid", "softsign" }) do
+      support.gradcheck(function(t) return F[name](t) end, { v })
+    end
+    support.gradcheck(function(t) return F.normalize(t) end, { wick.tensor({ { 0.3, -1.2, 2 }, { 1, 1, -0.5 } }, F64) })
+    support.gradcheck(function(a, b) return F.cosine_similarity(a, b) end,
+      { wick.tensor({ { 0.3, -1.2, 2 } }, F64), wick.tensor({ { 1, 1, -0.5 } }, F64) })
+  end)
+
+  it("inplace writes the result into x outside autograd", function()
+    local t = wick.tensor({ -1, 2 }, F64)
+    assert.are.equal(t, F.leaky_relu(t, 0.5, true))
+    assert_close(t, { -0.5, 2 }, 0)
+  end)
+
+  it("normalize, cosine_similarity, pairwise_distance, norm", function()
+    local m = wick.tensor({ { 3, 4 }, { 0, 0 } }, F64)
+    assert_close(F.normalize(m), { { 0.6, 0.8 }, { 0, 0 } }, 1e-15) -- a zero row stays zero (eps)
+    assert_close(F.normalize(m, 1), { { 3 / 7, 4 / 7 }, { 0, 0 } }, 1e-15)
+    assert_close(F.normalize(m, { dim = 1 }), { { 1, 1 }, { 0, 0 } }, 1e-15)
+    assert_close(F.cosine_similarity(wick.tensor({ { 1, 0 }, { 2, 2 } }, F64), wick.tensor({ { 0, 3 }, { 1, 1 } }, F64)), { 0, 1 }, 1e-15)
+    assert_close(nn.CosineSimilarity(1)(wick.tensor({ { 1 }, { 0 } }, F64), wick.tensor({ { 1 }, { 1 } }, F64)), { math.sqrt(0.5) }, 1e-15)
+    assert_close(F.pairwise_distance(wick.tensor({ { 0, 0 } }, F64), wick.tensor({ { 3, 4 } }, F64)),
+      { math.sqrt((3 - 1e-6) ^ 2 + (4 - 1e-6) ^ 2) }, 1e-12)
+    assert_close(nn.PairwiseDistance(1, 0)(wick.tensor({ { 0, 0 } }, F64), wick.tensor({ { 3, -4 } }, F64)), { 7 }, 0)
+    assert.are.equal(5, wick.tensor({ 3, 4 }):norm():item())
+    assert_close(wick.tensor({ { 3, -4 }, { 1, 1 } }):norm(1, 2), { 7, 2 }, 0)
+    assert.are.equal(4, wick.tensor({ -3, 4 }):norm(math.huge):item())
+    assert.are.same({ 2, 1 }, wick.tensor({ { 3, 4 }, { 1, 1 } }):norm(2, 2, true):size())
+  end)
+
+  it("one_hot with wick's 1-based classes", function()
+    local oh = F.one_hot(wick.tensor({ 1, 3, 2 }, { dtype = "int64" }))
+    assert.are.equal("int64", oh.dtype)
+    assert.are.same({ { 1, 0, 0 }, { 0, 0, 1 }, { 0, 1, 0 } }, oh:totable())
+    assert.are.same({ 2, 1, 4 }, F.one_hot(wick.tensor({ { 1 }, { 4 } }, { dtype = "int64" }), 4):size())
+    assert_error_has(function() F.one_hot(wick.tensor({ 0, 1 }, { dtype = "int64" })) end, "1-based")
+    assert_error_has(function() F.one_hot(wick.tensor({ 5 }, { dtype = "int64" }), 3) end, "at most num_classes (3)")
+    assert_error_has(function() F.one_hot(wick.tensor({ 1.5 })) end, "index tensor")
+  end)
+
+  it("smooth_l1_loss, huber_loss, kl_div and their modules", function()
+    local a, b = wick.tensor({ 0, 2, -1 }, F64), wick.tensor({ 0.5, 0, 1.2 }, F64)
+    local function sl1(d, beta) d = math.abs(d); return d < beta and 0.5 * d * d / beta or d - 0.5 * beta end
+    local function hub(d, delta) d = math.abs(d); return d < delta and 0.5 * d * d or delta * (d - 0.5 * delta) end
+    local ds = { -0.5, 2, -2.2 }
+    for _, beta in ipairs({ 1, 0.5 }) do
+      local want = (sl1(ds[1], beta) + sl1(ds[2], beta) + sl1(ds[3], beta)) / 3
+      assert_close(F.smooth_l1_loss(a, b, { beta = beta }), want, 1e-15)
+      assert_close(nn.SmoothL1Loss({ beta = beta })(a, b), want, 1e-15)
+      local hw = hub(ds[1], beta) + hub(ds[2], beta) + hub(ds[3], beta)
+      assert_close(F.huber_loss(a, b, { delta = beta, reduction = "sum" }), hw, 1e-15)
+      assert_close(nn.HuberLoss({ delta = beta, reduction = "sum" })(a, b), hw, 1e-15)
+    end
+    local lp = wick.tensor({ { 0.2, 0.8 }, { 0.5, 0.5 } }, F64):log()
+    local t = wick.tensor({ { 0.5, 0.5 }, { 0, 1 } }, F64)
+    local terms = 0.5 * (math.log(0.5) - math.log(0.2)) + 0.5 * (math.log(0.5) - math.log(0.8)) + (0 - math.log(0.5))
+    assert_close(F.kl_div(lp, t, { reduction = "sum" }), terms, 1e-14)
+    assert_close(F.kl_div(lp, t, { reduction = "batchmean" }), terms / 2, 1e-14)
+    assert_close(nn.KLDivLoss({ reduction = "batchmean" })(lp, t), terms / 2, 1e-14)
+    assert_close(F.kl_div(lp, t), terms / 4, 1e-14)
+    assert_close(F.kl_div(lp, wick.tensor({ { 0.5, 0.5 } }, F64):log(), { reduction = "sum", log_target = true }),
+      0.5 * (math.log(0.5) - math.log(0.2)) + 0.5 * (math.log(0.5) - math.log(0.8)) + 0, 1e-14)
+    assert_error_has(function() F.smooth_l1_loss(a, b, { reduction = "batchmean" }) end, "reduction")
+  end)
+end)

@@ -241,6 +241,38 @@ function Tensor.allclose(t, other, rtol, atol)
   return diff:le(other:abs() * rtol + atol):all()
 end
 function Tensor.square(t) return check_tensor(t, "square", "self") * t end
+-- bool tensors: NaN is the one value not equal to itself; inf - inf is NaN
+function Tensor.isnan(t) return check_tensor(t, "isnan", "self"):ne(t) end
+function Tensor.isfinite(t)
+  check_tensor(t, "isfinite", "self")
+  if not t:is_floating_point() then return t:eq(t) end
+  return (t - t):eq(0)
+end
+function Tensor.isinf(t)
+  check_tensor(t, "isinf", "self")
+  if not t:is_floating_point() then return t:ne(t) end
+  return t:abs():eq(math.huge)
+end
+--- t:norm([p = 2[, dim[, keepdim]]]): the vector p-norm of all elements, or
+--- along dim (p a number: 1, 2, inf, 0 or any other; "fro" is 2)
+function Tensor.norm(t, p, dim, keepdim)
+  check_tensor(t, "norm", "self")
+  if p == nil or p == "fro" then p = 2 end
+  if type(p) ~= "number" then core.error(("norm: p must be a number or 'fro', got %s"):format(check.describe(p))) end
+  local function total(x) if dim == nil then return x:sum() end return x:sum(dim, keepdim == true) end
+  local a = t:abs()
+  if p == 2 then return total(t * t):sqrt() end
+  if p == 1 then return total(a) end
+  if p == 0 then return total(t:ne(0):to(t:is_floating_point() and t.dtype or "float32")) end
+  if p == math.huge or p == -math.huge then
+    local pick = p > 0 and "max" or "min"
+    if dim == nil then return a[pick](a) end
+    return (a[pick](a, dim, keepdim == true))
+  end
+  return total(a ^ p) ^ (1 / p)
+end
+function Tensor.isposinf(t) return check_tensor(t, "isposinf", "self"):eq(math.huge) end
+function Tensor.isneginf(t) return check_tensor(t, "isneginf", "self"):eq(-math.huge) end
 -- t:new_zeros(size...[, opts]) and friends: t's device and dtype unless opts say otherwise.
 local function is_options(v) return type(v) == "table" and getmetatable(v) == nil and v[1] == nil and next(v) ~= nil end
 local function with_defaults(t, opts)
@@ -327,7 +359,10 @@ for _, name in ipairs({ "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", 
   "max", "min", "argmax", "argmin", "prod", "var", "std", "matmul", "mm", "bmm", "addmm", "view",
   "reshape", "transpose", "t", "permute", "narrow", "select", "squeeze", "unsqueeze", "flatten",
   "index_select", "gather", "scatter", "softmax", "log_softmax", "clone", "allclose", "equal",
-  "masked_fill", "masked_select", "masked_scatter", "index_fill", "index_copy", "index_put" }) do
+  "masked_fill", "masked_select", "masked_scatter", "index_fill", "index_copy", "index_put", "erf", "sin", "cos",
+  "tan", "asin", "acos", "atan", "sinh", "cosh", "log2", "log10", "log1p", "expm1", "rsqrt", "reciprocal", "frac",
+  "floor", "ceil", "round", "trunc", "sign", "fmod", "remainder", "atan2", "isnan", "isinf", "isfinite",
+  "isposinf", "isneginf", "numel", "norm" }) do
   local method = Tensor[name]
   wick[name] = with_out(name, function(t, ...) return method(t, ...) end)
 end

@@ -57,6 +57,137 @@ function F.gelu(x, opts)
 end
 function F.sigmoid(x) return tensor(x, "sigmoid", "input"):sigmoid() end
 function F.tanh(x) return tensor(x, "tanh", "input"):tanh() end
+
+-- ---- more activations (PyTorch's positional arguments, or an options
+-- table; inplace = true writes the result into x, outside autograd's view
+-- only: under autograd a new tensor comes back, as the modules do) ----
+local function act_args(fn, x, order, spec, ...)
+  tensor(x, fn, "input")
+  return check.positional(fn, order, spec, ...)
+end
+local function maybe_inplace(x, o, y)
+  if not o.inplace then return y end
+  if x.requires_grad and wick.is_grad_enabled() then return y end
+  wick.no_grad(function() x:copy_(y) end)
+  return x
+end
+local INPLACE = { inplace = "boolean" }
+local function neg_part(x) return -(-x):relu() end -- min(x, 0)
+
+--- F.silu(x): x sigmoid(x)
+function F.silu(x, ...)
+  local o = act_args("silu", x, { "inplace" }, INPLACE, ...)
+  return maybe_inplace(x, o, x * x:sigmoid())
+end
+--- F.softplus(x[, beta = 1[, threshold = 20]]): log(1 + exp(beta x)) / beta,
+--- and x itself where beta x > threshold, as PyTorch computes it (the exp
+--- only sees values up to the threshold, so the branch not taken stays
+--- finite and its gradient zero)
+function F.softplus(x, ...)
+  local o = act_args("softplus", x, { "beta", "threshold" }, { beta = "number", threshold = "number" }, ...)
+  local beta, threshold = o.beta or 1, o.threshold or 20
+  if beta == 0 then check.fail("softplus", "beta must not be 0") end
+  local z = x * beta
+  local soft = (z:clamp(-math.huge, threshold):exp() + 1):log() * (1 / beta)
+  return wick.where(z:gt(threshold), x, soft)
+end
+--- F.leaky_relu(x[, negative_slope = 0.01[, inplace]])
+function F.leaky_relu(x, ...)
+  local o = act_args("leaky_relu", x, { "negative_slope", "inplace" }, { negative_slope = "number", inplace = "boolean" }, ...)
+  return maybe_inplace(x, o, x:relu() + neg_part(x) * (o.negative_slope or 0.01))
+end
+--- F.elu(x[, alpha = 1[, inplace]])
+function F.elu(x, ...)
+  local o = act_args("elu", x, { "alpha", "inplace" }, { alpha = "number", inplace = "boolean" }, ...)
+  return maybe_inplace(x, o, x:relu() + (neg_part(x):exp() - 1) * (o.alpha or 1))
+end
+--- F.hardtanh(x[, min_val = -1[, max_val = 1[, inplace]]])
+function F.hardtanh(x, ...)
+  local o = act_args("hardtanh", x, { "min_val", "max_val", "inplace" },
+    { min_val = "number", max_val = "number", inplace = "boolean" }, ...)
+  local lo, hi = o.min_val or -1, o.max_val or 1
+  if lo > hi then check.fail("hardtanh", "min_val cannot be greater than max_val") end
+  return maybe_inplace(x, o, x:clamp(lo, hi))
+end
+--- F.relu6(x): min(max(x, 0), 6)
+function F.relu6(x, ...)
+  local o = act_args("relu6", x, { "inplace" }, INPLACE, ...)
+  return maybe_inplace(x, o, x:clamp(0, 6))
+end
+--- F.hardsigmoid(x): relu6(x + 3) / 6;  F.hardswish(x): x hardsigmoid(x)
+function F.hardsigmoid(x, ...)
+  local o = act_args("hardsigmoid", x, { "inplace" }, INPLACE, ...)
+  return maybe_inplace(x, o, (x + 3):clamp(0, 6) / 6)
+end
+function F.hardswish(x, ...)
+  local o = act_args("hardswish", x, { "inplace" }, INPLACE, ...)
+  return maybe_inplace(x, o, x * (x + 3):clamp(0, 6) / 6)
+end
+--- F.mish(x): x tanh(softplus(x))
+function F.mish(x, ...)
+  local o = act_args("mish", x, { "inplace" }, INPLACE, ...)
+  return maybe_inplace(x, o, x * F.softplus(x):tanh())
+end
+--- F.logsigmoid(x): log(sigmoid(x)) = -softplus(-x), stable for large |x|
+function F.logsigmoid(x) return -F.softplus(-tensor(x, "logsigmoid", "input")) end
+--- F.softsign(x): x / (1 + |x|)
+function F.softsign(x) return tensor(x, "softsign", "input") / (x:abs() + 1) end
+--- F.glu(x[, dim = -1]): a sigmoid(b), a and b the halves of x along dim
+function F.glu(x, ...)
+  local o = act_args("glu", x, { "dim" }, { dim = "integer" }, ...)
+  local dim = o.dim or -1
+  local d = dim < 0 and x:dim() + 1 + dim or dim
+  if d < 1 or d > x:dim() then check.fail("glu", "dim %d is out of range for a %d-d input", dim, x:dim()) end
+  local n = x:size(d)
+  if n % 2 ~= 0 then check.fail("glu", "Halving dimension must be even, but dimension %d is size %d", dim, n) end
+  return x:narrow(d, 1, n / 2) * x:narrow(d, n / 2 + 1, n / 2):sigmoid()
+end
+
+--- F.normalize(x[, p = 2[, dim = 2[, eps = 1e-12]]]): x / max(||x||_p, eps) along dim
+--- (dim 2 is PyTorch's dim=1: wick's dimensions are 1-based)
+function F.normalize(x, ...)
+  local o = act_args("normalize", x, { "p", "dim", "eps" }, { p = "number", dim = "integer", eps = "number" }, ...)
+  local norm = x:norm(o.p or 2, o.dim or 2, true)
+  return x / norm:clamp_min(o.eps or 1e-12)
+end
+--- F.cosine_similarity(x1, x2[, dim = 2[, eps = 1e-8]]): x1 . x2 / (max(||x1||, eps) max(||x2||, eps)) along dim
+function F.cosine_similarity(x1, x2, ...)
+  tensor(x1, "cosine_similarity", "x1")
+  tensor(x2, "cosine_similarity", "x2")
+  local o = check.positional("cosine_similarity", { "dim", "eps" }, { dim = "integer", eps = "number" }, ...)
+  local dim, eps = o.dim or 2, o.eps or 1e-8
+  local n1 = x1:norm(2, dim):clamp_min(eps)
+  local n2 = x2:norm(2, dim):clamp_min(eps)
+  return (x1 * x2):sum(dim) / (n1 * n2)
+end
+--- F.pairwise_distance(x1, x2[, p = 2[, eps = 1e-6[, keepdim = false]]]): ||x1 - x2 + eps||_p over the last dim
+function F.pairwise_distance(x1, x2, ...)
+  tensor(x1, "pairwise_distance", "x1")
+  tensor(x2, "pairwise_distance", "x2")
+  local o = check.positional("pairwise_distance", { "p", "eps", "keepdim" },
+    { p = "number", eps = "number", keepdim = "boolean" }, ...)
+  return (x1 - x2 + (o.eps or 1e-6)):norm(o.p or 2, -1, o.keepdim == true)
+end
+--- F.one_hot(t[, num_classes]): int64 of t's shape plus one dimension of
+--- num_classes (default: t's largest class); classes are 1-based, as wick's
+--- targets are: class k sets entry k.
+function F.one_hot(t, num_classes)
+  tensor(t, "one_hot", "tensor")
+  if t:is_floating_point() or t.dtype == "bool" then
+    check.fail("one_hot", "one_hot is only applicable to index tensor (int64), got %s", t.dtype)
+  end
+  local lo = t:numel() > 0 and t:min():item() or 1
+  if lo < 1 then check.fail("one_hot", "Class values must be positive (classes are 1-based), got %d", lo) end
+  local hi = t:numel() > 0 and t:max():item() or 0
+  if num_classes == nil or num_classes == -1 then num_classes = hi end
+  check.int(num_classes, "one_hot", "num_classes", 0)
+  if hi > num_classes then check.fail("one_hot", "Class values must be at most num_classes (%d), got %d", num_classes, hi) end
+  local shape = t:size()
+  shape[#shape + 1] = num_classes
+  local out = wick.zeros(shape, { dtype = "int64", device = t.device })
+  if t:numel() == 0 then return out end
+  return out:scatter(-1, t:to("int64"):unsqueeze(-1), 1)
+end
 -- F.softmax(x, dim) or F.softmax(x, {dim = ..., dtype = ...}) (PyTorch's keywords); dtype casts first.
 local SOFTMAX = { dim = "integer", dtype = "dtype" }
 local function softmax_like(fn)
@@ -403,6 +534,7 @@ end
 -- ---- losses ----
 
 local REDUCTIONS = { "mean", "sum", "none" }
+local KL_REDUCTIONS = { "mean", "sum", "none", "batchmean" }
 local function reduce(loss, reduction, denominator)
   reduction = reduction or "mean"
   if reduction == "none" then return loss end
@@ -441,7 +573,9 @@ local function loss_args(fn, input, target, opts, known)
       check.describe(opts), type(opts) == "string" and (" '" .. opts .. "'") or "", fn)
   end
   opts = check.options(opts, fn, known)
-  if opts.reduction ~= nil then check.one_of(opts.reduction, fn, "reduction", REDUCTIONS) end
+  if opts.reduction ~= nil then
+    check.one_of(opts.reduction, fn, "reduction", fn == "kl_div" and KL_REDUCTIONS or REDUCTIONS)
+  end
   return opts, float32_under_autocast(input), float32_under_autocast(target)
 end
 local function known(...)
@@ -454,6 +588,9 @@ local CE = known("reduction", "weight", "ignore_index", "label_smoothing")
 local REDUCTION = known("reduction")
 local BCE = known("reduction", "weight")
 local BCE_LOGITS = known("reduction", "weight", "pos_weight")
+local SMOOTH = { reduction = "string", beta = "number" }
+local HUBER = { reduction = "string", delta = "number" }
+local KL = { reduction = "string", log_target = "boolean" }
 
 function F.nll_loss(logp, target, opts)
   opts, logp, target = loss_args("nll_loss", logp, target, opts, NLL)
@@ -545,6 +682,50 @@ function F.mse_loss(input, target, opts)
   opts, input, target = loss_args("mse_loss", input, target, opts, REDUCTION)
   check_device("mse_loss", "target", target, input, "input")
   return core.mse_loss(input, target, opts.reduction or "mean")
+end
+
+--- F.smooth_l1_loss(input, target[, {reduction = "mean", beta = 1}]): 0.5 d^2 / beta
+--- where |d| < beta, else |d| - beta / 2 (d = input - target)
+function F.smooth_l1_loss(input, target, opts)
+  opts, input, target = loss_args("smooth_l1_loss", input, target, opts, SMOOTH)
+  check_device("smooth_l1_loss", "target", target, input, "input")
+  local beta = opts.beta or 1
+  if beta < 0 then check.fail("smooth_l1_loss", "beta must be non-negative, got %s", tostring(beta)) end
+  local d = (input - target):abs()
+  if beta == 0 then return reduce(d, opts.reduction) end
+  return reduce(wick.where(d:lt(beta), d * d * (0.5 / beta), d - 0.5 * beta), opts.reduction)
+end
+
+--- F.huber_loss(input, target[, {reduction = "mean", delta = 1}]): 0.5 d^2 where
+--- |d| < delta, else delta (|d| - delta / 2)
+function F.huber_loss(input, target, opts)
+  opts, input, target = loss_args("huber_loss", input, target, opts, HUBER)
+  check_device("huber_loss", "target", target, input, "input")
+  local delta = opts.delta or 1
+  if not (delta > 0) then check.fail("huber_loss", "delta must be positive, got %s", tostring(delta)) end
+  local d = (input - target):abs()
+  return reduce(wick.where(d:lt(delta), d * d * 0.5, (d - 0.5 * delta) * delta), opts.reduction)
+end
+
+--- F.kl_div(input, target[, {reduction = "mean", log_target = false}]): input
+--- holds log-probabilities; target probabilities (or log-probabilities with
+--- log_target), pointwise target (log target - input), 0 where target is 0;
+--- reduction "batchmean" divides the sum by the batch size (PyTorch's advice).
+function F.kl_div(input, target, opts)
+  opts, input, target = loss_args("kl_div", input, target, opts, KL)
+  check_device("kl_div", "target", target, input, "input")
+  local loss
+  if opts.log_target then
+    loss = target:exp() * (target - input)
+  else
+    local pos = target:gt(0) -- target log target, 0 where target is 0 (PyTorch's xlogy)
+    local tlogt = wick.where(pos, target * wick.where(pos, target, wick.ones_like(target)):log(), target * 0)
+    loss = tlogt - target * input
+  end
+  if opts.reduction == "batchmean" then
+    return loss:sum() / (input:dim() > 0 and input:size(1) or 1)
+  end
+  return reduce(loss, opts.reduction)
 end
 
 function F.l1_loss(input, target, opts)

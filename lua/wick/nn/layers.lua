@@ -646,14 +646,7 @@ function L.ELU:init(...)
   local o = check.positional("ELU", { "alpha", "inplace" }, { alpha = "number", inplace = "boolean" }, ...)
   self.alpha, self.inplace = o.alpha or 1, o.inplace == true
 end
--- log(1 + exp(beta x)) / beta, and x itself where beta x > threshold, as
--- PyTorch computes it (the exp only sees values up to the threshold, so the
--- branch not taken stays finite and its gradient zero)
-local function softplus(x, beta, threshold)
-  local z = x * beta
-  local soft = (z:clamp(-math.huge, threshold):exp() + 1):log() * (1 / beta)
-  return wick.where(z:gt(threshold), x, soft)
-end
+local function softplus(x, beta, threshold) return F.softplus(x, beta, threshold) end
 L.Softplus = activation("Softplus", function(x, self) return softplus(x, self.beta, self.threshold) end)
 function L.Softplus:init(...)
   local o = check.positional("Softplus", { "beta", "threshold" }, { beta = "number", threshold = "number" }, ...)
@@ -670,6 +663,33 @@ function L.Hardtanh:init(...)
   self.min_val, self.max_val, self.inplace = o.min_val or -1, o.max_val or 1, o.inplace == true
   if self.min_val > self.max_val then check.fail("Hardtanh", "min_val cannot be greater than max_val") end
 end
+-- the rest of F's activations as modules: nn.ReLU6([inplace]), nn.Hardsigmoid,
+-- nn.Hardswish, nn.LogSigmoid(), nn.Softsign(), nn.GLU([dim = -1])
+for name, fn in pairs({ ReLU6 = F.relu6, Hardsigmoid = F.hardsigmoid, Hardswish = F.hardswish }) do
+  L[name] = activation(name, function(x) return fn(x) end)
+  L[name].init = inplace_init(name)
+end
+L.LogSigmoid = activation("LogSigmoid", F.logsigmoid)
+L.Softsign = activation("Softsign", F.softsign)
+L.GLU = Module:extend("GLU")
+function L.GLU:init(...) self.dim = check.positional("GLU", { "dim" }, { dim = "integer" }, ...).dim or -1 end
+function L.GLU:forward(x) return F.glu(x, self.dim) end
+function L.GLU:extra_repr() return ("dim=%d"):format(self.dim) end
+--- nn.CosineSimilarity([dim = 2[, eps = 1e-8]]), nn.PairwiseDistance([p = 2[, eps = 1e-6[, keepdim]]])
+L.CosineSimilarity = Module:extend("CosineSimilarity")
+function L.CosineSimilarity:init(...)
+  local o = check.positional("CosineSimilarity", { "dim", "eps" }, { dim = "integer", eps = "number" }, ...)
+  self.dim, self.eps = o.dim or 2, o.eps or 1e-8
+end
+function L.CosineSimilarity:forward(x1, x2) return F.cosine_similarity(x1, x2, self.dim, self.eps) end
+L.PairwiseDistance = Module:extend("PairwiseDistance")
+function L.PairwiseDistance:init(...)
+  local o = check.positional("PairwiseDistance", { "p", "eps", "keepdim" },
+    { p = "number", eps = "number", keepdim = "boolean" }, ...)
+  self.norm, self.eps, self.keepdim = o.p or 2, o.eps or 1e-6, o.keepdim == true
+end
+function L.PairwiseDistance:forward(x1, x2) return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim) end
+
 --- nn.PReLU([num_parameters = 1[, init = 0.25]][, opts]): a learned slope per channel (or one)
 L.PReLU = Module:extend("PReLU")
 function L.PReLU:init(...)
@@ -914,7 +934,10 @@ local function loss_class(name, fn, spec)
         name, type(first))
     end
     local opts = check.positional(name, spec.weight and { "weight" } or {}, spec, ...)
-    if opts.reduction ~= nil then check.one_of(opts.reduction, name, "reduction", { "mean", "sum", "none" }) end
+    if opts.reduction ~= nil then
+      check.one_of(opts.reduction, name, "reduction",
+        spec.log_target and { "mean", "sum", "none", "batchmean" } or { "mean", "sum", "none" })
+    end
     local kept = {} -- the options but the tensors, which are buffers
     for k, v in pairs(opts) do if not wick.is_tensor(v) then kept[k] = v end end
     rawset(self, "_opts", kept)
@@ -934,7 +957,7 @@ local function loss_class(name, fn, spec)
 end
 local function known(...)
   local all = { reduction = "string", weight = "tensor", ignore_index = "integer|boolean", label_smoothing = "number",
-    pos_weight = "tensor|number" }
+    pos_weight = "tensor|number", beta = "number", delta = "number", log_target = "boolean" }
   local out = {}
   for _, k in ipairs({ ... }) do out[k] = all[k] end
   return out
@@ -947,5 +970,8 @@ L.L1Loss = loss_class("L1Loss", F.l1_loss, known("reduction"))
 L.BCELoss = loss_class("BCELoss", F.binary_cross_entropy, known("weight", "reduction"))
 L.BCEWithLogitsLoss = loss_class("BCEWithLogitsLoss", F.binary_cross_entropy_with_logits,
   known("weight", "reduction", "pos_weight"))
+L.SmoothL1Loss = loss_class("SmoothL1Loss", F.smooth_l1_loss, known("reduction", "beta"))
+L.HuberLoss = loss_class("HuberLoss", F.huber_loss, known("reduction", "delta"))
+L.KLDivLoss = loss_class("KLDivLoss", F.kl_div, known("reduction", "log_target"))
 
 return L
