@@ -605,13 +605,298 @@ return function(wick)
     return arrange(t, labels, out)
   end
 
+  -- ---- reshaping, reductions and products PyTorch scripts use, over the core's ops ----
+
+  local function index_range(n, device, from, step) -- int64 [from, from + step, ...], n of them
+    return wick.arange(0, n, { dtype = "int64", device = device }) * step + from
+  end
+  -- dims: a number or a table of them, as positive dims of t
+  local function dims_arg(t, dims, fn)
+    if type(dims) ~= "table" then dims = { dims } end
+    local out = {}
+    for i, d in ipairs(dims) do out[i] = wrap_dim(t, d, fn) end
+    return out
+  end
+
+  --- t:flip(dims): the elements in reverse order along each of dims (a copy, like PyTorch's)
+  function Tensor.flip(t, dims, ...)
+    check.tensor(t, "flip", "self")
+    if type(dims) == "number" and select("#", ...) > 0 then dims = { dims, ... } end
+    local out = t
+    for _, d in ipairs(dims_arg(t, dims, "flip")) do
+      local n = t:size(d)
+      if n > 1 then out = out:index_select(d, index_range(n, t.device, n, -1)) end
+    end
+    return out == t and t:clone() or out
+  end
+  function Tensor.fliplr(t) return Tensor.flip(t, 2) end
+  function Tensor.flipud(t) return Tensor.flip(t, 1) end
+
+  --- t:roll(shifts[, dims]): elements shifted along dims, those pushed off one end
+  --- coming back at the other; without dims t is flattened first
+  function Tensor.roll(t, shifts, dims)
+    check.tensor(t, "roll", "self")
+    if dims == nil then
+      if type(shifts) == "table" then check.fail("roll", "shifts must be a number when dims is not given") end
+      return Tensor.roll(t:reshape(-1), shifts, 1):view(t.shape)
+    end
+    if type(shifts) ~= "table" then shifts = { shifts } end
+    local ds = dims_arg(t, dims, "roll")
+    if #shifts ~= #ds then check.fail("roll", "shifts and dimensions must align. shifts: %d, dims: %d", #shifts, #ds) end
+    local out = t
+    for i, d in ipairs(ds) do
+      check.int(shifts[i], "roll", "shifts")
+      local n = t:size(d)
+      local k = n > 0 and shifts[i] % n or 0
+      if k ~= 0 then out = wick.cat({ out:narrow(d, n - k + 1, k), out:narrow(d, 1, n - k) }, d) end
+    end
+    return out == t and t:clone() or out
+  end
+
+  --- t:amax([dim[, keepdim]]), t:amin: the largest / smallest values over dim
+  --- (a number or a table of dims) or over all elements
+  local function extreme(t, dim, keepdim, pick, fn)
+    check.tensor(t, fn, "self")
+    if dim == nil then return t[pick](t) end
+    local ds = dims_arg(t, dim, fn)
+    table.sort(ds, function(a, b) return a > b end) -- from the last, so that earlier dims keep their numbers
+    local out = t
+    for _, d in ipairs(ds) do out = (out[pick](out, d, keepdim == true)) end
+    return out
+  end
+  function Tensor.amax(t, dim, keepdim) return extreme(t, dim, keepdim, "max", "amax") end
+  function Tensor.amin(t, dim, keepdim) return extreme(t, dim, keepdim, "min", "amin") end
+
+  --- t:logsumexp(dim[, keepdim]): log(sum(exp(t))) along dim, without overflow
+  function Tensor.logsumexp(t, dim, keepdim)
+    check.tensor(t, "logsumexp", "self")
+    local d = wrap_dim(t, dim, "logsumexp")
+    local m = t:detach():amax(d, true)
+    m = wick.where(m:isinf(), wick.zeros_like(m), m) -- all -inf (or an inf): no shift
+    local out = (t - m):exp():sum(d, true):log() + m
+    if keepdim then return out end
+    return out:squeeze(d)
+  end
+
+  --- t:nonzero([{as_tuple = false}]): the 1-based coordinates of the nonzero
+  --- elements, int64 [n, t:dim()] in row-major order; with as_tuple, one
+  --- int64 tensor per dimension
+  function Tensor.nonzero(t, opts)
+    check.tensor(t, "nonzero", "self")
+    local as_tuple = check.options(opts, "nonzero", { as_tuple = "boolean" }).as_tuple
+    local mask = t:ne(0)
+    if t:dim() == 0 then mask = mask:reshape(1) end
+    local cols = {}
+    for d = 1, mask:dim() do
+      local shape = {}
+      for i = 1, mask:dim() do shape[i] = i == d and mask:size(d) or 1 end
+      local coord = wick.arange(1, mask:size(d) + 1, { dtype = "int64", device = t.device }):view(shape)
+      cols[d] = coord:expand(mask.shape):masked_select(mask)
+    end
+    if as_tuple then return cols end
+    if #cols == 0 then return wick.zeros({ mask:sum():item(), 0 }, { dtype = "int64", device = t.device }) end
+    return wick.stack(cols, 2)
+  end
+  function Tensor.argwhere(t) return Tensor.nonzero(t) end
+
+  --- t:repeat_interleave(repeats[, dim]): each element (slice along dim)
+  --- repeated `repeats` times (a number, or an int64 tensor / table per
+  --- element); without dim t is flattened first
+  function Tensor.repeat_interleave(t, repeats, dim)
+    check.tensor(t, "repeat_interleave", "self")
+    if dim == nil then t, dim = t:reshape(-1), 1 end
+    local d = wrap_dim(t, dim, "repeat_interleave")
+    local n = t:size(d)
+    local idx = {}
+    if type(repeats) == "number" then
+      check.int(repeats, "repeat_interleave", "repeats", 0)
+      for i = 1, n do for _ = 1, repeats do idx[#idx + 1] = i end end
+    else
+      local reps = is_tensor(repeats) and repeats:totable() or repeats
+      if type(reps) ~= "table" then check.expected("repeat_interleave", "repeats", "a number, a table or a tensor", repeats) end
+      if type(reps) == "number" then reps = { reps } end
+      if #reps == 1 and n ~= 1 then for i = 2, n do reps[i] = reps[1] end end
+      if #reps ~= n then check.fail("repeat_interleave", "repeats must have the same size as input along dim (%d), got %d", n, #reps) end
+      for i = 1, n do
+        check.int(reps[i], "repeat_interleave", "repeats", 0)
+        for _ = 1, reps[i] do idx[#idx + 1] = i end
+      end
+    end
+    if #idx == 0 then
+      local shape = t:size()
+      shape[d] = 0
+      return wick.empty(shape, { dtype = t.dtype, device = t.device })
+    end
+    return t:index_select(d, wick.tensor(idx, { dtype = "int64", device = t.device }))
+  end
+
+  --- t["repeat"](t, sizes...) (repeat is a Lua keyword: t:repeat_tensor(...) is
+  --- the same, Torch7's repeatTensor too): t tiled sizes[i] times along each
+  --- dim; sizes may be more than t's dims (new leading ones)
+  local function tiled(t, reps, fn)
+    if #reps < t:dim() then check.fail(fn, "Number of dimensions of repeat dims (%d) can not be smaller than number of dimensions of tensor (%d)", #reps, t:dim()) end
+    local lead = #reps - t:dim()
+    local view, expanded, final = {}, {}, {}
+    for i, r in ipairs(reps) do
+      check.int(r, fn, "sizes", 0)
+      local s = i > lead and t:size(i - lead) or 1
+      view[#view + 1], view[#view + 2] = 1, s
+      expanded[#expanded + 1], expanded[#expanded + 2] = r, s
+      final[i] = r * s
+    end
+    if #reps == 0 then return t:clone() end
+    return t:reshape(view):expand(expanded):reshape(final)
+  end
+  local function repeat_tensor(t, ...)
+    check.tensor(t, "repeat", "self")
+    return tiled(t, size_arg("repeat", ...), "repeat")
+  end
+  Tensor["repeat"], Tensor.repeat_tensor, Tensor.repeatTensor = repeat_tensor, repeat_tensor, repeat_tensor
+  --- t:tile(reps): repeat, with reps padded by leading 1s to t's dims
+  function Tensor.tile(t, ...)
+    check.tensor(t, "tile", "self")
+    local reps = size_arg("tile", ...)
+    local padded = {}
+    for _ = #reps + 1, t:dim() do padded[#padded + 1] = 1 end
+    for _, r in ipairs(reps) do padded[#padded + 1] = r end
+    return tiled(t, padded, "tile")
+  end
+
+  --- t:diag([k = 0]): a 1-D t becomes the k-th diagonal of a square matrix;
+  --- a 2-D t gives its k-th diagonal (a copy)
+  function Tensor.diag(t, k)
+    check.tensor(t, "diag", "self")
+    k = check.opt_int(k, "diag", "diagonal", 0)
+    if t:dim() == 1 then
+      local n = t:size(1)
+      local m = n + math.abs(k)
+      local out = wick.zeros({ m, m }, { dtype = t.dtype, device = t.device })
+      if n == 0 then return out end
+      local rows = index_range(n, t.device, k >= 0 and 1 or 1 - k, 1)
+      local flat = (rows - 1) * m + rows + k -- 1-based positions in the flattened matrix
+      return out:reshape(-1):index_put({ flat }, t):view(m, m)
+    end
+    if t:dim() ~= 2 then check.fail("diag", "expected a 1-D or 2-D tensor, got %d-D", t:dim()) end
+    local r, c = t:size(1), t:size(2)
+    local first_row, first_col = k >= 0 and 1 or 1 - k, k >= 0 and 1 + k or 1
+    local n = math.max(0, math.min(r - first_row + 1, c - first_col + 1))
+    if n == 0 then return wick.empty({ 0 }, { dtype = t.dtype, device = t.device }) end
+    local flat = index_range(n, t.device, (first_row - 1) * c + first_col, c + 1)
+    return t:reshape(-1):index_select(1, flat)
+  end
+
+  --- t:outer(v), t:dot(v), t:mv(v), t:lerp(end, weight), t:addcmul(t1, t2[, {value = 1}]), t:addcdiv
+  local function vec(t, fn, name)
+    check.tensor(t, fn, name)
+    if t:dim() ~= 1 then check.fail(fn, "1D tensors expected, but got %dD for %s", t:dim(), name) end
+    return t
+  end
+  function Tensor.outer(a, b) return vec(a, "outer", "self"):unsqueeze(2) * vec(b, "outer", "vec2"):unsqueeze(1) end
+  Tensor.ger = Tensor.outer
+  function Tensor.dot(a, b)
+    vec(a, "dot", "self")
+    vec(b, "dot", "tensor")
+    if a:size(1) ~= b:size(1) then
+      check.fail("dot", "inconsistent tensor size, expected tensor [%d] and src [%d] to have the same number of elements, but got %d and %d elements respectively", a:size(1), b:size(1), a:size(1), b:size(1))
+    end
+    return a:unsqueeze(1):mm(b:unsqueeze(2)):reshape({})
+  end
+  Tensor.inner = function(a, b) if a:dim() == 1 and b:dim() == 1 then return Tensor.dot(a, b) end return a:matmul(b:transpose(-1, -2)) end
+  function Tensor.mv(m, v)
+    check.tensor(m, "mv", "self")
+    if m:dim() ~= 2 then check.fail("mv", "vector + matrix @ vector expected, got a %d-D matrix", m:dim()) end
+    return m:mm(vec(v, "mv", "vec"):unsqueeze(2)):squeeze(2)
+  end
+  function Tensor.lerp(t, to, weight)
+    check.tensor(t, "lerp", "self")
+    return t + (to - t) * weight
+  end
+  local VALUE = { value = "number" }
+  function Tensor.addcmul(t, a, b, opts)
+    check.tensor(t, "addcmul", "self")
+    local value = type(opts) == "number" and opts or check.options(opts, "addcmul", VALUE).value or 1
+    return t + a * b * value
+  end
+  function Tensor.addcdiv(t, a, b, opts)
+    check.tensor(t, "addcdiv", "self")
+    local value = type(opts) == "number" and opts or check.options(opts, "addcdiv", VALUE).value or 1
+    return t + a / b * value
+  end
+  for _, name in ipairs({ "lerp", "addcmul", "addcdiv" }) do
+    local f = Tensor[name]
+    Tensor[name .. "_"] = function(t, ...) return check.tensor(t, name .. "_", "self"):copy_(f(t, ...)) end
+  end
+
+  function Tensor.tolist(t) return check.tensor(t, "tolist", "self"):totable() end
+  function Tensor.type_as(t, other)
+    check.tensor(t, "type_as", "self")
+    return t:to(check.tensor(other, "type_as", "other").dtype)
+  end
+
+  --- wick.linspace(start, stop, steps[, opts]): steps evenly spaced values,
+  --- both ends included (float32 unless a dtype says otherwise)
+  function ops.linspace(start, stop, steps, opts)
+    check.number(start, "linspace", "start")
+    check.number(stop, "linspace", "end")
+    check.int(steps, "linspace", "steps", 0)
+    if steps == 1 then return wick.full({ 1 }, start, opts) end
+    local step = (stop - start) / math.max(steps - 1, 1)
+    local i = wick.arange(0, steps, { dtype = "float64" })
+    -- the first half from start, the second from stop, as PyTorch: both ends exact
+    local half = floor(steps / 2)
+    local v = wick.where(i:lt(half), i * step + start, stop - (steps - 1 - i) * step)
+    local o = opts or {}
+    return v:to({ dtype = o.dtype or "float32", device = o.device or "cpu" })
+  end
+  --- wick.logspace(start, stop, steps[, base = 10[, opts]]): base ^ linspace(start, stop, steps)
+  function ops.logspace(start, stop, steps, base, opts)
+    if type(base) == "table" then base, opts = nil, base end
+    local o = opts or {}
+    local e = ops.linspace(start, stop, steps, { dtype = "float64" })
+    return (wick.full({}, base or 10, { dtype = "float64" }) ^ e):to({ dtype = o.dtype or "float32", device = o.device or "cpu" })
+  end
+  --- wick.meshgrid(t1, t2, ...[, {indexing = "ij"}]) (or one table of tensors):
+  --- coordinate grids; "xy" swaps the first two dims (NumPy's)
+  function ops.meshgrid(...)
+    local args = { ... }
+    local opts
+    if #args > 0 and type(args[#args]) == "table" and not is_tensor(args[#args]) and args[#args].indexing then
+      opts = table.remove(args)
+    end
+    if #args == 1 and type(args[1]) == "table" and not is_tensor(args[1]) then args = args[1] end
+    local indexing = check.options(opts, "meshgrid", { indexing = "string" }).indexing or "ij"
+    check.one_of(indexing, "meshgrid", "indexing", { "ij", "xy" })
+    local n = #args
+    for i, t in ipairs(args) do
+      check.tensor(t, "meshgrid", ("tensors[%d]"):format(i))
+      if t:dim() > 1 then check.fail("meshgrid", "expected 0-D or 1-D tensors, got %d-D for tensors[%d]", t:dim(), i) end
+    end
+    local sizes = {}
+    for i, t in ipairs(args) do sizes[i] = t:numel() end
+    local order = {}
+    for i = 1, n do order[i] = i end
+    if indexing == "xy" and n >= 2 then order[1], order[2] = 2, 1 end
+    local shape = {}
+    for pos, i in ipairs(order) do shape[pos] = sizes[i] end
+    local out = {}
+    for i, t in ipairs(args) do
+      local view = {}
+      for pos, j in ipairs(order) do view[pos] = j == i and sizes[i] or 1 end
+      out[i] = t:reshape(view):expand(shape)
+    end
+    return unpack(out, 1, n)
+  end
+
   -- ---- the module-level names ----
   for _, name in ipairs({ "tril", "triu", "split", "chunk", "unbind", "sort", "argsort", "topk", "msort", "cumsum",
-    "cumprod", "clamp", "clamp_min", "clamp_max", "clip" }) do
+    "cumprod", "clamp", "clamp_min", "clamp_max", "clip", "flip", "fliplr", "flipud", "roll", "amax", "amin",
+    "logsumexp", "nonzero", "argwhere", "repeat_interleave", "tile", "diag", "outer", "ger", "dot", "inner", "mv",
+    "lerp", "addcmul", "addcdiv" }) do
     local method = Tensor[name]
     wick[name] = function(t, ...) return method(t, ...) end
   end
-  for _, name in ipairs({ "where", "randint", "randint_like", "randperm", "multinomial", "einsum", "bernoulli", "normal" }) do
+  for _, name in ipairs({ "where", "randint", "randint_like", "randperm", "multinomial", "einsum", "bernoulli", "normal",
+    "linspace", "logspace", "meshgrid" }) do
     wick[name] = ops[name]
   end
   return ops
