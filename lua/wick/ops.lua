@@ -707,27 +707,35 @@ return function(wick)
     if dim == nil then t, dim = t:reshape(-1), 1 end
     local d = wrap_dim(t, dim, "repeat_interleave")
     local n = t:size(d)
-    local idx = {}
+    local I64 = { dtype = "int64", device = t.device }
+    local idx
     if type(repeats) == "number" then
       check.int(repeats, "repeat_interleave", "repeats", 0)
-      for i = 1, n do for _ = 1, repeats do idx[#idx + 1] = i end end
+      idx = wick.arange(1, n + 1, I64):view(n, 1):expand(n, repeats):reshape(-1)
     else
-      local reps = is_tensor(repeats) and repeats:totable() or repeats
-      if type(reps) ~= "table" then check.expected("repeat_interleave", "repeats", "a number, a table or a tensor", repeats) end
-      if type(reps) == "number" then reps = { reps } end
-      if #reps == 1 and n ~= 1 then for i = 2, n do reps[i] = reps[1] end end
-      if #reps ~= n then check.fail("repeat_interleave", "repeats must have the same size as input along dim (%d), got %d", n, #reps) end
-      for i = 1, n do
-        check.int(reps[i], "repeat_interleave", "repeats", 0)
-        for _ = 1, reps[i] do idx[#idx + 1] = i end
+      local c
+      if is_tensor(repeats) then c = repeats:to(I64)
+      elseif type(repeats) == "table" then c = wick.tensor(repeats, I64)
+      else check.expected("repeat_interleave", "repeats", "a number, a table or an int64 tensor", repeats) end
+      c = c:reshape(-1)
+      if c:numel() == 1 and n ~= 1 then c = c:expand(n) end
+      if c:numel() ~= n then
+        check.fail("repeat_interleave", "repeats must have the same size as input along dim (%d), got %d", n, c:numel())
       end
+      if n > 0 and c:min():item() < 0 then check.fail("repeat_interleave", "repeats can not be negative") end
+      -- element i repeated c[i] times: marks at the blocks' starts, summed up
+      local total = n > 0 and c:sum():item() or 0
+      local ends = c:cumsum(1)
+      local marks = wick.zeros({ total + 1 }, I64)
+      if n > 1 then marks:index_put_({ ends:narrow(1, 1, n - 1) + 1 }, wick.ones(n - 1, I64), true) end
+      idx = marks:cumsum(1):narrow(1, 1, total) + 1
     end
-    if #idx == 0 then
+    if idx:numel() == 0 then
       local shape = t:size()
       shape[d] = 0
       return wick.empty(shape, { dtype = t.dtype, device = t.device })
     end
-    return t:index_select(d, wick.tensor(idx, { dtype = "int64", device = t.device }))
+    return t:index_select(d, idx)
   end
 
   --- t["repeat"](t, sizes...) (repeat is a Lua keyword: t:repeat_tensor(...) is
@@ -801,7 +809,20 @@ return function(wick)
     end
     return a:unsqueeze(1):mm(b:unsqueeze(2)):reshape({})
   end
-  Tensor.inner = function(a, b) if a:dim() == 1 and b:dim() == 1 then return Tensor.dot(a, b) end return a:matmul(b:transpose(-1, -2)) end
+  --- t:inner(u): sums over the last dims of both; shape t's leading dims then u's
+  function Tensor.inner(a, b)
+    check.tensor(a, "inner", "self")
+    check.tensor(b, "inner", "other")
+    if a:dim() == 0 or b:dim() == 0 then return a * b end
+    local k = a:size(-1)
+    if b:size(-1) ~= k then
+      check.fail("inner", "last dimension of both inputs must match, got %d and %d", k, b:size(-1))
+    end
+    local shape = {}
+    for i = 1, a:dim() - 1 do shape[#shape + 1] = a:size(i) end
+    for i = 1, b:dim() - 1 do shape[#shape + 1] = b:size(i) end
+    return a:reshape(-1, k):mm(b:reshape(-1, k):t()):reshape(shape)
+  end
   function Tensor.mv(m, v)
     check.tensor(m, "mv", "self")
     if m:dim() ~= 2 then check.fail("mv", "vector + matrix @ vector expected, got a %d-D matrix", m:dim()) end
@@ -812,16 +833,16 @@ return function(wick)
     return t + (to - t) * weight
   end
   local VALUE = { value = "number" }
-  function Tensor.addcmul(t, a, b, opts)
-    check.tensor(t, "addcmul", "self")
-    local value = type(opts) == "number" and opts or check.options(opts, "addcmul", VALUE).value or 1
-    return t + a * b * value
+  -- t + value * (t1 op t2): the operands and value checked first
+  local function addc(t, a, b, opts, fn, div)
+    check.tensor(t, fn, "self")
+    check.tensor(a, fn, "tensor1")
+    check.tensor(b, fn, "tensor2")
+    local value = type(opts) == "number" and opts or check.options(opts, fn, VALUE).value or 1
+    return t + (div and a / b or a * b) * value
   end
-  function Tensor.addcdiv(t, a, b, opts)
-    check.tensor(t, "addcdiv", "self")
-    local value = type(opts) == "number" and opts or check.options(opts, "addcdiv", VALUE).value or 1
-    return t + a / b * value
-  end
+  function Tensor.addcmul(t, a, b, opts) return addc(t, a, b, opts, "addcmul", false) end
+  function Tensor.addcdiv(t, a, b, opts) return addc(t, a, b, opts, "addcdiv", true) end
   for _, name in ipairs({ "lerp", "addcmul", "addcdiv" }) do
     local f = Tensor[name]
     Tensor[name .. "_"] = function(t, ...) return check.tensor(t, name .. "_", "self"):copy_(f(t, ...)) end
