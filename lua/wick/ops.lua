@@ -908,16 +908,284 @@ return function(wick)
     return unpack(out, 1, n)
   end
 
+  -- ---- logical ops, counts, differences, selections ----
+
+  local function as_bool(t) return t.dtype == "bool" and t or t:ne(0) end
+  local function other_tensor(t, u, fn)
+    if type(u) == "number" or type(u) == "boolean" then
+      return wick.full({}, type(u) == "boolean" and (u and 1 or 0) or u, { device = t.device })
+    end
+    return check.tensor(u, fn, "other")
+  end
+  --- t:logical_not(), t:logical_and(u), t:logical_or(u), t:logical_xor(u): bool results, nonzero is true
+  function Tensor.logical_not(t) return check.tensor(t, "logical_not", "self"):eq(0) end
+  function Tensor.logical_and(t, u)
+    local a, b = as_bool(check.tensor(t, "logical_and", "self")), as_bool(other_tensor(t, u, "logical_and"))
+    return (a:to("int64") * b:to("int64")):ne(0)
+  end
+  function Tensor.logical_or(t, u)
+    local a, b = as_bool(check.tensor(t, "logical_or", "self")), as_bool(other_tensor(t, u, "logical_or"))
+    return (a:to("int64") + b:to("int64")):ne(0)
+  end
+  function Tensor.logical_xor(t, u)
+    local a, b = as_bool(check.tensor(t, "logical_xor", "self")), as_bool(other_tensor(t, u, "logical_xor"))
+    return a:ne(b)
+  end
+  --- t:count_nonzero([dim]): int64
+  function Tensor.count_nonzero(t, dim)
+    check.tensor(t, "count_nonzero", "self")
+    local nz = t:ne(0):to("int64")
+    if dim == nil then return nz:sum() end
+    return nz:sum(dim)
+  end
+  --- t:hypot(u): sqrt(t^2 + u^2)
+  function Tensor.hypot(t, u)
+    check.tensor(t, "hypot", "self")
+    u = other_tensor(t, u, "hypot")
+    return (t * t + u * u):sqrt()
+  end
+  local FLOAT_MAX = { float32 = 3.4028234663852886e38, float64 = 1.7976931348623157e308, float16 = 65504,
+    bfloat16 = 3.3895313892515355e38 }
+  --- t:nan_to_num([nan = 0[, posinf[, neginf]]]) (or an options table): NaN and
+  --- infinities replaced; the infinities by the dtype's largest values by default
+  function Tensor.nan_to_num(t, ...)
+    check.tensor(t, "nan_to_num", "self")
+    local o = check.positional("nan_to_num", { "nan", "posinf", "neginf" },
+      { nan = "number", posinf = "number", neginf = "number" }, ...)
+    if not t:is_floating_point() then return t:clone() end
+    local big = FLOAT_MAX[t.dtype]
+    local function fill(v) return wick.full({}, v, { dtype = t.dtype, device = t.device }) end
+    local out = wick.where(t:ne(t), fill(o.nan or 0), t)
+    out = wick.where(out:eq(huge), fill(o.posinf or big), out)
+    return wick.where(out:eq(-huge), fill(o.neginf or -big), out)
+  end
+  --- t:diff([n = 1[, dim = -1]]): differences of neighbours along dim, n times
+  function Tensor.diff(t, n, dim)
+    check.tensor(t, "diff", "self")
+    n = check.opt_int(n, "diff", "n", 1, 0)
+    local d = wrap_dim(t, dim or -1, "diff")
+    local out = t
+    for _ = 1, n do
+      local len = out:size(d)
+      if len <= 1 then
+        local shape = out:size()
+        shape[d] = 0
+        return wick.empty(shape, { dtype = out.dtype, device = out.device })
+      end
+      out = out:narrow(d, 2, len - 1) - out:narrow(d, 1, len - 1)
+    end
+    return out
+  end
+  --- t:trace(): the sum of a matrix's diagonal
+  function Tensor.trace(t)
+    check.tensor(t, "trace", "self")
+    if t:dim() ~= 2 then check.fail("trace", "expected a matrix, but got tensor with dim %d", t:dim()) end
+    return t:diag():sum()
+  end
+  --- t:movedim(source, destination) (t:moveaxis): dims moved, the others in their order; a view
+  function Tensor.movedim(t, src, dst)
+    check.tensor(t, "movedim", "self")
+    local srcs, dsts = dims_arg(t, src, "movedim"), dims_arg(t, dst, "movedim")
+    if #srcs ~= #dsts then
+      check.fail("movedim", "Invalid source or destination dims: source (%d dims) should contain the same number of dims as destination (%d dims)", #srcs, #dsts)
+    end
+    local n, perm, used, taken = t:dim(), {}, {}, {}
+    for i, sd in ipairs(srcs) do
+      if taken[sd] or perm[dsts[i]] then check.fail("movedim", "repeated dim in source or destination") end
+      perm[dsts[i]], taken[sd] = sd, true
+    end
+    local rest = {}
+    for d = 1, n do if not taken[d] then rest[#rest + 1] = d end end
+    local k = 1
+    for pos = 1, n do
+      if not perm[pos] then perm[pos], k = rest[k], k + 1 end
+      used[pos] = true
+    end
+    if n == 0 then return t:view({}) end
+    return t:permute(perm)
+  end
+  Tensor.moveaxis = Tensor.movedim
+  --- t:take(index): t as 1-D, at the 1-based positions of index (index's shape)
+  function Tensor.take(t, index)
+    check.tensor(t, "take", "self")
+    check.tensor(index, "take", "index")
+    return t:reshape(-1):index_select(1, index:reshape(-1)):view(index.shape)
+  end
+
+  --- t:index_add(dim, index, source[, {alpha = 1}]) and index_add_: slice
+  --- index[i] of t along dim plus alpha times slice i of source (repeated
+  --- indices add up)
+  local ALPHA = { alpha = "number" }
+  local function index_add(t, dim, index, source, opts, fn, inplace)
+    check.tensor(t, fn, "self")
+    local d = wrap_dim(t, dim, fn)
+    check.tensor(index, fn, "index")
+    check.tensor(source, fn, "source")
+    local alpha = type(opts) == "number" and opts or check.options(opts, fn, ALPHA).alpha or 1
+    if index:dim() > 1 then check.fail(fn, "index should have at most one dimension, got %d", index:dim()) end
+    local src = alpha == 1 and source or source * alpha
+    local out = t:movedim(d, 1):index_put({ index:reshape(-1) }, src:movedim(d, 1), true):movedim(1, d)
+    if inplace then return t:copy_(out) end
+    return out
+  end
+  function Tensor.index_add(t, dim, index, source, opts) return index_add(t, dim, index, source, opts, "index_add", false) end
+  function Tensor.index_add_(t, dim, index, source, opts) return index_add(t, dim, index, source, opts, "index_add_", true) end
+
+  --- t:scatter_add(dim, index, src) and scatter_add_: t[... index[i][j] ...] += src[i][j] along dim (1-based)
+  local function scatter_add(t, dim, index, src, fn, inplace)
+    check.tensor(t, fn, "self")
+    local d = wrap_dim(t, dim, fn)
+    check.tensor(index, fn, "index")
+    check.tensor(src, fn, "src")
+    if index:dim() ~= t:dim() then
+      check.fail(fn, "Index tensor must have the same number of dimensions as self tensor (%d), got %d", t:dim(), index:dim())
+    end
+    if index:numel() == 0 then return inplace and t or t:clone() end
+    -- the flat position in t of each element of index: coordinates, with dim's from index
+    local I64 = { dtype = "int64", device = t.device }
+    local flat = wick.zeros(index.shape, I64)
+    local stride = 1
+    for k = t:dim(), 1, -1 do
+      local coord
+      if k == d then
+        coord = index:to("int64") - 1
+      else
+        local shape = {}
+        for j = 1, index:dim() do shape[j] = j == k and index:size(k) or 1 end
+        coord = wick.arange(0, index:size(k), I64):view(shape)
+      end
+      flat = flat + coord * stride
+      stride = stride * t:size(k)
+    end
+    local values = src
+    if src:dim() == index:dim() then
+      local box = {}
+      for j = 1, index:dim() do box[j] = { 1, index:size(j) } end
+      values = src[box]
+    end
+    local out = t:reshape(-1):index_put({ flat:reshape(-1) + 1 }, values:reshape(-1), true):view(t.shape)
+    if inplace then return t:copy_(out) end
+    return out
+  end
+  function Tensor.scatter_add(t, dim, index, src) return scatter_add(t, dim, index, src, "scatter_add", false) end
+  function Tensor.scatter_add_(t, dim, index, src) return scatter_add(t, dim, index, src, "scatter_add_", true) end
+
+  --- t:median([dim[, keepdim]]): the lower median (PyTorch's); with dim the
+  --- values and their 1-based indices
+  function Tensor.median(t, dim, keepdim)
+    check.tensor(t, "median", "self")
+    if dim == nil then
+      local flat = t:reshape(-1)
+      if flat:numel() == 0 then check.fail("median", "median() input tensor cannot be empty") end
+      return (flat:sort()):select(1, floor((flat:numel() - 1) / 2) + 1)
+    end
+    local d = wrap_dim(t, dim, "median")
+    return Tensor.kthvalue(t, floor((t:size(d) - 1) / 2) + 1, d, keepdim)
+  end
+  --- t:kthvalue(k[, dim = -1[, keepdim]]): the k-th smallest values along dim and their 1-based indices
+  function Tensor.kthvalue(t, k, dim, keepdim)
+    check.tensor(t, "kthvalue", "self")
+    local d = wrap_dim(t, dim or -1, "kthvalue")
+    local n = t:dim() > 0 and t:size(d) or 1
+    check.int(k, "kthvalue", "k")
+    if k < 1 or k > n then check.fail("kthvalue", "k (%d) is out of range for dimension of size %d", k, n) end
+    local v, i = t:sort(d)
+    v, i = v:narrow(d, k, 1), i:narrow(d, k, 1)
+    if not keepdim and t:dim() > 0 then v, i = v:squeeze(d), i:squeeze(d) end
+    return v, i
+  end
+
+  --- t:unique([{sorted = true, return_inverse = false, return_counts = false}]):
+  --- the distinct values (sorted), then the inverse (1-based) and the counts when asked
+  function Tensor.unique(t, opts)
+    check.tensor(t, "unique", "self")
+    opts = check.options(opts, "unique", { sorted = "boolean", return_inverse = "boolean", return_counts = "boolean", dim = "integer" })
+    if opts.dim ~= nil then check.fail("unique", "dim is not supported yet: unique over whole slices") end
+    local flat = t:reshape(-1)
+    local n = flat:numel()
+    local I64 = { dtype = "int64", device = t.device }
+    if n == 0 then
+      local e = wick.empty({ 0 }, { dtype = t.dtype, device = t.device })
+      return e, opts.return_inverse and wick.empty(t.shape, I64) or nil, opts.return_counts and wick.empty({ 0 }, I64) or nil
+    end
+    local s, order = flat:sort()
+    local change = wick.ones({ n }, { dtype = "bool", device = t.device })
+    if n > 1 then change:narrow(1, 2, n - 1):copy_(s:narrow(1, 2, n - 1):ne(s:narrow(1, 1, n - 1))) end
+    local values = s:masked_select(change)
+    local inverse, counts
+    if opts.return_inverse then
+      local group = change:to("int64"):cumsum(1) -- 1-based group of each sorted element
+      inverse = wick.zeros({ n }, I64):scatter(1, order, group):view(t.shape)
+    end
+    if opts.return_counts then
+      local starts = change:nonzero():reshape(-1)
+      counts = wick.cat({ starts, wick.full({ 1 }, n + 1, I64) }):diff()
+    end
+    if opts.return_inverse and opts.return_counts then return values, inverse, counts end
+    if opts.return_inverse then return values, inverse end
+    if opts.return_counts then return values, counts end
+    return values
+  end
+
+  --- t:var_mean([dim][, opts]) and t:std_mean: both at once, as PyTorch's
+  -- mean's arguments: var's, without correction / unbiased
+  local function mean_args(...)
+    local args = { ... }
+    local n = select("#", ...)
+    local last = args[n]
+    if type(last) == "table" and not is_tensor(last) and getmetatable(last) == nil then
+      local rest = {}
+      for k, v in pairs(last) do if k ~= "correction" and k ~= "unbiased" then rest[k] = v end end
+      args[n] = next(rest) ~= nil and rest or nil
+    end
+    return unpack(args, 1, n)
+  end
+  function Tensor.var_mean(t, ...) return check.tensor(t, "var_mean", "self"):var(...), t:mean(mean_args(...)) end
+  function Tensor.std_mean(t, ...) return check.tensor(t, "std_mean", "self"):std(...), t:mean(mean_args(...)) end
+
+  --- wick.cdist(x1, x2[, p = 2]): the p-norm distances between the rows of
+  --- x1 [.., P, M] and x2 [.., R, M]: [.., P, R]
+  function ops.cdist(x1, x2, p)
+    check.tensor(x1, "cdist", "x1")
+    check.tensor(x2, "cdist", "x2")
+    if p ~= nil then check.number(p, "cdist", "p") end
+    p = p or 2
+    if x1:dim() < 2 or x2:dim() < 2 then check.fail("cdist", "cdist only supports at least 2D tensors, X1 got: %dD", x1:dim()) end
+    if x1:size(-1) ~= x2:size(-1) then
+      check.fail("cdist", "X1 and X2 must have the same number of columns. X1: %d X2: %d", x1:size(-1), x2:size(-1))
+    end
+    local diff = x1:unsqueeze(-2) - x2:unsqueeze(-3)
+    return diff:norm(p, -1)
+  end
+  --- wick.tril_indices(row, col[, offset = 0[, opts]]), wick.triu_indices: the
+  --- 1-based coordinates of the triangle, int64 [2, N] in row-major order
+  local function tri_indices(row, col, offset, opts, lower, fn)
+    if type(offset) == "table" then offset, opts = nil, offset end
+    check.int(row, fn, "row", 0)
+    check.int(col, fn, "col", 0)
+    offset = check.opt_int(offset, fn, "offset", 0)
+    local o = opts or {}
+    local I64 = { dtype = "int64", device = o.device or "cpu" }
+    local r = wick.arange(1, row + 1, I64):view(row, 1):expand(row, col)
+    local c = wick.arange(1, col + 1, I64):view(1, col):expand(row, col)
+    local keep = lower and (c - r):le(offset) or (c - r):ge(offset)
+    return wick.stack({ r:masked_select(keep), c:masked_select(keep) })
+  end
+  function ops.tril_indices(row, col, offset, opts) return tri_indices(row, col, offset, opts, true, "tril_indices") end
+  function ops.triu_indices(row, col, offset, opts) return tri_indices(row, col, offset, opts, false, "triu_indices") end
+
   -- ---- the module-level names ----
   for _, name in ipairs({ "tril", "triu", "split", "chunk", "unbind", "sort", "argsort", "topk", "msort", "cumsum",
     "cumprod", "clamp", "clamp_min", "clamp_max", "clip", "flip", "fliplr", "flipud", "roll", "amax", "amin",
     "logsumexp", "nonzero", "argwhere", "repeat_interleave", "tile", "diag", "outer", "ger", "dot", "inner", "mv",
-    "lerp", "addcmul", "addcdiv" }) do
+    "lerp", "addcmul", "addcdiv", "logical_not", "logical_and", "logical_or", "logical_xor", "count_nonzero",
+    "hypot", "nan_to_num", "diff", "trace", "movedim", "moveaxis", "take", "index_add", "scatter_add", "median",
+    "kthvalue", "unique", "var_mean", "std_mean" }) do
     local method = Tensor[name]
     wick[name] = function(t, ...) return method(t, ...) end
   end
   for _, name in ipairs({ "where", "randint", "randint_like", "randperm", "multinomial", "einsum", "bernoulli", "normal",
-    "linspace", "logspace", "meshgrid" }) do
+    "linspace", "logspace", "meshgrid", "cdist", "tril_indices", "triu_indices" }) do
     wick[name] = ops[name]
   end
   return ops
