@@ -1331,3 +1331,66 @@ describe("F's activations, distances, one_hot and losses against their formulas"
     assert_error_has(function() F.smooth_l1_loss(a, b, { reduction = "batchmean" }) end, "reduction")
   end)
 end)
+
+describe("1-D convolution and pooling, adaptive pooling, group norm, pixel shuffle, threshold, pair losses", function()
+  local F = nn.functional
+  local function same(x, want) assert.are.same(want, x:totable()) end
+
+  it("conv1d, max_pool1d, avg_pool1d, adaptive pools (functional and modules agree)", function()
+    local x = wick.arange(8):reshape(1, 2, 4)
+    local w = wick.ones(3, 2, 2)
+    same(F.conv1d(x, w), { { { 10, 14, 18 }, { 10, 14, 18 }, { 10, 14, 18 } } })
+    same(F.conv1d(x, w, nil, 2), { { { 10, 18 }, { 10, 18 }, { 10, 18 } } })
+    same(F.conv1d(x, w, wick.ones(3), { padding = 1 }):select(2, 1), { { 5, 11, 15, 19, 11 } })
+    same(F.conv1d(x[1], w), { { 10, 14, 18 }, { 10, 14, 18 }, { 10, 14, 18 } }) -- unbatched
+    local conv = nn.Conv1d(2, 3, 2)
+    assert_close(conv(x), F.conv1d(x, conv.weight, conv.bias):totable(), 1e-6)
+    same(F.max_pool1d(x, 2), { { { 1, 3 }, { 5, 7 } } })
+    same(F.avg_pool1d(x, 2, 1), { { { 0.5, 1.5, 2.5 }, { 4.5, 5.5, 6.5 } } })
+    same(F.adaptive_avg_pool1d(x, 2), { { { 0.5, 2.5 }, { 4.5, 6.5 } } })
+    same(nn.AdaptiveAvgPool1d(1)(x), { { { 1.5 }, { 5.5 } } })
+    local img = wick.arange(16):reshape(1, 1, 4, 4)
+    same(F.adaptive_avg_pool2d(img, 2), { { { { 2.5, 4.5 }, { 10.5, 12.5 } } } })
+    assert.are.same({ 1, 1, 3, 3 }, nn.AdaptiveAvgPool2d({ 3, 3 })(img):size())
+  end)
+
+  it("group_norm: F and nn.GroupNorm", function()
+    local x = wick.arange(8):reshape(1, 4, 2)
+    local y = F.group_norm(x, 2)
+    local s = 1 / math.sqrt(1.25 + 1e-5) -- each group 0..3 (shifted): variance 1.25
+    assert_close(y, { { { -1.5 * s, -0.5 * s }, { 0.5 * s, 1.5 * s }, { -1.5 * s, -0.5 * s }, { 0.5 * s, 1.5 * s } } }, 1e-5)
+    local gn = nn.GroupNorm(2, 4)
+    gn.weight:detach():fill_(2)
+    assert_close(gn(x), F.group_norm(x, 2, gn.weight, gn.bias):totable(), 1e-6)
+    assert_error_has(function() F.group_norm(wick.ones(1, 3, 2), 2) end, "divisible by num_groups")
+  end)
+
+  it("pixel_shuffle and pixel_unshuffle invert each other", function()
+    local t = wick.arange(32):reshape(2, 4, 2, 2)
+    local up = F.pixel_shuffle(t, 2)
+    assert.are.same({ 2, 1, 4, 4 }, up:size())
+    same(up[1][1][1], { 0, 4, 1, 5 }) -- channel c*4 + i*2 + j goes to (h*2 + i, w*2 + j)
+    assert.is_true(F.pixel_unshuffle(up, 2):equal(t))
+    assert.is_true(nn.PixelUnshuffle(2)(nn.PixelShuffle(2)(t)):equal(t))
+    assert_error_has(function() F.pixel_shuffle(wick.ones(1, 3, 2, 2), 2) end, "divisible by the square")
+  end)
+
+  it("threshold, tanhshrink", function()
+    same(F.threshold(wick.tensor({ -1, 0.5, 2 }), 0.6, -5), { -5, -5, 2 })
+    same(nn.Threshold(0, 9)(wick.tensor({ -1, 1 })), { 9, 1 })
+    assert_close(nn.Tanhshrink()(wick.tensor({ 1 }, F64)), { 1 - math.tanh(1) }, 1e-15)
+  end)
+
+  it("margin_ranking_loss, cosine_embedding_loss, triplet_margin_loss and their modules", function()
+    assert.are.equal(0.75, F.margin_ranking_loss(wick.tensor({ 1, 2 }), wick.tensor({ 2, 1 }), wick.tensor({ 1, 1 }), { margin = 0.5 }):item())
+    assert.are.equal(1.5, nn.MarginRankingLoss({ margin = 0.5, reduction = "sum" })(wick.tensor({ 1, 2 }), wick.tensor({ 2, 1 }), wick.tensor({ 1, 1 })):item())
+    assert_close(F.cosine_embedding_loss(wick.tensor({ { 1, 0 }, { 1, 0 } }), wick.tensor({ { 0, 1 }, { 1, 0 } }), wick.tensor({ 1, -1 })), 1, 1e-6)
+    assert_close(nn.CosineEmbeddingLoss({ margin = 0.5, reduction = "none" })(wick.tensor({ { 1, 0 } }), wick.tensor({ { 1, 1 } }), wick.tensor({ -1 })),
+      { math.sqrt(0.5) - 0.5 }, 1e-6)
+    local a, p, n = wick.tensor({ { 0, 0 } }), wick.tensor({ { 3, 4 } }), wick.tensor({ { 1, 0 } })
+    assert_close(F.triplet_margin_loss(a, p, n), 5, 1e-5)
+    assert_close(nn.TripletMarginLoss({ margin = 2 })(a, p, n), 6, 1e-5)
+    assert_close(F.triplet_margin_loss(a, p, n, { swap = true }), 5, 1e-5) -- d(p, n) is larger: no swap
+    assert_error_has(function() F.margin_ranking_loss(a, p, n, "sum") end, "options table")
+  end)
+end)

@@ -7,6 +7,7 @@ local core = wick._core
 local tensor, opt_tensor = check.tensor, check.opt_tensor
 
 local F = {}
+local unpack = table.unpack or unpack
 
 -- The same-device rule for a loss's extra operands, named after the loss (the
 -- core's ops check it too, naming their own op).
@@ -466,6 +467,176 @@ function F.avg_pool2d(x, kernel_size, opts)
   return core.avg_pool2d(x, kernel_size, opts or {})
 end
 
+-- ---- 1-D forms over the 2-D ops, pooling to a size, group norm, pixel shuffle ----
+
+-- a 1-D op's options (PyTorch's positional order, or a table) as the 2-D op's
+local function pair_opts(fn, order, spec, ...)
+  local o = check.positional(fn, order, spec, ...)
+  local out = {}
+  for k, v in pairs(o) do
+    if type(v) == "number" and k ~= "groups" and k ~= "divisor_override" then out[k] = { k == "padding" and 0 or 1, v }
+    else out[k] = v end
+  end
+  return out
+end
+local function as_2d(x, fn)
+  tensor(x, fn, "input")
+  if x:dim() ~= 2 and x:dim() ~= 3 then check.fail(fn, "expected 2-D (unbatched) or 3-D input, got %d-D", x:dim()) end
+  return x:unsqueeze(-2), x:dim() == 2
+end
+
+--- F.conv1d(x, weight[, bias[, stride = 1[, padding = 0[, dilation = 1[, groups = 1]]]]]) (or
+--- an options table): x [N, C, L] (or [C, L]), weight [out, C / groups, k]
+function F.conv1d(x, weight, bias, ...)
+  local x2 = as_2d(x, "conv1d")
+  tensor(weight, "conv1d", "weight")
+  if weight:dim() ~= 3 then check.fail("conv1d", "weight must be 3-D [out, in / groups, k], got %d-D", weight:dim()) end
+  local o = pair_opts("conv1d", { "stride", "padding", "dilation", "groups" },
+    { stride = "integer", padding = "integer|string", dilation = "integer", groups = "integer" }, ...)
+  local y = F.conv2d(x2, weight:unsqueeze(3), bias, o):squeeze(-2)
+  return x:dim() == 2 and y:squeeze(1) or y
+end
+--- F.max_pool1d(x, kernel_size[, stride[, padding[, dilation[, ceil_mode]]]]), F.avg_pool1d(x,
+--- kernel_size[, stride[, padding[, ceil_mode[, count_include_pad]]]]) (or an options table)
+function F.max_pool1d(x, kernel_size, ...)
+  local x2 = as_2d(x, "max_pool1d")
+  check.int(kernel_size, "max_pool1d", "kernel_size", 1)
+  local o = pair_opts("max_pool1d", { "stride", "padding", "dilation", "ceil_mode" },
+    { stride = "integer", padding = "integer", dilation = "integer", ceil_mode = "boolean" }, ...)
+  return F.max_pool2d(x2, { 1, kernel_size }, o):squeeze(-2)
+end
+function F.avg_pool1d(x, kernel_size, ...)
+  local x2 = as_2d(x, "avg_pool1d")
+  check.int(kernel_size, "avg_pool1d", "kernel_size", 1)
+  local o = pair_opts("avg_pool1d", { "stride", "padding", "ceil_mode", "count_include_pad" },
+    { stride = "integer", padding = "integer", ceil_mode = "boolean", count_include_pad = "boolean" }, ...)
+  return F.avg_pool2d(x2, { 1, kernel_size }, o):squeeze(-2)
+end
+
+local ADAPTIVE_MAX_BINS = 2 ^ 20
+-- PyTorch's adaptive bins of n into out: {first (1-based), length}
+local function adaptive_bins(n, out)
+  local bins = {}
+  for i = 0, out - 1 do
+    local a, b = math.floor(i * n / out), math.ceil((i + 1) * n / out)
+    bins[#bins + 1] = { a + 1, b - a }
+  end
+  return bins
+end
+--- F.adaptive_avg_pool2d(x, output_size): averages over PyTorch's adaptive bins
+--- (output_size a number or {h, w}, nil keeping that size)
+function F.adaptive_avg_pool2d(x, output_size)
+  tensor(x, "adaptive_avg_pool2d", "input")
+  if type(output_size) == "number" then output_size = { output_size, output_size } end
+  check.table(output_size, "adaptive_avg_pool2d", "output_size")
+  for i = 1, 2 do
+    if output_size[i] ~= nil then check.int(output_size[i], "adaptive_avg_pool2d", "output_size", 1) end
+  end
+  if x:dim() ~= 3 and x:dim() ~= 4 then check.fail("adaptive_avg_pool2d", "expected a 3-D or 4-D input, got %d-D", x:dim()) end
+  local hd, wd = x:dim() - 1, x:dim()
+  local H, W = x:size(hd), x:size(wd)
+  local oh, ow = output_size[1] or H, output_size[2] or W
+  if oh * ow > ADAPTIVE_MAX_BINS then -- the bins below are Lua tables and a loop each
+    check.fail("adaptive_avg_pool2d", "output_size %d x %d has more than %d bins", oh, ow, ADAPTIVE_MAX_BINS)
+  end
+  if H % oh == 0 and W % ow == 0 then -- equal bins: one reshape and a mean
+    local shape = x:size()
+    shape[hd], shape[wd] = oh, H / oh
+    shape[#shape + 1], shape[#shape + 2] = ow, W / ow
+    return x:reshape(shape):mean(wd + 2):mean(wd)
+  end
+  local rows = {}
+  for _, r in ipairs(adaptive_bins(H, oh)) do
+    local cols = {}
+    local strip = x:narrow(hd, r[1], r[2])
+    for _, c in ipairs(adaptive_bins(W, ow)) do cols[#cols + 1] = strip:narrow(wd, c[1], c[2]):mean(wd):mean(hd) end
+    rows[#rows + 1] = wick.stack(cols, hd)
+  end
+  return wick.stack(rows, hd)
+end
+--- F.adaptive_avg_pool1d(x, output_size)
+function F.adaptive_avg_pool1d(x, output_size)
+  local x2 = as_2d(x, "adaptive_avg_pool1d")
+  check.int(output_size, "adaptive_avg_pool1d", "output_size", 1)
+  return F.adaptive_avg_pool2d(x2, { 1, output_size }):squeeze(-2)
+end
+
+--- F.group_norm(x, num_groups[, weight[, bias[, eps = 1e-5]]]): statistics over each group of channels
+function F.group_norm(x, num_groups, weight, bias, eps)
+  tensor(x, "group_norm", "input")
+  check.int(num_groups, "group_norm", "num_groups", 1)
+  opt_tensor(weight, "group_norm", "weight")
+  opt_tensor(bias, "group_norm", "bias")
+  if eps ~= nil then check.number(eps, "group_norm", "eps") end
+  eps = eps or 1e-5
+  local c = x:dim() >= 2 and x:size(2) or 0
+  if x:dim() < 2 or c % num_groups ~= 0 then
+    check.fail("group_norm", "expected an input of shape (N, C, ...) with C divisible by num_groups (%d), got [%s]", num_groups, table.concat(x:size(), ", "))
+  end
+  local n, per = x:size(1), 1
+  for i = 2, x:dim() do per = per * x:size(i) end
+  local g = x:reshape({ n, num_groups, per / num_groups })
+  local mean = g:mean(3, true)
+  local var = g:var(3, { unbiased = false, keepdim = true })
+  local y = ((g - mean) / (var + eps):sqrt()):reshape(x:size())
+  local shape = { 1, c }
+  for _ = 3, x:dim() do shape[#shape + 1] = 1 end
+  if weight then y = y * weight:view(shape) end
+  if bias then y = y + bias:view(shape) end
+  return y
+end
+
+--- F.pixel_shuffle(x, r): [.., C r^2, H, W] to [.., C, H r, W r]; F.pixel_unshuffle the inverse
+function F.pixel_shuffle(x, r)
+  tensor(x, "pixel_shuffle", "input")
+  check.int(r, "pixel_shuffle", "upscale_factor", 1)
+  if x:dim() < 3 then check.fail("pixel_shuffle", "expected at least 3 dimensions, got %d", x:dim()) end
+  local s = x:size()
+  local n = #s
+  local c, h, w = s[n - 2], s[n - 1], s[n]
+  if c % (r * r) ~= 0 then check.fail("pixel_shuffle", "pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of upscale_factor, but input.size(-3)=%d is not divisible by %d", c, r * r) end
+  local lead = {}
+  for i = 1, n - 3 do lead[i] = s[i] end
+  local v = { unpack(lead) }
+  for _, d in ipairs({ c / (r * r), r, r, h, w }) do v[#v + 1] = d end
+  local perm = {}
+  for i = 1, #lead do perm[i] = i end
+  local b = #lead
+  for _, d in ipairs({ 1, 4, 2, 5, 3 }) do perm[#perm + 1] = b + d end
+  local out = { unpack(lead) }
+  for _, d in ipairs({ c / (r * r), h * r, w * r }) do out[#out + 1] = d end
+  return x:reshape(v):permute(perm):reshape(out)
+end
+function F.pixel_unshuffle(x, r)
+  tensor(x, "pixel_unshuffle", "input")
+  check.int(r, "pixel_unshuffle", "downscale_factor", 1)
+  if x:dim() < 3 then check.fail("pixel_unshuffle", "expected at least 3 dimensions, got %d", x:dim()) end
+  local s = x:size()
+  local n = #s
+  local c, h, w = s[n - 2], s[n - 1], s[n]
+  if h % r ~= 0 or w % r ~= 0 then check.fail("pixel_unshuffle", "height and width (%d, %d) must be divisible by downscale_factor %d", h, w, r) end
+  local lead = {}
+  for i = 1, n - 3 do lead[i] = s[i] end
+  local v = { unpack(lead) }
+  for _, d in ipairs({ c, h / r, r, w / r, r }) do v[#v + 1] = d end
+  local perm = {}
+  for i = 1, #lead do perm[i] = i end
+  local b = #lead
+  for _, d in ipairs({ 1, 3, 5, 2, 4 }) do perm[#perm + 1] = b + d end
+  local out = { unpack(lead) }
+  for _, d in ipairs({ c * r * r, h / r, w / r }) do out[#out + 1] = d end
+  return x:reshape(v):permute(perm):reshape(out)
+end
+
+--- F.threshold(x, threshold, value): x where x > threshold, else value; F.tanhshrink(x): x - tanh(x)
+function F.threshold(x, threshold, value)
+  tensor(x, "threshold", "input")
+  check.number(threshold, "threshold", "threshold")
+  check.number(value, "threshold", "value")
+  return wick.where(x:gt(threshold), x, wick.full({}, value, { dtype = x.dtype, device = x.device }))
+end
+function F.tanhshrink(x) return tensor(x, "tanhshrink", "input") - x:tanh() end
+
 --- Fused attention, like torch.nn.functional.scaled_dot_product_attention:
 --- F.scaled_dot_product_attention(q, k, v[, {attn_mask =, dropout_p = 0, is_causal = false,
 --- scale =, enable_gqa = false}]) (or those arguments positionally, in PyTorch's order).
@@ -726,6 +897,45 @@ function F.kl_div(input, target, opts)
     return loss:sum() / (input:dim() > 0 and input:size(1) or 1)
   end
   return reduce(loss, opts.reduction)
+end
+
+-- the losses of two inputs and a +-1 target: checks, then the reduction
+local function pair_loss(fn, x1, x2, y, opts, spec)
+  tensor(x1, fn, "input1")
+  tensor(x2, fn, "input2")
+  tensor(y, fn, "target")
+  if opts ~= nil and (type(opts) ~= "table" or getmetatable(opts) ~= nil) then
+    check.fail(fn, "expected an options table as argument 4, got %s", check.describe(opts))
+  end
+  opts = check.options(opts, fn, spec)
+  if opts.reduction ~= nil then check.one_of(opts.reduction, fn, "reduction", REDUCTIONS) end
+  return opts
+end
+local MARGIN = { reduction = "string", margin = "number" }
+--- F.margin_ranking_loss(x1, x2, y[, {margin = 0, reduction}]): max(0, -y (x1 - x2) + margin)
+function F.margin_ranking_loss(x1, x2, y, opts)
+  opts = pair_loss("margin_ranking_loss", x1, x2, y, opts, MARGIN)
+  return reduce((-y * (x1 - x2) + (opts.margin or 0)):clamp_min(0), opts.reduction)
+end
+--- F.cosine_embedding_loss(x1, x2, y[, {margin = 0, reduction}]): 1 - cos where y = 1,
+--- max(0, cos - margin) where y = -1 (cosines along dim 2)
+function F.cosine_embedding_loss(x1, x2, y, opts)
+  opts = pair_loss("cosine_embedding_loss", x1, x2, y, opts, MARGIN)
+  local dim = x1:dim() > 1 and 2 or 1
+  local cos = (x1 * x2):sum(dim) / ((x1 * x1):sum(dim) * (x2 * x2):sum(dim) + 1e-12):sqrt()
+  local loss = wick.where(y:eq(1), 1 - cos, (cos - (opts.margin or 0)):clamp_min(0))
+  return reduce(wick.where(y:eq(1):logical_or(y:eq(-1)), loss, cos * 0), opts.reduction)
+end
+--- F.triplet_margin_loss(anchor, positive, negative[, {margin = 1, p = 2, eps = 1e-6, swap = false, reduction}]):
+--- max(d(a, p) - d(a, n) + margin, 0), d the pairwise p-norm distance
+local TRIPLET = { reduction = "string", margin = "number", p = "number", eps = "number", swap = "boolean" }
+function F.triplet_margin_loss(a, pos, neg, opts)
+  opts = pair_loss("triplet_margin_loss", a, pos, neg, opts, TRIPLET)
+  local p, eps = opts.p or 2, opts.eps or 1e-6
+  local dp = F.pairwise_distance(a, pos, p, eps)
+  local dn = F.pairwise_distance(a, neg, p, eps)
+  if opts.swap then dn = wick.minimum(dn, F.pairwise_distance(pos, neg, p, eps)) end
+  return reduce((dp - dn + (opts.margin or 1)):clamp_min(0), opts.reduction)
 end
 
 function F.l1_loss(input, target, opts)

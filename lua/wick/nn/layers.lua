@@ -271,35 +271,7 @@ function L.AdaptiveAvgPool2d:init(output_size)
   end
   self.output_size = { output_size[1], output_size[2] }
 end
-local function adaptive_bins(n, out)
-  local bins = {}
-  for i = 0, out - 1 do
-    local a, b = math.floor(i * n / out), math.ceil((i + 1) * n / out)
-    bins[#bins + 1] = { a + 1, b - a }
-  end
-  return bins
-end
-function L.AdaptiveAvgPool2d:forward(x)
-  check.tensor(x, "AdaptiveAvgPool2d", "input")
-  if x:dim() ~= 3 and x:dim() ~= 4 then check.fail("AdaptiveAvgPool2d", "expected a 3-D or 4-D input, got %d-D", x:dim()) end
-  local hd, wd = x:dim() - 1, x:dim()
-  local H, W = x:size(hd), x:size(wd)
-  local oh, ow = self.output_size[1] or H, self.output_size[2] or W
-  if H % oh == 0 and W % ow == 0 then -- equal bins: one reshape and a mean
-    local shape = x:size()
-    shape[hd], shape[wd] = oh, H / oh
-    shape[#shape + 1], shape[#shape + 2] = ow, W / ow
-    return x:reshape(shape):mean(wd + 2):mean(wd)
-  end
-  local rows = {}
-  for _, r in ipairs(adaptive_bins(H, oh)) do
-    local cols = {}
-    local strip = x:narrow(hd, r[1], r[2])
-    for _, c in ipairs(adaptive_bins(W, ow)) do cols[#cols + 1] = strip:narrow(wd, c[1], c[2]):mean(wd):mean(hd) end
-    rows[#rows + 1] = wick.stack(cols, hd)
-  end
-  return wick.stack(rows, hd)
-end
+function L.AdaptiveAvgPool2d:forward(x) return F.adaptive_avg_pool2d(x, self.output_size) end
 
 --- nn.Upsample([size[, scale_factor[, mode = "nearest"[, align_corners[, recompute_scale_factor]]]]][, opts]):
 --- F.interpolate with the module's arguments; nn.UpsamplingNearest2d, nn.UpsamplingBilinear2d (align_corners).
@@ -478,18 +450,7 @@ function L.GroupNorm:forward(x)
   if x:dim() < 2 or x:size(2) ~= self.num_channels then
     check.fail("GroupNorm", "expected an input of shape (N, %d, ...), got [%s]", self.num_channels, table.concat(x:size(), ", "))
   end
-  local n, per = x:size(1), 1
-  for i = 2, x:dim() do per = per * x:size(i) end
-  local g = x:reshape({ n, self.num_groups, per / self.num_groups })
-  local mean = g:mean(3, true)
-  local var = g:var(3, { unbiased = false, keepdim = true })
-  local y = ((g - mean) / (var + self.eps):sqrt()):reshape(x:size())
-  if self.weight then
-    local shape = { 1, self.num_channels }
-    for _ = 3, x:dim() do shape[#shape + 1] = 1 end
-    y = y * self.weight:view(shape) + self.bias:view(shape)
-  end
-  return y
+  return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 end
 function L.GroupNorm:extra_repr() return ("%d, %d, eps=%s"):format(self.num_groups, self.num_channels, self.eps) end
 
@@ -670,6 +631,39 @@ for name, fn in pairs({ ReLU6 = F.relu6, Hardsigmoid = F.hardsigmoid, Hardswish 
   L[name].init = inplace_init(name)
 end
 L.LogSigmoid = activation("LogSigmoid", F.logsigmoid)
+L.Tanhshrink = activation("Tanhshrink", F.tanhshrink)
+--- nn.Threshold(threshold, value[, inplace])
+L.Threshold = activation("Threshold", function(x, self) return F.threshold(x, self.threshold, self.value) end)
+function L.Threshold:init(threshold, value, ...)
+  check.number(threshold, "Threshold", "threshold")
+  check.number(value, "Threshold", "value")
+  self.threshold, self.value = threshold, value
+  self.inplace = check.positional("Threshold", { "inplace" }, INPLACE, ...).inplace == true
+end
+--- nn.PixelShuffle(upscale_factor), nn.PixelUnshuffle(downscale_factor)
+L.PixelShuffle = Module:extend("PixelShuffle")
+function L.PixelShuffle:init(r) self.upscale_factor = check.int(r, "PixelShuffle", "upscale_factor", 1) end
+function L.PixelShuffle:forward(x) return F.pixel_shuffle(x, self.upscale_factor) end
+L.PixelUnshuffle = Module:extend("PixelUnshuffle")
+function L.PixelUnshuffle:init(r) self.downscale_factor = check.int(r, "PixelUnshuffle", "downscale_factor", 1) end
+function L.PixelUnshuffle:forward(x) return F.pixel_unshuffle(x, self.downscale_factor) end
+--- nn.AdaptiveAvgPool1d(output_size)
+L.AdaptiveAvgPool1d = Module:extend("AdaptiveAvgPool1d")
+function L.AdaptiveAvgPool1d:init(n) self.output_size = check.int(n, "AdaptiveAvgPool1d", "output_size", 1) end
+function L.AdaptiveAvgPool1d:forward(x) return F.adaptive_avg_pool1d(x, self.output_size) end
+--- nn.MarginRankingLoss([opts]), nn.CosineEmbeddingLoss([opts]), nn.TripletMarginLoss([opts]): m(x1, x2, y)
+for name, fn in pairs({ MarginRankingLoss = F.margin_ranking_loss, CosineEmbeddingLoss = F.cosine_embedding_loss,
+  TripletMarginLoss = F.triplet_margin_loss }) do
+  local C = Module:extend(name)
+  function C:init(opts)
+    if opts ~= nil and (type(opts) ~= "table" or getmetatable(opts) ~= nil) then
+      check.fail(name, "expected an options table ({margin = ..., reduction = ...}), got %s", check.describe(opts))
+    end
+    rawset(self, "_opts", opts or {})
+  end
+  function C:forward(a, b, c) return fn(a, b, c, rawget(self, "_opts")) end
+  L[name] = C
+end
 L.Softsign = activation("Softsign", F.softsign)
 L.GLU = Module:extend("GLU")
 function L.GLU:init(...) self.dim = check.positional("GLU", { "dim" }, { dim = "integer" }, ...).dim or -1 end
