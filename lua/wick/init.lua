@@ -130,6 +130,7 @@ local fields = {
   is_meta = function(t) return tensor_device(t).type == "meta" end,
   data = function(t) return t:detach() end, -- PyTorch's p.data: the same storage, outside autograd
   T = function(t) return t:permute(unpack((function() local p = {}; for i = t:dim(), 1, -1 do p[#p + 1] = i end; return p end)())) end,
+  mT = function(t) return t:transpose(-2, -1) end, -- the last two dims swapped (a view)
 }
 fields.requires_grad = Tensor._requires_grad
 fields.grad = Tensor._grad
@@ -430,6 +431,8 @@ end
 --- Runs fn(...) without recording gradients; restores the mode also when fn raises.
 function wick.no_grad(fn, ...) return with_grad_mode(false, "no_grad", fn, ...) end
 function wick.enable_grad(fn, ...) return with_grad_mode(true, "enable_grad", fn, ...) end
+--- wick.inference_mode(fn, ...): wick.no_grad (PyTorch's faster no-grad mode; here the same)
+function wick.inference_mode(fn, ...) return with_grad_mode(false, "inference_mode", fn, ...) end
 wick.set_grad_enabled = core.set_grad_enabled
 
 -- ---- autocast (mixed precision): the switch and dtype live in the core, per

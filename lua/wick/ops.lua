@@ -1174,18 +1174,205 @@ return function(wick)
   function ops.tril_indices(row, col, offset, opts) return tri_indices(row, col, offset, opts, true, "tril_indices") end
   function ops.triu_indices(row, col, offset, opts) return tri_indices(row, col, offset, opts, false, "triu_indices") end
 
+  -- ---- a few more of PyTorch's names ----
+
+  --- t:floor_divide(u): floor(t / u) (integers stay integers); t:fmax(u), t:fmin(u): NaN-ignoring max/min
+  function Tensor.floor_divide(t, u)
+    check.tensor(t, "floor_divide", "self")
+    if not is_tensor(u) then check.number(u, "floor_divide", "other") end
+    local q = (t / u):floor()
+    if not t:is_floating_point() and (not is_tensor(u) and u == floor(u) or is_tensor(u) and not u:is_floating_point()) then
+      return q:to(t.dtype)
+    end
+    return q
+  end
+  function Tensor.fmax(t, u)
+    check.tensor(t, "fmax", "self")
+    check.tensor(u, "fmax", "other")
+    return wick.where(t:ne(t), u, wick.where(u:ne(u), t, t:maximum(u)))
+  end
+  function Tensor.fmin(t, u)
+    check.tensor(t, "fmin", "self")
+    check.tensor(u, "fmin", "other")
+    return wick.where(t:ne(t), u, wick.where(u:ne(u), t, t:minimum(u)))
+  end
+  --- t:nanmean([dim[, keepdim]]): the mean of the non-NaN elements
+  function Tensor.nanmean(t, dim, keepdim)
+    check.tensor(t, "nanmean", "self")
+    local ok = t:eq(t)
+    local zeroed = wick.where(ok, t, wick.zeros({}, { dtype = t.dtype, device = t.device }))
+    local n = ok:to(t.dtype)
+    if dim == nil then return zeroed:sum() / n:sum() end
+    return zeroed:sum(dim, keepdim == true) / n:sum(dim, keepdim == true)
+  end
+  --- t:baddbmm(b1, b2[, {beta = 1, alpha = 1}]): beta t + alpha b1 @ b2 (batches)
+  function Tensor.baddbmm(t, b1, b2, opts)
+    check.tensor(t, "baddbmm", "self")
+    check.tensor(b1, "baddbmm", "batch1")
+    check.tensor(b2, "baddbmm", "batch2")
+    local o = check.options(opts, "baddbmm", { beta = "number", alpha = "number" })
+    local beta, alpha = o.beta or 1, o.alpha or 1
+    local p = b1:bmm(b2)
+    if alpha ~= 1 then p = p * alpha end
+    if beta == 0 then return p + t * 0 end
+    return (beta == 1 and t or t * beta) + p
+  end
+  --- t:vdot(u): the dot product of two 1-D tensors
+  function Tensor.vdot(t, u) return Tensor.dot(t, u) end
+  --- t:rot90([k = 1[, dims = {1, 2}]]): rotated k quarter turns from dims[1] towards dims[2]
+  function Tensor.rot90(t, k, dims)
+    check.tensor(t, "rot90", "self")
+    k = check.opt_int(k, "rot90", "k", 1) % 4
+    dims = dims or { 1, 2 }
+    if type(dims) ~= "table" or #dims ~= 2 then check.fail("rot90", "expected total rotation dims == 2") end
+    local d1, d2 = wrap_dim(t, dims[1], "rot90"), wrap_dim(t, dims[2], "rot90")
+    if d1 == d2 then check.fail("rot90", "expected rotation dims to be different") end
+    if k == 1 then return t:flip(d2):transpose(d1, d2) end
+    if k == 2 then return t:flip({ d1, d2 }) end
+    if k == 3 then return t:flip(d1):transpose(d1, d2) end
+    return t:clone()
+  end
+  --- t:diag_embed([offset = 0]): each vector of the last dim on the offset-th
+  --- diagonal of a new square matrix (two new last dims)
+  function Tensor.diag_embed(t, offset)
+    check.tensor(t, "diag_embed", "self")
+    offset = check.opt_int(offset, "diag_embed", "offset", 0)
+    if t:dim() == 0 then check.fail("diag_embed", "expected at least a 1-D tensor") end
+    local n = t:size(-1)
+    local m = n + math.abs(offset)
+    local lead = t:size()
+    lead[#lead] = nil
+    local flat_shape, out_shape = { unpack(lead) }, { unpack(lead) }
+    flat_shape[#flat_shape + 1] = m * m
+    out_shape[#out_shape + 1], out_shape[#out_shape + 2] = m, m
+    local out = wick.zeros(flat_shape, { dtype = t.dtype, device = t.device })
+    if n == 0 then return out:view(out_shape) end
+    local i = wick.arange(0, n, { dtype = "int64", device = t.device })
+    local row, col = offset >= 0 and i or i - offset, offset >= 0 and i + offset or i
+    local idx = (row * m + col + 1):expand(t.shape)
+    return out:scatter(-1, idx, t):view(out_shape)
+  end
+  --- wick.broadcast_tensors(t1, t2, ...): every tensor expanded to the common shape (views)
+  function ops.broadcast_tensors(...)
+    local ts = { ... }
+    if #ts == 1 and type(ts[1]) == "table" and not is_tensor(ts[1]) then ts = ts[1] end
+    local ndim = 0
+    for i, t in ipairs(ts) do
+      check.tensor(t, "broadcast_tensors", ("tensors[%d]"):format(i))
+      ndim = math.max(ndim, t:dim())
+    end
+    local shape = {}
+    for d = 1, ndim do shape[d] = 1 end
+    for i, t in ipairs(ts) do
+      local off = ndim - t:dim()
+      for j = 1, t:dim() do
+        local s, have = t:size(j), shape[off + j]
+        if have == 1 then shape[off + j] = s
+        elseif s ~= 1 and s ~= have then
+          check.fail("broadcast_tensors", "the size of tensors[%d] (%d) must match the size of another (%d) at dimension %d", i, s, have, off + j)
+        end
+      end
+    end
+    local out = {}
+    for i, t in ipairs(ts) do out[i] = t:expand(shape) end
+    return unpack(out, 1, #ts)
+  end
+  --- wick.tensordot(a, b[, dims = 2]): dims a number (the last dims of a with the first of b) or {{a's}, {b's}}
+  function ops.tensordot(a, b, dims)
+    check.tensor(a, "tensordot", "a")
+    check.tensor(b, "tensordot", "b")
+    local da, db = {}, {}
+    if dims == nil then dims = 2 end
+    if type(dims) == "number" then
+      check.int(dims, "tensordot", "dims", 0)
+      if dims > a:dim() or dims > b:dim() then check.fail("tensordot", "dims (%d) exceeds the inputs' dimensions", dims) end
+      for i = 1, dims do da[i], db[i] = a:dim() - dims + i, i end
+    else
+      if type(dims) ~= "table" or type(dims[1]) ~= "table" or type(dims[2]) ~= "table" or #dims[1] ~= #dims[2] then
+        check.fail("tensordot", "dims must be a number or two lists of the same length, {{a's dims}, {b's dims}}")
+      end
+      da, db = dims_arg(a, dims[1], "tensordot"), dims_arg(b, dims[2], "tensordot")
+    end
+    local ca, cb = {}, {}
+    for _, d in ipairs(da) do ca[d] = true end
+    for _, d in ipairs(db) do cb[d] = true end
+    local pa, pb, shape, k = {}, {}, {}, 1
+    for d = 1, a:dim() do if not ca[d] then pa[#pa + 1] = d; shape[#shape + 1] = a:size(d) end end
+    for i, d in ipairs(da) do
+      pa[#pa + 1] = d
+      if a:size(d) ~= b:size(db[i]) then
+        check.fail("tensordot", "contracted dimensions need to match, but first has size %d in dim %d and second has size %d in dim %d", a:size(d), d, b:size(db[i]), db[i])
+      end
+      k = k * a:size(d)
+    end
+    for _, d in ipairs(db) do pb[#pb + 1] = d end
+    for d = 1, b:dim() do if not cb[d] then pb[#pb + 1] = d; shape[#shape + 1] = b:size(d) end end
+    local am = (#pa > 0 and a:permute(pa) or a):reshape(-1, k)
+    local bm = (#pb > 0 and b:permute(pb) or b):reshape(k, -1)
+    return am:mm(bm):reshape(shape)
+  end
+  --- wick.searchsorted(sorted, values[, {right = false}]): for each value, the
+  --- 1-based position where it would be inserted to keep sorted's last dim sorted
+  --- (PyTorch's index plus 1); wick.bucketize(values, boundaries[, {right}]) the same, arguments swapped
+  function ops.searchsorted(sorted, values, opts)
+    check.tensor(sorted, "searchsorted", "sorted_sequence")
+    local right = check.options(opts, "searchsorted", { right = "boolean", side = "string" })
+    local is_right = right.right == true or right.side == "right"
+    if not is_tensor(values) then values = wick.tensor({ check.number(values, "searchsorted", "values") }, { dtype = sorted.dtype, device = sorted.device }):reshape({}) end
+    if sorted:dim() ~= 1 then check.fail("searchsorted", "only a 1-D sorted_sequence is supported, got %d-D", sorted:dim()) end
+    local v = values:unsqueeze(-1)
+    local before = is_right and sorted:le(v) or sorted:lt(v)
+    return before:to("int64"):sum(-1) + 1
+  end
+  function ops.bucketize(values, boundaries, opts) return ops.searchsorted(boundaries, values, opts) end
+  --- wick.block_diag(t1, t2, ...): the matrices on the diagonal of a block matrix
+  function ops.block_diag(...)
+    local ts = { ... }
+    local rows, cols, dtype, device = 0, 0, nil, nil
+    for i, t in ipairs(ts) do
+      check.tensor(t, "block_diag", ("tensors[%d]"):format(i))
+      if t:dim() > 2 then check.fail("block_diag", "Input tensors must have 2 or fewer dimensions. Input %d has %d dimensions", i, t:dim()) end
+      local m = t:dim() == 2 and t or t:reshape(1, -1)
+      ts[i] = m
+      rows, cols = rows + m:size(1), cols + m:size(2)
+      dtype = dtype or t.dtype
+      device = device or t.device
+    end
+    local out = wick.zeros({ rows, cols }, { dtype = dtype or "float32", device = device })
+    local r, c = 1, 1
+    for _, m in ipairs(ts) do
+      if m:numel() > 0 then out:narrow(1, r, m:size(1)):narrow(2, c, m:size(2)):copy_(m) end
+      r, c = r + m:size(1), c + m:size(2)
+    end
+    return out
+  end
+  --- wick.cartesian_prod(t1, t2, ...): every combination of the 1-D tensors' elements, [n, k]
+  function ops.cartesian_prod(...)
+    local ts = { ... }
+    for i, t in ipairs(ts) do
+      check.tensor(t, "cartesian_prod", ("tensors[%d]"):format(i))
+      if t:dim() ~= 1 then check.fail("cartesian_prod", "Expect a 1D vector, but got shape [%s]", table.concat(t:size(), ", ")) end
+    end
+    if #ts == 1 then return ts[1]:clone() end
+    local grids = { ops.meshgrid(unpack(ts)) }
+    for i, g in ipairs(grids) do grids[i] = g:reshape(-1) end
+    return wick.stack(grids, 2)
+  end
+
   -- ---- the module-level names ----
   for _, name in ipairs({ "tril", "triu", "split", "chunk", "unbind", "sort", "argsort", "topk", "msort", "cumsum",
     "cumprod", "clamp", "clamp_min", "clamp_max", "clip", "flip", "fliplr", "flipud", "roll", "amax", "amin",
     "logsumexp", "nonzero", "argwhere", "repeat_interleave", "tile", "diag", "outer", "ger", "dot", "inner", "mv",
     "lerp", "addcmul", "addcdiv", "logical_not", "logical_and", "logical_or", "logical_xor", "count_nonzero",
     "hypot", "nan_to_num", "diff", "trace", "movedim", "moveaxis", "take", "index_add", "scatter_add", "median",
-    "kthvalue", "unique", "var_mean", "std_mean" }) do
+    "kthvalue", "unique", "var_mean", "std_mean", "floor_divide", "fmax", "fmin", "nanmean", "baddbmm", "vdot", "rot90",
+    "square", "all", "any" }) do
     local method = Tensor[name]
     wick[name] = function(t, ...) return method(t, ...) end
   end
   for _, name in ipairs({ "where", "randint", "randint_like", "randperm", "multinomial", "einsum", "bernoulli", "normal",
-    "linspace", "logspace", "meshgrid", "cdist", "tril_indices", "triu_indices" }) do
+    "linspace", "logspace", "meshgrid", "cdist", "tril_indices", "triu_indices", "broadcast_tensors", "tensordot",
+    "searchsorted", "bucketize", "block_diag", "cartesian_prod" }) do
     wick[name] = ops[name]
   end
   return ops

@@ -647,6 +647,35 @@ function L.PixelShuffle:forward(x) return F.pixel_shuffle(x, self.upscale_factor
 L.PixelUnshuffle = Module:extend("PixelUnshuffle")
 function L.PixelUnshuffle:init(r) self.downscale_factor = check.int(r, "PixelUnshuffle", "downscale_factor", 1) end
 function L.PixelUnshuffle:forward(x) return F.pixel_unshuffle(x, self.downscale_factor) end
+--- nn.ZeroPad1d/2d(padding), nn.ConstantPad1d/2d(padding, value), nn.ReflectionPad1d/2d,
+--- nn.ReplicationPad1d/2d, nn.CircularPad1d/2d: F.pad with a number (every side)
+--- or PyTorch's tuple {left, right[, top, bottom]}
+local function pad_class(name, sides, mode, with_value)
+  local C = Module:extend(name)
+  function C:init(padding, value)
+    if type(padding) == "number" then
+      check.int(padding, name, "padding", 0)
+      local p = {}
+      for i = 1, 2 * sides do p[i] = padding end
+      padding = p
+    end
+    check.table(padding, name, "padding")
+    if #padding ~= 2 * sides then check.fail(name, "padding must be a number or a table of %d numbers, got %d", 2 * sides, #padding) end
+    for i = 1, #padding do check.int(padding[i], name, "padding") end
+    if with_value then check.number(value, name, "value") end
+    self.padding, self.value = padding, with_value and value or 0
+  end
+  function C:forward(x) return F.pad(x, self.padding, mode, self.value) end
+  function C:extra_repr() return table.concat(self.padding, ", ") end
+  L[name] = C
+end
+for sides, d in pairs({ [1] = "1d", [2] = "2d" }) do
+  pad_class("ZeroPad" .. d, sides, "constant", false)
+  pad_class("ConstantPad" .. d, sides, "constant", true)
+  pad_class("ReflectionPad" .. d, sides, "reflect", false)
+  pad_class("ReplicationPad" .. d, sides, "replicate", false)
+  pad_class("CircularPad" .. d, sides, "circular", false)
+end
 --- nn.AdaptiveAvgPool1d(output_size)
 L.AdaptiveAvgPool1d = Module:extend("AdaptiveAvgPool1d")
 function L.AdaptiveAvgPool1d:init(n) self.output_size = check.int(n, "AdaptiveAvgPool1d", "output_size", 1) end
