@@ -498,20 +498,17 @@ function F.conv1d(x, weight, bias, ...)
 end
 --- F.max_pool1d(x, kernel_size[, stride[, padding[, dilation[, ceil_mode]]]]), F.avg_pool1d(x,
 --- kernel_size[, stride[, padding[, ceil_mode[, count_include_pad]]]]) (or an options table)
-function F.max_pool1d(x, kernel_size, ...)
-  local x2 = as_2d(x, "max_pool1d")
-  check.int(kernel_size, "max_pool1d", "kernel_size", 1)
-  local o = pair_opts("max_pool1d", { "stride", "padding", "dilation", "ceil_mode" },
-    { stride = "integer", padding = "integer", dilation = "integer", ceil_mode = "boolean" }, ...)
-  return F.max_pool2d(x2, { 1, kernel_size }, o):squeeze(-2)
+local function pool1d(name, pool2d, order, spec)
+  return function(x, kernel_size, ...)
+    local x2 = as_2d(x, name)
+    check.int(kernel_size, name, "kernel_size", 1)
+    return pool2d(x2, { 1, kernel_size }, pair_opts(name, order, spec, ...)):squeeze(-2)
+  end
 end
-function F.avg_pool1d(x, kernel_size, ...)
-  local x2 = as_2d(x, "avg_pool1d")
-  check.int(kernel_size, "avg_pool1d", "kernel_size", 1)
-  local o = pair_opts("avg_pool1d", { "stride", "padding", "ceil_mode", "count_include_pad" },
-    { stride = "integer", padding = "integer", ceil_mode = "boolean", count_include_pad = "boolean" }, ...)
-  return F.avg_pool2d(x2, { 1, kernel_size }, o):squeeze(-2)
-end
+F.max_pool1d = pool1d("max_pool1d", F.max_pool2d, { "stride", "padding", "dilation", "ceil_mode" },
+  { stride = "integer", padding = "integer", dilation = "integer", ceil_mode = "boolean" })
+F.avg_pool1d = pool1d("avg_pool1d", F.avg_pool2d, { "stride", "padding", "ceil_mode", "count_include_pad" },
+  { stride = "integer", padding = "integer", ceil_mode = "boolean", count_include_pad = "boolean" })
 
 local ADAPTIVE_MAX_BINS = 2 ^ 20
 -- PyTorch's adaptive bins of n into out: {first (1-based), length}
