@@ -42,6 +42,23 @@ function F.linear(x, weight, bias)
   return y
 end
 
+--- F.bilinear(x1, x2, weight[, bias]): y[.., o] = x1[.., i] weight[o, i, j] x2[.., j] + bias[o]
+function F.bilinear(x1, x2, weight, bias)
+  tensor(x1, "bilinear", "input1")
+  tensor(x2, "bilinear", "input2")
+  tensor(weight, "bilinear", "weight")
+  opt_tensor(bias, "bilinear", "bias")
+  if weight:dim() ~= 3 or x1:size(-1) ~= weight:size(2) or x2:size(-1) ~= weight:size(3) then
+    check.fail("bilinear", "expected weight [out, %d, %d], got [%s]", x1:size(-1), x2:size(-1), table.concat(weight:size(), ", "))
+  end
+  local o, i, j = weight:size(1), weight:size(2), weight:size(3)
+  local lead = x1:size()
+  lead[#lead] = o
+  local a = x1:reshape(-1, i):mm(weight:permute(2, 1, 3):reshape(i, o * j)):view(-1, o, j)
+  local y = (a * x2:reshape(-1, 1, j)):sum(3):reshape(lead)
+  if bias then y = y + bias end
+  return y
+end
 function F.relu(x) return tensor(x, "relu", "input"):relu() end
 --- GELU: exact (erf) form, or PyTorch's tanh approximation with {approximate = "tanh"}
 --- (or "tanh" positionally, as F.gelu(input, 'tanh') in PyTorch).
@@ -894,6 +911,44 @@ function F.kl_div(input, target, opts)
     return loss:sum() / (input:dim() > 0 and input:size(1) or 1)
   end
   return reduce(loss, opts.reduction)
+end
+
+--- F.soft_margin_loss(input, target[, {reduction}]): log(1 + exp(-target input)), target +-1
+function F.soft_margin_loss(input, target, opts)
+  opts, input, target = loss_args("soft_margin_loss", input, target, opts, REDUCTION)
+  check_device("soft_margin_loss", "target", target, input, "input")
+  return reduce(F.softplus(-(target * input)), opts.reduction)
+end
+--- F.poisson_nll_loss(input, target[, {log_input = true, full = false, eps = 1e-8, reduction}]):
+--- exp(input) - target input (log_input), else input - target log(input + eps); full adds
+--- Stirling's term target log target - target + log(2 pi target) / 2 where target > 1
+local POISSON = { reduction = "string", log_input = "boolean", full = "boolean", eps = "number" }
+function F.poisson_nll_loss(input, target, opts)
+  opts, input, target = loss_args("poisson_nll_loss", input, target, opts, POISSON)
+  check_device("poisson_nll_loss", "target", target, input, "input")
+  local loss
+  if opts.log_input == false then loss = input - target * (input + (opts.eps or 1e-8)):log()
+  else loss = input:exp() - target * input end
+  if opts.full then
+    local big = target:gt(1)
+    local safe = wick.where(big, target, wick.ones_like(target))
+    local stirling = safe * safe:log() - safe + (safe * (2 * math.pi)):log() * 0.5
+    loss = loss + wick.where(big, stirling, stirling * 0)
+  end
+  return reduce(loss, opts.reduction)
+end
+--- F.gumbel_softmax(logits[, {tau = 1, hard = false, dim = -1}]): softmax((logits + Gumbel noise) / tau);
+--- hard: the one-hot of its argmax, with the soft sample's gradient (straight through)
+function F.gumbel_softmax(logits, opts)
+  tensor(logits, "gumbel_softmax", "logits")
+  opts = check.options(opts, "gumbel_softmax", { tau = "number", hard = "boolean", dim = "integer", eps = "number" })
+  local tau, dim = opts.tau or 1, opts.dim or -1
+  if not (tau > 0) then check.fail("gumbel_softmax", "tau must be positive, got %s", tostring(tau)) end
+  local u = wick.rand(logits.shape, { dtype = logits.dtype, device = logits.device }):clamp(1e-20, 1)
+  local y = ((logits - (-(u:log())):log()) / tau):softmax(dim)
+  if not opts.hard then return y end
+  local hard = wick.zeros_like(y):scatter(dim, y:argmax(dim, true), 1)
+  return hard - y:detach() + y
 end
 
 -- the losses of two inputs and a +-1 target: checks, then the reduction

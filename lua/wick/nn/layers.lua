@@ -647,6 +647,20 @@ function L.PixelShuffle:forward(x) return F.pixel_shuffle(x, self.upscale_factor
 L.PixelUnshuffle = Module:extend("PixelUnshuffle")
 function L.PixelUnshuffle:init(r) self.downscale_factor = check.int(r, "PixelUnshuffle", "downscale_factor", 1) end
 function L.PixelUnshuffle:forward(x) return F.pixel_unshuffle(x, self.downscale_factor) end
+--- nn.Bilinear(in1_features, in2_features, out_features[, bias = true][, opts]):
+--- y = x1^T A x2 + b, weight [out, in1, in2], PyTorch's U(-1/sqrt(in1), 1/sqrt(in1)) init
+L.Bilinear = Module:extend("Bilinear")
+function L.Bilinear:init(in1, in2, out, ...)
+  check.int(in1, "Bilinear", "in1_features", 1)
+  check.int(in2, "Bilinear", "in2_features", 1)
+  check.int(out, "Bilinear", "out_features", 1)
+  local opts = check.positional("Bilinear", { "bias", "device", "dtype" }, LINEAR, ...)
+  self.in1_features, self.in2_features, self.out_features = in1, in2, out
+  local bound = 1 / math.sqrt(in1)
+  self.weight = L.Parameter(uniform({ out, in1, in2 }, bound, options(opts)))
+  if opts.bias ~= false then self.bias = L.Parameter(uniform({ out }, bound, options(opts))) end
+end
+function L.Bilinear:forward(x1, x2) return F.bilinear(x1, x2, self.weight, self.bias) end
 --- nn.ZeroPad1d/2d(padding), nn.ConstantPad1d/2d(padding, value), nn.ReflectionPad1d/2d,
 --- nn.ReplicationPad1d/2d, nn.CircularPad1d/2d: F.pad with a number (every side)
 --- or PyTorch's tuple {left, right[, top, bottom]}
