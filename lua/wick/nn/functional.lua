@@ -642,6 +642,44 @@ function F.pixel_unshuffle(x, r)
   return x:reshape(v):permute(perm):reshape(out)
 end
 
+--- F.unfold(x, kernel_size[, {dilation = 1, padding = 0, stride = 1}]) (or those positionally):
+--- the sliding blocks of x [N, C, H, W] as columns, [N, C kh kw, L] (PyTorch's im2col order:
+--- channel, then kernel row, then kernel column)
+local function pair(v, fn, name, min)
+  if type(v) == "number" then v = { v, v } end
+  check.table(v, fn, name)
+  if #v ~= 2 then check.fail(fn, "%s must be a number or a pair, got %d values", name, #v) end
+  for i = 1, 2 do check.int(v[i], fn, name, min) end
+  return v
+end
+function F.unfold(x, kernel_size, ...)
+  local fn = "unfold"
+  tensor(x, fn, "input")
+  local o = check.positional(fn, { "dilation", "padding", "stride" },
+    { dilation = "integer|table", padding = "integer|table", stride = "integer|table" }, ...)
+  local k, d = pair(kernel_size, fn, "kernel_size", 1), pair(o.dilation or 1, fn, "dilation", 1)
+  local p, st = pair(o.padding or 0, fn, "padding", 0), pair(o.stride or 1, fn, "stride", 1)
+  local unbatched = x:dim() == 3
+  if unbatched then x = x:unsqueeze(1) end
+  if x:dim() ~= 4 then check.fail(fn, "expected a 3-D or 4-D input, got %d-D", x:dim()) end
+  if p[1] > 0 or p[2] > 0 then x = F.pad(x, { p[2], p[2], p[1], p[1] }) end
+  local n, c, h, w = x:size(1), x:size(2), x:size(3), x:size(4)
+  local oh = math.floor((h - d[1] * (k[1] - 1) - 1) / st[1]) + 1
+  local ow = math.floor((w - d[2] * (k[2] - 1) - 1) / st[2]) + 1
+  if oh < 1 or ow < 1 then
+    check.fail(fn, "the kernel (%d x %d, dilation %d x %d) does not fit the padded input (%d x %d)", k[1], k[2], d[1], d[2], h, w)
+  end
+  local cols = {}
+  for i = 0, k[1] - 1 do
+    for j = 0, k[2] - 1 do
+      local r0, c0 = i * d[1] + 1, j * d[2] + 1
+      cols[#cols + 1] = x[{ {}, {}, { r0, r0 + (oh - 1) * st[1], st[1] }, { c0, c0 + (ow - 1) * st[2], st[2] } }]
+    end
+  end
+  local out = wick.stack(cols, 3):reshape(n, c * k[1] * k[2], oh * ow)
+  return unbatched and out:squeeze(1) or out
+end
+
 --- F.threshold(x, threshold, value): x where x > threshold, else value; F.tanhshrink(x): x - tanh(x)
 function F.threshold(x, threshold, value)
   tensor(x, "threshold", "input")

@@ -661,6 +661,14 @@ function L.Bilinear:init(in1, in2, out, ...)
   if opts.bias ~= false then self.bias = L.Parameter(uniform({ out }, bound, options(opts))) end
 end
 function L.Bilinear:forward(x1, x2) return F.bilinear(x1, x2, self.weight, self.bias) end
+--- nn.Unfold(kernel_size[, dilation = 1[, padding = 0[, stride = 1]]]) (or an options table)
+L.Unfold = Module:extend("Unfold")
+function L.Unfold:init(kernel_size, ...)
+  self.kernel_size = kernel_size
+  self.opts = check.positional("Unfold", { "dilation", "padding", "stride" },
+    { dilation = "integer|table", padding = "integer|table", stride = "integer|table" }, ...)
+end
+function L.Unfold:forward(x) return F.unfold(x, self.kernel_size, self.opts) end
 --- nn.ZeroPad1d/2d(padding), nn.ConstantPad1d/2d(padding, value), nn.ReflectionPad1d/2d,
 --- nn.ReplicationPad1d/2d, nn.CircularPad1d/2d: F.pad with a number (every side)
 --- or PyTorch's tuple {left, right[, top, bottom]}
