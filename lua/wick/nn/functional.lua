@@ -600,46 +600,32 @@ function F.group_norm(x, num_groups, weight, bias, eps)
   return y
 end
 
---- F.pixel_shuffle(x, r): [.., C r^2, H, W] to [.., C, H r, W r]; F.pixel_unshuffle the inverse
+--- F.pixel_shuffle(x, r): [.., C r^2, H, W] to [.., C, H r, W r]; F.pixel_unshuffle the inverse.
+-- Both: x's last three dims viewed as five, permuted, and merged to three.
+local function regroup(x, five, perm, three)
+  local lead = x:size()
+  for _ = 1, 3 do lead[#lead] = nil end
+  local view, order, out = { unpack(lead) }, {}, { unpack(lead) }
+  for i = 1, #lead do order[i] = i end
+  for i = 1, 5 do view[#view + 1], order[#order + 1] = five[i], #lead + perm[i] end
+  for i = 1, 3 do out[#out + 1] = three[i] end
+  return x:reshape(view):permute(order):reshape(out)
+end
+local function chw(x, fn, factor, name)
+  tensor(x, fn, "input")
+  check.int(factor, fn, name, 1)
+  if x:dim() < 3 then check.fail(fn, "expected at least 3 dimensions, got %d", x:dim()) end
+  return x:size(-3), x:size(-2), x:size(-1)
+end
 function F.pixel_shuffle(x, r)
-  tensor(x, "pixel_shuffle", "input")
-  check.int(r, "pixel_shuffle", "upscale_factor", 1)
-  if x:dim() < 3 then check.fail("pixel_shuffle", "expected at least 3 dimensions, got %d", x:dim()) end
-  local s = x:size()
-  local n = #s
-  local c, h, w = s[n - 2], s[n - 1], s[n]
+  local c, h, w = chw(x, "pixel_shuffle", r, "upscale_factor")
   if c % (r * r) ~= 0 then check.fail("pixel_shuffle", "pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of upscale_factor, but input.size(-3)=%d is not divisible by %d", c, r * r) end
-  local lead = {}
-  for i = 1, n - 3 do lead[i] = s[i] end
-  local v = { unpack(lead) }
-  for _, d in ipairs({ c / (r * r), r, r, h, w }) do v[#v + 1] = d end
-  local perm = {}
-  for i = 1, #lead do perm[i] = i end
-  local b = #lead
-  for _, d in ipairs({ 1, 4, 2, 5, 3 }) do perm[#perm + 1] = b + d end
-  local out = { unpack(lead) }
-  for _, d in ipairs({ c / (r * r), h * r, w * r }) do out[#out + 1] = d end
-  return x:reshape(v):permute(perm):reshape(out)
+  return regroup(x, { c / (r * r), r, r, h, w }, { 1, 4, 2, 5, 3 }, { c / (r * r), h * r, w * r })
 end
 function F.pixel_unshuffle(x, r)
-  tensor(x, "pixel_unshuffle", "input")
-  check.int(r, "pixel_unshuffle", "downscale_factor", 1)
-  if x:dim() < 3 then check.fail("pixel_unshuffle", "expected at least 3 dimensions, got %d", x:dim()) end
-  local s = x:size()
-  local n = #s
-  local c, h, w = s[n - 2], s[n - 1], s[n]
+  local c, h, w = chw(x, "pixel_unshuffle", r, "downscale_factor")
   if h % r ~= 0 or w % r ~= 0 then check.fail("pixel_unshuffle", "height and width (%d, %d) must be divisible by downscale_factor %d", h, w, r) end
-  local lead = {}
-  for i = 1, n - 3 do lead[i] = s[i] end
-  local v = { unpack(lead) }
-  for _, d in ipairs({ c, h / r, r, w / r, r }) do v[#v + 1] = d end
-  local perm = {}
-  for i = 1, #lead do perm[i] = i end
-  local b = #lead
-  for _, d in ipairs({ 1, 3, 5, 2, 4 }) do perm[#perm + 1] = b + d end
-  local out = { unpack(lead) }
-  for _, d in ipairs({ c * r * r, h / r, w / r }) do out[#out + 1] = d end
-  return x:reshape(v):permute(perm):reshape(out)
+  return regroup(x, { c, h / r, r, w / r, r }, { 1, 3, 5, 2, 4 }, { c * r * r, h / r, w / r })
 end
 
 --- F.unfold(x, kernel_size[, {dilation = 1, padding = 0, stride = 1}]) (or those positionally):
