@@ -698,6 +698,8 @@ describe("flip, roll, amax, logsumexp, nonzero, repeat, tile, diag, products, li
     ;(g:flip(1):roll(1) * wick.tensor({ 1, 10, 100 })):sum():backward()
     same(g.grad, { 1, 100, 10 })
     assert.has_error(function() t:roll({ 1, 2 }, 1) end)
+    support.assert_error_has(function() t:flip() end, "flip: expected a dim or a table of dims")
+    support.assert_error_has(function() t:movedim(1) end, "movedim: expected a dim")
   end)
 
   it("amax, amin, logsumexp", function()

@@ -612,6 +612,7 @@ return function(wick)
   end
   -- dims: a number or a table of them, as positive dims of t
   local function dims_arg(t, dims, fn)
+    if dims == nil then check.fail(fn, "expected a dim or a table of dims, got nothing") end
     if type(dims) ~= "table" then dims = { dims } end
     local out = {}
     for i, d in ipairs(dims) do out[i] = wrap_dim(t, d, fn) end

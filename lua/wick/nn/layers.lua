@@ -585,10 +585,8 @@ function L.GELU:extra_repr() return ("approximate='%s'"):format(self.approximate
 L.Sigmoid = activation("Sigmoid", function(x) return x:sigmoid() end)
 L.Tanh = activation("Tanh", function(x) return x:tanh() end)
 
--- More of PyTorch's activations, composed of the core's differentiable ops
--- (min(x, 0) is -relu(-x)).
-local function neg_part(x) return -(-x):relu() end -- min(x, 0)
-L.LeakyReLU = activation("LeakyReLU", function(x, self) return x:relu() + neg_part(x) * self.negative_slope end,
+-- More of PyTorch's activations: the formulas are F's.
+L.LeakyReLU = activation("LeakyReLU", function(x, self) return F.leaky_relu(x, self.negative_slope) end,
   function(x, self) -- x * (1 where x > 0, else the slope): the factor is a constant for autograd
     local slope = self.negative_slope
     return x:mul_(x:gt(0):to(x.dtype):mul_(1 - slope):add_(slope))
@@ -600,21 +598,20 @@ end
 function L.LeakyReLU:extra_repr()
   return ("negative_slope=%s"):format(self.negative_slope) .. (self.inplace and ", inplace=True" or "")
 end
-L.SiLU = activation("SiLU", function(x) return x * x:sigmoid() end)
+L.SiLU = activation("SiLU", function(x) return F.silu(x) end)
 L.SiLU.init = inplace_init("SiLU")
-L.ELU = activation("ELU", function(x, self) return x:relu() + (neg_part(x):exp() - 1) * self.alpha end)
+L.ELU = activation("ELU", function(x, self) return F.elu(x, self.alpha) end)
 function L.ELU:init(...)
   local o = check.positional("ELU", { "alpha", "inplace" }, { alpha = "number", inplace = "boolean" }, ...)
   self.alpha, self.inplace = o.alpha or 1, o.inplace == true
 end
-local function softplus(x, beta, threshold) return F.softplus(x, beta, threshold) end
-L.Softplus = activation("Softplus", function(x, self) return softplus(x, self.beta, self.threshold) end)
+L.Softplus = activation("Softplus", function(x, self) return F.softplus(x, self.beta, self.threshold) end)
 function L.Softplus:init(...)
   local o = check.positional("Softplus", { "beta", "threshold" }, { beta = "number", threshold = "number" }, ...)
   self.beta, self.threshold = o.beta or 1, o.threshold or 20
   if self.beta == 0 then check.fail("Softplus", "beta must not be 0") end
 end
-L.Mish = activation("Mish", function(x) return x * softplus(x, 1, 20):tanh() end)
+L.Mish = activation("Mish", function(x) return F.mish(x) end)
 L.Mish.init = inplace_init("Mish")
 L.Hardtanh = activation("Hardtanh", function(x, self) return x:clamp(self.min_val, self.max_val) end,
   function(x, self) return x:clamp_(self.min_val, self.max_val) end)
