@@ -104,6 +104,21 @@ WICK_API wick_status wick_dist_barrier(wick_dist_work **work);
 WICK_API wick_status wick_dist_send(wick_tensor *t, int dst, wick_dist_work **work);
 WICK_API wick_status wick_dist_recv(wick_tensor *t, int src, wick_dist_work **work);
 
+/* One transfer of wick_dist_batch_isend_irecv. */
+typedef struct wick_dist_p2p_op {
+    int is_recv;        /* 0: send tensor to peer; 1: receive tensor from peer */
+    wick_tensor *tensor;
+    int peer;
+} wick_dist_p2p_op;
+/* Starts n >= 1 sends and receives together and sets works[0 .. n) to their
+ * handles (each the caller's), as torch.distributed.batch_isend_irecv: no
+ * transfer of the batch waits for another to start, so a ring whose ranks all
+ * send before they receive never deadlocks, on MPI or NCCL (one NCCL group).
+ * Every op is checked first (tensor, peer, device; for NCCL one device for
+ * all); on an error nothing is started and works[] are NULL. A receive whose
+ * sender sent another dtype or size fails at its wait (NCCL: at the call). */
+WICK_API wick_status wick_dist_batch_isend_irecv(const wick_dist_p2p_op *ops, int n, wick_dist_work **works);
+
 /* Waits for the work; returns its error, if it failed (every call returns it). */
 WICK_API wick_status wick_dist_work_wait(wick_dist_work *work);
 /* 1 when the work has finished (successfully or not), else 0. */

@@ -253,6 +253,46 @@ function M.irecv(t, src)
   return C.recv(t, src, true)
 end
 
+--- P2POp(op, tensor, peer): one transfer of batch_isend_irecv, as
+--- torch.distributed.P2POp; op is dist.isend or dist.irecv.
+local P2POp = { __name = "P2POp" }
+P2POp.__index = P2POp
+function P2POp.__tostring(p)
+  return string.format("P2POp(%s, peer %d)", p.op == M.isend and "isend" or "irecv", p.peer)
+end
+
+function M.P2POp(op, tensor, peer, group, tag)
+  if op ~= M.isend and op ~= M.irecv then
+    error("wick.distributed.P2POp: op must be wick.distributed.isend or wick.distributed.irecv, got "
+      .. tostring(op), 2)
+  end
+  check.tensor(tensor, "P2POp", "tensor")
+  rank_arg(peer, "P2POp", "peer")
+  if group ~= nil then
+    error("wick.distributed.P2POp: only the default group exists (group must be nil)", 2)
+  end
+  return setmetatable({ op = op, tensor = tensor, peer = peer, tag = tag or 0 }, P2POp)
+end
+
+--- batch_isend_irecv(ops): starts every P2POp of the list together and
+--- returns their handles (wait() each). No transfer waits for another to
+--- start: a ring whose ranks all send before they receive cannot deadlock,
+--- on MPI or NCCL (one NCCL group).
+function M.batch_isend_irecv(ops)
+  if type(ops) ~= "table" or #ops == 0 then
+    error("wick.distributed.batch_isend_irecv: expected a non-empty list of P2POp", 2)
+  end
+  local raw = {}
+  for i, p in ipairs(ops) do
+    if getmetatable(p) ~= P2POp then
+      error(string.format("wick.distributed.batch_isend_irecv: list[%d] is not a P2POp (make one with "
+        .. "wick.distributed.P2POp(dist.isend or dist.irecv, tensor, peer))", i), 2)
+    end
+    raw[i] = { p.op == M.irecv, p.tensor, p.peer }
+  end
+  return C.batch(raw)
+end
+
 -- ---- objects (PyTorch's *_object collectives) ----
 -- A Lua value as bytes and back: nil, booleans, numbers, strings, tables
 -- (nested; keys of those kinds; cycles are an error) and tensors (values,

@@ -39,6 +39,15 @@
 
 typedef struct wk_dist_group wk_dist_group;
 
+/* one op of a backend's p2p_batch: a contiguous buffer of count elements */
+typedef struct wk_dist_p2p {
+    int is_recv;
+    void *buf;
+    int64_t count;
+    wick_dtype dtype;
+    int peer;
+} wk_dist_p2p;
+
 typedef struct wk_dist_backend {
     const char *name;              /* "mpi", "nccl": init_process_group{backend = name} */
     wick_device_type device_type;  /* the tensors it moves: WICK_CPU (mpi), WICK_CUDA (nccl) */
@@ -87,6 +96,13 @@ typedef struct wk_dist_backend {
     wick_status (*p2p_start)(wk_dist_group *g, int is_recv, void *buf, int64_t count, wick_dtype dtype, int peer,
                              int device, void **req);
     wick_status (*p2p_test)(wk_dist_group *g, void *req, int *done);
+    /* asynchronous backends, optional: a batch of sends and receives queued
+     * as one (NCCL: one ncclGroupStart/End, so none waits for another to be
+     * queued), all on `device`; the engine records an event per op after it.
+     * A receive whose message has another dtype or size still takes it (into
+     * memory of its own) so its peer completes, and the call fails. NULL:
+     * each op alone, in order (send, recv). */
+    wick_status (*p2p_batch)(wk_dist_group *g, const struct wk_dist_p2p *ops, int n, int device);
 
     /* asynchronous backends only (NULL for synchronous ones) */
     wick_status (*event_record)(wk_dist_group *g, int device, void **event);

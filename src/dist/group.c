@@ -390,13 +390,18 @@ static wick_status finish_result_unrecorded(wk_dist_group *g, wick_dist_work *w)
     return WICK_OK;
 }
 
+/* w is the op running now (the watchdog's view) until run_seq is cleared */
+static void mark_running(struct wk_dist_engine *e, const wick_dist_work *w) {
+    __atomic_store_n(&e->run_start_ns, w->start_ns, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->run_kind, (int)w->kind, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->run_seq, w->seq, __ATOMIC_RELEASE);
+}
+
 static void p2p_wait_recvs_from(wk_dist_group *g, int peer);
 static wick_status run_op(wk_dist_group *g, wick_dist_work *w) {
     struct wk_dist_engine *e = g->engine;
     w->start_ns = w->heap ? now_ns() : coarse_ns(); /* a handle's seconds are the precise clock's */
-    __atomic_store_n(&e->run_start_ns, w->start_ns, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->run_kind, (int)w->kind, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->run_seq, w->seq, __ATOMIC_RELEASE);
+    mark_running(e, w);
     wick_status st = WICK_OK;
     if (w->kind != K_SEND && w->kind != K_RECV) st = check_signature(g, w);
     else if (w->kind == K_RECV && g->be->p2p_test) p2p_wait_recvs_from(g, w->peer);
@@ -835,13 +840,11 @@ static wick_status submit_async(wk_dist_group *g, wick_dist_work *w, wick_dist_w
     return WICK_OK;
 }
 
-/* Asynchronous backends: everything on the calling thread; the op's event
- * goes on the pending list (the watchdog's), and a handle if asked for. */
-static wick_status submit_queued_on_stream(wk_dist_group *g, wick_dist_work *w, wick_dist_work **out) {
+/* An asynchronous backend's op, queued and finished on the stream: w's
+ * state moves to a handle on the pending list (the watchdog's) with its
+ * event; *out gets the handle when asked for. */
+static wick_status pend_on_stream(wk_dist_group *g, wick_dist_work *w, wick_dist_work **out) {
     struct wk_dist_engine *e = g->engine;
-    wick_status st = run_op(g, w);
-    if (!st) st = finish_result(g, w); /* queued on the same stream: ordered after the op */
-    if (st) return st;
     wick_dist_work *h = malloc(sizeof *h);
     if (!h) return wick_fail(WICK_ERR_OOM, "wick.distributed.%s: out of memory", kind_names[w->kind]);
     *h = *w;
@@ -849,7 +852,8 @@ static wick_status submit_queued_on_stream(wk_dist_group *g, wick_dist_work *w, 
     h->heap = 1;
     h->refs = out ? 2 : 1;
     work_release_tensors(h); /* stream-ordered: the caching allocator reuses them only after the op */
-    if ((st = g->be->event_record(g, h->device, &h->event))) {
+    wick_status st = g->be->event_record(g, h->device, &h->event);
+    if (st) {
         free(h);
         return st;
     }
@@ -860,6 +864,13 @@ static wick_status submit_queued_on_stream(wk_dist_group *g, wick_dist_work *w, 
     pthread_mutex_unlock(&e->lock);
     if (out) *out = h;
     return WICK_OK;
+}
+
+/* Asynchronous backends: everything on the calling thread. */
+static wick_status submit_queued_on_stream(wk_dist_group *g, wick_dist_work *w, wick_dist_work **out) {
+    wick_status st = run_op(g, w);
+    if (!st) st = finish_result(g, w); /* queued on the same stream: ordered after the op */
+    return st ? st : pend_on_stream(g, w, out);
 }
 
 /* An async send or recv: started now (p2p_start), tested once, and on the
@@ -1168,37 +1179,99 @@ wick_status wick_dist_barrier(wick_dist_work **work) {
     return submit(g, &w, work);
 }
 
-wick_status wick_dist_send(wick_tensor *t, int dst, wick_dist_work **work) {
-    const char *fn = "send";
-    GROUP_OR_FAIL(fn);
-    WORK_INIT(w);
+/* A send's or recv's work, checked and staged (not submitted); on an error
+ * the caller releases w's tensors. */
+static wick_status p2p_prepare(wk_dist_group *g, int is_recv, wick_tensor *t, int peer, wick_dist_work *w) {
+    const char *fn = is_recv ? "recv" : "send";
     wick_status st;
-    w.kind = K_SEND;
-    w.device = -2;
-    w.peer = dst;
-    if ((st = check_tensor(fn, t, "the tensor")) || (st = check_rank(g, fn, "dst", dst, 1)) ||
-        (st = check_device(g, fn, t, "the tensor", &w.device)))
+    w->kind = is_recv ? K_RECV : K_SEND;
+    w->device = -2;
+    w->peer = peer;
+    if ((st = check_tensor(fn, t, "the tensor")) || (st = check_rank(g, fn, is_recv ? "src" : "dst", peer, 1)) ||
+        (st = check_device(g, fn, t, "the tensor", &w->device)))
         return st;
-    w.dtype = wick_tensor_dtype(t);
-    w.count = wick_tensor_numel(t);
-    if ((st = contiguous_of(t, &w.send))) return st;
-    return submit(g, &w, work);
+    if (is_recv) return stage_inplace(w, t, 0);
+    w->dtype = wick_tensor_dtype(t);
+    w->count = wick_tensor_numel(t);
+    return contiguous_of(t, &w->send);
 }
 
-wick_status wick_dist_recv(wick_tensor *t, int src, wick_dist_work **work) {
-    const char *fn = "recv";
-    GROUP_OR_FAIL(fn);
+static wick_status p2p_one(int is_recv, wick_tensor *t, int peer, wick_dist_work **work) {
+    GROUP_OR_FAIL(is_recv ? "recv" : "send");
     WORK_INIT(w);
-    wick_status st;
-    w.kind = K_RECV;
-    w.device = -2;
-    w.peer = src;
-    if ((st = check_tensor(fn, t, "the tensor")) || (st = check_rank(g, fn, "src", src, 1)) ||
-        (st = check_device(g, fn, t, "the tensor", &w.device)) || (st = stage_inplace(&w, t, 0))) {
+    wick_status st = p2p_prepare(g, is_recv, t, peer, &w);
+    if (st) {
         work_release_tensors(&w);
         return st;
     }
     return submit(g, &w, work);
+}
+
+wick_status wick_dist_send(wick_tensor *t, int dst, wick_dist_work **work) { return p2p_one(0, t, dst, work); }
+wick_status wick_dist_recv(wick_tensor *t, int src, wick_dist_work **work) { return p2p_one(1, t, src, work); }
+
+/* An asynchronous backend's batch: queued as one (p2p_batch), each op's
+ * staged result written back on the stream, then a handle per op. */
+static wick_status batch_on_stream(wk_dist_group *g, wick_dist_work *ws, int n, wick_dist_work **works) {
+    struct wk_dist_engine *e = g->engine;
+    wk_dist_p2p *d = malloc(sizeof *d * (size_t)n);
+    if (!d) return wick_fail(WICK_ERR_OOM, "wick.distributed.batch_isend_irecv: out of memory");
+    for (int i = 0; i < n; i++) {
+        wick_dist_work *w = &ws[i];
+        w->g = g;
+        w->seq = ++e->seq;
+        w->start_ns = now_ns();
+        d[i] = (wk_dist_p2p){w->kind == K_RECV, data_of(w->kind == K_RECV ? w->recv : w->send), w->count, w->dtype,
+                             w->peer};
+    }
+    mark_running(e, &ws[0]);
+    wick_status st = g->be->p2p_batch(g, d, n, ws[0].device);
+    __atomic_store_n(&e->run_seq, 0, __ATOMIC_RELEASE);
+    free(d);
+    for (int i = 0; i < n && !st; i++) st = finish_result(g, &ws[i]);
+    for (int i = 0; i < n && !st; i++) st = pend_on_stream(g, &ws[i], &works[i]);
+    return st;
+}
+
+wick_status wick_dist_batch_isend_irecv(const wick_dist_p2p_op *ops, int n, wick_dist_work **works) {
+    const char *fn = "batch_isend_irecv";
+    GROUP_OR_FAIL(fn);
+    if (!ops || !works || n < 1 || n > (1 << 20))
+        return wick_fail(WICK_ERR_ARGUMENT, "wick.distributed.%s: expected a non-empty list of P2POp (got %d)", fn,
+                         n);
+    for (int i = 0; i < n; i++) works[i] = NULL;
+    wick_dist_work *ws = malloc(sizeof *ws * (size_t)n);
+    if (!ws) return wick_fail(WICK_ERR_OOM, "wick.distributed.%s: out of memory", fn);
+    for (int i = 0; i < n; i++) {
+        memset(&ws[i], 0, offsetof(wick_dist_work, msg));
+        ws[i].msg[0] = '\0';
+    }
+    wick_status st = WICK_OK;
+    for (int i = 0; i < n && !st; i++) {
+        st = p2p_prepare(g, ops[i].is_recv != 0, ops[i].tensor, ops[i].peer, &ws[i]);
+        if (!st && g->be->asynchronous && ws[i].device != ws[0].device)
+            st = wick_fail(WICK_ERR_DEVICE,
+                           "wick.distributed.%s: op %d's tensor is on cuda:%d, op 1's on cuda:%d (a batch moves "
+                           "tensors of one device)",
+                           fn, i + 1, ws[i].device, ws[0].device);
+    }
+    if (!st && g->be->asynchronous && g->be->p2p_batch) st = batch_on_stream(g, ws, n, works);
+    else
+        for (int i = 0; i < n && !st; i++) { /* each started (p2p_start) or queued in order */
+            ws[i].g = g;
+            ws[i].seq = ++g->engine->seq;
+            st = g->be->asynchronous ? submit_queued_on_stream(g, &ws[i], &works[i])
+                 : g->be->p2p_start  ? submit_p2p(g, &ws[i], &works[i])
+                                     : submit_async(g, &ws[i], &works[i]);
+        }
+    for (int i = 0; i < n; i++) work_release_tensors(&ws[i]); /* what no handle took */
+    free(ws);
+    if (st)
+        for (int i = 0; i < n; i++) {
+            wick_dist_work_release(works[i]); /* started ones finish on their own */
+            works[i] = NULL;
+        }
+    return st;
 }
 
 /* ---- work handles ---- */

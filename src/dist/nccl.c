@@ -371,29 +371,40 @@ static ncclResult_t nccl_p2p(nccl_state *s, int sending, void *buf, int64_t coun
     return r;
 }
 
-/* The sender's count or dtype differs: its message is received into a buffer
- * of its own shape and dropped (so the sender's ncclSend completes and the
- * group stays usable), and the error says what each side had. */
-static wick_status recv_mismatch(nccl_state *s, cudaStream_t stream, const p2p_header *h, int64_t count,
-                                 wick_dtype dtype, int peer, int device) {
-    bool known = h->dtype >= 0 && h->dtype < WICK_NUM_DTYPES && h->count >= 0;
-    if (known) { /* the sender's dtype is valid: it queued an ncclSend of that shape */
-        wick_tensor *sink = NULL;
-        wick_options opt = wick_default_options();
-        opt.dtype = (wick_dtype)h->dtype, opt.device.type = WICK_CUDA, opt.device.index = device;
-        int type = -1, rop = -1;
-        if (!wk_dist_nccl_types("wick.distributed.recv", opt.dtype, -1, &type, &rop) &&
-            !wick_empty(&sink, 1, &h->count, opt)) {
-            ncclResult_t r = nccl_p2p(s, 0, wick_tensor_data(sink), h->count, type, peer, stream);
-            wick_tensor_release(sink); /* stream-ordered: reused only after the receive */
-            if (r != ncclSuccess) return nccl_fail(r, "ncclRecv (dropping a mismatched message)", s, device);
-        }
-    }
+/* The error of a receive whose sender sent another count or dtype (h). */
+static bool header_known(const p2p_header *h) { return h->dtype >= 0 && h->dtype < WICK_NUM_DTYPES && h->count >= 0; }
+static wick_status mismatch_fail(const p2p_header *h, int64_t count, wick_dtype dtype, int peer) {
     return wick_fail(WICK_ERR_SHAPE,
                      "wick.distributed.recv: rank %d sent %lld elements of %s, but the tensor holds %lld of %s "
                      "(send and recv need the same dtype and number of elements)",
-                     peer, (long long)h->count, known ? wick_dtype_name((wick_dtype)h->dtype) : "?", (long long)count,
-                     wick_dtype_name(dtype));
+                     peer, (long long)h->count, header_known(h) ? wick_dtype_name((wick_dtype)h->dtype) : "?",
+                     (long long)count, wick_dtype_name(dtype));
+}
+
+/* Memory of the sender's shape for a mismatched message, received there and
+ * dropped (so the sender's ncclSend completes and the group stays usable);
+ * *sink stays NULL when the header is not a valid one (nothing to receive). */
+static void mismatch_sink(const p2p_header *h, int device, wick_tensor **sink, int *type) {
+    *sink = NULL;
+    if (!header_known(h)) return;
+    wick_options opt = wick_default_options();
+    opt.dtype = (wick_dtype)h->dtype, opt.device.type = WICK_CUDA, opt.device.index = device;
+    int rop = -1;
+    if (wk_dist_nccl_types("wick.distributed.recv", opt.dtype, -1, type, &rop) || wick_empty(sink, 1, &h->count, opt))
+        *sink = NULL;
+}
+
+static wick_status recv_mismatch(nccl_state *s, cudaStream_t stream, const p2p_header *h, int64_t count,
+                                 wick_dtype dtype, int peer, int device) {
+    wick_tensor *sink = NULL;
+    int type = -1;
+    mismatch_sink(h, device, &sink, &type);
+    if (sink) {
+        ncclResult_t r = nccl_p2p(s, 0, wick_tensor_data(sink), h->count, type, peer, stream);
+        wick_tensor_release(sink); /* stream-ordered: reused only after the receive */
+        if (r != ncclSuccess) return nccl_fail(r, "ncclRecv (dropping a mismatched message)", s, device);
+    }
+    return mismatch_fail(h, count, dtype, peer);
 }
 
 static wick_status nccl_send(wk_dist_group *g, const void *buf, int64_t count, wick_dtype dtype, int peer,
@@ -420,6 +431,61 @@ static wick_status nccl_recv(wk_dist_group *g, void *buf, int64_t count, wick_dt
     if (h.count != count || h.dtype != (int64_t)dtype) return recv_mismatch(s, stream, &h, count, dtype, peer, device);
     ncclResult_t r = nccl_p2p(s, 0, buf, count, type, peer, stream);
     return r == ncclSuccess ? WICK_OK : nccl_fail(r, "ncclRecv", s, device);
+}
+
+/* batch_isend_irecv: the headers first (every send's, then every receive's,
+ * so ranks that all send before they receive never wait on each other), then
+ * every transfer in one NCCL group. */
+static wick_status nccl_p2p_batch(wk_dist_group *g, const wk_dist_p2p *ops, int n, int device) {
+    const char *what = "wick.distributed.batch_isend_irecv";
+    nccl_state *s = NULL;
+    cudaStream_t stream = NULL;
+    wick_status st = enter(g, &device, what, &s, &stream);
+    if (st) return st;
+    int *types = calloc((size_t)n, sizeof *types);
+    p2p_header *h = calloc((size_t)n, sizeof *h);
+    wick_tensor **sinks = calloc((size_t)n, sizeof *sinks);
+    int bad = -1; /* the first receive whose message differs */
+    int rop = -1;
+    if (!types || !h || !sinks) st = wick_fail(WICK_ERR_OOM, "%s: out of memory", what);
+    for (int i = 0; i < n && !st; i++) st = wk_dist_nccl_types(what, ops[i].dtype, -1, &types[i], &rop);
+    for (int i = 0; i < n && !st; i++)
+        if (!ops[i].is_recv) {
+            h[i] = (p2p_header){ops[i].count, (int64_t)ops[i].dtype};
+            st = wk_mpi_send_bytes(wk_dist_group_comm(g), &h[i], sizeof h[i], ops[i].peer, WK_NCCL_P2P_TAG);
+        }
+    for (int i = 0; i < n && !st; i++)
+        if (ops[i].is_recv) {
+            h[i] = (p2p_header){-1, -1};
+            st = wk_mpi_recv_bytes(wk_dist_group_comm(g), &h[i], sizeof h[i], ops[i].peer, WK_NCCL_P2P_TAG);
+            if (!st && (h[i].count != ops[i].count || h[i].dtype != (int64_t)ops[i].dtype)) {
+                if (bad < 0) bad = i;
+                mismatch_sink(&h[i], device, &sinks[i], &types[i]);
+            }
+        }
+    if (!st) {
+        ncclResult_t r = nccl.ncclGroupStart();
+        if (r == ncclSuccess) {
+            for (int i = 0; i < n && r == ncclSuccess; i++) {
+                bool matched = h[i].count == ops[i].count && h[i].dtype == (int64_t)ops[i].dtype;
+                void *buf = matched ? ops[i].buf : sinks[i] ? wick_tensor_data(sinks[i]) : NULL;
+                size_t count = (size_t)(matched ? ops[i].count : h[i].count);
+                if (!ops[i].is_recv)
+                    r = nccl.ncclSend(buf, count, (ncclDataType_t)types[i], ops[i].peer, s->comm, stream);
+                else if (buf)
+                    r = nccl.ncclRecv(buf, count, (ncclDataType_t)types[i], ops[i].peer, s->comm, stream);
+            }
+            ncclResult_t end = nccl.ncclGroupEnd();
+            if (r == ncclSuccess) r = end;
+        }
+        if (r != ncclSuccess) st = nccl_fail(r, "ncclSend/ncclRecv (batch_isend_irecv)", s, device);
+    }
+    for (int i = 0; sinks && i < n; i++) wick_tensor_release(sinks[i]); /* stream-ordered */
+    if (!st && bad >= 0) st = mismatch_fail(&h[bad], ops[bad].count, ops[bad].dtype, ops[bad].peer);
+    free(types);
+    free(h);
+    free(sinks);
+    return st;
 }
 
 /* A one-element all_reduce, then the host waits for it: when barrier returns,
@@ -501,6 +567,7 @@ const wk_dist_backend wk_dist_nccl_backend = {
     .reduce_scatter = nccl_reduce_scatter,
     .send = nccl_send,
     .recv = nccl_recv,
+    .p2p_batch = nccl_p2p_batch,
     .barrier = nccl_barrier,
     .event_record = nccl_event_record,
     .event_query = nccl_event_query,

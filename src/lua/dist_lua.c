@@ -239,6 +239,41 @@ WL_FUNCTION(d_recv) {
     return finish(L, wick_dist_recv(t, src, slot), slot);
 }
 
+/* batch(ops): ops[i] = {is_recv, tensor, peer} (distributed.lua's P2POps,
+ * checked there); returns the list of handles */
+WL_FUNCTION(d_batch) {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    int n = (int)lua_objlen(L, 1);
+    if (n < 1 || n > 1 << 20) return wl_raise(L, "batch_isend_irecv: expected a non-empty list of P2POp");
+    /* the arrays live in userdata, so a raise frees them */
+    wick_dist_p2p_op *ops = lua_newuserdata(L, sizeof *ops * (size_t)n);
+    wick_dist_work **works = lua_newuserdata(L, sizeof *works * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        lua_rawgeti(L, 1, i + 1);
+        if (!lua_istable(L, -1)) return wl_raise(L, "batch_isend_irecv: expected a P2POp at list[%d]", i + 1);
+        lua_rawgeti(L, -1, 1);
+        ops[i].is_recv = lua_toboolean(L, -1);
+        lua_rawgeti(L, -2, 2);
+        ops[i].tensor = wl_totensor(L, -1);
+        if (!ops[i].tensor) return wl_raise(L, "batch_isend_irecv: list[%d] has no tensor", i + 1);
+        lua_rawgeti(L, -3, 3);
+        ops[i].peer = rank_arg(L, -1, "batch_isend_irecv", "peer");
+        lua_pop(L, 4); /* the tensors stay alive in the list */
+    }
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) { /* the handles exist before the call: nothing leaks if it raises */
+        push_work_slot(L);
+        lua_rawseti(L, -2, i + 1);
+    }
+    wl_check(L, wick_dist_batch_isend_irecv(ops, n, works));
+    for (int i = 0; i < n; i++) {
+        lua_rawgeti(L, -1, i + 1);
+        *(wick_dist_work **)lua_touserdata(L, -1) = works[i];
+        lua_pop(L, 1);
+    }
+    return 1;
+}
+
 /* abort(message): the whole job ends (prints message first) */
 WL_FUNCTION(d_abort) {
     const char *msg = lua_tostring(L, 1);
@@ -266,6 +301,7 @@ static const luaL_Reg dist_fns[] = {
     {"barrier", d_barrier},
     {"send", d_send},
     {"recv", d_recv},
+    {"batch", d_batch},
     {"abort", d_abort},
     {NULL, NULL},
 };

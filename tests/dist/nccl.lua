@@ -129,6 +129,27 @@ if n >= 2 then
   dist.all_reduce(after)
   all_equal(after, n * (n + 1) / 2, "all_reduce after a mismatched recv")
 end
+-- batch_isend_irecv: a ring where every rank sends before it receives, 16 MiB
+-- (past NCCL's buffers: one group per batch, so nothing waits on itself);
+-- then a batch receive of the wrong size fails at the call, and the group goes on
+if n >= 2 then
+  local left, right = (rank - 1 + n) % n, (rank + 1) % n
+  local recv_t = wick.zeros(4194304, {device = device})
+  local reqs = dist.batch_isend_irecv({dist.P2POp(dist.isend, wick.full({4194304}, rank + 1, {device = device}), right),
+                                       dist.P2POp(dist.irecv, recv_t, left)})
+  for _, req in ipairs(reqs) do req:wait() end
+  all_equal(recv_t, left + 1, "batch_isend_irecv ring of 16 MiB")
+  if rank == 0 then
+    dist.batch_isend_irecv({dist.P2POp(dist.isend, wick.ones(5, {device = device}), 1)})[1]:wait()
+  elseif rank == 1 then
+    local okb, errb = pcall(dist.batch_isend_irecv, {dist.P2POp(dist.irecv, wick.zeros(4, {device = device}), 0)})
+    check(not okb and tostring(errb):find("rank 0 sent 5 elements of float32, but the tensor holds 4", 1, true) ~= nil,
+      "mismatched batch recv: " .. tostring(errb))
+  end
+  local after = wick.full({3}, rank + 1, {device = device})
+  dist.all_reduce(after)
+  all_equal(after, n * (n + 1) / 2, "all_reduce after a mismatched batch recv")
+end
 dist.barrier()
 
 -- a CPU tensor is an error on the nccl backend, at the caller's line

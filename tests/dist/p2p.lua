@@ -157,6 +157,38 @@ if rank <= 1 then
   end
 end
 
+-- batch_isend_irecv, as PyTorch's docs show it: every rank sends right and
+-- receives from the left in one batch, the receive listed first on odd
+-- ranks; past the eager size too, into a non-contiguous tensor
+for _, n in ipairs({ 1, 1000, 1000000 }) do
+  local left, right = (rank - 1 + size) % size, (rank + 1) % size
+  local send_tensor = wick.full({ n }, rank + 1)
+  local buf = wick.zeros(n, 2)
+  local recv_tensor = buf:select(2, 1) -- non-contiguous
+  local send_op = dist.P2POp(dist.isend, send_tensor, right)
+  local recv_op = dist.P2POp(dist.irecv, recv_tensor, left)
+  local reqs = dist.batch_isend_irecv(rank % 2 == 1 and { recv_op, send_op } or { send_op, recv_op })
+  check(#reqs == 2, "a handle per op")
+  for _, req in ipairs(reqs) do req:wait() end
+  check(recv_tensor:eq(left + 1):all() and buf:select(2, 2):eq(0):all(),
+    ("batch ring of %d elements: left's values"):format(n))
+end
+if rank <= 1 then -- a batch receive of the wrong size: an error at its wait()
+  local peer = 1 - rank
+  if rank == 0 then
+    dist.batch_isend_irecv({ dist.P2POp(dist.isend, wick.ones(5), peer) })[1]:wait()
+  else
+    local reqs = dist.batch_isend_irecv({ dist.P2POp(dist.irecv, wick.zeros(4), peer) })
+    errors_with(function() reqs[1]:wait() end, "sent 5 elements of float32, but the tensor holds 4", "batch mismatch")
+  end
+end
+dist.barrier()
+errors_with(function() dist.batch_isend_irecv({}) end, "expected a non-empty list of P2POp", "empty batch")
+errors_with(function() dist.batch_isend_irecv({ wick.ones(1) }) end, "list[1] is not a P2POp", "batch of tensors")
+errors_with(function() dist.P2POp(dist.send, wick.ones(1), 0) end, "op must be wick.distributed.isend", "P2POp op")
+errors_with(function() dist.batch_isend_irecv({ dist.P2POp(dist.isend, wick.ones(1), rank) }) end,
+  "is this process's own rank", "batch to self")
+
 -- argument errors at the caller's line
 errors_with(function() dist.isend(7, 0) end, "isend: expected a tensor", "isend args")
 errors_with(function() dist.irecv(wick.ones(1), 0.5) end, "expected an integer for argument 'src'", "irecv args")
