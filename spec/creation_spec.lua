@@ -575,3 +575,51 @@ describe("t:new_zeros and friends (docs/api.md: t's device and dtype)", function
     assert.has_error(function() x:new_full({ 2 }, 1, "x") end)
   end)
 end)
+
+describe("the default dtype and device (torch.set_default_dtype / set_default_device)", function()
+  after_each(function()
+    wick.set_default_dtype("float32")
+    wick.set_default_device(nil)
+  end)
+
+  it("is float32 on the CPU unless set", function()
+    assert.are.equal("float32", wick.get_default_dtype())
+    assert.are.equal(wick.device("cpu"), wick.get_default_device())
+  end)
+
+  it("is what factories, numbers and layers' parameters become", function()
+    wick.set_default_dtype(wick.float64)
+    assert.are.equal("float64", wick.get_default_dtype())
+    for _, t in ipairs({ wick.zeros(2), wick.ones(2), wick.empty(2), wick.full({ 2 }, 1.5), wick.tensor({ 1.5 }),
+      wick.arange(3), wick.randn(2), wick.rand(2), wick.eye(2), wick.linspace(0, 1, 3),
+      wick.nn.Linear(2, 3).weight }) do
+      assert.are.equal("float64", t.dtype)
+    end
+    -- an explicit dtype, and a tensor's own, still win
+    assert.are.equal("float32", wick.zeros(2, { dtype = "float32" }).dtype)
+    assert.are.equal("float32", wick.zeros_like(wick.zeros(2, { dtype = "float32" })).dtype)
+    assert.are.equal("int64", wick.tensor({ 1 }, { dtype = wick.long }).dtype)
+    -- 1/3 keeps float64's digits
+    assert.are.equal(1 / 3, wick.tensor({ 1 / 3 }):item())
+    -- printing names a dtype only when it is not the default
+    assert.is_nil(tostring(wick.tensor({ 1.5 })):find("dtype", 1, true))
+    assert.truthy(tostring(wick.tensor({ 1.5 }, { dtype = "float32" })):find("dtype=float32", 1, true))
+  end)
+
+  it("takes floating dtypes only", function()
+    assert.has_error(function() wick.set_default_dtype("int64") end,
+      "set_default_dtype: only floating-point dtypes can be the default, got int64")
+    assert.has_error(function() wick.set_default_dtype("nope") end)
+    assert.are.equal("float32", wick.get_default_dtype())
+  end)
+
+  it("puts new tensors on the default device", function()
+    wick.set_default_device("meta")
+    assert.are.equal(wick.device("meta"), wick.get_default_device())
+    assert.are.equal("meta", wick.zeros(2).device.type)
+    assert.are.equal("meta", wick.tensor({ 1 }).device.type)
+    assert.are.equal("cpu", wick.zeros(2, { device = "cpu" }).device.type)
+    wick.set_default_device(wick.device("cpu"))
+    assert.are.equal("cpu", wick.zeros(2).device.type)
+  end)
+end)

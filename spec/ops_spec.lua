@@ -731,6 +731,38 @@ describe("flip, roll, amax, logsumexp, nonzero, repeat, tile, diag, products, li
     same(wick.tensor({ 1, 2 }):tile(2), { 1, 2, 1, 2 })
     same(t:tile(2), { { 0, 1, 2, 0, 1, 2 }, { 3, 4, 5, 3, 4, 5 } })
     assert.has_error(function() t:repeat_tensor(2) end)
+    -- always a copy (PyTorch's repeat and tile), even when only new leading dims repeat
+    for _, r in ipairs({ { 3, 1 }, { 1 }, { 1, 1 } }) do
+      local s = wick.zeros(2)
+      local out = s:repeat_tensor(r)
+      out:mul_(2):add_(5) -- an expanded view would refuse the in-place op
+      same(s, { 0, 0 })
+      assert.is_true(out:eq(5):all())
+    end
+    local s = wick.zeros(2)
+    s:tile(1):fill_(1)
+    same(s, { 0, 0 })
+  end)
+
+  it("take dim by name, as PyTorch's dim= ({dim = n}), and dtype constants", function()
+    local a = wick.arange(6):reshape(2, 3):to(wick.float)
+    assert.are.same({ 2, 6 }, wick.cat({ a, a }, { dim = 2 }):size())
+    assert.are.same({ 2, 2, 3 }, wick.stack({ a, a }, { dim = 1 }):size())
+    assert.are.same({ 1, 2, 3 }, a:unsqueeze({ dim = 1 }):size())
+    assert.are.same({ 2, 3 }, a:unsqueeze(1):squeeze({ dim = 1 }):size())
+    assert.is_true(a:softmax({ dim = 2 }):equal(a:softmax(2)))
+    assert.is_true(a:log_softmax({ dim = -1 }):equal(a:log_softmax(2)))
+    assert_error_has(function() return wick.cat({ a, a }, { axis = 2 }) end, "expected a dimension (a number, or {dim = n})")
+    assert_error_has(function() return a:softmax({ dim = 0 }) end, "dimensions count from 1")
+    -- PyTorch's dtype constants: torch.long, torch.double, ...
+    assert.are.equal("int64", wick.tensor({ 1, 2 }, { dtype = wick.long }).dtype)
+    assert.are.equal("float64", a:to(wick.double).dtype)
+    assert.are.equal("float16", a:to(wick.half).dtype)
+    assert.are.equal("int32", a:to(wick.int).dtype)
+    assert.are.equal("uint8", a:to(wick.byte).dtype)
+    assert.are.equal("float32", wick.zeros(1, { dtype = wick.float }).dtype)
+    -- a misspelled constant is nil: an error, not a silent no-op
+    assert_error_has(function() return a:to(wick.Long) end, "to: expected a device, a dtype")
   end)
 
   it("diag both ways", function()

@@ -91,12 +91,28 @@ function wick.device(spec, index)
 end
 wick.Device = Device
 
+--- wick.set_default_dtype(dtype) / get_default_dtype(): the floating dtype
+--- factories (wick.zeros, wick.tensor, nn layers' parameters) make when no
+--- dtype is given, as torch.set_default_dtype; float32 unless set
+wick.set_default_dtype = core.set_default_dtype
+wick.get_default_dtype = core.get_default_dtype
+--- wick.set_default_device(device) / get_default_device(): where factories
+--- put tensors when no device is given (nil: the CPU again), as
+--- torch.set_default_device
+function wick.set_default_device(d)
+  if getmetatable(d) == Device then d = device_fields[d]._name end
+  core.set_default_device(d)
+end
+function wick.get_default_device() return device_by_code(core.get_default_device()) end
+
 
 -- ---- dtypes ----
 
 wick.dtypes = {} -- the core's names (wick_dtype_name), in its order
 for i, d in ipairs(core.dtypes) do wick.dtypes[i] = d end
 for _, d in ipairs(wick.dtypes) do wick[d] = d end
+-- PyTorch's aliases as constants too: {dtype = wick.long}, t:to(wick.double)
+for alias, d in pairs(core.dtype_aliases) do wick[alias] = d end
 -- the dtype facts (name -> {size, is_floating, is_signed, digits, index}), read
 -- from the core's one table: wick.serialize, wick.pytorch, ops and print use it
 local dtype_info = core.dtype_info

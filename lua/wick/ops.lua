@@ -754,7 +754,7 @@ return function(wick)
       final[i] = r * s
     end
     if #reps == 0 then return t:clone() end
-    return t:reshape(view):expand(expanded):reshape(final)
+    return t:reshape(view):expand(expanded):clone():view(final) -- always a copy, as PyTorch's
   end
   local function repeat_tensor(t, ...)
     check.tensor(t, "repeat", "self")
@@ -868,14 +868,15 @@ return function(wick)
     local half = floor(steps / 2)
     local v = wick.where(i:lt(half), i * step + start, stop - (steps - 1 - i) * step)
     local o = opts or {}
-    return v:to({ dtype = o.dtype or "float32", device = o.device or "cpu" })
+    return v:to({ dtype = o.dtype or wick.get_default_dtype(), device = o.device or wick.get_default_device() })
   end
   --- wick.logspace(start, stop, steps[, base = 10[, opts]]): base ^ linspace(start, stop, steps)
   function ops.logspace(start, stop, steps, base, opts)
     if type(base) == "table" then base, opts = nil, base end
     local o = opts or {}
     local e = ops.linspace(start, stop, steps, { dtype = "float64" })
-    return (wick.full({}, base or 10, { dtype = "float64" }) ^ e):to({ dtype = o.dtype or "float32", device = o.device or "cpu" })
+    return (wick.full({}, base or 10, { dtype = "float64" }) ^ e):to({ dtype = o.dtype or wick.get_default_dtype(),
+      device = o.device or wick.get_default_device() })
   end
   --- wick.meshgrid(t1, t2, ...[, {indexing = "ij"}]) (or one table of tensors):
   --- coordinate grids; "xy" swaps the first two dims (NumPy's)
@@ -1339,7 +1340,7 @@ return function(wick)
       dtype = dtype or t.dtype
       device = device or t.device
     end
-    local out = wick.zeros({ rows, cols }, { dtype = dtype or "float32", device = device })
+    local out = wick.zeros({ rows, cols }, { dtype = dtype, device = device })
     local r, c = 1, 1
     for _, m in ipairs(ts) do
       if m:numel() > 0 then out:narrow(1, r, m:size(1)):narrow(2, c, m:size(2)):copy_(m) end

@@ -4,7 +4,8 @@
 local THRESHOLD, EDGE, LINE_WIDTH = 1000, 3, 80
 local ELLIPSIS = {} -- marks the elided middle of a summarised dim
 
-local dtype_info = require("wick.core").dtype_info
+local core = require("wick.core")
+local dtype_info = core.dtype_info
 local function is_float(dtype) return dtype_info[dtype].is_floating end
 
 -- The indices shown along a dim: all, or the first and last EDGE (0 marks "...").
@@ -141,7 +142,7 @@ return function(t)
     end
     body = render(tree, fmt, width, #"tensor(", 0, t:dim())
   end
-  if dtype ~= "float32" then suffix[#suffix + 1] = "dtype=" .. dtype end
+  if dtype ~= core.get_default_dtype() then suffix[#suffix + 1] = "dtype=" .. dtype end
   local grad_fn = t.grad_fn
   if grad_fn then suffix[#suffix + 1] = ("grad_fn=<%s>"):format(grad_fn)
   elseif t.requires_grad then suffix[#suffix + 1] = "requires_grad=True" end

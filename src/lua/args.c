@@ -215,6 +215,70 @@ wick_device wl_device(lua_State *L, int idx, const char *fn) {
     return dev;
 }
 
+/* ---- the state's default dtype and device (PyTorch's torch.set_default_dtype / set_default_device) ---- */
+
+static const char defaults_key = 0; /* registry: a userdata holding the wick_options, once one is set */
+
+wick_options wl_default_options(lua_State *L) {
+    lua_pushlightuserdata(L, (void *)&defaults_key);
+    lua_rawget(L, LUA_REGISTRYINDEX);
+    const wick_options *o = lua_touserdata(L, -1);
+    wick_options opt = o ? *o : wick_default_options();
+    lua_pop(L, 1);
+    return opt;
+}
+
+static wick_options *defaults_slot(lua_State *L) {
+    lua_pushlightuserdata(L, (void *)&defaults_key);
+    lua_rawget(L, LUA_REGISTRYINDEX);
+    wick_options *o = lua_touserdata(L, -1);
+    lua_pop(L, 1);
+    if (o) return o;
+    o = lua_newuserdata(L, sizeof *o);
+    *o = wick_default_options();
+    lua_pushlightuserdata(L, (void *)&defaults_key);
+    lua_insert(L, -2);
+    lua_rawset(L, LUA_REGISTRYINDEX);
+    return o;
+}
+
+/* core.set_default_dtype(dtype): floating dtypes only, as PyTorch */
+WL_FUNCTION(m_set_default_dtype) {
+    wick_dtype d = wl_dtype(L, 1, "set_default_dtype");
+    if (!wick_dtype_is_floating(d))
+        wl_raise(L, "set_default_dtype: only floating-point dtypes can be the default, got %s", wick_dtype_name(d));
+    defaults_slot(L)->dtype = d;
+    return 0;
+}
+
+WL_FUNCTION(m_get_default_dtype) {
+    lua_pushstring(L, wick_dtype_name(wl_default_options(L).dtype));
+    return 1;
+}
+
+/* core.set_default_device(device): nil is the CPU again */
+WL_FUNCTION(m_set_default_device) {
+    wick_device dev = {WICK_CPU, -1};
+    if (!lua_isnoneornil(L, 1)) dev = wl_device(L, 1, "set_default_device");
+    defaults_slot(L)->device = dev;
+    return 0;
+}
+
+/* core.get_default_device(): its device code (wl_device_code) */
+WL_FUNCTION(m_get_default_device) {
+    lua_pushinteger(L, wl_device_code(wl_default_options(L).device));
+    return 1;
+}
+
+void wl_open_defaults(lua_State *L) {
+    static const luaL_Reg fns[] = {{"set_default_dtype", m_set_default_dtype},
+                                   {"get_default_dtype", m_get_default_dtype},
+                                   {"set_default_device", m_set_default_device},
+                                   {"get_default_device", m_get_default_device},
+                                   {NULL, NULL}};
+    luaL_register(L, NULL, fns);
+}
+
 int wl_options(lua_State *L, int idx, wick_options *opt, const char *fn) {
     int requires_grad = -1;
     if (idx == 0 || lua_isnoneornil(L, idx)) return requires_grad;
@@ -242,9 +306,17 @@ int wl_dim_value(lua_State *L, lua_Number d, const char *fn) {
     return d > 0 ? (int)d - 1 : (int)d;
 }
 
+/* a dimension: a number, or by name as PyTorch's dim= ({dim = 2}) */
 int wl_dim(lua_State *L, int idx, const char *fn) {
+    if (lua_type(L, idx) == LUA_TTABLE && !wl_totensor(L, idx)) {
+        lua_getfield(L, idx, "dim");
+        int ok = lua_type(L, -1) == LUA_TNUMBER;
+        lua_Number d = lua_tonumber(L, -1);
+        lua_pop(L, 1);
+        if (ok) return wl_dim_value(L, d, fn);
+    }
     if (lua_type(L, idx) != LUA_TNUMBER)
-        wl_raise(L, "%s: expected a dimension (a number), got %s", fn, luaL_typename(L, idx));
+        wl_raise(L, "%s: expected a dimension (a number, or {dim = n}), got %s", fn, luaL_typename(L, idx));
     return wl_dim_value(L, lua_tonumber(L, idx), fn);
 }
 

@@ -31,7 +31,7 @@ WL_FUNCTION(m_create) {
     int opts = wl_trailing_options(L, 1);
     int64_t sizes[WICK_MAX_DIMS];
     int n = wl_sizes(L, 1, opts ? opts - 1 : lua_gettop(L), sizes, fn);
-    wick_options opt = wick_default_options();
+    wick_options opt = wl_default_options(L);
     int rg = wl_options(L, opts, &opt, fn);
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, creators[which].fn(slot, n, sizes, opt));
@@ -61,7 +61,7 @@ WL_FUNCTION(m_full) {
     int n = wl_sizes(L, 1, 1, sizes, "wick.full");
     wick_scalar v;
     if (!wl_toscalar(L, 2, &v)) wl_raise(L, "wick.full: expected a number fill value, got %s", luaL_typename(L, 2));
-    wick_options opt = wick_default_options();
+    wick_options opt = wl_default_options(L);
     if (lua_type(L, 2) == LUA_TBOOLEAN) opt.dtype = WICK_BOOL;
     int rg = wl_options(L, lua_istable(L, 3) ? 3 : 0, &opt, "wick.full");
     wick_tensor **slot = wl_new_slot(L);
@@ -128,7 +128,7 @@ static void nested_walk(lua_State *L, int idx, int depth, nested_shape *sh, doub
 }
 
 WL_FUNCTION(m_tensor) {
-    wick_options opt = wick_default_options();
+    wick_options opt = wl_default_options(L);
     int rg = wl_options(L, lua_istable(L, 2) ? 2 : 0, &opt, "wick.tensor");
     int explicit_dtype = 0;
     if (lua_istable(L, 2)) {
@@ -176,7 +176,7 @@ WL_FUNCTION(m_arange) {
     else if (nargs == 2) start = a[0], stop = a[1];
     else if (nargs == 3) start = a[0], stop = a[1], step = a[2];
     else return wl_raise(L, "wick.arange: expected ([start, ]stop[, step][, options])");
-    wick_options opt = wick_default_options();
+    wick_options opt = wl_default_options(L);
     int rg = wl_options(L, opts, &opt, "wick.arange");
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_arange(slot, start, stop, step, opt));
@@ -186,7 +186,7 @@ WL_FUNCTION(m_arange) {
 
 WL_FUNCTION(m_eye) {
     int64_t n = wl_checkint(L, 1, "wick.eye", "n"), m = lua_type(L, 2) == LUA_TNUMBER ? wl_checkint(L, 2, "wick.eye", "m") : -1;
-    wick_options opt = wick_default_options();
+    wick_options opt = wl_default_options(L);
     int rg = wl_options(L, wl_trailing_options(L, 2), &opt, "wick.eye");
     if (n < 0) wl_raise(L, "wick.eye: n must be non-negative, got %lld", (long long)n);
     if (lua_type(L, 2) == LUA_TNUMBER && m < 0) wl_raise(L, "wick.eye: m must be non-negative, got %lld", (long long)m);
@@ -207,6 +207,7 @@ static const luaL_Reg creation_fns[] = {
 /* Fills the module table at -1. */
 void wl_open_creation(lua_State *L) {
     luaL_register(L, NULL, creation_fns);
+    wl_open_defaults(L);
     for (int i = 0; i < (int)(sizeof creators / sizeof *creators); i++) {
         char like[32];
         lua_pushinteger(L, i);

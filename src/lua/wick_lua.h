@@ -48,6 +48,11 @@ int wl_sizes(lua_State *L, int first, int last, int64_t *sizes, const char *fn);
 /* Fills opt from the options table at idx (absent/nil: leaves opt as is).
  * Returns its requires_grad: 1, 0, or -1 when absent. */
 int wl_options(lua_State *L, int idx, wick_options *opt, const char *fn);
+/* The options a factory starts from: this Lua state's default dtype and device
+ * (wick.set_default_dtype / set_default_device; float32 on the CPU unless set). */
+wick_options wl_default_options(lua_State *L);
+/* core.set_default_dtype, get_default_dtype, set_default_device, get_default_device into the table at -1 */
+void wl_open_defaults(lua_State *L);
 /* Applies a requires_grad option (from wl_options) to a new tensor. */
 void wl_set_requires_grad(lua_State *L, wick_tensor *t, int requires_grad);
 /* A Lua dimension (1-based, negative from the end) as a C one (0-based or negative). */
