@@ -673,7 +673,13 @@ typedef enum {
     WICK_HOOK_GRAD,
     /* after that gradient was accumulated into the leaf's grad (PyTorch's
      * post-accumulate-grad hooks); grad is NULL */
-    WICK_HOOK_POST_ACCUMULATE
+    WICK_HOOK_POST_ACCUMULATE,
+    /* a custom function's backward (wick_function_record; hook_id is its id,
+     * leaf NULL): grad[0] is the gradient of its output (the engine's, not to
+     * be released); the hook sets grad[1 + i] to a new reference to input i's
+     * gradient, or leaves it NULL (none). A gradient must have its input's
+     * shape, or one the input broadcasts to (it is summed back). */
+    WICK_HOOK_FUNCTION
 } wick_hook_kind;
 /* Called by wick_backward_ex once per backward for each hooked tensor that got
  * a gradient, while the rest of the graph may still be running. A status
@@ -684,6 +690,17 @@ typedef wick_status (*wick_autograd_hook)(void *ud, wick_hook_kind kind, wick_te
 /* wick_backward with hooks (NULL: none, as wick_backward). */
 WICK_API wick_status wick_backward_ex(wick_tensor *t, const wick_tensor *gradient, int retain_graph,
                                       wick_autograd_hook hook, void *ud);
+/* Custom functions (a host's autograd.Function): `out`, computed without
+ * grad, becomes the output of a node named `name` with edges to the n inputs
+ * (NULL entries, and inputs that do not require grad, get no gradient); its
+ * backward is the host's hook (WICK_HOOK_FUNCTION above) with the id set in
+ * *id, so it runs only under wick_backward_ex with a hook. `out` must be
+ * floating and have no grad_fn. */
+WICK_API wick_status wick_function_record(wick_tensor *out, const char *name, int n, wick_tensor *const *inputs,
+                                          int64_t *id);
+/* Moves up to `max` ids of custom nodes freed since the last call into ids[]
+ * and returns how many: the host drops its state for them. Any thread. */
+WICK_API int wick_function_released(int64_t *ids, int max);
 /* A view of t that shares its data but is cut from the graph. */
 WICK_API wick_status wick_detach(wick_tensor **out, wick_tensor *t);
 /* t itself cut from the graph, in place (PyTorch's detach_): it becomes a leaf

@@ -239,6 +239,38 @@ static void test_autocast(void) {
     wick_tensor_release(a);
 }
 
+/* A C host's custom function: its backward is the host's hook (the id it was
+ * given), refused without one; the id is reported once the node is gone. */
+static int64_t function_id;
+static wick_status double_grad_hook(void *ud, wick_hook_kind kind, wick_tensor *leaf, int64_t id, wick_tensor **io) {
+    if (kind != WICK_HOOK_FUNCTION || id != function_id || leaf) return wick_fail(WICK_ERR_ARGUMENT, "unexpected hook");
+    return wick_binary_scalar(&io[1], WICK_MUL, io[0], (wick_scalar){2, 1}, 0); /* d out / d x = 2 */
+}
+
+static void test_custom_function(void) {
+    int64_t s[1] = {3};
+    wick_tensor *x = NULL, *out = NULL, *loss = NULL, *i64 = NULL;
+    CHECK(wick_full(&x, 1, s, 1, wick_default_options()) == WICK_OK && wick_set_requires_grad(x, 1) == WICK_OK);
+    CHECK(wick_full(&out, 1, s, 2, wick_default_options()) == WICK_OK);
+    CHECK(wick_function_record(out, "TwiceBackward", 1, &x, &function_id) == WICK_OK && function_id > 0);
+    CHECK(strcmp(wick_grad_fn_name(out), "TwiceBackward") == 0);
+    CHECK(wick_function_record(out, "Again", 1, &x, &function_id) == WICK_ERR_ARGUMENT); /* has a grad_fn */
+    CHECK(wick_full(&i64, 1, s, 2, opts(WICK_INT64, "cpu")) == WICK_OK);
+    int64_t unused;
+    CHECK(wick_function_record(i64, "Int", 1, &x, &unused) == WICK_ERR_ARGUMENT);
+    CHECK(wick_reduce(&loss, NULL, WICK_SUM, out, -1, 0, 0) == WICK_OK);
+    CHECK(wick_backward(loss, NULL, 1) == WICK_ERR_UNSUPPORTED && strstr(wick_last_error(), "TwiceBackward"));
+    CHECK(wick_backward_ex(loss, NULL, 0, double_grad_hook, NULL) == WICK_OK);
+    CHECK(wick_grad(x) && wick_get_double(wick_grad(x), 2) == 2);
+    int64_t ids[4];
+    CHECK(wick_function_released(ids, 4) == 0); /* out still holds its node */
+    wick_tensor_release(loss);
+    wick_tensor_release(out);
+    CHECK(wick_function_released(ids, 4) == 1 && ids[0] == function_id);
+    wick_tensor_release(i64);
+    wick_tensor_release(x);
+}
+
 int main(void) {
     test_devices();
     test_add_broadcast();
@@ -250,6 +282,7 @@ int main(void) {
     test_size_overflow();
     test_set_and_move();
     test_autocast();
+    test_custom_function();
     printf("%d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }

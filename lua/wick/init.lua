@@ -494,8 +494,6 @@ function wick.is_autocast_enabled(device_type) return core._is_autocast_enabled(
 --- torch.get_autocast_dtype(device_type): the dtype autocast casts to there.
 function wick.get_autocast_dtype(device_type) return core._get_autocast_dtype(device_type) end
 wick.is_grad_enabled = core.is_grad_enabled
--- wick.autograd.queue_callback(fn): fn() runs once the running backward finished (src/lua/autograd_lua.c)
-wick.autograd = { queue_callback = core.queue_callback }
 
 local function move_to(value, device)
   if getmetatable(value) == mt then return value:to(device) end
@@ -674,7 +672,7 @@ end
 
 -- wick.nn, wick.optim and wick.data load on first use (they require wick themselves).
 local lazy = { nn = "wick.nn", optim = "wick.optim", data = "wick.data", amp = "wick.amp",
-  distributed = "wick.distributed", profiler = "wick.profiler",
+  distributed = "wick.distributed", profiler = "wick.profiler", autograd = "wick.autograd",
   utils = "wick.utils" }
 function wick.save(value, path, opts) return require("wick.serialize").save(value, path, opts) end
 function wick.load(path, opts) return require("wick.serialize").load(path, opts) end

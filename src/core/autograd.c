@@ -85,6 +85,7 @@ void wk_node_release(wk_node *n) {
     /* iterative, so a long chain of nodes cannot overflow the C stack */
     while (n && __atomic_sub_fetch(&n->refcount, 1, __ATOMIC_ACQ_REL) == 0) {
         wk_node *next = NULL;
+        if (n->backward == wk_function_backward) wk_function_forget(n);
         release_saved(n);
         wick_tensor_release(n->grad);
         for (int i = 0; i < n->n_inputs; i++) {
@@ -607,6 +608,10 @@ wick_status wick_backward_ex(wick_tensor *t, const wick_tensor *gradient, int re
         WK_NO_GRAD(st = wick_to(&g, (wick_tensor *)gradient, (wick_options){t->dtype, t->storage->device}));
     }
     if (st) return st;
+    wick_autograd_hook outer = wk_backward_hook; /* a hook's own backward nests */
+    void *outer_ud = wk_backward_hook_ud;
+    wk_backward_hook = hook, wk_backward_hook_ud = ud;
     WK_NO_GRAD(st = run_backward(t, g, retain_graph, hook, ud));
+    wk_backward_hook = outer, wk_backward_hook_ud = outer_ud;
     return st;
 }

@@ -120,4 +120,12 @@ wick_status wk_record_softmax(wick_tensor *out, const wick_tensor *a, int dim, i
 wick_status wk_act_backward(wick_tensor **out, const wick_tensor *g, const wick_tensor *x, int form);
 wick_status wk_softmax_backward(wick_tensor **out, const wick_tensor *g, const wick_tensor *y, int dim, int log);
 
+/* Custom functions (function.c): the backward of wick_function_record's nodes,
+ * the hook the running backward was started with (run_backward sets it on its
+ * thread; NULL: none), and the note that a custom node is gone. */
+wick_status wk_function_backward(wk_node *n, wick_tensor *grad, wick_tensor **grads);
+extern _Thread_local wick_autograd_hook wk_backward_hook;
+extern _Thread_local void *wk_backward_hook_ud;
+void wk_function_forget(const wk_node *n);
+
 #endif

@@ -253,17 +253,95 @@ WL_FUNCTION(grad_hooks) {
     return 0;
 }
 
+/* ---- custom functions (wick.autograd.Function) ---- */
+
+static const char functions_key = 0; /* registry: node id -> {fn = backward closure, n = inputs} */
+
+/* Drops the state of custom nodes the core has freed. */
+static void forget_released(lua_State *L) {
+    int64_t ids[64];
+    int n = wick_function_released(ids, 64);
+    if (!n) return;
+    push_registry_table(L, &functions_key, NULL);
+    for (; n > 0; n = wick_function_released(ids, 64))
+        for (int i = 0; i < n; i++) {
+            lua_pushnumber(L, (lua_Number)ids[i]);
+            lua_pushnil(L);
+            lua_rawset(L, -3);
+        }
+    lua_pop(L, 1);
+}
+
+/* core.function_record(out, name, inputs, n, fn): out (computed without grad)
+ * becomes the output of a node over inputs[1..n] (nil: not a tensor) whose
+ * backward calls fn(grad) -> {grad of input 1, ..., n} */
+WL_FUNCTION(m_function_record) {
+    static const char *fn = "autograd.Function";
+    wick_tensor *out = wl_checktensor(L, 1, fn, "output");
+    const char *name = wl_checkstring(L, 2, fn, "name");
+    luaL_checktype(L, 3, LUA_TTABLE);
+    int n = (int)wl_checkint(L, 4, fn, "n");
+    if (n < 0 || n > 1 << 16) return wl_raise(L, "%s: too many inputs (%d)", fn, n);
+    luaL_checktype(L, 5, LUA_TFUNCTION);
+    forget_released(L);
+    wick_tensor **inputs = lua_newuserdata(L, sizeof *inputs * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++) {
+        lua_rawgeti(L, 3, i + 1);
+        inputs[i] = wl_totensor(L, -1);
+        lua_pop(L, 1);
+    }
+    int64_t id = 0;
+    wl_check(L, wick_function_record(out, name, n, inputs, &id));
+    push_registry_table(L, &functions_key, NULL);
+    lua_pushnumber(L, (lua_Number)id);
+    lua_createtable(L, 0, 2);
+    lua_pushvalue(L, 5);
+    lua_setfield(L, -2, "fn");
+    lua_pushinteger(L, n);
+    lua_setfield(L, -2, "n");
+    lua_rawset(L, -3);
+    return 0;
+}
+
+/* function_hook(io, id): the backward of custom node id; io[0] is its output's
+ * gradient, io[1 + i] receives input i's */
+WL_FUNCTION(function_hook) {
+    wick_tensor **io = lua_touserdata(L, 1);
+    lua_Number id = lua_tonumber(L, 2);
+    push_registry_table(L, &functions_key, NULL);
+    lua_pushnumber(L, id);
+    lua_rawget(L, -2); /* 4: the entry */
+    if (!lua_istable(L, 4)) return luaL_error(L, "autograd.Function: its state is gone (id %f)", id);
+    lua_getfield(L, 4, "n");
+    int n = (int)lua_tointeger(L, -1);
+    lua_getfield(L, 4, "fn");
+    push_tensor(L, io[0]);
+    lua_call(L, 1, 1); /* 6: the gradients, a table */
+    if (!lua_istable(L, 6)) return luaL_error(L, "autograd.Function: backward gave %s", luaL_typename(L, 6));
+    for (int i = 0; i < n; i++) {
+        lua_rawgeti(L, 6, i + 1);
+        wick_tensor *g = wl_totensor(L, -1);
+        if (g) {
+            wick_tensor_retain(g);
+            io[i + 1] = g;
+        }
+        lua_pop(L, 1);
+    }
+    return 0;
+}
+
 typedef struct {
     lua_State *L;
     int failed; /* a hook raised; its error is in the registry (error_key) */
+    wick_hook_kind failed_kind;
 } hook_ctx;
 
 static wick_status run_hooks(void *ud, wick_hook_kind kind, wick_tensor *leaf, int64_t id, wick_tensor **grad) {
     hook_ctx *ctx = ud;
     lua_State *L = ctx->L;
     int top = lua_gettop(L);
-    lua_pushcfunction(L, kind == WICK_HOOK_GRAD ? grad_hooks : post_hooks);
-    lua_pushlightuserdata(L, kind == WICK_HOOK_GRAD ? (void *)grad : (void *)leaf);
+    lua_pushcfunction(L, kind == WICK_HOOK_FUNCTION ? function_hook : kind == WICK_HOOK_GRAD ? grad_hooks : post_hooks);
+    lua_pushlightuserdata(L, kind == WICK_HOOK_POST_ACCUMULATE ? (void *)leaf : (void *)grad);
     lua_pushnumber(L, (lua_Number)id);
     if (lua_pcall(L, 2, 0, 0) == 0) {
         lua_settop(L, top);
@@ -272,6 +350,7 @@ static wick_status run_hooks(void *ud, wick_hook_kind kind, wick_tensor *leaf, i
     set_registry(L, &error_key, -1);
     lua_settop(L, top);
     ctx->failed = 1;
+    ctx->failed_kind = kind;
     return wick_fail(WICK_ERR_ARGUMENT, "backward: a hook raised an error");
 }
 
@@ -310,7 +389,7 @@ WL_FUNCTION(t_backward) {
     get_registry(L, &queue_key); /* 4: the enclosing backward's queue (a hook's backward) */
     lua_newtable(L);             /* 5: this backward's */
     set_registry(L, &queue_key, 5);
-    hook_ctx ctx = {L, 0};
+    hook_ctx ctx = {L, 0, WICK_HOOK_GRAD};
     wick_status st = wick_backward_ex(a, gradient, retain, run_hooks, &ctx);
     if (ctx.failed) {
         set_registry(L, &queue_key, 4);
@@ -318,13 +397,14 @@ WL_FUNCTION(t_backward) {
         lua_pushnil(L);
         set_registry(L, &error_key, -1);
         lua_pop(L, 1);
-        return raise_hook_error(L, "a hook");
+        return raise_hook_error(L, ctx.failed_kind == WICK_HOOK_FUNCTION ? "an autograd.Function's backward" : "a hook");
     }
     if (st) set_registry(L, &queue_key, 4);
     wl_check(L, st);
     int failed = run_queued(L, 5);
     set_registry(L, &queue_key, 4);
     if (failed) return raise_hook_error(L, "a queued callback");
+    forget_released(L);
     return 0;
 }
 
@@ -349,6 +429,8 @@ static const luaL_Reg method_fns[] = {{"backward", t_backward},
 void wl_open_autograd(lua_State *L) {
     lua_pushcfunction(L, m_queue_callback);
     lua_setfield(L, -2, "queue_callback");
+    lua_pushcfunction(L, m_function_record);
+    lua_setfield(L, -2, "function_record");
     lua_getfield(L, -1, "Tensor");
     luaL_register(L, NULL, method_fns);
     lua_pop(L, 1);
