@@ -595,6 +595,17 @@ wick.backends = { cuda = { matmul = setmetatable({}, {
 
 local print_tensor = require("wick.print")
 mt.__tostring = function(t) return print_tensor(check_tensor(t, "tostring", "self")) end
+-- "loss: " .. t: the printed tensor (Python's f"{t}"); the other operand as Lua's .. takes it
+mt.__concat = function(a, b)
+  local function str(v)
+    if getmetatable(v) == mt then return print_tensor(v) end
+    if type(v) ~= "string" and type(v) ~= "number" then
+      core.error(("attempt to concatenate a %s value with a tensor"):format(type(v)))
+    end
+    return v
+  end
+  return str(a) .. str(b)
+end
 
 -- ---- LuaJIT fast paths: tiny ops called through the FFI ----
 -- The classic Lua C API binding works everywhere; under LuaJIT the hottest
