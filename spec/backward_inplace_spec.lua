@@ -64,3 +64,34 @@ describe("in-place gradient accumulation in backward", function()
     assert.is_true(max_diff(v.grad, want2) < 1e-12)
   end)
 end)
+
+describe("in-place ops on a tracked tensor that detached tensors share", function()
+  it("write under t:detach() and t.data (values only, as in PyTorch), whether or not they were collected", function()
+    local w = wick.ones(3, F64):requires_grad_()
+    local y = w * 2
+    local c = y:detach():clone() -- the detached alias is garbage, but alive until collected
+    local d = y.data
+    y:div_(4)
+    assert.are.same({ 2, 2, 2 }, c:totable())
+    assert.are.same({ 0.5, 0.5, 0.5 }, d:totable()) -- d shares y's values
+    y:sum():backward()
+    assert.are.same({ 0.5, 0.5, 0.5 }, w.grad:totable())
+  end)
+
+  it("still refuse where a tracked view or a saved value shares the storage", function()
+    local w = wick.ones(3, F64):requires_grad_()
+    local y = w * 2
+    local v = y:view(3)
+    assert.has_error(function() y:div_(2) end)
+    assert.is_not_nil(v)
+    local e = w:exp() -- saves its output for backward
+    assert.has_error(function() e:mul_(2) end)
+    -- once the detached alias is gone from the storage (set_ to other data), it counts no more
+    local z = w * 3
+    local a = z:detach()
+    a:set_(wick.zeros(3, F64))
+    local view = z:view(3)
+    assert.has_error(function() z:add_(1) end)
+    assert.is_not_nil(view)
+  end)
+end)

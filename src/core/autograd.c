@@ -56,7 +56,11 @@ wick_status wick_set_grad(wick_tensor *t, wick_tensor *grad) {
 }
 
 wick_status wick_detach(wick_tensor **out, wick_tensor *t) {
-    return wk_tensor_view(out, t, t->ndim, t->sizes, t->strides, t->offset); /* no grad_fn, no requires_grad */
+    wick_status st = wk_tensor_view(out, t, t->ndim, t->sizes, t->strides, t->offset); /* no grad_fn, no requires_grad */
+    if (st) return st;
+    (*out)->detached_alias = true;
+    __atomic_add_fetch(&(*out)->storage->aliases, 1, __ATOMIC_RELAXED);
+    return WICK_OK;
 }
 
 void wick_detach_(wick_tensor *t) {
@@ -198,8 +202,11 @@ wick_status wk_check_inplace(const char *op, const wick_tensor *target, int n, c
                          "out-of-place form or wick.no_grad(...)",
                          op);
     /* another tensor on the storage (a view, or a value saved for backward)
-     * would see the new values without a graph that says so */
-    if (__atomic_load_n(&target->storage->refcount, __ATOMIC_ACQUIRE) != 1)
+     * would see the new values without a graph that says so; detached ones
+     * (wick_detach: t:detach(), p.data) share values only, as in PyTorch */
+    int others = __atomic_load_n(&target->storage->refcount, __ATOMIC_ACQUIRE) -
+                 __atomic_load_n(&target->storage->aliases, __ATOMIC_ACQUIRE) - (target->detached_alias ? 0 : 1);
+    if (others != 0)
         return wick_fail(WICK_ERR_UNSUPPORTED,
                          "%s: in-place operation on a tensor that autograd tracks while another tensor shares its "
                          "storage (a view of it, or a value saved for backward); use the out-of-place form "

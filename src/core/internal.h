@@ -51,6 +51,9 @@ struct wick_storage {
     /* in-place writes so far (atomic accesses), shared by every view of the storage:
      * autograd compares it with the value a saved tensor had when saved */
     unsigned version;
+    /* tensors on it made by wick_detach (atomic): they share the values but
+     * no graph, so an in-place op on a tracked tensor may write under them */
+    int aliases;
 };
 typedef struct wick_storage wick_storage;
 
@@ -60,6 +63,7 @@ struct wick_tensor {
     int refcount; /* atomic */
     bool in_storage_block; /* allocated inside its storage's block (small tensors) */
     bool requires_grad;
+    bool detached_alias; /* made by wick_detach: counted in its storage's aliases */
     struct wk_node *grad_fn; /* the node that made this tensor; NULL for leaves */
     struct wick_tensor *grad;
     int64_t hook_id; /* autograd hooks (wick_hook_id); 0: none */

@@ -97,6 +97,7 @@ static wick_status storage_new(wick_storage **out, wick_device dev, size_t nbyte
     s->release = NULL;
     s->release_ctx = NULL;
     s->version = 0;
+    s->aliases = 0;
     s->backend = wk_backend_for(dev);
     if (extra_out) *extra_out = extra ? (char *)s + SMALL_STORAGE_HEADER : NULL;
     if (small) wk_account_bytes((int64_t)nbytes);
@@ -144,6 +145,7 @@ wick_status wk_tensor_wrap(wick_tensor **out, void *data, int64_t numel, wick_dt
     s->release = release;
     s->release_ctx = ctx;
     s->version = 0;
+    s->aliases = 0;
     wk_account_bytes((int64_t)s->nbytes);
     wk_storage_born();
     t->storage = s;
@@ -280,6 +282,7 @@ static wick_tensor *tensor_alloc(void) {
         t->refcount = 1;
         t->in_storage_block = false;
         t->requires_grad = false;
+        t->detached_alias = false;
         t->grad_fn = NULL;
         t->grad = NULL;
         t->hook_id = 0;
@@ -314,6 +317,7 @@ wick_status wk_tensor_new(wick_tensor **out, int ndim, const int64_t *sizes, wic
     t->refcount = 1;
     t->in_storage_block = header != NULL;
     t->requires_grad = false;
+    t->detached_alias = false;
     t->grad_fn = NULL;
     t->grad = NULL;
     t->hook_id = 0;
@@ -390,6 +394,7 @@ void wick_tensor_retain(wick_tensor *t) { __atomic_add_fetch(&t->refcount, 1, __
 void wick_tensor_release(wick_tensor *t) {
     if (!t || !drop_ref(&t->refcount)) return;
     wick_storage *s = t->storage, *home = t->header_block;
+    if (t->detached_alias) __atomic_sub_fetch(&s->aliases, 1, __ATOMIC_RELEASE);
     wk_node_release(t->grad_fn);
     wick_tensor_release(t->grad);
     free_header(t);
@@ -407,6 +412,8 @@ void wick_tensor_release(wick_tensor *t) {
 static void take_data(wick_tensor *dst, const wick_tensor *src) {
     wick_storage *old = dst->storage;
     unsigned old_version = __atomic_load_n(&old->version, __ATOMIC_RELAXED);
+    if (dst->detached_alias) __atomic_sub_fetch(&old->aliases, 1, __ATOMIC_RELEASE);
+    dst->detached_alias = false;
     storage_retain(src->storage);
     dst->storage = src->storage;
     dst->dtype = src->dtype;
