@@ -1,4 +1,5 @@
--- wick.data.DistributedSampler and DataLoader's sampler option: the indices
+-- wick.data's samplers (Sequential, Random, Batch) and DataLoader's sampler
+-- and batch_sampler options; DistributedSampler: the indices
 -- against a line-by-line port of PyTorch's torch/utils/data/distributed.py
 -- (0-based lists, as there), exact partition across ranks, padding and
 -- drop_last, set_epoch, the generic sampler protocol and the errors.
@@ -312,5 +313,174 @@ describe("DataLoader with a sampler", function()
     local bad_len = data.DataLoader(ds, { sampler = { len = function() return -1 end, iter = function() end } })
     assert_error_has(function() bad_len:len() end, "sampler's len() gave -1")
     assert_error_has(function() for _ in bad_len:iter() do end end, "sampler's iter() gave nil")
+  end)
+end)
+
+-- ======================================================================
+describe("SequentialSampler, RandomSampler, BatchSampler", function()
+  local ds = numbers(10)
+
+  local function sorted(list)
+    local out = {}
+    for i, v in ipairs(list) do out[i] = v end
+    table.sort(out)
+    return out
+  end
+
+  it("SequentialSampler gives 1..n, n read at each pass", function()
+    local grows = { n = 3, len = function(self) return self.n end }
+    local s = data.SequentialSampler(grows)
+    assert.are.equal(3, s:len())
+    assert.are.same({ 1, 2, 3 }, collect(s:iter()))
+    grows.n = 5
+    assert.are.same({ 1, 2, 3, 4, 5 }, collect(s:iter()))
+    assert_error_has(function() data.SequentialSampler(3) end, "SequentialSampler", "len()")
+  end)
+
+  it("RandomSampler: a permutation of 1..n each pass from wick's generator, repeatable under wick.manual_seed", function()
+    local s = data.RandomSampler(ds)
+    assert.are.equal(10, s:len())
+    wick.manual_seed(3)
+    local a, b = collect(s:iter()), collect(s:iter())
+    assert.are.same({ 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 }, sorted(a))
+    assert.are_not.same(a, b)
+    wick.manual_seed(3)
+    assert.are.same(a, collect(s:iter()))
+    -- the order DataLoader's shuffle draws
+    wick.manual_seed(3)
+    assert.are.same({ a }, (function()
+      local out = {}
+      for x in data.DataLoader(ds, { batch_size = 10, shuffle = true }):iter() do out[#out + 1] = x:totable() end
+      return out
+    end)())
+  end)
+
+  it("RandomSampler with {seed = s}: a generator of its own, moving on each pass; wick's untouched", function()
+    wick.manual_seed(1)
+    local u = wick.rand(2)
+    wick.manual_seed(1)
+    local s = data.RandomSampler(ds, { seed = 5 })
+    local a, b = collect(s:iter()), collect(s:iter())
+    assert.is_true(wick.rand(2):equal(u))
+    assert.are_not.same(a, b)
+    wick.manual_seed(99)
+    local again = data.RandomSampler(ds, { seed = 5 })
+    assert.are.same(a, collect(again:iter()))
+    assert.are.same(b, collect(again:iter()))
+  end)
+
+  it("RandomSampler's num_samples and replacement (positional or as options)", function()
+    wick.manual_seed(4)
+    local long = data.RandomSampler(ds, false, 25)
+    assert.are.equal(25, long:len())
+    local got = collect(long:iter())
+    assert.are.equal(25, #got)
+    -- whole permutations, then the head of one more
+    local first, second = {}, {}
+    for i = 1, 10 do first[i], second[i] = got[i], got[10 + i] end
+    assert.are.same(sorted(first), sorted(second))
+    assert.are.same({ 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 }, sorted(first))
+    local drawn = collect(data.RandomSampler(ds, { replacement = true, num_samples = 200 }):iter())
+    assert.are.equal(200, #drawn)
+    local seen, repeated = {}, false
+    for _, i in ipairs(drawn) do
+      assert.is_true(i >= 1 and i <= 10 and i == math.floor(i))
+      repeated = repeated or seen[i] ~= nil
+      seen[i] = true
+    end
+    assert.is_true(repeated)
+    assert.are.equal(3, #collect(data.RandomSampler(ds, true, 3):iter()))
+  end)
+
+  it("RandomSampler raises on bad options and an empty data source, as PyTorch", function()
+    assert_error_has(function() data.RandomSampler(ds, { num_samples = 0 }) end,
+      "num_samples should be a positive integer value, but got num_samples=0")
+    assert_error_has(function() data.RandomSampler(numbers(0)) end, "num_samples=0")
+    assert_error_has(function() data.RandomSampler(ds, 1) end, "RandomSampler", "replacement")
+    assert_error_has(function() data.RandomSampler(ds, { generator = 1 }) end, "expected a wick.Generator for argument 'generator'")
+    assert_error_has(function() data.RandomSampler(nil) end, "RandomSampler", "data_source")
+    assert_error_has(function() data.DataLoader(numbers(0), { shuffle = true }) end, "num_samples=0")
+  end)
+
+  it("BatchSampler gives PyTorch's batches and len()", function()
+    -- list(BatchSampler(SequentialSampler(range(10)), batch_size=3, drop_last=...)), plus 1
+    local function batches(s)
+      local out = {}
+      for b in s:iter() do out[#out + 1] = b end
+      return out
+    end
+    local keep = data.BatchSampler(data.SequentialSampler(ds), 3, false)
+    assert.are.same({ { 1, 2, 3 }, { 4, 5, 6 }, { 7, 8, 9 }, { 10 } }, batches(keep))
+    assert.are.equal(4, keep:len())
+    local drop = data.BatchSampler(data.SequentialSampler(ds), { batch_size = 3, drop_last = true })
+    assert.are.same({ { 1, 2, 3 }, { 4, 5, 6 }, { 7, 8, 9 } }, batches(drop))
+    assert.are.equal(3, drop:len())
+    assert.are.equal(1, data.BatchSampler(data.SequentialSampler(ds), 10):len())
+    assert_error_has(function() data.BatchSampler(data.SequentialSampler(ds), 0, false) end, "BatchSampler",
+      "batch_size", "positive integer")
+    assert_error_has(function() data.BatchSampler(data.SequentialSampler(ds)) end, "batch_size")
+    assert_error_has(function() data.BatchSampler(data.SequentialSampler(ds), 2, 1) end, "drop_last")
+    assert_error_has(function() data.BatchSampler({ 1, 2, 3 }, 2, false) end, "expected a sampler")
+  end)
+end)
+
+describe("DataLoader with a batch_sampler, or the new samplers", function()
+  local ds = numbers(10)
+
+  local function firsts(loader)
+    local out = {}
+    for x in loader do out[#out + 1] = x:totable() end
+    return out
+  end
+
+  it("takes a BatchSampler or any object whose iter() gives arrays of indices; len() is its len()", function()
+    local loader = data.DataLoader(ds, { batch_sampler = data.BatchSampler(data.SequentialSampler(ds), 4, true) })
+    assert.are.equal(2, loader:len())
+    assert.is_nil(loader.batch_size)
+    assert.are.same({ { 1, 2, 3, 4 }, { 5, 6, 7, 8 } }, firsts(loader))
+    local pairs_of = {
+      len = function() return 2 end,
+      iter = function()
+        local k = 0
+        return function() k = k + 1; return ({ { 10, 1 }, { 5 } })[k] end
+      end,
+    }
+    assert.are.same({ { 10, 1 }, { 5 } }, firsts(data.DataLoader { dataset = ds, batch_sampler = pairs_of }))
+    assert.are.equal(2, data.DataLoader(ds, { batch_sampler = pairs_of, batch_size = 1 }):len())
+  end)
+
+  it("takes a RandomSampler or a SequentialSampler as sampler", function()
+    wick.manual_seed(8)
+    local s = data.RandomSampler(ds, { replacement = true, num_samples = 6 })
+    local loader = data.DataLoader(ds, { sampler = s, batch_size = 4 })
+    assert.are.equal(2, loader:len())
+    local got = firsts(loader)
+    assert.are.equal(4, #got[1])
+    assert.are.equal(2, #got[2])
+    assert.are.same({ { 1, 2, 3, 4, 5 }, { 6, 7, 8, 9, 10 } },
+      firsts(data.DataLoader(ds, { sampler = data.SequentialSampler(ds), batch_size = 5 })))
+  end)
+
+  it("raises on batch_sampler with batch_size, shuffle, sampler or drop_last, and on bad batches", function()
+    local bs = data.BatchSampler(data.SequentialSampler(ds), 2, false)
+    for _, extra in ipairs({ { batch_size = 2 }, { shuffle = true }, { sampler = data.SequentialSampler(ds) },
+      { drop_last = true } }) do
+      extra.batch_sampler = bs
+      assert_error_has(function() data.DataLoader(ds, extra) end,
+        "batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last")
+    end
+    assert_error_has(function() data.DataLoader(ds, { batch_sampler = 3 }) end, "expected a sampler",
+      "option 'batch_sampler'")
+    local function yields(...)
+      local values = { ... }
+      return { len = function() return #values end,
+        iter = function() local k = 0; return function() k = k + 1; return values[k] end end }
+    end
+    assert_error_has(function() for _ in data.DataLoader(ds, { batch_sampler = yields({ 0 }) }) do end end,
+      "the batch_sampler gave the index 0", "1-based")
+    assert_error_has(function() for _ in data.DataLoader(ds, { batch_sampler = yields(3) }) do end end,
+      "the batch_sampler gave 3", "array of indices")
+    assert_error_has(function() for _ in data.DataLoader(ds, { batch_sampler = yields({}) }) do end end,
+      "non-empty array")
   end)
 end)

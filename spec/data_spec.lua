@@ -1,4 +1,5 @@
--- wick.data (TensorDataset, DataLoader, FashionMNIST), wick.to_device, and
+-- wick.data (Dataset, TensorDataset, Subset, ConcatDataset, random_split,
+-- DataLoader, FashionMNIST), wick.to_device, and
 -- checkpoints (wick.save / wick.load): round trips of a nested training state,
 -- the map_location forms, corrupt and truncated files, atomic writes.
 local wick = require("wick")
@@ -37,6 +38,188 @@ describe("TensorDataset", function()
     assert_error_has(function() data.TensorDataset(x, I({ 1, 2, 3 })) end, "size mismatch", "10", "3")
     assert_error_has(function() data.TensorDataset(x, wick.tensor(1)) end, "TensorDataset")
     assert_error_has(function() data.TensorDataset() end, "at least one tensor")
+  end)
+
+  it("ds[i] is sample i as one table {x, y} (PyTorch's train_ds[i - 1]); -1 is the last", function()
+    local ds = data.TensorDataset(x, y)
+    local s = ds[3]
+    assert.are.equal("table", type(s))
+    assert.are.equal(2, #s)
+    assert_close(s[1], { 4, 5 })
+    assert.are.equal(3, s[2]:item())
+    assert.are.equal(10, ds[-1][2]:item())
+    assert.are.equal(1, #data.TensorDataset(x)[1])
+    -- get_batch gives a batch as one table too
+    local b = ds:get_batch({ 2, 4 })
+    assert.are.equal(2, #b)
+    assert_close(b[2], { 2, 4 })
+    -- methods are still found, and other keys are nil
+    assert.are.equal(10, ds:len())
+    assert.is_nil(ds.no_such_field)
+  end)
+
+  it("ds[0] and an index past the end are errors naming the 1-based range", function()
+    local ds = data.TensorDataset(x, y)
+    assert_error_has(function() return ds[0] end, "TensorDataset", "index 0 is out of range", "10 samples", "1-based",
+      "1..10")
+    assert_error_has(function() return ds[11] end, "index 11 is out of range")
+    assert_error_has(function() return ds[-11] end, "index -11 is out of range")
+    assert_error_has(function() return ds[1.5] end, "expected an integer", "1.5")
+    assert_error_has(function() ds:get(0) end, "TensorDataset:get", "index 0 is out of range")
+  end)
+end)
+
+-- ======================================================================
+describe("Dataset, Subset, ConcatDataset, random_split", function()
+  -- class NumbersDataset(Dataset): sample i is (i * 10, -i)
+  local Numbers = data.Dataset:extend("Numbers")
+  function Numbers:init(n) self.n = n end
+  function Numbers:len() return self.n end
+  function Numbers:get(i) return i * 10, -i end
+
+  local function firsts(loader)
+    local out = {}
+    for a in loader:iter() do out[#out + 1] = a:totable() end
+    return out
+  end
+
+  it("a Dataset subclass: Class(...) calls init; ds[i], DataLoader and inheritance work", function()
+    local ds = Numbers(5)
+    assert.are.equal(5, ds:len())
+    assert.are.same({ 20, -2 }, ds[2])
+    assert.are.same({ 50, -5 }, ds[-1])
+    assert_error_has(function() return ds[0] end, "Numbers", "index 0 is out of range", "1..5")
+    assert.are.same({ { 10, 20, 30 }, { 40, 50 } }, firsts(data.DataLoader(ds, { batch_size = 3 })))
+    local Evens = Numbers:extend("Evens")
+    function Evens:get(i) return Evens.super.get(self, 2 * i) end
+    local evens = Evens(2)
+    assert.are.same({ 40, -4 }, evens[2])
+    assert.are.equal(2, evens:len())
+  end)
+
+  it("a subclass without len() or get() says what to define", function()
+    local Empty = data.Dataset:extend("Empty")
+    assert_error_has(function() Empty():len() end, "Empty:len", "not defined", "__len__")
+    assert_error_has(function() Empty():get(1) end, "Empty:get", "not defined", "__getitem__")
+    assert_error_has(function() data.Dataset:extend(3) end, "Dataset.extend", "name")
+  end)
+
+  it("Subset(dataset, indices): the samples at 1-based indices, as a dataset; batches through get_batch", function()
+    local ds = data.TensorDataset(wick.arange(10, 20, { dtype = "int64" }))
+    local sub = data.Subset(ds, { 4, 2, -1 })
+    assert.are.equal(3, sub:len())
+    assert.are.same({ 4, 2, 10 }, sub.indices)
+    assert.are.equal(13, sub:get(1):item())
+    assert.are.equal(19, sub[3][1]:item())
+    assert.are.same({ { 13, 11 }, { 19 } }, firsts(data.DataLoader(sub, { batch_size = 2 })))
+    assert.are.same({ 13, 19 }, sub:get_batch({ 1, 3 })[1]:totable())
+    -- over a dataset without get_batch, and with tensor indices
+    local plain = data.Subset(Numbers(6), wick.tensor({ 6, 1 }, { dtype = "int64" }))
+    assert.are.same({ { 60, 10 } }, firsts(data.DataLoader(plain, { batch_size = 2 })))
+    assert.are.same({ 60, -6 }, plain[1])
+    assert_error_has(function() data.Subset(ds, { 0 }) end, "Subset", "index 0 is out of range", "1-based")
+    assert_error_has(function() data.Subset(ds, { 11 }) end, "index 11")
+    assert_error_has(function() data.Subset(ds, 3) end, "Subset", "indices")
+    assert_error_has(function() data.Subset(3, { 1 }) end, "Subset", "dataset")
+    assert_error_has(function() sub:get(4) end, "Subset:get", "index 4 is out of range")
+  end)
+
+  it("ConcatDataset(datasets) and ds1 + ds2: the samples one dataset after the other", function()
+    local a, b = Numbers(3), data.Subset(Numbers(9), { 7, 8 })
+    local c = data.ConcatDataset({ a, b })
+    assert.are.equal(5, c:len())
+    assert.are.same({ 3, 5 }, c.cumulative_sizes)
+    assert.are.equal(30, (c:get(3)))
+    assert.are.equal(70, (c:get(4)))
+    assert.are.same({ 80, -8 }, c[-1])
+    local sum = a + b + a
+    assert.are.equal(8, sum:len())
+    assert.are.same({ 20, -2 }, sum[7])
+    assert.are.same({ { 10, 20, 30, 70 }, { 80, 10, 20, 30 } }, firsts(data.DataLoader(sum, { batch_size = 4 })))
+    assert_error_has(function() data.ConcatDataset({}) end, "ConcatDataset", "empty")
+    assert_error_has(function() data.ConcatDataset({ a, 3 }) end, "ConcatDataset", "dataset")
+    assert_error_has(function() return c[6] end, "index 6 is out of range")
+  end)
+
+  it("random_split by counts: disjoint Subsets covering the dataset, repeatable under wick.manual_seed", function()
+    local ds = Numbers(10)
+    wick.manual_seed(11)
+    local a, b, extra = data.random_split(ds, { 3, 7 })
+    assert.is_nil(extra)
+    assert.are.equal(3, a:len())
+    assert.are.equal(7, b:len())
+    local seen = {}
+    for _, part in ipairs({ a, b }) do
+      assert.are.equal(ds, part.dataset)
+      for _, i in ipairs(part.indices) do
+        assert.is_nil(seen[i])
+        seen[i] = true
+      end
+    end
+    for i = 1, 10 do assert.is_true(seen[i]) end
+    wick.manual_seed(11)
+    local a2 = data.random_split(ds, { 3, 7 })
+    assert.are.same(a.indices, a2.indices)
+    assert.are_not.same({ 1, 2, 3 }, a.indices)
+  end)
+
+  it("random_split by fractions: PyTorch's lengths (floor, then the remainder round-robin)", function()
+    local function sizes(n, fractions)
+      local out = {}
+      for k, part in ipairs({ data.random_split(Numbers(n), fractions) }) do out[k] = part:len() end
+      return out
+    end
+    -- torch.utils.data.random_split(range(n), fractions) gives these lengths
+    assert.are.same({ 3, 3, 4 }, sizes(10, { 0.3, 0.3, 0.4 }))
+    assert.are.same({ 4, 2, 1 }, sizes(7, { 0.5, 0.25, 0.25 }))
+    assert.are.same({ 2, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, sizes(11, { 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1 }))
+    assert.are.same({ 1, 2 }, sizes(3, { 0.1, 0.9 }))
+    -- an empty split warns, as PyTorch does
+    local real_stderr, written = io.stderr, {}
+    io.stderr = { write = function(_, text) written[#written + 1] = text end }
+    local ok, got = pcall(sizes, 5, { 0.85, 0.15 })
+    io.stderr = real_stderr
+    assert(ok, got)
+    assert.are.same({ 5, 0 }, got)
+    assert.is_truthy(table.concat(written):find("split at index 2 is 0", 1, true))
+  end)
+
+  it("random_split with {seed = s}: the same split each time, wick's generator untouched", function()
+    local ds = Numbers(20)
+    wick.manual_seed(1)
+    local a = data.random_split(ds, { 0.5, 0.5 }, { seed = 42 })
+    local u = wick.rand(3)
+    wick.manual_seed(2)
+    local b = data.random_split(ds, { 0.5, 0.5 }, { seed = 42 })
+    assert.are.same(a.indices, b.indices)
+    wick.manual_seed(1)
+    assert.is_true(wick.rand(3):equal(u))
+    assert.are_not.same(a.indices, (data.random_split(ds, { 0.5, 0.5 }, { seed = 43 })).indices)
+  end)
+
+  it("random_split raises on lengths that do not add up, bad fractions and bad arguments", function()
+    local ds = Numbers(5)
+    assert_error_has(function() data.random_split(ds, { 2, 2 }) end, "random_split",
+      "does not equal the length of the input dataset")
+    assert_error_has(function() data.random_split(ds, { 1.5, -0.5 }) end, "fraction at index 1 is not between 0 and 1")
+    assert_error_has(function() data.random_split(ds, { 2.5, 2.5 }) end, "random_split", "lengths[1]", "integer")
+    assert_error_has(function() data.random_split(ds, { 2, "3" }) end, "lengths[2]")
+    assert_error_has(function() data.random_split(ds, { 5 }, { generator = 1 }) end, "expected a wick.Generator for argument 'generator'")
+    assert_error_has(function() data.random_split(3, { 1 }) end, "random_split", "dataset")
+    -- a wick.Generator, as PyTorch's generator=: the same seed, the same split
+    local g1, g2 = wick.Generator():manual_seed(9), wick.Generator():manual_seed(9)
+    local a1 = data.random_split(ds, { 3, 2 }, { generator = g1 })
+    local a2 = data.random_split(ds, { 3, 2 }, { generator = g2 })
+    assert.are.same(a1.indices, a2.indices)
+    -- and a DataLoader shuffles from one, taking (and ignoring) PyTorch's worker options
+    local order = function(g)
+      local seen = {}
+      for x in data.DataLoader(data.TensorDataset(wick.arange(8)), { batch_size = 8, shuffle = true, generator = g,
+        num_workers = 2, persistent_workers = false, prefetch_factor = 2 }) do seen = x:totable() end
+      return seen
+    end
+    assert.are.same(order(wick.Generator():manual_seed(4)), order(wick.Generator():manual_seed(4)))
+    assert_error_has(function() data.DataLoader(ds, { num_workers = -1 }) end, "num_workers option should be non-negative")
   end)
 end)
 
@@ -208,6 +391,49 @@ describe("DataLoader", function()
       all[#all + 1] = inputs:cpu()
     end
     assert.are.same(ds.tensors[1]:totable(), wick.cat(all):totable())
+  end)
+
+  it("for inputs, labels in loader do: the batches of loader:iter(), as several values", function()
+    local loader = data.DataLoader(ds, { batch_size = 3 })
+    local got = {}
+    for a, b, c in loader do got[#got + 1] = { a, b, c } end
+    local want = collect(loader)
+    assert.are.equal(#want, #got)
+    for i = 1, #want do
+      assert.is_true(got[i][1]:equal(want[i][1]))
+      assert.is_true(got[i][2]:equal(want[i][2]))
+      assert.is_nil(got[i][3])
+    end
+    -- a shuffled loader draws the same order either way under the same seed
+    local shuffled = data.DataLoader(ds, { batch_size = 4, shuffle = true })
+    local function labels(iterate)
+      wick.manual_seed(9)
+      local out = {}
+      for _, l in iterate() do for _, v in ipairs(l:totable()) do out[#out + 1] = v end end
+      return out
+    end
+    assert.are.same(labels(function() return shuffled:iter() end), labels(function() return shuffled end))
+  end)
+
+  it("leaving a for loop over the loader and looping again starts a new epoch", function()
+    local loader = data.DataLoader(ds, { batch_size = 4 })
+    for _, labels in loader do
+      assert.are.same({ 1, 2, 3, 4 }, labels:totable())
+      break
+    end
+    local seen = {}
+    for _, labels in loader do seen[#seen + 1] = labels:totable() end
+    assert.are.same({ { 1, 2, 3, 4 }, { 5, 6, 7, 8 }, { 9, 10 } }, seen)
+    -- an inner loop over another pass of the same loader: loader:iter()
+    local pairs_seen = 0
+    for _ in loader do
+      for _ in loader:iter() do pairs_seen = pairs_seen + 1 end
+    end
+    assert.are.equal(9, pairs_seen)
+    -- two generic for loops over one loader at once: an error, not a silently short epoch
+    assert_error_has(function()
+      for _ in loader do for _ in loader do end end
+    end, "DataLoader", "another loop over the same loader", "loader:iter()")
   end)
 
   it("raises on bad options and datasets", function()

@@ -1,6 +1,7 @@
--- wick.data: the dataset protocol (ds:len(), ds:get(i) -> values), TensorDataset,
--- DistributedSampler, DataLoader (with the sampler protocol: s:len(), s:iter())
--- and Fashion-MNIST.
+-- wick.data: the dataset protocol (ds:len(), ds:get(i) -> values), the Dataset
+-- base class, TensorDataset, Subset, ConcatDataset and random_split, the
+-- samplers (the protocol s:len(), s:iter(); Sequential, Random, Batch and
+-- DistributedSampler), DataLoader and Fashion-MNIST.
 local wick = require("wick")
 local check = require("wick.argcheck")
 local unpack = table.unpack or unpack -- Lua 5.2+ (WICK_LUA54) and LuaJIT
@@ -22,49 +23,105 @@ function data.randperm(n)
 end
 -- (wick.randperm, the tensor form, is in ops.lua)
 
--- ---- TensorDataset ----
-local TensorDataset = {}
-TensorDataset.__index = TensorDataset
-
---- TensorDataset(t1, t2, ...): sample i is (t1[i], t2[i], ...), along dim 1.
-function data.TensorDataset(...)
-  local tensors = { ... }
-  local count = select("#", ...)
-  if count == 0 then wick.error("TensorDataset: expected at least one tensor") end
-  for i = 1, count do check.tensor(tensors[i], "TensorDataset", "tensor " .. i) end
-  if tensors[1]:dim() == 0 then check.fail("TensorDataset", "tensor 1 is 0-dim: tensors need a first dimension of samples") end
-  local n = tensors[1]:size(1)
-  for i, t in ipairs(tensors) do
-    if t:dim() == 0 or t:size(1) ~= n then
-      wick.error(("TensorDataset: size mismatch between tensors: tensor 1 has %d samples, tensor %d has %s"):format(n, i, t:dim() == 0 and "none (0-dim)" or t:size(1)))
-    end
-  end
-  return setmetatable({ tensors = tensors, n = n }, TensorDataset)
+-- fn(...) drawing from `gen` (a wick.Generator, which leaves wick's own
+-- generator as it was), or from wick's generator when gen is nil.
+local function drawing(gen, fn, ...)
+  if gen == nil then return fn(...) end
+  return gen:_run(fn, ...)
 end
 
-local function dataset_self(self, fn)
-  if type(self) ~= "table" or type(self.tensors) ~= "table" then check.expected("TensorDataset:" .. fn, "self", "a TensorDataset", self) end
+-- The generator an options table names: {generator = g} (PyTorch's), or
+-- {seed = s}, a generator of its own seeded with s; nil: wick's.
+local function generator_of(opts, fn)
+  local g = opts.generator
+  if g ~= nil then
+    if getmetatable(g) ~= wick._Generator then check.expected(fn, "generator", "a wick.Generator", g) end
+    return g
+  end
+  return opts.seed and wick.Generator():manual_seed(opts.seed) or nil
+end
+
+local function is_callable(v)
+  local m = getmetatable(v)
+  return type(v) == "function" or (type(m) == "table" and m.__call ~= nil)
+end
+
+-- self, checked to be an instance of class (m.len() instead of m:len() names the method).
+local function own(self, class, fn)
+  if type(self) ~= "table" or getmetatable(self) ~= class then
+    check.expected(class.__name .. ":" .. fn, "self", "a " .. class.__name, self)
+  end
   return self
 end
 
-function TensorDataset:len() return dataset_self(self, "len").n end
-
-function TensorDataset:get(i)
-  dataset_self(self, "get")
-  check.int(i, "TensorDataset:get", "index")
-  local out = {}
-  for k, t in ipairs(self.tensors) do out[k] = t[i] end
-  return unpack(out, 1, #self.tensors)
+-- obj:len(), checked: obj is a dataset or a sampler (`what`) and gives a count.
+local function len_of(obj, fn, what)
+  if type(obj) ~= "table" or not is_callable(obj.len) then
+    check.expected(fn, what, ("a %s (an object with a len() method)"):format(what), obj)
+  end
+  local n = obj:len()
+  if type(n) ~= "number" or n < 0 or n ~= math.floor(n) or n > 2 ^ 53 then
+    check.fail(fn, "the %s's len() gave %s, expected a non-negative integer", what, check.describe(n))
+  end
+  return n
 end
 
---- A whole batch at once (what DataLoader uses when a dataset has it).
-function TensorDataset:get_batch(indices)
-  dataset_self(self, "get_batch")
-  check.table(indices, "TensorDataset:get_batch", "indices")
-  local idx = wick.tensor(indices, { dtype = "int64", device = self.tensors[1].device })
-  local out = {}
-  for k, t in ipairs(self.tensors) do out[k] = t:index_select(1, idx) end
-  return out
+-- Index i of n samples as 1..n (negative counts from the end, as in t[i]), or an error.
+local function position(i, n, fn)
+  if type(i) ~= "number" or i ~= math.floor(i) then check.expected(fn, "index", "an integer", i) end
+  local j = i < 0 and i + n + 1 or i
+  if j < 1 or j > n then
+    check.fail(fn, "index %s is out of range for a dataset of %d samples "
+      .. "(indices are 1-based: 1..%d, or -1 for the last)", check.describe(i), n, n)
+  end
+  return j
+end
+
+-- ---- Dataset ----
+
+-- A dataset class: its instances find their methods in it (then in parent), and
+-- ds[i] is sample i as one table {x, y, ...} (an index gives one value, ds:get(i) several).
+local function dataset_class(class, parent, name)
+  class.__name = name
+  class.__index = function(ds, k)
+    if type(k) == "number" then return { ds:get(position(k, len_of(ds, name, "dataset"), name)) } end
+    return class[k]
+  end
+  class.__add = function(a, b) return data.ConcatDataset({ a, b }) end
+  return setmetatable(class, {
+    __index = parent,
+    __call = function(cls, ...)
+      local ds = setmetatable({}, cls)
+      ds:init(...)
+      return ds
+    end,
+  })
+end
+
+--- Dataset: the base class of datasets (PyTorch's torch.utils.data.Dataset).
+--- Dataset:extend("Name") makes a subclass; Name(...) builds an instance and
+--- calls its init(...); a subclass defines len() and get(i) (PyTorch's
+--- __len__ and __getitem__). Its instances take ds[i] and ds1 + ds2.
+local Dataset = dataset_class({}, nil, "Dataset")
+data.Dataset = Dataset
+
+function Dataset:extend(name)
+  if type(self) ~= "table" then check.expected("Dataset.extend", "self", "a Dataset class", self) end
+  if name ~= nil then check.string(name, "Dataset.extend", "name") end
+  return dataset_class({ super = self }, self, name or "Dataset")
+end
+
+function Dataset:init() end
+
+local function class_name(self)
+  local class = type(self) == "table" and getmetatable(self)
+  return type(class) == "table" and rawget(class, "__name") or "Dataset"
+end
+function Dataset:len()
+  check.fail(class_name(self) .. ":len", "not defined: a Dataset subclass defines len() (PyTorch's __len__)")
+end
+function Dataset:get()
+  check.fail(class_name(self) .. ":get", "not defined: a Dataset subclass defines get(i) (PyTorch's __getitem__)")
 end
 
 -- ---- collation ----
@@ -90,21 +147,296 @@ local function collate(samples)
 end
 data.default_collate = collate
 
--- ---- DistributedSampler ----
-local DistributedSampler = {}
-DistributedSampler.__index = DistributedSampler
-
--- The dataset's length, checked (a sampler needs only len()).
-local function dataset_len(dataset, fn)
-  if type(dataset) ~= "table" or type(dataset.len) ~= "function" then
-    check.expected(fn, "dataset", "a dataset (an object with a len() method)", dataset)
+-- The batch of `indices` as a table {x, y, ...}: ds:get_batch(indices) where the
+-- dataset has it and the collation is the default, else the samples' values
+-- collated column by column.
+local function fetch(ds, indices, collate_fn)
+  if ds.get_batch and collate_fn == collate then return ds:get_batch(indices) end
+  local samples = {}
+  for k, i in ipairs(indices) do samples[k] = { ds:get(i) } end
+  local batch = {}
+  for col = 1, samples[1] and #samples[1] or 0 do
+    local column = {}
+    for k, s in ipairs(samples) do column[k] = s[col] end
+    batch[col] = collate_fn(column)
   end
-  local n = dataset:len()
-  if type(n) ~= "number" or n < 0 or n ~= math.floor(n) or n > 2 ^ 53 then
-    check.fail(fn, "the dataset's len() gave %s, expected a non-negative integer", check.describe(n))
-  end
-  return n
+  return batch
 end
+
+-- ---- TensorDataset ----
+local TensorDataset = Dataset:extend("TensorDataset")
+
+--- TensorDataset(t1, t2, ...): sample i is (t1[i], t2[i], ...), along dim 1.
+function data.TensorDataset(...)
+  local tensors = { ... }
+  local count = select("#", ...)
+  if count == 0 then wick.error("TensorDataset: expected at least one tensor") end
+  for i = 1, count do check.tensor(tensors[i], "TensorDataset", "tensor " .. i) end
+  if tensors[1]:dim() == 0 then check.fail("TensorDataset", "tensor 1 is 0-dim: tensors need a first dimension of samples") end
+  local n = tensors[1]:size(1)
+  for i, t in ipairs(tensors) do
+    if t:dim() == 0 or t:size(1) ~= n then
+      wick.error(("TensorDataset: size mismatch between tensors: tensor 1 has %d samples, tensor %d has %s"):format(n, i, t:dim() == 0 and "none (0-dim)" or t:size(1)))
+    end
+  end
+  return setmetatable({ tensors = tensors, n = n }, TensorDataset)
+end
+
+function TensorDataset:len() return own(self, TensorDataset, "len").n end
+
+function TensorDataset:get(i)
+  own(self, TensorDataset, "get")
+  i = position(i, self.n, "TensorDataset:get")
+  local out = {}
+  for k, t in ipairs(self.tensors) do out[k] = t[i] end
+  return unpack(out, 1, #self.tensors)
+end
+
+--- A whole batch at once, as one table {t1[indices], t2[indices], ...} (what
+--- DataLoader uses when a dataset has it).
+function TensorDataset:get_batch(indices)
+  own(self, TensorDataset, "get_batch")
+  check.table(indices, "TensorDataset:get_batch", "indices")
+  local idx = wick.tensor(indices, { dtype = "int64", device = self.tensors[1].device })
+  local out = {}
+  for k, t in ipairs(self.tensors) do out[k] = t:index_select(1, idx) end
+  return out
+end
+
+-- ---- Subset, ConcatDataset, random_split ----
+local Subset = Dataset:extend("Subset")
+
+--- Subset(dataset, indices): the samples of `dataset` at `indices` (a Lua array
+--- or a 1-D tensor of 1-based indices), in that order.
+function data.Subset(dataset, indices)
+  local n = len_of(dataset, "Subset", "dataset")
+  if wick.is_tensor(indices) then indices = indices:totable() end
+  check.table(indices, "Subset", "indices")
+  local own_indices = {}
+  for k = 1, #indices do own_indices[k] = position(indices[k], n, "Subset") end
+  return setmetatable({ dataset = dataset, indices = own_indices }, Subset)
+end
+
+function Subset:len() return #own(self, Subset, "len").indices end
+
+function Subset:get(i)
+  own(self, Subset, "get")
+  return self.dataset:get(self.indices[position(i, #self.indices, "Subset:get")])
+end
+
+--- The batch at `indices` of the subset, as TensorDataset:get_batch gives it.
+function Subset:get_batch(indices)
+  own(self, Subset, "get_batch")
+  check.table(indices, "Subset:get_batch", "indices")
+  local mapped = {}
+  for k, i in ipairs(indices) do mapped[k] = self.indices[position(i, #self.indices, "Subset:get_batch")] end
+  return fetch(self.dataset, mapped, collate)
+end
+
+local ConcatDataset = Dataset:extend("ConcatDataset")
+
+--- ConcatDataset(datasets): the samples of each dataset of the array, one
+--- after the other (PyTorch's; ds1 + ds2 makes one too).
+function data.ConcatDataset(datasets)
+  check.table(datasets, "ConcatDataset", "datasets")
+  if #datasets == 0 then check.fail("ConcatDataset", "datasets should not be an empty array") end
+  local list, sizes, total = {}, {}, 0
+  for k = 1, #datasets do
+    total = total + len_of(datasets[k], "ConcatDataset", "dataset")
+    list[k], sizes[k] = datasets[k], total
+  end
+  return setmetatable({ datasets = list, cumulative_sizes = sizes }, ConcatDataset)
+end
+
+function ConcatDataset:len()
+  local sizes = own(self, ConcatDataset, "len").cumulative_sizes
+  return sizes[#sizes]
+end
+
+function ConcatDataset:get(i)
+  i = position(i, own(self, ConcatDataset, "get"):len(), "ConcatDataset:get")
+  local sizes, k = self.cumulative_sizes, 1
+  while sizes[k] < i do k = k + 1 end
+  return self.datasets[k]:get(i - (sizes[k - 1] or 0))
+end
+
+--- random_split(dataset, lengths[, {seed = s}]): Subsets of a random
+--- permutation of the dataset, of the given lengths (counts summing to
+--- ds:len(), or fractions summing to 1: floor(n * f) each, the remainder
+--- given out one by one from the first), returned as several values.
+function data.random_split(dataset, lengths, opts)
+  local fn = "random_split"
+  local n = len_of(dataset, fn, "dataset")
+  check.table(lengths, fn, "lengths")
+  opts = check.options(opts, fn, { seed = "integer", generator = "any" })
+  local sum, sizes = 0, {}
+  for k = 1, #lengths do sum = sum + check.number(lengths[k], fn, "lengths[" .. k .. "]") end
+  if math.abs(sum - 1) <= 1e-9 and sum <= 1 then -- fractions (Python's math.isclose(sum, 1))
+    local given = 0
+    for k = 1, #lengths do
+      if lengths[k] < 0 or lengths[k] > 1 then check.fail(fn, "fraction at index %d is not between 0 and 1", k) end
+      sizes[k] = math.floor(n * lengths[k])
+      given = given + sizes[k]
+    end
+    for r = 0, n - given - 1 do sizes[r % #sizes + 1] = sizes[r % #sizes + 1] + 1 end -- round-robin
+    for k = 1, #sizes do
+      if sizes[k] == 0 then
+        wick._warn(("random_split: length of split at index %d is 0, so that split is an empty dataset"):format(k))
+      end
+    end
+  else
+    for k = 1, #lengths do sizes[k] = check.int(lengths[k], fn, "lengths[" .. k .. "]", 0) end
+  end
+  local total = 0
+  for k = 1, #sizes do total = total + sizes[k] end
+  if total ~= n then
+    check.fail(fn, "the sum of the input lengths (%s) does not equal the length of the input dataset (%d)", total, n)
+  end
+  local perm = drawing(generator_of(opts, fn), data.randperm, n)
+  local out, offset = {}, 0
+  for k = 1, #sizes do
+    local indices = {}
+    for j = 1, sizes[k] do indices[j] = perm[offset + j] end
+    offset = offset + sizes[k]
+    out[k] = data.Subset(dataset, indices)
+  end
+  return unpack(out, 1, #out)
+end
+
+-- ---- samplers: s:len() (how many indices a pass gives), s:iter() (an iterator of them) ----
+
+-- s, checked to be a sampler, for argument `arg`
+local function sampler_arg(s, fn, arg)
+  if type(s) ~= "table" or not is_callable(s.len) or not is_callable(s.iter) then
+    check.fail(fn, "expected a sampler (an object with len() and iter() methods) for %s, got %s", arg,
+      check.describe(s))
+  end
+  return s
+end
+
+-- s:iter(), checked to be an iterator
+local function iter_of(s, fn, what)
+  local it = s:iter()
+  if not is_callable(it) then
+    check.fail(fn, "the %s's iter() gave %s, expected an iterator function", what, check.describe(it))
+  end
+  return it
+end
+
+-- An iterator over the array `list`.
+local function over(list)
+  local k = 0
+  return function()
+    k = k + 1
+    return list[k]
+  end
+end
+
+local SequentialSampler = { __name = "SequentialSampler" }
+SequentialSampler.__index = SequentialSampler
+
+--- SequentialSampler(data_source): 1, 2, ..., data_source:len().
+function data.SequentialSampler(data_source)
+  len_of(data_source, "SequentialSampler", "data_source")
+  return setmetatable({ data_source = data_source }, SequentialSampler)
+end
+
+function SequentialSampler:len()
+  return len_of(own(self, SequentialSampler, "len").data_source, "SequentialSampler:len", "data_source")
+end
+
+function SequentialSampler:iter()
+  local n, i = own(self, SequentialSampler, "iter"):len(), 0
+  return function()
+    if i < n then i = i + 1; return i end
+  end
+end
+
+local RandomSampler = { __name = "RandomSampler" }
+RandomSampler.__index = RandomSampler
+
+--- RandomSampler(data_source[, replacement = false[, num_samples]][, {seed = s}]):
+--- a random permutation of 1..n at each pass (num_samples of them: whole
+--- permutations, the last one cut), or num_samples draws with replacement.
+--- From wick's generator, or with seed from one of its own (PyTorch's generator).
+local RANDOM = { replacement = "boolean", num_samples = "integer", seed = "integer", generator = "any" }
+function data.RandomSampler(data_source, ...)
+  local opts = check.positional("RandomSampler", { "replacement", "num_samples" }, RANDOM, ...)
+  len_of(data_source, "RandomSampler", "data_source")
+  local self = setmetatable({ data_source = data_source, replacement = opts.replacement or false,
+    _num_samples = opts.num_samples, generator = generator_of(opts, "RandomSampler") }, RandomSampler)
+  local count = self:len()
+  if count <= 0 then
+    check.fail("RandomSampler", "num_samples should be a positive integer value, but got num_samples=%d", count)
+  end
+  return self
+end
+
+--- num_samples, else the data source's len() (read at each pass).
+function RandomSampler:len()
+  own(self, RandomSampler, "len")
+  return self._num_samples or len_of(self.data_source, "RandomSampler:len", "data_source")
+end
+
+-- the indices of one pass (drawn from wick's generator: run under drawing())
+local function random_indices(n, count, replacement)
+  if replacement then return wick.randint(1, n + 1, { count }):totable() end
+  local out = {}
+  while #out < count do
+    local perm = data.randperm(n)
+    for i = 1, math.min(n, count - #out) do out[#out + 1] = perm[i] end
+  end
+  return out
+end
+
+function RandomSampler:iter()
+  local count = own(self, RandomSampler, "iter"):len()
+  local n = len_of(self.data_source, "RandomSampler:iter", "data_source")
+  if n == 0 and count > 0 then
+    check.fail("RandomSampler:iter", "cannot draw %d samples from an empty data source", count)
+  end
+  return over(drawing(self.generator, random_indices, n, count, self.replacement))
+end
+
+local BatchSampler = { __name = "BatchSampler" }
+BatchSampler.__index = BatchSampler
+
+--- BatchSampler(sampler, batch_size[, drop_last = false]): the sampler's
+--- indices in arrays of batch_size (the last one short, or dropped with drop_last).
+local BATCH = { batch_size = "integer", drop_last = "boolean" }
+function data.BatchSampler(sampler, ...)
+  local opts = check.positional("BatchSampler", { "batch_size", "drop_last" }, BATCH, ...)
+  sampler_arg(sampler, "BatchSampler", "argument 'sampler'")
+  local bs = check.int(opts.batch_size, "BatchSampler", "batch_size", 1)
+  return setmetatable({ sampler = sampler, batch_size = bs, drop_last = opts.drop_last or false }, BatchSampler)
+end
+
+function BatchSampler:len()
+  own(self, BatchSampler, "len")
+  local n = len_of(self.sampler, "BatchSampler:len", "sampler")
+  return (self.drop_last and math.floor or math.ceil)(n / self.batch_size)
+end
+
+function BatchSampler:iter()
+  own(self, BatchSampler, "iter")
+  local it, bs, drop_last, done = iter_of(self.sampler, "BatchSampler:iter", "sampler"), self.batch_size,
+    self.drop_last, false
+  return function()
+    if done then return nil end
+    local batch = {}
+    for k = 1, bs do
+      local i = it()
+      if i == nil then done = true; break end
+      batch[k] = i
+    end
+    if #batch == 0 or (drop_last and #batch < bs) then return nil end
+    return batch
+  end
+end
+
+-- ---- DistributedSampler ----
+local DistributedSampler = { __name = "DistributedSampler" }
+DistributedSampler.__index = DistributedSampler
 
 -- The world size and rank of the initialized process group, or an error asking for them.
 local function world(fn)
@@ -128,7 +460,7 @@ local SAMPLER = { num_replicas = "integer", rank = "integer", shuffle = "boolean
 function data.DistributedSampler(dataset, opts)
   local fn = "DistributedSampler"
   opts = check.options(opts, fn, SAMPLER)
-  local n = dataset_len(dataset, fn)
+  local n = len_of(dataset, fn, "dataset")
   local replicas, rank = opts.num_replicas, opts.rank
   if replicas == nil or rank == nil then
     local world_size, world_rank = world(fn)
@@ -151,12 +483,7 @@ function data.DistributedSampler(dataset, opts)
   }, DistributedSampler)
 end
 
-local function sampler_self(self, fn)
-  if type(self) ~= "table" or getmetatable(self) ~= DistributedSampler then
-    check.expected("DistributedSampler:" .. fn, "self", "a DistributedSampler", self)
-  end
-  return self
-end
+local function sampler_self(self, fn) return own(self, DistributedSampler, fn) end
 
 --- sampler:set_epoch(e): the epoch whose permutation the next iter() draws
 --- (call it before each epoch, on every rank, with the same e).
@@ -169,27 +496,17 @@ end
 --- The number of indices this rank gets per epoch (PyTorch's len(sampler)).
 function DistributedSampler:len() return sampler_self(self, "len").num_samples end
 
--- The permutation of 1..n drawn from seed + epoch, leaving wick's generator as it was.
-local function seeded_randperm(n, seed)
-  local state = wick.get_rng_state()
-  wick.manual_seed(seed)
-  local ok, perm = pcall(data.randperm, n)
-  wick.set_rng_state(state)
-  if not ok then error(perm, 0) end
-  return perm
-end
-
 --- This rank's indices for the current epoch, as a Lua array (1-based dataset indices).
 function DistributedSampler:indices()
   sampler_self(self, "indices")
-  local n, total = dataset_len(self.dataset, "DistributedSampler:indices"), self.total_size
+  local n, total = len_of(self.dataset, "DistributedSampler:indices", "dataset"), self.total_size
   if n ~= self.n then
     check.fail("DistributedSampler:indices", "the dataset's length changed from %d to %d since the sampler was made",
       self.n, n)
   end
   local list
   if self.shuffle then
-    list = seeded_randperm(n, self.seed + self.epoch)
+    list = drawing(wick.Generator():manual_seed(self.seed + self.epoch), data.randperm, n)
   else
     list = {}
     for i = 1, n do list[i] = i end
@@ -207,35 +524,28 @@ function DistributedSampler:indices()
 end
 
 --- for i in sampler:iter() do ... end: the indices of indices(), in order.
-function DistributedSampler:iter()
-  local list, k = sampler_self(self, "iter"):indices(), 0
-  return function()
-    k = k + 1
-    return list[k]
-  end
-end
+function DistributedSampler:iter() return over(sampler_self(self, "iter"):indices()) end
 
 -- ---- DataLoader ----
-local DataLoader = {}
+local DataLoader = { __name = "DataLoader" }
 DataLoader.__index = DataLoader
 
---- DataLoader(dataset, {batch_size = 1, shuffle = false, sampler = nil, drop_last = false,
---- device = nil, collate_fn = nil, pin_memory = false}), or the same as one table
---- DataLoader{dataset = ds, batch_size = ...}.
---- sampler: any object with sampler:len() and sampler:iter() (an iterator of
---- 1-based dataset indices), e.g. a DistributedSampler; it replaces shuffle.
+--- DataLoader(dataset, {batch_size = 1, shuffle = false, sampler = nil, batch_sampler = nil,
+--- drop_last = false, device = nil, collate_fn = nil, pin_memory = false}), or the
+--- same as one table DataLoader{dataset = ds, batch_size = ...}.
+--- As PyTorch's, it draws batches of indices from a batch sampler: batch_sampler,
+--- else BatchSampler(sampler, batch_size, drop_last), the sampler a
+--- RandomSampler with shuffle, else a SequentialSampler.
 --- pin_memory: each batch is put in page-locked memory before it is moved to
 --- `device`, with non_blocking copies (like PyTorch); where CUDA is not
 --- available it warns once and the batches stay in ordinary memory.
 local LOADER = { batch_size = "integer", shuffle = "boolean", drop_last = "boolean", device = "device",
-  collate_fn = "function", pin_memory = "boolean", sampler = "any" }
+  collate_fn = "function", pin_memory = "boolean", sampler = "any", batch_sampler = "any", generator = "any",
+  -- PyTorch's worker options: accepted, and the batches are made in the calling process
+  num_workers = "integer", persistent_workers = "boolean", prefetch_factor = "integer", worker_init_fn = "function",
+  timeout = "number" }
 local LOADER_TABLE = { dataset = "table" }
 for k, v in pairs(LOADER) do LOADER_TABLE[k] = v end
-
-local function is_callable(v)
-  local m = getmetatable(v)
-  return type(v) == "function" or (type(m) == "table" and m.__call ~= nil)
-end
 
 function data.DataLoader(dataset, opts)
   -- the one-table form: DataLoader{dataset = ds, sampler = s, ...}
@@ -249,46 +559,39 @@ function data.DataLoader(dataset, opts)
   if type(dataset) ~= "table" or type(dataset.len) ~= "function" or type(dataset.get) ~= "function" then
     wick.error("DataLoader: the dataset must have len() and get(i) methods")
   end
-  local bs = opts.batch_size or 1
-  if type(bs) ~= "number" or bs < 1 or bs ~= math.floor(bs) then
-    wick.error(("DataLoader: batch_size must be a positive integer, got %s"):format(tostring(bs)))
+  if (opts.num_workers or 0) < 0 then
+    check.fail("DataLoader", "num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
   end
-  local sampler = opts.sampler
+  local sampler, batch_sampler, bs, drop_last = opts.sampler, opts.batch_sampler, opts.batch_size or 1, opts.drop_last
   if sampler ~= nil then
-    if type(sampler) ~= "table" or not is_callable(sampler.len) or not is_callable(sampler.iter) then
-      check.fail("DataLoader", "expected a sampler (an object with len() and iter() methods) for option 'sampler', got %s",
-        check.describe(sampler))
-    end
+    sampler_arg(sampler, "DataLoader", "option 'sampler'")
     if opts.shuffle then check.fail("DataLoader", "sampler option is mutually exclusive with shuffle") end
   end
+  if batch_sampler ~= nil then
+    sampler_arg(batch_sampler, "DataLoader", "option 'batch_sampler'")
+    if bs ~= 1 or opts.shuffle or sampler ~= nil or drop_last then
+      check.fail("DataLoader",
+        "batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last")
+    end
+    bs = nil -- as PyTorch's loader.batch_size
+  else
+    sampler = sampler or (opts.shuffle and data.RandomSampler(dataset, { generator = generator_of(opts, "DataLoader") })
+      or data.SequentialSampler(dataset))
+    batch_sampler = data.BatchSampler(sampler, bs, drop_last or false)
+  end
   return setmetatable({
-    dataset = dataset, batch_size = bs, shuffle = opts.shuffle or false, drop_last = opts.drop_last or false,
-    sampler = sampler,
+    dataset = dataset, batch_size = bs, drop_last = drop_last or false,
+    sampler = sampler, batch_sampler = batch_sampler,
     device = opts.device and wick.device(opts.device) or nil, collate_fn = opts.collate_fn or collate,
     pin_memory = opts.pin_memory and true or false,
   }, DataLoader)
 end
 
-local function loader_self(self, fn)
-  if type(self) ~= "table" or getmetatable(self) ~= DataLoader then check.expected("DataLoader:" .. fn, "self", "a DataLoader", self) end
-  return self
-end
+local function loader_self(self, fn) return own(self, DataLoader, fn) end
 
--- How many indices one pass gives: the sampler's len(), else the dataset's.
-local function index_count(self)
-  if self.sampler == nil then return self.dataset:len() end
-  local n = self.sampler:len()
-  if type(n) ~= "number" or n < 0 or n ~= math.floor(n) then
-    check.fail("DataLoader", "the sampler's len() gave %s, expected a non-negative integer", check.describe(n))
-  end
-  return n
-end
-
+--- The number of batches of a pass: the batch sampler's len().
 function DataLoader:len()
-  loader_self(self, "len")
-  local n = index_count(self)
-  if self.drop_last then return math.floor(n / self.batch_size) end
-  return math.ceil(n / self.batch_size)
+  return len_of(loader_self(self, "len").batch_sampler, "DataLoader:len", "batch sampler")
 end
 
 local warned_pin_memory = false
@@ -321,75 +624,59 @@ local function pin_and_move(value, device)
   return setmetatable(out, getmetatable(value))
 end
 
--- The dataset indices of one pass, in order: an iterator function.
-local function index_source(self, n)
-  if self.sampler == nil then
-    local order = self.shuffle and data.randperm(n) or nil
-    local i = 0
-    return function()
-      i = i + 1
-      if i > n then return nil end
-      return order and order[i] or i
-    end
-  end
-  local it = self.sampler:iter()
-  if not is_callable(it) then
-    check.fail("DataLoader", "the sampler's iter() gave %s, expected an iterator function", check.describe(it))
-  end
-  return function()
-    local i = it()
-    if i ~= nil and (type(i) ~= "number" or i ~= math.floor(i) or i < 1 or i > n) then
-      check.fail("DataLoader", "the sampler gave the index %s, outside the dataset's 1..%d (indices are 1-based)",
-        check.describe(i), n)
-    end
-    return i
-  end
-end
-
---- for inputs, labels in loader:iter() do ... end
+--- for inputs, labels in loader:iter() do ... end: one pass (an epoch) over the
+--- batch sampler's batches; each batch as several values.
 function DataLoader:iter()
   loader_self(self, "iter")
-  local n = self.dataset:len()
-  local next_index = index_source(self, n)
-  local ds = self.dataset
+  local ds, collate_fn = self.dataset, self.collate_fn
+  local n = len_of(ds, "DataLoader:iter", "dataset")
+  local source = self.batch_size and "sampler" or "batch_sampler"
+  local next_batch = iter_of(self.batch_sampler, "DataLoader:iter", "batch sampler")
   local pin = pinning(self)
-  local bs, drop_last = self.batch_size, self.drop_last
-  local done = false
   return function()
-    if done then return nil end
-    local indices = {}
-    for k = 1, bs do
-      local i = next_index()
-      if i == nil then done = true; break end
-      indices[k] = i
+    local indices = next_batch()
+    if indices == nil then return nil end
+    if type(indices) ~= "table" or #indices == 0 then
+      check.fail("DataLoader", "the batch_sampler gave %s, expected a non-empty array of indices",
+        check.describe(indices))
     end
-    if #indices == 0 or (drop_last and #indices < bs) then
-      done = true
-      return nil
-    end
-    local batch
-    if ds.get_batch and self.collate_fn == collate then
-      batch = ds:get_batch(indices)
-    else
-      local samples = {}
-      for k, i in ipairs(indices) do samples[k] = { ds:get(i) } end
-      batch = {}
-      local width = #samples[1]
-      for col = 1, width do
-        local column = {}
-        for k, s in ipairs(samples) do column[k] = s[col] end
-        batch[col] = self.collate_fn(column)
+    for _, i in ipairs(indices) do
+      if type(i) ~= "number" or i ~= math.floor(i) or i < 1 or i > n then
+        check.fail("DataLoader", "the %s gave the index %s, outside the dataset's 1..%d (indices are 1-based)", source,
+          check.describe(i), n)
       end
     end
+    local batch = fetch(ds, indices, collate_fn)
     if pin then batch = pin_and_move(batch, self.device)
     elseif self.device then batch = wick.to_device(batch, self.device) end
     return unpack(batch)
   end
 end
 
+-- The call's results, noting the first (the control value of a generic for) and the pass's end.
+local function advance(self, first, ...)
+  self._last = first
+  if first == nil then self._pass = nil end
+  return first, ...
+end
+
+--- for inputs, labels in loader do ... end (Python's `for x, y in loader`): the
+--- generic for calls the loader with a nil control value first, which starts a
+--- new pass (loader:iter()); its next calls, with the previous batch's first
+--- value, continue that pass. So leaving a loop and looping again starts a new epoch.
+function DataLoader:__call(_, last)
+  loader_self(self, "__call")
+  if last == nil then
+    self._pass = self:iter()
+  elseif self._pass == nil or not rawequal(last, self._last) then
+    check.fail("DataLoader", "this loop's pass over the loader was ended by another loop over the same loader "
+      .. "(loop over one loader inside another with loader:iter())")
+  end
+  return advance(self, self._pass())
+end
+
 -- ---- Fashion-MNIST ----
-local FashionMNIST = {}
-FashionMNIST.__index = FashionMNIST
+local FashionMNIST = Dataset:extend("FashionMNIST")
 FashionMNIST.classes = { "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot" }
 
 local DEFAULT_ROOT = "/usr/share/datasets/fashion-mnist"
@@ -431,14 +718,11 @@ function data.FashionMNIST(opts)
   return self
 end
 
-local function fashion_self(self, fn)
-  if type(self) ~= "table" or getmetatable(self) ~= FashionMNIST then check.expected("FashionMNIST:" .. fn, "self", "a FashionMNIST dataset", self) end
-  return self
-end
+local function fashion_self(self, fn) return own(self, FashionMNIST, fn) end
 function FashionMNIST:len() return fashion_self(self, "len").n end
 function FashionMNIST:get(i)
   fashion_self(self, "get")
-  check.int(i, "FashionMNIST:get", "index")
+  i = position(i, self.n, "FashionMNIST:get")
   return self.images[i], self.labels[i]
 end
 function FashionMNIST:get_batch(indices)
