@@ -152,6 +152,24 @@ fields.requires_grad = Tensor._requires_grad
 fields.grad = Tensor._grad
 fields.grad_fn = Tensor._grad_fn
 fields.is_leaf = Tensor._is_leaf
+
+--- t:retain_grad(): backward fills a non-leaf's t.grad too (summed over
+--- backwards, as a leaf's); t.retains_grad says so. A no-op on a leaf.
+local retaining = setmetatable({}, { __mode = "k" })
+function Tensor.retain_grad(t)
+  check.tensor(t, "retain_grad", "self")
+  if not t.requires_grad then core.error("retain_grad: can't retain_grad on a tensor that has requires_grad = false") end
+  if t.grad_fn == nil or retaining[t] then return end
+  retaining[t] = true
+  local ref = setmetatable({ t }, { __mode = "v" }) -- the hook must not keep t alive
+  t:register_hook(function(g)
+    local self = ref[1]
+    if self == nil then return end
+    local old = self.grad
+    self.grad = old and old + g or g:clone()
+  end)
+end
+fields.retains_grad = function(t) return retaining[t] == true end
 wick._tensor_fields = fields
 
 -- t[i] (a number: the hot path, first), t.field, t:method, and every other key
@@ -247,8 +265,18 @@ function Tensor.equal(t, other)
   for i = 1, t:dim() do if t:size(i) ~= other:size(i) then return false end end
   return t:eq(other):all()
 end
-function Tensor.all(t) return check_tensor(t, "all", "self"):numel() == 0 or t:to("bool"):to("int64"):min():item() == 1 end
-function Tensor.any(t) return check_tensor(t, "any", "self"):numel() > 0 and t:to("bool"):to("int64"):max():item() == 1 end
+-- t:all() / t:any(): a Lua boolean (so `if t:all() then` means what it says);
+-- with a dim (and keepdim), a bool tensor over that dim, as PyTorch's
+function Tensor.all(t, dim, keepdim)
+  check_tensor(t, "all", "self")
+  if dim ~= nil then return t:eq(0):sum(dim, keepdim):eq(0) end
+  return t:numel() == 0 or t:to("bool"):to("int64"):min():item() == 1
+end
+function Tensor.any(t, dim, keepdim)
+  check_tensor(t, "any", "self")
+  if dim ~= nil then return t:ne(0):sum(dim, keepdim):gt(0) end
+  return t:numel() > 0 and t:to("bool"):to("int64"):max():item() == 1
+end
 function Tensor.allclose(t, other, rtol, atol)
   check_tensor(t, "allclose", "self")
   check_tensor(other, "allclose", "other")
@@ -398,6 +426,103 @@ for _, name in ipairs({ "tril", "triu", "split", "chunk", "unbind", "sort", "arg
   wick[name] = with_out(name, wick[name])
 end
 wick.clock = core.clock
+
+-- ---- generators (PyTorch's torch.Generator) ----
+-- A generator is a random state of its own: a random function given
+-- {generator = g} draws from g's state (seeded by g:manual_seed) and leaves
+-- wick's global one as it was.
+local Generator = { __name = "Generator" }
+Generator.__index = Generator
+local rng_state, set_rng_state = core.get_rng_state, core.set_rng_state
+
+--- wick.Generator([device = "cpu"]): a generator seeded like wick's at start
+function wick.Generator(device)
+  if device ~= nil and wick.device(device).type ~= "cpu" then
+    core.error("wick.Generator: only 'cpu' generators exist (CUDA ops draw from wick.cuda's seed)")
+  end
+  return setmetatable({ _seed = 67280421310721, _state = nil }, Generator)
+end
+local function generator_self(g, fn)
+  if getmetatable(g) ~= Generator then check.expected("Generator:" .. fn, "self", "a Generator", g) end
+  return g
+end
+--- g:manual_seed(seed): restarts g from seed; returns g
+function Generator:manual_seed(seed)
+  generator_self(self, "manual_seed")
+  check.int(seed, "Generator:manual_seed", "seed")
+  self._seed, self._state = seed, nil
+  return self
+end
+function Generator:initial_seed() return generator_self(self, "initial_seed")._seed end
+--- g:get_state() / g:set_state(state): its state, as wick.get_rng_state's
+function Generator:get_state()
+  generator_self(self, "get_state")
+  return self:_run(rng_state)
+end
+function Generator:set_state(state)
+  generator_self(self, "set_state")
+  local saved = rng_state()
+  set_rng_state(state)
+  self._state = rng_state()
+  set_rng_state(saved)
+  return self
+end
+-- fn(...) drawing from g's state
+function Generator:_run(fn, ...)
+  local saved = rng_state()
+  if self._state then set_rng_state(self._state) else core.manual_seed(self._seed) end
+  local results = pack(pcall(fn, ...))
+  self._state = rng_state()
+  set_rng_state(saved)
+  if not results[1] then error(results[2], 0) end
+  return unpack(results, 2, results.n)
+end
+wick._Generator = Generator
+
+-- The random functions take {generator = g} in their trailing options table.
+local function with_generator(fn)
+  return function(...)
+    local n = select("#", ...)
+    local opts = n > 0 and select(n, ...) or nil
+    if type(opts) ~= "table" or getmetatable(opts) ~= nil or opts.generator == nil then return fn(...) end
+    local g = opts.generator
+    if getmetatable(g) ~= Generator then check.expected("generator", "generator", "a wick.Generator", g) end
+    local args, rest = pack(...), {}
+    for k, v in pairs(opts) do if k ~= "generator" then rest[k] = v end end
+    args[n] = next(rest) ~= nil and rest or nil
+    return g:_run(fn, unpack(args, 1, next(rest) ~= nil and n or n - 1))
+  end
+end
+for _, name in ipairs({ "rand", "randn", "rand_like", "randn_like", "randint", "randint_like", "randperm",
+  "multinomial", "bernoulli", "normal" }) do
+  wick[name] = with_generator(wick[name])
+end
+for _, name in ipairs({ "multinomial", "bernoulli", "normal_", "uniform_", "exponential_", "log_normal_",
+  "geometric_", "bernoulli_", "random_" }) do
+  if Tensor[name] then Tensor[name] = with_generator(Tensor[name]) end
+end
+
+--- wick.isinstance(v, class): v is an instance of class or of a class made
+--- from it by extend (nn modules, datasets, Functions); wick.Tensor for
+--- tensors; class may be an array of classes (Python's tuple)
+function wick.isinstance(v, class)
+  if type(class) == "table" and getmetatable(class) == nil and class[1] ~= nil then
+    for _, c in ipairs(class) do if wick.isinstance(v, c) then return true end end
+    return false
+  end
+  if class == Tensor then return getmetatable(v) == mt end
+  local c = type(v) == "table" and getmetatable(v) or nil
+  while type(c) == "table" do
+    if c == class then return true end
+    local parent = rawget(c, "super")
+    if parent == nil then
+      local m = getmetatable(c)
+      parent = type(m) == "table" and type(m.__index) == "table" and m.__index or nil
+    end
+    c = parent
+  end
+  return false
+end
 
 -- ---- grad mode ----
 

@@ -1361,6 +1361,80 @@ return function(wick)
     return wick.stack(grids, 2)
   end
 
+  --- t:unfold(dim, size, step): every window of `size` elements along `dim`,
+  --- `step` apart, in a new last dim (PyTorch's Tensor.unfold; a copy here,
+  --- through index_select, so gradients flow)
+  function Tensor.unfold(t, dim, size, step)
+    check.tensor(t, "unfold", "self")
+    check.int(dim, "unfold", "dimension")
+    check.int(size, "unfold", "size", 0)
+    check.int(step, "unfold", "step", 1)
+    local d = dim < 0 and dim + t:dim() + 1 or dim
+    if t:dim() == 0 then d = 1 end
+    if d < 1 or d > math.max(t:dim(), 1) then
+      check.fail("unfold", "Dimension out of range (expected to be in range of [%d, %d], but got %d)", -math.max(t:dim(), 1), math.max(t:dim(), 1), dim)
+    end
+    local x = t:dim() == 0 and t:reshape(1) or t
+    local len = x:size(d)
+    if size > len then check.fail("unfold", "maximum size for tensor at dimension %d is %d but size is %d", dim, len, size) end
+    local n = math.floor((len - size) / step) + 1
+    local I64 = { dtype = "int64", device = t.device }
+    local starts = wick.arange(0, n, I64) * step + 1
+    local idx = (starts:view(n, 1) + wick.arange(0, size, I64):view(1, size)):reshape(-1)
+    local picked = x:index_select(d, idx) -- dim d now holds n * size
+    local shape = x:size()
+    shape[d] = n
+    table.insert(shape, d + 1, size)
+    local out = picked:reshape(shape):movedim(d + 1, -1)
+    return t:dim() == 0 and out:reshape(size) or out
+  end
+
+  --- t:histc([bins = 100[, min = 0[, max = 0]]]) (or {bins =, min =, max =}):
+  --- counts of t's values in `bins` equal bins over [min, max] (the data's
+  --- range when min == max); values outside are left out; t's dtype
+  function Tensor.histc(t, bins, min, max)
+    check.tensor(t, "histc", "self")
+    if type(bins) == "table" then bins, min, max = bins.bins, bins.min, bins.max end
+    bins = check.opt_int(bins, "histc", "bins", 100)
+    if bins < 1 then check.fail("histc", "bins must be > 0, but got %d", bins) end
+    min, max = check.opt_number(min, "histc", "min", 0), check.opt_number(max, "histc", "max", 0)
+    if not t:is_floating_point() then check.fail("histc", "\"histogram_cpu\" not implemented for '%s'", t.dtype) end
+    local x = t:detach():reshape(-1):to("float64")
+    if min == max and x:numel() > 0 then min, max = x:min():item(), x:max():item() end
+    if min == max then min, max = min - 1, max + 1 end
+    if min > max then check.fail("histc", "max must be larger than min") end
+    local keep = x:ge(min):logical_and(x:le(max))
+    x = x[keep]
+    local idx = ((x - min) * (bins / (max - min))):floor():clamp(0, bins - 1):to("int64") + 1
+    local counts = wick.zeros(bins, { dtype = "float64", device = t.device })
+    if idx:numel() > 0 then counts:index_add_(1, idx, wick.ones(idx:numel(), { dtype = "float64", device = t.device })) end
+    return counts:to(t.dtype)
+  end
+
+  --- wick.histogram(t, bins[, {range = {min, max}, weight =, density = false}]):
+  --- hist, bin_edges (PyTorch's torch.histogram with an integer bins)
+  function ops.histogram(t, bins, opts)
+    check.tensor(t, "histogram", "input")
+    check.int(bins, "histogram", "bins", 1)
+    check.options(opts, "histogram", { range = "table", weight = "tensor", density = "boolean" })
+    opts = opts or {}
+    local x = t:detach():reshape(-1):to("float64")
+    local lo, hi
+    if opts.range then lo, hi = opts.range[1], opts.range[2]
+    elseif x:numel() > 0 then lo, hi = x:min():item(), x:max():item()
+    else lo, hi = 0, 0 end
+    if lo == hi then lo, hi = lo - 0.5, hi + 0.5 end -- numpy's and PyTorch's widening of an empty range
+    local edges = wick.linspace(lo, hi, bins + 1, { dtype = "float64", device = t.device })
+    local keep = x:ge(lo):logical_and(x:le(hi))
+    local idx = ((x[keep] - lo) * (bins / (hi - lo))):floor():clamp(0, bins - 1):to("int64") + 1
+    local w = opts.weight and opts.weight:detach():reshape(-1):to("float64")[keep]
+      or wick.ones(idx:numel(), { dtype = "float64", device = t.device })
+    local hist = wick.zeros(bins, { dtype = "float64", device = t.device })
+    if idx:numel() > 0 then hist:index_add_(1, idx, w) end
+    if opts.density then hist = hist / (hist:sum() * (hi - lo) / bins) end
+    return hist:to(t.dtype), edges:to(t.dtype)
+  end
+
   -- ---- the module-level names ----
   for _, name in ipairs({ "tril", "triu", "split", "chunk", "unbind", "sort", "argsort", "topk", "msort", "cumsum",
     "cumprod", "clamp", "clamp_min", "clamp_max", "clip", "flip", "fliplr", "flipud", "roll", "amax", "amin",
@@ -1368,13 +1442,13 @@ return function(wick)
     "lerp", "addcmul", "addcdiv", "logical_not", "logical_and", "logical_or", "logical_xor", "count_nonzero",
     "hypot", "nan_to_num", "diff", "trace", "movedim", "moveaxis", "take", "index_add", "scatter_add", "median",
     "kthvalue", "unique", "var_mean", "std_mean", "floor_divide", "fmax", "fmin", "nanmean", "baddbmm", "vdot", "rot90",
-    "square", "all", "any" }) do
+    "square", "all", "any", "histc" }) do
     local method = Tensor[name]
     wick[name] = function(t, ...) return method(t, ...) end
   end
   for _, name in ipairs({ "where", "randint", "randint_like", "randperm", "multinomial", "einsum", "bernoulli", "normal",
     "linspace", "logspace", "meshgrid", "cdist", "tril_indices", "triu_indices", "broadcast_tensors", "tensordot",
-    "searchsorted", "bucketize", "block_diag", "cartesian_prod" }) do
+    "searchsorted", "bucketize", "block_diag", "cartesian_prod", "histogram" }) do
     wick[name] = ops[name]
   end
   return ops

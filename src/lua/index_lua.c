@@ -170,7 +170,13 @@ static int tensor_key_kind(lua_State *L, wick_tensor *k) {
 }
 
 static void bad_key(lua_State *L, int idx) {
-    if (lua_type(L, idx) == LUA_TSTRING) wl_raise(L, "tensor has no field or method '%s'", lua_tostring(L, idx));
+    if (lua_type(L, idx) == LUA_TSTRING) {
+        const char *k = lua_tostring(L, idx);
+        if (strcmp(k, "indices") == 0 || strcmp(k, "values") == 0) /* PyTorch's named tuples */
+            wl_raise(L, "tensor has no field or method '%s' (t:max(dim), min, sort, topk, kthvalue and median "
+                        "return two tensors: local values, indices = t:max(dim))", k);
+        wl_raise(L, "tensor has no field or method '%s'", k);
+    }
     wl_raise(L, "index: a key must be a number, a table of ranges, a bool mask or an int64 index tensor, got %s",
              luaL_typename(L, idx));
 }
