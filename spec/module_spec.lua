@@ -185,6 +185,72 @@ describe("nn.ModuleList", function()
     seq:append(nn.Linear(2, 1))
     assert.are.same({ 1, 1 }, support.shape_of(seq(x)))
   end)
+
+  it("add_module and register_module append to a Sequential: forward, #, [i], ipairs, print, state_dict agree", function()
+    -- torchvision's VGG slices: slice:add_module(str(x), layer) on an empty Sequential
+    local s = nn.Sequential()
+    s:add_module("0", nn.Linear(3, 2))
+    s:register_module("1", nn.ReLU())
+    local x = wick.randn(4, 3)
+    assert.are.same({ 4, 2 }, support.shape_of(s(x)))
+    assert.are.equal(2, #s)
+    assert.are.same({ "1.weight", "1.bias" }, names_of_params(s))
+    -- a named child: appended in registration order, keeping its name
+    local t = nn.Sequential(nn.Linear(3, 3))
+    t:add_module("extra", nn.Linear(3, 2))
+    t:append(nn.Tanh())
+    t.head = nn.Linear(2, 1) -- an attribute that is a module registers it, as in PyTorch
+    assert.are.equal(4, #t)
+    assert.are.equal(4, t:len())
+    assert.is_true(rawequal(t[2], t.extra) and rawequal(t[4], t.head) and rawequal(t[-1], t.head))
+    local n = 0
+    for _ in ipairs(t) do n = n + 1 end
+    assert.are.equal(4, n)
+    assert_close(t(x), t.head(t[3](t.extra(t[1](x)))), 1e-6)
+    assert.are.same({ "1.weight", "1.bias", "extra.weight", "extra.bias", "head.weight", "head.bias" },
+      names_of_params(t))
+    assert.are.same(names_of_params(t), sorted_keys(t:state_dict()) and names_of_params(t))
+    assert.is_not_nil(t:state_dict()["extra.weight"])
+    assert.are.equal("Sequential(\n  (1): Linear(in_features=3, out_features=3, bias=True)\n"
+      .. "  (extra): Linear(in_features=3, out_features=2, bias=True)\n  (3): Tanh()\n"
+      .. "  (head): Linear(in_features=2, out_features=1, bias=True)\n)", tostring(t))
+    -- the same name again replaces in place; insert and pop keep the names with their modules
+    t:add_module("extra", nn.Linear(3, 2, false))
+    assert.is_nil(t[2].bias)
+    t:insert(1, nn.Identity())
+    assert.is_true(rawequal(t[3], t.extra))
+    assert.are.equal("Identity", getmetatable(t:pop(1)).__name)
+    assert.is_true(rawequal(t[2], t.extra))
+    local keys = {}
+    for name in t:named_children() do keys[#keys + 1] = name end
+    assert.are.same({ "1", "extra", "3", "head" }, keys)
+    -- a state dict round trip by those names
+    local u = nn.Sequential(nn.Linear(3, 3))
+    u:add_module("extra", nn.Linear(3, 2, false))
+    u:append(nn.Tanh())
+    u.head = nn.Linear(2, 1)
+    u:load_state_dict(t:state_dict())
+    assert_close(u(x), t(x), 1e-6)
+    -- bad names
+    assert_error_has(function() t:add_module("a.b", nn.ReLU()) end, "cannot add a module named 'a.b'")
+    assert_error_has(function() t:add_module("forward", nn.ReLU()) end, "cannot add a module named 'forward'")
+  end)
+
+  it("indices count from 1: [0] and past the end are errors, [-1] the last, as tensors' are", function()
+    local m = nn.Sequential(nn.Linear(3, 1), nn.ReLU())
+    assert_error_has(function() return m[0].bias end, "Sequential: index 0 is invalid: indices count from 1")
+    assert_error_has(function() return m[4] end, "Sequential: index 4 is out of range for 2 entries")
+    assert_error_has(function() return m[-3] end, "index -3 is out of range")
+    assert.is_nil(m[3]) -- #m + 1: where ipairs stops and an append goes
+    assert.are.equal("ReLU", getmetatable(m[-1]).__name)
+    assert_error_has(function() return nn.ModuleList({ nn.ReLU() })[0] end, "ModuleList: index 0 is invalid")
+    -- a subclass keeps it
+    local Sub = nn.Sequential:extend("SubSeq")
+    local sub = Sub(nn.ReLU())
+    sub:add_module("act", nn.Tanh())
+    assert.are.equal("Tanh", getmetatable(sub.act).__name)
+    assert_error_has(function() return sub[0] end, "index 0 is invalid")
+  end)
 end)
 
 describe("nn.ModuleDict", function()

@@ -849,13 +849,13 @@ describe("nn.Module", function()
 
   it("tostring(model) shows the tree", function()
     local s = tostring(nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Sequential(nn.Dropout(0.25))))
-    assert.are.equal("Sequential(\n  (1): Linear(in_features=2, out_features=3, bias=true)\n  (2): ReLU()\n"
-      .. "  (3): Sequential(\n    (1): Dropout(p=0.25)\n  )\n)", s)
+    assert.are.equal("Sequential(\n  (1): Linear(in_features=2, out_features=3, bias=True)\n  (2): ReLU()\n"
+      .. "  (3): Sequential(\n    (1): Dropout(p=0.25, inplace=False)\n  )\n)", s)
     local t = tostring(Net(4))
     support.assert_contains(t, "Net(")
-    support.assert_contains(t, "(zeta): Linear(in_features=2, out_features=4, bias=true)")
-    support.assert_contains(t, "(layers.3): Linear(in_features=4, out_features=3, bias=true)")
-    support.assert_contains(t, "(mid): BatchNorm1d(3, eps=1e-05, momentum=0.1)")
+    support.assert_contains(t, "(zeta): Linear(in_features=2, out_features=4, bias=True)")
+    support.assert_contains(t, "(layers.3): Linear(in_features=4, out_features=3, bias=True)")
+    support.assert_contains(t, "(mid): BatchNorm1d(3, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)")
     assert.is_true(t:find("zeta", 1, true) < t:find("alpha", 1, true))
   end)
 
@@ -1445,6 +1445,219 @@ describe("F.unfold and nn.Unfold (im2col)", function()
       nn.Unfold(2, { stride = 2 })(t):totable())
     assert.are.same({ 4, 4 }, F.unfold(t[1], 2, { stride = 2 }):size())
     assert_error_has(function() F.unfold(t, 5) end, "does not fit")
-    assert_error_has(function() F.unfold(t, { 1, 2, 3 }) end, "kernel_size must be a number or a pair")
+    assert_error_has(function() F.unfold(t, { 1, 2, 3 }) end, "kernel_size must be an integer or a {h, w} table")
+  end)
+end)
+
+-- the warnings wick._warn gives while f runs
+local function warnings_of(f)
+  local saved, got = wick._warn, {}
+  wick._warn = function(msg) got[#got + 1] = msg end
+  local ok, err = pcall(f)
+  wick._warn = saved
+  if not ok then error(err, 0) end
+  return got
+end
+
+describe("what PyTorch programs ported line by line expect", function()
+  local F = nn.functional
+
+  it("required arguments by PyTorch's names in the options table; a missing one is named", function()
+    local c = nn.Conv2d(1, 16, { kernel_size = 3, stride = 2, padding = 1 })
+    assert.are.same({ 3, 3 }, c.kernel_size)
+    assert.are.same({ 1, 16, 4, 4 }, shape_of(c(wick.randn(1, 1, 8, 8))))
+    local c7 = nn.Conv2d(1, 64, { kernel_size = { 7, 7 }, bias = false })
+    assert.is_nil(c7.bias)
+    assert.are.same({ 64, 1, 7, 7 }, c7.weight:size())
+    local lstm = nn.LSTM({ input_size = 28, hidden_size = 64, batch_first = true })
+    assert.are.same({ 28, 64, true }, { lstm.input_size, lstm.hidden_size, lstm.batch_first })
+    assert.are.equal(64, nn.LSTM(28, { hidden_size = 64 }).hidden_size)
+    assert.are.same({ 4, 3 }, nn.Linear(3, { out_features = 4 }).weight:size())
+    assert.are.same({ 4, 3 }, nn.Linear({ in_features = 3, out_features = 4, bias = false }).weight:size())
+    assert.are.same({ 1, 2, 2, 2 }, shape_of(nn.MaxPool2d({ kernel_size = 2 })(wick.randn(1, 2, 4, 4))))
+    assert.is_true(nn.InstanceNorm2d({ num_features = 4, affine = true }).affine)
+    assert.are.equal(2, nn.TransformerEncoderLayer(8, { nhead = 2 }).self_attn.num_heads)
+    local x = wick.randn(1, 2, 8, 8)
+    assert.are.same({ 1, 2, 2, 2 }, shape_of(F.avg_pool2d(x, { kernel_size = 4 })))
+    assert.are.same({ 1, 2, 4, 4 }, shape_of(F.max_pool2d(x, { kernel_size = 2 })))
+    assert.are.same({ 1, 2, 2, 2 }, shape_of(F.max_pool2d(x, { kernel_size = 3, stride = 3 })))
+    assert.are.same({ 1, 2, 4 }, shape_of(F.avg_pool1d(wick.randn(1, 2, 8), { kernel_size = 2 })))
+    assert.are.same({ 1, 8, 49 }, shape_of(F.unfold(x, { kernel_size = 2 })))
+    assert.are.same({ 1, 2, 12, 10 }, shape_of(F.pad(x, { pad = { 1, 1, 2, 2 }, mode = "reflect" })))
+    -- a user's class declares its own
+    local Net = nn.Module:extend("ArgsNet", { "n_in", "n_out" })
+    function Net:init(n_in, n_out, opts) self.fc = nn.Linear(n_in, n_out, opts) end
+    assert.are.same({ 5, 2 }, Net(2, { n_out = 5, bias = false }).fc.weight:size())
+    -- errors: a missing argument by its name, never "table: 0x..."
+    assert_error_has(function() nn.Conv2d(1, 16, { stride = 2 }) end, "Conv2d: missing required argument 'kernel_size'")
+    assert_error_has(function() nn.Linear(3) end, "Linear: missing required argument 'out_features'")
+    assert_error_has(function() nn.MaxPool2d({ stride = 2 }) end, "MaxPool2d: missing required argument 'kernel_size'")
+    assert_error_has(function() F.max_pool2d(x, { stride = 2 }) end, "max_pool2d: missing required argument 'kernel_size'")
+    assert_error_has(function() nn.Linear(3, 4, { out_features = 4 }) end,
+      "argument 'out_features' given both by position and as an option")
+    assert_error_has(function() Net(2) end, "ArgsNet: missing required argument 'n_out'")
+    local err = support.error_of(function() nn.Conv2d(1, 16, { 1, 2, 3 }) end)
+    support.assert_contains(err, "Conv2d: kernel_size must be an integer or a {h, w} table, got a table of 3 entries")
+    assert.is_nil(err:find("0x", 1, true))
+  end)
+
+  it("F.dropout1d/2d/3d and nn.Dropout2d follow PyTorch 2.x: other dims warn once, eval mode is the identity", function()
+    local x2 = wick.ones(64, 32, F64)
+    local d = nn.Dropout2d(0.5)
+    local y
+    local w = warnings_of(function()
+      for _ = 1, 3 do y = d(x2) end -- one call site: one warning
+    end)
+    assert.are.equal(1, #w)
+    support.assert_contains(w[1], "dropout2d: Received a 2-D input to dropout2d, which is deprecated")
+    -- a 2-D input is dropped element by element (PyTorch's feature dropout of (N, C))
+    local zeros = y:eq(0):sum():item()
+    assert.is_true(zeros > 64 * 32 * 0.35 and zeros < 64 * 32 * 0.65)
+    assert.are.equal(0, y:ne(0):logical_and(y:ne(2)):sum():item())
+    d:eval()
+    warnings_of(function() assert.is_true(d(x2):equal(x2)) end)
+    -- 3-D: (N, C, L) channel by channel, with PyTorch's warning
+    local y3
+    w = warnings_of(function() y3 = F.dropout2d(wick.ones(16, 8, 5, F64), 0.5) end)
+    support.assert_contains(w[1], "input is interpreted as shape (N, C, L)")
+    assert.are.equal(0, (y3:max(3) - y3:min(3)):abs():sum():item())
+    -- dropout1d on (C, L) and dropout3d on (N, C, D, H, W): whole channels
+    local y1 = F.dropout1d(wick.ones(32, 6, F64), 0.5)
+    assert.are.equal(0, (y1:max(2) - y1:min(2)):abs():sum():item())
+    local v3 = F.dropout3d(wick.ones(2, 16, 2, 2, 2, F64), 0.5):reshape(32, 8)
+    assert.are.equal(0, (v3:max(2) - v3:min(2)):abs():sum():item())
+    warnings_of(function() assert.is_true(F.dropout2d(x2, 0.5, false):equal(x2)) end)
+    assert.is_true(F.dropout1d(wick.ones(3, 4), { p = 0.5, training = false }):equal(wick.ones(3, 4)))
+    assert_error_has(function() F.dropout1d(wick.ones(3)) end, "Expected 2D or 3D input")
+    assert_error_has(function() F.dropout3d(wick.ones(2, 2, 2, 2), 1.5) end, "between 0 and 1")
+    assert.are.equal("Dropout3d(p=0.5, inplace=False)", tostring(nn.Dropout3d()))
+    assert.are.same({ 4, 8 }, shape_of(nn.Dropout1d(0.2)(wick.ones(4, 8))))
+  end)
+
+  it("a target whose size differs from the input's: BCE raises, the regression losses warn once", function()
+    local p, t = wick.tensor({ { 0.9 }, { 0.1 }, { 0.9 }, { 0.1 } }), wick.tensor({ 1, 0, 1, 0 })
+    assert_error_has(function() nn.BCELoss()(p, t) end,
+      "binary_cross_entropy: Using a target size ([4]) that is different to the input size ([4, 1]) is deprecated")
+    assert_error_has(function() F.binary_cross_entropy_with_logits(p, t) end,
+      "Target size ([4]) must be the same as input size ([4, 1])")
+    assert_close(nn.BCELoss()(p:squeeze(2), t):item(), 0.1054, 1e-4)
+    for _, loss in ipairs({ nn.MSELoss(), nn.L1Loss(), nn.SmoothL1Loss(), nn.HuberLoss() }) do
+      local w = warnings_of(function()
+        for _ = 1, 2 do loss(wick.zeros(4, 1), wick.arange(4)) end
+      end)
+      assert.are.equal(1, #w)
+      support.assert_contains(w[1], "Using a target size ([4]) that is different to the input size ([4, 1]). "
+        .. "This will likely lead to incorrect results due to broadcasting.")
+      support.assert_contains(w[1], "nn_spec.lua:") -- the user's line
+    end
+    assert.are.same({}, warnings_of(function() F.mse_loss(wick.zeros(4), wick.arange(4)) end))
+  end)
+
+  it("0-based indices name the layer and the 1-based rule", function()
+    local e = nn.Embedding(5, 2)
+    assert_error_has(function() e(I({ 0 })) end, "Embedding: index 0 is out of range (indices are 1-based: 1 to 5)")
+    assert_error_has(function() e(I({ 1, 6 })) end, "Embedding: index 6 is out of range")
+    assert_error_has(function() F.embedding(I({ 0 }), e.weight) end, "embedding: index 0 is out of range")
+    assert.are.same({ 2, 2 }, shape_of(e(I({ 1, 5 }))))
+    local logp = wick.randn(2, 3):log_softmax(2)
+    assert_error_has(function() nn.NLLLoss()(logp, I({ 0, 1 })) end,
+      "nll_loss: Target 0 is out of bounds (classes are 1 to 3).")
+    assert_error_has(function() F.nll_loss(logp, I({ 1, 4 })) end, "nll_loss: Target 4 is out of bounds")
+  end)
+
+  it("PyTorch's deprecated nn.init names work and warn", function()
+    local t = wick.empty(3, 4)
+    for _, name in ipairs({ "xavier_uniform", "xavier_normal", "kaiming_uniform", "kaiming_normal", "orthogonal",
+      "normal", "uniform" }) do
+      local w = warnings_of(function() assert.is_true(rawequal(t, nn.init[name](t))) end)
+      support.assert_contains(w[1], ("nn.init.%s is now deprecated in favor of nn.init.%s_."):format(name, name))
+    end
+    warnings_of(function() nn.init.constant(t, 0.5) end)
+    assert.are.equal(6, t:sum():item())
+  end)
+
+  it("modules print like PyTorch's (wick's 1-based dims as written)", function()
+    for _, case in ipairs({
+      { nn.Conv2d(3, 64, 7, { stride = 2, padding = 3, bias = false }),
+        "Conv2d(3, 64, kernel_size=(7, 7), stride=(2, 2), padding=(3, 3), bias=False)" },
+      { nn.Conv2d(3, 8, 3, { padding = "same", dilation = 2, padding_mode = "reflect" }),
+        "Conv2d(3, 8, kernel_size=(3, 3), stride=(1, 1), padding=same, dilation=(2, 2), padding_mode=reflect)" },
+      { nn.Conv1d(3, 4, 3, { stride = 2, padding = 1 }), "Conv1d(3, 4, kernel_size=(3,), stride=(2,), padding=(1,))" },
+      { nn.MaxPool2d(3, { stride = 2, padding = 1 }), "MaxPool2d(kernel_size=3, stride=2, padding=1, dilation=1, ceil_mode=False)" },
+      { nn.AvgPool2d({ 2, 2 }), "AvgPool2d(kernel_size=(2, 2), stride=(2, 2), padding=0)" },
+      { nn.AdaptiveAvgPool2d({ 1, 1 }), "AdaptiveAvgPool2d(output_size=(1, 1))" },
+      { nn.AdaptiveAvgPool2d(1), "AdaptiveAvgPool2d(output_size=1)" },
+      { nn.Linear(3, 4), "Linear(in_features=3, out_features=4, bias=True)" },
+      { nn.Flatten(1, 2), "Flatten(start_dim=1, end_dim=2)" },
+      { nn.LogSoftmax(2), "LogSoftmax(dim=2)" },
+      { nn.Softmax(), "Softmax(dim=None)" },
+      { nn.Dropout(0.2), "Dropout(p=0.2, inplace=False)" },
+      { nn.LayerNorm(4), "LayerNorm((4,), eps=1e-05, elementwise_affine=True)" },
+      { nn.Unflatten(2, { 2, 5 }), "Unflatten(dim=2, unflattened_size=(2, 5))" },
+      { nn.ConstantPad1d(2, 3.5), "ConstantPad1d(padding=(2, 2), value=3.5)" },
+      { nn.ZeroPad2d(1), "ZeroPad2d((1, 1, 1, 1))" },
+      { nn.Hardtanh({ inplace = true }), "Hardtanh(min_val=-1, max_val=1, inplace=True)" },
+      { nn.LSTM(28, 64, { batch_first = true, bias = false }), "LSTM(28, 64, bias=False, batch_first=True)" },
+    }) do
+      assert.are.equal(case[2], tostring(case[1]))
+    end
+  end)
+end)
+
+describe("sampling grids and the last of the ports' functions", function()
+  local F = nn.functional
+  local theta = wick.tensor({ { { 0.9, 0.2, 0.1 }, { -0.1, 1.1, -0.2 } }, { { 1.0, 0.0, 0.3 }, { 0.0, 0.8, 0.0 } } }, F64)
+  local x = wick.arange(2 * 3 * 5 * 6, F64):reshape(2, 3, 5, 6):sin()
+
+  it("F.affine_grid and F.grid_sample give PyTorch's values and gradients", function()
+    -- (sum of outputs, sum of input's gradient, sum of |grid's gradient|) of (y * y):sum() from PyTorch 2.15
+    local want = {
+      [false] = { bilinear = { zeros = { 1.724369084, 5.349385563, 125.142416 }, border = { -7.533679409, -15.067358818, 94.436691 } },
+        nearest = { zeros = { -3.356886696, -6.713773391 }, border = { -12.774194608, -25.548389216 } } },
+      [true] = { bilinear = { zeros = { 1.905894915, 6.238156938, 141.687263 }, border = { -5.844442189, -11.688884378, 80.188354 } },
+        nearest = { zeros = { 6.023448826, 12.046897651 }, border = { -5.384492629, -10.768985258 } } },
+    }
+    for _, ac in ipairs({ false, true }) do
+      local g = F.affine_grid(theta, { 2, 3, 4, 7 }, { align_corners = ac })
+      assert.are.same({ 2, 4, 7, 2 }, g:size())
+      assert.is_true(math.abs(g:sum():item() - 5.6) < 1e-12)
+      for mode, pads in pairs(want[ac]) do
+        for pad, w in pairs(pads) do
+          local xx, gg = x:clone():requires_grad_(), (g * 1.3):clone():requires_grad_()
+          local y = F.grid_sample(xx, gg, { mode = mode, padding_mode = pad, align_corners = ac })
+          local loss = (y * y):sum()
+          loss:backward()
+          assert.is_true(math.abs(y:sum():item() - w[1]) < 1e-8, mode .. " " .. pad)
+          assert.is_true(math.abs(xx.grad:sum():item() - w[2]) < 1e-8, mode .. " " .. pad)
+          if w[3] then assert.is_true(math.abs(gg.grad:abs():sum():item() - w[3]) < 1e-5, mode .. " " .. pad) end
+        end
+      end
+    end
+    -- the identity map reads the input back
+    local id = wick.tensor({ { { 1, 0, 0 }, { 0, 1, 0 } } }, F64):expand(2, 2, 3)
+    local same = F.grid_sample(x, F.affine_grid(id, x:size(), { align_corners = false }), { align_corners = false })
+    assert.is_true((same - x):abs():max():item() < 1e-12)
+    assert_error_has(function() F.affine_grid(theta, { 2, 3, 4 }) end, "only 4-D sizes")
+    assert_error_has(function() F.affine_grid(theta, { 3, 3, 4, 4 }) end, "Nx2x3")
+    assert_error_has(function() F.grid_sample(x, wick.zeros(2, 4, 4, 3)) end, "grid (N, H_out, W_out, 2)")
+    assert_error_has(function() F.grid_sample(x, wick.zeros(2, 4, 4, 2, F64), { mode = "bicubic" }) end, "mode")
+  end)
+
+  it("nn.utils.clip_grad_value_ clamps every gradient", function()
+    local a, b = wick.tensor({ 1, 2 }, F64):requires_grad_(), wick.tensor({ 3 }, F64):requires_grad_()
+    local loss = (a * wick.tensor({ 5, -0.5 }, F64)):sum() + (b * -7):sum()
+    loss:backward()
+    nn.utils.clip_grad_value_({ a, b }, 1)
+    assert.are.same({ 1, -0.5 }, a.grad:totable())
+    assert.are.same({ -1 }, b.grad:totable())
+  end)
+
+  it("F.softmax and F.log_softmax without a dim pick PyTorch's, with its warning", function()
+    local m = wick.tensor({ { 1, 2 }, { 3, 5 } }, F64)
+    local warned = warnings_of(function()
+      assert.is_true(F.log_softmax(m):equal(m:log_softmax(2)))
+      assert.is_true(F.softmax(wick.tensor({ 1, 2 }, F64)):equal(wick.tensor({ 1, 2 }, F64):softmax(1)))
+    end)
+    assert.truthy(table.concat(warned, "\n"):find("Implicit dimension choice for log_softmax", 1, true))
   end)
 end)

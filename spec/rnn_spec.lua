@@ -214,8 +214,30 @@ describe("recurrent layers: lengths, devices, dtypes and errors", function()
       "hx has inconsistent hidden_size: got 5, expected 4")
     support.assert_error_has(function() nn.RNNCell(3, 4)(wick.randn(2, 3), wick.randn(3, 4)) end,
       "Input batch size 2 doesn't match hx batch size 3")
-    assert.are.equal("RNNCell(3, 4, bias=false, nonlinearity=relu)", tostring(nn.RNNCell(3, 4, false, "relu")))
+    assert.are.equal("RNNCell(3, 4, bias=False, nonlinearity=relu)", tostring(nn.RNNCell(3, 4, false, "relu")))
     assert.are.equal("LSTM(3, 4, num_layers=2, dropout=0.5)", tostring(nn.LSTM(3, 4, 2, { dropout = 0.5 })))
     assert.are.equal("GRUCell", getmetatable(nn.GRUCell(3, 4)).__name)
+  end)
+
+  it("the Python habit h, c = cell(x, (h, c)) gets a hint; dtype errors name the module", function()
+    local cell = nn.LSTMCell(1, 4)
+    local h, c = wick.zeros(2, 4), wick.zeros(2, 4)
+    h, c = cell(wick.randn(2, 1), { h, c }) -- h is {h, c}, c nil
+    support.assert_error_has(function() cell(wick.randn(2, 1), { h, c }) end,
+      "LSTMCell: expected a tensor for argument 'hx[1]', got table (LSTMCell returns {h, c}: write local hc = cell(x, hc)")
+    local hc = cell(wick.randn(2, 1), { wick.zeros(2, 4), wick.zeros(2, 4) })
+    assert.are.same({ 2, 4 }, hc[1]:size())
+    local lstm = nn.LSTM(1, 4)
+    local _, state = lstm(wick.randn(3, 2, 1))
+    support.assert_error_has(function() lstm(wick.randn(3, 2, 1), { state, nil }) end,
+      "LSTM returns output, {h, c}: write local out, hc = lstm(x, hc)")
+    local F64 = { dtype = "float64" }
+    support.assert_error_has(function()
+      nn.LSTMCell(1, 4):double()(wick.randn(2, 1, F64), { wick.zeros(2, 4), wick.zeros(2, 4) })
+    end, "LSTMCell: expected the hidden state of dtype float64 (the input's), got float32")
+    support.assert_error_has(function() nn.GRU(1, 4):double()(wick.randn(3, 2, 1, F64), wick.zeros(1, 2, 4)) end,
+      "GRU: expected the hidden state of dtype float64 (the input's), got float32")
+    support.assert_error_has(function() nn.RNNCell(1, 4)(wick.randn(2, 1), wick.zeros(2, 4, F64)) end,
+      "RNNCell: expected the hidden state of dtype float32")
   end)
 end)

@@ -63,7 +63,7 @@ end
 
 -- ---- MultiheadAttention ----
 
-A.MultiheadAttention = Module:extend("MultiheadAttention")
+A.MultiheadAttention = Module:extend("MultiheadAttention", { "embed_dim", "num_heads" })
 local MHA = { dropout = "number", bias = "boolean", add_bias_kv = "boolean", add_zero_attn = "boolean",
   kdim = "integer", vdim = "integer", batch_first = "boolean", device = "device", dtype = "dtype" }
 local MHA_ORDER = { "dropout", "bias", "add_bias_kv", "add_zero_attn", "kdim", "vdim", "batch_first", "device", "dtype" }
@@ -310,7 +310,7 @@ local function ff_block(self, x, out_dropout)
   return out_dropout(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 end
 
-A.TransformerEncoderLayer = Module:extend("TransformerEncoderLayer")
+A.TransformerEncoderLayer = Module:extend("TransformerEncoderLayer", { "d_model", "nhead" })
 
 --- nn.TransformerEncoderLayer(d_model, nhead[, dim_feedforward = 2048[, dropout = 0.1[,
 --- activation = "relu"[, layer_norm_eps = 1e-5[, batch_first = false[, norm_first = false[,
@@ -338,7 +338,7 @@ function A.TransformerEncoderLayer:forward(src, ...)
   return self.norm2(x + ff_block(self, x, self.dropout2))
 end
 
-A.TransformerDecoderLayer = Module:extend("TransformerDecoderLayer")
+A.TransformerDecoderLayer = Module:extend("TransformerDecoderLayer", { "d_model", "nhead" })
 
 --- nn.TransformerDecoderLayer(d_model, nhead[, ...]): the arguments of TransformerEncoderLayer.
 function A.TransformerDecoderLayer:init(d_model, nhead, ...)
@@ -430,7 +430,7 @@ local function first_batch_first(self)
   return first ~= nil and first.self_attn ~= nil and first.self_attn.batch_first
 end
 
-A.TransformerEncoder = Module:extend("TransformerEncoder")
+A.TransformerEncoder = Module:extend("TransformerEncoder", { "encoder_layer", "num_layers" })
 
 --- nn.TransformerEncoder(encoder_layer, num_layers[, norm[, enable_nested_tensor[, mask_check]]][, opts]):
 --- num_layers independent copies of encoder_layer (layers.1, layers.2, ...), then norm.
@@ -456,7 +456,7 @@ function A.TransformerEncoder:forward(src, ...)
   return x
 end
 
-A.TransformerDecoder = Module:extend("TransformerDecoder")
+A.TransformerDecoder = Module:extend("TransformerDecoder", { "decoder_layer", "num_layers" })
 
 --- nn.TransformerDecoder(decoder_layer, num_layers[, norm][, opts])
 function A.TransformerDecoder:init(decoder_layer, num_layers, ...)

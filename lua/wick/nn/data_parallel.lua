@@ -19,7 +19,7 @@ local check = require("wick.argcheck")
 local unpack = table.unpack or unpack -- Lua 5.2+ (WICK_LUA54) and LuaJIT
 local Module = require("wick.nn.module")
 
-local DataParallel = Module:extend("DataParallel")
+local DataParallel = Module:extend("DataParallel", { "module" })
 
 local is_module = check.is_module
 local function is_plain_table(v) return type(v) == "table" and getmetatable(v) == nil end

@@ -3,7 +3,9 @@
 -- rule) or one C op (conv2d, pooling).
 local wick = require("wick")
 local check = require("wick.argcheck")
+local common = require("wick.nn.common")
 local core = wick._core
+local required = common.required
 local tensor, opt_tensor = check.tensor, check.opt_tensor
 
 local F = {}
@@ -216,6 +218,11 @@ local function softmax_like(fn)
       if o.dtype then x = x:to(o.dtype) end
       dim = o.dim
     end
+    if dim == nil then -- PyTorch's implicit choice (deprecated there too): dim 1 of 0-, 1- and 3-D inputs, else 2
+      dim = (x:dim() <= 1 or x:dim() == 3) and 1 or 2
+      common.warn(("%s: Implicit dimension choice for %s has been deprecated. Change the call to include dim=X "
+        .. "as an argument."):format(fn, fn))
+    end
     return x[fn](x, dim)
   end
 end
@@ -226,25 +233,58 @@ end
 
 --- Inverted dropout: zeroes elements with probability p and scales the rest by 1/(1-p).
 --- F.dropout(x[, p = 0.5[, training = true[, inplace]]]) or F.dropout(x, {p =, training =}).
+--- F.dropout1d/2d/3d (the same arguments): whole channels, PyTorch's feature dropout
+--- (one draw per (N, C) of an (N, C, ...) input).
 local DROPOUT = { p = "number", training = "boolean", inplace = "boolean" }
-function F.dropout(x, ...)
-  tensor(x, "dropout", "input")
-  local o = check.positional("dropout", { "p", "training", "inplace" }, DROPOUT, ...)
-  local p, training = o.p or 0.5, o.training
+local function dropout_args(fn, x, ...)
+  tensor(x, fn, "input")
+  local o = check.positional(fn, { "p", "training", "inplace" }, DROPOUT, ...)
+  local p = o.p or 0.5
   if p < 0 or p > 1 then wick.error(("dropout probability has to be between 0 and 1, but got %s"):format(p)) end
-  if training == false or p == 0 then return x end
+  return p, o.training ~= false and p ~= 0
+end
+-- x times a keep mask of `shape` (broadcast over x), scaled by 1 / (1 - p)
+local function drop(x, p, shape)
   if p == 1 then return x * 0 end
-  local keep = wick.rand(x.shape, { device = x.device, dtype = x.dtype }):ge(p):to(x.dtype)
+  local keep = wick.rand(shape, { device = x.device, dtype = x.dtype }):ge(p):to(x.dtype)
   return x * keep * (1 / (1 - p))
 end
-
-local function pair(v, name)
-  if v == nil then return nil end
-  if type(v) == "number" then return { v, v } end
-  if type(v) == "table" and #v == 2 then return v end
-  wick.error(("%s: expected a number or a {h, w} table, got %s"):format(name, tostring(v)))
+function F.dropout(x, ...)
+  local p, active = dropout_args("dropout", x, ...)
+  if not active then return x end
+  return drop(x, p, x.shape)
 end
-F._pair = pair
+local function feature_dropout(fn, x, p)
+  if x:dim() < 2 then check.fail(fn, "Feature dropout requires at least 2 dimensions in the input") end
+  local shape = x:size()
+  for i = 3, #shape do shape[i] = 1 end
+  return drop(x, p, shape)
+end
+-- dropout{k}d: (N, C, k spatial dims) or unbatched (C, k dims); PyTorch's dropout2d
+-- also takes other dims, with a warning (3-D as (N, C, L))
+local function channel_dropout(k)
+  local fn = "dropout" .. k .. "d"
+  return function(x, ...)
+    local p, active = dropout_args(fn, x, ...)
+    local d = x:dim()
+    if k == 1 and d ~= 2 and d ~= 3 then
+      check.fail(fn, "Expected 2D or 3D input, but received a %dD input. Note that dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).", d)
+    end
+    if k > 1 and d ~= k + 1 and d ~= k + 2 then
+      common.warn(("%s: Received a %d-D input to %s, which is deprecated and will result in an error in a future release. To retain the behavior and silence this warning, please use dropout instead. Note that %s exists to provide channel-wise dropout on inputs with %d spatial dimensions, a channel dimension, and an optional batch dimension (i.e. %dD or %dD inputs).")
+        :format(fn, d, fn, fn, k, k + 1, k + 2))
+    end
+    if k == 2 and d == 3 then
+      common.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior will change in a future release to interpret the input as one without a batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please switch to using dropout1d instead.")
+    end
+    if not active then return x end
+    if k ~= 2 and d ~= k + 2 then return feature_dropout(fn, x:unsqueeze(1), p):squeeze(1) end -- unbatched, as PyTorch's
+    return feature_dropout(fn, x, p)
+  end
+end
+F.dropout1d, F.dropout2d, F.dropout3d = channel_dropout(1), channel_dropout(2), channel_dropout(3)
+
+local pair = common.pair
 
 -- Shape [1, C, 1, ...] that broadcasts a per-channel vector over x (channels at dim 2).
 local function per_channel(v, x)
@@ -356,7 +396,7 @@ local function pad_indices(mode, n, before, after, fn)
   end
   return idx
 end
-function F.pad(x, pad, ...)
+local function pad_input(x, pad, ...)
   local fn = "pad"
   tensor(x, fn, "input")
   check.table(pad, fn, "pad")
@@ -413,6 +453,7 @@ function F.pad(x, pad, ...)
   end
   return y
 end
+function F.pad(...) return pad_input(required("pad", { "input", "pad" }, ...)) end
 
 --- F.prelu(input, weight): max(0, x) + weight * min(0, x), weight per channel (dim 2) or one value
 function F.prelu(x, weight)
@@ -476,11 +517,15 @@ function F.instance_norm(x, running_mean, running_var, weight, bias, use_input_s
   return y
 end
 
-function F.max_pool2d(x, kernel_size, opts)
+-- F.max_pool2d(x, kernel_size[, opts]), F.avg_pool2d: kernel_size also in opts
+local POOL_ARGS = { "input", "kernel_size" }
+function F.max_pool2d(...)
+  local x, kernel_size, opts = required("max_pool2d", POOL_ARGS, ...)
   return core.max_pool2d(x, kernel_size, opts or {})
 end
 
-function F.avg_pool2d(x, kernel_size, opts)
+function F.avg_pool2d(...)
+  local x, kernel_size, opts = required("avg_pool2d", POOL_ARGS, ...)
   return core.avg_pool2d(x, kernel_size, opts or {})
 end
 
@@ -516,11 +561,12 @@ end
 --- F.max_pool1d(x, kernel_size[, stride[, padding[, dilation[, ceil_mode]]]]), F.avg_pool1d(x,
 --- kernel_size[, stride[, padding[, ceil_mode[, count_include_pad]]]]) (or an options table)
 local function pool1d(name, pool2d, order, spec)
-  return function(x, kernel_size, ...)
+  local function pool(x, kernel_size, ...)
     local x2 = as_2d(x, name)
     check.int(kernel_size, name, "kernel_size", 1)
     return pool2d(x2, { 1, kernel_size }, pair_opts(name, order, spec, ...)):squeeze(-2)
   end
+  return function(...) return pool(required(name, POOL_ARGS, ...)) end
 end
 F.max_pool1d = pool1d("max_pool1d", F.max_pool2d, { "stride", "padding", "dilation", "ceil_mode" },
   { stride = "integer", padding = "integer", dilation = "integer", ceil_mode = "boolean" })
@@ -631,14 +677,7 @@ end
 --- F.unfold(x, kernel_size[, {dilation = 1, padding = 0, stride = 1}]) (or those positionally):
 --- the sliding blocks of x [N, C, H, W] as columns, [N, C kh kw, L] (PyTorch's im2col order:
 --- channel, then kernel row, then kernel column)
-local function pair(v, fn, name, min)
-  if type(v) == "number" then v = { v, v } end
-  check.table(v, fn, name)
-  if #v ~= 2 then check.fail(fn, "%s must be a number or a pair, got %d values", name, #v) end
-  for i = 1, 2 do check.int(v[i], fn, name, min) end
-  return v
-end
-function F.unfold(x, kernel_size, ...)
+local function unfold(x, kernel_size, ...)
   local fn = "unfold"
   tensor(x, fn, "input")
   local o = check.positional(fn, { "dilation", "padding", "stride" },
@@ -665,6 +704,7 @@ function F.unfold(x, kernel_size, ...)
   local out = wick.stack(cols, 3):reshape(n, c * k[1] * k[2], oh * ow)
   return unbatched and out:squeeze(1) or out
 end
+function F.unfold(...) return unfold(required("unfold", POOL_ARGS, ...)) end
 
 --- F.threshold(x, threshold, value): x where x > threshold, else value; F.tanhshrink(x): x - tanh(x)
 function F.threshold(x, threshold, value)
@@ -725,20 +765,37 @@ function F.layer_norm(x, normalized_shape, weight, bias, eps)
   return core.layer_norm(x, n, weight, bias, eps) -- one fused kernel each way
 end
 
---- Rows of weight picked by 1-based indices.
-function F.embedding(indices, weight)
-  tensor(indices, "embedding", "input")
-  tensor(weight, "embedding", "weight")
-  if weight:dim() ~= 2 then check.fail("embedding", "expected a 2-D weight, got %d-D", weight:dim()) end
-  if indices.dtype ~= "int64" and indices.dtype ~= "int32" then
-    wick.error(("embedding: expected indices of dtype int64, got %s"):format(indices.dtype))
+-- t:index_select(dim, idx) (or gather), with 1-based indices: an index out of
+-- range (0, the 0-based habit) is an error naming fn and the 1-based rule,
+-- worked out only once the op has failed
+local function pick(fn, what, op, t, dim, idx)
+  local ok, out = pcall(t[op], t, dim, idx)
+  if ok then return out end
+  local n = t:size(dim)
+  local read, lo, hi = pcall(function() return idx:min():item(), idx:max():item() end)
+  if read then
+    local bad = lo < 1 and lo or (hi > n and hi or nil)
+    if bad then check.fail(fn, what, bad, n) end
   end
-  local flat = weight:index_select(1, indices:reshape(-1))
+  error(out, 0) -- another error: as it was
+end
+
+--- Rows of weight picked by 1-based indices (fn: the name errors give, nn.Embedding's).
+function F._embedding(fn, indices, weight)
+  tensor(indices, fn, "input")
+  tensor(weight, fn, "weight")
+  if weight:dim() ~= 2 then check.fail(fn, "expected a 2-D weight, got %d-D", weight:dim()) end
+  if indices.dtype ~= "int64" and indices.dtype ~= "int32" then
+    check.fail(fn, "expected indices of dtype int64, got %s", indices.dtype)
+  end
+  local flat = pick(fn, "index %d is out of range (indices are 1-based: 1 to %d)", "index_select", weight, 1,
+    indices:reshape(-1))
   local shape = {}
   for i = 1, indices:dim() do shape[i] = indices:size(i) end
   shape[#shape + 1] = weight:size(2)
   return flat:view(shape)
 end
+function F.embedding(indices, weight) return F._embedding("embedding", indices, weight) end
 
 -- ---- losses ----
 
@@ -792,6 +849,17 @@ local function known(...)
   for _, k in ipairs({ ... }) do out[k] = LOSS_OPTIONS[k] end
   return out
 end
+-- PyTorch's check of a target whose size differs from the input's: the error
+-- error_fmt (of the target's and the input's sizes), or else a warning once per call site
+local BROADCAST = "Using a target size (%s) that is different to the input size (%s). This will likely lead to "
+  .. "incorrect results due to broadcasting. Please ensure they have the same size."
+local function same_size(fn, input, target, error_fmt)
+  if input.shape == target.shape then return end
+  local t, i = tostring(target.shape), tostring(input.shape)
+  if error_fmt then check.fail(fn, error_fmt, t, i) end
+  common.warn(fn .. ": " .. BROADCAST:format(t, i))
+end
+
 local NLL = known("reduction", "weight", "ignore_index")
 local CE = known("reduction", "weight", "ignore_index", "label_smoothing")
 local REDUCTION = known("reduction")
@@ -815,7 +883,8 @@ function F.nll_loss(logp, target, opts)
     mask = target:ne(ignore)
     safe = wick.where(mask, target, 1)
   end
-  local picked = logp:gather(2, safe:unsqueeze(2)):squeeze(2)
+  local picked = pick("nll_loss", "Target %d is out of bounds (classes are 1 to %d).", "gather", logp, 2,
+    safe:unsqueeze(2)):squeeze(2)
   local w
   if opts.weight then
     check_device("nll_loss", "weight", opts.weight, logp, "input")
@@ -890,6 +959,7 @@ end
 function F.mse_loss(input, target, opts)
   opts, input, target = loss_args("mse_loss", input, target, opts, REDUCTION)
   check_device("mse_loss", "target", target, input, "input")
+  same_size("mse_loss", input, target)
   return core.mse_loss(input, target, opts.reduction or "mean")
 end
 
@@ -898,6 +968,7 @@ end
 function F.smooth_l1_loss(input, target, opts)
   opts, input, target = loss_args("smooth_l1_loss", input, target, opts, SMOOTH)
   check_device("smooth_l1_loss", "target", target, input, "input")
+  same_size("smooth_l1_loss", input, target)
   local beta = opts.beta or 1
   if beta < 0 then check.fail("smooth_l1_loss", "beta must be non-negative, got %s", tostring(beta)) end
   local d = (input - target):abs()
@@ -910,6 +981,7 @@ end
 function F.huber_loss(input, target, opts)
   opts, input, target = loss_args("huber_loss", input, target, opts, HUBER)
   check_device("huber_loss", "target", target, input, "input")
+  same_size("huber_loss", input, target)
   local delta = opts.delta or 1
   if not (delta > 0) then check.fail("huber_loss", "delta must be positive, got %s", tostring(delta)) end
   local d = (input - target):abs()
@@ -1017,6 +1089,7 @@ end
 function F.l1_loss(input, target, opts)
   opts, input, target = loss_args("l1_loss", input, target, opts, REDUCTION)
   check_device("l1_loss", "target", target, input, "input")
+  same_size("l1_loss", input, target)
   return reduce((input - target):abs(), opts.reduction)
 end
 
@@ -1024,6 +1097,8 @@ end
 function F.binary_cross_entropy(p, target, opts)
   opts, p, target = loss_args("binary_cross_entropy", p, target, opts, BCE)
   check_device("binary_cross_entropy", "target", target, p, "input")
+  same_size("binary_cross_entropy", p, target,
+    "Using a target size (%s) that is different to the input size (%s) is deprecated. Please ensure they have the same size.")
   local logp = p:log():clamp(-100)
   local log1mp = (1 - p):log():clamp(-100)
   local loss = -(target * logp + (1 - target) * log1mp)
@@ -1036,6 +1111,7 @@ end
 function F.binary_cross_entropy_with_logits(x, target, opts)
   opts, x, target = loss_args("binary_cross_entropy_with_logits", x, target, opts, BCE_LOGITS)
   check_device("binary_cross_entropy_with_logits", "target", target, x, "input")
+  same_size("binary_cross_entropy_with_logits", x, target, "Target size (%s) must be the same as input size (%s)")
   local softplus_neg = (-x:abs()):exp():add(1):log() + (-x):relu() -- log(1 + exp(-x))
   local loss
   if opts.pos_weight then
@@ -1046,6 +1122,81 @@ function F.binary_cross_entropy_with_logits(x, target, opts)
   end
   if opts.weight then loss = loss * opts.weight end
   return reduce(loss, opts.reduction)
+end
+
+-- ---- sampling grids (spatial transformers) ----
+
+--- F.affine_grid(theta, size[, {align_corners = false}]): the (N, H, W, 2)
+--- grid of x, y sampling positions in [-1, 1] that the (N, 2, 3) affine maps
+--- theta make of an (N, C, H, W) output `size` (PyTorch's, 2-D)
+function F.affine_grid(theta, size, opts)
+  check.tensor(theta, "affine_grid", "theta")
+  check.table(size, "affine_grid", "size")
+  check.options(opts, "affine_grid", { align_corners = "boolean" })
+  local align = opts and opts.align_corners or false
+  if #size ~= 4 then check.fail("affine_grid", "only 4-D sizes (N, C, H, W) are supported, got %d-D", #size) end
+  local N, H, W = size[1], size[3], size[4]
+  if theta:dim() ~= 3 or theta:size(1) ~= N or theta:size(2) ~= 2 or theta:size(3) ~= 3 then
+    check.fail("affine_grid", "Expected a batch of 2D affine matrices of shape Nx2x3 for size [%s]. Got [%s].",
+      table.concat(size, ", "), table.concat(theta:size(), ", "))
+  end
+  local o = { dtype = theta.dtype, device = theta.device }
+  local function base(n) -- the pixels' normalised positions
+    if n == 1 then return wick.zeros(1, o) end
+    local r = wick.linspace(-1, 1, n, o)
+    return align and r or r * ((n - 1) / n)
+  end
+  local xs = base(W):view(1, W):expand(H, W)
+  local ys = base(H):view(H, 1):expand(H, W)
+  local grid = wick.stack({ xs, ys, wick.ones({ H, W }, o) }, 3):reshape(1, H * W, 3):expand(N, H * W, 3)
+  return grid:bmm(theta:transpose(2, 3)):view(N, H, W, 2)
+end
+
+local GRID_MODES = { "bilinear", "nearest" }
+local GRID_PADDING = { "zeros", "border" }
+
+--- F.grid_sample(input, grid[, {mode = "bilinear", padding_mode = "zeros",
+--- align_corners = false}]): input (N, C, H, W) read at the grid's (N, Ho, Wo,
+--- 2) positions (x, y in [-1, 1]) into (N, C, Ho, Wo); differentiable in
+--- input and grid (PyTorch's, 2-D)
+function F.grid_sample(input, grid, opts)
+  check.tensor(input, "grid_sample", "input")
+  check.tensor(grid, "grid_sample", "grid")
+  check.options(opts, "grid_sample", { mode = "string", padding_mode = "string", align_corners = "boolean" })
+  opts = opts or {}
+  local mode = opts.mode or "bilinear"
+  local padding = opts.padding_mode or "zeros"
+  check.one_of(mode, "grid_sample", "mode", GRID_MODES)
+  check.one_of(padding, "grid_sample", "padding_mode", GRID_PADDING)
+  if input:dim() ~= 4 or grid:dim() ~= 4 or grid:size(4) ~= 2 or grid:size(1) ~= input:size(1) then
+    check.fail("grid_sample", "expected a 4-D input (N, C, H, W) and a grid (N, H_out, W_out, 2) of the same N, "
+      .. "got [%s] and [%s]", table.concat(input:size(), ", "), table.concat(grid:size(), ", "))
+  end
+  local N, C, H, W = input:size(1), input:size(2), input:size(3), input:size(4)
+  local Ho, Wo = grid:size(2), grid:size(3)
+  local function unnormalise(g, n) -- [-1, 1] to pixel coordinates from 0
+    if opts.align_corners then return (g + 1) * ((n - 1) / 2) end
+    return ((g + 1) * n - 1) / 2
+  end
+  local ix = unnormalise(grid:select(4, 1), W)
+  local iy = unnormalise(grid:select(4, 2), H)
+  if padding == "border" then ix, iy = ix:clamp(0, W - 1), iy:clamp(0, H - 1) end
+  local flat = input:reshape(N, C, H * W)
+  -- input's values at integer positions (xc, yc) (N, Ho, Wo), times w; zero outside
+  local function at(xc, yc, w)
+    local inside = xc:ge(0):logical_and(xc:le(W - 1)):logical_and(yc:ge(0)):logical_and(yc:le(H - 1))
+    local idx = (yc:clamp(0, H - 1) * W + xc:clamp(0, W - 1)):to("int64") + 1
+    local v = flat:gather(3, idx:reshape(N, 1, Ho * Wo):expand(N, C, Ho * Wo)):view(N, C, Ho, Wo)
+    return v * (w * inside:to(w.dtype)):unsqueeze(2)
+  end
+  if mode == "nearest" then
+    local one = wick.ones({}, { dtype = input.dtype, device = input.device })
+    return at(ix:detach():round(), iy:detach():round(), one:expand(N, Ho, Wo))
+  end
+  local x0, y0 = ix:detach():floor(), iy:detach():floor()
+  local wx1, wy1 = ix - x0, iy - y0
+  local wx0, wy0 = 1 - wx1, 1 - wy1
+  return at(x0, y0, wx0 * wy0) + at(x0 + 1, y0, wx1 * wy0) + at(x0, y0 + 1, wx0 * wy1) + at(x0 + 1, y0 + 1, wx1 * wy1)
 end
 
 return F

@@ -3,6 +3,7 @@
 -- computed as PyTorch computes them.
 local wick = require("wick")
 local check = require("wick.argcheck")
+local common = require("wick.nn.common")
 
 local init = {}
 
@@ -237,6 +238,17 @@ function init.orthogonal_(t, ...)
   end
   local mat = transposed and q:t() or q
   return assign(t, (mat * (o.gain or 1)):reshape(t.shape))
+end
+
+-- PyTorch's deprecated names without the trailing underscore: the same
+-- function, with its FutureWarning (once per call site)
+for _, name in ipairs({ "uniform", "normal", "constant", "eye", "xavier_uniform", "xavier_normal", "kaiming_uniform",
+  "kaiming_normal", "orthogonal" }) do
+  local fn = init[name .. "_"]
+  init[name] = function(...)
+    common.warn(("nn.init.%s is now deprecated in favor of nn.init.%s_."):format(name, name))
+    return fn(...)
+  end
 end
 
 return init

@@ -6,6 +6,8 @@ local F = require("wick.nn.functional")
 local check = require("wick.argcheck")
 
 local L = {}
+local py = Module._py -- Python's repr of a value, for extra_repr
+local int_pair = require("wick.nn.common").pair -- {h, w} of an integer or a pair, checked
 
 --- A tensor that a module learns: requires grad.
 function L.Parameter(t) return check.tensor(t, "Parameter", "data"):requires_grad_(true) end
@@ -27,7 +29,7 @@ end
 local LINEAR = { bias = "boolean", device = "device", dtype = "dtype" }
 
 -- ---- Linear ----
-L.Linear = Module:extend("Linear")
+L.Linear = Module:extend("Linear", { "in_features", "out_features" })
 -- nn.Linear(in_features, out_features[, bias = true][, {bias =, device =, dtype =}])
 function L.Linear:init(in_features, out_features, ...)
   check.int(in_features, "Linear", "in_features", 0)
@@ -41,11 +43,11 @@ function L.Linear:init(in_features, out_features, ...)
 end
 function L.Linear:forward(x) return F.linear(x, self.weight, self.bias) end
 function L.Linear:extra_repr()
-  return ("in_features=%d, out_features=%d, bias=%s"):format(self.in_features, self.out_features, tostring(self.bias ~= nil))
+  return ("in_features=%d, out_features=%d, bias=%s"):format(self.in_features, self.out_features, py(self.bias ~= nil))
 end
 
 -- ---- Conv2d ----
-L.Conv2d = Module:extend("Conv2d")
+L.Conv2d = Module:extend("Conv2d", { "in_channels", "out_channels", "kernel_size" })
 local PADDING_MODES = { "zeros", "reflect", "replicate", "circular" }
 -- {top, bottom, left, right} of a padding (number, {h, w}, "valid", "same") for kernel k and dilation d
 -- ("same": the total d (k - 1) split with the extra one after, as PyTorch's)
@@ -59,7 +61,7 @@ local function explicit_padding(padding, k, d)
       before = math.floor(total / 2)
       after = total - before
     else
-      local p = F._pair(padding, "padding")
+      local p = int_pair(padding, "Conv2d", "padding", 0)
       before, after = p[i], p[i]
     end
     out[2 * i - 1], out[2 * i] = before, after
@@ -69,19 +71,41 @@ end
 local CONV = { bias = "boolean", stride = "integer|table", padding = "integer|table|string", dilation = "integer|table",
   groups = "integer", padding_mode = "string", device = "device", dtype = "dtype" }
 local CONV_ORDER = { "stride", "padding", "dilation", "groups", "bias", "padding_mode", "device", "dtype" }
+-- PyTorch's ConvNd.extra_repr: a number as a tuple of one per spatial dim
+local function conv_repr(self)
+  local dims = type(self.kernel_size) == "table" and #self.kernel_size or 1
+  local function tuple(v)
+    if type(v) ~= "number" then return type(v) == "string" and v or py(v) end
+    local t = {}
+    for i = 1, dims do t[i] = v end
+    return py(t)
+  end
+  local function all(v, x)
+    for _, e in ipairs(type(v) == "number" and { v } or v) do if e ~= x then return false end end
+    return true
+  end
+  local s = ("%d, %d, kernel_size=%s, stride=%s"):format(self.in_channels, self.out_channels, tuple(self.kernel_size),
+    tuple(self.stride))
+  if type(self.padding) == "string" or not all(self.padding, 0) then s = s .. ", padding=" .. tuple(self.padding) end
+  if not all(self.dilation, 1) then s = s .. ", dilation=" .. tuple(self.dilation) end
+  if self.output_padding and not all(self.output_padding, 0) then
+    s = s .. ", output_padding=" .. tuple(self.output_padding)
+  end
+  if self.groups ~= 1 then s = s .. ", groups=" .. self.groups end
+  if not self.bias then s = s .. ", bias=False" end
+  if self.padding_mode ~= "zeros" then s = s .. ", padding_mode=" .. self.padding_mode end
+  return s
+end
 -- nn.Conv2d(in, out, kernel_size[, stride[, padding[, dilation[, groups[, bias[, padding_mode]]]]]][, opts]), PyTorch's order
 function L.Conv2d:init(in_channels, out_channels, kernel_size, ...)
   check.int(in_channels, "Conv2d", "in_channels", 1)
   check.int(out_channels, "Conv2d", "out_channels", 1)
   local opts = check.positional("Conv2d", CONV_ORDER, CONV, ...)
   self.padding_mode = check.one_of(opts.padding_mode or "zeros", "Conv2d", "padding_mode", PADDING_MODES)
-  if kernel_size == nil then check.expected("Conv2d", "kernel_size", "an integer or a {h, w} table", nil) end
-  local k = F._pair(kernel_size, "Conv2d kernel_size")
-  for i = 1, 2 do check.int(k[i], "Conv2d", "kernel_size", 1) end
+  local k = int_pair(kernel_size, "Conv2d", "kernel_size", 1)
   self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, k
-  self.stride, self.padding = opts.stride or 1, opts.padding or 0
-  self.dilation, self.groups = opts.dilation or 1, opts.groups or 1
-  check.int(self.groups, "Conv2d", "groups", 1)
+  self.stride, self.padding, self.dilation = opts.stride or 1, opts.padding or 0, opts.dilation or 1
+  self.groups = check.opt_int(opts.groups, "Conv2d", "groups", 1, 1)
   if in_channels % self.groups ~= 0 or out_channels % self.groups ~= 0 then
     wick.error("Conv2d: in_channels and out_channels must be divisible by groups")
   end
@@ -93,28 +117,19 @@ end
 function L.Conv2d:forward(x)
   local padding = self.padding
   if self.padding_mode ~= "zeros" then -- PyTorch's _reversed_padding_repeated_twice, then no padding
-    local k, d = self.kernel_size, F._pair(self.dilation, "Conv2d dilation")
-    local p = explicit_padding(padding, { k[1], k[2] }, d)
+    local p = explicit_padding(padding, self.kernel_size, int_pair(self.dilation, "Conv2d", "dilation", 1))
     x, padding = F.pad(x, { p[3], p[4], p[1], p[2] }, self.padding_mode), 0
   end
   return F.conv2d(x, self.weight, self.bias,
     { stride = self.stride, padding = padding, dilation = self.dilation, groups = self.groups })
 end
-function L.Conv2d:extra_repr()
-  return ("%d, %d, kernel_size=(%d, %d), stride=%s, padding=%s"):format(self.in_channels, self.out_channels,
-    self.kernel_size[1], self.kernel_size[2], tostring(self.stride), tostring(self.padding))
-end
+L.Conv2d.extra_repr = conv_repr
 
 -- ---- ConvTranspose2d ----
-L.ConvTranspose2d = Module:extend("ConvTranspose2d")
+L.ConvTranspose2d = Module:extend("ConvTranspose2d", { "in_channels", "out_channels", "kernel_size" })
 local CONV_T = { bias = "boolean", stride = "integer|table", padding = "integer|table", output_padding = "integer|table",
   dilation = "integer|table", groups = "integer", padding_mode = "string", device = "device", dtype = "dtype" }
 local CONV_T_ORDER = { "stride", "padding", "output_padding", "groups", "bias", "dilation", "padding_mode", "device", "dtype" }
-local function int_pair(v, fn, name, min)
-  local p = F._pair(v, fn .. " " .. name)
-  for i = 1, 2 do check.int(p[i], fn, name, min) end
-  return { p[1], p[2] }
-end
 -- nn.ConvTranspose2d(in, out, kernel_size[, stride[, padding[, output_padding[, groups[, bias[, dilation[,
 -- padding_mode]]]]]]][, opts]), PyTorch's order; weight [in, out / groups, kH, kW]
 function L.ConvTranspose2d:init(in_channels, out_channels, kernel_size, ...)
@@ -125,7 +140,6 @@ function L.ConvTranspose2d:init(in_channels, out_channels, kernel_size, ...)
   if opts.padding_mode ~= nil and opts.padding_mode ~= "zeros" then
     check.fail(fn, 'Only "zeros" padding mode is supported for ConvTranspose2d')
   end
-  if kernel_size == nil then check.expected(fn, "kernel_size", "an integer or a {h, w} table", nil) end
   local k = int_pair(kernel_size, fn, "kernel_size", 1)
   self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, k
   self.stride = int_pair(opts.stride or 1, fn, "stride", 1)
@@ -172,23 +186,10 @@ function L.ConvTranspose2d:forward(x, output_size)
   return F.conv_transpose2d(x, self.weight, self.bias, { stride = self.stride, padding = self.padding,
     output_padding = self:_output_padding(x, output_size), groups = self.groups, dilation = self.dilation })
 end
--- PyTorch's ConvNd.extra_repr
-local function tuple(t) return "(" .. table.concat(t, ", ") .. ")" end
-function L.ConvTranspose2d:extra_repr()
-  local s = ("%d, %d, kernel_size=%s, stride=%s"):format(self.in_channels, self.out_channels, tuple(self.kernel_size),
-    tuple(self.stride))
-  if self.padding[1] ~= 0 or self.padding[2] ~= 0 then s = s .. ", padding=" .. tuple(self.padding) end
-  if self.dilation[1] ~= 1 or self.dilation[2] ~= 1 then s = s .. ", dilation=" .. tuple(self.dilation) end
-  if self.output_padding[1] ~= 0 or self.output_padding[2] ~= 0 then
-    s = s .. ", output_padding=" .. tuple(self.output_padding)
-  end
-  if self.groups ~= 1 then s = s .. ", groups=" .. self.groups end
-  if not self.bias then s = s .. ", bias=False" end
-  return s
-end
+L.ConvTranspose2d.extra_repr = conv_repr
 
 -- ---- Conv1d: a Conv2d over a height of 1 ----
-L.Conv1d = Module:extend("Conv1d")
+L.Conv1d = Module:extend("Conv1d", { "in_channels", "out_channels", "kernel_size" })
 local CONV1 = { bias = "boolean", stride = "integer", padding = "integer|string", dilation = "integer",
   groups = "integer", padding_mode = "string", device = "device", dtype = "dtype" }
 -- nn.Conv1d(in, out, kernel_size[, stride[, padding[, dilation[, groups[, bias[, padding_mode]]]]]][, opts])
@@ -225,53 +226,62 @@ function L.Conv1d:forward(x)
   if unbatched then y = y:squeeze(1) end
   return y
 end
-function L.Conv1d:extra_repr()
-  return ("%d, %d, kernel_size=(%d,), stride=(%d,)"):format(self.in_channels, self.out_channels, self.kernel_size, self.stride)
-end
+L.Conv1d.extra_repr = conv_repr
 
 -- ---- pooling ----
-L.MaxPool2d = Module:extend("MaxPool2d")
+L.MaxPool2d = Module:extend("MaxPool2d", { "kernel_size" })
 -- MaxPool2d(kernel_size[, stride[, padding[, dilation[, return_indices[, ceil_mode]]]]][, opts]),
 -- AvgPool2d(kernel_size[, stride[, padding[, ceil_mode[, count_include_pad]]]][, opts]): PyTorch's order
 local MAX_POOL = { stride = "integer|table", padding = "integer|table", dilation = "integer|table",
   return_indices = "boolean", ceil_mode = "boolean" }
 local AVG_POOL = { stride = "integer|table", padding = "integer|table", ceil_mode = "boolean",
   count_include_pad = "boolean", divisor_override = "integer" }
-local function pool_init(self, name, kernel_size, names, spec, ...)
-  if kernel_size == nil then check.expected(name, "kernel_size", "an integer or a {h, w} table", nil) end
-  F._pair(kernel_size, name .. " kernel_size")
+-- the arguments as PyTorch's fields (stride defaults to the kernel), as written
+local function pool_init(self, name, kernel_size, names, spec, defaults, ...)
+  int_pair(kernel_size, name, "kernel_size", 1)
   local opts = check.positional(name, names, spec, ...)
   if opts.divisor_override ~= nil then check.fail(name, "divisor_override is not supported") end
-  local copy = {}
-  for k, v in pairs(opts) do copy[k] = v end
-  self.kernel_size, self.opts = kernel_size, copy
+  self.kernel_size, self.stride = kernel_size, opts.stride or kernel_size
+  for _, k in ipairs(names) do
+    if opts[k] ~= nil then self[k] = opts[k] elseif defaults[k] ~= nil then self[k] = defaults[k] end
+  end
 end
+-- the fields `names` as an options table
+local function fields(self, names)
+  local o = {}
+  for _, k in ipairs(names) do o[k] = self[k] end
+  return o
+end
+local MAX_POOL_ORDER = { "stride", "padding", "dilation", "return_indices", "ceil_mode" }
 function L.MaxPool2d:init(kernel_size, ...)
-  pool_init(self, "MaxPool2d", kernel_size, { "stride", "padding", "dilation", "return_indices", "ceil_mode" }, MAX_POOL, ...)
+  pool_init(self, "MaxPool2d", kernel_size, MAX_POOL_ORDER, MAX_POOL,
+    { padding = 0, dilation = 1, return_indices = false, ceil_mode = false }, ...)
 end
-function L.MaxPool2d:forward(x) return F.max_pool2d(x, self.kernel_size, self.opts) end
-function L.MaxPool2d:extra_repr() return ("kernel_size=%s"):format(tostring(self.kernel_size)) end
+function L.MaxPool2d:forward(x) return F.max_pool2d(x, self.kernel_size, fields(self, MAX_POOL_ORDER)) end
+L.MaxPool2d._repr = { "kernel_size", "stride", "padding", "dilation", "ceil_mode" }
 
-L.AvgPool2d = Module:extend("AvgPool2d")
+L.AvgPool2d = Module:extend("AvgPool2d", { "kernel_size" })
+local AVG_POOL_ORDER = { "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override" }
 function L.AvgPool2d:init(kernel_size, ...)
-  pool_init(self, "AvgPool2d", kernel_size, { "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override" },
-    AVG_POOL, ...)
+  pool_init(self, "AvgPool2d", kernel_size, AVG_POOL_ORDER, AVG_POOL,
+    { padding = 0, ceil_mode = false, count_include_pad = true }, ...)
 end
-function L.AvgPool2d:forward(x) return F.avg_pool2d(x, self.kernel_size, self.opts) end
-function L.AvgPool2d:extra_repr() return ("kernel_size=%s"):format(tostring(self.kernel_size)) end
+function L.AvgPool2d:forward(x) return F.avg_pool2d(x, self.kernel_size, fields(self, AVG_POOL_ORDER)) end
+L.AvgPool2d._repr = { "kernel_size", "stride", "padding" }
 
 --- nn.AdaptiveAvgPool2d(output_size): averages over PyTorch's adaptive bins
 --- (row i covers floor(i H / oh) .. ceil((i + 1) H / oh)); nil in output_size keeps that size.
-L.AdaptiveAvgPool2d = Module:extend("AdaptiveAvgPool2d")
+L.AdaptiveAvgPool2d = Module:extend("AdaptiveAvgPool2d", { "output_size" })
 function L.AdaptiveAvgPool2d:init(output_size)
-  if type(output_size) == "number" then output_size = { output_size, output_size } end
-  check.table(output_size, "AdaptiveAvgPool2d", "output_size")
+  local size = type(output_size) == "number" and { output_size, output_size } or output_size
+  check.table(size, "AdaptiveAvgPool2d", "output_size")
   for i = 1, 2 do
-    if output_size[i] ~= nil then check.int(output_size[i], "AdaptiveAvgPool2d", "output_size", 1) end
+    if size[i] ~= nil then check.int(size[i], "AdaptiveAvgPool2d", "output_size", 1) end
   end
-  self.output_size = { output_size[1], output_size[2] }
+  self.output_size = type(output_size) == "number" and output_size or { size[1], size[2] } -- as written
 end
 function L.AdaptiveAvgPool2d:forward(x) return F.adaptive_avg_pool2d(x, self.output_size) end
+L.AdaptiveAvgPool2d._repr = { "output_size" }
 
 --- nn.Upsample([size[, scale_factor[, mode = "nearest"[, align_corners[, recompute_scale_factor]]]]][, opts]):
 --- F.interpolate with the module's arguments; nn.UpsamplingNearest2d, nn.UpsamplingBilinear2d (align_corners).
@@ -318,36 +328,27 @@ function L.Flatten:init(...)
   self.end_dim = check.opt_dim(opts.end_dim, "Flatten", "end_dim", -1)
 end
 function L.Flatten:forward(x) return x:flatten(self.start_dim, self.end_dim) end
+L.Flatten._repr = { "start_dim", "end_dim" }
 
-L.Dropout = Module:extend("Dropout")
--- nn.Dropout([p = 0.5[, inplace = false]]) (inplace gives the same values: accepted)
-function L.Dropout:init(...)
-  local opts = check.positional("Dropout", { "p", "inplace" }, { p = "number", inplace = "boolean" }, ...)
-  self.p = check.opt_number(opts.p, "Dropout", "p", 0.5, 0, 1)
+-- nn.Dropout([p = 0.5[, inplace = false]]) and nn.Dropout1d/2d/3d (whole channels): F's,
+-- in training mode (inplace gives the same values: accepted)
+local function dropout_class(name, fn)
+  local C = Module:extend(name)
+  function C:init(...)
+    local opts = check.positional(name, { "p", "inplace" }, { p = "number", inplace = "boolean" }, ...)
+    self.p, self.inplace = check.opt_number(opts.p, name, "p", 0.5, 0, 1), opts.inplace == true
+  end
+  function C:forward(x) return fn(x, self.p, self.training) end
+  C._repr = { "p", "inplace" }
+  return C
 end
-function L.Dropout:forward(x) return F.dropout(x, self.p, self.training) end
-function L.Dropout:extra_repr() return ("p=%s"):format(self.p) end
-
---- nn.Dropout2d([p = 0.5[, inplace]]): zeroes whole channels of (N, C, H, W) or (C, H, W).
-L.Dropout2d = Module:extend("Dropout2d")
-function L.Dropout2d:init(...)
-  local opts = check.positional("Dropout2d", { "p", "inplace" }, { p = "number", inplace = "boolean" }, ...)
-  self.p = check.opt_number(opts.p, "Dropout2d", "p", 0.5, 0, 1)
-end
-function L.Dropout2d:forward(x)
-  check.tensor(x, "Dropout2d", "input")
-  if x:dim() ~= 3 and x:dim() ~= 4 then check.fail("Dropout2d", "expected a 3-D or 4-D input, got %d-D", x:dim()) end
-  if not self.training or self.p == 0 then return x end
-  if self.p == 1 then return x * 0 end
-  local shape = x:size()
-  shape[#shape], shape[#shape - 1] = 1, 1
-  local keep = wick.rand(shape, { device = x.device, dtype = x.dtype }):ge(self.p):to(x.dtype)
-  return x * keep * (1 / (1 - self.p))
-end
-function L.Dropout2d:extra_repr() return ("p=%s"):format(self.p) end
+L.Dropout = dropout_class("Dropout", F.dropout)
+L.Dropout1d = dropout_class("Dropout1d", F.dropout1d)
+L.Dropout2d = dropout_class("Dropout2d", F.dropout2d)
+L.Dropout3d = dropout_class("Dropout3d", F.dropout3d)
 
 --- nn.Unflatten(dim, sizes): dim (1-based) becomes the given sizes.
-L.Unflatten = Module:extend("Unflatten")
+L.Unflatten = Module:extend("Unflatten", { "dim", "unflattened_size" })
 function L.Unflatten:init(dim, sizes)
   self.dim = check.dim(dim, "Unflatten", "dim")
   check.table(sizes, "Unflatten", "unflattened_size")
@@ -366,6 +367,7 @@ function L.Unflatten:forward(x)
   for i = d + 1, x:dim() do shape[#shape + 1] = x:size(i) end
   return x:reshape(shape)
 end
+L.Unflatten._repr = { "dim", "unflattened_size" }
 
 -- ---- normalisation ----
 -- (num_features[, eps[, momentum[, affine[, track_running_stats]]]][, opts]), PyTorch's order, for the batch
@@ -391,8 +393,14 @@ local function norm_init(self, name, default, num_features, ...)
   end
 end
 
+-- PyTorch's _NormBase.extra_repr
+local function norm_repr(self)
+  return ("%d, eps=%s, momentum=%s, affine=%s, track_running_stats=%s"):format(self.num_features, py(self.eps),
+    py(self.momentum), py(self.affine), py(self.track_running_stats))
+end
+
 local function batch_norm_class(name, dims)
-  local C = Module:extend(name)
+  local C = Module:extend(name, { "num_features" })
   function C:init(...) norm_init(self, name, true, ...) end
   function C:forward(x)
     check.tensor(x, name, "input")
@@ -406,15 +414,13 @@ local function batch_norm_class(name, dims)
     return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, training,
       self.momentum, self.eps)
   end
-  function C:extra_repr()
-    return ("%d, eps=%s, momentum=%s"):format(self.num_features, self.eps, self.momentum)
-  end
+  C.extra_repr = norm_repr
   return C
 end
 L.BatchNorm1d = batch_norm_class("BatchNorm1d", { 2, 3, text = "2-D or 3-D" })
 L.BatchNorm2d = batch_norm_class("BatchNorm2d", { 4, 4, text = "4-D" })
 
-L.LayerNorm = Module:extend("LayerNorm")
+L.LayerNorm = Module:extend("LayerNorm", { "normalized_shape" })
 local LAYER_NORM = { eps = "number", elementwise_affine = "boolean", bias = "boolean", device = "device", dtype = "dtype" }
 -- nn.LayerNorm(normalized_shape[, eps[, elementwise_affine[, bias]]][, opts]), PyTorch's order
 function L.LayerNorm:init(normalized_shape, ...)
@@ -423,16 +429,20 @@ function L.LayerNorm:init(normalized_shape, ...)
   check.table(normalized_shape, "LayerNorm", "normalized_shape")
   for i = 1, #normalized_shape do check.int(normalized_shape[i], "LayerNorm", "normalized_shape", 0) end
   self.normalized_shape, self.eps = normalized_shape, opts.eps or 1e-5
-  if opts.elementwise_affine ~= false then
+  self.elementwise_affine = opts.elementwise_affine ~= false
+  if self.elementwise_affine then
     self.weight = L.Parameter(wick.ones(normalized_shape, options(opts)))
     if opts.bias ~= false then self.bias = L.Parameter(wick.zeros(normalized_shape, options(opts))) end
   end
 end
 function L.LayerNorm:forward(x) return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps) end
+function L.LayerNorm:extra_repr()
+  return ("%s, eps=%s, elementwise_affine=%s"):format(py(self.normalized_shape), py(self.eps), py(self.elementwise_affine))
+end
 
 --- nn.GroupNorm(num_groups, num_channels[, eps[, affine]][, opts]): statistics
 --- over each group of channels (and every position) of (N, C, ...).
-L.GroupNorm = Module:extend("GroupNorm")
+L.GroupNorm = Module:extend("GroupNorm", { "num_groups", "num_channels" })
 function L.GroupNorm:init(num_groups, num_channels, ...)
   check.int(num_groups, "GroupNorm", "num_groups", 1)
   check.int(num_channels, "GroupNorm", "num_channels", 0)
@@ -452,12 +462,14 @@ function L.GroupNorm:forward(x)
   end
   return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 end
-function L.GroupNorm:extra_repr() return ("%d, %d, eps=%s"):format(self.num_groups, self.num_channels, self.eps) end
+function L.GroupNorm:extra_repr()
+  return ("%d, %d, eps=%s, affine=%s"):format(self.num_groups, self.num_channels, py(self.eps), py(self.weight ~= nil))
+end
 
 --- nn.InstanceNorm1d / nn.InstanceNorm2d(num_features[, eps[, momentum[, affine = false[,
 --- track_running_stats = false]]]][, opts]): statistics per image and channel.
 local function instance_norm_class(name, dims)
-  local C = Module:extend(name)
+  local C = Module:extend(name, { "num_features" })
   function C:init(...) norm_init(self, name, false, ...) end
   function C:forward(x)
     check.tensor(x, name, "input")
@@ -479,16 +491,13 @@ local function instance_norm_class(name, dims)
     if unbatched then y = y:squeeze(1) end
     return y
   end
-  function C:extra_repr()
-    return ("%d, eps=%s, momentum=%s, affine=%s, track_running_stats=%s"):format(self.num_features, self.eps,
-      self.momentum, self.affine and "True" or "False", self.track_running_stats and "True" or "False")
-  end
+  C.extra_repr = norm_repr
   return C
 end
 L.InstanceNorm1d = instance_norm_class("InstanceNorm1d", 3)
 L.InstanceNorm2d = instance_norm_class("InstanceNorm2d", 4)
 
-L.Embedding = Module:extend("Embedding")
+L.Embedding = Module:extend("Embedding", { "num_embeddings", "embedding_dim" })
 local EMBEDDING = { padding_idx = "integer", max_norm = "number", norm_type = "number", scale_grad_by_freq = "boolean",
   sparse = "boolean", _weight = "tensor", _freeze = "boolean", device = "device", dtype = "dtype" }
 local EMBEDDING_ORDER = { "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse", "_weight", "_freeze",
@@ -522,7 +531,7 @@ function L.Embedding:init(num_embeddings, embedding_dim, ...)
   end
 end
 function L.Embedding:forward(indices)
-  local out = F.embedding(indices, self.weight)
+  local out = F._embedding("Embedding", indices, self.weight)
   if self.padding_idx and self.weight.requires_grad then
     -- the padding row's value, with no gradient flowing back to it
     local pad = indices:eq(self.padding_idx):unsqueeze(-1)
@@ -553,8 +562,8 @@ end
 -- PyTorch's. in_place(x, self) does it through differentiable in-place ops where
 -- the class has them (ReLU, LeakyReLU, Hardtanh); the others write back only when
 -- autograd does not track x (under autograd they return a new tensor).
-local function activation(name, fn, in_place)
-  local C = Module:extend(name)
+local function activation(name, fn, in_place, args)
+  local C = Module:extend(name, args)
   function C:forward(x)
     check.tensor(x, name, "input")
     if not self.inplace then return fn(x, self) end
@@ -571,7 +580,7 @@ local function inplace_init(name)
 end
 L.ReLU = activation("ReLU", function(x) return x:relu() end, function(x) return x:relu_() end)
 L.ReLU.init = inplace_init("ReLU")
-function L.ReLU:extra_repr() return self.inplace and "inplace=True" or "" end
+L.ReLU._repr = { "inplace?" }
 L.GELU = activation("GELU", function(x, self)
   if self.approximate == "tanh" then return x:gelu_tanh() end -- one fused kernel each way
   return x:gelu()
@@ -595,9 +604,7 @@ function L.LeakyReLU:init(...)
   local o = check.positional("LeakyReLU", { "negative_slope", "inplace" }, { negative_slope = "number", inplace = "boolean" }, ...)
   self.negative_slope, self.inplace = o.negative_slope or 0.01, o.inplace == true
 end
-function L.LeakyReLU:extra_repr()
-  return ("negative_slope=%s"):format(self.negative_slope) .. (self.inplace and ", inplace=True" or "")
-end
+L.LeakyReLU._repr = { "negative_slope", "inplace?" }
 L.SiLU = activation("SiLU", function(x) return F.silu(x) end)
 L.SiLU.init = inplace_init("SiLU")
 L.ELU = activation("ELU", function(x, self) return F.elu(x, self.alpha) end)
@@ -605,12 +612,14 @@ function L.ELU:init(...)
   local o = check.positional("ELU", { "alpha", "inplace" }, { alpha = "number", inplace = "boolean" }, ...)
   self.alpha, self.inplace = o.alpha or 1, o.inplace == true
 end
+L.ELU._repr = { "alpha", "inplace?" }
 L.Softplus = activation("Softplus", function(x, self) return F.softplus(x, self.beta, self.threshold) end)
 function L.Softplus:init(...)
   local o = check.positional("Softplus", { "beta", "threshold" }, { beta = "number", threshold = "number" }, ...)
   self.beta, self.threshold = o.beta or 1, o.threshold or 20
   if self.beta == 0 then check.fail("Softplus", "beta must not be 0") end
 end
+L.Softplus._repr = { "beta", "threshold" }
 L.Mish = activation("Mish", function(x) return F.mish(x) end)
 L.Mish.init = inplace_init("Mish")
 L.Hardtanh = activation("Hardtanh", function(x, self) return x:clamp(self.min_val, self.max_val) end,
@@ -621,6 +630,7 @@ function L.Hardtanh:init(...)
   self.min_val, self.max_val, self.inplace = o.min_val or -1, o.max_val or 1, o.inplace == true
   if self.min_val > self.max_val then check.fail("Hardtanh", "min_val cannot be greater than max_val") end
 end
+L.Hardtanh._repr = { "min_val", "max_val", "inplace?" }
 -- the rest of F's activations as modules: nn.ReLU6([inplace]), nn.Hardsigmoid,
 -- nn.Hardswish, nn.LogSigmoid(), nn.Softsign(), nn.GLU([dim = -1])
 for name, fn in pairs({ ReLU6 = F.relu6, Hardsigmoid = F.hardsigmoid, Hardswish = F.hardswish }) do
@@ -630,7 +640,9 @@ end
 L.LogSigmoid = activation("LogSigmoid", F.logsigmoid)
 L.Tanhshrink = activation("Tanhshrink", F.tanhshrink)
 --- nn.Threshold(threshold, value[, inplace])
-L.Threshold = activation("Threshold", function(x, self) return F.threshold(x, self.threshold, self.value) end)
+L.Threshold = activation("Threshold", function(x, self) return F.threshold(x, self.threshold, self.value) end,
+  nil, { "threshold", "value" })
+L.Threshold._repr = { "threshold", "value", "inplace?" }
 function L.Threshold:init(threshold, value, ...)
   check.number(threshold, "Threshold", "threshold")
   check.number(value, "Threshold", "value")
@@ -638,15 +650,17 @@ function L.Threshold:init(threshold, value, ...)
   self.inplace = check.positional("Threshold", { "inplace" }, INPLACE, ...).inplace == true
 end
 --- nn.PixelShuffle(upscale_factor), nn.PixelUnshuffle(downscale_factor)
-L.PixelShuffle = Module:extend("PixelShuffle")
+L.PixelShuffle = Module:extend("PixelShuffle", { "upscale_factor" })
 function L.PixelShuffle:init(r) self.upscale_factor = check.int(r, "PixelShuffle", "upscale_factor", 1) end
 function L.PixelShuffle:forward(x) return F.pixel_shuffle(x, self.upscale_factor) end
-L.PixelUnshuffle = Module:extend("PixelUnshuffle")
+L.PixelShuffle._repr = { "upscale_factor" }
+L.PixelUnshuffle = Module:extend("PixelUnshuffle", { "downscale_factor" })
 function L.PixelUnshuffle:init(r) self.downscale_factor = check.int(r, "PixelUnshuffle", "downscale_factor", 1) end
 function L.PixelUnshuffle:forward(x) return F.pixel_unshuffle(x, self.downscale_factor) end
+L.PixelUnshuffle._repr = { "downscale_factor" }
 --- nn.Bilinear(in1_features, in2_features, out_features[, bias = true][, opts]):
 --- y = x1^T A x2 + b, weight [out, in1, in2], PyTorch's U(-1/sqrt(in1), 1/sqrt(in1)) init
-L.Bilinear = Module:extend("Bilinear")
+L.Bilinear = Module:extend("Bilinear", { "in1_features", "in2_features", "out_features" })
 function L.Bilinear:init(in1, in2, out, ...)
   check.int(in1, "Bilinear", "in1_features", 1)
   check.int(in2, "Bilinear", "in2_features", 1)
@@ -658,19 +672,25 @@ function L.Bilinear:init(in1, in2, out, ...)
   if opts.bias ~= false then self.bias = L.Parameter(uniform({ out }, bound, options(opts))) end
 end
 function L.Bilinear:forward(x1, x2) return F.bilinear(x1, x2, self.weight, self.bias) end
---- nn.Unfold(kernel_size[, dilation = 1[, padding = 0[, stride = 1]]]) (or an options table)
-L.Unfold = Module:extend("Unfold")
-function L.Unfold:init(kernel_size, ...)
-  self.kernel_size = kernel_size
-  self.opts = check.positional("Unfold", { "dilation", "padding", "stride" },
-    { dilation = "integer|table", padding = "integer|table", stride = "integer|table" }, ...)
+function L.Bilinear:extra_repr()
+  return ("in1_features=%d, in2_features=%d, out_features=%d, bias=%s"):format(self.in1_features, self.in2_features,
+    self.out_features, py(self.bias ~= nil))
 end
-function L.Unfold:forward(x) return F.unfold(x, self.kernel_size, self.opts) end
+--- nn.Unfold(kernel_size[, dilation = 1[, padding = 0[, stride = 1]]]) (or an options table)
+L.Unfold = Module:extend("Unfold", { "kernel_size" })
+local UNFOLD_ORDER = { "dilation", "padding", "stride" }
+function L.Unfold:init(kernel_size, ...)
+  local o = check.positional("Unfold", UNFOLD_ORDER,
+    { dilation = "integer|table", padding = "integer|table", stride = "integer|table" }, ...)
+  self.kernel_size, self.dilation, self.padding, self.stride = kernel_size, o.dilation or 1, o.padding or 0, o.stride or 1
+end
+function L.Unfold:forward(x) return F.unfold(x, self.kernel_size, fields(self, UNFOLD_ORDER)) end
+L.Unfold._repr = { "kernel_size", "dilation", "padding", "stride" }
 --- nn.ZeroPad1d/2d(padding), nn.ConstantPad1d/2d(padding, value), nn.ReflectionPad1d/2d,
 --- nn.ReplicationPad1d/2d, nn.CircularPad1d/2d: F.pad with a number (every side)
 --- or PyTorch's tuple {left, right[, top, bottom]}
 local function pad_class(name, sides, mode, with_value)
-  local C = Module:extend(name)
+  local C = Module:extend(name, with_value and { "padding", "value" } or { "padding" })
   function C:init(padding, value)
     if type(padding) == "number" then
       check.int(padding, name, "padding", 0)
@@ -685,7 +705,9 @@ local function pad_class(name, sides, mode, with_value)
     self.padding, self.value = padding, with_value and value or 0
   end
   function C:forward(x) return F.pad(x, self.padding, mode, self.value) end
-  function C:extra_repr() return table.concat(self.padding, ", ") end
+  function C:extra_repr()
+    return with_value and ("padding=%s, value=%s"):format(py(self.padding), py(self.value)) or py(self.padding)
+  end
   L[name] = C
 end
 for sides, d in pairs({ [1] = "1d", [2] = "2d" }) do
@@ -696,9 +718,10 @@ for sides, d in pairs({ [1] = "1d", [2] = "2d" }) do
   pad_class("CircularPad" .. d, sides, "circular", false)
 end
 --- nn.AdaptiveAvgPool1d(output_size)
-L.AdaptiveAvgPool1d = Module:extend("AdaptiveAvgPool1d")
+L.AdaptiveAvgPool1d = Module:extend("AdaptiveAvgPool1d", { "output_size" })
 function L.AdaptiveAvgPool1d:init(n) self.output_size = check.int(n, "AdaptiveAvgPool1d", "output_size", 1) end
 function L.AdaptiveAvgPool1d:forward(x) return F.adaptive_avg_pool1d(x, self.output_size) end
+L.AdaptiveAvgPool1d._repr = { "output_size" }
 --- nn.MarginRankingLoss([opts]), nn.CosineEmbeddingLoss([opts]), nn.TripletMarginLoss([opts]): m(x1, x2, y)
 for name, fn in pairs({ MarginRankingLoss = F.margin_ranking_loss, CosineEmbeddingLoss = F.cosine_embedding_loss,
   TripletMarginLoss = F.triplet_margin_loss }) do
@@ -716,7 +739,7 @@ L.Softsign = activation("Softsign", F.softsign)
 L.GLU = Module:extend("GLU")
 function L.GLU:init(...) self.dim = check.positional("GLU", { "dim" }, { dim = "integer" }, ...).dim or -1 end
 function L.GLU:forward(x) return F.glu(x, self.dim) end
-function L.GLU:extra_repr() return ("dim=%d"):format(self.dim) end
+L.GLU._repr = { "dim" }
 --- nn.CosineSimilarity([dim = 2[, eps = 1e-8]]), nn.PairwiseDistance([p = 2[, eps = 1e-6[, keepdim]]])
 L.CosineSimilarity = Module:extend("CosineSimilarity")
 function L.CosineSimilarity:init(...)
@@ -742,18 +765,20 @@ function L.PReLU:init(...)
   self.weight = L.Parameter(wick.full({ self.num_parameters }, self.init_value, options(o)))
 end
 function L.PReLU:forward(x) return F.prelu(x, self.weight) end
-function L.PReLU:extra_repr() return ("num_parameters=%d"):format(self.num_parameters) end
+L.PReLU._repr = { "num_parameters" }
 
 L.Softmax = activation("Softmax", function(x, self) return x:softmax(self.dim or -1) end)
 function L.Softmax:init(...)
   local opts = check.positional("Softmax", { "dim" }, { dim = "integer" }, ...)
   self.dim = check.opt_dim(opts.dim, "Softmax", "dim")
 end
+L.Softmax._repr = { "dim" }
 L.LogSoftmax = activation("LogSoftmax", function(x, self) return x:log_softmax(self.dim or -1) end)
 function L.LogSoftmax:init(...)
   local opts = check.positional("LogSoftmax", { "dim" }, { dim = "integer" }, ...)
   self.dim = check.opt_dim(opts.dim, "LogSoftmax", "dim")
 end
+L.LogSoftmax._repr = { "dim" }
 L.Identity = Module:extend("Identity")
 function L.Identity:init() end -- PyTorch's Identity takes and ignores any arguments
 function L.Identity:forward(x) return x end
@@ -762,14 +787,37 @@ function L.Identity:forward(x) return x end
 -- ModuleList, Sequential and ParameterList keep their members in their own
 -- array part, so ipairs(list), #list and list[i] work as on a Lua array; the
 -- module walk (parameters(), state_dict(), to()) names them "1", "2", ...
+-- A module added to Sequential or ModuleList under a name (add_module,
+-- register_module, or seq.name = m, as PyTorch registers a child) is appended
+-- too, in registration order, keeping that name (_names[i]) unless it is an
+-- integer (torchvision's slice:add_module(str(i), layer)): children are named
+-- by position.
 local track = Module._track
 local floor = math.floor
 local rawlen = rawlen or function(t) return #t end -- luacheck: ignore
 
+-- a module under a name: replaces the entry of that name in its place, or is appended
+local function add_named(self, name, key, value)
+  local n, names = rawlen(self), rawget(self, "_names")
+  for i = 1, n do
+    if names and names[i] == key then return rawset(self, i, value) end
+  end
+  if not key:find("^%-?%d+$") then
+    if key == "" or key:find(".", 1, true) or rawget(self, key) ~= nil or getmetatable(self)[key] ~= nil then
+      check.fail(name, "cannot add a module named '%s' (empty, has a '.', or names a field or method of %s)", key, name)
+    end
+    if not names then names = {}; rawset(self, "_names", names) end
+    names[n + 1] = key
+  end
+  rawset(self, n + 1, value)
+end
+
 -- __newindex of an array container: list[n + 1] = m appends, string keys are
--- ordinary fields. (list[i] = m for an existing i replaces it in its place:
--- a plain raw write.)
-local function array_container(C, name, check_item)
+-- ordinary fields (a module under one: add_named, with `named`). (list[i] = m
+-- for an existing i replaces it in its place: a plain raw write.) __index:
+-- the class's methods, then list[-1] (the last), an entry by its name; index 0
+-- or past #list + 1 is an error (list[#list + 1] is nil: ipairs stops there).
+local function array_container(C, name, check_item, named)
   C.__newindex = function(self, key, value)
     if type(key) == "number" then
       local n = rawlen(self)
@@ -778,8 +826,28 @@ local function array_container(C, name, check_item)
       end
       if value == nil then check.fail(name, "cannot assign nil to index %d (use pop)", key) end
       rawset(self, key, check_item(value, name))
+    elseif named and type(key) == "string" and check.is_module(value) then
+      add_named(self, name, key, value)
     else
       track(self, key, value)
+    end
+  end
+  C.__index = function(self, key)
+    local v = getmetatable(self)[key]
+    if v ~= nil then return v end
+    local n = rawlen(self)
+    if type(key) == "number" then
+      if key < 0 and key >= -n and key == floor(key) then return rawget(self, n + 1 + key) end
+      if key == n + 1 then return nil end
+      if key == 0 then check.fail(name, "index 0 is invalid: indices count from 1 (and from -1 backwards)") end
+      check.fail(name, "index %s is out of range for %d entries (indices count from 1, and from -1 backwards)",
+        tostring(key), n)
+    end
+    local names = rawget(self, "_names")
+    if names and type(key) == "string" then
+      for i = 1, n do
+        if names[i] == key then return rawget(self, i) end
+      end
     end
   end
   function C:len() return rawlen(self) end
@@ -796,7 +864,8 @@ local function array_container(C, name, check_item)
     rawset(self, rawlen(self) + 1, check_item(v, name .. ":append"))
     return self
   end
-  function C:extend(items)
+  function C:extend(items, ...)
+    if not check.is_module(self) then return Module.extend(self, items, ...) end -- on the class: a subclass
     if type(items) ~= "table" then check.expected(name .. ":extend", "modules", "an array or a " .. name, items) end
     local list = {}
     for i = 1, rawlen(items) do list[i] = check_item(rawget(items, i), name .. ":extend") end
@@ -810,8 +879,10 @@ local function array_container(C, name, check_item)
     if index < 0 then index = n + 2 + index end
     if index < 1 or index > n + 1 then check.fail(name .. ":insert", "index out of range for %d entries", n) end
     v = check_item(v, name .. ":insert")
-    for i = n, index, -1 do rawset(self, i + 1, rawget(self, i)) end
+    local names = rawget(self, "_names") or {}
+    for i = n, index, -1 do rawset(self, i + 1, rawget(self, i)); names[i + 1] = names[i] end
     rawset(self, index, v)
+    names[index] = nil
     return self
   end
   --- pop([index = last]): removes and returns an entry.
@@ -821,8 +892,10 @@ local function array_container(C, name, check_item)
     if index < 0 then index = n + 1 + index end
     if index < 1 or index > n then check.fail(name .. ":pop", "index out of range for %d entries", n) end
     local v = rawget(self, index)
-    for i = index, n - 1 do rawset(self, i, rawget(self, i + 1)) end
+    local names = rawget(self, "_names") or {}
+    for i = index, n - 1 do rawset(self, i, rawget(self, i + 1)); names[i] = names[i + 1] end
     rawset(self, n, nil)
+    names[n] = nil
     return v
   end
 end
@@ -835,7 +908,7 @@ end
 
 --- nn.Sequential(m1, m2, ...): runs its modules in order.
 L.Sequential = Module:extend("Sequential")
-array_container(L.Sequential, "Sequential", module_item)
+array_container(L.Sequential, "Sequential", module_item, true)
 function L.Sequential:init(...)
   for i = 1, select("#", ...) do
     rawset(self, i, check.module((select(i, ...)), "Sequential", "module " .. i))
@@ -849,7 +922,7 @@ L.Sequential.add = L.Sequential.append
 
 --- nn.ModuleList([modules]): an array of modules, walked by ipairs.
 L.ModuleList = Module:extend("ModuleList")
-array_container(L.ModuleList, "ModuleList", module_item)
+array_container(L.ModuleList, "ModuleList", module_item, true)
 function L.ModuleList:init(modules)
   if modules ~= nil then self:extend(modules) end
 end

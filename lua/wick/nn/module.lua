@@ -4,6 +4,7 @@
 local wick = require("wick")
 local check = require("wick.argcheck")
 local core = require("wick.core")
+local required = require("wick.nn.common").required
 
 local Module = {}
 Module.__name = "Module"
@@ -13,7 +14,7 @@ local function is_tensor(v) return wick.is_tensor(v) end
 local is_module = check.is_module
 
 -- The fields wick keeps on a module for itself (set with rawset, never state).
-local INTERNAL = { _fields = true, _buffers = true, _opts = true, _mode = true }
+local INTERNAL = { _fields = true, _buffers = true, _opts = true, _mode = true, _names = true }
 
 -- Records each new field name once, in assignment order ("_private" names too:
 -- a module under one is found like any other, as in PyTorch).
@@ -29,23 +30,31 @@ local function track(self, key, value)
   rawset(self, key, value)
 end
 
---- Module:extend("Name"): a new class; Class(...) builds an instance and calls init.
+--- Module:extend("Name"[, args]): a new class; Class(...) builds an instance and calls init.
+--- args names init's required positional arguments, in order: each is also taken
+--- by name from a trailing options table (Class(3, {out_features = 4})), and a
+--- missing one is an error naming it.
 -- every method checks its receiver: m.parameters() instead of m:parameters() names the method
 local function this(self, fn)
   if not is_module(self) then check.expected("Module:" .. fn, "self", "a module", self) end
   return self
 end
 
-function Module:extend(name)
+function Module:extend(name, args)
   if type(self) ~= "table" then check.expected("Module.extend", "self", "a module class", self) end
   if name ~= nil then check.string(name, "Module.extend", "name") end
+  if args ~= nil then
+    check.table(args, "Module.extend", "args")
+    for i = 1, #args do check.string(args[i], "Module.extend", "args") end
+  end
   local class = {}
   for k, v in pairs(self) do
     if type(k) == "string" and k:sub(1, 2) == "__" then class[k] = v end
   end
   class.__name = name or "Module"
-  class.__index = class
+  if type(class.__index) ~= "function" then class.__index = class end -- (a container's __index looks up the class itself)
   class.super = self
+  class._args = args
   return setmetatable(class, {
     __index = self,
     __call = function(cls, ...) return cls.new(cls, ...) end,
@@ -53,10 +62,12 @@ function Module:extend(name)
 end
 
 function Module.new(class, ...)
-  if type(class) ~= "table" or rawget(class, "__index") ~= class or type(class.init) ~= "function" then check.expected("Module.new", "class", "a module class", class) end
+  local index = type(class) == "table" and rawget(class, "__index")
+  if (index ~= class and type(index) ~= "function") or type(class.init) ~= "function" then check.expected("Module.new", "class", "a module class", class) end
   local self = setmetatable({ _fields = {}, training = true }, class)
   rawset(self, "training", true)
-  self:init(...)
+  local args = rawget(class, "_args") -- the class's own, not a base class's
+  if args then self:init(required(class.__name, args, ...)) else self:init(...) end
   return self
 end
 
@@ -162,9 +173,12 @@ add_member = function(out, owner, name, v, visiting, buffer)
 end
 
 -- The named members of one module, in order: kind is "tensor" or "module".
+-- (An array entry is named by its index, or by the name it was added under:
+-- _names, of Sequential:add_module.)
 local function members(self)
   local out, visiting = {}, {}
-  for i = 1, rawlen(self) do add_member(out, self, tostring(i), rawget(self, i), visiting) end
+  local names = rawget(self, "_names") or {}
+  for i = 1, rawlen(self) do add_member(out, self, names[i] or tostring(i), rawget(self, i), visiting) end
   local buffers = rawget(self, "_buffers") or {}
   for _, key in ipairs(rawget(self, "_fields")) do
     add_member(out, self, key, rawget(self, key), visiting, buffers[key])
@@ -457,7 +471,47 @@ function Module:load_state_dict(sd, ...)
 end
 
 --- The module tree, like PyTorch's repr.
-function Module:extra_repr() return "" end
+-- Python's repr of a value: True/False, None, 'text', (a, b) and (a,) for an
+-- array, integers without a point, other numbers in the fewest digits that
+-- read back the same (1e-05).
+local function py(v)
+  local t = type(v)
+  if v == nil then return "None" end
+  if t == "boolean" then return v and "True" or "False" end
+  if t == "string" then return "'" .. v .. "'" end
+  if t == "number" then
+    if v ~= v then return "nan" end
+    if v == math.huge or v == -math.huge then return v > 0 and "inf" or "-inf" end
+    if v == floor(v) and math.abs(v) < 2 ^ 53 then return ("%d"):format(v) end
+    for digits = 15, 17 do
+      local s = ("%." .. digits .. "g"):format(v)
+      if tonumber(s) == v then return s end
+    end
+  end
+  if t == "table" and getmetatable(v) == nil then
+    local n = 0
+    for k in pairs(v) do if type(k) == "number" and k > n then n = k end end
+    local parts = {}
+    for i = 1, n do parts[i] = py(v[i]) end
+    return "(" .. table.concat(parts, ", ") .. (n == 1 and ",)" or ")")
+  end
+  return tostring(v)
+end
+Module._py = py
+
+--- extra_repr(): the class's `_repr`, a list of field names, as PyTorch's
+--- "name=value, ..." ("name?": only when the field is true, as "inplace=True");
+--- a class may define extra_repr itself instead.
+function Module:extra_repr()
+  local names = self._repr
+  if not names then return "" end
+  local parts = {}
+  for _, entry in ipairs(names) do
+    local name, flag = entry:match("^([^?]*)(%??)$")
+    if flag == "" or self[name] then parts[#parts + 1] = name .. "=" .. py(self[name]) end
+  end
+  return table.concat(parts, ", ")
+end
 
 function Module:__tostring()
   this(self, "__tostring")

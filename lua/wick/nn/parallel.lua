@@ -352,7 +352,7 @@ local function retire(S)
   S.retired = true
 end
 
-local DDP = Module:extend(NAME)
+local DDP = Module:extend(NAME, { "module" })
 
 local OPTIONS = { device_ids = true, output_device = true, bucket_cap_mb = true, broadcast_buffers = true,
   find_unused_parameters = true }

@@ -12,19 +12,23 @@ local layers = require("wick.nn.layers")
 
 local R = {}
 local Parameter, uniform = layers.Parameter, layers._uniform
+local py = Module._py
 local function options(opts) return { device = opts and opts.device, dtype = opts and opts.dtype } end
 
 local GATES = { RNN_TANH = 1, RNN_RELU = 1, LSTM = 4, GRU = 3 }
 local FUSED_DTYPES = { float32 = true, float64 = true }
 
 -- One layer in one direction: output [T, B, H], final h [B, H] (and c). Other
--- floating dtypes run in float32 and come back in theirs.
-local function run_layer(mode, gi, h0, c0, w_hh, b_hh, lengths, reverse)
+-- floating dtypes run in float32 and come back in theirs. (name: the module, for errors)
+local function run_layer(name, mode, gi, h0, c0, w_hh, b_hh, lengths, reverse)
   local dt = gi.dtype
   if not FUSED_DTYPES[tostring(dt)] then
     local function f(t) return t and t:float() end
-    local o, h, c = run_layer(mode, f(gi), f(h0), f(c0), f(w_hh), f(b_hh), lengths, reverse)
+    local o, h, c = run_layer(name, mode, f(gi), f(h0), f(c0), f(w_hh), f(b_hh), lengths, reverse)
     return o:to(dt), h:to(dt), c and c:to(dt)
+  end
+  for _, t in ipairs({ h0, c0 }) do
+    if t.dtype ~= dt then check.fail(name, "expected the hidden state of dtype %s (the input's), got %s", dt, t.dtype) end
   end
   local T = gi:size(1)
   local packed = core.rnn_layer(mode, gi, h0, c0, w_hh, b_hh, lengths, reverse)
@@ -81,8 +85,33 @@ local function forward_args(name, hx, opts)
   return hx, opts.lengths
 end
 
+-- an initial state: a tensor; a table where an LSTM's state tensor is expected
+-- gets a hint (the Python habit h, c = cell(x, (h, c)) leaves h a table)
+local HINT = { LSTMCell = "LSTMCell returns {h, c}: write local hc = cell(x, hc), or local h, c = unpack(cell(x, {h, c}))",
+  LSTM = "LSTM returns output, {h, c}: write local out, hc = lstm(x, hc)" }
+local function state_tensor(name, t, what)
+  if HINT[name] and type(t) == "table" then
+    check.fail(name, "expected a tensor for argument '%s', got table (%s)", what, HINT[name])
+  end
+  return check.tensor(t, name, what)
+end
+
+-- RNNBase.extra_repr / RNNCellBase.extra_repr
+local function rnn_repr(self)
+  local s = ("%d, %d"):format(self.input_size, self.hidden_size)
+  if (self.num_layers or 1) ~= 1 then s = s .. ", num_layers=" .. self.num_layers end
+  if not self.bias then s = s .. ", bias=False" end
+  if self.batch_first then s = s .. ", batch_first=True" end
+  if (self.dropout or 0) ~= 0 then s = s .. ", dropout=" .. py(self.dropout) end
+  if self.bidirectional then s = s .. ", bidirectional=True" end
+  if self.num_layers == nil and (self.nonlinearity or "tanh") ~= "tanh" then -- (a cell's only)
+    s = s .. ", nonlinearity=" .. self.nonlinearity
+  end
+  return s
+end
+
 local function recurrent_class(name)
-  local C = Module:extend(name)
+  local C = Module:extend(name, { "input_size", "hidden_size" })
   function C:init(input_size, hidden_size, ...)
     check.int(input_size, name, "input_size", 0)
     check.int(hidden_size, name, "hidden_size", 1)
@@ -140,7 +169,7 @@ local function recurrent_class(name)
     local h0, c0
     local want = unbatched and { dirs * layers_n, H } or { dirs * layers_n, B, H }
     local function state(t, what)
-      check.tensor(t, name, what)
+      state_tensor(name, t, what)
       local shape = t:size()
       local ok = #shape == #want
       for i = 1, #want do ok = ok and shape[i] == want[i] end
@@ -168,7 +197,7 @@ local function recurrent_class(name)
         local suffix = ("_l%d%s"):format(l, d == 2 and "_reverse" or "")
         local k = l * dirs + d
         local gi = F.linear(input, self["weight_ih" .. suffix], self["bias_ih" .. suffix])
-        outs[d], h_n[k], c_n[k] = run_layer(mode, gi, h0:select(1, k), lstm and c0:select(1, k) or nil,
+        outs[d], h_n[k], c_n[k] = run_layer(name, mode, gi, h0:select(1, k), lstm and c0:select(1, k) or nil,
           self["weight_hh" .. suffix], self["bias_hh" .. suffix], len, d == 2)
       end
       input = dirs == 2 and wick.cat(outs, 3) or outs[1]
@@ -186,15 +215,7 @@ local function recurrent_class(name)
     return out, hn
   end
 
-  function C:extra_repr()
-    local s = ("%d, %d"):format(self.input_size, self.hidden_size)
-    if self.num_layers ~= 1 then s = s .. ", num_layers=" .. self.num_layers end
-    if not self.bias then s = s .. ", bias=false" end
-    if self.batch_first then s = s .. ", batch_first=true" end
-    if self.dropout ~= 0 then s = s .. ", dropout=" .. self.dropout end
-    if self.bidirectional then s = s .. ", bidirectional=true" end
-    return s
-  end
+  C.extra_repr = rnn_repr
   return C
 end
 R.RNN = recurrent_class("RNN")
@@ -209,7 +230,7 @@ local CELL_OPTIONS = { bias = "boolean", nonlinearity = "string", device = "devi
 local CELL_ORDER = { RNNCell = { "bias", "nonlinearity", "device", "dtype" }, other = { "bias", "device", "dtype" } }
 
 local function cell_class(name, base_mode)
-  local C = Module:extend(name)
+  local C = Module:extend(name, { "input_size", "hidden_size" })
   function C:init(input_size, hidden_size, ...)
     check.int(input_size, name, "input_size", 0)
     check.int(hidden_size, name, "hidden_size", 1)
@@ -241,7 +262,7 @@ local function cell_class(name, base_mode)
     local mode, B, H = rawget(self, "_mode"), x:size(1), self.hidden_size
     local lstm = mode == "LSTM"
     local function state(t, what)
-      check.tensor(t, name, what)
+      state_tensor(name, t, what)
       if unbatched then
         if t:dim() ~= 1 then check.fail(name, "Expected %s to be 1D, got %dD instead", what, t:dim()) end
         t = t:unsqueeze(1)
@@ -265,7 +286,7 @@ local function cell_class(name, base_mode)
       if lstm then c0 = h0 end
     end
     local gi = F.linear(x, self.weight_ih, self.bias_ih):unsqueeze(1)
-    local _, h, c = run_layer(mode, gi, h0, c0, self.weight_hh, self.bias_hh, nil, false)
+    local _, h, c = run_layer(name, mode, gi, h0, c0, self.weight_hh, self.bias_hh, nil, false)
     if unbatched then
       h = h:squeeze(1)
       if c then c = c:squeeze(1) end
@@ -274,12 +295,7 @@ local function cell_class(name, base_mode)
     return h
   end
 
-  function C:extra_repr()
-    local s = ("%d, %d"):format(self.input_size, self.hidden_size)
-    if not self.bias then s = s .. ", bias=false" end
-    if self.nonlinearity and self.nonlinearity ~= "tanh" then s = s .. ", nonlinearity=" .. self.nonlinearity end
-    return s
-  end
+  C.extra_repr = rnn_repr
   return C
 end
 R.RNNCell = cell_class("RNNCell", "RNN_TANH")

@@ -49,6 +49,19 @@ function utils.clip_grad_norm_(params, max_norm, ...)
   end)
 end
 
+--- clip_grad_value_(params, clip_value): clamps every gradient into
+--- [-clip_value, clip_value] in place, like PyTorch's
+function utils.clip_grad_value_(params, clip_value, opts)
+  params = check.tensors(params, "clip_grad_value_", "parameters")
+  check.number(clip_value, "clip_grad_value_", "clip_value")
+  check.options(opts, "clip_grad_value_", { foreach = "boolean" })
+  wick.no_grad(function()
+    for _, p in ipairs(params) do
+      if p.grad then p.grad:clamp_(-clip_value, clip_value) end
+    end
+  end)
+end
+
 --- A copy of a state dict with `prefix` removed from every key that has it
 --- (e.g. "module." from a DataParallel checkpoint).
 function utils.strip_prefix(sd, prefix)

@@ -1,0 +1,86 @@
+-- What the files of wick.nn share: PyTorch's required arguments taken by name, {h, w} pairs,
+-- and warnings given once per call site.
+local wick = require("wick")
+local check = require("wick.argcheck")
+
+local common = {}
+local select, type, getmetatable, pairs = select, type, getmetatable, pairs
+local unpack = table.unpack or unpack
+
+-- an options table: a plain table whose keys are all strings ({3, 3} and {nil, 7} are values)
+local function is_options(t)
+  if type(t) ~= "table" or getmetatable(t) ~= nil then return false end
+  for k in pairs(t) do
+    if type(k) ~= "string" then return false end
+  end
+  return true
+end
+
+--- required(fn, names, ...): the arguments `...` with PyTorch's required
+--- positional arguments `names` (in order) also taken by name from the
+--- trailing options table, as Python takes keywords: (1, 16, {kernel_size = 3,
+--- stride = 2}) for names {in_channels, out_channels, kernel_size} gives
+--- (1, 16, 3, {stride = 2}). One given neither way is an error naming it; one
+--- given both ways too. The options table left over (a copy, maybe empty)
+--- follows the required arguments.
+function common.required(fn, names, ...)
+  local n, k = select("#", ...), #names
+  while n > 0 and select(n, ...) == nil do n = n - 1 end
+  local last = n > 0 and select(n, ...) or nil
+  local opts_at, named = is_options(last) and n, false
+  if opts_at then
+    for i = 1, k do
+      if last[names[i]] ~= nil then named = true; break end
+    end
+  end
+  if not named then -- the common case: nothing to move
+    for i = 1, k do
+      if i == opts_at or select(i, ...) == nil then check.fail(fn, "missing required argument '%s'", names[i]) end
+    end
+    return ...
+  end
+  local args, rest = { ... }, {}
+  args[n] = nil
+  for key, v in pairs(last) do rest[key] = v end
+  for i = 1, k do
+    local v = last[names[i]]
+    if v ~= nil then
+      if args[i] ~= nil then check.fail(fn, "argument '%s' given both by position and as an option", names[i]) end
+      args[i], rest[names[i]] = v, nil
+    elseif args[i] == nil then
+      check.fail(fn, "missing required argument '%s'", names[i])
+    end
+  end
+  local at = n > k and n or k + 1
+  args[at] = rest
+  return unpack(args, 1, at)
+end
+
+--- pair(v, fn, name[, min]): {h, w} of an integer or a table of two (each
+--- an integer, at least min), as a new table; anything else is an error naming
+--- fn and the argument.
+function common.pair(v, fn, name, min)
+  if type(v) == "number" then v = { v, v } end
+  if type(v) ~= "table" then check.expected(fn, name, "an integer or a {h, w} table", v) end
+  if #v ~= 2 then check.fail(fn, "%s must be an integer or a {h, w} table, got a table of %d entries", name, #v) end
+  for i = 1, 2 do check.int(v[i], fn, name, min) end
+  return { v[1], v[2] }
+end
+
+-- the user's line ("script.lua:12: "), as an error would name it
+local function call_site()
+  local _, where = pcall(wick.error, "")
+  return tostring(where)
+end
+
+local warned = {}
+--- warn(msg): wick._warn(msg) prefixed with the user's line, once per line
+--- and message (Python's default warning filter).
+function common.warn(msg)
+  local key = call_site() .. msg
+  if warned[key] then return end
+  warned[key] = true
+  wick._warn(key)
+end
+
+return common
