@@ -320,12 +320,7 @@ end)
 describe("SequentialSampler, RandomSampler, BatchSampler", function()
   local ds = numbers(10)
 
-  local function sorted(list)
-    local out = {}
-    for i, v in ipairs(list) do out[i] = v end
-    table.sort(out)
-    return out
-  end
+  local sorted = support.sorted
 
   it("SequentialSampler gives 1..n, n read at each pass", function()
     local grows = { n = 3, len = function(self) return self.n end }

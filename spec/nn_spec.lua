@@ -48,12 +48,7 @@ local function names_of(iter)
   return out
 end
 
-local function sorted(list)
-  local c = {}
-  for i, v in ipairs(list) do c[i] = v end
-  table.sort(c)
-  return c
-end
+local sorted = support.sorted
 
 -- ======================================================================
 describe("nn layers: forward", function()

@@ -91,6 +91,14 @@ end
 
 -- ---- tensors and tables ----
 
+-- a sorted copy of an array
+function support.sorted(list)
+  local out = {}
+  for i, v in ipairs(list) do out[i] = v end
+  table.sort(out)
+  return out
+end
+
 function support.shape_of(t) local s = {}; for i = 1, t:dim() do s[i] = t:size(i) end; return s end
 
 -- an int64 tensor (index tensors and the like)
