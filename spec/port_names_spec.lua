@@ -106,6 +106,16 @@ describe("tensor methods ports need", function()
     assert.are.same({ false, false }, wick.zeros(2, 0):any(2):totable())
   end)
 
+  it("says how to make an index of Lua numbers, which are float32", function()
+    local C = wick.randn(5, 2)
+    for _, f in ipairs({ function() return C[wick.tensor({ { 1, 2, 3 } })] end,
+      function() return C:index_select(1, wick.tensor({ 1, 2 })) end,
+      function() return C:gather(1, wick.tensor({ { 1, 2 } })) end }) do
+      assert_error_has(f, "float32", "{dtype = \"int64\"} or :long()")
+    end
+    assert.are.same({ 1, 3, 2 }, C[wick.tensor({ { 1, 2, 3 } }, { dtype = "int64" })]:size())
+  end)
+
   it("points PyTorch's named tuples (.indices, .values) to the two results", function()
     local q = wick.tensor({ { 1, 5 }, { 7, 2 } })
     assert_error_has(function() return q:max(2).indices end, "local values, indices = t:max(dim)")

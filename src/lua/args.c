@@ -320,6 +320,12 @@ int wl_dim(lua_State *L, int idx, const char *fn) {
     return wl_dim_value(L, lua_tonumber(L, idx), fn);
 }
 
+const char *wl_index_dtype_hint(wick_dtype d) {
+    return wick_dtype_is_floating(d) ? " (wick.tensor of Lua numbers is float32: make the index with "
+                                       "{dtype = \"int64\"} or :long())"
+                                     : "";
+}
+
 int wl_toscalar(lua_State *L, int idx, wick_scalar *s) {
     if (lua_type(L, idx) == LUA_TNUMBER) {
         s->value = lua_tonumber(L, idx);

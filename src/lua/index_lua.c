@@ -165,8 +165,8 @@ static int tensor_key_kind(lua_State *L, wick_tensor *k) {
     wick_dtype d = wick_tensor_dtype(k);
     if (d == WICK_BOOL || d == WICK_UINT8) return 1;
     if (d == WICK_INT64 || d == WICK_INT32) return 2;
-    return wl_raise(L, "index: a tensor key must be a bool mask or an int64 index tensor, got a %s tensor",
-                    wick_dtype_name(d));
+    return wl_raise(L, "index: a tensor key must be a bool mask or an int64 index tensor, got a %s tensor%s",
+                    wick_dtype_name(d), wl_index_dtype_hint(d));
 }
 
 static void bad_key(lua_State *L, int idx) {
@@ -190,7 +190,7 @@ static wick_tensor *lua_index_tensor(lua_State *L, int idx, wick_tensor *t, int 
     if (d < 0 || d >= nd) wl_raise(L, "%s: dimension %d out of range (expected 1 to %d, or -%d to -1)", fn, dim < 0 ? dim : dim + 1, nd, nd);
     wick_dtype dt = wick_tensor_dtype(index);
     if (dt != WICK_INT64 && dt != WICK_INT32)
-        wl_raise(L, "%s: expected the index to be an int64 tensor, but got %s", fn, wick_dtype_name(dt));
+        wl_raise(L, "%s: expected the index to be an int64 tensor, but got %s%s", fn, wick_dtype_name(dt), wl_index_dtype_hint(dt));
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_index_from_one_based(slot, index, wick_tensor_sizes(t)[d], d));
     return *slot;

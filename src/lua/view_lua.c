@@ -194,7 +194,8 @@ WL_FUNCTION(t_contiguous) {
 static wick_tensor *zero_based_index(lua_State *L, int idx, const char *fn) {
     wick_tensor *index = wl_checktensor(L, idx, fn, "index");
     if (wick_tensor_dtype(index) != WICK_INT64 && wick_tensor_dtype(index) != WICK_INT32)
-        wl_raise(L, "%s: expected the index to be an int64 tensor, but got %s", fn, wick_dtype_name(wick_tensor_dtype(index)));
+        wl_raise(L, "%s: expected the index to be an int64 tensor, but got %s%s", fn, wick_dtype_name(wick_tensor_dtype(index)),
+                 wl_index_dtype_hint(wick_tensor_dtype(index)));
     wick_tensor **slot = wl_new_slot(L);
     lua_replace(L, idx);
     wl_check(L, wick_binary_scalar(slot, WICK_SUB, index, (wick_scalar){1, 1}, 0));

@@ -65,6 +65,9 @@ wick_device wl_device(lua_State *L, int idx, const char *fn);
 lua_Integer wl_device_code(wick_device d);
 int wl_device_from_code(lua_Integer code, wick_device *out);
 wick_dtype wl_dtype(lua_State *L, int idx, const char *fn);
+/* What to say after "expected an int64 index, got <d>": Lua numbers make
+ * float32 tensors, so a port's index built from numbers needs a dtype. */
+const char *wl_index_dtype_hint(wick_dtype d);
 /* A Lua value as a scalar operand: numbers and booleans. */
 int wl_toscalar(lua_State *L, int idx, wick_scalar *s);
 /* Index of the trailing options table in [first, top], or 0 if none. */
