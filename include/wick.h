@@ -695,7 +695,7 @@ WICK_API wick_status wick_backward_ex(wick_tensor *t, const wick_tensor *gradien
  * (NULL entries, and inputs that do not require grad, get no gradient); its
  * backward is the host's hook (WICK_HOOK_FUNCTION above) with the id set in
  * *id, so it runs only under wick_backward_ex with a hook. `out` must be
- * floating and have no grad_fn. */
+ * floating, without grad_fn and not require grad. */
 WICK_API wick_status wick_function_record(wick_tensor *out, const char *name, int n, wick_tensor *const *inputs,
                                           int64_t *id);
 /* Moves up to `max` ids of custom nodes freed since the last call into ids[]

@@ -258,6 +258,7 @@ static void test_custom_function(void) {
     CHECK(wick_full(&i64, 1, s, 2, opts(WICK_INT64, "cpu")) == WICK_OK);
     int64_t unused;
     CHECK(wick_function_record(i64, "Int", 1, &x, &unused) == WICK_ERR_ARGUMENT);
+    CHECK(wick_function_record(x, "Leaf", 1, &x, &unused) == WICK_ERR_ARGUMENT && !wick_grad_fn_name(x));
     CHECK(wick_reduce(&loss, NULL, WICK_SUM, out, -1, 0, 0) == WICK_OK);
     CHECK(wick_backward(loss, NULL, 1) == WICK_ERR_UNSUPPORTED && strstr(wick_last_error(), "TwiceBackward"));
     CHECK(wick_backward_ex(loss, NULL, 0, double_grad_hook, NULL) == WICK_OK);

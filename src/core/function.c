@@ -116,8 +116,10 @@ wick_status wick_function_record(wick_tensor *out, const char *name, int n, wick
                                  int64_t *id) {
     if (!out || !name || n < 0 || (n > 0 && !inputs) || !id)
         return wick_fail(WICK_ERR_ARGUMENT, "wick_function_record: NULL argument");
-    if (out->grad_fn)
-        return wick_fail(WICK_ERR_ARGUMENT, "%s: the output already has a grad_fn (compute it without grad)", name);
+    if (out->grad_fn || out->requires_grad)
+        return wick_fail(WICK_ERR_ARGUMENT, "%s: the output is already part of a graph (compute it without grad, or "
+                                            "record a detached alias of it)",
+                         name);
     if (!wick_dtype_is_floating(out->dtype))
         return wick_fail(WICK_ERR_ARGUMENT, "%s: an output of dtype %s cannot require grad", name,
                          wick_dtype_name(out->dtype));
