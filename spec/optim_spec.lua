@@ -740,3 +740,59 @@ describe("schedulers take PyTorch's positional arguments", function()
     assert_error_has(function() optim.lr_scheduler.StepLR(opt_of(), 2, { step_size = 3 }) end, "given both")
   end)
 end)
+
+describe("state saved by PyTorch", function()
+  -- what wick.load gives for torch.save(opt.state_dict()): parameters numbered
+  -- from 0, scalars such as step as 0-dim tensors
+  local function as_pytorch(sd)
+    local out = { state = {}, param_groups = {} }
+    for i, s in pairs(sd.state) do
+      local c = {}
+      for k, v in pairs(s) do c[k] = type(v) == "number" and wick.tensor(v, F64) or v end
+      out.state[i - 1] = c
+    end
+    for gi, g in ipairs(sd.param_groups) do
+      local c = { params = {} }
+      for k, v in pairs(g) do if k ~= "params" then c[k] = v end end
+      for j, i in ipairs(g.params) do c.params[j] = i - 1 end
+      out.param_groups[gi] = c
+    end
+    return out
+  end
+
+  it("resumes an optimizer from PyTorch's numbering and 0-dim scalars", function()
+    for _, make in ipairs({
+      function(p) return optim.Adam(p, { lr = 0.1 }) end,
+      function(p) return optim.SGD(p, { lr = 0.1, momentum = 0.9 }) end,
+      function(p) return optim.NAdam(p, { lr = 0.1 }) end,
+    }) do
+      local a, b = wick.tensor({ 1, 2 }, F64):requires_grad_(), wick.tensor({ { 3, -1 } }, F64):requires_grad_()
+      local function run(opt, x, y)
+        opt:zero_grad()
+        local loss = (x * x):sum() + (y * y * y):sum()
+        loss:backward()
+        opt:step()
+      end
+      local opt = make({ a, b })
+      for _ = 1, 3 do run(opt, a, b) end
+      local a2, b2 = a:detach():clone():requires_grad_(), b:detach():clone():requires_grad_()
+      local opt2 = make({ a2, b2 })
+      opt2:load_state_dict(as_pytorch(opt:state_dict()))
+      run(opt, a, b)
+      run(opt2, a2, b2)
+      assert.is_true(a:equal(a2) and b:equal(b2))
+    end
+  end)
+
+  it("loads a scheduler's state with PyTorch's own bookkeeping keys", function()
+    local p = wick.zeros(1):requires_grad_()
+    local sched = optim.lr_scheduler.StepLR(optim.SGD({ p }, { lr = 1 }), 2, 0.5)
+    local sd = sched:state_dict()
+    sd._is_initial, sd._get_lr_called_within_step = false, false
+    local other = optim.lr_scheduler.StepLR(optim.SGD({ p }, { lr = 1 }), 2, 0.5)
+    other:load_state_dict(sd)
+    assert.are.same(sched:get_last_lr(), other:get_last_lr())
+    sd.nonsense = 1
+    assert_error_has(function() other:load_state_dict(sd) end, "unexpected key 'nonsense'")
+  end)
+end)

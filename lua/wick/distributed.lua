@@ -23,17 +23,22 @@ end
 --- PyTorch's positional backend. mpirun/srun give the rank and world size; a
 --- rank or world_size passed as well (ports of PyTorch's spawn scripts) must
 --- agree with them.
-local INIT = { backend = "string", timeout = "number", rank = "integer", world_size = "integer" }
+--- PyTorch's "gloo" (its CPU backend) is "mpi" here; init_method ("env://",
+--- "tcp://...", "file://...") and device_id are taken and change nothing: the
+--- launcher's MPI world is the group.
+local MORE = { timeout = "number", rank = "integer", world_size = "integer", init_method = "string", device_id = "any" }
+local INIT = { backend = "string" }
+for k, v in pairs(MORE) do INIT[k] = v end
 function M.init_process_group(opts, more)
   local fn = "init_process_group"
   if type(opts) == "string" then
-    check.options(more, fn, { timeout = "number", rank = "integer", world_size = "integer" })
-    more = more or {}
+    more = check.options(more, fn, MORE) or {}
     opts = { backend = opts, timeout = more.timeout, rank = more.rank, world_size = more.world_size }
   end
   check.options(opts, fn, INIT)
   opts = opts or {}
-  if opts.backend ~= nil then check.one_of(opts.backend, fn, "backend", { "mpi", "nccl" }) end
+  if opts.backend ~= nil then check.one_of(opts.backend, fn, "backend", { "mpi", "nccl", "gloo" }) end
+  if opts.backend == "gloo" then opts = setmetatable({ backend = "mpi" }, { __index = opts }) end
   if opts.timeout ~= nil then
     local t = opts.timeout
     if t ~= t or t <= 0 or t > 1e9 then
@@ -49,6 +54,15 @@ function M.init_process_group(opts, more)
         .. "leave %s out or launch with the matching -np", key, given, key, actual, key)
     end
   end
+end
+
+--- get_default_backend_for_device(device): the backend that moves its tensors
+--- ("mpi" for the CPU, "nccl" for CUDA), as PyTorch's ("gloo" there for the CPU)
+function M.get_default_backend_for_device(device)
+  local d = require("wick").device(device)
+  if d.type == "cpu" then return "mpi" end
+  if d.type == "cuda" then return "nccl" end
+  check.fail("get_default_backend_for_device", "no backend moves %s tensors", d.type)
 end
 
 --- PyTorch's dist.ReduceOp: {op = dist.ReduceOp.SUM} is {op = "sum"}

@@ -76,6 +76,7 @@ local function device_by_code(code) return devices_by_code[code] or intern_devic
 --- wick.device("cuda:1"), wick.device("cuda", 1), wick.device(d)
 function wick.device(spec, index)
   if getmetatable(spec) == Device then return spec end
+  if type(spec) == "number" and index == nil then spec, index = "cuda", spec end -- torch.device(0) is cuda:0
   if index == nil and devices[spec] then return devices[spec] end -- a canonical name seen before
   if type(spec) ~= "string" then
     core.error("wick.device: expected a string such as 'cpu', 'cuda', 'cuda:1' or 'meta', got " .. type(spec))
@@ -720,6 +721,24 @@ wick.backends = { cuda = { matmul = setmetatable({}, {
 
 local print_tensor = require("wick.print")
 mt.__tostring = function(t) return print_tensor(check_tensor(t, "tostring", "self")) end
+-- a < b, a <= b between two tensors: a boolean, for one-element tensors (Python's
+-- `acc1 > best_acc1`); elementwise comparisons are t:lt(u), t:le(u), ... (a
+-- tensor and a number cannot meet a metamethod in Lua 5.1: t:item() < 3)
+local function compared(op, a, b)
+  if a:numel() ~= 1 or b:numel() ~= 1 then
+    core.error(("attempt to compare tensors of %d and %d elements with %s: Lua's comparisons give one boolean; "
+      .. "use t:lt(u), t:le(u), t:gt(u), t:ge(u) for elementwise ones"):format(a:numel(), b:numel(), op))
+  end
+  return a:item(), b:item()
+end
+mt.__lt = function(a, b)
+  local x, y = compared("<", a, b)
+  return x < y
+end
+mt.__le = function(a, b)
+  local x, y = compared("<=", a, b)
+  return x <= y
+end
 -- "loss: " .. t: the printed tensor (Python's f"{t}"); the other operand as Lua's .. takes it
 mt.__concat = function(a, b)
   local function str(v)

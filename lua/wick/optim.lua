@@ -275,17 +275,27 @@ function Optimizer:load_state_dict(sd)
       wick.error(("load_state_dict: group %d has %d parameters in the saved state but %d here"):format(gi, #g.params, #self.param_groups[gi].params))
     end
   end
+  -- PyTorch's own state (torch.save(opt.state_dict()) read by wick.load)
+  -- numbers the parameters from 0 and keeps its scalars (step, mu_product,
+  -- eta, mu) as 0-dim tensors: from it, parameter i + 1 and numbers
+  local first = math.huge
+  for _, g in ipairs(sd.param_groups) do
+    for _, i in ipairs(g.params) do first = math.min(first, tonumber(i) or math.huge) end
+  end
+  local pytorch = first == 0
   local params = numbered(self)
   self.state = {}
   for index, s in pairs(sd.state) do
-    local p = params[tonumber(index)]
+    local p = params[(tonumber(index) or 0) + (pytorch and 1 or 0)]
     if p and type(s) ~= "table" then
       wick.error(("load_state_dict: the state of parameter %s is a %s, not a table"):format(tostring(index), type(s)))
     end
     if p then
       local copy = {}
       for k, v in pairs(s) do
-        if wick.is_tensor(v) then
+        if pytorch and wick.is_tensor(v) and v:dim() == 0 then
+          v = v:item()
+        elseif wick.is_tensor(v) then
           v = moved(v, p)
           if rawequal(v, s[k]) then v = v:clone() end
         elseif type(v) == "table" and getmetatable(v) == nil then
@@ -879,6 +889,7 @@ function Scheduler:get_last_lr()
 end
 
 local STATE_KINDS = { last_epoch = "number", _step_count = "number", base_lrs = "table", _last_lr = "table" }
+local PYTORCH_ONLY = { _get_lr_called_within_step = true, _is_initial = true, verbose = true }
 
 -- The state: numbers, strings, booleans and arrays of them (a function, like
 -- lr_lambda, is not saved, as in PyTorch).
@@ -904,13 +915,17 @@ function Scheduler:load_state_dict(sd)
   local kinds = kinds_of(cls)
   for k, v in pairs(STATE_KINDS) do kinds[k] = v end
   for k, v in pairs((formulas[cls] or {}).state or {}) do kinds[k] = v end
-  for k in pairs(sd) do
-    if type(k) ~= "string" or kinds[k] == nil then
-      check.fail("load_state_dict", "unexpected key '%s' in a %s state", tostring(k), cls.__name)
+  local own = {}
+  for k, v in pairs(sd) do
+    if not PYTORCH_ONLY[k] then -- (PyTorch's own bookkeeping, in its saved schedulers)
+      if type(k) ~= "string" or kinds[k] == nil then
+        check.fail("load_state_dict", "unexpected key '%s' in a %s state", tostring(k), cls.__name)
+      end
+      own[k] = v
     end
   end
-  check.options(sd, "load_state_dict", kinds)
-  for k, v in pairs(sd) do self[k] = copy_plain(v) end
+  check.options(own, "load_state_dict", kinds)
+  for k, v in pairs(own) do self[k] = copy_plain(v) end
   if self._last_lr == nil then self._last_lr = {} end
 end
 

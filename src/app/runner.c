@@ -72,6 +72,27 @@ static void usage(void) {
     fprintf(stderr, "usage: wick [-e code] [-i] [script.lua [args...]]\n");
 }
 
+/* torchrun's environment for a script started by another launcher: RANK,
+ * WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE from Open MPI's mpirun, MPICH's
+ * Hydra or Slurm's srun, where the script's environment lacks them (PyTorch
+ * scripts read them before init_process_group). */
+static void launcher_env(void) {
+    static const char *const names[4] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"};
+    static const char *const from[][4] = {
+        {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+        {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
+        {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"},
+    };
+    for (size_t l = 0; l < sizeof from / sizeof *from; l++) {
+        if (!getenv(from[l][0])) continue;
+        for (int i = 0; i < 4; i++) {
+            const char *v = getenv(from[l][i]);
+            if (v && !getenv(names[i])) setenv(names[i], v, 0);
+        }
+        return;
+    }
+}
+
 int main(int argc, char **argv) {
     /* Tensors die in bursts when the collector runs; without this glibc gives the
      * freed heap top back to the kernel each time and page-faults it in again.
@@ -82,6 +103,7 @@ int main(int argc, char **argv) {
      * otherwise would: set it where glibc would end up, so mid-sized tensors come
      * from the heap, not from a fresh, page-faulting mmap each time */
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    launcher_env();
     lua_State *L = luaL_newstate();
     if (!L) {
         fprintf(stderr, "wick: cannot create a Lua state (out of memory)\n");

@@ -190,6 +190,11 @@ int wl_device_from_code(lua_Integer code, wick_device *out) {
 
 wick_device wl_device(lua_State *L, int idx, const char *fn) {
     wick_device dev;
+    if (lua_type(L, idx) == LUA_TNUMBER) { /* PyTorch's t.to(0): an ordinal is a CUDA device */
+        lua_Number n = lua_tonumber(L, idx);
+        if (n >= 0 && n < 1 << 20 && n == floor(n)) return (wick_device){WICK_CUDA, (int)n};
+        wl_raise(L, "%s: a device ordinal must be an integer >= 0 (cuda:N), got %g", fn, n);
+    }
     if (lua_type(L, idx) == LUA_TSTRING) {
         if (wick_device_parse(lua_tostring(L, idx), &dev)) wl_raise(L, "%s: %s", fn, wick_last_error());
         return dev;

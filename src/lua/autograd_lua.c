@@ -380,10 +380,29 @@ WL_FUNCTION(t_backward) {
     if (!gradient && !lua_isnoneornil(L, 2) && opts != 2)
         wl_raise(L, "backward: expected a gradient tensor or an options table, got %s", luaL_typename(L, 2));
     int retain = 0;
-    if (opts) {
-        lua_getfield(L, opts, "retain_graph");
-        retain = lua_toboolean(L, -1);
-        lua_pop(L, 1);
+    if (opts) { /* PyTorch's keywords: gradient, retain_graph, create_graph, inputs */
+        lua_pushnil(L);
+        while (lua_next(L, opts)) {
+            const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+            if (key && strcmp(key, "retain_graph") == 0) retain = lua_toboolean(L, -1);
+            else if (key && strcmp(key, "gradient") == 0 && !gradient) {
+                gradient = wl_totensor(L, -1);
+                if (!gradient && !lua_isnil(L, -1))
+                    wl_raise(L, "backward: expected a tensor for option 'gradient', got %s", luaL_typename(L, -1));
+            } else if (key && strcmp(key, "create_graph") == 0) {
+                if (lua_toboolean(L, -1))
+                    wl_raise(L, "backward: create_graph = true (a graph of the backward, for higher-order "
+                                "gradients) is not supported");
+            } else if (key && strcmp(key, "inputs") == 0) {
+                if (!lua_isnil(L, -1))
+                    wl_raise(L, "backward: the option 'inputs' is not supported (every leaf that requires grad "
+                                "gets its gradient)");
+            } else {
+                wl_raise(L, "backward: unknown option '%s' (expected gradient, retain_graph or create_graph)",
+                         key ? key : luaL_typename(L, -2));
+            }
+            lua_pop(L, 1);
+        }
     }
     lua_settop(L, 3);
     get_registry(L, &queue_key); /* 4: the enclosing backward's queue (a hook's backward) */

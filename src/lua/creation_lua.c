@@ -93,12 +93,18 @@ typedef struct {
 static void nested_walk(lua_State *L, int idx, int depth, nested_shape *sh, double *values, int64_t *count,
                         char *path, size_t pathlen) {
     int t = lua_type(L, idx);
-    if (t == LUA_TNUMBER || t == LUA_TBOOLEAN) {
+    wick_tensor *scalar = t == LUA_TUSERDATA && depth > 0 ? wl_totensor(L, idx) : NULL;
+    if (scalar && wick_tensor_numel(scalar) != 1) /* torch.tensor([t0, n]) takes one-element tensors as numbers */
+        wl_raise(L, "wick.tensor: only one-element tensors can be converted to numbers, found one of %lld elements "
+                    "at %s (wick.stack joins tensors)",
+                 (long long)wick_tensor_numel(scalar), path);
+    if (t == LUA_TNUMBER || t == LUA_TBOOLEAN || scalar) {
         if (depth != sh->ndim)
             wl_raise(L, "wick.tensor: ragged nested table: expected a table of %lld elements at %s, found a %s",
-                     (long long)sh->sizes[depth], pathlen ? path : "the top", lua_typename(L, t));
-        if (values) values[*count] = t == LUA_TBOOLEAN ? lua_toboolean(L, idx) : lua_tonumber(L, idx);
-        if (t != LUA_TBOOLEAN) sh->all_bool = 0;
+                     (long long)sh->sizes[depth], pathlen ? path : "the top", luaL_typename(L, idx));
+        if (values && scalar) wl_check(L, wick_item_double(scalar, &values[*count]));
+        else if (values) values[*count] = t == LUA_TBOOLEAN ? lua_toboolean(L, idx) : lua_tonumber(L, idx);
+        if (t != LUA_TBOOLEAN && !(scalar && wick_tensor_dtype(scalar) == WICK_BOOL)) sh->all_bool = 0;
         sh->any_value = 1;
         (*count)++;
         return;

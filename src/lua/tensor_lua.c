@@ -338,7 +338,7 @@ WL_FUNCTION(t_to) {
         wick_dtype d;
         if (other) opt = (wick_options){wick_tensor_dtype(other), wick_tensor_device(other)};
         else if (lua_type(L, i) == LUA_TSTRING && wick_dtype_parse(lua_tostring(L, i), &d) == WICK_OK) opt.dtype = d;
-        else if (lua_type(L, i) == LUA_TSTRING) opt.device = wl_device(L, i, "to");
+        else if (lua_type(L, i) == LUA_TSTRING || lua_type(L, i) == LUA_TNUMBER) opt.device = wl_device(L, i, "to");
         else if (lua_istable(L, i)) {
             lua_getfield(L, i, "type");
             int is_device = !lua_isnil(L, -1);

@@ -15,6 +15,13 @@ local rank, size = dist.get_rank(), dist.get_world_size()
 local checks = dofile("tests/dist/lib/checks.lua").new(rank, "p2p.lua")
 local check, errors_with = checks.check, checks.errors_with
 
+-- torchrun's variables, which build/wick sets from mpirun's (PyTorch scripts read them before init)
+check(os.getenv("RANK") == tostring(rank) and os.getenv("WORLD_SIZE") == tostring(size)
+  and os.getenv("LOCAL_RANK") == tostring(dist.get_local_rank()) and os.getenv("LOCAL_WORLD_SIZE") == tostring(size),
+  "RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE from the launcher")
+-- PyTorch's CPU backend name and init_method are taken
+check(dist.get_default_backend_for_device("cpu") == "mpi", "the CPU's backend")
+
 -- """Blocking point-to-point communication."""
 do
   local tensor = wick.zeros(1)

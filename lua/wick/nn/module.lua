@@ -380,12 +380,12 @@ function Module:to(...)
   local device, dtype, non_blocking
   for i = 1, select("#", ...) do
     local a = select(i, ...)
-    if type(a) == "string" and wick[a] == a and a ~= "float" then dtype = a
+    if type(a) == "string" and (wick._dtype_info[a] or core.dtype_aliases[a]) then dtype = core.dtype_aliases[a] or a
     elseif type(a) == "table" and getmetatable(a) == nil then
       check.options(a, "Module:to", TO_OPTIONS)
       device, dtype = a.device or device, a.dtype or dtype
       if a.non_blocking ~= nil then non_blocking = a.non_blocking end
-    elseif type(a) == "string" or getmetatable(a) == wick.Device then device = a
+    elseif type(a) == "string" or type(a) == "number" or getmetatable(a) == wick.Device then device = a
     elseif a ~= nil then check.expected("Module:to", "device", "a device, a dtype or an options table", a) end
   end
   local code = device ~= nil and wick.device(device)._code or nil
