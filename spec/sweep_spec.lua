@@ -392,6 +392,8 @@ local function run_case(tlist, case)
   wick.set_grad_enabled(true)
   pcall(wick.set_num_threads, nthreads)
   wick.manual_seed(1)
+  wick.set_default_dtype("float32")
+  wick.set_default_device(nil)
   if ok then return "success" end
   if err == HANG then return "hang" end
   if type(err) == "string" and err:sub(1, #PREFIX) == PREFIX then return "clean" end

@@ -725,11 +725,16 @@ mt.__tostring = function(t) return print_tensor(check_tensor(t, "tostring", "sel
 -- `acc1 > best_acc1`); elementwise comparisons are t:lt(u), t:le(u), ... (a
 -- tensor and a number cannot meet a metamethod in Lua 5.1: t:item() < 3)
 local function compared(op, a, b)
-  if a:numel() ~= 1 or b:numel() ~= 1 then
-    core.error(("attempt to compare tensors of %d and %d elements with %s: Lua's comparisons give one boolean; "
-      .. "use t:lt(u), t:le(u), t:gt(u), t:ge(u) for elementwise ones"):format(a:numel(), b:numel(), op))
+  local function value(v) -- (Lua 5.4 calls the metamethod for a number too)
+    if type(v) == "number" then return v end
+    if getmetatable(v) ~= mt then core.error(("attempt to compare a tensor with %s using %s"):format(type(v), op)) end
+    if v:numel() ~= 1 then
+      core.error(("attempt to compare a tensor of %d elements with %s: Lua's comparisons give one boolean; "
+        .. "use t:lt(u), t:le(u), t:gt(u), t:ge(u) for elementwise ones"):format(v:numel(), op))
+    end
+    return v:item()
   end
-  return a:item(), b:item()
+  return value(a), value(b)
 end
 mt.__lt = function(a, b)
   local x, y = compared("<", a, b)

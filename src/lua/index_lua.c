@@ -70,8 +70,11 @@ static wick_key_entry range_entry(lua_State *L, int idx, int n, int64_t size, in
 }
 
 /* The table key at idx as entries for t's dims from the first; the entries
- * that are tensors become whole dims, their positions in tp (count *nt). */
-static int parse_key(lua_State *L, int idx, wick_tensor *t, wick_key_entry *e, int *tp, int *nt) {
+ * that are tensors become whole dims, their dims in tp and entries (0-based)
+ * in te (count *nt). One
+ * entry may be "..." (Python's Ellipsis): as many whole dims as the other
+ * entries leave. Returns the number of dims the entries cover. */
+static int parse_key(lua_State *L, int idx, wick_tensor *t, wick_key_entry *e, int *tp, int *te, int *nt) {
     int n = (int)lua_objlen(L, idx), nd = wick_tensor_ndim(t);
     lua_pushnil(L);
     while (lua_next(L, idx)) { /* only entries 1..n */
@@ -81,59 +84,77 @@ static int parse_key(lua_State *L, int idx, wick_tensor *t, wick_key_entry *e, i
             wl_raise(L, "index: a key table holds entries 1..n only (numbers and ranges), found the key %s",
                      lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, -1));
     }
-    if (n > nd)
-        wl_raise(L, "index: too many indices for tensor of dimension %d (the key has %d entries)", nd, n);
+    int ellipsis = -1;
+    for (int i = 0; i < n; i++) {
+        lua_rawgeti(L, idx, i + 1);
+        if (lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "...") == 0) {
+            if (ellipsis >= 0) wl_raise(L, "index: a key can only have a single ellipsis ('...')");
+            ellipsis = i;
+        }
+        lua_pop(L, 1);
+    }
+    int real = n - (ellipsis >= 0);
+    if (real > nd)
+        wl_raise(L, "index: too many indices for tensor of dimension %d (the key has %d entries)", nd, real);
     const int64_t *sizes = wick_tensor_sizes(t);
     *nt = 0;
-    for (int i = 0; i < n; i++) {
+    int d = 0; /* the dim entry i is for */
+    for (int i = 0; i < n; i++, d++) {
+        if (i == ellipsis) {
+            for (int k = 0; k < nd - real; k++, d++) e[d] = (wick_key_entry){0, 0, sizes[d], 1};
+            d--;
+            continue;
+        }
         lua_rawgeti(L, idx, i + 1);
         int top = lua_gettop(L), ty = lua_type(L, top);
         if (ty == LUA_TNUMBER) {
-            e[i] = (wick_key_entry){1, select_index(L, top, sizes[i], i), 1, 1};
+            e[d] = (wick_key_entry){1, select_index(L, top, sizes[d], d), 1, 1};
         } else if (ty == LUA_TTABLE && !wl_totensor(L, top)) {
             int m = (int)lua_objlen(L, top);
-            if (m == 0) e[i] = (wick_key_entry){0, 0, sizes[i], 1};
-            else if (m == 2 || m == 3) e[i] = range_entry(L, top, m, sizes[i], i);
+            if (m == 0) e[d] = (wick_key_entry){0, 0, sizes[d], 1};
+            else if (m == 2 || m == 3) e[d] = range_entry(L, top, m, sizes[d], d);
             else
                 wl_raise(L, "index: entry %d of the key: a range is {} (all), {first, last} or {first, last, step}, got a table of %d elements",
                          i + 1, m);
         } else if (wl_totensor(L, top)) {
-            e[i] = (wick_key_entry){0, 0, sizes[i], 1};
-            tp[(*nt)++] = i;
+            e[d] = (wick_key_entry){0, 0, sizes[d], 1};
+            te[*nt] = i;
+            tp[(*nt)++] = d;
         } else {
-            wl_raise(L, "index: entry %d of the key must be a number or a range table ({}, {first, last}, {first, last, step}), got %s",
+            wl_raise(L, "index: entry %d of the key must be a number, a range table ({}, {first, last}, {first, last, step}), "
+                        "a tensor or \"...\", got %s",
                      i + 1, luaL_typename(L, top));
         }
         lua_pop(L, 1);
     }
-    return n;
+    return d;
 }
 
 /* The index tensors of a table key (entries tp[0..nt), next to each other,
  * int64; or one bool mask) as one 0-based index over the *group dims they
  * cover: *dim is where those are in the view of the other entries. Leaves its
  * tensors on the stack. */
-static wick_tensor *key_tensors(lua_State *L, int kidx, wick_tensor *t, const wick_key_entry *e, const int *tp, int nt,
+static wick_tensor *key_tensors(lua_State *L, int kidx, wick_tensor *t, const wick_key_entry *e, const int *tp, const int *te, int nt,
                                 int *dim, int *group) {
     const int64_t *sizes = wick_tensor_sizes(t);
     wick_tensor *conv[WICK_MAX_DIMS];
     *dim = tp[0];
     for (int i = 0; i < tp[0]; i++) *dim -= e[i].select;
-    lua_rawgeti(L, kidx, tp[0] + 1);
+    lua_rawgeti(L, kidx, te[0] + 1);
     wick_tensor *m = wl_totensor(L, -1);
     wick_dtype md = wick_tensor_dtype(m);
     if (md == WICK_BOOL || md == WICK_UINT8) { /* a mask entry: its positions over the dims it covers */
         if (nt > 1) wl_raise(L, "index: a bool mask inside a key must be its only tensor entry");
         int mn = wick_tensor_ndim(m);
-        if (mn != 1 && tp[0] + 1 < (int)lua_objlen(L, kidx))
-            wl_raise(L, "index: entry %d of the key: a mask of %d dims must be the key's last entry", tp[0] + 1, mn);
+        if (mn != 1 && te[0] + 1 < (int)lua_objlen(L, kidx))
+            wl_raise(L, "index: entry %d of the key: a mask of %d dims must be the key's last entry", te[0] + 1, mn);
         if (tp[0] + mn > wick_tensor_ndim(t))
-            wl_raise(L, "index: entry %d of the key: a mask of %d dims reaches past the tensor's %d dims", tp[0] + 1, mn,
+            wl_raise(L, "index: entry %d of the key: a mask of %d dims reaches past the tensor's %d dims", te[0] + 1, mn,
                      wick_tensor_ndim(t));
         for (int d = 0; d < mn; d++)
             if (wick_tensor_sizes(m)[d] != sizes[tp[0] + d])
                 wl_raise(L, "index: entry %d of the key: the mask's size %lld at its dim %d does not match the tensor's %lld at dim %d",
-                         tp[0] + 1, (long long)wick_tensor_sizes(m)[d], d + 1, (long long)sizes[tp[0] + d], tp[0] + d + 1);
+                         te[0] + 1, (long long)wick_tensor_sizes(m)[d], d + 1, (long long)sizes[tp[0] + d], tp[0] + d + 1);
         *group = mn;
         wick_tensor **slot = wl_new_slot(L);
         wl_check(L, wick_mask_positions(slot, m));
@@ -143,13 +164,13 @@ static wick_tensor *key_tensors(lua_State *L, int kidx, wick_tensor *t, const wi
     for (int j = 0; j < nt; j++) {
         if (tp[j] != tp[0] + j)
             wl_raise(L, "index: the index tensors of a key must be next to each other (entries %d and %d are not)",
-                     tp[0] + 1, tp[j] + 1);
-        lua_rawgeti(L, kidx, tp[j] + 1);
+                     te[0] + 1, te[j] + 1);
+        lua_rawgeti(L, kidx, te[j] + 1);
         wick_tensor *k = wl_totensor(L, -1);
         wick_dtype d = wick_tensor_dtype(k);
         if (d != WICK_INT64 && d != WICK_INT32)
             wl_raise(L, "index: entry %d of the key: a tensor entry must be an int64 index tensor or a bool mask, got %s",
-                     tp[j] + 1, wick_dtype_name(d));
+                     te[j] + 1, wick_dtype_name(d));
         wick_tensor **slot = wl_new_slot(L);
         wl_check(L, wick_index_from_one_based(slot, k, sizes[tp[j]], tp[j]));
         conv[j] = *slot;
@@ -202,9 +223,9 @@ WL_FUNCTION(t_index_get) {
     wick_tensor *k = wl_totensor(L, 2);
     if (lua_type(L, 2) == LUA_TTABLE && !k) {
         wick_key_entry e[WICK_MAX_DIMS];
-        int tp[WICK_MAX_DIMS], nt, dim, group;
-        int n = parse_key(L, 2, t, e, tp, &nt);
-        wick_tensor *index = nt ? key_tensors(L, 2, t, e, tp, nt, &dim, &group) : NULL;
+        int tp[WICK_MAX_DIMS], te[WICK_MAX_DIMS], nt, dim, group;
+        int n = parse_key(L, 2, t, e, tp, te, &nt);
+        wick_tensor *index = nt ? key_tensors(L, 2, t, e, tp, te, nt, &dim, &group) : NULL;
         wick_tensor **slot = wl_new_slot(L);
         wl_check(L, nt ? wick_index_key(slot, t, n, e, dim, group, index) : wick_index_view(slot, t, n, e));
         return 1;
@@ -258,10 +279,10 @@ WL_FUNCTION(t_index_set) {
             if (wick_tensor_ndim(t) == 0) wl_raise(L, "index: cannot index a 0-dim tensor with a number (use :fill_())");
             e[0] = (wick_key_entry){1, select_index(L, 2, wick_tensor_sizes(t)[0], 0), 1, 1};
         } else {
-            int tp[WICK_MAX_DIMS], nt, dim, group;
-            n = parse_key(L, 2, t, e, tp, &nt);
+            int tp[WICK_MAX_DIMS], te[WICK_MAX_DIMS], nt, dim, group;
+            n = parse_key(L, 2, t, e, tp, te, &nt);
             if (nt) {
-                wick_tensor *index = key_tensors(L, 2, t, e, tp, nt, &dim, &group);
+                wick_tensor *index = key_tensors(L, 2, t, e, tp, te, nt, &dim, &group);
                 WRITE(L, wick_index_key_put_(t, n, e, dim, group, index, v, s, 0));
                 return 0;
             }
