@@ -324,3 +324,58 @@ describe("wick.profiler.profile", function()
     end
   end)
 end)
+
+describe("wick.profiler with PyTorch's schedule, step and on_trace_ready", function()
+  local P = wick.profiler
+  it("gives each cycle's active steps to on_trace_ready, as ProfilerStep#N ranges", function()
+    local x = wick.randn(8, 8)
+    local got = {}
+    local prof = P.profile(function(p)
+      for _ = 1, 9 do
+        x:matmul(x)
+        p:step()
+      end
+    end, { activities = { P.ProfilerActivity.CPU, P.ProfilerActivity.CUDA }, record_shapes = true,
+      schedule = P.schedule { wait = 1, warmup = 1, active = 2, ["repeat"] = 2 },
+      on_trace_ready = function(pr) got[#got + 1] = pr end })
+    assert.are.equal(2, #got)
+    local function steps(pr)
+      local names, mm = {}, 0
+      for _, e in ipairs(pr.events) do
+        if e.name:match("^ProfilerStep") then names[#names + 1] = e.name end
+        if e.name == "matmul" then mm = mm + 1 end
+      end
+      return table.concat(names, " "), mm
+    end
+    assert.are.same({ "ProfilerStep#2 ProfilerStep#3", 2 }, { steps(got[1]) })
+    assert.are.same({ "ProfilerStep#6 ProfilerStep#7", 2 }, { steps(got[2]) })
+    -- the whole run is the returned profile; its steps share PyTorch's ProfilerStep* row
+    local rows = prof:key_averages().rows
+    local step_row
+    for _, r in ipairs(rows) do if r.key == "ProfilerStep*" then step_row = r end end
+    assert.are.equal(10, step_row.count) -- #0 .. #9: one opened at the start and one by each step()
+    assert.truthy(got[1]:key_averages():table():find("matmul", 1, true))
+  end)
+
+  it("follows PyTorch's schedule, and writes traces for TensorBoard", function()
+    local s = P.schedule(1, 1, 2, 1, 1)
+    local want = { "none", "none", "warmup", "record", "record_and_save", "none", "none" }
+    for step = 0, #want - 1 do assert.are.equal(want[step + 1], s(step)) end
+    local dir = os.tmpname()
+    os.remove(dir)
+    local handler = P.tensorboard_trace_handler(dir, "w0")
+    P.profile(function(p) for _ = 1, 3 do wick.ones(2):add(1); p:step() end end,
+      { schedule = P.schedule { active = 1 }, on_trace_ready = handler })
+    local f = io.open(dir .. "/w0.1.pt.trace.json")
+    assert.is_not_nil(f)
+    assert.truthy(f:read("*a"):find('"traceEvents"', 1, true))
+    f:close()
+    os.execute("rm -rf '" .. dir .. "'")
+  end)
+
+  it("refuses bad schedules and activities", function()
+    assert.has_error(function() P.schedule { active = 0 } end)
+    assert.has_error(function() P.profile(function() end, { activities = { "tpu" } }) end)
+    assert.has_error(function() P.profile(function() end, { schedule = 3 }) end)
+  end)
+end)

@@ -79,9 +79,89 @@ local function device_totals(events)
   return total
 end
 
-local OPTIONS = { record_shapes = true, profile_memory = true, with_stack = true, max_events = true }
+local OPTIONS = { record_shapes = true, profile_memory = true, with_stack = true, max_events = true,
+  activities = true, schedule = true, on_trace_ready = true, with_flops = true, with_modules = true }
 
---- wick.profiler.profile(fn[, {record_shapes = false, profile_memory = true, max_events = 1e6}])
+--- PyTorch's ProfilerActivity: every device's ops are recorded whatever the list says
+profiler.ProfilerActivity = { CPU = "cpu", CUDA = "cuda" }
+
+--- wick.profiler.schedule{wait = 0, warmup = 0, active = 1, ["repeat"] = 0, skip_first = 0}
+--- (or positionally): for each step, "none", "warmup", "record" or
+--- "record_and_save" (the last active step of a cycle), as PyTorch's
+function profiler.schedule(wait, warmup, active, rep, skip_first)
+  if type(wait) == "table" then
+    local o = check.options(wait, "schedule", { wait = "integer", warmup = "integer", active = "integer",
+      ["repeat"] = "integer", skip_first = "integer" })
+    wait, warmup, active, rep, skip_first = o.wait, o.warmup, o.active, o["repeat"], o.skip_first
+  end
+  wait, warmup, active = wait or 0, warmup or 0, active or 1
+  rep, skip_first = rep or 0, skip_first or 0
+  for name, v in pairs({ wait = wait, warmup = warmup, ["repeat"] = rep, skip_first = skip_first }) do
+    check.int(v, "schedule", name, 0)
+  end
+  check.int(active, "schedule", "active", 1)
+  local cycle = wait + warmup + active
+  return function(step)
+    if step < skip_first then return "none" end
+    local s = step - skip_first
+    if rep > 0 and math.floor(s / cycle) >= rep then return "none" end
+    local mod = s % cycle
+    if mod < wait then return "none" end
+    if mod < wait + warmup then return "warmup" end
+    return mod < cycle - 1 and "record" or "record_and_save"
+  end
+end
+
+--- wick.profiler.tensorboard_trace_handler(dir[, worker_name]): an
+--- on_trace_ready that writes each window's Chrome trace into dir, as
+--- <worker_name>.<n>.pt.trace.json (TensorBoard's profiler plugin's layout)
+function profiler.tensorboard_trace_handler(dir, worker_name)
+  check.string(dir, "tensorboard_trace_handler", "dir_name")
+  if worker_name ~= nil then check.string(worker_name, "tensorboard_trace_handler", "worker_name") end
+  local n = 0
+  return function(prof)
+    os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "'")
+    n = n + 1
+    prof:export_chrome_trace(("%s/%s.%d.pt.trace.json"):format(dir, worker_name or "wick", n))
+  end
+end
+
+-- The profile of the events that start in [from_us, to_us)
+local function window(self, from_us, to_us)
+  local events, map = {}, {}
+  for i, e in ipairs(self.events) do
+    if e.start_us >= from_us and e.start_us < to_us then
+      local c = {}
+      for k, v in pairs(e) do c[k] = v end
+      events[#events + 1] = c
+      map[i] = #events
+      c.parent = map[e.parent] or 0
+    end
+  end
+  return setmetatable({ events = events, dropped = 0, record_shapes = self.record_shapes,
+    profile_memory = self.profile_memory }, getmetatable(self))
+end
+
+-- The scheduled windows of a finished profile, each given to on_trace_ready.
+local function deliver(prof, steps, schedule, on_trace_ready)
+  local from
+  for k, st in ipairs(steps) do
+    local action = schedule(k - 1)
+    if (action == "record" or action == "record_and_save") and not from then from = st.start_us end
+    if action == "none" or action == "warmup" then from = nil end
+    if action == "record_and_save" and from then
+      on_trace_ready(window(prof, from, st.end_us))
+      from = nil
+    end
+  end
+end
+
+--- wick.profiler.profile(fn[, {record_shapes = false, profile_memory = true, max_events = 1e6,
+--- schedule = profiler.schedule{...}, on_trace_ready = f, activities = {...}}]):
+--- fn(prof_steps) runs profiled; fn may call prof_steps:step() at the end of
+--- each training step (PyTorch's prof.step()): each step is a range
+--- "ProfilerStep#N", and with a schedule each cycle's active steps go to
+--- on_trace_ready as a profile of their own once fn returns
 function profiler.profile(fn, opts)
   if type(fn) ~= "function" then check.expected("wick.profiler.profile", "fn", "a function", fn) end
   opts = opts or {}
@@ -89,16 +169,42 @@ function profiler.profile(fn, opts)
   for k in pairs(opts) do
     if not OPTIONS[k] then core.error(("wick.profiler.profile: unknown option '%s'"):format(tostring(k))) end
   end
+  if opts.activities ~= nil then
+    check.table(opts.activities, "wick.profiler.profile", "activities")
+    for i, a in ipairs(opts.activities) do
+      if a ~= "cpu" and a ~= "cuda" then
+        check.expected("wick.profiler.profile", ("activities[%d]"):format(i), "a ProfilerActivity", a)
+      end
+    end
+  end
+  if opts.schedule ~= nil and type(opts.schedule) ~= "function" then
+    check.expected("wick.profiler.profile", "schedule", "a function (wick.profiler.schedule{...})", opts.schedule)
+  end
+  if opts.on_trace_ready ~= nil and type(opts.on_trace_ready) ~= "function" then
+    check.expected("wick.profiler.profile", "on_trace_ready", "a function", opts.on_trace_ready)
+  end
   local max_events = opts.max_events or 1000000
   if not core.profiler_hooked and not profiler._warned_unhooked then
     profiler._warned_unhooked = true
     wick._warn("wick.profiler.profile: this build has no profiler hook (WICK_PROFILER_HOOK=OFF): ops are not"
       .. " recorded, only record_function ranges")
   end
+  -- the steps: with a schedule, "ProfilerStep#N" ranges from the start, each
+  -- step() ending one and opening the next (PyTorch's); their times split the windows
+  local steps, open = 0, nil
+  local handle = {}
+  local function next_step()
+    if open then core.profiler_end(open) end
+    open = core.profiler_begin(("ProfilerStep#%d"):format(steps), -2)
+    steps = steps + 1
+  end
+  function handle.step() if opts.schedule then next_step() end end
   core.profiler_start(max_events, opts.record_shapes and true or false)
   profiling.names, profiling.counts = setmetatable({}, { __mode = "k" }), {}
   profiling.on = true
-  local ok, err = pcall(fn)
+  if opts.schedule then next_step() end
+  local ok, err = pcall(fn, handle)
+  if open then core.profiler_end(open) end
   profiling.on = false
   core.profiler_stop()
   local events, dropped = core.profiler_events()
@@ -107,8 +213,20 @@ function profiler.profile(fn, opts)
     wick._warn(("wick.profiler.profile: %d events did not fit in max_events = %d and were dropped"):format(dropped,
       max_events))
   end
-  return setmetatable({ events = finish(events), dropped = dropped, record_shapes = opts.record_shapes and true or false,
-    profile_memory = opts.profile_memory ~= false }, Profile)
+  local prof = setmetatable({ events = finish(events), dropped = dropped,
+    record_shapes = opts.record_shapes and true or false, profile_memory = opts.profile_memory ~= false }, Profile)
+  if opts.on_trace_ready then
+    if opts.schedule then
+      local ranges = {} -- the step ranges, in order
+      for _, e in ipairs(prof.events) do
+        if e.device == -2 and e.name:match("^ProfilerStep#%d+$") then ranges[#ranges + 1] = e end
+      end
+      deliver(prof, ranges, opts.schedule, opts.on_trace_ready)
+    else
+      opts.on_trace_ready(prof)
+    end
+  end
+  return prof
 end
 
 --- wick.profiler.record_function(name, fn, ...): fn(...) as a named range
