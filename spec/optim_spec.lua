@@ -145,10 +145,10 @@ describe("optimizer steps against PyTorch (3 steps, float64)", function()
     assert_close(w, REF.sgd[1].w, 1e-12)
   end)
 
-  it("raises on unknown options, a missing lr and no parameters", function()
+  it("raises on unknown options, an lr that is not a number and no parameters", function()
     local w = params()
     assert_error_has(function() optim.SGD({ w }, { lr = 0.1, momentun = 0.9 }) end, "momentun")
-    assert_error_has(function() optim.SGD({ w }, {}) end, "lr")
+    assert_error_has(function() optim.SGD({ w }, { lr = "fast" }) end, "lr")
     assert_error_has(function() optim.Adam({}, { lr = 0.1 }) end, "parameters")
   end)
 end)
@@ -794,5 +794,29 @@ describe("state saved by PyTorch", function()
     assert.are.same(sched:get_last_lr(), other:get_last_lr())
     sd.nonsense = 1
     assert_error_has(function() other:load_state_dict(sd) end, "unexpected key 'nonsense'")
+  end)
+end)
+
+describe("PyTorch's optimizer defaults and checks", function()
+  it("SGD's lr defaults to 1e-3, nesterov needs momentum, Adam takes decoupled_weight_decay (AdamW's rule)", function()
+    local p = wick.ones(2):requires_grad_()
+    assert.are.equal(1e-3, optim.SGD({ p }).param_groups[1].lr)
+    assert_error_has(function() optim.SGD({ p }, { lr = 0.1, nesterov = true }) end,
+      "Nesterov momentum requires a momentum and zero dampening")
+    assert_error_has(function() optim.SGD({ p }, { lr = 0.1, momentum = 0.9, dampening = 0.1, nesterov = true }) end,
+      "Nesterov momentum requires")
+    local a = wick.tensor({ 1, 2 }, F64):requires_grad_()
+    local b = a:detach():clone():requires_grad_()
+    local oa = optim.Adam({ a }, { lr = 0.1, weight_decay = 0.1, decoupled_weight_decay = true })
+    local ob = optim.AdamW({ b }, { lr = 0.1, weight_decay = 0.1 })
+    for _ = 1, 3 do
+      for _, pair in ipairs({ { a, oa }, { b, ob } }) do
+        pair[2]:zero_grad()
+        local loss = (pair[1] * pair[1]):sum()
+        loss:backward()
+        pair[2]:step()
+      end
+    end
+    assert.is_true(a:equal(b))
   end)
 end)

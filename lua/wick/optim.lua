@@ -105,6 +105,9 @@ local function make_group(self, g, gi)
   end
   if group.lr == "required" or type(group.lr) ~= "number" then check.fail(name, "lr is required (a number)") end
   check_group(name, group, option_kinds(getmetatable(self)))
+  if group.nesterov and (group.momentum <= 0 or group.dampening ~= 0) then
+    check.fail(name, "Nesterov momentum requires a momentum and zero dampening")
+  end
   for _, other in ipairs(self.param_groups) do
     for _, q in ipairs(other.params) do
       if seen[q] then check.fail(name, "some parameters appear in more than one parameter group") end
@@ -329,7 +332,7 @@ end
 
 -- ---- SGD ----
 local fused_sgd = wick._core._sgd_step
-optim.SGD = class("SGD", { lr = "required", momentum = 0, dampening = 0, weight_decay = 0, nesterov = false, maximize = false },
+optim.SGD = class("SGD", { lr = 1e-3, momentum = 0, dampening = 0, weight_decay = 0, nesterov = false, maximize = false },
   function(p, g, state, group)
     local momentum = group.momentum
     local buf, first = state.momentum_buffer, false
@@ -356,8 +359,9 @@ optim.SGD = class("SGD", { lr = "required", momentum = 0, dampening = 0, weight_
 
 -- ---- Adam and AdamW ----
 local fused_adam = wick._core._adam_step
-local function adam(decoupled)
+local function adam(always_decoupled)
   return function(p, g, state, group)
+    local decoupled = always_decoupled or group.decoupled_weight_decay -- Adam's option: AdamW's rule
     if group.maximize then g = -g end
     local b1, b2 = group.betas[1], group.betas[2]
     if not state.exp_avg then
@@ -392,7 +396,7 @@ local function adam(decoupled)
   end
 end
 optim.Adam = class("Adam", { lr = 1e-3, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0, amsgrad = false,
-  maximize = false }, adam(false))
+  maximize = false, decoupled_weight_decay = false }, adam(false))
 optim.AdamW = class("AdamW", { lr = 1e-3, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 1e-2, amsgrad = false,
   maximize = false }, adam(true))
 
