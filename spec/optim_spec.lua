@@ -820,3 +820,53 @@ describe("PyTorch's optimizer defaults and checks", function()
     assert.is_true(a:equal(b))
   end)
 end)
+
+describe("lr_scheduler.LRScheduler, a scheduler of one's own", function()
+  local S = optim.lr_scheduler
+  local Warmup = S.LRScheduler:extend("Warmup")
+  function Warmup:init(opt, warmup, last_epoch)
+    self.warmup = warmup
+    Warmup.super.init(self, opt, last_epoch)
+  end
+  function Warmup:get_lr()
+    local out = {}
+    for i, base in ipairs(self.base_lrs) do out[i] = base * math.min(1, (self.last_epoch + 1) / self.warmup) end
+    return out
+  end
+
+  it("steps through its get_lr, as PyTorch's subclasses (values from torch 2.15)", function()
+    local p = wick.ones(1):requires_grad_()
+    local opt = optim.SGD({ { params = { p }, lr = 0.1 }, { params = { wick.ones(1):requires_grad_() }, lr = 1 } })
+    local s = Warmup(opt, 4)
+    local got = {}
+    for _ = 1, 6 do
+      got[#got + 1] = s:get_last_lr()[1]
+      opt:step()
+      s:step()
+    end
+    assert_close({ 0.025, 0.05, 0.075, 0.1, 0.1, 0.1 }, got, 1e-15)
+    assert.are.equal(1, opt.param_groups[2].lr)
+    assert.is_true(wick.isinstance(s, S.LRScheduler))
+    -- its state is every plain field; it resumes
+    local sd = s:state_dict()
+    assert.are.equal(4, sd.warmup)
+    assert.is_nil(sd.optimizer)
+    local again = Warmup(optim.SGD({ { params = { p }, lr = 0.1 }, { params = { wick.ones(1):requires_grad_() }, lr = 1 } }), 4)
+    again:load_state_dict(sd)
+    assert.are.equal(s.last_epoch, again.last_epoch)
+    assert.are.same(s:get_last_lr(), again:get_last_lr())
+  end)
+
+  it("says what a subclass left out", function()
+    local p = wick.ones(1):requires_grad_()
+    local NoInit = S.LRScheduler:extend("NoInit")
+    function NoInit:init() end
+    assert_error_has(function() NoInit(optim.SGD({ p }, { lr = 0.1 })) end, "init must call NoInit.super.init")
+    local NoLr = S.LRScheduler:extend("NoLr")
+    assert_error_has(function() NoLr(optim.SGD({ p }, { lr = 0.1 })) end, "NoLr:get_lr: not defined")
+    local Short = S.LRScheduler:extend("Short")
+    function Short:get_lr() return {} end
+    assert_error_has(function() Short(optim.SGD({ p }, { lr = 0.1 })) end, "expected a table of 1 learning rates")
+    assert_error_has(function() Warmup(optim.SGD({ p }, { lr = 0.1 }), 2, 5) end, "initial_lr")
+  end)
+end)

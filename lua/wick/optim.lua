@@ -823,7 +823,7 @@ end
 local function kinds_of(cls)
   local spec = formulas[cls] or {}
   local kinds = {}
-  for k, v in pairs(cls.defaults) do kinds[k] = type(v) end
+  for k, v in pairs(cls.defaults or {}) do kinds[k] = type(v) end
   for k, v in pairs(spec.kinds or {}) do kinds[k] = v end
   return kinds
 end
@@ -842,13 +842,19 @@ end
 -- (where the scheduler has one) at a given epoch
 local function update_lr(self, epoch)
   local spec, values = formulas[getmetatable(self)], {}
-  local form = spec.lr
-  if epoch == nil then
-    self.last_epoch = self.last_epoch + 1
-  else
-    self.last_epoch = epoch
-    if spec.closed then form = function(s, _, base, i) return spec.closed(s, base, i) end end
+  self.last_epoch = epoch or self.last_epoch + 1
+  if spec == nil then -- a scheduler of one's own (LRScheduler:extend): its get_lr()
+    local name = getmetatable(self).__name
+    values = self:get_lr()
+    if type(values) ~= "table" or #values ~= #self.optimizer.param_groups then
+      check.fail(name .. ":get_lr", "expected a table of %d learning rates (one per parameter group), got %s",
+        #self.optimizer.param_groups, check.describe(values))
+    end
+    for i, v in ipairs(values) do check.number(v, name .. ":get_lr", ("lr %d"):format(i)) end
+    return set_lrs(self, values)
   end
+  local form = spec.lr
+  if epoch ~= nil and spec.closed then form = function(s, _, base, i) return spec.closed(s, base, i) end end
   for i, g in ipairs(self.optimizer.param_groups) do values[i] = form(self, g, self.base_lrs[i], i) end
   set_lrs(self, values)
 end
@@ -892,6 +898,61 @@ function Scheduler:get_last_lr()
   return { unpack(self._last_lr) }
 end
 
+--- lr_scheduler.LRScheduler: the base of a scheduler of one's own, as
+--- PyTorch's: LRScheduler:extend("Name") makes a class whose init(opt, ...)
+--- sets its fields and then calls Name.super.init(self, opt[, last_epoch]),
+--- and whose get_lr() gives one lr per parameter group (self.last_epoch,
+--- self.base_lrs, the groups' lr); step, get_last_lr, state_dict (every
+--- plain field) and load_state_dict are the schedulers'.
+local LRScheduler = setmetatable({ __name = "LRScheduler" }, { __index = Scheduler })
+LRScheduler.__index = LRScheduler
+optim.lr_scheduler.LRScheduler = LRScheduler
+
+function LRScheduler:extend(name)
+  if type(self) ~= "table" or (self ~= LRScheduler and rawget(self, "super") == nil) then
+    check.expected("LRScheduler.extend", "self", "an LRScheduler class", self)
+  end
+  if name ~= nil then check.string(name, "LRScheduler.extend", "name") end
+  local C = setmetatable({ super = self, __name = name or "LRScheduler" }, {
+    __index = self,
+    __call = function(cls, ...)
+      local obj = setmetatable({}, cls)
+      obj:init(...)
+      if obj._step_count == nil then
+        check.fail(cls.__name, "init must call %s.super.init(self, optimizer) (LRScheduler's init)", cls.__name)
+      end
+      return obj
+    end,
+  })
+  C.__index = C
+  return C
+end
+
+--- LRScheduler.init(self, optimizer[, last_epoch = -1]): base_lrs from the
+--- groups' initial_lr, then the initial step (PyTorch's __init__)
+function LRScheduler:init(opt, last_epoch)
+  local name = (getmetatable(self) or LRScheduler).__name
+  if type(opt) ~= "table" or type(opt.param_groups) ~= "table" then check.expected(name, "optimizer", "an optimizer", opt) end
+  last_epoch = last_epoch == nil and -1 or check.int(last_epoch, name, "last_epoch", -1)
+  self.optimizer, self.base_lrs = opt, {}
+  for i, g in ipairs(opt.param_groups) do
+    if g.initial_lr == nil then
+      if last_epoch ~= -1 then
+        check.fail(name, "param 'initial_lr' is not specified in param_groups[%d] when resuming an optimizer", i)
+      end
+      g.initial_lr = g.lr
+    end
+    self.base_lrs[i] = g.initial_lr
+  end
+  self.last_epoch = last_epoch
+  initial_step(self)
+end
+
+function LRScheduler:get_lr()
+  check.fail((getmetatable(self) or LRScheduler).__name .. ":get_lr",
+    "not defined: a scheduler made with LRScheduler:extend defines get_lr()")
+end
+
 local STATE_KINDS = { last_epoch = "number", _step_count = "number", base_lrs = "table", _last_lr = "table" }
 local PYTORCH_ONLY = { _get_lr_called_within_step = true, _is_initial = true, verbose = true }
 
@@ -909,6 +970,9 @@ function Scheduler:state_dict()
   for k in pairs(STATE_KINDS) do keep(k) end
   for k in pairs(kinds_of(cls)) do keep(k) end
   for k in pairs((formulas[cls] or {}).state or {}) do keep(k) end
+  if formulas[cls] == nil then -- one's own (PyTorch's: its __dict__ but the optimizer)
+    for k in pairs(self) do if k ~= "optimizer" and type(k) == "string" then keep(k) end end
+  end
   return sd
 end
 
@@ -922,13 +986,13 @@ function Scheduler:load_state_dict(sd)
   local own = {}
   for k, v in pairs(sd) do
     if not PYTORCH_ONLY[k] then -- (PyTorch's own bookkeeping, in its saved schedulers)
-      if type(k) ~= "string" or kinds[k] == nil then
+      if type(k) ~= "string" or (kinds[k] == nil and formulas[cls] ~= nil) then
         check.fail("load_state_dict", "unexpected key '%s' in a %s state", tostring(k), cls.__name)
       end
       own[k] = v
     end
   end
-  check.options(own, "load_state_dict", kinds)
+  if formulas[cls] ~= nil then check.options(own, "load_state_dict", kinds) end
   for k, v in pairs(own) do self[k] = copy_plain(v) end
   if self._last_lr == nil then self._last_lr = {} end
 end
