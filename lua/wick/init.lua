@@ -716,6 +716,50 @@ wick.backends = { cuda = { matmul = setmetatable({}, {
     core.cuda_allow_tf32(v and true or false)
   end,
 }) } }
+-- PyTorch's flags that scripts set and wick has nothing behind: cuDNN (wick's
+-- CUDA backend does not use it) and Apple's MPS
+wick.backends.cudnn = { enabled = true, benchmark = false, deterministic = false, allow_tf32 = true,
+  is_available = function() return false end }
+wick.backends.mps = { is_available = function() return false end, is_built = function() return false end }
+
+--- wick.accelerator (PyTorch's torch.accelerator): the GPU when there is one
+wick.accelerator = {
+  is_available = function() return core.cuda_device_count() > 0 end,
+  device_count = function() return core.cuda_device_count() end,
+  current_accelerator = function() return core.cuda_device_count() > 0 and wick.device("cuda") or nil end,
+  current_device_index = function() return core.cuda_device_count() > 0 and wick.cuda.current_device() or -1 end,
+}
+
+--- wick.finfo([dtype]) / wick.iinfo(dtype): the numeric limits of a dtype, as PyTorch's
+local FINFO = {
+  float32 = { bits = 32, eps = 2 ^ -23, max = 3.4028234663852886e38, tiny = 2 ^ -126, resolution = 1e-6 },
+  float64 = { bits = 64, eps = 2 ^ -52, max = 1.7976931348623157e308, tiny = 2 ^ -1022, resolution = 1e-15 },
+  float16 = { bits = 16, eps = 2 ^ -10, max = 65504, tiny = 2 ^ -14, resolution = 1e-3 },
+  bfloat16 = { bits = 16, eps = 2 ^ -7, max = 3.3895313892515355e38, tiny = 2 ^ -126, resolution = 1e-2 },
+}
+local IINFO = {
+  int64 = { bits = 64, min = -2 ^ 63, max = 2 ^ 63 - 1 }, -- (max is 2^63 in a double)
+  int32 = { bits = 32, min = -2 ^ 31, max = 2 ^ 31 - 1 },
+  uint8 = { bits = 8, min = 0, max = 255 },
+}
+local function dtype_name(d, fn)
+  local name = core.dtype_aliases[d] or d
+  if type(name) ~= "string" or not dtype_info[name] then check.expected(fn, "type", "a dtype", d) end
+  return name
+end
+function wick.finfo(d)
+  local name = dtype_name(d == nil and core.get_default_dtype() or d, "finfo")
+  local f = FINFO[name]
+  if not f then core.error(("finfo: %s is not a floating point dtype (wick.iinfo is for integers)"):format(name)) end
+  return { bits = f.bits, eps = f.eps, max = f.max, min = -f.max, tiny = f.tiny, smallest_normal = f.tiny,
+    resolution = f.resolution, dtype = name }
+end
+function wick.iinfo(d)
+  local name = dtype_name(d, "iinfo")
+  local f = IINFO[name]
+  if not f then core.error(("iinfo: %s is not an integer dtype (wick.finfo is for floating point)"):format(name)) end
+  return { bits = f.bits, min = f.min, max = f.max, dtype = name }
+end
 
 -- ---- printing ----
 

@@ -1389,6 +1389,103 @@ return function(wick)
     return t:dim() == 0 and out:reshape(size) or out
   end
 
+  --- t:diagonal([offset = 0[, dim1 = 1[, dim2 = 2]]]): the diagonal of the
+  --- (dim1, dim2) planes in a new last dim (PyTorch's; a copy here, with gradients)
+  function Tensor.diagonal(t, offset, dim1, dim2)
+    check.tensor(t, "diagonal", "self")
+    if type(offset) == "table" then offset, dim1, dim2 = offset.offset, offset.dim1, offset.dim2 end
+    offset = check.opt_int(offset, "diagonal", "offset", 0)
+    dim1, dim2 = check.opt_int(dim1, "diagonal", "dim1", 1), check.opt_int(dim2, "diagonal", "dim2", 2)
+    if t:dim() < 2 then check.fail("diagonal", "expected a tensor of at least 2 dims, got %d", t:dim()) end
+    local d1 = dim1 < 0 and dim1 + t:dim() + 1 or dim1
+    local d2 = dim2 < 0 and dim2 + t:dim() + 1 or dim2
+    if d1 == d2 then check.fail("diagonal", "diagonal dimensions cannot be identical %d, %d", dim1, dim2) end
+    local x = t:movedim({ d1, d2 }, { -2, -1 })
+    local n, m = x:size(-2), x:size(-1)
+    local rows = offset >= 0 and math.max(0, math.min(n, m - offset)) or math.max(0, math.min(n + offset, m))
+    local first_row, first_col = offset >= 0 and 1 or 1 - offset, offset >= 0 and 1 + offset or 1
+    local shape = x:size()
+    shape[#shape] = nil
+    shape[#shape] = n * m
+    local flat = x:reshape(shape)
+    if rows == 0 then
+      shape[#shape] = 0
+      return wick.empty(shape, { dtype = t.dtype, device = t.device })
+    end
+    local r = wick.arange(0, rows, { dtype = "int64", device = t.device })
+    return flat:index_select(-1, (r + first_row - 1) * m + r + first_col)
+  end
+
+  --- t:isclose(u[, rtol = 1e-5[, atol = 1e-8[, equal_nan = false]]]): elementwise
+  --- |t - u| <= atol + rtol |u| (bool), as PyTorch's
+  function Tensor.isclose(t, u, rtol, atol, equal_nan)
+    check.tensor(t, "isclose", "self")
+    if type(rtol) == "table" then rtol, atol, equal_nan = rtol.rtol, rtol.atol, rtol.equal_nan end
+    rtol, atol = check.opt_number(rtol, "isclose", "rtol", 1e-5), check.opt_number(atol, "isclose", "atol", 1e-8)
+    if not wick.is_tensor(u) then u = wick.full({}, check.number(u, "isclose", "other"), { dtype = t.dtype, device = t.device }) end
+    local close = (t - u):abs():le((u:abs() * rtol) + atol):logical_or(t:eq(u))
+    if equal_nan then close = close:logical_or(t:ne(t):logical_and(u:ne(u))) end
+    return close
+  end
+
+  -- ---- in-place shape changes (t keeps its identity and takes the view's geometry) ----
+  local function reshaped_(name, f)
+    Tensor[name] = function(t, ...)
+      check.tensor(t, name, "self")
+      return t:set_(f(t, ...))
+    end
+  end
+  reshaped_("t_", function(t) return t:t() end)
+  reshaped_("transpose_", function(t, a, b) return t:transpose(a, b) end)
+  reshaped_("squeeze_", function(t, ...) return t:squeeze(...) end)
+  reshaped_("unsqueeze_", function(t, d) return t:unsqueeze(d) end)
+  Tensor.swapaxes, Tensor.swapdims = Tensor.transpose, Tensor.transpose
+  function Tensor.ravel(t) return check.tensor(t, "ravel", "self"):reshape(-1) end
+
+  --- wick.hstack / vstack / dstack / column_stack / row_stack (tensors): numpy's joins
+  local function at_least(t, n)
+    while t:dim() < n do t = n == 3 and t:dim() == 2 and t:unsqueeze(-1) or t:unsqueeze(1) end
+    return t
+  end
+  local function joined(name, prepare, dim_of)
+    ops[name] = function(ts)
+      check.table(ts, name, "tensors")
+      local list = {}
+      for i, t in ipairs(ts) do list[i] = prepare(check.tensor(t, name, ("tensors[%d]"):format(i))) end
+      if #list == 0 then check.fail(name, "expects a non-empty list of tensors") end
+      return wick.cat(list, dim_of(list[1]))
+    end
+  end
+  joined("hstack", function(t) return at_least(t, 1) end, function(t) return t:dim() == 1 and 1 or 2 end)
+  joined("vstack", function(t) return at_least(t, 2) end, function() return 1 end)
+  ops.row_stack = ops.vstack
+  joined("dstack", function(t) return at_least(t, 3) end, function() return 3 end)
+  joined("column_stack", function(t) return t:dim() <= 1 and t:reshape(-1, 1) or t end, function() return 2 end)
+
+  --- t:fill_diagonal_(value[, wrap = false]): the main diagonal (all indices
+  --- equal) set to value in place; wrap: a tall matrix's restarts every m + 1 rows
+  function Tensor.fill_diagonal_(t, value, wrap)
+    check.tensor(t, "fill_diagonal_", "self")
+    check.number(value, "fill_diagonal_", "fill_value")
+    if t:dim() < 2 then check.fail("fill_diagonal_", "dimensions must larger than 1") end
+    if not t:is_contiguous() then check.fail("fill_diagonal_", "expected a contiguous tensor") end
+    local count = t:size(1)
+    for d = 2, t:dim() do
+      if t:dim() > 2 and t:size(d) ~= count then check.fail("fill_diagonal_", "all dimensions of input must be of equal length") end
+    end
+    local step, mult = 0, 1 -- the flat distance between diagonal elements: the sum of the strides
+    for d = t:dim(), 1, -1 do step, mult = step + mult, mult * t:size(d) end
+    if t:dim() == 2 then
+      local n, m = t:size(1), t:size(2)
+      count = math.min(n, m)
+      if wrap and n > m then count = math.floor((n * m - 1) / (m + 1)) + 1 end
+    end
+    if count > 0 then
+      t:reshape(-1):index_fill_(1, wick.arange(0, count, { dtype = "int64", device = t.device }) * step + 1, value)
+    end
+    return t
+  end
+
   --- t:histc([bins = 100[, min = 0[, max = 0]]]) (or {bins =, min =, max =}):
   --- counts of t's values in `bins` equal bins over [min, max] (the data's
   --- range when min == max); values outside are left out; t's dtype
@@ -1442,13 +1539,14 @@ return function(wick)
     "lerp", "addcmul", "addcdiv", "logical_not", "logical_and", "logical_or", "logical_xor", "count_nonzero",
     "hypot", "nan_to_num", "diff", "trace", "movedim", "moveaxis", "take", "index_add", "scatter_add", "median",
     "kthvalue", "unique", "var_mean", "std_mean", "floor_divide", "fmax", "fmin", "nanmean", "baddbmm", "vdot", "rot90",
-    "square", "all", "any", "histc" }) do
+    "square", "all", "any", "histc", "diagonal", "isclose", "ravel", "swapaxes", "swapdims" }) do
     local method = Tensor[name]
     wick[name] = function(t, ...) return method(t, ...) end
   end
   for _, name in ipairs({ "where", "randint", "randint_like", "randperm", "multinomial", "einsum", "bernoulli", "normal",
     "linspace", "logspace", "meshgrid", "cdist", "tril_indices", "triu_indices", "broadcast_tensors", "tensordot",
-    "searchsorted", "bucketize", "block_diag", "cartesian_prod", "histogram" }) do
+    "searchsorted", "bucketize", "block_diag", "cartesian_prod", "histogram", "hstack", "vstack", "row_stack",
+    "dstack", "column_stack" }) do
     wick[name] = ops[name]
   end
   return ops
