@@ -885,7 +885,8 @@ describe("model:to in one crossing (wick_tensors_to_)", function()
     assert.are.equal("float64", m.fc.weight.dtype) -- nothing moved
     assert_error_has(function() m:to({ device = "meta", dtype = "float99" }) end, "float99")
     assert_error_has(function() m:to("gpu") end, "'gpu'")
-    assert_error_has(function() m:to(42) end, "expected a device, a dtype or an options table")
+    assert_error_has(function() m:to(true) end, "expected a device, a dtype or an options table")
+    if not wick.cuda.is_available() then assert_error_has(function() m:to(42) end, "cuda:42") end -- an ordinal
     assert.are.equal("cpu", m.fc.weight.device.type)
   end)
 
@@ -969,5 +970,53 @@ describe("t:_replace (wick_tensor_set_)", function()
     assert.are.same({ 2 }, a:size())
     assert.are.equal("cpu", a.device.type)
     assert_error_has(function() a:_replace(5) end, "tensor")
+  end)
+end)
+
+describe("forward hooks and the rest of PyTorch's Module methods", function()
+  local nn = wick.nn
+  it("register_forward_hook and register_forward_pre_hook see and may replace inputs and outputs", function()
+    local m = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+    local feats = {}
+    local h = m[1]:register_forward_hook(function(mod, args, out)
+      assert.are.equal(m[1], mod)
+      assert.are.same({ 4, 2 }, args[1]:size())
+      feats[#feats + 1] = out:clone()
+    end)
+    local hp = m[3]:register_forward_pre_hook(function(_, args) return args[1] * 0 end)
+    local hd = m[2]:register_forward_hook(function(_, _, out) return out + 1 end)
+    local y = m(wick.ones(4, 2))
+    assert.are.equal(1, #feats)
+    assert.are.same({ 4, 3 }, feats[1]:size())
+    assert.is_true(y:equal(m[3].bias:expand(4, 1))) -- the pre hook zeroed the last layer's input
+    h:remove()
+    hp:remove()
+    hd:remove()
+    hd:remove() -- twice does nothing
+    local z = m(wick.ones(4, 2))
+    assert.are.equal(1, #feats)
+    assert.is_false(z:equal(y))
+    assert.are.same({ "1.bias", "1.weight", "3.bias", "3.weight" }, (function()
+      local keys = {}
+      for k in pairs(m:state_dict()) do keys[#keys + 1] = k end
+      table.sort(keys)
+      return keys
+    end)())
+    -- several results come as an array
+    local lstm, seen = nn.LSTM(2, 3), nil
+    lstm:register_forward_hook(function(_, _, out) seen = out end)
+    local out = lstm(wick.ones(5, 1, 2))
+    assert.are.equal(2, #seen)
+    assert.is_true(seen[1]:equal(out))
+    assert.has_error(function() m:register_forward_hook(5) end)
+  end)
+
+  it("get_parameter, half, bfloat16, share_memory", function()
+    local m = nn.Sequential(nn.Linear(2, 3))
+    assert.are.equal(m[1].weight, m:get_parameter("1.weight"))
+    assert.has_error(function() m:get_parameter("2.weight") end, "get_parameter: Sequential has no parameter '2.weight'")
+    assert.are.equal(m, m:share_memory())
+    assert.are.equal("float16", m:half()[1].weight.dtype)
+    assert.are.equal("bfloat16", m:bfloat16()[1].bias.dtype)
   end)
 end)

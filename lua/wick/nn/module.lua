@@ -14,7 +14,8 @@ local function is_tensor(v) return wick.is_tensor(v) end
 local is_module = check.is_module
 
 -- The fields wick keeps on a module for itself (set with rawset, never state).
-local INTERNAL = { _fields = true, _buffers = true, _opts = true, _mode = true, _names = true }
+local INTERNAL = { _fields = true, _buffers = true, _opts = true, _mode = true, _names = true,
+  _forward_hooks = true, _forward_pre_hooks = true }
 
 -- Records each new field name once, in assignment order ("_private" names too:
 -- a module under one is found like any other, as in PyTorch).
@@ -84,13 +85,68 @@ Module.__newindex = track
 -- (none in a build with WICK_PROFILER_HOOK=OFF, which leaves the profiler's hooks out).
 local profiling = package.loaded["wick._profiling"] or { on = false }
 package.loaded["wick._profiling"] = profiling
-if core.profiler_hooked then
-  Module.__call = function(self, ...)
-    if profiling.on then return profiling.call(self, ...) end
-    return self:forward(...)
+local function forward(self, ...)
+  if profiling.on then return profiling.call(self, ...) end
+  return self:forward(...)
+end
+if not core.profiler_hooked then forward = function(self, ...) return self:forward(...) end end
+
+-- A call with forward hooks (register_forward_pre_hook, register_forward_hook),
+-- as PyTorch's: pre hooks get (module, args) and may return new args (a
+-- tensor, or an array of arguments); hooks get (module, args, output) and may
+-- return a new output. A forward of several results gives them as an array.
+local unpack = table.unpack or unpack -- luacheck: ignore
+local function pack(...) return { n = select("#", ...), ... } end
+local function hooked_call(self, pre, post, ...)
+  local args = pack(...)
+  for _, h in ipairs(pre or {}) do
+    local r = h.fn(self, args)
+    if wick.is_tensor(r) then args = { r, n = 1 }
+    elseif type(r) == "table" then args = pack(unpack(r, 1, r.n or #r)) end
   end
-else
-  Module.__call = function(self, ...) return self:forward(...) end
+  local out = pack(forward(self, unpack(args, 1, args.n)))
+  for _, h in ipairs(post or {}) do
+    local r = h.fn(self, args, out.n == 1 and out[1] or { unpack(out, 1, out.n) })
+    if r ~= nil then out = out.n == 1 and { r, n = 1 } or pack(unpack(r)) end
+  end
+  return unpack(out, 1, out.n)
+end
+
+Module.__call = function(self, ...)
+  local pre, post = rawget(self, "_forward_pre_hooks"), rawget(self, "_forward_hooks")
+  if pre or post then return hooked_call(self, pre, post, ...) end
+  return forward(self, ...)
+end
+
+-- A hook list's handle: handle:remove()
+local hook_ids = 0
+local function add_hook(self, key, fn, what)
+  if type(fn) ~= "function" and not (type(fn) == "table" and getmetatable(fn) and getmetatable(fn).__call) then
+    check.expected(what, "hook", "a function", fn)
+  end
+  local list = rawget(self, key) or {}
+  rawset(self, key, list)
+  hook_ids = hook_ids + 1
+  local entry = { fn = fn, id = hook_ids }
+  list[#list + 1] = entry
+  return { remove = function()
+    for i, e in ipairs(list) do
+      if e == entry then table.remove(list, i); break end
+    end
+    if #list == 0 and rawget(self, key) == list then rawset(self, key, nil) end
+  end }
+end
+
+--- m:register_forward_pre_hook(fn): fn(m, args) before each forward; a
+--- result replaces the arguments (a tensor, or an array of them). Returns a
+--- handle with :remove().
+function Module:register_forward_pre_hook(fn)
+  return add_hook(this(self, "register_forward_pre_hook"), "_forward_pre_hooks", fn, "register_forward_pre_hook")
+end
+--- m:register_forward_hook(fn): fn(m, args, output) after each forward; a
+--- result replaces the output. Returns a handle with :remove().
+function Module:register_forward_hook(fn)
+  return add_hook(this(self, "register_forward_hook"), "_forward_hooks", fn, "register_forward_hook")
 end
 
 --- Stores a tensor that is state but not a parameter (running statistics).
@@ -327,6 +383,16 @@ function Module:get_submodule(target)
   check.fail("get_submodule", "%s has no submodule '%s'", getmetatable(self).__name, target)
 end
 
+--- get_parameter("layer.weight"): the parameter of that dotted name
+function Module:get_parameter(target)
+  this(self, "get_parameter")
+  check.string(target, "get_parameter", "target")
+  for name, p in self:named_parameters() do
+    if name == target then return p end
+  end
+  check.fail("get_parameter", "%s has no parameter '%s'", getmetatable(self).__name, target)
+end
+
 --- add_module(name, module) / register_module: self[name] = module.
 function Module:add_module(name, module)
   this(self, "add_module")
@@ -402,6 +468,10 @@ end
 function Module:cpu() return this(self, "cpu"):to("cpu") end
 function Module:float() return this(self, "float"):to("float32") end
 function Module:double() return this(self, "double"):to("float64") end
+function Module:half() return this(self, "half"):to("float16") end
+function Module:bfloat16() return this(self, "bfloat16"):to("bfloat16") end
+--- m:share_memory(): PyTorch's for multiprocessing; here m itself (one process)
+function Module:share_memory() return this(self, "share_memory") end
 
 --- state_dict(): name -> tensor (sharing storage with the module, cut from the graph).
 function Module:state_dict()
