@@ -570,11 +570,24 @@ local function with_grad_mode(enabled, name, fn, ...)
   return unpack(results, 2, results.n)
 end
 
+-- With no arguments, a decorator (PyTorch's @torch.no_grad()): wick.no_grad()(f)
+-- is f run under the mode at each call.
+local function grad_mode(enabled, name)
+  return function(...)
+    if select("#", ...) == 0 then
+      return function(fn)
+        check.callable(fn, name .. "()", "fn")
+        return function(...) return with_grad_mode(enabled, name, fn, ...) end
+      end
+    end
+    return with_grad_mode(enabled, name, ...)
+  end
+end
 --- Runs fn(...) without recording gradients; restores the mode also when fn raises.
-function wick.no_grad(fn, ...) return with_grad_mode(false, "no_grad", fn, ...) end
-function wick.enable_grad(fn, ...) return with_grad_mode(true, "enable_grad", fn, ...) end
+wick.no_grad = grad_mode(false, "no_grad")
+wick.enable_grad = grad_mode(true, "enable_grad")
 --- wick.inference_mode(fn, ...): wick.no_grad (PyTorch's faster no-grad mode; here the same)
-function wick.inference_mode(fn, ...) return with_grad_mode(false, "inference_mode", fn, ...) end
+wick.inference_mode = grad_mode(false, "inference_mode")
 wick.set_grad_enabled = core.set_grad_enabled
 
 -- ---- autocast (mixed precision): the switch and dtype live in the core, per

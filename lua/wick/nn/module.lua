@@ -482,6 +482,18 @@ function Module:state_dict()
   return sd
 end
 
+-- load_state_dict's result prints as PyTorch's
+local IncompatibleKeys = { __name = "_IncompatibleKeys" }
+IncompatibleKeys.__tostring = function(r)
+  if #r.missing_keys == 0 and #r.unexpected_keys == 0 then return "<All keys matched successfully>" end
+  local function list(keys)
+    local parts = {}
+    for i, k in ipairs(keys) do parts[i] = "'" .. tostring(k) .. "'" end
+    return "[" .. table.concat(parts, ", ") .. "]"
+  end
+  return ("_IncompatibleKeys(missing_keys=%s, unexpected_keys=%s)"):format(list(r.missing_keys), list(r.unexpected_keys))
+end
+
 --- load_state_dict(sd[, {strict = true}]): copies values into the existing tensors.
 local LOAD_OPTIONS = { strict = "boolean", assign = "boolean" }
 function Module:load_state_dict(sd, ...)
@@ -537,7 +549,7 @@ function Module:load_state_dict(sd, ...)
       if v ~= nil then own[name]:copy_(v) end
     end
   end)
-  return { missing_keys = missing, unexpected_keys = unexpected }
+  return setmetatable({ missing_keys = missing, unexpected_keys = unexpected }, IncompatibleKeys)
 end
 
 --- The module tree, like PyTorch's repr.
