@@ -503,6 +503,77 @@ for _, name in ipairs({ "multinomial", "bernoulli", "normal_", "uniform_", "expo
   if Tensor[name] then Tensor[name] = with_generator(Tensor[name]) end
 end
 
+--- wick.compile(model_or_fn[, opts]): PyTorch's torch.compile; wick has no
+--- compiler, so it returns its argument (scripts that call it run unchanged)
+function wick.compile(m, opts)
+  if m == nil then check.expected("compile", "model", "a module or a function", m) end
+  check.options(opts, "compile", { mode = "string", fullgraph = "boolean", dynamic = "boolean", backend = "string",
+    options = "table", disable = "boolean" })
+  return m
+end
+
+--- wick.set_float32_matmul_precision("highest" | "high" | "medium"): "high"
+--- and "medium" let CUDA products use TF32 (wick.backends.cuda.matmul.allow_tf32)
+local matmul_precision = "highest"
+function wick.set_float32_matmul_precision(p)
+  check.one_of(p, "set_float32_matmul_precision", "precision", { "highest", "high", "medium" })
+  matmul_precision = p
+  wick.backends.cuda.matmul.allow_tf32 = p ~= "highest"
+end
+function wick.get_float32_matmul_precision() return matmul_precision end
+
+--- wick.use_deterministic_algorithms(b): wick's kernels give the same result
+--- run after run on one machine and thread count, so a flag to read back
+local deterministic = false
+function wick.use_deterministic_algorithms(b, opts)
+  check.options(opts, "use_deterministic_algorithms", { warn_only = "boolean" })
+  if type(b) ~= "boolean" then check.expected("use_deterministic_algorithms", "mode", "a boolean", b) end
+  deterministic = b
+end
+function wick.are_deterministic_algorithms_enabled() return deterministic end
+
+--- wick.initial_seed(): the seed wick.manual_seed last set (PyTorch's default
+--- before any); wick.seed(): a fresh seed from the clock and the process, set and returned
+local seed_now = 67280421310721
+local manual_seed = wick.manual_seed
+function wick.manual_seed(s)
+  local r = manual_seed(s)
+  seed_now = s
+  return r
+end
+function wick.initial_seed() return seed_now end
+function wick.seed()
+  local s = math.floor((os.time() * 1000003 + os.clock() * 1e6 + tonumber(tostring({}):match("0x(%x+)") or "0", 16))
+    % 2 ^ 52)
+  wick.manual_seed(s)
+  return s
+end
+
+--- wick.linalg: the norms (vector_norm, matrix_norm for "fro", norm) and
+--- multi_dot, compositions of wick's ops (no LAPACK-based solvers)
+wick.linalg = {}
+function wick.linalg.vector_norm(x, ord, dim, keepdim, opts)
+  if type(ord) == "table" then ord, dim, keepdim, opts = ord.ord, ord.dim, ord.keepdim, ord end
+  check.tensor(x, "linalg.vector_norm", "x")
+  if opts and opts.dtype then x = x:to(opts.dtype) end
+  return x:norm(ord or 2, dim, keepdim)
+end
+function wick.linalg.matrix_norm(A, ord, dim, keepdim)
+  if type(ord) == "table" then ord, dim, keepdim = ord.ord, ord.dim, ord.keepdim end
+  check.tensor(A, "linalg.matrix_norm", "A")
+  if ord ~= nil and ord ~= "fro" then
+    core.error(("linalg.matrix_norm: ord '%s' needs singular values (not in wick); 'fro' is supported"):format(tostring(ord)))
+  end
+  return (A * A):sum(dim or { -2, -1 }, keepdim == true):sqrt()
+end
+function wick.linalg.norm(A, ord, dim, keepdim)
+  if type(ord) == "table" then ord, dim, keepdim = ord.ord, ord.dim, ord.keepdim end
+  if ord == "fro" or (ord == nil and type(dim) == "table") then return wick.linalg.matrix_norm(A, "fro", dim, keepdim) end
+  return wick.linalg.vector_norm(A, ord, dim, keepdim)
+end
+function wick.linalg.multi_dot(ms) return wick.chain_matmul(ms) end
+wick.linalg.cross = function(a, b, dim) return a:cross(b, dim or -1) end
+
 --- wick.isinstance(v, class): v is an instance of class or of a class made
 --- from it by extend (nn modules, datasets, Functions); wick.Tensor for
 --- tensors; class may be an array of classes (Python's tuple)
@@ -776,7 +847,9 @@ end
 
 -- ---- printing ----
 
-local print_tensor = require("wick.print")
+local printing = require("wick.print")
+local print_tensor = printing.tostring
+wick.set_printoptions = printing.set_printoptions
 mt.__tostring = function(t) return print_tensor(check_tensor(t, "tostring", "self")) end
 -- a < b, a <= b between two tensors: a boolean, for one-element tensors (Python's
 -- `acc1 > best_acc1`); elementwise comparisons are t:lt(u), t:le(u), ... (a

@@ -1462,6 +1462,106 @@ return function(wick)
   joined("dstack", function(t) return at_least(t, 3) end, function() return 3 end)
   joined("column_stack", function(t) return t:dim() <= 1 and t:reshape(-1, 1) or t end, function() return 2 end)
 
+  -- ---- small elementwise and product forms PyTorch has (compositions, with gradients) ----
+  local function tensor_or_number(v, like)
+    if wick.is_tensor(v) then return v end
+    return wick.full({}, check.number(v, "other", "other"), { dtype = like.dtype, device = like.device })
+  end
+  --- t:logit([eps]): log(p / (1 - p)), p clamped to [eps, 1 - eps] when eps is given
+  function Tensor.logit(t, eps)
+    check.tensor(t, "logit", "self")
+    if eps ~= nil then t = t:clamp(check.number(eps, "logit", "eps"), 1 - eps) end
+    return (t / (1 - t)):log()
+  end
+  --- t:xlogy(u): t * log(u), 0 where t is 0 (and u not NaN)
+  function Tensor.xlogy(t, u)
+    check.tensor(t, "xlogy", "self")
+    u = tensor_or_number(u, t)
+    return wick.where(t:eq(0):logical_and(u:eq(u)), t * 0, t * u:log())
+  end
+  function Tensor.rad2deg(t) return check.tensor(t, "rad2deg", "self") * (180 / math.pi) end
+  function Tensor.deg2rad(t) return check.tensor(t, "deg2rad", "self") * (math.pi / 180) end
+  function Tensor.exp2(t) -- 2^t = e^(t ln 2)
+    check.tensor(t, "exp2", "self")
+    return ((t:is_floating_point() and t or t:to(wick.get_default_dtype())) * math.log(2)):exp()
+  end
+  --- t:float_power(u): t ^ u in float64
+  function Tensor.float_power(t, u)
+    check.tensor(t, "float_power", "self")
+    return t:to("float64") ^ (wick.is_tensor(u) and u:to("float64") or check.number(u, "float_power", "exponent"))
+  end
+  function Tensor.true_divide(t, u) return check.tensor(t, "true_divide", "self"):div(u) end
+  --- t:addmv(mat, vec[, {beta = 1, alpha = 1}]): beta t + alpha (mat @ vec)
+  function Tensor.addmv(t, mat, vec, opts)
+    check.tensor(t, "addmv", "self")
+    check.options(opts, "addmv", { beta = "number", alpha = "number" })
+    local beta, alpha = opts and opts.beta or 1, opts and opts.alpha or 1
+    local prod = check.tensor(mat, "addmv", "mat"):mv(check.tensor(vec, "addmv", "vec"))
+    return (beta == 0 and t * 0 or t * beta) + prod * alpha
+  end
+  --- t:addr(u, v[, {beta = 1, alpha = 1}]): beta t + alpha outer(u, v)
+  function Tensor.addr(t, u, v, opts)
+    check.tensor(t, "addr", "self")
+    check.options(opts, "addr", { beta = "number", alpha = "number" })
+    local beta, alpha = opts and opts.beta or 1, opts and opts.alpha or 1
+    return (beta == 0 and t * 0 or t * beta) + check.tensor(u, "addr", "vec1"):outer(check.tensor(v, "addr", "vec2")) * alpha
+  end
+  --- t:kron(u): the Kronecker product (blocks t[i, j] * u)
+  function Tensor.kron(t, u)
+    check.tensor(t, "kron", "self")
+    check.tensor(u, "kron", "other")
+    local n = math.max(t:dim(), u:dim())
+    local a, b = t, u
+    while a:dim() < n do a = a:unsqueeze(1) end
+    while b:dim() < n do b = b:unsqueeze(1) end
+    local ashape, bshape, out = {}, {}, {}
+    for i = 1, n do
+      ashape[2 * i - 1], ashape[2 * i] = a:size(i), 1
+      bshape[2 * i - 1], bshape[2 * i] = 1, b:size(i)
+      out[i] = a:size(i) * b:size(i)
+    end
+    return (a:reshape(ashape) * b:reshape(bshape)):reshape(out)
+  end
+  --- t:cross(u[, dim]): the cross product of 3-vectors along dim (the first of size 3 without one)
+  function Tensor.cross(t, u, dim)
+    check.tensor(t, "cross", "self")
+    check.tensor(u, "cross", "other")
+    if type(dim) == "table" then dim = dim.dim end
+    if dim == nil then
+      for d = 1, t:dim() do if t:size(d) == 3 then dim = d; break end end
+      if dim == nil then check.fail("cross", "no dimension of size 3 in input") end
+    end
+    if t:size(dim) ~= 3 or u:size(dim) ~= 3 then
+      check.fail("cross", "inputs dimension %d must have length 3", dim)
+    end
+    local function c(x, i) return x:narrow(dim, i, 1) end
+    return wick.cat({ c(t, 2) * c(u, 3) - c(t, 3) * c(u, 2), c(t, 3) * c(u, 1) - c(t, 1) * c(u, 3),
+      c(t, 1) * c(u, 2) - c(t, 2) * c(u, 1) }, dim)
+  end
+  --- t:matrix_power(n): t @ t @ ... (n >= 0; n = 0 the identity), by squaring
+  function Tensor.matrix_power(t, n)
+    check.tensor(t, "matrix_power", "self")
+    check.int(n, "matrix_power", "n", 0)
+    if t:dim() < 2 or t:size(-1) ~= t:size(-2) then
+      check.fail("matrix_power", "expected a batch of square matrices, got shape [%s]", table.concat(t:size(), ", "))
+    end
+    local result, base = nil, t
+    while n > 0 do
+      if n % 2 == 1 then result = result and result:matmul(base) or base end
+      n = math.floor(n / 2)
+      if n > 0 then base = base:matmul(base) end
+    end
+    return result or wick.eye(t:size(-1), { dtype = t.dtype, device = t.device }):expand(t:size())
+  end
+  --- wick.chain_matmul(...) / wick.linalg.multi_dot(list): the product, left to right
+  function ops.chain_matmul(...)
+    local ms = select("#", ...) == 1 and type(...) == "table" and not wick.is_tensor(...) and (...) or { ... }
+    if #ms == 0 then check.fail("chain_matmul", "expected at least one tensor") end
+    local out = check.tensor(ms[1], "chain_matmul", "matrices[1]")
+    for i = 2, #ms do out = out:matmul(check.tensor(ms[i], "chain_matmul", ("matrices[%d]"):format(i))) end
+    return out
+  end
+
   --- t:fill_diagonal_(value[, wrap = false]): the main diagonal (all indices
   --- equal) set to value in place; wrap: a tall matrix's restarts every m + 1 rows
   function Tensor.fill_diagonal_(t, value, wrap)
@@ -1539,14 +1639,15 @@ return function(wick)
     "lerp", "addcmul", "addcdiv", "logical_not", "logical_and", "logical_or", "logical_xor", "count_nonzero",
     "hypot", "nan_to_num", "diff", "trace", "movedim", "moveaxis", "take", "index_add", "scatter_add", "median",
     "kthvalue", "unique", "var_mean", "std_mean", "floor_divide", "fmax", "fmin", "nanmean", "baddbmm", "vdot", "rot90",
-    "square", "all", "any", "histc", "diagonal", "isclose", "ravel", "swapaxes", "swapdims" }) do
+    "square", "all", "any", "histc", "diagonal", "isclose", "ravel", "swapaxes", "swapdims", "logit", "xlogy",
+    "rad2deg", "deg2rad", "exp2", "float_power", "true_divide", "addmv", "addr", "kron", "cross", "matrix_power" }) do
     local method = Tensor[name]
     wick[name] = function(t, ...) return method(t, ...) end
   end
   for _, name in ipairs({ "where", "randint", "randint_like", "randperm", "multinomial", "einsum", "bernoulli", "normal",
     "linspace", "logspace", "meshgrid", "cdist", "tril_indices", "triu_indices", "broadcast_tensors", "tensordot",
     "searchsorted", "bucketize", "block_diag", "cartesian_prod", "histogram", "hstack", "vstack", "row_stack",
-    "dstack", "column_stack" }) do
+    "dstack", "column_stack", "chain_matmul" }) do
     wick[name] = ops[name]
   end
   return ops

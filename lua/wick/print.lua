@@ -1,16 +1,18 @@
 -- tostring(t) like PyTorch's repr: aligned values, `...` summaries of large
 -- tensors, and device= / dtype= suffixes when they differ from the defaults.
 
-local THRESHOLD, EDGE, LINE_WIDTH = 1000, 3, 80
+-- wick.set_printoptions changes these (PyTorch's names and defaults)
+local options = { precision = 4, threshold = 1000, edgeitems = 3, linewidth = 80, sci_mode = nil }
 local ELLIPSIS = {} -- marks the elided middle of a summarised dim
 
 local core = require("wick.core")
 local dtype_info = core.dtype_info
 local function is_float(dtype) return dtype_info[dtype].is_floating end
 
--- The indices shown along a dim: all, or the first and last EDGE (0 marks "...").
+-- The indices shown along a dim: all, or the first and last edgeitems (0 marks "...").
 local function shown(size, summarize)
   local idx = {}
+  local EDGE = options.edgeitems
   if summarize and size > 2 * EDGE then
     for i = 1, EDGE do idx[#idx + 1] = i end
     idx[#idx + 1] = 0
@@ -55,13 +57,16 @@ local function float_formatter(values)
       if a ~= 0 and a < minv then minv = a end
     end
     if minv == math.huge then minv = 0 end
+    local sci, fixed = ("%%.%de"):format(options.precision), ("%%.%df"):format(options.precision)
+    local wide = maxv / math.max(minv, 1e-300) > 1000 or maxv > 1e8
+    if options.sci_mode ~= nil then wide, int_mode = options.sci_mode, int_mode and not options.sci_mode end
     if int_mode then
-      if maxv / math.max(minv, 1e-300) > 1000 or maxv > 1e8 then fmt = function(v) return ("%.4e"):format(v) end
+      if wide then fmt = function(v) return sci:format(v) end
       else fmt = function(v) return ("%.0f."):format(v) end end
-    elseif maxv / math.max(minv, 1e-300) > 1000 or maxv > 1e8 or (minv ~= 0 and minv < 1e-4) then
-      fmt = function(v) return ("%.4e"):format(v) end
+    elseif wide or (options.sci_mode == nil and minv ~= 0 and minv < 1e-4) then
+      fmt = function(v) return sci:format(v) end
     else
-      fmt = function(v) return ("%.4f"):format(v) end
+      fmt = function(v) return fixed:format(v) end
     end
   end
   return function(v)
@@ -83,9 +88,9 @@ local function render(node, fmt, width, indent, depth, ndim)
     local s = fmt(node)
     return (" "):rep(width - #s) .. s
   end
-  if ndim - depth == 1 then -- innermost: wrap lines at LINE_WIDTH
+  if ndim - depth == 1 then -- innermost: wrap lines at linewidth
     local parts, line, lines = {}, {}, {}
-    local per_line = math.max(1, math.floor((LINE_WIDTH - indent) / (width + 2)))
+    local per_line = math.max(1, math.floor((options.linewidth - indent) / (width + 2)))
     for _, v in ipairs(node) do
       parts[#parts + 1] = v == ELLIPSIS and " ..." or render(v, fmt, width, indent, depth + 1, ndim)
     end
@@ -114,7 +119,7 @@ local function shape_tuple(t)
   return "(" .. table.concat(parts, ", ") .. ")"
 end
 
-return function(t)
+local function print_tensor(t)
   local suffix = {}
   local device = t.device
   local dtype = t.dtype
@@ -129,7 +134,7 @@ return function(t)
   else
     local host = device.type == "cpu" and t or t:cpu()
     local flat = {}
-    local tree = collect(host, host:numel() > THRESHOLD, flat)
+    local tree = collect(host, host:numel() > options.threshold, flat)
     local fmt = formatter_for(dtype, flat)
     -- like PyTorch, a float tensor's column width comes from its finite non-zero
     -- values only (nan and inf may stick out), and is at least 1
@@ -149,3 +154,28 @@ return function(t)
   if #suffix > 0 then body = body .. ", " .. table.concat(suffix, ", ") end
   return "tensor(" .. body .. ")"
 end
+
+--- wick.set_printoptions{precision = 4, threshold = 1000, edgeitems = 3,
+--- linewidth = 80, sci_mode = nil} (or profile = "default" | "short" | "full"), as PyTorch's
+local PROFILES = {
+  default = { precision = 4, threshold = 1000, edgeitems = 3, linewidth = 80 },
+  short = { precision = 2, threshold = 1000, edgeitems = 2, linewidth = 80 },
+  full = { precision = 4, threshold = math.huge, edgeitems = 3, linewidth = 80 },
+}
+local function set_printoptions(opts)
+  local check = require("wick.argcheck")
+  check.options(opts, "set_printoptions", { precision = "integer", threshold = "number", edgeitems = "integer",
+    linewidth = "integer", sci_mode = "boolean", profile = "string" })
+  opts = opts or {}
+  if opts.profile then
+    check.one_of(opts.profile, "set_printoptions", "profile", { "default", "short", "full" })
+    for k, v in pairs(PROFILES[opts.profile]) do options[k] = v end
+  end
+  if opts.precision then options.precision = check.int(opts.precision, "set_printoptions", "precision", 0) end
+  if opts.threshold then options.threshold = opts.threshold end
+  if opts.edgeitems then options.edgeitems = check.int(opts.edgeitems, "set_printoptions", "edgeitems", 1) end
+  if opts.linewidth then options.linewidth = check.int(opts.linewidth, "set_printoptions", "linewidth", 1) end
+  if opts.sci_mode ~= nil or opts.profile then options.sci_mode = opts.sci_mode end
+end
+
+return { tostring = print_tensor, set_printoptions = set_printoptions }
