@@ -112,10 +112,20 @@ local function hooked_call(self, pre, post, ...)
   return unpack(out, 1, out.n)
 end
 
-Module.__call = function(self, ...)
-  local pre, post = rawget(self, "_forward_pre_hooks"), rawget(self, "_forward_hooks")
-  if pre or post then return hooked_call(self, pre, post, ...) end
-  return forward(self, ...)
+-- (the test and the forward inline: a call is on every layer's path)
+if core.profiler_hooked then
+  Module.__call = function(self, ...)
+    local pre, post = rawget(self, "_forward_pre_hooks"), rawget(self, "_forward_hooks")
+    if pre or post then return hooked_call(self, pre, post, ...) end
+    if profiling.on then return profiling.call(self, ...) end
+    return self:forward(...)
+  end
+else
+  Module.__call = function(self, ...)
+    local pre, post = rawget(self, "_forward_pre_hooks"), rawget(self, "_forward_hooks")
+    if pre or post then return hooked_call(self, pre, post, ...) end
+    return self:forward(...)
+  end
 end
 
 -- A hook list's handle: handle:remove()
