@@ -36,6 +36,26 @@ local function class(name)
   return C
 end
 
+-- two parameters (numbers or tensors) as tensors of one shape
+local function two_params(fn, a, b, na, nb, opts)
+  check.options(opts, fn, { validate_args = "boolean" })
+  local like = is_tensor(a) and a or is_tensor(b) and b or nil
+  return wick.broadcast_tensors(param(a, fn, na, like), param(b, fn, nb, like))
+end
+-- sample() of a distribution with rsample(): the same without gradients
+local function sample_of(d, sample_shape) return wick.no_grad(function() return d:rsample(sample_shape) end) end
+
+-- (probs) or ({probs = p} or {logits = l}): exactly one of them, as PyTorch's
+local function probs_or_logits(fn, probs, opts, kind)
+  if type(probs) == "table" and not is_tensor(probs) then probs, opts = nil, probs end
+  opts = check.options(opts, fn, { probs = kind, logits = kind, validate_args = "boolean" })
+  probs = probs or opts.probs
+  if (probs == nil) == (opts.logits == nil) then
+    check.fail(fn, "Either `probs` or `logits` must be specified, but not both.")
+  end
+  return probs, opts.logits
+end
+
 -- ---- Categorical ----
 
 --- Categorical(probs) or Categorical{probs = p} / {logits = l}: over the last
@@ -43,11 +63,8 @@ end
 local Categorical = class("Categorical")
 function Categorical.new(probs, opts)
   local fn = "Categorical"
-  if type(probs) == "table" and not is_tensor(probs) then probs, opts = nil, probs end
-  opts = check.options(opts, fn, { probs = "tensor", logits = "tensor", validate_args = "boolean" })
-  probs = probs or opts.probs
-  local logits = opts.logits
-  if (probs == nil) == (logits == nil) then check.fail(fn, "Either `probs` or `logits` must be specified, but not both.") end
+  local logits
+  probs, logits = probs_or_logits(fn, probs, opts, "tensor")
   local d = setmetatable({}, Categorical)
   if probs then
     check.tensor(probs, fn, "probs")
@@ -93,11 +110,8 @@ end
 --- gradients through loc and scale), log_prob, entropy, cdf, mean, stddev, variance
 local Normal = class("Normal")
 function Normal.new(loc, scale, opts)
-  local fn = "Normal"
-  check.options(opts, fn, { validate_args = "boolean" })
-  local like = is_tensor(loc) and loc or is_tensor(scale) and scale or nil
   local d = setmetatable({}, Normal)
-  d.loc, d.scale = wick.broadcast_tensors(param(loc, fn, "loc", like), param(scale, fn, "scale", like))
+  d.loc, d.scale = two_params("Normal", loc, scale, "loc", "scale", opts)
   d.mean, d.stddev = d.loc, d.scale
   d.variance = d.scale * d.scale
   d.batch_shape, d.event_shape = d.loc:size(), {}
@@ -108,9 +122,7 @@ function Normal:rsample(sample_shape)
   local eps = wick.randn(shape, { dtype = self.loc.dtype, device = self.loc.device })
   return self.loc + eps * self.scale
 end
-function Normal:sample(sample_shape)
-  return wick.no_grad(function() return self:rsample(sample_shape) end)
-end
+Normal.sample = sample_of
 function Normal:log_prob(value)
   value = param(value, "Normal:log_prob", "value", self.loc)
   return -((value - self.loc) ^ 2) / (2 * self.variance) - self.scale:log() - LOG_SQRT_2PI
@@ -127,11 +139,8 @@ end
 local Bernoulli = class("Bernoulli")
 function Bernoulli.new(probs, opts)
   local fn = "Bernoulli"
-  if type(probs) == "table" and not is_tensor(probs) then probs, opts = nil, probs end
-  opts = check.options(opts, fn, { probs = "tensor|number", logits = "tensor|number", validate_args = "boolean" })
-  probs = probs or opts.probs
-  local logits = opts.logits
-  if (probs == nil) == (logits == nil) then check.fail(fn, "Either `probs` or `logits` must be specified, but not both.") end
+  local logits
+  probs, logits = probs_or_logits(fn, probs, opts, "tensor|number")
   local d = setmetatable({}, Bernoulli)
   if probs ~= nil then
     d.probs = param(probs, fn, "probs")
@@ -162,11 +171,8 @@ end
 --- Uniform(low, high): values in [low, high)
 local Uniform = class("Uniform")
 function Uniform.new(low, high, opts)
-  local fn = "Uniform"
-  check.options(opts, fn, { validate_args = "boolean" })
-  local like = is_tensor(low) and low or is_tensor(high) and high or nil
   local d = setmetatable({}, Uniform)
-  d.low, d.high = wick.broadcast_tensors(param(low, fn, "low", like), param(high, fn, "high", like))
+  d.low, d.high = two_params("Uniform", low, high, "low", "high", opts)
   d.mean = (d.low + d.high) / 2
   d.variance = (d.high - d.low) ^ 2 / 12
   d.stddev = d.variance:sqrt()
@@ -178,7 +184,7 @@ function Uniform:rsample(sample_shape)
   local u = wick.rand(shape, { dtype = self.low.dtype, device = self.low.device })
   return self.low + u * (self.high - self.low)
 end
-function Uniform:sample(sample_shape) return wick.no_grad(function() return self:rsample(sample_shape) end) end
+Uniform.sample = sample_of
 function Uniform:log_prob(value)
   value = param(value, "Uniform:log_prob", "value", self.low)
   local inside = value:ge(self.low):logical_and(value:lt(self.high))
