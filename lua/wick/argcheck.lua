@@ -136,6 +136,8 @@ local function is_callable(v)
   return type(m) == "table" and m.__call ~= nil
 end
 
+C.is_callable = is_callable
+
 function C.callable(v, fn, arg)
   if not is_callable(v) then expected(fn, arg, "a function", v) end
   return v

@@ -41,10 +41,7 @@ local function generator_of(opts, fn)
   return opts.seed and wick.Generator():manual_seed(opts.seed) or nil
 end
 
-local function is_callable(v)
-  local m = getmetatable(v)
-  return type(v) == "function" or (type(m) == "table" and m.__call ~= nil)
-end
+local is_callable = check.is_callable
 
 -- self, checked to be an instance of class (m.len() instead of m:len() names the method).
 local function own(self, class, fn)

@@ -131,9 +131,7 @@ end
 -- A hook list's handle: handle:remove()
 local hook_ids = 0
 local function add_hook(self, key, fn, what)
-  if type(fn) ~= "function" and not (type(fn) == "table" and getmetatable(fn) and getmetatable(fn).__call) then
-    check.expected(what, "hook", "a function", fn)
-  end
+  check.callable(fn, what, "hook")
   local list = rawget(self, key) or {}
   rawset(self, key, list)
   hook_ids = hook_ids + 1
