@@ -690,6 +690,33 @@ typedef wick_status (*wick_autograd_hook)(void *ud, wick_hook_kind kind, wick_te
 /* wick_backward with hooks (NULL: none, as wick_backward). */
 WICK_API wick_status wick_backward_ex(wick_tensor *t, const wick_tensor *gradient, int retain_graph,
                                       wick_autograd_hook hook, void *ud);
+/* The general backward (PyTorch's torch.autograd.backward and
+ * torch.autograd.grad in one): the gradients of `outputs`, seeded with
+ * `gradients` (NULL, or a NULL entry: ones, for a one-element output), flow
+ * back through their graphs.
+ * - inputs == NULL: every leaf that requires grad accumulates into .grad (as
+ *   wick_backward); else only the n_inputs tensors (leaves or not) get one:
+ *   into their .grad when grads == NULL, else into grads[i] (new references,
+ *   NULL where no gradient reached input i; no .grad is touched; leaf hooks
+ *   do not run, the grad hooks of non-leaves do). Nodes that lead to no input
+ *   do not run.
+ * - create_graph: the backward itself is recorded (grad mode on while it
+ *   runs), so the gradients have a graph and can be differentiated again; a
+ *   node whose backward is a fused kernel without a derivative gives
+ *   gradients whose own backward raises (naming the node). It implies nothing
+ *   about retain_graph: pass both, as PyTorch's default does. */
+typedef struct wick_backward_args {
+    int n_outputs;
+    wick_tensor *const *outputs;
+    const wick_tensor *const *gradients;
+    int retain_graph, create_graph;
+    int n_inputs;
+    wick_tensor *const *inputs;
+    wick_tensor **grads;
+    wick_autograd_hook hook; /* as wick_backward_ex; NULL: none */
+    void *ud;
+} wick_backward_args;
+WICK_API wick_status wick_backward_run(const wick_backward_args *args);
 /* Custom functions (a host's autograd.Function): `out`, computed without
  * grad, becomes the output of a node named `name` with edges to the n inputs
  * (NULL entries, and inputs that do not require grad, get no gradient); its

@@ -129,7 +129,8 @@ describe("tensor methods ports need", function()
     y:backward({ gradient = wick.tensor({ 1, 2, 3 }, F64), retain_graph = true })
     assert.are.same({ 2, 4, 6 }, x.grad:totable())
     assert_error_has(function() y:backward({ gradient = wick.ones(3, F64), bogus = 1 }) end, "unknown option 'bogus'")
-    assert_error_has(function() y:backward({ create_graph = true }) end, "create_graph = true")
+    assert_error_has(function() y:backward({ gradient = wick.ones(3, F64), inputs = 5 }) end,
+      "backward: expected a tensor or a list of tensors for inputs, got number")
   end)
 
   it("indexes with \"...\" (Python's Ellipsis) in a key", function()
@@ -253,5 +254,27 @@ describe("tensor methods ports need", function()
     local v, i = q:max(2)
     assert.are.same({ 5, 7 }, v:totable())
     assert.are.same({ 2, 1 }, i:totable())
+  end)
+
+  it("t:norm takes PyTorch's keywords (p, dim, keepdim)", function()
+    local g = wick.tensor({ { 3, 4 }, { 6, 8 } })
+    assert.are.same({ 5, 10 }, g:norm(2, { dim = 2 }):totable())
+    assert.are.same({ { 5 }, { 10 } }, g:norm{ p = 2, dim = 2, keepdim = true }:totable())
+    assert.are.same({ 7, 14 }, g:norm(1, { dim = 2 }):totable())
+  end)
+end)
+
+describe("load_state_dict", function()
+  it("takes a state dict with PyTorch's 0-based child names when they fit the model exactly", function()
+    local nn = wick.nn
+    local m = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+    local sd = { ["0.weight"] = wick.ones(3, 2), ["0.bias"] = wick.zeros(3), ["2.weight"] = wick.full({ 1, 3 }, 2),
+      ["2.bias"] = wick.ones(1) }
+    local r = m:load_state_dict(sd)
+    assert.are.same({}, r.missing_keys)
+    assert.are.same({ 2, 2, 2 }, m[3].weight[1]:totable())
+    -- anything short of an exact fit is reported as it is
+    sd["2.bias"] = nil
+    assert_error_has(function() m:load_state_dict(sd) end, 'Unexpected key(s) in state_dict: "0.bias"')
   end)
 end)

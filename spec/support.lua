@@ -151,7 +151,8 @@ end
 -- so every element of the output contributes. The analytic gradient of each
 -- leaf must match (f(x + eps e_j) - f(x - eps e_j)) / (2 eps) for every element
 -- j within ATOL + RTOL * |numeric|. It also checks that every leaf got a .grad
--- of its own shape and dtype.
+-- of its own shape and dtype. opts.enable_grad: the numeric side runs with
+-- grad enabled too (for fn that differentiates itself, as gradgradcheck's).
 function support.gradcheck(fn, inputs, opts)
   opts = opts or {}
   local constant = opts.constant or {}
@@ -181,7 +182,7 @@ function support.gradcheck(fn, inputs, opts)
 
   -- numeric
   local function f(args)
-    return wick.no_grad(function()
+    return (opts.enable_grad and wick.enable_grad or wick.no_grad)(function()
       local o = fn(unpack(args, 1, n))
       assert.are.same(out_shape, support.shape_of(o))
       return (o:to("float64") * w):sum():item()
@@ -215,6 +216,35 @@ function support.gradcheck(fn, inputs, opts)
     end
   end
   return true
+end
+
+-- gradgradcheck(fn, inputs[, opts]): second derivatives. The gradients of
+-- sum(fn(...) * W) with respect to the inputs, taken with
+-- autograd.grad{create_graph = true} and summed against fixed random V, must
+-- have the numeric gradient gradcheck computes (double backward through every
+-- node of fn).
+function support.gradgradcheck(fn, inputs, opts)
+  opts = opts or {}
+  local w, v
+  local function first_order(...)
+    local args = { ... }
+    for i = 1, #args do
+      if not args[i].requires_grad then args[i] = args[i]:detach():requires_grad_() end
+    end
+    local out = fn(unpack(args, 1, #args))
+    w = w or support.from_values(weights(out:numel()), support.shape_of(out))
+    local grads = wick.autograd.grad((out * w):sum(), args, { create_graph = true, allow_unused = true })
+    local total = wick.zeros({}, { dtype = "float64" })
+    v = v or {}
+    for i = 1, #args do
+      if grads[i] then
+        v[i] = v[i] or support.from_values(weights(grads[i]:numel(), 977 + i), support.shape_of(grads[i]))
+        total = total + (grads[i] * v[i]):sum()
+      end
+    end
+    return total
+  end
+  return support.gradcheck(first_order, inputs, { enable_grad = true, constant = opts.constant })
 end
 
 -- ---- the same op on several devices ----

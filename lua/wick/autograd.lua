@@ -149,4 +149,87 @@ function Function.apply()
   wick.error("autograd.Function.apply: call apply on a class made with Function:extend(\"Name\")")
 end
 
+-- ---- backward and grad (PyTorch's torch.autograd.backward / grad) ----
+
+local function list_of(v) -- a tensor, or a list of tensors, as a list
+  if is_tensor(v) then return { v } end
+  return v
+end
+
+-- Positional arguments after `first` names, or one table of keywords: PyTorch's
+-- call `grad(outputs = y, inputs = x, create_graph = True)` ports as
+-- `grad{outputs = y, inputs = x, create_graph = true}`.
+local function keywords(fn, names, ...)
+  local first = ...
+  if select("#", ...) == 1 and type(first) == "table" and not is_tensor(first) and first[names[1]] ~= nil then
+    return first
+  end
+  local n = select("#", ...)
+  local last = n > 0 and select(n, ...) or nil
+  local opts -- the last argument when it is an options table (not a tensor, nor a list of them)
+  if type(last) == "table" and not is_tensor(last) and last[1] == nil then opts, n = last, n - 1 end
+  if n > #names then check.expected(fn, ("argument %d"):format(n), "an options table", (select(n, ...))) end
+  local args = {}
+  for i = 1, n do args[names[i]] = (select(i, ...)) end
+  for k, v in pairs(opts or {}) do args[k] = v end
+  return args
+end
+
+local function check_keys(fn, args, allowed)
+  for k in pairs(args) do
+    if not allowed[k] then wick.error(("%s: unknown option '%s'"):format(fn, tostring(k))) end
+  end
+end
+
+local GRAD_KEYS = { outputs = true, inputs = true, grad_outputs = true, retain_graph = true, create_graph = true,
+  allow_unused = true, materialize_grads = true, only_inputs = true, is_grads_batched = true }
+
+--- wick.autograd.grad(outputs, inputs[, grad_outputs][, opts]) -> list of gradients
+function M.grad(...)
+  local fn = "autograd.grad"
+  local a = keywords(fn, { "outputs", "inputs", "grad_outputs" }, ...)
+  check_keys(fn, a, GRAD_KEYS)
+  if a.is_grads_batched then wick.error(fn .. ": is_grads_batched = true (vmap over grad_outputs) is not supported") end
+  local outputs, inputs = list_of(a.outputs), list_of(a.inputs)
+  if type(outputs) ~= "table" then check.expected(fn, "outputs", "a tensor or a list of tensors", a.outputs) end
+  if type(inputs) ~= "table" then check.expected(fn, "inputs", "a tensor or a list of tensors", a.inputs) end
+  local go = a.grad_outputs
+  if go ~= nil then go = list_of(go) end
+  if go ~= nil and type(go) ~= "table" then check.expected(fn, "grad_outputs", "a tensor or a list", a.grad_outputs) end
+  local create = a.create_graph == true
+  local retain = a.retain_graph
+  if retain == nil then retain = create end
+  local grads = core.autograd_run(outputs, go, inputs, retain, create, true)
+  for k = 1, grads.n do
+    if grads[k] == nil then
+      if a.materialize_grads then
+        grads[k] = wick.zeros_like(inputs[k])
+      elseif not a.allow_unused then
+        wick.error(fn .. ": One of the differentiated Tensors appears to not have been used in the graph "
+          .. ("(input %d). Set allow_unused = true if this is the desired behavior."):format(k))
+      end
+    end
+  end
+  return grads
+end
+
+local BACKWARD_KEYS = { tensors = true, grad_tensors = true, retain_graph = true, create_graph = true, inputs = true }
+
+--- wick.autograd.backward(tensors[, grad_tensors][, opts]): into the leaves' .grad (or only `inputs`')
+function M.backward(...)
+  local fn = "autograd.backward"
+  local a = keywords(fn, { "tensors", "grad_tensors" }, ...)
+  check_keys(fn, a, BACKWARD_KEYS)
+  local outputs = list_of(a.tensors)
+  if type(outputs) ~= "table" then check.expected(fn, "tensors", "a tensor or a list of tensors", a.tensors) end
+  local gt = a.grad_tensors
+  if gt ~= nil then gt = list_of(gt) end
+  local create = a.create_graph == true
+  local retain = a.retain_graph
+  if retain == nil then retain = create end
+  local inputs = a.inputs
+  if inputs ~= nil then inputs = list_of(inputs) end
+  core.autograd_run(outputs, gt, inputs, retain, create, false)
+end
+
 return M

@@ -303,6 +303,12 @@ end
 --- along dim (p a number: 1, 2, inf, 0 or any other; "fro" is 2)
 function Tensor.norm(t, p, dim, keepdim)
   check_tensor(t, "norm", "self")
+  -- PyTorch's keywords: t:norm{p = 2, dim = 2}, t:norm(2, {dim = 2, keepdim = true})
+  if type(p) == "table" then p, dim, keepdim = p.p, p.dim, p.keepdim end
+  if type(dim) == "table" and dim[1] == nil then
+    if keepdim == nil then keepdim = dim.keepdim end
+    dim = dim.dim
+  end
   if p == nil or p == "fro" then p = 2 end
   if type(p) ~= "number" then core.error(("norm: p must be a number or 'fro', got %s"):format(check.describe(p))) end
   local function total(x) if dim == nil then return x:sum() end return x:sum(dim, keepdim == true) end

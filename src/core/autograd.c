@@ -156,7 +156,9 @@ wick_status wk_save(wk_node *node, int slot, const wick_tensor *t, const wick_te
     if (t == out) { /* an alias without grad_fn: no cycle through the node */
         wick_status st = wk_tensor_view(&s, t, t->ndim, t->sizes, t->strides, t->offset);
         if (st) return st;
+        node->saved_output |= (unsigned char)(1u << slot);
     } else {
+        node->saved_output &= (unsigned char)~(1u << slot);
         s = (wick_tensor *)t;
         wick_tensor_retain(s);
     }
@@ -339,6 +341,15 @@ static wick_status accumulate_leaf(wick_tensor *leaf, wick_tensor *g) {
         wick_tensor_release(g);
         return st;
     }
+    if (wk_grad_mode && (g->requires_grad || leaf->grad->requires_grad)) { /* create_graph: a recorded sum */
+        wick_tensor *sum;
+        st = wick_binary(&sum, WICK_ADD, leaf->grad, g);
+        wick_tensor_release(g);
+        if (st) return st;
+        wick_tensor_release(leaf->grad);
+        leaf->grad = sum;
+        return WICK_OK;
+    }
     st = wick_binary_(WICK_ADD, leaf->grad, g);
     wick_tensor_release(g);
     return st;
@@ -360,15 +371,19 @@ static bool push(node_list *l, wk_node *n) {
     return true;
 }
 
-/* Nodes reachable from root in depth-first postorder: inputs before users. */
-static wick_status topo_order(wk_node *root, node_list *order) {
+/* Nodes reachable from the roots (NULL entries skipped) in depth-first
+ * postorder: inputs before users. */
+static wick_status topo_order(int n_roots, wk_node *const *roots, node_list *order) {
     static _Thread_local int generation = 0;
     int mark = ++generation;
     node_list stack = {0};
     wick_status st = WICK_OK;
-    root->mark = mark;
-    root->pending = 0;
-    if (!push(&stack, root)) st = WICK_ERR_OOM;
+    for (int r = 0; r < n_roots && !st; r++) {
+        wk_node *root = roots[r];
+        if (!root || root->mark == mark) continue;
+        root->mark = mark;
+        root->pending = 0;
+        if (!push(&stack, root)) st = WICK_ERR_OOM;
     while (!st && stack.count) {
         wk_node *n = stack.items[stack.count - 1];
         bool descended = false;
@@ -388,6 +403,7 @@ static wick_status topo_order(wk_node *root, node_list *order) {
         if (st || descended) continue;
         stack.count--;
         if (!push(order, n)) st = WICK_ERR_OOM;
+    }
     }
     free(stack.items);
     return st ? wick_fail(WICK_ERR_OOM, "out of memory walking the autograd graph") : WICK_OK;
@@ -506,43 +522,164 @@ static int64_t profile_node(const wk_node *n) {
     return event;
 }
 
-static wick_status run_backward(wick_tensor *root, wick_tensor *grad, int retain, wick_autograd_hook hook,
-                                void *ud) {
-    if (!root->grad_fn) {
-        if (hook && __atomic_load_n(&root->hook_id, __ATOMIC_RELAXED)) return finish_leaf(hook, ud, root, grad);
-        return accumulate_leaf(root, grad);
+/* ---- one backward: what it computes, and the walk ---- */
+
+typedef struct {
+    const wick_backward_args *a;
+    int capture;        /* only the gradients of a->inputs (into grads) */
+    wick_tensor **grads; /* one per input while capturing */
+    hook_plan hooks;
+} backward_run;
+
+static int input_index(const backward_run *r, const wick_tensor *leaf) {
+    for (int k = 0; k < r->a->n_inputs; k++)
+        if (r->a->inputs[k] == leaf) return k;
+    return -1;
+}
+
+/* g (taken) arrives at a leaf: its .grad (or its hooks' sum), or the captured gradient. */
+static wick_status deliver_leaf(backward_run *r, wick_tensor *leaf, wick_tensor *g) {
+    if (r->capture) {
+        int k = input_index(r, leaf);
+        if (k < 0) return wick_tensor_release(g), WICK_OK;
+        return accumulate(&r->grads[k], g);
     }
-    if (root->grad_fn->released) {
-        wick_tensor_release(grad);
-        return wick_fail(WICK_ERR_ARGUMENT,
-                         "Trying to backward through the graph a second time (or directly access saved tensors "
-                         "after they have already been freed). Saved intermediate values of the graph are freed "
-                         "when you call :backward(); specify {retain_graph = true} to backward through it again");
+    hook_count *c = find_count(&r->hooks, leaf);
+    return c ? accumulate(&c->grad, g) : accumulate_leaf(leaf, g);
+}
+
+/* A captured non-leaf input's gradient is its node's whole gradient, taken before the node runs. */
+static wick_status capture_node(backward_run *r, const wk_node *n) {
+    for (int k = 0; k < r->a->n_inputs; k++) {
+        if (r->a->inputs[k]->grad_fn != n) continue;
+        wick_tensor_retain(n->grad);
+        wick_status st = accumulate(&r->grads[k], n->grad);
+        if (st) return st;
     }
-    node_list order = {0};
-    hook_plan hooks = {hook, ud, NULL, 0};
-    wick_status st = topo_order(root->grad_fn, &order);
-    if (!st) st = plan_hooks(&hooks, &order);
-    if (st) {
-        wick_tensor_release(grad);
-        free(order.items);
-        return st;
+    return WICK_OK;
+}
+
+static bool is_input_node(const backward_run *r, const wk_node *n) {
+    for (int k = 0; k < r->a->n_inputs; k++)
+        if (r->a->inputs[k]->grad_fn == n) return true;
+    return false;
+}
+
+/* While capturing, the nodes that lead to an input (the others need not run):
+ * need[i] for order->items[i], whose `pending` becomes its index. */
+static wick_status plan_needed(const backward_run *r, const node_list *order, bool **need) {
+    *need = calloc((size_t)order->count + 1, sizeof **need);
+    if (!*need) return wick_fail(WICK_ERR_OOM, "out of memory planning the backward");
+    for (int i = 0; i < order->count; i++) {
+        wk_node *n = order->items[i];
+        n->pending = i;
+        for (int j = 0; j < n->n_inputs && !(*need)[i]; j++) {
+            const wk_edge *e = &n->edges[j];
+            (*need)[i] = e->leaf ? input_index(r, e->leaf) >= 0
+                                 : e->node && ((*need)[e->node->pending] || is_input_node(r, e->node));
+        }
     }
-    root->grad_fn->grad = grad;
-    for (int i = order.count - 1; i >= 0 && !st; i--) {
-        wk_node *n = order.items[i];
-        if (!n->grad) { /* nothing flowed here */
-            st = settle_hooks(&hooks, n);
+    return WICK_OK;
+}
+
+/* The backward of a gradient that a fused kernel computed under create_graph. */
+static wick_status no_double_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
+    (void)g, (void)grads;
+    return wick_fail(WICK_ERR_UNSUPPORTED,
+                     "%s: a gradient of a gradient through this op is not supported (its backward is a fused "
+                     "kernel without a derivative); create_graph = true works through the ops written with "
+                     "others (elementwise, matmul, linear, reductions, views, softmax, ...)",
+                     n->name);
+}
+
+/* create_graph through a node whose backward is a fused kernel: its
+ * gradients depend on what the kernel read (the incoming gradient, saved
+ * tensors that require grad) through a node that raises if differentiated. */
+static wick_status guard_grads(const wk_node *n, const wick_tensor *g, wick_tensor **gs) {
+    const wick_tensor *in[WK_MAX_SAVED + 1];
+    int k = 0;
+    if (g->requires_grad) in[k++] = g;
+    for (int i = 0; i < WK_MAX_SAVED; i++)
+        if (n->saved[i] && n->saved[i]->requires_grad) in[k++] = n->saved[i];
+    for (int j = 0; k && j < n->n_inputs; j++) {
+        wick_tensor *v, *t = gs[j];
+        if (!t) continue;
+        wick_status st = wk_tensor_view(&v, t, t->ndim, t->sizes, t->strides, t->offset); /* the kernel's may be shared */
+        if (st) return st;
+        wick_tensor_release(t);
+        gs[j] = v;
+        if ((st = wk_record(v, n->name, no_double_backward, 0, k, in, NULL))) return st;
+    }
+    return WICK_OK;
+}
+
+/* create_graph: the node's saved outputs are read through aliases whose
+ * grad_fn is the node, so the new graph reaches its inputs through them. */
+static wick_status attach_outputs(wk_node *n, wick_tensor **kept) {
+    for (int i = 0; i < WK_MAX_SAVED; i++) {
+        kept[i] = NULL;
+        wick_tensor *s = n->saved[i], *v;
+        if (!s || !(n->saved_output >> i & 1)) continue;
+        wick_status st = wk_tensor_view(&v, s, s->ndim, s->sizes, s->strides, s->offset);
+        if (st) return st;
+        __atomic_add_fetch(&n->refcount, 1, __ATOMIC_RELAXED);
+        v->grad_fn = n;
+        v->requires_grad = true;
+        kept[i] = s;
+        n->saved[i] = v;
+    }
+    return WICK_OK;
+}
+
+static void detach_outputs(wk_node *n, wick_tensor **kept) {
+    for (int i = 0; i < WK_MAX_SAVED; i++) {
+        if (!kept[i]) continue;
+        wick_tensor_release(n->saved[i]);
+        n->saved[i] = kept[i];
+    }
+}
+
+static wick_status call_backward(const backward_run *r, wk_node *n, wick_tensor **gs) {
+    wick_status st;
+    if (!r->a->create_graph) return n->backward(n, n->grad, gs);
+    if (!n->twice) {
+        WK_NO_GRAD(st = n->backward(n, n->grad, gs));
+        return st ? st : guard_grads(n, n->grad, gs);
+    }
+    wick_tensor *kept[WK_MAX_SAVED];
+    st = attach_outputs(n, kept);
+    if (!st) st = n->backward(n, n->grad, gs);
+    detach_outputs(n, kept);
+    return st;
+}
+
+static wick_status released_error(const wk_node *n) {
+    return wick_fail(WICK_ERR_ARGUMENT,
+                     "Trying to backward through the graph a second time (or directly access saved tensors "
+                     "after they have already been freed; node %s). Saved intermediate values of the graph are "
+                     "freed when you call :backward(); specify {retain_graph = true} on the first backward to "
+                     "backward through it again",
+                     n->name);
+}
+
+/* Runs the nodes of `order` from the roots down; the roots' gradients are in place. */
+static wick_status walk(backward_run *r, const node_list *order, const bool *need) {
+    wick_autograd_hook hook = r->a->hook;
+    wick_status st = WICK_OK;
+    for (int i = order->count - 1; i >= 0 && !st; i--) {
+        wk_node *n = order->items[i];
+        if (n->grad && r->capture && (st = capture_node(r, n))) break;
+        if (!n->grad || (need && !need[i])) { /* nothing flowed here, or it leads to no input */
+            wick_tensor_release(n->grad);
+            n->grad = NULL;
+            if (!r->capture) st = settle_hooks(&r->hooks, n);
             continue;
         }
         if (n->released) {
-            st = wick_fail(WICK_ERR_ARGUMENT,
-                           "Trying to backward through the graph a second time (node %s was already freed); "
-                           "specify {retain_graph = true} on the first backward",
-                           n->name);
+            st = released_error(n);
             break;
         }
-        if (hook && n->hook_id && (st = hook(ud, WICK_HOOK_GRAD, NULL, n->hook_id, &n->grad))) break;
+        if (hook && n->hook_id && (st = hook(r->a->ud, WICK_HOOK_GRAD, NULL, n->hook_id, &n->grad))) break;
         int64_t event = wick_profiling ? profile_node(n) : -1; /* the profiler's event for the node */
         wick_tensor *grads[64] = {0}, **gs = grads;
         if (n->n_inputs > 64 && !(gs = calloc((size_t)n->n_inputs, sizeof *gs))) {
@@ -551,9 +688,9 @@ static wick_status run_backward(wick_tensor *root, wick_tensor *grad, int retain
             break;
         }
         st = check_saved_versions(n);
-        bool done = !st && n->n_inputs == 1 && n->edges[0].node &&
+        bool done = !st && !r->a->create_graph && !r->capture && n->n_inputs == 1 && n->edges[0].node &&
                     wk_slice_backward_into(n, n->grad, n->edges[0].node->grad, &st);
-        if (!st && !done) st = n->backward(n, n->grad, gs);
+        if (!st && !done) st = call_backward(r, n, gs);
         wick_tensor_release(n->grad);
         n->grad = NULL;
         for (int j = 0; j < n->n_inputs; j++) {
@@ -565,60 +702,158 @@ static wick_status run_backward(wick_tensor *root, wick_tensor *grad, int retain
                 wick_tensor_release(g);
                 continue;
             }
-            hook_count *c = e->leaf ? find_count(&hooks, e->leaf) : NULL;
-            st = e->node ? accumulate(&e->node->grad, g) : c ? accumulate(&c->grad, g) : accumulate_leaf(e->leaf, g);
+            st = e->node ? accumulate(&e->node->grad, g) : deliver_leaf(r, e->leaf, g);
         }
         if (gs != grads) free(gs);
         wick_profiler_end(event);
-        if (!st) st = settle_hooks(&hooks, n);
-        if (!retain) {
+        if (!st && !r->capture) st = settle_hooks(&r->hooks, n);
+        if (!r->a->retain_graph) {
             release_saved(n);
             n->released = true;
         }
     }
-    for (int i = 0; i < order.count; i++) { /* after an error, drop what is still pending */
-        wick_tensor_release(order.items[i]->grad);
-        order.items[i]->grad = NULL;
+    for (int i = 0; i < order->count; i++) { /* after an error, drop what is still pending */
+        wick_tensor_release(order->items[i]->grad);
+        order->items[i]->grad = NULL;
     }
-    free(order.items);
-    free_plan(&hooks);
     return st;
 }
+
+/* Seeds the roots (taking the seeds' references) and runs the graph under them. */
+static wick_status run_backward(backward_run *r, wick_tensor **seeds) {
+    const wick_backward_args *a = r->a;
+    wick_status st = WICK_OK;
+    wk_node *stack_roots[8] = {0}, **roots = stack_roots;
+    if (a->n_outputs > 8 && !(roots = calloc((size_t)a->n_outputs, sizeof *roots)))
+        st = wick_fail(WICK_ERR_OOM, "out of memory in backward");
+    for (int i = 0; i < a->n_outputs && roots && !st; i++) {
+        roots[i] = a->outputs[i]->grad_fn;
+        if (roots[i] && roots[i]->released) st = released_error(roots[i]);
+    }
+    for (int i = 0; i < a->n_outputs; i++) { /* the seeds go to the roots' nodes, or to leaves */
+        wick_tensor *g = seeds[i], *t = a->outputs[i];
+        seeds[i] = NULL;
+        if (st) wick_tensor_release(g);
+        else if (t->grad_fn) st = accumulate(&t->grad_fn->grad, g);
+        else if (!r->capture && a->hook && __atomic_load_n(&t->hook_id, __ATOMIC_RELAXED))
+            st = finish_leaf(a->hook, a->ud, t, g);
+        else st = deliver_leaf(r, t, g);
+    }
+    node_list order = {0};
+    bool *need = NULL;
+    if (!st) st = topo_order(a->n_outputs, roots, &order);
+    if (!st && r->capture) st = plan_needed(r, &order, &need);
+    if (!st && !r->capture) {
+        r->hooks = (hook_plan){a->hook, a->ud, NULL, 0};
+        st = plan_hooks(&r->hooks, &order);
+    }
+    if (!st) st = walk(r, &order, need);
+    for (int i = 0; i < a->n_outputs; i++) { /* seeds of roots that never ran (an error) */
+        if (!roots || !roots[i]) continue;
+        wick_tensor_release(roots[i]->grad);
+        roots[i]->grad = NULL;
+    }
+    if (roots != stack_roots) free(roots);
+    free(order.items);
+    free(need);
+    free_plan(&r->hooks);
+    return st;
+}
+
 
 wick_status wick_backward(wick_tensor *t, const wick_tensor *gradient, int retain_graph) {
     return wick_backward_ex(t, gradient, retain_graph, NULL, NULL);
 }
 
-wick_status wick_backward_ex(wick_tensor *t, const wick_tensor *gradient, int retain_graph, wick_autograd_hook hook,
-                             void *ud) {
-    if (!t->requires_grad)
-        return wick_fail(WICK_ERR_ARGUMENT,
-                         "element 0 of tensors does not require grad and does not have a grad_fn (set "
-                         "requires_grad = true on the inputs, outside wick.no_grad)");
-    wick_tensor *g;
+/* The seed of output i: ones for a one-element output without a gradient, else the gradient as the output's. */
+static wick_status make_seed(wick_tensor **seed, const wick_tensor *t, const wick_tensor *gradient, int i, int n) {
+    char a[WK_SHAPE_BUF], b[WK_SHAPE_BUF];
     wick_status st;
     if (!gradient) {
-        if (wick_tensor_numel(t) != 1) {
-            char s[WK_SHAPE_BUF];
+        if (wick_tensor_numel(t) != 1)
             return wick_fail(WICK_ERR_SHAPE,
-                             "grad can be implicitly created only for scalar outputs (this one has shape %s); "
-                             "pass a gradient: t:backward(gradient)",
-                             wk_shape_str(t->ndim, t->sizes, s, sizeof s));
-        }
-        WK_NO_GRAD(st = wick_full(&g, t->ndim, t->sizes, 1, (wick_options){t->dtype, t->storage->device}));
-    } else {
-        char a[WK_SHAPE_BUF], b[WK_SHAPE_BUF];
-        if (gradient->ndim != t->ndim || memcmp(gradient->sizes, t->sizes, sizeof(int64_t) * t->ndim) != 0)
-            return wick_fail(WICK_ERR_SHAPE, "backward: gradient has shape %s, but the tensor has shape %s",
-                             wk_shape_str(gradient->ndim, gradient->sizes, a, sizeof a),
-                             wk_shape_str(t->ndim, t->sizes, b, sizeof b));
-        WK_NO_GRAD(st = wick_to(&g, (wick_tensor *)gradient, (wick_options){t->dtype, t->storage->device}));
+                             "grad can be implicitly created only for scalar outputs (%s%shas shape %s); pass a "
+                             "gradient: t:backward(gradient)",
+                             n > 1 ? "output " : "this one ", n > 1 ? (snprintf(b, sizeof b, "%d ", i + 1), b) : "",
+                             wk_shape_str(t->ndim, t->sizes, a, sizeof a));
+        WK_NO_GRAD(st = wick_full(seed, t->ndim, t->sizes, 1, (wick_options){t->dtype, t->storage->device}));
+        return st;
     }
+    if (gradient->ndim != t->ndim || memcmp(gradient->sizes, t->sizes, sizeof(int64_t) * t->ndim) != 0)
+        return wick_fail(WICK_ERR_SHAPE, "backward: gradient has shape %s, but the tensor has shape %s",
+                         wk_shape_str(gradient->ndim, gradient->sizes, a, sizeof a),
+                         wk_shape_str(t->ndim, t->sizes, b, sizeof b));
+    if (gradient->dtype == t->dtype && wick_device_equal(gradient->storage->device, t->storage->device)) {
+        wick_tensor_retain((wick_tensor *)gradient); /* as it is: under create_graph, its graph too */
+        *seed = (wick_tensor *)gradient;
+        return WICK_OK;
+    }
+    return wick_to(seed, (wick_tensor *)gradient, (wick_options){t->dtype, t->storage->device});
+}
+
+static wick_status check_args(const wick_backward_args *a) {
+    if (!a || a->n_outputs < 1 || !a->outputs || a->n_inputs < 0 || (a->n_inputs && !a->inputs))
+        return wick_fail(WICK_ERR_ARGUMENT, "backward: no outputs to differentiate (or a NULL argument)");
+    for (int i = 0; i < a->n_outputs; i++) {
+        if (!a->outputs[i]) return wick_fail(WICK_ERR_ARGUMENT, "backward: output %d is NULL", i + 1);
+        if (!a->outputs[i]->requires_grad)
+            return wick_fail(WICK_ERR_ARGUMENT,
+                             "element %d of tensors does not require grad and does not have a grad_fn (set "
+                             "requires_grad = true on the inputs, outside wick.no_grad)",
+                             i);
+    }
+    for (int k = 0; k < a->n_inputs; k++) {
+        if (!a->inputs[k]) return wick_fail(WICK_ERR_ARGUMENT, "backward: input %d is NULL", k + 1);
+        if (!a->inputs[k]->requires_grad)
+            return wick_fail(WICK_ERR_ARGUMENT,
+                             "One of the differentiated Tensors does not require grad (input %d: set "
+                             "requires_grad = true on it before the forward)",
+                             k + 1);
+    }
+    return WICK_OK;
+}
+
+wick_status wick_backward_run(const wick_backward_args *a) {
+    wick_status st = check_args(a);
     if (st) return st;
-    wick_autograd_hook outer = wk_backward_hook; /* a hook's own backward nests */
-    void *outer_ud = wk_backward_hook_ud;
-    wk_backward_hook = hook, wk_backward_hook_ud = ud;
-    WK_NO_GRAD(st = run_backward(t, g, retain_graph, hook, ud));
-    wk_backward_hook = outer, wk_backward_hook_ud = outer_ud;
+    backward_run r = {a, a->n_inputs > 0, a->grads, {0}};
+    wick_tensor *seed_buf[8] = {0}, **seeds = seed_buf, **own = NULL;
+    if (a->n_outputs > 8 && !(seeds = calloc((size_t)a->n_outputs, sizeof *seeds)))
+        return wick_fail(WICK_ERR_OOM, "out of memory in backward");
+    if (r.capture && !a->grads && !(r.grads = own = calloc((size_t)a->n_inputs, sizeof *own)))
+        st = wick_fail(WICK_ERR_OOM, "out of memory in backward");
+    for (int k = 0; r.capture && a->grads && k < a->n_inputs; k++) a->grads[k] = NULL;
+    for (int i = 0; i < a->n_outputs && !st; i++)
+        st = make_seed(&seeds[i], a->outputs[i], a->gradients ? a->gradients[i] : NULL, i, a->n_outputs);
+    if (st) {
+        for (int i = 0; i < a->n_outputs; i++) wick_tensor_release(seeds[i]);
+    } else {
+        wick_autograd_hook outer = wk_backward_hook; /* a hook's own backward nests */
+        void *outer_ud = wk_backward_hook_ud;
+        int mode = wk_grad_mode;
+        wk_backward_hook = a->hook, wk_backward_hook_ud = a->ud;
+        wk_grad_mode = a->create_graph != 0;
+        st = run_backward(&r, seeds);
+        wk_grad_mode = mode;
+        wk_backward_hook = outer, wk_backward_hook_ud = outer_ud;
+    }
+    if (seeds != seed_buf) free(seeds);
+    for (int k = 0; r.capture && k < a->n_inputs; k++) { /* backward(inputs = ...): into their .grad */
+        if (st || !own) {
+            if (st && r.grads) wick_tensor_release(r.grads[k]), r.grads[k] = NULL;
+            continue;
+        }
+        if (own[k] && (st = accumulate_leaf(a->inputs[k], own[k]))) own[k] = NULL;
+        own[k] = NULL;
+    }
+    for (int k = 0; own && k < a->n_inputs; k++) wick_tensor_release(own[k]);
+    free(own);
     return st;
+}
+
+wick_status wick_backward_ex(wick_tensor *t, const wick_tensor *gradient, int retain_graph, wick_autograd_hook hook,
+                             void *ud) {
+    wick_backward_args a = {.n_outputs = 1, .outputs = &t, .gradients = &gradient, .retain_graph = retain_graph,
+                            .hook = hook, .ud = ud};
+    return wick_backward_run(&a);
 }

@@ -37,6 +37,8 @@ struct wk_node {
     int64_t sizes[WICK_MAX_DIMS]; /* an extra shape (e.g. the input of a view) */
     int ndim;
     bool released; /* saved tensors freed after a backward without retain_graph */
+    bool twice;    /* its backward is written with recorded ops: differentiable under create_graph */
+    unsigned char saved_output; /* bit i: saved[i] is an alias of the node's own output */
     int64_t hook_id; /* the hooks of the tensor this node made (wick_hook_id); 0: none */
     /* engine scratch */
     wick_tensor *grad;
@@ -108,6 +110,10 @@ bool wk_engine_owned(const wick_tensor *t);
  * the input's shape and g's dtype): adds g into acc's slice in place and returns
  * true (*st: the result), sparing a zeros tensor of the input's shape and a full add.
  * False when any of that does not hold (the engine runs n's backward then). */
+/* g (shaped like the slice) at [start, ...) of dim in zeros of the input's `sizes`, with recorded ops
+ * (the backward of a slice under create_graph). */
+wick_status wk_pad_slice(wick_tensor **out, const wick_tensor *g, int ndim, const int64_t *sizes, int dim,
+                         int64_t start);
 bool wk_slice_backward_into(wk_node *n, wick_tensor *g, wick_tensor *acc, wick_status *st);
 wick_status wk_record_view(wick_tensor *out, const wick_tensor *in, int kind, int dim0, int dim1, int64_t start,
                            int64_t length, const int *perm);

@@ -81,7 +81,7 @@ static wick_status unary_backward(wk_node *n, wick_tensor *g, wick_tensor **grad
     case WICK_RELU:
         /* fused where the backend has it and no dtype changes (x > 0 ? g : 0,
          * like PyTorch's threshold_backward: a NaN gradient at x <= 0 gives 0) */
-        if (x->storage->backend && x->storage->backend->act_backward && g->dtype == x->dtype &&
+        if (!wk_grad_mode && x->storage->backend && x->storage->backend->act_backward && g->dtype == x->dtype &&
             (x->dtype == WICK_FLOAT32 || x->dtype == WICK_FLOAT64)) {
             TRY(wk_act_backward(&r, g, x, WK_ACT_RELU));
             break;
@@ -100,7 +100,7 @@ static wick_status unary_backward(wk_node *n, wick_tensor *g, wick_tensor **grad
         break;
     case WICK_GELU_TANH: TRY(wk_act_backward(&r, g, x, WK_ACT_GELU_TANH)); break;
     case WICK_GELU: { /* g (Phi(x) + x phi(x)), Phi(x) = (1 + erf(x/sqrt 2))/2 */
-        if (x->storage->backend && x->storage->backend->act_backward) { /* fused */
+        if (!wk_grad_mode && x->storage->backend && x->storage->backend->act_backward) { /* fused */
             TRY(wk_act_backward(&r, g, x, WK_ACT_GELU));
             break;
         }
@@ -221,6 +221,7 @@ wick_status wk_record_unary(wick_tensor *out, wick_unary_op op, const wick_tenso
     _Static_assert(sizeof names / sizeof *names == WICK_NUM_UNARY, "a backward name for every unary op");
     wk_node *n;
     TRY(wk_record(out, names[op], unary_backward, op, 1, &a, &n));
+    n->twice = op != WICK_GELU_TANH; /* the others' formulas are recorded ops (fused ones only without grad) */
     switch (op) { /* what the formula reads: the output, nothing, or the input */
     case WICK_EXP: case WICK_SQRT: case WICK_TANH: case WICK_SIGMOID: case WICK_TAN: case WICK_EXPM1:
     case WICK_RSQRT: case WICK_RECIPROCAL: return wk_save(n, 1, out, out);
@@ -378,6 +379,7 @@ wick_status wk_record_binary(wick_tensor *out, wick_binary_op op, const wick_ten
     const wick_tensor *in[2] = {a, b};
     wk_node *n;
     TRY(wk_record(out, names[op], binary_backward, op, 2, in, &n));
+    n->twice = true;
     n->scalars[0] = alpha;
     if (op == WICK_ADD || op == WICK_SUB) return WICK_OK;
     TRY(wk_save(n, 0, a, out));
@@ -401,6 +403,7 @@ static wick_status clamp_backward(wk_node *n, wick_tensor *g, wick_tensor **grad
 wick_status wk_record_clamp(wick_tensor *out, const wick_tensor *a, double lo, double hi) {
     wk_node *n;
     TRY(wk_record(out, "ClampBackward", clamp_backward, 0, 1, &a, &n));
+    n->twice = true;
     n->scalars[0] = lo, n->scalars[1] = hi;
     return wk_save(n, 0, a, out);
 }
@@ -419,6 +422,7 @@ wick_status wk_record_where(wick_tensor *out, const wick_tensor *cond, const wic
     const wick_tensor *in[3] = {NULL, a, b};
     wk_node *n;
     TRY(wk_record(out, "WhereBackward", where_backward, 0, 3, in, &n));
+    n->twice = true;
     return wk_save(n, 0, cond, out);
 }
 
@@ -537,6 +541,7 @@ wick_status wk_record_reduce(wick_tensor *out, const wick_tensor *indices, wick_
     if (op == WICK_ARGMAX || op == WICK_ARGMIN) return WICK_OK;
     wk_node *n;
     TRY(wk_record(out, names[op], reduce_backward, op, 1, &a, &n));
+    n->twice = !indices; /* max/min along a dim scatter into zeros, in place */
     n->ints[0] = dim, n->ints[1] = keepdim, n->ints[2] = correction;
     n->ndim = a->ndim;
     memcpy(n->sizes, a->sizes, sizeof(int64_t) * a->ndim);
@@ -586,6 +591,7 @@ wick_status wk_record_addmm(wick_tensor *out, const wick_tensor *input, const wi
     const wick_tensor *in[3] = {input, m1, m2};
     wk_node *n;
     TRY(wk_record(out, input ? "AddmmBackward" : "MmBackward", addmm_backward, 0, 3, in, &n));
+    n->twice = true;
     n->scalars[0] = beta, n->scalars[1] = alpha;
     if (m2->requires_grad) TRY(wk_save(n, 0, m1, out));
     if (m1->requires_grad) TRY(wk_save(n, 1, m2, out));
@@ -610,6 +616,7 @@ wick_status wk_record_linear(wick_tensor *out, const wick_tensor *x, const wick_
     const wick_tensor *in[3] = {x, weight, bias};
     wk_node *n;
     TRY(wk_record(out, "LinearBackward", linear_backward, 0, 3, in, &n));
+    n->twice = true;
     if (weight->requires_grad) TRY(wk_save(n, 0, x, out));
     if (x->requires_grad) TRY(wk_save(n, 1, weight, out));
     return WICK_OK;
@@ -619,7 +626,13 @@ wick_status wk_record_linear(wick_tensor *out, const wick_tensor *x, const wick_
 static wick_status mse_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
     wick_tensor *d = n->saved[0], *gx;
     double scale = n->ints[0] == 1 ? 2.0 / (double)wick_tensor_numel(d) : 2.0;
-    TRY(wick_binary(&gx, WICK_MUL, d, g));
+    if (wk_grad_mode) { /* create_graph: the difference again, recorded (the saved one has no graph) */
+        TRY(wick_binary(&d, WICK_SUB, n->saved[1], n->saved[2]));
+        wick_status st = wick_binary(&gx, WICK_MUL, d, g);
+        wick_tensor_release(d);
+        TRY(st);
+    } else
+        TRY(wick_binary(&gx, WICK_MUL, d, g));
     TRY(chain_scalar(&gx, WICK_MUL, scale));
     if (n->edges[1].node || n->edges[1].leaf) {
         wick_status st = wick_unary(&grads[1], WICK_NEG, gx);
@@ -635,7 +648,10 @@ wick_status wk_record_mse(wick_tensor *out, const wick_tensor *input, const wick
     const wick_tensor *in[2] = {input, target};
     wk_node *n;
     TRY(wk_record(out, "MseLossBackward", mse_backward, 0, 2, in, &n));
+    n->twice = true;
     n->ints[0] = reduction;
+    TRY(wk_save(n, 1, input, out)); /* for create_graph */
+    TRY(wk_save(n, 2, target, out));
     return wk_save(n, 0, diff, out);
 }
 
@@ -660,6 +676,7 @@ wick_status wk_record_bmm(wick_tensor *out, const wick_tensor *a, const wick_ten
     const wick_tensor *in[2] = {a, b};
     wk_node *n;
     TRY(wk_record(out, "BmmBackward", bmm_backward, 0, 2, in, &n));
+    n->twice = true;
     if (b->requires_grad) TRY(wk_save(n, 0, a, out));
     if (a->requires_grad) TRY(wk_save(n, 1, b, out));
     return WICK_OK;
@@ -680,6 +697,12 @@ static wick_status view_backward(wk_node *n, wick_tensor *g, wick_tensor **grads
     case WK_VIEW_SELECT: { /* zeros of the input's shape with g in the slice */
         wick_tensor *z, *slot, *src;
         int dim = n->ints[0];
+        if (wk_grad_mode) { /* create_graph: written with recorded ops */
+            TRY(n->op == WK_VIEW_SELECT ? wick_unsqueeze(&src, g, dim) : retained(&src, g));
+            wick_status st = wk_pad_slice(&grads[0], src, n->ndim, n->sizes, dim, (int64_t)n->scalars[0]);
+            wick_tensor_release(src);
+            return st;
+        }
         TRY(wick_full(&z, n->ndim, n->sizes, 0, (wick_options){g->dtype, g->storage->device}));
         int64_t start = (int64_t)n->scalars[0], length = (int64_t)n->scalars[1];
         wick_status st = wick_narrow(&slot, z, dim, start, length);
@@ -697,6 +720,28 @@ static wick_status view_backward(wk_node *n, wick_tensor *g, wick_tensor **grads
     }
     default: return retained(&grads[0], g); /* expand (the engine sums), identity */
     }
+}
+
+wick_status wk_pad_slice(wick_tensor **out, const wick_tensor *g, int ndim, const int64_t *sizes, int dim,
+                         int64_t start) {
+    const wick_tensor *parts[3];
+    wick_tensor *zeros[2] = {NULL, NULL};
+    int64_t s[WICK_MAX_DIMS], len[2] = {start, sizes[dim] - start - g->sizes[dim]};
+    int k = 0;
+    wick_status st = WICK_OK;
+    memcpy(s, g->sizes, sizeof(int64_t) * ndim);
+    for (int side = 0; side < 2 && !st; side++) {
+        if (len[side] > 0) {
+            s[dim] = len[side];
+            if (!(st = wick_full(&zeros[side], ndim, s, 0, (wick_options){g->dtype, g->storage->device})))
+                parts[k++] = zeros[side];
+        }
+        if (!side) parts[k++] = g;
+    }
+    if (!st) st = wick_cat(out, k, parts, dim);
+    wick_tensor_release(zeros[0]);
+    wick_tensor_release(zeros[1]);
+    return st;
 }
 
 bool wk_slice_backward_into(wk_node *n, wick_tensor *g, wick_tensor *acc, wick_status *st) {
@@ -723,6 +768,7 @@ wick_status wk_record_view(wick_tensor *out, const wick_tensor *in, int kind, in
                                   "NarrowBackward", "SelectBackward", "AliasBackward"};
     wk_node *n;
     TRY(wk_record(out, names[kind], view_backward, kind, 1, &in, &n));
+    n->twice = true;
     n->ndim = in->ndim;
     memcpy(n->sizes, in->sizes, sizeof(int64_t) * in->ndim);
     n->ints[0] = dim0, n->ints[1] = dim1;
@@ -780,6 +826,7 @@ static wick_status cat_backward(wk_node *n, wick_tensor *g, wick_tensor **grads)
 wick_status wk_record_cat(wick_tensor *out, int count, const wick_tensor *const *ts, int dim) {
     wk_node *n;
     TRY(wk_record(out, "CatBackward", cat_backward, 0, count, ts, &n));
+    n->twice = true;
     n->ints[0] = dim;
     /* lengths of inputs that need no grad are still needed to find the others */
     for (int i = 0; i < count; i++) {
@@ -794,8 +841,10 @@ wick_status wk_record_cat(wick_tensor *out, int count, const wick_tensor *const 
 static wick_status softmax_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
     wick_tensor *y = n->saved[0], *s, *t;
     int dim = n->ints[0];
-    TRY(wk_softmax_backward(&grads[0], g, y, dim, n->op)); /* fused, where the backend has it */
-    if (grads[0]) return WICK_OK;
+    if (!wk_grad_mode) { /* fused, where the backend has it; create_graph needs the recorded form */
+        TRY(wk_softmax_backward(&grads[0], g, y, dim, n->op));
+        if (grads[0]) return WICK_OK;
+    }
     if (n->op) { /* log_softmax: g - exp(y) sum(g) */
         TRY(wick_reduce(&s, NULL, WICK_SUM, g, dim, 1, 0));
         TRY(wick_unary(&t, WICK_EXP, y));
@@ -819,6 +868,7 @@ static wick_status softmax_backward(wk_node *n, wick_tensor *g, wick_tensor **gr
 wick_status wk_record_softmax(wick_tensor *out, const wick_tensor *a, int dim, int log) {
     wk_node *n;
     TRY(wk_record(out, log ? "LogSoftmaxBackward" : "SoftmaxBackward", softmax_backward, log, 1, &a, &n));
+    n->twice = true;
     n->ints[0] = dim;
     return wk_save(n, 0, out, out);
 }

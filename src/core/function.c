@@ -127,6 +127,7 @@ wick_status wick_function_record(wick_tensor *out, const char *name, int n, wick
     wick_status st = wk_record(out, intern_name(name), wk_function_backward, 0, n,
                                (const wick_tensor *const *)inputs, &node);
     if (st) return st;
+    node->twice = true; /* the host's backward runs its ops under create_graph's grad mode */
     *id = node->sizes[0] = __atomic_add_fetch(&function_ids, 1, __ATOMIC_RELAXED);
     return WICK_OK;
 }

@@ -51,6 +51,8 @@ static wick_status slice_view(wick_tensor **out, const wick_tensor *t, int dim, 
 
 static wick_status slice_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
     wick_tensor *z, *v;
+    if (wk_grad_mode) /* create_graph (step 1 only: twice) */
+        return wk_pad_slice(&grads[0], g, n->ndim, n->sizes, n->ints[0], (int64_t)n->scalars[0]);
     TRY(wick_full(&z, n->ndim, n->sizes, 0, (wick_options){g->dtype, g->storage->device}));
     wick_status st = slice_view(&v, z, n->ints[0], (int64_t)n->scalars[0], (int64_t)n->scalars[1],
                                 (int64_t)n->scalars[2]);
@@ -74,6 +76,7 @@ wick_status wick_slice(wick_tensor **out, wick_tensor *t, int dim, int64_t start
     if (!st) {
         n->ints[0] = dim;
         n->scalars[0] = (double)start, n->scalars[1] = (double)length, n->scalars[2] = (double)step;
+        n->twice = step == 1;
         n->ndim = t->ndim;
         memcpy(n->sizes, t->sizes, sizeof(int64_t) * t->ndim);
     }
@@ -735,6 +738,13 @@ static wick_status fill_masked(wick_tensor *t, const wick_tensor *me, double s) 
 
 static wick_status masked_fill_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
     wick_tensor *gx;
+    if (wk_grad_mode) { /* create_graph: where(mask, 0, g), recorded */
+        wick_tensor *zero;
+        TRY(wick_full(&zero, 0, NULL, 0, (wick_options){g->dtype, wick_cpu()}));
+        wick_status st = wick_where(&grads[0], n->saved[0], zero, g);
+        wick_tensor_release(zero);
+        return st;
+    }
     TRY(wick_clone(&gx, g));
     wick_status st = fill_masked(gx, n->saved[0], 0);
     if (st) return wick_tensor_release(gx), st;
@@ -752,7 +762,7 @@ static wick_status masked_fill_number(wick_tensor **out, const wick_tensor *t, c
     if (!wk_wants_grad(1, &t)) return *out = r, WICK_OK;
     wk_node *n;
     st = wk_record(r, "MaskedFillBackward", masked_fill_backward, 0, 1, &t, &n);
-    if (!st) st = wk_save(n, 0, me, r);
+    if (!st) n->twice = true, st = wk_save(n, 0, me, r);
     return wk_publish(out, r, st);
 }
 

@@ -372,59 +372,142 @@ static int run_queued(lua_State *L, int list) {
     return 0;
 }
 
-/* t:backward([gradient][, {retain_graph = true}]) */
+/* Runs the engine with the binding's hooks; a hook's, a custom backward's or
+ * a queued callback's error is raised here, at the user's line. */
+static void run_engine(lua_State *L, wick_backward_args *a) {
+    int top = lua_gettop(L);
+    get_registry(L, &queue_key); /* top + 1: the enclosing backward's queue (a hook's backward) */
+    lua_newtable(L);             /* top + 2: this backward's */
+    set_registry(L, &queue_key, top + 2);
+    hook_ctx ctx = {L, 0, WICK_HOOK_GRAD};
+    a->hook = run_hooks, a->ud = &ctx;
+    wick_status st = wick_backward_run(a);
+    if (ctx.failed) {
+        set_registry(L, &queue_key, top + 1);
+        get_registry(L, &error_key);
+        lua_pushnil(L);
+        set_registry(L, &error_key, -1);
+        lua_pop(L, 1);
+        raise_hook_error(L, ctx.failed_kind == WICK_HOOK_FUNCTION ? "an autograd.Function's backward" : "a hook");
+    }
+    if (st) set_registry(L, &queue_key, top + 1);
+    wl_check(L, st);
+    int failed = run_queued(L, top + 2);
+    set_registry(L, &queue_key, top + 1);
+    if (failed) raise_hook_error(L, "a queued callback");
+    forget_released(L);
+    lua_settop(L, top);
+}
+
+/* The tensors of the array at idx (or the one tensor there) into a new
+ * userdata array (pushed); *n their count. nil with `optional`: NULL, 0. */
+static wick_tensor **tensor_list(lua_State *L, int idx, const char *fn, const char *what, int optional, int *n) {
+    *n = 0;
+    if (optional && lua_isnoneornil(L, idx)) {
+        lua_pushnil(L);
+        return NULL;
+    }
+    wick_tensor *one = wl_totensor(L, idx);
+    if (!one && !lua_istable(L, idx))
+        wl_raise(L, "%s: expected a tensor or a list of tensors for %s, got %s", fn, what, luaL_typename(L, idx));
+    int count = one ? 1 : (int)lua_objlen(L, idx);
+    wick_tensor **ts = lua_newuserdata(L, sizeof *ts * (size_t)(count ? count : 1));
+    for (int i = 0; i < count && !one; i++) {
+        lua_rawgeti(L, idx, i + 1);
+        if (!(ts[i] = wl_totensor(L, -1)))
+            wl_raise(L, "%s: expected a tensor at %s[%d], got %s", fn, what, i + 1, luaL_typename(L, -1));
+        lua_pop(L, 1);
+    }
+    if (one) ts[0] = one;
+    *n = count;
+    return ts;
+}
+
+/* t:backward([gradient][, {retain_graph, create_graph, inputs}]) (or the gradient as option 'gradient') */
 WL_FUNCTION(t_backward) {
-    wick_tensor *a = SELF("backward");
+    static const char *fn = "backward";
+    wick_tensor *a = SELF(fn);
     int opts = lua_istable(L, 2) && !wl_totensor(L, 2) ? 2 : lua_istable(L, 3) ? 3 : 0;
-    wick_tensor *gradient = opts == 2 ? NULL : wl_totensor(L, 2);
+    const wick_tensor *gradient = opts == 2 ? NULL : wl_totensor(L, 2);
     if (!gradient && !lua_isnoneornil(L, 2) && opts != 2)
         wl_raise(L, "backward: expected a gradient tensor or an options table, got %s", luaL_typename(L, 2));
-    int retain = 0;
+    wick_backward_args args = {.n_outputs = 1, .outputs = &a, .gradients = &gradient};
+    int inputs_at = 0;
     if (opts) { /* PyTorch's keywords: gradient, retain_graph, create_graph, inputs */
+        int retain = -1;
         lua_pushnil(L);
         while (lua_next(L, opts)) {
             const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
-            if (key && strcmp(key, "retain_graph") == 0) retain = lua_toboolean(L, -1);
+            if (key && strcmp(key, "retain_graph") == 0) retain = !lua_isnil(L, -1) ? lua_toboolean(L, -1) : -1;
             else if (key && strcmp(key, "gradient") == 0 && !gradient) {
                 gradient = wl_totensor(L, -1);
                 if (!gradient && !lua_isnil(L, -1))
                     wl_raise(L, "backward: expected a tensor for option 'gradient', got %s", luaL_typename(L, -1));
             } else if (key && strcmp(key, "create_graph") == 0) {
-                if (lua_toboolean(L, -1))
-                    wl_raise(L, "backward: create_graph = true (a graph of the backward, for higher-order "
-                                "gradients) is not supported");
+                args.create_graph = lua_toboolean(L, -1);
             } else if (key && strcmp(key, "inputs") == 0) {
-                if (!lua_isnil(L, -1))
-                    wl_raise(L, "backward: the option 'inputs' is not supported (every leaf that requires grad "
-                                "gets its gradient)");
+                inputs_at = !lua_isnil(L, -1);
             } else {
-                wl_raise(L, "backward: unknown option '%s' (expected gradient, retain_graph or create_graph)",
+                wl_raise(L, "backward: unknown option '%s' (expected gradient, retain_graph, create_graph or inputs)",
                          key ? key : luaL_typename(L, -2));
             }
             lua_pop(L, 1);
         }
+        args.retain_graph = retain < 0 ? args.create_graph : retain; /* PyTorch: defaults to create_graph */
     }
     lua_settop(L, 3);
-    get_registry(L, &queue_key); /* 4: the enclosing backward's queue (a hook's backward) */
-    lua_newtable(L);             /* 5: this backward's */
-    set_registry(L, &queue_key, 5);
-    hook_ctx ctx = {L, 0, WICK_HOOK_GRAD};
-    wick_status st = wick_backward_ex(a, gradient, retain, run_hooks, &ctx);
-    if (ctx.failed) {
-        set_registry(L, &queue_key, 4);
-        get_registry(L, &error_key);
-        lua_pushnil(L);
-        set_registry(L, &error_key, -1);
-        lua_pop(L, 1);
-        return raise_hook_error(L, ctx.failed_kind == WICK_HOOK_FUNCTION ? "an autograd.Function's backward" : "a hook");
+    if (inputs_at) {
+        lua_getfield(L, opts, "inputs"); /* 4 */
+        args.inputs = tensor_list(L, 4, fn, "inputs", 0, &args.n_inputs);
+        if (!args.n_inputs) wl_raise(L, "backward: 'inputs' should not be empty");
     }
-    if (st) set_registry(L, &queue_key, 4);
-    wl_check(L, st);
-    int failed = run_queued(L, 5);
-    set_registry(L, &queue_key, 4);
-    if (failed) return raise_hook_error(L, "a queued callback");
-    forget_released(L);
+    run_engine(L, &args);
     return 0;
+}
+
+/* core.autograd_run(outputs, gradients, inputs, retain_graph, create_graph, capture):
+ * the engine behind wick.autograd.backward and wick.autograd.grad. outputs and
+ * inputs are lists (inputs may be nil), gradients a list with holes or nil;
+ * with capture, returns the inputs' gradients as a list {n = #inputs} with
+ * nil where none flowed, else accumulates into .grad. */
+WL_FUNCTION(m_autograd_run) {
+    static const char *fn = "autograd";
+    lua_settop(L, 6);
+    wick_backward_args a = {.retain_graph = lua_toboolean(L, 4), .create_graph = lua_toboolean(L, 5)};
+    int capture = lua_toboolean(L, 6);
+    a.outputs = tensor_list(L, 1, fn, "outputs", 0, &a.n_outputs); /* 7 */
+    a.inputs = tensor_list(L, 3, fn, "inputs", !capture, &a.n_inputs);  /* 8 */
+    if (!a.n_outputs) wl_raise(L, "%s: no outputs to differentiate (an empty list)", fn);
+    if (capture && !a.n_inputs) wl_raise(L, "%s: no inputs to differentiate against (an empty list)", fn);
+    const wick_tensor **gs = lua_newuserdata(L, sizeof *gs * (size_t)a.n_outputs); /* 9 */
+    for (int i = 0; i < a.n_outputs; i++) {
+        gs[i] = NULL;
+        if (lua_isnil(L, 2)) continue;
+        lua_rawgeti(L, 2, i + 1);
+        if (!lua_isnil(L, -1) && !(gs[i] = wl_totensor(L, -1)))
+            wl_raise(L, "%s: expected a tensor or nil at grad_outputs[%d], got %s", fn, i + 1, luaL_typename(L, -1));
+        lua_pop(L, 1);
+    }
+    a.gradients = gs;
+    wick_tensor **grads = NULL;
+    if (capture) {
+        grads = lua_newuserdata(L, sizeof *grads * (size_t)a.n_inputs); /* 10 */
+        memset(grads, 0, sizeof *grads * (size_t)a.n_inputs);
+        a.grads = grads;
+    }
+    run_engine(L, &a);
+    if (!capture) return 0;
+    lua_createtable(L, a.n_inputs, 1);
+    for (int k = 0; k < a.n_inputs; k++) {
+        if (!grads[k]) continue;
+        wick_tensor **slot = wl_new_slot(L);
+        *slot = grads[k]; /* the engine's reference */
+        grads[k] = NULL;
+        lua_rawseti(L, -2, k + 1);
+    }
+    lua_pushinteger(L, a.n_inputs);
+    lua_setfield(L, -2, "n");
+    return 1;
 }
 
 /* core.queue_callback(fn): fn() runs once the running backward has finished
@@ -450,6 +533,8 @@ void wl_open_autograd(lua_State *L) {
     lua_setfield(L, -2, "queue_callback");
     lua_pushcfunction(L, m_function_record);
     lua_setfield(L, -2, "function_record");
+    lua_pushcfunction(L, m_autograd_run);
+    lua_setfield(L, -2, "autograd_run");
     lua_getfield(L, -1, "Tensor");
     luaL_register(L, NULL, method_fns);
     lua_pop(L, 1);

@@ -502,6 +502,20 @@ IncompatibleKeys.__tostring = function(r)
   return ("_IncompatibleKeys(missing_keys=%s, unexpected_keys=%s)"):format(list(r.missing_keys), list(r.unexpected_keys))
 end
 
+-- A state dict with PyTorch's 0-based child indices ("0.weight", torch.save of
+-- a Sequential) whose keys, renamed, are exactly the module's own: renamed.
+-- Anything else is left as it is (and load_state_dict's checks speak).
+local function pytorch_named(sd, own, order)
+  local fits = true
+  for _, name in ipairs(order) do if sd[name] == nil then fits = false; break end end
+  if fits then return sd end
+  local ok, renamed = pcall(require("wick.nn.utils").from_pytorch_names, sd)
+  if not ok then return sd end
+  for _, name in ipairs(order) do if renamed[name] == nil then return sd end end
+  for k in pairs(renamed) do if own[k] == nil then return sd end end
+  return renamed
+end
+
 --- load_state_dict(sd[, {strict = true}]): copies values into the existing tensors.
 local LOAD_OPTIONS = { strict = "boolean", assign = "boolean" }
 function Module:load_state_dict(sd, ...)
@@ -514,6 +528,7 @@ function Module:load_state_dict(sd, ...)
   local strict = opts.strict ~= false
   local own, order = {}, {}
   walk(self, "", function(name, t) own[name] = t; order[#order + 1] = name end, nil, true, true)
+  sd = pytorch_named(sd, own, order)
   local missing, unexpected, mismatched = {}, {}, {}
   for _, name in ipairs(order) do
     local v = sd[name]

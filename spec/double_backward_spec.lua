@@ -1,0 +1,222 @@
+-- wick.autograd.grad and wick.autograd.backward (PyTorch's torch.autograd.grad
+-- and torch.autograd.backward), create_graph (gradients that have a graph of
+-- their own: second derivatives, gradient penalties, Laplacians) and
+-- backward's inputs. Second derivatives are checked against finite
+-- differences of first derivatives (support.gradgradcheck).
+local wick = require("wick")
+local support = require("spec.support")
+local assert_error_has = support.assert_error_has
+local gradgradcheck = support.gradgradcheck
+
+local unpack = table.unpack or unpack -- luacheck: ignore (LuaJIT's global)
+local F64 = { dtype = "float64" }
+local function leaf(values) return wick.tensor(values, F64):requires_grad_() end
+local function randn(...)
+  local sizes = { ... }
+  sizes[#sizes + 1] = F64
+  return wick.randn(unpack(sizes))
+end
+
+describe("autograd.grad", function()
+  it("gives d(outputs)/d(inputs) without touching any .grad", function()
+    local x, w = leaf({ 1, 2, 3 }), leaf({ 0.5, -1, 2 })
+    local y = (x * w):sum()
+    local gx, gw = unpack(wick.autograd.grad(y, { x, w }))
+    assert.same({ 0.5, -1, 2 }, gx:totable())
+    assert.same({ 1, 2, 3 }, gw:totable())
+    assert.is_nil(x.grad)
+    assert.is_nil(w.grad)
+    assert.is_nil(gx.grad_fn) -- no create_graph: plain tensors
+    assert.is_false(gx.requires_grad)
+  end)
+
+  it("takes PyTorch's keywords as one table, and grad_outputs for non-scalar outputs", function()
+    local x = leaf({ 1, 2, 3 })
+    local y = x * x
+    local g = wick.autograd.grad{ outputs = y, inputs = x, grad_outputs = wick.tensor({ 1, 0, 2 }, F64),
+      retain_graph = true }[1]
+    assert.same({ 2, 0, 12 }, g:totable())
+    local g2 = wick.autograd.grad({ y }, { x }, { wick.ones_like(y) })[1]
+    assert.same({ 2, 4, 6 }, g2:totable())
+    assert_error_has(function() wick.autograd.grad(y, x) end, "only for scalar outputs")
+  end)
+
+  it("differentiates with respect to non-leaf tensors and sums over several outputs", function()
+    local x = leaf({ 1, 2 })
+    local h = x * 3
+    local a, b = (h * h):sum(), h:sum()
+    local g = wick.autograd.grad({ a, b }, h, { retain_graph = true })[1]
+    assert.same({ 2 * 3 + 1, 2 * 6 + 1 }, g:totable())
+    local g2 = wick.autograd.grad({ a, b }, { h }, { wick.tensor(2.0, F64), nil })[1] -- a nil entry: ones
+    assert.same({ 2 * 6 + 1, 2 * 12 + 1 }, g2:totable())
+  end)
+
+  it("says which input did not take part, or gives nil or zeros as asked", function()
+    local x, z = leaf({ 1, 2 }), leaf({ 5 })
+    local y = (x * 2):sum()
+    assert_error_has(function() wick.autograd.grad(y, { x, z }, { retain_graph = true }) end,
+      "appears to not have been used in the graph (input 2). Set allow_unused = true")
+    local gs = wick.autograd.grad(y, { x, z }, { allow_unused = true, retain_graph = true })
+    assert.same({ 2, 2 }, gs[1]:totable())
+    assert.is_nil(gs[2])
+    assert.equal(2, gs.n)
+    local gm = wick.autograd.grad(y, { x, z }, { materialize_grads = true })
+    assert.same({ 0 }, gm[2]:totable())
+    assert_error_has(function() wick.autograd.grad((x * 2):sum(), wick.tensor({ 1.0 })) end,
+      "does not require grad")
+    assert_error_has(function() wick.autograd.grad((x * 2):sum(), x, { create_grpah = true }) end,
+      "unknown option 'create_grpah'")
+    assert_error_has(function() wick.autograd.grad((x * 2):sum(), "x") end, "inputs")
+  end)
+
+  it("frees the graph unless retain_graph (create_graph implies it)", function()
+    local x = leaf({ 1, 2 })
+    local y = (x:exp()):sum()
+    wick.autograd.grad(y, x)
+    assert_error_has(function() wick.autograd.grad(y, x) end, "backward through the graph a second time")
+    local y2 = (x:exp()):sum()
+    wick.autograd.grad(y2, x, { create_graph = true })
+    wick.autograd.grad(y2, x) -- still there
+  end)
+
+  it("runs the hooks of non-leaf tensors and autograd.Function backwards", function()
+    local x = leaf({ 1, 2 })
+    local h = x * 2
+    local seen
+    h:register_hook(function(g) seen = g:clone(); return g * 10 end)
+    local g = wick.autograd.grad((h * h):sum(), x)[1]
+    assert.same({ 4, 8 }, seen:totable())
+    assert.same({ 80, 160 }, g:totable())
+  end)
+end)
+
+describe("create_graph", function()
+  it("gives derivatives of any order", function()
+    local x = wick.tensor(2.0, { requires_grad = true })
+    local y = x ^ 3
+    local d1 = wick.autograd.grad(y, x, { create_graph = true })[1]
+    assert.equal(12, d1:item())
+    assert.is_truthy(d1.grad_fn)
+    local d2 = wick.autograd.grad(d1, x, { create_graph = true })[1]
+    assert.equal(12, d2:item())
+    local d3 = wick.autograd.grad(d2, x)[1]
+    assert.equal(6, d3:item())
+  end)
+
+  it("differentiates elementwise ops, reductions and views twice", function()
+    local x, y = randn(3, 4), randn(3, 4)
+    gradgradcheck(function(a, b) return (a * b):exp() + a:tanh() * b:sigmoid() - (a / (b:abs() + 1)) end, { x, y })
+    gradgradcheck(function(a) return (a:sin() * a:cos() + a:pow(2) * 0.5 + (a * a + 1):sqrt():log()) end, { x })
+    gradgradcheck(function(a) return a:mean(2) * a:sum(1):unsqueeze(1):mean() + a:var(1):sum() end, { x })
+    gradgradcheck(function(a) return a[{ {}, { 2, 3 } }] * a[{ 2, { 1, 2 } }] + a:t():reshape(2, 6):sum(1):reshape(3, 2) end, { x })
+    gradgradcheck(function(a, b) return wick.where(a:gt(0), a * b, b * b) + a:clamp(-0.5, 0.5) * b end, { x, y })
+    gradgradcheck(function(a) return wick.cat({ a * a, a:exp() }, 1):prod(1) end, { randn(2, 3) })
+    gradgradcheck(function(a) return a:masked_fill(a:lt(0), 0) * a end, { x })
+  end)
+
+  it("differentiates matrix products, linear, softmax and MSE twice", function()
+    local F = wick.nn.functional
+    local x, w, b = randn(4, 3), randn(5, 3), randn(5)
+    gradgradcheck(function(a, ww, bb) return F.linear(a, ww, bb):tanh() end, { x, w, b })
+    gradgradcheck(function(a, ww) return (a:mm(ww:t()) * a:sum()):relu() + F.gelu(a:mm(ww:t())) end, { x, w })
+    gradgradcheck(function(a, ww) return wick.bmm(a:reshape(2, 2, 3), ww:t():unsqueeze(1):expand(2, 3, 5)) end, { x, w })
+    gradgradcheck(function(a) return F.softmax(a * a, 2) + F.log_softmax(a:exp(), 1) end, { x })
+    gradgradcheck(function(a, t) return F.mse_loss(a:sin(), t) end, { x, randn(4, 3) })
+    gradgradcheck(function(a) return F.leaky_relu(a, 0.2) * F.elu(a) + F.silu(a) end, { x })
+  end)
+
+  it("differentiates an autograd.Function's backward when it is written with ops", function()
+    local Cube = wick.autograd.Function:extend("Cube")
+    function Cube.forward(ctx, x) ctx:save_for_backward(x); return x ^ 3 end
+    function Cube.backward(ctx, grad) return grad * 3 * ctx.saved_tensors[1] ^ 2 end
+    local x = leaf({ 1, -2 })
+    local g = wick.autograd.grad(Cube.apply(x):sum(), x, { create_graph = true })[1]
+    assert.same({ 3, 12 }, g:totable())
+    local gg = wick.autograd.grad(g:sum(), x)[1]
+    assert.same({ 6, -12 }, gg:totable())
+  end)
+
+  it("computes a Laplacian of a tanh MLP (a PINN's residual) that finite differences confirm", function()
+    wick.manual_seed(1)
+    local net = wick.nn.Sequential(wick.nn.Linear(2, 8), wick.nn.Tanh(), wick.nn.Linear(8, 1)):double()
+    local p = randn(6, 2):requires_grad_()
+    local u = net(p)
+    local du = wick.autograd.grad(u, p, { grad_outputs = wick.ones_like(u), create_graph = true })[1]
+    local lap = 0
+    for d = 1, 2 do
+      local ud = du[{ {}, { d, d } }]
+      lap = lap + wick.autograd.grad(ud, p, { grad_outputs = wick.ones_like(ud), create_graph = true })[1][{ {}, { d, d } }]
+    end
+    local h, fd = 1e-4, 0
+    for d = 1, 2 do
+      local e = wick.zeros(6, 2, F64)
+      e[{ {}, d }] = h
+      local q = p:detach()
+      fd = fd + wick.no_grad(function() return (net(q + e) - 2 * net(q) + net(q - e)) / (h * h) end)
+    end
+    support.assert_close((lap - fd):abs():max():item(), 0, 1e-5)
+    -- the residual's gradient reaches the parameters
+    local loss = (lap ^ 2):mean()
+    loss:backward()
+    assert.is_truthy(net[1].weight.grad)
+    assert.is_true(net[1].weight.grad:abs():sum():item() > 0)
+  end)
+
+  it("trains with a WGAN-GP gradient penalty whose parameter gradients match finite differences", function()
+    local F = wick.nn.functional
+    local x = randn(3, 4)
+    local w1, b1, w2 = randn(5, 4), randn(5), randn(1, 5)
+    local function penalty(xx, ww1, bb1, ww2)
+      local xi = xx:detach():requires_grad_()
+      local d = F.linear(F.linear(xi, ww1, bb1):tanh(), ww2)
+      local g = wick.autograd.grad{ outputs = d, inputs = xi, grad_outputs = wick.ones_like(d), create_graph = true,
+        retain_graph = true }[1]
+      return ((g:norm(2, 2) - 1) ^ 2):mean()
+    end
+    -- (with leaky_relu, as the original, the bias gets no gradient: a piecewise linear D's input
+    -- gradient does not depend on it)
+    support.gradcheck(penalty, { x, w1, b1, w2 }, { enable_grad = true, constant = { [1] = true } })
+  end)
+
+  it("leaves a gradient with a graph in .grad with backward{create_graph = true}", function()
+    local x = leaf({ 1, 2 })
+    ;(x ^ 3):sum():backward({ create_graph = true })
+    assert.is_truthy(x.grad.grad_fn)
+    assert.same({ 3, 12 }, x.grad:totable())
+    local gg = wick.autograd.grad(x.grad:sum(), x)[1]
+    assert.same({ 6, 12 }, gg:totable())
+  end)
+
+  it("raises at the second backward through an op whose backward is a fused kernel, naming it", function()
+    local x = randn(1, 1, 5, 5):requires_grad_()
+    local w = randn(2, 1, 3, 3):requires_grad_()
+    local y = wick.nn.functional.conv2d(x, w)
+    local g = wick.autograd.grad(y:sum(), x, { create_graph = true })[1] -- first order works
+    assert.is_truthy(g.grad_fn)
+    assert_error_has(function() (g ^ 2):sum():backward() end, "ConvolutionBackward: a gradient of a gradient")
+    -- without create_graph nothing is recorded and nothing raises
+    local g2 = wick.autograd.grad(wick.nn.functional.conv2d(x, w):sum(), x)[1]
+    assert.is_nil(g2.grad_fn)
+  end)
+end)
+
+describe("backward's inputs and autograd.backward", function()
+  it("accumulates only into the inputs named", function()
+    local x, w = leaf({ 1, 2 }), leaf({ 3, 4 })
+    ;(x * w):sum():backward({ inputs = { w } })
+    assert.is_nil(x.grad)
+    assert.same({ 1, 2 }, w.grad:totable())
+    wick.autograd.backward((x * w):sum(), { inputs = x })
+    assert.same({ 3, 4 }, x.grad:totable())
+    assert.same({ 1, 2 }, w.grad:totable())
+    assert_error_has(function() (x * w):sum():backward({ inputs = {} }) end, "should not be empty")
+  end)
+
+  it("backpropagates several outputs with their gradients at once", function()
+    local x = leaf({ 1, 2 })
+    local a, b = x * 2, x * x
+    wick.autograd.backward({ a, b }, { wick.ones(2, F64), wick.tensor({ 1, 10 }, F64) })
+    assert.same({ 2 + 2, 2 + 40 }, x.grad:totable())
+    assert_error_has(function() wick.autograd.backward({ x * 2 }, { wick.ones(3, F64) }) end, "gradient has shape")
+  end)
+end)
