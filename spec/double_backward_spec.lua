@@ -114,6 +114,15 @@ describe("create_graph", function()
     gradgradcheck(function(a) return a:masked_fill(a:lt(0), 0) * a end, { x })
   end)
 
+  it("differentiates index_select, embedding, gather and max along a dim twice", function()
+    local x, I = randn(4, 3), support.I
+    gradgradcheck(function(a) return a:index_select(1, I({ 3, 1, 3 })) * a:index_select(1, I({ 3, 1, 3 })) end, { x })
+    gradgradcheck(function(a) return wick.nn.functional.embedding(I({ { 1, 2 }, { 4, 4 } }), a):exp() end, { x })
+    gradgradcheck(function(a) return a:gather(2, I({ { 1, 3 }, { 2, 2 }, { 3, 1 }, { 1, 1 } })):pow(2) end, { x })
+    gradgradcheck(function(a) local v = a:max(2); return v * v end, { x })
+    gradgradcheck(function(a) local v = a:min(1, true); return (v * a):sin() end, { x })
+  end)
+
   it("differentiates matrix products, linear, softmax and MSE twice", function()
     local F = wick.nn.functional
     local x, w, b = randn(4, 3), randn(5, 3), randn(5)
@@ -185,6 +194,7 @@ describe("create_graph", function()
     assert.same({ 3, 12 }, x.grad:totable())
     local gg = wick.autograd.grad(x.grad:sum(), x)[1]
     assert.same({ 6, 12 }, gg:totable())
+    x.grad = nil -- x.grad's graph holds x: a reference cycle, as in PyTorch, until .grad is cleared
   end)
 
   it("raises at the second backward through an op whose backward is a fused kernel, naming it", function()

@@ -426,6 +426,24 @@ wick_status wk_record_where(wick_tensor *out, const wick_tensor *cond, const wic
     return wk_save(n, 0, cond, out);
 }
 
+/* The gradient a backward spread with index_add / scatter(_add) from g is
+ * linear in g: under create_graph its own backward takes the incoming
+ * gradient back through the forward op, index_select (op 0) or gather (op 1). */
+static wick_status reindex_backward(wk_node *n, wick_tensor *gg, wick_tensor **grads) {
+    return n->op ? wick_gather(&grads[0], gg, n->ints[0], n->saved[0])
+                 : wick_index_select(&grads[0], gg, n->ints[0], n->saved[0]);
+}
+
+/* r = the spread of g (computed without grad): recorded as reindex's output under create_graph. */
+static wick_status record_spread(wick_tensor *r, const wick_tensor *g, int gather, int dim, const wick_tensor *index) {
+    if (!wk_wants_grad(1, &g)) return WICK_OK;
+    wk_node *m;
+    TRY(wk_record(r, gather ? "ScatterAddBackward" : "IndexAddBackward", reindex_backward, gather, 1, &g, &m));
+    m->twice = true;
+    m->ints[0] = dim;
+    return wk_save(m, 0, index, r);
+}
+
 /* ---- reductions ---- */
 
 /* g (reduced over `dim`, or over everything) spread back to the input's shape. */
@@ -511,7 +529,8 @@ static wick_status reduce_backward(wk_node *n, wick_tensor *g, wick_tensor **gra
             wick_status st = keepdim ? retained(&gi, g) : wick_unsqueeze(&gi, g, dim);
             if (!st) st = keepdim ? retained(&ii, idx) : wick_unsqueeze(&ii, idx, dim);
             if (!st) {
-                st = wick_scatter_(z, dim, ii, gi);
+                WK_NO_GRAD(st = wick_scatter_(z, dim, ii, gi));
+                if (!st) st = record_spread(z, gi, 1, dim, ii); /* create_graph */
                 wick_tensor_release(ii);
             }
             wick_tensor_release(gi);
@@ -541,7 +560,7 @@ wick_status wk_record_reduce(wick_tensor *out, const wick_tensor *indices, wick_
     if (op == WICK_ARGMAX || op == WICK_ARGMIN) return WICK_OK;
     wk_node *n;
     TRY(wk_record(out, names[op], reduce_backward, op, 1, &a, &n));
-    n->twice = !indices; /* max/min along a dim scatter into zeros, in place */
+    n->twice = true;
     n->ints[0] = dim, n->ints[1] = keepdim, n->ints[2] = correction;
     n->ndim = a->ndim;
     memcpy(n->sizes, a->sizes, sizeof(int64_t) * a->ndim);
@@ -787,8 +806,9 @@ static wick_status index_backward(wk_node *n, wick_tensor *g, wick_tensor **grad
     if (!n->op && !wick_tensor_is_contiguous(g)) TRY(wick_contiguous(&gc, g));
     wick_status st = wick_full(&z, n->ndim, n->sizes, 0, (wick_options){g->dtype, g->storage->device});
     if (st) return wick_tensor_release(gc), st;
-    st = n->op ? wick_scatter_add_(z, dim, index, g) : wick_index_add_(z, dim, index, gc ? gc : g);
+    WK_NO_GRAD(st = n->op ? wick_scatter_add_(z, dim, index, g) : wick_index_add_(z, dim, index, gc ? gc : g));
     wick_tensor_release(gc);
+    if (!st) st = record_spread(z, g, n->op, dim, index); /* create_graph */
     if (st) return wick_tensor_release(z), st;
     grads[0] = z;
     return WICK_OK;
@@ -798,6 +818,7 @@ static wick_status record_index(wick_tensor *out, const wick_tensor *a, int dim,
                                 int is_gather) {
     wk_node *n;
     TRY(wk_record(out, is_gather ? "GatherBackward" : "IndexSelectBackward", index_backward, is_gather, 1, &a, &n));
+    n->twice = true;
     n->ints[0] = dim;
     n->ndim = a->ndim;
     memcpy(n->sizes, a->sizes, sizeof(int64_t) * a->ndim);
