@@ -690,6 +690,24 @@ typedef wick_status (*wick_autograd_hook)(void *ud, wick_hook_kind kind, wick_te
 /* wick_backward with hooks (NULL: none, as wick_backward). */
 WICK_API wick_status wick_backward_ex(wick_tensor *t, const wick_tensor *gradient, int retain_graph,
                                       wick_autograd_hook hook, void *ud);
+/* Dense linear algebra (PyTorch's torch.linalg): the matrices in the last two
+ * dims of a float32 or float64 tensor, batched over the others, on any device
+ * (computed in float64 on the CPU: LU with partial pivoting, Cholesky,
+ * Householder QR, Jacobi for eigh and the SVD). Results have a's dtype and
+ * device. Not recorded for autograd (wick.linalg in Lua differentiates them).
+ * solve: A X = B for B [..., n, k] with A's batch dims; a singular A is an
+ * error naming the zero pivot. slogdet: sign and log |det| (a singular A:
+ * sign 0, -inf). cholesky: lower L (an error if A is not positive-definite).
+ * qr: reduced (Q m x min, R min x n) or complete (Q m x m, R m x n). eigh:
+ * ascending eigenvalues and eigenvectors in columns, from A's lower triangle.
+ * svd: U, S (descending), Vh; full_matrices gives square U and Vh. */
+WICK_API wick_status wick_linalg_solve(wick_tensor **out, const wick_tensor *a, const wick_tensor *b);
+WICK_API wick_status wick_linalg_slogdet(wick_tensor **sign, wick_tensor **logabsdet, const wick_tensor *a);
+WICK_API wick_status wick_linalg_cholesky(wick_tensor **out, const wick_tensor *a);
+WICK_API wick_status wick_linalg_qr(wick_tensor **q, wick_tensor **r, const wick_tensor *a, int complete);
+WICK_API wick_status wick_linalg_eigh(wick_tensor **w, wick_tensor **v, const wick_tensor *a);
+WICK_API wick_status wick_linalg_svd(wick_tensor **u, wick_tensor **s, wick_tensor **vh, const wick_tensor *a,
+                                     int full_matrices);
 /* The general backward (PyTorch's torch.autograd.backward and
  * torch.autograd.grad in one): the gradients of `outputs`, seeded with
  * `gradients` (NULL, or a NULL entry: ones, for a one-element output), flow

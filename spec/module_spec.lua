@@ -1044,3 +1044,43 @@ describe("PyTorch's printing of load_state_dict's result, and no_grad as a decor
     assert.has_error(function() wick.no_grad()(5) end, "no_grad(): expected a function for argument 'fn', got 5")
   end)
 end)
+
+describe("what a module's state is", function()
+  it("leaves out results of ops and non-parameter tensors inside plain tables, as PyTorch does", function()
+    local M = nn.Module:extend("Tagger")
+    function M:init()
+      self.lstm = nn.LSTM(3, 2)
+      self.hidden = { wick.zeros(1, 1, 2), wick.zeros(1, 1, 2) } -- the Bi-LSTM CRF tutorial's (h, c)
+      self.scale = wick.ones(1) -- a plain tensor field stays a buffer (wick's rule)
+    end
+    function M:forward(x)
+      local out
+      out, self.hidden = self.lstm(x, self.hidden)
+      return out
+    end
+    local m = M()
+    local keys = {}
+    for k in pairs(m:state_dict()) do keys[#keys + 1] = k end
+    table.sort(keys)
+    assert.are.same({ "lstm.bias_hh_l0", "lstm.bias_ih_l0", "lstm.weight_hh_l0", "lstm.weight_ih_l0", "scale" }, keys)
+    m(wick.randn(4, 1, 3))
+    assert.are.equal(4, #m:parameters()) -- not hidden's (they require grad, but are not leaves)
+    m.orderings = { [0] = wick.randperm(3), [-1] = wick.zeros(2) } -- MADE's: keys with no name, not state
+    assert.are.equal(4, #m:parameters())
+    local n = 0
+    for _ in pairs(m:state_dict()) do n = n + 1 end
+    assert.are.equal(5, n)
+  end)
+
+  it("keeps parameters inside plain tables, and nn.Parameter makes a leaf of an op's result", function()
+    local M = nn.Module:extend("Holder")
+    function M:init()
+      self.ws = { nn.Parameter(wick.randn(2, { requires_grad = true }) * 0.01), nn.Parameter(wick.zeros(3)) }
+    end
+    local m = M()
+    local ps = m:parameters()
+    assert.are.equal(2, #ps)
+    assert.is_true(ps[1].is_leaf)
+    assert.is_true(ps[1].requires_grad)
+  end)
+end)

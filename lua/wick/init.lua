@@ -555,31 +555,6 @@ function wick.seed()
   return s
 end
 
---- wick.linalg: the norms (vector_norm, matrix_norm for "fro", norm) and
---- multi_dot, compositions of wick's ops (no LAPACK-based solvers)
-wick.linalg = {}
-function wick.linalg.vector_norm(x, ord, dim, keepdim, opts)
-  if type(ord) == "table" then ord, dim, keepdim, opts = ord.ord, ord.dim, ord.keepdim, ord end
-  check.tensor(x, "linalg.vector_norm", "x")
-  if opts and opts.dtype then x = x:to(opts.dtype) end
-  return x:norm(ord or 2, dim, keepdim)
-end
-function wick.linalg.matrix_norm(A, ord, dim, keepdim)
-  if type(ord) == "table" then ord, dim, keepdim = ord.ord, ord.dim, ord.keepdim end
-  check.tensor(A, "linalg.matrix_norm", "A")
-  if ord ~= nil and ord ~= "fro" then
-    core.error(("linalg.matrix_norm: ord '%s' needs singular values (not in wick); 'fro' is supported"):format(tostring(ord)))
-  end
-  return (A * A):sum(dim or { -2, -1 }, keepdim == true):sqrt()
-end
-function wick.linalg.norm(A, ord, dim, keepdim)
-  if type(ord) == "table" then ord, dim, keepdim = ord.ord, ord.dim, ord.keepdim end
-  if ord == "fro" or (ord == nil and type(dim) == "table") then return wick.linalg.matrix_norm(A, "fro", dim, keepdim) end
-  return wick.linalg.vector_norm(A, ord, dim, keepdim)
-end
-function wick.linalg.multi_dot(ms) return wick.chain_matmul(ms) end
-wick.linalg.cross = function(a, b, dim) return a:cross(b, dim or -1) end
-
 --- wick.isinstance(v, class): v is an instance of class or of a class made
 --- from it by extend (nn modules, datasets, Functions); wick.Tensor for
 --- tensors; class may be an array of classes (Python's tuple)
@@ -966,10 +941,16 @@ if has_ffi and not os.getenv("WICK_NO_FFI") then
   wick._ffi = true
 end
 
+-- Linear algebra's tensor methods and torch.* names, from wick.linalg (which loads on first use).
+for _, name in ipairs({ "inverse", "det", "slogdet", "logdet", "pinverse", "cholesky", "qr", "svd" }) do
+  Tensor[name] = function(...) return require("wick.linalg")._methods[name](...) end
+  wick[name] = Tensor[name]
+end
+
 -- wick.nn, wick.optim and wick.data load on first use (they require wick themselves).
 local lazy = { nn = "wick.nn", optim = "wick.optim", data = "wick.data", amp = "wick.amp",
   distributed = "wick.distributed", profiler = "wick.profiler", autograd = "wick.autograd",
-  distributions = "wick.distributions",
+  distributions = "wick.distributions", linalg = "wick.linalg",
   utils = "wick.utils" }
 function wick.save(value, path, opts) return require("wick.serialize").save(value, path, opts) end
 function wick.load(path, opts) return require("wick.serialize").load(path, opts) end

@@ -368,6 +368,29 @@ typedef struct wk_ce_args {
     char *gx;
 } wk_ce_args;
 
+/* Dense decompositions (wick_linalg_*): `batch` row-major m x n float64
+ * matrices, contiguous on the host. a is overwritten (scratch); outputs as
+ * the kind says; info[b] = 0, or the matrix's failure (LU: 1 + the first zero
+ * pivot; Cholesky: 1 + the order of the minor that is not positive-definite;
+ * the iterative ones: 1 when they did not converge). */
+typedef enum {
+    WK_DECOMP_LU,       /* square: a = P L U in place (L unit lower, U upper), pivots[b * n + i] = row swapped with i */
+    WK_DECOMP_CHOLESKY, /* square, symmetric: a = L L^T, L in a (upper part zeroed) */
+    WK_DECOMP_QR,       /* q: m x kq (kq = m if complete else min(m, n)), r: kq x n */
+    WK_DECOMP_EIGH,     /* symmetric: w (n, ascending), q: n x n eigenvectors in columns */
+    WK_DECOMP_SVD,      /* q = U: m x ku, w = S (min(m, n), descending), r = Vh: kv x n; full: ku = m, kv = n */
+    WK_DECOMP_SOLVE,    /* square a: r (n x k) overwritten with a^-1 r (through LU; pivots: n per matrix) */
+    WK_DECOMP_DET       /* square a: w[2b] = the sign of det, w[2b + 1] = log |det| (through LU) */
+} wk_decomp_kind;
+typedef struct {
+    wk_decomp_kind kind;
+    int full; /* QR complete, SVD full_matrices */
+    int64_t batch, m, n, k;
+    double *a, *q, *r, *w;
+    int64_t *pivots;
+    int *info;
+} wk_decomp_args;
+
 struct wk_attn_args;    /* src/core/attention.h */
 struct wk_rnn_args;     /* src/core/rnn.h */
 struct wk_adam_hparams; /* src/core/optim.h */
@@ -470,6 +493,9 @@ struct wick_backend {
                      const struct wk_sgd_hparams *h);
     /* one fused Adadelta step in place over n contiguous elements of p, g,
      * square_avg and acc_delta, same dtypes; NULL: the composed update */
+    /* dense decompositions in float64 on the host (wk_decomp_args); the core
+     * runs them on the CPU's for every device */
+    wick_status (*decompose)(const wk_decomp_args *args);
     void (*adadelta_step)(wick_dtype dtype, char *p, const char *g, char *square_avg, char *acc_delta, int64_t n,
                           const struct wk_adadelta_hparams *h);
 };

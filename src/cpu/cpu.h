@@ -115,6 +115,8 @@ wick_status cpu_attention_backward(const struct wk_attn_args *a);
 struct wk_rnn_args;
 wick_status cpu_rnn_step(const struct wk_rnn_args *a);
 wick_status cpu_rnn_step_backward(const struct wk_rnn_args *a);
+/* cpu_decomp.c */
+wick_status cpu_decompose(const wk_decomp_args *a);
 /* cpu_sort.c */
 wick_status cpu_sort(const wk_sort_args *a);
 wick_status cpu_scan(const wk_scan_args *a);

@@ -355,4 +355,5 @@ const wick_backend wk_cpu_backend = {
     .amp_unscale = cpu_amp_unscale,
     .sgd_step = cpu_sgd_step,
     .adadelta_step = cpu_adadelta_step,
+    .decompose = cpu_decompose,
 };

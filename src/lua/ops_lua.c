@@ -5,6 +5,8 @@
  * lua/wick/ops.lua. Indices are 1-based on the Lua side. */
 #include "wick_lua.h"
 
+#include <stdio.h>
+
 #include <string.h>
 
 /* The options table at idx may hold only the keys of `allowed` (NULL-ended). */
@@ -116,7 +118,37 @@ WL_FUNCTION(t_scan) {
     return 1;
 }
 
+/* ---- dense linear algebra: core._linalg(kind, A[, B or flag]) -> results
+ * (wick.linalg in Lua names, checks and differentiates them) ---- */
+
+WL_FUNCTION(m_linalg) {
+    static const char *const kinds[] = {"solve", "slogdet", "cholesky", "qr", "eigh", "svd", NULL};
+    int kind = luaL_checkoption(L, 1, NULL, kinds);
+    char fn[32];
+    snprintf(fn, sizeof fn, "linalg.%s", kinds[kind]);
+    wick_tensor *a = wl_checktensor(L, 2, fn, "A"), *b = kind == 0 ? wl_checktensor(L, 3, fn, "B") : NULL;
+    int flag = lua_toboolean(L, 3);
+    lua_settop(L, 3);
+    wick_tensor **r[3]; /* the results' slots first: nothing to lose if making one fails */
+    for (int i = 0; i < 3; i++) r[i] = wl_new_slot(L);
+    wick_status st;
+    static const int counts[] = {1, 2, 1, 2, 2, 3};
+    switch (kind) {
+    case 0: st = wick_linalg_solve(r[0], a, b); break;
+    case 1: st = wick_linalg_slogdet(r[0], r[1], a); break;
+    case 2: st = wick_linalg_cholesky(r[0], a); break;
+    case 3: st = wick_linalg_qr(r[0], r[1], a, flag); break;
+    case 4: st = wick_linalg_eigh(r[0], r[1], a); break;
+    default: st = wick_linalg_svd(r[0], r[1], r[2], a, flag); break;
+    }
+    wl_check(L, st);
+    lua_settop(L, 3 + counts[kind]);
+    return counts[kind];
+}
+
 void wl_open_ops(lua_State *L) {
+    lua_pushcfunction(L, m_linalg);
+    lua_setfield(L, -2, "_linalg");
     lua_getfield(L, -1, "Tensor");
     lua_pushcfunction(L, t_sort);
     lua_setfield(L, -2, "sort");

@@ -10,7 +10,13 @@ local py = Module._py -- Python's repr of a value, for extra_repr
 local int_pair = require("wick.nn.common").pair -- {h, w} of an integer or a pair, checked
 
 --- A tensor that a module learns: requires grad.
-function L.Parameter(t) return check.tensor(t, "Parameter", "data"):requires_grad_(true) end
+-- nn.Parameter(t): a leaf that requires grad; the result of an op (torch's
+-- nn.Parameter(torch.randn(n, requires_grad=True) * 0.01)) becomes a leaf over its data
+function L.Parameter(t, requires_grad)
+  check.tensor(t, "Parameter", "data")
+  if t.grad_fn ~= nil then t = t:detach() end
+  return t:requires_grad_(requires_grad ~= false)
+end
 
 -- U(-bound, bound) of the given shape.
 local function uniform(shape, bound, opts)

@@ -197,29 +197,31 @@ local function holds(v, seen)
 end
 
 local add_member
+local not_state
 -- the entries of a plain table assigned to `name`
 local function table_members(out, owner, name, tbl, visiting)
   if visiting[tbl] then return end -- a table that holds itself: named once
   visiting[tbl] = true
   local n = 0
   while rawget(tbl, n + 1) ~= nil do n = n + 1 end
-  for i = 1, n do add_member(out, owner, name .. "." .. i, rawget(tbl, i), visiting) end
+  for i = 1, n do add_member(out, owner, name .. "." .. i, rawget(tbl, i), visiting, nil, true) end
   local keys = {}
   for k, v in pairs(tbl) do
     if type(k) == "string" then keys[#keys + 1] = k
-    elseif not (type(k) == "number" and k >= 1 and k <= n and k == floor(k)) and holds(v) then
+    elseif not (type(k) == "number" and k >= 1 and k <= n and k == floor(k)) and holds(v)
+      and not (is_tensor(v) and not_state(v, true)) then -- (a tensor that is not state needs no name)
       wick.error(("%s: the table '%s' holds a %s under the key %s, which has no name in a state dict (use array entries 1..n or string keys, or nn.ModuleList/nn.ModuleDict)")
         :format(getmetatable(owner).__name, name, check.describe(is_tensor(v) and v or (is_module(v) and v or "table")), tostring(k)))
     end
   end
   table.sort(keys)
-  for _, k in ipairs(keys) do add_member(out, owner, name .. "." .. k, rawget(tbl, k), visiting) end
+  for _, k in ipairs(keys) do add_member(out, owner, name .. "." .. k, rawget(tbl, k), visiting, nil, true) end
   visiting[tbl] = nil
 end
 
-add_member = function(out, owner, name, v, visiting, buffer)
+add_member = function(out, owner, name, v, visiting, buffer, nested)
   if is_tensor(v) then -- "param" or "buffer" is decided by walk, only when asked (v.requires_grad is a C call)
-    out[#out + 1] = { name, v, "tensor", buffer == "nonpersistent", buffer ~= nil }
+    out[#out + 1] = { name, v, "tensor", buffer == "nonpersistent", buffer ~= nil, nested }
   elseif is_module(v) then
     out[#out + 1] = { name, v, "module" }
   elseif type(v) == "table" then
@@ -250,6 +252,14 @@ local function members(self)
   return out
 end
 
+-- Tensors inside a plain table (`self.hidden = {h, c}`, a recurrent state
+-- kept for the next forward) are state only when they are parameters
+-- (leaves that require grad), as in PyTorch, which ignores tuples of
+-- tensors. (to() still moves them: its walk asks nothing per tensor.)
+function not_state(t, nested)
+  return nested and (not t.requires_grad or t.grad_fn ~= nil)
+end
+
 -- Walks the tree: fn(prefix .. name, value, kind, registered) for every
 -- tensor, each once (the first name of a tensor found twice, e.g. tied
 -- weights) unless `all`; kind is "param" (requires grad, not a registered
@@ -262,6 +272,7 @@ local function walk(self, prefix, fn, seen, all, no_kind)
     if m[3] == "module" then
       walk(value, prefix .. name .. ".", fn, seen, all, no_kind)
     elseif all and m[4] then -- luacheck: ignore (a non-persistent buffer)
+    elseif (all or not no_kind) and not m[5] and not_state(value, m[6]) then -- luacheck: ignore (an activation kept on the module)
     elseif all or not seen[value] then
       seen[value] = true
       local kind = not no_kind and ((m[5] or not value.requires_grad) and "buffer" or "param") or nil
