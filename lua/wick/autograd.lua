@@ -149,6 +149,14 @@ function Function.apply()
   wick.error("autograd.Function.apply: call apply on a class made with Function:extend(\"Name\")")
 end
 
+--- autograd.Variable(t[, requires_grad]): PyTorch's deprecated wrapper, t itself
+function M.Variable(t, requires_grad)
+  check.tensor(t, "Variable", "data")
+  if type(requires_grad) == "table" then requires_grad = requires_grad.requires_grad end
+  if requires_grad then t:requires_grad_(true) end
+  return t
+end
+
 -- ---- backward and grad (PyTorch's torch.autograd.backward / grad) ----
 
 local function list_of(v) -- a tensor, or a list of tensors, as a list

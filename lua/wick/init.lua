@@ -239,7 +239,27 @@ function Tensor.cuda(t, index, opts)
   check.options(opts, "cuda", { non_blocking = "boolean", dtype = "dtype", device = "device" })
   return t:to(index == nil and "cuda" or wick.device("cuda", index), opts)
 end
-function Tensor.type(t) return check_tensor(t, "type", "self").dtype end
+-- PyTorch's legacy type names, as t:type(name) takes them ("torch.FloatTensor")
+local LEGACY = { FloatTensor = "float32", DoubleTensor = "float64", HalfTensor = "float16",
+  BFloat16Tensor = "bfloat16", LongTensor = "int64", IntTensor = "int32", ShortTensor = "int16",
+  CharTensor = "int8", ByteTensor = "uint8", BoolTensor = "bool" }
+--- t:type(): the dtype's name; t:type(dtype) converts, like t:to(dtype): dtype is
+--- a dtype, its name, PyTorch's type name ("torch.cuda.FloatTensor") or a legacy type
+--- (wick.FloatTensor, wick.cuda.LongTensor: also moves to that device)
+function Tensor.type(t, dtype, ...)
+  check_tensor(t, "type", "self")
+  if dtype == nil then return t.dtype end
+  if type(dtype) == "table" and rawget(dtype, "_legacy_dtype") then
+    return t:to({ dtype = dtype._legacy_dtype, device = dtype._legacy_device or t.device })
+  end
+  if type(dtype) == "string" then
+    local cuda, name = dtype:match("^torch%.(c?u?d?a?%.?)(%a+Tensor)$")
+    if name and LEGACY[name] then
+      return t:to({ dtype = LEGACY[name], device = cuda == "cuda." and "cuda" or t.device })
+    end
+  end
+  return t:to(dtype, ...)
+end
 function Tensor.nelement(t) return check_tensor(t, "nelement", "self"):numel() end
 function Tensor.zero_(t) return check_tensor(t, "zero_", "self"):fill_(0) end
 function Tensor.view_as(t, other)
@@ -309,11 +329,20 @@ function Tensor.norm(t, p, dim, keepdim)
     if keepdim == nil then keepdim = dim.keepdim end
     dim = dim.dim
   end
+  if type(keepdim) == "table" then keepdim = keepdim.keepdim end -- t:norm(2, 2, {keepdim = true})
   if p == nil or p == "fro" then p = 2 end
   if type(p) ~= "number" then core.error(("norm: p must be a number or 'fro', got %s"):format(check.describe(p))) end
   local function total(x) if dim == nil then return x:sum() end return x:sum(dim, keepdim == true) end
   local a = t:abs()
-  if p == 2 then return total(t * t):sqrt() end
+  -- r ^ (1 / p) whose gradient is 0 where r is 0 (a zero vector: PyTorch's
+  -- subgradient), not inf * 0 = NaN (a WGAN-GP penalty on a dead unit)
+  local function root(r, k)
+    if not (r.requires_grad and wick.is_grad_enabled()) then return k == 2 and r:sqrt() or r ^ (1 / k) end
+    local zero = r:eq(0)
+    local safe = wick.where(zero, 1, r)
+    return wick.where(zero, r, k == 2 and safe:sqrt() or safe ^ (1 / k))
+  end
+  if p == 2 then return root(total(t * t), 2) end
   if p == 1 then return total(a) end
   if p == 0 then return total(t:ne(0):to(t:is_floating_point() and t.dtype or "float32")) end
   if p == math.huge or p == -math.huge then
@@ -321,7 +350,7 @@ function Tensor.norm(t, p, dim, keepdim)
     if dim == nil then return a[pick](a) end
     return (a[pick](a, dim, keepdim == true))
   end
-  return total(a ^ p) ^ (1 / p)
+  return root(total(a ^ p), p)
 end
 function Tensor.isposinf(t) return check_tensor(t, "isposinf", "self"):eq(math.huge) end
 function Tensor.isneginf(t) return check_tensor(t, "isneginf", "self"):eq(-math.huge) end
@@ -940,6 +969,28 @@ if has_ffi and not os.getenv("WICK_NO_FFI") then
   end
   wick._ffi = true
 end
+
+-- PyTorch's legacy constructors: wick.FloatTensor(2, 3) (zeros of that size),
+-- wick.LongTensor({1, 2}) (of the data), wick.Tensor(...) (the default
+-- dtype), wick.cuda.FloatTensor(...) (on the GPU); also types for t:type(T)
+-- and the deprecated autograd.Variable(t).
+local function legacy_type(name, dtype, device)
+  return setmetatable({ _legacy_dtype = dtype, _legacy_device = device }, {
+    __call = function(_, first, ...)
+      local opts = { dtype = dtype or wick.get_default_dtype(), device = device }
+      if first == nil then return wick.empty({ 0 }, opts) end
+      if wick.is_tensor(first) then return first:to(opts) end
+      if type(first) == "table" then return wick.tensor(first, opts) end
+      return wick.zeros({ first, ... }, opts)
+    end,
+    __tostring = function() return (device and "torch.cuda." or "torch.") .. name end,
+  })
+end
+for name, dtype in pairs(LEGACY) do
+  wick[name] = legacy_type(name, dtype, nil)
+  wick.cuda[name] = legacy_type(name, dtype, "cuda")
+end
+setmetatable(Tensor, { __call = function(_, ...) return legacy_type("Tensor", nil, nil)(...) end })
 
 -- Linear algebra's tensor methods and torch.* names, from wick.linalg (which loads on first use).
 for _, name in ipairs({ "inverse", "det", "slogdet", "logdet", "pinverse", "cholesky", "qr", "svd" }) do

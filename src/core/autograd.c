@@ -156,6 +156,11 @@ wick_status wk_save(wk_node *node, int slot, const wick_tensor *t, const wick_te
     if (t == out) { /* an alias without grad_fn: no cycle through the node */
         wick_status st = wk_tensor_view(&s, t, t->ndim, t->sizes, t->strides, t->offset);
         if (st) return st;
+        /* counted as a detached alias: an in-place op on the output is then
+         * allowed, and a backward that would read the changed values raises
+         * (check_saved_versions), as in PyTorch */
+        s->detached_alias = true;
+        __atomic_add_fetch(&s->storage->aliases, 1, __ATOMIC_RELAXED);
         node->saved_output |= (unsigned char)(1u << slot);
     } else {
         node->saved_output &= (unsigned char)~(1u << slot);

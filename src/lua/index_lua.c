@@ -74,6 +74,21 @@ static wick_key_entry range_entry(lua_State *L, int idx, int n, int64_t size, in
  * in te (count *nt). One
  * entry may be "..." (Python's Ellipsis): as many whole dims as the other
  * entries leave. Returns the number of dims the entries cover. */
+/* A 0-dim integer tensor used as an index is the number it holds (PyTorch
+ * reads it through __index__: t[ix] is then a view, and t[ix]:add_(v) writes
+ * into t). Replaces the value at idx with that number; 1 when it did. */
+static int scalar_index(lua_State *L, int idx) {
+    wick_tensor *k = wl_totensor(L, idx);
+    if (!k || wick_tensor_ndim(k) != 0 || wick_dtype_is_floating(wick_tensor_dtype(k)) ||
+        wick_tensor_dtype(k) == WICK_BOOL)
+        return 0;
+    int64_t v;
+    wl_check(L, wick_item_int64(k, &v));
+    lua_pushnumber(L, (lua_Number)v);
+    lua_replace(L, idx);
+    return 1;
+}
+
 static int parse_key(lua_State *L, int idx, wick_tensor *t, wick_key_entry *e, int *tp, int *te, int *nt) {
     int n = (int)lua_objlen(L, idx), nd = wick_tensor_ndim(t);
     lua_pushnil(L);
@@ -106,7 +121,9 @@ static int parse_key(lua_State *L, int idx, wick_tensor *t, wick_key_entry *e, i
             continue;
         }
         lua_rawgeti(L, idx, i + 1);
-        int top = lua_gettop(L), ty = lua_type(L, top);
+        int top = lua_gettop(L);
+        scalar_index(L, top);
+        int ty = lua_type(L, top);
         if (ty == LUA_TNUMBER) {
             e[d] = (wick_key_entry){1, select_index(L, top, sizes[d], d), 1, 1};
         } else if (ty == LUA_TTABLE && !wl_totensor(L, top)) {
@@ -220,6 +237,7 @@ static wick_tensor *lua_index_tensor(lua_State *L, int idx, wick_tensor *t, int 
 /* t[key] for keys other than numbers */
 WL_FUNCTION(t_index_get) {
     wick_tensor *t = wl_checktensor(L, 1, "index", "self");
+    scalar_index(L, 2);
     wick_tensor *k = wl_totensor(L, 2);
     if (lua_type(L, 2) == LUA_TTABLE && !k) {
         wick_key_entry e[WICK_MAX_DIMS];
@@ -268,6 +286,7 @@ static wick_tensor *write_value(lua_State *L, int idx, double *s, const char *fn
 WL_FUNCTION(t_index_set) {
     wick_tensor *t = wl_checktensor(L, 1, "index assignment", "self");
     double s = 0;
+    scalar_index(L, 2);
     wick_tensor *k = wl_totensor(L, 2);
     int ty = lua_type(L, 2);
     if (ty != LUA_TNUMBER && ty != LUA_TTABLE && !k) bad_key(L, 2);
