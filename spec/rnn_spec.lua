@@ -241,3 +241,25 @@ describe("recurrent layers: lengths, devices, dtypes and errors", function()
       "RNNCell: expected the hidden state of dtype float32")
   end)
 end)
+
+describe("the recurrent time loop", function()
+  it("gives the same states run at once (W_hh copied transposed) and one step at a time (read in place)", function()
+    wick.manual_seed(7)
+    for _, kind in ipairs({ "LSTM", "GRU", "RNN" }) do
+      local m = wick.nn[kind](3, 5):double()
+      local x = wick.randn(12, 2, 3, { dtype = "float64" })
+      local whole, hw = m(x)
+      local h, outs = nil, {}
+      for t = 1, 12 do
+        local o
+        o, h = m(x[{ { t, t } }], h)
+        outs[t] = o
+      end
+      assert.is_true((wick.cat(outs, 1) - whole):abs():max():item() < 1e-12, kind)
+      local last = kind == "LSTM" and h[1] or h
+      local last_whole = kind == "LSTM" and hw[1] or hw
+      assert.is_true((last - last_whole):abs():max():item() < 1e-12, kind)
+    end
+  end)
+end)
+

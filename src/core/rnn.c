@@ -195,6 +195,11 @@ static wick_status step_gemm(const wick_backend *be, const wk_rnn_args *a, const
     return be->gemm(&m);
 }
 
+/* Steps below which W_hh is read transposed in place rather than copied
+ * once: the copy ([G, H], 16 MB at H = 1024) costs more than the few products
+ * it serves (a sampling loop calls the layer one step at a time). */
+#define RNN_COPY_MIN_STEPS 8
+
 static int64_t time_of(const geometry *g, int64_t s, int reverse) { return reverse ? g->T - 1 - s : s; }
 
 /* The time loop of the forward. out [T + 1 (+1), B, H] holds h (and c) in its
@@ -206,8 +211,9 @@ static wick_status run_forward(int mode, const geometry *g, const operands *o, w
     wick_tensor *whhT = NULL, *gh = NULL;
     int64_t gh_shape[2] = {g->B, g->G};
     wick_status st;
+    int copy = g->T >= RNN_COPY_MIN_STEPS;
     if ((st = copy_into_row(out, g->T, o->h0)) || (o->c0 && (st = copy_into_row(out, g->T + 1, o->c0))) ||
-        (st = transposed_copy(&whhT, o->w_hh)) ||
+        (copy && (st = transposed_copy(&whhT, o->w_hh))) ||
         (st = wk_tensor_new(&gh, 2, gh_shape, out->dtype, out->storage->device)))
         goto done;
     wk_rnn_args a = base_args(mode, g, out);
@@ -221,7 +227,14 @@ static wick_status run_forward(int mode, const geometry *g, const operands *o, w
     for (int64_t s = 0; s < g->T && !st; s++) {
         a.t = time_of(g, s, reverse);
         if ((st = wk_check_interrupt(OP))) break;
-        if ((st = step_gemm(be, &a, a.h, g->H, wk_data(whhT), g->G, wk_data(gh), 0))) break;
+        if (copy) st = step_gemm(be, &a, a.h, g->H, wk_data(whhT), g->G, wk_data(gh), 0);
+        else { /* gh = h W_hh^T, W_hh [G, H] read as it is */
+            wk_gemm_args m = {.device = a.device, .dtype = a.dtype, .trans_b = 1, .m = g->B, .n = g->G, .k = g->H,
+                              .a = a.h, .lda = g->H, .b = wk_data(o->w_hh), .ldb = g->H, .c = wk_data(gh),
+                              .ldc = g->G, .alpha = 1};
+            st = be->gemm(&m);
+        }
+        if (st) break;
         st = be->rnn_step(&a);
     }
 done:
