@@ -479,3 +479,35 @@ describe("DataLoader with a batch_sampler, or the new samplers", function()
       "non-empty array")
   end)
 end)
+
+describe("what the second round of ported programs needed from data", function()
+  it("draws with replacement as the pass goes: an 'infinite' RandomSampler (makemore's) starts at once", function()
+    local ds = wick.data.TensorDataset(wick.randn(10, 2))
+    local it = wick.data.RandomSampler(ds, { replacement = true, num_samples = 1e10 }):iter()
+    local seen = {}
+    for _ = 1, 100 do
+      local i = it()
+      assert.is_true(i >= 1 and i <= 10 and i == math.floor(i))
+      seen[i] = true
+    end
+    local kinds = 0
+    for _ in pairs(seen) do kinds = kinds + 1 end
+    assert.is_true(kinds > 5)
+    local few = wick.data.RandomSampler(ds, { replacement = true, num_samples = 40 }):iter()
+    local n = 0
+    while few() do n = n + 1 end
+    assert.are.equal(40, n)
+  end)
+
+  it("collates whole-number labels to int64, as PyTorch collates Python ints", function()
+    local D = wick.data.Dataset:extend("Labels")
+    function D:len() return 4 end
+    function D:get(i) return wick.ones(2), i % 3, i / 2 end
+    for x, y, z in wick.data.DataLoader(D(), { batch_size = 4 }) do
+      assert.are.equal("int64", y.dtype)
+      assert.are.same({ 1, 2, 0, 1 }, y:totable())
+      assert.are.equal("float32", z.dtype)
+      assert.are.same({ 4, 2 }, x:size())
+    end
+  end)
+end)

@@ -128,7 +128,11 @@ local function collate(samples)
   if wick.is_tensor(first) then
     return wick.stack(samples, 1)
   elseif type(first) == "number" then
-    return wick.tensor(samples)
+    -- whole numbers are int64, as PyTorch collates Python ints (class labels for cross_entropy)
+    for _, v in ipairs(samples) do
+      if type(v) ~= "number" or v ~= math.floor(v) or math.abs(v) >= 2 ^ 53 then return wick.tensor(samples) end
+    end
+    return wick.tensor(samples, { dtype = "int64" })
   elseif type(first) == "boolean" then
     return wick.tensor(samples)
   elseif type(first) == "table" then
@@ -376,8 +380,7 @@ function RandomSampler:len()
 end
 
 -- the indices of one pass (drawn from wick's generator: run under drawing())
-local function random_indices(n, count, replacement)
-  if replacement then return wick.randint(1, n + 1, { count }):totable() end
+local function random_indices(n, count)
   local out = {}
   while #out < count do
     local perm = data.randperm(n)
@@ -392,7 +395,17 @@ function RandomSampler:iter()
   if n == 0 and count > 0 then
     check.fail("RandomSampler:iter", "cannot draw %d samples from an empty data source", count)
   end
-  return over(drawing(self.generator, random_indices, n, count, self.replacement))
+  if not self.replacement then return over(drawing(self.generator, random_indices, n, count)) end
+  -- with replacement, drawn 32 at a time as the pass goes (PyTorch's chunks): an
+  -- "infinite" sampler (num_samples = 1e10, makemore's) holds 32 indices, not 1e10
+  local done, chunk, k = 0, {}, 1
+  local function draw(m) return wick.randint(1, n + 1, { m }):totable() end
+  return function()
+    if done >= count then return nil end
+    if k > #chunk then chunk, k = drawing(self.generator, draw, math.min(32, count - done)), 1 end
+    done, k = done + 1, k + 1
+    return chunk[k - 1]
+  end
 end
 
 local BatchSampler = { __name = "BatchSampler" }
