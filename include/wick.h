@@ -651,6 +651,10 @@ WICK_API int wick_is_autocast_cache_enabled(void);
 WICK_API wick_status wick_set_requires_grad(wick_tensor *t, int requires_grad);
 WICK_API int wick_requires_grad(const wick_tensor *t);
 WICK_API int wick_is_leaf(const wick_tensor *t);
+/* 1 when t is a leaf that required grad at some time (wick_set_requires_grad):
+ * a parameter, which a module keeps among its parameters once frozen
+ * (requires_grad false again), as PyTorch's nn.Parameter. */
+WICK_API int wick_is_parameter(const wick_tensor *t);
 /* The accumulated gradient (borrowed; NULL when none). */
 WICK_API wick_tensor *wick_grad(const wick_tensor *t);
 /* Replaces the gradient (NULL clears it); same shape, dtype and device. */

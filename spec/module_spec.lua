@@ -1084,3 +1084,28 @@ describe("what a module's state is", function()
     assert.is_true(ps[1].requires_grad)
   end)
 end)
+
+describe("frozen parameters", function()
+  it("stay parameters (fine-tuning counts and unfreezes them), get no gradient, and the optimizer skips them", function()
+    local m = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    for _, p in ipairs(m:parameters()) do p.requires_grad = false end
+    assert.are.equal(4, #m:parameters())
+    assert.are.equal(0, #m:buffers())
+    m[3] = nn.Linear(4, 2) -- the new head (transfer learning)
+    local opt = wick.optim.SGD(m:parameters(), { lr = 0.1 })
+    local w1 = m[1].weight:clone()
+    m(wick.randn(5, 3)):sum():backward()
+    opt:step()
+    assert.is_true(m[1].weight:equal(w1))
+    assert.is_nil(m[1].weight.grad)
+    assert.is_truthy(m[3].weight.grad)
+    local n = 0
+    for name in pairs(m:state_dict()) do n = n + 1; assert.is_truthy(name) end
+    assert.are.equal(4, n)
+    -- a tensor that never required grad stays a buffer
+    local B = nn.Module:extend("B")
+    function B:init() self.scale = wick.ones(2) end
+    assert.are.equal(0, #B():parameters())
+  end)
+end)
+

@@ -974,7 +974,8 @@ describe("Module extras PyTorch scripts use", function()
     local bn = nn.BatchNorm1d(3)
     assert.is_true(rawequal(bn, bn:requires_grad_(false)))
     assert.is_false(bn.weight.requires_grad)
-    assert.are.equal(0, #bn:parameters())
+    assert.are.equal(2, #bn:parameters()) -- frozen parameters are still parameters, as PyTorch's
+    assert.are.equal(3, #bn:buffers()) -- running_mean, running_var, num_batches_tracked
     bn:requires_grad_()
     assert.are.equal(2, #bn:parameters())
     assert.is_false(bn.running_mean.requires_grad)

@@ -31,8 +31,11 @@ wick_status wick_set_requires_grad(wick_tensor *t, int requires_grad) {
         return wick_fail(WICK_ERR_DTYPE, "only tensors of floating point dtype can require gradients (got %s)",
                          wick_dtype_name(t->dtype));
     t->requires_grad = requires_grad != 0;
+    if (t->requires_grad && !t->grad_fn) t->learnt = true;
     return WICK_OK;
 }
+
+int wick_is_parameter(const wick_tensor *t) { return t->learnt && !t->grad_fn; }
 
 wick_status wick_set_grad(wick_tensor *t, wick_tensor *grad) {
     if (grad == t) /* it would hold itself: a reference cycle that is never freed */

@@ -64,6 +64,7 @@ struct wick_tensor {
     bool in_storage_block; /* allocated inside its storage's block (small tensors) */
     bool requires_grad;
     bool detached_alias; /* made by wick_detach: counted in its storage's aliases */
+    bool learnt; /* required grad as a leaf at some time: a parameter, also once frozen */
     struct wk_node *grad_fn; /* the node that made this tensor; NULL for leaves */
     struct wick_tensor *grad;
     int64_t hook_id; /* autograd hooks (wick_hook_id); 0: none */

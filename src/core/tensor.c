@@ -283,6 +283,7 @@ static wick_tensor *tensor_alloc(void) {
         t->in_storage_block = false;
         t->requires_grad = false;
         t->detached_alias = false;
+        t->learnt = false;
         t->grad_fn = NULL;
         t->grad = NULL;
         t->hook_id = 0;
@@ -318,6 +319,7 @@ wick_status wk_tensor_new(wick_tensor **out, int ndim, const int64_t *sizes, wic
     t->in_storage_block = header != NULL;
     t->requires_grad = false;
     t->detached_alias = false;
+    t->learnt = false;
     t->grad_fn = NULL;
     t->grad = NULL;
     t->hook_id = 0;

@@ -463,6 +463,11 @@ WL_FUNCTION(t_requires_grad) {
     return 1;
 }
 
+WL_FUNCTION(t_is_parameter) {
+    lua_pushboolean(L, wick_is_parameter(SELF("_is_parameter")));
+    return 1;
+}
+
 /* t.requires_grad = b, and t:requires_grad_([b]) which returns t */
 WL_FUNCTION(t_set_requires_grad) {
     wick_tensor *a = SELF("requires_grad");
@@ -621,7 +626,7 @@ static const luaL_Reg method_fns[] = {
     {"totable", t_totable}, {"to", t_to}, {"pin_memory", t_pin_memory}, {"is_pinned", t_is_pinned}, {"size", t_size}, {"stride", t_stride}, {"dim", t_dim},
     {"numel", t_numel}, {"is_contiguous", t_is_contiguous}, {"storage_offset", t_storage_offset},
     {"_storage_id", t_storage_id}, {"_dtype", t_dtype}, {"_device_code", t_device_code}, {"_shape", t_shape},
-    {"_requires_grad", t_requires_grad},
+    {"_requires_grad", t_requires_grad}, {"_is_parameter", t_is_parameter},
     {"requires_grad_", t_set_requires_grad}, {"_grad", t_grad}, {"_set_grad", t_set_grad}, {"_grad_fn", t_grad_fn},
     {"_is_leaf", t_is_leaf}, {"detach", t_detach}, {"detach_", t_detach_}, {"_replace", t_replace}, {NULL, NULL}};
 

@@ -275,7 +275,8 @@ local function walk(self, prefix, fn, seen, all, no_kind)
     elseif (all or not no_kind) and not m[5] and not_state(value, m[6]) then -- luacheck: ignore (an activation kept on the module)
     elseif all or not seen[value] then
       seen[value] = true
-      local kind = not no_kind and ((m[5] or not value.requires_grad) and "buffer" or "param") or nil
+      -- a parameter stays one when frozen (requires_grad = false), as PyTorch's nn.Parameter
+      local kind = not no_kind and ((m[5] or not (value.requires_grad or value:_is_parameter())) and "buffer" or "param") or nil
       fn(prefix .. name, value, kind, m[5])
     end
   end

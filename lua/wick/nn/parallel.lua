@@ -412,12 +412,14 @@ function DDP:init(module, opts)
   }
   rawset(self, "_ddp", S)
 
-  S.params = {}
-  for name, p in module:named_parameters() do S.params[#S.params + 1] = { name = name, p = p } end
+  S.params = {} -- the ones that get gradients (frozen ones are broadcast, not reduced: PyTorch's)
+  local all = {}
+  for name, p in module:named_parameters() do
+    all[#all + 1] = p
+    if p.requires_grad then S.params[#S.params + 1] = { name = name, p = p } end
+  end
   if S.world > 1 then
     check_same_model(d, S.rank, describe_model(module))
-    local all = {}
-    for _, e in ipairs(S.params) do all[#all + 1] = e.p end
     for _, b in ipairs(module:buffers()) do all[#all + 1] = b end
     broadcast_coalesced(d, all)
   end
