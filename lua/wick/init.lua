@@ -136,6 +136,13 @@ end
 function Size.numel(s) local n = 1; for i = 1, #s do n = n * s[i] end; return n end
 wick.Size = Size
 
+-- t:size(): a wick.Size too (an array that prints as [2, 3], not as a table's address)
+local tensor_size = Tensor.size
+function Tensor.size(t, dim)
+  if dim == nil then return setmetatable(tensor_size(t), Size) end
+  return tensor_size(t, dim)
+end
+
 local tensor_shape, tensor_dtype, tensor_device_code = Tensor._shape, Tensor._dtype, Tensor._device_code
 local function tensor_device(t) return device_by_code(tensor_device_code(t)) end
 local fields = {
