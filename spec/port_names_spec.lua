@@ -330,5 +330,27 @@ describe("what the second round of ported programs needed", function()
     support.assert_close(d:sum():item(), 1, 1e-6)
     assert_error_has(function() d:sum():backward() end, "modified by an inplace operation")
   end)
+
+  it("builds 'sparse' tensors densely (GCN's adjacency) and enumerates loaders as Python's enumerate", function()
+    local idx = wick.tensor({ { 1, 1, 2 }, { 2, 2, 3 } }, { dtype = "int64" })
+    local A = wick.sparse_coo_tensor(idx, wick.tensor({ 1, 2, 3 }), { 3, 3 })
+    assert.are.same({ { 0, 3, 0 }, { 0, 0, 3 }, { 0, 0, 0 } }, A:totable()) -- duplicates summed
+    assert.is_false(A.is_sparse)
+    assert.are.equal(A, A:to_dense())
+    assert.are.same({ { 3 }, { 3 }, { 0 } }, wick.spmm(A, wick.ones(3, 1)):totable())
+    assert.are.same({ { 3 }, { 3 }, { 0 } }, wick.sparse.mm(A, wick.ones(3, 1)):totable())
+    local ds = wick.data.TensorDataset(wick.randn(10, 2), wick.arange(10))
+    local counts, sizes = {}, {}
+    for i, x, y in wick.enumerate(wick.data.DataLoader(ds, { batch_size = 4 })) do
+      counts[#counts + 1] = i
+      sizes[#sizes + 1] = x:size(1) + y:size(1)
+    end
+    assert.are.same({ 0, 1, 2 }, counts)
+    assert.are.same({ 8, 8, 4 }, sizes)
+    local from1 = {}
+    for i in wick.enumerate(wick.data.DataLoader(ds, { batch_size = 5 }), 1) do from1[#from1 + 1] = i end
+    assert.are.same({ 1, 2 }, from1)
+    assert_error_has(function() wick.enumerate(5) end, "enumerate")
+  end)
 end)
 

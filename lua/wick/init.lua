@@ -999,6 +999,57 @@ for name, dtype in pairs(LEGACY) do
 end
 setmetatable(Tensor, { __call = function(_, ...) return legacy_type("Tensor", nil, nil)(...) end })
 
+-- Sparse tensors are dense here: PyTorch's names for them work on dense
+-- tensors, so a script that builds a sparse adjacency (GCN) runs, in V^2 memory.
+--- wick.sparse_coo_tensor(indices, values[, size][, opts]): the dense tensor with
+--- values added at indices (int64 [ndim, nnz], 1-based), duplicates summed
+function wick.sparse_coo_tensor(indices, values, size, opts)
+  check_tensor(indices, "sparse_coo_tensor", "indices")
+  if type(size) == "table" and size[1] == nil and opts == nil then size, opts = nil, size end
+  if not wick.is_tensor(values) then values = wick.tensor(values) end
+  if indices:dim() ~= 2 then
+    core.error(("sparse_coo_tensor: indices must be 2-D [ndim, nnz], got %d-D"):format(indices:dim()))
+  end
+  if size == nil then
+    size = {}
+    for d = 1, indices:size(1) do size[d] = indices:size(2) > 0 and indices[d]:max():item() or 0 end
+  end
+  local o = { dtype = values.dtype, device = values.device }
+  for k, v in pairs(opts or {}) do o[k] = v end
+  local dense = wick.zeros(size, o)
+  local keys = {}
+  for d = 1, indices:size(1) do keys[d] = indices[d] end
+  dense:index_put_(keys, values:to(o.dtype), true)
+  return dense
+end
+function Tensor.to_dense(t) return check_tensor(t, "to_dense", "self") end
+function Tensor.to_sparse(t) return check_tensor(t, "to_sparse", "self") end
+function Tensor.coalesce(t) return check_tensor(t, "coalesce", "self") end
+fields.is_sparse = function() return false end
+fields.layout = function() return "strided" end
+wick.strided, wick.sparse_coo = "strided", "sparse_coo"
+function wick.spmm(a, b) return check_tensor(a, "spmm", "input"):mm(b) end
+wick.sparse = { mm = function(a, b) return check_tensor(a, "sparse.mm", "mat1"):matmul(b) end,
+  sum = function(t, dim) return dim == nil and t:sum() or t:sum(dim) end }
+
+--- wick.enumerate(loader[, start = 0]): `for i, x, y in wick.enumerate(loader)`, the
+--- count first as Python's enumerate gives it (from 0 unless start says)
+function wick.enumerate(iterable, start)
+  local next_item
+  if type(iterable) == "function" then next_item = iterable
+  elseif type(iterable) == "table" and type(iterable.iter) == "function" then next_item = iterable:iter()
+  else
+    check.expected("enumerate", "iterable", "a loader, a sampler or an iterator function", iterable)
+  end
+  local i = (start or 0) - 1
+  local function step(first, ...)
+    if first == nil then return nil end
+    i = i + 1
+    return i, first, ...
+  end
+  return function() return step(next_item()) end
+end
+
 -- Linear algebra's tensor methods and torch.* names, from wick.linalg (which loads on first use).
 for _, name in ipairs({ "inverse", "det", "slogdet", "logdet", "pinverse", "cholesky", "qr", "svd" }) do
   Tensor[name] = function(...) return require("wick.linalg")._methods[name](...) end
