@@ -147,7 +147,10 @@ local function print_tensor(t)
     end
     body = render(tree, fmt, width, #"tensor(", 0, t:dim())
   end
-  if dtype ~= core.get_default_dtype() then suffix[#suffix + 1] = "dtype=" .. dtype end
+  -- PyTorch's rule: the default dtype, int64 and bool go without saying
+  if dtype ~= core.get_default_dtype() and dtype ~= "int64" and dtype ~= "bool" then
+    suffix[#suffix + 1] = "dtype=" .. dtype
+  end
   local grad_fn = t.grad_fn
   if grad_fn then suffix[#suffix + 1] = ("grad_fn=<%s>"):format(grad_fn)
   elseif t.requires_grad then suffix[#suffix + 1] = "requires_grad=True" end
