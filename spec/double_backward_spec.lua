@@ -198,15 +198,30 @@ describe("create_graph", function()
   end)
 
   it("raises at the second backward through an op whose backward is a fused kernel, naming it", function()
-    local x = randn(1, 1, 5, 5):requires_grad_()
-    local w = randn(2, 1, 3, 3):requires_grad_()
-    local y = wick.nn.functional.conv2d(x, w)
-    local g = wick.autograd.grad(y:sum(), x, { create_graph = true })[1] -- first order works
+    local x = randn(2, 5):requires_grad_()
+    local w = randn(5):requires_grad_()
+    local y = wick.nn.functional.layer_norm(x, { 5 }, w)
+    local g = wick.autograd.grad((y * y):sum(), x, { create_graph = true })[1] -- first order works
     assert.is_truthy(g.grad_fn)
-    assert_error_has(function() (g ^ 2):sum():backward() end, "ConvolutionBackward: a gradient of a gradient")
+    assert_error_has(function() (g ^ 2):sum():backward() end, "NativeLayerNormBackward: a gradient of a gradient")
     -- without create_graph nothing is recorded and nothing raises
-    local g2 = wick.autograd.grad(wick.nn.functional.conv2d(x, w):sum(), x)[1]
+    local g2 = wick.autograd.grad(wick.nn.functional.layer_norm(x, { 5 }, w):sum(), x)[1]
     assert.is_nil(g2.grad_fn)
+  end)
+
+  it("differentiates conv2d twice (a WGAN-GP penalty through a convolutional critic)", function()
+    local F = wick.nn.functional
+    gradgradcheck(function(a, w, b) return F.conv2d(a, w, b):tanh() end, { randn(2, 2, 5, 5), randn(3, 2, 3, 3), randn(3) })
+    gradgradcheck(function(a, w) return F.conv2d(a, w, nil, { stride = 2, padding = 1 }):pow(2) end,
+      { randn(1, 2, 6, 5), randn(2, 2, 3, 2) })
+    gradgradcheck(function(a, w) return F.conv2d(a, w, nil, { padding = 2, dilation = 2 }):sin() end,
+      { randn(1, 1, 7, 7), randn(2, 1, 3, 3) })
+    gradgradcheck(function(a, w) return F.conv2d(a, w, nil, { stride = { 2, 1 }, padding = { 0, 1 } }):exp() end,
+      { randn(2, 5, 5), randn(2, 2, 2, 3) }) -- unbatched
+    -- grouped convolutions keep the fused backward: the second one raises
+    local x, w = randn(1, 2, 4, 4):requires_grad_(), randn(2, 1, 3, 3):requires_grad_()
+    local g = wick.autograd.grad(F.conv2d(x, w, nil, { groups = 2 }):sum(), x, { create_graph = true })[1]
+    assert_error_has(function() (g ^ 2):sum():backward() end, "ConvolutionBackward: a gradient of a gradient")
   end)
 end)
 
