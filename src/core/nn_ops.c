@@ -790,9 +790,106 @@ done:
     return st;
 }
 
+/* *a = *a op b, taking over *a's reference */
+static wick_status chain_op(wick_tensor **a, wick_binary_op op, const wick_tensor *b) {
+    wick_tensor *r;
+    wick_status st = wick_binary(&r, op, *a, b);
+    if (st) return st;
+    wick_tensor_release(*a);
+    *a = r;
+    return WICK_OK;
+}
+
+/* *a += k b */
+static wick_status add_scaled(wick_tensor **a, const wick_tensor *b, double k) {
+    wick_tensor *kb;
+    wick_status st = wick_binary_scalar(&kb, WICK_MUL, b, (wick_scalar){k, k == floor(k)}, 0);
+    if (!st) st = chain_op(a, WICK_ADD, kb);
+    wick_tensor_release(kb);
+    return st;
+}
+
+/* The constants of cross-entropy's gradient (no graph): with row i's target
+ * t, class weights w (1 without), smoothing e over C classes, zero for
+ * ignored rows: A_i = (1 - e) w_t + (e / C) sum(w), [N, 1], and
+ * B_ic = (1 - e) w_t [c == t] + (e / C) w_c, [N, C]. */
+static wick_status ce_constants(const wk_node *node, wick_tensor **A, wick_tensor **B) {
+    const wick_tensor *x = node->saved[0], *target = node->saved[1], *w = node->saved[2];
+    double e = node->scalars[0];
+    int64_t rows = x->sizes[0], classes = x->sizes[1], col[2] = {rows, 1};
+    wick_options o = {x->dtype, x->storage->device};
+    wick_tensor *valid = NULL, *t = NULL, *zero = NULL, *t0 = NULL, *t0c = NULL, *validf = NULL, *ones = NULL,
+                *wt = NULL, *vw = NULL;
+    double wsum = (double)classes;
+    wick_status st = node->ints[CE_HAS_IGNORE]
+                         ? wick_binary_scalar(&valid, WICK_NE, target, (wick_scalar){node->scalars[1], 1}, 0)
+                         : wick_full(&valid, 1, &rows, 1, (wick_options){WICK_BOOL, o.device});
+    if (!st) st = wick_binary_scalar(&t, WICK_SUB, target, (wick_scalar){1, 1}, 0); /* classes are 1-based */
+    if (!st) st = wick_full(&zero, 0, NULL, 0, (wick_options){t->dtype, wick_cpu()});
+    if (!st) st = wick_where(&t0, valid, t, zero);
+    if (!st) st = wick_to(&validf, valid, o);
+    if (!st) st = wick_reshape(&t0c, t0, 2, col);
+    if (!st) st = wick_full(B, 2, x->sizes, 0, o);
+    if (!st) st = wick_full(&ones, 2, col, 1, o);
+    if (!st) st = wick_scatter_(*B, 1, t0c, ones); /* the one-hot targets */
+    if (!st) st = w ? wick_index_select(&wt, w, 0, t0) : wick_reshape(&wt, validf, 1, &rows);
+    if (!st && w) st = chain_op(&wt, WICK_MUL, validf);
+    if (!st && w) {
+        wick_tensor *ws = NULL;
+        if (!(st = wick_reduce(&ws, NULL, WICK_SUM, w, -1, 0, 0))) st = wick_item_double(ws, &wsum);
+        wick_tensor_release(ws);
+    }
+    if (!st) st = wick_reshape(A, wt, 2, col);
+    if (!st) st = chain_op(B, WICK_MUL, *A); /* w_t [c == t] */
+    if (!st) st = wick_binary_scalar(&vw, WICK_MUL, *A, (wick_scalar){1 - e, 0}, 0);
+    if (!st) wick_tensor_release(*A), *A = vw, vw = NULL;
+    if (!st) st = wick_binary_scalar(&vw, WICK_MUL, *B, (wick_scalar){1 - e, 0}, 0);
+    if (!st) wick_tensor_release(*B), *B = vw, vw = NULL;
+    if (!st && e != 0) { /* the smoothing's share, on valid rows */
+        wick_tensor *v2 = NULL;
+        if (!(st = wick_reshape(&v2, validf, 2, col))) st = add_scaled(A, v2, e / (double)classes * wsum);
+        if (!st) st = w ? wick_binary(&vw, WICK_MUL, v2, w) : wick_expand(&vw, v2, 2, x->sizes);
+        if (!st) st = add_scaled(B, vw, e / (double)classes);
+        wick_tensor_release(v2);
+    }
+    wick_tensor *all[] = {valid, t, zero, t0, t0c, validf, ones, wt, vw};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) wick_tensor_release(all[i]);
+    return st;
+}
+
+/* The gradient of cross-entropy with recorded ops, for create_graph (MAML's
+ * inner step, a penalty on a classifier's input gradient): gx = s (p A - B)
+ * with p = softmax(x) and A, B of ce_constants; s = g over the mean's
+ * denominator, g, or g per row (none). p and g carry the graph. */
+static wick_status ce_backward_recorded(wk_node *node, wick_tensor *g, wick_tensor **grads) {
+    const wick_tensor *x = node->saved[0], *lse = node->saved[3];
+    int64_t rows = x->sizes[0], col[2] = {rows, 1};
+    wick_tensor *A = NULL, *B = NULL, *r = NULL, *s = NULL, *den = NULL;
+    wick_status st;
+    WK_NO_GRAD(st = ce_constants(node, &A, &B));
+    if (!st) st = wick_softmax(&r, x, 1);
+    if (!st) st = chain_op(&r, WICK_MUL, A);
+    if (!st) st = chain_op(&r, WICK_SUB, B);
+    if (node->ints[CE_REDUCTION] == 1) { /* mean: g over the denominator lse[rows] */
+        if (!st) st = wick_narrow(&den, (wick_tensor *)lse, 0, rows, 1);
+        if (!st) st = wick_binary(&s, WICK_DIV, g, den);
+    } else if (node->ints[CE_REDUCTION] == 0) { /* none: g_i per row */
+        if (!st) st = wick_reshape(&s, g, 2, col);
+    } else if (!st) {
+        wick_tensor_retain(g);
+        s = g;
+    }
+    if (!st) st = chain_op(&r, WICK_MUL, s);
+    if (!st) grads[0] = r, r = NULL;
+    wick_tensor *all[] = {A, B, r, s, den};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) wick_tensor_release(all[i]);
+    return st;
+}
+
 /* saved: logits, target (int64), weight or NULL, lse (+ the mean's denominator);
  * ints: CE_REDUCTION, CE_HAS_IGNORE; scalars: smoothing, ignore_index. */
 static wick_status ce_backward(wk_node *node, wick_tensor *g, wick_tensor **grads) {
+    if (wk_grad_mode) return ce_backward_recorded(node, g, grads); /* create_graph */
     wick_tensor *x = node->saved[0], *target = node->saved[1], *w = node->saved[2], *lse = node->saved[3];
     int reduction = node->ints[CE_REDUCTION];
     wick_dtype cd = lse->dtype;
@@ -857,6 +954,7 @@ wick_status wick_cross_entropy(wick_tensor **out, const wick_tensor *logits, con
         wk_node *n;
         st = wk_record(r, "NllLossBackward", ce_backward, 0, 1, &logits, &n);
         if (!st) {
+            n->twice = true; /* ce_backward_recorded */
             n->ints[CE_REDUCTION] = reduction;
             n->ints[CE_HAS_IGNORE] = has_ignore;
             n->scalars[0] = smoothing;
