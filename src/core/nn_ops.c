@@ -627,8 +627,70 @@ done:
     return WICK_OK;
 }
 
-/* saved: x, weight (or NULL), mean, rstd; ints: LN_HAS_W, LN_HAS_B, LN_DIMS. */
+static wick_status chain_op(wick_tensor **a, wick_binary_op op, const wick_tensor *b);
+
+/* layer_norm's backward with recorded ops, for create_graph (a gradient
+ * penalty through a critic with LayerNorm). On x as [rows, n] and xhat =
+ * (x - mean) rstd, recomputed from x with ops so it carries x's graph:
+ *   gy = g w,  gx = rstd (gy - mean(gy) - xhat mean(gy xhat)),
+ *   gw = sum over rows of g xhat,  gb = sum over rows of g. */
+static wick_status ln_backward_recorded(wk_node *node, wick_tensor *g, wick_tensor **grads) {
+    const int *p = node->ints;
+    wick_tensor *x = node->saved[0], *w = node->saved[1];
+    int iw = p[LN_HAS_W] ? 1 : -1, ib = p[LN_HAS_B] ? 1 + p[LN_HAS_W] : -1, lead = x->ndim - p[LN_DIMS];
+    int64_t shape[2] = {1, 1};
+    for (int i = 0; i < x->ndim; i++) shape[i < lead ? 0 : 1] *= x->sizes[i];
+    wick_tensor *x2 = NULL, *g2 = NULL, *mu = NULL, *d = NULL, *var = NULL, *rstd = NULL, *xhat = NULL, *gy = NULL,
+                *t = NULL, *m1 = NULL, *m2 = NULL, *gx = NULL;
+    wick_status st = wick_reshape(&x2, x, 2, shape);
+    if (!st) st = wick_reshape(&g2, g, 2, shape);
+    if (!st) st = wick_reduce(&mu, NULL, WICK_MEAN, x2, 1, 1, 0);
+    if (!st) st = wick_binary(&d, WICK_SUB, x2, mu);
+    if (!st) st = wick_binary(&t, WICK_MUL, d, d);
+    if (!st) st = wick_reduce(&var, NULL, WICK_MEAN, t, 1, 1, 0);
+    if (!st) st = wick_binary_scalar(&m1, WICK_ADD, var, (wick_scalar){node->scalars[0], 0}, 0);
+    if (!st) st = wick_unary(&rstd, WICK_RSQRT, m1);
+    if (!st) st = wick_binary(&xhat, WICK_MUL, d, rstd);
+    wick_tensor_release(t), t = NULL;
+    wick_tensor_release(m1), m1 = NULL;
+    if (!st && wk_nn_wants(node, 0)) {
+        int64_t n1 = shape[1];
+        wick_tensor *w1 = NULL;
+        if (w) st = wick_reshape(&w1, w, 1, &n1);
+        if (!st) st = w ? wick_binary(&gy, WICK_MUL, g2, w1) : (wick_tensor_retain(g2), gy = g2, WICK_OK);
+        wick_tensor_release(w1);
+        if (!st) st = wick_reduce(&m1, NULL, WICK_MEAN, gy, 1, 1, 0);
+        if (!st) st = wick_binary(&t, WICK_MUL, gy, xhat);
+        if (!st) st = wick_reduce(&m2, NULL, WICK_MEAN, t, 1, 1, 0);
+        wick_tensor_release(t), t = NULL;
+        if (!st) st = wick_binary(&t, WICK_MUL, xhat, m2); /* xhat mean(gy xhat) */
+        if (!st) st = chain_op(&gy, WICK_SUB, m1);
+        if (!st) st = chain_op(&gy, WICK_SUB, t);
+        if (!st) st = wick_binary(&gx, WICK_MUL, gy, rstd);
+        if (!st) st = wick_reshape(&grads[0], gx, x->ndim, x->sizes);
+    }
+    if (!st && iw > 0 && wk_nn_wants(node, iw)) {
+        wick_tensor *s = NULL, *gxh = NULL;
+        if (!(st = wick_binary(&gxh, WICK_MUL, g2, xhat)) && !(st = wick_reduce(&s, NULL, WICK_SUM, gxh, 0, 0, 0)))
+            st = wick_reshape(&grads[iw], s, p[LN_DIMS], x->sizes + lead);
+        wick_tensor_release(s);
+        wick_tensor_release(gxh);
+    }
+    if (!st && ib > 0 && wk_nn_wants(node, ib)) {
+        wick_tensor *s = NULL;
+        if (!(st = wick_reduce(&s, NULL, WICK_SUM, g2, 0, 0, 0)))
+            st = wick_reshape(&grads[ib], s, p[LN_DIMS], x->sizes + lead);
+        wick_tensor_release(s);
+    }
+    wick_tensor *all[] = {x2, g2, mu, d, var, rstd, xhat, gy, t, m1, m2, gx};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) wick_tensor_release(all[i]);
+    return st;
+}
+
+/* saved: x, weight (or NULL), mean, rstd; ints: LN_HAS_W, LN_HAS_B, LN_DIMS;
+ * scalars: eps. */
 static wick_status ln_backward(wk_node *node, wick_tensor *g, wick_tensor **grads) {
+    if (wk_grad_mode) return ln_backward_recorded(node, g, grads); /* create_graph */
     const int *p = node->ints;
     wick_tensor *x = node->saved[0], *w = node->saved[1], *mean = node->saved[2], *rstd = node->saved[3];
     int iw = p[LN_HAS_W] ? 1 : -1, ib = p[LN_HAS_B] ? 1 + p[LN_HAS_W] : -1;
@@ -690,6 +752,8 @@ wick_status wick_layer_norm(wick_tensor **out, const wick_tensor *x, int normali
             n->ints[LN_HAS_W] = weight != NULL;
             n->ints[LN_HAS_B] = bias != NULL;
             n->ints[LN_DIMS] = normalized_ndim;
+            n->scalars[0] = eps;
+            n->twice = true; /* ln_backward_recorded */
             if (!(st = wk_save(n, 0, x, r)) && !(st = weight ? wk_save(n, 1, weight, r) : WICK_OK) &&
                 !(st = wk_save(n, 2, mean, r)))
                 st = wk_save(n, 3, rstd, r);
