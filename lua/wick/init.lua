@@ -331,12 +331,13 @@ end
 function Tensor.norm(t, p, dim, keepdim)
   check_tensor(t, "norm", "self")
   -- PyTorch's keywords: t:norm{p = 2, dim = 2}, t:norm(2, {dim = 2, keepdim = true})
-  if type(p) == "table" then p, dim, keepdim = p.p, p.dim, p.keepdim end
+  -- (keepdims: NumPy's spelling, which PyTorch takes too)
+  if type(p) == "table" then p, dim, keepdim = p.p, p.dim, p.keepdim or p.keepdims end
   if type(dim) == "table" and dim[1] == nil then
-    if keepdim == nil then keepdim = dim.keepdim end
+    if keepdim == nil then keepdim = dim.keepdim or dim.keepdims end
     dim = dim.dim
   end
-  if type(keepdim) == "table" then keepdim = keepdim.keepdim end -- t:norm(2, 2, {keepdim = true})
+  if type(keepdim) == "table" then keepdim = keepdim.keepdim or keepdim.keepdims end -- t:norm(2, 2, {keepdim = true})
   if p == nil or p == "fro" then p = 2 end
   if type(p) ~= "number" then core.error(("norm: p must be a number or 'fro', got %s"):format(check.describe(p))) end
   local function total(x) if dim == nil then return x:sum() end return x:sum(dim, keepdim == true) end

@@ -29,7 +29,8 @@ end
 -- ---- norms and products (compositions of ops) ----
 
 function linalg.vector_norm(x, ord, dim, keepdim, opts)
-  if type(ord) == "table" then ord, dim, keepdim, opts = ord.ord, ord.dim, ord.keepdim, ord end
+  if type(ord) == "table" then ord, dim, keepdim, opts = ord.ord, ord.dim, ord.keepdim or ord.keepdims, ord end
+  if type(keepdim) == "table" then keepdim, opts = keepdim.keepdim or keepdim.keepdims, keepdim end
   check.tensor(x, "linalg.vector_norm", "x")
   if opts and opts.dtype then x = x:to(opts.dtype) end
   return x:norm(ord or 2, dim, keepdim)

@@ -202,15 +202,39 @@ return function(wick)
   end
 
   --- wick.randint([low = 0, ]high, size[, opts]): integers in [low, high) (high excluded), int64 by default.
-  local RANDINT = { dtype = "dtype", device = "device" }
-  function ops.randint(a, b, c, d)
-    local low, high, size, opts
-    if type(b) == "table" and not is_tensor(b) then low, high, size, opts = 0, a, b, c
-    else low, high, size, opts = a, b, c, d end
+  --- low, high and size may come by name as in PyTorch: wick.randint(9, {size = {3}}).
+  local RANDINT = { low = "integer", high = "integer", size = "table", dtype = "dtype", device = "device",
+    requires_grad = "boolean" }
+  -- a trailing table of options: plain, no array part, not empty (an empty table is the size of a 0-dim result)
+  local function is_options(v) return type(v) == "table" and getmetatable(v) == nil and v[1] == nil and next(v) ~= nil end
+  -- low, high, size and the options of randint(...): positional ones in PyTorch's two
+  -- orders (high, size) and (low, high, size), the rest by name; a positional number
+  -- before a named high is low, as PyTorch's randint(2, high = 9, size = (3,)) has it
+  local function randint_args(...)
+    local n = select("#", ...)
+    local args = { ... }
+    local opts = nil
+    if n > 0 and is_options(args[n]) then opts, n = args[n], n - 1 end
+    opts = check.options(opts, "randint", RANDINT)
+    local pos = {}
+    if n > 0 and type(args[n]) == "table" and not is_tensor(args[n]) then pos.size, n = args[n], n - 1 end
+    if n > 2 then check.fail("randint", "expected at most 3 positional arguments (low, high, size), got %d", n + (pos.size and 1 or 0)) end
+    if n == 2 then pos.low, pos.high = args[1], args[2]
+    elseif n == 1 and opts.high ~= nil then pos.low = args[1]
+    elseif n == 1 then pos.high = args[1] end
+    for _, name in ipairs({ "low", "high", "size" }) do
+      if opts[name] ~= nil then
+        if pos[name] ~= nil then check.fail("randint", "argument '%s' given both by position and as an option", name) end
+        pos[name] = opts[name]
+      end
+    end
+    return pos.low or 0, pos.high, pos.size, opts
+  end
+  function ops.randint(...)
+    local low, high, size, opts = randint_args(...)
     check.int(low, "randint", "low")
     check.int(high, "randint", "high")
     check.table(size, "randint", "size")
-    opts = check.options(opts, "randint", RANDINT)
     if low >= high then
       check.fail("randint", "random_ expects 'from' to be less than 'to', but got from=%d >= to=%d", low, high)
     end
@@ -220,16 +244,21 @@ return function(wick)
     local r = (u * (high - low)):to("int64")
     r = r:clamp(nil, high - low - 1) -- u * range rounds up to range in the last bit only
     if low ~= 0 then r = r + low end
-    return r:to(dtype)
+    r = r:to(dtype)
+    -- PyTorch's rule: only a floating result may require grad (the default int64 raises)
+    if opts.requires_grad then r:requires_grad_(true) end
+    return r
   end
 
   --- wick.randint_like(t, [low = 0, ]high[, opts]): randint with t's shape, dtype and device.
+  local RANDINT_LIKE = { dtype = "dtype", device = "device", requires_grad = "boolean" }
   function ops.randint_like(t, a, b, opts)
     check.tensor(t, "randint_like", "input")
     local low, high = a, b
     if b == nil or type(b) == "table" then low, high, opts = 0, a, b end
-    opts = check.options(opts, "randint_like", RANDINT)
-    return ops.randint(low, high, t:size(), { dtype = opts.dtype or t.dtype, device = opts.device or t.device })
+    opts = check.options(opts, "randint_like", RANDINT_LIKE)
+    return ops.randint(low, high, t:size(), { dtype = opts.dtype or t.dtype, device = opts.device or t.device,
+      requires_grad = opts.requires_grad })
   end
 
   --- wick.normal(mean, std[, size][, opts]): numbers need a size; tensors broadcast (mean + std * N(0, 1)).
@@ -654,29 +683,59 @@ return function(wick)
     return out == t and t:clone() or out
   end
 
-  --- t:amax([dim[, keepdim]]), t:amin: the largest / smallest values over dim
-  --- (a number or a table of dims) or over all elements
-  local function extreme(t, dim, keepdim, pick, fn)
+  -- The arguments of a reduction, PyTorch's positional-or-keyword ones (names, in
+  -- PyTorch's order; kinds in spec): t:f(dim[, keepdim]), t:f(dim, {keepdim =}),
+  -- t:f({dim =, keepdim =}). keepdims is NumPy's spelling of keepdim, which PyTorch
+  -- takes too (P.sum(1, keepdims=True)). Returns the checked arguments and keepdim
+  -- as a boolean.
+  local function reduction_args(fn, names, spec, ...)
+    local o = check.positional(fn, names, spec, ...)
+    local keepdim = o.keepdim
+    if o.keepdims ~= nil then
+      if keepdim ~= nil then check.fail(fn, "got both keepdim and keepdims (keepdims is another name for keepdim)") end
+      keepdim = o.keepdims
+    end
+    return o, keepdim == true, keepdim ~= nil
+  end
+  local DIMS_KEEPDIM = { dim = "integer|table", keepdim = "boolean", keepdims = "boolean" }
+
+  --- t:amax([dim[, keepdim]]), t:amin (or {dim =, keepdim =}): the largest / smallest
+  --- values over dim (a number or a table of dims) or over all elements
+  local function extreme(t, pick, fn, ...)
     check.tensor(t, fn, "self")
-    if dim == nil then return t[pick](t) end
-    local ds = dims_arg(t, dim, fn)
+    local o, keepdim = reduction_args(fn, { "dim", "keepdim" }, DIMS_KEEPDIM, ...)
+    if o.dim == nil then -- all elements; keepdim keeps every dim, as size 1
+      local r = t[pick](t)
+      if not keepdim then return r end
+      local ones = {}
+      for i = 1, t:dim() do ones[i] = 1 end
+      return r:reshape(ones)
+    end
+    local ds = dims_arg(t, o.dim, fn)
     table.sort(ds, function(a, b) return a > b end) -- from the last, so that earlier dims keep their numbers
+    for i = 2, #ds do
+      if ds[i] == ds[i - 1] then check.fail(fn, "dim %d appears multiple times in the list of dims", ds[i]) end
+    end
     local out = t
-    for _, d in ipairs(ds) do out = (out[pick](out, d, keepdim == true)) end
+    for _, d in ipairs(ds) do out = (out[pick](out, d, keepdim)) end
     return out
   end
-  function Tensor.amax(t, dim, keepdim) return extreme(t, dim, keepdim, "max", "amax") end
-  function Tensor.amin(t, dim, keepdim) return extreme(t, dim, keepdim, "min", "amin") end
+  function Tensor.amax(t, ...) return extreme(t, "max", "amax", ...) end
+  function Tensor.amin(t, ...) return extreme(t, "min", "amin", ...) end
 
-  --- t:logsumexp(dim[, keepdim]): log(sum(exp(t))) along dim, without overflow
-  function Tensor.logsumexp(t, dim, keepdim)
+  --- t:logsumexp(dim[, keepdim]) (or {dim =, keepdim =}): log(sum(exp(t))) along dim
+  --- (a number or a table of dims), without overflow
+  function Tensor.logsumexp(t, ...)
     check.tensor(t, "logsumexp", "self")
-    local d = wrap_dim(t, dim, "logsumexp")
-    local m = t:detach():amax(d, true)
+    local o, keepdim = reduction_args("logsumexp", { "dim", "keepdim" }, DIMS_KEEPDIM, ...)
+    local ds = dims_arg(t, o.dim, "logsumexp")
+    local m = t:detach():amax(ds, true)
     m = wick.where(m:isinf(), wick.zeros_like(m), m) -- all -inf (or an inf): no shift
-    local out = (t - m):exp():sum(d, true):log() + m
+    local out = (t - m):exp():sum(ds, true):log() + m
     if keepdim then return out end
-    return out:squeeze(d)
+    table.sort(ds, function(a, b) return a > b end) -- from the last, so that earlier dims keep their numbers
+    for _, d in ipairs(ds) do out = out:squeeze(d) end
+    return out
   end
 
   --- t:nonzero([{as_tuple = false}]): the 1-based coordinates of the nonzero
@@ -961,12 +1020,22 @@ return function(wick)
     out = wick.where(out:eq(huge), fill(o.posinf or big), out)
     return wick.where(out:eq(-huge), fill(o.neginf or -big), out)
   end
-  --- t:diff([n = 1[, dim = -1]]): differences of neighbours along dim, n times
-  function Tensor.diff(t, n, dim)
+  --- t:diff([n = 1[, dim = -1[, prepend[, append]]]]) (or by name): differences of
+  --- neighbours along dim, n times, after prepend and append are joined on along dim
+  local DIFF = { n = "integer", dim = "integer", prepend = "tensor", append = "tensor" }
+  function Tensor.diff(t, ...)
     check.tensor(t, "diff", "self")
-    n = check.opt_int(n, "diff", "n", 1, 0)
-    local d = wrap_dim(t, dim or -1, "diff")
+    local o = check.positional("diff", { "n", "dim", "prepend", "append" }, DIFF, ...)
+    local n = check.opt_int(o.n, "diff", "n", 1, 0)
+    local d = wrap_dim(t, o.dim or -1, "diff")
     local out = t
+    if o.prepend or o.append then
+      local parts = {}
+      for _, part in ipairs({ o.prepend or false, t, o.append or false }) do
+        if part then parts[#parts + 1] = part end
+      end
+      out = wick.cat(parts, d)
+    end
     for _ = 1, n do
       local len = out:size(d)
       if len <= 1 then
@@ -1072,22 +1141,32 @@ return function(wick)
   function Tensor.scatter_add(t, dim, index, src) return scatter_add(t, dim, index, src, "scatter_add", false) end
   function Tensor.scatter_add_(t, dim, index, src) return scatter_add(t, dim, index, src, "scatter_add_", true) end
 
-  --- t:median([dim[, keepdim]]): the lower median (PyTorch's); with dim the
-  --- values and their 1-based indices
-  function Tensor.median(t, dim, keepdim)
+  --- t:median([dim[, keepdim]]) (or {dim =, keepdim =}): the lower median (PyTorch's);
+  --- with dim (or keepdim alone, which means dim = -1 as in PyTorch) the values and
+  --- their 1-based indices
+  local DIM_KEEPDIM = { dim = "integer", keepdim = "boolean", keepdims = "boolean" }
+  function Tensor.median(t, ...)
     check.tensor(t, "median", "self")
+    local o, keepdim, keepdim_given = reduction_args("median", { "dim", "keepdim" }, DIM_KEEPDIM, ...)
+    local dim = o.dim
+    if dim == nil and keepdim_given then dim = -1 end
     if dim == nil then
       local flat = t:reshape(-1)
       if flat:numel() == 0 then check.fail("median", "median() input tensor cannot be empty") end
       return (flat:sort()):select(1, floor((flat:numel() - 1) / 2) + 1)
     end
     local d = wrap_dim(t, dim, "median")
-    return Tensor.kthvalue(t, floor((t:size(d) - 1) / 2) + 1, d, keepdim)
+    local n = t:dim() > 0 and t:size(d) or 1
+    return Tensor.kthvalue(t, floor((n - 1) / 2) + 1, d, keepdim)
   end
-  --- t:kthvalue(k[, dim = -1[, keepdim]]): the k-th smallest values along dim and their 1-based indices
-  function Tensor.kthvalue(t, k, dim, keepdim)
+  --- t:kthvalue(k[, dim = -1[, keepdim]]) (or k, {dim =, keepdim =}): the k-th smallest
+  --- values along dim and their 1-based indices
+  local KTHVALUE = { k = "integer", dim = "integer", keepdim = "boolean", keepdims = "boolean" }
+  function Tensor.kthvalue(t, ...)
     check.tensor(t, "kthvalue", "self")
-    local d = wrap_dim(t, dim or -1, "kthvalue")
+    local o, keepdim = reduction_args("kthvalue", { "k", "dim", "keepdim" }, KTHVALUE, ...)
+    local k = o.k
+    local d = wrap_dim(t, o.dim or -1, "kthvalue")
     local n = t:dim() > 0 and t:size(d) or 1
     check.int(k, "kthvalue", "k")
     if k < 1 or k > n then check.fail("kthvalue", "k (%d) is out of range for dimension of size %d", k, n) end
@@ -1198,14 +1277,17 @@ return function(wick)
     check.tensor(u, "fmin", "other")
     return wick.where(t:ne(t), u, wick.where(u:ne(u), t, t:minimum(u)))
   end
-  --- t:nanmean([dim[, keepdim]]): the mean of the non-NaN elements
-  function Tensor.nanmean(t, dim, keepdim)
+  --- t:nanmean([dim[, keepdim]]) (or {dim =, keepdim =, dtype =}): the mean of the
+  --- non-NaN elements; dtype casts t first
+  local NANMEAN = { dim = "integer|table", keepdim = "boolean", keepdims = "boolean", dtype = "dtype" }
+  function Tensor.nanmean(t, ...)
     check.tensor(t, "nanmean", "self")
+    local o, keepdim = reduction_args("nanmean", { "dim", "keepdim" }, NANMEAN, ...)
+    if o.dtype then t = t:to(o.dtype) end
     local ok = t:eq(t)
     local zeroed = wick.where(ok, t, wick.zeros({}, { dtype = t.dtype, device = t.device }))
     local n = ok:to(t.dtype)
-    if dim == nil then return zeroed:sum() / n:sum() end
-    return zeroed:sum(dim, keepdim == true) / n:sum(dim, keepdim == true)
+    return zeroed:sum(o.dim, keepdim) / n:sum(o.dim, keepdim)
   end
   --- t:baddbmm(b1, b2[, {beta = 1, alpha = 1}]): beta t + alpha b1 @ b2 (batches)
   function Tensor.baddbmm(t, b1, b2, opts)
@@ -1589,9 +1671,11 @@ return function(wick)
   --- t:histc([bins = 100[, min = 0[, max = 0]]]) (or {bins =, min =, max =}):
   --- counts of t's values in `bins` equal bins over [min, max] (the data's
   --- range when min == max); values outside are left out; t's dtype
-  function Tensor.histc(t, bins, min, max)
+  local HISTC = { bins = "integer", min = "number", max = "number" }
+  function Tensor.histc(t, ...)
     check.tensor(t, "histc", "self")
-    if type(bins) == "table" then bins, min, max = bins.bins, bins.min, bins.max end
+    local o = check.positional("histc", { "bins", "min", "max" }, HISTC, ...)
+    local bins, min, max = o.bins, o.min, o.max
     bins = check.opt_int(bins, "histc", "bins", 100)
     if bins < 1 then check.fail("histc", "bins must be > 0, but got %d", bins) end
     min, max = check.opt_number(min, "histc", "min", 0), check.opt_number(max, "histc", "max", 0)
@@ -1608,13 +1692,13 @@ return function(wick)
     return counts:to(t.dtype)
   end
 
-  --- wick.histogram(t, bins[, {range = {min, max}, weight =, density = false}]):
+  --- wick.histogram(t[, bins = 100][, {bins =, range = {min, max}, weight =, density = false}]):
   --- hist, bin_edges (PyTorch's torch.histogram with an integer bins)
-  function ops.histogram(t, bins, opts)
+  local HISTOGRAM = { bins = "integer", range = "table", weight = "tensor", density = "boolean" }
+  function ops.histogram(t, ...)
     check.tensor(t, "histogram", "input")
-    check.int(bins, "histogram", "bins", 1)
-    check.options(opts, "histogram", { range = "table", weight = "tensor", density = "boolean" })
-    opts = opts or {}
+    local opts = check.positional("histogram", { "bins" }, HISTOGRAM, ...)
+    local bins = check.opt_int(opts.bins, "histogram", "bins", 100, 1)
     local x = t:detach():reshape(-1):to("float64")
     local lo, hi
     if opts.range then lo, hi = opts.range[1], opts.range[2]

@@ -349,3 +349,31 @@ void wl_to_one_based(lua_State *L, wick_tensor *t) {
     if (wick_tensor_device(t).type == WICK_META) return;
     wl_check(L, wick_binary_scalar_(WICK_ADD, t, (wick_scalar){1, 1}));
 }
+
+/* Raises "fn: unknown option 'k' (expected a, b or c)" unless every key of
+ * the options table at idx is one of keys (NULL-ended): an option wick does
+ * not know is never silently dropped. A table that stands for {dim = n} alone
+ * says so. */
+void wl_check_keys(lua_State *L, int idx, const char *fn, const char *const *keys) {
+    idx = idx < 0 ? lua_gettop(L) + idx + 1 : idx;
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        int ok = 0;
+        for (const char *const *k = keys; *k && !ok && lua_type(L, -2) == LUA_TSTRING; k++)
+            ok = strcmp(*k, lua_tostring(L, -2)) == 0;
+        if (!ok) {
+            const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : luaL_typename(L, -2);
+            if (keys[0] && !keys[1] && strcmp(keys[0], "dim") == 0)
+                wl_raise(L, "%s: unknown option '%s' (expected a dimension (a number, or {dim = n}))", fn, key);
+            char expected[256] = "";
+            for (const char *const *k = keys; *k; k++) {
+                if (strlen(expected) + strlen(*k) + 8 >= sizeof expected) break;
+                strcat(expected, *k);
+                if (k[1]) strcat(expected, k[2] ? ", " : " or ");
+            }
+            wl_raise(L, "%s: unknown option '%s' (expected %s)", fn, key, expected);
+        }
+        lua_pop(L, 1);
+    }
+}
+

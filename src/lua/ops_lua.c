@@ -9,27 +9,6 @@
 
 #include <string.h>
 
-/* The options table at idx may hold only the keys of `allowed` (NULL-ended). */
-static void only_keys(lua_State *L, int idx, const char *fn, const char *const *allowed) {
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-        lua_pop(L, 1);
-        int ok = 0;
-        if (lua_type(L, -1) == LUA_TSTRING)
-            for (int i = 0; allowed[i] && !ok; i++) ok = strcmp(lua_tostring(L, -1), allowed[i]) == 0;
-        if (!ok) {
-            luaL_Buffer b;
-            luaL_buffinit(L, &b);
-            for (int i = 0; allowed[i]; i++) {
-                if (i) luaL_addstring(&b, ", ");
-                luaL_addstring(&b, allowed[i]);
-            }
-            luaL_pushresult(&b);
-            const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : luaL_typename(L, -2);
-            wl_raise(L, "%s: unknown option '%s' (expected %s)", fn, key, lua_tostring(L, -1));
-        }
-    }
-}
 
 static int opt_bool(lua_State *L, int idx, const char *fn, const char *what, int dflt) {
     if (lua_isnoneornil(L, idx)) return dflt;
@@ -45,7 +24,7 @@ WL_FUNCTION(t_sort) {
     int dim = -1, descending = 0;
     if (lua_istable(L, 2) && !wl_totensor(L, 2)) {
         static const char *const keys[] = {"dim", "descending", "stable", NULL};
-        only_keys(L, 2, "sort", keys);
+        wl_check_keys(L, 2, "sort", keys);
         lua_getfield(L, 2, "dim");
         if (!lua_isnil(L, -1)) dim = wl_dim(L, lua_gettop(L), "sort");
         lua_getfield(L, 2, "descending");
@@ -108,7 +87,7 @@ WL_FUNCTION(t_scan) {
         } else {
             if (!lua_istable(L, 3)) wl_raise(L, "%s: expected an options table, got %s", fn, luaL_typename(L, 3));
             static const char *const keys[] = {"dtype", "dim", NULL};
-            only_keys(L, 3, fn, keys);
+            wl_check_keys(L, 3, fn, keys);
             lua_getfield(L, 3, "dtype");
             if (!lua_isnil(L, -1)) dtype = (int)wl_dtype(L, lua_gettop(L), fn);
         }

@@ -16,7 +16,6 @@ static void set_method(lua_State *L, const char *name, lua_CFunction f, int up) 
 
 /* ---- reductions ---- */
 
-/* (dim?, keepdim? | {keepdim =, correction =, unbiased =}) */
 /* A dim (a number) or a list of dims (a table of numbers) at idx, as wl_dim
  * values in dims; returns how many. */
 static int reduce_dim_list(lua_State *L, int idx, int *dims, const char *fn) {
@@ -40,32 +39,44 @@ static int reduce_dim_list(lua_State *L, int idx, int *dims, const char *fn) {
     return n;
 }
 
+/* The options each reduction takes by name: var and std also take unbiased and
+ * correction; keepdims is NumPy's spelling of keepdim, which PyTorch accepts too
+ * (x.sum(1, keepdims=True)). */
+static const char *const plain_keys[] = {"dim", "keepdim", "keepdims", NULL};
+static const char *const var_keys[] = {"dim", "keepdim", "keepdims", "unbiased", "correction", NULL};
+
+/* The boolean option `name` of the table at idx into *out (left as is when absent);
+ * returns whether it was given. */
+static int boolean_option(lua_State *L, int idx, const char *name, int *out, const char *fn) {
+    lua_getfield(L, idx, name);
+    int given = !lua_isnil(L, -1);
+    if (given && lua_type(L, -1) != LUA_TBOOLEAN)
+        wl_raise(L, "%s: expected a boolean for option '%s', got %s", fn, name, luaL_typename(L, -1));
+    if (given) *out = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    return given;
+}
+
 /* The arguments of t:sum(...) and friends: [dims][, keepdim][, {dim =, keepdim =,
  * unbiased =, correction =}], dims a number or a list. Returns how many dims
  * were given (0: reduce over all elements). */
-static int reduce_args(lua_State *L, int first, int *dims, int *keepdim, int *correction, const char *fn) {
-    static const char *const keys[] = {"dim", "keepdim", "unbiased", "correction", NULL};
-    int ndims = 0, i = first;
+static int reduce_args(lua_State *L, int first, int *dims, int *keepdim, int *correction, int is_var,
+                       const char *fn) {
+    int ndims = 0, i = first, keepdim_given = 0;
     *keepdim = 0, *correction = 1;
     if (lua_type(L, i) == LUA_TNUMBER || (lua_istable(L, i) && !wl_totensor(L, i) && lua_objlen(L, i) > 0))
         ndims = reduce_dim_list(L, i++, dims, fn);
     else if (lua_isnil(L, i) && lua_gettop(L) > i) i++;
-    if (lua_type(L, i) == LUA_TBOOLEAN) *keepdim = lua_toboolean(L, i++);
+    if (lua_type(L, i) == LUA_TBOOLEAN) *keepdim = lua_toboolean(L, i++), keepdim_given = 1;
     if (lua_istable(L, i) && !wl_totensor(L, i)) {
-        lua_pushnil(L);
-        while (lua_next(L, i)) {
-            int ok = 0;
-            for (const char *const *k = keys; *k && !ok && lua_type(L, -2) == LUA_TSTRING; k++)
-                ok = strcmp(*k, lua_tostring(L, -2)) == 0;
-            if (!ok)
-                wl_raise(L, "%s: unknown option '%s' (expected dim, keepdim, unbiased or correction)", fn,
-                         lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : luaL_typename(L, -2));
-            lua_pop(L, 1);
-        }
-        lua_getfield(L, i, "keepdim");
-        if (!lua_isnil(L, -1)) *keepdim = lua_toboolean(L, -1);
-        lua_getfield(L, i, "unbiased");
-        if (!lua_isnil(L, -1)) *correction = lua_toboolean(L, -1) ? 1 : 0;
+        wl_check_keys(L, i, fn, is_var ? var_keys : plain_keys);
+        int named = boolean_option(L, i, "keepdim", keepdim, fn);
+        int numpy = boolean_option(L, i, "keepdims", keepdim, fn);
+        if (named && numpy) wl_raise(L, "%s: got both keepdim and keepdims (keepdims is another name for keepdim)", fn);
+        if (keepdim_given && (named || numpy))
+            wl_raise(L, "%s: got keepdim twice (as an argument and as an option)", fn);
+        int unbiased = 1;
+        if (boolean_option(L, i, "unbiased", &unbiased, fn)) *correction = unbiased ? 1 : 0;
         lua_getfield(L, i, "correction");
         if (!lua_isnil(L, -1)) {
             int64_t c = wl_checkint(L, lua_gettop(L), fn, "correction");
@@ -77,7 +88,7 @@ static int reduce_args(lua_State *L, int first, int *dims, int *keepdim, int *co
             if (ndims) wl_raise(L, "%s: got the dim twice (as an argument and as an option)", fn);
             ndims = reduce_dim_list(L, lua_gettop(L), dims, fn);
         }
-        lua_pop(L, 4);
+        lua_pop(L, 2);
         i++;
     }
     if (!lua_isnoneornil(L, i))
@@ -105,6 +116,33 @@ static int core_dim(lua_State *L, wick_tensor *a, int dim, const char *fn) {
     return dim + n;
 }
 
+/* var / std over several dims (descending, 0-based): the kept dims first,
+ * the reduced ones flattened into one last dim, reduced there (PyTorch's
+ * x.var((0, 1), keepdim=True): the lecture's BatchNorm1d over [B, T, C]). */
+static int spread_over(lua_State *L, wick_reduce_op op, wick_tensor *a, int ndims, const int *dims, int keepdim,
+                       int correction) {
+    int nd = wick_tensor_ndim(a), perm[WICK_MAX_DIMS], np = 0;
+    const int64_t *sizes = wick_tensor_sizes(a);
+    int64_t flat[WICK_MAX_DIMS], kept[WICK_MAX_DIMS], n = 1;
+    char reduced[WICK_MAX_DIMS] = {0};
+    for (int k = 0; k < ndims; k++) reduced[dims[k]] = 1;
+    for (int d = 0; d < nd; d++)
+        if (!reduced[d]) flat[np] = kept[d] = sizes[d], perm[np++] = d;
+        else kept[d] = 1, n *= sizes[d];
+    int nk = np;
+    for (int d = 0; d < nd; d++)
+        if (reduced[d]) perm[np++] = d;
+    flat[nk] = n;
+    wick_tensor **moved = wl_new_slot(L), **joined = wl_new_slot(L);
+    wl_check(L, wick_permute(moved, a, nd, perm));
+    wl_check(L, wick_reshape(joined, *moved, nk + 1, flat));
+    reduce_into(L, op, *joined, nk, 0, correction, 0);
+    if (!keepdim) return 1;
+    wick_tensor **shaped = wl_new_slot(L);
+    wl_check(L, wick_reshape(shaped, wl_totensor(L, -2), nd, kept));
+    return 1;
+}
+
 /* Reduces a over ndims dims (0: all elements), from the last dim to the first,
  * so the places of the dims still to reduce hold when keepdim drops the others.
  * Several dims at once for the ops whose result does not depend on the order
@@ -112,7 +150,8 @@ static int core_dim(lua_State *L, wick_tensor *a, int dim, const char *fn) {
 static int reduce_over(lua_State *L, wick_reduce_op op, wick_tensor *a, int ndims, int *dims, int keepdim,
                        int correction, const char *fn) {
     if (ndims == 0) return reduce_into(L, op, a, -1, keepdim, correction, 0);
-    if (ndims > 1 && op != WICK_SUM && op != WICK_MEAN && op != WICK_PROD)
+    int spread = op == WICK_VAR || op == WICK_STD; /* over several dims at once, not one after another */
+    if (ndims > 1 && op != WICK_SUM && op != WICK_MEAN && op != WICK_PROD && !spread)
         wl_raise(L, "%s: takes one dim, got a list of %d", fn, ndims);
     for (int k = 0; k < ndims; k++) dims[k] = core_dim(L, a, dims[k], fn);
     for (int k = 1; k < ndims; k++) /* descending, duplicates refused */
@@ -121,6 +160,7 @@ static int reduce_over(lua_State *L, wick_reduce_op op, wick_tensor *a, int ndim
             int t = dims[m];
             dims[m] = dims[m - 1], dims[m - 1] = t;
         }
+    if (ndims > 1 && spread) return spread_over(L, op, a, ndims, dims, keepdim, correction);
     for (int k = 0; k < ndims; k++) {
         reduce_into(L, op, a, dims[k], keepdim, correction, 0);
         a = wl_totensor(L, -1);
@@ -133,7 +173,7 @@ WL_FUNCTION(t_reduce) {
     const char *fn = wick_reduce_name(op);
     wick_tensor *a = SELF(fn);
     int dims[WICK_MAX_DIMS], keepdim, correction;
-    int ndims = reduce_args(L, 2, dims, &keepdim, &correction, fn);
+    int ndims = reduce_args(L, 2, dims, &keepdim, &correction, op == WICK_VAR || op == WICK_STD, fn);
     return reduce_over(L, op, a, ndims, dims, keepdim, correction, fn);
 }
 
@@ -147,7 +187,7 @@ WL_FUNCTION(t_max_min) {
         return wl_binary_values(L, is_max ? WICK_MAXIMUM : WICK_MINIMUM, 1, 2, 1);
     }
     int dims[WICK_MAX_DIMS], keepdim, correction;
-    int ndims = reduce_args(L, 2, dims, &keepdim, &correction, fn); /* also t:max{dim = 2, keepdim = true} */
+    int ndims = reduce_args(L, 2, dims, &keepdim, &correction, 0, fn); /* also t:max{dim = 2, keepdim = true} */
     if (ndims > 1) wl_raise(L, "%s: takes one dim, got a list of %d", fn, ndims);
     return reduce_into(L, is_max ? WICK_MAX : WICK_MIN, a, ndims ? core_dim(L, a, dims[0], fn) : -1, keepdim, 1, ndims);
 }

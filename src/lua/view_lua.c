@@ -3,6 +3,7 @@
  * writes of one element, index_select/gather/scatter, cat/stack, softmax. */
 #include "wick_lua.h"
 
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -13,6 +14,56 @@ static void set_method(lua_State *L, const char *name, lua_CFunction f, int up) 
     lua_pushinteger(L, up);
     lua_pushcclosure(L, f, 1);
     lua_setfield(L, -2, name);
+}
+
+/* ---- PyTorch's keyword arguments ---- */
+
+static int is_options(lua_State *L, int idx) { return lua_istable(L, idx) && !wl_totensor(L, idx); }
+
+/* A dimension at idx as wl_dim reads it (a number, or PyTorch's keyword as
+ * {dim = n}), where a table holding anything else is an error naming the key:
+ * wl_dim itself reads only `dim`. */
+static int named_dim(lua_State *L, int idx, const char *fn) {
+    static const char *const keys[] = {"dim", NULL};
+    if (is_options(L, idx)) wl_check_keys(L, idx, fn, keys);
+    return wl_dim(L, idx, fn);
+}
+
+/* The trailing options table of the arguments from `first` on (its index, 0 if
+ * none), checked against keys. */
+static int options_at(lua_State *L, int first, const char *const *keys, const char *fn) {
+    int top = lua_gettop(L);
+    if (top < first || !is_options(L, top)) return 0;
+    wl_check_keys(L, top, fn, keys);
+    return top;
+}
+
+/* The dim of fn(dim[, opts]) or fn({dim = n, ...}): a number at idx, or the
+ * option `dim` of the options table opts (0: none), not both. Returns it as
+ * wl_dim does, or `absent` when it is given neither way. */
+static int dim_arg(lua_State *L, int idx, int opts, int absent, const char *fn) {
+    int positional = idx != opts && !lua_isnoneornil(L, idx);
+    int named = 0;
+    lua_Number d = 0;
+    if (opts) {
+        lua_getfield(L, opts, "dim");
+        named = !lua_isnil(L, -1);
+        if (named && lua_type(L, -1) != LUA_TNUMBER)
+            wl_raise(L, "%s: expected a dimension (a number) for option 'dim', got %s", fn, luaL_typename(L, -1));
+        d = lua_tonumber(L, -1);
+        lua_pop(L, 1);
+    }
+    if (positional && named) wl_raise(L, "%s: got the dim twice (as an argument and as an option)", fn);
+    if (named) return wl_dim_value(L, d, fn);
+    return positional ? named_dim(L, idx, fn) : absent;
+}
+
+/* Nothing but nils may follow the last argument fn takes (at `last`), up to `top`. */
+static void no_more_args(lua_State *L, int last, int top, const char *fn) {
+    for (int i = last + 1; i <= top; i++)
+        if (!lua_isnil(L, i))
+            wl_raise(L, "%s: too many arguments (an extra %s); keyword arguments go in one trailing options table",
+                     fn, luaL_typename(L, i));
 }
 
 /* ---- views ---- */
@@ -87,7 +138,7 @@ static int64_t dim_size(lua_State *L, wick_tensor *a, int dim, const char *fn) {
 
 WL_FUNCTION(t_narrow) {
     wick_tensor *a = SELF("narrow");
-    int dim = wl_dim(L, 2, "narrow");
+    int dim = named_dim(L, 2, "narrow");
     int64_t size = dim_size(L, a, dim, "narrow");
     int64_t len = wl_checkint(L, 4, "narrow", "the length");
     /* like PyTorch, an empty slice may start just past the end */
@@ -101,7 +152,7 @@ WL_FUNCTION(t_narrow) {
 
 WL_FUNCTION(t_select) {
     wick_tensor *a = SELF("select");
-    int dim = wl_dim(L, 2, "select");
+    int dim = named_dim(L, 2, "select");
     int64_t size = dim_size(L, a, dim, "select");
     int64_t index = lua_index(L, 3, size, "select", dim < 0 ? dim + wick_tensor_ndim(a) : dim);
     wick_tensor **slot = wl_new_slot(L);
@@ -136,7 +187,7 @@ WL_FUNCTION(t_set) {
 
 WL_FUNCTION(t_squeeze) {
     wick_tensor *a = SELF("squeeze");
-    int dim = lua_isnoneornil(L, 2) ? -1 : wl_dim(L, 2, "squeeze");
+    int dim = lua_isnoneornil(L, 2) ? -1 : named_dim(L, 2, "squeeze");
     if (!lua_isnoneornil(L, 2) && dim < 0) dim += wick_tensor_ndim(a) ? wick_tensor_ndim(a) : 1;
     if (!lua_isnoneornil(L, 2) && dim < 0) wl_raise(L, "squeeze: dimension out of range");
     wick_tensor **slot = wl_new_slot(L);
@@ -146,7 +197,7 @@ WL_FUNCTION(t_squeeze) {
 
 WL_FUNCTION(t_unsqueeze) {
     wick_tensor *a = SELF("unsqueeze");
-    int dim = wl_dim(L, 2, "unsqueeze");
+    int dim = named_dim(L, 2, "unsqueeze");
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_unsqueeze(slot, a, dim));
     return 1;
@@ -168,12 +219,32 @@ WL_FUNCTION(t_expand) {
     return 1;
 }
 
+/* t:flatten([start_dim = 1[, end_dim = -1]]) or with PyTorch's keywords:
+ * t:flatten({start_dim = 2}), t:flatten(2, {end_dim = 3}) */
 WL_FUNCTION(t_flatten) {
+    static const char *const keys[] = {"start_dim", "end_dim", NULL};
     wick_tensor *a = SELF("flatten");
-    int start = lua_isnoneornil(L, 2) ? 0 : wl_dim(L, 2, "flatten");
-    int end = lua_isnoneornil(L, 3) ? -1 : wl_dim(L, 3, "flatten");
+    int opts = options_at(L, 2, keys, "flatten");
+    int last = opts ? opts - 1 : lua_gettop(L); /* the last positional argument */
+    no_more_args(L, 3, last, "flatten");
+    int dims[2] = {0, -1};
+    for (int k = 0; k < 2; k++) {
+        int positional = k + 2 <= last && !lua_isnil(L, k + 2);
+        if (positional) dims[k] = wl_dim(L, k + 2, "flatten");
+        if (!opts) continue;
+        lua_getfield(L, opts, keys[k]);
+        if (!lua_isnil(L, -1)) {
+            if (positional)
+                wl_raise(L, "flatten: argument '%s' given both by position and as an option", keys[k]);
+            if (lua_type(L, -1) != LUA_TNUMBER)
+                wl_raise(L, "flatten: expected a dimension (a number) for option '%s', got %s", keys[k],
+                         luaL_typename(L, -1));
+            dims[k] = wl_dim_value(L, lua_tonumber(L, -1), "flatten");
+        }
+        lua_pop(L, 1);
+    }
     wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_flatten(slot, a, start, end));
+    wl_check(L, wick_flatten(slot, a, dims[0], dims[1]));
     return 1;
 }
 
@@ -204,7 +275,7 @@ static wick_tensor *zero_based_index(lua_State *L, int idx, const char *fn) {
 
 WL_FUNCTION(t_index_select) {
     wick_tensor *a = SELF("index_select");
-    int dim = wl_dim(L, 2, "index_select");
+    int dim = named_dim(L, 2, "index_select");
     wick_tensor *index = zero_based_index(L, 3, "index_select");
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_index_select(slot, a, dim, index));
@@ -213,7 +284,7 @@ WL_FUNCTION(t_index_select) {
 
 WL_FUNCTION(t_gather) {
     wick_tensor *a = SELF("gather");
-    int dim = wl_dim(L, 2, "gather");
+    int dim = named_dim(L, 2, "gather");
     wick_tensor *index = zero_based_index(L, 3, "gather");
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_gather(slot, a, dim, index));
@@ -225,7 +296,7 @@ WL_FUNCTION(t_scatter) {
     int inplace = UPINT(1);
     const char *fn = inplace ? "scatter_" : "scatter";
     wick_tensor *a = SELF(fn);
-    int dim = wl_dim(L, 2, fn);
+    int dim = named_dim(L, 2, fn);
     wick_tensor *index = zero_based_index(L, 3, fn);
     wick_tensor *src = wl_totensor(L, 4);
     wick_scalar s;
@@ -252,7 +323,10 @@ WL_FUNCTION(m_join) {
     int stack = UPINT(1);
     const char *fn = stack ? "wick.stack" : "wick.cat";
     if (!lua_istable(L, 1) || wl_totensor(L, 1)) wl_raise(L, "%s: expected a table of tensors, got %s", fn, luaL_typename(L, 1));
-    int dim = lua_isnoneornil(L, 2) ? 0 : wl_dim(L, 2, fn);
+    static const char *const keys[] = {"dim", NULL};
+    int opts = options_at(L, 2, keys, fn);
+    no_more_args(L, opts ? opts : 2, lua_gettop(L), fn);
+    int dim = dim_arg(L, 2, opts, 0, fn);
     int n = (int)lua_objlen(L, 1);
     if (n == 0) wl_raise(L, "%s: expected a non-empty table of tensors", fn);
     const wick_tensor **ts = lua_newuserdata(L, sizeof(*ts) * (size_t)n);
@@ -272,8 +346,20 @@ WL_FUNCTION(m_join) {
 WL_FUNCTION(t_softmax) {
     int log = UPINT(1);
     const char *fn = log ? "log_softmax" : "softmax";
+    static const char *const keys[] = {"dim", "dtype", NULL};
     wick_tensor *a = SELF(fn);
-    int dim = wl_dim(L, 2, fn);
+    int opts = options_at(L, 2, keys, fn);
+    no_more_args(L, opts ? opts : 2, lua_gettop(L), fn);
+    int dim = dim_arg(L, 2, opts, INT_MIN, fn);
+    if (dim == INT_MIN) wl_raise(L, "%s: expected a dimension (a number, or {dim = n}) for argument 'dim', got nothing", fn);
+    if (opts) { /* PyTorch's dtype: the input is cast to it first */
+        lua_getfield(L, opts, "dtype");
+        if (!lua_isnil(L, -1)) {
+            wick_tensor **cast = wl_new_slot(L);
+            wl_check(L, wick_to(cast, a, (wick_options){wl_dtype(L, -2, fn), wick_tensor_device(a), 0}));
+            a = *cast;
+        }
+    }
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, log ? wick_log_softmax(slot, a, dim) : wick_softmax(slot, a, dim));
     return 1;

@@ -181,18 +181,25 @@ function F.cosine_similarity(x1, x2, ...)
   return (x1 * x2):sum(dim) / (n1 * n2)
 end
 --- F.pairwise_distance(x1, x2[, p = 2[, eps = 1e-6[, keepdim = false]]]): ||x1 - x2 + eps||_p over the last dim
+--- (keepdims: NumPy's name of keepdim, which PyTorch takes too)
 function F.pairwise_distance(x1, x2, ...)
   tensor(x1, "pairwise_distance", "x1")
   tensor(x2, "pairwise_distance", "x2")
   local o = check.positional("pairwise_distance", { "p", "eps", "keepdim" },
-    { p = "number", eps = "number", keepdim = "boolean" }, ...)
-  return (x1 - x2 + (o.eps or 1e-6)):norm(o.p or 2, -1, o.keepdim == true)
+    { p = "number", eps = "number", keepdim = "boolean", keepdims = "boolean" }, ...)
+  local keepdim = o.keepdim
+  if o.keepdims ~= nil then
+    if keepdim ~= nil then check.fail("pairwise_distance", "got both keepdim and keepdims (keepdims is another name for keepdim)") end
+    keepdim = o.keepdims
+  end
+  return (x1 - x2 + (o.eps or 1e-6)):norm(o.p or 2, -1, keepdim == true)
 end
---- F.one_hot(t[, num_classes]): int64 of t's shape plus one dimension of
---- num_classes (default: t's largest class); classes are 1-based, as wick's
---- targets are: class k sets entry k.
-function F.one_hot(t, num_classes)
+--- F.one_hot(t[, num_classes]) (or {num_classes =}): int64 of t's shape plus one
+--- dimension of num_classes (default: t's largest class); classes are 1-based, as
+--- wick's targets are: class k sets entry k.
+function F.one_hot(t, ...)
   tensor(t, "one_hot", "tensor")
+  local num_classes = check.positional("one_hot", { "num_classes" }, { num_classes = "integer" }, ...).num_classes
   if t:is_floating_point() or t.dtype == "bool" then
     check.fail("one_hot", "one_hot is only applicable to index tensor (int64), got %s", t.dtype)
   end
@@ -208,16 +215,15 @@ function F.one_hot(t, num_classes)
   if t:numel() == 0 then return out end
   return out:scatter(-1, t:to("int64"):unsqueeze(-1), 1)
 end
--- F.softmax(x, dim) or F.softmax(x, {dim = ..., dtype = ...}) (PyTorch's keywords); dtype casts first.
+-- F.softmax(x, dim[, {dtype =}]) or F.softmax(x, {dim = ..., dtype = ...}) (PyTorch's
+-- keywords); dtype casts first.
 local SOFTMAX = { dim = "integer", dtype = "dtype" }
 local function softmax_like(fn)
-  return function(x, dim)
+  return function(x, ...)
     tensor(x, fn, "input")
-    if type(dim) == "table" then
-      local o = check.options(dim, fn, SOFTMAX)
-      if o.dtype then x = x:to(o.dtype) end
-      dim = o.dim
-    end
+    local o = check.positional(fn, { "dim" }, SOFTMAX, ...)
+    if o.dtype then x = x:to(o.dtype) end
+    local dim = o.dim
     if dim == nil then -- PyTorch's implicit choice (deprecated there too): dim 1 of 0-, 1- and 3-D inputs, else 2
       dim = (x:dim() <= 1 or x:dim() == 3) and 1 or 2
       common.warn(("%s: Implicit dimension choice for %s has been deprecated. Change the call to include dim=X "
@@ -227,8 +233,12 @@ local function softmax_like(fn)
   end
 end
 F.softmax, F.log_softmax = softmax_like("softmax"), softmax_like("log_softmax")
-function F.flatten(x, start_dim, end_dim)
-  return tensor(x, "flatten", "input"):flatten(start_dim or 2, end_dim or -1)
+--- F.flatten(x[, start_dim = 2[, end_dim = -1]]) (or by name): nn.Flatten's defaults
+local FLATTEN = { start_dim = "integer", end_dim = "integer" }
+function F.flatten(x, ...)
+  tensor(x, "flatten", "input")
+  local o = check.positional("flatten", { "start_dim", "end_dim" }, FLATTEN, ...)
+  return x:flatten(o.start_dim or 2, o.end_dim or -1)
 end
 
 --- Inverted dropout: zeroes elements with probability p and scales the rest by 1/(1-p).
@@ -812,9 +822,38 @@ local function reduce(loss, reduction, denominator)
   wick.error(("invalid reduction '%s' (expected 'mean', 'sum' or 'none')"):format(tostring(reduction)))
 end
 
---- Negative log likelihood of 1-based class targets.
 local LOSS_OPTIONS = { reduction = "string", weight = "tensor", ignore_index = "integer|boolean", label_smoothing = "number",
-  pos_weight = "tensor|number" }
+  pos_weight = "tensor|number", size_average = "boolean", reduce = "boolean" }
+
+-- PyTorch's deprecated size_average and reduce keywords, which its losses older
+-- than `reduction` still take (torch.nn._reduction.legacy_get_string): reduce =
+-- false gives "none", else size_average = false "sum", else "mean"; either one
+-- given overrides reduction, with PyTorch's warning (once per call site). Returns
+-- opts with the reduction in their place: a copy, the caller's table stays as it was.
+local function legacy_reduction(fn, opts)
+  if opts.size_average == nil and opts.reduce == nil then return opts end
+  check.opt_boolean(opts.size_average, fn, "size_average")
+  check.opt_boolean(opts.reduce, fn, "reduce")
+  local reduction = opts.reduce == false and "none" or opts.size_average == false and "sum" or "mean"
+  common.warn(("%s: size_average and reduce args will be deprecated, please use reduction='%s' instead.")
+    :format(fn, reduction))
+  local out = {}
+  for k, v in pairs(opts) do out[k] = v end
+  out.size_average, out.reduce, out.reduction = nil, nil, reduction
+  return out
+end
+-- for the nn.*Loss classes (layers.lua), which convert at construction
+function F._legacy_reduction(fn, opts)
+  check.string(fn, "_legacy_reduction", "fn")
+  return legacy_reduction(fn, check.table(opts, fn, "opts"))
+end
+
+-- a loss's options with the legacy size_average and reduce added
+local function with_legacy(spec)
+  local out = { size_average = "boolean", reduce = "boolean" }
+  for k, v in pairs(spec) do out[k] = v end
+  return out
+end
 -- PyTorch's autocast runs the losses in float32: under autocast a float16 or
 -- bfloat16 operand is cast up (recorded, so its gradient comes back in its dtype).
 local is_autocast = core._is_autocast_enabled
@@ -838,7 +877,7 @@ local function loss_args(fn, input, target, opts, known)
     check.fail(fn, "expected an options table as argument 3, got %s%s; reduction and the other keyword arguments go in the options table: %s(input, target, {reduction = 'sum'})",
       check.describe(opts), type(opts) == "string" and (" '" .. opts .. "'") or "", fn)
   end
-  opts = check.options(opts, fn, known)
+  opts = legacy_reduction(fn, check.options(opts, fn, known))
   if opts.reduction ~= nil then
     check.one_of(opts.reduction, fn, "reduction", fn == "kl_div" and KL_REDUCTIONS or REDUCTIONS)
   end
@@ -860,15 +899,16 @@ local function same_size(fn, input, target, error_fmt)
   common.warn(fn .. ": " .. BROADCAST:format(t, i))
 end
 
-local NLL = known("reduction", "weight", "ignore_index")
-local CE = known("reduction", "weight", "ignore_index", "label_smoothing")
-local REDUCTION = known("reduction")
-local BCE = known("reduction", "weight")
-local BCE_LOGITS = known("reduction", "weight", "pos_weight")
-local SMOOTH = { reduction = "string", beta = "number" }
-local HUBER = { reduction = "string", delta = "number" }
-local KL = { reduction = "string", log_target = "boolean" }
+local NLL = known("reduction", "weight", "ignore_index", "size_average", "reduce")
+local CE = known("reduction", "weight", "ignore_index", "label_smoothing", "size_average", "reduce")
+local REDUCTION = known("reduction", "size_average", "reduce")
+local BCE = known("reduction", "weight", "size_average", "reduce")
+local BCE_LOGITS = known("reduction", "weight", "pos_weight", "size_average", "reduce")
+local SMOOTH = with_legacy({ reduction = "string", beta = "number" })
+local HUBER = { reduction = "string", delta = "number" } -- newer than reduction: no size_average, as in PyTorch
+local KL = with_legacy({ reduction = "string", log_target = "boolean" })
 
+--- Negative log likelihood of 1-based class targets.
 function F.nll_loss(logp, target, opts)
   opts, logp, target = loss_args("nll_loss", logp, target, opts, NLL)
   if logp:dim() < 2 then wick.error(("nll_loss: expected input of at least 2 dims [N, C], got %d"):format(logp:dim())) end
@@ -1018,7 +1058,7 @@ end
 --- F.poisson_nll_loss(input, target[, {log_input = true, full = false, eps = 1e-8, reduction}]):
 --- exp(input) - target input (log_input), else input - target log(input + eps); full adds
 --- Stirling's term target log target - target + log(2 pi target) / 2 where target > 1
-local POISSON = { reduction = "string", log_input = "boolean", full = "boolean", eps = "number" }
+local POISSON = with_legacy({ reduction = "string", log_input = "boolean", full = "boolean", eps = "number" })
 function F.poisson_nll_loss(input, target, opts)
   opts, input, target = loss_args("poisson_nll_loss", input, target, opts, POISSON)
   check_device("poisson_nll_loss", "target", target, input, "input")
@@ -1055,11 +1095,11 @@ local function pair_loss(fn, x1, x2, y, opts, spec)
   if opts ~= nil and (type(opts) ~= "table" or getmetatable(opts) ~= nil) then
     check.fail(fn, "expected an options table as argument 4, got %s", check.describe(opts))
   end
-  opts = check.options(opts, fn, spec)
+  opts = legacy_reduction(fn, check.options(opts, fn, spec))
   if opts.reduction ~= nil then check.one_of(opts.reduction, fn, "reduction", REDUCTIONS) end
   return opts
 end
-local MARGIN = { reduction = "string", margin = "number" }
+local MARGIN = with_legacy({ reduction = "string", margin = "number" })
 --- F.margin_ranking_loss(x1, x2, y[, {margin = 0, reduction}]): max(0, -y (x1 - x2) + margin)
 function F.margin_ranking_loss(x1, x2, y, opts)
   opts = pair_loss("margin_ranking_loss", x1, x2, y, opts, MARGIN)
@@ -1076,7 +1116,7 @@ function F.cosine_embedding_loss(x1, x2, y, opts)
 end
 --- F.triplet_margin_loss(anchor, positive, negative[, {margin = 1, p = 2, eps = 1e-6, swap = false, reduction}]):
 --- max(d(a, p) - d(a, n) + margin, 0), d the pairwise p-norm distance
-local TRIPLET = { reduction = "string", margin = "number", p = "number", eps = "number", swap = "boolean" }
+local TRIPLET = with_legacy({ reduction = "string", margin = "number", p = "number", eps = "number", swap = "boolean" })
 function F.triplet_margin_loss(a, pos, neg, opts)
   opts = pair_loss("triplet_margin_loss", a, pos, neg, opts, TRIPLET)
   local p, eps = opts.p or 2, opts.eps or 1e-6

@@ -736,7 +736,8 @@ for name, fn in pairs({ MarginRankingLoss = F.margin_ranking_loss, CosineEmbeddi
     if opts ~= nil and (type(opts) ~= "table" or getmetatable(opts) ~= nil) then
       check.fail(name, "expected an options table ({margin = ..., reduction = ...}), got %s", check.describe(opts))
     end
-    rawset(self, "_opts", opts or {})
+    -- size_average / reduce become a reduction here, so PyTorch's warning comes once, at construction
+    rawset(self, "_opts", F._legacy_reduction(name, opts or {}))
   end
   function C:forward(a, b, c) return fn(a, b, c, rawget(self, "_opts")) end
   L[name] = C
@@ -912,13 +913,39 @@ local function parameter_item(v, fn)
   return v
 end
 
---- nn.Sequential(m1, m2, ...): runs its modules in order.
+-- The modules of argument i of nn.Sequential, appended to out: a module, or a
+-- plain Lua list of modules, flattened one level. PyTorch's
+-- nn.Sequential(*block(a, b), *block(b, c)) has no Lua form (unpack expands only
+-- the last argument), so nn.Sequential(block(a, b), block(b, c)) stands for it.
+local function sequential_items(v, i, out)
+  if check.is_module(v) then out[#out + 1] = v; return end
+  if type(v) ~= "table" or getmetatable(v) ~= nil then
+    check.expected("Sequential", "module " .. i, "a module or a list of modules", v)
+  end
+  local n = #v
+  for k in pairs(v) do
+    if type(k) ~= "number" or k ~= floor(k) or k < 1 or k > n then
+      check.fail("Sequential", "argument %d is a table but not a list of modules (it has the key %s)", i, tostring(k))
+    end
+  end
+  for k = 1, n do
+    local m = rawget(v, k)
+    if not check.is_module(m) then
+      check.fail("Sequential", "expected a module at position %d of the list given as argument %d, got %s", k, i,
+        check.describe(m))
+    end
+    out[#out + 1] = m
+  end
+end
+
+--- nn.Sequential(m1, m2, ...): runs its modules in order; an argument may be a
+--- list of modules, which count as given one by one.
 L.Sequential = Module:extend("Sequential")
 array_container(L.Sequential, "Sequential", module_item, true)
 function L.Sequential:init(...)
-  for i = 1, select("#", ...) do
-    rawset(self, i, check.module((select(i, ...)), "Sequential", "module " .. i))
-  end
+  local modules = {}
+  for i = 1, select("#", ...) do sequential_items((select(i, ...)), i, modules) end
+  for i, m in ipairs(modules) do rawset(self, i, m) end
 end
 function L.Sequential:forward(x)
   for i = 1, rawlen(self) do x = rawget(self, i)(x) end -- module(input), as PyTorch's (profiler ranges)
@@ -1054,7 +1081,7 @@ local function loss_class(name, fn, spec)
       check.fail(name, "options such as reduction go in the options table: nn.%s({reduction = 'sum'}), got a %s as argument 1",
         name, type(first))
     end
-    local opts = check.positional(name, spec.weight and { "weight" } or {}, spec, ...)
+    local opts = F._legacy_reduction(name, check.positional(name, spec.weight and { "weight" } or {}, spec, ...))
     if opts.reduction ~= nil then
       check.one_of(opts.reduction, name, "reduction",
         spec.log_target and { "mean", "sum", "none", "batchmean" } or { "mean", "sum", "none" })
@@ -1076,23 +1103,26 @@ local function loss_class(name, fn, spec)
   function C:extra_repr() return "" end
   return C
 end
-local function known(...)
+-- the options of a loss class: the given ones, and PyTorch's deprecated
+-- size_average and reduce unless legacy is false (the losses newer than reduction)
+local function known(legacy, ...)
   local all = { reduction = "string", weight = "tensor", ignore_index = "integer|boolean", label_smoothing = "number",
     pos_weight = "tensor|number", beta = "number", delta = "number", log_target = "boolean" }
   local out = {}
   for _, k in ipairs({ ... }) do out[k] = all[k] end
+  if legacy then out.size_average, out.reduce = "boolean", "boolean" end
   return out
 end
 L.CrossEntropyLoss = loss_class("CrossEntropyLoss", F.cross_entropy,
-  known("weight", "reduction", "ignore_index", "label_smoothing"))
-L.NLLLoss = loss_class("NLLLoss", F.nll_loss, known("weight", "reduction", "ignore_index"))
-L.MSELoss = loss_class("MSELoss", F.mse_loss, known("reduction"))
-L.L1Loss = loss_class("L1Loss", F.l1_loss, known("reduction"))
-L.BCELoss = loss_class("BCELoss", F.binary_cross_entropy, known("weight", "reduction"))
+  known(true, "weight", "reduction", "ignore_index", "label_smoothing"))
+L.NLLLoss = loss_class("NLLLoss", F.nll_loss, known(true, "weight", "reduction", "ignore_index"))
+L.MSELoss = loss_class("MSELoss", F.mse_loss, known(true, "reduction"))
+L.L1Loss = loss_class("L1Loss", F.l1_loss, known(true, "reduction"))
+L.BCELoss = loss_class("BCELoss", F.binary_cross_entropy, known(true, "weight", "reduction"))
 L.BCEWithLogitsLoss = loss_class("BCEWithLogitsLoss", F.binary_cross_entropy_with_logits,
-  known("weight", "reduction", "pos_weight"))
-L.SmoothL1Loss = loss_class("SmoothL1Loss", F.smooth_l1_loss, known("reduction", "beta"))
-L.HuberLoss = loss_class("HuberLoss", F.huber_loss, known("reduction", "delta"))
-L.KLDivLoss = loss_class("KLDivLoss", F.kl_div, known("reduction", "log_target"))
+  known(true, "weight", "reduction", "pos_weight"))
+L.SmoothL1Loss = loss_class("SmoothL1Loss", F.smooth_l1_loss, known(true, "reduction", "beta"))
+L.HuberLoss = loss_class("HuberLoss", F.huber_loss, known(false, "reduction", "delta"))
+L.KLDivLoss = loss_class("KLDivLoss", F.kl_div, known(true, "reduction", "log_target"))
 
 return L

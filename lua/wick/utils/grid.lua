@@ -2,7 +2,9 @@
 -- out as one image (rows of `nrow`, `padding` pixels of `pad_value` around
 -- each). The tile placement is shared with the TensorBoard writer's
 -- add_images (PyTorch's torch/utils/tensorboard/_utils.py make_grid: 8
--- columns, no padding, zeros).
+-- columns, no padding, zeros). wick.utils.save_image: torchvision's
+-- save_image, the grid written as a binary PPM or PGM file (wick has no PNG
+-- encoder for files of its own; netpbm needs none).
 local wick = require("wick")
 local check = require("wick.argcheck")
 
@@ -43,13 +45,13 @@ end
 
 local function count(t) local n = 1 for i = 1, #t do n = n * t[i] end return n end
 
---- make_grid(tensor[, nrow = 8[, padding = 2[, normalize = false[, value_range[, scale_each = false[, pad_value = 0]]]]]])
---- tensor: (B, C, H, W), (C, H, W), (H, W) or a list of same-size (C, H, W) tensors.
-function M.make_grid(tensor, ...)
+local GRID_ARGS = { "nrow", "padding", "normalize", "value_range", "scale_each", "pad_value" }
+local GRID = { nrow = "integer", padding = "integer", normalize = "boolean", value_range = "table",
+  scale_each = "boolean", pad_value = "number" }
+
+local function make_grid(tensor, ...)
   local fn = "make_grid"
-  local a = check.positional(fn, { "nrow", "padding", "normalize", "value_range", "scale_each", "pad_value" },
-    { nrow = "integer", padding = "integer", normalize = "boolean", value_range = "table", scale_each = "boolean",
-      pad_value = "number" }, ...)
+  local a = check.positional(fn, GRID_ARGS, GRID, ...)
   local nrow, padding, pad_value = a.nrow or 8, a.padding or 2, a.pad_value or 0
   if nrow < 1 then check.fail(fn, "nrow must be at least 1, got %d", nrow) end
   if padding < 0 then check.fail(fn, "padding must be >= 0, got %d", padding) end
@@ -91,5 +93,71 @@ function M.make_grid(tensor, ...)
   if s[1] == 1 then return tensor:squeeze(1) end
   return M.place(tensor, nrow, padding, pad_value)
 end
+
+--- make_grid(tensor[, nrow = 8[, padding = 2[, normalize = false[, value_range[, scale_each = false[, pad_value = 0]]]]]])
+--- tensor: (B, C, H, W), (C, H, W), (H, W) or a list of same-size (C, H, W) tensors.
+--- Runs without recording gradients, as torchvision's (a @torch.no_grad function):
+--- the images may require grad (a generator's output), the grid never does.
+function M.make_grid(tensor, ...) return wick.no_grad(make_grid, tensor, ...) end
+
+-- the files save_image writes: extension (or format) -> netpbm magic number and channels
+local NETPBM = { ppm = { magic = "P6", channels = 3 }, pgm = { magic = "P5", channels = 1 } }
+local FORMATS = "'ppm' (P6, RGB) and 'pgm' (P5, grayscale)"
+
+-- the channels of the images given to save_image (what make_grid makes RGB)
+local function channels_of(tensor)
+  if not check.is_tensor(tensor) then tensor = tensor[1] end
+  if not check.is_tensor(tensor) or tensor:dim() < 2 then return nil end
+  local d = tensor:dim()
+  if d == 2 then return 1 end
+  return tensor.shape[d == 4 and 2 or 1]
+end
+
+-- the bytes of a uint8 CPU tensor, in its row-major order, as a string
+local unpack = table.unpack or unpack
+local function bytes_of(t)
+  local values = t:contiguous():reshape(-1):totable()
+  local parts, CHUNK = {}, 4096 -- string.char takes its arguments from the stack: a chunk at a time
+  for i = 1, #values, CHUNK do parts[#parts + 1] = string.char(unpack(values, i, math.min(i + CHUNK - 1, #values))) end
+  return table.concat(parts)
+end
+
+local SAVE = { format = "string" }
+for k, v in pairs(GRID) do SAVE[k] = v end
+
+local function save_image(tensor, path, opts)
+  local fn = "save_image"
+  check.string(path, fn, "fp")
+  opts = check.options(opts, fn, SAVE)
+  local format = (opts.format or path:match("%.([^%./\\]+)$") or ""):lower()
+  local kind = NETPBM[format]
+  if not kind then
+    check.fail(fn, "cannot write '%s': unknown format '%s'; wick writes %s (no PNG or JPEG: give the path a .ppm or "
+      .. ".pgm extension, or {format = 'ppm'})", path, opts.format or format, FORMATS)
+  end
+  local grid_opts = {}
+  for k, v in pairs(opts) do if k ~= "format" then grid_opts[k] = v end end
+  local channels = channels_of(tensor)
+  if kind.channels == 1 and channels ~= nil and channels ~= 1 then
+    check.fail(fn, "a .pgm file holds 1-channel images, got %d channels (write a .ppm)", channels)
+  end
+  local grid = make_grid(tensor, grid_opts) -- 3 channels from 1, as torchvision's
+  if grid.shape[1] ~= 3 then check.fail(fn, "expected images of 1 or 3 channels, got %d", grid.shape[1]) end
+  -- torchvision's rounding: mul(255).add_(0.5).clamp_(0, 255), then to uint8 (which truncates)
+  grid = grid:detach():to("cpu")
+  grid = grid:to(grid.dtype == "float64" and "float64" or "float32")
+  local pixels = (grid * 255 + 0.5):clamp(0, 255):floor():to("uint8")
+  pixels = kind.channels == 1 and pixels[1] or pixels:permute(2, 3, 1) -- (H, W) or (H, W, RGB)
+  local f, err = io.open(path, "wb")
+  if not f then check.fail(fn, "cannot open the file for writing: %s", tostring(err)) end
+  local ok, werr = f:write(("%s\n%d %d\n255\n"):format(kind.magic, grid.shape[3], grid.shape[2]), bytes_of(pixels))
+  f:close()
+  if not ok then check.fail(fn, "cannot write '%s': %s", path, tostring(werr)) end
+end
+
+--- save_image(tensor, path[, {format =, and make_grid's options}]): torchvision's
+--- save_image: make_grid's grid, values in [0, 1] scaled to bytes as torchvision
+--- scales them, written as a binary PPM (.ppm, RGB) or PGM (.pgm, 1 channel) file
+function M.save_image(tensor, path, opts) return wick.no_grad(save_image, tensor, path, opts) end
 
 return M

@@ -1,7 +1,10 @@
 -- wick.utils: PyTorch's torch.utils pieces that are not data loading
 -- (wick.data) or module helpers (wick.nn.utils), and torchvision's
--- utils.make_grid. Loaded on first use of wick.utils (lua/wick/init.lua).
+-- utils.make_grid and utils.save_image. Loaded on first use of wick.utils
+-- (lua/wick/init.lua).
+local grid = require("wick.utils.grid")
 return {
   tensorboard = require("wick.utils.tensorboard"),
-  make_grid = require("wick.utils.grid").make_grid,
+  make_grid = grid.make_grid,
+  save_image = grid.save_image,
 }
