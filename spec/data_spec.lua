@@ -547,12 +547,7 @@ describe("wick.save / wick.load", function()
     return out
   end
 
-  local function read(path)
-    local f = assert(io.open(path, "rb"))
-    local s = f:read("*a")
-    f:close()
-    return s
-  end
+  local read = support.read_file
   local function write(path, s)
     local f = assert(io.open(path, "wb"))
     f:write(s)

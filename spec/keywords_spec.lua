@@ -16,22 +16,9 @@ local function D(values) return wick.tensor(values, { dtype = "float64" }) end
 -- two tensors of the same values (a loss by its legacy keywords and by reduction)
 local function same(a, b) assert_close(a:totable(), b:totable(), 1e-12) end
 
--- the warnings wick._warn gives while f runs
-local function warnings_of(f)
-  local saved, got = wick._warn, {}
-  wick._warn = function(msg) got[#got + 1] = msg end
-  local ok, err = pcall(f)
-  wick._warn = saved
-  if not ok then error(err, 0) end
-  return got
-end
+local warnings_of = support.warnings_of
 
-local function read_file(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local read_file = support.read_file
 
 local X = D({ { 1, 5, 2 }, { 7, 3, 4 } })
 

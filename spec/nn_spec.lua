@@ -1445,15 +1445,7 @@ describe("F.unfold and nn.Unfold (im2col)", function()
   end)
 end)
 
--- the warnings wick._warn gives while f runs
-local function warnings_of(f)
-  local saved, got = wick._warn, {}
-  wick._warn = function(msg) got[#got + 1] = msg end
-  local ok, err = pcall(f)
-  wick._warn = saved
-  if not ok then error(err, 0) end
-  return got
-end
+local warnings_of = support.warnings_of
 
 describe("what PyTorch programs ported line by line expect", function()
   local F = nn.functional

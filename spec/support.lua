@@ -247,6 +247,24 @@ function support.gradgradcheck(fn, inputs, opts)
   return support.gradcheck(first_order, inputs, { enable_grad = true, constant = opts.constant })
 end
 
+-- The bytes of the file at path.
+function support.read_file(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+-- The warnings wick._warn gives while f runs (a list of messages).
+function support.warnings_of(f)
+  local saved, got = wick._warn, {}
+  wick._warn = function(msg) got[#got + 1] = msg end
+  local ok, err = pcall(f)
+  wick._warn = saved
+  if not ok then error(err, 0) end
+  return got
+end
+
 -- ---- the same op on several devices ----
 
 -- The devices the op specs run on: "cpu", plus "cuda:0" where a CUDA GPU is

@@ -149,6 +149,17 @@ static void qr(double *a, int64_t m, int64_t n, double *q, int64_t kq, double *r
     /* R's diagonal made non-negative is not LAPACK's convention; PyTorch keeps LAPACK's signs */
 }
 
+/* ---- Jacobi rotations ---- */
+
+/* Columns p and q of x (rows x ld, row-major) rotated: (c x_p - s x_q, s x_p + c x_q). */
+static void rotate_columns(double *x, int64_t ld, int64_t rows, int64_t p, int64_t q, double c, double s) {
+    for (int64_t k = 0; k < rows; k++) {
+        double xp = AT(x, ld, k, p), xq = AT(x, ld, k, q);
+        AT(x, ld, k, p) = c * xp - s * xq;
+        AT(x, ld, k, q) = s * xp + c * xq;
+    }
+}
+
 /* ---- symmetric eigenproblem: cyclic Jacobi ---- */
 
 static int eigh(double *a, int64_t n, double *w, double *vecs) {
@@ -174,21 +185,13 @@ static int eigh(double *a, int64_t n, double *w, double *vecs) {
                 double theta = (AT(a, n, q, q) - AT(a, n, p, p)) / (2 * apq);
                 double t = (theta >= 0 ? 1 : -1) / (fabs(theta) + sqrt(theta * theta + 1));
                 double c = 1 / sqrt(t * t + 1), s = t * c;
-                for (int64_t k = 0; k < n; k++) { /* columns p, q */
-                    double akp = AT(a, n, k, p), akq = AT(a, n, k, q);
-                    AT(a, n, k, p) = c * akp - s * akq;
-                    AT(a, n, k, q) = s * akp + c * akq;
-                }
-                for (int64_t k = 0; k < n; k++) { /* rows p, q */
+                rotate_columns(a, n, n, p, q, c, s); /* a = J^T a J */
+                for (int64_t k = 0; k < n; k++) {   /* rows p, q */
                     double apk = AT(a, n, p, k), aqk = AT(a, n, q, k);
                     AT(a, n, p, k) = c * apk - s * aqk;
                     AT(a, n, q, k) = s * apk + c * aqk;
                 }
-                for (int64_t k = 0; k < n; k++) {
-                    double vkp = AT(vecs, n, k, p), vkq = AT(vecs, n, k, q);
-                    AT(vecs, n, k, p) = c * vkp - s * vkq;
-                    AT(vecs, n, k, q) = s * vkp + c * vkq;
-                }
+                rotate_columns(vecs, n, n, p, q, c, s);
             }
     }
     for (int64_t i = 0; i < n; i++) w[i] = AT(a, n, i, i);
@@ -251,16 +254,8 @@ static int svd_tall(double *a, int64_t m, int64_t n, double *u, int64_t ku, doub
                 double zeta = (beta - alpha) / (2 * gamma);
                 double t = (zeta >= 0 ? 1 : -1) / (fabs(zeta) + sqrt(1 + zeta * zeta));
                 double c = 1 / sqrt(1 + t * t), sn = c * t;
-                for (int64_t i = 0; i < m; i++) {
-                    double x = AT(a, n, i, p), y = AT(a, n, i, q);
-                    AT(a, n, i, p) = c * x - sn * y;
-                    AT(a, n, i, q) = sn * x + c * y;
-                }
-                for (int64_t i = 0; i < n; i++) {
-                    double x = AT(v, n, i, p), y = AT(v, n, i, q);
-                    AT(v, n, i, p) = c * x - sn * y;
-                    AT(v, n, i, q) = sn * x + c * y;
-                }
+                rotate_columns(a, n, m, p, q, c, sn);
+                rotate_columns(v, n, n, p, q, c, sn);
             }
     }
     int64_t *order = malloc(sizeof *order * (size_t)n);
