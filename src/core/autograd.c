@@ -846,16 +846,16 @@ wick_status wick_backward_run(const wick_backward_args *a) {
         wk_backward_hook = outer, wk_backward_hook_ud = outer_ud;
     }
     if (seeds != seed_buf) free(seeds);
-    for (int k = 0; r.capture && k < a->n_inputs; k++) { /* backward(inputs = ...): into their .grad */
-        if (st || !own) {
-            if (st && r.grads) wick_tensor_release(r.grads[k]), r.grads[k] = NULL;
-            continue;
-        }
-        if (own[k] && (st = accumulate_leaf(a->inputs[k], own[k]))) own[k] = NULL;
-        own[k] = NULL;
+    for (int k = 0; own && k < a->n_inputs; k++) { /* backward(inputs = ...): into their .grad */
+        wick_tensor *g = own[k];
+        if (g && !st) st = accumulate_leaf(a->inputs[k], g); /* takes g */
+        else wick_tensor_release(g);
     }
-    for (int k = 0; own && k < a->n_inputs; k++) wick_tensor_release(own[k]);
     free(own);
+    for (int k = 0; st && a->grads && k < a->n_inputs; k++) { /* autograd.grad: nothing half done */
+        wick_tensor_release(a->grads[k]);
+        a->grads[k] = NULL;
+    }
     return st;
 }
 
