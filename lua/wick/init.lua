@@ -998,7 +998,8 @@ for name, dtype in pairs(LEGACY) do
   wick[name] = legacy_type(name, dtype, nil)
   wick.cuda[name] = legacy_type(name, dtype, "cuda")
 end
-setmetatable(Tensor, { __call = function(_, ...) return legacy_type("Tensor", nil, nil)(...) end })
+local default_type = legacy_type("Tensor", nil, nil)
+setmetatable(Tensor, { __call = function(_, ...) return default_type(...) end })
 
 -- Sparse tensors are dense here: PyTorch's names for them work on dense
 -- tensors, so a script that builds a sparse adjacency (GCN) runs, in V^2 memory.
