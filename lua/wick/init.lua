@@ -328,16 +328,25 @@ function Tensor.isinf(t)
 end
 --- t:norm([p = 2[, dim[, keepdim]]]): the vector p-norm of all elements, or
 --- along dim (p a number: 1, 2, inf, 0 or any other; "fro" is 2)
+local NORM_OPTIONS = { p = "number|string", dim = "number|table", keepdim = "boolean", keepdims = "boolean" }
 function Tensor.norm(t, p, dim, keepdim)
   check_tensor(t, "norm", "self")
   -- PyTorch's keywords: t:norm{p = 2, dim = 2}, t:norm(2, {dim = 2, keepdim = true})
-  -- (keepdims: NumPy's spelling, which PyTorch takes too)
-  if type(p) == "table" then p, dim, keepdim = p.p, p.dim, p.keepdim or p.keepdims end
+  -- (keepdims: NumPy's spelling, which PyTorch takes too); another option is an error
+  if type(p) == "table" then
+    check.options(p, "norm", NORM_OPTIONS)
+    p, dim, keepdim = p.p, p.dim, p.keepdim or p.keepdims
+  end
   if type(dim) == "table" and dim[1] == nil then
+    check.options(dim, "norm", NORM_OPTIONS)
+    if dim.p ~= nil then core.error("norm: p given twice (as an argument and as an option)") end
     if keepdim == nil then keepdim = dim.keepdim or dim.keepdims end
     dim = dim.dim
   end
-  if type(keepdim) == "table" then keepdim = keepdim.keepdim or keepdim.keepdims end -- t:norm(2, 2, {keepdim = true})
+  if type(keepdim) == "table" then -- t:norm(2, 2, {keepdim = true})
+    check.options(keepdim, "norm", { keepdim = "boolean", keepdims = "boolean" })
+    keepdim = keepdim.keepdim or keepdim.keepdims
+  end
   if p == nil or p == "fro" then p = 2 end
   if type(p) ~= "number" then core.error(("norm: p must be a number or 'fro', got %s"):format(check.describe(p))) end
   local function total(x) if dim == nil then return x:sum() end return x:sum(dim, keepdim == true) end
@@ -348,7 +357,7 @@ function Tensor.norm(t, p, dim, keepdim)
     if not (r.requires_grad and wick.is_grad_enabled()) then return k == 2 and r:sqrt() or r ^ (1 / k) end
     local zero = r:eq(0)
     local safe = wick.where(zero, 1, r)
-    return wick.where(zero, r, k == 2 and safe:sqrt() or safe ^ (1 / k))
+    return wick.where(zero, 0, k == 2 and safe:sqrt() or safe ^ (1 / k))
   end
   if p == 2 then return root(total(t * t), 2) end
   if p == 1 then return total(a) end
