@@ -877,7 +877,12 @@ end
 local printing = require("wick.print")
 local print_tensor = printing.tostring
 wick.set_printoptions = printing.set_printoptions
-mt.__tostring = function(t) return print_tensor(check_tensor(t, "tostring", "self")) end
+-- the tensors nn.Parameter made (weak keys): they print as PyTorch's Parameters do
+wick._parameters = setmetatable({}, { __mode = "k" })
+mt.__tostring = function(t)
+  local text = print_tensor(check_tensor(t, "tostring", "self"))
+  return wick._parameters[t] and "Parameter containing:\n" .. text or text
+end
 -- a < b, a <= b between two tensors: a boolean, for one-element tensors (Python's
 -- `acc1 > best_acc1`); elementwise comparisons are t:lt(u), t:le(u), ... (a
 -- tensor and a number cannot meet a metamethod in Lua 5.1: t:item() < 3)

@@ -15,6 +15,7 @@ local int_pair = require("wick.nn.common").pair -- {h, w} of an integer or a pai
 function L.Parameter(t, requires_grad)
   check.tensor(t, "Parameter", "data")
   if t.grad_fn ~= nil then t = t:detach() end
+  wick._parameters[t] = true -- prints "Parameter containing:" first, as PyTorch's
   return t:requires_grad_(requires_grad ~= false)
 end
 
