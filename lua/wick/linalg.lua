@@ -221,13 +221,16 @@ function linalg.svdvals(A)
   return S
 end
 
+-- PyTorch's default relative tolerance for singular values: max(m, n) eps
+local function default_rtol(A) return math.max(A:size(-1), A:size(-2)) * wick.finfo(A.dtype).eps end
+
 --- linalg.pinv(A[, {rtol, atol, hermitian}]): the pseudo-inverse through the SVD
 function linalg.pinv(A, opts)
   check.tensor(A, "linalg.pinv", "A")
   opts = type(opts) == "table" and opts or { rtol = opts }
   local U, S, Vh = linalg.svd(A, false)
   local rtol = opts.rtol
-  if rtol == nil then rtol = (opts.atol and opts.atol > 0) and 0 or math.max(A:size(-1), A:size(-2)) * (A.dtype == "float64" and 2.220446049250313e-16 or 1.1920928955078125e-07) end
+  if rtol == nil then rtol = (opts.atol and opts.atol > 0) and 0 or default_rtol(A) end
   local cutoff = S:max(-1, true) * rtol
   if opts.atol then cutoff = cutoff:clamp(opts.atol, math.huge) end
   local keep = S:gt(cutoff)
@@ -242,7 +245,7 @@ function linalg.matrix_rank(A, opts)
   local S = linalg.svdvals(A)
   local tol = opts.atol or opts.tol
   if tol == nil then
-    local rtol = opts.rtol or math.max(A:size(-1), A:size(-2)) * (A.dtype == "float64" and 2.220446049250313e-16 or 1.1920928955078125e-07)
+    local rtol = opts.rtol or default_rtol(A)
     return S:gt(S:max(-1, true) * rtol):sum(-1)
   end
   return S:gt(tol):sum(-1)
