@@ -489,24 +489,31 @@ WL_FUNCTION(m_autograd_run) {
         lua_pop(L, 1);
     }
     a.gradients = gs;
-    wick_tensor **grads = NULL;
+    wick_tensor **grads = NULL, ***slots = NULL;
     if (capture) {
         grads = lua_newuserdata(L, sizeof *grads * (size_t)a.n_inputs); /* 10 */
         memset(grads, 0, sizeof *grads * (size_t)a.n_inputs);
         a.grads = grads;
+        /* 11: the result, its slots made before the engine runs: handing the
+         * gradients over allocates nothing, so no raise can lose one */
+        slots = lua_newuserdata(L, sizeof *slots * (size_t)a.n_inputs);
+        lua_createtable(L, a.n_inputs, 1);
+        for (int k = 0; k < a.n_inputs; k++) {
+            slots[k] = wl_new_slot(L);
+            lua_rawseti(L, -2, k + 1);
+        }
+        lua_pushinteger(L, a.n_inputs);
+        lua_setfield(L, -2, "n");
     }
     run_engine(L, &a);
     if (!capture) return 0;
-    lua_createtable(L, a.n_inputs, 1);
     for (int k = 0; k < a.n_inputs; k++) {
-        if (!grads[k]) continue;
-        wick_tensor **slot = wl_new_slot(L);
-        *slot = grads[k]; /* the engine's reference */
+        *slots[k] = grads[k]; /* the engine's reference */
         grads[k] = NULL;
+        if (*slots[k]) continue;
+        lua_pushnil(L); /* none flowed there */
         lua_rawseti(L, -2, k + 1);
     }
-    lua_pushinteger(L, a.n_inputs);
-    lua_setfield(L, -2, "n");
     return 1;
 }
 
