@@ -37,7 +37,9 @@ local function state_shape(cfg, m)
 end
 
 -- runs a case like tools/reference/rnn.py: forward, the weighted loss, backward
-local function run(cfg, mutate)
+-- (packed: the lengths go through nn.utils.rnn's pack_padded_sequence and
+-- pad_packed_sequence instead of the lengths option)
+local function run(cfg, mutate, packed)
   local m = build(cfg)
   if mutate then mutate(m) end
   local o = { dtype = cfg.dtype }
@@ -56,7 +58,14 @@ local function run(cfg, mutate)
     if lstm then h, c = r[1], r[2] else h = r end
   else
     local hidden
-    out, hidden = m(x, hx, cfg.lengths and { lengths = cfg.lengths } or nil)
+    if packed then
+      local R = nn.utils.rnn
+      local T = x:size(m.batch_first and 2 or 1)
+      out, hidden = m(R.pack_padded_sequence(x, cfg.lengths, m.batch_first, false), hx)
+      out = R.pad_packed_sequence(out, { batch_first = m.batch_first, total_length = T })
+    else
+      out, hidden = m(x, hx, cfg.lengths and { lengths = cfg.lengths } or nil)
+    end
     if lstm then h, c = hidden[1], hidden[2] else h = hidden end
   end
   local loss = (h * support.formula(h:size(), 91, o)):sum()
@@ -86,6 +95,11 @@ describe("recurrent layers and cells against PyTorch", function()
   for _, name in ipairs(names) do
     local ref = REF[name]
     it(name, function() check_case(ref, run(ref.config), TOL[ref.config.dtype]) end)
+    if ref.config.lengths then
+      it(name .. " through pack_padded_sequence", function()
+        check_case(ref, run(ref.config, nil, true), TOL[ref.config.dtype])
+      end)
+    end
   end
 
   -- the fixtures must tell a wrong gate order apart, and it must still look like a working layer

@@ -8,6 +8,7 @@ nn.DataParallel = require("wick.nn.data_parallel")
 nn.parallel = require("wick.nn.parallel") -- DistributedDataParallel; nn.parallel.DataParallel is nn.DataParallel
 nn.functional = require("wick.nn.functional")
 nn.utils = require("wick.nn.utils")
+nn.utils.rnn = require("wick.nn.rnn_utils") -- pad_sequence, pack_padded_sequence, ...
 nn.init = require("wick.nn.initializers")
 nn.Parameter = nn.Parameter or require("wick.nn.layers").Parameter
 return nn

@@ -16,7 +16,11 @@ function L.Parameter(t, requires_grad)
   check.tensor(t, "Parameter", "data")
   if t.grad_fn ~= nil then t = t:detach() end
   wick._parameters[t] = true -- prints "Parameter containing:" first, as PyTorch's
-  return t:requires_grad_(requires_grad ~= false)
+  if requires_grad ~= false then return t:requires_grad_(true) end
+  -- a frozen parameter (nn.Parameter(t, false)) stays in parameters(): it is
+  -- marked by turning requires_grad on and off (integer tensors cannot be)
+  if t:is_floating_point() then t:requires_grad_(true) end
+  return t:requires_grad_(false)
 end
 
 -- U(-bound, bound) of the given shape.
@@ -531,7 +535,7 @@ function L.Embedding:init(num_embeddings, embedding_dim, ...)
     if w:dim() ~= 2 or w:size(1) ~= num_embeddings or w:size(2) ~= embedding_dim then
       check.fail("Embedding", "Shape of weight does not match num_embeddings and embedding_dim")
     end
-    self.weight = opts._freeze and w or L.Parameter(w)
+    self.weight = L.Parameter(w, not opts._freeze)
   else
     self.weight = L.Parameter(wick.randn(num_embeddings, embedding_dim, options(opts)))
     if self.padding_idx then wick.no_grad(function() self.weight:select(1, self.padding_idx):fill_(0) end) end

@@ -9,6 +9,7 @@ local Module = require("wick.nn.module")
 local F = require("wick.nn.functional")
 local check = require("wick.argcheck")
 local layers = require("wick.nn.layers")
+local rnn_utils = require("wick.nn.rnn_utils")
 
 local R = {}
 local Parameter, uniform = layers.Parameter, layers._uniform
@@ -150,15 +151,22 @@ local function recurrent_class(name)
   end
 
   function C:forward(x, hx, opts)
-    check.tensor(x, name, "input")
     local lengths
     hx, lengths = forward_args(name, hx, opts)
+    -- a PackedSequence: its padded batch [T, B, *] and lengths (batch_first
+    -- does not apply); the output is packed the same way
+    local packed = rnn_utils._is_packed(x) and x or nil
+    if packed then
+      if lengths ~= nil then check.fail(name, "a PackedSequence carries its lengths: the 'lengths' option is not taken with one") end
+      x, lengths = rawget(packed, "_padded"), rawget(packed, "_lengths")
+    end
+    check.tensor(x, name, "input")
     local mode, H, layers_n = rawget(self, "_mode"), self.hidden_size, self.num_layers
     local dirs = self.bidirectional and 2 or 1
-    local unbatched = x:dim() == 2
+    local unbatched = x:dim() == 2 and not packed
     if x:dim() ~= 2 and x:dim() ~= 3 then check.fail(name, "Expected input to be 2D or 3D, got %dD instead", x:dim()) end
     if unbatched then x = x:unsqueeze(2)
-    elseif self.batch_first then x = x:transpose(1, 2) end
+    elseif self.batch_first and not packed then x = x:transpose(1, 2) end
     if x:size(3) ~= self.input_size then
       check.fail(name, "input.size(-1) must be equal to input_size. Expected %d, got %d", self.input_size, x:size(3))
     end
@@ -205,7 +213,9 @@ local function recurrent_class(name)
     end
     local out, hn = input, wick.stack(h_n, 1)
     local cn = lstm and wick.stack(c_n, 1) or nil
-    if unbatched then
+    if packed then
+      out = rnn_utils._from_padded(out, lengths, rawget(packed, "_order"))
+    elseif unbatched then
       out, hn = out:squeeze(2), hn:squeeze(2)
       if cn then cn = cn:squeeze(2) end
     elseif self.batch_first then
