@@ -280,7 +280,7 @@ describe("nn.DataParallel as a module", function()
     assert_contains(error_of(function() return plain:load_state_dict(sd) end), "strip_prefix")
     plain:load_state_dict(nn.utils.strip_prefix(sd, "module."))
     assert.are.same(model:get(3).bias:totable(), plain:get(3).bias:totable())
-    assert_contains(tostring(dp), "DataParallel(device_ids=[cpu, cpu]")
+    assert_contains(tostring(dp), "device_ids=[cpu, cpu]")
     assert_contains(tostring(dp), "(module): Sequential(")
   end)
 

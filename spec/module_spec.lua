@@ -921,19 +921,19 @@ describe("model:to in one crossing (wick_tensors_to_)", function()
     assert.is_nil(m[1].weight.grad)
   end)
 
-  it("cuts a module tensor that has autograd history from its graph", function()
+  it("leaves a plain tensor attribute alone, as PyTorch does (only parameters and buffers move)", function()
     local Net = nn.Module:extend("Computed")
     function Net:init()
       self.fc = nn.Linear(2, 2)
-      self.scaled = self.fc.weight * 2 -- a non-leaf held as state
+      self.scaled = self.fc.weight * 2 -- a non-leaf kept on the module: not state
+      self.data = wick.ones(3) -- a plain tensor: not state either
     end
     local m = Net()
-    assert.is_false(m.scaled.is_leaf)
     m:to("float64")
-    assert.is_true(m.scaled.is_leaf)
-    assert.is_nil(m.scaled.grad_fn)
-    assert.is_true(m.scaled.requires_grad)
-    assert.is_true(m.scaled:equal(m.fc.weight * 2))
+    assert.are.equal("float64", m.fc.weight.dtype)
+    assert.are.equal("float32", m.scaled.dtype)
+    assert.is_false(m.scaled.is_leaf)
+    assert.are.equal("float32", m.data.dtype)
   end)
 
   it("leaves views of a parameter's old storage on the old data", function()
@@ -1046,30 +1046,46 @@ describe("PyTorch's printing of load_state_dict's result, and no_grad as a decor
 end)
 
 describe("what a module's state is", function()
-  it("leaves out results of ops and non-parameter tensors inside plain tables, as PyTorch does", function()
+  it("leaves out plain tensor attributes, results of ops and non-parameter tensors inside plain tables, as PyTorch does", function()
     local M = nn.Module:extend("Tagger")
     function M:init()
       self.lstm = nn.LSTM(3, 2)
       self.hidden = { wick.zeros(1, 1, 2), wick.zeros(1, 1, 2) } -- the Bi-LSTM CRF tutorial's (h, c)
-      self.scale = wick.ones(1) -- a plain tensor field stays a buffer (wick's rule)
+      self.scale = wick.ones(1) -- seq2seq's self.scale = torch.sqrt(torch.FloatTensor([0.5]))
+      self:register_buffer("mask", wick.ones(2)) -- a buffer is registered
     end
     function M:forward(x)
       local out
       out, self.hidden = self.lstm(x, self.hidden)
+      self.attn = out:softmax(3) -- an activation kept for later (the annotated transformer's self.attn)
       return out
     end
     local m = M()
-    local keys = {}
-    for k in pairs(m:state_dict()) do keys[#keys + 1] = k end
-    table.sort(keys)
-    assert.are.same({ "lstm.bias_hh_l0", "lstm.bias_ih_l0", "lstm.weight_hh_l0", "lstm.weight_ih_l0", "scale" }, keys)
+    local function keys()
+      local k = {}
+      for name in pairs(m:state_dict()) do k[#k + 1] = name end
+      table.sort(k)
+      return k
+    end
+    local want = { "lstm.bias_hh_l0", "lstm.bias_ih_l0", "lstm.weight_hh_l0", "lstm.weight_ih_l0", "mask" }
+    assert.are.same(want, keys())
     m(wick.randn(4, 1, 3))
-    assert.are.equal(4, #m:parameters()) -- not hidden's (they require grad, but are not leaves)
+    assert.are.equal(4, #m:parameters()) -- not hidden's nor attn (they require grad, but are not leaves)
+    assert.are.same(want, keys())
+    assert.are.equal(1, #m:buffers())
     m.orderings = { [0] = wick.randperm(3), [-1] = wick.zeros(2) } -- MADE's: keys with no name, not state
     assert.are.equal(4, #m:parameters())
-    local n = 0
-    for _ in pairs(m:state_dict()) do n = n + 1 end
-    assert.are.equal(5, n)
+    assert.are.same(want, keys())
+    -- a fresh model loads the state dict strictly
+    assert.has_no_error(function() M():load_state_dict(m:state_dict()) end)
+    -- a tensor that requires grad when assigned is a parameter, and stays one when frozen
+    m.w = wick.zeros(2, { requires_grad = true })
+    m.w:requires_grad_(false)
+    assert.are.equal(5, #m:parameters())
+    -- one made to require grad after its assignment is not (PyTorch decides at assignment too)
+    m.v = wick.zeros(2)
+    m.v:requires_grad_(true)
+    assert.are.equal(5, #m:parameters())
   end)
 
   it("keeps parameters inside plain tables, and nn.Parameter makes a leaf of an op's result", function()

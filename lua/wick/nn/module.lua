@@ -14,7 +14,7 @@ local function is_tensor(v) return wick.is_tensor(v) end
 local is_module = check.is_module
 
 -- The fields wick keeps on a module for itself (set with rawset, never state).
-local INTERNAL = { _fields = true, _buffers = true, _opts = true, _mode = true, _names = true,
+local INTERNAL = { _fields = true, _buffers = true, _params = true, _opts = true, _mode = true, _names = true,
   _forward_hooks = true, _forward_pre_hooks = true }
 
 -- Records each new field name once, in assignment order ("_private" names too:
@@ -27,6 +27,21 @@ local function track(self, key, value)
   if value ~= nil and not fields[key] and type(key) == "string" and not INTERNAL[key] then
     fields[key] = true
     fields[#fields + 1] = key
+  end
+  -- a tensor field is a parameter when it is one as it is assigned
+  -- (nn.Parameter, or a leaf that requires grad), as PyTorch decides by type;
+  -- it stays one when frozen later
+  if type(key) == "string" then
+    local params = rawget(self, "_params")
+    if is_tensor(value) and value:_is_parameter() then
+      if not params then
+        params = {}
+        rawset(self, "_params", params)
+      end
+      params[key] = true
+    elseif params then
+      params[key] = nil
+    end
   end
   rawset(self, key, value)
 end
@@ -197,31 +212,33 @@ local function holds(v, seen)
 end
 
 local add_member
-local not_state
 -- the entries of a plain table assigned to `name`
 local function table_members(out, owner, name, tbl, visiting)
   if visiting[tbl] then return end -- a table that holds itself: named once
   visiting[tbl] = true
   local n = 0
   while rawget(tbl, n + 1) ~= nil do n = n + 1 end
-  for i = 1, n do add_member(out, owner, name .. "." .. i, rawget(tbl, i), visiting, nil, true) end
+  for i = 1, n do add_member(out, owner, name .. "." .. i, rawget(tbl, i), visiting) end
   local keys = {}
   for k, v in pairs(tbl) do
     if type(k) == "string" then keys[#keys + 1] = k
     elseif not (type(k) == "number" and k >= 1 and k <= n and k == floor(k)) and holds(v)
-      and not (is_tensor(v) and not_state(v, true)) then -- (a tensor that is not state needs no name)
+      and not (is_tensor(v) and not v:_is_parameter()) then -- (a tensor that is not state needs no name)
       wick.error(("%s: the table '%s' holds a %s under the key %s, which has no name in a state dict (use array entries 1..n or string keys, or nn.ModuleList/nn.ModuleDict)")
         :format(getmetatable(owner).__name, name, check.describe(is_tensor(v) and v or (is_module(v) and v or "table")), tostring(k)))
     end
   end
   table.sort(keys)
-  for _, k in ipairs(keys) do add_member(out, owner, name .. "." .. k, rawget(tbl, k), visiting, nil, true) end
+  for _, k in ipairs(keys) do add_member(out, owner, name .. "." .. k, rawget(tbl, k), visiting) end
   visiting[tbl] = nil
 end
 
-add_member = function(out, owner, name, v, visiting, buffer, nested)
-  if is_tensor(v) then -- "param" or "buffer" is decided by walk, only when asked (v.requires_grad is a C call)
-    out[#out + 1] = { name, v, "tensor", buffer == "nonpersistent", buffer ~= nil, nested }
+-- (param: whether a tensor field is a parameter; nil inside plain tables,
+-- which may change after their assignment: asked there)
+add_member = function(out, owner, name, v, visiting, buffer, param)
+  if is_tensor(v) then
+    if param == nil then param = v:_is_parameter() end
+    out[#out + 1] = { name, v, "tensor", buffer == "nonpersistent", buffer ~= nil, param }
   elseif is_module(v) then
     out[#out + 1] = { name, v, "module" }
   elseif type(v) == "table" then
@@ -245,20 +262,19 @@ local function members(self)
   local out, visiting = {}, {}
   local names = rawget(self, "_names") or {}
   for i = 1, rawlen(self) do add_member(out, self, names[i] or tostring(i), rawget(self, i), visiting) end
-  local buffers = rawget(self, "_buffers") or {}
+  local buffers, params = rawget(self, "_buffers") or {}, rawget(self, "_params") or {}
   for _, key in ipairs(rawget(self, "_fields")) do
-    add_member(out, self, key, rawget(self, key), visiting, buffers[key])
+    add_member(out, self, key, rawget(self, key), visiting, buffers[key], params[key] == true)
   end
   return out
 end
 
--- Tensors inside a plain table (`self.hidden = {h, c}`, a recurrent state
--- kept for the next forward) are state only when they are parameters
--- (leaves that require grad), as in PyTorch, which ignores tuples of
--- tensors. (to() still moves them: its walk asks nothing per tensor.)
-function not_state(t, nested)
-  return nested and (not t.requires_grad or t.grad_fn ~= nil)
-end
+-- A tensor field is state when it is a parameter (nn.Parameter, or a leaf
+-- that required grad when assigned) or a registered buffer (register_buffer),
+-- as in PyTorch: a plain tensor attribute (`self.scale = wick.tensor(0.5)`,
+-- an activation kept for later `self.attn = p`, `self.hidden = {h, c}`) is
+-- not listed, saved or moved.
+local function not_state(m) return not m[5] and not m[6] end
 
 -- Walks the tree: fn(prefix .. name, value, kind, registered) for every
 -- tensor, each once (the first name of a tensor found twice, e.g. tied
@@ -272,11 +288,11 @@ local function walk(self, prefix, fn, seen, all, no_kind)
     if m[3] == "module" then
       walk(value, prefix .. name .. ".", fn, seen, all, no_kind)
     elseif all and m[4] then -- luacheck: ignore (a non-persistent buffer)
-    elseif (all or not no_kind) and not m[5] and not_state(value, m[6]) then -- luacheck: ignore (an activation kept on the module)
+    elseif not_state(m) then -- luacheck: ignore (a plain tensor attribute)
     elseif all or not seen[value] then
       seen[value] = true
       -- a parameter stays one when frozen (requires_grad = false), as PyTorch's nn.Parameter
-      local kind = not no_kind and ((m[5] or not (value.requires_grad or value:_is_parameter())) and "buffer" or "param") or nil
+      local kind = not no_kind and (m[5] and "buffer" or "param") or nil
       fn(prefix .. name, value, kind, m[5])
     end
   end
@@ -429,6 +445,23 @@ function Module:register_parameter(name, tensor)
   check.opt_tensor(tensor, "register_parameter", "param")
   if tensor ~= nil and not tensor.requires_grad then tensor:requires_grad_(true) end
   self[name] = tensor
+end
+
+-- Module._forget(m, name): the field is no longer a member (PyTorch's del
+-- m._parameters[name]): it leaves the field order and the buffers, so a value
+-- set later with rawset (a weight recomputed each forward) is not state.
+function Module._forget(self, name)
+  local fields = rawget(self, "_fields")
+  if fields[name] then
+    fields[name] = nil
+    for i = #fields, 1, -1 do
+      if fields[i] == name then table.remove(fields, i) end
+    end
+  end
+  local buffers, params = rawget(self, "_buffers"), rawget(self, "_params")
+  if buffers then buffers[name] = nil end
+  if params then params[name] = nil end
+  rawset(self, name, nil)
 end
 
 function Module:train(mode)
@@ -633,16 +666,23 @@ end
 function Module:__tostring()
   this(self, "__tostring")
   local name = getmetatable(self).__name
+  -- PyTorch's layout: the extra repr alone on the line when there are no
+  -- children, else its lines and the children's, indented
+  local extra = self:extra_repr()
   local lines = {}
+  if extra ~= "" then
+    for line in (extra .. "\n"):gmatch("(.-)\n") do lines[#lines + 1] = line end
+  end
+  local children = 0
   for _, m in ipairs(members(self)) do
     if m[3] == "module" then
-      local child = tostring(m[2]):gsub("\n", "\n  ")
-      lines[#lines + 1] = ("  (%s): %s"):format(m[1], child)
+      children = children + 1
+      lines[#lines + 1] = ("(%s): %s"):format(m[1], (tostring(m[2]):gsub("\n", "\n  ")))
     end
   end
-  local extra = self:extra_repr()
-  if #lines == 0 then return ("%s(%s)"):format(name, extra) end
-  return ("%s(%s\n%s\n)"):format(name, extra ~= "" and extra or "", table.concat(lines, "\n"))
+  if #lines == 0 then return name .. "()" end
+  if children == 0 and #lines == 1 then return ("%s(%s)"):format(name, lines[1]) end
+  return ("%s(\n  %s\n)"):format(name, table.concat(lines, "\n  "))
 end
 
 Module._members = members

@@ -62,6 +62,41 @@ function utils.clip_grad_value_(params, clip_value, opts)
   end)
 end
 
+--- parameters_to_vector(params): the parameters flattened into one vector
+function utils.parameters_to_vector(params)
+  params = check.tensors(params, "parameters_to_vector", "parameters")
+  local flat = {}
+  for i, p in ipairs(params) do
+    if i > 1 and tostring(p.device) ~= tostring(params[1].device) then
+      check.fail("parameters_to_vector", "Found two parameters on different devices, this is currently not supported.")
+    end
+    flat[i] = p:reshape(-1)
+  end
+  if #flat == 0 then return wick.tensor({}) end
+  return wick.cat(flat)
+end
+
+--- vector_to_parameters(vec, params): copies the slices of vec into the
+--- parameters' data, in order (PyTorch's replaces param.data the same way)
+function utils.vector_to_parameters(vec, params)
+  check.tensor(vec, "vector_to_parameters", "vec")
+  params = check.tensors(params, "vector_to_parameters", "parameters")
+  if vec:dim() ~= 1 then check.fail("vector_to_parameters", "expected a 1-D tensor for argument 'vec', got %dD", vec:dim()) end
+  local n = 0
+  for _, p in ipairs(params) do n = n + p:numel() end
+  if n ~= vec:numel() then
+    check.fail("vector_to_parameters", "vec has %d elements but the parameters hold %d", vec:numel(), n)
+  end
+  wick.no_grad(function()
+    local at = 1
+    for _, p in ipairs(params) do
+      local k = p:numel()
+      p:copy_(vec:narrow(1, at, k):view_as(p))
+      at = at + k
+    end
+  end)
+end
+
 --- A copy of a state dict with `prefix` removed from every key that has it
 --- (e.g. "module." from a DataParallel checkpoint).
 function utils.strip_prefix(sd, prefix)
