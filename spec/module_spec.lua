@@ -921,19 +921,31 @@ describe("model:to in one crossing (wick_tensors_to_)", function()
     assert.is_nil(m[1].weight.grad)
   end)
 
-  it("leaves a plain tensor attribute alone, as PyTorch does (only parameters and buffers move)", function()
+  it("cuts a module tensor that has autograd history from its graph", function()
     local Net = nn.Module:extend("Computed")
     function Net:init()
       self.fc = nn.Linear(2, 2)
-      self.scaled = self.fc.weight * 2 -- a non-leaf kept on the module: not state
-      self.data = wick.ones(3) -- a plain tensor: not state either
+      self.scaled = self.fc.weight * 2 -- a non-leaf held as state
     end
     local m = Net()
+    assert.is_false(m.scaled.is_leaf)
+    m:to("float64")
+    assert.is_true(m.scaled.is_leaf)
+    assert.is_nil(m.scaled.grad_fn)
+    assert.is_true(m.scaled.requires_grad)
+    assert.is_true(m.scaled:equal(m.fc.weight * 2))
+  end)
+
+  it("leaves alone a plain tensor attribute assigned after init, as PyTorch does", function()
+    local Net = nn.Module:extend("Later")
+    function Net:init() self.fc = nn.Linear(2, 2) end
+    local m = Net()
+    m.data = wick.ones(3) -- after init: a plain attribute, not state
+    m.scaled = m.fc.weight * 2
     m:to("float64")
     assert.are.equal("float64", m.fc.weight.dtype)
-    assert.are.equal("float32", m.scaled.dtype)
-    assert.is_false(m.scaled.is_leaf)
     assert.are.equal("float32", m.data.dtype)
+    assert.is_false(m.scaled.is_leaf)
   end)
 
   it("leaves views of a parameter's old storage on the old data", function()
@@ -977,6 +989,10 @@ describe("forward hooks and the rest of PyTorch's Module methods", function()
   local nn = wick.nn
   it("register_forward_hook and register_forward_pre_hook see and may replace inputs and outputs", function()
     local m = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+    wick.no_grad(function() -- positive activations: without the hooks the output is not the bias
+      m[1].weight:fill_(1)
+      m[3].weight:fill_(1)
+    end)
     local feats = {}
     local h = m[1]:register_forward_hook(function(mod, args, out)
       assert.are.equal(m[1], mod)
@@ -1051,8 +1067,8 @@ describe("what a module's state is", function()
     function M:init()
       self.lstm = nn.LSTM(3, 2)
       self.hidden = { wick.zeros(1, 1, 2), wick.zeros(1, 1, 2) } -- the Bi-LSTM CRF tutorial's (h, c)
-      self.scale = wick.ones(1) -- seq2seq's self.scale = torch.sqrt(torch.FloatTensor([0.5]))
-      self:register_buffer("mask", wick.ones(2)) -- a buffer is registered
+      self.scale = wick.ones(1) -- assigned in init: state (API.md), though PyTorch's is not
+      self:register_buffer("mask", wick.ones(2))
     end
     function M:forward(x)
       local out
@@ -1067,17 +1083,23 @@ describe("what a module's state is", function()
       table.sort(k)
       return k
     end
-    local want = { "lstm.bias_hh_l0", "lstm.bias_ih_l0", "lstm.weight_hh_l0", "lstm.weight_ih_l0", "mask" }
+    local want = { "lstm.bias_hh_l0", "lstm.bias_ih_l0", "lstm.weight_hh_l0", "lstm.weight_ih_l0", "mask", "scale" }
     assert.are.same(want, keys())
     m(wick.randn(4, 1, 3))
     assert.are.equal(4, #m:parameters()) -- not hidden's nor attn (they require grad, but are not leaves)
     assert.are.same(want, keys())
-    assert.are.equal(1, #m:buffers())
+    assert.are.equal(2, #m:buffers())
     m.orderings = { [0] = wick.randperm(3), [-1] = wick.zeros(2) } -- MADE's: keys with no name, not state
     assert.are.equal(4, #m:parameters())
     assert.are.same(want, keys())
-    -- a fresh model loads the state dict strictly
+    -- a fresh model loads the state dict strictly, and PyTorch's, which lacks
+    -- the unregistered "scale" (seq2seq's self.scale = torch.sqrt(...)), too
     assert.has_no_error(function() M():load_state_dict(m:state_dict()) end)
+    local sd = m:state_dict()
+    sd.scale = nil
+    assert.are.equal("<All keys matched successfully>", tostring(M():load_state_dict(sd)))
+    sd.mask = nil
+    support.assert_error_has(function() M():load_state_dict(sd) end, 'Missing key(s) in state_dict: "mask"')
     -- a tensor that requires grad when assigned is a parameter, and stays one when frozen
     m.w = wick.zeros(2, { requires_grad = true })
     m.w:requires_grad_(false)

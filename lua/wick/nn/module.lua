@@ -17,6 +17,9 @@ local is_module = check.is_module
 local INTERNAL = { _fields = true, _buffers = true, _params = true, _opts = true, _mode = true, _names = true,
   _forward_hooks = true, _forward_pre_hooks = true }
 
+-- the modules whose init is running (Module.new)
+local building = setmetatable({}, { __mode = "k" })
+
 -- Records each new field name once, in assignment order ("_private" names too:
 -- a module under one is found like any other, as in PyTorch).
 local function track(self, key, value)
@@ -30,17 +33,27 @@ local function track(self, key, value)
   end
   -- a tensor field is a parameter when it is one as it is assigned
   -- (nn.Parameter, or a leaf that requires grad), as PyTorch decides by type;
-  -- it stays one when frozen later
+  -- it stays one when frozen later. Another tensor assigned while the module's
+  -- init runs is a buffer (an "implicit" one: API.md's rule that what init
+  -- assigns is state); one assigned later is a plain attribute.
   if type(key) == "string" then
-    local params = rawget(self, "_params")
+    local params, buffers = rawget(self, "_params"), rawget(self, "_buffers")
     if is_tensor(value) and value:_is_parameter() then
       if not params then
         params = {}
         rawset(self, "_params", params)
       end
       params[key] = true
-    elseif params then
-      params[key] = nil
+      if buffers and buffers[key] == "implicit" then buffers[key] = nil end
+    else
+      if params then params[key] = nil end
+      if is_tensor(value) and building[self] and not (buffers and buffers[key]) then
+        if not buffers then
+          buffers = {}
+          rawset(self, "_buffers", buffers)
+        end
+        buffers[key] = "implicit"
+      end
     end
   end
   rawset(self, key, value)
@@ -83,7 +96,9 @@ function Module.new(class, ...)
   local self = setmetatable({ _fields = {}, training = true }, class)
   rawset(self, "training", true)
   local args = rawget(class, "_args") -- the class's own, not a base class's
+  building[self] = true
   if args then self:init(required(class.__name, args, ...)) else self:init(...) end
+  building[self] = nil
   return self
 end
 
@@ -238,7 +253,7 @@ end
 add_member = function(out, owner, name, v, visiting, buffer, param)
   if is_tensor(v) then
     if param == nil then param = v:_is_parameter() end
-    out[#out + 1] = { name, v, "tensor", buffer == "nonpersistent", buffer ~= nil, param }
+    out[#out + 1] = { name, v, "tensor", buffer == "nonpersistent", buffer ~= nil, param, buffer == "implicit" }
   elseif is_module(v) then
     out[#out + 1] = { name, v, "module" }
   elseif type(v) == "table" then
@@ -270,10 +285,10 @@ local function members(self)
 end
 
 -- A tensor field is state when it is a parameter (nn.Parameter, or a leaf
--- that required grad when assigned) or a registered buffer (register_buffer),
--- as in PyTorch: a plain tensor attribute (`self.scale = wick.tensor(0.5)`,
--- an activation kept for later `self.attn = p`, `self.hidden = {h, c}`) is
--- not listed, saved or moved.
+-- that required grad when assigned), a registered buffer, or assigned while
+-- init ran (track): a plain tensor attribute set later (an activation kept
+-- for later, `self.attn = p`) or non-parameters inside a plain table
+-- (`self.hidden = {h, c}`) are not listed, saved or moved, as in PyTorch.
 local function not_state(m) return not m[5] and not m[6] end
 
 -- Walks the tree: fn(prefix .. name, value, kind, registered) for every
@@ -293,7 +308,7 @@ local function walk(self, prefix, fn, seen, all, no_kind)
       seen[value] = true
       -- a parameter stays one when frozen (requires_grad = false), as PyTorch's nn.Parameter
       local kind = not no_kind and (m[5] and "buffer" or "param") or nil
-      fn(prefix .. name, value, kind, m[5])
+      fn(prefix .. name, value, kind, m[5], m[7])
     end
   end
 end
@@ -571,13 +586,20 @@ function Module:load_state_dict(sd, ...)
   local opts = check.positional("load_state_dict", { "strict", "assign" }, LOAD_OPTIONS, ...)
   if opts.assign then check.fail("load_state_dict", "assign = true is not supported (values are copied into the existing tensors)") end
   local strict = opts.strict ~= false
-  local own, order = {}, {}
-  walk(self, "", function(name, t) own[name] = t; order[#order + 1] = name end, nil, true, true)
-  sd = pytorch_named(sd, own, order)
+  -- (a tensor that init assigned without registering it is state, but a
+  -- PyTorch checkpoint does not have it: its absence is not an error)
+  local own, order, needed, implicit = {}, {}, {}, {}
+  walk(self, "", function(name, t, _, _, plain)
+    own[name] = t
+    order[#order + 1] = name
+    if plain then implicit[name] = true else needed[#needed + 1] = name end
+  end, nil, true, true)
+  sd = pytorch_named(sd, own, needed)
   local missing, unexpected, mismatched = {}, {}, {}
   for _, name in ipairs(order) do
     local v = sd[name]
-    if v == nil then missing[#missing + 1] = name
+    if v == nil then
+      if not implicit[name] then missing[#missing + 1] = name end
     else
       local t = own[name]
       if not wick.is_tensor(v) then
