@@ -68,8 +68,9 @@ end
 
 function serialize.load(path, opts)
   if type(path) ~= "string" then wick.error("wick.load: expected a file path") end
-  -- weights_only and mmap: accepted as torch.load takes them, and what wick does
-  -- anyway (a file never runs code; storages are always mapped)
+  -- weights_only: accepted as torch.load takes it, and what wick does anyway (a
+  -- file never runs code); mmap = true maps the storages (a file changed later
+  -- changes them), else they are read, as torch.load's default
   opts = check.options(opts, "wick.load", { map_location = "any", verify = "any", weights_only = "boolean",
     mmap = "boolean" })
   if opts.verify ~= nil and type(opts.verify) ~= "boolean" then
@@ -79,7 +80,7 @@ function serialize.load(path, opts)
   if type(map) == "string" and not pcall(wick.device, map) then
     wick.error(("wick.load: invalid map_location '%s' (accepted: a device such as 'cpu' or 'cuda:0', a table renaming locations, or a function)"):format(map))
   end
-  local ckpt, storages, devices = core.ckpt_load(path, opts.verify)
+  local ckpt, storages, devices = core.ckpt_load(path, opts.verify, opts.mmap == true)
   -- each storage once where map_location puts it, then the tree's views of them
   local placed = {}
   for i = 1, #storages do placed[i] = place(storages[i], devices[i], map) end

@@ -170,9 +170,9 @@ wick_status wk_ckpt_map_storages(wk_ckpt *c, const wk_ckpt_source *src) {
     }
     for (int i = 0; i < n; i++)
         offsets[i] = c->storages[i].file_offset, numels[i] = c->storages[i].numel, dtypes[i] = c->storages[i].dtype;
-    int unaligned = 0;
-    st = wk_io_map_fd(src->fd, src->size, src->path, n, offsets, dtypes, numels, out, &unaligned);
-    if (st && unaligned) { /* a writer that did not align its entries: each one read instead */
+    int unaligned = !src->mmap; /* read unless mapping was asked for */
+    if (src->mmap) st = wk_io_map_fd(src->fd, src->size, src->path, n, offsets, dtypes, numels, out, &unaligned);
+    if (unaligned) { /* read: asked, or a writer that did not align its entries */
         st = WICK_OK;
         for (int i = 0; i < n && !st; i++)
             st = wk_io_read_fd(&out[i], src->fd, src->size, src->path, offsets[i], dtypes[i], numels[i]);

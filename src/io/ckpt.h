@@ -137,6 +137,8 @@ typedef struct wk_ckpt_read_options {
     int verify;      /* -1: check the checksums the file has; 0: skip; 1: require them */
     int flat;        /* 1: the container only (wick_load_flat): every entry as a root
                         table name -> tensor, __metadata__ not interpreted, no zip */
+    int mmap;        /* 1: storages map the file (torch.load's mmap=True: a file changed
+                        later changes them, and one cut short faults); 0: read */
 } wk_ckpt_read_options;
 
 /* The file being read, opened once: readers for each format get it. */
@@ -145,6 +147,7 @@ typedef struct wk_ckpt_source {
     int fd;
     int64_t size;
     int verify;
+    int mmap; /* wk_ckpt_read_options.mmap */
 } wk_ckpt_source;
 
 /* Reads the checkpoint at path (format by its first bytes), all checked, the

@@ -141,12 +141,29 @@ static wick_status create_tmp(int dfd, const char *prefix, const char *path, cha
     return wick_fail(WICK_ERR_IO, "cannot write %s: no free temporary name after 100 tries", path);
 }
 
+/* Writes the pieces into a path that is not a regular file (/dev/null, a
+ * FIFO, a terminal): through it, as torch.save does; renaming a temporary
+ * over it would replace the device node itself. */
+static wick_status write_through(const char *path, const void *head, size_t head_size, int n,
+                                 const wick_tensor *const *tensors) {
+    int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return fail_errno("cannot write", path);
+    wick_status st = write_all(fd, head, head_size, path);
+    for (int i = 0; i < n && !st; i++)
+        st = write_all(fd, tensors[i]->storage->data, tensors[i]->storage->nbytes, path);
+    if (close(fd) != 0 && !st) st = fail_errno("cannot close", path);
+    return st;
+}
+
 /* Writes the pieces (header, then each tensor's whole storage) atomically. */
 static wick_status write_pieces(const char *path, const void *head, size_t head_size, int n,
                                 const wick_tensor *const *tensors) {
     for (int i = 0; i < n; i++)
         if (tensors[i]->storage->device.type != WICK_CPU || !tensors[i]->storage->data)
             return wick_fail(WICK_ERR_DEVICE, "writing %s: storage %d is not in CPU memory", path, i + 1);
+    struct stat target;
+    if (stat(path, &target) == 0 && !S_ISREG(target.st_mode) && !S_ISDIR(target.st_mode))
+        return write_through(path, head, head_size, n, tensors);
     char *dir;
     const char *base;
     wick_status st = split_path(path, &dir, &base);
