@@ -1586,7 +1586,7 @@ describe("what PyTorch programs ported line by line expect", function()
       { nn.Unflatten(2, { 2, 5 }), "Unflatten(dim=2, unflattened_size=(2, 5))" },
       { nn.ConstantPad1d(2, 3.5), "ConstantPad1d(padding=(2, 2), value=3.5)" },
       { nn.ZeroPad2d(1), "ZeroPad2d((1, 1, 1, 1))" },
-      { nn.Hardtanh({ inplace = true }), "Hardtanh(min_val=-1, max_val=1, inplace=True)" },
+      { nn.Hardtanh({ inplace = true }), "Hardtanh(min_val=-1.0, max_val=1.0, inplace=True)" },
       { nn.LSTM(28, 64, { batch_first = true, bias = false }), "LSTM(28, 64, bias=False, batch_first=True)" },
     }) do
       assert.are.equal(case[2], tostring(case[1]))

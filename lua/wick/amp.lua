@@ -18,7 +18,7 @@ local GradScaler = {}
 GradScaler.__index = GradScaler
 GradScaler.__name = "GradScaler"
 
-local OPTIONS = { device = "string", init_scale = "number", growth_factor = "number", backoff_factor = "number",
+local OPTIONS = { device = "device", init_scale = "number", growth_factor = "number", backoff_factor = "number",
   growth_interval = "integer", enabled = "boolean" }
 local ORDER = { "device", "init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled" }
 
@@ -28,6 +28,7 @@ local ORDER = { "device", "init_scale", "growth_factor", "backoff_factor", "grow
 function amp.GradScaler(...)
   local o = check.positional("GradScaler", ORDER, OPTIONS, ...)
   local device = o.device or "cuda"
+  if type(device) ~= "string" then device = device.type end -- a device object
   check.one_of(device, "GradScaler", "device", { "cpu", "cuda" })
   local enabled = o.enabled ~= false
   if enabled and device == "cuda" and not wick.cuda.is_available() then

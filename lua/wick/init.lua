@@ -122,7 +122,11 @@ wick._dtype_info = dtype_info
 -- ---- tensor fields read with `.` ----
 
 local Size = {}
-Size.__index = Size
+-- s[-1]: the last size, as Python's negative indices
+Size.__index = function(s, k)
+  if type(k) == "number" and k < 0 then return rawget(s, #s + k + 1) end
+  return Size[k]
+end
 Size.__tostring = function(s)
   local parts = {}
   for i = 1, #s do parts[i] = tostring(s[i]) end
@@ -464,6 +468,27 @@ for _, name in ipairs({ "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", 
   local method = Tensor[name]
   wick[name] = with_out(name, function(t, ...) return method(t, ...) end)
 end
+-- wick.pow(number, t): the number as a 0-dim tensor of t's dtype (a float
+-- base over an integer exponent: the default float dtype)
+local tensor_pow = wick.pow
+function wick.pow(a, b, ...)
+  if type(a) == "number" and getmetatable(b) == mt then
+    local dtype = (b:is_floating_point() or a % 1 == 0) and b.dtype or wick.get_default_dtype()
+    return tensor_pow(core.full({}, a, { dtype = dtype, device = b.device }), b, ...)
+  end
+  return tensor_pow(a, b, ...)
+end
+-- t:fill_(v) takes a one-element tensor too (PyTorch's fill_(0-dim tensor))
+local tensor_fill_ = Tensor.fill_
+function Tensor.fill_(t, v)
+  if getmetatable(v) == mt then
+    if v:numel() ~= 1 then
+      check.fail("fill_", "only supports 0-dimension value tensor but got tensor with %d dimensions", v:dim())
+    end
+    v = v:item()
+  end
+  return tensor_fill_(t, v)
+end
 for _, name in ipairs({ "tensor", "zeros", "ones", "empty", "rand", "randn", "full", "arange", "eye",
   "zeros_like", "ones_like", "empty_like", "rand_like", "randn_like", "full_like", "manual_seed",
   "get_rng_state", "set_rng_state", "set_num_threads", "get_num_threads", "where", "cat", "stack" }) do
@@ -697,7 +722,15 @@ local AUTOCAST_DTYPES = { bfloat16 = "bfloat16", bf16 = "bfloat16", float16 = "f
 --- fn(...) with autocast on (torch.autocast's arguments; a string is the device_type);
 --- returns fn's results and restores the previous state, also when fn raises.
 function wick.autocast(opts, fn, ...)
-  if type(opts) == "string" then opts = { device_type = opts } end
+  if type(opts) == "string" then
+    -- autocast("cpu", {dtype =, enabled =}, fn, ...): torch.autocast("cpu", dtype=...)
+    if type(fn) == "table" and getmetatable(fn) == nil then
+      local o = { device_type = opts }
+      for k, v in pairs(fn) do o[k] = v end
+      return wick.autocast(o, ...)
+    end
+    opts = { device_type = opts }
+  end
   opts = check.options(opts, "autocast", AUTOCAST)
   local dt = opts.device_type
   if dt == nil then check.fail("autocast", "the option device_type ('cpu' or 'cuda') is required") end
@@ -772,6 +805,16 @@ wick.cuda = {
   memory_reserved = function(i) return select(3, core.cuda_memory(ordinal(i, "memory_reserved"))) end,
   reset_peak_memory_stats = function(i) core.cuda_reset_peak_memory_stats(ordinal(i, "reset_peak_memory_stats")) end,
   empty_cache = function() core.cuda_empty_cache() end,
+}
+-- torch.cuda.amp's names: the GradScaler and autocast of device "cuda"
+wick.cuda.amp = {
+  GradScaler = function(...) return wick.amp.GradScaler("cuda", ...) end,
+  autocast = function(opts, fn, ...)
+    if type(opts) ~= "table" then return wick.autocast("cuda", opts, fn, ...) end
+    local o = { device_type = "cuda" }
+    for k, v in pairs(opts) do o[k] = v end
+    return wick.autocast(o, fn, ...)
+  end,
 }
 -- Without CUDA there is no current device to ask for; statistics are then 0.
 if not wick.cuda.is_available() then
@@ -1077,6 +1120,33 @@ local lazy = { nn = "wick.nn", optim = "wick.optim", data = "wick.data", amp = "
   distributed = "wick.distributed", profiler = "wick.profiler", autograd = "wick.autograd",
   distributions = "wick.distributions", linalg = "wick.linalg",
   utils = "wick.utils" }
+-- torch.inf, torch.nan, torch.pi, torch.e
+wick.inf, wick.nan, wick.pi, wick.e = math.huge, 0 / 0, math.pi, math.exp(1)
+
+--- wick.deepcopy(v): Python's copy.deepcopy for wick's values: tensors cloned
+--- (detached, requires_grad kept), modules and plain tables copied with their
+--- classes, sharing kept (tied weights stay tied); functions and other
+--- objects shared.
+local function deep_copy(v, memo)
+  if wick.is_tensor(v) then
+    if memo[v] == nil then
+      local c = wick.no_grad(function() return v:detach():clone() end)
+      if v.requires_grad then c:requires_grad_(true) end
+      memo[v] = c
+    end
+    return memo[v]
+  end
+  if type(v) ~= "table" or (getmetatable(v) ~= nil and not check.is_module(v)) then return v end
+  if memo[v] == nil then
+    local c = {}
+    memo[v] = c
+    for key, item in pairs(v) do rawset(c, deep_copy(key, memo), deep_copy(item, memo)) end
+    setmetatable(c, getmetatable(v))
+  end
+  return memo[v]
+end
+function wick.deepcopy(v) return deep_copy(v, {}) end
+
 function wick.save(value, path, opts) return require("wick.serialize").save(value, path, opts) end
 function wick.load(path, opts) return require("wick.serialize").load(path, opts) end
 function wick.save_safetensors(tbl, path) return require("wick.serialize").save_safetensors(tbl, path) end

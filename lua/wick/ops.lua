@@ -273,6 +273,7 @@ return function(wick)
       return wick.randn(size, opts) * std + mean
     end
     if size ~= nil then check.fail("normal", "size is taken only when mean and std are both numbers") end
+    if std == nil and is_tensor(mean) then std = 1 end -- normal(mean_tensor): PyTorch's std = 1
     if not is_tensor(std) then check.number(std, "normal", "std", 0) end
     if not is_tensor(mean) then check.number(mean, "normal", "mean") end
     local like = is_tensor(mean) and mean or std
@@ -398,7 +399,13 @@ return function(wick)
     need_float(t, "normal_")
     mean = check.opt_number(mean, "normal_", "mean", 0)
     std = check.opt_number(std, "normal_", "std", 1, 0)
-    return fill_with(t, "normal_", wick.randn(t:size(), { dtype = "float64", device = t.device }) * std + mean)
+    -- draws in t's dtype (float32 for the 16-bit ones), scaled in place: one
+    -- temporary the size of t, not three in float64 (model construction)
+    local work = (t.dtype == "float16" or t.dtype == "bfloat16") and "float32" or t.dtype
+    local z = wick.randn(t:size(), { dtype = work, device = t.device })
+    if std ~= 1 then z:mul_(std) end
+    if mean ~= 0 then z:add_(mean) end
+    return fill_with(t, "normal_", z)
   end
   function Tensor.uniform_(t, from, to)
     from, to = keywords("uniform_", { "from", "to" }, from, to)
@@ -764,6 +771,15 @@ return function(wick)
   --- element); without dim t is flattened first
   function Tensor.repeat_interleave(t, repeats, dim)
     check.tensor(t, "repeat_interleave", "self")
+    -- PyTorch's keywords: repeat_interleave(t, {repeats =, dim =, output_size =})
+    if type(repeats) == "table" and not is_tensor(repeats) and repeats[1] == nil and next(repeats) ~= nil
+      and dim == nil then
+      local o = check.options(repeats, "repeat_interleave", { repeats = "number|table|tensor", dim = "integer",
+        output_size = "integer" })
+      repeats, dim = o.repeats, o.dim
+    elseif type(dim) == "table" then
+      dim = check.options(dim, "repeat_interleave", { dim = "integer", output_size = "integer" }).dim
+    end
     if dim == nil then t, dim = t:reshape(-1), 1 end
     local d = wrap_dim(t, dim, "repeat_interleave")
     local n = t:size(d)

@@ -869,6 +869,12 @@ end
 --- Scheduler(opt[, PyTorch's positional arguments][, opts])
 function Scheduler.new(cls, opt, ...)
   if type(cls) ~= "table" or formulas[cls] == nil then check.expected("Scheduler.new", "class", "a scheduler class", cls) end
+  -- all by keyword (PyTorch's LambdaLR(optimizer=opt, lr_lambda=f)): the optimizer in the options
+  if type(opt) == "table" and type(opt.optimizer) == "table" and opt.param_groups == nil and select("#", ...) == 0 then
+    local rest = {}
+    for k, v in pairs(opt) do if k ~= "optimizer" then rest[k] = v end end
+    return Scheduler.new(cls, opt.optimizer, rest)
+  end
   if type(opt) ~= "table" or type(opt.param_groups) ~= "table" then check.expected(cls.__name, "optimizer", "an optimizer", opt) end
   local spec = formulas[cls]
   local opts = check.positional(cls.__name, spec.positional or {}, kinds_of(cls), ...)

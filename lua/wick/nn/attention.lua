@@ -377,32 +377,13 @@ end
 
 -- ---- the stacks ----
 
--- A deep copy of a module (PyTorch's copy.deepcopy in _get_clones): new
--- tensors with the same values (parameters stay parameters, tied tensors stay
--- tied), the same classes; functions and other objects are shared.
-local function deep_copy(v, memo)
-  if wick.is_tensor(v) then
-    if memo[v] == nil then
-      local c = wick.no_grad(function() return v:detach():clone() end)
-      if v.requires_grad then c:requires_grad_(true) end
-      memo[v] = c
-    end
-    return memo[v]
-  end
-  if type(v) ~= "table" or (getmetatable(v) ~= nil and not check.is_module(v)) then return v end
-  if memo[v] == nil then
-    local c = {}
-    memo[v] = c
-    for key, item in pairs(v) do rawset(c, deep_copy(key, memo), deep_copy(item, memo)) end
-    setmetatable(c, getmetatable(v))
-  end
-  return memo[v]
-end
+-- A deep copy of a module (PyTorch's copy.deepcopy in _get_clones)
+local function deep_copy(v) return wick.deepcopy(v) end
 
 -- a ModuleList of n independent copies of layer
 local function clones(layer, n)
   local list = L.ModuleList()
-  for _ = 1, n do list:append(deep_copy(layer, {})) end
+  for _ = 1, n do list:append(deep_copy(layer)) end
   return list
 end
 

@@ -61,7 +61,15 @@ function F.bilinear(x1, x2, weight, bias)
   if bias then y = y + bias end
   return y
 end
-function F.relu(x) return tensor(x, "relu", "input"):relu() end
+local RELU = { inplace = "boolean" }
+--- F.relu(x[, inplace = false]) (or {inplace =}): inplace writes into x (x:relu_())
+function F.relu(x, ...)
+  tensor(x, "relu", "input")
+  local o = check.positional("relu", { "inplace" }, RELU, ...)
+  if o.inplace then return x:relu_() end
+  return x:relu()
+end
+function F.relu_(x) return tensor(x, "relu_", "input"):relu_() end
 --- GELU: exact (erf) form, or PyTorch's tanh approximation with {approximate = "tanh"}
 --- (or "tanh" positionally, as F.gelu(input, 'tanh') in PyTorch).
 local GELU_OPTIONS = { approximate = "string" }
@@ -75,8 +83,18 @@ function F.gelu(x, opts)
   if approximate == "tanh" then return x:gelu_tanh() end
   return x:gelu()
 end
-function F.sigmoid(x) return tensor(x, "sigmoid", "input"):sigmoid() end
-function F.tanh(x) return tensor(x, "tanh", "input"):tanh() end
+-- (one argument each, as PyTorch's: another is an error, never ignored)
+local function only_input(fn, n)
+  if n > 0 then check.fail(fn, "takes 1 argument (input), got %d more", n) end
+end
+function F.sigmoid(x, ...)
+  only_input("sigmoid", select("#", ...))
+  return tensor(x, "sigmoid", "input"):sigmoid()
+end
+function F.tanh(x, ...)
+  only_input("tanh", select("#", ...))
+  return tensor(x, "tanh", "input"):tanh()
+end
 
 -- ---- more activations (PyTorch's positional arguments, or an options
 -- table; inplace = true writes the result into x, outside autograd's view
@@ -595,8 +613,9 @@ local function adaptive_bins(n, out)
 end
 --- F.adaptive_avg_pool2d(x, output_size): averages over PyTorch's adaptive bins
 --- (output_size a number or {h, w}, nil keeping that size)
-function F.adaptive_avg_pool2d(x, output_size)
+function F.adaptive_avg_pool2d(x, output_size, ...)
   tensor(x, "adaptive_avg_pool2d", "input")
+  if select("#", ...) > 0 then check.fail("adaptive_avg_pool2d", "takes 2 arguments (input, output_size), got more") end
   if type(output_size) == "number" then output_size = { output_size, output_size } end
   check.table(output_size, "adaptive_avg_pool2d", "output_size")
   for i = 1, 2 do

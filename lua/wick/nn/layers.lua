@@ -350,7 +350,7 @@ local function dropout_class(name, fn)
     self.p, self.inplace = check.opt_number(opts.p, name, "p", 0.5, 0, 1), opts.inplace == true
   end
   function C:forward(x) return fn(x, self.p, self.training) end
-  C._repr = { "p", "inplace" }
+  C._repr = { "p#", "inplace" }
   return C
 end
 L.Dropout = dropout_class("Dropout", F.dropout)
@@ -615,24 +615,26 @@ function L.LeakyReLU:init(...)
   local o = check.positional("LeakyReLU", { "negative_slope", "inplace" }, { negative_slope = "number", inplace = "boolean" }, ...)
   self.negative_slope, self.inplace = o.negative_slope or 0.01, o.inplace == true
 end
-L.LeakyReLU._repr = { "negative_slope", "inplace?" }
+L.LeakyReLU._repr = { "negative_slope#", "inplace?" }
 L.SiLU = activation("SiLU", function(x) return F.silu(x) end)
 L.SiLU.init = inplace_init("SiLU")
+L.SiLU._repr = { "inplace?" }
 L.ELU = activation("ELU", function(x, self) return F.elu(x, self.alpha) end)
 function L.ELU:init(...)
   local o = check.positional("ELU", { "alpha", "inplace" }, { alpha = "number", inplace = "boolean" }, ...)
   self.alpha, self.inplace = o.alpha or 1, o.inplace == true
 end
-L.ELU._repr = { "alpha", "inplace?" }
+L.ELU._repr = { "alpha#", "inplace?" }
 L.Softplus = activation("Softplus", function(x, self) return F.softplus(x, self.beta, self.threshold) end)
 function L.Softplus:init(...)
   local o = check.positional("Softplus", { "beta", "threshold" }, { beta = "number", threshold = "number" }, ...)
   self.beta, self.threshold = o.beta or 1, o.threshold or 20
   if self.beta == 0 then check.fail("Softplus", "beta must not be 0") end
 end
-L.Softplus._repr = { "beta", "threshold" }
+L.Softplus._repr = { "beta#", "threshold#" }
 L.Mish = activation("Mish", function(x) return F.mish(x) end)
 L.Mish.init = inplace_init("Mish")
+L.Mish._repr = { "inplace?" }
 L.Hardtanh = activation("Hardtanh", function(x, self) return x:clamp(self.min_val, self.max_val) end,
   function(x, self) return x:clamp_(self.min_val, self.max_val) end)
 function L.Hardtanh:init(...)
@@ -641,12 +643,13 @@ function L.Hardtanh:init(...)
   self.min_val, self.max_val, self.inplace = o.min_val or -1, o.max_val or 1, o.inplace == true
   if self.min_val > self.max_val then check.fail("Hardtanh", "min_val cannot be greater than max_val") end
 end
-L.Hardtanh._repr = { "min_val", "max_val", "inplace?" }
+L.Hardtanh._repr = { "min_val#", "max_val#", "inplace?" }
 -- the rest of F's activations as modules: nn.ReLU6([inplace]), nn.Hardsigmoid,
 -- nn.Hardswish, nn.LogSigmoid(), nn.Softsign(), nn.GLU([dim = -1])
 for name, fn in pairs({ ReLU6 = F.relu6, Hardsigmoid = F.hardsigmoid, Hardswish = F.hardswish }) do
   L[name] = activation(name, function(x) return fn(x) end)
   L[name].init = inplace_init(name)
+  L[name]._repr = { "inplace?" }
 end
 L.LogSigmoid = activation("LogSigmoid", F.logsigmoid)
 L.Tanhshrink = activation("Tanhshrink", F.tanhshrink)
@@ -935,11 +938,19 @@ local function sequential_items(v, i, out)
   end
   for k = 1, n do
     local m = rawget(v, k)
-    if not check.is_module(m) then
-      check.fail("Sequential", "expected a module at position %d of the list given as argument %d, got %s", k, i,
-        check.describe(m))
+    -- {name, module}: PyTorch's Sequential(OrderedDict([(name, module), ...]))
+    local named = type(m) == "table" and not check.is_module(m) and getmetatable(m) == nil and type(m[1]) == "string"
+      and check.is_module(m[2]) and m[3] == nil
+    if named then
+      out[#out + 1] = m[2]
+      out.names = out.names or {}
+      out.names[#out] = m[1]
+    elseif not check.is_module(m) then
+      check.fail("Sequential", "expected a module or a {name, module} pair at position %d of the list given as argument %d, got %s",
+        k, i, check.describe(m))
+    else
+      out[#out + 1] = m
     end
-    out[#out + 1] = m
   end
 end
 
@@ -950,7 +961,10 @@ array_container(L.Sequential, "Sequential", module_item, true)
 function L.Sequential:init(...)
   local modules = {}
   for i = 1, select("#", ...) do sequential_items((select(i, ...)), i, modules) end
-  for i, m in ipairs(modules) do rawset(self, i, m) end
+  for i, m in ipairs(modules) do
+    if modules.names and modules.names[i] then add_named(self, "Sequential", modules.names[i], m)
+    else rawset(self, i, m) end
+  end
 end
 function L.Sequential:forward(x)
   for i = 1, rawlen(self) do x = rawget(self, i)(x) end -- module(input), as PyTorch's (profiler ranges)

@@ -257,7 +257,7 @@ add_member = function(out, owner, name, v, visiting, buffer, param)
   elseif is_module(v) then
     out[#out + 1] = { name, v, "module" }
   elseif type(v) == "table" then
-    if getmetatable(v) == nil then
+    if getmetatable(v) == nil or getmetatable(v) == Module._iterable_list then
       table_members(out, owner, name, v, visiting)
     else
       for k, item in pairs(v) do
@@ -358,11 +358,21 @@ function Module:named_children()
   return pairs_of(list)
 end
 
+-- modules() and children() return arrays that a generic for also takes
+-- directly (`for m in model:modules() do`, PyTorch's loop), besides ipairs
+local list_pos = setmetatable({}, { __mode = "k" })
+local ModuleList_mt = { __call = function(list, _, prev)
+  local i = prev == nil and 1 or (list_pos[list] or 0) + 1
+  list_pos[list] = i
+  return list[i]
+end }
+Module._iterable_list = ModuleList_mt
+
 function Module:children()
   this(self, "children")
   local out = {}
   for _, c in self:named_children() do out[#out + 1] = c end
-  return out
+  return setmetatable(out, ModuleList_mt)
 end
 
 -- every module of the tree once, depth first, self first: { {name, module}, ... }
@@ -390,7 +400,7 @@ function Module:modules()
   this(self, "modules")
   local out = {}
   for _, m in ipairs(module_list(self, "", {}, {})) do out[#out + 1] = m[2] end
-  return out
+  return setmetatable(out, ModuleList_mt)
 end
 
 --- apply(fn): calls fn(module) on every module, children first, then self;
@@ -678,9 +688,15 @@ function Module:extra_repr()
   local names = self._repr
   if not names then return "" end
   local parts = {}
+  -- "name?": only when set; "name#": a Python float (1.0, not 1)
   for _, entry in ipairs(names) do
-    local name, flag = entry:match("^([^?]*)(%??)$")
-    if flag == "" or self[name] then parts[#parts + 1] = name .. "=" .. py(self[name]) end
+    local name, flags = entry:match("^([^?#]*)([?#]*)$")
+    local v = self[name]
+    if not flags:find("?", 1, true) or v then
+      local text = py(v)
+      if flags:find("#", 1, true) and type(v) == "number" and text:match("^%-?%d+$") then text = text .. ".0" end
+      parts[#parts + 1] = name .. "=" .. text
+    end
   end
   return table.concat(parts, ", ")
 end

@@ -226,6 +226,8 @@ local function recurrent_class(name)
   end
 
   C.extra_repr = rnn_repr
+  -- PyTorch's cuDNN weight compaction: wick's layers read the weights as they are
+  function C:flatten_parameters() end
   return C
 end
 R.RNN = recurrent_class("RNN")
