@@ -287,6 +287,23 @@ function Optimizer:load_state_dict(sd)
   end
   local pytorch = first == 0
   local params = numbered(self)
+  -- each saved per-parameter tensor has its parameter's shape: a state saved
+  -- for parameters in another order (a ModuleDict built from a Lua table
+  -- constructor lists its children by sorted name) fails here, before any
+  -- state is replaced, not at step(). (LBFGS keeps flat vectors instead.)
+  if getmetatable(self).__name ~= "LBFGS" then
+    for index, s in pairs(sd.state) do
+      local p = params[(tonumber(index) or 0) + (pytorch and 1 or 0)]
+      if p and type(s) == "table" then
+        for k, v in pairs(s) do
+          if wick.is_tensor(v) and v:dim() > 0 and tostring(v:size()) ~= tostring(p:size()) then
+            wick.error(("load_state_dict: the saved state '%s' of parameter %s has shape %s, but that parameter has shape %s (were the parameters listed in another order when it was saved?)")
+              :format(tostring(k), tostring(index), tostring(v:size()), tostring(p:size())))
+          end
+        end
+      end
+    end
+  end
   self.state = {}
   for index, s in pairs(sd.state) do
     local p = params[(tonumber(index) or 0) + (pytorch and 1 or 0)]
