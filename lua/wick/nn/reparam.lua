@@ -119,16 +119,21 @@ local function unit(t, eps) return F.normalize(t, 2, 1, eps) end
 
 local SPECTRAL = { name = "string", n_power_iterations = "integer", eps = "number", dim = "integer" }
 
---- nn.utils.spectral_norm(module[, name = "weight"[, n_power_iterations = 1[, eps = 1e-12[, dim]]]][, opts])
-function U.spectral_norm(module, ...)
-  local fn = "spectral_norm"
+-- both forms' arguments: name, the weight, n_power_iterations, eps, dim
+local function spectral_args(fn, module, ...)
   local o = check.positional(fn, { "name", "n_power_iterations", "eps", "dim" }, SPECTRAL, ...)
   local name = o.name or "weight"
   local w = weight_of(fn, module, name)
   local n_iter = check.opt_int(o.n_power_iterations, fn, "n_power_iterations", 1, 0)
-  local eps = o.eps or 1e-12
+  local dim = w:dim() > 0 and norm_dim(fn, o.dim, w, default_dim(module)) or 1
+  return name, w, n_iter, o.eps or 1e-12, dim
+end
+
+--- nn.utils.spectral_norm(module[, name = "weight"[, n_power_iterations = 1[, eps = 1e-12[, dim]]]][, opts])
+function U.spectral_norm(module, ...)
+  local fn = "spectral_norm"
+  local name, w, n_iter, eps, dim = spectral_args(fn, module, ...)
   if w:dim() < 1 then check.fail(fn, "the weight must have at least one dimension") end
-  local dim = norm_dim(fn, o.dim, w, default_dim(module))
   local hooks = hooks_of(module)
   if hooks[name] then check.fail(fn, "Cannot register two spectral_norm hooks on the same parameter %s", name) end
   local mat = as_matrix(w:detach(), dim)
@@ -211,13 +216,8 @@ function SpectralNorm:right_inverse(value) return value end
 
 --- nn.utils.parametrizations.spectral_norm(module[, name = "weight"[, n_power_iterations = 1[, eps = 1e-12[, dim]]]][, opts])
 function Pz.spectral_norm(module, ...)
-  local fn = "parametrizations.spectral_norm"
-  local o = check.positional(fn, { "name", "n_power_iterations", "eps", "dim" }, SPECTRAL, ...)
-  local name = o.name or "weight"
-  local w = weight_of(fn, module, name)
-  local n_iter = check.opt_int(o.n_power_iterations, fn, "n_power_iterations", 1, 0)
-  local dim = w:dim() > 0 and norm_dim(fn, o.dim, w, default_dim(module)) or 1
-  parametrize.register_parametrization(module, name, SpectralNorm(w, n_iter, dim, o.eps or 1e-12))
+  local name, w, n_iter, eps, dim = spectral_args("parametrizations.spectral_norm", module, ...)
+  parametrize.register_parametrization(module, name, SpectralNorm(w, n_iter, dim, eps))
   return module
 end
 
