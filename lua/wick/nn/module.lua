@@ -476,6 +476,8 @@ end
 -- m._parameters[name]): it leaves the field order and the buffers, so a value
 -- set later with rawset (a weight recomputed each forward) is not state.
 function Module._forget(self, name)
+  this(self, "_forget")
+  check.string(name, "Module._forget", "name")
   local fields = rawget(self, "_fields")
   if fields[name] then
     fields[name] = nil
