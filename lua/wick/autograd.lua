@@ -240,4 +240,13 @@ function M.backward(...)
   core.autograd_run(outputs, gt, inputs, retain, create, false)
 end
 
+-- autograd.functional (jacobian, hessian, vjp, jvp, hvp, vhp): wick/func.lua, on first use
+setmetatable(M, { __index = function(t, k)
+  if k == "functional" then
+    local f = require("wick.func")._functional
+    rawset(t, k, f)
+    return f
+  end
+end })
+
 return M

@@ -1118,7 +1118,7 @@ end
 -- wick.nn, wick.optim and wick.data load on first use (they require wick themselves).
 local lazy = { nn = "wick.nn", optim = "wick.optim", data = "wick.data", amp = "wick.amp",
   distributed = "wick.distributed", profiler = "wick.profiler", autograd = "wick.autograd",
-  distributions = "wick.distributions", linalg = "wick.linalg",
+  distributions = "wick.distributions", linalg = "wick.linalg", func = "wick.func",
   utils = "wick.utils" }
 -- torch.inf, torch.nan, torch.pi, torch.e
 wick.inf, wick.nan, wick.pi, wick.e = math.huge, 0 / 0, math.pi, math.exp(1)

@@ -1,0 +1,574 @@
+-- Function transforms over autograd: wick.autograd.functional (PyTorch's
+-- torch.autograd.functional: jacobian, hessian, vjp, jvp, hvp, vhp) and
+-- wick.func (torch.func: grad, grad_and_value, vjp, jacrev, jacfwd, hessian,
+-- vmap, functional_call, stack_module_state).
+--
+-- Every transform runs the function under wick's autograd (autograd.grad,
+-- with create_graph where a result must itself be differentiable), so a
+-- function is differentiable twice where its ops are (docs: autograd). vmap
+-- runs the function once per sample and stacks the results: PyTorch's
+-- semantics (per-sample gradients, ensembles), not its batched kernels.
+-- Dimensions are 1-based: in_dims = 1 is PyTorch's in_dims=0; false (or a
+-- missing entry) is None. Arguments are tensors or pytrees of them (plain
+-- tables: arrays and string-keyed, as PyTorch's tuples and dicts).
+local wick = require("wick")
+local check = require("wick.argcheck")
+local autograd = require("wick.autograd")
+
+local unpack = table.unpack or unpack -- luacheck: ignore
+local function pack(...) return { n = select("#", ...), ... } end
+local is_tensor = wick.is_tensor
+
+-- ---- pytrees ----
+
+local function is_tree(v) return type(v) == "table" and not is_tensor(v) and getmetatable(v) == nil end
+
+-- the tensors of a tree, in a fixed order (array part, then sorted string keys)
+local function keys_of(t)
+  local keys, n = {}, 0
+  while t[n + 1] ~= nil do n = n + 1; keys[n] = n end
+  local named = {}
+  for k in pairs(t) do
+    if type(k) ~= "number" or k < 1 or k > n or k % 1 ~= 0 then named[#named + 1] = k end
+  end
+  table.sort(named, function(a, b) return tostring(a) < tostring(b) end)
+  for _, k in ipairs(named) do keys[#keys + 1] = k end
+  return keys
+end
+local function leaves(v, out)
+  out = out or {}
+  if is_tensor(v) then out[#out + 1] = v
+  elseif is_tree(v) then
+    for _, k in ipairs(keys_of(v)) do leaves(v[k], out) end
+  end
+  return out
+end
+-- the tree v with each tensor replaced by fn(tensor) (other values kept)
+local function map(v, fn)
+  if is_tensor(v) then return fn(v) end
+  if not is_tree(v) then return v end
+  local out = {}
+  for _, k in ipairs(keys_of(v)) do out[k] = map(v[k], fn) end
+  return out
+end
+-- the tree v with its tensors replaced, in order, by list's
+local function rebuild(v, list)
+  local i = 0
+  return map(v, function() i = i + 1; return list[i] end)
+end
+
+-- a differentiable stand-in for x: a new leaf, or (when x is already tracked,
+-- by an enclosing transform) a view of it, so the outer graph stays whole
+local function tracked(x)
+  if x.requires_grad then return x:view_as(x) end
+  return x:detach():requires_grad_(true)
+end
+
+local function any_tracked(list)
+  for _, x in ipairs(list) do if x.requires_grad then return true end end
+  return false
+end
+
+-- gradients of out (a tensor) with respect to xs, zeros where unused
+local function grads_of(out, xs, v, create)
+  local g = autograd.grad(out, xs, v, { create_graph = create, retain_graph = true, allow_unused = true })
+  local result = {}
+  for i, x in ipairs(xs) do
+    local gi = g[i]
+    if gi == nil then gi = wick.zeros_like(x) end
+    result[i] = create and gi or gi:detach()
+  end
+  return result
+end
+
+-- ---- torch.autograd.functional ----
+
+local F = {}
+
+local FUNCTIONAL = { create_graph = "boolean", strict = "boolean", vectorize = "boolean", strategy = "string",
+  outer_jacobian_strategy = "string" }
+
+-- inputs: a tensor (one) or a list of them; the function's arguments
+local function inputs_of(fn, inputs, create)
+  local single = is_tensor(inputs)
+  local list = single and { inputs } or inputs
+  if type(list) ~= "table" then check.expected(fn, "inputs", "a tensor or a list of tensors", inputs) end
+  local xs = {}
+  for i, x in ipairs(list) do
+    if not is_tensor(x) then check.fail(fn, "inputs[%d] is not a tensor", i) end
+    xs[i] = create and x.requires_grad and x:view_as(x) or x:detach():requires_grad_(true)
+  end
+  return xs, single
+end
+
+local function outputs_of(fn, r)
+  if is_tensor(r) then return { r }, true end
+  if type(r) ~= "table" then check.fail(fn, "the function must return a tensor or a list of tensors, got %s", type(r)) end
+  for i, o in ipairs(r) do
+    if not is_tensor(o) then check.fail(fn, "the function's output %d is not a tensor", i) end
+  end
+  return r, false
+end
+
+-- the Jacobian of outs[j] with respect to xs[i], one backward per output element
+local function jacobian_of(outs, xs, create)
+  local J = {}
+  for j, out in ipairs(outs) do
+    local flat = out:reshape(-1)
+    local rows = {}
+    for i = 1, #xs do rows[i] = {} end
+    for k = 1, flat:numel() do
+      local g = grads_of(flat[k], xs, nil, create)
+      for i = 1, #xs do rows[i][k] = g[i] end
+    end
+    J[j] = {}
+    for i, x in ipairs(xs) do
+      local shape = out:size()
+      for _, s in ipairs(x:size()) do shape[#shape + 1] = s end
+      J[j][i] = flat:numel() == 0 and wick.zeros(shape, { dtype = x.dtype, device = x.device })
+        or wick.stack(rows[i]):reshape(shape)
+    end
+  end
+  return J
+end
+
+--- autograd.functional.jacobian(func, inputs[, {create_graph, strict, vectorize, strategy}])
+function F.jacobian(func, inputs, opts)
+  local fn = "jacobian"
+  check.callable(func, fn, "func")
+  opts = check.options(opts, fn, FUNCTIONAL)
+  local create = opts.create_graph == true
+  local xs, single_in = inputs_of(fn, inputs, create)
+  local outs, single_out = wick.enable_grad(function() return outputs_of(fn, func(unpack(xs))) end)
+  local J = wick.enable_grad(function() return jacobian_of(outs, xs, create) end)
+  if single_out and single_in then return J[1][1] end
+  if single_out then return J[1] end
+  if single_in then
+    local out = {}
+    for j = 1, #J do out[j] = J[j][1] end
+    return out
+  end
+  return J
+end
+
+--- autograd.functional.hessian(func, inputs[, opts]): func returns one number (a 1-element tensor)
+function F.hessian(func, inputs, opts)
+  local fn = "hessian"
+  check.callable(func, fn, "func")
+  opts = check.options(opts, fn, FUNCTIONAL)
+  local single = is_tensor(inputs)
+  local function gradient(...)
+    local xs = { ... }
+    local out = func(...)
+    if not is_tensor(out) or out:numel() ~= 1 then
+      check.fail(fn, "The function given to hessian should return a single Tensor with one element")
+    end
+    local g = grads_of(out:reshape({}), xs, nil, true)
+    if single then return g[1] end
+    return g
+  end
+  return F.jacobian(gradient, inputs, { create_graph = opts.create_graph, strict = opts.strict })
+end
+
+local function result(list, single)
+  if single then return list[1] end
+  return list
+end
+
+-- v: a tensor or a list matching `like` (nil: allowed when each has one element)
+local function vectors(fn, v, like, what)
+  if v == nil then
+    for _, t in ipairs(like) do
+      if t:numel() ~= 1 then
+        check.fail(fn, "The vector v can only be None if the %s to the user-provided function is a single Tensor with a single element.", what)
+      end
+    end
+    local ones = {}
+    for i, t in ipairs(like) do ones[i] = wick.ones_like(t) end
+    return ones
+  end
+  local list = is_tensor(v) and { v } or v
+  if type(list) ~= "table" or #list ~= #like then
+    check.fail(fn, "v must have one tensor per %s (%d), got %s", what, #like, check.describe(v))
+  end
+  for i, t in ipairs(like) do
+    if not is_tensor(list[i]) or tostring(list[i]:size()) ~= tostring(t:size()) then
+      check.fail(fn, "Mismatch in shape: v[%d] has a shape %s while the %s has %s", i,
+        is_tensor(list[i]) and tostring(list[i]:size()) or check.describe(list[i]), what, tostring(t:size()))
+    end
+  end
+  return list
+end
+
+local function detached(list, create)
+  if create then return list end
+  local out = {}
+  for i, t in ipairs(list) do out[i] = t:detach() end
+  return out
+end
+
+--- autograd.functional.vjp(func, inputs[, v][, opts]) -> outputs, vjp
+function F.vjp(func, inputs, v, opts)
+  local fn = "vjp"
+  check.callable(func, fn, "func")
+  if opts == nil and type(v) == "table" and not is_tensor(v) and v[1] == nil and next(v) ~= nil then v, opts = nil, v end
+  opts = check.options(opts, fn, FUNCTIONAL)
+  local create = opts.create_graph == true
+  local xs, single_in = inputs_of(fn, inputs, create)
+  return wick.enable_grad(function()
+    local outs, single_out = outputs_of(fn, func(unpack(xs)))
+    local vs = vectors(fn, v, outs, "output")
+    local total = 0
+    for i, o in ipairs(outs) do total = total + (o * vs[i]):sum() end
+    local g = grads_of(total, xs, nil, create)
+    return result(detached(outs, create), single_out), result(g, single_in)
+  end)
+end
+
+-- J v by the double-vjp trick: the vjp is linear in its vector u, so its
+-- gradient with respect to u, along v, is J v
+local function jvp_of(fn, func, inputs, v, opts)
+  local create = opts.create_graph == true
+  local xs, single_in = inputs_of(fn, inputs, create)
+  local vs = vectors(fn, v, xs, "input")
+  return wick.enable_grad(function()
+    local outs, single_out = outputs_of(fn, func(unpack(xs)))
+    local us = {}
+    for i, o in ipairs(outs) do us[i] = wick.zeros_like(o):requires_grad_(true) end
+    local total = 0
+    for i, o in ipairs(outs) do total = total + (o * us[i]):sum() end
+    local g = grads_of(total, xs, nil, true)
+    local inner = 0
+    for i, gi in ipairs(g) do inner = inner + (gi * vs[i]):sum() end
+    local jv = {}
+    if is_tensor(inner) and inner.requires_grad then jv = grads_of(inner, us, nil, create)
+    else
+      for i, o in ipairs(outs) do jv[i] = wick.zeros_like(o) end
+    end
+    return result(detached(outs, create), single_out), result(jv, single_out)
+  end)
+end
+
+--- autograd.functional.jvp(func, inputs[, v][, opts]) -> outputs, jvp
+function F.jvp(func, inputs, v, opts)
+  check.callable(func, "jvp", "func")
+  if opts == nil and type(v) == "table" and not is_tensor(v) and v[1] == nil and next(v) ~= nil then v, opts = nil, v end
+  return jvp_of("jvp", func, inputs, v, check.options(opts, "jvp", FUNCTIONAL))
+end
+
+-- the Hessian of a one-element func along v (symmetric: H v = v H)
+local function hessian_vector(fn, func, inputs, v, opts)
+  check.callable(func, fn, "func")
+  if opts == nil and type(v) == "table" and not is_tensor(v) and v[1] == nil and next(v) ~= nil then v, opts = nil, v end
+  opts = check.options(opts, fn, FUNCTIONAL)
+  local create = opts.create_graph == true
+  local xs, single_in = inputs_of(fn, inputs, create)
+  local vs = vectors(fn, v, xs, "input")
+  return wick.enable_grad(function()
+    local out = func(unpack(xs))
+    if not is_tensor(out) or out:numel() ~= 1 then
+      check.fail(fn, "The function given to %s should return a single Tensor with a single element", fn)
+    end
+    local g = grads_of(out:reshape({}), xs, nil, true)
+    local inner = 0
+    for i, gi in ipairs(g) do inner = inner + (gi * vs[i]):sum() end
+    local hv
+    if is_tensor(inner) and inner.requires_grad then hv = grads_of(inner, xs, nil, create)
+    else
+      hv = {}
+      for i, x in ipairs(xs) do hv[i] = wick.zeros_like(x) end
+    end
+    return create and out or out:detach(), result(hv, single_in)
+  end)
+end
+
+--- autograd.functional.hvp(func, inputs, v[, opts]) -> output, H v
+function F.hvp(func, inputs, v, opts) return hessian_vector("hvp", func, inputs, v, opts) end
+--- autograd.functional.vhp(func, inputs, v[, opts]) -> output, v H
+function F.vhp(func, inputs, v, opts) return hessian_vector("vhp", func, inputs, v, opts) end
+
+-- ---- torch.func ----
+
+local T = {}
+
+-- argnums: 1-based position(s) of the differentiated argument(s)
+local function positions(fn, argnums)
+  if argnums == nil then return { 1 }, true end
+  if type(argnums) == "number" then
+    check.int(argnums, fn, "argnums", 1)
+    return { argnums }, true
+  end
+  check.table(argnums, fn, "argnums")
+  for i, a in ipairs(argnums) do check.int(a, fn, ("argnums[%d]"):format(i), 1) end
+  return argnums, false
+end
+
+local GRAD = { argnums = "number|table", has_aux = "boolean" }
+
+-- value, gradients (as the argument trees), aux of f at args
+local function value_and_grad(fn, f, o, ...)
+  local args = pack(...)
+  local at, single = positions(fn, o.argnums)
+  local xs, trees = {}, {}
+  local outer = false
+  for k, a in ipairs(at) do
+    if a > args.n then check.fail(fn, "argnums %d is out of range for %d argument(s)", a, args.n) end
+    local list = leaves(args[a])
+    if #list == 0 then check.fail(fn, "argument %d has no tensor to differentiate", a) end
+    outer = outer or any_tracked(list)
+    local copies = {}
+    for i, x in ipairs(list) do copies[i] = tracked(x); xs[#xs + 1] = copies[i] end
+    trees[k] = { a, copies }
+    args[a] = rebuild(args[a], copies)
+  end
+  return wick.enable_grad(function()
+    local r = pack(f(unpack(args, 1, args.n)))
+    local out, aux = r[1], r[2]
+    if o.has_aux then
+      if r.n ~= 2 then check.fail(fn, "has_aux = true: the function must return two values (output, aux)") end
+    end
+    if not is_tensor(out) or out:numel() ~= 1 then
+      check.fail(fn, "the function must return a tensor with one element (a scalar), got %s",
+        is_tensor(out) and tostring(out:size()) or check.describe(out))
+    end
+    local g = grads_of(out:reshape({}), xs, nil, outer)
+    local results, at_g = {}, 0
+    for k, tree in ipairs(trees) do
+      local n = #tree[2]
+      local part = {}
+      for i = 1, n do part[i] = g[at_g + i] end
+      at_g = at_g + n
+      results[k] = rebuild(args[tree[1]], part)
+    end
+    local grads = single and results[1] or results
+    if not outer then out = out:detach() end
+    return out, grads, aux
+  end)
+end
+
+--- func.grad(f[, argnums = 1[, has_aux = false]]) (or {argnums =, has_aux =}): a function of f's
+--- arguments returning the gradient of f (a one-element tensor) with respect to argument argnums
+function T.grad(f, ...)
+  check.callable(f, "func.grad", "func")
+  local o = check.positional("func.grad", { "argnums", "has_aux" }, GRAD, ...)
+  return function(...)
+    local _, g, aux = value_and_grad("func.grad", f, o, ...)
+    if o.has_aux then return g, aux end
+    return g
+  end
+end
+
+--- func.grad_and_value(f[, argnums[, has_aux]]): a function returning gradient, value
+function T.grad_and_value(f, ...)
+  check.callable(f, "func.grad_and_value", "func")
+  local o = check.positional("func.grad_and_value", { "argnums", "has_aux" }, GRAD, ...)
+  return function(...)
+    local v, g, aux = value_and_grad("func.grad_and_value", f, o, ...)
+    if o.has_aux then return g, v, aux end
+    return g, v
+  end
+end
+
+--- func.vjp(f, ...) -> output, vjp_fn: vjp_fn(cotangent) gives one gradient per argument
+function T.vjp(f, ...)
+  check.callable(f, "func.vjp", "func")
+  local args = pack(...)
+  local xs, outer = {}, false
+  for a = 1, args.n do
+    local list = leaves(args[a])
+    outer = outer or any_tracked(list)
+    local copies = {}
+    for i, x in ipairs(list) do copies[i] = tracked(x); xs[#xs + 1] = copies[i] end
+    args[a] = rebuild(args[a], copies)
+  end
+  local out = wick.enable_grad(function() return f(unpack(args, 1, args.n)) end)
+  local outs = leaves(out)
+  local function vjp_fn(cotangent)
+    local cs = leaves(cotangent)
+    if #cs ~= #outs then check.fail("func.vjp", "the cotangent must match the output's structure (%d tensors), got %d", #outs, #cs) end
+    return wick.enable_grad(function()
+      local total = 0
+      for i, o in ipairs(outs) do total = total + (o * cs[i]):sum() end
+      local g = grads_of(total, xs, nil, outer)
+      local results, at = {}, 0
+      for a = 1, args.n do
+        local n = #leaves(args[a])
+        local part = {}
+        for i = 1, n do part[i] = g[at + i] end
+        at = at + n
+        results[a] = rebuild(args[a], part)
+      end
+      return unpack(results, 1, args.n)
+    end)
+  end
+  return outer and out or map(out, function(t) return t:detach() end), vjp_fn
+end
+
+--- func.jacrev(f[, argnums = 1[, has_aux]]) and func.jacfwd: the Jacobian of f with respect to
+--- argument argnums (a tensor): shape output ++ input
+local function jac(fn)
+  return function(f, ...)
+    check.callable(f, fn, "func")
+    local o = check.positional(fn, { "argnums", "has_aux" }, GRAD, ...)
+    return function(...)
+      local args = pack(...)
+      local at, single = positions(fn, o.argnums)
+      local xs, outer = {}, false
+      for k, a in ipairs(at) do
+        if not is_tensor(args[a]) then check.fail(fn, "argument %d must be a tensor", a) end
+        outer = outer or args[a].requires_grad
+        xs[k] = tracked(args[a])
+        args[a] = xs[k]
+      end
+      return wick.enable_grad(function()
+        local r = pack(f(unpack(args, 1, args.n)))
+        local outs, single_out = outputs_of(fn, r[1])
+        local J = jacobian_of(outs, xs, outer)
+        local per_out = {}
+        for j = 1, #J do per_out[j] = single and J[j][1] or J[j] end
+        local value = single_out and per_out[1] or per_out
+        if o.has_aux then return value, r[2] end
+        return value
+      end)
+    end
+  end
+end
+T.jacrev = jac("func.jacrev")
+T.jacfwd = jac("func.jacfwd")
+
+--- func.hessian(f[, argnums = 1]): jacfwd(jacrev(f))
+function T.hessian(f, argnums)
+  return T.jacfwd(T.jacrev(f, argnums), argnums)
+end
+
+local VMAP = { in_dims = "number|table|boolean", out_dims = "number|table", randomness = "string", chunk_size = "number" }
+
+-- the sample b of x along dim d (1-based; negative from the end)
+local function sample_of(x, d, b) return x:select(d, b) end
+
+--- func.vmap(f[, in_dims = 1[, out_dims = 1]]) (or {in_dims =, out_dims =, randomness =, chunk_size =}):
+--- f over the samples of its arguments along in_dims (per argument: a dim, or false for one shared
+--- by all samples), its results stacked along out_dims
+function T.vmap(f, ...)
+  check.callable(f, "func.vmap", "func")
+  local o = check.positional("func.vmap", { "in_dims", "out_dims", "randomness", "chunk_size" }, VMAP, ...)
+  local in_dims = o.in_dims == nil and 1 or o.in_dims
+  local out_dims = o.out_dims or 1
+  return function(...)
+    local args = pack(...)
+    local dims = {}
+    for a = 1, args.n do
+      local d = in_dims
+      if type(in_dims) == "table" then d = in_dims[a] end
+      dims[a] = d ~= false and d or nil
+    end
+    local B
+    for a = 1, args.n do
+      if dims[a] then
+        for _, x in ipairs(leaves(args[a])) do
+          local d = dims[a] < 0 and x:dim() + dims[a] + 1 or dims[a]
+          if d < 1 or d > x:dim() then
+            check.fail("func.vmap", "in_dims %d is out of range for argument %d of %d dims", dims[a], a, x:dim())
+          end
+          local n = x:size(d)
+          if B and n ~= B then
+            check.fail("func.vmap", "Expected all tensors to have the same size in the mapped dimension, got both %d and %d for the mapped dimension", B, n)
+          end
+          B = n
+        end
+      end
+    end
+    if not B then check.fail("func.vmap", "at least one argument must be mapped over (in_dims are all None/false)") end
+    local results = {}
+    for b = 1, B do
+      local call = {}
+      for a = 1, args.n do
+        call[a] = dims[a] and map(args[a], function(x) return sample_of(x, dims[a], b) end) or args[a]
+      end
+      results[b] = pack(f(unpack(call, 1, args.n)))
+    end
+    local first = results[1]
+    local outs = {}
+    for r = 1, first.n do
+      local od = type(out_dims) == "table" and out_dims[r] or out_dims
+      local columns = {}
+      for b = 1, B do columns[b] = leaves(results[b][r]) end
+      local stacked = {}
+      for i = 1, #columns[1] do
+        local items = {}
+        for b = 1, B do items[b] = columns[b][i] end
+        stacked[i] = wick.stack(items, od)
+      end
+      outs[r] = is_tensor(first[r]) and stacked[1] or rebuild(first[r], stacked)
+    end
+    return unpack(outs, 1, first.n)
+  end
+end
+
+-- the module owning a dotted name, and the last part
+local function owner_of(module, name)
+  local m, last = module, name
+  for part in name:gmatch("([^.]+)%.") do
+    local child = m[tonumber(part) or part]
+    if not check.is_module(child) then check.fail("functional_call", "the module has no submodule for '%s'", name) end
+    m = child
+  end
+  last = name:match("([^.]+)$")
+  return m, tonumber(last) or last
+end
+
+--- func.functional_call(module, params_and_buffers, args[, kwargs]): module(args) with its
+--- parameters and buffers of those names replaced by the given tensors (a table name -> tensor, or
+--- a list of such tables), the module left as it was after
+function T.functional_call(module, tensors, args, kwargs)
+  check.module(module, "functional_call", "module")
+  check.table(tensors, "functional_call", "parameter_and_buffer_dicts")
+  if kwargs ~= nil then check.fail("functional_call", "keyword arguments are not supported (pass them in args)") end
+  local dicts = tensors[1] ~= nil and tensors or { tensors }
+  local saved = {}
+  local ok, r = pcall(function()
+    for _, d in ipairs(dicts) do
+      for name, t in pairs(d) do
+        if type(name) ~= "string" or not is_tensor(t) then
+          check.fail("functional_call", "expected name -> tensor entries, got %s -> %s", tostring(name), check.describe(t))
+        end
+        local m, key = owner_of(module, name)
+        if not is_tensor(rawget(m, key)) then check.fail("functional_call", "the module has no tensor named '%s'", name) end
+        saved[#saved + 1] = { m, key, rawget(m, key) }
+        rawset(m, key, t)
+      end
+    end
+    if is_tensor(args) then return pack(module(args)) end
+    if type(args) ~= "table" then return pack(module(args)) end
+    return pack(module(unpack(args)))
+  end)
+  for i = #saved, 1, -1 do rawset(saved[i][1], saved[i][2], saved[i][3]) end
+  if not ok then error(r, 0) end
+  return unpack(r, 1, r.n)
+end
+
+--- func.stack_module_state(models) -> params, buffers: each name's tensors stacked along a new
+--- first dimension (for vmap over an ensemble), the stacked parameters leaves that require grad
+function T.stack_module_state(models)
+  check.table(models, "stack_module_state", "models")
+  if #models == 0 then check.fail("stack_module_state", "Expected at least one model, got 0.") end
+  local function stacked(named)
+    local order, by = {}, {}
+    for i, m in ipairs(models) do
+      check.module(m, "stack_module_state", ("models[%d]"):format(i))
+      for name, t in named(m) do
+        if not by[name] then by[name] = {}; order[#order + 1] = name end
+        by[name][i] = t:detach()
+      end
+    end
+    local out = {}
+    for _, name in ipairs(order) do out[name] = wick.stack(by[name]) end
+    return out
+  end
+  local params = stacked(function(m) return m:named_parameters() end)
+  for _, t in pairs(params) do t:requires_grad_(true) end
+  return params, stacked(function(m) return m:named_buffers() end)
+end
+
+T._functional = F
+return T
