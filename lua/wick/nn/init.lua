@@ -10,6 +10,7 @@ nn.functional = require("wick.nn.functional")
 nn.utils = require("wick.nn.utils")
 nn.utils.rnn = require("wick.nn.rnn_utils") -- pad_sequence, pack_padded_sequence, ...
 nn.utils.parametrize = require("wick.nn.parametrize")
+nn.utils.prune = require("wick.nn.prune")
 for name, value in pairs(require("wick.nn.reparam")) do nn.utils[name] = value end -- weight_norm, spectral_norm, parametrizations
 nn.init = require("wick.nn.initializers")
 nn.Parameter = nn.Parameter or require("wick.nn.layers").Parameter

@@ -1,0 +1,56 @@
+-- nn.utils.prune (lua/wick/nn/prune.lua): masks worked out by hand, pruning
+-- again among what is kept, PyTorch's state-dict names, remove.
+local wick = require("wick")
+local nn = wick.nn
+local prune = nn.utils.prune
+local support = require("spec.support")
+
+local function linear_with(w)
+  local l = nn.Linear(#w[1], #w)
+  wick.no_grad(function() l.weight:copy_(wick.tensor(w)) end)
+  return l
+end
+
+describe("nn.utils.prune", function()
+  it("l1_unstructured zeroes the smallest magnitudes; again, among those kept", function()
+    local l = linear_with({ { 1, -5, 3 }, { -2, 6, 0.5 } })
+    prune.l1_unstructured(l, "weight", 0.5) -- round(0.5 * 6) = 3: 0.5, 1, -2
+    assert.are.same({ { 0, 1, 1 }, { 0, 1, 0 } }, l.weight_mask:tolist())
+    assert.are.same({ { 0, -5, 3 }, { 0, 6, 0 } }, l.weight:tolist())
+    prune.l1_unstructured(l, "weight", 1) -- one more of the 3 kept: 3
+    assert.are.same({ { 0, 1, 0 }, { 0, 1, 0 } }, l.weight_mask:tolist())
+    local keys = {}
+    for k in pairs(l:state_dict()) do keys[#keys + 1] = k end
+    table.sort(keys)
+    assert.are.same({ "bias", "weight_mask", "weight_orig" }, keys)
+    assert.are.equal(2, #l:parameters()) -- bias, weight_orig
+    -- the forward uses the pruned weight, recomputed from weight_orig
+    wick.no_grad(function() l.weight_orig:fill_(1) end)
+    local y = l(wick.ones(1, 3))
+    assert.is_true((y - (l.bias + 1)):abs():max():item() < 1e-6) -- one kept weight of 1 per output
+    assert.is_true(l.weight_orig.grad == nil)
+    prune.remove(l, "weight")
+    assert.are.same({ { 0, 1, 0 }, { 0, 1, 0 } }, l.weight:tolist())
+    assert.is_true(l.weight.requires_grad)
+    assert.is_false(prune.is_pruned(l))
+  end)
+
+  it("ln_structured keeps the channels of largest norm; global_unstructured prunes across tensors", function()
+    local l = linear_with({ { 1, 1 }, { 3, 0 }, { 0, 0.5 } })
+    prune.ln_structured(l, "weight", 1, 2, 1) -- one output channel, the smallest L2 norm (row 3)
+    assert.are.same({ { 1, 1 }, { 1, 1 }, { 0, 0 } }, l.weight_mask:tolist())
+    local a, b = linear_with({ { 4, 1 } }), linear_with({ { 2, 3 } })
+    prune.global_unstructured({ { a, "weight" }, { b, "weight" } }, { pruning_method = prune.L1Unstructured, amount = 2 })
+    assert.are.same({ { 1, 0 } }, a.weight_mask:tolist())
+    assert.are.same({ { 0, 1 } }, b.weight_mask:tolist())
+    assert.is_true(prune.is_pruned(nn.Sequential(a)))
+  end)
+
+  it("refuses bad amounts and unknown names", function()
+    local l = nn.Linear(2, 2)
+    support.assert_error_has(function() prune.l1_unstructured(l, "weight", 5) end, "should be smaller than the number of parameters")
+    support.assert_error_has(function() prune.l1_unstructured(l, "weight", 1.5) end, "range [0, 1]")
+    support.assert_error_has(function() prune.l1_unstructured(l, "nope", 0.5) end, "does not exist")
+    support.assert_error_has(function() prune.remove(l, "weight") end, "has to be pruned before")
+  end)
+end)
