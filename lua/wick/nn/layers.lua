@@ -1144,4 +1144,65 @@ L.SmoothL1Loss = loss_class("SmoothL1Loss", F.smooth_l1_loss, known(true, "reduc
 L.HuberLoss = loss_class("HuberLoss", F.huber_loss, known(false, "reduction", "delta"))
 L.KLDivLoss = loss_class("KLDivLoss", F.kl_div, known(true, "reduction", "log_target"))
 
+-- ---- lazy modules ----
+-- nn.LazyLinear(out_features[, ...]) and the others: the base layer's
+-- arguments without the input size, which the first forward reads from its
+-- input (features: the last dim; channels: dim 2, or 1 unbatched); the module
+-- then becomes the base layer (its class, parameters made on the input's
+-- device, in its floating dtype unless `dtype` was given), as PyTorch's.
+local unpack = table.unpack or unpack -- luacheck: ignore
+local function lazy_class(name, base, spatial, size_of)
+  local C = Module:extend(name)
+  function C:init(...)
+    rawset(self, "_lazy", { n = select("#", ...), ... })
+  end
+  function C:forward(x, ...)
+    check.tensor(x, name, "input")
+    local n = size_of(x, spatial)
+    if n == nil then check.fail(name, "cannot infer the input size from a %d-D input", x:dim()) end
+    local args = rawget(self, "_lazy")
+    local list = { n }
+    for i = 1, args.n do list[i + 1] = args[i] end
+    local last = list[#list]
+    -- the base layer's device and dtype: the options', else the input's
+    if type(last) ~= "table" or getmetatable(last) ~= nil or #last > 0 then
+      last = {}
+      list[#list + 1] = last
+    else
+      local copy = {}
+      for k, v in pairs(last) do copy[k] = v end
+      last = copy
+      list[#list] = last
+    end
+    if last.device == nil then last.device = x.device end
+    if last.dtype == nil and x:is_floating_point() then last.dtype = x.dtype end
+    local m = base(unpack(list, 1, #list))
+    local hooks, pre = rawget(self, "_forward_hooks"), rawget(self, "_forward_pre_hooks")
+    local training = self.training
+    for k in pairs(self) do rawset(self, k, nil) end
+    for k, v in pairs(m) do rawset(self, k, v) end
+    rawset(self, "_forward_hooks", hooks)
+    rawset(self, "_forward_pre_hooks", pre)
+    rawset(self, "training", training)
+    setmetatable(self, getmetatable(m))
+    return self:forward(x, ...)
+  end
+  function C:extra_repr() return "uninitialized" end
+  return C
+end
+local function features(x) return x:dim() >= 1 and x:size(-1) or nil end
+local function channels(x, spatial)
+  if x:dim() == spatial + 2 then return x:size(2) end
+  if x:dim() == spatial + 1 then return x:size(1) end
+end
+local function norm_channels(x) return x:dim() >= 2 and x:size(2) or nil end
+L.LazyLinear = lazy_class("LazyLinear", L.Linear, 0, features)
+for _, c in ipairs({ { "Conv1d", 1 }, { "Conv2d", 2 }, { "Conv3d", 3 }, { "ConvTranspose1d", 1 },
+  { "ConvTranspose2d", 2 }, { "ConvTranspose3d", 3 } }) do
+  if L[c[1]] then L["Lazy" .. c[1]] = lazy_class("Lazy" .. c[1], L[c[1]], c[2], channels) end
+end
+for _, c in ipairs({ "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d" }) do
+  if L[c] then L["Lazy" .. c] = lazy_class("Lazy" .. c, L[c], 0, norm_channels) end
+end
+
 return L
