@@ -306,6 +306,18 @@ describe("the random generator", function()
     assert.are.same(a, b)
   end)
 
+  it("randn in float32 (its vectorised kernel) is the float64 draw to float precision, N(0, 1)", function()
+    for _, seed in ipairs({ 1, 7 }) do
+      wick.manual_seed(seed)
+      local a = wick.randn(200003) -- a tail shorter than the 16 lanes
+      wick.manual_seed(seed)
+      local b = wick.randn(200003, { dtype = "float64" })
+      assert.is_true((a:double() - b):abs():max():item() < 4e-6)
+      assert.is_true(math.abs(a:mean():item()) < 0.01)
+      assert.is_true(math.abs(a:std():item() - 1) < 0.01)
+    end
+  end)
+
   it("manual_seed makes randn repeatable", function()
     wick.manual_seed(99)
     local a = wick.randn(7, 3):totable()
