@@ -284,6 +284,12 @@ void wl_open_defaults(lua_State *L) {
     luaL_register(L, NULL, fns);
 }
 
+int wl_boolean_option(lua_State *L, int idx, const char *fn, const char *name) {
+    if (!lua_isboolean(L, idx))
+        wl_raise(L, "%s: expected a boolean for option '%s', got %s", fn, name, luaL_typename(L, idx));
+    return lua_toboolean(L, idx);
+}
+
 int wl_options(lua_State *L, int idx, wick_options *opt, const char *fn) {
     int requires_grad = -1;
     if (idx == 0 || lua_isnoneornil(L, idx)) return requires_grad;
@@ -293,9 +299,12 @@ int wl_options(lua_State *L, int idx, wick_options *opt, const char *fn) {
         const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
         if (key && strcmp(key, "dtype") == 0) opt->dtype = wl_dtype(L, lua_gettop(L), fn);
         else if (key && strcmp(key, "device") == 0) opt->device = wl_device(L, lua_gettop(L), fn);
-        else if (key && strcmp(key, "requires_grad") == 0) requires_grad = lua_toboolean(L, -1);
-        else if (key && strcmp(key, "non_blocking") == 0 && strcmp(fn, "to") == 0) opt->non_blocking = lua_toboolean(L, -1);
-        else wl_raise(L, "%s: unknown option '%s' (expected dtype, device or requires_grad)", fn, key ? key : "?");
+        else if (key && strcmp(key, "requires_grad") == 0) requires_grad = wl_boolean_option(L, -1, fn, key);
+        else if (key && strcmp(key, "non_blocking") == 0 && strcmp(fn, "to") == 0)
+            opt->non_blocking = wl_boolean_option(L, -1, fn, key);
+        else
+            wl_raise(L, "%s: unknown option '%s' (expected %s)", fn, key ? key : "?",
+                     strcmp(fn, "to") == 0 ? "dtype, device or non_blocking" : "dtype, device or requires_grad");
         lua_pop(L, 1);
     }
     return requires_grad;

@@ -471,6 +471,8 @@ WL_FUNCTION(t_is_parameter) {
 /* t.requires_grad = b, and t:requires_grad_([b]) which returns t */
 WL_FUNCTION(t_set_requires_grad) {
     wick_tensor *a = SELF("requires_grad");
+    if (!lua_isnoneornil(L, 2) && !lua_isboolean(L, 2))
+        wl_raise(L, "requires_grad: expected a boolean, got %s", luaL_typename(L, 2));
     wl_check(L, wick_set_requires_grad(a, lua_isnone(L, 2) ? 1 : lua_toboolean(L, 2)));
     lua_settop(L, 1);
     return 1;

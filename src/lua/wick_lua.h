@@ -72,6 +72,8 @@ wick_dtype wl_dtype(lua_State *L, int idx, const char *fn);
 const char *wl_index_dtype_hint(wick_dtype d);
 /* A Lua value as a scalar operand: numbers and booleans. */
 int wl_toscalar(lua_State *L, int idx, wick_scalar *s);
+/* The boolean at idx, the value of option `name` of fn, or an error naming it. */
+int wl_boolean_option(lua_State *L, int idx, const char *fn, const char *name);
 /* Index of the trailing options table in [first, top], or 0 if none. */
 int wl_trailing_options(lua_State *L, int first);
 /* Adds 1 in place to a tensor of 0-based indices the core returned (not on meta). */
