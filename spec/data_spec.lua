@@ -320,11 +320,30 @@ describe("DataLoader", function()
     assert_close(batches[3][2], { 70 })
   end)
 
-  it("a collate_fn replaces the default collation", function()
-    local loader = data.DataLoader(plain, { batch_size = 4, collate_fn = function(column) return #column end })
+  it("a collate_fn gets PyTorch's list of samples; its results are the batch's values", function()
+    local seen
+    local loader = data.DataLoader(plain, { batch_size = 4, collate_fn = function(batch)
+      seen = batch
+      return #batch, #batch[1]
+    end })
     local b = collect(loader)
-    assert.are.same({ 4, 4, 4 }, b[1])
-    assert.are.same({ 3, 3, 3 }, b[2])
+    assert.are.same({ 4, 3 }, b[1]) -- 4 samples of 3 values each
+    assert.are.same({ 3, 3 }, b[#b]) -- the last batch: 3 samples
+    assert.is_true(wick.is_tensor(seen[1][1]))
+    -- the language-translation tutorial's collate: samples unpacked, the batch returned as a pair
+    local ds2 = data.TensorDataset(wick.randn(4, 2), wick.tensor({ 10, 20, 30, 40 }))
+    local pairs_loader = data.DataLoader(ds2, { batch_size = 2, collate_fn = function(batch)
+      local xs, ys = {}, {}
+      for i, sample in ipairs(batch) do xs[i], ys[i] = sample[1], sample[2] end
+      return { wick.stack(xs), wick.stack(ys) }
+    end })
+    for x, y in pairs_loader do
+      assert.are.same({ 2, 2 }, x:size())
+      assert.are.same({ 2 }, y:size())
+    end
+    -- default_collate inside a collate_fn collates the list as the loader would
+    local same = data.DataLoader(ds2, { batch_size = 2, collate_fn = data.default_collate })
+    for x, y in same do assert.are.same({ 2 }, y:size()); assert.are.same({ 2, 2 }, x:size()) end
   end)
 
   it("the device option delivers every batch on that device", function()

@@ -51,11 +51,8 @@ function amp.GradScaler(...)
 end
 
 local function is_scaler(s) return getmetatable(s) == GradScaler end
-local function self_check(s, fn)
-  if not is_scaler(s) then check.fail("GradScaler:" .. fn, "expected a GradScaler as self (call it with ':')") end
-end
 
-function GradScaler:is_enabled() self_check(self, "is_enabled"); return self._enabled end
+function GradScaler:is_enabled() return self._enabled end
 
 local function lazy_init(self, device)
   self._scale = wick.full({ 1 }, self._init_scale, { dtype = "float32", device = device })
@@ -102,7 +99,6 @@ end
 --- scaler:scale(outputs): outputs (a tensor, or a table of them) times the scale;
 --- unchanged when disabled.
 function GradScaler:scale(outputs)
-  self_check(self, "scale")
   if not self._enabled then return outputs end
   return scale_value(self, outputs)
 end
@@ -110,7 +106,6 @@ end
 --- scaler:unscale_(optimizer): divides the optimizer's gradients by the scale in
 --- place (once per step) and records whether any was inf or NaN.
 function GradScaler:unscale_(optimizer)
-  self_check(self, "unscale_")
   if not self._enabled then return end
   local scale = check_scale(self, "unscale_")
   local st = optimizer_state(self, optimizer)
@@ -155,7 +150,6 @@ end
 --- scaler:step(optimizer, ...): unscales (unless unscale_ ran) and calls
 --- optimizer:step(...) unless a gradient was inf or NaN; returns its result.
 function GradScaler:step(optimizer, ...)
-  self_check(self, "step")
   if not self._enabled then return optimizer:step(...) end
   check_scale(self, "step")
   local st = optimizer_state(self, optimizer)
@@ -179,7 +173,6 @@ local function f32(x) return wick.full({ 1 }, x, { dtype = "float32" }):item() e
 --- backoff_factor times it when a step found inf/NaN, growth_factor times it
 --- after growth_interval clean steps in a row.
 function GradScaler:update(new_scale)
-  self_check(self, "update")
   if not self._enabled then return end
   local scale = check_scale(self, "update")
   if new_scale ~= nil then
@@ -219,7 +212,6 @@ end
 
 --- The current scale (a number); init_scale before the first scale(); 1 when disabled.
 function GradScaler:get_scale()
-  self_check(self, "get_scale")
   if not self._enabled then return 1.0 end
   if self._scale == nil then return self._init_scale end
   return self._scale:item()
@@ -235,7 +227,6 @@ function GradScaler:set_growth_interval(v) check.int(v, "GradScaler:set_growth_i
 --- PyTorch's state dict: scale, growth_factor, backoff_factor, growth_interval,
 --- _growth_tracker; empty when disabled.
 function GradScaler:state_dict()
-  self_check(self, "state_dict")
   if not self._enabled then return {} end
   return { scale = self:get_scale(), growth_factor = self._growth_factor, backoff_factor = self._backoff_factor,
     growth_interval = self._growth_interval,
@@ -243,7 +234,6 @@ function GradScaler:state_dict()
 end
 
 function GradScaler:load_state_dict(sd)
-  self_check(self, "load_state_dict")
   if not self._enabled then return end
   check.table(sd, "GradScaler:load_state_dict", "state_dict")
   if next(sd) == nil then
@@ -264,5 +254,7 @@ function GradScaler:__tostring()
   return ("GradScaler(device='%s', scale=%s, enabled=%s)"):format(self._device, tostring(self:get_scale()),
     tostring(self._enabled))
 end
+
+check.receivers(GradScaler, "GradScaler")
 
 return amp

@@ -247,4 +247,22 @@ function C.positional(fn, names, spec, ...)
   return C.options(out, fn, spec)
 end
 
+--- C.receivers(class, name): every method of class (its function fields but
+--- the metamethods) checks its receiver first, so obj.method() (a '.' for a
+--- ':') is an error at the caller's line naming the method, not one inside it.
+function C.receivers(class, name)
+  for k, f in pairs(class) do
+    if type(f) == "function" and type(k) == "string" and k:sub(1, 2) ~= "__" then
+      class[k] = function(self, ...)
+        if type(self) ~= "table" or getmetatable(self) ~= class then
+          raise(("%s:%s: expected a %s as self, got %s (call it with ':', as obj:%s(...))"):format(name, k, name,
+            describe(self), k))
+        end
+        return f(self, ...)
+      end
+    end
+  end
+  return class
+end
+
 return C

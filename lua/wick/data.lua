@@ -148,18 +148,31 @@ local function collate(samples)
 end
 data.default_collate = collate
 
--- The batch of `indices` as a table {x, y, ...}: ds:get_batch(indices) where the
--- dataset has it and the collation is the default, else the samples' values
--- collated column by column.
+local function pack_values(...) return { n = select("#", ...), ... } end
+
+-- The batch of `indices` as a table {x, y, ...} (the values the loop gets):
+-- ds:get_batch(indices) where the dataset has it and the collation is the
+-- default, else the samples' values collated column by column; a collate_fn of
+-- the user's gets PyTorch's list of samples (a sample of several values as an
+-- array {x, y}), and its results (several values, or one array of them, as
+-- Python's `return xs, ys`) are the batch.
 local function fetch(ds, indices, collate_fn)
   if ds.get_batch and collate_fn == collate then return ds:get_batch(indices) end
   local samples = {}
-  for k, i in ipairs(indices) do samples[k] = { ds:get(i) } end
+  for k, i in ipairs(indices) do samples[k] = pack_values(ds:get(i)) end
+  if collate_fn ~= collate then
+    local list = {}
+    for k, s in ipairs(samples) do list[k] = s.n == 1 and s[1] or { unpack(s, 1, s.n) } end
+    local r = pack_values(collate_fn(list))
+    local one = r[1]
+    if r.n == 1 and type(one) == "table" and getmetatable(one) == nil and one[1] ~= nil then return one end
+    return { unpack(r, 1, r.n) }
+  end
   local batch = {}
-  for col = 1, samples[1] and #samples[1] or 0 do
+  for col = 1, samples[1] and samples[1].n or 0 do
     local column = {}
     for k, s in ipairs(samples) do column[k] = s[col] end
-    batch[col] = collate_fn(column)
+    batch[col] = collate(column)
   end
   return batch
 end

@@ -776,6 +776,7 @@ end
 --- Moves a tensor, or every tensor inside a (nested) table, to a device: one
 --- batch of copies (wick.cuda.batch), so the call waits for a GPU once.
 function wick.to_device(value, device)
+  if type(device) == "number" then device = wick.device("cuda:" .. check.int(device, "to_device", "device", 0)) end -- t:to(0)'s ordinal
   if type(device) ~= "string" and type(device) ~= "table" then check.expected("to_device", "device", "a device", device) end
   if getmetatable(value) == mt then return value:to(device) end
   if type(value) ~= "table" then return value end

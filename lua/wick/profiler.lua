@@ -466,4 +466,7 @@ end
 
 Profile.__tostring = function(p) return p:key_averages():table() end
 
+check.receivers(Profile, "profile")
+check.receivers(Averages, "key_averages")
+
 return profiler

@@ -56,7 +56,13 @@ local function place(storage, location, map_location)
     end
     return r:contiguous():view(-1)
   elseif type(map_location) == "table" and getmetatable(map_location) ~= wick.Device then
+    -- keys and values: device strings or objects ({[wick.device("cuda:1")] = "cpu"})
     local renamed = map_location[location]
+    if renamed == nil then
+      for k, v in pairs(map_location) do
+        if tostring(wick.device(k)) == location then renamed = v end
+      end
+    end
     if renamed ~= nil then target = tostring(wick.device(renamed)) end
     cuda_target_check(target)
   else
@@ -79,6 +85,16 @@ function serialize.load(path, opts)
   local map = opts.map_location
   if type(map) == "string" and not pcall(wick.device, map) then
     wick.error(("wick.load: invalid map_location '%s' (accepted: a device such as 'cpu' or 'cuda:0', a table renaming locations, or a function)"):format(map))
+  end
+  if type(map) == "table" and getmetatable(map) ~= wick.Device then
+    for k, v in pairs(map) do
+      for _, d in ipairs({ k, v }) do
+        if not pcall(wick.device, d) then
+          wick.error(("wick.load: invalid device %s in the map_location table (its keys and values are devices: 'cpu', 'cuda:0', or device objects)")
+            :format(type(d) == "string" and ("'" .. d .. "'") or tostring(d)))
+        end
+      end
+    end
   end
   local ckpt, storages, devices = core.ckpt_load(path, opts.verify, opts.mmap == true)
   -- each storage once where map_location puts it, then the tree's views of them

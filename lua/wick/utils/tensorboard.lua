@@ -545,4 +545,6 @@ end
 
 SummaryWriter.__tostring = function(self) return ("SummaryWriter(log_dir='%s')"):format(self.log_dir) end
 
+check.receivers(SummaryWriter, "SummaryWriter")
+
 return tb
