@@ -139,6 +139,13 @@ Size.__eq = function(a, b)
 end
 function Size.numel(s) local n = 1; for i = 1, #s do n = n * s[i] end; return n end
 wick.Size = Size
+--- wick.Size({2, 3}) (or wick.Size(2, 3)): torch.Size, comparable with == to a tensor's shape
+setmetatable(Size, { __call = function(_, first, ...)
+  local dims = type(first) == "table" and first or { first, ... }
+  local s = {}
+  for i, v in ipairs(dims) do s[i] = check.int(v, "Size", ("size[%d]"):format(i), 0) end
+  return setmetatable(s, Size)
+end })
 
 -- t:size(): a wick.Size too (an array that prints as [2, 3], not as a table's address)
 local tensor_size = Tensor.size
@@ -495,6 +502,19 @@ for _, name in ipairs({ "tensor", "zeros", "ones", "empty", "rand", "randn", "fu
   wick[name] = core[name]
 end
 wick.cat, wick.stack = with_out("cat", core.cat), with_out("stack", core.stack)
+-- torch.zeros(size=(2, 3), dtype=...) as one keyword table: wick.zeros{size = {2, 3}, dtype = ...}
+for _, name in ipairs({ "zeros", "ones", "empty", "rand", "randn" }) do
+  local make = core[name]
+  wick[name] = function(...)
+    local a = ...
+    if type(a) == "table" and select("#", ...) == 1 and getmetatable(a) == nil and a[1] == nil and a.size ~= nil then
+      local opts = {}
+      for k, v in pairs(a) do if k ~= "size" then opts[k] = v end end
+      return make(a.size, opts)
+    end
+    return make(...)
+  end
+end
 
 function wick.is_tensor(v) return getmetatable(v) == mt end
 wick.ops = require("wick.ops")(wick) -- tril, split, topk, multinomial, einsum, random fills, ... (ops.lua)

@@ -124,10 +124,15 @@ return function(wick)
   end
 
   local TOPK = { dim = "integer", largest = "boolean", sorted = "boolean" }
-  --- t:topk(k[, dim = -1[, largest = true[, sorted = true]]]) or t:topk(k, {dim =, largest =, sorted =}):
-  --- values, indices (1-based); ties come in no promised order, as in PyTorch.
+  local TOPK_K = { k = "integer", dim = "integer", largest = "boolean", sorted = "boolean" }
+  --- t:topk(k[, dim = -1[, largest = true[, sorted = true]]]) or t:topk(k, {dim =, largest =, sorted =})
+  --- (or t:topk{k =, dim =, ...}): values, indices (1-based); ties come in no promised order, as in PyTorch.
   function Tensor.topk(t, k, dim, largest, sorted)
     check.tensor(t, "topk", "self")
+    if type(k) == "table" and dim == nil then -- all by keyword: torch.topk(x, k=1, dim=-1)
+      local o = check.options(k, "topk", TOPK_K)
+      k, dim, largest, sorted = o.k, o.dim, o.largest, o.sorted
+    end
     check.int(k, "topk", "k", 0)
     if type(dim) == "table" then
       local o = check.options(dim, "topk", TOPK)
