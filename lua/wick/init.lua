@@ -731,7 +731,13 @@ wick.no_grad = grad_mode(false, "no_grad")
 wick.enable_grad = grad_mode(true, "enable_grad")
 --- wick.inference_mode(fn, ...): wick.no_grad (PyTorch's faster no-grad mode; here the same)
 wick.inference_mode = grad_mode(false, "inference_mode")
-wick.set_grad_enabled = core.set_grad_enabled
+--- wick.set_grad_enabled(b): switches grad mode; wick.set_grad_enabled(b, fn, ...) runs fn(...)
+--- in that mode and restores the previous one (PyTorch's `with torch.set_grad_enabled(b):`)
+function wick.set_grad_enabled(enabled, fn, ...)
+  if fn == nil then return core.set_grad_enabled(enabled) end
+  check.boolean(enabled, "set_grad_enabled", "mode")
+  return with_grad_mode(enabled, "set_grad_enabled", fn, ...)
+end
 
 -- ---- autocast (mixed precision): the switch and dtype live in the core, per
 -- thread and device type (src/core/autocast.c), so ops called from C follow it too

@@ -1110,24 +1110,31 @@ end
 local function pair_loss(fn, x1, x2, y, opts, spec)
   tensor(x1, fn, "input1")
   tensor(x2, fn, "input2")
+  -- the target by keyword: loss(x1, x2, {target = y})
+  if type(y) == "table" and getmetatable(y) == nil and wick.is_tensor(y.target) then
+    local rest = {}
+    for k, v in pairs(y) do if k ~= "target" then rest[k] = v end end
+    for k, v in pairs(opts or {}) do rest[k] = v end
+    y, opts = y.target, next(rest) ~= nil and rest or opts
+  end
   tensor(y, fn, "target")
   if opts ~= nil and (type(opts) ~= "table" or getmetatable(opts) ~= nil) then
     check.fail(fn, "expected an options table as argument 4, got %s", check.describe(opts))
   end
   opts = legacy_reduction(fn, check.options(opts, fn, spec))
   if opts.reduction ~= nil then check.one_of(opts.reduction, fn, "reduction", REDUCTIONS) end
-  return opts
+  return opts, y
 end
 local MARGIN = with_legacy({ reduction = "string", margin = "number" })
 --- F.margin_ranking_loss(x1, x2, y[, {margin = 0, reduction}]): max(0, -y (x1 - x2) + margin)
 function F.margin_ranking_loss(x1, x2, y, opts)
-  opts = pair_loss("margin_ranking_loss", x1, x2, y, opts, MARGIN)
+  opts, y = pair_loss("margin_ranking_loss", x1, x2, y, opts, MARGIN)
   return reduce((-y * (x1 - x2) + (opts.margin or 0)):clamp_min(0), opts.reduction)
 end
 --- F.cosine_embedding_loss(x1, x2, y[, {margin = 0, reduction}]): 1 - cos where y = 1,
 --- max(0, cos - margin) where y = -1 (cosines along dim 2)
 function F.cosine_embedding_loss(x1, x2, y, opts)
-  opts = pair_loss("cosine_embedding_loss", x1, x2, y, opts, MARGIN)
+  opts, y = pair_loss("cosine_embedding_loss", x1, x2, y, opts, MARGIN)
   local dim = x1:dim() > 1 and 2 or 1
   local cos = (x1 * x2):sum(dim) / ((x1 * x1):sum(dim) * (x2 * x2):sum(dim) + 1e-12):sqrt()
   local loss = wick.where(y:eq(1), 1 - cos, (cos - (opts.margin or 0)):clamp_min(0))

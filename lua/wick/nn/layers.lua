@@ -864,6 +864,26 @@ local function array_container(C, name, check_item, named)
         if names[i] == key then return rawget(self, i) end
       end
     end
+    if type(key) == "table" then -- m[{{a, b}}]: PyTorch's m[a-1:b], a new container of the same entries
+      local r = key[1]
+      if #key ~= 1 or type(r) ~= "table" or getmetatable(r) ~= nil or type(r[1]) ~= "number" then
+        check.fail(name, "a %s is sliced with {{first, last}} (inclusive, negative from the end), got another table key", name)
+      end
+      local a, b = r[1], r[2] or n
+      check.int(a, name, "first")
+      check.int(b, name, "last")
+      if a < 0 then a = n + 1 + a end
+      if b < 0 then b = n + 1 + b end
+      if a < 1 or b > n or a > b + 1 then
+        check.fail(name, "the range {%d, %d} reaches past the %d entries (indices count from 1)", r[1], r[2] or n, n)
+      end
+      local out = L[name]()
+      for i = a, b do
+        local item = rawget(self, i)
+        if names and names[i] then add_named(out, name, names[i], item) else out:append(item) end
+      end
+      return out
+    end
   end
   function C:len() return rawlen(self) end
   -- list:get(i): i may be negative (from the end)

@@ -493,6 +493,7 @@ end
 
 function Module:train(mode)
   this(self, "train")
+  if type(mode) == "table" and getmetatable(mode) == nil then mode = check.options(mode, "train", { mode = "boolean" }).mode end
   mode = check.opt_boolean(mode, "train", "mode", true)
   for _, m in ipairs(self:modules()) do rawset(m, "training", mode) end
   return self
