@@ -881,6 +881,11 @@ end
 
 function wick.cuda.with_device(i, fn, ...)
   check.callable(fn, "wick.cuda.with_device", "fn")
+  -- torch.cuda.device(None) and device(-1) change nothing
+  if i == nil or i == false or i == -1 then return fn(...) end
+  if not wick.cuda.is_available() then
+    check.fail("wick.cuda.with_device", "no CUDA GPU is available (wick.cuda.is_available() is false)")
+  end
   local previous = core.cuda_current_device()
   wick.cuda.set_device(i)
   local results = pack(xpcall(fn, record_traceback, ...))

@@ -428,6 +428,16 @@ local function pad_input(x, pad, ...)
   local fn = "pad"
   tensor(x, fn, "input")
   check.table(pad, fn, "pad")
+  -- one-element integer tensors stand for their numbers (UNet's diffX // 2)
+  local numbers
+  for i = 1, #pad do
+    local v = pad[i]
+    if wick.is_tensor(v) and v:numel() == 1 and not v:is_floating_point() then
+      numbers = numbers or { unpack(pad) }
+      numbers[i] = v:item()
+    end
+  end
+  pad = numbers or pad
   local o = check.positional(fn, { "mode", "value" }, PAD, ...)
   local mode = o.mode or "constant"
   if not PAD_MODES[mode] then

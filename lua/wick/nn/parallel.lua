@@ -24,6 +24,13 @@ local pack = table.pack or function(...) return { n = select("#", ...), ... } en
 
 local parallel = {}
 parallel.DataParallel = require("wick.nn.data_parallel")
+--- nn.parallel.data_parallel(module, inputs[, {device_ids =, output_device =, dim =}]): the function
+--- form, one DataParallel call (inputs: a tensor or a list of arguments)
+function parallel.data_parallel(module, inputs, opts)
+  local dp = parallel.DataParallel(module, opts)
+  if type(inputs) == "table" and not require("wick").is_tensor(inputs) then return dp(unpack(inputs)) end
+  return dp(inputs)
+end
 
 local NAME = "DistributedDataParallel"
 local MIB = 1024 * 1024
