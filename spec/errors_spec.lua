@@ -110,6 +110,7 @@ describe("errors raised by the C binding", function()
       local v = a:item()
       return v
     end, "6 elements")
+    if math.type then return end -- Lua 5.3+: item() gives the exact integer (creation_spec)
     assert_raised_at(function()
       local big = wick.tensor(2 ^ 60, { dtype = "int64" })
       expect.line = here() + 1

@@ -416,7 +416,9 @@ describe("item and totable", function()
   it("item raises for more than one element and for int64 beyond 2^53", function()
     assert_error_has(function() return wick.tensor({ 1, 2 }):item() end, "2 elements")
     assert_error_has(function() return wick.zeros(0):item() end, "0 elements")
-    assert_error_has(function() return I({ 2 ^ 53 }):add(1):item() end, "2^53")
+    if not math.type then -- LuaJIT's numbers are doubles (Lua 5.4 gives the exact integer)
+      assert_error_has(function() return I({ 2 ^ 53 }):add(1):item() end, "2^53")
+    end
   end)
 
   it("totable gives nested tables in logical order", function()

@@ -22,8 +22,10 @@
  * 2, not 2.0), a number on LuaJIT, whose numbers are all doubles. */
 #if LUA_VERSION_NUM >= 503
 #define wl_pushint64(L, v) lua_pushinteger(L, (lua_Integer)(v))
+#define WL_EXACT_INT64 1 /* every int64 is exact as a Lua integer */
 #else
 #define wl_pushint64(L, v) lua_pushnumber(L, (lua_Number)(v))
+#define WL_EXACT_INT64 0 /* exact to 2^53 only */
 #endif
 
 #endif

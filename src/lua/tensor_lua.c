@@ -243,7 +243,7 @@ static void push_value(lua_State *L, const wick_tensor *t, const char *p) {
     if (d == WICK_BOOL) lua_pushboolean(L, *(const uint8_t *)p != 0);
     else if (d == WICK_INT64) {
         int64_t v = *(const int64_t *)p;
-        if (v > 9007199254740992LL || v < -9007199254740992LL)
+        if (!WL_EXACT_INT64 && (v > 9007199254740992LL || v < -9007199254740992LL))
             wl_raise(L, "int64 value %lld cannot be represented exactly as a Lua number (beyond 2^53)", (long long)v);
         wl_pushint64(L, v);
     } else if (d == WICK_INT32 || d == WICK_UINT8) {
