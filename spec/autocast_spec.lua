@@ -227,3 +227,24 @@ describe("wick.autocast training", function()
     assert.is_true(ref[5] < ref[1])
   end)
 end)
+
+describe("autocast lists for the ops written in Lua", function()
+  it("baddbmm and prelu in the lower dtype; cdist, trace, linear algebra, pair losses, reflection padding in float32", function()
+    local F = wick.nn.functional
+    wick.autocast({ device_type = "cpu", dtype = "bfloat16" }, function()
+      assert.are.equal("bfloat16", wick.baddbmm(wick.randn(1, 3, 3), wick.randn(1, 3, 3), wick.randn(1, 3, 3)).dtype)
+      assert.are.equal("bfloat16", F.prelu(wick.randn(2, 3), wick.ones(1) * 0.25).dtype)
+      local xb = wick.randn(3, 3):to("bfloat16")
+      local spd = xb:matmul(xb:t()):float() + wick.eye(3) * 3
+      assert.are.equal("float32", wick.cdist(xb, xb).dtype)
+      assert.are.equal("float32", xb:trace().dtype)
+      assert.are.equal("float32", spd:to("bfloat16"):inverse().dtype)
+      assert.are.equal("float32", wick.linalg.cholesky(spd:to("bfloat16")).dtype)
+      assert.are.equal("float32", xb:pinverse().dtype) -- its products too: one op, as PyTorch's kernel
+      assert.are.equal("float32", F.cosine_embedding_loss(xb, xb, wick.ones(3)).dtype)
+      assert.are.equal("float32", F.pad(xb:reshape(1, 1, 3, 3), { 1, 1, 1, 1 }, "reflect").dtype)
+    end)
+    -- outside autocast nothing changes
+    assert.are.equal("float32", wick.baddbmm(wick.randn(1, 3, 3), wick.randn(1, 3, 3), wick.randn(1, 3, 3)).dtype)
+  end)
+end)

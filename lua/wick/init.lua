@@ -742,6 +742,33 @@ end
 -- ---- autocast (mixed precision): the switch and dtype live in the core, per
 -- thread and device type (src/core/autocast.c), so ops called from C follow it too
 
+-- Autocast for the ops written in Lua, by PyTorch's lists: _autocast_float32
+-- (losses, linear algebra, cdist, trace, reflection padding: a 16-bit float
+-- operand goes up to float32) and _autocast_lower (baddbmm, prelu: float
+-- operands go to the autocast dtype). Casts are recorded, as the C ops' are.
+local function autocast_on(t)
+  local dt = t.device.type
+  return (dt == "cpu" or dt == "cuda") and core._is_autocast_enabled(dt) and dt
+end
+function wick._autocast_float32(t)
+  if getmetatable(t) ~= mt then return t end
+  local d = t.dtype
+  if (d == "bfloat16" or d == "float16") and autocast_on(t) then return t:to("float32") end
+  return t
+end
+function wick._autocast_lower(t)
+  if getmetatable(t) ~= mt then return t end
+  local d = t.dtype
+  if d == "float32" or d == "bfloat16" or d == "float16" then
+    local dt = autocast_on(t)
+    if dt then
+      local low = core._get_autocast_dtype(dt)
+      if d ~= low then return t:to(low) end
+    end
+  end
+  return t
+end
+
 local AUTOCAST = { device_type = "string", dtype = "string", enabled = "boolean", cache_enabled = "boolean" }
 local AUTOCAST_DTYPES = { bfloat16 = "bfloat16", bf16 = "bfloat16", float16 = "float16", half = "float16" }
 --- wick.autocast({device_type = "cpu" | "cuda"[, dtype =][, enabled =][, cache_enabled =]}, fn, ...):

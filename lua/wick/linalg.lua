@@ -262,6 +262,23 @@ function linalg.lstsq(A, B)
   return { solution = X }
 end
 
+-- autocast's float32 list holds the decompositions and solvers: under
+-- autocast their 16-bit float operands go to float32 (else their dtype is an
+-- error) and they run as one op, without autocast inside (a product within
+-- pinv stays float32, as in PyTorch's kernel)
+local f32 = wick._autocast_float32
+for _, name in ipairs({ "solve", "inv", "slogdet", "det", "cholesky", "qr", "eigh", "eigvalsh", "svd", "svdvals",
+  "pinv", "matrix_rank", "lstsq" }) do
+  local f = linalg[name]
+  linalg[name] = function(A, B, ...)
+    local dt = wick.is_tensor(A) and A.device.type
+    if (dt == "cpu" or dt == "cuda") and wick._core._is_autocast_enabled(dt) then
+      return wick.autocast({ device_type = dt, enabled = false }, f, f32(A), f32(B), ...)
+    end
+    return f(A, B, ...)
+  end
+end
+
 -- ---- the torch.* names and tensor methods (init.lua binds them to these) ----
 
 local methods = {}

@@ -1072,7 +1072,7 @@ return function(wick)
   function Tensor.trace(t)
     check.tensor(t, "trace", "self")
     if t:dim() ~= 2 then check.fail("trace", "expected a matrix, but got tensor with dim %d", t:dim()) end
-    return t:diag():sum()
+    return wick._autocast_float32(t):diag():sum()
   end
   --- t:movedim(source, destination) (t:moveaxis): dims moved, the others in their order; a view
   function Tensor.movedim(t, src, dst)
@@ -1256,6 +1256,7 @@ return function(wick)
     if x1:size(-1) ~= x2:size(-1) then
       check.fail("cdist", "X1 and X2 must have the same number of columns. X1: %d X2: %d", x1:size(-1), x2:size(-1))
     end
+    x1, x2 = wick._autocast_float32(x1), wick._autocast_float32(x2) -- (autocast's float32 list)
     local diff = x1:unsqueeze(-2) - x2:unsqueeze(-3)
     return diff:norm(p, -1)
   end
@@ -1317,6 +1318,7 @@ return function(wick)
     check.tensor(b2, "baddbmm", "batch2")
     local o = check.options(opts, "baddbmm", { beta = "number", alpha = "number" })
     local beta, alpha = o.beta or 1, o.alpha or 1
+    t = wick._autocast_lower(t) -- (on autocast's lower-precision list, as bmm)
     local p = b1:bmm(b2)
     if alpha ~= 1 then p = p * alpha end
     if beta == 0 then return p + t * 0 end

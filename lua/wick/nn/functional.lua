@@ -448,6 +448,7 @@ local function pad_input(x, pad, ...)
   for i = 1, #pad do check.int(pad[i], fn, "pad") end
   if mode ~= "constant" then
     if o.value ~= nil and o.value ~= 0 then check.fail(fn, "Padding mode \"%s\" doesn't take in value argument", mode) end
+    x = wick._autocast_float32(x) -- (reflection and replication padding: autocast's float32 list)
     local k = #pad / 2
     if x:dim() < k + 1 or x:dim() > k + 2 then
       check.fail(fn, "%s padding of %d dims expects a %d-D (unbatched) or %d-D input, got %d-D", mode, k, k + 1, k + 2, x:dim())
@@ -497,6 +498,7 @@ function F.pad(...) return pad_input(required("pad", { "input", "pad" }, ...)) e
 function F.prelu(x, weight)
   tensor(x, "prelu", "input")
   tensor(weight, "prelu", "weight")
+  x, weight = wick._autocast_lower(x), wick._autocast_lower(weight) -- on autocast's lower-precision list
   local n = weight:numel()
   if n ~= 1 then
     local channels = x:dim() >= 2 and x:size(2) or 1
@@ -885,15 +887,7 @@ local function with_legacy(spec)
 end
 -- PyTorch's autocast runs the losses in float32: under autocast a float16 or
 -- bfloat16 operand is cast up (recorded, so its gradient comes back in its dtype).
-local is_autocast = core._is_autocast_enabled
-local function float32_under_autocast(t)
-  local dtype = t.dtype
-  if dtype == "bfloat16" or dtype == "float16" then
-    local dt = t.device.type
-    if (dt == "cpu" or dt == "cuda") and is_autocast(dt) then return t:to("float32") end
-  end
-  return t
-end
+local float32_under_autocast = wick._autocast_float32
 
 -- The arguments every loss takes: input, target (tensors) and its options;
 -- returns the options, input and target (float32 under autocast).
@@ -1133,18 +1127,18 @@ local function pair_loss(fn, x1, x2, y, opts, spec)
   end
   opts = legacy_reduction(fn, check.options(opts, fn, spec))
   if opts.reduction ~= nil then check.one_of(opts.reduction, fn, "reduction", REDUCTIONS) end
-  return opts, y
+  return opts, float32_under_autocast(y), float32_under_autocast(x1), float32_under_autocast(x2)
 end
 local MARGIN = with_legacy({ reduction = "string", margin = "number" })
 --- F.margin_ranking_loss(x1, x2, y[, {margin = 0, reduction}]): max(0, -y (x1 - x2) + margin)
 function F.margin_ranking_loss(x1, x2, y, opts)
-  opts, y = pair_loss("margin_ranking_loss", x1, x2, y, opts, MARGIN)
+  opts, y, x1, x2 = pair_loss("margin_ranking_loss", x1, x2, y, opts, MARGIN)
   return reduce((-y * (x1 - x2) + (opts.margin or 0)):clamp_min(0), opts.reduction)
 end
 --- F.cosine_embedding_loss(x1, x2, y[, {margin = 0, reduction}]): 1 - cos where y = 1,
 --- max(0, cos - margin) where y = -1 (cosines along dim 2)
 function F.cosine_embedding_loss(x1, x2, y, opts)
-  opts, y = pair_loss("cosine_embedding_loss", x1, x2, y, opts, MARGIN)
+  opts, y, x1, x2 = pair_loss("cosine_embedding_loss", x1, x2, y, opts, MARGIN)
   local dim = x1:dim() > 1 and 2 or 1
   local cos = (x1 * x2):sum(dim) / ((x1 * x1):sum(dim) * (x2 * x2):sum(dim) + 1e-12):sqrt()
   local loss = wick.where(y:eq(1), 1 - cos, (cos - (opts.margin or 0)):clamp_min(0))
@@ -1154,7 +1148,7 @@ end
 --- max(d(a, p) - d(a, n) + margin, 0), d the pairwise p-norm distance
 local TRIPLET = with_legacy({ reduction = "string", margin = "number", p = "number", eps = "number", swap = "boolean" })
 function F.triplet_margin_loss(a, pos, neg, opts)
-  opts = pair_loss("triplet_margin_loss", a, pos, neg, opts, TRIPLET)
+  opts, neg, a, pos = pair_loss("triplet_margin_loss", a, pos, neg, opts, TRIPLET)
   local p, eps = opts.p or 2, opts.eps or 1e-6
   local dp = F.pairwise_distance(a, pos, p, eps)
   local dn = F.pairwise_distance(a, neg, p, eps)
