@@ -1147,3 +1147,23 @@ describe("frozen parameters", function()
   end)
 end)
 
+
+describe("a module both in a plain table and in a field", function()
+  it("is named once, by its field (MorvanZhou's self.fcs list beside setattr(self, 'fc%i' % i, fc))", function()
+    local Net = nn.Module:extend("Listed")
+    function Net:init()
+      self.fcs = {}
+      for i = 0, 2 do
+        local fc = nn.Linear(2, 2)
+        self["fc" .. i] = fc
+        self.fcs[#self.fcs + 1] = fc
+      end
+      self.layers = { nn.ReLU(), nn.Linear(2, 1) } -- only in the table: named there
+    end
+    local keys = {}
+    for k in pairs(Net():state_dict()) do keys[#keys + 1] = k end
+    table.sort(keys)
+    assert.are.same({ "fc0.bias", "fc0.weight", "fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight", "layers.2.bias",
+      "layers.2.weight" }, keys)
+  end)
+end)

@@ -233,7 +233,7 @@ local function table_members(out, owner, name, tbl, visiting)
   visiting[tbl] = true
   local n = 0
   while rawget(tbl, n + 1) ~= nil do n = n + 1 end
-  for i = 1, n do add_member(out, owner, name .. "." .. i, rawget(tbl, i), visiting) end
+  for i = 1, n do add_member(out, owner, name .. "." .. i, rawget(tbl, i), visiting, nil, nil, true) end
   local keys = {}
   for k, v in pairs(tbl) do
     if type(k) == "string" then keys[#keys + 1] = k
@@ -244,18 +244,22 @@ local function table_members(out, owner, name, tbl, visiting)
     end
   end
   table.sort(keys)
-  for _, k in ipairs(keys) do add_member(out, owner, name .. "." .. k, rawget(tbl, k), visiting) end
+  for _, k in ipairs(keys) do add_member(out, owner, name .. "." .. k, rawget(tbl, k), visiting, nil, nil, true) end
   visiting[tbl] = nil
 end
 
 -- (param: whether a tensor field is a parameter; nil inside plain tables,
--- which may change after their assignment: asked there)
-add_member = function(out, owner, name, v, visiting, buffer, param)
+-- which may change after their assignment: asked there. nested: inside a
+-- plain table, where a module that is also a field of the owner is left out:
+-- PyTorch's `self.fcs = []` list beside `setattr(self, "fc%d" % i, fc)`
+-- registers each layer once, under its field's name)
+local DIRECT = {} -- visiting[DIRECT]: the owner's own children
+add_member = function(out, owner, name, v, visiting, buffer, param, nested)
   if is_tensor(v) then
     if param == nil then param = v:_is_parameter() end
     out[#out + 1] = { name, v, "tensor", buffer == "nonpersistent", buffer ~= nil, param, buffer == "implicit" }
   elseif is_module(v) then
-    out[#out + 1] = { name, v, "module" }
+    if not (nested and visiting[DIRECT][v]) then out[#out + 1] = { name, v, "module" } end
   elseif type(v) == "table" then
     if getmetatable(v) == nil or getmetatable(v) == Module._iterable_list then
       table_members(out, owner, name, v, visiting)
@@ -274,7 +278,13 @@ end
 -- (An array entry is named by its index, or by the name it was added under:
 -- _names, of Sequential:add_module.)
 local function members(self)
-  local out, visiting = {}, {}
+  local out, direct = {}, {}
+  local visiting = { [DIRECT] = direct }
+  for i = 1, rawlen(self) do direct[rawget(self, i)] = true end
+  for _, key in ipairs(rawget(self, "_fields")) do
+    local v = rawget(self, key)
+    if is_module(v) then direct[v] = true end
+  end
   local names = rawget(self, "_names") or {}
   for i = 1, rawlen(self) do add_member(out, self, names[i] or tostring(i), rawget(self, i), visiting) end
   local buffers, params = rawget(self, "_buffers") or {}, rawget(self, "_params") or {}
