@@ -71,7 +71,12 @@ end
 
 -- gradients of out (a tensor) with respect to xs, zeros where unused
 local function grads_of(out, xs, v, create)
-  local g = autograd.grad(out, xs, v, { create_graph = create, retain_graph = true, allow_unused = true })
+  local g
+  if out.requires_grad then
+    g = autograd.grad(out, xs, v, { create_graph = create, retain_graph = true, allow_unused = true })
+  else -- the output does not depend on the inputs: zeros, as PyTorch's
+    g = {}
+  end
   local result = {}
   for i, x in ipairs(xs) do
     local gi = g[i]
@@ -101,7 +106,9 @@ local function inputs_of(fn, inputs, create)
   return xs, single
 end
 
-local function outputs_of(fn, r)
+-- the function's results (several Lua results are a list, as Python's tuple)
+local function outputs_of(fn, r, ...)
+  if select("#", ...) > 0 then r = { r, ... } end
   if is_tensor(r) then return { r }, true end
   if type(r) ~= "table" then check.fail(fn, "the function must return a tensor or a list of tensors, got %s", type(r)) end
   for i, o in ipairs(r) do
@@ -208,11 +215,22 @@ local function detached(list, create)
 end
 
 --- autograd.functional.vjp(func, inputs[, v][, opts]) -> outputs, vjp
+-- v given positionally, or by keyword among the options ({v = ..., create_graph = ...})
+local function v_and_opts(fn, v, opts)
+  if opts == nil and type(v) == "table" and not is_tensor(v) and v[1] == nil and next(v) ~= nil then v, opts = nil, v end
+  if type(opts) == "table" and opts.v ~= nil then
+    if v ~= nil then check.fail(fn, "argument 'v' given both by position and as an option") end
+    local rest = {}
+    for k, x in pairs(opts) do if k ~= "v" then rest[k] = x end end
+    v, opts = opts.v, rest
+  end
+  return v, check.options(opts, fn, FUNCTIONAL)
+end
+
 function F.vjp(func, inputs, v, opts)
   local fn = "vjp"
   check.callable(func, fn, "func")
-  if opts == nil and type(v) == "table" and not is_tensor(v) and v[1] == nil and next(v) ~= nil then v, opts = nil, v end
-  opts = check.options(opts, fn, FUNCTIONAL)
+  v, opts = v_and_opts(fn, v, opts)
   local create = opts.create_graph == true
   local xs, single_in = inputs_of(fn, inputs, create)
   return wick.enable_grad(function()
@@ -252,15 +270,14 @@ end
 --- autograd.functional.jvp(func, inputs[, v][, opts]) -> outputs, jvp
 function F.jvp(func, inputs, v, opts)
   check.callable(func, "jvp", "func")
-  if opts == nil and type(v) == "table" and not is_tensor(v) and v[1] == nil and next(v) ~= nil then v, opts = nil, v end
-  return jvp_of("jvp", func, inputs, v, check.options(opts, "jvp", FUNCTIONAL))
+  v, opts = v_and_opts("jvp", v, opts)
+  return jvp_of("jvp", func, inputs, v, opts)
 end
 
 -- the Hessian of a one-element func along v (symmetric: H v = v H)
 local function hessian_vector(fn, func, inputs, v, opts)
   check.callable(func, fn, "func")
-  if opts == nil and type(v) == "table" and not is_tensor(v) and v[1] == nil and next(v) ~= nil then v, opts = nil, v end
-  opts = check.options(opts, fn, FUNCTIONAL)
+  v, opts = v_and_opts(fn, v, opts)
   local create = opts.create_graph == true
   local xs, single_in = inputs_of(fn, inputs, create)
   local vs = vectors(fn, v, xs, "input")
@@ -389,7 +406,7 @@ function T.vjp(f, ...)
     return wick.enable_grad(function()
       local total = 0
       for i, o in ipairs(outs) do total = total + (o * cs[i]):sum() end
-      local g = grads_of(total, xs, nil, outer)
+      local g = grads_of(total, xs, nil, outer or any_tracked(cs))
       local results, at = {}, 0
       for a = 1, args.n do
         local n = #leaves(args[a])
@@ -404,6 +421,18 @@ function T.vjp(f, ...)
   return outer and out or map(out, function(t) return t:detach() end), vjp_fn
 end
 
+--- func.jvp(f, primals, tangents) -> output, J tangents: primals and tangents are lists of
+--- tensors (Python's tuples); by the double-vjp trick, so f must be differentiable twice
+function T.jvp(f, primals, tangents)
+  check.callable(f, "func.jvp", "func")
+  local ps = is_tensor(primals) and { primals } or primals
+  local ts = is_tensor(tangents) and { tangents } or tangents
+  check.table(ps, "func.jvp", "primals")
+  check.table(ts, "func.jvp", "tangents")
+  local create = any_tracked(leaves(ps)) or any_tracked(leaves(ts))
+  return jvp_of("func.jvp", f, ps, ts, { create_graph = create })
+end
+
 --- func.jacrev(f[, argnums = 1[, has_aux]]) and func.jacfwd: the Jacobian of f with respect to
 --- argument argnums (a tensor): shape output ++ input
 local function jac(fn)
@@ -413,20 +442,39 @@ local function jac(fn)
     return function(...)
       local args = pack(...)
       local at, single = positions(fn, o.argnums)
-      local xs, outer = {}, false
+      -- each differentiated argument: a tensor or a tree of them
+      local xs, groups, outer = {}, {}, false
       for k, a in ipairs(at) do
-        if not is_tensor(args[a]) then check.fail(fn, "argument %d must be a tensor", a) end
-        outer = outer or args[a].requires_grad
-        xs[k] = tracked(args[a])
-        args[a] = xs[k]
+        if a > args.n then check.fail(fn, "argnums %d is out of range for %d argument(s)", a, args.n) end
+        local list = leaves(args[a])
+        if #list == 0 then check.fail(fn, "argument %d has no tensor to differentiate", a) end
+        outer = outer or any_tracked(list)
+        local copies = {}
+        for i, x in ipairs(list) do copies[i] = tracked(x); xs[#xs + 1] = copies[i] end
+        groups[k] = { tree = args[a], n = #list }
+        args[a] = rebuild(args[a], copies)
       end
       return wick.enable_grad(function()
         local r = pack(f(unpack(args, 1, args.n)))
-        local outs, single_out = outputs_of(fn, r[1])
+        local tree = r[1]
+        local outs = leaves(tree)
+        if #outs == 0 then
+          check.fail(fn, "the function must return a tensor or a tree of tensors, got %s", check.describe(tree))
+        end
         local J = jacobian_of(outs, xs, outer)
+        -- per output: the Jacobians shaped as the differentiated arguments
         local per_out = {}
-        for j = 1, #J do per_out[j] = single and J[j][1] or J[j] end
-        local value = single_out and per_out[1] or per_out
+        for j = 1, #J do
+          local by_arg, at_x = {}, 0
+          for k, g in ipairs(groups) do
+            local part = {}
+            for i = 1, g.n do part[i] = J[j][at_x + i] end
+            at_x = at_x + g.n
+            by_arg[k] = rebuild(g.tree, part)
+          end
+          per_out[j] = single and by_arg[1] or by_arg
+        end
+        local value = is_tensor(tree) and per_out[1] or rebuild(tree, per_out)
         if o.has_aux then return value, r[2] end
         return value
       end)
@@ -488,6 +536,13 @@ function T.vmap(f, ...)
       results[b] = pack(f(unpack(call, 1, args.n)))
     end
     local first = results[1]
+    for r = 1, first.n do
+      local v = first[r]
+      if not is_tensor(v) and (not is_tree(v) or #leaves(v) == 0) then
+        check.fail("func.vmap", "the function returned %s as result %d: vmap stacks tensors (return a tensor, not a number from :item())",
+          check.describe(v), r)
+      end
+    end
     local outs = {}
     for r = 1, first.n do
       local od = type(out_dims) == "table" and out_dims[r] or out_dims

@@ -267,7 +267,7 @@ return function(wick)
   end
 
   --- wick.normal(mean, std[, size][, opts]): numbers need a size; tensors broadcast (mean + std * N(0, 1)).
-  local NORMAL = { dtype = "dtype", device = "device" }
+  local NORMAL = { dtype = "dtype", device = "device", requires_grad = "boolean" }
   function ops.normal(mean, std, size, opts)
     if type(size) == "table" and opts == nil and not size[1] and next(size) ~= nil then size, opts = nil, size end
     opts = check.options(opts, "normal", NORMAL)
@@ -275,7 +275,9 @@ return function(wick)
       check.number(mean, "normal", "mean")
       check.number(std, "normal", "std", 0)
       check.table(size, "normal", "size")
-      return wick.randn(size, opts) * std + mean
+      local r = wick.randn(size, { dtype = opts.dtype, device = opts.device }) * std + mean
+      if opts.requires_grad then r:requires_grad_(true) end
+      return r
     end
     if size ~= nil then check.fail("normal", "size is taken only when mean and std are both numbers") end
     if std == nil and is_tensor(mean) then std = 1 end -- normal(mean_tensor): PyTorch's std = 1
@@ -287,7 +289,9 @@ return function(wick)
       shape = (mean:detach() * 0 + std:detach() * 0):size() -- the broadcast shape
     end
     local z = wick.randn(shape, { dtype = opts.dtype or like.dtype, device = like.device })
-    return z * std + mean
+    local r = z * std + mean
+    if opts.requires_grad then r = r:detach():requires_grad_(true) end
+    return r
   end
 
   --- wick.randperm(n[, opts]): a random permutation of 1..n (PyTorch's 0..n-1 plus 1), int64 by default.
@@ -937,26 +941,46 @@ return function(wick)
 
   --- wick.linspace(start, stop, steps[, opts]): steps evenly spaced values,
   --- both ends included (float32 unless a dtype says otherwise)
+  local SPACE = { steps = "integer", base = "number", dtype = "dtype", device = "device", requires_grad = "boolean" }
+  -- PyTorch's keywords (steps =, base =) from the options table, and its
+  -- requires_grad applied to the result
+  local function space_args(fn, steps, opts)
+    if type(steps) == "table" and opts == nil then steps, opts = nil, steps end
+    local o = check.options(opts, fn, SPACE)
+    if o.steps ~= nil then
+      if steps ~= nil then check.fail(fn, "argument 'steps' given both by position and as an option") end
+      steps = o.steps
+    end
+    return steps, o
+  end
+  local function grad_if(t, o)
+    if o.requires_grad then t:requires_grad_(true) end
+    return t
+  end
   function ops.linspace(start, stop, steps, opts)
+    local o
+    steps, o = space_args("linspace", steps, opts)
     check.number(start, "linspace", "start")
     check.number(stop, "linspace", "end")
     check.int(steps, "linspace", "steps", 0)
-    if steps == 1 then return wick.full({ 1 }, start, opts) end
+    opts = { dtype = o.dtype, device = o.device }
+    if steps == 1 then return grad_if(wick.full({ 1 }, start, opts), o) end
     local step = (stop - start) / math.max(steps - 1, 1)
     local i = wick.arange(0, steps, { dtype = "float64" })
     -- the first half from start, the second from stop, as PyTorch: both ends exact
     local half = floor(steps / 2)
     local v = wick.where(i:lt(half), i * step + start, stop - (steps - 1 - i) * step)
-    local o = opts or {}
-    return v:to({ dtype = o.dtype or wick.get_default_dtype(), device = o.device or wick.get_default_device() })
+    return grad_if(v:to({ dtype = o.dtype or wick.get_default_dtype(), device = o.device or wick.get_default_device() }), o)
   end
   --- wick.logspace(start, stop, steps[, base = 10[, opts]]): base ^ linspace(start, stop, steps)
   function ops.logspace(start, stop, steps, base, opts)
     if type(base) == "table" then base, opts = nil, base end
-    local o = opts or {}
+    local o
+    steps, o = space_args("logspace", steps, opts)
+    base = base or o.base
     local e = ops.linspace(start, stop, steps, { dtype = "float64" })
-    return (wick.full({}, base or 10, { dtype = "float64" }) ^ e):to({ dtype = o.dtype or wick.get_default_dtype(),
-      device = o.device or wick.get_default_device() })
+    return grad_if((wick.full({}, base or 10, { dtype = "float64" }) ^ e):to({ dtype = o.dtype or wick.get_default_dtype(),
+      device = o.device or wick.get_default_device() }), o)
   end
   --- wick.meshgrid(t1, t2, ...[, {indexing = "ij"}]) (or one table of tensors):
   --- coordinate grids; "xy" swaps the first two dims (NumPy's)

@@ -21,21 +21,38 @@ end
 --- trailing options table, as Python takes keywords: (1, 16, {kernel_size = 3,
 --- stride = 2}) for names {in_channels, out_channels, kernel_size} gives
 --- (1, 16, 3, {stride = 2}). One given neither way is an error naming it; one
---- given both ways too. The options table left over (a copy, maybe empty)
---- follows the required arguments.
+--- given both ways too. A name ending in "?" is optional (Python's argument
+--- with a default: nil when given neither way). The options table left over
+--- (a copy, maybe empty) follows the arguments.
+local parsed = setmetatable({}, { __mode = "k" })
+local function names_of(names)
+  local p = parsed[names]
+  if not p then
+    p = {}
+    for i, nm in ipairs(names) do
+      local base, q = nm:match("^(.-)(%??)$")
+      p[i] = { base, q == "?" }
+    end
+    parsed[names] = p
+  end
+  return p
+end
 function common.required(fn, names, ...)
-  local n, k = select("#", ...), #names
+  local spec = names_of(names)
+  local n, k = select("#", ...), #spec
   while n > 0 and select(n, ...) == nil do n = n - 1 end
   local last = n > 0 and select(n, ...) or nil
   local opts_at, named = is_options(last) and n, false
   if opts_at then
     for i = 1, k do
-      if last[names[i]] ~= nil then named = true; break end
+      if last[spec[i][1]] ~= nil then named = true; break end
     end
   end
-  if not named then -- the common case: nothing to move
+  if not named and not (opts_at and opts_at <= k and spec[opts_at][2]) then -- the common case: nothing to move
     for i = 1, k do
-      if i == opts_at or select(i, ...) == nil then check.fail(fn, "missing required argument '%s'", names[i]) end
+      if (i == opts_at or select(i, ...) == nil) and not spec[i][2] then
+        check.fail(fn, "missing required argument '%s'", spec[i][1])
+      end
     end
     return ...
   end
@@ -43,12 +60,13 @@ function common.required(fn, names, ...)
   args[n] = nil
   for key, v in pairs(last) do rest[key] = v end
   for i = 1, k do
-    local v = last[names[i]]
+    local name = spec[i][1]
+    local v = last[name]
     if v ~= nil then
-      if args[i] ~= nil then check.fail(fn, "argument '%s' given both by position and as an option", names[i]) end
-      args[i], rest[names[i]] = v, nil
-    elseif args[i] == nil then
-      check.fail(fn, "missing required argument '%s'", names[i])
+      if args[i] ~= nil then check.fail(fn, "argument '%s' given both by position and as an option", name) end
+      args[i], rest[name] = v, nil
+    elseif args[i] == nil and not spec[i][2] then
+      check.fail(fn, "missing required argument '%s'", name)
     end
   end
   local at = n > k and n or k + 1
