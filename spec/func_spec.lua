@@ -136,3 +136,29 @@ describe("wick.func on trees, and the rest of the tutorials' forms", function()
     assert.are.same({ 2, 2, 2 }, g:tolist())
   end)
 end)
+
+describe("autograd.gradcheck and gradgradcheck", function()
+  local A = wick.autograd
+  it("pass for correct gradients and catch a wrong backward or a detached second derivative", function()
+    local x = wick.randn(3, { dtype = "float64", requires_grad = true })
+    local y = wick.randn(3, { dtype = "float64", requires_grad = true })
+    assert.is_true(A.gradcheck(function(a, b) return (a:sin() * b):sum(), a * b end, { x, y }))
+    assert.is_true(A.gradgradcheck(function(a, b) return a:sin() * b end, { x, y }))
+    local Wrong = A.Function:extend("Wrong")
+    function Wrong.forward(ctx, a) ctx:save_for_backward(a); return a * a end
+    function Wrong.backward(ctx, g) return g * ctx.saved_tensors[1] end -- should be 2 a
+    local ok, why = A.gradcheck(Wrong.apply, { x }, { raise_exception = false })
+    assert.is_false(ok)
+    assert.is_truthy(why:find("Jacobian mismatch", 1, true))
+    support.assert_error_has(function() A.gradcheck(Wrong.apply, { x }) end, "Jacobian mismatch")
+    local Flat = A.Function:extend("Flat") -- right once, but its backward is cut from the graph
+    function Flat.forward(ctx, a) ctx:save_for_backward(a); return a * a end
+    function Flat.backward(ctx, g) return g * 2 * ctx.saved_tensors[1]:detach() end
+    assert.is_true(A.gradcheck(Flat.apply, { x }))
+    assert.is_false((A.gradgradcheck(Flat.apply, { x }, { raise_exception = false })))
+    -- the inputs are left as they were
+    local before = x:clone()
+    A.gradcheck(function(a) return a:exp() end, { x })
+    assert.is_true(x:equal(before))
+  end)
+end)

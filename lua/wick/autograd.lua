@@ -240,6 +240,133 @@ function M.backward(...)
   core.autograd_run(outputs, gt, inputs, retain, create, false)
 end
 
+-- ---- gradcheck and gradgradcheck (torch.autograd.gradcheck) ----
+
+local GRADCHECK = { eps = "number", atol = "number", rtol = "number", raise_exception = "boolean",
+  nondet_tol = "number", check_undefined_grad = "boolean", check_grad_dtypes = "boolean",
+  check_batched_grad = "boolean", check_backward_ad = "boolean", fast_mode = "boolean", masked = "boolean",
+  grad_outputs = "any", gen_non_contig_grad_outputs = "boolean", check_fwd_over_rev = "boolean",
+  check_rev_over_rev = "boolean", check_forward_ad = "boolean" }
+
+local function outputs_list(r, ...)
+  if select("#", ...) > 0 then return { r, ... } end
+  if is_tensor(r) then return { r } end
+  return r
+end
+
+-- the analytical Jacobian of every output (from the graph of `outs`, made
+-- first) against central differences, element by element; the differences
+-- run func on perturbed copies of the inputs (the inputs stay as they are).
+-- graph: func differentiates inside (gradgradcheck's first derivatives), so
+-- it runs with grad mode on and the copies require grad as their inputs do
+local function check_jacobian(fn, func, inputs, outs, o, graph)
+  local eps, atol, rtol = o.eps or 1e-6, o.atol or 1e-5, o.rtol or 1e-3
+  local xs, where = {}, {}
+  for i, x in ipairs(inputs) do
+    if is_tensor(x) and x.requires_grad then xs[#xs + 1] = x; where[#xs] = i end
+  end
+  -- analytic[j][e][m]: d output j element e / d input xs[m], flattened
+  local analytic = {}
+  for j, out in ipairs(outs) do
+    analytic[j] = {}
+    local flat = out:reshape(-1)
+    for e = 1, out:numel() do
+      local g = out.requires_grad and M.grad(flat[e], xs, nil, { retain_graph = true, allow_unused = true }) or {}
+      analytic[j][e] = {}
+      for m = 1, #xs do analytic[j][e][m] = g[m] and g[m]:double():reshape(-1) or false end
+    end
+  end
+  for m, x in ipairs(xs) do
+    local base = x:detach():double():reshape(-1)
+    for k = 1, base:numel() do
+      local function run(delta)
+        local args = {}
+        for i, v in ipairs(inputs) do args[i] = v end
+        local c = base:clone()
+        c[k] = base[k]:item() + delta
+        args[where[m]] = c:view(x:size()):to(x.dtype)
+        if graph then args[where[m]]:requires_grad_(true) end
+        return (graph and wick.enable_grad or wick.no_grad)(function()
+          local r = outputs_list(func(unpack(args, 1, #inputs)))
+          for q, t in ipairs(r) do r[q] = t:detach() end
+          return r
+        end)
+      end
+      local plus, minus = run(eps), run(-eps)
+      for j, out in ipairs(outs) do
+        local numeric = ((plus[j]:double() - minus[j]:double()) / (2 * eps)):reshape(-1)
+        for e = 1, out:numel() do
+          local row = analytic[j][e][m]
+          local a, n = row and row[k]:item() or 0, numeric[e]:item()
+          if not (math.abs(a - n) <= atol + rtol * math.abs(n)) then
+            local msg = ("%s: Jacobian mismatch for output %d with respect to input %d, element (output %d, input %d): numerical %.10g, analytical %.10g")
+              :format(fn, j, where[m], e, k, n, a)
+            if o.raise_exception == false then return false, msg end
+            wick.error(msg)
+          end
+        end
+      end
+    end
+  end
+  return true
+end
+
+--- autograd.gradcheck(func, inputs[, {eps = 1e-6, atol = 1e-5, rtol = 1e-3, raise_exception = true}]):
+--- true when the gradients of func at inputs (a tensor or a list; those that require grad are
+--- checked, best in float64) match central differences; else an error (or false)
+function M.gradcheck(func, inputs, opts)
+  local fn = "gradcheck"
+  check.callable(func, fn, "func")
+  opts = check.options(opts, fn, GRADCHECK)
+  inputs = list_of(inputs)
+  if type(inputs) ~= "table" then check.expected(fn, "inputs", "a tensor or a list of tensors", inputs) end
+  local any = false
+  for _, x in ipairs(inputs) do if is_tensor(x) and x.requires_grad then any = true end end
+  if not any then
+    check.fail(fn, "gradcheck expects at least one input tensor to require gradient, but none of the them have requires_grad=True.")
+  end
+  local outs = wick.enable_grad(function() return outputs_list(func(unpack(inputs))) end)
+  return wick.enable_grad(function() return check_jacobian(fn, func, inputs, outs, opts) end)
+end
+
+--- autograd.gradgradcheck(func, inputs[, grad_outputs][, opts]): gradcheck of the gradients of
+--- func (with create_graph), with respect to the inputs and to grad_outputs (random when absent)
+function M.gradgradcheck(func, inputs, grad_outputs, opts)
+  local fn = "gradgradcheck"
+  check.callable(func, fn, "func")
+  if opts == nil and type(grad_outputs) == "table" and not is_tensor(grad_outputs) and grad_outputs[1] == nil
+    and next(grad_outputs) ~= nil then grad_outputs, opts = nil, grad_outputs end
+  opts = check.options(opts, fn, GRADCHECK)
+  inputs = list_of(inputs)
+  local outs = wick.enable_grad(function() return outputs_list(func(unpack(inputs))) end)
+  local gos = grad_outputs and list_of(grad_outputs) or {}
+  if not grad_outputs then
+    for j, out in ipairs(outs) do gos[j] = wick.randn_like(out):requires_grad_(true) end
+  end
+  local n = #inputs
+  local function first_order(...)
+    local args = { ... }
+    local xs, at = {}, {}
+    for i = 1, n do if is_tensor(args[i]) and args[i].requires_grad then xs[#xs + 1] = args[i]; at[#xs] = i end end
+    local os = outputs_list(func(unpack(args, 1, n)))
+    local go = {}
+    for j = 1, #os do go[j] = args[n + j] end
+    local g = M.grad(os, xs, go, { create_graph = true, allow_unused = true })
+    local out = {}
+    for k = 1, #xs do out[k] = g[k] or wick.zeros_like(xs[k]) end
+    return unpack(out)
+  end
+  local all = {}
+  for i = 1, n do all[i] = inputs[i] end
+  for j = 1, #gos do all[n + j] = gos[j] end
+  local ok, why = wick.enable_grad(function()
+    local first = outputs_list(first_order(unpack(all)))
+    return check_jacobian(fn, first_order, all, first, opts, true)
+  end)
+  if ok then return true end
+  return false, why
+end
+
 -- autograd.functional (jacobian, hessian, vjp, jvp, hvp, vhp): wick/func.lua, on first use
 setmetatable(M, { __index = function(t, k)
   if k == "functional" then
