@@ -1167,3 +1167,29 @@ describe("a module both in a plain table and in a field", function()
       "layers.2.weight" }, keys)
   end)
 end)
+
+describe("module backward hooks", function()
+  it("register_full_backward_hook sees grad_input and grad_output and may replace grad_input; pre hooks grad_output", function()
+    local lin = nn.Linear(3, 2):double()
+    local x = wick.randn(4, 3, { dtype = "float64", requires_grad = true })
+    local seen = {}
+    local h = lin:register_full_backward_hook(function(m, gi, go)
+      seen.m, seen.gi, seen.go = m, gi[1], go[1]
+      return { gi[1] * 2 }
+    end)
+    local hp = lin:register_full_backward_pre_hook(function(_, go) seen.pre = go[1]; return { go[1] * 3 } end)
+    lin(x):sum():backward()
+    assert.is_true(rawequal(lin, seen.m))
+    assert.are.same(wick.ones(4, 2, { dtype = "float64" }):tolist(), seen.pre:tolist())
+    assert.is_true((seen.go - 3):abs():max():item() == 0) -- the pre hook's replacement
+    local expected = (wick.ones(4, 2, { dtype = "float64" }) * 3):mm(lin.weight:detach()) -- grad_input = go W
+    assert.is_true((seen.gi - expected):abs():max():item() < 1e-12)
+    assert.is_true((x.grad - expected * 2):abs():max():item() < 1e-12) -- the hook's replacement reached x
+    h:remove()
+    hp:remove()
+    x.grad = nil
+    lin(x):sum():backward()
+    assert.is_true((x.grad - wick.ones(4, 2, { dtype = "float64" }):mm(lin.weight:detach())):abs():max():item() < 1e-12)
+    assert.is_function(lin.register_backward_hook)
+  end)
+end)

@@ -15,7 +15,7 @@ local is_module = check.is_module
 
 -- The fields wick keeps on a module for itself (set with rawset, never state).
 local INTERNAL = { _fields = true, _buffers = true, _params = true, _opts = true, _mode = true, _names = true,
-  _forward_hooks = true, _forward_pre_hooks = true }
+  _forward_hooks = true, _forward_pre_hooks = true, _backward_hooks = true, _backward_pre_hooks = true }
 
 -- the modules whose init is running (Module.new)
 local building = setmetatable({}, { __mode = "k" })
@@ -127,6 +127,67 @@ if not core.profiler_hooked then forward = function(self, ...) return self:forwa
 -- return a new output. A forward of several results gives them as an array.
 local unpack = table.unpack or unpack -- luacheck: ignore
 local function pack(...) return { n = select("#", ...), ... } end
+-- Backward hooks (register_full_backward_hook, register_full_backward_pre_hook)
+-- through tensor hooks: each input tensor that requires grad enters forward as
+-- a view with a hook (its gradient is grad_input[i]), the output leaves as one
+-- (its gradient is grad_output, which pre hooks may replace). The hooks run
+-- once every input's gradient has come (at once, with no input that requires
+-- grad); a result replaces grad_input (the last input's gradient to arrive, the
+-- only one still in flight: for one input, PyTorch's rule).
+local function with_backward_hooks(self, args, run)
+  local bw, bwpre = rawget(self, "_backward_hooks"), rawget(self, "_backward_pre_hooks")
+  if not wick.is_grad_enabled() then return run(args) end
+  local state = { grad_input = {}, pending = 0 }
+  local function fire()
+    local gi = {}
+    for i = 1, args.n do gi[i] = state.grad_input[i] end
+    local result
+    for _, h in ipairs(bw or {}) do
+      local r = h.fn(self, gi, { state.grad_output })
+      if r ~= nil then
+        gi = wick.is_tensor(r) and { r } or r
+        result = gi
+      end
+    end
+    return result
+  end
+  local wrapped = { n = args.n }
+  for i = 1, args.n do
+    local a = args[i]
+    if wick.is_tensor(a) and a.requires_grad then
+      a = a:view_as(a)
+      state.pending = state.pending + 1
+      a:register_hook(function(g)
+        state.grad_input[i] = g
+        state.pending = state.pending - 1
+        if state.pending == 0 then
+          local r = fire()
+          if r then return r[i] end
+        end
+      end)
+    end
+    wrapped[i] = a
+  end
+  local out = run(wrapped)
+  local y = out[1]
+  if out.n ~= 1 or not wick.is_tensor(y) then
+    wick.error(("%s: backward hooks take a module with one tensor output, got %d outputs")
+      :format(getmetatable(self).__name, out.n))
+  end
+  if not y.requires_grad then return out end
+  y = y:view_as(y)
+  y:register_hook(function(g)
+    for _, h in ipairs(bwpre or {}) do
+      local r = h.fn(self, { g })
+      if r ~= nil then g = wick.is_tensor(r) and r or r[1] end
+    end
+    state.grad_output = g
+    if state.pending == 0 then fire() end
+    return g
+  end)
+  return { y, n = 1 }
+end
+
 local function hooked_call(self, pre, post, ...)
   local args = pack(...)
   for _, h in ipairs(pre or {}) do
@@ -134,7 +195,13 @@ local function hooked_call(self, pre, post, ...)
     if wick.is_tensor(r) then args = { r, n = 1 }
     elseif type(r) == "table" then args = pack(unpack(r, 1, r.n or #r)) end
   end
-  local out = pack(forward(self, unpack(args, 1, args.n)))
+  local function run(a) return pack(forward(self, unpack(a, 1, a.n))) end
+  local out
+  if rawget(self, "_backward_hooks") or rawget(self, "_backward_pre_hooks") then
+    out = with_backward_hooks(self, args, run)
+  else
+    out = run(args)
+  end
   for _, h in ipairs(post or {}) do
     local r = h.fn(self, args, out.n == 1 and out[1] or { unpack(out, 1, out.n) })
     if r ~= nil then out = out.n == 1 and { r, n = 1 } or pack(unpack(r)) end
@@ -146,14 +213,18 @@ end
 if core.profiler_hooked then
   Module.__call = function(self, ...)
     local pre, post = rawget(self, "_forward_pre_hooks"), rawget(self, "_forward_hooks")
-    if pre or post then return hooked_call(self, pre, post, ...) end
+    if pre or post or rawget(self, "_backward_hooks") or rawget(self, "_backward_pre_hooks") then
+      return hooked_call(self, pre, post, ...)
+    end
     if profiling.on then return profiling.call(self, ...) end
     return self:forward(...)
   end
 else
   Module.__call = function(self, ...)
     local pre, post = rawget(self, "_forward_pre_hooks"), rawget(self, "_forward_hooks")
-    if pre or post then return hooked_call(self, pre, post, ...) end
+    if pre or post or rawget(self, "_backward_hooks") or rawget(self, "_backward_pre_hooks") then
+      return hooked_call(self, pre, post, ...)
+    end
     return self:forward(...)
   end
 end
@@ -173,6 +244,20 @@ local function add_hook(self, key, fn, what)
     end
     if #list == 0 and rawget(self, key) == list then rawset(self, key, nil) end
   end }
+end
+
+--- m:register_full_backward_hook(fn): fn(m, grad_input, grad_output) when the
+--- gradients with respect to the module's inputs are computed (lists; an entry
+--- is nil for an input that needs none); a list returned replaces grad_input.
+--- register_backward_hook is the same. m:register_full_backward_pre_hook(fn):
+--- fn(m, grad_output) before them; a result replaces grad_output.
+function Module:register_full_backward_hook(fn)
+  return add_hook(this(self, "register_full_backward_hook"), "_backward_hooks", fn, "register_full_backward_hook")
+end
+Module.register_backward_hook = Module.register_full_backward_hook
+function Module:register_full_backward_pre_hook(fn)
+  return add_hook(this(self, "register_full_backward_pre_hook"), "_backward_pre_hooks", fn,
+    "register_full_backward_pre_hook")
 end
 
 --- m:register_forward_pre_hook(fn): fn(m, args) before each forward; a
