@@ -121,10 +121,10 @@ def main():
 
         def complete():
             p.expect(r"> $")
-            p.send("wick.zer\t")
-            p.expect(r"wick\.zeros")
-            p.send("(2)\n")
-            p.expect(r"tensor\(\[0\., 0\.\]\)")
+            p.send("wick.linsp\t")
+            p.expect(r"wick\.linspace")
+            p.send("(0, 1, 2)\n")
+            p.expect(r"tensor\(\[0\., 1\.\]\)")
             p.line("t = wick.ones(1)", r"ones\(1\)\n(?=> )")
             p.expect(r"> $")
             p.send("t:nume\t")

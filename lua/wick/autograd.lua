@@ -373,6 +373,11 @@ setmetatable(M, { __index = function(t, k)
     local f = require("wick.func")._functional
     rawset(t, k, f)
     return f
+  elseif k == "profiler" then -- torch.autograd.profiler.profile: wick.profiler's
+    local p = { profile = function(...) return require("wick.profiler").profile(...) end,
+      record_function = function(...) return require("wick.profiler").record_function(...) end }
+    rawset(t, k, p)
+    return p
   end
 end })
 

@@ -485,6 +485,14 @@ function wick.pow(a, b, ...)
   end
   return tensor_pow(a, b, ...)
 end
+-- torch.sin_(t) and the other in-place forms at module level: the methods
+for _, name in ipairs({ "abs_", "acos_", "asin_", "atan_", "ceil_", "clamp_", "cos_", "cosh_", "erf_", "exp_", "expm1_",
+  "floor_", "frac_", "log_", "log10_", "log1p_", "log2_", "neg_", "reciprocal_", "relu_", "round_", "rsqrt_",
+  "sigmoid_", "sin_", "sinh_", "sqrt_", "tan_", "tanh_", "trunc_", "zero_", "fill_", "square_", "sign_" }) do
+  if wick[name] == nil and Tensor[name] ~= nil then
+    wick[name] = function(t, ...) return Tensor[name](t, ...) end
+  end
+end
 -- t:fill_(v) takes a one-element tensor too (PyTorch's fill_(0-dim tensor))
 local tensor_fill_ = Tensor.fill_
 function Tensor.fill_(t, v)

@@ -80,7 +80,8 @@ local function device_totals(events)
 end
 
 local OPTIONS = { record_shapes = true, profile_memory = true, with_stack = true, max_events = true,
-  activities = true, schedule = true, on_trace_ready = true, with_flops = true, with_modules = true }
+  activities = true, schedule = true, on_trace_ready = true, with_flops = true, with_modules = true,
+  use_cuda = true, use_device = true, enabled = true } -- (the last three: torch.autograd.profiler.profile's)
 
 --- PyTorch's ProfilerActivity: every device's ops are recorded whatever the list says
 profiler.ProfilerActivity = { CPU = "cpu", CUDA = "cuda" }
