@@ -803,3 +803,19 @@ describe("wick.save / wick.load", function()
     assert.has_error(function() wick.load(nil) end)
   end)
 end)
+
+describe("a dataset of dict samples", function()
+  it("ds[i] is the sample table itself (the data-loading tutorial's sample['image'])", function()
+    local Faces = data.Dataset:extend("Faces")
+    function Faces:len() return 2 end
+    function Faces:get(i) return { image = wick.ones(2) * i, landmarks = wick.zeros(3) } end
+    local ds = Faces()
+    assert.are.same({ 2, 2 }, ds[2].image:tolist())
+    local seen = 0
+    for batch in data.DataLoader(ds, { batch_size = 2 }) do
+      assert.are.same({ 2, 2 }, batch.image:size())
+      seen = seen + 1
+    end
+    assert.are.equal(1, seen)
+  end)
+end)

@@ -77,11 +77,18 @@ end
 -- ---- Dataset ----
 
 -- A dataset class: its instances find their methods in it (then in parent), and
--- ds[i] is sample i as one table {x, y, ...} (an index gives one value, ds:get(i) several).
+-- ds[i] is sample i as one table {x, y, ...} (Python's tuple: an index gives
+-- one value, ds:get(i) several), or, when get(i) returns one plain table (a
+-- dict-like sample, {image = ..., landmarks = ...}), that table itself.
+local function one_sample(...)
+  local first = ...
+  if select("#", ...) == 1 and type(first) == "table" and getmetatable(first) == nil then return first end
+  return { ... }
+end
 local function dataset_class(class, parent, name)
   class.__name = name
   class.__index = function(ds, k)
-    if type(k) == "number" then return { ds:get(position(k, len_of(ds, name, "dataset"), name)) } end
+    if type(k) == "number" then return one_sample(ds:get(position(k, len_of(ds, name, "dataset"), name))) end
     return class[k]
   end
   class.__add = function(a, b) return data.ConcatDataset({ a, b }) end
