@@ -519,14 +519,33 @@ return function(wick)
       if #full ~= t:dim() then
         check.fail("einsum", "operand %d has %d dimension(s) but its subscripts '%s' name %d", i, t:dim(), s, #full)
       end
-      inputs[i] = full
-      local seen = {}
-      for j = 1, #full do
+      for j = 1, #full do -- (counted as written: 'ii' alone is a trace, summed)
         local c = full:sub(j, j)
-        if seen[c] then check.fail("einsum", "subscript '%s' repeated in operand %d ('%s'): diagonals are not supported", c, i, s) end
-        seen[c] = true
         counts[c] = (counts[c] or 0) + 1
-        local n = t:size(j)
+      end
+      -- a subscript repeated within an operand takes its diagonal ('ii->i',
+      -- 'NMKK->NM'): the two dims become one, last
+      local j = 1
+      while j <= #full do
+        local c = full:sub(j, j)
+        local k = full:find(c, j + 1, true)
+        if k then
+          if t:size(j) ~= t:size(k) then
+            check.fail("einsum", "subscript '%s' is repeated in operand %d ('%s') for dimensions of sizes %d and %d",
+              c, i, s, t:size(j), t:size(k))
+          end
+          t = t:diagonal(0, j, k)
+          full = full:sub(1, j - 1) .. full:sub(j + 1, k - 1) .. full:sub(k + 1) .. c
+          j = 1
+        else
+          j = j + 1
+        end
+      end
+      operands[i] = t
+      inputs[i] = full
+      for d = 1, #full do
+        local c = full:sub(d, d)
+        local n = t:size(d)
         if sizes[c] and sizes[c] ~= n then
           check.fail("einsum", "subscript %s has size %d in operand %d but size %d earlier (no broadcasting)", label_name(c), n, i, sizes[c])
         end
@@ -627,7 +646,9 @@ return function(wick)
   --- on permute, reshape, bmm and sum (so it runs on every backend, autograd included).
   function ops.einsum(eq, ...)
     local operands = { ... }
-    if select("#", ...) == 1 and type(operands[1]) == "table" and not is_tensor(operands[1]) then operands = operands[1] end
+    if select("#", ...) == 1 and type(operands[1]) == "table" and not is_tensor(operands[1]) then
+      operands = { unpack(operands[1]) } -- (a copy: diagonals replace its entries)
+    end
     for i = 1, #operands do check.tensor(operands[i], "einsum", "operand " .. i) end
     if #operands == 0 then check.fail("einsum", "expected at least one operand") end
     local inputs, rhs, sizes = parse_einsum(eq, operands)
