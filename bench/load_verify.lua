@@ -10,7 +10,8 @@ if mode == "--save" then
   for i = 1, 64 do sd[("layer%02d.weight"):format(i)] = wick.rand(4 * 1024 * 1024) end
   wick.save(sd, path)
 elseif mode == "--load" then
-  local opts = arg[3] == "--no-verify" and { verify = false } or nil
+  local opts = { mmap = true } -- the mapped load (the README's table)
+  if arg[3] == "--no-verify" then opts.verify = false end
   local t0 = wick.clock()
   local loaded = wick.load(path, opts)
   local total = 0
