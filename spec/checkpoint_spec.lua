@@ -566,3 +566,23 @@ describe("wick.save into a path that is not a regular file", function()
     assert.is_true(ok == true or ok == 0)
   end)
 end)
+
+describe("a crafted 0-dim view past its storage (found by the native fuzzer)", function()
+  it("is refused by the view check, not read past the storage", function()
+    local path = dir .. "/offset.wick"
+    wick.save({ x = wick.ones(1) }, path)
+    local bytes = read(path)
+    local n = 0
+    for i = 8, 1, -1 do n = n * 256 + bytes:byte(i) end
+    local header, rest = bytes:sub(9, 8 + n), bytes:sub(9 + n)
+    -- x: a 0-dim view of its 1-element storage at offset 1
+    local crafted, count = header:gsub('\\"offset\\":0,\\"shape\\":%[%]', '\\"offset\\":1,\\"shape\\":[]')
+    if count == 0 then -- x saved as a 1-D tensor: make its view 0-dim at offset 1
+      crafted, count = header:gsub('\\"offset\\":0,\\"shape\\":%[1%],\\"storage\\":\\"s1\\",\\"strides\\":%[1%]',
+        '\\"offset\\":1,\\"shape\\":[],\\"storage\\":\\"s1\\",\\"strides\\":[]')
+    end
+    assert.are.equal(1, count, "the header has the expected form: " .. header)
+    write(path, u64(#crafted) .. crafted .. rest)
+    assert_error_has(function() wick.load(path) end, "reaches element 1, outside its storage of 1 elements")
+  end)
+end)

@@ -354,12 +354,13 @@ static wick_status check_view(const char *op, const wick_tensor *t, int ndim, co
     if (offset < 0 || offset > WK_MAX_OFFSET)
         return wick_fail(WICK_ERR_INDEX, "%s: storage offset %" PRId64 " is out of range", op, offset);
     if (numel == 0) return WICK_OK; /* no element is ever read: any strides do */
-    /* the lowest and highest element the view reaches */
+    /* the lowest and highest element the view reaches (a 0-dim view: its
+     * offset alone, which must be inside the storage too) */
     int64_t lo = offset, hi = offset, storage = wick_storage_numel(t);
-    for (int i = 0; i < ndim; i++) {
-        int64_t span;
-        bool bad = __builtin_mul_overflow(sizes[i] - 1, strides[i], &span) ||
-                   __builtin_add_overflow(span < 0 ? lo : hi, span, span < 0 ? &lo : &hi);
+    for (int i = 0; i <= ndim; i++) {
+        int64_t span = 0;
+        bool bad = i < ndim && (__builtin_mul_overflow(sizes[i] - 1, strides[i], &span) ||
+                                __builtin_add_overflow(span < 0 ? lo : hi, span, span < 0 ? &lo : &hi));
         if (bad || lo < 0 || hi >= storage) {
             char reach[48];
             if (bad) snprintf(reach, sizeof reach, "an element past 2^63");
