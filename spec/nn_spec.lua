@@ -1352,6 +1352,27 @@ describe("1-D convolution and pooling, adaptive pooling, group norm, pixel shuff
     assert.are.same({ 1, 1, 3, 3 }, nn.AdaptiveAvgPool2d({ 3, 3 })(img):size())
   end)
 
+  it("adaptive max pooling: each bin's first maximum and its 1-based flat index (functional and modules)", function()
+    local img = wick.arange(20):reshape(1, 1, 5, 4) -- rows [1, 3] and [3, 5], columns [1, 2], [2, 3], [3, 4]
+    local v, i = F.adaptive_max_pool2d(img, { 2, 3 }, true)
+    same(v, { { { { 9, 10, 11 }, { 17, 18, 19 } } } })
+    same(i, { { { { 10, 11, 12 }, { 18, 19, 20 } } } })
+    local _, zi = F.adaptive_max_pool2d(wick.zeros(1, 5, 4), { 2, 3 }, { return_indices = true }) -- ties: the first
+    same(zi, { { { 1, 2, 3 }, { 9, 10, 11 } } })
+    local _, ei = nn.AdaptiveMaxPool2d(2, true)(wick.zeros(1, 1, 4, 4)) -- equal bins (one max_pool2d)
+    same(ei, { { { { 1, 3 }, { 9, 11 } } } })
+    same(F.adaptive_max_pool2d(img, { nil, 2 }), { { { { 1, 3 }, { 5, 7 }, { 9, 11 }, { 13, 15 }, { 17, 19 } } } })
+    local x = wick.arange(8):reshape(1, 2, 4)
+    local v1, i1 = nn.AdaptiveMaxPool1d(3, true)(x)
+    same(v1, { { { 1, 2, 3 }, { 5, 6, 7 } } })
+    same(i1, { { { 2, 3, 4 }, { 2, 3, 4 } } })
+    -- the gradient goes to the maxima only
+    local xr = wick.randn(2, 3, 7, 5):requires_grad_()
+    F.adaptive_max_pool2d(xr, 3):sum():backward()
+    assert.are.equal(2 * 3 * 9, xr.grad:sum():item())
+    assert_error_has(function() nn.AdaptiveMaxPool2d(0) end, "output_size")
+  end)
+
   it("group_norm: F and nn.GroupNorm", function()
     local x = wick.arange(8):reshape(1, 4, 2)
     local y = F.group_norm(x, 2)

@@ -463,6 +463,58 @@ local function with_out(name, fn)
   end
 end
 
+--- wick.promote_types(a, b): the dtype PyTorch's promotion gives two dtypes;
+--- wick.result_type(a, b): that of an operation between two tensors or a tensor
+--- and a number (a float number over an integer or bool tensor gives the
+--- default dtype; an integer one over a bool tensor int64).
+function wick.promote_types(a, b)
+  return core.promote_types(a, b)
+end
+function wick.result_type(a, b)
+  if getmetatable(a) ~= mt then a, b = b, a end
+  check_tensor(a, "result_type", "tensor")
+  if getmetatable(b) == mt then return core.promote_types(a.dtype, b.dtype) end
+  if type(b) == "boolean" then return a.dtype end
+  check.number(b, "result_type", "other")
+  if a:is_floating_point() then return a.dtype end
+  if b % 1 ~= 0 then return wick.get_default_dtype() end
+  return a.dtype == "bool" and "int64" or a.dtype
+end
+
+-- t:div(u, {rounding_mode = "trunc" | "floor"}), t:div_(u, {...}) and
+-- wick.div(t, u, {...}): PyTorch's rounded quotients. Integer operands give
+-- integers (computed in float64: exact up to 2^53), and an integer division by
+-- zero is an error, as PyTorch's ZeroDivisionError.
+do
+  local div, div_ = Tensor.div, Tensor.div_
+  local ROUNDING = { rounding_mode = "string" }
+  local function rounded(fn, t, u, opts)
+    local mode = check.options(opts, fn, ROUNDING).rounding_mode
+    if mode == nil then return div(t, u) end
+    if mode ~= "trunc" and mode ~= "floor" then
+      check.fail(fn, "expected rounding_mode to be one of nil, 'trunc' or 'floor', but found '%s'", mode)
+    end
+    check_tensor(t, fn, "self")
+    local dtype = wick.result_type(t, u)
+    if core.dtype_info[dtype].is_floating then
+      local q = div(t, u)
+      return mode == "floor" and q:floor() or q:trunc()
+    end
+    if getmetatable(u) == mt and u:eq(0):any() or u == 0 then check.fail(fn, "ZeroDivisionError") end
+    local q = div(t:to("float64"), getmetatable(u) == mt and u:to("float64") or u)
+    return (mode == "floor" and q:floor() or q:trunc()):to(dtype)
+  end
+  function Tensor.div(t, u, opts)
+    if opts == nil then return div(t, u) end
+    return rounded("div", t, u, opts)
+  end
+  function Tensor.div_(t, u, opts)
+    if opts == nil then return div_(t, u) end
+    return t:copy_(rounded("div_", t, u, opts))
+  end
+  Tensor.divide, Tensor.divide_ = Tensor.div, Tensor.div_
+end
+
 for _, name in ipairs({ "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", "log", "sqrt", "tanh",
   "sigmoid", "relu", "clamp", "eq", "ne", "lt", "le", "gt", "ge", "maximum", "minimum", "sum", "mean",
   "max", "min", "argmax", "argmin", "prod", "var", "std", "matmul", "mm", "bmm", "addmm", "view",
@@ -471,7 +523,7 @@ for _, name in ipairs({ "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", 
   "masked_fill", "masked_select", "masked_scatter", "index_fill", "index_copy", "index_put", "erf", "sin", "cos",
   "tan", "asin", "acos", "atan", "sinh", "cosh", "log2", "log10", "log1p", "expm1", "rsqrt", "reciprocal", "frac",
   "floor", "ceil", "round", "trunc", "sign", "fmod", "remainder", "atan2", "isnan", "isinf", "isfinite",
-  "isposinf", "isneginf", "numel", "norm" }) do
+  "isposinf", "isneginf", "numel", "norm", "divide" }) do
   local method = Tensor[name]
   wick[name] = with_out(name, function(t, ...) return method(t, ...) end)
 end

@@ -1328,11 +1328,7 @@ return function(wick)
   function Tensor.floor_divide(t, u)
     check.tensor(t, "floor_divide", "self")
     if not is_tensor(u) then check.number(u, "floor_divide", "other") end
-    local q = (t / u):floor()
-    if not t:is_floating_point() and (not is_tensor(u) and u == floor(u) or is_tensor(u) and not u:is_floating_point()) then
-      return q:to(t.dtype)
-    end
-    return q
+    return t:div(u, { rounding_mode = "floor" })
   end
   function Tensor.fmax(t, u)
     check.tensor(t, "fmax", "self")

@@ -110,9 +110,107 @@ done:
     return WICK_OK;
 }
 
+/* t [N, C, S] reduced over N and S by `op`, kept as [1, C, 1]. */
+static wick_status bn_channel_reduce(wick_tensor **out, wick_reduce_op op, const wick_tensor *t) {
+    wick_tensor *a = NULL;
+    wick_status st = wick_reduce(&a, NULL, op, t, 2, 1, 0);
+    if (!st) st = wick_reduce(out, NULL, op, a, 0, 1, 0);
+    wick_tensor_release(a);
+    return st;
+}
+
+/* a [C] (a weight or a saved statistic) as [1, C, 1]. */
+static wick_status bn_per_channel(wick_tensor **out, wick_tensor *a) {
+    int64_t shape[3] = {1, a->sizes[0], 1};
+    return wick_reshape(out, a, 3, shape);
+}
+
+/* *a = *a op b */
+static wick_status bn_chain(wick_tensor **a, wick_binary_op op, const wick_tensor *b) {
+    wick_tensor *r;
+    TRY(wick_binary(&r, op, *a, b));
+    wick_tensor_release(*a);
+    *a = r;
+    return WICK_OK;
+}
+
+/* xhat and rstd ([1, C, 1]) of x3 [N, C, S] for the backward. In training the
+ * statistics are recomputed with ops, so that they carry x's graph; in
+ * evaluation they are the running ones the forward saved (constants). */
+static wick_status bn_normalised(const wk_node *node, const wick_tensor *x3, wick_tensor **xhat, wick_tensor **rstd) {
+    wick_tensor *mu = NULL, *var = NULL, *r = NULL;
+    wick_status st;
+    if (node->ints[BN_TRAINING]) {
+        wick_tensor *sq = NULL;
+        st = bn_channel_reduce(&mu, WICK_MEAN, x3);
+        if (!st) st = wick_binary(xhat, WICK_SUB, x3, mu);
+        if (!st) st = wick_binary(&sq, WICK_MUL, *xhat, *xhat);
+        if (!st) st = bn_channel_reduce(&var, WICK_MEAN, sq);
+        if (!st) st = wick_binary_scalar(&r, WICK_ADD, var, (wick_scalar){node->scalars[0], 0}, 0);
+        wick_tensor_release(sq);
+        if (!st) st = wick_unary(rstd, WICK_RSQRT, r);
+    } else {
+        st = bn_per_channel(&mu, node->saved[2]);
+        if (!st) st = bn_per_channel(rstd, node->saved[3]);
+        if (!st) st = wick_binary(xhat, WICK_SUB, x3, mu);
+    }
+    if (!st) st = bn_chain(xhat, WICK_MUL, *rstd);
+    wick_tensor_release(mu);
+    wick_tensor_release(var);
+    wick_tensor_release(r);
+    return st;
+}
+
+/* batch_norm's backward with recorded ops, for create_graph (MAML's inner
+ * loop, a gradient penalty through a critic with batch norm). On x as
+ * [N, C, S], with xhat and rstd per channel (bn_normalised):
+ *   gy = g w;  gx = rstd (gy - mean(gy) - xhat mean(gy xhat)) in training,
+ *   gx = rstd gy in evaluation (the statistics do not depend on x there);
+ *   gw = the sum of g xhat over N and S,  gb = the sum of g. */
+static wick_status bn_backward_recorded(wk_node *node, wick_tensor *g, wick_tensor **grads) {
+    const int *p = node->ints;
+    wick_tensor *x = node->saved[0], *w = node->saved[1];
+    int iw = p[BN_HAS_W] ? 1 : -1, ib = p[BN_HAS_B] ? 1 + p[BN_HAS_W] : -1;
+    int64_t shape[3] = {x->sizes[0], x->sizes[1], 1};
+    for (int i = 2; i < x->ndim; i++) shape[2] *= x->sizes[i];
+    wick_tensor *x3 = NULL, *g3 = NULL, *rstd = NULL, *xhat = NULL, *gy = NULL, *t = NULL, *m = NULL;
+    wick_status st = wick_reshape(&x3, x, 3, shape);
+    if (!st) st = wick_reshape(&g3, g, 3, shape);
+    if (!st) st = bn_normalised(node, x3, &xhat, &rstd);
+    if (!st && wk_nn_wants(node, 0)) {
+        if (w) st = bn_per_channel(&t, w);
+        if (!st) st = w ? wick_binary(&gy, WICK_MUL, g3, t) : (wick_tensor_retain(g3), gy = g3, WICK_OK);
+        wick_tensor_release(t), t = NULL;
+        if (!st && p[BN_TRAINING]) {
+            if (!(st = bn_channel_reduce(&m, WICK_MEAN, gy)) && !(st = wick_binary(&t, WICK_MUL, gy, xhat)))
+                st = bn_chain(&gy, WICK_SUB, m);
+            wick_tensor_release(m), m = NULL;
+            if (!st) st = bn_channel_reduce(&m, WICK_MEAN, t);
+            if (!st) st = bn_chain(&m, WICK_MUL, xhat); /* xhat mean(gy xhat) */
+            if (!st) st = bn_chain(&gy, WICK_SUB, m);
+            wick_tensor_release(t), t = NULL;
+            wick_tensor_release(m), m = NULL;
+        }
+        if (!st) st = bn_chain(&gy, WICK_MUL, rstd);
+        if (!st) st = wick_reshape(&grads[0], gy, x->ndim, x->sizes);
+    }
+    if (!st && iw > 0 && wk_nn_wants(node, iw)) {
+        if (!(st = wick_binary(&t, WICK_MUL, g3, xhat)) && !(st = bn_channel_reduce(&m, WICK_SUM, t)))
+            st = wick_reshape(&grads[iw], m, 1, shape + 1);
+        wick_tensor_release(t), t = NULL;
+        wick_tensor_release(m), m = NULL;
+    }
+    if (!st && ib > 0 && wk_nn_wants(node, ib) && !(st = bn_channel_reduce(&m, WICK_SUM, g3)))
+        st = wick_reshape(&grads[ib], m, 1, shape + 1);
+    wick_tensor *all[] = {x3, g3, rstd, xhat, gy, t, m};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) wick_tensor_release(all[i]);
+    return st;
+}
+
 /* saved: x, weight (or NULL), mean, rstd; ints: BN_TRAINING, BN_HAS_W, BN_HAS_B;
  * inputs: x, then weight and bias when given. */
 static wick_status bn_backward(wk_node *node, wick_tensor *g, wick_tensor **grads) {
+    if (wk_grad_mode) return bn_backward_recorded(node, g, grads); /* create_graph */
     const int *p = node->ints;
     wick_tensor *x = node->saved[0], *w = node->saved[1], *mean = node->saved[2], *rstd = node->saved[3];
     int iw = p[BN_HAS_W] ? 1 : -1, ib = p[BN_HAS_B] ? 1 + p[BN_HAS_W] : -1;
@@ -171,6 +269,8 @@ wick_status wick_batch_norm(wick_tensor **out, const wick_tensor *x, const wick_
             n->ints[BN_TRAINING] = training != 0;
             n->ints[BN_HAS_W] = weight != NULL;
             n->ints[BN_HAS_B] = bias != NULL;
+            n->scalars[0] = eps;
+            n->twice = true; /* bn_backward_recorded */
             if (!(st = wk_save(n, 0, x, r)) && !(st = weight ? wk_save(n, 1, weight, r) : WICK_OK) &&
                 !(st = wk_save(n, 2, mean, r)))
                 st = wk_save(n, 3, rstd, r);

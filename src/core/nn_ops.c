@@ -378,9 +378,44 @@ static wk_node *pool_record_common(wick_tensor *out, const wick_tensor *input, c
     wk_node *n = NULL;
     if ((*st = wk_record(out, name, fn, 0, 1, &input, &n))) return NULL;
     memcpy(n->ints, q, sizeof(int) * 8);
+    n->twice = true; /* pool2d_record_backward */
     n->ndim = input->ndim;
     memcpy(n->sizes, input->sizes, sizeof(int64_t) * input->ndim);
     return n;
+}
+
+/* A pooling's gradient is linear in g. Under create_graph its node takes the
+ * incoming gradient gg back through the forward: max pooling picks gg at the
+ * saved maxima (a gather over each plane), average pooling averages it with the
+ * same window. The node keeps the output's shape in sizes and the window in ints. */
+static wick_status pool2d_backward_backward(wk_node *m, wick_tensor *gg, wick_tensor **grads) {
+    const int *q = m->ints;
+    if (!m->saved[0]) return wick_avg_pool2d(&grads[0], gg, q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7]);
+    int nd = m->ndim;
+    int64_t planes = wk_numel(nd - 2, m->sizes), in2[2] = {planes, gg->sizes[nd - 2] * gg->sizes[nd - 1]},
+            out2[2] = {planes, m->sizes[nd - 2] * m->sizes[nd - 1]};
+    wick_tensor *a = NULL, *i = NULL, *r = NULL;
+    wick_status st = wick_reshape(&a, gg, 2, in2);
+    if (!st) st = wick_reshape(&i, m->saved[0], 2, out2);
+    if (!st) st = wick_gather(&r, a, 1, i);
+    if (!st) st = wick_reshape(&grads[0], r, nd, m->sizes);
+    wick_tensor_release(a);
+    wick_tensor_release(i);
+    wick_tensor_release(r);
+    return st;
+}
+
+/* gi, the gradient pool2d_backward computed from g: recorded for create_graph. */
+static wick_status pool2d_record_backward(wick_tensor *gi, const wick_tensor *g, const wk_node *n) {
+    if (!wk_wants_grad(1, &g)) return WICK_OK;
+    wk_node *m;
+    const char *name = n->saved[0] ? "MaxPool2DWithIndicesBackwardBackward" : "AvgPool2DBackwardBackward";
+    TRY(wk_record(gi, name, pool2d_backward_backward, 0, 1, &g, &m));
+    m->twice = true;
+    memcpy(m->ints, n->ints, sizeof(int) * 8);
+    m->ndim = g->ndim;
+    memcpy(m->sizes, g->sizes, sizeof(int64_t) * g->ndim);
+    return n->saved[0] ? wk_save(m, 0, n->saved[0], gi) : WICK_OK;
 }
 
 /* The backward of both poolings: max pooling saved the indices of its maxima
@@ -402,6 +437,7 @@ static wick_status pool2d_backward(wk_node *n, wick_tensor *g, wick_tensor **gra
         }
     }
     wick_tensor_release(gc);
+    if (!st) st = pool2d_record_backward(gi, g, n); /* create_graph */
     if (st) return wick_tensor_release(gi), st;
     grads[0] = gi;
     return WICK_OK;

@@ -599,6 +599,13 @@ WL_FUNCTION(m_fill_slots) {
     return 0;
 }
 
+/* core.promote_types(a, b): PyTorch's promotion of two dtype names (wick_promote_types) */
+WL_FUNCTION(m_promote_types) {
+    wick_dtype a = wl_dtype(L, 1, "promote_types"), b = wl_dtype(L, 2, "promote_types");
+    lua_pushstring(L, wick_dtype_name(wick_promote_types(a, b)));
+    return 1;
+}
+
 /* ---- registration ---- */
 
 static void set_closure(lua_State *L, const char *name, lua_CFunction f, int up1, int up2) {
@@ -620,6 +627,7 @@ static const luaL_Reg module_fns[] = {
     {"as_strided", m_as_strided},
     {"tensor_storage_key", t_storage_id},
     {"tensors_to", m_tensors_to},
+    {"promote_types", m_promote_types},
     {NULL, NULL}};
 
 static const luaL_Reg method_fns[] = {

@@ -519,16 +519,16 @@ end
 
 --- F.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats = true, momentum = 0.1, eps = 1e-5):
 --- statistics per image and channel over (N, C, ...), the normalisation in the fused layer_norm kernel.
-function F.instance_norm(x, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+--- (PyTorch's positional order, or any of them in a trailing options table)
+function F.instance_norm(x, ...)
   local fn = "instance_norm"
   tensor(x, fn, "input")
-  opt_tensor(running_mean, fn, "running_mean")
-  opt_tensor(running_var, fn, "running_var")
-  opt_tensor(weight, fn, "weight")
-  opt_tensor(bias, fn, "bias")
+  local o = check.positional(fn, { "running_mean", "running_var", "weight", "bias", "use_input_stats", "momentum", "eps" },
+    NORM_STATS, ...)
+  if o.training ~= nil then check.fail(fn, "unknown option 'training' (use_input_stats)") end
+  local running_mean, running_var, weight, bias = o.running_mean, o.running_var, o.weight, o.bias
+  local use_input_stats, momentum, eps = o.use_input_stats, o.momentum or 0.1, o.eps or 1e-5
   if use_input_stats == nil then use_input_stats = true end
-  momentum = check.opt_number(momentum, fn, "momentum", 0.1)
-  eps = check.opt_number(eps, fn, "eps", 1e-5)
   if x:dim() < 3 then check.fail(fn, "expected an input of at least 3 dims (N, C, ...), got %d-D", x:dim()) end
   local n, c = x:size(1), x:size(2)
   local flat = x:reshape({ n, c, -1 })
@@ -623,37 +623,79 @@ local function adaptive_bins(n, out)
   end
   return bins
 end
---- F.adaptive_avg_pool2d(x, output_size): averages over PyTorch's adaptive bins
---- (output_size a number or {h, w}, nil keeping that size)
-function F.adaptive_avg_pool2d(x, output_size, ...)
-  tensor(x, "adaptive_avg_pool2d", "input")
-  if select("#", ...) > 0 then check.fail("adaptive_avg_pool2d", "takes 2 arguments (input, output_size), got more") end
+-- The adaptive poolings: output_size (a number, or {oh, ow} where nil keeps
+-- that size) checked; bins of equal size go to `equal(x, kh, kw)` (one op),
+-- others through `bin(window, row_bin, col_bin)` each, which returns the
+-- bin's value and, for max pooling, its 1-based flat index in the plane.
+local function adaptive_pool2d(fn, x, output_size, equal, bin)
+  tensor(x, fn, "input")
   if type(output_size) == "number" then output_size = { output_size, output_size } end
-  check.table(output_size, "adaptive_avg_pool2d", "output_size")
+  check.table(output_size, fn, "output_size")
   for i = 1, 2 do
-    if output_size[i] ~= nil then check.int(output_size[i], "adaptive_avg_pool2d", "output_size", 1) end
+    if output_size[i] ~= nil then check.int(output_size[i], fn, "output_size", 1) end
   end
-  if x:dim() ~= 3 and x:dim() ~= 4 then check.fail("adaptive_avg_pool2d", "expected a 3-D or 4-D input, got %d-D", x:dim()) end
+  if x:dim() ~= 3 and x:dim() ~= 4 then check.fail(fn, "expected a 3-D or 4-D input, got %d-D", x:dim()) end
   local hd, wd = x:dim() - 1, x:dim()
   local H, W = x:size(hd), x:size(wd)
   local oh, ow = output_size[1] or H, output_size[2] or W
   if oh * ow > ADAPTIVE_MAX_BINS then -- the bins below are Lua tables and a loop each
-    check.fail("adaptive_avg_pool2d", "output_size %d x %d has more than %d bins", oh, ow, ADAPTIVE_MAX_BINS)
+    check.fail(fn, "output_size %d x %d has more than %d bins", oh, ow, ADAPTIVE_MAX_BINS)
   end
-  if H % oh == 0 and W % ow == 0 then -- equal bins: one reshape and a mean
-    local shape = x:size()
-    shape[hd], shape[wd] = oh, H / oh
-    shape[#shape + 1], shape[#shape + 2] = ow, W / ow
-    return x:reshape(shape):mean(wd + 2):mean(wd)
-  end
-  local rows = {}
+  if H % oh == 0 and W % ow == 0 then return equal(x, H / oh, W / ow) end
+  local rows, irows = {}, {}
   for _, r in ipairs(adaptive_bins(H, oh)) do
-    local cols = {}
+    local cols, icols = {}, {}
     local strip = x:narrow(hd, r[1], r[2])
-    for _, c in ipairs(adaptive_bins(W, ow)) do cols[#cols + 1] = strip:narrow(wd, c[1], c[2]):mean(wd):mean(hd) end
+    for _, c in ipairs(adaptive_bins(W, ow)) do
+      cols[#cols + 1], icols[#icols + 1] = bin(strip:narrow(wd, c[1], c[2]), r, c)
+    end
     rows[#rows + 1] = wick.stack(cols, hd)
+    if #icols > 0 then irows[#irows + 1] = wick.stack(icols, hd) end
   end
-  return wick.stack(rows, hd)
+  return wick.stack(rows, hd), #irows > 0 and wick.stack(irows, hd) or nil
+end
+
+--- F.adaptive_avg_pool2d(x, output_size): averages over PyTorch's adaptive bins
+--- (row i covers floor(i H / oh) .. ceil((i + 1) H / oh)); nil in output_size keeps that size.
+function F.adaptive_avg_pool2d(x, output_size, ...)
+  if select("#", ...) > 0 then check.fail("adaptive_avg_pool2d", "takes 2 arguments (input, output_size), got more") end
+  return (adaptive_pool2d("adaptive_avg_pool2d", x, output_size, function(t, kh, kw)
+    local hd, wd = t:dim() - 1, t:dim()
+    local shape = t:size() -- [.., H, W] as [.., oh, kh, ow, kw]
+    shape[hd], shape[wd], shape[wd + 1], shape[wd + 2] = shape[hd] / kh, kh, shape[wd] / kw, kw
+    return t:reshape(shape):mean(wd + 2):mean(wd)
+  end, function(w)
+    local wd = w:dim()
+    return w:mean(wd):mean(wd - 1)
+  end))
+end
+
+--- F.adaptive_max_pool2d(x, output_size[, return_indices = false]) (or {return_indices = b}):
+--- the maximum of each adaptive bin (the first one, as PyTorch's kernel); with
+--- return_indices also its 1-based flat position in the H x W plane, as max_pool2d's.
+function F.adaptive_max_pool2d(x, output_size, ...)
+  local fn = "adaptive_max_pool2d"
+  local with_indices = check.positional(fn, { "return_indices" }, { return_indices = "boolean" }, ...).return_indices
+  local v, i = adaptive_pool2d(fn, x, output_size, function(t, kh, kw)
+    return core.max_pool2d(t, { kh, kw }, { return_indices = with_indices or false })
+  end, function(w, r, c)
+    local hd, cl = w:dim() - 1, c[2]
+    local m, at = w:flatten(hd):max(hd) -- the window's first maximum, 1-based in the window
+    if not with_indices then return m end
+    local q = (at - 1):div(cl, { rounding_mode = "floor" })
+    return m, (q + (r[1] - 1)) * x:size(hd + 1) + (at - 1 - q * cl) + c[1]
+  end)
+  if with_indices then return v, i end
+  return v
+end
+
+--- F.adaptive_max_pool1d(x, output_size[, return_indices = false]): over the 2-D op (indices along L)
+function F.adaptive_max_pool1d(x, output_size, ...)
+  local x2 = as_2d(x, "adaptive_max_pool1d")
+  check.int(output_size, "adaptive_max_pool1d", "output_size", 1)
+  local v, i = F.adaptive_max_pool2d(x2, { 1, output_size }, ...)
+  if i then return v:squeeze(-2), i:squeeze(-2) end
+  return v:squeeze(-2)
 end
 --- F.adaptive_avg_pool1d(x, output_size)
 function F.adaptive_avg_pool1d(x, output_size)
@@ -663,13 +705,13 @@ function F.adaptive_avg_pool1d(x, output_size)
 end
 
 --- F.group_norm(x, num_groups[, weight[, bias[, eps = 1e-5]]]): statistics over each group of channels
-function F.group_norm(x, num_groups, weight, bias, eps)
+--- (PyTorch's positional order, or any of them in a trailing options table)
+local GROUP_NORM = { num_groups = "integer", weight = "tensor", bias = "tensor", eps = "number" }
+function F.group_norm(x, ...)
   tensor(x, "group_norm", "input")
+  local o = check.positional("group_norm", { "num_groups", "weight", "bias", "eps" }, GROUP_NORM, ...)
+  local num_groups, weight, bias, eps = o.num_groups, o.weight, o.bias, o.eps or 1e-5
   check.int(num_groups, "group_norm", "num_groups", 1)
-  opt_tensor(weight, "group_norm", "weight")
-  opt_tensor(bias, "group_norm", "bias")
-  if eps ~= nil then check.number(eps, "group_norm", "eps") end
-  eps = eps or 1e-5
   local c = x:dim() >= 2 and x:size(2) or 0
   if x:dim() < 2 or c % num_groups ~= 0 then
     check.fail("group_norm", "expected an input of shape (N, C, ...) with C divisible by num_groups (%d), got [%s]", num_groups, table.concat(x:size(), ", "))
@@ -768,30 +810,34 @@ end
 
 --- Batch normalisation over dim 2 (channels); running statistics are updated in
 --- place when training.
-function F.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
+--- F.batch_norm(x, running_mean, running_var[, weight[, bias[, training = false[, momentum = 0.1[, eps = 1e-5]]]]])
+--- (PyTorch's positional order, or any of them in a trailing options table).
+local NORM_STATS = { running_mean = "tensor", running_var = "tensor", weight = "tensor", bias = "tensor",
+  training = "boolean", use_input_stats = "boolean", momentum = "number", eps = "number" }
+function F.batch_norm(x, ...)
   tensor(x, "batch_norm", "input")
-  opt_tensor(running_mean, "batch_norm", "running_mean")
-  opt_tensor(running_var, "batch_norm", "running_var")
-  opt_tensor(weight, "batch_norm", "weight")
-  opt_tensor(bias, "batch_norm", "bias")
-  check.opt_boolean(training, "batch_norm", "training")
-  momentum = check.opt_number(momentum, "batch_norm", "momentum", 0.1)
-  eps = check.opt_number(eps, "batch_norm", "eps", 1e-5)
+  local o = check.positional("batch_norm", { "running_mean", "running_var", "weight", "bias", "training", "momentum", "eps" },
+    NORM_STATS, ...)
+  if o.use_input_stats ~= nil then check.fail("batch_norm", "unknown option 'use_input_stats' (instance_norm's)") end
+  local running_mean, running_var, weight, bias = o.running_mean, o.running_var, o.weight, o.bias
+  local training, momentum, eps = o.training or false, o.momentum or 0.1, o.eps or 1e-5
   if not training and not (running_mean and running_var) then
     check.fail("batch_norm", "running_mean and running_var are required when not training")
   end
   return core.batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps) -- one fused kernel each way
 end
 
---- Layer normalisation over the trailing dims given by normalized_shape.
-function F.layer_norm(x, normalized_shape, weight, bias, eps)
+--- Layer normalisation over the trailing dims given by normalized_shape:
+--- F.layer_norm(x, normalized_shape[, weight[, bias[, eps = 1e-5]]]) (PyTorch's
+--- positional order, or weight, bias and eps in a trailing options table).
+local LAYER_NORM = { normalized_shape = "integer|table", weight = "tensor", bias = "tensor", eps = "number" }
+function F.layer_norm(x, ...)
   tensor(x, "layer_norm", "input")
+  local o = check.positional("layer_norm", { "normalized_shape", "weight", "bias", "eps" }, LAYER_NORM, ...)
+  local normalized_shape, weight, bias, eps = o.normalized_shape, o.weight, o.bias, o.eps or 1e-5
   if type(normalized_shape) == "number" then normalized_shape = { normalized_shape } end
   check.table(normalized_shape, "layer_norm", "normalized_shape")
   for i = 1, #normalized_shape do check.int(normalized_shape[i], "layer_norm", "normalized_shape", 0) end
-  opt_tensor(weight, "layer_norm", "weight")
-  opt_tensor(bias, "layer_norm", "bias")
-  eps = check.opt_number(eps, "layer_norm", "eps", 1e-5)
   local n = #normalized_shape
   if n > x:dim() then
     check.fail("layer_norm", "normalized_shape of %d dimension(s) for an input of %d", n, x:dim())

@@ -293,6 +293,29 @@ function L.AdaptiveAvgPool2d:init(output_size)
 end
 function L.AdaptiveAvgPool2d:forward(x) return F.adaptive_avg_pool2d(x, self.output_size) end
 L.AdaptiveAvgPool2d._repr = { "output_size" }
+--- nn.AdaptiveMaxPool2d(output_size[, return_indices = false]) (or {return_indices = b}):
+--- the maximum of each adaptive bin; nn.AdaptiveMaxPool1d(output_size[, return_indices])
+L.AdaptiveMaxPool2d = Module:extend("AdaptiveMaxPool2d", { "output_size" })
+function L.AdaptiveMaxPool2d:init(output_size, ...)
+  local size = type(output_size) == "number" and { output_size, output_size } or output_size
+  check.table(size, "AdaptiveMaxPool2d", "output_size")
+  for i = 1, 2 do
+    if size[i] ~= nil then check.int(size[i], "AdaptiveMaxPool2d", "output_size", 1) end
+  end
+  self.output_size = type(output_size) == "number" and output_size or { size[1], size[2] }
+  self.return_indices = check.positional("AdaptiveMaxPool2d", { "return_indices" }, { return_indices = "boolean" }, ...)
+    .return_indices or false
+end
+function L.AdaptiveMaxPool2d:forward(x) return F.adaptive_max_pool2d(x, self.output_size, self.return_indices) end
+L.AdaptiveMaxPool2d._repr = { "output_size" }
+L.AdaptiveMaxPool1d = Module:extend("AdaptiveMaxPool1d", { "output_size" })
+function L.AdaptiveMaxPool1d:init(n, ...)
+  self.output_size = check.int(n, "AdaptiveMaxPool1d", "output_size", 1)
+  self.return_indices = check.positional("AdaptiveMaxPool1d", { "return_indices" }, { return_indices = "boolean" }, ...)
+    .return_indices or false
+end
+function L.AdaptiveMaxPool1d:forward(x) return F.adaptive_max_pool1d(x, self.output_size, self.return_indices) end
+L.AdaptiveMaxPool1d._repr = { "output_size" }
 
 --- nn.Upsample([size[, scale_factor[, mode = "nearest"[, align_corners[, recompute_scale_factor]]]]][, opts]):
 --- F.interpolate with the module's arguments; nn.UpsamplingNearest2d, nn.UpsamplingBilinear2d (align_corners).
