@@ -119,6 +119,33 @@ describe("Module:apply and the module walks", function()
     assert.are.equal("Tiny", getmetatable(Tiny(3, 2, 1)).__name)
     assert.are.equal("ModuleDict", getmetatable(nn.ModuleDict()).__name)
   end)
+
+  it("a subclass of a layer takes the layer's arguments by name and may override _conv_forward", function()
+    local LN = nn.LayerNorm:extend("LayerNorm") -- whisper's class LayerNorm(nn.LayerNorm)
+    local ln = LN({ normalized_shape = 4 })
+    assert.are.same({ 4 }, ln.weight:size())
+    local x = wick.randn(2, 4)
+    assert_close(ln(x), nn.LayerNorm(4)(x), 1e-6)
+    local Conv1d = nn.Conv1d:extend("Conv1d")
+    local c = Conv1d(3, 5, { kernel_size = 3, padding = 1 })
+    assert.are.same({ 5, 3, 3 }, c.weight:size())
+    assert.are.same({ 2, 5, 7 }, c(wick.randn(2, 3, 7)):size())
+    -- weight standardisation (BiT's StdConv2d) through PyTorch's hook
+    local Std = nn.Conv2d:extend("StdConv2d")
+    function Std:_conv_forward(input, weight, bias)
+      local w = (weight - weight:mean({ 2, 3, 4 }, true)) / (weight:var({ 2, 3, 4 }, { keepdim = true, unbiased = false }) + 1e-5):sqrt()
+      return nn.Conv2d._conv_forward(self, input, w, bias)
+    end
+    local s = Std(2, 3, 3, { padding = 1 })
+    local img = wick.randn(1, 2, 5, 5)
+    local ws = (s.weight - s.weight:mean({ 2, 3, 4 }, true)) /
+      (s.weight:var({ 2, 3, 4 }, { keepdim = true, unbiased = false }) + 1e-5):sqrt()
+    assert_close(s(img), wick.nn.functional.conv2d(img, ws, s.bias, { padding = 1 }), 1e-5)
+    local C1 = nn.Conv1d:extend("C1")
+    function C1:_conv_forward(input, weight, bias) return nn.Conv1d._conv_forward(self, input, weight * 0, bias) end
+    local z = C1(2, 2, 3, { bias = false })
+    assert.are.equal(0, z(wick.randn(2, 6)):abs():sum():item()) -- unbatched input too
+  end)
 end)
 
 describe("nn.ModuleList", function()

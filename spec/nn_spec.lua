@@ -1352,6 +1352,18 @@ describe("1-D convolution and pooling, adaptive pooling, group norm, pixel shuff
     assert.are.same({ 1, 1, 3, 3 }, nn.AdaptiveAvgPool2d({ 3, 3 })(img):size())
   end)
 
+  it("F.max_pool2d and F.avg_pool2d take PyTorch's positional arguments (MAML's learner.py)", function()
+    local img = wick.arange(16):reshape(1, 1, 4, 4)
+    same(F.max_pool2d(img, 2, 2, 0), { { { { 5, 7 }, { 13, 15 } } } })
+    same(F.max_pool2d(img, 2, 1), F.max_pool2d(img, 2, { stride = 1 }):totable())
+    local v, i = F.max_pool2d(img, 2, 2, 0, 1, false, true)
+    same(i, { { { { 6, 8 }, { 14, 16 } } } })
+    same(v, { { { { 5, 7 }, { 13, 15 } } } })
+    same(F.avg_pool2d(img, 2, 2, 1, false, false), { { { { 0, 1.5, 3 }, { 6, 7.5, 9 }, { 12, 13.5, 15 } } } })
+    assert_error_has(function() F.max_pool2d(img, 2, 2, 0, 1, false, true, 9) end, "at most 5 positional")
+    assert_error_has(function() F.max_pool2d(img, 2, 2, { stride = 2 }) end, "given both by position and as an option")
+  end)
+
   it("adaptive max pooling: each bin's first maximum and its 1-based flat index (functional and modules)", function()
     local img = wick.arange(20):reshape(1, 1, 5, 4) -- rows [1, 3] and [3, 5], columns [1, 2], [2, 3], [3, 4]
     local v, i = F.adaptive_max_pool2d(img, { 2, 3 }, true)

@@ -170,6 +170,18 @@ describe("zero_grad", function()
     loss_of(w, b):backward()
     assert_close(w.grad, (g1 * 2):totable(), 1e-12)
   end)
+
+  it("takes an nn.ParameterList as PyTorch's iterable of parameters (MAML's Learner.parameters())", function()
+    local pl = wick.nn.ParameterList({ wick.nn.Parameter(wick.ones(2)), wick.nn.Parameter(wick.ones(3)) })
+    local opt = optim.SGD(pl, { lr = 0.5 })
+    assert.are.equal(2, #opt.param_groups[1].params)
+    local g = optim.Adam({ { params = pl, lr = 0.1 } })
+    assert.is_true(rawequal(pl[2], g.param_groups[1].params[2]))
+    pl[1]:sum():backward()
+    opt:step()
+    assert.are.same({ 0.5, 0.5 }, pl[1]:totable())
+    support.assert_error_has(function() optim.SGD(wick.nn.Linear(2, 2), 0.1) end, "model:parameters()")
+  end)
 end)
 
 -- ======================================================================

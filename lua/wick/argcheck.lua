@@ -231,6 +231,13 @@ function C.positional(fn, names, spec, ...)
   local last = args[n]
   -- the options table: a plain table with no array part ({3, 3} is a size)
   if n > 0 and type(last) == "table" and getmetatable(last) == nil and #last == 0 then
+    if last.axis ~= nil and spec.dim ~= nil and spec.axis == nil then -- NumPy's name for dim, as PyTorch takes it
+      if last.dim ~= nil then raise(("%s: got both dim and axis (axis is another name for dim)"):format(fn)) end
+      local copy = {}
+      for k, v in pairs(last) do copy[k] = v end
+      copy.dim, copy.axis = last.axis, nil
+      last = copy
+    end
     C.options(last, fn, spec)
     for k, v in pairs(last) do out[k] = v end
     n = n - 1

@@ -74,14 +74,22 @@ local function check_group(name, group, kinds)
   end
 end
 
+-- params as an array: a tensor alone, or an nn.ParameterList (iterable in
+-- PyTorch: MAML's Learner.parameters() returns one) as its parameters
+local function parameter_list(params)
+  if wick.is_tensor(params) then return { params } end
+  local class = type(params) == "table" and getmetatable(params)
+  if class and class.__name == "ParameterList" and type(params.parameters) == "function" then return params:parameters() end
+  return params
+end
+
 -- One parameter group: the optimizer's defaults, then the group's own options.
 local function make_group(self, g, gi)
   local name = getmetatable(self).__name
   if type(g) ~= "table" or getmetatable(g) ~= nil or g.params == nil then
     check.fail(name, "parameter group %s must be a table with params = {...}, got %s", tostring(gi), check.describe(g))
   end
-  local params = g.params
-  if wick.is_tensor(params) then params = { params } end
+  local params = parameter_list(g.params)
   if type(params) ~= "table" then check.fail(name, "the params of parameter group %s must be an array of tensors", tostring(gi)) end
   local group = { params = {} }
   for k, v in pairs(self.defaults) do group[k] = v end
@@ -139,7 +147,7 @@ local POSITIONAL = {
 function Optimizer.new(cls, params, ...)
   if type(cls) ~= "table" or type(cls.defaults) ~= "table" then check.expected("Optimizer.new", "class", "an optimizer class", cls) end
   local opts = check.positional(cls.__name, POSITIONAL[cls.__name] or {}, option_kinds(cls), ...)
-  if wick.is_tensor(params) then params = { params } end
+  params = parameter_list(params)
   if type(params) ~= "table" or getmetatable(params) ~= nil then
     wick.error(("%s: expected an array of parameters (model:parameters()) or of parameter groups, got %s"):format(cls.__name, check.describe(params)))
   end

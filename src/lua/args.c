@@ -320,10 +320,24 @@ int wl_dim_value(lua_State *L, lua_Number d, const char *fn) {
     return d > 0 ? (int)d - 1 : (int)d;
 }
 
+/* Pushes the option `dim` of the options table at idx, or `axis` (NumPy's
+ * name, which PyTorch takes too: x.sum(axis=0)); both is an error. */
+void wl_getdim(lua_State *L, int idx, const char *fn) {
+    idx = idx < 0 ? lua_gettop(L) + idx + 1 : idx;
+    lua_getfield(L, idx, "axis");
+    lua_getfield(L, idx, "dim");
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        return;
+    }
+    if (!lua_isnil(L, -2)) wl_raise(L, "%s: got both dim and axis (axis is another name for dim)", fn);
+    lua_remove(L, -2);
+}
+
 /* a dimension: a number, or by name as PyTorch's dim= ({dim = 2}) */
 int wl_dim(lua_State *L, int idx, const char *fn) {
     if (lua_type(L, idx) == LUA_TTABLE && !wl_totensor(L, idx)) {
-        lua_getfield(L, idx, "dim");
+        wl_getdim(L, idx, fn);
         int ok = lua_type(L, -1) == LUA_TNUMBER;
         lua_Number d = lua_tonumber(L, -1);
         lua_pop(L, 1);
@@ -368,8 +382,10 @@ void wl_check_keys(lua_State *L, int idx, const char *fn, const char *const *key
     lua_pushnil(L);
     while (lua_next(L, idx)) {
         int ok = 0;
+        /* axis is dim's other name wherever dim is an option (wl_getdim) */
+        int axis = lua_type(L, -2) == LUA_TSTRING && strcmp(lua_tostring(L, -2), "axis") == 0;
         for (const char *const *k = keys; *k && !ok && lua_type(L, -2) == LUA_TSTRING; k++)
-            ok = strcmp(*k, lua_tostring(L, -2)) == 0;
+            ok = strcmp(*k, axis ? "dim" : lua_tostring(L, -2)) == 0;
         if (!ok) {
             const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : luaL_typename(L, -2);
             if (keys[0] && !keys[1] && strcmp(keys[0], "dim") == 0)

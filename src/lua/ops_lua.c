@@ -25,7 +25,7 @@ WL_FUNCTION(t_sort) {
     if (lua_istable(L, 2) && !wl_totensor(L, 2)) {
         static const char *const keys[] = {"dim", "descending", "stable", NULL};
         wl_check_keys(L, 2, "sort", keys);
-        lua_getfield(L, 2, "dim");
+        wl_getdim(L, 2, "sort");
         if (!lua_isnil(L, -1)) dim = wl_dim(L, lua_gettop(L), "sort");
         lua_getfield(L, 2, "descending");
         descending = opt_bool(L, lua_gettop(L), "sort", "descending", 0);
@@ -74,7 +74,7 @@ WL_FUNCTION(t_scan) {
     if (lua_istable(L, 2) && !wl_totensor(L, 2)) { /* t:cumsum({dim =, dtype =}) */
         lua_settop(L, 2);
         lua_pushvalue(L, 2);
-        lua_getfield(L, 2, "dim");
+        wl_getdim(L, 2, fn);
         lua_replace(L, 2);
         lua_insert(L, 3); /* the options table */
         lua_settop(L, 3);

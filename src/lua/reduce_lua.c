@@ -83,7 +83,7 @@ static int reduce_args(lua_State *L, int first, int *dims, int *keepdim, int *co
             if (c < INT_MIN || c > INT_MAX) wl_raise(L, "%s: correction %lld is out of range", fn, (long long)c);
             *correction = (int)c;
         }
-        lua_getfield(L, i, "dim");
+        wl_getdim(L, i, fn);
         if (!lua_isnil(L, -1)) {
             if (ndims) wl_raise(L, "%s: got the dim twice (as an argument and as an option)", fn);
             ndims = reduce_dim_list(L, lua_gettop(L), dims, fn);

@@ -46,7 +46,7 @@ static int dim_arg(lua_State *L, int idx, int opts, int absent, const char *fn) 
     int named = 0;
     lua_Number d = 0;
     if (opts) {
-        lua_getfield(L, opts, "dim");
+        wl_getdim(L, opts, fn);
         named = !lua_isnil(L, -1);
         if (named && lua_type(L, -1) != LUA_TNUMBER)
             wl_raise(L, "%s: expected a dimension (a number) for option 'dim', got %s", fn, luaL_typename(L, -1));
@@ -318,10 +318,23 @@ WL_FUNCTION(t_scatter) {
     return 1;
 }
 
-/* wick.cat(tensors[, dim]) and wick.stack(tensors[, dim]); upvalue: 1 for stack */
+/* wick.cat(tensors[, dim]) and wick.stack(tensors[, dim]); upvalue: 1 for stack.
+ * The tensors may also come as arguments (wick.stack(wick.meshgrid(a, b)):
+ * PyTorch's torch.stack(torch.meshgrid(...)) of a function's several results). */
 WL_FUNCTION(m_join) {
     int stack = UPINT(1);
     const char *fn = stack ? "wick.stack" : "wick.cat";
+    if (wl_totensor(L, 1)) { /* the leading tensor arguments as the table */
+        int n = 1, top = lua_gettop(L);
+        while (n < top && wl_totensor(L, n + 1)) n++;
+        lua_createtable(L, n, 0);
+        for (int i = 1; i <= n; i++) {
+            lua_pushvalue(L, i);
+            lua_rawseti(L, -2, i);
+        }
+        lua_replace(L, 1);
+        for (int i = 2; i <= n; i++) lua_remove(L, 2);
+    }
     if (!lua_istable(L, 1) || wl_totensor(L, 1)) wl_raise(L, "%s: expected a table of tensors, got %s", fn, luaL_typename(L, 1));
     static const char *const keys[] = {"dim", NULL};
     int opts = options_at(L, 2, keys, fn);

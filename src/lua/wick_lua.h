@@ -57,6 +57,8 @@ void wl_open_defaults(lua_State *L);
 void wl_set_requires_grad(lua_State *L, wick_tensor *t, int requires_grad);
 /* A Lua dimension (1-based, negative from the end) as a C one (0-based or negative). */
 int wl_dim(lua_State *L, int idx, const char *fn);
+/* Pushes option `dim` (or `axis`, its NumPy name) of the options table at idx. */
+void wl_getdim(lua_State *L, int idx, const char *fn);
 /* the options table at idx holds only these keys (NULL-ended), else an error naming the key */
 void wl_check_keys(lua_State *L, int idx, const char *fn, const char *const *keys);
 int wl_dim_value(lua_State *L, lua_Number d, const char *fn);

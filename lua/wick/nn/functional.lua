@@ -517,6 +517,9 @@ function F.prelu(x, weight)
   return x:relu() - (-x):relu() * weight
 end
 
+-- the options of the norms with statistics (batch_norm's and instance_norm's)
+local NORM_STATS = { running_mean = "tensor", running_var = "tensor", weight = "tensor", bias = "tensor",
+  training = "boolean", use_input_stats = "boolean", momentum = "number", eps = "number" }
 --- F.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats = true, momentum = 0.1, eps = 1e-5):
 --- statistics per image and channel over (N, C, ...), the normalisation in the fused layer_norm kernel.
 --- (PyTorch's positional order, or any of them in a trailing options table)
@@ -557,17 +560,22 @@ function F.instance_norm(x, ...)
   return y
 end
 
--- F.max_pool2d(x, kernel_size[, opts]), F.avg_pool2d: kernel_size also in opts
+-- F.max_pool2d(x, kernel_size[, stride[, padding[, dilation[, ceil_mode[, return_indices]]]]]),
+-- F.avg_pool2d(x, kernel_size[, stride[, padding[, ceil_mode[, count_include_pad[, divisor_override]]]]]):
+-- PyTorch's positional order, or any of them (kernel_size too) in a trailing options table
 local POOL_ARGS = { "input", "kernel_size" }
-function F.max_pool2d(...)
-  local x, kernel_size, opts = required("max_pool2d", POOL_ARGS, ...)
-  return core.max_pool2d(x, kernel_size, opts or {})
+local PAIR = "integer|table"
+local function pool2d(name, order, spec)
+  local op = core[name]
+  return function(...)
+    local args = { n = select("#", required(name, POOL_ARGS, ...)), required(name, POOL_ARGS, ...) }
+    return op(args[1], args[2], check.positional(name, order, spec, unpack(args, 3, args.n)))
+  end
 end
-
-function F.avg_pool2d(...)
-  local x, kernel_size, opts = required("avg_pool2d", POOL_ARGS, ...)
-  return core.avg_pool2d(x, kernel_size, opts or {})
-end
+F.max_pool2d = pool2d("max_pool2d", { "stride", "padding", "dilation", "ceil_mode", "return_indices" },
+  { stride = PAIR, padding = PAIR, dilation = PAIR, ceil_mode = "boolean", return_indices = "boolean" })
+F.avg_pool2d = pool2d("avg_pool2d", { "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override" },
+  { stride = PAIR, padding = PAIR, ceil_mode = "boolean", count_include_pad = "boolean", divisor_override = "integer" })
 
 -- ---- 1-D forms over the 2-D ops, pooling to a size, group norm, pixel shuffle ----
 
@@ -812,8 +820,6 @@ end
 --- place when training.
 --- F.batch_norm(x, running_mean, running_var[, weight[, bias[, training = false[, momentum = 0.1[, eps = 1e-5]]]]])
 --- (PyTorch's positional order, or any of them in a trailing options table).
-local NORM_STATS = { running_mean = "tensor", running_var = "tensor", weight = "tensor", bias = "tensor",
-  training = "boolean", use_input_stats = "boolean", momentum = "number", eps = "number" }
 function F.batch_norm(x, ...)
   tensor(x, "batch_norm", "input")
   local o = check.positional("batch_norm", { "running_mean", "running_var", "weight", "bias", "training", "momentum", "eps" },

@@ -125,15 +125,17 @@ function L.Conv2d:init(in_channels, out_channels, kernel_size, ...)
   self.weight = L.Parameter(uniform({ out_channels, in_channels / self.groups, k[1], k[2] }, bound, options(opts)))
   if opts.bias ~= false then self.bias = L.Parameter(uniform({ out_channels }, bound, options(opts))) end
 end
-function L.Conv2d:forward(x)
+-- m:_conv_forward(x, weight, bias): the convolution with the layer's options, as
+-- PyTorch's (a subclass overrides it to change the weight: weight standardisation)
+function L.Conv2d:_conv_forward(x, weight, bias)
   local padding = self.padding
   if self.padding_mode ~= "zeros" then -- PyTorch's _reversed_padding_repeated_twice, then no padding
     local p = explicit_padding(padding, self.kernel_size, int_pair(self.dilation, "Conv2d", "dilation", 1))
     x, padding = F.pad(x, { p[3], p[4], p[1], p[2] }, self.padding_mode), 0
   end
-  return F.conv2d(x, self.weight, self.bias,
-    { stride = self.stride, padding = padding, dilation = self.dilation, groups = self.groups })
+  return F.conv2d(x, weight, bias, { stride = self.stride, padding = padding, dilation = self.dilation, groups = self.groups })
 end
+function L.Conv2d:forward(x) return self:_conv_forward(x, self.weight, self.bias) end
 L.Conv2d.extra_repr = conv_repr
 
 -- ---- ConvTranspose2d ----
@@ -224,18 +226,15 @@ end
 function L.Conv1d:forward(x)
   check.tensor(x, "Conv1d", "input")
   if x:dim() ~= 2 and x:dim() ~= 3 then check.fail("Conv1d", "expected 2-D (unbatched) or 3-D input, got %d-D", x:dim()) end
-  local unbatched = x:dim() == 2
-  if unbatched then x = x:unsqueeze(1) end
+  return self:_conv_forward(x, self.weight, self.bias)
+end
+function L.Conv1d:_conv_forward(x, weight, bias)
   local padding = self.padding
   if self.padding_mode ~= "zeros" then
     local p = explicit_padding(padding, { 1, self.kernel_size }, { 1, self.dilation })
     x, padding = F.pad(x, { p[3], p[4] }, self.padding_mode), 0
   end
-  if type(padding) == "number" then padding = { 0, padding } end
-  local y = F.conv2d(x:unsqueeze(3), self.weight:unsqueeze(3), self.bias,
-    { stride = { 1, self.stride }, padding = padding, dilation = { 1, self.dilation }, groups = self.groups }):squeeze(3)
-  if unbatched then y = y:squeeze(1) end
-  return y
+  return F.conv1d(x, weight, bias, { stride = self.stride, padding = padding, dilation = self.dilation, groups = self.groups })
 end
 L.Conv1d.extra_repr = conv_repr
 

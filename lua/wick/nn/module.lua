@@ -95,7 +95,13 @@ function Module.new(class, ...)
   if (index ~= class and type(index) ~= "function") or type(class.init) ~= "function" then check.expected("Module.new", "class", "a module class", class) end
   local self = setmetatable({ _fields = {}, training = true }, class)
   rawset(self, "training", true)
-  local args = rawget(class, "_args") -- the class's own, not a base class's
+  -- the argument names of the class whose init runs: a subclass without an
+  -- init of its own (class Conv1d(nn.Conv1d)) takes its base's by name too
+  local args, c = rawget(class, "_args"), class
+  while not args and type(c) == "table" and rawget(c, "init") == nil do
+    c = rawget(c, "super")
+    args = type(c) == "table" and rawget(c, "_args") or nil
+  end
   building[self] = true
   if args then self:init(required(class.__name, args, ...)) else self:init(...) end
   building[self] = nil
