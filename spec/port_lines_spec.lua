@@ -137,6 +137,18 @@ describe("keywords and torch.Size (llama2.c, litgpt, GAT)", function()
     assert.is_false(wick.zeros(2, 3).shape == wick.Size(3, 2))
     assert.are.equal("[2, 3]", tostring(wick.Size(2, 3)))
   end)
+
+  it("x.shape[1:] == pe.shape and x.view(*x.shape[:2], h, -1) (whisper) as Size ranges", function()
+    local x = wick.zeros(2, 6, 3)
+    assert.is_true(x.shape[{ 2, -1 }] == wick.zeros(6, 3).shape)
+    assert.are.same({ 2, 6 }, x:size()[{ { 1, 2 } }])
+    assert.are.equal("[6, 3]", tostring(x.shape[{ 2 }]))
+    assert.are.same({}, x.shape[{ 4 }]) -- Python's shape[3:]
+    local unpack = table.unpack or unpack -- luacheck: ignore
+    local B, T = unpack(x.shape[{ 1, 2 }])
+    assert.are.same({ 2, 6, 3, 1 }, x:view(B, T, 3, -1):size())
+    support.assert_error_has(function() return x.shape[{ 1, 5 }] end, "outside a Size of 3 dims")
+  end)
 end)
 
 describe("the transfer-learning and style-transfer tutorials' lines", function()

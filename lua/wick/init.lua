@@ -122,9 +122,28 @@ wick._dtype_info = dtype_info
 -- ---- tensor fields read with `.` ----
 
 local Size = {}
--- s[-1]: the last size, as Python's negative indices
+-- s[-1]: the last size, as Python's negative indices; s[{a, b}] (or s[{{a, b}}],
+-- as a tensor's range) the sizes a..b inclusive as a Size, negative ends from
+-- the end and b the last when absent: Python's shape[1:] is s[{2, -1}]
+local function size_slice(s, k)
+  local r = type(k[1]) == "table" and #k == 1 and k[1] or k
+  local n = #s
+  local a, b = r[1] or 1, r[2] or -1
+  if type(a) ~= "number" or type(b) ~= "number" or a % 1 ~= 0 or b % 1 ~= 0 or #r > 2 then
+    wick.error("Size: a range is {first, last} (integers, inclusive), got " .. check.describe(k))
+  end
+  if a < 0 then a = n + a + 1 end
+  if b < 0 then b = n + b + 1 end
+  if a < 1 or b > n or a > b + 1 then
+    wick.error(("Size: range {%d, %d} outside a Size of %d dims"):format(r[1] or 1, r[2] or -1, n))
+  end
+  local out = {}
+  for i = a, b do out[#out + 1] = s[i] end
+  return setmetatable(out, Size)
+end
 Size.__index = function(s, k)
   if type(k) == "number" and k < 0 then return rawget(s, #s + k + 1) end
+  if type(k) == "table" then return size_slice(s, k) end
   return Size[k]
 end
 Size.__tostring = function(s)

@@ -65,9 +65,17 @@ return function(wick)
     return dim
   end
 
-  function Tensor.split(t, split_size, dim)
+  -- t:split(split_size_or_sizes[, dim]), or PyTorch's keywords in one table:
+  -- t:split({split_size = {2, 4}, dim = 2}) (torch.split's split_size_or_sections too)
+  local SPLIT = { split_size = "integer|table", split_size_or_sections = "integer|table", dim = "integer" }
+  function Tensor.split(t, ...)
     check.tensor(t, "split", "self")
-    dim = dim_option(dim, "split")
+    local o = check.positional("split", { "split_size", "dim" }, SPLIT, ...)
+    if o.split_size ~= nil and o.split_size_or_sections ~= nil then
+      check.fail("split", "got both split_size and split_size_or_sections (the same argument)")
+    end
+    local split_size, dim = o.split_size or o.split_size_or_sections, o.dim
+    if split_size == nil then check.fail("split", "missing argument 'split_size' (a size, or a list of sizes)") end
     dim = wrap_dim(t, dim == nil and 1 or dim, "split")
     if t:dim() == 0 then check.fail("split", "cannot split a 0-dim tensor") end
     local n = t:size(dim)
@@ -96,10 +104,10 @@ return function(wick)
     return parts
   end
 
-  function Tensor.chunk(t, chunks, dim)
+  function Tensor.chunk(t, ...)
     check.tensor(t, "chunk", "self")
-    check.int(chunks, "chunk", "chunks", 1)
-    dim = dim_option(dim, "chunk")
+    local o = check.positional("chunk", { "chunks", "dim" }, { chunks = "integer", dim = "integer" }, ...)
+    local chunks, dim = check.int(o.chunks, "chunk", "chunks", 1), o.dim
     dim = wrap_dim(t, dim == nil and 1 or dim, "chunk")
     if t:dim() == 0 then check.fail("chunk", "cannot chunk a 0-dim tensor") end
     local n = t:size(dim)
