@@ -432,3 +432,34 @@ describe("item and totable", function()
     assert.are.same({ { { 1 } } }, wick.ones(1, 1, 1, { dtype = "float16" }):totable())
   end)
 end)
+
+describe("wick.newaxis (Python's None in a key)", function()
+  local N = wick.newaxis
+  it("inserts a size-1 dim where it stands, counting the dims before it and '...'", function()
+    local e = wick.arange(8):reshape(4, 2)
+    assert.are.same({ 4, 2, 1, 1 }, e[{ {}, {}, N, N }]:size()) -- emb[:, :, None, None]
+    assert.are.same({ 1, 4, 2 }, e[{ N }]:size())
+    assert.are.same({ 1, 2 }, e[{ 1, N }]:size())
+    assert.are.same({ 4, 2, 1 }, e[{ "...", N }]:size())
+    assert.are.same({ 1, 4, 2, 1 }, e[{ N, "...", N }]:size())
+    assert.are.same({ { { 2, 3 } }, { { 4, 5 } } }, e[{ { 2, 3 }, N }]:totable())
+    -- broadcasting an outer sum, a[:, None] + a[None, :]
+    local a = wick.arange(3)
+    assert.are.same({ { 0, 1, 2 }, { 1, 2, 3 }, { 2, 3, 4 } }, (a[{ {}, N }] + a[{ N, {} }]):totable())
+    assert.are.same({ 1, 2, 2 }, wick.arange(6):reshape(2, 3)[{ N, {}, wick.tensor({ 1, 3 }, { dtype = "int64" }) }]:size())
+  end)
+
+  it("is a view that writes and differentiates", function()
+    local x = wick.zeros(2, 3)
+    x[{ N, {}, 2 }] = 5
+    assert.are.same({ { 0, 5, 0 }, { 0, 5, 0 } }, x:totable())
+    local v = x[{ {}, N }]
+    v:fill_(1)
+    assert.are.equal(6, x:sum():item())
+    local a = wick.randn(3, 2):requires_grad_()
+    local y = a[{ {}, N }] * 2
+    y:sum():backward()
+    assert.are.same({ { 2, 2 }, { 2, 2 }, { 2, 2 } }, a.grad:totable())
+    support.assert_error_has(function() return x[{ N, 1, 1, 1 }] end, "too many indices")
+  end)
+end)

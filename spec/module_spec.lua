@@ -394,6 +394,26 @@ describe("the container rule", function()
     function Obj:init() self.thing = setmetatable({ inner = nn.Linear(1, 1) }, {}) end
     assert_error_has(function() Obj():parameters() end, "holding a Linear at 'inner'")
   end)
+
+  it("an object holding tensors (a distribution, Bayes by Backprop's Gaussian) is a plain attribute, as in PyTorch", function()
+    local Gaussian = {}
+    Gaussian.__index = Gaussian
+    local BL = nn.Module:extend("BayesianLinear")
+    function BL:init()
+      self.weight_mu = nn.Parameter(wick.zeros(3, 2))
+      self.weight_rho = nn.Parameter(wick.zeros(3, 2))
+      self.weight = setmetatable({ mu = self.weight_mu, rho = self.weight_rho }, Gaussian)
+      self.prior = wick.distributions.Normal(wick.zeros(2), wick.ones(2))
+    end
+    local m = BL()
+    assert.are.equal(2, #m:parameters())
+    local keys = {}
+    for k in pairs(m:state_dict()) do keys[#keys + 1] = k end
+    table.sort(keys)
+    assert.are.same({ "weight_mu", "weight_rho" }, keys)
+    m:load_state_dict(m:state_dict())
+    assert.is_true(rawequal(m.weight.mu, m.weight_mu))
+  end)
 end)
 
 describe("tied weights", function()

@@ -1260,6 +1260,9 @@ local lazy = { nn = "wick.nn", optim = "wick.optim", data = "wick.data", amp = "
   utils = "wick.utils" }
 -- torch.inf, torch.nan, torch.pi, torch.e
 wick.inf, wick.nan, wick.pi, wick.e = math.huge, 0 / 0, math.pi, math.exp(1)
+--- wick.newaxis: Python's None in an index key, a new dim of size 1 there
+--- (x[:, None] is x[{{}, wick.newaxis}]); a Lua table cannot hold nil
+wick.newaxis = core.newaxis
 
 --- wick.deepcopy(v): Python's copy.deepcopy for wick's values: tensors cloned
 --- (detached, requires_grad kept), modules and plain tables copied with their

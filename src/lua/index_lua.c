@@ -89,6 +89,48 @@ static int scalar_index(lua_State *L, int idx) {
     return 1;
 }
 
+/* wick.newaxis, Python's None in a key (x[:, None]): a light userdata no other
+ * value equals. */
+static char newaxis_tag;
+static int is_newaxis(lua_State *L, int idx) {
+    return lua_type(L, idx) == LUA_TLIGHTUSERDATA && lua_touserdata(L, idx) == &newaxis_tag;
+}
+
+/* A key with newaxis entries at kidx: *t becomes a view of it with a size-1 dim
+ * where each stands (the dims the entries before it cover counted, "..." as
+ * the dims the other entries leave), and the key at kidx a copy with {} (that
+ * whole new dim) in their place. The views stay on the stack. */
+static void expand_newaxis(lua_State *L, int kidx, wick_tensor **t) {
+    int n = (int)lua_objlen(L, kidx), count = 0, real = 0, ellipsis = 0;
+    for (int i = 1; i <= n; i++) {
+        lua_rawgeti(L, kidx, i);
+        if (is_newaxis(L, -1)) count++;
+        else if (lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "...") == 0) ellipsis = 1;
+        else real++;
+        lua_pop(L, 1);
+    }
+    if (!count) return;
+    int spread = ellipsis && wick_tensor_ndim(*t) > real ? wick_tensor_ndim(*t) - real : 0, d = 0;
+    lua_createtable(L, n, 0);
+    int key = lua_gettop(L);
+    for (int i = 1; i <= n; i++) {
+        lua_rawgeti(L, kidx, i);
+        if (is_newaxis(L, -1)) {
+            lua_pop(L, 1);
+            lua_newtable(L);
+            wick_tensor **slot = wl_new_slot(L);
+            wl_check(L, wick_unsqueeze(slot, *t, d++));
+            *t = *slot;
+            lua_insert(L, key); /* keep the view below the key */
+            key++;
+        } else {
+            d += lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "...") == 0 ? spread : 1;
+        }
+        lua_rawseti(L, key, i);
+    }
+    lua_replace(L, kidx);
+}
+
 static int parse_key(lua_State *L, int idx, wick_tensor *t, wick_key_entry *e, int *tp, int *te, int *nt) {
     int n = (int)lua_objlen(L, idx), nd = wick_tensor_ndim(t);
     lua_pushnil(L);
@@ -139,7 +181,7 @@ static int parse_key(lua_State *L, int idx, wick_tensor *t, wick_key_entry *e, i
             tp[(*nt)++] = d;
         } else {
             wl_raise(L, "index: entry %d of the key must be a number, a range table ({}, {first, last}, {first, last, step}), "
-                        "a tensor or \"...\", got %s",
+                        "a tensor, \"...\" or wick.newaxis, got %s",
                      i + 1, luaL_typename(L, top));
         }
         lua_pop(L, 1);
@@ -242,6 +284,7 @@ WL_FUNCTION(t_index_get) {
     if (lua_type(L, 2) == LUA_TTABLE && !k) {
         wick_key_entry e[WICK_MAX_DIMS];
         int tp[WICK_MAX_DIMS], te[WICK_MAX_DIMS], nt, dim, group;
+        expand_newaxis(L, 2, &t);
         int n = parse_key(L, 2, t, e, tp, te, &nt);
         wick_tensor *index = nt ? key_tensors(L, 2, t, e, tp, te, nt, &dim, &group) : NULL;
         wick_tensor **slot = wl_new_slot(L);
@@ -299,6 +342,7 @@ WL_FUNCTION(t_index_set) {
             e[0] = (wick_key_entry){1, select_index(L, 2, wick_tensor_sizes(t)[0], 0), 1, 1};
         } else {
             int tp[WICK_MAX_DIMS], te[WICK_MAX_DIMS], nt, dim, group;
+            expand_newaxis(L, 2, &t);
             n = parse_key(L, 2, t, e, tp, te, &nt);
             if (nt) {
                 wick_tensor *index = key_tensors(L, 2, t, e, tp, te, nt, &dim, &group);
@@ -473,6 +517,8 @@ void wl_open_index(lua_State *L) {
         {"index_copy", t_index_write, 0, 1},      {"index_put_", t_index_put, 1, 0},
         {"index_put", t_index_put, 0, 0},
     };
+    lua_pushlightuserdata(L, &newaxis_tag);
+    lua_setfield(L, -2, "newaxis");
     lua_getfield(L, -1, "Tensor"); /* wick.<name> mirrors of these are in lua/wick/init.lua */
     for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) closure(L, fns[i].name, fns[i].f, fns[i].up1, fns[i].up2);
     lua_pop(L, 1);

@@ -354,9 +354,9 @@ add_member = function(out, owner, name, v, visiting, buffer, param, nested)
   elseif type(v) == "table" then
     if getmetatable(v) == nil or getmetatable(v) == Module._iterable_list then
       table_members(out, owner, name, v, visiting)
-    else
+    else -- an object (a distribution, a helper holding parameters registered elsewhere): not state, as in PyTorch
       for k, item in pairs(v) do
-        if is_tensor(item) or is_module(item) then
+        if is_module(item) then
           wick.error(("%s: the field '%s' is an object (a table with a metatable) holding a %s at '%s': it would be skipped by parameters(), to() and state_dict(); make it a module (nn.Module:extend) or a plain table")
             :format(getmetatable(owner).__name, name, check.describe(item), tostring(k)))
         end
