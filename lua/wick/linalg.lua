@@ -10,6 +10,7 @@ local core = require("wick.core")
 local check = require("wick.argcheck")
 
 local linalg = {}
+local methods = {} -- the tensor methods and torch.* names (at the end)
 local unpack = table.unpack or unpack -- luacheck: ignore (LuaJIT's global)
 
 local function mT(t) return t:transpose(-2, -1) end
@@ -170,6 +171,163 @@ function linalg.cholesky(A, opts)
   return L
 end
 
+-- ---- triangular solves: substitution, O(n^2) per column ----
+
+-- A [..., n, n] and B [..., n, k] with their batch dims broadcast (expanded views)
+local function broadcast_batch(fn, A, B, eq)
+  local nb = math.max(A:dim(), B:dim()) - 2
+  local batch = {}
+  for i = 1, nb do
+    local ia, ib = i - (nb - (A:dim() - 2)), i - (nb - (B:dim() - 2))
+    local a = ia >= 1 and A:size(ia) or 1
+    local b = ib >= 1 and B:size(ib) or 1
+    if a ~= b and a ~= 1 and b ~= 1 then
+      check.fail(fn, "Incompatible shapes of A and B for the equation %s (%s and %s)", eq, tostring(A.shape),
+        tostring(B.shape))
+    end
+    batch[i] = math.max(a, b)
+  end
+  local sa, sb = { unpack(batch) }, { unpack(batch) }
+  sa[nb + 1], sa[nb + 2] = A:size(-2), A:size(-1)
+  sb[nb + 1], sb[nb + 2] = B:size(-2), B:size(-1)
+  return A:expand(sa), B:expand(sb)
+end
+
+-- X with A X = B, A lower (or upper) triangular: forward (back) substitution,
+-- one row of X at a time over every batch and column at once
+local function substitute(A, B, upper, unit)
+  local n = A:size(-1)
+  local X = B:contiguous():clone()
+  local first, last, step = 1, n, 1
+  if upper then first, last, step = n, 1, -1 end
+  for i = first, last, step do
+    local row = B:narrow(-2, i, 1)
+    local lo, len -- the part of row i of A that meets the rows of X already known
+    if upper then lo, len = i + 1, n - i else lo, len = 1, i - 1 end
+    if len > 0 then row = row - A:narrow(-2, i, 1):narrow(-1, lo, len):matmul(X:narrow(-2, lo, len)) end
+    if not unit then row = row / A:narrow(-2, i, 1):narrow(-1, i, 1) end
+    X:narrow(-2, i, 1):copy_(row)
+  end
+  return X
+end
+
+local SolveTriangular = wick.autograd.Function:extend("LinalgSolveTriangular")
+function SolveTriangular.forward(ctx, A, B, upper, unit)
+  local X = substitute(A, B, upper, unit)
+  ctx:save_for_backward(A, X)
+  ctx.upper, ctx.unit = upper, unit
+  return X
+end
+function SolveTriangular.backward(ctx, g) -- gB = A^-T g, gA = -gB X^T on A's triangle (PyTorch's)
+  local A, X = ctx.saved_tensors[1], ctx.saved_tensors[2]
+  local gB = SolveTriangular.apply(mT(A), g, not ctx.upper, ctx.unit)
+  local gA
+  if ctx.needs_input_grad[1] then
+    gA = -gB:matmul(mT(X))
+    if ctx.upper then gA = gA:triu(ctx.unit and 1 or 0) else gA = gA:tril(ctx.unit and -1 or 0) end
+  end
+  return gA, gB
+end
+
+--- linalg.solve_triangular(A, B, {upper =, left = true, unitriangular = false}):
+--- X with A X = B (left = false: X A = B), A triangular (only its triangle is read)
+function linalg.solve_triangular(A, B, opts)
+  local fn = "linalg.solve_triangular"
+  square(fn, A)
+  check.tensor(B, fn, "B")
+  opts = check.options(opts, fn, { upper = "boolean", left = "boolean", unitriangular = "boolean" })
+  if opts.upper == nil then check.fail(fn, "missing the required option 'upper' (true or false)") end
+  if B:dim() < 2 then check.fail(fn, "The input tensor B must have at least 2 dimensions (got %d)", B:dim()) end
+  if not A:is_floating_point() or A.dtype ~= B.dtype then
+    check.fail(fn, "Expected A and B to be floating tensors of one dtype, but found A of type %s and B of type %s",
+      A.dtype, B.dtype)
+  end
+  local upper, left, unit = opts.upper, opts.left ~= false, opts.unitriangular == true
+  if not left then -- X A = B: A^T X^T = B^T
+    if A:size(-1) ~= B:size(-1) then
+      check.fail(fn, "Incompatible shapes of A and B for the equation XA = B (%s and %s)", tostring(A.shape),
+        tostring(B.shape))
+    end
+    A, B = broadcast_batch(fn, mT(A), mT(B), "XA = B")
+    return mT(SolveTriangular.apply(A, B, not upper, unit))
+  end
+  if A:size(-1) ~= B:size(-2) then
+    check.fail(fn, "Incompatible shapes of A and B for the equation AX = B (%s and %s)", tostring(A.shape),
+      tostring(B.shape))
+  end
+  A, B = broadcast_batch(fn, A, B, "AX = B")
+  return SolveTriangular.apply(A, B, upper, unit)
+end
+
+-- cholesky_solve: X = (L L^T)^-1 B by two substitutions; the gradient of L is
+-- PyTorch's (dense: -(G X^T + X G^T) L, G = A^-1 g)
+local CholeskySolve = wick.autograd.Function:extend("CholeskySolve")
+function CholeskySolve.forward(ctx, B, L, upper)
+  local Lo = upper and mT(L) or L -- A = Lo Lo^T
+  local X = substitute(mT(Lo), substitute(Lo, B, false, false), true, false)
+  ctx:save_for_backward(L, X)
+  ctx.upper = upper
+  return X
+end
+function CholeskySolve.backward(ctx, g)
+  local L, X = ctx.saved_tensors[1], ctx.saved_tensors[2]
+  local G = CholeskySolve.apply(g, L, ctx.upper)
+  local gL
+  if ctx.needs_input_grad[2] then
+    local common = G:matmul(mT(X))
+    common = common + mT(common)
+    gL = ctx.upper and -L:matmul(common) or -common:matmul(L)
+  end
+  return G, gL
+end
+
+local function cholesky_factor(fn, L, upper)
+  square(fn, L)
+  if not L:is_floating_point() then check.fail(fn, "expected a floating tensor, got %s", L.dtype) end
+  if type(upper) == "table" then
+    upper = check.options(upper, fn, { upper = "boolean" }).upper
+  elseif upper ~= nil then
+    check.boolean(upper, fn, "upper")
+  end
+  return upper == true
+end
+
+--- wick.cholesky_solve(B, L[, upper = false]) (or {upper =}): X with (L L^T) X = B
+function methods.cholesky_solve(B, L, upper)
+  local fn = "cholesky_solve"
+  check.tensor(B, fn, "B")
+  upper = cholesky_factor(fn, L, upper)
+  if B:dim() < 2 then check.fail(fn, "b should have at least 2 dimensions, but has %d dimensions instead", B:dim()) end
+  if B.dtype ~= L.dtype then
+    check.fail(fn, "Expected b and A to have the same dtype, but found b of type %s and A of type %s instead.",
+      B.dtype, L.dtype)
+  end
+  if L:size(-1) ~= B:size(-2) then
+    check.fail(fn, "Incompatible matrix sizes for cholesky_solve: each A matrix is %d by %d but each b matrix is %d by %d",
+      L:size(-2), L:size(-1), B:size(-2), B:size(-1))
+  end
+  local Lb, Bb = broadcast_batch(fn, L, B, "AX = B")
+  return CholeskySolve.apply(Bb, Lb, upper)
+end
+
+--- wick.cholesky_inverse(L[, upper = false]) (or {upper =}): (L L^T)^-1
+function methods.cholesky_inverse(L, upper)
+  upper = cholesky_factor("cholesky_inverse", L, upper)
+  return CholeskySolve.apply(eye_like(L):contiguous(), L, upper)
+end
+
+--- linalg.cholesky_ex(A[, {upper = false, check_errors = false}]) -> L, info (int32 zeros: a matrix
+--- that is not positive-definite raises, as with check_errors)
+function linalg.cholesky_ex(A, opts)
+  local fn = "linalg.cholesky_ex"
+  square(fn, A)
+  opts = check.options(opts, fn, { upper = "boolean", check_errors = "boolean" })
+  local L = linalg.cholesky(A, { upper = opts.upper == true })
+  local bs = A:size()
+  bs[#bs], bs[#bs - 1] = nil, nil
+  return L, wick.zeros(bs, { dtype = "int32", device = A.device })
+end
+
 -- ---- QR, eigh, SVD: values only (no derivative) ----
 
 local Undifferentiable = {}
@@ -281,7 +439,6 @@ end
 
 -- ---- the torch.* names and tensor methods (init.lua binds them to these) ----
 
-local methods = {}
 function methods.inverse(t) return linalg.inv(t) end
 function methods.det(t) return linalg.det(t) end
 function methods.slogdet(t) return linalg.slogdet(t) end
@@ -298,4 +455,10 @@ function methods.svd(t, some)
   return U, S, mT(Vh)
 end
 linalg._methods = methods
+-- torch.cholesky_solve and torch.cholesky_inverse, as wick.* names and tensor
+-- methods (until init.lua's list of linalg methods names them too)
+for _, name in ipairs({ "cholesky_solve", "cholesky_inverse" }) do
+  if rawget(wick, name) == nil then wick[name] = methods[name] end
+  if rawget(wick.Tensor, name) == nil then wick.Tensor[name] = methods[name] end
+end
 return linalg

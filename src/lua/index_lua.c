@@ -240,6 +240,50 @@ static wick_tensor *key_tensors(lua_State *L, int kidx, wick_tensor *t, const wi
     return *slot;
 }
 
+/* Index tensors that are not next to each other (p[i0, :, i1]): as PyTorch and
+ * NumPy, their broadcast dims come first. *t becomes the view with the indexed
+ * dims first (in key order, the others after them in order), the key at kidx
+ * the same selection written for it: tensors, then numbers, ranges and {} for
+ * the rest. The key is then parsed again into e, tp, te, *nt; returns its n. */
+static int tensors_first(lua_State *L, int kidx, wick_tensor **t, wick_key_entry *e, int n, int *tp, int *te, int *nt) {
+    int nd = wick_tensor_ndim(*t), perm[WICK_MAX_DIMS], is_tensor[WICK_MAX_DIMS] = {0}, p = 0;
+    for (int j = 0; j < *nt; j++) perm[p++] = tp[j], is_tensor[tp[j]] = j + 1;
+    for (int d = 0; d < nd; d++)
+        if (!is_tensor[d]) perm[p++] = d;
+    lua_createtable(L, nd, 0);
+    for (int i = 0; i < nd; i++) {
+        int d = perm[i];
+        if (is_tensor[d]) {
+            lua_rawgeti(L, kidx, te[is_tensor[d] - 1] + 1);
+        } else if (d < n && e[d].select) {
+            lua_pushnumber(L, (lua_Number)(e[d].start + 1));
+        } else {
+            lua_createtable(L, 3, 0);
+            if (d < n) {
+                lua_pushnumber(L, (lua_Number)(e[d].start + 1));
+                lua_rawseti(L, -2, 1);
+                lua_pushnumber(L, (lua_Number)(e[d].start + (e[d].length - 1) * e[d].step + 1));
+                lua_rawseti(L, -2, 2);
+                lua_pushnumber(L, (lua_Number)e[d].step);
+                lua_rawseti(L, -2, 3);
+            }
+        }
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_replace(L, kidx);
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_permute(slot, *t, nd, perm));
+    *t = *slot;
+    return parse_key(L, kidx, *t, e, tp, te, nt);
+}
+
+/* Whether the index tensors of a parsed key lie on dims next to each other. */
+static int tensors_adjacent(const int *tp, int nt) {
+    for (int j = 1; j < nt; j++)
+        if (tp[j] != tp[0] + j) return 0;
+    return 1;
+}
+
 /* A tensor key: its kind, or an error. 1 mask, 2 index. */
 static int tensor_key_kind(lua_State *L, wick_tensor *k) {
     wick_dtype d = wick_tensor_dtype(k);
@@ -286,6 +330,7 @@ WL_FUNCTION(t_index_get) {
         int tp[WICK_MAX_DIMS], te[WICK_MAX_DIMS], nt, dim, group;
         expand_newaxis(L, 2, &t);
         int n = parse_key(L, 2, t, e, tp, te, &nt);
+        if (nt > 1 && !tensors_adjacent(tp, nt)) n = tensors_first(L, 2, &t, e, n, tp, te, &nt);
         wick_tensor *index = nt ? key_tensors(L, 2, t, e, tp, te, nt, &dim, &group) : NULL;
         wick_tensor **slot = wl_new_slot(L);
         wl_check(L, nt ? wick_index_key(slot, t, n, e, dim, group, index) : wick_index_view(slot, t, n, e));
@@ -344,6 +389,7 @@ WL_FUNCTION(t_index_set) {
             int tp[WICK_MAX_DIMS], te[WICK_MAX_DIMS], nt, dim, group;
             expand_newaxis(L, 2, &t);
             n = parse_key(L, 2, t, e, tp, te, &nt);
+            if (nt > 1 && !tensors_adjacent(tp, nt)) n = tensors_first(L, 2, &t, e, n, tp, te, &nt);
             if (nt) {
                 wick_tensor *index = key_tensors(L, 2, t, e, tp, te, nt, &dim, &group);
                 WRITE(L, wick_index_key_put_(t, n, e, dim, group, index, v, s, 0));
