@@ -581,6 +581,32 @@ for _, name in ipairs({ "tensor", "zeros", "ones", "empty", "rand", "randn", "fu
   wick[name] = core[name]
 end
 wick.cat, wick.stack = with_out("cat", core.cat), with_out("stack", core.stack)
+-- torch.arange(end=n, dtype=...), arange(0, end=n, step=2): PyTorch's keywords in
+-- the options table (`end` is a Lua keyword: {["end"] = n}; `stop` is taken too)
+do
+  local arange = core.arange
+  wick.arange = function(...)
+    local n = select("#", ...)
+    local o = n > 0 and select(n, ...) or nil
+    if type(o) ~= "table" or getmetatable(o) ~= nil or (o["end"] == nil and o.stop == nil and o.start == nil and o.step == nil) then
+      return arange(...)
+    end
+    if o["end"] ~= nil and o.stop ~= nil then check.fail("wick.arange", "got both end and stop (the same argument)") end
+    local p, rest = { ... }, {}
+    for k, v in pairs(o) do
+      if k ~= "start" and k ~= "end" and k ~= "stop" and k ~= "step" then rest[k] = v end
+    end
+    local stop = o["end"] or o.stop
+    local start, step = o.start, o.step
+    if n - 1 == 1 then -- one positional number: the end, or the start when the end is named
+      if stop == nil then stop = p[1] elseif start == nil then start = p[1] else check.fail("wick.arange", "got start twice") end
+    elseif n - 1 >= 2 then
+      check.fail("wick.arange", "give start, end and step by position or by name, not %d by position and some by name", n - 1)
+    end
+    if stop == nil then check.fail("wick.arange", "missing argument 'end'") end
+    return arange(start or 0, stop, step or 1, rest)
+  end
+end
 -- torch.zeros(size=(2, 3), dtype=...) as one keyword table: wick.zeros{size = {2, 3}, dtype = ...}
 for _, name in ipairs({ "zeros", "ones", "empty", "rand", "randn" }) do
   local make = core[name]
@@ -599,7 +625,12 @@ function wick.is_tensor(v) return getmetatable(v) == mt end
 wick.ops = require("wick.ops")(wick) -- tril, split, topk, multinomial, einsum, random fills, ... (ops.lua)
 for _, name in ipairs({ "tril", "triu", "split", "chunk", "unbind", "sort", "argsort", "topk", "msort", "cumsum",
   "cumprod", "clamp", "clamp_min", "clamp_max", "clip", "where", "randint", "randint_like", "randperm", "multinomial",
-  "einsum", "bernoulli", "normal" }) do
+  "einsum", "bernoulli", "normal", "flip", "fliplr", "flipud", "roll", "amax", "amin", "logsumexp",
+  "repeat_interleave", "tile", "diag", "outer", "ger", "dot", "inner", "mv", "lerp", "addcmul", "addcdiv",
+  "logical_not", "logical_and", "logical_or", "logical_xor", "hypot", "nan_to_num", "diff", "trace", "take",
+  "index_add", "scatter_add", "floor_divide", "fmax", "fmin", "nanmean", "baddbmm", "vdot", "square", "cross",
+  "kron", "addmv", "addr", "logit", "xlogy", "exp2", "float_power", "true_divide", "cdist", "linspace", "logspace",
+  "deg2rad", "rad2deg", "matrix_power" }) do
   wick[name] = with_out(name, wick[name])
 end
 wick.clock = core.clock

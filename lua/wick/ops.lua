@@ -707,10 +707,15 @@ return function(wick)
   function Tensor.fliplr(t) return Tensor.flip(t, 2) end
   function Tensor.flipud(t) return Tensor.flip(t, 1) end
 
-  --- t:roll(shifts[, dims]): elements shifted along dims, those pushed off one end
-  --- coming back at the other; without dims t is flattened first
-  function Tensor.roll(t, shifts, dims)
+  --- t:roll(shifts[, dims]) (or {shifts =, dims =}, Swin's keywords): elements shifted
+  --- along dims, those pushed off one end coming back at the other; without dims t
+  --- is flattened first
+  local ROLL = { shifts = "integer|table", dims = "integer|table" }
+  function Tensor.roll(t, ...)
     check.tensor(t, "roll", "self")
+    local o = check.positional("roll", { "shifts", "dims" }, ROLL, ...)
+    local shifts, dims = o.shifts, o.dims
+    if shifts == nil then check.fail("roll", "missing argument 'shifts'") end
     if dims == nil then
       if type(shifts) == "table" then check.fail("roll", "shifts must be a number when dims is not given") end
       return Tensor.roll(t:reshape(-1), shifts, 1):view(t.shape)
@@ -1094,6 +1099,7 @@ return function(wick)
     out = wick.where(out:eq(huge), fill(o.posinf or big), out)
     return wick.where(out:eq(-huge), fill(o.neginf or -big), out)
   end
+  function Tensor.nan_to_num_(t, ...) return check.tensor(t, "nan_to_num_", "self"):copy_(Tensor.nan_to_num(t, ...)) end
   --- t:diff([n = 1[, dim = -1[, prepend[, append]]]]) (or by name): differences of
   --- neighbours along dim, n times, after prepend and append are joined on along dim
   local DIFF = { n = "integer", dim = "integer", prepend = "tensor", append = "tensor" }
