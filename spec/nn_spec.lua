@@ -1385,6 +1385,38 @@ describe("1-D convolution and pooling, adaptive pooling, group norm, pixel shuff
     assert_error_has(function() nn.AdaptiveMaxPool2d(0) end, "output_size")
   end)
 
+  it("embedding_bag and nn.EmbeddingBag: sum, mean, max, weights, padding, 1-based offsets (PyTorch's values)", function()
+    local w = (wick.arange(30, { dtype = "float64" }):view(10, 3) - 14):sin()
+    local I = function(t) return wick.tensor(t, { dtype = "int64" }) end
+    local inp, off = I({ 1, 2, 4, 5, 4, 3, 2, 9 }) + 1, I({ 1, 5, 5, 7 }) -- PyTorch's offsets [0, 4, 4, 6]
+    local function near(got, want) assert_close(got, want, 1e-12) end
+    near(F.embedding_bag(inp, w, off, { mode = "sum" }), { { -0.057194482090463516, -0.04513904581163408, 0.00841702101703648 },
+      { 0, 0, 0 }, { 0.049626847837456745, -0.0846684894999683, -0.1411200080598672 },
+      { -0.5691912097967409, 0.3336207569760813, 0.9297033383560427 } })
+    near(F.embedding_bag(inp, w, off)[3], { 0.024813423918728372, -0.04233424474998415, -0.0705600040299336 }) -- mean
+    near(F.embedding_bag(inp, w, off, { mode = "max" })[1], { 0.9999902065507035, 0.9092974268256817, 0.27941549819892586 })
+    local psw = wick.arange(8, { dtype = "float64" }) / 8
+    near(F.embedding_bag(inp, w, off, { mode = "sum", per_sample_weights = psw })[4],
+      { -0.3743725277442255, 0.3740414871939197, 0.7785634837866716 })
+    near(F.embedding_bag(inp, w, off, { padding_idx = 5 })[3], { 0.9589242746631385, 0.7568024953079282, -0.1411200080598672 })
+    near(F.embedding_bag(inp:view(2, 4), w, { mode = "max" }), { { 0.9999902065507035, 0.9092974268256817, 0.27941549819892586 },
+      { 0.9589242746631385, 0.9906073556948704, 0.6502878401571168 } })
+    near(F.embedding_bag(inp, w, I({ 1, 5, 7, 9 }), { include_last_offset = true })[2], -- PyTorch's [0, 4, 6, 8]
+      { 0.024813423918728372, -0.04233424474998415, -0.0705600040299336 })
+    local wr = w:clone():requires_grad_()
+    F.embedding_bag(inp, wr, off, { mode = "max" }):pow(2):sum():backward()
+    assert.is_true(math.abs(wr.grad:abs():sum():item() - 11.930984268450011) < 1e-12)
+    local m = nn.EmbeddingBag(10, 3, { mode = "sum" })
+    assert.are.same({ 4, 3 }, m(inp, off):size())
+    assert.are.equal("EmbeddingBag(10, 3, mode='sum')", tostring(m))
+    assert_error_has(function() F.embedding_bag(inp, w, off - 1) end, "the first offset must be 1")
+    assert_error_has(function() F.embedding_bag(inp, w) end, "offsets")
+    assert_error_has(function() F.embedding_bag(inp, w, off, { mode = "mean", per_sample_weights = psw }) end, "mode='sum'")
+    assert.are.same({ 0, 2, 1 }, wick.bincount(I({ 2, 3, 2 })):totable())
+    assert.are.same({ 0, 1.5, 0, 0 }, wick.bincount(I({ 2, 2 }), wick.tensor({ 0.5, 1 }), 4):totable())
+    assert_error_has(function() wick.bincount(I({ 0, 1 })) end, "count from 1")
+  end)
+
   it("group_norm: F and nn.GroupNorm", function()
     local x = wick.arange(8):reshape(1, 4, 2)
     local y = F.group_norm(x, 2)

@@ -1476,6 +1476,32 @@ return function(wick)
   --- wick.searchsorted(sorted, values[, {right = false}]): for each value, the
   --- 1-based position where it would be inserted to keep sorted's last dim sorted
   --- (PyTorch's index plus 1); wick.bucketize(values, boundaries[, {right}]) the same, arguments swapped
+  --- wick.bincount(input[, weights[, minlength = 0]]) (or {weights =, minlength =}):
+  --- entry k counts the values k of the 1-D integer input (or sums their weights);
+  --- values are 1-based as classes are (F.one_hot's), the length max(input's
+  --- largest value, minlength); int64 counts, the weights' dtype with weights
+  function ops.bincount(input, ...)
+    check.tensor(input, "bincount", "input")
+    local o = check.positional("bincount", { "weights", "minlength" }, { weights = "tensor", minlength = "integer" }, ...)
+    if input:dim() ~= 1 or input:is_floating_point() or input.dtype == "bool" then
+      check.fail("bincount", "expected a 1-D integer tensor, got a %d-D %s tensor", input:dim(), input.dtype)
+    end
+    local w = o.weights
+    if w and (w:dim() ~= 1 or w:size(1) ~= input:size(1)) then
+      check.fail("bincount", "weights should be 1-d and have the same length as input")
+    end
+    local minlength = check.int(o.minlength or 0, "bincount", "minlength", 0)
+    local lo = input:numel() > 0 and input:min():item() or 1
+    if lo < 1 then check.fail("bincount", "values must be positive (they count from 1, as classes do), got %d", lo) end
+    local n = math.max(input:numel() > 0 and input:max():item() or 0, minlength)
+    local dtype = w and (w:is_floating_point() and w.dtype or "float64") or "int64"
+    local out = wick.zeros(n, { dtype = dtype, device = input.device })
+    if input:numel() == 0 then return out end
+    return out:index_add(1, input:to("int64"), w and w:to(dtype) or wick.ones(input:numel(), { dtype = dtype, device = input.device }))
+  end
+
+  Tensor.bincount = ops.bincount
+
   function ops.searchsorted(sorted, values, opts)
     check.tensor(sorted, "searchsorted", "sorted_sequence")
     local right = check.options(opts, "searchsorted", { right = "boolean", side = "string" })
@@ -1806,7 +1832,7 @@ return function(wick)
     local method = Tensor[name]
     wick[name] = function(t, ...) return method(t, ...) end
   end
-  for _, name in ipairs({ "where", "randint", "randint_like", "randperm", "multinomial", "einsum", "bernoulli", "normal",
+  for _, name in ipairs({ "where", "randint", "randint_like", "randperm", "multinomial", "einsum", "bernoulli", "normal", "bincount",
     "linspace", "logspace", "meshgrid", "cdist", "tril_indices", "triu_indices", "broadcast_tensors", "tensordot",
     "searchsorted", "bucketize", "block_diag", "cartesian_prod", "histogram", "hstack", "vstack", "row_stack",
     "dstack", "column_stack", "chain_matmul" }) do

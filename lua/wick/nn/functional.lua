@@ -890,6 +890,94 @@ function F._embedding(fn, indices, weight)
 end
 function F.embedding(indices, weight) return F._embedding("embedding", indices, weight) end
 
+--- F.embedding_bag(input, weight[, offsets][, opts]) (PyTorch's positional order:
+--- offsets, max_norm, norm_type, scale_grad_by_freq, mode, sparse,
+--- per_sample_weights, include_last_offset, padding_idx): the sum, mean or max of
+--- each bag's embeddings. A 2-D input's rows are the bags; a 1-D input is cut
+--- into bags at `offsets`, each bag's first position, 1-based (PyTorch's
+--- [0, 3, 5] is {1, 4, 6}). An empty bag gives zeros; entries equal to
+--- padding_idx (1-based) are left out of their bag.
+local EMBEDDING_BAG = { offsets = "tensor", max_norm = "number", norm_type = "number", scale_grad_by_freq = "boolean",
+  mode = "string", sparse = "boolean", per_sample_weights = "tensor", include_last_offset = "boolean", padding_idx = "integer" }
+local EMBEDDING_BAG_ORDER = { "offsets", "max_norm", "norm_type", "scale_grad_by_freq", "mode", "sparse",
+  "per_sample_weights", "include_last_offset", "padding_idx" }
+local function bag_ids(fn, input, offsets, last)
+  if offsets == nil then check.fail(fn, "offsets has to be a 1D Tensor but got nil (a 1-D input needs offsets)") end
+  if offsets:dim() ~= 1 or (offsets.dtype ~= "int64" and offsets.dtype ~= "int32") then
+    check.fail(fn, "offsets has to be a 1-D int64 tensor, got a %d-D %s tensor", offsets:dim(), offsets.dtype)
+  end
+  local n, count = input:size(1), offsets:size(1) - (last and 1 or 0)
+  if count < 0 or (count == 0 and n > 0) then check.fail(fn, "offsets has no bag for the input's %d entries", n) end
+  if offsets:numel() > 0 then
+    if offsets[1]:item() ~= 1 then
+      check.fail(fn, "the first offset must be 1, got %d (offsets are 1-based positions: PyTorch's 0 is 1)", offsets[1]:item())
+    end
+    if offsets:numel() > 1 and (offsets:narrow(1, 2, offsets:numel() - 1) - offsets:narrow(1, 1, offsets:numel() - 1)):lt(0):any() then
+      check.fail(fn, "offsets must be non-decreasing")
+    end
+    if offsets[-1]:item() > n + 1 then check.fail(fn, "offset %d is past the input's %d entries", offsets[-1]:item(), n) end
+  end
+  local starts = offsets:narrow(1, 1, count):to("int64")
+  local ids = wick.searchsorted(starts, wick.arange(1, n + 1, { dtype = "int64", device = input.device }), { right = true }) - 1
+  local keep = last and offsets:numel() > 0 and wick.arange(1, n + 1, { dtype = "int64", device = input.device }):lt(offsets[-1]) or nil
+  return ids, count, keep
+end
+function F.embedding_bag(input, weight, ...)
+  local fn = "embedding_bag"
+  tensor(input, fn, "input")
+  tensor(weight, fn, "weight")
+  local o = check.positional(fn, EMBEDDING_BAG_ORDER, EMBEDDING_BAG, ...)
+  if o.max_norm ~= nil or o.scale_grad_by_freq then check.fail(fn, "max_norm and scale_grad_by_freq are not supported") end
+  local mode = check.one_of(o.mode or "mean", fn, "mode", { "sum", "mean", "max" })
+  local psw = o.per_sample_weights
+  if psw and mode ~= "sum" then
+    check.fail(fn, "per_sample_weights is only supported for mode='sum' (got mode='%s')", mode)
+  end
+  if psw and psw:numel() ~= input:numel() then
+    check.fail(fn, "per_sample_weights has %d entries for an input of %d", psw:numel(), input:numel())
+  end
+  local flat, ids, bags, keep
+  if input:dim() == 2 then
+    if o.offsets then check.fail(fn, "offsets has to be nil if the input is 2-D (its rows are the bags)") end
+    bags = input:size(1)
+    flat = input:reshape(-1)
+    ids = wick.arange(1, bags + 1, { dtype = "int64", device = input.device }):repeat_interleave(input:size(2))
+  elseif input:dim() == 1 then
+    flat = input
+    ids, bags, keep = bag_ids(fn, input, o.offsets, o.include_last_offset)
+  else
+    check.fail(fn, "input has to be 1-D or 2-D, got %d-D", input:dim())
+  end
+  local d = weight:size(2)
+  local emb = F._embedding(fn, flat, weight)
+  if psw then emb = emb * psw:reshape(-1, 1):to(emb.dtype) end
+  if o.padding_idx then
+    local pad = o.padding_idx < 0 and weight:size(1) + 1 + o.padding_idx or o.padding_idx
+    keep = keep and keep:logical_and(flat:ne(pad)) or flat:ne(pad)
+  end
+  local zeros = function(...) return wick.zeros({ ... }, { dtype = emb.dtype, device = emb.device }) end
+  if mode == "max" then
+    if keep then emb = emb:masked_fill(keep:logical_not():unsqueeze(2), -math.huge) end
+    local rows, per = {}, wick.bincount(ids, { minlength = bags })
+    local at = 1
+    for b = 1, bags do
+      local len = per[b]:item()
+      local v = len > 0 and emb:narrow(1, at, len):max(1) or zeros(d)
+      rows[b] = wick.where(v:eq(-math.huge), zeros(d), v) -- a bag of padding only: zeros
+      at = at + len
+    end
+    return bags > 0 and wick.stack(rows) or zeros(0, d)
+  end
+  local weight_of = keep and keep:to(emb.dtype) or nil
+  if weight_of then emb = emb * weight_of:unsqueeze(2) end
+  local out = zeros(bags, d):index_add(1, ids, emb)
+  if mode == "mean" then
+    local counts = zeros(bags):index_add(1, ids, weight_of or wick.ones(flat:numel(), { dtype = emb.dtype, device = emb.device }))
+    out = out / counts:clamp_min(1):unsqueeze(2)
+  end
+  return out
+end
+
 -- ---- losses ----
 
 local REDUCTIONS = { "mean", "sum", "none" }

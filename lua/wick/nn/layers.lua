@@ -588,6 +588,42 @@ function L.Embedding.from_pretrained(embeddings, ...)
   return L.Embedding(embeddings:size(1), embeddings:size(2), { padding_idx = o.padding_idx, _weight = w, _freeze = freeze })
 end
 
+--- nn.EmbeddingBag(num_embeddings, embedding_dim[, max_norm[, norm_type[, scale_grad_by_freq[, mode = "mean"[,
+--- sparse[, _weight[, include_last_offset[, padding_idx]]]]]]]][, opts]): m(input[, offsets[, per_sample_weights]])
+--- is F.embedding_bag with the layer's weight and options (offsets 1-based)
+L.EmbeddingBag = Module:extend("EmbeddingBag", { "num_embeddings", "embedding_dim" })
+local EMBEDDING_BAG = { max_norm = "number", norm_type = "number", scale_grad_by_freq = "boolean", mode = "string",
+  sparse = "boolean", _weight = "tensor", include_last_offset = "boolean", padding_idx = "integer", device = "device",
+  dtype = "dtype" }
+function L.EmbeddingBag:init(num_embeddings, embedding_dim, ...)
+  check.int(num_embeddings, "EmbeddingBag", "num_embeddings", 0)
+  check.int(embedding_dim, "EmbeddingBag", "embedding_dim", 0)
+  local o = check.positional("EmbeddingBag", { "max_norm", "norm_type", "scale_grad_by_freq", "mode", "sparse", "_weight",
+    "include_last_offset", "padding_idx" }, EMBEDDING_BAG, ...)
+  if o.max_norm ~= nil or o.scale_grad_by_freq then check.fail("EmbeddingBag", "max_norm and scale_grad_by_freq are not supported") end
+  self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+  self.mode = check.one_of(o.mode or "mean", "EmbeddingBag", "mode", { "sum", "mean", "max" })
+  self.include_last_offset = o.include_last_offset or false
+  self.padding_idx = padding_index(o.padding_idx, num_embeddings)
+  if o._weight then
+    if o._weight:dim() ~= 2 or o._weight:size(1) ~= num_embeddings or o._weight:size(2) ~= embedding_dim then
+      check.fail("EmbeddingBag", "Shape of weight does not match num_embeddings and embedding_dim")
+    end
+    self.weight = L.Parameter(o._weight)
+  else
+    self.weight = L.Parameter(wick.randn(num_embeddings, embedding_dim, options(o)))
+    if self.padding_idx then wick.no_grad(function() self.weight:select(1, self.padding_idx):fill_(0) end) end
+  end
+end
+function L.EmbeddingBag:forward(input, offsets, per_sample_weights)
+  return F.embedding_bag(input, self.weight, { offsets = offsets, mode = self.mode, per_sample_weights = per_sample_weights,
+    include_last_offset = self.include_last_offset, padding_idx = self.padding_idx })
+end
+function L.EmbeddingBag:extra_repr()
+  return ("%d, %d, mode='%s'"):format(self.num_embeddings, self.embedding_dim, self.mode) ..
+    (self.padding_idx and (", padding_idx=%d"):format(self.padding_idx) or "")
+end
+
 -- (the recurrent layers, nn.RNN/LSTM/GRU and the cells: wick.nn.recurrent)
 
 -- ---- activations ----
