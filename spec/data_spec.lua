@@ -346,6 +346,24 @@ describe("DataLoader", function()
     for x, y in same do assert.are.same({ 2 }, y:size()); assert.are.same({ 2, 2 }, x:size()) end
   end)
 
+  it("takes a plain Lua array of samples as the dataset, as PyTorch takes a list", function()
+    local texts = data.DataLoader({ { 1, "a b" }, { 2, "c" }, { 1, "d e f" } }, { batch_size = 2, collate_fn = function(batch)
+      local labels, lens = {}, {}
+      for i, sample in ipairs(batch) do labels[i], lens[i] = sample[1], #sample[2] end
+      return wick.tensor(labels, { dtype = "int64" }), wick.tensor(lens)
+    end })
+    local got = {}
+    for labels, lens in texts do got[#got + 1] = { labels:totable(), lens:totable() } end
+    assert.are.same({ { { 1, 2 }, { 3, 1 } }, { { 1 }, { 5 } } }, got)
+    local tensors = data.DataLoader({ { wick.ones(2), 1 }, { wick.zeros(2), 0 } }, { batch_size = 2 })
+    assert.are.equal(2, #tensors.dataset)
+    for x, y in tensors do
+      assert.are.same({ { 1, 1 }, { 0, 0 } }, x:totable())
+      assert.are.same({ 1, 0 }, y:totable())
+    end
+    assert_error_has(function() data.DataLoader({ a = 1 }) end, "or be an array of samples")
+  end)
+
   it("the device option delivers every batch on that device", function()
     local seen = 0
     for inputs, labels in data.DataLoader(ds, { batch_size = 4, device = "meta" }):iter() do
@@ -459,7 +477,7 @@ describe("DataLoader", function()
     assert_error_has(function() data.DataLoader(ds, { batch_size = 0 }) end, "batch_size")
     assert_error_has(function() data.DataLoader(ds, { batch_size = 2.5 }) end, "batch_size")
     assert_error_has(function() data.DataLoader(ds, { batchsize = 2 }) end, "batchsize")
-    assert_error_has(function() data.DataLoader({}, {}) end, "len()", "get(i)")
+    assert_error_has(function() data.DataLoader({ x = 1 }, {}) end, "len()", "get(i)")
     assert_error_has(function() data.DataLoader(ds, { device = "gpu" }) end, "gpu")
   end)
 end)

@@ -185,6 +185,20 @@ local function fetch(ds, indices, collate_fn)
 end
 
 -- ---- TensorDataset ----
+-- A plain Lua array of samples as a map-style dataset (PyTorch's DataLoader takes
+-- a list): the samples are its array part (#ds, ds[i]); a sample written as an
+-- array ({label, text}, Python's tuple) is its values.
+local ArrayDataset = Dataset:extend("ArrayDataset")
+function ArrayDataset:init(samples)
+  for i = 1, #samples do self[i] = samples[i] end
+end
+function ArrayDataset:len() return #self end
+function ArrayDataset:get(i)
+  local s = rawget(self, position(i, #self, "ArrayDataset:get"))
+  if type(s) == "table" and getmetatable(s) == nil and s[1] ~= nil then return unpack(s, 1, #s) end
+  return s
+end
+
 local TensorDataset = Dataset:extend("TensorDataset")
 
 --- TensorDataset(t1, t2, ...): sample i is (t1[i], t2[i], ...), along dim 1.
@@ -586,8 +600,12 @@ function data.DataLoader(dataset, opts)
   else
     opts = check.options(opts, "DataLoader", LOADER)
   end
+  if type(dataset) == "table" and getmetatable(dataset) == nil and dataset.len == nil and dataset.get == nil
+      and next(dataset, #dataset > 0 and #dataset or nil) == nil then
+    dataset = ArrayDataset(dataset) -- a plain array of samples
+  end
   if type(dataset) ~= "table" or type(dataset.len) ~= "function" or type(dataset.get) ~= "function" then
-    wick.error("DataLoader: the dataset must have len() and get(i) methods")
+    wick.error("DataLoader: the dataset must have len() and get(i) methods, or be an array of samples")
   end
   if (opts.num_workers or 0) < 0 then
     check.fail("DataLoader", "num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
