@@ -942,6 +942,22 @@ describe("autograd behaviour", function()
     assert_close(v.grad, { 1, 2, 3 }, 0)
   end)
 
+  it("a write through t.data or t:detach() with a tracked operand updates the values (VQ-VAE's EMA codebook)", function()
+    local buf = T({ 1, 1, 1 }) -- a buffer
+    local w = T({ 1, 2, 3 }):requires_grad_()
+    local embed_sum = w * 2
+    buf.data:mul_(0.5):add_(embed_sum, 0.1)
+    assert_close(buf, { 0.7, 0.9, 1.1 }, 1e-15)
+    assert.is_false(buf.requires_grad)
+    assert.is_nil(buf.grad_fn)
+    -- a value saved for backward, written through .data: the backward refuses it by its version
+    local x = T({ 1, 2, 3 }):requires_grad_()
+    local z = x * 1
+    local s = z * z -- saves z
+    z.data:add_(embed_sum)
+    assert_error_has(function() s:sum():backward() end, "modified by an inplace operation")
+  end)
+
   it("a saved tensor changed in place before backward raises PyTorch's error, not a wrong gradient", function()
     local stale = "modified by an inplace operation"
     -- a plain operand saved for the other's gradient

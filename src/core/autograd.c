@@ -213,10 +213,14 @@ wick_status wk_check_inplace(const char *op, const wick_tensor *target, int n, c
                          op);
     /* another tensor on the storage (a view, or a value saved for backward)
      * would see the new values without a graph that says so; detached ones
-     * (wick_detach: t:detach(), p.data) share values only, as in PyTorch */
+     * (wick_detach: t:detach(), p.data) share values only, as in PyTorch. A
+     * write through a detached alias is the user's update of the values
+     * (buf.data:add_(y), an EMA of a tracked result): the alias records it
+     * and the tensors it came from see the values only, as in PyTorch (a
+     * value saved for backward still refuses it then, by its version). */
     int others = __atomic_load_n(&target->storage->refcount, __ATOMIC_ACQUIRE) -
                  __atomic_load_n(&target->storage->aliases, __ATOMIC_ACQUIRE) - (target->detached_alias ? 0 : 1);
-    if (others != 0)
+    if (others != 0 && !target->detached_alias)
         return wick_fail(WICK_ERR_UNSUPPORTED,
                          "%s: in-place operation on a tensor that autograd tracks while another tensor shares its "
                          "storage (a view of it, or a value saved for backward); use the out-of-place form "
