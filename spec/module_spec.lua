@@ -222,6 +222,18 @@ describe("nn.ModuleList", function()
     assert.are.same({ 4, 2 }, support.shape_of(s(x)))
     assert.are.equal(2, #s)
     assert.are.same({ "1.weight", "1.bias" }, names_of_params(s))
+    -- a slice from index 2 on (fast_neural_style's Vgg16): PyTorch's names, 1-based, and its checkpoint loads
+    local features = nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 3), nn.ReLU())
+    local slice = nn.Sequential()
+    for k = 2, 3 do slice:add_module(tostring(k), features[k + 1]) end
+    assert.are.same({ "3.weight", "3.bias" }, names_of_params(slice))
+    slice:load_state_dict({ ["2.weight"] = wick.ones(3, 2), ["2.bias"] = wick.zeros(3) }) -- torch.save's names
+    assert.are.equal(6, features[3].weight:sum():item())
+    local clash = nn.Sequential()
+    clash:add_module("2", nn.ReLU()) -- named 3
+    clash:append(nn.ReLU())
+    clash:append(nn.ReLU()) -- position 3
+    assert_error_has(function() clash:state_dict() end, "entries 1 and 3 are both named '3'")
     -- a named child: appended in registration order, keeping its name
     local t = nn.Sequential(nn.Linear(3, 3))
     t:add_module("extra", nn.Linear(3, 2))

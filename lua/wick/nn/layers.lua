@@ -862,9 +862,11 @@ function L.Identity:forward(x) return x end
 -- module walk (parameters(), state_dict(), to()) names them "1", "2", ...
 -- A module added to Sequential or ModuleList under a name (add_module,
 -- register_module, or seq.name = m, as PyTorch registers a child) is appended
--- too, in registration order, keeping that name (_names[i]) unless it is an
--- integer (torchvision's slice:add_module(str(i), layer)): children are named
--- by position.
+-- too, in registration order, keeping that name (_names[i]). An integer name
+-- is PyTorch's 0-based index (torchvision's slice:add_module(str(i), layer)):
+-- the next position (0- or 1-based) names the child by position; another,
+-- k, names it k + 1, so that a slice of features from 4 on loads PyTorch's
+-- checkpoint ("slice2.4.weight" is wick's "slice2.5.weight").
 local track = Module._track
 local floor = math.floor
 local rawlen = rawlen or function(t) return #t end -- luacheck: ignore
@@ -872,13 +874,20 @@ local rawlen = rawlen or function(t) return #t end -- luacheck: ignore
 -- a module under a name: replaces the entry of that name in its place, or is appended
 local function add_named(self, name, key, value)
   local n, names = rawlen(self), rawget(self, "_names")
-  for i = 1, n do
-    if names and names[i] == key then return rawset(self, i, value) end
+  local index = key:find("^%-?%d+$") and tonumber(key)
+  if index then
+    if index < 0 then check.fail(name, "cannot add a module named '%s' (a negative index)", key) end
+    key = tostring(index + 1) -- wick's 1-based name of PyTorch's index
   end
-  if not key:find("^%-?%d+$") then
+  for i = 1, n do
+    if (names and names[i] or tostring(i)) == key then return rawset(self, i, value) end
+  end
+  if not index then
     if key == "" or key:find(".", 1, true) or rawget(self, key) ~= nil or getmetatable(self)[key] ~= nil then
       check.fail(name, "cannot add a module named '%s' (empty, has a '.', or names a field or method of %s)", key, name)
     end
+  end
+  if not index or (index ~= n and index ~= n + 1) then
     if not names then names = {}; rawset(self, "_names", names) end
     names[n + 1] = key
   end

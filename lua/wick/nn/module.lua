@@ -376,8 +376,16 @@ local function members(self)
     local v = rawget(self, key)
     if is_module(v) then direct[v] = true end
   end
-  local names = rawget(self, "_names") or {}
-  for i = 1, rawlen(self) do add_member(out, self, names[i] or tostring(i), rawget(self, i), visiting) end
+  local names, used = rawget(self, "_names") or {}, {}
+  for i = 1, rawlen(self) do
+    local name = names[i] or tostring(i)
+    if used[name] then
+      wick.error(("%s: entries %d and %d are both named '%s' (an add_module name and a position)"):format(
+        getmetatable(self).__name, used[name], i, name))
+    end
+    used[name] = i
+    add_member(out, self, name, rawget(self, i), visiting)
+  end
   local buffers, params = rawget(self, "_buffers") or {}, rawget(self, "_params") or {}
   for _, key in ipairs(rawget(self, "_fields")) do
     add_member(out, self, key, rawget(self, key), visiting, buffers[key], params[key] == true)
