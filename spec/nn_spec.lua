@@ -1547,6 +1547,7 @@ describe("what PyTorch programs ported line by line expect", function()
     assert_error_has(function() nn.Conv2d(1, 16, { stride = 2 }) end, "Conv2d: missing required argument 'kernel_size'")
     assert_error_has(function() nn.Linear(3) end, "Linear: missing required argument 'out_features'")
     assert_error_has(function() nn.MaxPool2d({ stride = 2 }) end, "MaxPool2d: missing required argument 'kernel_size'")
+    assert_error_has(function() nn.Linear(3, { n_components = 4 }) end, "missing required argument 'out_features' (the options table holds 'n_components')")
     assert_error_has(function() F.max_pool2d(x, { stride = 2 }) end, "max_pool2d: missing required argument 'kernel_size'")
     assert_error_has(function() nn.Linear(3, 4, { out_features = 4 }) end,
       "argument 'out_features' given both by position and as an option")

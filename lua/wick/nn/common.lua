@@ -37,6 +37,22 @@ local function names_of(names)
   end
   return p
 end
+-- "missing required argument 'x'", and the other keys of the options table (a
+-- keyword of an outer class passed down: Net(3, {n_components = 4}))
+local function missing(fn, name, opts, spec)
+  local stray = {}
+  if opts then
+    for k in pairs(opts) do
+      local known = false
+      for i = 1, #spec do known = known or spec[i][1] == k end
+      if not known then stray[#stray + 1] = "'" .. tostring(k) .. "'" end
+    end
+  end
+  table.sort(stray)
+  if #stray == 0 then check.fail(fn, "missing required argument '%s'", name) end
+  check.fail(fn, "missing required argument '%s' (the options table holds %s)", name, table.concat(stray, ", "))
+end
+
 function common.required(fn, names, ...)
   local spec = names_of(names)
   local n, k = select("#", ...), #spec
@@ -51,7 +67,7 @@ function common.required(fn, names, ...)
   if not named and not (opts_at and opts_at <= k and spec[opts_at][2]) then -- the common case: nothing to move
     for i = 1, k do
       if (i == opts_at or select(i, ...) == nil) and not spec[i][2] then
-        check.fail(fn, "missing required argument '%s'", spec[i][1])
+        missing(fn, spec[i][1], opts_at and last, spec)
       end
     end
     return ...
@@ -66,7 +82,7 @@ function common.required(fn, names, ...)
       if args[i] ~= nil then check.fail(fn, "argument '%s' given both by position and as an option", name) end
       args[i], rest[name] = v, nil
     elseif args[i] == nil and not spec[i][2] then
-      check.fail(fn, "missing required argument '%s'", name)
+      missing(fn, name, last, spec)
     end
   end
   local at = n > k and n or k + 1
