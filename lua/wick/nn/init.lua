@@ -14,4 +14,15 @@ nn.utils.prune = require("wick.nn.prune")
 for name, value in pairs(require("wick.nn.reparam")) do nn.utils[name] = value end -- weight_norm, spectral_norm, parametrizations
 nn.init = require("wick.nn.initializers")
 nn.Parameter = nn.Parameter or require("wick.nn.layers").Parameter
+-- a name wick.nn (or wick.nn.functional) does not have is an error at the
+-- caller's line, as PyTorch's AttributeError, not a nil called further on
+local function strict(tbl, what)
+  return setmetatable(tbl, { __index = function(_, k)
+    if type(k) == "string" and k:sub(1, 1) ~= "_" then
+      error(("%s has no '%s' (not in this version of wick: see docs/api.md)"):format(what, k), 2)
+    end
+  end })
+end
+strict(nn, "wick.nn")
+strict(nn.functional, "wick.nn.functional")
 return nn
