@@ -172,3 +172,139 @@ describe("linalg.cholesky, qr, eigh, svd", function()
     assert_error_has(function() S:sum():backward() end, "linalg.svd: its backward")
   end)
 end)
+
+-- solve_triangular, cholesky_solve and cholesky_inverse against PyTorch 2.x in
+-- float64: the values and the gradients of sum(X * W), printed there from the
+-- same inputs (torch.linalg.solve_triangular, torch.cholesky_solve,
+-- torch.cholesky_inverse); M is full, so only its triangle may be read.
+describe("linalg.solve_triangular, cholesky_solve, cholesky_inverse", function()
+  local close = support.assert_close_with(1e-10)
+  local M = { { 2, 0.7, -0.3 }, { 1, 3, 0.2 }, { -1, 0.5, 4 } }
+  local Bv = { { 1, 2 }, { 3, -4 }, { 5, 6 } }
+  local Wv = { { 0.5, -1 }, { 2, 0.25 }, { -0.75, 1.5 } }
+  local Lv = { { 2, 0, 0 }, { 1, 3, 0 }, { -1, 0.5, 4 } }
+  local function T(v) return wick.tensor(v, F64) end
+
+  it("solve_triangular: values and gradients as PyTorch's (lower, upper, unitriangular, left = false)", function()
+    local cases = {
+      { { upper = false }, false,
+        { { 0.5, 1.0 }, { 0.833333333333, -1.666666666667 }, { 1.270833333333, 1.958333333333 } },
+        { { 0.419270833333, 0, 0 }, { -0.369791666667, -0.546875, 0 }, { -0.28125, 0.78125, -0.49609375 } },
+        { { -0.192708333333, -0.322916666667 }, { 0.697916666667, 0.020833333333 }, { -0.1875, 0.375 } } },
+      { { upper = true }, false,
+        { { 0.366666666667, 1.726666666667 }, { 0.916666666667, -1.433333333333 }, { 1.25, 1.5 } },
+        { { 0.771666666667, -0.945833333333, 0.4375 }, { 0, -0.270972222222, -1.060416666667 },
+          { 0, 0, -0.242291666667 } },
+        { { 0.25, -0.5 }, { 0.608333333333, 0.2 }, { -0.199166666667, 0.3275 } } },
+      { { upper = false, unitriangular = true }, false,
+        { { 1, 2 }, { 2, -6 }, { 5, 11 } },
+        { { 0, 0, 0 }, { -1.375, 0, 0 }, { -2.25, 10.5, 0 } },
+        { { -2.625, 1 }, { 2.375, -0.5 }, { -0.75, 1.5 } } },
+      { { upper = true, left = false }, true,
+        { { 0.5, 0.883333333333, 1.243333333333 }, { 1, -1.566666666667, 1.653333333333 } },
+        { { 0.472083333333, -0.397916666667, -0.28125 }, { 0, -0.508541666667, 0.753125 }, { 0, 0, -0.386875 } },
+        { { -0.015833333333, 0.679166666667, -0.1875 }, { -0.464166666667, 0.058333333333, 0.375 } } },
+    }
+    for _, c in ipairs(cases) do
+      local opts, right, wantX, wantgA, wantgB = c[1], c[2], c[3], c[4], c[5]
+      local A = T(M):requires_grad_()
+      local B, W = T(Bv), T(Wv)
+      if right then B, W = B:t():contiguous(), W:t():contiguous() end
+      B:requires_grad_()
+      local X = linalg.solve_triangular(A, B, opts)
+      close(X, wantX)
+      ;(X * W):sum():backward()
+      close(A.grad, wantgA)
+      close(B.grad, wantgB)
+    end
+  end)
+
+  it("solve_triangular: A X = B over broadcast batches, twice differentiable", function()
+    wick.manual_seed(7)
+    local A = randn(2, 1, 4, 4):tril() + eye(4) * 4
+    local B = randn(3, 4, 2)
+    local X = linalg.solve_triangular(A, B, { upper = false })
+    assert.are.same({ 2, 3, 4, 2 }, X:size())
+    assert.is_true(maxdiff(A:matmul(X), B:expand(2, 3, 4, 2)) < 1e-12)
+    local U = A:transpose(-2, -1)
+    local Br = randn(5, 4)
+    local Xr = linalg.solve_triangular(U, Br, { upper = true, left = false })
+    assert.are.same({ 2, 1, 5, 4 }, Xr:size())
+    assert.is_true(maxdiff(Xr:matmul(U), Br:expand(2, 1, 5, 4)) < 1e-12)
+    -- unitriangular: the diagonal is taken as ones, not read
+    local Xu = linalg.solve_triangular(A, B, { upper = false, unitriangular = true })
+    local Au = A:tril(-1) + eye(4)
+    assert.is_true(maxdiff(Au:matmul(Xu), B:expand(2, 3, 4, 2)) < 1e-12)
+    local A3, B3 = randn(3, 3):tril() + eye(3) * 3, randn(3, 2)
+    support.gradcheck(function(a, b) return linalg.solve_triangular(a, b, { upper = false }) end, { A3, B3 })
+    support.gradgradcheck(function(a, b) return linalg.solve_triangular(a, b, { upper = false }) end, { A3, B3 })
+  end)
+
+  it("cholesky_solve and cholesky_inverse: values and PyTorch's (dense) gradient of L", function()
+    local wantX = { { 0.296440972222, 1.063368055556 }, { 0.224826388889, -0.637152777778 },
+      { 0.317708333333, 0.489583333333 } }
+    local wantgL = { { 0.717881944444, -0.870804398148, 0.336145471644 },
+      { -0.550347222222, -0.017071759259, -0.219057436343 }, { 0.135416666667, -0.175347222222, -0.088433159722 } }
+    local wantgB = { { -0.001085069444, -0.259765625 }, { 0.202690972222, 0.07421875 }, { -0.049479166667, 0.0546875 } }
+    for _, upper in ipairs({ false, true }) do
+      local L = (upper and T(Lv):t():contiguous() or T(Lv)):requires_grad_()
+      local B = T(Bv):requires_grad_()
+      local X = upper and wick.cholesky_solve(B, L, { upper = true }) or B:cholesky_solve(L)
+      close(X, wantX)
+      ;(X * T(Wv)):sum():backward()
+      close(upper and L.grad:t() or L.grad, wantgL)
+      close(B.grad, wantgB)
+    end
+    local L = T(Lv):requires_grad_()
+    local C = wick.cholesky_inverse(L)
+    close(C, { { 0.299045138889, -0.061631944444, 0.036458333333 }, { -0.061631944444, 0.112847222222, -0.010416666667 },
+      { 0.036458333333, -0.010416666667, 0.0625 } })
+    ;(C * T({ { 1, 2, 3 }, { -1, 0.5, 2 }, { 0.3, -2, 1 } })):sum():backward()
+    close(L.grad, { { -0.328385416667, 0.030324074074, -0.350828269676 }, { 0.022395833333, -0.024537037037, 0.064720775463 },
+      { -0.134375, 0.036111111111, -0.099435763889 } })
+    -- identities: (L L^T) X = B over a batch, and L:cholesky_inverse(true) for U = L^T
+    wick.manual_seed(8)
+    local A = spd(4, 3)
+    local Lb = linalg.cholesky(A)
+    local Bb = randn(3, 4, 2)
+    assert.is_true(maxdiff(A:matmul(wick.cholesky_solve(Bb, Lb)), Bb) < 1e-10)
+    assert.is_true(maxdiff(wick.cholesky_inverse(Lb:transpose(-2, -1), true), linalg.inv(A)) < 1e-10)
+    -- against finite differences, also twice (through tril/triu: the entries of the
+    -- other triangle are not read, so PyTorch's dense gradient there is no derivative)
+    local L3 = T(Lv)
+    local function cs(b, l) return wick.cholesky_solve(b, l:tril()) end
+    support.gradcheck(cs, { T(Bv), L3 })
+    support.gradgradcheck(cs, { T(Bv), L3 })
+    support.gradgradcheck(function(u) return wick.cholesky_inverse(u:triu(), true) end, { L3:t():contiguous() })
+    local Lc, info = linalg.cholesky_ex(A)
+    assert.is_true(maxdiff(Lc, Lb) == 0)
+    assert.are.same({ 0, 0, 0 }, info:totable())
+    assert.are.equal("int32", info.dtype)
+  end)
+
+  it("say what is wrong at the caller's line", function()
+    local A, B = T(Lv), T(Bv)
+    assert_error_has(function() linalg.solve_triangular(A, B) end, "missing the required option 'upper'")
+    assert_error_has(function() linalg.solve_triangular(A, B, { upper = 1 }) end,
+      "expected a boolean for option 'upper'")
+    assert_error_has(function() linalg.solve_triangular(A, B, { upper = true, lower = true }) end,
+      "unknown option 'lower'")
+    assert_error_has(function() linalg.solve_triangular(A, randn(4, 2), { upper = true }) end,
+      "Incompatible shapes of A and B for the equation AX = B")
+    assert_error_has(function() linalg.solve_triangular(A, B, { upper = true, left = false }) end,
+      "Incompatible shapes of A and B for the equation XA = B")
+    assert_error_has(function() linalg.solve_triangular(A, randn(3), { upper = true }) end,
+      "B must have at least 2 dimensions")
+    assert_error_has(function() linalg.solve_triangular(A, B:float(), { upper = true }) end,
+      "found A of type float64 and B of type float32")
+    assert_error_has(function() linalg.solve_triangular(randn(3, 2), B, { upper = true }) end,
+      "A must be batches of square matrices")
+    assert_error_has(function() wick.cholesky_solve(B, randn(3, 2)) end, "A must be batches of square matrices")
+    assert_error_has(function() wick.cholesky_solve(randn(4, 2), A) end, "Incompatible matrix sizes for cholesky_solve")
+    assert_error_has(function() wick.cholesky_solve(B, A, "yes") end, "expected a boolean for argument 'upper'")
+    assert_error_has(function() wick.cholesky_inverse(randn(3)) end, "at least 2 dimensions")
+    -- the error names this file's line, not wick's
+    local msg = support.error_of(function() linalg.solve_triangular(A, B) end)
+    assert.is_truthy(msg:find("decomp_spec.lua:%d+:"), msg)
+  end)
+end)

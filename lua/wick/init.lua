@@ -1279,7 +1279,8 @@ function wick.enumerate(iterable, start)
 end
 
 -- Linear algebra's tensor methods and torch.* names, from wick.linalg (which loads on first use).
-for _, name in ipairs({ "inverse", "det", "slogdet", "logdet", "pinverse", "cholesky", "qr", "svd" }) do
+for _, name in ipairs({ "inverse", "det", "slogdet", "logdet", "pinverse", "cholesky", "qr", "svd", "cholesky_solve",
+  "cholesky_inverse" }) do
   Tensor[name] = function(...) return require("wick.linalg")._methods[name](...) end
   wick[name] = Tensor[name]
 end

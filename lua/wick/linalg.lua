@@ -3,8 +3,10 @@
 -- QR, eigh, SVD, computed in float64 on the CPU for every device) with their
 -- derivatives written here in ops, as autograd.Functions: solve, inv, det,
 -- slogdet and cholesky are differentiable (twice, too); qr, eigh and svd are
--- not (their backward raises). Tensor methods (t:inverse(), t:det(), ...) and
--- the torch.* names (wick.inverse, wick.svd, ...) are at the end.
+-- not (their backward raises). solve_triangular, cholesky_solve and
+-- cholesky_inverse are substitutions written in ops (any dtype and device),
+-- differentiable too. Tensor methods (t:inverse(), t:det(), ...) and the
+-- torch.* names (wick.inverse, wick.svd, wick.cholesky_solve, ...) are at the end.
 local wick = require("wick")
 local core = require("wick.core")
 local check = require("wick.argcheck")

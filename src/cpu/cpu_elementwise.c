@@ -143,8 +143,9 @@ VEC_UNARY(SIGMOID, wk_vsigmoid)
 VEC_UNARY(ERF, wk_verf)
 VEC_UNARY(GELU, wk_vgelu)
 VEC_UNARY(GELU_TANH, wk_vgelu_tanh)
+VEC_UNARY(LOG, wk_vlog)
 static const cpu_run_fn vec_unary_runs[WICK_NUM_UNARY] = {
-    [WICK_EXP] = vec_f32_EXP, [WICK_TANH] = vec_f32_TANH, [WICK_SIGMOID] = vec_f32_SIGMOID,
+    [WICK_EXP] = vec_f32_EXP, [WICK_LOG] = vec_f32_LOG, [WICK_TANH] = vec_f32_TANH, [WICK_SIGMOID] = vec_f32_SIGMOID,
     [WICK_ERF] = vec_f32_ERF, [WICK_GELU] = vec_f32_GELU, [WICK_GELU_TANH] = vec_f32_GELU_TANH};
 
 /* binary */

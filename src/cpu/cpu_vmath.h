@@ -177,6 +177,20 @@ WK_VI wk_vf wk_vlog_sum(wk_vf x) {
     y = wk_vsel(wk_vsame(x, 0.0f), wk_vsplat(-INFINITY), y);
     return wk_vsel(wk_visnan(x), x, y);
 }
+/* log(x) for every x: wk_vlog_sum, with denormals scaled by 2^23 first; +-0
+ * gives -inf, x < 0 NaN, +inf stays +inf, NaN NaN (masks from the bits, as
+ * above). About 1 ulp. */
+WK_VI wk_vf wk_vlog(wk_vf x) {
+    wk_vi bits = (wk_vi)x, mag = bits & 0x7fffffff, sign = bits >> 31;
+    wk_vi zero = (mag - 1) >> 31;
+    wk_vi tiny = ((mag - 0x00800000) >> 31) & ~zero & ~sign;
+    wk_vi inf = ((mag ^ 0x7f800000) - 1) >> 31 & ~sign;
+    wk_vf y = wk_vlog_sum(wk_vsel(tiny, x * 8388608.0f, x));
+    y = wk_vsel(tiny, y - 15.942385152878742f, y); /* log(2^23) */
+    y = wk_vsel(inf, x, y);
+    y = wk_vsel(sign & ~zero, wk_vsplat(NAN), y);
+    return wk_vsel(zero, wk_vsplat(-INFINITY), y);
+}
 /* max of two vectors where NaN need not propagate (a NaN in a softmax row
  * makes its sum NaN anyway), and its horizontal form */
 WK_VI wk_vf wk_vmax_plain(wk_vf a, wk_vf b) { return wk_vsel(wk_vlt(a, b), b, a); }
