@@ -190,10 +190,47 @@ describe("autograd gradients: binary ops", function()
     gradcheck(function(t) return t:clamp(nil, 0.5) end, { x })
     gradcheck(function(t) return t:clamp({ min = -1, max = 1 }) end, { x })
   end)
-  it("clamp passes no gradient outside the bounds, and passes it at the bounds like PyTorch", function()
+  it("clamp passes the gradient strictly inside the bounds, as PyTorch 2 (none on them)", function()
     local x = T({ -2, 0, 2, -1, 1 }):requires_grad_()
     x:clamp(-1, 1):sum():backward()
-    assert_close(x.grad, { 0, 1, 0, 1, 1 }, 0)
+    assert_close(x.grad, { 0, 1, 0, 0, 0 }, 0)
+    local y = T({ -1, 0, 1, 1 / 0 }):requires_grad_()
+    y:clamp_min(0):sum():backward() -- one bound only: +inf passes it
+    assert_close(y.grad, { 0, 0, 1, 1 }, 0)
+  end)
+  it("activations' gradients at their kinks are PyTorch 2.15's (ELU, leaky ReLU, hard* at the bounds)", function()
+    local F = wick.nn.functional
+    local function grad(f)
+      local x = T({ -3, -1, 0, 1, 3, 6 }):requires_grad_()
+      f(x):sum():backward()
+      return x.grad
+    end
+    local e1, e3 = math.exp(-1), math.exp(-3)
+    assert_close(grad(F.elu), { e3, e1, 1, 1, 1, 1 }, 1e-15)
+    assert_close(grad(F.leaky_relu), { 0.01, 0.01, 0.01, 1, 1, 1 }, 1e-15)
+    assert_close(grad(F.hardtanh), { 0, 0, 1, 0, 0, 0 }, 0)
+    assert_close(grad(F.relu6), { 0, 0, 0, 1, 1, 0 }, 0)
+    assert_close(grad(F.hardsigmoid), { 0, 1 / 6, 1 / 6, 1 / 6, 0, 0 }, 1e-15)
+    assert_close(grad(F.hardswish), { 0, 1 / 6, 0.5, 5 / 6, 1, 1 }, 1e-15)
+    assert.is_false(F.elu(T({ 100 })):isinf():any()) -- the unused branch's exp never overflows
+  end)
+  it("binary cross entropies have PyTorch's gradients at saturated inputs and at a logit of 0", function()
+    local F = wick.nn.functional
+    local p = T({ 0, 1, 0, 1, 0.3 }):requires_grad_()
+    F.binary_cross_entropy(p, T({ 1, 0, 0, 1, 1 }), { reduction = "sum" }):backward()
+    assert_close(p.grad, { -1e12, 1e12, 0, 0, -1 / 0.3 }, 1e-3) -- (p - t) / max((1 - p) p, 1e-12): no NaN
+    local z = T({ -200, 200, 20 }):requires_grad_()
+    F.binary_cross_entropy(z:sigmoid(), T({ 1, 0, 0 }), { reduction = "sum" }):backward()
+    assert_close(z.grad, { 0, 0, 1 / (1 + math.exp(-20)) }, 1e-12) -- saturated: 0, not NaN
+    local x = T({ 0, 0, 1 }):requires_grad_()
+    F.binary_cross_entropy_with_logits(x, T({ 1, 0, 1 }), { reduction = "sum" }):backward()
+    assert_close(x.grad, { -0.5, 0.5, 1 / (1 + math.exp(-1)) - 1 }, 1e-15) -- sigmoid(x) - t
+    local w = T({ 0, 0 }):requires_grad_()
+    F.binary_cross_entropy_with_logits(w, T({ 1, 0 }), { pos_weight = T({ 2, 2 }), reduction = "sum" }):backward()
+    assert_close(w.grad, { -0.5, 0.5 }, 1e-15) -- ((pw - 1) t + 1) sigmoid(x) - pw t
+    gradcheck(function(a) return F.binary_cross_entropy_with_logits(a, T({ 0.3, 1, 0 }), { pos_weight = T({ 2, 1, 3 }) }) end,
+      { T({ 0.5, -1, 2 }) })
+    gradcheck(function(a, t) return F.binary_cross_entropy(a:sigmoid(), t) end, { T({ 0.5, -1, 2 }), T({ 0.2, 0.9, 0.5 }) })
   end)
   it("where", function()
     local c = wick.tensor({ { true, false, true }, { false, false, true } })

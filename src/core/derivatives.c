@@ -388,15 +388,21 @@ wick_status wk_record_binary(wick_tensor *out, wick_binary_op op, const wick_ten
 
 /* ---- clamp, where ---- */
 
+/* g where lo < x < hi, 0 elsewhere (on the bounds too, as PyTorch 2's); an
+ * infinite bound is no bound (clamp_min's gradient at x = inf is g) */
 static wick_status clamp_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
-    wick_tensor *x = n->saved[0], *m, *hi;
-    TRY(wick_binary_scalar(&m, WICK_GE, x, num(n->scalars[0]), 0));
-    TRY(wick_binary_scalar(&hi, WICK_LE, x, num(n->scalars[1]), 0));
-    wick_status st = chain(&m, WICK_MUL, hi);
-    wick_tensor_release(hi);
-    TRY(st);
-    TRY(chain(&m, WICK_MUL, g));
-    grads[0] = m;
+    const double bound[2] = {n->scalars[0], n->scalars[1]};
+    const wick_binary_op inside[2] = {WICK_GT, WICK_LT};
+    wick_tensor *x = n->saved[0], *r = NULL, *mask = NULL;
+    wick_status st = retained(&r, g);
+    for (int i = 0; i < 2 && !st; i++) {
+        if (bound[i] == (i ? INFINITY : -INFINITY)) continue;
+        st = wick_binary_scalar(&mask, inside[i], x, num(bound[i]), 0);
+        if (!st) st = chain(&r, WICK_MUL, mask);
+        wick_tensor_release(mask), mask = NULL;
+    }
+    if (st) return wick_tensor_release(r), st;
+    grads[0] = r;
     return WICK_OK;
 }
 

@@ -110,7 +110,6 @@ local function maybe_inplace(x, o, y)
   return x
 end
 local INPLACE = { inplace = "boolean" }
-local function neg_part(x) return -(-x):relu() end -- min(x, 0)
 
 --- F.silu(x): x sigmoid(x)
 function F.silu(x, ...)
@@ -132,12 +131,17 @@ end
 --- F.leaky_relu(x[, negative_slope = 0.01[, inplace]])
 function F.leaky_relu(x, ...)
   local o = act_args("leaky_relu", x, { "negative_slope", "inplace" }, { negative_slope = "number", inplace = "boolean" }, ...)
-  return maybe_inplace(x, o, x:relu() + neg_part(x) * (o.negative_slope or 0.01))
+  local positive = x:gt(0) -- (at 0 the slope's side, as PyTorch's gradient)
+  return maybe_inplace(x, o, wick.where(positive, x, x * (o.negative_slope or 0.01)))
 end
 --- F.elu(x[, alpha = 1[, inplace]])
 function F.elu(x, ...)
   local o = act_args("elu", x, { "alpha", "inplace" }, { alpha = "number", inplace = "boolean" }, ...)
-  return maybe_inplace(x, o, x:relu() + (neg_part(x):exp() - 1) * (o.alpha or 1))
+  -- x where x > 0, else alpha (exp(x) - 1); the exp sees no positive x (its
+  -- gradient there would be 0 inf), and at 0 the gradient is alpha, PyTorch's
+  local positive = x:gt(0)
+  local below = wick.where(positive, wick.zeros({}, { dtype = x.dtype, device = x.device }), x)
+  return maybe_inplace(x, o, wick.where(positive, x, (below:exp() - 1) * (o.alpha or 1)))
 end
 --- F.hardtanh(x[, min_val = -1[, max_val = 1[, inplace]]])
 function F.hardtanh(x, ...)
@@ -1304,32 +1308,65 @@ function F.l1_loss(input, target, opts)
 end
 
 --- Binary cross entropy of probabilities; log clamped at -100 like PyTorch.
+-- The two binary cross entropies elementwise, with PyTorch's closed-form
+-- gradients (autograd.Functions whose backward is written with ops, so they
+-- differentiate twice): composed of ops, log(p) at p = 0 or 1 makes the
+-- gradient 0 * inf = NaN, and the stable form of log(1 + exp(-x)) loses half
+-- of the gradient at x = 0 (the kinks of |x| and max(-x, 0)).
+local function log_clamped(t) return t:log():clamp(-100) end
+local BCEFn = wick.autograd.Function:extend("BinaryCrossEntropy")
+function BCEFn.forward(ctx, p, t)
+  ctx:save_for_backward(p, t)
+  return -(t * log_clamped(p) + (1 - t) * log_clamped(1 - p))
+end
+function BCEFn.backward(ctx, g) -- PyTorch's: g (p - t) / max((1 - p) p, 1e-12)
+  local p, t = ctx.saved_tensors[1], ctx.saved_tensors[2]
+  local gp = ctx.needs_input_grad[1] and g * (p - t) / ((1 - p) * p):clamp_min(1e-12) or nil
+  local gt = ctx.needs_input_grad[2] and g * (log_clamped(1 - p) - log_clamped(p)) or nil
+  return gp, gt
+end
+-- log(1 + exp(-x)) computed stably
+local function softplus_neg(x) return (-x:abs()):exp():log1p() + (-x):clamp_min(0) end
+local BCELogitsFn = wick.autograd.Function:extend("BinaryCrossEntropyWithLogits")
+function BCELogitsFn.forward(ctx, x, t, pos_weight)
+  ctx:save_for_backward(x, t, pos_weight)
+  if pos_weight then return (1 - t) * x + ((pos_weight - 1) * t + 1) * softplus_neg(x) end
+  return (1 - t) * x + softplus_neg(x)
+end
+function BCELogitsFn.backward(ctx, g) -- g ((pw - 1) t + 1) sigmoid(x) - pw t), PyTorch's
+  local x, t, pw = ctx.saved_tensors[1], ctx.saved_tensors[2], ctx.saved_tensors[3]
+  local s = x:sigmoid()
+  local gx, gt
+  if ctx.needs_input_grad[1] then gx = pw and g * (((pw - 1) * t + 1) * s - pw * t) or g * (s - t) end
+  if ctx.needs_input_grad[2] then gt = pw and g * ((pw - 1) * softplus_neg(x) - x) or g * -x end
+  return gx, gt, nil
+end
+
 function F.binary_cross_entropy(p, target, opts)
   opts, p, target = loss_args("binary_cross_entropy", p, target, opts, BCE)
   check_device("binary_cross_entropy", "target", target, p, "input")
   same_size("binary_cross_entropy", p, target,
     "Using a target size (%s) that is different to the input size (%s) is deprecated. Please ensure they have the same size.")
-  local logp = p:log():clamp(-100)
-  local log1mp = (1 - p):log():clamp(-100)
-  local loss = -(target * logp + (1 - target) * log1mp)
+  local loss = BCEFn.apply(p, target)
   if opts.weight then loss = loss * opts.weight end
   return reduce(loss, opts.reduction)
 end
 
 --- Binary cross entropy of logits, computed stably:
---- max(x, 0) - x y + log(1 + exp(-|x|)), with pos_weight scaling the positive term.
+--- (1 - y) x + log(1 + exp(-x)), with pos_weight scaling the positive term.
 function F.binary_cross_entropy_with_logits(x, target, opts)
   opts, x, target = loss_args("binary_cross_entropy_with_logits", x, target, opts, BCE_LOGITS)
   check_device("binary_cross_entropy_with_logits", "target", target, x, "input")
   same_size("binary_cross_entropy_with_logits", x, target, "Target size (%s) must be the same as input size (%s)")
-  local softplus_neg = (-x:abs()):exp():add(1):log() + (-x):relu() -- log(1 + exp(-x))
-  local loss
-  if opts.pos_weight then
-    local lw = (opts.pos_weight - 1) * target + 1
-    loss = (1 - target) * x + lw * softplus_neg
-  else
-    loss = (1 - target) * x + softplus_neg
+  local pw = opts.pos_weight
+  if pw ~= nil and not wick.is_tensor(pw) then pw = wick.full({}, pw, { dtype = x.dtype, device = x.device }) end
+  if pw and pw.requires_grad and wick.is_grad_enabled() then -- (its gradient: the composed form)
+    local lw = (pw - 1) * target + 1
+    local loss = (1 - target) * x + lw * softplus_neg(x)
+    if opts.weight then loss = loss * opts.weight end
+    return reduce(loss, opts.reduction)
   end
+  local loss = BCELogitsFn.apply(x, target, pw)
   if opts.weight then loss = loss * opts.weight end
   return reduce(loss, opts.reduction)
 end
