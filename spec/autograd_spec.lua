@@ -891,9 +891,16 @@ describe("autograd behaviour", function()
     assert_close(x, { 2, 6, 10 }, 0)
     assert.is_true(x.requires_grad)
     assert.is_true(x.is_leaf)
-    -- copy_ and fill_ into a tracked tensor, and writes through views of one, are refused
+    -- copy_ into a tracked tensor is recorded: the source gets the gradient, the old values none (PyTorch's)
     local y = x * 2
-    assert_error_has(function() y:copy_(T({ 0, 0, 0 })) end, "not supported on tensors that autograd tracks")
+    local src = T({ 7, 8, 9 }):requires_grad_()
+    y:copy_(src * 1)
+    assert_close(y, { 7, 8, 9 }, 0)
+    local z = y * 3
+    z:sum():backward()
+    assert_close(src.grad, { 3, 3, 3 }, 0)
+    assert.is_nil(x.grad)
+    y = x * 2
     y[1] = 5 -- index writes are recorded (docs/api.md: every indexing form works under autograd)
     assert_close(y, { 5, 12, 20 }, 0)
     -- under no_grad an in-place op on a tracked tensor runs and records nothing
@@ -1232,5 +1239,25 @@ describe("t.data (PyTorch's p.data)", function()
     ok, err = pcall(function() w.data = wick.zeros(4) end) -- w has a grad of 2 x 3
     assert.is_false(ok)
     assert.is_truthy(tostring(err):find("would not fit its new data", 1, true), err)
+  end)
+end)
+
+describe("inplace activations under autograd", function()
+  it("write into the input, which takes their graph over (PixelSNAIL's GatedResBlock)", function()
+    local nn, F = wick.nn, wick.nn.functional
+    for _, act in ipairs({ function(x) return nn.ELU(1, true)(x) end, function(x) return F.elu(x, { inplace = true }) end,
+      function(x) return nn.SiLU(true)(x) end, function(x) return nn.Hardswish(true)(x) end }) do
+      local w = wick.tensor({ -2, -0.5, 0.5, 2 }, { dtype = "float64" }):requires_grad_()
+      local x = w * 1
+      local y = act(x)
+      assert.is_true(rawequal(x, y))
+      local z = x * 2 + y -- three times the activation
+      z:sum():backward()
+      local w2 = w:detach():clone():requires_grad_()
+      local a = act(w2 * 1)
+      local r = a * 3
+      r:sum():backward()
+      support.assert_close(w.grad:totable(), w2.grad:totable(), 1e-15)
+    end
   end)
 end)

@@ -151,9 +151,22 @@ static wick_status copy_across(wick_tensor *dst, const wick_tensor *src, int non
     return st;
 }
 
+/* copy_ that autograd records (dst or src tracked): src as dst's shape, dtype
+ * and device through recorded ops, which dst takes over (wk_adopt_inplace):
+ * src gets the gradient, dst's old values none, as PyTorch's CopyBackwards. */
+static wick_status copy_recorded(wick_tensor *dst, const wick_tensor *src) {
+    wick_tensor *e = NULL, *r = NULL;
+    bool same = src->ndim == dst->ndim && memcmp(src->sizes, dst->sizes, sizeof(int64_t) * src->ndim) == 0;
+    wick_status st = same ? (wick_tensor_retain((wick_tensor *)src), e = (wick_tensor *)src, WICK_OK)
+                          : wick_expand(&e, (wick_tensor *)src, dst->ndim, dst->sizes);
+    if (!st) st = wick_to(&r, e, (wick_options){dst->dtype, dst->storage->device, 0});
+    wick_tensor_release(e);
+    if (!st) st = wk_adopt_inplace(dst, r);
+    wick_tensor_release(r);
+    return st;
+}
+
 wick_status wick_copy_(wick_tensor *dst, const wick_tensor *src) {
-    wick_status ck = wk_check_inplace("copy_", dst, 1, &src, NULL);
-    if (ck) return ck;
     int n;
     int64_t shape[WICK_MAX_DIMS];
     wick_status st = wk_broadcast_shapes("copy_", dst->ndim, dst->sizes, src->ndim, src->sizes, &n, shape);
@@ -164,6 +177,9 @@ wick_status wick_copy_(wick_tensor *dst, const wick_tensor *src) {
                          wk_shape_str(src->ndim, src->sizes, a, sizeof a),
                          wk_shape_str(dst->ndim, dst->sizes, b, sizeof b));
     }
+    bool record = false;
+    if ((st = wk_check_inplace("copy_", dst, 1, &src, &record))) return st;
+    if (record) return copy_recorded(dst, src);
     wick_device dd = dst->storage->device, sd = src->storage->device;
     if (dd.type == WICK_META) return WICK_OK;
     if (sd.type == WICK_META)
@@ -178,8 +194,16 @@ wick_status wick_copy_(wick_tensor *dst, const wick_tensor *src) {
 }
 
 wick_status wick_fill_(wick_tensor *t, double value) {
-    wick_status st = wk_check_inplace("fill_", t, 0, NULL, NULL);
+    bool record = false;
+    wick_status st = wk_check_inplace("fill_", t, 0, NULL, &record);
     if (st) return st;
+    if (record) { /* a tracked t: it becomes a constant, out of the graph (its old values get no gradient) */
+        wick_tensor *c = NULL;
+        WK_NO_GRAD(st = wick_full(&c, t->ndim, t->sizes, value, (wick_options){t->dtype, t->storage->device, 0}));
+        if (!st) st = wk_adopt_inplace(t, c);
+        wick_tensor_release(c);
+        return st;
+    }
     if (!t->storage->backend) return WICK_OK; /* meta */
     wk_iter it;
     const wick_tensor *ops[1] = {t};

@@ -97,24 +97,26 @@ function F.tanh(x, ...)
 end
 
 -- ---- more activations (PyTorch's positional arguments, or an options
--- table; inplace = true writes the result into x, outside autograd's view
--- only: under autograd a new tensor comes back, as the modules do) ----
+-- table; inplace = true writes the result into x and returns x, under autograd
+-- too, as the modules do) ----
 local function act_args(fn, x, order, spec, ...)
   tensor(x, fn, "input")
   return check.positional(fn, order, spec, ...)
 end
-local function maybe_inplace(x, o, y)
-  if not o.inplace then return y end
-  if x.requires_grad and wick.is_grad_enabled() then return y end
-  wick.no_grad(function() x:copy_(y) end)
-  return x
+-- f(x), or with inplace written into x (returned). Under autograd x takes the
+-- result's graph over (copy_ records it), as PyTorch's in-place forms do, and
+-- the formula reads a copy of x: the values its ops save for backward are not
+-- the ones the write replaces.
+local function activate(x, o, f)
+  if not o.inplace then return f(x) end
+  return x:copy_(f(x.requires_grad and wick.is_grad_enabled() and x:clone() or x))
 end
 local INPLACE = { inplace = "boolean" }
 
 --- F.silu(x): x sigmoid(x)
 function F.silu(x, ...)
   local o = act_args("silu", x, { "inplace" }, INPLACE, ...)
-  return maybe_inplace(x, o, x * x:sigmoid())
+  return activate(x, o, function(v) return v * v:sigmoid() end)
 end
 --- F.softplus(x[, beta = 1[, threshold = 20]]): log(1 + exp(beta x)) / beta,
 --- and x itself where beta x > threshold, as PyTorch computes it (the exp
@@ -131,17 +133,20 @@ end
 --- F.leaky_relu(x[, negative_slope = 0.01[, inplace]])
 function F.leaky_relu(x, ...)
   local o = act_args("leaky_relu", x, { "negative_slope", "inplace" }, { negative_slope = "number", inplace = "boolean" }, ...)
-  local positive = x:gt(0) -- (at 0 the slope's side, as PyTorch's gradient)
-  return maybe_inplace(x, o, wick.where(positive, x, x * (o.negative_slope or 0.01)))
+  return activate(x, o, function(v) -- (at 0 the slope's side, as PyTorch's gradient)
+    return wick.where(v:gt(0), v, v * (o.negative_slope or 0.01))
+  end)
 end
 --- F.elu(x[, alpha = 1[, inplace]])
 function F.elu(x, ...)
   local o = act_args("elu", x, { "alpha", "inplace" }, { alpha = "number", inplace = "boolean" }, ...)
   -- x where x > 0, else alpha (exp(x) - 1); the exp sees no positive x (its
   -- gradient there would be 0 inf), and at 0 the gradient is alpha, PyTorch's
-  local positive = x:gt(0)
-  local below = wick.where(positive, wick.zeros({}, { dtype = x.dtype, device = x.device }), x)
-  return maybe_inplace(x, o, wick.where(positive, x, (below:exp() - 1) * (o.alpha or 1)))
+  return activate(x, o, function(v)
+    local positive = v:gt(0)
+    local below = wick.where(positive, wick.zeros({}, { dtype = v.dtype, device = v.device }), v)
+    return wick.where(positive, v, (below:exp() - 1) * (o.alpha or 1))
+  end)
 end
 --- F.hardtanh(x[, min_val = -1[, max_val = 1[, inplace]]])
 function F.hardtanh(x, ...)
@@ -149,26 +154,26 @@ function F.hardtanh(x, ...)
     { min_val = "number", max_val = "number", inplace = "boolean" }, ...)
   local lo, hi = o.min_val or -1, o.max_val or 1
   if lo > hi then check.fail("hardtanh", "min_val cannot be greater than max_val") end
-  return maybe_inplace(x, o, x:clamp(lo, hi))
+  return activate(x, o, function(v) return v:clamp(lo, hi) end)
 end
 --- F.relu6(x): min(max(x, 0), 6)
 function F.relu6(x, ...)
   local o = act_args("relu6", x, { "inplace" }, INPLACE, ...)
-  return maybe_inplace(x, o, x:clamp(0, 6))
+  return activate(x, o, function(v) return v:clamp(0, 6) end)
 end
 --- F.hardsigmoid(x): relu6(x + 3) / 6;  F.hardswish(x): x hardsigmoid(x)
 function F.hardsigmoid(x, ...)
   local o = act_args("hardsigmoid", x, { "inplace" }, INPLACE, ...)
-  return maybe_inplace(x, o, (x + 3):clamp(0, 6) / 6)
+  return activate(x, o, function(v) return (v + 3):clamp(0, 6) / 6 end)
 end
 function F.hardswish(x, ...)
   local o = act_args("hardswish", x, { "inplace" }, INPLACE, ...)
-  return maybe_inplace(x, o, x * (x + 3):clamp(0, 6) / 6)
+  return activate(x, o, function(v) return v * (v + 3):clamp(0, 6) / 6 end)
 end
 --- F.mish(x): x tanh(softplus(x))
 function F.mish(x, ...)
   local o = act_args("mish", x, { "inplace" }, INPLACE, ...)
-  return maybe_inplace(x, o, x * F.softplus(x):tanh())
+  return activate(x, o, function(v) return v * F.softplus(v):tanh() end)
 end
 --- F.logsigmoid(x): log(sigmoid(x)) = -softplus(-x), stable for large |x|
 function F.logsigmoid(x) return -F.softplus(-tensor(x, "logsigmoid", "input")) end

@@ -629,17 +629,16 @@ end
 -- ---- activations ----
 -- inplace = true: the result is written into the input, which is returned, as
 -- PyTorch's. in_place(x, self) does it through differentiable in-place ops where
--- the class has them (ReLU, LeakyReLU, Hardtanh); the others write back only when
--- autograd does not track x (under autograd they return a new tensor).
+-- the class has them (ReLU, LeakyReLU, Hardtanh); the others copy the result
+-- into x, which under autograd takes the result's graph over (copy_ records it).
 local function activation(name, fn, in_place, args)
   local C = Module:extend(name, args)
   function C:forward(x)
     check.tensor(x, name, "input")
     if not self.inplace then return fn(x, self) end
     if in_place then return in_place(x, self) end
-    if x.requires_grad and wick.is_grad_enabled() then return fn(x, self) end
-    wick.no_grad(function() x:copy_(fn(x, self)) end)
-    return x
+    -- (under autograd the formula reads a copy: the values it saves are not the ones the write replaces)
+    return x:copy_(fn(x.requires_grad and wick.is_grad_enabled() and x:clone() or x, self))
   end
   return C
 end
