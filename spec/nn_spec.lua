@@ -597,9 +597,10 @@ describe("nn.Module", function()
     return self.beta(self.mid(x))
   end
 
-  local PARAMS = { "zeta.weight", "zeta.bias", "alpha.weight", "alpha.bias", "scale",
+  -- PyTorch's order: a module's own parameters (then buffers) before its children's
+  local PARAMS = { "scale", "zeta.weight", "zeta.bias", "alpha.weight", "alpha.bias",
     "layers.1.weight", "layers.1.bias", "layers.3.weight", "layers.3.bias", "mid.weight", "mid.bias" }
-  local BUFFERS = { "mid.running_mean", "mid.running_var", "mid.num_batches_tracked", "counter" }
+  local BUFFERS = { "counter", "mid.running_mean", "mid.running_var", "mid.num_batches_tracked" }
 
   before_each(function() wick.manual_seed(21) end)
 
@@ -614,7 +615,7 @@ describe("nn.Module", function()
     assert_error_has(function() Bare()(wick.zeros(1)) end, "forward")
   end)
 
-  it("parameters() follow the order of first assignment, not alphabetical or pairs order", function()
+  it("parameters() follow PyTorch's order: own ones first, each in the order of first assignment, never pairs order", function()
     local net = Net(4)
     local names = names_of(net:named_parameters())
     assert.are.same(PARAMS, names)
@@ -625,8 +626,8 @@ describe("nn.Module", function()
     -- the tensors of parameters() are those of named_parameters(), in order
     local ps = net:parameters()
     assert.are.equal(#PARAMS, #ps)
-    assert.is_true(rawequal(ps[1], net.zeta.weight))
-    assert.is_true(rawequal(ps[5], net.scale))
+    assert.is_true(rawequal(ps[2], net.zeta.weight))
+    assert.is_true(rawequal(ps[1], net.scale))
     assert.is_true(rawequal(ps[6], net.layers[1].weight))
     assert.is_true(rawequal(ps[11], net.mid.bias))
     -- every model built the same way has the same order
@@ -637,10 +638,10 @@ describe("nn.Module", function()
     local net = Net(4)
     net.zeta = nn.Linear(2, 4, { bias = false })
     local names = names_of(net:named_parameters())
-    assert.are.same({ "zeta.weight", "alpha.weight" }, { names[1], names[2] })
+    assert.are.same({ "scale", "zeta.weight", "alpha.weight" }, { names[1], names[2], names[3] })
     net.alpha = nil
     names = names_of(net:named_parameters())
-    assert.are.equal("scale", names[2])
+    assert.are.equal("layers.1.weight", names[3])
   end)
 
   it("Sequential names children 1, 2, 3 ...", function()
@@ -656,7 +657,7 @@ describe("nn.Module", function()
     local net = Net(4)
     assert.are.same(BUFFERS, names_of(net:named_buffers()))
     local bufs = net:buffers()
-    assert.is_true(rawequal(bufs[1], net.mid.running_mean))
+    assert.is_true(rawequal(bufs[2], net.mid.running_mean))
     local child_names = names_of(net:named_children())
     assert.are.same({ "zeta", "alpha", "layers.1", "layers.2", "layers.3", "mid", "beta" }, child_names)
     local children = net:children()
@@ -807,7 +808,7 @@ describe("nn.Module", function()
     local net = Net(4)
     net(wick.randn(6, 2)):sum():backward()
     local ps = net:parameters()
-    local w, g = ps[1], ps[1].grad
+    local w, g = ps[2], ps[2].grad -- zeta.weight (scale is first, as PyTorch orders it)
     local gvals = g:to("float64"):totable()
     assert.is_true(rawequal(net:to("float64"), net))
     local after = net:parameters()

@@ -405,19 +405,25 @@ local function not_state(m) return not m[5] and not m[6] end
 -- weights) unless `all`; kind is "param" (requires grad, not a registered
 -- buffer) or "buffer", or nil with `no_kind` (to(): no call into C per tensor).
 -- With `all` (state_dict), non-persistent buffers are left out.
+-- In PyTorch's order: a module's own parameters, then its own buffers (each in
+-- the order of first assignment), then its children, each walked the same way.
 local function walk(self, prefix, fn, seen, all, no_kind)
   seen = seen or {}
-  for _, m in ipairs(members(self)) do
-    local name, value = m[1], m[2]
-    if m[3] == "module" then
-      walk(value, prefix .. name .. ".", fn, seen, all, no_kind)
-    elseif all and m[4] then -- luacheck: ignore (a non-persistent buffer)
-    elseif not_state(m) then -- luacheck: ignore (a plain tensor attribute)
-    elseif all or not seen[value] then
-      seen[value] = true
-      -- a parameter stays one when frozen (requires_grad = false), as PyTorch's nn.Parameter
-      local kind = not no_kind and (m[5] and "buffer" or "param") or nil
-      fn(prefix .. name, value, kind, m[5], m[7])
+  local list = members(self)
+  for pass = 1, 3 do
+    for _, m in ipairs(list) do
+      local name, value = m[1], m[2]
+      if m[3] == "module" then
+        if pass == 3 then walk(value, prefix .. name .. ".", fn, seen, all, no_kind) end
+      elseif pass == 3 or (pass == 1) == (m[5] == true) then -- luacheck: ignore (not this pass's kind)
+      elseif all and m[4] then -- luacheck: ignore (a non-persistent buffer)
+      elseif not_state(m) then -- luacheck: ignore (a plain tensor attribute)
+      elseif all or not seen[value] then
+        seen[value] = true
+        -- a parameter stays one when frozen (requires_grad = false), as PyTorch's nn.Parameter
+        local kind = not no_kind and (m[5] and "buffer" or "param") or nil
+        fn(prefix .. name, value, kind, m[5], m[7])
+      end
     end
   end
 end
