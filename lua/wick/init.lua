@@ -1208,14 +1208,19 @@ end
 -- wick.LongTensor({1, 2}) (of the data), wick.Tensor(...) (the default
 -- dtype), wick.cuda.FloatTensor(...) (on the GPU); also types for t:type(T)
 -- and the deprecated autograd.Variable(t).
+-- the legacy constructor's forms: nothing (empty), a tensor (converted), a
+-- Size (zeros of that shape: FloatTensor(x.shape)), a table (data), sizes
+local function legacy_new(opts, first, ...)
+  if first == nil then return wick.empty({ 0 }, opts) end
+  if wick.is_tensor(first) then return first:to(opts) end
+  if getmetatable(first) == Size then return wick.zeros(first, opts) end
+  if type(first) == "table" then return wick.tensor(first, opts) end
+  return wick.zeros({ first, ... }, opts)
+end
 local function legacy_type(name, dtype, device)
   return setmetatable({ _legacy_dtype = dtype, _legacy_device = device }, {
-    __call = function(_, first, ...)
-      local opts = { dtype = dtype or wick.get_default_dtype(), device = device }
-      if first == nil then return wick.empty({ 0 }, opts) end
-      if wick.is_tensor(first) then return first:to(opts) end
-      if type(first) == "table" then return wick.tensor(first, opts) end
-      return wick.zeros({ first, ... }, opts)
+    __call = function(_, ...)
+      return legacy_new({ dtype = dtype or wick.get_default_dtype(), device = device }, ...)
     end,
     __tostring = function() return (device and "torch.cuda." or "torch.") .. name end,
   })
@@ -1225,6 +1230,11 @@ for name, dtype in pairs(LEGACY) do
   wick.cuda[name] = legacy_type(name, dtype, "cuda")
 end
 local default_type = legacy_type("Tensor", nil, nil)
+--- t:new(...): the legacy constructor with t's dtype and device (x.new(size), x.new(data), x.new())
+function Tensor.new(t, ...)
+  check_tensor(t, "new", "self")
+  return legacy_new({ dtype = t.dtype, device = t.device }, ...)
+end
 setmetatable(Tensor, { __call = function(_, ...) return default_type(...) end })
 
 -- Sparse tensors are dense here: PyTorch's names for them work on dense

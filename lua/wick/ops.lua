@@ -751,9 +751,26 @@ return function(wick)
 
   --- t:amax([dim[, keepdim]]), t:amin (or {dim =, keepdim =}): the largest / smallest
   --- values over dim (a number or a table of dims) or over all elements
+  -- amax/amin's gradient, PyTorch's: split evenly among the elements equal to
+  -- the result r (taken with keepdim over ds): r + (s - s), s the mean of
+  -- those elements, has r's values and that gradient.
+  local function even_ties(t, r, ds, keepdim)
+    local mask = t:detach():eq(r):to(t.dtype)
+    local s = (t * mask):sum(ds, true) / mask:sum(ds, true)
+    local out = r + (s - s:detach())
+    if keepdim then return out end
+    table.sort(ds, function(a, b) return a > b end)
+    for _, d in ipairs(ds) do out = out:squeeze(d) end
+    return out
+  end
   local function extreme(t, pick, fn, ...)
     check.tensor(t, fn, "self")
     local o, keepdim = reduction_args(fn, { "dim", "keepdim" }, DIMS_KEEPDIM, ...)
+    if t.requires_grad and wick.is_grad_enabled() and t:numel() > 0 and t:dim() > 0 then
+      local ds = {}
+      if o.dim == nil then for i = 1, t:dim() do ds[i] = i end else ds = dims_arg(t, o.dim, fn) end
+      return even_ties(t, extreme(t:detach(), pick, fn, { dim = o.dim, keepdim = true }), ds, keepdim)
+    end
     if o.dim == nil then -- all elements; keepdim keeps every dim, as size 1
       local r = t[pick](t)
       if not keepdim then return r end

@@ -88,6 +88,8 @@ typedef struct {
     int ndim;
     int64_t sizes[WICK_MAX_DIMS];
     int all_bool, any_value;
+    int tensor_dtype;             /* the promotion of the one-element tensors' dtypes; -1: none */
+    int any_number, any_boolean;  /* Lua numbers, Lua booleans among the values */
 } nested_shape;
 
 static void nested_walk(lua_State *L, int idx, int depth, nested_shape *sh, double *values, int64_t *count,
@@ -105,6 +107,12 @@ static void nested_walk(lua_State *L, int idx, int depth, nested_shape *sh, doub
         if (values && scalar) wl_check(L, wick_item_double(scalar, &values[*count]));
         else if (values) values[*count] = t == LUA_TBOOLEAN ? lua_toboolean(L, idx) : lua_tonumber(L, idx);
         if (t != LUA_TBOOLEAN && !(scalar && wick_tensor_dtype(scalar) == WICK_BOOL)) sh->all_bool = 0;
+        if (scalar) {
+            wick_dtype d = wick_tensor_dtype(scalar);
+            sh->tensor_dtype = sh->tensor_dtype < 0 ? (int)d : (int)wick_promote_types((wick_dtype)sh->tensor_dtype, d);
+        } else {
+            *(t == LUA_TBOOLEAN ? &sh->any_boolean : &sh->any_number) = 1;
+        }
         sh->any_value = 1;
         (*count)++;
         return;
@@ -154,7 +162,7 @@ WL_FUNCTION(m_tensor) {
         wl_set_requires_grad(L, *slot, rg);
         return 1;
     }
-    nested_shape sh = {0, {0}, 1, 0};
+    nested_shape sh = {0, {0}, 1, 0, -1, 0, 0};
     char path[256] = "";
     int64_t count = 0;
     nested_walk(L, 1, 0, &sh, NULL, &count, path, 0);
@@ -163,6 +171,12 @@ WL_FUNCTION(m_tensor) {
     int64_t filled = 0;
     nested_walk(L, 1, 0, &sh, values, &filled, path, 0);
     if (!explicit_dtype && sh.any_value && sh.all_bool) opt.dtype = WICK_BOOL;
+    else if (!explicit_dtype && sh.tensor_dtype >= 0) { /* torch.tensor([t0, t1]): the elements' promoted dtype */
+        wick_dtype d = (wick_dtype)sh.tensor_dtype;
+        if (sh.any_number) d = wick_promote_types(d, opt.dtype);
+        if (sh.any_boolean) d = wick_promote_types(d, WICK_BOOL);
+        opt.dtype = d;
+    }
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_from_doubles(slot, sh.ndim, sh.sizes, values, opt));
     wl_set_requires_grad(L, *slot, rg);

@@ -42,13 +42,15 @@ local LINEAR = { bias = "boolean", device = "device", dtype = "dtype" }
 -- ---- Linear ----
 L.Linear = Module:extend("Linear", { "in_features", "out_features" })
 -- nn.Linear(in_features, out_features[, bias = true][, {bias =, device =, dtype =}])
+-- PyTorch's default init bound 1/sqrt(fan_in), 0 for an empty fan (nn.Linear(0, n))
+local function fan_bound(fan) return fan > 0 and 1 / math.sqrt(fan) or 0 end
 function L.Linear:init(in_features, out_features, ...)
   check.int(in_features, "Linear", "in_features", 0)
   check.int(out_features, "Linear", "out_features", 0)
   local opts = check.positional("Linear", { "bias", "device", "dtype" }, LINEAR, ...)
   self.in_features, self.out_features = in_features, out_features
   -- PyTorch's default: kaiming_uniform(a = sqrt(5)) gives U(-1/sqrt(in), 1/sqrt(in))
-  local bound = 1 / math.sqrt(in_features)
+  local bound = fan_bound(in_features)
   self.weight = L.Parameter(uniform({ out_features, in_features }, bound, options(opts)))
   if opts.bias ~= false then self.bias = L.Parameter(uniform({ out_features }, bound, options(opts))) end
 end
@@ -121,7 +123,7 @@ function L.Conv2d:init(in_channels, out_channels, kernel_size, ...)
     wick.error("Conv2d: in_channels and out_channels must be divisible by groups")
   end
   local fan_in = in_channels / self.groups * k[1] * k[2]
-  local bound = 1 / math.sqrt(fan_in)
+  local bound = fan_bound(fan_in)
   self.weight = L.Parameter(uniform({ out_channels, in_channels / self.groups, k[1], k[2] }, bound, options(opts)))
   if opts.bias ~= false then self.bias = L.Parameter(uniform({ out_channels }, bound, options(opts))) end
 end
@@ -164,7 +166,7 @@ function L.ConvTranspose2d:init(in_channels, out_channels, kernel_size, ...)
   if in_channels % self.groups ~= 0 then check.fail(fn, "in_channels must be divisible by groups") end
   if out_channels % self.groups ~= 0 then check.fail(fn, "out_channels must be divisible by groups") end
   -- PyTorch's kaiming_uniform(a = sqrt(5)): fan_in from weight:size(2) (out / groups) * kH * kW
-  local bound = 1 / math.sqrt(out_channels / self.groups * k[1] * k[2])
+  local bound = fan_bound(out_channels / self.groups * k[1] * k[2])
   self.weight = L.Parameter(uniform({ in_channels, out_channels / self.groups, k[1], k[2] }, bound, options(opts)))
   if opts.bias ~= false then self.bias = L.Parameter(uniform({ out_channels }, bound, options(opts))) end
 end
@@ -219,7 +221,7 @@ function L.Conv1d:init(in_channels, out_channels, kernel_size, ...)
   if in_channels % self.groups ~= 0 or out_channels % self.groups ~= 0 then
     wick.error("Conv1d: in_channels and out_channels must be divisible by groups")
   end
-  local bound = 1 / math.sqrt(in_channels / self.groups * kernel_size)
+  local bound = fan_bound(in_channels / self.groups * kernel_size)
   self.weight = L.Parameter(uniform({ out_channels, in_channels / self.groups, kernel_size }, bound, options(opts)))
   if opts.bias ~= false then self.bias = L.Parameter(uniform({ out_channels }, bound, options(opts))) end
 end
@@ -738,7 +740,7 @@ function L.Bilinear:init(in1, in2, out, ...)
   check.int(out, "Bilinear", "out_features", 1)
   local opts = check.positional("Bilinear", { "bias", "device", "dtype" }, LINEAR, ...)
   self.in1_features, self.in2_features, self.out_features = in1, in2, out
-  local bound = 1 / math.sqrt(in1)
+  local bound = fan_bound(in1)
   self.weight = L.Parameter(uniform({ out, in1, in2 }, bound, options(opts)))
   if opts.bias ~= false then self.bias = L.Parameter(uniform({ out }, bound, options(opts))) end
 end
@@ -1052,9 +1054,12 @@ function L.Sequential:init(...)
     else rawset(self, i, m) end
   end
 end
-function L.Sequential:forward(x)
-  for i = 1, rawlen(self) do x = rawget(self, i)(x) end -- module(input), as PyTorch's (profiler ranges)
-  return x
+function L.Sequential:forward(...)
+  local n = rawlen(self)
+  if n == 0 then return ... end
+  local x = ...
+  for i = 1, n - 1 do x = rawget(self, i)(x) end -- module(input), as PyTorch's (profiler ranges)
+  return rawget(self, n)(x) -- every result of the last module (an MDN head's pi, sigma, mu)
 end
 L.Sequential.add = L.Sequential.append
 
