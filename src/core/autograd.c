@@ -195,6 +195,12 @@ static wick_status check_saved_versions(const wk_node *n) {
     return WICK_OK;
 }
 
+/* The tensors on target's storage other than target and its detached aliases. */
+static int others_on_storage(const wick_tensor *target) {
+    return __atomic_load_n(&target->storage->refcount, __ATOMIC_ACQUIRE) -
+           __atomic_load_n(&target->storage->aliases, __ATOMIC_ACQUIRE) - (target->detached_alias ? 0 : 1);
+}
+
 wick_status wk_check_inplace(const char *op, const wick_tensor *target, int n, const wick_tensor *const *inputs,
                              bool *record) {
     wk_bump_version(target); /* also after a failed check: a version may only grow */
@@ -218,8 +224,11 @@ wick_status wk_check_inplace(const char *op, const wick_tensor *target, int n, c
      * (buf.data:add_(y), an EMA of a tracked result): the alias records it
      * and the tensors it came from see the values only, as in PyTorch (a
      * value saved for backward still refuses it then, by its version). */
-    int others = __atomic_load_n(&target->storage->refcount, __ATOMIC_ACQUIRE) -
-                 __atomic_load_n(&target->storage->aliases, __ATOMIC_ACQUIRE) - (target->detached_alias ? 0 : 1);
+    int others = others_on_storage(target);
+    if (others != 0 && !target->detached_alias) { /* a view dead but not yet collected (x[1] = x[1] * 2) counts too */
+        wk_host_collect();
+        others = others_on_storage(target);
+    }
     if (others != 0 && !target->detached_alias)
         return wick_fail(WICK_ERR_UNSUPPORTED,
                          "%s: in-place operation on a tensor that autograd tracks while another tensor shares its "

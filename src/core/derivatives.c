@@ -382,8 +382,12 @@ wick_status wk_record_binary(wick_tensor *out, wick_binary_op op, const wick_ten
     n->twice = true;
     n->scalars[0] = alpha;
     if (op == WICK_ADD || op == WICK_SUB) return WICK_OK;
-    TRY(wk_save(n, 0, a, out));
-    return wk_save(n, 1, b, out);
+    /* mul and div need a only for b's gradient (mul needs b only for a's): as
+     * PyTorch, x[1] * 2 keeps no view of x alive, so x[1] = x[1] * 2 may write x */
+    bool need_a = n->edges[0].node || n->edges[0].leaf, need_b = n->edges[1].node || n->edges[1].leaf;
+    if ((op != WICK_MUL && op != WICK_DIV) || need_b) TRY(wk_save(n, 0, a, out));
+    if (op != WICK_MUL || need_a) TRY(wk_save(n, 1, b, out));
+    return WICK_OK;
 }
 
 /* ---- clamp, where ---- */
@@ -624,17 +628,26 @@ wick_status wk_record_addmm(wick_tensor *out, const wick_tensor *input, const wi
 }
 
 /* y = x w^T + b:  gx = g w,  gw = g^T x,  gb = g (the engine sums it to [out]) */
+/* y = x W^T + b on x [..., in] as [rows, in]: gx = g W, gW = g^T x, gb = g
+ * (summed to b's shape by the engine) */
 static wick_status linear_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
-    wick_tensor *x = n->saved[0], *w = n->saved[1], *t;
-    if (n->edges[0].node || n->edges[0].leaf) TRY(wick_mm(&grads[0], g, w));
-    if (n->edges[1].node || n->edges[1].leaf) {
-        TRY(wick_transpose(&t, g, 0, 1));
-        wick_status st = wick_mm(&grads[1], t, x);
-        wick_tensor_release(t);
-        TRY(st);
+    wick_tensor *x = n->saved[0], *w = n->saved[1], *t = NULL, *g2 = NULL, *x2 = NULL, *gx = NULL;
+    int64_t rows[2] = {wk_numel(g->ndim - 1, g->sizes), g->sizes[g->ndim - 1]};
+    wick_status st = g->ndim > 2 ? wick_reshape(&g2, g, 2, rows) : retained(&g2, g);
+    if (!st && (n->edges[0].node || n->edges[0].leaf)) {
+        st = wick_mm(&gx, g2, w);
+        if (!st) st = g->ndim > 2 ? wick_reshape(&grads[0], gx, n->ndim, n->sizes) : retained(&grads[0], gx);
     }
-    if (n->edges[2].node || n->edges[2].leaf) TRY(retained(&grads[2], g));
-    return WICK_OK;
+    if (!st && (n->edges[1].node || n->edges[1].leaf)) {
+        int64_t xrows[2] = {rows[0], x->sizes[x->ndim - 1]};
+        st = x->ndim > 2 ? wick_reshape(&x2, x, 2, xrows) : retained(&x2, x);
+        if (!st) st = wick_transpose(&t, g2, 0, 1);
+        if (!st) st = wick_mm(&grads[1], t, x2);
+    }
+    if (!st && (n->edges[2].node || n->edges[2].leaf)) st = retained(&grads[2], g);
+    wick_tensor *all[] = {t, g2, x2, gx};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) wick_tensor_release(all[i]);
+    return st;
 }
 
 wick_status wk_record_linear(wick_tensor *out, const wick_tensor *x, const wick_tensor *weight, const wick_tensor *bias) {
@@ -642,6 +655,8 @@ wick_status wk_record_linear(wick_tensor *out, const wick_tensor *x, const wick_
     wk_node *n;
     TRY(wk_record(out, "LinearBackward", linear_backward, 0, 3, in, &n));
     n->twice = true;
+    n->ndim = x->ndim; /* the input's shape: its gradient's */
+    memcpy(n->sizes, x->sizes, sizeof(int64_t) * x->ndim);
     if (weight->requires_grad) TRY(wk_save(n, 0, x, out));
     if (x->requires_grad) TRY(wk_save(n, 1, weight, out));
     return WICK_OK;

@@ -509,6 +509,9 @@ void wk_oom_collect(const wick_backend *b);
 /* b->alloc, and after a failure wk_oom_collect and one more try: for tensors'
  * storage and for scratch memory alike. NULL when that fails too. */
 void *wk_alloc_or_collect(const wick_backend *b, size_t nbytes, int device);
+/* The host's collection of dead tensors (wick_set_oom_handler's handler), if any:
+ * a dead view the host has not collected yet still counts on its storage. */
+void wk_host_collect(void);
 #ifdef WICK_WITH_CUDA
 extern const wick_backend wk_cuda_backend; /* src/cuda/cuda_backend.cu */
 #endif

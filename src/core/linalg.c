@@ -120,10 +120,23 @@ wick_status wick_linear(wick_tensor **out, const wick_tensor *x, const wick_tens
     WK_AUTOCAST(WK_AC_LOWER, 3, wick_linear(out, c[0], c[1], c[2]), x, weight, bias);
     if (weight->ndim != 2)
         return wick_fail(WICK_ERR_SHAPE, "linear: weight must be 2-D [out, in], got %d-D", weight->ndim);
-    wick_tensor *wt = NULL, *r = NULL;
+    wick_tensor *wt = NULL, *r = NULL, *x2 = NULL, *r2 = NULL;
     wick_status st;
-    WK_NO_GRAD(st = wick_transpose(&wt, (wick_tensor *)weight, 0, 1);
-               if (!st) st = addmm_forward(&r, bias, x, wt, bias ? 1 : 0, 1));
+    if (x->ndim > 2) { /* [..., in]: the batch dims folded into rows, one product, unfolded (one tensor, no view left) */
+        int64_t in = x->sizes[x->ndim - 1], rows2[2] = {in ? wk_numel(x->ndim, x->sizes) / in : 0, in}, shape[WICK_MAX_DIMS];
+        memcpy(shape, x->sizes, sizeof(int64_t) * x->ndim);
+        shape[x->ndim - 1] = weight->sizes[0];
+        WK_NO_GRAD(st = in ? wick_reshape(&x2, (wick_tensor *)x, 2, rows2)
+                           : wick_fail(WICK_ERR_SHAPE, "linear: an input of 0 features in more than 2 dims is not supported");
+                   if (!st) st = wick_transpose(&wt, (wick_tensor *)weight, 0, 1);
+                   if (!st) st = addmm_forward(&r2, bias, x2, wt, bias ? 1 : 0, 1);
+                   if (!st) st = wick_reshape(&r, r2, x->ndim, shape));
+        wick_tensor_release(x2);
+        wick_tensor_release(r2);
+    } else {
+        WK_NO_GRAD(st = wick_transpose(&wt, (wick_tensor *)weight, 0, 1);
+                   if (!st) st = addmm_forward(&r, bias, x, wt, bias ? 1 : 0, 1));
+    }
     wick_tensor_release(wt);
     if (st) return st;
     const wick_tensor *in[3] = {x, weight, bias};

@@ -59,9 +59,13 @@ void wick_set_oom_handler(void (*handler)(void *ctx), void *ctx) {
     oom_ctx = ctx;
 }
 
-void wk_oom_collect(const wick_backend *b) {
+void wk_host_collect(void) {
     if (oom_handler) oom_handler(oom_ctx); /* let the host free dead tensors */
-    if (b->empty_cache) b->empty_cache();  /* give back cached blocks */
+}
+
+void wk_oom_collect(const wick_backend *b) {
+    wk_host_collect();
+    if (b->empty_cache) b->empty_cache(); /* give back cached blocks */
 }
 
 void *wk_alloc_or_collect(const wick_backend *b, size_t nbytes, int device) {

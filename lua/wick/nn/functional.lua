@@ -32,12 +32,9 @@ function F.linear(x, weight, bias)
   if x:dim() == 2 then return linear2d(x, weight, bias) end
   local n_in = x:size(x:dim())
   if x:dim() > 2 and n_in > 0 and weight:dim() == 2 and weight:size(2) == n_in then
-    -- the batch dims folded into rows (a view when x is contiguous): one product, and
-    -- the weight's gradient comes as g^T x in the weight's own layout (no transposed copy)
-    local shape = x:size()
-    local y = linear2d(x:reshape({ x:numel() / n_in, n_in }), weight, bias)
-    shape[#shape] = weight:size(1)
-    return y:reshape(shape)
+    -- the core folds the batch dims into rows: one product, one tensor of its own (an
+    -- in-place ReLU may follow), and the weight's gradient as g^T x in its own layout
+    return linear2d(x, weight, bias)
   end
   local y = x:matmul(weight:t())
   if bias then y = y + bias end
