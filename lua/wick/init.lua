@@ -408,16 +408,34 @@ local function with_defaults(t, opts)
   if opts then for k, v in pairs(opts) do o[k] = v end end
   return o
 end
+-- PyTorch's keywords size= and fill_value= out of an options table: the table
+-- without them, and their values
+local function take_keywords(opts)
+  if not is_options(opts) or (opts.size == nil and opts.fill_value == nil) then return opts end
+  local rest = {}
+  for k, v in pairs(opts) do if k ~= "size" and k ~= "fill_value" then rest[k] = v end end
+  return rest, opts.size, opts.fill_value
+end
 for name, make in pairs({ new_zeros = "zeros", new_ones = "ones", new_empty = "empty" }) do
   Tensor[name] = function(t, ...)
     check_tensor(t, name, "self")
     local args, n = { ... }, select("#", ...)
+    local opts, size = take_keywords(args[n])
+    if size ~= nil then -- t:new_zeros{size = {2, 3}}
+      if n > 1 then check.fail(name, "size given both by position and as an option") end
+      args, n = { size, next(opts) ~= nil and opts or nil }, next(opts) ~= nil and 2 or 1
+    end
     if is_options(args[n]) then args[n] = with_defaults(t, args[n]) else n = n + 1; args[n] = with_defaults(t) end
     return core[make](unpack(args, 1, n))
   end
 end
 function Tensor.new_full(t, size, value, opts)
   check_tensor(t, "new_full", "self")
+  if value == nil and opts == nil and is_options(size) then size, opts = nil, size end -- t:new_full{size =, fill_value =}
+  if opts == nil and is_options(value) then value, opts = nil, value end
+  local ksize, kvalue
+  opts, ksize, kvalue = take_keywords(opts)
+  size, value = size == nil and ksize or size, value == nil and kvalue or value
   return core.full(size, value, with_defaults(t, check.opt_table(opts, "new_full", "options")))
 end
 function Tensor.new_tensor(t, data, opts)
@@ -605,6 +623,26 @@ do
     end
     if stop == nil then check.fail("wick.arange", "missing argument 'end'") end
     return arange(start or 0, stop, step or 1, rest)
+  end
+end
+-- torch.full(size=..., fill_value=...) and full_like(t, fill_value=...) by keyword too
+do
+  local full, full_like = core.full, core.full_like
+  wick.full = function(size, value, opts)
+    if value == nil and opts == nil and is_options(size) then size, opts = nil, size end
+    if opts == nil and is_options(value) then value, opts = nil, value end
+    local ksize, kvalue
+    opts, ksize, kvalue = take_keywords(opts)
+    if size == nil then size = ksize end
+    if value == nil then value = kvalue end
+    return full(size, value, opts)
+  end
+  wick.full_like = function(t, value, opts)
+    if opts == nil and is_options(value) then value, opts = nil, value end
+    local _, kvalue
+    opts, _, kvalue = take_keywords(opts)
+    if value == nil then value = kvalue end
+    return full_like(t, value, opts)
   end
 end
 -- torch.zeros(size=(2, 3), dtype=...) as one keyword table: wick.zeros{size = {2, 3}, dtype = ...}

@@ -203,7 +203,9 @@ return function(wick)
   local core_where = core.where
   function ops.where(cond, a, b)
     check.tensor(cond, "where", "condition")
-    if a == nil and b == nil then check.fail("where", "expected where(condition, input, other); the one-argument form (nonzero) is not supported") end
+    if a == nil and b == nil then -- torch.where(cond): nonzero as a tuple, one 1-based index tensor per dim
+      return unpack(cond:nonzero({ as_tuple = true }))
+    end
     return core_where(cond, a, b)
   end
   function Tensor.where(t, cond, other) return ops.where(cond, check.tensor(t, "where", "self"), other) end
@@ -277,7 +279,21 @@ return function(wick)
   --- wick.normal(mean, std[, size][, opts]): numbers need a size; tensors broadcast (mean + std * N(0, 1)).
   local NORMAL = { dtype = "dtype", device = "device", requires_grad = "boolean" }
   function ops.normal(mean, std, size, opts)
+    -- PyTorch's keywords: normal{mean =, std =, size =}, normal(0, 1, {size = {2, 3}})
+    if type(mean) == "table" and getmetatable(mean) == nil and std == nil and size == nil and opts == nil then
+      local o = mean
+      mean, std, size, opts = o.mean, o.std, o.size, {}
+      for k, v in pairs(o) do if k ~= "mean" and k ~= "std" and k ~= "size" then opts[k] = v end end
+      if mean == nil then mean = 0 end
+      if std == nil then std = 1 end
+    end
     if type(size) == "table" and opts == nil and not size[1] and next(size) ~= nil then size, opts = nil, size end
+    if type(opts) == "table" and opts.size ~= nil and getmetatable(opts) == nil then
+      if size ~= nil then check.fail("normal", "size given both by position and as an option") end
+      local rest = {}
+      for k, v in pairs(opts) do if k ~= "size" then rest[k] = v end end
+      size, opts = opts.size, rest
+    end
     opts = check.options(opts, "normal", NORMAL)
     if not is_tensor(mean) and not is_tensor(std) then
       check.number(mean, "normal", "mean")
@@ -1323,16 +1339,27 @@ return function(wick)
 
   --- wick.cdist(x1, x2[, p = 2]): the p-norm distances between the rows of
   --- x1 [.., P, M] and x2 [.., R, M]: [.., P, R]
-  function ops.cdist(x1, x2, p)
+  local CDIST_MODES = { use_mm_for_euclid_dist_if_necessary = true, use_mm_for_euclid_dist = true,
+    donot_use_mm_for_euclid_dist = true }
+  function ops.cdist(x1, x2, ...)
     check.tensor(x1, "cdist", "x1")
     check.tensor(x2, "cdist", "x2")
-    if p ~= nil then check.number(p, "cdist", "p") end
-    p = p or 2
+    local o = check.positional("cdist", { "p", "compute_mode" }, { p = "number", compute_mode = "string" }, ...)
+    local p, mode = o.p or 2, o.compute_mode or "use_mm_for_euclid_dist_if_necessary"
+    if not CDIST_MODES[mode] then check.fail("cdist", "%s is not a valid value for compute_mode", mode) end
     if x1:dim() < 2 or x2:dim() < 2 then check.fail("cdist", "cdist only supports at least 2D tensors, X1 got: %dD", x1:dim()) end
     if x1:size(-1) ~= x2:size(-1) then
       check.fail("cdist", "X1 and X2 must have the same number of columns. X1: %d X2: %d", x1:size(-1), x2:size(-1))
     end
     x1, x2 = wick._autocast_float32(x1), wick._autocast_float32(x2) -- (autocast's float32 list)
+    local mm = p == 2 and (mode == "use_mm_for_euclid_dist" or
+      (mode == "use_mm_for_euclid_dist_if_necessary" and (x1:size(-2) > 25 or x2:size(-2) > 25)))
+    if mm then -- PyTorch's _euclidean_dist: one product of [-2 x1, |x1|^2, 1] and [x2, 1, |x2|^2]
+      local n1, n2 = (x1 * x1):sum(-1, true), (x2 * x2):sum(-1, true)
+      local a = wick.cat({ x1 * -2, n1, wick.ones_like(n1) }, -1)
+      local b = wick.cat({ x2, wick.ones_like(n2), n2 }, -1)
+      return a:matmul(b:transpose(-2, -1)):clamp_min(1e-30):sqrt()
+    end
     local diff = x1:unsqueeze(-2) - x2:unsqueeze(-3)
     return diff:norm(p, -1)
   end

@@ -43,6 +43,7 @@ static int reduce_dim_list(lua_State *L, int idx, int *dims, const char *fn) {
  * correction; keepdims is NumPy's spelling of keepdim, which PyTorch accepts too
  * (x.sum(1, keepdims=True)). */
 static const char *const plain_keys[] = {"dim", "keepdim", "keepdims", NULL};
+static const char *const dtype_keys[] = {"dim", "keepdim", "keepdims", "dtype", NULL}; /* sum, mean, prod */
 static const char *const var_keys[] = {"dim", "keepdim", "keepdims", "unbiased", "correction", NULL};
 
 /* The boolean option `name` of the table at idx into *out (left as is when absent);
@@ -60,7 +61,7 @@ static int boolean_option(lua_State *L, int idx, const char *name, int *out, con
 /* The arguments of t:sum(...) and friends: [dims][, keepdim][, {dim =, keepdim =,
  * unbiased =, correction =}], dims a number or a list. Returns how many dims
  * were given (0: reduce over all elements). */
-static int reduce_args(lua_State *L, int first, int *dims, int *keepdim, int *correction, int is_var,
+static int reduce_args(lua_State *L, int first, int *dims, int *keepdim, int *correction, int is_var, int *dtype,
                        const char *fn) {
     int ndims = 0, i = first, keepdim_given = 0;
     *keepdim = 0, *correction = 1;
@@ -69,7 +70,12 @@ static int reduce_args(lua_State *L, int first, int *dims, int *keepdim, int *co
     else if (lua_isnil(L, i) && lua_gettop(L) > i) i++;
     if (lua_type(L, i) == LUA_TBOOLEAN) *keepdim = lua_toboolean(L, i++), keepdim_given = 1;
     if (lua_istable(L, i) && !wl_totensor(L, i)) {
-        wl_check_keys(L, i, fn, is_var ? var_keys : plain_keys);
+        wl_check_keys(L, i, fn, is_var ? var_keys : dtype ? dtype_keys : plain_keys);
+        if (dtype) { /* PyTorch's dtype=: the input is cast to it first (x.sum(dtype=torch.float64)) */
+            lua_getfield(L, i, "dtype");
+            if (!lua_isnil(L, -1)) *dtype = (int)wl_dtype(L, lua_gettop(L), fn);
+            lua_pop(L, 1);
+        }
         int named = boolean_option(L, i, "keepdim", keepdim, fn);
         int numpy = boolean_option(L, i, "keepdims", keepdim, fn);
         if (named && numpy) wl_raise(L, "%s: got both keepdim and keepdims (keepdims is another name for keepdim)", fn);
@@ -172,8 +178,14 @@ WL_FUNCTION(t_reduce) {
     wick_reduce_op op = (wick_reduce_op)UPINT(1);
     const char *fn = wick_reduce_name(op);
     wick_tensor *a = SELF(fn);
-    int dims[WICK_MAX_DIMS], keepdim, correction;
-    int ndims = reduce_args(L, 2, dims, &keepdim, &correction, op == WICK_VAR || op == WICK_STD, fn);
+    int dims[WICK_MAX_DIMS], keepdim, correction, dtype = -1;
+    int casts = op == WICK_SUM || op == WICK_MEAN || op == WICK_PROD;
+    int ndims = reduce_args(L, 2, dims, &keepdim, &correction, op == WICK_VAR || op == WICK_STD, casts ? &dtype : NULL, fn);
+    if (dtype >= 0 && (wick_dtype)dtype != wick_tensor_dtype(a)) {
+        wick_tensor **cast = wl_new_slot(L);
+        wl_check(L, wick_to(cast, a, (wick_options){(wick_dtype)dtype, wick_tensor_device(a), 0}));
+        a = *cast;
+    }
     return reduce_over(L, op, a, ndims, dims, keepdim, correction, fn);
 }
 
@@ -187,7 +199,7 @@ WL_FUNCTION(t_max_min) {
         return wl_binary_values(L, is_max ? WICK_MAXIMUM : WICK_MINIMUM, 1, 2, 1);
     }
     int dims[WICK_MAX_DIMS], keepdim, correction;
-    int ndims = reduce_args(L, 2, dims, &keepdim, &correction, 0, fn); /* also t:max{dim = 2, keepdim = true} */
+    int ndims = reduce_args(L, 2, dims, &keepdim, &correction, 0, NULL, fn); /* also t:max{dim = 2, keepdim = true} */
     if (ndims > 1) wl_raise(L, "%s: takes one dim, got a list of %d", fn, ndims);
     return reduce_into(L, is_max ? WICK_MAX : WICK_MIN, a, ndims ? core_dim(L, a, dims[0], fn) : -1, keepdim, 1, ndims);
 }

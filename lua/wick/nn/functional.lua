@@ -26,6 +26,9 @@ end
 --- for a Linear layer: "... argument mat1 in method addmm".)
 local linear2d = core.linear
 function F.linear(x, weight, bias)
+  if type(bias) == "table" and getmetatable(bias) == nil then -- F.linear(x, w, {bias = b})
+    bias = check.options(bias, "linear", { bias = "tensor" }).bias
+  end
   tensor(x, "linear", "input")
   tensor(weight, "linear", "weight")
   opt_tensor(bias, "linear", "bias")
@@ -327,8 +330,15 @@ local function per_channel(v, x)
   return v:view(shape)
 end
 
-function F.conv2d(x, weight, bias, opts)
-  return core.conv2d(x, weight, bias, opts or {}) -- the C op checks every argument and option
+-- F.conv2d(input, weight[, bias[, stride[, padding[, dilation[, groups]]]]][, opts]): PyTorch's order
+local CONV2D = { stride = "integer|table", padding = "integer|table|string", dilation = "integer|table", groups = "integer" }
+function F.conv2d(x, weight, bias, ...)
+  local n = select("#", ...)
+  if n == 1 and type((...)) == "table" and getmetatable((...)) == nil then
+    return core.conv2d(x, weight, bias, ...) -- one options table: the C op checks every option
+  end
+  if n == 0 then return core.conv2d(x, weight, bias, {}) end
+  return core.conv2d(x, weight, bias, check.positional("conv2d", { "stride", "padding", "dilation", "groups" }, CONV2D, ...))
 end
 
 --- F.conv_transpose2d(input, weight[, bias[, stride[, padding[, output_padding[, groups[, dilation]]]]]][, opts]),

@@ -8,11 +8,11 @@ local utils = {}
 --- max_norm; returns the norm before clipping (a 0-dim tensor), like PyTorch.
 --- clip_grad_norm_(params, max_norm[, norm_type = 2[, error_if_nonfinite = false]][, opts]):
 --- PyTorch's arguments, positionally or in the options table (foreach accepted).
-local CLIP = { norm_type = "number", error_if_nonfinite = "boolean", foreach = "boolean" }
-function utils.clip_grad_norm_(params, max_norm, ...)
+local CLIP = { max_norm = "number", norm_type = "number", error_if_nonfinite = "boolean", foreach = "boolean" }
+function utils.clip_grad_norm_(params, ...)
   params = check.tensors(params, "clip_grad_norm_", "parameters")
-  check.number(max_norm, "clip_grad_norm_", "max_norm")
-  local opts = check.positional("clip_grad_norm_", { "norm_type", "error_if_nonfinite", "foreach" }, CLIP, ...)
+  local opts = check.positional("clip_grad_norm_", { "max_norm", "norm_type", "error_if_nonfinite", "foreach" }, CLIP, ...)
+  local max_norm = check.number(opts.max_norm, "clip_grad_norm_", "max_norm")
   local norm_type = opts.norm_type or 2
   if norm_type <= 0 then check.fail("clip_grad_norm_", "norm_type must be positive, got %s", norm_type) end
   local grads = {}
@@ -51,10 +51,10 @@ end
 
 --- clip_grad_value_(params, clip_value): clamps every gradient into
 --- [-clip_value, clip_value] in place, like PyTorch's
-function utils.clip_grad_value_(params, clip_value, opts)
+function utils.clip_grad_value_(params, ...)
   params = check.tensors(params, "clip_grad_value_", "parameters")
-  check.number(clip_value, "clip_grad_value_", "clip_value")
-  check.options(opts, "clip_grad_value_", { foreach = "boolean" })
+  local opts = check.positional("clip_grad_value_", { "clip_value", "foreach" }, { clip_value = "number", foreach = "boolean" }, ...)
+  local clip_value = check.number(opts.clip_value, "clip_grad_value_", "clip_value")
   wick.no_grad(function()
     for _, p in ipairs(params) do
       if p.grad then p.grad:clamp_(-clip_value, clip_value) end
