@@ -1718,3 +1718,37 @@ describe("sampling grids and the last of the ports' functions", function()
     assert.truthy(table.concat(warned, "\n"):find("Implicit dimension choice for log_softmax", 1, true))
   end)
 end)
+
+describe("more of torch.nn's layers (PyTorch's values)", function()
+  local F = wick.nn.functional
+  local nn = wick.nn
+  it("SELU, CELU, softshrink, hardshrink, softmin, rms_norm, local_response_norm: values and gradients", function()
+    local w = wick.arange(7, { dtype = "float64" })
+    local cases = {
+      { F.selu, 22.038387241870, 46.750492993559 },
+      { function(v) return F.celu(v, 2.0) end, 21.555893225126, 43.886277079889 },
+      { F.softshrink, 15, 30 }, { F.hardshrink, 20, 40 },
+      { function(v) return F.softmin(v, 1) end, 0.490663943120, 0.549560173534 },
+      { function(v) return F.rms_norm(v:view(1, 7), { 7 }) end, 13.301370696118, 0 },
+      { function(v) return F.local_response_norm(v:view(1, 7, 1), 3) end, 21.296141994480, 42.569143692306 },
+    }
+    for _, c in ipairs(cases) do
+      local x = wick.tensor({ -3, -1, -0.3, 0.1, 0.4, 1.2, 2.5 }, { dtype = "float64" }):requires_grad_()
+      local y = c[1](x)
+      local g = wick.autograd.grad(y:pow(2):sum(), x)[1]
+      assert.is_true(math.abs((y:detach():flatten() * w):sum():item() - c[2]) < 1e-9)
+      assert.is_true(math.abs((g * w):sum():item() - c[3]) < 1e-9)
+    end
+  end)
+  it("the modules: pooling 1-D, RMSNorm, ChannelShuffle, Softmax2d, SELU and friends", function()
+    local x = wick.randn(2, 4, 6)
+    assert.are.same({ 2, 4, 3 }, nn.MaxPool1d(2)(x):size())
+    assert.are.same({ 2, 4, 6 }, nn.AvgPool1d(3, 1, 1)(x):size())
+    assert_close(nn.RMSNorm(6)(x), F.rms_norm(x, { 6 }):totable(), 1e-6)
+    assert.are.same({ 0, 2, 1, 3 }, nn.ChannelShuffle(2)(wick.arange(4):view(1, 4, 1)):flatten():totable())
+    assert.is_true(math.abs(nn.Softmax2d()(wick.randn(1, 3, 2, 2)):sum(2)[1][1][1]:item() - 1) < 1e-6)
+    assert.are.equal("CELU(alpha=2.0, inplace=True)", tostring(nn.CELU(2.0, true)))
+    assert.are.equal("Softshrink(lambd=0.3)", tostring(nn.Softshrink(0.3)))
+    assert_error_has(function() nn.ChannelShuffle(3)(wick.zeros(1, 4, 1)) end, "divisible by groups")
+  end)
+end)

@@ -175,6 +175,84 @@ function F.mish(x, ...)
   local o = act_args("mish", x, { "inplace" }, INPLACE, ...)
   return activate(x, o, function(v) return v * F.softplus(v):tanh() end)
 end
+--- F.selu(x[, inplace]): scale (x if x > 0, else alpha (exp(x) - 1)), PyTorch's constants;
+--- F.celu(x[, alpha = 1[, inplace]]): x if x > 0, else alpha (exp(x / alpha) - 1)
+local SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+function F.selu(x, ...)
+  local o = act_args("selu", x, { "inplace" }, INPLACE, ...)
+  return activate(x, o, function(v) return F.elu(v, SELU_ALPHA) * SELU_SCALE end)
+end
+function F.celu(x, ...)
+  local o = act_args("celu", x, { "alpha", "inplace" }, { alpha = "number", inplace = "boolean" }, ...)
+  local alpha = o.alpha or 1
+  if alpha == 0 then check.fail("celu", "ZeroDivisionError: alpha cannot be 0 for CELU") end
+  return activate(x, o, function(v) return F.elu(v / alpha) * alpha end)
+end
+--- F.softshrink(x[, lambd = 0.5]): x - lambd above lambd, x + lambd below -lambd, else 0;
+--- F.hardshrink(x[, lambd = 0.5]): x where |x| > lambd, else 0
+function F.softshrink(x, ...)
+  local lambd = act_args("softshrink", x, { "lambd" }, { lambd = "number" }, ...).lambd or 0.5
+  if lambd < 0 then check.fail("softshrink", "lambda must be greater or equal to 0, but found to be %s", lambd) end
+  local z = wick.zeros({}, { dtype = x.dtype, device = x.device })
+  return wick.where(x:gt(lambd), x - lambd, wick.where(x:lt(-lambd), x + lambd, z))
+end
+function F.hardshrink(x, ...)
+  local lambd = act_args("hardshrink", x, { "lambd" }, { lambd = "number" }, ...).lambd or 0.5
+  return wick.where(x:abs():gt(lambd), x, wick.zeros({}, { dtype = x.dtype, device = x.device }))
+end
+--- F.softmin(x, dim): softmax(-x, dim)
+function F.softmin(x, ...)
+  local o = act_args("softmin", x, { "dim", "dtype" }, { dim = "integer", dtype = "dtype" }, ...)
+  if o.dim == nil then check.fail("softmin", "missing argument 'dim'") end
+  return (-x):softmax(o.dim, o.dtype and { dtype = o.dtype } or nil)
+end
+--- F.rms_norm(x, normalized_shape[, weight[, eps]]): x / sqrt(mean(x^2) + eps) over the trailing dims
+--- (eps defaults to the dtype's machine epsilon, as PyTorch's), times weight
+function F.rms_norm(x, ...)
+  tensor(x, "rms_norm", "input")
+  local o = check.positional("rms_norm", { "normalized_shape", "weight", "eps" },
+    { normalized_shape = "integer|table", weight = "tensor", eps = "number" }, ...)
+  local shape = type(o.normalized_shape) == "number" and { o.normalized_shape } or o.normalized_shape
+  check.table(shape, "rms_norm", "normalized_shape")
+  local dims = {}
+  for i = 1, #shape do
+    local d = x:dim() - #shape + i
+    if d < 1 or x:size(d) ~= shape[i] then
+      check.fail("rms_norm", "Given normalized_shape=[%s], expected input with shape [*, %s], but got input of size[%s]",
+        table.concat(shape, ", "), table.concat(shape, ", "), table.concat(x:size(), ", "))
+    end
+    dims[i] = d
+  end
+  local eps = o.eps or wick.finfo(x.dtype).eps
+  local y = x * ((x * x):mean(dims, true) + eps):rsqrt()
+  if o.weight then y = y * o.weight end
+  return y
+end
+--- F.upsample(...) is F.interpolate; F.upsample_nearest(x, size, scale_factor),
+--- F.upsample_bilinear(x, size, scale_factor) (align_corners = true): PyTorch's deprecated forms
+function F.upsample(...) return F.interpolate(...) end
+function F.upsample_nearest(x, size, scale_factor)
+  return F.interpolate(x, { size = size, scale_factor = scale_factor, mode = "nearest" })
+end
+function F.upsample_bilinear(x, size, scale_factor)
+  return F.interpolate(x, { size = size, scale_factor = scale_factor, mode = "bilinear", align_corners = true })
+end
+--- F.local_response_norm(x, size[, alpha = 1e-4[, beta = 0.75[, k = 1]]]): x / (k + alpha/size
+--- sum over `size` neighbouring channels of x^2)^beta, as PyTorch's (AlexNet)
+function F.local_response_norm(x, size, ...)
+  tensor(x, "local_response_norm", "input")
+  check.int(size, "local_response_norm", "size", 1)
+  local o = check.positional("local_response_norm", { "alpha", "beta", "k" },
+    { alpha = "number", beta = "number", k = "number" }, ...)
+  local alpha, beta, k = o.alpha or 1e-4, o.beta or 0.75, o.k or 1
+  if x:dim() < 3 then check.fail("local_response_norm", "Expected 3D or higher dimensionality input (got %d dimensions)", x:dim()) end
+  local n, c = x:size(1), x:size(2)
+  local sq = (x * x):reshape({ n, 1, c, -1 }) -- channels as a height, the rest flattened
+  sq = F.pad(sq, { 0, 0, math.floor(size / 2), math.floor((size - 1) / 2) })
+  local div = F.avg_pool2d(sq, { size, 1 }, { stride = 1 }):reshape(x:size())
+  return x / (div * alpha + k) ^ beta
+end
+
 --- F.logsigmoid(x): log(sigmoid(x)) = -softplus(-x), stable for large |x|
 function F.logsigmoid(x) return -F.softplus(-tensor(x, "logsigmoid", "input")) end
 --- F.softsign(x): x / (1 + |x|)

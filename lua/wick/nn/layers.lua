@@ -853,6 +853,104 @@ function L.LogSoftmax:init(...)
   self.dim = check.opt_dim(opts.dim, "LogSoftmax", "dim")
 end
 L.LogSoftmax._repr = { "dim" }
+L.Softmin = activation("Softmin", function(x, self) return F.softmin(x, self.dim or -1) end)
+function L.Softmin:init(...)
+  local opts = check.positional("Softmin", { "dim" }, { dim = "integer" }, ...)
+  self.dim = check.opt_dim(opts.dim, "Softmin", "dim")
+end
+L.Softmin._repr = { "dim" }
+--- nn.Softmax2d(): softmax over the channels of (N, C, H, W) or (C, H, W)
+L.Softmax2d = Module:extend("Softmax2d")
+function L.Softmax2d:forward(x)
+  check.tensor(x, "Softmax2d", "input")
+  if x:dim() ~= 3 and x:dim() ~= 4 then check.fail("Softmax2d", "expected a 3-D or 4-D input, got %d-D", x:dim()) end
+  return x:softmax(-3)
+end
+--- nn.SELU([inplace]), nn.CELU([alpha = 1[, inplace]]), nn.Softshrink([lambd = 0.5]),
+--- nn.Hardshrink([lambd = 0.5]): F's
+L.SELU = activation("SELU", function(x) return F.selu(x) end)
+L.SELU.init = inplace_init("SELU")
+L.SELU._repr = { "inplace?" }
+L.CELU = activation("CELU", function(x, self) return F.celu(x, self.alpha) end)
+function L.CELU:init(...)
+  local o = check.positional("CELU", { "alpha", "inplace" }, { alpha = "number", inplace = "boolean" }, ...)
+  self.alpha, self.inplace = o.alpha or 1, o.inplace == true
+end
+L.CELU._repr = { "alpha#", "inplace?" }
+for name, fn in pairs({ Softshrink = F.softshrink, Hardshrink = F.hardshrink }) do
+  local C = Module:extend(name)
+  function C:init(...) self.lambd = check.positional(name, { "lambd" }, { lambd = "number" }, ...).lambd or 0.5 end
+  function C:forward(x) return fn(x, self.lambd) end
+  C._repr = { "lambd#" }
+  L[name] = C
+end
+--- nn.RMSNorm(normalized_shape[, eps[, elementwise_affine = true]][, opts]): F.rms_norm with a weight of ones
+L.RMSNorm = Module:extend("RMSNorm", { "normalized_shape" })
+function L.RMSNorm:init(normalized_shape, ...)
+  local opts = check.positional("RMSNorm", { "eps", "elementwise_affine", "device", "dtype" },
+    { eps = "number", elementwise_affine = "boolean", device = "device", dtype = "dtype" }, ...)
+  if type(normalized_shape) == "number" then normalized_shape = { normalized_shape } end
+  check.table(normalized_shape, "RMSNorm", "normalized_shape")
+  for i = 1, #normalized_shape do check.int(normalized_shape[i], "RMSNorm", "normalized_shape", 0) end
+  self.normalized_shape, self.eps = normalized_shape, opts.eps
+  self.elementwise_affine = opts.elementwise_affine ~= false
+  if self.elementwise_affine then self.weight = L.Parameter(wick.ones(normalized_shape, options(opts))) end
+end
+function L.RMSNorm:forward(x) return F.rms_norm(x, self.normalized_shape, self.weight, self.eps) end
+function L.RMSNorm:extra_repr()
+  return ("%s, eps=%s, elementwise_affine=%s"):format(py(self.normalized_shape), self.eps and py(self.eps) or "None",
+    py(self.elementwise_affine))
+end
+--- nn.LocalResponseNorm(size[, alpha = 1e-4[, beta = 0.75[, k = 1]]]): F.local_response_norm
+L.LocalResponseNorm = Module:extend("LocalResponseNorm", { "size" })
+function L.LocalResponseNorm:init(size, ...)
+  self.size = check.int(size, "LocalResponseNorm", "size", 1)
+  local o = check.positional("LocalResponseNorm", { "alpha", "beta", "k" }, { alpha = "number", beta = "number", k = "number" }, ...)
+  self.alpha, self.beta, self.k = o.alpha or 1e-4, o.beta or 0.75, o.k or 1
+end
+function L.LocalResponseNorm:forward(x) return F.local_response_norm(x, self.size, self.alpha, self.beta, self.k) end
+L.LocalResponseNorm._repr = { "size", "alpha#", "beta#", "k#" }
+--- nn.ChannelShuffle(groups): (N, g C', ...) as (N, C' g, ...) (ShuffleNet)
+L.ChannelShuffle = Module:extend("ChannelShuffle", { "groups" })
+function L.ChannelShuffle:init(groups) self.groups = check.int(groups, "ChannelShuffle", "groups", 1) end
+function L.ChannelShuffle:forward(x)
+  check.tensor(x, "ChannelShuffle", "input")
+  local c, g = x:size(2), self.groups
+  if c % g ~= 0 then check.fail("ChannelShuffle", "Number of channels must be divisible by groups. Got %d channels and %d groups.", c, g) end
+  local shape, split = x:size(), x:size()
+  table.remove(split, 2)
+  table.insert(split, 2, c / g)
+  table.insert(split, 2, g)
+  return x:reshape(split):transpose(2, 3):reshape(shape)
+end
+L.ChannelShuffle._repr = { "groups" }
+--- nn.MaxPool1d(kernel_size[, stride[, padding[, dilation[, return_indices[, ceil_mode]]]]][, opts]),
+--- nn.AvgPool1d(kernel_size[, stride[, padding[, ceil_mode[, count_include_pad]]]][, opts]): F's 1-D forms
+L.MaxPool1d = Module:extend("MaxPool1d", { "kernel_size" })
+function L.MaxPool1d:init(kernel_size, ...)
+  self.kernel_size = check.int(kernel_size, "MaxPool1d", "kernel_size", 1)
+  local o = check.positional("MaxPool1d", { "stride", "padding", "dilation", "return_indices", "ceil_mode" },
+    { stride = "integer", padding = "integer", dilation = "integer", return_indices = "boolean", ceil_mode = "boolean" }, ...)
+  if o.return_indices then check.fail("MaxPool1d", "return_indices is not supported") end
+  self.stride, self.padding, self.dilation = o.stride or kernel_size, o.padding or 0, o.dilation or 1
+  self.ceil_mode = o.ceil_mode or false
+end
+function L.MaxPool1d:forward(x)
+  return F.max_pool1d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
+end
+L.MaxPool1d._repr = { "kernel_size", "stride", "padding", "dilation", "ceil_mode" }
+L.AvgPool1d = Module:extend("AvgPool1d", { "kernel_size" })
+function L.AvgPool1d:init(kernel_size, ...)
+  self.kernel_size = check.int(kernel_size, "AvgPool1d", "kernel_size", 1)
+  local o = check.positional("AvgPool1d", { "stride", "padding", "ceil_mode", "count_include_pad" },
+    { stride = "integer", padding = "integer", ceil_mode = "boolean", count_include_pad = "boolean" }, ...)
+  self.stride, self.padding = o.stride or kernel_size, o.padding or 0
+  self.ceil_mode, self.count_include_pad = o.ceil_mode or false, o.count_include_pad ~= false
+end
+function L.AvgPool1d:forward(x)
+  return F.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
+end
+L.AvgPool1d._repr = { "kernel_size", "stride", "padding" }
 L.Identity = Module:extend("Identity")
 function L.Identity:init() end -- PyTorch's Identity takes and ignores any arguments
 function L.Identity:forward(x) return x end
@@ -1234,6 +1332,7 @@ L.BCEWithLogitsLoss = loss_class("BCEWithLogitsLoss", F.binary_cross_entropy_wit
 L.SmoothL1Loss = loss_class("SmoothL1Loss", F.smooth_l1_loss, known(true, "reduction", "beta"))
 L.HuberLoss = loss_class("HuberLoss", F.huber_loss, known(false, "reduction", "delta"))
 L.KLDivLoss = loss_class("KLDivLoss", F.kl_div, known(true, "reduction", "log_target"))
+L.SoftMarginLoss = loss_class("SoftMarginLoss", F.soft_margin_loss, known(true, "reduction"))
 
 -- ---- lazy modules ----
 -- nn.LazyLinear(out_features[, ...]) and the others: the base layer's
