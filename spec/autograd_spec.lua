@@ -1261,3 +1261,30 @@ describe("inplace activations under autograd", function()
     end
   end)
 end)
+
+describe("wick.utils.checkpoint (activation checkpointing)", function()
+  it("gives the gradients of the plain run, dropout replayed, also in sequential segments", function()
+    local nn, cp = wick.nn, wick.utils.checkpoint
+    wick.manual_seed(0)
+    local net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Dropout(0.5), nn.Linear(8, 2))
+    local x = wick.randn(3, 4):requires_grad_()
+    wick.manual_seed(5)
+    net(x):sum():backward()
+    local gw, gx = net[1].weight.grad:clone(), x.grad:clone()
+    for _, run in ipairs({ function() return cp.checkpoint(net, x) end,
+      function() return cp.checkpoint_sequential(net, 2, x) end }) do
+      net:zero_grad()
+      x.grad = nil
+      wick.manual_seed(5)
+      local y = run()
+      y:sum():backward()
+      assert.are.equal(0, (net[1].weight.grad - gw):abs():max():item())
+      assert.are.equal(0, (x.grad - gx):abs():max():item())
+    end
+    assert.are.equal("CheckpointBackward", cp.checkpoint(net, x).grad_fn)
+    assert_error_has(function() cp.checkpoint(5) end, "a function or a module")
+    local a, b = cp.checkpoint(function(p, q) return p * q, p + q end, x, wick.ones(3, 4), { use_reentrant = false })
+    assert.are.same({ 3, 4 }, b:size())
+    assert.is_truthy(a.grad_fn)
+  end)
+end)

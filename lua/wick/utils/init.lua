@@ -5,6 +5,7 @@
 local grid = require("wick.utils.grid")
 return {
   tensorboard = require("wick.utils.tensorboard"),
+  checkpoint = require("wick.utils.checkpoint"), -- torch.utils.checkpoint: .checkpoint, .checkpoint_sequential
   make_grid = grid.make_grid,
   save_image = grid.save_image,
 }

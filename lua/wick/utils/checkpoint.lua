@@ -1,0 +1,100 @@
+-- wick.utils.checkpoint: PyTorch's torch.utils.checkpoint (activation
+-- checkpointing). A checkpointed function keeps no activations for backward:
+-- its forward runs without recording, and backward runs it again with
+-- recording, from the same inputs and the same random state, then
+-- backpropagates through that second run (PyTorch's reentrant variant).
+local wick = require("wick")
+local check = require("wick.argcheck")
+
+local M = {}
+local unpack = table.unpack or unpack -- luacheck: ignore (LuaJIT's global)
+local function pack(...) return { n = select("#", ...), ... } end
+
+local Checkpoint = wick.autograd.Function:extend("Checkpoint")
+
+function Checkpoint.forward(ctx, fn, preserve, ...)
+  ctx.fn, ctx.args = fn, pack(...)
+  if preserve then ctx.rng = wick.get_rng_state() end
+  return fn(...)
+end
+
+function Checkpoint.backward(ctx, ...)
+  local grads, args = pack(...), ctx.args
+  local inputs = {}
+  for i = 1, args.n do -- the inputs again, as leaves of the second run
+    local a = args[i]
+    if wick.is_tensor(a) then
+      inputs[i] = a:detach()
+      if a.requires_grad then inputs[i]:requires_grad_(true) end
+    else
+      inputs[i] = a
+    end
+  end
+  local rng
+  if ctx.rng then rng = wick.get_rng_state(); wick.set_rng_state(ctx.rng) end
+  local ok, outs = pcall(function() return pack(wick.enable_grad(ctx.fn, unpack(inputs, 1, args.n))) end)
+  if rng then wick.set_rng_state(rng) end
+  if not ok then error(outs, 0) end
+  local roots, seeds = {}, {}
+  for k = 1, outs.n do
+    local o = outs[k]
+    if wick.is_tensor(o) and o.requires_grad and grads[k] ~= nil then
+      roots[#roots + 1], seeds[#seeds + 1] = o, grads[k]
+    end
+  end
+  if #roots > 0 then wick.autograd.backward(roots, seeds) end
+  local result = { n = args.n + 2 }
+  for i = 1, args.n do
+    if wick.is_tensor(inputs[i]) then result[i + 2] = inputs[i].grad end
+  end
+  return unpack(result, 1, result.n)
+end
+
+local OPTIONS = { use_reentrant = "boolean", preserve_rng_state = "boolean", determinism_check = "string",
+  debug = "boolean", context_fn = "function" }
+-- a trailing table of checkpoint's own options (nothing else in it), or nil
+local function options_of(v)
+  if type(v) ~= "table" or getmetatable(v) ~= nil or next(v) == nil then return nil end
+  for k in pairs(v) do if OPTIONS[k] == nil then return nil end end
+  return check.options(v, "checkpoint", OPTIONS)
+end
+
+--- checkpoint(fn, ...[, {use_reentrant =, preserve_rng_state = true}]): fn(...),
+--- its activations recomputed in backward instead of kept. Gradients reach
+--- the tensor arguments and the parameters fn uses (accumulated into their
+--- .grad, as PyTorch's reentrant form); under no grad mode it is fn(...).
+--- The random state (wick's generator) is replayed, so dropout draws the same.
+function M.checkpoint(fn, ...)
+  if not check.is_callable(fn) then check.expected("checkpoint", "function", "a function or a module", fn) end
+  local n = select("#", ...)
+  local opts = n > 0 and options_of(select(n, ...)) or nil
+  if opts then n = n - 1 end
+  local preserve = not opts or opts.preserve_rng_state ~= false
+  if opts and opts.context_fn then check.fail("checkpoint", "context_fn is not supported") end
+  local args = pack(...)
+  if not wick.is_grad_enabled() then return fn(unpack(args, 1, n)) end
+  return Checkpoint.apply(fn, preserve, unpack(args, 1, n))
+end
+
+--- checkpoint_sequential(functions, segments, input[, opts]): a Sequential (or a
+--- list of modules) run in `segments` checkpointed pieces, the last one plainly
+function M.checkpoint_sequential(functions, segments, input, opts)
+  local list = {}
+  for i = 1, #functions do list[i] = functions[i] end
+  check.int(segments, "checkpoint_sequential", "segments", 1)
+  local size = math.floor(#list / segments)
+  local function run(first, last)
+    return function(x)
+      for i = first, last do x = list[i](x) end
+      return x
+    end
+  end
+  local last = 0
+  for start = 1, size * (segments - 1), size do
+    last = start + size - 1
+    input = M.checkpoint(run(start, last), input, opts)
+  end
+  return run(last + 1, #list)(input)
+end
+
+return M
