@@ -69,7 +69,7 @@ void wl_account(lua_State *L) {
     wl_gc_pace *pace = wl_gc_threshold(L);
     if (!pace || !wl_gc_due(pace, wick_cpu_bytes_in_use(), wick_cuda_bytes_in_use())) return;
     lua_gc(L, LUA_GCCOLLECT, 0);
-    wl_gc_collected(pace, wick_cpu_bytes_in_use(), wick_cuda_bytes_in_use());
+    wl_gc_collected(pace, wick_cpu_bytes_in_use(), wick_cuda_bytes_in_use(), (int64_t)lua_gc(L, LUA_GCCOUNT, 0) << 10);
 }
 
 /* ---- tensors ---- */
