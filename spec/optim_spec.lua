@@ -882,3 +882,27 @@ describe("lr_scheduler.LRScheduler, a scheduler of one's own", function()
     assert_error_has(function() Warmup(optim.SGD({ p }, { lr = 0.1 }), 2, 5) end, "initial_lr")
   end)
 end)
+
+describe("schedulers resumed from PyTorch's saved states (spec/fixtures/pt_schedulers.py)", function()
+  it("OneCycleLR, LambdaLR, MultiplicativeLR, ReduceLROnPlateau and MultiStepLR (its Counter) give PyTorch's next lr", function()
+    local L = optim.lr_scheduler
+    local all = wick.load("spec/fixtures/pt_schedulers.pt")
+    local make = {
+      OneCycleLR = function(o) return L.OneCycleLR(o, 0.1, { total_steps = 10 }) end,
+      LambdaLR = function(o) return L.LambdaLR(o, function(e) return 0.5 ^ e end) end,
+      MultiplicativeLR = function(o) return L.MultiplicativeLR(o, function() return 0.9 end) end,
+      ReduceLROnPlateau = function(o) return L.ReduceLROnPlateau(o) end,
+      MultiStepLR = function(o) return L.MultiStepLR(o, { 2, 4, 4 }) end,
+    }
+    for name, f in pairs(make) do
+      local p = wick.nn.Parameter(wick.zeros(2))
+      local o = optim.SGD({ p }, { lr = 0.1, momentum = 0.9 })
+      local s = f(o)
+      s:load_state_dict(all[name])
+      o.param_groups[1].lr = all[name .. "_lr"]:item()
+      o:step()
+      if name == "ReduceLROnPlateau" then s:step(1.0) else s:step() end
+      assert.is_true(math.abs(o.param_groups[1].lr - all[name .. "_next"]:item()) < 1e-15, name)
+    end
+  end)
+end)

@@ -985,7 +985,27 @@ function LRScheduler:get_lr()
 end
 
 local STATE_KINDS = { last_epoch = "number", _step_count = "number", base_lrs = "table", _last_lr = "table" }
-local PYTORCH_ONLY = { _get_lr_called_within_step = true, _is_initial = true, verbose = true }
+-- PyTorch's own bookkeeping in its saved schedulers: what wick derives from the
+-- constructor's arguments (OneCycleLR's phases and annealing function,
+-- ReduceLROnPlateau's default_min_lr) or does not save (LambdaLR's functions,
+-- None in PyTorch's state)
+local PYTORCH_ONLY = { _get_lr_called_within_step = true, _is_initial = true, verbose = true,
+  _anneal_func_type = true, _schedule_phases = true, lr_lambdas = true, default_min_lr = true, mode_worse = true }
+local PYTORCH_NAMES = { min_lrs = "min_lr" } -- (ReduceLROnPlateau's per-group list)
+-- PyTorch's MultiStepLR saves its milestones as a Counter (milestone -> count):
+-- wick's array of milestones, a milestone repeated count times
+local function milestones_array(v)
+  if type(v) ~= "table" or v[1] ~= nil or next(v) == nil then return v end
+  local out = {}
+  for m, count in pairs(v) do
+    if type(m) ~= "number" or type(count) ~= "number" or count < 0 or count > 1e6 then
+      check.fail("load_state_dict", "milestones: expected an array or PyTorch's Counter of step counts")
+    end
+    for _ = 1, count do out[#out + 1] = m end
+  end
+  table.sort(out)
+  return out
+end
 
 -- The state: numbers, strings, booleans and arrays of them (a function, like
 -- lr_lambda, is not saved, as in PyTorch).
@@ -1016,11 +1036,12 @@ function Scheduler:load_state_dict(sd)
   for k, v in pairs((formulas[cls] or {}).state or {}) do kinds[k] = v end
   local own = {}
   for k, v in pairs(sd) do
+    k = PYTORCH_NAMES[k] or k
     if not PYTORCH_ONLY[k] then -- (PyTorch's own bookkeeping, in its saved schedulers)
       if type(k) ~= "string" or (kinds[k] == nil and formulas[cls] ~= nil) then
         check.fail("load_state_dict", "unexpected key '%s' in a %s state", tostring(k), cls.__name)
       end
-      own[k] = v
+      own[k] = k == "milestones" and milestones_array(v) or v
     end
   end
   if formulas[cls] ~= nil then check.options(own, "load_state_dict", kinds) end

@@ -31,7 +31,7 @@
 
 enum { PK_NONE, PK_BOOL, PK_NUM, PK_STR, PK_DICT, PK_LIST, PK_TUPLE, PK_GLOBAL, PK_TENSOR };
 enum { G_STORAGE, G_CALL, G_TYPE }; /* what a global is */
-enum { F_ORDERED_DICT, F_REBUILD_TENSOR, F_REBUILD_PARAMETER, F_REBUILD_FROM_TYPE, F_NONE };
+enum { F_ORDERED_DICT, F_COUNTER, F_REBUILD_TENSOR, F_REBUILD_PARAMETER, F_REBUILD_FROM_TYPE, F_NONE };
 
 typedef struct pk_obj pk_obj;
 typedef struct {
@@ -64,6 +64,7 @@ static const struct {
     wick_dtype dtype;
 } GLOBALS[] = {
     {"collections.OrderedDict", G_CALL, F_ORDERED_DICT, 0},
+    {"collections.Counter", G_CALL, F_COUNTER, 0}, /* MultiStepLR's milestones: a dict of counts */
     {"torch._utils._rebuild_tensor_v2", G_CALL, F_REBUILD_TENSOR, 0},
     {"torch._utils._rebuild_parameter", G_CALL, F_REBUILD_PARAMETER, 0},
     {"torch._tensor._rebuild_from_type_v2", G_CALL, F_REBUILD_FROM_TYPE, 0},
@@ -568,6 +569,18 @@ static wick_status ordered_dict(unpickler *u, const pk_obj *args, pk_obj **out) 
     return WICK_OK;
 }
 
+/* Counter(dict) (its pickle: the class and the counts as a dict): the dict */
+static wick_status counter(unpickler *u, const pk_obj *args, pk_obj **out) {
+    const pk_obj *counts = elem(args, 0);
+    if (!counts) {
+        *out = new_obj(u, PK_DICT);
+        return *out ? WICK_OK : oom(u);
+    }
+    if (counts->kind != PK_DICT) return fail(u, "Counter given something that is not a dict");
+    *out = (pk_obj *)counts;
+    return WICK_OK;
+}
+
 /* REDUCE: one of the allowlisted constructors, never anything else. */
 static wick_status call(unpickler *u, const pk_obj *g, const pk_obj *args, pk_obj **out) {
     for (;;) { /* _rebuild_from_type_v2(func, type, args) is func(args): a loop, however deep */
@@ -577,6 +590,7 @@ static wick_status call(unpickler *u, const pk_obj *g, const pk_obj *args, pk_ob
         int64_t nargs = args->u.seq.n;
         switch (GLOBALS[g->flag].fn) {
         case F_ORDERED_DICT: return ordered_dict(u, args, out);
+        case F_COUNTER: return counter(u, args, out);
         case F_REBUILD_TENSOR:
             if (nargs < 4) return fail(u, "_rebuild_tensor_v2 given fewer than 4 arguments");
             return rebuild_tensor(u, args, out);
