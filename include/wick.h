@@ -143,6 +143,11 @@ WICK_API const char *wick_dtype_alias(int i, wick_dtype *dtype);
 WICK_API double wick_value_as_double(const void *p, wick_dtype dtype);
 /* PyTorch's promotion between two tensors of the same rank class. */
 WICK_API wick_dtype wick_promote_types(wick_dtype a, wick_dtype b);
+/* The floating dtype that integer operands become in a true division, a
+ * floating-point op, or with a floating number (PyTorch's default dtype:
+ * float32 unless set). Per thread; a non-floating dtype is ignored. */
+WICK_API void wick_set_default_float_dtype(wick_dtype dtype);
+WICK_API wick_dtype wick_default_float_dtype(void);
 
 /* ---- devices ------------------------------------------------------------- */
 

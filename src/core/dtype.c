@@ -61,6 +61,12 @@ wick_status wick_dtype_parse(const char *name, wick_dtype *out) {
 /* Category: 0 bool, 1 integer, 2 floating. */
 static int category(wick_dtype d) { return d == WICK_BOOL ? 0 : dtype_info[d].is_floating ? 2 : 1; }
 
+static _Thread_local wick_dtype default_float = WICK_FLOAT32;
+void wick_set_default_float_dtype(wick_dtype dtype) {
+    if ((unsigned)dtype < WICK_NUM_DTYPES && dtype_info[dtype].is_floating) default_float = dtype;
+}
+wick_dtype wick_default_float_dtype(void) { return default_float; }
+
 wick_dtype wick_promote_types(wick_dtype a, wick_dtype b) {
     if (a == b) return a;
     int ca = category(a), cb = category(b);

@@ -62,7 +62,7 @@ static wick_dtype result_type(const wick_tensor *a, const wick_tensor *b, bool b
     wick_dtype r = have[0] ? tier[0] : have[1] ? tier[1] : tier[2];
     if (have[1] && category(tier[1]) > category(r)) r = tier[1];
     if (have[2] && category(tier[2]) > category(r))
-        r = category(tier[2]) == 2 ? WICK_FLOAT32 : WICK_INT64; /* numbers take the default dtypes */
+        r = category(tier[2]) == 2 ? wick_default_float_dtype() : WICK_INT64; /* numbers take the default dtypes */
     return r;
 }
 
@@ -204,7 +204,7 @@ static wick_status unary(wick_tensor **out, wick_tensor *inplace, wick_unary_op 
     if (op == WICK_NEG && a->dtype == WICK_BOOL)
         return wick_fail(WICK_ERR_DTYPE,
                          "neg: negation, the `-` operator, on a bool tensor is not supported; use :logical_not()");
-    wick_dtype result = unary_needs_float(op) && !wick_dtype_is_floating(a->dtype) ? WICK_FLOAT32 : a->dtype;
+    wick_dtype result = unary_needs_float(op) && !wick_dtype_is_floating(a->dtype) ? wick_default_float_dtype() : a->dtype;
     wick_dtype compute = compute_dtype(result);
     kernel_call k = {K_UNARY, op, 0, 0};
     const char *names[1] = {"input"};
@@ -233,7 +233,7 @@ static wick_status binary(wick_tensor **out, wick_tensor *inplace, wick_binary_o
     wick_dtype promoted = result_type(a, b, b_is_number);
     wick_dtype result = promoted;
     if ((op == WICK_DIV || op == WICK_ATAN2) && !wick_dtype_is_floating(promoted))
-        result = WICK_FLOAT32; /* true division; atan2's angle */
+        result = wick_default_float_dtype(); /* true division; atan2's angle */
     if ((op == WICK_SUB) && promoted == WICK_BOOL)
         return wick_fail(WICK_ERR_DTYPE, "sub: subtraction, the `-` operator, with two bool tensors is not supported");
     wick_dtype compute = compute_dtype(result);

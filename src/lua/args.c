@@ -253,6 +253,7 @@ WL_FUNCTION(m_set_default_dtype) {
     if (!wick_dtype_is_floating(d))
         wl_raise(L, "set_default_dtype: only floating-point dtypes can be the default, got %s", wick_dtype_name(d));
     defaults_slot(L)->dtype = d;
+    wl_set_default_float(L, d);
     return 0;
 }
 

@@ -23,6 +23,7 @@ struct wl_state {
     unsigned gen;     /* atomic: bumped when the slot is given back */
     bool used;        /* under slots_lock */
     wl_gc_pace gc; /* wl_account; touched only by the thread running the state */
+    wick_dtype default_float; /* set_default_dtype's, for the core's promotions (wl_enter) */
 };
 
 typedef struct chunk {
@@ -55,6 +56,7 @@ static wl_state *slot_take(lua_State *L) {
     if (s) {
         s->used = true;
         s->gc = wl_gc_pace_new();
+        s->default_float = WICK_FLOAT32;
         wick_interrupt_take(&s->flag);
         __atomic_store_n(&s->key, L, __ATOMIC_RELEASE);
     }
@@ -138,7 +140,15 @@ void wl_state_set_key(lua_State *L) {
 
 void wl_enter(lua_State *L) {
     wl_state *s = wl_state_of(L);
-    if (s) wick_interrupt_watch(&s->flag);
+    if (!s) return;
+    wick_interrupt_watch(&s->flag);
+    wick_set_default_float_dtype(s->default_float);
+}
+
+void wl_set_default_float(lua_State *L, wick_dtype dtype) {
+    wl_state *s = wl_state_of(L);
+    if (s) s->default_float = dtype;
+    wick_set_default_float_dtype(dtype);
 }
 
 int wl_take_interrupt(lua_State *L) {

@@ -95,6 +95,8 @@ wl_state *wl_state_of(lua_State *L);
 /* An op of this state starts: the calling thread watches the state's interrupt
  * flag (cheap: a cached lookup). Called by wl_totensor and wl_new_slot. */
 void wl_enter(lua_State *L);
+/* The state's default floating dtype (set_default_dtype), which wl_enter gives the core. */
+void wl_set_default_float(lua_State *L, wick_dtype dtype);
 /* 1 (and the flag lowered) when the state's interrupt flag is raised. */
 int wl_take_interrupt(lua_State *L);
 /* The state's collector thresholds (wl_account, gc_pace.h), or NULL. */
