@@ -1113,7 +1113,7 @@ end
 -- the last argument), so nn.Sequential(block(a, b), block(b, c)) stands for it.
 local function sequential_items(v, i, out)
   if check.is_module(v) then out[#out + 1] = v; return end
-  if type(v) ~= "table" or getmetatable(v) ~= nil then
+  if type(v) ~= "table" or (getmetatable(v) ~= nil and getmetatable(v) ~= Module._iterable_list) then
     check.expected("Sequential", "module " .. i, "a module or a list of modules", v)
   end
   local n = #v

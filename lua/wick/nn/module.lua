@@ -481,6 +481,21 @@ local ModuleList_mt = { __call = function(list, _, prev)
   list_pos[list] = i
   return list[i]
 end }
+-- list[-1] (the last), list[{a, b}] or list[{{a, b}}] (the entries a..b inclusive, negative
+-- from the end, as a tensor's range): Python's list(m.children())[:-1] is m:children()[{{1, -2}}]
+ModuleList_mt.__index = function(list, k)
+  local n = #list
+  if type(k) == "number" then return k < 0 and rawget(list, n + k + 1) or nil end
+  if type(k) ~= "table" then return nil end
+  local r = type(k[1]) == "table" and k[1] or k
+  local a, b = r[1] or 1, r[2] or -1
+  if type(a) ~= "number" or type(b) ~= "number" then wick.error("a list's range is {first, last} (numbers, inclusive)") end
+  if a < 0 then a = n + a + 1 end
+  if b < 0 then b = n + b + 1 end
+  local out = {}
+  for i = math.max(a, 1), math.min(b, n) do out[#out + 1] = rawget(list, i) end
+  return setmetatable(out, ModuleList_mt)
+end
 Module._iterable_list = ModuleList_mt
 
 function Module:children()
