@@ -403,6 +403,9 @@ return function(wick)
   function ops.bernoulli(p, prob)
     check.tensor(p, "bernoulli", "input")
     if prob ~= nil then return p:clone():bernoulli_(prob) end
+    if p:numel() > 0 and (p:lt(0):any() or p:gt(1):any() or p:ne(p):any()) then
+      check.fail("bernoulli", "Expected p_in >= 0 && p_in <= 1 to be true, but got false (probabilities in [0, 1])")
+    end
     return float_draws("bernoulli", p):lt(p):to(p.dtype)
   end
   Tensor.bernoulli = ops.bernoulli
@@ -476,6 +479,9 @@ return function(wick)
     check.tensor(t, "bernoulli_", "self")
     if p == nil then p = 0.5 end
     if is_tensor(p) then
+      if p:numel() > 0 and (p:lt(0):any() or p:gt(1):any() or p:ne(p):any()) then
+        check.fail("bernoulli_", "Expected p_in >= 0 && p_in <= 1 to be true, but got false (probabilities in [0, 1])")
+      end
       return fill_with(t, "bernoulli_", float_draws("bernoulli_", t):lt(p))
     end
     check.number(p, "bernoulli_", "p", 0, 1)
@@ -812,6 +818,17 @@ return function(wick)
     check.tensor(t, "logsumexp", "self")
     local o, keepdim = reduction_args("logsumexp", { "dim", "keepdim" }, DIMS_KEEPDIM, ...)
     local ds = dims_arg(t, o.dim, "logsumexp")
+    for _, d in ipairs(ds) do
+      if t:size(d) == 0 then -- the log of an empty sum: -inf, as PyTorch's
+        local shape = t:size()
+        for _, e in ipairs(ds) do shape[e] = 1 end
+        local r = wick.full(shape, -math.huge, { dtype = t:is_floating_point() and t.dtype or nil, device = t.device })
+        if keepdim then return r end
+        table.sort(ds, function(a, b) return a > b end)
+        for _, e in ipairs(ds) do r = r:squeeze(e) end
+        return r
+      end
+    end
     local m = t:detach():amax(ds, true)
     m = wick.where(m:isinf(), wick.zeros_like(m), m) -- all -inf (or an inf): no shift
     local out = (t - m):exp():sum(ds, true):log() + m
@@ -1546,6 +1563,33 @@ return function(wick)
 
   Tensor.bincount = ops.bincount
 
+  -- ---- window functions (torch.hann_window and friends) ----
+  local WINDOW = { periodic = "boolean", dtype = "dtype", device = "device", requires_grad = "boolean",
+    alpha = "number", beta = "number", layout = "any" }
+  --- wick.hann_window(n[, periodic = true][, opts]), hamming_window (alpha = 0.54, beta = 0.46),
+  --- blackman_window, bartlett_window: PyTorch's windows, periodic (the first n of n + 1) by default
+  local function window(name, formula, order)
+    return function(n, ...)
+      check.int(n, name, "window_length", 0)
+      local o = check.positional(name, order or { "periodic" }, WINDOW, ...)
+      local opts = { dtype = o.dtype or wick.get_default_dtype(), device = o.device }
+      local w
+      if n <= 1 then
+        w = wick.ones(n, opts)
+      else
+        local m = o.periodic == false and n - 1 or n
+        w = formula(wick.arange(n, { dtype = "float64" }) * (2 * math.pi / m), o):to(opts)
+      end
+      if o.requires_grad then w:requires_grad_(true) end
+      return w
+    end
+  end
+  ops.hann_window = window("hann_window", function(x) return 0.5 - (x:cos() * 0.5) end)
+  ops.hamming_window = window("hamming_window", function(x, o) return (o.alpha or 0.54) - x:cos() * (o.beta or 0.46) end,
+    { "periodic", "alpha", "beta" })
+  ops.blackman_window = window("blackman_window", function(x) return 0.42 - x:cos() * 0.5 + (x * 2):cos() * 0.08 end)
+  ops.bartlett_window = window("bartlett_window", function(x) return 1 - (x / math.pi - 1):abs() end)
+
   function ops.searchsorted(sorted, values, opts)
     check.tensor(sorted, "searchsorted", "sorted_sequence")
     local right = check.options(opts, "searchsorted", { right = "boolean", side = "string" })
@@ -1879,7 +1923,7 @@ return function(wick)
   for _, name in ipairs({ "where", "randint", "randint_like", "randperm", "multinomial", "einsum", "bernoulli", "normal", "bincount",
     "linspace", "logspace", "meshgrid", "cdist", "tril_indices", "triu_indices", "broadcast_tensors", "tensordot",
     "searchsorted", "bucketize", "block_diag", "cartesian_prod", "histogram", "hstack", "vstack", "row_stack",
-    "dstack", "column_stack", "chain_matmul" }) do
+    "dstack", "column_stack", "chain_matmul", "hann_window", "hamming_window", "blackman_window", "bartlett_window" }) do
     wick[name] = ops[name]
   end
   return ops
