@@ -273,3 +273,18 @@ describe("the transfer-learning idiom nn.Sequential(*list(model.children())[:-1]
     assert.are.equal(1, #m:children()[{ 3 }])
   end)
 end)
+
+describe("the evaluation-loop and whisper lines", function()
+  it("cat skips PyTorch's legacy empty tensor (out = torch.tensor([]); out = torch.cat([out, batch]))", function()
+    local out = wick.tensor({})
+    for i = 1, 3 do out = wick.cat({ out, wick.ones(1, 2) * i }) end
+    assert.are.same({ { 1, 1 }, { 2, 2 }, { 3, 3 } }, out:totable())
+    assert.are.same({ 0 }, wick.cat({ wick.empty(0), wick.empty(0) }):size())
+  end)
+  it("Conv1d and F.conv1d take PyTorch's one-element tuples ((3,), as Conv1d prints them)", function()
+    assert.are.same({ 1, 16, 5 }, nn.Conv1d(8, 16, { 3 }, { stride = { 2 }, padding = { 1 } })(wick.randn(1, 8, 10)):size())
+    assert.are.same({ 1, 4, 5 },
+      nn.functional.conv1d(wick.randn(1, 8, 10), wick.randn(4, 8, 3), nil, { stride = { 2 }, padding = { 1 } }):size())
+    support.assert_error_has(function() nn.Conv1d(8, 16, { 3, 3 }) end, "a table of one")
+  end)
+end)

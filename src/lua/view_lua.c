@@ -343,12 +343,22 @@ WL_FUNCTION(m_join) {
     int n = (int)lua_objlen(L, 1);
     if (n == 0) wl_raise(L, "%s: expected a non-empty table of tensors", fn);
     const wick_tensor **ts = lua_newuserdata(L, sizeof(*ts) * (size_t)n);
+    int kept = 0;
     for (int i = 0; i < n; i++) {
         lua_rawgeti(L, 1, i + 1);
-        ts[i] = wl_totensor(L, -1);
-        if (!ts[i]) wl_raise(L, "%s: expected a tensor at position %d, got %s", fn, i + 1, luaL_typename(L, -1));
+        const wick_tensor *t = wl_totensor(L, -1);
+        if (!t) wl_raise(L, "%s: expected a tensor at position %d, got %s", fn, i + 1, luaL_typename(L, -1));
         lua_pop(L, 1); /* the table keeps it alive */
+        /* cat skips PyTorch's legacy empty tensors (1-D, size 0: out = torch.tensor([]) then cat onto it) */
+        if (!stack && wick_tensor_ndim(t) == 1 && wick_tensor_sizes(t)[0] == 0) continue;
+        ts[kept++] = t;
     }
+    if (kept == 0) { /* only empty ones: the first */
+        lua_rawgeti(L, 1, 1);
+        ts[kept++] = wl_totensor(L, -1);
+        lua_pop(L, 1);
+    }
+    n = kept;
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, stack ? wick_stack(slot, n, (const wick_tensor *const *)ts, dim)
                       : wick_cat(slot, n, (const wick_tensor *const *)ts, dim));

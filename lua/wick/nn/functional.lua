@@ -678,6 +678,7 @@ local function pair_opts(fn, order, spec, ...)
   local o = check.positional(fn, order, spec, ...)
   local out = {}
   for k, v in pairs(o) do
+    if type(v) == "table" and #v == 1 and getmetatable(v) == nil then v = v[1] end -- PyTorch's (3,)
     if type(v) == "number" and k ~= "groups" and k ~= "divisor_override" then out[k] = { k == "padding" and 0 or 1, v }
     else out[k] = v end
   end
@@ -696,7 +697,7 @@ function F.conv1d(x, weight, bias, ...)
   tensor(weight, "conv1d", "weight")
   if weight:dim() ~= 3 then check.fail("conv1d", "weight must be 3-D [out, in / groups, k], got %d-D", weight:dim()) end
   local o = pair_opts("conv1d", { "stride", "padding", "dilation", "groups" },
-    { stride = "integer", padding = "integer|string", dilation = "integer", groups = "integer" }, ...)
+    { stride = "integer|table", padding = "integer|string|table", dilation = "integer|table", groups = "integer" }, ...)
   local y = F.conv2d(x2, weight:unsqueeze(3), bias, o):squeeze(-2)
   return x:dim() == 2 and y:squeeze(1) or y
 end

@@ -205,14 +205,23 @@ L.ConvTranspose2d.extra_repr = conv_repr
 
 -- ---- Conv1d: a Conv2d over a height of 1 ----
 L.Conv1d = Module:extend("Conv1d", { "in_channels", "out_channels", "kernel_size" })
-local CONV1 = { bias = "boolean", stride = "integer", padding = "integer|string", dilation = "integer",
+local CONV1 = { bias = "boolean", stride = "integer|table", padding = "integer|string|table", dilation = "integer|table",
   groups = "integer", padding_mode = "string", device = "device", dtype = "dtype" }
+-- PyTorch's _single: a number, or a table of one number ((3,), as Conv1d prints it)
+local function single(v, name)
+  if type(v) ~= "table" then return v end
+  if #v ~= 1 or getmetatable(v) ~= nil then check.fail("Conv1d", "expected an integer or a table of one for '%s'", name) end
+  return v[1]
+end
 -- nn.Conv1d(in, out, kernel_size[, stride[, padding[, dilation[, groups[, bias[, padding_mode]]]]]][, opts])
 function L.Conv1d:init(in_channels, out_channels, kernel_size, ...)
   check.int(in_channels, "Conv1d", "in_channels", 1)
   check.int(out_channels, "Conv1d", "out_channels", 1)
-  check.int(kernel_size, "Conv1d", "kernel_size", 1)
+  kernel_size = check.int(single(kernel_size, "kernel_size"), "Conv1d", "kernel_size", 1)
   local opts = check.positional("Conv1d", CONV_ORDER, CONV1, ...)
+  for _, k in ipairs({ "stride", "padding", "dilation" }) do
+    if type(opts[k]) == "table" then opts[k] = single(opts[k], k) end
+  end
   self.padding_mode = check.one_of(opts.padding_mode or "zeros", "Conv1d", "padding_mode", PADDING_MODES)
   self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, kernel_size
   self.stride, self.padding = check.opt_int(opts.stride, "Conv1d", "stride", 1, 1), opts.padding or 0
