@@ -573,14 +573,23 @@ return function(wick)
       end
       operands[i] = t
       inputs[i] = full
-      for d = 1, #full do
+      for d = 1, #full do -- a size 1 broadcasts against the others (PyTorch's)
         local c = full:sub(d, d)
         local n = t:size(d)
-        if sizes[c] and sizes[c] ~= n then
-          check.fail("einsum", "subscript %s has size %d in operand %d but size %d earlier (no broadcasting)", label_name(c), n, i, sizes[c])
+        if sizes[c] and sizes[c] ~= n and n ~= 1 and sizes[c] ~= 1 then
+          check.fail("einsum", "subscript %s has size %d in operand %d but size %d earlier (they do not broadcast)",
+            label_name(c), n, i, sizes[c])
         end
-        sizes[c] = n
+        sizes[c] = (sizes[c] == nil or sizes[c] == 1) and n or sizes[c]
       end
+    end
+    for i, full in ipairs(inputs) do -- the broadcast dims expanded
+      local t, shape, grow = operands[i], {}, false
+      for d = 1, #full do
+        shape[d] = sizes[full:sub(d, d)]
+        grow = grow or shape[d] ~= t:size(d)
+      end
+      if grow then operands[i] = t:expand(shape) end
     end
     local ell = {}
     for j = max_ell, 1, -1 do ell[#ell + 1] = ELL[j] end
