@@ -214,6 +214,7 @@ function F.rms_norm(x, ...)
     { normalized_shape = "integer|table", weight = "tensor", eps = "number" }, ...)
   local shape = type(o.normalized_shape) == "number" and { o.normalized_shape } or o.normalized_shape
   check.table(shape, "rms_norm", "normalized_shape")
+  for i = 1, #shape do check.int(shape[i], "rms_norm", "normalized_shape", 0) end
   local dims = {}
   for i = 1, #shape do
     local d = x:dim() - #shape + i
