@@ -141,6 +141,12 @@ WICK_API const wick_dtype_info *wick_dtype_info_of(wick_dtype dtype);
 WICK_API const char *wick_dtype_alias(int i, wick_dtype *dtype);
 /* One element of the given dtype at p, as a double (exact except int64 beyond 2^53). */
 WICK_API double wick_value_as_double(const void *p, wick_dtype dtype);
+/* Anomaly detection, as torch.autograd.set_detect_anomaly: while on (per
+ * thread), a backward checks each node's gradients for NaN and fails naming
+ * the first node that made one ("Function 'LogBackward' returned nan values
+ * in its 0th output."). */
+WICK_API void wick_set_detect_anomaly(int on);
+WICK_API int wick_is_anomaly_enabled(void);
 /* PyTorch's promotion between two tensors of the same rank class. */
 WICK_API wick_dtype wick_promote_types(wick_dtype a, wick_dtype b);
 /* The floating dtype that integer operands become in a true division, a

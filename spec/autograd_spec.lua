@@ -1288,3 +1288,23 @@ describe("wick.utils.checkpoint (activation checkpointing)", function()
     assert.is_truthy(a.grad_fn)
   end)
 end)
+
+describe("anomaly detection", function()
+  it("names the node whose gradient has NaN, and restores the setting", function()
+    local A = wick.autograd
+    local x = wick.tensor({ -1, 2 }):requires_grad_()
+    assert_error_has(function() A.detect_anomaly(function() x:sqrt():sum():backward() end) end,
+      "Function 'SqrtBackward' returned nan values in its 0th output")
+    assert.is_false(A.is_anomaly_enabled())
+    x.grad = nil
+    x:sqrt():sum():backward() -- off: NaN gradients, no error (PyTorch's default)
+    assert.is_true(x.grad[1]:item() ~= x.grad[1]:item())
+    A.set_detect_anomaly(true)
+    local z = wick.tensor({ 1, 2 }):requires_grad_()
+    local y = (z * 2):sum()
+    y:backward()
+    A.set_detect_anomaly(false)
+    assert.are.same({ 2, 2 }, z.grad:totable())
+    assert_error_has(function() A.set_detect_anomaly(1) end, "expected a boolean")
+  end)
+end)

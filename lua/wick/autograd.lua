@@ -149,6 +149,32 @@ function Function.apply()
   wick.error("autograd.Function.apply: call apply on a class made with Function:extend(\"Name\")")
 end
 
+--- autograd.set_detect_anomaly(mode[, check_nan = true]): while on, a backward
+--- checks every node's gradients for NaN and fails naming the first node that
+--- made one (PyTorch's "Function 'LogBackward' returned nan values in its 0th
+--- output."); autograd.detect_anomaly(fn, ...) runs fn with it on, then restores
+--- it (or, without fn, turns it on, as the context manager's enter);
+--- autograd.is_anomaly_enabled().
+function M.set_detect_anomaly(mode, check_nan)
+  check.boolean(mode, "set_detect_anomaly", "mode")
+  if check_nan ~= nil then check.boolean(check_nan, "set_detect_anomaly", "check_nan") end
+  core.set_detect_anomaly(mode and check_nan ~= false)
+end
+function M.is_anomaly_enabled()
+  local was = core.set_detect_anomaly(false)
+  core.set_detect_anomaly(was)
+  return was
+end
+function M.detect_anomaly(fn, ...)
+  if fn == nil or type(fn) == "table" then return M.set_detect_anomaly(true) end
+  if not check.is_callable(fn) then check.expected("detect_anomaly", "fn", "a function", fn) end
+  local was = core.set_detect_anomaly(true)
+  local ok, out = pcall(function(...) return pack(fn(...)) end, ...)
+  core.set_detect_anomaly(was)
+  if not ok then error(out, 0) end
+  return unpack(out, 1, out.n)
+end
+
 --- autograd.Variable(t[, requires_grad]): PyTorch's deprecated wrapper, t itself
 function M.Variable(t, requires_grad)
   check.tensor(t, "Variable", "data")

@@ -660,6 +660,29 @@ static void detach_outputs(wk_node *n, wick_tensor **kept) {
     }
 }
 
+/* Anomaly detection (wick_set_detect_anomaly): each node's gradients are
+ * checked for NaN as they come out, and the first one that has some is an
+ * error naming the node, as PyTorch's detect_anomaly. Per thread. */
+static _Thread_local int detect_anomaly;
+void wick_set_detect_anomaly(int on) { detect_anomaly = on != 0; }
+int wick_is_anomaly_enabled(void) { return detect_anomaly; }
+
+static wick_status check_anomaly(const wk_node *n, wick_tensor **gs) {
+    for (int j = 0; j < n->n_inputs; j++) {
+        if (!gs[j] || !wick_dtype_is_floating(gs[j]->dtype) || wk_is_meta(gs[j])) continue;
+        wick_tensor *nan = NULL, *any = NULL;
+        wick_status st;
+        WK_NO_GRAD(st = wick_binary(&nan, WICK_NE, gs[j], gs[j]); if (!st) st = wick_reduce(&any, NULL, WICK_SUM, nan, -1, 0, 0));
+        double v = 0;
+        if (!st) st = wick_item_double(any, &v);
+        wick_tensor_release(nan);
+        wick_tensor_release(any);
+        if (st) return st;
+        if (v != 0) return wick_fail(WICK_ERR_ARGUMENT, "Function '%s' returned nan values in its %dth output.", n->name, j);
+    }
+    return WICK_OK;
+}
+
 static wick_status call_backward(const backward_run *r, wk_node *n, wick_tensor **gs) {
     wick_status st;
     if (!r->a->create_graph) return n->backward(n, n->grad, gs);
@@ -712,6 +735,7 @@ static wick_status walk(backward_run *r, const node_list *order, const bool *nee
         bool done = !st && !r->a->create_graph && !r->capture && n->n_inputs == 1 && n->edges[0].node &&
                     wk_slice_backward_into(n, n->grad, n->edges[0].node->grad, &st);
         if (!st && !done) st = call_backward(r, n, gs);
+        if (!st && !done && detect_anomaly) st = check_anomaly(n, gs);
         wick_tensor_release(n->grad);
         n->grad = NULL;
         for (int j = 0; j < n->n_inputs; j++) {

@@ -530,6 +530,15 @@ WL_FUNCTION(m_queue_callback) {
     return 0;
 }
 
+/* core.set_detect_anomaly(on) -> the previous setting (wick_set_detect_anomaly) */
+WL_FUNCTION(m_set_detect_anomaly) {
+    if (lua_type(L, 1) != LUA_TBOOLEAN)
+        wl_raise(L, "set_detect_anomaly: expected a boolean for argument 'mode', got %s", luaL_typename(L, 1));
+    lua_pushboolean(L, wick_is_anomaly_enabled());
+    wick_set_detect_anomaly(lua_toboolean(L, 1));
+    return 1;
+}
+
 static const luaL_Reg method_fns[] = {{"backward", t_backward},
                                       {"register_hook", t_register_hook},
                                       {"register_post_accumulate_grad_hook", t_register_post_accumulate_grad_hook},
@@ -542,6 +551,8 @@ void wl_open_autograd(lua_State *L) {
     lua_setfield(L, -2, "function_record");
     lua_pushcfunction(L, m_autograd_run);
     lua_setfield(L, -2, "autograd_run");
+    lua_pushcfunction(L, m_set_detect_anomaly);
+    lua_setfield(L, -2, "set_detect_anomaly");
     lua_getfield(L, -1, "Tensor");
     luaL_register(L, NULL, method_fns);
     lua_pop(L, 1);
