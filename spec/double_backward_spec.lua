@@ -304,3 +304,12 @@ describe("backward's inputs and autograd.backward", function()
     assert_error_has(function() wick.autograd.backward({ x * 2 }, { wick.ones(3, F64) }) end, "gradient has shape")
   end)
 end)
+
+describe("grad_outputs with a leading nil", function()
+  it("is a list ({nil, g}: the scalar output's gradient implied), not an options table", function()
+    local x = wick.tensor({ 1, 2 }):requires_grad_()
+    local a, b = (x * 2):sum(), x * 3
+    local g = wick.autograd.grad({ a, b }, x, { nil, wick.ones(2) })
+    assert.are.same({ 5, 5 }, g[1]:totable())
+  end)
+end)

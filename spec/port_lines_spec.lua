@@ -288,3 +288,13 @@ describe("the evaluation-loop and whisper lines", function()
     support.assert_error_has(function() nn.Conv1d(8, 16, { 3, 3 }) end, "a table of one")
   end)
 end)
+
+describe("nn.utils.stateless.functional_call", function()
+  it("is torch.func's, with strict", function()
+    local m = nn.Linear(2, 1)
+    local p = { weight = wick.ones(1, 2), bias = wick.zeros(1) }
+    assert.are.same({ { 2 }, { 2 } }, nn.utils.stateless.functional_call(m, p, wick.ones(2, 2)):totable())
+    support.assert_error_has(function() wick.func.functional_call(m, { weight = wick.ones(1, 2) }, wick.ones(1, 2), { strict = true }) end,
+      "strict: missing key 'bias'")
+  end)
+end)

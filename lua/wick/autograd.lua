@@ -201,7 +201,9 @@ local function keywords(fn, names, ...)
   local n = select("#", ...)
   local last = n > 0 and select(n, ...) or nil
   local opts -- the last argument when it is an options table (not a tensor, nor a list of them)
-  if type(last) == "table" and not is_tensor(last) and last[1] == nil then opts, n = last, n - 1 end
+  -- (a list of tensors may start with nil: grad_outputs {nil, g}; an options table has no integer keys)
+  local function is_list(t) for k in pairs(t) do if type(k) == "number" then return true end end return false end
+  if type(last) == "table" and not is_tensor(last) and last[1] == nil and not is_list(last) then opts, n = last, n - 1 end
   if n > #names then check.expected(fn, ("argument %d"):format(n), "an options table", (select(n, ...))) end
   local args = {}
   for i = 1, n do args[names[i]] = (select(i, ...)) end

@@ -575,11 +575,28 @@ end
 --- func.functional_call(module, params_and_buffers, args[, kwargs]): module(args) with its
 --- parameters and buffers of those names replaced by the given tensors (a table name -> tensor, or
 --- a list of such tables), the module left as it was after
-function T.functional_call(module, tensors, args, kwargs)
+--- ({strict = true}: every parameter and buffer must be given; tie_weights accepted)
+local CALL_OPTIONS = { strict = "boolean", tie_weights = "boolean" }
+function T.functional_call(module, tensors, args, kwargs, opts)
   check.module(module, "functional_call", "module")
   check.table(tensors, "functional_call", "parameter_and_buffer_dicts")
+  if opts == nil and type(kwargs) == "table" and getmetatable(kwargs) == nil and next(kwargs) ~= nil then
+    local only_options = true
+    for k in pairs(kwargs) do only_options = only_options and CALL_OPTIONS[k] ~= nil end
+    if only_options then kwargs, opts = nil, kwargs end
+  end
+  opts = check.options(opts, "functional_call", CALL_OPTIONS)
   if kwargs ~= nil then check.fail("functional_call", "keyword arguments are not supported (pass them in args)") end
   local dicts = tensors[1] ~= nil and tensors or { tensors }
+  if opts.strict then
+    local given = {}
+    for _, d in ipairs(dicts) do for name in pairs(d) do given[name] = true end end
+    for _, named in ipairs({ module:named_parameters(), module:named_buffers() }) do
+      for name in named do
+        if not given[name] then check.fail("functional_call", "strict: missing key '%s'", name) end
+      end
+    end
+  end
   local saved = {}
   local ok, r = pcall(function()
     for _, d in ipairs(dicts) do

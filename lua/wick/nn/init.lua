@@ -11,6 +11,8 @@ nn.utils = require("wick.nn.utils")
 nn.utils.rnn = require("wick.nn.rnn_utils") -- pad_sequence, pack_padded_sequence, ...
 nn.utils.parametrize = require("wick.nn.parametrize")
 nn.utils.prune = require("wick.nn.prune")
+-- torch.nn.utils.stateless.functional_call: torch.func's (loaded on first call: wick.func requires wick.nn)
+nn.utils.stateless = { functional_call = function(...) return require("wick.func").functional_call(...) end }
 for name, value in pairs(require("wick.nn.reparam")) do nn.utils[name] = value end -- weight_norm, spectral_norm, parametrizations
 nn.init = require("wick.nn.initializers")
 nn.Parameter = nn.Parameter or require("wick.nn.layers").Parameter
