@@ -499,7 +499,7 @@ end
 
 --- F.pad(input, pad[, mode = "constant"[, value = 0]]): pad = {left, right[, top, bottom[, front, back]]}
 --- from the last dim backwards, as PyTorch's; modes "constant", "reflect", "replicate", "circular";
---- negative pads crop. Composed of cat / index_select, so gradients flow.
+--- negative pads crop. Composed of cat (and index_select where a side crops), so gradients flow.
 local PAD = { mode = "string", value = "number" }
 local PAD_MODES = { constant = true, reflect = true, replicate = true, circular = true }
 -- 1-based source indices of positions -before .. n - 1 + after (0-based) for a non-constant mode
@@ -580,8 +580,23 @@ local function pad_input(x, pad, ...)
         if mode == "circular" and (before > n or after > n) then
           check.fail(fn, "Padding value causes wrapping around more than once.")
         end
-        local idx = wick.tensor(pad_indices(mode, n, before, after, fn), { dtype = "int64", device = y.device })
-        y = y:index_select(dim, idx)
+        if before >= 0 and after >= 0 then -- the edges' strips joined on: one copy of y (cat), not a gather
+          local function strip(len, at_end)
+            if mode == "reflect" then return y:narrow(dim, at_end and n - len or 2, len):flip(dim) end
+            if mode == "circular" then return y:narrow(dim, at_end and 1 or n - len + 1, len) end
+            local shape = y:size() -- replicate: the edge repeated
+            shape[dim] = len
+            return y:narrow(dim, at_end and n or 1, 1):expand(shape)
+          end
+          local parts = {}
+          if before > 0 then parts[#parts + 1] = strip(before, false) end
+          parts[#parts + 1] = y
+          if after > 0 then parts[#parts + 1] = strip(after, true) end
+          y = wick.cat(parts, dim)
+        else -- a negative side crops: the positions gathered
+          local idx = wick.tensor(pad_indices(mode, n, before, after, fn), { dtype = "int64", device = y.device })
+          y = y:index_select(dim, idx)
+        end
       end
     end
   end
