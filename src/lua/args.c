@@ -132,6 +132,13 @@ const char *wl_checkstring(lua_State *L, int idx, const char *fn, const char *wh
 }
 
 int64_t wl_checkint(lua_State *L, int idx, const char *fn, const char *what) {
+    wick_tensor *t = lua_type(L, idx) == LUA_TUSERDATA ? wl_totensor(L, idx) : NULL;
+    if (t && wick_tensor_ndim(t) == 0 && !wick_dtype_is_floating(wick_tensor_dtype(t)) &&
+        wick_tensor_dtype(t) != WICK_BOOL) { /* a 0-dim integer tensor as its number (Python's __index__) */
+        int64_t v;
+        wl_check(L, wick_item_int64(t, &v));
+        return v;
+    }
     lua_Number v = wl_checknumber(L, idx, fn, what);
     if (v != floor(v) || fabs(v) > 9.007199254740992e15)
         wl_raise(L, "%s: expected an integer for %s, got %.17g", fn, what, v);
@@ -153,7 +160,8 @@ int wl_sizes(lua_State *L, int first, int last, int64_t *sizes, const char *fn) 
     }
     for (int i = first; i <= last; i++) {
         if (n >= WICK_MAX_DIMS) wl_raise(L, "%s: at most %d dimensions", fn, WICK_MAX_DIMS);
-        if (lua_type(L, i) != LUA_TNUMBER)
+        wick_tensor *t = lua_type(L, i) == LUA_TUSERDATA ? wl_totensor(L, i) : NULL;
+        if (lua_type(L, i) != LUA_TNUMBER && !(t && wick_tensor_ndim(t) == 0)) /* (wl_checkint takes a 0-dim integer tensor) */
             wl_raise(L, "%s: expected sizes as numbers or one table, got %s at argument %d", fn,
                      luaL_typename(L, i), i);
         sizes[n++] = wl_checkint(L, i, fn, "a size");
