@@ -131,6 +131,39 @@ static void expand_newaxis(lua_State *L, int kidx, wick_tensor **t) {
     lua_replace(L, kidx);
 }
 
+/* x[{mask2d, {}}]: {} entries after a mask of several dims (which covers those
+ * dims) take whole dims that the key leaves anyway: the key at kidx without them. */
+static void drop_after_mask(lua_State *L, int kidx) {
+    int n = (int)lua_objlen(L, kidx), last = n, mask_at = 0;
+    for (int i = 1; i <= n && !mask_at; i++) {
+        lua_rawgeti(L, kidx, i);
+        wick_tensor *k = wl_totensor(L, -1);
+        if (k && wick_tensor_ndim(k) > 1 && (wick_tensor_dtype(k) == WICK_BOOL || wick_tensor_dtype(k) == WICK_UINT8))
+            mask_at = i;
+        lua_pop(L, 1);
+    }
+    if (!mask_at) return;
+    while (last > mask_at) {
+        int top = lua_gettop(L);
+        lua_rawgeti(L, kidx, last);
+        int whole = lua_istable(L, -1) && !wl_totensor(L, -1) && lua_objlen(L, -1) == 0;
+        if (whole) { /* {} with no key at all */
+            lua_pushnil(L);
+            whole = !lua_next(L, top + 1);
+        }
+        lua_settop(L, top);
+        if (!whole) return;
+        last--;
+    }
+    if (last == n) return;
+    lua_createtable(L, last, 0);
+    for (int i = 1; i <= last; i++) {
+        lua_rawgeti(L, kidx, i);
+        lua_rawseti(L, -2, i);
+    }
+    lua_replace(L, kidx);
+}
+
 static int parse_key(lua_State *L, int idx, wick_tensor *t, wick_key_entry *e, int *tp, int *te, int *nt) {
     int n = (int)lua_objlen(L, idx), nd = wick_tensor_ndim(t);
     lua_pushnil(L);
@@ -329,6 +362,7 @@ WL_FUNCTION(t_index_get) {
         wick_key_entry e[WICK_MAX_DIMS];
         int tp[WICK_MAX_DIMS], te[WICK_MAX_DIMS], nt, dim, group;
         expand_newaxis(L, 2, &t);
+        drop_after_mask(L, 2);
         int n = parse_key(L, 2, t, e, tp, te, &nt);
         if (nt > 1 && !tensors_adjacent(tp, nt)) n = tensors_first(L, 2, &t, e, n, tp, te, &nt);
         wick_tensor *index = nt ? key_tensors(L, 2, t, e, tp, te, nt, &dim, &group) : NULL;
@@ -388,6 +422,7 @@ WL_FUNCTION(t_index_set) {
         } else {
             int tp[WICK_MAX_DIMS], te[WICK_MAX_DIMS], nt, dim, group;
             expand_newaxis(L, 2, &t);
+            drop_after_mask(L, 2);
             n = parse_key(L, 2, t, e, tp, te, &nt);
             if (nt > 1 && !tensors_adjacent(tp, nt)) n = tensors_first(L, 2, &t, e, n, tp, te, &nt);
             if (nt) {
