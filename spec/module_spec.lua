@@ -1252,3 +1252,12 @@ describe("module backward hooks", function()
     assert.is_function(lin.register_backward_hook)
   end)
 end)
+
+describe("a method under one of wick's internal names", function()
+  it("is an error where it is defined, not a method silently hidden", function()
+    local N = nn.Module:extend("Flow")
+    assert_error_has(function() function N:_params() return 1 end end, "'_params' is a name wick's modules use")
+    function N:params() return 2 end -- another name is fine
+    assert.are.equal(2, N():params())
+  end)
+end)

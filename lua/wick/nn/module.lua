@@ -87,6 +87,13 @@ function Module:extend(name, args)
   return setmetatable(class, {
     __index = self,
     __call = function(cls, ...) return cls.new(cls, ...) end,
+    -- a method under a name wick keeps on every module would be hidden by it
+    __newindex = function(cls, k, v)
+      if INTERNAL[k] then
+        check.fail(rawget(cls, "__name") or "Module", "'%s' is a name wick's modules use for themselves; name the method otherwise", k)
+      end
+      rawset(cls, k, v)
+    end,
   })
 end
 
