@@ -672,7 +672,9 @@ return function(wick)
     local nb, nl, ni, nr = product(batch, sizes), product(left, sizes), product(inner, sizes), product(right, sizes)
     local a3 = arrange(a, la, order_a):reshape(nb, nl, ni)
     local b3 = arrange(b, lb, order_b):reshape(nb, ni, nr)
-    local r = a3:bmm(b3)
+    -- nothing to sum (a broadcast product: mamba's "bld,bln,bdl->bdln"): one elementwise
+    -- product beats nb products of rank 1
+    local r = ni == 1 and a3 * b3 or a3:bmm(b3)
     local labels, shape = {}, {}
     for _, g in ipairs({ batch, left, right }) do
       for _, c in ipairs(g) do labels[#labels + 1] = c; shape[#shape + 1] = sizes[c] end
