@@ -144,8 +144,34 @@ VEC_UNARY(ERF, wk_verf)
 VEC_UNARY(GELU, wk_vgelu)
 VEC_UNARY(GELU_TANH, wk_vgelu_tanh)
 VEC_UNARY(LOG, wk_vlog)
+/* sin and cos: vectors of |x| < 8192 through wk_vsincos, any other vector
+ * lane by lane through libm (a large argument's reduction needs more digits) */
+#define VEC_TRIG(ID, COS)                                                                       \
+    WK_VSIMD static void vec_f32_##ID(char **p, const int64_t *s, int64_t n, const void *extra) { \
+        if (s[0] != 1 || s[1] != 1) {                                                           \
+            unary_f32_##ID(p, s, n, extra);                                                     \
+            return;                                                                             \
+        }                                                                                       \
+        float *o = (float *)p[0];                                                               \
+        const float *in = (const float *)p[1];                                                  \
+        for (int64_t i = 0; i < n; i += WK_VL) {                                                \
+            int64_t m = n - i < WK_VL ? n - i : WK_VL;                                         \
+            wk_vf v = m == WK_VL ? wk_vload(in + i) : wk_vload_part(in + i, m, 0);              \
+            if (wk_vtrig_in_range(v)) {                                                         \
+                wk_vf r = wk_vsincos(v, COS);                                                   \
+                if (m == WK_VL) wk_vstore(o + i, r);                                            \
+                else wk_vstore_part(o + i, r, m);                                               \
+            } else {                                                                            \
+                int64_t ss[2] = {1, 1};                                                         \
+                char *pp[2] = {(char *)(o + i), (char *)(in + i)};                              \
+                unary_f32_##ID(pp, ss, m, extra);                                               \
+            }                                                                                   \
+        }                                                                                       \
+    }
+VEC_TRIG(SIN, 0)
+VEC_TRIG(COS, 1)
 static const cpu_run_fn vec_unary_runs[WICK_NUM_UNARY] = {
-    [WICK_EXP] = vec_f32_EXP, [WICK_LOG] = vec_f32_LOG, [WICK_TANH] = vec_f32_TANH, [WICK_SIGMOID] = vec_f32_SIGMOID,
+    [WICK_EXP] = vec_f32_EXP, [WICK_LOG] = vec_f32_LOG, [WICK_SIN] = vec_f32_SIN, [WICK_COS] = vec_f32_COS, [WICK_TANH] = vec_f32_TANH, [WICK_SIGMOID] = vec_f32_SIGMOID,
     [WICK_ERF] = vec_f32_ERF, [WICK_GELU] = vec_f32_GELU, [WICK_GELU_TANH] = vec_f32_GELU_TANH};
 
 /* binary */

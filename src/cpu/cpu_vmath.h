@@ -191,6 +191,39 @@ WK_VI wk_vf wk_vlog(wk_vf x) {
     y = wk_vsel(sign & ~zero, wk_vsplat(NAN), y);
     return wk_vsel(zero, wk_vsplat(-INFINITY), y);
 }
+/* sin(x) (cosine = 0) or cos(x) (1) for |x| < 8192: Cephes' sinf/cosf (the
+ * octant of x by 4/pi, pi/4 in three parts, one of two minimax polynomials on
+ * [-pi/4, pi/4]), about 1 ulp. Callers keep larger |x|, infinities and NaN
+ * out (wk_vtrig_in_range), which the reduction would lose. */
+WK_VI wk_vf wk_vsincos(wk_vf x, int cosine) {
+    wk_vf ax = wk_vabs(x);
+    wk_vi j = __builtin_convertvector(ax * 1.27323954473516f, wk_vi);
+    j += j & 1; /* the even octant: [-pi/4, pi/4] around a multiple of pi/2 */
+    wk_vf y = __builtin_convertvector(j, wk_vf);
+    wk_vf z = ((ax - y * 0.78515625f) - y * 2.4187564849853515625e-4f) - y * 3.77489497744594108e-8f;
+    wk_vf zz = z * z;
+    wk_vf c = ((2.443315711809948e-5f * zz - 1.388731625493765e-3f) * zz + 4.166664568298827e-2f) * zz * zz -
+              0.5f * zz + 1.0f;
+    wk_vf s = ((-1.9515295891e-4f * zz + 8.3321608736e-3f) * zz - 1.6666654611e-1f) * zz * z + z;
+    wk_vi odd = ((j & 2) << 30) >> 31; /* all ones where the other polynomial serves */
+    wk_vi flip = (j & 4) << 29;         /* the sign bit where the result changes sign */
+    wk_vf r;
+    if (cosine) {
+        r = wk_vsel(odd, s, c);
+        flip ^= (j & 2) << 30;
+    } else {
+        r = wk_vsel(odd, c, s);
+        flip ^= (wk_vi)x & (int32_t)0x80000000; /* sin is odd */
+    }
+    return (wk_vf)((wk_vi)r ^ flip);
+}
+/* whether every lane is finite with |x| < 8192 (wk_vsincos's range) */
+WK_VI int wk_vtrig_in_range(wk_vf x) {
+    wk_vi out = ((wk_vi)wk_vsplat(8192.0f) - ((wk_vi)x & 0x7fffffff) - 1) >> 31; /* |x| >= 8192, inf, NaN */
+    int any = 0;
+    for (int i = 0; i < WK_VL; i++) any |= out[i];
+    return !any;
+}
 /* max of two vectors where NaN need not propagate (a NaN in a softmax row
  * makes its sum NaN anyway), and its horizontal form */
 WK_VI wk_vf wk_vmax_plain(wk_vf a, wk_vf b) { return wk_vsel(wk_vlt(a, b), b, a); }
