@@ -1752,3 +1752,11 @@ describe("more of torch.nn's layers (PyTorch's values)", function()
     assert_error_has(function() nn.ChannelShuffle(3)(wick.zeros(1, 4, 1)) end, "divisible by groups")
   end)
 end)
+
+describe("the 1-D forms' errors", function()
+  it("name the 1-D op the user called", function()
+    local F = wick.nn.functional
+    assert_error_has(function() F.max_pool1d(wick.randn(1, 2, 5), 9) end, "max_pool1d (as max_pool2d):")
+    assert_error_has(function() F.conv1d(wick.randn(1, 2, 5), wick.randn(3, 3, 2)) end, "conv1d (as conv2d):")
+  end)
+end)

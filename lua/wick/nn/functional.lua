@@ -700,6 +700,13 @@ local function pair_opts(fn, order, spec, ...)
   end
   return out
 end
+-- op(...) of a 1-D form over its 2-D op: an error names the 1-D op (its shapes
+-- are the 2-D view's, with the 1 inserted)
+local function as_1d(name, op, ...)
+  local ok, r = pcall(op, ...) -- (the 2-D ops give one result)
+  if not ok then error((tostring(r):gsub("([%w_]+)2d:", name .. " (as %12d):", 1)), 0) end
+  return r
+end
 local function as_2d(x, fn)
   tensor(x, fn, "input")
   if x:dim() ~= 2 and x:dim() ~= 3 then check.fail(fn, "expected 2-D (unbatched) or 3-D input, got %d-D", x:dim()) end
@@ -714,7 +721,7 @@ function F.conv1d(x, weight, bias, ...)
   if weight:dim() ~= 3 then check.fail("conv1d", "weight must be 3-D [out, in / groups, k], got %d-D", weight:dim()) end
   local o = pair_opts("conv1d", { "stride", "padding", "dilation", "groups" },
     { stride = "integer|table", padding = "integer|string|table", dilation = "integer|table", groups = "integer" }, ...)
-  local y = F.conv2d(x2, weight:unsqueeze(3), bias, o):squeeze(-2)
+  local y = as_1d("conv1d", F.conv2d, x2, weight:unsqueeze(3), bias, o):squeeze(-2)
   return x:dim() == 2 and y:squeeze(1) or y
 end
 --- F.max_pool1d(x, kernel_size[, stride[, padding[, dilation[, ceil_mode]]]]), F.avg_pool1d(x,
@@ -723,7 +730,7 @@ local function pool1d(name, pool2d, order, spec)
   local function pool(x, kernel_size, ...)
     local x2 = as_2d(x, name)
     check.int(kernel_size, name, "kernel_size", 1)
-    return pool2d(x2, { 1, kernel_size }, pair_opts(name, order, spec, ...)):squeeze(-2)
+    return as_1d(name, pool2d, x2, { 1, kernel_size }, pair_opts(name, order, spec, ...)):squeeze(-2)
   end
   return function(...) return pool(required(name, POOL_ARGS, ...)) end
 end
