@@ -84,6 +84,26 @@ function Solve.backward(ctx, g) -- gB = A^-T g, gA = -gB X^T
   return -gB:matmul(mT(X)), gB
 end
 
+-- A [..., n, n] and B [..., n, k] with their batch dims broadcast (expanded views)
+local function broadcast_batch(fn, A, B, eq)
+  local nb = math.max(A:dim(), B:dim()) - 2
+  local batch = {}
+  for i = 1, nb do
+    local ia, ib = i - (nb - (A:dim() - 2)), i - (nb - (B:dim() - 2))
+    local a = ia >= 1 and A:size(ia) or 1
+    local b = ib >= 1 and B:size(ib) or 1
+    if a ~= b and a ~= 1 and b ~= 1 then
+      check.fail(fn, "Incompatible shapes of A and B for the equation %s (%s and %s)", eq, tostring(A.shape),
+        tostring(B.shape))
+    end
+    batch[i] = math.max(a, b)
+  end
+  local sa, sb = { unpack(batch) }, { unpack(batch) }
+  sa[nb + 1], sa[nb + 2] = A:size(-2), A:size(-1)
+  sb[nb + 1], sb[nb + 2] = B:size(-2), B:size(-1)
+  return A:expand(sa), B:expand(sb)
+end
+
 --- linalg.solve(A, B[, {left = true}]): X with A X = B (B a matrix [..., n, k] or a vector [..., n])
 function linalg.solve(A, B, opts)
   square("linalg.solve", A)
@@ -95,23 +115,7 @@ function linalg.solve(A, B, opts)
   if vector then B = B:unsqueeze(-1) end
   if B:dim() < 2 then check.fail("linalg.solve", "B must have at least 1 dimension") end
   -- broadcast the batch dims
-  if A:dim() ~= B:dim() or A:dim() > 2 then
-    local nb = math.max(A:dim(), B:dim()) - 2
-    local batch = {}
-    for i = 1, nb do
-      local a = i - (nb - (A:dim() - 2)) >= 1 and A:size(i - (nb - (A:dim() - 2))) or 1
-      local b = i - (nb - (B:dim() - 2)) >= 1 and B:size(i - (nb - (B:dim() - 2))) or 1
-      if a ~= b and a ~= 1 and b ~= 1 then
-        check.fail("linalg.solve", "Incompatible shapes of A and B for the equation AX = B (%s and %s)",
-          tostring(A.shape), tostring(B.shape))
-      end
-      batch[i] = math.max(a, b)
-    end
-    local sa, sb = { unpack(batch) }, { unpack(batch) }
-    sa[nb + 1], sa[nb + 2] = A:size(-2), A:size(-1)
-    sb[nb + 1], sb[nb + 2] = B:size(-2), B:size(-1)
-    A, B = A:expand(sa), B:expand(sb)
-  end
+  if A:dim() ~= B:dim() or A:dim() > 2 then A, B = broadcast_batch("linalg.solve", A, B, "AX = B") end
   local X = Solve.apply(A, B)
   if vector then X = X:squeeze(-1) end
   return X
@@ -175,25 +179,6 @@ end
 
 -- ---- triangular solves: substitution, O(n^2) per column ----
 
--- A [..., n, n] and B [..., n, k] with their batch dims broadcast (expanded views)
-local function broadcast_batch(fn, A, B, eq)
-  local nb = math.max(A:dim(), B:dim()) - 2
-  local batch = {}
-  for i = 1, nb do
-    local ia, ib = i - (nb - (A:dim() - 2)), i - (nb - (B:dim() - 2))
-    local a = ia >= 1 and A:size(ia) or 1
-    local b = ib >= 1 and B:size(ib) or 1
-    if a ~= b and a ~= 1 and b ~= 1 then
-      check.fail(fn, "Incompatible shapes of A and B for the equation %s (%s and %s)", eq, tostring(A.shape),
-        tostring(B.shape))
-    end
-    batch[i] = math.max(a, b)
-  end
-  local sa, sb = { unpack(batch) }, { unpack(batch) }
-  sa[nb + 1], sa[nb + 2] = A:size(-2), A:size(-1)
-  sb[nb + 1], sb[nb + 2] = B:size(-2), B:size(-1)
-  return A:expand(sa), B:expand(sb)
-end
 
 -- X with A X = B, A lower (or upper) triangular: forward (back) substitution,
 -- one row of X at a time over every batch and column at once
