@@ -162,3 +162,18 @@ describe("autograd.gradcheck and gradgradcheck", function()
     assert.is_true(x:equal(before))
   end)
 end)
+
+describe("func.jvp over trees", function()
+  it("jvp(grad(f), {params}, {v}) with lists and dicts of tensors: Hessian-vector products", function()
+    local func = wick.func
+    local x, v = wick.randn(3, { dtype = "float64" }), wick.randn(3, { dtype = "float64" })
+    local _, want = wick.autograd.functional.hvp(function(a, b) return (a:sin() * b):sum() end, { x, x }, { v, v })
+    local _, hv = func.jvp(func.grad(function(ps) return (ps[1]:sin() * ps[2]):sum() end), { { x, x } }, { { v, v } })
+    local _, hd = func.jvp(func.grad(function(ps) return (ps.a:sin() * ps.b):sum() end), { { a = x, b = x } }, { { a = v, b = v } })
+    for i, k in ipairs({ "a", "b" }) do
+      assert.is_true((hv[i] - want[i]):abs():max():item() < 1e-14)
+      assert.is_true((hd[k] - want[i]):abs():max():item() < 1e-14)
+    end
+    support.assert_error_has(function() func.jvp(function(t) return t end, { x, x }, { v }) end, "primals hold 2 tensor(s) but tangents 1")
+  end)
+end)

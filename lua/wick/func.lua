@@ -429,8 +429,21 @@ function T.jvp(f, primals, tangents)
   local ts = is_tensor(tangents) and { tangents } or tangents
   check.table(ps, "func.jvp", "primals")
   check.table(ts, "func.jvp", "tangents")
-  local create = any_tracked(leaves(ps)) or any_tracked(leaves(ts))
-  return jvp_of("func.jvp", f, ps, ts, { create_graph = create })
+  local pl, tl = leaves(ps), leaves(ts)
+  if #pl == 0 then check.fail("func.jvp", "primals must hold tensors (a tensor, or a list of tensors or trees of them)") end
+  if #pl ~= #tl then check.fail("func.jvp", "primals hold %d tensor(s) but tangents %d (the same trees)", #pl, #tl) end
+  local create = any_tracked(pl) or any_tracked(tl)
+  -- the primals are trees ({{params...}} for jvp(grad(f), (params,), (v,))): f sees them
+  -- rebuilt from their tensors, and its result tree comes back the same shape
+  local shape
+  local function flat(...)
+    local r = f(unpack(rebuild(ps, { ... })))
+    shape = r
+    return unpack(leaves(r))
+  end
+  local out, jv = jvp_of("func.jvp", flat, pl, tl, { create_graph = create })
+  if is_tensor(shape) then return out, jv end
+  return rebuild(shape, is_tensor(out) and { out } or out), rebuild(shape, is_tensor(jv) and { jv } or jv)
 end
 
 --- func.jacrev(f[, argnums = 1[, has_aux]]) and func.jacfwd: the Jacobian of f with respect to
