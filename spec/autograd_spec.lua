@@ -900,6 +900,12 @@ describe("autograd behaviour", function()
     z:sum():backward()
     assert_close(src.grad, { 3, 3, 3 }, 0)
     assert.is_nil(x.grad)
+    local leaf = T({ 1, 1, 1 }):requires_grad_() -- a leaf source keeps its gradient too
+    local h = x * 2
+    h:copy_(leaf)
+    local hs = h * 5
+    hs:sum():backward()
+    assert_close(leaf.grad, { 5, 5, 5 }, 0)
     y = x * 2
     y[1] = 5 -- index writes are recorded (docs/api.md: every indexing form works under autograd)
     assert_close(y, { 5, 12, 20 }, 0)

@@ -156,7 +156,8 @@ static wick_status copy_across(wick_tensor *dst, const wick_tensor *src, int non
  * src gets the gradient, dst's old values none, as PyTorch's CopyBackwards. */
 static wick_status copy_recorded(wick_tensor *dst, const wick_tensor *src) {
     wick_tensor *e = NULL, *r = NULL;
-    bool same = src->ndim == dst->ndim && memcmp(src->sizes, dst->sizes, sizeof(int64_t) * src->ndim) == 0;
+    /* (a leaf src takes a recorded view, so that dst has a node to reach it by) */
+    bool same = src->grad_fn && src->ndim == dst->ndim && memcmp(src->sizes, dst->sizes, sizeof(int64_t) * src->ndim) == 0;
     wick_status st = same ? (wick_tensor_retain((wick_tensor *)src), e = (wick_tensor *)src, WICK_OK)
                           : wick_expand(&e, (wick_tensor *)src, dst->ndim, dst->sizes);
     if (!st) st = wick_to(&r, e, (wick_options){dst->dtype, dst->storage->device, 0});
