@@ -185,7 +185,8 @@ WK_VI wk_vf wk_vlog(wk_vf x) {
     wk_vi zero = (mag - 1) >> 31;
     wk_vi tiny = ((mag - 0x00800000) >> 31) & ~zero & ~sign;
     wk_vi inf = ((mag ^ 0x7f800000) - 1) >> 31 & ~sign;
-    wk_vf y = wk_vlog_sum(wk_vsel(tiny, x * 8388608.0f, x));
+    /* (negative lanes and zeros, replaced below, go in as 1: wk_vlog_sum takes x >= 0) */
+    wk_vf y = wk_vlog_sum(wk_vsel(sign | zero, wk_vsplat(1.0f), wk_vsel(tiny, x * 8388608.0f, x)));
     y = wk_vsel(tiny, y - 15.942385152878742f, y); /* log(2^23) */
     y = wk_vsel(inf, x, y);
     y = wk_vsel(sign & ~zero, wk_vsplat(NAN), y);
@@ -205,15 +206,16 @@ WK_VI wk_vf wk_vsincos(wk_vf x, int cosine) {
     wk_vf c = ((2.443315711809948e-5f * zz - 1.388731625493765e-3f) * zz + 4.166664568298827e-2f) * zz * zz -
               0.5f * zz + 1.0f;
     wk_vf s = ((-1.9515295891e-4f * zz + 8.3321608736e-3f) * zz - 1.6666654611e-1f) * zz * z + z;
-    wk_vi odd = ((j & 2) << 30) >> 31; /* all ones where the other polynomial serves */
-    wk_vi flip = (j & 4) << 29;         /* the sign bit where the result changes sign */
+    const wk_vi sign_bit = (wk_vi){0} | INT32_MIN;
+    wk_vi odd = -((j >> 1) & 1);             /* all ones where the other polynomial serves */
+    wk_vi flip = -((j >> 2) & 1) & sign_bit; /* the sign bit where the result changes sign */
     wk_vf r;
     if (cosine) {
         r = wk_vsel(odd, s, c);
-        flip ^= (j & 2) << 30;
+        flip ^= odd & sign_bit;
     } else {
         r = wk_vsel(odd, c, s);
-        flip ^= (wk_vi)x & (int32_t)0x80000000; /* sin is odd */
+        flip ^= (wk_vi)x & sign_bit; /* sin is odd */
     }
     return (wk_vf)((wk_vi)r ^ flip);
 }
