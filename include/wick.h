@@ -666,6 +666,11 @@ WICK_API int wick_is_leaf(const wick_tensor *t);
  * a parameter, which a module keeps among its parameters once frozen
  * (requires_grad false again), as PyTorch's nn.Parameter. */
 WICK_API int wick_is_parameter(const wick_tensor *t);
+/* *out = 1 when t's graph reaches a leaf that requires grad other than the n
+ * `leaves` (a tensor an enclosing transform differentiates by: func.grad's
+ * result stays differentiable then, as torch.func's); 0 otherwise. */
+WICK_API wick_status wick_graph_reaches_other_leaf(const wick_tensor *t, int n, const wick_tensor *const *leaves,
+                                                   int *out);
 /* The accumulated gradient (borrowed; NULL when none). */
 WICK_API wick_tensor *wick_grad(const wick_tensor *t);
 /* Replaces the gradient (NULL clears it); same shape, dtype and device. */

@@ -177,3 +177,29 @@ describe("func.jvp over trees", function()
     support.assert_error_has(function() func.jvp(function(t) return t end, { x, x }, { v }) end, "primals hold 2 tensor(s) but tangents 1")
   end)
 end)
+
+describe("func transforms nested with outer derivatives (torch.func's levels)", function()
+  it("keep a result differentiable in what the function closes over or does not differentiate", function()
+    wick.manual_seed(0)
+    local model = wick.nn.Sequential(wick.nn.Linear(2, 4, { dtype = "float64" }), wick.nn.Tanh(),
+      wick.nn.Linear(4, 1, { dtype = "float64" }))
+    local x = wick.randn({ 3, 2 }, { dtype = "float64" })
+    -- grad over x, then backward to the parameters: d/dW sum (du/dx)^2, against autograd.grad with create_graph
+    local du = wick.func.grad(function(xx) return model(xx):sum() end)(x)
+    assert.is_true(du.requires_grad)
+    du:pow(2):sum():backward()
+    local xr = x:clone():requires_grad_(true)
+    local g = wick.autograd.grad(model(xr):sum(), { xr }, nil, { create_graph = true })[1]
+    local want = wick.autograd.grad(g:pow(2):sum(), { model[1].weight })[1]
+    assert.is_true((model[1].weight.grad - want):abs():max():item() < 1e-12)
+    -- an argument not differentiated here, differentiated by an enclosing grad
+    local params = {}
+    for k, v in model:named_parameters() do params[k] = v:detach() end
+    local function f(p, xx) return wick.func.functional_call(model, p, { xx }):sum() end
+    local gp = wick.func.grad(function(p) return wick.func.grad(f, 2)(p, x):pow(2):sum() end)(params)
+    assert.is_true((gp["1.weight"] - want):abs():max():item() < 1e-12)
+    -- without anything outside to reach, results stay plain tensors
+    local plain = wick.func.grad(function(xx) return xx:pow(3):sum() end)(x)
+    assert.is_false(plain.requires_grad)
+  end)
+end)

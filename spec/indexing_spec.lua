@@ -491,3 +491,106 @@ describe("a mask of several dims followed by {} entries", function()
     support.assert_error_has(function() return x[{ m, 1 }] end, "must be the key's last entry")
   end)
 end)
+
+describe("scatter under autograd, scatter_reduce, index_reduce", function()
+  local F64 = { dtype = "float64" }
+  local function seq(shape, k) -- deterministic distinct values
+    local n, v = 1, {}
+    for _, s in ipairs(shape) do n = n * s end
+    for i = 0, n - 1 do v[i + 1] = ((i * k) % 23 - 11) / 4 end
+    return wick.tensor(v, F64):reshape(shape)
+  end
+  local idx = wick.tensor({ { 1, 3, 1 }, { 2, 3, 3 }, { 1, 1, 2 }, { 3, 2, 1 } }, { dtype = "int64" })
+
+  -- position (i, j) of t gets the values src[r][j] with idx[r][j] == i, by a loop
+  local function reduce_loops(t, src, reduce, include_self)
+    local T, S, X = t:totable(), src:totable(), idx:totable()
+    local got = {}
+    for r = 1, #X do
+      for j = 1, #X[r] do
+        local i = X[r][j]
+        got[i] = got[i] or {}
+        got[i][j] = got[i][j] or {}
+        table.insert(got[i][j], S[r][j])
+      end
+    end
+    for i = 1, #T do
+      for j = 1, #T[i] do
+        local vals = got[i] and got[i][j]
+        if vals then
+          if include_self then table.insert(vals, T[i][j]) end
+          local acc = vals[1]
+          for k = 2, #vals do
+            local v = vals[k]
+            if reduce == "sum" or reduce == "mean" then acc = acc + v
+            elseif reduce == "prod" then acc = acc * v
+            elseif reduce == "amax" then acc = math.max(acc, v)
+            else acc = math.min(acc, v) end
+          end
+          T[i][j] = reduce == "mean" and acc / #vals or acc
+        end
+      end
+    end
+    return T
+  end
+
+  it("scatter_reduce combines as its definition, with or without self", function()
+    local t, src = seq({ 3, 3 }, 5), seq({ 4, 3 }, 7)
+    for _, reduce in ipairs({ "sum", "prod", "mean", "amax", "amin" }) do
+      for _, inc in ipairs({ true, false }) do
+        assert_close(t:scatter_reduce(1, idx, src, reduce, { include_self = inc }), reduce_loops(t, src, reduce, inc), 1e-12)
+      end
+    end
+    local r = t:clone()
+    r:scatter_reduce_(1, idx, src, "amax")
+    assert_close(r, reduce_loops(t, src, "amax", true), 0)
+    assert_close(wick.scatter_reduce(t, 1, idx, src, "sum"), reduce_loops(t, src, "sum", true), 1e-12)
+    -- index_reduce: slices by a 1-D index
+    local ir = t:index_reduce(1, wick.tensor({ 3, 1, 3 }, { dtype = "int64" }), seq({ 3, 3 }, 11), "amin", { include_self = false })
+    local s = seq({ 3, 3 }, 11)
+    assert_close(ir[1], s[2]:totable(), 0)
+    assert_close(ir[2], t[2]:totable(), 0)
+    assert_close(ir[3], wick.minimum(s[1], s[3]):totable(), 0)
+    assert_error_has(function() t:scatter_reduce(1, idx, src, "max") end, "reduce")
+  end)
+
+  it("has PyTorch's gradients: sums and means by gradcheck, ties of amax split evenly", function()
+    for _, reduce in ipairs({ "sum", "mean", "amax", "amin" }) do
+      for _, inc in ipairs({ true, false }) do
+        -- (no value of t equals one sent to it: PyTorch's count of ties has t's element even when not included)
+        support.gradcheck(function(a, b) return a:scatter_reduce(1, idx, b, reduce, { include_self = inc }) end,
+          { seq({ 3, 3 }, 5) + 0.125, seq({ 4, 3 }, 7) })
+      end
+    end
+    -- a tie of two sent values and the position's own: each gets a third
+    local t = wick.tensor({ { 5, 0 } }, F64):requires_grad_(true)
+    local src = wick.tensor({ { 5, 1 }, { 5, 2 } }, F64):requires_grad_(true)
+    local out = t:scatter_reduce(1, wick.ones(2, 2, { dtype = "int64" }), src, "amax")
+    assert_close(out, { { 5, 2 } }, 0)
+    out:sum():backward()
+    assert_close(t.grad, { { 1 / 3, 0 } }, 1e-15)
+    assert_close(src.grad, { { 1 / 3, 0 }, { 1 / 3, 1 } }, 1e-15)
+    assert_error_has(function() t:scatter_reduce(1, wick.ones(2, 2, { dtype = "int64" }), src, "prod") end, "prod")
+  end)
+
+  it("scatter is differentiable in self (zero where written) and src (gathered)", function()
+    local i2 = wick.tensor({ { 1, 3, 2 }, { 2, 1, 3 } }, { dtype = "int64" })
+    support.gradcheck(function(a, b) return a:scatter(1, i2, b) end, { seq({ 3, 3 }, 5), seq({ 2, 3 }, 7) })
+    support.gradcheck(function(a) return a:scatter(1, i2, 2.5) end, { seq({ 3, 3 }, 5) })
+    local a = seq({ 3, 3 }, 5):requires_grad_(true) * 1
+    a:scatter_(1, i2, 0)
+    assert.are.equal(0, a[1][1]:item())
+    assert.is_truthy(a.grad_fn)
+  end)
+
+  it("index_add_ and scatter_add_ write a tracked source into a fresh tensor, as PyTorch", function()
+    local src = seq({ 4, 2 }, 3):requires_grad_(true)
+    local i1 = wick.tensor({ 1, 3, 1, 2 }, { dtype = "int64" })
+    local agg = wick.zeros(3, 2, F64):index_add_(1, i1, src)
+    assert_close(agg[1], (src[1] + src[3]):totable(), 1e-15)
+    agg:sum():backward()
+    assert_close(src.grad, wick.ones(4, 2, F64):totable(), 0)
+    local sa = wick.zeros(3, 2, F64):scatter_add_(1, i1:view(4, 1):expand(4, 2), src)
+    assert_close(sa, agg:totable(), 0)
+  end)
+end)

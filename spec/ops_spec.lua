@@ -1090,3 +1090,65 @@ describe("the vectorised float32 kernels (log, sin, cos, pow's special exponents
     support.assert_close(a:pow(-1):totable(), { -0.5, 2, 1 / 3 }, 1e-7)
   end)
 end)
+
+describe("searchsorted over rows", function()
+  it("takes one sorted row per leading index (nerf's sample_pdf)", function()
+    local cdf = wick.tensor({ { 0, 0.2, 0.5, 1.0 }, { 0, 0.1, 0.9, 1.0 } })
+    local u = wick.tensor({ { 0.1, 0.6, 0.95 }, { 0.05, 0.5, 0.99 } })
+    assert.are.same({ { 2, 4, 4 }, { 2, 3, 4 } }, wick.searchsorted(cdf, u, { right = true }):totable())
+    assert.are.same({ { 2, 3 } }, wick.searchsorted(cdf:narrow(1, 1, 1), wick.tensor({ { 0.2, 0.3 } })):totable())
+    assert_error_has(function() wick.searchsorted(cdf, wick.tensor({ 0.5 })) end, "must match")
+  end)
+end)
+
+describe("cumprod's gradient with zeros in the input", function()
+  it("is PyTorch's: the quotient before the first zero, 0 after it, and the first zero's own", function()
+    local x = D({ { 0.5, 0, 2, 0, 3 }, { 1, 2, 3, 4, 0 }, { 0, 0, 1, 2, 3 } }):requires_grad_(true)
+    local g = D({ { 1, 2, 3, 4, 5 }, { -1, 0.5, 2, 1, 1 }, { 2, 1, 1, 1, 1 } })
+    x:cumprod(2):mul(g):sum():backward()
+    -- by the definition: d/dx_i sum_j g_j prod_{k <= j} x_k = sum_{j >= i} g_j prod_{k <= j, k ~= i} x_k
+    local X, G = x:detach():totable(), g:totable()
+    local want = {}
+    for r = 1, #X do
+      want[r] = {}
+      for i = 1, #X[r] do
+        local acc = 0
+        for j = i, #X[r] do
+          local p = G[r][j]
+          for k = 1, j do if k ~= i then p = p * X[r][k] end end
+          acc = acc + p
+        end
+        want[r][i] = acc
+      end
+    end
+    assert_close(x.grad, want, 1e-14)
+    gradcheck(function(t) return t:cumprod(1) end, { D({ { 0.5, 0 }, { 0, 2 }, { 3, 0.7 } }) })
+  end)
+end)
+
+describe("unique_consecutive", function()
+  it("gives each run's value in order, the 1-based runs and their lengths", function()
+    local t = wick.tensor({ 224, 224, 96, 96, 96, 224 }, { dtype = "int64" })
+    local v, inv, c = t:unique_consecutive({ return_inverse = true, return_counts = true })
+    assert.are.same({ 224, 96, 224 }, v:totable())
+    assert.are.same({ 1, 1, 2, 2, 2, 3 }, inv:totable())
+    assert.are.same({ 2, 3, 1 }, c:totable())
+    local _, c2 = wick.unique_consecutive(t, { return_counts = true })
+    assert.are.same({ 2, 3, 1 }, c2:totable())
+    assert.are.same({ 0 }, wick.unique_consecutive(wick.empty(0)):size())
+  end)
+end)
+
+describe("scatter's reduce option and its indices", function()
+  it("adds or multiplies with reduce, and refuses indices outside 1..size", function()
+    local I = function(t) return wick.tensor(t, { dtype = "int64" }) end
+    assert.are.same({ 2, 0, 0 }, wick.zeros(3):scatter_(1, I({ 1, 1 }), wick.ones(2), { reduce = "add" }):totable())
+    assert.are.same({ 18, 2, 2 }, wick.full({ 3 }, 2):scatter(1, I({ 1, 1 }), wick.full({ 2 }, 3), { reduce = "multiply" }):totable())
+    assert.are.same({ 3, 0, 0 }, wick.zeros(3):scatter(1, I({ 1, 1 }), 1.5, { reduce = "add" }):totable())
+    assert_error_has(function() wick.zeros(3):scatter_(1, I({ 1 }), wick.ones(1), { reduc = "add" }) end, "reduc")
+    assert_error_has(function() wick.zeros(3):scatter_(1, I({ 1 }), wick.ones(1), "mean") end, "reduce")
+    assert_error_has(function() wick.zeros(4, 3):scatter_add_(1, I({ { 0, 1, 1 } }), wick.ones(1, 3)) end,
+      "index 0 is out of bounds for dimension 1 with size 4")
+    assert_error_has(function() wick.zeros(4, 3):scatter_add(1, I({ { 5, 1, 1 } }), wick.ones(1, 3)) end, "index 5 is out of bounds")
+  end)
+end)

@@ -906,3 +906,13 @@ describe("schedulers resumed from PyTorch's saved states (spec/fixtures/pt_sched
     end
   end)
 end)
+
+describe("optimizers by keyword", function()
+  it("take {params = ..., lr = ...} as PyTorch's Adam(params=..., lr=...)", function()
+    local m = nn.Linear(2, 3)
+    local opt = optim.Adam({ lr = 1e-4, params = m:parameters() })
+    assert.are.equal(1e-4, opt.param_groups[1].lr)
+    assert.are.equal(2, #opt.param_groups[1].params)
+    assert_error_has(function() optim.SGD({ lr = 0.1, params = {} }) end, "empty parameter list")
+  end)
+end)

@@ -69,6 +69,15 @@ local function any_tracked(list)
   return false
 end
 
+-- whether a result computed from out must stay differentiable (torch.func's
+-- levels): an input is tracked by an enclosing transform, or, with grad mode
+-- on around the transform, out depends on a tensor that requires grad other
+-- than the stand-ins xs (a module's parameters the function closes over, an
+-- argument not differentiated here)
+local function keeps_graph(outer, grad_on, out, xs)
+  return outer or (grad_on and is_tensor(out) and out.requires_grad and out:_reaches_other_leaf(xs))
+end
+
 -- gradients of out (a tensor) with respect to xs, zeros where unused
 local function grads_of(out, xs, v, create)
   local g
@@ -338,6 +347,7 @@ local function value_and_grad(fn, f, o, ...)
     trees[k] = { a, copies }
     args[a] = rebuild(args[a], copies)
   end
+  local grad_on = wick.is_grad_enabled()
   return wick.enable_grad(function()
     local r = pack(f(unpack(args, 1, args.n)))
     local out, aux = r[1], r[2]
@@ -348,6 +358,7 @@ local function value_and_grad(fn, f, o, ...)
       check.fail(fn, "the function must return a tensor with one element (a scalar), got %s",
         is_tensor(out) and tostring(out:size()) or check.describe(out))
     end
+    outer = keeps_graph(outer, grad_on, out, xs)
     local g = grads_of(out:reshape({}), xs, nil, outer)
     local results, at_g = {}, 0
     for k, tree in ipairs(trees) do
@@ -398,8 +409,10 @@ function T.vjp(f, ...)
     for i, x in ipairs(list) do copies[i] = tracked(x); xs[#xs + 1] = copies[i] end
     args[a] = rebuild(args[a], copies)
   end
+  local grad_on = wick.is_grad_enabled()
   local out = wick.enable_grad(function() return f(unpack(args, 1, args.n)) end)
   local outs = leaves(out)
+  for _, o in ipairs(outs) do outer = keeps_graph(outer, grad_on, o, xs) end
   local function vjp_fn(cotangent)
     local cs = leaves(cotangent)
     if #cs ~= #outs then check.fail("func.vjp", "the cotangent must match the output's structure (%d tensors), got %d", #outs, #cs) end
@@ -467,6 +480,7 @@ local function jac(fn)
         groups[k] = { tree = args[a], n = #list }
         args[a] = rebuild(args[a], copies)
       end
+      local grad_on = wick.is_grad_enabled()
       return wick.enable_grad(function()
         local r = pack(f(unpack(args, 1, args.n)))
         local tree = r[1]
@@ -474,6 +488,7 @@ local function jac(fn)
         if #outs == 0 then
           check.fail(fn, "the function must return a tensor or a tree of tensors, got %s", check.describe(tree))
         end
+        for _, out in ipairs(outs) do outer = keeps_graph(outer, grad_on, out, xs) end
         local J = jacobian_of(outs, xs, outer)
         -- per output: the Jacobians shaped as the differentiated arguments
         local per_out = {}

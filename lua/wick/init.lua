@@ -666,7 +666,7 @@ for _, name in ipairs({ "tril", "triu", "split", "chunk", "unbind", "sort", "arg
   "einsum", "bernoulli", "normal", "flip", "fliplr", "flipud", "roll", "amax", "amin", "logsumexp",
   "repeat_interleave", "tile", "diag", "outer", "ger", "dot", "inner", "mv", "lerp", "addcmul", "addcdiv",
   "logical_not", "logical_and", "logical_or", "logical_xor", "hypot", "nan_to_num", "diff", "trace", "take",
-  "index_add", "scatter_add", "floor_divide", "fmax", "fmin", "nanmean", "baddbmm", "vdot", "square", "cross",
+  "index_add", "scatter_add", "scatter", "scatter_reduce", "index_reduce", "floor_divide", "fmax", "fmin", "nanmean", "baddbmm", "vdot", "square", "cross",
   "kron", "addmv", "addr", "logit", "xlogy", "exp2", "float_power", "true_divide", "cdist", "linspace", "logspace",
   "deg2rad", "rad2deg", "matrix_power" }) do
   wick[name] = with_out(name, wick[name])

@@ -785,16 +785,34 @@ return function(wick)
   --- t:amax([dim[, keepdim]]), t:amin (or {dim =, keepdim =}): the largest / smallest
   --- values over dim (a number or a table of dims) or over all elements
   -- amax/amin's gradient, PyTorch's: split evenly among the elements equal to
-  -- the result r (taken with keepdim over ds): r + (s - s), s the mean of
-  -- those elements, has r's values and that gradient.
+  -- the result r (taken with keepdim over ds). A Function, not arithmetic on
+  -- t: an infinite element (a masked row) or a sum of huge ties would make
+  -- NaN of the values. (Made on first use: wick.autograd loads after this file.)
+  local TiesFn
+  local function ties_fn()
+    TiesFn = wick.autograd.Function:extend("AmaxAmin")
+    function TiesFn.forward(ctx, t, r, keepdim, ...)
+      local ds = { ... }
+      local mask = t:eq(r):to(t.dtype)
+      ctx.share, ctx.ds = mask / mask:sum(ds, true), ds
+      local out = r:clone()
+      if keepdim then return out end
+      table.sort(ds, function(a, b) return a > b end)
+      for _, d in ipairs(ds) do out = out:squeeze(d) end
+      return out
+    end
+    function TiesFn.backward(ctx, g)
+      local dims = { unpack(ctx.ds) }
+      table.sort(dims)
+      if g:dim() < ctx.share:dim() then
+        for _, d in ipairs(dims) do g = g:unsqueeze(d) end
+      end
+      return g * ctx.share
+    end
+    return TiesFn
+  end
   local function even_ties(t, r, ds, keepdim)
-    local mask = t:detach():eq(r):to(t.dtype)
-    local s = (t * mask):sum(ds, true) / mask:sum(ds, true)
-    local out = r + (s - s:detach())
-    if keepdim then return out end
-    table.sort(ds, function(a, b) return a > b end)
-    for _, d in ipairs(ds) do out = out:squeeze(d) end
-    return out
+    return (TiesFn or ties_fn()).apply(t, r, keepdim, unpack(ds))
   end
   local function extreme(t, pick, fn, ...)
     check.tensor(t, fn, "self")
@@ -1243,8 +1261,8 @@ return function(wick)
   function Tensor.index_add(t, dim, index, source, opts) return index_add(t, dim, index, source, opts, "index_add", false) end
   function Tensor.index_add_(t, dim, index, source, opts) return index_add(t, dim, index, source, opts, "index_add_", true) end
 
-  --- t:scatter_add(dim, index, src) and scatter_add_: t[... index[i][j] ...] += src[i][j] along dim (1-based)
-  local function scatter_add(t, dim, index, src, fn, inplace)
+  -- the scatter family's arguments checked: self, dim (0-based d), index, src
+  local function scatter_args(t, dim, index, src, fn)
     check.tensor(t, fn, "self")
     local d = wrap_dim(t, dim, fn)
     check.tensor(index, fn, "index")
@@ -1252,9 +1270,17 @@ return function(wick)
     if index:dim() ~= t:dim() then
       check.fail(fn, "Index tensor must have the same number of dimensions as self tensor (%d), got %d", t:dim(), index:dim())
     end
-    if index:numel() == 0 then return inplace and t or t:clone() end
-    -- the flat position in t of each element of index: coordinates, with dim's from index
+    return d
+  end
+  -- the 0-based flat position in t of each element of index (index's shape): its
+  -- coordinates, with dim's from index
+  local function scatter_positions(t, d, index, fn)
     local I64 = { dtype = "int64", device = t.device }
+    local lo, hi = index:min():item(), index:max():item()
+    local bad = lo < 1 and lo or hi > t:size(d) and hi or nil
+    if bad then
+      check.fail(fn, "index %d is out of bounds for dimension %d with size %d (indices are 1-based)", bad, d, t:size(d))
+    end
     local flat = wick.zeros(index.shape, I64)
     local stride = 1
     for k = t:dim(), 1, -1 do
@@ -1269,15 +1295,204 @@ return function(wick)
       flat = flat + coord * stride
       stride = stride * t:size(k)
     end
-    local values = src
-    if src:dim() == index:dim() then
-      local box = {}
-      for j = 1, index:dim() do box[j] = { 1, index:size(j) } end
-      values = src[box]
-    end
-    local out = t:reshape(-1):index_put({ flat:reshape(-1) + 1 }, values:reshape(-1), true):view(t.shape)
+    return flat:reshape(-1)
+  end
+  -- src's elements that index's take part (src may be larger), flat
+  local function scatter_values(src, index)
+    if src:dim() ~= index:dim() then return src:reshape(-1) end
+    local box = {}
+    for j = 1, index:dim() do box[j] = { 1, index:size(j) } end
+    return src[box]:reshape(-1)
+  end
+
+  --- t:scatter_add(dim, index, src) and scatter_add_: t[... index[i][j] ...] += src[i][j] along dim (1-based)
+  local function scatter_add(t, dim, index, src, fn, inplace)
+    local d = scatter_args(t, dim, index, src, fn)
+    if index:numel() == 0 then return inplace and t or t:clone() end
+    local flat = scatter_positions(t, d, index, fn)
+    local out = t:reshape(-1):index_put({ flat + 1 }, scatter_values(src, index), true):view(t.shape)
     if inplace then return t:copy_(out) end
     return out
+  end
+
+  --- t:scatter(dim, index, src) (src a tensor or a number) and scatter_: the C
+  --- op, and under autograd a Function with PyTorch's gradients (self: zero
+  --- where written; src: the gradient gathered at index)
+  local core_scatter, core_scatter_ = Tensor.scatter, Tensor.scatter_
+  local ScatterFn
+  local function scatter_fn()
+    ScatterFn = wick.autograd.Function:extend("Scatter")
+    function ScatterFn.forward(ctx, t, src, dim, index, value)
+      ctx.dim, ctx.index = dim, index
+      ctx.src_shape = src and src:size()
+      return core_scatter(t, dim, index, src or value)
+    end
+    function ScatterFn.backward(ctx, g)
+      local gt = ctx.needs_input_grad[1] and g:scatter(ctx.dim, ctx.index, 0) or nil
+      local gs
+      if ctx.needs_input_grad[2] then
+        gs = g:gather(ctx.dim, ctx.index)
+        local larger = false
+        for j = 1, gs:dim() do larger = larger or ctx.src_shape[j] ~= gs:size(j) end
+        if larger then -- src larger than index (PyTorch refuses its gradient then)
+          local box = {}
+          for j = 1, gs:dim() do box[j] = { 1, gs:size(j) } end
+          local full = wick.zeros(ctx.src_shape, { dtype = gs.dtype, device = gs.device })
+          full[box] = gs
+          gs = full
+        end
+      end
+      return gt, gs
+    end
+    return ScatterFn
+  end
+  local function tracked(...)
+    if not wick.is_grad_enabled() then return false end
+    for i = 1, select("#", ...) do
+      local v = select(i, ...)
+      if is_tensor(v) and v.requires_grad then return true end
+    end
+    return false
+  end
+  -- PyTorch's scatter(..., reduce = "add" | "multiply") (or {reduce = ...}): scatter_reduce's sum or prod
+  local scatter_reduce
+  local function scatter_with(t, dim, index, src, reduce, fn, inplace)
+    if type(reduce) == "table" and getmetatable(reduce) == nil then reduce = check.options(reduce, fn, { reduce = "string" }).reduce end
+    check.one_of(reduce, fn, "reduce", { "add", "multiply" })
+    if not is_tensor(src) then
+      check.number(src, fn, "value")
+      check.tensor(index, fn, "index")
+      src = wick.full(index.shape, src, { dtype = t.dtype, device = t.device })
+    end
+    return scatter_reduce(t, dim, index, src, reduce == "add" and "sum" or "prod", nil, fn, inplace)
+  end
+  function Tensor.scatter(t, dim, index, src, ...)
+    if select("#", ...) > 0 then return scatter_with(t, dim, index, src, ..., "scatter", false) end
+    if not tracked(t, src) then return core_scatter(t, dim, index, src) end
+    scatter_args(t, dim, index, is_tensor(src) and src or t, "scatter")
+    if is_tensor(src) then return (ScatterFn or scatter_fn()).apply(t, src, dim, index) end
+    return (ScatterFn or scatter_fn()).apply(t, nil, dim, index, src)
+  end
+  function Tensor.scatter_(t, dim, index, src, ...)
+    if select("#", ...) > 0 then return scatter_with(t, dim, index, src, ..., "scatter_", true) end
+    if not tracked(t, src) then return core_scatter_(t, dim, index, src) end
+    return t:copy_(Tensor.scatter(t, dim, index, src))
+  end
+
+  --- t:scatter_reduce(dim, index, src, reduce[, {include_self = true}]) and
+  --- scatter_reduce_: each position of t that index names gets the src values
+  --- sent there combined by reduce ("sum", "prod", "mean", "amax", "amin"),
+  --- with t's own value unless include_self is false; positions not named keep
+  --- t's value. Gradients as PyTorch's (amax/amin split among the elements equal
+  --- to the result; none for "prod").
+  local REDUCE = { "sum", "prod", "mean", "amax", "amin" }
+  local ExtremaFn
+  local function extrema_fn()
+    ExtremaFn = wick.autograd.Function:extend("ScatterReduce")
+    -- (self flat, values flat, their 0-based positions, the result computed
+    -- without a graph, include_self)
+    function ExtremaFn.forward(ctx, self_flat, vals, pos, out, include_self)
+      local at = pos + 1
+      local hit = wick.zeros(self_flat:numel(), { dtype = "bool", device = self_flat.device }):index_fill(1, at, true)
+      local from_vals = vals:eq(out:index_select(1, at)):to(vals.dtype)
+      local same = self_flat:eq(out):to(vals.dtype)
+      -- PyTorch's count of ties has t's element in it even when not included
+      local count = same:index_put({ at }, from_vals, true)
+      ctx.at, ctx.share_vals = at, from_vals / count:index_select(1, at)
+      ctx.share_self = (include_self and same or hit:logical_not():to(vals.dtype)) / count
+      return out:clone()
+    end
+    function ExtremaFn.backward(ctx, g)
+      return g * ctx.share_self, g:index_select(1, ctx.at) * ctx.share_vals, nil, nil, nil
+    end
+    return ExtremaFn
+  end
+  -- each position's extreme (amax/amin) or product of vals, without a graph
+  local function grouped(self_flat, vals, pos, reduce, include_self)
+    local out = self_flat:clone()
+    if reduce == "prod" then
+      local v, p, r, seen = vals:totable(), pos:totable(), out:totable(), {}
+      for i = 1, #v do
+        local k = p[i] + 1
+        if not seen[k] then seen[k] = true; if not include_self then r[k] = 1 end end
+        r[k] = r[k] * v[i]
+      end
+      return wick.tensor(r, { dtype = out.dtype, device = out.device })
+    end
+    local sorted, order = vals:sort() -- values ascending, then positions grouped (the sort is stable)
+    local grouped_pos, by_pos = pos:index_select(1, order):sort()
+    sorted = sorted:index_select(1, by_pos)
+    local m = grouped_pos:numel()
+    local pick = wick.ones(m, { dtype = "bool", device = out.device })
+    if m > 1 then -- amax: a group's last element; amin: its first
+      local differs = grouped_pos:narrow(1, 2, m - 1):ne(grouped_pos:narrow(1, 1, m - 1))
+      if reduce == "amax" then pick[{ { 1, m - 1 } }] = differs else pick[{ { 2, m } }] = differs end
+    end
+    local at, best = grouped_pos[pick] + 1, sorted[pick]
+    if include_self then
+      local own = out:index_select(1, at)
+      best = reduce == "amax" and wick.maximum(best, own) or wick.minimum(best, own)
+    end
+    return out:index_put({ at }, best)
+  end
+  function scatter_reduce(t, dim, index, src, reduce, opts, fn, inplace)
+    local d = scatter_args(t, dim, index, src, fn)
+    check.one_of(reduce, fn, "reduce", REDUCE)
+    local include_self = check.options(opts, fn, { include_self = "boolean" }).include_self ~= false
+    if index:numel() == 0 then return inplace and t or t:clone() end
+    local pos = scatter_positions(t, d, index, fn)
+    local vals = scatter_values(src, index):to(t.dtype)
+    local self_flat = t:reshape(-1)
+    local out
+    if reduce == "sum" or reduce == "mean" then
+      local base = include_self and self_flat or self_flat:index_fill(1, pos + 1, 0)
+      out = base:index_put({ pos + 1 }, vals, true)
+      if reduce == "mean" then
+        local count = wick.zeros(self_flat:numel(), { dtype = t.dtype, device = t.device })
+          :index_put({ pos + 1 }, wick.ones_like(vals), true) + (include_self and 1 or 0)
+        count = count:clamp_min(1) -- (positions not named: t's value over 1)
+        out = t:is_floating_point() and out / count or out:div(count, { rounding_mode = "floor" })
+      end
+    else
+      if reduce == "prod" and tracked(t, src) then
+        check.fail(fn, "the gradient of reduce='prod' is not supported; compute it under wick.no_grad")
+      end
+      local r = wick.no_grad(function() return grouped(self_flat:detach(), vals:detach(), pos, reduce, include_self) end)
+      out = tracked(t, src) and (ExtremaFn or extrema_fn()).apply(self_flat, vals, pos, r, include_self) or r
+    end
+    out = out:view(t.shape)
+    if inplace then return t:copy_(out) end
+    return out
+  end
+  function Tensor.scatter_reduce(t, dim, index, src, reduce, opts)
+    return scatter_reduce(t, dim, index, src, reduce, opts, "scatter_reduce", false)
+  end
+  function Tensor.scatter_reduce_(t, dim, index, src, reduce, opts)
+    return scatter_reduce(t, dim, index, src, reduce, opts, "scatter_reduce_", true)
+  end
+  --- t:index_reduce(dim, index, source, reduce[, {include_self = true}]) and
+  --- index_reduce_: slice index[i] of t along dim combined with slice i of
+  --- source by reduce ("prod", "mean", "amax", "amin"), as scatter_reduce
+  local function index_reduce(t, dim, index, source, reduce, opts, fn, inplace)
+    check.tensor(t, fn, "self")
+    local d = wrap_dim(t, dim, fn)
+    check.tensor(index, fn, "index")
+    check.tensor(source, fn, "source")
+    check.one_of(reduce, fn, "reduce", { "prod", "mean", "amax", "amin" })
+    if index:dim() > 1 then check.fail(fn, "index should have at most one dimension, got %d", index:dim()) end
+    if source:dim() ~= t:dim() or source:size(d) ~= index:numel() then
+      check.fail(fn, "source must have self's dims with index's %d entries along dim %d", index:numel(), d)
+    end
+    local shape = {}
+    for j = 1, source:dim() do shape[j] = j == d and index:numel() or 1 end
+    local full = index:reshape(shape):expand(source:size())
+    return scatter_reduce(t, d, full, source, reduce, opts, fn, inplace)
+  end
+  function Tensor.index_reduce(t, dim, index, source, reduce, opts)
+    return index_reduce(t, dim, index, source, reduce, opts, "index_reduce", false)
+  end
+  function Tensor.index_reduce_(t, dim, index, source, reduce, opts)
+    return index_reduce(t, dim, index, source, reduce, opts, "index_reduce_", true)
   end
   function Tensor.scatter_add(t, dim, index, src) return scatter_add(t, dim, index, src, "scatter_add", false) end
   function Tensor.scatter_add_(t, dim, index, src) return scatter_add(t, dim, index, src, "scatter_add_", true) end
@@ -1342,6 +1557,34 @@ return function(wick)
     if opts.return_counts then
       local starts = change:nonzero():reshape(-1)
       counts = wick.cat({ starts, wick.full({ 1 }, n + 1, I64) }):diff()
+    end
+    if opts.return_inverse and opts.return_counts then return values, inverse, counts end
+    if opts.return_inverse then return values, inverse end
+    if opts.return_counts then return values, counts end
+    return values
+  end
+
+  --- t:unique_consecutive([{return_inverse = false, return_counts = false}]):
+  --- the first value of each run of equal neighbours (in order, not sorted),
+  --- then the inverse (1-based run of each element) and the runs' lengths
+  function Tensor.unique_consecutive(t, opts)
+    check.tensor(t, "unique_consecutive", "self")
+    opts = check.options(opts, "unique_consecutive", { return_inverse = "boolean", return_counts = "boolean", dim = "integer" })
+    if opts.dim ~= nil then check.fail("unique_consecutive", "dim is not supported yet: runs of whole slices") end
+    local flat = t:reshape(-1)
+    local n = flat:numel()
+    local I64 = { dtype = "int64", device = t.device }
+    local values, inverse, counts
+    if n == 0 then
+      values, inverse, counts = wick.empty({ 0 }, { dtype = t.dtype, device = t.device }), wick.empty(t.shape, I64), wick.empty({ 0 }, I64)
+    else
+      local starts = wick.ones({ n }, { dtype = "bool", device = t.device })
+      if n > 1 then starts:narrow(1, 2, n - 1):copy_(flat:narrow(1, 2, n - 1):ne(flat:narrow(1, 1, n - 1))) end
+      values = flat:masked_select(starts)
+      if opts.return_inverse then inverse = starts:to("int64"):cumsum(1):view(t.shape) end
+      if opts.return_counts then
+        counts = wick.cat({ starts:nonzero():reshape(-1), wick.full({ 1 }, n + 1, I64) }):diff()
+      end
     end
     if opts.return_inverse and opts.return_counts then return values, inverse, counts end
     if opts.return_inverse then return values, inverse end
@@ -1606,9 +1849,19 @@ return function(wick)
     local right = check.options(opts, "searchsorted", { right = "boolean", side = "string" })
     local is_right = right.right == true or right.side == "right"
     if not is_tensor(values) then values = wick.tensor({ check.number(values, "searchsorted", "values") }, { dtype = sorted.dtype, device = sorted.device }):reshape({}) end
-    if sorted:dim() ~= 1 then check.fail("searchsorted", "only a 1-D sorted_sequence is supported, got %d-D", sorted:dim()) end
+    if sorted:dim() == 0 then check.fail("searchsorted", "sorted_sequence must have at least one dimension") end
+    local seq = sorted
+    if sorted:dim() > 1 then -- one sorted row per leading index: values' leading dims are sorted's
+      local same = values:dim() == sorted:dim()
+      for j = 1, sorted:dim() - 1 do same = same and values:size(j) == sorted:size(j) end
+      if not same then
+        check.fail("searchsorted", "boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries tensor and input value tensor must match, but we got boundaries tensor [%s] and input value tensor [%s]",
+          table.concat(sorted:size(), ", "), table.concat(values:size(), ", "))
+      end
+      seq = sorted:unsqueeze(-2) -- [..., 1, K] against values [..., M, 1]
+    end
     local v = values:unsqueeze(-1)
-    local before = is_right and sorted:le(v) or sorted:lt(v)
+    local before = is_right and seq:le(v) or seq:lt(v)
     return before:to("int64"):sum(-1) + 1
   end
   function ops.bucketize(values, boundaries, opts) return ops.searchsorted(boundaries, values, opts) end
@@ -1925,7 +2178,8 @@ return function(wick)
     "logsumexp", "nonzero", "argwhere", "repeat_interleave", "tile", "diag", "outer", "ger", "dot", "inner", "mv",
     "lerp", "addcmul", "addcdiv", "logical_not", "logical_and", "logical_or", "logical_xor", "count_nonzero",
     "hypot", "nan_to_num", "diff", "trace", "movedim", "moveaxis", "take", "index_add", "scatter_add", "median",
-    "kthvalue", "unique", "var_mean", "std_mean", "floor_divide", "fmax", "fmin", "nanmean", "baddbmm", "vdot", "rot90",
+    "scatter", "scatter_reduce", "index_reduce",
+    "kthvalue", "unique", "unique_consecutive", "var_mean", "std_mean", "floor_divide", "fmax", "fmin", "nanmean", "baddbmm", "vdot", "rot90",
     "square", "all", "any", "histc", "diagonal", "isclose", "ravel", "swapaxes", "swapdims", "logit", "xlogy",
     "rad2deg", "deg2rad", "exp2", "float_power", "true_divide", "addmv", "addr", "kron", "cross", "matrix_power" }) do
     local method = Tensor[name]

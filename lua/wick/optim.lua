@@ -146,6 +146,13 @@ local POSITIONAL = {
 --- in the options table.
 function Optimizer.new(cls, params, ...)
   if type(cls) ~= "table" or type(cls.defaults) ~= "table" then check.expected("Optimizer.new", "class", "an optimizer class", cls) end
+  -- all by keyword (PyTorch's Adam(lr=1e-4, params=model.parameters())): the parameters in the options
+  if type(params) == "table" and getmetatable(params) == nil and params.params ~= nil and #params == 0
+    and select("#", ...) == 0 then
+    local rest = {}
+    for k, v in pairs(params) do if k ~= "params" then rest[k] = v end end
+    return Optimizer.new(cls, params.params, rest)
+  end
   local opts = check.positional(cls.__name, POSITIONAL[cls.__name] or {}, option_kinds(cls), ...)
   params = parameter_list(params)
   if type(params) ~= "table" or getmetatable(params) ~= nil then
@@ -1615,5 +1622,36 @@ function Plateau:step(metric)
 end
 
 for name, C in pairs(optim.lr_scheduler) do optim[name] = C end
+
+--- swa_utils.SWALR(opt, swa_lr[, anneal_epochs = 10[, anneal_strategy = "cos"]]): each
+--- group's lr annealed ("cos" or "linear") to swa_lr (a number, or one per group;
+--- kept as group.swa_lr) over anneal_epochs steps, then held there (PyTorch's).
+local function swa_anneal(strategy, t)
+  if strategy == "linear" then return t end
+  return (1 - math.cos(math.pi * t)) / 2
+end
+local SWALR = scheduler("SWALR", {
+  defaults = { anneal_epochs = 10, anneal_strategy = "cos" },
+  kinds = { swa_lr = "number|table" },
+  positional = { "swa_lr", "anneal_epochs", "anneal_strategy" },
+  validate = function(self, opt)
+    if self.swa_lr == nil then check.fail("SWALR", "swa_lr is required (a number, or one per parameter group)") end
+    local lrs = per_group("SWALR", "swa_lr", self.swa_lr, opt)
+    for i, g in ipairs(opt.param_groups) do g.swa_lr = lrs[i] end
+    check.one_of(self.anneal_strategy, "SWALR", "anneal_strategy", { "cos", "linear" })
+    check.int(self.anneal_epochs, "SWALR", "anneal_epochs", 0)
+  end,
+  lr = function(self, group)
+    local step, T = self._step_count - 1, self.anneal_epochs
+    if T == 0 then step = math.max(1, step) end
+    local function alpha(s) return swa_anneal(self.anneal_strategy, math.max(0, math.min(1, s / math.max(1, T)))) end
+    local prev_alpha, a, swa_lr = alpha(step - 1), alpha(step), group.swa_lr
+    local prev_lr = prev_alpha == 1 and swa_lr or (group.lr - prev_alpha * swa_lr) / (1 - prev_alpha)
+    return swa_lr * a + prev_lr * (1 - a)
+  end,
+})
+optim.lr_scheduler.SWALR = nil -- (PyTorch's is torch.optim.swa_utils.SWALR only)
+optim.swa_utils = require("wick.swa_utils")
+optim.swa_utils.SWALR = SWALR
 
 return optim

@@ -430,6 +430,36 @@ static wick_status topo_order(int n_roots, wk_node *const *roots, node_list *ord
     return st ? wick_fail(WICK_ERR_OOM, "out of memory walking the autograd graph") : WICK_OK;
 }
 
+wick_status wick_graph_reaches_other_leaf(const wick_tensor *t, int n, const wick_tensor *const *leaves,
+                                          int *out) {
+    static _Thread_local int generation = 0;
+    int mark = ++generation;
+    *out = 0;
+    if (!t->grad_fn) return WICK_OK;
+    node_list stack = {0};
+    t->grad_fn->reach_mark = mark;
+    if (!push(&stack, t->grad_fn)) return wick_fail(WICK_ERR_OOM, "out of memory walking the autograd graph");
+    while (stack.count && !*out) {
+        wk_node *node = stack.items[--stack.count];
+        for (int i = 0; i < node->n_inputs && !*out; i++) {
+            const wk_edge *e = &node->edges[i];
+            if (e->leaf) {
+                bool listed = false;
+                for (int j = 0; j < n && !listed; j++) listed = leaves[j] == e->leaf;
+                *out = !listed;
+            } else if (e->node && e->node->reach_mark != mark) {
+                e->node->reach_mark = mark;
+                if (!push(&stack, e->node)) {
+                    free(stack.items);
+                    return wick_fail(WICK_ERR_OOM, "out of memory walking the autograd graph");
+                }
+            }
+        }
+    }
+    free(stack.items);
+    return WICK_OK;
+}
+
 /* ---- hooks ----
  * A hooked tensor (hook_id != 0) has its hooks in the host (the binding keeps
  * Lua functions by id). A non-leaf's id is also on its node: the grad hook runs

@@ -44,6 +44,7 @@ struct wk_node {
     wick_tensor *grad;
     int pending;
     int mark;
+    int reach_mark; /* wick_graph_reaches_other_leaf's own, apart from the engine's */
 };
 
 /* Grad mode is per thread (a Lua state runs on one thread at a time). */

@@ -4,9 +4,9 @@
  * [outer, n, inner] layout, and records autograd:
  *   sort values   - a gather of the input at the sorted indices (GatherBackward);
  *   cumsum        - the gradient summed from the end (a reverse scan);
- *   cumprod       - reverse cumsum of (grad * out), divided by the input: exact
- *                   for inputs without zeros (a zero gives inf/nan, as the
- *                   formula does; PyTorch has a slower special case for zeros). */
+ *   cumprod       - reverse cumsum of (grad * out), divided by the input; where
+ *                   the input has zeros, PyTorch's special case (see
+ *                   cumprod_backward_zeros). */
 #include "autocast.h"
 #include "autograd.h"
 
@@ -158,13 +158,65 @@ static wick_status cumsum_backward(wk_node *n, wick_tensor *g, wick_tensor **gra
     return scan_forward(&grads[0], g, n->ints[0], -1, 0, 1);
 }
 
-static wick_status cumprod_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
-    wick_tensor *x = n->saved[0], *y = n->saved[1], *t, *s;
+/* The reverse cumsum of g * y along dim. */
+static wick_status rev_cumsum_of_product(wick_tensor **out, const wick_tensor *g, const wick_tensor *y, int dim) {
+    wick_tensor *t;
     TRY(wick_binary(&t, WICK_MUL, g, y));
-    wick_status st = scan_forward(&s, t, n->ints[0], -1, 0, 1);
+    wick_status st = scan_forward(out, t, dim, -1, 0, 1);
     wick_tensor_release(t);
-    TRY(st);
-    st = wick_binary(&grads[0], WICK_DIV, s, x);
+    return st;
+}
+
+/* Whether t has an element equal to 0. */
+static wick_status has_zero(const wick_tensor *t, bool *out) {
+    wick_tensor *z = NULL, *any = NULL;
+    double v = 0;
+    wick_status st = wick_binary_scalar(&z, WICK_EQ, t, (wick_scalar){0, 1}, 0);
+    if (!st) st = wick_reduce(&any, NULL, WICK_MAX, z, -1, 0, 0);
+    if (!st) st = wick_item_double(any, &v);
+    wick_tensor_release(z);
+    wick_tensor_release(any);
+    *out = v != 0;
+    return st;
+}
+
+/* Where a line of x has zeros (PyTorch's special case, in ops): with z its
+ * first zero, the quotient holds before z, every gradient after z is 0, and
+ * z's own is the reverse cumsum of g * cumprod(x with x_z = 1) at z. */
+static wick_status cumprod_backward_zeros(wick_tensor **out, const wick_tensor *x, const wick_tensor *y,
+                                          const wick_tensor *g, int dim) {
+    wick_tensor *zero = NULL, *seen = NULL, *before = NULL, *once = NULL, *first = NULL, *one = NULL, *nil = NULL;
+    wick_tensor *safe = NULL, *s = NULL, *q = NULL, *a = NULL, *x1 = NULL, *y1 = NULL, *s1 = NULL, *b = NULL;
+    wick_status st;
+    if ((st = wick_binary_scalar(&zero, WICK_EQ, x, (wick_scalar){0, 1}, 0))) goto done;
+    if ((st = scan_forward(&seen, zero, dim, WICK_INT64, 0, 0))) goto done; /* zeros so far */
+    if ((st = wick_binary_scalar(&before, WICK_EQ, seen, (wick_scalar){0, 1}, 0))) goto done;
+    if ((st = wick_binary_scalar(&once, WICK_EQ, seen, (wick_scalar){1, 1}, 0))) goto done;
+    if ((st = wick_where(&first, zero, once, zero))) goto done; /* the first zero */
+    if ((st = wick_full(&one, 0, NULL, 1, (wick_options){x->dtype, x->storage->device}))) goto done;
+    if ((st = wick_full(&nil, 0, NULL, 0, (wick_options){g->dtype, g->storage->device}))) goto done;
+    if ((st = wick_where(&safe, before, x, one))) goto done;
+    if ((st = rev_cumsum_of_product(&s, g, y, dim))) goto done;
+    if ((st = wick_binary(&q, WICK_DIV, s, safe))) goto done;
+    if ((st = wick_where(&a, before, q, nil))) goto done;
+    if ((st = wick_where(&x1, first, one, x))) goto done;
+    if ((st = wick_cumprod(&y1, x1, dim, -1))) goto done;
+    if ((st = rev_cumsum_of_product(&s1, g, y1, dim))) goto done;
+    if ((st = wick_where(&b, first, s1, nil))) goto done;
+    st = wick_binary(out, WICK_ADD, a, b);
+done:;
+    wick_tensor *all[] = {zero, seen, before, once, first, one, nil, safe, s, q, a, x1, y1, s1, b};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wick_tensor_release(all[i]);
+    return st;
+}
+
+static wick_status cumprod_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
+    wick_tensor *x = n->saved[0], *y = n->saved[1], *s;
+    bool zeros;
+    TRY(has_zero(x, &zeros));
+    if (zeros) return cumprod_backward_zeros(&grads[0], x, y, g, n->ints[0]);
+    TRY(rev_cumsum_of_product(&s, g, y, n->ints[0]));
+    wick_status st = wick_binary(&grads[0], WICK_DIV, s, x);
     wick_tensor_release(s);
     return st;
 }

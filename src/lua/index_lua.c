@@ -13,20 +13,6 @@
 
 #define MAX_EXACT 9007199254740992.0 /* 2^53 */
 
-/* A write is refused (WICK_ERR_UNSUPPORTED) when autograd must record it while
- * other tensors share the target's storage. Those are often dead views the
- * collector has not freed yet (y[1] read, then y[1] = 0): the write is tried
- * once more after a full collection. Nothing is written before that check. */
-#define WRITE(L, call)                                                                                               \
-    do {                                                                                                             \
-        wick_status write_st_ = (call);                                                                              \
-        if (write_st_ == WICK_ERR_UNSUPPORTED) {                                                                     \
-            lua_gc(L, LUA_GCCOLLECT, 0);                                                                             \
-            write_st_ = (call);                                                                                      \
-        }                                                                                                            \
-        wl_check(L, write_st_);                                                                                      \
-    } while (0)
-
 /* An integer of a key (entry `entry`, 1-based, for the message). */
 static int64_t key_int(lua_State *L, int idx, int entry) {
     if (lua_type(L, idx) != LUA_TNUMBER)
@@ -427,19 +413,19 @@ WL_FUNCTION(t_index_set) {
             if (nt > 1 && !tensors_adjacent(tp, nt)) n = tensors_first(L, 2, &t, e, n, tp, te, &nt);
             if (nt) {
                 wick_tensor *index = key_tensors(L, 2, t, e, tp, te, nt, &dim, &group);
-                WRITE(L, wick_index_key_put_(t, n, e, dim, group, index, v, s, 0));
+                WL_WRITE(L, wick_index_key_put_(t, n, e, dim, group, index, v, s, 0));
                 return 0;
             }
         }
-        WRITE(L, wick_index_view_put_(t, n, e, v, s));
+        WL_WRITE(L, wick_index_view_put_(t, n, e, v, s));
         return 0;
     }
     if (tensor_key_kind(L, k) == 1) {
-        WRITE(L, wick_mask_index_put_(t, k, v, s));
+        WL_WRITE(L, wick_mask_index_put_(t, k, v, s));
         return 0;
     }
     wick_tensor *index = lua_index_tensor(L, 2, t, 0, "index");
-    WRITE(L, wick_index_tensor_put_(t, 0, index, v, s, 0));
+    WL_WRITE(L, wick_index_tensor_put_(t, 0, index, v, s, 0));
     return 0;
 }
 
@@ -470,7 +456,7 @@ WL_FUNCTION(t_masked_fill_) {
     wick_tensor *t = wl_checktensor(L, 1, "masked_fill_", "self"), *m = mask_arg(L, 2, "masked_fill_");
     double s = 0;
     wick_tensor *v = fill_value(L, 3, &s, "masked_fill_");
-    WRITE(L, wick_masked_fill_(t, m, v, s));
+    WL_WRITE(L, wick_masked_fill_(t, m, v, s));
     lua_settop(L, 1);
     return 1;
 }
@@ -489,7 +475,7 @@ WL_FUNCTION(t_masked_scatter) {
     wick_tensor *t = wl_checktensor(L, 1, fn, "self"), *m = mask_arg(L, 2, fn);
     wick_tensor *src = wl_checktensor(L, 3, fn, "source");
     if (inplace) {
-        WRITE(L, wick_masked_scatter_(t, m, src));
+        WL_WRITE(L, wick_masked_scatter_(t, m, src));
         lua_settop(L, 1);
         return 1;
     }
@@ -515,7 +501,7 @@ WL_FUNCTION(t_index_write) {
         wl_check(L, wick_clone(slot, t));
         target = *slot;
     }
-    WRITE(L, copy ? wick_index_copy_(target, dim, index, v) : wick_index_fill_(target, dim, index, v, s));
+    WL_WRITE(L, copy ? wick_index_copy_(target, dim, index, v) : wick_index_fill_(target, dim, index, v, s));
     if (inplace) lua_settop(L, 1);
     return 1;
 }
@@ -551,7 +537,7 @@ WL_FUNCTION(t_index_put) {
     if (tensor_key_kind(L, first) == 1) {
         if (nt > 1) wl_raise(L, "%s: a bool mask goes alone in 'indices'", fn);
         if (accumulate) wl_raise(L, "%s: accumulate with a mask is not supported; use t[mask] = t[mask] + v", fn);
-        WRITE(L, wick_mask_index_put_(target, first, v, s));
+        WL_WRITE(L, wick_mask_index_put_(target, first, v, s));
     } else {
         const int64_t *sizes = wick_tensor_sizes(target);
         wick_tensor *conv[WICK_MAX_DIMS];
@@ -571,7 +557,7 @@ WL_FUNCTION(t_index_put) {
             wl_check(L, wick_index_linear(slot, nt, (const wick_tensor *const *)conv, sizes));
             index = *slot;
         }
-        WRITE(L, wick_index_key_put_(target, 0, NULL, 0, nt, index, v, s, accumulate));
+        WL_WRITE(L, wick_index_key_put_(target, 0, NULL, 0, nt, index, v, s, accumulate));
     }
     lua_settop(L, inplace ? 1 : result);
     return 1;

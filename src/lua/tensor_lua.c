@@ -32,7 +32,7 @@ WL_FUNCTION(t_unary) {
     int inplace = UPINT(2);
     wick_tensor *a = SELF(wick_unary_name(op));
     if (inplace) {
-        wl_check(L, wick_unary_(op, a));
+        WL_WRITE(L, wick_unary_(op, a));
         lua_settop(L, 1);
         return 1;
     }
@@ -94,10 +94,10 @@ WL_FUNCTION(t_binary_) {
     wick_tensor *b = wl_totensor(L, 2);
     wick_scalar s;
     if (b) {
-        wl_check(L, alpha == 1 ? wick_binary_(op, a, b) : wick_add_scaled_(a, b, op == WICK_SUB ? -alpha : alpha));
+        WL_WRITE(L, alpha == 1 ? wick_binary_(op, a, b) : wick_add_scaled_(a, b, op == WICK_SUB ? -alpha : alpha));
     } else if (wl_toscalar(L, 2, &s)) {
         s.value *= alpha;
-        wl_check(L, wick_binary_scalar_(op, a, s));
+        WL_WRITE(L, wick_binary_scalar_(op, a, s));
     } else {
         wl_raise(L, "%s_: expected a tensor or a number, got %s", wick_binary_name(op), luaL_typename(L, 2));
     }
@@ -138,7 +138,7 @@ WL_FUNCTION(t_clamp) {
     double lo, hi;
     clamp_bounds(L, &lo, &hi);
     if (UPINT(1)) {
-        wl_check(L, wick_clamp_(a, lo, hi));
+        WL_WRITE(L, wick_clamp_(a, lo, hi));
         lua_settop(L, 1);
         return 1;
     }
@@ -216,7 +216,7 @@ WL_FUNCTION(t_addmm) {
 
 WL_FUNCTION(t_copy_) {
     wick_tensor *a = SELF("copy_"), *src = wl_checktensor(L, 2, "copy_", "src");
-    wl_check(L, wick_copy_(a, src));
+    WL_WRITE(L, wick_copy_(a, src));
     lua_settop(L, 1);
     return 1;
 }
@@ -225,7 +225,7 @@ WL_FUNCTION(t_fill_) {
     wick_tensor *a = SELF("fill_");
     wick_scalar s;
     if (!wl_toscalar(L, 2, &s)) wl_raise(L, "fill_: expected a number, got %s", luaL_typename(L, 2));
-    wl_check(L, wick_fill_(a, s.value));
+    WL_WRITE(L, wick_fill_(a, s.value));
     lua_settop(L, 1);
     return 1;
 }
@@ -468,6 +468,25 @@ WL_FUNCTION(t_is_parameter) {
     return 1;
 }
 
+/* t:_reaches_other_leaf({leaves...}): whether t's graph reaches a leaf that
+ * requires grad other than those (wick.func's nesting rule) */
+WL_FUNCTION(t_reaches_other_leaf) {
+    wick_tensor *a = SELF("_reaches_other_leaf");
+    luaL_checktype(L, 2, LUA_TTABLE);
+    int n = (int)lua_objlen(L, 2);
+    if (n > 4096) n = 4096; /* (the transforms pass a few; more are ignored, which only keeps a graph) */
+    const wick_tensor *leaves[4096];
+    for (int i = 0; i < n; i++) {
+        lua_rawgeti(L, 2, i + 1);
+        leaves[i] = wl_checktensor(L, -1, "_reaches_other_leaf", "leaves");
+        lua_pop(L, 1);
+    }
+    int reaches = 0;
+    wl_check(L, wick_graph_reaches_other_leaf(a, n, leaves, &reaches));
+    lua_pushboolean(L, reaches);
+    return 1;
+}
+
 /* t.requires_grad = b, and t:requires_grad_([b]) which returns t */
 WL_FUNCTION(t_set_requires_grad) {
     wick_tensor *a = SELF("requires_grad");
@@ -637,6 +656,7 @@ static const luaL_Reg method_fns[] = {
     {"numel", t_numel}, {"is_contiguous", t_is_contiguous}, {"storage_offset", t_storage_offset},
     {"_storage_id", t_storage_id}, {"_dtype", t_dtype}, {"_device_code", t_device_code}, {"_shape", t_shape},
     {"_requires_grad", t_requires_grad}, {"_is_parameter", t_is_parameter},
+    {"_reaches_other_leaf", t_reaches_other_leaf},
     {"requires_grad_", t_set_requires_grad}, {"_grad", t_grad}, {"_set_grad", t_set_grad}, {"_grad_fn", t_grad_fn},
     {"_is_leaf", t_is_leaf}, {"detach", t_detach}, {"detach_", t_detach_}, {"_replace", t_replace}, {NULL, NULL}};
 

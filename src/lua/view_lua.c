@@ -309,7 +309,7 @@ WL_FUNCTION(t_scatter) {
         src = *tmp;
     }
     if (inplace) {
-        wl_check(L, wick_scatter_(a, dim, index, src));
+        WL_WRITE(L, wick_scatter_(a, dim, index, src));
         lua_settop(L, 1);
         return 1;
     }

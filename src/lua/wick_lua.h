@@ -26,6 +26,21 @@ int wl_raise(lua_State *L, const char *fmt, ...)
 int wl_raise_from(lua_State *L, int first_level, const char *msg);
 /* Raises wick_last_error() when st is not WICK_OK. */
 void wl_check(lua_State *L, wick_status st);
+/* wl_check of an in-place write. Autograd refuses to record one
+ * (WICK_ERR_UNSUPPORTED) while other tensors share the target's storage; those
+ * are often dead views the collector has not freed yet (y[1] read, then
+ * y[1] = 0; a view an op of the Lua layer took before writing): the write is
+ * tried once more after a full collection. Nothing is written before that
+ * check. */
+#define WL_WRITE(L, call)                                                                                            \
+    do {                                                                                                             \
+        wick_status wl_write_st_ = (call);                                                                           \
+        if (wl_write_st_ == WICK_ERR_UNSUPPORTED) {                                                                  \
+            lua_gc(L, LUA_GCCOLLECT, 0);                                                                             \
+            wl_write_st_ = (call);                                                                                   \
+        }                                                                                                            \
+        wl_check(L, wl_write_st_);                                                                                   \
+    } while (0)
 /* Frees the collector when dead tensors hold much memory (docs/architecture.md, "Collector pacing"). */
 void wl_account(lua_State *L);
 

@@ -435,7 +435,7 @@ end
 --- one C op each way (PyTorch's source positions: scale_factor, unless recomputed, sets them).
 local INTERP = { size = "integer|table", scale_factor = "number|table", mode = "string", align_corners = "boolean",
   recompute_scale_factor = "boolean", antialias = "boolean" }
-local INTERP_MODES = { nearest = 1, linear = 1, bilinear = 2 }
+local INTERP_MODES = { nearest = 1, linear = 1, bilinear = 2, trilinear = 3 }
 local function spatial_list(v, n, what)
   if type(v) ~= "table" then
     local t = {}
@@ -451,14 +451,15 @@ function F.interpolate(x, ...)
     INTERP, ...)
   local mode = o.mode or "nearest"
   if not INTERP_MODES[mode] then
-    check.fail(fn, "mode '%s' is not supported (expected 'nearest', 'linear' or 'bilinear')", mode)
+    check.fail(fn, "mode '%s' is not supported (expected 'nearest', 'linear', 'bilinear' or 'trilinear')", mode)
   end
   if o.antialias then check.fail(fn, "antialias is not supported") end
   local dims = x:dim() - 2
   if dims < 1 then check.fail(fn, "expected an input of at least 3 dims (N, C, ...), got %d-D", x:dim()) end
-  if dims > 2 then check.fail(fn, "%d-D input is not supported (only 3-D and 4-D)", x:dim()) end
+  if dims > 3 then check.fail(fn, "%d-D input is not supported (only 3-D, 4-D and 5-D)", x:dim()) end
   if mode == "bilinear" and dims ~= 2 then check.fail(fn, "Got %dD input, but bilinear mode needs 4D input", x:dim()) end
   if mode == "linear" and dims ~= 1 then check.fail(fn, "Got %dD input, but linear mode needs 3D input", x:dim()) end
+  if mode == "trilinear" and dims ~= 3 then check.fail(fn, "Got %dD input, but trilinear mode needs 5D input", x:dim()) end
   if mode == "nearest" and o.align_corners ~= nil then
     check.fail(fn, "align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear")
   end
@@ -493,6 +494,13 @@ function F.interpolate(x, ...)
   local ac = o.align_corners == true
   if dims == 1 then
     return core.upsample2d(x:unsqueeze(3), 1, size[1], m, ac, 0, scales[1]):squeeze(3)
+  end
+  if dims == 3 then -- separable: each (H, W) plane, then the depth over the [D, Ho * Wo] plane (that dim kept as is)
+    local n, c, d = x:size(1), x:size(2), x:size(3)
+    local y = core.upsample2d(x:reshape(n, c * d, x:size(4), x:size(5)), size[2], size[3], m, ac, scales[2], scales[3])
+    local plane = size[2] * size[3]
+    y = core.upsample2d(y:reshape(n, c, d, plane), size[1], plane, m, ac, scales[1], 0)
+    return y:view(n, c, size[1], size[2], size[3])
   end
   return core.upsample2d(x, size[1], size[2], m, ac, scales[1], scales[2])
 end
@@ -1559,5 +1567,466 @@ function F.grid_sample(input, grid, opts)
   local wx0, wy0 = 1 - wx1, 1 - wy1
   return at(x0, y0, wx0 * wy0) + at(x0 + 1, y0, wx1 * wy0) + at(x0, y0 + 1, wx0 * wy1) + at(x0 + 1, y0 + 1, wx1 * wy1)
 end
+
+-- ---- more losses: margins, Gaussian NLL, CTC ----
+
+-- a loss's PyTorch positional arguments after input and target (`order`), and/or
+-- a trailing options table; returns the options, input and target as loss_args
+local function loss_positional(fn, input, target, order, spec, ...)
+  tensor(input, fn, "input")
+  tensor(target, fn, "target")
+  return loss_args(fn, input, target, check.positional(fn, order, spec, ...), spec)
+end
+local function class_targets(fn, target, what)
+  if target.dtype ~= "int64" and target.dtype ~= "int32" then
+    check.fail(fn, "expected %s of dtype int64 (1-based class indices), got %s", what, target.dtype)
+  end
+end
+-- input (C) or (N, C) as (N, C): the 2-D view and whether it was 1-D
+local function rows(fn, input)
+  local d = input:dim()
+  if d > 2 then
+    check.fail(fn, "expected a 1-D (C) or 2-D (N, C) input, got %d-D of shape %s", d, tostring(input.shape))
+  end
+  local x = d < 2 and input:reshape(1, -1) or input
+  if x:size(2) == 0 then check.fail(fn, "expected a non-empty class dimension, got input of shape %s", tostring(input.shape)) end
+  return x, d < 2
+end
+local function class_range(x, C)
+  return wick.arange(C, { dtype = "int64", device = x.device }):add(1):view(1, C)
+end
+
+--- F.multi_margin_loss(input, target[, p = 1[, margin = 1[, weight]]][, opts]): per sample
+--- sum over j ~= y of (w[y]) max(0, margin - x[y] + x[j])^p / C; input (N, C) or (C),
+--- target 1-based class indices (N) or ()
+local MULTI_MARGIN = with_legacy({ reduction = "string", p = "integer", margin = "number", weight = "tensor" })
+function F.multi_margin_loss(input, target, ...)
+  local fn = "multi_margin_loss"
+  local opts
+  opts, input, target = loss_positional(fn, input, target, { "p", "margin", "weight", "size_average", "reduce", "reduction" },
+    MULTI_MARGIN, ...)
+  local p, margin = opts.p or 1, opts.margin or 1
+  if p ~= 1 and p ~= 2 then check.fail(fn, "only p == 1 and p == 2 supported, got %d", p) end
+  class_targets(fn, target, "target")
+  check_device(fn, "target", target, input, "input")
+  local x, single = rows(fn, input)
+  local N, C = x:size(1), x:size(2)
+  if target:numel() ~= N or (single and target:dim() > 1) or (not single and target:dim() ~= 1) then
+    check.fail(fn, "inconsistent target size: expected %s for an input of shape %s, got %s",
+      single and "() or (1)" or ("(" .. N .. ")"), tostring(input.shape), tostring(target.shape))
+  end
+  local t = target:reshape(N, 1):to("int64")
+  if N > 0 and (t:min():item() < 1 or t:max():item() > C) then
+    check.fail(fn, "target out of range: class indices are 1 to %d, got %d to %d", C, t:min():item(), t:max():item())
+  end
+  local z = (x - x:gather(2, t) + margin):clamp_min(0)
+  if p == 2 then z = z * z end
+  if opts.weight then
+    check_device(fn, "weight", opts.weight, input, "input")
+    if opts.weight:dim() ~= 1 or opts.weight:numel() ~= C then
+      check.fail(fn, "expected weight to be a 1-D tensor of size %d, got shape %s", C, tostring(opts.weight.shape))
+    end
+    z = z * opts.weight:index_select(1, t:view(N)):view(N, 1)
+  end
+  local others = class_range(x, C):ne(t):to(z.dtype)
+  local loss = (z * others):sum(2) / C
+  if single then loss = loss:view({}) end
+  if N == 0 and (opts.reduction or "mean") == "mean" then return loss:sum() end -- PyTorch's 0
+  return reduce(loss, opts.reduction)
+end
+
+--- F.multilabel_margin_loss(input, target[, opts]): input (N, C) or (C); target of the
+--- same shape holds 1-based class indices up to the first one below 1 (0 pads, where
+--- PyTorch's 0-based targets pad with -1); per sample the sum over target classes j and
+--- non-target classes k of max(0, 1 - (x[j] - x[k])), divided by C
+local MULTILABEL = with_legacy({ reduction = "string" })
+function F.multilabel_margin_loss(input, target, ...)
+  local fn = "multilabel_margin_loss"
+  local opts
+  opts, input, target = loss_positional(fn, input, target, { "size_average", "reduce", "reduction" }, MULTILABEL, ...)
+  class_targets(fn, target, "target")
+  check_device(fn, "target", target, input, "input")
+  local x, single = rows(fn, input)
+  local N, C = x:size(1), x:size(2)
+  if target.shape ~= input.shape then
+    check.fail(fn, "inconsistent target size: %s for input of size: %s", tostring(target.shape), tostring(input.shape))
+  end
+  local t = target:reshape(N, C):to("int64")
+  local valid = t:lt(1):to("int64"):cumsum(2):eq(0) -- up to the first index below 1
+  local safe = wick.where(valid, t, wick.ones_like(t))
+  if N > 0 and safe:max():item() > C then
+    check.fail(fn, "target out of range: class indices are 1 to %d, got %d", C, safe:max():item())
+  end
+  local vf = valid:to(x.dtype)
+  local is_target = wick.zeros_like(x):detach():scatter_add(2, safe, vf):gt(0)
+  local h = (1 - x:gather(2, safe):unsqueeze(3) + x:unsqueeze(2)):clamp_min(0) -- [N, j, k]
+  local m = vf:unsqueeze(3) * is_target:logical_not():to(x.dtype):unsqueeze(2)
+  local loss = (h * m):sum(3):sum(2) / C
+  if single then loss = loss:view({}) end
+  return reduce(loss, opts.reduction)
+end
+
+--- F.multilabel_soft_margin_loss(input, target[, weight][, opts]): per sample the mean over
+--- classes (the last dim) of -(y log sigmoid(x) + (1 - y) log sigmoid(-x)), times weight
+local MULTILABEL_SOFT = with_legacy({ reduction = "string", weight = "tensor" })
+function F.multilabel_soft_margin_loss(input, target, ...)
+  local fn = "multilabel_soft_margin_loss"
+  local opts
+  opts, input, target = loss_positional(fn, input, target, { "weight", "size_average", "reduce", "reduction" },
+    MULTILABEL_SOFT, ...)
+  check_device(fn, "target", target, input, "input")
+  if input:dim() == 0 then check.fail(fn, "expected an input of at least 1 dimension, got a 0-dim tensor") end
+  local loss = -(target * F.logsigmoid(input) + (1 - target) * F.logsigmoid(-input))
+  if opts.weight then
+    check_device(fn, "weight", opts.weight, input, "input")
+    loss = loss * opts.weight
+  end
+  local C = input:size(-1)
+  loss = loss:sum(loss:dim()) / C
+  return reduce(loss, opts.reduction)
+end
+
+--- F.hinge_embedding_loss(input, target[, margin = 1][, opts]): x where y = 1,
+--- max(0, margin - x) where y = -1 (PyTorch's: both terms where y is neither)
+local HINGE = with_legacy({ reduction = "string", margin = "number" })
+function F.hinge_embedding_loss(input, target, ...)
+  local fn = "hinge_embedding_loss"
+  local opts
+  opts, input, target = loss_positional(fn, input, target, { "margin", "size_average", "reduce", "reduction" }, HINGE, ...)
+  check_device(fn, "target", target, input, "input")
+  local zero = wick.zeros_like(input)
+  local clamped = ((opts.margin or 1) - input):clamp_min(0)
+  local loss = wick.where(target:ne(1), clamped, zero) + wick.where(target:ne(-1), input, zero)
+  return reduce(loss, opts.reduction)
+end
+
+--- F.gaussian_nll_loss(input, target, var[, full = false[, eps = 1e-6[, reduction = "mean"]]][, opts]):
+--- 0.5 (log max(var, eps) + (input - target)^2 / max(var, eps)) (+ 0.5 log(2 pi) with full);
+--- var: input's shape, one dim fewer, one dim of size 1, or a number; the clamp passes
+--- var's gradient through unchanged, as PyTorch's (in-place under no_grad)
+local GAUSSIAN = { reduction = "string", full = "boolean", eps = "number" }
+function F.gaussian_nll_loss(input, target, var, ...)
+  local fn = "gaussian_nll_loss"
+  local opts
+  opts, input, target = loss_positional(fn, input, target, { "full", "eps", "reduction" }, GAUSSIAN, ...)
+  if type(var) == "number" then
+    if not (var >= 0) then check.fail(fn, "var has negative entry/entries") end
+    var = wick.full(input.shape, var, { dtype = input.dtype, device = input.device })
+  end
+  tensor(var, fn, "var")
+  if not var:is_floating_point() then check.fail(fn, "expected a floating-point var, got %s", var.dtype) end
+  var = float32_under_autocast(var)
+  check_device(fn, "target", target, input, "input")
+  check_device(fn, "var", var, input, "input")
+  if var.shape ~= input.shape then
+    local ok = false
+    local d = input:dim()
+    if var:dim() == d - 1 then
+      ok = true
+      for i = 1, d - 1 do if var:size(i) ~= input:size(i) then ok = false end end
+      if ok then var = var:unsqueeze(-1) end
+    elseif var:dim() == d then
+      local mismatched = 0
+      for i = 1, d do if var:size(i) ~= input:size(i) then mismatched = mismatched + var:size(i) end end
+      ok = mismatched == 1
+    end
+    if not ok then
+      check.fail(fn, "var is of incorrect size: %s for input of size %s", tostring(var.shape), tostring(input.shape))
+    end
+  end
+  if var:numel() > 0 and var:min():item() < 0 then check.fail(fn, "var has negative entry/entries") end
+  local eps = opts.eps or 1e-6
+  local v = var + (var:detach():clamp_min(eps) - var:detach()) -- the clamp, var's gradient unchanged
+  local loss = (v:log() + (input - target) ^ 2 / v) * 0.5
+  if opts.full then loss = loss + 0.5 * math.log(2 * math.pi) end
+  return reduce(loss, opts.reduction)
+end
+
+-- ctc_loss's lengths: a number, an array of integers, or an integer tensor (0-d or 1-D)
+local function ctc_lengths(fn, v, what, n)
+  local list
+  if type(v) == "number" then list = { v }
+  elseif wick.is_tensor(v) then
+    if v:is_floating_point() or v.dtype == "bool" or v:dim() > 1 then
+      check.fail(fn, "expected %s as an integer tensor of 0 or 1 dims, an array or a number, got a %s tensor of shape %s",
+        what, v.dtype, tostring(v.shape))
+    end
+    list = v:dim() == 0 and { v:item() } or v:to("float64"):totable()
+  elseif type(v) == "table" and getmetatable(v) == nil then list = v
+  else check.expected(fn, what, "a tensor, an array of integers or a number", v) end
+  if #list ~= n then check.fail(fn, "expected %s of size %d (the batch), got %d", what, n, #list) end
+  for i = 1, n do
+    local x = list[i]
+    if type(x) ~= "number" or x ~= math.floor(x) or x < 0 or x >= 2 ^ 53 then
+      check.fail(fn, "%s must be non-negative integers, got %s at %d", what, tostring(x), i)
+    end
+  end
+  return list
+end
+
+local CTC = { blank = "integer", reduction = "string", zero_infinity = "boolean" }
+local CTC_NEG = -1e30 -- log(0) in the recursion: finite, so that no gradient is NaN
+--- F.ctc_loss(log_probs, targets, input_lengths, target_lengths[, blank = 1[, reduction = "mean"[,
+--- zero_infinity = false]]][, opts]): connectionist temporal classification. log_probs (T, N, C)
+--- (or (T, C)); targets 1-based classes, padded (N, S) or concatenated (sum of target_lengths);
+--- blank is a 1-based class (1: PyTorch's default 0). The forward (alpha) recursion over time
+--- in log space, vectorised over batch and label positions; autograd gives the gradient.
+function F.ctc_loss(log_probs, targets, input_lengths, target_lengths, ...)
+  local fn = "ctc_loss"
+  tensor(log_probs, fn, "log_probs")
+  tensor(targets, fn, "targets")
+  local o = check.positional(fn, { "blank", "reduction", "zero_infinity" }, CTC, ...)
+  local reduction = o.reduction or "mean"
+  check.one_of(reduction, fn, "reduction", REDUCTIONS)
+  if not log_probs:is_floating_point() then check.fail(fn, "expected floating log_probs, got %s", log_probs.dtype) end
+  local lp = float32_under_autocast(log_probs)
+  local out_dtype = lp.dtype
+  if out_dtype == "float16" or out_dtype == "bfloat16" then lp = lp:to("float32") end -- (log 0 as -1e30 needs float32's range)
+  local batched = lp:dim() == 3
+  if lp:dim() == 2 then lp = lp:unsqueeze(2)
+  elseif lp:dim() ~= 3 then
+    check.fail(fn, "expected log_probs of 3 dims (T, N, C) or 2 (T, C), got %d-D", lp:dim())
+  end
+  check_device(fn, "targets", targets, lp, "log_probs")
+  local T, N, C = lp:size(1), lp:size(2), lp:size(3)
+  if lp:numel() == 0 then check.fail(fn, "log_probs tensor must not be empty, got shape %s", tostring(log_probs.shape)) end
+  local blank = o.blank or 1
+  if blank < 1 or blank > C then check.fail(fn, "blank must be in label range: 1 to %d, got %d", C, blank) end
+  local il = ctc_lengths(fn, input_lengths, "input_lengths", N)
+  local tl = ctc_lengths(fn, target_lengths, "target_lengths", N)
+  if targets.dtype ~= "int64" and targets.dtype ~= "int32" then
+    check.fail(fn, "expected targets of dtype int64 (1-based class indices), got %s", targets.dtype)
+  end
+  local smax, total = 0, 0
+  for n = 1, N do
+    if il[n] > T then check.fail(fn, "Expected input_lengths to have value at most %d, but got value %d", T, il[n]) end
+    smax, total = math.max(smax, tl[n]), total + tl[n]
+  end
+  local dev, dt = lp.device, lp.dtype
+  local I64 = { dtype = "int64", device = dev }
+  local tlt = wick.tensor(N > 0 and tl or {}, I64):view(N, 1)
+  local ilt = wick.tensor(N > 0 and il or {}, I64):view(N, 1)
+  local padded -- (N, smax) int64
+  if targets:dim() == 2 and batched or (not batched and targets:dim() == 1) then
+    local t2 = batched and targets or targets:unsqueeze(1)
+    if t2:size(1) ~= N then check.fail(fn, "expected targets of %d rows (the batch), got shape %s", N, tostring(targets.shape)) end
+    if smax > t2:size(2) then
+      check.fail(fn, "Expected tensor to have size at least %d at dimension 1, but got size %d for targets of shape %s",
+        smax, t2:size(2), tostring(targets.shape))
+    end
+    padded = t2:narrow(2, 1, smax):to("int64")
+  elseif batched and targets:dim() == 1 then -- concatenated
+    if targets:numel() < total then
+      check.fail(fn, "Expected tensor to have size at least %d at dimension 1, but got size %d", total, targets:numel())
+    end
+    local starts = (tlt:cumsum(1) - tlt) + 1 -- (N, 1), 1-based
+    local at = (starts + wick.arange(smax, I64):view(1, smax)):clamp_max(math.max(total, 1))
+    if total == 0 then padded = wick.full({ N, smax }, blank, I64)
+    else padded = targets:to("int64"):index_select(1, at:reshape(-1)):view(N, smax) end
+  else
+    check.fail(fn, "expected targets (N, S) or concatenated 1-D for log_probs (T, N, C), (S) for (T, C); got shape %s",
+      tostring(targets.shape))
+  end
+  local in_target = wick.arange(smax, I64):view(1, smax):lt(tlt)
+  padded = wick.where(in_target, padded, wick.full({}, blank, I64))
+  if N > 0 and smax > 0 and (padded:min():item() < 1 or padded:max():item() > C) then
+    check.fail(fn, "target out of range: class indices are 1 to %d, got %d to %d", C, padded:min():item(), padded:max():item())
+  end
+  local L = 2 * smax + 1
+  local blanks = wick.full({ N, smax }, blank, I64)
+  local ext = wick.cat({ wick.stack({ blanks, padded }, 3):view(N, 2 * smax), wick.full({ N, 1 }, blank, I64) }, 2)
+  local function shift(a, k, fill) -- a moved k places along the labels, `fill` coming in
+    if L <= k then return wick.full(a.shape, fill, { dtype = a.dtype, device = dev }) end
+    return wick.cat({ wick.full({ N, k }, fill, { dtype = a.dtype, device = dev }), a:narrow(2, 1, L - k) }, 2)
+  end
+  local skip = ext:ne(blank):logical_and(ext:ne(shift(ext, 2, blank))) -- s-2 -> s allowed
+  local neg = wick.full({}, CTC_NEG, { dtype = dt, device = dev })
+  local alpha = wick.full({ N, L }, CTC_NEG, { dtype = dt, device = dev })
+  if T > 0 and N > 0 then
+    local E = lp:gather(3, ext:unsqueeze(1):expand(T, N, L):contiguous()) -- (T, N, L)
+    local first = wick.arange(L, I64):view(1, L):lt(2)
+    alpha = wick.where(first, E[1], neg)
+    alpha = wick.where(ilt:ge(1), alpha, neg) -- (an input of length 0 starts nowhere)
+    for t = 2, T do
+      local new = wick.stack({ alpha, shift(alpha, 1, CTC_NEG), wick.where(skip, shift(alpha, 2, CTC_NEG), neg) }, 3)
+        :logsumexp(3) + E[t]
+      alpha = wick.where(ilt:ge(t), new, alpha)
+    end
+  end
+  local last = alpha:gather(2, tlt * 2 + 1)
+  local before = wick.where(tlt:gt(0), alpha:gather(2, (tlt * 2):clamp_min(1)), neg)
+  local ll = wick.cat({ last, before }, 2):logsumexp(2)
+  -- an empty input matches only an empty target: log 1
+  ll = wick.where(ilt:eq(0):logical_and(tlt:eq(0)):view(N), ll * 0, ll)
+  local impossible = ll:lt(CTC_NEG / 10)
+  local loss = wick.where(impossible, wick.full({}, math.huge, { dtype = dt, device = dev }), -ll)
+  -- (an impossible sample's where gives it no gradient)
+  if o.zero_infinity then loss = wick.where(impossible, wick.zeros({}, { dtype = dt, device = dev }), loss) end
+  if reduction == "none" then loss = batched and loss or loss:view({})
+  elseif reduction == "sum" then loss = loss:sum()
+  else loss = (loss / tlt:view(N):clamp_min(1):to(dt)):mean() end
+  return out_dtype ~= dt and loss:to(out_dtype) or loss
+end
+
+-- ---- randomized activations and dropouts ----
+
+--- F.rrelu(x[, lower = 1/8[, upper = 1/3[, training = false[, inplace]]]]): x where x >= 0,
+--- else x a, a ~ U(lower, upper) per element in training, (lower + upper) / 2 otherwise
+local RRELU = { lower = "number", upper = "number", training = "boolean", inplace = "boolean" }
+function F.rrelu(x, ...)
+  local o = act_args("rrelu", x, { "lower", "upper", "training", "inplace" }, RRELU, ...)
+  local lower, upper = o.lower or 1 / 8, o.upper or 1 / 3
+  if lower > upper then check.fail("rrelu", "Lower bound should be less than or equal to the upper bound, got %s > %s", lower, upper) end
+  if not x:is_floating_point() then check.fail("rrelu", "expected a floating input, got %s", x.dtype) end
+  return activate(x, o, function(v)
+    if not o.training then return wick.where(v:ge(0), v, v * ((lower + upper) / 2)) end
+    local a = wick.rand(v.shape, { dtype = v.dtype, device = v.device }) * (upper - lower) + lower
+    return wick.where(v:ge(0), v, v * a)
+  end)
+end
+
+-- alpha dropout: keep mask `shape` (broadcast over x); SELU's saturation value for dropped
+-- units, then the affine map that keeps mean 0 and variance 1 (PyTorch's)
+local SELU_ALPHA = 1.7580993408473766
+local function alpha_drop(fn, feature)
+  return function(x, ...)
+    local o = act_args(fn, x, { "p", "training", "inplace" }, DROPOUT, ...)
+    local p = o.p or 0.5
+    if p < 0 or p > 1 then wick.error(("dropout probability has to be between 0 and 1, but got %s"):format(p)) end
+    if not o.training or p == 0 or x:numel() == 0 then return x end
+    return activate(x, o, function(v)
+      if p == 1 then return v * 0 end
+      local shape = v:size()
+      if feature then
+        if v:dim() < 2 then check.fail(fn, "Feature dropout requires at least 2 dimensions in the input") end
+        for i = 3, #shape do shape[i] = 1 end
+      end
+      local keep = wick.rand(shape, { dtype = v.dtype, device = v.device }):ge(p):to(v.dtype)
+      local a = 1 / math.sqrt((SELU_ALPHA * SELU_ALPHA * p + 1) * (1 - p))
+      return v * (keep * a) + ((keep - 1) * (SELU_ALPHA * a) + SELU_ALPHA * a * p)
+    end)
+  end
+end
+--- F.alpha_dropout(x[, p = 0.5[, training = false[, inplace]]]) (PyTorch's default: not training);
+--- F.feature_alpha_dropout: one draw per (N, C)
+F.alpha_dropout = alpha_drop("alpha_dropout", false)
+F.feature_alpha_dropout = alpha_drop("feature_alpha_dropout", true)
+
+-- ---- unpooling and power-average pooling ----
+
+-- x (N, C, L) into (N, C, size) at 1-based idx (N, C, L); the gradient gathers back (PyTorch's)
+local UnpoolFn = wick.autograd.Function:extend("MaxUnpool")
+function UnpoolFn.forward(ctx, x, idx, size)
+  ctx.idx = idx
+  return wick.zeros({ x:size(1), x:size(2), size }, { dtype = x.dtype, device = x.device }):scatter(3, idx, x)
+end
+function UnpoolFn.backward(ctx, g) return g:gather(3, ctx.idx), nil, nil end
+
+local UNPOOL = { stride = "integer|table", padding = "integer|table", output_size = "table" }
+-- max_unpool{k}d(x, indices, kernel_size[, stride[, padding[, output_size]]][, opts])
+local function max_unpool(k)
+  local fn = "max_unpool" .. k .. "d"
+  return function(x, indices, kernel_size, ...)
+    tensor(x, fn, "input")
+    tensor(indices, fn, "indices")
+    if kernel_size == nil then check.fail(fn, "missing required argument 'kernel_size'") end
+    local o = check.positional(fn, { "stride", "padding", "output_size" }, UNPOOL, ...)
+    local function list(v, what, min)
+      if type(v) == "table" and #v == 1 then v = v[1] end
+      if k == 1 then v = type(v) == "table" and v or { v } end
+      local r = k == 1 and { check.int(v[1], fn, what, min) } or pair(v, fn, what, min)
+      if #r ~= k then check.fail(fn, "expected %d values for %s", k, what) end
+      return r
+    end
+    local ks = list(kernel_size, "kernel_size", 1)
+    local st = o.stride ~= nil and list(o.stride, "stride", 1) or ks
+    local pd = list(o.padding or 0, "padding", 0)
+    local d = x:dim()
+    if d ~= k + 1 and d ~= k + 2 then
+      check.fail(fn, "expected a %d-D or %d-D input, got %d-D", k + 1, k + 2, d)
+    end
+    if indices.shape ~= x.shape then
+      check.fail(fn, "Expected shape of indices to be same as that of the input tensor (%s) but got indices tensor with shape: %s",
+        tostring(x.shape), tostring(indices.shape))
+    end
+    if indices.dtype ~= "int64" and indices.dtype ~= "int32" then
+      check.fail(fn, "elements in indices should be type int64 but got: %s", indices.dtype)
+    end
+    local sizes = {}
+    for i = 1, k do sizes[i] = (x:size(d - k + i) - 1) * st[i] + ks[i] - 2 * pd[i] end
+    if o.output_size then
+      local os = o.output_size
+      if #os == k + 2 then os = { unpack(os, 3, k + 2) } end
+      if #os ~= k then
+        check.fail(fn, "output_size should be a sequence containing %d or %d elements, but it has a length of '%d'", k, k + 2, #os)
+      end
+      for i = 1, k do
+        check.int(os[i], fn, "output_size", 0)
+        local lo, hi = sizes[i] - st[i], sizes[i] + st[i]
+        if not (lo < os[i] and os[i] < hi) then
+          check.fail(fn, "invalid output_size (dim %d must be between %d and %d), got %d", i, lo, hi, os[i])
+        end
+        sizes[i] = os[i]
+      end
+    end
+    local plane = 1
+    for i = 1, k do
+      if sizes[i] < 0 then check.fail(fn, "output_size must contain non-negative spatial dimensions, got %d", sizes[i]) end
+      plane = plane * sizes[i]
+    end
+    if plane * math.max(x:numel(), 1) > 2 ^ 53 then
+      check.fail(fn, "output of %s per plane is too large", table.concat(sizes, "x"))
+    end
+    local xb, ib = x, indices
+    if d == k + 1 then xb, ib = x:unsqueeze(1), indices:unsqueeze(1) end
+    local N, Cc = xb:size(1), xb:size(2)
+    local flat, fidx = xb:reshape(N, Cc, -1), ib:reshape(N, Cc, -1):to("int64")
+    if fidx:numel() > 0 and (fidx:min():item() < 1 or fidx:max():item() > plane) then
+      check.fail(fn, "Found an invalid max index: %d (output volumes are of size %s; indices are 1-based)",
+        fidx:min():item() < 1 and fidx:min():item() or fidx:max():item(), table.concat(sizes, "x"))
+    end
+    local y = UnpoolFn.apply(flat, fidx, plane)
+    local shape = { N, Cc }
+    for i = 1, k do shape[#shape + 1] = sizes[i] end
+    y = y:view(shape)
+    return d == k + 1 and y:squeeze(1) or y
+  end
+end
+--- F.max_unpool2d(x, indices, kernel_size[, stride = kernel_size[, padding = 0[, output_size]]][, opts]):
+--- the inverse of max_pool2d{return_indices = true} (indices 1-based flat positions in the
+--- output's H*W plane); zeros elsewhere. F.max_unpool1d the same over (N, C, L)
+F.max_unpool2d = max_unpool(2)
+F.max_unpool1d = max_unpool(1)
+
+--- F.lp_pool2d(x, norm_type, kernel_size[, stride[, ceil_mode]][, opts]): (sum over the
+--- window of x^p)^(1/p), PyTorch's (sign(s) relu(|s|))^(1/p) of the windows' sums s;
+--- norm_type inf / -inf: the max / -max of -|x|. F.lp_pool1d over (N, C, L)
+local LP = { stride = "integer|table", ceil_mode = "boolean" }
+local function lp_pool(k)
+  local fn = "lp_pool" .. k .. "d"
+  return function(x, norm_type, kernel_size, ...)
+    tensor(x, fn, "input")
+    check.number(norm_type, fn, "norm_type")
+    if norm_type == 0 then check.fail(fn, "norm_type must be a non-zero value, but got 0") end
+    if kernel_size == nil then check.fail(fn, "missing required argument 'kernel_size'") end
+    local o = check.positional(fn, { "stride", "ceil_mode" }, LP, ...)
+    local pool = k == 2 and F.max_pool2d or F.max_pool1d
+    local avg = k == 2 and F.avg_pool2d or F.avg_pool1d
+    local opts = { stride = o.stride, padding = 0, ceil_mode = o.ceil_mode or false }
+    if norm_type == math.huge then return (pool(x:abs(), kernel_size, opts)) end
+    if norm_type == -math.huge then return -(pool(-x:abs(), kernel_size, opts)) end
+    local area = 1
+    if k == 1 then
+      area = type(kernel_size) == "table" and kernel_size[1] or kernel_size
+    else
+      local kk = pair(kernel_size, fn, "kernel_size", 1)
+      area = kk[1] * kk[2]
+    end
+    local s = avg(x:pow(norm_type), kernel_size, opts)
+    return (s:sign() * s:abs():relu() * area):pow(1 / norm_type)
+  end
+end
+F.lp_pool2d = lp_pool(2)
+F.lp_pool1d = lp_pool(1)
 
 return F

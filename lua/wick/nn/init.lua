@@ -7,6 +7,10 @@ for name, value in pairs(require("wick.nn.recurrent")) do nn[name] = value end
 nn.DataParallel = require("wick.nn.data_parallel")
 nn.parallel = require("wick.nn.parallel") -- DistributedDataParallel; nn.parallel.DataParallel is nn.DataParallel
 nn.functional = require("wick.nn.functional")
+-- the 3-D convolutions and pooling, conv_transpose1d: composed from the 2-D ops
+for name, fn in pairs(require("wick.nn.volumetric")) do
+  if name:sub(1, 1) ~= "_" then nn.functional[name] = fn end
+end
 nn.utils = require("wick.nn.utils")
 nn.utils.rnn = require("wick.nn.rnn_utils") -- pad_sequence, pack_padded_sequence, ...
 nn.utils.parametrize = require("wick.nn.parametrize")

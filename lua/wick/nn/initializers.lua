@@ -42,10 +42,13 @@ local function fill_normal(t, mean, std)
   return assign(t, wick.randn(t.shape, like(t)) * std + mean)
 end
 
+local arguments = check.positional
+
 --- calculate_gain(nonlinearity[, param]): the recommended gain, like PyTorch.
 local LINEAR = { linear = true, conv1d = true, conv2d = true, conv3d = true, conv_transpose1d = true,
   conv_transpose2d = true, conv_transpose3d = true, sigmoid = true }
-function init.calculate_gain(nonlinearity, param)
+function init.calculate_gain(nonlinearity, ...)
+  local param = arguments("calculate_gain", { "param" }, { param = "number" }, ...).param
   check.string(nonlinearity, "calculate_gain", "nonlinearity")
   if LINEAR[nonlinearity] then return 1 end
   if nonlinearity == "tanh" then return 5 / 3 end
@@ -76,8 +79,6 @@ local function correct_fan(t, mode, fn)
   local fan_in, fan_out = init._calculate_fan_in_and_fan_out(t, fn)
   return mode == "fan_in" and fan_in or fan_out
 end
-
-local arguments = check.positional
 
 --- uniform_(tensor[, a = 0[, b = 1]]) (or {a =, b =}): U(a, b).
 function init.uniform_(t, ...)
@@ -157,8 +158,9 @@ function init.trunc_normal_(t, ...)
 end
 
 --- constant_(tensor, val), ones_(tensor), zeros_(tensor).
-function init.constant_(t, val)
+function init.constant_(t, ...)
   target(t, "constant_")
+  local val = arguments("constant_", { "val" }, { val = "number" }, ...).val
   check.number(val, "constant_", "val")
   wick.no_grad(function() t:fill_(val) end)
   return t
@@ -238,6 +240,44 @@ function init.orthogonal_(t, ...)
   end
   local mat = transposed and q:t() or q
   return assign(t, (mat * (o.gain or 1)):reshape(t.shape))
+end
+
+--- dirac_(tensor[, groups = 1]): the identity of a convolution (3-, 4- or 5-D
+--- weight [out, in, k...]): 1 at the kernel's centre for out channel i and in
+--- channel i of each group, 0 elsewhere.
+function init.dirac_(t, ...)
+  target(t, "dirac_")
+  local groups = arguments("dirac_", { "groups" }, { groups = "integer" }, ...).groups or 1
+  if t:dim() < 3 or t:dim() > 5 then check.fail("dirac_", "Only tensors with 3, 4, or 5 dimensions are supported") end
+  check.int(groups, "dirac_", "groups", 1)
+  if t:size(1) % groups ~= 0 then check.fail("dirac_", "dim 0 must be divisible by groups") end
+  local per = t:size(1) / groups
+  local w = wick.zeros(t.shape, like(t))
+  for g = 0, groups - 1 do
+    for i = 1, math.min(per, t:size(2)) do
+      local at = { g * per + i, i }
+      for d = 3, t:dim() do at[d] = math.floor(t:size(d) / 2) + 1 end
+      w[at] = 1
+    end
+  end
+  return assign(t, w)
+end
+
+--- sparse_(tensor, sparsity[, std = 0.01]): a 2-D weight drawn from N(0, std^2)
+--- with ceil(sparsity * rows) zeros in each column (PyTorch's).
+function init.sparse_(t, ...)
+  target(t, "sparse_")
+  local o = arguments("sparse_", { "sparsity", "std", "generator" }, { sparsity = "number", std = "number", generator = "any" }, ...)
+  if t:dim() ~= 2 then check.fail("sparse_", "Only tensors with 2 dimensions are supported") end
+  check.number(o.sparsity, "sparse_", "sparsity")
+  need_float(t, "sparse_")
+  local rows, cols = t:size(1), t:size(2)
+  local zeros = math.ceil(o.sparsity * rows)
+  local w = wick.randn(t.shape, like(t)) * (o.std or 0.01)
+  for c = 1, cols do
+    if zeros > 0 then w[{ wick.randperm(rows):narrow(1, 1, zeros), c }] = 0 end
+  end
+  return assign(t, w)
 end
 
 -- PyTorch's deprecated names without the trailing underscore: the same

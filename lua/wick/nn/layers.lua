@@ -170,31 +170,35 @@ function L.ConvTranspose2d:init(in_channels, out_channels, kernel_size, ...)
   self.weight = L.Parameter(uniform({ in_channels, out_channels / self.groups, k[1], k[2] }, bound, options(opts)))
   if opts.bias ~= false then self.bias = L.Parameter(uniform({ out_channels }, bound, options(opts))) end
 end
--- PyTorch's _output_padding: the output_padding that gives output_size ({h, w} or with the leading dims)
-function L.ConvTranspose2d:_output_padding(x, output_size)
+-- PyTorch's _output_padding: the output_padding that gives output_size (n
+-- spatial sizes, or with the leading dims), for a transposed convolution of n dims
+local function output_padding(self, x, output_size, n, fn)
+  local function list(v) return type(v) == "table" and v or { v } end
+  local stride, padding, dilation, k = list(self.stride), list(self.padding), list(self.dilation), list(self.kernel_size)
   if output_size == nil then return self.output_padding end
-  local fn = "ConvTranspose2d"
   check.table(output_size, fn, "output_size")
-  local lead = x:dim() == 4 and 2 or 1
-  local size = output_size
-  if #size == lead + 2 then size = { size[lead + 1], size[lead + 2] } end
-  if #size ~= 2 then
-    check.fail(fn, "for 2D input, output_size must have 2 or %d elements (got %d)", lead + 2, #output_size)
+  local lead = x:dim() == n + 2 and 2 or 1
+  local size = {}
+  for d = 1, n do size[d] = output_size[#output_size == lead + n and lead + d or d] end
+  if #output_size ~= n and #output_size ~= lead + n then
+    check.fail(fn, "for %dD input, output_size must have %d or %d elements (got %d)", n, n, lead + n, #output_size)
   end
-  local lo, hi, res = {}, {}, {}
-  for d = 1, 2 do
-    lo[d] = (x:size(lead + d) - 1) * self.stride[d] - 2 * self.padding[d] + self.dilation[d] * (self.kernel_size[d] - 1) + 1
-    hi[d] = lo[d] + self.stride[d] - 1
+  local lo, hi, res, input = {}, {}, {}, {}
+  for d = 1, n do
+    input[d] = x:size(lead + d)
+    lo[d] = (input[d] - 1) * stride[d] - 2 * padding[d] + dilation[d] * (k[d] - 1) + 1
+    hi[d] = lo[d] + stride[d] - 1
   end
-  for d = 1, 2 do
+  for d = 1, n do
     if size[d] < lo[d] or size[d] > hi[d] then
-      check.fail(fn, "requested an output size of [%d, %d], but valid sizes range from [%d, %d] to [%d, %d] (for an input of [%d, %d])",
-        size[1], size[2], lo[1], lo[2], hi[1], hi[2], x:size(lead + 1), x:size(lead + 2))
+      check.fail(fn, "requested an output size of [%s], but valid sizes range from [%s] to [%s] (for an input of [%s])",
+        table.concat(size, ", "), table.concat(lo, ", "), table.concat(hi, ", "), table.concat(input, ", "))
     end
     res[d] = size[d] - lo[d]
   end
-  return res
+  return n == 1 and res[1] or res
 end
+function L.ConvTranspose2d:_output_padding(x, output_size) return output_padding(self, x, output_size, 2, "ConvTranspose2d") end
 --- forward(x[, output_size]): output_size ({h, w}, or with the batch and channel dims) picks the output_padding
 function L.ConvTranspose2d:forward(x, output_size)
   check.tensor(x, "ConvTranspose2d", "input")
@@ -249,6 +253,94 @@ function L.Conv1d:_conv_forward(x, weight, bias)
 end
 L.Conv1d.extra_repr = conv_repr
 
+-- ---- the 3-D convolutions and ConvTranspose1d (their functions: wick.nn.volumetric) ----
+local triple = require("wick.nn.volumetric")._triple
+L.Conv3d = Module:extend("Conv3d", { "in_channels", "out_channels", "kernel_size" })
+-- nn.Conv3d(in, out, kernel_size[, stride[, padding[, dilation[, groups[, bias[, padding_mode]]]]]][, opts]), PyTorch's order
+function L.Conv3d:init(in_channels, out_channels, kernel_size, ...)
+  local fn = "Conv3d"
+  check.int(in_channels, fn, "in_channels", 1)
+  check.int(out_channels, fn, "out_channels", 1)
+  local opts = check.positional(fn, CONV_ORDER, CONV, ...)
+  self.padding_mode = check.one_of(opts.padding_mode or "zeros", fn, "padding_mode", PADDING_MODES)
+  local k = triple(kernel_size, fn, "kernel_size", 1)
+  self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, k
+  self.stride, self.dilation = triple(opts.stride or 1, fn, "stride", 1), triple(opts.dilation or 1, fn, "dilation", 1)
+  self.padding = type(opts.padding) == "string" and opts.padding or triple(opts.padding or 0, fn, "padding", 0)
+  self.groups = check.opt_int(opts.groups, fn, "groups", 1, 1)
+  if in_channels % self.groups ~= 0 or out_channels % self.groups ~= 0 then
+    check.fail(fn, "in_channels and out_channels must be divisible by groups")
+  end
+  local bound = fan_bound(in_channels / self.groups * k[1] * k[2] * k[3])
+  self.weight = L.Parameter(uniform({ out_channels, in_channels / self.groups, k[1], k[2], k[3] }, bound, options(opts)))
+  if opts.bias ~= false then self.bias = L.Parameter(uniform({ out_channels }, bound, options(opts))) end
+end
+function L.Conv3d:_conv_forward(x, weight, bias)
+  local padding = self.padding
+  if self.padding_mode ~= "zeros" then -- F.pad's order: the last dim first
+    local pads = {}
+    for i = 3, 1, -1 do
+      local before, after = 0, 0
+      if padding == "same" then
+        local total = self.dilation[i] * (self.kernel_size[i] - 1)
+        before, after = math.floor(total / 2), total - math.floor(total / 2)
+      elseif padding ~= "valid" then
+        before, after = padding[i], padding[i]
+      end
+      pads[#pads + 1], pads[#pads + 2] = before, after
+    end
+    x, padding = F.pad(x, pads, self.padding_mode), 0
+  end
+  return F.conv3d(x, weight, bias, { stride = self.stride, padding = padding, dilation = self.dilation, groups = self.groups })
+end
+function L.Conv3d:forward(x) return self:_conv_forward(x, self.weight, self.bias) end
+L.Conv3d.extra_repr = conv_repr
+
+-- nn.ConvTranspose3d(in, out, kernel_size[, stride[, padding[, output_padding[, groups[, bias[, dilation[,
+-- padding_mode]]]]]]][, opts]) and nn.ConvTranspose1d(...): ConvTranspose2d's arguments; weight [in, out / groups, k...]
+local function conv_transpose_class(name, n, fn)
+  local C = Module:extend(name, { "in_channels", "out_channels", "kernel_size" })
+  local function shape(v, what, lo)
+    if n == 3 then return triple(v, name, what, lo) end
+    if type(v) == "table" and #v == 1 and getmetatable(v) == nil then v = v[1] end -- PyTorch's (3,)
+    return check.int(v, name, what, lo)
+  end
+  function C:init(in_channels, out_channels, kernel_size, ...)
+    check.int(in_channels, name, "in_channels", 1)
+    check.int(out_channels, name, "out_channels", 1)
+    local opts = check.positional(name, CONV_T_ORDER, CONV_T, ...)
+    if opts.padding_mode ~= nil and opts.padding_mode ~= "zeros" then
+      check.fail(name, 'Only "zeros" padding mode is supported for %s', name)
+    end
+    local k = shape(kernel_size, "kernel_size", 1)
+    self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, k
+    self.stride, self.padding = shape(opts.stride or 1, "stride", 1), shape(opts.padding or 0, "padding", 0)
+    self.output_padding = shape(opts.output_padding or 0, "output_padding", 0)
+    self.dilation = shape(opts.dilation or 1, "dilation", 1)
+    self.groups = check.opt_int(opts.groups, name, "groups", 1, 1)
+    self.padding_mode = "zeros"
+    if in_channels % self.groups ~= 0 then check.fail(name, "in_channels must be divisible by groups") end
+    if out_channels % self.groups ~= 0 then check.fail(name, "out_channels must be divisible by groups") end
+    local ks = n == 3 and k or { k }
+    local volume = 1
+    for i = 1, n do volume = volume * ks[i] end
+    local bound = fan_bound(out_channels / self.groups * volume)
+    local wshape = { in_channels, out_channels / self.groups }
+    for i = 1, n do wshape[2 + i] = ks[i] end
+    self.weight = L.Parameter(uniform(wshape, bound, options(opts)))
+    if opts.bias ~= false then self.bias = L.Parameter(uniform({ out_channels }, bound, options(opts))) end
+  end
+  function C:forward(x, output_size)
+    check.tensor(x, name, "input")
+    return fn(x, self.weight, self.bias, { stride = self.stride, padding = self.padding,
+      output_padding = output_padding(self, x, output_size, n, name), groups = self.groups, dilation = self.dilation })
+  end
+  C.extra_repr = conv_repr
+  return C
+end
+L.ConvTranspose3d = conv_transpose_class("ConvTranspose3d", 3, function(...) return F.conv_transpose3d(...) end)
+L.ConvTranspose1d = conv_transpose_class("ConvTranspose1d", 1, function(...) return F.conv_transpose1d(...) end)
+
 -- ---- pooling ----
 L.MaxPool2d = Module:extend("MaxPool2d", { "kernel_size" })
 -- MaxPool2d(kernel_size[, stride[, padding[, dilation[, return_indices[, ceil_mode]]]]][, opts]),
@@ -259,9 +351,10 @@ local AVG_POOL = { stride = "integer|table", padding = "integer|table", ceil_mod
   count_include_pad = "boolean", divisor_override = "integer" }
 -- the arguments as PyTorch's fields (stride defaults to the kernel), as written
 local function pool_init(self, name, kernel_size, names, spec, defaults, ...)
-  int_pair(kernel_size, name, "kernel_size", 1)
+  local dims = name:sub(-2) == "3d" and 3 or 2
+  if dims == 3 then triple(kernel_size, name, "kernel_size", 1) else int_pair(kernel_size, name, "kernel_size", 1) end
   local opts = check.positional(name, names, spec, ...)
-  if opts.divisor_override ~= nil then check.fail(name, "divisor_override is not supported") end
+  if opts.divisor_override ~= nil and dims == 2 then check.fail(name, "divisor_override is not supported") end
   self.kernel_size, self.stride = kernel_size, opts.stride or kernel_size
   for _, k in ipairs(names) do
     if opts[k] ~= nil then self[k] = opts[k] elseif defaults[k] ~= nil then self[k] = defaults[k] end
@@ -289,6 +382,23 @@ function L.AvgPool2d:init(kernel_size, ...)
 end
 function L.AvgPool2d:forward(x) return F.avg_pool2d(x, self.kernel_size, fields(self, AVG_POOL_ORDER)) end
 L.AvgPool2d._repr = { "kernel_size", "stride", "padding" }
+
+--- nn.MaxPool3d and nn.AvgPool3d: MaxPool2d's and AvgPool2d's arguments (and
+--- AvgPool3d's divisor_override) with {d, h, w} kernels, over F.max_pool3d / F.avg_pool3d
+L.MaxPool3d = Module:extend("MaxPool3d", { "kernel_size" })
+function L.MaxPool3d:init(kernel_size, ...)
+  pool_init(self, "MaxPool3d", kernel_size, MAX_POOL_ORDER, MAX_POOL,
+    { padding = 0, dilation = 1, return_indices = false, ceil_mode = false }, ...)
+end
+function L.MaxPool3d:forward(x) return F.max_pool3d(x, self.kernel_size, fields(self, MAX_POOL_ORDER)) end
+L.MaxPool3d._repr = L.MaxPool2d._repr
+L.AvgPool3d = Module:extend("AvgPool3d", { "kernel_size" })
+function L.AvgPool3d:init(kernel_size, ...)
+  pool_init(self, "AvgPool3d", kernel_size, AVG_POOL_ORDER, AVG_POOL,
+    { padding = 0, ceil_mode = false, count_include_pad = true }, ...)
+end
+function L.AvgPool3d:forward(x) return F.avg_pool3d(x, self.kernel_size, fields(self, AVG_POOL_ORDER)) end
+L.AvgPool3d._repr = L.AvgPool2d._repr
 
 --- nn.AdaptiveAvgPool2d(output_size): averages over PyTorch's adaptive bins
 --- (row i covers floor(i H / oh) .. ceil((i + 1) H / oh)); nil in output_size keeps that size.
@@ -326,6 +436,32 @@ function L.AdaptiveMaxPool1d:init(n, ...)
 end
 function L.AdaptiveMaxPool1d:forward(x) return F.adaptive_max_pool1d(x, self.output_size, self.return_indices) end
 L.AdaptiveMaxPool1d._repr = { "output_size" }
+--- nn.AdaptiveAvgPool3d(output_size), nn.AdaptiveMaxPool3d(output_size[, return_indices = false]):
+--- {d, h, w} (nil keeps that size) or one number
+local function adaptive3d_class(name, fn, with_indices)
+  local C = Module:extend(name, { "output_size" })
+  function C:init(output_size, ...)
+    if type(output_size) ~= "number" then
+      check.table(output_size, name, "output_size")
+      for i = 1, 3 do
+        if output_size[i] ~= nil then check.int(output_size[i], name, "output_size", 1) end
+      end
+      output_size = { output_size[1], output_size[2], output_size[3] }
+    else
+      check.int(output_size, name, "output_size", 1)
+    end
+    self.output_size = output_size
+    if with_indices then
+      self.return_indices = check.positional(name, { "return_indices" }, { return_indices = "boolean" }, ...).return_indices
+        or false
+    end
+  end
+  function C:forward(x) return F[fn](x, self.output_size, self.return_indices) end
+  C._repr = { "output_size" }
+  return C
+end
+L.AdaptiveAvgPool3d = adaptive3d_class("AdaptiveAvgPool3d", "adaptive_avg_pool3d", false)
+L.AdaptiveMaxPool3d = adaptive3d_class("AdaptiveMaxPool3d", "adaptive_max_pool3d", true)
 
 --- nn.Upsample([size[, scale_factor[, mode = "nearest"[, align_corners[, recompute_scale_factor]]]]][, opts]):
 --- F.interpolate with the module's arguments; nn.UpsamplingNearest2d, nn.UpsamplingBilinear2d (align_corners).
@@ -443,6 +579,21 @@ local function norm_repr(self)
     py(self.momentum), py(self.affine), py(self.track_running_stats))
 end
 
+--- m:reset_running_stats() (running mean 0, variance 1, no batches seen) and
+--- m:reset_parameters() (also weight 1 and bias 0), as PyTorch's _NormBase
+local function reset_running_stats(self)
+  if not self.running_mean then return end
+  wick.no_grad(function()
+    self.running_mean:zero_()
+    self.running_var:fill_(1)
+    self.num_batches_tracked:zero_()
+  end)
+end
+local function reset_norm_parameters(self)
+  reset_running_stats(self)
+  if self.weight then wick.no_grad(function() self.weight:fill_(1); self.bias:fill_(0) end) end
+end
+
 local function batch_norm_class(name, dims)
   local C = Module:extend(name, { "num_features" })
   function C:init(...) norm_init(self, name, true, ...) end
@@ -452,17 +603,23 @@ local function batch_norm_class(name, dims)
       wick.error(("%s: expected %s input, got %d-D"):format(name, dims.text, x:dim()))
     end
     local training = self.training or not self.running_mean
+    local momentum = self.momentum
     if self.training and self.num_batches_tracked then
       wick.no_grad(function() self.num_batches_tracked:add_(1) end)
+      -- momentum nil: the cumulative average over the batches seen (PyTorch's)
+      if momentum == nil then momentum = 1 / self.num_batches_tracked:item() end
     end
     return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, training,
-      self.momentum, self.eps)
+      momentum or 0, self.eps)
   end
+  C._batch_norm = true -- (swa_utils.update_bn resets these, as PyTorch's _BatchNorm)
+  C.reset_running_stats, C.reset_parameters = reset_running_stats, reset_norm_parameters
   C.extra_repr = norm_repr
   return C
 end
 L.BatchNorm1d = batch_norm_class("BatchNorm1d", { 2, 3, text = "2-D or 3-D" })
 L.BatchNorm2d = batch_norm_class("BatchNorm2d", { 4, 4, text = "4-D" })
+L.BatchNorm3d = batch_norm_class("BatchNorm3d", { 5, 5, text = "5-D" })
 
 L.LayerNorm = Module:extend("LayerNorm", { "normalized_shape" })
 local LAYER_NORM = { eps = "number", elementwise_affine = "boolean", bias = "boolean", device = "device", dtype = "dtype" }
@@ -535,11 +692,13 @@ local function instance_norm_class(name, dims)
     if unbatched then y = y:squeeze(1) end
     return y
   end
+  C.reset_running_stats, C.reset_parameters = reset_running_stats, reset_norm_parameters
   C.extra_repr = norm_repr
   return C
 end
 L.InstanceNorm1d = instance_norm_class("InstanceNorm1d", 3)
 L.InstanceNorm2d = instance_norm_class("InstanceNorm2d", 4)
+L.InstanceNorm3d = instance_norm_class("InstanceNorm3d", 5)
 
 L.Embedding = Module:extend("Embedding", { "num_embeddings", "embedding_dim" })
 local EMBEDDING = { padding_idx = "integer", max_norm = "number", norm_type = "number", scale_grad_by_freq = "boolean",
@@ -768,9 +927,9 @@ function L.Unfold:init(kernel_size, ...)
 end
 function L.Unfold:forward(x) return F.unfold(x, self.kernel_size, fields(self, UNFOLD_ORDER)) end
 L.Unfold._repr = { "kernel_size", "dilation", "padding", "stride" }
---- nn.ZeroPad1d/2d(padding), nn.ConstantPad1d/2d(padding, value), nn.ReflectionPad1d/2d,
---- nn.ReplicationPad1d/2d, nn.CircularPad1d/2d: F.pad with a number (every side)
---- or PyTorch's tuple {left, right[, top, bottom]}
+--- nn.ZeroPad1d/2d/3d(padding), nn.ConstantPad1d/2d/3d(padding, value), nn.ReflectionPad1d/2d/3d,
+--- nn.ReplicationPad1d/2d/3d, nn.CircularPad1d/2d/3d: F.pad with a number (every side)
+--- or PyTorch's tuple {left, right[, top, bottom[, front, back]]}
 local function pad_class(name, sides, mode, with_value)
   local C = Module:extend(name, with_value and { "padding", "value" } or { "padding" })
   function C:init(padding, value)
@@ -792,7 +951,7 @@ local function pad_class(name, sides, mode, with_value)
   end
   L[name] = C
 end
-for sides, d in pairs({ [1] = "1d", [2] = "2d" }) do
+for sides, d in pairs({ [1] = "1d", [2] = "2d", [3] = "3d" }) do
   pad_class("ZeroPad" .. d, sides, "constant", false)
   pad_class("ConstantPad" .. d, sides, "constant", true)
   pad_class("ReflectionPad" .. d, sides, "reflect", false)
@@ -1403,5 +1562,123 @@ end
 for _, c in ipairs({ "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d" }) do
   if L[c] then L["Lazy" .. c] = lazy_class("Lazy" .. c, L[c], 0, norm_channels) end
 end
+
+-- ---- the losses with PyTorch's positional constructor arguments ----
+-- nn.Name(args in PyTorch's order[, opts]) or nn.Name(opts): the options F's function takes;
+-- forward(...) passes its `arity` arguments, then the options, to fn
+local function positional_loss_class(name, fn, arity, order, spec)
+  local C = Module:extend(name)
+  function C:init(...)
+    local opts = F._legacy_reduction(name, check.positional(name, order, spec, ...))
+    if opts.reduction ~= nil then check.one_of(opts.reduction, name, "reduction", { "mean", "sum", "none" }) end
+    local kept = {}
+    for k, v in pairs(opts) do if not wick.is_tensor(v) then kept[k] = v end end
+    rawset(self, "_opts", kept)
+    self.reduction = opts.reduction or "mean"
+    if opts.weight then self:register_buffer("weight", opts.weight) end
+  end
+  function C:forward(...)
+    local opts = {}
+    for k, v in pairs(rawget(self, "_opts")) do opts[k] = v end
+    opts.weight = self.weight
+    local args = { ... }
+    args[arity + 1] = opts
+    return fn(unpack(args, 1, arity + 1))
+  end
+  function C:extra_repr() return "" end
+  return C
+end
+local LEGACY = { size_average = "boolean", reduce = "boolean", reduction = "string" }
+local function with(extra)
+  local out = {}
+  for k, v in pairs(LEGACY) do out[k] = v end
+  for k, v in pairs(extra) do out[k] = v end
+  return out
+end
+--- nn.MultiMarginLoss([p = 1[, margin = 1[, weight]]][, opts]), nn.MultiLabelMarginLoss([opts]),
+--- nn.MultiLabelSoftMarginLoss([weight][, opts]), nn.HingeEmbeddingLoss([margin = 1][, opts]):
+--- m(input, target)
+L.MultiMarginLoss = positional_loss_class("MultiMarginLoss", F.multi_margin_loss, 2,
+  { "p", "margin", "weight", "size_average", "reduce", "reduction" }, with({ p = "integer", margin = "number", weight = "tensor" }))
+L.MultiLabelMarginLoss = positional_loss_class("MultiLabelMarginLoss", F.multilabel_margin_loss, 2,
+  { "size_average", "reduce", "reduction" }, with({}))
+L.MultiLabelSoftMarginLoss = positional_loss_class("MultiLabelSoftMarginLoss", F.multilabel_soft_margin_loss, 2,
+  { "weight", "size_average", "reduce", "reduction" }, with({ weight = "tensor" }))
+L.HingeEmbeddingLoss = positional_loss_class("HingeEmbeddingLoss", F.hinge_embedding_loss, 2,
+  { "margin", "size_average", "reduce", "reduction" }, with({ margin = "number" }))
+--- nn.PoissonNLLLoss([log_input = true[, full = false[, size_average[, eps = 1e-8[, reduce[, reduction]]]]]][, opts])
+L.PoissonNLLLoss = positional_loss_class("PoissonNLLLoss", F.poisson_nll_loss, 2,
+  { "log_input", "full", "size_average", "eps", "reduce", "reduction" },
+  with({ log_input = "boolean", full = "boolean", eps = "number" }))
+--- nn.GaussianNLLLoss([{full = false, eps = 1e-6, reduction = "mean"}]) (keywords only, as
+--- PyTorch's): m(input, target, var)
+L.GaussianNLLLoss = positional_loss_class("GaussianNLLLoss", F.gaussian_nll_loss, 3,
+  {}, { full = "boolean", eps = "number", reduction = "string" })
+--- nn.CTCLoss([blank = 1[, reduction = "mean"[, zero_infinity = false]]][, opts]):
+--- m(log_probs, targets, input_lengths, target_lengths); blank is 1-based (PyTorch's 0)
+L.CTCLoss = Module:extend("CTCLoss")
+function L.CTCLoss:init(...)
+  local o = check.positional("CTCLoss", { "blank", "reduction", "zero_infinity" },
+    { blank = "integer", reduction = "string", zero_infinity = "boolean" }, ...)
+  if o.reduction ~= nil then check.one_of(o.reduction, "CTCLoss", "reduction", { "mean", "sum", "none" }) end
+  if o.blank ~= nil and o.blank < 1 then check.fail("CTCLoss", "blank is a 1-based class index, got %d", o.blank) end
+  self.blank, self.reduction, self.zero_infinity = o.blank or 1, o.reduction or "mean", o.zero_infinity == true
+end
+function L.CTCLoss:forward(log_probs, targets, input_lengths, target_lengths)
+  return F.ctc_loss(log_probs, targets, input_lengths, target_lengths,
+    { blank = self.blank, reduction = self.reduction, zero_infinity = self.zero_infinity })
+end
+L.CTCLoss._repr = { "blank" }
+
+-- ---- randomized activation, alpha dropout ----
+--- nn.RReLU([lower = 1/8[, upper = 1/3[, inplace]]]): random slopes in training, (lower + upper) / 2 in eval
+L.RReLU = activation("RReLU", function(x, self)
+  return F.rrelu(x, self.lower, self.upper, self.training)
+end)
+function L.RReLU:init(...)
+  local o = check.positional("RReLU", { "lower", "upper", "inplace" },
+    { lower = "number", upper = "number", inplace = "boolean" }, ...)
+  self.lower, self.upper, self.inplace = o.lower or 1 / 8, o.upper or 1 / 3, o.inplace == true
+  if self.lower > self.upper then check.fail("RReLU", "lower must not exceed upper, got %s > %s", self.lower, self.upper) end
+end
+L.RReLU._repr = { "lower#", "upper#", "inplace?" }
+--- nn.AlphaDropout([p = 0.5[, inplace]]), nn.FeatureAlphaDropout: F's, in training mode
+L.AlphaDropout = dropout_class("AlphaDropout", F.alpha_dropout)
+L.FeatureAlphaDropout = dropout_class("FeatureAlphaDropout", F.feature_alpha_dropout)
+
+-- ---- unpooling, power-average pooling ----
+local UNPOOL = { stride = "integer|table", padding = "integer|table" }
+local function unpool_class(name, fn)
+  local C = Module:extend(name, { "kernel_size" })
+  function C:init(kernel_size, ...)
+    if kernel_size == nil then check.fail(name, "missing required argument 'kernel_size'") end
+    local o = check.positional(name, { "stride", "padding" }, UNPOOL, ...)
+    self.kernel_size, self.stride, self.padding = kernel_size, o.stride or kernel_size, o.padding or 0
+  end
+  --- m(input, indices[, output_size])
+  function C:forward(x, indices, output_size)
+    return fn(x, indices, self.kernel_size, self.stride, self.padding, output_size)
+  end
+  C._repr = { "kernel_size", "stride", "padding" }
+  return C
+end
+--- nn.MaxUnpool2d(kernel_size[, stride = kernel_size[, padding = 0]][, opts]), nn.MaxUnpool1d: F's
+L.MaxUnpool2d = unpool_class("MaxUnpool2d", F.max_unpool2d)
+L.MaxUnpool1d = unpool_class("MaxUnpool1d", F.max_unpool1d)
+local function lp_class(name, fn)
+  local C = Module:extend(name, { "norm_type", "kernel_size" })
+  function C:init(norm_type, kernel_size, ...)
+    check.number(norm_type, name, "norm_type")
+    if kernel_size == nil then check.fail(name, "missing required argument 'kernel_size'") end
+    local o = check.positional(name, { "stride", "ceil_mode" }, { stride = "integer|table", ceil_mode = "boolean" }, ...)
+    self.norm_type, self.kernel_size, self.stride, self.ceil_mode = norm_type, kernel_size, o.stride, o.ceil_mode == true
+  end
+  function C:forward(x) return fn(x, self.norm_type, self.kernel_size, self.stride, self.ceil_mode) end
+  C._repr = { "norm_type", "kernel_size", "stride", "ceil_mode" }
+  return C
+end
+--- nn.LPPool2d(norm_type, kernel_size[, stride = kernel_size[, ceil_mode = false]][, opts]), nn.LPPool1d
+L.LPPool2d = lp_class("LPPool2d", F.lp_pool2d)
+L.LPPool1d = lp_class("LPPool1d", F.lp_pool1d)
 
 return L
