@@ -766,6 +766,9 @@ WICK_API wick_status wick_function_record(wick_tensor *out, const char *name, in
 /* Moves up to `max` ids of custom nodes freed since the last call into ids[]
  * and returns how many: the host drops its state for them. Any thread. */
 WICK_API int wick_function_released(int64_t *ids, int max);
+/* The same for hook ids (wick_hook_id) whose tensor and node are freed: the
+ * host drops the hooks it keeps under them. Any thread. */
+WICK_API int wick_hooks_released(int64_t *ids, int max);
 /* A view of t that shares its data but is cut from the graph. */
 WICK_API wick_status wick_detach(wick_tensor **out, wick_tensor *t);
 /* t itself cut from the graph, in place (PyTorch's detach_): it becomes a leaf

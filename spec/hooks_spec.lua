@@ -286,3 +286,22 @@ describe("register_hook", function()
     assert_error_has(function() wick.tensor({ 1 }):register_hook(function() end) end, "doesn't require gradient")
   end)
 end)
+
+describe("hooks of tensors that are gone", function()
+  it("are dropped with them: a module's full backward hook in a loop does not keep each step's tensors", function()
+    local lin = wick.nn.Linear(256, 256)
+    lin:register_full_backward_hook(function() end)
+    local function live() return wick.memory_stats()["allocated_bytes.all.current"] end
+    local function steps(n)
+      for _ = 1, n do lin(wick.randn(64, 256, { requires_grad = true })):sum():backward() end
+      collectgarbage(); collectgarbage()
+      lin(wick.randn(64, 256, { requires_grad = true })):sum():backward() -- (drains what the collection freed)
+      collectgarbage(); collectgarbage()
+      return live()
+    end
+    local after_20 = steps(20)
+    local after_120 = steps(100)
+    -- each step's input and gradients are 64 KiB each: 100 more steps kept would be over 12 MiB
+    assert.is_true(after_120 - after_20 < 2 * 2 ^ 20, ("grew by %d bytes"):format(after_120 - after_20))
+  end)
+end)

@@ -1261,3 +1261,51 @@ describe("a method under one of wick's internal names", function()
     assert.are.equal(2, N():params())
   end)
 end)
+
+describe("load_state_dict of a partial PyTorch checkpoint", function()
+  it("renames PyTorch's 0-based indices when they fit better, also with strict = false", function()
+    local function model()
+      local m = nn.Module:extend("Net")
+      function m:init()
+        self.blocks = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2), nn.Linear(2, 2))
+        self.head = nn.Linear(2, 3)
+      end
+      function m:forward(x) return self.head(self.blocks(x)) end
+      return m()
+    end
+    local src, dst = model(), model()
+    local sd = nn.utils.to_pytorch_names(src:state_dict())
+    sd["head.weight"], sd["head.bias"] = nil, nil
+    local r = dst:load_state_dict(sd, { strict = false })
+    assert.are.same({ "head.weight", "head.bias" }, r.missing_keys)
+    assert.are.same({}, r.unexpected_keys)
+    for i = 1, 3 do assert.are.same(src.blocks[i].weight:totable(), dst.blocks[i].weight:totable()) end
+    -- wick's own names still load as they are
+    local own = src:state_dict()
+    own["head.weight"], own["head.bias"] = nil, nil
+    local other = model()
+    other:load_state_dict(own, { strict = false })
+    for i = 1, 3 do assert.are.same(src.blocks[i].bias:totable(), other.blocks[i].bias:totable()) end
+  end)
+end)
+
+describe("containers addressed by their children's names", function()
+  it("replace the child a name from named_children names, and take list[-1] = m", function()
+    local model = nn.Sequential(nn.Linear(2, 4), nn.ReLU(), nn.Linear(4, 1))
+    for name, child in model:named_children() do
+      if wick.isinstance(child, nn.ReLU) then model[name] = nn.GELU() end
+    end
+    assert.are.equal(3, #model)
+    assert.is_true(wick.isinstance(model[2], nn.GELU))
+    assert.is_true(rawequal(model[2], model["2"]))
+    model[-1] = nn.Linear(4, 7)
+    assert.are.equal(3, #model)
+    assert.are.equal(7, model[3].out_features)
+    -- add_module's integer names stay PyTorch's indices (a slice of VGG's features from 4 on)
+    local s = nn.Sequential()
+    for x = 4, 6 do s:add_module(tostring(x), nn.ReLU()) end
+    local names = {}
+    for k in s:named_children() do names[#names + 1] = k end
+    assert.are.same({ "5", "6", "7" }, names)
+  end)
+end)

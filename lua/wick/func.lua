@@ -353,6 +353,8 @@ local function value_and_grad(fn, f, o, ...)
     local out, aux = r[1], r[2]
     if o.has_aux then
       if r.n ~= 2 then check.fail(fn, "has_aux = true: the function must return two values (output, aux)") end
+    elseif r.n > 1 then
+      check.fail(fn, "the function returned %d values; it must return one tensor with one element (with has_aux = true: the output and aux)", r.n)
     end
     if not is_tensor(out) or out:numel() ~= 1 then
       check.fail(fn, "the function must return a tensor with one element (a scalar), got %s",
@@ -484,6 +486,8 @@ local function jac(fn)
       return wick.enable_grad(function()
         local r = pack(f(unpack(args, 1, args.n)))
         local tree = r[1]
+        -- several results without has_aux: PyTorch's tuple output, one Jacobian each
+        if not o.has_aux and r.n > 1 then tree = { unpack(r, 1, r.n) } end
         local outs = leaves(tree)
         if #outs == 0 then
           check.fail(fn, "the function must return a tensor or a tree of tensors, got %s", check.describe(tree))

@@ -1862,7 +1862,9 @@ return function(wick)
     end
     local v = values:unsqueeze(-1)
     local before = is_right and seq:le(v) or seq:lt(v)
-    return before:to("int64"):sum(-1) + 1
+    local at = before:to("int64"):sum(-1) + 1
+    if values:is_floating_point() then at = wick.where(values:ne(values), sorted:size(-1) + 1, at) end -- NaN goes last
+    return at
   end
   function ops.bucketize(values, boundaries, opts) return ops.searchsorted(boundaries, values, opts) end
   --- wick.block_diag(t1, t2, ...): the matrices on the diagonal of a block matrix
@@ -2015,7 +2017,10 @@ return function(wick)
   function Tensor.xlogy(t, u)
     check.tensor(t, "xlogy", "self")
     u = tensor_or_number(u, t)
-    return wick.where(t:eq(0):logical_and(u:eq(u)), t * 0, t * u:log())
+    -- (0 where t is 0 and u is not NaN; the log taken of 1 there, so that
+    -- t's gradient, log(u), is 0 and not -inf at u = 0, as PyTorch's)
+    local zero = t:eq(0):logical_and(u:eq(u))
+    return wick.where(zero, t * 0, t * wick.where(zero, 1, u):log())
   end
   function Tensor.rad2deg(t) return check.tensor(t, "rad2deg", "self") * (180 / math.pi) end
   function Tensor.deg2rad(t) return check.tensor(t, "deg2rad", "self") * (math.pi / 180) end

@@ -88,11 +88,45 @@ static void release_saved(wk_node *n) {
     }
 }
 
+/* ---- ids the host keeps state for ---- */
+
+void wk_id_queue_push(wk_id_queue *q, int64_t id) {
+    pthread_mutex_lock(&q->lock);
+    if (q->n == q->cap) {
+        size_t cap = q->cap ? q->cap * 2 : 64;
+        int64_t *p = realloc(q->ids, cap * sizeof *p);
+        if (p) q->ids = p, q->cap = cap;
+    }
+    if (q->n < q->cap) q->ids[q->n++] = id;
+    pthread_mutex_unlock(&q->lock);
+}
+
+int wk_id_queue_take(wk_id_queue *q, int64_t *ids, int max) {
+    pthread_mutex_lock(&q->lock);
+    int n = 0;
+    while (n < max && q->n > 0) ids[n++] = q->ids[--q->n];
+    pthread_mutex_unlock(&q->lock);
+    return n;
+}
+
+/* Hook ids whose tensor and node are gone: the host drops their hooks. The
+ * last holder queues it: a node with the id, or a tensor whose node does not
+ * have it (a leaf). */
+static wk_id_queue hooks_released = WK_ID_QUEUE_INIT;
+
+void wk_hook_forget(const wick_tensor *t) {
+    int64_t id = __atomic_load_n(&t->hook_id, __ATOMIC_RELAXED);
+    if (id && !(t->grad_fn && t->grad_fn->hook_id == id)) wk_id_queue_push(&hooks_released, id);
+}
+
+int wick_hooks_released(int64_t *ids, int max) { return wk_id_queue_take(&hooks_released, ids, max); }
+
 void wk_node_release(wk_node *n) {
     /* iterative, so a long chain of nodes cannot overflow the C stack */
     while (n && __atomic_sub_fetch(&n->refcount, 1, __ATOMIC_ACQ_REL) == 0) {
         wk_node *next = NULL;
         if (n->backward == wk_function_backward) wk_function_forget(n);
+        if (n->hook_id) wk_id_queue_push(&hooks_released, n->hook_id);
         release_saved(n);
         wick_tensor_release(n->grad);
         for (int i = 0; i < n->n_inputs; i++) {

@@ -5,6 +5,8 @@
 
 #include "internal.h"
 
+#include <pthread.h>
+
 typedef struct wk_node wk_node;
 
 /* Computes the gradients of a node's inputs from the gradient of its output.
@@ -134,5 +136,19 @@ wick_status wk_function_backward(wk_node *n, wick_tensor *grad, wick_tensor **gr
 extern _Thread_local wick_autograd_hook wk_backward_hook;
 extern _Thread_local void *wk_backward_hook_ud;
 void wk_function_forget(const wk_node *n);
+
+/* Ids the host keeps state for (custom nodes' closures, hooks), queued by the
+ * core when nothing uses them any more; the host takes them from any thread.
+ * Out of memory, an id is dropped: the host keeps its state until it exits. */
+typedef struct wk_id_queue {
+    pthread_mutex_t lock;
+    int64_t *ids;
+    size_t n, cap;
+} wk_id_queue;
+#define WK_ID_QUEUE_INIT {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0}
+void wk_id_queue_push(wk_id_queue *q, int64_t id);
+int wk_id_queue_take(wk_id_queue *q, int64_t *ids, int max);
+/* t is being freed: its hook id, if no node keeps it, is released. */
+void wk_hook_forget(const wick_tensor *t);
 
 #endif

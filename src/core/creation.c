@@ -185,13 +185,26 @@ wick_status wick_copy_(wick_tensor *dst, const wick_tensor *src) {
     if (dd.type == WICK_META) return WICK_OK;
     if (sd.type == WICK_META)
         return wick_fail(WICK_ERR_DEVICE, "copy_: cannot copy out of a meta tensor: it has no data");
+    /* a source laid over the destination's memory otherwise (x:copy_(x:t()))
+     * would be read after it was written: copied out first */
+    wick_tensor *own = NULL;
+    if (src->storage == dst->storage && !wk_same_layout(src, dst)) {
+        WK_NO_GRAD(st = wick_clone(&own, src));
+        if (st) return st;
+        src = own;
+    }
     /* a 0-dim CPU source goes by value in the kernel's arguments (wk_iter_init) */
     bool by_value = src->ndim == 0 && sd.type == WICK_CPU;
-    if (!wick_device_equal(dd, sd) && !by_value) return copy_across(dst, src, 0);
-    wk_iter it;
-    const wick_tensor *ops[2] = {dst, src};
-    wk_iter_init(&it, 2, ops);
-    return dst->storage->backend->copy(&it);
+    if (!wick_device_equal(dd, sd) && !by_value) {
+        st = copy_across(dst, src, 0);
+    } else {
+        wk_iter it;
+        const wick_tensor *ops[2] = {dst, src};
+        wk_iter_init(&it, 2, ops);
+        st = dst->storage->backend->copy(&it);
+    }
+    wick_tensor_release(own);
+    return st;
 }
 
 wick_status wick_fill_(wick_tensor *t, double value) {

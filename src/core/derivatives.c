@@ -23,6 +23,16 @@ static wick_status chain(wick_tensor **a, wick_binary_op op, const wick_tensor *
     return WICK_OK;
 }
 
+/* *d with its zeros made ones: a denominator whose numerator is 0 wherever
+ * it is (the gradient there is 0, not 0 / 0). */
+static wick_status nonzero_denominator(wick_tensor **d) {
+    wick_tensor *zero;
+    TRY(wick_binary_scalar(&zero, WICK_EQ, *d, (wick_scalar){0, 1}, 0));
+    wick_status st = chain(d, WICK_ADD, zero);
+    wick_tensor_release(zero);
+    return st;
+}
+
 static wick_status chain_scalar(wick_tensor **a, wick_binary_op op, double s) {
     wick_tensor *r;
     TRY(wick_binary_scalar(&r, op, *a, num(s), 0));
@@ -351,6 +361,7 @@ static wick_status binary_backward(wk_node *n, wick_tensor *g, wick_tensor **gra
         wick_status st = wick_binary(&s2, WICK_MUL, b, b);
         if (!st) st = chain(&d, WICK_ADD, s2);
         wick_tensor_release(s2);
+        if (!st) st = nonzero_denominator(&d); /* at (0, 0): 0, as PyTorch's */
         for (int side = 0; !st && side < 2; side++) {
             if (!(side ? need_b : need_a)) continue;
             wick_tensor *m;
@@ -524,7 +535,8 @@ static wick_status reduce_backward(wk_node *n, wick_tensor *g, wick_tensor **gra
         wick_tensor_release(e);
         if (n->op == WICK_STD) {
             TRY(expand_back(&e, y, n, dim, keepdim));
-            st = chain(&d, WICK_DIV, e);
+            st = nonzero_denominator(&e); /* a constant input (std 0): 0, as PyTorch's */
+            if (!st) st = chain(&d, WICK_DIV, e);
             wick_tensor_release(e);
             TRY(st);
         }

@@ -49,29 +49,11 @@ out:
 
 /* ---- ids whose node is gone (any thread frees nodes; the host drains them) ---- */
 
-static pthread_mutex_t released_lock = PTHREAD_MUTEX_INITIALIZER;
-static int64_t *released;
-static size_t n_released, cap_released;
+static wk_id_queue released = WK_ID_QUEUE_INIT;
 
-void wk_function_forget(const wk_node *n) {
-    pthread_mutex_lock(&released_lock);
-    if (n_released == cap_released) {
-        size_t cap = cap_released ? cap_released * 2 : 64;
-        int64_t *p = realloc(released, cap * sizeof *p);
-        if (p) released = p, cap_released = cap;
-    }
-    /* out of memory: the host keeps that id's state until it exits */
-    if (n_released < cap_released) released[n_released++] = n->sizes[0];
-    pthread_mutex_unlock(&released_lock);
-}
+void wk_function_forget(const wk_node *n) { wk_id_queue_push(&released, n->sizes[0]); }
 
-int wick_function_released(int64_t *ids, int max) {
-    pthread_mutex_lock(&released_lock);
-    int n = 0;
-    while (n < max && n_released > 0) ids[n++] = released[--n_released];
-    pthread_mutex_unlock(&released_lock);
-    return n;
-}
+int wick_function_released(int64_t *ids, int max) { return wk_id_queue_take(&released, ids, max); }
 
 /* ---- the node ---- */
 

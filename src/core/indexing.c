@@ -96,10 +96,13 @@ static wick_status scatter_common(const char *op, wick_tensor *a, int dim, const
     if (wk_is_meta(a)) return WICK_OK;
     wick_tensor *idx, *s;
     if ((st = index_as_int64(&idx, index))) return st;
-    if (!(st = wick_to(&s, (wick_tensor *)src, (wick_options){a->dtype, a->storage->device}))) {
+    wick_tensor *copy = NULL; /* a source over a's own memory: read before any write */
+    if (src->storage == a->storage) WK_NO_GRAD(st = wick_clone(&copy, src));
+    if (!st && !(st = wick_to(&s, copy ? copy : (wick_tensor *)src, (wick_options){a->dtype, a->storage->device}))) {
         st = add ? a->storage->backend->scatter_add(a, dim, idx, s) : a->storage->backend->scatter(a, dim, idx, s);
         wick_tensor_release(s);
     }
+    wick_tensor_release(copy);
     wick_tensor_release(idx);
     return st;
 }

@@ -84,6 +84,14 @@ struct wick_tensor {
  * for the core's in-place ops, so only paths around it call this. A load and
  * a store, not a locked add: two threads writing one tensor at once may lose
  * a count, but the version still moves away from every saved value. */
+/* The same elements in the same order: offset, sizes and strides equal. */
+static inline bool wk_same_layout(const struct wick_tensor *a, const struct wick_tensor *b) {
+    if (a->ndim != b->ndim || a->offset != b->offset) return false;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->sizes[i] != b->sizes[i] || (a->sizes[i] > 1 && a->strides[i] != b->strides[i])) return false;
+    return true;
+}
+
 static inline void wk_bump_version(const struct wick_tensor *t) {
     unsigned *v = &t->storage->version;
     __atomic_store_n(v, __atomic_load_n(v, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);

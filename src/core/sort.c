@@ -171,6 +171,8 @@ static wick_status rev_cumsum_of_product(wick_tensor **out, const wick_tensor *g
 static wick_status has_zero(const wick_tensor *t, bool *out) {
     wick_tensor *z = NULL, *any = NULL;
     double v = 0;
+    *out = false;
+    if (wick_tensor_numel(t) == 0) return WICK_OK;
     wick_status st = wick_binary_scalar(&z, WICK_EQ, t, (wick_scalar){0, 1}, 0);
     if (!st) st = wick_reduce(&any, NULL, WICK_MAX, z, -1, 0, 0);
     if (!st) st = wick_item_double(any, &v);

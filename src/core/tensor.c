@@ -402,6 +402,7 @@ void wick_tensor_release(wick_tensor *t) {
     if (!t || !drop_ref(&t->refcount)) return;
     wick_storage *s = t->storage, *home = t->header_block;
     if (t->detached_alias) __atomic_sub_fetch(&s->aliases, 1, __ATOMIC_RELEASE);
+    wk_hook_forget(t);
     wk_node_release(t->grad_fn);
     wick_tensor_release(t->grad);
     free_header(t);

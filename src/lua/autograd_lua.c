@@ -97,9 +97,28 @@ static void push_handle_mt(lua_State *L) {
     }
 }
 
+/* Drops the hooks of ids whose tensor and node the core has freed. */
+static void forget_released_hooks(lua_State *L) {
+    int64_t ids[64];
+    int n = wick_hooks_released(ids, 64);
+    if (!n) return;
+    const char *keys[3] = {&hooks_key, &grad_hooks_key, &tensors_key};
+    for (; n > 0; n = wick_hooks_released(ids, 64))
+        for (int k = 0; k < 3; k++) {
+            push_registry_table(L, keys[k], k == 2 ? "v" : NULL);
+            for (int i = 0; i < n; i++) {
+                lua_pushnumber(L, (lua_Number)ids[i]);
+                lua_pushnil(L);
+                lua_rawset(L, -3);
+            }
+            lua_pop(L, 1);
+        }
+}
+
 /* Adds fn to the hooks of kind `key` of the tensor at 1; pushes the handle. */
 static void add_hook(lua_State *L, wick_tensor *t, const char *key) {
     lua_settop(L, 2);
+    forget_released_hooks(L);
     lua_Number id = (lua_Number)wick_hook_id(t, 1);
     lua_createtable(L, 0, 3); /* 3: the handle */
     lua_pushvalue(L, 2);
@@ -396,6 +415,7 @@ static void run_engine(lua_State *L, wick_backward_args *a) {
     set_registry(L, &queue_key, top + 1);
     if (failed) raise_hook_error(L, "a queued callback");
     forget_released(L);
+    forget_released_hooks(L);
     lua_settop(L, top);
 }
 

@@ -127,8 +127,10 @@ function F.softplus(x, ...)
   local beta, threshold = o.beta or 1, o.threshold or 20
   if beta == 0 then check.fail("softplus", "beta must not be 0") end
   local z = x * beta
-  local soft = (z:clamp(-math.huge, threshold):exp() + 1):log() * (1 / beta)
-  return wick.where(z:gt(threshold), x, soft)
+  local above = z:gt(threshold)
+  -- (where, not a clamp: at z == threshold the gradient is sigmoid(z), as PyTorch's)
+  local soft = wick.where(above, 0, z):exp():log1p() * (1 / beta) -- (log1p: exact far below 0)
+  return wick.where(above, x, soft)
 end
 --- F.leaky_relu(x[, negative_slope = 0.01[, inplace]])
 function F.leaky_relu(x, ...)
@@ -145,7 +147,7 @@ function F.elu(x, ...)
   return activate(x, o, function(v)
     local positive = v:gt(0)
     local below = wick.where(positive, wick.zeros({}, { dtype = v.dtype, device = v.device }), v)
-    return wick.where(positive, v, (below:exp() - 1) * (o.alpha or 1))
+    return wick.where(positive, v, below:expm1() * (o.alpha or 1))
   end)
 end
 --- F.hardtanh(x[, min_val = -1[, max_val = 1[, inplace]]])
@@ -632,7 +634,7 @@ function F.prelu(x, weight)
   else
     weight = weight:reshape({})
   end
-  return x:relu() - (-x):relu() * weight
+  return wick.where(x:gt(0), x, x * weight) -- (at 0 the slope's gradient, as PyTorch's)
 end
 
 -- the options of the norms with statistics (batch_norm's and instance_norm's)
@@ -1198,8 +1200,22 @@ local HUBER = { reduction = "string", delta = "number" } -- newer than reduction
 local KL = with_legacy({ reduction = "string", log_target = "boolean" })
 
 --- Negative log likelihood of 1-based class targets.
+-- An unbatched input (C) against one class index (a 0-dim or 1-element
+-- target), as PyTorch takes it: the loss of the batch of one, shaped as the
+-- target with reduction "none". nil when not that case.
+local function unbatched_class(loss, input, target, opts)
+  if input:dim() ~= 1 or target:is_floating_point() or target:numel() ~= 1 or target:dim() > 1 then return nil end
+  local plain = {}
+  for k, v in pairs(opts) do plain[k] = v end
+  local r = loss(input:unsqueeze(1), target:reshape(1), plain)
+  if (opts.reduction or "mean") == "none" then r = r:view(target.shape) end
+  return r
+end
+
 function F.nll_loss(logp, target, opts)
   opts, logp, target = loss_args("nll_loss", logp, target, opts, NLL)
+  local one = unbatched_class(F.nll_loss, logp, target, opts)
+  if one then return one end
   if logp:dim() < 2 then wick.error(("nll_loss: expected input of at least 2 dims [N, C], got %d"):format(logp:dim())) end
   if target.dtype ~= "int64" and target.dtype ~= "int32" then
     wick.error(("nll_loss: expected class indices of dtype int64 (1-based), got %s"):format(target.dtype))
@@ -1235,6 +1251,8 @@ end
 function F.cross_entropy(logits, target, opts)
   opts, logits, target = loss_args("cross_entropy", logits, target, opts, CE)
   if logits:dim() == 0 then check.fail("cross_entropy", "expected an input of at least 1 dimension, got a 0-dim tensor") end
+  local one = unbatched_class(F.cross_entropy, logits, target, opts)
+  if one then return one end
   local dim = logits:dim() >= 2 and 2 or 1
   local smoothing = opts.label_smoothing or 0
   if target:is_floating_point() and target:dim() ~= logits:dim() then

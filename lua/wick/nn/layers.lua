@@ -1166,17 +1166,37 @@ end
 -- for an existing i replaces it in its place: a plain raw write.) __index:
 -- the class's methods, then list[-1] (the last), an entry by its name; index 0
 -- or past #list + 1 is an error (list[#list + 1] is nil: ipairs stops there).
+-- the position of the entry named key ("3", or its add_module name), or nil
+local function named_position(self, key)
+  local names = rawget(self, "_names")
+  for i = 1, rawlen(self) do
+    if ((names and names[i]) or tostring(i)) == key then return i end
+  end
+end
 local function array_container(C, name, check_item, named)
+  if named then -- add_module(name, m): an integer name is PyTorch's 0-based index (see above)
+    local function add_module(self, key, value)
+      check.string(key, name .. ":add_module", "name")
+      check.module(value, name .. ":add_module", "module")
+      add_named(self, name, key, value)
+    end
+    rawset(C, "add_module", add_module)
+    rawset(C, "register_module", add_module)
+  end
   C.__newindex = function(self, key, value)
     if type(key) == "number" then
       local n = rawlen(self)
+      if key < 0 and key >= -n and key == floor(key) then key = n + 1 + key end -- list[-1] = m: the last
       if key ~= floor(key) or key < 1 or key > n + 1 then
         check.fail(name, "index %s out of range (the list has %d entries; use append or insert)", tostring(key), n)
       end
       if value == nil then check.fail(name, "cannot assign nil to index %d (use pop)", key) end
       rawset(self, key, check_item(value, name))
     elseif named and type(key) == "string" and check.is_module(value) then
-      add_named(self, name, key, value)
+      -- an entry's own name (as named_children gives it) replaces that entry;
+      -- another is add_module's (an integer name: PyTorch's 0-based index)
+      local at = named_position(self, key)
+      if at then rawset(self, at, value) else add_named(self, name, key, value) end
     else
       track(self, key, value)
     end
@@ -1192,11 +1212,9 @@ local function array_container(C, name, check_item, named)
       check.fail(name, "index %s is out of range for %d entries (indices count from 1, and from -1 backwards)",
         tostring(key), n)
     end
-    local names = rawget(self, "_names")
-    if names and type(key) == "string" then
-      for i = 1, n do
-        if names[i] == key then return rawget(self, i) end
-      end
+    if type(key) == "string" then
+      local at = named_position(self, key)
+      if at then return rawget(self, at) end
     end
     if type(key) == "table" then -- m[{{a, b}}]: PyTorch's m[a-1:b], a new container of the same entries
       local r = key[1]

@@ -628,11 +628,21 @@ function Module._forget(self, name)
   rawset(self, name, nil)
 end
 
+local training_now = setmetatable({}, { __mode = "k" })
 function Module:train(mode)
   this(self, "train")
   if type(mode) == "table" and getmetatable(mode) == nil then mode = check.options(mode, "train", { mode = "boolean" }).mode end
   mode = check.opt_boolean(mode, "train", "mode", true)
-  for _, m in ipairs(self:modules()) do rawset(m, "training", mode) end
+  -- PyTorch's: this module's flag, then each child's own train(mode), so a
+  -- child class's override runs (loralib's merge on eval, a frozen norm)
+  if training_now[self] then return self end -- (a module reachable from itself)
+  training_now[self] = true
+  rawset(self, "training", mode)
+  local ok, err = pcall(function()
+    for _, c in self:named_children() do c:train(mode) end
+  end)
+  training_now[self] = nil
+  if not ok then error(err, 0) end
   return self
 end
 
@@ -713,17 +723,30 @@ IncompatibleKeys.__tostring = function(r)
 end
 
 -- A state dict with PyTorch's 0-based child indices ("0.weight", torch.save of
--- a Sequential) whose keys, renamed, are exactly the module's own: renamed.
--- Anything else is left as it is (and load_state_dict's checks speak).
-local function pytorch_named(sd, own, order)
-  local fits = true
-  for _, name in ipairs(order) do if sd[name] == nil then fits = false; break end end
-  if fits then return sd end
+-- a Sequential, "blocks.0.attn..." of a partial checkpoint loaded with strict
+-- = false): renamed when the renamed keys fit more of the module's tensors
+-- (name and shape) than the keys as they are, or as many with a 0 among the
+-- indices (which wick's names never have). Else left as it is (and
+-- load_state_dict's checks speak).
+local function fitting(sd, own)
+  local n = 0
+  for k, v in pairs(sd) do
+    local t = own[k]
+    if t ~= nil and wick.is_tensor(v) and tostring(v.shape) == tostring(t.shape) then n = n + 1 end
+  end
+  return n
+end
+local function pytorch_named(sd, own)
   local ok, renamed = pcall(require("wick.nn.utils").from_pytorch_names, sd)
   if not ok then return sd end
-  for _, name in ipairs(order) do if renamed[name] == nil then return sd end end
-  for k in pairs(renamed) do if own[k] == nil then return sd end end
-  return renamed
+  local as_is, as_renamed = fitting(sd, own), fitting(renamed, own)
+  if as_renamed > as_is then return renamed end
+  if as_renamed == as_is and as_renamed > 0 then
+    for k in pairs(sd) do
+      if ("." .. k .. "."):find("%.0%.") then return renamed end
+    end
+  end
+  return sd
 end
 
 --- load_state_dict(sd[, {strict = true}]): copies values into the existing tensors.
@@ -744,7 +767,7 @@ function Module:load_state_dict(sd, ...)
     order[#order + 1] = name
     if plain then implicit[name] = true else needed[#needed + 1] = name end
   end, nil, true, true)
-  sd = pytorch_named(sd, own, needed)
+  sd = pytorch_named(sd, own)
   local missing, unexpected, mismatched = {}, {}, {}
   for _, name in ipairs(order) do
     local v = sd[name]
