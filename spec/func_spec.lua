@@ -203,3 +203,17 @@ describe("func transforms nested with outer derivatives (torch.func's levels)", 
     assert.is_false(plain.requires_grad)
   end)
 end)
+
+describe("func.jacrev and func.jacfwd of several results", function()
+  it("give one Jacobian per result, as PyTorch's tuple output", function()
+    local x, y = wick.tensor({ 1, 2, 3 }, F64), wick.tensor({ 1, -1 }, F64)
+    local function f(a) return (a * a):sum() * y, a:sin() end
+    for _, jac in ipairs({ func.jacrev, func.jacfwd }) do
+      local J = jac(f)(x)
+      assert.are.same({ 2, 3 }, J[1]:size())
+      assert.are.same({ 3, 3 }, J[2]:size())
+      assert.is_true(near(J[2], wick.diag(x:cos()), 1e-12))
+    end
+    assert.has_error(function() func.grad(function(a) return a:sum(), a end)(x) end)
+  end)
+end)

@@ -1309,3 +1309,22 @@ describe("containers addressed by their children's names", function()
     assert.are.same({ "5", "6", "7" }, names)
   end)
 end)
+
+describe("train and eval through a child's own train()", function()
+  it("calls each child's train(mode), as PyTorch's (loralib merges on eval)", function()
+    local M = nn.Linear:extend("Merging")
+    function M:train(mode)
+      if mode == nil then mode = true end
+      nn.Linear.train(self, mode)
+      self.merged = not mode
+      return self
+    end
+    local s = nn.Sequential(M(2, 2), nn.ReLU())
+    s:eval()
+    assert.is_true(s[1].merged)
+    assert.is_false(s[2].training)
+    s:train()
+    assert.is_false(s[1].merged)
+    assert.is_true(s[2].training)
+  end)
+end)
