@@ -893,6 +893,14 @@ return function(wick)
   --- element); without dim t is flattened first
   function Tensor.repeat_interleave(t, repeats, dim)
     check.tensor(t, "repeat_interleave", "self")
+    -- one argument, the counts: each 1-based position i repeated t[i] times (PyTorch's
+    -- repeat_interleave(repeats), 0-based there: a batch vector from the graphs' sizes)
+    if repeats == nil and dim == nil then
+      if t:dim() ~= 1 or t:is_floating_point() then
+        check.fail("repeat_interleave", "repeats alone must be a 1-D integer tensor, got %s [%s]", t.dtype, table.concat(t:size(), ", "))
+      end
+      return Tensor.repeat_interleave(wick.arange(1, t:numel() + 1, { dtype = "int64", device = t.device }), t)
+    end
     -- PyTorch's keywords: repeat_interleave(t, {repeats =, dim =, output_size =})
     if type(repeats) == "table" and not is_tensor(repeats) and repeats[1] == nil and next(repeats) ~= nil
       and dim == nil then
@@ -1564,6 +1572,62 @@ return function(wick)
     return values
   end
 
+  --- t:quantile(q[, dim[, keepdim = false[, interpolation = "linear"]]]) (or an options
+  --- table) and t:nanquantile (NaN left out): q a number in [0, 1] or a 1-D tensor
+  --- of them (its values then lead the result's dims); without dim, over all
+  --- elements; interpolation "linear", "lower", "higher", "midpoint", "nearest"
+  local QUANTILE = { dim = "integer", keepdim = "boolean", interpolation = "string" }
+  local function quantile(fn, ignore_nan, t, q, ...)
+    check.tensor(t, fn, "self")
+    if not t:is_floating_point() then check.fail(fn, "quantile() input tensor must be either float or double dtype") end
+    local o = check.positional(fn, { "dim", "keepdim", "interpolation" }, QUANTILE, ...)
+    local how = check.one_of(o.interpolation or "linear", fn, "interpolation", { "linear", "lower", "higher", "midpoint", "nearest" })
+    local qs = is_tensor(q) and q:to(t.dtype) or wick.tensor(check.number(q, fn, "q"), { dtype = t.dtype, device = t.device })
+    if qs:dim() > 1 then check.fail(fn, "quantile() q must be a scalar or 1D tensor") end
+    if qs:numel() > 0 and (qs:min():item() < 0 or qs:max():item() > 1) then
+      check.fail(fn, "quantile() q values must be in the range [0, 1]")
+    end
+    local x, d = t, o.dim
+    if d == nil then x, d = t:reshape(-1), 1 else d = wrap_dim(t, d, fn) end
+    local n = x:size(d)
+    if n == 0 then check.fail(fn, "quantile() input tensor must be non-empty") end
+    local sorted = x:sort(d) -- NaN last
+    local moved = sorted:movedim(d, -1) -- [..., n]
+    local lead = moved:dim() - 1
+    local shape, ones = {}, {}
+    for i = 1, lead do shape[i] = moved:size(i); ones[i] = 1 end
+    ones[lead + 1] = -1
+    local count -- the values taken part: all, or those that are not NaN
+    if ignore_nan then count = moved:eq(moved):sum(-1):to(t.dtype)
+    else count = wick.full(shape, n, { dtype = t.dtype, device = t.device }) end
+    local pos = (count:unsqueeze(-1) - 1) * qs:reshape(ones) -- [..., q]: the fractional ranks
+    local lo, hi = pos:floor(), pos:ceil()
+    if how == "lower" then hi = lo elseif how == "higher" then lo = hi
+    elseif how == "nearest" then lo = pos:round(); hi = lo end
+    local function at(k) return moved:gather(-1, k:clamp_min(0):to("int64") + 1) end
+    local a, b = at(lo), at(hi)
+    local r
+    if how == "midpoint" then r = a + (b - a) * wick.where(hi:gt(lo), 0.5, 0)
+    else r = a + (b - a) * (pos - lo) end
+    if ignore_nan then r = wick.where(count:unsqueeze(-1):eq(0), 0 / 0, r)
+    else r = wick.where(moved:isnan():any(-1, true), 0 / 0, r) end
+    -- q's dim first, then the reduced shape (dim kept as 1 with keepdim)
+    r = r:movedim(-1, 1)
+    if o.keepdim then
+      if o.dim == nil then
+        local ones = {}
+        for i = 1, t:dim() do ones[i] = 1 end
+        r = r:reshape(qs:numel(), unpack(ones))
+      else
+        r = r:unsqueeze(d + 1)
+      end
+    end
+    if qs:dim() == 0 then r = r:squeeze(1) end
+    return r
+  end
+  function Tensor.quantile(t, q, ...) return quantile("quantile", false, t, q, ...) end
+  function Tensor.nanquantile(t, q, ...) return quantile("nanquantile", true, t, q, ...) end
+
   --- t:unique_consecutive([{return_inverse = false, return_counts = false}]):
   --- the first value of each run of equal neighbours (in order, not sorted),
   --- then the inverse (1-based run of each element) and the runs' lengths
@@ -2184,7 +2248,7 @@ return function(wick)
     "lerp", "addcmul", "addcdiv", "logical_not", "logical_and", "logical_or", "logical_xor", "count_nonzero",
     "hypot", "nan_to_num", "diff", "trace", "movedim", "moveaxis", "take", "index_add", "scatter_add", "median",
     "scatter", "scatter_reduce", "index_reduce",
-    "kthvalue", "unique", "unique_consecutive", "var_mean", "std_mean", "floor_divide", "fmax", "fmin", "nanmean", "baddbmm", "vdot", "rot90",
+    "kthvalue", "unique", "unique_consecutive", "quantile", "nanquantile", "var_mean", "std_mean", "floor_divide", "fmax", "fmin", "nanmean", "baddbmm", "vdot", "rot90",
     "square", "all", "any", "histc", "diagonal", "isclose", "ravel", "swapaxes", "swapdims", "logit", "xlogy",
     "rad2deg", "deg2rad", "exp2", "float_power", "true_divide", "addmv", "addr", "kron", "cross", "matrix_power" }) do
     local method = Tensor[name]

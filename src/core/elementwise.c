@@ -326,7 +326,7 @@ wick_status wick_binary_scalar_(wick_binary_op op, wick_tensor *a, wick_scalar s
 
 static wick_status clamp(wick_tensor **out, wick_tensor *inplace, const wick_tensor *a, double lo, double hi) {
     if (a->dtype == WICK_BOOL) return wick_fail(WICK_ERR_DTYPE, "clamp: not implemented for bool tensors");
-    if (lo > hi) return wick_fail(WICK_ERR_ARGUMENT, "clamp: min (%g) must not be greater than max (%g)", lo, hi);
+    if (lo > hi) lo = hi; /* PyTorch's min(max(x, lo), hi): every element is hi */
     if (wk_is_integral(a->dtype) && (isnan(lo) || isnan(hi)))
         return wick_fail(WICK_ERR_ARGUMENT, "clamp: a NaN bound cannot clamp a %s tensor", wick_dtype_name(a->dtype));
     wick_dtype compute = compute_dtype(a->dtype);

@@ -786,6 +786,15 @@ function L.EmbeddingBag:init(num_embeddings, embedding_dim, ...)
   end
 end
 function L.EmbeddingBag:forward(input, offsets, per_sample_weights)
+  -- PyTorch's keywords: m(input, offsets, {per_sample_weights = w}), m(input, {offsets =, per_sample_weights =})
+  local function options(v) return type(v) == "table" and getmetatable(v) == nil end
+  local BAG = { offsets = "tensor", per_sample_weights = "tensor" }
+  if options(offsets) and per_sample_weights == nil then
+    local o = check.options(offsets, "EmbeddingBag", BAG)
+    offsets, per_sample_weights = o.offsets, o.per_sample_weights
+  elseif options(per_sample_weights) then
+    per_sample_weights = check.options(per_sample_weights, "EmbeddingBag", { per_sample_weights = "tensor" }).per_sample_weights
+  end
   return F.embedding_bag(input, self.weight, { offsets = offsets, mode = self.mode, per_sample_weights = per_sample_weights,
     include_last_offset = self.include_last_offset, padding_idx = self.padding_idx })
 end

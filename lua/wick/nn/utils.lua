@@ -8,12 +8,16 @@ local utils = {}
 --- max_norm; returns the norm before clipping (a 0-dim tensor), like PyTorch.
 --- clip_grad_norm_(params, max_norm[, norm_type = 2[, error_if_nonfinite = false]][, opts]):
 --- PyTorch's arguments, positionally or in the options table (foreach accepted).
-local CLIP = { max_norm = "number", norm_type = "number", error_if_nonfinite = "boolean", foreach = "boolean" }
+local CLIP = { max_norm = "number", norm_type = "number|string", error_if_nonfinite = "boolean", foreach = "boolean" }
 function utils.clip_grad_norm_(params, ...)
   params = check.tensors(params, "clip_grad_norm_", "parameters")
   local opts = check.positional("clip_grad_norm_", { "max_norm", "norm_type", "error_if_nonfinite", "foreach" }, CLIP, ...)
   local max_norm = check.number(opts.max_norm, "clip_grad_norm_", "max_norm")
   local norm_type = opts.norm_type or 2
+  if type(norm_type) == "string" then -- PyTorch's float("inf") written "inf"
+    if norm_type ~= "inf" then check.fail("clip_grad_norm_", "norm_type must be a number or 'inf', got '%s'", norm_type) end
+    norm_type = math.huge
+  end
   if norm_type <= 0 then check.fail("clip_grad_norm_", "norm_type must be positive, got %s", norm_type) end
   local grads = {}
   for _, p in ipairs(params) do
@@ -154,5 +158,11 @@ function utils.from_pytorch_names(sd) return renamed(sd, 1, "from_pytorch_names"
 
 --- The reverse of from_pytorch_names: wick's 1-based child indices as PyTorch's 0-based ones.
 function utils.to_pytorch_names(sd) return renamed(sd, -1, "to_pytorch_names") end
+
+--- clip_grad_norm(...): PyTorch's deprecated name of clip_grad_norm_, with its warning (once per call site)
+function utils.clip_grad_norm(...)
+  require("wick.nn.common").warn("nn.utils.clip_grad_norm is now deprecated in favor of nn.utils.clip_grad_norm_.")
+  return utils.clip_grad_norm_(...)
+end
 
 return utils
