@@ -1176,3 +1176,21 @@ describe("quantile", function()
     assert_error_has(function() x:quantile(1.5) end, "range [0, 1]")
   end)
 end)
+
+describe("inverse hyperbolics, logaddexp, nansum", function()
+  it("match their definitions (tiny and huge arguments included) and have their derivatives", function()
+    local x = D({ -0.9, -1e-9, 0, 0.3, 0.99 })
+    local want = {}
+    for i, v in ipairs(x:totable()) do want[i] = 0.5 * math.log((1 + v) / (1 - v)) end
+    want[2] = -1e-9
+    assert_close(x:atanh(), want, 1e-14)
+    assert_close(D({ -1e-9, 0, 2, 1e10 }):asinh(), { -1e-9, 0, math.log(2 + math.sqrt(5)), math.log(2e10) }, 1e-14)
+    assert_close(D({ 1, 10 }):acosh(), { 0, math.log(10 + math.sqrt(99)) }, 1e-14)
+    gradcheck(function(t) return t:atanh() end, { D({ -0.5, 0, 0.7 }) })
+    gradcheck(function(t) return t:asinh() end, { D({ -3, 0, 0.5 }) })
+    gradcheck(function(t) return t:acosh() end, { D({ 1.5, 3 }) })
+    assert_close(D({ 1000, -1000 }):logaddexp(D({ 999, -1001 })), { 1000 + math.log(1 + math.exp(-1)), -1000 + math.log(1 + math.exp(-1)) }, 1e-14)
+    assert.are.equal(-math.huge, D({ -math.huge }):logaddexp(D({ -math.huge }))[1]:item())
+    assert_close(wick.nansum(D({ { 1, 0 / 0 }, { 2, 3 } }), 2), { 1, 5 }, 0)
+  end)
+end)

@@ -2088,6 +2088,50 @@ return function(wick)
   end
   function Tensor.rad2deg(t) return check.tensor(t, "rad2deg", "self") * (180 / math.pi) end
   function Tensor.deg2rad(t) return check.tensor(t, "deg2rad", "self") * (math.pi / 180) end
+  -- a float tensor of t (integers in the default float dtype), for the inverse hyperbolics
+  local function floating(t, fn)
+    check.tensor(t, fn, "self")
+    return t:is_floating_point() and t or t:to(wick.get_default_dtype())
+  end
+  --- t:atanh(), t:asinh(), t:acosh(): by log1p and sqrt (PyTorch's values and gradients)
+  function Tensor.atanh(t)
+    local x = floating(t, "atanh")
+    return ((x * 2) / (1 - x)):log1p() * 0.5
+  end
+  function Tensor.asinh(t) -- sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2))): exact near 0 and far out
+    local x = floating(t, "asinh")
+    local negative = x:lt(0)
+    local a = wick.where(negative, -x, x) -- |x| with the gradient 1 at 0 (abs's is 0 there)
+    local big = a:gt(2 ^ 28) -- (x^2 overflows: log(2|x|))
+    local small = wick.where(big, 0, a)
+    local r = (small + small * small / ((small * small + 1):sqrt() + 1)):log1p()
+    r = wick.where(big, (wick.where(big, a, 1) * 2):log(), r)
+    return wick.where(negative, -r, r)
+  end
+  function Tensor.acosh(t)
+    local x = floating(t, "acosh")
+    return (x + (x * x - 1):sqrt()):log()
+  end
+  --- t:logaddexp(u): log(e^t + e^u) without overflow; t:logaddexp2(u) in base 2
+  function Tensor.logaddexp(t, u)
+    check.tensor(t, "logaddexp", "self")
+    u = tensor_or_number(u, t)
+    local m = wick.maximum(t, u)
+    local finite = m:isfinite()
+    local diff = wick.where(finite, (t - u):abs(), 0)
+    return wick.where(finite, m + (-diff):exp():log1p(), m)
+  end
+  function Tensor.logaddexp2(t, u)
+    check.tensor(t, "logaddexp2", "self")
+    local ln2 = math.log(2)
+    return Tensor.logaddexp(t * ln2, tensor_or_number(u, t) * ln2) / ln2
+  end
+  --- t:nansum([dim[, keepdim]]): the sum with NaN counted as 0
+  function Tensor.nansum(t, ...)
+    check.tensor(t, "nansum", "self")
+    if not t:is_floating_point() then return t:sum(...) end
+    return wick.where(t:isnan(), 0, t):sum(...)
+  end
   function Tensor.exp2(t) -- 2^t = e^(t ln 2)
     check.tensor(t, "exp2", "self")
     return ((t:is_floating_point() and t or t:to(wick.get_default_dtype())) * math.log(2)):exp()
@@ -2249,7 +2293,7 @@ return function(wick)
     "hypot", "nan_to_num", "diff", "trace", "movedim", "moveaxis", "take", "index_add", "scatter_add", "median",
     "scatter", "scatter_reduce", "index_reduce",
     "kthvalue", "unique", "unique_consecutive", "quantile", "nanquantile", "var_mean", "std_mean", "floor_divide", "fmax", "fmin", "nanmean", "baddbmm", "vdot", "rot90",
-    "square", "all", "any", "histc", "diagonal", "isclose", "ravel", "swapaxes", "swapdims", "logit", "xlogy",
+    "square", "all", "any", "histc", "atanh", "asinh", "acosh", "logaddexp", "logaddexp2", "nansum", "diagonal", "isclose", "ravel", "swapaxes", "swapdims", "logit", "xlogy",
     "rad2deg", "deg2rad", "exp2", "float_power", "true_divide", "addmv", "addr", "kron", "cross", "matrix_power" }) do
     local method = Tensor[name]
     wick[name] = function(t, ...) return method(t, ...) end
