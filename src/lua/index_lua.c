@@ -520,6 +520,12 @@ WL_FUNCTION(t_index_put) {
     double s = 0;
     wick_tensor *v = write_value(L, 3, &s, fn);
     int accumulate = 0;
+    if (lua_istable(L, 4) && !wl_totensor(L, 4)) { /* PyTorch's keyword: {accumulate = true} */
+        static const char *const keys[] = {"accumulate", NULL};
+        wl_check_keys(L, 4, fn, keys);
+        lua_getfield(L, 4, "accumulate");
+        lua_replace(L, 4);
+    }
     if (!lua_isnoneornil(L, 4)) {
         if (lua_type(L, 4) != LUA_TBOOLEAN) wl_raise(L, "%s: expected a boolean for argument 'accumulate', got %s", fn, luaL_typename(L, 4));
         accumulate = lua_toboolean(L, 4);
