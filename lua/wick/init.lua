@@ -1007,6 +1007,13 @@ wick.cuda = {
   memory_reserved = function(i) return select(3, core.cuda_memory(ordinal(i, "memory_reserved"))) end,
   reset_peak_memory_stats = function(i) core.cuda_reset_peak_memory_stats(ordinal(i, "reset_peak_memory_stats")) end,
   empty_cache = function() core.cuda_empty_cache() end,
+  -- one generator serves every device (see wick.manual_seed): PyTorch's CUDA
+  -- seeding calls seed it, also on a machine without a GPU, as PyTorch's do
+  manual_seed = function(s) return wick.manual_seed(s) end,
+  manual_seed_all = function(s) return wick.manual_seed(s) end,
+  seed = function() return wick.seed() end,
+  seed_all = function() return wick.seed() end,
+  initial_seed = function() return wick.initial_seed() end,
 }
 -- torch.cuda.amp's names: the GradScaler and autocast of device "cuda"
 wick.cuda.amp = {

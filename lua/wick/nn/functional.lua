@@ -1016,7 +1016,22 @@ function F._embedding(fn, indices, weight)
   shape[#shape + 1] = weight:size(2)
   return flat:view(shape)
 end
-function F.embedding(indices, weight) return F._embedding("embedding", indices, weight) end
+--- F.embedding(input, weight[, padding_idx[, max_norm[, norm_type[, scale_grad_by_freq[, sparse]]]]][, opts]):
+--- padding_idx (1-based) gets no gradient, as PyTorch's; max_norm and the two flags are refused
+local EMBEDDING_F = { padding_idx = "integer", max_norm = "number", norm_type = "number", scale_grad_by_freq = "boolean",
+  sparse = "boolean" }
+function F.embedding(indices, weight, ...)
+  local o = check.positional("embedding", { "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse" },
+    EMBEDDING_F, ...)
+  if o.max_norm ~= nil then check.fail("embedding", "max_norm is not supported (renormalise the weight under wick.no_grad)") end
+  if o.scale_grad_by_freq or o.sparse then check.fail("embedding", "scale_grad_by_freq and sparse are not supported") end
+  local out = F._embedding("embedding", indices, weight)
+  if o.padding_idx == nil or not out.requires_grad then return out end
+  local p = o.padding_idx < 0 and weight:size(1) + 1 + o.padding_idx or o.padding_idx
+  if p < 1 or p > weight:size(1) then check.fail("embedding", "padding_idx must be within num_embeddings (1 to %d)", weight:size(1)) end
+  -- the padding rows' values without their gradient
+  return wick.where(indices:eq(p):unsqueeze(-1), out:detach(), out)
+end
 
 --- F.embedding_bag(input, weight[, offsets][, opts]) (PyTorch's positional order:
 --- offsets, max_norm, norm_type, scale_grad_by_freq, mode, sparse,

@@ -605,7 +605,8 @@ function Module:register_parameter(name, tensor)
   this(self, "register_parameter")
   check.string(name, "register_parameter", "name")
   check.opt_tensor(tensor, "register_parameter", "param")
-  if tensor ~= nil and not tensor.requires_grad then tensor:requires_grad_(true) end
+  -- (a frozen parameter, nn.Parameter(t, false), stays frozen)
+  if tensor ~= nil and not tensor.requires_grad and not tensor:_is_parameter() then tensor:requires_grad_(true) end
   self[name] = tensor
 end
 
@@ -680,7 +681,10 @@ function Module:to(...)
       device, dtype = a.device or device, a.dtype or dtype
       if a.non_blocking ~= nil then non_blocking = a.non_blocking end
     elseif type(a) == "string" or type(a) == "number" or getmetatable(a) == wick.Device then device = a
-    elseif a ~= nil then check.expected("Module:to", "device", "a device, a dtype or an options table", a) end
+    elseif wick.is_tensor(a) then -- PyTorch's module.to(tensor): its device, and its dtype when floating
+      device = a.device
+      if a:is_floating_point() then dtype = a.dtype end
+    elseif a ~= nil then check.expected("Module:to", "device", "a device, a dtype, a tensor or an options table", a) end
   end
   local code = device ~= nil and wick.device(device)._code or nil
   local list, n = {}, 0
