@@ -550,3 +550,22 @@ describe("copy_ and scatter_ from a view over the destination's own memory", fun
     assert.are.same(expect:totable(), y:totable())
   end)
 end)
+
+describe("in-place shape changes of a tensor with history", function()
+  it("take the view's history (DeepAR's train_batch[t].unsqueeze_(0))", function()
+    local mu = wick.randn(4, { requires_grad = true })
+    local tb = wick.zeros(3, 4, 2)
+    tb[{ 2, {}, 1 }] = mu * 2
+    local v = tb[2]
+    v:unsqueeze_(1)
+    assert.are.same({ 1, 4, 2 }, shape_of(v))
+    local s = (v * 3):sum()
+    s:backward()
+    assert.are.same({ 6, 6, 6, 6 }, mu.grad:totable())
+    local y = mu * 1
+    y:unsqueeze_(1)
+    y:t_()
+    assert.are.same({ 4, 1 }, shape_of(y))
+    assert_error_has(function() y:set_(wick.zeros(1, 4)) end, "autograd history")
+  end)
+end)

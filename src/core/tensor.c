@@ -445,7 +445,10 @@ static bool grad_fits(const wick_tensor *grad, const wick_tensor *t) {
 wick_status wick_tensor_set_(wick_tensor *dst, wick_tensor *src) {
     if (!dst || !src) return wick_fail(WICK_ERR_ARGUMENT, "set_: %s is NULL", dst ? "src" : "dst");
     if (dst == src) return WICK_OK;
-    if (dst->grad_fn)
+    /* a view of dst's own data with its history (t:unsqueeze_(1) is
+     * t:set_(t:unsqueeze(1))): dst becomes that view, graph and all */
+    bool own_view = dst->grad_fn && src->grad_fn && src->storage == dst->storage;
+    if (dst->grad_fn && !own_view)
         return wick_fail(WICK_ERR_ARGUMENT,
                          "set_: the tensor has autograd history (grad_fn %s): only a leaf can take other data "
                          "(detach() it first)",
@@ -464,6 +467,11 @@ wick_status wick_tensor_set_(wick_tensor *dst, wick_tensor *src) {
                          wick_device_format(src->storage->device, sd, sizeof sd));
     }
     take_data(dst, src);
+    if (own_view) {
+        __atomic_add_fetch(&src->grad_fn->refcount, 1, __ATOMIC_RELAXED);
+        wk_node_release(dst->grad_fn);
+        dst->grad_fn = src->grad_fn;
+    }
     return WICK_OK;
 }
 
