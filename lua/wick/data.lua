@@ -303,6 +303,7 @@ function data.random_split(dataset, lengths, opts)
   local fn = "random_split"
   local n = len_of(dataset, fn, "dataset")
   check.table(lengths, fn, "lengths")
+  if getmetatable(opts) == wick._Generator then opts = { generator = opts } end -- PyTorch's positional generator
   opts = check.options(opts, fn, { seed = "integer", generator = "any" })
   local sum, sizes = 0, {}
   for k = 1, #lengths do sum = sum + check.number(lengths[k], fn, "lengths[" .. k .. "]") end
