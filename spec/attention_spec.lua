@@ -498,3 +498,27 @@ describe("scaled_dot_product_attention on CUDA", function()
     end
   end)
 end)
+
+describe("F.multi_head_attention_forward", function()
+  it("is nn.MultiheadAttention's forward over weights given as arguments, by position or by name", function()
+    wick.manual_seed(4)
+    local mha = wick.nn.MultiheadAttention(8, 2, { dtype = "float64" })
+    mha:eval()
+    local x = wick.randn({ 5, 2, 8 }, { dtype = "float64" })
+    local want, ww = mha(x, x, x)
+    local F = wick.nn.functional
+    local out, w = F.multi_head_attention_forward(x, x, x, 8, 2, mha.in_proj_weight, mha.in_proj_bias, nil, nil, false,
+      0, mha.out_proj.weight, mha.out_proj.bias, { training = false })
+    assert.is_true((out - want):abs():max():item() < 1e-12)
+    assert.is_true((w - ww):abs():max():item() < 1e-12)
+    -- separate projections (CLIP's AttentionPool2d), all by name
+    local E = 8
+    local ipw = mha.in_proj_weight
+    local out2 = F.multi_head_attention_forward({ query = x, key = x, value = x, embed_dim_to_check = E, num_heads = 2,
+      q_proj_weight = ipw:narrow(1, 1, E), k_proj_weight = ipw:narrow(1, E + 1, E), v_proj_weight = ipw:narrow(1, 2 * E + 1, E),
+      in_proj_bias = mha.in_proj_bias, add_zero_attn = false, dropout_p = 0, out_proj_weight = mha.out_proj.weight,
+      out_proj_bias = mha.out_proj.bias, use_separate_proj_weight = true, training = false, need_weights = false })
+    assert.is_true((out2 - want):abs():max():item() < 1e-12)
+    assert.has_error(function() F.multi_head_attention_forward(x, x, x, 8, 2) end)
+  end)
+end)

@@ -258,6 +258,65 @@ function A.MultiheadAttention:forward(query, key, value, ...)
   return out, w
 end
 
+--- F.multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,
+--- in_proj_weight, in_proj_bias, bias_k, bias_v, add_zero_attn, dropout_p,
+--- out_proj_weight, out_proj_bias[, training = true[, key_padding_mask[, need_weights = true[,
+--- attn_mask[, use_separate_proj_weight = false[, q_proj_weight[, k_proj_weight[,
+--- v_proj_weight[, static_k[, static_v[, average_attn_weights = true[, is_causal = false]]]]]]]]]]]])
+--- (any of them by name in a trailing options table, as PyTorch's keywords):
+--- what MultiheadAttention runs, over weights given as arguments (CLIP's
+--- AttentionPool2d). Inputs [seq, batch, E] or unbatched [seq, E]; returns out, weights (nil
+--- when need_weights is false). static_k and static_v are refused.
+local MHA_F_ARGS = { "query", "key", "value", "embed_dim_to_check", "num_heads", "in_proj_weight?", "in_proj_bias?",
+  "bias_k?", "bias_v?", "add_zero_attn", "dropout_p", "out_proj_weight", "out_proj_bias?" }
+local MHA_F_ORDER = { "training", "key_padding_mask", "need_weights", "attn_mask", "use_separate_proj_weight",
+  "q_proj_weight", "k_proj_weight", "v_proj_weight", "static_k", "static_v", "average_attn_weights", "is_causal" }
+local MHA_F = { training = "boolean", key_padding_mask = "tensor", need_weights = "boolean", attn_mask = "tensor",
+  use_separate_proj_weight = "boolean", q_proj_weight = "tensor", k_proj_weight = "tensor", v_proj_weight = "tensor",
+  static_k = "tensor", static_v = "tensor", average_attn_weights = "boolean", is_causal = "boolean" }
+local function mha_forward(q, k, v, E, H, w_in, b_in, bias_k, bias_v, add_zero_attn, dropout_p, w_out, b_out, ...)
+  local fn = "multi_head_attention_forward"
+  local o = check.positional(fn, MHA_F_ORDER, MHA_F, ...)
+  for _, t in ipairs({ { q, "query" }, { k, "key" }, { v, "value" }, { w_out, "out_proj_weight" } }) do check.tensor(t[1], fn, t[2]) end
+  check.int(E, fn, "embed_dim_to_check", 1)
+  check.int(H, fn, "num_heads", 1)
+  check.number(dropout_p, fn, "dropout_p")
+  if o.static_k or o.static_v then check.fail(fn, "static_k and static_v are not supported") end
+  if E % H ~= 0 then check.fail(fn, "embed_dim %d not divisible by num_heads %d", E, H) end
+  local separate = o.use_separate_proj_weight == true
+  if separate then
+    if not (o.q_proj_weight and o.k_proj_weight and o.v_proj_weight) then
+      check.fail(fn, "use_separate_proj_weight is true but q_proj_weight, k_proj_weight or v_proj_weight is missing")
+    end
+  elseif w_in == nil then
+    check.fail(fn, "use_separate_proj_weight is false but in_proj_weight is missing")
+  end
+  local d = q:dim()
+  if d ~= 2 and d ~= 3 then check.fail(fn, "query should be unbatched 2D or batched 3D tensor but received %d-D query tensor", d) end
+  local kpm = o.key_padding_mask
+  if d == 2 then
+    q, k, v = each(q, k, v, function(t) return t:unsqueeze(2) end)
+    if kpm ~= nil then kpm = kpm:unsqueeze(1) end
+  end
+  -- the fields attend reads, from the arguments
+  local self = { embed_dim = E, num_heads = H, head_dim = E / H, kdim = k:size(3), vdim = v:size(3),
+    _qkv_same_embed_dim = not separate, in_proj_weight = w_in, in_proj_bias = b_in,
+    q_proj_weight = o.q_proj_weight, k_proj_weight = o.k_proj_weight, v_proj_weight = o.v_proj_weight,
+    bias_k = bias_k, bias_v = bias_v, add_zero_attn = add_zero_attn == true, training = o.training ~= false,
+    dropout = dropout_p, out_proj = { weight = w_out, bias = b_out } }
+  if not separate then self.kdim, self.vdim = E, E end
+  local out, w = attend(self, fn, q, k, v, kpm, o.need_weights ~= false, o.attn_mask, o.average_attn_weights,
+    o.is_causal == true)
+  if d == 2 then
+    out = out:squeeze(2)
+    if w then w = w:squeeze(1) end
+  end
+  return out, w
+end
+function F.multi_head_attention_forward(...)
+  return mha_forward(require("wick.nn.common").required("multi_head_attention_forward", MHA_F_ARGS, ...))
+end
+
 -- ---- the Transformer layers ----
 
 -- an activation by name ("relu", "gelu") or a function or module
