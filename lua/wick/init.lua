@@ -1355,6 +1355,10 @@ wick.newaxis = core.newaxis
 --- (detached, requires_grad kept), modules and plain tables copied with their
 --- classes, sharing kept (tied weights stay tied); functions and other
 --- objects shared.
+-- fn(original, copy, memo) for every module wick.deepcopy copies: the
+-- per-module registries of wick.nn (pruning, weight and spectral norm) carry
+-- their records over to the copy (nn/common.lua's hook_registry)
+wick._deepcopy_copiers = {}
 local function deep_copy(v, memo)
   if wick.is_tensor(v) then
     if memo[v] == nil then
@@ -1370,6 +1374,9 @@ local function deep_copy(v, memo)
     memo[v] = c
     for key, item in pairs(v) do rawset(c, deep_copy(key, memo), deep_copy(item, memo)) end
     setmetatable(c, getmetatable(v))
+    if check.is_module(v) then
+      for _, f in ipairs(wick._deepcopy_copiers) do f(v, c, memo) end
+    end
   end
   return memo[v]
 end

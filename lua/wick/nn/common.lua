@@ -117,4 +117,42 @@ function common.warn(msg)
   wick._warn(key)
 end
 
+--- common.hook_registry(): per-module records of a parameterisation kept by
+--- a forward pre-hook (pruning, weight_norm, spectral_norm): registry[module]
+--- = {name = {compute =, entry =, ...}}, weak in the modules. wick.deepcopy
+--- carries a module's records to its copy, each `entry` (the hook's entry in
+--- the module's list) as the copy's own.
+function common.hook_registry()
+  local by_module = setmetatable({}, { __mode = "k" })
+  table.insert(wick._deepcopy_copiers, function(original, copy, memo)
+    local records = by_module[original]
+    if not records then return end
+    local out = {}
+    for name, r in pairs(records) do
+      local c = {}
+      for k, x in pairs(r) do c[k] = x end
+      c.entry = memo[r.entry] or r.entry
+      out[name] = c
+    end
+    by_module[copy] = out
+  end)
+  return by_module
+end
+
+--- common.pre_hook(module, fn): fn registered as a forward pre-hook; its entry
+--- (what common.remove_pre_hook takes)
+function common.pre_hook(module, fn)
+  module:register_forward_pre_hook(fn)
+  local list = rawget(module, "_forward_pre_hooks")
+  return list[#list]
+end
+function common.remove_pre_hook(module, entry)
+  local list = rawget(module, "_forward_pre_hooks")
+  if not list then return end
+  for i, e in ipairs(list) do
+    if e == entry then table.remove(list, i); break end
+  end
+  if #list == 0 then rawset(module, "_forward_pre_hooks", nil) end
+end
+
 return common

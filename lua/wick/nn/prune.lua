@@ -8,6 +8,7 @@
 local wick = require("wick")
 local check = require("wick.argcheck")
 local Module = require("wick.nn.module")
+local common = require("wick.nn.common")
 local layers = require("wick.nn.layers")
 
 local P = {}
@@ -132,7 +133,7 @@ end
 
 -- ---- applying a method to module.name ----
 
-local HOOKS = setmetatable({}, { __mode = "k" })
+local HOOKS = common.hook_registry()
 
 local function apply(fn, module, name, m, importance_scores)
   check.module(module, fn, "module")
@@ -159,8 +160,7 @@ local function apply(fn, module, name, m, importance_scores)
     module[name .. "_orig"] = orig
     module:register_buffer(name .. "_mask", new_mask)
     local function compute(mod) return mod[name .. "_orig"] * mod[name .. "_mask"] end
-    hooks[name] = { compute = compute,
-      handle = module:register_forward_pre_hook(function(mod) rawset(mod, name, compute(mod)) end) }
+    hooks[name] = { compute = compute, entry = common.pre_hook(module, function(mod) rawset(mod, name, compute(mod)) end) }
   else
     module[name .. "_mask"] = new_mask
   end
@@ -259,7 +259,7 @@ function P.remove(module, name)
       getmetatable(module).__name)
   end
   local w = wick.no_grad(function() return h.compute(module):clone() end)
-  h.handle.remove()
+  common.remove_pre_hook(module, h.entry)
   HOOKS[module][name] = nil
   Module._forget(module, name .. "_orig")
   Module._forget(module, name .. "_mask")

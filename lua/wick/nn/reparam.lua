@@ -9,6 +9,7 @@
 local wick = require("wick")
 local check = require("wick.argcheck")
 local Module = require("wick.nn.module")
+local common = require("wick.nn.common")
 local layers = require("wick.nn.layers")
 local F = require("wick.nn.functional")
 local parametrize = require("wick.nn.parametrize")
@@ -55,7 +56,7 @@ local function default_dim(module)
 end
 
 -- the hooks the pre-hook forms keep, per module and name (for remove_)
-local HOOKS = setmetatable({}, { __mode = "k" })
+local HOOKS = common.hook_registry()
 local function hooks_of(module)
   HOOKS[module] = HOOKS[module] or {}
   return HOOKS[module]
@@ -78,7 +79,7 @@ function U.weight_norm(module, ...)
   local function compute(m) return weight_norm_of(m[name .. "_v"], m[name .. "_g"], dim) end
   rawset(module, name, compute(module))
   hooks[name] = { kind = "weight_norm", compute = compute,
-    handle = module:register_forward_pre_hook(function(m) rawset(m, name, compute(m)) end) }
+    entry = common.pre_hook(module, function(m) rawset(m, name, compute(m)) end) }
   return module
 end
 
@@ -90,7 +91,7 @@ local function remove_hook(fn, kind, module, name, parts)
     check.fail(fn, "%s of '%s' not found in %s", kind, name, getmetatable(module).__name)
   end
   local w = wick.no_grad(function() return h.compute(module, false):clone() end)
-  h.handle.remove()
+  common.remove_pre_hook(module, h.entry)
   hooks_of(module)[name] = nil
   for _, k in ipairs(parts) do Module._forget(module, name .. k) end
   rawset(module, name, nil)
@@ -160,7 +161,7 @@ function U.spectral_norm(module, ...)
     return weight / uu:dot(wm:mv(vv))
   end
   hooks[name] = { kind = "spectral_norm", compute = compute,
-    handle = module:register_forward_pre_hook(function(m) rawset(m, name, compute(m, m.training)) end) }
+    entry = common.pre_hook(module, function(m) rawset(m, name, compute(m, m.training)) end) }
   return module
 end
 
