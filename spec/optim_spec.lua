@@ -916,3 +916,38 @@ describe("optimizers by keyword", function()
     assert_error_has(function() optim.SGD({ lr = 0.1, params = {} }) end, "empty parameter list")
   end)
 end)
+
+describe("an optimizer of one's own (Optimizer:extend)", function()
+  it("runs its step over the groups with state per parameter, and checks that init calls the base", function()
+    local Sign = optim.Optimizer:extend("SignSGD")
+    function Sign:init(params, lr, opts)
+      Sign.super.init(self, params, { lr = lr, skip = (opts or {}).skip })
+    end
+    function Sign:step()
+      wick.no_grad(function()
+        for _, g in ipairs(self.param_groups) do
+          for _, p in ipairs(g.params) do
+            if p.grad and not (g.skip and g.skip(p)) then
+              self.state[p] = self.state[p] or { n = 0 }
+              self.state[p].n = self.state[p].n + 1
+              p:add_(p.grad:sign() * -g.lr)
+            end
+          end
+        end
+      end)
+    end
+    local w = nn.Parameter(wick.tensor({ 1, -1 }))
+    local b = nn.Parameter(wick.tensor({ 0 }))
+    local opt = Sign({ w, b }, 0.5, { skip = function(p) return p:dim() == 1 and p:numel() == 1 end })
+    w.grad, b.grad = wick.tensor({ 2, -3 }), wick.tensor({ 1 })
+    opt:step()
+    assert.are.same({ 0.5, -0.5 }, w:totable())
+    assert.are.same({ 0 }, b:totable())
+    assert.are.equal(1, opt.state[w].n)
+    opt:zero_grad()
+    assert.is_nil(w.grad)
+    local Bad = optim.Optimizer:extend("Bad")
+    function Bad:init() end
+    assert_error_has(function() Bad() end, "must call Bad.super.init")
+  end)
+end)

@@ -33,7 +33,9 @@ end
 local IMPLEMENTATION = { foreach = "boolean", fused = "boolean", capturable = "boolean", differentiable = "boolean" }
 
 -- The kind of each option (argcheck.options), from its default's type.
+-- (An optimizer of one's own, Optimizer:extend, has its options unchecked.)
 local function option_kinds(cls)
+  if rawget(cls, "super") ~= nil then return {} end
   local kinds = rawget(cls, "_option_kinds")
   if not kinds then
     kinds = {}
@@ -111,7 +113,8 @@ local function make_group(self, g, gi)
     end
     local _ = v
   end
-  if group.lr == "required" or type(group.lr) ~= "number" then check.fail(name, "lr is required (a number)") end
+  local own = rawget(getmetatable(self), "super") ~= nil
+  if group.lr == "required" or (not own and type(group.lr) ~= "number") then check.fail(name, "lr is required (a number)") end
   check_group(name, group, option_kinds(getmetatable(self)))
   if group.nesterov and (group.momentum <= 0 or group.dampening ~= 0) then
     check.fail(name, "Nesterov momentum requires a momentum and zero dampening")
@@ -167,6 +170,49 @@ function Optimizer.new(cls, params, ...)
   local list = wick.is_tensor(params[1]) and { { params = params } } or params
   for gi, g in ipairs(list) do self:add_param_group(g, gi) end
   return self
+end
+
+--- optim.Optimizer:extend("Name"): the base of an optimizer of one's own, as a
+--- subclass of PyTorch's torch.optim.Optimizer (LARS, LAMB, Lion): Name's
+--- init(self, params, ...) calls Name.super.init(self, params, defaults), and
+--- Name's step(self[, closure]) updates self.param_groups[i].params (under
+--- wick.no_grad), keeping per-parameter state in self.state[p]; zero_grad,
+--- add_param_group, state_dict and load_state_dict are the optimizers'. Group
+--- options are the defaults' and the groups' own, of any kind (functions too).
+function Optimizer:extend(name)
+  if type(self) ~= "table" or (self ~= Optimizer and rawget(self, "super") == nil) then
+    check.expected("Optimizer.extend", "self", "an Optimizer class", self)
+  end
+  check.string(name, "Optimizer.extend", "name")
+  local C = setmetatable({ super = self, __name = name }, {
+    __index = self,
+    __call = function(cls, ...)
+      local obj = setmetatable({ state = {} }, cls)
+      obj:init(...)
+      if rawget(obj, "param_groups") == nil then
+        check.fail(name, "init must call %s.super.init(self, params, defaults) (Optimizer's init)", name)
+      end
+      return obj
+    end,
+  })
+  C.__index = C
+  return C
+end
+
+--- Optimizer.init(self, params, defaults): PyTorch's Optimizer.__init__ (for Optimizer:extend)
+function Optimizer:init(params, defaults)
+  local name = (getmetatable(self) or Optimizer).__name or "Optimizer"
+  check.table(defaults, name, "defaults")
+  params = parameter_list(params)
+  if type(params) ~= "table" or getmetatable(params) ~= nil then
+    check.expected(name, "params", "an array of parameters (model:parameters()) or of parameter groups", params)
+  end
+  if #params == 0 then check.fail(name, "optimizer got an empty parameter list") end
+  self.defaults = {}
+  for k, v in pairs(defaults) do self.defaults[k] = v end
+  self.param_groups, self.state = {}, rawget(self, "state") or {}
+  local list = wick.is_tensor(params[1]) and { { params = params } } or params
+  for gi, g in ipairs(list) do self:add_param_group(g, gi) end
 end
 
 --- add_param_group({params = {...}, lr = ...}): a new group, its missing
