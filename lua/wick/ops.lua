@@ -1521,6 +1521,7 @@ return function(wick)
     end
     local d = wrap_dim(t, dim, "median")
     local n = t:dim() > 0 and t:size(d) or 1
+    if n == 0 then check.fail("median", "median(): Expected reduction dim %d to have non-zero size.", d) end
     return Tensor.kthvalue(t, floor((n - 1) / 2) + 1, d, keepdim)
   end
   --- t:kthvalue(k[, dim = -1[, keepdim]]) (or k, {dim =, keepdim =}): the k-th smallest

@@ -152,6 +152,9 @@ local function recurrent_class(name)
 
   function C:forward(x, hx, opts)
     local lengths
+    if wick.is_tensor(hx) and wick.is_tensor(opts) then -- lstm(x, h0, c0): PyTorch's is lstm(x, (h0, c0))
+      check.fail(name, "the state goes in one argument: %s(x, {h0, c0}), not %s(x, h0, c0)", name, name)
+    end
     hx, lengths = forward_args(name, hx, opts)
     -- a PackedSequence: its padded batch [T, B, *] and lengths (batch_first
     -- does not apply); the output is packed the same way
