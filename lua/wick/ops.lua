@@ -2012,13 +2012,20 @@ return function(wick)
     local shape = x:size()
     shape[#shape] = nil
     shape[#shape] = n * m
-    local flat = x:reshape(shape)
     if rows == 0 then
       shape[#shape] = 0
       return wick.empty(shape, { dtype = t.dtype, device = t.device })
     end
+    local first = (first_row - 1) * m + first_col
+    if m <= 1 or x:stride(-2) == m * x:stride(-1) then
+      -- the last two dims merge into one: the diagonal is a strided slice of it, a view (writes reach t)
+      local key = {}
+      for i = 1, #shape - 1 do key[i] = {} end
+      key[#shape] = { first, first + (rows - 1) * (m + 1), m + 1 }
+      return x:view(shape)[key]
+    end
     local r = wick.arange(0, rows, { dtype = "int64", device = t.device })
-    return flat:index_select(-1, (r + first_row - 1) * m + r + first_col)
+    return x:reshape(shape):index_select(-1, r * (m + 1) + first)
   end
 
   --- t:isclose(u[, rtol = 1e-5[, atol = 1e-8[, equal_nan = false]]]): elementwise
