@@ -235,7 +235,19 @@ function M.grad(...)
   local create = a.create_graph == true
   local retain = a.retain_graph
   if retain == nil then retain = create end
-  local grads = core.autograd_run(outputs, go, inputs, retain, create, true)
+  -- an input listed twice gets the same gradient each time, as PyTorch's
+  local unique, where, at = {}, {}, {}
+  for k = 1, #inputs do
+    local t = inputs[k]
+    if where[t] == nil then unique[#unique + 1] = t; where[t] = #unique end
+    at[k] = where[t]
+  end
+  local grads = core.autograd_run(outputs, go, unique, retain, create, true)
+  if #unique ~= #inputs then
+    local spread = { n = #inputs }
+    for k = 1, #inputs do spread[k] = grads[at[k]] end
+    grads = spread
+  end
   for k = 1, grads.n do
     if grads[k] == nil then
       if a.materialize_grads then
