@@ -313,3 +313,15 @@ describe("grad_outputs with a leading nil", function()
     assert.are.same({ 5, 5 }, g[1]:totable())
   end)
 end)
+
+describe("double backward through cumsum", function()
+  it("differentiates the reverse scan again (gradgradcheck)", function()
+    local x = wick.randn({ 2, 5 }, { dtype = "float64" }):requires_grad_(true)
+    assert.is_true(wick.autograd.gradgradcheck(function(t) return t:cumsum(2):pow(2) end, { x }))
+    local y = wick.arange(1, 6, { dtype = "float64" }):requires_grad_(true)
+    local g = wick.autograd.grad(y:cumsum(1):pow(2):sum(), { y }, nil, { create_graph = true })[1]
+    g:sum():backward()
+    -- d/dy_j sum_i sum_{k >= i} 2 S_k with S = cumsum(y): sum_k 2 k [j <= k] ... PyTorch's [30, 28, 24, 18, 10] for y = 1..5
+    assert.are.same({ 30, 28, 24, 18, 10 }, y.grad:totable())
+  end)
+end)

@@ -154,8 +154,19 @@ fail:
     return st;
 }
 
+/* The sum from the end: a reverse scan; under create_graph the same written
+ * with recorded ops, sum(g) - cumsum(g) + g, so it differentiates again. */
 static wick_status cumsum_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
-    return scan_forward(&grads[0], g, n->ints[0], -1, 0, 1);
+    if (!wk_grad_mode) return scan_forward(&grads[0], g, n->ints[0], -1, 0, 1);
+    wick_tensor *total = NULL, *run = NULL, *d = NULL;
+    wick_status st = wick_reduce(&total, NULL, WICK_SUM, g, n->ints[0], 1, 0);
+    if (!st) st = wick_cumsum(&run, g, n->ints[0], -1);
+    if (!st) st = wick_binary(&d, WICK_SUB, total, run);
+    if (!st) st = wick_binary(&grads[0], WICK_ADD, d, g);
+    wick_tensor_release(total);
+    wick_tensor_release(run);
+    wick_tensor_release(d);
+    return st;
 }
 
 /* The reverse cumsum of g * y along dim. */
@@ -234,6 +245,7 @@ static wick_status recorded_scan(wick_tensor **out, const wick_tensor *a, int di
                    &a, &node);
     if (!st) {
         node->ints[0] = dim;
+        node->twice = !prod; /* cumsum_backward records under create_graph */
         if (prod && !(st = wk_save(node, 0, a, r))) st = wk_save(node, 1, r, r);
     }
     return wk_publish(out, r, st);
