@@ -8,7 +8,7 @@ local check = require("wick.argcheck")
 local optim = {}
 local unpack = table.unpack or unpack
 
-local Optimizer = {}
+local Optimizer = { __name = "Optimizer" }
 Optimizer.__index = Optimizer
 optim.Optimizer = Optimizer
 
@@ -179,24 +179,34 @@ end
 --- wick.no_grad), keeping per-parameter state in self.state[p]; zero_grad,
 --- add_param_group, state_dict and load_state_dict are the optimizers'. Group
 --- options are the defaults' and the groups' own, of any kind (functions too).
-function Optimizer:extend(name)
-  if type(self) ~= "table" or (self ~= Optimizer and rawget(self, "super") == nil) then
-    check.expected("Optimizer.extend", "self", "an Optimizer class", self)
+-- Base:extend(name) for the optimizers and the schedulers: a class whose
+-- instances start as fresh() and run init(...), which must call the base's
+-- init (done(obj) says it did; `args` names its arguments in the message)
+local function subclass(base, root, name, fresh, done, args)
+  local what = root.__name
+  if type(base) ~= "table" or (base ~= root and rawget(base, "super") == nil) then
+    check.expected(what .. ".extend", "self", "an " .. what .. " class", base)
   end
-  check.string(name, "Optimizer.extend", "name")
-  local C = setmetatable({ super = self, __name = name }, {
-    __index = self,
+  if name ~= nil then check.string(name, what .. ".extend", "name") end
+  local C = setmetatable({ super = base, __name = name or what }, {
+    __index = base,
     __call = function(cls, ...)
-      local obj = setmetatable({ state = {} }, cls)
+      local obj = setmetatable(fresh(), cls)
       obj:init(...)
-      if rawget(obj, "param_groups") == nil then
-        check.fail(name, "init must call %s.super.init(self, params, defaults) (Optimizer's init)", name)
+      if not done(obj) then
+        check.fail(cls.__name, "init must call %s.super.init(self, %s) (%s's init)", cls.__name, args, what)
       end
       return obj
     end,
   })
   C.__index = C
   return C
+end
+
+function Optimizer:extend(name)
+  check.string(name, "Optimizer.extend", "name")
+  return subclass(self, Optimizer, name, function() return { state = {} } end,
+    function(obj) return rawget(obj, "param_groups") ~= nil end, "params, defaults")
 end
 
 --- Optimizer.init(self, params, defaults): PyTorch's Optimizer.__init__ (for Optimizer:extend)
@@ -993,23 +1003,8 @@ LRScheduler.__index = LRScheduler
 optim.lr_scheduler.LRScheduler = LRScheduler
 
 function LRScheduler:extend(name)
-  if type(self) ~= "table" or (self ~= LRScheduler and rawget(self, "super") == nil) then
-    check.expected("LRScheduler.extend", "self", "an LRScheduler class", self)
-  end
-  if name ~= nil then check.string(name, "LRScheduler.extend", "name") end
-  local C = setmetatable({ super = self, __name = name or "LRScheduler" }, {
-    __index = self,
-    __call = function(cls, ...)
-      local obj = setmetatable({}, cls)
-      obj:init(...)
-      if obj._step_count == nil then
-        check.fail(cls.__name, "init must call %s.super.init(self, optimizer) (LRScheduler's init)", cls.__name)
-      end
-      return obj
-    end,
-  })
-  C.__index = C
-  return C
+  return subclass(self, LRScheduler, name, function() return {} end, function(obj) return obj._step_count ~= nil end,
+    "optimizer")
 end
 
 --- LRScheduler.init(self, optimizer[, last_epoch = -1]): base_lrs from the

@@ -203,6 +203,14 @@ local function depth_pass(op, y, i1, N, C, D, H, W, opts)
   return z, (depth:reshape(N, C, Do * plane) * (H * W) + hw):view(N, C, Do, Ho, Wo)
 end
 
+-- a pool's kernel, stride (the kernel's when not given) and padding, as {d, h, w}
+local function window(fn, kernel_size, o)
+  local k = triple(kernel_size, fn, "kernel_size", 1)
+  local stride = o.stride
+  if stride == nil or (type(stride) == "table" and #stride == 0) then stride = k end
+  return k, triple(stride, fn, "stride", 1), triple(o.padding or 0, fn, "padding", 0)
+end
+
 local MAX3D = { stride = "integer|table", padding = "integer|table", dilation = "integer|table",
   ceil_mode = "boolean", return_indices = "boolean" }
 local function max_pool3d(x, kernel_size, ...)
@@ -210,9 +218,7 @@ local function max_pool3d(x, kernel_size, ...)
   local o = check.positional(fn, { "stride", "padding", "dilation", "ceil_mode", "return_indices" }, MAX3D, ...)
   local unbatched
   x, unbatched = batched5(x, fn)
-  local k = triple(kernel_size, fn, "kernel_size", 1)
-  local s = triple(o.stride == nil and k or (type(o.stride) == "table" and #o.stride == 0 and k or o.stride), fn, "stride", 1)
-  local p = triple(o.padding or 0, fn, "padding", 0)
+  local k, s, p = window(fn, kernel_size, o)
   local d = triple(o.dilation or 1, fn, "dilation", 1)
   local N, C, D, H, W = x:size(1), x:size(2), x:size(3), x:size(4), x:size(5)
   local ri = o.return_indices == true
@@ -253,9 +259,7 @@ local function avg_pool3d(x, kernel_size, ...)
   local o = check.positional(fn, { "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override" }, AVG3D, ...)
   local unbatched
   x, unbatched = batched5(x, fn)
-  local k = triple(kernel_size, fn, "kernel_size", 1)
-  local s = triple(o.stride == nil and k or (type(o.stride) == "table" and #o.stride == 0 and k or o.stride), fn, "stride", 1)
-  local p = triple(o.padding or 0, fn, "padding", 0)
+  local k, s, p = window(fn, kernel_size, o)
   if o.divisor_override ~= nil then check.int(o.divisor_override, fn, "divisor_override", 1) end
   local N, C, D, H, W = x:size(1), x:size(2), x:size(3), x:size(4), x:size(5)
   -- two passes of averages over padded windows (PyTorch's count_include_pad
