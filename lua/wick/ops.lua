@@ -2040,6 +2040,28 @@ return function(wick)
     return close
   end
 
+  --- t:resize_(sizes...) (numbers or a table) and t:resize_as_(u): t takes the
+  --- new shape in place; its first elements (in order) are kept, the others
+  --- are zeros (PyTorch leaves them uninitialised)
+  function Tensor.resize_(t, ...)
+    check.tensor(t, "resize_", "self")
+    local sizes = select("#", ...) == 1 and type((...)) == "table" and (...) or { ... }
+    local plain = {}
+    for i = 1, #sizes do plain[i] = sizes[i] end -- (a wick.Size too)
+    sizes = plain
+    local n = 1
+    for i, v in ipairs(sizes) do n = n * check.int(v, "resize_", ("size[%d]"):format(i), 0) end
+    if t.requires_grad then check.fail("resize_", "cannot resize variables that require grad") end
+    local fresh = wick.zeros(sizes, { dtype = t.dtype, device = t.device })
+    local keep = math.min(n, t:numel())
+    if keep > 0 then fresh:reshape(-1):narrow(1, 1, keep):copy_(t:reshape(-1):narrow(1, 1, keep)) end
+    return t:set_(fresh)
+  end
+  function Tensor.resize_as_(t, u)
+    check.tensor(u, "resize_as_", "the_template")
+    return Tensor.resize_(t, u:size())
+  end
+
   -- ---- in-place shape changes (t keeps its identity and takes the view's geometry) ----
   local function reshaped_(name, f)
     Tensor[name] = function(t, ...)
