@@ -1349,3 +1349,17 @@ describe("what the seventh round of ports wrote", function()
     assert.are.same(a:totable(), wick.rand(3):totable())
   end)
 end)
+
+describe("a Sequential built from PyTorch's OrderedDict with a '-1' name (CLIP's downsample)", function()
+  it("keeps '-1' as a plain name and its integer names as PyTorch's indices", function()
+    local s = nn.Sequential()
+    s:add_module("-1", nn.AvgPool2d(2))
+    s:add_module("0", nn.Conv2d(4, 8, 1, { bias = false }))
+    s:add_module("1", nn.BatchNorm2d(8))
+    local names = {}
+    for k in s:named_children() do names[#names + 1] = k end
+    assert.are.same({ "-1", "1", "2" }, names)
+    assert.is_truthy(s:state_dict()["1.weight"])
+    assert.are.same({ 1, 8, 2, 2 }, s(wick.randn(1, 4, 4, 4)):size())
+  end)
+end)

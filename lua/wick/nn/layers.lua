@@ -1150,11 +1150,9 @@ local rawlen = rawlen or function(t) return #t end -- luacheck: ignore
 -- a module under a name: replaces the entry of that name in its place, or is appended
 local function add_named(self, name, key, value)
   local n, names = rawlen(self), rawget(self, "_names")
-  local index = key:find("^%-?%d+$") and tonumber(key)
-  if index then
-    if index < 0 then check.fail(name, "cannot add a module named '%s' (a negative index)", key) end
-    key = tostring(index + 1) -- wick's 1-based name of PyTorch's index
-  end
+  -- (a negative integer, CLIP's OrderedDict([("-1", pool), ("0", conv)...]), is a plain name)
+  local index = key:find("^%d+$") and tonumber(key)
+  if index then key = tostring(index + 1) end -- wick's 1-based name of PyTorch's index
   for i = 1, n do
     if (names and names[i] or tostring(i)) == key then return rawset(self, i, value) end
   end
