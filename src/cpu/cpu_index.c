@@ -5,8 +5,10 @@
 #include <inttypes.h>
 
 static wick_status out_of_range(const char *op, int64_t value, int dim, int64_t size) {
-    return wick_fail(WICK_ERR_INDEX, "%s: index %" PRId64 " is out of bounds for dimension %d with size %" PRId64, op,
-                     (int64_t)((uint64_t)value + 1), dim + 1, size); /* the 1-based value, wrapping as it did */
+    int64_t one_based = (int64_t)((uint64_t)value + 1); /* the 1-based value, wrapping as it did */
+    return wick_fail(WICK_ERR_INDEX, "%s: index %" PRId64 " is out of bounds for dimension %d with size %" PRId64 "%s",
+                     op, one_based, dim + 1, size,
+                     one_based == 0 ? " (indices are 1-based: a 0-based index from PyTorch needs + 1)" : "");
 }
 
 /* Byte offset of element `linear` (row-major over sizes) of a strided view. */
