@@ -965,7 +965,23 @@ function Scheduler.new(cls, opt, ...)
   end
   if type(opt) ~= "table" or type(opt.param_groups) ~= "table" then check.expected(cls.__name, "optimizer", "an optimizer", opt) end
   local spec = formulas[cls]
-  local opts = check.positional(cls.__name, spec.positional or {}, kinds_of(cls), ...)
+  -- PyTorch's last_epoch after the hyper-parameters (HF's LambdaLR(opt, f, last_epoch)) or by
+  -- name: -1, a fresh start, is taken; another is refused (resume with load_state_dict)
+  local args, positional = { n = select("#", ...), ... }, spec.positional or {}
+  local last = args[args.n]
+  local last_epoch
+  if args.n == #positional + 1 and type(last) == "number" then
+    last_epoch, args.n = last, args.n - 1
+  elseif type(last) == "table" and getmetatable(last) == nil and last.last_epoch ~= nil then
+    local rest = {}
+    for k, v in pairs(last) do if k ~= "last_epoch" then rest[k] = v end end
+    last_epoch, args[args.n] = last.last_epoch, rest
+  end
+  if last_epoch ~= nil and last_epoch ~= -1 then
+    check.fail(cls.__name, "last_epoch = %s: resume a scheduler with load_state_dict (a fresh one takes last_epoch = -1)",
+      tostring(last_epoch))
+  end
+  local opts = check.positional(cls.__name, positional, kinds_of(cls), unpack(args, 1, args.n))
   local self = setmetatable({ optimizer = opt, last_epoch = -1, base_lrs = {} }, cls)
   for k, v in pairs(cls.defaults) do self[k] = copy_plain(v) end
   for k, v in pairs(opts) do self[k] = v end
