@@ -1393,6 +1393,11 @@ setmetatable(wick, {
       rawset(t, k, value)
       return value
     end
+    -- a name wick does not have is an error at the caller's line (as wick.nn's),
+    -- not a nil called further on
+    if type(k) == "string" and k:sub(1, 1) ~= "_" then
+      error(("wick has no '%s' (not in this version of wick: see docs/api.md)"):format(k), 2)
+    end
   end,
 })
 
