@@ -158,6 +158,10 @@ local function with_backward_hooks(self, args, run)
     for _, h in ipairs(bw or {}) do
       local r = h.fn(self, gi, { state.grad_output })
       if r ~= nil then
+        if not wick.is_tensor(r) and (type(r) ~= "table" or getmetatable(r) ~= nil) then
+          wick.error(("%s: a full backward hook returned %s; it returns nil or the grad_input list (a table of tensors)")
+            :format(getmetatable(self).__name, check.describe(r)))
+        end
         gi = wick.is_tensor(r) and { r } or r
         result = gi
       end
@@ -192,7 +196,13 @@ local function with_backward_hooks(self, args, run)
   y:register_hook(function(g)
     for _, h in ipairs(bwpre or {}) do
       local r = h.fn(self, { g })
-      if r ~= nil then g = wick.is_tensor(r) and r or r[1] end
+      if r ~= nil then
+        if not wick.is_tensor(r) and (type(r) ~= "table" or not wick.is_tensor(r[1])) then
+          wick.error(("%s: a backward pre hook returned %s; it returns nil or the grad_output list (a table of tensors)")
+            :format(getmetatable(self).__name, check.describe(r)))
+        end
+        g = wick.is_tensor(r) and r or r[1]
+      end
     end
     state.grad_output = g
     if state.pending == 0 then fire() end
