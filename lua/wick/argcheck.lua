@@ -272,4 +272,16 @@ function C.receivers(class, name)
   return class
 end
 
+--- strict(tbl, what): tbl with a name it does not have an error at the
+--- caller's line ("what has no 'x' (not in this version of wick: see
+--- docs/api.md)"), as PyTorch's AttributeError, not a nil called further on;
+--- names starting with "_" are exempt. tbl must have no metatable.
+function C.strict(tbl, what)
+  return setmetatable(tbl, { __index = function(_, k)
+    if type(k) == "string" and k:sub(1, 1) ~= "_" then
+      error(("%s has no '%s' (not in this version of wick: see docs/api.md)"):format(what, k), 2)
+    end
+  end })
+end
+
 return C

@@ -704,4 +704,7 @@ function M.kl_divergence(p, q)
 end
 M.kl = { kl_divergence = M.kl_divergence }
 
+-- a name wick.distributions does not have is an error at the caller's line
+check.strict(M, "wick.distributions")
+
 return M

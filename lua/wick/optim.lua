@@ -1711,4 +1711,9 @@ optim.lr_scheduler.SWALR = nil -- (PyTorch's is torch.optim.swa_utils.SWALR only
 optim.swa_utils = require("wick.swa_utils")
 optim.swa_utils.SWALR = SWALR
 
+-- a name wick.optim does not have is an error at the caller's line
+check.strict(optim.lr_scheduler, "wick.optim.lr_scheduler")
+check.strict(optim.swa_utils, "wick.optim.swa_utils")
+check.strict(optim, "wick.optim")
+
 return optim

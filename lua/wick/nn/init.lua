@@ -20,15 +20,10 @@ nn.utils.stateless = { functional_call = function(...) return require("wick.func
 for name, value in pairs(require("wick.nn.reparam")) do nn.utils[name] = value end -- weight_norm, spectral_norm, parametrizations
 nn.init = require("wick.nn.initializers")
 nn.Parameter = nn.Parameter or require("wick.nn.layers").Parameter
--- a name wick.nn (or wick.nn.functional) does not have is an error at the
--- caller's line, as PyTorch's AttributeError, not a nil called further on
-local function strict(tbl, what)
-  return setmetatable(tbl, { __index = function(_, k)
-    if type(k) == "string" and k:sub(1, 1) ~= "_" then
-      error(("%s has no '%s' (not in this version of wick: see docs/api.md)"):format(what, k), 2)
-    end
-  end })
-end
+-- a name wick.nn (or wick.nn.functional, wick.nn.utils) does not have is an
+-- error at the caller's line, as PyTorch's AttributeError, not a nil called further on
+local strict = require("wick.argcheck").strict
 strict(nn, "wick.nn")
 strict(nn.functional, "wick.nn.functional")
+strict(nn.utils, "wick.nn.utils")
 return nn
