@@ -1541,12 +1541,44 @@ return function(wick)
     return v, i
   end
 
+  -- unique{dim = d}: the distinct slices along d, sorted lexicographically (stable
+  -- sorts from the last element of a slice to the first), with the inverse and counts
+  local function unique_slices(t, opts)
+    local d = wrap_dim(t, opts.dim, "unique")
+    local n = t:size(d)
+    local I64 = { dtype = "int64", device = t.device }
+    local rows = t:movedim(d, 1):reshape(n, -1) -- one slice per row
+    local order = wick.arange(1, n + 1, I64)
+    if n > 0 then
+      for c = rows:size(2), 1, -1 do
+        local _, o = rows:index_select(1, order):select(2, c):sort() -- stable
+        order = order:index_select(1, o)
+      end
+    end
+    local sorted = rows:index_select(1, order)
+    local change = wick.ones({ n }, { dtype = "bool", device = t.device })
+    if n > 1 then change:narrow(1, 2, n - 1):copy_(sorted:narrow(1, 2, n - 1):ne(sorted:narrow(1, 1, n - 1)):any(2)) end
+    local keep = change:nonzero():reshape(-1)
+    local shape = t:movedim(d, 1):size()
+    shape[1] = keep:numel()
+    local values = sorted:index_select(1, keep):reshape(shape):movedim(1, d)
+    local inverse, counts
+    if opts.return_inverse then
+      inverse = wick.zeros({ n }, I64):scatter(1, order, change:to("int64"):cumsum(1))
+    end
+    if opts.return_counts then counts = wick.cat({ keep, wick.full({ 1 }, n + 1, I64) }):diff() end
+    if opts.return_inverse and opts.return_counts then return values, inverse, counts end
+    if opts.return_inverse then return values, inverse end
+    if opts.return_counts then return values, counts end
+    return values
+  end
+
   --- t:unique([{sorted = true, return_inverse = false, return_counts = false}]):
   --- the distinct values (sorted), then the inverse (1-based) and the counts when asked
   function Tensor.unique(t, opts)
     check.tensor(t, "unique", "self")
     opts = check.options(opts, "unique", { sorted = "boolean", return_inverse = "boolean", return_counts = "boolean", dim = "integer" })
-    if opts.dim ~= nil then check.fail("unique", "dim is not supported yet: unique over whole slices") end
+    if opts.dim ~= nil then return unique_slices(t, opts) end
     local flat = t:reshape(-1)
     local n = flat:numel()
     local I64 = { dtype = "int64", device = t.device }
