@@ -494,12 +494,7 @@ end)
 
 describe("scatter under autograd, scatter_reduce, index_reduce", function()
   local F64 = { dtype = "float64" }
-  local function seq(shape, k) -- deterministic distinct values
-    local n, v = 1, {}
-    for _, s in ipairs(shape) do n = n * s end
-    for i = 0, n - 1 do v[i + 1] = ((i * k) % 23 - 11) / 4 end
-    return wick.tensor(v, F64):reshape(shape)
-  end
+  local function seq(shape, k) return support.seq(shape, k, 23, 11, 4) end -- deterministic distinct values
   local idx = wick.tensor({ { 1, 3, 1 }, { 2, 3, 3 }, { 1, 1, 2 }, { 3, 2, 1 } }, { dtype = "int64" })
 
   -- position (i, j) of t gets the values src[r][j] with idx[r][j] == i, by a loop

@@ -14,14 +14,7 @@ local assert_close, error_of, assert_contains = support.assert_close, support.er
 local F64 = { dtype = "float64" }
 local I = support.I
 
--- deterministic float64 values ((i * k) % m - off) / scale, i = 0, 1, ...
-local function seq(shape, k, m, off, scale)
-  local n = 1
-  for _, s in ipairs(shape) do n = n * s end
-  local v = {}
-  for i = 0, n - 1 do v[i + 1] = ((i * k) % m - off) / scale end
-  return wick.tensor(v, F64):view(shape)
-end
+local seq = support.seq -- deterministic float64 values
 local function reduced(per, reduction)
   if reduction == "none" then return per end
   local s = 0

@@ -15,15 +15,7 @@ local assert_close, assert_error_has, shape_of = support.assert_close, support.a
 local F64 = { dtype = "float64" }
 local I = support.I
 
--- Deterministic float64 values ((i * k) % m - off) / scale for i = 0, 1, ...,
--- the same formula as the Python that computed the references.
-local function seq(shape, k, m, off, scale)
-  local n = 1
-  for _, s in ipairs(shape) do n = n * s end
-  local v = {}
-  for i = 0, n - 1 do v[i + 1] = ((i * k) % m - off) / scale end
-  return wick.tensor(v, F64):reshape(shape)
-end
+local seq = support.seq -- deterministic float64 values, the references' formula
 
 -- Sets a module's parameter to the given values, in place (same tensor object).
 local function set(t, values)

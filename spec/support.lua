@@ -104,6 +104,16 @@ function support.shape_of(t) local s = {}; for i = 1, t:dim() do s[i] = t:size(i
 -- an int64 tensor (index tensors and the like)
 function support.I(values) return wick.tensor(values, { dtype = "int64" }) end
 
+-- Deterministic float64 values ((i * k) % m - off) / scale for i = 0, 1, ...
+-- in the given shape (the formula the Python that computed references used).
+function support.seq(shape, k, m, off, scale)
+  local n = 1
+  for _, s in ipairs(shape) do n = n * s end
+  local v = {}
+  for i = 0, n - 1 do v[i + 1] = ((i * k) % m - off) / scale end
+  return wick.tensor(v, { dtype = "float64" }):reshape(shape)
+end
+
 -- the transpose of a 2-D Lua table
 function support.transpose_table(a)
   local r = {}
