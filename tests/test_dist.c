@@ -172,7 +172,7 @@ static wick_status fake_wait(wk_dist_group *g, void *event) {
     __atomic_add_fetch(&fake_waits, 1, __ATOMIC_RELAXED);
     return WICK_OK;
 }
-static void fake_release(wk_dist_group *g, void *event) {
+static void fake_release(void *event) {
     free(event);
     __atomic_add_fetch(&fake_releases, 1, __ATOMIC_RELAXED);
 }
@@ -210,8 +210,17 @@ static void test_asynchronous_backend(void) {
         wick_dist_work_release(w);
     }
     CHECK(fails_with(wick_dist_all_reduce(NULL, WICK_DIST_SUM, NULL), "NULL"), "errors as before");
+    /* a handle still held when the group is destroyed (a Lua handle collected
+     * at lua_close, after destroy_process_group): released afterwards, without
+     * the group (the first GPU run crashed here, reading the freed group) */
+    wick_dist_work *held = NULL;
+    CHECK(wick_dist_all_reduce(t, WICK_DIST_SUM, &held) == WICK_OK && held, "async, held past destroy");
+    CHECK(wick_dist_work_wait(held) == WICK_OK, "its wait");
     CHECK(wick_dist_destroy() == WICK_OK, "destroy drains the pending events");
-    CHECK(fake_records == 8 && fake_releases == fake_records,
+    CHECK(fake_releases == fake_records - 1, "the held handle keeps its event");
+    CHECK(wick_dist_work_is_completed(held) && wick_dist_work_wait(held) == WICK_OK, "and stays complete");
+    wick_dist_work_release(held);
+    CHECK(fake_records == 9 && fake_releases == fake_records,
           "every op recorded one event, and every event was released");
     wick_tensor_release(tt);
     wick_tensor_release(v);

@@ -26,7 +26,8 @@
  * complete when event_query says so; work_wait calls event_wait; the watchdog
  * thread calls event_query (from its own thread) on each outstanding event
  * and aborts the job when one is pending past the timeout (or query < 0);
- * event_release when the engine no longer needs it (from any thread).
+ * event_release when the engine no longer needs it (from any thread; the
+ * group may be destroyed by then, so it is not given).
  *
  * Bootstrap: a backend that needs to exchange bytes at init (NCCL's unique
  * id) calls wk_dist_bootstrap_broadcast, which runs over MPI. */
@@ -108,7 +109,7 @@ typedef struct wk_dist_backend {
     wick_status (*event_record)(wk_dist_group *g, int device, void **event);
     int (*event_query)(wk_dist_group *g, void *event); /* 1 done, 0 pending, < 0 failed (wick_fail set) */
     wick_status (*event_wait)(wk_dist_group *g, void *event); /* blocks the host until done */
-    void (*event_release)(wk_dist_group *g, void *event);
+    void (*event_release)(void *event);
 } wk_dist_backend;
 
 /* `device` above: the CUDA ordinal of the tensors (-1 for CPU tensors). */

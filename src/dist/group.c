@@ -44,7 +44,8 @@ static const char *const kind_names[] = {"?",       "all_reduce", "broadcast", "
 
 struct wick_dist_work {
     int refs; /* atomic: the caller's handle, the queue's, the pending list's */
-    wk_dist_group *g;
+    wk_dist_group *g;          /* may be destroyed before the work's last release */
+    const wk_dist_backend *be; /* g's backend (a static table): releases the event without g */
     enum kind kind;
     uint64_t seq;
     wick_dist_op op; /* never AVG here: `divide` says so */
@@ -182,7 +183,7 @@ static void work_unref(wick_dist_work *w) {
     if (!w || !w->heap) return;
     if (__atomic_sub_fetch(&w->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
     work_release_tensors(w);
-    if (w->event && w->g && w->g->be->event_release) w->g->be->event_release(w->g, w->event);
+    if (w->event && w->be && w->be->event_release) w->be->event_release(w->event);
     free(w);
 }
 
@@ -904,6 +905,7 @@ static wick_status submit_p2p(wk_dist_group *g, wick_dist_work *w, wick_dist_wor
 
 static wick_status submit(wk_dist_group *g, wick_dist_work *w, wick_dist_work **out) {
     w->g = g;
+    w->be = g->be;
     w->seq = ++g->engine->seq;
     wick_status st;
     if (g->be->asynchronous) st = submit_queued_on_stream(g, w, out);
@@ -1219,6 +1221,7 @@ static wick_status batch_on_stream(wk_dist_group *g, wick_dist_work *ws, int n, 
     for (int i = 0; i < n; i++) {
         wick_dist_work *w = &ws[i];
         w->g = g;
+        w->be = g->be;
         w->seq = ++e->seq;
         w->start_ns = now_ns();
         d[i] = (wk_dist_p2p){w->kind == K_RECV, data_of(w->kind == K_RECV ? w->recv : w->send), w->count, w->dtype,

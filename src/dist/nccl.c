@@ -548,7 +548,7 @@ static wick_status nccl_event_wait(wk_dist_group *g, void *event) {
     return wk_gpu_event_synchronize(e->event, e->device, "work:wait (nccl)");
 }
 
-static void nccl_event_release(wk_dist_group *g, void *event) {
+static void nccl_event_release(void *event) {
     nccl_event *e = (nccl_event *)event;
     if (!e) return;
     wk_gpu_event_destroy(e->event);
