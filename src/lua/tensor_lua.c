@@ -238,37 +238,39 @@ WL_FUNCTION(t_clone) {
     return 1;
 }
 
+/* A value read as an int64 (exact), or as a double for every other dtype, pushed
+ * as Lua sees that dtype: boolean, integer or number. */
+static void push_int64(lua_State *L, int64_t v) {
+    if (!WL_EXACT_INT64 && (v > 9007199254740992LL || v < -9007199254740992LL))
+        wl_raise(L, "int64 value %lld cannot be represented exactly as a Lua number (beyond 2^53)", (long long)v);
+    wl_pushint64(L, v);
+}
+
+static void push_number(lua_State *L, wick_dtype d, double v) {
+    if (d == WICK_BOOL) lua_pushboolean(L, v != 0);
+    else if (d == WICK_INT32 || d == WICK_UINT8) wl_pushint64(L, (int64_t)v);
+    else lua_pushnumber(L, v);
+}
+
 static void push_value(lua_State *L, const wick_tensor *t, const char *p) {
     wick_dtype d = wick_tensor_dtype(t);
-    if (d == WICK_BOOL) lua_pushboolean(L, *(const uint8_t *)p != 0);
-    else if (d == WICK_INT64) {
-        int64_t v = *(const int64_t *)p;
-        if (!WL_EXACT_INT64 && (v > 9007199254740992LL || v < -9007199254740992LL))
-            wl_raise(L, "int64 value %lld cannot be represented exactly as a Lua number (beyond 2^53)", (long long)v);
-        wl_pushint64(L, v);
-    } else if (d == WICK_INT32 || d == WICK_UINT8) {
-        wl_pushint64(L, (int64_t)wick_value_as_double(p, d));
-    } else {
-        double v = wick_value_as_double(p, d);
-        lua_pushnumber(L, v);
-    }
+    if (d == WICK_INT64) push_int64(L, *(const int64_t *)p);
+    else push_number(L, d, wick_value_as_double(p, d));
 }
 
-/* `a` itself when on the CPU, else a CPU copy held on the Lua stack (so an
- * error raised while reading it leaks nothing). */
-static wick_tensor *on_host(lua_State *L, wick_tensor *a) {
-    if (wick_tensor_device(a).type == WICK_CPU) return a;
-    wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_to(slot, a, (wick_options){wick_tensor_dtype(a), wick_cpu(), 0}));
-    return *slot;
-}
-
+/* One copy to the CPU where the tensor lives on a GPU (one wait: a training
+ * step's loss:item() is its only one) */
 WL_FUNCTION(t_item) {
     wick_tensor *a = SELF("item");
-    double v;
-    wl_check(L, wick_item_double(a, &v)); /* runs the checks: one element, readable device */
-    a = on_host(L, a);
-    push_value(L, a, (const char *)wick_tensor_data(a));
+    if (wick_tensor_dtype(a) == WICK_INT64) {
+        int64_t v;
+        wl_check(L, wick_item_int64(a, &v));
+        push_int64(L, v);
+    } else {
+        double v;
+        wl_check(L, wick_item_double(a, &v));
+        push_number(L, wick_tensor_dtype(a), v);
+    }
     return 1;
 }
 
@@ -282,6 +284,15 @@ WL_FUNCTION(t_int64_str) {
     snprintf(buf, sizeof buf, "%lld", (long long)v);
     lua_pushstring(L, buf);
     return 1;
+}
+
+/* `a` itself when on the CPU, else a CPU copy held on the Lua stack (so an
+ * error raised while reading it leaks nothing). */
+static wick_tensor *on_host(lua_State *L, wick_tensor *a) {
+    if (wick_tensor_device(a).type == WICK_CPU) return a;
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_to(slot, a, (wick_options){wick_tensor_dtype(a), wick_cpu(), 0}));
+    return *slot;
 }
 
 static void totable_rec(lua_State *L, const wick_tensor *t, int dim, const char *p) {
