@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
+#include <sys/sysinfo.h>
+#endif
 
 /* ---- allocator ----
  * Safe to change while other threads run: every block of tensor memory is
@@ -41,8 +44,32 @@ static void block_enter(void) {
 
 static void block_leave(void) { __atomic_sub_fetch(&blocks, 1, __ATOMIC_RELEASE); }
 
+/* The largest block the default allocator grants: the machine's RAM plus swap.
+ * Where Linux overcommits always (vm.overcommit_memory = 1, as on some VMs),
+ * malloc grants any size and the process is killed once it touches more than
+ * there is; a block larger than all the memory there is can never be used, so
+ * it is refused as out of memory, as on a machine that does not overcommit. */
+static size_t memory_ceiling(void) {
+    static size_t ceiling; /* atomic; 0 until computed */
+    size_t c = __atomic_load_n(&ceiling, __ATOMIC_RELAXED);
+    if (c) return c;
+    c = SIZE_MAX;
+#ifdef __linux__
+    struct sysinfo si;
+    unsigned long long total;
+    if (sysinfo(&si) == 0 && si.totalram &&
+        !__builtin_mul_overflow((unsigned long long)si.totalram + si.totalswap, (unsigned long long)si.mem_unit, &total) &&
+        total < SIZE_MAX)
+        c = (size_t)total;
+#endif
+    __atomic_store_n(&ceiling, c, __ATOMIC_RELAXED);
+    return c;
+}
+
 void *wk_malloc_aligned(size_t nbytes, size_t align) {
     if (!nbytes) nbytes = 1;
+    void *(*host)(size_t, void *) = __atomic_load_n(&host_alloc, __ATOMIC_RELAXED);
+    if (!host && nbytes > memory_ceiling()) return NULL; /* a host's allocator decides for itself */
     block_enter();
     void *(*alloc)(size_t, void *) = __atomic_load_n(&host_alloc, __ATOMIC_RELAXED);
     void *p = NULL;
