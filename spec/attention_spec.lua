@@ -485,7 +485,10 @@ describe("scaled_dot_product_attention on CUDA", function()
                             { attn_mask = wick.randn(70, 130) }, { dropout_p = 0.2, is_causal = true } }) do
       local q, k, v = randn({ 2, 3, 70, 32 }, "float32"), randn({ 2, 3, 130, 32 }, "float32"), randn({ 2, 3, 130, 24 }, "float32")
       local function run(device)
-        local qq, kk, vv = q:to(device):requires_grad_(), k:to(device):requires_grad_(), v:to(device):requires_grad_()
+        -- leaves on each device (q:to("cpu") is q itself, so without detach the CPU run
+        -- would make q a leaf and the CUDA copies non-leaves without .grad)
+        local function leaf(t) return t:to(device):detach():requires_grad_() end
+        local qq, kk, vv = leaf(q), leaf(k), leaf(v)
         local o = {}
         for key, val in pairs(opts) do o[key] = wick.is_tensor(val) and val:to(device) or val end
         wick.manual_seed(21)

@@ -794,9 +794,13 @@ describe("CUDA memory statistics, pinned memory, TF32", function()
     local ok, fast = pcall(function() return a:cuda():mm(b:cuda()):cpu() end)
     backends.cuda.matmul.allow_tf32 = false
     assert(ok, fast)
-    -- TF32 keeps 10 mantissa bits: within a few 1e-3 of the float32 result, relative to its scale
-    support.assert_close(fast, expected:totable(), 2e-2)
+    -- TF32 keeps 10 mantissa bits of each input: each of the 512 products is off
+    -- by about 1e-3 of its size, so an element's error is about 1e-3 * sqrt(512)
+    -- whatever its own size (0.02 was seen on an H200 at an element of 0.04):
+    -- bounded relative to the largest element, not element by element
     local max_diff = (fast - expected):abs():max():item()
+    local scale = expected:abs():max():item()
+    assert.is_true(max_diff <= 2e-3 * scale, ("TF32 off by %g at a scale of %g"):format(max_diff, scale))
     assert.is_true(max_diff > 0, "TF32 gave bit-identical results: is allow_tf32 used?")
     assert.is_false(backends.cuda.matmul.allow_tf32)
   end)

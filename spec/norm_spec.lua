@@ -359,7 +359,7 @@ describe("on CUDA", function()
     for k, dev in ipairs({ "cpu", "cuda" }) do
       local leaves = {}
       for i, t in ipairs(inputs) do
-        leaves[i] = t:to(dev)
+        leaves[i] = t:to(dev):detach() -- a leaf on each device (t:to("cpu") is t itself)
         if t:is_floating_point() then leaves[i]:requires_grad_() end
       end
       local y = fn(unpack(leaves))

@@ -361,11 +361,11 @@ describe("Transformer stacks", function()
     if device == "cpu" then return end
     it("gives the CPU's outputs and gradients on " .. device, function()
       support.assert_same_on(device, function(d)
-        local m = nn.Transformer(8, 2, 2, 1, 16, 0.0):to(d)
+        local m = nn.Transformer(8, 2, 2, 1, 16, 0.0):double():to(d)
         support.fill_parameters(m)
         local s = support.formula({ 4, 2, 8 }, 30, { device = d }):requires_grad_(true)
         local t = support.formula({ 3, 2, 8 }, 31, { device = d }):requires_grad_(true)
-        local mask = nn.Transformer.generate_square_subsequent_mask(3, { device = d })
+        local mask = nn.Transformer.generate_square_subsequent_mask(3, { device = d, dtype = "float64" })
         local out = m(s, t, { tgt_mask = mask })
         out:sum():backward()
         return out, s.grad, t.grad, m.encoder.layers[1].self_attn.in_proj_weight.grad

@@ -249,8 +249,11 @@ static void test_transfers(void) {
     wick_options o = wick_default_options();
     o.dtype = WICK_INT64;
     CHECK(wick_from_int64(&ci, 1, n2, big, o) == WICK_OK);
-    CHECK(wick_to(&gi, ci, on("cuda:0")) == WICK_OK);
-    CHECK(wick_to(&bi, gi, wick_default_options()) == WICK_OK);
+    wick_options gpu_int64 = on("cuda:0"); /* wick_to's options name the dtype too (default float32) */
+    gpu_int64.dtype = WICK_INT64;
+    CHECK(wick_to(&gi, ci, gpu_int64) == WICK_OK);
+    CHECK(wick_tensor_dtype(gi) == WICK_INT64);
+    CHECK(wick_to(&bi, gi, o) == WICK_OK);
     CHECK(memcmp(wick_tensor_data(bi), big, sizeof big) == 0);
     if (wick_cuda_device_count() > 1) { /* between GPUs */
         wick_tensor *g1, *b1;

@@ -454,9 +454,10 @@ function Profile:export_chrome_trace(path)
         parts[#parts + 1] = ('{"ph": "M", "name": "thread_name", "pid": 1, "tid": %d, "args": {"name": %s}}')
           :format(tid, json_string((dev or "cuda") .. " stream"))
       end
-      parts[#parts + 1] = ('{"ph": "X", "cat": "kernel", "name": %s, "pid": 1, "tid": %d, "ts": %.3f, "dur": %.3f,'
-        .. ' "args": {"Device": %s}}'):format(json_string(e.name), tid, e.device_start_us, e.device_us,
-          json_string(dev or "cuda"))
+      -- a record_function range's GPU span is PyTorch's gpu_user_annotation, an op's a kernel
+      parts[#parts + 1] = ('{"ph": "X", "cat": "%s", "name": %s, "pid": 1, "tid": %d, "ts": %.3f, "dur": %.3f,'
+        .. ' "args": {"Device": %s}}'):format(e.device == -2 and "gpu_user_annotation" or "kernel",
+          json_string(e.name), tid, e.device_start_us, e.device_us, json_string(dev or "cuda"))
     end
   end
   local ok, werr = f:write('{"traceEvents": [\n', table.concat(parts, ",\n"), '\n], "displayTimeUnit": "ms"}\n')
