@@ -365,8 +365,9 @@ WICK_API int64_t wick_storage_numel(const wick_tensor *t);
 
 /* The operations, declared once (id, name). The dtype rule is
  * elementwise.c's: comparisons give bool; exp, log, the trigonometric and
- * hyperbolic functions, sqrt, rsqrt, reciprocal, frac, the activations, true
- * division and atan2 give float32 for integer inputs; neg, abs, floor, ceil,
+ * hyperbolic functions, sqrt, rsqrt, reciprocal, frac, the activations, the
+ * special functions (erfc, erfinv, lgamma, digamma, trigamma = polygamma(1, x)),
+ * true division and atan2 give float32 for integer inputs; neg, abs, floor, ceil,
  * round (half to even), trunc, sign, fmod (C's: the dividend's sign) and
  * remainder (Python's %: the divisor's sign) keep integers integer. New ops
  * are appended (the enums' values stay). */
@@ -377,7 +378,8 @@ WICK_API int64_t wick_storage_numel(const wick_tensor *t);
     X(ACOS, "acos") X(ATAN, "atan") X(SINH, "sinh") X(COSH, "cosh") X(LOG2, "log2")             \
     X(LOG10, "log10") X(LOG1P, "log1p") X(EXPM1, "expm1") X(RSQRT, "rsqrt")                     \
     X(RECIPROCAL, "reciprocal") X(FRAC, "frac") X(FLOOR, "floor") X(CEIL, "ceil")               \
-    X(ROUND, "round") X(TRUNC, "trunc") X(SIGN, "sign")
+    X(ROUND, "round") X(TRUNC, "trunc") X(SIGN, "sign") X(ERFC, "erfc") X(ERFINV, "erfinv")       \
+    X(LGAMMA, "lgamma") X(DIGAMMA, "digamma") X(TRIGAMMA, "trigamma")
 #define WICK_BINARY_OPS(X)                                                                     \
     X(ADD, "add") X(SUB, "sub") X(MUL, "mul") X(DIV, "div") X(POW, "pow") X(MAXIMUM, "maximum") \
     X(MINIMUM, "minimum") X(EQ, "eq") X(NE, "ne") X(LT, "lt") X(LE, "le") X(GT, "gt") X(GE, "ge") \

@@ -661,6 +661,7 @@ end
 
 function wick.is_tensor(v) return getmetatable(v) == mt end
 wick.ops = require("wick.ops")(wick) -- tril, split, topk, multinomial, einsum, random fills, ... (ops.lua)
+require("wick.special")(wick) -- wick.special, polygamma, erfinv, lgamma, ... (special.lua)
 for _, name in ipairs({ "tril", "triu", "split", "chunk", "unbind", "sort", "argsort", "topk", "msort", "cumsum",
   "cumprod", "clamp", "clamp_min", "clamp_max", "clip", "where", "randint", "randint_like", "randperm", "multinomial",
   "einsum", "bernoulli", "normal", "flip", "fliplr", "flipud", "roll", "amax", "amin", "logsumexp",

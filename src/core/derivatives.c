@@ -209,6 +209,32 @@ static wick_status unary_backward(wk_node *n, wick_tensor *g, wick_tensor **grad
     case WICK_SIGN: /* steps: zero almost everywhere, like PyTorch */
         TRY(wick_full(&r, g->ndim, g->sizes, 0, (wick_options){g->dtype, g->storage->device}));
         break;
+    case WICK_ERFC: /* -g 2/sqrt(pi) exp(-x^2) */
+        TRY(wick_binary(&r, WICK_MUL, x, x));
+        TRY(chain_scalar(&r, WICK_MUL, -1));
+        TRY(wick_unary(&t, WICK_EXP, r));
+        wick_tensor_release(r);
+        r = t;
+        TRY(chain_scalar(&r, WICK_MUL, -1.1283791670955126));
+        TRY(chain(&r, WICK_MUL, g));
+        break;
+    case WICK_ERFINV: /* g sqrt(pi)/2 exp(y^2) */
+        TRY(wick_binary(&r, WICK_MUL, y, y));
+        TRY(wick_unary(&t, WICK_EXP, r));
+        wick_tensor_release(r);
+        r = t;
+        TRY(chain_scalar(&r, WICK_MUL, 0.88622692545275801365));
+        TRY(chain(&r, WICK_MUL, g));
+        break;
+    case WICK_LGAMMA: /* g digamma(x) */
+    case WICK_DIGAMMA: /* g trigamma(x) */
+        TRY(wick_unary(&r, n->op == WICK_LGAMMA ? WICK_DIGAMMA : WICK_TRIGAMMA, x));
+        TRY(chain(&r, WICK_MUL, g));
+        break;
+    case WICK_TRIGAMMA:
+        return wick_fail(WICK_ERR_UNSUPPORTED,
+                         "polygamma(1, x) has no derivative in this version of wick (polygamma of order 2 is not "
+                         "implemented)");
     default: return wick_fail(WICK_ERR_UNSUPPORTED, "no derivative for %s", wick_unary_name((wick_unary_op)n->op));
     }
     grads[0] = r;
@@ -227,14 +253,15 @@ wick_status wk_record_unary(wick_tensor *out, wick_unary_op op, const wick_tenso
         [WICK_LOG1P] = "Log1pBackward", [WICK_EXPM1] = "Expm1Backward", [WICK_RSQRT] = "RsqrtBackward",
         [WICK_RECIPROCAL] = "ReciprocalBackward", [WICK_FRAC] = "FracBackward", [WICK_FLOOR] = "FloorBackward",
         [WICK_CEIL] = "CeilBackward", [WICK_ROUND] = "RoundBackward", [WICK_TRUNC] = "TruncBackward",
-        [WICK_SIGN] = "SignBackward"};
+        [WICK_SIGN] = "SignBackward", [WICK_ERFC] = "ErfcBackward", [WICK_ERFINV] = "ErfinvBackward",
+        [WICK_LGAMMA] = "LgammaBackward", [WICK_DIGAMMA] = "DigammaBackward", [WICK_TRIGAMMA] = "PolygammaBackward"};
     _Static_assert(sizeof names / sizeof *names == WICK_NUM_UNARY, "a backward name for every unary op");
     wk_node *n;
     TRY(wk_record(out, names[op], unary_backward, op, 1, &a, &n));
     n->twice = op != WICK_GELU_TANH; /* the others' formulas are recorded ops (fused ones only without grad) */
     switch (op) { /* what the formula reads: the output, nothing, or the input */
     case WICK_EXP: case WICK_SQRT: case WICK_TANH: case WICK_SIGMOID: case WICK_TAN: case WICK_EXPM1:
-    case WICK_RSQRT: case WICK_RECIPROCAL: return wk_save(n, 1, out, out);
+    case WICK_RSQRT: case WICK_RECIPROCAL: case WICK_ERFINV: return wk_save(n, 1, out, out);
     case WICK_NEG: case WICK_FRAC: case WICK_FLOOR: case WICK_CEIL: case WICK_ROUND: case WICK_TRUNC:
     case WICK_SIGN: return WICK_OK;
     default: return wk_save(n, 0, a, out);

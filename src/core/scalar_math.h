@@ -93,6 +93,108 @@ WK_HD float wk_gelu_tanhf(float x) {
 }
 WK_HD double wk_gelu_tanh(double x) { return x / (1.0 + exp(-1.5957691216057308 * (x + 0.044715 * x * x * x))); }
 
+/* ---- special functions, in double (the float kernels round the double result) ---- */
+
+/* log|Gamma(x)|: glibc's lgamma writes the global signgam (a data race between
+ * threads), so the CPU calls lgamma_r; +inf at the poles 0, -1, -2, ... */
+WK_HD double wk_lgamma(double x) {
+#ifdef __CUDA_ARCH__
+    return lgamma(x);
+#else
+    int sign;
+    return lgamma_r(x, &sign);
+#endif
+}
+
+/* digamma (psi = Gamma'/Gamma), as PyTorch's: -inf at +0 (+inf at -0), NaN at
+ * the negative integers, reflection below 0, the recurrence psi(x) = psi(x+1) -
+ * 1/x up to 10, then the asymptotic series (Abramowitz-Stegun 6.3.18). */
+WK_HD double wk_digamma(double x) {
+    if (x == 0) return copysign(INFINITY, -x);
+    if (x != x || x == INFINITY) return x;
+    if (x < 0) {
+        if (x == floor(x)) return NAN;
+        /* psi(1 - x) - pi / tan(pi x), with the fraction of x (tan's argument exact) */
+        double r = x - trunc(x);
+        return wk_digamma(1 - x) - 3.14159265358979323846 / tan(3.14159265358979323846 * r);
+    }
+    double acc = 0;
+    while (x < 10) {
+        acc -= 1 / x;
+        x += 1;
+    }
+    double y = 1 / (x * x);
+    double tail = y * (1.0 / 12 - y * (1.0 / 120 - y * (1.0 / 252 - y * (1.0 / 240 - y * (1.0 / 132 - y * (691.0 / 32760 - y / 12))))));
+    return acc + log(x) - 0.5 / x - tail;
+}
+
+/* trigamma (polygamma(1, x), digamma's derivative): +inf at 0 and the negative
+ * integers, reflection pi^2 / sin^2(pi x) - psi1(1 - x) below 0, the recurrence
+ * psi1(x) = psi1(x+1) + 1/x^2 up to 10, then the asymptotic series (6.4.12). */
+WK_HD double wk_trigamma(double x) {
+    if (x != x) return x;
+    if (x == INFINITY) return 0;
+    if (x <= 0) {
+        if (x == floor(x)) return INFINITY;
+        double s = sin(3.14159265358979323846 * (x - trunc(x)));
+        return 9.86960440108935861883 / (s * s) - wk_trigamma(1 - x);
+    }
+    double acc = 0;
+    while (x < 10) {
+        acc += 1 / (x * x);
+        x += 1;
+    }
+    double y = 1 / (x * x);
+    /* 1/x + 1/(2x^2) + 1/(6x^3) - 1/(30x^5) + 1/(42x^7) - 1/(30x^9) + 5/(66x^11) - 691/(2730x^13) + 7/(6x^15) */
+    double tail = (1.0 / 6 - y * (1.0 / 30 - y * (1.0 / 42 - y * (1.0 / 30 - y * (5.0 / 66 - y * (691.0 / 2730 - y * 7.0 / 6)))))) * y;
+    return acc + 1 / x + 0.5 * y + tail / x;
+}
+
+/* erfinv: +-inf at +-1, NaN outside [-1, 1]; a starting point from Giles'
+ * single-precision approximation ("Approximating the erfinv function", 2010),
+ * then Halley's steps on erf (on erfc beyond 0.5, where 1 - |y| is exact) until
+ * they stop moving: the double result is good to a few ulp, also in the tail
+ * beyond float's range where the starting point is poor. */
+WK_HD double wk_erfinv(double y) {
+    double a = fabs(y);
+    if (!(a <= 1)) return NAN;
+    if (a == 1) return copysign(INFINITY, y);
+    if (a == 0) return y;
+    double w = -log((1 - a) * (1 + a)), p;
+    if (w < 5) {
+        w -= 2.5;
+        p = 2.81022636e-08;
+        p = 3.43273939e-07 + p * w;
+        p = -3.5233877e-06 + p * w;
+        p = -4.39150654e-06 + p * w;
+        p = 0.00021858087 + p * w;
+        p = -0.00125372503 + p * w;
+        p = -0.00417768164 + p * w;
+        p = 0.246640727 + p * w;
+        p = 1.50140941 + p * w;
+    } else {
+        w = sqrt(w) - 3;
+        p = -0.000200214257;
+        p = 0.000100950558 + p * w;
+        p = 0.00134934322 + p * w;
+        p = -0.00367342844 + p * w;
+        p = 0.00573950773 + p * w;
+        p = -0.0076224613 + p * w;
+        p = 0.00943887047 + p * w;
+        p = 1.00167406 + p * w;
+        p = 2.83297682 + p * w;
+    }
+    double x = p * a;
+    for (int i = 0; i < 6; i++) { /* Halley's steps (erf'' = -2x erf'), until they no longer move x */
+        double r = a > 0.5 ? (1 - a) - erfc(x) : erf(x) - a; /* erf(x) - a, without cancellation */
+        double step = r / (1.1283791670955126 * exp(-x * x));
+        step /= 1 + x * step;
+        x -= step;
+        if (fabs(step) <= 1e-16 * x) break;
+    }
+    return copysign(x, y);
+}
+
 /* Unary ops on floating types: X(ID, float expression, double expression). */
 #define WK_UNARY_FLOAT_MATH(X)                                                                  \
     X(NEG, -x, -x)                                                                              \
@@ -125,7 +227,12 @@ WK_HD double wk_gelu_tanh(double x) { return x / (1.0 + exp(-1.5957691216057308 
     X(CEIL, ceilf(x), ceil(x))                                                                  \
     X(ROUND, rintf(x), rint(x))                                                                 \
     X(TRUNC, truncf(x), trunc(x))                                                               \
-    X(SIGN, x > 0 ? 1.0f : x < 0 ? -1.0f : x, x > 0 ? 1.0 : x < 0 ? -1.0 : x)
+    X(SIGN, x > 0 ? 1.0f : x < 0 ? -1.0f : x, x > 0 ? 1.0 : x < 0 ? -1.0 : x)                   \
+    X(ERFC, erfcf(x), erfc(x))                                                                  \
+    X(ERFINV, (float)wk_erfinv(x), wk_erfinv(x))                                                \
+    X(LGAMMA, (float)wk_lgamma(x), wk_lgamma(x))                                                \
+    X(DIGAMMA, (float)wk_digamma(x), wk_digamma(x))                                             \
+    X(TRIGAMMA, (float)wk_trigamma(x), wk_trigamma(x))
 
 /* Unary ops on int64 (the float-only ones never reach an integer kernel). */
 #define WK_UNARY_INT_MATH(X)                                                                    \

@@ -1,0 +1,147 @@
+-- wick.special (torch.special) and the special functions at module level and
+-- as methods: the C kernels erfc, erfinv, lgamma, digamma and trigamma (src/core/
+-- scalar_math.h, with their derivatives in src/core/derivatives.c), and what
+-- PyTorch composes of them: polygamma, mvlgamma, the normal distribution's
+-- ndtr/ndtri/log_ndtr, entr, sinc, xlog1py, copysign, signbit, sgn, heaviside.
+local core = require("wick.core")
+local check = require("wick.argcheck")
+
+local Tensor = core.Tensor
+
+return function(wick)
+  local special = {}
+
+  -- the internal kernel polygamma(1, x) is reached through polygamma only
+  local trigamma = Tensor.trigamma
+  Tensor.trigamma, Tensor.trigamma_ = nil, nil
+
+  local function floating(t, fn)
+    check.tensor(t, fn, "self")
+    return t:is_floating_point() and t or t:to(wick.get_default_dtype())
+  end
+
+  --- t:polygamma(n) / wick.polygamma(n, t): the n-th derivative of digamma;
+  --- n = 0 (digamma) and 1 (trigamma)
+  function Tensor.polygamma(t, n)
+    check.tensor(t, "polygamma", "self")
+    check.int(n, "polygamma", "n", 0)
+    if n == 0 then return t:digamma() end
+    if n == 1 then return trigamma(t) end
+    check.fail("polygamma", "n = %d: only orders 0 (digamma) and 1 (trigamma) are implemented in this version of wick", n)
+  end
+  function Tensor.polygamma_(t, n) return t:copy_(t:polygamma(n)) end
+  function wick.polygamma(n, t) return Tensor.polygamma(check.tensor(t, "polygamma", "input"), n) end
+
+  --- t:mvlgamma(p): the multivariate log-gamma, p (p - 1) / 4 log(pi) + sum_{i < p} lgamma(t - i / 2)
+  function Tensor.mvlgamma(t, p)
+    local x = floating(t, "mvlgamma")
+    check.int(p, "mvlgamma", "p", 1)
+    if x:le((p - 1) / 2):any() then
+      check.fail("mvlgamma", "all elements must be greater than (p-1)/2 = %g", (p - 1) / 2)
+    end
+    local r = x:lgamma()
+    for i = 1, p - 1 do r = r + (x - i / 2):lgamma() end
+    return r + p * (p - 1) / 4 * math.log(math.pi)
+  end
+
+  --- t:sinc(): sin(pi t) / (pi t), 1 at 0
+  function Tensor.sinc(t)
+    local x = floating(t, "sinc")
+    local zero = x:eq(0)
+    local px = wick.where(zero, 1, x) * math.pi -- (the gradient at 0 is 0, not NaN)
+    return wick.where(zero, 1, px:sin() / px)
+  end
+
+  --- t:signbit(): whether the sign bit is set (true for -0.0)
+  function Tensor.signbit(t)
+    check.tensor(t, "signbit", "self")
+    if not t:is_floating_point() then return t:lt(0) end
+    return t:lt(0):logical_or(t:eq(0):logical_and(t:reciprocal():lt(0)))
+  end
+
+  --- t:copysign(other): |t| with the sign of other (a tensor or a number)
+  function Tensor.copysign(t, other)
+    local x = floating(t, "copysign")
+    local negative = wick.is_tensor(other) and other:signbit()
+      or wick.tensor(check.number(other, "copysign", "other")):signbit()
+    local a = x:abs()
+    return wick.where(negative, -a, a)
+  end
+
+  --- t:sgn(): sign for real tensors
+  function Tensor.sgn(t) return check.tensor(t, "sgn", "self"):sign() end
+
+  --- t:heaviside(values): 0 below 0, 1 above, values where t is 0
+  function Tensor.heaviside(t, values)
+    check.tensor(t, "heaviside", "self")
+    check.tensor(values, "heaviside", "values")
+    local one, zero = wick.ones({}, { dtype = t.dtype, device = t.device }), wick.zeros({}, { dtype = t.dtype, device = t.device })
+    return wick.where(t:eq(0), values:to(t.dtype), wick.where(t:gt(0), one, zero))
+  end
+
+  for _, name in ipairs({ "polygamma_", "mvlgamma", "sinc", "signbit", "copysign", "sgn", "heaviside" }) do
+    local method = Tensor[name]
+    if name ~= "polygamma_" then wick[name] = function(t, ...) return method(t, ...) end end
+  end
+  for _, name in ipairs({ "erfc", "erfinv", "lgamma", "digamma" }) do
+    local method = Tensor[name]
+    wick[name] = function(t, ...) return method(check.tensor(t, name, "input"), ...) end
+  end
+
+  -- ---- torch.special ----
+  local function same(name, method)
+    special[name] = function(t, ...) return Tensor[method or name](check.tensor(t, "special." .. name, "input"), ...) end
+  end
+  for _, name in ipairs({ "erf", "erfc", "erfinv", "digamma", "expm1", "exp2", "log1p", "logit", "xlogy", "sinc",
+    "round", "logsumexp", "softmax", "log_softmax", "i0" }) do
+    if Tensor[name] then same(name) end
+  end
+  same("gammaln", "lgamma")
+  same("psi", "digamma")
+  same("expit", "sigmoid")
+  same("multigammaln", "mvlgamma")
+  function special.polygamma(n, t) return wick.polygamma(n, t) end
+
+  --- special.ndtr(x): the standard normal CDF, erfc(-x / sqrt 2) / 2 (no cancellation in the lower tail)
+  function special.ndtr(t)
+    return (floating(t, "special.ndtr") * -math.sqrt(0.5)):erfc() * 0.5
+  end
+  --- special.ndtri(p): the standard normal quantile, sqrt 2 erfinv(2p - 1)
+  function special.ndtri(t)
+    local p = floating(t, "special.ndtri")
+    return (p * 2 - 1):erfinv() * math.sqrt(2)
+  end
+  --- special.log_ndtr(x): log of the normal CDF, accurate far into the lower tail
+  function special.log_ndtr(t)
+    local x = floating(t, "special.log_ndtr")
+    -- log(erfc(-x / sqrt 2) / 2) while erfc stays a normal number (x >= -37);
+    -- beyond, -x^2/2 - log(-x) - log(sqrt(2 pi)) + log(sum_k (-1)^k (2k-1)!! / x^2k)
+    local far = x:lt(-37)
+    local near = wick.where(far, 0, x)
+    local r = ((-near * math.sqrt(0.5)):erfc() * 0.5):log()
+    local xf = wick.where(far, x, -40)
+    local y = 1 / (xf * xf)
+    local p = y * 0 + 135135 -- 1 - 3y + 15y^2 - ... + 135135y^6, by Horner
+    for _, c in ipairs({ -10395, 945, -105, 15, -3, 1 }) do p = p * y + c end
+    local tail = -xf * xf * 0.5 - (-xf):log() - 0.5 * math.log(2 * math.pi) + (-y * p):log1p()
+    return wick.where(far, tail, r)
+  end
+  --- special.entr(x): -x log x (0 at 0, -inf below 0)
+  function special.entr(t)
+    local x = floating(t, "special.entr")
+    local pos = x:gt(0)
+    local safe = wick.where(pos, x, 1)
+    local r = wick.where(pos, -safe * safe:log(), wick.where(x:eq(0), 0, -math.huge))
+    return wick.where(x:ne(x), x, r)
+  end
+  --- special.xlog1py(x, y): x log1p(y), 0 where x is 0 (and y not NaN)
+  function special.xlog1py(t, u)
+    local x = floating(t, "special.xlog1py")
+    u = wick.is_tensor(u) and u or wick.full({}, check.number(u, "special.xlog1py", "other"), { dtype = x.dtype, device = x.device })
+    local zero = x:eq(0):logical_and(u:eq(u))
+    return wick.where(zero, x * 0, x * wick.where(zero, 0, u):log1p())
+  end
+
+  wick.special = check.strict(special, "wick.special")
+  return special
+end
