@@ -116,6 +116,21 @@ describe("linalg.cholesky, qr, eigh, svd", function()
     local Q1, R1 = linalg.qr(wick.tensor({ { 3, 0 }, { 4, 1 } }, F64))
     assert.are.equal(-5, R1[1][1]:item())
     assert.is_true(maxdiff(Q1:mm(R1), wick.tensor({ { 3, 0 }, { 4, 1 } }, F64)) < 1e-12)
+    -- and no reflection where nothing lies under the diagonal (dlarfg's H = I): the
+    -- last column of a square or wide matrix, a 1x1, an upper triangle; a zero
+    -- leading entry reflects to -norm (PyTorch 2.15's values)
+    local cases = {
+      { { { 2 } }, { { 1 } }, { { 2 } } },
+      { { { 1, 2, 3 }, { 4, 5, 6 } }, { { -0.24253562503633297, -0.97014250014533188 }, { -0.97014250014533188, 0.24253562503633297 } },
+        { { -4.1231056256176606, -5.3357837507993254, -6.5484618759809893 }, { 0, -0.72760687510899891, -1.4552137502179978 } } },
+      { { { 0, 1 }, { 1, 0 } }, { { 0, -1 }, { -1, 0 } }, { { -1, 0 }, { 0, -1 } } },
+      { { { -3, 1 }, { 0, 2 } }, { { 1, 0 }, { 0, 1 } }, { { -3, 1 }, { 0, 2 } } },
+    }
+    for _, c in ipairs(cases) do
+      local q, r = linalg.qr(wick.tensor(c[1], F64))
+      assert.is_true(maxdiff(q, wick.tensor(c[2], F64)) < 1e-14, tostring(q))
+      assert.is_true(maxdiff(r, wick.tensor(c[3], F64)) < 1e-14, tostring(r))
+    end
   end)
 
   it("eigh gives ascending eigenvalues and orthonormal eigenvectors of the lower triangle", function()

@@ -109,16 +109,16 @@ static void qr(double *a, int64_t m, int64_t n, double *q, int64_t kq, double *r
     double *taus = v + m; /* k more, then k * m for the reflectors */
     double *vs = taus + k;
     for (int64_t j = 0; j < k; j++) {
-        double norm = 0;
-        for (int64_t i = j; i < m; i++) norm += AT(a, n, i, j) * AT(a, n, i, j);
-        norm = sqrt(norm);
+        double below = 0; /* the column under the diagonal */
+        for (int64_t i = j + 1; i < m; i++) below += AT(a, n, i, j) * AT(a, n, i, j);
         double *vj = vs + j * m;
         memset(vj, 0, sizeof(double) * (size_t)m);
-        if (norm == 0) {
+        if (below == 0) { /* LAPACK's dlarfg: nothing to annihilate, H = I (R keeps the diagonal's sign) */
             taus[j] = 0;
             continue;
         }
-        double alpha = AT(a, n, j, j) > 0 ? -norm : norm; /* R's diagonal */
+        double norm = sqrt(below + AT(a, n, j, j) * AT(a, n, j, j));
+        double alpha = AT(a, n, j, j) >= 0 ? -norm : norm; /* R's diagonal: -sign(a_jj) norm, sign(0) = + */
         for (int64_t i = j; i < m; i++) vj[i] = AT(a, n, i, j);
         vj[j] -= alpha;
         double vv = 0;
