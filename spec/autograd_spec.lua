@@ -716,6 +716,18 @@ describe("autograd behaviour", function()
     assert_close(x.grad, { 2, 4, 6 }, 0)
   end)
 
+  it("a second backward through nodes that saved nothing runs, as PyTorch's (expand, add, sum)", function()
+    local loc = T({ 0, 0, 0 }):requires_grad_()
+    local shared = loc:expand(2, 3) -- built once, like Normal(loc, 1)'s broadcast parameters
+    ;(shared + 1):sum():backward()
+    ;(shared * 2):sum():backward() -- a new graph over the same expand node
+    assert_close(loc.grad, { 6, 6, 6 }, 0)
+    local y = (loc + 1):sum()
+    y:backward()
+    y:backward() -- AddBackward and SumBackward keep no tensors: nothing was freed
+    assert_close(loc.grad, { 8, 8, 8 }, 0)
+  end)
+
   it("a second backward through a freed shared part of the graph raises", function()
     local x = T({ 1, 2 }):requires_grad_()
     local h = x * x

@@ -81,11 +81,17 @@ bool wk_wants_grad(int n, const wick_tensor *const *inputs) {
     return false;
 }
 
-static void release_saved(wk_node *n) {
+/* Frees a node's saved tensors; returns whether it had any (a node that saved
+ * none, as expand or add, can run again, as in PyTorch: a Normal(loc, 1)
+ * built once and used in two steps backs through its expand twice). */
+static bool release_saved(wk_node *n) {
+    bool had = false;
     for (int i = 0; i < WK_MAX_SAVED; i++) {
+        had |= n->saved[i] != NULL;
         wick_tensor_release(n->saved[i]);
         n->saved[i] = NULL;
     }
+    return had;
 }
 
 /* ---- ids the host keeps state for ---- */
@@ -816,10 +822,7 @@ static wick_status walk(backward_run *r, const node_list *order, const bool *nee
         if (gs != grads) free(gs);
         wick_profiler_end(event);
         if (!st && !r->capture) st = settle_hooks(&r->hooks, n);
-        if (!r->a->retain_graph) {
-            release_saved(n);
-            n->released = true;
-        }
+        if (!r->a->retain_graph && release_saved(n)) n->released = true;
     }
     for (int i = 0; i < order->count; i++) { /* after an error, drop what is still pending */
         wick_tensor_release(order->items[i]->grad);
