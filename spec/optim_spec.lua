@@ -128,8 +128,10 @@ describe("optimizer steps against PyTorch (3 steps, float64)", function()
     l:backward()
     opt:step()
     assert_close(b, { 0.1, -0.2 })
-    assert.is_nil(opt.state[b])
-    assert.is_truthy(opt.state[w])
+    assert.is_nil(rawget(opt.state, b)) -- no state was made for it
+    assert.is_truthy(opt.state[w].exp_avg)
+    assert.are.same({}, opt.state[b]) -- a look makes an empty one, as PyTorch's defaultdict(dict)
+    assert.is_nil(opt:state_dict().state[2]) -- which state_dict leaves out
   end)
 
   it("step(closure) re-evaluates the loss and returns it", function()
@@ -928,8 +930,9 @@ describe("an optimizer of one's own (Optimizer:extend)", function()
         for _, g in ipairs(self.param_groups) do
           for _, p in ipairs(g.params) do
             if p.grad and not (g.skip and g.skip(p)) then
-              self.state[p] = self.state[p] or { n = 0 }
-              self.state[p].n = self.state[p].n + 1
+              local state = self.state[p] -- a table from its first look, as PyTorch's defaultdict(dict)
+              if next(state) == nil then state.n = 0 end
+              state.n = state.n + 1
               p:add_(p.grad:sign() * -g.lr)
             end
           end

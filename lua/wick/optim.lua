@@ -144,6 +144,19 @@ local POSITIONAL = {
   LBFGS = { "lr", "max_iter", "max_eval", "tolerance_grad", "tolerance_change", "history_size", "line_search_fn" },
 }
 
+-- opt.state: a table per parameter, made at its first look (PyTorch's
+-- defaultdict(dict)), so an optimizer of one's own starts with
+-- `local state = self.state[p]`; state_dict leaves out the empty ones
+local state_mt = {
+  __index = function(t, p)
+    if not wick.is_tensor(p) then return nil end
+    local s = {}
+    rawset(t, p, s)
+    return s
+  end,
+}
+local function state_table(t) return setmetatable(t, state_mt) end
+
 --- Optimizer(params[, lr[, ...]][, opts]): params an array of tensors or of
 --- groups {params = {...}, lr = ...}; hyper-parameters by PyTorch's position or
 --- in the options table.
@@ -165,7 +178,7 @@ function Optimizer.new(cls, params, ...)
   local defaults = {}
   for k, v in pairs(cls.defaults) do defaults[k] = v end
   for k, v in pairs(opts) do defaults[k] = v end
-  local self = setmetatable({ param_groups = {}, state = {}, defaults = defaults }, cls)
+  local self = setmetatable({ param_groups = {}, state = state_table({}), defaults = defaults }, cls)
   -- an array of tensors, or an array of groups {params = {...}, lr = ...}
   local list = wick.is_tensor(params[1]) and { { params = params } } or params
   for gi, g in ipairs(list) do self:add_param_group(g, gi) end
@@ -220,7 +233,7 @@ function Optimizer:init(params, defaults)
   if #params == 0 then check.fail(name, "optimizer got an empty parameter list") end
   self.defaults = {}
   for k, v in pairs(defaults) do self.defaults[k] = v end
-  self.param_groups, self.state = {}, rawget(self, "state") or {}
+  self.param_groups, self.state = {}, state_table(rawget(self, "state") or {})
   local list = wick.is_tensor(params[1]) and { { params = params } } or params
   for gi, g in ipairs(list) do self:add_param_group(g, gi) end
 end
@@ -320,8 +333,8 @@ function Optimizer:state_dict()
     for _, p in ipairs(group.params) do
       index = index + 1
       g.params[#g.params + 1] = index
-      local s = self.state[p]
-      if s then
+      local s = rawget(self.state, p)
+      if s and next(s) ~= nil then
         local copy = {}
         for k, v in pairs(s) do copy[k] = type(v) == "table" and getmetatable(v) == nil and { unpack(v) } or v end
         state[index] = copy
@@ -375,7 +388,7 @@ function Optimizer:load_state_dict(sd)
       end
     end
   end
-  self.state = {}
+  self.state = state_table({})
   for index, s in pairs(sd.state) do
     local p = params[(tonumber(index) or 0) + (pytorch and 1 or 0)]
     if p and type(s) ~= "table" then

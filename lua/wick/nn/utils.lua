@@ -46,7 +46,7 @@ function utils.clip_grad_norm_(params, ...)
       check.fail("clip_grad_norm_", "The total norm of order %s for gradients from `parameters` is non-finite, so it cannot be clipped. To disable this error and scale the gradients by the non-finite norm anyway, set `error_if_nonfinite=False`", norm_type)
     end
     local coef = max_norm / (value + 1e-6)
-    if coef < 1 then
+    if not (coef >= 1) then -- (a NaN norm makes every gradient NaN, as PyTorch's)
       for _, g in ipairs(grads) do g:mul_(coef) end
     end
     return total:to(grads[1].dtype)
