@@ -1271,6 +1271,43 @@ local function legacy_type(name, dtype, device)
     __tostring = function() return (device and "torch.cuda." or "torch.") .. name end,
   })
 end
+--- wick.set_default_tensor_type(T): T a legacy type (wick.DoubleTensor) or its
+--- name ("torch.DoubleTensor"): its dtype becomes the default (a CUDA type's
+--- device the default device too), as torch.set_default_tensor_type
+function wick.set_default_tensor_type(T)
+  local dtype, device
+  if type(T) == "table" and rawget(T, "_legacy_dtype") then
+    dtype, device = T._legacy_dtype, T._legacy_device
+  elseif type(T) == "string" then
+    local cuda, name = T:match("^torch%.(c?u?d?a?%.?)(%a+Tensor)$")
+    dtype, device = name and LEGACY[name], cuda == "cuda." and "cuda" or nil
+  end
+  if not dtype then check.expected("set_default_tensor_type", "t", "a tensor type (wick.DoubleTensor or 'torch.DoubleTensor')", T) end
+  wick.set_default_dtype(dtype)
+  if device then wick.set_default_device(device) end
+end
+
+--- wick.as_tensor(data[, dtype][, device] or [, {dtype =, device =}]): data as a
+--- tensor, without a copy when it already is one of that dtype and device
+function wick.as_tensor(data, ...)
+  local opts = ...
+  if type(opts) ~= "table" or wick.is_tensor(opts) then
+    local a, b = ...
+    opts = {}
+    for _, v in ipairs({ a, b }) do
+      if v ~= nil then
+        if type(v) == "string" and core.dtype_info[v] then opts.dtype = v else opts.device = v end
+      end
+    end
+  end
+  if wick.is_tensor(data) then
+    if opts.dtype == nil and opts.device == nil then return data end
+    return data:to({ dtype = opts.dtype or data.dtype, device = opts.device or data.device })
+  end
+  return wick.tensor(data, opts)
+end
+wick.asarray = wick.as_tensor
+
 for name, dtype in pairs(LEGACY) do
   wick[name] = legacy_type(name, dtype, nil)
   wick.cuda[name] = legacy_type(name, dtype, "cuda")
@@ -1336,7 +1373,7 @@ end
 
 -- Linear algebra's tensor methods and torch.* names, from wick.linalg (which loads on first use).
 for _, name in ipairs({ "inverse", "det", "slogdet", "logdet", "pinverse", "cholesky", "qr", "svd", "cholesky_solve",
-  "cholesky_inverse" }) do
+  "cholesky_inverse", "triangular_solve" }) do
   Tensor[name] = function(...) return require("wick.linalg")._methods[name](...) end
   wick[name] = Tensor[name]
 end
@@ -1394,9 +1431,30 @@ setmetatable(wick, {
       rawset(t, k, value)
       return value
     end
+    -- torch._foreach_<op>(list, ...): op over each tensor of the list (other
+    -- arguments a list of the same length, taken element by element, or one
+    -- value for all); in-place forms (ending in _) return nothing, as PyTorch's
+    local op = type(k) == "string" and k:match("^_foreach_([%w_]+)$")
+    if op and Tensor[op] then
+      local fn = function(list, ...)
+        check.table(list, k, "self")
+        local n, args, out = #list, { ... }, {}
+        for i = 1, n do
+          local these = {}
+          for j = 1, select("#", ...) do
+            local a = args[j]
+            these[j] = (type(a) == "table" and not wick.is_tensor(a) and getmetatable(a) == nil and #a == n) and a[i] or a
+          end
+          out[i] = Tensor[op](list[i], unpack(these, 1, select("#", ...)))
+        end
+        if op:sub(-1) ~= "_" then return out end
+      end
+      rawset(t, k, fn)
+      return fn
+    end
     -- a name wick does not have is an error at the caller's line (as wick.nn's),
     -- not a nil called further on
-    if type(k) == "string" and k:sub(1, 1) ~= "_" then
+    if type(k) == "string" and (k:sub(1, 1) ~= "_" or k:match("^_foreach_")) then
       error(("wick has no '%s' (not in this version of wick: see docs/api.md)"):format(k), 2)
     end
   end,

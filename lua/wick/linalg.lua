@@ -441,11 +441,23 @@ function methods.svd(t, some)
   local U, S, Vh = linalg.svd(t, some == false)
   return U, S, mT(Vh)
 end
+--- wick.triangular_solve(b, A[, upper = true[, transpose = false[, unitriangular = false]]]) -> X, A:clone()
+--- (the old torch.triangular_solve: A X = b, or A^T X = b when transpose)
+function methods.triangular_solve(b, A, upper, transpose, unitriangular)
+  local fn = "triangular_solve"
+  check.tensor(b, fn, "self")
+  check.tensor(A, fn, "A")
+  if type(upper) == "table" then upper, transpose, unitriangular = upper.upper, upper.transpose, upper.unitriangular end
+  upper = upper ~= false
+  local M = transpose and mT(A) or A
+  if transpose then upper = not upper end
+  return linalg.solve_triangular(M, b, { upper = upper, unitriangular = unitriangular == true }), A:clone()
+end
 linalg._methods = methods
--- torch.cholesky_solve and torch.cholesky_inverse, as wick.* names and tensor
+-- torch.cholesky_solve, torch.cholesky_inverse and torch.triangular_solve, as wick.* names and tensor
 -- methods (until init.lua's list of linalg methods names them too)
-for _, name in ipairs({ "cholesky_solve", "cholesky_inverse" }) do
+for _, name in ipairs({ "cholesky_solve", "cholesky_inverse", "triangular_solve" }) do
   if rawget(wick, name) == nil then wick[name] = methods[name] end
   if rawget(wick.Tensor, name) == nil then wick.Tensor[name] = methods[name] end
 end
-return linalg
+return check.strict(linalg, "wick.linalg")

@@ -2347,6 +2347,139 @@ return function(wick)
     return hist:to(t.dtype), edges:to(t.dtype)
   end
 
+  -- ---- more of PyTorch's forms that ported programs call ----
+  --- t:addbmm(b1, b2[, {beta = 1, alpha = 1}]): beta t + alpha sum_i b1[i] @ b2[i]
+  function Tensor.addbmm(t, b1, b2, opts)
+    check.tensor(t, "addbmm", "self")
+    check.tensor(b1, "addbmm", "batch1")
+    check.tensor(b2, "addbmm", "batch2")
+    if b1:dim() ~= 3 or b2:dim() ~= 3 then check.fail("addbmm", "batch1 and batch2 must be 3-D tensors") end
+    local o = check.options(opts, "addbmm", { beta = "number", alpha = "number" })
+    local beta, alpha = o.beta or 1, o.alpha or 1
+    local p = b1:bmm(b2):sum(1)
+    if alpha ~= 1 then p = p * alpha end
+    if beta == 0 then return p + t * 0 end
+    return (beta == 1 and t or t * beta) + p
+  end
+  -- in-place forms: the result written back into t (t's version bumps; autograd sees a copy_)
+  for _, name in ipairs({ "addmm", "baddbmm", "addbmm", "addmv", "addr", "logical_not", "square" }) do
+    if Tensor[name] and rawget(Tensor, name .. "_") == nil then
+      local method = Tensor[name]
+      Tensor[name .. "_"] = function(t, ...)
+        check.tensor(t, name .. "_", "self")
+        return t:copy_(method(t, ...))
+      end
+    end
+  end
+
+  --- t:unflatten(dim, sizes): dim split into sizes (one may be -1)
+  function Tensor.unflatten(t, dim, sizes)
+    check.tensor(t, "unflatten", "self")
+    local d = wrap_dim(t, dim, "unflatten")
+    check.table(sizes, "unflatten", "sizes")
+    if #sizes == 0 then check.fail("unflatten", "sizes must be non-empty") end
+    local shape = t:size()
+    local new = {}
+    for i = 1, d - 1 do new[#new + 1] = shape[i] end
+    local known, free = 1, nil
+    for i, v in ipairs(sizes) do
+      check.int(v, "unflatten", "sizes", -1)
+      if v == -1 then
+        if free then check.fail("unflatten", "only one dimension can be inferred") end
+        free = #new + 1
+      else known = known * v end
+      new[#new + 1] = v
+    end
+    if free then
+      if known == 0 or shape[d] % known ~= 0 then
+        check.fail("unflatten", "sizes %s don't multiply up to the size of dim %d (%d) of the input", table.concat(sizes, ", "), dim, shape[d])
+      end
+      new[free] = floor(shape[d] / known)
+    elseif known ~= shape[d] then
+      check.fail("unflatten", "provided sizes don't multiply up to the size of dim %d (%d) in the input tensor", dim, shape[d])
+    end
+    for i = d + 1, #shape do new[#new + 1] = shape[i] end
+    return t:view(new)
+  end
+
+  --- t:isin(test_elements[, {invert = false, assume_unique}]): whether each element is among test_elements
+  function Tensor.isin(t, test, opts)
+    if not is_tensor(t) then t = wick.tensor(t) end
+    if not is_tensor(test) then test = wick.tensor(type(test) == "table" and test or { test }, { dtype = t.dtype, device = t.device }) end
+    local o = check.options(opts, "isin", { invert = "boolean", assume_unique = "boolean" })
+    local flat = test:reshape(-1)
+    local r
+    if flat:numel() == 0 then
+      r = wick.zeros(t.shape, { dtype = "bool", device = t.device })
+    else
+      local sorted = flat:sort()
+      local x = t:to(sorted.dtype)
+      local pos = wick.searchsorted(sorted, x:reshape(-1)):clamp(1, sorted:numel())
+      r = sorted:index_select(1, pos):eq(x:reshape(-1)):view(t.shape)
+    end
+    if o.invert then r = r:logical_not() end
+    return r
+  end
+  function ops.isin(elements, test, opts)
+    if not is_tensor(elements) then
+      elements = wick.tensor(type(elements) == "table" and elements or { elements },
+        is_tensor(test) and { dtype = test.dtype, device = test.device } or nil)
+    end
+    return Tensor.isin(elements, test, opts)
+  end
+
+  -- An inclusive scan along dim by doubling (Hillis-Steele: after the step of
+  -- width w each position holds the combination of its last 2w): combine(prev,
+  -- cur) of an earlier and a later window, elementwise, for any associative rule
+  local function scan(acc, d, combine)
+    local n = acc[1]:size(d)
+    local step = 1
+    while step < n do
+      local prev = {}
+      for k = 1, #acc do prev[k] = acc[k]:narrow(d, 1, n - step) end
+      local cur = {}
+      for k = 1, #acc do cur[k] = acc[k]:narrow(d, step + 1, n - step) end
+      local merged = { combine(prev, cur) }
+      for k = 1, #acc do acc[k] = wick.cat({ acc[k]:narrow(d, 1, step), merged[k] }, d) end
+      step = step * 2
+    end
+    return acc
+  end
+
+  --- t:logcumsumexp(dim): log(cumsum(exp(t))) along dim, without overflow or underflow (logaddexp's scan)
+  function Tensor.logcumsumexp(t, dim)
+    check.tensor(t, "logcumsumexp", "self")
+    if not t:is_floating_point() then t = t:to(wick.get_default_dtype()) end
+    if t:dim() == 0 then return t:clone() end
+    local d = wrap_dim(t, dim, "logcumsumexp")
+    if t:numel() == 0 then return t:clone() end
+    return scan({ t }, d, function(prev, cur) return prev[1]:logaddexp(cur[1]) end)[1]
+  end
+
+  --- t:cummax(dim), t:cummin(dim): the running maximum (minimum) and its 1-based
+  --- index, as PyTorch's: a later equal value takes over, NaN wins and stays
+  local function cumextreme(name, beats)
+    return function(t, dim)
+      check.tensor(t, name, "self")
+      if t:dim() == 0 then return t:clone(), wick.ones({}, { dtype = "int64", device = t.device }) end
+      local d = wrap_dim(t, dim, name)
+      if t:numel() == 0 then return t:clone(), wick.zeros(t.shape, { dtype = "int64", device = t.device }) end
+      local n = t:size(d)
+      local shape = {}
+      for i = 1, t:dim() do shape[i] = i == d and n or 1 end
+      local idx = wick.arange(1, n + 1, { dtype = "int64", device = t.device }):view(shape):expand(t.shape):contiguous()
+      local r = scan({ t, idx }, d, function(prev, cur)
+        local pv, cv = prev[1], cur[1]
+        local take_prev = beats(pv, cv)
+        if pv:is_floating_point() then take_prev = take_prev:logical_or(pv:isnan():logical_and(cv:isnan():logical_not())) end
+        return wick.where(take_prev, pv, cv), wick.where(take_prev, prev[2], cur[2])
+      end)
+      return r[1], r[2]
+    end
+  end
+  Tensor.cummax = cumextreme("cummax", function(a, b) return a:gt(b) end)
+  Tensor.cummin = cumextreme("cummin", function(a, b) return a:lt(b) end)
+
   -- ---- the module-level names ----
   for _, name in ipairs({ "tril", "triu", "split", "chunk", "unbind", "sort", "argsort", "topk", "msort", "cumsum",
     "cumprod", "clamp", "clamp_min", "clamp_max", "clip", "flip", "fliplr", "flipud", "roll", "amax", "amin",
@@ -2356,14 +2489,16 @@ return function(wick)
     "scatter", "scatter_reduce", "index_reduce",
     "kthvalue", "unique", "unique_consecutive", "quantile", "nanquantile", "var_mean", "std_mean", "floor_divide", "fmax", "fmin", "nanmean", "baddbmm", "vdot", "rot90",
     "square", "all", "any", "histc", "atanh", "asinh", "acosh", "logaddexp", "logaddexp2", "nansum", "diagonal", "isclose", "ravel", "swapaxes", "swapdims", "logit", "xlogy",
-    "rad2deg", "deg2rad", "exp2", "float_power", "true_divide", "addmv", "addr", "kron", "cross", "matrix_power" }) do
+    "rad2deg", "deg2rad", "exp2", "float_power", "true_divide", "addmv", "addr", "kron", "cross", "matrix_power",
+    "addbmm", "logcumsumexp", "cummax", "cummin", "diag_embed" }) do
     local method = Tensor[name]
     wick[name] = function(t, ...) return method(t, ...) end
   end
   for _, name in ipairs({ "where", "randint", "randint_like", "randperm", "multinomial", "einsum", "bernoulli", "normal", "bincount",
     "linspace", "logspace", "meshgrid", "cdist", "tril_indices", "triu_indices", "broadcast_tensors", "tensordot",
     "searchsorted", "bucketize", "block_diag", "cartesian_prod", "histogram", "hstack", "vstack", "row_stack",
-    "dstack", "column_stack", "chain_matmul", "hann_window", "hamming_window", "blackman_window", "bartlett_window" }) do
+    "dstack", "column_stack", "chain_matmul", "hann_window", "hamming_window", "blackman_window", "bartlett_window",
+    "isin" }) do
     wick[name] = ops[name]
   end
   return ops

@@ -116,6 +116,8 @@ function Module.new(class, ...)
 end
 
 function Module:init() end
+-- nn.Module(): a plain container, as PyTorch's (`down = nn.Module(); down.block = ...`)
+setmetatable(Module, { __call = function(cls, ...) return cls.new(cls, ...) end })
 
 function Module:forward()
   this(self, "forward")
