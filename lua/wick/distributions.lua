@@ -1,9 +1,15 @@
 -- wick.distributions: PyTorch's torch.distributions for the common cases
 -- (Categorical, OneHotCategorical, Normal, MultivariateNormal, Bernoulli,
--- Uniform, Independent, and kl_divergence between two of a kind), as
+-- Uniform, Independent, Gamma, Beta, Dirichlet, Exponential, Laplace,
+-- StudentT, LogNormal, and kl_divergence between two of a kind), as
 -- compositions of wick's ops, so log_prob, entropy and rsample are
--- differentiable. Categorical's values are 1-based class indices, as wick's
--- class targets are. validate_args is on by default, as PyTorch's: the
+-- differentiable. Gamma draws are Marsaglia and Tsang's (PyTorch's
+-- sample_gamma) from wick's uniform and normal draws, Beta and Dirichlet
+-- draws normalised Gammas; their rsample has no gradient to the concentration
+-- yet (an error in backward, never a wrong gradient: PyTorch's implicit
+-- reparameterisation needs the incomplete gamma's derivative), so StudentT's
+-- rsample has none to df. Categorical's values are
+-- 1-based class indices, as wick's class targets are. validate_args is on by default, as PyTorch's: the
 -- parameters are checked against their constraints at construction and the
 -- values of log_prob (and cdf, icdf) against the support.
 local wick = require("wick")
@@ -642,7 +648,428 @@ function Uniform:log_prob(value)
 end
 function Uniform:entropy() return (self.high - self.low):log() end
 
-for _, C in ipairs({ Categorical, OneHotCategorical, Normal, MultivariateNormal, Independent, Bernoulli, Uniform }) do
+-- ---- Gamma draws (Marsaglia and Tsang) ----
+
+-- a tensor's values as a flat Lua array of numbers (float64)
+local function values_of(t) return t:detach():to("cpu"):double():contiguous():reshape(-1):totable() end
+-- a flat Lua array as a tensor of `like`'s shape, dtype and device
+local function tensor_of(vals, like)
+  if #vals == 0 then return wick.zeros(like:size(), { dtype = like.dtype, device = like.device }) end
+  return wick.tensor(vals, { dtype = like.dtype }):reshape(like:size()):to(like.device)
+end
+-- the next standard uniform (or normal) draw of wick's generator, drawn in blocks of at least n
+local function draws(kind, n)
+  local block, i = nil, 0
+  return function()
+    if block == nil or i >= #block then
+      block, i = wick[kind](math.max(n, 64), { dtype = "float64" }):totable(), 0
+    end
+    i = i + 1
+    return block[i]
+  end
+end
+-- Marsaglia and Tsang's acceptance-rejection ("A simple method for generating gamma
+-- variables", 2000) for alpha >= 1, boosted by U^(1/alpha) below 1
+local function sample_gamma(alpha, uniform, normal)
+  if not (alpha >= 0) then return 0 / 0 end -- NaN or negative (validate_args = false): NaN, never a hang
+  local scale = 1
+  if alpha < 1 then
+    if alpha == 0 then return 0 end
+    scale = (1 - uniform()) ^ (1 / alpha)
+    alpha = alpha + 1
+  end
+  local d = alpha - 1 / 3
+  local c = 1 / math.sqrt(9 * d)
+  while true do
+    local x, y
+    repeat
+      x = normal()
+      y = 1 + c * x
+    until y > 0
+    local v = y * y * y
+    local u = 1 - uniform()
+    local xx = x * x
+    if u < 1 - 0.0331 * xx * xx then return scale * d * v end
+    if math.log(u) < 0.5 * xx + d * (1 - v + math.log(v)) then return scale * d * v end
+  end
+end
+-- standard Gamma(alpha) draws for each value of alpha (a flat array), from wick's generator
+local function standard_gamma_values(a)
+  local n = #a
+  local uniform, normal = draws("rand", n), draws("randn", n)
+  local out = {}
+  for i = 1, n do out[i] = sample_gamma(a[i], uniform, normal) end
+  return out
+end
+
+-- The implicit reparameterisation gradient of a Gamma draw with respect to its
+-- concentration (-(d/da cdf(x; a)) / pdf(x; a)) needs the incomplete gamma
+-- function's derivative, which wick does not have yet: a backward that reaches
+-- a concentration is an error, never a silently wrong gradient. Gradients to
+-- everything else (Gamma's rate, StudentT's loc and scale) flow as usual.
+local function no_concentration_grad(what)
+  check.fail(what, "the gradient of a draw with respect to the concentration (PyTorch's implicit "
+    .. "reparameterisation) is not implemented in this version of wick; draw with sample(), or "
+    .. "detach the concentration")
+end
+
+-- torch._standard_gamma: draws of Gamma(alpha, 1) (at least the dtype's tiny)
+local StandardGamma = wick.autograd.Function:extend("StandardGamma")
+function StandardGamma.forward(ctx, alpha)
+  return tensor_of(standard_gamma_values(values_of(alpha)), alpha):clamp(wick.finfo(alpha.dtype).tiny, math.huge)
+end
+function StandardGamma.backward() no_concentration_grad("Gamma:rsample") end
+-- torch._sample_dirichlet: float64 Gammas (at least float64's tiny) normalised over the last dim,
+-- then in [tiny, 1) of the dtype
+local DirichletSample = wick.autograd.Function:extend("DirichletSample")
+function DirichletSample.forward(ctx, conc)
+  local gamma = wick.tensor(standard_gamma_values(values_of(conc)), { dtype = "float64" })
+  gamma = gamma:clamp(wick.finfo("float64").tiny, math.huge):reshape(conc:size())
+  local fi = wick.finfo(conc.dtype)
+  return (gamma / gamma:sum(-1, true)):to(conc.dtype):clamp(fi.tiny, 1 - fi.eps / 2):to(conc.device)
+end
+function DirichletSample.backward() no_concentration_grad("Dirichlet:rsample") end
+
+-- n parameters (numbers or tensors) as tensors of one shape
+local function n_params(fn, values, names, opts)
+  check.options(opts, fn, { validate_args = "boolean" })
+  local like
+  for i = 1, #names do if is_tensor(values[i]) then like = values[i]; break end end
+  local ts = {}
+  for i = 1, #names do ts[i] = param(values[i], fn, names[i], like) end
+  return wick.broadcast_tensors(unpack(ts))
+end
+local POSITIVE = "GreaterThan(lower_bound=0.0)"
+local NONNEGATIVE = "GreaterThanEq(lower_bound=0.0)"
+local UNIT_INTERVAL = "Interval(lower_bound=0.0, upper_bound=1.0)"
+-- the value of log_prob as a tensor in `like`'s dtype, checked against a support when validating
+local function value_in(d, fn, value, like, support, ok)
+  value = param(value, fn, "value", like)
+  if d._validate_args then check_sample(d, fn, value, support, ok) end
+  return value
+end
+local function positive(v) return v:gt(0) end
+local function nonnegative(v) return v:ge(0) end
+
+-- ---- Gamma ----
+
+--- Gamma(concentration, rate) (numbers or tensors, broadcast): values in [0, inf)
+local Gamma = class("Gamma")
+Gamma._params = { "concentration", "rate" }
+function Gamma.new(concentration, rate, opts)
+  local d = setmetatable({}, Gamma)
+  d.concentration, d.rate = two_params("Gamma", concentration, rate, "concentration", "rate", opts)
+  if validating(d, opts) then
+    check_param(d, "concentration", positive(d.concentration), POSITIVE)
+    check_param(d, "rate", positive(d.rate), POSITIVE)
+  end
+  d.batch_shape, d.event_shape = d.concentration:size(), Size()
+  d.has_rsample = true
+  return d
+end
+function Gamma._lazy.mean(d) return d.concentration / d.rate end
+function Gamma._lazy.mode(d) return ((d.concentration - 1) / d.rate):clamp(0, math.huge) end
+function Gamma._lazy.variance(d) return d.concentration / d.rate ^ 2 end
+function Gamma._lazy.stddev(d) return d.variance:sqrt() end
+--- d:rsample([sample_shape]): standard Gamma draws / rate; gradients to rate (to
+--- concentration: an error in backward, see no_concentration_grad)
+function Gamma:rsample(sample_shape)
+  local shape = shape_of(sample_shape, self.batch_shape, "Gamma:rsample")
+  local value = StandardGamma.apply(self.concentration:expand(shape)) / self.rate:expand(shape)
+  wick.no_grad(function() value:detach():clamp_(wick.finfo(value.dtype).tiny, math.huge) end)
+  return value
+end
+Gamma.sample = sample_of
+function Gamma:log_prob(value)
+  value = value_in(self, "Gamma:log_prob", value, self.rate, NONNEGATIVE, nonnegative)
+  local a, b = self.concentration, self.rate
+  return wick.xlogy(a, b) + wick.xlogy(a - 1, value) - b * value - a:lgamma()
+end
+function Gamma:entropy()
+  local a = self.concentration
+  return a - self.rate:log() + a:lgamma() + (1 - a) * a:digamma()
+end
+
+-- ---- Dirichlet ----
+
+--- Dirichlet(concentration): concentration [..., k] (batch_shape [...], event_shape {k}); values on the simplex
+local Dirichlet = class("Dirichlet")
+Dirichlet._params = { "concentration" }
+function Dirichlet.new(concentration, opts)
+  local fn = "Dirichlet"
+  check.tensor(concentration, fn, "concentration")
+  opts = check.options(opts, fn, { validate_args = "boolean" })
+  if concentration:dim() < 1 then check.fail(fn, "`concentration` parameter must be at least one-dimensional.") end
+  if not concentration:is_floating_point() then concentration = concentration:to(wick.get_default_dtype()) end
+  local d = setmetatable({}, Dirichlet)
+  d.concentration = concentration
+  if validating(d, opts) then
+    check_param(d, "concentration", positive(concentration):all(-1), "IndependentConstraint(" .. POSITIVE .. ", 1)")
+  end
+  d.batch_shape = concentration:size()
+  d.event_shape = Size({ table.remove(d.batch_shape) })
+  d.has_rsample = true
+  return d
+end
+function Dirichlet._lazy.mean(d) return d.concentration / d.concentration:sum(-1, true) end
+function Dirichlet._lazy.mode(d)
+  local a = d.concentration
+  local am1 = (a - 1):clamp(0, math.huge)
+  local mode = am1 / am1:sum(-1, true)
+  -- all below 1: PyTorch's one-hot of the argmax of the NaN row, the first vertex
+  local first = wick.nn.functional.one_hot(wick.ones(d.batch_shape, { dtype = "int64", device = a.device }),
+    d.event_shape[1]):to(mode.dtype)
+  return wick.where(a:lt(1):all(-1, true), first, mode)
+end
+function Dirichlet._lazy.variance(d)
+  local a = d.concentration
+  local a0 = a:sum(-1, true)
+  return a * (a0 - a) / (a0 ^ 2 * (a0 + 1))
+end
+function Dirichlet._lazy.stddev(d) return d.variance:sqrt() end
+--- d:rsample([sample_shape]): normalised Gamma draws (no gradient to concentration yet: an
+--- error in backward)
+function Dirichlet:rsample(sample_shape)
+  local shape = shape_of(sample_shape, concat(self.batch_shape, self.event_shape), "Dirichlet:rsample")
+  return DirichletSample.apply(self.concentration:expand(shape))
+end
+Dirichlet.sample = sample_of
+local function simplex(v) return v:ge(0):all(-1):logical_and((v:sum(-1) - 1):abs():lt(1e-6)) end
+function Dirichlet:log_prob(value)
+  value = value_in(self, "Dirichlet:log_prob", value, self.concentration, "Simplex()", simplex)
+  local a = self.concentration
+  return wick.xlogy(a - 1, value):sum(-1) + a:sum(-1):lgamma() - a:lgamma():sum(-1)
+end
+function Dirichlet:entropy()
+  local a = self.concentration
+  local k = self.event_shape[1]
+  local a0 = a:sum(-1)
+  return a:lgamma():sum(-1) - a0:lgamma() - (k - a0) * a0:digamma() - ((a - 1) * a:digamma()):sum(-1)
+end
+
+-- ---- Beta ----
+
+--- Beta(concentration1, concentration0) (numbers or tensors, broadcast): values in [0, 1], a
+--- Dirichlet over (x, 1 - x) as PyTorch's
+local Beta = class("Beta")
+Beta._params = { "concentration1", "concentration0" }
+function Beta.new(concentration1, concentration0, opts)
+  local fn = "Beta"
+  local d = setmetatable({}, Beta)
+  d.concentration1, d.concentration0 = two_params(fn, concentration1, concentration0, "concentration1",
+    "concentration0", opts)
+  local validate = validating(d, opts)
+  if validate then
+    check_param(d, "concentration1", positive(d.concentration1), POSITIVE)
+    check_param(d, "concentration0", positive(d.concentration0), POSITIVE)
+  end
+  d._dirichlet = Dirichlet.new(wick.stack({ d.concentration1, d.concentration0 }, -1), { validate_args = validate })
+  d.batch_shape, d.event_shape = d.concentration1:size(), Size()
+  d.has_rsample = true
+  return d
+end
+function Beta._lazy.mean(d) return d.concentration1 / (d.concentration1 + d.concentration0) end
+function Beta._lazy.mode(d) return d._dirichlet.mode:select(-1, 1) end
+function Beta._lazy.variance(d)
+  local total = d.concentration1 + d.concentration0
+  return d.concentration1 * d.concentration0 / (total ^ 2 * (total + 1))
+end
+function Beta._lazy.stddev(d) return d.variance:sqrt() end
+--- d:rsample([sample_shape]): the first coordinate of the Dirichlet's rsample (PyTorch's gradients)
+function Beta:rsample(sample_shape)
+  shape_of(sample_shape, {}, "Beta:rsample")
+  return self._dirichlet:rsample(sample_shape):select(-1, 1)
+end
+Beta.sample = sample_of
+function Beta:log_prob(value)
+  value = value_in(self, "Beta:log_prob", value, self.concentration1, UNIT_INTERVAL, function(v)
+    return v:ge(0):logical_and(v:le(1))
+  end)
+  local a, b = self.concentration1, self.concentration0
+  return wick.xlogy(a - 1, value) + wick.xlogy(b - 1, 1 - value) + (a + b):lgamma() - a:lgamma() - b:lgamma()
+end
+function Beta:entropy() return self._dirichlet:entropy() end
+
+-- ---- Exponential ----
+
+--- Exponential(rate) (a number or tensor): values in [0, inf)
+local Exponential = class("Exponential")
+Exponential._params = { "rate" }
+function Exponential.new(rate, opts)
+  local fn = "Exponential"
+  check.options(opts, fn, { validate_args = "boolean" })
+  local d = setmetatable({}, Exponential)
+  d.rate = param(rate, fn, "rate")
+  if validating(d, opts) then check_param(d, "rate", positive(d.rate), POSITIVE) end
+  d.batch_shape, d.event_shape = d.rate:size(), Size()
+  d.has_rsample = true
+  return d
+end
+function Exponential._lazy.mean(d) return d.rate:reciprocal() end
+function Exponential._lazy.mode(d) return wick.zeros_like(d.rate) end
+function Exponential._lazy.stddev(d) return d.rate:reciprocal() end
+function Exponential._lazy.variance(d) return d.rate ^ -2 end
+--- d:rsample([sample_shape]): exponential_ draws of rate 1 / rate
+function Exponential:rsample(sample_shape)
+  local shape = shape_of(sample_shape, self.batch_shape, "Exponential:rsample")
+  local e = wick.empty(shape, { dtype = self.rate.dtype, device = self.rate.device }):exponential_()
+  return e / self.rate
+end
+Exponential.sample = sample_of
+function Exponential:log_prob(value)
+  value = value_in(self, "Exponential:log_prob", value, self.rate, NONNEGATIVE, nonnegative)
+  return self.rate:log() - self.rate * value
+end
+function Exponential:entropy() return 1 - self.rate:log() end
+function Exponential:cdf(value)
+  value = value_in(self, "Exponential:cdf", value, self.rate, NONNEGATIVE, nonnegative)
+  return 1 - (-self.rate * value):exp()
+end
+function Exponential:icdf(value)
+  value = param(value, "Exponential:icdf", "value", self.rate)
+  return -(-value):log1p() / self.rate
+end
+
+-- ---- Laplace ----
+
+--- Laplace(loc, scale) (numbers or tensors, broadcast)
+local Laplace = class("Laplace")
+Laplace._params = { "loc", "scale" }
+function Laplace.new(loc, scale, opts)
+  local d = setmetatable({}, Laplace)
+  d.loc, d.scale = two_params("Laplace", loc, scale, "loc", "scale", opts)
+  if validating(d, opts) then
+    check_param(d, "loc", not_nan(d.loc), "Real()")
+    check_param(d, "scale", positive(d.scale), POSITIVE)
+  end
+  d.batch_shape, d.event_shape = d.loc:size(), Size()
+  d.has_rsample = true
+  return d
+end
+function Laplace._lazy.mean(d) return d.loc end
+function Laplace._lazy.mode(d) return d.loc end
+function Laplace._lazy.variance(d) return 2 * d.scale ^ 2 end
+function Laplace._lazy.stddev(d) return d.scale * math.sqrt(2) end
+--- d:rsample([sample_shape]): loc - scale sign(u) log1p(-|u|), u uniform in [eps - 1, 1)
+function Laplace:rsample(sample_shape)
+  local shape = shape_of(sample_shape, self.batch_shape, "Laplace:rsample")
+  local eps = wick.finfo(self.loc.dtype).eps
+  local u = wick.empty(shape, { dtype = self.loc.dtype, device = self.loc.device }):uniform_(eps - 1, 1)
+  return self.loc - self.scale * u:sign() * (-u:abs()):log1p()
+end
+Laplace.sample = sample_of
+function Laplace:log_prob(value)
+  value = value_in(self, "Laplace:log_prob", value, self.loc, "Real()", not_nan)
+  return -(2 * self.scale):log() - (value - self.loc):abs() / self.scale
+end
+function Laplace:entropy() return 1 + (2 * self.scale):log() end
+function Laplace:cdf(value)
+  value = value_in(self, "Laplace:cdf", value, self.loc, "Real()", not_nan)
+  local z = value - self.loc
+  return 0.5 - 0.5 * z:sign() * (-z:abs() / self.scale):expm1()
+end
+function Laplace:icdf(value)
+  value = param(value, "Laplace:icdf", "value", self.loc)
+  local term = value - 0.5
+  return self.loc - self.scale * term:sign() * (-2 * term:abs()):log1p()
+end
+
+-- ---- StudentT ----
+
+--- StudentT(df, [loc = 0, [scale = 1]]) (numbers or tensors, broadcast)
+local StudentT = class("StudentT")
+StudentT._params = { "df", "loc", "scale" }
+function StudentT.new(df, loc, scale, opts)
+  local fn = "StudentT"
+  if type(loc) == "table" and not is_tensor(loc) then loc, scale, opts = nil, nil, loc end
+  if type(scale) == "table" and not is_tensor(scale) then scale, opts = nil, scale end
+  local d = setmetatable({}, StudentT)
+  d.df, d.loc, d.scale = n_params(fn, { df, loc or 0, scale or 1 }, { "df", "loc", "scale" }, opts)
+  if validating(d, opts) then
+    check_param(d, "df", positive(d.df), POSITIVE)
+    check_param(d, "loc", not_nan(d.loc), "Real()")
+    check_param(d, "scale", positive(d.scale), POSITIVE)
+  end
+  d._chi2 = Gamma.new(d.df * 0.5, wick.full_like(d.df, 0.5), { validate_args = false }) -- PyTorch's Chi2(df)
+  d.batch_shape, d.event_shape = d.df:size(), Size()
+  d.has_rsample = true
+  return d
+end
+function StudentT._lazy.mean(d) return wick.where(d.df:le(1), 0 / 0, d.loc) end
+function StudentT._lazy.mode(d) return d.loc end
+function StudentT._lazy.variance(d)
+  local df = d.df
+  local v = wick.where(df:gt(2), d.scale ^ 2 * df / (df - 2), math.huge)
+  return wick.where(df:le(1), 0 / 0, v)
+end
+function StudentT._lazy.stddev(d) return d.variance:sqrt() end
+--- d:rsample([sample_shape]): loc + scale X / sqrt(Z / df), X standard normal, Z a Chi2(df) rsample
+function StudentT:rsample(sample_shape)
+  local shape = shape_of(sample_shape, self.batch_shape, "StudentT:rsample")
+  local X = wick.randn(shape, { dtype = self.df.dtype, device = self.df.device })
+  local Z = self._chi2:rsample(sample_shape)
+  return self.loc + self.scale * (X * (Z / self.df):rsqrt())
+end
+StudentT.sample = sample_of
+function StudentT:log_prob(value)
+  value = value_in(self, "StudentT:log_prob", value, self.loc, "Real()", not_nan)
+  local df = self.df
+  local y = (value - self.loc) / self.scale
+  local Z = self.scale:log() + 0.5 * df:log() + 0.5 * math.log(math.pi) + (0.5 * df):lgamma()
+    - (0.5 * (df + 1)):lgamma()
+  return -0.5 * (df + 1) * (y ^ 2 / df):log1p() - Z
+end
+local LGAMMA_HALF = 0.5 * math.log(math.pi)
+function StudentT:entropy()
+  local df = self.df
+  local lbeta = (0.5 * df):lgamma() + LGAMMA_HALF - (0.5 * (df + 1)):lgamma()
+  return self.scale:log() + 0.5 * (df + 1) * ((0.5 * (df + 1)):digamma() - (0.5 * df):digamma())
+    + 0.5 * df:log() + lbeta
+end
+
+-- ---- LogNormal ----
+
+--- LogNormal(loc, scale): exp of a Normal(loc, scale) (d.base_dist), values in (0, inf)
+local LogNormal = class("LogNormal")
+LogNormal._params = { "loc", "scale" }
+function LogNormal.new(loc, scale, opts)
+  local fn = "LogNormal"
+  local d = setmetatable({}, LogNormal)
+  local validate = validating(d, opts)
+  local ok, base = pcall(Normal.new, loc, scale, opts)
+  if not ok then -- the same check, named for this class at the caller's line
+    check.fail(fn, "%s", (tostring(base):gsub("^.-Normal: ", "")))
+  end
+  d.base_dist = base
+  d.loc, d.scale = base.loc, base.scale
+  rawset(d, "_validate_args", validate)
+  d.batch_shape, d.event_shape = base.batch_shape, Size()
+  d.has_rsample = true
+  return d
+end
+function LogNormal._lazy.mean(d) return (d.loc + d.scale ^ 2 / 2):exp() end
+function LogNormal._lazy.mode(d) return (d.loc - d.scale ^ 2):exp() end
+function LogNormal._lazy.variance(d)
+  local s2 = d.scale ^ 2
+  return s2:expm1() * (2 * d.loc + s2):exp()
+end
+function LogNormal._lazy.stddev(d) return d.variance:sqrt() end
+--- d:rsample([sample_shape]): exp of the Normal's rsample
+function LogNormal:rsample(sample_shape)
+  shape_of(sample_shape, {}, "LogNormal:rsample")
+  return self.base_dist:rsample(sample_shape):exp()
+end
+LogNormal.sample = sample_of
+function LogNormal:log_prob(value)
+  value = value_in(self, "LogNormal:log_prob", value, self.loc, POSITIVE, positive)
+  local x = value:log()
+  -- the base's log_prob without its own support check (log of a positive value is real)
+  return -((x - self.loc) ^ 2) / (2 * self.scale ^ 2) - self.scale:log() - LOG_SQRT_2PI - x
+end
+function LogNormal:entropy() return self.base_dist:entropy() + self.loc end
+
+for _, C in ipairs({ Categorical, OneHotCategorical, Normal, MultivariateNormal, Independent, Bernoulli, Uniform,
+  Gamma, Dirichlet, Beta, Exponential, Laplace, StudentT, LogNormal }) do
   receivers(C)
 end
 
@@ -656,7 +1083,8 @@ local function kl_categorical(p, q)
 end
 
 --- kl_divergence(p, q) for two distributions of one kind (Normal, MultivariateNormal, Categorical,
---- OneHotCategorical, Bernoulli, Uniform, Independent)
+--- OneHotCategorical, Bernoulli, Uniform, Independent, Gamma, Beta, Dirichlet, Exponential, Laplace,
+--- LogNormal; not StudentT, as PyTorch)
 function M.kl_divergence(p, q)
   local fn = "kl_divergence"
   local kind = type(p) == "table" and getmetatable(p) or nil
@@ -699,6 +1127,41 @@ function M.kl_divergence(p, q)
         .. "(%d and %d)", p.reinterpreted_batch_ndims, q.reinterpreted_batch_ndims)
     end
     return sum_rightmost(M.kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
+  elseif kind == Gamma then
+    local t1 = q.concentration * (p.rate / q.rate):log()
+    local t2 = q.concentration:lgamma() - p.concentration:lgamma()
+    local t3 = (p.concentration - q.concentration) * p.concentration:digamma()
+    local t4 = (q.rate - p.rate) * (p.concentration / p.rate)
+    return t1 + t2 + t3 + t4
+  elseif kind == Beta then
+    local sum_p = p.concentration1 + p.concentration0
+    local sum_q = q.concentration1 + q.concentration0
+    local t1 = q.concentration1:lgamma() + q.concentration0:lgamma() + sum_p:lgamma()
+    local t2 = p.concentration1:lgamma() + p.concentration0:lgamma() + sum_q:lgamma()
+    local t3 = (p.concentration1 - q.concentration1) * p.concentration1:digamma()
+    local t4 = (p.concentration0 - q.concentration0) * p.concentration0:digamma()
+    local t5 = (sum_q - sum_p) * sum_p:digamma()
+    return t1 - t2 + t3 + t4 + t5
+  elseif kind == Dirichlet then
+    if p.event_shape[1] ~= q.event_shape[1] then
+      check.fail(fn, "no KL divergence between Dirichlet distributions of different event shapes (%s and %s)",
+        tostring(p.event_shape), tostring(q.event_shape))
+    end
+    local sum_p, sum_q = p.concentration:sum(-1), q.concentration:sum(-1)
+    local t1 = sum_p:lgamma() - sum_q:lgamma()
+    local t2 = (p.concentration:lgamma() - q.concentration:lgamma()):sum(-1)
+    local t3 = p.concentration - q.concentration
+    local t4 = p.concentration:digamma() - sum_p:digamma():unsqueeze(-1)
+    return t1 - t2 + (t3 * t4):sum(-1)
+  elseif kind == Exponential then
+    local rate_ratio = q.rate / p.rate
+    return -rate_ratio:log() + rate_ratio - 1
+  elseif kind == Laplace then
+    local scale_ratio = p.scale / q.scale
+    local loc_abs_diff = (p.loc - q.loc):abs()
+    return -scale_ratio:log() + loc_abs_diff / q.scale + scale_ratio * (-loc_abs_diff / p.scale):exp() - 1
+  elseif kind == LogNormal then
+    return M.kl_divergence(p.base_dist, q.base_dist)
   end
   check.fail(fn, "no KL divergence for %s", kind.__name)
 end
