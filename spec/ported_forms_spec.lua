@@ -76,6 +76,22 @@ describe("ported forms", function()
     assert.are.equal("float32", wick.zeros(1).dtype)
   end)
 
+  it("a number that overflows the dtype is an error, as PyTorch's (full, fill_, masked_fill, t[i] = v)", function()
+    local msg = "value cannot be converted to type float without overflow"
+    support.assert_error_has(function() wick.full({ 2, 2 }, wick.finfo("float64").min) end, msg)
+    support.assert_error_has(function() wick.zeros(2):fill_(1e300) end, msg)
+    support.assert_error_has(function() wick.zeros(2):masked_fill(wick.tensor({ true, false }), -1e300) end, msg)
+    support.assert_error_has(function() local x = wick.zeros(3); x[1] = 1e39 end, msg)
+    support.assert_error_has(function() wick.full({ 1 }, 2 ^ 63, { dtype = "int64" }) end, "type int64_t without overflow")
+    support.assert_error_has(function() wick.full({ 1 }, 0 / 0, { dtype = "int32" }) end, "type int without overflow")
+    support.assert_error_has(function() wick.full({ 1 }, 1e5, { dtype = "float16" }) end, "c10::Half without overflow")
+    -- what fits: infinities and NaN in floats, the dtype's own extremes, negatives wrapping into uint8
+    assert.are.same({ -math.huge }, wick.full({ 1 }, -math.huge):totable())
+    assert.are.equal(wick.finfo("float32").min, wick.zeros(1):masked_fill(wick.tensor({ true }), wick.finfo("float32").min):item())
+    assert.are.same({ 255 }, wick.full({ 1 }, -1, { dtype = "uint8" }):totable())
+    assert.are.same({ 1e300 }, wick.full({ 1 }, 1e300, { dtype = "float64" }):totable())
+  end)
+
   it("triangular_solve, wick.linalg's unknown names, nn.Module()", function()
     local A = wick.tensor({ { 2, 1 }, { 0, 3 } }, F64)
     local b = wick.tensor({ { 4 }, { 6 } }, F64)

@@ -209,7 +209,8 @@ wick_status wick_copy_(wick_tensor *dst, const wick_tensor *src) {
 
 wick_status wick_fill_(wick_tensor *t, double value) {
     bool record = false;
-    wick_status st = wk_check_inplace("fill_", t, 0, NULL, &record);
+    wick_status st = wk_check_scalar("fill_", value, t->dtype);
+    if (!st) st = wk_check_inplace("fill_", t, 0, NULL, &record);
     if (st) return st;
     if (record) { /* a tracked t: it becomes a constant, out of the graph (its old values get no gradient) */
         wick_tensor *c = NULL;

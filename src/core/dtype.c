@@ -167,3 +167,26 @@ void wk_store_int64(char *p, wick_dtype d, int64_t v) {
     default: wk_store_double(p, d, (double)v); break;
     }
 }
+
+/* PyTorch's check of a number written into a tensor (fill_, full,
+ * masked_fill, t[i] = v): a finite float beyond the dtype's largest finite
+ * value, or an integer dtype's NaN, infinity or out-of-range value, is an error
+ * ("value cannot be converted to type float without overflow"), not a silent
+ * inf or a wrapped integer. Infinities and NaN fit the floating dtypes. */
+wick_status wk_check_scalar(const char *op, double v, wick_dtype d) {
+    double lo, hi;
+    const char *type;
+    switch (d) {
+    case WICK_FLOAT32: lo = -3.4028234663852886e38, hi = 3.4028234663852886e38, type = "float"; break;
+    case WICK_FLOAT16: lo = -65504, hi = 65504, type = "c10::Half"; break;
+    case WICK_BFLOAT16: lo = -3.3895313892515355e38, hi = 3.3895313892515355e38, type = "c10::BFloat16"; break;
+    case WICK_INT64: lo = -9223372036854775808.0, hi = 9223372036854775807.0, type = "int64_t"; break;
+    case WICK_INT32: lo = -2147483648.0, hi = 2147483647.0, type = "int"; break;
+    case WICK_UINT8: lo = -255, hi = 255, type = "uint8_t"; break; /* (negatives wrap, as PyTorch allows) */
+    default: return WICK_OK; /* float64 and bool take any number */
+    }
+    bool floating = wick_dtype_is_floating(d);
+    if (floating ? (isfinite(v) && (v < lo || v > hi)) : !(v >= lo && (d == WICK_INT64 ? v < 9223372036854775808.0 : v <= hi)))
+        return wick_fail(WICK_ERR_ARGUMENT, "%s: value cannot be converted to type %s without overflow (%g)", op, type, v);
+    return WICK_OK;
+}

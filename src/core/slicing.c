@@ -775,6 +775,7 @@ static bool mask_fits(const wick_tensor *t, const wick_tensor *mask) {
 
 wick_status wick_masked_fill(wick_tensor **out, const wick_tensor *t, const wick_tensor *mask, const wick_tensor *value,
                              double s) {
+    if (!value) TRY(wk_check_scalar("masked_fill", s, t->dtype));
     if (value || !mask_fits(t, mask)) return masked_fill_value(out, "masked_fill", t, mask, value, s);
     TRY(check_mask("masked_fill", t, mask, false));
     wick_tensor *me;
@@ -786,6 +787,7 @@ wick_status wick_masked_fill(wick_tensor **out, const wick_tensor *t, const wick
 
 wick_status wick_masked_fill_(wick_tensor *t, const wick_tensor *mask, const wick_tensor *value, double s) {
     wick_tensor *me, *r = NULL;
+    if (!value) TRY(wk_check_scalar("masked_fill_", s, t->dtype));
     TRY(check_mask("masked_fill_", t, mask, false));
     TRY(expand_mask(&me, "masked_fill_", mask, t->ndim, t->sizes));
     const wick_tensor *ins[1] = {value};
