@@ -435,9 +435,115 @@ end
 --- F.interpolate(input[, size[, scale_factor[, mode = "nearest"[, align_corners[, recompute_scale_factor]]]]][, opts]):
 --- "nearest" on (N, C, L) or (N, C, H, W), "linear" on (N, C, L), "bilinear" on (N, C, H, W);
 --- one C op each way (PyTorch's source positions: scale_factor, unless recomputed, sets them).
+--- "bicubic" (N, C, H, W), "nearest-exact" and "area" (3-D to 5-D), and antialias = true with
+--- "bilinear" or "bicubic": composed of index_select, matmul (and the adaptive average poolings),
+--- so gradients flow.
 local INTERP = { size = "integer|table", scale_factor = "number|table", mode = "string", align_corners = "boolean",
   recompute_scale_factor = "boolean", antialias = "boolean" }
-local INTERP_MODES = { nearest = 1, linear = 1, bilinear = 2, trilinear = 3 }
+local INTERP_MODES = { nearest = 1, linear = 1, bilinear = 2, trilinear = 3, bicubic = 2, area = 1, ["nearest-exact"] = 1 }
+local NOT_INTERPOLATING = { nearest = true, area = true, ["nearest-exact"] = true }
+
+-- A 1-D list of numbers as a tensor on x's device: int64 indices (1-based), or weights of
+-- x's dtype shaped to broadcast along `dim` of x.
+local function index_tensor(list, x)
+  return wick.tensor(list, { dtype = "int64", device = x.device })
+end
+local function along(list, x, dim)
+  local shape = { #list }
+  for _ = dim + 1, x:dim() do shape[#shape + 1] = 1 end
+  return wick.tensor(list, { dtype = x.dtype, device = x.device }):view(shape)
+end
+
+-- "nearest-exact" along `dim` (n to out): source floor((dst + 0.5) * scale) clamped, scale =
+-- 1 / scale_factor when given, else n / out; the product rounded to float32 before the floor,
+-- as PyTorch's CPU kernels (which round the scale to float32 too, `f32_scale`, except the 1-D and
+-- 3-D ones on float64)
+local function nearest_exact_along(x, dim, out, scale, f32_scale)
+  local n = x:size(dim)
+  if not (scale > 0) then scale = n / out end
+  if f32_scale then scale = wick.tensor({ scale }, { dtype = "float32" }):item() end
+  local src = ((wick.arange(out, { dtype = "float64" }) + 0.5) * scale):to("float32"):floor():totable()
+  local idx = {}
+  for i = 1, out do idx[i] = math.min(src[i], n - 1) + 1 end
+  return x:index_select(dim, index_tensor(idx, x))
+end
+
+-- PyTorch's cubic convolution (A = -0.75): the weights of the taps at floor(src) - 1 .. + 2 for the fraction t
+local CUBIC_A = -0.75
+local function cubic1(t) return ((CUBIC_A + 2) * t - (CUBIC_A + 3)) * t * t + 1 end
+local function cubic2(t) return ((CUBIC_A * t - 5 * CUBIC_A) * t + 8 * CUBIC_A) * t - 4 * CUBIC_A end
+-- "bicubic" along `dim` (n to out), as upsample_bicubic2d: source positions align_corners
+-- ? dst (n - 1) / (out - 1) : (dst + 0.5) scale - 0.5 (not clamped), the four taps clamped to the border
+local function cubic_along(x, dim, out, align_corners, scale)
+  local n = x:size(dim)
+  if align_corners then
+    scale = out > 1 and (n - 1) / (out - 1) or 0
+  elseif not (scale > 0) then
+    scale = n / out
+  end
+  local idx, w = { {}, {}, {}, {} }, { {}, {}, {}, {} }
+  for i = 0, out - 1 do
+    local real = align_corners and scale * i or scale * (i + 0.5) - 0.5
+    local at = math.min(math.floor(real), n - 1)
+    local t = math.min(math.max(real - at, 0), 1)
+    local t2 = 1 - t
+    w[1][i + 1], w[2][i + 1], w[3][i + 1], w[4][i + 1] = cubic2(t + 1), cubic1(t), cubic1(t2), cubic2(t2 + 1)
+    for k = 1, 4 do idx[k][i + 1] = math.max(math.min(at - 2 + k, n - 1), 0) + 1 end
+  end
+  local y = x:index_select(dim, index_tensor(idx[1], x)) * along(w[1], x, dim)
+  for k = 2, 4 do y = y + x:index_select(dim, index_tensor(idx[k], x)) * along(w[k], x, dim) end
+  return y
+end
+
+-- antialias = true ("bilinear" and "bicubic" on 4-D input), as PyTorch's separable _aa kernels:
+-- along `dim` (n to out) each output is the normalised filter (the triangle, or Keys' cubic
+-- with a = -0.5) stretched by max(scale, 1), over the sources within its support, centred at
+-- scale (dst + 0.5); a dim whose size is kept is left as is. One matmul with the [out, n] weights.
+local AA_FILTERS = {
+  bilinear = { 1, function(t)
+    t = math.abs(t)
+    return t < 1 and 1 - t or 0
+  end },
+  bicubic = { 2, function(t)
+    local a = -0.5
+    t = math.abs(t)
+    if t < 1 then return ((a + 2) * t - (a + 3)) * t * t + 1 end
+    if t < 2 then return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a end
+    return 0
+  end },
+}
+local function trunc(v) return v < 0 and math.ceil(v) or math.floor(v) end
+local function antialias_along(x, dim, out, align_corners, scale, mode)
+  local n = x:size(dim)
+  if out == n then return x end
+  if align_corners then
+    scale = out > 1 and (n - 1) / (out - 1) or 0
+  elseif not (scale > 0) then
+    scale = n / out
+  end
+  local half, filter = AA_FILTERS[mode][1], AA_FILTERS[mode][2]
+  local support = scale >= 1 and half * scale or half
+  local max_taps = math.ceil(support) * 2 + 1
+  local invscale = scale >= 1 and 1 / scale or 1
+  local w = {}
+  for i = 0, out - 1 do
+    local row = {}
+    for j = 1, n do row[j] = 0 end
+    local center = scale * (i + 0.5)
+    local xmin = math.max(trunc(center - support + 0.5), 0)
+    local xsize = math.max(math.min(math.min(trunc(center + support + 0.5), n) - xmin, max_taps), 0)
+    local total, ws = 0, {}
+    for j = 0, xsize - 1 do
+      ws[j] = filter((j + xmin - center + 0.5) * invscale)
+      total = total + ws[j]
+    end
+    for j = 0, xsize - 1 do row[xmin + j + 1] = total ~= 0 and ws[j] / total or ws[j] end
+    w[i + 1] = row
+  end
+  local m = wick.tensor(w, { dtype = x.dtype, device = x.device }) -- [out, n]
+  if dim == x:dim() then return x:matmul(m:t()) end
+  return m:matmul(x) -- (dim is the second last)
+end
 local function spatial_list(v, n, what)
   if type(v) ~= "table" then
     local t = {}
@@ -453,16 +559,19 @@ function F.interpolate(x, ...)
     INTERP, ...)
   local mode = o.mode or "nearest"
   if not INTERP_MODES[mode] then
-    check.fail(fn, "mode '%s' is not supported (expected 'nearest', 'linear', 'bilinear' or 'trilinear')", mode)
+    check.fail(fn, "mode '%s' is not supported (expected 'nearest', 'linear', 'bilinear', 'bicubic', 'trilinear', 'area' or 'nearest-exact')", mode)
   end
-  if o.antialias then check.fail(fn, "antialias is not supported") end
+  if o.antialias and not ((mode == "bilinear" or mode == "bicubic") and x:dim() == 4) then
+    check.fail(fn, "Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D tensor as input")
+  end
   local dims = x:dim() - 2
   if dims < 1 then check.fail(fn, "expected an input of at least 3 dims (N, C, ...), got %d-D", x:dim()) end
   if dims > 3 then check.fail(fn, "%d-D input is not supported (only 3-D, 4-D and 5-D)", x:dim()) end
   if mode == "bilinear" and dims ~= 2 then check.fail(fn, "Got %dD input, but bilinear mode needs 4D input", x:dim()) end
   if mode == "linear" and dims ~= 1 then check.fail(fn, "Got %dD input, but linear mode needs 3D input", x:dim()) end
   if mode == "trilinear" and dims ~= 3 then check.fail(fn, "Got %dD input, but trilinear mode needs 5D input", x:dim()) end
-  if mode == "nearest" and o.align_corners ~= nil then
+  if mode == "bicubic" and dims ~= 2 then check.fail(fn, "Got %dD input, but bicubic mode needs 4D input", x:dim()) end
+  if NOT_INTERPOLATING[mode] and o.align_corners ~= nil then
     check.fail(fn, "align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear")
   end
   if o.size ~= nil and o.scale_factor ~= nil then check.fail(fn, "only one of size or scale_factor should be defined") end
@@ -492,8 +601,33 @@ function F.interpolate(x, ...)
       scales[i] = o.recompute_scale_factor and 0 or 1 / s[i]
     end
   end
-  local m = mode == "nearest" and 0 or 1
   local ac = o.align_corners == true
+  if mode == "area" then -- PyTorch's: the adaptive average pooling to the output size
+    if dims == 1 then return F.adaptive_avg_pool1d(x, size[1]) end
+    if dims == 2 then return F.adaptive_avg_pool2d(x, size) end
+    return F.adaptive_avg_pool3d(x, size)
+  end
+  if mode == "nearest-exact" then
+    local y = x
+    local f32_scale = dims == 2 or x.dtype ~= "float64"
+    for i = 1, dims do y = nearest_exact_along(y, i + 2, size[i], scales[i], f32_scale) end
+    return y
+  end
+  if o.antialias then
+    if not x:is_floating_point() then
+      check.fail(fn, "\"upsample_%s2d_aa\" not implemented for '%s'", mode, x.dtype)
+    end
+    -- the rows (W) then the columns (H), as PyTorch's separable kernel
+    return antialias_along(antialias_along(x, 4, size[2], ac, scales[2], mode), 3, size[1], ac, scales[1], mode)
+  end
+  if mode == "bicubic" then
+    if not x:is_floating_point() then
+      check.fail(fn, "\"compute_indices_weights_cubic\" not implemented for '%s'", x.dtype)
+    end
+    -- separable, the rows (W) then the columns (H), as the kernel's sum over H of the sums over W
+    return cubic_along(cubic_along(x, 4, size[2], ac, scales[2]), 3, size[1], ac, scales[1])
+  end
+  local m = mode == "nearest" and 0 or 1
   if dims == 1 then
     return core.upsample2d(x:unsqueeze(3), 1, size[1], m, ac, 0, scales[1]):squeeze(3)
   end
@@ -924,6 +1058,65 @@ local function unfold(x, kernel_size, ...)
   return unbatched and out:squeeze(1) or out
 end
 function F.unfold(...) return unfold(required("unfold", POOL_ARGS, ...)) end
+
+--- F.fold(x, output_size, kernel_size[, {dilation = 1, padding = 0, stride = 1}]) (or those positionally):
+--- col2im, the adjoint of F.unfold: the columns of x [N, C kh kw, L] (or [C kh kw, L]) added
+--- into [N, C, H, W] (or [C, H, W]) where their blocks lie, overlaps summed. One index_add
+--- (over a map of where each column entry lands, found by unfolding an image of indices), so
+--- gradients flow.
+local function fold(x, output_size, kernel_size, ...)
+  local fn = "fold"
+  tensor(x, fn, "input")
+  local o = check.positional(fn, { "dilation", "padding", "stride" },
+    { dilation = "integer|table", padding = "integer|table", stride = "integer|table" }, ...)
+  local size, k = pair(output_size, fn, "output_size"), pair(kernel_size, fn, "kernel_size")
+  local d, p, st = pair(o.dilation or 1, fn, "dilation"), pair(o.padding or 0, fn, "padding"), pair(o.stride or 1, fn, "stride")
+  local d2, shape = x:dim(), table.concat(x:size(), ", ")
+  if (d2 ~= 2 and d2 ~= 3) or x:size(d2 - 1) == 0 or x:size(d2) == 0 then
+    check.fail(fn, "Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero dimensions for input, but got: [%s]", shape)
+  end
+  if k[1] <= 0 or k[2] <= 0 then
+    check.fail(fn, "kernel size should be greater than zero, but got kernel_height: %d kernel_width: %d", k[1], k[2])
+  end
+  if st[1] <= 0 or st[2] <= 0 then
+    check.fail(fn, "stride should be greater than zero, but got stride_height: %d stride_width: %d", st[1], st[2])
+  end
+  if d[1] <= 0 or d[2] <= 0 then
+    check.fail(fn, "dilation should be greater than zero, but got dilation_height: %d dilation_width: %d", d[1], d[2])
+  end
+  if p[1] < 0 or p[2] < 0 then
+    check.fail(fn, "padding should be non-negative, but got pad_height: %d pad_width: %d", p[1], p[2])
+  end
+  local unbatched = d2 == 2
+  if unbatched then x = x:unsqueeze(1) end
+  local n, ckk, l = x:size(1), x:size(2), x:size(3)
+  if ckk % (k[1] * k[2]) ~= 0 then
+    check.fail(fn, "Expected size of input's dimension 1 to be divisible by the product of kernel_size, but got input.size(1)=%d and kernel_size=(%d, %d).", ckk, k[1], k[2])
+  end
+  local function blocks(i) -- C's integer division (toward zero), as PyTorch's check
+    local v = (size[i] + 2 * p[i] - (d[i] * (k[i] - 1) + 1)) / st[i]
+    return (v < 0 and math.ceil(v) or math.floor(v)) + 1
+  end
+  local bh, bw = blocks(1), blocks(2)
+  local given = ("Given output_size=(%d, %d), kernel_size=(%d, %d), dilation=(%d, %d), padding=(%d, %d), stride=(%d, %d), ")
+    :format(size[1], size[2], k[1], k[2], d[1], d[2], p[1], p[2], st[1], st[2])
+  if l ~= bh * bw then
+    check.fail(fn, "%sexpected size of input's dimension 2 to match the calculated number of sliding blocks %d * %d = %d, but got input.size(2)=%d.",
+      given, bh, bw, bh * bw, l)
+  end
+  if bh < 1 or bw < 1 then
+    check.fail(fn, "%scalculated shape of the array of sliding blocks as (%d, %d), which is too small (non-positive)", given, bh, bw)
+  end
+  local c, hw = ckk / (k[1] * k[2]), size[1] * size[2]
+  -- where each of the kh kw L entries of a channel's columns lands: 1 for the padding, 2 .. H W + 1 the plane
+  local image = (wick.arange(hw, { dtype = "int64", device = x.device }) + 1):view(1, 1, size[1], size[2])
+  local map = unfold(image, k, { dilation = d, padding = p, stride = st }):reshape(-1) + 1
+  local out = wick.zeros({ n, c, hw + 1 }, { dtype = x.dtype, device = x.device })
+    :index_add(3, map, x:reshape(n, c, k[1] * k[2] * l))
+    :narrow(3, 2, hw):reshape(n, c, size[1], size[2])
+  return unbatched and out:squeeze(1) or out
+end
+function F.fold(...) return fold(required("fold", { "input", "output_size", "kernel_size" }, ...)) end
 
 --- F.threshold(x, threshold, value): x where x > threshold, else value; F.tanhshrink(x): x - tanh(x)
 function F.threshold(x, threshold, value)

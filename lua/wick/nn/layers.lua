@@ -936,6 +936,16 @@ function L.Unfold:init(kernel_size, ...)
 end
 function L.Unfold:forward(x) return F.unfold(x, self.kernel_size, fields(self, UNFOLD_ORDER)) end
 L.Unfold._repr = { "kernel_size", "dilation", "padding", "stride" }
+--- nn.Fold(output_size, kernel_size[, dilation = 1[, padding = 0[, stride = 1]]]) (or an options table): F.fold
+L.Fold = Module:extend("Fold", { "output_size", "kernel_size" })
+function L.Fold:init(output_size, kernel_size, ...)
+  local o = check.positional("Fold", UNFOLD_ORDER,
+    { dilation = "integer|table", padding = "integer|table", stride = "integer|table" }, ...)
+  self.output_size, self.kernel_size = output_size, kernel_size
+  self.dilation, self.padding, self.stride = o.dilation or 1, o.padding or 0, o.stride or 1
+end
+function L.Fold:forward(x) return F.fold(x, self.output_size, self.kernel_size, fields(self, UNFOLD_ORDER)) end
+L.Fold._repr = { "output_size", "kernel_size", "dilation", "padding", "stride" }
 --- nn.ZeroPad1d/2d/3d(padding), nn.ConstantPad1d/2d/3d(padding, value), nn.ReflectionPad1d/2d/3d,
 --- nn.ReplicationPad1d/2d/3d, nn.CircularPad1d/2d/3d: F.pad with a number (every side)
 --- or PyTorch's tuple {left, right[, top, bottom[, front, back]]}
