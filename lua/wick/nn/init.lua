@@ -6,6 +6,7 @@ for name, value in pairs(require("wick.nn.attention")) do nn[name] = value end
 for name, value in pairs(require("wick.nn.recurrent")) do nn[name] = value end
 nn.DataParallel = require("wick.nn.data_parallel")
 nn.parallel = require("wick.nn.parallel") -- DistributedDataParallel; nn.parallel.DataParallel is nn.DataParallel
+nn.SyncBatchNorm = require("wick.nn.sync_batchnorm") -- and nn.SyncBatchNorm.convert_sync_batchnorm
 nn.functional = require("wick.nn.functional")
 -- the 3-D convolutions and pooling, conv_transpose1d: composed from the 2-D ops
 for name, fn in pairs(require("wick.nn.volumetric")) do
