@@ -29,7 +29,7 @@ return function(wick)
     if n == 1 then return trigamma(t) end
     check.fail("polygamma", "n = %d: only orders 0 (digamma) and 1 (trigamma) are implemented in this version of wick", n)
   end
-  function Tensor.polygamma_(t, n) return t:copy_(t:polygamma(n)) end
+  function Tensor.polygamma_(t, n) return check.tensor(t, "polygamma_", "self"):copy_(t:polygamma(n)) end
   function wick.polygamma(n, t) return Tensor.polygamma(check.tensor(t, "polygamma", "input"), n) end
 
   --- t:mvlgamma(p): the multivariate log-gamma, p (p - 1) / 4 log(pi) + sum_{i < p} lgamma(t - i / 2)
@@ -39,8 +39,17 @@ return function(wick)
     if x:le((p - 1) / 2):any() then
       check.fail("mvlgamma", "all elements must be greater than (p-1)/2 = %g", (p - 1) / 2)
     end
-    local r = x:lgamma()
-    for i = 1, p - 1 do r = r + (x - i / 2):lgamma() end
+    -- the p terms side by side in a new last dim, in blocks of at most 2^22 (a
+    -- large p costs time in proportion, never memory beyond a block)
+    local r = x * 0
+    if x:numel() > 0 then
+      local block = math.max(1, math.floor(2 ^ 22 / x:numel()))
+      for first = 0, p - 1, block do
+        local n = math.min(block, p - first)
+        local half = (wick.arange(n, { dtype = x.dtype, device = x.device }) + first) * 0.5
+        r = r + (x:unsqueeze(-1) - half):lgamma():sum(-1)
+      end
+    end
     return r + p * (p - 1) / 4 * math.log(math.pi)
   end
 
