@@ -179,6 +179,7 @@ wick_status wick_copy_(wick_tensor *dst, const wick_tensor *src) {
                          wk_shape_str(dst->ndim, dst->sizes, b, sizeof b));
     }
     bool record = false;
+    if ((st = wk_check_writable("copy_", dst))) return st;
     if ((st = wk_check_inplace("copy_", dst, 1, &src, &record))) return st;
     if (record) return copy_recorded(dst, src);
     wick_device dd = dst->storage->device, sd = src->storage->device;

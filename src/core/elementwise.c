@@ -75,7 +75,7 @@ static wick_status as_operand(wick_tensor **out, const wick_tensor *t, wick_dtyp
     return wick_to(out, (wick_tensor *)t, (wick_options){dtype, dev});
 }
 
-static wick_status check_writable(const char *op, const wick_tensor *t) {
+wick_status wk_check_writable(const char *op, const wick_tensor *t) {
     for (int i = 0; i < t->ndim; i++)
         if (t->strides[i] == 0 && t->sizes[i] > 1)
             return wick_fail(WICK_ERR_ARGUMENT,
@@ -151,7 +151,7 @@ static wick_status elementwise(wick_tensor **out, wick_tensor *inplace, const ch
             return wick_fail(WICK_ERR_SHAPE,
                              "%s: size mismatch: output with shape %s doesn't match the broadcast shape %s", op,
                              wk_shape_str(inplace->ndim, inplace->sizes, a, sizeof a), wk_shape_str(ndim, shape, b, sizeof b));
-        if ((st = check_cast(op, result, inplace->dtype)) || (st = check_writable(op, inplace))) return st;
+        if ((st = check_cast(op, result, inplace->dtype)) || (st = wk_check_writable(op, inplace))) return st;
     } else if ((st = wk_tensor_new(&target, ndim, shape, result, dev))) {
         return st;
     }
@@ -190,7 +190,7 @@ static wick_status adopt_result(const char *op, wick_tensor *target, wick_tensor
         st = wick_fail(WICK_ERR_SHAPE, "%s: size mismatch: output with shape %s doesn't match the broadcast shape %s",
                        op, wk_shape_str(target->ndim, target->sizes, a, sizeof a),
                        wk_shape_str(result->ndim, result->sizes, b, sizeof b));
-    if (!st && !(st = check_cast(op, result->dtype, target->dtype)) && !(st = check_writable(op, target)))
+    if (!st && !(st = check_cast(op, result->dtype, target->dtype)) && !(st = wk_check_writable(op, target)))
         st = wk_adopt_inplace(target, result);
     wick_tensor_release(result);
     return st;

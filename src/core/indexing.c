@@ -91,7 +91,7 @@ static wick_status scatter_common(const char *op, wick_tensor *a, int dim, const
     wick_status st = wk_check_same_device(op, 3, ts, names);
     if (st || (st = check_index_tensor(op, index)) || (st = wk_wrap_dim(op, &dim, a->ndim)) ||
         (st = check_gather_shapes(op, a, dim, index, "self")) || (st = check_gather_shapes(op, src, -1, index, "src")) ||
-        (st = wk_check_inplace(op, a, 1, &src, NULL)))
+        (st = wk_check_writable(op, a)) || (st = wk_check_inplace(op, a, 1, &src, NULL)))
         return st;
     if (wk_is_meta(a)) return WICK_OK;
     wick_tensor *idx, *s;

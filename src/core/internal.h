@@ -185,6 +185,10 @@ static inline bool wk_is_integral(wick_dtype d) { return !wick_dtype_is_floating
     X(WICK_FLOAT16, "float16", 2, 1, 1, 11) X(WICK_BFLOAT16, "bfloat16", 2, 1, 1, 8)               \
     X(WICK_INT64, "int64", 8, 0, 1, 63) X(WICK_INT32, "int32", 4, 0, 1, 31)                        \
     X(WICK_UINT8, "uint8", 1, 0, 0, 8) X(WICK_BOOL, "bool", 1, 0, 0, 1)
+/* An error when two elements of `t` share one memory location (a stride 0 over
+ * a size > 1: an expanded view), which an op writing into `t` refuses as
+ * PyTorch's does (elementwise.c). */
+wick_status wk_check_writable(const char *op, const wick_tensor *t);
 /* A number written into a tensor of dtype d fits it (PyTorch's overflow check; dtype.c). */
 wick_status wk_check_scalar(const char *op, double v, wick_dtype d);
 /* the hot-path form of wick_dtype_size (positional, which C++ takes too: the
