@@ -325,3 +325,18 @@ describe("double backward through cumsum", function()
     assert.are.same({ 30, 28, 24, 18, 10 }, y.grad:totable())
   end)
 end)
+
+describe("double backward through strided slices", function()
+  it("diagonal and x[{{a, b, step}}]: the spread is index_add, differentiable again (PyTorch's hessian 315)", function()
+    local A = wick.tensor({ { 2, 1 }, { 1, 3 } }, { dtype = "float64" })
+    local h = wick.autograd.functional.hessian(function(t) return wick.diagonal(A * t):pow(3):sum() end,
+      wick.tensor(1.5, { dtype = "float64" }))
+    assert.are.equal(315, h:item()) -- d^2/dt^2 (8 + 27) t^3 = 6 * 35 * 1.5
+    local x = wick.tensor({ 1, 2, 3, 4, 5, 6, 7 }, { dtype = "float64" }):requires_grad_()
+    local z = x[{ { 1, 7, 3 } }] -- elements 1, 4, 7
+    local g = wick.autograd.grad((z * z * z):sum(), x, { create_graph = true })[1]
+    assert.are.same({ 3, 0, 0, 48, 0, 0, 147 }, g:totable())
+    g:sum():backward()
+    assert.are.same({ 6, 0, 0, 24, 0, 0, 42 }, x.grad:totable())
+  end)
+end)

@@ -117,6 +117,9 @@ bool wk_engine_owned(const wick_tensor *t);
  * (the backward of a slice under create_graph). */
 wick_status wk_pad_slice(wick_tensor **out, const wick_tensor *g, int ndim, const int64_t *sizes, int dim,
                          int64_t start);
+/* the same for a slice of any step (index_add where step > 1: differentiable again) */
+wick_status wk_pad_slice_step(wick_tensor **out, const wick_tensor *g, int ndim, const int64_t *sizes, int dim,
+                              int64_t start, int64_t step);
 bool wk_slice_backward_into(wk_node *n, wick_tensor *g, wick_tensor *acc, wick_status *st);
 wick_status wk_record_view(wick_tensor *out, const wick_tensor *in, int kind, int dim0, int dim1, int64_t start,
                            int64_t length, const int *perm);

@@ -823,6 +823,23 @@ wick_status wk_pad_slice(wick_tensor **out, const wick_tensor *g, int ndim, cons
     return st;
 }
 
+wick_status wk_pad_slice_step(wick_tensor **out, const wick_tensor *g, int ndim, const int64_t *sizes, int dim,
+                              int64_t start, int64_t step) {
+    if (step == 1) return wk_pad_slice(out, g, ndim, sizes, dim, start);
+    /* every step-th position from start: zeros with g added there (index_add),
+     * recorded as the spread it is, so a further backward takes index_select */
+    wick_tensor *idx = NULL, *z = NULL;
+    wick_status st = wick_arange(&idx, (double)start, (double)(start + g->sizes[dim] * step), (double)step,
+                                 (wick_options){WICK_INT64, g->storage->device});
+    if (!st) st = wick_full(&z, ndim, sizes, 0, (wick_options){g->dtype, g->storage->device});
+    if (!st) WK_NO_GRAD(st = wick_index_add_(z, dim, idx, g));
+    if (!st) st = record_spread(z, g, 0, dim, idx);
+    wick_tensor_release(idx);
+    if (st) return wick_tensor_release(z), st;
+    *out = z;
+    return WICK_OK;
+}
+
 bool wk_slice_backward_into(wk_node *n, wick_tensor *g, wick_tensor *acc, wick_status *st) {
     if (n->backward != view_backward || (n->op != WK_VIEW_SLICE && n->op != WK_VIEW_SELECT) || !acc || !g ||
         !wk_engine_owned(acc) || acc->dtype != g->dtype || acc->dtype != n->edges[0].dtype ||

@@ -51,8 +51,9 @@ static wick_status slice_view(wick_tensor **out, const wick_tensor *t, int dim, 
 
 static wick_status slice_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
     wick_tensor *z, *v;
-    if (wk_grad_mode) /* create_graph (step 1 only: twice) */
-        return wk_pad_slice(&grads[0], g, n->ndim, n->sizes, n->ints[0], (int64_t)n->scalars[0]);
+    if (wk_grad_mode) /* create_graph: recorded ops (cat, or index_add for a step > 1) */
+        return wk_pad_slice_step(&grads[0], g, n->ndim, n->sizes, n->ints[0], (int64_t)n->scalars[0],
+                                 (int64_t)n->scalars[2]);
     TRY(wick_full(&z, n->ndim, n->sizes, 0, (wick_options){g->dtype, g->storage->device}));
     wick_status st = slice_view(&v, z, n->ints[0], (int64_t)n->scalars[0], (int64_t)n->scalars[1],
                                 (int64_t)n->scalars[2]);
@@ -76,7 +77,7 @@ wick_status wick_slice(wick_tensor **out, wick_tensor *t, int dim, int64_t start
     if (!st) {
         n->ints[0] = dim;
         n->scalars[0] = (double)start, n->scalars[1] = (double)length, n->scalars[2] = (double)step;
-        n->twice = step == 1;
+        n->twice = true;
         n->ndim = t->ndim;
         memcpy(n->sizes, t->sizes, sizeof(int64_t) * t->ndim);
     }
