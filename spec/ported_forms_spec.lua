@@ -92,6 +92,14 @@ describe("ported forms", function()
     assert.are.same({ 1e300 }, wick.full({ 1 }, 1e300, { dtype = "float64" }):totable())
   end)
 
+  it("errors that say what to do: enable_gqa for fewer key heads, ':' for a module's method", function()
+    local F = wick.nn.functional
+    support.assert_error_has(function() F.scaled_dot_product_attention(wick.randn(1, 8, 4, 16), wick.randn(1, 2, 4, 16),
+      wick.randn(1, 2, 4, 16)) end, "pass enable_gqa = true")
+    local m = wick.nn.Linear(2, 2)
+    support.assert_error_has(function() return m.forward(wick.ones(2)) end, "write m:forward(x)")
+  end)
+
   it("triangular_solve, wick.linalg's unknown names, nn.Module()", function()
     local A = wick.tensor({ { 2, 1 }, { 0, 3 } }, F64)
     local b = wick.tensor({ { 4 }, { 6 } }, F64)

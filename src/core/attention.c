@@ -104,10 +104,14 @@ static wick_status plan_batch(const wick_tensor *q, const wick_tensor *k, const 
             a->k_bs[d] = k->strides[k->ndim - 3], a->v_bs[d] = v->strides[v->ndim - 3];
         }
         int64_t n = sq != 1 ? sq : sk != 1 ? sk : sv;
-        if ((sq != 1 && sq != n) || (sk != 1 && sk != n) || (sv != 1 && sv != n))
+        if ((sq != 1 && sq != n) || (sk != 1 && sk != n) || (sv != 1 && sv != n)) {
+            /* fewer key/value heads than query heads (dim -3): grouped-query attention */
+            bool gqa = d == nb - 1 && a->kv_group == 1 && sk == sv && sk > 0 && sq % sk == 0 && sq > sk;
             return wick_fail(WICK_ERR_SHAPE,
-                             OP ": the batch dims of query %s, key %s and value %s do not broadcast (dim %d)",
-                             shape_of(q, s1), shape_of(k, s2), shape_of(v, s3), d + 1);
+                             OP ": the batch dims of query %s, key %s and value %s do not broadcast (dim %d)%s",
+                             shape_of(q, s1), shape_of(k, s2), shape_of(v, s3), d + 1,
+                             gqa ? "; for grouped-query attention (fewer key/value heads), pass enable_gqa = true" : "");
+        }
         a->batch_sizes[d] = n;
         a->batch *= n;
     }

@@ -318,6 +318,10 @@ static void bad_key(lua_State *L, int idx) {
         if (strcmp(k, "indices") == 0 || strcmp(k, "values") == 0) /* PyTorch's named tuples */
             wl_raise(L, "tensor has no field or method '%s' (t:max(dim), min, sort, topk, kthvalue and median "
                         "return two tensors: local values, indices = t:max(dim))", k);
+        if (strcmp(k, "weight") == 0 || strcmp(k, "bias") == 0 || strcmp(k, "training") == 0 ||
+            strcmp(k, "forward") == 0)
+            wl_raise(L, "tensor has no field or method '%s' (a module's method called with '.' gets its first "
+                        "argument as self: write m:forward(x), not m.forward(x))", k);
         wl_raise(L, "tensor has no field or method '%s'", k);
     }
     wl_raise(L, "index: a key must be a number, a table of ranges, a bool mask or an int64 index tensor, got %s",
