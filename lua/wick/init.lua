@@ -1291,7 +1291,7 @@ end
 --- tensor, without a copy when it already is one of that dtype and device
 function wick.as_tensor(data, ...)
   local opts = ...
-  if type(opts) ~= "table" or wick.is_tensor(opts) then
+  if type(opts) ~= "table" or getmetatable(opts) ~= nil then -- a dtype or a device (wick.device(...)) by position
     local a, b = ...
     opts = {}
     for _, v in ipairs({ a, b }) do
