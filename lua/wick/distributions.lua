@@ -302,56 +302,6 @@ function OneHotCategorical:log_prob(value)
 end
 function OneHotCategorical:entropy() return self._categorical:entropy() end
 
--- ---- erfinv (for Normal:icdf) ----
-
--- erfinv(x) = ndtri((1 + x) / 2) / sqrt(2), ndtri by Wichura's AS241 (PPND16,
--- about 1e-16 relative, in float64); its derivative sqrt(pi)/2 exp(y^2), so
--- icdf is differentiable in its value
-local Erfinv = wick.autograd.Function:extend("Erfinv")
-local AS241 = {
-  a = { 3.3871328727963666080e0, 1.3314166789178437745e+2, 1.9715909503065514427e+3, 1.3731693765509461125e+4,
-    4.5921953931549871457e+4, 6.7265770927008700853e+4, 3.3430575583588128105e+4, 2.5090809287301226727e+3 },
-  b = { 1.0, 4.2313330701600911252e+1, 6.8718700749205790830e+2, 5.3941960214247511077e+3,
-    2.1213794301586595867e+4, 3.9307895800092710610e+4, 2.8729085735721942674e+4, 5.2264952788528545610e+3 },
-  c = { 1.42343711074968357734e0, 4.63033784615654529590e0, 5.76949722146069140550e0, 3.64784832476320460504e0,
-    1.27045825245236838258e0, 2.41780725177450611770e-1, 2.27238449892691845833e-2, 7.74545014278341407640e-4 },
-  d = { 1.0, 2.05319162663775882187e0, 1.67638483018380384940e0, 6.89767334985100004550e-1,
-    1.48103976427480074590e-1, 1.51986665636164571966e-2, 5.47593808499534494600e-4, 1.05075007164441684324e-9 },
-  e = { 6.65790464350110377720e0, 5.46378491116411436990e0, 1.78482653991729133580e0, 2.96560571828504891230e-1,
-    2.65321895265761230930e-2, 1.24266094738807843860e-3, 2.71155556874348757815e-5, 2.01033439929228813265e-7 },
-  f = { 1.0, 5.99832206555887937690e-1, 1.36929880922735805310e-1, 1.48753612908506148525e-2,
-    7.86869131145613259100e-4, 1.84631831751005468180e-5, 1.42151175831644588870e-7, 2.04426310338993978564e-15 },
-}
-local function poly(cs, r)
-  local v = wick.full_like(r, cs[#cs])
-  for i = #cs - 1, 1, -1 do v = v * r + cs[i] end
-  return v
-end
-local function erfinv_values(x)
-  local dtype = x.dtype
-  x = x:double()
-  local ax = x:abs()
-  local q = ax * 0.5 -- ndtri of p = (1 + |x|) / 2: q = p - 1/2, min(p, 1 - p) = (1 - |x|) / 2 (exact)
-  local r0 = 0.180625 - q * q
-  local central = q * poly(AS241.a, r0) / poly(AS241.b, r0)
-  local r = (-((1 - ax) * 0.5):clamp(1e-300, 1):log()):sqrt()
-  local rm, rt = (r - 1.6):clamp(-math.huge, 3.4), (r - 5):clamp(0, math.huge)
-  local tail = wick.where(r:le(5), poly(AS241.c, rm) / poly(AS241.d, rm), poly(AS241.e, rt) / poly(AS241.f, rt))
-  local y = wick.where(q:le(0.425), central, tail) * (x:sign() / math.sqrt(2))
-  y = wick.where(ax:eq(1), x * math.huge, y)
-  y = wick.where(ax:gt(1), 0 / 0, y)
-  return y:to(dtype)
-end
-function Erfinv.forward(ctx, x)
-  local y = erfinv_values(x)
-  ctx:save_for_backward(y)
-  return y
-end
-function Erfinv.backward(ctx, g)
-  local y = ctx.saved_tensors[1]
-  return g * (y * y):exp() * (math.sqrt(math.pi) / 2)
-end
-
 -- ---- Normal ----
 
 --- Normal(loc, scale) (numbers or tensors, broadcast): sample, rsample (with
@@ -400,7 +350,7 @@ function Normal:icdf(value)
       return v:ge(0):logical_and(v:le(1))
     end)
   end
-  return self.loc + self.scale * Erfinv.apply(value * 2 - 1) * math.sqrt(2)
+  return self.loc + self.scale * (value * 2 - 1):erfinv() * math.sqrt(2) -- (the core's erfinv kernel)
 end
 
 -- ---- MultivariateNormal ----

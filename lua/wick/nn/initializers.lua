@@ -100,42 +100,8 @@ function init.normal_(t, ...)
   return fill_normal(t, mean, std)
 end
 
--- erfinv of a float64 tensor in (-1, 1) (Giles' approximation, two branches).
-local function erfinv(x)
-  local w = -((1 - x) * (1 + x)):log()
-  local function poly(z, coeffs)
-    local p = z * 0 + coeffs[1]
-    for i = 2, #coeffs do p = p * z + coeffs[i] end
-    return p
-  end
-  local small = poly(w - 2.5, { 2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
-    -0.00125372503, -0.00417768164, 0.246640727, 1.50140941 })
-  local big = poly(w:sqrt() - 3, { -0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
-    -0.0076224613, 0.00943887047, 1.00167406, 2.83297682 })
-  return wick.where(w:lt(5), small, big) * x
-end
-
-local function norm_cdf(x) -- the standard normal's CDF
-  local function erf(z) -- Abramowitz-Stegun 7.1.26 is too coarse here: use a series/continued form
-    local s, t = z < 0 and -1 or 1, math.abs(z)
-    -- W. J. Cody's rational approximation via erfc for large |z|; Taylor for small
-    if t < 2.5 then
-      local sum, term, k = t, t, 0
-      repeat
-        k = k + 1
-        term = term * -t * t / k
-        local add = term / (2 * k + 1)
-        sum = sum + add
-      until math.abs(add) < 1e-17 * math.abs(sum) or k > 200
-      return s * 2 / math.sqrt(math.pi) * sum
-    end
-    -- continued fraction for erfc
-    local f = 0
-    for k = 60, 1, -1 do f = k / 2 / (t + f) end
-    return s * (1 - math.exp(-t * t) / math.sqrt(math.pi) / (t + f))
-  end
-  return (1 + erf(x / math.sqrt(2))) / 2
-end
+-- the standard normal's CDF of a number (wick.special.ndtr: erfc, no cancellation in the lower tail)
+local function norm_cdf(x) return wick.special.ndtr(wick.tensor(x, { dtype = "float64" })):item() end
 
 --- trunc_normal_(tensor[, mean = 0[, std = 1[, a = -2[, b = 2]]]]): N(mean, std^2)
 --- truncated to [a, b], drawn by inverting the CDF as PyTorch does.
@@ -153,7 +119,7 @@ function init.trunc_normal_(t, ...)
   local eps = 1e-15
   local x = wick.rand(t.shape, like(t, "float64")) * (2 * u - 2 * l) + (2 * l - 1)
   x = x:clamp(-1 + eps, 1 - eps)
-  local v = (erfinv(x) * (std * math.sqrt(2)) + mean):clamp(a, b)
+  local v = (x:erfinv() * (std * math.sqrt(2)) + mean):clamp(a, b)
   return assign(t, v)
 end
 
