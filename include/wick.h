@@ -369,8 +369,11 @@ WICK_API int64_t wick_storage_numel(const wick_tensor *t);
  * special functions (erfc, erfinv, lgamma, digamma, trigamma = polygamma(1, x)),
  * true division and atan2 give float32 for integer inputs; neg, abs, floor, ceil,
  * round (half to even), trunc, sign, fmod (C's: the dividend's sign) and
- * remainder (Python's %: the divisor's sign) keep integers integer. New ops
- * are appended (the enums' values stay). */
+ * remainder (Python's %: the divisor's sign) keep integers integer. The
+ * bitwise ops take integer and bool tensors only (bool stays bool; bitwise_not
+ * of a bool is its logical not); a shift by a negative amount or by at least
+ * the width gives 0 (a right shift of a negative value: -1). New ops are
+ * appended (the enums' values stay). */
 #define WICK_UNARY_OPS(X)                                                                      \
     X(NEG, "neg") X(ABS, "abs") X(EXP, "exp") X(LOG, "log") X(SQRT, "sqrt") X(TANH, "tanh")      \
     X(SIGMOID, "sigmoid") X(RELU, "relu") X(ERF, "erf") X(GELU, "gelu")                    \
@@ -379,11 +382,13 @@ WICK_API int64_t wick_storage_numel(const wick_tensor *t);
     X(LOG10, "log10") X(LOG1P, "log1p") X(EXPM1, "expm1") X(RSQRT, "rsqrt")                     \
     X(RECIPROCAL, "reciprocal") X(FRAC, "frac") X(FLOOR, "floor") X(CEIL, "ceil")               \
     X(ROUND, "round") X(TRUNC, "trunc") X(SIGN, "sign") X(ERFC, "erfc") X(ERFINV, "erfinv")       \
-    X(LGAMMA, "lgamma") X(DIGAMMA, "digamma") X(TRIGAMMA, "trigamma")
+    X(LGAMMA, "lgamma") X(DIGAMMA, "digamma") X(TRIGAMMA, "trigamma") X(BITWISE_NOT, "bitwise_not")
 #define WICK_BINARY_OPS(X)                                                                     \
     X(ADD, "add") X(SUB, "sub") X(MUL, "mul") X(DIV, "div") X(POW, "pow") X(MAXIMUM, "maximum") \
     X(MINIMUM, "minimum") X(EQ, "eq") X(NE, "ne") X(LT, "lt") X(LE, "le") X(GT, "gt") X(GE, "ge") \
-    X(FMOD, "fmod") X(REMAINDER, "remainder") X(ATAN2, "atan2")
+    X(FMOD, "fmod") X(REMAINDER, "remainder") X(ATAN2, "atan2") X(BITWISE_AND, "bitwise_and")           \
+    X(BITWISE_OR, "bitwise_or") X(BITWISE_XOR, "bitwise_xor") X(LSHIFT, "bitwise_left_shift")         \
+    X(RSHIFT, "bitwise_right_shift")
 
 #define WICK_ENUM_UNARY(id, name) WICK_##id,
 #define WICK_ENUM_BINARY(id, name) WICK_##id,

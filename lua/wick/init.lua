@@ -560,7 +560,8 @@ for _, name in ipairs({ "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", 
   "masked_fill", "masked_select", "masked_scatter", "index_fill", "index_copy", "index_put", "erf", "sin", "cos",
   "tan", "asin", "acos", "atan", "sinh", "cosh", "log2", "log10", "log1p", "expm1", "rsqrt", "reciprocal", "frac",
   "floor", "ceil", "round", "trunc", "sign", "fmod", "remainder", "atan2", "isnan", "isinf", "isfinite",
-  "isposinf", "isneginf", "numel", "norm", "divide" }) do
+  "isposinf", "isneginf", "numel", "norm", "divide", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+  "bitwise_left_shift", "bitwise_right_shift" }) do
   local method = Tensor[name]
   wick[name] = with_out(name, function(t, ...) return method(t, ...) end)
 end

@@ -254,8 +254,10 @@ wick_status wk_record_unary(wick_tensor *out, wick_unary_op op, const wick_tenso
         [WICK_RECIPROCAL] = "ReciprocalBackward", [WICK_FRAC] = "FracBackward", [WICK_FLOOR] = "FloorBackward",
         [WICK_CEIL] = "CeilBackward", [WICK_ROUND] = "RoundBackward", [WICK_TRUNC] = "TruncBackward",
         [WICK_SIGN] = "SignBackward", [WICK_ERFC] = "ErfcBackward", [WICK_ERFINV] = "ErfinvBackward",
-        [WICK_LGAMMA] = "LgammaBackward", [WICK_DIGAMMA] = "DigammaBackward", [WICK_TRIGAMMA] = "PolygammaBackward"};
+        [WICK_LGAMMA] = "LgammaBackward", [WICK_DIGAMMA] = "DigammaBackward", [WICK_TRIGAMMA] = "PolygammaBackward",
+        [WICK_BITWISE_NOT] = NULL /* integers only: never tracked */};
     _Static_assert(sizeof names / sizeof *names == WICK_NUM_UNARY, "a backward name for every unary op");
+    if (!names[op]) return wick_fail(WICK_ERR_DTYPE, "%s: has no gradient", wick_unary_name(op));
     wk_node *n;
     TRY(wk_record(out, names[op], unary_backward, op, 1, &a, &n));
     n->twice = op != WICK_GELU_TANH; /* the others' formulas are recorded ops (fused ones only without grad) */

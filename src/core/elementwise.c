@@ -19,11 +19,21 @@ const char *wick_binary_name(wick_binary_op op) { return (unsigned)op < WICK_NUM
 static bool unary_needs_float(wick_unary_op op) {
     switch (op) {
     case WICK_NEG: case WICK_ABS: case WICK_RELU: case WICK_FLOOR: case WICK_CEIL: case WICK_ROUND:
-    case WICK_TRUNC: case WICK_SIGN: return false;
+    case WICK_TRUNC: case WICK_SIGN: case WICK_BITWISE_NOT: return false;
     default: return true;
     }
 }
 static bool binary_is_compare(wick_binary_op op) { return op >= WICK_EQ && op <= WICK_GE; }
+static bool binary_is_bitwise(wick_binary_op op) { return op >= WICK_BITWISE_AND && op <= WICK_RSHIFT; }
+
+/* The bitwise ops' dtype rule: integers and bool, no shifts of bool. */
+static wick_status check_bitwise(const char *op, wick_dtype d, bool shift) {
+    if (wick_dtype_is_floating(d))
+        return wick_fail(WICK_ERR_DTYPE, "%s: only for integer and bool tensors, got %s%s", op, wick_dtype_name(d),
+                         shift ? "" : " (for masks, compare first: (x > 0):logical_and(y > 0))");
+    if (shift && d == WICK_BOOL) return wick_fail(WICK_ERR_DTYPE, "%s: not implemented for bool tensors", op);
+    return WICK_OK;
+}
 
 /* The dtype a kernel computes in for values of dtype d. */
 static wick_dtype compute_dtype(wick_dtype d) {
@@ -201,6 +211,14 @@ static wick_status adopt_result(const char *op, wick_tensor *target, wick_tensor
 static wick_status unary(wick_tensor **out, wick_tensor *inplace, wick_unary_op op, const wick_tensor *a) {
     if ((unsigned)op >= WICK_NUM_UNARY) return wick_fail(WICK_ERR_ARGUMENT, "invalid unary op %d", op);
     const char *name = unary_names[op];
+    if (op == WICK_BITWISE_NOT) {
+        wick_status bst = check_bitwise(name, a->dtype, false);
+        if (bst) return bst;
+        if (a->dtype == WICK_BOOL) { /* ~ of a bool is its logical not: the int64 kernel's ~1 would stay true */
+            wick_scalar zero = {0, 1};
+            return inplace ? wick_binary_scalar_(WICK_EQ, inplace, zero) : wick_binary_scalar(out, WICK_EQ, a, zero, 0);
+        }
+    }
     if (op == WICK_NEG && a->dtype == WICK_BOOL)
         return wick_fail(WICK_ERR_DTYPE,
                          "neg: negation, the `-` operator, on a bool tensor is not supported; use :logical_not()");
@@ -236,6 +254,10 @@ static wick_status binary(wick_tensor **out, wick_tensor *inplace, wick_binary_o
         result = wick_default_float_dtype(); /* true division; atan2's angle */
     if ((op == WICK_SUB) && promoted == WICK_BOOL)
         return wick_fail(WICK_ERR_DTYPE, "sub: subtraction, the `-` operator, with two bool tensors is not supported");
+    if (binary_is_bitwise(op)) {
+        wick_status bst = check_bitwise(binary_names[op], promoted, op == WICK_LSHIFT || op == WICK_RSHIFT);
+        if (bst) return bst;
+    }
     wick_dtype compute = compute_dtype(result);
     wick_dtype kernel_out = compute;
     if (binary_is_compare(op)) {

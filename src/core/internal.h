@@ -27,10 +27,13 @@ typedef struct wick_backend wick_backend;
 #define WK_COUNT_ONE2(id, a) +1
 #define WK_COUNT_ONE3(id, a, b) +1
 #define WK_COUNT_ONE4(id, a, b, c) +1
-WK_STATIC_ASSERT(0 WK_UNARY_FLOAT_MATH(WK_COUNT_ONE3) == WICK_NUM_UNARY,
-                 "every unary op needs its float expression in scalar_math.h (WK_UNARY_FLOAT_MATH)");
-WK_STATIC_ASSERT(0 WK_BINARY_MATH(WK_COUNT_ONE4) WK_COMPARE_MATH(WK_COUNT_ONE2) == WICK_NUM_BINARY,
-                 "every binary op needs its expression in scalar_math.h (WK_BINARY_MATH or WK_COMPARE_MATH)");
+WK_STATIC_ASSERT(0 WK_UNARY_FLOAT_MATH(WK_COUNT_ONE3) WK_UNARY_INT_ONLY_MATH(WK_COUNT_ONE2) == WICK_NUM_UNARY,
+                 "every unary op needs its expression in scalar_math.h (WK_UNARY_FLOAT_MATH or "
+                 "WK_UNARY_INT_ONLY_MATH)");
+WK_STATIC_ASSERT(0 WK_BINARY_MATH(WK_COUNT_ONE4) WK_COMPARE_MATH(WK_COUNT_ONE2) WK_BINARY_INT_ONLY_MATH(WK_COUNT_ONE2) ==
+                     WICK_NUM_BINARY,
+                 "every binary op needs its expression in scalar_math.h (WK_BINARY_MATH, WK_COMPARE_MATH or "
+                 "WK_BINARY_INT_ONLY_MATH)");
 #undef WK_COUNT_ONE2
 #undef WK_COUNT_ONE3
 #undef WK_COUNT_ONE4

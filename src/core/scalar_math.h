@@ -234,8 +234,12 @@ WK_HD double wk_erfinv(double y) {
     X(DIGAMMA, (float)wk_digamma(x), wk_digamma(x))                                             \
     X(TRIGAMMA, (float)wk_trigamma(x), wk_trigamma(x))
 
+/* Unary ops on integers only (elementwise.c refuses floating inputs). */
+#define WK_UNARY_INT_ONLY_MATH(X) X(BITWISE_NOT, ~x)
+
 /* Unary ops on int64 (the float-only ones never reach an integer kernel). */
 #define WK_UNARY_INT_MATH(X)                                                                    \
+    WK_UNARY_INT_ONLY_MATH(X)                                                                   \
     X(NEG, (int64_t)(0ULL - (uint64_t)x))                                                       \
     X(ABS, x < 0 ? (int64_t)(0ULL - (uint64_t)x) : x)                                           \
     X(RELU, x < 0 ? 0 : x)                                                                      \
@@ -271,6 +275,19 @@ WK_HD double wk_remd(double a, double b) {
     X(FMOD, fmodf(a, b), fmod(a, b), wk_fmodi(a, b))                                            \
     X(REMAINDER, wk_remf(a, b), wk_remd(a, b), wk_remi(a, b))                                   \
     X(ATAN2, atan2f(a, b), atan2(a, b), (int64_t)atan2((double)a, (double)b))
+
+/* Shifts with C's undefined cases defined: a negative amount or one of at
+ * least 64 bits shifts everything out (a negative value right: -1). Narrower
+ * integer dtypes compute in int64 and wrap when stored, which gives their own
+ * width's results. */
+WK_HD int64_t wk_shli(int64_t a, int64_t b) { return b < 0 || b >= 64 ? 0 : (int64_t)((uint64_t)a << b); }
+WK_HD int64_t wk_shri(int64_t a, int64_t b) { return b < 0 || b >= 64 ? (a < 0 ? -1 : 0) : a >> b; }
+
+/* Binary ops on integers and bool only (elementwise.c refuses floating inputs):
+ * X(ID, int64). */
+#define WK_BINARY_INT_ONLY_MATH(X)                                                              \
+    X(BITWISE_AND, a & b) X(BITWISE_OR, a | b) X(BITWISE_XOR, a ^ b) X(LSHIFT, wk_shli(a, b))    \
+    X(RSHIFT, wk_shri(a, b))
 
 /* Comparisons, producing bool for any compute type. */
 #define WK_COMPARE_MATH(X)                                                                      \

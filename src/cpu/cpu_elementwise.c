@@ -181,6 +181,8 @@ static const cpu_run_fn vec_unary_runs[WICK_NUM_UNARY] = {
 WK_BINARY_MATH(BINARY_F32)
 WK_BINARY_MATH(BINARY_F64)
 WK_BINARY_MATH(BINARY_I64)
+#define BINARY_INT_ONLY(ID, IE) BINARY_RUN(binary_i64_##ID, int64_t, int64_t, IE)
+WK_BINARY_INT_ONLY_MATH(BINARY_INT_ONLY)
 #define COMPARE_F32(ID, E) BINARY_RUN(compare_f32_##ID, float, uint8_t, E)
 #define COMPARE_F64(ID, E) BINARY_RUN(compare_f64_##ID, double, uint8_t, E)
 #define COMPARE_I64(ID, E) BINARY_RUN(compare_i64_##ID, int64_t, uint8_t, E)
@@ -193,10 +195,11 @@ WK_COMPARE_MATH(COMPARE_I64)
 #define CENTRY_F32(ID, E) [WICK_##ID] = compare_f32_##ID,
 #define CENTRY_F64(ID, E) [WICK_##ID] = compare_f64_##ID,
 #define CENTRY_I64(ID, E) [WICK_##ID] = compare_i64_##ID,
+#define IENTRY_I64(ID, IE) [WICK_##ID] = binary_i64_##ID,
 static const cpu_run_fn binary_runs[3][WICK_NUM_BINARY] = {
     {WK_BINARY_MATH(ENTRY_F32) WK_COMPARE_MATH(CENTRY_F32)},
     {WK_BINARY_MATH(ENTRY_F64) WK_COMPARE_MATH(CENTRY_F64)},
-    {WK_BINARY_MATH(ENTRY_I64) WK_COMPARE_MATH(CENTRY_I64)}};
+    {WK_BINARY_MATH(ENTRY_I64) WK_COMPARE_MATH(CENTRY_I64) WK_BINARY_INT_ONLY_MATH(IENTRY_I64)}};
 
 /* 0 float32, 1 float64, 2 int64: the compute dtype of operand `k`. */
 static int type_slot(const wk_iter *it, int k) {

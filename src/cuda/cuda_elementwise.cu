@@ -287,8 +287,10 @@ template <int OP> __device__ __forceinline__ double binary_math(double a, double
 }
 template <int OP> __device__ __forceinline__ int64_t binary_math(int64_t a, int64_t b, int64_t alpha) {
 #define CASE_I64(ID, FE, DE, IE) case WICK_##ID: return (IE);
-    switch (OP) { WK_BINARY_MATH(CASE_I64) }
+#define CASE_INT_ONLY(ID, IE) case WICK_##ID: return (IE);
+    switch (OP) { WK_BINARY_MATH(CASE_I64) WK_BINARY_INT_ONLY_MATH(CASE_INT_ONLY) }
 #undef CASE_I64
+#undef CASE_INT_ONLY
     return a;
 }
 template <int OP, typename T> __device__ __forceinline__ uint8_t compare_math(T a, T b) {
@@ -391,8 +393,13 @@ extern "C" wick_status cuda_binary(wick_binary_op op, const wk_iter *it, double 
     switch (it->dtypes[1]) {
     case WICK_FLOAT32: return binary_typed<float>(op, it, alpha);
     case WICK_FLOAT64: return binary_typed<double>(op, it, alpha);
-    default: return binary_typed<int64_t>(op, it, alpha);
+    default: break;
     }
+    /* the integer-only ops (elementwise.c never sends them a floating dtype) */
+#define CASE_INT_ONLY(ID, IE) case WICK_##ID: return binary_launch<int64_t, WICK_##ID>(it, alpha);
+    switch (op) { WK_BINARY_INT_ONLY_MATH(CASE_INT_ONLY) default: break; }
+#undef CASE_INT_ONLY
+    return binary_typed<int64_t>(op, it, alpha);
 }
 
 namespace {
