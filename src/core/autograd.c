@@ -235,6 +235,30 @@ static wick_status check_saved_versions(const wk_node *n) {
     return WICK_OK;
 }
 
+/* A view whose in-place write can rewrite its base's history: its base still
+ * on its storage and laid out contiguously (the view's place in it is then
+ * its offset and strides), the view inside it. */
+static bool writes_through_base(const wick_tensor *v) {
+    const wick_tensor *b = v->view_base;
+    if (!b || v->detached_alias || b->detached_alias || b->storage != v->storage || !wick_tensor_is_contiguous(b))
+        return false;
+    int64_t lo = v->offset - b->offset, hi = lo, numel = wick_tensor_numel(b);
+    for (int i = 0; i < v->ndim; i++) {
+        if (v->sizes[i] == 0) return false;
+        if (v->strides[i] < 0) return false;
+        hi += (v->sizes[i] - 1) * v->strides[i];
+    }
+    return lo >= 0 && hi < numel;
+}
+
+void wk_note_view_base(wick_tensor *v, const wick_tensor *t) {
+    if (!wk_grad_mode || t->detached_alias) return;
+    wick_tensor *b = t->view_base && t->view_base->storage == t->storage ? t->view_base : (wick_tensor *)t;
+    wick_tensor_retain(b);
+    wick_tensor_release(v->view_base);
+    v->view_base = b;
+}
+
 /* The tensors on target's storage other than target and its detached aliases. */
 static int others_on_storage(const wick_tensor *target) {
     return __atomic_load_n(&target->storage->refcount, __ATOMIC_ACQUIRE) -
@@ -264,10 +288,19 @@ wick_status wk_check_inplace(const char *op, const wick_tensor *target, int n, c
      * (buf.data:add_(y), an EMA of a tracked result): the alias records it
      * and the tensors it came from see the values only, as in PyTorch (a
      * value saved for backward still refuses it then, by its version). */
-    int others = others_on_storage(target);
-    if (others != 0 && !target->detached_alias) { /* a view dead but not yet collected (x[1] = x[1] * 2) counts too */
+    int others = others_on_storage(target), base = writes_through_base(target) ? 1 : 0;
+    if (others > base && !target->detached_alias) { /* a view dead but not yet collected (x[1] = x[1] * 2) counts too */
         wk_host_collect();
         others = others_on_storage(target);
+    }
+    if (base && others == 1) { /* the base alone: the write rewrites its history */
+        if (target->view_base->requires_grad && !target->view_base->grad_fn)
+            return wick_fail(WICK_ERR_ARGUMENT,
+                             "%s: a view of a leaf tensor that requires grad is used in an in-place operation; "
+                             "wrap the update in wick.no_grad(...)",
+                             op);
+        *record = true;
+        return WICK_OK;
     }
     if (others != 0 && !target->detached_alias)
         return wick_fail(WICK_ERR_UNSUPPORTED,
@@ -277,6 +310,75 @@ wick_status wk_check_inplace(const char *op, const wick_tensor *target, int n, c
                          op);
     *record = true;
     return WICK_OK;
+}
+
+/* ---- writes through a view (PyTorch's CopySlices) ----
+ * A view's place in its contiguous base: [offset from the base's, ndim, sizes,
+ * strides], kept as a small CPU int64 tensor in the nodes below. */
+static wick_status view_plan(wick_tensor **out, const wick_tensor *v, const wick_tensor *base) {
+    int64_t p[2 + 2 * WICK_MAX_DIMS], len = 2 + 2 * v->ndim;
+    p[0] = v->offset - base->offset, p[1] = v->ndim;
+    memcpy(p + 2, v->sizes, sizeof(int64_t) * v->ndim);
+    memcpy(p + 2 + v->ndim, v->strides, sizeof(int64_t) * v->ndim);
+    return wick_from_int64(out, 1, &len, p, (wick_options){WICK_INT64, {WICK_CPU, -1}});
+}
+
+/* The region of the contiguous tensor `t` (the base's shape) that plan names. */
+static wick_status plan_region(wick_tensor **out, const wick_tensor *t, const wick_tensor *plan) {
+    const int64_t *p = (const int64_t *)wk_data(plan);
+    int ndim = (int)p[1];
+    return wk_tensor_view(out, t, ndim, p + 2, p + 2 + ndim, t->offset + p[0]);
+}
+
+/* base_new = base_old with the view's region replaced by the value: the old
+ * base's gradient is g with zeros there, the value's is g's region. */
+static wick_status copy_slices_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
+    wick_tensor *gc, *region = NULL;
+    wick_status st = wick_clone(&gc, g); /* contiguous, and ours to change */
+    if (st) return st;
+    st = wick_tensor_is_contiguous(gc) ? plan_region(&region, gc, n->saved[0])
+                                       : wick_fail(WICK_ERR_UNSUPPORTED, "CopySlices: a strided clone");
+    if (!st && (n->edges[1].leaf || n->edges[1].node)) st = wick_clone(&grads[1], region);
+    if (!st && (n->edges[0].leaf || n->edges[0].node)) {
+        st = wick_fill_(region, 0);
+        if (!st) grads[0] = gc, gc = NULL;
+    }
+    wick_tensor_release(region);
+    wick_tensor_release(gc);
+    return st;
+}
+
+/* the view's new history: its region of the base (zeros elsewhere) */
+static wick_status view_of_base_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
+    wick_tensor *z, *region = NULL;
+    wick_status st = wick_full(&z, n->ndim, n->sizes, 0, (wick_options){g->dtype, g->storage->device});
+    if (st) return st;
+    st = plan_region(&region, z, n->saved[0]);
+    if (!st) st = wick_copy_(region, g);
+    wick_tensor_release(region);
+    if (st) return wick_tensor_release(z), st;
+    grads[0] = z;
+    return WICK_OK;
+}
+
+/* The view `v` took `result`'s values (already written): its base's node
+ * becomes CopySlices(old base, result), and v a view of the new base. */
+static wick_status copy_slices(wick_tensor *v, wick_tensor *result) {
+    wick_tensor *base = v->view_base, *plan;
+    wick_status st = view_plan(&plan, v, base);
+    if (st) return st;
+    const wick_tensor *ins[2] = {base, result};
+    wk_node *n = NULL;
+    st = wk_record(base, "CopySlices", copy_slices_backward, 0, 2, ins, &n);
+    if (!st) st = wk_save(n, 0, plan, NULL);
+    if (!st) st = wk_record(v, "AsStridedBackward", view_of_base_backward, 0, 1, (const wick_tensor *const *)&base, &n);
+    if (!st) {
+        n->ndim = base->ndim;
+        memcpy(n->sizes, base->sizes, sizeof(int64_t) * base->ndim);
+        st = wk_save(n, 0, plan, NULL);
+    }
+    wick_tensor_release(plan);
+    return st;
 }
 
 wick_status wk_adopt_inplace(wick_tensor *target, wick_tensor *result) {
@@ -294,6 +396,7 @@ wick_status wk_adopt_inplace(wick_tensor *target, wick_tensor *result) {
     }
     if (!st) WK_NO_GRAD(st = wick_copy_(target, result));
     if (st) return st;
+    if (node && others_on_storage(target) == 1 && writes_through_base(target)) return copy_slices(target, result);
     if (node) __atomic_add_fetch(&node->refcount, 1, __ATOMIC_RELAXED);
     wk_node_release(target->grad_fn);
     target->grad_fn = node;

@@ -72,13 +72,20 @@ wick_status wk_save(wk_node *node, int slot, const wick_tensor *t, const wick_te
  * target's version (see wk_bump_version). When autograd must see the op,
  * `record` non-NULL says the op can be recorded: *record becomes true, and the
  * op computes its result out of place, recording, then calls wk_adopt_inplace.
- * Without `record`, or on a leaf that requires grad, or when other tensors
- * share the target's storage, it fails. */
+ * Without `record`, or on a leaf that requires grad (or a view of one), or
+ * when other tensors share the target's storage (a view's base aside), it
+ * fails. */
 wick_status wk_check_inplace(const char *op, const wick_tensor *target, int n, const wick_tensor *const *inputs,
                              bool *record);
 /* Writes `result` (same shape, a castable dtype) into `target`, which takes over
- * result's autograd node; saved copies of target's old values are kept. */
+ * result's autograd node; saved copies of target's old values are kept. A
+ * view written so (one whose base is the only other tensor on the storage)
+ * rewrites its base's history instead, as PyTorch's CopySlices: the base's
+ * node takes the old base and `result`, and the view becomes a view of it. */
 wick_status wk_adopt_inplace(wick_tensor *target, wick_tensor *result);
+/* Notes that `v` is a view of `t` (in grad mode: what an in-place write into
+ * v rewrites, see wk_adopt_inplace). */
+void wk_note_view_base(wick_tensor *v, const wick_tensor *t);
 
 void wk_node_release(wk_node *n);
 /* *out = r once recording succeeded; on failure r is freed and *out untouched. */

@@ -81,6 +81,11 @@ struct wick_tensor {
      * header has taken other data (wick_tensor_set_): kept until the header
      * dies; NULL while that storage is `storage` itself */
     wick_storage *header_block;
+    /* The tensor a view made in grad mode was taken from (the root of its
+     * chain of views), retained; NULL for any other tensor. An in-place write
+     * into the view rewrites the base's history (wk_adopt_inplace: PyTorch's
+     * CopySlices). */
+    struct wick_tensor *view_base;
 };
 
 /* Every in-place write bumps its storage's version: wk_check_inplace does it

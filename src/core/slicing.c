@@ -70,6 +70,7 @@ wick_status wick_slice(wick_tensor **out, wick_tensor *t, int dim, int64_t start
     TRY(check_slice(t, &dim, start, length, step));
     wick_tensor *r;
     TRY(slice_view(&r, t, dim, start, length, step));
+    wk_note_view_base(r, t);
     const wick_tensor *in = t;
     if (!wk_wants_grad(1, &in)) return *out = r, WICK_OK;
     wk_node *n;

@@ -292,6 +292,7 @@ static wick_tensor *tensor_alloc(void) {
         t->grad = NULL;
         t->hook_id = 0;
         t->header_block = NULL;
+        t->view_base = NULL;
         wk_account_bytes((int64_t)sizeof *t);
     }
     return t;
@@ -328,6 +329,7 @@ wick_status wk_tensor_new(wick_tensor **out, int ndim, const int64_t *sizes, wic
     t->grad = NULL;
     t->hook_id = 0;
     t->header_block = NULL;
+    t->view_base = NULL;
     t->storage = storage;
     t->ndim = ndim;
     t->dtype = dtype;
@@ -405,6 +407,7 @@ void wick_tensor_release(wick_tensor *t) {
     wk_hook_forget(t);
     wk_node_release(t->grad_fn);
     wick_tensor_release(t->grad);
+    wick_tensor_release(t->view_base);
     free_header(t);
     wk_storage_release(s); /* after the header: it may hold the header's memory */
     wk_storage_release(home);
@@ -607,6 +610,7 @@ static wick_status make_view(wick_tensor **out, const wick_tensor *t, int ndim, 
     wick_tensor *r = NULL;
     wick_status st = wk_tensor_view(&r, t, ndim, sizes, strides, offset);
     if (st) return st;
+    wk_note_view_base(r, t);
     return wk_publish(out, r, wk_wants_grad(1, &t) ? wk_record_view(r, t, kind, d0, d1, start, length, perm) : WICK_OK);
 }
 
