@@ -171,6 +171,29 @@ describe("the transfer-learning and style-transfer tutorials' lines", function()
     assert.are.equal(1, #m[{ { -1, -1 } }])
     support.assert_error_has(function() return m[{ 1, 2 }] end, "is sliced with {{first, last}}")
     support.assert_error_has(function() return m[{ { 2, 5 } }] end, "reaches past the 3 entries")
+    -- the entries keep their names, as PyTorch's slice keeps its keys
+    local tail = m[{ { 2, 3 } }]
+    local keys = {}
+    for k in pairs(tail:state_dict()) do keys[#keys + 1] = k end
+    table.sort(keys)
+    assert.are.same({ "3.bias", "3.weight" }, keys) -- PyTorch's "2.weight", 0-based
+    local style = nn.Sequential(nn.Identity()) -- the style-transfer tutorial's model[:(i + 1)]
+    style:add_module("conv_1", nn.Linear(2, 2))
+    style:add_module("relu_1", nn.ReLU())
+    local sub = style[{ { 1, 2 } }]
+    assert.is_true(rawequal(sub.conv_1, style.conv_1))
+    assert.is_not_nil(sub:state_dict()["conv_1.weight"])
+  end)
+
+  it("PyTorch's keyword booleans as options tables: never read as true", function()
+    local p = nn.Parameter(wick.zeros(1, 4), { requires_grad = false })
+    assert.is_false(p.requires_grad)
+    assert.is_true(nn.Parameter(wick.zeros(2), {}).requires_grad)
+    support.assert_error_has(function() nn.Parameter(wick.zeros(2), "no") end, "expected a boolean")
+    wick.set_grad_enabled({ mode = false })
+    local off = wick.is_grad_enabled()
+    wick.set_grad_enabled(true)
+    assert.is_false(off)
   end)
 
   it("model.train(mode=...), CosineEmbeddingLoss()(a, b, target=y)", function()

@@ -52,6 +52,40 @@ describe("nn.utils.prune", function()
     support.assert_error_has(function() prune.l1_unstructured(l, "weight", 1.5) end, "range [0, 1]")
     support.assert_error_has(function() prune.l1_unstructured(l, "nope", 0.5) end, "does not exist")
     support.assert_error_has(function() prune.remove(l, "weight") end, "has to be pruned before")
+    support.assert_error_has(function() prune.l1_unstructured(l, "weight", { amont = 1 }) end, "amont")
+  end)
+
+  it("takes PyTorch's keywords as an options table", function()
+    local l = linear_with({ { 1, -5, 3 }, { -2, 6, 0.5 } })
+    prune.l1_unstructured(l, "weight", { amount = 0.5 })
+    assert.are.same({ { 0, 1, 1 }, { 0, 1, 0 } }, l.weight_mask:tolist())
+    local s = linear_with({ { 1, 1 }, { 3, 0 }, { 0, 0.5 } })
+    prune.ln_structured(s, "weight", { amount = 1, n = 2, dim = 1 })
+    assert.are.same({ { 1, 1 }, { 1, 1 }, { 0, 0 } }, s.weight_mask:tolist())
+    local r = nn.Linear(4, 3)
+    prune.random_structured(r, "weight", { amount = 2, dim = 1 })
+    assert.are.equal(4, r.weight_mask:sum():item())
+  end)
+
+  it("a custom method: a subclass of BasePruningMethod with its compute_mask (the pruning tutorial)", function()
+    local FooBar = prune.BasePruningMethod:extend("FooBarPruningMethod")
+    FooBar.PRUNING_TYPE = "unstructured"
+    function FooBar:compute_mask(_, default_mask)
+      local mask = default_mask:clone()
+      mask:view(-1)[{ { 1, -1, 2 } }] = 0 -- mask.view(-1)[::2] = 0
+      return mask
+    end
+    local l = linear_with({ { 1, 2, 3, 4, 5 } })
+    FooBar.apply(l, "weight")
+    assert.are.same({ { 0, 1, 0, 1, 0 } }, l.weight_mask:tolist())
+    FooBar:apply(l, "weight") -- again: among the two kept, the first
+    assert.are.same({ { 0, 0, 0, 1, 0 } }, l.weight_mask:tolist())
+    local Threshold = prune.BasePruningMethod:extend("ThresholdPruning")
+    function Threshold:compute_mask(t, default_mask) return default_mask * t:abs():gt(self.threshold) end
+    local m = linear_with({ { 0.5, -2, 1.5 } })
+    Threshold.apply(m, "weight", { threshold = 1 })
+    assert.are.same({ { 0, 1, 1 } }, m.weight_mask:tolist())
+    support.assert_error_has(function() prune.BasePruningMethod:extend("X").apply(m, "bias") end, "defines no compute_mask")
   end)
 end)
 

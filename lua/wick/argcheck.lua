@@ -113,6 +113,16 @@ function C.opt_boolean(v, fn, arg, default)
   return C.boolean(v, fn, arg)
 end
 
+--- A boolean argument that PyTorch passes by keyword: true/false, nil (the
+--- default), or an options table holding it by name (nn.Parameter(t,
+--- {requires_grad = false})). Anything else is an error, never true.
+function C.flag(v, fn, arg, default)
+  if type(v) == "table" and getmetatable(v) == nil then v = v[arg] end
+  if v == nil then return default end
+  if type(v) ~= "boolean" then expected(fn, arg, "a boolean (or {" .. arg .. " = ...})", v) end
+  return v
+end
+
 function C.string(v, fn, arg)
   if type(v) ~= "string" then expected(fn, arg, "a string", v) end
   return v

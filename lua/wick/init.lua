@@ -884,8 +884,9 @@ wick.inference_mode = grad_mode(false, "inference_mode")
 --- wick.set_grad_enabled(b): switches grad mode; wick.set_grad_enabled(b, fn, ...) runs fn(...)
 --- in that mode and restores the previous one (PyTorch's `with torch.set_grad_enabled(b):`)
 function wick.set_grad_enabled(enabled, fn, ...)
+  enabled = check.flag(enabled, "set_grad_enabled", "mode")
+  if enabled == nil then check.boolean(enabled, "set_grad_enabled", "mode") end
   if fn == nil then return core.set_grad_enabled(enabled) end
-  check.boolean(enabled, "set_grad_enabled", "mode")
   return with_grad_mode(enabled, "set_grad_enabled", fn, ...)
 end
 

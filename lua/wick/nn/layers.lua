@@ -14,9 +14,10 @@ local int_pair = require("wick.nn.common").pair -- {h, w} of an integer or a pai
 -- nn.Parameter(torch.randn(n, requires_grad=True) * 0.01)) becomes a leaf over its data
 function L.Parameter(t, requires_grad)
   check.tensor(t, "Parameter", "data")
+  requires_grad = check.flag(requires_grad, "Parameter", "requires_grad", true)
   if t.grad_fn ~= nil then t = t:detach() end
   wick._parameters[t] = true -- prints "Parameter containing:" first, as PyTorch's
-  if requires_grad ~= false then return t:requires_grad_(true) end
+  if requires_grad then return t:requires_grad_(true) end
   -- a frozen parameter (nn.Parameter(t, false)) stays in parameters(): it is
   -- marked by turning requires_grad on and off (integer tensors cannot be)
   if t:is_floating_point() then t:requires_grad_(true) end
@@ -1246,11 +1247,18 @@ local function array_container(C, name, check_item, named)
       if a < 1 or b > n or a > b + 1 then
         check.fail(name, "the range {%d, %d} reaches past the %d entries (indices count from 1)", r[1], r[2] or n, n)
       end
-      local out = L[name]()
+      -- the entries keep their names, as PyTorch's slice keeps its keys
+      -- (features[{{5, 9}}] holds "5" .. "9", PyTorch's "4" .. "8")
+      local out, names, out_names = L[name](), rawget(self, "_names"), nil
       for i = a, b do
-        local item = rawget(self, i)
-        if names and names[i] then add_named(out, name, names[i], item) else out:append(item) end
+        local j, key = i - a + 1, names and names[i] or tostring(i)
+        rawset(out, j, rawget(self, i))
+        if key ~= tostring(j) then
+          out_names = out_names or {}
+          out_names[j] = key
+        end
       end
+      if out_names then rawset(out, "_names", out_names) end
       return out
     end
   end

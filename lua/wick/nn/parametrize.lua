@@ -175,11 +175,12 @@ function P.remove_parametrizations(module, name, leave_parametrized)
   local fn = "remove_parametrizations"
   check.module(module, fn, "module")
   check.string(name, fn, "tensor_name")
+  leave_parametrized = check.flag(leave_parametrized, fn, "leave_parametrized", true)
   local l = list_of(module, name)
   if not l then check.fail(fn, "Module %s does not have a parametrization on %s", getmetatable(module).__name, name) end
   local originals = l:originals()
   local orig, t = originals[1], originals[1]
-  if leave_parametrized ~= false then
+  if leave_parametrized then
     -- the value stays: in the original tensor where it fits (PyTorch's set_)
     local v = wick.no_grad(function() return l:value():clone() end)
     if #originals == 1 and tostring(v:size()) == tostring(orig:size()) and v.dtype == orig.dtype then

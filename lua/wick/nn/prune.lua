@@ -170,24 +170,46 @@ end
 
 local function scores_of(fn, opts)
   if opts == nil then return nil end
-  check.options(opts, fn, { importance_scores = "tensor" })
+  check.options(opts, fn, { importance_scores = "tensor", amount = "number", n = "number", dim = "number" })
   return opts.importance_scores
+end
+
+-- PyTorch's keywords (prune.l1_unstructured(m, "weight", amount=0.3)): an
+-- options table in place of the first of `names` holds it and the rest.
+local function keywords(fn, names, ...)
+  local args = { ... }
+  for i = 1, #names do
+    local v = args[i]
+    if type(v) == "table" and getmetatable(v) == nil and not wick.is_tensor(v) then
+      scores_of(fn, v)
+      local out = {}
+      for j = 1, i - 1 do out[j] = args[j] end
+      for j = i, #names do out[j] = v[names[j]] end
+      return out, v
+    end
+  end
+  return args, args[#names + 1]
 end
 
 --- prune.identity(module, name)
 function P.identity(module, name) return apply("identity", module, name, P.Identity()) end
 --- prune.random_unstructured(module, name, amount)
 function P.random_unstructured(module, name, amount)
+  amount = keywords("random_unstructured", { "amount" }, amount)[1]
   count_of("random_unstructured", amount, 1e300)
   return apply("random_unstructured", module, name, P.RandomUnstructured({ amount = amount }))
 end
 --- prune.l1_unstructured(module, name, amount[, {importance_scores =}])
-function P.l1_unstructured(module, name, amount, opts)
+function P.l1_unstructured(module, name, ...)
+  local args, opts = keywords("l1_unstructured", { "amount" }, ...)
+  local amount = args[1]
   count_of("l1_unstructured", amount, 1e300)
   return apply("l1_unstructured", module, name, P.L1Unstructured({ amount = amount }), scores_of("l1_unstructured", opts))
 end
 --- prune.ln_structured(module, name, amount, n, dim[, {importance_scores =}])
-function P.ln_structured(module, name, amount, n, dim, opts)
+function P.ln_structured(module, name, ...)
+  local args, opts = keywords("ln_structured", { "amount", "n", "dim" }, ...)
+  local amount, n, dim = args[1], args[2], args[3]
   check.number(n, "ln_structured", "n")
   check.int(dim, "ln_structured", "dim")
   count_of("ln_structured", amount, 1e300)
@@ -195,11 +217,50 @@ function P.ln_structured(module, name, amount, n, dim, opts)
     scores_of("ln_structured", opts))
 end
 --- prune.random_structured(module, name, amount, dim)
-function P.random_structured(module, name, amount, dim)
+function P.random_structured(module, name, ...)
+  local args = keywords("random_structured", { "amount", "dim" }, ...)
+  local amount, dim = args[1], args[2]
   check.int(dim, "random_structured", "dim")
   count_of("random_structured", amount, 1e300)
   return apply("random_structured", module, name, P.RandomStructured({ amount = amount, dim = dim }))
 end
+--- prune.BasePruningMethod: a custom method is a subclass with its
+--- compute_mask(t, default_mask) and PRUNING_TYPE ("unstructured", "structured"
+--- with self.dim, or "global"):
+---   local FooBar = prune.BasePruningMethod:extend("FooBar")
+---   function FooBar:compute_mask(t, default_mask) ... end
+---   FooBar.apply(module, name[, {field = value, ...}])  -- or FooBar:apply(...)
+--- The options table becomes the instance's fields (PyTorch's constructor
+--- arguments); an `init(self, ...)` of the subclass takes positional ones.
+P.BasePruningMethod = Method
+Method.__name = "BasePruningMethod"
+Method.PRUNING_TYPE = "unstructured"
+function Method.extend(base, name)
+  local C = setmetatable({ __name = name or "PruningMethod" }, {
+    __index = base,
+    __call = function(cls, ...)
+      local o = setmetatable({}, cls)
+      if cls.init then cls.init(o, ...)
+      elseif select("#", ...) > 0 then
+        for k, v in pairs(check.table((...), name or "PruningMethod", "options")) do o[k] = v end
+      end
+      return o
+    end })
+  C.__index = C
+  C.apply = function(first, ...)
+    if first == C then return C.apply(...) end
+    local fn = (C.__name or "prune") .. ".apply"
+    local module, pname = first, ...
+    local m = C(select(2, ...))
+    if type(m.compute_mask) ~= "function" or m.compute_mask == Method.compute_mask then
+      check.fail(fn, "the method defines no compute_mask(t, default_mask)")
+    end
+    return apply(fn, module, pname, m, m.importance_scores)
+  end
+  return C
+end
+function Method.compute_mask() check.fail("BasePruningMethod", "compute_mask is abstract: define it in the subclass") end
+
 --- prune.custom_from_mask(module, name, mask)
 function P.custom_from_mask(module, name, mask)
   check.tensor(mask, "custom_from_mask", "mask")
