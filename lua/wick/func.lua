@@ -534,12 +534,17 @@ function T.vmap(f, ...)
   local o = check.positional("func.vmap", { "in_dims", "out_dims", "randomness", "chunk_size" }, VMAP, ...)
   local in_dims = o.in_dims == nil and 1 or o.in_dims
   local out_dims = o.out_dims or 1
+  local randomness = check.one_of(o.randomness or "error", "func.vmap", "randomness", { "error", "different", "same" })
   return function(...)
     local args = pack(...)
     local dims = {}
     for a = 1, args.n do
       local d = in_dims
       if type(in_dims) == "table" then d = in_dims[a] end
+      if d ~= nil and d ~= false and type(d) ~= "number" then
+        check.fail("func.vmap", "in_dims of argument %d must be a dim or false (one for the whole argument), got %s",
+          a, check.describe(d))
+      end
       dims[a] = d ~= false and d or nil
     end
     local B
@@ -559,13 +564,20 @@ function T.vmap(f, ...)
       end
     end
     if not B then check.fail("func.vmap", "at least one argument must be mapped over (in_dims are all None/false)") end
-    local results = {}
+    -- randomness: 'same' replays one generator state for every sample;
+    -- 'error' (PyTorch's default) refuses a draw; 'different' lets each draw
+    local results, state = {}, wick.get_rng_state()
     for b = 1, B do
       local call = {}
       for a = 1, args.n do
         call[a] = dims[a] and map(args[a], function(x) return sample_of(x, dims[a], b) end) or args[a]
       end
+      if randomness == "same" then wick.set_rng_state(state) end
       results[b] = pack(f(unpack(call, 1, args.n)))
+      if randomness == "error" and not wick.equal(state, wick.get_rng_state()) then
+        check.fail("func.vmap", "the function drew random numbers, which vmap refuses with randomness = 'error' "
+          .. "(its default, as PyTorch's); pass {randomness = 'different'} or {randomness = 'same'}")
+      end
     end
     local first = results[1]
     for r = 1, first.n do
