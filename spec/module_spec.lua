@@ -1251,6 +1251,16 @@ describe("module backward hooks", function()
     assert.is_true((x.grad - wick.ones(4, 2, { dtype = "float64" }):mm(lin.weight:detach())):abs():max():item() < 1e-12)
     assert.is_function(lin.register_backward_hook)
   end)
+
+  it("a full backward hook gets the gradient of the output the forward hooks made (PyTorch's order)", function()
+    local m = nn.Linear(2, 2)
+    local go
+    m:register_forward_hook(function(_, _, out) return out * 0.5 end)
+    m:register_full_backward_hook(function(_, _, g) go = g[1] end)
+    m(wick.ones(1, 2)):sum():backward()
+    assert.are.same({ { 1, 1 } }, go:tolist()) -- d sum / d (0.5 y), not d sum / d y = 0.5
+    assert.is_true((m.weight.grad - 0.5):abs():max():item() == 0)
+  end)
 end)
 
 describe("a method under one of wick's internal names", function()

@@ -325,14 +325,20 @@ function Tensor.equal(t, other)
 end
 -- t:all() / t:any(): a Lua boolean (so `if t:all() then` means what it says);
 -- with a dim (and keepdim), a bool tensor over that dim, as PyTorch's
+local function bool_reduce_dim(fn, t, dim)
+  local n = math.max(t:dim(), 1)
+  if type(dim) == "number" and (dim == 0 or dim > n or dim < -n) then
+    check.fail(fn, "dimension %d out of range (expected -%d to %d, 1-based)", dim, n, n)
+  end
+end
 function Tensor.all(t, dim, keepdim)
   check_tensor(t, "all", "self")
-  if dim ~= nil then return t:eq(0):sum(dim, keepdim):eq(0) end
+  if dim ~= nil then bool_reduce_dim("all", t, dim); return t:eq(0):sum(dim, keepdim):eq(0) end
   return t:numel() == 0 or t:to("bool"):to("int64"):min():item() == 1
 end
 function Tensor.any(t, dim, keepdim)
   check_tensor(t, "any", "self")
-  if dim ~= nil then return t:ne(0):sum(dim, keepdim):gt(0) end
+  if dim ~= nil then bool_reduce_dim("any", t, dim); return t:ne(0):sum(dim, keepdim):gt(0) end
   return t:numel() > 0 and t:to("bool"):to("int64"):max():item() == 1
 end
 function Tensor.allclose(t, other, rtol, atol)

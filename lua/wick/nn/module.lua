@@ -220,16 +220,21 @@ local function hooked_call(self, pre, post, ...)
     if wick.is_tensor(r) then args = { r, n = 1 }
     elseif type(r) == "table" then args = pack(unpack(r, 1, r.n or #r)) end
   end
-  local function run(a) return pack(forward(self, unpack(a, 1, a.n))) end
+  -- the forward, then the forward hooks: a backward hook sees the gradient
+  -- of the output the forward hooks made (PyTorch's order)
+  local function run(a)
+    local out = pack(forward(self, unpack(a, 1, a.n)))
+    for _, h in ipairs(post or {}) do
+      local r = h.fn(self, a, out.n == 1 and out[1] or { unpack(out, 1, out.n) })
+      if r ~= nil then out = out.n == 1 and { r, n = 1 } or pack(unpack(r)) end
+    end
+    return out
+  end
   local out
   if rawget(self, "_backward_hooks") or rawget(self, "_backward_pre_hooks") then
     out = with_backward_hooks(self, args, run)
   else
     out = run(args)
-  end
-  for _, h in ipairs(post or {}) do
-    local r = h.fn(self, args, out.n == 1 and out[1] or { unpack(out, 1, out.n) })
-    if r ~= nil then out = out.n == 1 and { r, n = 1 } or pack(unpack(r)) end
   end
   return unpack(out, 1, out.n)
 end
