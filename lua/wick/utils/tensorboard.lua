@@ -350,7 +350,16 @@ end
 -- ---- SummaryWriter ----
 
 local SummaryWriter = {}
-SummaryWriter.__index = SummaryWriter
+-- a method PyTorch's writer has and this one lacks (add_graph,
+-- add_embedding, add_pr_curve, ...) is an error that names it, not a call of nil
+SummaryWriter.__index = function(_, key)
+  local v = rawget(SummaryWriter, key)
+  if v == nil and type(key) == "string" and key:find("^add_") then
+    error(("SummaryWriter:%s is not implemented in wick (it has add_scalar, add_scalars, add_histogram, add_image, add_images, add_text "
+      .. "and add_hparams)"):format(key), 2)
+  end
+  return v
+end
 SummaryWriter.__name = "SummaryWriter"
 tb.SummaryWriter_class = SummaryWriter
 
