@@ -686,5 +686,25 @@ function T.stack_module_state(models)
   return params, stacked(function(m) return m:named_buffers() end)
 end
 
+--- func.replace_all_batch_norm_modules_(root): every batch norm in root stops
+--- tracking running statistics (running_mean, running_var and
+--- num_batches_tracked go, track_running_stats becomes false), as PyTorch's,
+--- so that a vmap over it normalises each sample by its batch's statistics;
+--- returns root
+function T.replace_all_batch_norm_modules_(root)
+  check.module(root, "func.replace_all_batch_norm_modules_", "root")
+  local Module = require("wick.nn.module")
+  for _, m in ipairs(root:modules()) do
+    local name = getmetatable(m).__name
+    if name == "BatchNorm1d" or name == "BatchNorm2d" or name == "BatchNorm3d" or name == "SyncBatchNorm" then
+      for _, buffer in ipairs({ "running_mean", "running_var", "num_batches_tracked" }) do
+        if rawget(m, buffer) ~= nil or m[buffer] ~= nil then Module._forget(m, buffer) end
+      end
+      m.track_running_stats = false
+    end
+  end
+  return root
+end
+
 T._functional = F
 return T
