@@ -511,3 +511,43 @@ describe("what the second round of ported programs needed from data", function()
     end
   end)
 end)
+
+describe("SubsetRandomSampler and WeightedRandomSampler", function()
+  local function drain(s)
+    local out = {}
+    for i in s:iter() do out[#out + 1] = i end
+    return out
+  end
+
+  it("SubsetRandomSampler: each pass a permutation of the given indices (a list or a tensor)", function()
+    local s = data.SubsetRandomSampler({ 5, 6, 7, 8 }, { seed = 1 })
+    assert.are.equal(4, s:len())
+    for _ = 1, 3 do
+      local got = drain(s)
+      table.sort(got)
+      assert.are.same({ 5, 6, 7, 8 }, got)
+    end
+    local loader = data.DataLoader(numbers(10), { batch_size = 3,
+      sampler = data.SubsetRandomSampler(wick.tensor({ 2, 4, 9 }, { dtype = "int64" })) })
+    local seen = {}
+    for batch in loader:iter() do for _, v in ipairs(batch:tolist()) do seen[#seen + 1] = v end end
+    table.sort(seen)
+    assert.are.same({ 2, 4, 9 }, seen)
+    assert.are.same({}, drain(data.SubsetRandomSampler({})))
+  end)
+
+  it("WeightedRandomSampler: draws in proportion to the weights; never a zero weight", function()
+    local w = data.WeightedRandomSampler({ 0.1, 0, 0.9 }, 2000, { seed = 3 })
+    assert.are.equal(2000, w:len())
+    local counts = { 0, 0, 0 }
+    for _, i in ipairs(drain(w)) do counts[i] = counts[i] + 1 end
+    assert.are.equal(0, counts[2])
+    assert.is_true(counts[3] > 6 * counts[1]) -- about 9x
+    local once = drain(data.WeightedRandomSampler(wick.tensor({ 1, 1, 1, 1 }), 4, false))
+    table.sort(once)
+    assert.are.same({ 1, 2, 3, 4 }, once) -- without replacement: each index once
+    assert_error_has(function() data.WeightedRandomSampler({ 1, 2 }, 3, false) end, "without replacement")
+    assert_error_has(function() data.WeightedRandomSampler({ 1, -2 }, 3) end, "non-negative")
+    assert_error_has(function() data.WeightedRandomSampler({}, 3) end, "must not be empty")
+  end)
+end)

@@ -357,9 +357,30 @@ describe("wick.utils.save_image", function()
     wick.utils.save_image(wick.zeros(3, 1, 1), path(".img"), { format = "PPM" })
     assert.are.equal("P6\n1 1\n255\n\0\0\0", read_file(path(".img")))
   end)
+  it("writes a PNG whose pixels are the PPM's", function()
+    local imgs = wick.rand(3, 3, 4, 5)
+    wick.utils.save_image(imgs, path(".png"), { nrow = 2 })
+    wick.utils.save_image(imgs, path(".ppm"), { nrow = 2 })
+    local png, ppm = read_file(path(".png")), read_file(path(".ppm"))
+    assert.are.equal("\137PNG\r\n\26\n", png:sub(1, 8))
+    local function u32(s, at) local a, b, c, d = s:byte(at, at + 3); return ((a * 256 + b) * 256 + c) * 256 + d end
+    local width, height = u32(png, 17), u32(png, 21) -- IHDR
+    assert.are.equal(("P6\n%d %d\n255\n"):format(width, height), ppm:sub(1, #("P6\n%d %d\n255\n"):format(width, height)))
+    -- the IDAT stream: rows of a filter byte (0) and RGB bytes, the PPM's pixels
+    local n, idat = u32(png, 34), nil
+    assert.are.equal("IDAT", png:sub(38, 41))
+    idat = png:sub(42, 41 + n)
+    local raw = wick._core.zlib_inflate(idat, height * (1 + 3 * width))
+    local rows = {}
+    for r = 0, height - 1 do
+      assert.are.equal(0, raw:byte(r * (1 + 3 * width) + 1))
+      rows[#rows + 1] = raw:sub(r * (1 + 3 * width) + 2, (r + 1) * (1 + 3 * width))
+    end
+    assert.are.equal(ppm:sub(-3 * width * height), table.concat(rows))
+  end)
   it("says which formats it writes for any other, and refuses unknown options", function()
-    assert_error_has(function() return wick.utils.save_image(wick.zeros(3, 2, 2), path(".png")) end, "save_image",
-      "'png'", "ppm", "pgm")
+    assert_error_has(function() return wick.utils.save_image(wick.zeros(3, 2, 2), path(".jpg")) end, "save_image",
+      "'jpg'", "png", "ppm", "pgm")
     assert_error_has(function() return wick.utils.save_image(wick.zeros(3, 2, 2), path(".pgm")) end, "save_image",
       "1-channel")
     assert_error_has(function() return wick.utils.save_image(wick.zeros(3, 2, 2), path(".ppm"), { bogus = 1 }) end,

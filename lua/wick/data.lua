@@ -443,6 +443,81 @@ function RandomSampler:iter()
   end
 end
 
+-- a list of numbers from a Lua array or a 1-D tensor (read once)
+local function number_list(v, fn, arg)
+  if wick.is_tensor(v) then
+    if v:dim() ~= 1 then check.fail(fn, "%s must be 1-D, got a tensor of %d dims", arg, v:dim()) end
+    return v:tolist()
+  end
+  check.table(v, fn, arg)
+  local out = {}
+  for i = 1, #v do out[i] = check.number(v[i], fn, arg .. "[" .. i .. "]") end
+  return out
+end
+
+local SubsetRandomSampler = { __name = "SubsetRandomSampler" }
+SubsetRandomSampler.__index = SubsetRandomSampler
+
+--- SubsetRandomSampler(indices[, {generator =, seed =}]): the given indices
+--- (1-based, a list or a tensor) in a random order at each pass.
+function data.SubsetRandomSampler(indices, opts)
+  local fn = "SubsetRandomSampler"
+  opts = check.options(opts or {}, fn, { seed = "integer", generator = "any" })
+  return setmetatable({ indices = number_list(indices, fn, "indices"), generator = generator_of(opts, fn) },
+    SubsetRandomSampler)
+end
+
+function SubsetRandomSampler:len() return #own(self, SubsetRandomSampler, "len").indices end
+
+function SubsetRandomSampler:iter()
+  local idx = own(self, SubsetRandomSampler, "iter").indices
+  local order = #idx > 0 and drawing(self.generator, random_indices, #idx, #idx) or {}
+  local i = 0
+  return function()
+    i = i + 1
+    if order[i] then return idx[order[i]] end
+  end
+end
+
+local WeightedRandomSampler = { __name = "WeightedRandomSampler" }
+WeightedRandomSampler.__index = WeightedRandomSampler
+
+--- WeightedRandomSampler(weights, num_samples[, replacement = true][, {generator =, seed =}]):
+--- num_samples indices (1-based) drawn with probabilities proportional to weights.
+local WEIGHTED = { num_samples = "integer", replacement = "boolean", seed = "integer", generator = "any" }
+function data.WeightedRandomSampler(weights, ...)
+  local fn = "WeightedRandomSampler"
+  local opts = check.positional(fn, { "num_samples", "replacement" }, WEIGHTED, ...)
+  local w = number_list(weights, fn, "weights")
+  if #w == 0 then check.fail(fn, "weights must not be empty") end
+  for i = 1, #w do
+    if w[i] < 0 or w[i] ~= w[i] or w[i] == math.huge then
+      check.fail(fn, "weights must be finite and non-negative, got %s at %d", tostring(w[i]), i)
+    end
+  end
+  local n = check.int(opts.num_samples, fn, "num_samples", 1)
+  local replacement = opts.replacement ~= false
+  if not replacement and n > #w then
+    check.fail(fn, "cannot draw %d samples without replacement from %d weights", n, #w)
+  end
+  return setmetatable({ weights = wick.tensor(w, { dtype = "float64" }), num_samples = n, replacement = replacement,
+    generator = generator_of(opts, fn) }, WeightedRandomSampler)
+end
+
+function WeightedRandomSampler:len() return own(self, WeightedRandomSampler, "len").num_samples end
+
+function WeightedRandomSampler:iter()
+  own(self, WeightedRandomSampler, "iter")
+  local drawn = drawing(self.generator, function()
+    return wick.multinomial(self.weights, self.num_samples, self.replacement):tolist()
+  end)
+  local i = 0
+  return function()
+    i = i + 1
+    return drawn[i]
+  end
+end
+
 local BatchSampler = { __name = "BatchSampler" }
 BatchSampler.__index = BatchSampler
 

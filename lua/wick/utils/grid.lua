@@ -3,8 +3,8 @@
 -- each). The tile placement is shared with the TensorBoard writer's
 -- add_images (PyTorch's torch/utils/tensorboard/_utils.py make_grid: 8
 -- columns, no padding, zeros). wick.utils.save_image: torchvision's
--- save_image, the grid written as a binary PPM or PGM file (wick has no PNG
--- encoder for files of its own; netpbm needs none).
+-- save_image, the grid written as a PNG, binary PPM or PGM file (wick has no JPEG
+-- encoder; PNG is the TensorBoard writer's encoder, netpbm needs none).
 local wick = require("wick")
 local check = require("wick.argcheck")
 
@@ -101,8 +101,8 @@ end
 function M.make_grid(tensor, ...) return wick.no_grad(make_grid, tensor, ...) end
 
 -- the files save_image writes: extension (or format) -> netpbm magic number and channels
-local NETPBM = { ppm = { magic = "P6", channels = 3 }, pgm = { magic = "P5", channels = 1 } }
-local FORMATS = "'ppm' (P6, RGB) and 'pgm' (P5, grayscale)"
+local NETPBM = { ppm = { magic = "P6", channels = 3 }, pgm = { magic = "P5", channels = 1 }, png = { png = true, channels = 3 } }
+local FORMATS = "'png' (RGB), 'ppm' (P6, RGB) and 'pgm' (P5, grayscale)"
 
 -- the channels of the images given to save_image (what make_grid makes RGB)
 local function channels_of(tensor)
@@ -132,8 +132,8 @@ local function save_image(tensor, path, opts)
   local format = (opts.format or path:match("%.([^%./\\]+)$") or ""):lower()
   local kind = NETPBM[format]
   if not kind then
-    check.fail(fn, "cannot write '%s': unknown format '%s'; wick writes %s (no PNG or JPEG: give the path a .ppm or "
-      .. ".pgm extension, or {format = 'ppm'})", path, opts.format or format, FORMATS)
+    check.fail(fn, "cannot write '%s': unknown format '%s'; wick writes %s (no JPEG: give the path a .png, .ppm or "
+      .. ".pgm extension, or {format = 'png'})", path, opts.format or format, FORMATS)
   end
   local grid_opts = {}
   for k, v in pairs(opts) do if k ~= "format" then grid_opts[k] = v end end
@@ -150,14 +150,16 @@ local function save_image(tensor, path, opts)
   pixels = kind.channels == 1 and pixels[1] or pixels:permute(2, 3, 1) -- (H, W) or (H, W, RGB)
   local f, err = io.open(path, "wb")
   if not f then check.fail(fn, "cannot open the file for writing: %s", tostring(err)) end
-  local ok, werr = f:write(("%s\n%d %d\n255\n"):format(kind.magic, grid.shape[3], grid.shape[2]), bytes_of(pixels))
+  local ok, werr
+  if kind.png then ok, werr = f:write(wick._core.png_encode(pixels:contiguous()))
+  else ok, werr = f:write(("%s\n%d %d\n255\n"):format(kind.magic, grid.shape[3], grid.shape[2]), bytes_of(pixels)) end
   f:close()
   if not ok then check.fail(fn, "cannot write '%s': %s", path, tostring(werr)) end
 end
 
 --- save_image(tensor, path[, {format =, and make_grid's options}]): torchvision's
 --- save_image: make_grid's grid, values in [0, 1] scaled to bytes as torchvision
---- scales them, written as a binary PPM (.ppm, RGB) or PGM (.pgm, 1 channel) file
+--- scales them, written as a PNG (.png, RGB), binary PPM (.ppm, RGB) or PGM (.pgm, 1 channel) file
 function M.save_image(tensor, path, opts) return wick.no_grad(save_image, tensor, path, opts) end
 
 return M
