@@ -142,7 +142,15 @@ local function size_slice(s, k)
   return setmetatable(out, Size)
 end
 Size.__index = function(s, k)
-  if type(k) == "number" and k < 0 then return rawget(s, #s + k + 1) end
+  if type(k) == "number" then -- (an index in range is a raw hit and never comes here)
+    local n = #s
+    if k < 0 and k >= -n then return rawget(s, n + k + 1) end
+    if k % 1 == 0 then
+      wick.error(k == 0 and "Size: index 0 is invalid: dims count from 1 (Python's shape[0] is shape[1], "
+        .. "shape[-1] the last)" or ("Size: index %d out of range for a Size of %d dims"):format(k, n))
+    end
+    return nil
+  end
   if type(k) == "table" then return size_slice(s, k) end
   return Size[k]
 end
