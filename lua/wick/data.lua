@@ -856,4 +856,4 @@ function FashionMNIST:get_batch(indices)
   return { self.images:index_select(1, idx), self.labels:index_select(1, idx) }
 end
 
-return data
+return check.strict(data, "wick.data")

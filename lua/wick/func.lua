@@ -707,4 +707,4 @@ function T.replace_all_batch_norm_modules_(root)
 end
 
 T._functional = F
-return T
+return check.strict(T, "wick.func")

@@ -3,9 +3,10 @@
 -- utils.make_grid and utils.save_image. Loaded on first use of wick.utils
 -- (lua/wick/init.lua).
 local grid = require("wick.utils.grid")
-return {
+return require("wick.argcheck").strict({
   tensorboard = require("wick.utils.tensorboard"),
   checkpoint = require("wick.utils.checkpoint"), -- torch.utils.checkpoint: .checkpoint, .checkpoint_sequential
+  data = require("wick.data"), -- torch.utils.data is wick.data
   make_grid = grid.make_grid,
   save_image = grid.save_image,
-}
+}, "wick.utils")
