@@ -13,7 +13,10 @@ describe("ported lines", function()
     assert.are.equal(6, keys:size()[-2])
     support.assert_error_has(function() return keys.shape[-4] end, "out of range for a Size of 3 dims")
     support.assert_error_has(function() return keys.shape[0] end, "dims count from 1")
-    support.assert_error_has(function() return keys:size()[4] end, "out of range")
+    support.assert_error_has(function() return keys:size()[5] end, "out of range")
+    local n = 0
+    for _, v in ipairs(keys.shape) do n = n + v end -- ends at the last dim (Lua 5.4's ipairs reads __index)
+    assert.are.equal(16, n)
     assert.are.equal(math.huge, wick.inf)
     assert.are.equal(math.pi, wick.pi)
     assert.is_true(wick.nan ~= wick.nan)
@@ -185,6 +188,22 @@ describe("the transfer-learning and style-transfer tutorials' lines", function()
     local sub = style[{ { 1, 2 } }]
     assert.is_true(rawequal(sub.conv_1, style.conv_1))
     assert.is_not_nil(sub:state_dict()["conv_1.weight"])
+  end)
+
+  it("a loss's options set after construction count (d2l's MaskedSoftmaxCELoss sets reduction in forward)", function()
+    local loss = nn.CrossEntropyLoss()
+    loss.reduction = "none"
+    local x = wick.tensor({ { 2, 0 }, { 0, 2 } }, { dtype = "float64" })
+    local y = wick.tensor({ 1, 1 }, { dtype = "int64" })
+    local per = loss(x, y)
+    assert.are.same({ 2 }, per:size())
+    assert.is_true(math.abs(per[2]:item() - 2.1269280110429727) < 1e-12) -- PyTorch 2.15
+    loss.reduction = "sum"
+    loss.ignore_index = 1
+    assert.are.equal(0, loss(x, y):item())
+    local h = nn.HuberLoss({ delta = 0.5 })
+    h.delta = 2
+    assert.are.equal(1.125, h(wick.tensor({ 1.5 }), wick.tensor({ 0.0 })):item())
   end)
 
   it("PyTorch's keyword booleans as options tables: never read as true", function()

@@ -145,7 +145,8 @@ Size.__index = function(s, k)
   if type(k) == "number" then -- (an index in range is a raw hit and never comes here)
     local n = #s
     if k < 0 and k >= -n then return rawget(s, n + k + 1) end
-    if k % 1 == 0 then
+    -- n + 1 is nil: Lua 5.4's ipairs reads through __index and stops there
+    if k % 1 == 0 and k ~= n + 1 then
       wick.error(k == 0 and "Size: index 0 is invalid: dims count from 1 (Python's shape[0] is shape[1], "
         .. "shape[-1] the last)" or ("Size: index %d out of range for a Size of %d dims"):format(k, n))
     end

@@ -1505,18 +1505,20 @@ local function loss_class(name, fn, spec)
       check.one_of(opts.reduction, name, "reduction",
         spec.log_target and { "mean", "sum", "none", "batchmean" } or { "mean", "sum", "none" })
     end
-    local kept = {} -- the options but the tensors, which are buffers
-    for k, v in pairs(opts) do if not wick.is_tensor(v) then kept[k] = v end end
-    rawset(self, "_opts", kept)
+    -- the options but the tensors (buffers) are fields, read at each call:
+    -- loss.reduction = "none" after construction counts (d2l's MaskedSoftmaxCELoss)
+    for k, v in pairs(opts) do
+      if not wick.is_tensor(v) and k ~= "size_average" and k ~= "reduce" then self[k] = v end
+    end
     self.reduction = opts.reduction or "mean"
     if opts.weight then self:register_buffer("weight", opts.weight) end
     if wick.is_tensor(opts.pos_weight) then self:register_buffer("pos_weight", opts.pos_weight) end
   end
   function C:forward(input, target)
     local opts = {}
-    for k, v in pairs(rawget(self, "_opts")) do opts[k] = v end
-    opts.weight = self.weight
-    if rawget(self, "pos_weight") ~= nil then opts.pos_weight = self.pos_weight end
+    for k in pairs(spec) do
+      if k ~= "size_average" and k ~= "reduce" then opts[k] = self[k] end
+    end
     return fn(input, target, opts)
   end
   function C:extra_repr() return "" end
