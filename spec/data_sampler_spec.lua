@@ -550,4 +550,13 @@ describe("SubsetRandomSampler and WeightedRandomSampler", function()
     assert_error_has(function() data.WeightedRandomSampler({ 1, -2 }, 3) end, "non-negative")
     assert_error_has(function() data.WeightedRandomSampler({}, 3) end, "must not be empty")
   end)
+
+  it("DataLoader takes PyTorch's positional batch_size[, shuffle] (d2l's load_array)", function()
+    assert.are.equal(2, data.DataLoader(numbers(10), 5, { shuffle = false }):len())
+    local seen = {}
+    for b in data.DataLoader(numbers(10), 3, true):iter() do for _, v in ipairs(b:tolist()) do seen[#seen + 1] = v end end
+    table.sort(seen)
+    assert.are.same({ 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 }, seen)
+    assert_error_has(function() data.DataLoader(numbers(10), 3, "yes") end, "expected a boolean for option 'shuffle'")
+  end)
 end)

@@ -667,12 +667,14 @@ local LOADER = { batch_size = "integer", shuffle = "boolean", drop_last = "boole
 local LOADER_TABLE = { dataset = "table" }
 for k, v in pairs(LOADER) do LOADER_TABLE[k] = v end
 
-function data.DataLoader(dataset, opts)
+function data.DataLoader(dataset, opts, ...)
   -- the one-table form: DataLoader{dataset = ds, sampler = s, ...}
   if opts == nil and type(dataset) == "table" and getmetatable(dataset) == nil and rawget(dataset, "dataset") ~= nil
       and rawget(dataset, "len") == nil then
     opts = check.options(dataset, "DataLoader", LOADER_TABLE)
     dataset = opts.dataset
+  elseif opts ~= nil and type(opts) ~= "table" then -- PyTorch's positional batch_size[, shuffle]
+    opts = check.positional("DataLoader", { "batch_size", "shuffle" }, LOADER, opts, ...)
   else
     opts = check.options(opts, "DataLoader", LOADER)
   end
