@@ -774,6 +774,21 @@ function wick.compile(m, opts)
   return m
 end
 
+--- wick.jit: PyTorch's torch.jit without a compiler, as wick.compile:
+--- script(m) and trace(m, example_inputs) return m; ignore, unused and export
+--- return their function; is_scripting() and is_tracing() are false
+local function returns_first(fn)
+  return function(m, ...)
+    if m == nil then check.expected(fn, "obj", "a module or a function", m) end
+    return m
+  end
+end
+wick.jit = check.strict({
+  script = returns_first("jit.script"), trace = returns_first("jit.trace"), ignore = returns_first("jit.ignore"),
+  unused = returns_first("jit.unused"), export = returns_first("jit.export"),
+  is_scripting = function() return false end, is_tracing = function() return false end,
+}, "wick.jit")
+
 --- wick.set_float32_matmul_precision("highest" | "high" | "medium"): "high"
 --- and "medium" let CUDA products use TF32 (wick.backends.cuda.matmul.allow_tf32)
 local matmul_precision = "highest"

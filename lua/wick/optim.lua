@@ -911,11 +911,23 @@ end
 -- lr(self, group, base_lr, i) (PyTorch's get_lr: from the current group.lr),
 -- closed(self, base_lr, i) (the closed form at last_epoch), finish(self)
 -- (after the initial step), state (saved fields that are not options: name -> kind)
+local function sched(self, fn)
+  if type(self) ~= "table" or type(self.optimizer) ~= "table" then check.expected("Scheduler:" .. fn, "self", "a scheduler", self) end
+  return self
+end
+
+-- lr_scheduler.LRScheduler: the base of every scheduler, built in or one's
+-- own (wick.isinstance(sched, LRScheduler) is true for all, as PyTorch's)
+local LRScheduler = setmetatable({ __name = "LRScheduler" }, { __index = Scheduler })
+LRScheduler.__index = LRScheduler
+optim.lr_scheduler.LRScheduler = LRScheduler
+
 local function scheduler(name, spec)
-  local C = setmetatable({}, { __index = Scheduler, __call = function(cls, ...) return cls.new(cls, ...) end })
+  local C = setmetatable({}, { __index = LRScheduler, __call = function(cls, ...) return cls.new(cls, ...) end })
   C.__index = C
   C.__name = name
   C.defaults = spec.defaults or {}
+  -- PyTorch's get_lr: the lrs the next step would set (the recursive form)
   formulas[C] = spec
   optim.lr_scheduler[name] = C
   return C
@@ -929,10 +941,6 @@ local function kinds_of(cls)
   return kinds
 end
 
-local function sched(self, fn)
-  if type(self) ~= "table" or type(self.optimizer) ~= "table" then check.expected("Scheduler:" .. fn, "self", "a scheduler", self) end
-  return self
-end
 
 local function set_lrs(self, values)
   for i, g in ipairs(self.optimizer.param_groups) do g.lr = values[i] end
@@ -1027,9 +1035,6 @@ end
 --- and whose get_lr() gives one lr per parameter group (self.last_epoch,
 --- self.base_lrs, the groups' lr); step, get_last_lr, state_dict (every
 --- plain field) and load_state_dict are the schedulers'.
-local LRScheduler = setmetatable({ __name = "LRScheduler" }, { __index = Scheduler })
-LRScheduler.__index = LRScheduler
-optim.lr_scheduler.LRScheduler = LRScheduler
 
 function LRScheduler:extend(name)
   return subclass(self, LRScheduler, name, function() return {} end, function(obj) return obj._step_count ~= nil end,
@@ -1057,8 +1062,11 @@ function LRScheduler:init(opt, last_epoch)
 end
 
 function LRScheduler:get_lr()
-  check.fail((getmetatable(self) or LRScheduler).__name .. ":get_lr",
-    "not defined: a scheduler made with LRScheduler:extend defines get_lr()")
+  local name = (getmetatable(self) or LRScheduler).__name
+  if formulas[getmetatable(self)] then
+    check.fail(name .. ":get_lr", "a built-in scheduler's lrs are get_last_lr() (PyTorch warns that get_lr() outside step() is not them)")
+  end
+  check.fail(name .. ":get_lr", "not defined: a scheduler made with LRScheduler:extend defines get_lr()")
 end
 
 local STATE_KINDS = { last_epoch = "number", _step_count = "number", base_lrs = "table", _last_lr = "table" }

@@ -507,4 +507,4 @@ function DDP:comm_stats()
 end
 
 parallel.DistributedDataParallel = DDP
-return parallel
+return check.strict(parallel, "wick.nn.parallel")
