@@ -148,7 +148,7 @@ Size.__index = function(s, k)
     -- n + 1 is nil: Lua 5.4's ipairs reads through __index and stops there
     if k % 1 == 0 and k ~= n + 1 then
       wick.error(k == 0 and "Size: index 0 is invalid: dims count from 1 (Python's shape[0] is shape[1], "
-        .. "shape[-1] the last)" or ("Size: index %d out of range for a Size of %d dims"):format(k, n))
+        .. "shape[-1] the last)" or ("Size: index %s out of range for a Size of %d dims"):format(check.describe(k), n))
     end
     return nil
   end
@@ -337,7 +337,7 @@ end
 local function bool_reduce_dim(fn, t, dim)
   local n = math.max(t:dim(), 1)
   if type(dim) == "number" and (dim == 0 or dim > n or dim < -n) then
-    check.fail(fn, "dimension %d out of range (expected -%d to %d, 1-based)", dim, n, n)
+    check.fail(fn, "dimension %s out of range (expected -%d to %d, 1-based)", check.describe(dim), n, n)
   end
 end
 function Tensor.all(t, dim, keepdim)

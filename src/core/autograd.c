@@ -17,10 +17,13 @@ _Thread_local int wk_grad_mode = 1;
 void wick_set_grad_enabled(int enabled) { wk_grad_mode = enabled != 0; }
 int wick_is_grad_enabled(void) { return wk_grad_mode; }
 
-int wick_requires_grad(const wick_tensor *t) { return t->requires_grad; }
-int wick_is_leaf(const wick_tensor *t) { return t->grad_fn == NULL; }
+int wick_requires_grad(const wick_tensor *t) { return (void)wk_refresh_view(t), t->requires_grad; }
+int wick_is_leaf(const wick_tensor *t) { return (void)wk_refresh_view(t), t->grad_fn == NULL; }
 wick_tensor *wick_grad(const wick_tensor *t) { return t->grad; }
-const char *wick_grad_fn_name(const wick_tensor *t) { return t->grad_fn ? t->grad_fn->name : NULL; }
+const char *wick_grad_fn_name(const wick_tensor *t) {
+    (void)wk_refresh_view(t);
+    return t->grad_fn ? t->grad_fn->name : NULL;
+}
 
 wick_status wick_set_requires_grad(wick_tensor *t, int requires_grad) {
     if (t->grad_fn && !requires_grad)
@@ -76,8 +79,11 @@ void wick_detach_(wick_tensor *t) {
 
 bool wk_wants_grad(int n, const wick_tensor *const *inputs) {
     if (!wk_grad_mode) return false;
-    for (int i = 0; i < n; i++)
-        if (inputs[i] && inputs[i]->requires_grad) return true;
+    for (int i = 0; i < n; i++) {
+        if (!inputs[i]) continue;
+        if (inputs[i]->view_base) (void)wk_refresh_view(inputs[i]); /* out of memory: wk_record tries again, and reports it */
+        if (inputs[i]->requires_grad) return true;
+    }
     return false;
 }
 
@@ -149,6 +155,10 @@ void wk_node_release(wk_node *n) {
 
 wick_status wk_record(wick_tensor *out, const char *name, wk_backward_fn fn, int op, int n,
                       const wick_tensor *const *inputs, wk_node **node_out) {
+    for (int i = 0; i < n; i++) {
+        wick_status st = inputs[i] ? wk_refresh_view(inputs[i]) : WICK_OK;
+        if (st) return st;
+    }
     wk_node *node = calloc(1, sizeof *node);
     wk_edge *edges = calloc((size_t)(n ? n : 1), sizeof *edges);
     if (!node || !edges) {
@@ -257,6 +267,7 @@ void wk_note_view_base(wick_tensor *v, const wick_tensor *t) {
     wick_tensor_retain(b);
     wick_tensor_release(v->view_base);
     v->view_base = b;
+    v->view_version = __atomic_load_n(&v->storage->version, __ATOMIC_RELAXED);
 }
 
 /* The tensors on target's storage other than target and its detached aliases. */
@@ -267,8 +278,10 @@ static int others_on_storage(const wick_tensor *target) {
 
 wick_status wk_check_inplace(const char *op, const wick_tensor *target, int n, const wick_tensor *const *inputs,
                              bool *record) {
+    wick_status rst = wk_grad_mode ? wk_refresh_view(target) : WICK_OK; /* before the write's version */
     wk_bump_version(target); /* also after a failed check: a version may only grow */
     if (record) *record = false;
+    if (rst) return rst;
     if (!wk_grad_mode) return WICK_OK;
     if (target->requires_grad && !target->grad_fn)
         return wick_fail(WICK_ERR_ARGUMENT,
@@ -288,17 +301,26 @@ wick_status wk_check_inplace(const char *op, const wick_tensor *target, int n, c
      * (buf.data:add_(y), an EMA of a tracked result): the alias records it
      * and the tensors it came from see the values only, as in PyTorch (a
      * value saved for backward still refuses it then, by its version). */
-    int others = others_on_storage(target), base = writes_through_base(target) ? 1 : 0;
-    if (others > base && !target->detached_alias) { /* a view dead but not yet collected (x[1] = x[1] * 2) counts too */
-        wk_host_collect();
-        others = others_on_storage(target);
-    }
-    if (base && others == 1) { /* the base alone: the write rewrites its history */
+    /* A view whose base is contiguous: the write rewrites the base's history
+     * (copy_slices), and the other views of the base, or the base itself when
+     * it is the target, get theirs again when next used (wk_refresh_view);
+     * values saved for backward refuse the backward by their versions. */
+    if (writes_through_base(target)) {
         if (target->view_base->requires_grad && !target->view_base->grad_fn)
             return wick_fail(WICK_ERR_ARGUMENT,
                              "%s: a view of a leaf tensor that requires grad is used in an in-place operation; "
                              "wrap the update in wick.no_grad(...)",
                              op);
+        *record = true;
+        return WICK_OK;
+    }
+    int others = others_on_storage(target);
+    if (others != 0 && !target->detached_alias) { /* a view dead but not yet collected (x[1] = x[1] * 2) counts too */
+        wk_host_collect();
+        others = others_on_storage(target);
+    }
+    if (others != 0 && !target->view_base && !target->detached_alias && wick_tensor_is_contiguous(target)) {
+        /* a base with views: theirs are made again when next used */
         *record = true;
         return WICK_OK;
     }
@@ -378,6 +400,32 @@ static wick_status copy_slices(wick_tensor *v, wick_tensor *result) {
         st = wk_save(n, 0, plan, NULL);
     }
     wick_tensor_release(plan);
+    v->view_version = __atomic_load_n(&v->storage->version, __ATOMIC_RELAXED);
+    return st;
+}
+
+wick_status wk_refresh_view(const wick_tensor *t) {
+    wick_tensor *v = (wick_tensor *)t, *base = v->view_base, *plan;
+    if (!base || base->storage != v->storage) return WICK_OK;
+    unsigned now = __atomic_load_n(&v->storage->version, __ATOMIC_RELAXED);
+    if (now == v->view_version) return WICK_OK;
+    if (!base->requires_grad || !writes_through_base(v)) { /* nothing to see, or no place to see it from */
+        v->view_version = now;
+        return WICK_OK;
+    }
+    wick_status st = view_plan(&plan, v, base);
+    if (st) return st;
+    wk_node *n = NULL;
+    const wick_tensor *ins[1] = {base};
+    v->view_version = now; /* first: wk_record refreshes its inputs, and base is none of v's */
+    st = wk_record(v, "AsStridedBackward", view_of_base_backward, 0, 1, ins, &n);
+    if (!st) {
+        n->ndim = base->ndim;
+        memcpy(n->sizes, base->sizes, sizeof(int64_t) * base->ndim);
+        st = wk_save(n, 0, plan, NULL);
+    }
+    wick_tensor_release(plan);
+    if (st) v->view_version = now - 1; /* try again next time */
     return st;
 }
 
@@ -396,7 +444,7 @@ wick_status wk_adopt_inplace(wick_tensor *target, wick_tensor *result) {
     }
     if (!st) WK_NO_GRAD(st = wick_copy_(target, result));
     if (st) return st;
-    if (node && others_on_storage(target) == 1 && writes_through_base(target)) return copy_slices(target, result);
+    if (node && writes_through_base(target)) return copy_slices(target, result);
     if (node) __atomic_add_fetch(&node->refcount, 1, __ATOMIC_RELAXED);
     wk_node_release(target->grad_fn);
     target->grad_fn = node;
@@ -1011,6 +1059,8 @@ static wick_status check_args(const wick_backward_args *a) {
         return wick_fail(WICK_ERR_ARGUMENT, "backward: no outputs to differentiate (or a NULL argument)");
     for (int i = 0; i < a->n_outputs; i++) {
         if (!a->outputs[i]) return wick_fail(WICK_ERR_ARGUMENT, "backward: output %d is NULL", i + 1);
+        wick_status st = wk_refresh_view(a->outputs[i]);
+        if (st) return st;
         if (!a->outputs[i]->requires_grad)
             return wick_fail(WICK_ERR_ARGUMENT,
                              "element %d of tensors does not require grad and does not have a grad_fn (set "

@@ -86,6 +86,11 @@ wick_status wk_adopt_inplace(wick_tensor *target, wick_tensor *result);
 /* Notes that `v` is a view of `t` (in grad mode: what an in-place write into
  * v rewrites, see wk_adopt_inplace). */
 void wk_note_view_base(wick_tensor *v, const wick_tensor *t);
+/* A view whose storage was written since its history was made gets its
+ * history again, as a view of its base's current one (PyTorch regenerates a
+ * view's grad_fn so): every place that reads a tensor's requires_grad or
+ * grad_fn to build the graph calls this first. */
+wick_status wk_refresh_view(const wick_tensor *t);
 
 void wk_node_release(wk_node *n);
 /* *out = r once recording succeeded; on failure r is freed and *out untouched. */

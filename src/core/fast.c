@@ -15,7 +15,10 @@
 static bool fast_tensor(const wick_tensor *t) {
     /* a tensor autograd must see takes the full path (it records, or raises);
      * so does every op while the profiler records (its hook is in the binding) */
-    return !wick_profiling && t && (!t->requires_grad || !wk_grad_mode) && t->storage->device.type == WICK_CPU &&
+    /* (a view written through since its history was made: the full path makes it again) */
+    return !wick_profiling && t &&
+           (!wk_grad_mode || (!t->requires_grad && (!t->view_base || t->view_version == t->storage->version))) &&
+           t->storage->device.type == WICK_CPU &&
            (t->dtype == WICK_FLOAT32 || t->dtype == WICK_FLOAT64) && wick_tensor_is_contiguous(t);
 }
 

@@ -86,6 +86,9 @@ struct wick_tensor {
      * into the view rewrites the base's history (wk_adopt_inplace: PyTorch's
      * CopySlices). */
     struct wick_tensor *view_base;
+    /* the storage's version when the view's history was last made: written
+     * since, the history is made again from the base's (wk_refresh_view) */
+    unsigned view_version;
 };
 
 /* Every in-place write bumps its storage's version: wk_check_inplace does it

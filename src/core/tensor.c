@@ -293,6 +293,8 @@ static wick_tensor *tensor_alloc(void) {
         t->hook_id = 0;
         t->header_block = NULL;
         t->view_base = NULL;
+    t->view_version = 0;
+        t->view_version = 0;
         wk_account_bytes((int64_t)sizeof *t);
     }
     return t;
@@ -330,6 +332,7 @@ wick_status wk_tensor_new(wick_tensor **out, int ndim, const int64_t *sizes, wic
     t->hook_id = 0;
     t->header_block = NULL;
     t->view_base = NULL;
+    t->view_version = 0;
     t->storage = storage;
     t->ndim = ndim;
     t->dtype = dtype;
