@@ -447,7 +447,7 @@ end
 local function number_list(v, fn, arg)
   if wick.is_tensor(v) then
     if v:dim() ~= 1 then check.fail(fn, "%s must be 1-D, got a tensor of %d dims", arg, v:dim()) end
-    return v:tolist()
+    return v:to("float64"):tolist()
   end
   check.table(v, fn, arg)
   local out = {}
@@ -463,8 +463,9 @@ SubsetRandomSampler.__index = SubsetRandomSampler
 function data.SubsetRandomSampler(indices, opts)
   local fn = "SubsetRandomSampler"
   opts = check.options(opts or {}, fn, { seed = "integer", generator = "any" })
-  return setmetatable({ indices = number_list(indices, fn, "indices"), generator = generator_of(opts, fn) },
-    SubsetRandomSampler)
+  local list = number_list(indices, fn, "indices")
+  for i = 1, #list do check.int(list[i], fn, "indices[" .. i .. "]", 1) end
+  return setmetatable({ indices = list, generator = generator_of(opts, fn) }, SubsetRandomSampler)
 end
 
 function SubsetRandomSampler:len() return #own(self, SubsetRandomSampler, "len").indices end
