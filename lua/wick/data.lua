@@ -471,13 +471,10 @@ end
 function SubsetRandomSampler:len() return #own(self, SubsetRandomSampler, "len").indices end
 
 function SubsetRandomSampler:iter()
-  local idx = own(self, SubsetRandomSampler, "iter").indices
+  local idx, out = own(self, SubsetRandomSampler, "iter").indices, {}
   local order = #idx > 0 and drawing(self.generator, random_indices, #idx, #idx) or {}
-  local i = 0
-  return function()
-    i = i + 1
-    if order[i] then return idx[order[i]] end
-  end
+  for i, k in ipairs(order) do out[i] = idx[k] end
+  return over(out)
 end
 
 local WeightedRandomSampler = { __name = "WeightedRandomSampler" }
@@ -509,14 +506,9 @@ function WeightedRandomSampler:len() return own(self, WeightedRandomSampler, "le
 
 function WeightedRandomSampler:iter()
   own(self, WeightedRandomSampler, "iter")
-  local drawn = drawing(self.generator, function()
+  return over(drawing(self.generator, function()
     return wick.multinomial(self.weights, self.num_samples, self.replacement):tolist()
-  end)
-  local i = 0
-  return function()
-    i = i + 1
-    return drawn[i]
-  end
+  end))
 end
 
 local BatchSampler = { __name = "BatchSampler" }
