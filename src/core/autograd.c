@@ -383,6 +383,16 @@ static wick_status view_of_base_backward(wk_node *n, wick_tensor *g, wick_tensor
     return WICK_OK;
 }
 
+/* v's history: the region `plan` of its base's current one */
+static wick_status record_view_of_base(wick_tensor *v, const wick_tensor *base, const wick_tensor *plan) {
+    wk_node *n = NULL;
+    wick_status st = wk_record(v, "AsStridedBackward", view_of_base_backward, 0, 1, &base, &n);
+    if (st) return st;
+    n->ndim = base->ndim;
+    memcpy(n->sizes, base->sizes, sizeof(int64_t) * base->ndim);
+    return wk_save(n, 0, plan, NULL);
+}
+
 /* The view `v` took `result`'s values (already written): its base's node
  * becomes CopySlices(old base, result), and v a view of the new base. */
 static wick_status copy_slices(wick_tensor *v, wick_tensor *result) {
@@ -393,12 +403,7 @@ static wick_status copy_slices(wick_tensor *v, wick_tensor *result) {
     wk_node *n = NULL;
     st = wk_record(base, "CopySlices", copy_slices_backward, 0, 2, ins, &n);
     if (!st) st = wk_save(n, 0, plan, NULL);
-    if (!st) st = wk_record(v, "AsStridedBackward", view_of_base_backward, 0, 1, (const wick_tensor *const *)&base, &n);
-    if (!st) {
-        n->ndim = base->ndim;
-        memcpy(n->sizes, base->sizes, sizeof(int64_t) * base->ndim);
-        st = wk_save(n, 0, plan, NULL);
-    }
+    if (!st) st = record_view_of_base(v, base, plan);
     wick_tensor_release(plan);
     v->view_version = __atomic_load_n(&v->storage->version, __ATOMIC_RELAXED);
     return st;
@@ -415,15 +420,8 @@ wick_status wk_refresh_view(const wick_tensor *t) {
     }
     wick_status st = view_plan(&plan, v, base);
     if (st) return st;
-    wk_node *n = NULL;
-    const wick_tensor *ins[1] = {base};
-    v->view_version = now; /* first: wk_record refreshes its inputs, and base is none of v's */
-    st = wk_record(v, "AsStridedBackward", view_of_base_backward, 0, 1, ins, &n);
-    if (!st) {
-        n->ndim = base->ndim;
-        memcpy(n->sizes, base->sizes, sizeof(int64_t) * base->ndim);
-        st = wk_save(n, 0, plan, NULL);
-    }
+    v->view_version = now;
+    st = record_view_of_base(v, base, plan);
     wick_tensor_release(plan);
     if (st) v->view_version = now - 1; /* try again next time */
     return st;
