@@ -220,6 +220,18 @@ describe("the transfer-learning and style-transfer tutorials' lines", function()
     support.assert_error_has(function() return nn.parallel.scatter end, "wick.nn.parallel has no 'scatter'")
   end)
 
+  it("d2l's xavier_init_weights walks rnn._flat_weights_names; float indices name their usual cause", function()
+    local g = nn.GRU(4, 3, 2)
+    assert.are.same({ "weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0", "weight_ih_l1", "weight_hh_l1",
+      "bias_ih_l1", "bias_hh_l1" }, g._flat_weights_names)
+    for _, name in ipairs(g._flat_weights_names) do
+      if name:find("weight") then nn.init.zeros_(g[name]) end
+    end
+    assert.are.equal(0, g.weight_hh_l1:abs():sum():item())
+    assert.are.equal(4, #nn.LSTM(2, 2, { bias = false, bidirectional = true })._flat_weights_names)
+    support.assert_error_has(function() return nn.Embedding(5, 2)(wick.arange(0, 4)) end, "wick.arange gives float32")
+  end)
+
   it("PyTorch's keyword booleans as options tables: never read as true", function()
     local p = nn.Parameter(wick.zeros(1, 4), { requires_grad = false })
     assert.is_false(p.requires_grad)

@@ -136,18 +136,22 @@ local function recurrent_class(name)
     local G, H = GATES[mode] * hidden_size, hidden_size
     local bound = 1 / math.sqrt(hidden_size)
     local o = options(opts)
+    local names = {} -- PyTorch's _flat_weights_names, in its order
     for l = 0, layers_n - 1 do
       for d = 1, dirs do
         local suffix = ("_l%d%s"):format(l, d == 2 and "_reverse" or "")
         local in_l = l == 0 and input_size or H * dirs
         self["weight_ih" .. suffix] = Parameter(uniform({ G, in_l }, bound, o))
         self["weight_hh" .. suffix] = Parameter(uniform({ G, H }, bound, o))
+        names[#names + 1], names[#names + 2] = "weight_ih" .. suffix, "weight_hh" .. suffix
         if self.bias then
           self["bias_ih" .. suffix] = Parameter(uniform({ G }, bound, o))
           self["bias_hh" .. suffix] = Parameter(uniform({ G }, bound, o))
+          names[#names + 1], names[#names + 2] = "bias_ih" .. suffix, "bias_hh" .. suffix
         end
       end
     end
+    rawset(self, "_flat_weights_names", names)
   end
 
   function C:forward(x, hx, opts)
