@@ -1413,6 +1413,17 @@ describe("autograd: in-place writes through views", function()
     assert_close(x.grad, { { 2, 0, 6 }, { 8, 10, 600 } }, 0)
   end)
 
+  it("a view detached in place stays detached when its base is written", function()
+    local x = T({ 1, 2, 3 }):requires_grad_()
+    local y = x * 2
+    local v = y:narrow(1, 1, 2)
+    v:detach_()
+    y:add_(1)
+    assert.is_false(v.requires_grad)
+    assert.is_nil(v.grad_fn)
+    assert_close(v, { 3, 5 }, 0)
+  end)
+
   it("another live view of the base gets its history again; refuses a view of a leaf that requires grad", function()
     local x = T({ 1, 2, 3 }):requires_grad_()
     assert_error_has(function() x:narrow(1, 1, 1):mul_(2) end, "a view of a leaf tensor that requires grad")

@@ -73,6 +73,8 @@ void wick_detach_(wick_tensor *t) {
     if (t->grad_fn) wk_node_release(t->grad_fn);
     t->grad_fn = NULL;
     t->requires_grad = 0;
+    wick_tensor_release(t->view_base); /* a write into its base no longer gives it a history */
+    t->view_base = NULL;
 }
 
 /* ---- nodes ---- */
