@@ -1413,6 +1413,21 @@ describe("autograd: in-place writes through views", function()
     assert_close(x.grad, { { 2, 0, 6 }, { 8, 10, 600 } }, 0)
   end)
 
+  it("fill_ and copy_ of a constant through a view cut the region's gradient (PyTorch's numbers)", function()
+    local x = T({ { 1, 2 }, { 3, 4 } }):requires_grad_()
+    local y = x * 2
+    y:view(-1):fill_(0.25) -- the whole base becomes a constant
+    local l1 = (y * T({ { 1, 2 }, { 3, 4 } })):sum()
+    l1:backward()
+    assert_close(x.grad, { { 0, 0 }, { 0, 0 } }, 0)
+    x.grad = nil
+    local z = x * 2
+    z:select(1, 1):copy_(T({ 7, 8 }))
+    local l2 = z:sum()
+    l2:backward()
+    assert_close(x.grad, { { 0, 0 }, { 2, 2 } }, 0)
+  end)
+
   it("a view detached in place stays detached when its base is written", function()
     local x = T({ 1, 2, 3 }):requires_grad_()
     local y = x * 2

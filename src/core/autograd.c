@@ -444,7 +444,7 @@ wick_status wk_adopt_inplace(wick_tensor *target, wick_tensor *result) {
     }
     if (!st) WK_NO_GRAD(st = wick_copy_(target, result));
     if (st) return st;
-    if (node && writes_through_base(target)) return copy_slices(target, result);
+    if (writes_through_base(target)) return copy_slices(target, result); /* (an untracked result: a constant region) */
     if (node) __atomic_add_fetch(&node->refcount, 1, __ATOMIC_RELAXED);
     wk_node_release(target->grad_fn);
     target->grad_fn = node;
