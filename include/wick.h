@@ -119,20 +119,23 @@ typedef enum wick_dtype {
     WICK_INT32,
     WICK_UINT8,
     WICK_BOOL,
+    WICK_COMPLEX64,  /* pairs of float32: real, imaginary (src/core/complex.c) */
+    WICK_COMPLEX128, /* pairs of float64 */
     WICK_NUM_DTYPES
 } wick_dtype;
 
 WICK_API const char *wick_dtype_name(wick_dtype dtype);           /* "float32" */
 WICK_API wick_status wick_dtype_parse(const char *name, wick_dtype *out);
 WICK_API size_t wick_dtype_size(wick_dtype dtype);                /* bytes */
-WICK_API int wick_dtype_is_floating(wick_dtype dtype);
+WICK_API int wick_dtype_is_floating(wick_dtype dtype); /* 0 for the complex dtypes, as PyTorch's */
+WICK_API int wick_dtype_is_complex(wick_dtype dtype);
 /* Everything wick states about a dtype, in one row (the binding exports these
  * rows to Lua as core.dtype_info). digits is std::numeric_limits<T>::digits:
  * the significand's bits of a floating dtype (implicit bit included: float32
  * 24), the value bits of an integer one (int64 63, uint8 8, bool 1). */
 typedef struct wick_dtype_info {
     const char *name; /* "float32" */
-    unsigned char size, is_floating, is_signed, digits;
+    unsigned char size, is_floating, is_signed, digits, is_complex; /* a complex dtype: digits of a part */
 } wick_dtype_info;
 /* The row of `dtype`; NULL for a value outside the enum. */
 WICK_API const wick_dtype_info *wick_dtype_info_of(wick_dtype dtype);
@@ -458,6 +461,28 @@ WICK_API wick_status wick_linear(wick_tensor **out, const wick_tensor *x, const 
 WICK_API wick_status wick_mse_loss(wick_tensor **out, const wick_tensor *input, const wick_tensor *target, int reduction);
 /* torch.matmul: dot, matrix-vector, matrix-matrix and broadcast batches. */
 WICK_API wick_status wick_matmul(wick_tensor **out, const wick_tensor *a, const wick_tensor *b);
+/* ---- complex tensors (src/core/complex.c) --------------------------------
+ * complex64 and complex128 hold pairs of float32 or float64, real part first.
+ * Their arithmetic is composed of real ops on the parts, so it runs on every
+ * device and autograd differentiates it as PyTorch does (the gradient of a
+ * complex tensor is dL/d(re) + i dL/d(im)). They take wick_binary's add, sub,
+ * mul, div, eq and ne (with real operands too), wick_unary's neg, abs, exp,
+ * log, sqrt and reciprocal, sum and mean, the products, copies, fills and
+ * views; other ops refuse them with an error that says so. */
+/* t's memory as float32 or float64 with a last dim of size 2 (a view). */
+WICK_API wick_status wick_view_as_real(wick_tensor **out, wick_tensor *t);
+/* The reverse: a float32/float64 t with a last dim of size 2 and stride 1. */
+WICK_API wick_status wick_view_as_complex(wick_tensor **out, wick_tensor *t);
+/* re + i im (broadcast), two float32 or float64 tensors of one dtype. */
+WICK_API wick_status wick_complex(wick_tensor **out, const wick_tensor *re, const wick_tensor *im);
+/* The parts as views (wick_real of a real tensor is the tensor; wick_imag of one fails). */
+WICK_API wick_status wick_real(wick_tensor **out, wick_tensor *t);
+WICK_API wick_status wick_imag(wick_tensor **out, wick_tensor *t);
+/* The conjugate (a copy; of a real tensor, a copy of it) and the argument in
+ * (-pi, pi] (of a real tensor: pi where it is negative, else 0). */
+WICK_API wick_status wick_conj(wick_tensor **out, const wick_tensor *t);
+WICK_API wick_status wick_angle(wick_tensor **out, const wick_tensor *t);
+
 /* ---- indexing, joining ---------------------------------------------------- */
 
 WICK_API wick_status wick_index_select(wick_tensor **out, const wick_tensor *a, int dim,

@@ -15,7 +15,7 @@ describe("core.dtype_info", function()
       assert.are.equal(name, core.dtypes[info.index])
     end
     assert.are.equal(#core.dtypes, n)
-    assert.are.equal(8, n)
+    assert.are.equal(10, n)
   end)
 
   it("states each dtype's size as the memory its tensors take", function()
@@ -31,10 +31,11 @@ describe("core.dtype_info", function()
     end
   end)
 
-  it("states which dtypes are floating: exactly those that can require grad", function()
+  it("states which dtypes are floating or complex: exactly those that can require grad", function()
     for _, name in ipairs(core.dtypes) do
       local ok = pcall(function() wick.zeros(2, { dtype = name }):requires_grad_(true) end)
-      assert.are.equal(core.dtype_info[name].is_floating, ok, name)
+      assert.are.equal(core.dtype_info[name].is_floating or core.dtype_info[name].is_complex, ok, name)
+      assert.are.equal(core.dtype_info[name].is_complex, wick.zeros(1, { dtype = name }):is_complex(), name)
       assert.are.equal(core.dtype_info[name].is_floating, wick.zeros(1, { dtype = name }):is_floating_point(), name)
     end
   end)
@@ -42,7 +43,12 @@ describe("core.dtype_info", function()
   it("states digits: the precision of a floating dtype, the range of an integer one", function()
     for _, name in ipairs(core.dtypes) do
       local info = core.dtype_info[name]
-      if info.is_floating then
+      if info.is_complex then -- digits of each part, the imaginary one too
+        local eps = 2 ^ (1 - info.digits)
+        local z = wick.complex(wick.tensor({ 1 + eps, 1 + eps / 2 }, { dtype = "float64" }),
+          wick.tensor({ 1 + eps / 2, 1 + eps }, { dtype = "float64" })):to(name)
+        assert.are.same({ { 1 + eps, 1 }, { 1, 1 + eps } }, z:totable(), name)
+      elseif info.is_floating then
         -- the gap after 1 is 2^(1 - digits): 1 + it is exact, 1 + half of it rounds to 1
         local eps = 2 ^ (1 - info.digits)
         assert.are.equal(1 + eps, wick.tensor({ 1 + eps }, { dtype = name }):item(), name)

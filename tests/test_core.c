@@ -206,7 +206,7 @@ static void test_set_and_move(void) {
     int n = 0;
     for (const char *a; (a = wick_dtype_alias(n, &aliased)); n++)
         CHECK(wick_dtype_parse(a, &parsed) == WICK_OK && parsed == aliased);
-    CHECK(n == 6 && wick_dtype_alias(-1, NULL) == NULL);
+    CHECK(n == 8 && wick_dtype_alias(-1, NULL) == NULL);
 }
 
 /* Autocast as a C host sees it: the state is the thread's, ops follow it. */

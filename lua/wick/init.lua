@@ -195,6 +195,8 @@ local fields = {
   T = function(t) return t:permute(unpack((function() local p = {}; for i = t:dim(), 1, -1 do p[#p + 1] = i end; return p end)())) end,
   mT = function(t) return t:transpose(-2, -1) end, -- the last two dims swapped (a view)
 }
+fields.real = Tensor._real -- a complex tensor's parts (views); the real part of a real tensor is itself
+fields.imag = Tensor._imag
 fields.requires_grad = Tensor._requires_grad
 fields.grad = Tensor._grad
 fields.grad_fn = Tensor._grad_fn
@@ -321,6 +323,13 @@ function Tensor.where(t, cond, other) return core.where(cond, check_tensor(t, "w
 function Tensor.is_floating_point(t)
   return dtype_info[check_tensor(t, "is_floating_point", "self").dtype].is_floating
 end
+function Tensor.is_complex(t) return dtype_info[check_tensor(t, "is_complex", "self").dtype].is_complex end
+-- PyTorch's conjugate and negative bits are not kept: conj() is a copy, so
+-- these have nothing to resolve
+function Tensor.resolve_conj(t) return check_tensor(t, "resolve_conj", "self") end
+Tensor.resolve_neg = Tensor.resolve_conj
+function Tensor.is_conj(t) check_tensor(t, "is_conj", "self"); return false end
+Tensor.conj_physical = function(t) return t:conj() end
 function Tensor.is_same_storage(t, other)
   check_tensor(t, "is_same_storage", "self")
   return t:_storage_id() == check_tensor(other, "is_same_storage", "other"):_storage_id()
@@ -676,6 +685,20 @@ for _, name in ipairs({ "zeros", "ones", "empty", "rand", "randn" }) do
 end
 
 function wick.is_tensor(v) return getmetatable(v) == mt end
+-- complex tensors (the core's complex.c): views of their pairs, parts, construction
+for _, name in ipairs({ "view_as_real", "view_as_complex", "conj", "conj_physical", "resolve_conj", "resolve_neg",
+  "angle", "is_complex", "is_conj" }) do
+  wick[name] = function(t, ...) return Tensor[name](check_tensor(t, name, "input"), ...) end
+end
+wick.complex = core.complex -- wick.complex(real, imag)
+function wick.real(t) return check_tensor(t, "real", "input").real end
+function wick.imag(t) return check_tensor(t, "imag", "input").imag end
+--- wick.polar(abs, angle): abs * (cos angle + i sin angle)
+function wick.polar(abs, angle)
+  check_tensor(abs, "polar", "abs")
+  check_tensor(angle, "polar", "angle")
+  return wick.complex(abs * angle:cos(), abs * angle:sin())
+end
 wick.ops = require("wick.ops")(wick) -- tril, split, topk, multinomial, einsum, random fills, ... (ops.lua)
 require("wick.special")(wick) -- wick.special, polygamma, erfinv, lgamma, ... (special.lua)
 for _, name in ipairs({ "tril", "triu", "split", "chunk", "unbind", "sort", "argsort", "topk", "msort", "cumsum",

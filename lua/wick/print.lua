@@ -23,11 +23,15 @@ local function shown(size, summarize)
   return idx
 end
 
+local COMPLEX = {} -- the metatable of a complex value's {re, im} in the collected tree
+
 -- Collects the shown values (as Lua values) into a nested structure.
 local function collect(t, summarize, flat)
   if t:dim() == 0 then
     -- int64 values come as exact strings: item() raises beyond 2^53
-    local v = t.dtype == "int64" and t:_int64_str() or t:item()
+    local v
+    if dtype_info[t.dtype].is_complex then v = setmetatable(t:totable(), COMPLEX)
+    else v = t.dtype == "int64" and t:_int64_str() or t:item() end
     flat[#flat + 1] = v
     return v
   end
@@ -77,14 +81,27 @@ local function float_formatter(values)
   end
 end
 
+-- PyTorch's: the parts formatted apart, the imaginary one signed, then "j"
+local function complex_formatter(values)
+  local re, im = {}, {}
+  for i, v in ipairs(values) do re[i], im[i] = v[1], v[2] end
+  local fr, fi = float_formatter(re), float_formatter(im)
+  return function(v)
+    local i = fi(v[2])
+    if i:sub(1, 1) ~= "-" then i = "+" .. i end
+    return fr(v[1]) .. i .. "j"
+  end
+end
+
 local function formatter_for(dtype, values)
   if dtype == "bool" then return function(v) return v and "True" or "False" end end
+  if dtype_info[dtype].is_complex then return complex_formatter(values) end
   if is_float(dtype) then return float_formatter(values) end
   return function(v) return type(v) == "string" and v or ("%.0f"):format(v) end
 end
 
 local function render(node, fmt, width, indent, depth, ndim)
-  if type(node) ~= "table" or node == ELLIPSIS then
+  if type(node) ~= "table" or node == ELLIPSIS or getmetatable(node) == COMPLEX then
     local s = fmt(node)
     return (" "):rep(width - #s) .. s
   end
@@ -141,14 +158,16 @@ local function print_tensor(t)
     local width = 1
     local floating = is_float(dtype)
     for _, v in ipairs(flat) do
-      if not floating or (v == v and v ~= 0 and v ~= math.huge and v ~= -math.huge) then
+      if not floating or type(v) == "table" or (v == v and v ~= 0 and v ~= math.huge and v ~= -math.huge) then
         width = math.max(width, #fmt(v))
       end
     end
     body = render(tree, fmt, width, #"tensor(", 0, t:dim())
   end
   -- PyTorch's rule: the default dtype, int64 and bool go without saying
-  if dtype ~= core.get_default_dtype() and dtype ~= "int64" and dtype ~= "bool" then
+  -- (and the complex one whose parts are the default: complex64 beside float32)
+  local default_complex = core.get_default_dtype() == "float64" and "complex128" or "complex64"
+  if dtype ~= core.get_default_dtype() and dtype ~= "int64" and dtype ~= "bool" and dtype ~= default_complex then
     suffix[#suffix + 1] = "dtype=" .. dtype
   end
   local grad_fn = t.grad_fn

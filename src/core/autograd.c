@@ -30,8 +30,8 @@ wick_status wick_set_requires_grad(wick_tensor *t, int requires_grad) {
         return wick_fail(WICK_ERR_ARGUMENT,
                          "you can only change requires_grad flags of leaf tensors; use :detach() to get a "
                          "tensor that does not require grad");
-    if (requires_grad && !wick_dtype_is_floating(t->dtype))
-        return wick_fail(WICK_ERR_DTYPE, "only tensors of floating point dtype can require gradients (got %s)",
+    if (requires_grad && !wick_dtype_is_floating(t->dtype) && !wick_dtype_is_complex(t->dtype))
+        return wick_fail(WICK_ERR_DTYPE, "only tensors of floating point and complex dtype can require gradients (got %s)",
                          wick_dtype_name(t->dtype));
     t->requires_grad = requires_grad != 0;
     if (t->requires_grad && !t->grad_fn) t->learnt = true;

@@ -101,17 +101,25 @@ wick_status wick_eye(wick_tensor **out, int64_t n, int64_t m, wick_options opt) 
 
 static wick_status random_fill(wick_tensor **out, int ndim, const int64_t *sizes, wick_options opt,
                                int normal) {
-    if (!wick_dtype_is_floating(opt.dtype))
-        return wick_fail(WICK_ERR_DTYPE, "%s: expected a floating-point dtype, got %s",
+    bool cplx = wick_dtype_is_complex(opt.dtype);
+    if (!wick_dtype_is_floating(opt.dtype) && !cplx)
+        return wick_fail(WICK_ERR_DTYPE, "%s: expected a floating-point or complex dtype, got %s",
                          normal ? "randn" : "rand", wick_dtype_name(opt.dtype));
-    wick_tensor *t;
+    wick_tensor *t, *parts = NULL;
     wick_status st = wk_tensor_new(&t, ndim, sizes, opt.dtype, opt.device);
     if (st) return st;
-    if (t->storage->backend) {
-        uint64_t seed, offset, n = (uint64_t)wick_tensor_numel(t);
+    /* a complex tensor: its parts drawn as a real tensor's (PyTorch's randn
+     * gives each part variance 1/2, so that |z|^2 has mean 1) */
+    if (cplx && t->storage->backend) WK_NO_GRAD(st = wick_view_as_real(&parts, t));
+    wick_tensor *target = parts ? parts : t;
+    if (!st && t->storage->backend) {
+        uint64_t seed, offset, n = (uint64_t)wick_tensor_numel(target);
         wk_rng_reserve(normal ? 2 * n : n, &seed, &offset);
-        if ((st = t->storage->backend->random(t, normal, seed, offset))) return wick_tensor_release(t), st;
+        st = t->storage->backend->random(target, normal, seed, offset);
     }
+    if (!st && parts && normal) WK_NO_GRAD(st = wick_binary_scalar_(WICK_MUL, parts, (wick_scalar){M_SQRT1_2, 0}));
+    wick_tensor_release(parts);
+    if (st) return wick_tensor_release(t), st;
     *out = t;
     return WICK_OK;
 }
@@ -186,6 +194,8 @@ wick_status wick_copy_(wick_tensor *dst, const wick_tensor *src) {
     if (dd.type == WICK_META) return WICK_OK;
     if (sd.type == WICK_META)
         return wick_fail(WICK_ERR_DEVICE, "copy_: cannot copy out of a meta tensor: it has no data");
+    if (wick_dtype_is_complex(dst->dtype) || wick_dtype_is_complex(src->dtype))
+        return wk_complex_copy(dst, src); /* the real views' copies (complex.c) */
     /* a source laid over the destination's memory otherwise (x:copy_(x:t()))
      * would be read after it was written: copied out first */
     wick_tensor *own = NULL;
@@ -221,6 +231,7 @@ wick_status wick_fill_(wick_tensor *t, double value) {
         return st;
     }
     if (!t->storage->backend) return WICK_OK; /* meta */
+    if (wick_dtype_is_complex(t->dtype)) return wk_complex_fill(t, value, 0);
     wk_iter it;
     const wick_tensor *ops[1] = {t};
     wk_iter_init(&it, 1, ops);
@@ -270,6 +281,11 @@ static wick_status check_item(const wick_tensor *t) {
                          "needs exactly one element)",
                          wick_tensor_numel(t));
     if (wk_is_meta(t)) return wick_fail(WICK_ERR_DEVICE, "item(): a meta tensor has no data to read");
+    if (wick_dtype_is_complex(t->dtype)) /* (nor do the 8 bytes below hold a complex128) */
+        return wick_fail(WICK_ERR_DTYPE,
+                         "item(): a %s value has two parts, which one number cannot hold: read t.real:item() and "
+                         "t.imag:item()",
+                         wick_dtype_name(t->dtype));
     return WICK_OK;
 }
 

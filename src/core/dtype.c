@@ -4,14 +4,14 @@
 #include <math.h>
 #include <stdio.h>
 
-#define WK_DTYPE_ROW(id, name, bytes, floating, is_signed, digits) [id] = {name, bytes, floating, is_signed, digits},
+#define WK_DTYPE_ROW(id, name, bytes, floating, is_signed, digits, cplx) [id] = {name, bytes, floating, is_signed, digits, cplx},
 static const wick_dtype_info dtype_info[] = {WK_DTYPE_TABLE(WK_DTYPE_ROW)};
 #undef WK_DTYPE_ROW
 /* the rows in enum order (wk_dtype_size in internal.h reads them by position) */
-#define WK_DTYPE_POSITION(id, name, bytes, floating, is_signed, digits) WK_POSITION_OF_##id,
+#define WK_DTYPE_POSITION(id, name, bytes, floating, is_signed, digits, cplx) WK_POSITION_OF_##id,
 enum { WK_DTYPE_TABLE(WK_DTYPE_POSITION) };
 #undef WK_DTYPE_POSITION
-#define WK_DTYPE_IN_ORDER(id, name, bytes, floating, is_signed, digits) \
+#define WK_DTYPE_IN_ORDER(id, name, bytes, floating, is_signed, digits, cplx) \
     _Static_assert((int)WK_POSITION_OF_##id == (int)id, "WK_DTYPE_TABLE must list the dtypes in enum order");
 WK_DTYPE_TABLE(WK_DTYPE_IN_ORDER)
 #undef WK_DTYPE_IN_ORDER
@@ -30,6 +30,7 @@ static const struct {
 } dtype_aliases[] = {
     {"float", WICK_FLOAT32}, {"double", WICK_FLOAT64}, {"half", WICK_FLOAT16},
     {"long", WICK_INT64},    {"int", WICK_INT32},      {"byte", WICK_UINT8},
+    {"cfloat", WICK_COMPLEX64}, {"cdouble", WICK_COMPLEX128},
 };
 
 const char *wick_dtype_alias(int i, wick_dtype *dtype) {
@@ -43,6 +44,12 @@ const char *wick_dtype_name(wick_dtype d) {
 }
 size_t wick_dtype_size(wick_dtype d) { return (unsigned)d < WICK_NUM_DTYPES ? dtype_info[d].size : 0; }
 int wick_dtype_is_floating(wick_dtype d) { return (unsigned)d < WICK_NUM_DTYPES && dtype_info[d].is_floating; }
+int wick_dtype_is_complex(wick_dtype d) { return (unsigned)d < WICK_NUM_DTYPES && dtype_info[d].is_complex; }
+
+wick_dtype wk_complex_part(wick_dtype d) { return d == WICK_COMPLEX128 ? WICK_FLOAT64 : WICK_FLOAT32; }
+wick_dtype wk_complex_of(wick_dtype d) {
+    return d == WICK_FLOAT64 || d == WICK_COMPLEX128 ? WICK_COMPLEX128 : WICK_COMPLEX64;
+}
 
 wick_status wick_dtype_parse(const char *name, wick_dtype *out) {
     for (int i = 0; i < WICK_NUM_DTYPES; i++)
@@ -58,8 +65,10 @@ wick_status wick_dtype_parse(const char *name, wick_dtype *out) {
     return wick_fail(WICK_ERR_DTYPE, "unknown dtype '%s' (expected %s)", name, names);
 }
 
-/* Category: 0 bool, 1 integer, 2 floating. */
-static int category(wick_dtype d) { return d == WICK_BOOL ? 0 : dtype_info[d].is_floating ? 2 : 1; }
+/* Category: 0 bool, 1 integer, 2 floating, 3 complex. */
+static int category(wick_dtype d) {
+    return d == WICK_BOOL ? 0 : dtype_info[d].is_complex ? 3 : dtype_info[d].is_floating ? 2 : 1;
+}
 
 static _Thread_local wick_dtype default_float = WICK_FLOAT32;
 void wick_set_default_float_dtype(wick_dtype dtype) {
@@ -70,6 +79,10 @@ wick_dtype wick_default_float_dtype(void) { return default_float; }
 wick_dtype wick_promote_types(wick_dtype a, wick_dtype b) {
     if (a == b) return a;
     int ca = category(a), cb = category(b);
+    /* complex with a float: the complex dtype of the wider part (complex64
+     * with float64 is complex128); with an integer or bool: the complex one */
+    if (ca == 3 && cb == 2) return wk_complex_of(wick_promote_types(wk_complex_part(a), b));
+    if (cb == 3 && ca == 2) return wk_complex_of(wick_promote_types(a, wk_complex_part(b)));
     if (ca != cb) return ca > cb ? a : b;
     if (ca == 2) {
         /* float16 with bfloat16 has no common 16-bit type */
@@ -122,6 +135,8 @@ double wk_load_double(const char *p, wick_dtype d) {
     case WICK_INT32: return *(const int32_t *)p;
     case WICK_UINT8: return *(const uint8_t *)p;
     case WICK_BOOL: return *(const uint8_t *)p != 0;
+    case WICK_COMPLEX64: return *(const float *)p; /* the real part */
+    case WICK_COMPLEX128: return *(const double *)p;
     default: return 0;
     }
 }
@@ -154,6 +169,8 @@ void wk_store_double(char *p, wick_dtype d, double v) {
     case WICK_FLOAT16: *(uint16_t *)p = wk_float_to_half((float)v); break;
     case WICK_BFLOAT16: *(uint16_t *)p = wk_float_to_bf16((float)v); break;
     case WICK_BOOL: *(uint8_t *)p = v != 0; break;
+    case WICK_COMPLEX64: ((float *)p)[0] = (float)v, ((float *)p)[1] = 0; break; /* v + 0i */
+    case WICK_COMPLEX128: ((double *)p)[0] = v, ((double *)p)[1] = 0; break;
     default: wk_store_int64(p, d, double_to_int64(v)); break;
     }
 }
@@ -177,7 +194,8 @@ wick_status wk_check_scalar(const char *op, double v, wick_dtype d) {
     double lo, hi;
     const char *type;
     switch (d) {
-    case WICK_FLOAT32: lo = -3.4028234663852886e38, hi = 3.4028234663852886e38, type = "float"; break;
+    case WICK_FLOAT32:
+    case WICK_COMPLEX64: lo = -3.4028234663852886e38, hi = 3.4028234663852886e38, type = "float"; break;
     case WICK_FLOAT16: lo = -65504, hi = 65504, type = "c10::Half"; break;
     case WICK_BFLOAT16: lo = -3.3895313892515355e38, hi = 3.3895313892515355e38, type = "c10::BFloat16"; break;
     case WICK_INT64: lo = -9223372036854775808.0, hi = 9223372036854775807.0, type = "int64_t"; break;
@@ -185,7 +203,7 @@ wick_status wk_check_scalar(const char *op, double v, wick_dtype d) {
     case WICK_UINT8: lo = -255, hi = 255, type = "uint8_t"; break; /* (negatives wrap, as PyTorch allows) */
     default: return WICK_OK; /* float64 and bool take any number */
     }
-    bool floating = wick_dtype_is_floating(d);
+    bool floating = wick_dtype_is_floating(d) || wick_dtype_is_complex(d);
     if (floating ? (isfinite(v) && (v < lo || v > hi)) : !(v >= lo && (d == WICK_INT64 ? v < 9223372036854775808.0 : v <= hi)))
         return wick_fail(WICK_ERR_ARGUMENT, "%s: value cannot be converted to type %s without overflow (%g)", op, type, v);
     return WICK_OK;

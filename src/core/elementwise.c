@@ -42,12 +42,15 @@ static wick_dtype compute_dtype(wick_dtype d) {
 }
 
 static const char *type_title(wick_dtype d) {
-    static const char *titles[] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool"};
+    static const char *titles[] = {"Float", "Double", "Half",  "BFloat16", "Long",
+                                   "Int",   "Byte",   "Bool", "ComplexFloat", "ComplexDouble"};
+    _Static_assert(sizeof titles / sizeof *titles == WICK_NUM_DTYPES, "a title per dtype");
     return titles[d];
 }
 
 static wick_status check_cast(const char *op, wick_dtype result, wick_dtype out) {
-    bool ok = wick_dtype_is_floating(out) || !wick_dtype_is_floating(result);
+    bool ok = wick_dtype_is_complex(out) || (!wick_dtype_is_complex(result) &&
+                                             (wick_dtype_is_floating(out) || !wick_dtype_is_floating(result)));
     if (out == WICK_BOOL && result != WICK_BOOL) ok = false;
     if (!ok)
         return wick_fail(WICK_ERR_DTYPE, "%s: result type %s can't be cast to the desired output type %s", op,
@@ -57,7 +60,9 @@ static wick_status check_cast(const char *op, wick_dtype result, wick_dtype out)
 
 /* PyTorch's result type: dimensioned tensors decide, unless a 0-dim tensor or a
  * number operand is of a higher category (bool < integer < floating). */
-static int category(wick_dtype d) { return d == WICK_BOOL ? 0 : wick_dtype_is_floating(d) ? 2 : 1; }
+static int category(wick_dtype d) {
+    return d == WICK_BOOL ? 0 : wick_dtype_is_complex(d) ? 3 : wick_dtype_is_floating(d) ? 2 : 1;
+}
 
 static wick_dtype result_type(const wick_tensor *a, const wick_tensor *b, bool b_is_number) {
     const wick_tensor *ts[2] = {a, b};
@@ -211,6 +216,7 @@ static wick_status adopt_result(const char *op, wick_tensor *target, wick_tensor
 static wick_status unary(wick_tensor **out, wick_tensor *inplace, wick_unary_op op, const wick_tensor *a) {
     if ((unsigned)op >= WICK_NUM_UNARY) return wick_fail(WICK_ERR_ARGUMENT, "invalid unary op %d", op);
     const char *name = unary_names[op];
+    if (wick_dtype_is_complex(a->dtype)) return wk_complex_unary(out, inplace, op, a); /* complex.c */
     if (op == WICK_BITWISE_NOT) {
         wick_status bst = check_bitwise(name, a->dtype, false);
         if (bst) return bst;
@@ -250,6 +256,10 @@ static wick_status binary(wick_tensor **out, wick_tensor *inplace, wick_binary_o
     if ((unsigned)op >= WICK_NUM_BINARY) return wick_fail(WICK_ERR_ARGUMENT, "invalid binary op %d", op);
     wick_dtype promoted = result_type(a, b, b_is_number);
     wick_dtype result = promoted;
+    if (wick_dtype_is_complex(promoted)) { /* composed of real ops: complex.c */
+        wick_status cst = inplace ? check_cast(binary_names[op], promoted, inplace->dtype) : WICK_OK;
+        return cst ? cst : wk_complex_binary(out, inplace, op, a, b, alpha, promoted);
+    }
     if ((op == WICK_DIV || op == WICK_ATAN2) && !wick_dtype_is_floating(promoted))
         result = wick_default_float_dtype(); /* true division; atan2's angle */
     if ((op == WICK_SUB) && promoted == WICK_BOOL)

@@ -102,7 +102,7 @@ wick_status wick_function_record(wick_tensor *out, const char *name, int n, wick
         return wick_fail(WICK_ERR_ARGUMENT, "%s: the output is already part of a graph (compute it without grad, or "
                                             "record a detached alias of it)",
                          name);
-    if (!wick_dtype_is_floating(out->dtype))
+    if (!wick_dtype_is_floating(out->dtype) && !wick_dtype_is_complex(out->dtype))
         return wick_fail(WICK_ERR_ARGUMENT, "%s: an output of dtype %s cannot require grad", name,
                          wick_dtype_name(out->dtype));
     wk_node *node = NULL;

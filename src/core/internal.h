@@ -141,6 +141,10 @@ wick_status wk_tensor_new(wick_tensor **out, int ndim, const int64_t *sizes, wic
 /* A new view header over t's storage with the given geometry. */
 wick_status wk_tensor_view(wick_tensor **out, const wick_tensor *t, int ndim, const int64_t *sizes,
                            const int64_t *strides, int64_t offset);
+/* The same over t's memory read as another dtype (offset, sizes and strides in
+ * its elements): view_as_real and view_as_complex. */
+wick_status wk_tensor_view_dtype(wick_tensor **out, const wick_tensor *t, wick_dtype dtype, int ndim,
+                                 const int64_t *sizes, const int64_t *strides, int64_t offset);
 int64_t wk_numel(int ndim, const int64_t *sizes);
 void wk_contiguous_strides(int ndim, const int64_t *sizes, int64_t *strides);
 static inline char *wk_data(const wick_tensor *t) {
@@ -166,7 +170,29 @@ const wick_backend *wk_backend_for(wick_device dev);
 
 /* ---- dtype helpers (dtype.c) ---- */
 
-double wk_load_double(const char *p, wick_dtype dtype);
+double wk_load_double(const char *p, wick_dtype dtype); /* a complex one: its real part */
+/* the dtype of a complex dtype's parts (float32 for complex64), and the
+ * complex dtype whose parts hold a dtype's values (complex64 but for float64) */
+wick_dtype wk_complex_part(wick_dtype d);
+wick_dtype wk_complex_of(wick_dtype d);
+
+/* ---- complex tensors (complex.c): ops composed of real ops on their parts ---- */
+
+/* An error naming `op` when one of ts (NULL entries skipped) is complex. */
+wick_status wk_check_real(const char *op, int n, const wick_tensor *const *ts);
+/* a op b / op a with a complex operand or result dtype `result`; into
+ * `inplace` (checked castable) when not NULL, else a new *out */
+wick_status wk_complex_binary(wick_tensor **out, wick_tensor *inplace, wick_binary_op op, const wick_tensor *a,
+                              const wick_tensor *b, double alpha, wick_dtype result);
+wick_status wk_complex_unary(wick_tensor **out, wick_tensor *inplace, wick_unary_op op, const wick_tensor *a);
+wick_status wk_complex_reduce(wick_tensor **out, wick_reduce_op op, const wick_tensor *a, int dim, int keepdim);
+/* fn (wick_matmul, wick_mm or wick_bmm) of operands one of which is complex */
+wick_status wk_complex_product(wick_tensor **out,
+                               wick_status (*fn)(wick_tensor **, const wick_tensor *, const wick_tensor *),
+                               const wick_tensor *a, const wick_tensor *b);
+/* the kernels' part of wick_copy_ and wick_fill_ for complex tensors */
+wick_status wk_complex_copy(wick_tensor *dst, const wick_tensor *src);
+wick_status wk_complex_fill(wick_tensor *t, double re, double im);
 int64_t wk_load_int64(const char *p, wick_dtype dtype);
 void wk_store_double(char *p, wick_dtype dtype, double v);
 void wk_store_int64(char *p, wick_dtype dtype, int64_t v);
@@ -192,10 +218,11 @@ static inline bool wk_is_integral(wick_dtype d) { return !wick_dtype_is_floating
  * dtype.c builds wick_dtype_info (and name/size/is_floating) from it, the
  * binding exports that to Lua (core.dtype_info), wk_dtype_size below reads it. */
 #define WK_DTYPE_TABLE(X)                                                                          \
-    X(WICK_FLOAT32, "float32", 4, 1, 1, 24) X(WICK_FLOAT64, "float64", 8, 1, 1, 53)                \
-    X(WICK_FLOAT16, "float16", 2, 1, 1, 11) X(WICK_BFLOAT16, "bfloat16", 2, 1, 1, 8)               \
-    X(WICK_INT64, "int64", 8, 0, 1, 63) X(WICK_INT32, "int32", 4, 0, 1, 31)                        \
-    X(WICK_UINT8, "uint8", 1, 0, 0, 8) X(WICK_BOOL, "bool", 1, 0, 0, 1)
+    X(WICK_FLOAT32, "float32", 4, 1, 1, 24, 0) X(WICK_FLOAT64, "float64", 8, 1, 1, 53, 0)          \
+    X(WICK_FLOAT16, "float16", 2, 1, 1, 11, 0) X(WICK_BFLOAT16, "bfloat16", 2, 1, 1, 8, 0)         \
+    X(WICK_INT64, "int64", 8, 0, 1, 63, 0) X(WICK_INT32, "int32", 4, 0, 1, 31, 0)                  \
+    X(WICK_UINT8, "uint8", 1, 0, 0, 8, 0) X(WICK_BOOL, "bool", 1, 0, 0, 1, 0)                      \
+    X(WICK_COMPLEX64, "complex64", 8, 0, 1, 24, 1) X(WICK_COMPLEX128, "complex128", 16, 0, 1, 53, 1)
 /* An error when two elements of `t` share one memory location (a stride 0 over
  * a size > 1: an expanded view), which an op writing into `t` refuses as
  * PyTorch's does (elementwise.c). */
@@ -205,7 +232,7 @@ wick_status wk_check_scalar(const char *op, double v, wick_dtype d);
 /* the hot-path form of wick_dtype_size (positional, which C++ takes too: the
  * rows are in enum order, which dtype.c checks at compile time) */
 static inline size_t wk_dtype_size(wick_dtype d) {
-#define WK_DTYPE_SIZE(id, name, bytes, floating, is_signed, digits) bytes,
+#define WK_DTYPE_SIZE(id, name, bytes, floating, is_signed, digits, cplx) bytes,
     static const unsigned char sizes[WICK_NUM_DTYPES] = {WK_DTYPE_TABLE(WK_DTYPE_SIZE)};
 #undef WK_DTYPE_SIZE
     return (unsigned)d < WICK_NUM_DTYPES ? sizes[d] : 0;

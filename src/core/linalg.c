@@ -146,6 +146,9 @@ wick_status wick_linear(wick_tensor **out, const wick_tensor *x, const wick_tens
 wick_status wick_mse_loss(wick_tensor **out, const wick_tensor *input, const wick_tensor *target, int reduction) {
     WK_AUTOCAST(WK_AC_FP32, 2, wick_mse_loss(out, c[0], c[1], reduction), input, target);
     if (reduction < 0 || reduction > 2) return wick_fail(WICK_ERR_ARGUMENT, "mse_loss: invalid reduction %d", reduction);
+    const wick_tensor *ins[2] = {input, target};
+    wick_status cst = wk_check_real("mse_loss", 2, ins);
+    if (cst) return cst;
     wick_tensor *d = NULL, *sq = NULL, *r = NULL;
     wick_status st;
     WK_NO_GRAD(st = wick_binary(&d, WICK_SUB, input, target);
@@ -166,6 +169,7 @@ wick_status wick_mse_loss(wick_tensor **out, const wick_tensor *input, const wic
 }
 
 wick_status wick_mm(wick_tensor **out, const wick_tensor *a, const wick_tensor *b) {
+    if (wick_dtype_is_complex(a->dtype) || wick_dtype_is_complex(b->dtype)) return wk_complex_product(out, wick_mm, a, b);
     return wick_addmm(out, NULL, a, b, 0, 1);
 }
 
@@ -207,6 +211,7 @@ static wick_status bmm_forward(wick_tensor **out, const wick_tensor *a, const wi
 
 wick_status wick_bmm(wick_tensor **out, const wick_tensor *a, const wick_tensor *b) {
     WK_AUTOCAST(WK_AC_LOWER, 2, wick_bmm(out, c[0], c[1]), a, b);
+    if (wick_dtype_is_complex(a->dtype) || wick_dtype_is_complex(b->dtype)) return wk_complex_product(out, wick_bmm, a, b);
     wick_tensor *r = NULL;
     wick_status st;
     WK_NO_GRAD(st = bmm_forward(&r, a, b));
@@ -218,6 +223,8 @@ wick_status wick_bmm(wick_tensor **out, const wick_tensor *a, const wick_tensor 
 /* torch.matmul by cases: vectors become matrices, batches broadcast. */
 wick_status wick_matmul(wick_tensor **out, const wick_tensor *a, const wick_tensor *b) {
     WK_AUTOCAST(WK_AC_LOWER, 2, wick_matmul(out, c[0], c[1]), a, b);
+    if (wick_dtype_is_complex(a->dtype) || wick_dtype_is_complex(b->dtype))
+        return wk_complex_product(out, wick_matmul, a, b); /* complex.c */
     const wick_tensor *ts[2] = {a, b};
     const char *names[2] = {"input", "other"};
     wick_status st = wk_check_same_device("matmul", 2, ts, names);

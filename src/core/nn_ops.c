@@ -481,6 +481,7 @@ done:
 wick_status wick_max_pool2d(wick_tensor **out, wick_tensor **indices, const wick_tensor *input, int kh, int kw, int sh,
                             int sw, int ph, int pw, int ceil_mode) {
     int q[8] = {kh, kw, sh, sw, ph, pw, ceil_mode != 0, 0};
+    TRY(wk_check_real("max_pool2d", 1, &input));
     bool record = wk_wants_grad(1, &input);
     wick_tensor *r = NULL, *idx = NULL, *user_idx = NULL;
     wick_status st;
@@ -538,6 +539,7 @@ done:
 wick_status wick_avg_pool2d(wick_tensor **out, const wick_tensor *input, int kh, int kw, int sh, int sw, int ph, int pw,
                             int ceil_mode, int count_include_pad) {
     int q[8] = {kh, kw, sh, sw, ph, pw, ceil_mode != 0, count_include_pad != 0};
+    TRY(wk_check_real("avg_pool2d", 1, &input));
     wick_tensor *r = NULL;
     wick_status st;
     WK_NO_GRAD(st = avg_pool2d_forward(&r, input, q));

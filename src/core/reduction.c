@@ -130,6 +130,7 @@ wick_status wick_reduce(wick_tensor **out, wick_tensor **indices, wick_reduce_op
     /* PyTorch's autocast lists: prod in float32 on both device types, sum on CUDA */
     WK_AUTOCAST(op == WICK_PROD ? WK_AC_FP32 : op == WICK_SUM ? WK_AC_FP32_CUDA : WK_AC_NONE, 1,
                 wick_reduce(out, indices, op, c[0], dim, keepdim, correction), a);
+    if (wick_dtype_is_complex(a->dtype)) return wk_complex_reduce(out, op, a, dim, keepdim); /* complex.c */
     wick_tensor *r = NULL, *idx = NULL;
     wick_status st;
     bool want_idx = indices || (op == WICK_MAX || op == WICK_MIN); /* backward of max(dim) needs them */

@@ -548,6 +548,7 @@ wick_status wick_index_fill_(wick_tensor *t, int dim, const wick_tensor *index, 
     if (value && value->ndim != 0)
         return wick_fail(WICK_ERR_ARGUMENT, "index_fill_: only supports a 0-dimensional value tensor, but got tensor with %d dimension(s)",
                          value->ndim);
+    TRY(wk_check_real("index_fill_", 1, (const wick_tensor *const *)&t));
     TRY(check_index_dim("index_fill_", t, &dim));
     return key_index_put("index_fill_", t, 0, NULL, dim, 1, index, value, s, 0, false);
 }
@@ -777,6 +778,7 @@ static bool mask_fits(const wick_tensor *t, const wick_tensor *mask) {
 
 wick_status wick_masked_fill(wick_tensor **out, const wick_tensor *t, const wick_tensor *mask, const wick_tensor *value,
                              double s) {
+    TRY(wk_check_real("masked_fill", 1, &t));
     if (!value) TRY(wk_check_scalar("masked_fill", s, t->dtype));
     if (value || !mask_fits(t, mask)) return masked_fill_value(out, "masked_fill", t, mask, value, s);
     TRY(check_mask("masked_fill", t, mask, false));
@@ -789,6 +791,7 @@ wick_status wick_masked_fill(wick_tensor **out, const wick_tensor *t, const wick
 
 wick_status wick_masked_fill_(wick_tensor *t, const wick_tensor *mask, const wick_tensor *value, double s) {
     wick_tensor *me, *r = NULL;
+    TRY(wk_check_real("masked_fill_", 1, (const wick_tensor *const *)&t));
     if (!value) TRY(wk_check_scalar("masked_fill_", s, t->dtype));
     TRY(check_mask("masked_fill_", t, mask, false));
     TRY(expand_mask(&me, "masked_fill_", mask, t->ndim, t->sizes));

@@ -59,6 +59,7 @@ static wick_status sort_forward(wick_tensor **values, wick_tensor **indices, con
                                 int descending, int64_t k) {
     const char *op = k < 0 ? "sort" : "topk";
     TRY(wk_check_interrupt(op));
+    TRY(wk_check_real(op, 1, &a));
     TRY(wk_wrap_dim(op, &dim, a->ndim));
     int64_t n = a->ndim ? a->sizes[dim] : 1, sizes[WICK_MAX_DIMS];
     if (k > n)
@@ -129,6 +130,7 @@ wick_status wick_topk(wick_tensor **values, wick_tensor **indices, const wick_te
 static wick_status scan_forward(wick_tensor **out, const wick_tensor *a, int dim, int dtype, int prod, int reverse) {
     const char *op = prod ? "cumprod" : "cumsum";
     TRY(wk_check_interrupt(op));
+    TRY(wk_check_real(op, 1, &a));
     TRY(wk_wrap_dim(op, &dim, a->ndim));
     if (dtype < -1 || dtype >= WICK_NUM_DTYPES) return wick_fail(WICK_ERR_ARGUMENT, "%s: invalid dtype %d", op, dtype);
     wick_dtype rd = dtype >= 0 ? (wick_dtype)dtype : wk_is_integral(a->dtype) ? WICK_INT64 : a->dtype;

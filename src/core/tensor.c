@@ -351,8 +351,8 @@ wick_status wk_tensor_new(wick_tensor **out, int ndim, const int64_t *sizes, wic
 /* The one check of every view's geometry (wk_tensor_view runs it): sizes >= 0
  * with an element count that fits, 0 <= offset <= WK_MAX_OFFSET and, unless the
  * view is empty, every element it reaches inside t's storage (overflow-checked). */
-static wick_status check_view(const char *op, const wick_tensor *t, int ndim, const int64_t *sizes,
-                          const int64_t *strides, int64_t offset) {
+static wick_status check_view_as(const char *op, const wick_tensor *t, wick_dtype dtype, int ndim,
+                                 const int64_t *sizes, const int64_t *strides, int64_t offset) {
     char a[WK_SHAPE_BUF], b[WK_SHAPE_BUF];
     if (ndim < 0 || ndim > WICK_MAX_DIMS)
         return wick_fail(WICK_ERR_ARGUMENT, "%s: a tensor has at most %d dimensions, got %d", op, WICK_MAX_DIMS, ndim);
@@ -365,7 +365,7 @@ static wick_status check_view(const char *op, const wick_tensor *t, int ndim, co
     if (numel == 0) return WICK_OK; /* no element is ever read: any strides do */
     /* the lowest and highest element the view reaches (a 0-dim view: its
      * offset alone, which must be inside the storage too) */
-    int64_t lo = offset, hi = offset, storage = wick_storage_numel(t);
+    int64_t lo = offset, hi = offset, storage = (int64_t)(t->storage->nbytes / wk_dtype_size(dtype));
     for (int i = 0; i <= ndim; i++) {
         int64_t span = 0;
         bool bad = i < ndim && (__builtin_mul_overflow(sizes[i] - 1, strides[i], &span) ||
@@ -384,14 +384,24 @@ static wick_status check_view(const char *op, const wick_tensor *t, int ndim, co
     return WICK_OK;
 }
 
+static wick_status check_view(const char *op, const wick_tensor *t, int ndim, const int64_t *sizes,
+                              const int64_t *strides, int64_t offset) {
+    return check_view_as(op, t, t->dtype, ndim, sizes, strides, offset);
+}
+
 wick_status wk_tensor_view(wick_tensor **out, const wick_tensor *t, int ndim, const int64_t *sizes,
                            const int64_t *strides, int64_t offset) {
-    wick_status st = check_view("view", t, ndim, sizes, strides, offset);
+    return wk_tensor_view_dtype(out, t, t->dtype, ndim, sizes, strides, offset);
+}
+
+wick_status wk_tensor_view_dtype(wick_tensor **out, const wick_tensor *t, wick_dtype dtype, int ndim,
+                                 const int64_t *sizes, const int64_t *strides, int64_t offset) {
+    wick_status st = check_view_as("view", t, dtype, ndim, sizes, strides, offset);
     if (st) return st;
     wick_tensor *v = tensor_alloc();
     if (!v) return wick_fail(WICK_ERR_OOM, "out of memory allocating a tensor header");
     v->ndim = ndim;
-    v->dtype = t->dtype;
+    v->dtype = dtype;
     v->storage = t->storage;
     storage_retain(t->storage);
     v->offset = offset;
@@ -459,7 +469,7 @@ wick_status wick_tensor_set_(wick_tensor *dst, wick_tensor *src) {
                          "set_: the tensor has autograd history (grad_fn %s): only a leaf can take other data "
                          "(detach() it first)",
                          dst->grad_fn->name);
-    if (dst->requires_grad && !wick_dtype_is_floating(src->dtype))
+    if (dst->requires_grad && !wick_dtype_is_floating(src->dtype) && !wick_dtype_is_complex(src->dtype))
         return wick_fail(WICK_ERR_DTYPE, "set_: the tensor requires grad, so its data must be floating point (got %s)",
                          wick_dtype_name(src->dtype));
     if (dst->grad && !grad_fits(dst->grad, src)) {

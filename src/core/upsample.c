@@ -87,6 +87,7 @@ done:
 
 wick_status wick_upsample2d(wick_tensor **out, const wick_tensor *input, int64_t out_h, int64_t out_w, int mode,
                             int align_corners, double scale_h, double scale_w) {
+    TRY(wk_check_real(OP, 1, &input));
     TRY(up_check(input, out_h, out_w, mode));
     if (out_h > INT32_MAX || out_w > INT32_MAX) return wick_fail(WICK_ERR_SHAPE, OP ": output size beyond 2^31");
     int p[U_COUNT] = {mode, align_corners ? 1 : 0, (int)out_h, (int)out_w};

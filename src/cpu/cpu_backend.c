@@ -280,7 +280,7 @@ static void fill_run(char **p, const int64_t *s, int64_t n, const void *extra) {
 
 static wick_status cpu_fill(const wk_iter *it, double value) {
     fill_value v = {wk_dtype_size(it->dtypes[0]), 0};
-    char bytes[8] = {0};
+    char bytes[16] = {0}; /* room for a complex128 (whose fills complex.c makes) */
     wk_store_double(bytes, it->dtypes[0], value);
     switch (v.size) { /* reinterpret the stored bytes as an integer of the same width */
     case 1: v.bits = *(uint8_t *)bytes; break;

@@ -150,7 +150,7 @@ wick_status cpu_index_add(wick_tensor *out, int dim, const wick_tensor *index, c
 wick_status cpu_masked_fill(const wk_iter *it, double value) {
     if (it->numel == 0) return WICK_OK;
     size_t es = wk_dtype_size(it->dtypes[0]);
-    char value_bytes[8] = {0};
+    char value_bytes[16] = {0}; /* room for a complex128, which never comes here */
     wk_store_double(value_bytes, it->dtypes[0], value);
     int nd = it->ndim;
     int64_t n = nd ? it->sizes[nd - 1] : 1, so = nd ? it->strides[0][nd - 1] : 0, sm = nd ? it->strides[1][nd - 1] : 0;

@@ -238,8 +238,9 @@ template <typename U> static wick_status fill_bits(const wk_iter *it, uint64_t b
 
 extern "C" wick_status cuda_fill(const wk_iter *it, double value) {
     /* the value's bytes in the dtype, made on the host by dtype.c itself as
-     * cpu_fill makes them, then written as an integer of the same width */
-    char bytes[8] = {0};
+     * cpu_fill makes them, then written as an integer of the same width
+     * (room for a complex128, whose fills complex.c makes of real ones) */
+    char bytes[16] = {0};
     wk_store_double(bytes, it->dtypes[0], value);
     switch (wk_dtype_size(it->dtypes[0])) {
     case 1: { uint8_t b; memcpy(&b, bytes, 1); return fill_bits<uint8_t>(it, b); }

@@ -988,6 +988,11 @@ static wick_status check_rank(wk_dist_group *g, const char *fn, const char *what
 
 static wick_status check_tensor(const char *fn, const wick_tensor *t, const char *what) {
     if (!t) return wick_fail(WICK_ERR_ARGUMENT, "wick.distributed.%s: %s is NULL", fn, what);
+    if (wick_dtype_is_complex(wick_tensor_dtype(t)))
+        return wick_fail(WICK_ERR_DTYPE,
+                         "wick.distributed.%s: %s is %s, which the collectives do not take: pass "
+                         "wick.view_as_real(t) (a sum of its parts is the complex sum)",
+                         fn, what, wick_dtype_name(wick_tensor_dtype(t)));
     return WICK_OK;
 }
 

@@ -157,7 +157,7 @@ int wk_dist_nccl_try_library(const char *path, int *version, char *err, size_t s
 
 /* ---- dtypes and reductions ---- */
 
-WK_STATIC_ASSERT(WICK_NUM_DTYPES == 8, "a new dtype needs its NCCL type in wk_dist_nccl_types");
+WK_STATIC_ASSERT(WICK_NUM_DTYPES == 10, "a new dtype needs its NCCL type in wk_dist_nccl_types");
 WK_STATIC_ASSERT(WICK_DIST_NUM_OPS == 5, "a new reduction needs its NCCL op in wk_dist_nccl_types");
 
 wick_status wk_dist_nccl_types(const char *what, wick_dtype dtype, int op, int *nccl_type, int *nccl_op) {
@@ -168,7 +168,8 @@ wick_status wk_dist_nccl_types(const char *what, wick_dtype dtype, int op, int *
         [WICK_BOOL] = ncclUint8, /* one byte, 0 or 1; reductions below keep it so */
     };
     *nccl_type = -1, *nccl_op = -1;
-    if ((unsigned)dtype >= WICK_NUM_DTYPES)
+    /* (complex tensors never come: group.c refuses them) */
+    if ((unsigned)dtype >= WICK_NUM_DTYPES || wick_dtype_is_complex(dtype))
         return wick_fail(WICK_ERR_DTYPE, "%s: NCCL has no type for dtype number %d", what, (int)dtype);
     *nccl_type = (int)types[dtype];
     if (op < 0) return WICK_OK;

@@ -29,6 +29,7 @@
 static const char *const ST_NAMES[WICK_NUM_DTYPES] = {
     [WICK_FLOAT32] = "F32", [WICK_FLOAT64] = "F64", [WICK_FLOAT16] = "F16", [WICK_BFLOAT16] = "BF16",
     [WICK_INT64] = "I64",   [WICK_INT32] = "I32",   [WICK_UINT8] = "U8",    [WICK_BOOL] = "BOOL",
+    [WICK_COMPLEX64] = "C64", [WICK_COMPLEX128] = "C128",
 };
 
 const char *wk_ckpt_st_dtype(wick_dtype d) { return (unsigned)d < WICK_NUM_DTYPES ? ST_NAMES[d] : NULL; }

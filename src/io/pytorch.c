@@ -79,6 +79,8 @@ static const struct {
     {"torch.IntStorage", G_STORAGE, F_NONE, WICK_INT32},
     {"torch.ByteStorage", G_STORAGE, F_NONE, WICK_UINT8},
     {"torch.BoolStorage", G_STORAGE, F_NONE, WICK_BOOL},
+    {"torch.ComplexFloatStorage", G_STORAGE, F_NONE, WICK_COMPLEX64},
+    {"torch.ComplexDoubleStorage", G_STORAGE, F_NONE, WICK_COMPLEX128},
 };
 #define NGLOBALS (int)(sizeof GLOBALS / sizeof GLOBALS[0])
 

@@ -254,8 +254,19 @@ static void push_number(lua_State *L, wick_dtype d, double v) {
 
 static void push_value(lua_State *L, const wick_tensor *t, const char *p) {
     wick_dtype d = wick_tensor_dtype(t);
-    if (d == WICK_INT64) push_int64(L, *(const int64_t *)p);
-    else push_number(L, d, wick_value_as_double(p, d));
+    if (d == WICK_INT64) {
+        push_int64(L, *(const int64_t *)p);
+    } else if (wick_dtype_is_complex(d)) { /* a pair {re, im}: Lua has no complex numbers */
+        size_t half = wick_dtype_size(d) / 2;
+        wick_dtype part = half == 4 ? WICK_FLOAT32 : WICK_FLOAT64;
+        lua_createtable(L, 2, 0);
+        lua_pushnumber(L, wick_value_as_double(p, part));
+        lua_rawseti(L, -2, 1);
+        lua_pushnumber(L, wick_value_as_double(p + half, part));
+        lua_rawseti(L, -2, 2);
+    } else {
+        push_number(L, d, wick_value_as_double(p, d));
+    }
 }
 
 /* One copy to the CPU where the tensor lives on a GPU (one wait: a training
@@ -681,7 +692,7 @@ void wl_open_tensor(lua_State *L) {
     }
     lua_setfield(L, -2, "dtypes");
     /* core.dtype_info[name] = {name, index (1-based, as in core.dtypes), size,
-     * is_floating, is_signed, digits}: the core's table (wick_dtype_info_of),
+     * is_floating, is_signed, digits, is_complex}: the core's table (wick_dtype_info_of),
      * the one place Lua reads dtype facts from; core.dtype_aliases[alias] = name */
     lua_createtable(L, 0, WICK_NUM_DTYPES);
     for (int d = 0; d < WICK_NUM_DTYPES; d++) {
@@ -698,6 +709,8 @@ void wl_open_tensor(lua_State *L) {
         lua_setfield(L, -2, "is_floating");
         lua_pushboolean(L, info->is_signed);
         lua_setfield(L, -2, "is_signed");
+        lua_pushboolean(L, info->is_complex);
+        lua_setfield(L, -2, "is_complex");
         lua_pushinteger(L, info->digits);
         lua_setfield(L, -2, "digits");
         lua_setfield(L, -2, info->name);

@@ -388,7 +388,37 @@ WL_FUNCTION(t_softmax) {
     return 1;
 }
 
+/* ---- complex tensors: views, parts, construction ---- */
+
+typedef wick_status (*view_fn)(wick_tensor **out, wick_tensor *t);
+static int one_tensor_op(lua_State *L, const char *fn, view_fn f) {
+    wick_tensor *a = SELF(fn);
+    no_more_args(L, 1, lua_gettop(L), fn);
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, f(slot, a));
+    return 1;
+}
+static wick_status conj_of(wick_tensor **out, wick_tensor *t) { return wick_conj(out, t); }
+static wick_status angle_of(wick_tensor **out, wick_tensor *t) { return wick_angle(out, t); }
+WL_FUNCTION(t_view_as_real) { return one_tensor_op(L, "view_as_real", wick_view_as_real); }
+WL_FUNCTION(t_view_as_complex) { return one_tensor_op(L, "view_as_complex", wick_view_as_complex); }
+WL_FUNCTION(t_real) { return one_tensor_op(L, "real", wick_real); }
+WL_FUNCTION(t_imag) { return one_tensor_op(L, "imag", wick_imag); }
+WL_FUNCTION(t_conj) { return one_tensor_op(L, "conj", conj_of); }
+WL_FUNCTION(t_angle) { return one_tensor_op(L, "angle", angle_of); }
+
+/* wick.complex(real, imag) */
+WL_FUNCTION(m_complex) {
+    wick_tensor *re = wl_checktensor(L, 1, "wick.complex", "real"), *im = wl_checktensor(L, 2, "wick.complex", "imag");
+    no_more_args(L, 2, lua_gettop(L), "wick.complex");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_complex(slot, re, im));
+    return 1;
+}
+
 static const luaL_Reg view_methods[] = {
+    {"view_as_real", t_view_as_real}, {"view_as_complex", t_view_as_complex}, {"_real", t_real},
+    {"_imag", t_imag}, {"conj", t_conj}, {"angle", t_angle},
     {"transpose", t_transpose}, {"t", t_t}, {"permute", t_permute}, {"narrow", t_narrow},
     {"select", t_select}, {"squeeze", t_squeeze}, {"unsqueeze", t_unsqueeze}, {"expand", t_expand},
     {"flatten", t_flatten}, {"contiguous", t_contiguous}, {"index_select", t_index_select},
@@ -398,6 +428,8 @@ static const luaL_Reg view_methods[] = {
 void wl_open_view(lua_State *L) {
     set_method(L, "cat", m_join, 0);
     set_method(L, "stack", m_join, 1);
+    lua_pushcfunction(L, m_complex);
+    lua_setfield(L, -2, "complex");
     lua_getfield(L, -1, "Tensor");
     luaL_register(L, NULL, view_methods);
     set_method(L, "view", t_view_like, 0);

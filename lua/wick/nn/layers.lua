@@ -20,7 +20,7 @@ function L.Parameter(t, requires_grad)
   if requires_grad then return t:requires_grad_(true) end
   -- a frozen parameter (nn.Parameter(t, false)) stays in parameters(): it is
   -- marked by turning requires_grad on and off (integer tensors cannot be)
-  if t:is_floating_point() then t:requires_grad_(true) end
+  if t:is_floating_point() or t:is_complex() then t:requires_grad_(true) end
   return t:requires_grad_(false)
 end
 

@@ -583,7 +583,7 @@ function Module:requires_grad_(flag)
   -- every tensor but the registered buffers (a parameter frozen earlier is a
   -- tensor without requires_grad: it is found again here)
   walk(self, "", function(_, t, _, registered)
-    if not registered and t:is_floating_point() then t:requires_grad_(flag) end
+    if not registered and (t:is_floating_point() or t:is_complex()) then t:requires_grad_(flag) end
   end)
   return self
 end
