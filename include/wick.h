@@ -483,6 +483,16 @@ WICK_API wick_status wick_imag(wick_tensor **out, wick_tensor *t);
 WICK_API wick_status wick_conj(wick_tensor **out, const wick_tensor *t);
 WICK_API wick_status wick_angle(wick_tensor **out, const wick_tensor *t);
 
+/* The unnormalised discrete Fourier transform of complex x along dim (0-based,
+ * negative from the end): y[k] = sum_j x[j] e^(sign 2 pi i jk / n), sign -1
+ * (forward) or +1 (inverse, without the 1/n), differentiable. Any length in
+ * O(n log n) on the CPU; torch.fft's API is composed on it in Lua. */
+WICK_API wick_status wick_fft_c2c(wick_tensor **out, const wick_tensor *x, int dim, int sign);
+/* The same by the product with the DFT matrix, on any backend (O(n^2), at
+ * most 8192 points): the reference the FFT kernels are tested against, and
+ * wick_fft_c2c itself on a backend without one. */
+WICK_API wick_status wick_dft_c2c(wick_tensor **out, const wick_tensor *x, int dim, int sign);
+
 /* ---- indexing, joining ---------------------------------------------------- */
 
 WICK_API wick_status wick_index_select(wick_tensor **out, const wick_tensor *a, int dim,

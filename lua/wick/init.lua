@@ -701,6 +701,7 @@ function wick.polar(abs, angle)
 end
 wick.ops = require("wick.ops")(wick) -- tril, split, topk, multinomial, einsum, random fills, ... (ops.lua)
 require("wick.special")(wick) -- wick.special, polygamma, erfinv, lgamma, ... (special.lua)
+wick.fft = require("wick.fft")(wick) -- torch.fft's transforms (fft.lua)
 for _, name in ipairs({ "tril", "triu", "split", "chunk", "unbind", "sort", "argsort", "topk", "msort", "cumsum",
   "cumprod", "clamp", "clamp_min", "clamp_max", "clip", "where", "randint", "randint_like", "randperm", "multinomial",
   "einsum", "bernoulli", "normal", "flip", "fliplr", "flipud", "roll", "amax", "amin", "logsumexp",

@@ -296,9 +296,13 @@ local function update_all(self)
       local g = p.grad
       if g then
         local state = self.state[p]
+        -- a complex parameter is updated as its real view, as PyTorch's
+        -- optimizers do (each part its own coordinate; the state is real)
+        local q = p
+        if p:is_complex() then q, g = p:view_as_real(), g:view_as_real() end
         if not state then state = {}; self.state[p] = state
-        else follow(p, state) end
-        update(p, g, state, group)
+        else follow(q, state) end
+        update(q, g, state, group)
       end
     end
   end

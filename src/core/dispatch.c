@@ -7,10 +7,10 @@
 static bool is_cpu_scalar(const wick_tensor *t) { return t->ndim == 0 && t->storage->device.type == WICK_CPU; }
 
 /* The ops here that take complex operands: those that move elements as they
- * are (by their size), and the ones complex.c composes, which check their
- * real parts. Every other op that checks devices refuses complex ones here. */
+ * are (by their size), the Fourier transform, and the ones complex.c
+ * composes, which check their real parts. Every other op that checks devices refuses complex ones here. */
 static wick_status complex_operands(const char *op, int n, const wick_tensor *const *ts) {
-    static const char *const moves[] = {"index_select", "gather", "cat", "index"};
+    static const char *const moves[] = {"index_select", "gather", "cat", "index", "fft"};
     for (size_t i = 0; i < sizeof moves / sizeof *moves; i++)
         if (strcmp(op, moves[i]) == 0) return WICK_OK;
     return wk_check_real(op, n, ts);

@@ -115,7 +115,26 @@ wick_status wick_scatter_add_(wick_tensor *a, int dim, const wick_tensor *index,
     return scatter_common("scatter_add", a, dim, index, src, true);
 }
 
+/* index_add_ of complex tensors: of their real views, each pair at its place */
+static wick_status complex_index_add_(wick_tensor *a, int dim, const wick_tensor *index, const wick_tensor *src) {
+    wick_tensor *ar = NULL, *sc = NULL, *sr = NULL;
+    wick_status st = wk_wrap_dim("index_add_", &dim, a->ndim);
+    if (!st && !wick_dtype_is_complex(a->dtype))
+        st = wick_fail(WICK_ERR_DTYPE, "index_add_: a %s source does not fit a %s tensor", wick_dtype_name(src->dtype),
+                       wick_dtype_name(a->dtype));
+    if (!st) st = wick_to(&sc, (wick_tensor *)src, (wick_options){a->dtype, src->storage->device, 0});
+    if (!st) st = wick_view_as_real(&ar, a);
+    if (!st) st = wick_view_as_real(&sr, sc);
+    if (!st) st = wick_index_add_(ar, dim, index, sr);
+    wick_tensor_release(ar);
+    wick_tensor_release(sc);
+    wick_tensor_release(sr);
+    return st;
+}
+
 wick_status wick_index_add_(wick_tensor *a, int dim, const wick_tensor *index, const wick_tensor *src) {
+    if (wick_dtype_is_complex(a->dtype) || wick_dtype_is_complex(src->dtype))
+        return complex_index_add_(a, dim, index, src);
     const wick_tensor *ts[3] = {a, index, src};
     const char *names[3] = {"self", "index", "source"};
     wick_status st = wk_check_same_device("index_add_", 3, ts, names);

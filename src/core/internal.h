@@ -546,11 +546,16 @@ struct wick_backend {
                      const struct wk_sgd_hparams *h);
     /* one fused Adadelta step in place over n contiguous elements of p, g,
      * square_avg and acc_delta, same dtypes; NULL: the composed update */
+    void (*adadelta_step)(wick_dtype dtype, char *p, const char *g, char *square_avg, char *acc_delta, int64_t n,
+                          const struct wk_adadelta_hparams *h);
     /* dense decompositions in float64 on the host (wk_decomp_args); the core
      * runs them on the CPU's for every device */
     wick_status (*decompose)(const wk_decomp_args *args);
-    void (*adadelta_step)(wick_dtype dtype, char *p, const char *g, char *square_avg, char *acc_delta, int64_t n,
-                          const struct wk_adadelta_hparams *h);
+    /* n-point discrete Fourier transforms in place along the `rows` rows of
+     * contiguous complex data of `dtype` (complex64 or complex128):
+     * x[k] = sum_j x[j] e^(sign 2 pi i jk / n), unnormalised, sign -1 or +1.
+     * NULL: the core multiplies by the DFT matrix instead (src/core/fft.c). */
+    wick_status (*fft)(wick_dtype dtype, char *data, int64_t rows, int64_t n, int sign);
 };
 
 extern const wick_backend wk_cpu_backend;

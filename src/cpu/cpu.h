@@ -121,4 +121,7 @@ wick_status cpu_decompose(const wk_decomp_args *a);
 wick_status cpu_sort(const wk_sort_args *a);
 wick_status cpu_scan(const wk_scan_args *a);
 
+/* cpu_fft.c: wick_backend.fft */
+wick_status cpu_fft(wick_dtype dtype, char *data, int64_t rows, int64_t n, int sign);
+
 #endif

@@ -408,6 +408,7 @@ const wick_backend wk_cpu_backend = {
     .softmax = cpu_softmax,
     .softmax_backward = cpu_softmax_backward,
     .act_backward = cpu_act_backward,
+    .fft = cpu_fft,
     .layer_norm = cpu_layer_norm,
     .layer_norm_backward = cpu_layer_norm_backward,
     .batch_norm = cpu_batch_norm,

@@ -416,6 +416,17 @@ WL_FUNCTION(m_complex) {
     return 1;
 }
 
+/* core._fft_c2c(x, dim, sign[, matrix]): wick_fft_c2c, dim counted from 1 (or
+ * -1 backwards); matrix: by the DFT matrix product (the kernels' reference) */
+WL_FUNCTION(m_fft_c2c) {
+    wick_tensor *x = wl_checktensor(L, 1, "fft", "input");
+    int dim = wl_dim_value(L, luaL_checknumber(L, 2), "fft");
+    int sign = (int)luaL_checkinteger(L, 3);
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, lua_toboolean(L, 4) ? wick_dft_c2c(slot, x, dim, sign) : wick_fft_c2c(slot, x, dim, sign));
+    return 1;
+}
+
 static const luaL_Reg view_methods[] = {
     {"view_as_real", t_view_as_real}, {"view_as_complex", t_view_as_complex}, {"_real", t_real},
     {"_imag", t_imag}, {"conj", t_conj}, {"angle", t_angle},
@@ -430,6 +441,8 @@ void wl_open_view(lua_State *L) {
     set_method(L, "stack", m_join, 1);
     lua_pushcfunction(L, m_complex);
     lua_setfield(L, -2, "complex");
+    lua_pushcfunction(L, m_fft_c2c);
+    lua_setfield(L, -2, "_fft_c2c");
     lua_getfield(L, -1, "Tensor");
     luaL_register(L, NULL, view_methods);
     set_method(L, "view", t_view_like, 0);
