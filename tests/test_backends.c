@@ -1049,6 +1049,45 @@ static void tile_cases(void) {
             }
 }
 
+/* The GPU's transform (the DFT matrix product, or a kernel once it has one)
+ * against the CPU's FFT kernel, as the real views of complex results. */
+static void fft_cases(void) {
+    static const int64_t shapes[][2] = {{3, 8}, {2, 12}, {4, 1}, {1, 17}, {5, 100}};
+    static const wick_dtype parts[] = {WICK_FLOAT32, WICK_FLOAT64};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int p = 0; p < 2; p++)
+            for (int dim = 0; dim < 2; dim++)
+                for (int sign = -1; sign <= 1; sign += 2) {
+                    n_cases++;
+                    wick_options o = {parts[p], CPU, 0};
+                    wick_tensor *re = NULL, *im = NULL, *z = NULL, *zg = NULL, *yc = NULL, *yg = NULL, *yh = NULL,
+                                *vc = NULL, *vg = NULL, *scale = NULL;
+                    wick_status st = wick_randn(&re, 2, shapes[s], o);
+                    if (!st) st = wick_randn(&im, 2, shapes[s], o);
+                    if (!st) st = wick_complex(&z, re, im);
+                    if (!st) st = wick_to(&zg, z, (wick_options){wick_tensor_dtype(z), GPU, 0});
+                    if (!st) st = wick_fft_c2c(&yc, z, dim, sign);
+                    if (!st) st = wick_fft_c2c(&yg, zg, dim, sign);
+                    if (!st) st = wick_to(&yh, yg, (wick_options){wick_tensor_dtype(yg), CPU, 0});
+                    if (!st) st = wick_view_as_real(&vc, yc);
+                    if (!st) st = wick_view_as_real(&vg, yh);
+                    /* a sum of n terms of size ~1: its rounding grows with n */
+                    if (!st) st = wick_full(&scale, wick_tensor_ndim(vc), wick_tensor_sizes(vc), 4.0 * (double)shapes[s][dim], o);
+                    char why[400];
+                    if (st) {
+                        n_failed++;
+                        printf("FAIL fft %s %lldx%lld dim %d sign %d: %s\n", wick_dtype_name(parts[p]),
+                               (long long)shapes[s][0], (long long)shapes[s][1], dim, sign, wick_last_error());
+                    } else if (!compare(vg, vc, scale, why, sizeof why)) {
+                        n_failed++;
+                        printf("FAIL fft %s %lldx%lld dim %d sign %d: %s\n", wick_dtype_name(parts[p]),
+                               (long long)shapes[s][0], (long long)shapes[s][1], dim, sign, why);
+                    }
+                    wick_tensor *all[] = {re, im, z, zg, yc, yg, yh, vc, vg, scale};
+                    for (size_t k = 0; k < sizeof all / sizeof *all; k++) wick_tensor_release(all[k]);
+                }
+}
+
 int main(void) {
     if (!wick_cuda_is_available()) {
         printf("test_backends: skipped (no CUDA GPU)\n");
@@ -1072,6 +1111,7 @@ int main(void) {
     index_cases();
     nn_cases();
     rnn_cases();
+    fft_cases();
     wick_status st = wick_cuda_synchronize(0);
     if (st) {
         n_failed++;

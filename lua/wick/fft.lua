@@ -234,5 +234,122 @@ return function(wick)
   --- fft.ifftshift(x, dim): its inverse
   shift("ifftshift", -1)
 
+  -- ---- short-time transforms (torch.stft, torch.istft) ----
+
+  local STFT = { n_fft = "integer", hop_length = "integer", win_length = "integer", window = "tensor",
+    center = "boolean", pad_mode = "string", normalized = "boolean", onesided = "boolean",
+    return_complex = "boolean", length = "integer" }
+  -- the window of win_length points (ones by default) centred in n_fft points
+  local function full_window(fn, window, n_fft, win_length, like)
+    win_length = win_length or (window and window:size(1)) or n_fft
+    if win_length < 1 or win_length > n_fft then
+      check.fail(fn, "expected 0 < win_length <= n_fft, but got win_length=%d", win_length)
+    end
+    if window == nil then
+      window = wick.ones(win_length, { dtype = like.dtype, device = like.device })
+    elseif window:dim() ~= 1 or window:size(1) ~= win_length then
+      check.fail(fn, "expected a 1D window tensor of size equal to win_length=%d, but got window with size %s",
+        win_length, tostring(window.shape))
+    end
+    if win_length == n_fft then return window end
+    local left = floor((n_fft - win_length) / 2)
+    return wick.nn.functional.pad(window, { left, n_fft - win_length - left })
+  end
+  local function stft_args(fn, input, ...)
+    check.tensor(input, fn, "input")
+    local o = check.positional(fn, { "n_fft", "hop_length", "win_length", "window", "center", "pad_mode",
+      "normalized", "onesided", "return_complex" }, STFT, ...)
+    local n_fft = o.n_fft
+    if n_fft == nil then check.fail(fn, "missing argument 'n_fft'") end
+    local hop = o.hop_length or floor(n_fft / 4)
+    if n_fft < 1 or hop < 1 then check.fail(fn, "expected n_fft > 0 and hop_length > 0, got %d and %d", n_fft, hop) end
+    return o, n_fft, hop
+  end
+
+  --- wick.stft(input, n_fft, hop_length, win_length, window, center = true,
+  --- pad_mode = "reflect", normalized = false, onesided, return_complex):
+  --- the DFTs of the windowed frames of a 1-D signal or a batch of them,
+  --- (..., n_fft // 2 + 1 or n_fft, frames) as torch.stft's
+  function wick.stft(input, ...)
+    local fn = "stft"
+    local o, n_fft, hop = stft_args(fn, input, ...)
+    if o.return_complex == nil and not input:is_complex() and not (o.window and o.window:is_complex()) then
+      check.fail(fn, "stft requires the return_complex parameter be given for real inputs, and will further "
+        .. "require that return_complex=True in a future PyTorch release.")
+    end
+    if input:dim() ~= 1 and input:dim() ~= 2 then check.fail(fn, "expected a 1D or 2D tensor, got %dD", input:dim()) end
+    local x = input:dim() == 1 and input:unsqueeze(1) or input
+    if not x:is_floating_point() and not x:is_complex() then x = x:to(wick.get_default_dtype()) end
+    if o.center ~= false then
+      local pad = floor(n_fft / 2)
+      x = wick.nn.functional.pad(x:unsqueeze(2), { pad, pad }, o.pad_mode or "reflect"):squeeze(2)
+    end
+    local length = x:size(2)
+    if n_fft > length then check.fail(fn, "expected 0 < n_fft < %d, but got n_fft=%d", length, n_fft) end
+    local window = full_window(fn, o.window, n_fft, o.win_length, x)
+    local frames = x:unfold(2, n_fft, hop) * window -- (batch, frames, n_fft)
+    local onesided = o.onesided
+    if onesided == nil then onesided = not frames:is_complex() end
+    local y = onesided and fft.rfft(frames, { dim = -1 }) or fft.fft(frames, { dim = -1 })
+    if o.normalized then y = y * (1 / math.sqrt(n_fft)) end
+    y = y:transpose(2, 3)
+    if input:dim() == 1 then y = y:squeeze(1) end
+    if o.return_complex == false then return wick.view_as_real(y) end
+    return y
+  end
+
+  --- wick.istft(input, n_fft, hop_length, win_length, window, center = true,
+  --- normalized = false, onesided, length, return_complex = false): the signal
+  --- whose stft is input, by overlap-add of the frames' inverse DFTs divided
+  --- by the sum of the squared windows there
+  function wick.istft(input, ...)
+    local fn = "istft"
+    local o, n_fft, hop = stft_args(fn, input, ...)
+    if not input:is_complex() then check.fail(fn, "expected a complex input tensor (the output of stft)") end
+    if input:dim() ~= 2 and input:dim() ~= 3 then check.fail(fn, "expected a 2D or 3D tensor, got %dD", input:dim()) end
+    local spec = input:dim() == 2 and input:unsqueeze(1) or input
+    local onesided = o.onesided
+    if onesided == nil then onesided = spec:size(2) ~= n_fft end
+    if onesided and spec:size(2) ~= floor(n_fft / 2) + 1 then
+      check.fail(fn, "expected the frequency dimension (%d) of the input to be n_fft // 2 + 1 = %d (a one-sided stft)",
+        spec:size(2), floor(n_fft / 2) + 1)
+    end
+    if o.normalized then spec = spec * math.sqrt(n_fft) end
+    spec = spec:transpose(2, 3) -- (batch, frames, freq)
+    local frames
+    if onesided then frames = fft.irfft(spec, { n = n_fft, dim = -1 })
+    else
+      frames = fft.ifft(spec, { n = n_fft, dim = -1 })
+      if not o.return_complex then frames = frames.real end
+    end
+    local window = full_window(fn, o.window, n_fft, o.win_length, frames.real or frames)
+    frames = frames * window
+    local batch, count = frames:size(1), frames:size(2)
+    local total = n_fft + hop * (count - 1)
+    -- every frame's samples at their places: index t * hop + k (1-based)
+    local place = (wick.arange(count, { dtype = "int64" }) * hop):unsqueeze(2) + wick.arange(1, n_fft + 1, { dtype = "int64" })
+    place = place:reshape(-1):to(frames.device)
+    local y = wick.zeros(batch, total, { dtype = frames.dtype, device = frames.device })
+    y = y:index_add(2, place, frames:reshape(batch, -1))
+    local envelope = wick.zeros(total, { dtype = window.dtype, device = window.device })
+    local squared = window * window
+    envelope = envelope:index_add(1, place, squared["repeat"](squared, count))
+    local start = o.center ~= false and floor(n_fft / 2) or 0
+    local stop = o.length and start + o.length or (o.center ~= false and total - floor(n_fft / 2) or total)
+    local have = math.min(stop, total) - start
+    y = y:narrow(2, start + 1, have)
+    envelope = envelope:narrow(1, start + 1, have)
+    if envelope:abs():lt(1e-11):any() then
+      check.fail(fn, "window overlap add min: %g (the window does not satisfy NOLA: some samples get no weight)",
+        envelope:abs():min():item())
+    end
+    y = y / envelope
+    if stop > total then -- a length beyond the frames: zeros
+      y = wick.cat({ y, wick.zeros(batch, stop - total, { dtype = y.dtype, device = y.device }) }, 2)
+    end
+    if input:dim() == 2 then y = y:squeeze(1) end
+    return y
+  end
+
   return check.strict(fft, "wick.fft")
 end

@@ -421,9 +421,9 @@ WL_FUNCTION(m_complex) {
 WL_FUNCTION(m_fft_c2c) {
     wick_tensor *x = wl_checktensor(L, 1, "fft", "input");
     int dim = wl_dim_value(L, luaL_checknumber(L, 2), "fft");
-    int sign = (int)luaL_checkinteger(L, 3);
+    int sign = (int)luaL_checkinteger(L, 3), matrix = lua_toboolean(L, 4);
     wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, lua_toboolean(L, 4) ? wick_dft_c2c(slot, x, dim, sign) : wick_fft_c2c(slot, x, dim, sign));
+    wl_check(L, matrix ? wick_dft_c2c(slot, x, dim, sign) : wick_fft_c2c(slot, x, dim, sign));
     return 1;
 }
 
