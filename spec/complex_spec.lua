@@ -149,6 +149,24 @@ describe("complex tensors", function()
     end
   end)
 
+  it("pow (2 and 0.5 exactly, others by e^(b log a)), where, masks, sgn, vdot and linear: PyTorch 2.15's values", function()
+    local a = c({ 1, -2, 0.5, 0 }, { 0.5, 1, -3, 2 })
+    local b = c({ 0.3, 1, -1, 2 }, { 1, 0, 0.5, -1 })
+    assert.are.same({ { 0.75, 1 }, { 3, -4 }, { -8.75, -3 }, { -4, 0 } }, (a ^ 2):totable())
+    close_pairs(pairs_of(a ^ b), { { 0.63006806, 0.16132990 }, { -2.0000002, 0.99999982 }, { -0.25305980, 0.61387593 },
+      { -14.801629, 12.294836 } }, 1e-5)
+    close_pairs(pairs_of(a ^ 0.5), { { 1.0290855, 0.24293414 }, { 0.34356076, 1.4553467 }, { 1.3306730, -1.1272491 },
+      { 1, 1 } }, 1e-5)
+    assert.are.same({ { 1, 0.5 }, { -2, 1 }, { 0.5, -3 }, { 0, 2 } }, wick.where(a:abs():gt(1), a, b):totable())
+    assert.are.same({ { 1, 0.5 }, { -2, 1 }, { 0.5, -3 }, { 0, 2 } }, a[a:abs():gt(1)]:totable())
+    close_pairs(pairs_of(a:sgn()), { { 0.89442718, 0.44721359 }, { -0.89442718, 0.44721359 }, { 0.16439898, -0.98639393 },
+      { 0, 1 } })
+    close_pairs({ wick.vdot(a, b):totable() }, { { -5.2, -6.9 } })
+    local W = wick.complex(wick.arange(8):reshape(2, 4) * 0.1, wick.arange(8):reshape(2, 4) * -0.2)
+    close_pairs(pairs_of(wick.nn.functional.linear(a, W, wick.complex(wick.ones(2), wick.zeros(2)))),
+      { { 1.1, 0.3 }, { 1.3, 0.9 } })
+  end)
+
   it("sum and mean, over everything or a dim, keepdim; matmul as the sums of products", function()
     local m = c({ { 1, 2, 3 }, { -1, 0.5, 2 } }, { { 0, -1, 2 }, { 1, 1, -0.5 } })
     local all = m:sum():totable()

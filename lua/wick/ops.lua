@@ -1791,8 +1791,11 @@ return function(wick)
     if beta == 0 then return p + t * 0 end
     return (beta == 1 and t or t * beta) + p
   end
-  --- t:vdot(u): the dot product of two 1-D tensors
-  function Tensor.vdot(t, u) return Tensor.dot(t, u) end
+  --- t:vdot(u): the dot product of two 1-D tensors, t conjugated first when complex
+  function Tensor.vdot(t, u)
+    check.tensor(t, "vdot", "self")
+    return Tensor.dot(t:is_complex() and t:conj() or t, u)
+  end
   --- t:rot90([k = 1[, dims = {1, 2}]]): rotated k quarter turns from dims[1] towards dims[2]
   function Tensor.rot90(t, k, dims)
     check.tensor(t, "rot90", "self")

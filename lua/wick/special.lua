@@ -77,8 +77,13 @@ return function(wick)
     return wick.where(negative, -a, a)
   end
 
-  --- t:sgn(): sign for real tensors
-  function Tensor.sgn(t) return check.tensor(t, "sgn", "self"):sign() end
+  --- t:sgn(): sign for real tensors; z / |z| (0 at 0) for complex ones
+  function Tensor.sgn(t)
+    check.tensor(t, "sgn", "self")
+    if not t:is_complex() then return t:sign() end
+    local a = t:abs()
+    return wick.where(a:eq(0), wick.zeros_like(t), t / a)
+  end
 
   --- t:heaviside(values): 0 below 0, 1 above, values where t is 0
   function Tensor.heaviside(t, values)

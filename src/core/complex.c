@@ -23,9 +23,9 @@ wick_status wk_check_real(const char *op, int n, const wick_tensor *const *ts) {
     for (int i = 0; i < n; i++)
         if (is_complex(ts[i]))
             return wick_fail(WICK_ERR_DTYPE,
-                             "%s: not implemented for %s tensors (complex tensors take +, -, *, /, matmul, "
-                             "sum, mean, abs, exp, log, sqrt, conj, angle, real, imag, views and copies; "
-                             "wick.view_as_real(z) gives the rest its parts)",
+                             "%s: not implemented for %s tensors (complex tensors take +, -, *, /, pow, where, "
+                             "matmul, linear, sum, mean, abs, exp, log, sqrt, conj, angle, real, imag, views, "
+                             "indexing and copies; wick.view_as_real(z) gives the rest its parts)",
                              op, wick_dtype_name(ts[i]->dtype));
     return WICK_OK;
 }
@@ -223,6 +223,13 @@ static wick_tensor *complex_binary(scratch *s, wick_binary_op op, const wick_ten
         return make_complex(s, dvd(s, add(s, mul(s, ar, br), mul(s, ai, bi)), d),
                             dvd(s, sub(s, mul(s, ai, br), mul(s, ar, bi)), d));
     }
+    case WICK_POW: { /* a^b = e^(b log a), log the principal one; a number 2 or 0.5 exactly as a a and sqrt a */
+        wick_tensor *base = converted(s, a, result);
+        double e = b->ndim == 0 && !is_complex(b) && b->storage->device.type == WICK_CPU ? wick_value_as_double(wk_data(b), b->dtype) : 0;
+        if (e == 2) return mul(s, base, base);
+        if (e == 0.5) return un(s, WICK_SQRT, base);
+        return un(s, WICK_EXP, mul(s, b, un(s, WICK_LOG, base)));
+    }
     case WICK_EQ:
     case WICK_NE: { /* both parts equal; either differs */
         wick_tensor *e = bin(s, op, as_real(s, converted(s, a, result)), as_real(s, converted(s, b, result))), *x, *y;
@@ -397,6 +404,26 @@ wick_status wk_complex_product(wick_tensor **out, product_fn fn, const wick_tens
     else
         r = make_complex(&s, sub(&s, product(&s, fn, ar, br), product(&s, fn, ai, bi)),
                          add(&s, product(&s, fn, ar, bi), product(&s, fn, ai, br)));
+    return finish(&s, out, r);
+}
+
+/* where(cond, a, b): of the pairs, the condition over both parts */
+wick_status wk_complex_where(wick_tensor **out, const wick_tensor *cond, const wick_tensor *a, const wick_tensor *b,
+                             wick_dtype result) {
+    scratch s = {0};
+    wick_tensor *r = NULL, *va = as_real(&s, converted(&s, a, result)), *vb = as_real(&s, converted(&s, b, result)),
+                *c = unsqueezed_last(&s, cond);
+    if (!failed(&s, va, vb) && c) kept(&s, wick_where(&r, c, va, vb), &r);
+    return finish(&s, out, as_complex(&s, r));
+}
+
+/* x weight^T + bias, as a matmul of the parts */
+wick_status wk_complex_linear(wick_tensor **out, const wick_tensor *x, const wick_tensor *weight, const wick_tensor *bias) {
+    scratch s = {0};
+    wick_tensor *wt = NULL, *r;
+    kept(&s, wick_transpose(&wt, (wick_tensor *)weight, 0, 1), &wt);
+    r = product(&s, wick_matmul, x, wt);
+    if (bias) r = add(&s, r, bias);
     return finish(&s, out, r);
 }
 

@@ -6,22 +6,17 @@
 
 static bool is_cpu_scalar(const wick_tensor *t) { return t->ndim == 0 && t->storage->device.type == WICK_CPU; }
 
-/* The ops here that take complex operands: those that move elements as they
- * are (by their size), the Fourier transform, and the ones complex.c
- * composes, which check their real parts. Every other op that checks devices refuses complex ones here. */
-static wick_status complex_operands(const char *op, int n, const wick_tensor *const *ts) {
-    static const char *const moves[] = {"index_select", "gather", "cat", "index", "fft"};
-    for (size_t i = 0; i < sizeof moves / sizeof *moves; i++)
-        if (strcmp(op, moves[i]) == 0) return WICK_OK;
-    return wk_check_real(op, n, ts);
-}
-
 wick_status wk_check_same_device(const char *op, int n, const wick_tensor *const *ts,
                                  const char *const *names) {
+    wick_status st = wk_check_real(op, n, ts);
+    return st ? st : wk_check_same_device_any(op, n, ts, names);
+}
+
+wick_status wk_check_same_device_any(const char *op, int n, const wick_tensor *const *ts,
+                                     const char *const *names) {
     /* every op with tensor operands passes here first: the place to stop for Ctrl-C */
     wick_status ist = wk_check_interrupt(op);
     if (ist) return ist;
-    if ((ist = complex_operands(op, n, ts))) return ist;
     int first = -1;
     for (int i = 0; i < n; i++) {
         if (!ts[i] || is_cpu_scalar(ts[i])) continue;

@@ -388,6 +388,7 @@ wick_status wick_where(wick_tensor **out, const wick_tensor *cond, const wick_te
         return wick_fail(WICK_ERR_DTYPE, "where: expected condition to be a bool tensor, but got %s",
                          wick_dtype_name(cond->dtype));
     wick_dtype result = result_type(a, b, false);
+    if (wick_dtype_is_complex(result)) return wk_complex_where(out, cond, a, b, result); /* complex.c */
     wick_dtype compute = compute_dtype(result);
     kernel_call k = {K_WHERE, 0, 0, 0};
     const wick_tensor *inputs[3] = {cond, a, b};

@@ -81,7 +81,7 @@ static wick_status c2c_backward(wk_node *n, wick_tensor *g, wick_tensor **grads)
 
 static wick_status c2c(wick_tensor **out, const wick_tensor *x, int dim, int sign, bool matrix) {
     const char *names[1] = {"input"};
-    TRY(wk_check_same_device("fft", 1, &x, names));
+    TRY(wk_check_same_device_any("fft", 1, &x, names));
     if (!wick_dtype_is_complex(x->dtype))
         return wick_fail(WICK_ERR_DTYPE, "fft: expected a complex tensor, got %s (wick.fft converts real ones)",
                          wick_dtype_name(x->dtype));

@@ -27,7 +27,7 @@ static wick_status index_as_int64(wick_tensor **out, const wick_tensor *index) {
 static wick_status index_select_forward(wick_tensor **out, const wick_tensor *a, int dim, const wick_tensor *index) {
     const wick_tensor *ts[2] = {a, index};
     const char *names[2] = {"self", "index"};
-    wick_status st = wk_check_same_device("index_select", 2, ts, names);
+    wick_status st = wk_check_same_device_any("index_select", 2, ts, names);
     if (st || (st = check_index_tensor("index_select", index)) || (st = wk_wrap_dim("index_select", &dim, a->ndim)))
         return st;
     if (index->ndim > 1)
@@ -68,7 +68,7 @@ static wick_status check_gather_shapes(const char *op, const wick_tensor *a, int
 static wick_status gather_forward(wick_tensor **out, const wick_tensor *a, int dim, const wick_tensor *index) {
     const wick_tensor *ts[2] = {a, index};
     const char *names[2] = {"self", "index"};
-    wick_status st = wk_check_same_device("gather", 2, ts, names);
+    wick_status st = wk_check_same_device_any("gather", 2, ts, names);
     if (st || (st = check_index_tensor("gather", index)) || (st = wk_wrap_dim("gather", &dim, a->ndim)) ||
         (st = check_gather_shapes("gather", a, dim, index, "input")))
         return st;
@@ -180,7 +180,7 @@ static wick_status cat_forward(wick_tensor **out, int count, const wick_tensor *
     for (int i = 1; i < count; i++) {
         const wick_tensor *pair[2] = {ts[0], ts[i]};
         const char *pnames[2] = {names[0], names[0]};
-        wick_status st = wk_check_same_device("cat", 2, pair, pnames);
+        wick_status st = wk_check_same_device_any("cat", 2, pair, pnames);
         if (st) return st;
     }
     const wick_tensor *first = ts[0];

@@ -164,6 +164,11 @@ const char *wk_shape_str(int ndim, const int64_t *sizes, char *buf, size_t size)
  * which may join any device as scalars. `names` are the op's argument names. */
 wick_status wk_check_same_device(const char *op, int n, const wick_tensor *const *tensors,
                                  const char *const *names);
+/* The same rule without refusing complex operands, which wk_check_same_device
+ * does (wk_check_real): for the ops that move elements as they are (index_select,
+ * gather, cat, slices written by copies) and those complex.c and fft.c compose. */
+wick_status wk_check_same_device_any(const char *op, int n, const wick_tensor *const *tensors,
+                                     const char *const *names);
 /* Fails when the device cannot run kernels in this build (CUDA without a GPU). */
 wick_status wk_check_device_usable(wick_device dev);
 const wick_backend *wk_backend_for(wick_device dev);
@@ -190,6 +195,10 @@ wick_status wk_complex_reduce(wick_tensor **out, wick_reduce_op op, const wick_t
 wick_status wk_complex_product(wick_tensor **out,
                                wick_status (*fn)(wick_tensor **, const wick_tensor *, const wick_tensor *),
                                const wick_tensor *a, const wick_tensor *b);
+wick_status wk_complex_where(wick_tensor **out, const wick_tensor *cond, const wick_tensor *a, const wick_tensor *b,
+                             wick_dtype result);
+wick_status wk_complex_linear(wick_tensor **out, const wick_tensor *x, const wick_tensor *weight,
+                              const wick_tensor *bias);
 /* the kernels' part of wick_copy_ and wick_fill_ for complex tensors */
 wick_status wk_complex_copy(wick_tensor *dst, const wick_tensor *src);
 wick_status wk_complex_fill(wick_tensor *t, double re, double im);

@@ -120,6 +120,8 @@ wick_status wick_linear(wick_tensor **out, const wick_tensor *x, const wick_tens
     WK_AUTOCAST(WK_AC_LOWER, 3, wick_linear(out, c[0], c[1], c[2]), x, weight, bias);
     if (weight->ndim != 2)
         return wick_fail(WICK_ERR_SHAPE, "linear: weight must be 2-D [out, in], got %d-D", weight->ndim);
+    if (wick_dtype_is_complex(x->dtype) || wick_dtype_is_complex(weight->dtype) || (bias && wick_dtype_is_complex(bias->dtype)))
+        return wk_complex_linear(out, x, weight, bias); /* complex.c */
     wick_tensor *wt = NULL, *r = NULL, *x2 = NULL, *r2 = NULL;
     wick_status st;
     if (x->ndim > 2) { /* [..., in]: the batch dims folded into rows, one product, unfolded (one tensor, no view left) */

@@ -312,11 +312,13 @@ done:
     return WICK_OK;
 }
 
-static wick_status check_value_device(const char *op, const wick_tensor *t, const wick_tensor *value) {
-    if (!value) return WICK_OK;
+/* (complex tensors take a write into a region, which copies; not one through
+ * index tensors, whose kernels convert values) */
+static wick_status check_value_device(const char *op, const wick_tensor *t, const wick_tensor *value, bool index) {
+    if (!value) return index ? wk_check_real(op, 1, &t) : WICK_OK;
     const wick_tensor *ts[2] = {t, value};
     const char *names[2] = {"self", "value"};
-    return wk_check_same_device(op, 2, ts, names);
+    return index ? wk_check_same_device(op, 2, ts, names) : wk_check_same_device_any(op, 2, ts, names);
 }
 
 /* t[key] = v or s: in place, or recorded and adopted (see the top). v fits
@@ -325,7 +327,7 @@ static wick_status check_value_device(const char *op, const wick_tensor *t, cons
 static wick_status key_put(const char *op, wick_tensor *t, const wk_key *k, const wick_tensor *value, double s,
                            int un, const int64_t *us) {
     wick_status st;
-    TRY(check_value_device(op, t, value));
+    TRY(check_value_device(op, t, value, k->index != NULL));
     wick_tensor *v = NULL, *fv = NULL, *r = NULL, *own = NULL;
     int64_t rs[WICK_MAX_DIMS];
     int rn = region_shape(t, k, rs);
@@ -455,13 +457,14 @@ static wick_status flatten_index(wick_tensor **out, const wick_tensor *index) {
 }
 
 /* The checks of a key with an index; *vn and vs: the shape of t's view. */
+/* (a read moves elements, so complex tensors take it; a write converts) */
 static wick_status check_key(const char *op, const wick_tensor *t, int n, const wick_key_entry *entries, int dim,
-                             int group, const wick_tensor *index, int *vn, int64_t *vs) {
+                             int group, const wick_tensor *index, int *vn, int64_t *vs, bool read) {
     if (n < 0 || n > t->ndim)
         return wick_fail(WICK_ERR_INDEX, "too many indices for tensor of dimension %d (got %d)", t->ndim, n);
     const wick_tensor *ts[2] = {t, index};
     const char *names[2] = {"self", "index"};
-    TRY(wk_check_same_device(op, 2, ts, names));
+    TRY(read ? wk_check_same_device_any(op, 2, ts, names) : wk_check_same_device(op, 2, ts, names));
     TRY(index_dtype_check(op, index));
     *vn = view_shape(t, n, entries, vs);
     if (group < 0 || dim < 0 || dim + group > *vn || (group == 0 && dim > *vn))
@@ -485,7 +488,7 @@ wick_status wick_index_key(wick_tensor **out, wick_tensor *t, int n, const wick_
                            const wick_tensor *index) {
     int vn = 0;
     int64_t vs[WICK_MAX_DIMS], sizes[WICK_MAX_DIMS];
-    TRY(check_key("index", t, n, entries, dim, group, index, &vn, vs));
+    TRY(check_key("index", t, n, entries, dim, group, index, &vn, vs, true));
     wick_tensor *flat, *r;
     TRY(flatten_index(&flat, index));
     wk_key k = {.n = n, .entries = entries, .index = flat, .dim = dim, .group = group};
@@ -503,7 +506,7 @@ static wick_status key_index_put(const char *op, wick_tensor *t, int n, const wi
                                  bool exact) {
     int vn = 0;
     int64_t vs[WICK_MAX_DIMS], sizes[WICK_MAX_DIMS];
-    TRY(check_key(op, t, n, entries, dim, group, index, &vn, vs));
+    TRY(check_key(op, t, n, entries, dim, group, index, &vn, vs, false));
     int un = indexed_shape(vn, vs, dim, group, index, sizes);
     if (exact && value && (value->ndim != un || memcmp(value->sizes, sizes, sizeof(int64_t) * un))) {
         char a[WK_SHAPE_BUF], b[WK_SHAPE_BUF];
@@ -555,12 +558,12 @@ wick_status wick_index_fill_(wick_tensor *t, int dim, const wick_tensor *index, 
 
 /* ---- masks ---- */
 
-static wick_status check_mask(const char *op, const wick_tensor *t, const wick_tensor *mask, bool prefix) {
+static wick_status check_mask(const char *op, const wick_tensor *t, const wick_tensor *mask, bool prefix, bool read) {
     if (mask->dtype != WICK_BOOL && mask->dtype != WICK_UINT8)
         return wick_fail(WICK_ERR_DTYPE, "%s: expected a bool mask, but got %s", op, wick_dtype_name(mask->dtype));
     const wick_tensor *ts[2] = {t, mask};
     const char *names[2] = {"self", "mask"};
-    TRY(wk_check_same_device(op, 2, ts, names));
+    TRY(read ? wk_check_same_device_any(op, 2, ts, names) : wk_check_same_device(op, 2, ts, names));
     if (!prefix) return WICK_OK;
     char a[WK_SHAPE_BUF], b[WK_SHAPE_BUF];
     if (mask->ndim > t->ndim)
@@ -612,7 +615,7 @@ wick_status wick_mask_positions(wick_tensor **out, const wick_tensor *mask) {
 }
 
 wick_status wick_mask_index(wick_tensor **out, wick_tensor *t, const wick_tensor *mask) {
-    TRY(check_mask("index", t, mask, true));
+    TRY(check_mask("index", t, mask, true, true));
     wick_tensor *pos;
     TRY(mask_positions(&pos, "index", mask, t->storage->device));
     wk_key k = {.index = pos, .dim = 0, .group = mask->ndim};
@@ -622,7 +625,7 @@ wick_status wick_mask_index(wick_tensor **out, wick_tensor *t, const wick_tensor
 }
 
 wick_status wick_mask_index_put_(wick_tensor *t, const wick_tensor *mask, const wick_tensor *value, double s) {
-    TRY(check_mask("index_put_", t, mask, true));
+    TRY(check_mask("index_put_", t, mask, true, false));
     if (wk_is_meta(t)) { /* shapes only */
         if (value) {
             const wick_tensor *ts[2] = {t, value};
@@ -653,7 +656,7 @@ static wick_status expand_mask(wick_tensor **out, const char *op, const wick_ten
 }
 
 wick_status wick_masked_select(wick_tensor **out, const wick_tensor *t, const wick_tensor *mask) {
-    TRY(check_mask("masked_select", t, mask, false));
+    TRY(check_mask("masked_select", t, mask, false, true));
     int n;
     int64_t sizes[WICK_MAX_DIMS];
     TRY(wk_broadcast_shapes("masked_select", t->ndim, t->sizes, mask->ndim, mask->sizes, &n, sizes));
@@ -667,7 +670,7 @@ wick_status wick_masked_select(wick_tensor **out, const wick_tensor *t, const wi
 }
 
 wick_status wick_masked_scatter_(wick_tensor *t, const wick_tensor *mask, const wick_tensor *source) {
-    TRY(check_mask("masked_scatter_", t, mask, false));
+    TRY(check_mask("masked_scatter_", t, mask, false, false));
     const wick_tensor *ts[2] = {t, source};
     const char *names[2] = {"self", "source"};
     TRY(wk_check_same_device("masked_scatter_", 2, ts, names));
@@ -700,7 +703,7 @@ done:
 /* where(mask, value, t) with value cast to t's dtype (a 0-dim tensor). */
 static wick_status masked_fill_value(wick_tensor **out, const char *op, const wick_tensor *t, const wick_tensor *mask,
                                      const wick_tensor *value, double s) {
-    TRY(check_mask(op, t, mask, false));
+    TRY(check_mask(op, t, mask, false, false));
     wick_tensor *v;
     if (value) {
         if (value->ndim != 0)
@@ -781,7 +784,7 @@ wick_status wick_masked_fill(wick_tensor **out, const wick_tensor *t, const wick
     TRY(wk_check_real("masked_fill", 1, &t));
     if (!value) TRY(wk_check_scalar("masked_fill", s, t->dtype));
     if (value || !mask_fits(t, mask)) return masked_fill_value(out, "masked_fill", t, mask, value, s);
-    TRY(check_mask("masked_fill", t, mask, false));
+    TRY(check_mask("masked_fill", t, mask, false, false));
     wick_tensor *me;
     TRY(expand_mask(&me, "masked_fill", mask, t->ndim, t->sizes));
     wick_status st = masked_fill_number(out, t, me, s);
@@ -793,7 +796,7 @@ wick_status wick_masked_fill_(wick_tensor *t, const wick_tensor *mask, const wic
     wick_tensor *me, *r = NULL;
     TRY(wk_check_real("masked_fill_", 1, (const wick_tensor *const *)&t));
     if (!value) TRY(wk_check_scalar("masked_fill_", s, t->dtype));
-    TRY(check_mask("masked_fill_", t, mask, false));
+    TRY(check_mask("masked_fill_", t, mask, false, false));
     TRY(expand_mask(&me, "masked_fill_", mask, t->ndim, t->sizes));
     const wick_tensor *ins[1] = {value};
     bool record = false;
