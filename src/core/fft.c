@@ -35,15 +35,15 @@ static wick_status dft_matrix(wick_tensor **out, int64_t n, int sign, wick_dtype
     return st;
 }
 
-/* the transform of the rows of c (contiguous, last dim n) into *out: the
+/* the transform of the rows of x (last dim n, contiguous) into *out: the
  * backend's kernel unless `matrix` */
-static wick_status transform_rows(wick_tensor **out, wick_tensor *c, int64_t n, int sign, bool matrix) {
-    const wick_backend *be = c->storage->backend;
+static wick_status transform_rows(wick_tensor **out, const wick_tensor *x, int64_t n, int sign, bool matrix) {
+    const wick_backend *be = x->storage->backend;
     if (be && be->fft && !matrix) {
-        TRY(be->fft(c->dtype, wk_data(c), wick_tensor_numel(c) / n, n, sign));
-        wick_tensor_retain(c);
-        *out = c;
-        return WICK_OK;
+        TRY(wk_tensor_new(out, x->ndim, x->sizes, x->dtype, x->storage->device));
+        wick_status st = be->fft(x->dtype, wk_data(x), wk_data(*out), wick_tensor_numel(x) / n, n, sign);
+        if (st) wick_tensor_release(*out);
+        return st;
     }
     if (n > MAX_MATRIX_POINTS)
         return wick_fail(WICK_ERR_UNSUPPORTED,
@@ -51,8 +51,8 @@ static wick_status transform_rows(wick_tensor **out, wick_tensor *c, int64_t n, 
                          "its DFT matrix product (at most %d points): transform on the CPU (:cpu())",
                          be ? be->name : "meta", n, MAX_MATRIX_POINTS);
     wick_tensor *w;
-    TRY(dft_matrix(&w, n, sign, c->dtype, c->storage->device));
-    wick_status st = wick_matmul(out, c, w);
+    TRY(dft_matrix(&w, n, sign, x->dtype, x->storage->device));
+    wick_status st = wick_matmul(out, x, w);
     wick_tensor_release(w);
     return st;
 }
@@ -62,10 +62,9 @@ static wick_status c2c_forward(wick_tensor **out, const wick_tensor *x, int dim,
     int64_t n = x->sizes[dim];
     wick_tensor *moved = NULL, *c = NULL, *r = NULL;
     wick_status st = wick_transpose(&moved, (wick_tensor *)x, dim, last);
-    if (!st) st = wk_tensor_new(&c, moved->ndim, moved->sizes, x->dtype, x->storage->device);
-    if (!st) st = wick_copy_(c, moved); /* a fresh contiguous copy the kernel transforms in place */
-    if (!st && n > 0 && wick_tensor_numel(c) > 0) st = transform_rows(&r, c, n, sign, matrix);
-    else if (!st) wick_tensor_retain(r = c);
+    if (!st) st = wick_contiguous(&c, moved); /* (the same tensor when it already is) */
+    if (!st && wick_tensor_numel(c) > 0) st = transform_rows(&r, c, n, sign, matrix);
+    else if (!st) st = wick_clone(&r, c);
     if (!st) st = wick_transpose(out, r, dim, last);
     wick_tensor_release(moved);
     wick_tensor_release(c);

@@ -122,6 +122,6 @@ wick_status cpu_sort(const wk_sort_args *a);
 wick_status cpu_scan(const wk_scan_args *a);
 
 /* cpu_fft.c: wick_backend.fft */
-wick_status cpu_fft(wick_dtype dtype, char *data, int64_t rows, int64_t n, int sign);
+wick_status cpu_fft(wick_dtype dtype, const char *in, char *out, int64_t rows, int64_t n, int sign);
 
 #endif

@@ -1,114 +1,143 @@
-/* Discrete Fourier transforms along the rows of a contiguous complex tensor,
- * in double precision whatever the dtype: an iterative radix-2 Cooley-Tukey
+/* Discrete Fourier transforms along the rows of contiguous complex data, in
+ * double precision whatever the dtype: an iterative radix-2 Cooley-Tukey
  * transform when n is a power of two, Bluestein's chirp-z transform (three
  * radix-2 transforms of a power of two >= 2n - 1) for every other n, so any
- * length costs O(n log n). The core's DFT matrix product (src/core/fft.c) is
- * the reference these are tested against. */
+ * length costs O(n log n). Complex numbers are pairs of doubles (re, im) with
+ * the arithmetic written out (C's complex multiplication checks for NaNs in
+ * a library call). The core's DFT matrix product (src/core/fft.c) is the
+ * reference these are tested against. */
 #include "cpu.h"
 
-#include <complex.h>
 #include <inttypes.h>
 #include <math.h>
 
-typedef double complex cplx;
-
-/* The transform of one plan: n points, sign -1 (forward) or +1 (inverse). */
+/* The transform of one call: n points, sign -1 (forward) or +1 (inverse). */
 typedef struct {
-    int64_t n, m;     /* m: the radix-2 length (n itself, or Bluestein's) */
-    int sign;
-    cplx *twiddle;    /* m/2 roots e^(sign 2 pi i k / m) */
-    cplx *chirp;      /* Bluestein: e^(sign pi i k^2 / n), k < n */
-    cplx *filter;     /* Bluestein: the transform of the conjugate chirp, wrapped to m */
-    wick_dtype dtype; /* complex64 or complex128 */
-    char *data;
-    int64_t rows;
-    int *out_of_memory; /* set (atomically) by a piece that could not get its work space */
+    int64_t n, m;        /* m: the radix-2 length (n itself, or Bluestein's) */
+    double *twiddle;     /* per stage of half-length h, at [2 (h - 1)]: e^(sign pi i k / h), k < h */
+    double *chirp;       /* Bluestein: e^(sign pi i k^2 / n), k < n */
+    double *filter;      /* Bluestein: the transform of the conjugate chirp, wrapped to m */
+    wick_dtype dtype;    /* complex64 or complex128 */
+    const char *in;
+    char *out;
+    int *out_of_memory;  /* set (atomically) by a piece that could not get its work space */
 } fft_plan;
 
 static bool is_pow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
-/* x (m points, m a power of two) transformed in place with the plan's twiddles */
-static void radix2(cplx *x, int64_t m, const cplx *tw) {
+/* x (m points as re, im pairs, m a power of two) transformed in place */
+WK_SIMD static void radix2(double *x, int64_t m, const double *twiddle) {
     for (int64_t i = 1, j = 0; i < m; i++) { /* bit-reversed order */
         int64_t bit = m >> 1;
         for (; j & bit; bit >>= 1) j ^= bit;
         j |= bit;
         if (i < j) {
-            cplx t = x[i];
-            x[i] = x[j];
-            x[j] = t;
+            double r = x[2 * i], s = x[2 * i + 1];
+            x[2 * i] = x[2 * j], x[2 * i + 1] = x[2 * j + 1];
+            x[2 * j] = r, x[2 * j + 1] = s;
         }
     }
-    for (int64_t len = 2; len <= m; len <<= 1) {
-        int64_t half = len / 2, step = m / len;
-        for (int64_t i = 0; i < m; i += len)
-            for (int64_t k = 0; k < half; k++) {
-                cplx u = x[i + k], v = x[i + k + half] * tw[k * step];
-                x[i + k] = u + v;
-                x[i + k + half] = u - v;
+    for (int64_t h = 1; h < m; h <<= 1) {
+        const double *w = twiddle + 2 * (h - 1);
+        for (int64_t i = 0; i < m; i += 2 * h) {
+            double *a = x + 2 * i, *b = x + 2 * (i + h);
+            for (int64_t k = 0; k < h; k++) {
+                double vr = b[2 * k] * w[2 * k] - b[2 * k + 1] * w[2 * k + 1];
+                double vi = b[2 * k] * w[2 * k + 1] + b[2 * k + 1] * w[2 * k];
+                double ur = a[2 * k], ui = a[2 * k + 1];
+                a[2 * k] = ur + vr, a[2 * k + 1] = ui + vi;
+                b[2 * k] = ur - vr, b[2 * k + 1] = ui - vi;
             }
+        }
     }
 }
 
-static void load_row(const fft_plan *p, int64_t r, cplx *x) {
+static void load_row(const fft_plan *p, int64_t r, double *x) {
+    int64_t n2 = 2 * p->n;
     if (p->dtype == WICK_COMPLEX64) {
-        const float *s = (const float *)p->data + 2 * r * p->n;
-        for (int64_t i = 0; i < p->n; i++) x[i] = CMPLX(s[2 * i], s[2 * i + 1]);
+        const float *s = (const float *)p->in + r * n2;
+        for (int64_t i = 0; i < n2; i++) x[i] = s[i];
     } else {
-        const double *s = (const double *)p->data + 2 * r * p->n;
-        for (int64_t i = 0; i < p->n; i++) x[i] = CMPLX(s[2 * i], s[2 * i + 1]);
+        memcpy(x, (const double *)p->in + r * n2, sizeof(double) * (size_t)n2);
     }
 }
 
-static void store_row(const fft_plan *p, int64_t r, const cplx *x) {
+static void store_row(const fft_plan *p, int64_t r, const double *x) {
+    int64_t n2 = 2 * p->n;
     if (p->dtype == WICK_COMPLEX64) {
-        float *d = (float *)p->data + 2 * r * p->n;
-        for (int64_t i = 0; i < p->n; i++) d[2 * i] = (float)creal(x[i]), d[2 * i + 1] = (float)cimag(x[i]);
+        float *d = (float *)p->out + r * n2;
+        for (int64_t i = 0; i < n2; i++) d[i] = (float)x[i];
     } else {
-        double *d = (double *)p->data + 2 * r * p->n;
-        for (int64_t i = 0; i < p->n; i++) d[2 * i] = creal(x[i]), d[2 * i + 1] = cimag(x[i]);
+        memcpy((double *)p->out + r * n2, x, sizeof(double) * (size_t)n2);
+    }
+}
+
+/* a *= b, pairs of n complex numbers; conj_out: the conjugate of the product */
+WK_SIMD static void multiply(double *a, const double *b, int64_t n, double scale, int conj_out) {
+    double sign = conj_out ? -1 : 1;
+    for (int64_t k = 0; k < n; k++) {
+        double r = a[2 * k] * b[2 * k] - a[2 * k + 1] * b[2 * k + 1];
+        double i = a[2 * k] * b[2 * k + 1] + a[2 * k + 1] * b[2 * k];
+        a[2 * k] = scale * r, a[2 * k + 1] = sign * scale * i;
     }
 }
 
 /* one row: X[k] = sum_j x[j] w^(jk); Bluestein writes jk = (j^2 + k^2 - (k - j)^2) / 2,
- * a convolution of x[j] chirp[j] with the conjugate chirp */
-static void transform_row(const fft_plan *p, int64_t r, cplx *x) {
+ * a convolution of x[j] chirp[j] with the conjugate chirp, done as
+ * conj(F(conj(F(a) F(b)))) / m */
+static void transform_row(const fft_plan *p, int64_t r, double *x) {
     load_row(p, r, x);
     if (!p->chirp) {
         radix2(x, p->m, p->twiddle);
     } else {
-        for (int64_t j = 0; j < p->n; j++) x[j] *= p->chirp[j];
-        for (int64_t j = p->n; j < p->m; j++) x[j] = 0;
+        multiply(x, p->chirp, p->n, 1, 0);
+        memset(x + 2 * p->n, 0, sizeof(double) * (size_t)(2 * (p->m - p->n)));
         radix2(x, p->m, p->twiddle);
-        for (int64_t j = 0; j < p->m; j++) x[j] = conj(x[j] * p->filter[j]); /* the inverse as conj(F(conj)) */
+        multiply(x, p->filter, p->m, 1, 1);
         radix2(x, p->m, p->twiddle);
-        for (int64_t k = 0; k < p->n; k++) x[k] = conj(x[k]) / (double)p->m * p->chirp[k];
+        for (int64_t k = 0; k < p->n; k++) x[2 * k + 1] = -x[2 * k + 1]; /* conj */
+        multiply(x, p->chirp, p->n, 1.0 / (double)p->m, 0);
     }
     store_row(p, r, x);
 }
 
 static void fft_rows(void *ctx, int64_t begin, int64_t end) {
     const fft_plan *p = ctx;
-    cplx *x = wk_malloc(sizeof(cplx) * (size_t)p->m);
+    size_t bytes = sizeof(double) * 2 * (size_t)p->m;
+    double *x = wk_malloc(bytes);
     if (!x) {
         __atomic_store_n(p->out_of_memory, 1, __ATOMIC_RELAXED);
         return;
     }
     for (int64_t r = begin; r < end; r++) transform_row(p, r, x);
-    wk_free(x, sizeof(cplx) * (size_t)p->m);
+    wk_free(x, bytes);
 }
 
-wick_status cpu_fft(wick_dtype dtype, char *data, int64_t rows, int64_t n, int sign) {
-    if (rows == 0 || n <= 1) return WICK_OK; /* a 1-point transform is the identity */
+static void fill_twiddles(double *t, int64_t m, int sign) {
+    for (int64_t h = 1; h < m; h <<= 1)
+        for (int64_t k = 0; k < h; k++) {
+            double a = M_PI * (double)k / (double)h;
+            t[2 * (h - 1 + k)] = cos(a), t[2 * (h - 1 + k) + 1] = sign * sin(a);
+        }
+}
+
+wick_status cpu_fft(wick_dtype dtype, const char *in, char *out, int64_t rows, int64_t n, int sign) {
+    if (rows == 0) return WICK_OK;
+    size_t elem = wick_dtype_size(dtype);
+    if (n <= 1) { /* a 1-point transform is the identity */
+        if (in != out) memcpy(out, in, elem * (size_t)(rows * n));
+        return WICK_OK;
+    }
+    sign = sign < 0 ? -1 : 1;
     int oom = 0;
-    fft_plan p = {n, n, sign < 0 ? -1 : 1, NULL, NULL, NULL, dtype, data, rows, &oom};
+    fft_plan p = {n, n, NULL, NULL, NULL, dtype, in, out, &oom};
     if (!is_pow2(n)) {
         p.m = 1;
         while (p.m < 2 * n - 1) p.m <<= 1;
     }
-    size_t tw_bytes = sizeof(cplx) * (size_t)(p.m / 2), n_bytes = sizeof(cplx) * (size_t)n,
-           m_bytes = sizeof(cplx) * (size_t)p.m;
     bool blue = p.m != n;
+    size_t tw_bytes = sizeof(double) * 2 * (size_t)p.m, n_bytes = sizeof(double) * 2 * (size_t)n,
+           m_bytes = sizeof(double) * 2 * (size_t)p.m;
     p.twiddle = wk_malloc(tw_bytes);
     if (blue) {
         p.chirp = wk_malloc(n_bytes);
@@ -119,24 +148,23 @@ wick_status cpu_fft(wick_dtype dtype, char *data, int64_t rows, int64_t n, int s
         st = wick_fail(WICK_ERR_OOM, "fft: out of memory for a %" PRId64 "-point transform", n);
         goto done;
     }
-    for (int64_t k = 0; k < p.m / 2; k++) {
-        double a = 2 * M_PI * (double)k / (double)p.m;
-        p.twiddle[k] = CMPLX(cos(a), p.sign * sin(a));
-    }
+    fill_twiddles(p.twiddle, p.m, sign);
     if (blue) {
         for (int64_t k = 0; k < n; k++) {
             /* k^2 mod 2n keeps the angle small and exact (pi k^2 / n is periodic in 2n) */
             int64_t q = (int64_t)(((unsigned __int128)k * (unsigned __int128)k) % (unsigned __int128)(2 * n));
             double a = M_PI * (double)q / (double)n;
-            p.chirp[k] = CMPLX(cos(a), p.sign * sin(a));
+            p.chirp[2 * k] = cos(a), p.chirp[2 * k + 1] = sign * sin(a);
         }
-        for (int64_t j = 0; j < p.m; j++) p.filter[j] = 0;
-        p.filter[0] = conj(p.chirp[0]);
-        for (int64_t k = 1; k < n; k++) p.filter[k] = p.filter[p.m - k] = conj(p.chirp[k]);
+        memset(p.filter, 0, m_bytes);
+        for (int64_t k = 0; k < n; k++) { /* conj(chirp) at k and at m - k */
+            p.filter[2 * k] = p.chirp[2 * k], p.filter[2 * k + 1] = -p.chirp[2 * k + 1];
+            if (k) p.filter[2 * (p.m - k)] = p.filter[2 * k], p.filter[2 * (p.m - k) + 1] = p.filter[2 * k + 1];
+        }
         radix2(p.filter, p.m, p.twiddle);
     }
     st = wk_parallel_for(rows, 1 + 32768 / (n + 1), fft_rows, &p);
-    if (!st && __atomic_load_n(&oom, __ATOMIC_RELAXED)) /* (some rows were left as they were) */
+    if (!st && __atomic_load_n(&oom, __ATOMIC_RELAXED)) /* (some rows were not written) */
         st = wick_fail(WICK_ERR_OOM, "fft: out of memory for the work space of a %" PRId64 "-point transform", n);
 done:
     wk_free(p.twiddle, tw_bytes);
