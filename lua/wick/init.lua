@@ -413,7 +413,7 @@ function Tensor.norm(t, p, dim, keepdim)
     local safe = wick.where(zero, 1, r)
     return wick.where(zero, 0, k == 2 and safe:sqrt() or safe ^ (1 / k))
   end
-  if p == 2 then return root(total(t * t), 2) end
+  if p == 2 then return root(total(t:_abs_squared()), 2) end
   if p == 1 then return total(a) end
   if p == 0 then return total(t:ne(0):to(t:is_floating_point() and t.dtype or "float32")) end
   if p == math.huge or p == -math.huge then
@@ -422,6 +422,13 @@ function Tensor.norm(t, p, dim, keepdim)
     return (a[pick](a, dim, keepdim == true))
   end
   return root(total(a ^ p), p)
+end
+-- |t|^2 elementwise, real; of a complex t the sum of its parts' squares (no
+-- square root: its gradient stays finite at 0)
+function Tensor._abs_squared(t)
+  if not t:is_complex() then return t * t end
+  local v = t:view_as_real()
+  return (v * v):sum(-1)
 end
 function Tensor.isposinf(t) return check_tensor(t, "isposinf", "self"):eq(math.huge) end
 function Tensor.isneginf(t) return check_tensor(t, "isneginf", "self"):eq(-math.huge) end

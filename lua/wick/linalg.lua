@@ -43,7 +43,7 @@ function linalg.matrix_norm(A, ord, dim, keepdim)
   if type(ord) == "table" then ord, dim, keepdim = ord.ord, ord.dim, ord.keepdim end
   check.tensor(A, "linalg.matrix_norm", "A")
   ord = ord or "fro"
-  if ord == "fro" then return (A * A):sum(dim or { -2, -1 }, keepdim == true):sqrt() end
+  if ord == "fro" then return A:_abs_squared():sum(dim or { -2, -1 }, keepdim == true):sqrt() end
   if dim ~= nil then check.fail("linalg.matrix_norm", "ord '%s' with dim is not supported (the last two dims)", tostring(ord)) end
   local s
   if ord == 2 or ord == -2 or ord == "nuc" then s = linalg.svdvals(A) end

@@ -259,8 +259,25 @@ wick_status wk_complex_binary(wick_tensor **out, wick_tensor *inplace, wick_bina
 }
 
 /* |z|, and arg z in (-pi, pi] */
+/* a 0-dim CPU tensor of `dtype` holding v */
+static wick_tensor *number(scratch *s, double v, wick_dtype dtype) {
+    wick_tensor *r = NULL;
+    return s->st ? NULL : kept(s, wick_full(&r, 0, NULL, v, (wick_options){dtype, wick_cpu(), 0}), &r);
+}
+static wick_tensor *pick(scratch *s, const wick_tensor *cond, const wick_tensor *a, const wick_tensor *b) {
+    wick_tensor *r = NULL;
+    return failed(s, cond, a) || failed(s, b, b) ? NULL : kept(s, wick_where(&r, cond, a, b), &r);
+}
+
+/* sqrt(re^2 + im^2); tracked, its gradient at 0 is 0 (PyTorch's), not the
+ * NaN of sqrt's infinite slope times 0 */
 static wick_tensor *magnitude(scratch *s, wick_tensor *re, wick_tensor *im) {
-    return un(s, WICK_SQRT, add(s, mul(s, re, re), mul(s, im, im)));
+    wick_tensor *sq = add(s, mul(s, re, re), mul(s, im, im)), *zero = NULL;
+    const wick_tensor *in[1] = {sq};
+    if (!sq || !wk_wants_grad(1, in)) return un(s, WICK_SQRT, sq);
+    if (!kept(s, wick_binary_scalar(&zero, WICK_EQ, sq, (wick_scalar){0, 1}, 0), &zero)) return NULL;
+    wick_tensor *root = un(s, WICK_SQRT, pick(s, zero, number(s, 1, sq->dtype), sq));
+    return pick(s, zero, number(s, 0, sq->dtype), root);
 }
 static wick_tensor *argument(scratch *s, wick_tensor *re, wick_tensor *im) { return bin(s, WICK_ATAN2, im, re); }
 

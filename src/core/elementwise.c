@@ -59,7 +59,7 @@ static wick_status check_cast(const char *op, wick_dtype result, wick_dtype out)
 }
 
 /* PyTorch's result type: dimensioned tensors decide, unless a 0-dim tensor or a
- * number operand is of a higher category (bool < integer < floating). */
+ * number operand is of a higher category (bool < integer < floating < complex). */
 static int category(wick_dtype d) {
     return d == WICK_BOOL ? 0 : wick_dtype_is_complex(d) ? 3 : wick_dtype_is_floating(d) ? 2 : 1;
 }
