@@ -488,6 +488,15 @@ WICK_API wick_status wick_angle(wick_tensor **out, const wick_tensor *t);
  * (forward) or +1 (inverse, without the 1/n), differentiable. Any length in
  * O(n log n) on the CPU; torch.fft's API is composed on it in Lua. */
 WICK_API wick_status wick_fft_c2c(wick_tensor **out, const wick_tensor *x, int dim, int sign);
+/* The transform (sign -1) of real x (float32 or float64) along dim, its
+ * n/2 + 1 non-negative frequencies (complex64 or complex128), differentiable:
+ * torch.fft.rfft unnormalised. Half the work of the complex transform. */
+WICK_API wick_status wick_fft_r2c(wick_tensor **out, const wick_tensor *x, int dim);
+/* The inverse (sign +1, unnormalised) of a one-sided spectrum: the n real
+ * points whose transform's non-negative frequencies are x along dim (which
+ * must hold n/2 + 1 of them; the imaginary parts at 0 and n/2 are ignored),
+ * torch.fft.irfft times n. Differentiable. */
+WICK_API wick_status wick_fft_c2r(wick_tensor **out, const wick_tensor *x, int dim, int64_t n);
 /* The same by the product with the DFT matrix, on any backend (O(n^2), at
  * most 8192 points): the reference the FFT kernels are tested against, and
  * wick_fft_c2c itself on a backend without one. */

@@ -9,7 +9,7 @@ local core = require("wick.core")
 local check = require("wick.argcheck")
 
 local Tensor = core.Tensor
-local fft_c2c = core._fft_c2c
+local fft_c2c, fft_r2c, fft_c2r = core._fft_c2c, core._fft_r2c, core._fft_c2r
 local floor = math.floor
 
 return function(wick)
@@ -37,11 +37,14 @@ return function(wick)
     if x:is_complex() then return x end
     return x:to(x.dtype == "float64" and "complex128" or "complex64")
   end
+  -- a real signal as float32 or float64 (integers: the default dtype; the
+  -- 16-bit ones: float32)
   local function real_input(x, fn)
     if x:is_complex() then
       check.fail(fn, "expects a real input tensor, but got %s", x.dtype)
     end
     if not x:is_floating_point() then return x:to(wick.get_default_dtype()) end
+    if x.dtype == "float16" or x.dtype == "bfloat16" then return x:to("float32") end
     return x
   end
   -- x with n points along dim: cut, or padded with zeros at the end
@@ -77,22 +80,21 @@ return function(wick)
   local function r2c(x, n, dim, norm, inverse, fn)
     x = real_input(x, fn)
     n = points(n, x:size(dim), fn)
-    local y = fft_c2c(complex_of(resized(x, n, dim)), dim, inverse and 1 or -1)
-    return scaled(y:narrow(dim, 1, floor(n / 2) + 1), n, norm, inverse)
+    local y
+    if inverse then -- (ihfft: the inverse's half, as the conjugate of the forward one's)
+      y = fft_c2c(complex_of(resized(x, n, dim)), dim, 1):narrow(dim, 1, floor(n / 2) + 1)
+    else
+      y = fft_r2c(resized(x, n, dim), dim)
+    end
+    return scaled(y, n, norm, inverse)
   end
-  -- a one-sided spectrum of n // 2 + 1 points made whole (X[n - k] = conj X[k]),
-  -- transformed, its real part: the imaginary parts the whole one cannot have
-  -- (at 0, and at n / 2 for an even n) drop out there, as in PyTorch's
+  -- the real signal of n points of a one-sided spectrum of n // 2 + 1 (the
+  -- imaginary parts at 0 and n / 2, which no real signal has, are ignored, as
+  -- in PyTorch's): the core's wick_fft_c2r
   local function c2r(x, n, dim, norm, inverse, fn)
     n = points(n, 2 * (x:size(dim) - 1), fn)
-    local half = resized(complex_of(x), floor(n / 2) + 1, dim)
-    local whole = half
-    local mirrored = n - (floor(n / 2) + 1)
-    if mirrored > 0 then
-      whole = wick.cat({ half, half:narrow(dim, 2, mirrored):flip(dim):conj() }, dim)
-    end
-    local y = fft_c2c(whole, dim, inverse and 1 or -1).real
-    return scaled(y, n, norm, inverse):contiguous()
+    local y = fft_c2r(resized(complex_of(x), floor(n / 2) + 1, dim), dim, n)
+    return scaled(y, n, norm, inverse)
   end
 
   local function define(name, fn, inverse)

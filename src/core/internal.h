@@ -566,6 +566,15 @@ struct wick_backend {
      * unnormalised, sign -1 or +1. NULL: the core multiplies by the DFT
      * matrix instead (src/core/fft.c). */
     wick_status (*fft)(wick_dtype dtype, const char *in, char *out, int64_t rows, int64_t n, int sign);
+    /* the forward transform of real rows of even length n (float32 or
+     * float64, contiguous) into their n/2 + 1 non-negative frequencies
+     * (complex64 or complex128 rows). NULL: the core transforms the rows as
+     * complex ones. */
+    wick_status (*rfft)(wick_dtype dtype, const char *in, char *out, int64_t rows, int64_t n);
+    /* the inverse (sign +1, unnormalised): real rows of even length n of
+     * `dtype` (float32 or float64) from complex rows of their n/2 + 1 points,
+     * the imaginary parts at 0 and n/2 taken as 0. NULL: the core composes it. */
+    wick_status (*irfft)(wick_dtype dtype, const char *in, char *out, int64_t rows, int64_t n);
 };
 
 extern const wick_backend wk_cpu_backend;

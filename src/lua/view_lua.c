@@ -427,6 +427,25 @@ WL_FUNCTION(m_fft_c2c) {
     return 1;
 }
 
+/* core._fft_r2c(x, dim): wick_fft_r2c, dim counted from 1 (or -1 backwards) */
+WL_FUNCTION(m_fft_r2c) {
+    wick_tensor *x = wl_checktensor(L, 1, "rfft", "input");
+    int dim = wl_dim_value(L, luaL_checknumber(L, 2), "rfft");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_fft_r2c(slot, x, dim));
+    return 1;
+}
+
+/* core._fft_c2r(x, dim, n): wick_fft_c2r, dim counted from 1 (or -1 backwards) */
+WL_FUNCTION(m_fft_c2r) {
+    wick_tensor *x = wl_checktensor(L, 1, "irfft", "input");
+    int dim = wl_dim_value(L, luaL_checknumber(L, 2), "irfft");
+    int64_t n = (int64_t)luaL_checknumber(L, 3);
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_fft_c2r(slot, x, dim, n));
+    return 1;
+}
+
 static const luaL_Reg view_methods[] = {
     {"view_as_real", t_view_as_real}, {"view_as_complex", t_view_as_complex}, {"_real", t_real},
     {"_imag", t_imag}, {"conj", t_conj}, {"angle", t_angle},
@@ -443,6 +462,10 @@ void wl_open_view(lua_State *L) {
     lua_setfield(L, -2, "complex");
     lua_pushcfunction(L, m_fft_c2c);
     lua_setfield(L, -2, "_fft_c2c");
+    lua_pushcfunction(L, m_fft_r2c);
+    lua_setfield(L, -2, "_fft_r2c");
+    lua_pushcfunction(L, m_fft_c2r);
+    lua_setfield(L, -2, "_fft_c2r");
     lua_getfield(L, -1, "Tensor");
     luaL_register(L, NULL, view_methods);
     set_method(L, "view", t_view_like, 0);
