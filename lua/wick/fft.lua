@@ -56,8 +56,10 @@ return function(wick)
     shape[dim < 0 and #shape + dim + 1 or dim] = n - size
     return wick.cat({ x, wick.zeros(shape, { dtype = x.dtype, device = x.device }) }, dim)
   end
+  local function is_int(v) return type(v) == "number" and v == floor(v) and v == v end
   local function points(n, default, fn)
     if n == nil then n = default end
+    if not is_int(n) then check.fail(fn, "expected an integer number of points, got %s", check.describe(n)) end
     if n < 1 then check.fail(fn, "Invalid number of data points (%d) specified", n) end
     return n
   end
@@ -65,6 +67,7 @@ return function(wick)
     check.tensor(x, fn, "input")
     if x:dim() == 0 then check.fail(fn, "expected a tensor with at least one dimension") end
     dim = dim or -1
+    if not is_int(dim) then check.fail(fn, "expected an integer dimension, got %s", check.describe(dim)) end
     if dim == 0 or dim > x:dim() or dim < -x:dim() then
       check.fail(fn, "dimension %d is out of range for a %d-dimensional tensor (dimensions count from 1)", dim, x:dim())
     end
@@ -129,6 +132,7 @@ return function(wick)
   -- last #s dims, or (default_dims) the last two, or every dim
   local function dims_and_sizes(x, o, fn, default_dims)
     check.tensor(x, fn, "input")
+    if x:dim() == 0 then check.fail(fn, "expected a tensor with at least one dimension") end
     local dims = o.dim
     if type(dims) == "number" then dims = { dims } end
     local s = o.s
@@ -140,6 +144,12 @@ return function(wick)
     end
     if s ~= nil and #s ~= #dims then
       check.fail(fn, "when given, dim and s must have the same length (got %d and %d)", #dims, #s)
+    end
+    if #dims == 0 then check.fail(fn, "expected at least one dimension to transform") end
+    for i = 1, s and #s or 0 do
+      if not is_int(s[i]) or (s[i] < 1 and s[i] ~= -1) then
+        check.fail(fn, "s[%d] must be a positive number of points (or -1: the input's), got %s", i, check.describe(s[i]))
+      end
     end
     local seen = {}
     for i, d in ipairs(dims) do
@@ -190,8 +200,12 @@ return function(wick)
   define_n("irfftn", "c2r", true)
 
   local FREQ = { d = "number", dtype = "dtype", device = "device", requires_grad = "boolean" }
-  local function frequencies(fn, values, n, d, o)
-    local t = wick.tensor(values, { dtype = o.dtype or wick.get_default_dtype(), device = o.device }) / (d * n)
+  -- the integers [first, last] (a range of indices, made as a tensor) / (d n)
+  local function frequencies(first, last, n, o)
+    local opts = { dtype = o.dtype or wick.get_default_dtype(), device = o.device }
+    return wick.arange(first, last + 1, opts) / ((o.d or 1) * n)
+  end
+  local function leaf(t, o)
     if o.requires_grad then t:requires_grad_(true) end
     return t
   end
@@ -199,17 +213,15 @@ return function(wick)
   function fft.fftfreq(n, ...)
     local o = check.positional("fft.fftfreq", { "d" }, FREQ, ...)
     check.int(n, "fft.fftfreq", "n", 1)
-    local v = {}
-    for i = 0, n - 1 do v[#v + 1] = i <= floor((n - 1) / 2) and i or i - n end
-    return frequencies("fft.fftfreq", v, n, o.d or 1, o)
+    local up = frequencies(0, floor((n - 1) / 2), n, o)
+    if n < 2 then return leaf(up, o) end
+    return leaf(wick.cat({ up, frequencies(-floor(n / 2), -1, n, o) }), o)
   end
   --- fft.rfftfreq(n, d = 1): those of rfft, [0, 1, ..., n // 2] / (d n)
   function fft.rfftfreq(n, ...)
     local o = check.positional("fft.rfftfreq", { "d" }, FREQ, ...)
     check.int(n, "fft.rfftfreq", "n", 1)
-    local v = {}
-    for i = 0, floor(n / 2) do v[#v + 1] = i end
-    return frequencies("fft.rfftfreq", v, n, o.d or 1, o)
+    return leaf(frequencies(0, floor(n / 2), n, o), o)
   end
 
   local SHIFT = { dim = "integer|table" }

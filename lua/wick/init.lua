@@ -329,7 +329,7 @@ function Tensor.is_complex(t) return dtype_info[check_tensor(t, "is_complex", "s
 function Tensor.resolve_conj(t) return check_tensor(t, "resolve_conj", "self") end
 Tensor.resolve_neg = Tensor.resolve_conj
 function Tensor.is_conj(t) check_tensor(t, "is_conj", "self"); return false end
-Tensor.conj_physical = function(t) return t:conj() end
+function Tensor.conj_physical(t) return check_tensor(t, "conj_physical", "self"):conj() end
 function Tensor.is_same_storage(t, other)
   check_tensor(t, "is_same_storage", "self")
   return t:_storage_id() == check_tensor(other, "is_same_storage", "other"):_storage_id()
@@ -426,7 +426,7 @@ end
 -- |t|^2 elementwise, real; of a complex t the sum of its parts' squares (no
 -- square root: its gradient stays finite at 0)
 function Tensor._abs_squared(t)
-  if not t:is_complex() then return t * t end
+  if not check_tensor(t, "_abs_squared", "self"):is_complex() then return t * t end
   local v = t:view_as_real()
   return (v * v):sum(-1)
 end
