@@ -65,6 +65,16 @@ describe("nn.utils.prune", function()
     local r = nn.Linear(4, 3)
     prune.random_structured(r, "weight", { amount = 2, dim = 1 })
     assert.are.equal(4, r.weight_mask:sum():item())
+    -- importance_scores by position or by name where PyTorch takes it, refused where it does not
+    local q = linear_with({ { 1, -5, 3 }, { -2, 6, 0.5 } })
+    prune.l1_unstructured(q, "weight", 2, wick.tensor({ { 9, 9, 0 }, { 9, 0, 9 } }))
+    assert.are.same({ { 1, 1, 0 }, { 1, 0, 1 } }, q.weight_mask:tolist())
+    local u = nn.Linear(3, 2)
+    support.assert_error_has(function()
+      prune.random_unstructured(u, "weight", { amount = 1, importance_scores = wick.ones(2, 3) })
+    end, "unknown option 'importance_scores'")
+    support.assert_error_has(function() prune.random_structured(u, "weight", 1, 1, 5) end,
+      "expected at most 2 positional argument(s)")
   end)
 
   it("a custom method: a subclass of BasePruningMethod with its compute_mask (the pruning tutorial)", function()

@@ -168,61 +168,41 @@ local function apply(fn, module, name, m, importance_scores)
   return module
 end
 
-local function scores_of(fn, opts)
-  if opts == nil then return nil end
-  check.options(opts, fn, { importance_scores = "tensor", amount = "number", n = "number", dim = "number" })
-  return opts.importance_scores
-end
-
--- PyTorch's keywords (prune.l1_unstructured(m, "weight", amount=0.3)): an
--- options table in place of the first of `names` holds it and the rest.
-local function keywords(fn, names, ...)
-  local args = { ... }
-  for i = 1, #names do
-    local v = args[i]
-    if type(v) == "table" and getmetatable(v) == nil and not wick.is_tensor(v) then
-      scores_of(fn, v)
-      local out = {}
-      for j = 1, i - 1 do out[j] = args[j] end
-      for j = i, #names do out[j] = v[names[j]] end
-      return out, v
-    end
-  end
-  return args, args[#names + 1]
-end
-
 --- prune.identity(module, name)
 function P.identity(module, name) return apply("identity", module, name, P.Identity()) end
+-- PyTorch's arguments, by position or by name (prune.l1_unstructured(m,
+-- "weight", amount=0.3) is {amount = 0.3})
+local AMOUNT = { amount = "number" }
+local SCORED = { amount = "number", importance_scores = "tensor" }
+local LN = { amount = "number", n = "number", dim = "integer", importance_scores = "tensor" }
+local STRUCTURED = { amount = "number", dim = "integer" }
 --- prune.random_unstructured(module, name, amount)
-function P.random_unstructured(module, name, amount)
-  amount = keywords("random_unstructured", { "amount" }, amount)[1]
-  count_of("random_unstructured", amount, 1e300)
-  return apply("random_unstructured", module, name, P.RandomUnstructured({ amount = amount }))
+function P.random_unstructured(module, name, ...)
+  local o = check.positional("random_unstructured", { "amount" }, AMOUNT, ...)
+  count_of("random_unstructured", o.amount, 1e300)
+  return apply("random_unstructured", module, name, P.RandomUnstructured({ amount = o.amount }))
 end
---- prune.l1_unstructured(module, name, amount[, {importance_scores =}])
+--- prune.l1_unstructured(module, name, amount[, importance_scores])
 function P.l1_unstructured(module, name, ...)
-  local args, opts = keywords("l1_unstructured", { "amount" }, ...)
-  local amount = args[1]
-  count_of("l1_unstructured", amount, 1e300)
-  return apply("l1_unstructured", module, name, P.L1Unstructured({ amount = amount }), scores_of("l1_unstructured", opts))
+  local o = check.positional("l1_unstructured", { "amount", "importance_scores" }, SCORED, ...)
+  count_of("l1_unstructured", o.amount, 1e300)
+  return apply("l1_unstructured", module, name, P.L1Unstructured({ amount = o.amount }), o.importance_scores)
 end
---- prune.ln_structured(module, name, amount, n, dim[, {importance_scores =}])
+--- prune.ln_structured(module, name, amount, n, dim[, importance_scores])
 function P.ln_structured(module, name, ...)
-  local args, opts = keywords("ln_structured", { "amount", "n", "dim" }, ...)
-  local amount, n, dim = args[1], args[2], args[3]
-  check.number(n, "ln_structured", "n")
-  check.int(dim, "ln_structured", "dim")
-  count_of("ln_structured", amount, 1e300)
-  return apply("ln_structured", module, name, P.LnStructured({ amount = amount, n = n, dim = dim }),
-    scores_of("ln_structured", opts))
+  local o = check.positional("ln_structured", { "amount", "n", "dim", "importance_scores" }, LN, ...)
+  check.number(o.n, "ln_structured", "n")
+  check.int(o.dim, "ln_structured", "dim")
+  count_of("ln_structured", o.amount, 1e300)
+  return apply("ln_structured", module, name, P.LnStructured({ amount = o.amount, n = o.n, dim = o.dim }),
+    o.importance_scores)
 end
 --- prune.random_structured(module, name, amount, dim)
 function P.random_structured(module, name, ...)
-  local args = keywords("random_structured", { "amount", "dim" }, ...)
-  local amount, dim = args[1], args[2]
-  check.int(dim, "random_structured", "dim")
-  count_of("random_structured", amount, 1e300)
-  return apply("random_structured", module, name, P.RandomStructured({ amount = amount, dim = dim }))
+  local o = check.positional("random_structured", { "amount", "dim" }, STRUCTURED, ...)
+  check.int(o.dim, "random_structured", "dim")
+  count_of("random_structured", o.amount, 1e300)
+  return apply("random_structured", module, name, P.RandomStructured({ amount = o.amount, dim = o.dim }))
 end
 --- prune.BasePruningMethod: a custom method is a subclass with its
 --- compute_mask(t, default_mask) and PRUNING_TYPE ("unstructured", "structured"

@@ -355,8 +355,12 @@ local SummaryWriter = {}
 SummaryWriter.__index = function(_, key)
   local v = rawget(SummaryWriter, key)
   if v == nil and type(key) == "string" and key:find("^add_") then
-    error(("SummaryWriter:%s is not implemented in wick (it has add_scalar, add_scalars, add_histogram, add_image, add_images, add_text "
-      .. "and add_hparams)"):format(key), 2)
+    local have = {}
+    for name in pairs(SummaryWriter) do
+      if type(name) == "string" and name:find("^add_") then have[#have + 1] = name end
+    end
+    table.sort(have)
+    error(("SummaryWriter:%s is not implemented in wick (it has %s)"):format(key, table.concat(have, ", ")), 2)
   end
   return v
 end
