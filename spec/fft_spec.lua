@@ -156,7 +156,7 @@ describe("wick.fft", function()
   it("refuses what torch.fft refuses, naming the function", function()
     assert.has_error(function() F.rfft(wick.complex(wick.ones(4), wick.ones(4))) end,
       "fft.rfft: expects a real input tensor, but got complex64")
-    assert.has_error(function() F.fft(wick.ones(4), 0) end, "fft: Invalid number of data points (0) specified")
+    assert.has_error(function() F.fft(wick.ones(4), 0) end, "fft.fft: Invalid number of data points (0) specified")
     assert.has_error(function() F.fft(wick.ones(4), { norm = "twice" }) end)
     assert.has_error(function() F.fft(wick.ones(4), { dim = 2 }) end)
     assert.has_error(function() F.fft2(wick.ones(4), { 2, 2 }) end)

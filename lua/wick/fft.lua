@@ -1,14 +1,14 @@
--- wick.fft: torch.fft's transforms. Each is composed of the core's one
--- differentiable transform, the unnormalised complex DFT along one dim
--- (wick_fft_c2c, src/core/fft.c; on the CPU any length in O(n log n)), and
--- tensor ops for the rest: lengths (cut or zero-padded), norms, the halves of
--- real signals' spectra. Arguments as PyTorch's, by position or in an options
--- table: fft(x, n, dim, norm), fftn(x, s, dim, norm); dims count from 1
--- (negative from the end), the default the last.
+-- wick.fft: torch.fft's transforms, and wick.stft / wick.istft. Each is
+-- composed of the core's differentiable transforms along one dim, all
+-- unnormalised (src/core/fft.c: complex to complex, a real signal to its
+-- non-negative frequencies, and back; on the CPU any length in O(n log n)),
+-- and tensor ops for the rest: lengths (cut or zero-padded), norms, several
+-- dims, frames. Arguments as PyTorch's, by position or in an options table:
+-- fft(x, n, dim, norm), fftn(x, s, dim, norm); dims count from 1 (negative
+-- from the end), the default the last.
 local core = require("wick.core")
 local check = require("wick.argcheck")
 
-local Tensor = core.Tensor
 local fft_c2c, fft_r2c, fft_c2r = core._fft_c2c, core._fft_r2c, core._fft_c2r
 local floor = math.floor
 
@@ -75,21 +75,17 @@ return function(wick)
   end
 
   -- the one-dim transforms, on checked arguments
-  local function c2c(x, n, dim, norm, inverse)
-    n = points(n, x:size(dim), "fft")
+  local function c2c(x, n, dim, norm, inverse, fn)
+    n = points(n, x:size(dim), fn or "fft")
     local y = fft_c2c(resized(complex_of(x), n, dim), dim, inverse and 1 or -1)
     return scaled(y, n, norm, inverse)
   end
-  local function r2c(x, n, dim, norm, inverse, fn)
+  -- (always the forward transform: ihfft is the conjugate of rfft with the
+  -- norm swapped; the `inverse` argument of the other two is not used)
+  local function r2c(x, n, dim, norm, _, fn)
     x = real_input(x, fn)
     n = points(n, x:size(dim), fn)
-    local y
-    if inverse then -- (ihfft: the inverse's half, as the conjugate of the forward one's)
-      y = fft_c2c(complex_of(resized(x, n, dim)), dim, 1):narrow(dim, 1, floor(n / 2) + 1)
-    else
-      y = fft_r2c(resized(x, n, dim), dim)
-    end
-    return scaled(y, n, norm, inverse)
+    return scaled(fft_r2c(resized(x, n, dim), dim), n, norm, false)
   end
   -- the real signal of n points of a one-sided spectrum of n // 2 + 1 (the
   -- imaginary parts at 0 and n / 2, which no real signal has, are ignored, as
@@ -176,15 +172,15 @@ return function(wick)
       local last = #dims
       if kind == "c2c" then
         local y = x
-        for i = 1, last do y = c2c(y, sizes[i], dims[i], norm, inverse) end
+        for i = 1, last do y = c2c(y, sizes[i], dims[i], norm, inverse, fn) end
         return y
       elseif kind == "r2c" then -- the last dim one-sided, then the others whole
         local y = r2c(x, sizes[last], dims[last], norm, inverse, fn)
-        for i = 1, last - 1 do y = c2c(y, sizes[i], dims[i], norm, inverse) end
+        for i = 1, last - 1 do y = c2c(y, sizes[i], dims[i], norm, inverse, fn) end
         return y
       end
       local y = x -- c2r: the others first, the last dim made real
-      for i = 1, last - 1 do y = c2c(y, sizes[i], dims[i], norm, inverse) end
+      for i = 1, last - 1 do y = c2c(y, sizes[i], dims[i], norm, inverse, fn) end
       return c2r(y, sizes[last], dims[last], norm, inverse, fn)
     end
   end

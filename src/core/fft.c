@@ -1,9 +1,11 @@
-/* The discrete Fourier transform along one dim of a complex tensor,
- * unnormalised, as one differentiable op. A backend's fft kernel runs it
- * (the CPU's: src/cpu/cpu_fft.c); on a backend without one it is the product
- * with the DFT matrix, which is also the reference the kernels are tested
- * against. torch.fft's functions (norms, lengths, real signals) are composed
- * on it in lua/wick/fft.lua. */
+/* The discrete Fourier transform along one dim, unnormalised, as three
+ * differentiable ops: complex to complex (wick_fft_c2c), a real signal to its
+ * non-negative frequencies (wick_fft_r2c) and back (wick_fft_c2r). A
+ * backend's kernels run them (the CPU's: src/cpu/cpu_fft.c); on a backend
+ * without them the complex one is the product with the DFT matrix, which is
+ * also the reference the kernels are tested against, and the real ones are
+ * composed on it. torch.fft's functions (norms, lengths, n dims) are built on
+ * these in lua/wick/fft.lua. */
 #include "autograd.h"
 
 #include <inttypes.h>

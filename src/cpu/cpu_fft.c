@@ -185,23 +185,21 @@ done:
     return st;
 }
 
-/* ---- real signals: rfft ---- */
+/* ---- real signals: rfft, and irfft back ---- */
 
 typedef struct {
     fft_plan half;    /* the n/2-point complex transform of the packed pairs */
-    const double *w;  /* e^(-2 pi i k / n), k <= n/2 */
+    const double *w;  /* e^(sign 2 pi i k / n), k <= n/2 */
     wick_dtype dtype; /* float32 or float64 */
     const char *in;
     char *out;
     int64_t n;
     int inverse; /* irfft_row, else rfft_row */
-} rfft_plan;
-
-static void irfft_row(const rfft_plan *p, int64_t r, double *x);
+} real_plan;
 
 /* z[j] = x[2j] + i x[2j+1] transformed (Z), then X[k] = E[k] + w^k O[k] with
  * E = (Z[k] + conj Z[N-k]) / 2 and O = (Z[k] - conj Z[N-k]) / 2i, N = n/2 */
-static void rfft_row(const rfft_plan *p, int64_t r, double *x) {
+static void rfft_row(const real_plan *p, int64_t r, double *x) {
     int64_t n = p->n, h = n / 2;
     if (p->dtype == WICK_FLOAT32) {
         const float *s = (const float *)p->in + r * n;
@@ -225,8 +223,37 @@ static void rfft_row(const rfft_plan *p, int64_t r, double *x) {
     }
 }
 
-static void rfft_rows(void *ctx, int64_t begin, int64_t end) {
-    const rfft_plan *p = ctx;
+/* x (n = 2N real points) from X[0..N]: Z[k] = (X[k] + conj X[N-k]) + i e^(2 pi i k / n) (X[k] - conj X[N-k]),
+ * z = the N-point inverse transform of Z, x[2j] = re z[j], x[2j+1] = im z[j];
+ * the imaginary parts of X[0] and X[N], which no real signal has, are taken as 0 */
+static void irfft_row(const real_plan *p, int64_t r, double *x) {
+    int64_t n = p->n, h = n / 2;
+    double *X = x + 2 * p->half.m; /* the row's N + 1 input points */
+    if (p->dtype == WICK_FLOAT32) {
+        const float *s = (const float *)p->in + r * 2 * (h + 1);
+        for (int64_t i = 0; i < 2 * (h + 1); i++) X[i] = s[i];
+    } else {
+        memcpy(X, (const double *)p->in + r * 2 * (h + 1), sizeof(double) * 2 * (size_t)(h + 1));
+    }
+    X[1] = 0, X[2 * h + 1] = 0;
+    for (int64_t k = 0; k < h; k++) {
+        double ar = X[2 * k], ai = X[2 * k + 1], br = X[2 * (h - k)], bi = -X[2 * (h - k) + 1]; /* conj X[N-k] */
+        double sr = ar + br, si = ai + bi, dr = ar - br, di = ai - bi;
+        double wr = p->w[2 * k], wi = p->w[2 * k + 1]; /* e^(+2 pi i k / n) */
+        double tr = wr * dr - wi * di, ti = wr * di + wi * dr; /* w d, then times i: (-ti, tr) */
+        x[2 * k] = sr - ti, x[2 * k + 1] = si + tr;
+    }
+    transform(&p->half, x);
+    if (p->dtype == WICK_FLOAT32) {
+        float *d = (float *)p->out + r * n;
+        for (int64_t i = 0; i < n; i++) d[i] = (float)x[i];
+    } else {
+        memcpy((double *)p->out + r * n, x, sizeof(double) * (size_t)n);
+    }
+}
+
+static void real_rows_range(void *ctx, int64_t begin, int64_t end) {
+    const real_plan *p = ctx;
     /* the transform's work space, and after it the input points of irfft_row */
     size_t bytes = sizeof(double) * 2 * (size_t)(p->half.m + p->half.n + 1);
     double *x = wk_malloc(bytes);
@@ -245,7 +272,7 @@ static wick_status real_rows(wick_dtype dtype, const char *in, char *out, int64_
     int64_t h = n / 2;
     int oom = 0;
     int sign = inverse ? 1 : -1;
-    rfft_plan p = {{h, h, NULL, NULL, NULL, WICK_COMPLEX128, NULL, NULL, &oom}, NULL, dtype, in, out, n, inverse};
+    real_plan p = {{h, h, NULL, NULL, NULL, WICK_COMPLEX128, NULL, NULL, &oom}, NULL, dtype, in, out, n, inverse};
     if (!is_pow2(h)) {
         p.half.m = 1;
         while (p.half.m < 2 * h - 1) p.half.m <<= 1;
@@ -271,7 +298,7 @@ static wick_status real_rows(wick_dtype dtype, const char *in, char *out, int64_
     }
     fill_twiddles(p.half.twiddle, p.half.m, sign);
     if (blue) bluestein_tables(&p.half, sign);
-    st = wk_parallel_for(rows, 1 + 32768 / (n + 1), rfft_rows, &p);
+    st = wk_parallel_for(rows, 1 + 32768 / (n + 1), real_rows_range, &p);
     if (!st && __atomic_load_n(&oom, __ATOMIC_RELAXED))
         st = wick_fail(WICK_ERR_OOM, "rfft: out of memory for the work space of a %" PRId64 "-point transform", n);
 done:
@@ -290,35 +317,4 @@ wick_status cpu_rfft(wick_dtype dtype, const char *in, char *out, int64_t rows, 
 
 wick_status cpu_irfft(wick_dtype dtype, const char *in, char *out, int64_t rows, int64_t n) {
     return real_rows(dtype, in, out, rows, n, 1);
-}
-
-/* ---- real signals from their non-negative frequencies: irfft ---- */
-
-/* x (n = 2N real points) from X[0..N]: Z[k] = (X[k] + conj X[N-k]) + i e^(2 pi i k / n) (X[k] - conj X[N-k]),
- * z = the N-point inverse transform of Z, x[2j] = re z[j], x[2j+1] = im z[j];
- * the imaginary parts of X[0] and X[N], which no real signal has, are taken as 0 */
-static void irfft_row(const rfft_plan *p, int64_t r, double *x) {
-    int64_t n = p->n, h = n / 2;
-    double *X = x + 2 * p->half.m; /* the row's N + 1 input points */
-    if (p->dtype == WICK_FLOAT32) {
-        const float *s = (const float *)p->in + r * 2 * (h + 1);
-        for (int64_t i = 0; i < 2 * (h + 1); i++) X[i] = s[i];
-    } else {
-        memcpy(X, (const double *)p->in + r * 2 * (h + 1), sizeof(double) * 2 * (size_t)(h + 1));
-    }
-    X[1] = 0, X[2 * h + 1] = 0;
-    for (int64_t k = 0; k < h; k++) {
-        double ar = X[2 * k], ai = X[2 * k + 1], br = X[2 * (h - k)], bi = -X[2 * (h - k) + 1]; /* conj X[N-k] */
-        double sr = ar + br, si = ai + bi, dr = ar - br, di = ai - bi;
-        double wr = p->w[2 * k], wi = p->w[2 * k + 1]; /* e^(+2 pi i k / n) */
-        double tr = wr * dr - wi * di, ti = wr * di + wi * dr; /* w d, then times i: (-ti, tr) */
-        x[2 * k] = sr - ti, x[2 * k + 1] = si + tr;
-    }
-    transform(&p->half, x);
-    if (p->dtype == WICK_FLOAT32) {
-        float *d = (float *)p->out + r * n;
-        for (int64_t i = 0; i < n; i++) d[i] = (float)x[i];
-    } else {
-        memcpy((double *)p->out + r * n, x, sizeof(double) * (size_t)n);
-    }
 }
