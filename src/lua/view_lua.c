@@ -421,7 +421,9 @@ WL_FUNCTION(m_complex) {
 WL_FUNCTION(m_fft_c2c) {
     wick_tensor *x = wl_checktensor(L, 1, "fft", "input");
     int dim = wl_dim_value(L, luaL_checknumber(L, 2), "fft");
-    int sign = (int)luaL_checkinteger(L, 3), matrix = lua_toboolean(L, 4);
+    lua_Number s = luaL_checknumber(L, 3);
+    if (s != 1 && s != -1) wl_raise(L, "fft: sign must be -1 or 1, got %g", s);
+    int sign = s > 0 ? 1 : -1, matrix = lua_toboolean(L, 4);
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, matrix ? wick_dft_c2c(slot, x, dim, sign) : wick_fft_c2c(slot, x, dim, sign));
     return 1;
@@ -440,7 +442,10 @@ WL_FUNCTION(m_fft_r2c) {
 WL_FUNCTION(m_fft_c2r) {
     wick_tensor *x = wl_checktensor(L, 1, "irfft", "input");
     int dim = wl_dim_value(L, luaL_checknumber(L, 2), "irfft");
-    int64_t n = (int64_t)luaL_checknumber(L, 3);
+    lua_Number v = luaL_checknumber(L, 3);
+    if (!(v >= 1 && v <= 9007199254740992.0) || v != floor(v))
+        wl_raise(L, "irfft: expected a positive integer number of points, got %g", v);
+    int64_t n = (int64_t)v;
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_fft_c2r(slot, x, dim, n));
     return 1;
