@@ -60,7 +60,7 @@ return function(wick)
   local function points(n, default, fn)
     if n == nil then n = default end
     if not is_int(n) then check.fail(fn, "expected an integer number of points, got %s", check.describe(n)) end
-    if n < 1 then check.fail(fn, "Invalid number of data points (%d) specified", n) end
+    if n < 1 then check.fail(fn, "Invalid number of data points (%.0f) specified", n) end
     return n
   end
   local function one_dim(x, dim, fn)
@@ -69,7 +69,7 @@ return function(wick)
     dim = dim or -1
     if not is_int(dim) then check.fail(fn, "expected an integer dimension, got %s", check.describe(dim)) end
     if dim == 0 or dim > x:dim() or dim < -x:dim() then
-      check.fail(fn, "dimension %d is out of range for a %d-dimensional tensor (dimensions count from 1)", dim, x:dim())
+      check.fail(fn, "dimension %.0f is out of range for a %d-dimensional tensor (dimensions count from 1)", dim, x:dim())
     end
     return dim
   end
