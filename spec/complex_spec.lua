@@ -130,6 +130,7 @@ describe("complex tensors", function()
     a:add_(1)
     for i = 1, 4 do want[i][1] = want[i][1] + 1 end
     close_pairs(pairs_of(a), want)
+    assert.has_error(function() a:abs_() end, "abs_: in-place abs is not supported for complex tensors (use t:abs())")
     assert.has_error(function() wick.ones(4):mul_(z) end,
       "mul: result type ComplexFloat can't be cast to the desired output type Float")
   end)

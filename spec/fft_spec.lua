@@ -201,6 +201,8 @@ describe("wick.stft and wick.istft", function()
   it("asks for return_complex as PyTorch does, and refuses a window that leaves samples without weight", function()
     assert.has_error(function() wick.stft(x, 16) end,
       "stft: stft requires the return_complex parameter be given for real inputs, and will further require that return_complex=True in a future PyTorch release.")
+    assert.has_error(function() wick.istft(wick.zeros(9, 0, { dtype = "complex64" }), 16) end,
+      "istft: expected at least one frame, got an input of shape [9, 0]")
     local s = wick.stft(x, 16, { hop_length = 16, window = wick.hann_window(16), return_complex = true })
     assert.has_error(function() wick.istft(s, 16, { hop_length = 16, window = wick.hann_window(16) }) end)
   end)

@@ -318,6 +318,7 @@ return function(wick)
     if not input:is_complex() then check.fail(fn, "expected a complex input tensor (the output of stft)") end
     if input:dim() ~= 2 and input:dim() ~= 3 then check.fail(fn, "expected a 2D or 3D tensor, got %dD", input:dim()) end
     local spec = input:dim() == 2 and input:unsqueeze(1) or input
+    if spec:size(3) == 0 then check.fail(fn, "expected at least one frame, got an input of shape %s", tostring(input.shape)) end
     local onesided = o.onesided
     if onesided == nil then onesided = spec:size(2) ~= n_fft end
     if onesided and spec:size(2) ~= floor(n_fft / 2) + 1 then

@@ -306,6 +306,8 @@ static wick_tensor *complex_unary(scratch *s, wick_unary_op op, const wick_tenso
 }
 
 wick_status wk_complex_unary(wick_tensor **out, wick_tensor *inplace, wick_unary_op op, const wick_tensor *a) {
+    if (inplace && op == WICK_ABS) /* (its result is real: PyTorch refuses it too) */
+        return wick_fail(WICK_ERR_DTYPE, "abs_: in-place abs is not supported for complex tensors (use t:abs())");
     scratch s = {0};
     wick_tensor *r = complex_unary(&s, op, a);
     if (inplace) {
