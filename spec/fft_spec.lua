@@ -46,7 +46,10 @@ describe("wick.fft", function()
   end)
 
   it("the CPU kernel agrees with the DFT matrix product along any dim, float32 and float64", function()
-    for _, shape in ipairs({ { 3, 7 }, { 16, 5 }, { 2, 3, 97 }, { 4, 128 }, { 1, 1000 } }) do
+    -- (the kernel's passes: radix 4, 2, 3, 5, other primes up to 31 as small
+    -- DFTs, Bluestein for a larger prime factor)
+    for _, shape in ipairs({ { 3, 7 }, { 16, 5 }, { 2, 3, 97 }, { 4, 128 }, { 1, 1000 }, { 2, 9 }, { 2, 27, 25 },
+      { 2, 49 }, { 1, 210 }, { 1, 962 }, { 2, 37 }, { 1, 74 }, { 1, 2 * 3 * 5 * 7 * 13 } }) do
       for _, dtype in ipairs({ "float32", "float64" }) do
         local z = wick.complex(signal(shape, 0.37, dtype), signal(shape, 0.71, dtype))
         for dim = 1, #shape do
@@ -77,7 +80,7 @@ describe("wick.fft", function()
 
   it("rfft is the first n // 2 + 1 points of fft; norms scale as PyTorch's; ortho keeps energy (Parseval)", function()
     -- (the real kernel packs even lengths into half as many complex points)
-    for _, n in ipairs({ 1, 2, 3, 4, 6, 8, 10, 16, 18, 64, 100, 1000 }) do
+    for _, n in ipairs({ 1, 2, 3, 4, 6, 8, 10, 16, 18, 64, 74, 100, 400, 1000, 1022 }) do
       for _, dtype in ipairs({ "float32", "float64" }) do
         local s = signal({ 3, n }, 0.37, dtype)
         local want = F.fft(s):narrow(2, 1, math.floor(n / 2) + 1)

@@ -1,187 +1,416 @@
 /* Discrete Fourier transforms along the rows of contiguous complex data, in
- * double precision whatever the dtype: an iterative radix-2 Cooley-Tukey
- * transform when n is a power of two, Bluestein's chirp-z transform (three
- * radix-2 transforms of a power of two >= 2n - 1) for every other n, so any
- * length costs O(n log n); a real signal of even length as a complex one of
- * half the length. Complex numbers are pairs of doubles (re, im) with
- * the arithmetic written out (C's complex multiplication checks for NaNs in
- * a library call). The core's DFT matrix product (src/core/fft.c) is the
- * reference these are tested against. */
+ * double precision whatever the dtype. A length whose prime factors are all
+ * small (at most FFT_MAX_RADIX) runs a mixed-radix Stockham transform:
+ * one pass per factor (radix 4, 2, 3, 5 written out, other primes as a small
+ * DFT), each reading one buffer and writing the other in natural order, so
+ * there is no bit-reversal pass. Any other length goes through Bluestein's
+ * chirp-z transform: three Stockham transforms of a length >= 2n - 1 with
+ * factors 2, 3 and 5 only. So any length costs O(n log n). A real signal of
+ * even length is a complex one of half the length. Points are kept split
+ * (all real parts, then all imaginary parts) so that each pass's inner loop
+ * is plain arithmetic on contiguous doubles, which the compiler vectorises.
+ * The core's DFT matrix product (src/core/fft.c) is the reference these are
+ * tested against. */
 #include "cpu.h"
 
 #include <inttypes.h>
 #include <math.h>
 
+#define FFT_MAX_STAGES 64 /* a length below 2^63 has fewer prime factors */
+#define FFT_MAX_RADIX 31  /* a larger prime factor: Bluestein */
+
+/* The passes of one length: radix[k] splits the current length L = n / s
+ * (s the product of the radices before) into r parts of m = L / r; the pass's
+ * twiddles e^(sign 2 pi i j p / L) (p < m, 1 <= j < r) start at tw + off[k]
+ * as (re, im) pairs, p by p; a general radix's r roots follow them. */
+typedef struct {
+    int64_t n;
+    int count;
+    int radix[FFT_MAX_STAGES];
+    size_t off[FFT_MAX_STAGES];
+    double *tw;
+    size_t tw_len; /* doubles */
+} fft_steps;
+
 /* The transform of one call: n points, sign -1 (forward) or +1 (inverse). */
 typedef struct {
-    int64_t n, m;        /* m: the radix-2 length (n itself, or Bluestein's) */
-    double *twiddle;     /* per stage of half-length h, at [2 (h - 1)]: e^(sign pi i k / h), k < h */
-    double *chirp;       /* Bluestein: e^(sign pi i k^2 / n), k < n */
-    double *filter;      /* Bluestein: the transform of the conjugate chirp, wrapped to m */
-    wick_dtype dtype;    /* complex64 or complex128 */
+    int64_t n, m;       /* m: the length transformed (n itself, or Bluestein's) */
+    fft_steps steps;    /* of m */
+    double *chirp;      /* Bluestein, split (n re, n im): e^(sign pi i k^2 / n) */
+    double *filter;     /* Bluestein, split (m re, m im): the transform of the conjugate chirp, wrapped to m */
+    double sign;        /* -1 (forward) or +1 (inverse): the twiddles' */
+    wick_dtype dtype;   /* complex64 or complex128 */
     const char *in;
     char *out;
-    int *out_of_memory;  /* set (atomically) by a piece that could not get its work space */
+    int *out_of_memory; /* set (atomically) by a piece that could not get its work space */
 } fft_plan;
 
-static bool is_pow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+/* n's radices (4s first, then 2, then odd primes); false when a prime factor
+ * is above FFT_MAX_RADIX */
+static bool factor(int64_t n, fft_steps *st) {
+    int c = 0;
+    while (n % 4 == 0) st->radix[c++] = 4, n /= 4;
+    if (n % 2 == 0) st->radix[c++] = 2, n /= 2;
+    for (int p = 3; n > 1; p += 2) {
+        if (p > FFT_MAX_RADIX) return false;
+        while (n % p == 0) st->radix[c++] = p, n /= p;
+    }
+    st->count = c;
+    return true;
+}
 
-/* x (m points as re, im pairs, m a power of two) transformed in place */
-WK_SIMD static void radix2(double *x, int64_t m, const double *twiddle) {
-    for (int64_t i = 1, j = 0; i < m; i++) { /* bit-reversed order */
-        int64_t bit = m >> 1;
-        for (; j & bit; bit >>= 1) j ^= bit;
-        j |= bit;
-        if (i < j) {
-            double r = x[2 * i], s = x[2 * i + 1];
-            x[2 * i] = x[2 * j], x[2 * i + 1] = x[2 * j + 1];
-            x[2 * j] = r, x[2 * j + 1] = s;
+static bool smooth(int64_t n) { /* only factors 2, 3 and 5 */
+    while (n % 2 == 0) n /= 2;
+    while (n % 3 == 0) n /= 3;
+    while (n % 5 == 0) n /= 5;
+    return n == 1;
+}
+
+static void steps_free(fft_steps *st) {
+    wk_free(st->tw, sizeof(double) * st->tw_len);
+    st->tw = NULL;
+}
+
+/* the twiddles of n's passes (factor(n) true); false: out of memory */
+static bool steps_make(fft_steps *st, int64_t n, int sign) {
+    st->n = n;
+    size_t len = 0;
+    int64_t L = n;
+    for (int k = 0; k < st->count; k++) {
+        int r = st->radix[k];
+        st->off[k] = len;
+        len += 2 * (size_t)(r - 1) * (size_t)(L / r) + (r > 5 ? 2 * (size_t)r : 0);
+        L /= r;
+    }
+    st->tw_len = len ? len : 1;
+    st->tw = wk_malloc(sizeof(double) * st->tw_len);
+    if (!st->tw) return false;
+    L = n;
+    for (int k = 0; k < st->count; k++) {
+        int r = st->radix[k];
+        int64_t m = L / r;
+        double *w = st->tw + st->off[k];
+        for (int64_t p = 0; p < m; p++)
+            for (int j = 1; j < r; j++) {
+                double a = 2 * M_PI * (double)(j * p) / (double)L; /* j p < L */
+                *w++ = cos(a), *w++ = sign * sin(a);
+            }
+        for (int j = 0; r > 5 && j < r; j++) {
+            double a = 2 * M_PI * (double)j / (double)r;
+            *w++ = cos(a), *w++ = sign * sin(a);
+        }
+        L = m;
+    }
+    return true;
+}
+
+/* One pass: x (s rows of L = r m points, split re/im) into y. With
+ * a_k = x[q + s (p + k m)], y[q + s (r p + j)] = w_L^(j p) sum_k a_k w_r^(j k).
+ * For each p the pass reads r runs of s points and writes r runs of s. */
+#define PASS_ARGS int64_t s, int64_t m, const double *restrict w, double sg, \
+    const double *restrict xr, const double *restrict xi, double *restrict yr, double *restrict yi
+/* the runs of this p: A(k) the k-th input run, Y(j) the j-th output run */
+#define A_R(k) (xr + s * (p + (k) * m))
+#define A_I(k) (xi + s * (p + (k) * m))
+#define TW(j) const double w##j##r = w[2 * ((j) - 1)], w##j##i = w[2 * ((j) - 1) + 1]; \
+    double *restrict y##j##r = yr + s * (r * p + (j)), *restrict y##j##i = yi + s * (r * p + (j))
+#define OUT(j, cr, ci) do { /* y_j = c_j w^(j p) */                                  \
+        double cr_ = (cr), ci_ = (ci);                                              \
+        y##j##r[q] = cr_ * w##j##r - ci_ * w##j##i, y##j##i[q] = cr_ * w##j##i + ci_ * w##j##r; \
+    } while (0)
+
+WK_SIMD static void pass2(PASS_ARGS) {
+    enum { r = 2 };
+    (void)sg;
+    for (int64_t p = 0; p < m; p++, w += 2 * (r - 1)) {
+        const double *restrict a0r = A_R(0), *a0i = A_I(0), *a1r = A_R(1), *a1i = A_I(1);
+        double *restrict y0r = yr + s * r * p, *restrict y0i = yi + s * r * p;
+        TW(1);
+#pragma GCC ivdep /* the runs are disjoint */
+        for (int64_t q = 0; q < s; q++) {
+            y0r[q] = a0r[q] + a1r[q], y0i[q] = a0i[q] + a1i[q];
+            OUT(1, a0r[q] - a1r[q], a0i[q] - a1i[q]);
         }
     }
-    for (int64_t h = 1; h < m; h <<= 1) {
-        const double *w = twiddle + 2 * (h - 1);
-        for (int64_t i = 0; i < m; i += 2 * h) {
-            double *a = x + 2 * i, *b = x + 2 * (i + h);
-            for (int64_t k = 0; k < h; k++) {
-                double vr = b[2 * k] * w[2 * k] - b[2 * k + 1] * w[2 * k + 1];
-                double vi = b[2 * k] * w[2 * k + 1] + b[2 * k + 1] * w[2 * k];
-                double ur = a[2 * k], ui = a[2 * k + 1];
-                a[2 * k] = ur + vr, a[2 * k + 1] = ui + vi;
-                b[2 * k] = ur - vr, b[2 * k + 1] = ui - vi;
+}
+
+WK_SIMD static void pass4(PASS_ARGS) {
+    enum { r = 4 };
+    for (int64_t p = 0; p < m; p++, w += 2 * (r - 1)) {
+        const double *restrict a0r = A_R(0), *a0i = A_I(0), *a1r = A_R(1), *a1i = A_I(1);
+        const double *restrict a2r = A_R(2), *a2i = A_I(2), *a3r = A_R(3), *a3i = A_I(3);
+        double *restrict y0r = yr + s * r * p, *restrict y0i = yi + s * r * p;
+        TW(1);
+        TW(2);
+        TW(3);
+#pragma GCC ivdep /* the runs are disjoint */
+        for (int64_t q = 0; q < s; q++) {
+            double t0r = a0r[q] + a2r[q], t0i = a0i[q] + a2i[q], t1r = a0r[q] - a2r[q], t1i = a0i[q] - a2i[q];
+            double t2r = a1r[q] + a3r[q], t2i = a1i[q] + a3i[q], t3r = a1r[q] - a3r[q], t3i = a1i[q] - a3i[q];
+            double ur = -sg * t3i, ui = sg * t3r; /* w_4 (a1 - a3), w_4 = sign i */
+            y0r[q] = t0r + t2r, y0i[q] = t0i + t2i;
+            OUT(1, t1r + ur, t1i + ui);
+            OUT(2, t0r - t2r, t0i - t2i);
+            OUT(3, t1r - ur, t1i - ui);
+        }
+    }
+}
+
+WK_SIMD static void pass3(PASS_ARGS) {
+    enum { r = 3 };
+    const double h = 0.86602540378443864676 * sg; /* sign sin(2 pi / 3) */
+    for (int64_t p = 0; p < m; p++, w += 2 * (r - 1)) {
+        const double *restrict a0r = A_R(0), *a0i = A_I(0), *a1r = A_R(1), *a1i = A_I(1), *a2r = A_R(2), *a2i = A_I(2);
+        double *restrict y0r = yr + s * r * p, *restrict y0i = yi + s * r * p;
+        TW(1);
+        TW(2);
+#pragma GCC ivdep /* the runs are disjoint */
+        for (int64_t q = 0; q < s; q++) {
+            double tr = a1r[q] + a2r[q], ti = a1i[q] + a2i[q], dr = a1r[q] - a2r[q], di = a1i[q] - a2i[q];
+            double br = a0r[q] - 0.5 * tr, bi = a0i[q] - 0.5 * ti; /* a0 + cos(2 pi / 3) t */
+            y0r[q] = a0r[q] + tr, y0i[q] = a0i[q] + ti;
+            OUT(1, br - h * di, bi + h * dr); /* b + i h d */
+            OUT(2, br + h * di, bi - h * dr);
+        }
+    }
+}
+
+WK_SIMD static void pass5(PASS_ARGS) {
+    enum { r = 5 };
+    const double c1 = 0.30901699437494742410, c2 = -0.80901699437494742410;   /* cos(2 pi k / 5) */
+    const double s1 = 0.95105651629515357212 * sg, s2 = 0.58778525229247312917 * sg; /* sign sin(2 pi k / 5) */
+    for (int64_t p = 0; p < m; p++, w += 2 * (r - 1)) {
+        const double *restrict a0r = A_R(0), *a0i = A_I(0), *a1r = A_R(1), *a1i = A_I(1), *a2r = A_R(2), *a2i = A_I(2);
+        const double *restrict a3r = A_R(3), *a3i = A_I(3), *a4r = A_R(4), *a4i = A_I(4);
+        double *restrict y0r = yr + s * r * p, *restrict y0i = yi + s * r * p;
+        TW(1);
+        TW(2);
+        TW(3);
+        TW(4);
+#pragma GCC ivdep /* the runs are disjoint */
+        for (int64_t q = 0; q < s; q++) {
+            double t1r = a1r[q] + a4r[q], t1i = a1i[q] + a4i[q], d1r = a1r[q] - a4r[q], d1i = a1i[q] - a4i[q];
+            double t2r = a2r[q] + a3r[q], t2i = a2i[q] + a3i[q], d2r = a2r[q] - a3r[q], d2i = a2i[q] - a3i[q];
+            double b1r = a0r[q] + c1 * t1r + c2 * t2r, b1i = a0i[q] + c1 * t1i + c2 * t2i;
+            double b2r = a0r[q] + c2 * t1r + c1 * t2r, b2i = a0i[q] + c2 * t1i + c1 * t2i;
+            double e1r = s1 * d1r + s2 * d2r, e1i = s1 * d1i + s2 * d2i; /* times i below */
+            double e2r = s2 * d1r - s1 * d2r, e2i = s2 * d1i - s1 * d2i;
+            y0r[q] = a0r[q] + t1r + t2r, y0i[q] = a0i[q] + t1i + t2i;
+            OUT(1, b1r - e1i, b1i + e1r);
+            OUT(2, b2r - e2i, b2i + e2r);
+            OUT(3, b2r + e2i, b2i - e2r);
+            OUT(4, b1r + e1i, b1i - e1r);
+        }
+    }
+}
+
+/* an odd prime radix r <= FFT_MAX_RADIX as a small DFT; roots: w_r^t, t < r */
+static void pass_any(int r, const double *roots, PASS_ARGS) {
+    (void)sg;
+    double ar[FFT_MAX_RADIX], ai[FFT_MAX_RADIX];
+    for (int64_t p = 0; p < m; p++, w += 2 * (r - 1))
+        for (int64_t q = 0; q < s; q++) {
+            for (int k = 0; k < r; k++) ar[k] = A_R(k)[q], ai[k] = A_I(k)[q];
+            for (int j = 0; j < r; j++) {
+                double cr = 0, ci = 0;
+                for (int k = 0, t = 0; k < r; k++, t = t + j < r ? t + j : t + j - r) { /* t = j k mod r */
+                    cr += ar[k] * roots[2 * t] - ai[k] * roots[2 * t + 1];
+                    ci += ar[k] * roots[2 * t + 1] + ai[k] * roots[2 * t];
+                }
+                if (j) { /* times w^(j p) */
+                    double wr = w[2 * (j - 1)], wi = w[2 * (j - 1) + 1], c = cr;
+                    cr = c * wr - ci * wi, ci = c * wi + ci * wr;
+                }
+                yr[q + s * (r * p + j)] = cr, yi[q + s * (r * p + j)] = ci;
             }
         }
-    }
 }
 
-static void load_row(const fft_plan *p, int64_t r, double *x) {
-    int64_t n2 = 2 * p->n;
-    if (p->dtype == WICK_COMPLEX64) {
-        const float *s = (const float *)p->in + r * n2;
-        for (int64_t i = 0; i < n2; i++) x[i] = s[i];
-    } else {
-        memcpy(x, (const double *)p->in + r * n2, sizeof(double) * (size_t)n2);
+/* x (st->n points of `lanes` rows: point i of row v at x[i lanes + v], re
+ * parts, then im parts at x + n lanes) transformed in place; y: a work space
+ * as large. The rows are the fastest-moving index, so a pass sees them as
+ * lanes more columns (s starts at lanes) and its inner loop is long even in
+ * the first pass. */
+static void run_steps(const fft_steps *st, double sg, double *x, double *y, int64_t lanes) {
+    int64_t N = st->n * lanes, s = lanes, L = st->n;
+    double *a = x, *b = y;
+    for (int k = 0; k < st->count; k++) {
+        int r = st->radix[k];
+        int64_t m = L / r;
+        const double *w = st->tw + st->off[k];
+        switch (r) {
+        case 2: pass2(s, m, w, sg, a, a + N, b, b + N); break;
+        case 3: pass3(s, m, w, sg, a, a + N, b, b + N); break;
+        case 4: pass4(s, m, w, sg, a, a + N, b, b + N); break;
+        case 5: pass5(s, m, w, sg, a, a + N, b, b + N); break;
+        default: pass_any(r, w + 2 * (size_t)(r - 1) * (size_t)m, s, m, w, sg, a, a + N, b, b + N); break;
+        }
+        double *t = a;
+        a = b, b = t;
+        s *= r, L = m;
     }
+    if (a != x) memcpy(x, a, sizeof(double) * 2 * (size_t)N);
 }
 
-static void store_row(const fft_plan *p, int64_t r, const double *x) {
-    int64_t n2 = 2 * p->n;
-    if (p->dtype == WICK_COMPLEX64) {
-        float *d = (float *)p->out + r * n2;
-        for (int64_t i = 0; i < n2; i++) d[i] = (float)x[i];
-    } else {
-        memcpy((double *)p->out + r * n2, x, sizeof(double) * (size_t)n2);
-    }
-}
-
-/* a *= b, pairs of n complex numbers; conj_out: the conjugate of the product */
-WK_SIMD static void multiply(double *a, const double *b, int64_t n, double scale, int conj_out) {
-    double sign = conj_out ? -1 : 1;
+/* a *= b for n points of `lanes` rows (a: re, then im at a + na; b: one row,
+ * re, then im at b + nb); conj_out: the conjugate of the product */
+WK_SIMD static void multiply(double *restrict a, int64_t na, const double *restrict b, int64_t nb, int64_t n,
+                             int64_t lanes, double scale, int conj_out) {
+    double sign = conj_out ? -scale : scale;
     for (int64_t k = 0; k < n; k++) {
-        double r = a[2 * k] * b[2 * k] - a[2 * k + 1] * b[2 * k + 1];
-        double i = a[2 * k] * b[2 * k + 1] + a[2 * k + 1] * b[2 * k];
-        a[2 * k] = scale * r, a[2 * k + 1] = sign * scale * i;
+        double br = b[k], bi = b[nb + k];
+        for (int64_t v = k * lanes; v < (k + 1) * lanes; v++) {
+            double r = a[v] * br - a[na + v] * bi, i = a[v] * bi + a[na + v] * br;
+            a[v] = scale * r, a[na + v] = sign * i;
+        }
     }
 }
 
-/* x (the plan's n points, in a work space of m) transformed in place:
- * X[k] = sum_j x[j] w^(jk); Bluestein writes jk = (j^2 + k^2 - (k - j)^2) / 2,
+/* x (the plan's n points of `lanes` rows, laid out as run_steps', im parts at
+ * x + m lanes, in a work space of 4 m lanes) transformed in place:
+ * X[k] = sum_j x[j] w^(jk). Bluestein writes jk = (j^2 + k^2 - (k - j)^2) / 2,
  * a convolution of x[j] chirp[j] with the conjugate chirp, done as
  * conj(F(conj(F(a) F(b)))) / m */
-static void transform(const fft_plan *p, double *x) {
+static void transform(const fft_plan *p, double *x, int64_t lanes) {
+    int64_t n = p->n, m = p->m, M = m * lanes;
+    double *y = x + 2 * M;
     if (!p->chirp) {
-        radix2(x, p->m, p->twiddle);
+        run_steps(&p->steps, p->sign, x, y, lanes);
         return;
     }
-    multiply(x, p->chirp, p->n, 1, 0);
-    memset(x + 2 * p->n, 0, sizeof(double) * (size_t)(2 * (p->m - p->n)));
-    radix2(x, p->m, p->twiddle);
-    multiply(x, p->filter, p->m, 1, 1);
-    radix2(x, p->m, p->twiddle);
-    for (int64_t k = 0; k < p->n; k++) x[2 * k + 1] = -x[2 * k + 1]; /* conj */
-    multiply(x, p->chirp, p->n, 1.0 / (double)p->m, 0);
+    multiply(x, M, p->chirp, n, n, lanes, 1, 0);
+    memset(x + n * lanes, 0, sizeof(double) * (size_t)(M - n * lanes));
+    memset(x + M + n * lanes, 0, sizeof(double) * (size_t)(M - n * lanes));
+    run_steps(&p->steps, p->sign, x, y, lanes);
+    multiply(x, M, p->filter, m, m, lanes, 1, 1);
+    run_steps(&p->steps, p->sign, x, y, lanes);
+    for (int64_t k = 0; k < n * lanes; k++) x[M + k] = -x[M + k]; /* conj */
+    multiply(x, M, p->chirp, n, n, lanes, 1.0 / (double)m, 0);
 }
 
-static void transform_row(const fft_plan *p, int64_t r, double *x) {
-    load_row(p, r, x);
-    transform(p, x);
-    store_row(p, r, x);
+/* rows r .. r + lanes - 1 of complex numbers transformed */
+WK_SIMD static void fft_batch(const fft_plan *p, int64_t r, int64_t lanes, double *x) {
+    int64_t n = p->n, M = p->m * lanes;
+    for (int64_t v = 0; v < lanes; v++) {
+        if (p->dtype == WICK_COMPLEX64) {
+            const float *s = (const float *)p->in + (r + v) * 2 * n;
+            for (int64_t i = 0; i < n; i++) x[i * lanes + v] = s[2 * i], x[M + i * lanes + v] = s[2 * i + 1];
+        } else {
+            const double *s = (const double *)p->in + (r + v) * 2 * n;
+            for (int64_t i = 0; i < n; i++) x[i * lanes + v] = s[2 * i], x[M + i * lanes + v] = s[2 * i + 1];
+        }
+    }
+    transform(p, x, lanes);
+    for (int64_t v = 0; v < lanes; v++) {
+        if (p->dtype == WICK_COMPLEX64) {
+            float *d = (float *)p->out + (r + v) * 2 * n;
+            for (int64_t i = 0; i < n; i++) d[2 * i] = (float)x[i * lanes + v], d[2 * i + 1] = (float)x[M + i * lanes + v];
+        } else {
+            double *d = (double *)p->out + (r + v) * 2 * n;
+            for (int64_t i = 0; i < n; i++) d[2 * i] = x[i * lanes + v], d[2 * i + 1] = x[M + i * lanes + v];
+        }
+    }
+}
+
+/* how many rows a piece transforms at once: up to FFT_LANES, while its work
+ * space of 4 m doubles a row stays within FFT_BATCH_BYTES */
+#define FFT_LANES 8
+#define FFT_BATCH_BYTES (512 * 1024)
+static int64_t lanes_of(const fft_plan *p) {
+    int64_t lanes = FFT_LANES;
+    while (lanes > 1 && (uint64_t)lanes * 32 * (uint64_t)p->m > FFT_BATCH_BYTES) lanes /= 2;
+    return lanes;
+}
+
+/* the work space of a batch of `lanes` rows: the transform's 4 m doubles a
+ * row and `extra` more */
+static double *work_space(const fft_plan *p, int64_t lanes, size_t extra, size_t *bytes) {
+    *bytes = sizeof(double) * (size_t)lanes * (4 * (size_t)p->m + extra);
+    double *x = wk_malloc(*bytes);
+    if (!x) __atomic_store_n(p->out_of_memory, 1, __ATOMIC_RELAXED);
+    return x;
 }
 
 static void fft_rows(void *ctx, int64_t begin, int64_t end) {
     const fft_plan *p = ctx;
-    size_t bytes = sizeof(double) * 2 * (size_t)p->m;
-    double *x = wk_malloc(bytes);
-    if (!x) {
-        __atomic_store_n(p->out_of_memory, 1, __ATOMIC_RELAXED);
-        return;
-    }
-    for (int64_t r = begin; r < end; r++) transform_row(p, r, x);
+    size_t bytes;
+    int64_t lanes = lanes_of(p);
+    double *x = work_space(p, lanes, 0, &bytes);
+    if (!x) return;
+    for (int64_t r = begin; r < end; r += lanes) fft_batch(p, r, end - r < lanes ? end - r : lanes, x);
     wk_free(x, bytes);
 }
 
-static void fill_twiddles(double *t, int64_t m, int sign) {
-    for (int64_t h = 1; h < m; h <<= 1)
-        for (int64_t k = 0; k < h; k++) {
-            double a = M_PI * (double)k / (double)h;
-            t[2 * (h - 1 + k)] = cos(a), t[2 * (h - 1 + k) + 1] = sign * sin(a);
-        }
+static void plan_free(fft_plan *p) {
+    steps_free(&p->steps);
+    wk_free(p->chirp, sizeof(double) * 2 * (size_t)p->n);
+    wk_free(p->filter, sizeof(double) * 2 * (size_t)p->m);
+    p->chirp = p->filter = NULL;
 }
 
-/* the chirp and the filter of Bluestein's transform (twiddles made) */
-static void bluestein_tables(fft_plan *p, int sign) {
-    int64_t n = p->n;
+/* the chirp and the filter of Bluestein's transform (steps made) */
+static void bluestein_tables(fft_plan *p) {
+    double sign = p->sign;
+    int64_t n = p->n, m = p->m;
+    double *c = p->chirp, *f = p->filter;
     for (int64_t k = 0; k < n; k++) {
         /* k^2 mod 2n keeps the angle small and exact (pi k^2 / n is periodic in 2n) */
         int64_t q = (int64_t)(((unsigned __int128)k * (unsigned __int128)k) % (unsigned __int128)(2 * n));
         double a = M_PI * (double)q / (double)n;
-        p->chirp[2 * k] = cos(a), p->chirp[2 * k + 1] = sign * sin(a);
+        c[k] = cos(a), c[n + k] = sign * sin(a);
     }
-    memset(p->filter, 0, sizeof(double) * 2 * (size_t)p->m);
+    memset(f, 0, sizeof(double) * 2 * (size_t)m);
     for (int64_t k = 0; k < n; k++) { /* conj(chirp) at k and at m - k */
-        p->filter[2 * k] = p->chirp[2 * k], p->filter[2 * k + 1] = -p->chirp[2 * k + 1];
-        if (k) p->filter[2 * (p->m - k)] = p->filter[2 * k], p->filter[2 * (p->m - k) + 1] = p->filter[2 * k + 1];
+        f[k] = c[k], f[m + k] = -c[n + k];
+        if (k) f[m - k] = f[k], f[2 * m - k] = f[m + k];
     }
-    radix2(p->filter, p->m, p->twiddle);
+    double *y = wk_malloc(sizeof(double) * 2 * (size_t)m);
+    if (y) run_steps(&p->steps, sign, f, y, 1);
+    wk_free(y, sizeof(double) * 2 * (size_t)m);
+    if (!y) {
+        wk_free(f, sizeof(double) * 2 * (size_t)m);
+        p->filter = NULL;
+    }
+}
+
+/* p->n and p->sign set: its steps (or Bluestein's), tables made; an error when out of memory */
+static wick_status plan_make(fft_plan *p, const char *what) {
+    int64_t n = p->n;
+    int sign = p->sign < 0 ? -1 : 1;
+    p->m = n;
+    if (!factor(n, &p->steps)) {
+        int64_t m = 2 * n - 1;
+        while (!smooth(m)) m++;
+        p->m = m;
+        factor(m, &p->steps);
+    }
+    bool ok = steps_make(&p->steps, p->m, sign);
+    if (ok && p->m != n) {
+        p->chirp = wk_malloc(sizeof(double) * 2 * (size_t)n);
+        p->filter = wk_malloc(sizeof(double) * 2 * (size_t)p->m);
+        ok = p->chirp && p->filter;
+        if (ok) bluestein_tables(p);
+        ok = ok && p->filter;
+    }
+    if (ok) return WICK_OK;
+    plan_free(p);
+    return wick_fail(WICK_ERR_OOM, "%s: out of memory for a %" PRId64 "-point transform", what, n);
 }
 
 wick_status cpu_fft(wick_dtype dtype, const char *in, char *out, int64_t rows, int64_t n, int sign) {
     if (rows == 0) return WICK_OK;
-    size_t elem = wick_dtype_size(dtype);
     if (n <= 1) { /* a 1-point transform is the identity */
-        if (in != out) memcpy(out, in, elem * (size_t)(rows * n));
+        if (in != out) memcpy(out, in, wick_dtype_size(dtype) * (size_t)(rows * n));
         return WICK_OK;
     }
-    sign = sign < 0 ? -1 : 1;
     int oom = 0;
-    fft_plan p = {n, n, NULL, NULL, NULL, dtype, in, out, &oom};
-    if (!is_pow2(n)) {
-        p.m = 1;
-        while (p.m < 2 * n - 1) p.m <<= 1;
-    }
-    bool blue = p.m != n;
-    size_t tw_bytes = sizeof(double) * 2 * (size_t)p.m, n_bytes = sizeof(double) * 2 * (size_t)n,
-           m_bytes = sizeof(double) * 2 * (size_t)p.m;
-    p.twiddle = wk_malloc(tw_bytes);
-    if (blue) {
-        p.chirp = wk_malloc(n_bytes);
-        p.filter = wk_malloc(m_bytes);
-    }
-    wick_status st = WICK_OK;
-    if (!p.twiddle || (blue && (!p.chirp || !p.filter))) {
-        st = wick_fail(WICK_ERR_OOM, "fft: out of memory for a %" PRId64 "-point transform", n);
-        goto done;
-    }
-    fill_twiddles(p.twiddle, p.m, sign);
-    if (blue) bluestein_tables(&p, sign);
+    fft_plan p = {.n = n, .sign = sign < 0 ? -1 : 1, .dtype = dtype, .in = in, .out = out, .out_of_memory = &oom};
+    wick_status st = plan_make(&p, "fft");
+    if (st) return st;
     st = wk_parallel_for(rows, 1 + 32768 / (n + 1), fft_rows, &p);
     if (!st && __atomic_load_n(&oom, __ATOMIC_RELAXED)) /* (some rows were not written) */
         st = wick_fail(WICK_ERR_OOM, "fft: out of memory for the work space of a %" PRId64 "-point transform", n);
-done:
-    wk_free(p.twiddle, tw_bytes);
-    if (blue) {
-        wk_free(p.chirp, n_bytes);
-        wk_free(p.filter, m_bytes);
-    }
+    plan_free(&p);
     return st;
 }
 
@@ -189,79 +418,92 @@ done:
 
 typedef struct {
     fft_plan half;    /* the n/2-point complex transform of the packed pairs */
-    const double *w;  /* e^(sign 2 pi i k / n), k <= n/2 */
+    const double *w;  /* e^(sign 2 pi i k / n), k <= n/2, as (re, im) pairs */
     wick_dtype dtype; /* float32 or float64 */
     const char *in;
     char *out;
     int64_t n;
-    int inverse; /* irfft_row, else rfft_row */
+    int inverse; /* irfft_batch, else rfft_batch */
 } real_plan;
 
-/* z[j] = x[2j] + i x[2j+1] transformed (Z), then X[k] = E[k] + w^k O[k] with
- * E = (Z[k] + conj Z[N-k]) / 2 and O = (Z[k] - conj Z[N-k]) / 2i, N = n/2 */
-static void rfft_row(const real_plan *p, int64_t r, double *x) {
+/* rows r .. r + lanes - 1: z[j] = x[2j] + i x[2j+1] transformed (Z), then
+ * X[k] = E[k] + w^k O[k] with E = (Z[k] + conj Z[N-k]) / 2 and
+ * O = (Z[k] - conj Z[N-k]) / 2i, N = n/2 */
+WK_SIMD static void rfft_batch(const real_plan *p, int64_t r, int64_t lanes, double *x) {
     int64_t n = p->n, h = n / 2;
+    double *zr = x, *zi = x + p->half.m * lanes;
+    /* loops over rows innermost: the work space is read and written in order */
     if (p->dtype == WICK_FLOAT32) {
         const float *s = (const float *)p->in + r * n;
-        for (int64_t i = 0; i < n; i++) x[i] = s[i];
+        for (int64_t j = 0; j < h; j++)
+            for (int64_t v = 0; v < lanes; v++) zr[j * lanes + v] = s[v * n + 2 * j], zi[j * lanes + v] = s[v * n + 2 * j + 1];
     } else {
-        memcpy(x, (const double *)p->in + r * n, sizeof(double) * (size_t)n);
+        const double *s = (const double *)p->in + r * n;
+        for (int64_t j = 0; j < h; j++)
+            for (int64_t v = 0; v < lanes; v++) zr[j * lanes + v] = s[v * n + 2 * j], zi[j * lanes + v] = s[v * n + 2 * j + 1];
     }
-    transform(&p->half, x);
+    transform(&p->half, x, lanes);
     bool single = p->dtype == WICK_FLOAT32;
     float *of = (float *)p->out + r * 2 * (h + 1);
     double *od = (double *)p->out + r * 2 * (h + 1);
     for (int64_t k = 0; k <= h; k++) {
-        int64_t a = k % h, b = (h - k) % h; /* Z[N] is Z[0] */
-        double zr = x[2 * a], zi = x[2 * a + 1], cr = x[2 * b], ci = -x[2 * b + 1];
-        double er = 0.5 * (zr + cr), ei = 0.5 * (zi + ci);
-        double dr = 0.5 * (zr - cr), di = 0.5 * (zi - ci); /* O = d / i = (di, -dr) */
-        double orr = di, oi = -dr, wr = p->w[2 * k], wi = p->w[2 * k + 1];
-        double xr = er + wr * orr - wi * oi, xi = ei + wr * oi + wi * orr;
-        if (single) of[2 * k] = (float)xr, of[2 * k + 1] = (float)xi;
-        else od[2 * k] = xr, od[2 * k + 1] = xi;
+        const double *ar = zr + (k == h ? 0 : k) * lanes, *ai = zi + (k == h ? 0 : k) * lanes; /* Z[N] is Z[0] */
+        const double *br = zr + (k == 0 ? 0 : h - k) * lanes, *bi = zi + (k == 0 ? 0 : h - k) * lanes;
+        double wr = p->w[2 * k], wi = p->w[2 * k + 1];
+        for (int64_t v = 0; v < lanes; v++) {
+            double er = 0.5 * (ar[v] + br[v]), ei = 0.5 * (ai[v] - bi[v]);
+            double dr = 0.5 * (ar[v] - br[v]), di = 0.5 * (ai[v] + bi[v]); /* O = d / i = (di, -dr) */
+            double xr = er + wr * di + wi * dr, xi = ei - wr * dr + wi * di;
+            int64_t o = v * 2 * (h + 1) + 2 * k;
+            if (single) of[o] = (float)xr, of[o + 1] = (float)xi;
+            else od[o] = xr, od[o + 1] = xi;
+        }
     }
 }
 
-/* x (n = 2N real points) from X[0..N]: Z[k] = (X[k] + conj X[N-k]) + i e^(2 pi i k / n) (X[k] - conj X[N-k]),
+/* rows r .. r + lanes - 1, each n = 2N real points, from X[0..N]:
+ * Z[k] = (X[k] + conj X[N-k]) + i e^(2 pi i k / n) (X[k] - conj X[N-k]),
  * z = the N-point inverse transform of Z, x[2j] = re z[j], x[2j+1] = im z[j];
  * the imaginary parts of X[0] and X[N], which no real signal has, are taken as 0 */
-static void irfft_row(const real_plan *p, int64_t r, double *x) {
-    int64_t n = p->n, h = n / 2;
-    double *X = x + 2 * p->half.m; /* the row's N + 1 input points */
-    if (p->dtype == WICK_FLOAT32) {
-        const float *s = (const float *)p->in + r * 2 * (h + 1);
-        for (int64_t i = 0; i < 2 * (h + 1); i++) X[i] = s[i];
-    } else {
-        memcpy(X, (const double *)p->in + r * 2 * (h + 1), sizeof(double) * 2 * (size_t)(h + 1));
+WK_SIMD static void irfft_batch(const real_plan *p, int64_t r, int64_t lanes, double *x) {
+    int64_t n = p->n, h = n / 2, M = p->half.m * lanes;
+    double *X = x + 4 * M; /* one row's N + 1 input points, as (re, im) pairs */
+    for (int64_t v = 0; v < lanes; v++) {
+        if (p->dtype == WICK_FLOAT32) {
+            const float *s = (const float *)p->in + (r + v) * 2 * (h + 1);
+            for (int64_t i = 0; i < 2 * (h + 1); i++) X[i] = s[i];
+        } else {
+            memcpy(X, (const double *)p->in + (r + v) * 2 * (h + 1), sizeof(double) * 2 * (size_t)(h + 1));
+        }
+        X[1] = 0, X[2 * h + 1] = 0;
+        for (int64_t k = 0; k < h; k++) {
+            double ar = X[2 * k], ai = X[2 * k + 1], br = X[2 * (h - k)], bi = -X[2 * (h - k) + 1]; /* conj X[N-k] */
+            double sr = ar + br, si = ai + bi, dr = ar - br, di = ai - bi;
+            double wr = p->w[2 * k], wi = p->w[2 * k + 1]; /* e^(+2 pi i k / n) */
+            double tr = wr * dr - wi * di, ti = wr * di + wi * dr; /* w d, then times i: (-ti, tr) */
+            x[k * lanes + v] = sr - ti, x[M + k * lanes + v] = si + tr;
+        }
     }
-    X[1] = 0, X[2 * h + 1] = 0;
-    for (int64_t k = 0; k < h; k++) {
-        double ar = X[2 * k], ai = X[2 * k + 1], br = X[2 * (h - k)], bi = -X[2 * (h - k) + 1]; /* conj X[N-k] */
-        double sr = ar + br, si = ai + bi, dr = ar - br, di = ai - bi;
-        double wr = p->w[2 * k], wi = p->w[2 * k + 1]; /* e^(+2 pi i k / n) */
-        double tr = wr * dr - wi * di, ti = wr * di + wi * dr; /* w d, then times i: (-ti, tr) */
-        x[2 * k] = sr - ti, x[2 * k + 1] = si + tr;
-    }
-    transform(&p->half, x);
-    if (p->dtype == WICK_FLOAT32) {
-        float *d = (float *)p->out + r * n;
-        for (int64_t i = 0; i < n; i++) d[i] = (float)x[i];
-    } else {
-        memcpy((double *)p->out + r * n, x, sizeof(double) * (size_t)n);
+    transform(&p->half, x, lanes);
+    for (int64_t v = 0; v < lanes; v++) {
+        if (p->dtype == WICK_FLOAT32) {
+            float *d = (float *)p->out + (r + v) * n;
+            for (int64_t j = 0; j < h; j++) d[2 * j] = (float)x[j * lanes + v], d[2 * j + 1] = (float)x[M + j * lanes + v];
+        } else {
+            double *d = (double *)p->out + (r + v) * n;
+            for (int64_t j = 0; j < h; j++) d[2 * j] = x[j * lanes + v], d[2 * j + 1] = x[M + j * lanes + v];
+        }
     }
 }
 
 static void real_rows_range(void *ctx, int64_t begin, int64_t end) {
     const real_plan *p = ctx;
-    /* the transform's work space, and after it the input points of irfft_row */
-    size_t bytes = sizeof(double) * 2 * (size_t)(p->half.m + p->half.n + 1);
-    double *x = wk_malloc(bytes);
-    if (!x) {
-        __atomic_store_n(p->half.out_of_memory, 1, __ATOMIC_RELAXED);
-        return;
-    }
-    for (int64_t r = begin; r < end; r++) (p->inverse ? irfft_row : rfft_row)(p, r, x);
+    size_t bytes; /* the transform's work space, and after it the input points of irfft_batch */
+    int64_t lanes = lanes_of(&p->half);
+    double *x = work_space(&p->half, lanes, 2 * (size_t)(p->half.n + 1), &bytes);
+    if (!x) return;
+    for (int64_t r = begin; r < end; r += lanes)
+        (p->inverse ? irfft_batch : rfft_batch)(p, r, end - r < lanes ? end - r : lanes, x);
     wk_free(x, bytes);
 }
 
@@ -272,42 +514,26 @@ static wick_status real_rows(wick_dtype dtype, const char *in, char *out, int64_
     int64_t h = n / 2;
     int oom = 0;
     int sign = inverse ? 1 : -1;
-    real_plan p = {{h, h, NULL, NULL, NULL, WICK_COMPLEX128, NULL, NULL, &oom}, NULL, dtype, in, out, n, inverse};
-    if (!is_pow2(h)) {
-        p.half.m = 1;
-        while (p.half.m < 2 * h - 1) p.half.m <<= 1;
-    }
-    size_t tw_bytes = sizeof(double) * 2 * (size_t)p.half.m, w_bytes = sizeof(double) * 2 * (size_t)(h + 1),
-           h_bytes = sizeof(double) * 2 * (size_t)h;
-    bool blue = p.half.m != h;
+    const char *what = inverse ? "irfft" : "rfft";
+    real_plan p = {{.n = h, .sign = sign, .out_of_memory = &oom}, NULL, dtype, in, out, n, inverse};
+    size_t w_bytes = sizeof(double) * 2 * (size_t)(h + 1);
     double *w = wk_malloc(w_bytes);
-    p.w = w;
-    p.half.twiddle = wk_malloc(tw_bytes);
-    if (blue) {
-        p.half.chirp = wk_malloc(h_bytes);
-        p.half.filter = wk_malloc(tw_bytes);
-    }
-    wick_status st = WICK_OK;
-    if (!w || !p.half.twiddle || (blue && (!p.half.chirp || !p.half.filter))) {
-        st = wick_fail(WICK_ERR_OOM, "rfft: out of memory for a %" PRId64 "-point transform", n);
-        goto done;
+    if (!w) return wick_fail(WICK_ERR_OOM, "%s: out of memory for a %" PRId64 "-point transform", what, n);
+    wick_status st = plan_make(&p.half, what);
+    if (st) {
+        wk_free(w, w_bytes);
+        return st;
     }
     for (int64_t k = 0; k <= h; k++) {
         double a = 2 * M_PI * (double)k / (double)n;
         w[2 * k] = cos(a), w[2 * k + 1] = sign * sin(a);
     }
-    fill_twiddles(p.half.twiddle, p.half.m, sign);
-    if (blue) bluestein_tables(&p.half, sign);
+    p.w = w;
     st = wk_parallel_for(rows, 1 + 32768 / (n + 1), real_rows_range, &p);
     if (!st && __atomic_load_n(&oom, __ATOMIC_RELAXED))
-        st = wick_fail(WICK_ERR_OOM, "rfft: out of memory for the work space of a %" PRId64 "-point transform", n);
-done:
+        st = wick_fail(WICK_ERR_OOM, "%s: out of memory for the work space of a %" PRId64 "-point transform", what, n);
     wk_free(w, w_bytes);
-    wk_free(p.half.twiddle, tw_bytes);
-    if (blue) {
-        wk_free(p.half.chirp, h_bytes);
-        wk_free(p.half.filter, tw_bytes);
-    }
+    plan_free(&p.half);
     return st;
 }
 
