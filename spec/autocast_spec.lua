@@ -65,6 +65,24 @@ describe("wick.autocast state", function()
     assert.is_false(wick.is_autocast_enabled("cpu"))
   end)
 
+  it("without fn is a decorator (@torch.autocast(...), minGPT's @autocast()), state restored after each call", function()
+    local mm = wick.autocast({ device_type = "cpu", dtype = "bfloat16" })(function(a, b) return a:mm(b), wick.is_autocast_enabled("cpu") end)
+    local out, on = mm(wick.ones(2, 3), wick.ones(3, 2))
+    assert.are.equal("bfloat16", out.dtype)
+    assert.is_true(on)
+    assert.is_false(wick.is_autocast_enabled("cpu"))
+    assert.are.equal("bfloat16", wick.autocast("cpu", { dtype = "bfloat16" })(function(a) return a:mm(a) end)(wick.ones(2, 2)).dtype)
+    assert.has_error(function() wick.autocast({ device_type = "cpu" })(3) end, "autocast: expected a function for argument 'f', got 3")
+    assert.has_error(function() wick.autocast({ device_type = "cpu", dtype = "float64" }) end)
+    if not wick.cuda.is_available() then -- torch.cuda.amp.autocast() decorates too; without a GPU it runs f plainly
+      local saved = io.stderr
+      io.stderr = { write = function() end }
+      local d = wick.cuda.amp.autocast()(function() return wick.ones(2, 2):mm(wick.ones(2, 2)).dtype end)()
+      io.stderr = saved
+      assert.are.equal("float32", d)
+    end
+  end)
+
   it("accepts the device_type alone, and cuda without a GPU runs fn plainly", function()
     assert.equal("bfloat16", wick.autocast("cpu", function() return wick.ones(2, 2):mm(wick.ones(2, 2)).dtype end))
     if not wick.cuda.is_available() then

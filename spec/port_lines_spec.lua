@@ -378,3 +378,50 @@ describe("0-dim integer tensors as sizes (Python's __index__)", function()
     support.assert_error_has(function() wick.zeros(wick.tensor(2.5)) end, "wick.zeros")
   end)
 end)
+
+describe("the regression, forward-forward, pygcn and GCN lines", function()
+  it("for i, w in enumerate(W) and for row in t: a tensor's slices along dim 1", function()
+    local W = wick.tensor({ 1.5, 2, 3 })
+    local seen = {}
+    for i, w in wick.enumerate(W) do seen[#seen + 1] = ("%d=%g"):format(i, w:item()) end
+    assert.are.equal("0=1.5 1=2 2=3", table.concat(seen, " "))
+    local rows = {}
+    for row in wick.tensor({ { 1, 2 }, { 3, 4 } }):iter() do rows[#rows + 1] = row:sum():item() end
+    assert.are.same({ 3, 7 }, rows)
+    local items = {}
+    for i, v in wick.enumerate({ "a", "b" }, 1) do items[#items + 1] = i .. v end
+    assert.are.equal("1a2b", table.concat(items))
+    support.assert_error_has(function() wick.tensor(3):iter() end, "iteration over a 0-d tensor")
+    support.assert_error_has(function() wick.enumerate(42) end, "a tensor, an array")
+  end)
+
+  it("sparse_coo_tensor(i, v, size=..., requires_grad=True), nested-list indices, torch.sparse.FloatTensor", function()
+    local idx = wick.tensor({ { 1, 2, 2 }, { 2, 1, 1 } }, { dtype = "int64" })
+    local a = wick.sparse_coo_tensor(idx, wick.ones(3), { size = { 2, 3 }, requires_grad = true })
+    assert.is_true(a.requires_grad and a.is_leaf)
+    assert.are.same({ { 0, 1, 0 }, { 2, 0, 0 } }, a:detach():totable()) -- duplicates summed
+    assert.are.same({ { 0, 1 }, { 1, 0 } }, wick.sparse_coo_tensor({ { 1, 2 }, { 2, 1 } }, { 1, 1 }, { 2, 2 }):totable())
+    local f = wick.sparse.FloatTensor(idx, wick.tensor({ 1, 2, 3 }, { dtype = "float64" }), { 2, 2 })
+    assert.are.equal("float32", f.dtype)
+    assert.are.same({ { 0, 1 }, { 5, 0 } }, f:totable())
+    support.assert_error_has(function() wick.sparse_coo_tensor(idx, wick.ones(3), { 2, 2 }, { size = { 2, 2 } }) end,
+      "size given twice")
+    support.assert_error_has(function() wick.sparse_coo_tensor(idx, wick.ones(3), { sze = 1 }) end, "unknown option 'sze'")
+  end)
+
+  it("a dense tensor read as sparse: indices() and values() are its nonzeros, coalesced", function()
+    local d = wick.tensor({ { 0, 2 }, { 3, 0 } }):to_sparse():coalesce()
+    assert.are.same({ { 1, 2 }, { 2, 1 } }, d:indices():totable())
+    assert.are.same({ 2, 3 }, d:values():totable())
+    assert.are.equal(2, d:_nnz())
+    assert.is_true(d:is_coalesced())
+    -- rebuilt from its own entries
+    assert.are.same(d:totable(), wick.sparse_coo_tensor(d:indices(), d:values(), d:size()):totable())
+  end)
+
+  it("torch.xpu and torch.mps probes say there is none", function()
+    assert.is_false(wick.xpu.is_available())
+    assert.are.equal(0, wick.xpu.device_count())
+    assert.are.equal(0, wick.mps.device_count())
+  end)
+end)

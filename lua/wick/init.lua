@@ -986,6 +986,8 @@ local AUTOCAST_DTYPES = { bfloat16 = "bfloat16", bf16 = "bfloat16", float16 = "f
 --- wick.autocast({device_type = "cpu" | "cuda"[, dtype =][, enabled =][, cache_enabled =]}, fn, ...):
 --- fn(...) with autocast on (torch.autocast's arguments; a string is the device_type);
 --- returns fn's results and restores the previous state, also when fn raises.
+--- Without fn, a decorator (PyTorch's @torch.autocast(...)): wick.autocast(opts)(f)
+--- is f run under autocast.
 function wick.autocast(opts, fn, ...)
   if type(opts) == "string" then
     -- autocast("cpu", {dtype =, enabled =}, fn, ...): torch.autocast("cpu", dtype=...)
@@ -1000,11 +1002,17 @@ function wick.autocast(opts, fn, ...)
   local dt = opts.device_type
   if dt == nil then check.fail("autocast", "the option device_type ('cpu' or 'cuda') is required") end
   check.one_of(dt, "autocast", "device_type", { "cpu", "cuda" })
-  check.callable(fn, "autocast", "fn")
   local dtype = opts.dtype or core._get_autocast_dtype(dt)
   if not AUTOCAST_DTYPES[dtype] then
     check.fail("autocast", "dtype must be 'bfloat16' or 'float16' (the lower precision autocast casts to), got '%s'", dtype)
   end
+  if fn == nil then
+    return function(f)
+      check.callable(f, "autocast", "f")
+      return function(...) return wick.autocast(opts, f, ...) end
+    end
+  end
+  check.callable(fn, "autocast", "fn")
   local enabled = opts.enabled ~= false
   if enabled and dt == "cuda" and not wick.cuda.is_available() then
     wick._warn("User provided device_type of 'cuda', but CUDA is not available. Disabling")
@@ -1153,6 +1161,9 @@ wick.backends = { cuda = { matmul = setmetatable({}, {
 wick.backends.cudnn = { enabled = true, benchmark = false, deterministic = false, allow_tf32 = true,
   is_available = function() return false end }
 wick.backends.mps = { is_available = function() return false end, is_built = function() return false end }
+-- torch.xpu and torch.mps, which scripts probe for other accelerators: none here
+wick.xpu = { is_available = function() return false end, device_count = function() return 0 end }
+wick.mps = { device_count = function() return 0 end }
 
 --- wick.accelerator (PyTorch's torch.accelerator): the GPU when there is one
 wick.accelerator = {
@@ -1385,12 +1396,21 @@ setmetatable(Tensor, { __call = function(_, ...) return default_type(...) end })
 
 -- Sparse tensors are dense here: PyTorch's names for them work on dense
 -- tensors, so a script that builds a sparse adjacency (GCN) runs, in V^2 memory.
+-- A dense tensor read as a sparse one has its nonzeros as entries, coalesced.
+local SPARSE_OPTIONS = { size = "table", dtype = "dtype", device = "device", requires_grad = "boolean",
+  check_invariants = "boolean", is_coalesced = "boolean" }
 --- wick.sparse_coo_tensor(indices, values[, size][, opts]): the dense tensor with
 --- values added at indices (int64 [ndim, nnz], 1-based), duplicates summed
 function wick.sparse_coo_tensor(indices, values, size, opts)
+  if type(size) == "table" and size[1] == nil and getmetatable(size) == nil and opts == nil then size, opts = nil, size end
+  opts = check.options(opts, "sparse_coo_tensor", SPARSE_OPTIONS)
+  if opts.size ~= nil then
+    if size ~= nil then core.error("sparse_coo_tensor: size given twice (positional and size =)") end
+    size = opts.size
+  end
+  if type(indices) == "table" and not wick.is_tensor(indices) then indices = wick.tensor(indices, { dtype = "int64" }) end
   check_tensor(indices, "sparse_coo_tensor", "indices")
-  if type(size) == "table" and size[1] == nil and opts == nil then size, opts = nil, size end
-  if not wick.is_tensor(values) then values = wick.tensor(values) end
+  if not wick.is_tensor(values) then values = wick.tensor(values, { dtype = opts.dtype }) end
   if indices:dim() ~= 2 then
     core.error(("sparse_coo_tensor: indices must be 2-D [ndim, nnz], got %d-D"):format(indices:dim()))
   end
@@ -1398,32 +1418,82 @@ function wick.sparse_coo_tensor(indices, values, size, opts)
     size = {}
     for d = 1, indices:size(1) do size[d] = indices:size(2) > 0 and indices[d]:max():item() or 0 end
   end
-  local o = { dtype = values.dtype, device = values.device }
-  for k, v in pairs(opts or {}) do o[k] = v end
+  local o = { dtype = opts.dtype or values.dtype, device = opts.device or values.device }
   local dense = wick.zeros(size, o)
   local keys = {}
-  for d = 1, indices:size(1) do keys[d] = indices[d] end
-  dense:index_put_(keys, values:to(o.dtype), true)
+  for d = 1, indices:size(1) do keys[d] = indices[d]:to(o.device) end
+  dense:index_put_(keys, values:to(o.device, o.dtype), true)
+  if opts.requires_grad then dense:requires_grad_(true) end -- (a leaf, as PyTorch's)
   return dense
 end
 function Tensor.to_dense(t) return check_tensor(t, "to_dense", "self") end
 function Tensor.to_sparse(t) return check_tensor(t, "to_sparse", "self") end
 function Tensor.coalesce(t) return check_tensor(t, "coalesce", "self") end
+-- t:indices() and t:values() are methods; read as fields (PyTorch's named
+-- tuples: t.max(dim).indices) they are an error that says what to write.
+local function sparse_reader(name, fn)
+  local function misread()
+    core.error(("tensor has no field '%s' (t:max(dim), min, sort, topk, kthvalue and median return two tensors: "
+      .. "local values, indices = t:max(dim); t:%s() reads a tensor as a sparse one)"):format(name, name))
+  end
+  local mt = { __call = function(_, t, ...) return fn(check_tensor(t, name, "self"), ...) end, __index = misread,
+    __newindex = misread, __tostring = misread, __len = misread, __concat = misread, __unm = misread }
+  for _, op in ipairs({ "__add", "__sub", "__mul", "__div", "__mod", "__pow", "__lt", "__le" }) do mt[op] = misread end
+  return setmetatable({}, mt)
+end
+--- t:indices(): the positions of t's nonzeros as [ndim, nnz] int64 (1-based), row-major
+Tensor.indices = sparse_reader("indices", function(t) return t:nonzero():t():contiguous() end)
+--- t:values(): t's nonzeros, in the order of t:indices()
+Tensor.values = sparse_reader("values", function(t) return t:masked_select(t:ne(0)) end)
+function Tensor._nnz(t) return check_tensor(t, "_nnz", "self"):count_nonzero():item() end
+function Tensor.is_coalesced(t) check_tensor(t, "is_coalesced", "self") return true end
+function Tensor.sparse_dim(t) return check_tensor(t, "sparse_dim", "self"):dim() end
+function Tensor.dense_dim(t) check_tensor(t, "dense_dim", "self") return 0 end
+function Tensor._indices(t) return Tensor.indices(t) end
+function Tensor._values(t) return Tensor.values(t) end
 fields.is_sparse = function() return false end
 fields.layout = function() return "strided" end
 wick.strided, wick.sparse_coo = "strided", "sparse_coo"
 function wick.spmm(a, b) return check_tensor(a, "spmm", "input"):mm(b) end
 wick.sparse = { mm = function(a, b) return check_tensor(a, "sparse.mm", "mat1"):matmul(b) end,
-  sum = function(t, dim) return dim == nil and t:sum() or t:sum(dim) end }
+  sum = function(t, dim) return dim == nil and t:sum() or t:sum(dim) end,
+  addmm = function(input, a, b, opts) return wick.addmm(input, a, b, opts) end,
+  softmax = function(t, dim, opts) return wick.softmax(t, dim, opts) end,
+  log_softmax = function(t, dim, opts) return wick.log_softmax(t, dim, opts) end }
+-- torch.sparse.FloatTensor(indices, values, size) and its kin (pygcn's spelling)
+for name, dtype in pairs({ FloatTensor = "float32", DoubleTensor = "float64", LongTensor = "int64",
+  IntTensor = "int32", HalfTensor = "float16", BFloat16Tensor = "bfloat16", ByteTensor = "uint8", BoolTensor = "bool" }) do
+  wick.sparse[name] = function(indices, values, size)
+    return wick.sparse_coo_tensor(indices, values, size, { dtype = dtype })
+  end
+end
+
+--- t:iter(): `for row in t:iter()`, Python's `for row in t`: the slices along dim 1
+function Tensor.iter(t)
+  check_tensor(t, "iter", "self")
+  if t:dim() == 0 then core.error("iteration over a 0-d tensor") end
+  local i, n = 0, t:size(1)
+  return function()
+    if i >= n then return nil end
+    i = i + 1
+    return t[i]
+  end
+end
 
 --- wick.enumerate(loader[, start = 0]): `for i, x, y in wick.enumerate(loader)`, the
---- count first as Python's enumerate gives it (from 0 unless start says)
+--- count first as Python's enumerate gives it (from 0 unless start says); also a
+--- tensor's slices along dim 1 and an array's items
 function wick.enumerate(iterable, start)
+  if start ~= nil then check.number(start, "enumerate", "start") end
   local next_item
   if type(iterable) == "function" then next_item = iterable
+  elseif wick.is_tensor(iterable) then next_item = iterable:iter()
   elseif type(iterable) == "table" and type(iterable.iter) == "function" then next_item = iterable:iter()
+  elseif type(iterable) == "table" and getmetatable(iterable) == nil then
+    local k = 0
+    next_item = function() k = k + 1 return iterable[k] end
   else
-    check.expected("enumerate", "iterable", "a loader, a sampler or an iterator function", iterable)
+    check.expected("enumerate", "iterable", "a loader, a sampler, a tensor, an array or an iterator function", iterable)
   end
   local i = (start or 0) - 1
   local function step(first, ...)

@@ -315,9 +315,6 @@ static int tensor_key_kind(lua_State *L, wick_tensor *k) {
 static void bad_key(lua_State *L, int idx) {
     if (lua_type(L, idx) == LUA_TSTRING) {
         const char *k = lua_tostring(L, idx);
-        if (strcmp(k, "indices") == 0 || strcmp(k, "values") == 0) /* PyTorch's named tuples */
-            wl_raise(L, "tensor has no field or method '%s' (t:max(dim), min, sort, topk, kthvalue and median "
-                        "return two tensors: local values, indices = t:max(dim))", k);
         if (strcmp(k, "weight") == 0 || strcmp(k, "bias") == 0 || strcmp(k, "training") == 0 ||
             strcmp(k, "forward") == 0)
             wl_raise(L, "tensor has no field or method '%s' (a module's method called with '.' gets its first "
