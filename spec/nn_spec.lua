@@ -1737,6 +1737,14 @@ describe("more of torch.nn's layers (PyTorch's values)", function()
     assert.are.same({ 2, 4, 3 }, nn.MaxPool1d(2)(x):size())
     assert.are.same({ 2, 4, 6 }, nn.AvgPool1d(3, 1, 1)(x):size())
     assert_close(nn.RMSNorm(6)(x), F.rms_norm(x, { 6 }):totable(), 1e-6)
+    -- bfloat16 / float16 as PyTorch's (nanochat's norm): in float32, float32's eps, one rounding at the end
+    for _, low in ipairs({ "bfloat16", "float16" }) do
+      local xl, wl = x:to(low), wick.randn(6):to(low)
+      local want = F.rms_norm(xl:float(), { 6 }, wl:float()):to(low)
+      assert.are.equal(0, (F.rms_norm(xl, { 6 }, wl):float() - want:float()):abs():max():item())
+      -- (with the low dtype's own eps, 0.11 in bfloat16 and 0.30 in float16)
+      assert.is_true(math.abs(F.rms_norm(wick.full({ 1, 4 }, 0.01, { dtype = low }), { 4 })[1][1]:item() - 1) < 1e-3)
+    end
     assert.are.same({ 0, 2, 1, 3 }, nn.ChannelShuffle(2)(wick.arange(4):view(1, 4, 1)):flatten():totable())
     assert.is_true(math.abs(nn.Softmax2d()(wick.randn(1, 3, 2, 2)):sum(2)[1][1][1]:item() - 1) < 1e-6)
     assert.are.equal("CELU(alpha=2.0, inplace=True)", tostring(nn.CELU(2.0, true)))

@@ -7,6 +7,13 @@ local assert_error_has = support.assert_error_has
 local F64 = { dtype = "float64" }
 
 describe("wick.Generator", function()
+  it("takes the device by position or by keyword (nanochat's torch.Generator(device=device))", function()
+    local a = wick.Generator({ device = "cpu" }):manual_seed(3)
+    local b = wick.Generator("cpu"):manual_seed(3)
+    assert.is_true(wick.rand(4, { generator = a }):equal(wick.rand(4, { generator = b })))
+    assert_error_has(function() wick.Generator({ devcie = "cpu" }) end, "unknown option 'devcie'")
+  end)
+
   it("draws from its own state: the same seed gives the same numbers, wick's state is untouched", function()
     local g = wick.Generator():manual_seed(42)
     wick.manual_seed(7)

@@ -729,8 +729,11 @@ local Generator = { __name = "Generator" }
 Generator.__index = Generator
 local rng_state, set_rng_state = core.get_rng_state, core.set_rng_state
 
---- wick.Generator([device = "cpu"]): a generator seeded like wick's at start
+--- wick.Generator([device = "cpu"]) or wick.Generator({device = ...}): a generator seeded like wick's at start
 function wick.Generator(device)
+  if type(device) == "table" and getmetatable(device) == nil then
+    device = check.options(device, "wick.Generator", { device = "device" }).device
+  end
   if device ~= nil and wick.device(device).type ~= "cpu" then
     core.error("wick.Generator: only 'cpu' generators exist (CUDA ops draw from wick.cuda's seed)")
   end
@@ -1514,7 +1517,7 @@ end
 -- wick.nn, wick.optim and wick.data load on first use (they require wick themselves).
 local lazy = { nn = "wick.nn", optim = "wick.optim", data = "wick.data", amp = "wick.amp",
   distributed = "wick.distributed", profiler = "wick.profiler", autograd = "wick.autograd",
-  distributions = "wick.distributions", linalg = "wick.linalg", func = "wick.func",
+  distributions = "wick.distributions", linalg = "wick.linalg", func = "wick.func", einops = "wick.einops",
   utils = "wick.utils" }
 -- torch.inf, torch.nan, torch.pi, torch.e
 wick.inf, wick.nan, wick.pi, wick.e = math.huge, 0 / 0, math.pi, math.exp(1)

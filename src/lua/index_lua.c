@@ -192,8 +192,8 @@ static int parse_key(lua_State *L, int idx, wick_tensor *t, wick_key_entry *e, i
             if (m == 0) e[d] = (wick_key_entry){0, 0, sizes[d], 1};
             else if (m == 2 || m == 3) e[d] = range_entry(L, top, m, sizes[d], d);
             else
-                wl_raise(L, "index: entry %d of the key: a range is {} (all), {first, last} or {first, last, step}, got a table of %d elements",
-                         i + 1, m);
+                wl_raise(L, "index: entry %d of the key: a range is {} (all), {first, last} or {first, last, step}, got a table of %d elements%s",
+                         i + 1, m, m == 1 ? " ({i, i} keeps the one element i as a dim, Python's [i] list; {i, -1} is Python's i:)" : "");
         } else if (wl_totensor(L, top)) {
             e[d] = (wick_key_entry){0, 0, sizes[d], 1};
             te[*nt] = i;

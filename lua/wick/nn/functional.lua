@@ -208,8 +208,9 @@ function F.softmin(x, ...)
   if o.dim == nil then check.fail("softmin", "missing argument 'dim'") end
   return (-x):softmax(o.dim, o.dtype and { dtype = o.dtype } or nil)
 end
---- F.rms_norm(x, normalized_shape[, weight[, eps]]): x / sqrt(mean(x^2) + eps) over the trailing dims
---- (eps defaults to the dtype's machine epsilon, as PyTorch's), times weight
+--- F.rms_norm(x, normalized_shape[, weight[, eps]]): x / sqrt(mean(x^2) + eps) over the trailing dims,
+--- times weight. As PyTorch's: float16 and bfloat16 are computed in float32 (weight included,
+--- rounded once at the end), and eps defaults to the machine epsilon of the dtype computed in.
 function F.rms_norm(x, ...)
   tensor(x, "rms_norm", "input")
   local o = check.positional("rms_norm", { "normalized_shape", "weight", "eps" },
@@ -226,10 +227,12 @@ function F.rms_norm(x, ...)
     end
     dims[i] = d
   end
-  local eps = o.eps or wick.finfo(x.dtype).eps
-  local y = x * ((x * x):mean(dims, true) + eps):rsqrt()
-  if o.weight then y = y * o.weight end
-  return y
+  local low = x.dtype == "float16" or x.dtype == "bfloat16"
+  local xc = low and x:float() or x
+  local eps = o.eps or wick.finfo(xc.dtype).eps
+  local y = xc * ((xc * xc):mean(dims, true) + eps):rsqrt()
+  if o.weight then y = y * (low and o.weight:float() or o.weight) end
+  return low and y:to(x.dtype) or y
 end
 --- F.upsample(...) is F.interpolate; F.upsample_nearest(x, size, scale_factor),
 --- F.upsample_bilinear(x, size, scale_factor) (align_corners = true): PyTorch's deprecated forms

@@ -1,0 +1,367 @@
+-- wick.einops: the einops package's operations on wick tensors (rearrange,
+-- reduce, repeat, pack, unpack, einsum, parse_shape, and the Rearrange and
+-- Reduce layers), so that transformer code written with einops ports line
+-- by line. A pattern names the axes of the input and of the result:
+-- "b c (h p1) (w p2) -> b (h w) (p1 p2 c)"; parentheses group axes into one
+-- dimension, "..." stands for any number of axes, "1" and "()" are a
+-- dimension of size 1. Sizes the input does not fix come in a table
+-- ({p1 = 16, p2 = 16}). Each operation is a reshape, a permute, a reduction
+-- or an expand of the tensor, so it is differentiable and runs on any device.
+-- `repeat` is a Lua keyword: einops.repeat_ (or einops["repeat"]).
+local wick = require("wick")
+local check = require("wick.argcheck")
+
+local M = {}
+local unpack = table.unpack or unpack -- luacheck: ignore
+
+local function fail(fn, fmt, ...) check.fail("einops." .. fn, fmt, ...) end
+
+-- "a (b c) ..." -> {"a", "(", "b", "c", ")", "..."}
+local function tokens(side, fn)
+  local out, pos = {}, 1
+  while pos <= #side do
+    local c = side:sub(pos, pos)
+    if c:match("%s") then
+      pos = pos + 1
+    elseif c == "(" or c == ")" or c == "*" then
+      out[#out + 1], pos = c, pos + 1
+    elseif side:sub(pos, pos + 2) == "..." then
+      out[#out + 1], pos = "...", pos + 3
+    else
+      local name = side:match("^[%w_]+", pos)
+      if not name then fail(fn, "unexpected '%s' in the pattern '%s'", c, side) end
+      if name:match("^%d") and not name:match("^%d+$") then fail(fn, "'%s' is not an axis name", name) end
+      out[#out + 1], pos = name, pos + #name
+    end
+  end
+  return out
+end
+
+-- one side of a pattern: an array of groups (one per dimension), each an
+-- array of axes: a name, "...", or a number (an anonymous axis)
+local function parse(side, fn)
+  local groups, group, seen = {}, nil, {}
+  for _, tok in ipairs(tokens(side, fn)) do
+    if tok == "(" then
+      if group then fail(fn, "nested parentheses in '%s'", side) end
+      group = { paren = true }
+    elseif tok == ")" then
+      if not group then fail(fn, "unbalanced ')' in '%s'", side) end
+      groups[#groups + 1], group = group, nil
+    else
+      local axis = tok:match("^%d+$") and tonumber(tok) or tok
+      if type(axis) == "string" then
+        if seen[axis] then fail(fn, "the axis '%s' appears twice in '%s'", axis, side) end
+        seen[axis] = true
+      end
+      if group then group[#group + 1] = axis else groups[#groups + 1] = { axis } end
+    end
+  end
+  if group then fail(fn, "unbalanced '(' in '%s'", side) end
+  return groups
+end
+
+local function split(pattern, fn)
+  check.string(pattern, "einops." .. fn, "pattern")
+  local l, r = pattern:match("^(.-)%->(.*)$")
+  if not l then fail(fn, "the pattern '%s' has no '->'", pattern) end
+  return parse(l, fn), parse(r, fn)
+end
+
+-- "..." replaced by n axes named "...1" .. "...n", in place in its group
+local function expand_ellipsis(groups, n, fn, left)
+  local out = {}
+  for _, g in ipairs(groups) do
+    local at
+    for i, a in ipairs(g) do if a == "..." then at = i end end
+    if not at then
+      out[#out + 1] = g
+    elseif not g.paren then -- a bare "...": n dimensions
+      for k = 1, n do out[#out + 1] = { "..." .. k } end
+    elseif left then
+      fail(fn, "'...' inside parentheses on the left is not supported")
+    else
+      local ng = { paren = true }
+      for i, a in ipairs(g) do
+        if i == at then for k = 1, n do ng[#ng + 1] = "..." .. k end else ng[#ng + 1] = a end
+      end
+      out[#out + 1] = ng
+    end
+  end
+  return out
+end
+
+local function has_ellipsis(groups)
+  for _, g in ipairs(groups) do for _, a in ipairs(g) do if a == "..." then return true end end end
+  return false
+end
+
+-- the input's axes: names in order with their sizes (size-1 anonymous axes dropped)
+local function left_axes(t, left, lengths, fn)
+  if has_ellipsis(left) then
+    local n = t:dim() - (#left - 1)
+    if n < 0 then fail(fn, "the pattern has %d dimensions besides '...', the tensor %d", #left - 1, t:dim()) end
+    left = expand_ellipsis(left, n, fn, true)
+  end
+  if #left ~= t:dim() then
+    fail(fn, "the pattern's left side has %d dimensions, the tensor %d (shape %s)", #left, t:dim(),
+      table.concat(t:size(), "x"))
+  end
+  local names, sizes = {}, {}
+  for d, g in ipairs(left) do
+    local dim, known, unknown = t:size(d), 1, nil
+    for _, a in ipairs(g) do
+      if type(a) == "number" then
+        if a ~= 1 then fail(fn, "an anonymous axis on the left must be 1, got %d", a) end
+      elseif lengths[a] then
+        known = known * lengths[a]
+      elseif unknown then
+        fail(fn, "two axes of unknown size ('%s' and '%s') in one group: give one in axes_lengths", unknown, a)
+      else
+        unknown = a
+      end
+    end
+    if unknown then
+      if known == 0 or dim % known ~= 0 then
+        fail(fn, "dimension %d (size %d) does not split into the known axes (%d)", d, dim, known)
+      end
+    elseif known ~= dim then
+      fail(fn, "dimension %d has size %d, the pattern gives %d", d, dim, known)
+    end
+    for _, a in ipairs(g) do
+      if type(a) == "string" then
+        names[#names + 1], sizes[#sizes + 1] = a, (a == unknown) and math.floor(dim / known) or lengths[a]
+      end
+    end
+  end
+  return names, sizes
+end
+
+local function lengths_of(fn, axes_lengths)
+  if axes_lengths == nil then return {} end
+  check.table(axes_lengths, "einops." .. fn, "axes_lengths")
+  for k, v in pairs(axes_lengths) do
+    if type(k) ~= "string" then fail(fn, "axes_lengths: expected names as keys, got %s", check.describe(k)) end
+    check.int(v, "einops." .. fn, k, 1)
+  end
+  return axes_lengths
+end
+
+local REDUCTIONS = { mean = true, sum = true, max = true, min = true, prod = true }
+
+-- rearrange, reduce (op) and repeat: one walk from the left axes to the right groups
+local function apply(fn, t, pattern, op, axes_lengths)
+  check.tensor(t, "einops." .. fn, "tensor")
+  local lengths = lengths_of(fn, axes_lengths)
+  local left, right = split(pattern, fn)
+  local n_ell = 0
+  if has_ellipsis(left) then n_ell = t:dim() - (#left - 1) end
+  if has_ellipsis(right) and not has_ellipsis(left) then fail(fn, "'...' on the right only") end
+  local names, sizes = left_axes(t, left, lengths, fn)
+  right = expand_ellipsis(right, math.max(n_ell, 0), fn, false)
+  local on_right, pos = {}, {}
+  for _, g in ipairs(right) do for _, a in ipairs(g) do if type(a) == "string" then on_right[a] = true end end end
+  for i, a in ipairs(names) do pos[a] = i end
+  local x = t:reshape(#sizes > 0 and sizes or {})
+  -- axes only on the left are reduced
+  local kept, kept_sizes, reduced = {}, {}, {}
+  for i, a in ipairs(names) do
+    if on_right[a] then kept[#kept + 1], kept_sizes[#kept_sizes + 1] = a, sizes[i]
+    else reduced[#reduced + 1] = i end
+  end
+  if #reduced > 0 then
+    if fn ~= "reduce" then fail(fn, "the axis '%s' is on the left only (use einops.reduce to reduce it)", names[reduced[1]]) end
+    for k = #reduced, 1, -1 do -- from the last, so the positions hold
+      local d = reduced[k]
+      x = (x[op](x, d)) -- (max and min: the values)
+    end
+  end
+  -- the kept axes in the right side's order
+  local order, new_pos = {}, {}
+  for i, a in ipairs(kept) do new_pos[a] = i end
+  for _, g in ipairs(right) do
+    for _, a in ipairs(g) do if type(a) == "string" and new_pos[a] then order[#order + 1] = new_pos[a] end end
+  end
+  if #order > 1 then x = x:permute(order) end
+  -- new axes (repeat) inserted and expanded; then the right's groups
+  local flat, shape, any_new = {}, {}, false
+  for _, g in ipairs(right) do
+    local size = 1
+    for _, a in ipairs(g) do
+      local n
+      if type(a) == "number" then
+        n = a
+        if a ~= 1 then
+          if fn ~= "repeat" then fail(fn, "an anonymous axis (%d) on the right is for einops.repeat_", a) end
+          any_new = true
+          flat[#flat + 1] = { new = true, size = a }
+        end
+      elseif new_pos[a] then
+        n = kept_sizes[new_pos[a]]
+        flat[#flat + 1] = { size = n }
+      else
+        if fn ~= "repeat" then fail(fn, "the axis '%s' is on the right only (use einops.repeat_ to add it)", a) end
+        n = lengths[a]
+        if not n then fail(fn, "the new axis '%s' needs its size in axes_lengths", a) end
+        any_new = true
+        flat[#flat + 1] = { new = true, size = n }
+      end
+      size = size * n
+    end
+    shape[#shape + 1] = size
+  end
+  if any_new then
+    local sz = {}
+    for i, f in ipairs(flat) do
+      if f.new then x = x:unsqueeze(i) end
+      sz[i] = f.size
+    end
+    x = x:expand(sz)
+  end
+  return x:reshape(shape)
+end
+
+--- einops.rearrange(t, pattern[, axes_lengths]): reorder, split and merge axes
+function M.rearrange(t, pattern, axes_lengths)
+  if type(t) == "table" and not check.is_tensor(t) then t = wick.stack(t) end -- a list: stacked first, as einops
+  return apply("rearrange", t, pattern, nil, axes_lengths)
+end
+
+--- einops.reduce(t, pattern, reduction[, axes_lengths]): reduce the axes the right side drops
+--- (reduction "mean", "sum", "max", "min" or "prod")
+function M.reduce(t, pattern, reduction, axes_lengths)
+  if type(t) == "table" and not check.is_tensor(t) then t = wick.stack(t) end
+  check.string(reduction, "einops.reduce", "reduction")
+  if not REDUCTIONS[reduction] then fail("reduce", "unknown reduction '%s' (mean, sum, max, min or prod)", reduction) end
+  return apply("reduce", t, pattern, reduction, axes_lengths)
+end
+
+--- einops.repeat_(t, pattern[, axes_lengths]) (einops.repeat): new axes, copies along them
+function M.repeat_(t, pattern, axes_lengths)
+  if type(t) == "table" and not check.is_tensor(t) then t = wick.stack(t) end
+  return apply("repeat", t, pattern, nil, axes_lengths)
+end
+M["repeat"] = M.repeat_
+
+--- einops.parse_shape(t, pattern): {name = size} for the named axes ("_" skips one)
+function M.parse_shape(t, pattern)
+  check.tensor(t, "einops.parse_shape", "tensor")
+  check.string(pattern, "einops.parse_shape", "pattern")
+  local groups = parse(pattern, "parse_shape")
+  if #groups ~= t:dim() then
+    fail("parse_shape", "the pattern has %d dimensions, the tensor %d", #groups, t:dim())
+  end
+  local out = {}
+  for d, g in ipairs(groups) do
+    if #g ~= 1 then fail("parse_shape", "groups are not supported in parse_shape") end
+    if g[1] ~= "_" then out[g[1]] = t:size(d) end
+  end
+  return out
+end
+
+-- pack/unpack: the axes before and after "*"
+local function star(pattern, fn)
+  check.string(pattern, "einops." .. fn, "pattern")
+  local groups = parse(pattern, fn)
+  local at
+  for i, g in ipairs(groups) do
+    if #g ~= 1 then fail(fn, "groups are not supported in '%s'", pattern) end
+    if g[1] == "*" then at = i end
+  end
+  if not at then fail(fn, "the pattern '%s' needs one '*'", pattern) end
+  return at - 1, #groups - at
+end
+
+--- einops.pack(tensors, pattern) -> packed, shapes: the '*' axes of each tensor flattened and concatenated
+function M.pack(tensors, pattern)
+  check.table(tensors, "einops.pack", "tensors")
+  local before, after = star(pattern, "pack")
+  local parts, shapes = {}, {}
+  for i, t in ipairs(tensors) do
+    check.tensor(t, "einops.pack", "tensors[" .. i .. "]")
+    local n = t:dim() - before - after
+    if n < 0 then fail("pack", "tensors[%d] has %d dimensions, the pattern at least %d", i, t:dim(), before + after) end
+    local size, s = t:size(), {}
+    local new = {}
+    for d = 1, before do new[#new + 1] = size[d] end
+    local p = 1
+    for d = before + 1, before + n do s[#s + 1] = size[d]; p = p * size[d] end
+    new[#new + 1] = p
+    for d = before + n + 1, t:dim() do new[#new + 1] = size[d] end
+    parts[i], shapes[i] = t:reshape(new), s
+  end
+  return wick.cat(parts, before + 1), shapes
+end
+
+--- einops.unpack(packed, shapes, pattern) -> tensors: pack undone
+function M.unpack(packed, shapes, pattern)
+  check.tensor(packed, "einops.unpack", "tensor")
+  check.table(shapes, "einops.unpack", "packed_shapes")
+  local before, after = star(pattern, "unpack")
+  if packed:dim() ~= before + after + 1 then
+    fail("unpack", "the packed tensor has %d dimensions, the pattern %d", packed:dim(), before + after + 1)
+  end
+  local counts, total = {}, 0
+  for i, s in ipairs(shapes) do
+    local p = 1
+    for _, v in ipairs(s) do p = p * v end
+    counts[i], total = p, total + p
+  end
+  if total ~= packed:size(before + 1) then
+    fail("unpack", "the shapes hold %d elements along '*', the tensor %d", total, packed:size(before + 1))
+  end
+  local out, start, size = {}, 0, packed:size()
+  for i, s in ipairs(shapes) do
+    local piece = packed:narrow(before + 1, start + 1, counts[i])
+    local new = {}
+    for d = 1, before do new[#new + 1] = size[d] end
+    for _, v in ipairs(s) do new[#new + 1] = v end
+    for d = before + 2, packed:dim() do new[#new + 1] = size[d] end
+    out[i], start = piece:reshape(new), start + counts[i]
+  end
+  return out
+end
+
+--- einops.einsum(a, b, ..., pattern): wick.einsum with axis names of any length
+function M.einsum(...)
+  local n = select("#", ...)
+  if n == 0 then fail("einsum", "expected tensors and a pattern, got nothing") end
+  local pattern = select(n, ...)
+  check.string(pattern, "einops.einsum", "pattern")
+  local letters, next_letter = {}, 0
+  local alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+  local spec = pattern:gsub("%.%.%.", "\1"):gsub("[%w_]+", function(name)
+    if not letters[name] then
+      next_letter = next_letter + 1
+      if next_letter > #alphabet then fail("einsum", "too many axis names") end
+      letters[name] = alphabet:sub(next_letter, next_letter)
+    end
+    return letters[name]
+  end):gsub("%s", ""):gsub("\1", "...")
+  local operands = {}
+  for i = 1, n - 1 do operands[i] = select(i, ...) end
+  return wick.einsum(spec, unpack(operands, 1, n - 1))
+end
+
+-- einops.layers.torch: Rearrange and Reduce as modules
+local nn = wick.nn
+local Rearrange = nn.Module:extend("Rearrange")
+function Rearrange:init(pattern, axes_lengths)
+  check.string(pattern, "Rearrange", "pattern")
+  self.pattern, self.axes_lengths = pattern, lengths_of("Rearrange", axes_lengths)
+end
+function Rearrange:forward(x) return M.rearrange(x, self.pattern, self.axes_lengths) end
+function Rearrange:extra_repr() return ("'%s'"):format(self.pattern) end
+local Reduce = nn.Module:extend("Reduce")
+function Reduce:init(pattern, reduction, axes_lengths)
+  check.string(pattern, "Reduce", "pattern")
+  check.one_of(reduction, "Reduce", "reduction", { "mean", "sum", "max", "min", "prod" })
+  self.pattern, self.reduction, self.axes_lengths = pattern, reduction, lengths_of("Reduce", axes_lengths)
+end
+function Reduce:forward(x) return M.reduce(x, self.pattern, self.reduction, self.axes_lengths) end
+function Reduce:extra_repr() return ("'%s', '%s'"):format(self.pattern, self.reduction) end
+M.Rearrange, M.Reduce = Rearrange, Reduce
+M.layers = { Rearrange = Rearrange, Reduce = Reduce }
+M.layers.torch = M.layers
+
+return M
