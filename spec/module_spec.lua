@@ -1118,6 +1118,42 @@ describe("PyTorch's printing of load_state_dict's result, and no_grad as a decor
     assert.is_true(wick.enable_grad()(function() return (x * 2).requires_grad end)())
     assert.has_error(function() wick.no_grad()(5) end, "no_grad(): expected a function for argument 'fn', got 5")
   end)
+
+  it("a generator under inference_mode (nanochat's generate): the mode holds between yields only inside it", function()
+    local x = wick.ones(2):requires_grad_()
+    local inside = {}
+    local gen = coroutine.wrap(function()
+      wick.inference_mode(function()
+        for i = 1, 5 do
+          inside[#inside + 1] = (x * 2).requires_grad
+          coroutine.yield(i)
+        end
+      end)
+    end)
+    for i in gen do
+      assert.is_true(wick.is_grad_enabled()) -- the consumer records
+      if i == 2 then break end -- stopped early: nothing left switched off
+    end
+    assert.are.same({ false, false }, inside)
+    assert.is_true((x * 2).requires_grad)
+    -- values pass both ways through the yield; errors end at the resume
+    local co = coroutine.wrap(function(a)
+      return wick.no_grad(function(v) local w = coroutine.yield(v + 1) return w * 2, wick.is_grad_enabled() end, a)
+    end)
+    assert.are.equal(2, co(1))
+    local doubled, on = co(10)
+    assert.are.equal(20, doubled)
+    assert.is_false(on)
+    local ok, err = coroutine.resume(coroutine.create(function() wick.no_grad(function() error("inner") end) end))
+    assert.is_false(ok)
+    assert.is_truthy(err:find("inner", 1, true))
+    assert.is_true(wick.is_grad_enabled())
+    local g = coroutine.wrap(function()
+      wick.autocast({ device_type = "cpu" }, function() coroutine.yield(wick.is_autocast_enabled("cpu")) end)
+    end)
+    assert.is_true(g())
+    assert.is_false(wick.is_autocast_enabled("cpu"))
+  end)
 end)
 
 describe("what a module's state is", function()

@@ -917,14 +917,43 @@ local function rethrow(err)
   error(err, 0)
 end
 
+-- fn(...) with a state switched on: enter() before it, leave() after it, also
+-- when it raises. Inside a coroutine, fn runs in a coroutine of its own, so a
+-- yield from fn (a generator under wick.no_grad, Python's @torch.no_grad() on a
+-- function that yields) leaves the state first and enters it again when
+-- resumed: the resumer never runs in fn's state, even when it stops resuming.
+local function run_scoped(enter, leave, fn, ...)
+  local co, main = coroutine.running()
+  if co == nil or main then
+    enter()
+    local results = pack(xpcall(fn, record_traceback, ...))
+    leave()
+    if not results[1] then rethrow(results[2]) end
+    return unpack(results, 2, results.n)
+  end
+  local inner, args = coroutine.create(fn), pack(...)
+  while true do
+    enter()
+    local r = pack(coroutine.resume(inner, unpack(args, 1, args.n)))
+    leave()
+    if coroutine.status(inner) == "dead" then
+      if not r[1] then
+        record_traceback(r[2])
+        error(r[2], 0) -- (in a coroutine: the error ends at a resume, which shows it)
+      end
+      return unpack(r, 2, r.n)
+    end
+    args = pack(coroutine.yield(unpack(r, 2, r.n)))
+  end
+end
+
 local function with_grad_mode(enabled, name, fn, ...)
   check.callable(fn, name, "fn")
-  local previous = core.is_grad_enabled()
-  core.set_grad_enabled(enabled)
-  local results = pack(xpcall(fn, record_traceback, ...))
-  core.set_grad_enabled(previous)
-  if not results[1] then rethrow(results[2]) end
-  return unpack(results, 2, results.n)
+  local previous
+  return run_scoped(function()
+    previous = core.is_grad_enabled()
+    core.set_grad_enabled(enabled)
+  end, function() core.set_grad_enabled(previous) end, fn, ...)
 end
 
 -- With no arguments, a decorator (PyTorch's @torch.no_grad()): wick.no_grad()(f)
@@ -1021,19 +1050,20 @@ function wick.autocast(opts, fn, ...)
     wick._warn("User provided device_type of 'cuda', but CUDA is not available. Disabling")
     enabled = false
   end
-  local was_enabled, was_dtype, was_cache = core._is_autocast_enabled(dt), core._get_autocast_dtype(dt),
-    core._is_autocast_cache_enabled()
-  core._set_autocast_dtype(dt, AUTOCAST_DTYPES[dtype])
-  core._set_autocast_enabled(dt, enabled)
-  if opts.cache_enabled ~= nil then core._set_autocast_cache_enabled(opts.cache_enabled) end
-  core._autocast_increment_nesting()
-  local results = pack(xpcall(fn, record_traceback, ...))
-  if core._autocast_decrement_nesting() == 0 then core._clear_autocast_cache() end
-  core._set_autocast_enabled(dt, was_enabled)
-  core._set_autocast_dtype(dt, was_dtype)
-  core._set_autocast_cache_enabled(was_cache)
-  if not results[1] then rethrow(results[2]) end
-  return unpack(results, 2, results.n)
+  local was_enabled, was_dtype, was_cache
+  return run_scoped(function()
+    was_enabled, was_dtype, was_cache = core._is_autocast_enabled(dt), core._get_autocast_dtype(dt),
+      core._is_autocast_cache_enabled()
+    core._set_autocast_dtype(dt, AUTOCAST_DTYPES[dtype])
+    core._set_autocast_enabled(dt, enabled)
+    if opts.cache_enabled ~= nil then core._set_autocast_cache_enabled(opts.cache_enabled) end
+    core._autocast_increment_nesting()
+  end, function()
+    if core._autocast_decrement_nesting() == 0 then core._clear_autocast_cache() end
+    core._set_autocast_enabled(dt, was_enabled)
+    core._set_autocast_dtype(dt, was_dtype)
+    core._set_autocast_cache_enabled(was_cache)
+  end, fn, ...)
 end
 --- torch.is_autocast_enabled([device_type]): PyTorch's default device_type is "cuda".
 function wick.is_autocast_enabled(device_type) return core._is_autocast_enabled(device_type or "cuda") end
