@@ -315,7 +315,7 @@ WK_SIMD static void fft_batch(const fft_plan *p, int64_t r, int64_t lanes, doubl
 /* how many rows a piece transforms at once: up to FFT_LANES, while its work
  * space of 4 m doubles a row stays within FFT_BATCH_BYTES */
 #define FFT_LANES 8
-#define FFT_BATCH_BYTES (512 * 1024)
+#define FFT_BATCH_BYTES (256 * 1024)
 static int64_t lanes_of(const fft_plan *p) {
     int64_t lanes = FFT_LANES;
     while (lanes > 1 && (uint64_t)lanes * 32 * (uint64_t)p->m > FFT_BATCH_BYTES) lanes /= 2;
