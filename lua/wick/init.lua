@@ -1539,7 +1539,7 @@ end
 
 -- Linear algebra's tensor methods and torch.* names, from wick.linalg (which loads on first use).
 for _, name in ipairs({ "inverse", "det", "slogdet", "logdet", "pinverse", "cholesky", "qr", "svd", "cholesky_solve",
-  "cholesky_inverse", "triangular_solve" }) do
+  "cholesky_inverse", "triangular_solve", "lu", "lu_solve", "lu_unpack", "matrix_exp" }) do
   Tensor[name] = function(...) return require("wick.linalg")._methods[name](...) end
   wick[name] = Tensor[name]
 end

@@ -2,8 +2,8 @@
 -- ops, and the decompositions of the core (src/core/decomp.c: LU, Cholesky,
 -- QR, eigh, SVD, computed in float64 on the CPU for every device) with their
 -- derivatives written here in ops, as autograd.Functions: solve, inv, det,
--- slogdet and cholesky are differentiable (twice, too); qr, eigh and svd are
--- not (their backward raises). solve_triangular, cholesky_solve and
+-- slogdet, cholesky and lu are differentiable (twice, too); qr, eigh and svd
+-- are not (their backward raises). matrix_exp is a series of products. solve_triangular, cholesky_solve and
 -- cholesky_inverse are substitutions written in ops (any dtype and device),
 -- differentiable too. Tensor methods (t:inverse(), t:det(), ...) and the
 -- torch.* names (wick.inverse, wick.svd, wick.cholesky_solve, ...) are at the end.
@@ -407,13 +407,232 @@ function linalg.lstsq(A, B)
   return { solution = X }
 end
 
+-- ---- LU (A = P L U, partial pivoting; the core's kernel) ----
+
+-- the permutation of each matrix from LAPACK's 1-based row swaps: perm[i] the
+-- row of A that is row i of L U, as an int64 tensor [..., n] (1-based)
+local function permutation(pivots)
+  local n = pivots:size(-1)
+  local flat = pivots:reshape(-1, n):to("cpu"):totable()
+  local out = {}
+  for b, swaps in ipairs(flat) do
+    local perm = {}
+    for i = 1, n do perm[i] = i end
+    for i = 1, n do
+      local j = swaps[i]
+      perm[i], perm[j] = perm[j], perm[i]
+    end
+    out[b] = perm
+  end
+  return wick.tensor(out, { dtype = "int64", device = pivots.device }):reshape(pivots:size())
+end
+
+-- P^T as a matrix (rows of I in perm's order: P^T A = A[perm]), [..., n, n]
+local function p_transposed(perm, like)
+  local n = perm:size(-1)
+  local eye = wick.eye(n, { dtype = like.dtype, device = like.device })
+  local shape = perm:size()
+  shape[#shape + 1] = n
+  return eye:index_select(1, perm:reshape(-1)):reshape(shape)
+end
+local function batch_shape(A)
+  local shape = A:size()
+  shape[#shape], shape[#shape - 1] = nil, nil
+  return shape
+end
+
+local LU = wick.autograd.Function:extend("LinalgLU")
+function LU.forward(ctx, A)
+  local packed, pivots = core._linalg("lu_factor", A)
+  local L = packed:tril(-1) + eye_like(packed)
+  local U = packed:triu()
+  local P = mT(p_transposed(permutation(pivots), A))
+  ctx:save_for_backward(P, L, U)
+  ctx:mark_non_differentiable(P)
+  return P, L, U
+end
+-- PyTorch's (square A): gA = P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H
+function LU.backward(ctx, _, gL, gU)
+  local P, L, U = ctx.saved_tensors[1], ctx.saved_tensors[2], ctx.saved_tensors[3]
+  local phi
+  if gL then phi = mT(L):matmul(gL):tril(-1) end
+  if gU then
+    local u = gU:matmul(mT(U)):triu()
+    phi = phi and phi + u or u
+  end
+  if not phi then return nil end
+  local X = linalg.solve_triangular(mT(L), phi, { upper = true, unitriangular = true })
+  X = linalg.solve_triangular(mT(U), X, { upper = false, left = false })
+  return P:matmul(X)
+end
+
+--- linalg.lu(A[, {pivot = true}]) -> P, L, U with A = P L U (square A; differentiable)
+function linalg.lu(A, opts)
+  square("linalg.lu", A)
+  opts = check.options(opts, "linalg.lu", { pivot = "boolean" })
+  if opts.pivot == false then check.fail("linalg.lu", "LU without pivoting is not supported on the CPU (as PyTorch's)") end
+  return LU.apply(A)
+end
+
+--- linalg.lu_factor_ex(A) -> LU, pivots, info: L (unit lower, diagonal not stored) and U packed
+--- in LU, pivots LAPACK's 1-based row swaps (int32), info 0 or the first zero pivot
+function linalg.lu_factor_ex(A, opts)
+  square("linalg.lu_factor_ex", A)
+  opts = check.options(opts, "linalg.lu_factor_ex", { pivot = "boolean", check_errors = "boolean" })
+  if opts.pivot == false then check.fail("linalg.lu_factor", "LU without pivoting is not supported on the CPU (as PyTorch's)") end
+  if A.requires_grad and wick.is_grad_enabled() then -- through lu, so that LU carries the graph
+    local _, L, U = LU.apply(A)
+    local _, pivots, info = core._linalg("lu_factor", A:detach())
+    return L - eye_like(L) + U, pivots, info
+  end
+  local packed, pivots, info = core._linalg("lu_factor", A)
+  if opts.check_errors and info:numel() > 0 and info:max():item() > 0 then
+    local k = info:max():item()
+    check.fail("linalg.lu_factor_ex", "U[%d, %d] is zero: the matrix is singular", k, k)
+  end
+  return packed, pivots, info
+end
+
+--- linalg.lu_factor(A) -> LU, pivots
+function linalg.lu_factor(A, opts)
+  check.options(opts, "linalg.lu_factor", { pivot = "boolean" })
+  local packed, pivots = linalg.lu_factor_ex(A, opts)
+  return packed, pivots
+end
+
+--- wick.lu_unpack(LU, pivots) -> P, L, U
+function linalg._lu_unpack(packed, pivots)
+  check.tensor(packed, "lu_unpack", "LU_data")
+  check.tensor(pivots, "lu_unpack", "LU_pivots")
+  return mT(p_transposed(permutation(pivots), packed)), packed:tril(-1) + eye_like(packed), packed:triu()
+end
+
+--- linalg.lu_solve(LU, pivots, B[, {left = true, adjoint = false}]): X with A X = B from lu_factor's
+--- results (differentiable in LU and B)
+function linalg.lu_solve(packed, pivots, B, opts)
+  local fn = "linalg.lu_solve"
+  square(fn, packed)
+  check.tensor(pivots, fn, "pivots")
+  check.tensor(B, fn, "B")
+  opts = check.options(opts, fn, { left = "boolean", adjoint = "boolean" })
+  local L = packed:tril(-1) + eye_like(packed)
+  local U = packed:triu()
+  local Pt = p_transposed(permutation(pivots), packed)
+  local left, adjoint = opts.left ~= false, opts.adjoint == true
+  if left and not adjoint then -- L U X = P^T B
+    local Y = linalg.solve_triangular(L, Pt:matmul(B), { upper = false, unitriangular = true })
+    return linalg.solve_triangular(U, Y, { upper = true })
+  elseif left then -- A^T X = B: U^T L^T P^T X = B
+    local Y = linalg.solve_triangular(mT(U), B, { upper = false })
+    return mT(Pt):matmul(linalg.solve_triangular(mT(L), Y, { upper = true, unitriangular = true }))
+  end
+  -- X A = B, or X A^T = B: transposed
+  return mT(linalg.lu_solve(packed, pivots, mT(B), { adjoint = not adjoint }))
+end
+
+-- ---- matrix functions and small names ----
+
+--- linalg.matrix_exp(A): e^A by scaling and squaring of a Taylor series (products only: any
+--- device, differentiable)
+function linalg.matrix_exp(A)
+  square("linalg.matrix_exp", A)
+  if not A:is_floating_point() then check.fail("linalg.matrix_exp", "expected a floating point tensor, got %s", A.dtype) end
+  if A:numel() == 0 then return A:clone() end
+  local norm = A:detach():abs():sum(-2):amax():item() -- the largest 1-norm of the batch
+  local s = norm > 0.5 and math.ceil(math.log(norm / 0.5) / math.log(2)) or 0
+  if s ~= s or s == math.huge then s = 0 end -- (nan or inf in A: the result shows it)
+  local X = A / (2 ^ s)
+  -- |X| <= 1/2: 18 terms leave less than 1e-19 (Horner: I + X (I + X/2 (I + X/3 ...)))
+  local I = eye_like(A)
+  local E = I
+  for k = 18, 1, -1 do E = I + X:matmul(E) / k end
+  for _ = 1, s do E = E:matmul(E) end
+  return E
+end
+
+function linalg.matrix_power(A, n) return A:matrix_power(n) end
+function linalg.matmul(a, b) return wick.matmul(a, b) end
+--- linalg.diagonal(A[, {offset = 0, dim1 = -2, dim2 = -1}])
+function linalg.diagonal(A, opts)
+  check.tensor(A, "linalg.diagonal", "A")
+  opts = check.options(opts, "linalg.diagonal", { offset = "integer", dim1 = "integer", dim2 = "integer" })
+  return A:diagonal(opts.offset or 0, opts.dim1 or -2, opts.dim2 or -1)
+end
+--- linalg.vecdot(x, y[, {dim = -1}]): sum of conj(x) y along dim
+function linalg.vecdot(x, y, opts)
+  check.tensor(x, "linalg.vecdot", "x")
+  check.tensor(y, "linalg.vecdot", "y")
+  if type(opts) == "number" then opts = { dim = opts } end
+  opts = check.options(opts, "linalg.vecdot", { dim = "integer" })
+  return (x:conj() * y):sum(opts.dim or -1)
+end
+--- linalg.vander(x[, {N}]): [..., n, N] with columns x^0, x^1, ..., x^(N-1)
+function linalg.vander(x, opts)
+  check.tensor(x, "linalg.vander", "x")
+  if x:dim() < 1 then check.fail("linalg.vander", "x must have at least one dimension") end
+  opts = check.options(opts, "linalg.vander", { N = "integer" })
+  local N = opts.N or x:size(-1)
+  if N < 1 then check.fail("linalg.vander", "N must be greater than 1, got %d", N) end
+  local powers = wick.arange(N, { dtype = x:is_floating_point() and x.dtype or "int64", device = x.device })
+  return x:unsqueeze(-1) ^ powers
+end
+--- linalg.cond(A[, p]): the condition number (p nil or 2: through the singular values)
+function linalg.cond(A, p)
+  check.tensor(A, "linalg.cond", "A")
+  if type(p) == "table" then p = p.p end
+  if p == nil or p == 2 or p == -2 then
+    local S = linalg.svdvals(A)
+    local hi, lo = S:narrow(-1, 1, 1):squeeze(-1), S:narrow(-1, S:size(-1), 1):squeeze(-1)
+    if p == -2 then return lo / hi end
+    return hi / lo
+  end
+  square("linalg.cond", A)
+  return linalg.matrix_norm(A, p) * linalg.matrix_norm(linalg.inv(A), p)
+end
+--- linalg.inv_ex(A) -> inverse, info; linalg.solve_ex(A, B) -> result, info (info 0: wick raises instead)
+function linalg.inv_ex(A)
+  local X = linalg.inv(A)
+  return X, wick.zeros(batch_shape(A), { dtype = "int32", device = A.device })
+end
+function linalg.solve_ex(A, B, opts)
+  local X = linalg.solve(A, B, opts)
+  return X, wick.zeros(batch_shape(A), { dtype = "int32", device = A.device })
+end
+--- linalg.tensorinv(A[, ind = 2]) and linalg.tensorsolve(A, B[, dims]): through inv and solve
+function linalg.tensorinv(A, ind)
+  check.tensor(A, "linalg.tensorinv", "A")
+  if type(ind) == "table" then ind = ind.ind end
+  ind = ind or 2
+  local size = A:size()
+  local left, right, rows, cols = {}, {}, 1, 1
+  for i = 1, #size do
+    if i <= ind then left[#left + 1] = size[i]; rows = rows * size[i] else right[#right + 1] = size[i]; cols = cols * size[i] end
+  end
+  if rows ~= cols then
+    check.fail("linalg.tensorinv", "Expected self to satisfy the requirement prod(self.shape[ind:]) == prod(self.shape[:ind]), but got %d != %d", cols, rows)
+  end
+  local shape = {}
+  for _, v in ipairs(right) do shape[#shape + 1] = v end
+  for _, v in ipairs(left) do shape[#shape + 1] = v end
+  return linalg.inv(A:reshape(rows, cols)):reshape(shape)
+end
+function linalg.tensorsolve(A, B, dims)
+  check.tensor(A, "linalg.tensorsolve", "A")
+  check.tensor(B, "linalg.tensorsolve", "B")
+  if dims ~= nil then check.fail("linalg.tensorsolve", "dims is not supported (move those dims last first)") end
+  local n = B:numel()
+  local size, rest = A:size(), {}
+  for i = B:dim() + 1, #size do rest[#rest + 1] = size[i] end
+  return linalg.solve(A:reshape(n, -1), B:reshape(n)):reshape(rest)
+end
+
 -- autocast's float32 list holds the decompositions and solvers: under
 -- autocast their 16-bit float operands go to float32 (else their dtype is an
 -- error) and they run as one op, without autocast inside (a product within
 -- pinv stays float32, as in PyTorch's kernel)
 local f32 = wick._autocast_float32
 for _, name in ipairs({ "solve", "inv", "slogdet", "det", "cholesky", "qr", "eigh", "eigvalsh", "svd", "svdvals",
-  "pinv", "matrix_rank", "lstsq" }) do
+  "pinv", "matrix_rank", "lstsq", "lu", "lu_factor", "lu_factor_ex" }) do
   local f = linalg[name]
   linalg[name] = function(A, B, ...)
     local dt = wick.is_tensor(A) and A.device.type
@@ -433,6 +652,17 @@ function methods.logdet(t) -- log det: NaN for a negative determinant, -inf for 
   local sign, logabsdet = linalg.slogdet(t)
   return wick.where(sign:lt(0), wick.full_like(logabsdet, 0 / 0), logabsdet)
 end
+--- torch.lu(A[, pivot = true[, get_infos = false]]) -> LU, pivots[, infos] (the old name of lu_factor_ex)
+function methods.lu(t, pivot, get_infos)
+  if type(pivot) == "table" then pivot, get_infos = pivot.pivot, pivot.get_infos end
+  local packed, pivots, info = linalg.lu_factor_ex(t, { pivot = pivot })
+  if get_infos then return packed, pivots, info end
+  return packed, pivots
+end
+--- torch.lu_solve(b, LU_data, LU_pivots) (the old order) and torch.lu_unpack(LU, pivots)
+function methods.lu_solve(b, packed, pivots) return linalg.lu_solve(packed, pivots, b) end
+function methods.lu_unpack(packed, pivots) return linalg._lu_unpack(packed, pivots) end
+function methods.matrix_exp(t) return linalg.matrix_exp(t) end
 function methods.pinverse(t, rcond) return linalg.pinv(t, rcond and { rtol = rcond } or nil) end
 function methods.cholesky(t, upper) return linalg.cholesky(t, { upper = upper == true }) end
 function methods.qr(t, some) return linalg.qr(t, some == false and "complete" or "reduced") end
