@@ -519,3 +519,45 @@ describe("lp_pool", function()
     assert_user_error(function() local r = F.lp_pool2d(x, 0, 2); return r end, "lp_pool2d", "norm_type")
   end)
 end)
+
+describe("the classic losses' PyTorch positional arguments", function()
+  local quiet = function(fn) -- (size_average and reduce warn, as PyTorch's)
+    local saved = io.stderr
+    io.stderr = { write = function() end }
+    local ok, r = pcall(fn)
+    io.stderr = saved
+    assert(ok, r)
+    return r
+  end
+  local p = wick.tensor({ { 0.1, 0.9, 0.5 }, { 0.99, 0.01, 0.3 } })
+  local t = wick.tensor({ { 0, 1, 0.2 }, { 1, 0, 0.7 } })
+
+  it("weight, size_average, reduce, reduction by position mean what they mean in PyTorch (yunjey's VAE)", function()
+    local sum = F.binary_cross_entropy(p, t, { reduction = "sum" }):item()
+    local mean = F.binary_cross_entropy(p, t):item()
+    assert.is_true(math.abs(sum - 6 * mean) < 1e-5)
+    -- F.binary_cross_entropy(x_reconst, x, None, False): size_average=False is the sum
+    assert.are.equal(sum, quiet(function() return F.binary_cross_entropy(p, t, nil, false):item() end))
+    assert.are.equal(sum, F.binary_cross_entropy(p, t, nil, nil, nil, "sum"):item())
+    local w = wick.tensor({ 1, 2, 3 })
+    assert.are.equal(F.binary_cross_entropy(p, t, { weight = w, reduction = "sum" }):item(),
+      quiet(function() return F.binary_cross_entropy(p, t, w, false):item() end))
+    assert.are.equal(F.mse_loss(p, t, { reduction = "sum" }):item(), F.mse_loss(p, t, nil, nil, "sum"):item())
+    assert.are.same(F.l1_loss(p, t, { reduction = "none" }):totable(), quiet(function() return F.l1_loss(p, t, nil, false):totable() end))
+    local logp, y = wick.randn(4, 3):log_softmax(2), wick.tensor({ 1, 2, 3, 2 }, { dtype = "int64" })
+    -- nll_loss(input, target, weight, size_average, ignore_index, reduce, reduction)
+    assert.are.equal(F.nll_loss(logp, y, { ignore_index = 2 }):item(), F.nll_loss(logp, y, nil, nil, 2):item())
+    assert.are.equal(F.cross_entropy(logp, y, { reduction = "sum", label_smoothing = 0.1 }):item(),
+      F.cross_entropy(logp, y, nil, nil, nil, nil, "sum", 0.1):item())
+    assert.are.equal(F.smooth_l1_loss(p, t, { beta = 0.5 }):item(), F.smooth_l1_loss(p, t, nil, nil, "mean", 0.5):item())
+  end)
+
+  it("refuses more arguments than PyTorch's and mixes of the two forms", function()
+    support.assert_error_has(function() F.mse_loss(p, t, nil, nil, "sum", 1) end,
+      "mse_loss: expected at most 3 positional argument(s) (size_average, reduce, reduction), got 4")
+    support.assert_error_has(function() F.mse_loss(p, t, "sum") end, "expected an options table as argument 3")
+    support.assert_error_has(function() F.binary_cross_entropy(p, t, nil, nil, nil, "sum", { reduction = "mean" }) end,
+      "given both by position and as an option")
+    support.assert_error_has(function() F.binary_cross_entropy(p, t, nil, nil, nil, "total") end, "reduction")
+  end)
+end)

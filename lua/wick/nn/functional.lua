@@ -1371,21 +1371,38 @@ local float32_under_autocast = wick._autocast_float32
 
 -- The arguments every loss takes: input, target (tensors) and its options;
 -- returns the options, input and target (float32 under autocast).
-local function loss_args(fn, input, target, opts, known)
+local function loss_args(fn, input, target, known, order, ...)
   tensor(input, fn, "input")
   tensor(target, fn, "target")
-  -- PyTorch's third positional argument is weight; everything else is a keyword
-  if wick.is_tensor(opts) and known.weight then opts = { weight = opts }
-  elseif opts ~= nil and (type(opts) ~= "table" or getmetatable(opts) ~= nil) then
+  local n, opts = select("#", ...), ...
+  if n <= 1 and (opts == nil or (type(opts) == "table" and getmetatable(opts) == nil)) then -- the options table
+    opts = check.options(opts, fn, known)
+  elseif n == 1 and (type(opts) == "string" or type(opts) == "number") then
     check.fail(fn, "expected an options table as argument 3, got %s%s; reduction and the other keyword arguments go in the options table: %s(input, target, {reduction = 'sum'})",
       check.describe(opts), type(opts) == "string" and (" '" .. opts .. "'") or "", fn)
+  else -- PyTorch's positional arguments after target (weight, size_average, ...), then options
+    opts = check.positional(fn, order, known, ...)
   end
-  opts = legacy_reduction(fn, check.options(opts, fn, known))
+  opts = legacy_reduction(fn, opts)
   if opts.reduction ~= nil then
     check.one_of(opts.reduction, fn, "reduction", fn == "kl_div" and KL_REDUCTIONS or REDUCTIONS)
   end
   return opts, float32_under_autocast(input), float32_under_autocast(target)
 end
+-- PyTorch's positional orders after input and target
+local ORDER = {
+  nll_loss = { "weight", "size_average", "ignore_index", "reduce", "reduction" },
+  cross_entropy = { "weight", "size_average", "ignore_index", "reduce", "reduction", "label_smoothing" },
+  binary_cross_entropy = { "weight", "size_average", "reduce", "reduction" },
+  binary_cross_entropy_with_logits = { "weight", "size_average", "reduce", "reduction", "pos_weight" },
+  mse_loss = { "size_average", "reduce", "reduction" },
+  l1_loss = { "size_average", "reduce", "reduction" },
+  soft_margin_loss = { "size_average", "reduce", "reduction" },
+  smooth_l1_loss = { "size_average", "reduce", "reduction", "beta" },
+  huber_loss = { "reduction", "delta" },
+  kl_div = { "size_average", "reduce", "reduction", "log_target" },
+  poisson_nll_loss = { "log_input", "full", "size_average", "eps", "reduce", "reduction" },
+}
 local function known(...)
   local out = {}
   for _, k in ipairs({ ... }) do out[k] = LOSS_OPTIONS[k] end
@@ -1424,8 +1441,8 @@ local function unbatched_class(loss, input, target, opts)
   return r
 end
 
-function F.nll_loss(logp, target, opts)
-  opts, logp, target = loss_args("nll_loss", logp, target, opts, NLL)
+function F.nll_loss(logp, target, ...)
+  opts, logp, target = loss_args("nll_loss", logp, target, NLL, ORDER.nll_loss, ...)
   local one = unbatched_class(F.nll_loss, logp, target, opts)
   if one then return one end
   if logp:dim() < 2 then wick.error(("nll_loss: expected input of at least 2 dims [N, C], got %d"):format(logp:dim())) end
@@ -1460,8 +1477,8 @@ end
 
 --- Cross entropy of logits [N, C] against 1-based class indices [N] (or class
 --- probabilities [N, C]), with weight, ignore_index and label_smoothing.
-function F.cross_entropy(logits, target, opts)
-  opts, logits, target = loss_args("cross_entropy", logits, target, opts, CE)
+function F.cross_entropy(logits, target, ...)
+  opts, logits, target = loss_args("cross_entropy", logits, target, CE, ORDER.cross_entropy, ...)
   if logits:dim() == 0 then check.fail("cross_entropy", "expected an input of at least 1 dimension, got a 0-dim tensor") end
   local one = unbatched_class(F.cross_entropy, logits, target, opts)
   if one then return one end
@@ -1515,8 +1532,8 @@ function F.cross_entropy(logits, target, opts)
   return nll * (1 - smoothing) + smooth_red * (smoothing / classes)
 end
 
-function F.mse_loss(input, target, opts)
-  opts, input, target = loss_args("mse_loss", input, target, opts, REDUCTION)
+function F.mse_loss(input, target, ...)
+  opts, input, target = loss_args("mse_loss", input, target, REDUCTION, ORDER.mse_loss, ...)
   check_device("mse_loss", "target", target, input, "input")
   same_size("mse_loss", input, target)
   return core.mse_loss(input, target, opts.reduction or "mean")
@@ -1524,8 +1541,8 @@ end
 
 --- F.smooth_l1_loss(input, target[, {reduction = "mean", beta = 1}]): 0.5 d^2 / beta
 --- where |d| < beta, else |d| - beta / 2 (d = input - target)
-function F.smooth_l1_loss(input, target, opts)
-  opts, input, target = loss_args("smooth_l1_loss", input, target, opts, SMOOTH)
+function F.smooth_l1_loss(input, target, ...)
+  opts, input, target = loss_args("smooth_l1_loss", input, target, SMOOTH, ORDER.smooth_l1_loss, ...)
   check_device("smooth_l1_loss", "target", target, input, "input")
   same_size("smooth_l1_loss", input, target)
   local beta = opts.beta or 1
@@ -1537,8 +1554,8 @@ end
 
 --- F.huber_loss(input, target[, {reduction = "mean", delta = 1}]): 0.5 d^2 where
 --- |d| < delta, else delta (|d| - delta / 2)
-function F.huber_loss(input, target, opts)
-  opts, input, target = loss_args("huber_loss", input, target, opts, HUBER)
+function F.huber_loss(input, target, ...)
+  opts, input, target = loss_args("huber_loss", input, target, HUBER, ORDER.huber_loss, ...)
   check_device("huber_loss", "target", target, input, "input")
   same_size("huber_loss", input, target)
   local delta = opts.delta or 1
@@ -1551,8 +1568,8 @@ end
 --- holds log-probabilities; target probabilities (or log-probabilities with
 --- log_target), pointwise target (log target - input), 0 where target is 0;
 --- reduction "batchmean" divides the sum by the batch size (PyTorch's advice).
-function F.kl_div(input, target, opts)
-  opts, input, target = loss_args("kl_div", input, target, opts, KL)
+function F.kl_div(input, target, ...)
+  opts, input, target = loss_args("kl_div", input, target, KL, ORDER.kl_div, ...)
   check_device("kl_div", "target", target, input, "input")
   local loss
   if opts.log_target then
@@ -1569,8 +1586,8 @@ function F.kl_div(input, target, opts)
 end
 
 --- F.soft_margin_loss(input, target[, {reduction}]): log(1 + exp(-target input)), target +-1
-function F.soft_margin_loss(input, target, opts)
-  opts, input, target = loss_args("soft_margin_loss", input, target, opts, REDUCTION)
+function F.soft_margin_loss(input, target, ...)
+  opts, input, target = loss_args("soft_margin_loss", input, target, REDUCTION, ORDER.soft_margin_loss, ...)
   check_device("soft_margin_loss", "target", target, input, "input")
   return reduce(F.softplus(-(target * input)), opts.reduction)
 end
@@ -1578,8 +1595,8 @@ end
 --- exp(input) - target input (log_input), else input - target log(input + eps); full adds
 --- Stirling's term target log target - target + log(2 pi target) / 2 where target > 1
 local POISSON = with_legacy({ reduction = "string", log_input = "boolean", full = "boolean", eps = "number" })
-function F.poisson_nll_loss(input, target, opts)
-  opts, input, target = loss_args("poisson_nll_loss", input, target, opts, POISSON)
+function F.poisson_nll_loss(input, target, ...)
+  opts, input, target = loss_args("poisson_nll_loss", input, target, POISSON, ORDER.poisson_nll_loss, ...)
   check_device("poisson_nll_loss", "target", target, input, "input")
   local loss
   if opts.log_input == false then loss = input - target * (input + (opts.eps or 1e-8)):log()
@@ -1652,8 +1669,8 @@ function F.triplet_margin_loss(a, pos, neg, opts)
   return reduce((dp - dn + (opts.margin or 1)):clamp_min(0), opts.reduction)
 end
 
-function F.l1_loss(input, target, opts)
-  opts, input, target = loss_args("l1_loss", input, target, opts, REDUCTION)
+function F.l1_loss(input, target, ...)
+  opts, input, target = loss_args("l1_loss", input, target, REDUCTION, ORDER.l1_loss, ...)
   check_device("l1_loss", "target", target, input, "input")
   same_size("l1_loss", input, target)
   return reduce((input - target):abs(), opts.reduction)
@@ -1694,8 +1711,8 @@ function BCELogitsFn.backward(ctx, g) -- g ((pw - 1) t + 1) sigmoid(x) - pw t), 
   return gx, gt, nil
 end
 
-function F.binary_cross_entropy(p, target, opts)
-  opts, p, target = loss_args("binary_cross_entropy", p, target, opts, BCE)
+function F.binary_cross_entropy(p, target, ...)
+  opts, p, target = loss_args("binary_cross_entropy", p, target, BCE, ORDER.binary_cross_entropy, ...)
   check_device("binary_cross_entropy", "target", target, p, "input")
   same_size("binary_cross_entropy", p, target,
     "Using a target size (%s) that is different to the input size (%s) is deprecated. Please ensure they have the same size.")
@@ -1706,8 +1723,8 @@ end
 
 --- Binary cross entropy of logits, computed stably:
 --- (1 - y) x + log(1 + exp(-x)), with pos_weight scaling the positive term.
-function F.binary_cross_entropy_with_logits(x, target, opts)
-  opts, x, target = loss_args("binary_cross_entropy_with_logits", x, target, opts, BCE_LOGITS)
+function F.binary_cross_entropy_with_logits(x, target, ...)
+  opts, x, target = loss_args("binary_cross_entropy_with_logits", x, target, BCE_LOGITS, ORDER.binary_cross_entropy_with_logits, ...)
   check_device("binary_cross_entropy_with_logits", "target", target, x, "input")
   same_size("binary_cross_entropy_with_logits", x, target, "Target size (%s) must be the same as input size (%s)")
   local pw = opts.pos_weight
@@ -1805,7 +1822,7 @@ end
 local function loss_positional(fn, input, target, order, spec, ...)
   tensor(input, fn, "input")
   tensor(target, fn, "target")
-  return loss_args(fn, input, target, check.positional(fn, order, spec, ...), spec)
+  return loss_args(fn, input, target, spec, order, check.positional(fn, order, spec, ...))
 end
 local function class_targets(fn, target, what)
   if target.dtype ~= "int64" and target.dtype ~= "int32" then
