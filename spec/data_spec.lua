@@ -67,6 +67,21 @@ describe("TensorDataset", function()
     assert_error_has(function() return ds[1.5] end, "expected an integer", "1.5")
     assert_error_has(function() ds:get(0) end, "TensorDataset:get", "index 0 is out of range")
   end)
+
+  it("a one-element integer tensor indexes as the number it holds (ds[wick.randperm(n)[k]]), never a silent nil", function()
+    local ds = data.TensorDataset(x, y)
+    local i = wick.tensor(3, { dtype = "int64" })
+    assert.are.same(ds[3][1]:totable(), ds[i][1]:totable())
+    assert.are.same(ds:get(3):totable(), ds:get(i):totable())
+    assert.are.same(ds[3][1]:totable(), data.Subset(ds, { 5, 3 })[wick.tensor({ 2 }, { dtype = "int32" })][1]:totable())
+    local Double = data.Dataset:extend("Double")
+    function Double:len() return 4 end
+    function Double:get(k) return k * 2 end
+    assert.are.equal(6, Double()[wick.tensor(3, { dtype = "int64" })][1])
+    assert_error_has(function() return ds[wick.tensor(1.5)] end, "expected an integer", "Tensor")
+    assert_error_has(function() return ds[wick.tensor({ 1, 2 }, { dtype = "int64" })] end, "expected an integer")
+    assert_error_has(function() return ds[wick.tensor(11, { dtype = "int64" })] end, "index 11 is out of range")
+  end)
 end)
 
 -- ======================================================================

@@ -64,7 +64,10 @@ local function len_of(obj, fn, what)
 end
 
 -- Index i of n samples as 1..n (negative counts from the end, as in t[i]), or an error.
+-- A one-element integer tensor is the number it holds (Python's __index__: a
+-- sample drawn with wick.randperm(n)[k]).
 local function position(i, n, fn)
+  if check.is_tensor(i) and i:numel() == 1 and not i:is_floating_point() and i.dtype ~= "bool" then i = i:item() end
   if type(i) ~= "number" or i ~= math.floor(i) then check.expected(fn, "index", "an integer", i) end
   local j = i < 0 and i + n + 1 or i
   if j < 1 or j > n then
@@ -88,7 +91,9 @@ end
 local function dataset_class(class, parent, name)
   class.__name = name
   class.__index = function(ds, k)
-    if type(k) == "number" then return one_sample(ds:get(position(k, len_of(ds, name, "dataset"), name))) end
+    if type(k) == "number" or check.is_tensor(k) then
+      return one_sample(ds:get(position(k, len_of(ds, name, "dataset"), name)))
+    end
     return class[k]
   end
   class.__add = function(a, b) return data.ConcatDataset({ a, b }) end
