@@ -40,6 +40,13 @@ describe("wick.einops", function()
     -- 2x2 max pooling
     same(einops.reduce(x, "b c (h h2) (w w2) -> b c h w", "max", { h2 = 2, w2 = 2 }), wick.nn.functional.max_pool2d(x, 2))
     support.assert_error_has(function() einops.reduce(x, "b c h w -> b", "median") end, "unknown reduction 'median'")
+    -- any / all, and a function of the reduced dims (WeightStandardizedConv2d's partial(torch.var, unbiased=False))
+    assert.are.same({ true, false }, einops.reduce(wick.tensor({ { 0, 1 }, { 0, 0 } }):ne(0), "a b -> a", "any"):totable())
+    assert.are.same({ false, true }, einops.reduce(wick.tensor({ { 0, 1 }, { 1, 1 } }):ne(0), "a b -> a", "all"):totable())
+    local w = wick.randn(4, 2, 3, 3)
+    local var = einops.reduce(w, "o ... -> o 1 1 1", function(t, dims) return t:var(dims, { unbiased = false }) end)
+    same(var, w:var({ 2, 3, 4 }, { unbiased = false, keepdim = true }))
+    support.assert_error_has(function() einops.reduce(w, "o ... -> o", function() return 3 end) end, "returned 3, not a tensor")
   end)
 
   it("repeat_: new axes copied (the class token), anonymous sizes", function()

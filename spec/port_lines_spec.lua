@@ -425,3 +425,70 @@ describe("the regression, forward-forward, pygcn and GCN lines", function()
     assert.are.equal(0, wick.mps.device_count())
   end)
 end)
+
+describe("the tutorials' lines (pytorch/tutorials, yunjey's pytorch-tutorial, nanochat)", function()
+  local function quiet(fn, ...)
+    local saved = io.stderr
+    io.stderr = { write = function() end }
+    local ok, r = pcall(fn, ...)
+    io.stderr = saved
+    assert(ok, r)
+    return r
+  end
+
+  it("p.data.add_(-lr, p.grad.data) and addcmul_(value, t1, t2): PyTorch's deprecated number-first overloads", function()
+    local g = wick.tensor({ 1, 2, 3 })
+    assert.are.same({ 0.5, 0, -0.5 }, quiet(function() return wick.ones(3):add_(-0.5, g):totable() end))
+    assert.are.same({ -1, -3, -5 }, quiet(function() return wick.ones(3):sub(2, g):totable() end))
+    assert.are.same({ 1.5, 3, 5.5 }, quiet(function() return wick.ones(3):addcmul_(0.5, g, g):totable() end))
+    assert.are.same({ 3, 3, 3 }, quiet(function() return wick.ones(3):addcdiv(2, g, g):totable() end))
+    -- the current forms are untouched
+    assert.are.same({ 3, 5, 7 }, wick.ones(3):add(g, 2):totable())
+    assert.are.same({ 3, 5, 7 }, wick.ones(3):add(g, { alpha = 2 }):totable())
+    local warned
+    local saved = io.stderr
+    io.stderr = { write = function(_, s) warned = s end }
+    wick.ones(3):add_(-0.5, g)
+    io.stderr = saved
+    assert.is_truthy(warned and warned:find("This overload of add_ is deprecated", 1, true))
+  end)
+
+  it("tensor_split, hsplit, vsplit, dsplit as PyTorch's (np.array_split)", function()
+    local x = wick.arange(10)
+    local function sizes(parts)
+      local out = {}
+      for i, p in ipairs(parts) do out[i] = p:numel() end
+      return out
+    end
+    assert.are.same({ 4, 3, 3 }, sizes(x:tensor_split(3)))
+    assert.are.same({ { 0, 1 }, { 2 }, { 3, 4, 5, 6, 7, 8, 9 } }, (function()
+      local o = {}
+      for i, p in ipairs(wick.tensor_split(x, { 2, 3 })) do o[i] = p:totable() end
+      return o
+    end)())
+    assert.are.same({ 1, 3, 0, 6, 0 }, sizes(x:tensor_split({ 1, 4, 4, 20 })))
+    assert.are.same({ 7, 3 }, sizes(x:tensor_split({ -3 })))
+    assert.are.same({ 3, 3, 2, 2 }, sizes(x:tensor_split(wick.tensor(4, { dtype = "int64" }))))
+    local m = wick.arange(24):reshape(2, 4, 3)
+    assert.are.same({ 2, 2, 3 }, m:hsplit(2)[1]:size())
+    assert.are.same({ 1, 4, 3 }, m:vsplit(2)[2]:size())
+    assert.are.same({ 2, 4, 1 }, m:dsplit(3)[3]:size())
+    assert.are.same({ 2, 1, 3 }, m:tensor_split(4, 2)[4]:size())
+    support.assert_error_has(function() m:hsplit(3) end, "not divisible by the split_size 3")
+    support.assert_error_has(function() x:vsplit(2) end, "at least 2 dimensions")
+    support.assert_error_has(function() x:tensor_split(0) end, "tensor_split")
+  end)
+
+  it("arange(0, 1.1, step=0.1); Variable(x, volatile=True) warns; unknown Variable options are errors", function()
+    assert.are.equal(11, wick.arange(0, 1.1, { step = 0.1 }):numel())
+    assert.are.same({ 0, 0.25, 0.5, 0.75 }, wick.arange(0, 1, { step = 0.25 }):totable())
+    local x = wick.ones(2)
+    assert.are.equal(x, quiet(wick.autograd.Variable, x, { volatile = true }))
+    support.assert_error_has(function() wick.autograd.Variable(x, { foo = 1 }) end, "unknown option 'foo'")
+  end)
+
+  it("loss.data[0] and confusion.numpy() say what to write instead", function()
+    support.assert_error_has(function() return wick.tensor(1.5)[1] end, "cannot index a 0-dim tensor", "t:item()")
+    support.assert_error_has(function() return wick.ones(2):numpy() end, "t:tolist()")
+  end)
+end)

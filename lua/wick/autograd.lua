@@ -178,7 +178,13 @@ end
 --- autograd.Variable(t[, requires_grad]): PyTorch's deprecated wrapper, t itself
 function M.Variable(t, requires_grad)
   check.tensor(t, "Variable", "data")
-  if type(requires_grad) == "table" then requires_grad = requires_grad.requires_grad end
+  if type(requires_grad) == "table" then
+    local o = check.options(requires_grad, "Variable", { requires_grad = "boolean", volatile = "boolean" })
+    if o.volatile ~= nil then
+      wick._warn("Variable: volatile was removed and now has no effect. Use `with torch.no_grad():` (wick.no_grad) instead.")
+    end
+    requires_grad = o.requires_grad
+  end
   if requires_grad then t:requires_grad_(true) end
   return t
 end

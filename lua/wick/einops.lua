@@ -147,7 +147,7 @@ local function lengths_of(fn, axes_lengths)
   return axes_lengths
 end
 
-local REDUCTIONS = { mean = true, sum = true, max = true, min = true, prod = true }
+local REDUCTIONS = { mean = true, sum = true, max = true, min = true, prod = true, any = true, all = true }
 
 -- rearrange, reduce (op) and repeat: one walk from the left axes to the right groups
 local function apply(fn, t, pattern, op, axes_lengths)
@@ -171,9 +171,18 @@ local function apply(fn, t, pattern, op, axes_lengths)
   end
   if #reduced > 0 then
     if fn ~= "reduce" then fail(fn, "the axis '%s' is on the left only (use einops.reduce to reduce it)", names[reduced[1]]) end
-    for k = #reduced, 1, -1 do -- from the last, so the positions hold
-      local d = reduced[k]
-      x = (x[op](x, d)) -- (max and min: the values)
+    if type(op) ~= "string" then -- a function: f(x, dims), the reduced dims (1-based) in one call
+      x = op(x, reduced)
+      if not check.is_tensor(x) then fail(fn, "the reduction function returned %s, not a tensor", check.describe(x)) end
+      local want = #names - #reduced
+      if x:dim() ~= want then
+        fail(fn, "the reduction function returned a tensor of %d dims, expected %d (the dims not reduced)", x:dim(), want)
+      end
+    else
+      for k = #reduced, 1, -1 do -- from the last, so the positions hold
+        local d = reduced[k]
+        x = (x[op](x, d)) -- (max and min: the values)
+      end
     end
   end
   -- the kept axes in the right side's order
@@ -228,11 +237,18 @@ function M.rearrange(t, pattern, axes_lengths)
 end
 
 --- einops.reduce(t, pattern, reduction[, axes_lengths]): reduce the axes the right side drops
---- (reduction "mean", "sum", "max", "min" or "prod")
+--- (reduction "mean", "sum", "max", "min", "prod", "any", "all", or a function f(x, dims)
+--- of the dims to reduce, 1-based, giving x without them)
+local function check_reduction(fn, reduction)
+  if type(reduction) == "function" then return end
+  check.string(reduction, fn, "reduction")
+  if not REDUCTIONS[reduction] then
+    check.fail(fn, "unknown reduction '%s' (mean, sum, max, min, prod, any, all or a function)", reduction)
+  end
+end
 function M.reduce(t, pattern, reduction, axes_lengths)
   if type(t) == "table" and not check.is_tensor(t) then t = wick.stack(t) end
-  check.string(reduction, "einops.reduce", "reduction")
-  if not REDUCTIONS[reduction] then fail("reduce", "unknown reduction '%s' (mean, sum, max, min or prod)", reduction) end
+  check_reduction("einops.reduce", reduction)
   return apply("reduce", t, pattern, reduction, axes_lengths)
 end
 
@@ -355,11 +371,11 @@ function Rearrange:extra_repr() return ("'%s'"):format(self.pattern) end
 local Reduce = nn.Module:extend("Reduce")
 function Reduce:init(pattern, reduction, axes_lengths)
   check.string(pattern, "Reduce", "pattern")
-  check.one_of(reduction, "Reduce", "reduction", { "mean", "sum", "max", "min", "prod" })
+  check_reduction("Reduce", reduction)
   self.pattern, self.reduction, self.axes_lengths = pattern, reduction, lengths_of("Reduce", axes_lengths)
 end
 function Reduce:forward(x) return M.reduce(x, self.pattern, self.reduction, self.axes_lengths) end
-function Reduce:extra_repr() return ("'%s', '%s'"):format(self.pattern, self.reduction) end
+function Reduce:extra_repr() return ("'%s', '%s'"):format(self.pattern, tostring(self.reduction)) end
 M.Rearrange, M.Reduce = Rearrange, Reduce
 M.layers = { Rearrange = Rearrange, Reduce = Reduce }
 M.layers.torch = M.layers

@@ -650,6 +650,8 @@ do
     local start, step = o.start, o.step
     if n - 1 == 1 then -- one positional number: the end, or the start when the end is named
       if stop == nil then stop = p[1] elseif start == nil then start = p[1] else check.fail("wick.arange", "got start twice") end
+    elseif n - 1 == 2 and start == nil and stop == nil then -- arange(0, 1.1, step=0.1)
+      start, stop = p[1], p[2]
     elseif n - 1 >= 2 then
       check.fail("wick.arange", "give start, end and step by position or by name, not %d by position and some by name", n - 1)
     end

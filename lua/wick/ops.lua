@@ -114,6 +114,72 @@ return function(wick)
     return Tensor.split(t, math.max(1, math.ceil(n / chunks)), dim)
   end
 
+  -- t:tensor_split(sections or indices[, dim = 1]) (NumPy's array_split): n parts
+  -- whose sizes differ by at most one (the first ones larger), or the parts
+  -- between the split points: {2, 3} gives elements 1..2, 3, and 4.. (PyTorch's
+  -- input[:2], input[2:3], input[3:]: a point k splits after the k-th element)
+  local TENSOR_SPLIT = { sections = "integer", indices = "table|tensor", tensor_indices_or_sections = "integer|table|tensor",
+    indices_or_sections = "integer|table|tensor", dim = "integer" }
+  local function split_points(fn, t, how, dim)
+    check.tensor(t, fn, "self")
+    if t:dim() == 0 then check.fail(fn, "expected at least a 1-dimensional tensor, but got a tensor with 0 dims instead") end
+    dim = wrap_dim(t, dim == nil and 1 or dim, fn)
+    local n = t:size(dim)
+    if is_tensor(how) then
+      if how:is_floating_point() or how:dim() > 1 then
+        check.fail(fn, "tensor_indices_or_sections must be a zero-dimension or one-dimension integer tensor")
+      end
+      how = how:dim() == 0 and how:item() or how:totable()
+    end
+    local parts = {}
+    if type(how) == "number" then
+      check.int(how, fn, "sections", 1)
+      local base, extra, at = math.floor(n / how), n % how, 1
+      for i = 1, how do
+        local len = base + (i <= extra and 1 or 0)
+        parts[i], at = t:narrow(dim, at, len), at + len
+      end
+      return parts
+    end
+    check.table(how, fn, "indices")
+    local prev = 0
+    for i = 1, #how + 1 do
+      local k = how[i]
+      if i <= #how then check.int(k, fn, "indices[" .. i .. "]") end
+      local stop = i <= #how and math.max(0, math.min(k < 0 and k + n or k, n)) or n
+      local start = math.min(prev, n)
+      parts[i] = t:narrow(dim, start + 1, math.max(0, stop - start))
+      prev = math.max(prev, stop)
+    end
+    return parts
+  end
+  function Tensor.tensor_split(t, ...)
+    local o = check.positional("tensor_split", { "indices_or_sections", "dim" }, TENSOR_SPLIT, ...)
+    local how = o.indices_or_sections or o.tensor_indices_or_sections or o.sections or o.indices
+    if how == nil then check.fail("tensor_split", "missing argument 'indices_or_sections'") end
+    return split_points("tensor_split", t, how, o.dim)
+  end
+  -- hsplit, vsplit, dsplit (NumPy's): tensor_split along dim 2 (1 for a vector), 1 and 3,
+  -- a number of sections dividing the size exactly
+  local function np_split(fn, dim_of, min_dims)
+    return function(t, how)
+      check.tensor(t, fn, "self")
+      if t:dim() < min_dims then
+        check.fail(fn, "%s requires a tensor with at least %d dimension%s, but got a tensor with %d dimensions!",
+          fn, min_dims, min_dims > 1 and "s" or "", t:dim())
+      end
+      local dim = dim_of(t)
+      if type(how) == "number" and how >= 1 and t:size(dim) % how ~= 0 then
+        check.fail(fn, "%s attempted to split along dimension %d, but the size of the dimension %d is not divisible by the split_size %d!",
+          fn, dim, t:size(dim), how)
+      end
+      return split_points(fn, t, how, dim)
+    end
+  end
+  Tensor.hsplit = np_split("hsplit", function(t) return t:dim() == 1 and 1 or 2 end, 1)
+  Tensor.vsplit = np_split("vsplit", function() return 1 end, 2)
+  Tensor.dsplit = np_split("dsplit", function() return 3 end, 3)
+
   function Tensor.unbind(t, dim)
     check.tensor(t, "unbind", "self")
     dim = dim_option(dim, "unbind")
@@ -1038,10 +1104,38 @@ return function(wick)
     check.tensor(t, "lerp", "self")
     return t + (to - t) * weight
   end
+  -- PyTorch's deprecated overloads with the number first: t:add_(alpha, other),
+  -- t:addcmul_(value, t1, t2); they still work there, with this warning (once per line)
+  local warned = {}
+  local function deprecated(fn, old, new)
+    local _, where = pcall(wick.error, "")
+    local msg = ("%sThis overload of %s is deprecated:\n\t%s\nConsider using one of the following signatures instead:\n\t%s")
+      :format(tostring(where), fn, old, new)
+    if not warned[msg] then
+      warned[msg] = true
+      wick._warn(msg)
+    end
+  end
+  for _, name in ipairs({ "add", "add_", "sub", "sub_" }) do
+    local f = Tensor[name]
+    Tensor[name] = function(t, a, b, ...)
+      if type(a) == "number" and is_tensor(b) then -- t:add_(alpha, other)
+        deprecated(name, name .. "(Number alpha, Tensor other)", name .. "(Tensor other, *, Number alpha)")
+        return f(t, b, a, ...)
+      end
+      return f(t, a, b, ...)
+    end
+  end
+
   local VALUE = { value = "number" }
   -- t + value * (t1 op t2): the operands and value checked first
   local function addc(t, a, b, opts, fn, div)
     check.tensor(t, fn, "self")
+    if type(a) == "number" and is_tensor(b) and is_tensor(opts) then -- t:addcmul(value, t1, t2)
+      deprecated(fn, fn .. "(Number value, Tensor tensor1, Tensor tensor2)",
+        fn .. "(Tensor tensor1, Tensor tensor2, *, Number value)")
+      a, b, opts = b, opts, a
+    end
     check.tensor(a, fn, "tensor1")
     check.tensor(b, fn, "tensor2")
     local value = type(opts) == "number" and opts or check.options(opts, fn, VALUE).value or 1
@@ -2485,7 +2579,7 @@ return function(wick)
 
   -- ---- the module-level names ----
   for _, name in ipairs({ "tril", "triu", "split", "chunk", "unbind", "sort", "argsort", "topk", "msort", "cumsum",
-    "cumprod", "clamp", "clamp_min", "clamp_max", "clip", "flip", "fliplr", "flipud", "roll", "amax", "amin",
+    "tensor_split", "hsplit", "vsplit", "dsplit", "cumprod", "clamp", "clamp_min", "clamp_max", "clip", "flip", "fliplr", "flipud", "roll", "amax", "amin",
     "logsumexp", "nonzero", "argwhere", "repeat_interleave", "tile", "diag", "outer", "ger", "dot", "inner", "mv",
     "lerp", "addcmul", "addcdiv", "logical_not", "logical_and", "logical_or", "logical_xor", "count_nonzero",
     "hypot", "nan_to_num", "diff", "trace", "movedim", "moveaxis", "take", "index_add", "scatter_add", "median",
