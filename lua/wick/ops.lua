@@ -134,6 +134,9 @@ return function(wick)
     local parts = {}
     if type(how) == "number" then
       check.int(how, fn, "sections", 1)
+      if how > n and how > 2 ^ 20 then -- (as many tensors, nearly all empty)
+        check.fail(fn, "%.0f sections of a dimension of size %d: at most %d, or the size itself", how, n, 2 ^ 20)
+      end
       local base, extra, at = math.floor(n / how), n % how, 1
       for i = 1, how do
         local len = base + (i <= extra and 1 or 0)
