@@ -172,7 +172,8 @@ return function(wick)
           fn, min_dims, min_dims > 1 and "s" or "", t:dim())
       end
       local dim = dim_of(t)
-      if type(how) == "number" and how >= 1 and t:size(dim) % how ~= 0 then
+      if type(how) == "number" then check.int(how, fn, "sections", 1) end
+      if type(how) == "number" and t:size(dim) % how ~= 0 then
         check.fail(fn, "%s attempted to split along dimension %d, but the size of the dimension %d is not divisible by the split_size %d!",
           fn, dim, t:size(dim), how)
       end
