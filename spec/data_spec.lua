@@ -82,6 +82,15 @@ describe("TensorDataset", function()
     assert_error_has(function() return ds[wick.tensor({ 1, 2 }, { dtype = "int64" })] end, "expected an integer")
     assert_error_has(function() return ds[wick.tensor(11, { dtype = "int64" })] end, "index 11 is out of range")
   end)
+
+  it("ds[{{a, b}}] is PyTorch's train_ds[a - 1:b] of a TensorDataset; other keys are errors, never nil", function()
+    local ds = data.TensorDataset(x, y)
+    local xb, yb = ds[{ { 2, 4 } }][1], ds[{ { 2, 4 } }][2]
+    assert.are.same(x:narrow(1, 2, 3):totable(), xb:totable())
+    assert.are.same(y:narrow(1, 2, 3):totable(), yb:totable())
+    assert_error_has(function() return ds[true] end, "a dataset's index is an integer", "boolean")
+    assert_error_has(function() return data.Subset(ds, { 1, 2 })[{ { 1, 2 } }] end, "Subset", "get_batch")
+  end)
 end)
 
 -- ======================================================================

@@ -94,7 +94,11 @@ local function dataset_class(class, parent, name)
     if type(k) == "number" or check.is_tensor(k) then
       return one_sample(ds:get(position(k, len_of(ds, name, "dataset"), name)))
     end
-    return class[k]
+    if type(k) == "string" then return class[k] end
+    local slice = class._slice -- (a dataset that takes a tensor key: TensorDataset)
+    if type(k) == "table" and slice then return slice(ds, k) end
+    check.fail(name, "a dataset's index is an integer (1-based) or a one-element integer tensor, got %s "
+      .. "(a batch of samples: ds:get_batch(indices) where the dataset has it, else ds:get(i) for each)", check.describe(k))
   end
   class.__add = function(a, b) return data.ConcatDataset({ a, b }) end
   return setmetatable(class, {
@@ -230,6 +234,14 @@ function TensorDataset:get(i)
   local out = {}
   for k, t in ipairs(self.tensors) do out[k] = t[i] end
   return unpack(out, 1, #self.tensors)
+end
+
+--- ds[key] with a table key: {t1[key], t2[key], ...}, the key applied to each
+--- tensor (PyTorch's train_ds[a:b] is ds[{{a, b}}]: the samples a..b of each)
+function TensorDataset._slice(ds, key)
+  local out = {}
+  for k, t in ipairs(ds.tensors) do out[k] = t[key] end
+  return out
 end
 
 --- A whole batch at once, as one table {t1[indices], t2[indices], ...} (what
