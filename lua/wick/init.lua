@@ -693,6 +693,23 @@ for _, name in ipairs({ "zeros", "ones", "empty", "rand", "randn" }) do
   end
 end
 
+-- torch.rand(2, 2, out=c) and the other factories' out=: made in out's dtype and
+-- device (unless the options say), then written into out as with_out writes
+for _, name in ipairs({ "zeros", "ones", "empty", "rand", "randn", "full", "arange", "eye" }) do
+  local make = wick[name]
+  wick[name] = function(...)
+    local n = select("#", ...)
+    local last = n > 0 and select(n, ...) or nil
+    if type(last) ~= "table" or getmetatable(last) ~= nil or rawget(last, "out") == nil then return make(...) end
+    local out = check_tensor(last.out, name, "out")
+    local args, rest = { ... }, {}
+    for k, v in pairs(last) do if k ~= "out" then rest[k] = v end end
+    rest.dtype, rest.device = rest.dtype or out.dtype, rest.device or out.device
+    args[n] = rest
+    return write_out(name, out, make(unpack(args, 1, n)))
+  end
+end
+
 function wick.is_tensor(v) return getmetatable(v) == mt end
 -- complex tensors (the core's complex.c): views of their pairs, parts, construction
 for _, name in ipairs({ "view_as_real", "view_as_complex", "conj", "conj_physical", "resolve_conj", "resolve_neg",

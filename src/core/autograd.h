@@ -135,6 +135,9 @@ wick_status wk_pad_slice_step(wick_tensor **out, const wick_tensor *g, int ndim,
 bool wk_slice_backward_into(wk_node *n, wick_tensor *g, wick_tensor *acc, wick_status *st);
 wick_status wk_record_view(wick_tensor *out, const wick_tensor *in, int kind, int dim0, int dim1, int64_t start,
                            int64_t length, const int *perm);
+/* A copy (clone, a dtype or device change) recorded as the identity, under
+ * PyTorch's node name for it (CloneBackward, ToCopyBackward). */
+wick_status wk_record_copy(wick_tensor *out, const wick_tensor *in, const char *name);
 wick_status wk_record_index_select(wick_tensor *out, const wick_tensor *a, int dim, const wick_tensor *index);
 wick_status wk_record_gather(wick_tensor *out, const wick_tensor *a, int dim, const wick_tensor *index);
 wick_status wk_record_cat(wick_tensor *out, int count, const wick_tensor *const *ts, int dim);

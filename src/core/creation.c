@@ -253,16 +253,16 @@ static wick_status copy_as(wick_tensor **out, const wick_tensor *t, wick_options
 
 /* A copy that autograd sees as the identity (the engine converts the gradient
  * back to the input's dtype and device). */
-static wick_status recorded_copy(wick_tensor **out, const wick_tensor *t, wick_options opt) {
+static wick_status recorded_copy(wick_tensor **out, const wick_tensor *t, wick_options opt, const char *node) {
     wick_tensor *r = NULL;
     wick_status st;
     WK_NO_GRAD(st = copy_as(&r, t, opt));
     if (st) return st;
-    return wk_publish(out, r, wk_wants_grad(1, &t) ? wk_record_view(r, t, WK_VIEW_IDENTITY, 0, 0, 0, 0, NULL) : WICK_OK);
+    return wk_publish(out, r, wk_wants_grad(1, &t) ? wk_record_copy(r, t, node) : WICK_OK);
 }
 
 wick_status wick_clone(wick_tensor **out, const wick_tensor *t) {
-    return recorded_copy(out, t, (wick_options){t->dtype, t->storage->device});
+    return recorded_copy(out, t, (wick_options){t->dtype, t->storage->device}, "CloneBackward");
 }
 
 wick_status wick_to(wick_tensor **out, wick_tensor *t, wick_options opt) {
@@ -271,7 +271,7 @@ wick_status wick_to(wick_tensor **out, wick_tensor *t, wick_options opt) {
         *out = t;
         return WICK_OK;
     }
-    return recorded_copy(out, t, opt);
+    return recorded_copy(out, t, opt, "ToCopyBackward");
 }
 
 static wick_status check_item(const wick_tensor *t) {

@@ -860,12 +860,10 @@ bool wk_slice_backward_into(wk_node *n, wick_tensor *g, wick_tensor *acc, wick_s
     return true;
 }
 
-wick_status wk_record_view(wick_tensor *out, const wick_tensor *in, int kind, int dim0, int dim1, int64_t start,
-                           int64_t length, const int *perm) {
-    static const char *names[] = {"ViewBackward", "TransposeBackward", "PermuteBackward", "ExpandBackward",
-                                  "NarrowBackward", "SelectBackward", "AliasBackward"};
+static wick_status record_view(wick_tensor *out, const wick_tensor *in, const char *name, int kind, int dim0,
+                               int dim1, int64_t start, int64_t length, const int *perm) {
     wk_node *n;
-    TRY(wk_record(out, names[kind], view_backward, kind, 1, &in, &n));
+    TRY(wk_record(out, name, view_backward, kind, 1, &in, &n));
     n->twice = true;
     n->ndim = in->ndim;
     memcpy(n->sizes, in->sizes, sizeof(int64_t) * in->ndim);
@@ -873,6 +871,17 @@ wick_status wk_record_view(wick_tensor *out, const wick_tensor *in, int kind, in
     n->scalars[0] = (double)start, n->scalars[1] = (double)length;
     if (perm) memcpy(n->ints, perm, sizeof(int) * in->ndim);
     return WICK_OK;
+}
+
+wick_status wk_record_view(wick_tensor *out, const wick_tensor *in, int kind, int dim0, int dim1, int64_t start,
+                           int64_t length, const int *perm) {
+    static const char *names[] = {"ViewBackward", "TransposeBackward", "PermuteBackward", "ExpandBackward",
+                                  "NarrowBackward", "SelectBackward", "AliasBackward"};
+    return record_view(out, in, names[kind], kind, dim0, dim1, start, length, perm);
+}
+
+wick_status wk_record_copy(wick_tensor *out, const wick_tensor *in, const char *name) {
+    return record_view(out, in, name, WK_VIEW_IDENTITY, 0, 0, 0, 0, NULL);
 }
 
 /* ---- indexing, joining, softmax ---- */

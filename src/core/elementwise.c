@@ -30,7 +30,9 @@ static bool binary_is_bitwise(wick_binary_op op) { return op >= WICK_BITWISE_AND
 static wick_status check_bitwise(const char *op, wick_dtype d, bool shift) {
     if (wick_dtype_is_floating(d))
         return wick_fail(WICK_ERR_DTYPE, "%s: only for integer and bool tensors, got %s%s", op, wick_dtype_name(d),
-                         shift ? "" : " (for masks, compare first: (x > 0):logical_and(y > 0))");
+                         shift ? " (whole numbers in a table make float32 tensors: wick.tensor(t, {dtype = 'int64'}))"
+                               : " (whole numbers in a table make float32 tensors: wick.tensor(t, {dtype = 'int64'}); "
+                                 "for masks, compare first: (x > 0):logical_and(y > 0))");
     if (shift && d == WICK_BOOL) return wick_fail(WICK_ERR_DTYPE, "%s: not implemented for bool tensors", op);
     return WICK_OK;
 }
