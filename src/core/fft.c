@@ -37,16 +37,9 @@ static wick_status dft_matrix(wick_tensor **out, int64_t n, int sign, wick_dtype
     return st;
 }
 
-/* the transform of the rows of x (last dim n, contiguous) into *out: the
- * backend's kernel unless `matrix` */
-static wick_status transform_rows(wick_tensor **out, const wick_tensor *x, int64_t n, int sign, bool matrix) {
+/* the DFT matrix product of the rows of x (last dim n, contiguous) */
+static wick_status matrix_rows(wick_tensor **out, const wick_tensor *x, int64_t n, int sign) {
     const wick_backend *be = x->storage->backend;
-    if (be && be->fft && !matrix) {
-        TRY(wk_tensor_new(out, x->ndim, x->sizes, x->dtype, x->storage->device));
-        wick_status st = be->fft(x->dtype, wk_data(x), wk_data(*out), wick_tensor_numel(x) / n, n, sign);
-        if (st) wick_tensor_release(*out);
-        return st;
-    }
     if (n > MAX_MATRIX_POINTS)
         return wick_fail(WICK_ERR_UNSUPPORTED,
                          "fft: the %s backend has no FFT kernel, and a %" PRId64 "-point transform is too long for "
@@ -60,12 +53,27 @@ static wick_status transform_rows(wick_tensor **out, const wick_tensor *x, int64
 }
 
 static wick_status c2c_forward(wick_tensor **out, const wick_tensor *x, int dim, int sign, bool matrix) {
-    int last = x->ndim - 1;
+    const wick_backend *be = x->storage->backend;
     int64_t n = x->sizes[dim];
-    wick_tensor *moved = NULL, *c = NULL, *r = NULL;
-    wick_status st = wick_transpose(&moved, (wick_tensor *)x, dim, last);
-    if (!st) st = wick_contiguous(&c, moved); /* (the same tensor when it already is) */
-    if (!st && wick_tensor_numel(c) > 0) st = transform_rows(&r, c, n, sign, matrix);
+    wick_tensor *c = NULL, *moved = NULL, *r = NULL;
+    wick_status st;
+    if (be && be->fft && !matrix) { /* the kernel, along dim of a contiguous copy */
+        st = wick_contiguous(&c, (wick_tensor *)x); /* (the same tensor when it already is) */
+        if (!st) st = wk_tensor_new(out, c->ndim, c->sizes, c->dtype, c->storage->device);
+        if (!st && wick_tensor_numel(c) > 0) {
+            int64_t outer = 1, inner = 1;
+            for (int d = 0; d < dim; d++) outer *= c->sizes[d];
+            for (int d = dim + 1; d < c->ndim; d++) inner *= c->sizes[d];
+            st = be->fft(c->dtype, wk_data(c), wk_data(*out), outer, n, inner, sign);
+            if (st) wick_tensor_release(*out);
+        }
+        wick_tensor_release(c);
+        return st;
+    }
+    int last = x->ndim - 1; /* the matrix product: the dim moved last */
+    st = wick_transpose(&moved, (wick_tensor *)x, dim, last);
+    if (!st) st = wick_contiguous(&c, moved);
+    if (!st && wick_tensor_numel(c) > 0) st = matrix_rows(&r, c, n, sign);
     else if (!st) st = wick_clone(&r, c);
     if (!st) st = wick_transpose(out, r, dim, last);
     wick_tensor_release(moved);

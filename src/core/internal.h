@@ -560,12 +560,13 @@ struct wick_backend {
     /* dense decompositions in float64 on the host (wk_decomp_args); the core
      * runs them on the CPU's for every device */
     wick_status (*decompose)(const wk_decomp_args *args);
-    /* n-point discrete Fourier transforms of the `rows` rows of contiguous
-     * complex data of `dtype` (complex64 or complex128) into `out` (the same
-     * layout; it may be `in`): out[k] = sum_j in[j] e^(sign 2 pi i jk / n),
-     * unnormalised, sign -1 or +1. NULL: the core multiplies by the DFT
-     * matrix instead (src/core/fft.c). */
-    wick_status (*fft)(wick_dtype dtype, const char *in, char *out, int64_t rows, int64_t n, int sign);
+    /* n-point discrete Fourier transforms along the middle dim of contiguous
+     * complex data of `dtype` (complex64 or complex128) shaped [outer, n,
+     * inner] into `out` (the same layout; it may be `in`): out[k] = sum_j
+     * in[j] e^(sign 2 pi i jk / n), unnormalised, sign -1 or +1 (inner 1:
+     * the rows). NULL: the core multiplies by the DFT matrix instead
+     * (src/core/fft.c). */
+    wick_status (*fft)(wick_dtype dtype, const char *in, char *out, int64_t outer, int64_t n, int64_t inner, int sign);
     /* the forward transform of real rows of even length n (float32 or
      * float64, contiguous) into their n/2 + 1 non-negative frequencies
      * (complex64 or complex128 rows). NULL: the core transforms the rows as

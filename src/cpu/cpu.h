@@ -122,7 +122,7 @@ wick_status cpu_sort(const wk_sort_args *a);
 wick_status cpu_scan(const wk_scan_args *a);
 
 /* cpu_fft.c: wick_backend.fft, .rfft and .irfft */
-wick_status cpu_fft(wick_dtype dtype, const char *in, char *out, int64_t rows, int64_t n, int sign);
+wick_status cpu_fft(wick_dtype dtype, const char *in, char *out, int64_t outer, int64_t n, int64_t inner, int sign);
 wick_status cpu_rfft(wick_dtype dtype, const char *in, char *out, int64_t rows, int64_t n);
 wick_status cpu_irfft(wick_dtype dtype, const char *in, char *out, int64_t rows, int64_t n);
 

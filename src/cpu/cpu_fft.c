@@ -18,6 +18,7 @@
 
 #define FFT_MAX_STAGES 64 /* a length below 2^63 has fewer prime factors */
 #define FFT_MAX_RADIX 31  /* a larger prime factor: Bluestein */
+#define FFT_LANES 8       /* rows transformed at once, as SIMD lanes */
 
 /* The passes of one length: radix[k] splits the current length L = n / s
  * (s the product of the radices before) into r parts of m = L / r; the pass's
@@ -39,6 +40,7 @@ typedef struct {
     double *chirp;      /* Bluestein, split (n re, n im): e^(sign pi i k^2 / n) */
     double *filter;     /* Bluestein, split (m re, m im): the transform of the conjugate chirp, wrapped to m */
     double sign;        /* -1 (forward) or +1 (inverse): the twiddles' */
+    int64_t inner;      /* the data's [outer, n, inner] layout (cpu_fft) */
     wick_dtype dtype;   /* complex64 or complex128 */
     const char *in;
     char *out;
@@ -288,33 +290,40 @@ static void transform(const fft_plan *p, double *x, int64_t lanes) {
     multiply(x, M, p->chirp, n, n, lanes, 1.0 / (double)m, 0);
 }
 
-/* rows r .. r + lanes - 1 of complex numbers transformed */
+/* rows r .. r + lanes - 1 of complex numbers transformed: row r is (o, v) of
+ * the [outer, n, inner] layout, its point i at (o n + i) inner + v; with
+ * inner > 1 a batch of consecutive v reads and writes runs of lanes numbers */
 WK_SIMD static void fft_batch(const fft_plan *p, int64_t r, int64_t lanes, double *x) {
-    int64_t n = p->n, M = p->m * lanes;
-    for (int64_t v = 0; v < lanes; v++) {
-        if (p->dtype == WICK_COMPLEX64) {
-            const float *s = (const float *)p->in + (r + v) * 2 * n;
-            for (int64_t i = 0; i < n; i++) x[i * lanes + v] = s[2 * i], x[M + i * lanes + v] = s[2 * i + 1];
-        } else {
-            const double *s = (const double *)p->in + (r + v) * 2 * n;
-            for (int64_t i = 0; i < n; i++) x[i * lanes + v] = s[2 * i], x[M + i * lanes + v] = s[2 * i + 1];
+    int64_t n = p->n, M = p->m * lanes, inner = p->inner, base[FFT_LANES];
+    for (int64_t v = 0; v < lanes; v++) base[v] = 2 * (((r + v) / inner) * n * inner + (r + v) % inner);
+    int64_t step = 2 * inner; /* (re, im pairs) */
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t v = 0; v < lanes; v++) {
+            int64_t at = base[v] + i * step;
+            if (p->dtype == WICK_COMPLEX64) {
+                const float *s = (const float *)p->in;
+                x[i * lanes + v] = s[at], x[M + i * lanes + v] = s[at + 1];
+            } else {
+                const double *s = (const double *)p->in;
+                x[i * lanes + v] = s[at], x[M + i * lanes + v] = s[at + 1];
+            }
         }
-    }
     transform(p, x, lanes);
-    for (int64_t v = 0; v < lanes; v++) {
-        if (p->dtype == WICK_COMPLEX64) {
-            float *d = (float *)p->out + (r + v) * 2 * n;
-            for (int64_t i = 0; i < n; i++) d[2 * i] = (float)x[i * lanes + v], d[2 * i + 1] = (float)x[M + i * lanes + v];
-        } else {
-            double *d = (double *)p->out + (r + v) * 2 * n;
-            for (int64_t i = 0; i < n; i++) d[2 * i] = x[i * lanes + v], d[2 * i + 1] = x[M + i * lanes + v];
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t v = 0; v < lanes; v++) {
+            int64_t at = base[v] + i * step;
+            if (p->dtype == WICK_COMPLEX64) {
+                float *d = (float *)p->out;
+                d[at] = (float)x[i * lanes + v], d[at + 1] = (float)x[M + i * lanes + v];
+            } else {
+                double *d = (double *)p->out;
+                d[at] = x[i * lanes + v], d[at + 1] = x[M + i * lanes + v];
+            }
         }
-    }
 }
 
 /* how many rows a piece transforms at once: up to FFT_LANES, while its work
  * space of 4 m doubles a row stays within FFT_BATCH_BYTES */
-#define FFT_LANES 8
 #define FFT_BATCH_BYTES (256 * 1024)
 static int64_t lanes_of(const fft_plan *p) {
     int64_t lanes = FFT_LANES;
@@ -397,14 +406,16 @@ static wick_status plan_make(fft_plan *p, const char *what) {
     return wick_fail(WICK_ERR_OOM, "%s: out of memory for a %" PRId64 "-point transform", what, n);
 }
 
-wick_status cpu_fft(wick_dtype dtype, const char *in, char *out, int64_t rows, int64_t n, int sign) {
+wick_status cpu_fft(wick_dtype dtype, const char *in, char *out, int64_t outer, int64_t n, int64_t inner, int sign) {
+    int64_t rows = outer * inner;
     if (rows == 0) return WICK_OK;
     if (n <= 1) { /* a 1-point transform is the identity */
         if (in != out) memcpy(out, in, wick_dtype_size(dtype) * (size_t)(rows * n));
         return WICK_OK;
     }
     int oom = 0;
-    fft_plan p = {.n = n, .sign = sign < 0 ? -1 : 1, .dtype = dtype, .in = in, .out = out, .out_of_memory = &oom};
+    fft_plan p = {.n = n, .sign = sign < 0 ? -1 : 1, .inner = inner, .dtype = dtype, .in = in, .out = out,
+                  .out_of_memory = &oom};
     wick_status st = plan_make(&p, "fft");
     if (st) return st;
     st = wk_parallel_for(rows, 1 + 32768 / (n + 1), fft_rows, &p);
