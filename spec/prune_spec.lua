@@ -74,7 +74,12 @@ describe("nn.utils.prune", function()
       prune.random_unstructured(u, "weight", { amount = 1, importance_scores = wick.ones(2, 3) })
     end, "unknown option 'importance_scores'")
     support.assert_error_has(function() prune.random_structured(u, "weight", 1, 1, 5) end,
-      "expected at most 2 positional argument(s)")
+      "expected at most 3 positional argument(s) (name, amount, dim)")
+    -- name by keyword too (the pruning tutorial's prune.random_unstructured(module, name="weight", amount=0.3))
+    prune.random_unstructured(u, { name = "weight", amount = 0.5 })
+    assert.are.equal(3, u.weight_mask:sum():item())
+    support.assert_error_has(function() prune.l1_unstructured(nn.Linear(3, 2), { amount = 0.5 }) end,
+      "expected a string for argument 'name'")
   end)
 
   it("a custom method: a subclass of BasePruningMethod with its compute_mask (the pruning tutorial)", function()

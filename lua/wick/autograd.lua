@@ -175,6 +175,14 @@ function M.detect_anomaly(fn, ...)
   return unpack(out, 1, out.n)
 end
 
+--- autograd.once_differentiable(backward) (torch.autograd.function.once_differentiable): the
+--- backward run without recording, so its gradients are not differentiable again
+function M.once_differentiable(backward)
+  check.callable(backward, "once_differentiable", "fn")
+  return function(...) return wick.no_grad(backward, ...) end
+end
+M["function"] = { once_differentiable = M.once_differentiable } -- (torch.autograd.function's path)
+
 --- autograd.Variable(t[, requires_grad]): PyTorch's deprecated wrapper, t itself
 function M.Variable(t, requires_grad)
   check.tensor(t, "Variable", "data")

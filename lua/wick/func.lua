@@ -463,10 +463,16 @@ end
 
 --- func.jacrev(f[, argnums = 1[, has_aux]]) and func.jacfwd: the Jacobian of f with respect to
 --- argument argnums (a tensor): shape output ++ input
+-- jacfwd also takes PyTorch's randomness (its Jacobian runs f once here, so
+-- every value means the same)
+local JACFWD = { argnums = "number|table", has_aux = "boolean", randomness = "string" }
 local function jac(fn)
+  local spec, order = GRAD, { "argnums", "has_aux" }
+  if fn == "func.jacfwd" then spec, order = JACFWD, { "argnums", "has_aux", "randomness" } end
   return function(f, ...)
     check.callable(f, fn, "func")
-    local o = check.positional(fn, { "argnums", "has_aux" }, GRAD, ...)
+    local o = check.positional(fn, order, spec, ...)
+    if o.randomness ~= nil then check.one_of(o.randomness, fn, "randomness", { "error", "different", "same" }) end
     return function(...)
       local args = pack(...)
       local at, single = positions(fn, o.argnums)

@@ -166,6 +166,17 @@ Size.__eq = function(a, b)
   return true
 end
 function Size.numel(s) local n = 1; for i = 1, #s do n = n * s[i] end; return n end
+-- shape[{1, -2}] + {-1, 2} (Python's xq.shape[:-1] + (-1, 2)): a Size of both
+local function size_join(a, b)
+  if type(a) ~= "table" or type(b) ~= "table" then
+    wick.error(("Size: can only join a Size with a table of sizes, got %s and %s"):format(check.describe(a), check.describe(b)))
+  end
+  local out = {}
+  for i = 1, #a do out[i] = a[i] end
+  for i = 1, #b do out[#out + 1] = b[i] end
+  return setmetatable(out, Size)
+end
+Size.__add, Size.__concat = size_join, size_join
 wick.Size = Size
 --- wick.Size({2, 3}) (or wick.Size(2, 3)): torch.Size, comparable with == to a tensor's shape
 setmetatable(Size, { __call = function(_, first, ...)
@@ -359,15 +370,29 @@ function Tensor.any(t, dim, keepdim)
   if dim ~= nil then bool_reduce_dim("any", t, dim); return t:ne(0):sum(dim, keepdim):gt(0) end
   return t:numel() > 0 and t:to("bool"):to("int64"):max():item() == 1
 end
-function Tensor.allclose(t, other, rtol, atol)
+function Tensor.allclose(t, other, rtol, atol, opts)
   check_tensor(t, "allclose", "self")
   check_tensor(other, "allclose", "other")
+  -- PyTorch's keywords: allclose(a, b, {rtol =, atol =, equal_nan =}) (as isclose takes them)
+  if type(rtol) == "table" then rtol, atol, opts = nil, nil, rtol elseif type(atol) == "table" then atol, opts = nil, atol end
+  local o = check.options(opts, "allclose", { rtol = "number", atol = "number", equal_nan = "boolean" })
+  if (o.rtol ~= nil and rtol ~= nil) or (o.atol ~= nil and atol ~= nil) then
+    check.fail("allclose", "rtol or atol given both by position and as an option")
+  end
+  rtol, atol = o.rtol or rtol, o.atol or atol
+  if o.equal_nan then return t:isclose(other, { rtol = rtol, atol = atol, equal_nan = true }):all() end
   rtol = check.opt_number(rtol, "allclose", "rtol", 1e-5)
   atol = check.opt_number(atol, "allclose", "atol", 1e-8)
   local diff = (t - other):abs()
   return diff:le(other:abs() * rtol + atol):all()
 end
 function Tensor.square(t) return check_tensor(t, "square", "self") * t end
+--- t:dist(other[, p = 2]) (torch.dist): the p-norm of t - other
+function Tensor.dist(t, other, p)
+  check_tensor(t, "dist", "self")
+  check_tensor(other, "dist", "other")
+  return (t - other):norm(check.opt_number(p, "dist", "p", 2))
+end
 -- bool tensors: NaN is the one value not equal to itself; inf - inf is NaN
 function Tensor.isnan(t) return check_tensor(t, "isnan", "self"):ne(t) end
 function Tensor.isfinite(t)
@@ -710,6 +735,8 @@ for _, name in ipairs({ "zeros", "ones", "empty", "rand", "randn", "full", "aran
   end
 end
 
+--- wick.vmap: torch.vmap, the name torch.func.vmap also has
+function wick.vmap(...) return wick.func.vmap(...) end
 function wick.is_tensor(v) return getmetatable(v) == mt end
 -- complex tensors (the core's complex.c): views of their pairs, parts, construction
 for _, name in ipairs({ "view_as_real", "view_as_complex", "conj", "conj_physical", "resolve_conj", "resolve_neg",

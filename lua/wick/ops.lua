@@ -2589,7 +2589,7 @@ return function(wick)
     "hypot", "nan_to_num", "diff", "trace", "movedim", "moveaxis", "take", "index_add", "scatter_add", "median",
     "scatter", "scatter_reduce", "index_reduce",
     "kthvalue", "unique", "unique_consecutive", "quantile", "nanquantile", "var_mean", "std_mean", "floor_divide", "fmax", "fmin", "nanmean", "baddbmm", "vdot", "rot90",
-    "square", "all", "any", "histc", "atanh", "asinh", "acosh", "logaddexp", "logaddexp2", "nansum", "diagonal", "isclose", "ravel", "swapaxes", "swapdims", "logit", "xlogy",
+    "square", "dist", "all", "any", "histc", "atanh", "asinh", "acosh", "logaddexp", "logaddexp2", "nansum", "diagonal", "isclose", "ravel", "swapaxes", "swapdims", "logit", "xlogy",
     "rad2deg", "deg2rad", "exp2", "float_power", "true_divide", "addmv", "addr", "kron", "cross", "matrix_power",
     "addbmm", "logcumsumexp", "cummax", "cummin", "diag_embed" }) do
     local method = Tensor[name]

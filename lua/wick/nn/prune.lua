@@ -172,37 +172,38 @@ end
 function P.identity(module, name) return apply("identity", module, name, P.Identity()) end
 -- PyTorch's arguments, by position or by name (prune.l1_unstructured(m,
 -- "weight", amount=0.3) is {amount = 0.3})
-local AMOUNT = { amount = "number" }
-local SCORED = { amount = "number", importance_scores = "tensor" }
-local LN = { amount = "number", n = "number", dim = "integer", importance_scores = "tensor" }
-local STRUCTURED = { amount = "number", dim = "integer" }
+-- (name too: prune.random_unstructured(m, name="weight", amount=0.3) is {name = "weight", amount = 0.3})
+local AMOUNT = { name = "string", amount = "number" }
+local SCORED = { name = "string", amount = "number", importance_scores = "tensor" }
+local LN = { name = "string", amount = "number", n = "number", dim = "integer", importance_scores = "tensor" }
+local STRUCTURED = { name = "string", amount = "number", dim = "integer" }
 --- prune.random_unstructured(module, name, amount)
-function P.random_unstructured(module, name, ...)
-  local o = check.positional("random_unstructured", { "amount" }, AMOUNT, ...)
+function P.random_unstructured(module, ...)
+  local o = check.positional("random_unstructured", { "name", "amount" }, AMOUNT, ...)
   count_of("random_unstructured", o.amount, 1e300)
-  return apply("random_unstructured", module, name, P.RandomUnstructured({ amount = o.amount }))
+  return apply("random_unstructured", module, o.name, P.RandomUnstructured({ amount = o.amount }))
 end
 --- prune.l1_unstructured(module, name, amount[, importance_scores])
-function P.l1_unstructured(module, name, ...)
-  local o = check.positional("l1_unstructured", { "amount", "importance_scores" }, SCORED, ...)
+function P.l1_unstructured(module, ...)
+  local o = check.positional("l1_unstructured", { "name", "amount", "importance_scores" }, SCORED, ...)
   count_of("l1_unstructured", o.amount, 1e300)
-  return apply("l1_unstructured", module, name, P.L1Unstructured({ amount = o.amount }), o.importance_scores)
+  return apply("l1_unstructured", module, o.name, P.L1Unstructured({ amount = o.amount }), o.importance_scores)
 end
 --- prune.ln_structured(module, name, amount, n, dim[, importance_scores])
-function P.ln_structured(module, name, ...)
-  local o = check.positional("ln_structured", { "amount", "n", "dim", "importance_scores" }, LN, ...)
+function P.ln_structured(module, ...)
+  local o = check.positional("ln_structured", { "name", "amount", "n", "dim", "importance_scores" }, LN, ...)
   check.number(o.n, "ln_structured", "n")
   check.int(o.dim, "ln_structured", "dim")
   count_of("ln_structured", o.amount, 1e300)
-  return apply("ln_structured", module, name, P.LnStructured({ amount = o.amount, n = o.n, dim = o.dim }),
+  return apply("ln_structured", module, o.name, P.LnStructured({ amount = o.amount, n = o.n, dim = o.dim }),
     o.importance_scores)
 end
 --- prune.random_structured(module, name, amount, dim)
-function P.random_structured(module, name, ...)
-  local o = check.positional("random_structured", { "amount", "dim" }, STRUCTURED, ...)
+function P.random_structured(module, ...)
+  local o = check.positional("random_structured", { "name", "amount", "dim" }, STRUCTURED, ...)
   check.int(o.dim, "random_structured", "dim")
   count_of("random_structured", o.amount, 1e300)
-  return apply("random_structured", module, name, P.RandomStructured({ amount = o.amount, dim = o.dim }))
+  return apply("random_structured", module, o.name, P.RandomStructured({ amount = o.amount, dim = o.dim }))
 end
 --- prune.BasePruningMethod: a custom method is a subclass with its
 --- compute_mask(t, default_mask) and PRUNING_TYPE ("unstructured", "structured"
