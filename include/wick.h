@@ -345,6 +345,9 @@ WICK_API double wick_get_double(const wick_tensor *t, int64_t linear_index);
 /* ---- views (share storage) ----------------------------------------------- */
 
 WICK_API wick_status wick_view(wick_tensor **out, wick_tensor *t, int ndim, const int64_t *sizes);
+/* t's memory read as another dtype (t.view(dtype)): the last dim rescaled when
+ * the element sizes differ (it must have stride 1); not differentiable. */
+WICK_API wick_status wick_view_dtype(wick_tensor **out, wick_tensor *t, wick_dtype dtype);
 WICK_API wick_status wick_reshape(wick_tensor **out, wick_tensor *t, int ndim, const int64_t *sizes);
 WICK_API wick_status wick_transpose(wick_tensor **out, wick_tensor *t, int dim0, int dim1);
 WICK_API wick_status wick_permute(wick_tensor **out, wick_tensor *t, int ndim, const int *dims);

@@ -735,6 +735,43 @@ for _, name in ipairs({ "zeros", "ones", "empty", "rand", "randn", "full", "aran
   end
 end
 
+--- wick.frombuffer(bytes[, {dtype, count = -1, offset = 0}]) (torch.frombuffer): a 1-D tensor
+--- of the bytes of a Lua string (a file's contents: io.open(p, "rb"):read("a")) read as dtype
+--- (native byte order), from byte `offset`, `count` elements (-1: all); a copy, as strings are
+--- immutable
+function wick.frombuffer(bytes, opts)
+  if type(bytes) ~= "string" then check.expected("frombuffer", "buffer", "a string of bytes", bytes) end
+  opts = check.options(opts, "frombuffer", { dtype = "dtype", count = "integer", offset = "integer",
+    requires_grad = "boolean" })
+  local dtype = opts.dtype or wick.get_default_dtype()
+  local size, count, offset = dtype_info[dtype].size, opts.count or -1, opts.offset or 0
+  if offset < 0 or offset >= #bytes then
+    check.fail("frombuffer", "offset (%.0f bytes) must be non-negative and no greater than buffer length (%d bytes) minus 1",
+      offset, #bytes)
+  end
+  if count == -1 then
+    if (#bytes - offset) % size ~= 0 then
+      check.fail("frombuffer", "buffer length (%d bytes) after offset (%.0f bytes) must be a multiple of element size (%d)",
+        #bytes, offset, size)
+    end
+    count = (#bytes - offset) / size
+  elseif count <= 0 or count * size > #bytes - offset then
+    check.fail("frombuffer", "requested buffer length (%.0f * %d bytes) after offset (%.0f bytes) must not be greater "
+      .. "than actual buffer length (%d bytes)", count, size, offset, #bytes)
+  end
+  local t = core.from_bytes(bytes:sub(offset + 1, offset + count * size), dtype, { count })
+  if dtype == "bool" then t = t:view("uint8"):ne(0) end -- (a byte other than 0 and 1 is true)
+  if opts.requires_grad then t:requires_grad_(true) end
+  return t
+end
+--- t:tobytes(): the bytes of t's elements in order (native byte order), as a Lua string for
+--- f:write (NumPy's t.numpy().tobytes())
+function Tensor.tobytes(t)
+  check_tensor(t, "tobytes", "self")
+  if t.device.type == "meta" then check.fail("tobytes", "a meta tensor has no data") end
+  return core.to_bytes(t:detach():to("cpu"):contiguous())
+end
+
 --- wick.vmap: torch.vmap, the name torch.func.vmap also has
 function wick.vmap(...) return wick.func.vmap(...) end
 function wick.is_tensor(v) return getmetatable(v) == mt end

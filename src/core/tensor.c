@@ -705,6 +705,49 @@ wick_status wick_view(wick_tensor **out, wick_tensor *t, int ndim, const int64_t
     return make_view(out, t, ndim, sizes, strides, t->offset, WK_VIEW_RESHAPE, 0, 0, 0, 0, NULL);
 }
 
+/* t's memory read as `dtype` (PyTorch's t.view(dtype)): the same geometry
+ * when the element sizes match, else the last dim (stride 1) rescaled and the
+ * other strides and the offset converted, which must come out whole. Not
+ * differentiable: the bits are reinterpreted. */
+wick_status wick_view_dtype(wick_tensor **out, wick_tensor *t, wick_dtype dtype) {
+    if ((unsigned)dtype >= WICK_NUM_DTYPES) return wick_fail(WICK_ERR_DTYPE, "view: invalid dtype");
+    if (dtype == t->dtype) return wick_view(out, t, t->ndim, t->sizes); /* (an alias, recorded) */
+    if (wick_is_grad_enabled() && t->requires_grad)
+        return wick_fail(WICK_ERR_ARGUMENT, "view(dtype): reading a tensor that requires grad as %s is not "
+                         "differentiable (detach it first)", wick_dtype_name(dtype));
+    int64_t old = (int64_t)wick_dtype_size(t->dtype), now = (int64_t)wick_dtype_size(dtype);
+    int64_t sizes[WICK_MAX_DIMS], strides[WICK_MAX_DIMS], offset = t->offset;
+    int nd = t->ndim;
+    memcpy(sizes, t->sizes, sizeof(int64_t) * (size_t)nd);
+    memcpy(strides, t->strides, sizeof(int64_t) * (size_t)nd);
+    if (old != now) {
+        if (nd == 0)
+            return wick_fail(WICK_ERR_SHAPE, "view: self cannot be 0-dim to view %s as %s (different element sizes)",
+                             wick_dtype_name(t->dtype), wick_dtype_name(dtype));
+        if (strides[nd - 1] != 1 && sizes[nd - 1] != 1)
+            return wick_fail(WICK_ERR_SHAPE, "view: self.stride(-1) must be 1 to view %s as %s (different element "
+                             "sizes), but got %" PRId64, wick_dtype_name(t->dtype), wick_dtype_name(dtype),
+                             strides[nd - 1]);
+        if ((sizes[nd - 1] * old) % now)
+            return wick_fail(WICK_ERR_SHAPE, "view: self.size(-1) (%" PRId64 ") times the size of %s must be "
+                             "divisible by the size of %s", sizes[nd - 1], wick_dtype_name(t->dtype),
+                             wick_dtype_name(dtype));
+        if ((offset * old) % now)
+            return wick_fail(WICK_ERR_SHAPE, "view: self.storage_offset() times the size of %s must be divisible "
+                             "by the size of %s", wick_dtype_name(t->dtype), wick_dtype_name(dtype));
+        for (int d = 0; d < nd - 1; d++) {
+            if ((strides[d] * old) % now)
+                return wick_fail(WICK_ERR_SHAPE, "view: self.stride(%d) times the size of %s must be divisible by "
+                                 "the size of %s", d + 1, wick_dtype_name(t->dtype), wick_dtype_name(dtype));
+            strides[d] = strides[d] * old / now;
+        }
+        sizes[nd - 1] = sizes[nd - 1] * old / now;
+        strides[nd - 1] = 1;
+        offset = offset * old / now;
+    }
+    return wk_tensor_view_dtype(out, t, dtype, nd, sizes, strides, offset);
+}
+
 wick_status wick_reshape(wick_tensor **out, wick_tensor *t, int ndim, const int64_t *in_sizes) {
     int64_t sizes[WICK_MAX_DIMS], strides[WICK_MAX_DIMS];
     if (ndim < 0 || ndim > WICK_MAX_DIMS) return wick_fail(WICK_ERR_ARGUMENT, "reshape: too many dimensions");

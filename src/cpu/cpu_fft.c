@@ -1,5 +1,6 @@
-/* Discrete Fourier transforms along the rows of contiguous complex data, in
- * double precision whatever the dtype. A length whose prime factors are all
+/* Discrete Fourier transforms along one dim of contiguous complex data laid
+ * out [outer, n, inner] (the rows when inner is 1), in double precision
+ * whatever the dtype; real rfft/irfft along the rows. A length whose prime factors are all
  * small (at most FFT_MAX_RADIX) runs a mixed-radix Stockham transform:
  * one pass per factor (radix 4, 2, 3, 5 written out, other primes as a small
  * DFT), each reading one buffer and writing the other in natural order, so
@@ -47,7 +48,7 @@ typedef struct {
     int *out_of_memory; /* set (atomically) by a piece that could not get its work space */
 } fft_plan;
 
-/* n's radices (4s first, then 2, then odd primes); false when a prime factor
+/* n's radices (4s first, then a 2, then odd primes); false when a prime factor
  * is above FFT_MAX_RADIX */
 static bool factor(int64_t n, fft_steps *st) {
     int c = 0;

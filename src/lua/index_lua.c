@@ -321,7 +321,7 @@ static void bad_key(lua_State *L, int idx) {
                         "argument as self: write m:forward(x), not m.forward(x))", k);
         if (strcmp(k, "numpy") == 0 || strcmp(k, "__array__") == 0)
             wl_raise(L, "tensor has no field or method '%s' (Lua has no NumPy: t:tolist() gives nested tables, "
-                        "t:item() one number, and a tensor has NumPy's own operations)", k);
+                        "t:item() one number, t:tobytes() its bytes, and a tensor has NumPy's own operations)", k);
         wl_raise(L, "tensor has no field or method '%s'", k);
     }
     wl_raise(L, "index: a key must be a number, a table of ranges, a bool mask or an int64 index tensor, got %s",

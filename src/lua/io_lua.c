@@ -405,6 +405,16 @@ WL_FUNCTION(m_from_bytes) {
     return 1;
 }
 
+/* core.to_bytes(t): the bytes of a contiguous CPU tensor's elements, as a string */
+WL_FUNCTION(m_to_bytes) {
+    wick_tensor *a = wl_checktensor(L, 1, "tobytes", "tensor");
+    if (wick_tensor_device(a).type != WICK_CPU || !wick_tensor_is_contiguous(a))
+        wl_raise(L, "tobytes: expected a contiguous CPU tensor");
+    size_t n = (size_t)wick_tensor_numel(a) * wick_dtype_size(wick_tensor_dtype(a));
+    lua_pushlstring(L, n ? (const char *)wick_tensor_data(a) : "", n);
+    return 1;
+}
+
 /* core.storage_crc32(t[, "crc32c"]): zlib's CRC-32 (or CRC-32C) of every byte
  * of t's CPU storage */
 WL_FUNCTION(m_storage_crc32) {
@@ -441,6 +451,7 @@ static const luaL_Reg io_fns[] = {
     {"ckpt_save_flat", m_ckpt_save_flat},
     {"read_idx", m_read_idx},
     {"from_bytes", m_from_bytes},
+    {"to_bytes", m_to_bytes},
     {"storage_numel", m_storage_numel},
     {"storage_crc32", m_storage_crc32},
     {"crc32c", m_crc32c},

@@ -72,6 +72,12 @@ WL_FUNCTION(t_view_like) {
     int reshape = UPINT(1);
     const char *fn = reshape ? "reshape" : "view";
     wick_tensor *a = SELF(fn);
+    if (!reshape && lua_type(L, 2) == LUA_TSTRING && lua_gettop(L) == 2) { /* t:view(dtype) */
+        wick_dtype d = wl_dtype(L, 2, fn);
+        wick_tensor **slot = wl_new_slot(L);
+        wl_check(L, wick_view_dtype(slot, a, d));
+        return 1;
+    }
     int64_t sizes[WICK_MAX_DIMS];
     int n = wl_sizes(L, 2, lua_gettop(L), sizes, fn);
     wick_tensor **slot = wl_new_slot(L);
