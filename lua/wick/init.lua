@@ -541,7 +541,9 @@ local function write_out(name, out, r, ...)
   return out
 end
 
-local function with_out(name, fn)
+-- factory: the result is made in out's dtype and device unless the options say
+-- (torch.rand(2, 2, out=c)), and the options table stays an argument
+local function with_out(name, fn, factory)
   return function(...)
     local n = select("#", ...)
     local last = n > 0 and select(n, ...) or nil
@@ -551,6 +553,7 @@ local function with_out(name, fn)
     check_tensor(out, name, "out")
     local args, rest = { ... }, {}
     for k, v in pairs(last) do if k ~= "out" then rest[k] = v end end
+    if factory then rest.dtype, rest.device = rest.dtype or out.dtype, rest.device or out.device end
     args[n] = rest
     return write_out(name, out, fn(unpack(args, 1, next(rest) ~= nil and n or n - 1)))
   end
@@ -718,21 +721,9 @@ for _, name in ipairs({ "zeros", "ones", "empty", "rand", "randn" }) do
   end
 end
 
--- torch.rand(2, 2, out=c) and the other factories' out=: made in out's dtype and
--- device (unless the options say), then written into out as with_out writes
+-- torch.rand(2, 2, out=c) and the other factories' out=
 for _, name in ipairs({ "zeros", "ones", "empty", "rand", "randn", "full", "arange", "eye" }) do
-  local make = wick[name]
-  wick[name] = function(...)
-    local n = select("#", ...)
-    local last = n > 0 and select(n, ...) or nil
-    if type(last) ~= "table" or getmetatable(last) ~= nil or rawget(last, "out") == nil then return make(...) end
-    local out = check_tensor(last.out, name, "out")
-    local args, rest = { ... }, {}
-    for k, v in pairs(last) do if k ~= "out" then rest[k] = v end end
-    rest.dtype, rest.device = rest.dtype or out.dtype, rest.device or out.device
-    args[n] = rest
-    return write_out(name, out, make(unpack(args, 1, n)))
-  end
+  wick[name] = with_out(name, wick[name], true)
 end
 
 --- wick.frombuffer(bytes[, {dtype, count = -1, offset = 0}]) (torch.frombuffer): a 1-D tensor

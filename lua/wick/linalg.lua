@@ -443,13 +443,13 @@ end
 
 local LU = wick.autograd.Function:extend("LinalgLU")
 function LU.forward(ctx, A)
-  local packed, pivots = core._linalg("lu_factor", A)
+  local packed, pivots, info = core._linalg("lu_factor", A)
   local L = packed:tril(-1) + eye_like(packed)
   local U = packed:triu()
   local P = mT(p_transposed(permutation(pivots), A))
   ctx:save_for_backward(P, L, U)
-  ctx:mark_non_differentiable(P)
-  return P, L, U
+  ctx:mark_non_differentiable(P, pivots, info)
+  return P, L, U, pivots, info
 end
 -- PyTorch's (square A): gA = P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H
 function LU.backward(ctx, _, gL, gU)
@@ -471,7 +471,8 @@ function linalg.lu(A, opts)
   square("linalg.lu", A)
   opts = check.options(opts, "linalg.lu", { pivot = "boolean" })
   if opts.pivot == false then check.fail("linalg.lu", "LU without pivoting is not supported on the CPU (as PyTorch's)") end
-  return LU.apply(A)
+  local P, L, U = LU.apply(A)
+  return P, L, U
 end
 
 --- linalg.lu_factor_ex(A) -> LU, pivots, info: L (unit lower, diagonal not stored) and U packed
@@ -480,12 +481,14 @@ function linalg.lu_factor_ex(A, opts)
   square("linalg.lu_factor_ex", A)
   opts = check.options(opts, "linalg.lu_factor_ex", { pivot = "boolean", check_errors = "boolean" })
   if opts.pivot == false then check.fail("linalg.lu_factor", "LU without pivoting is not supported on the CPU (as PyTorch's)") end
+  local packed, pivots, info
   if A.requires_grad and wick.is_grad_enabled() then -- through lu, so that LU carries the graph
-    local _, L, U = LU.apply(A)
-    local _, pivots, info = core._linalg("lu_factor", A:detach())
-    return L - eye_like(L) + U, pivots, info
+    local _, L, U
+    _, L, U, pivots, info = LU.apply(A)
+    packed = L - eye_like(L) + U
+  else
+    packed, pivots, info = core._linalg("lu_factor", A)
   end
-  local packed, pivots, info = core._linalg("lu_factor", A)
   if opts.check_errors and info:numel() > 0 and info:max():item() > 0 then
     local k = info:max():item()
     check.fail("linalg.lu_factor_ex", "U[%d, %d] is zero: the matrix is singular", k, k)

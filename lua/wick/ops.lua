@@ -1109,16 +1109,11 @@ return function(wick)
     return t + (to - t) * weight
   end
   -- PyTorch's deprecated overloads with the number first: t:add_(alpha, other),
-  -- t:addcmul_(value, t1, t2); they still work there, with this warning (once per line)
-  local warned = {}
+  -- t:addcmul_(value, t1, t2); they still work there, with this warning (once per
+  -- line: wick.nn's warn, required when first needed, as ops.lua loads before it)
   local function deprecated(fn, old, new)
-    local _, where = pcall(wick.error, "")
-    local msg = ("%sThis overload of %s is deprecated:\n\t%s\nConsider using one of the following signatures instead:\n\t%s")
-      :format(tostring(where), fn, old, new)
-    if not warned[msg] then
-      warned[msg] = true
-      wick._warn(msg)
-    end
+    require("wick.nn.common").warn(("This overload of %s is deprecated:\n\t%s\nConsider using one of the "
+      .. "following signatures instead:\n\t%s"):format(fn, old, new))
   end
   for _, name in ipairs({ "add", "add_", "sub", "sub_" }) do
     local f = Tensor[name]
