@@ -1302,7 +1302,8 @@ end)
 describe("a method under one of wick's internal names", function()
   it("is an error where it is defined, not a method silently hidden", function()
     local N = nn.Module:extend("Flow")
-    assert_error_has(function() function N:_params() return 1 end end, "'_params' is a name wick's modules use")
+    assert_error_has(function() function N:_buffers() return 1 end end, "'_buffers' is a name wick's modules use")
+    assert_error_has(function() function N:_modules() return 1 end end, "'_modules' is a name wick's modules use")
     function N:params() return 2 end -- another name is fine
     assert.are.equal(2, N():params())
   end)
@@ -1407,5 +1408,92 @@ describe("a Sequential built from PyTorch's OrderedDict with a '-1' name (CLIP's
     assert.are.same({ "-1", "1", "2" }, names)
     assert.is_truthy(s:state_dict()["1.weight"])
     assert.are.same({ 1, 8, 2, 2 }, s(wick.randn(1, 4, 4, 4)):size())
+  end)
+end)
+
+describe("PyTorch's private dicts m._modules, m._parameters, m._buffers", function()
+  local Net = nn.Module:extend("PrivNet")
+  function Net:init()
+    self.conv = nn.Conv2d(1, 2, 3)
+    self.relu = nn.ReLU()
+    self.fc = nn.Linear(4, 2)
+    self.scale = nn.Parameter(wick.ones(1))
+    self:register_buffer("rm", wick.zeros(2))
+  end
+
+  it("list the module's own members in order, as items(), keys(), values() and by name", function()
+    local n = Net()
+    local names, mods = {}, {}
+    for name, m in n._modules:items() do names[#names + 1] = name; mods[#mods + 1] = m end
+    assert.are.same({ "conv", "relu", "fc" }, names)
+    assert.are.equal(n.fc, mods[3])
+    assert.are.equal(3, #n._modules)
+    local pnames = {}
+    for k in n._parameters:keys() do pnames[#pnames + 1] = k end
+    assert.are.same({ "scale" }, pnames) -- the own ones only, as PyTorch's
+    assert.are.equal(n.scale, n._parameters.scale)
+    assert.are.equal(n.rm, n._buffers.rm)
+    for v in n._buffers:values() do assert.are.equal(n.rm, v) end
+    assert.is_nil(n._modules.scale) -- a parameter is not a module
+    assert.are.equal("dflt", n._modules:get("missing", "dflt"))
+    local l = nn.Linear(2, 3)
+    assert.are.same({ 3, 2 }, { l._parameters.weight:size(1), l._parameters.weight:size(2) })
+    local bn, bnames = nn.BatchNorm1d(3), {}
+    for k in bn._buffers:keys() do bnames[#bnames + 1] = k end
+    assert.are.same({ "running_mean", "running_var", "num_batches_tracked" }, bnames)
+  end)
+
+  it("write through: replacing a child, adding a buffer, deleting with nil (del m._parameters[name])", function()
+    local n = Net()
+    -- the layer-swapping loop of many PyTorch scripts
+    for name, m in n._modules:items() do
+      if getmetatable(m).__name == "ReLU" then n._modules[name] = nn.GELU() end
+    end
+    assert.are.equal("GELU", getmetatable(n.relu).__name)
+    n._modules.fc = nil
+    assert.is_nil(n.fc)
+    assert.are.equal(2, #n._modules)
+    n._parameters.scale = nil
+    assert.are.equal(2, #n:parameters()) -- conv's weight and bias
+    assert.is_nil(n:state_dict().scale)
+    n._buffers.extra = wick.ones(3)
+    assert.is_not_nil(n:state_dict().extra)
+    local s = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    s._modules["2"] = nn.Tanh()
+    assert.are.equal("Tanh", getmetatable(s[2]).__name)
+  end)
+
+  it("refuse what PyTorch's would break on, clearly", function()
+    local n = Net()
+    assert_error_has(function() n._modules = {} end, "'_modules' is PyTorch's dict")
+    assert_error_has(function() n._parameters.x = wick.ones(2) end, "must be an nn.Parameter")
+    assert_error_has(function() n._modules.x = 3 end, "Module._modules")
+    if jit then -- LuaJIT: a userdata, so pairs() is an error rather than an empty loop
+      assert_error_has(function() for _ in pairs(n._modules) do end end, "table expected")
+    else -- Lua 5.4: __pairs, in order
+      local names = {}
+      for k in pairs(n._modules) do names[#names + 1] = k end
+      assert.are.same({ "conv", "relu", "fc" }, names)
+    end
+  end)
+end)
+
+describe("parameters(recurse), named_parameters(prefix, recurse, remove_duplicate)", function()
+  it("take PyTorch's arguments, by position or as options", function()
+    local l = nn.Linear(2, 2)
+    local s = nn.Sequential(l, nn.ReLU(), l)
+    assert.are.equal(0, #s:parameters(false))
+    assert.are.equal(2, #s:parameters())
+    assert.are.equal(2, #l:parameters({ recurse = false }))
+    local names = {}
+    for name in s:named_parameters("model") do names[#names + 1] = name end
+    assert.are.same({ "model.1.weight", "model.1.bias" }, names)
+    names = {}
+    for name in s:named_parameters({ remove_duplicate = false }) do names[#names + 1] = name end
+    assert.are.same({ "1.weight", "1.bias", "3.weight", "3.bias" }, names)
+    local bn = nn.Sequential(nn.BatchNorm1d(2))
+    assert.are.equal(0, #bn:buffers(false))
+    assert.are.equal(3, #bn:buffers())
+    assert_error_has(function() s:parameters(3) end, "recurse")
   end)
 end)

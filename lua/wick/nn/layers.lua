@@ -1233,6 +1233,7 @@ local function array_container(C, name, check_item, named)
     if type(key) == "string" then
       local at = named_position(self, key)
       if at then return rawget(self, at) end
+      return Module._private_dict(self, key)
     end
     if type(key) == "table" then -- m[{{a, b}}]: PyTorch's m[a-1:b], a new container of the same entries
       local r = key[1]

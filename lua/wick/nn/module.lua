@@ -8,13 +8,20 @@ local required = require("wick.nn.common").required
 
 local Module = {}
 Module.__name = "Module"
-Module.__index = Module
+-- A module's fields are its own; the rest comes from its class, and
+-- _modules, _parameters and _buffers are PyTorch's dicts (see Module._private_dict).
+function Module.__index(self, key)
+  local v = getmetatable(self)[key]
+  if v == nil then return Module._private_dict(self, key) end
+  return v
+end
 
 local function is_tensor(v) return wick.is_tensor(v) end
 local is_module = check.is_module
 
 -- The fields wick keeps on a module for itself (set with rawset, never state).
-local INTERNAL = { _fields = true, _buffers = true, _params = true, _opts = true, _mode = true, _names = true,
+local INTERNAL = { _fields = true, _buffer_kinds = true, _param_names = true, _modules = true, _parameters = true,
+  _buffers = true, _opts = true, _mode = true, _names = true,
   _forward_hooks = true, _forward_pre_hooks = true, _backward_hooks = true, _backward_pre_hooks = true }
 
 -- the modules whose init is running (Module.new)
@@ -25,6 +32,9 @@ local building = setmetatable({}, { __mode = "k" })
 local function track(self, key, value)
   if key == nil or key ~= key then
     wick.error(("%s: cannot assign to a field with a %s key"):format(check.describe(self), key == nil and "nil" or "NaN"))
+  end
+  if key == "_modules" or key == "_parameters" or key == "_buffers" then
+    check.fail(check.describe(self), "'%s' is PyTorch's dict of the module's own members, a view here: assign through it (m.%s.name = value) or set the field", key, key)
   end
   local fields = rawget(self, "_fields")
   if value ~= nil and not fields[key] and type(key) == "string" and not INTERNAL[key] then
@@ -37,11 +47,11 @@ local function track(self, key, value)
   -- init runs is a buffer (an "implicit" one: API.md's rule that what init
   -- assigns is state); one assigned later is a plain attribute.
   if type(key) == "string" then
-    local params, buffers = rawget(self, "_params"), rawget(self, "_buffers")
+    local params, buffers = rawget(self, "_param_names"), rawget(self, "_buffer_kinds")
     if is_tensor(value) and value:_is_parameter() then
       if not params then
         params = {}
-        rawset(self, "_params", params)
+        rawset(self, "_param_names", params)
       end
       params[key] = true
       if buffers and buffers[key] == "implicit" then buffers[key] = nil end
@@ -50,7 +60,7 @@ local function track(self, key, value)
       if is_tensor(value) and building[self] and not (buffers and buffers[key]) then
         if not buffers then
           buffers = {}
-          rawset(self, "_buffers", buffers)
+          rawset(self, "_buffer_kinds", buffers)
         end
         buffers[key] = "implicit"
       end
@@ -312,9 +322,9 @@ function Module:register_buffer(name, tensor, ...)
   check.opt_tensor(tensor, "register_buffer", "tensor")
   local opts = check.positional("register_buffer", { "persistent" }, { persistent = "boolean" }, ...)
   track(self, name, tensor)
-  local buffers = rawget(self, "_buffers") or {}
+  local buffers = rawget(self, "_buffer_kinds") or {}
   buffers[name] = opts.persistent == false and "nonpersistent" or true
-  rawset(self, "_buffers", buffers)
+  rawset(self, "_buffer_kinds", buffers)
 end
 
 -- ---- the container rule ----
@@ -410,7 +420,7 @@ local function members(self)
     used[name] = i
     add_member(out, self, name, rawget(self, i), visiting)
   end
-  local buffers, params = rawget(self, "_buffers") or {}, rawget(self, "_params") or {}
+  local buffers, params = rawget(self, "_buffer_kinds") or {}, rawget(self, "_param_names") or {}
   for _, key in ipairs(rawget(self, "_fields")) do
     add_member(out, self, key, rawget(self, key), visiting, buffers[key], params[key] == true)
   end
@@ -431,14 +441,14 @@ local function not_state(m) return not m[5] and not m[6] end
 -- With `all` (state_dict), non-persistent buffers are left out.
 -- In PyTorch's order: a module's own parameters, then its own buffers (each in
 -- the order of first assignment), then its children, each walked the same way.
-local function walk(self, prefix, fn, seen, all, no_kind)
+local function walk(self, prefix, fn, seen, all, no_kind, own)
   seen = seen or {}
   local list = members(self)
   for pass = 1, 3 do
     for _, m in ipairs(list) do
       local name, value = m[1], m[2]
       if m[3] == "module" then
-        if pass == 3 then walk(value, prefix .. name .. ".", fn, seen, all, no_kind) end
+        if pass == 3 and not own then walk(value, prefix .. name .. ".", fn, seen, all, no_kind) end
       elseif pass == 3 or (pass == 1) == (m[5] == true) then -- luacheck: ignore (not this pass's kind)
       elseif all and m[4] then -- luacheck: ignore (a non-persistent buffer)
       elseif not_state(m) then -- luacheck: ignore (a plain tensor attribute)
@@ -461,28 +471,30 @@ local function pairs_of(list)
   end
 end
 
-local function named(self, wanted)
-  local list = {}
-  walk(self, "", function(name, t, kind) if kind == wanted then list[#list + 1] = { name, t } end end)
+-- named_parameters([prefix = ""[, recurse = true[, remove_duplicate = true]]]),
+-- each also an option: PyTorch's; recurse = false lists the module's own only
+local NAMED = { prefix = "string", recurse = "boolean", remove_duplicate = "boolean" }
+local function named(self, wanted, fn, ...)
+  local o = check.positional(fn, { "prefix", "recurse", "remove_duplicate" }, NAMED, ...)
+  local prefix = (o.prefix or "") ~= "" and o.prefix .. "." or ""
+  local list, seen = {}, o.remove_duplicate == false and setmetatable({}, { __newindex = function() end }) or {}
+  walk(self, prefix, function(name, t, kind) if kind == wanted then list[#list + 1] = { name, t } end end,
+    seen, nil, nil, o.recurse == false)
   return pairs_of(list)
 end
 
-function Module:named_parameters() return named(this(self, "named_parameters"), "param") end
-function Module:named_buffers() return named(this(self, "named_buffers"), "buffer") end
+function Module:named_parameters(...) return named(this(self, "named_parameters"), "param", "named_parameters", ...) end
+function Module:named_buffers(...) return named(this(self, "named_buffers"), "buffer", "named_buffers", ...) end
 
-function Module:parameters()
-  this(self, "parameters")
+-- parameters([recurse = true]), buffers([recurse = true]): arrays
+local function tensors_of(self, wanted, fn, ...)
+  local o = check.positional(fn, { "recurse" }, { recurse = "boolean" }, ...)
   local out = {}
-  for _, p in self:named_parameters() do out[#out + 1] = p end
+  for _, t in named(self, wanted, fn, { recurse = o.recurse }) do out[#out + 1] = t end
   return out
 end
-
-function Module:buffers()
-  this(self, "buffers")
-  local out = {}
-  for _, b in self:named_buffers() do out[#out + 1] = b end
-  return out
-end
+function Module:parameters(...) return tensors_of(this(self, "parameters"), "param", "parameters", ...) end
+function Module:buffers(...) return tensors_of(this(self, "buffers"), "buffer", "buffers", ...) end
 
 --- named_children(): an iterator of name, child (each child once), like PyTorch.
 function Module:named_children()
@@ -640,10 +652,98 @@ function Module._forget(self, name)
       if fields[i] == name then table.remove(fields, i) end
     end
   end
-  local buffers, params = rawget(self, "_buffers"), rawget(self, "_params")
+  local buffers, params = rawget(self, "_buffer_kinds"), rawget(self, "_param_names")
   if buffers then buffers[name] = nil end
   if params then params[name] = nil end
   rawset(self, name, nil)
+end
+
+-- ---- PyTorch's private dicts: m._modules, m._parameters, m._buffers ----
+-- Each is a live view of the module's own children, parameters or buffers
+-- (no copy, no second record): reading a name looks it up among members();
+-- writing one assigns the field (m._modules.fc = nn.Linear(...) is m.fc = ...),
+-- a buffer through register_buffer; writing nil forgets it (PyTorch's del
+-- m._parameters[name]). In order: view:items(), view:keys(), view:values();
+-- view:get(name[, default]); #view. Under LuaJIT the view is a userdata, so
+-- pairs(view) is an error instead of an empty loop (Lua 5.4: __pairs, in order).
+local DICT_KIND = { _modules = "module", _parameters = "param", _buffers = "buffer" }
+local view_of = setmetatable({}, { __mode = "k" }) -- view -> { module, kind name }
+
+-- the view's entries in order: name, value
+local function dict_entries(view)
+  local self, which = view_of[view][1], view_of[view][2]
+  local want, list = DICT_KIND[which], {}
+  for _, m in ipairs(members(self)) do
+    local kind = m[3] == "module" and "module" or (m[5] and "buffer") or (m[6] and "param") or nil
+    if kind == want then list[#list + 1] = { m[1], m[2] } end
+  end
+  return list
+end
+
+local function dict_get(view, key)
+  for _, e in ipairs(dict_entries(view)) do
+    if e[1] == key then return e[2] end
+  end
+end
+
+local DICT_METHODS = {
+  items = function(view) return pairs_of(dict_entries(view)) end,
+  keys = function(view)
+    local i, list = 0, dict_entries(view)
+    return function() i = i + 1; return list[i] and list[i][1] end
+  end,
+  values = function(view)
+    local i, list = 0, dict_entries(view)
+    return function() i = i + 1; return list[i] and list[i][2] end
+  end,
+  get = function(view, key, default)
+    local v = dict_get(view, key)
+    if v == nil then return default end
+    return v
+  end,
+}
+
+local DictView = { __name = "OrderedDict" }
+DictView.__index = function(view, key)
+  if DICT_METHODS[key] then return DICT_METHODS[key] end
+  return dict_get(view, key)
+end
+DictView.__newindex = function(view, key, value)
+  local self, which = view_of[view][1], view_of[view][2]
+  check.string(key, "Module." .. which, "name")
+  if value == nil then return Module._forget(self, key) end
+  local want = DICT_KIND[which]
+  if want == "module" then check.module(value, "Module._modules", key)
+  else check.tensor(value, "Module." .. which, key) end
+  if want == "buffer" then return self:register_buffer(key, value) end
+  if want == "param" and not value:_is_parameter() then
+    check.fail("Module._parameters", "'%s' must be an nn.Parameter (or a tensor that requires grad); got a plain tensor", key)
+  end
+  self[key] = value
+end
+DictView.__len = function(view) return #dict_entries(view) end
+DictView.__pairs = function(view) return DICT_METHODS.items(view) end
+DictView.__tostring = function(view)
+  local names = {}
+  for _, e in ipairs(dict_entries(view)) do names[#names + 1] = e[1] end
+  return ("OrderedDict(%s: %s)"):format(view_of[view][2], table.concat(names, ", "))
+end
+
+local new_view
+if newproxy then -- LuaJIT: a userdata, which pairs() refuses
+  local template = newproxy(true)
+  for k, v in pairs(DictView) do getmetatable(template)[k] = v end
+  new_view = function() return newproxy(template) end
+else
+  new_view = function() return setmetatable({}, DictView) end
+end
+
+-- the view for m._modules, m._parameters or m._buffers (nil for another name)
+function Module._private_dict(self, key)
+  if not DICT_KIND[key] then return nil end
+  local view = new_view()
+  view_of[view] = { self, key }
+  return view
 end
 
 local training_now = setmetatable({}, { __mode = "k" })
