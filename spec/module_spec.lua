@@ -1497,3 +1497,73 @@ describe("parameters(recurse), named_parameters(prefix, recurse, remove_duplicat
     assert_error_has(function() s:parameters(3) end, "recurse")
   end)
 end)
+
+describe("state dict hooks", function()
+  -- gpt-fast's Attention: a checkpoint's wq/wk/wv merged into wqkv on load
+  local Attn = nn.Module:extend("HookAttn")
+  function Attn:init()
+    self.wqkv = nn.Linear(4, 12, { bias = false })
+    self:_register_load_state_dict_pre_hook(function(...) return self:load_hook(...) end)
+  end
+  function Attn:load_hook(state_dict, prefix)
+    if state_dict[prefix .. "wq.weight"] then
+      local parts = {}
+      for i, n in ipairs({ "wq", "wk", "wv" }) do
+        parts[i] = state_dict[prefix .. n .. ".weight"]
+        state_dict[prefix .. n .. ".weight"] = nil
+      end
+      state_dict[prefix .. "wqkv.weight"] = wick.cat(parts)
+    end
+  end
+  local Model = nn.Module:extend("HookModel")
+  function Model:init() self.layers = nn.ModuleList({ Attn(), Attn() }); self.norm = nn.LayerNorm(4) end
+
+  it("a load pre hook rewrites the (copied) state dict with its module's prefix, PyTorch's 0-based names too", function()
+    local m = Model()
+    local sd = { ["norm.weight"] = wick.randn(4), ["norm.bias"] = wick.randn(4) }
+    for i = 0, 1 do
+      for _, n in ipairs({ "wq", "wk", "wv" }) do sd[("layers.%d.%s.weight"):format(i, n)] = wick.randn(4, 4) end
+    end
+    assert.are.equal("<All keys matched successfully>", tostring(m:load_state_dict(sd)))
+    assert.is_true(wick.equal(m.layers[2].wqkv.weight[{ { 5, 8 } }], sd["layers.1.wk.weight"]))
+    assert.is_not_nil(sd["layers.0.wq.weight"]) -- the caller's table is left as it was
+  end)
+
+  it("a post hook sees the incompatible keys before strict's check and may clear them", function()
+    local m = Model()
+    assert_error_has(function() m:load_state_dict({}) end, "Missing key(s)")
+    local seen
+    local h = m:register_load_state_dict_post_hook(function(mod, keys)
+      seen = #keys.missing_keys
+      for i = #keys.missing_keys, 1, -1 do keys.missing_keys[i] = nil end
+    end)
+    assert.are.equal("<All keys matched successfully>", tostring(m:load_state_dict({})))
+    assert.are.equal(4, seen)
+    h:remove()
+    assert_error_has(function() m:load_state_dict({}) end, "Missing key(s)")
+  end)
+
+  it("state_dict post hooks, prefix and keep_vars", function()
+    local l = nn.Linear(2, 2)
+    l:register_state_dict_post_hook(function(_, sd, prefix) sd[prefix .. "version"] = wick.tensor(2) end)
+    local s = nn.Sequential(l)
+    assert.are.equal(2, s:state_dict()["1.version"]:item())
+    assert.is_not_nil(s:state_dict({ prefix = "net." })["net.1.weight"])
+    assert.is_true(s:state_dict({ keep_vars = true })["1.weight"].requires_grad)
+    assert.is_false(s:state_dict()["1.weight"].requires_grad)
+  end)
+
+  it("load_state_dict(sd, {assign = true}) takes the checkpoint's tensors; a meta model without it is an error", function()
+    local m = nn.Linear(2, 2, { device = "meta" })
+    local src = nn.Linear(2, 2, { dtype = "float64" })
+    assert_error_has(function() m:load_state_dict(src:state_dict()) end, "assign = true")
+    assert.is_true(m.weight.is_meta)
+    local w = m.weight
+    m:load_state_dict(src:state_dict(), { assign = true })
+    assert.are.equal(w, m.weight) -- the same parameter object, now holding the checkpoint's data
+    assert.are.equal("float64", m.weight.dtype)
+    assert.is_true(m.weight.requires_grad)
+    local x = wick.ones(1, 2, { dtype = "float64" })
+    assert.is_true(wick.equal(m(x), src(x)))
+  end)
+end)

@@ -22,7 +22,8 @@ local is_module = check.is_module
 -- The fields wick keeps on a module for itself (set with rawset, never state).
 local INTERNAL = { _fields = true, _buffer_kinds = true, _param_names = true, _modules = true, _parameters = true,
   _buffers = true, _opts = true, _mode = true, _names = true,
-  _forward_hooks = true, _forward_pre_hooks = true, _backward_hooks = true, _backward_pre_hooks = true }
+  _forward_hooks = true, _forward_pre_hooks = true, _backward_hooks = true, _backward_pre_hooks = true,
+  _state_dict_hooks = true, _load_pre_hooks = true, _load_post_hooks = true }
 
 -- the modules whose init is running (Module.new)
 local building = setmetatable({}, { __mode = "k" })
@@ -823,11 +824,63 @@ function Module:bfloat16() return this(self, "bfloat16"):to("bfloat16") end
 function Module:share_memory() return this(self, "share_memory") end
 
 --- state_dict(): name -> tensor (sharing storage with the module, cut from the graph).
-function Module:state_dict()
+-- ---- state dict hooks ----
+-- Each module's hooks of one kind with its prefix ("" or "layers.1.attn."),
+-- in named_modules order: fn(module, prefix, hook) for each.
+local function each_hook(self, key, fn)
+  for name, m in self:named_modules() do
+    local list = rawget(m, key)
+    if list then
+      for _, e in ipairs({ unpack(list) }) do fn(m, name == "" and "" or name .. ".", e) end
+    end
+  end
+end
+
+--- m:register_state_dict_post_hook(fn) (and PyTorch's private spelling
+--- _register_state_dict_hook): fn(module, state_dict, prefix, local_metadata)
+--- after state_dict() has the module's entries; a table it returns replaces the
+--- state dict. m:register_load_state_dict_pre_hook(fn): fn(module, state_dict,
+--- prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
+--- before load_state_dict reads the state dict, which the hook may change (a
+--- checkpoint's wq/wk/wv merged into wqkv); _register_load_state_dict_pre_hook
+--- (fn[, with_module = false]) is PyTorch's private form, without the module
+--- unless with_module. m:register_load_state_dict_post_hook(fn):
+--- fn(module, incompatible_keys) after loading, before strict's check, so it
+--- may clear the key lists. Each returns a handle with :remove().
+function Module:register_state_dict_post_hook(fn)
+  return add_hook(this(self, "register_state_dict_post_hook"), "_state_dict_hooks", fn, "register_state_dict_post_hook")
+end
+Module._register_state_dict_hook = Module.register_state_dict_post_hook
+function Module:register_load_state_dict_pre_hook(fn)
+  return add_hook(this(self, "register_load_state_dict_pre_hook"), "_load_pre_hooks", fn,
+    "register_load_state_dict_pre_hook")
+end
+function Module:_register_load_state_dict_pre_hook(fn, with_module)
+  this(self, "_register_load_state_dict_pre_hook")
+  check.callable(fn, "_register_load_state_dict_pre_hook", "hook")
+  with_module = check.opt_boolean(with_module, "_register_load_state_dict_pre_hook", "with_module", false)
+  if with_module then return self:register_load_state_dict_pre_hook(fn) end
+  return self:register_load_state_dict_pre_hook(function(_, ...) return fn(...) end)
+end
+function Module:register_load_state_dict_post_hook(fn)
+  return add_hook(this(self, "register_load_state_dict_post_hook"), "_load_post_hooks", fn,
+    "register_load_state_dict_post_hook")
+end
+
+--- state_dict([destination[, prefix = ""[, keep_vars = false]]]) (each also an
+--- option): name -> tensor, detached unless keep_vars, names under prefix, into
+--- destination when one is given.
+local STATE_DICT = { destination = "table", prefix = "string", keep_vars = "boolean" }
+function Module:state_dict(...)
   this(self, "state_dict")
-  local sd = {}
+  local o = check.positional("state_dict", { "destination", "prefix", "keep_vars" }, STATE_DICT, ...)
+  local sd, prefix = o.destination or {}, o.prefix or ""
   -- a tensor under two names (tied weights) is stored under both, as in PyTorch
-  walk(self, "", function(name, t) sd[name] = t:detach() end, nil, true, true)
+  walk(self, prefix, function(name, t) sd[name] = o.keep_vars and t or t:detach() end, nil, true, true)
+  each_hook(self, "_state_dict_hooks", function(m, at, e)
+    local r = e.fn(m, sd, prefix .. at, {})
+    if type(r) == "table" then sd = r end
+  end)
   return sd
 end
 
@@ -857,12 +910,14 @@ local function fitting(sd, own)
   end
   return n
 end
-local function pytorch_named(sd, own)
+-- (hooked: load pre hooks will rewrite the keys, so a 0 index decides even
+-- when no key fits yet)
+local function pytorch_named(sd, own, hooked)
   local ok, renamed = pcall(require("wick.nn.utils").from_pytorch_names, sd)
   if not ok then return sd end
   local as_is, as_renamed = fitting(sd, own), fitting(renamed, own)
   if as_renamed > as_is then return renamed end
-  if as_renamed == as_is and as_renamed > 0 then
+  if as_renamed == as_is and (as_renamed > 0 or hooked) then
     for k in pairs(sd) do
       if ("." .. k .. "."):find("%.0%.") then return renamed end
     end
@@ -878,8 +933,7 @@ function Module:load_state_dict(sd, ...)
   -- strict by position (PyTorch's load_state_dict(sd, False)) or as an option;
   -- assign = false is what this does (copies into the existing tensors)
   local opts = check.positional("load_state_dict", { "strict", "assign" }, LOAD_OPTIONS, ...)
-  if opts.assign then check.fail("load_state_dict", "assign = true is not supported (values are copied into the existing tensors)") end
-  local strict = opts.strict ~= false
+  local strict, assign = opts.strict ~= false, opts.assign == true
   -- (a tensor that init assigned without registering it is state, but a
   -- PyTorch checkpoint does not have it: its absence is not an error)
   local own, order, needed, implicit = {}, {}, {}, {}
@@ -888,8 +942,16 @@ function Module:load_state_dict(sd, ...)
     order[#order + 1] = name
     if plain then implicit[name] = true else needed[#needed + 1] = name end
   end, nil, true, true)
-  sd = pytorch_named(sd, own)
+  local pre = {}
+  each_hook(self, "_load_pre_hooks", function(m, prefix, e) pre[#pre + 1] = { m, prefix, e.fn } end)
+  sd = pytorch_named(sd, own, #pre > 0)
   local missing, unexpected, mismatched = {}, {}, {}
+  if #pre > 0 then -- (the hooks change a copy, as PyTorch's, never the caller's table)
+    local copy = {}
+    for k, v in pairs(sd) do copy[k] = v end
+    sd = copy
+    for _, h in ipairs(pre) do h[3](h[1], sd, h[2], {}, strict, missing, unexpected, mismatched) end
+  end
   for _, name in ipairs(order) do
     local v = sd[name]
     if v == nil then
@@ -901,6 +963,8 @@ function Module:load_state_dict(sd, ...)
       elseif tostring(v.shape) ~= tostring(t.shape) then
         mismatched[#mismatched + 1] = ("size mismatch for %s: copying a param with shape %s from checkpoint, the shape in current model is %s.")
           :format(name, tostring(v.shape), tostring(t.shape))
+      elseif t.is_meta and not v.is_meta and not assign then
+        mismatched[#mismatched + 1] = ("%s is on the meta device (no data): copying into it would be a no-op; load with {assign = true} to take the checkpoint's tensor"):format(name)
       end
     end
   end
@@ -908,16 +972,18 @@ function Module:load_state_dict(sd, ...)
   for k in pairs(sd) do keys[#keys + 1] = k end
   table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
   for _, k in ipairs(keys) do if own[k] == nil then unexpected[#unexpected + 1] = k end end
-  local problems = {}
   local function quoted(list)
     local q = {}
     for i, k in ipairs(list) do q[i] = ('"%s"'):format(k) end
     return table.concat(q, ", ")
   end
-  if strict and #unexpected > 0 then problems[#problems + 1] = "Unexpected key(s) in state_dict: " .. quoted(unexpected) .. "." end
-  if strict and #missing > 0 then problems[#problems + 1] = "Missing key(s) in state_dict: " .. quoted(missing) .. "." end
-  for _, m in ipairs(mismatched) do problems[#problems + 1] = m end
-  if #problems > 0 then
+  -- raises if anything is wrong (the key lists only when strict), as PyTorch's
+  local function check_problems()
+    local problems = {}
+    if strict and #unexpected > 0 then problems[#problems + 1] = "Unexpected key(s) in state_dict: " .. quoted(unexpected) .. "." end
+    if strict and #missing > 0 then problems[#problems + 1] = "Missing key(s) in state_dict: " .. quoted(missing) .. "." end
+    for _, m in ipairs(mismatched) do problems[#problems + 1] = m end
+    if #problems == 0 then return end
     local msg = ("Error(s) in loading state_dict for %s:\n\t%s"):format(getmetatable(self).__name, table.concat(problems, "\n\t"))
     -- a hint when every key differs only by DataParallel's prefix
     local prefixed = 0
@@ -927,13 +993,26 @@ function Module:load_state_dict(sd, ...)
     end
     wick.error(msg)
   end
+  -- nothing is loaded when the load would fail, unless a post hook may still
+  -- clear the key lists (PyTorch's order: load, post hooks, strict's check)
+  local post = {}
+  each_hook(self, "_load_post_hooks", function(m, _, e) post[#post + 1] = { m, e.fn } end)
+  if #mismatched > 0 or #post == 0 then check_problems() end
   wick.no_grad(function()
     for _, name in ipairs(order) do
       local v = sd[name]
-      if v ~= nil then own[name]:copy_(v) end
+      -- assign: the module's tensor takes the checkpoint's (its storage,
+      -- dtype and device) and keeps its identity and requires_grad, as
+      -- PyTorch's assign = True keeps the Parameter's requires_grad
+      if v ~= nil then
+        if assign then own[name]:set_(v) else own[name]:copy_(v) end
+      end
     end
   end)
-  return setmetatable({ missing_keys = missing, unexpected_keys = unexpected }, IncompatibleKeys)
+  local result = setmetatable({ missing_keys = missing, unexpected_keys = unexpected }, IncompatibleKeys)
+  for _, h in ipairs(post) do h[2](h[1], result) end
+  check_problems()
+  return result
 end
 
 --- The module tree, like PyTorch's repr.
