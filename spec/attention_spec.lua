@@ -525,3 +525,25 @@ describe("F.multi_head_attention_forward", function()
     assert.has_error(function() F.multi_head_attention_forward(x, x, x, 8, 2) end)
   end)
 end)
+
+describe("F.multi_head_attention_forward with an output projection of another width", function()
+  it("gives [L, N, out_features], as CLIP's AttentionPool2d (embed_dim to output_dim)", function()
+    wick.manual_seed(3)
+    local E, x = 8, wick.randn(5, 2, 8)
+    local q, k, v = wick.randn(E, E), wick.randn(E, E), wick.randn(E, E)
+    local W, b = wick.randn(3, E), wick.randn(3)
+    local function run(wo, bo, need)
+      return F.multi_head_attention_forward({ query = x, key = x, value = x, embed_dim_to_check = E, num_heads = 2,
+        q_proj_weight = q, k_proj_weight = k, v_proj_weight = v, in_proj_bias = wick.zeros(3 * E),
+        add_zero_attn = false, dropout_p = 0, out_proj_weight = wo, out_proj_bias = bo,
+        use_separate_proj_weight = true, training = false, need_weights = need })
+    end
+    for _, need in ipairs({ false, true }) do
+      local out = run(W, b, need)
+      assert.are.same({ 5, 2, 3 }, { out:size(1), out:size(2), out:size(3) })
+      local plain = run(wick.eye(E), wick.zeros(E), need)
+      assert.is_true(wick.allclose(out, F.linear(plain, W, b), { atol = 1e-5 }))
+    end
+    assert_error_has(function() run(wick.randn(3, 4), nil, false) end, "out_proj_weight must be [out_features, 8]")
+  end)
+end)

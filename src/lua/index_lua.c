@@ -13,10 +13,19 @@
 
 #define MAX_EXACT 9007199254740992.0 /* 2^53 */
 
-/* An integer of a key (entry `entry`, 1-based, for the message). */
+static int scalar_index(lua_State *L, int idx);
+
+/* An integer of a key (entry `entry`, 1-based, for the message): a number or
+ * a 0-dim integer tensor (Whisper's t[{{a, eot_pos}}]). */
 static int64_t key_int(lua_State *L, int idx, int entry) {
-    if (lua_type(L, idx) != LUA_TNUMBER)
+    if (idx < 0) idx = lua_gettop(L) + idx + 1; /* (scalar_index pushes) */
+    if (lua_type(L, idx) != LUA_TNUMBER && !scalar_index(L, idx)) {
+        wick_tensor *t = wl_totensor(L, idx);
+        if (t)
+            wl_raise(L, "index: entry %d of the key: a range's ends are integers or 0-dim integer tensors, got a %s tensor of %d dims",
+                     entry, wick_dtype_name(wick_tensor_dtype(t)), wick_tensor_ndim(t));
         wl_raise(L, "index: entry %d of the key: expected integers in a range, got %s", entry, luaL_typename(L, idx));
+    }
     lua_Number v = lua_tonumber(L, idx);
     if (v != floor(v) || fabs(v) > MAX_EXACT)
         wl_raise(L, "index: entry %d of the key: expected an integer, got %g", entry, v);
@@ -247,7 +256,7 @@ static wick_tensor *key_tensors(lua_State *L, int kidx, wick_tensor *t, const wi
         wick_tensor *k = wl_totensor(L, -1);
         wick_dtype d = wick_tensor_dtype(k);
         if (d != WICK_INT64 && d != WICK_INT32)
-            wl_raise(L, "index: entry %d of the key: a tensor entry must be an int64 index tensor or a bool mask, got %s",
+            wl_raise(L, "index: entry %d of the key: a tensor entry must be an int64 or int32 index tensor or a bool mask, got %s",
                      te[j] + 1, wick_dtype_name(d));
         wick_tensor **slot = wl_new_slot(L);
         wl_check(L, wick_index_from_one_based(slot, k, sizes[tp[j]], tp[j]));

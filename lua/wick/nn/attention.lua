@@ -202,7 +202,8 @@ local function attend(self, fn, q, k, v, kpm, need_weights, attn_mask, average, 
     w = w:softmax(-1)
     local wd = p > 0 and F.dropout(w, p) or w
     local out = wd:bmm(vp:reshape({ bsz * H, S, hd })):view({ bsz, H, L, hd }):permute(3, 1, 2, 4)
-    out = F.linear(out:reshape({ L * bsz, E }), self.out_proj.weight, self.out_proj.bias):view({ L, bsz, E })
+    -- (the output projection's own width: CLIP's AttentionPool2d projects E to output_dim)
+    out = F.linear(out:reshape({ L * bsz, E }), self.out_proj.weight, self.out_proj.bias):view({ L, bsz, -1 })
     w = w:view({ bsz, H, L, S })
     if average ~= false then w = w:mean(2) end
     return out, w
@@ -212,7 +213,7 @@ local function attend(self, fn, q, k, v, kpm, need_weights, attn_mask, average, 
   end
   local out = F.scaled_dot_product_attention(qp, kp, vp, { attn_mask = attn_mask, dropout_p = p, is_causal = is_causal })
   out = out:permute(3, 1, 2, 4):reshape({ L * bsz, E })
-  return F.linear(out, self.out_proj.weight, self.out_proj.bias):view({ L, bsz, E }), nil
+  return F.linear(out, self.out_proj.weight, self.out_proj.bias):view({ L, bsz, -1 }), nil
 end
 
 local MHA_FORWARD = { key_padding_mask = "tensor", need_weights = "boolean", attn_mask = "tensor",
@@ -284,6 +285,9 @@ local function mha_forward(q, k, v, E, H, w_in, b_in, bias_k, bias_v, add_zero_a
   check.number(dropout_p, fn, "dropout_p")
   if o.static_k or o.static_v then check.fail(fn, "static_k and static_v are not supported") end
   if E % H ~= 0 then check.fail(fn, "embed_dim %d not divisible by num_heads %d", E, H) end
+  if w_out:dim() ~= 2 or w_out:size(2) ~= E then
+    check.fail(fn, "out_proj_weight must be [out_features, %d] (embed_dim inputs), got %s", E, tostring(w_out.shape))
+  end
   local separate = o.use_separate_proj_weight == true
   if separate then
     if not (o.q_proj_weight and o.k_proj_weight and o.v_proj_weight) then
