@@ -205,7 +205,11 @@ local fields = {
   data = function(t) return t:detach() end, -- PyTorch's p.data: the same storage, outside autograd
   T = function(t) return t:permute(unpack((function() local p = {}; for i = t:dim(), 1, -1 do p[#p + 1] = i end; return p end)())) end,
   mT = function(t) return t:transpose(-2, -1) end, -- the last two dims swapped (a view)
+  itemsize = function(t) return dtype_info[tensor_dtype(t)].size end, -- bytes per element
+  nbytes = function(t) return t:numel() * dtype_info[tensor_dtype(t)].size end,
 }
+--- t:element_size(): bytes per element (t.itemsize)
+function Tensor.element_size(t) return dtype_info[check.tensor(t, "element_size", "self").dtype].size end
 fields.real = Tensor._real -- a complex tensor's parts (views); the real part of a real tensor is itself
 fields.imag = Tensor._imag
 fields.requires_grad = Tensor._requires_grad
@@ -308,6 +312,7 @@ local LEGACY = { FloatTensor = "float32", DoubleTensor = "float64", HalfTensor =
 function Tensor.type(t, dtype, ...)
   check_tensor(t, "type", "self")
   if dtype == nil then return t.dtype end
+  if rawequal(dtype, Tensor) then return t:to({ dtype = core.get_default_dtype() }) end -- torch.Tensor: the default dtype
   if type(dtype) == "table" and rawget(dtype, "_legacy_dtype") then
     return t:to({ dtype = dtype._legacy_dtype, device = dtype._legacy_device or t.device })
   end

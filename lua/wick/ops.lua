@@ -910,6 +910,13 @@ return function(wick)
   end
   function Tensor.amax(t, ...) return extreme(t, "max", "amax", ...) end
   function Tensor.amin(t, ...) return extreme(t, "min", "amin", ...) end
+  --- t:aminmax([{dim =, keepdim =}]) (dim and keepdim also by position): amin and amax, two results
+  function Tensor.aminmax(t, ...)
+    check.tensor(t, "aminmax", "self")
+    local o, keepdim = reduction_args("aminmax", { "dim", "keepdim" }, DIMS_KEEPDIM, ...)
+    local opts = { dim = o.dim, keepdim = keepdim }
+    return extreme(t, "min", "aminmax", opts), extreme(t, "max", "aminmax", opts)
+  end
 
   --- t:logsumexp(dim[, keepdim]) (or {dim =, keepdim =}): log(sum(exp(t))) along dim
   --- (a number or a table of dims), without overflow
@@ -2578,7 +2585,7 @@ return function(wick)
 
   -- ---- the module-level names ----
   for _, name in ipairs({ "tril", "triu", "split", "chunk", "unbind", "sort", "argsort", "topk", "msort", "cumsum",
-    "tensor_split", "hsplit", "vsplit", "dsplit", "cumprod", "clamp", "clamp_min", "clamp_max", "clip", "flip", "fliplr", "flipud", "roll", "amax", "amin",
+    "tensor_split", "hsplit", "vsplit", "dsplit", "cumprod", "clamp", "clamp_min", "clamp_max", "clip", "flip", "fliplr", "flipud", "roll", "amax", "amin", "aminmax",
     "logsumexp", "nonzero", "argwhere", "repeat_interleave", "tile", "diag", "outer", "ger", "dot", "inner", "mv",
     "lerp", "addcmul", "addcdiv", "logical_not", "logical_and", "logical_or", "logical_xor", "count_nonzero",
     "hypot", "nan_to_num", "diff", "trace", "movedim", "moveaxis", "take", "index_add", "scatter_add", "median",

@@ -28,6 +28,9 @@ wick_status wick_device_parse(const char *text, wick_device *out) {
         if (*end != '\0' || index > 1 << 20) break;
         return *out = (wick_device){types[i].type, (int)index}, WICK_OK;
     }
+    if (wk_missing_dtype(text)) /* t:to("int8"): a dtype, just not one of wick's */
+        return wick_fail(WICK_ERR_DTYPE, "'%s' is one of PyTorch's dtypes that wick does not have (int32 holds int8 "
+                                         "and int16 values); as a device string: " DEVICE_FORMS, text);
     return wick_fail(WICK_ERR_DEVICE, "invalid device string '%s' (" DEVICE_FORMS ")", text);
 }
 

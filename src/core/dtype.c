@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #define WK_DTYPE_ROW(id, name, bytes, floating, is_signed, digits, cplx) [id] = {name, bytes, floating, is_signed, digits, cplx},
 static const wick_dtype_info dtype_info[] = {WK_DTYPE_TABLE(WK_DTYPE_ROW)};
@@ -51,6 +52,17 @@ wick_dtype wk_complex_of(wick_dtype d) {
     return d == WICK_FLOAT64 || d == WICK_COMPLEX128 ? WICK_COMPLEX128 : WICK_COMPLEX64;
 }
 
+/* PyTorch's dtypes (and their aliases) that wick does not have: named as such
+ * in errors instead of "unknown" (a port's .to(torch.int8), a CharStorage). */
+int wk_missing_dtype(const char *name) {
+    static const char *const missing[] = {"int8", "int16", "short", "char", "uint16", "uint32", "uint64",
+                                          "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+                                          "complex32", "chalf", "qint8", "quint8", "qint32", "quint4x2"};
+    for (size_t i = 0; i < sizeof missing / sizeof *missing; i++)
+        if (strcmp(name, missing[i]) == 0) return 1;
+    return 0;
+}
+
 wick_status wick_dtype_parse(const char *name, wick_dtype *out) {
     for (int i = 0; i < WICK_NUM_DTYPES; i++)
         if (strcmp(name, dtype_info[i].name) == 0) return *out = (wick_dtype)i, WICK_OK;
@@ -62,6 +74,9 @@ wick_status wick_dtype_parse(const char *name, wick_dtype *out) {
         snprintf(names + used, sizeof names - used, "%s%s", i == 0 ? "" : i == WICK_NUM_DTYPES - 1 ? " or " : ", ",
                  dtype_info[i].name);
     }
+    if (wk_missing_dtype(name))
+        return wick_fail(WICK_ERR_DTYPE, "dtype '%s' is one of PyTorch's that wick does not have (wick's: %s; int32 holds "
+                                         "int8 and int16 values, uint8 unsigned bytes)", name, names);
     return wick_fail(WICK_ERR_DTYPE, "unknown dtype '%s' (expected %s)", name, names);
 }
 

@@ -238,6 +238,8 @@ static inline bool wk_is_integral(wick_dtype d) { return !wick_dtype_is_floating
 wick_status wk_check_writable(const char *op, const wick_tensor *t);
 /* A number written into a tensor of dtype d fits it (PyTorch's overflow check; dtype.c). */
 wick_status wk_check_scalar(const char *op, double v, wick_dtype d);
+/* 1 when name is a PyTorch dtype (or alias) that wick does not have (dtype.c) */
+int wk_missing_dtype(const char *name);
 /* the hot-path form of wick_dtype_size (positional, which C++ takes too: the
  * rows are in enum order, which dtype.c checks at compile time) */
 static inline size_t wk_dtype_size(wick_dtype d) {

@@ -390,6 +390,10 @@ static wick_status global(unpickler *u, const char *module, size_t mlen, const c
             if (g) g->flag = i;
             return push(u, g);
         }
+    if (!strcmp(full, "torch.CharStorage") || !strcmp(full, "torch.ShortStorage"))
+        return wick_fail(WICK_ERR_DTYPE, "%s: %s holds %s tensors, a dtype wick does not have (convert them in PyTorch, "
+                         "e.g. to int32 with .int(), and save again)", u->who, u->path,
+                         full[6] == 'C' ? "int8" : "int16");
     return wick_fail(WICK_ERR_IO, "%s: refusing to load %s from %s: only tensors, containers, numbers and strings are loaded",
                      u->who, full, u->path);
 }
