@@ -189,10 +189,12 @@ WICK_API wick_status wick_cuda_set_device(int index);
 /* Waits for all work queued on the device (-1: the current one). */
 WICK_API wick_status wick_cuda_synchronize(int index);
 /* Caching allocator statistics of a device, in bytes: held by live tensors, the
- * peak of that since start (or the last reset), and reserved from CUDA. */
+ * peak of that since start (or the last reset), reserved from CUDA, and the
+ * peak of that (reset with the other peak). */
 WICK_API int64_t wick_cuda_memory_allocated(int index);
 WICK_API int64_t wick_cuda_max_memory_allocated(int index);
 WICK_API int64_t wick_cuda_memory_reserved(int index);
+WICK_API int64_t wick_cuda_max_memory_reserved(int index);
 WICK_API void wick_cuda_reset_peak_memory_stats(int index);
 /* Returns the allocator's cached free blocks of every device to CUDA. */
 WICK_API void wick_cuda_empty_cache(void);

@@ -586,3 +586,37 @@ describe("PyTorch's dtypes wick does not have (int8, int16)", function()
     support.assert_error_has(function() return wick.load("spec/fixtures/pt_int8.pt") end, "holds int8 tensors, a dtype wick does not have")
   end)
 end)
+
+describe("ported lines (gpt-fast's generate.py)", function()
+  it("with torch.device('meta'): model = Transformer(...) as wick.device(d, fn)", function()
+    local before = tostring(wick.get_default_device())
+    local m = wick.device("meta", function() return nn.Linear(2, 3) end)
+    assert.is_true(m.weight.is_meta)
+    assert.are.equal(before, tostring(wick.get_default_device()))
+    support.assert_error_has(function() wick.device("meta", function() error("boom") end) end, "boom")
+    assert.are.equal(before, tostring(wick.get_default_device())) -- restored after an error too
+    assert.are.equal("cuda:1", tostring(wick.device("cuda", 1)))
+    local z = wick.device("meta", function(n) return wick.zeros(n) end, 4) -- arguments pass through
+    assert.is_true(z.is_meta)
+    assert.are.equal(4, z:numel())
+  end)
+
+  it("torch.backends.cuda.sdp_kernel(...) and torch.nn.attention.sdpa_kernel(...) contexts run their body", function()
+    assert.are.equal(5, wick.backends.cuda.sdp_kernel({ enable_flash = false, enable_math = true }, function() return 5 end))
+    support.assert_error_has(function() wick.backends.cuda.sdp_kernel({ enable_flsh = false }, function() end) end, "enable_flsh")
+    local attn = nn.attention
+    assert.are.equal(6, attn.sdpa_kernel({ attn.SDPBackend.MATH, attn.SDPBackend.FLASH_ATTENTION }, function() return 6 end))
+    assert.are.equal(7, attn.sdpa_kernel(attn.SDPBackend.MATH, function(x) return x end, 7))
+    support.assert_error_has(function() attn.sdpa_kernel("bogus", function() end) end, "is not an SDPBackend")
+    assert.is_true(wick.backends.cuda.math_sdp_enabled())
+    wick.backends.cuda.enable_flash_sdp(false)
+    assert.is_false(wick.backends.cuda.flash_sdp_enabled())
+    wick.backends.cuda.enable_flash_sdp(true)
+  end)
+
+  it("torch.cuda.max_memory_reserved(); an unknown torch.cuda name is an error at the caller's line", function()
+    if not wick.cuda.is_available() then assert.are.equal(0, wick.cuda.max_memory_reserved()) end
+    assert.is_true(wick.cuda.max_memory_reserved() >= wick.cuda.memory_reserved())
+    support.assert_error_has(function() return wick.cuda.max_memory_reservd() end, "wick.cuda has no 'max_memory_reservd'")
+  end)
+end)

@@ -81,7 +81,7 @@ static void test_caching_switch(void) {
 static void test_caching_counts(void) {
     size_t req[] = {3, 0, 1000, ((size_t)2 << 20) + 1, 512};
     int n = (int)(sizeof req / sizeof *req);
-    wk_cuda_counts c = {0, 0, 0};
+    wk_cuda_counts c = {0, 0, 0, 0};
     int64_t sum = 0;
     for (int i = 0; i < n; i++) {
         int64_t size = (int64_t)wk_cuda_nocache_size(req[i]);
@@ -102,13 +102,20 @@ static void test_caching_counts(void) {
     CHECK(c.peak == sum && c.allocated == 10);
 
     /* caching on: one 2 MiB segment reserved, blocks carved from it and kept */
-    wk_cuda_counts k = {0, 0, 0};
+    wk_cuda_counts k = {0, 0, 0, 0};
     k = wk_cuda_counts_after_alloc(k, 1024, 2 << 20);
     k = wk_cuda_counts_after_alloc(k, 512, 0);
     CHECK(k.allocated == 1536 && k.reserved == 2 << 20 && k.peak == 1536);
     k = wk_cuda_counts_after_free(k, 1024, 0);
     k = wk_cuda_counts_after_free(k, 512, 0);
     CHECK(k.allocated == 0 && k.reserved == 2 << 20 && k.peak == 1536);
+    /* max_memory_reserved: the most reserved at once, kept when blocks go back */
+    CHECK(k.peak_reserved == 2 << 20);
+    k = wk_cuda_counts_after_alloc(k, 4 << 20, 4 << 20);
+    k = wk_cuda_counts_after_free(k, 4 << 20, 4 << 20);
+    CHECK(k.reserved == 2 << 20 && k.peak_reserved == 6 << 20);
+    k = wk_cuda_counts_reserve(k, 1 << 20);
+    CHECK(k.reserved == 3 << 20 && k.peak_reserved == 6 << 20);
 }
 
 #ifdef WICK_WITH_CUDA

@@ -1026,6 +1026,24 @@ local function run_scoped(enter, leave, fn, ...)
   end
 end
 
+--- wick.device(spec[, index], fn): PyTorch's `with torch.device(d):`, fn
+--- runs with d as the default device (wick.set_default_device) and the
+--- previous one comes back after, also when fn raises; returns fn's results.
+do
+  local make_device = wick.device
+  function wick.device(spec, index, fn, ...)
+    if type(index) == "function" then return wick.device(spec, nil, index, fn, ...) end
+    local d = make_device(spec, index)
+    if fn == nil then return d end
+    check.callable(fn, "wick.device", "fn")
+    local previous
+    return run_scoped(function()
+      previous = wick.get_default_device()
+      wick.set_default_device(d)
+    end, function() wick.set_default_device(previous) end, fn, ...)
+  end
+end
+
 local function with_grad_mode(enabled, name, fn, ...)
   check.callable(fn, name, "fn")
   local previous
@@ -1189,6 +1207,7 @@ wick.cuda = {
   memory_allocated = function(i) return (core.cuda_memory(ordinal(i, "memory_allocated"))) end,
   max_memory_allocated = function(i) return select(2, core.cuda_memory(ordinal(i, "max_memory_allocated"))) end,
   memory_reserved = function(i) return select(3, core.cuda_memory(ordinal(i, "memory_reserved"))) end,
+  max_memory_reserved = function(i) return select(4, core.cuda_memory(ordinal(i, "max_memory_reserved"))) end,
   reset_peak_memory_stats = function(i) core.cuda_reset_peak_memory_stats(ordinal(i, "reset_peak_memory_stats")) end,
   empty_cache = function() core.cuda_empty_cache() end,
   -- one generator serves every device (see wick.manual_seed): PyTorch's CUDA
@@ -1211,12 +1230,15 @@ wick.cuda.amp = {
 }
 -- Without CUDA there is no current device to ask for; statistics are then 0.
 if not wick.cuda.is_available() then
-  for _, name in ipairs({ "memory_allocated", "max_memory_allocated", "memory_reserved" }) do
+  for _, name in ipairs({ "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved" }) do
     local f = wick.cuda[name]
     wick.cuda[name] = function(i) if i == nil then return 0 end return f(i) end
   end
   wick.cuda.reset_peak_memory_stats = function() end
 end
+
+check.strict(wick.cuda, "wick.cuda")
+check.strict(wick.cuda.amp, "wick.cuda.amp")
 
 -- memory at a glance (memory.lua): the CPU allocator's and the CUDA allocator's statistics
 do
@@ -1273,6 +1295,30 @@ wick.backends = { cuda = { matmul = setmetatable({}, {
 wick.backends.cudnn = { enabled = true, benchmark = false, deterministic = false, allow_tf32 = true,
   is_available = function() return false end }
 wick.backends.mps = { is_available = function() return false end, is_built = function() return false end }
+-- PyTorch's choice among its attention kernels (flash, memory-efficient,
+-- math, cuDNN): wick has one scaled_dot_product_attention per device, so the
+-- switches are remembered and reported but choose nothing;
+-- sdp_kernel({enable_flash =, enable_math =, enable_mem_efficient =,
+-- enable_cudnn =}, fn) runs fn (the context manager as a function), as
+-- wick.nn.attention.sdpa_kernel(backends, fn) does.
+do
+  local cuda = wick.backends.cuda
+  local enabled = { flash = true, mem_efficient = true, math = true, cudnn = true }
+  for name in pairs(enabled) do
+    cuda["enable_" .. name .. "_sdp"] = function(on)
+      enabled[name] = check.boolean(on, "wick.backends.cuda.enable_" .. name .. "_sdp", "enabled")
+    end
+    cuda[name .. "_sdp_enabled"] = function() return enabled[name] end
+  end
+  local SDP = { enable_flash = "boolean", enable_math = "boolean", enable_mem_efficient = "boolean", enable_cudnn = "boolean" }
+  function cuda.sdp_kernel(opts, fn, ...)
+    if type(opts) == "function" then opts, fn = {}, opts end
+    check.options(opts or {}, "wick.backends.cuda.sdp_kernel", SDP)
+    check.callable(fn, "wick.backends.cuda.sdp_kernel", "fn")
+    return fn(...)
+  end
+  check.strict(cuda, "wick.backends.cuda")
+end
 -- torch.xpu and torch.mps, which scripts probe for other accelerators: none here
 wick.xpu = { is_available = function() return false end, device_count = function() return 0 end }
 wick.mps = { device_count = function() return 0 end }

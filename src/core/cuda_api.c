@@ -27,6 +27,7 @@ int64_t wick_cuda_memory_allocated(int index) { return wk_cuda_memory_allocated(
 int64_t wick_cuda_bytes_in_use(void) { return wk_cuda_bytes_in_use(); }
 int64_t wick_cuda_max_memory_allocated(int index) { return wk_cuda_max_memory_allocated(index); }
 int64_t wick_cuda_memory_reserved(int index) { return wk_cuda_memory_reserved(index); }
+int64_t wick_cuda_max_memory_reserved(int index) { return wk_cuda_max_memory_reserved(index); }
 void wick_cuda_reset_peak_memory_stats(int index) { wk_cuda_reset_peak_memory_stats(index); }
 void wick_cuda_empty_cache(void) { wk_cuda_empty_cache(); }
 void wick_cuda_set_allow_tf32(int allow) { wk_cuda_set_allow_tf32(allow); }
@@ -73,6 +74,7 @@ int64_t wick_cuda_memory_allocated(int index) { return (void)index, 0; }
 int64_t wick_cuda_bytes_in_use(void) { return 0; }
 int64_t wick_cuda_max_memory_allocated(int index) { return (void)index, 0; }
 int64_t wick_cuda_memory_reserved(int index) { return (void)index, 0; }
+int64_t wick_cuda_max_memory_reserved(int index) { return (void)index, 0; }
 void wick_cuda_reset_peak_memory_stats(int index) { (void)index; }
 void wick_cuda_empty_cache(void) {}
 static int allow_tf32;

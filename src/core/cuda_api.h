@@ -31,6 +31,7 @@ int64_t wk_cuda_bytes_in_use(void);
 int64_t wk_cuda_memory_allocated(int index);
 int64_t wk_cuda_max_memory_allocated(int index);
 int64_t wk_cuda_memory_reserved(int index);
+int64_t wk_cuda_max_memory_reserved(int index);
 void wk_cuda_reset_peak_memory_stats(int index);
 void wk_cuda_set_allow_tf32(int allow);
 int wk_cuda_allow_tf32(void);

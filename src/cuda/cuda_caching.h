@@ -1,6 +1,6 @@
 /* The host logic of the CUDA allocator that needs no GPU, as pure functions:
  * the WICK_CUDA_CACHING switch and the bookkeeping of memory_allocated,
- * max_memory_allocated and memory_reserved. cuda_runtime.cu uses them, and
+ * max_memory_allocated, memory_reserved and max_memory_reserved. cuda_runtime.cu uses them, and
  * tests/test_cuda_runtime.c tests them on any machine (C and CUDA C++ alike).
  *
  * WICK_CUDA_CACHING=0 (read once, at the first allocation) is the sanitizer
@@ -31,16 +31,24 @@ static inline int wk_cuda_caching_parse(const char *value) {
  * request (so the sanitizer's bounds are the tensor's), at least one byte. */
 static inline size_t wk_cuda_nocache_size(size_t nbytes) { return nbytes ? nbytes : 1; }
 
-/* A device's counts, as the statistics functions report them. */
+/* A device's counts, as the statistics functions report them (peak_reserved:
+ * max_memory_reserved, the most reserved at once since start or the last reset). */
 typedef struct {
-    int64_t allocated, peak, reserved;
+    int64_t allocated, peak, reserved, peak_reserved;
 } wk_cuda_counts;
+
+/* After `fresh` bytes are newly taken from CUDA: reserved and its peak. */
+static inline wk_cuda_counts wk_cuda_counts_reserve(wk_cuda_counts c, int64_t fresh) {
+    c.reserved += fresh;
+    if (c.reserved > c.peak_reserved) c.peak_reserved = c.reserved;
+    return c;
+}
 
 /* After a block of `size` bytes is handed out, `fresh` of them newly taken
  * from CUDA (0 when it came from the cache; the whole block when caching is off). */
 static inline wk_cuda_counts wk_cuda_counts_after_alloc(wk_cuda_counts c, int64_t size, int64_t fresh) {
+    c = wk_cuda_counts_reserve(c, fresh);
     c.allocated += size;
-    c.reserved += fresh;
     if (c.allocated > c.peak) c.peak = c.allocated;
     return c;
 }

@@ -59,7 +59,7 @@ typedef struct {
     block_set free_small, free_large;
     wk_block **live; /* hash table of allocated blocks by address */
     size_t live_buckets, live_count;
-    int64_t allocated, peak, reserved; /* written under the lock, read atomically */
+    int64_t allocated, peak, reserved, peak_reserved; /* written under the lock, read atomically */
     cudaStream_t stream;               /* created on first use; read atomically */
     cublasHandle_t cublas;             /* idem */
     /* the device error record of the index kernels (cuda_host.h) and its host
@@ -494,6 +494,21 @@ static wk_block *live_remove(device_state *d, const void *ptr) {
     return NULL;
 }
 
+/* The device's counts (lock held), and storing them: each one aligned word,
+ * stored atomically, so the statistics functions read them without the lock. */
+static wk_cuda_counts counts_of(const device_state *d) {
+    wk_cuda_counts c = {d->allocated, d->peak, d->reserved, d->peak_reserved};
+    return c;
+}
+static int64_t all_allocated; /* every device's allocated, summed: wick_cuda_bytes_in_use */
+static void store_counts(device_state *d, wk_cuda_counts c) {
+    __atomic_add_fetch(&all_allocated, c.allocated - d->allocated, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->allocated, c.allocated, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->peak, c.peak, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->reserved, c.reserved, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->peak_reserved, c.peak_reserved, __ATOMIC_RELAXED);
+}
+
 /* Returns the device's free whole segments to CUDA (lock held; the device is
  * CUDA's current one). cudaFree waits for the device, so no kernel still uses
  * them. */
@@ -531,7 +546,7 @@ static wk_block *new_segment(device_state *d, size_t size, bool small) {
     b->ptr = (char *)p;
     b->size = size;
     b->small = small;
-    __atomic_store_n(&d->reserved, d->reserved + (int64_t)size, __ATOMIC_RELAXED);
+    store_counts(d, wk_cuda_counts_reserve(counts_of(d), (int64_t)size));
     return b;
 }
 
@@ -555,20 +570,6 @@ static void split(device_state *d, wk_block *b, size_t size) {
         if (rest->next) rest->next->prev = b;
         free(rest);
     }
-}
-
-/* The device's counts (lock held), and storing them: each one aligned word,
- * stored atomically, so the statistics functions read them without the lock. */
-static wk_cuda_counts counts_of(const device_state *d) {
-    wk_cuda_counts c = {d->allocated, d->peak, d->reserved};
-    return c;
-}
-static int64_t all_allocated; /* every device's allocated, summed: wick_cuda_bytes_in_use */
-static void store_counts(device_state *d, wk_cuda_counts c) {
-    __atomic_add_fetch(&all_allocated, c.allocated - d->allocated, __ATOMIC_RELAXED);
-    __atomic_store_n(&d->allocated, c.allocated, __ATOMIC_RELAXED);
-    __atomic_store_n(&d->peak, c.peak, __ATOMIC_RELAXED);
-    __atomic_store_n(&d->reserved, c.reserved, __ATOMIC_RELAXED);
 }
 
 /* WICK_CUDA_CACHING, read once (see cuda_caching.h); a value not understood
@@ -721,11 +722,17 @@ int64_t wk_cuda_memory_reserved(int index) {
     return d ? __atomic_load_n(&d->reserved, __ATOMIC_RELAXED) : 0;
 }
 
+int64_t wk_cuda_max_memory_reserved(int index) {
+    device_state *d = stats_of(index);
+    return d ? __atomic_load_n(&d->peak_reserved, __ATOMIC_RELAXED) : 0;
+}
+
 void wk_cuda_reset_peak_memory_stats(int index) {
     device_state *d = stats_of(index);
     if (!d) return;
     pthread_mutex_lock(&d->lock);
     __atomic_store_n(&d->peak, d->allocated, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->peak_reserved, d->reserved, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&d->lock);
 }
 

@@ -108,13 +108,14 @@ WL_FUNCTION(m_cuda_synchronize) {
     return 0;
 }
 
-/* core.cuda_memory(index): allocated, peak allocated, reserved (bytes) */
+/* core.cuda_memory(index): allocated, peak allocated, reserved, peak reserved (bytes) */
 WL_FUNCTION(m_cuda_memory) {
     int index = cuda_index(L, 1, "wick.cuda.memory_allocated");
     wl_pushint64(L, wick_cuda_memory_allocated(index));
     wl_pushint64(L, wick_cuda_max_memory_allocated(index));
     wl_pushint64(L, wick_cuda_memory_reserved(index));
-    return 3;
+    wl_pushint64(L, wick_cuda_max_memory_reserved(index));
+    return 4;
 }
 
 WL_FUNCTION(m_cuda_reset_peak_memory_stats) {

@@ -609,4 +609,26 @@ function A.Transformer.generate_square_subsequent_mask(sz, ...)
   return square_subsequent_mask(sz, { device = o.device, dtype = o.dtype })
 end
 
+-- torch.nn.attention: SDPBackend and sdpa_kernel(backends, fn[, opts]), which
+-- runs fn (PyTorch's context manager as a function). wick has one
+-- scaled_dot_product_attention per device, so the choice of backends is
+-- checked and otherwise changes nothing (set_priority is taken too).
+local SDPBackend = { ERROR = "error", MATH = "math", FLASH_ATTENTION = "flash_attention",
+  EFFICIENT_ATTENTION = "efficient_attention", CUDNN_ATTENTION = "cudnn_attention", OVERRIDEABLE = "overrideable" }
+local backend_names = {}
+for _, v in pairs(SDPBackend) do backend_names[v] = true end
+local function sdpa_kernel(backends, fn, opts, ...)
+  local list = type(backends) == "table" and backends or { backends }
+  for i, b in ipairs(list) do
+    if not backend_names[b] then
+      check.fail("wick.nn.attention.sdpa_kernel", "backends[%d] is not an SDPBackend (wick.nn.attention.SDPBackend.MATH, ...): %s", i, tostring(b))
+    end
+  end
+  if type(opts) == "table" then check.options(opts, "wick.nn.attention.sdpa_kernel", { set_priority = "boolean" })
+  elseif opts ~= nil then return sdpa_kernel(backends, fn, nil, opts, ...) end
+  check.callable(fn, "wick.nn.attention.sdpa_kernel", "fn")
+  return fn(...)
+end
+A.attention = check.strict({ SDPBackend = SDPBackend, sdpa_kernel = sdpa_kernel }, "wick.nn.attention")
+
 return A

@@ -963,8 +963,8 @@ function Module:load_state_dict(sd, ...)
       elseif tostring(v.shape) ~= tostring(t.shape) then
         mismatched[#mismatched + 1] = ("size mismatch for %s: copying a param with shape %s from checkpoint, the shape in current model is %s.")
           :format(name, tostring(v.shape), tostring(t.shape))
-      elseif t.is_meta and not v.is_meta and not assign then
-        mismatched[#mismatched + 1] = ("%s is on the meta device (no data): copying into it would be a no-op; load with {assign = true} to take the checkpoint's tensor"):format(name)
+      elseif t.is_meta and not v.is_meta and not assign then -- (PyTorch's warning, once per line)
+        require("wick.nn.common").warn(("load_state_dict: copying into %s, on the meta device (no data), is a no-op; load with {assign = true} to take the checkpoint's tensors"):format(name))
       end
     end
   end
