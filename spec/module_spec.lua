@@ -1567,3 +1567,16 @@ describe("state dict hooks", function()
     assert.is_true(wick.equal(m(x), src(x)))
   end)
 end)
+
+describe("load_state_dict of a state dict without num_batches_tracked", function()
+  it("keeps the batch norm's count, as PyTorch's (torchvision's old DenseNet checkpoints)", function()
+    local m = nn.Sequential(nn.Conv2d(3, 4, 1), nn.BatchNorm2d(4))
+    m[2].num_batches_tracked:fill_(7)
+    local sd = {}
+    for k, v in pairs(m:state_dict()) do if not k:find("num_batches_tracked") then sd[k] = v end end
+    assert.are.equal("<All keys matched successfully>", tostring(m:load_state_dict(sd)))
+    assert.are.equal(7, m[2].num_batches_tracked:item())
+    sd["2.running_mean"] = nil
+    assert_error_has(function() m:load_state_dict(sd) end, 'Missing key(s) in state_dict: "2.running_mean"')
+  end)
+end)

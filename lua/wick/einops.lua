@@ -367,7 +367,16 @@ function Rearrange:init(pattern, axes_lengths)
   self.pattern, self.axes_lengths = pattern, lengths_of("Rearrange", axes_lengths)
 end
 function Rearrange:forward(x) return M.rearrange(x, self.pattern, self.axes_lengths) end
-function Rearrange:extra_repr() return ("'%s'"):format(self.pattern) end
+-- einops' repr: the pattern, then each axis length (name=value; sorted:
+-- a Lua table keeps no keyword order)
+local function lengths_repr(lengths)
+  local names, parts = {}, {}
+  for k in pairs(lengths or {}) do names[#names + 1] = k end
+  table.sort(names)
+  for _, k in ipairs(names) do parts[#parts + 1] = (", %s=%s"):format(k, tostring(lengths[k])) end
+  return table.concat(parts)
+end
+function Rearrange:extra_repr() return ("'%s'%s"):format(self.pattern, lengths_repr(self.axes_lengths)) end
 local Reduce = nn.Module:extend("Reduce")
 function Reduce:init(pattern, reduction, axes_lengths)
   check.string(pattern, "Reduce", "pattern")
@@ -375,7 +384,10 @@ function Reduce:init(pattern, reduction, axes_lengths)
   self.pattern, self.reduction, self.axes_lengths = pattern, reduction, lengths_of("Reduce", axes_lengths)
 end
 function Reduce:forward(x) return M.reduce(x, self.pattern, self.reduction, self.axes_lengths) end
-function Reduce:extra_repr() return ("'%s', '%s'"):format(self.pattern, tostring(self.reduction)) end
+function Reduce:extra_repr()
+  local r = type(self.reduction) == "string" and ("'%s'"):format(self.reduction) or "<function>"
+  return ("'%s', %s%s"):format(self.pattern, r, lengths_repr(self.axes_lengths))
+end
 M.Rearrange, M.Reduce = Rearrange, Reduce
 M.layers = { Rearrange = Rearrange, Reduce = Reduce }
 M.layers.torch = M.layers

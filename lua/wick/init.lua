@@ -668,11 +668,16 @@ wick.cat, wick.stack = with_out("cat", core.cat), with_out("stack", core.stack)
 -- the options table (`end` is a Lua keyword: {["end"] = n}; `stop` is taken too)
 do
   local arange = core.arange
+  local function numbers(...) -- 0-dim tensors as their numbers (arange(t0, t1), as PyTorch's)
+    local n, args = select("#", ...), { ... }
+    for i = 1, n do args[i] = wick.ops._number_of(args[i]) end
+    return unpack(args, 1, n)
+  end
   wick.arange = function(...)
     local n = select("#", ...)
     local o = n > 0 and select(n, ...) or nil
     if type(o) ~= "table" or getmetatable(o) ~= nil or (o["end"] == nil and o.stop == nil and o.start == nil and o.step == nil) then
-      return arange(...)
+      return arange(numbers(...))
     end
     if o["end"] ~= nil and o.stop ~= nil then check.fail("wick.arange", "got both end and stop (the same argument)") end
     local p, rest = { ... }, {}
@@ -689,7 +694,7 @@ do
       check.fail("wick.arange", "give start, end and step by position or by name, not %d by position and some by name", n - 1)
     end
     if stop == nil then check.fail("wick.arange", "missing argument 'end'") end
-    return arange(start or 0, stop, step or 1, rest)
+    return arange(numbers(start or 0, stop, step or 1, rest))
   end
 end
 -- torch.full(size=..., fill_value=...) and full_like(t, fill_value=...) by keyword too
@@ -702,14 +707,14 @@ do
     opts, ksize, kvalue = take_keywords(opts)
     if size == nil then size = ksize end
     if value == nil then value = kvalue end
-    return full(size, value, opts)
+    return full(size, wick.ops._number_of(value), opts)
   end
   wick.full_like = function(t, value, opts)
     if opts == nil and is_options(value) then value, opts = nil, value end
     local _, kvalue
     opts, _, kvalue = take_keywords(opts)
     if value == nil then value = kvalue end
-    return full_like(t, value, opts)
+    return full_like(t, wick.ops._number_of(value), opts)
   end
 end
 -- torch.zeros(size=(2, 3), dtype=...) as one keyword table: wick.zeros{size = {2, 3}, dtype = ...}
@@ -889,7 +894,8 @@ end
 
 --- wick.jit: PyTorch's torch.jit without a compiler, as wick.compile:
 --- script(m) and trace(m, example_inputs) return m; ignore, unused and export
---- return their function; is_scripting() and is_tracing() are false
+--- return their function; is_scripting() and is_tracing() are false;
+--- annotate(type, value) returns value
 local function returns_first(fn)
   return function(m, ...)
     if m == nil then check.expected(fn, "obj", "a module or a function", m) end
@@ -900,6 +906,8 @@ wick.jit = check.strict({
   script = returns_first("jit.script"), trace = returns_first("jit.trace"), ignore = returns_first("jit.ignore"),
   unused = returns_first("jit.unused"), export = returns_first("jit.export"),
   is_scripting = function() return false end, is_tracing = function() return false end,
+  -- annotate(type, value): value (the type is TorchScript's; googlenet's aux1 = annotate(Optional[Tensor], None))
+  annotate = function(_, value) return value end,
 }, "wick.jit")
 
 --- wick.set_float32_matmul_precision("highest" | "high" | "medium"): "high"

@@ -1178,12 +1178,20 @@ return function(wick)
     if o.requires_grad then t:requires_grad_(true) end
     return t
   end
-  function ops.linspace(start, stop, steps, opts)
+  -- a 0-dim real tensor where PyTorch takes "float or Tensor" (k-diffusion's
+  -- linspace(t_start, t_end, n)) is the number it holds
+  local function number_of(v)
+    if is_tensor(v) and v:dim() == 0 and not v:is_complex() then return v:item() end
+    return v
+  end
+  ops._number_of = number_of
+  local function linspace(fn, start, stop, steps, opts)
     local o
-    steps, o = space_args("linspace", steps, opts)
-    check.number(start, "linspace", "start")
-    check.number(stop, "linspace", "end")
-    check.int(steps, "linspace", "steps", 0)
+    steps, o = space_args(fn, steps, opts)
+    start, stop, steps = number_of(start), number_of(stop), number_of(steps)
+    check.number(start, fn, "start")
+    check.number(stop, fn, "end")
+    check.int(steps, fn, "steps", 0)
     opts = { dtype = o.dtype, device = o.device }
     if steps == 1 then return grad_if(wick.full({ 1 }, start, opts), o) end
     local step = (stop - start) / math.max(steps - 1, 1)
@@ -1193,13 +1201,15 @@ return function(wick)
     local v = wick.where(i:lt(half), i * step + start, stop - (steps - 1 - i) * step)
     return grad_if(v:to({ dtype = o.dtype or wick.get_default_dtype(), device = o.device or wick.get_default_device() }), o)
   end
+  function ops.linspace(start, stop, steps, opts) return linspace("linspace", start, stop, steps, opts) end
   --- wick.logspace(start, stop, steps[, base = 10[, opts]]): base ^ linspace(start, stop, steps)
   function ops.logspace(start, stop, steps, base, opts)
-    if type(base) == "table" then base, opts = nil, base end
+    if type(base) == "table" and not is_tensor(base) then base, opts = nil, base end
     local o
     steps, o = space_args("logspace", steps, opts)
-    base = base or o.base
-    local e = ops.linspace(start, stop, steps, { dtype = "float64" })
+    base = number_of(base or o.base)
+    if base ~= nil then check.number(base, "logspace", "base") end
+    local e = linspace("logspace", start, stop, steps, { dtype = "float64" })
     return grad_if((wick.full({}, base or 10, { dtype = "float64" }) ^ e):to({ dtype = o.dtype or wick.get_default_dtype(),
       device = o.device or wick.get_default_device() }), o)
   end

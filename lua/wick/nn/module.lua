@@ -955,7 +955,11 @@ function Module:load_state_dict(sd, ...)
   for _, name in ipairs(order) do
     local v = sd[name]
     if v == nil then
-      if not implicit[name] then missing[#missing + 1] = name end
+      -- a batch norm's num_batches_tracked absent from a plain state dict
+      -- (checkpoints older than it, a filtered dict) keeps its value, as
+      -- PyTorch's _BatchNorm fills it in
+      local nbt = name == "num_batches_tracked" or name:sub(-20) == ".num_batches_tracked"
+      if not implicit[name] and not nbt then missing[#missing + 1] = name end
     else
       local t = own[name]
       if not wick.is_tensor(v) then
