@@ -641,3 +641,22 @@ describe("ported lines (k-diffusion, torchvision)", function()
     assert.are.equal(t, wick.jit.annotate("Tensor", t))
   end)
 end)
+
+describe("ported lines (BERT-pytorch)", function()
+  it("pe.require_grad = False: a tensor takes attributes of its own (a near-miss of a field warns)", function()
+    local pe = wick.zeros(4, 2)
+    local warned = {}
+    local old = wick._warn
+    wick._warn = function(msg) warned[#warned + 1] = msg end
+    pe.require_grad = false
+    wick._warn = old
+    assert.is_false(pe.require_grad)
+    assert.is_false(pe.requires_grad)
+    assert.are.equal(1, #warned)
+    assert.is_truthy(warned[1]:find("it is not 'requires_grad'", 1, true))
+    local p = nn.Parameter(wick.ones(2))
+    p._no_weight_decay = true
+    assert.is_true(p._no_weight_decay)
+    support.assert_error_has(function() return pe.foo end, "tensor has no field or method 'foo'")
+  end)
+end)

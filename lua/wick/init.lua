@@ -239,12 +239,34 @@ wick._tensor_fields = fields
 -- t[i] (a number: the hot path, first), t.field, t:method, and every other key
 -- (tables of ranges, masks, index tensors; unknown names raise) in index_lua.c
 local get_slice, index_get, index_set = Tensor._get, Tensor._index_get, Tensor._index_set
+-- Whether strings a and b are at most n single-letter edits apart (Levenshtein).
+local function edits_apart(a, b, n)
+  if math.abs(#a - #b) > n then return false end
+  local prev = {}
+  for j = 0, #b do prev[j] = j end
+  for i = 1, #a do
+    local cur, best = { [0] = i }, i
+    for j = 1, #b do
+      cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a:byte(i) == b:byte(j) and 0 or 1))
+      if cur[j] < best then best = cur[j] end
+    end
+    if best > n then return false end
+    prev = cur
+  end
+  return prev[#b] <= n
+end
+
+-- A tensor's own attributes (PyTorch's `p.my_flag = True`: any other name a
+-- script sets), kept beside the tensor object, not in its data.
+local attributes = setmetatable({}, { __mode = "k" })
 mt.__index = function(t, k)
   local m = Tensor[k]
   if m ~= nil then return m end
   if type(k) == "number" then return get_slice(t, k) end
   local f = fields[k]
   if f ~= nil then return f(t) end
+  local a = attributes[t]
+  if a ~= nil and a[k] ~= nil then return a[k] end
   return index_get(t, k)
 end
 
@@ -268,7 +290,22 @@ mt.__newindex = function(t, k, v)
   end
   local s = setters[k]
   if s then return s(t, v) end
-  core.error(("cannot set field '%s' of a tensor"):format(tostring(k)))
+  if Tensor[k] ~= nil or fields[k] ~= nil then
+    core.error(("cannot set field '%s' of a tensor (%s)"):format(k, Tensor[k] ~= nil and "a method" or "read-only"))
+  end
+  -- another name is an attribute of this tensor object, as in PyTorch; one a
+  -- letter or two from a field wick reads is most likely a typo: said once
+  for name in pairs(setters) do
+    if k ~= name and edits_apart(k, name, 2) then
+      require("wick.nn.common").warn(("tensor attribute '%s' set: it is not '%s' (which this does not change)"):format(k, name))
+    end
+  end
+  local a = attributes[t]
+  if a == nil then
+    a = {}
+    attributes[t] = a
+  end
+  a[k] = v
 end
 
 -- ---- conversions and small methods written over the C ones ----
