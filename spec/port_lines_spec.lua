@@ -229,7 +229,7 @@ describe("the transfer-learning and style-transfer tutorials' lines", function()
     end
     assert.are.equal(0, g.weight_hh_l1:abs():sum():item())
     assert.are.equal(4, #nn.LSTM(2, 2, { bias = false, bidirectional = true })._flat_weights_names)
-    support.assert_error_has(function() return nn.Embedding(5, 2)(wick.arange(0, 4)) end, "wick.arange gives float32")
+    support.assert_error_has(function() return nn.Embedding(5, 2)(wick.arange(0, 4)) end, "wick.arange give float32")
   end)
 
   it("PyTorch's keyword booleans as options tables: never read as true", function()
@@ -658,5 +658,50 @@ describe("ported lines (BERT-pytorch)", function()
     p._no_weight_decay = true
     assert.is_true(p._no_weight_decay)
     support.assert_error_has(function() return pe.foo end, "tensor has no field or method 'foo'")
+  end)
+end)
+
+describe("ported lines (InfoGAN, U-Net, CycleGAN, the annotated transformer, cleanrl)", function()
+  it("nn.Softmax() without a dim: PyTorch's implicit dim (1 of 3-D input, 2 of 4-D) and its warning", function()
+    local x = wick.randn(2, 3, 4)
+    assert.is_true(wick.allclose(nn.Softmax()(x), x:softmax(1)))
+    local y = wick.randn(2, 3, 4, 5)
+    assert.is_true(wick.allclose(nn.LogSoftmax()(y), y:log_softmax(2)))
+    assert.is_true(wick.allclose(nn.Softmin()(y), (-y):softmax(2)))
+  end)
+
+  it("F.pad with a float tensor in the pads says which dtype it got", function()
+    support.assert_error_has(function() F.pad(wick.randn(1, 2, 4, 4), { wick.tensor({ 2 }), 0, 0, 0 }) end,
+      "got a float32 tensor of 1 element(s) (use :item()")
+  end)
+
+  it("Adam(itertools.chain(G.parameters(), D.parameters())) as an array of arrays says how to chain", function()
+    local a, b = nn.Linear(2, 2), nn.Linear(2, 2)
+    support.assert_error_has(function() wick.optim.Adam({ a:parameters(), b:parameters() }) end, "itertools.chain")
+  end)
+
+  it("from torch.distributions.categorical import Categorical", function()
+    local D = wick.distributions
+    assert.are.equal(D.Categorical, D.categorical.Categorical)
+    assert.are.equal(D.Normal, D.normal.Normal)
+    assert.are.equal(D.OneHotCategorical, D.one_hot_categorical.OneHotCategorical)
+    assert.are.equal(D.StudentT, D.studentT.StudentT)
+    assert.are.equal(D.Distribution, D.distribution.Distribution)
+    support.assert_error_has(function() return D.normal.Norml end, "wick.distributions.normal has no 'Norml'")
+  end)
+
+  it("samplers, Subset and random_split over a plain list of samples (DistributedSampler(train_iter_map))", function()
+    local l = { { "a b", "b a" }, { "c d", "d c" }, { "e", "f" } }
+    local seen = {}
+    for i in wick.data.DistributedSampler(l, { num_replicas = 2, rank = 0, shuffle = false }):iter() do seen[#seen + 1] = i end
+    assert.are.same({ 1, 3 }, seen)
+    assert.are.equal(3, wick.data.RandomSampler(l):len())
+    assert.are.equal(3, wick.data.SequentialSampler(l):len())
+    local a, b = wick.data.random_split(l, { 2, 1 })
+    assert.are.same({ 2, 1 }, { a:len(), b:len() })
+    assert.are.same({ "e", "f" }, { wick.data.Subset(l, { 3 }):get(1) })
+    local loader = wick.data.DataLoader(l, { batch_size = 2, sampler = wick.data.SequentialSampler(l),
+      collate_fn = function(batch) return #batch end })
+    assert.are.equal(2, loader:len())
   end)
 end)

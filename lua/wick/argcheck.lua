@@ -77,7 +77,13 @@ end
 
 --- An integer (a number with no fraction, at most 2^53 in magnitude); with min, at least min.
 function C.int(v, fn, arg, min)
-  if type(v) ~= "number" or v ~= floor(v) or v > 2 ^ 53 or v < -2 ^ 53 then expected(fn, arg, "an integer", v) end
+  if type(v) ~= "number" or v ~= floor(v) or v > 2 ^ 53 or v < -2 ^ 53 then
+    if getmetatable(v) == tensor_mt then -- (U-Net's torch.tensor([x2.size()[2] - x1.size()[2]]) is float32 here)
+      raise(("%s: expected an integer for argument '%s', got a %s tensor of %d element(s) (use :item(); "
+        .. "wick.tensor of Lua numbers is float32 unless {dtype = \"int64\"})"):format(fn, arg, v.dtype, v:numel()))
+    end
+    expected(fn, arg, "an integer", v)
+  end
   if min and v < min then
     raise(("%s: argument '%s' must be %s, got %s"):format(fn, arg,
       min == 0 and "a non-negative integer" or min == 1 and "a positive integer" or ("an integer >= " .. min), describe(v)))

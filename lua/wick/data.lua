@@ -208,6 +208,16 @@ function ArrayDataset:get(i)
   return s
 end
 
+-- a dataset argument: a plain Lua array of samples is an ArrayDataset
+-- (PyTorch's samplers, Subset and random_split take any sized list)
+local function as_dataset(obj)
+  if type(obj) == "table" and getmetatable(obj) == nil and obj.len == nil and obj.get == nil
+      and next(obj, #obj > 0 and #obj or nil) == nil then -- (an array only: no other keys)
+    return ArrayDataset(obj)
+  end
+  return obj
+end
+
 local TensorDataset = Dataset:extend("TensorDataset")
 
 --- TensorDataset(t1, t2, ...): sample i is (t1[i], t2[i], ...), along dim 1.
@@ -261,6 +271,7 @@ local Subset = Dataset:extend("Subset")
 --- Subset(dataset, indices): the samples of `dataset` at `indices` (a Lua array
 --- or a 1-D tensor of 1-based indices), in that order.
 function data.Subset(dataset, indices)
+  dataset = as_dataset(dataset)
   local n = len_of(dataset, "Subset", "dataset")
   if wick.is_tensor(indices) then indices = indices:totable() end
   check.table(indices, "Subset", "indices")
@@ -294,8 +305,9 @@ function data.ConcatDataset(datasets)
   if #datasets == 0 then check.fail("ConcatDataset", "datasets should not be an empty array") end
   local list, sizes, total = {}, {}, 0
   for k = 1, #datasets do
-    total = total + len_of(datasets[k], "ConcatDataset", "dataset")
-    list[k], sizes[k] = datasets[k], total
+    list[k] = as_dataset(datasets[k])
+    total = total + len_of(list[k], "ConcatDataset", "dataset")
+    sizes[k] = total
   end
   return setmetatable({ datasets = list, cumulative_sizes = sizes }, ConcatDataset)
 end
@@ -318,6 +330,7 @@ end
 --- given out one by one from the first), returned as several values.
 function data.random_split(dataset, lengths, opts)
   local fn = "random_split"
+  dataset = as_dataset(dataset)
   local n = len_of(dataset, fn, "dataset")
   check.table(lengths, fn, "lengths")
   if getmetatable(opts) == wick._Generator then opts = { generator = opts } end -- PyTorch's positional generator
@@ -390,6 +403,7 @@ SequentialSampler.__index = SequentialSampler
 
 --- SequentialSampler(data_source): 1, 2, ..., data_source:len().
 function data.SequentialSampler(data_source)
+  data_source = as_dataset(data_source)
   len_of(data_source, "SequentialSampler", "data_source")
   return setmetatable({ data_source = data_source }, SequentialSampler)
 end
@@ -415,6 +429,7 @@ RandomSampler.__index = RandomSampler
 local RANDOM = { replacement = "boolean", num_samples = "integer", seed = "integer", generator = "any" }
 function data.RandomSampler(data_source, ...)
   local opts = check.positional("RandomSampler", { "replacement", "num_samples" }, RANDOM, ...)
+  data_source = as_dataset(data_source)
   len_of(data_source, "RandomSampler", "data_source")
   local self = setmetatable({ data_source = data_source, replacement = opts.replacement or false,
     _num_samples = opts.num_samples, generator = generator_of(opts, "RandomSampler") }, RandomSampler)
@@ -590,6 +605,7 @@ local SAMPLER = { num_replicas = "integer", rank = "integer", shuffle = "boolean
 function data.DistributedSampler(dataset, opts)
   local fn = "DistributedSampler"
   opts = check.options(opts, fn, SAMPLER)
+  dataset = as_dataset(dataset)
   local n = len_of(dataset, fn, "dataset")
   local replicas, rank = opts.num_replicas, opts.rank
   if replicas == nil or rank == nil then
@@ -688,10 +704,7 @@ function data.DataLoader(dataset, opts, ...)
   else
     opts = check.options(opts, "DataLoader", LOADER)
   end
-  if type(dataset) == "table" and getmetatable(dataset) == nil and dataset.len == nil and dataset.get == nil
-      and next(dataset, #dataset > 0 and #dataset or nil) == nil then
-    dataset = ArrayDataset(dataset) -- a plain array of samples
-  end
+  dataset = as_dataset(dataset)
   if type(dataset) ~= "table" or type(dataset.len) ~= "function" or type(dataset.get) ~= "function" then
     wick.error("DataLoader: the dataset must have len() and get(i) methods, or be an array of samples")
   end

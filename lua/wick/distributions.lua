@@ -1117,6 +1117,20 @@ function M.kl_divergence(p, q)
 end
 M.kl = { kl_divergence = M.kl_divergence }
 
+-- PyTorch's submodules, for the long import paths
+-- (torch.distributions.categorical.Categorical, .normal.Normal, .kl.kl_divergence):
+-- each class under its module's name, snake_case but for PyTorch's few others
+local MODULE_NAME = { StudentT = "studentT" }
+M.distribution = { Distribution = Distribution }
+local classes = {}
+for name, C in pairs(M) do
+  if type(C) == "table" and rawget(C, "__name") == name and name ~= "Distribution" then classes[#classes + 1] = name end
+end
+for _, name in ipairs(classes) do
+  local module = MODULE_NAME[name] or name:gsub("(%l)(%u)", "%1_%2"):lower()
+  M[module] = check.strict({ [name] = M[name] }, "wick.distributions." .. module)
+end
+
 -- a name wick.distributions does not have is an error at the caller's line
 check.strict(M, "wick.distributions")
 

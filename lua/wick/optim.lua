@@ -89,7 +89,11 @@ end
 local function make_group(self, g, gi)
   local name = getmetatable(self).__name
   if type(g) ~= "table" or getmetatable(g) ~= nil or g.params == nil then
-    check.fail(name, "parameter group %s must be a table with params = {...}, got %s", tostring(gi), check.describe(g))
+    -- {a:parameters(), b:parameters()}: Python's itertools.chain(a.parameters(), b.parameters())
+    local arrays = type(g) == "table" and getmetatable(g) == nil and g[1] ~= nil and wick.is_tensor(g[1])
+    check.fail(name, "parameter group %s must be a table with params = {...}, got %s%s", tostring(gi), check.describe(g),
+      arrays and " (an array of tensors: to chain several modules' parameters (itertools.chain), pass one array "
+        .. "holding all of them, or a group per module: {{params = a:parameters()}, {params = b:parameters()}})" or "")
   end
   local params = parameter_list(g.params)
   if type(params) ~= "table" then check.fail(name, "the params of parameter group %s must be an array of tensors", tostring(gi)) end

@@ -329,18 +329,19 @@ end
 -- F.softmax(x, dim[, {dtype =}]) or F.softmax(x, {dim = ..., dtype = ...}) (PyTorch's
 -- keywords); dtype casts first.
 local SOFTMAX = { dim = "integer", dtype = "dtype" }
+-- PyTorch's implicit choice of dim (deprecated there too, with this warning):
+-- dim 1 of 0-, 1- and 3-D inputs, else 2 (F.softmax and nn.Softmax without a dim)
+function F._implicit_softmax_dim(x, fn)
+  common.warn(("%s: Implicit dimension choice for %s has been deprecated. Change the call to include dim=X "
+    .. "as an argument."):format(fn, fn))
+  return (x:dim() <= 1 or x:dim() == 3) and 1 or 2
+end
 local function softmax_like(fn)
   return function(x, ...)
     tensor(x, fn, "input")
     local o = check.positional(fn, { "dim" }, SOFTMAX, ...)
     if o.dtype then x = x:to(o.dtype) end
-    local dim = o.dim
-    if dim == nil then -- PyTorch's implicit choice (deprecated there too): dim 1 of 0-, 1- and 3-D inputs, else 2
-      dim = (x:dim() <= 1 or x:dim() == 3) and 1 or 2
-      common.warn(("%s: Implicit dimension choice for %s has been deprecated. Change the call to include dim=X "
-        .. "as an argument."):format(fn, fn))
-    end
-    return x[fn](x, dim)
+    return x[fn](x, o.dim or F._implicit_softmax_dim(x, fn))
   end
 end
 F.softmax, F.log_softmax = softmax_like("softmax"), softmax_like("log_softmax")
@@ -1204,7 +1205,7 @@ function F._embedding(fn, indices, weight)
   if weight:dim() ~= 2 then check.fail(fn, "expected a 2-D weight, got %d-D", weight:dim()) end
   if indices.dtype ~= "int64" and indices.dtype ~= "int32" then
     check.fail(fn, "expected indices of dtype int64, got %s%s", indices.dtype, indices:is_floating_point()
-      and " (wick.arange gives float32 unless {dtype = 'int64'}; or convert with :long())" or "")
+      and " (wick.tensor of Lua numbers and wick.arange give float32 unless {dtype = 'int64'}; or convert with :long())" or "")
   end
   local flat = pick(fn, "index %d is out of range (indices are 1-based: 1 to %d)", "index_select", weight, 1,
     indices:reshape(-1))

@@ -1029,19 +1029,19 @@ end
 function L.PReLU:forward(x) return F.prelu(x, self.weight) end
 L.PReLU._repr = { "num_parameters" }
 
-L.Softmax = activation("Softmax", function(x, self) return x:softmax(self.dim or -1) end)
+L.Softmax = activation("Softmax", function(x, self) return x:softmax(self.dim or F._implicit_softmax_dim(x, "softmax")) end)
 function L.Softmax:init(...)
   local opts = check.positional("Softmax", { "dim" }, { dim = "integer" }, ...)
   self.dim = check.opt_dim(opts.dim, "Softmax", "dim")
 end
 L.Softmax._repr = { "dim" }
-L.LogSoftmax = activation("LogSoftmax", function(x, self) return x:log_softmax(self.dim or -1) end)
+L.LogSoftmax = activation("LogSoftmax", function(x, self) return x:log_softmax(self.dim or F._implicit_softmax_dim(x, "log_softmax")) end)
 function L.LogSoftmax:init(...)
   local opts = check.positional("LogSoftmax", { "dim" }, { dim = "integer" }, ...)
   self.dim = check.opt_dim(opts.dim, "LogSoftmax", "dim")
 end
 L.LogSoftmax._repr = { "dim" }
-L.Softmin = activation("Softmin", function(x, self) return F.softmin(x, self.dim or -1) end)
+L.Softmin = activation("Softmin", function(x, self) return F.softmin(x, self.dim or F._implicit_softmax_dim(x, "softmin")) end)
 function L.Softmin:init(...)
   local opts = check.positional("Softmin", { "dim" }, { dim = "integer" }, ...)
   self.dim = check.opt_dim(opts.dim, "Softmin", "dim")
