@@ -308,6 +308,77 @@ mt.__newindex = function(t, k, v)
   a[k] = v
 end
 
+-- ---- memory formats ----
+-- PyTorch's memory_format: wick.contiguous_format (row-major, what wick makes),
+-- wick.channels_last (a 4-D tensor laid out N, H, W, C), wick.channels_last_3d
+-- (5-D: N, D, H, W, C) and wick.preserve_format (as it is). t:contiguous(fmt),
+-- t:is_contiguous(fmt), t:to({memory_format =}) and t:clone({memory_format =})
+-- take them (the layout is real: strides as PyTorch's); a module's
+-- to({memory_format =}) is taken as a hint and changes no layout.
+wick.contiguous_format, wick.channels_last = "contiguous_format", "channels_last"
+wick.channels_last_3d, wick.preserve_format = "channels_last_3d", "preserve_format"
+local LAST = { channels_last = { 4, { 1, 3, 4, 2 }, { 1, 4, 2, 3 } },
+  channels_last_3d = { 5, { 1, 3, 4, 5, 2 }, { 1, 5, 2, 3, 4 } } }
+local function memory_format(v, fn)
+  if v ~= nil and v ~= "contiguous_format" and v ~= "preserve_format" and not LAST[v] then
+    core.error(("%s: memory_format must be wick.contiguous_format, wick.channels_last, wick.channels_last_3d or "
+      .. "wick.preserve_format, got %s"):format(fn, type(v) == "string" and "'" .. v .. "'" or check.describe(v)))
+  end
+  return v
+end
+wick._memory_format = memory_format
+local c_contiguous, c_is_contiguous = Tensor.contiguous, Tensor.is_contiguous
+-- fmt given as itself or as {memory_format = fmt}
+local function format_arg(v, fn)
+  if type(v) == "table" and getmetatable(v) == nil then v = check.options(v, fn, { memory_format = "string" }).memory_format end
+  return memory_format(v, fn)
+end
+local function in_format(t, fmt)
+  local l = LAST[fmt]
+  if not l then return c_is_contiguous(t) end
+  return t:dim() == l[1] and c_is_contiguous(t:permute(unpack(l[2])))
+end
+local function to_format(t, fmt, fn)
+  if fmt == nil or fmt == "preserve_format" then return t end
+  local l = LAST[fmt]
+  if not l then return c_contiguous(t) end
+  if t:dim() ~= l[1] then core.error(("%s: required rank %d tensor to use %s format"):format(fn, l[1], fmt)) end
+  if in_format(t, fmt) then return t end
+  return c_contiguous(t:permute(unpack(l[2]))):permute(unpack(l[3]))
+end
+function Tensor.contiguous(t, fmt)
+  if fmt == nil then return c_contiguous(t) end
+  fmt = format_arg(fmt, "contiguous")
+  if fmt == "preserve_format" then core.error("contiguous: preserve memory format is unsupported by the contiguous operator") end
+  return to_format(check.tensor(t, "contiguous", "self"), fmt, "contiguous")
+end
+function Tensor.is_contiguous(t, fmt)
+  if fmt == nil then return c_is_contiguous(t) end
+  fmt = format_arg(fmt, "is_contiguous")
+  if fmt == "preserve_format" then core.error("is_contiguous: preserve memory format is unsupported") end
+  return in_format(check.tensor(t, "is_contiguous", "self"), fmt)
+end
+-- t:to(..., {memory_format =}) and t:clone({memory_format =}): the C method, then the layout
+local c_to, c_clone = Tensor.to, Tensor.clone
+function Tensor.to(t, ...)
+  local n = select("#", ...)
+  local last = n > 0 and select(n, ...) or nil
+  if type(last) ~= "table" or getmetatable(last) ~= nil or last.memory_format == nil then return c_to(t, ...) end
+  local fmt, rest = memory_format(last.memory_format, "to"), {}
+  for k, v in pairs(last) do if k ~= "memory_format" then rest[k] = v end end
+  local args = { ... }
+  args[n] = rest
+  return to_format(c_to(t, unpack(args, 1, n)), fmt, "to")
+end
+function Tensor.clone(t, opts)
+  if opts == nil then return c_clone(t) end
+  local fmt = format_arg(opts, "clone")
+  if fmt == nil or fmt == "preserve_format" or fmt == "contiguous_format" then return c_clone(t) end
+  check.tensor(t, "clone", "self")
+  if t:dim() ~= LAST[fmt][1] then return c_clone(t) end -- (PyTorch's clone keeps other ranks as they are)
+  return c_clone(t:permute(unpack(LAST[fmt][2]))):permute(unpack(LAST[fmt][3]))
+end
+
 -- ---- conversions and small methods written over the C ones ----
 
 -- t:float(), t:long(), ...: the core's aliases (PyTorch's names), and the two

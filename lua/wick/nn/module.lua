@@ -786,7 +786,8 @@ end
 --- the device crosses as its number, each tensor moves once, all copies are
 --- made before any tensor changes (a failure moves nothing), and the move
 --- waits for a GPU once, not once per tensor.
-local TO_OPTIONS = { device = "device", dtype = "dtype", non_blocking = "boolean" }
+-- (memory_format: checked, and a hint only here: parameters keep their layout)
+local TO_OPTIONS = { device = "device", dtype = "dtype", non_blocking = "boolean", memory_format = "string" }
 local tensors_to = core.tensors_to
 function Module:to(...)
   this(self, "to")
@@ -796,6 +797,7 @@ function Module:to(...)
     if type(a) == "string" and (wick._dtype_info[a] or core.dtype_aliases[a]) then dtype = core.dtype_aliases[a] or a
     elseif type(a) == "table" and getmetatable(a) == nil then
       check.options(a, "Module:to", TO_OPTIONS)
+      wick._memory_format(a.memory_format, "Module:to")
       device, dtype = a.device or device, a.dtype or dtype
       if a.non_blocking ~= nil then non_blocking = a.non_blocking end
     elseif type(a) == "string" or type(a) == "number" or getmetatable(a) == wick.Device then device = a
