@@ -572,3 +572,11 @@ describe("slicing on the meta device (shapes only)", function()
     x[m] = 1
   end)
 end)
+
+describe("a range's error after '...' in a key", function()
+  it("names the key's own entry and the range as written (Swin's x[..., 0::2, 0::2, :] ported 0-based)", function()
+    local x = wick.randn(2, 3, 4, 5)
+    assert_error_has(function() return x[{ "...", { 0, -1, 2 } }] end, "range {0, -1, 2}, entry 2 of the key")
+    assert_error_has(function() return x[{ 1, { 1, 9 } }] end, "the range {1, 9} reaches past dimension 2 of size 3")
+  end)
+end)

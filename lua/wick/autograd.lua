@@ -189,7 +189,7 @@ function M.Variable(t, requires_grad)
   if type(requires_grad) == "table" then
     local o = check.options(requires_grad, "Variable", { requires_grad = "boolean", volatile = "boolean" })
     if o.volatile ~= nil then
-      wick._warn("Variable: volatile was removed and now has no effect. Use `with torch.no_grad():` (wick.no_grad) instead.")
+      require("wick.nn.common").warn("Variable: volatile was removed and now has no effect. Use `with torch.no_grad():` (wick.no_grad) instead.")
     end
     requires_grad = o.requires_grad
   end

@@ -42,24 +42,26 @@ static int64_t select_index(lua_State *L, int idx, int64_t size, int dim) {
     return v > 0 ? (int64_t)v - 1 : (int64_t)v + size;
 }
 
-/* {a, b[, step]} at idx, for dim `dim` of `size`. Torch7's rule: both ends
- * inside the dim (negative from the end); {a, a - 1} is empty. */
-static wick_key_entry range_entry(lua_State *L, int idx, int n, int64_t size, int dim) {
+/* {a, b[, step]} at idx, entry `entry` of the key (1-based, for messages),
+ * for dim `dim` of `size`. Torch7's rule: both ends inside the dim (negative
+ * from the end); {a, a - 1} is empty. */
+static wick_key_entry range_entry(lua_State *L, int idx, int n, int64_t size, int dim, int entry) {
     lua_rawgeti(L, idx, 1);
     lua_rawgeti(L, idx, 2);
     lua_rawgeti(L, idx, 3);
-    int64_t a = key_int(L, -3, dim + 1), b = key_int(L, -2, dim + 1), step = n == 3 ? key_int(L, -1, dim + 1) : 1;
+    int64_t a = key_int(L, -3, entry), b = key_int(L, -2, entry), step = n == 3 ? key_int(L, -1, entry) : 1;
     lua_pop(L, 3);
-    if (step <= 0) wl_raise(L, "index: the step of a range must be positive, got %lld (entry %d of the key)", (long long)step, dim + 1);
-    if (a == 0) wl_raise(L, "index 0 is invalid: indices count from 1 (and from -1 backwards) (range {%lld, %lld}, entry %d of the key)",
-                         (long long)a, (long long)b, dim + 1);
+    char range[96]; /* the range as written: {a, b} or {a, b, step} */
+    if (n == 3) snprintf(range, sizeof range, "{%lld, %lld, %lld}", (long long)a, (long long)b, (long long)step);
+    else snprintf(range, sizeof range, "{%lld, %lld}", (long long)a, (long long)b);
+    if (step <= 0) wl_raise(L, "index: the step of a range must be positive, got %lld (entry %d of the key)", (long long)step, entry);
+    if (a == 0) wl_raise(L, "index 0 is invalid: indices count from 1 (and from -1 backwards) (range %s, entry %d of the key)",
+                         range, entry);
     int64_t first = a < 0 ? a + size + 1 : a, last = b < 0 ? b + size + 1 : b;
     if (first < 1 || a > size + 1 || b > size || b < -size || (b == 0 && first != 1) || (first > size && last != size))
-        wl_raise(L, "index: the range {%lld, %lld} reaches past dimension %d of size %lld", (long long)a, (long long)b,
-                 dim + 1, (long long)size);
+        wl_raise(L, "index: the range %s reaches past dimension %d of size %lld", range, dim + 1, (long long)size);
     if (first > last + 1)
-        wl_raise(L, "index: the range {%lld, %lld} of dimension %d ends before it starts (size %lld)", (long long)a,
-                 (long long)b, dim + 1, (long long)size);
+        wl_raise(L, "index: the range %s of dimension %d ends before it starts (size %lld)", range, dim + 1, (long long)size);
     int64_t length = last >= first ? (last - first) / step + 1 : 0;
     return (wick_key_entry){0, first - 1, length, step};
 }
@@ -199,7 +201,7 @@ static int parse_key(lua_State *L, int idx, wick_tensor *t, wick_key_entry *e, i
         } else if (ty == LUA_TTABLE && !wl_totensor(L, top)) {
             int m = (int)lua_objlen(L, top);
             if (m == 0) e[d] = (wick_key_entry){0, 0, sizes[d], 1};
-            else if (m == 2 || m == 3) e[d] = range_entry(L, top, m, sizes[d], d);
+            else if (m == 2 || m == 3) e[d] = range_entry(L, top, m, sizes[d], d, i + 1);
             else
                 wl_raise(L, "index: entry %d of the key: a range is {} (all), {first, last} or {first, last, step}, got a table of %d elements%s",
                          i + 1, m, m == 1 ? " ({i, i} keeps the one element i as a dim, Python's [i] list; {i, -1} is Python's i:)" : "");
