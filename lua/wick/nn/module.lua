@@ -690,12 +690,12 @@ end
 local DICT_METHODS = {
   items = function(view) return pairs_of(dict_entries(view)) end,
   keys = function(view)
-    local i, list = 0, dict_entries(view)
-    return function() i = i + 1; return list[i] and list[i][1] end
+    local next_pair = pairs_of(dict_entries(view))
+    return function() return (next_pair()) end
   end,
   values = function(view)
-    local i, list = 0, dict_entries(view)
-    return function() i = i + 1; return list[i] and list[i][2] end
+    local next_pair = pairs_of(dict_entries(view))
+    return function() return select(2, next_pair()) end
   end,
   get = function(view, key, default)
     local v = dict_get(view, key)
@@ -825,7 +825,6 @@ function Module:bfloat16() return this(self, "bfloat16"):to("bfloat16") end
 --- m:share_memory(): PyTorch's for multiprocessing; here m itself (one process)
 function Module:share_memory() return this(self, "share_memory") end
 
---- state_dict(): name -> tensor (sharing storage with the module, cut from the graph).
 -- ---- state dict hooks ----
 -- Each module's hooks of one kind with its prefix ("" or "layers.1.attn."),
 -- in named_modules order: fn(module, prefix, hook) for each.
@@ -870,8 +869,8 @@ function Module:register_load_state_dict_post_hook(fn)
 end
 
 --- state_dict([destination[, prefix = ""[, keep_vars = false]]]) (each also an
---- option): name -> tensor, detached unless keep_vars, names under prefix, into
---- destination when one is given.
+--- option): name -> tensor, sharing storage with the module and cut from the
+--- graph unless keep_vars, names under prefix, into destination when given.
 local STATE_DICT = { destination = "table", prefix = "string", keep_vars = "boolean" }
 function Module:state_dict(...)
   this(self, "state_dict")
