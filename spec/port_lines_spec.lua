@@ -733,3 +733,45 @@ describe("memory_format (Pytorch-UNet's train.py)", function()
     support.assert_error_has(function() nn.Conv2d(3, 4, 3):to({ memory_format = "nchw" }) end, "memory_format must be")
   end)
 end)
+
+describe("ported lines (fourth round: minimalRL, DiT, DETR, build-nanogpt)", function()
+  it("loss.backward(None, True): retain_graph by position", function()
+    local x = wick.tensor({ 1, 2 }, { requires_grad = true })
+    local l = (x * x):sum()
+    l:backward(nil, true)
+    l:backward()
+    assert.are.same({ 4, 8 }, x.grad:totable())
+    support.assert_error_has(function() l:backward(nil, 3) end, "argument 'retain_graph'")
+  end)
+
+  it("freqs[None] as t[wick.newaxis], reading and writing", function()
+    local f = wick.arange(3)
+    assert.are.same({ 1, 3 }, { f[wick.newaxis]:size(1), f[wick.newaxis]:size(2) })
+    local z = wick.zeros(2, 3)
+    z[wick.newaxis] = 1
+    assert.are.equal(6, z:sum():item())
+  end)
+
+  it("stack of one tensor is an error (a meshgrid cut to its first result), several tensors still stack", function()
+    local a, b = wick.arange(2), wick.arange(3)
+    support.assert_error_has(function() wick.stack(wick.meshgrid(a, b, { indexing = "xy" }), { dim = 1 }) end,
+      "must be an array of tensors, not a tensor")
+    assert.are.same({ 2, 3, 2 }, support.shape_of(wick.stack({ wick.meshgrid(a, b, { indexing = "xy" }) })))
+    assert.are.same({ 2, 2, 3 }, support.shape_of(wick.stack(wick.meshgrid(a, b))))
+  end)
+
+  it("ddp.require_backward_grad_sync = false skips that backward's all-reduce", function()
+    if not wick.distributed.is_available() then return pending("no MPI in this build") end
+    local dist = wick.distributed
+    local mine = not dist.is_initialized()
+    if mine then dist.init_process_group({ backend = "mpi" }) end
+    local ddp = nn.parallel.DistributedDataParallel(nn.Linear(4, 2))
+    ddp.require_backward_grad_sync = false
+    ddp(wick.randn(3, 4)):sum():backward()
+    assert.are.equal(0, ddp:comm_stats().buckets)
+    ddp.require_backward_grad_sync = true
+    ddp(wick.randn(3, 4)):sum():backward()
+    assert.are.equal(1, ddp:comm_stats().buckets)
+    if mine then dist.destroy_process_group() end
+  end)
+end)

@@ -771,7 +771,21 @@ for _, name in ipairs({ "tensor", "zeros", "ones", "empty", "rand", "randn", "fu
   "get_rng_state", "set_rng_state", "set_num_threads", "get_num_threads", "where", "cat", "stack" }) do
   wick[name] = core[name]
 end
-wick.cat, wick.stack = with_out("cat", core.cat), with_out("stack", core.stack)
+-- (a tensor where the array of tensors goes is PyTorch's error too: in Lua it is
+-- most often a call that returns several tensors, wick.meshgrid(...), cut to
+-- its first by a following argument: {wick.meshgrid(a, b)} keeps them all)
+local function joiner(name, f)
+  return with_out(name, function(ts, ...)
+    local second = (...)
+    -- (tensors as several arguments are taken)
+    if wick.is_tensor(ts) and (second == nil or type(second) == "number" or (type(second) == "table" and getmetatable(second) == nil)) then
+      core.error(("%s: argument 'tensors' must be an array of tensors, not a tensor (a call returning several "
+        .. "tensors, as wick.meshgrid, keeps them all in braces: {wick.meshgrid(a, b)})"):format(name))
+    end
+    return f(ts, ...)
+  end)
+end
+wick.cat, wick.stack = joiner("cat", core.cat), joiner("stack", core.stack)
 -- torch.arange(end=n, dtype=...), arange(0, end=n, step=2): PyTorch's keywords in
 -- the options table (`end` is a Lua keyword: {["end"] = n}; `stop` is taken too)
 do

@@ -474,6 +474,16 @@ WL_FUNCTION(t_backward) {
             lua_pop(L, 1);
         }
         args.retain_graph = retain < 0 ? args.create_graph : retain; /* PyTorch: defaults to create_graph */
+    } else if (lua_type(L, 3) == LUA_TBOOLEAN || lua_type(L, 4) == LUA_TBOOLEAN) {
+        /* PyTorch's positional backward(gradient, retain_graph[, create_graph]) */
+        for (int i = 3; i <= 4; i++)
+            if (!lua_isnoneornil(L, i) && lua_type(L, i) != LUA_TBOOLEAN)
+                wl_raise(L, "backward: expected a boolean for argument '%s', got %s", i == 3 ? "retain_graph" : "create_graph",
+                         luaL_typename(L, i));
+        args.create_graph = lua_toboolean(L, 4);
+        args.retain_graph = lua_isnoneornil(L, 3) ? args.create_graph : lua_toboolean(L, 3);
+    } else if (!lua_isnoneornil(L, 3)) {
+        wl_raise(L, "backward: expected a boolean or an options table for argument 'retain_graph', got %s", luaL_typename(L, 3));
     }
     lua_settop(L, 3);
     if (inputs_at) {

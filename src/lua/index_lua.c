@@ -355,8 +355,19 @@ static wick_tensor *lua_index_tensor(lua_State *L, int idx, wick_tensor *t, int 
 }
 
 /* t[key] for keys other than numbers */
+/* t[wick.newaxis] (Python's t[None]) is t[{wick.newaxis}]: the key at idx
+ * replaced by a table holding it */
+static void wrap_newaxis(lua_State *L, int idx) {
+    if (!is_newaxis(L, idx)) return;
+    lua_createtable(L, 1, 0);
+    lua_pushvalue(L, idx);
+    lua_rawseti(L, -2, 1);
+    lua_replace(L, idx);
+}
+
 WL_FUNCTION(t_index_get) {
     wick_tensor *t = wl_checktensor(L, 1, "index", "self");
+    wrap_newaxis(L, 2);
     scalar_index(L, 2);
     wick_tensor *k = wl_totensor(L, 2);
     if (lua_type(L, 2) == LUA_TTABLE && !k) {
@@ -409,6 +420,7 @@ static wick_tensor *write_value(lua_State *L, int idx, double *s, const char *fn
 WL_FUNCTION(t_index_set) {
     wick_tensor *t = wl_checktensor(L, 1, "index assignment", "self");
     double s = 0;
+    wrap_newaxis(L, 2);
     scalar_index(L, 2);
     wick_tensor *k = wl_totensor(L, 2);
     int ty = lua_type(L, 2);

@@ -332,6 +332,8 @@ local SOFTMAX = { dim = "integer", dtype = "dtype" }
 -- PyTorch's implicit choice of dim (deprecated there too, with this warning):
 -- dim 1 of 0-, 1- and 3-D inputs, else 2 (F.softmax and nn.Softmax without a dim)
 function F._implicit_softmax_dim(x, fn)
+  fn = type(fn) == "string" and fn or "softmax"
+  tensor(x, fn, "input")
   common.warn(("%s: Implicit dimension choice for %s has been deprecated. Change the call to include dim=X "
     .. "as an argument."):format(fn, fn))
   return (x:dim() <= 1 or x:dim() == 3) and 1 or 2

@@ -479,7 +479,9 @@ function DDP:forward(...)
     local buffers = self.module:buffers()
     if #buffers > 0 then broadcast_coalesced(S.dist, buffers) end
   end
-  S.sync_this = S.require_sync and wick.is_grad_enabled()
+  -- (PyTorch's ddp.require_backward_grad_sync = false, build-nanogpt's gradient
+  -- accumulation: as no_sync, for the backward of this forward)
+  S.sync_this = S.require_sync and rawget(self, "require_backward_grad_sync") ~= false and wick.is_grad_enabled()
   if S.device then return self.module(move_inputs(S.device, ...)) end
   return self.module(...)
 end
