@@ -1876,7 +1876,11 @@ setmetatable(wick, {
     -- a name wick does not have is an error at the caller's line (as wick.nn's),
     -- not a nil called further on
     if type(k) == "string" and (k:sub(1, 1) ~= "_" or k:match("^_foreach_")) then
-      error(("wick has no '%s' (not in this version of wick: see docs/api.md)"):format(k), 2)
+      local hint = ({
+        from_numpy = "Lua has no NumPy: wick.tensor(tbl) makes a tensor of (nested) Lua tables, wick.frombuffer(bytes) of a string's bytes",
+        multiprocessing = "one process per Lua state: several processes are wick.distributed's, started by mpirun",
+      })[k]
+      error(("wick has no '%s' (%s)"):format(k, hint or "not in this version of wick: see docs/api.md"), 2)
     end
   end,
 })

@@ -15,6 +15,7 @@ local check = require("wick.argcheck")
 local A = {}
 local NEG_INF = -math.huge
 local rawequal = rawequal
+local unpack = table.unpack or unpack -- luacheck: ignore
 
 -- ---- masks ----
 
@@ -226,6 +227,28 @@ local MHA_FORWARD_ORDER = { "key_padding_mask", "need_weights", "attn_mask", "av
 --- batch_first), or unbatched [seq, feature].
 function A.MultiheadAttention:forward(query, key, value, ...)
   local fn = "MultiheadAttention"
+  -- query, key and value by name too (DETR's self_attn(q, k, value=src, attn_mask=...)):
+  -- taken from the options table that ends the arguments
+  local args = { query, key, value, ... }
+  local n = select("#", ...) + 3
+  while n > 0 and args[n] == nil do n = n - 1 end
+  local last = args[n]
+  if n > 0 and type(last) == "table" and getmetatable(last) == nil
+      and (last.query ~= nil or last.key ~= nil or last.value ~= nil) then
+    local rest = {}
+    for k, v in pairs(last) do if k ~= "query" and k ~= "key" and k ~= "value" then rest[k] = v end end
+    args[n] = nil
+    for i, name in ipairs({ "query", "key", "value" }) do
+      if last[name] ~= nil then
+        if args[i] ~= nil then check.fail(fn, "argument '%s' given both by position and as an option", name) end
+        args[i] = last[name]
+      end
+    end
+    local extra = {}
+    for i = 4, n - 1 do extra[#extra + 1] = args[i] end
+    extra[#extra + 1] = rest
+    return A.MultiheadAttention.forward(self, args[1], args[2], args[3], unpack(extra))
+  end
   check.tensor(query, fn, "query")
   check.tensor(key, fn, "key")
   check.tensor(value, fn, "value")
