@@ -135,6 +135,17 @@ describe("nn.parallel.DistributedDataParallel (world of one)", function()
     assert.equal("float64", model[1].weight.grad.dtype)
   end)
 
+  it("require_backward_grad_sync = false (build-nanogpt's accumulation): that backward reduces nothing", function()
+    wick.manual_seed(3)
+    local ddp = parallel.DistributedDataParallel(mlp())
+    ddp.require_backward_grad_sync = false
+    ddp(wick.randn(4, 64)):sum():backward()
+    assert.equal(0, count("all_reduce"))
+    ddp.require_backward_grad_sync = true
+    ddp(wick.randn(4, 64)):sum():backward()
+    assert.is_true(count("all_reduce") > 0)
+  end)
+
   it("no_sync: no reduction inside; the next synced backward reduces the accumulated sum", function()
     wick.manual_seed(3)
     local model = mlp()

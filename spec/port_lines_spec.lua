@@ -759,19 +759,4 @@ describe("ported lines (fourth round: minimalRL, DiT, DETR, build-nanogpt)", fun
     assert.are.same({ 2, 3, 2 }, support.shape_of(wick.stack({ wick.meshgrid(a, b, { indexing = "xy" }) })))
     assert.are.same({ 2, 2, 3 }, support.shape_of(wick.stack(wick.meshgrid(a, b))))
   end)
-
-  it("ddp.require_backward_grad_sync = false skips that backward's all-reduce", function()
-    if not wick.distributed.is_available() then return pending("no MPI in this build") end
-    local dist = wick.distributed
-    local mine = not dist.is_initialized()
-    if mine then dist.init_process_group({ backend = "mpi" }) end
-    local ddp = nn.parallel.DistributedDataParallel(nn.Linear(4, 2))
-    ddp.require_backward_grad_sync = false
-    ddp(wick.randn(3, 4)):sum():backward()
-    assert.are.equal(0, ddp:comm_stats().buckets)
-    ddp.require_backward_grad_sync = true
-    ddp(wick.randn(3, 4)):sum():backward()
-    assert.are.equal(1, ddp:comm_stats().buckets)
-    if mine then dist.destroy_process_group() end
-  end)
 end)
