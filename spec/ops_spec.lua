@@ -1205,3 +1205,16 @@ describe("unique over slices", function()
     assert.are.same({ { 1, 0 }, { 1, 2 }, { 3, 1 } }, wick.unique(D({ { 3, 1 }, { 1, 2 }, { 3, 1 }, { 1, 0 } }), { dim = 1 }):totable())
   end)
 end)
+
+describe("subtraction with a bool tensor", function()
+  it("is refused as PyTorch refuses it, naming what inverts a mask", function()
+    local m = wick.tensor({ true, false })
+    for _, f in ipairs({ function() return 1 - m end, function() return m - 1 end,
+      function() return wick.ones(2) - m end, function() return m:sub(wick.ones(2)) end }) do
+      assert_error_has(f, "with a bool tensor is not supported; to invert a mask use :logical_not()")
+    end
+    assert_error_has(function() return m - m end, "with two bool tensors is not supported; use :logical_xor()")
+    assert.are.same({ false, true }, m:logical_not():totable())
+    assert.are.same({ 2, 0 }, (m + m:long()):totable()) -- addition stays allowed, as PyTorch's
+  end)
+end)

@@ -264,8 +264,12 @@ static wick_status binary(wick_tensor **out, wick_tensor *inplace, wick_binary_o
     }
     if ((op == WICK_DIV || op == WICK_ATAN2) && !wick_dtype_is_floating(promoted))
         result = wick_default_float_dtype(); /* true division; atan2's angle */
-    if ((op == WICK_SUB) && promoted == WICK_BOOL)
-        return wick_fail(WICK_ERR_DTYPE, "sub: subtraction, the `-` operator, with two bool tensors is not supported");
+    if (op == WICK_SUB && promoted == WICK_BOOL)
+        return wick_fail(WICK_ERR_DTYPE, "sub: subtraction, the `-` operator, with two bool tensors is not supported; "
+                                         "use :logical_xor() instead");
+    if (op == WICK_SUB && (a->dtype == WICK_BOOL || (!b_is_number && b->dtype == WICK_BOOL)))
+        return wick_fail(WICK_ERR_DTYPE, "sub: subtraction, the `-` operator, with a bool tensor is not supported; "
+                                         "to invert a mask use :logical_not() instead");
     if (binary_is_bitwise(op)) {
         wick_status bst = check_bitwise(binary_names[op], promoted, op == WICK_LSHIFT || op == WICK_RSHIFT);
         if (bst) return bst;

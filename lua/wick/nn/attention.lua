@@ -11,6 +11,7 @@ local F = require("wick.nn.functional")
 local L = require("wick.nn.layers")
 local init = require("wick.nn.initializers")
 local check = require("wick.argcheck")
+local common = require("wick.nn.common")
 
 local A = {}
 local NEG_INF = -math.huge
@@ -225,30 +226,8 @@ local MHA_FORWARD_ORDER = { "key_padding_mask", "need_weights", "attn_mask", "av
 --- average_attn_weights = true[, is_causal = false]]]]][, opts]) -> out, weights (nil
 --- when need_weights = false). Inputs [seq, batch, feature] (batch first with
 --- batch_first), or unbatched [seq, feature].
-function A.MultiheadAttention:forward(query, key, value, ...)
+local function mha_module_forward(self, query, key, value, ...)
   local fn = "MultiheadAttention"
-  -- query, key and value by name too (DETR's self_attn(q, k, value=src, attn_mask=...)):
-  -- taken from the options table that ends the arguments
-  local args = { query, key, value, ... }
-  local n = select("#", ...) + 3
-  while n > 0 and args[n] == nil do n = n - 1 end
-  local last = args[n]
-  if n > 0 and type(last) == "table" and getmetatable(last) == nil
-      and (last.query ~= nil or last.key ~= nil or last.value ~= nil) then
-    local rest = {}
-    for k, v in pairs(last) do if k ~= "query" and k ~= "key" and k ~= "value" then rest[k] = v end end
-    args[n] = nil
-    for i, name in ipairs({ "query", "key", "value" }) do
-      if last[name] ~= nil then
-        if args[i] ~= nil then check.fail(fn, "argument '%s' given both by position and as an option", name) end
-        args[i] = last[name]
-      end
-    end
-    local extra = {}
-    for i = 4, n - 1 do extra[#extra + 1] = args[i] end
-    extra[#extra + 1] = rest
-    return A.MultiheadAttention.forward(self, args[1], args[2], args[3], unpack(extra))
-  end
   check.tensor(query, fn, "query")
   check.tensor(key, fn, "key")
   check.tensor(value, fn, "value")
@@ -281,6 +260,10 @@ function A.MultiheadAttention:forward(query, key, value, ...)
     out = out:transpose(1, 2)
   end
   return out, w
+end
+function A.MultiheadAttention:forward(...)
+  -- query, key and value by name too (DETR's self_attn(q, k, value=src, attn_mask=...))
+  return mha_module_forward(self, common.required("MultiheadAttention", { "query", "key", "value" }, ...))
 end
 
 --- F.multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,
@@ -342,7 +325,7 @@ local function mha_forward(q, k, v, E, H, w_in, b_in, bias_k, bias_v, add_zero_a
   return out, w
 end
 function F.multi_head_attention_forward(...)
-  return mha_forward(require("wick.nn.common").required("multi_head_attention_forward", MHA_F_ARGS, ...))
+  return mha_forward(common.required("multi_head_attention_forward", MHA_F_ARGS, ...))
 end
 
 -- ---- the Transformer layers ----
@@ -410,7 +393,7 @@ local ENC_FORWARD = { src_mask = "tensor", src_key_padding_mask = "tensor", is_c
 local ENC_FORWARD_ORDER = { "src_mask", "src_key_padding_mask", "is_causal" }
 
 --- layer(src[, src_mask[, src_key_padding_mask[, is_causal = false]]][, opts])
-function A.TransformerEncoderLayer:forward(src, ...)
+local function transformer_encoder_layer_forward(self, src, ...)
   local fn = "TransformerEncoderLayer"
   check.tensor(src, fn, "src")
   local o = check.positional(fn, ENC_FORWARD_ORDER, ENC_FORWARD, ...)
@@ -423,6 +406,9 @@ function A.TransformerEncoderLayer:forward(src, ...)
   end
   x = self.norm1(x + sa_block(self, x, mask, kpm, causal))
   return self.norm2(x + ff_block(self, x, self.dropout2))
+end
+function A.TransformerEncoderLayer:forward(...)
+  return transformer_encoder_layer_forward(self, common.required("TransformerEncoderLayer", { "src" }, ...))
 end
 
 A.TransformerDecoderLayer = Module:extend("TransformerDecoderLayer", { "d_model", "nhead" })
@@ -445,7 +431,7 @@ end
 
 --- layer(tgt, memory[, tgt_mask[, memory_mask[, tgt_key_padding_mask[,
 --- memory_key_padding_mask[, tgt_is_causal = false[, memory_is_causal = false]]]]]][, opts])
-function A.TransformerDecoderLayer:forward(tgt, memory, ...)
+local function transformer_decoder_layer_forward(self, tgt, memory, ...)
   local fn = "TransformerDecoderLayer"
   check.tensor(tgt, fn, "tgt")
   check.tensor(memory, fn, "memory")
@@ -460,6 +446,9 @@ function A.TransformerDecoderLayer:forward(tgt, memory, ...)
   x = self.norm1(x + sa_block(self, x, o.tgt_mask, o.tgt_key_padding_mask, tc))
   x = self.norm2(x + mha_block(self, x, memory, o.memory_mask, o.memory_key_padding_mask, mc))
   return self.norm3(x + ff_block(self, x, self.dropout3))
+end
+function A.TransformerDecoderLayer:forward(...)
+  return transformer_decoder_layer_forward(self, common.required("TransformerDecoderLayer", { "tgt", "memory" }, ...))
 end
 
 -- ---- the stacks ----
@@ -509,7 +498,7 @@ end
 local STACK_FORWARD = { mask = "tensor", src_key_padding_mask = "tensor", is_causal = "boolean" }
 
 --- encoder(src[, mask[, src_key_padding_mask[, is_causal]]][, opts])
-function A.TransformerEncoder:forward(src, ...)
+local function transformer_encoder_forward(self, src, ...)
   local fn = "TransformerEncoder"
   check.tensor(src, fn, "src")
   local o = check.positional(fn, { "mask", "src_key_padding_mask", "is_causal" }, STACK_FORWARD, ...)
@@ -523,6 +512,9 @@ function A.TransformerEncoder:forward(src, ...)
   if self.norm then x = self.norm(x) end
   return x
 end
+function A.TransformerEncoder:forward(...)
+  return transformer_encoder_forward(self, common.required("TransformerEncoder", { "src" }, ...))
+end
 
 A.TransformerDecoder = Module:extend("TransformerDecoder", { "decoder_layer", "num_layers" })
 
@@ -533,7 +525,7 @@ end
 
 --- decoder(tgt, memory[, tgt_mask[, memory_mask[, tgt_key_padding_mask[,
 --- memory_key_padding_mask[, tgt_is_causal[, memory_is_causal = false]]]]]][, opts])
-function A.TransformerDecoder:forward(tgt, memory, ...)
+local function transformer_decoder_forward(self, tgt, memory, ...)
   local fn = "TransformerDecoder"
   check.tensor(tgt, fn, "tgt")
   check.tensor(memory, fn, "memory")
@@ -547,6 +539,9 @@ function A.TransformerDecoder:forward(tgt, memory, ...)
   end
   if self.norm then x = self.norm(x) end
   return x
+end
+function A.TransformerDecoder:forward(...)
+  return transformer_decoder_forward(self, common.required("TransformerDecoder", { "tgt", "memory" }, ...))
 end
 
 -- ---- Transformer ----
@@ -602,7 +597,7 @@ local TRANSFORMER_FORWARD_ORDER = { "src_mask", "tgt_mask", "memory_mask", "src_
 --- model(src, tgt[, src_mask[, tgt_mask[, memory_mask[, src_key_padding_mask[,
 --- tgt_key_padding_mask[, memory_key_padding_mask[, src_is_causal[, tgt_is_causal[,
 --- memory_is_causal = false]]]]]]]]][, opts])
-function A.Transformer:forward(src, tgt, ...)
+local function transformer_forward(self, src, tgt, ...)
   local fn = "Transformer"
   check.tensor(src, fn, "src")
   check.tensor(tgt, fn, "tgt")
@@ -617,6 +612,9 @@ function A.Transformer:forward(src, tgt, ...)
   return self.decoder(tgt, memory, { tgt_mask = o.tgt_mask, memory_mask = o.memory_mask,
     tgt_key_padding_mask = o.tgt_key_padding_mask, memory_key_padding_mask = o.memory_key_padding_mask,
     tgt_is_causal = o.tgt_is_causal, memory_is_causal = o.memory_is_causal })
+end
+function A.Transformer:forward(...)
+  return transformer_forward(self, common.required("Transformer", { "src", "tgt" }, ...))
 end
 
 local MASK_OPTIONS = { device = "device", dtype = "dtype" }
