@@ -180,9 +180,34 @@ static wick_status ct_bias_grad(wick_tensor **out, wick_tensor *g, const wk_conv
     return st;
 }
 
+/* The backward with recorded ops, for create_graph: the input's gradient is
+ * the convolution forward of g, the weight's that convolution's weight
+ * gradient with g as its input and x as its output's gradient, the bias's g
+ * summed. Each is differentiable again (conv2d's own recorded backward). */
+static wick_status ct_backward_recorded(wk_node *n, wick_tensor *g, wick_tensor **grads) {
+    const int *p = n->ints;
+    wick_tensor *w = n->saved[1], *x = n->saved[0], *g4 = NULL, *x4 = NULL;
+    wick_status st = WICK_OK;
+    if (wk_nn_wants(n, 0))
+        TRY(wick_conv2d(&grads[0], g, w, NULL, p[T_SH], p[T_SW], p[T_PH], p[T_PW], p[T_DH], p[T_DW], p[T_GROUPS]));
+    if (p[T_UNBATCHED]) st = wick_unsqueeze(&g4, g, 0);
+    else wick_tensor_retain(g), g4 = g;
+    if (!st && wk_nn_wants(n, 1)) {
+        const int sdp[6] = {p[T_SH], p[T_SW], p[T_PH], p[T_PW], p[T_DH], p[T_DW]};
+        if (p[T_UNBATCHED]) st = wick_unsqueeze(&x4, x, 0);
+        else wick_tensor_retain(x), x4 = x;
+        if (!st) st = wk_nn_conv2d_weight_grad(&grads[1], g4, x4, sdp, p[T_GROUPS], w->sizes[2], w->sizes[3]);
+    }
+    if (!st && n->n_inputs > 2 && wk_nn_wants(n, 2)) st = wk_nn_sum_nhw(&grads[2], g4);
+    wick_tensor_release(g4);
+    wick_tensor_release(x4);
+    return st;
+}
+
 /* saved[0]: the input (when the weight needs a gradient), saved[1]: the weight;
  * sizes: the input's shape; ints: the parameters (T_*). */
 static wick_status ct_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
+    if (wk_grad_mode) return ct_backward_recorded(n, g, grads); /* create_graph */
     const int *p = n->ints;
     bool need_in = wk_nn_wants(n, 0), need_w = wk_nn_wants(n, 1), need_b = n->n_inputs > 2 && wk_nn_wants(n, 2);
     wick_tensor *w_orig = n->saved[1], *x_orig = n->saved[0];

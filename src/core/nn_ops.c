@@ -162,15 +162,54 @@ done:
     return WICK_OK;
 }
 
-/* conv2d's backward written with recorded ops, for create_graph (groups 1):
- * grad_input = conv_transpose2d(g, w) (output_padding restores H, W), grad_weight
- * = conv2d(x^T, g^T) with stride and dilation swapped, cut to the kernel,
- * grad_bias = g summed over N, OH, OW. Their own backwards give the second
- * derivative (a WGAN-GP penalty through a convolutional critic). */
+/* The weight gradient of a convolution with recorded ops (create_graph):
+ * x4 [N, C, H, W] the convolution's input, g4 [N, O, OH, OW] the gradient of
+ * its output, sdp = {stride h, w, padding h, w, dilation h, w}. Per group:
+ * conv2d(x^T, g^T) with stride and dilation swapped ([C/G, O/G, >= KH, >= KW]),
+ * cut to the kernel and transposed; the groups joined along dim 0. Its own
+ * backward is again convolutions, so any order of derivative works. */
+wick_status wk_nn_conv2d_weight_grad(wick_tensor **out, wick_tensor *x4, wick_tensor *g4, const int *sdp,
+                                     int groups, int64_t kh, int64_t kw) {
+    size_t nbytes = sizeof(wick_tensor *) * (size_t)groups;
+    wick_tensor *xt = NULL, *gt = NULL, **parts = wk_malloc(nbytes);
+    if (!parts) return wick_fail(WICK_ERR_OOM, "ConvolutionBackward: out of memory");
+    memset(parts, 0, nbytes);
+    int64_t cg = x4->sizes[1] / groups, og = g4->sizes[1] / groups;
+    wick_status st = wick_transpose(&xt, x4, 0, 1);
+    if (!st) st = wick_transpose(&gt, g4, 0, 1);
+    for (int i = 0; !st && i < groups; i++) {
+        wick_tensor *xi = NULL, *gi = NULL, *u = NULL, *cut = NULL, *t = NULL;
+        st = wick_narrow(&xi, xt, 0, i * cg, cg);
+        if (!st) st = wick_narrow(&gi, gt, 0, i * og, og);
+        if (!st) st = wick_conv2d(&u, xi, gi, NULL, sdp[4], sdp[5], sdp[2], sdp[3], sdp[0], sdp[1], 1);
+        if (!st) st = wick_narrow(&cut, u, 2, 0, kh);
+        if (!st) st = wick_narrow(&t, cut, 3, 0, kw);
+        if (!st) st = wick_transpose(&parts[i], t, 0, 1);
+        wick_tensor_release(xi);
+        wick_tensor_release(gi);
+        wick_tensor_release(u);
+        wick_tensor_release(cut);
+        wick_tensor_release(t);
+    }
+    if (!st && groups == 1) *out = parts[0], parts[0] = NULL;
+    else if (!st) st = wick_cat(out, groups, (const wick_tensor *const *)parts, 0);
+    for (int i = 0; i < groups; i++) wick_tensor_release(parts[i]);
+    wk_free(parts, nbytes);
+    wick_tensor_release(xt);
+    wick_tensor_release(gt);
+    return st;
+}
+
+/* conv2d's backward written with recorded ops, for create_graph:
+ * grad_input = conv_transpose2d(g, w) (output_padding restores H, W),
+ * grad_weight = wk_nn_conv2d_weight_grad, grad_bias = g summed over N, OH, OW.
+ * Their own backwards give the second derivative (a WGAN-GP penalty through a
+ * convolutional critic, StyleGAN2's path-length penalty through its grouped
+ * modulated convolutions). */
 static wick_status conv2d_backward_recorded(wk_node *n, wick_tensor *g, wick_tensor **grads) {
     const int *p = n->ints;
     bool unbatched = p[P_UNBATCHED];
-    wick_tensor *w = n->saved[1], *x = n->saved[0], *g4 = NULL, *x4 = NULL, *t = NULL, *u = NULL;
+    wick_tensor *w = n->saved[1], *x = n->saved[0], *g4 = NULL, *x4 = NULL, *t = NULL;
     wick_status st = WICK_OK;
     const int64_t *chw = n->sizes + (unbatched ? 0 : 1);
     if (unbatched) {
@@ -184,39 +223,30 @@ static wick_status conv2d_backward_recorded(wk_node *n, wick_tensor *g, wick_ten
         int stride[2] = {p[P_SH], p[P_SW]}, pad[2] = {p[P_PH], p[P_PW]}, dil[2] = {p[P_DH], p[P_DW]};
         int outpad[2] = {(int)(chw[1] - ((oh - 1) * p[P_SH] - 2 * p[P_PH] + p[P_DH] * (kh - 1) + 1)),
                          (int)(chw[2] - ((ow - 1) * p[P_SW] - 2 * p[P_PW] + p[P_DW] * (kw - 1) + 1))};
-        st = wick_conv_transpose2d(&t, g4, w, NULL, stride, pad, outpad, dil, 1);
+        st = wick_conv_transpose2d(&t, g4, w, NULL, stride, pad, outpad, dil, p[P_GROUPS]);
         if (!st && unbatched) st = wick_squeeze(&grads[0], t, 0);
         else if (!st) grads[0] = t, t = NULL;
-        wick_tensor_release(t);
-        t = NULL;
     }
     if (!st && wk_nn_wants(n, 1)) { /* [C, N, H, W] * [O, N, OH, OW] -> [C, O, >= KH, >= KW] */
-        wick_tensor *xt = NULL, *gt = NULL, *cut = NULL;
         if (unbatched) st = wick_unsqueeze(&x4, x, 0);
         else wick_tensor_retain(x), x4 = x;
-        if (!st) st = wick_transpose(&xt, x4, 0, 1);
-        if (!st) st = wick_transpose(&gt, g4, 0, 1);
-        if (!st) st = wick_conv2d(&u, xt, gt, NULL, p[P_DH], p[P_DW], p[P_PH], p[P_PW], p[P_SH], p[P_SW], 1);
-        if (!st) st = wick_narrow(&cut, u, 2, 0, kh);
-        if (!st) st = wick_narrow(&t, cut, 3, 0, kw);
-        if (!st) st = wick_transpose(&grads[1], t, 0, 1);
-        wick_tensor_release(xt);
-        wick_tensor_release(gt);
-        wick_tensor_release(cut);
+        if (!st) st = wk_nn_conv2d_weight_grad(&grads[1], x4, g4, p, p[P_GROUPS], kh, kw);
     }
-    if (!st && n->n_inputs > 2 && wk_nn_wants(n, 2)) {
-        const int dims[3] = {0, 2, 3};
-        wick_tensor *s1 = NULL, *s2 = NULL;
-        st = wick_reduce(&s1, NULL, WICK_SUM, g4, dims[2], 0, 0);
-        if (!st) st = wick_reduce(&s2, NULL, WICK_SUM, s1, dims[1], 0, 0);
-        if (!st) st = wick_reduce(&grads[2], NULL, WICK_SUM, s2, dims[0], 0, 0);
-        wick_tensor_release(s1);
-        wick_tensor_release(s2);
-    }
+    if (!st && n->n_inputs > 2 && wk_nn_wants(n, 2)) st = wk_nn_sum_nhw(&grads[2], g4);
     wick_tensor_release(g4);
     wick_tensor_release(x4);
     wick_tensor_release(t);
-    wick_tensor_release(u);
+    return st;
+}
+
+/* g [N, C, H, W] summed over N, H and W (with recorded ops): the bias gradient */
+wick_status wk_nn_sum_nhw(wick_tensor **out, const wick_tensor *g) {
+    wick_tensor *s1 = NULL, *s2 = NULL;
+    wick_status st = wick_reduce(&s1, NULL, WICK_SUM, g, 3, 0, 0);
+    if (!st) st = wick_reduce(&s2, NULL, WICK_SUM, s1, 2, 0, 0);
+    if (!st) st = wick_reduce(out, NULL, WICK_SUM, s2, 0, 0, 0);
+    wick_tensor_release(s1);
+    wick_tensor_release(s2);
     return st;
 }
 
@@ -224,7 +254,7 @@ static wick_status conv2d_backward_recorded(wk_node *n, wick_tensor *g, wick_ten
  * sizes: the input's shape; ints: the parameters (P_*). */
 static wick_status conv2d_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
     const int *p = n->ints;
-    if (wk_grad_mode) return conv2d_backward_recorded(n, g, grads); /* create_graph (twice: groups 1) */
+    if (wk_grad_mode) return conv2d_backward_recorded(n, g, grads); /* create_graph */
     bool need_in = wk_nn_wants(n, 0), need_w = wk_nn_wants(n, 1), need_b = n->n_inputs > 2 && wk_nn_wants(n, 2);
     bool unbatched = p[P_UNBATCHED];
     wick_tensor *w_orig = n->saved[1], *x_orig = n->saved[0];
@@ -282,7 +312,7 @@ wick_status wk_nn_record_conv(wick_tensor *out, wk_backward_fn fn, const wick_te
     wk_node *n;
     TRY(wk_record(out, "ConvolutionBackward", fn, 0, bias ? 3 : 2, in, &n));
     memcpy(n->ints, p, sizeof(int) * (size_t)np);
-    n->twice = fn == conv2d_backward && p[P_GROUPS] == 1;
+    n->twice = true; /* conv2d_backward_recorded, ct_backward_recorded */
     n->ndim = input->ndim;
     memcpy(n->sizes, input->sizes, sizeof(int64_t) * input->ndim);
     if (weight->requires_grad) TRY(wk_save(n, 0, input, out));

@@ -30,4 +30,13 @@ wick_status wk_nn_unsupported_on(const char *op, const wick_tensor *t);
 wick_status wk_nn_record_conv(wick_tensor *out, wk_backward_fn fn, const wick_tensor *input, const wick_tensor *weight,
                               const wick_tensor *bias, const int *p, int np);
 
+/* The weight gradient of a convolution written with recorded ops (its
+ * input x4 [N, C, H, W], the gradient of its output g4 [N, O, OH, OW], sdp =
+ * {stride h, w, padding h, w, dilation h, w}): conv2d's and
+ * conv_transpose2d's backward under create_graph. */
+wick_status wk_nn_conv2d_weight_grad(wick_tensor **out, wick_tensor *x4, wick_tensor *g4, const int *sdp,
+                                     int groups, int64_t kh, int64_t kw);
+/* g [N, C, H, W] summed over N, H and W with recorded ops (a bias gradient) */
+wick_status wk_nn_sum_nhw(wick_tensor **out, const wick_tensor *g);
+
 #endif
