@@ -1776,7 +1776,18 @@ function wick.enumerate(iterable, start)
   local next_item
   if type(iterable) == "function" then next_item = iterable
   elseif wick.is_tensor(iterable) then next_item = iterable:iter()
-  elseif type(iterable) == "table" and type(iterable.iter) == "function" then next_item = iterable:iter()
+  elseif type(iterable) == "table" and type(iterable.iter) == "function" then
+    local f, state, at = iterable:iter()
+    next_item = f
+    if state ~= nil then -- a generic-for triple (a ModuleList's ipairs): its values, as Python's for
+      next_item = function()
+        local k, v = f(state, at)
+        at = k
+        return v
+      end
+    end
+  elseif type(iterable) == "table" and check.is_module(iterable) and type(iterable.keys) == "function" then
+    next_item = iterable:keys() -- a ModuleDict: its keys, as Python's for over a dict
   elseif type(iterable) == "table" and getmetatable(iterable) == nil then
     local k = 0
     next_item = function() k = k + 1 return iterable[k] end

@@ -1800,10 +1800,18 @@ return function(wick)
   end
 
   --- t:var_mean([dim][, opts]) and t:std_mean: both at once, as PyTorch's
-  -- mean's arguments: var's, without correction / unbiased
+  -- mean's arguments: var's, without correction / unbiased (by name, or
+  -- the first boolean: PyTorch's positional var(dim, unbiased, keepdim))
   local function mean_args(...)
     local args = { ... }
     local n = select("#", ...)
+    for i = 1, n do
+      if type(args[i]) == "boolean" then
+        table.remove(args, i)
+        n = n - 1
+        break
+      end
+    end
     local last = args[n]
     if type(last) == "table" and not is_tensor(last) and getmetatable(last) == nil then
       local rest = {}

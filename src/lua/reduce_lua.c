@@ -63,11 +63,13 @@ static int boolean_option(lua_State *L, int idx, const char *name, int *out, con
  * were given (0: reduce over all elements). */
 static int reduce_args(lua_State *L, int first, int *dims, int *keepdim, int *correction, int is_var, int *dtype,
                        const char *fn) {
-    int ndims = 0, i = first, keepdim_given = 0;
+    int ndims = 0, i = first, keepdim_given = 0, unbiased_given = 0;
     *keepdim = 0, *correction = 1;
     if (lua_type(L, i) == LUA_TNUMBER || (lua_istable(L, i) && !wl_totensor(L, i) && lua_objlen(L, i) > 0))
         ndims = reduce_dim_list(L, i++, dims, fn);
     else if (lua_isnil(L, i) && lua_gettop(L) > i) i++;
+    /* var and std: PyTorch's positional (dim, unbiased, keepdim), and var(unbiased) */
+    if (is_var && lua_type(L, i) == LUA_TBOOLEAN) *correction = lua_toboolean(L, i++) ? 1 : 0, unbiased_given = 1;
     if (lua_type(L, i) == LUA_TBOOLEAN) *keepdim = lua_toboolean(L, i++), keepdim_given = 1;
     if (lua_istable(L, i) && !wl_totensor(L, i)) {
         wl_check_keys(L, i, fn, is_var ? var_keys : dtype ? dtype_keys : plain_keys);
@@ -81,9 +83,12 @@ static int reduce_args(lua_State *L, int first, int *dims, int *keepdim, int *co
         if (named && numpy) wl_raise(L, "%s: got both keepdim and keepdims (keepdims is another name for keepdim)", fn);
         if (keepdim_given && (named || numpy))
             wl_raise(L, "%s: got keepdim twice (as an argument and as an option)", fn);
-        int unbiased = 1;
-        if (boolean_option(L, i, "unbiased", &unbiased, fn)) *correction = unbiased ? 1 : 0;
+        int unbiased = 1, by_name = boolean_option(L, i, "unbiased", &unbiased, fn);
+        if (by_name) *correction = unbiased ? 1 : 0;
         lua_getfield(L, i, "correction");
+        if (unbiased_given && (by_name || !lua_isnil(L, -1)))
+            wl_raise(L, "%s: got unbiased twice (as an argument and as the option %s)", fn,
+                     by_name ? "unbiased" : "correction");
         if (!lua_isnil(L, -1)) {
             int64_t c = wl_checkint(L, lua_gettop(L), fn, "correction");
             if (c < INT_MIN || c > INT_MAX) wl_raise(L, "%s: correction %lld is out of range", fn, (long long)c);
@@ -98,8 +103,8 @@ static int reduce_args(lua_State *L, int first, int *dims, int *keepdim, int *co
         i++;
     }
     if (!lua_isnoneornil(L, i))
-        wl_raise(L, "%s: expected a dimension (a number or a list), keepdim (a boolean) or an options table, got %s",
-                 fn, luaL_typename(L, i));
+        wl_raise(L, "%s: expected a dimension (a number or a list), %s or an options table, got %s", fn,
+                 is_var ? "unbiased and keepdim (booleans)" : "keepdim (a boolean)", luaL_typename(L, i));
     return ndims;
 }
 

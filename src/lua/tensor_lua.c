@@ -370,7 +370,7 @@ WL_FUNCTION(t_to) {
             } else {
                 if (wl_options(L, i, &opt, "to") != -1) wl_raise(L, "to: requires_grad is not an option of to()");
             }
-        } else if (!lua_isnil(L, i) || lua_gettop(L) == 2) { /* t:to(nil): a misspelled constant (wick.Long) */
+        } else if (!lua_isnil(L, i)) { /* t:to(nil) is t, as PyTorch's t.to(None) (a device argument left None) */
             wl_raise(L, "to: expected a device, a dtype, an options table or a tensor, got %s", luaL_typename(L, i));
         }
     }

@@ -1235,26 +1235,30 @@ local function array_container(C, name, check_item, named)
       if at then return rawget(self, at) end
       return Module._private_dict(self, key)
     end
-    if type(key) == "table" then -- m[{{a, b}}]: PyTorch's m[a-1:b], a new container of the same entries
+    if type(key) == "table" then -- m[{{a, b[, step]}}]: PyTorch's m[a-1:b:step], a new container of the same entries
       local r = key[1]
       if #key ~= 1 or type(r) ~= "table" or getmetatable(r) ~= nil or type(r[1]) ~= "number" then
-        check.fail(name, "a %s is sliced with {{first, last}} (inclusive, negative from the end), got another table key", name)
+        check.fail(name, "a %s is sliced with {{first, last[, step]}} (inclusive, negative from the end), got another table key", name)
       end
-      local a, b = r[1], r[2] or n
+      local a, b, step = r[1], r[2] or n, r[3] or 1
       check.int(a, name, "first")
       check.int(b, name, "last")
+      check.int(step, name, "step")
+      if step < 1 then check.fail(name, "the step of a range must be positive (got %d)", step) end
       if a < 0 then a = n + 1 + a end
       if b < 0 then b = n + 1 + b end
       if a < 1 or b > n or a > b + 1 then
         check.fail(name, "the range {%d, %d} reaches past the %d entries (indices count from 1)", r[1], r[2] or n, n)
       end
-      -- the entries keep their names, as PyTorch's slice keeps its keys
-      -- (features[{{5, 9}}] holds "5" .. "9", PyTorch's "4" .. "8")
-      local out, names, out_names = L[name](), rawget(self, "_names"), nil
-      for i = a, b do
-        local j, key = i - a + 1, names and names[i] or tostring(i)
+      -- a Sequential's entries keep their names, as PyTorch's slice keeps its keys
+      -- (features[{{5, 9}}] holds "5" .. "9", PyTorch's "4" .. "8"); a
+      -- ModuleList's (or ParameterList's) slice is numbered afresh, as PyTorch's
+      local keep = name == "Sequential"
+      local out, names, out_names = L[name](), keep and rawget(self, "_names"), nil
+      for i = a, b, step do
+        local j, key = floor((i - a) / step) + 1, names and names[i] or tostring(i)
         rawset(out, j, rawget(self, i))
-        if key ~= tostring(j) then
+        if keep and key ~= tostring(j) then
           out_names = out_names or {}
           out_names[j] = key
         end
