@@ -174,7 +174,7 @@ describe("the transfer-learning and style-transfer tutorials' lines", function()
     assert.are.equal(2, #head)
     assert.is_true(rawequal(head[1], m[1]))
     assert.are.equal(1, #m[{ { -1, -1 } }])
-    support.assert_error_has(function() return m[{ 1, 2 }] end, "is sliced with {{first, last}}")
+    support.assert_error_has(function() return m[{ 1, 2 }] end, "is sliced with {{first, last[, step]}}")
     support.assert_error_has(function() return m[{ { 2, 5 } }] end, "reaches past the 3 entries")
     -- the entries keep their names, as PyTorch's slice keeps its keys
     local tail = m[{ { 2, 3 } }]
@@ -758,5 +758,68 @@ describe("ported lines (fourth round: minimalRL, DiT, DETR, build-nanogpt)", fun
       "must be an array of tensors, not a tensor")
     assert.are.same({ 2, 3, 2 }, support.shape_of(wick.stack({ wick.meshgrid(a, b, { indexing = "xy" }) })))
     assert.are.same({ 2, 2, 3 }, support.shape_of(wick.stack(wick.meshgrid(a, b))))
+  end)
+end)
+
+describe("ported lines (eleventh round)", function()
+  it("layer.reset_parameters() draws PyTorch's init again, and a subclass's override runs at construction (loralib)", function()
+    wick.manual_seed(3)
+    for _, m in ipairs({ nn.Linear(30, 20), nn.Conv2d(3, 8, 3), nn.Conv1d(3, 4, 5), nn.Conv3d(2, 3, 2),
+      nn.ConvTranspose2d(4, 6, 3, { groups = 2 }), nn.Bilinear(5, 6, 3) }) do
+      local w, before = m.weight, m.weight:clone()
+      local fan = w:numel() / w:size(1)
+      if getmetatable(m).__name == "Bilinear" then fan = 5 end
+      m:reset_parameters()
+      assert.are.equal(w, m.weight) -- in place: the same parameter
+      assert.is_false(wick.equal(before, m.weight))
+      assert.is_true(m.weight:abs():max():item() <= 1 / math.sqrt(fan))
+      assert.is_true(m.bias:abs():max():item() <= 1 / math.sqrt(fan))
+    end
+    local e = nn.Embedding(6, 3, 2)
+    e:reset_parameters()
+    assert.are.same({ 0, 0, 0 }, e.weight[2]:totable())
+    assert.are.equal(2, e.norm_type)
+    local ln = nn.LayerNorm(4)
+    wick.no_grad(function() ln.weight:fill_(3) end)
+    ln:reset_parameters()
+    assert.are.same({ 1, 1, 1, 1 }, ln.weight:totable())
+    local rnn = nn.LSTM(3, 4)
+    rnn:reset_parameters()
+    for _, p in ipairs(rnn:parameters()) do assert.is_true(p:abs():max():item() <= 0.5) end
+    local mha = nn.MultiheadAttention(8, 2)
+    wick.no_grad(function() mha.in_proj_bias:fill_(1) end)
+    mha:_reset_parameters()
+    assert.are.equal(0, mha.in_proj_bias:abs():sum():item())
+    -- PyTorch's Linear.__init__ ends with self.reset_parameters(): an override runs there
+    local Zero = nn.Linear:extend("ZeroLinear")
+    function Zero:reset_parameters() nn.init.zeros_(self.weight) end
+    assert.is_true(Zero(3, 2).weight:eq(0):all())
+  end)
+
+  it("convs[::2] and convs[1::2]: a container slice with a step (StyleGAN2's generator)", function()
+    local l = nn.ModuleList({ nn.ReLU(), nn.Tanh(), nn.ReLU(), nn.Tanh(), nn.ReLU() })
+    local odd, even = l[{ { 1, -1, 2 } }], l[{ { 2, -1, 2 } }]
+    assert.are.equal(3, #odd)
+    assert.are.equal(2, #even)
+    assert.are.equal(l[4], even[2])
+    assert.is_true(odd:state_dict() ~= nil and #odd == 3)
+    local s = nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 2))
+    assert.is_not_nil(s[{ { 1, -1, 2 } }]:state_dict()["3.weight"]) -- a Sequential's slice keeps its names
+    support.assert_error_has(function() return l[{ { 1, 4, 0 } }] end, "the step of a range must be positive")
+  end)
+
+  it("enumerate(self.pts_linears) and enumerate over a ModuleDict's keys; t.to(None)", function()
+    local ml = nn.ModuleList({ nn.Linear(2, 2), nn.ReLU() })
+    local seen = {}
+    for i, m in wick.enumerate(ml) do seen[#seen + 1] = { i, m } end
+    assert.are.equal(2, #seen)
+    assert.are.equal(0, seen[1][1])
+    assert.are.equal(ml[2], seen[2][2])
+    local keys = {}
+    for _, k in wick.enumerate(nn.ModuleDict({ a = nn.ReLU(), b = nn.Tanh() })) do keys[#keys + 1] = k end
+    table.sort(keys)
+    assert.are.same({ "a", "b" }, keys)
+    local t, device = wick.ones(2), nil
+    assert.are.equal(t, t:to(device))
   end)
 end)

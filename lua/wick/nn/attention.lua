@@ -89,22 +89,35 @@ function A.MultiheadAttention:init(embed_dim, num_heads, ...)
   local t = { device = o.device, dtype = o.dtype }
   -- PyTorch's order of registration (named_parameters, state_dict): the
   -- projections, in_proj_bias, bias_k, bias_v, then out_proj
+  if self._qkv_same_embed_dim then
+    self.in_proj_weight = L.Parameter(wick.empty({ 3 * E, E }, t))
+  else
+    self.q_proj_weight = L.Parameter(wick.empty({ E, E }, t))
+    self.k_proj_weight = L.Parameter(wick.empty({ E, self.kdim }, t))
+    self.v_proj_weight = L.Parameter(wick.empty({ E, self.vdim }, t))
+  end
+  if o.bias ~= false then self.in_proj_bias = L.Parameter(wick.empty({ 3 * E }, t)) end
+  if o.add_bias_kv then
+    self.bias_k = L.Parameter(wick.empty({ 1, 1, E }, t))
+    self.bias_v = L.Parameter(wick.empty({ 1, 1, E }, t))
+  end
+  self.out_proj = L.Linear(E, E, { bias = o.bias ~= false, device = o.device, dtype = o.dtype })
+  self:_reset_parameters()
+end
+--- mha:_reset_parameters(): PyTorch's init again: xavier_uniform_ projections,
+--- zero biases, xavier_normal_ bias_k and bias_v
+function A.MultiheadAttention:_reset_parameters()
   wick.no_grad(function()
-    if self._qkv_same_embed_dim then
-      self.in_proj_weight = L.Parameter(init.xavier_uniform_(wick.empty({ 3 * E, E }, t)))
-    else
-      self.q_proj_weight = L.Parameter(init.xavier_uniform_(wick.empty({ E, E }, t)))
-      self.k_proj_weight = L.Parameter(init.xavier_uniform_(wick.empty({ E, self.kdim }, t)))
-      self.v_proj_weight = L.Parameter(init.xavier_uniform_(wick.empty({ E, self.vdim }, t)))
+    for _, name in ipairs({ "in_proj_weight", "q_proj_weight", "k_proj_weight", "v_proj_weight" }) do
+      if self[name] ~= nil then init.xavier_uniform_(self[name]) end
     end
-    if o.bias ~= false then self.in_proj_bias = L.Parameter(wick.zeros({ 3 * E }, t)) end
-    if o.add_bias_kv then
-      self.bias_k = L.Parameter(init.xavier_normal_(wick.empty({ 1, 1, E }, t)))
-      self.bias_v = L.Parameter(init.xavier_normal_(wick.empty({ 1, 1, E }, t)))
+    if self.in_proj_bias ~= nil then self.in_proj_bias:zero_() end
+    if self.out_proj.bias ~= nil then self.out_proj.bias:zero_() end
+    if self.bias_k ~= nil then
+      init.xavier_normal_(self.bias_k)
+      init.xavier_normal_(self.bias_v)
     end
   end)
-  self.out_proj = L.Linear(E, E, { bias = o.bias ~= false, device = o.device, dtype = o.dtype })
-  if self.out_proj.bias then wick.no_grad(function() self.out_proj.bias:zero_() end) end
 end
 
 -- The projections of query, key and value (each [seq, batch, E]): one GEMM
@@ -581,11 +594,14 @@ function A.Transformer:init(...)
     self.decoder = A.TransformerDecoder(A.TransformerDecoderLayer(d_model, nhead, layer),
       check.opt_int(o.num_decoder_layers, fn, "num_decoder_layers", 6, 0), final_norm())
   end
-  -- PyTorch's _reset_parameters: xavier_uniform_ on every matrix
+  self:_reset_parameters()
+  self.d_model, self.nhead, self.batch_first = d_model, nhead, o.batch_first == true
+end
+--- transformer:_reset_parameters(): PyTorch's: xavier_uniform_ on every matrix
+function A.Transformer:_reset_parameters()
   for _, p in ipairs(self:parameters()) do
     if p:dim() > 1 then init.xavier_uniform_(p) end
   end
-  self.d_model, self.nhead, self.batch_first = d_model, nhead, o.batch_first == true
 end
 
 local TRANSFORMER_FORWARD = { src_mask = "tensor", tgt_mask = "tensor", memory_mask = "tensor",

@@ -45,16 +45,34 @@ L.Linear = Module:extend("Linear", { "in_features", "out_features" })
 -- nn.Linear(in_features, out_features[, bias = true][, {bias =, device =, dtype =}])
 -- PyTorch's default init bound 1/sqrt(fan_in), 0 for an empty fan (nn.Linear(0, n))
 local function fan_bound(fan) return fan > 0 and 1 / math.sqrt(fan) or 0 end
+-- The parameters `names` of m drawn again from U(-bound, bound), in place
+local function refill_uniform(m, bound, names)
+  wick.no_grad(function()
+    for _, name in ipairs(names) do
+      local p = m[name]
+      if p ~= nil then p:uniform_(-bound, bound) end
+    end
+  end)
+end
+-- m:reset_parameters() of Linear and the convolutions: PyTorch's kaiming_uniform_(a = sqrt(5)),
+-- U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for the weight and the bias, fan_in the weight's
+-- elements per entry of its dim 1. Their init ends by calling it, as PyTorch's, so a
+-- subclass's own reset_parameters (loralib's) runs there.
+local function reset_fan_in(self)
+  local w = self.weight
+  local fan = w:size(1) > 0 and w:numel() / w:size(1) or 0
+  refill_uniform(self, fan_bound(fan), { "weight", "bias" })
+end
 function L.Linear:init(in_features, out_features, ...)
   check.int(in_features, "Linear", "in_features", 0)
   check.int(out_features, "Linear", "out_features", 0)
   local opts = check.positional("Linear", { "bias", "device", "dtype" }, LINEAR, ...)
   self.in_features, self.out_features = in_features, out_features
-  -- PyTorch's default: kaiming_uniform(a = sqrt(5)) gives U(-1/sqrt(in), 1/sqrt(in))
-  local bound = fan_bound(in_features)
-  self.weight = L.Parameter(uniform({ out_features, in_features }, bound, options(opts)))
-  if opts.bias ~= false then self.bias = L.Parameter(uniform({ out_features }, bound, options(opts))) end
+  self.weight = L.Parameter(wick.empty({ out_features, in_features }, options(opts)))
+  if opts.bias ~= false then self.bias = L.Parameter(wick.empty({ out_features }, options(opts))) end
+  self:reset_parameters()
 end
+L.Linear.reset_parameters = reset_fan_in
 function L.Linear:forward(x) return F.linear(x, self.weight, self.bias) end
 function L.Linear:extra_repr()
   return ("in_features=%d, out_features=%d, bias=%s"):format(self.in_features, self.out_features, py(self.bias ~= nil))
@@ -123,11 +141,11 @@ function L.Conv2d:init(in_channels, out_channels, kernel_size, ...)
   if in_channels % self.groups ~= 0 or out_channels % self.groups ~= 0 then
     wick.error("Conv2d: in_channels and out_channels must be divisible by groups")
   end
-  local fan_in = in_channels / self.groups * k[1] * k[2]
-  local bound = fan_bound(fan_in)
-  self.weight = L.Parameter(uniform({ out_channels, in_channels / self.groups, k[1], k[2] }, bound, options(opts)))
-  if opts.bias ~= false then self.bias = L.Parameter(uniform({ out_channels }, bound, options(opts))) end
+  self.weight = L.Parameter(wick.empty({ out_channels, in_channels / self.groups, k[1], k[2] }, options(opts)))
+  if opts.bias ~= false then self.bias = L.Parameter(wick.empty({ out_channels }, options(opts))) end
+  self:reset_parameters()
 end
+L.Conv2d.reset_parameters = reset_fan_in
 -- m:_conv_forward(x, weight, bias): the convolution with the layer's options, as
 -- PyTorch's (a subclass overrides it to change the weight: weight standardisation)
 function L.Conv2d:_conv_forward(x, weight, bias)
@@ -166,11 +184,11 @@ function L.ConvTranspose2d:init(in_channels, out_channels, kernel_size, ...)
   self.padding_mode = "zeros"
   if in_channels % self.groups ~= 0 then check.fail(fn, "in_channels must be divisible by groups") end
   if out_channels % self.groups ~= 0 then check.fail(fn, "out_channels must be divisible by groups") end
-  -- PyTorch's kaiming_uniform(a = sqrt(5)): fan_in from weight:size(2) (out / groups) * kH * kW
-  local bound = fan_bound(out_channels / self.groups * k[1] * k[2])
-  self.weight = L.Parameter(uniform({ in_channels, out_channels / self.groups, k[1], k[2] }, bound, options(opts)))
-  if opts.bias ~= false then self.bias = L.Parameter(uniform({ out_channels }, bound, options(opts))) end
+  self.weight = L.Parameter(wick.empty({ in_channels, out_channels / self.groups, k[1], k[2] }, options(opts)))
+  if opts.bias ~= false then self.bias = L.Parameter(wick.empty({ out_channels }, options(opts))) end
+  self:reset_parameters()
 end
+L.ConvTranspose2d.reset_parameters = reset_fan_in
 -- PyTorch's _output_padding: the output_padding that gives output_size (n
 -- spatial sizes, or with the leading dims), for a transposed convolution of n dims
 local function output_padding(self, x, output_size, n, fn)
@@ -235,10 +253,11 @@ function L.Conv1d:init(in_channels, out_channels, kernel_size, ...)
   if in_channels % self.groups ~= 0 or out_channels % self.groups ~= 0 then
     wick.error("Conv1d: in_channels and out_channels must be divisible by groups")
   end
-  local bound = fan_bound(in_channels / self.groups * kernel_size)
-  self.weight = L.Parameter(uniform({ out_channels, in_channels / self.groups, kernel_size }, bound, options(opts)))
-  if opts.bias ~= false then self.bias = L.Parameter(uniform({ out_channels }, bound, options(opts))) end
+  self.weight = L.Parameter(wick.empty({ out_channels, in_channels / self.groups, kernel_size }, options(opts)))
+  if opts.bias ~= false then self.bias = L.Parameter(wick.empty({ out_channels }, options(opts))) end
+  self:reset_parameters()
 end
+L.Conv1d.reset_parameters = reset_fan_in
 function L.Conv1d:forward(x)
   check.tensor(x, "Conv1d", "input")
   if x:dim() ~= 2 and x:dim() ~= 3 then check.fail("Conv1d", "expected 2-D (unbatched) or 3-D input, got %d-D", x:dim()) end
@@ -272,10 +291,11 @@ function L.Conv3d:init(in_channels, out_channels, kernel_size, ...)
   if in_channels % self.groups ~= 0 or out_channels % self.groups ~= 0 then
     check.fail(fn, "in_channels and out_channels must be divisible by groups")
   end
-  local bound = fan_bound(in_channels / self.groups * k[1] * k[2] * k[3])
-  self.weight = L.Parameter(uniform({ out_channels, in_channels / self.groups, k[1], k[2], k[3] }, bound, options(opts)))
-  if opts.bias ~= false then self.bias = L.Parameter(uniform({ out_channels }, bound, options(opts))) end
+  self.weight = L.Parameter(wick.empty({ out_channels, in_channels / self.groups, k[1], k[2], k[3] }, options(opts)))
+  if opts.bias ~= false then self.bias = L.Parameter(wick.empty({ out_channels }, options(opts))) end
+  self:reset_parameters()
 end
+L.Conv3d.reset_parameters = reset_fan_in
 function L.Conv3d:_conv_forward(x, weight, bias)
   local padding = self.padding
   if self.padding_mode ~= "zeros" then -- F.pad's order: the last dim first
@@ -323,14 +343,13 @@ local function conv_transpose_class(name, n, fn)
     if in_channels % self.groups ~= 0 then check.fail(name, "in_channels must be divisible by groups") end
     if out_channels % self.groups ~= 0 then check.fail(name, "out_channels must be divisible by groups") end
     local ks = n == 3 and k or { k }
-    local volume = 1
-    for i = 1, n do volume = volume * ks[i] end
-    local bound = fan_bound(out_channels / self.groups * volume)
     local wshape = { in_channels, out_channels / self.groups }
     for i = 1, n do wshape[2 + i] = ks[i] end
-    self.weight = L.Parameter(uniform(wshape, bound, options(opts)))
-    if opts.bias ~= false then self.bias = L.Parameter(uniform({ out_channels }, bound, options(opts))) end
+    self.weight = L.Parameter(wick.empty(wshape, options(opts)))
+    if opts.bias ~= false then self.bias = L.Parameter(wick.empty({ out_channels }, options(opts))) end
+    self:reset_parameters()
   end
+  C.reset_parameters = reset_fan_in
   function C:forward(x, output_size)
     check.tensor(x, name, "input")
     return fn(x, self.weight, self.bias, { stride = self.stride, padding = self.padding,
@@ -590,9 +609,16 @@ local function reset_running_stats(self)
     self.num_batches_tracked:zero_()
   end)
 end
+-- weight 1 and bias 0 where there are (LayerNorm's, GroupNorm's, RMSNorm's reset_parameters)
+local function reset_affine(self)
+  wick.no_grad(function()
+    if self.weight ~= nil then self.weight:fill_(1) end
+    if self.bias ~= nil then self.bias:fill_(0) end
+  end)
+end
 local function reset_norm_parameters(self)
   reset_running_stats(self)
-  if self.weight then wick.no_grad(function() self.weight:fill_(1); self.bias:fill_(0) end) end
+  reset_affine(self)
 end
 
 local function batch_norm_class(name, dims)
@@ -637,6 +663,7 @@ function L.LayerNorm:init(normalized_shape, ...)
     if opts.bias ~= false then self.bias = L.Parameter(wick.zeros(normalized_shape, options(opts))) end
   end
 end
+L.LayerNorm.reset_parameters = reset_affine
 function L.LayerNorm:forward(x) return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps) end
 function L.LayerNorm:extra_repr()
   return ("%s, eps=%s, elementwise_affine=%s"):format(py(self.normalized_shape), py(self.eps), py(self.elementwise_affine))
@@ -657,6 +684,7 @@ function L.GroupNorm:init(num_groups, num_channels, ...)
     self.bias = L.Parameter(wick.zeros(num_channels, options(opts)))
   end
 end
+L.GroupNorm.reset_parameters = reset_affine
 function L.GroupNorm:forward(x)
   check.tensor(x, "GroupNorm", "input")
   if x:dim() < 2 or x:size(2) ~= self.num_channels then
@@ -723,6 +751,7 @@ function L.Embedding:init(num_embeddings, embedding_dim, ...)
   if opts.scale_grad_by_freq or opts.sparse then check.fail("Embedding", "scale_grad_by_freq and sparse are not supported") end
   self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
   self.padding_idx = padding_index(opts.padding_idx, num_embeddings)
+  self.norm_type, self.scale_grad_by_freq, self.sparse = opts.norm_type or 2, false, false -- (max_norm: nil)
   if opts._weight then
     local w = opts._weight
     if w:dim() ~= 2 or w:size(1) ~= num_embeddings or w:size(2) ~= embedding_dim then
@@ -730,10 +759,18 @@ function L.Embedding:init(num_embeddings, embedding_dim, ...)
     end
     self.weight = L.Parameter(w, not opts._freeze)
   else
-    self.weight = L.Parameter(wick.randn(num_embeddings, embedding_dim, options(opts)))
-    if self.padding_idx then wick.no_grad(function() self.weight:select(1, self.padding_idx):fill_(0) end) end
+    self.weight = L.Parameter(wick.empty(num_embeddings, embedding_dim, options(opts)))
+    self:reset_parameters()
   end
 end
+--- m:reset_parameters(): N(0, 1) again, the padding row zero (Embedding, EmbeddingBag)
+local function reset_embedding(self)
+  wick.no_grad(function()
+    self.weight:normal_()
+    if self.padding_idx then self.weight:select(1, self.padding_idx):fill_(0) end
+  end)
+end
+L.Embedding.reset_parameters = reset_embedding
 function L.Embedding:forward(indices)
   local out = F._embedding("Embedding", indices, self.weight)
   if self.padding_idx and self.weight.requires_grad then
@@ -782,10 +819,11 @@ function L.EmbeddingBag:init(num_embeddings, embedding_dim, ...)
     end
     self.weight = L.Parameter(o._weight)
   else
-    self.weight = L.Parameter(wick.randn(num_embeddings, embedding_dim, options(o)))
-    if self.padding_idx then wick.no_grad(function() self.weight:select(1, self.padding_idx):fill_(0) end) end
+    self.weight = L.Parameter(wick.empty(num_embeddings, embedding_dim, options(o)))
+    self:reset_parameters()
   end
 end
+L.EmbeddingBag.reset_parameters = reset_embedding
 function L.EmbeddingBag:forward(input, offsets, per_sample_weights)
   -- PyTorch's keywords: m(input, offsets, {per_sample_weights = w}), m(input, {offsets =, per_sample_weights =})
   local function options(v) return type(v) == "table" and getmetatable(v) == nil end
@@ -918,10 +956,11 @@ function L.Bilinear:init(in1, in2, out, ...)
   check.int(out, "Bilinear", "out_features", 1)
   local opts = check.positional("Bilinear", { "bias", "device", "dtype" }, LINEAR, ...)
   self.in1_features, self.in2_features, self.out_features = in1, in2, out
-  local bound = fan_bound(in1)
-  self.weight = L.Parameter(uniform({ out, in1, in2 }, bound, options(opts)))
-  if opts.bias ~= false then self.bias = L.Parameter(uniform({ out }, bound, options(opts))) end
+  self.weight = L.Parameter(wick.empty({ out, in1, in2 }, options(opts)))
+  if opts.bias ~= false then self.bias = L.Parameter(wick.empty({ out }, options(opts))) end
+  self:reset_parameters()
 end
+function L.Bilinear:reset_parameters() refill_uniform(self, fan_bound(self.in1_features), { "weight", "bias" }) end
 function L.Bilinear:forward(x1, x2) return F.bilinear(x1, x2, self.weight, self.bias) end
 function L.Bilinear:extra_repr()
   return ("in1_features=%d, in2_features=%d, out_features=%d, bias=%s"):format(self.in1_features, self.in2_features,
@@ -1026,6 +1065,7 @@ function L.PReLU:init(...)
   self.init_value = o.init or 0.25
   self.weight = L.Parameter(wick.full({ self.num_parameters }, self.init_value, options(o)))
 end
+function L.PReLU:reset_parameters() wick.no_grad(function() self.weight:fill_(self.init_value) end) end
 function L.PReLU:forward(x) return F.prelu(x, self.weight) end
 L.PReLU._repr = { "num_parameters" }
 
@@ -1084,6 +1124,7 @@ function L.RMSNorm:init(normalized_shape, ...)
   self.elementwise_affine = opts.elementwise_affine ~= false
   if self.elementwise_affine then self.weight = L.Parameter(wick.ones(normalized_shape, options(opts))) end
 end
+L.RMSNorm.reset_parameters = reset_affine
 function L.RMSNorm:forward(x) return F.rms_norm(x, self.normalized_shape, self.weight, self.eps) end
 function L.RMSNorm:extra_repr()
   return ("%s, eps=%s, elementwise_affine=%s"):format(py(self.normalized_shape), self.eps and py(self.eps) or "None",

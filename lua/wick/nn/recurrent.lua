@@ -111,8 +111,18 @@ local function rnn_repr(self)
   return s
 end
 
+--- m:reset_parameters() (RNN, LSTM, GRU and their cells): every weight and bias from
+--- U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)) again, as PyTorch's
+local function reset_parameters(self)
+  local bound = 1 / math.sqrt(self.hidden_size)
+  wick.no_grad(function()
+    for _, p in ipairs(self:parameters()) do p:uniform_(-bound, bound) end
+  end)
+end
+
 local function recurrent_class(name)
   local C = Module:extend(name, { "input_size", "hidden_size" })
+  C.reset_parameters = reset_parameters
   function C:init(input_size, hidden_size, ...)
     check.int(input_size, name, "input_size", 0)
     check.int(hidden_size, name, "hidden_size", 1)
@@ -250,6 +260,7 @@ local CELL_ORDER = { RNNCell = { "bias", "nonlinearity", "device", "dtype" }, ot
 
 local function cell_class(name, base_mode)
   local C = Module:extend(name, { "input_size", "hidden_size" })
+  C.reset_parameters = reset_parameters
   function C:init(input_size, hidden_size, ...)
     check.int(input_size, name, "input_size", 0)
     check.int(hidden_size, name, "hidden_size", 1)
