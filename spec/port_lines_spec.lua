@@ -823,3 +823,41 @@ describe("ported lines (eleventh round)", function()
     assert.are.equal(t, t:to(device))
   end)
 end)
+
+describe("ported lines (eleventh round, continued)", function()
+  it("param_group['lr'] = lr_schedule[it]: a 0-dim tensor hyper-parameter is the number it holds (DINO)", function()
+    for _, case in ipairs({ { wick.optim.AdamW, 0.85 }, { wick.optim.Adam, 0.9 }, { wick.optim.SGD, 0.85 } }) do
+      local p = wick.ones(3, { requires_grad = true })
+      local opt = case[1]({ p }, { lr = 0.5 })
+      opt.param_groups[1].lr = wick.tensor(0.1, { dtype = "float64" })
+      opt.param_groups[1].weight_decay = wick.tensor(0.5, { dtype = "float64" })
+      p.grad = wick.ones(3)
+      opt:step()
+      assert.is_true(math.abs(p[1]:item() - case[2]) < 1e-6) -- PyTorch's values
+    end
+  end)
+
+  it("scheduler.get_lr() warns and gives PyTorch's value; an optimizer's load_state_dict takes the state alone", function()
+    local p = wick.ones(3, { requires_grad = true })
+    local opt = wick.optim.SGD({ p }, { lr = 0.1 })
+    local s = wick.optim.lr_scheduler.CosineAnnealingLR(opt, 10)
+    opt:step()
+    s:step()
+    assert.is_true(math.abs(s:get_lr()[1] - 0.09516553824444453) < 1e-12) -- PyTorch 2.15's
+    assert.is_true(math.abs(s:get_last_lr()[1] - 0.09755282581475769) < 1e-12)
+    support.assert_error_has(function() opt:load_state_dict(opt:state_dict(), { strict = false }) end,
+      "takes the state dict alone")
+  end)
+
+  it("set_default_tensor_type of a CPU type undoes a CUDA type's device; linspace/logspace by name", function()
+    local dtype = wick.get_default_dtype()
+    wick.set_default_tensor_type("torch.cuda.FloatTensor")
+    assert.are.equal("cuda", tostring(wick.get_default_device()):match("^cuda") and "cuda")
+    wick.set_default_tensor_type("torch.FloatTensor")
+    assert.are.equal("cpu", tostring(wick.get_default_device()))
+    wick.set_default_dtype(dtype)
+    assert.is_true(wick.equal(wick.linspace(0, 1, 3), wick.linspace({ start = 0, ["end"] = 1, steps = 3 })))
+    assert.is_true(wick.equal(wick.logspace(0, 2, 3, 2), wick.logspace({ start = 0, ["end"] = 2, steps = 3, base = 2 })))
+    support.assert_error_has(function() return wick.linspace({ steps = 3 }) end, "missing required argument 'start'")
+  end)
+end)

@@ -233,7 +233,10 @@ function GradScaler:state_dict()
     _growth_tracker = self._growth_tracker or self._init_growth_tracker }
 end
 
-function GradScaler:load_state_dict(sd)
+function GradScaler:load_state_dict(sd, ...)
+  if select("#", ...) > 0 then
+    check.fail("GradScaler:load_state_dict", "takes the state dict alone, got another argument: %s", check.describe((...)))
+  end
   if not self._enabled then return end
   check.table(sd, "GradScaler:load_state_dict", "state_dict")
   if next(sd) == nil then

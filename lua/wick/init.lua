@@ -1636,6 +1636,7 @@ end
 --- wick.set_default_tensor_type(T): T a legacy type (wick.DoubleTensor) or its
 --- name ("torch.DoubleTensor"): its dtype becomes the default (a CUDA type's
 --- device the default device too), as torch.set_default_tensor_type
+local device_from_type = false -- the default device is a CUDA tensor type's (a CPU type undoes it)
 function wick.set_default_tensor_type(T)
   local dtype, device
   if type(T) == "table" and rawget(T, "_legacy_dtype") then
@@ -1646,7 +1647,13 @@ function wick.set_default_tensor_type(T)
   end
   if not dtype then check.expected("set_default_tensor_type", "t", "a tensor type (wick.DoubleTensor or 'torch.DoubleTensor')", T) end
   wick.set_default_dtype(dtype)
-  if device then wick.set_default_device(device) end
+  if device then
+    wick.set_default_device(device)
+    device_from_type = true
+  elseif device_from_type then
+    wick.set_default_device("cpu")
+    device_from_type = false
+  end
 end
 
 --- wick.as_tensor(data[, dtype][, device] or [, {dtype =, device =}]): data as a

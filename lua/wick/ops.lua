@@ -1201,9 +1201,16 @@ return function(wick)
     local v = wick.where(i:lt(half), i * step + start, stop - (steps - 1 - i) * step)
     return grad_if(v:to({ dtype = o.dtype or wick.get_default_dtype(), device = o.device or wick.get_default_device() }), o)
   end
-  function ops.linspace(start, stop, steps, opts) return linspace("linspace", start, stop, steps, opts) end
+  -- start, end and steps by name too ({start = 0, ["end"] = 1, steps = 3}, PyTorch's keywords)
+  local SPACE_NAMES = { "start", "end", "steps?" }
+  local function by_name(fn, ...) return require("wick.nn.common").required(fn, SPACE_NAMES, ...) end
+  function ops.linspace(...)
+    local start, stop, steps, opts = by_name("linspace", ...)
+    return linspace("linspace", start, stop, steps, opts)
+  end
   --- wick.logspace(start, stop, steps[, base = 10[, opts]]): base ^ linspace(start, stop, steps)
-  function ops.logspace(start, stop, steps, base, opts)
+  function ops.logspace(...)
+    local start, stop, steps, base, opts = by_name("logspace", ...)
     if type(base) == "table" and not is_tensor(base) then base, opts = nil, base end
     local o
     steps, o = space_args("logspace", steps, opts)

@@ -292,10 +292,19 @@ local function follow(p, state)
   end
 end
 
+-- A one-element tensor set as a hyper-parameter (DINO's param_group["lr"] =
+-- lr_schedule[it], a NumPy float): the number it holds, as PyTorch takes it
+local function plain_numbers(group)
+  for k, v in pairs(group) do
+    if k ~= "params" and wick.is_tensor(v) and v:numel() == 1 then group[k] = v:item() end
+  end
+end
+
 local function update_all(self)
   local update = updates[getmetatable(self)]
   if not update then wick.error(("%s:step: this optimizer has no update rule"):format(tostring(getmetatable(self).__name))) end
   for _, group in ipairs(self.param_groups) do
+    plain_numbers(group)
     for _, p in ipairs(group.params) do
       local g = p.grad
       if g then
@@ -354,8 +363,12 @@ function Optimizer:state_dict()
 end
 
 --- Loads state saved by state_dict(); tensors move to each parameter's device and dtype.
-function Optimizer:load_state_dict(sd)
+function Optimizer:load_state_dict(sd, ...)
   this(self, "load_state_dict")
+  if select("#", ...) > 0 then -- (PyTorch's TypeError: load_state_dict(sd, strict=False) on an optimizer)
+    check.fail("load_state_dict", "an optimizer's load_state_dict takes the state dict alone, got another argument: %s",
+      check.describe((...)))
+  end
   if type(sd) ~= "table" or type(sd.param_groups) ~= "table" or type(sd.state) ~= "table" then
     wick.error("load_state_dict: expected a table with state and param_groups (from opt:state_dict())")
   end
@@ -1071,8 +1084,13 @@ end
 
 function LRScheduler:get_lr()
   local name = (getmetatable(self) or LRScheduler).__name
-  if formulas[getmetatable(self)] then
-    check.fail(name .. ":get_lr", "a built-in scheduler's lrs are get_last_lr() (PyTorch warns that get_lr() outside step() is not them)")
+  local spec = formulas[getmetatable(self)]
+  if spec then -- PyTorch's: the recursive form from the current lrs, with its warning
+    require("wick.nn.common").warn("To get the last learning rate computed by the scheduler, please use "
+      .. "`get_last_lr()`.")
+    local values = {}
+    for i, g in ipairs(self.optimizer.param_groups) do values[i] = spec.lr(self, g, self.base_lrs[i], i) end
+    return values
   end
   check.fail(name .. ":get_lr", "not defined: a scheduler made with LRScheduler:extend defines get_lr()")
 end
