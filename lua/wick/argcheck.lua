@@ -235,6 +235,21 @@ function C.options(opts, fn, spec)
   return opts
 end
 
+-- In args (a table of arguments by name), a 0-dim tensor where spec takes a
+-- number is the number it holds (an integer one where it takes an integer), as
+-- the ops written in C take it: roll(x, idx[1], -1). Changes args; returns it.
+local function numbers_of(args, spec)
+  for k, v in pairs(args) do
+    local want = getmetatable(v) == tensor_mt and type(k) == "string" and spec[k]
+    if want and not want:find("tensor", 1, true) and v:dim() == 0 and not v:is_complex() then
+      if want:find("number", 1, true) or (want:find("integer", 1, true) and not v:is_floating_point() and v.dtype ~= "bool") then
+        args[k] = v:item()
+      end
+    end
+  end
+  return args
+end
+
 --- PyTorch's positional-or-keyword arguments: `names` gives the order of the
 --- positional ones in `...`; a trailing plain table is the options table (kinds
 --- in `spec`). Returns one table of every argument given, each checked; an
@@ -254,8 +269,8 @@ function C.positional(fn, names, spec, ...)
       copy.dim, copy.axis = last.axis, nil
       last = copy
     end
-    C.options(last, fn, spec)
     for k, v in pairs(last) do out[k] = v end
+    C.options(numbers_of(out, spec), fn, spec)
     n = n - 1
   end
   if n > #names then
@@ -267,7 +282,7 @@ function C.positional(fn, names, spec, ...)
       out[names[i]] = args[i]
     end
   end
-  return C.options(out, fn, spec)
+  return C.options(numbers_of(out, spec), fn, spec)
 end
 
 --- C.receivers(class, name): every method of class (its function fields but
@@ -288,12 +303,18 @@ function C.receivers(class, name)
   return class
 end
 
---- strict(tbl, what): tbl with a name it does not have an error at the
+--- strict(tbl, what[, lazy]): tbl with a name it does not have an error at the
 --- caller's line ("what has no 'x' (not in this version of wick: see
 --- docs/api.md)"), as PyTorch's AttributeError, not a nil called further on;
---- names starting with "_" are exempt. tbl must have no metatable.
-function C.strict(tbl, what)
-  return setmetatable(tbl, { __index = function(_, k)
+--- names starting with "_" are exempt. tbl must have no metatable. lazy: names
+--- whose value a function gives on first use (a module that loads later).
+function C.strict(tbl, what, lazy)
+  return setmetatable(tbl, { __index = function(t, k)
+    if lazy and lazy[k] then
+      local v = lazy[k]()
+      rawset(t, k, v)
+      return v
+    end
     if type(k) == "string" and k:sub(1, 1) ~= "_" then
       error(("%s has no '%s' (not in this version of wick: see docs/api.md)"):format(what, k), 2)
     end

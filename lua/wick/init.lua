@@ -724,6 +724,24 @@ do
   Tensor.divide, Tensor.divide_ = Tensor.div, Tensor.div_
 end
 
+-- gather's and index_select's dim and index by name too, as Python's keywords
+-- (Autoformer's torch.gather(values, dim=-1, index=delay))
+for _, name in ipairs({ "gather", "index_select" }) do
+  local c, names = Tensor[name], { "dim", "index" }
+  local function drop_empty(...) -- the options table common.required leaves, empty here
+    local n = select("#", ...)
+    local last = select(n, ...)
+    if type(last) == "table" and next(last) == nil then return select(1, ...) end
+    return ...
+  end
+  Tensor[name] = function(t, ...)
+    local n = select("#", ...)
+    local last = n > 0 and select(n, ...)
+    if type(last) ~= "table" or getmetatable(last) ~= nil then return c(t, ...) end
+    return c(t, drop_empty(require("wick.nn.common").required(name, names, ...)))
+  end
+end
+
 for _, name in ipairs({ "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", "log", "sqrt", "tanh",
   "sigmoid", "relu", "clamp", "eq", "ne", "lt", "le", "gt", "ge", "maximum", "minimum", "sum", "mean",
   "max", "min", "argmax", "argmin", "prod", "var", "std", "matmul", "mm", "bmm", "addmm", "view",
@@ -1015,9 +1033,9 @@ function wick.compile(m, opts)
 end
 
 --- wick.jit: PyTorch's torch.jit without a compiler, as wick.compile:
---- script(m) and trace(m, example_inputs) return m; ignore, unused and export
---- return their function; is_scripting() and is_tracing() are false;
---- annotate(type, value) returns value
+--- script(m) and trace(m, example_inputs) return m; ignore, unused, export and
+--- script_method return their function; is_scripting() and is_tracing() are
+--- false; annotate(type, value) returns value; ScriptModule is nn.Module
 local function returns_first(fn)
   return function(m, ...)
     if m == nil then check.expected(fn, "obj", "a module or a function", m) end
@@ -1027,10 +1045,21 @@ end
 wick.jit = check.strict({
   script = returns_first("jit.script"), trace = returns_first("jit.trace"), ignore = returns_first("jit.ignore"),
   unused = returns_first("jit.unused"), export = returns_first("jit.export"),
+  script_method = returns_first("jit.script_method"),
   is_scripting = function() return false end, is_tracing = function() return false end,
   -- annotate(type, value): value (the type is TorchScript's; googlenet's aux1 = annotate(Optional[Tensor], None))
   annotate = function(_, value) return value end,
-}, "wick.jit")
+}, "wick.jit", { ScriptModule = function() return require("wick.nn.module") end })
+
+--- wick.__version__: the PyTorch release whose API wick follows, marked as
+--- wick's ("2.15.0+wick"), for a program's version checks (torch.__version__ >= "1.5.0")
+wick.__version__ = "2.15.0+wick"
+--- wick._assert(condition, message): an error with message at the caller's line
+--- unless condition holds (a boolean, or a one-element tensor)
+function wick._assert(condition, message)
+  if wick.is_tensor(condition) then condition = condition:item() ~= 0 and condition:item() ~= false end
+  if not condition then error(message == nil and "assertion failed" or tostring(message), 2) end
+end
 
 --- wick.set_float32_matmul_precision("highest" | "high" | "medium"): "high"
 --- and "medium" let CUDA products use TF32 (wick.backends.cuda.matmul.allow_tf32)

@@ -1830,6 +1830,36 @@ return function(wick)
   function Tensor.var_mean(t, ...) return check.tensor(t, "var_mean", "self"):var(...), t:mean(mean_args(...)) end
   function Tensor.std_mean(t, ...) return check.tensor(t, "std_mean", "self"):std(...), t:mean(mean_args(...)) end
 
+  --- t:take_along_dim(indices[, dim]) and wick.take_along_dim: gather along dim
+  --- with t and indices broadcast over the other dims (NumPy's); without dim,
+  --- over the flattened t and indices
+  function Tensor.take_along_dim(t, indices, dim)
+    local fn = "take_along_dim"
+    check.tensor(t, fn, "input")
+    check.tensor(indices, fn, "indices")
+    if type(dim) == "table" and not is_tensor(dim) then dim = check.options(dim, fn, { dim = "integer" }).dim end
+    if dim == nil then return t:reshape(-1):gather(1, indices:reshape(-1)) end
+    check.int(dim, fn, "dim")
+    local n = t:dim()
+    if indices:dim() ~= n then
+      check.fail(fn, "input and indices should have the same number of dimensions, but got %d dimensions for input, "
+        .. "and %d dimensions for indices", n, indices:dim())
+    end
+    local d = dim < 0 and n + 1 + dim or dim
+    if d < 1 or d > n then check.fail(fn, "dimension %d out of range for a %d-D tensor", dim, n) end
+    local a, b = {}, {}
+    for i = 1, n do
+      local si, sj = t:size(i), indices:size(i)
+      if i ~= d and si ~= sj and si ~= 1 and sj ~= 1 then
+        check.fail(fn, "the size of input (%d) and indices (%d) must match at dimension %d (or one of them be 1)", si, sj, i)
+      end
+      local m = (si == 1 and sj) or si
+      a[i], b[i] = i == d and si or m, i == d and sj or m
+    end
+    return t:expand(a):gather(d, indices:expand(b))
+  end
+  wick.take_along_dim = Tensor.take_along_dim
+
   --- wick.cdist(x1, x2[, p = 2]): the p-norm distances between the rows of
   --- x1 [.., P, M] and x2 [.., R, M]: [.., P, R]
   local CDIST_MODES = { use_mm_for_euclid_dist_if_necessary = true, use_mm_for_euclid_dist = true,
@@ -2629,5 +2659,6 @@ return function(wick)
     "isin" }) do
     wick[name] = ops[name]
   end
+  wick.concatenate, wick.concat = wick.cat, wick.cat -- PyTorch's aliases of torch.cat
   return ops
 end
