@@ -861,3 +861,52 @@ describe("ported lines (eleventh round, continued)", function()
     support.assert_error_has(function() return wick.linspace({ steps = 3 }) end, "missing required argument 'start'")
   end)
 end)
+
+describe("ported lines (eleventh round, gathers and scientific ML)", function()
+  it("torch.nextafter as C's, torch.gather(v, dim=-1, index=d), roll by a 0-dim index, take_along_dim", function()
+    for _, dt in ipairs({ "float32", "float64" }) do
+      local x = wick.tensor({ 0.5, 0.5, -0.5, 0, 0, 1 }, { dtype = dt })
+      local y = wick.tensor({ 1.5, -1, -2, 1, -1, 1 }, { dtype = dt })
+      local r = wick.nextafter(x, y)
+      local eps = dt == "float32" and 2 ^ -24 or 2 ^ -53
+      local tiny = dt == "float32" and 2 ^ -149 or 2 ^ -1074
+      local want = { 0.5 + eps, 0.5 - eps / 2, -0.5 - eps, tiny, -tiny, 1 }
+      for i = 1, 6 do assert.are.equal(want[i], r[i]:item()) end
+      assert.is_true(wick.nextafter(wick.tensor({ 0 / 0 }, { dtype = dt }), wick.ones(1, { dtype = dt }))[1]:isnan():item())
+    end
+    local t = wick.tensor({ { 1, 2 }, { 3, 4 } })
+    local idx = wick.tensor({ { 2, 1 }, { 1, 2 } }, { dtype = "int64" })
+    assert.is_true(wick.equal(wick.gather(t, 2, idx), wick.gather(t, { dim = -1, index = idx })))
+    assert.is_true(wick.equal(t:gather(2, idx), t:gather(2, { index = idx })))
+    support.assert_error_has(function() return t:gather({ dim = 1 }) end, "missing required argument 'index'")
+    local _, top = wick.topk(wick.tensor({ 1, 5, 2 }), 1)
+    assert.are.same({ 5, 2, 1 }, wick.roll(wick.tensor({ 1, 5, 2 }), top[1], -1):totable()) -- (by 2: the 1-based index)
+    assert.are.same({ 5, 2, 1 }, wick.roll(wick.tensor({ 1, 5, 2 }), { shifts = top[1], dims = -1 }):totable())
+    local s = wick.tensor({ { 10, 30, 20 }, { 60, 40, 50 } })
+    assert.are.same({ { 10, 20, 30 }, { 40, 50, 60 } }, wick.take_along_dim(s, wick.argsort(s, 2), 2):totable())
+    assert.are.same({ 60 }, wick.take_along_dim(s, wick.argmax(s):view(1)):totable())
+    assert.are.same({ 1, 0 }, wick.concatenate({ wick.ones(1), wick.zeros(1) }, { dim = 1 }):totable())
+  end)
+
+  it("autograd.grad(u, x, ones, True, True): retain_graph and create_graph by position (PINNs)", function()
+    local x = wick.rand(3, 1, { requires_grad = true })
+    local u = x ^ 3
+    local g = wick.autograd.grad(u, x, wick.ones_like(u), true, true)[1]
+    assert.is_true(g.requires_grad)
+    local gg = wick.autograd.grad(g, x, wick.ones_like(g))[1]
+    assert.is_true(wick.allclose(gg, x * 6))
+    support.assert_error_has(function() wick.autograd.grad(u, x, nil, true, true, true, true, false, false, 1) end,
+      "takes at most 9 positional arguments")
+  end)
+
+  it("torch.jit.ScriptModule and script_method, torch.__version__ checks, torch._assert", function()
+    local R = wick.jit.ScriptModule:extend("RWKV_RNN")
+    function R:init() self.l = nn.Linear(2, 2) end
+    R.forward = wick.jit.script_method(function(self, x) return self.l(x) end)
+    assert.are.same({ 1, 2 }, R()(wick.ones(1, 2)).shape)
+    assert.is_true(wick.__version__ >= "1.5.0")
+    support.assert_error_has(function() wick._assert(wick.tensor(false), "cell_anchors should not be None") end,
+      "cell_anchors should not be None")
+    wick._assert(true, "not raised")
+  end)
+end)

@@ -218,7 +218,10 @@ local function keywords(fn, names, ...)
   -- (a list of tensors may start with nil: grad_outputs {nil, g}; an options table has no integer keys)
   local function is_list(t) for k in pairs(t) do if type(k) == "number" then return true end end return false end
   if type(last) == "table" and not is_tensor(last) and last[1] == nil and not is_list(last) then opts, n = last, n - 1 end
-  if n > #names then check.expected(fn, ("argument %d"):format(n), "an options table", (select(n, ...))) end
+  if n > #names then
+    check.fail(fn, "takes at most %d positional arguments (%s) and an options table, got %d", #names,
+      table.concat(names, ", "), n)
+  end
   local args = {}
   for i = 1, n do args[names[i]] = (select(i, ...)) end
   for k, v in pairs(opts or {}) do args[k] = v end
@@ -237,7 +240,8 @@ local GRAD_KEYS = { outputs = true, inputs = true, grad_outputs = true, retain_g
 --- wick.autograd.grad(outputs, inputs[, grad_outputs][, opts]) -> list of gradients
 function M.grad(...)
   local fn = "autograd.grad"
-  local a = keywords(fn, { "outputs", "inputs", "grad_outputs" }, ...)
+  local a = keywords(fn, { "outputs", "inputs", "grad_outputs", "retain_graph", "create_graph", "only_inputs",
+    "allow_unused", "is_grads_batched", "materialize_grads" }, ...) -- PyTorch's positional order
   check_keys(fn, a, GRAD_KEYS)
   if a.is_grads_batched then wick.error(fn .. ": is_grads_batched = true (vmap over grad_outputs) is not supported") end
   local outputs, inputs = list_of(a.outputs), list_of(a.inputs)
@@ -275,16 +279,18 @@ function M.grad(...)
   return grads
 end
 
-local BACKWARD_KEYS = { tensors = true, grad_tensors = true, retain_graph = true, create_graph = true, inputs = true }
+local BACKWARD_KEYS = { tensors = true, grad_tensors = true, retain_graph = true, create_graph = true, inputs = true,
+  grad_variables = true }
 
 --- wick.autograd.backward(tensors[, grad_tensors][, opts]): into the leaves' .grad (or only `inputs`')
 function M.backward(...)
   local fn = "autograd.backward"
-  local a = keywords(fn, { "tensors", "grad_tensors" }, ...)
+  local a = keywords(fn, { "tensors", "grad_tensors", "retain_graph", "create_graph", "grad_variables", "inputs" }, ...)
   check_keys(fn, a, BACKWARD_KEYS)
   local outputs = list_of(a.tensors)
   if type(outputs) ~= "table" then check.expected(fn, "tensors", "a tensor or a list of tensors", a.tensors) end
   local gt = a.grad_tensors
+  if gt == nil then gt = a.grad_variables end -- (PyTorch's older name)
   if gt ~= nil then gt = list_of(gt) end
   local create = a.create_graph == true
   local retain = a.retain_graph

@@ -1830,6 +1830,30 @@ return function(wick)
   function Tensor.var_mean(t, ...) return check.tensor(t, "var_mean", "self"):var(...), t:mean(mean_args(...)) end
   function Tensor.std_mean(t, ...) return check.tensor(t, "std_mean", "self"):std(...), t:mean(mean_args(...)) end
 
+  --- wick.nextafter(x, y) and t:nextafter(y): the next float after x towards y,
+  --- elementwise (float32 and float64), as C's nextafter: from the bits, as
+  --- integers of the same width (a float's magnitude grows with its bits)
+  local NEXT_BITS = { float32 = "int32", float64 = "int64" }
+  function Tensor.nextafter(x, y)
+    check.tensor(x, "nextafter", "input")
+    check.tensor(y, "nextafter", "other")
+    local bits = NEXT_BITS[x.dtype]
+    if not bits or y.dtype ~= x.dtype then
+      check.fail("nextafter", "expected two float32 or two float64 tensors, got %s and %s", x.dtype, y.dtype)
+    end
+    x, y = wick.broadcast_tensors(x, y)
+    local b = x:contiguous():view(bits)
+    -- away from zero (bits + 1) or towards it (bits - 1): x > 0 going up, x < 0 going down
+    local away = wick.where(x:gt(0), y:gt(x), y:lt(x))
+    local moved = wick.where(away, b + 1, b - 1):view(x.dtype)
+    -- from a zero: the smallest subnormal of y's side; x == y gives y, NaN gives NaN
+    local tiny = wick.zeros({}, { dtype = bits, device = x.device }):add(1):view(x.dtype)
+    local out = wick.where(x:eq(0), wick.where(y:gt(0), tiny, -tiny), moved)
+    out = wick.where(x:eq(y), y, out)
+    return wick.where(x:isnan():logical_or(y:isnan()), x + y, out)
+  end
+  wick.nextafter = Tensor.nextafter
+
   --- t:take_along_dim(indices[, dim]) and wick.take_along_dim: gather along dim
   --- with t and indices broadcast over the other dims (NumPy's); without dim,
   --- over the flattened t and indices
