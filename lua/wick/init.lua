@@ -724,24 +724,6 @@ do
   Tensor.divide, Tensor.divide_ = Tensor.div, Tensor.div_
 end
 
--- gather's and index_select's dim and index by name too, as Python's keywords
--- (Autoformer's torch.gather(values, dim=-1, index=delay))
-for _, name in ipairs({ "gather", "index_select" }) do
-  local c, names = Tensor[name], { "dim", "index" }
-  local function drop_empty(...) -- the options table common.required leaves, empty here
-    local n = select("#", ...)
-    local last = select(n, ...)
-    if type(last) == "table" and next(last) == nil then return select(1, ...) end
-    return ...
-  end
-  Tensor[name] = function(t, ...)
-    local n = select("#", ...)
-    local last = n > 0 and select(n, ...)
-    if type(last) ~= "table" or getmetatable(last) ~= nil then return c(t, ...) end
-    return c(t, drop_empty(require("wick.nn.common").required(name, names, ...)))
-  end
-end
-
 for _, name in ipairs({ "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", "log", "sqrt", "tanh",
   "sigmoid", "relu", "clamp", "eq", "ne", "lt", "le", "gt", "ge", "maximum", "minimum", "sum", "mean",
   "max", "min", "argmax", "argmin", "prod", "var", "std", "matmul", "mm", "bmm", "addmm", "view",
@@ -942,6 +924,56 @@ for _, name in ipairs({ "tril", "triu", "split", "chunk", "unbind", "sort", "arg
   "kron", "addmv", "addr", "logit", "xlogy", "exp2", "float_power", "true_divide", "cdist", "linspace", "logspace",
   "deg2rad", "rad2deg", "matrix_power" }) do
   wick[name] = with_out(name, wick[name])
+end
+
+-- PyTorch's keywords for the leading arguments of these methods and functions
+-- (torch.gather(v, dim=-1, index=d), x.narrow(dim=0, start=0, length=2),
+-- x.scatter(1, i, value=1.0)): taken from the trailing options table when it
+-- names one of them (names ending in "?" may be left out; aliases: another
+-- keyword for one of them)
+local KEYWORDS = {
+  gather = { "dim", "index" }, index_select = { "dim", "index" }, narrow = { "dim", "start", "length" },
+  transpose = { "dim0", "dim1" }, masked_fill = { "mask", "value" }, masked_fill_ = { "mask", "value" },
+  scatter = { "dim", "index", "src?", aliases = { value = "src" } },
+  scatter_ = { "dim", "index", "src?", aliases = { value = "src" } },
+  scatter_add = { "dim", "index", "src" }, scatter_add_ = { "dim", "index", "src" },
+  index_add = { "dim", "index", "source" }, index_add_ = { "dim", "index", "source" },
+  index_copy = { "dim", "index", "source" }, index_fill = { "dim", "index", "value" },
+  reshape = { "shape" }, view = { "size" }, permute = { "dims" },
+}
+local function drop_empty(...) -- the options table common.required leaves, when empty
+  local n = select("#", ...)
+  local last = select(n, ...)
+  if type(last) == "table" and getmetatable(last) == nil and next(last) == nil then return unpack({ ... }, 1, n - 1) end
+  return ...
+end
+local function keyworded(f, fn, names)
+  local plain = {}
+  for i, nm in ipairs(names) do plain[i] = nm:gsub("%?$", "") end
+  return function(t, ...)
+    local n = select("#", ...)
+    local last = n > 0 and select(n, ...)
+    if type(last) ~= "table" or getmetatable(last) ~= nil then return f(t, ...) end
+    local named = false
+    for k, alias in pairs(names.aliases or {}) do
+      if last[k] ~= nil then
+        if last[alias] ~= nil then check.fail(fn, "got both '%s' and '%s'", alias, k) end
+        local copy = {}
+        for key, v in pairs(last) do copy[key] = v end
+        copy[alias], copy[k] = last[k], nil
+        local args = { ... }
+        args[n] = copy
+        return keyworded(f, fn, names)(t, unpack(args, 1, n))
+      end
+    end
+    for _, nm in ipairs(plain) do named = named or last[nm] ~= nil end
+    if not named then return f(t, ...) end
+    return f(t, drop_empty(require("wick.nn.common").required(fn, names, ...)))
+  end
+end
+for name, names in pairs(KEYWORDS) do
+  Tensor[name] = keyworded(Tensor[name], name, names)
+  if rawget(wick, name) then wick[name] = keyworded(wick[name], name, names) end
 end
 wick.clock = core.clock
 
