@@ -931,3 +931,21 @@ describe("PyTorch's keywords for a method's leading arguments", function()
       "given both by position and as an option")
   end)
 end)
+
+describe("autograd.Function with an integer output (entmax's loss, support_size)", function()
+  it("gets zeros of the output's dtype for it in backward, as PyTorch's", function()
+    local Fn = wick.autograd.Function:extend("WithCount")
+    local seen
+    function Fn.forward(_, x) return x * 2, x:gt(0):sum(2) end
+    function Fn.backward(_, g, counts)
+      seen = counts
+      return g * 2
+    end
+    local x = wick.randn(3, 2, { requires_grad = true })
+    local y = Fn.apply(x)
+    y:sum():backward()
+    assert.are.equal("int64", seen.dtype)
+    assert.are.same({ 0, 0, 0 }, seen:totable())
+    assert.is_true(wick.equal(x.grad, wick.full({ 3, 2 }, 2)))
+  end)
+end)

@@ -112,6 +112,9 @@ local function apply(class, ...)
   local meta, seen, diff = {}, {}, {}
   for k = 1, outs.n do
     local o = outs[k]
+    -- every tensor output's gradient reaches backward: zeros for those with
+    -- none, integer and non-differentiable ones included (PyTorch's materialize)
+    if is_tensor(o) then meta[k] = { size = o:size(), dtype = o.dtype, device = o.device } end
     if is_tensor(o) and not ctx._nondiff[o] and o:is_floating_point() then
       -- an input, a tensor already in a graph, or one returned twice: a new
       -- tensor object over its data takes the node

@@ -165,9 +165,11 @@ local function print_tensor(t)
     body = render(tree, fmt, width, #"tensor(", 0, t:dim())
   end
   -- PyTorch's rule: the default dtype, int64 and bool go without saying
-  -- (and the complex one whose parts are the default: complex64 beside float32)
+  -- (and the complex one whose parts are the default: complex64 beside float32),
+  -- but an empty tensor, with no values to show it, names any other than the default
   local default_complex = core.get_default_dtype() == "float64" and "complex128" or "complex64"
-  if dtype ~= core.get_default_dtype() and dtype ~= "int64" and dtype ~= "bool" and dtype ~= default_complex then
+  local implied = dtype == "int64" or dtype == "bool" or dtype == default_complex
+  if dtype ~= core.get_default_dtype() and (not implied or t:numel() == 0) then
     suffix[#suffix + 1] = "dtype=" .. dtype
   end
   local grad_fn = t.grad_fn
