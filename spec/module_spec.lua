@@ -405,6 +405,18 @@ describe("the container rule", function()
     local Obj = nn.Module:extend("Obj")
     function Obj:init() self.thing = setmetatable({ inner = nn.Linear(1, 1) }, {}) end
     assert_error_has(function() Obj():parameters() end, "holding a Linear at 'inner'")
+    local Nested = nn.Module:extend("Nested")
+    function Nested:init() self.w = { [0] = { l = nn.Linear(1, 1) } } end
+    assert_error_has(function() Nested():parameters() end, "holds a table with a module or a parameter under the key 0")
+  end)
+
+  it("plain tensors in a namespace under key 0 are attributes, as PyTorch's (RWKV's self.w.blocks[0])", function()
+    local Rwkv = nn.Module:extend("RwkvLike")
+    function Rwkv:init() self.w = { blocks = { [0] = { ln0 = { weight = wick.randn(2) } } } } end
+    local m = Rwkv()
+    assert.are.equal(m, m:eval())
+    assert.are.equal(0, #m:parameters())
+    assert.is_nil(next(m:state_dict()))
   end)
 
   it("an object holding tensors (a distribution, Bayes by Backprop's Gaussian) is a plain attribute, as in PyTorch", function()

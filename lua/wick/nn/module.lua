@@ -339,9 +339,12 @@ end
 local floor = math.floor
 local rawlen = rawlen or function(t) return #t end -- luacheck: ignore (5.1: # is raw on tables)
 
--- Whether v is, or (in plain tables, at any depth) holds, a module or a tensor.
+-- Whether v is, or (in plain tables, at any depth) holds, state: a module or a
+-- parameter (a plain tensor in a plain table is an attribute, as PyTorch's:
+-- RWKV's namespace of weights under blocks[0] needs no name)
 local function holds(v, seen)
-  if is_tensor(v) or is_module(v) then return true end
+  if is_module(v) then return true end
+  if is_tensor(v) then return v:_is_parameter() end
   if type(v) ~= "table" then return false end
   seen = seen or {}
   if seen[v] then return false end
@@ -363,10 +366,10 @@ local function table_members(out, owner, name, tbl, visiting)
   local keys = {}
   for k, v in pairs(tbl) do
     if type(k) == "string" then keys[#keys + 1] = k
-    elseif not (type(k) == "number" and k >= 1 and k <= n and k == floor(k)) and holds(v)
-      and not (is_tensor(v) and not v:_is_parameter()) then -- (a tensor that is not state needs no name)
-      wick.error(("%s: the table '%s' holds a %s under the key %s, which has no name in a state dict (use array entries 1..n or string keys, or nn.ModuleList/nn.ModuleDict)")
-        :format(getmetatable(owner).__name, name, check.describe(is_tensor(v) and v or (is_module(v) and v or "table")), tostring(k)))
+    elseif not (type(k) == "number" and k >= 1 and k <= n and k == floor(k)) and holds(v) then
+      wick.error(("%s: the table '%s' holds %s under the key %s, which has no name in a state dict (use array entries 1..n or string keys, or nn.ModuleList/nn.ModuleDict)")
+        :format(getmetatable(owner).__name, name,
+          (is_tensor(v) or is_module(v)) and "a " .. check.describe(v) or "a table with a module or a parameter", tostring(k)))
     end
   end
   table.sort(keys)
