@@ -1683,6 +1683,10 @@ local function legacy_new(opts, first, ...)
   if first == nil then return wick.empty({ 0 }, opts) end
   if wick.is_tensor(first) then return first:to(opts) end
   if getmetatable(first) == Size then return wick.zeros(first, opts) end
+  if type(first) == "table" and getmetatable(first) == nil and first.size ~= nil then -- torch.ByteTensor(size=(n,))
+    local o = check.options(first, "legacy tensor type", { size = "table|number" })
+    return wick.zeros(type(o.size) == "number" and { o.size } or o.size, opts)
+  end
   if type(first) == "table" then return wick.tensor(first, opts) end
   return wick.zeros({ first, ... }, opts)
 end

@@ -121,6 +121,17 @@ static void nested_walk(lua_State *L, int idx, int depth, nested_shape *sh, doub
         wl_raise(L, "wick.tensor: expected numbers, booleans or nested tables, found a %s at %s", luaL_typename(L, idx),
                  pathlen ? path : "the top");
     int64_t n = (int64_t)lua_objlen(L, idx);
+    if (!values) { /* a name past the array part ({size = {4}}): not data (looked at once, not walked) */
+        if (n > 0) lua_pushinteger(L, (lua_Integer)n);
+        else lua_pushnil(L);
+        if (lua_next(L, idx)) {
+            if (lua_type(L, -2) == LUA_TSTRING && strcmp(lua_tostring(L, -2), "n") != 0) /* (table.pack's n) */
+                wl_raise(L, "wick.tensor: the table at %s has the key '%s': data is numbers, booleans or nested "
+                            "arrays (a size goes to wick.zeros or wick.empty)",
+                         pathlen ? path : "the top", lua_tostring(L, -2));
+            lua_pop(L, 2);
+        }
+    }
     if (!values && depth == sh->ndim && !sh->any_value) { /* first descent (down to the first number) fixes the shape */
         if (sh->ndim >= WICK_MAX_DIMS) wl_raise(L, "wick.tensor: nesting deeper than %d levels", WICK_MAX_DIMS);
         sh->sizes[sh->ndim++] = n;
