@@ -191,7 +191,13 @@ WL_FUNCTION(t_reduce) {
         wl_check(L, wick_to(cast, a, (wick_options){(wick_dtype)dtype, wick_tensor_device(a), 0}));
         a = *cast;
     }
-    return reduce_over(L, op, a, ndims, dims, keepdim, correction, fn);
+    int n = reduce_over(L, op, a, ndims, dims, keepdim, correction, fn);
+    wick_tensor *r = wl_totensor(L, -1);
+    if (dtype >= 0 && r && wick_tensor_dtype(r) != (wick_dtype)dtype) { /* an integer sum is int64: dtype= says */
+        wick_tensor **out = wl_new_slot(L);
+        wl_check(L, wick_to(out, r, (wick_options){(wick_dtype)dtype, wick_tensor_device(r), 0}));
+    }
+    return n;
 }
 
 /* t:max() (all), t:max(dim[, keepdim]) -> values, indices; t:max(other) -> maximum */
