@@ -166,8 +166,34 @@ wick_status cpu_sort(const wk_sort_args *a) {
         }                                                                                              \
     }
 
-DEFINE_SCAN(scan_f32, float)
 DEFINE_SCAN(scan_f64, double)
+
+/* float32 accumulates in double, as PyTorch's CPU scans do (a normalised
+ * pdf's cumsum ends at 1, not 1.0000001: NeRF's searchsorted picks PyTorch's
+ * bin); the accumulators for up to SCAN_BLOCK inner positions at a time. */
+#define SCAN_BLOCK 256
+static void scan_f32(const wk_scan_args *a, int64_t o) {
+    int64_t n = a->n, inner = a->inner;
+    const float *in = (const float *)a->in + o * n * inner;
+    float *out = (float *)a->out + o * n * inner;
+    double acc[SCAN_BLOCK];
+    for (int64_t j0 = 0; j0 < inner; j0 += SCAN_BLOCK) {
+        int64_t m = inner - j0 < SCAN_BLOCK ? inner - j0 : SCAN_BLOCK;
+        for (int64_t s = 0; s < n; s++) {
+            int64_t k = a->reverse ? n - 1 - s : s;
+            const float *x = in + k * inner + j0;
+            float *y = out + k * inner + j0;
+            if (s == 0) {
+                for (int64_t j = 0; j < m; j++) acc[j] = x[j];
+            } else if (a->prod) {
+                for (int64_t j = 0; j < m; j++) acc[j] *= x[j];
+            } else {
+                for (int64_t j = 0; j < m; j++) acc[j] += x[j];
+            }
+            for (int64_t j = 0; j < m; j++) y[j] = (float)acc[j];
+        }
+    }
+}
 /* int64 wraps on overflow, like PyTorch's (done in unsigned arithmetic: no UB) */
 static void scan_i64(const wk_scan_args *a, int64_t o) {
     int64_t n = a->n, inner = a->inner;
