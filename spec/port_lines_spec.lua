@@ -977,3 +977,31 @@ describe("float32 scans and integer sums (NeRF's sample_pdf, HF's _get_unpad_dat
     assert.are.equal("int32", m:bool():prod({ dtype = "int32" }).dtype)
   end)
 end)
+
+describe("masks inside keys (loralib, torchvision's RetinaNet)", function()
+  it("a Lua list of booleans is a mask; a 1-D mask beside index tensors is the positions it selects", function()
+    local x = wick.arange(0, 12):view(4, 3)
+    local m = wick.tensor({ true, false, true, false })
+    local c = wick.tensor({ 3, 1 }, { dtype = "int64" })
+    assert.are.same({ 2, 6 }, x[{ m, c }]:totable()) -- PyTorch's x[m, c]
+    assert.are.same({ 6, 2 }, x[{ c, wick.tensor({ true, false, true }) }]:totable())
+    local y = wick.zeros(4, 3)
+    y[{ m, c }] = 1
+    assert.are.same({ { 0, 0, 1 }, { 0, 0, 0 }, { 1, 0, 0 }, { 0, 0, 0 } }, y:totable())
+    local ind = wick.zeros(3, 2, { dtype = "bool" })
+    ind[{ { true, false, true }, {} }] = true
+    assert.are.same({ { true, true }, { false, false }, { true, true } }, ind:totable())
+    assert.are.same({ { 0, 1, 2 }, { 6, 7, 8 } }, x[{ { true, false, true, false } }]:totable())
+    local g = wick.randn(4, 3, { requires_grad = true })
+    g[{ m, c }]:sum():backward()
+    assert.are.equal(2, g.grad:sum():item())
+    assert.are.equal(1, g.grad[1][3]:item())
+  end)
+
+  it("isinstance with a plain table that is no class is an error, not a silent false", function()
+    assert.is_false(wick.isinstance(nn.Linear(2, 2), {})) -- an empty tuple
+    assert.is_true(wick.isinstance(nn.Linear(2, 2), { nn.Conv2d, nn.Linear }))
+    support.assert_error_has(function() return wick.isinstance(nn.Linear(2, 2), { merge = function() end }) end,
+      "not a class")
+  end)
+end)

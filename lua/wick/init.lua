@@ -1139,6 +1139,11 @@ function wick.isinstance(v, class)
     return false
   end
   if class == Tensor then return getmetatable(v) == mt end
+  if type(class) == "table" and getmetatable(class) == nil and next(class) ~= nil and rawget(class, "__name") == nil
+      and rawget(class, "__index") == nil then -- neither a class nor a tuple of them: always false, so say so
+    check.fail("isinstance", "the class is a plain table, not a class (made by extend) nor a list of classes "
+      .. "(a mixin's methods are not a class: mark the objects that take them and test the mark)")
+  end
   local c = type(v) == "table" and getmetatable(v) or nil
   while type(c) == "table" do
     if c == class then return true end

@@ -161,6 +161,68 @@ static void drop_after_mask(lua_State *L, int kidx) {
     lua_replace(L, kidx);
 }
 
+/* Python's masks inside a key: an entry that is a Lua list of booleans
+ * (loralib's lora_ind[enable_lora, :]) is a bool mask; and where the key has
+ * other tensor entries too, a 1-D mask is the positions it selects (PyTorch's
+ * x[mask, idx], RetinaNet's gt_classes_target[fg, labels[...]]). The key at
+ * kidx becomes a new table with those entries replaced (the user's is kept). */
+static void masks_in_key(lua_State *L, int kidx, const wick_tensor *t) {
+    int n = (int)lua_objlen(L, kidx), tensors = 0, changed = 0;
+    lua_createtable(L, n, 0);
+    int key = lua_gettop(L);
+    for (int i = 1; i <= n; i++) {
+        lua_rawgeti(L, kidx, i);
+        int m = lua_istable(L, -1) && !wl_totensor(L, -1) ? (int)lua_objlen(L, -1) : 0, bools = m > 0;
+        for (int j = 1; bools && j <= m; j++) {
+            lua_rawgeti(L, -1, j);
+            bools = lua_type(L, -1) == LUA_TBOOLEAN;
+            lua_pop(L, 1);
+        }
+        if (bools) { /* the list as a bool tensor on t's device */
+            int64_t size = m;
+            wick_tensor **host = wl_new_slot(L), **mask = wl_new_slot(L);
+            wl_check(L, wick_empty(host, 1, &size, (wick_options){WICK_BOOL, wick_cpu(), 0}));
+            unsigned char *b = wick_tensor_data(*host);
+            for (int j = 1; j <= m; j++) {
+                lua_rawgeti(L, -3, j);
+                b[j - 1] = (unsigned char)lua_toboolean(L, -1);
+                lua_pop(L, 1);
+            }
+            wl_check(L, wick_to(mask, *host, (wick_options){WICK_BOOL, wick_tensor_device(t), 0}));
+            lua_insert(L, -3); /* the mask where the list was, the slots below it */
+            lua_pop(L, 2);
+            changed = 1;
+        }
+        tensors += wl_totensor(L, -1) != NULL;
+        lua_rawseti(L, key, i);
+    }
+    int ellipsis = 0; /* (1-based) the "..." entry, after which entries count from the last dim */
+    for (int i = 1; i <= n && !ellipsis; i++) {
+        lua_rawgeti(L, key, i);
+        if (lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "...") == 0) ellipsis = i;
+        lua_pop(L, 1);
+    }
+    for (int i = 1; tensors > 1 && i <= n; i++) {
+        lua_rawgeti(L, key, i);
+        wick_tensor *k = wl_totensor(L, -1);
+        lua_pop(L, 1);
+        if (!k || wick_tensor_ndim(k) != 1 || (wick_tensor_dtype(k) != WICK_BOOL && wick_tensor_dtype(k) != WICK_UINT8))
+            continue;
+        int d = ellipsis && i > ellipsis ? wick_tensor_ndim(t) - (n - i) - 1 : i - 1;
+        if (d >= 0 && d < wick_tensor_ndim(t) && wick_tensor_sizes(k)[0] != wick_tensor_sizes(t)[d])
+            wl_raise(L, "index: entry %d of the key: the mask's size %lld does not match the tensor's %lld at dim %d", i,
+                     (long long)wick_tensor_sizes(k)[0], (long long)wick_tensor_sizes(t)[d], d + 1);
+        wick_tensor **pos = wl_new_slot(L), **one_based = wl_new_slot(L);
+        wl_check(L, wick_mask_positions(pos, k));
+        wl_check(L, wick_binary_scalar(one_based, WICK_ADD, *pos, (wick_scalar){1, 1}, 0));
+        lua_rawseti(L, key, i); /* takes one_based */
+        lua_pop(L, 1);          /* pos */
+        changed = 1;
+    }
+    if (changed) lua_replace(L, kidx);
+    else lua_pop(L, 1);
+}
+
 static int parse_key(lua_State *L, int idx, wick_tensor *t, wick_key_entry *e, int *tp, int *te, int *nt) {
     int n = (int)lua_objlen(L, idx), nd = wick_tensor_ndim(t);
     lua_pushnil(L);
@@ -375,6 +437,7 @@ WL_FUNCTION(t_index_get) {
         int tp[WICK_MAX_DIMS], te[WICK_MAX_DIMS], nt, dim, group;
         expand_newaxis(L, 2, &t);
         drop_after_mask(L, 2);
+        masks_in_key(L, 2, t);
         int n = parse_key(L, 2, t, e, tp, te, &nt);
         if (nt > 1 && !tensors_adjacent(tp, nt)) n = tensors_first(L, 2, &t, e, n, tp, te, &nt);
         wick_tensor *index = nt ? key_tensors(L, 2, t, e, tp, te, nt, &dim, &group) : NULL;
@@ -436,6 +499,7 @@ WL_FUNCTION(t_index_set) {
             int tp[WICK_MAX_DIMS], te[WICK_MAX_DIMS], nt, dim, group;
             expand_newaxis(L, 2, &t);
             drop_after_mask(L, 2);
+            masks_in_key(L, 2, t);
             n = parse_key(L, 2, t, e, tp, te, &nt);
             if (nt > 1 && !tensors_adjacent(tp, nt)) n = tensors_first(L, 2, &t, e, n, tp, te, &nt);
             if (nt) {
