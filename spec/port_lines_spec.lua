@@ -116,8 +116,11 @@ describe("lazy modules (d2l's nn.LazyLinear and the rest)", function()
   it("take their input size from the first forward and become the base layer", function()
     local net = nn.Sequential(nn.LazyConv2d(6, 5, { padding = 2 }), nn.ReLU(), nn.Flatten(), nn.LazyLinear(10),
       nn.LazyBatchNorm1d())
-    assert.are.equal(0, #net:parameters())
+    assert.are.equal(6, #net:parameters()) -- uninitialized placeholders, as PyTorch's
+    for _, p in ipairs(net:parameters()) do assert.are.equal(0, p:numel()) end
+    local held = net:parameters()
     local y = net(wick.randn(2, 1, 8, 8))
+    for i, p in ipairs(net:parameters()) do assert.are.equal(held[i], p) end -- the same objects, now filled
     assert.are.same({ 2, 10 }, y:size())
     assert.are.equal("Conv2d", getmetatable(net[1]).__name)
     assert.are.same({ 6, 1, 5, 5 }, net[1].weight:size())
@@ -1003,5 +1006,32 @@ describe("masks inside keys (loralib, torchvision's RetinaNet)", function()
     assert.is_true(wick.isinstance(nn.Linear(2, 2), { nn.Conv2d, nn.Linear }))
     support.assert_error_has(function() return wick.isinstance(nn.Linear(2, 2), { merge = function() end }) end,
       "not a class")
+  end)
+end)
+
+describe("lazy layers' uninitialized parameters (d2l's Trainer builds the optimizer first)", function()
+  it("an optimizer built before the first forward trains them; a checkpoint loaded first is kept", function()
+    wick.manual_seed(4)
+    local net = nn.LazyLinear(1)
+    assert.are.equal(2, #net:parameters())
+    wick.no_grad(function() net.weight.data:normal_(0, 0.01); net.bias.data:fill_(0) end) -- no-ops, as PyTorch's
+    local opt = wick.optim.SGD(net:parameters(), 0.03)
+    local X = wick.randn(64, 2)
+    local y = X:matmul(wick.tensor({ { 2 }, { -3.4 } })) + 4.2
+    for _ = 1, 300 do
+      opt:zero_grad()
+      local loss = ((net(X) - y) ^ 2):mean()
+      loss:backward()
+      opt:step()
+    end
+    assert.is_true(wick.allclose(net.weight, wick.tensor({ { 2, -3.4 } }), { atol = 1e-3 }))
+    assert.is_true(math.abs(net.bias:item() - 4.2) < 1e-3)
+    assert.are.equal(1, #nn.LazyLinear(1, false):parameters())
+    local src, dst = nn.Linear(3, 2), nn.LazyLinear(2)
+    dst:load_state_dict(src:state_dict())
+    assert.is_true(wick.equal(src(wick.ones(1, 3)), dst(wick.ones(1, 3))))
+    local d2 = nn.LazyLinear(2)
+    d2:load_state_dict(nn.Linear(3, 2):state_dict())
+    support.assert_error_has(function() d2(wick.ones(1, 4)) end, "does not fit an input of size 4")
   end)
 end)

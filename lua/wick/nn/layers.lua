@@ -1600,32 +1600,83 @@ L.SoftMarginLoss = loss_class("SoftMarginLoss", F.soft_margin_loss, known(true, 
 -- then becomes the base layer (its class, parameters made on the input's
 -- device, in its floating dtype unless `dtype` was given), as PyTorch's.
 local unpack = table.unpack or unpack -- luacheck: ignore
+-- The base layer's arguments: the lazy layer's, after the inferred size, the
+-- options table (a copy, added when there is none) given what `fill` sets
+local function lazy_args(args, n, fill)
+  local list = { n }
+  for i = 1, args.n do list[i + 1] = args[i] end
+  local last = list[#list]
+  if type(last) ~= "table" or getmetatable(last) ~= nil or #last > 0 then
+    last = {}
+    list[#list + 1] = last
+  else
+    local copy = {}
+    for k, v in pairs(last) do copy[k] = v end
+    last = copy
+    list[#list] = last
+  end
+  fill(last)
+  return list
+end
+
+-- nn.LazyLinear and friends: PyTorch's lazy modules. Until the first forward
+-- the parameters and buffers are uninitialized placeholders (empty tensors
+-- under the base layer's names), so parameters() lists them and an optimizer
+-- built then (d2l's Trainer) holds them; the first forward builds the base
+-- layer for the input's size and sets each placeholder to its tensor in place
+-- (t:set_), keeping its identity, and the module becomes the base layer.
+-- a lazy module's own parameters and buffers by name
+local function lazy_members(m)
+  local out = {}
+  for k, p in m:named_parameters("", false) do out[k] = p end
+  for k, b in m:named_buffers("", false) do out[k] = b end
+  return out
+end
 local function lazy_class(name, base, spatial, size_of)
   local C = Module:extend(name)
   function C:init(...)
-    rawset(self, "_lazy", { n = select("#", ...), ... })
+    local args = { n = select("#", ...), ... }
+    rawset(self, "_lazy", args)
+    -- the names come from the base layer built on meta for a size any argument takes
+    local size = type(args[1]) == "number" and args[1] >= 1 and args[1] == math.floor(args[1]) and args[1] or 1
+    local opts
+    local probe = base(unpack(lazy_args(args, size, function(o) opts = o; o.device = "meta" end)))
+    local device, dtype = args.n > 0 and type(args[args.n]) == "table" and args[args.n].device, opts.dtype
+    local t = { device = device or nil, dtype = dtype }
+    local uninitialized = {} -- placeholder -> true until a forward or a load gives it its shape
+    rawset(self, "_uninitialized", uninitialized)
+    for k, p in probe:named_parameters("", false) do
+      self[k] = L.Parameter(wick.empty({ 0 }, { device = t.device, dtype = t.dtype or p.dtype }))
+      uninitialized[self[k]] = true
+    end
+    for k, b in probe:named_buffers("", false) do
+      self:register_buffer(k, wick.empty({ 0 }, { device = t.device, dtype = b.dtype }))
+      uninitialized[self[k]] = true
+    end
+    -- a checkpoint loaded before the first forward gives the placeholders its
+    -- shapes (PyTorch's _lazy_load_hook); the load then copies the values in
+    self:register_load_state_dict_pre_hook(function(_, sd, prefix)
+      wick.no_grad(function()
+        for k, ph in pairs(lazy_members(self)) do
+          local v = sd[prefix .. k]
+          if uninitialized[ph] and wick.is_tensor(v) then
+            ph:set_(wick.empty(v.shape, { dtype = ph.dtype, device = ph.device }))
+            uninitialized[ph] = nil
+          end
+        end
+      end)
+    end)
   end
   function C:forward(x, ...)
     check.tensor(x, name, "input")
     local n = size_of(x, spatial)
     if n == nil then check.fail(name, "cannot infer the input size from a %d-D input", x:dim()) end
-    local args = rawget(self, "_lazy")
-    local list = { n }
-    for i = 1, args.n do list[i + 1] = args[i] end
-    local last = list[#list]
     -- the base layer's device and dtype: the options', else the input's
-    if type(last) ~= "table" or getmetatable(last) ~= nil or #last > 0 then
-      last = {}
-      list[#list + 1] = last
-    else
-      local copy = {}
-      for k, v in pairs(last) do copy[k] = v end
-      last = copy
-      list[#list] = last
-    end
-    if last.device == nil then last.device = x.device end
-    if last.dtype == nil and x:is_floating_point() then last.dtype = x.dtype end
-    local m = base(unpack(list, 1, #list))
+    local m = base(unpack(lazy_args(rawget(self, "_lazy"), n, function(o)
+      if o.device == nil then o.device = x.device end
+      if o.dtype == nil and x:is_floating_point() then o.dtype = x.dtype end
+    end)))
+    local placeholders, uninitialized = lazy_members(self), rawget(self, "_uninitialized")
     local hooks, pre = rawget(self, "_forward_hooks"), rawget(self, "_forward_pre_hooks")
     local training = self.training
     for k in pairs(self) do rawset(self, k, nil) end
@@ -1634,6 +1685,20 @@ local function lazy_class(name, base, spatial, size_of)
     rawset(self, "_forward_pre_hooks", pre)
     rawset(self, "training", training)
     setmetatable(self, getmetatable(m))
+    wick.no_grad(function()
+      for k, ph in pairs(placeholders) do
+        local v = rawget(self, k)
+        if wick.is_tensor(v) then
+          if uninitialized[ph] then
+            ph:set_(v)
+          elseif not wick.equal(wick.tensor(ph.shape), wick.tensor(v.shape)) then -- loaded: the checkpoint's values stay
+            check.fail(name, "the loaded '%s' of shape %s does not fit an input of size %d (the layer wants %s)", k,
+              tostring(ph.shape), n, tostring(v.shape))
+          end
+          rawset(self, k, ph)
+        end
+      end
+    end)
     return self:forward(x, ...)
   end
   function C:extra_repr() return "uninitialized" end
