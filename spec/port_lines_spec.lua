@@ -1035,3 +1035,16 @@ describe("lazy layers' uninitialized parameters (d2l's Trainer builds the optimi
     support.assert_error_has(function() d2(wick.ones(1, 4)) end, "does not fit an input of size 4")
   end)
 end)
+
+describe("checkpoint(..., use_reentrant=False) with only closed-over parameters requiring grad (HF + LoRA)", function()
+  it("gives the parameters their gradients, as PyTorch's non-reentrant form", function()
+    local ckpt = wick.utils.checkpoint.checkpoint
+    local w = wick.randn(4, 4, { requires_grad = true })
+    local x = wick.randn(2, 4)
+    ckpt(function(h) return h:matmul(w):sum() end, x, { use_reentrant = false }):backward()
+    assert.is_true(wick.allclose(w.grad, x:sum(1):view(4, 1):expand(4, 4)))
+    w.grad = nil
+    local y = ckpt(function(h) return h:matmul(w):sum() end, x) -- the reentrant form: no input requires grad
+    assert.is_false(y.requires_grad)
+  end)
+end)

@@ -12,7 +12,8 @@ local function pack(...) return { n = select("#", ...), ... } end
 
 local Checkpoint = wick.autograd.Function:extend("Checkpoint")
 
-function Checkpoint.forward(ctx, fn, preserve, ...)
+-- (anchor: a leaf that requires grad, or false: see M.checkpoint)
+function Checkpoint.forward(ctx, fn, preserve, anchor, ...) -- luacheck: ignore anchor
   ctx.fn, ctx.args = fn, pack(...)
   if preserve then ctx.rng = wick.get_rng_state() end
   return fn(...)
@@ -43,9 +44,9 @@ function Checkpoint.backward(ctx, ...)
     end
   end
   if #roots > 0 then wick.autograd.backward(roots, seeds) end
-  local result = { n = args.n + 2 }
+  local result = { n = args.n + 3 }
   for i = 1, args.n do
-    if wick.is_tensor(inputs[i]) then result[i + 2] = inputs[i].grad end
+    if wick.is_tensor(inputs[i]) then result[i + 3] = inputs[i].grad end
   end
   return unpack(result, 1, result.n)
 end
@@ -73,7 +74,16 @@ function M.checkpoint(fn, ...)
   if opts and opts.context_fn then check.fail("checkpoint", "context_fn is not supported") end
   local args = pack(...)
   if not wick.is_grad_enabled() then return fn(unpack(args, 1, n)) end
-  return Checkpoint.apply(fn, preserve, unpack(args, 1, n))
+  -- the non-reentrant form differentiates through fn's parameters even when no
+  -- input requires grad (a frozen embedding under LoRA): a leaf that requires
+  -- grad makes the checkpoint record then
+  local anchor = false
+  if opts and opts.use_reentrant == false then
+    local any = false
+    for i = 1, n do any = any or (wick.is_tensor(args[i]) and args[i].requires_grad) end
+    if not any then anchor = wick.zeros({}, { requires_grad = true }) end
+  end
+  return Checkpoint.apply(fn, preserve, anchor, unpack(args, 1, n))
 end
 
 --- checkpoint_sequential(functions, segments, input[, opts]): a Sequential (or a
