@@ -1048,3 +1048,23 @@ describe("checkpoint(..., use_reentrant=False) with only closed-over parameters 
     assert.is_false(y.requires_grad)
   end)
 end)
+
+describe("torch.nn.grad (StyleGAN2's conv2d_gradfix)", function()
+  it("conv2d_input and conv2d_weight are the convolution's own gradients; 1-D and 3-D too", function()
+    local F = nn.functional
+    local x, w = wick.randn(2, 4, 7, 7, { dtype = "float64" }), wick.randn(6, 2, 3, 3, { dtype = "float64" })
+    local opts = { stride = 2, padding = 1, groups = 2 }
+    local go = wick.randn(F.conv2d(x, w, nil, opts).shape, { dtype = "float64" })
+    local xx, ww = x:clone():requires_grad_(), w:clone():requires_grad_()
+    F.conv2d(xx, ww, nil, opts):backward(go)
+    assert.is_true(wick.allclose(nn.grad.conv2d_input(x.shape, w, go, 2, 1, 1, 2), xx.grad))
+    assert.is_true(wick.allclose(nn.grad.conv2d_weight(x, w.shape, go, opts), ww.grad))
+    local x1, w1 = wick.randn(2, 3, 10), wick.randn(5, 3, 4)
+    local g1 = wick.randn(F.conv1d(x1, w1, nil, { dilation = 2 }).shape)
+    assert.are.same({ 5, 3, 4 }, nn.grad.conv1d_weight(x1, w1.shape, g1, 1, 0, 2).shape)
+    local x3, w3 = wick.randn(1, 2, 4, 4, 4), wick.randn(3, 2, 2, 2, 2)
+    assert.are.same({ 1, 2, 4, 4, 4 }, nn.grad.conv3d_input(x3.shape, w3, wick.randn(F.conv3d(x3, w3).shape)).shape)
+    support.assert_error_has(function() nn.grad.conv2d_input({ 1, 1, 5, 5 }, wick.randn(1, 1, 3, 3), wick.randn(1, 1, 2, 2)) end,
+      "does not match the convolution's output [1, 1, 3, 3]")
+  end)
+end)

@@ -20,6 +20,7 @@ nn.utils.prune = require("wick.nn.prune")
 nn.utils.stateless = { functional_call = function(...) return require("wick.func").functional_call(...) end }
 for name, value in pairs(require("wick.nn.reparam")) do nn.utils[name] = value end -- weight_norm, spectral_norm, parametrizations
 nn.init = require("wick.nn.initializers")
+nn.grad = require("wick.nn.grad") -- conv{1,2,3}d_input, conv{1,2,3}d_weight
 nn.Parameter = nn.Parameter or require("wick.nn.layers").Parameter
 -- a name wick.nn (or wick.nn.functional, wick.nn.utils) does not have is an
 -- error at the caller's line, as PyTorch's AttributeError, not a nil called further on
@@ -27,4 +28,5 @@ local strict = require("wick.argcheck").strict
 strict(nn, "wick.nn")
 strict(nn.functional, "wick.nn.functional")
 strict(nn.utils, "wick.nn.utils")
+strict(nn.grad, "wick.nn.grad")
 return nn
