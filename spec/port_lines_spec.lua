@@ -1068,3 +1068,27 @@ describe("torch.nn.grad (StyleGAN2's conv2d_gradfix)", function()
       "does not match the convolution's output [1, 1, 3, 3]")
   end)
 end)
+
+describe("torch.linalg.lstsq as PyTorch's (efficient-kan's curve2coeff)", function()
+  it("takes rcond and driver, gives rank/residuals/singular_values, names bad shapes, and differentiates", function()
+    local L = wick.linalg
+    local A, B = wick.randn(6, 4, { dtype = "float64" }), wick.randn(6, 2, { dtype = "float64" })
+    local r = L.lstsq(A, B, { driver = "gelsd" })
+    assert.are.equal(4, r.rank:item())
+    assert.are.equal(4, r.singular_values:numel())
+    assert.is_true(wick.allclose(r.residuals, (A:matmul(r.solution) - B):pow(2):sum(1)))
+    assert.are.equal(0, L.lstsq(A, B).residuals:numel()) -- gelsy: none, as PyTorch's
+    assert.are.equal(0, L.lstsq(A, B, { driver = "gels" }).rank:numel())
+    local A2, B2 = wick.tensor({ { 1, 0 }, { 0, 1e-3 }, { 0, 0 } }), wick.tensor({ { 1 }, { 1 }, { 0 } })
+    assert.are.same({ { 1 }, { 0 } }, L.lstsq(A2, B2, { rcond = 1e-2 }).solution:totable()) -- rank 1, PyTorch's
+    support.assert_error_has(function() L.lstsq(wick.randn(3, 2), wick.randn(4, 1)) end,
+      "input.size(-2) should match other.size(-2)")
+    support.assert_error_has(function() L.lstsq(A, B, { driver = "foo" }) end, "should be one of (gels, gelsy, gelsd, gelss)")
+    support.assert_error_has(function() L.lstsq(A, B, { bogus = 1 }) end, "unknown option 'bogus'")
+    for _, shape in ipairs({ { 5, 3 }, { 3, 5 } }) do
+      local a = wick.randn(shape[1], shape[2], { dtype = "float64", requires_grad = true })
+      local b = wick.randn(shape[1], 2, { dtype = "float64", requires_grad = true })
+      assert.is_true(wick.autograd.gradcheck(function(x, y) return L.lstsq(x, y).solution end, { a, b }))
+    end
+  end)
+end)

@@ -396,15 +396,86 @@ function linalg.matrix_rank(A, opts)
   return S:gt(tol):sum(-1)
 end
 
---- linalg.lstsq(A, B) -> {solution = X} minimising |A X - B| (through the pseudo-inverse)
-function linalg.lstsq(A, B)
-  check.tensor(A, "linalg.lstsq", "A")
-  check.tensor(B, "linalg.lstsq", "B")
+-- The least-squares solution A^+ B through the SVD, singular values at or
+-- below rcond times the largest taken as zero; also the rank and the values.
+local function lstsq_solve(A, B, rcond)
+  local U, S, Vh = core._linalg("svd", A, false)
+  local keep = S:gt(S:max(-1, true) * rcond)
+  local Sinv = wick.where(keep, 1 / wick.where(keep, S, wick.ones_like(S)), wick.zeros_like(S))
+  return mT(Vh):matmul(Sinv:unsqueeze(-1) * mT(U):matmul(B)), keep:sum(-1), S
+end
+
+-- The gradient of a full-rank least-squares solution X (PyTorch's): with G the
+-- gradient of X, for m >= n (C = (A^T A)^-1, R = B - A X) dA = R (C G)^T - A C G X^T
+-- and dB = A C G; for m < n (the minimum-norm X = A^T Y, D = (A A^T)^-1, Y = D B,
+-- P = A^T D A) dA = Y ((I - P) G)^T - D A G X^T and dB = D A G.
+local Lstsq = wick.autograd.Function:extend("LinalgLstsq")
+function Lstsq.forward(ctx, A, B, rcond)
+  local X = lstsq_solve(A, B, rcond)
+  ctx:save_for_backward(A, B, X)
+  return X
+end
+function Lstsq.backward(ctx, G)
+  local A, B, X = unpack(ctx.saved_tensors)
+  local At = mT(A)
+  if A:size(-2) >= A:size(-1) then
+    local CG = linalg.solve(At:matmul(A), G)
+    local R = B - A:matmul(X)
+    return R:matmul(mT(CG)) - A:matmul(CG):matmul(mT(X)), A:matmul(CG)
+  end
+  local D = linalg.inv(A:matmul(At))
+  local Y, DAG = D:matmul(B), D:matmul(A):matmul(G)
+  local IPG = G - At:matmul(D):matmul(A):matmul(G)
+  return Y:matmul(mT(IPG)) - DAG:matmul(mT(X)), DAG
+end
+
+local LSTSQ_DRIVERS = { gels = true, gelsy = true, gelsd = true, gelss = true }
+--- linalg.lstsq(A, B[, rcond][, {rcond =, driver = "gelsy"}]) -> {solution, residuals,
+--- rank, singular_values} minimising |A X - B|, as PyTorch's: singular values at or
+--- below rcond (default eps max(m, n)) times the largest count as zero; rank for
+--- every driver but gels, singular_values for gelsd and gelss, residuals (the
+--- squared ones, per column of B) for all but gelsy when m > n and A has full
+--- rank (else empty tensors); differentiable for a full-rank A
+function linalg.lstsq(A, B, rcond, opts)
+  local fn = "linalg.lstsq"
+  check.tensor(A, fn, "A")
+  check.tensor(B, fn, "B")
+  if type(rcond) == "table" and opts == nil then rcond, opts = nil, rcond end
+  opts = check.options(opts, fn, { rcond = "number", driver = "string" })
+  if opts.rcond ~= nil then
+    if rcond ~= nil then check.fail(fn, "argument 'rcond' given both by position and as an option") end
+    rcond = opts.rcond
+  end
+  if rcond ~= nil then check.number(rcond, fn, "rcond") end
+  local driver = opts.driver or "gelsy"
+  if not LSTSQ_DRIVERS[driver] then
+    check.fail(fn, "parameter `driver` should be one of (gels, gelsy, gelsd, gelss), got '%s'", tostring(driver))
+  end
+  if A:dim() < 2 then check.fail(fn, "input must have at least 2 dimensions, got %d", A:dim()) end
   local vector = B:dim() == A:dim() - 1
   if vector then B = B:unsqueeze(-1) end
-  local X = linalg.pinv(A):matmul(B)
+  if B:dim() < 2 or B:size(-2) ~= A:size(-2) then
+    check.fail(fn, "input.size(-2) should match other.size(-2) (A is %s, B is %s)", tostring(A.shape),
+      tostring(vector and B:squeeze(-1).shape or B.shape))
+  end
+  local m, n = A:size(-2), A:size(-1)
+  if rcond == nil or rcond < 0 then rcond = wick.finfo(A.dtype).eps * math.max(m, n) end
+  local X, rank, S
+  if wick.is_grad_enabled() and (A.requires_grad or B.requires_grad) then
+    X = Lstsq.apply(A, B, rcond)
+    rank, S = select(2, wick.no_grad(lstsq_solve, A:detach(), B:detach(), rcond))
+  else
+    X, rank, S = lstsq_solve(A, B, rcond)
+  end
+  local empty = function(dtype) return wick.empty({ 0 }, { dtype = dtype, device = A.device }) end
+  local residuals = empty(A.dtype)
+  if driver ~= "gelsy" and m > n and rank:eq(n):all() then
+    residuals = (A:matmul(X) - B):pow(2):sum(-2)
+    if vector then residuals = residuals:squeeze(-1) end
+  end
   if vector then X = X:squeeze(-1) end
-  return { solution = X }
+  return { solution = X, residuals = residuals, rank = driver == "gels" and empty("int64") or rank,
+    singular_values = (driver == "gelsd" or driver == "gelss") and S or empty(A.dtype) }
 end
 
 -- ---- LU (A = P L U, partial pivoting; the core's kernel) ----
