@@ -1092,3 +1092,29 @@ describe("torch.linalg.lstsq as PyTorch's (efficient-kan's curve2coeff)", functi
     end
   end)
 end)
+
+describe("copy.deepcopy of a module whose hook is a bound method (BYOL's target encoder)", function()
+  it("binds the copy's hook to the copy; a hook over nothing copied stays shared", function()
+    local W = nn.Module:extend("HookedWrapper")
+    function W:init()
+      self.net = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+      self.hidden = {}
+      self.net[1]:register_forward_hook(function(m, i, o) return self:_hook(m, i, o) end)
+    end
+    function W:_hook(_, _, o) self.hidden.out = o end
+    function W:forward(x)
+      self.net(x)
+      return self.hidden.out
+    end
+    local w = W()
+    local c = wick.deepcopy(w)
+    assert.is_not_nil(c(wick.ones(1, 2)))
+    assert.is_nil(w.hidden.out) -- the original's dict untouched, as PyTorch's
+    local count = 0
+    local l = nn.Linear(2, 2)
+    l:register_forward_hook(function() count = count + 1 end)
+    wick.deepcopy(l)(wick.ones(1, 2))
+    l(wick.ones(1, 2))
+    assert.are.equal(2, count)
+  end)
+end)

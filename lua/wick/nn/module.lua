@@ -272,6 +272,41 @@ end
 
 -- A hook list's handle: handle:remove()
 local hook_ids = 0
+-- copy.deepcopy of a module copies a hook that is a bound method (BYOL's
+-- layer.register_forward_hook(self._hook)) bound to the copy. A Lua hook that
+-- stands for one is a closure over an object the deepcopy copied
+-- (function(...) return self:_hook(...) end): the copy's hook is the same
+-- function with those upvalues pointing at the copies (the others shared
+-- with the original's); a hook over nothing copied stays the same function.
+local HOOK_LISTS = { "_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks",
+  "_state_dict_hooks", "_load_pre_hooks", "_load_post_hooks" }
+local function rebound(f, memo)
+  if type(f) ~= "function" or not debug.upvaluejoin then return f end
+  local n, remap = 0, false
+  while debug.getupvalue(f, n + 1) ~= nil do
+    n = n + 1
+    local _, v = debug.getupvalue(f, n)
+    if v ~= nil and memo[v] ~= nil and memo[v] ~= v then remap = true end
+  end
+  if not remap then return f end
+  local ok, code = pcall(string.dump, f)
+  local g = ok and (loadstring or load)(code)
+  if not g then return f end -- (a C function: shared)
+  for i = 1, n do
+    local _, v = debug.getupvalue(f, i)
+    if v ~= nil and memo[v] ~= nil and memo[v] ~= v then debug.setupvalue(g, i, memo[v])
+    else debug.upvaluejoin(g, i, f, i) end
+  end
+  if getfenv and setfenv then setfenv(g, getfenv(f)) end
+  return g
+end
+table.insert(wick._deepcopy_copiers, function(_, copy, memo)
+  for _, key in ipairs(HOOK_LISTS) do
+    local list = rawget(copy, key)
+    for _, entry in ipairs(list or {}) do entry.fn = rebound(entry.fn, memo) end
+  end
+end)
+
 local function add_hook(self, key, fn, what)
   check.callable(fn, what, "hook")
   local list = rawget(self, key) or {}
