@@ -349,3 +349,25 @@ describe("double backward through strided slices", function()
     assert.are.same({ 6, 0, 0, 24, 0, 0, 42 }, x.grad:totable())
   end)
 end)
+
+describe("a gradient penalty alone through relu and leaky_relu (WGAN-GP's critic)", function()
+  it("gives the biases reached only through the masks zeros, as PyTorch's, and the last bias none", function()
+    for _, act in ipairs({ wick.nn.ReLU(), wick.nn.LeakyReLU(0.2) }) do
+      wick.manual_seed(0)
+      local D = wick.nn.Sequential(wick.nn.Linear(3, 4), act, wick.nn.Linear(4, 1))
+      local x = wick.randn(5, 3, { requires_grad = true })
+      local g = wick.autograd.grad(D(x):sum(), x, { create_graph = true })[1]
+      ;((g:norm(2, 2) - 1) ^ 2):mean():backward()
+      assert.is_not_nil(D[1].bias.grad)
+      assert.are.equal(0, D[1].bias.grad:abs():sum():item())
+      assert.is_true(D[1].weight.grad:abs():sum():item() > 0)
+      assert.is_nil(D[3].bias.grad)
+      local inf = wick.tensor({ math.huge, -1 }, { requires_grad = true }) -- the zero edge stays 0 at inf
+      local gi = wick.autograd.grad(act(inf):sum(), inf, { create_graph = true })[1]
+      assert.is_false(gi:isnan():any())
+    end
+    local F = wick.nn.functional
+    assert.is_true(wick.autograd.gradgradcheck(function(a) return F.leaky_relu(a, 0.1):pow(3) end,
+      { wick.randn(6, { dtype = "float64", requires_grad = true }) }))
+  end)
+end)

@@ -47,6 +47,24 @@ static wick_status retained(wick_tensor **out, wick_tensor *t) {
     return WICK_OK;
 }
 
+/* Under create_graph, *r + 0 x: x joins the gradient's graph with a zero
+ * derivative, as PyTorch's threshold_backward (relu's backward) has for its
+ * input, so a parameter reached only through relu's mask gets zeros in a
+ * second backward (a WGAN-GP penalty alone), not none. where(false, x, 0) is
+ * 0 even where x is inf or NaN. */
+static wick_status zero_edge(wick_tensor **r, const wick_tensor *x) {
+    if (!wk_wants_grad(1, &x)) return WICK_OK;
+    wick_tensor *no = NULL, *zero = NULL, *z = NULL;
+    wick_status st = wick_full(&no, 0, NULL, 0, (wick_options){WICK_BOOL, wick_cpu()});
+    if (!st) st = wick_full(&zero, 0, NULL, 0, (wick_options){x->dtype, wick_cpu()});
+    if (!st) st = wick_where(&z, no, x, zero);
+    if (!st) st = chain(r, WICK_ADD, z);
+    wick_tensor_release(no);
+    wick_tensor_release(zero);
+    wick_tensor_release(z);
+    return st;
+}
+
 /* ---- unary ---- */
 
 static wick_status unary_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
@@ -98,6 +116,7 @@ static wick_status unary_backward(wk_node *n, wick_tensor *g, wick_tensor **grad
         }
         TRY(wick_binary_scalar(&r, WICK_GT, x, num(0), 0));
         TRY(chain(&r, WICK_MUL, g));
+        if (wk_grad_mode) TRY(zero_edge(&r, x));
         break;
     case WICK_ERF: /* g 2/sqrt(pi) exp(-x^2) */
         TRY(wick_binary(&r, WICK_MUL, x, x));

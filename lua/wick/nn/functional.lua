@@ -132,11 +132,37 @@ function F.softplus(x, ...)
   local soft = wick.where(above, 0, z):exp():log1p() * (1 / beta) -- (log1p: exact far below 0)
   return wick.where(above, x, soft)
 end
+-- leaky_relu as one node, PyTorch's LeakyReluBackward: the gradient g where
+-- x > 0, slope g elsewhere (at 0 the slope's, as PyTorch's); under
+-- create_graph x joins that gradient's graph with a zero derivative, as in
+-- PyTorch's leaky_relu_backward, so a GAN critic's biases reached only through
+-- its masks get zeros, not none, from a gradient penalty's backward
+local LeakyRelu
+local function leaky_relu_fn()
+  if LeakyRelu then return LeakyRelu end
+  LeakyRelu = require("wick.autograd").Function:extend("LeakyRelu")
+  function LeakyRelu.forward(ctx, v, slope)
+    ctx.slope = slope
+    ctx:save_for_backward(v)
+    return wick.where(v:gt(0), v, v * slope)
+  end
+  function LeakyRelu.backward(ctx, g)
+    local v = ctx.saved_tensors[1]
+    local gx = wick.where(v:gt(0), g, g * ctx.slope)
+    if wick.is_grad_enabled() and v.requires_grad then -- (where(false, x, 0) is 0 even for inf or NaN x)
+      gx = gx + wick.where(wick.zeros({}, { dtype = "bool", device = v.device }), v, 0)
+    end
+    return gx
+  end
+  return LeakyRelu
+end
 --- F.leaky_relu(x[, negative_slope = 0.01[, inplace]])
 function F.leaky_relu(x, ...)
   local o = act_args("leaky_relu", x, { "negative_slope", "inplace" }, { negative_slope = "number", inplace = "boolean" }, ...)
-  return activate(x, o, function(v) -- (at 0 the slope's side, as PyTorch's gradient)
-    return wick.where(v:gt(0), v, v * (o.negative_slope or 0.01))
+  local slope = o.negative_slope or 0.01
+  return activate(x, o, function(v)
+    if not (v.requires_grad and wick.is_grad_enabled()) then return wick.where(v:gt(0), v, v * slope) end
+    return leaky_relu_fn().apply(v, slope)
   end)
 end
 --- F.elu(x[, alpha = 1[, inplace]])
