@@ -1832,6 +1832,8 @@ for name, dtype in pairs({ FloatTensor = "float32", DoubleTensor = "float64", Lo
     return wick.sparse_coo_tensor(indices, values, size, { dtype = dtype })
   end
 end
+wick.sparse.torch = wick -- (torch.sparse.torch is torch itself: capsule-networks' torch.sparse.torch.eye)
+check.strict(wick.sparse, "wick.sparse")
 
 --- t:iter(): `for row in t:iter()`, Python's `for row in t`: the slices along dim 1
 function Tensor.iter(t)
