@@ -155,7 +155,8 @@ describe("keywords and torch.Size (llama2.c, litgpt, GAT)", function()
     local unpack = table.unpack or unpack -- luacheck: ignore
     local B, T = unpack(x.shape[{ 1, 2 }])
     assert.are.same({ 2, 6, 3, 1 }, x:view(B, T, 3, -1):size())
-    support.assert_error_has(function() return x.shape[{ 1, 5 }] end, "outside a Size of 3 dims")
+    assert.are.same({ 2, 6, 3 }, x.shape[{ 1, 5 }]) -- clamped, as Python's shape[0:5]
+    assert.are.same({}, wick.zeros(1).shape[{ 3, 4 }]) -- YOLOv3's grid.shape[2:4] of a 1-D grid
   end)
 end)
 
@@ -1116,5 +1117,62 @@ describe("copy.deepcopy of a module whose hook is a bound method (BYOL's target 
     wick.deepcopy(l)(wick.ones(1, 2))
     l(wick.ones(1, 2))
     assert.are.equal(2, count)
+  end)
+end)
+
+describe("module state as PyTorch keeps it (YOLOv3, ddpm, SD's scripts)", function()
+  it("a plain table of modules registered below is not named twice; an init tensor remade with another shape loads", function()
+    local D = nn.Module:extend("YoloLike")
+    function D:init()
+      self.module_list = nn.ModuleList({ nn.Sequential(nn.Linear(2, 2)) })
+      self.heads = { self.module_list[1][1] }
+      self.grid = wick.zeros(1)
+    end
+    local keys = {}
+    for k in pairs(D():state_dict()) do keys[#keys + 1] = k end
+    table.sort(keys)
+    assert.are.same({ "grid", "module_list.1.1.bias", "module_list.1.1.weight" }, keys)
+    local m = D()
+    m.grid = wick.ones(1, 1, 4, 4, 2)
+    local fresh = D()
+    fresh:load_state_dict(m:state_dict())
+    assert.are.same({ 1, 1, 4, 4, 2 }, fresh.grid.shape)
+    assert.are.equal(32, fresh.grid:sum():item())
+  end)
+
+  it("missing, unexpected = load_state_dict(sd, strict=False); an nn.Parameter over an init tensor is a parameter", function()
+    local l = nn.Linear(2, 2)
+    local sd = l:state_dict()
+    sd.bias, sd.extra = nil, wick.zeros(1)
+    local missing, unexpected = l:load_state_dict(sd, false)
+    assert.are.same({ "bias" }, { missing[1] })
+    assert.are.equal(1, #missing)
+    assert.are.same({ "extra" }, unexpected)
+    assert.are.same({ "bias" }, missing.missing_keys)
+    local M = nn.Module:extend("LogvarLike")
+    function M:init()
+      self.logvar = wick.full({ size = { 4 }, fill_value = 0 })
+      self.logvar = nn.Parameter(self.logvar, true)
+    end
+    assert.are.equal(1, #M():parameters())
+    assert.are.equal(0, #M():buffers())
+    local TB = nn.Module:extend("TimestepBlock")
+    support.assert_error_has(function() return nn.Sequential:extend("TES", TB) end, "a class has one base")
+  end)
+
+  it("t:data_ptr() and sizes made of 0-dim tensors (SAM's size=(h, w)); two masks to a power is an error", function()
+    local e = nn.Embedding(4, 2)
+    local l = nn.Linear(2, 4, false)
+    l.weight = e.weight
+    assert.are.equal(e.weight:data_ptr(), l.weight:data_ptr())
+    assert.are.equal(8, e.weight[2]:data_ptr() - e.weight:data_ptr())
+    local F = nn.functional
+    local sz = wick.tensor({ 6, 5 }, { dtype = "int64" })
+    assert.are.same({ 1, 2, 6, 5 }, F.interpolate(wick.randn(1, 2, 4, 4), { size = { sz[1], sz[2] }, mode = "bilinear",
+      align_corners = false }).shape)
+    assert.are.same({ 1, 2, 6, 5 }, F.adaptive_avg_pool2d(wick.randn(1, 2, 8, 8), { sz[1], sz[2] }).shape)
+    local b = wick.tensor({ true, false })
+    support.assert_error_has(function() return b ^ b end, "not implemented for two bool tensors")
+    assert.are.same({ 1, 0 }, (b ^ 2):totable())
   end)
 end)

@@ -124,7 +124,8 @@ wick._dtype_info = dtype_info
 local Size = {}
 -- s[-1]: the last size, as Python's negative indices; s[{a, b}] (or s[{{a, b}}],
 -- as a tensor's range) the sizes a..b inclusive as a Size, negative ends from
--- the end and b the last when absent: Python's shape[1:] is s[{2, -1}]
+-- the end and b the last when absent: Python's shape[1:] is s[{2, -1}]; ends
+-- past the Size clamp, as a tuple's slice
 local function size_slice(s, k)
   local r = type(k[1]) == "table" and #k == 1 and k[1] or k
   local n = #s
@@ -134,9 +135,9 @@ local function size_slice(s, k)
   end
   if a < 0 then a = n + a + 1 end
   if b < 0 then b = n + b + 1 end
-  if a < 1 or b > n or a > b + 1 then
-    wick.error(("Size: range {%d, %d} outside a Size of %d dims"):format(r[1] or 1, r[2] or -1, n))
-  end
+  -- ends past the Size are clamped, as Python's slices of a tuple are
+  -- (YOLOv3's grid.shape[2:4] of a 1-D grid is torch.Size([]))
+  a, b = math.max(a, 1), math.min(b, n)
   local out = {}
   for i = a, b do out[#out + 1] = s[i] end
   return setmetatable(out, Size)

@@ -267,6 +267,9 @@ static wick_status binary(wick_tensor **out, wick_tensor *inplace, wick_binary_o
     if (op == WICK_SUB && promoted == WICK_BOOL)
         return wick_fail(WICK_ERR_DTYPE, "sub: subtraction, the `-` operator, with two bool tensors is not supported; "
                                          "use :logical_xor() instead");
+    if (op == WICK_POW && promoted == WICK_BOOL) /* (a ported `a ^ b` of two masks meant Python's xor) */
+        return wick_fail(WICK_ERR_DTYPE, "pow: not implemented for two bool tensors, as in PyTorch (Python's `^` "
+                                         "on masks is xor: use :logical_xor() or :bitwise_xor())");
     if (op == WICK_SUB && (a->dtype == WICK_BOOL || (!b_is_number && b->dtype == WICK_BOOL)))
         return wick_fail(WICK_ERR_DTYPE, "sub: subtraction, the `-` operator, with a bool tensor is not supported; "
                                          "to invert a mask use :logical_not() instead");

@@ -469,6 +469,13 @@ WL_FUNCTION(t_storage_id) {
     return 1;
 }
 
+/* t:data_ptr(): the address of the view's first element, a number (0 on meta),
+ * as PyTorch's (tied weights compare equal) */
+WL_FUNCTION(t_data_ptr) {
+    lua_pushnumber(L, (lua_Number)(uintptr_t)wick_tensor_data(SELF("data_ptr")));
+    return 1;
+}
+
 WL_FUNCTION(t_gc) {
     wick_tensor **p = lua_touserdata(L, 1);
     if (p && *p) {
@@ -676,7 +683,7 @@ static const luaL_Reg method_fns[] = {
     {"copy_", t_copy_}, {"fill_", t_fill_}, {"clone", t_clone}, {"item", t_item}, {"_int64_str", t_int64_str},
     {"totable", t_totable}, {"to", t_to}, {"pin_memory", t_pin_memory}, {"is_pinned", t_is_pinned}, {"size", t_size}, {"stride", t_stride}, {"dim", t_dim},
     {"numel", t_numel}, {"is_contiguous", t_is_contiguous}, {"storage_offset", t_storage_offset},
-    {"_storage_id", t_storage_id}, {"_dtype", t_dtype}, {"_device_code", t_device_code}, {"_shape", t_shape},
+    {"_storage_id", t_storage_id}, {"data_ptr", t_data_ptr}, {"_dtype", t_dtype}, {"_device_code", t_device_code}, {"_shape", t_shape},
     {"_requires_grad", t_requires_grad}, {"_is_parameter", t_is_parameter},
     {"_reaches_other_leaf", t_reaches_other_leaf},
     {"requires_grad_", t_set_requires_grad}, {"_grad", t_grad}, {"_set_grad", t_set_grad}, {"_grad_fn", t_grad_fn},

@@ -576,13 +576,20 @@ local function antialias_along(x, dim, out, align_corners, scale, mode)
   if dim == x:dim() then return x:matmul(m:t()) end
   return m:matmul(x) -- (dim is the second last)
 end
+-- a size or scale list's entries, 0-dim tensors as the numbers they hold
+-- (SAM's size=(h, w) from orig_im_size[0], orig_im_size[1])
+local function numbers(list)
+  local out = {}
+  for i = 1, #list do out[i] = wick.ops._number_of(list[i]) end
+  return out
+end
 local function spatial_list(v, n, what)
   if type(v) ~= "table" then
     local t = {}
     for i = 1, n do t[i] = v end
     return t, false
   end
-  return v, true
+  return numbers(v), true
 end
 function F.interpolate(x, ...)
   local fn = "interpolate"
@@ -931,8 +938,12 @@ end
 -- bin's value and, for max pooling, its 1-based flat index in the plane.
 local function adaptive_pool2d(fn, x, output_size, equal, bin)
   tensor(x, fn, "input")
+  output_size = wick.ops._number_of(output_size)
   if type(output_size) == "number" then output_size = { output_size, output_size } end
   check.table(output_size, fn, "output_size")
+  if getmetatable(output_size) == nil then
+    output_size = { wick.ops._number_of(output_size[1]), wick.ops._number_of(output_size[2]) }
+  end
   for i = 1, 2 do
     if output_size[i] ~= nil then check.int(output_size[i], fn, "output_size", 1) end
   end

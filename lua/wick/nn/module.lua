@@ -85,6 +85,11 @@ function Module:extend(name, args)
   if name ~= nil then check.string(name, "Module.extend", "name") end
   if args ~= nil then
     check.table(args, "Module.extend", "args")
+    if rawget(args, "__name") ~= nil or getmetatable(args) ~= nil then -- Python's class C(A, B)
+      check.fail("Module.extend", "the second argument is init's argument names, got the class %s: a class has one "
+        .. "base (Python's second base, a mixin, does not carry over; copy its methods into the class)",
+        tostring(rawget(args, "__name") or check.describe(args)))
+    end
     for i = 1, #args do check.string(args[i], "Module.extend", "args") end
   end
   local class = {}
@@ -418,12 +423,29 @@ end
 -- PyTorch's `self.fcs = []` list beside `setattr(self, "fc%d" % i, fc)`
 -- registers each layer once, under its field's name)
 local DIRECT = {} -- visiting[DIRECT]: the owner's own children
+local BELOW = {}  -- visiting[BELOW]: every module under them (made when a plain table holds a module)
+local module_list
+-- The modules registered under the owner's own children: a plain table's
+-- module that is one of them (YOLOv3's self.yolo_layers = [layer[0] for layer
+-- in self.module_list ...]) is named there, not again in the table, as
+-- PyTorch leaves a plain list unregistered
+local function registered_below(visiting)
+  local below = visiting[BELOW]
+  if not below then
+    below = {}
+    for child in pairs(visiting[DIRECT]) do
+      for _, m in ipairs(module_list(child, "", {}, {})) do below[m[2]] = true end
+    end
+    visiting[BELOW] = below
+  end
+  return below
+end
 add_member = function(out, owner, name, v, visiting, buffer, param, nested)
   if is_tensor(v) then
     if param == nil then param = v:_is_parameter() end
     out[#out + 1] = { name, v, "tensor", buffer == "nonpersistent", buffer ~= nil, param, buffer == "implicit" }
   elseif is_module(v) then
-    if not (nested and visiting[DIRECT][v]) then out[#out + 1] = { name, v, "module" } end
+    if not (nested and (visiting[DIRECT][v] or registered_below(visiting)[v])) then out[#out + 1] = { name, v, "module" } end
   elseif type(v) == "table" then
     if getmetatable(v) == nil or getmetatable(v) == Module._iterable_list then
       table_members(out, owner, name, v, visiting)
@@ -461,7 +483,11 @@ local function members(self)
   end
   local buffers, params = rawget(self, "_buffer_kinds") or {}, rawget(self, "_param_names") or {}
   for _, key in ipairs(rawget(self, "_fields")) do
-    add_member(out, self, key, rawget(self, key), visiting, buffers[key], params[key] == true)
+    local v, kind, param = rawget(self, key), buffers[key], params[key] == true
+    -- a parameter assigned over a tensor init set (ddpm's self.logvar =
+    -- nn.Parameter(self.logvar)) is one: a raw field's reassignment is not seen
+    if kind == "implicit" and is_tensor(v) and v:_is_parameter() then kind, param = nil, true end
+    add_member(out, self, key, v, visiting, kind, param)
   end
   return out
 end
@@ -581,7 +607,7 @@ function Module:children()
 end
 
 -- every module of the tree once, depth first, self first: { {name, module}, ... }
-local function module_list(self, prefix, seen, out)
+function module_list(self, prefix, seen, out)
   if seen[self] then return out end
   seen[self] = true
   out[#out + 1] = { prefix, self }
@@ -975,7 +1001,7 @@ function Module:load_state_dict(sd, ...)
   local strict, assign = opts.strict ~= false, opts.assign == true
   -- (a tensor that init assigned without registering it is state, but a
   -- PyTorch checkpoint does not have it: its absence is not an error)
-  local own, order, needed, implicit = {}, {}, {}, {}
+  local own, order, needed, implicit, reshaped = {}, {}, {}, {}, {}
   walk(self, "", function(name, t, _, _, plain)
     own[name] = t
     order[#order + 1] = name
@@ -1003,6 +1029,8 @@ function Module:load_state_dict(sd, ...)
       local t = own[name]
       if not wick.is_tensor(v) then
         mismatched[#mismatched + 1] = ('value for "%s" is a %s, not a tensor'):format(name, type(v))
+      elseif tostring(v.shape) ~= tostring(t.shape) and implicit[name] then
+        reshaped[name] = true -- an attribute init set, later made anew (YOLOv3's grid): it takes the saved one
       elseif tostring(v.shape) ~= tostring(t.shape) then
         mismatched[#mismatched + 1] = ("size mismatch for %s: copying a param with shape %s from checkpoint, the shape in current model is %s.")
           :format(name, tostring(v.shape), tostring(t.shape))
@@ -1048,14 +1076,20 @@ function Module:load_state_dict(sd, ...)
       -- dtype and device) and keeps its identity and requires_grad, as
       -- PyTorch's assign = True keeps the Parameter's requires_grad
       if v ~= nil then
-        if assign then own[name]:set_(v) else own[name]:copy_(v) end
+        if assign then own[name]:set_(v)
+        elseif reshaped[name] then own[name]:set_(v:to({ dtype = own[name].dtype, device = own[name].device }):clone())
+        else own[name]:copy_(v) end
       end
     end
   end)
+  -- PyTorch's named tuple: r.missing_keys and r.unexpected_keys, and
+  -- `local missing, unexpected = m:load_state_dict(sd, false)` (the result's
+  -- array part is the missing keys; the unexpected ones come second)
   local result = setmetatable({ missing_keys = missing, unexpected_keys = unexpected }, IncompatibleKeys)
   for _, h in ipairs(post) do h[2](h[1], result) end
   check_problems()
-  return result
+  for i, k in ipairs(result.missing_keys) do result[i] = k end
+  return result, result.unexpected_keys
 end
 
 --- The module tree, like PyTorch's repr.
