@@ -1176,3 +1176,38 @@ describe("module state as PyTorch keeps it (YOLOv3, ddpm, SD's scripts)", functi
     assert.are.same({ 1, 0 }, (b ^ 2):totable())
   end)
 end)
+
+describe("HF lines: checkpointed layers returning tuples, where(t.any(), ...), torch.min(x, other=y)", function()
+  it("tracks a checkpointed function's table of outputs; takes a Lua boolean condition; min/max take other by name", function()
+    local lin = nn.Linear(4, 4)
+    local h = wick.randn(2, 4, { requires_grad = true })
+    local out = wick.utils.checkpoint.checkpoint(function(x) return { lin(x), nil, x:sum() } end, h)
+    assert.is_true(out[1].requires_grad)
+    assert.is_nil(out[2])
+    local loss = out[1]:sum() + out[3]
+    loss:backward()
+    assert.is_not_nil(lin.weight.grad)
+    local hf = wick.tensor({ 1, math.huge })
+    assert.are.equal(1, wick.where(wick.isinf(hf):any(), wick.ones({}), wick.zeros({})):item())
+    assert.are.same({ 0, 0 }, wick.where(false, wick.ones(2), wick.zeros(2)):totable())
+    assert.are.same({ 1, 3 }, wick.min(wick.tensor({ 1, 5 }), { other = wick.tensor({ 3, 3 }) }):totable())
+    assert.are.same({ 3, 5 }, wick.tensor({ 1, 5 }):max({ other = wick.tensor({ 3, 3 }) }):totable())
+    local p = wick.ones(1, { requires_grad = true })
+    local plateau = wick.optim.lr_scheduler.ReduceLROnPlateau(wick.optim.SGD({ p }, { lr = 0.1 }))
+    support.assert_error_has(function() plateau:get_lr() end, "use get_last_lr()")
+  end)
+end)
+
+describe("index_add_/index_copy_ indices and take (cleanrl's C51)", function()
+  it("refuses negative or float indices naming the op, as PyTorch; take counts negatives from the end", function()
+    local neg = wick.tensor({ -1 }, { dtype = "int64" })
+    support.assert_error_has(function() return wick.zeros(5):index_add_(1, neg, wick.ones(1)) end,
+      "index_add_: index -1 is out of bounds for dimension 1 with size 5")
+    support.assert_error_has(function() return wick.zeros(5):index_copy_(1, neg, wick.ones(1)) end,
+      "index_copy_: index -1 is out of bounds")
+    support.assert_error_has(function() return wick.zeros(5):index_add_(1, wick.tensor({ 1 }), wick.ones(1)) end,
+      "index_add_: expected dtype int32/int64 for index, got float32")
+    assert.are.same({ 0, 2, 0 }, wick.zeros(3):index_add_(1, wick.tensor({ 2, 2 }):long(), wick.ones(2)):totable())
+    assert.are.same({ 4, 0 }, wick.arange(0, 5):take(wick.tensor({ -1, 1 }, { dtype = "int64" })):totable())
+  end)
+end)

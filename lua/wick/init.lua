@@ -941,6 +941,7 @@ local KEYWORDS = {
   index_add = { "dim", "index", "source" }, index_add_ = { "dim", "index", "source" },
   index_copy = { "dim", "index", "source" }, index_fill = { "dim", "index", "value" },
   reshape = { "shape" }, view = { "size" }, permute = { "dims" },
+  max = { "other" }, min = { "other" }, maximum = { "other" }, minimum = { "other" },
 }
 local function drop_empty(...) -- the options table common.required leaves, when empty
   local n = select("#", ...)

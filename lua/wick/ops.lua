@@ -272,6 +272,12 @@ return function(wick)
   -- Two integral numbers give int64, like torch.where(cond, 1, 0).
   local core_where = core.where
   function ops.where(cond, a, b)
+    -- a Lua boolean (t:any(), t:all()) is the 0-dim bool tensor PyTorch's would be
+    -- (T5's torch.where(torch.isinf(h).any(), max - 1000, max))
+    if type(cond) == "boolean" and (a ~= nil or b ~= nil) then
+      local like = is_tensor(a) and a or is_tensor(b) and b or nil
+      cond = wick.tensor(cond, { device = like and like.device or nil })
+    end
     check.tensor(cond, "where", "condition")
     if a == nil and b == nil then -- torch.where(cond): nonzero as a tuple, one 1-based index tensor per dim
       return unpack(cond:nonzero({ as_tuple = true }))
@@ -1360,12 +1366,39 @@ return function(wick)
     return t:permute(perm)
   end
   Tensor.moveaxis = Tensor.movedim
-  --- t:take(index): t as 1-D, at the 1-based positions of index (index's shape)
+  --- t:take(index): t as 1-D, at the 1-based positions of index (index's shape;
+  --- negative from the end, as PyTorch's take)
   function Tensor.take(t, index)
     check.tensor(t, "take", "self")
     check.tensor(index, "take", "index")
-    return t:reshape(-1):index_select(1, index:reshape(-1)):view(index.shape)
+    return t:reshape(-1)[index:reshape(-1)]:view(index.shape)
   end
+
+  -- index_add's and index_copy's index: int64 (or int32) positions 1..size
+  -- along dim, as PyTorch checks them (they do not count from the end)
+  local function positive_index(fn, t, d, index)
+    local dt = index.dtype
+    if dt ~= "int64" and dt ~= "int32" then
+      check.fail(fn, "expected dtype int32/int64 for index, got %s (wick.tensor of Lua numbers is float32: "
+        .. "make it with {dtype = \"int64\"} or :long())", dt)
+    end
+    if index:numel() == 0 then return end
+    local lo, hi, size = index:min():item(), index:max():item(), t:dim() == 0 and 1 or t:size(d)
+    if lo < 1 or hi > size then
+      check.fail(fn, "index %d is out of bounds for dimension %d with size %d (indices are 1-based)",
+        lo < 1 and lo or hi, d, size)
+    end
+  end
+  for _, name in ipairs({ "index_copy", "index_copy_" }) do
+    local c = Tensor[name]
+    Tensor[name] = function(t, dim, index, ...)
+      if is_tensor(t) and is_tensor(index) and type(dim) == "number" then
+        positive_index(name, t, wrap_dim(t, dim, name), index)
+      end
+      return c(t, dim, index, ...)
+    end
+  end
+  wick.index_copy = function(t, ...) return Tensor.index_copy(t, ...) end
 
   --- t:index_add(dim, index, source[, {alpha = 1}]) and index_add_: slice
   --- index[i] of t along dim plus alpha times slice i of source (repeated
@@ -1378,6 +1411,7 @@ return function(wick)
     check.tensor(source, fn, "source")
     local alpha = type(opts) == "number" and opts or check.options(opts, fn, ALPHA).alpha or 1
     if index:dim() > 1 then check.fail(fn, "index should have at most one dimension, got %d", index:dim()) end
+    positive_index(fn, t, d, index)
     local src = alpha == 1 and source or source * alpha
     local out = t:movedim(d, 1):index_put({ index:reshape(-1) }, src:movedim(d, 1), true):movedim(1, d)
     if inplace then return t:copy_(out) end

@@ -1085,6 +1085,9 @@ end
 function LRScheduler:get_lr()
   local name = (getmetatable(self) or LRScheduler).__name
   local spec = formulas[getmetatable(self)]
+  if spec and not spec.lr then -- (ReduceLROnPlateau: no formula, as PyTorch's NotImplementedError)
+    check.fail(name .. ":get_lr", "this scheduler computes its lrs from the metric at step(metric): use get_last_lr()")
+  end
   if spec then -- PyTorch's: the recursive form from the current lrs, with its warning
     require("wick.nn.common").warn("To get the last learning rate computed by the scheduler, please use "
       .. "`get_last_lr()`.")
