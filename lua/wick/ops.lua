@@ -254,7 +254,12 @@ return function(wick)
   function Tensor.clamp_(t, lo, hi)
     lo, hi = bounds(lo, hi)
     if not is_tensor(lo) and not is_tensor(hi) then return clamp_numbers_(t, lo, hi) end
-    return check.tensor(t, "clamp_", "self"):copy_(clamp_any(t, lo, hi, "clamp_"))
+    local r = clamp_any(t, lo, hi, "clamp_")
+    if r:is_floating_point() and not t:is_floating_point() then -- (YOLOv3's gj.clamp_(0, gain[3] - 1))
+      check.fail("clamp_", "result type Float can't be cast to the desired output type %s (a float bound on an "
+        .. "integer tensor, as PyTorch refuses it)", t.dtype)
+    end
+    return t:copy_(r)
   end
   function Tensor.clamp_min(t, v)
     if v == nil then check.expected("clamp_min", "min", "a number or a tensor", v) end

@@ -138,6 +138,11 @@ WL_FUNCTION(t_clamp) {
     double lo, hi;
     clamp_bounds(L, &lo, &hi);
     if (UPINT(1)) {
+        wick_dtype d = wick_tensor_dtype(a);
+        if (!wick_dtype_is_floating(d) && !wick_dtype_is_complex(d) && ((isfinite(lo) && lo != floor(lo)) ||
+                                                                       (isfinite(hi) && hi != floor(hi))))
+            wl_raise(L, "clamp_: result type Float can't be cast to the desired output type %s (a fractional bound "
+                        "on an integer tensor, as PyTorch refuses it)", wick_dtype_name(d));
         WL_WRITE(L, wick_clamp_(a, lo, hi));
         lua_settop(L, 1);
         return 1;
