@@ -1220,3 +1220,25 @@ describe("an integer tensor's clamp_ with a float bound (PyTorch-YOLOv3's gj.cla
     assert.are.same({ 0, 5, 6 }, t:clamp_(0, wick.tensor(6):long()):totable())
   end)
 end)
+
+describe("GNN lines in plain PyTorch (scatter_reduce, degree powers, index_add dtypes)", function()
+  it("takes reduce= by name; refuses an integer to a negative power and mixed dtypes, as PyTorch; loads from a tensor", function()
+    local i = wick.tensor({ 1, 1, 3 }, { dtype = "int64" })
+    local v = wick.tensor({ 1, 5, 2 })
+    assert.are.same({ 5, 0, 2 }, wick.zeros(3):scatter_reduce(1, i, v, { reduce = "amax", include_self = false }):totable())
+    assert.are.same({ 5, 0, 2 }, wick.zeros(3):index_reduce(1, i, v, { reduce = "amax" }):totable())
+    local deg = wick.bincount(wick.tensor({ 1, 1, 2 }, { dtype = "int64" }), { minlength = 3 })
+    support.assert_error_has(function() return deg:pow(-1) end, "Integers to negative integer powers are not allowed")
+    support.assert_error_has(function() return deg ^ -1 end, "Integers to negative integer powers are not allowed")
+    assert.are.same({ 0.5, 1, math.huge }, deg:float():pow(-1):totable())
+    support.assert_error_has(function() return wick.zeros(3, { dtype = "int64" }):index_add_(1, i, v) end,
+      "self (int64) and source (float32) must have the same scalar type")
+    support.assert_error_has(function() return wick.zeros(3):scatter_add(1, i, wick.ones(3, { dtype = "int64" })) end,
+      "Expected self.dtype to be equal to src.dtype")
+    support.assert_error_has(function() return wick.zeros(3):index_put_({ i }, wick.ones(3, { dtype = "float64" })) end,
+      "Index put requires the source and destination dtypes match")
+    local seen = {}
+    for b in wick.data.DataLoader(wick.arange(1, 8, { dtype = "int64" }), { batch_size = 3 }) do seen[#seen + 1] = b:totable() end
+    assert.are.same({ { 1, 2, 3 }, { 4, 5, 6 }, { 7 } }, seen)
+  end)
+end)

@@ -211,6 +211,8 @@ end
 -- a dataset argument: a plain Lua array of samples is an ArrayDataset
 -- (PyTorch's samplers, Subset and random_split take any sized list)
 local function as_dataset(obj)
+  -- a tensor: its slices along dim 1 (DataLoader(torch.arange(N)), node2vec's loader)
+  if wick.is_tensor(obj) and obj:dim() > 0 then return data.TensorDataset(obj) end
   if type(obj) == "table" and getmetatable(obj) == nil and obj.len == nil and obj.get == nil
       and next(obj, #obj > 0 and #obj or nil) == nil then -- (an array only: no other keys)
     return ArrayDataset(obj)

@@ -942,6 +942,8 @@ local KEYWORDS = {
   index_copy = { "dim", "index", "source" }, index_fill = { "dim", "index", "value" },
   reshape = { "shape" }, view = { "size" }, permute = { "dims" },
   max = { "other" }, min = { "other" }, maximum = { "other" }, minimum = { "other" },
+  scatter_reduce = { "dim", "index", "src", "reduce" }, scatter_reduce_ = { "dim", "index", "src", "reduce" },
+  index_reduce = { "dim", "index", "source", "reduce" }, index_reduce_ = { "dim", "index", "source", "reduce" },
 }
 local function drop_empty(...) -- the options table common.required leaves, when empty
   local n = select("#", ...)

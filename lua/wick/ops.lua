@@ -1417,6 +1417,9 @@ return function(wick)
     local alpha = type(opts) == "number" and opts or check.options(opts, fn, ALPHA).alpha or 1
     if index:dim() > 1 then check.fail(fn, "index should have at most one dimension, got %d", index:dim()) end
     positive_index(fn, t, d, index)
+    if source.dtype ~= t.dtype then
+      check.fail(fn, "self (%s) and source (%s) must have the same scalar type, as PyTorch's", t.dtype, source.dtype)
+    end
     local src = alpha == 1 and source or source * alpha
     local out = t:movedim(d, 1):index_put({ index:reshape(-1) }, src:movedim(d, 1), true):movedim(1, d)
     if inplace then return t:copy_(out) end
@@ -1472,6 +1475,9 @@ return function(wick)
   --- t:scatter_add(dim, index, src) and scatter_add_: t[... index[i][j] ...] += src[i][j] along dim (1-based)
   local function scatter_add(t, dim, index, src, fn, inplace)
     local d = scatter_args(t, dim, index, src, fn)
+    if src.dtype ~= t.dtype then
+      check.fail(fn, "Expected self.dtype to be equal to src.dtype (%s and %s), as PyTorch", t.dtype, src.dtype)
+    end
     if index:numel() == 0 then return inplace and t or t:clone() end
     local flat = scatter_positions(t, d, index, fn)
     local out = t:reshape(-1):index_put({ flat + 1 }, scatter_values(src, index), true):view(t.shape)

@@ -333,8 +333,20 @@ static wick_status scalar_tensor(wick_tensor **out, wick_scalar s, const wick_te
     return WICK_OK;
 }
 
+/* PyTorch's check of an integer tensor to a negative integer power (deg ** -1 would
+ * otherwise be a silent integer division: 2^-1 = 0) */
+static wick_status check_int_pow(wick_binary_op op, const wick_tensor *a, wick_scalar s, int scalar_first) {
+    if (op == WICK_POW && !scalar_first && s.is_integer && s.value < 0 && !wick_dtype_is_floating(a->dtype) &&
+        !wick_dtype_is_complex(a->dtype))
+        return wick_fail(WICK_ERR_ARGUMENT, "pow: Integers to negative integer powers are not allowed (make the "
+                                            "tensor floating first: t:float():pow(-1))");
+    return WICK_OK;
+}
+
 wick_status wick_binary_scalar(wick_tensor **out, wick_binary_op op, const wick_tensor *a, wick_scalar s,
                                int scalar_first) {
+    wick_status cst = check_int_pow(op, a, s, scalar_first);
+    if (cst) return cst;
     wick_tensor *b;
     wick_status st = scalar_tensor(&b, s, a);
     if (st) return st;
@@ -355,6 +367,8 @@ wick_status wick_binary_scalar(wick_tensor **out, wick_binary_op op, const wick_
 }
 
 wick_status wick_binary_scalar_(wick_binary_op op, wick_tensor *a, wick_scalar s) {
+    wick_status cst = check_int_pow(op, a, s, 0);
+    if (cst) return cst;
     wick_tensor *b;
     wick_status st = scalar_tensor(&b, s, a);
     if (st) return st;

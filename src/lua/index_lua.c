@@ -610,6 +610,10 @@ WL_FUNCTION(t_index_put) {
         wl_raise(L, "%s: expected 1 to %d index tensors (the tensor's dimensions), got %d", fn, wick_tensor_ndim(t), nt);
     double s = 0;
     wick_tensor *v = write_value(L, 3, &s, fn);
+    if (v && wick_tensor_dtype(v) != wick_tensor_dtype(t)) /* (t[key] = v casts; the explicit op does not, as PyTorch's) */
+        wl_raise(L, "%s: Index put requires the source and destination dtypes match, got %s for the destination and %s "
+                    "for the source",
+                 fn, wick_dtype_name(wick_tensor_dtype(t)), wick_dtype_name(wick_tensor_dtype(v)));
     int accumulate = 0;
     if (lua_istable(L, 4) && !wl_totensor(L, 4)) { /* PyTorch's keyword: {accumulate = true} */
         static const char *const keys[] = {"accumulate", NULL};
