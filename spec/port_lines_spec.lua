@@ -1242,3 +1242,29 @@ describe("GNN lines in plain PyTorch (scatter_reduce, degree powers, index_add d
     assert.are.same({ { 1, 2, 3 }, { 4, 5, 6 }, { 7 } }, seen)
   end)
 end)
+
+describe("state_dict() as PyTorch's OrderedDict (timm's ModelEmaV2)", function()
+  it("iterates keys/values/items in registration order and has pop/get/update/copy; pairs and saving still see a table", function()
+    local sd = nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2)):state_dict()
+    local keys = {}
+    for k in sd:keys() do keys[#keys + 1] = k end
+    assert.are.same({ "1.weight", "1.bias", "2.weight", "2.bias", "2.running_mean", "2.running_var",
+      "2.num_batches_tracked" }, keys)
+    local values = {}
+    for v in sd:values() do values[#values + 1] = v end
+    assert.are.equal(sd["1.weight"], values[1])
+    assert.are.same({ 2, 2 }, sd:pop("1.weight").shape)
+    assert.is_nil(sd["1.weight"])
+    assert.are.equal(5, sd:get("1.weight", 5))
+    sd.extra = wick.zeros(1)
+    local after = {}
+    for k in sd:copy():keys() do after[#after + 1] = k end
+    assert.are.equal("1.bias", after[1])
+    assert.are.equal("extra", after[#after])
+    local n = 0
+    for _ in pairs(sd) do n = n + 1 end
+    assert.are.equal(7, n)
+    local m = nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2))
+    m:load_state_dict(nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2)):state_dict())
+  end)
+end)

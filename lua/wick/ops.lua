@@ -1605,11 +1605,74 @@ return function(wick)
     end
     return out:index_put({ at }, best)
   end
+  -- The index along d alone (1-D) when index is one index expanded over its
+  -- other dims (stride 0: a GNN's dst:unsqueeze(-1):expand(E, F)), else nil
+  local function expanded_rows(index, d)
+    for k = 1, index:dim() do
+      if k ~= d and index:size(k) > 1 and index:stride(k) ~= 0 then return nil end
+    end
+    local v = index
+    for k = index:dim(), 1, -1 do if k ~= d then v = v:select(k, 1) end end
+    return v:to("int64")
+  end
+  -- amax/amin of whole rows: t's slices along d (within index's extent on the
+  -- other dims) reduced with src's slices sent to them by the 1-D index rows.
+  -- The E rows are sorted by their index (E keys, not E x F elements), then
+  -- each run of equal keys is reduced by doubling: after the step of span s a
+  -- row holds the extreme of the 2s rows from it in its run, so log2 of the
+  -- longest run steps leave each run's first row with the run's extreme.
+  local function grouped_rows(t, d, index, rows, src, reduce, include_self)
+    local extreme = reduce == "amax" and wick.maximum or wick.minimum
+    local box = {}
+    for k = 1, t:dim() do box[k] = k == d and {} or { 1, index:size(k) } end
+    local E = rows:numel()
+    local S = src[(function()
+      local b = {}
+      for k = 1, src:dim() do b[k] = { 1, index:size(k) } end
+      return b
+    end)()]:movedim(d, 1):reshape(E, -1)
+    local block = t[box]
+    local target = block:movedim(d, 1)
+    local width = S:size(2)
+    local keys, order = rows:sort({ stable = true })
+    S = S:index_select(1, order)
+    local longest = wick.bincount(keys):max():item()
+    local span = 1
+    while span < longest do
+      local n = E - span
+      local head, tail = S:narrow(1, 1, n), S:narrow(1, 1 + span, n)
+      local same = keys:narrow(1, 1, n):eq(keys:narrow(1, 1 + span, n)):unsqueeze(2)
+      head:copy_(wick.where(same, extreme(head, tail), head)) -- (computed whole before the write)
+      span = span * 2
+    end
+    local first = wick.ones(E, { dtype = "bool", device = keys.device })
+    if E > 1 then first[{ { 2, E } }] = keys:narrow(1, 2, E - 1):ne(keys:narrow(1, 1, E - 1)) end
+    local at, best = keys[first], S[first]
+    local flat_target = target:reshape(target:size(1), width)
+    if include_self then best = extreme(best, flat_target:index_select(1, at)) end
+    local done = flat_target:index_copy(1, at, best):view(target.shape):movedim(1, d)
+    local out = t:clone()
+    out[box] = done
+    return out
+  end
   function scatter_reduce(t, dim, index, src, reduce, opts, fn, inplace)
     local d = scatter_args(t, dim, index, src, fn)
     check.one_of(reduce, fn, "reduce", REDUCE)
     local include_self = check.options(opts, fn, { include_self = "boolean" }).include_self ~= false
     if index:numel() == 0 then return inplace and t or t:clone() end
+    local rows = (reduce == "amax" or reduce == "amin") and src:dim() == index:dim() and expanded_rows(index, d)
+    if rows then
+      local lo, hi = rows:min():item(), rows:max():item()
+      if lo < 1 or hi > t:size(d) then
+        check.fail(fn, "index %d is out of bounds for dimension %d with size %d (indices are 1-based)",
+          lo < 1 and lo or hi, d, t:size(d))
+      end
+      if not tracked(t, src) then -- (no flat positions needed)
+        local out = grouped_rows(t, d, index, rows, src:to(t.dtype), reduce, include_self)
+        if inplace then return t:copy_(out) end
+        return out
+      end
+    end
     local pos = scatter_positions(t, d, index, fn)
     local vals = scatter_values(src, index):to(t.dtype)
     local self_flat = t:reshape(-1)
@@ -1627,7 +1690,10 @@ return function(wick)
       if reduce == "prod" and tracked(t, src) then
         check.fail(fn, "the gradient of reduce='prod' is not supported; compute it under wick.no_grad")
       end
-      local r = wick.no_grad(function() return grouped(self_flat:detach(), vals:detach(), pos, reduce, include_self) end)
+      local r = wick.no_grad(function()
+        if rows then return grouped_rows(t:detach(), d, index, rows, src:detach():to(t.dtype), reduce, include_self):reshape(-1) end
+        return grouped(self_flat:detach(), vals:detach(), pos, reduce, include_self)
+      end)
       out = tracked(t, src) and (ExtremaFn or extrema_fn()).apply(self_flat, vals, pos, r, include_self) or r
     end
     out = out:view(t.shape)

@@ -936,12 +936,86 @@ end
 --- option): name -> tensor, sharing storage with the module and cut from the
 --- graph unless keep_vars, names under prefix, into destination when given.
 local STATE_DICT = { destination = "table", prefix = "string", keep_vars = "boolean" }
+-- A state dict that keeps PyTorch's order, as its OrderedDict does: a plain
+-- table of name -> tensor (pairs, saving and loading see nothing else) whose
+-- methods keys(), values() and items() iterate in registration order (names
+-- added later after them, sorted), pop(name[, default]), get(name[, default]),
+-- update(other) and copy(); Lua 5.4's pairs takes that order too.
+local StateDict = { __name = "OrderedDict" }
+local sd_order = setmetatable({}, { __mode = "k" }) -- state dict -> its names in order
+local function sd_names(sd)
+  local names, seen = {}, {}
+  for _, k in ipairs(sd_order[sd] or {}) do
+    if rawget(sd, k) ~= nil and not seen[k] then names[#names + 1], seen[k] = k, true end
+  end
+  local extra = {}
+  for k in next, sd do if not seen[k] then extra[#extra + 1] = k end end
+  table.sort(extra, function(a, b) return tostring(a) < tostring(b) end)
+  for _, k in ipairs(extra) do names[#names + 1] = k end
+  return names
+end
+local function sd_iter(sd, what)
+  local names, i = sd_names(sd), 0
+  return function()
+    i = i + 1
+    local k = names[i]
+    if k == nil then return nil end
+    if what == "keys" then return k elseif what == "values" then return rawget(sd, k) end
+    return k, rawget(sd, k)
+  end
+end
+local SD_METHODS = {
+  keys = function(sd) return sd_iter(sd, "keys") end,
+  values = function(sd) return sd_iter(sd, "values") end,
+  items = function(sd) return sd_iter(sd, "items") end,
+  get = function(sd, k, default)
+    local v = rawget(sd, k)
+    if v == nil then return default end
+    return v
+  end,
+  pop = function(sd, k, default)
+    local v = rawget(sd, k)
+    if v == nil then
+      if default == nil then wick.error(("OrderedDict:pop: no key '%s'"):format(tostring(k))) end
+      return default
+    end
+    rawset(sd, k, nil)
+    return v
+  end,
+  update = function(sd, other)
+    check.table(other, "OrderedDict:update", "other")
+    local order = sd_order[sd] or {}
+    sd_order[sd] = order
+    for k, v in (getmetatable(other) == StateDict and SD_METHODS.items(other) or pairs(other)) do
+      if rawget(sd, k) == nil then order[#order + 1] = k end
+      rawset(sd, k, v)
+    end
+  end,
+}
+function SD_METHODS.copy(sd)
+  local c = setmetatable({}, StateDict)
+  local order = {}
+  for k, v in SD_METHODS.items(sd) do rawset(c, k, v); order[#order + 1] = k end
+  sd_order[c] = order
+  return c
+end
+StateDict.__index = SD_METHODS
+StateDict.__pairs = function(sd) return SD_METHODS.items(sd) end
+
 function Module:state_dict(...)
   this(self, "state_dict")
   local o = check.positional("state_dict", { "destination", "prefix", "keep_vars" }, STATE_DICT, ...)
-  local sd, prefix = o.destination or {}, o.prefix or ""
+  local sd, prefix = o.destination, o.prefix or ""
+  local order
+  if sd == nil then
+    sd, order = setmetatable({}, StateDict), {}
+    sd_order[sd] = order
+  end
   -- a tensor under two names (tied weights) is stored under both, as in PyTorch
-  walk(self, prefix, function(name, t) sd[name] = o.keep_vars and t or t:detach() end, nil, true, true)
+  walk(self, prefix, function(name, t)
+    if order and sd[name] == nil then order[#order + 1] = name end
+    sd[name] = o.keep_vars and t or t:detach()
+  end, nil, true, true)
   each_hook(self, "_state_dict_hooks", function(m, at, e)
     local r = e.fn(m, sd, prefix .. at, {})
     if type(r) == "table" then sd = r end
