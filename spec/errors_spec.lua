@@ -383,8 +383,8 @@ describe("argument checks of wick's Lua functions (wick.argcheck)", function()
 
   it("Conv2d takes PyTorch's positional stride and padding, and checks them", function()
     local c = nn.Conv2d(1, 2, 3, 2, 1)
-    assert.are.equal(2, c.stride)
-    assert.are.equal(1, c.padding)
+    assert.are.same({ 2, 2 }, c.stride) -- PyTorch's tuples
+    assert.are.same({ 1, 1 }, c.padding)
     assert.are.same({ 1, 2, 3, 3 }, c(wick.ones(1, 1, 5, 5)):size())
     assert_raised_at(function()
       expect.line = here() + 1

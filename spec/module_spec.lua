@@ -699,7 +699,7 @@ end)
 describe("layer constructors take PyTorch's positional arguments, then options", function()
   it("Conv2d, Linear, Dropout, LayerNorm, Embedding, MaxPool2d, BatchNorm, GELU", function()
     local c = nn.Conv2d(1, 32, 3, 1)
-    assert.are.equal(1, c.stride)
+    assert.are.same({ 1, 1 }, c.stride) -- PyTorch's tuples
     local x = wick.randn(1, 1, 8, 8)
     assert.are.same({ 1, 4, 4, 4 }, support.shape_of(nn.Conv2d(1, 4, 3, 2, 1)(x)))
     assert.are.same({ 1, 4, 8, 8 }, support.shape_of(nn.Conv2d(1, 4, 3, { stride = 1, padding = 1 })(x)))

@@ -280,7 +280,14 @@ return function(wick)
   --- pad_mode = "reflect", normalized = false, onesided, return_complex):
   --- the DFTs of the windowed frames of a 1-D signal or a batch of them,
   --- (..., n_fft // 2 + 1 or n_fft, frames) as torch.stft's
-  function wick.stft(input, ...)
+  -- input by name too (torch.stft(input=waveform, n_fft=...)): from the options table
+  local function input_by_name(fn, ...)
+    return require("wick.nn.common").required(fn, { "input" }, ...)
+  end
+  local stft, istft
+  function wick.stft(...) return stft(input_by_name("stft", ...)) end
+  function wick.istft(...) return istft(input_by_name("istft", ...)) end
+  function stft(input, ...)
     local fn = "stft"
     local o, n_fft, hop = stft_args(fn, input, ...)
     if o.return_complex == nil and not input:is_complex() and not (o.window and o.window:is_complex()) then
@@ -312,7 +319,7 @@ return function(wick)
   --- normalized = false, onesided, length, return_complex = false): the signal
   --- whose stft is input, by overlap-add of the frames' inverse DFTs divided
   --- by the sum of the squared windows there
-  function wick.istft(input, ...)
+  function istft(input, ...)
     local fn = "istft"
     local o, n_fft, hop = stft_args(fn, input, ...)
     if not input:is_complex() then check.fail(fn, "expected a complex input tensor (the output of stft)") end

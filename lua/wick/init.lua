@@ -942,6 +942,7 @@ local KEYWORDS = {
   index_copy = { "dim", "index", "source" }, index_fill = { "dim", "index", "value" },
   reshape = { "shape" }, view = { "size" }, permute = { "dims" },
   max = { "other" }, min = { "other" }, maximum = { "other" }, minimum = { "other" },
+  lerp = { "end", "weight" }, lerp_ = { "end", "weight" },
   scatter_reduce = { "dim", "index", "src", "reduce" }, scatter_reduce_ = { "dim", "index", "src", "reduce" },
   index_reduce = { "dim", "index", "source", "reduce" }, index_reduce_ = { "dim", "index", "source", "reduce" },
 }
@@ -1953,14 +1954,28 @@ setmetatable(wick, {
     if op and Tensor[op] then
       local fn = function(list, ...)
         check.table(list, k, "self")
-        local n, args, out = #list, { ... }, {}
+        local n, args, out, nargs = #list, { ... }, {}, select("#", ...)
+        -- the scalar by PyTorch's keyword (timm's _foreach_mul_(values, scalar=decay))
+        local last = args[nargs]
+        if type(last) == "table" and getmetatable(last) == nil and #last == 0 then
+          for _, key in ipairs({ "scalar", "scalars", "exponent" }) do
+            if last[key] ~= nil then
+              local rest = {}
+              for kk, vv in pairs(last) do if kk ~= key then rest[kk] = vv end end
+              if next(rest) == nil then args[nargs], nargs = nil, nargs - 1 else args[nargs] = rest end
+              table.insert(args, 1, last[key])
+              nargs = nargs + 1
+              break
+            end
+          end
+        end
         for i = 1, n do
           local these = {}
-          for j = 1, select("#", ...) do
+          for j = 1, nargs do
             local a = args[j]
             these[j] = (type(a) == "table" and not wick.is_tensor(a) and getmetatable(a) == nil and #a == n) and a[i] or a
           end
-          out[i] = Tensor[op](list[i], unpack(these, 1, select("#", ...)))
+          out[i] = Tensor[op](list[i], unpack(these, 1, nargs))
         end
         if op:sub(-1) ~= "_" then return out end
       end

@@ -802,6 +802,12 @@ return function(wick)
   local function dims_arg(t, dims, fn)
     if dims == nil then check.fail(fn, "expected a dim or a table of dims, got nothing") end
     if type(dims) ~= "table" then dims = { dims } end
+    for k in pairs(dims) do -- an options table in a dim's place (x:amax({dim = 1}, true)) is not a list of dims
+      if type(k) ~= "number" then
+        check.fail(fn, "expected a dim or a list of dims, got a table with the key '%s' (options go last: "
+          .. "{dim =, keepdim =})", tostring(k))
+      end
+    end
     local out = {}
     for i, d in ipairs(dims) do out[i] = wrap_dim(t, d, fn) end
     return out
@@ -2213,7 +2219,7 @@ return function(wick)
   --- wick.hann_window(n[, periodic = true][, opts]), hamming_window (alpha = 0.54, beta = 0.46),
   --- blackman_window, bartlett_window: PyTorch's windows, periodic (the first n of n + 1) by default
   local function window(name, formula, order)
-    return function(n, ...)
+    local function make(n, ...)
       check.int(n, name, "window_length", 0)
       local o = check.positional(name, order or { "periodic" }, WINDOW, ...)
       local opts = { dtype = o.dtype or wick.get_default_dtype(), device = o.device }
@@ -2227,6 +2233,8 @@ return function(wick)
       if o.requires_grad then w:requires_grad_(true) end
       return w
     end
+    -- window_length by name too (torch.hann_window(window_length=n))
+    return function(...) return make(require("wick.nn.common").required(name, { "window_length" }, ...)) end
   end
   ops.hann_window = window("hann_window", function(x) return 0.5 - (x:cos() * 0.5) end)
   ops.hamming_window = window("hamming_window", function(x, o) return (o.alpha or 0.54) - x:cos() * (o.beta or 0.46) end,

@@ -156,6 +156,41 @@ return function(wick)
     return wick.where(zero, x * 0, x * wick.where(zero, 0, u):log1p())
   end
 
+  -- The modified Bessel function of the first kind of order 0, I0(x), scaled
+  -- by exp(-|x|) (scaled = true) or not, in float64: for |x| <= 15 its power
+  -- series, the sum over k of ((x/2)^2)^k / (k!)^2 (60 terms), beyond it the
+  -- asymptotic series exp(|x|) / sqrt(2 pi |x|) times the sum of
+  -- ((2k - 1)!!)^2 / (k! (8 |x|)^k) (16 terms). Each branch sees only its own
+  -- inputs, so the other's gradient stays finite; differentiable (I0' = I1).
+  local I0_SPLIT = 15
+  local function bessel_i0(t, fn, scaled)
+    local x = floating(t, fn)
+    local a = x:to("float64"):abs()
+    local near = a:le(I0_SPLIT)
+    local xs = wick.where(near, a, 0)
+    local q, term, sum = xs * xs / 4, wick.ones_like(xs), wick.ones_like(xs)
+    for k = 1, 60 do
+      term = term * q / (k * k)
+      sum = sum + term
+    end
+    local small = scaled and sum * (-xs):exp() or sum
+    local xl = wick.where(near, I0_SPLIT + 1, a)
+    local c, series = wick.ones_like(xl), wick.ones_like(xl)
+    for k = 1, 16 do
+      c = c * ((2 * k - 1) ^ 2 / (8 * k)) / xl
+      series = series + c
+    end
+    local large = series / (2 * math.pi * xl):sqrt()
+    if not scaled then large = large * xl:exp() end
+    return wick.where(near, small, large):to(x.dtype)
+  end
+  --- t:i0() / wick.i0(t) / special.i0(t): the modified Bessel function of the first
+  --- kind of order 0 (torchaudio's kaiser window); special.i0e(t) is exp(-|t|) i0(t)
+  function Tensor.i0(t) return bessel_i0(t, "i0", false) end
+  function special.i0(t) return bessel_i0(t, "special.i0", false) end
+  function special.i0e(t) return bessel_i0(t, "special.i0e", true) end
+  wick.i0 = Tensor.i0
+
   wick.special = check.strict(special, "wick.special")
   return special
 end

@@ -22,6 +22,9 @@ for name, value in pairs(require("wick.nn.reparam")) do nn.utils[name] = value e
 nn.init = require("wick.nn.initializers")
 nn.grad = require("wick.nn.grad") -- conv{1,2,3}d_input, conv{1,2,3}d_weight
 nn.Parameter = nn.Parameter or require("wick.nn.layers").Parameter
+-- PyTorch's paths to the classes, nn.modules.conv.Conv2d, nn.modules.module.Module:
+-- every submodule of nn.modules is wick.nn itself
+nn.modules = setmetatable({}, { __index = function() return nn end })
 -- a name wick.nn (or wick.nn.functional, wick.nn.utils) does not have is an
 -- error at the caller's line, as PyTorch's AttributeError, not a nil called further on
 local strict = require("wick.argcheck").strict

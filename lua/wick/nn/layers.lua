@@ -136,7 +136,10 @@ function L.Conv2d:init(in_channels, out_channels, kernel_size, ...)
   self.padding_mode = check.one_of(opts.padding_mode or "zeros", "Conv2d", "padding_mode", PADDING_MODES)
   local k = int_pair(kernel_size, "Conv2d", "kernel_size", 1)
   self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, k
-  self.stride, self.padding, self.dilation = opts.stride or 1, opts.padding or 0, opts.dilation or 1
+  -- PyTorch's attributes: tuples (m.padding[0] is m.padding[1] here), padding a string as given
+  self.stride, self.dilation = int_pair(opts.stride or 1, "Conv2d", "stride", 1), int_pair(opts.dilation or 1, "Conv2d", "dilation", 1)
+  self.padding = type(opts.padding) == "string" and opts.padding or int_pair(opts.padding or 0, "Conv2d", "padding", 0)
+  self.output_padding = { 0, 0 }
   self.groups = check.opt_int(opts.groups, "Conv2d", "groups", 1, 1)
   if in_channels % self.groups ~= 0 or out_channels % self.groups ~= 0 then
     wick.error("Conv2d: in_channels and out_channels must be divisible by groups")
@@ -246,9 +249,12 @@ function L.Conv1d:init(in_channels, out_channels, kernel_size, ...)
     if type(opts[k]) == "table" then opts[k] = single(opts[k], k) end
   end
   self.padding_mode = check.one_of(opts.padding_mode or "zeros", "Conv1d", "padding_mode", PADDING_MODES)
-  self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, kernel_size
-  self.stride, self.padding = check.opt_int(opts.stride, "Conv1d", "stride", 1, 1), opts.padding or 0
-  self.dilation = check.opt_int(opts.dilation, "Conv1d", "dilation", 1, 1)
+  -- PyTorch's attributes: tuples of one ((3,)), padding a string as given
+  self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, { kernel_size }
+  self.stride = { check.opt_int(opts.stride, "Conv1d", "stride", 1, 1) }
+  self.padding = type(opts.padding) == "string" and opts.padding or { check.opt_int(opts.padding, "Conv1d", "padding", 0, 0) }
+  self.dilation = { check.opt_int(opts.dilation, "Conv1d", "dilation", 1, 1) }
+  self.output_padding = { 0 }
   self.groups = check.opt_int(opts.groups, "Conv1d", "groups", 1, 1)
   if in_channels % self.groups ~= 0 or out_channels % self.groups ~= 0 then
     wick.error("Conv1d: in_channels and out_channels must be divisible by groups")
@@ -263,13 +269,15 @@ function L.Conv1d:forward(x)
   if x:dim() ~= 2 and x:dim() ~= 3 then check.fail("Conv1d", "expected 2-D (unbatched) or 3-D input, got %d-D", x:dim()) end
   return self:_conv_forward(x, self.weight, self.bias)
 end
+local function one(v) return type(v) == "table" and v[1] or v end -- (a tuple of one's value)
 function L.Conv1d:_conv_forward(x, weight, bias)
-  local padding = self.padding
+  local padding = one(self.padding)
   if self.padding_mode ~= "zeros" then
-    local p = explicit_padding(padding, { 1, self.kernel_size }, { 1, self.dilation })
+    local p = explicit_padding(padding, { 1, one(self.kernel_size) }, { 1, one(self.dilation) })
     x, padding = F.pad(x, { p[3], p[4] }, self.padding_mode), 0
   end
-  return F.conv1d(x, weight, bias, { stride = self.stride, padding = padding, dilation = self.dilation, groups = self.groups })
+  return F.conv1d(x, weight, bias, { stride = one(self.stride), padding = padding, dilation = one(self.dilation),
+    groups = self.groups })
 end
 L.Conv1d.extra_repr = conv_repr
 
