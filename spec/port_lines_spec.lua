@@ -1296,3 +1296,14 @@ describe("timm's and torchaudio's lines (EMA, conv attributes, i0, keywords)", f
     support.assert_error_has(function() return wick.randn(2, 3):amax({ dim = 1 }, true) end, "options go last")
   end)
 end)
+
+describe("unique_consecutive(dim=)", function()
+  it("keeps the first of each run of equal slices, with inverse and counts", function()
+    local v, i, c = wick.tensor({ { 1, 2 }, { 1, 2 }, { 3, 4 }, { 1, 2 } }):unique_consecutive({ dim = 1,
+      return_inverse = true, return_counts = true })
+    assert.are.same({ { 1, 2 }, { 3, 4 }, { 1, 2 } }, v:totable())
+    assert.are.same({ 1, 1, 2, 3 }, i:totable())
+    assert.are.same({ 2, 1, 1 }, c:totable())
+    assert.are.same({ { 1, 2 }, { 1, 2 } }, wick.tensor({ { 1, 1, 2 }, { 1, 1, 2 } }):unique_consecutive({ dim = 2 }):totable())
+  end)
+end)

@@ -1901,7 +1901,23 @@ return function(wick)
   function Tensor.unique_consecutive(t, opts)
     check.tensor(t, "unique_consecutive", "self")
     opts = check.options(opts, "unique_consecutive", { return_inverse = "boolean", return_counts = "boolean", dim = "integer" })
-    if opts.dim ~= nil then check.fail("unique_consecutive", "dim is not supported yet: runs of whole slices") end
+    if opts.dim ~= nil then -- runs of equal whole slices along dim
+      local d = wrap_dim(t, opts.dim, "unique_consecutive")
+      local n = t:size(d)
+      local I64 = { dtype = "int64", device = t.device }
+      local starts = wick.ones({ n }, { dtype = "bool", device = t.device })
+      if n > 1 then
+        local moved = t:movedim(d, 1):reshape(n, -1)
+        starts:narrow(1, 2, n - 1):copy_(moved:narrow(1, 2, n - 1):ne(moved:narrow(1, 1, n - 1)):any(2))
+      end
+      local at = starts:nonzero():reshape(-1)
+      local values = t:index_select(d, at)
+      local inverse = opts.return_inverse and starts:to("int64"):cumsum(1) or nil
+      local counts = opts.return_counts and wick.cat({ at, wick.full({ 1 }, n + 1, I64) }):diff() or nil
+      if inverse and counts then return values, inverse, counts end
+      if inverse or counts then return values, inverse or counts end
+      return values
+    end
     local flat = t:reshape(-1)
     local n = flat:numel()
     local I64 = { dtype = "int64", device = t.device }
