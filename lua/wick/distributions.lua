@@ -16,6 +16,7 @@ local wick = require("wick")
 local check = require("wick.argcheck")
 
 local M = {}
+local unpack = table.unpack or unpack -- luacheck: ignore
 local LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 local LOG_2PI = math.log(2 * math.pi)
 
@@ -79,6 +80,24 @@ function Distribution.set_default_validate_args(value)
   default_validate = value
 end
 
+-- What PyTorch's Distribution base gives every distribution: rsample raises
+-- NotImplementedError where there are no reparameterised draws, sample_n(n)
+-- is sample({n}) with its deprecation warning, enumerate_support raises
+-- where the support is not discrete and finite
+local function name_of(d) return type(d) == "table" and getmetatable(d) and getmetatable(d).__name or "Distribution" end
+function Distribution.rsample(d)
+  check.fail(name_of(d) .. ":rsample", "has no reparameterised draws (PyTorch's NotImplementedError): sample() draws "
+    .. "without gradients")
+end
+function Distribution.sample_n(d, n)
+  require("wick.nn.common").warn("sample_n will be deprecated. Use .sample((n,)) instead")
+  check.int(n, name_of(d) .. ":sample_n", "n", 0)
+  return d:sample({ n })
+end
+function Distribution.enumerate_support(d)
+  check.fail(name_of(d) .. ":enumerate_support", "not implemented for this distribution in this version of wick")
+end
+
 local function class(name)
   local C = { __name = name, _lazy = {} }
   C.__index = function(d, k)
@@ -102,7 +121,18 @@ local function class(name)
     end
     return name .. "(" .. table.concat(parts, ", ") .. ")"
   end
-  M[name] = setmetatable(C, { __call = function(cls, ...) return cls.new(...) end, __index = Distribution })
+  -- PyTorch's positional validate_args (D.Normal(loc, scale, False)): a trailing
+  -- boolean is that option
+  local function call(cls, ...)
+    local n = select("#", ...)
+    if n > 0 and type(select(n, ...)) == "boolean" then
+      local args = { ... }
+      args[n] = { validate_args = args[n] }
+      return cls.new(unpack(args, 1, n))
+    end
+    return cls.new(...)
+  end
+  M[name] = setmetatable(C, { __call = call, __index = Distribution })
   return C
 end
 -- d:method() with '.' for ':' (or another receiver): an error at the caller's line
@@ -168,6 +198,7 @@ local function sample_of(d, sample_shape) return wick.no_grad(function() return 
 -- (probs) or ({probs = p} or {logits = l}): exactly one of them, as PyTorch's
 local function probs_or_logits(fn, probs, opts, kind)
   if type(probs) == "table" and not is_tensor(probs) then probs, opts = nil, probs end
+  if is_tensor(opts) or type(opts) == "number" then opts = { logits = opts } end -- PyTorch's (probs, logits) by position
   opts = check.options(opts, fn, { probs = kind, logits = kind, validate_args = "boolean" })
   probs = probs or opts.probs
   if (probs == nil) == (opts.logits == nil) then
@@ -507,7 +538,7 @@ for _, k in ipairs({ "mean", "mode", "variance", "stddev" }) do
 end
 function Independent:sample(sample_shape) return self.base_dist:sample(sample_shape) end
 function Independent:rsample(sample_shape)
-  if not self.base_dist.rsample then
+  if self.base_dist.rsample == Distribution.rsample then -- (the base's: no reparameterised draws)
     check.fail("Independent:rsample", "the base distribution %s has no rsample", getmetatable(self.base_dist).__name)
   end
   return self.base_dist:rsample(sample_shape)

@@ -1139,6 +1139,9 @@ end
 --- from it by extend (nn modules, datasets, Functions); wick.Tensor for
 --- tensors; class may be an array of classes (Python's tuple)
 function wick.isinstance(v, class)
+  if class == nil then -- (a misspelt or missing class, PyTorch's TypeError)
+    check.fail("isinstance", "the class is nil (a name the module does not have?)")
+  end
   if type(class) == "table" and getmetatable(class) == nil and class[1] ~= nil then
     for _, c in ipairs(class) do if wick.isinstance(v, c) then return true end end
     return false

@@ -2045,17 +2045,24 @@ return function(wick)
   end
   --- wick.tril_indices(row, col[, offset = 0[, opts]]), wick.triu_indices: the
   --- 1-based coordinates of the triangle, int64 [2, N] in row-major order
+  local TRI = { offset = "integer", dtype = "dtype", device = "device", layout = "any" }
   local function tri_indices(row, col, offset, opts, lower, fn)
     if type(offset) == "table" then offset, opts = nil, offset end
     check.int(row, fn, "row", 0)
     check.int(col, fn, "col", 0)
+    local o = check.options(opts, fn, TRI)
+    if o.offset ~= nil then
+      if offset ~= nil then check.fail(fn, "argument 'offset' given both by position and as an option") end
+      offset = o.offset
+    end
     offset = check.opt_int(offset, fn, "offset", 0)
-    local o = opts or {}
+    local dtype = o.dtype or "int64"
+    if dtype ~= "int64" and dtype ~= "int32" then check.fail(fn, "dtype must be int64 or int32, got %s", dtype) end
     local I64 = { dtype = "int64", device = o.device or "cpu" }
     local r = wick.arange(1, row + 1, I64):view(row, 1):expand(row, col)
     local c = wick.arange(1, col + 1, I64):view(1, col):expand(row, col)
     local keep = lower and (c - r):le(offset) or (c - r):ge(offset)
-    return wick.stack({ r:masked_select(keep), c:masked_select(keep) })
+    return wick.stack({ r:masked_select(keep), c:masked_select(keep) }):to(dtype)
   end
   function ops.tril_indices(row, col, offset, opts) return tri_indices(row, col, offset, opts, true, "tril_indices") end
   function ops.triu_indices(row, col, offset, opts) return tri_indices(row, col, offset, opts, false, "triu_indices") end

@@ -17,9 +17,37 @@ optim.Optimizer = Optimizer
 local updates, formulas = setmetatable({}, { __mode = "k" }), setmetatable({}, { __mode = "k" })
 
 -- kinds: the kinds of options whose default is nil (argcheck.options)
+-- a value in a message: an array's entries ({0.9, 1}), else its description
+local function shown(v)
+  if type(v) ~= "table" then return check.describe(v) end
+  local parts = {}
+  for i = 1, #v do parts[i] = tostring(v[i]) end
+  return "{" .. table.concat(parts, ", ") .. "}"
+end
+-- print(opt): PyTorch's repr, each group's options sorted by name
+local function optimizer_repr(self)
+  local lines = { (getmetatable(self).__name or "Optimizer") .. " (" }
+  for i, g in ipairs(rawget(self, "param_groups") or {}) do
+    lines[#lines + 1] = ("Parameter Group %d"):format(i - 1)
+    local keys = {}
+    for k in pairs(g) do if k ~= "params" then keys[#keys + 1] = k end end
+    table.sort(keys)
+    for _, k in ipairs(keys) do
+      local v = g[k]
+      local text = type(v) == "table" and "(" .. shown(v):sub(2, -2) .. ")" or type(v) == "boolean" and
+        (v and "True" or "False") or tostring(v)
+      lines[#lines + 1] = ("    %s: %s"):format(k, text)
+    end
+  end
+  lines[#lines + 1] = ")"
+  return table.concat(lines, "\n")
+end
+Optimizer.__tostring = optimizer_repr
+
 local function class(name, defaults, step, kinds)
   local C = setmetatable({}, { __index = Optimizer, __call = function(cls, params, ...) return cls.new(cls, params, ...) end })
   C.__index = C
+  C.__tostring = optimizer_repr
   C.__name = name
   C.defaults = defaults
   C._nil_kinds = kinds
@@ -52,9 +80,10 @@ end
 
 -- Checks the values of one group's hyper-parameters (a group may also carry
 -- keys of the user's own, as in PyTorch; those are kept as they are).
-local function check_group(name, group, kinds)
+local function check_group(name, group, kinds, own)
   for k, v in pairs(group) do
-    if k == "etas" then
+    if own and (k == "etas" or k == "step_sizes" or k == "betas") then -- (an own optimizer's: as given)
+    elseif k == "etas" then
       if type(v) ~= "table" or type(v[1]) ~= "number" or type(v[2]) ~= "number" or not (0 < v[1] and v[1] < 1 and 1 < v[2]) then
         check.fail(name, "Invalid eta values: %s (etas must be {etaminus, etaplus} with 0 < etaminus < 1 < etaplus)", check.describe(v))
       end
@@ -65,7 +94,7 @@ local function check_group(name, group, kinds)
     elseif k == "betas" then
       if type(v) ~= "table" or type(v[1]) ~= "number" or type(v[2]) ~= "number" or v[1] ~= v[1] or v[2] ~= v[2]
           or v[1] < 0 or v[1] >= 1 or v[2] < 0 or v[2] >= 1 then
-        check.fail(name, "betas must be two numbers in [0, 1), got %s", check.describe(v))
+        check.fail(name, "betas must be two numbers in [0, 1), got %s", shown(v))
       end
     elseif k ~= "params" and kinds[k] == "number" then
       if type(v) ~= "number" or v ~= v then check.fail(name, "expected a number for option '%s', got %s", k, check.describe(v)) end
@@ -100,8 +129,11 @@ local function make_group(self, g, gi)
   local group = { params = {} }
   for k, v in pairs(self.defaults) do group[k] = v end
   for k, v in pairs(g) do if k ~= "params" then group[k] = v end end
+  -- an optimizer of one's own keeps its options as given (Adan's three betas);
+  -- the built-ins' pairs are copied and checked as PyTorch's
+  local own = rawget(getmetatable(self), "super") ~= nil
   for _, k in ipairs({ "betas", "etas", "step_sizes" }) do
-    if type(group[k]) == "table" then group[k] = { group[k][1], group[k][2] } end
+    if type(group[k]) == "table" then group[k] = own and { unpack(group[k]) } or { group[k][1], group[k][2] } end
   end
   local seen = {}
   for i = 1, #params do
@@ -117,9 +149,8 @@ local function make_group(self, g, gi)
     end
     local _ = v
   end
-  local own = rawget(getmetatable(self), "super") ~= nil
   if group.lr == "required" or (not own and type(group.lr) ~= "number") then check.fail(name, "lr is required (a number)") end
-  check_group(name, group, option_kinds(getmetatable(self)))
+  check_group(name, group, option_kinds(getmetatable(self)), own)
   if group.nesterov and (group.momentum <= 0 or group.dampening ~= 0) then
     check.fail(name, "Nesterov momentum requires a momentum and zero dampening")
   end
@@ -205,7 +236,7 @@ local function subclass(base, root, name, fresh, done, args)
     check.expected(what .. ".extend", "self", "an " .. what .. " class", base)
   end
   if name ~= nil then check.string(name, what .. ".extend", "name") end
-  local C = setmetatable({ super = base, __name = name or what }, {
+  local C = setmetatable({ super = base, __name = name or what, __tostring = rawget(root, "__tostring") }, {
     __index = base,
     __call = function(cls, ...)
       local obj = setmetatable(fresh(), cls)
@@ -396,7 +427,8 @@ function Optimizer:load_state_dict(sd, ...)
   -- for parameters in another order (a ModuleDict built from a Lua table
   -- constructor lists its children by sorted name) fails here, before any
   -- state is replaced, not at step(). (LBFGS keeps flat vectors instead.)
-  if getmetatable(self).__name ~= "LBFGS" then
+  -- (an optimizer of one's own may keep state of other shapes: Adafactor's factored moments)
+  if getmetatable(self).__name ~= "LBFGS" and rawget(getmetatable(self), "super") == nil then
     for index, s in pairs(sd.state) do
       local p = params[(tonumber(index) or 0) + (pytorch and 1 or 0)]
       if p and type(s) == "table" then
@@ -942,6 +974,7 @@ end
 local LRScheduler = setmetatable({ __name = "LRScheduler" }, { __index = Scheduler })
 LRScheduler.__index = LRScheduler
 optim.lr_scheduler.LRScheduler = LRScheduler
+optim.lr_scheduler._LRScheduler = LRScheduler -- (PyTorch's older name, still exported)
 
 local function scheduler(name, spec)
   local C = setmetatable({}, { __index = LRScheduler, __call = function(cls, ...) return cls.new(cls, ...) end })

@@ -1651,9 +1651,11 @@ function F.poisson_nll_loss(input, target, ...)
 end
 --- F.gumbel_softmax(logits[, {tau = 1, hard = false, dim = -1}]): softmax((logits + Gumbel noise) / tau);
 --- hard: the one-hot of its argmax, with the soft sample's gradient (straight through)
-function F.gumbel_softmax(logits, opts)
+function F.gumbel_softmax(logits, ...)
   tensor(logits, "gumbel_softmax", "logits")
-  opts = check.options(opts, "gumbel_softmax", { tau = "number", hard = "boolean", dim = "integer", eps = "number" })
+  -- PyTorch's order (logits, tau, hard, eps, dim), a 0-dim tau as its number
+  local opts = check.positional("gumbel_softmax", { "tau", "hard", "eps", "dim" },
+    { tau = "number", hard = "boolean", dim = "integer", eps = "number" }, ...)
   local tau, dim = opts.tau or 1, opts.dim or -1
   if not (tau > 0) then check.fail("gumbel_softmax", "tau must be positive, got %s", tostring(tau)) end
   local u = wick.rand(logits.shape, { dtype = logits.dtype, device = logits.device }):clamp(1e-20, 1)

@@ -78,8 +78,17 @@ function L.Linear:extra_repr()
   return ("in_features=%d, out_features=%d, bias=%s"):format(self.in_features, self.out_features, py(self.bias ~= nil))
 end
 
+-- PyTorch's private bases, for isinstance(m, nn.modules.conv._ConvNd) and
+-- nn.modules.batchnorm._BatchNorm (as in SAM's bypass_bn): the convolutions
+-- extend _ConvNd, the batch norms _BatchNorm, every norm with running
+-- statistics _NormBase, the instance norms _InstanceNorm
+L._ConvNd = Module:extend("_ConvNd")
+L._NormBase = Module:extend("_NormBase")
+L._BatchNorm = L._NormBase:extend("_BatchNorm")
+L._InstanceNorm = L._NormBase:extend("_InstanceNorm")
+
 -- ---- Conv2d ----
-L.Conv2d = Module:extend("Conv2d", { "in_channels", "out_channels", "kernel_size" })
+L.Conv2d = L._ConvNd:extend("Conv2d", { "in_channels", "out_channels", "kernel_size" })
 local PADDING_MODES = { "zeros", "reflect", "replicate", "circular" }
 -- {top, bottom, left, right} of a padding (number, {h, w}, "valid", "same") for kernel k and dilation d
 -- ("same": the total d (k - 1) split with the extra one after, as PyTorch's)
@@ -163,7 +172,7 @@ function L.Conv2d:forward(x) return self:_conv_forward(x, self.weight, self.bias
 L.Conv2d.extra_repr = conv_repr
 
 -- ---- ConvTranspose2d ----
-L.ConvTranspose2d = Module:extend("ConvTranspose2d", { "in_channels", "out_channels", "kernel_size" })
+L.ConvTranspose2d = L._ConvNd:extend("ConvTranspose2d", { "in_channels", "out_channels", "kernel_size" })
 local CONV_T = { bias = "boolean", stride = "integer|table", padding = "integer|table", output_padding = "integer|table",
   dilation = "integer|table", groups = "integer", padding_mode = "string", device = "device", dtype = "dtype" }
 local CONV_T_ORDER = { "stride", "padding", "output_padding", "groups", "bias", "dilation", "padding_mode", "device", "dtype" }
@@ -230,7 +239,7 @@ end
 L.ConvTranspose2d.extra_repr = conv_repr
 
 -- ---- Conv1d: a Conv2d over a height of 1 ----
-L.Conv1d = Module:extend("Conv1d", { "in_channels", "out_channels", "kernel_size" })
+L.Conv1d = L._ConvNd:extend("Conv1d", { "in_channels", "out_channels", "kernel_size" })
 local CONV1 = { bias = "boolean", stride = "integer|table", padding = "integer|string|table", dilation = "integer|table",
   groups = "integer", padding_mode = "string", device = "device", dtype = "dtype" }
 -- PyTorch's _single: a number, or a table of one number ((3,), as Conv1d prints it)
@@ -283,7 +292,7 @@ L.Conv1d.extra_repr = conv_repr
 
 -- ---- the 3-D convolutions and ConvTranspose1d (their functions: wick.nn.volumetric) ----
 local triple = require("wick.nn.volumetric")._triple
-L.Conv3d = Module:extend("Conv3d", { "in_channels", "out_channels", "kernel_size" })
+L.Conv3d = L._ConvNd:extend("Conv3d", { "in_channels", "out_channels", "kernel_size" })
 -- nn.Conv3d(in, out, kernel_size[, stride[, padding[, dilation[, groups[, bias[, padding_mode]]]]]][, opts]), PyTorch's order
 function L.Conv3d:init(in_channels, out_channels, kernel_size, ...)
   local fn = "Conv3d"
@@ -328,7 +337,7 @@ L.Conv3d.extra_repr = conv_repr
 -- nn.ConvTranspose3d(in, out, kernel_size[, stride[, padding[, output_padding[, groups[, bias[, dilation[,
 -- padding_mode]]]]]]][, opts]) and nn.ConvTranspose1d(...): ConvTranspose2d's arguments; weight [in, out / groups, k...]
 local function conv_transpose_class(name, n, fn)
-  local C = Module:extend(name, { "in_channels", "out_channels", "kernel_size" })
+  local C = L._ConvNd:extend(name, { "in_channels", "out_channels", "kernel_size" })
   local function shape(v, what, lo)
     if n == 3 then return triple(v, name, what, lo) end
     if type(v) == "table" and #v == 1 and getmetatable(v) == nil then v = v[1] end -- PyTorch's (3,)
@@ -630,7 +639,7 @@ local function reset_norm_parameters(self)
 end
 
 local function batch_norm_class(name, dims)
-  local C = Module:extend(name, { "num_features" })
+  local C = L._BatchNorm:extend(name, { "num_features" })
   function C:init(...) norm_init(self, name, true, ...) end
   function C:forward(x)
     check.tensor(x, name, "input")
@@ -707,7 +716,7 @@ end
 --- nn.InstanceNorm1d / nn.InstanceNorm2d(num_features[, eps[, momentum[, affine = false[,
 --- track_running_stats = false]]]][, opts]): statistics per image and channel.
 local function instance_norm_class(name, dims)
-  local C = Module:extend(name, { "num_features" })
+  local C = L._InstanceNorm:extend(name, { "num_features" })
   function C:init(...) norm_init(self, name, false, ...) end
   function C:forward(x)
     check.tensor(x, name, "input")

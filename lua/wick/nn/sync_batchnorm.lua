@@ -30,7 +30,7 @@ local is_module = check.is_module
 
 local NAME = "SyncBatchNorm"
 
-local SyncBatchNorm = Module:extend(NAME, { "num_features" })
+local SyncBatchNorm = require("wick.nn.layers")._BatchNorm:extend(NAME, { "num_features" })
 
 -- The process-group API (wick.distributed); a test may put a stand-in here.
 SyncBatchNorm._dist = nil
