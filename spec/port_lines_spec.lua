@@ -1332,3 +1332,16 @@ describe("user-written optimizers and schedulers (SAM, Lion, Adafactor, DLRM's L
     support.assert_error_has(function() wick.tril_indices(3, 3, -1, { bogus = true }) end, "unknown option 'bogus'")
   end)
 end)
+
+describe("torch.distributions forms (MDNs, Gumbel-softmax)", function()
+  it("positional validate_args and (probs, logits); rsample/sample_n on every distribution; gumbel_softmax's order", function()
+    local D, F = wick.distributions, nn.functional
+    assert.are.equal(0, D.Normal(0, 1, false).loc:item())
+    assert.is_true(wick.allclose(D.Categorical(nil, wick.zeros(3)).probs, wick.full({ 3 }, 1 / 3)))
+    support.assert_error_has(function() D.OneHotCategorical({ logits = wick.zeros(3) }):rsample() end,
+      "OneHotCategorical:rsample: has no reparameterised draws")
+    assert.are.same({ 2 }, D.Normal(0, 1):sample_n(2).shape)
+    assert.are.same({ 1, 1 }, F.gumbel_softmax(wick.zeros(2, 3), 1, true):sum(2):totable())
+    assert.are.same({ 2, 3 }, F.gumbel_softmax(wick.zeros(2, 3), { tau = wick.tensor(0.5) }).shape)
+  end)
+end)
