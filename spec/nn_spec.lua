@@ -1641,7 +1641,7 @@ describe("what PyTorch programs ported line by line expect", function()
       { nn.LogSoftmax(2), "LogSoftmax(dim=2)" },
       { nn.Softmax(), "Softmax(dim=None)" },
       { nn.Dropout(0.2), "Dropout(p=0.2, inplace=False)" },
-      { nn.LayerNorm(4), "LayerNorm((4,), eps=1e-05, elementwise_affine=True)" },
+      { nn.LayerNorm(4), "LayerNorm((4,), eps=1e-05, elementwise_affine=True, bias=True)" },
       { nn.Unflatten(2, { 2, 5 }), "Unflatten(dim=2, unflattened_size=(2, 5))" },
       { nn.ConstantPad1d(2, 3.5), "ConstantPad1d(padding=(2, 2), value=3.5)" },
       { nn.ZeroPad2d(1), "ZeroPad2d((1, 1, 1, 1))" },

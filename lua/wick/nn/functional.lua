@@ -1253,6 +1253,13 @@ function F._embedding(fn, indices, weight)
   shape[#shape + 1] = weight:size(2)
   return flat:view(shape)
 end
+-- sparse = true: the gradient is dense (wick has no sparse tensors: the rows
+-- not looked up get zeros, which SGD and Adagrad step as PyTorch's sparse
+-- rows), said once per call site
+function F._dense_sparse_warning(fn)
+  common.warn(fn .. ": sparse = true gives a dense gradient here (wick has no sparse tensors): the rows not looked "
+    .. "up get zeros")
+end
 --- F.embedding(input, weight[, padding_idx[, max_norm[, norm_type[, scale_grad_by_freq[, sparse]]]]][, opts]):
 --- padding_idx (1-based) gets no gradient, as PyTorch's; max_norm and the two flags are refused
 local EMBEDDING_F = { padding_idx = "integer", max_norm = "number", norm_type = "number", scale_grad_by_freq = "boolean",
@@ -1261,7 +1268,8 @@ function F.embedding(indices, weight, ...)
   local o = check.positional("embedding", { "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse" },
     EMBEDDING_F, ...)
   if o.max_norm ~= nil then check.fail("embedding", "max_norm is not supported (renormalise the weight under wick.no_grad)") end
-  if o.scale_grad_by_freq or o.sparse then check.fail("embedding", "scale_grad_by_freq and sparse are not supported") end
+  if o.scale_grad_by_freq then check.fail("embedding", "scale_grad_by_freq is not supported") end
+  if o.sparse then F._dense_sparse_warning("embedding") end
   local out = F._embedding("embedding", indices, weight)
   if o.padding_idx == nil or not out.requires_grad then return out end
   local p = o.padding_idx < 0 and weight:size(1) + 1 + o.padding_idx or o.padding_idx
@@ -1308,6 +1316,7 @@ function F.embedding_bag(input, weight, ...)
   tensor(weight, fn, "weight")
   local o = check.positional(fn, EMBEDDING_BAG_ORDER, EMBEDDING_BAG, ...)
   if o.max_norm ~= nil or o.scale_grad_by_freq then check.fail(fn, "max_norm and scale_grad_by_freq are not supported") end
+  if o.sparse and fn == "embedding_bag" then F._dense_sparse_warning(fn) end
   local mode = check.one_of(o.mode or "mean", fn, "mode", { "sum", "mean", "max" })
   local psw = o.per_sample_weights
   if psw and mode ~= "sum" then
@@ -1621,6 +1630,11 @@ function F.kl_div(input, target, ...)
   end
   if opts.reduction == "batchmean" then
     return loss:sum() / (input:dim() > 0 and input:size(1) or 1)
+  end
+  if (opts.reduction or "mean") == "mean" then -- PyTorch's warning, once per line
+    common.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+      .. "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+      .. "'mean' will be changed to behave the same as 'batchmean' in the next major release.")
   end
   return reduce(loss, opts.reduction)
 end
@@ -2317,5 +2331,39 @@ local function lp_pool(k)
 end
 F.lp_pool2d = lp_pool(2)
 F.lp_pool1d = lp_pool(1)
+
+-- The losses' tensors by PyTorch's names too (SAM's F.kl_div(input=log_prob,
+-- target=one_hot, reduction='none')): taken from the trailing options table
+-- when it names one of them
+local LOSS_NAMES = {
+  two = { "input", "target" },
+  pair = { "input1", "input2", "target" },
+}
+local LOSSES = { nll_loss = "two", cross_entropy = "two", mse_loss = "two", l1_loss = "two", smooth_l1_loss = "two",
+  huber_loss = "two", kl_div = "two", soft_margin_loss = "two", poisson_nll_loss = "two", binary_cross_entropy = "two",
+  binary_cross_entropy_with_logits = "two", multi_margin_loss = "two", multilabel_margin_loss = "two",
+  multilabel_soft_margin_loss = "two", hinge_embedding_loss = "two", margin_ranking_loss = "pair",
+  cosine_embedding_loss = "pair", gaussian_nll_loss = { "input", "target", "var" },
+  triplet_margin_loss = { "anchor", "positive", "negative" },
+  ctc_loss = { "log_probs", "targets", "input_lengths", "target_lengths" } }
+local function packed(...) return { n = select("#", ...), ... } end
+for name, kind in pairs(LOSSES) do
+  local f, names = F[name], type(kind) == "table" and kind or LOSS_NAMES[kind]
+  F[name] = function(...)
+    local n = select("#", ...)
+    local last = n > 0 and select(n, ...) or nil
+    if type(last) == "table" and getmetatable(last) == nil then
+      for _, nm in ipairs(names) do
+        if last[nm] ~= nil then
+          local args = packed(common.required(name, names, ...))
+          local m = args.n -- (the options left over, dropped when empty)
+          if type(args[m]) == "table" and next(args[m]) == nil then m = m - 1 end
+          return f(unpack(args, 1, m))
+        end
+      end
+    end
+    return f(...)
+  end
+end
 
 return F

@@ -683,7 +683,8 @@ end
 L.LayerNorm.reset_parameters = reset_affine
 function L.LayerNorm:forward(x) return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps) end
 function L.LayerNorm:extra_repr()
-  return ("%s, eps=%s, elementwise_affine=%s"):format(py(self.normalized_shape), py(self.eps), py(self.elementwise_affine))
+  return ("%s, eps=%s, elementwise_affine=%s, bias=%s"):format(py(self.normalized_shape), py(self.eps),
+    py(self.elementwise_affine), py(self.bias ~= nil))
 end
 
 --- nn.GroupNorm(num_groups, num_channels[, eps[, affine]][, opts]): statistics
@@ -765,10 +766,11 @@ function L.Embedding:init(num_embeddings, embedding_dim, ...)
   check.int(embedding_dim, "Embedding", "embedding_dim", 0)
   local opts = check.positional("Embedding", EMBEDDING_ORDER, EMBEDDING, ...)
   if opts.max_norm ~= nil then check.fail("Embedding", "max_norm is not supported") end
-  if opts.scale_grad_by_freq or opts.sparse then check.fail("Embedding", "scale_grad_by_freq and sparse are not supported") end
+  if opts.scale_grad_by_freq then check.fail("Embedding", "scale_grad_by_freq is not supported") end
+  if opts.sparse then F._dense_sparse_warning("Embedding") end
   self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
   self.padding_idx = padding_index(opts.padding_idx, num_embeddings)
-  self.norm_type, self.scale_grad_by_freq, self.sparse = opts.norm_type or 2, false, false -- (max_norm: nil)
+  self.norm_type, self.scale_grad_by_freq, self.sparse = opts.norm_type or 2, false, opts.sparse == true -- (max_norm: nil)
   if opts._weight then
     local w = opts._weight
     if w:dim() ~= 2 or w:size(1) ~= num_embeddings or w:size(2) ~= embedding_dim then
@@ -826,7 +828,8 @@ function L.EmbeddingBag:init(num_embeddings, embedding_dim, ...)
   local o = check.positional("EmbeddingBag", { "max_norm", "norm_type", "scale_grad_by_freq", "mode", "sparse", "_weight",
     "include_last_offset", "padding_idx" }, EMBEDDING_BAG, ...)
   if o.max_norm ~= nil or o.scale_grad_by_freq then check.fail("EmbeddingBag", "max_norm and scale_grad_by_freq are not supported") end
-  self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+  if o.sparse then F._dense_sparse_warning("EmbeddingBag") end
+  self.num_embeddings, self.embedding_dim, self.sparse = num_embeddings, embedding_dim, o.sparse == true
   self.mode = check.one_of(o.mode or "mean", "EmbeddingBag", "mode", { "sum", "mean", "max" })
   self.include_last_offset = o.include_last_offset or false
   self.padding_idx = padding_index(o.padding_idx, num_embeddings)

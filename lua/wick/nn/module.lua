@@ -965,6 +965,7 @@ local function sd_iter(sd, what)
   end
 end
 local SD_METHODS = {
+  len = function(sd) return #sd_names(sd) end, -- Python's len(sd)
   keys = function(sd) return sd_iter(sd, "keys") end,
   values = function(sd) return sd_iter(sd, "values") end,
   items = function(sd) return sd_iter(sd, "items") end,

@@ -82,7 +82,11 @@ local function forward_args(name, hx, opts)
   if opts == nil and type(hx) == "table" and not wick.is_tensor(hx) and hx[1] == nil and next(hx) ~= nil then
     hx, opts = nil, hx
   end
-  opts = check.options(opts, name .. ":forward", { lengths = "table|number|tensor" })
+  opts = check.options(opts, name .. ":forward", { lengths = "table|number|tensor", hx = "tensor|table" })
+  if opts.hx ~= nil then -- PyTorch's keyword: gru(x, hx=h)
+    if hx ~= nil then check.fail(name, "argument 'hx' given both by position and as an option") end
+    hx = opts.hx
+  end
   return hx, opts.lengths
 end
 
@@ -281,7 +285,10 @@ local function cell_class(name, base_mode)
     end
   end
 
-  function C:forward(x, hx)
+  function C:forward(x, hx, opts)
+    -- PyTorch's keyword: cell(x, hx=h) (an LSTMCell's {h, c} is an array: no name)
+    if type(hx) == "table" and not wick.is_tensor(hx) and hx[1] == nil and hx.hx ~= nil then hx, opts = hx.hx, nil end
+    if opts ~= nil then check.options(opts, name, { hx = "tensor|table" }); hx = opts.hx end
     check.tensor(x, name, "input")
     if x:dim() ~= 1 and x:dim() ~= 2 then check.fail(name, "Expected input to be 1D or 2D, got %dD instead", x:dim()) end
     local unbatched = x:dim() == 1
