@@ -1363,3 +1363,25 @@ describe("loss tensors by name, hx by name, sparse embeddings, len(state_dict)",
     assert.are.equal("LayerNorm((8,), eps=1e-05, elementwise_affine=True, bias=False)", tostring(nn.LayerNorm(8, { bias = false })))
   end)
 end)
+
+describe("forward hooks' options (PyTorch's module hooks recipe)", function()
+  it("prepend, with_kwargs and always_call as PyTorch's; another option is an error", function()
+    local m = nn.Linear(3, 2)
+    local seen = {}
+    m:register_forward_hook(function(_, _, kwargs, output) seen.kwargs, seen.output = kwargs, output end, { with_kwargs = true })
+    m:register_forward_pre_hook(function(_, args, kwargs) seen.pre = { #args, type(kwargs) } end, { with_kwargs = true })
+    local order = {}
+    m:register_forward_hook(function() order[#order + 1] = "first" end)
+    m:register_forward_hook(function() order[#order + 1] = "prepended" end, { prepend = true })
+    m(wick.ones(1, 3))
+    assert.are.same({}, seen.kwargs)
+    assert.are.same({ 1, 2 }, seen.output.shape)
+    assert.are.same({ 1, "table" }, seen.pre)
+    assert.are.equal("prepended", order[1])
+    support.assert_error_has(function() m:register_forward_hook(function() end, { bogus = 1 }) end, "unknown option 'bogus'")
+    local bad, called = nn.Linear(3, 2), false
+    bad:register_forward_hook(function(_, _, out) called = out == nil end, { always_call = true })
+    assert.is_false(pcall(bad, wick.ones(1, 4)))
+    assert.is_true(called)
+  end)
+end)

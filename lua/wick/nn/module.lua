@@ -232,16 +232,33 @@ end
 local function hooked_call(self, pre, post, ...)
   local args = pack(...)
   for _, h in ipairs(pre or {}) do
-    local r = h.fn(self, args)
+    local r
+    if h.with_kwargs then r = h.fn(self, args, {}) else r = h.fn(self, args) end
     if wick.is_tensor(r) then args = { r, n = 1 }
     elseif type(r) == "table" then args = pack(unpack(r, 1, r.n or #r)) end
+  end
+  local function call_post(h, a, output)
+    if h.with_kwargs then return h.fn(self, a, {}, output) end
+    return h.fn(self, a, output)
   end
   -- the forward, then the forward hooks: a backward hook sees the gradient
   -- of the output the forward hooks made (PyTorch's order)
   local function run(a)
-    local out = pack(forward(self, unpack(a, 1, a.n)))
+    local always = false
+    for _, h in ipairs(post or {}) do always = always or h.always_call end
+    local out
+    if always then -- (the always_call hooks run, output nil, before the error goes on)
+      local ok, r = pcall(function() return pack(forward(self, unpack(a, 1, a.n))) end)
+      if not ok then
+        for _, h in ipairs(post) do if h.always_call then call_post(h, a, nil) end end
+        error(r, 0)
+      end
+      out = r
+    else
+      out = pack(forward(self, unpack(a, 1, a.n)))
+    end
     for _, h in ipairs(post or {}) do
-      local r = h.fn(self, a, out.n == 1 and out[1] or { unpack(out, 1, out.n) })
+      local r = call_post(h, a, out.n == 1 and out[1] or { unpack(out, 1, out.n) })
       if r ~= nil then out = out.n == 1 and { r, n = 1 } or pack(unpack(r)) end
     end
     return out
@@ -312,13 +329,13 @@ table.insert(wick._deepcopy_copiers, function(_, copy, memo)
   end
 end)
 
-local function add_hook(self, key, fn, what)
+local function add_hook(self, key, fn, what, opts)
   check.callable(fn, what, "hook")
   local list = rawget(self, key) or {}
   rawset(self, key, list)
   hook_ids = hook_ids + 1
-  local entry = { fn = fn, id = hook_ids }
-  list[#list + 1] = entry
+  local entry = { fn = fn, id = hook_ids, with_kwargs = opts and opts.with_kwargs, always_call = opts and opts.always_call }
+  if opts and opts.prepend then table.insert(list, 1, entry) else list[#list + 1] = entry end
   return { remove = function()
     for i, e in ipairs(list) do
       if e == entry then table.remove(list, i); break end
@@ -344,13 +361,21 @@ end
 --- m:register_forward_pre_hook(fn): fn(m, args) before each forward; a
 --- result replaces the arguments (a tensor, or an array of them). Returns a
 --- handle with :remove().
-function Module:register_forward_pre_hook(fn)
-  return add_hook(this(self, "register_forward_pre_hook"), "_forward_pre_hooks", fn, "register_forward_pre_hook")
+-- PyTorch's options of the forward hooks: prepend (run before the others),
+-- with_kwargs (the hook also gets, and a pre-hook may return, the keyword
+-- arguments: Lua passes them in the args' options table, so kwargs is {}),
+-- always_call (a forward hook that runs also when the forward raises)
+local FORWARD_HOOK = { prepend = "boolean", with_kwargs = "boolean", always_call = "boolean" }
+function Module:register_forward_pre_hook(fn, opts)
+  local what = "register_forward_pre_hook"
+  local o = check.options(opts, what, { prepend = "boolean", with_kwargs = "boolean" })
+  return add_hook(this(self, what), "_forward_pre_hooks", fn, what, o)
 end
 --- m:register_forward_hook(fn): fn(m, args, output) after each forward; a
 --- result replaces the output. Returns a handle with :remove().
-function Module:register_forward_hook(fn)
-  return add_hook(this(self, "register_forward_hook"), "_forward_hooks", fn, "register_forward_hook")
+function Module:register_forward_hook(fn, opts)
+  local what = "register_forward_hook"
+  return add_hook(this(self, what), "_forward_hooks", fn, what, check.options(opts, what, FORWARD_HOOK))
 end
 
 --- Stores a tensor that is state but not a parameter (running statistics).
