@@ -608,7 +608,9 @@ describe("a range's ends as 0-dim integer tensors", function()
     local logits = wick.zeros(2, 6)
     logits[{ 1, { 3, wick.tensor(4, { dtype = "int64" }) } }] = -math.huge
     assert.are.same({ { 0, 0, -math.huge, -math.huge, 0, 0 }, { 0, 0, 0, 0, 0, 0 } }, logits:totable())
-    assert_error_has(function() return t[{ { 2, wick.tensor(2.5) } }] end, "a range's ends are integers or 0-dim integer tensors, got a float32 tensor")
-    assert_error_has(function() return t[{ { 2, wick.tensor({ 3 }, { dtype = "int64" }) } }] end, "of 1 dims")
+    assert_error_has(function() return t[{ { 2, wick.tensor(2.5) } }] end, "a range's ends are integers or one-element integer tensors, got a float32 tensor")
+    -- a one-element 1-D integer tensor too (minGRU's randint(0, n, (1,)) as a slice start), as PyTorch's __index__
+    assert.are.same({ 2, 3 }, t[{ { 2, wick.tensor({ 3 }, { dtype = "int64" }) } }]:totable())
+    assert_error_has(function() return t[{ { 2, wick.tensor({ 3, 4 }, { dtype = "int64" }) } }] end, "of 1 dims")
   end)
 end)

@@ -1925,7 +1925,12 @@ local function deep_copy(v, memo)
     end
     return memo[v]
   end
-  if type(v) ~= "table" or (getmetatable(v) ~= nil and not check.is_module(v)) then return v end
+  local mt = type(v) == "table" and getmetatable(v)
+  if mt and rawget(mt, "__deepcopy") then -- (an object that knows how: a state dict keeps its order)
+    if memo[v] == nil then memo[v] = mt.__deepcopy(v, function(x) return deep_copy(x, memo) end) end
+    return memo[v]
+  end
+  if type(v) ~= "table" or (mt and not check.is_module(v)) then return v end
   if memo[v] == nil then
     local c = {}
     memo[v] = c

@@ -2771,8 +2771,17 @@ return function(wick)
   end
 
   --- t:logcumsumexp(dim): log(cumsum(exp(t))) along dim, without overflow or underflow (logaddexp's scan)
+  -- dim by name too ({dim = 2} or NumPy's {axis = 2}), as PyTorch's dim=
+  local function dim_of(fn, dim)
+    if type(dim) == "table" and not is_tensor(dim) then
+      local o = check.options(dim, fn, { dim = "integer", axis = "integer" })
+      return o.dim or o.axis
+    end
+    return dim
+  end
   function Tensor.logcumsumexp(t, dim)
     check.tensor(t, "logcumsumexp", "self")
+    dim = dim_of("logcumsumexp", dim)
     if not t:is_floating_point() then t = t:to(wick.get_default_dtype()) end
     if t:dim() == 0 then return t:clone() end
     local d = wrap_dim(t, dim, "logcumsumexp")
@@ -2785,6 +2794,7 @@ return function(wick)
   local function cumextreme(name, beats)
     return function(t, dim)
       check.tensor(t, name, "self")
+      dim = dim_of(name, dim)
       if t:dim() == 0 then return t:clone(), wick.ones({}, { dtype = "int64", device = t.device }) end
       local d = wrap_dim(t, dim, name)
       if t:numel() == 0 then return t:clone(), wick.zeros(t.shape, { dtype = "int64", device = t.device }) end

@@ -151,7 +151,9 @@ local function deliver(prof, steps, schedule, on_trace_ready)
     if (action == "record" or action == "record_and_save") and not from then from = st.start_us end
     if action == "none" or action == "warmup" then from = nil end
     if action == "record_and_save" and from then
-      on_trace_ready(window(prof, from, st.end_us))
+      local w = window(prof, from, st.end_us)
+      w.step_num = k -- (PyTorch's prof.step_num in the handler: the steps taken)
+      on_trace_ready(w)
       from = nil
     end
   end
@@ -193,13 +195,16 @@ function profiler.profile(fn, opts)
   -- the steps: with a schedule, "ProfilerStep#N" ranges from the start, each
   -- step() ending one and opening the next (PyTorch's); their times split the windows
   local steps, open = 0, nil
-  local handle = {}
+  local handle = { step_num = 0 } -- (PyTorch's prof.step_num: the step() calls so far)
   local function next_step()
     if open then core.profiler_end(open) end
     open = core.profiler_begin(("ProfilerStep#%d"):format(steps), -2)
     steps = steps + 1
   end
-  function handle.step() if opts.schedule then next_step() end end
+  function handle.step()
+    handle.step_num = handle.step_num + 1
+    if opts.schedule then next_step() end
+  end
   core.profiler_start(max_events, opts.record_shapes and true or false)
   profiling.names, profiling.counts = setmetatable({}, { __mode = "k" }), {}
   profiling.on = true
@@ -214,7 +219,7 @@ function profiler.profile(fn, opts)
     wick._warn(("wick.profiler.profile: %d events did not fit in max_events = %d and were dropped"):format(dropped,
       max_events))
   end
-  local prof = setmetatable({ events = finish(events), dropped = dropped,
+  local prof = setmetatable({ events = finish(events), dropped = dropped, step_num = handle.step_num,
     record_shapes = opts.record_shapes and true or false, profile_memory = opts.profile_memory ~= false }, Profile)
   if opts.on_trace_ready then
     if opts.schedule then
@@ -327,8 +332,8 @@ local SORT_KEYS = { self_cpu_time_total = true, cpu_time_total = true, count = t
   device_time = true, self_cuda_time_total = true, cuda_time_total = true, cuda_time = true }
 
 --- averages:table{sort_by = "self_cpu_time_total", row_limit = 100}: PyTorch-like text
-function Averages:table(opts)
-  opts = opts or {}
+function Averages:table(opts, row_limit)
+  if type(opts) ~= "table" then opts = { sort_by = opts, row_limit = row_limit } end -- PyTorch's (sort_by, row_limit)
   for k in pairs(opts) do
     if k ~= "sort_by" and k ~= "row_limit" then core.error(("table: unknown option '%s'"):format(tostring(k))) end
   end
@@ -339,7 +344,8 @@ function Averages:table(opts)
     table.sort(keys)
     core.error(("table: sort_by must be one of %s, got '%s'"):format(table.concat(keys, ", "), tostring(sort_by)))
   end
-  local row_limit = opts.row_limit or 100
+  row_limit = opts.row_limit or 100
+  if row_limit < 0 then row_limit = math.huge end -- (row_limit = -1: every row, as PyTorch's)
   local rows = {}
   for i, r in ipairs(self.rows) do rows[i] = r end
   table.sort(rows, function(a, b)

@@ -21,8 +21,15 @@ static int64_t key_int(lua_State *L, int idx, int entry) {
     if (idx < 0) idx = lua_gettop(L) + idx + 1; /* (scalar_index pushes) */
     if (lua_type(L, idx) != LUA_TNUMBER && !scalar_index(L, idx)) {
         wick_tensor *t = wl_totensor(L, idx);
+        int64_t one;
+        if (t && wick_tensor_numel(t) == 1 && !wick_dtype_is_floating(wick_tensor_dtype(t)) &&
+            !wick_dtype_is_complex(wick_tensor_dtype(t)) && wick_tensor_dtype(t) != WICK_BOOL) {
+            /* a one-element integer tensor as a range's end (minGRU's randint(..., (1,))) */
+            wl_check(L, wick_item_int64(t, &one));
+            return one;
+        }
         if (t)
-            wl_raise(L, "index: entry %d of the key: a range's ends are integers or 0-dim integer tensors, got a %s tensor of %d dims",
+            wl_raise(L, "index: entry %d of the key: a range's ends are integers or one-element integer tensors, got a %s tensor of %d dims",
                      entry, wick_dtype_name(wick_tensor_dtype(t)), wick_tensor_ndim(t));
         wl_raise(L, "index: entry %d of the key: expected integers in a range, got %s", entry, luaL_typename(L, idx));
     }

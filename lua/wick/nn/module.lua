@@ -1027,6 +1027,19 @@ function SD_METHODS.copy(sd)
 end
 StateDict.__index = SD_METHODS
 StateDict.__pairs = function(sd) return SD_METHODS.items(sd) end
+-- wick.deepcopy(sd): new tensors in the same order (copy: the deep copier)
+StateDict.__deepcopy = function(sd, copy)
+  local c, order = setmetatable({}, StateDict), {}
+  for k, v in SD_METHODS.items(sd) do rawset(c, k, copy(v)); order[#order + 1] = k end
+  sd_order[c] = order
+  return c
+end
+-- print(sd): PyTorch's OrderedDict([('name', tensor), ...])
+StateDict.__tostring = function(sd)
+  local parts = {}
+  for k, v in SD_METHODS.items(sd) do parts[#parts + 1] = ("('%s', %s)"):format(tostring(k), tostring(v)) end
+  return "OrderedDict([" .. table.concat(parts, ", ") .. "])"
+end
 
 function Module:state_dict(...)
   this(self, "state_dict")
@@ -1151,8 +1164,8 @@ function Module:load_state_dict(sd, ...)
   -- raises if anything is wrong (the key lists only when strict), as PyTorch's
   local function check_problems()
     local problems = {}
-    if strict and #unexpected > 0 then problems[#problems + 1] = "Unexpected key(s) in state_dict: " .. quoted(unexpected) .. "." end
     if strict and #missing > 0 then problems[#problems + 1] = "Missing key(s) in state_dict: " .. quoted(missing) .. "." end
+    if strict and #unexpected > 0 then problems[#problems + 1] = "Unexpected key(s) in state_dict: " .. quoted(unexpected) .. "." end
     for _, m in ipairs(mismatched) do problems[#problems + 1] = m end
     if #problems == 0 then return end
     local msg = ("Error(s) in loading state_dict for %s:\n\t%s"):format(getmetatable(self).__name, table.concat(problems, "\n\t"))

@@ -401,12 +401,19 @@ end
 
 function SummaryWriter:get_logdir() return self.log_dir end
 
+-- A closed writer opens new files on its next add, as PyTorch's
+-- _get_file_writer recreates a closed one (the tutorial closes and goes on)
+local function reopen(self)
+  if not self._closed then return end
+  for k in pairs(self._writers) do self._writers[k] = nil end
+  self._closed = false
+end
 local function writer_of(self, fn, sub)
-  if self._closed then check.fail(fn, "the SummaryWriter is closed") end
+  reopen(self)
   local w = self._writers[sub or ""]
   if w == nil then
-    w = later_writer(self.log_dir .. "/" .. sub, self._opts)
-    self._writers[sub] = w
+    w = later_writer(sub and self.log_dir .. "/" .. sub or self.log_dir, self._opts)
+    self._writers[sub or ""] = w
   end
   return w
 end
@@ -535,7 +542,7 @@ function SummaryWriter:add_hparams(hparams, metrics, ...)
   if a.run_name ~= nil then check.string(a.run_name, fn, "run_name") end
   if a.global_step ~= nil then check.int(a.global_step, fn, "global_step") end
   if a.run_name == "" then check.fail(fn, "run_name must not be empty") end
-  if self._closed then check.fail(fn, "the SummaryWriter is closed") end
+  reopen(self)
   local summaries, metric_names = hparams_summaries(hparams, metrics, a.hparam_domain_discrete or {}, fn)
   local run = a.run_name or ("%.6f"):format(core.tb_walltime())
   local w = later_writer(self.log_dir .. "/" .. run, self._opts)
@@ -550,7 +557,7 @@ function SummaryWriter:flush()
   for _, w in pairs(self._writers) do w:flush() end
 end
 
---- close(): flushes and closes the files; later adds are errors
+--- close(): flushes and closes the files; a later add opens new ones, as PyTorch's
 function SummaryWriter:close()
   for _, w in pairs(self._writers) do w:close() end
   self._closed = true
