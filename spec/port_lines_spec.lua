@@ -1408,3 +1408,18 @@ describe("minGRU's and the TensorBoard tutorial's lines", function()
     assert.are.equal(3, prof.step_num)
   end)
 end)
+
+describe("nn.Module from the meta device and a subclass's super().__init__ by name", function()
+  it("to_empty makes a meta model real in place; super.init takes required arguments by name", function()
+    local m = wick.device("meta", function() return nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2)) end)
+    local w = m[1].weight
+    m:to_empty({ device = "cpu" })
+    assert.are.equal("cpu", tostring(m[1].weight.device))
+    assert.are.equal(w, m[1].weight)
+    m:load_state_dict(nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2)):state_dict())
+    assert.are.same({ 4, 2 }, m(wick.ones(4, 3)).shape)
+    local C = nn.Conv1d:extend("CausalConv1d")
+    function C:init(i, o, k) C.super.init(self, i, o, { kernel_size = k, padding = k - 1 }) end
+    assert.are.same({ 1, 1, 13 }, C(1, 1, 4)(wick.randn(1, 1, 10)).shape)
+  end)
+end)

@@ -193,7 +193,7 @@ wick_status wick_copy_(wick_tensor *dst, const wick_tensor *src) {
     wick_device dd = dst->storage->device, sd = src->storage->device;
     if (dd.type == WICK_META) return WICK_OK;
     if (sd.type == WICK_META)
-        return wick_fail(WICK_ERR_DEVICE, "copy_: cannot copy out of a meta tensor: it has no data");
+        return wick_fail(WICK_ERR_DEVICE, "copy_: cannot copy out of a meta tensor: it has no data (a module built on meta: m:to_empty{device = ...})");
     if (wick_dtype_is_complex(dst->dtype) || wick_dtype_is_complex(src->dtype))
         return wk_complex_copy(dst, src); /* the real views' copies (complex.c) */
     /* a source laid over the destination's memory otherwise (x:copy_(x:t()))

@@ -108,6 +108,12 @@ function Module:extend(name, args)
       if INTERNAL[k] then
         check.fail(rawget(cls, "__name") or "Module", "'%s' is a name wick's modules use for themselves; name the method otherwise", k)
       end
+      -- init takes its named arguments by name also when a subclass calls it
+      -- (CausalConv1d's super().__init__(i, o, kernel_size=k, padding=p))
+      if k == "init" and args and type(v) == "function" then
+        local init = v
+        v = function(obj, ...) return init(obj, required(name or "Module", args, ...)) end
+      end
       rawset(cls, k, v)
     end,
   })
@@ -878,6 +884,24 @@ end
 -- (memory_format: checked, and a hint only here: parameters keep their layout)
 local TO_OPTIONS = { device = "device", dtype = "dtype", non_blocking = "boolean", memory_format = "string" }
 local tensors_to = core.tensors_to
+--- m:to_empty({device = d[, recurse = true]}) (or m:to_empty(d)): every parameter
+--- and buffer becomes uninitialized memory of its shape and dtype on d, keeping
+--- its identity (PyTorch's: a model built on meta made real, then filled by
+--- load_state_dict or an init)
+function Module:to_empty(opts)
+  this(self, "to_empty")
+  if type(opts) ~= "table" or getmetatable(opts) ~= nil then opts = { device = opts } end
+  local o = check.options(opts, "to_empty", { device = "device", recurse = "boolean" })
+  if o.device == nil then check.fail("to_empty", "missing required argument 'device'") end
+  local recurse = o.recurse ~= false
+  wick.no_grad(function()
+    for _, list in ipairs({ self:parameters(recurse), self:buffers(recurse) }) do
+      for _, t in ipairs(list) do t:set_(wick.empty(t.shape, { dtype = t.dtype, device = o.device })) end
+    end
+  end)
+  return self
+end
+
 function Module:to(...)
   this(self, "to")
   local device, dtype, non_blocking
