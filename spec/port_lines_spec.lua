@@ -1423,3 +1423,48 @@ describe("nn.Module from the meta device and a subclass's super().__init__ by na
     assert.are.same({ 1, 1, 13 }, C(1, 1, 4)(wick.randn(1, 1, 10)).shape)
   end)
 end)
+
+describe("statistics lines: cov, corrcoef, mode, pdist (values from PyTorch 2.15)", function()
+  local function near(want, got, tol)
+    local g = got:tolist()
+    for i = 1, #want do
+      if type(want[i]) == "table" then
+        for j = 1, #want[i] do assert.is_true(math.abs(want[i][j] - g[i][j]) < tol, i .. "," .. j) end
+      else
+        assert.is_true(math.abs(want[i] - g[i]) < tol, tostring(i))
+      end
+    end
+  end
+  local x = wick.tensor({ { 1, 2, 4, 7 }, { 0, 3, 3, 1 }, { 2, 2, 5, 0 } })
+  it("cov with correction, fweights and aweights; corrcoef", function()
+    near({ { 7, 1 / 6, -11 / 6 }, { 1 / 6, 2.25, 1.75 }, { -11 / 6, 1.75, 4.25 } }, wick.cov(x), 1e-5)
+    near({ { 3.7024794, -0.5619835, -0.7603306 }, { -0.5619835, 1.1404958, 1.1900827 }, { -0.7603306, 1.1900827, 3.4710741 } },
+      x:cov({ correction = 0, fweights = wick.tensor({ 1, 2, 1, 1 }), aweights = wick.tensor({ 0.5, 1, 2, 1 }) }), 1e-5)
+    near({ { 1, 0.0419961, -0.3361228 }, { 0.0419961, 1, 0.5659165 }, { -0.3361228, 0.5659165, 1 } }, x:corrcoef(), 1e-5)
+  end)
+  it("mode keeps the smallest of a tie and the index of its last occurrence; pdist", function()
+    local v, i = wick.mode(wick.tensor({ { 3, 1, 3, 1, 2 }, { 5, 5, 4, 4, 4 } }, { dtype = wick.int64 }), 2)
+    assert.are.same({ 1, 4 }, v:tolist())
+    assert.are.same({ 4, 5 }, i:tolist()) -- PyTorch's 3, 4 counted from 1
+    near({ 6.2449980, 7.1414285, 3.1622777 }, wick.pdist(x), 1e-5)
+    near({ 9, 9, 6 }, wick.pdist(x, 1), 1e-5)
+    assert.are.equal(0, wick.flip(x, { dims = { 2 } })[1][1]:item() - 7)
+    assert.are.equal(-1, x:get_device())
+  end)
+end)
+
+describe("svd_lowrank and pca_lowrank", function()
+  it("give the leading singular triplets (PyTorch's svdvals) and refuse a q past min(m, n)", function()
+    local A = wick.tensor({ { 1, 2, 4, 7 }, { 0, 3, 3, 1 }, { 2, 2, 5, 0 }, { 1, 1, 1, 1 }, { 3, 0, 2, 5 } })
+    local U, S, V = wick.svd_lowrank(A, 3)
+    assert.are.same({ 5, 3 }, U.shape)
+    assert.are.same({ 4, 3 }, V.shape)
+    local want = { 11.2998629, 5.2654524, 2.7655571 }
+    for i = 1, 3 do assert.is_true(math.abs(S[i]:item() - want[i]) < 1e-4) end
+    local _, S2, V2 = A:pca_lowrank()
+    assert.are.same({ 4, 4 }, V2.shape)
+    want = { 6.1558384, 3.5338993, 2.5970705, 0.2691341 }
+    for i = 1, 4 do assert.is_true(math.abs(S2[i]:item() - want[i]) < 1e-4) end
+    assert.has_error(function() wick.svd_lowrank(A, 7) end, "svd_lowrank: q must be at most min(m, n) = 4, got 7")
+  end)
+end)

@@ -10,6 +10,7 @@ local core = require("wick.core")
 local raise = core.error
 local tensor_mt = core._mt
 local type, getmetatable, rawget, tostring, floor, huge = type, getmetatable, rawget, tostring, math.floor, math.huge
+local unpack = table.unpack or unpack -- luacheck: ignore (LuaJIT's global)
 
 local C = {}
 
@@ -319,6 +320,128 @@ function C.strict(tbl, what, lazy)
       error(("%s has no '%s' (not in this version of wick: see docs/api.md)"):format(what, k), 2)
     end
   end })
+end
+
+-- an options table: a plain table whose keys are all strings ({3, 3} and {nil, 7} are values)
+local function is_options(t)
+  if type(t) ~= "table" or getmetatable(t) ~= nil then return false end
+  for k in pairs(t) do
+    if type(k) ~= "string" then return false end
+  end
+  return true
+end
+
+--- required(fn, names, ...): the arguments `...` with PyTorch's required
+--- positional arguments `names` (in order) also taken by name from the
+--- trailing options table, as Python takes keywords: (1, 16, {kernel_size = 3,
+--- stride = 2}) for names {in_channels, out_channels, kernel_size} gives
+--- (1, 16, 3, {stride = 2}). One given neither way is an error naming it; one
+--- given both ways too. A name ending in "?" is optional (Python's argument
+--- with a default: nil when given neither way). The options table left over
+--- (a copy, maybe empty) follows the arguments.
+local parsed = setmetatable({}, { __mode = "k" })
+local function names_of(names)
+  local p = parsed[names]
+  if not p then
+    p = {}
+    for i, nm in ipairs(names) do
+      local base, q = nm:match("^(.-)(%??)$")
+      p[i] = { base, q == "?" }
+    end
+    parsed[names] = p
+  end
+  return p
+end
+-- "missing required argument 'x'", and the other keys of the options table (a
+-- keyword of an outer class passed down: Net(3, {n_components = 4}))
+local function missing(fn, name, opts, spec)
+  local stray = {}
+  if opts then
+    for k in pairs(opts) do
+      local known = false
+      for i = 1, #spec do known = known or spec[i][1] == k end
+      if not known then stray[#stray + 1] = "'" .. tostring(k) .. "'" end
+    end
+  end
+  table.sort(stray)
+  if #stray == 0 then C.fail(fn, "missing required argument '%s'", name) end
+  C.fail(fn, "missing required argument '%s' (the options table holds %s)", name, table.concat(stray, ", "))
+end
+
+function C.required(fn, names, ...)
+  local spec = names_of(names)
+  local n, k = select("#", ...), #spec
+  while n > 0 and select(n, ...) == nil do n = n - 1 end
+  local last = n > 0 and select(n, ...) or nil
+  local opts_at, named = is_options(last) and n, false
+  if opts_at then
+    for i = 1, k do
+      if last[spec[i][1]] ~= nil then named = true; break end
+    end
+  end
+  if not named and not (opts_at and opts_at <= k and spec[opts_at][2]) then -- the common case: nothing to move
+    for i = 1, k do
+      if (i == opts_at or select(i, ...) == nil) and not spec[i][2] then
+        missing(fn, spec[i][1], opts_at and last, spec)
+      end
+    end
+    return ...
+  end
+  local args, rest = { ... }, {}
+  args[n] = nil
+  for key, v in pairs(last) do rest[key] = v end
+  for i = 1, k do
+    local name = spec[i][1]
+    local v = last[name]
+    if v ~= nil then
+      if args[i] ~= nil then C.fail(fn, "argument '%s' given both by position and as an option", name) end
+      args[i], rest[name] = v, nil
+    elseif args[i] == nil and not spec[i][2] then
+      missing(fn, name, last, spec)
+    end
+  end
+  local at = n > k and n or k + 1
+  args[at] = rest
+  return unpack(args, 1, at)
+end
+
+
+--- by_name(f, fn, names[, skip = 0]): f taking the arguments `names` (after
+--- `skip` leading ones: a method's self) also by PyTorch's names from the
+--- trailing options table, as required() moves them (gather(v, {dim = -1,
+--- index = d}), F.kl_div({input = lp, target = p})); names ending in "?" may be
+--- left out; names.aliases maps another keyword to one of them (scatter's
+--- value to src). Calls without such a table go straight to f.
+local function pack(...) return { n = select("#", ...), ... } end
+function C.by_name(f, fn, names, skip)
+  skip = skip or 0
+  local plain = {}
+  for i, nm in ipairs(names) do plain[i] = nm:gsub("%?$", "") end
+  local function call(...)
+    local n = select("#", ...)
+    local last = n > skip and select(n, ...) or nil
+    if type(last) ~= "table" or getmetatable(last) ~= nil then return f(...) end
+    for k, alias in pairs(names.aliases or {}) do
+      if last[k] ~= nil then
+        if last[alias] ~= nil then C.fail(fn, "got both '%s' and '%s'", alias, k) end
+        local args, copy = pack(...), {}
+        for key, v in pairs(last) do copy[key] = v end
+        copy[alias], copy[k] = last[k], nil
+        args[n] = copy
+        return call(unpack(args, 1, n))
+      end
+    end
+    local named = false
+    for _, nm in ipairs(plain) do named = named or last[nm] ~= nil end
+    if not named then return f(...) end
+    local args = pack(...)
+    local moved = pack(C.required(fn, names, unpack(args, skip + 1, n)))
+    local m = moved.n -- (the options left over, dropped when empty)
+    if type(moved[m]) == "table" and next(moved[m]) == nil then m = m - 1 end
+    for i = 1, m do args[skip + i] = moved[i] end
+    return f(unpack(args, 1, skip + m))
+  end
+  return call
 end
 
 return C

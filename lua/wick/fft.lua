@@ -282,7 +282,7 @@ return function(wick)
   --- (..., n_fft // 2 + 1 or n_fft, frames) as torch.stft's
   -- input by name too (torch.stft(input=waveform, n_fft=...)): from the options table
   local function input_by_name(fn, ...)
-    return require("wick.nn.common").required(fn, { "input" }, ...)
+    return check.required(fn, { "input" }, ...)
   end
   local stft, istft
   function wick.stft(...) return stft(input_by_name("stft", ...)) end

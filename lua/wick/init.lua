@@ -434,6 +434,11 @@ function Tensor.type(t, dtype, ...)
   return t:to(dtype, ...)
 end
 function Tensor.nelement(t) return check_tensor(t, "nelement", "self"):numel() end
+--- t:get_device(): -1 on the CPU, else the device's index (PyTorch's)
+function Tensor.get_device(t)
+  local d = check_tensor(t, "get_device", "self").device
+  return d.type == "cpu" and -1 or (d.index or 0)
+end
 function Tensor.zero_(t) return check_tensor(t, "zero_", "self"):fill_(0) end
 function Tensor.view_as(t, other)
   return check_tensor(t, "view_as", "self"):view(check_tensor(other, "view_as", "other"):size())
@@ -945,40 +950,11 @@ local KEYWORDS = {
   lerp = { "end", "weight" }, lerp_ = { "end", "weight" },
   scatter_reduce = { "dim", "index", "src", "reduce" }, scatter_reduce_ = { "dim", "index", "src", "reduce" },
   index_reduce = { "dim", "index", "source", "reduce" }, index_reduce_ = { "dim", "index", "source", "reduce" },
+  flip = { "dims" },
 }
-local function drop_empty(...) -- the options table common.required leaves, when empty
-  local n = select("#", ...)
-  local last = select(n, ...)
-  if type(last) == "table" and getmetatable(last) == nil and next(last) == nil then return unpack({ ... }, 1, n - 1) end
-  return ...
-end
-local function keyworded(f, fn, names)
-  local plain = {}
-  for i, nm in ipairs(names) do plain[i] = nm:gsub("%?$", "") end
-  return function(t, ...)
-    local n = select("#", ...)
-    local last = n > 0 and select(n, ...)
-    if type(last) ~= "table" or getmetatable(last) ~= nil then return f(t, ...) end
-    local named = false
-    for k, alias in pairs(names.aliases or {}) do
-      if last[k] ~= nil then
-        if last[alias] ~= nil then check.fail(fn, "got both '%s' and '%s'", alias, k) end
-        local copy = {}
-        for key, v in pairs(last) do copy[key] = v end
-        copy[alias], copy[k] = last[k], nil
-        local args = { ... }
-        args[n] = copy
-        return keyworded(f, fn, names)(t, unpack(args, 1, n))
-      end
-    end
-    for _, nm in ipairs(plain) do named = named or last[nm] ~= nil end
-    if not named then return f(t, ...) end
-    return f(t, drop_empty(require("wick.nn.common").required(fn, names, ...)))
-  end
-end
 for name, names in pairs(KEYWORDS) do
-  Tensor[name] = keyworded(Tensor[name], name, names)
-  if rawget(wick, name) then wick[name] = keyworded(wick[name], name, names) end
+  Tensor[name] = check.by_name(Tensor[name], name, names, 1)
+  if rawget(wick, name) then wick[name] = check.by_name(wick[name], name, names, 1) end
 end
 wick.clock = core.clock
 
@@ -1892,7 +1868,8 @@ end
 
 -- Linear algebra's tensor methods and torch.* names, from wick.linalg (which loads on first use).
 for _, name in ipairs({ "inverse", "det", "slogdet", "logdet", "pinverse", "cholesky", "qr", "svd", "cholesky_solve",
-  "cholesky_inverse", "triangular_solve", "lu", "lu_solve", "lu_unpack", "matrix_exp" }) do
+  "cholesky_inverse", "triangular_solve", "lu", "lu_solve", "lu_unpack", "matrix_exp", "svd_lowrank",
+  "pca_lowrank" }) do
   Tensor[name] = function(...) return require("wick.linalg")._methods[name](...) end
   wick[name] = Tensor[name]
 end

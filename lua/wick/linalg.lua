@@ -745,6 +745,32 @@ function methods.svd(t, some)
   local U, S, Vh = linalg.svd(t, some == false)
   return U, S, mT(Vh)
 end
+--- wick.svd_lowrank(A[, q = 6[, niter = 2[, M]]]) -> U (m, q), S (q), V (n, q) (or {q =, niter =, M =}):
+--- A - M's q largest singular triplets. PyTorch's is a randomized approximation; this is the exact
+--- truncated SVD (what the approximation tends to with niter), so niter changes nothing.
+function methods.svd_lowrank(A, q, niter, M)
+  local fn = "svd_lowrank"
+  if type(q) == "table" then q, niter, M = q.q, q.niter, q.M end
+  check.tensor(A, fn, "A")
+  if A:dim() < 2 then check.fail(fn, "A must have at least 2 dimensions, got %d", A:dim()) end
+  local m, n = A.shape[A:dim() - 1], A.shape[A:dim()]
+  q = check.opt_int(q, fn, "q", 6, 0)
+  if q > math.min(m, n) then check.fail(fn, "q must be at most min(m, n) = %d, got %d", math.min(m, n), q) end
+  check.opt_int(niter, fn, "niter", 2, 0)
+  if M ~= nil then A = A - M end
+  local U, S, Vh = linalg.svd(A, false)
+  return U:narrow(-1, 1, q), S:narrow(-1, 1, q), mT(Vh):narrow(-1, 1, q)
+end
+--- wick.pca_lowrank(A[, q = min(6, m, n)[, center = true[, niter = 2]]]) -> U, S, V (or {q =, center =, niter =}):
+--- svd_lowrank of A with its column means taken away (A's rows are the observations)
+function methods.pca_lowrank(A, q, center, niter)
+  if type(q) == "table" then q, center, niter = q.q, q.center, q.niter end
+  check.tensor(A, "pca_lowrank", "A")
+  if A:dim() < 2 then check.fail("pca_lowrank", "A must have at least 2 dimensions, got %d", A:dim()) end
+  if q == nil then q = math.min(6, A.shape[A:dim() - 1], A.shape[A:dim()]) end
+  if center ~= false then A = A - A:mean(-2, true) end
+  return methods.svd_lowrank(A, q, niter)
+end
 --- wick.triangular_solve(b, A[, upper = true[, transpose = false[, unitriangular = false]]]) -> X, A:clone()
 --- (the old torch.triangular_solve: A X = b, or A^T X = b when transpose)
 function methods.triangular_solve(b, A, upper, transpose, unitriangular)

@@ -1220,7 +1220,7 @@ return function(wick)
   end
   -- start, end and steps by name too ({start = 0, ["end"] = 1, steps = 3}, PyTorch's keywords)
   local SPACE_NAMES = { "start", "end", "steps?" }
-  local function by_name(fn, ...) return require("wick.nn.common").required(fn, SPACE_NAMES, ...) end
+  local function by_name(fn, ...) return check.required(fn, SPACE_NAMES, ...) end
   function ops.linspace(...)
     local start, stop, steps, opts = by_name("linspace", ...)
     return linspace("linspace", start, stop, steps, opts)
@@ -1987,6 +1987,87 @@ return function(wick)
   end
   wick.nextafter = Tensor.nextafter
 
+  --- wick.cov(input[, {correction = 1, fweights, aweights}]) / t:cov: the
+  --- covariance of the rows (variables) over the columns (observations), with
+  --- NumPy's and PyTorch's frequency and analytic weights; wick.corrcoef(input):
+  --- the Pearson correlations (clipped to [-1, 1])
+  function Tensor.cov(t, opts)
+    local fn = "cov"
+    check.tensor(t, fn, "input")
+    local o = check.options(opts, fn, { correction = "integer", fweights = "tensor", aweights = "tensor" })
+    if t:dim() > 2 then check.fail(fn, "expected input to have two or fewer dimensions but got an input with %d dimensions", t:dim()) end
+    local x = t:dim() < 2 and t:reshape(1, -1) or t
+    if not x:is_floating_point() and not x:is_complex() then x = x:to(wick.get_default_dtype()) end
+    local n, correction = x:size(2), o.correction or 1
+    local w = o.fweights and o.fweights:to(x.dtype)
+    if o.aweights then w = w and w * o.aweights:to(x.dtype) or o.aweights:to(x.dtype) end
+    if w and (w:dim() ~= 1 or w:size(1) ~= n) then
+      check.fail(fn, "expected the weights to be 1-D with %d observations, got %s", n, tostring(w.shape))
+    end
+    local w_sum = w and w:sum() or n
+    local avg = w and (x * w):sum(2) / w_sum or x:mean(2)
+    local fact
+    if not w then fact = n - correction
+    elseif correction == 0 then fact = w_sum
+    elseif not o.aweights then fact = w_sum - correction
+    else fact = w_sum - correction * (w * o.aweights:to(x.dtype)):sum() / w_sum end
+    fact = is_tensor(fact) and fact:clamp_min(0) or math.max(fact, 0)
+    local xm = x - avg:unsqueeze(2)
+    local c = (w and xm * w or xm):matmul(xm:transpose(1, 2)) / fact
+    return t:dim() < 2 and c:reshape({}) or c
+  end
+  function Tensor.corrcoef(t)
+    local c = Tensor.cov(check.tensor(t, "corrcoef", "input"))
+    if c:dim() == 0 then return c / c end
+    local sd = c:diagonal():sqrt()
+    c = c / sd:unsqueeze(2) / sd:unsqueeze(1)
+    return c:clamp(-1, 1)
+  end
+  wick.cov, wick.corrcoef = Tensor.cov, Tensor.corrcoef
+
+  --- t:mode([dim = -1[, keepdim = false]]) (or {dim =, keepdim =}): the most
+  --- frequent value along dim (the smallest of a tie) and the 1-based index of
+  --- its last occurrence, as PyTorch's
+  function Tensor.mode(t, ...)
+    local fn = "mode"
+    check.tensor(t, fn, "self")
+    local o, keepdim = reduction_args(fn, { "dim", "keepdim" }, DIMS_KEEPDIM, ...)
+    if t:dim() == 0 then return t:clone(), wick.ones({}, { dtype = "int64", device = t.device }) end
+    local d = wrap_dim(t, o.dim or -1, fn)
+    local moved = t:movedim(d, -1)
+    local n = moved:size(-1)
+    local x = moved:reshape(-1, n)
+    local sorted, order = x:sort({ dim = 2, stable = true })
+    local starts = wick.ones(x.shape, { dtype = "bool", device = t.device })
+    if n > 1 then starts[{ {}, { 2, n } }] = sorted[{ {}, { 2, n } }]:ne(sorted[{ {}, { 1, n - 1 } }]) end
+    local run = starts:to("int64"):cumsum(2) -- (1-based run of each sorted position)
+    local counts = wick.zeros(x.shape, { dtype = "int64", device = t.device }):scatter_add(2, run, wick.ones_like(run))
+    local best = counts:argmax(2, true) -- (the first of the most frequent: the smallest value)
+    local in_best = run:eq(best)
+    local pos = wick.arange(1, n + 1, { dtype = "int64", device = t.device }):expand(x.shape)
+    local last = (pos * in_best:to("int64")):amax(2, true)
+    local values, indices = sorted:gather(2, last), order:gather(2, last)
+    local shape = moved:size()
+    shape[#shape] = 1
+    values, indices = values:reshape(shape):movedim(-1, d), indices:reshape(shape):movedim(-1, d)
+    if not keepdim then values, indices = values:squeeze(d), indices:squeeze(d) end
+    return values, indices
+  end
+  wick.mode = Tensor.mode
+
+  --- wick.pdist(input[, p = 2]): the distances between the rows of input [N, M],
+  --- each pair i < j once, in row-major order
+  function ops.pdist(input, p)
+    check.tensor(input, "pdist", "input")
+    if input:dim() ~= 2 then check.fail("pdist", "only supports 2D tensors, got: %dD", input:dim()) end
+    if type(p) == "table" then p = check.options(p, "pdist", { p = "number" }).p end
+    local n = input:size(1)
+    if n < 2 then return wick.empty({ 0 }, { dtype = input.dtype, device = input.device }) end
+    local ij = wick.triu_indices(n, n, 1, { device = input.device })
+    return (input:index_select(1, ij[1]) - input:index_select(1, ij[2])):norm(p or 2, 2)
+  end
+  wick.pdist = ops.pdist
+
   --- t:take_along_dim(indices[, dim]) and wick.take_along_dim: gather along dim
   --- with t and indices broadcast over the other dims (NumPy's); without dim,
   --- over the flattened t and indices
@@ -2257,7 +2338,7 @@ return function(wick)
       return w
     end
     -- window_length by name too (torch.hann_window(window_length=n))
-    return function(...) return make(require("wick.nn.common").required(name, { "window_length" }, ...)) end
+    return function(...) return make(check.required(name, { "window_length" }, ...)) end
   end
   ops.hann_window = window("hann_window", function(x) return 0.5 - (x:cos() * 0.5) end)
   ops.hamming_window = window("hamming_window", function(x, o) return (o.alpha or 0.54) - x:cos() * (o.beta or 0.46) end,

@@ -1801,11 +1801,17 @@ end
 --- F.affine_grid(theta, size[, {align_corners = false}]): the (N, H, W, 2)
 --- grid of x, y sampling positions in [-1, 1] that the (N, 2, 3) affine maps
 --- theta make of an (N, C, H, W) output `size` (PyTorch's, 2-D)
-function F.affine_grid(theta, size, opts)
+function F.affine_grid(theta, size, ...)
   check.tensor(theta, "affine_grid", "theta")
+  -- PyTorch's (theta, size, align_corners), size also by name
+  if type(size) == "table" and getmetatable(size) == nil and size.size ~= nil then
+    local rest = {}
+    for k, v in pairs(size) do if k ~= "size" then rest[k] = v end end
+    return F.affine_grid(theta, size.size, rest)
+  end
   check.table(size, "affine_grid", "size")
-  check.options(opts, "affine_grid", { align_corners = "boolean" })
-  local align = opts and opts.align_corners or false
+  local opts = check.positional("affine_grid", { "align_corners" }, { align_corners = "boolean" }, ...)
+  local align = opts.align_corners or false
   if #size ~= 4 then check.fail("affine_grid", "only 4-D sizes (N, C, H, W) are supported, got %d-D", #size) end
   local N, H, W = size[1], size[3], size[4]
   if theta:dim() ~= 3 or theta:size(1) ~= N or theta:size(2) ~= 2 or theta:size(3) ~= 3 then
@@ -1831,11 +1837,12 @@ local GRID_PADDING = { "zeros", "border" }
 --- align_corners = false}]): input (N, C, H, W) read at the grid's (N, Ho, Wo,
 --- 2) positions (x, y in [-1, 1]) into (N, C, Ho, Wo); differentiable in
 --- input and grid (PyTorch's, 2-D)
-function F.grid_sample(input, grid, opts)
+function F.grid_sample(input, grid, ...)
   check.tensor(input, "grid_sample", "input")
   check.tensor(grid, "grid_sample", "grid")
-  check.options(opts, "grid_sample", { mode = "string", padding_mode = "string", align_corners = "boolean" })
-  opts = opts or {}
+  -- PyTorch's (input, grid, mode, padding_mode, align_corners) or by name
+  local opts = check.positional("grid_sample", { "mode", "padding_mode", "align_corners" },
+    { mode = "string", padding_mode = "string", align_corners = "boolean" }, ...)
   local mode = opts.mode or "bilinear"
   local padding = opts.padding_mode or "zeros"
   check.one_of(mode, "grid_sample", "mode", GRID_MODES)
@@ -2346,24 +2353,8 @@ local LOSSES = { nll_loss = "two", cross_entropy = "two", mse_loss = "two", l1_l
   cosine_embedding_loss = "pair", gaussian_nll_loss = { "input", "target", "var" },
   triplet_margin_loss = { "anchor", "positive", "negative" },
   ctc_loss = { "log_probs", "targets", "input_lengths", "target_lengths" } }
-local function packed(...) return { n = select("#", ...), ... } end
 for name, kind in pairs(LOSSES) do
-  local f, names = F[name], type(kind) == "table" and kind or LOSS_NAMES[kind]
-  F[name] = function(...)
-    local n = select("#", ...)
-    local last = n > 0 and select(n, ...) or nil
-    if type(last) == "table" and getmetatable(last) == nil then
-      for _, nm in ipairs(names) do
-        if last[nm] ~= nil then
-          local args = packed(common.required(name, names, ...))
-          local m = args.n -- (the options left over, dropped when empty)
-          if type(args[m]) == "table" and next(args[m]) == nil then m = m - 1 end
-          return f(unpack(args, 1, m))
-        end
-      end
-    end
-    return f(...)
-  end
+  F[name] = check.by_name(F[name], name, type(kind) == "table" and kind or LOSS_NAMES[kind])
 end
 
 return F
