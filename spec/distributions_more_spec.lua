@@ -259,3 +259,42 @@ describe("wick.distributions: Exponential, Laplace, StudentT, LogNormal", functi
     end
   end)
 end)
+
+describe("Poisson, NegativeBinomial and wick.poisson (values from PyTorch 2.15)", function()
+  local D = wick.distributions
+  local function near(want, got, tol)
+    local g = got:tolist()
+    for i = 1, #want do assert.is_true(math.abs(want[i] - g[i]) <= tol, i .. ": " .. g[i]) end
+  end
+  it("log_prob, moments and KL are PyTorch's", function()
+    local p = D.Poisson(wick.tensor({ 2.5, 40 }))
+    near({ -1.5429, -2.7901 }, p:log_prob(wick.tensor({ 3, 41 })), 1e-4)
+    near({ 2, 40 }, p.mode, 0)
+    local nb = D.NegativeBinomial(5, wick.tensor({ 0.3, 0.7 }))
+    near({ -1.4833, -2.6779 }, nb:log_prob(wick.tensor({ 2, 10 })), 1e-4)
+    near({ 2.1429, 11.6667 }, nb.mean, 1e-4)
+    near({ 3.0612, 38.8889 }, nb.variance, 1e-4)
+    near({ 1, 9 }, nb.mode, 0)
+    near({ -2.7390, -2.0831 }, D.NegativeBinomial(wick.tensor({ 3 }), { logits = wick.tensor({ 0.4 }) })
+      :log_prob(wick.tensor({ 0, 4 })), 1e-4)
+    near({ 0.1891 }, D.kl_divergence(D.Poisson(wick.tensor({ 2 })), D.Poisson(wick.tensor({ 3 }))), 1e-4)
+    assert.has_error(function() p:log_prob(wick.tensor({ 1.5, 2 })) end)
+    assert.has_error(function() D.Poisson(-1) end)
+  end)
+  it("draws integers whose mean and variance are the rate, on both sides of the algorithms' switch", function()
+    wick.manual_seed(5)
+    for _, lam in ipairs({ 0.5, 9.5, 10, 300 }) do
+      local x = wick.poisson(wick.full({ 40000 }, lam, { dtype = "float64" }))
+      assert.are.equal(0, (x - x:floor()):abs():max():item())
+      local se = math.sqrt(lam / 40000)
+      assert.is_true(math.abs(x:mean():item() - lam) < 5 * se, lam .. ": mean " .. x:mean():item())
+      assert.is_true(math.abs(x:var():item() / lam - 1) < 0.05, lam .. ": var " .. x:var():item())
+    end
+    assert.are.equal(0, wick.poisson(wick.zeros(5)):sum():item())
+    assert.has_error(function() wick.poisson(wick.tensor({ -1 })) end,
+      "poisson: invalid Poisson rate, expected rate to be non-negative, got -1")
+    local s = D.NegativeBinomial(5, wick.tensor({ 0.3, 0.7 })):sample({ 20000 })
+    assert.are.same({ 20000, 2 }, s.shape)
+    near({ 2.1429, 11.6667 }, s:mean(1), 0.3)
+  end)
+end)

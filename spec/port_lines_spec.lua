@@ -1468,3 +1468,27 @@ describe("svd_lowrank and pca_lowrank", function()
     assert.has_error(function() wick.svd_lowrank(A, 7) end, "svd_lowrank: q must be at most min(m, n) = 4, got 7")
   end)
 end)
+
+describe("searchsorted's sorter and out_int32, and large inputs", function()
+  it("takes sorter and out_int32, and the merge path agrees with comparing every pair", function()
+    local seq = wick.tensor({ 5, 1, 3, 9 })
+    local at = wick.searchsorted(seq, wick.tensor({ 2, 6 }), { sorter = seq:argsort(), out_int32 = true })
+    assert.are.equal("int32", at.dtype)
+    assert.are.same({ 2, 4 }, at:tolist())
+    wick.manual_seed(3)
+    for _, case in ipairs({ { 40, 5000 }, { 5000, 40 } }) do
+      local s = wick.randint(0, 20, { case[1] }):float():sort()
+      local v = wick.randint(-1, 22, { case[2] }):float()
+      v[2] = 0 / 0
+      for _, right in ipairs({ false, true }) do
+        local want = (right and s:unsqueeze(1):le(v:unsqueeze(2)) or s:unsqueeze(1):lt(v:unsqueeze(2))):long():sum(2) + 1
+        want[2] = case[1] + 1 -- NaN goes last
+        assert.are.equal(0, (wick.searchsorted(s, v, { right = right }) - want):abs():max():item())
+      end
+    end
+    local s2, v2 = wick.randn(3, 300):sort(-1), wick.randn(3, 400)
+    local want = s2:unsqueeze(-2):lt(v2:unsqueeze(-1)):long():sum(-1) + 1
+    assert.are.equal(0, (wick.searchsorted(s2, v2) - want):abs():max():item())
+    assert.has_error(function() wick.searchsorted(wick.ones(2, 3), 2) end)
+  end)
+end)

@@ -683,6 +683,62 @@ local function standard_gamma_values(a)
   return out
 end
 
+-- A Poisson(lam) draw: multiplying uniforms (Knuth) below 10; above, Hoermann's transformed
+-- rejection with squeeze, PTRS ("The transformed rejection method for generating Poisson random
+-- variables", 1993), whose acceptance is above 0.9 whatever lam
+local LOG_FACTORIAL = { [0] = 0 }
+for k = 1, 30 do LOG_FACTORIAL[k] = LOG_FACTORIAL[k - 1] + math.log(k) end
+-- log k!: a table up to 30, then Stirling's series for lgamma(k + 1) (error below 1e-13 there)
+local function log_factorial(k)
+  if k <= 30 then return LOG_FACTORIAL[k] end
+  local x = k + 1
+  return (x - 0.5) * math.log(x) - x + 0.5 * math.log(2 * math.pi) + 1 / (12 * x) - 1 / (360 * x ^ 3) + 1 / (1260 * x ^ 5)
+end
+local function sample_poisson(lam, uniform)
+  if not (lam >= 0) or lam == math.huge then return 0 / 0 end
+  if lam == 0 then return 0 end
+  if lam < 10 then
+    local limit, prod, k = math.exp(-lam), 1 - uniform(), 0
+    while prod > limit do
+      prod = prod * (1 - uniform())
+      k = k + 1
+    end
+    return k
+  end
+  local slam, loglam = math.sqrt(lam), math.log(lam)
+  local b = 0.931 + 2.53 * slam
+  local a = -0.059 + 0.02483 * b
+  local invalpha = 1.1239 + 1.1328 / (b - 3.4)
+  local vr = 0.9277 - 3.6224 / (b - 2)
+  while true do
+    local u = uniform() - 0.5
+    local v = 1 - uniform()
+    local us = 0.5 - math.abs(u)
+    local k = math.floor((2 * a / us + b) * u + lam + 0.43)
+    if us >= 0.07 and v <= vr then return k end
+    if k >= 0 and (us >= 0.013 or v <= us)
+      and math.log(v) + math.log(invalpha) - math.log(a / (us * us) + b) <= -lam + k * loglam - log_factorial(k) then
+      return k
+    end
+  end
+end
+--- wick.poisson(rates): a Poisson draw for each rate (>= 0), in the rates' dtype and device
+--- (torch.poisson), from wick's generator
+function M._poisson(rates)
+  check.tensor(rates, "poisson", "input")
+  if not rates:is_floating_point() then
+    check.fail("poisson", "expected a floating-point tensor of rates, got %s", rates.dtype)
+  end
+  local lam = values_of(rates)
+  for i = 1, #lam do
+    if not (lam[i] >= 0) then check.fail("poisson", "invalid Poisson rate, expected rate to be non-negative, got %g", lam[i]) end
+  end
+  local uniform = draws("rand", #lam)
+  local out = {}
+  for i = 1, #lam do out[i] = sample_poisson(lam[i], uniform) end
+  return tensor_of(out, rates)
+end
+
 -- The implicit reparameterisation gradient of a Gamma draw with respect to its
 -- concentration (-(d/da cdf(x; a)) / pdf(x; a)) needs the incomplete gamma
 -- function's derivative, which wick does not have yet: a backward that reaches
@@ -1049,8 +1105,93 @@ function LogNormal:log_prob(value)
 end
 function LogNormal:entropy() return self.base_dist:entropy() + self.loc end
 
+-- ---- Poisson ----
+
+local NONNEGATIVE_INTEGER = "IntegerGreaterThan(lower_bound=0)"
+local function nonnegative_integer(v) return v:ge(0):logical_and(v:eq(v:floor())) end
+
+--- Poisson(rate) (a number or tensor): counts 0, 1, 2, ...
+local Poisson = class("Poisson")
+Poisson._params = { "rate" }
+function Poisson.new(rate, opts)
+  local fn = "Poisson"
+  check.options(opts, fn, { validate_args = "boolean" })
+  local d = setmetatable({}, Poisson)
+  d.rate = param(rate, fn, "rate")
+  if validating(d, opts) then check_param(d, "rate", nonnegative(d.rate), NONNEGATIVE) end
+  d.batch_shape, d.event_shape = d.rate:size(), Size()
+  d.has_rsample = false
+  return d
+end
+function Poisson._lazy.mean(d) return d.rate end
+function Poisson._lazy.mode(d) return d.rate:floor() end
+function Poisson._lazy.variance(d) return d.rate end
+function Poisson._lazy.stddev(d) return d.rate:sqrt() end
+function Poisson:sample(sample_shape)
+  local shape = shape_of(sample_shape, self.batch_shape, "Poisson:sample")
+  return wick.no_grad(function() return M._poisson(self.rate:expand(shape)) end)
+end
+function Poisson:log_prob(value)
+  value = value_in(self, "Poisson:log_prob", value, self.rate, NONNEGATIVE_INTEGER, nonnegative_integer)
+  local rate, v = wick.broadcast_tensors(self.rate, value)
+  return wick.xlogy(v, rate) - rate - (v + 1):lgamma()
+end
+
+-- ---- NegativeBinomial ----
+
+--- NegativeBinomial(total_count, probs) or (total_count, {probs =} or {logits =}): the number of
+--- successes (each of probability probs) before total_count failures
+local NegativeBinomial = class("NegativeBinomial")
+NegativeBinomial._params = { "total_count", "probs" }
+function NegativeBinomial.new(total_count, probs, opts)
+  local fn = "NegativeBinomial"
+  local logits
+  probs, logits, opts = probs_or_logits(fn, probs, opts, "tensor|number")
+  local d = setmetatable({}, NegativeBinomial)
+  local validate = validating(d, opts)
+  local like = is_tensor(probs) and probs or is_tensor(logits) and logits or nil
+  if probs ~= nil then
+    d.total_count, d.probs = wick.broadcast_tensors(param(total_count, fn, "total_count", like), param(probs, fn, "probs", like))
+    local p = clamp_probs(d.probs)
+    d.logits = p:log() - (-p):log1p()
+    if validate then check_param(d, "probs", d.probs:ge(0):logical_and(d.probs:lt(1)),
+      "HalfOpenInterval(lower_bound=0.0, upper_bound=1.0)") end
+  else
+    d.total_count, d.logits = wick.broadcast_tensors(param(total_count, fn, "total_count", like), param(logits, fn, "logits", like))
+    d.probs = d.logits:sigmoid()
+    if validate then check_param(d, "logits", not_nan(d.logits), "Real()") end
+  end
+  if validate then check_param(d, "total_count", nonnegative(d.total_count), NONNEGATIVE) end
+  d.batch_shape, d.event_shape = d.logits:size(), Size()
+  d.has_rsample = false
+  return d
+end
+function NegativeBinomial._lazy.mean(d) return d.total_count * d.logits:exp() end
+function NegativeBinomial._lazy.mode(d) return ((d.total_count - 1) * d.logits:exp()):floor():clamp(0, math.huge) end
+function NegativeBinomial._lazy.variance(d) return d.mean / (-d.logits):sigmoid() end
+function NegativeBinomial._lazy.stddev(d) return d.variance:sqrt() end
+--- d:sample([sample_shape]): Poisson draws of Gamma(total_count, exp(-logits)) rates, as PyTorch's
+function NegativeBinomial:sample(sample_shape)
+  local shape = shape_of(sample_shape, self.batch_shape, "NegativeBinomial:sample")
+  return wick.no_grad(function()
+    local rate = M.Gamma(self.total_count, (-self.logits):exp(), { validate_args = false }):sample(sample_shape)
+    return M._poisson(rate:expand(shape))
+  end)
+end
+function NegativeBinomial:log_prob(value)
+  value = value_in(self, "NegativeBinomial:log_prob", value, self.logits, NONNEGATIVE_INTEGER, nonnegative_integer)
+  local F = wick.nn.functional
+  local n, l, v = wick.broadcast_tensors(self.total_count, self.logits, value)
+  local log_unnormalized = n * F.logsigmoid(-l) + v * F.logsigmoid(l)
+  local log_normalization = -(n + v):lgamma() + (v + 1):lgamma() + n:lgamma()
+  -- total_count + value == 0: the probability is 1 (lgamma(0) is inf on both sides)
+  log_normalization = wick.where((n + v):eq(0), 0, log_normalization)
+  return log_unnormalized - log_normalization
+end
+
 for _, C in ipairs({ Categorical, OneHotCategorical, Normal, MultivariateNormal, Independent, Bernoulli, Uniform,
-  Gamma, Dirichlet, Beta, Exponential, Laplace, StudentT, LogNormal }) do
+  Gamma, Dirichlet, Beta, Exponential, Laplace, StudentT, LogNormal,
+  Poisson, NegativeBinomial }) do
   receivers(C)
 end
 
@@ -1065,7 +1206,7 @@ end
 
 --- kl_divergence(p, q) for two distributions of one kind (Normal, MultivariateNormal, Categorical,
 --- OneHotCategorical, Bernoulli, Uniform, Independent, Gamma, Beta, Dirichlet, Exponential, Laplace,
---- LogNormal; not StudentT, as PyTorch)
+--- LogNormal, Poisson; not StudentT, as PyTorch)
 function M.kl_divergence(p, q)
   local fn = "kl_divergence"
   local kind = type(p) == "table" and getmetatable(p) or nil
@@ -1143,6 +1284,8 @@ function M.kl_divergence(p, q)
     return -scale_ratio:log() + loc_abs_diff / q.scale + scale_ratio * (-loc_abs_diff / p.scale):exp() - 1
   elseif kind == LogNormal then
     return M.kl_divergence(p.base_dist, q.base_dist)
+  elseif kind == Poisson then
+    return p.rate * (p.rate:log() - q.rate:log()) - (p.rate - q.rate)
   end
   check.fail(fn, "no KL divergence for %s", kind.__name)
 end

@@ -1874,6 +1874,9 @@ for _, name in ipairs({ "inverse", "det", "slogdet", "logdet", "pinverse", "chol
   wick[name] = Tensor[name]
 end
 
+--- wick.poisson(rates): torch.poisson, from wick.distributions (which loads on first use)
+function wick.poisson(rates) return require("wick.distributions")._poisson(rates) end
+
 -- wick.nn, wick.optim and wick.data load on first use (they require wick themselves).
 local lazy = { nn = "wick.nn", optim = "wick.optim", data = "wick.data", amp = "wick.amp",
   distributed = "wick.distributed", profiler = "wick.profiler", autograd = "wick.autograd",

@@ -2288,7 +2288,7 @@ return function(wick)
     local bm = (#pb > 0 and b:permute(pb) or b):reshape(k, -1)
     return am:mm(bm):reshape(shape)
   end
-  --- wick.searchsorted(sorted, values[, {right = false}]): for each value, the
+  --- wick.searchsorted(sorted, values[, {right = false, side =, sorter =, out_int32 = false}]): for each value, the
   --- 1-based position where it would be inserted to keep sorted's last dim sorted
   --- (PyTorch's index plus 1); wick.bucketize(values, boundaries[, {right}]) the same, arguments swapped
   --- wick.bincount(input[, weights[, minlength = 0]]) (or {weights =, minlength =}):
@@ -2346,27 +2346,70 @@ return function(wick)
   ops.blackman_window = window("blackman_window", function(x) return 0.42 - x:cos() * 0.5 + (x * 2):cos() * 0.08 end)
   ops.bartlett_window = window("bartlett_window", function(x) return 1 - (x / math.pi - 1):abs() end)
 
+  -- For each row of v [..., M], how many entries of its row of seq [..., K] come before each value
+  -- (are < it, or <= it when right): seq and v merge in one stable sort, where a value's place
+  -- less its place among the values alone is the count. O((K + M) log(K + M)), where comparing
+  -- every pair (what small sizes do) would hold K x M booleans.
+  local function count_before(seq, v, right)
+    local M = v:size(-1)
+    if seq:size(-1) * M * math.floor(v:numel() / math.max(M, 1)) <= 65536 then
+      local before = right and seq:unsqueeze(-2):le(v:unsqueeze(-1)) or seq:unsqueeze(-2):lt(v:unsqueeze(-1))
+      return before:to("int64"):sum(-1)
+    end
+    local dt = wick.promote_types(seq.dtype, v.dtype)
+    seq, v = seq:to(dt), v:to(dt)
+    -- stable: a value precedes the equal entries when it goes left of them, follows them when right
+    local merged = right and wick.cat({ seq, v }, -1) or wick.cat({ v, seq }, -1)
+    local _, order = merged:sort({ dim = -1, stable = true })
+    local place = wick.empty_like(order):scatter_(-1, order, wick.arange(1, merged:size(-1) + 1,
+      { dtype = "int64", device = v.device }):expand_as(order):contiguous())
+    place = right and place:narrow(-1, seq:size(-1) + 1, M) or place:narrow(-1, 1, M)
+    local _, vorder = v:sort({ dim = -1, stable = true })
+    local vplace = wick.empty_like(vorder):scatter_(-1, vorder, wick.arange(1, M + 1,
+      { dtype = "int64", device = v.device }):expand_as(vorder):contiguous())
+    return place - vplace
+  end
+  local SEARCH = { right = "boolean", side = "string", out_int32 = "boolean", sorter = "tensor" }
   function ops.searchsorted(sorted, values, opts)
-    check.tensor(sorted, "searchsorted", "sorted_sequence")
-    local right = check.options(opts, "searchsorted", { right = "boolean", side = "string" })
-    local is_right = right.right == true or right.side == "right"
-    if not is_tensor(values) then values = wick.tensor({ check.number(values, "searchsorted", "values") }, { dtype = sorted.dtype, device = sorted.device }):reshape({}) end
-    if sorted:dim() == 0 then check.fail("searchsorted", "sorted_sequence must have at least one dimension") end
-    local seq = sorted
+    local fn = "searchsorted"
+    check.tensor(sorted, fn, "sorted_sequence")
+    local o = check.options(opts, fn, SEARCH)
+    if o.side ~= nil and o.side ~= "left" and o.side ~= "right" then
+      check.fail(fn, "side can only be 'left' or 'right', got '%s'", o.side)
+    end
+    if o.side == "left" and o.right then check.fail(fn, "side and right can't be set to opposites, got side of left while right was True") end
+    local is_right = o.right == true or o.side == "right"
+    local scalar = not is_tensor(values)
+    if scalar then values = wick.tensor({ check.number(values, fn, "values") }, { dtype = sorted.dtype, device = sorted.device }) end
+    if sorted:dim() == 0 then check.fail(fn, "sorted_sequence must have at least one dimension") end
+    if o.sorter then
+      if o.sorter.shape ~= sorted.shape or o.sorter:is_floating_point() then
+        check.fail(fn, "sorter must be an integer tensor of sorted_sequence's shape [%s], got a %s tensor of [%s]",
+          table.concat(sorted:size(), ", "), o.sorter.dtype, table.concat(o.sorter:size(), ", "))
+      end
+      sorted = sorted:gather(-1, o.sorter:to("int64")) -- 1-based, as argsort's indices
+    end
+    if scalar and sorted:dim() > 1 then
+      check.fail(fn, "input value can be a scalar only when boundaries tensor dimension is 1, but we got boundaries tensor dim(%d) and input value's dim(0) numel(1)", sorted:dim())
+    end
     if sorted:dim() > 1 then -- one sorted row per leading index: values' leading dims are sorted's
       local same = values:dim() == sorted:dim()
       for j = 1, sorted:dim() - 1 do same = same and values:size(j) == sorted:size(j) end
       if not same then
-        check.fail("searchsorted", "boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries tensor and input value tensor must match, but we got boundaries tensor [%s] and input value tensor [%s]",
+        check.fail(fn, "boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries tensor and input value tensor must match, but we got boundaries tensor [%s] and input value tensor [%s]",
           table.concat(sorted:size(), ", "), table.concat(values:size(), ", "))
       end
-      seq = sorted:unsqueeze(-2) -- [..., 1, K] against values [..., M, 1]
     end
-    local v = values:unsqueeze(-1)
-    local before = is_right and seq:le(v) or seq:lt(v)
-    local at = before:to("int64"):sum(-1) + 1
+    local at
+    if sorted:dim() > 1 then
+      at = count_before(sorted, values, is_right)
+    else -- one sorted row for all values
+      at = count_before(sorted, values:reshape(-1), is_right):reshape(values.shape)
+    end
+    at = at + 1
     if values:is_floating_point() then at = wick.where(values:ne(values), sorted:size(-1) + 1, at) end -- NaN goes last
-    return at
+    if scalar then at = at:reshape({}) end
+    return o.out_int32 and at:to("int32") or at
   end
   function ops.bucketize(values, boundaries, opts) return ops.searchsorted(boundaries, values, opts) end
   --- wick.block_diag(t1, t2, ...): the matrices on the diagonal of a block matrix

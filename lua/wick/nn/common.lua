@@ -36,6 +36,14 @@ function common.warn(msg)
   wick._warn(key)
 end
 
+-- sparse = true (Embedding, EmbeddingBag): the gradient is dense (wick has no
+-- sparse tensors: the rows not looked up get zeros, which SGD and Adagrad step
+-- as PyTorch's sparse rows), said once per call site
+function common.dense_sparse_warning(fn)
+  common.warn(fn .. ": sparse = true gives a dense gradient here (wick has no sparse tensors): the rows not looked "
+    .. "up get zeros")
+end
+
 --- common.hook_registry(): per-module records of a parameterisation kept by
 --- a forward pre-hook (pruning, weight_norm, spectral_norm): registry[module]
 --- = {name = {compute =, entry =, ...}}, weak in the modules. wick.deepcopy

@@ -1253,13 +1253,6 @@ function F._embedding(fn, indices, weight)
   shape[#shape + 1] = weight:size(2)
   return flat:view(shape)
 end
--- sparse = true: the gradient is dense (wick has no sparse tensors: the rows
--- not looked up get zeros, which SGD and Adagrad step as PyTorch's sparse
--- rows), said once per call site
-function F._dense_sparse_warning(fn)
-  common.warn(fn .. ": sparse = true gives a dense gradient here (wick has no sparse tensors): the rows not looked "
-    .. "up get zeros")
-end
 --- F.embedding(input, weight[, padding_idx[, max_norm[, norm_type[, scale_grad_by_freq[, sparse]]]]][, opts]):
 --- padding_idx (1-based) gets no gradient, as PyTorch's; max_norm and the two flags are refused
 local EMBEDDING_F = { padding_idx = "integer", max_norm = "number", norm_type = "number", scale_grad_by_freq = "boolean",
@@ -1269,7 +1262,7 @@ function F.embedding(indices, weight, ...)
     EMBEDDING_F, ...)
   if o.max_norm ~= nil then check.fail("embedding", "max_norm is not supported (renormalise the weight under wick.no_grad)") end
   if o.scale_grad_by_freq then check.fail("embedding", "scale_grad_by_freq is not supported") end
-  if o.sparse then F._dense_sparse_warning("embedding") end
+  if o.sparse then common.dense_sparse_warning("embedding") end
   local out = F._embedding("embedding", indices, weight)
   if o.padding_idx == nil or not out.requires_grad then return out end
   local p = o.padding_idx < 0 and weight:size(1) + 1 + o.padding_idx or o.padding_idx
@@ -1316,7 +1309,7 @@ function F.embedding_bag(input, weight, ...)
   tensor(weight, fn, "weight")
   local o = check.positional(fn, EMBEDDING_BAG_ORDER, EMBEDDING_BAG, ...)
   if o.max_norm ~= nil or o.scale_grad_by_freq then check.fail(fn, "max_norm and scale_grad_by_freq are not supported") end
-  if o.sparse and fn == "embedding_bag" then F._dense_sparse_warning(fn) end
+  if o.sparse and fn == "embedding_bag" then common.dense_sparse_warning(fn) end
   local mode = check.one_of(o.mode or "mean", fn, "mode", { "sum", "mean", "max" })
   local psw = o.per_sample_weights
   if psw and mode ~= "sum" then

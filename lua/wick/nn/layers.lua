@@ -7,7 +7,8 @@ local check = require("wick.argcheck")
 
 local L = {}
 local py = Module._py -- Python's repr of a value, for extra_repr
-local int_pair = require("wick.nn.common").pair -- {h, w} of an integer or a pair, checked
+local common = require("wick.nn.common")
+local int_pair = common.pair -- {h, w} of an integer or a pair, checked
 
 --- A tensor that a module learns: requires grad.
 -- nn.Parameter(t): a leaf that requires grad; the result of an op (torch's
@@ -767,7 +768,7 @@ function L.Embedding:init(num_embeddings, embedding_dim, ...)
   local opts = check.positional("Embedding", EMBEDDING_ORDER, EMBEDDING, ...)
   if opts.max_norm ~= nil then check.fail("Embedding", "max_norm is not supported") end
   if opts.scale_grad_by_freq then check.fail("Embedding", "scale_grad_by_freq is not supported") end
-  if opts.sparse then F._dense_sparse_warning("Embedding") end
+  if opts.sparse then common.dense_sparse_warning("Embedding") end
   self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
   self.padding_idx = padding_index(opts.padding_idx, num_embeddings)
   self.norm_type, self.scale_grad_by_freq, self.sparse = opts.norm_type or 2, false, opts.sparse == true -- (max_norm: nil)
@@ -828,7 +829,7 @@ function L.EmbeddingBag:init(num_embeddings, embedding_dim, ...)
   local o = check.positional("EmbeddingBag", { "max_norm", "norm_type", "scale_grad_by_freq", "mode", "sparse", "_weight",
     "include_last_offset", "padding_idx" }, EMBEDDING_BAG, ...)
   if o.max_norm ~= nil or o.scale_grad_by_freq then check.fail("EmbeddingBag", "max_norm and scale_grad_by_freq are not supported") end
-  if o.sparse then F._dense_sparse_warning("EmbeddingBag") end
+  if o.sparse then common.dense_sparse_warning("EmbeddingBag") end
   self.num_embeddings, self.embedding_dim, self.sparse = num_embeddings, embedding_dim, o.sparse == true
   self.mode = check.one_of(o.mode or "mean", "EmbeddingBag", "mode", { "sum", "mean", "max" })
   self.include_last_offset = o.include_last_offset or false
