@@ -298,3 +298,39 @@ describe("Poisson, NegativeBinomial and wick.poisson (values from PyTorch 2.15)"
     near({ 2.1429, 11.6667 }, s:mean(1), 0.3)
   end)
 end)
+
+describe("Binomial and wick.binomial (values from PyTorch 2.15)", function()
+  local D = wick.distributions
+  local function near(want, got, tol)
+    local g = got:tolist()
+    for i = 1, #want do assert.is_true(math.abs(want[i] - g[i]) <= tol, i .. ": " .. g[i]) end
+  end
+  it("log_prob, moments, entropy and support are PyTorch's", function()
+    local b = D.Binomial(10, wick.tensor({ 0.3, 0.8 }))
+    near({ -1.3212, -1.3151 }, b:log_prob(wick.tensor({ 3, 9 })), 1e-4)
+    near({ 3, 8 }, b.mean, 1e-5)
+    near({ 2.1, 1.6 }, b.variance, 1e-5)
+    near({ 3, 8 }, b.mode, 0)
+    near({ 1.7791, 1.6219 }, b:entropy(), 1e-4)
+    local b2 = D.Binomial(wick.tensor({ 5, 20 }), { logits = wick.tensor({ -0.5, 1.2 }) })
+    near({ -2.3704, -5.2656 }, b2:log_prob(wick.tensor({ 0, 20 })), 1e-4)
+    near({ 2, 16 }, b2.mode, 0)
+    near({ 0, 1, 2, 3, 4 }, D.Binomial(4, wick.tensor(0.5)):enumerate_support(), 0)
+    assert.has_error(function() b:log_prob(wick.tensor({ 11, 2 })) end)
+    assert.has_error(function() D.Binomial(2.5, 0.5) end)
+  end)
+  it("draws match the mean and variance on both sides of the algorithms' switch", function()
+    wick.manual_seed(9)
+    for _, c in ipairs({ { 20, 0.1 }, { 100, 0.3 }, { 1000, 0.9 } }) do
+      local n, p = c[1], c[2]
+      local x = wick.binomial(wick.full({ 40000 }, n), wick.full({ 40000 }, p, { dtype = "float64" }))
+      assert.are.equal(0, (x - x:floor()):abs():max():item())
+      assert.is_true(x:max():item() <= n)
+      local var = n * p * (1 - p)
+      assert.is_true(math.abs(x:mean():item() - n * p) < 5 * math.sqrt(var / 40000), n .. ": mean " .. x:mean():item())
+      assert.is_true(math.abs(x:var():item() / var - 1) < 0.05, n .. ": var " .. x:var():item())
+    end
+    assert.has_error(function() wick.binomial(wick.tensor({ 1.5 }), wick.tensor({ 0.5 })) end,
+      "binomial: count must hold non-negative integers, got 1.5")
+  end)
+end)

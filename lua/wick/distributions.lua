@@ -739,6 +739,66 @@ function M._poisson(rates)
   return tensor_of(out, rates)
 end
 
+-- A Binomial(n, p) draw: for p above 1/2 the failures of 1 - p; then Devroye's geometric waiting
+-- times while n p < 10, else Hoermann's transformed rejection, BTRS ("The generation of binomial
+-- random variates", 1993), as PyTorch's
+local function sample_binomial(n, p, uniform)
+  if not (n >= 0 and p >= 0 and p <= 1) or n == math.huge then return 0 / 0 end
+  if n == 0 or p == 0 then return 0 end
+  if p == 1 then return n end
+  if p > 0.5 then return n - sample_binomial(n, 1 - p, uniform) end
+  if n * p < 10 then
+    local logq, count, waited = math.log(1 - p), 0, 0
+    while true do
+      waited = waited + math.ceil(math.log(1 - uniform()) / logq)
+      if waited > n then return count end
+      count = count + 1
+    end
+  end
+  local q = 1 - p
+  local spq = math.sqrt(n * p * q)
+  local b = 1.15 + 2.53 * spq
+  local a = -0.0873 + 0.0248 * b + 0.01 * p
+  local c = n * p + 0.5
+  local vr = 0.92 - 4.2 / b
+  local alpha = (2.83 + 5.1 / b) * spq
+  local lpq = math.log(p / q)
+  local m = math.floor((n + 1) * p)
+  local h = log_factorial(m) + log_factorial(n - m)
+  while true do
+    local u = uniform() - 0.5
+    local v = uniform()
+    local us = 0.5 - math.abs(u)
+    local k = math.floor((2 * a / us + b) * u + c)
+    if k >= 0 and k <= n then
+      if us >= 0.07 and v <= vr then return k end
+      if math.log(v * alpha / (a / (us * us) + b)) <= h - log_factorial(k) - log_factorial(n - k) + (k - m) * lpq then
+        return k
+      end
+    end
+  end
+end
+--- wick.binomial(count, prob): a Binomial(count, prob) draw for each pair (broadcast), in prob's
+--- dtype and device (torch.binomial), from wick's generator
+function M._binomial(count, prob)
+  local fn = "binomial"
+  check.tensor(count, fn, "count")
+  check.tensor(prob, fn, "prob")
+  if not prob:is_floating_point() then check.fail(fn, "expected a floating-point tensor of probabilities, got %s", prob.dtype) end
+  count, prob = wick.broadcast_tensors(count, prob)
+  local n, p = values_of(count), values_of(prob)
+  for i = 1, #n do
+    if not (n[i] >= 0 and n[i] == math.floor(n[i])) then
+      check.fail(fn, "count must hold non-negative integers, got %g", n[i])
+    end
+    if not (p[i] >= 0 and p[i] <= 1) then check.fail(fn, "prob must be in [0, 1], got %g", p[i]) end
+  end
+  local uniform = draws("rand", #n)
+  local out = {}
+  for i = 1, #n do out[i] = sample_binomial(n[i], p[i], uniform) end
+  return tensor_of(out, prob)
+end
+
 -- The implicit reparameterisation gradient of a Gamma draw with respect to its
 -- concentration (-(d/da cdf(x; a)) / pdf(x; a)) needs the incomplete gamma
 -- function's derivative, which wick does not have yet: a backward that reaches
@@ -1137,6 +1197,75 @@ function Poisson:log_prob(value)
   return wick.xlogy(v, rate) - rate - (v + 1):lgamma()
 end
 
+-- ---- Binomial ----
+
+--- Binomial([total_count = 1[, probs]]) or (total_count, {probs =} or {logits =}): successes of
+--- probability probs in total_count trials
+local Binomial = class("Binomial")
+Binomial._params = { "total_count", "probs" }
+function Binomial.new(total_count, probs, opts)
+  local fn = "Binomial"
+  if type(total_count) == "table" and not is_tensor(total_count) then -- Binomial{total_count =, probs =}
+    local o = total_count
+    total_count, probs, opts = o.total_count, nil, { probs = o.probs, logits = o.logits, validate_args = o.validate_args }
+  end
+  if total_count == nil then total_count = 1 end
+  local logits
+  probs, logits, opts = probs_or_logits(fn, probs, opts, "tensor|number")
+  local d = setmetatable({}, Binomial)
+  local validate = validating(d, opts)
+  local like = is_tensor(probs) and probs or is_tensor(logits) and logits or nil
+  if probs ~= nil then
+    d.total_count, d.probs = wick.broadcast_tensors(param(total_count, fn, "total_count", like), param(probs, fn, "probs", like))
+    local p = clamp_probs(d.probs)
+    d.logits = p:log() - (-p):log1p()
+    if validate then check_param(d, "probs", d.probs:ge(0):logical_and(d.probs:le(1)), UNIT_INTERVAL) end
+  else
+    d.total_count, d.logits = wick.broadcast_tensors(param(total_count, fn, "total_count", like), param(logits, fn, "logits", like))
+    d.probs = d.logits:sigmoid()
+    if validate then check_param(d, "logits", not_nan(d.logits), "Real()") end
+  end
+  if validate then check_param(d, "total_count", nonnegative_integer(d.total_count), NONNEGATIVE_INTEGER) end
+  d.batch_shape, d.event_shape = d.probs:size(), Size()
+  d.has_rsample = false
+  return d
+end
+function Binomial._lazy.mean(d) return d.total_count * d.probs end
+function Binomial._lazy.mode(d) return ((d.total_count + 1) * d.probs):floor():minimum(d.total_count) end
+function Binomial._lazy.variance(d) return d.total_count * d.probs * (1 - d.probs) end
+function Binomial._lazy.stddev(d) return d.variance:sqrt() end
+function Binomial:sample(sample_shape)
+  local shape = shape_of(sample_shape, self.batch_shape, "Binomial:sample")
+  return wick.no_grad(function() return M._binomial(self.total_count:expand(shape), self.probs:expand(shape)) end)
+end
+function Binomial:log_prob(value)
+  value = value_in(self, "Binomial:log_prob", value, self.logits, "IntegerInterval(lower_bound=0, upper_bound=total_count)",
+    function(v) return nonnegative_integer(v):logical_and(v:le(self.total_count)) end)
+  local n, l, k = wick.broadcast_tensors(self.total_count, self.logits, value)
+  -- PyTorch's stable form: n max(l, 0) + n log1p(exp(-|l|)) is n log(1 + exp(l))
+  local normalize = n * (l:clamp(0, math.huge) + l - l:clamp(-math.huge, 0)) / 2 + n * (-l:abs()):exp():log1p()
+    - (n + 1):lgamma()
+  return k * l - (k + 1):lgamma() - (n - k + 1):lgamma() - normalize
+end
+--- d:enumerate_support([expand = true]): 0 .. total_count along a new first dim (one total_count for all)
+function Binomial:enumerate_support(expand)
+  local n = self.total_count:max():item()
+  if self.total_count:min():item() ~= n then
+    check.fail("Binomial:enumerate_support", "Inhomogeneous total count not supported by `enumerate_support`.")
+  end
+  local values = wick.arange(0, n + 1, { dtype = self.probs.dtype, device = self.probs.device })
+  local view = { n + 1 }
+  for _ = 1, #self.batch_shape do view[#view + 1] = 1 end
+  values = values:view(view)
+  if expand == false then return values end
+  return values:expand(concat({ n + 1 }, self.batch_shape))
+end
+function Binomial:entropy()
+  local support = self:enumerate_support(false)
+  local lp = self:log_prob(support)
+  return -(lp:exp() * lp):sum(1)
+end
+
 -- ---- NegativeBinomial ----
 
 --- NegativeBinomial(total_count, probs) or (total_count, {probs =} or {logits =}): the number of
@@ -1191,7 +1320,7 @@ end
 
 for _, C in ipairs({ Categorical, OneHotCategorical, Normal, MultivariateNormal, Independent, Bernoulli, Uniform,
   Gamma, Dirichlet, Beta, Exponential, Laplace, StudentT, LogNormal,
-  Poisson, NegativeBinomial }) do
+  Poisson, NegativeBinomial, Binomial }) do
   receivers(C)
 end
 

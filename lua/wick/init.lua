@@ -1876,6 +1876,8 @@ end
 
 --- wick.poisson(rates): torch.poisson, from wick.distributions (which loads on first use)
 function wick.poisson(rates) return require("wick.distributions")._poisson(rates) end
+--- wick.binomial(count, prob): torch.binomial, from wick.distributions
+function wick.binomial(count, prob) return require("wick.distributions")._binomial(count, prob) end
 
 -- wick.nn, wick.optim and wick.data load on first use (they require wick themselves).
 local lazy = { nn = "wick.nn", optim = "wick.optim", data = "wick.data", amp = "wick.amp",
