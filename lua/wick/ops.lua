@@ -2773,12 +2773,32 @@ return function(wick)
 
   --- wick.histogram(t[, bins = 100][, {bins =, range = {min, max}, weight =, density = false}]):
   --- hist, bin_edges (PyTorch's torch.histogram with an integer bins)
-  local HISTOGRAM = { bins = "integer", range = "table", weight = "tensor", density = "boolean" }
+  local HISTOGRAM = { bins = "integer|tensor", range = "table", weight = "tensor", density = "boolean" }
+  -- histogram over given edges: bin i holds [e_i, e_i+1), the last one closed
+  local function histogram_edges(t, x, edges, opts)
+    local fn = "histogram"
+    if edges:dim() ~= 1 or edges:numel() < 2 then
+      check.fail(fn, "bins must be a 1-D tensor of at least 2 edges, got shape [%s]", table.concat(edges:size(), ", "))
+    end
+    if opts.range then check.fail(fn, "range cannot be given with a tensor of bin edges") end
+    local e = edges:detach():to("float64")
+    local k = e:numel() - 1
+    if e:diff():lt(0):any() then check.fail(fn, "bin edges must be increasing") end
+    local keep = x:ge(e[1]):logical_and(x:le(e[k + 1]))
+    local idx = wick.searchsorted(e, x[keep], { right = true }):sub(1):clamp(1, k)
+    local w = opts.weight and opts.weight:detach():reshape(-1):to("float64")[keep]
+      or wick.ones(idx:numel(), { dtype = "float64", device = t.device })
+    local hist = wick.zeros(k, { dtype = "float64", device = t.device })
+    if idx:numel() > 0 then hist:index_add_(1, idx, w) end
+    if opts.density then hist = hist / (hist:sum() * e:diff()) end
+    return hist:to(t.dtype), edges:clone()
+  end
   function ops.histogram(t, ...)
     check.tensor(t, "histogram", "input")
     local opts = check.positional("histogram", { "bins" }, HISTOGRAM, ...)
-    local bins = check.opt_int(opts.bins, "histogram", "bins", 100, 1)
     local x = t:detach():reshape(-1):to("float64")
+    if is_tensor(opts.bins) and opts.bins:dim() > 0 then return histogram_edges(t, x, opts.bins, opts) end
+    local bins = check.opt_int(opts.bins, "histogram", "bins", 100, 1)
     local lo, hi
     if opts.range then lo, hi = opts.range[1], opts.range[2]
     elseif x:numel() > 0 then lo, hi = x:min():item(), x:max():item()
