@@ -185,6 +185,7 @@ local function check_sample(d, fn, value, support, ok)
   end
 end
 local function not_nan(t) return t:eq(t) end
+local function in_unit_interval(p) return p:ge(0):logical_and(p:le(1)) end
 
 -- two parameters (numbers or tensors) as tensors of one shape
 local function two_params(fn, a, b, na, nb, opts)
@@ -210,6 +211,26 @@ end
 local function clamp_probs(p)
   local eps = wick.finfo(p.dtype).eps
   return p:clamp(eps, 1 - eps)
+end
+-- d.probs and d.logits of a binary outcome from whichever was given (PyTorch's probs_to_logits and
+-- sigmoid), checked when validating: probs by in_range (named range), logits not NaN. With
+-- count_name, the count parameter `count` broadcast with them is returned.
+local function binary_params(d, fn, probs, logits, validate, in_range, range, count, count_name)
+  local like = is_tensor(probs) and probs or is_tensor(logits) and logits or nil
+  local name, value = probs ~= nil and "probs" or "logits", probs ~= nil and probs or logits
+  local t = param(value, fn, name, like)
+  if count_name then count, t = wick.broadcast_tensors(param(count, fn, count_name, like), t) end
+  if probs ~= nil then
+    d.probs = t
+    local p = clamp_probs(t)
+    d.logits = p:log() - (-p):log1p()
+    if validate then check_param(d, "probs", in_range(t), range) end
+  else
+    d.logits = t
+    d.probs = t:sigmoid()
+    if validate then check_param(d, "logits", not_nan(t), "Real()") end
+  end
+  return count
 end
 
 -- ---- Categorical ----
@@ -558,18 +579,7 @@ function Bernoulli.new(probs, opts)
   local logits
   probs, logits, opts = probs_or_logits(fn, probs, opts, "tensor|number")
   local d = setmetatable({}, Bernoulli)
-  local validate = validating(d, opts)
-  if probs ~= nil then
-    d.probs = param(probs, fn, "probs")
-    local p = clamp_probs(d.probs)
-    d.logits = p:log() - (-p):log1p() -- PyTorch's probs_to_logits(is_binary = true)
-    if validate then check_param(d, "probs", d.probs:ge(0):logical_and(d.probs:le(1)),
-      "Interval(lower_bound=0.0, upper_bound=1.0)") end
-  else
-    d.logits = param(logits, fn, "logits")
-    d.probs = d.logits:sigmoid()
-    if validate then check_param(d, "logits", not_nan(d.logits), "Real()") end
-  end
+  binary_params(d, fn, probs, logits, validating(d, opts), in_unit_interval, "Interval(lower_bound=0.0, upper_bound=1.0)")
   d.mean, d.variance = d.probs, d.probs * (1 - d.probs)
   d.batch_shape, d.event_shape = d.probs:size(), Size()
   d.has_rsample = false
@@ -847,6 +857,17 @@ local function value_in(d, fn, value, like, support, ok)
 end
 local function positive(v) return v:gt(0) end
 local function nonnegative(v) return v:ge(0) end
+-- a distribution of one parameter, rate (a number or tensor), checked by ok (named constraint)
+local function rated(C, rate, opts, ok, constraint, has_rsample)
+  local fn = C.__name
+  check.options(opts, fn, { validate_args = "boolean" })
+  local d = setmetatable({}, C)
+  d.rate = param(rate, fn, "rate")
+  if validating(d, opts) then check_param(d, "rate", ok(d.rate), constraint) end
+  d.batch_shape, d.event_shape = d.rate:size(), Size()
+  d.has_rsample = has_rsample
+  return d
+end
 
 -- ---- Gamma ----
 
@@ -992,16 +1013,7 @@ function Beta:entropy() return self._dirichlet:entropy() end
 --- Exponential(rate) (a number or tensor): values in [0, inf)
 local Exponential = class("Exponential")
 Exponential._params = { "rate" }
-function Exponential.new(rate, opts)
-  local fn = "Exponential"
-  check.options(opts, fn, { validate_args = "boolean" })
-  local d = setmetatable({}, Exponential)
-  d.rate = param(rate, fn, "rate")
-  if validating(d, opts) then check_param(d, "rate", positive(d.rate), POSITIVE) end
-  d.batch_shape, d.event_shape = d.rate:size(), Size()
-  d.has_rsample = true
-  return d
-end
+function Exponential.new(rate, opts) return rated(Exponential, rate, opts, positive, POSITIVE, true) end
 function Exponential._lazy.mean(d) return d.rate:reciprocal() end
 function Exponential._lazy.mode(d) return wick.zeros_like(d.rate) end
 function Exponential._lazy.stddev(d) return d.rate:reciprocal() end
@@ -1173,16 +1185,7 @@ local function nonnegative_integer(v) return v:ge(0):logical_and(v:eq(v:floor())
 --- Poisson(rate) (a number or tensor): counts 0, 1, 2, ...
 local Poisson = class("Poisson")
 Poisson._params = { "rate" }
-function Poisson.new(rate, opts)
-  local fn = "Poisson"
-  check.options(opts, fn, { validate_args = "boolean" })
-  local d = setmetatable({}, Poisson)
-  d.rate = param(rate, fn, "rate")
-  if validating(d, opts) then check_param(d, "rate", nonnegative(d.rate), NONNEGATIVE) end
-  d.batch_shape, d.event_shape = d.rate:size(), Size()
-  d.has_rsample = false
-  return d
-end
+function Poisson.new(rate, opts) return rated(Poisson, rate, opts, nonnegative, NONNEGATIVE, false) end
 function Poisson._lazy.mean(d) return d.rate end
 function Poisson._lazy.mode(d) return d.rate:floor() end
 function Poisson._lazy.variance(d) return d.rate end
@@ -1214,17 +1217,7 @@ function Binomial.new(total_count, probs, opts)
   probs, logits, opts = probs_or_logits(fn, probs, opts, "tensor|number")
   local d = setmetatable({}, Binomial)
   local validate = validating(d, opts)
-  local like = is_tensor(probs) and probs or is_tensor(logits) and logits or nil
-  if probs ~= nil then
-    d.total_count, d.probs = wick.broadcast_tensors(param(total_count, fn, "total_count", like), param(probs, fn, "probs", like))
-    local p = clamp_probs(d.probs)
-    d.logits = p:log() - (-p):log1p()
-    if validate then check_param(d, "probs", d.probs:ge(0):logical_and(d.probs:le(1)), UNIT_INTERVAL) end
-  else
-    d.total_count, d.logits = wick.broadcast_tensors(param(total_count, fn, "total_count", like), param(logits, fn, "logits", like))
-    d.probs = d.logits:sigmoid()
-    if validate then check_param(d, "logits", not_nan(d.logits), "Real()") end
-  end
+  d.total_count = binary_params(d, fn, probs, logits, validate, in_unit_interval, UNIT_INTERVAL, total_count, "total_count")
   if validate then check_param(d, "total_count", nonnegative_integer(d.total_count), NONNEGATIVE_INTEGER) end
   d.batch_shape, d.event_shape = d.probs:size(), Size()
   d.has_rsample = false
@@ -1278,18 +1271,8 @@ function NegativeBinomial.new(total_count, probs, opts)
   probs, logits, opts = probs_or_logits(fn, probs, opts, "tensor|number")
   local d = setmetatable({}, NegativeBinomial)
   local validate = validating(d, opts)
-  local like = is_tensor(probs) and probs or is_tensor(logits) and logits or nil
-  if probs ~= nil then
-    d.total_count, d.probs = wick.broadcast_tensors(param(total_count, fn, "total_count", like), param(probs, fn, "probs", like))
-    local p = clamp_probs(d.probs)
-    d.logits = p:log() - (-p):log1p()
-    if validate then check_param(d, "probs", d.probs:ge(0):logical_and(d.probs:lt(1)),
-      "HalfOpenInterval(lower_bound=0.0, upper_bound=1.0)") end
-  else
-    d.total_count, d.logits = wick.broadcast_tensors(param(total_count, fn, "total_count", like), param(logits, fn, "logits", like))
-    d.probs = d.logits:sigmoid()
-    if validate then check_param(d, "logits", not_nan(d.logits), "Real()") end
-  end
+  d.total_count = binary_params(d, fn, probs, logits, validate, function(p) return p:ge(0):logical_and(p:lt(1)) end,
+    "HalfOpenInterval(lower_bound=0.0, upper_bound=1.0)", total_count, "total_count")
   if validate then check_param(d, "total_count", nonnegative(d.total_count), NONNEGATIVE) end
   d.batch_shape, d.event_shape = d.logits:size(), Size()
   d.has_rsample = false
