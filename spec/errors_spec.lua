@@ -437,7 +437,7 @@ describe("a name the namespaces do not have", function()
   it("is an error naming the namespace and the name", function()
     for _, case in ipairs({ { function() return wick.optim.SparseAdam end, "wick.optim has no 'SparseAdam'" },
       { function() return wick.optim.lr_scheduler.Nope end, "wick.optim.lr_scheduler has no 'Nope'" },
-      { function() return wick.distributions.Poisson end, "wick.distributions has no 'Poisson'" },
+      { function() return wick.distributions.Hypergeometric end, "wick.distributions has no 'Hypergeometric'" },
       { function() return wick.nn.utils.nope end, "wick.nn.utils has no 'nope'" } }) do
       local ok, err = pcall(case[1])
       assert.is_false(ok)
