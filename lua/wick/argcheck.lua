@@ -405,7 +405,6 @@ function C.required(fn, names, ...)
   return unpack(args, 1, at)
 end
 
-
 --- by_name(f, fn, names[, skip = 0]): f taking the arguments `names` (after
 --- `skip` leading ones: a method's self) also by PyTorch's names from the
 --- trailing options table, as required() moves them (gather(v, {dim = -1,

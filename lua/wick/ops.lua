@@ -2288,9 +2288,6 @@ return function(wick)
     local bm = (#pb > 0 and b:permute(pb) or b):reshape(k, -1)
     return am:mm(bm):reshape(shape)
   end
-  --- wick.searchsorted(sorted, values[, {right = false, side =, sorter =, out_int32 = false}]): for each value, the
-  --- 1-based position where it would be inserted to keep sorted's last dim sorted
-  --- (PyTorch's index plus 1); wick.bucketize(values, boundaries[, {right}]) the same, arguments swapped
   --- wick.bincount(input[, weights[, minlength = 0]]) (or {weights =, minlength =}):
   --- entry k counts the values k of the 1-D integer input (or sums their weights);
   --- values are 1-based as classes are (F.one_hot's), the length max(input's
@@ -2346,6 +2343,12 @@ return function(wick)
   ops.blackman_window = window("blackman_window", function(x) return 0.42 - x:cos() * 0.5 + (x * 2):cos() * 0.08 end)
   ops.bartlett_window = window("bartlett_window", function(x) return 1 - (x / math.pi - 1):abs() end)
 
+  -- each entry's 1-based place in its row's stable ascending sort (the inverse of argsort)
+  local function stable_ranks(t)
+    local _, order = t:sort({ dim = -1, stable = true })
+    local places = wick.arange(1, t:size(-1) + 1, { dtype = "int64", device = t.device }):expand_as(order)
+    return wick.empty_like(order):scatter_(-1, order, places:contiguous())
+  end
   -- For each row of v [..., M], how many entries of its row of seq [..., K] come before each value
   -- (are < it, or <= it when right): seq and v merge in one stable sort, where a value's place
   -- less its place among the values alone is the count. O((K + M) log(K + M)), where comparing
@@ -2360,16 +2363,15 @@ return function(wick)
     seq, v = seq:to(dt), v:to(dt)
     -- stable: a value precedes the equal entries when it goes left of them, follows them when right
     local merged = right and wick.cat({ seq, v }, -1) or wick.cat({ v, seq }, -1)
-    local _, order = merged:sort({ dim = -1, stable = true })
-    local place = wick.empty_like(order):scatter_(-1, order, wick.arange(1, merged:size(-1) + 1,
-      { dtype = "int64", device = v.device }):expand_as(order):contiguous())
+    local place = stable_ranks(merged)
     place = right and place:narrow(-1, seq:size(-1) + 1, M) or place:narrow(-1, 1, M)
-    local _, vorder = v:sort({ dim = -1, stable = true })
-    local vplace = wick.empty_like(vorder):scatter_(-1, vorder, wick.arange(1, M + 1,
-      { dtype = "int64", device = v.device }):expand_as(vorder):contiguous())
-    return place - vplace
+    return place - stable_ranks(v)
   end
   local SEARCH = { right = "boolean", side = "string", out_int32 = "boolean", sorter = "tensor" }
+  --- wick.searchsorted(sorted, values[, {right = false, side =, sorter =, out_int32 = false}]): for each
+  --- value, the 1-based position where it would be inserted to keep sorted's last dim sorted
+  --- (PyTorch's index plus 1); wick.bucketize(values, boundaries[, {right, out_int32}]) the same,
+  --- arguments swapped
   function ops.searchsorted(sorted, values, opts)
     local fn = "searchsorted"
     check.tensor(sorted, fn, "sorted_sequence")
