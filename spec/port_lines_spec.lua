@@ -1448,6 +1448,9 @@ describe("statistics lines: cov, corrcoef, mode, pdist (values from PyTorch 2.15
     assert.are.same({ 4, 5 }, i:tolist()) -- PyTorch's 3, 4 counted from 1
     near({ 6.2449980, 7.1414285, 3.1622777 }, wick.pdist(x), 1e-5)
     near({ 9, 9, 6 }, wick.pdist(x, 1), 1e-5)
+    assert.has_error(function() wick.pdist(x, -1) end, "pdist: only supports non-negative p values, got -1")
+    assert.has_error(function() wick.mode(wick.zeros(3, 0), 2) end,
+      "mode: Expected reduction dim 2 to have non-zero size (shape [3, 0])")
     assert.are.equal(0, wick.flip(x, { dims = { 2 } })[1][1]:item() - 7)
     assert.are.equal(-1, x:get_device())
   end)

@@ -2034,6 +2034,7 @@ return function(wick)
     local o, keepdim = reduction_args(fn, { "dim", "keepdim" }, DIMS_KEEPDIM, ...)
     if t:dim() == 0 then return t:clone(), wick.ones({}, { dtype = "int64", device = t.device }) end
     local d = wrap_dim(t, o.dim or -1, fn)
+    if t:size(d) == 0 then check.fail(fn, "Expected reduction dim %d to have non-zero size (shape %s)", d, tostring(t.shape)) end
     local moved = t:movedim(d, -1)
     local n = moved:size(-1)
     local x = moved:reshape(-1, n)
@@ -2061,10 +2062,12 @@ return function(wick)
     check.tensor(input, "pdist", "input")
     if input:dim() ~= 2 then check.fail("pdist", "only supports 2D tensors, got: %dD", input:dim()) end
     if type(p) == "table" then p = check.options(p, "pdist", { p = "number" }).p end
+    p = check.opt_number(p, "pdist", "p", 2)
+    if p < 0 then check.fail("pdist", "only supports non-negative p values, got %g", p) end
     local n = input:size(1)
     if n < 2 then return wick.empty({ 0 }, { dtype = input.dtype, device = input.device }) end
     local ij = wick.triu_indices(n, n, 1, { device = input.device })
-    return (input:index_select(1, ij[1]) - input:index_select(1, ij[2])):norm(p or 2, 2)
+    return (input:index_select(1, ij[1]) - input:index_select(1, ij[2])):norm(p, 2)
   end
   wick.pdist = ops.pdist
 
