@@ -84,12 +84,13 @@ describe("memory", function()
     local before = settle()
     local held = 0
     for _ = 1, 8 do held = work() end
-    -- the models are freed: the last one or two may still sit in dead stack
-    -- slots of the JIT's (seen in about 1 run of 40: one whole model, 3168 bytes;
-    -- once in CI: two), never anything that grows with the moves or the models
-    -- (eight models of 21 moves each would leave eight)
+    -- the models are freed: the last one or two, or some of their tensors,
+    -- may still sit in dead stack slots of the JIT's (seen in about 1 run of
+    -- 40: one whole model; once in CI: two; once under ASan: 1856 of a
+    -- model's 3360 bytes), never anything that grows with the moves or the
+    -- models (eight models of 21 moves each would leave eight)
     local left = settle() - before
-    assert.is_true(left == 0 or left == held or left == 2 * held,
+    assert.is_true(left >= 0 and left <= 2 * held,
       ("%d bytes left, a model holds %d"):format(left, held))
   end)
 end)
