@@ -49,25 +49,15 @@ local function shape_of(sample_shape, base, fn)
 end
 -- the broadcast of two sizes (PyTorch's broadcast_shapes), or an error naming both
 local function broadcast_shapes(fn, a, b, what)
-  local n = math.max(#a, #b)
-  local out = {}
-  for i = 1, n do
-    local ia, ib = i - (n - #a), i - (n - #b) -- (rawget: a Size reads a negative index from the end)
-    local x, y = ia >= 1 and rawget(a, ia) or 1, ib >= 1 and rawget(b, ib) or 1
-    if x ~= y and x ~= 1 and y ~= 1 then
-      check.fail(fn, "%s: shapes %s and %s cannot be broadcast", what, tostring(Size(a)), tostring(Size(b)))
-    end
-    out[i] = x == 1 and y or x
+  local shape = wick.ops._broadcast_sizes({ a, b })
+  if not shape then
+    check.fail(fn, "%s: shapes %s and %s cannot be broadcast", what, tostring(Size(a)), tostring(Size(b)))
   end
-  return Size(out)
+  return shape
 end
--- the sum of t's rightmost n dims
-local function sum_rightmost(t, n)
-  if n == 0 then return t end
-  local dims = {}
-  for i = 1, n do dims[i] = -i end
-  return t:sum(dims)
-end
+local T = require("wick.distributions.transforms")
+M.transforms = T
+local sum_rightmost = T._sum_rightmost
 
 -- ---- the base: validate_args, lazy properties, receivers ----
 
@@ -1301,9 +1291,309 @@ function NegativeBinomial:log_prob(value)
   return log_unnormalized - log_normalization
 end
 
+-- ---- TransformedDistribution, MixtureSameFamily, the relaxed ones ----
+
+local function is_distribution(v)
+  local kind = type(v) == "table" and getmetatable(v) or nil
+  return kind ~= nil and type(rawget(kind, "__name")) == "string" and M[kind.__name] == kind
+end
+
+--- TransformedDistribution(base, transforms): the base's values pushed through transforms (one
+--- transform or a list, wick.distributions.transforms), with PyTorch's shapes and log-densities
+local TransformedDistribution = class("TransformedDistribution")
+function TransformedDistribution.new(base, transforms, opts)
+  local fn = "TransformedDistribution"
+  if not is_distribution(base) then check.expected(fn, "base_distribution", "a distribution", base) end
+  if T._is_transform(transforms) then transforms = { transforms } end
+  check.table(transforms, fn, "transforms")
+  for i, t in ipairs(transforms) do
+    if not T._is_transform(t) then check.expected(fn, "transforms[" .. i .. "]", "a transform", t) end
+  end
+  opts = check.options(opts, fn, { validate_args = "boolean" })
+  local d = setmetatable({}, TransformedDistribution)
+  validating(d, opts)
+  d.transforms = { unpack(transforms) }
+  local base_shape, base_event_dim = concat(base.batch_shape, base.event_shape), #base.event_shape
+  local t = T.ComposeTransform(d.transforms)
+  if #base_shape < t.domain.event_dim then
+    check.fail(fn, "base_distribution needs to have shape with size at least %d, but got %s.", t.domain.event_dim,
+      tostring(base_shape))
+  end
+  local forward = t:forward_shape(base_shape)
+  local expanded = t:inverse_shape(forward)
+  -- leading batch dims the transforms' parameters add (AffineTransform(loc of shape (3)) on a
+  -- scalar base): drawn as extra sample dims, as PyTorch's base.expand
+  local extra = #expanded - #base_shape
+  for i = 1, #base_shape do
+    if extra < 0 or expanded[extra + i] ~= base_shape[i] then
+      check.fail(fn, "the transforms broadcast the base's shape %s to %s within its own dims: give the base "
+        .. "distribution parameters of the full shape", tostring(base_shape), tostring(expanded))
+    end
+  end
+  d._extra = {}
+  for i = 1, extra do d._extra[i] = expanded[i] end
+  local reinterpreted = t.domain.event_dim - base_event_dim
+  if reinterpreted > 0 then base = Independent.new(base, reinterpreted) end
+  d.base_dist = base
+  local event_dim = t.codomain.event_dim + math.max(base_event_dim - t.domain.event_dim, 0)
+  local batch, event = {}, {}
+  for i = 1, #forward do
+    if i <= #forward - event_dim then batch[#batch + 1] = forward[i] else event[#event + 1] = forward[i] end
+  end
+  d.batch_shape, d.event_shape = Size(batch), Size(event)
+  d.has_rsample = base.has_rsample
+  return d
+end
+local function transformed(d, x)
+  for _, t in ipairs(d.transforms) do x = t(x) end
+  return x
+end
+--- d:sample([sample_shape]), d:rsample([sample_shape]): the base's draws, transformed
+function TransformedDistribution:sample(sample_shape)
+  local shape = concat(shape_of(sample_shape, {}, "TransformedDistribution:sample"), self._extra)
+  return wick.no_grad(function() return transformed(self, self.base_dist:sample(shape)) end)
+end
+function TransformedDistribution:rsample(sample_shape)
+  local shape = concat(shape_of(sample_shape, {}, "TransformedDistribution:rsample"), self._extra)
+  return transformed(self, self.base_dist:rsample(shape))
+end
+--- d:log_prob(value): the base's log_prob of the inverse, less each transform's log |det J|
+function TransformedDistribution:log_prob(value)
+  local fn = "TransformedDistribution:log_prob"
+  local y = param(value, fn, "value")
+  if self._validate_args then check_sample(self, fn, y, "the last transform's codomain", function(v) return v:eq(v) end) end
+  local event_dim, lp = #self.event_shape, 0
+  for i = #self.transforms, 1, -1 do
+    local t = self.transforms[i]
+    local x = t.inv(y)
+    event_dim = event_dim + t.domain.event_dim - t.codomain.event_dim
+    lp = lp - T._sum_rightmost(t:log_abs_det_jacobian(x, y), event_dim - t.domain.event_dim)
+    y = x
+  end
+  return lp + T._sum_rightmost(self.base_dist:log_prob(y), event_dim - #self.base_dist.event_shape)
+end
+-- a cdf of the base made the transformed one's: 1 - F where the transforms decrease
+local function monotonize(d, value)
+  local sign = 1
+  for _, t in ipairs(d.transforms) do sign = sign * t.sign end
+  if sign == 1 then return value end
+  return sign * (value - 0.5) + 0.5
+end
+--- d:cdf(value), d:icdf(p): through the base's, for monotone transforms
+function TransformedDistribution:cdf(value)
+  value = param(value, "TransformedDistribution:cdf", "value")
+  for i = #self.transforms, 1, -1 do value = self.transforms[i].inv(value) end
+  return monotonize(self, self.base_dist:cdf(value))
+end
+function TransformedDistribution:icdf(value)
+  value = param(value, "TransformedDistribution:icdf", "value")
+  return transformed(self, self.base_dist:icdf(monotonize(self, value)))
+end
+
+--- MixtureSameFamily(mixture_distribution, component_distribution): a Categorical over the
+--- component distribution's rightmost batch dim
+local MixtureSameFamily = class("MixtureSameFamily")
+function MixtureSameFamily.new(mixture, component, opts)
+  local fn = "MixtureSameFamily"
+  if getmetatable(mixture) ~= Categorical then
+    check.fail(fn, "The Mixture distribution needs to be an instance of torch.distributions.Categorical, got %s",
+      check.describe(mixture))
+  end
+  if not is_distribution(component) then
+    check.fail(fn, "The Component distribution need to be an instance of torch.distributions.Distribution, got %s",
+      check.describe(component))
+  end
+  opts = check.options(opts, fn, { validate_args = "boolean" })
+  local mdbs, cdbs = mixture.batch_shape, component.batch_shape
+  if #cdbs < 1 then check.fail(fn, "component_distribution must have at least one batch dimension") end
+  local cb = {}
+  for i = 1, #cdbs - 1 do cb[i] = cdbs[i] end
+  for i = 1, math.min(#mdbs, #cb) do
+    local a, b = mdbs[#mdbs - i + 1], cb[#cb - i + 1]
+    if a ~= 1 and b ~= 1 and a ~= b then
+      check.fail(fn, "`mixture_distribution.batch_shape` (%s) is not compatible with "
+        .. "`component_distribution.batch_shape`(%s)", tostring(mdbs), tostring(Size(cb)))
+    end
+  end
+  local km, kc = mixture._num_events, cdbs[#cdbs]
+  if km ~= kc then
+    check.fail(fn, "`mixture_distribution component` (%d) does not equal `component_distribution.batch_shape[-1]` (%d)",
+      km, kc)
+  end
+  local d = setmetatable({}, MixtureSameFamily)
+  validating(d, opts)
+  d.mixture_distribution, d.component_distribution = mixture, component
+  d._event_ndims = #component.event_shape
+  d.batch_shape, d.event_shape = Size(cb), component.event_shape
+  d.has_rsample = false
+  return d
+end
+-- x with a size-1 dim where the components are
+function MixtureSameFamily:_pad(x) return x:unsqueeze(-1 - self._event_ndims) end
+-- the mixture's probs shaped to multiply the components' (PyTorch's _pad_mixture_dimensions)
+function MixtureSameFamily:_pad_mixture_dimensions(x)
+  local cat_ndims = #self.mixture_distribution.batch_shape
+  local pad = cat_ndims == 1 and 0 or #self.batch_shape - cat_ndims
+  local shape = x:size()
+  local out = {}
+  for i = 1, #shape - 1 do out[#out + 1] = shape[i] end
+  for _ = 1, pad do out[#out + 1] = 1 end
+  out[#out + 1] = shape[#shape]
+  for _ = 1, self._event_ndims do out[#out + 1] = 1 end
+  return x:reshape(out)
+end
+function MixtureSameFamily._lazy.mean(d)
+  local probs = d:_pad_mixture_dimensions(d.mixture_distribution.probs)
+  return (probs * d.component_distribution.mean):sum(-1 - d._event_ndims)
+end
+function MixtureSameFamily._lazy.variance(d)
+  local probs = d:_pad_mixture_dimensions(d.mixture_distribution.probs)
+  local c = d.component_distribution
+  local mean_cond_var = (probs * c.variance):sum(-1 - d._event_ndims)
+  local var_cond_mean = (probs * (c.mean - d:_pad(d.mean)) ^ 2):sum(-1 - d._event_ndims)
+  return mean_cond_var + var_cond_mean
+end
+function MixtureSameFamily._lazy.stddev(d) return d.variance:sqrt() end
+function MixtureSameFamily:log_prob(value)
+  local x = self:_pad(param(value, "MixtureSameFamily:log_prob", "value"))
+  local log_prob_x = self.component_distribution:log_prob(x)
+  local log_mix_prob = self.mixture_distribution.logits:log_softmax(-1)
+  return (log_prob_x + log_mix_prob):logsumexp(-1)
+end
+function MixtureSameFamily:cdf(value)
+  local x = self:_pad(param(value, "MixtureSameFamily:cdf", "value"))
+  return (self.component_distribution:cdf(x) * self.mixture_distribution.probs):sum(-1)
+end
+--- d:sample([sample_shape]): a component by the mixture's draw (no rsample, as PyTorch's)
+function MixtureSameFamily:sample(sample_shape)
+  local shape = shape_of(sample_shape, {}, "MixtureSameFamily:sample")
+  return wick.no_grad(function()
+    local es = self.event_shape
+    local gather_dim = #shape + #self.batch_shape + 1
+    local mix = self.mixture_distribution:sample(shape)
+    local comp = self.component_distribution:sample(shape)
+    local mix_shape = mix:size()
+    local r, rep = {}, {}
+    for i = 1, #mix_shape do r[i], rep[i] = mix_shape[i], 1 end
+    for _ = 1, #es + 1 do r[#r + 1] = 1 end
+    rep[#rep + 1] = 1
+    for _, n in ipairs(es) do rep[#rep + 1] = n end
+    local index = mix:reshape(r):repeat_tensor(rep)
+    return comp:gather(gather_dim, index):squeeze(gather_dim)
+  end)
+end
+
+-- a temperature as a tensor like `like`
+local function temperature_of(fn, temperature, like)
+  return param(temperature, fn, "temperature", like)
+end
+
+--- LogitRelaxedBernoulli(temperature, probs) or (temperature, {logits = l}): logits of a relaxed Bernoulli
+local LogitRelaxedBernoulli = class("LogitRelaxedBernoulli")
+LogitRelaxedBernoulli._params = { "probs" }
+function LogitRelaxedBernoulli.new(temperature, probs, opts)
+  local fn = "LogitRelaxedBernoulli"
+  local logits
+  probs, logits, opts = probs_or_logits(fn, probs, opts, "number|tensor")
+  local d = setmetatable({}, LogitRelaxedBernoulli)
+  local validate = validating(d, opts)
+  binary_params(d, fn, probs, logits, validate, in_unit_interval, "Interval(lower_bound=0.0, upper_bound=1.0)")
+  d.temperature = temperature_of(fn, temperature, d.probs)
+  d.batch_shape, d.event_shape = d.probs:size(), Size()
+  d.has_rsample = true
+  return d
+end
+function LogitRelaxedBernoulli:rsample(sample_shape)
+  local shape = shape_of(sample_shape, self.batch_shape, "LogitRelaxedBernoulli:rsample")
+  local probs = clamp_probs(self.probs:expand(shape))
+  local u = clamp_probs(wick.rand(shape, { dtype = probs.dtype, device = probs.device }))
+  return (u:log() - (-u):log1p() + probs:log() - (-probs):log1p()) / self.temperature
+end
+LogitRelaxedBernoulli.sample = sample_of
+function LogitRelaxedBernoulli:log_prob(value)
+  local logits, v = wick.broadcast_tensors(self.logits, param(value, "LogitRelaxedBernoulli:log_prob", "value",
+    self.logits))
+  local diff = logits - v * self.temperature
+  return self.temperature:log() + diff - 2 * diff:exp():log1p()
+end
+
+--- ExpRelaxedCategorical(temperature, probs) or (temperature, {logits = l}): log of a relaxed one-hot draw
+local ExpRelaxedCategorical = class("ExpRelaxedCategorical")
+ExpRelaxedCategorical._params = { "probs" }
+function ExpRelaxedCategorical.new(temperature, probs, opts)
+  local fn = "ExpRelaxedCategorical"
+  local logits
+  probs, logits, opts = probs_or_logits(fn, probs, opts, "tensor")
+  local d = setmetatable({}, ExpRelaxedCategorical)
+  validating(d, opts)
+  local ok, c = pcall(Categorical.new, probs and { probs = probs, validate_args = d._validate_args }
+    or { logits = logits, validate_args = d._validate_args })
+  if not ok then check.fail(fn, "%s", (tostring(c):gsub("^.-Categorical: ", ""))) end
+  d._categorical, d.probs, d.logits = c, c.probs, c.logits
+  d.temperature = temperature_of(fn, temperature, c.probs)
+  d.batch_shape, d.event_shape = concat(c.batch_shape, {}), Size({ c._num_events })
+  d.has_rsample = true
+  return d
+end
+function ExpRelaxedCategorical:rsample(sample_shape)
+  local shape = shape_of(sample_shape, concat(self.batch_shape, self.event_shape), "ExpRelaxedCategorical:rsample")
+  local u = clamp_probs(wick.rand(shape, { dtype = self.logits.dtype, device = self.logits.device }))
+  local gumbels = -((-(u:log())):log())
+  local scores = (self.logits + gumbels) / self.temperature
+  return scores - scores:logsumexp(-1, true)
+end
+ExpRelaxedCategorical.sample = sample_of
+function ExpRelaxedCategorical:log_prob(value)
+  value = param(value, "ExpRelaxedCategorical:log_prob", "value", self.logits)
+  local K = self.event_shape[1]
+  local log_scale = wick.full_like(self.temperature, K):lgamma() - self.temperature:log() * -(K - 1)
+  local score = self.logits - value * self.temperature
+  score = (score - score:logsumexp(-1, true)):sum(-1)
+  return score + log_scale
+end
+
+-- a TransformedDistribution of base by transforms, with class C's methods and these fields
+local function transformed_of(C, base, transforms, opts, fields)
+  local ok, d = pcall(TransformedDistribution.new, base, transforms, opts)
+  if not ok then check.fail(C.__name, "%s", (tostring(d):gsub("^.-TransformedDistribution: ", ""))) end
+  for k, v in pairs(fields) do d[k] = v end
+  return setmetatable(d, C)
+end
+-- C's instances use TransformedDistribution's methods
+local function as_transformed(C)
+  for k, f in pairs(TransformedDistribution) do
+    if type(f) == "function" and k ~= "new" and k:sub(1, 2) ~= "__" and rawget(C, k) == nil then C[k] = f end
+  end
+end
+
+--- RelaxedBernoulli(temperature, probs) or (temperature, {logits = l}): sigmoid of a LogitRelaxedBernoulli
+local RelaxedBernoulli = class("RelaxedBernoulli")
+RelaxedBernoulli._params = { "probs" }
+function RelaxedBernoulli.new(temperature, probs, opts)
+  local keep = type(probs) == "table" and not is_tensor(probs) and probs or opts
+  local base = LogitRelaxedBernoulli.new(temperature, probs, opts)
+  return transformed_of(RelaxedBernoulli, base, { T.SigmoidTransform() },
+    { validate_args = keep and keep.validate_args },
+    { temperature = base.temperature, probs = base.probs, logits = base.logits })
+end
+as_transformed(RelaxedBernoulli)
+
+--- RelaxedOneHotCategorical(temperature, probs) or (temperature, {logits = l}): exp of an ExpRelaxedCategorical
+local RelaxedOneHotCategorical = class("RelaxedOneHotCategorical")
+RelaxedOneHotCategorical._params = { "probs" }
+function RelaxedOneHotCategorical.new(temperature, probs, opts)
+  local keep = type(probs) == "table" and not is_tensor(probs) and probs or opts
+  local base = ExpRelaxedCategorical.new(temperature, probs, opts)
+  return transformed_of(RelaxedOneHotCategorical, base, { T.ExpTransform() },
+    { validate_args = keep and keep.validate_args },
+    { temperature = base.temperature, probs = base.probs, logits = base.logits })
+end
+as_transformed(RelaxedOneHotCategorical)
+
 for _, C in ipairs({ Categorical, OneHotCategorical, Normal, MultivariateNormal, Independent, Bernoulli, Uniform,
   Gamma, Dirichlet, Beta, Exponential, Laplace, StudentT, LogNormal,
-  Poisson, NegativeBinomial, Binomial }) do
+  Poisson, NegativeBinomial, Binomial, TransformedDistribution, MixtureSameFamily, LogitRelaxedBernoulli,
+  ExpRelaxedCategorical, RelaxedBernoulli, RelaxedOneHotCategorical }) do
   receivers(C)
 end
 
@@ -1406,16 +1696,28 @@ M.kl = { kl_divergence = M.kl_divergence }
 -- PyTorch's submodules, for the long import paths
 -- (torch.distributions.categorical.Categorical, .normal.Normal, .kl.kl_divergence):
 -- each class under its module's name, snake_case but for PyTorch's few others
-local MODULE_NAME = { StudentT = "studentT" }
+local MODULE_NAME = { StudentT = "studentT", RelaxedOneHotCategorical = "relaxed_categorical",
+  ExpRelaxedCategorical = "relaxed_categorical", LogitRelaxedBernoulli = "relaxed_bernoulli" }
 M.distribution = { Distribution = Distribution }
 local classes = {}
 for name, C in pairs(M) do
   if type(C) == "table" and rawget(C, "__name") == name and name ~= "Distribution" then classes[#classes + 1] = name end
 end
+local modules = {}
 for _, name in ipairs(classes) do
   local module = MODULE_NAME[name] or name:gsub("(%l)(%u)", "%1_%2"):lower()
-  M[module] = check.strict({ [name] = M[name] }, "wick.distributions." .. module)
+  modules[module] = modules[module] or {}
+  modules[module][name] = M[name]
 end
+for module, members in pairs(modules) do
+  M[module] = check.strict(members, "wick.distributions." .. module)
+end
+
+-- the transforms under wick.distributions too, as torch.distributions.ExpTransform
+for name, C in pairs(T) do
+  if type(C) == "table" and rawget(C, "_is_transform_class") and name:sub(1, 1) ~= "_" then M[name] = C end
+end
+M.identity_transform = T.identity_transform
 
 -- a name wick.distributions does not have is an error at the caller's line
 check.strict(M, "wick.distributions")

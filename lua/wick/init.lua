@@ -1402,6 +1402,7 @@ wick.cuda = {
 wick.cuda.amp = {
   GradScaler = function(...) return wick.amp.GradScaler("cuda", ...) end,
   autocast = function(opts, fn, ...)
+    if type(opts) == "boolean" then opts = { enabled = opts } end -- torch.cuda.amp.autocast(enabled) by position
     if type(opts) ~= "table" then return wick.autocast("cuda", opts, fn, ...) end
     local o = { device_type = "cuda" }
     for k, v in pairs(opts) do o[k] = v end

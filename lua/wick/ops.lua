@@ -2232,29 +2232,59 @@ return function(wick)
     local idx = (row * m + col + 1):expand(t.shape)
     return out:scatter(-1, idx, t):view(out_shape)
   end
+  -- the broadcast of a list of sizes (tables of numbers), or nil and where it fails: the
+  -- list's index, the dim (of the result), that size and the one it meets
+  local function broadcast_sizes(sizes)
+    local ndim = 0
+    for _, s in ipairs(sizes) do ndim = math.max(ndim, #s) end
+    local shape = {}
+    for d = 1, ndim do shape[d] = 1 end
+    for i, s in ipairs(sizes) do
+      local off = ndim - #s
+      for j = 1, #s do
+        local n, have = rawget(s, j), shape[off + j] -- (rawget: a Size reads a negative index from the end)
+        if have == 1 then shape[off + j] = n
+        elseif n ~= 1 and n ~= have then return nil, i, off + j, n, have end
+      end
+    end
+    return setmetatable(shape, wick.Size)
+  end
+  ops._broadcast_sizes = broadcast_sizes
+  --- wick.broadcast_shapes(shape1, shape2, ...): the shape tensors of those shapes broadcast to
+  --- (a wick.Size; a number is a 1-D shape), as torch.broadcast_shapes
+  function ops.broadcast_shapes(...)
+    local sizes = { ... }
+    for i = 1, select("#", ...) do
+      local s = sizes[i]
+      if type(s) == "number" then sizes[i] = { check.int(s, "broadcast_shapes", ("shapes[%d]"):format(i), 0) }
+      else
+        check.table(s, "broadcast_shapes", ("shapes[%d]"):format(i))
+        for j = 1, #s do check.int(s[j], "broadcast_shapes", ("shapes[%d]"):format(i), 0) end
+      end
+    end
+    local shape, i, d, n, have = broadcast_sizes(sizes)
+    if not shape then
+      check.fail("broadcast_shapes", "Shape mismatch: objects cannot be broadcast to a single shape: shapes[%d] has "
+        .. "size %d at dimension %d where another has %d", i, n, d, have)
+    end
+    return shape
+  end
   --- wick.broadcast_tensors(t1, t2, ...): every tensor expanded to the common shape (views)
   function ops.broadcast_tensors(...)
     local ts = { ... }
     if #ts == 1 and type(ts[1]) == "table" and not is_tensor(ts[1]) then ts = ts[1] end
-    local ndim = 0
+    local sizes = {}
     for i, t in ipairs(ts) do
       check.tensor(t, "broadcast_tensors", ("tensors[%d]"):format(i))
-      ndim = math.max(ndim, t:dim())
+      sizes[i] = t:size()
     end
-    local shape = {}
-    for d = 1, ndim do shape[d] = 1 end
-    for i, t in ipairs(ts) do
-      local off = ndim - t:dim()
-      for j = 1, t:dim() do
-        local s, have = t:size(j), shape[off + j]
-        if have == 1 then shape[off + j] = s
-        elseif s ~= 1 and s ~= have then
-          check.fail("broadcast_tensors", "the size of tensors[%d] (%d) must match the size of another (%d) at dimension %d", i, s, have, off + j)
-        end
-      end
+    local shape, i, d, n, have = broadcast_sizes(sizes)
+    if not shape then
+      check.fail("broadcast_tensors", "the size of tensors[%d] (%d) must match the size of another (%d) at dimension %d",
+        i, n, have, d)
     end
     local out = {}
-    for i, t in ipairs(ts) do out[i] = t:expand(shape) end
+    for k, t in ipairs(ts) do out[k] = t:expand(shape) end
     return unpack(out, 1, #ts)
   end
   --- wick.tensordot(a, b[, dims = 2]): dims a number (the last dims of a with the first of b) or {{a's}, {b's}}
@@ -2978,12 +3008,257 @@ return function(wick)
     wick[name] = function(t, ...) return method(t, ...) end
   end
   for _, name in ipairs({ "where", "randint", "randint_like", "randperm", "multinomial", "einsum", "bernoulli", "normal", "bincount",
-    "linspace", "logspace", "meshgrid", "cdist", "tril_indices", "triu_indices", "broadcast_tensors", "tensordot",
+    "linspace", "logspace", "meshgrid", "cdist", "tril_indices", "triu_indices", "broadcast_tensors", "broadcast_shapes", "tensordot",
     "searchsorted", "bucketize", "block_diag", "cartesian_prod", "histogram", "hstack", "vstack", "row_stack",
     "dstack", "column_stack", "chain_matmul", "hann_window", "hamming_window", "blackman_window", "bartlett_window",
     "isin" }) do
     wick[name] = ops[name]
   end
   wick.concatenate, wick.concat = wick.cat, wick.cat -- PyTorch's aliases of torch.cat
+
+  -- ---- PyTorch's other names (NumPy's) and the small ops written with others ----
+
+  -- the in-place forms the core lacks: the out-of-place result copied in
+  for _, name in ipairs({ "acosh", "asinh", "atanh" }) do
+    if Tensor[name .. "_"] == nil then
+      Tensor[name .. "_"] = function(t) check.tensor(t, name .. "_", "self"); return t:copy_(t[name](t)) end
+    end
+  end
+  -- torch.arccos is torch.acos, ...: each alias, with its in-place form, as a method and a function
+  local ALIASES = { arccos = "acos", arcsin = "asin", arctan = "atan", arctan2 = "atan2", arccosh = "acosh",
+    arcsinh = "asinh", arctanh = "atanh", absolute = "abs", multiply = "mul", subtract = "sub", greater = "gt",
+    less = "lt", greater_equal = "ge", less_equal = "le", not_equal = "ne", fix = "trunc", negative = "neg",
+    broadcast_to = "expand" }
+  for alias, name in pairs(ALIASES) do
+    for _, suffix in ipairs({ "", "_" }) do
+      local target = Tensor[name .. suffix]
+      if target ~= nil then
+        Tensor[alias .. suffix] = target
+        wick[alias .. suffix] = rawget(wick, name .. suffix) or function(t, ...) return target(t, ...) end
+      end
+    end
+  end
+  --- t:positive(): t itself (PyTorch's torch.positive; refused for bool)
+  function Tensor.positive(t)
+    check.tensor(t, "positive", "self")
+    if t.dtype == "bool" then check.fail("positive", "The `+` operator, on a bool tensor is not supported.") end
+    return t
+  end
+  --- wick.rsub(input, other[, {alpha = 1}]): other - alpha input
+  function Tensor.rsub(t, other, opts)
+    check.tensor(t, "rsub", "self")
+    opts = check.options(opts, "rsub", { alpha = "number" })
+    local alpha = opts.alpha or 1
+    return other - (alpha == 1 and t or t * alpha)
+  end
+  wick.rsub = function(t, ...) return Tensor.rsub(t, ...) end
+  --- t:is_same_size(other): the same shape
+  function Tensor.is_same_size(t, other)
+    check.tensor(t, "is_same_size", "self")
+    check.tensor(other, "is_same_size", "other")
+    if t:dim() ~= other:dim() then return false end
+    for i = 1, t:dim() do
+      if t:size(i) ~= other:size(i) then return false end
+    end
+    return true
+  end
+  --- t:is_nonzero(): the one element's truth (an error for no element or several, as PyTorch's)
+  function Tensor.is_nonzero(t)
+    check.tensor(t, "is_nonzero", "self")
+    if t:numel() == 0 then check.fail("is_nonzero", "Boolean value of Tensor with no values is ambiguous") end
+    if t:numel() > 1 then check.fail("is_nonzero", "Boolean value of Tensor with more than one value is ambiguous") end
+    if t:is_complex() then return t:abs():item() ~= 0 end
+    local v = t:item()
+    return v ~= 0 and v ~= false
+  end
+  --- t:adjoint(): the last two dims swapped, conjugated when complex
+  function Tensor.adjoint(t)
+    check.tensor(t, "adjoint", "self")
+    if t:dim() < 2 then check.fail("adjoint", "tensor.adjoint() is only supported on matrices or batches of matrices. Got 1-D tensor.") end
+    local a = t:transpose(-2, -1)
+    return t:is_complex() and a:conj() or a
+  end
+  --- wick.atleast_1d(t, ...) / atleast_2d / atleast_3d: views with at least that many dims (several
+  --- tensors, or one array of them, give as many results)
+  local function atleast(name, n, shape_of)
+    return function(...)
+      local ts = { ... }
+      local array = #ts == 1 and type(ts[1]) == "table" and not is_tensor(ts[1])
+      if array then ts = ts[1] end
+      local out = {}
+      for i, t in ipairs(ts) do
+        check.tensor(t, name, ("tensors[%d]"):format(i))
+        out[i] = t:dim() >= n and t or t:reshape(shape_of(t))
+      end
+      if array then return out end
+      return unpack(out, 1, #ts)
+    end
+  end
+  wick.atleast_1d = atleast("atleast_1d", 1, function() return { 1 } end)
+  wick.atleast_2d = atleast("atleast_2d", 2, function(t) return t:dim() == 0 and { 1, 1 } or { 1, t:size(1) } end)
+  wick.atleast_3d = atleast("atleast_3d", 3, function(t)
+    if t:dim() == 0 then return { 1, 1, 1 } end
+    if t:dim() == 1 then return { 1, t:size(1), 1 } end
+    return { t:size(1), t:size(2), 1 }
+  end)
+  Tensor.atleast_1d, Tensor.atleast_2d, Tensor.atleast_3d = wick.atleast_1d, wick.atleast_2d, wick.atleast_3d
+  --- wick.combinations(t[, r = 2[, with_replacement = false]]) (or {r =, with_replacement =}): the
+  --- r-element combinations of a 1-D tensor's elements in order, [n, r] (itertools.combinations)
+  function ops.combinations(t, r, with_replacement)
+    check.tensor(t, "combinations", "input")
+    if type(r) == "table" then r, with_replacement = r.r, r.with_replacement end
+    r = check.opt_int(r, "combinations", "r", 2, 0)
+    with_replacement = check.opt_boolean(with_replacement, "combinations", "with_replacement", false)
+    if t:dim() ~= 1 then
+      check.fail("combinations", "Expect a 1D vector, but got shape [%s]", table.concat(t:size(), ", "))
+    end
+    local n = t:size(1)
+    if r == 0 then return wick.empty(0, { dtype = t.dtype, device = t.device }) end
+    local columns, pick = {}, {}
+    for j = 1, r do columns[j] = {} end
+    local function walk(j, from)
+      if j > r then
+        for k = 1, r do columns[k][#columns[k] + 1] = pick[k] end
+        return
+      end
+      for i = from, n do
+        pick[j] = i
+        walk(j + 1, with_replacement and i or i + 1)
+      end
+    end
+    walk(1, 1)
+    if #columns[1] == 0 then return wick.empty(0, r, { dtype = t.dtype, device = t.device }) end
+    local cols = {}
+    for k = 1, r do
+      cols[k] = t:index_select(1, wick.tensor(columns[k], { dtype = "int64", device = t.device }))
+    end
+    return wick.stack(cols, 2)
+  end
+  wick.combinations = ops.combinations
+  --- wick.gcd(a, b), wick.lcm(a, b): elementwise, for integer tensors (non-negative results)
+  local function integers(name, a, b)
+    check.tensor(a, name, "self")
+    if type(b) == "number" then b = wick.full({}, b, { dtype = a.dtype, device = a.device }) end
+    check.tensor(b, name, "other")
+    if a:is_floating_point() or b:is_floating_point() or a:is_complex() or b:is_complex() then
+      check.fail(name, "\"%s_cpu\" not implemented for '%s'", name, a:is_floating_point() and a.dtype or b.dtype)
+    end
+    return wick.broadcast_tensors(a:abs(), b:abs())
+  end
+  function Tensor.gcd(a, b)
+    local x, y = integers("gcd", a, b)
+    x, y = x:clone(), y:clone()
+    while y:ne(0):any() do
+      local nz = y:ne(0)
+      local r = x:remainder(wick.where(nz, y, 1))
+      x, y = wick.where(nz, y, x), wick.where(nz, r, 0)
+    end
+    return x
+  end
+  function Tensor.lcm(a, b)
+    local x, y = integers("lcm", a, b)
+    local g = x:gcd(y)
+    return wick.where(g:eq(0), 0, x:floor_divide(wick.where(g:eq(0), 1, g)) * y)
+  end
+  function Tensor.gcd_(a, b) return a:copy_(a:gcd(b)) end
+  function Tensor.lcm_(a, b) return a:copy_(a:lcm(b)) end
+  wick.gcd = function(a, b) return Tensor.gcd(a, b) end
+  wick.lcm = function(a, b) return Tensor.lcm(a, b) end
+  --- wick.trapezoid(y[, x][, {dx = 1, dim = -1}]) (also trapz), wick.cumulative_trapezoid: the trapezoid
+  --- rule along dim, with sample points x (a tensor) or spacing dx
+  local function trapezoid_terms(name, y, x, opts)
+    check.tensor(y, name, "y")
+    if type(x) == "table" and not is_tensor(x) then x, opts = nil, x end
+    if type(x) == "number" then x, opts = nil, { dx = x, dim = opts } end
+    opts = check.options(opts, name, { dx = "number", dim = "integer" })
+    local dim = opts.dim or -1
+    if not y:is_floating_point() and not y:is_complex() then y = y:to(wick.get_default_dtype()) end
+    local n = y:size(dim)
+    if n == 0 then return nil, dim, y end
+    local left, right = y:narrow(dim, 1, n - 1), y:narrow(dim, 2, n - 1)
+    local mid = (left + right) / 2
+    if x ~= nil then
+      check.tensor(x, name, "x")
+      local dx = x:diff({ dim = x:dim() == 1 and 1 or dim })
+      if x:dim() == 1 then
+        local shape = {}
+        for i = 1, y:dim() do shape[i] = 1 end
+        shape[dim < 0 and y:dim() + dim + 1 or dim] = n - 1
+        dx = dx:reshape(shape)
+      end
+      return mid * dx, dim, y
+    end
+    return mid * (opts.dx or 1), dim, y
+  end
+  function ops.trapezoid(y, x, opts)
+    local terms, dim, yy = trapezoid_terms("trapezoid", y, x, opts)
+    if terms == nil then return yy:sum(dim) end
+    return terms:sum(dim)
+  end
+  function ops.cumulative_trapezoid(y, x, opts)
+    local terms, dim, yy = trapezoid_terms("cumulative_trapezoid", y, x, opts)
+    if terms == nil then return yy:narrow(dim, 1, 0) end
+    return terms:cumsum(dim)
+  end
+  wick.trapezoid, wick.trapz, wick.cumulative_trapezoid = ops.trapezoid, ops.trapezoid, ops.cumulative_trapezoid
+  --- wick.vander(x[, N[, increasing = false]]): the Vandermonde matrix of a 1-D x, columns x^(N-1) ... x^0
+  function ops.vander(x, N, increasing)
+    check.tensor(x, "vander", "x")
+    if type(N) == "table" then N, increasing = N.N, N.increasing end
+    if x:dim() ~= 1 then check.fail("vander", "x must be a one-dimensional tensor.") end
+    N = check.opt_int(N, "vander", "N", x:size(1), 0)
+    local powers = wick.arange(0, N, { dtype = x:is_floating_point() and x.dtype or "int64", device = x.device })
+    if not increasing then powers = powers:flip(1) end
+    return x:unsqueeze(2) ^ powers:unsqueeze(1)
+  end
+  wick.vander = ops.vander
+  --- wick.ldexp(x, e): x * 2^e
+  function Tensor.ldexp(x, e)
+    check.tensor(x, "ldexp", "self")
+    local two = wick.full({}, 2, { dtype = x:is_floating_point() and x.dtype or wick.get_default_dtype(), device = x.device })
+    return x * two ^ e
+  end
+  wick.ldexp = function(x, e) return Tensor.ldexp(x, e) end
+  --- wick.diagonal_scatter(input, src[, offset = 0[, dim1 = 1[, dim2 = 2]]]), wick.select_scatter(input,
+  --- src, dim, index): a copy of input with src written into that diagonal / slice
+  function ops.diagonal_scatter(t, src, offset, dim1, dim2)
+    check.tensor(t, "diagonal_scatter", "input")
+    check.tensor(src, "diagonal_scatter", "src")
+    local out = t:clone()
+    out:diagonal(offset or 0, dim1 or 1, dim2 or 2):copy_(src)
+    return out
+  end
+  function ops.select_scatter(t, src, dim, index)
+    check.tensor(t, "select_scatter", "input")
+    check.tensor(src, "select_scatter", "src")
+    local out = t:clone()
+    out:select(dim, index):copy_(src)
+    return out
+  end
+  wick.diagonal_scatter, wick.select_scatter = ops.diagonal_scatter, ops.select_scatter
+  Tensor.diagonal_scatter, Tensor.select_scatter = ops.diagonal_scatter, ops.select_scatter
+  -- torch.dropout(input, p, train) and the distance functions at the top level: nn.functional's
+  wick.dropout = function(x, p, train) return wick.nn.functional.dropout(x, p, train) end
+  wick.alpha_dropout = function(x, p, train) return wick.nn.functional.alpha_dropout(x, p, train) end
+  wick.feature_alpha_dropout = function(x, p, train) return wick.nn.functional.feature_alpha_dropout(x, p, train) end
+  wick.cosine_similarity = function(...) return wick.nn.functional.cosine_similarity(...) end
+  wick.pairwise_distance = function(...) return wick.nn.functional.pairwise_distance(...) end
+
+  -- PyTorch's deprecated positional addmm_(beta, alpha, mat1, mat2) and addmm_(beta, mat1, mat2)
+  -- (center loss's distmat.addmm_(1, -2, x, centers.t())), with its warning
+  for _, name in ipairs({ "addmm", "addmm_" }) do
+    local method = Tensor[name]
+    Tensor[name] = function(t, a, b, c, d, ...)
+      if type(a) == "number" and (type(b) == "number" or is_tensor(b)) and is_tensor(c) then
+        local beta, alpha, m1, m2 = a, b, c, d
+        if is_tensor(b) then alpha, m1, m2 = 1, b, c end
+        require("wick.nn.common").warn(("This overload of %s is deprecated:\n\t%s(Number beta, Number alpha, Tensor "
+          .. "mat1, Tensor mat2)\nConsider using one of the following signatures instead:\n\t%s(Tensor mat1, Tensor "
+          .. "mat2, *, Number beta = 1, Number alpha = 1)"):format(name, name, name))
+        return method(t, m1, m2, { beta = beta, alpha = alpha })
+      end
+      return method(t, a, b, c, d, ...)
+    end
+  end
   return ops
 end

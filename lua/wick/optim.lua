@@ -1022,7 +1022,28 @@ local function update_lr(self, epoch)
   set_lrs(self, values)
 end
 
+-- PyTorch's warning for sched:step() before any opt:step(): the optimizer's
+-- step (its class's, or one of its own) notes on the optimizer that it ran
+local function track_step(opt)
+  if rawget(opt, "_step_tracked") or type(opt.step) ~= "function" then return end
+  local step = opt.step
+  rawset(opt, "step", function(o, ...)
+    if type(o) == "table" then rawset(o, "_opt_called", true) end
+    return step(o, ...)
+  end)
+  rawset(opt, "_step_tracked", true)
+end
+local function warn_order(self)
+  if self._step_count == 1 and not self._is_initial and not rawget(self.optimizer, "_opt_called") then
+    require("wick.nn.common").warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch "
+      .. "1.1.0 and later, you should call them in the opposite order: `optimizer.step()` before "
+      .. "`lr_scheduler.step()`.  Failure to do this will result in PyTorch skipping the first value of the learning "
+      .. "rate schedule. See more details at https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate")
+  end
+end
+
 local function initial_step(self)
+  track_step(self.optimizer)
   self._step_count = 0
   self._is_initial = true
   self:step()
@@ -1073,7 +1094,17 @@ end
 --- sched:step([epoch]): the next step's lr (or, given an epoch, that epoch's)
 function Scheduler:step(epoch)
   sched(self, "step")
-  if epoch ~= nil then check.number(epoch, self.__name .. ":step", "epoch") end
+  if epoch ~= nil then
+    check.number(epoch, self.__name .. ":step", "epoch")
+    if not self._is_initial then
+      require("wick.nn.common").warn("The epoch parameter in `scheduler.step()` was not necessary and is being "
+        .. "deprecated where possible. Please use `scheduler.step()` to step the scheduler. During the deprecation, "
+        .. "if epoch is different from None, the closed form is used instead of the new chainable form, where "
+        .. "available. Please open an issue if you are unable to replicate your use case: "
+        .. "https://github.com/pytorch/pytorch/issues/new/choose.")
+    end
+  end
+  warn_order(self)
   self._step_count = self._step_count + 1
   update_lr(self, epoch)
 end

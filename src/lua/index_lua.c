@@ -460,6 +460,10 @@ WL_FUNCTION(t_index_get) {
         wl_check(L, wick_index_view(slot, t, 1, &e));
         return 1;
     }
+    if (!k && lua_type(L, 2) == LUA_TSTRING && lua_tostring(L, 2)[0] == '_') {
+        lua_pushnil(L); /* an attribute never set whose name starts with '_' (getattr(p, "_optim", None)) */
+        return 1;
+    }
     if (!k) bad_key(L, 2);
     int kind = tensor_key_kind(L, k);
     if (kind == 1) {

@@ -301,6 +301,9 @@ local function mha_forward(q, k, v, E, H, w_in, b_in, bias_k, bias_v, add_zero_a
   for _, t in ipairs({ { q, "query" }, { k, "key" }, { v, "value" }, { w_out, "out_proj_weight" } }) do check.tensor(t[1], fn, t[2]) end
   check.int(E, fn, "embed_dim_to_check", 1)
   check.int(H, fn, "num_heads", 1)
+  if q:dim() > 0 and q:size(-1) ~= E then
+    check.fail(fn, "was expecting embedding dimension of %d, but got %d", E, q:size(-1))
+  end
   check.number(dropout_p, fn, "dropout_p")
   if o.static_k or o.static_v then check.fail(fn, "static_k and static_v are not supported") end
   if E % H ~= 0 then check.fail(fn, "embed_dim %d not divisible by num_heads %d", E, H) end

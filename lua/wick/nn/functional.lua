@@ -833,7 +833,9 @@ function F.instance_norm(x, ...)
   end
   local y
   if use_input_stats then
-    y = core.layer_norm(flat, 1, nil, nil, eps)
+    -- over the spatial dims in x's own shape: the result is no view of a temporary (an in-place
+    -- activation after it, CycleGAN's, is then a plain in-place op, differentiable twice)
+    y = core.layer_norm(x, x:dim() - 2, nil, nil, eps)
     if running_mean and running_var then
       wick.no_grad(function()
         local d = flat:detach()
@@ -845,9 +847,8 @@ function F.instance_norm(x, ...)
     if not (running_mean and running_var) then
       check.fail(fn, "Expected running_mean and running_var to be defined when use_input_stats is false")
     end
-    y = (flat - running_mean:view({ 1, c, 1 })) / (running_var:view({ 1, c, 1 }) + eps):sqrt()
+    y = ((flat - running_mean:view({ 1, c, 1 })) / (running_var:view({ 1, c, 1 }) + eps):sqrt()):reshape(x:size())
   end
-  y = y:reshape(x:size())
   if weight then y = y * per_channel(weight, x) end
   if bias then y = y + per_channel(bias, x) end
   return y

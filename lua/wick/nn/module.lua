@@ -670,6 +670,13 @@ end
 function Module:apply(fn)
   this(self, "apply")
   check.callable(fn, "apply", "fn")
+  -- PyTorch's self.apply(self._init_weights) passes a bound method; Lua's
+  -- self:apply(self._init_weights) passes the function: one whose first
+  -- parameter is `self` is called as a method of this module, fn(self, m)
+  if type(fn) == "function" and debug.getlocal(fn, 1) == "self" then
+    local method, receiver = fn, self
+    fn = function(m) return method(receiver, m) end
+  end
   local seen = {}
   local function visit(m)
     for _, c in ipairs(m:children()) do
