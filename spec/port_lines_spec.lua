@@ -1612,6 +1612,16 @@ describe("a twelfth round of ported lines", function()
     assert.is_true(inplace:abs():sum():item() > 0)
   end)
 
+  it("dropout of a complex tensor (complexPyTorch's complex_dropout): one real mask for both parts", function()
+    wick.manual_seed(1)
+    local z = wick.complex(wick.ones(64), wick.ones(64) * 2)
+    local d = F.dropout(z, 0.5)
+    assert.are.equal("complex64", d.dtype)
+    local re, im = d.real, d.imag
+    assert.is_true(im:eq(re * 2):all())
+    assert.is_true(re:eq(0):logical_or(re:eq(2)):all() and re:eq(0):any() and re:eq(2):any())
+  end)
+
   it("wick.broadcast_shapes as torch.broadcast_shapes", function()
     assert.are.same({ 2, 3 }, { unpack(wick.broadcast_shapes({ 2, 1 }, { 3 }, 1)) })
     assert.are.same({}, { unpack(wick.broadcast_shapes()) })

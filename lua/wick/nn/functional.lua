@@ -396,7 +396,8 @@ end
 -- x times a keep mask of `shape` (broadcast over x), scaled by 1 / (1 - p)
 local function drop(x, p, shape)
   if p == 1 then return x * 0 end
-  local keep = wick.rand(shape, { device = x.device, dtype = x.dtype }):ge(p):to(x.dtype)
+  local real = x.dtype == "complex64" and "float32" or x.dtype == "complex128" and "float64" or x.dtype
+  local keep = wick.rand(shape, { device = x.device, dtype = real }):ge(p):to(real)
   return x * keep * (1 / (1 - p))
 end
 function F.dropout(x, ...)
