@@ -294,6 +294,14 @@ function Categorical:entropy()
   return -(logits * self.probs):sum(-1)
 end
 
+-- the Categorical a one-hot or relaxed distribution is built on, its errors named for fn
+local function categorical_of(fn, probs, logits, validate)
+  local ok, c = pcall(Categorical.new, probs and { probs = probs, validate_args = validate }
+    or { logits = logits, validate_args = validate })
+  if not ok then check.fail(fn, "%s", (tostring(c):gsub("^.-Categorical: ", ""))) end
+  return c
+end
+
 -- ---- OneHotCategorical ----
 
 --- OneHotCategorical(probs) or {probs = p} / {logits = l}: one-hot vectors over the last dim
@@ -304,13 +312,7 @@ function OneHotCategorical.new(probs, opts)
   local logits
   probs, logits, opts = probs_or_logits(fn, probs, opts, "tensor")
   local d = setmetatable({}, OneHotCategorical)
-  local validate = validating(d, opts)
-  local ok, c = pcall(Categorical.new, probs and { probs = probs, validate_args = validate }
-    or { logits = logits, validate_args = validate })
-  if not ok then -- the same check, named for this class at the caller's line
-    local msg = tostring(c):gsub("^.-Categorical: ", "")
-    check.fail(fn, "%s", msg)
-  end
+  local c = categorical_of(fn, probs, logits, validating(d, opts))
   d._categorical = c
   d.probs, d.logits = c.probs, c.logits
   d.batch_shape = concat(c.batch_shape, {})
@@ -1483,11 +1485,6 @@ function MixtureSameFamily:sample(sample_shape)
   end)
 end
 
--- a temperature as a tensor like `like`
-local function temperature_of(fn, temperature, like)
-  return param(temperature, fn, "temperature", like)
-end
-
 --- LogitRelaxedBernoulli(temperature, probs) or (temperature, {logits = l}): logits of a relaxed Bernoulli
 local LogitRelaxedBernoulli = class("LogitRelaxedBernoulli")
 LogitRelaxedBernoulli._params = { "probs" }
@@ -1498,7 +1495,7 @@ function LogitRelaxedBernoulli.new(temperature, probs, opts)
   local d = setmetatable({}, LogitRelaxedBernoulli)
   local validate = validating(d, opts)
   binary_params(d, fn, probs, logits, validate, in_unit_interval, "Interval(lower_bound=0.0, upper_bound=1.0)")
-  d.temperature = temperature_of(fn, temperature, d.probs)
+  d.temperature = param(temperature, fn, "temperature", d.probs)
   d.batch_shape, d.event_shape = d.probs:size(), Size()
   d.has_rsample = true
   return d
@@ -1525,12 +1522,9 @@ function ExpRelaxedCategorical.new(temperature, probs, opts)
   local logits
   probs, logits, opts = probs_or_logits(fn, probs, opts, "tensor")
   local d = setmetatable({}, ExpRelaxedCategorical)
-  validating(d, opts)
-  local ok, c = pcall(Categorical.new, probs and { probs = probs, validate_args = d._validate_args }
-    or { logits = logits, validate_args = d._validate_args })
-  if not ok then check.fail(fn, "%s", (tostring(c):gsub("^.-Categorical: ", ""))) end
+  local c = categorical_of(fn, probs, logits, validating(d, opts))
   d._categorical, d.probs, d.logits = c, c.probs, c.logits
-  d.temperature = temperature_of(fn, temperature, c.probs)
+  d.temperature = param(temperature, fn, "temperature", c.probs)
   d.batch_shape, d.event_shape = concat(c.batch_shape, {}), Size({ c._num_events })
   d.has_rsample = true
   return d

@@ -117,6 +117,15 @@ function Transform:with_cache(cache_size)
   return setmetatable(copy, getmetatable(self))
 end
 
+-- C.new({cache_size}) for a transform with no parameters
+local function plain(C, domain, codomain)
+  C.new = function(opts)
+    if type(opts) == "number" then opts = { cache_size = opts } end -- PyTorch's positional cache_size
+    opts = check.options(opts, C.__name, { cache_size = "integer" })
+    return new(C, C.__name, domain, codomain, opts.cache_size)
+  end
+end
+
 -- ---- the inverse of a transform ----
 
 Inverse = class("_InverseTransform")
@@ -141,10 +150,7 @@ function Inverse:with_cache(cache_size) return self._inv:with_cache(cache_size).
 local Exp = class("ExpTransform")
 M.ExpTransform = Exp
 Exp.bijective = true
-function Exp.new(opts)
-  opts = check.options(opts, "ExpTransform", { cache_size = "integer" })
-  return new(Exp, "ExpTransform", REAL, POSITIVE, opts.cache_size)
-end
+plain(Exp, REAL, POSITIVE)
 function Exp:_call(x) return x:exp() end
 function Exp:_inverse(y) return y:log() end
 function Exp:log_abs_det_jacobian(x) return x end
@@ -175,10 +181,7 @@ end
 local Sigmoid = class("SigmoidTransform")
 M.SigmoidTransform = Sigmoid
 Sigmoid.bijective = true
-function Sigmoid.new(opts)
-  opts = check.options(opts, "SigmoidTransform", { cache_size = "integer" })
-  return new(Sigmoid, "SigmoidTransform", REAL, UNIT, opts.cache_size)
-end
+plain(Sigmoid, REAL, UNIT)
 function Sigmoid:_call(x) return clipped_sigmoid(x) end
 function Sigmoid:_inverse(y)
   local fi = wick.finfo(y.dtype)
@@ -191,10 +194,7 @@ function Sigmoid:log_abs_det_jacobian(x) return -F().softplus(-x) - F().softplus
 local Tanh = class("TanhTransform")
 M.TanhTransform = Tanh
 Tanh.bijective = true
-function Tanh.new(opts)
-  opts = check.options(opts, "TanhTransform", { cache_size = "integer" })
-  return new(Tanh, "TanhTransform", REAL, constraint("interval(-1, 1)"), opts.cache_size)
-end
+plain(Tanh, REAL, constraint("interval(-1, 1)"))
 function Tanh:_call(x) return x:tanh() end
 function Tanh:_inverse(y) return y:atanh() end
 function Tanh:log_abs_det_jacobian(x) return 2 * (math.log(2) - x - F().softplus(-2 * x)) end
@@ -203,10 +203,7 @@ function Tanh:log_abs_det_jacobian(x) return 2 * (math.log(2) - x - F().softplus
 local Softplus = class("SoftplusTransform")
 M.SoftplusTransform = Softplus
 Softplus.bijective = true
-function Softplus.new(opts)
-  opts = check.options(opts, "SoftplusTransform", { cache_size = "integer" })
-  return new(Softplus, "SoftplusTransform", REAL, POSITIVE, opts.cache_size)
-end
+plain(Softplus, REAL, POSITIVE)
 function Softplus:_call(x) return F().softplus(x) end
 function Softplus:_inverse(y) return (-y):expm1():neg():log() + y end
 function Softplus:log_abs_det_jacobian(x) return -F().softplus(-x) end
@@ -214,10 +211,7 @@ function Softplus:log_abs_det_jacobian(x) return -F().softplus(-x) end
 --- AbsTransform(): y = |x| (not bijective; its inverse is the identity, as PyTorch's)
 local Abs = class("AbsTransform")
 M.AbsTransform = Abs
-function Abs.new(opts)
-  opts = check.options(opts, "AbsTransform", { cache_size = "integer" })
-  return new(Abs, "AbsTransform", REAL, POSITIVE, opts.cache_size)
-end
+plain(Abs, REAL, POSITIVE)
 function Abs:_call(x) return x:abs() end
 function Abs:_inverse(y) return y end
 
@@ -273,10 +267,7 @@ function Affine:_describe() return "AffineTransform()" end
 --- SoftmaxTransform(): y = softmax(x) over the last dim (not bijective; inverse log)
 local Softmax = class("SoftmaxTransform")
 M.SoftmaxTransform = Softmax
-function Softmax.new(opts)
-  opts = check.options(opts, "SoftmaxTransform", { cache_size = "integer" })
-  return new(Softmax, "SoftmaxTransform", constraint("real_vector", 1), constraint("simplex", 1), opts.cache_size)
-end
+plain(Softmax, constraint("real_vector", 1), constraint("simplex", 1))
 function Softmax:_call(x)
   local p = (x - x:amax(-1, true)):exp()
   return p / p:sum(-1, true)
@@ -287,10 +278,7 @@ function Softmax:_inverse(y) return y:log() end
 local Stick = class("StickBreakingTransform")
 M.StickBreakingTransform = Stick
 Stick.bijective = true
-function Stick.new(opts)
-  opts = check.options(opts, "StickBreakingTransform", { cache_size = "integer" })
-  return new(Stick, "StickBreakingTransform", constraint("real_vector", 1), constraint("simplex", 1), opts.cache_size)
-end
+plain(Stick, constraint("real_vector", 1), constraint("simplex", 1))
 -- k + 1 - (1, 2, ..., k) for the last dim's size k, in x's dtype and device
 local function stick_offset(x, k, plus)
   return plus - wick.ones(k, { dtype = x.dtype, device = x.device }):cumsum(1)
