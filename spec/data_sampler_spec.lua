@@ -415,7 +415,9 @@ describe("SequentialSampler, RandomSampler, BatchSampler", function()
       "batch_size", "positive integer")
     assert_error_has(function() data.BatchSampler(data.SequentialSampler(ds)) end, "batch_size")
     assert_error_has(function() data.BatchSampler(data.SequentialSampler(ds), 2, 1) end, "drop_last")
-    assert_error_has(function() data.BatchSampler({ 1, 2, 3 }, 2, false) end, "expected a sampler")
+    -- any array of indices, as PyTorch's BatchSampler(range(3), 2, False) or over a list
+    assert.are.same({ { 1, 2 }, { 3 } }, batches(data.BatchSampler({ 1, 2, 3 }, 2, false)))
+    assert_error_has(function() data.BatchSampler({ a = 1 }, 2, false) end, "expected a sampler")
   end)
 end)
 
@@ -506,7 +508,7 @@ describe("what the second round of ported programs needed from data", function()
     for x, y, z in wick.data.DataLoader(D(), { batch_size = 4 }) do
       assert.are.equal("int64", y.dtype)
       assert.are.same({ 1, 2, 0, 1 }, y:totable())
-      assert.are.equal("float32", z.dtype)
+      assert.are.equal("float64", z.dtype) -- Python floats: default_collate's torch.tensor(batch, dtype=torch.float64)
       assert.are.same({ 4, 2 }, x:size())
     end
   end)

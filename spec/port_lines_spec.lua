@@ -1622,6 +1622,13 @@ describe("a twelfth round of ported lines", function()
     assert.is_true(re:eq(0):logical_or(re:eq(2)):all() and re:eq(0):any() and re:eq(2):any())
   end)
 
+  it("enumerate(loader, start=1) by name", function()
+    local loader = wick.data.DataLoader(wick.data.TensorDataset(wick.arange(4)), { batch_size = 2 })
+    local seen = {}
+    for i, x in wick.enumerate(loader, { start = 1 }) do seen[#seen + 1] = { i, x:sum():item() } end
+    assert.are.same({ { 1, 1 }, { 2, 5 } }, seen)
+  end)
+
   it("wick.broadcast_shapes as torch.broadcast_shapes", function()
     assert.are.same({ 2, 3 }, { unpack(wick.broadcast_shapes({ 2, 1 }, { 3 }, 1)) })
     assert.are.same({}, { unpack(wick.broadcast_shapes()) })

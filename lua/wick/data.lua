@@ -1,7 +1,9 @@
--- wick.data: the dataset protocol (ds:len(), ds:get(i) -> values), the Dataset
--- base class, TensorDataset, Subset, ConcatDataset and random_split, the
--- samplers (the protocol s:len(), s:iter(); Sequential, Random, Batch and
--- DistributedSampler), DataLoader and Fashion-MNIST.
+-- wick.data: the dataset protocols (map-style: ds:len(), ds:get(i) -> values;
+-- iterable: ds:iter() -> an iterator of samples), the Dataset, IterableDataset
+-- and Sampler base classes, TensorDataset, Subset, ConcatDataset, StackDataset,
+-- ChainDataset and random_split, the samplers (the protocol s:len(), s:iter();
+-- Sequential, Random, SubsetRandom, WeightedRandom, Batch and
+-- DistributedSampler), collation, DataLoader and Fashion-MNIST.
 local wick = require("wick")
 local check = require("wick.argcheck")
 local unpack = table.unpack or unpack -- Lua 5.2+ (WICK_LUA54) and LuaJIT
@@ -41,7 +43,24 @@ local function generator_of(opts, fn)
   return opts.seed and wick.Generator():manual_seed(opts.seed) or nil
 end
 
+-- opts, or {generator = opts} when it is a wick.Generator (PyTorch's positional
+-- generator: never read as an options table)
+local function with_generator(opts)
+  if getmetatable(opts) == wick._Generator then return { generator = opts } end
+  return opts
+end
+
 local is_callable = check.is_callable
+
+-- v is a plain Lua array: a table without a metatable whose keys are exactly
+-- 1..#v (the empty table too). A non-empty one is Python's list or tuple.
+local function is_array(v)
+  if type(v) ~= "table" or getmetatable(v) ~= nil then return false end
+  local count = 0
+  for _ in pairs(v) do count = count + 1 end
+  return count == #v
+end
+local function is_list(v) return is_array(v) and v[1] ~= nil end
 
 -- self, checked to be an instance of class (m.len() instead of m:len() names the method).
 local function own(self, class, fn)
@@ -51,8 +70,10 @@ local function own(self, class, fn)
   return self
 end
 
--- obj:len(), checked: obj is a dataset or a sampler (`what`) and gives a count.
+-- obj:len(), checked: obj is a dataset or a sampler (`what`) and gives a count;
+-- a plain Lua array (of indices: PyTorch's samplers take any sized iterable) its #.
 local function len_of(obj, fn, what)
+  if is_array(obj) then return #obj end
   if type(obj) ~= "table" or not is_callable(obj.len) then
     check.expected(fn, what, ("a %s (an object with a len() method)"):format(what), obj)
   end
@@ -77,19 +98,61 @@ local function position(i, n, fn)
   return j
 end
 
--- ---- Dataset ----
+-- ---- classes: Dataset, IterableDataset, Sampler ----
 
--- A dataset class: its instances find their methods in it (then in parent), and
--- ds[i] is sample i as one table {x, y, ...} (Python's tuple: an index gives
--- one value, ds:get(i) several), or, when get(i) returns one plain table (a
--- dict-like sample, {image = ..., landmarks = ...}), that table itself.
+-- Name(...) builds an instance of the class Name and calls its init(...).
+local function construct(cls, ...)
+  local obj = setmetatable({}, cls)
+  obj:init(...)
+  return obj
+end
+
+-- A class named `name`: its instances find their methods in it, then in
+-- parent. `finish(class, name)`, given for a family's base class and inherited
+-- by its subclasses, sets what each class needs of its own (metamethods are
+-- not inherited): __index and __add.
+local function new_class(parent, name, finish)
+  local class = setmetatable({ super = parent, __name = name }, { __index = parent, __call = construct })
+  if finish then class._finish = finish end
+  class._finish(class, name)
+  return class
+end
+
+--- Base:extend("Name") (Python's class Name(Base)), for Dataset, IterableDataset,
+--- Sampler and their subclasses: Name(...) builds an instance and calls its
+--- init(...); Name.super is Base.
+local function extend(self, name)
+  local fn = (type(self) == "table" and rawget(self, "__name") or "Dataset") .. ".extend"
+  if type(self) ~= "table" or getmetatable(self) == nil or getmetatable(self).__call ~= construct then
+    check.expected(fn, "self", "a class (call it as Base:extend(\"Name\"))", self)
+  end
+  if name ~= nil then check.string(name, fn, "name") end
+  return new_class(self, name or self.__name)
+end
+
+local function class_name(self)
+  local class = type(self) == "table" and getmetatable(self)
+  return type(class) == "table" and rawget(class, "__name") or "Dataset"
+end
+
+-- A method a subclass must define: an error naming the class and PyTorch's name for it.
+local function abstract(method, what, python)
+  return function(self)
+    check.fail(class_name(self) .. ":" .. method, "not defined: a%s %s subclass defines %s (PyTorch's %s)",
+      what:match("^[AEIOU]") and "n" or "", what, method == "get" and "get(i)" or method .. "()", python)
+  end
+end
+
+-- A map-style dataset's instances take ds[i]: sample i as one table {x, y, ...}
+-- (Python's tuple: an index gives one value, ds:get(i) several), or, when
+-- get(i) returns one plain table (a dict-like sample, {image = ..., landmarks
+-- = ...}), that table itself; and ds1 + ds2 (a ConcatDataset).
 local function one_sample(...)
   local first = ...
   if select("#", ...) == 1 and type(first) == "table" and getmetatable(first) == nil then return first end
   return { ... }
 end
-local function dataset_class(class, parent, name)
-  class.__name = name
+local function map_style(class, name)
   class.__index = function(ds, k)
     if type(k) == "number" or check.is_tensor(k) then
       return one_sample(ds:get(position(k, len_of(ds, name, "dataset"), name)))
@@ -101,57 +164,88 @@ local function dataset_class(class, parent, name)
       .. "(a batch of samples: ds:get_batch(indices) where the dataset has it, else ds:get(i) for each)", check.describe(k))
   end
   class.__add = function(a, b) return data.ConcatDataset({ a, b }) end
-  return setmetatable(class, {
-    __index = parent,
-    __call = function(cls, ...)
-      local ds = setmetatable({}, cls)
-      ds:init(...)
-      return ds
-    end,
-  })
 end
 
 --- Dataset: the base class of datasets (PyTorch's torch.utils.data.Dataset).
 --- Dataset:extend("Name") makes a subclass; Name(...) builds an instance and
 --- calls its init(...); a subclass defines len() and get(i) (PyTorch's
 --- __len__ and __getitem__). Its instances take ds[i] and ds1 + ds2.
-local Dataset = dataset_class({}, nil, "Dataset")
+local Dataset = new_class(nil, "Dataset", map_style)
 data.Dataset = Dataset
-
-function Dataset:extend(name)
-  if type(self) ~= "table" then check.expected("Dataset.extend", "self", "a Dataset class", self) end
-  if name ~= nil then check.string(name, "Dataset.extend", "name") end
-  return dataset_class({ super = self }, self, name or "Dataset")
-end
-
+Dataset.extend = extend
 function Dataset:init() end
+Dataset.len = abstract("len", "Dataset", "__len__")
+Dataset.get = abstract("get", "Dataset", "__getitem__")
 
-local function class_name(self)
-  local class = type(self) == "table" and getmetatable(self)
-  return type(class) == "table" and rawget(class, "__name") or "Dataset"
+-- An iterable dataset's instances are not indexed (they give their samples in
+-- order), and ds1 + ds2 chains them (a ChainDataset).
+local function iterable_style(class, name)
+  class.__index = function(ds, k)
+    if type(k) == "string" then return class[k] end
+    check.fail(name, "an iterable dataset is not indexed, got the key %s (its samples come in order: "
+      .. "for x, y in ds:iter() do ... end)", check.describe(k))
+  end
+  class.__add = function(a, b) return data.ChainDataset({ a, b }) end
 end
-function Dataset:len()
-  check.fail(class_name(self) .. ":len", "not defined: a Dataset subclass defines len() (PyTorch's __len__)")
+
+--- IterableDataset: the base class of iterable-style datasets (PyTorch's
+--- torch.utils.data.IterableDataset): IterableDataset:extend("Name"), whose
+--- iter() (PyTorch's __iter__) returns an iterator function giving one sample
+--- per call, as its values (x, y), and nil at the end; a coroutine.wrap
+--- generator is one. len() is optional. A Dataset for wick.isinstance.
+local IterableDataset = new_class(nil, "IterableDataset", iterable_style)
+data.IterableDataset = IterableDataset
+IterableDataset.super = Dataset
+IterableDataset.extend = extend
+IterableDataset.init = Dataset.init
+IterableDataset.iter = abstract("iter", "IterableDataset", "__iter__")
+
+-- ds is an iterable-style dataset: iter() and no get(i) (a map-style dataset
+-- may have an iter() of its own).
+local function is_iterable(ds)
+  return type(ds) == "table" and is_callable(ds.iter) and not is_callable(ds.get)
 end
-function Dataset:get()
-  check.fail(class_name(self) .. ":get", "not defined: a Dataset subclass defines get(i) (PyTorch's __getitem__)")
-end
+
+--- Sampler: the base class of samplers (PyTorch's torch.utils.data.Sampler):
+--- Sampler:extend("Name"), defining iter() (an iterator function of 1-based
+--- indices, or of arrays of them for a batch_sampler) and len().
+local Sampler = new_class(nil, "Sampler", function(class) class.__index = class end)
+data.Sampler = Sampler
+Sampler.extend = extend
+Sampler.init = Dataset.init
+Sampler.len = abstract("len", "Sampler", "__len__")
+Sampler.iter = abstract("iter", "Sampler", "__iter__")
+
+--- get_worker_info(): nil, as PyTorch's in the main process (wick loads there).
+function data.get_worker_info() return nil end
 
 -- ---- collation ----
+--- default_collate(samples): PyTorch's. Tensors are stacked; numbers become a
+--- tensor: int64 when all are whole (Python's ints: class labels), else float64
+--- (Python's floats); booleans a bool tensor; tables are collated key by key
+--- (arrays, Python's lists, position by position, all of one length); other
+--- values (strings) stay a list.
 local function collate(samples)
   check.table(samples, "default_collate", "samples")
   local first = samples[1]
   if wick.is_tensor(first) then
     return wick.stack(samples, 1)
   elseif type(first) == "number" then
-    -- whole numbers are int64, as PyTorch collates Python ints (class labels for cross_entropy)
     for _, v in ipairs(samples) do
-      if type(v) ~= "number" or v ~= math.floor(v) or math.abs(v) >= 2 ^ 53 then return wick.tensor(samples) end
+      if type(v) ~= "number" or v ~= math.floor(v) or math.abs(v) >= 2 ^ 53 then
+        return wick.tensor(samples, { dtype = "float64" })
+      end
     end
     return wick.tensor(samples, { dtype = "int64" })
   elseif type(first) == "boolean" then
     return wick.tensor(samples)
   elseif type(first) == "table" then
+    for i, s in ipairs(samples) do
+      if type(s) ~= "table" or #s ~= #first then
+        check.fail("default_collate", "each element in list of batch should be of equal size (sample %d is %s, "
+          .. "sample 1 a table of %d)", i, type(s) == "table" and ("a table of " .. #s) or check.describe(s), #first)
+      end
+    end
     local out = {}
     for k in pairs(first) do
       local column = {}
@@ -164,25 +258,43 @@ local function collate(samples)
 end
 data.default_collate = collate
 
+--- default_convert(data): PyTorch's, the collate_fn of a loader without
+--- automatic batching (batch_size = false): it turns NumPy arrays into tensors,
+--- and Lua has none, so each value stays as it is.
+local function convert(value) return value end
+data.default_convert = convert
+
 local function pack_values(...) return { n = select("#", ...), ... } end
 
--- The batch of `indices` as a table {x, y, ...} (the values the loop gets):
--- ds:get_batch(indices) where the dataset has it and the collation is the
--- default, else the samples' values collated column by column; a collate_fn of
--- the user's gets PyTorch's list of samples (a sample of several values as an
--- array {x, y}), and its results (several values, or one array of them, as
--- Python's `return xs, ys`) are the batch.
-local function fetch(ds, indices, collate_fn)
-  if ds.get_batch and collate_fn == collate then return ds:get_batch(indices) end
-  local samples = {}
-  for k, i in ipairs(indices) do samples[k] = pack_values(ds:get(i)) end
+-- One sample, get(i)'s (or an iterable dataset's iterator's) values, packed:
+-- one non-empty plain array returned alone ({x, y}, Python's list or tuple
+-- sample) is its values, as several values are.
+local function sample_of(...)
+  local first = ...
+  if select("#", ...) == 1 and is_list(first) then return pack_values(unpack(first, 1, #first)) end
+  return pack_values(...)
+end
+
+-- The sample as PyTorch's collate_fn sees it: its one value, or the array of
+-- its values (Python's tuple; nothing, Python's None, is the empty array).
+local function sample_value(s) return s.n == 1 and s[1] or { unpack(s, 1, s.n) } end
+
+-- collate_fn's results as the batch's values: several results, or one array
+-- of them (Python's `return xs, ys`; a table with other keys is one value).
+local function results_of(...)
+  local r = pack_values(...)
+  if r.n == 1 and is_list(r[1]) then return r[1] end
+  return { unpack(r, 1, r.n) }
+end
+
+-- A batch (a table {x, y, ...}: the values the loop gets) of the packed
+-- samples: collated value by value, or by a collate_fn of the user's, which
+-- gets PyTorch's list of samples.
+local function collate_samples(samples, collate_fn)
   if collate_fn ~= collate then
     local list = {}
-    for k, s in ipairs(samples) do list[k] = s.n == 1 and s[1] or { unpack(s, 1, s.n) } end
-    local r = pack_values(collate_fn(list))
-    local one = r[1]
-    if r.n == 1 and type(one) == "table" and getmetatable(one) == nil and one[1] ~= nil then return one end
-    return { unpack(r, 1, r.n) }
+    for k, s in ipairs(samples) do list[k] = sample_value(s) end
+    return results_of(collate_fn(list))
   end
   local batch = {}
   for col = 1, samples[1] and samples[1].n or 0 do
@@ -192,6 +304,19 @@ local function fetch(ds, indices, collate_fn)
   end
   return batch
 end
+
+-- The batch of `indices`: ds:get_batch(indices) where the dataset has it and
+-- the collation is the default, else its samples collated.
+local function fetch(ds, indices, collate_fn)
+  if ds.get_batch and collate_fn == collate then return ds:get_batch(indices) end
+  local samples = {}
+  for k, i in ipairs(indices) do samples[k] = sample_of(ds:get(i)) end
+  return collate_samples(samples, collate_fn)
+end
+
+-- One sample as the loop's values without automatic batching: through
+-- collate_fn (default_convert), as one sample.
+local function convert_sample(s, collate_fn) return results_of(collate_fn(sample_value(s))) end
 
 -- ---- TensorDataset ----
 -- A plain Lua array of samples as a map-style dataset (PyTorch's DataLoader takes
@@ -204,7 +329,7 @@ end
 function ArrayDataset:len() return #self end
 function ArrayDataset:get(i)
   local s = rawget(self, position(i, #self, "ArrayDataset:get"))
-  if type(s) == "table" and getmetatable(s) == nil and s[1] ~= nil then return unpack(s, 1, #s) end
+  if is_list(s) then return unpack(s, 1, #s) end
   return s
 end
 
@@ -213,10 +338,7 @@ end
 local function as_dataset(obj)
   -- a tensor: its slices along dim 1 (DataLoader(torch.arange(N)), node2vec's loader)
   if wick.is_tensor(obj) and obj:dim() > 0 then return data.TensorDataset(obj) end
-  if type(obj) == "table" and getmetatable(obj) == nil and obj.len == nil and obj.get == nil
-      and next(obj, #obj > 0 and #obj or nil) == nil then -- (an array only: no other keys)
-    return ArrayDataset(obj)
-  end
+  if is_array(obj) then return ArrayDataset(obj) end
   return obj
 end
 
@@ -335,8 +457,7 @@ function data.random_split(dataset, lengths, opts)
   dataset = as_dataset(dataset)
   local n = len_of(dataset, fn, "dataset")
   check.table(lengths, fn, "lengths")
-  if getmetatable(opts) == wick._Generator then opts = { generator = opts } end -- PyTorch's positional generator
-  opts = check.options(opts, fn, { seed = "integer", generator = "any" })
+  opts = check.options(with_generator(opts), fn, { seed = "integer", generator = "any" })
   local sum, sizes = 0, {}
   for k = 1, #lengths do sum = sum + check.number(lengths[k], fn, "lengths[" .. k .. "]") end
   if math.abs(sum - 1) <= 1e-9 and sum <= 1 then -- fractions (Python's math.isclose(sum, 1))
@@ -372,23 +493,17 @@ function data.random_split(dataset, lengths, opts)
 end
 
 -- ---- samplers: s:len() (how many indices a pass gives), s:iter() (an iterator of them) ----
+-- (a plain Lua array of indices is one too, its items in order: PyTorch's
+-- samplers and batch samplers may be any iterable, range(n) or a list)
 
 -- s, checked to be a sampler, for argument `arg`
 local function sampler_arg(s, fn, arg)
+  if is_array(s) then return s end
   if type(s) ~= "table" or not is_callable(s.len) or not is_callable(s.iter) then
-    check.fail(fn, "expected a sampler (an object with len() and iter() methods) for %s, got %s", arg,
-      check.describe(s))
+    check.fail(fn, "expected a sampler (an object with len() and iter() methods, or an array of indices) for %s, "
+      .. "got %s", arg, check.describe(s))
   end
   return s
-end
-
--- s:iter(), checked to be an iterator
-local function iter_of(s, fn, what)
-  local it = s:iter()
-  if not is_callable(it) then
-    check.fail(fn, "the %s's iter() gave %s, expected an iterator function", what, check.describe(it))
-  end
-  return it
 end
 
 -- An iterator over the array `list`.
@@ -397,6 +512,34 @@ local function over(list)
   return function()
     k = k + 1
     return list[k]
+  end
+end
+
+-- s:iter() (a sampler's, or an iterable dataset's), checked to be an iterator
+local function iter_of(s, fn, what)
+  if is_array(s) then return over(s) end
+  local it = s:iter()
+  if not is_callable(it) then
+    check.fail(fn, "the %s's iter() gave %s, expected an iterator function", what, check.describe(it))
+  end
+  return it
+end
+
+-- The items of the iterator function next_item in arrays of `size` (the last
+-- one short, or dropped with drop_last), as PyTorch batches a sampler's
+-- indices and an iterable dataset's samples.
+local function chunks(next_item, size, drop_last)
+  local done = false
+  return function()
+    if done then return nil end
+    local chunk = {}
+    for k = 1, size do
+      local item = next_item()
+      if item == nil then done = true; break end
+      chunk[k] = item
+    end
+    if #chunk == 0 or (drop_last and #chunk < size) then return nil end
+    return chunk
   end
 end
 
@@ -422,15 +565,19 @@ function SequentialSampler:iter()
 end
 
 local RandomSampler = { __name = "RandomSampler" }
-RandomSampler.__index = RandomSampler
+-- s.num_samples: PyTorch's property, num_samples or the data source's len()
+RandomSampler.__index = function(s, k)
+  if k == "num_samples" then return s:len() end
+  return RandomSampler[k]
+end
 
---- RandomSampler(data_source[, replacement = false[, num_samples]][, {seed = s}]):
+--- RandomSampler(data_source[, replacement = false[, num_samples[, generator]]][, {seed = s}]):
 --- a random permutation of 1..n at each pass (num_samples of them: whole
 --- permutations, the last one cut), or num_samples draws with replacement.
---- From wick's generator, or with seed from one of its own (PyTorch's generator).
+--- From wick's generator, or from `generator`, or with seed from one of its own.
 local RANDOM = { replacement = "boolean", num_samples = "integer", seed = "integer", generator = "any" }
 function data.RandomSampler(data_source, ...)
-  local opts = check.positional("RandomSampler", { "replacement", "num_samples" }, RANDOM, ...)
+  local opts = check.positional("RandomSampler", { "replacement", "num_samples", "generator" }, RANDOM, ...)
   data_source = as_dataset(data_source)
   len_of(data_source, "RandomSampler", "data_source")
   local self = setmetatable({ data_source = data_source, replacement = opts.replacement or false,
@@ -492,11 +639,11 @@ end
 local SubsetRandomSampler = { __name = "SubsetRandomSampler" }
 SubsetRandomSampler.__index = SubsetRandomSampler
 
---- SubsetRandomSampler(indices[, {generator =, seed =}]): the given indices
---- (1-based, a list or a tensor) in a random order at each pass.
+--- SubsetRandomSampler(indices[, generator or {generator =, seed =}]): the given
+--- indices (1-based, a list or a tensor) in a random order at each pass.
 function data.SubsetRandomSampler(indices, opts)
   local fn = "SubsetRandomSampler"
-  opts = check.options(opts or {}, fn, { seed = "integer", generator = "any" })
+  opts = check.options(with_generator(opts), fn, { seed = "integer", generator = "any" })
   local list = number_list(indices, fn, "indices")
   for i = 1, #list do check.int(list[i], fn, "indices[" .. i .. "]", 1) end
   return setmetatable({ indices = list, generator = generator_of(opts, fn) }, SubsetRandomSampler)
@@ -514,12 +661,12 @@ end
 local WeightedRandomSampler = { __name = "WeightedRandomSampler" }
 WeightedRandomSampler.__index = WeightedRandomSampler
 
---- WeightedRandomSampler(weights, num_samples[, replacement = true][, {generator =, seed =}]):
+--- WeightedRandomSampler(weights, num_samples[, replacement = true[, generator]][, {generator =, seed =}]):
 --- num_samples indices (1-based) drawn with probabilities proportional to weights.
 local WEIGHTED = { num_samples = "integer", replacement = "boolean", seed = "integer", generator = "any" }
 function data.WeightedRandomSampler(weights, ...)
   local fn = "WeightedRandomSampler"
-  local opts = check.positional(fn, { "num_samples", "replacement" }, WEIGHTED, ...)
+  local opts = check.positional(fn, { "num_samples", "replacement", "generator" }, WEIGHTED, ...)
   local w = number_list(weights, fn, "weights")
   if #w == 0 then check.fail(fn, "weights must not be empty") end
   for i = 1, #w do
@@ -549,7 +696,8 @@ local BatchSampler = { __name = "BatchSampler" }
 BatchSampler.__index = BatchSampler
 
 --- BatchSampler(sampler, batch_size[, drop_last = false]): the sampler's
---- indices in arrays of batch_size (the last one short, or dropped with drop_last).
+--- indices (a sampler's, or an array's) in arrays of batch_size (the last one
+--- short, or dropped with drop_last).
 local BATCH = { batch_size = "integer", drop_last = "boolean" }
 function data.BatchSampler(sampler, ...)
   local opts = check.positional("BatchSampler", { "batch_size", "drop_last" }, BATCH, ...)
@@ -566,19 +714,7 @@ end
 
 function BatchSampler:iter()
   own(self, BatchSampler, "iter")
-  local it, bs, drop_last, done = iter_of(self.sampler, "BatchSampler:iter", "sampler"), self.batch_size,
-    self.drop_last, false
-  return function()
-    if done then return nil end
-    local batch = {}
-    for k = 1, bs do
-      local i = it()
-      if i == nil then done = true; break end
-      batch[k] = i
-    end
-    if #batch == 0 or (drop_last and #batch < bs) then return nil end
-    return batch
-  end
+  return chunks(iter_of(self.sampler, "BatchSampler:iter", "sampler"), self.batch_size, self.drop_last)
 end
 
 -- ---- DistributedSampler ----
@@ -595,8 +731,8 @@ local function world(fn)
     .. "wick.distributed.init_process_group() first, or pass {num_replicas = ..., rank = ...}")
 end
 
---- DistributedSampler(dataset[, {num_replicas, rank, shuffle = true, seed = 0,
---- drop_last = false}]): the 1-based indices of rank's share of the dataset,
+--- DistributedSampler(dataset[, num_replicas[, rank[, shuffle = true[, seed = 0[,
+--- drop_last = false]]]]]) (PyTorch's order; or as options): the 1-based indices of rank's share of the dataset,
 --- PyTorch's torch.utils.data.DistributedSampler: each of num_replicas ranks
 --- takes every num_replicas-th index of one list of total_size indices; the
 --- list is padded with its own head (or cut, with drop_last) to a multiple of
@@ -604,9 +740,9 @@ end
 --- seed + epoch, the same on every rank.
 local SAMPLER = { num_replicas = "integer", rank = "integer", shuffle = "boolean", seed = "integer",
   drop_last = "boolean" }
-function data.DistributedSampler(dataset, opts)
+function data.DistributedSampler(dataset, ...)
   local fn = "DistributedSampler"
-  opts = check.options(opts, fn, SAMPLER)
+  local opts = check.positional(fn, { "num_replicas", "rank", "shuffle", "seed", "drop_last" }, SAMPLER, ...)
   dataset = as_dataset(dataset)
   local n = len_of(dataset, fn, "dataset")
   local replicas, rank = opts.num_replicas, opts.rank
@@ -674,75 +810,238 @@ end
 --- for i in sampler:iter() do ... end: the indices of indices(), in order.
 function DistributedSampler:iter() return over(sampler_self(self, "iter"):indices()) end
 
+-- ---- StackDataset, ChainDataset ----
+local StackDataset = Dataset:extend("StackDataset")
+
+-- Sample i of a dataset as one value (as collate_fn sees a sample).
+local function sample_at(ds, i) return sample_value(sample_of(ds:get(i))) end
+
+--- StackDataset(ds1, ds2, ...): sample i is (ds1's sample i, ds2's, ...), each
+--- one value (a sample of several values as the array of them); or
+--- StackDataset{a = ds1, b = ds2} (PyTorch's keyword form): sample i is the
+--- table {a = ..., b = ...}. All of one length, as PyTorch's (>= 2.1).
+function data.StackDataset(...)
+  local fn = "StackDataset"
+  local n, args = select("#", ...), { ... }
+  local last, named = args[n], nil
+  if type(last) == "table" and getmetatable(last) == nil and not is_array(last) and not is_callable(last.len) then
+    named, n = last, n - 1
+    if n > 0 then
+      check.fail(fn, "Supported either ``tuple``- (via ``args``) or``dict``- (via ``kwargs``) like input/output, "
+        .. "but both types are given.")
+    end
+  end
+  local datasets, length = {}, nil
+  local function add(key, ds)
+    datasets[key] = as_dataset(ds)
+    local size = len_of(datasets[key], fn, "dataset")
+    if length and size ~= length then check.fail(fn, "Size mismatch between datasets") end
+    length = size
+  end
+  if named then
+    for key, ds in pairs(named) do add(check.string(key, fn, "a dataset's name"), ds) end
+  else
+    for k = 1, n do add(k, args[k]) end
+  end
+  if length == nil then check.fail(fn, "At least one dataset should be passed") end
+  return setmetatable({ datasets = datasets, _length = length, _named = named ~= nil }, StackDataset)
+end
+
+function StackDataset:len() return own(self, StackDataset, "len")._length end
+
+function StackDataset:get(i)
+  i = position(i, own(self, StackDataset, "get")._length, "StackDataset:get")
+  local out = {}
+  for key, ds in pairs(self.datasets) do out[key] = sample_at(ds, i) end
+  if self._named then return out end
+  return unpack(out, 1, #self.datasets)
+end
+
+local ChainDataset = IterableDataset:extend("ChainDataset")
+
+--- ChainDataset(datasets): the samples of each iterable dataset of the array,
+--- one dataset after the other (PyTorch's; ds1 + ds2 of iterable datasets).
+function data.ChainDataset(datasets)
+  local fn = "ChainDataset"
+  check.table(datasets, fn, "datasets")
+  local list = {}
+  for k = 1, #datasets do
+    if not is_iterable(datasets[k]) then
+      check.fail(fn, "ChainDataset only supports IterableDataset (datasets[%d] is %s, not an object with iter() "
+        .. "and no get(i))", k, check.describe(datasets[k]))
+    end
+    list[k] = datasets[k]
+  end
+  return setmetatable({ datasets = list }, ChainDataset)
+end
+
+function ChainDataset:iter()
+  local list, k, it = own(self, ChainDataset, "iter").datasets, 0, nil
+  return function()
+    while true do
+      if it == nil then
+        k = k + 1
+        if list[k] == nil then return nil end
+        it = iter_of(list[k], "ChainDataset:iter", "dataset")
+      end
+      local s = pack_values(it())
+      if s[1] ~= nil then return unpack(s, 1, s.n) end
+      it = nil
+    end
+  end
+end
+
+-- len(ds) of an iterable dataset: its len(), or PyTorch's TypeError
+local function iterable_len(ds, fn)
+  if not is_callable(ds.len) then
+    local class = getmetatable(ds)
+    check.fail(fn, "object of type '%s' has no len()", type(class) == "table" and rawget(class, "__name") or type(ds))
+  end
+  return len_of(ds, fn, "dataset")
+end
+
+--- The total of the datasets' len() (each must have one).
+function ChainDataset:len()
+  local total = 0
+  for _, ds in ipairs(own(self, ChainDataset, "len").datasets) do total = total + iterable_len(ds, "ChainDataset:len") end
+  return total
+end
+
 -- ---- DataLoader ----
 local DataLoader = { __name = "DataLoader" }
 DataLoader.__index = DataLoader
 
 --- DataLoader(dataset, {batch_size = 1, shuffle = false, sampler = nil, batch_sampler = nil,
---- drop_last = false, device = nil, collate_fn = nil, pin_memory = false}), or the
---- same as one table DataLoader{dataset = ds, batch_size = ...}.
---- As PyTorch's, it draws batches of indices from a batch sampler: batch_sampler,
---- else BatchSampler(sampler, batch_size, drop_last), the sampler a
---- RandomSampler with shuffle, else a SequentialSampler.
+--- drop_last = false, device = nil, collate_fn = nil, pin_memory = false, ...}), or the
+--- same as one table DataLoader{dataset = ds, batch_size = ...}, or with PyTorch's
+--- positional arguments (batch_size, shuffle, sampler, ...) before the options.
+--- As PyTorch's, over a map-style dataset it draws batches of indices from a
+--- batch sampler: batch_sampler, else BatchSampler(sampler, batch_size,
+--- drop_last), the sampler a RandomSampler with shuffle, else a
+--- SequentialSampler; over an iterable dataset it batches the samples as
+--- they come. batch_size = false (PyTorch's None): no automatic batching.
 --- pin_memory: each batch is put in page-locked memory before it is moved to
 --- `device`, with non_blocking copies (like PyTorch); where CUDA is not
 --- available it warns once and the batches stay in ordinary memory.
-local LOADER = { batch_size = "integer", shuffle = "boolean", drop_last = "boolean", device = "device",
+local LOADER = { batch_size = "integer|boolean", shuffle = "boolean", drop_last = "boolean", device = "device",
   collate_fn = "function", pin_memory = "boolean", sampler = "any", batch_sampler = "any", generator = "any",
   -- PyTorch's worker options: accepted, and the batches are made in the calling process
   num_workers = "integer", persistent_workers = "boolean", prefetch_factor = "integer", worker_init_fn = "function",
-  timeout = "number" }
+  timeout = "number", multiprocessing_context = "any", pin_memory_device = "string", in_order = "boolean" }
 local LOADER_TABLE = { dataset = "table" }
 for k, v in pairs(LOADER) do LOADER_TABLE[k] = v end
+-- PyTorch's positional arguments after the dataset, in order
+local LOADER_POSITIONAL = { "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers", "collate_fn",
+  "pin_memory", "drop_last", "timeout", "worker_init_fn", "multiprocessing_context", "generator" }
 
-function data.DataLoader(dataset, opts, ...)
+-- The options of a DataLoader call, and its dataset.
+local function loader_options(dataset, opts, ...)
   -- the one-table form: DataLoader{dataset = ds, sampler = s, ...}
   if opts == nil and type(dataset) == "table" and getmetatable(dataset) == nil and rawget(dataset, "dataset") ~= nil
       and rawget(dataset, "len") == nil then
     opts = check.options(dataset, "DataLoader", LOADER_TABLE)
-    dataset = opts.dataset
-  elseif opts ~= nil and type(opts) ~= "table" then -- PyTorch's positional batch_size[, shuffle]
-    opts = check.positional("DataLoader", { "batch_size", "shuffle" }, LOADER, opts, ...)
-  else
-    opts = check.options(opts, "DataLoader", LOADER)
+    return opts, opts.dataset
   end
-  dataset = as_dataset(dataset)
-  if type(dataset) ~= "table" or type(dataset.len) ~= "function" or type(dataset.get) ~= "function" then
-    wick.error("DataLoader: the dataset must have len() and get(i) methods, or be an array of samples")
+  return check.positional("DataLoader", LOADER_POSITIONAL, LOADER, opts, ...), dataset
+end
+
+-- PyTorch's checks of the worker options (which change nothing here); the prefetch_factor it keeps.
+local function worker_options(opts)
+  local fn, workers = "DataLoader", opts.num_workers or 0
+  if workers < 0 then
+    check.fail(fn, "num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
   end
-  if (opts.num_workers or 0) < 0 then
-    check.fail("DataLoader", "num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
+  if (opts.timeout or 0) < 0 then check.fail(fn, "timeout option should be non-negative") end
+  local prefetch = opts.prefetch_factor
+  if workers == 0 and prefetch ~= nil then
+    check.fail(fn, "prefetch_factor option could only be specified in multiprocessing.let num_workers > 0 to "
+      .. "enable multiprocessing, otherwise set prefetch_factor to None.")
+  elseif prefetch ~= nil and prefetch < 0 then
+    check.fail(fn, "prefetch_factor option should be non-negative")
   end
-  local sampler, batch_sampler, bs, drop_last = opts.sampler, opts.batch_sampler, opts.batch_size or 1, opts.drop_last
+  if opts.persistent_workers and workers == 0 then check.fail(fn, "persistent_workers option needs num_workers > 0") end
+  return workers > 0 and (prefetch or 2) or nil
+end
+
+-- PyTorch's refusal of sampler options for an iterable dataset.
+local function iterable_options(opts)
+  for _, name in ipairs({ "shuffle", "sampler", "batch_sampler" }) do
+    local v = opts[name]
+    if v ~= nil and v ~= false then
+      check.fail("DataLoader", "DataLoader with IterableDataset: expected unspecified %s option, but got %s=%s", name,
+        name, type(v) == "boolean" and tostring(v) or check.describe(v))
+    end
+  end
+end
+
+-- The loader's sampler, batch_sampler, batch_size (nil: no automatic batching)
+-- and drop_last, from its options, as PyTorch's: checked, and made where not given.
+local function loader_samplers(opts, dataset, iterable, generator)
+  local fn = "DataLoader"
+  if opts.batch_size == true then
+    check.fail(fn, "expected a positive integer for option 'batch_size', or false (PyTorch's None: no automatic "
+      .. "batching), got true")
+  end
+  if iterable then iterable_options(opts) end
+  local sampler, batch_sampler, drop_last = opts.sampler, opts.batch_sampler, opts.drop_last or false
+  local bs = opts.batch_size == nil and 1 or opts.batch_size or nil -- (false: PyTorch's None)
   if sampler ~= nil then
-    sampler_arg(sampler, "DataLoader", "option 'sampler'")
-    if opts.shuffle then check.fail("DataLoader", "sampler option is mutually exclusive with shuffle") end
+    sampler_arg(sampler, fn, "option 'sampler'")
+    if opts.shuffle then check.fail(fn, "sampler option is mutually exclusive with shuffle") end
   end
   if batch_sampler ~= nil then
-    sampler_arg(batch_sampler, "DataLoader", "option 'batch_sampler'")
+    sampler_arg(batch_sampler, fn, "option 'batch_sampler'")
     if bs ~= 1 or opts.shuffle or sampler ~= nil or drop_last then
-      check.fail("DataLoader",
-        "batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last")
+      check.fail(fn, "batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last")
     end
-    bs = nil -- as PyTorch's loader.batch_size
-  else
-    sampler = sampler or (opts.shuffle and data.RandomSampler(dataset, { generator = generator_of(opts, "DataLoader") })
-      or data.SequentialSampler(dataset))
-    batch_sampler = data.BatchSampler(sampler, bs, drop_last or false)
+    return sampler, batch_sampler, nil, false
+  elseif bs == nil and drop_last then
+    check.fail(fn, "batch_size=None option disables auto-batching and is mutually exclusive with drop_last "
+      .. "(batch_size = false is PyTorch's None)")
   end
+  if bs then check.int(bs, fn, "batch_size", 1) end
+  if iterable then return nil, nil, bs, drop_last end -- (the samples are batched as they come)
+  sampler = sampler or (opts.shuffle and data.RandomSampler(dataset, { generator = generator })
+    or data.SequentialSampler(dataset))
+  return sampler, bs and data.BatchSampler(sampler, bs, drop_last), bs, drop_last
+end
+
+function data.DataLoader(dataset, opts, ...)
+  opts, dataset = loader_options(dataset, opts, ...)
+  dataset = as_dataset(dataset)
+  local iterable = is_iterable(dataset)
+  if not iterable and (type(dataset) ~= "table" or not is_callable(dataset.len) or not is_callable(dataset.get)) then
+    check.fail("DataLoader", "the dataset must have len() and get(i) methods, or an iter() method (an iterable "
+      .. "dataset), or be an array of samples")
+  end
+  local prefetch_factor = worker_options(opts)
+  local generator = generator_of(opts, "DataLoader")
+  local sampler, batch_sampler, bs, drop_last = loader_samplers(opts, dataset, iterable, generator)
   return setmetatable({
-    dataset = dataset, batch_size = bs, drop_last = drop_last or false,
-    sampler = sampler, batch_sampler = batch_sampler,
-    device = opts.device and wick.device(opts.device) or nil, collate_fn = opts.collate_fn or collate,
-    pin_memory = opts.pin_memory and true or false,
+    dataset = dataset, batch_size = bs, drop_last = drop_last, sampler = sampler, batch_sampler = batch_sampler,
+    generator = generator, collate_fn = opts.collate_fn or ((bs or batch_sampler) and collate or convert),
+    pin_memory = opts.pin_memory or false, pin_memory_device = opts.pin_memory_device or "",
+    num_workers = opts.num_workers or 0, prefetch_factor = prefetch_factor,
+    persistent_workers = opts.persistent_workers or false, worker_init_fn = opts.worker_init_fn,
+    timeout = opts.timeout or 0, multiprocessing_context = opts.multiprocessing_context,
+    in_order = opts.in_order ~= false,
+    device = opts.device and wick.device(opts.device) or nil,
   }, DataLoader)
 end
 
 local function loader_self(self, fn) return own(self, DataLoader, fn) end
 
---- The number of batches of a pass: the batch sampler's len().
+--- The number of batches of a pass: the batch sampler's len() (the sampler's
+--- without automatic batching); over an iterable dataset, from its len() (an
+--- error where it has none, as PyTorch's TypeError).
 function DataLoader:len()
-  return len_of(loader_self(self, "len").batch_sampler, "DataLoader:len", "batch sampler")
+  loader_self(self, "len")
+  if is_iterable(self.dataset) then
+    local n, bs = iterable_len(self.dataset, "DataLoader:len"), self.batch_size
+    if bs == nil then return n end
+    return (self.drop_last and math.floor or math.ceil)(n / bs)
+  end
+  return len_of(self.batch_sampler or self.sampler, "DataLoader:len", self.batch_sampler and "batch sampler" or "sampler")
 end
 
 local warned_pin_memory = false
@@ -775,29 +1074,67 @@ local function pin_and_move(value, device)
   return setmetatable(out, getmetatable(value))
 end
 
---- for inputs, labels in loader:iter() do ... end: one pass (an epoch) over the
---- batch sampler's batches; each batch as several values.
-function DataLoader:iter()
-  loader_self(self, "iter")
-  local ds, collate_fn = self.dataset, self.collate_fn
+-- A pass over a map-style dataset: a function giving each batch (a table of
+-- the loop's values), from the batch sampler's arrays of indices, or, without
+-- automatic batching, one sample for each of the sampler's indices.
+local function map_batches(self)
+  local ds, collate_fn, batch_sampler = self.dataset, self.collate_fn, self.batch_sampler
   local n = len_of(ds, "DataLoader:iter", "dataset")
-  local source = self.batch_size and "sampler" or "batch_sampler"
-  local next_batch = iter_of(self.batch_sampler, "DataLoader:iter", "batch sampler")
-  local pin = pinning(self)
+  local source = (self.batch_size == nil and batch_sampler) and "batch_sampler" or "sampler"
+  local function checked(i)
+    if type(i) ~= "number" or i ~= math.floor(i) or i < 1 or i > n then
+      check.fail("DataLoader", "the %s gave the index %s, outside the dataset's 1..%d (indices are 1-based)", source,
+        check.describe(i), n)
+    end
+    return i
+  end
+  local next_indices = iter_of(batch_sampler or self.sampler, "DataLoader:iter", batch_sampler and "batch sampler"
+    or "sampler")
   return function()
-    local indices = next_batch()
+    local indices = next_indices()
     if indices == nil then return nil end
+    if not batch_sampler then return convert_sample(sample_of(ds:get(checked(indices))), collate_fn) end
     if type(indices) ~= "table" or #indices == 0 then
       check.fail("DataLoader", "the batch_sampler gave %s, expected a non-empty array of indices",
         check.describe(indices))
     end
-    for _, i in ipairs(indices) do
-      if type(i) ~= "number" or i ~= math.floor(i) or i < 1 or i > n then
-        check.fail("DataLoader", "the %s gave the index %s, outside the dataset's 1..%d (indices are 1-based)", source,
-          check.describe(i), n)
-      end
+    for _, i in ipairs(indices) do checked(i) end
+    return fetch(ds, indices, collate_fn)
+  end
+end
+
+-- A pass over an iterable dataset: its samples in batches of batch_size as they
+-- come (PyTorch's _IterableDatasetFetcher), or one by one without automatic batching.
+local function iterable_batches(self)
+  local it, ended, collate_fn = iter_of(self.dataset, "DataLoader:iter", "dataset"), false, self.collate_fn
+  local function next_sample()
+    if ended then return nil end
+    local s = sample_of(it())
+    if s[1] == nil then ended = true; return nil end
+    return s
+  end
+  if self.batch_size == nil then
+    return function()
+      local s = next_sample()
+      return s and convert_sample(s, collate_fn)
     end
-    local batch = fetch(ds, indices, collate_fn)
+  end
+  local next_chunk = chunks(next_sample, self.batch_size, self.drop_last)
+  return function()
+    local samples = next_chunk()
+    return samples and collate_samples(samples, collate_fn)
+  end
+end
+
+--- for inputs, labels in loader:iter() do ... end: one pass (an epoch); each
+--- batch (or, without automatic batching, each sample) as several values.
+function DataLoader:iter()
+  loader_self(self, "iter")
+  local next_batch = (is_iterable(self.dataset) and iterable_batches or map_batches)(self)
+  local pin = pinning(self)
+  return function()
+    local batch = next_batch()
+    if batch == nil then return nil end
     if pin then batch = pin_and_move(batch, self.device)
     elseif self.device then batch = wick.to_device(batch, self.device) end
     return unpack(batch)

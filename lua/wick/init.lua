@@ -1836,6 +1836,9 @@ end
 --- count first as Python's enumerate gives it (from 0 unless start says); also a
 --- tensor's slices along dim 1 and an array's items
 function wick.enumerate(iterable, start)
+  if type(start) == "table" and getmetatable(start) == nil then -- Python's enumerate(x, start=1)
+    start = check.options(start, "enumerate", { start = "number" }).start
+  end
   if start ~= nil then check.number(start, "enumerate", "start") end
   local next_item
   if type(iterable) == "function" then next_item = iterable
