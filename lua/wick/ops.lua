@@ -3160,8 +3160,8 @@ return function(wick)
     local g = x:gcd(y)
     return wick.where(g:eq(0), 0, x:floor_divide(wick.where(g:eq(0), 1, g)) * y)
   end
-  function Tensor.gcd_(a, b) return a:copy_(a:gcd(b)) end
-  function Tensor.lcm_(a, b) return a:copy_(a:lcm(b)) end
+  function Tensor.gcd_(a, b) check.tensor(a, "gcd_", "self"); return a:copy_(Tensor.gcd(a, b)) end
+  function Tensor.lcm_(a, b) check.tensor(a, "lcm_", "self"); return a:copy_(Tensor.lcm(a, b)) end
   wick.gcd = function(a, b) return Tensor.gcd(a, b) end
   wick.lcm = function(a, b) return Tensor.lcm(a, b) end
   --- wick.trapezoid(y[, x][, {dx = 1, dim = -1}]) (also trapz), wick.cumulative_trapezoid: the trapezoid
