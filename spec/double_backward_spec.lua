@@ -371,3 +371,27 @@ describe("a gradient penalty alone through relu and leaky_relu (WGAN-GP's critic
       { wick.randn(6, { dtype = "float64", requires_grad = true }) }))
   end)
 end)
+
+describe("gradients of gradients through in-place writes to views (CopySlices, AsStrided)", function()
+  it("match the numerical ones: mul_ by a tensor, an in-place activation, exp_, a copy_", function()
+    local F = wick.nn.functional
+    local a = wick.randn(6, { dtype = "float64", requires_grad = true })
+    local cases = {
+      function(x) local b = x * 2; b:narrow(1, 2, 3):mul_(x:narrow(1, 1, 3)); return b ^ 3 end,
+      function(x) local b = (x * 2):reshape(2, 3); F.leaky_relu(b[2], 0.1, true); return b ^ 3 end,
+      function(x) local b = (x * 2):view(2, 3); local v = b:select(1, 2); v:exp_(); return v ^ 2 end,
+      function(x) local b = x * 2; b:narrow(1, 2, 3):mul_(3); return b ^ 3 end,
+      function(x) local b = x * 2; b:narrow(1, 2, 3):copy_(x:narrow(1, 1, 3) ^ 2); return b ^ 3 end,
+    }
+    for i, f in ipairs(cases) do
+      local ok, err = pcall(wick.autograd.gradgradcheck, f, { a })
+      assert.is_true(ok and err, ("case %d: %s"):format(i, tostring(err)))
+    end
+    local x = wick.randn(2, 3, 4, 4, { dtype = "float64", requires_grad = true })
+    assert.is_true(wick.autograd.gradgradcheck(function(t)
+      local y = F.instance_norm(t):reshape(2, 3, 16) -- a view: the in-place relu writes through it
+      F.relu(y, true)
+      return y:pow(2)
+    end, { x }))
+  end)
+end)

@@ -354,35 +354,81 @@ static wick_status plan_region(wick_tensor **out, const wick_tensor *t, const wi
     return wk_tensor_view(out, t, ndim, p + 2, p + 2 + ndim, t->offset + p[0]);
 }
 
+/* The three linear maps of a write through a view, between the view's shape
+ * and its base's (plan: the view's place in the base): EMBED (zeros of the
+ * base's shape, the region g), EXTRACT (the region of g), ZERO (g with the
+ * region zeroed). EMBED and EXTRACT are each other's adjoint and ZERO its own,
+ * so under create_graph each result is recorded as that map's output with its
+ * adjoint as backward: gradients of gradients to any order. */
+enum { WK_REGION_EMBED, WK_REGION_EXTRACT, WK_REGION_ZERO };
+static const char *const region_names[] = {"EmbedRegionBackward", "ExtractRegionBackward", "ZeroRegionBackward"};
+
+static wick_status region_map(wick_tensor **out, int kind, wick_tensor *g, const wick_tensor *plan, int ndim,
+                              const int64_t *sizes);
+
+static wick_status region_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
+    static const int adjoint[] = {WK_REGION_EXTRACT, WK_REGION_EMBED, WK_REGION_ZERO};
+    return region_map(&grads[0], adjoint[n->op], g, n->saved[0], n->ndim, n->sizes);
+}
+
+/* *out = kind(g), computed (without grad); ndim, sizes: the base's shape (EMBED's result) */
+static wick_status region_compute(wick_tensor **out, int kind, wick_tensor *g, const wick_tensor *plan, int ndim,
+                                  const int64_t *sizes) {
+    wick_tensor *r = NULL, *region = NULL;
+    wick_status st;
+    if (kind == WK_REGION_EMBED) {
+        st = wick_full(&r, ndim, sizes, 0, (wick_options){g->dtype, g->storage->device});
+        if (!st) st = plan_region(&region, r, plan);
+        if (!st) st = wick_copy_(region, g);
+    } else {
+        wick_tensor *gc = NULL; /* contiguous, and ours to change */
+        st = wick_clone(&gc, g);
+        if (!st) st = plan_region(&region, gc, plan);
+        if (!st && kind == WK_REGION_EXTRACT) st = wick_clone(&r, region);
+        else if (!st && !(st = wick_fill_(region, 0))) r = gc, gc = NULL;
+        wick_tensor_release(gc);
+    }
+    wick_tensor_release(region);
+    if (st) return wick_tensor_release(r), st;
+    *out = r;
+    return WICK_OK;
+}
+
+/* *out = kind(g), with its history under create_graph */
+static wick_status region_map(wick_tensor **out, int kind, wick_tensor *g, const wick_tensor *plan, int ndim,
+                              const int64_t *sizes) {
+    wick_tensor *r = NULL;
+    wick_status st;
+    WK_NO_GRAD(st = region_compute(&r, kind, g, plan, ndim, sizes));
+    const wick_tensor *in = g;
+    if (!st && wk_wants_grad(1, &in)) { /* create_graph: r's history, its adjoint as backward */
+        wk_node *m = NULL;
+        st = wk_record(r, region_names[kind], region_backward, kind, 1, &in, &m);
+        if (!st) {
+            m->twice = true;
+            m->ndim = g->ndim; /* EXTRACT's input is base-shaped: its adjoint EMBED makes that shape */
+            memcpy(m->sizes, g->sizes, sizeof(int64_t) * g->ndim);
+            st = wk_save(m, 0, plan, r);
+        }
+    }
+    if (st) return wick_tensor_release(r), st;
+    *out = r;
+    return WICK_OK;
+}
+
 /* base_new = base_old with the view's region replaced by the value: the old
  * base's gradient is g with zeros there, the value's is g's region. */
 static wick_status copy_slices_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
-    wick_tensor *gc, *region = NULL;
-    wick_status st = wick_clone(&gc, g); /* contiguous, and ours to change */
-    if (st) return st;
-    st = wick_tensor_is_contiguous(gc) ? plan_region(&region, gc, n->saved[0])
-                                       : wick_fail(WICK_ERR_UNSUPPORTED, "CopySlices: a strided clone");
-    if (!st && (n->edges[1].leaf || n->edges[1].node)) st = wick_clone(&grads[1], region);
-    if (!st && (n->edges[0].leaf || n->edges[0].node)) {
-        st = wick_fill_(region, 0);
-        if (!st) grads[0] = gc, gc = NULL;
-    }
-    wick_tensor_release(region);
-    wick_tensor_release(gc);
+    wick_status st = WICK_OK;
+    if (n->edges[1].leaf || n->edges[1].node) st = region_map(&grads[1], WK_REGION_EXTRACT, g, n->saved[0], 0, NULL);
+    if (!st && (n->edges[0].leaf || n->edges[0].node))
+        st = region_map(&grads[0], WK_REGION_ZERO, g, n->saved[0], 0, NULL);
     return st;
 }
 
 /* the view's new history: its region of the base (zeros elsewhere) */
 static wick_status view_of_base_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
-    wick_tensor *z, *region = NULL;
-    wick_status st = wick_full(&z, n->ndim, n->sizes, 0, (wick_options){g->dtype, g->storage->device});
-    if (st) return st;
-    st = plan_region(&region, z, n->saved[0]);
-    if (!st) st = wick_copy_(region, g);
-    wick_tensor_release(region);
-    if (st) return wick_tensor_release(z), st;
-    grads[0] = z;
-    return WICK_OK;
+    return region_map(&grads[0], WK_REGION_EMBED, g, n->saved[0], n->ndim, n->sizes);
 }
 
 /* v's history: the region `plan` of its base's current one */
@@ -390,6 +436,7 @@ static wick_status record_view_of_base(wick_tensor *v, const wick_tensor *base, 
     wk_node *n = NULL;
     wick_status st = wk_record(v, "AsStridedBackward", view_of_base_backward, 0, 1, &base, &n);
     if (st) return st;
+    n->twice = true; /* region_map records its results' histories under create_graph */
     n->ndim = base->ndim;
     memcpy(n->sizes, base->sizes, sizeof(int64_t) * base->ndim);
     return wk_save(n, 0, plan, NULL);
@@ -404,6 +451,7 @@ static wick_status copy_slices(wick_tensor *v, wick_tensor *result) {
     const wick_tensor *ins[2] = {base, result};
     wk_node *n = NULL;
     st = wk_record(base, "CopySlices", copy_slices_backward, 0, 2, ins, &n);
+    if (!st) n->twice = true; /* region_map records its results' histories under create_graph */
     if (!st) st = wk_save(n, 0, plan, NULL);
     if (!st) st = record_view_of_base(v, base, plan);
     wick_tensor_release(plan);
@@ -432,11 +480,12 @@ wick_status wk_refresh_view(const wick_tensor *t) {
 wick_status wk_adopt_inplace(wick_tensor *target, wick_tensor *result) {
     wk_node *node = result->grad_fn;
     wick_status st = WICK_OK;
-    /* the node may have saved target's values before the write: keep a copy */
+    /* the node may have saved target's values before the write: keep a copy,
+     * recorded (its history is the old values', for create_graph) */
     for (int i = 0; node && i < WK_MAX_SAVED && !st; i++) {
         wick_tensor *s = node->saved[i], *copy;
         if (!s || s->storage != target->storage) continue;
-        WK_NO_GRAD(st = wick_clone(&copy, s));
+        st = wick_clone(&copy, s);
         if (st) break;
         wick_tensor_release(s);
         node->saved[i] = copy;

@@ -1302,14 +1302,18 @@ local function array_container(C, name, check_item, named)
       if #key ~= 1 or type(r) ~= "table" or getmetatable(r) ~= nil or type(r[1]) ~= "number" then
         check.fail(name, "a %s is sliced with {{first, last[, step]}} (inclusive, negative from the end), got another table key", name)
       end
-      local a, b, step = r[1], r[2] or n, r[3] or 1
+      local step = r[3] or 1
+      check.int(step, name, "step")
+      if step == 0 then check.fail(name, "slice step cannot be zero") end
+      -- a negative step walks back from first to last (PyTorch's m[::-1] is m[{{-1, 1, -1}}])
+      local a, b = r[1], r[2] or (step > 0 and n or 1)
       check.int(a, name, "first")
       check.int(b, name, "last")
-      check.int(step, name, "step")
-      if step < 1 then check.fail(name, "the step of a range must be positive (got %d)", step) end
       if a < 0 then a = n + 1 + a end
       if b < 0 then b = n + 1 + b end
-      if a < 1 or b > n or a > b + 1 then
+      local bad
+      if step > 0 then bad = a < 1 or b > n or a > b + 1 else bad = a > n or b < 1 or a < b - 1 end
+      if bad then
         check.fail(name, "the range {%d, %d} reaches past the %d entries (indices count from 1)", r[1], r[2] or n, n)
       end
       -- a Sequential's entries keep their names, as PyTorch's slice keeps its keys
