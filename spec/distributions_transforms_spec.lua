@@ -160,3 +160,17 @@ describe("the relaxed distributions", function()
     assert.is_not_nil(D.relaxed_bernoulli.RelaxedBernoulli)
   end)
 end)
+
+describe("distributions built with every argument by name (PyTorch's keywords)", function()
+  it("give the same distribution as the positional form", function()
+    local m, L = V({ 0.5, -1 }), V({ { 2, 0 }, { 0.3, 1 } })
+    local x = V({ 0.1, 0.2 })
+    close(D.MultivariateNormal(m, { scale_tril = L }):log_prob(x):totable(),
+      D.MultivariateNormal{ loc = m, scale_tril = L }:log_prob(x))
+    close(D.Normal(m, V({ 1, 2 })):log_prob(x):totable(), D.Normal{ loc = m, scale = V({ 1, 2 }) }:log_prob(x))
+    assert.are.same({ 2 }, dims(D.Independent{ base_distribution = D.Normal(m, V({ 1, 2 })),
+      reinterpreted_batch_ndims = 1 }.event_shape))
+    support.assert_error_has(function() D.Normal{ loc = m, scale = V({ 1, 2 }), foo = 1 } end,
+      "unknown option 'foo'")
+  end)
+end)

@@ -115,6 +115,17 @@ local function class(name)
   -- boolean is that option
   local function call(cls, ...)
     local n = select("#", ...)
+    -- every argument by name, Normal{loc = m, scale = s} (PyTorch's Normal(loc=m, scale=s))
+    local kw, t = rawget(cls, "_keywords"), (...)
+    if kw and n == 1 and type(t) == "table" and getmetatable(t) == nil and t[1] == nil and t[kw[1]] ~= nil then
+      local args, rest, named = {}, nil, {}
+      for i, k in ipairs(kw) do args[i], named[k] = t[k], true end
+      for k, v in pairs(t) do
+        if not named[k] then rest = rest or {}; rest[k] = v end
+      end
+      args[#kw + 1] = rest
+      return cls.new(unpack(args, 1, #kw + 1))
+    end
     if n > 0 and type(select(n, ...)) == "boolean" then
       local args = { ... }
       args[n] = { validate_args = args[n] }
@@ -351,6 +362,7 @@ function OneHotCategorical:entropy() return self._categorical:entropy() end
 --- Normal(loc, scale) (numbers or tensors, broadcast): sample, rsample (with
 --- gradients through loc and scale), log_prob, entropy, cdf, icdf, mean, stddev, variance
 local Normal = class("Normal")
+Normal._keywords = { "loc", "scale" }
 Normal._params = { "loc", "scale" }
 function Normal.new(loc, scale, opts)
   local d = setmetatable({}, Normal)
@@ -410,6 +422,7 @@ local function half_log_det(L) return L:diagonal(0, -2, -1):log():sum(-1) end
 
 --- MultivariateNormal(loc, covariance_matrix) or (loc, {covariance_matrix = | precision_matrix = | scale_tril =})
 local MultivariateNormal = class("MultivariateNormal")
+MultivariateNormal._keywords = { "loc", "covariance_matrix" }
 MultivariateNormal._params = { "loc" }
 function MultivariateNormal.new(loc, cov, opts)
   local fn = "MultivariateNormal"
@@ -523,6 +536,7 @@ end
 
 --- Independent(base, reinterpreted_batch_ndims): the base's rightmost batch dims as event dims
 local Independent = class("Independent")
+Independent._keywords = { "base_distribution", "reinterpreted_batch_ndims" }
 function Independent.new(base, ndims, opts)
   local fn = "Independent"
   local kind = type(base) == "table" and getmetatable(base)
@@ -598,6 +612,7 @@ end
 
 --- Uniform(low, high): values in [low, high)
 local Uniform = class("Uniform")
+Uniform._keywords = { "low", "high" }
 Uniform._params = { "low", "high" }
 function Uniform.new(low, high, opts)
   local d = setmetatable({}, Uniform)
@@ -865,6 +880,7 @@ end
 
 --- Gamma(concentration, rate) (numbers or tensors, broadcast): values in [0, inf)
 local Gamma = class("Gamma")
+Gamma._keywords = { "concentration", "rate" }
 Gamma._params = { "concentration", "rate" }
 function Gamma.new(concentration, rate, opts)
   local d = setmetatable({}, Gamma)
@@ -904,6 +920,7 @@ end
 
 --- Dirichlet(concentration): concentration [..., k] (batch_shape [...], event_shape {k}); values on the simplex
 local Dirichlet = class("Dirichlet")
+Dirichlet._keywords = { "concentration" }
 Dirichlet._params = { "concentration" }
 function Dirichlet.new(concentration, opts)
   local fn = "Dirichlet"
@@ -962,6 +979,7 @@ end
 --- Beta(concentration1, concentration0) (numbers or tensors, broadcast): values in [0, 1], a
 --- Dirichlet over (x, 1 - x) as PyTorch's
 local Beta = class("Beta")
+Beta._keywords = { "concentration1", "concentration0" }
 Beta._params = { "concentration1", "concentration0" }
 function Beta.new(concentration1, concentration0, opts)
   local fn = "Beta"
@@ -1004,6 +1022,7 @@ function Beta:entropy() return self._dirichlet:entropy() end
 
 --- Exponential(rate) (a number or tensor): values in [0, inf)
 local Exponential = class("Exponential")
+Exponential._keywords = { "rate" }
 Exponential._params = { "rate" }
 function Exponential.new(rate, opts) return rated(Exponential, rate, opts, positive, POSITIVE, true) end
 function Exponential._lazy.mean(d) return d.rate:reciprocal() end
@@ -1035,6 +1054,7 @@ end
 
 --- Laplace(loc, scale) (numbers or tensors, broadcast)
 local Laplace = class("Laplace")
+Laplace._keywords = { "loc", "scale" }
 Laplace._params = { "loc", "scale" }
 function Laplace.new(loc, scale, opts)
   local d = setmetatable({}, Laplace)
@@ -1079,6 +1099,7 @@ end
 
 --- StudentT(df, [loc = 0, [scale = 1]]) (numbers or tensors, broadcast)
 local StudentT = class("StudentT")
+StudentT._keywords = { "df", "loc", "scale" }
 StudentT._params = { "df", "loc", "scale" }
 function StudentT.new(df, loc, scale, opts)
   local fn = "StudentT"
@@ -1132,6 +1153,7 @@ end
 
 --- LogNormal(loc, scale): exp of a Normal(loc, scale) (d.base_dist), values in (0, inf)
 local LogNormal = class("LogNormal")
+LogNormal._keywords = { "loc", "scale" }
 LogNormal._params = { "loc", "scale" }
 function LogNormal.new(loc, scale, opts)
   local fn = "LogNormal"
@@ -1176,6 +1198,7 @@ local function nonnegative_integer(v) return v:ge(0):logical_and(v:eq(v:floor())
 
 --- Poisson(rate) (a number or tensor): counts 0, 1, 2, ...
 local Poisson = class("Poisson")
+Poisson._keywords = { "rate" }
 Poisson._params = { "rate" }
 function Poisson.new(rate, opts) return rated(Poisson, rate, opts, nonnegative, NONNEGATIVE, false) end
 function Poisson._lazy.mean(d) return d.rate end
@@ -1303,6 +1326,7 @@ end
 --- TransformedDistribution(base, transforms): the base's values pushed through transforms (one
 --- transform or a list, wick.distributions.transforms), with PyTorch's shapes and log-densities
 local TransformedDistribution = class("TransformedDistribution")
+TransformedDistribution._keywords = { "base_distribution", "transforms" }
 function TransformedDistribution.new(base, transforms, opts)
   local fn = "TransformedDistribution"
   if not is_distribution(base) then check.expected(fn, "base_distribution", "a distribution", base) end
@@ -1395,6 +1419,7 @@ end
 --- MixtureSameFamily(mixture_distribution, component_distribution): a Categorical over the
 --- component distribution's rightmost batch dim
 local MixtureSameFamily = class("MixtureSameFamily")
+MixtureSameFamily._keywords = { "mixture_distribution", "component_distribution" }
 function MixtureSameFamily.new(mixture, component, opts)
   local fn = "MixtureSameFamily"
   if getmetatable(mixture) ~= Categorical then
