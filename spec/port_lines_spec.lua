@@ -1642,6 +1642,16 @@ describe("a twelfth round of ported lines", function()
     support.assert_error_has(function() return l[{ { 1, 3, 0 } }] end, "slice step cannot be zero")
   end)
 
+  it("a built-in layer called with an argument its forward does not take is PyTorch's TypeError", function()
+    local x = wick.rand(1, 4)
+    support.assert_error_has(function() nn.Linear(4, 2)(x, x) end, "Linear.forward: takes 2 positional argument(s) but 3 were given")
+    support.assert_error_has(function() nn.MSELoss()(x, x, x) end, "takes 3 positional argument(s) but 4 were given")
+    assert.are.same({ 1, 2 }, { unpack(nn.Linear(4, 2)(x, nil):size()) }) -- a trailing nil is no argument
+    local Own = nn.Module:extend("Own")
+    function Own:forward(a) return a end
+    assert.are.equal(x, Own()(x, x)) -- a forward of one's own keeps Lua's rule
+  end)
+
   it("wick.broadcast_shapes as torch.broadcast_shapes", function()
     assert.are.same({ 2, 3 }, { unpack(wick.broadcast_shapes({ 2, 1 }, { 3 }, 1)) })
     assert.are.same({}, { unpack(wick.broadcast_shapes()) })

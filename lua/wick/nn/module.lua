@@ -278,6 +278,28 @@ local function hooked_call(self, pre, post, ...)
   return unpack(out, 1, out.n)
 end
 
+-- A built-in layer called with more arguments than its forward takes is
+-- PyTorch's TypeError, not a silent drop (nn.Linear(4, 2)(x, mask)); trailing
+-- nils are Lua's absent arguments. A forward of one's own keeps Lua's rule.
+local max_args = setmetatable({}, { __mode = "k" }) -- forward -> its positional count, or false
+local function check_arity(self, n, ...)
+  local f = self.forward
+  local max = max_args[f]
+  if max == nil then
+    local info = type(f) == "function" and debug.getinfo(f, "Su")
+    max = info and info.nparams and not info.isvararg and info.source:find("wick/nn/", 1, true) and info.nparams - 1
+      or false
+    max_args[f] = max
+  end
+  if not max or n <= max then return end
+  for i = max + 1, n do
+    if select(i, ...) ~= nil then
+      check.fail((getmetatable(self).__name or "Module") .. ".forward", "takes %d positional argument(s) but %d were given",
+        max + 1, n + 1)
+    end
+  end
+end
+
 -- (the test and the forward inline: a call is on every layer's path)
 if core.profiler_hooked then
   Module.__call = function(self, ...)
@@ -285,6 +307,8 @@ if core.profiler_hooked then
     if pre or post or rawget(self, "_backward_hooks") or rawget(self, "_backward_pre_hooks") then
       return hooked_call(self, pre, post, ...)
     end
+    local n = select("#", ...)
+    if n > 1 then check_arity(self, n, ...) end
     if profiling.on then return profiling.call(self, ...) end
     return self:forward(...)
   end
@@ -294,6 +318,8 @@ else
     if pre or post or rawget(self, "_backward_hooks") or rawget(self, "_backward_pre_hooks") then
       return hooked_call(self, pre, post, ...)
     end
+    local n = select("#", ...)
+    if n > 1 then check_arity(self, n, ...) end
     return self:forward(...)
   end
 end
