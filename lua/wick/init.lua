@@ -167,6 +167,13 @@ Size.__eq = function(a, b)
   return true
 end
 function Size.numel(s) local n = 1; for i = 1, #s do n = n * s[i] end; return n end
+--- s:tolist() (also s:totable()): the sizes as a plain table (Python's list(x.size()))
+function Size.tolist(s)
+  local out = {}
+  for i = 1, #s do out[i] = s[i] end
+  return out
+end
+Size.totable = Size.tolist
 -- shape[{1, -2}] + {-1, 2} (Python's xq.shape[:-1] + (-1, 2)): a Size of both
 local function size_join(a, b)
   if type(a) ~= "table" or type(b) ~= "table" then
@@ -1397,7 +1404,30 @@ wick.cuda = {
   seed = function() return wick.seed() end,
   seed_all = function() return wick.seed() end,
   initial_seed = function() return wick.initial_seed() end,
+  -- wick's CUDA state is made when a GPU is there (reversible.py's torch.cuda._initialized guard)
+  is_initialized = function() return wick.cuda.is_available() end,
 }
+--- wick.random: torch.random's names; wick.random.fork_rng([{devices =, enabled = true}], fn, ...) runs
+--- fn(...) and then puts the generator's state back (also when fn raises), as `with torch.random.fork_rng():`
+wick.random = check.strict({
+  manual_seed = function(s) return wick.manual_seed(s) end,
+  seed = function() return wick.seed() end,
+  initial_seed = function() return wick.initial_seed() end,
+  get_rng_state = function() return wick.get_rng_state() end,
+  set_rng_state = function(state) return wick.set_rng_state(state) end,
+  fork_rng = function(opts, fn, ...)
+    if type(opts) == "function" then return wick.random.fork_rng(nil, opts, fn, ...) end
+    opts = check.options(opts, "fork_rng", { devices = "table", enabled = "boolean", device_type = "string",
+      _caller = "string" })
+    check.callable(fn, "fork_rng", "fn")
+    if opts.enabled == false then return fn(...) end
+    local state = wick.get_rng_state() -- (one generator serves every device)
+    local results = pack(xpcall(fn, record_traceback, ...))
+    wick.set_rng_state(state)
+    if not results[1] then rethrow(results[2]) end
+    return unpack(results, 2, results.n)
+  end,
+}, "wick.random")
 -- torch.cuda.amp's names: the GradScaler and autocast of device "cuda"
 wick.cuda.amp = {
   GradScaler = function(...) return wick.amp.GradScaler("cuda", ...) end,

@@ -115,9 +115,18 @@ local function parameter_list(params)
 end
 
 -- One parameter group: the optimizer's defaults, then the group's own options.
+-- a parameter group's methods, as a Python dict's: group:update({lr = 0.1}) (convmixer's
+-- opt.param_groups[0].update(lr=lr)); a metatable, so pairs() sees only the options
+local GROUP_MT = { __index = {
+  update = function(group, values)
+    check.table(values, "param_group:update", "values")
+    for k, v in pairs(values) do group[k] = v end
+  end,
+} }
+
 local function make_group(self, g, gi)
   local name = getmetatable(self).__name
-  if type(g) ~= "table" or getmetatable(g) ~= nil or g.params == nil then
+  if type(g) ~= "table" or (getmetatable(g) ~= nil and getmetatable(g) ~= GROUP_MT) or g.params == nil then
     -- {a:parameters(), b:parameters()}: Python's itertools.chain(a.parameters(), b.parameters())
     local arrays = type(g) == "table" and getmetatable(g) == nil and g[1] ~= nil and wick.is_tensor(g[1])
     check.fail(name, "parameter group %s must be a table with params = {...}, got %s%s", tostring(gi), check.describe(g),
@@ -159,7 +168,7 @@ local function make_group(self, g, gi)
       if seen[q] then check.fail(name, "some parameters appear in more than one parameter group") end
     end
   end
-  return group
+  return setmetatable(group, GROUP_MT)
 end
 
 -- PyTorch's positional hyper-parameters after params, per optimizer (the rest

@@ -446,13 +446,37 @@ end
 
 -- F.conv2d(input, weight[, bias[, stride[, padding[, dilation[, groups]]]]][, opts]): PyTorch's order
 local CONV2D = { stride = "integer|table", padding = "integer|table|string", dilation = "integer|table", groups = "integer" }
+-- padding = "same" with an even (dilated) kernel at stride 1: PyTorch's asymmetric split, the extra row and
+-- column after, padded here; the C op pads an odd one symmetrically (and refuses a stride)
+local function same_asymmetric(x, weight, o)
+  if not (wick.is_tensor(x) and wick.is_tensor(weight) and weight:dim() == 4) then return x, o end
+  local function pair(v, default)
+    if v == nil then return default, default end
+    if type(v) == "table" then return v[1], v[2] or v[1] end
+    return v, v
+  end
+  local sh, sw = pair(o.stride, 1)
+  local dh, dw = pair(o.dilation, 1)
+  if sh ~= 1 or sw ~= 1 or type(dh) ~= "number" or type(dw) ~= "number" then return x, o end
+  local th, tw = dh * (weight:size(3) - 1), dw * (weight:size(4) - 1)
+  if th % 2 == 0 and tw % 2 == 0 then return x, o end
+  local copy = {}
+  for k, v in pairs(o) do copy[k] = v end
+  copy.padding = { math.floor(th / 2), math.floor(tw / 2) }
+  return F.pad(x, { 0, tw % 2, 0, th % 2 }), copy
+end
 function F.conv2d(x, weight, bias, ...)
   local n = select("#", ...)
+  local o
   if n == 1 and type((...)) == "table" and getmetatable((...)) == nil then
-    return core.conv2d(x, weight, bias, ...) -- one options table: the C op checks every option
+    o = ... -- one options table: the C op checks every option
+  elseif n == 0 then
+    o = {}
+  else
+    o = check.positional("conv2d", { "stride", "padding", "dilation", "groups" }, CONV2D, ...)
   end
-  if n == 0 then return core.conv2d(x, weight, bias, {}) end
-  return core.conv2d(x, weight, bias, check.positional("conv2d", { "stride", "padding", "dilation", "groups" }, CONV2D, ...))
+  if o.padding == "same" then x, o = same_asymmetric(x, weight, o) end
+  return core.conv2d(x, weight, bias, o)
 end
 
 --- F.conv_transpose2d(input, weight[, bias[, stride[, padding[, output_padding[, groups[, dilation]]]]]][, opts]),
@@ -684,7 +708,7 @@ end
 --- F.pad(input, pad[, mode = "constant"[, value = 0]]): pad = {left, right[, top, bottom[, front, back]]}
 --- from the last dim backwards, as PyTorch's; modes "constant", "reflect", "replicate", "circular";
 --- negative pads crop. Composed of cat (and index_select where a side crops), so gradients flow.
-local PAD = { mode = "string", value = "number" }
+local PAD = { mode = "string", value = "number|boolean" }
 local PAD_MODES = { constant = true, reflect = true, replicate = true, circular = true }
 -- 1-based source indices of positions -before .. n - 1 + after (0-based) for a non-constant mode
 local function pad_indices(mode, n, before, after, fn)
@@ -718,6 +742,7 @@ local function pad_input(x, pad, ...)
   end
   pad = numbers or pad
   local o = check.positional(fn, { "mode", "value" }, PAD, ...)
+  if type(o.value) == "boolean" then o.value = o.value and 1 or 0 end -- Python's True is 1 (a bool mask's padding)
   local mode = o.mode or "constant"
   if not PAD_MODES[mode] then
     check.fail(fn, "Unrecognised padding mode %s (expected constant, reflect, replicate or circular)", mode)

@@ -16,6 +16,7 @@ nn.utils = require("wick.nn.utils")
 nn.utils.rnn = require("wick.nn.rnn_utils") -- pad_sequence, pack_padded_sequence, ...
 nn.utils.parametrize = require("wick.nn.parametrize")
 nn.utils.prune = require("wick.nn.prune")
+nn.utils.fusion = require("wick.nn.fusion") -- fuse_conv_bn_eval, fuse_linear_bn_eval and their _weights forms
 -- torch.nn.utils.stateless.functional_call: torch.func's (loaded on first call: wick.func requires wick.nn)
 nn.utils.stateless = { functional_call = function(...) return require("wick.func").functional_call(...) end }
 for name, value in pairs(require("wick.nn.reparam")) do nn.utils[name] = value end -- weight_norm, spectral_norm, parametrizations

@@ -149,6 +149,9 @@ function L.Conv2d:init(in_channels, out_channels, kernel_size, ...)
   -- PyTorch's attributes: tuples (m.padding[0] is m.padding[1] here), padding a string as given
   self.stride, self.dilation = int_pair(opts.stride or 1, "Conv2d", "stride", 1), int_pair(opts.dilation or 1, "Conv2d", "dilation", 1)
   self.padding = type(opts.padding) == "string" and opts.padding or int_pair(opts.padding or 0, "Conv2d", "padding", 0)
+  if self.padding == "same" and (self.stride[1] ~= 1 or self.stride[2] ~= 1) then
+    check.fail("Conv2d", "padding='same' is not supported for strided convolutions")
+  end
   self.output_padding = { 0, 0 }
   self.groups = check.opt_int(opts.groups, "Conv2d", "groups", 1, 1)
   if in_channels % self.groups ~= 0 or out_channels % self.groups ~= 0 then
@@ -264,6 +267,9 @@ function L.Conv1d:init(in_channels, out_channels, kernel_size, ...)
   self.stride = { check.opt_int(opts.stride, "Conv1d", "stride", 1, 1) }
   self.padding = type(opts.padding) == "string" and opts.padding or { check.opt_int(opts.padding, "Conv1d", "padding", 0, 0) }
   self.dilation = { check.opt_int(opts.dilation, "Conv1d", "dilation", 1, 1) }
+  if self.padding == "same" and self.stride[1] ~= 1 then
+    check.fail("Conv1d", "padding='same' is not supported for strided convolutions")
+  end
   self.output_padding = { 0 }
   self.groups = check.opt_int(opts.groups, "Conv1d", "groups", 1, 1)
   if in_channels % self.groups ~= 0 or out_channels % self.groups ~= 0 then
@@ -305,6 +311,9 @@ function L.Conv3d:init(in_channels, out_channels, kernel_size, ...)
   self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, k
   self.stride, self.dilation = triple(opts.stride or 1, fn, "stride", 1), triple(opts.dilation or 1, fn, "dilation", 1)
   self.padding = type(opts.padding) == "string" and opts.padding or triple(opts.padding or 0, fn, "padding", 0)
+  if self.padding == "same" and (self.stride[1] ~= 1 or self.stride[2] ~= 1 or self.stride[3] ~= 1) then
+    check.fail(fn, "padding='same' is not supported for strided convolutions")
+  end
   self.groups = check.opt_int(opts.groups, fn, "groups", 1, 1)
   if in_channels % self.groups ~= 0 or out_channels % self.groups ~= 0 then
     check.fail(fn, "in_channels and out_channels must be divisible by groups")
@@ -844,6 +853,22 @@ function L.EmbeddingBag:init(num_embeddings, embedding_dim, ...)
     self:reset_parameters()
   end
 end
+--- nn.EmbeddingBag.from_pretrained(embeddings[, freeze = true[, max_norm[, norm_type[, scale_grad_by_freq[, mode[,
+--- sparse[, include_last_offset[, padding_idx]]]]]]]][, opts]): a bag over a copy of the weights (frozen by default)
+function L.EmbeddingBag.from_pretrained(embeddings, ...)
+  local fn = "EmbeddingBag.from_pretrained"
+  check.tensor(embeddings, fn, "embeddings")
+  if embeddings:dim() ~= 2 then check.fail(fn, "Embeddings parameter is expected to be 2-dimensional") end
+  local spec = { freeze = "boolean" }
+  for k, v in pairs(EMBEDDING_BAG) do spec[k] = v end
+  local o = check.positional(fn, { "freeze", "max_norm", "norm_type", "scale_grad_by_freq", "mode", "sparse",
+    "include_last_offset", "padding_idx" }, spec, ...)
+  local opts = { _weight = embeddings:detach():clone() }
+  for k, v in pairs(o) do if k ~= "freeze" then opts[k] = v end end
+  local bag = L.EmbeddingBag(embeddings:size(1), embeddings:size(2), opts)
+  bag.weight.requires_grad = o.freeze == false
+  return bag
+end
 L.EmbeddingBag.reset_parameters = reset_embedding
 function L.EmbeddingBag:forward(input, offsets, per_sample_weights)
   -- PyTorch's keywords: m(input, offsets, {per_sample_weights = w}), m(input, {offsets =, per_sample_weights =})
@@ -1022,7 +1047,10 @@ local function pad_class(name, sides, mode, with_value)
     check.table(padding, name, "padding")
     if #padding ~= 2 * sides then check.fail(name, "padding must be a number or a table of %d numbers, got %d", 2 * sides, #padding) end
     for i = 1, #padding do check.int(padding[i], name, "padding") end
-    if with_value then check.number(value, name, "value") end
+    if with_value then
+      if type(value) == "boolean" then value = value and 1 or 0 end -- Python's True is 1
+      check.number(value, name, "value")
+    end
     self.padding, self.value = padding, with_value and value or 0
   end
   function C:forward(x) return F.pad(x, self.padding, mode, self.value) end
@@ -1463,6 +1491,13 @@ end
 local function dict_container(C, name, check_item)
   C.__newindex = function(self, key, value)
     if type(key) ~= "string" then check.fail(name, "keys must be strings, got a %s key", type(key)) end
+    -- a value that is no module and no tensor is a plain attribute, as PyTorch's
+    -- Module.__setattr__ keeps one (torchvision's IntermediateLayerGetter:
+    -- self.return_layers = {...}): not an entry
+    if value ~= nil and not check.is_module(value) and not check.is_tensor(value) and rawget(self, key) == nil then
+      rawset(self, key, value)
+      return
+    end
     if key == "" or key:find(".", 1, true) or key:sub(1, 1) == "_" or getmetatable(self)[key] ~= nil or key == "training" then
       check.fail(name, "invalid key '%s' (empty, has a '.', starts with '_', or names an attribute of %s)", key, name)
     end

@@ -733,10 +733,36 @@ end
 function Module:get_submodule(target)
   this(self, "get_submodule")
   check.string(target, "get_submodule", "target")
+  if target == "" then return self end
   for name, m in self:named_modules() do
     if name == target then return m end
   end
+  -- PyTorch's 0-based path ("layer2.0.conv1"): say the 1-based one when it exists
+  local shifted = ("." .. target .. "."):gsub("%.(%d+)%f[.]", function(d) return "." .. (tonumber(d) + 1) end):sub(2, -2)
+  for name in self:named_modules() do
+    if name == shifted and shifted ~= target then
+      check.fail("get_submodule", "%s has no submodule '%s' (indices count from 1: '%s')", getmetatable(self).__name,
+        target, shifted)
+    end
+  end
   check.fail("get_submodule", "%s has no submodule '%s'", getmetatable(self).__name, target)
+end
+
+--- m:_load_from_state_dict(...): what a subclass's override calls through super; the copy itself is
+--- load_state_dict's (it calls the overrides first, each with the state dict it may change)
+function Module._load_from_state_dict() end
+
+--- set_submodule("layer3.1.conv2", module): the module at that dotted name replaced (its parent must exist)
+function Module:set_submodule(target, module)
+  this(self, "set_submodule")
+  check.string(target, "set_submodule", "target")
+  check.module(module, "set_submodule", "module")
+  if target == "" then check.fail("set_submodule", "Cannot set the submodule without a target name!") end
+  local parent_name, last = target:match("^(.*)%.([^.]+)$")
+  if not parent_name then parent_name, last = "", target end
+  local parent = self:get_submodule(parent_name)
+  local at = tonumber(last)
+  if at and at == math.floor(at) and rawlen(parent) > 0 then parent[at] = module else parent[last] = module end
 end
 
 --- get_parameter("layer.weight"): the parameter of that dotted name
@@ -1069,9 +1095,16 @@ local SD_METHODS = {
     check.table(other, "OrderedDict:update", "other")
     local order = sd_order[sd] or {}
     sd_order[sd] = order
-    for k, v in (getmetatable(other) == StateDict and SD_METHODS.items(other) or pairs(other)) do
+    local keys, values = {}, {}
+    if getmetatable(other) == StateDict then
+      for k, v in SD_METHODS.items(other) do keys[#keys + 1], values[k] = k, v end
+    else -- a plain table: its keys in sorted order (Lua's tables keep none)
+      for k, v in pairs(other) do keys[#keys + 1], values[k] = k, v end
+      table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+    end
+    for _, k in ipairs(keys) do
       if rawget(sd, k) == nil then order[#order + 1] = k end
-      rawset(sd, k, v)
+      rawset(sd, k, values[k])
     end
   end,
 }
@@ -1179,6 +1212,15 @@ function Module:load_state_dict(sd, ...)
   end, nil, true, true)
   local pre = {}
   each_hook(self, "_load_pre_hooks", function(m, prefix, e) pre[#pre + 1] = { m, prefix, e.fn } end)
+  -- a class's own _load_from_state_dict(state_dict, prefix, local_metadata, strict, missing, unexpected,
+  -- errors) (torchvision's FrozenBatchNorm2d dropping num_batches_tracked) runs as PyTorch runs it, before
+  -- the copy, which Module._load_from_state_dict (what its super call reaches) leaves to this function
+  for name, m in self:named_modules() do
+    local f = m._load_from_state_dict
+    if f ~= Module._load_from_state_dict then
+      pre[#pre + 1] = { m, name == "" and "" or name .. ".", function(mod, ...) return f(mod, ...) end }
+    end
+  end
   sd = pytorch_named(sd, own, #pre > 0)
   local missing, unexpected, mismatched = {}, {}, {}
   if #pre > 0 then -- (the hooks change a copy, as PyTorch's, never the caller's table)

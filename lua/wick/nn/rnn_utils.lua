@@ -244,7 +244,16 @@ local PACK = { batch_first = "boolean", enforce_sorted = "boolean" }
 function R.pack_padded_sequence(input, lengths, ...)
   local fn = "pack_padded_sequence"
   check.tensor(input, fn, "input")
-  local o = check.positional(fn, { "batch_first", "enforce_sorted" }, PACK, ...)
+  local o
+  -- lengths by name too, PyTorch's pack_padded_sequence(x, lengths=..., batch_first=True)
+  if type(lengths) == "table" and getmetatable(lengths) == nil and lengths.lengths ~= nil and select("#", ...) == 0 then
+    o = {}
+    for k, v in pairs(lengths) do if k ~= "lengths" then o[k] = v end end
+    lengths = lengths.lengths
+    o = check.options(o, fn, PACK)
+  else
+    o = check.positional(fn, { "batch_first", "enforce_sorted" }, PACK, ...)
+  end
   if input:dim() < 2 then check.fail(fn, "input must have at least 2 dimensions (time and batch), got %dD", input:dim()) end
   local padded = o.batch_first and input:transpose(1, 2) or input
   local T, B = padded:size(1), padded:size(2)

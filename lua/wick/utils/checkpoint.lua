@@ -124,4 +124,13 @@ function M.checkpoint_sequential(functions, segments, input, opts)
   return run(last + 1, #list)(input)
 end
 
-return M
+--- get_device_states(...): the GPUs' generator states for the tensors given, as PyTorch's (devices, states);
+--- wick has one generator for every device, saved with the CPU's (wick.get_rng_state): two empty lists.
+--- set_device_states(devices, states) takes them back (nothing to do).
+function M.get_device_states() return {}, {} end
+function M.set_device_states(devices, states)
+  check.table(devices, "set_device_states", "devices")
+  check.table(states, "set_device_states", "states")
+end
+
+return check.strict(M, "wick.utils.checkpoint")
