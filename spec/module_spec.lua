@@ -327,7 +327,10 @@ describe("nn.ModuleDict", function()
     local d = nn.ModuleDict()
     assert_error_has(function() d.items = nn.ReLU() end, "invalid key 'items'")
     assert_error_has(function() d[1] = nn.ReLU() end, "keys must be strings")
-    assert_error_has(function() d.x = 3 end, "expected a module")
+    assert_error_has(function() d.x = wick.ones(1) end, "expected a module")
+    d.x = 3 -- not a module: a plain attribute, as PyTorch's Module.__setattr__ keeps one, not an entry
+    assert.are.equal(3, d.x)
+    assert.are.equal(0, d:len())
     assert_error_has(function() d:update({ { "a" } }) end, "entry 1 must be a {name, value} pair")
   end)
 end)
@@ -1174,7 +1177,7 @@ describe("what a module's state is", function()
     function M:init()
       self.lstm = nn.LSTM(3, 2)
       self.hidden = { wick.zeros(1, 1, 2), wick.zeros(1, 1, 2) } -- the Bi-LSTM CRF tutorial's (h, c)
-      self.scale = wick.ones(1) -- assigned in init: state (API.md), though PyTorch's is not
+      self.scale = wick.ones(1) -- assigned in init: a buffer moved by to(), but not state, as PyTorch's is not
       self:register_buffer("mask", wick.ones(2))
     end
     function M:forward(x)
@@ -1190,7 +1193,7 @@ describe("what a module's state is", function()
       table.sort(k)
       return k
     end
-    local want = { "lstm.bias_hh_l0", "lstm.bias_ih_l0", "lstm.weight_hh_l0", "lstm.weight_ih_l0", "mask", "scale" }
+    local want = { "lstm.bias_hh_l0", "lstm.bias_ih_l0", "lstm.weight_hh_l0", "lstm.weight_ih_l0", "mask" }
     assert.are.same(want, keys())
     m(wick.randn(4, 1, 3))
     assert.are.equal(4, #m:parameters()) -- not hidden's nor attn (they require grad, but are not leaves)

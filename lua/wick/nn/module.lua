@@ -1140,8 +1140,10 @@ function Module:state_dict(...)
     sd, order = setmetatable({}, StateDict), {}
     sd_order[sd] = order
   end
-  -- a tensor under two names (tied weights) is stored under both, as in PyTorch
-  walk(self, prefix, function(name, t)
+  -- a tensor under two names (tied weights) is stored under both, as in PyTorch; a tensor init
+  -- assigned without registering it is left out, as PyTorch leaves out a plain attribute
+  walk(self, prefix, function(name, t, _, _, plain)
+    if plain then return end
     if order and sd[name] == nil then order[#order + 1] = name end
     sd[name] = o.keep_vars and t or t:detach()
   end, nil, true, true)
