@@ -502,13 +502,21 @@ return function(wick)
     check.tensor(t, fn, "self")
     if not is_float(t.dtype) then check.fail(fn, "expected a floating-point tensor, got %s", t.dtype) end
   end
-  -- t:normal_({mean =, std =}) and the like: PyTorch's keywords as one options table
+  -- a 0-dim real tensor where PyTorch takes "float or Tensor" (k-diffusion's
+  -- linspace(t_start, t_end, n)) is the number it holds
+  local function number_of(v)
+    if is_tensor(v) and v:dim() == 0 and not v:is_complex() then return v:item() end
+    return v
+  end
+  ops._number_of = number_of
+  -- t:normal_({mean =, std =}) and the like: PyTorch's keywords as one options table; a 0-dim
+  -- tensor is its number (Rainbow's uniform_(0, p_total / batch_size))
   local function keywords(fn, names, a, b)
-    if type(a) ~= "table" or is_tensor(a) or b ~= nil then return a, b end
+    if type(a) ~= "table" or is_tensor(a) or b ~= nil then return number_of(a), number_of(b) end
     local spec = {}
     for _, n in ipairs(names) do spec[n] = "number|tensor" end
     local o = check.options(a, fn, spec)
-    return o[names[1]], o[names[2]]
+    return number_of(o[names[1]]), number_of(o[names[2]])
   end
 
   function Tensor.normal_(t, mean, std)
@@ -1195,13 +1203,6 @@ return function(wick)
     if o.requires_grad then t:requires_grad_(true) end
     return t
   end
-  -- a 0-dim real tensor where PyTorch takes "float or Tensor" (k-diffusion's
-  -- linspace(t_start, t_end, n)) is the number it holds
-  local function number_of(v)
-    if is_tensor(v) and v:dim() == 0 and not v:is_complex() then return v:item() end
-    return v
-  end
-  ops._number_of = number_of
   local function linspace(fn, start, stop, steps, opts)
     local o
     steps, o = space_args(fn, steps, opts)
