@@ -1742,6 +1742,23 @@ describe("a thirteenth round of ported lines", function()
     assert.are.same({ 1, 0, 0, 1 }, F.pad(wick.zeros(2), { 1, 1 }, "constant", true):totable())
   end)
 
+  it("linalg.cholesky_ex's info: the failing minor's order per matrix (a GP's jitter-retry loop)", function()
+    local bad = wick.tensor({ { 1.0, 2.0 }, { 2.0, 1.0 } })
+    local A = wick.stack({ wick.eye(2), bad, wick.tensor({ { -1.0, 0 }, { 0, 1.0 } }) })
+    local L, info = wick.linalg.cholesky_ex(A)
+    assert.are.same({ 0, 2, 1 }, info:totable()) -- PyTorch's
+    assert.are.equal("int32", info.dtype)
+    assert.are.same({ { 1, 0 }, { 0, 1 } }, L[1]:totable())
+    local jitter, Lj = 1e-6, nil
+    repeat
+      local i
+      Lj, i = wick.linalg.cholesky_ex(bad + jitter * wick.eye(2))
+      jitter = jitter * 10
+    until not i:any() or jitter > 1e3
+    assert.is_true(jitter > 1 and Lj:isfinite():all())
+    support.assert_error_has(function() wick.linalg.cholesky_ex(A, { check_errors = true }) end, "not positive-definite")
+  end)
+
   it("random fills take 0-dim tensors for their numbers (Rainbow's uniform_(0, segment_length))", function()
     local u = wick.empty(1000):uniform_(0, wick.tensor(2.0))
     assert.is_true(u:ge(0):all() and u:lt(2):all() and u:max():item() > 1.5)

@@ -303,16 +303,36 @@ function methods.cholesky_inverse(L, upper)
   return CholeskySolve.apply(eye_like(L):contiguous(), L, upper)
 end
 
---- linalg.cholesky_ex(A[, {upper = false, check_errors = false}]) -> L, info (int32 zeros: a matrix
---- that is not positive-definite raises, as with check_errors)
+--- linalg.cholesky_ex(A[, {upper = false, check_errors = false}]) -> L, info: info (int32, the batch's
+--- shape) is 0 for a factored matrix and, for one that is not positive-definite, the order of its first
+--- leading minor that is not (PyTorch's), its L then zeros; check_errors raises instead
 function linalg.cholesky_ex(A, opts)
   local fn = "linalg.cholesky_ex"
   square(fn, A)
   opts = check.options(opts, fn, { upper = "boolean", check_errors = "boolean" })
-  local L = linalg.cholesky(A, { upper = opts.upper == true })
+  local factor = { upper = opts.upper == true }
   local bs = A:size()
   bs[#bs], bs[#bs - 1] = nil, nil
-  return L, wick.zeros(bs, { dtype = "int32", device = A.device })
+  local ok, L = pcall(linalg.cholesky, A, factor)
+  if ok or opts.check_errors then
+    if not ok then error(L, 0) end
+    return L, wick.zeros(bs, { dtype = "int32", device = A.device })
+  end
+  -- one matrix at a time: which failed, and at which order
+  local n = A:size(-1)
+  local flat = A:reshape(-1, n, n)
+  local Ls, infos = {}, {}
+  for i = 1, flat:size(1) do
+    local ok_i, Li = pcall(linalg.cholesky, flat[i], factor)
+    if ok_i then
+      Ls[i], infos[i] = Li, 0
+    else
+      local order = tonumber(tostring(Li):match("leading minor of order (%d+)"))
+      if not order then error(Li, 0) end -- (not a positive-definiteness failure: raised as it is)
+      Ls[i], infos[i] = wick.zeros_like(flat[i]), order
+    end
+  end
+  return wick.stack(Ls):reshape(A:size()), wick.tensor(infos, { dtype = "int32", device = A.device }):reshape(bs)
 end
 
 -- ---- QR, eigh, SVD: values only (no derivative) ----
