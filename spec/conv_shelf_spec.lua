@@ -214,7 +214,7 @@ describe("interpolate, pad, PReLU, InstanceNorm", function()
     assert.are.equal("Upsample(scale_factor=2.0, mode='nearest')", tostring(nn.Upsample({ scale_factor = 2 })))
     assert.are.equal("Upsample(size=(5, 7), mode='bilinear')", tostring(nn.Upsample({ 5, 7 }, nil, "bilinear")))
     assert.are.equal("PReLU(num_parameters=3)", tostring(nn.PReLU(3)))
-    assert.are.equal("InstanceNorm2d(4, eps=1e-05, momentum=0.1, affine=False, track_running_stats=False)",
+    assert.are.equal("InstanceNorm2d(4, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=False)",
       tostring(nn.InstanceNorm2d(4)))
     assert.are.equal("InstanceNorm2d", getmetatable(nn.InstanceNorm2d(4)).__name)
   end)

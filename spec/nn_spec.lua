@@ -843,7 +843,7 @@ describe("nn.Module", function()
     support.assert_contains(t, "Net(")
     support.assert_contains(t, "(zeta): Linear(in_features=2, out_features=4, bias=True)")
     support.assert_contains(t, "(layers.3): Linear(in_features=4, out_features=3, bias=True)")
-    support.assert_contains(t, "(mid): BatchNorm1d(3, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)")
+    support.assert_contains(t, "(mid): BatchNorm1d(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)")
     assert.is_true(t:find("zeta", 1, true) < t:find("alpha", 1, true))
   end)
 

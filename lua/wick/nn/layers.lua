@@ -601,7 +601,7 @@ L.Unflatten._repr = { "dim", "unflattened_size" }
 -- and instance norms: affine and track_running_stats default to `default` (true for BatchNorm, false for
 -- InstanceNorm); weight/bias as parameters, running statistics as buffers
 local NORM = { eps = "number", momentum = "number", affine = "boolean", track_running_stats = "boolean",
-  device = "device", dtype = "dtype" }
+  device = "device", dtype = "dtype", bias = "boolean" }
 local function norm_init(self, name, default, num_features, ...)
   check.int(num_features, name, "num_features", 0)
   local opts = check.positional(name, { "eps", "momentum", "affine", "track_running_stats", "device", "dtype" }, NORM, ...)
@@ -611,7 +611,8 @@ local function norm_init(self, name, default, num_features, ...)
   local o = options(opts)
   if self.affine then
     self.weight = L.Parameter(wick.ones(num_features, o))
-    self.bias = L.Parameter(wick.zeros(num_features, o))
+    -- bias = false (PyTorch 2.15's keyword): a scale without a shift
+    if opts.bias ~= false then self.bias = L.Parameter(wick.zeros(num_features, o)) end
   end
   if self.track_running_stats then
     self:register_buffer("running_mean", wick.zeros(num_features, o))
@@ -622,8 +623,8 @@ end
 
 -- PyTorch's _NormBase.extra_repr
 local function norm_repr(self)
-  return ("%d, eps=%s, momentum=%s, affine=%s, track_running_stats=%s"):format(self.num_features, py(self.eps),
-    py(self.momentum), py(self.affine), py(self.track_running_stats))
+  return ("%d, eps=%s, momentum=%s, affine=%s, bias=%s, track_running_stats=%s"):format(self.num_features,
+    py(self.eps), py(self.momentum), py(self.affine), py(self.bias ~= nil), py(self.track_running_stats))
 end
 
 --- m:reset_running_stats() (running mean 0, variance 1, no batches seen) and
@@ -704,12 +705,13 @@ function L.GroupNorm:init(num_groups, num_channels, ...)
   check.int(num_groups, "GroupNorm", "num_groups", 1)
   check.int(num_channels, "GroupNorm", "num_channels", 0)
   local opts = check.positional("GroupNorm", { "eps", "affine", "device", "dtype" },
-    { eps = "number", affine = "boolean", device = "device", dtype = "dtype" }, ...)
+    { eps = "number", affine = "boolean", device = "device", dtype = "dtype", bias = "boolean" }, ...)
   if num_channels % num_groups ~= 0 then check.fail("GroupNorm", "num_channels must be divisible by num_groups") end
   self.num_groups, self.num_channels, self.eps = num_groups, num_channels, opts.eps or 1e-5
-  if opts.affine ~= false then
+  self.affine = opts.affine ~= false
+  if self.affine then
     self.weight = L.Parameter(wick.ones(num_channels, options(opts)))
-    self.bias = L.Parameter(wick.zeros(num_channels, options(opts)))
+    if opts.bias ~= false then self.bias = L.Parameter(wick.zeros(num_channels, options(opts))) end
   end
 end
 L.GroupNorm.reset_parameters = reset_affine
@@ -721,7 +723,8 @@ function L.GroupNorm:forward(x)
   return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 end
 function L.GroupNorm:extra_repr()
-  return ("%d, %d, eps=%s, affine=%s"):format(self.num_groups, self.num_channels, py(self.eps), py(self.weight ~= nil))
+  return ("%d, %d, eps=%s, affine=%s, bias=%s"):format(self.num_groups, self.num_channels, py(self.eps),
+    py(self.weight ~= nil), py(self.bias ~= nil))
 end
 
 --- nn.InstanceNorm1d / nn.InstanceNorm2d(num_features[, eps[, momentum[, affine = false[,
