@@ -1783,3 +1783,71 @@ describe("a thirteenth round of ported lines", function()
     assert.is_nil(opt:state_dict().param_groups[1].update)
   end)
 end)
+
+describe("a fourteenth round of ported lines", function()
+  local unpack = table.unpack or unpack -- luacheck: ignore
+  it("t[mask] = number of t's own shape is masked_fill_, with autograd", function()
+    local g = wick.zeros(4, 5, { dtype = "int64" })
+    local m = wick.rand(4, 5):gt(0.5)
+    g[m] = 7
+    assert.are.equal(m:sum():item() * 7, g:sum():item())
+    local x = wick.randn(4, 3, { requires_grad = true })
+    local y = x * 2
+    y[y:gt(0)] = 0
+    y:sum():backward()
+    assert.are.same(wick.where(x:gt(0), 0, 2):totable(), x.grad:totable())
+  end)
+
+  it("enumerate(m:modules()), reduction='elementwise_mean', torch.add(0, x), param_groups[-1]", function()
+    local s = nn.Sequential(nn.Conv2d(2, 2, 1), nn.ReLU())
+    local seen = {}
+    for i, m in wick.enumerate(s:modules()) do seen[#seen + 1] = i .. getmetatable(m).__name end
+    assert.are.same({ "0Sequential", "1Conv2d", "2ReLU" }, seen)
+    local w = support.warnings_of(function()
+      assert.are.equal(1, F.l1_loss(wick.ones(3), wick.zeros(3), { reduction = "elementwise_mean" }):item())
+    end)
+    assert.is_truthy(w[1] and w[1]:find("reduction='elementwise_mean' is deprecated", 1, true))
+    local t = wick.tensor({ 1, 2 })
+    assert.are.same({ 1, 2 }, wick.add(0, t):totable())
+    assert.are.same({ 4, 3 }, wick.sub(5, t):totable())
+    assert.are.same({ 2, 1 }, wick.true_divide(2, t):totable())
+    assert.are.same({ 2.5, 3.5 }, wick.add(1.5, wick.tensor({ 1, 2 }, { dtype = "int64" })):totable())
+    local opt = wick.optim.Adam(nn.Linear(2, 2):parameters(), { lr = 0.02 })
+    assert.are.equal(0.02, opt.param_groups[-1].lr)
+    support.assert_error_has(function() return opt.param_groups[0].lr end, "PyTorch's param_groups[0] is param_groups[1]")
+  end)
+
+  it("one-element stride lists (EfficientNet's [s]), F.conv2d's stride table last, ctx.saved_variables", function()
+    local c = nn.Conv2d(3, 4, 3, { 2 })
+    assert.are.same({ 2, 2 }, c.stride)
+    local x = wick.randn(1, 3, 8, 8)
+    assert.are.same({ 1, 4, 3, 3 }, { unpack(F.conv2d(x, c.weight, nil, { 2 }, { 0, 0 }, { 1, 1 }, 1):size()) })
+    assert.are.same({ 1, 4, 3, 3 }, { unpack(F.conv2d(x, c.weight, nil, { 2, 2 }):size()) })
+    assert.are.same({ 1, 3, 3, 3 }, { unpack(nn.MaxPool2d(3, { 2 })(x):size()) })
+    local S = wick.autograd.Function:extend("S")
+    function S.forward(ctx, i) ctx:save_for_backward(i); return i * i end
+    function S.backward(ctx, g) return g * 2 * ctx.saved_variables[1] end
+    local v = wick.tensor({ 1, 2 }, { requires_grad = true })
+    local w = support.warnings_of(function() S.apply(v):sum():backward() end)
+    assert.are.same({ 2, 4 }, v.grad:totable())
+    assert.is_truthy(w[1] and w[1]:find("'saved_variables' is deprecated", 1, true))
+  end)
+
+  it("a gradient penalty through nn.LeakyReLU(0.2, true) gives the bias zeros, not nil (ESRGAN's r1)", function()
+    wick.manual_seed(0)
+    local conv, act = nn.Conv2d(1, 2, 3, 1, 1), nn.LeakyReLU(0.2, true)
+    local x = wick.randn(1, 1, 4, 4, { requires_grad = true })
+    local g = wick.autograd.grad({ outputs = act(conv(x)):sum(), inputs = x, create_graph = true })[1]
+    g:pow(2):sum():backward()
+    assert.are.same({ 0, 0 }, conv.bias.grad:totable())
+  end)
+
+  it("init gets no empty options table when every option was a declared argument", function()
+    local got
+    local Net = nn.Module:extend("NetOpts", { "a", "b?" })
+    function Net:init(a, b, c) got = { a, b, c } end
+    Net(1, { b = 2 })
+    assert.are.same({ 1, 2 }, got)
+    assert.is_nil(got[3])
+  end)
+end)

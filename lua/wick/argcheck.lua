@@ -400,6 +400,7 @@ function C.required(fn, names, ...)
       missing(fn, name, last, spec)
     end
   end
+  if next(rest) == nil then return unpack(args, 1, math.max(n - 1, k)) end -- (nothing left: no options table)
   local at = n > k and n or k + 1
   args[at] = rest
   return unpack(args, 1, at)

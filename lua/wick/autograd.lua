@@ -25,7 +25,14 @@ local M = { queue_callback = core.queue_callback }
 -- ---- ctx: what forward leaves for backward ----
 
 local Ctx = {}
-Ctx.__index = Ctx
+-- ctx.saved_variables: PyTorch's deprecated name of saved_tensors (EfficientNet's old Swish), with its warning
+Ctx.__index = function(ctx, k)
+  if k == "saved_variables" then
+    require("wick.nn.common").warn("'saved_variables' is deprecated; use 'saved_tensors'")
+    return rawget(ctx, "saved_tensors")
+  end
+  return Ctx[k]
+end
 Ctx.__name = "FunctionCtx"
 
 --- ctx:save_for_backward(...): tensors backward reads back as ctx.saved_tensors

@@ -750,15 +750,18 @@ for _, name in ipairs({ "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", 
   local method = Tensor[name]
   wick[name] = with_out(name, function(t, ...) return method(t, ...) end)
 end
--- wick.pow(number, t): the number as a 0-dim tensor of t's dtype (a float
--- base over an integer exponent: the default float dtype)
-local tensor_pow = wick.pow
-function wick.pow(a, b, ...)
-  if type(a) == "number" and getmetatable(b) == mt then
-    local dtype = (b:is_floating_point() or a % 1 == 0) and b.dtype or wick.get_default_dtype()
-    return tensor_pow(core.full({}, a, { dtype = dtype, device = b.device }), b, ...)
+-- wick.pow(number, t), wick.add(0, t) (TabNet's torch.add(res, x) from res = 0) and the other
+-- arithmetic with a number first: the number as a 0-dim tensor of t's dtype (a float number with
+-- an integer tensor: the default float dtype)
+for _, name in ipairs({ "pow", "add", "sub", "mul", "div", "divide", "remainder" }) do
+  local f = wick[name]
+  wick[name] = function(a, b, ...)
+    if type(a) == "number" and getmetatable(b) == mt then
+      local dtype = (b:is_floating_point() or b:is_complex() or a % 1 == 0) and b.dtype or wick.get_default_dtype()
+      return f(core.full({}, a, { dtype = dtype, device = b.device }), b, ...)
+    end
+    return f(a, b, ...)
   end
-  return tensor_pow(a, b, ...)
 end
 -- torch.sin_(t) and the other in-place forms at module level: the methods
 for _, name in ipairs({ "abs_", "acos_", "asin_", "atan_", "ceil_", "clamp_", "cos_", "cosh_", "erf_", "exp_", "expm1_",
@@ -1885,9 +1888,10 @@ function wick.enumerate(iterable, start)
     end
   elseif type(iterable) == "table" and check.is_module(iterable) and type(iterable.keys) == "function" then
     next_item = iterable:keys() -- a ModuleDict: its keys, as Python's for over a dict
-  elseif type(iterable) == "table" and getmetatable(iterable) == nil then
+  elseif type(iterable) == "table" and not check.is_module(iterable) then
+    -- an array: a plain one, or one with methods (m:modules(), m:children(), a Size)
     local k = 0
-    next_item = function() k = k + 1 return iterable[k] end
+    next_item = function() k = k + 1 return rawget(iterable, k) end
   else
     check.expected("enumerate", "iterable", "a loader, a sampler, a tensor, an array or an iterator function", iterable)
   end

@@ -3016,6 +3016,10 @@ return function(wick)
     wick[name] = ops[name]
   end
   wick.concatenate, wick.concat = wick.cat, wick.cat -- PyTorch's aliases of torch.cat
+  wick.true_divide = function(a, b) -- (a number first as wick.div takes it)
+    if type(a) == "number" and is_tensor(b) then return wick.div(a, b) end
+    return Tensor.true_divide(a, b)
+  end
 
   -- ---- PyTorch's other names (NumPy's) and the small ops written with others ----
 

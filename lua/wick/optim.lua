@@ -124,6 +124,15 @@ local GROUP_MT = { __index = {
   end,
 } }
 
+-- opt.param_groups: an array that also reads from the end (param_groups[-1], TabNet's last lr)
+local GROUPS_MT = { __index = function(list, i)
+  if type(i) == "number" and i < 0 then return rawget(list, #list + 1 + i) end
+  if i == 0 then
+    check.fail("param_groups", "index 0 is invalid: indices count from 1 (PyTorch's param_groups[0] is param_groups[1])")
+  end
+end }
+local function group_list() return setmetatable({}, GROUPS_MT) end
+
 local function make_group(self, g, gi)
   local name = getmetatable(self).__name
   if type(g) ~= "table" or (getmetatable(g) ~= nil and getmetatable(g) ~= GROUP_MT) or g.params == nil then
@@ -222,7 +231,7 @@ function Optimizer.new(cls, params, ...)
   local defaults = {}
   for k, v in pairs(cls.defaults) do defaults[k] = v end
   for k, v in pairs(opts) do defaults[k] = v end
-  local self = setmetatable({ param_groups = {}, state = state_table({}), defaults = defaults }, cls)
+  local self = setmetatable({ param_groups = group_list(), state = state_table({}), defaults = defaults }, cls)
   -- an array of tensors, or an array of groups {params = {...}, lr = ...}
   local list = wick.is_tensor(params[1]) and { { params = params } } or params
   for gi, g in ipairs(list) do self:add_param_group(g, gi) end
@@ -277,7 +286,7 @@ function Optimizer:init(params, defaults)
   if #params == 0 then check.fail(name, "optimizer got an empty parameter list") end
   self.defaults = {}
   for k, v in pairs(defaults) do self.defaults[k] = v end
-  self.param_groups, self.state = {}, state_table(rawget(self, "state") or {})
+  self.param_groups, self.state = group_list(), state_table(rawget(self, "state") or {})
   local list = wick.is_tensor(params[1]) and { { params = params } } or params
   for gi, g in ipairs(list) do self:add_param_group(g, gi) end
 end

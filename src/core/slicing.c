@@ -634,6 +634,10 @@ wick_status wick_mask_index_put_(wick_tensor *t, const wick_tensor *mask, const 
         }
         return WICK_OK;
     }
+    /* t[mask] = number with a mask of t's own shape is masked_fill_: one pass, no positions list */
+    if (!value && mask->dtype == WICK_BOOL && mask->ndim == t->ndim &&
+        !memcmp(mask->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim))
+        return wick_masked_fill_(t, mask, NULL, s);
     wick_tensor *pos;
     TRY(mask_positions(&pos, "index_put_", mask, t->storage->device));
     wk_key k = {.index = pos, .dim = 0, .group = mask->ndim};

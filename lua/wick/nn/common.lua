@@ -9,10 +9,11 @@ local common = {}
 --- arguments also taken by name from the trailing options table)
 common.required = check.required
 
---- pair(v, fn, name[, min]): {h, w} of an integer or a table of two (each
+--- pair(v, fn, name[, min]): {h, w} of an integer, a table of one or a table of two (each
 --- an integer, at least min), as a new table; anything else is an error naming
 --- fn and the argument.
 function common.pair(v, fn, name, min)
+  if type(v) == "table" and #v == 1 and getmetatable(v) == nil then v = v[1] end -- PyTorch's [s]: s for both
   if type(v) == "number" then v = { v, v } end
   if type(v) ~= "table" then check.expected(fn, name, "an integer or a {h, w} table", v) end
   if #v ~= 2 then check.fail(fn, "%s must be an integer or a {h, w} table, got a table of %d entries", name, #v) end

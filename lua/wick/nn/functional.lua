@@ -465,16 +465,33 @@ local function same_asymmetric(x, weight, o)
   copy.padding = { math.floor(th / 2), math.floor(tw / 2) }
   return F.pad(x, { 0, tw % 2, 0, th % 2 }), copy
 end
+-- the options of a 2-D op with PyTorch's one-element lists ({2}: 2 for both dims) as numbers
+local function single_pairs(o, names)
+  local out
+  for _, k in ipairs(names) do
+    local v = o[k]
+    if type(v) == "table" and #v == 1 and getmetatable(v) == nil then
+      out = out or {}
+      out[k] = v[1]
+    end
+  end
+  if not out then return o end
+  for k, v in pairs(o) do if out[k] == nil then out[k] = v end end
+  return out
+end
+local CONV_PAIRS = { "stride", "padding", "dilation" }
 function F.conv2d(x, weight, bias, ...)
   local n = select("#", ...)
   local o
-  if n == 1 and type((...)) == "table" and getmetatable((...)) == nil then
-    o = ... -- one options table: the C op checks every option
+  local last = select(n > 0 and n or 1, ...)
+  if n == 1 and type(last) == "table" and getmetatable(last) == nil and #last == 0 then
+    o = last -- one options table: the C op checks every option ({2, 2} alone is a stride)
   elseif n == 0 then
     o = {}
   else
     o = check.positional("conv2d", { "stride", "padding", "dilation", "groups" }, CONV2D, ...)
   end
+  o = single_pairs(o, CONV_PAIRS)
   if o.padding == "same" then x, o = same_asymmetric(x, weight, o) end
   return core.conv2d(x, weight, bias, o)
 end
@@ -889,7 +906,9 @@ local function pool2d(name, order, spec)
   local op = core[name]
   return function(...)
     local args = { n = select("#", required(name, POOL_ARGS, ...)), required(name, POOL_ARGS, ...) }
-    return op(args[1], args[2], check.positional(name, order, spec, unpack(args, 3, args.n)))
+    local kernel = args[2]
+    if type(kernel) == "table" and #kernel == 1 and getmetatable(kernel) == nil then kernel = kernel[1] end
+    return op(args[1], kernel, single_pairs(check.positional(name, order, spec, unpack(args, 3, args.n)), CONV_PAIRS))
   end
 end
 F.max_pool2d = pool2d("max_pool2d", { "stride", "padding", "dilation", "ceil_mode", "return_indices" },
@@ -1411,6 +1430,13 @@ local LOSS_OPTIONS = { reduction = "string", weight = "tensor", ignore_index = "
 -- given overrides reduction, with PyTorch's warning (once per call site). Returns
 -- opts with the reduction in their place: a copy, the caller's table stays as it was.
 local function legacy_reduction(fn, opts)
+  if opts.reduction == "elementwise_mean" then -- PyTorch 0.4's name of "mean", with its warning
+    common.warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' instead.")
+    local out = {}
+    for k, v in pairs(opts) do out[k] = v end
+    out.reduction = "mean"
+    opts = out
+  end
   if opts.size_average == nil and opts.reduce == nil then return opts end
   check.opt_boolean(opts.size_average, fn, "size_average")
   check.opt_boolean(opts.reduce, fn, "reduce")

@@ -931,8 +931,10 @@ L.Tanh = activation("Tanh", function(x) return x:tanh() end)
 
 -- More of PyTorch's activations: the formulas are F's.
 L.LeakyReLU = activation("LeakyReLU", function(x, self) return F.leaky_relu(x, self.negative_slope) end,
-  function(x, self) -- x * (1 where x > 0, else the slope): the factor is a constant for autograd
+  function(x, self) -- x * (1 where x > 0, else the slope) without autograd; under it F's one node
     local slope = self.negative_slope
+    -- (LeakyReluBackward: its input gets a zero edge, so a gradient penalty gives the biases zeros, not nil)
+    if x.requires_grad and wick.is_grad_enabled() then return x:copy_(F.leaky_relu(x:clone(), slope)) end
     return x:mul_(x:gt(0):to(x.dtype):mul_(1 - slope):add_(slope))
   end)
 function L.LeakyReLU:init(...)
