@@ -1842,6 +1842,13 @@ describe("a fourteenth round of ported lines", function()
     assert.are.same({ 0, 0 }, conv.bias.grad:totable())
   end)
 
+  it("randint's high up to 2^63 (k-diffusion's seed = torch.randint(0, 2 ** 63 - 1, []))", function()
+    local r = wick.randint(0, 2 ^ 62, { 100 })
+    assert.is_true(r:ge(0):all() and r:max():item() > 2 ^ 55)
+    assert.are.equal("int64", r.dtype)
+    support.assert_error_has(function() wick.randint(0, 2 ^ 64, {}) end, "expected an integer for argument 'high'")
+  end)
+
   it("init gets no empty options table when every option was a declared argument", function()
     local got
     local Net = nn.Module:extend("NetOpts", { "a", "b?" })

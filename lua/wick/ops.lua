@@ -329,7 +329,12 @@ return function(wick)
   function ops.randint(...)
     local low, high, size, opts = randint_args(...)
     check.int(low, "randint", "low")
-    check.int(high, "randint", "high")
+    -- high may reach 2^63 (k-diffusion's seed = torch.randint(0, 2 ** 63 - 1, [])): a LuaJIT int64
+    -- or a whole number past 2^53 (draws then take 53 bits of it)
+    if type(high) == "cdata" then high = tonumber(high) end
+    if not (type(high) == "number" and high == floor(high) and high > 2 ^ 53 and high <= 2 ^ 63) then
+      check.int(high, "randint", "high")
+    end
     check.table(size, "randint", "size")
     if low >= high then
       check.fail("randint", "random_ expects 'from' to be less than 'to', but got from=%d >= to=%d", low, high)
@@ -338,7 +343,8 @@ return function(wick)
     local u = wick.rand(size, { dtype = "float64", device = opts.device })
     -- (u * range) >= 0, so the conversion's truncation is the floor
     local r = (u * (high - low)):to("int64")
-    r = r:clamp(nil, high - low - 1) -- u * range rounds up to range in the last bit only
+    -- u * range rounds up to range in the last bit only (past 2^53, u < 1 keeps it below)
+    if high - low <= 2 ^ 53 then r = r:clamp(nil, high - low - 1) end
     if low ~= 0 then r = r + low end
     r = r:to(dtype)
     -- PyTorch's rule: only a floating result may require grad (the default int64 raises)
