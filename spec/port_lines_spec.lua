@@ -1844,7 +1844,7 @@ describe("a fourteenth round of ported lines", function()
 
   it("randint's high up to 2^63 (k-diffusion's seed = torch.randint(0, 2 ** 63 - 1, []))", function()
     local r = wick.randint(0, 2 ^ 62, { 100 })
-    assert.is_true(r:ge(0):all() and r:max():item() > 2 ^ 55)
+    assert.is_true(r:ge(0):all() and r:gt(2 ^ 55):any())
     assert.are.equal("int64", r.dtype)
     support.assert_error_has(function() wick.randint(0, 2 ^ 64, {}) end, "expected an integer for argument 'high'")
   end)
