@@ -170,12 +170,14 @@ function M.GPT:init(config)
 
   local h = {}
   for i = 1, config.n_layer do h[i] = M.Block(config) end
+  -- {name, module} pairs: nanoGPT's order (a Lua table constructor keeps none), so parameters()
+  -- and a PyTorch optimizer state dict line up
   self.transformer = nn.ModuleDict({
-    wte = nn.Embedding(config.vocab_size, config.n_embd),
-    wpe = nn.Embedding(config.block_size, config.n_embd),
-    drop = nn.Dropout(config.dropout),
-    h = nn.ModuleList(h),
-    ln_f = M.LayerNorm(config.n_embd, config.bias),
+    { "wte", nn.Embedding(config.vocab_size, config.n_embd) },
+    { "wpe", nn.Embedding(config.block_size, config.n_embd) },
+    { "drop", nn.Dropout(config.dropout) },
+    { "h", nn.ModuleList(h) },
+    { "ln_f", M.LayerNorm(config.n_embd, config.bias) },
   })
   self.lm_head = nn.Linear(config.n_embd, config.vocab_size, { bias = false })
   -- weight tying

@@ -753,15 +753,19 @@ end
 -- wick.pow(number, t), wick.add(0, t) (TabNet's torch.add(res, x) from res = 0) and the other
 -- arithmetic with a number first: the number as a 0-dim tensor of t's dtype (a float number with
 -- an integer tensor: the default float dtype)
-for _, name in ipairs({ "pow", "add", "sub", "mul", "div", "divide", "remainder" }) do
-  local f = wick[name]
-  wick[name] = function(a, b, ...)
+local function number_first(f)
+  return function(a, b, ...)
     if type(a) == "number" and getmetatable(b) == mt then
       local dtype = (b:is_floating_point() or b:is_complex() or a % 1 == 0) and b.dtype or wick.get_default_dtype()
       return f(core.full({}, a, { dtype = dtype, device = b.device }), b, ...)
     end
     return f(a, b, ...)
   end
+end
+wick._number_first = number_first -- (ops.lua's floor_divide, true_divide, xlogy)
+for _, name in ipairs({ "pow", "add", "sub", "mul", "div", "divide", "remainder", "bitwise_and", "bitwise_or", "bitwise_xor",
+  "bitwise_left_shift", "bitwise_right_shift" }) do
+  wick[name] = number_first(wick[name])
 end
 -- torch.sin_(t) and the other in-place forms at module level: the methods
 for _, name in ipairs({ "abs_", "acos_", "asin_", "atan_", "ceil_", "clamp_", "cos_", "cosh_", "erf_", "exp_", "expm1_",
@@ -1054,6 +1058,13 @@ function wick.compile(m, opts)
     options = "table", disable = "boolean" })
   return m
 end
+-- the compiler's knobs scripts set (torch._dynamo.config.cache_size_limit = 64,
+-- torch._inductor.config.coordinate_descent_tuning = True): tables that take them, and change nothing
+wick._dynamo = { config = {}, reset = function() end, disable = function(fn) return fn end,
+  mark_dynamic = function() end }
+wick._inductor = { config = {} }
+wick.compiler = check.strict({ disable = function(fn) return fn end, reset = function() end,
+  is_compiling = function() return false end }, "wick.compiler")
 
 --- wick.jit: PyTorch's torch.jit without a compiler, as wick.compile:
 --- script(m) and trace(m, example_inputs) return m; ignore, unused, export and
@@ -1322,6 +1333,12 @@ function wick.autocast(opts, fn, ...)
   if dt == nil then check.fail("autocast", "the option device_type ('cpu' or 'cuda') is required") end
   check.one_of(dt, "autocast", "device_type", { "cpu", "cuda" })
   local dtype = opts.dtype or core._get_autocast_dtype(dt)
+  local unsupported = false
+  if dtype == "float32" or dtype == "float64" then -- (nanoGPT's --dtype=float32): PyTorch warns and disables
+    require("wick.nn.common").warn(("In %s autocast, but the target dtype is not supported. Disabling autocast. %s "
+      .. "Autocast only supports dtype of torch.bfloat16, torch.float16 currently."):format(dt:upper(), dt:upper()))
+    unsupported, dtype = true, core._get_autocast_dtype(dt)
+  end
   if not AUTOCAST_DTYPES[dtype] then
     check.fail("autocast", "dtype must be 'bfloat16' or 'float16' (the lower precision autocast casts to), got '%s'", dtype)
   end
@@ -1332,7 +1349,7 @@ function wick.autocast(opts, fn, ...)
     end
   end
   check.callable(fn, "autocast", "fn")
-  local enabled = opts.enabled ~= false
+  local enabled = opts.enabled ~= false and not unsupported
   if enabled and dt == "cuda" and not wick.cuda.is_available() then
     wick._warn("User provided device_type of 'cuda', but CUDA is not available. Disabling")
     enabled = false
@@ -1409,6 +1426,20 @@ wick.cuda = {
   initial_seed = function() return wick.initial_seed() end,
   -- wick's CUDA state is made when a GPU is there (reversible.py's torch.cuda._initialized guard)
   is_initialized = function() return wick.cuda.is_available() end,
+  -- bfloat16 runs wherever a GPU does (nanoGPT's dtype choice)
+  is_bf16_supported = function() return wick.cuda.is_available() end,
+  -- the one generator's state, once per GPU for the _all forms (none without one), as checkpoints keep it
+  get_rng_state = function() return wick.get_rng_state() end,
+  set_rng_state = function(state) return wick.set_rng_state(state) end,
+  get_rng_state_all = function()
+    local out = {}
+    for i = 1, wick.cuda.device_count() do out[i] = wick.get_rng_state() end
+    return out
+  end,
+  set_rng_state_all = function(states)
+    check.table(states, "wick.cuda.set_rng_state_all", "states")
+    if states[1] ~= nil then wick.set_rng_state(states[1]) end
+  end,
 }
 --- wick.random: torch.random's names; wick.random.fork_rng([{devices =, enabled = true}], fn, ...) runs
 --- fn(...) and then puts the generator's state back (also when fn raises), as `with torch.random.fork_rng():`
@@ -1442,11 +1473,14 @@ wick.cuda.amp = {
     return wick.autocast(o, fn, ...)
   end,
 }
--- Without CUDA there is no current device to ask for; statistics are then 0.
+-- Without CUDA there is no current device to ask for; statistics are then 0 (for "cuda" too, as PyTorch's)
 if not wick.cuda.is_available() then
   for _, name in ipairs({ "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved" }) do
     local f = wick.cuda[name]
-    wick.cuda[name] = function(i) if i == nil then return 0 end return f(i) end
+    wick.cuda[name] = function(i)
+      if i == nil or i == "cuda" or (type(i) == "table" and i.type == "cuda" and i.index == nil) then return 0 end
+      return f(i)
+    end
   end
   wick.cuda.reset_peak_memory_stats = function() end
 end

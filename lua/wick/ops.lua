@@ -12,6 +12,12 @@ local tensor_mt = core._mt
 local is_tensor = check.is_tensor
 local floor, huge = math.floor, math.huge
 local unpack = table.unpack or unpack
+-- a 0-dim real tensor where PyTorch takes "float or Tensor" (k-diffusion's
+-- linspace(t_start, t_end, n)) is the number it holds
+local function number_of(v)
+  if is_tensor(v) and v:dim() == 0 and not v:is_complex() then return v:item() end
+  return v
+end
 
 return function(wick)
   local ops = {}
@@ -224,6 +230,35 @@ return function(wick)
     return Tensor._topk(t, k, dim, largest)
   end
 
+  -- t:sort(1, {descending = true}), t:topk(2, 1, {largest = false}): some arguments by position, the
+  -- rest in a trailing options table (Lovasz's torch.sort(errors, 0, descending=True))
+  local function trailing_options(name, names, f)
+    local known = {}
+    for _, k in ipairs(names) do known[k] = true end
+    return function(t, ...)
+      local n = select("#", ...)
+      local last = n >= 2 and select(n, ...) or nil
+      if not (type(last) == "table" and getmetatable(last) == nil and next(last) ~= nil and #last == 0) then
+        return f(t, ...)
+      end
+      local args = { ... }
+      args[n] = nil
+      for k, v in pairs(last) do
+        if not known[k] then check.fail(name, "unknown option '%s' (expected %s)", tostring(k), table.concat(names, ", ")) end
+        for i, key in ipairs(names) do
+          if key == k then
+            if args[i] ~= nil then check.fail(name, "argument '%s' given both by position and as an option", k) end
+            args[i] = v
+          end
+        end
+      end
+      return f(t, unpack(args, 1, #names))
+    end
+  end
+  Tensor.sort = trailing_options("sort", { "dim", "descending", "stable" }, Tensor.sort)
+  Tensor.argsort = trailing_options("argsort", { "dim", "descending" }, Tensor.argsort)
+  Tensor.topk = trailing_options("topk", { "k", "dim", "largest", "sorted" }, Tensor.topk)
+
   function Tensor.msort(t) return (Tensor.sort(check.tensor(t, "msort", "self"), 1)) end
   function Tensor.cumsum_(t, dim, opts) return check.tensor(t, "cumsum_", "self"):copy_(Tensor.cumsum(t, dim, opts)) end
   function Tensor.cumprod_(t, dim, opts) return check.tensor(t, "cumprod_", "self"):copy_(Tensor.cumprod(t, dim, opts)) end
@@ -238,8 +273,14 @@ return function(wick)
     end
     return lo, hi
   end
+  local function fractional(v) return type(v) == "number" and v == v and v % 1 ~= 0 end
   local function clamp_any(t, lo, hi, fn)
     check.tensor(t, fn, "self")
+    -- an integer tensor with a fractional bound is promoted first, as PyTorch's result type
+    -- (x-transformers' mask.sum().clamp(min = 1e-5) is float32 1e-5, not int64 1)
+    if (fractional(lo) or fractional(hi)) and not t:is_floating_point() and not t:is_complex() then
+      t = t:to(wick.get_default_dtype())
+    end
     if not is_tensor(lo) and not is_tensor(hi) then return clamp_numbers(t, lo, hi) end
     if lo == nil and hi == nil then check.fail(fn, "at least one of min and max must be given") end
     local r = t
@@ -253,7 +294,10 @@ return function(wick)
   end
   function Tensor.clamp_(t, lo, hi)
     lo, hi = bounds(lo, hi)
-    if not is_tensor(lo) and not is_tensor(hi) then return clamp_numbers_(t, lo, hi) end
+    if not is_tensor(lo) and not is_tensor(hi) and not ((fractional(lo) or fractional(hi)) and is_tensor(t)
+      and not t:is_floating_point() and not t:is_complex()) then
+      return clamp_numbers_(t, lo, hi)
+    end
     local r = clamp_any(t, lo, hi, "clamp_")
     if r:is_floating_point() and not t:is_floating_point() then -- (YOLOv3's gj.clamp_(0, gain[3] - 1))
       check.fail("clamp_", "result type Float can't be cast to the desired output type %s (a float bound on an "
@@ -328,6 +372,7 @@ return function(wick)
   end
   function ops.randint(...)
     local low, high, size, opts = randint_args(...)
+    low, high = number_of(low), number_of(high) -- (0-dim tensors: HashNeRF's randint(0, resolution - cube_size, (3,)))
     check.int(low, "randint", "low")
     -- high may reach 2^63 (k-diffusion's seed = torch.randint(0, 2 ** 63 - 1, [])): a LuaJIT int64
     -- or a whole number past 2^53 (draws then take 53 bits of it)
@@ -507,12 +552,6 @@ return function(wick)
   local function need_float(t, fn)
     check.tensor(t, fn, "self")
     if not is_float(t.dtype) then check.fail(fn, "expected a floating-point tensor, got %s", t.dtype) end
-  end
-  -- a 0-dim real tensor where PyTorch takes "float or Tensor" (k-diffusion's
-  -- linspace(t_start, t_end, n)) is the number it holds
-  local function number_of(v)
-    if is_tensor(v) and v:dim() == 0 and not v:is_complex() then return v:item() end
-    return v
   end
   ops._number_of = number_of
   -- t:normal_({mean =, std =}) and the like: PyTorch's keywords as one options table; a 0-dim
@@ -1120,6 +1159,9 @@ return function(wick)
     vec(b, "dot", "tensor")
     if a:size(1) ~= b:size(1) then
       check.fail("dot", "inconsistent tensor size, expected tensor [%d] and src [%d] to have the same number of elements, but got %d and %d elements respectively", a:size(1), b:size(1), a:size(1), b:size(1))
+    end
+    if a.dtype ~= b.dtype then
+      check.fail("dot", "expected both vectors to have same dtype, but found %s and %s", a.dtype, b.dtype)
     end
     return a:unsqueeze(1):mm(b:unsqueeze(2)):reshape({})
   end
@@ -3022,9 +3064,8 @@ return function(wick)
     wick[name] = ops[name]
   end
   wick.concatenate, wick.concat = wick.cat, wick.cat -- PyTorch's aliases of torch.cat
-  wick.true_divide = function(a, b) -- (a number first as wick.div takes it)
-    if type(a) == "number" and is_tensor(b) then return wick.div(a, b) end
-    return Tensor.true_divide(a, b)
+  for _, name in ipairs({ "true_divide", "floor_divide", "xlogy" }) do -- (a number first, as wick.div takes it)
+    wick[name] = wick._number_first(wick[name])
   end
 
   -- ---- PyTorch's other names (NumPy's) and the small ops written with others ----
@@ -3049,6 +3090,7 @@ return function(wick)
       end
     end
   end
+  Tensor.ndimension = Tensor.dim -- (PyTorch's old name of dim())
   --- t:positive(): t itself (PyTorch's torch.positive; refused for bool)
   function Tensor.positive(t)
     check.tensor(t, "positive", "self")

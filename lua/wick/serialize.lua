@@ -77,8 +77,21 @@ function serialize.load(path, opts)
   -- weights_only: accepted as torch.load takes it, and what wick does anyway (a
   -- file never runs code); mmap = true maps the storages (a file changed later
   -- changes them), else they are read, as torch.load's default
-  opts = check.options(opts, "wick.load", { map_location = "any", verify = "any", weights_only = "boolean",
-    mmap = "boolean" })
+  local LOAD = { map_location = "any", verify = "any", weights_only = "boolean", mmap = "boolean" }
+  -- torch.load(path, map_location) by position: a device (a string or a wick.device), a function, or a
+  -- table renaming locations (one without load's option names)
+  local function is_renaming(t)
+    if type(t) ~= "table" or getmetatable(t) ~= nil or next(t) == nil then return false end
+    for k in pairs(t) do
+      if LOAD[k] or type(k) ~= "string" or not pcall(wick.device, k) then return false end
+    end
+    return true
+  end
+  if type(opts) == "string" or type(opts) == "function" or (type(opts) == "table" and getmetatable(opts) == wick.Device)
+    or is_renaming(opts) then
+    opts = { map_location = opts }
+  end
+  opts = check.options(opts, "wick.load", LOAD)
   if opts.verify ~= nil and type(opts.verify) ~= "boolean" then
     wick.error(("wick.load: the verify option must be true or false, got %s"):format(type(opts.verify)))
   end

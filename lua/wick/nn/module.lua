@@ -748,6 +748,12 @@ function Module:get_submodule(target)
   check.fail("get_submodule", "%s has no submodule '%s'", getmetatable(self).__name, target)
 end
 
+--- m:compile([opts]): PyTorch's in-place Module.compile (wick.compile's options checked; nothing to compile)
+function Module:compile(opts)
+  this(self, "compile")
+  wick.compile(self, opts)
+end
+
 --- m:_load_from_state_dict(...): what a subclass's override calls through super; the copy itself is
 --- load_state_dict's (it calls the overrides first, each with the state dict it may change)
 function Module._load_from_state_dict() end
