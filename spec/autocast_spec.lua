@@ -6,6 +6,7 @@
 local wick = require("wick")
 local nn = wick.nn
 local F = nn.functional
+local support = require("spec.support")
 
 local function autocast(fn, ...) return wick.autocast({ device_type = "cpu" }, fn, ...) end
 
@@ -59,7 +60,12 @@ describe("wick.autocast state", function()
     local f = function() end
     assert.has_error(function() wick.autocast({ device_type = "tpu" }, f) end)
     assert.has_error(function() wick.autocast({ dtype = "bfloat16" }, f) end, "autocast: the option device_type ('cpu' or 'cuda') is required")
-    assert.has_error(function() wick.autocast({ device_type = "cpu", dtype = "float64" }, f) end)
+    assert.has_error(function() wick.autocast({ device_type = "cpu", dtype = "int64" }, f) end)
+    -- float32 and float64 are PyTorch's unsupported target dtypes: a warning, and autocast off
+    local w = support.warnings_of(function()
+      assert.is_false(wick.autocast({ device_type = "cpu", dtype = "float64" }, function() return wick.is_autocast_enabled("cpu") end))
+    end)
+    assert.is_truthy(w[1] and w[1]:find("Disabling autocast", 1, true))
     assert.has_error(function() wick.autocast({ device_type = "cpu", fast = true }, f) end)
     assert.has_error(function() wick.autocast({ device_type = "cpu" }, 3) end)
     assert.is_false(wick.is_autocast_enabled("cpu"))
@@ -73,7 +79,7 @@ describe("wick.autocast state", function()
     assert.is_false(wick.is_autocast_enabled("cpu"))
     assert.are.equal("bfloat16", wick.autocast("cpu", { dtype = "bfloat16" })(function(a) return a:mm(a) end)(wick.ones(2, 2)).dtype)
     assert.has_error(function() wick.autocast({ device_type = "cpu" })(3) end, "autocast: expected a function for argument 'f', got 3")
-    assert.has_error(function() wick.autocast({ device_type = "cpu", dtype = "float64" }) end)
+    assert.has_error(function() wick.autocast({ device_type = "cpu", dtype = "int64" }) end)
     if not wick.cuda.is_available() then -- torch.cuda.amp.autocast() decorates too; without a GPU it runs f plainly
       local saved = io.stderr
       io.stderr = { write = function() end }

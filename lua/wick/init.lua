@@ -1426,6 +1426,27 @@ wick.cuda = {
   initial_seed = function() return wick.initial_seed() end,
   -- wick's CUDA state is made when a GPU is there (reversible.py's torch.cuda._initialized guard)
   is_initialized = function() return wick.cuda.is_available() end,
+  -- torch.cuda.Event(enable_timing=True): e:record() notes the time (after the GPU's queued work),
+  -- e:elapsed_time(later) is the milliseconds between two (airbench's timing); e:synchronize(), e:query()
+  Event = function(opts)
+    opts = check.options(opts, "wick.cuda.Event", { enable_timing = "boolean", blocking = "boolean",
+      interprocess = "boolean" })
+    local e = { enable_timing = opts.enable_timing == true }
+    local function sync() if wick.cuda.is_available() then wick.cuda.synchronize() end end
+    function e.record(self) sync(); self._t = wick.clock() end
+    function e.synchronize() sync() end
+    function e.query(self) return self._t ~= nil end
+    function e.elapsed_time(self, other)
+      if not (self.enable_timing and other.enable_timing) then
+        check.fail("Event.elapsed_time", "Both events must be created with argument 'enable_timing=True'")
+      end
+      if self._t == nil or other._t == nil then
+        check.fail("Event.elapsed_time", "Both events must be recorded before calculating elapsed time")
+      end
+      return (other._t - self._t) * 1000
+    end
+    return e
+  end,
   -- bfloat16 runs wherever a GPU does (nanoGPT's dtype choice)
   is_bf16_supported = function() return wick.cuda.is_available() end,
   -- the one generator's state, once per GPU for the _all forms (none without one), as checkpoints keep it

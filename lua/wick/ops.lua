@@ -1186,6 +1186,9 @@ return function(wick)
   end
   function Tensor.lerp(t, to, weight)
     check.tensor(t, "lerp", "self")
+    if not t:is_floating_point() and not t:is_complex() then -- (PyTorch's lerp_kernel has no integer form)
+      check.fail("lerp", "\"lerp_kernel_scalar\" not implemented for '%s'", t.dtype)
+    end
     return t + (to - t) * weight
   end
   -- PyTorch's deprecated overloads with the number first: t:add_(alpha, other),

@@ -1369,6 +1369,8 @@ local function lambda_of(self, name, i)
   local f = self.lr_lambda
   if type(f) == "table" and getmetatable(f) == nil then f = f[i] end
   local factor = f(self.last_epoch)
+  -- a one-element tensor is its number (airbench's lambda i: lr_schedule[i])
+  if wick.is_tensor(factor) and factor:numel() == 1 and not factor:is_complex() then factor = factor:item() end
   if type(factor) ~= "number" then check.fail(name, "lr_lambda returned a %s, not a number", type(factor)) end
   return factor
 end

@@ -231,7 +231,7 @@ local function output_padding(self, x, output_size, n, fn)
     end
     res[d] = size[d] - lo[d]
   end
-  return n == 1 and res[1] or res
+  return res
 end
 function L.ConvTranspose2d:_output_padding(x, output_size) return output_padding(self, x, output_size, 2, "ConvTranspose2d") end
 --- forward(x[, output_size]): output_size ({h, w}, or with the batch and channel dims) picks the output_padding
@@ -348,11 +348,13 @@ L.Conv3d.extra_repr = conv_repr
 -- padding_mode]]]]]]][, opts]) and nn.ConvTranspose1d(...): ConvTranspose2d's arguments; weight [in, out / groups, k...]
 local function conv_transpose_class(name, n, fn)
   local C = L._ConvNd:extend(name, { "in_channels", "out_channels", "kernel_size" })
+  -- the attributes are PyTorch's tuples: {k} for 1-D (hifi-gan's op.output_padding[0])
   local function shape(v, what, lo)
     if n == 3 then return triple(v, name, what, lo) end
     if type(v) == "table" and #v == 1 and getmetatable(v) == nil then v = v[1] end -- PyTorch's (3,)
-    return check.int(v, name, what, lo)
+    return { check.int(v, name, what, lo) }
   end
+  local function arg(v) return n == 1 and v[1] or v end
   function C:init(in_channels, out_channels, kernel_size, ...)
     check.int(in_channels, name, "in_channels", 1)
     check.int(out_channels, name, "out_channels", 1)
@@ -369,9 +371,8 @@ local function conv_transpose_class(name, n, fn)
     self.padding_mode = "zeros"
     if in_channels % self.groups ~= 0 then check.fail(name, "in_channels must be divisible by groups") end
     if out_channels % self.groups ~= 0 then check.fail(name, "out_channels must be divisible by groups") end
-    local ks = n == 3 and k or { k }
     local wshape = { in_channels, out_channels / self.groups }
-    for i = 1, n do wshape[2 + i] = ks[i] end
+    for i = 1, n do wshape[2 + i] = k[i] end
     self.weight = L.Parameter(wick.empty(wshape, options(opts)))
     if opts.bias ~= false then self.bias = L.Parameter(wick.empty({ out_channels }, options(opts))) end
     self:reset_parameters()
@@ -379,8 +380,9 @@ local function conv_transpose_class(name, n, fn)
   C.reset_parameters = reset_fan_in
   function C:forward(x, output_size)
     check.tensor(x, name, "input")
-    return fn(x, self.weight, self.bias, { stride = self.stride, padding = self.padding,
-      output_padding = output_padding(self, x, output_size, n, name), groups = self.groups, dilation = self.dilation })
+    return fn(x, self.weight, self.bias, { stride = arg(self.stride), padding = arg(self.padding),
+      output_padding = arg(output_padding(self, x, output_size, n, name)), groups = self.groups,
+      dilation = arg(self.dilation) })
   end
   C.extra_repr = conv_repr
   return C

@@ -748,6 +748,12 @@ function Module:get_submodule(target)
   check.fail("get_submodule", "%s has no submodule '%s'", getmetatable(self).__name, target)
 end
 
+--- m:_get_name(): the class name (hifi-gan's op._get_name() == 'Conv1d')
+function Module:_get_name()
+  this(self, "_get_name")
+  return getmetatable(self).__name
+end
+
 --- m:compile([opts]): PyTorch's in-place Module.compile (wick.compile's options checked; nothing to compile)
 function Module:compile(opts)
   this(self, "compile")
