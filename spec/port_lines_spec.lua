@@ -1935,3 +1935,26 @@ describe("the fifteenth round's last lines", function()
       "not implemented for 'int64'")
   end)
 end)
+
+describe("the sixteenth round's lines", function()
+  it("ParameterList and ParameterDict print their entries as PyTorch's; a named tuple's field read from a tensor says why", function()
+    assert.are.equal("ParameterList(  (1): Parameter containing: [torch.float32 of size 3x2])",
+      tostring(nn.ParameterList({ nn.Parameter(wick.zeros(3, 2)) })))
+    assert.are.equal("ParameterDict(  (a): Parameter containing: [torch.FloatTensor of size 2])",
+      tostring(nn.ParameterDict({ { "a", nn.Parameter(wick.zeros(2)) } })))
+    support.assert_error_has(function() return wick.linalg.eigh(wick.eye(2)).eigenvalues end,
+      "gives its fields as several values")
+  end)
+
+  it("warns, as PyTorch, when a bool padding mask meets a float attention mask", function()
+    local enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, 0.0, { batch_first = true }), 1)
+    local w = support.warnings_of(function()
+      enc(wick.randn(1, 4, 8), nn.Transformer.generate_square_subsequent_mask(4), wick.tensor({ { true, false, false, false } }))
+    end)
+    assert.is_truthy(w[1] and w[1]:find("Support for mismatched src_key_padding_mask and mask is deprecated", 1, true))
+    w = support.warnings_of(function()
+      enc(wick.randn(1, 4, 8), nn.Transformer.generate_square_subsequent_mask(4), wick.zeros(1, 4))
+    end)
+    assert.are.same({}, w)
+  end)
+end)

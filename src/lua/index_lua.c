@@ -399,6 +399,14 @@ static void bad_key(lua_State *L, int idx) {
             strcmp(k, "forward") == 0)
             wl_raise(L, "tensor has no field or method '%s' (a module's method called with '.' gets its first "
                         "argument as self: write m:forward(x), not m.forward(x))", k);
+        static const char *const named_fields[] = {"eigenvalues", "eigenvectors", "L", "info", "U", "S", "Vh", "V",
+                                                   "Q", "R", "sign", "logabsdet", "solution", "LU", "pivots",
+                                                   "mantissa", "exponent", "counts", "inverse", "P", NULL};
+        for (int i = 0; named_fields[i]; i++)
+            if (strcmp(k, named_fields[i]) == 0)
+                wl_raise(L, "tensor has no field or method '%s' (a function that returns PyTorch's named tuple gives "
+                            "its fields as several values: local L, info = wick.linalg.cholesky_ex(A); local "
+                            "eigenvalues, eigenvectors = wick.linalg.eigh(A))", k);
         if (strcmp(k, "numpy") == 0 || strcmp(k, "__array__") == 0)
             wl_raise(L, "tensor has no field or method '%s' (Lua has no NumPy: t:tolist() gives nested tables, "
                         "t:item() one number, t:tobytes() its bytes, and a tensor has NumPy's own operations)", k);

@@ -32,6 +32,15 @@ local function canonical_mask(mask, fn, name, dtype)
   return mask
 end
 
+-- PyTorch's deprecation warning for a bool mask beside a float one (a float causal mask with a bool
+-- padding mask: the decision transformer's)
+local function warn_mismatched(a, b, name_a, name_b)
+  if a ~= nil and b ~= nil and wick.is_tensor(a) and wick.is_tensor(b) and (a.dtype == "bool") ~= (b.dtype == "bool") then
+    require("wick.nn.common").warn(("Support for mismatched %s and %s is deprecated. Use same type for both instead.")
+      :format(name_a, name_b))
+  end
+end
+
 -- an additive causal mask [sz, sz]: -inf above the diagonal, 0 elsewhere
 local function square_subsequent_mask(sz, opts)
   return wick.full({ sz, sz }, NEG_INF, opts):triu(1)
@@ -173,6 +182,7 @@ local function attend(self, fn, q, k, v, kpm, need_weights, attn_mask, average, 
       k:size(3), v:size(3))
   end
   local S = k:size(1)
+  warn_mismatched(kpm, attn_mask, "key_padding_mask", "attn_mask")
   kpm = canonical_mask(kpm, fn, "key_padding_mask", q.dtype)
   if is_causal and attn_mask == nil then
     check.fail(fn, "Need attn_mask if specifying the is_causal hint. You may use the Transformer module method "
@@ -413,6 +423,7 @@ local function transformer_encoder_layer_forward(self, src, ...)
   local fn = "TransformerEncoderLayer"
   check.tensor(src, fn, "src")
   local o = check.positional(fn, ENC_FORWARD_ORDER, ENC_FORWARD, ...)
+  warn_mismatched(o.src_key_padding_mask, o.src_mask, "src_key_padding_mask", "mask")
   local kpm = canonical_mask(o.src_key_padding_mask, fn, "src_key_padding_mask", src.dtype)
   local mask, causal = o.src_mask, o.is_causal == true
   local x = src
@@ -518,6 +529,7 @@ local function transformer_encoder_forward(self, src, ...)
   local fn = "TransformerEncoder"
   check.tensor(src, fn, "src")
   local o = check.positional(fn, { "mask", "src_key_padding_mask", "is_causal" }, STACK_FORWARD, ...)
+  warn_mismatched(o.src_key_padding_mask, o.mask, "src_key_padding_mask", "mask")
   local kpm = canonical_mask(o.src_key_padding_mask, fn, "src_key_padding_mask", src.dtype)
   local mask = canonical_mask(o.mask, fn, "mask", src.dtype)
   local causal = detect_is_causal(mask, o.is_causal, seq_len(src, first_batch_first(self)))

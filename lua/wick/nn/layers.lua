@@ -1491,6 +1491,18 @@ array_container(L.ParameterList, "ParameterList", parameter_item)
 function L.ParameterList:init(params)
   if params ~= nil then self:extend(params) end
 end
+-- a parameter entry as PyTorch's ParameterList and ParameterDict print it
+local LEGACY_TYPE = { float32 = "FloatTensor", float64 = "DoubleTensor", float16 = "HalfTensor",
+  bfloat16 = "BFloat16Tensor", int64 = "LongTensor", int32 = "IntTensor", uint8 = "ByteTensor", bool = "BoolTensor" }
+local function parameter_line(key, p, legacy)
+  local dtype = legacy and (LEGACY_TYPE[p.dtype] or p.dtype) or p.dtype
+  return ("  (%s): Parameter containing: [torch.%s of size %s]"):format(key, dtype, table.concat(p:size(), "x"))
+end
+function L.ParameterList:extra_repr()
+  local lines = {}
+  for i, p in ipairs(self) do lines[i] = parameter_line(i, p) end
+  return table.concat(lines, "\n")
+end
 
 -- ModuleDict and ParameterDict: string keys in insertion order, d[name] read
 -- and written; a name that is a method of the class is refused (as PyTorch
@@ -1600,6 +1612,11 @@ L.ParameterDict = Module:extend("ParameterDict")
 dict_container(L.ParameterDict, "ParameterDict", parameter_item)
 function L.ParameterDict:init(params)
   if params ~= nil then self:update(params) end
+end
+function L.ParameterDict:extra_repr()
+  local lines = {}
+  for k, p in self:items() do lines[#lines + 1] = parameter_line(k, p, true) end
+  return table.concat(lines, "\n")
 end
 
 -- ---- losses ----
