@@ -1,7 +1,9 @@
 -- wick.distributions: PyTorch's torch.distributions for the common cases
 -- (Categorical, OneHotCategorical, Normal, MultivariateNormal, Bernoulli,
 -- Uniform, Independent, Gamma, Beta, Dirichlet, Exponential, Laplace,
--- StudentT, LogNormal, and kl_divergence between two of a kind), as
+-- StudentT, LogNormal, the counts, Cauchy, HalfNormal, Gumbel, Weibull,
+-- Chi2, Geometric, TransformedDistribution, MixtureSameFamily, the relaxed
+-- ones, and kl_divergence between two of a kind), as
 -- compositions of wick's ops, so log_prob, entropy and rsample are
 -- differentiable. Gamma draws are Marsaglia and Tsang's (PyTorch's
 -- sample_gamma) from wick's uniform and normal draws, Beta and Dirichlet
@@ -1316,6 +1318,221 @@ function NegativeBinomial:log_prob(value)
   return log_unnormalized - log_normalization
 end
 
+-- ---- Cauchy, HalfNormal, Gumbel, Weibull, Chi2, Geometric ----
+
+--- Cauchy(loc, scale): rsample loc + scale tan(pi (u - 1/2)); no mean or variance (NaN and inf, as PyTorch's)
+local Cauchy = class("Cauchy")
+Cauchy._keywords = { "loc", "scale" }
+Cauchy._params = { "loc", "scale" }
+function Cauchy.new(loc, scale, opts)
+  local d = setmetatable({}, Cauchy)
+  d.loc, d.scale = two_params("Cauchy", loc, scale, "loc", "scale", opts)
+  if validating(d, opts) then
+    check_param(d, "loc", not_nan(d.loc), "Real()")
+    check_param(d, "scale", positive(d.scale), POSITIVE)
+  end
+  d.batch_shape, d.event_shape = d.loc:size(), Size()
+  d.has_rsample = true
+  return d
+end
+function Cauchy._lazy.mean(d) return wick.full_like(d.loc, 0 / 0) end
+function Cauchy._lazy.mode(d) return d.loc end
+function Cauchy._lazy.variance(d) return wick.full_like(d.loc, math.huge) end
+function Cauchy._lazy.stddev(d) return d.variance end
+function Cauchy:rsample(sample_shape)
+  local shape = shape_of(sample_shape, self.batch_shape, "Cauchy:rsample")
+  local u = wick.rand(shape, { dtype = self.loc.dtype, device = self.loc.device })
+  return self.loc + self.scale * ((u - 0.5) * math.pi):tan()
+end
+Cauchy.sample = sample_of
+function Cauchy:log_prob(value)
+  value = value_in(self, "Cauchy:log_prob", value, self.loc, "Real()", not_nan)
+  return -math.log(math.pi) - self.scale:log() - (((value - self.loc) / self.scale) ^ 2):log1p()
+end
+function Cauchy:cdf(value)
+  value = value_in(self, "Cauchy:cdf", value, self.loc, "Real()", not_nan)
+  return ((value - self.loc) / self.scale):atan() / math.pi + 0.5
+end
+function Cauchy:icdf(value)
+  value = param(value, "Cauchy:icdf", "value", self.loc)
+  return ((value - 0.5) * math.pi):tan() * self.scale + self.loc
+end
+function Cauchy:entropy() return math.log(4 * math.pi) + self.scale:log() end
+
+--- HalfNormal(scale): |x| for x ~ Normal(0, scale); values in [0, inf)
+local HalfNormal = class("HalfNormal")
+HalfNormal._keywords = { "scale" }
+HalfNormal._params = { "scale" }
+function HalfNormal.new(scale, opts)
+  check.options(opts, "HalfNormal", { validate_args = "boolean" })
+  local d = setmetatable({}, HalfNormal)
+  d.scale = param(scale, "HalfNormal", "scale")
+  if validating(d, opts) then check_param(d, "scale", positive(d.scale), POSITIVE) end
+  d.base_dist = Normal.new(wick.zeros_like(d.scale), d.scale, { validate_args = false })
+  d.batch_shape, d.event_shape = d.scale:size(), Size()
+  d.has_rsample = true
+  return d
+end
+function HalfNormal._lazy.mean(d) return d.scale * math.sqrt(2 / math.pi) end
+function HalfNormal._lazy.mode(d) return wick.zeros_like(d.scale) end
+function HalfNormal._lazy.variance(d) return d.scale ^ 2 * (1 - 2 / math.pi) end
+function HalfNormal._lazy.stddev(d) return d.variance:sqrt() end
+function HalfNormal:rsample(sample_shape) return self.base_dist:rsample(sample_shape):abs() end
+HalfNormal.sample = sample_of
+function HalfNormal:log_prob(value)
+  value = value_in(self, "HalfNormal:log_prob", value, self.scale, NONNEGATIVE, nonnegative)
+  local lp = self.base_dist:log_prob(value) + math.log(2)
+  return wick.where(value:ge(0), lp, -math.huge)
+end
+function HalfNormal:cdf(value)
+  value = value_in(self, "HalfNormal:cdf", value, self.scale, NONNEGATIVE, nonnegative)
+  return 2 * self.base_dist:cdf(value) - 1
+end
+function HalfNormal:icdf(prob) return self.base_dist:icdf((prob + 1) / 2) end
+function HalfNormal:entropy() return self.base_dist:entropy() - math.log(2) end
+
+--- Gumbel(loc, scale): loc - scale log(-log u)
+local Gumbel = class("Gumbel")
+Gumbel._keywords = { "loc", "scale" }
+Gumbel._params = { "loc", "scale" }
+local EULER_GAMMA = 0.57721566490153286061
+function Gumbel.new(loc, scale, opts)
+  local d = setmetatable({}, Gumbel)
+  d.loc, d.scale = two_params("Gumbel", loc, scale, "loc", "scale", opts)
+  if validating(d, opts) then
+    check_param(d, "loc", not_nan(d.loc), "Real()")
+    check_param(d, "scale", positive(d.scale), POSITIVE)
+  end
+  d.batch_shape, d.event_shape = d.loc:size(), Size()
+  d.has_rsample = true
+  return d
+end
+function Gumbel._lazy.mean(d) return d.loc + d.scale * EULER_GAMMA end
+function Gumbel._lazy.mode(d) return d.loc end
+function Gumbel._lazy.variance(d) return d.scale ^ 2 * (math.pi ^ 2 / 6) end
+function Gumbel._lazy.stddev(d) return d.variance:sqrt() end
+function Gumbel:rsample(sample_shape)
+  local shape = shape_of(sample_shape, self.batch_shape, "Gumbel:rsample")
+  local fi = wick.finfo(self.loc.dtype)
+  local u = wick.empty(shape, { dtype = self.loc.dtype, device = self.loc.device }):uniform_(fi.tiny, 1 - fi.eps)
+  return self.loc - self.scale * (-u:log()):log()
+end
+Gumbel.sample = sample_of
+function Gumbel:log_prob(value)
+  value = value_in(self, "Gumbel:log_prob", value, self.loc, "Real()", not_nan)
+  local z = (self.loc - value) / self.scale
+  return (z - z:exp()) - self.scale:log()
+end
+function Gumbel:cdf(value)
+  value = value_in(self, "Gumbel:cdf", value, self.loc, "Real()", not_nan)
+  return (-(-(value - self.loc) / self.scale):exp()):exp()
+end
+function Gumbel:entropy() return self.scale:log() + (1 + EULER_GAMMA) end
+
+--- Weibull(scale, concentration): scale (-log u)^(1/concentration); values in (0, inf)
+local Weibull = class("Weibull")
+Weibull._keywords = { "scale", "concentration" }
+Weibull._params = { "scale", "concentration" }
+function Weibull.new(scale, concentration, opts)
+  local d = setmetatable({}, Weibull)
+  d.scale, d.concentration = two_params("Weibull", scale, concentration, "scale", "concentration", opts)
+  if validating(d, opts) then
+    check_param(d, "scale", positive(d.scale), POSITIVE)
+    check_param(d, "concentration", positive(d.concentration), POSITIVE)
+  end
+  d.batch_shape, d.event_shape = d.scale:size(), Size()
+  d.has_rsample = true
+  return d
+end
+function Weibull._lazy.mean(d) return d.scale * (1 + d.concentration:reciprocal()):lgamma():exp() end
+function Weibull._lazy.mode(d)
+  local k = d.concentration
+  return d.scale * ((k - 1) / k) ^ k:reciprocal()
+end
+function Weibull._lazy.variance(d)
+  local k = d.concentration
+  return d.scale ^ 2 * ((1 + 2 / k):lgamma():exp() - (1 + k:reciprocal()):lgamma():exp() ^ 2)
+end
+function Weibull._lazy.stddev(d) return d.variance:sqrt() end
+function Weibull:rsample(sample_shape)
+  local shape = shape_of(sample_shape, self.batch_shape, "Weibull:rsample")
+  local fi = wick.finfo(self.scale.dtype)
+  local u = wick.empty(shape, { dtype = self.scale.dtype, device = self.scale.device }):uniform_(fi.tiny, 1)
+  return self.scale * (-u:log()) ^ self.concentration:reciprocal()
+end
+Weibull.sample = sample_of
+function Weibull:log_prob(value)
+  value = value_in(self, "Weibull:log_prob", value, self.scale, POSITIVE, positive)
+  local k, z = self.concentration, value / self.scale
+  return k:log() - self.scale:log() + (k - 1) * z:log() - z ^ k
+end
+function Weibull:cdf(value)
+  value = value_in(self, "Weibull:cdf", value, self.scale, POSITIVE, positive)
+  return -(-((value / self.scale) ^ self.concentration)):expm1()
+end
+function Weibull:entropy()
+  local k = self.concentration
+  return EULER_GAMMA * (1 - k:reciprocal()) + (self.scale / k):log() + 1
+end
+
+--- Chi2(df): Gamma(df / 2, 1 / 2)
+local Chi2 = class("Chi2")
+Chi2._keywords = { "df" }
+Chi2._params = { "df" }
+function Chi2.new(df, opts)
+  check.options(opts, "Chi2", { validate_args = "boolean" })
+  local d = setmetatable({}, Chi2)
+  d.df = param(df, "Chi2", "df")
+  if validating(d, opts) then check_param(d, "df", positive(d.df), POSITIVE) end
+  d._gamma = Gamma.new(d.df * 0.5, wick.full_like(d.df, 0.5), { validate_args = false })
+  d.batch_shape, d.event_shape = d.df:size(), Size()
+  d.has_rsample = true
+  return d
+end
+for _, k in ipairs({ "mean", "mode", "variance", "stddev" }) do Chi2._lazy[k] = function(d) return d._gamma[k] end end
+function Chi2:rsample(sample_shape) return self._gamma:rsample(sample_shape) end
+Chi2.sample = sample_of
+function Chi2:log_prob(value) return self._gamma:log_prob(value) end
+function Chi2:entropy() return self._gamma:entropy() end
+
+--- Geometric(probs) or {logits = l}: the failures before the first success, 0, 1, ...
+local Geometric = class("Geometric")
+Geometric._params = { "probs" }
+function Geometric.new(probs, opts)
+  local fn = "Geometric"
+  local logits
+  probs, logits, opts = probs_or_logits(fn, probs, opts, "number|tensor")
+  local d = setmetatable({}, Geometric)
+  local validate = validating(d, opts)
+  binary_params(d, fn, probs, logits, validate, function(p) return p:gt(0):logical_and(p:le(1)) end,
+    "Interval(lower_bound=0.0, upper_bound=1.0)")
+  d.batch_shape, d.event_shape = d.probs:size(), Size()
+  d.has_rsample = false
+  return d
+end
+function Geometric._lazy.mean(d) return d.probs:reciprocal() - 1 end
+function Geometric._lazy.mode(d) return wick.zeros_like(d.probs) end
+function Geometric._lazy.variance(d) return (d.probs:reciprocal() - 1) / d.probs end
+function Geometric._lazy.stddev(d) return d.variance:sqrt() end
+function Geometric:sample(sample_shape)
+  local shape = shape_of(sample_shape, self.batch_shape, "Geometric:sample")
+  return wick.no_grad(function()
+    local fi = wick.finfo(self.probs.dtype)
+    local u = wick.empty(shape, { dtype = self.probs.dtype, device = self.probs.device }):uniform_(fi.tiny, 1)
+    return (u:log() / (-self.probs):log1p()):floor()
+  end)
+end
+function Geometric:log_prob(value)
+  value = value_in(self, "Geometric:log_prob", value, self.probs, NONNEGATIVE_INTEGER, nonnegative_integer)
+  local p = self.probs
+  local value_p = wick.where(p:eq(1):logical_and(value:eq(0)), 0, value * (-p):log1p())
+  return value_p + p:clamp(wick.finfo(p.dtype).tiny, 1):log()
+end
+function Geometric:entropy()
+  local p = clamp_probs(self.probs)
+  return wick.nn.functional.binary_cross_entropy(p, p, { reduction = "none" }) / p
+end
+
 -- ---- TransformedDistribution, MixtureSameFamily, the relaxed ones ----
 
 local function is_distribution(v)
@@ -1612,7 +1829,8 @@ as_transformed(RelaxedOneHotCategorical)
 for _, C in ipairs({ Categorical, OneHotCategorical, Normal, MultivariateNormal, Independent, Bernoulli, Uniform,
   Gamma, Dirichlet, Beta, Exponential, Laplace, StudentT, LogNormal,
   Poisson, NegativeBinomial, Binomial, TransformedDistribution, MixtureSameFamily, LogitRelaxedBernoulli,
-  ExpRelaxedCategorical, RelaxedBernoulli, RelaxedOneHotCategorical }) do
+  ExpRelaxedCategorical, RelaxedBernoulli, RelaxedOneHotCategorical, Cauchy, HalfNormal, Gumbel, Weibull, Chi2,
+  Geometric }) do
   receivers(C)
 end
 

@@ -343,7 +343,7 @@ return function(wick)
 
   --- wick.randint([low = 0, ]high, size[, opts]): integers in [low, high) (high excluded), int64 by default.
   --- low, high and size may come by name as in PyTorch: wick.randint(9, {size = {3}}).
-  local RANDINT = { low = "integer", high = "integer", size = "table", dtype = "dtype", device = "device",
+  local RANDINT = { low = "integer|tensor", high = "integer|tensor", size = "table", dtype = "dtype", device = "device",
     requires_grad = "boolean" }
   -- a trailing table of options: plain, no array part, not empty (an empty table is the size of a 0-dim result)
   local function is_options(v) return type(v) == "table" and getmetatable(v) == nil and v[1] == nil and next(v) ~= nil end
@@ -403,6 +403,13 @@ return function(wick)
     check.tensor(t, "randint_like", "input")
     local low, high = a, b
     if b == nil or type(b) == "table" then low, high, opts = 0, a, b end
+    -- low and high by name too (score_sde's randint_like(data, low=0, high=2))
+    if type(high) == "table" and not is_tensor(high) and opts == nil then
+      local o, rest = high, {}
+      for k, v in pairs(o) do if k ~= "low" and k ~= "high" then rest[k] = v end end
+      low, high, opts = o.low or low, o.high, rest
+      if high == nil then check.fail("randint_like", "missing required argument 'high'") end
+    end
     opts = check.options(opts, "randint_like", RANDINT_LIKE)
     return ops.randint(low, high, t:size(), { dtype = opts.dtype or t.dtype, device = opts.device or t.device,
       requires_grad = opts.requires_grad })

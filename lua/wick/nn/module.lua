@@ -300,6 +300,31 @@ local function check_arity(self, n, ...)
   end
 end
 
+-- m{input_tensor = x, cur_state = s}: PyTorch's keyword call, bound to the forward's parameter
+-- names (ConvLSTM's self.cell_list[i](input_tensor=..., cur_state=[h, c])) when every key names one
+local param_names = setmetatable({}, { __mode = "k" }) -- forward -> { name = position }, or false
+local function keyword_call(self, t)
+  local f = self.forward
+  local names = param_names[f]
+  if names == nil then
+    names = false
+    local info = type(f) == "function" and debug.getinfo(f, "u")
+    if info and info.nparams and info.nparams > 1 then
+      names = {}
+      for i = 2, info.nparams do names[debug.getlocal(f, i)] = i - 1 end
+    end
+    param_names[f] = names
+  end
+  if not names or next(t) == nil then return nil end
+  local args, n = {}, 0
+  for k, v in pairs(t) do
+    local at = type(k) == "string" and names[k]
+    if not at then return nil end
+    args[at], n = v, math.max(n, at)
+  end
+  return args, n
+end
+
 -- (the test and the forward inline: a call is on every layer's path)
 if core.profiler_hooked then
   Module.__call = function(self, ...)
@@ -309,6 +334,10 @@ if core.profiler_hooked then
     end
     local n = select("#", ...)
     if n > 1 then check_arity(self, n, ...) end
+    if n == 1 and type((...)) == "table" and getmetatable((...)) == nil then
+      local args, k = keyword_call(self, (...))
+      if args then return self(unpack(args, 1, k)) end
+    end
     if profiling.on then return profiling.call(self, ...) end
     return self:forward(...)
   end
@@ -320,6 +349,10 @@ else
     end
     local n = select("#", ...)
     if n > 1 then check_arity(self, n, ...) end
+    if n == 1 and type((...)) == "table" and getmetatable((...)) == nil then
+      local args, k = keyword_call(self, (...))
+      if args then return self(unpack(args, 1, k)) end
+    end
     return self:forward(...)
   end
 end
