@@ -1958,3 +1958,71 @@ describe("the sixteenth round's lines", function()
     assert.are.same({}, w)
   end)
 end)
+
+describe("the sixteenth round's last lines", function()
+  it("a module of one's own called with its forward's arguments by name (ConvLSTM's cell(input_tensor=, cur_state=))", function()
+    local Cell = nn.Module:extend("KwCell")
+    function Cell:init() end
+    function Cell:forward(input_tensor, cur_state) return input_tensor + cur_state[1] end
+    local cell, x = Cell(), wick.ones(2)
+    assert.are.same({ 2, 2 }, cell({ input_tensor = x, cur_state = { x } }):totable())
+    assert.are.same({ 2, 2 }, cell(x, { x }):totable())
+    local Dict = nn.Module:extend("DictIn") -- a dict input whose keys are no parameter names stays one argument
+    function Dict:forward(batch) return batch.a * 2 end
+    assert.are.same({ 2, 2 }, Dict()({ a = x }):totable())
+  end)
+
+  it("isinstance of the legacy types (AdaIN's isinstance(feat, torch.FloatTensor)), samplers of index tensors", function()
+    assert.is_true(wick.isinstance(wick.rand(2), wick.FloatTensor))
+    assert.is_false(wick.isinstance(wick.rand(2):double(), wick.FloatTensor))
+    assert.is_true(wick.isinstance(wick.rand(2):long(), wick.LongTensor))
+    assert.is_false(wick.isinstance(wick.rand(2), wick.cuda.FloatTensor))
+    local ds = wick.data.TensorDataset(wick.arange(5))
+    local total = 0
+    for xb in wick.data.DataLoader(ds, { batch_size = 2, sampler = wick.randperm(5):unbind() }) do total = total + xb:sum():item() end
+    assert.are.equal(10, total)
+    local x = wick.randn(2, 3)
+    local r = wick.randint_like(x, { low = 0, high = 2 })
+    assert.is_true(r:ge(0):all() and r:lt(2):all() and r.dtype == "float32")
+    local d = wick.randint({ low = 0, high = 5, size = { 1 } })[1]
+    assert.are.equal(1, wick.randint({ low = 0, high = 20 - d, size = { 1 } }):numel())
+  end)
+end)
+
+describe("the sixteenth round's MoE and SSL lines", function()
+  it("a cast to bool or an integer dtype carries no gradient (DeepSpeed's combine_weights.bool()), as PyTorch's", function()
+    local w = wick.tensor({ 0.5, 0.0, 2.0 }, { requires_grad = true })
+    local m = (w * 3):bool()
+    assert.is_false(m.requires_grad)
+    assert.is_false((w * 3):long().requires_grad)
+    assert.is_true((w * 3):double().requires_grad)
+    local L = (m:float() * w):sum()
+    L:backward()
+    assert.are.same({ 1, 0, 1 }, w.grad:totable()) -- only through the product, not the mask
+  end)
+
+  it("topk's k, a ModuleList's index: one-element int tensors; distributions.utils; LARS's function options and save", function()
+    local t, k = wick.rand(4, 3), wick.tensor(2, { dtype = "int64" })
+    assert.are.equal(2, wick.topk(t, { k = k, dim = 1 }):size(1))
+    assert.are.equal(2, t:topk(k, 1):size(1))
+    local ml = nn.ModuleList({ nn.Linear(2, 2), nn.Linear(2, 3) })
+    assert.are.equal(ml[2], ml[wick.tensor({ 2 }, { dtype = "int64" })])
+    local U = wick.distributions.utils
+    support.assert_close(U.probs_to_logits(wick.tensor({ 0.25, 0.75 })):totable(), { math.log(0.25), math.log(0.75) }, 1e-6)
+    support.assert_close(U.probs_to_logits(wick.tensor({ 0.25 }), true):totable(), { math.log(1 / 3) }, 1e-6)
+    local LARS = wick.optim.Optimizer:extend("LARSLike")
+    function LARS:init(params, o)
+      LARS.super.init(self, params, { lr = o.lr, weight_decay_filter = o.weight_decay_filter })
+    end
+    function LARS:step() end
+    local filter = function(p) return p.ndim == 1 end
+    local opt = LARS({ wick.zeros(2, { requires_grad = true }) }, { lr = 0.1, weight_decay_filter = filter })
+    local sd = opt:state_dict()
+    assert.is_nil(sd.param_groups[1].weight_decay_filter)
+    local path = os.tmpname()
+    wick.save({ optimizer = sd }, path)
+    opt:load_state_dict(wick.load(path).optimizer)
+    os.remove(path)
+    assert.are.equal(filter, opt.param_groups[1].weight_decay_filter)
+  end)
+end)

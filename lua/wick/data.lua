@@ -1082,6 +1082,8 @@ local function map_batches(self)
   local n = len_of(ds, "DataLoader:iter", "dataset")
   local source = (self.batch_size == nil and batch_sampler) and "batch_sampler" or "sampler"
   local function checked(i)
+    -- a one-element integer tensor is its number (a sampler over wick.randperm(n)'s items, AdaIN's)
+    if wick.is_tensor(i) and i:numel() == 1 and not i:is_floating_point() and not i:is_complex() then i = i:item() end
     if type(i) ~= "number" or i ~= math.floor(i) or i < 1 or i > n then
       check.fail("DataLoader", "the %s gave the index %s, outside the dataset's 1..%d (indices are 1-based)", source,
         check.describe(i), n)

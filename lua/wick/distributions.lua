@@ -1930,6 +1930,31 @@ function M.kl_divergence(p, q)
 end
 M.kl = { kl_divergence = M.kl_divergence }
 
+--- wick.distributions.utils: torch.distributions.utils' helpers (fairseq's probs_to_logits)
+M.utils = check.strict({
+  --- probs_to_logits(probs[, is_binary = false]): log(p) (or log(p / (1 - p))) of probs clamped into [eps, 1 - eps]
+  probs_to_logits = function(probs, is_binary)
+    check.tensor(probs, "probs_to_logits", "probs")
+    local p = clamp_probs(probs)
+    if is_binary then return p:log() - (-p):log1p() end
+    return p:log()
+  end,
+  --- logits_to_probs(logits[, is_binary = false]): sigmoid (binary) or softmax over the last dim
+  logits_to_probs = function(logits, is_binary)
+    check.tensor(logits, "logits_to_probs", "logits")
+    if is_binary then return logits:sigmoid() end
+    return logits:softmax(-1)
+  end,
+  clamp_probs = function(probs) return clamp_probs(check.tensor(probs, "clamp_probs", "probs")) end,
+  --- broadcast_all(...): numbers and tensors broadcast to one shape, numbers as tensors like the first tensor
+  broadcast_all = function(...)
+    local args, like = { ... }, nil
+    for i = 1, select("#", ...) do if is_tensor(args[i]) then like = like or args[i] end end
+    for i = 1, select("#", ...) do args[i] = param(args[i], "broadcast_all", ("values[%d]"):format(i), like) end
+    return wick.broadcast_tensors(unpack(args, 1, select("#", ...)))
+  end,
+}, "wick.distributions.utils")
+
 -- PyTorch's submodules, for the long import paths
 -- (torch.distributions.categorical.Categorical, .normal.Normal, .kl.kl_divergence):
 -- each class under its module's name, snake_case but for PyTorch's few others

@@ -1144,6 +1144,10 @@ function wick.isinstance(v, class)
     return false
   end
   if class == Tensor then return getmetatable(v) == mt end
+  if type(class) == "table" and rawget(class, "_legacy_dtype") then -- isinstance(feat, torch.FloatTensor): dtype and device
+    if getmetatable(v) ~= mt or v.dtype ~= class._legacy_dtype then return false end
+    return v.device.type == ((class._legacy_device and wick.device(class._legacy_device).type) or "cpu")
+  end
   if type(class) == "table" and getmetatable(class) == nil and next(class) ~= nil and rawget(class, "__name") == nil
       and rawget(class, "__index") == nil then -- neither a class nor a tuple of them: always false, so say so
     check.fail("isinstance", "the class is a plain table, not a class (made by extend) nor a list of classes "

@@ -208,15 +208,16 @@ return function(wick)
   end
 
   local TOPK = { dim = "integer", largest = "boolean", sorted = "boolean" }
-  local TOPK_K = { k = "integer", dim = "integer", largest = "boolean", sorted = "boolean" }
+  local TOPK_K = { k = "integer|tensor", dim = "integer", largest = "boolean", sorted = "boolean" }
   --- t:topk(k[, dim = -1[, largest = true[, sorted = true]]]) or t:topk(k, {dim =, largest =, sorted =})
   --- (or t:topk{k =, dim =, ...}): values, indices (1-based); ties come in no promised order, as in PyTorch.
   function Tensor.topk(t, k, dim, largest, sorted)
     check.tensor(t, "topk", "self")
-    if type(k) == "table" and dim == nil then -- all by keyword: torch.topk(x, k=1, dim=-1)
+    if type(k) == "table" and not is_tensor(k) and dim == nil then -- all by keyword: torch.topk(x, k=1, dim=-1)
       local o = check.options(k, "topk", TOPK_K)
       k, dim, largest, sorted = o.k, o.dim, o.largest, o.sorted
     end
+    k = number_of(k) -- (DeepSpeed's capacity, a 0-dim int64 tensor)
     check.int(k, "topk", "k", 0)
     if type(dim) == "table" then
       local o = check.options(dim, "topk", TOPK)

@@ -393,8 +393,10 @@ function Optimizer:state_dict()
   local state, groups, index = {}, {}, 0
   for gi, group in ipairs(self.param_groups) do
     local g = { params = {} }
+    -- (a function option, LARS's weight_decay_filter, is code: left out, so wick.save takes the state;
+    -- load_state_dict keeps the live group's)
     for k, v in pairs(group) do
-      if k ~= "params" then g[k] = type(v) == "table" and { unpack(v) } or v end
+      if k ~= "params" and type(v) ~= "function" then g[k] = type(v) == "table" and { unpack(v) } or v end
     end
     for _, p in ipairs(group.params) do
       index = index + 1

@@ -258,7 +258,9 @@ static wick_status recorded_copy(wick_tensor **out, const wick_tensor *t, wick_o
     wick_status st;
     WK_NO_GRAD(st = copy_as(&r, t, opt));
     if (st) return st;
-    return wk_publish(out, r, wk_wants_grad(1, &t) ? wk_record_copy(r, t, node) : WICK_OK);
+    /* a cast to an integer or bool dtype is not differentiable (PyTorch's: no history, no gradient through it) */
+    bool differentiable = wick_dtype_is_floating(opt.dtype) || wick_dtype_is_complex(opt.dtype);
+    return wk_publish(out, r, differentiable && wk_wants_grad(1, &t) ? wk_record_copy(r, t, node) : WICK_OK);
 }
 
 wick_status wick_clone(wick_tensor **out, const wick_tensor *t) {

@@ -1320,6 +1320,10 @@ local function array_container(C, name, check_item, named)
     local v = getmetatable(self)[key]
     if v ~= nil then return v end
     local n = rawlen(self)
+    -- a one-element integer tensor is its number (Mixtral's self.experts[expert_idx] over nonzero())
+    if wick.is_tensor(key) and key:numel() == 1 and not key:is_floating_point() and not key:is_complex() then
+      return self[key:item()]
+    end
     if type(key) == "number" then
       if key < 0 and key >= -n and key == floor(key) then return rawget(self, n + 1 + key) end
       if key == n + 1 then return nil end
