@@ -1135,6 +1135,27 @@ end
 --- wick.isinstance(v, class): v is an instance of class or of a class made
 --- from it by extend (nn modules, datasets, Functions); wick.Tensor for
 --- tensors; class may be an array of classes (Python's tuple)
+--- wick.issubclass(cls, base): Python's issubclass for wick's classes (cls is base or extends it; base may be
+--- an array of classes)
+function wick.issubclass(cls, base)
+  if type(cls) ~= "table" then check.expected("issubclass", "cls", "a class", cls) end
+  if base == nil then check.fail("issubclass", "the base class is nil (a name the module does not have?)") end
+  if type(base) == "table" and getmetatable(base) == nil and base[1] ~= nil then
+    for _, b in ipairs(base) do if wick.issubclass(cls, b) then return true end end
+    return false
+  end
+  local c = cls
+  while type(c) == "table" do
+    if c == base then return true end
+    local parent = rawget(c, "super")
+    if parent == nil then
+      local m = getmetatable(c)
+      parent = type(m) == "table" and type(m.__index) == "table" and m.__index or nil
+    end
+    c = parent
+  end
+  return false
+end
 function wick.isinstance(v, class)
   if class == nil then -- (a misspelt or missing class, PyTorch's TypeError)
     check.fail("isinstance", "the class is nil (a name the module does not have?)")
@@ -1154,16 +1175,7 @@ function wick.isinstance(v, class)
       .. "(a mixin's methods are not a class: mark the objects that take them and test the mark)")
   end
   local c = type(v) == "table" and getmetatable(v) or nil
-  while type(c) == "table" do
-    if c == class then return true end
-    local parent = rawget(c, "super")
-    if parent == nil then
-      local m = getmetatable(c)
-      parent = type(m) == "table" and type(m.__index) == "table" and m.__index or nil
-    end
-    c = parent
-  end
-  return false
+  return type(c) == "table" and wick.issubclass(c, class)
 end
 
 -- ---- grad mode ----

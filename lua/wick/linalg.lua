@@ -108,7 +108,8 @@ end
 function linalg.solve(A, B, opts)
   square("linalg.solve", A)
   check.tensor(B, "linalg.solve", "B")
-  if opts ~= nil and opts.left == false then -- X A = B: (A^T X^T = B^T)
+  opts = check.options(opts, "linalg.solve", { left = "boolean" })
+  if opts.left == false then -- X A = B: (A^T X^T = B^T)
     return mT(linalg.solve(mT(A), mT(B)))
   end
   local vector = B:dim() == 1 or (B:dim() == A:dim() - 1 and B:size(-1) == A:size(-1))
@@ -122,8 +123,9 @@ function linalg.solve(A, B, opts)
 end
 
 --- linalg.inv(A): A^-1 (an error naming the zero pivot when A is singular)
-function linalg.inv(A)
+function linalg.inv(A, opts)
   square("linalg.inv", A)
+  if opts ~= nil then check.fail("linalg.inv", "takes one argument (A), got another: %s", check.describe(opts)) end
   return Solve.apply(A, eye_like(A))
 end
 
@@ -146,8 +148,9 @@ function linalg.slogdet(A)
 end
 
 --- linalg.det(A): sign * exp(logabsdet), differentiable where A is invertible
-function linalg.det(A)
+function linalg.det(A, opts)
   square("linalg.det", A)
+  if opts ~= nil then check.fail("linalg.det", "takes one argument (A), got another: %s", check.describe(opts)) end
   local sign, logabsdet = Slogdet.apply(A)
   return sign * logabsdet:exp()
 end
@@ -172,8 +175,10 @@ end
 --- linalg.cholesky(A[, {upper = false}]): L with A = L L^T (upper: U = L^T)
 function linalg.cholesky(A, opts)
   square("linalg.cholesky", A)
+  -- (a positional upper is PyTorch's TypeError, never the lower factor in silence)
+  opts = check.options(opts, "linalg.cholesky", { upper = "boolean" })
   local L = Cholesky.apply(A)
-  if type(opts) == "table" and opts.upper then return mT(L) end
+  if opts.upper then return mT(L) end
   return L
 end
 
@@ -355,7 +360,7 @@ end
 --- linalg.qr(A[, mode = "reduced"]) -> Q, R ("complete": square Q; "r": Q empty)
 function linalg.qr(A, mode)
   check.tensor(A, "linalg.qr", "A")
-  if type(mode) == "table" then mode = mode.mode end
+  if type(mode) == "table" then mode = check.options(mode, "linalg.qr", { mode = "string" }).mode end
   mode = mode or "reduced"
   if mode ~= "reduced" and mode ~= "complete" and mode ~= "r" then
     check.fail("linalg.qr", "qr received unrecognized mode '%s' but expected one of 'reduced' (default), 'r', or 'complete'", tostring(mode))
@@ -368,7 +373,7 @@ end
 --- linalg.eigh(A[, UPLO = "L"]) -> eigenvalues (ascending), eigenvectors (columns)
 function linalg.eigh(A, UPLO)
   square("linalg.eigh", A)
-  if type(UPLO) == "table" then UPLO = UPLO.UPLO end
+  if type(UPLO) == "table" then UPLO = check.options(UPLO, "linalg.eigh", { UPLO = "string" }).UPLO end
   if UPLO ~= nil and UPLO ~= "L" and UPLO ~= "U" then check.fail("linalg.eigh", "UPLO must be 'L' or 'U', got %s", tostring(UPLO)) end
   if UPLO == "U" then A = mT(A) end
   return guarded("eigh", A)
@@ -378,7 +383,9 @@ function linalg.eigvalsh(A, UPLO) return (linalg.eigh(A, UPLO)) end
 --- linalg.svd(A[, full_matrices = true]) -> U, S (descending), Vh
 function linalg.svd(A, full_matrices)
   check.tensor(A, "linalg.svd", "A")
-  if type(full_matrices) == "table" then full_matrices = full_matrices.full_matrices end
+  if type(full_matrices) == "table" then
+    full_matrices = check.options(full_matrices, "linalg.svd", { full_matrices = "boolean", driver = "string" }).full_matrices
+  end
   return guarded("svd", A, full_matrices ~= false)
 end
 function linalg.svdvals(A)

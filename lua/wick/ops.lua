@@ -2274,9 +2274,30 @@ return function(wick)
   end
   --- t:diag_embed([offset = 0]): each vector of the last dim on the offset-th
   --- diagonal of a new square matrix (two new last dims)
-  function Tensor.diag_embed(t, offset)
+  function Tensor.diag_embed(t, offset, dim1, dim2)
     check.tensor(t, "diag_embed", "self")
+    if type(offset) == "table" then -- diag_embed(x, {offset =, dim1 =, dim2 =})
+      local o = check.options(offset, "diag_embed", { offset = "integer", dim1 = "integer", dim2 = "integer" })
+      offset, dim1, dim2 = o.offset, o.dim1, o.dim2
+    end
     offset = check.opt_int(offset, "diag_embed", "offset", 0)
+    if dim1 ~= nil or dim2 ~= nil then -- the new dims elsewhere than last: the result permuted
+      local nd = t:dim() + 1
+      local function place(d, name, default)
+        d = check.opt_int(d, "diag_embed", name, default)
+        local p = d < 0 and d + nd + 1 or d
+        if p < 1 or p > nd then check.fail("diag_embed", "Dimension out of range (expected to be in range of [%d, %d], but got %d)", -nd, nd, d) end
+        return p
+      end
+      local p1, p2 = place(dim1, "dim1", -2), place(dim2, "dim2", -1)
+      if p1 == p2 then check.fail("diag_embed", "diagonal dimensions cannot be identical %d, %d", dim1 or -2, dim2 or -1) end
+      local r = Tensor.diag_embed(t, offset)
+      local perm, k = {}, 0
+      for pos = 1, nd do
+        if pos == p1 then perm[pos] = nd - 1 elseif pos == p2 then perm[pos] = nd else k = k + 1; perm[pos] = k end
+      end
+      return r:permute(perm)
+    end
     if t:dim() == 0 then check.fail("diag_embed", "expected at least a 1-D tensor") end
     local n = t:size(-1)
     local m = n + math.abs(offset)
@@ -3102,6 +3123,63 @@ return function(wick)
     end
   end
   Tensor.ndimension = Tensor.dim -- (PyTorch's old name of dim())
+  --- t:round([decimals = 0]) (or {decimals =}): round(t * 10^d) / 10^d, as PyTorch's, halves to even
+  for _, name in ipairs({ "round", "round_" }) do
+    local plain = Tensor[name]
+    Tensor[name] = function(t, decimals)
+      if type(decimals) == "table" then decimals = check.options(decimals, name, { decimals = "integer" }).decimals end
+      decimals = check.opt_int(decimals, name, "decimals", 0)
+      if decimals == 0 then return plain(t) end
+      check.tensor(t, name, "self")
+      local scale = 10 ^ decimals
+      local r = (t * scale):round() / scale
+      if name == "round_" then return t:copy_(r) end
+      return r
+    end
+  end
+  wick.round = function(t, ...) return Tensor.round(t, ...) end
+  wick.round_ = function(t, ...) return Tensor.round_(t, ...) end
+  --- t:apply_(fn), t:map_(other, fn): fn over each element (and other's) in place, on the CPU (PyTorch's
+  --- Python-callable forms; pytorch-ntm's apply_(lambda x: 0 if x < 0.5 else 1))
+  function Tensor.apply_(t, fn)
+    check.tensor(t, "apply_", "self")
+    check.callable(fn, "apply_", "callable")
+    if t.device.type ~= "cpu" then check.fail("apply_", "apply_ is only implemented on CPU tensors") end
+    local flat = t:reshape(-1):totable()
+    for i = 1, #flat do flat[i] = fn(flat[i]) end
+    return t:copy_(wick.tensor(flat, { dtype = t.dtype }):reshape(t:size()))
+  end
+  function Tensor.map_(t, other, fn)
+    check.tensor(t, "map_", "self")
+    check.tensor(other, "map_", "tensor")
+    check.callable(fn, "map_", "callable")
+    if t.device.type ~= "cpu" or other.device.type ~= "cpu" then check.fail("map_", "map_ is only implemented on CPU tensors") end
+    local a, b = t:reshape(-1):totable(), other:expand(t:size()):reshape(-1):totable()
+    for i = 1, #a do a[i] = fn(a[i], b[i]) end
+    return t:copy_(wick.tensor(a, { dtype = t.dtype }):reshape(t:size()))
+  end
+  --- wick.unravel_index(indices, shape): the 1-based coordinates of 1-based flat indices (several values, PyTorch's tuple)
+  function ops.unravel_index(indices, shape)
+    if type(indices) == "number" then indices = wick.tensor(indices, { dtype = "int64" }) end
+    check.tensor(indices, "unravel_index", "indices")
+    if indices:is_floating_point() or indices:is_complex() then
+      check.fail("unravel_index", "expected 'indices' to be integer dtype, but got %s", indices.dtype)
+    end
+    if type(shape) == "number" then shape = { shape } end
+    check.table(shape, "unravel_index", "shape")
+    local total = 1
+    for i = 1, #shape do total = total * check.int(shape[i], "unravel_index", "shape", 0) end
+    if (indices:lt(1):any()) or (indices:gt(total):any()) then
+      check.fail("unravel_index", "index out of bounds for the shape (indices are 1-based, 1 to %d)", total)
+    end
+    local rest, out = indices - 1, {}
+    for d = #shape, 1, -1 do
+      out[d] = rest:remainder(shape[d]) + 1
+      rest = rest:floor_divide(shape[d])
+    end
+    return unpack(out, 1, #shape)
+  end
+  wick.unravel_index = ops.unravel_index
   --- t:positive(): t itself (PyTorch's torch.positive; refused for bool)
   function Tensor.positive(t)
     check.tensor(t, "positive", "self")

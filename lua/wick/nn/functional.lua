@@ -505,6 +505,20 @@ function F.conv_transpose2d(x, weight, bias, ...)
   local o = check.positional("conv_transpose2d", { "stride", "padding", "output_padding", "groups", "dilation" }, CONV_T, ...)
   return core.conv_transpose2d(x, weight, bias, o) -- the C op checks every argument
 end
+-- f(x, weight, {stride = 2}) (RealNVP's F.conv_transpose2d(x, w, stride=2)): an options table where
+-- the bias goes is the options, its `bias` the bias
+function F._options_at_bias(f)
+  return function(x, weight, bias, ...)
+    if select("#", ...) == 0 and type(bias) == "table" and getmetatable(bias) == nil and next(bias) ~= nil
+        and #bias == 0 then
+      local opts = {}
+      for k, v in pairs(bias) do if k ~= "bias" then opts[k] = v end end
+      return f(x, weight, bias.bias, opts)
+    end
+    return f(x, weight, bias, ...)
+  end
+end
+F.conv_transpose2d = F._options_at_bias(F.conv_transpose2d)
 
 --- F.interpolate(input[, size[, scale_factor[, mode = "nearest"[, align_corners[, recompute_scale_factor]]]]][, opts]):
 --- "nearest" on (N, C, L) or (N, C, H, W), "linear" on (N, C, L), "bilinear" on (N, C, H, W);

@@ -12,6 +12,9 @@ nn.functional = require("wick.nn.functional")
 for name, fn in pairs(require("wick.nn.volumetric")) do
   if name:sub(1, 1) ~= "_" then nn.functional[name] = fn end
 end
+for _, name in ipairs({ "conv_transpose1d", "conv_transpose3d" }) do
+  nn.functional[name] = nn.functional._options_at_bias(nn.functional[name])
+end
 nn.utils = require("wick.nn.utils")
 nn.utils.rnn = require("wick.nn.rnn_utils") -- pad_sequence, pack_padded_sequence, ...
 nn.utils.parametrize = require("wick.nn.parametrize")

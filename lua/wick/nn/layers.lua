@@ -1298,6 +1298,17 @@ local function array_container(C, name, check_item, named)
     rawset(C, "add_module", add_module)
     rawset(C, "register_module", add_module)
   end
+  -- list + {m, ...} (or + another list): a new container of both's entries, PyTorch's ModuleList.__add__
+  -- (pytorch-ntm's heads += [...] is heads = heads + {...})
+  C.__add = function(a, b)
+    if getmetatable(a) ~= C or type(b) ~= "table" or (getmetatable(b) ~= nil and getmetatable(b) ~= C) then
+      check.fail(name, "a %s adds a %s or an array of entries, got %s", name, name, check.describe(b))
+    end
+    local out = L[name]()
+    for _, v in ipairs(a) do out[#out + 1] = v end
+    for _, v in ipairs(b) do out[#out + 1] = v end
+    return out
+  end
   C.__newindex = function(self, key, value)
     if type(key) == "number" then
       local n = rawlen(self)

@@ -124,8 +124,12 @@ local function reset_parameters(self)
   end)
 end
 
+-- PyTorch's bases, for isinstance(m, nn.RNNBase) (awd-lstm's WeightDrop)
+R.RNNBase = Module:extend("RNNBase")
+R.RNNCellBase = Module:extend("RNNCellBase")
+
 local function recurrent_class(name)
-  local C = Module:extend(name, { "input_size", "hidden_size" })
+  local C = R.RNNBase:extend(name, { "input_size", "hidden_size" })
   C.reset_parameters = reset_parameters
   function C:init(input_size, hidden_size, ...)
     check.int(input_size, name, "input_size", 0)
@@ -263,7 +267,7 @@ local CELL_OPTIONS = { bias = "boolean", nonlinearity = "string", device = "devi
 local CELL_ORDER = { RNNCell = { "bias", "nonlinearity", "device", "dtype" }, other = { "bias", "device", "dtype" } }
 
 local function cell_class(name, base_mode)
-  local C = Module:extend(name, { "input_size", "hidden_size" })
+  local C = R.RNNCellBase:extend(name, { "input_size", "hidden_size" })
   C.reset_parameters = reset_parameters
   function C:init(input_size, hidden_size, ...)
     check.int(input_size, name, "input_size", 0)
