@@ -196,6 +196,30 @@ local function two_params(fn, a, b, na, nb, opts)
   local like = is_tensor(a) and a or is_tensor(b) and b or nil
   return wick.broadcast_tensors(param(a, fn, na, like), param(b, fn, nb, like))
 end
+-- a distribution of class C with a real loc and a positive scale (Laplace, Cauchy, Gumbel)
+local function located(C, loc, scale, opts)
+  local d = setmetatable({}, C)
+  d.loc, d.scale = two_params(C.__name, loc, scale, "loc", "scale", opts)
+  if validating(d, opts) then
+    check_param(d, "loc", d.loc:eq(d.loc), "Real()")
+    check_param(d, "scale", d.scale:gt(0), "GreaterThan(lower_bound=0.0)")
+  end
+  d.batch_shape, d.event_shape = d.loc:size(), Size()
+  d.has_rsample = true
+  return d
+end
+-- one of class C with two positive parameters a and b (Gamma, Weibull)
+local function positive_pair(C, a, b, na, nb, opts)
+  local d = setmetatable({}, C)
+  d[na], d[nb] = two_params(C.__name, a, b, na, nb, opts)
+  if validating(d, opts) then
+    check_param(d, na, d[na]:gt(0), "GreaterThan(lower_bound=0.0)")
+    check_param(d, nb, d[nb]:gt(0), "GreaterThan(lower_bound=0.0)")
+  end
+  d.batch_shape, d.event_shape = d[na]:size(), Size()
+  d.has_rsample = true
+  return d
+end
 -- sample() of a distribution with rsample(): the same without gradients
 local function sample_of(d, sample_shape) return wick.no_grad(function() return d:rsample(sample_shape) end) end
 
@@ -885,15 +909,7 @@ local Gamma = class("Gamma")
 Gamma._keywords = { "concentration", "rate" }
 Gamma._params = { "concentration", "rate" }
 function Gamma.new(concentration, rate, opts)
-  local d = setmetatable({}, Gamma)
-  d.concentration, d.rate = two_params("Gamma", concentration, rate, "concentration", "rate", opts)
-  if validating(d, opts) then
-    check_param(d, "concentration", positive(d.concentration), POSITIVE)
-    check_param(d, "rate", positive(d.rate), POSITIVE)
-  end
-  d.batch_shape, d.event_shape = d.concentration:size(), Size()
-  d.has_rsample = true
-  return d
+  return positive_pair(Gamma, concentration, rate, "concentration", "rate", opts)
 end
 function Gamma._lazy.mean(d) return d.concentration / d.rate end
 function Gamma._lazy.mode(d) return ((d.concentration - 1) / d.rate):clamp(0, math.huge) end
@@ -1058,17 +1074,7 @@ end
 local Laplace = class("Laplace")
 Laplace._keywords = { "loc", "scale" }
 Laplace._params = { "loc", "scale" }
-function Laplace.new(loc, scale, opts)
-  local d = setmetatable({}, Laplace)
-  d.loc, d.scale = two_params("Laplace", loc, scale, "loc", "scale", opts)
-  if validating(d, opts) then
-    check_param(d, "loc", not_nan(d.loc), "Real()")
-    check_param(d, "scale", positive(d.scale), POSITIVE)
-  end
-  d.batch_shape, d.event_shape = d.loc:size(), Size()
-  d.has_rsample = true
-  return d
-end
+function Laplace.new(loc, scale, opts) return located(Laplace, loc, scale, opts) end
 function Laplace._lazy.mean(d) return d.loc end
 function Laplace._lazy.mode(d) return d.loc end
 function Laplace._lazy.variance(d) return 2 * d.scale ^ 2 end
@@ -1324,17 +1330,7 @@ end
 local Cauchy = class("Cauchy")
 Cauchy._keywords = { "loc", "scale" }
 Cauchy._params = { "loc", "scale" }
-function Cauchy.new(loc, scale, opts)
-  local d = setmetatable({}, Cauchy)
-  d.loc, d.scale = two_params("Cauchy", loc, scale, "loc", "scale", opts)
-  if validating(d, opts) then
-    check_param(d, "loc", not_nan(d.loc), "Real()")
-    check_param(d, "scale", positive(d.scale), POSITIVE)
-  end
-  d.batch_shape, d.event_shape = d.loc:size(), Size()
-  d.has_rsample = true
-  return d
-end
+function Cauchy.new(loc, scale, opts) return located(Cauchy, loc, scale, opts) end
 function Cauchy._lazy.mean(d) return wick.full_like(d.loc, 0 / 0) end
 function Cauchy._lazy.mode(d) return d.loc end
 function Cauchy._lazy.variance(d) return wick.full_like(d.loc, math.huge) end
@@ -1396,17 +1392,7 @@ local Gumbel = class("Gumbel")
 Gumbel._keywords = { "loc", "scale" }
 Gumbel._params = { "loc", "scale" }
 local EULER_GAMMA = 0.57721566490153286061
-function Gumbel.new(loc, scale, opts)
-  local d = setmetatable({}, Gumbel)
-  d.loc, d.scale = two_params("Gumbel", loc, scale, "loc", "scale", opts)
-  if validating(d, opts) then
-    check_param(d, "loc", not_nan(d.loc), "Real()")
-    check_param(d, "scale", positive(d.scale), POSITIVE)
-  end
-  d.batch_shape, d.event_shape = d.loc:size(), Size()
-  d.has_rsample = true
-  return d
-end
+function Gumbel.new(loc, scale, opts) return located(Gumbel, loc, scale, opts) end
 function Gumbel._lazy.mean(d) return d.loc + d.scale * EULER_GAMMA end
 function Gumbel._lazy.mode(d) return d.loc end
 function Gumbel._lazy.variance(d) return d.scale ^ 2 * (math.pi ^ 2 / 6) end
@@ -1434,15 +1420,7 @@ local Weibull = class("Weibull")
 Weibull._keywords = { "scale", "concentration" }
 Weibull._params = { "scale", "concentration" }
 function Weibull.new(scale, concentration, opts)
-  local d = setmetatable({}, Weibull)
-  d.scale, d.concentration = two_params("Weibull", scale, concentration, "scale", "concentration", opts)
-  if validating(d, opts) then
-    check_param(d, "scale", positive(d.scale), POSITIVE)
-    check_param(d, "concentration", positive(d.concentration), POSITIVE)
-  end
-  d.batch_shape, d.event_shape = d.scale:size(), Size()
-  d.has_rsample = true
-  return d
+  return positive_pair(Weibull, scale, concentration, "scale", "concentration", opts)
 end
 function Weibull._lazy.mean(d) return d.scale * (1 + d.concentration:reciprocal()):lgamma():exp() end
 function Weibull._lazy.mode(d)

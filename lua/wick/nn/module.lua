@@ -325,6 +325,12 @@ local function keyword_call(self, t)
   return args, n
 end
 
+-- a call's argument checks: PyTorch's TypeError for extra ones, and the keyword call's arguments
+local function call_args(self, n, ...)
+  if n > 1 then check_arity(self, n, ...) end
+  if n == 1 and type((...)) == "table" and getmetatable((...)) == nil then return keyword_call(self, (...)) end
+end
+
 -- (the test and the forward inline: a call is on every layer's path)
 if core.profiler_hooked then
   Module.__call = function(self, ...)
@@ -332,12 +338,8 @@ if core.profiler_hooked then
     if pre or post or rawget(self, "_backward_hooks") or rawget(self, "_backward_pre_hooks") then
       return hooked_call(self, pre, post, ...)
     end
-    local n = select("#", ...)
-    if n > 1 then check_arity(self, n, ...) end
-    if n == 1 and type((...)) == "table" and getmetatable((...)) == nil then
-      local args, k = keyword_call(self, (...))
-      if args then return self(unpack(args, 1, k)) end
-    end
+    local args, k = call_args(self, select("#", ...), ...)
+    if args then return self(unpack(args, 1, k)) end
     if profiling.on then return profiling.call(self, ...) end
     return self:forward(...)
   end
@@ -347,12 +349,8 @@ else
     if pre or post or rawget(self, "_backward_hooks") or rawget(self, "_backward_pre_hooks") then
       return hooked_call(self, pre, post, ...)
     end
-    local n = select("#", ...)
-    if n > 1 then check_arity(self, n, ...) end
-    if n == 1 and type((...)) == "table" and getmetatable((...)) == nil then
-      local args, k = keyword_call(self, (...))
-      if args then return self(unpack(args, 1, k)) end
-    end
+    local args, k = call_args(self, select("#", ...), ...)
+    if args then return self(unpack(args, 1, k)) end
     return self:forward(...)
   end
 end
