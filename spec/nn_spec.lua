@@ -1447,7 +1447,7 @@ describe("1-D convolution and pooling, adaptive pooling, group norm, pixel shuff
     assert_close(F.triplet_margin_loss(a, p, n), 5, 1e-5)
     assert_close(nn.TripletMarginLoss({ margin = 2 })(a, p, n), 6, 1e-5)
     assert_close(F.triplet_margin_loss(a, p, n, { swap = true }), 5, 1e-5) -- d(p, n) is larger: no swap
-    assert_error_has(function() F.margin_ranking_loss(a, p, n, "sum") end, "options table")
+    assert_error_has(function() F.margin_ranking_loss(a, p, n, "sum") end, "option 'margin'")
   end)
 end)
 

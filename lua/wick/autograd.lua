@@ -165,8 +165,18 @@ end
 --- output."); autograd.detect_anomaly(fn, ...) runs fn with it on, then restores
 --- it (or, without fn, turns it on, as the context manager's enter);
 --- autograd.is_anomaly_enabled().
-function M.set_detect_anomaly(mode, check_nan)
+--- autograd.set_detect_anomaly(mode, fn, ...) runs fn in that mode and restores the previous one
+--- (`with torch.autograd.set_detect_anomaly(True):`)
+local function with_anomaly(mode, fn, ...)
+  local was = core.set_detect_anomaly(mode)
+  local ok, out = pcall(function(...) return pack(fn(...)) end, ...)
+  core.set_detect_anomaly(was)
+  if not ok then error(out, 0) end
+  return unpack(out, 1, out.n)
+end
+function M.set_detect_anomaly(mode, check_nan, ...)
   check.boolean(mode, "set_detect_anomaly", "mode")
+  if check.is_callable(check_nan) then return with_anomaly(mode, check_nan, ...) end
   if check_nan ~= nil then check.boolean(check_nan, "set_detect_anomaly", "check_nan") end
   core.set_detect_anomaly(mode and check_nan ~= false)
 end
@@ -178,11 +188,7 @@ end
 function M.detect_anomaly(fn, ...)
   if fn == nil or type(fn) == "table" then return M.set_detect_anomaly(true) end
   if not check.is_callable(fn) then check.expected("detect_anomaly", "fn", "a function", fn) end
-  local was = core.set_detect_anomaly(true)
-  local ok, out = pcall(function(...) return pack(fn(...)) end, ...)
-  core.set_detect_anomaly(was)
-  if not ok then error(out, 0) end
-  return unpack(out, 1, out.n)
+  return with_anomaly(true, fn, ...)
 end
 
 --- autograd.once_differentiable(backward) (torch.autograd.function.once_differentiable): the

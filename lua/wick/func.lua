@@ -79,7 +79,8 @@ local function keeps_graph(outer, grad_on, out, xs)
 end
 
 -- gradients of out (a tensor) with respect to xs, zeros where unused
-local function grads_of(out, xs, v, create)
+-- strict: an output independent of an input is PyTorch's error (output j, 1-based, for the message)
+local function grads_of(out, xs, v, create, strict, j)
   local g
   if out.requires_grad then
     g = autograd.grad(out, xs, v, { create_graph = create, retain_graph = true, allow_unused = true })
@@ -89,6 +90,10 @@ local function grads_of(out, xs, v, create)
   local result = {}
   for i, x in ipairs(xs) do
     local gi = g[i]
+    if gi == nil and strict then
+      check.fail(strict, "Output %d of the user-provided function is independent of input %d. This is not allowed in "
+        .. "strict mode.", (j or 1) - 1, i - 1)
+    end
     if gi == nil then gi = wick.zeros_like(x) end
     result[i] = create and gi or gi:detach()
   end
@@ -127,14 +132,14 @@ local function outputs_of(fn, r, ...)
 end
 
 -- the Jacobian of outs[j] with respect to xs[i], one backward per output element
-local function jacobian_of(outs, xs, create)
+local function jacobian_of(outs, xs, create, strict)
   local J = {}
   for j, out in ipairs(outs) do
     local flat = out:reshape(-1)
     local rows = {}
     for i = 1, #xs do rows[i] = {} end
     for k = 1, flat:numel() do
-      local g = grads_of(flat[k], xs, nil, create)
+      local g = grads_of(flat[k], xs, nil, create, strict, j)
       for i = 1, #xs do rows[i][k] = g[i] end
     end
     J[j] = {}
@@ -156,7 +161,7 @@ function F.jacobian(func, inputs, opts)
   local create = opts.create_graph == true
   local xs, single_in = inputs_of(fn, inputs, create)
   local outs, single_out = wick.enable_grad(function() return outputs_of(fn, func(unpack(xs))) end)
-  local J = wick.enable_grad(function() return jacobian_of(outs, xs, create) end)
+  local J = wick.enable_grad(function() return jacobian_of(outs, xs, create, opts.strict and fn) end)
   if single_out and single_in then return J[1][1] end
   if single_out then return J[1] end
   if single_in then
@@ -247,7 +252,7 @@ function F.vjp(func, inputs, v, opts)
     local vs = vectors(fn, v, outs, "output")
     local total = 0
     for i, o in ipairs(outs) do total = total + (o * vs[i]):sum() end
-    local g = grads_of(total, xs, nil, create)
+    local g = grads_of(total, xs, nil, create, opts.strict and fn)
     return result(detached(outs, create), single_out), result(g, single_in)
   end)
 end

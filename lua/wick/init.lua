@@ -737,7 +737,7 @@ do
   Tensor.divide, Tensor.divide_ = Tensor.div, Tensor.div_
 end
 
-for _, name in ipairs({ "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", "log", "sqrt", "tanh",
+local MIRRORED = { "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", "log", "sqrt", "tanh",
   "sigmoid", "relu", "clamp", "eq", "ne", "lt", "le", "gt", "ge", "maximum", "minimum", "sum", "mean",
   "max", "min", "argmax", "argmin", "prod", "var", "std", "matmul", "mm", "bmm", "addmm", "view",
   "reshape", "transpose", "t", "permute", "narrow", "select", "squeeze", "unsqueeze", "flatten",
@@ -746,7 +746,8 @@ for _, name in ipairs({ "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", 
   "tan", "asin", "acos", "atan", "sinh", "cosh", "log2", "log10", "log1p", "expm1", "rsqrt", "reciprocal", "frac",
   "floor", "ceil", "round", "trunc", "sign", "fmod", "remainder", "atan2", "isnan", "isinf", "isfinite",
   "isposinf", "isneginf", "numel", "norm", "divide", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
-  "bitwise_left_shift", "bitwise_right_shift" }) do
+  "bitwise_left_shift", "bitwise_right_shift" }
+for _, name in ipairs(MIRRORED) do
   local method = Tensor[name]
   wick[name] = with_out(name, function(t, ...) return method(t, ...) end)
 end
@@ -935,14 +936,15 @@ end
 wick.ops = require("wick.ops")(wick) -- tril, split, topk, multinomial, einsum, random fills, ... (ops.lua)
 require("wick.special")(wick) -- wick.special, polygamma, erfinv, lgamma, ... (special.lua)
 wick.fft = require("wick.fft")(wick) -- torch.fft's transforms (fft.lua)
-for _, name in ipairs({ "tril", "triu", "split", "chunk", "unbind", "sort", "argsort", "topk", "msort", "cumsum",
+local WITH_OUT = { "tril", "triu", "split", "chunk", "unbind", "sort", "argsort", "topk", "msort", "cumsum",
   "cumprod", "clamp", "clamp_min", "clamp_max", "clip", "where", "randint", "randint_like", "randperm", "multinomial",
   "einsum", "bernoulli", "normal", "flip", "fliplr", "flipud", "roll", "amax", "amin", "logsumexp",
   "repeat_interleave", "tile", "diag", "outer", "ger", "dot", "inner", "mv", "lerp", "addcmul", "addcdiv",
   "logical_not", "logical_and", "logical_or", "logical_xor", "hypot", "nan_to_num", "diff", "trace", "take",
   "index_add", "scatter_add", "scatter", "scatter_reduce", "index_reduce", "floor_divide", "fmax", "fmin", "nanmean", "baddbmm", "vdot", "square", "cross",
   "kron", "addmv", "addr", "logit", "xlogy", "exp2", "float_power", "true_divide", "cdist", "linspace", "logspace",
-  "deg2rad", "rad2deg", "matrix_power" }) do
+  "deg2rad", "rad2deg", "matrix_power" }
+for _, name in ipairs(WITH_OUT) do
   wick[name] = with_out(name, wick[name])
 end
 
@@ -965,10 +967,24 @@ local KEYWORDS = {
   scatter_reduce = { "dim", "index", "src", "reduce" }, scatter_reduce_ = { "dim", "index", "src", "reduce" },
   index_reduce = { "dim", "index", "source", "reduce" }, index_reduce_ = { "dim", "index", "source", "reduce" },
   flip = { "dims" },
+  add = { "other" }, sub = { "other" }, mul = { "other" }, div = { "other" }, matmul = { "other" },
+  mm = { "mat2" }, bmm = { "mat2" }, pow = { "exponent" },
 }
 for name, names in pairs(KEYWORDS) do
   Tensor[name] = check.by_name(Tensor[name], name, names, 1)
   if rawget(wick, name) then wick[name] = check.by_name(wick[name], name, names, 1) end
+end
+-- torch.matmul(input=a, other=b), torch.sum(input=x, dim=0): the functions above whose first
+-- argument is a tensor take it by PyTorch's name too, from the options table
+local NOT_INPUT = { where = true, einsum = true, randint = true, randperm = true, normal = true, cdist = true,
+  linspace = true, logspace = true }
+for _, list in ipairs({ MIRRORED, WITH_OUT }) do
+  for _, name in ipairs(list) do
+    if not NOT_INPUT[name] then
+      NOT_INPUT[name] = true -- (once: some are in both lists)
+      wick[name] = check.by_name(wick[name], name, { "input" })
+    end
+  end
 end
 wick.clock = core.clock
 
@@ -1286,14 +1302,47 @@ end
 --- Runs fn(...) without recording gradients; restores the mode also when fn raises.
 wick.no_grad = grad_mode(false, "no_grad")
 wick.enable_grad = grad_mode(true, "enable_grad")
---- wick.inference_mode(fn, ...): wick.no_grad (PyTorch's faster no-grad mode; here the same)
-wick.inference_mode = grad_mode(false, "inference_mode")
+--- wick.inference_mode([mode = true, ]fn, ...): wick.no_grad (PyTorch's faster no-grad mode; here the same);
+--- inference_mode(false, fn) runs fn as it is; wick.is_inference_mode_enabled() says whether one is running
+local inference_depth = 0
+local no_grad_inference = grad_mode(false, "inference_mode")
+function wick.inference_mode(mode, ...)
+  if type(mode) == "boolean" then
+    if not mode then
+      if select("#", ...) == 0 then return function(fn) return fn end end -- (the decorator: fn unchanged)
+      local fn = ...
+      check.callable(fn, "inference_mode", "fn")
+      return fn(select(2, ...))
+    end
+    return wick.inference_mode(...)
+  end
+  if mode == nil and select("#", ...) == 0 then -- the decorator
+    return function(fn)
+      check.callable(fn, "inference_mode()", "fn")
+      return function(...) return wick.inference_mode(fn, ...) end
+    end
+  end
+  check.callable(mode, "inference_mode", "fn")
+  return run_scoped(function() inference_depth = inference_depth + 1 end,
+    function() inference_depth = inference_depth - 1 end, no_grad_inference, mode, ...)
+end
+function wick.is_inference_mode_enabled() return inference_depth > 0 end
 --- wick.set_grad_enabled(b): switches grad mode; wick.set_grad_enabled(b, fn, ...) runs fn(...)
 --- in that mode and restores the previous one (PyTorch's `with torch.set_grad_enabled(b):`)
 function wick.set_grad_enabled(enabled, fn, ...)
   enabled = check.flag(enabled, "set_grad_enabled", "mode")
   if enabled == nil then check.boolean(enabled, "set_grad_enabled", "mode") end
-  if fn == nil then return core.set_grad_enabled(enabled) end
+  if fn == nil then
+    -- switched now, as PyTorch's; the result also decorates (@torch.set_grad_enabled(False)), which puts
+    -- the previous mode back, as PyTorch's __call__ does, and runs the function in this one
+    local previous = core.is_grad_enabled()
+    core.set_grad_enabled(enabled)
+    return function(f)
+      core.set_grad_enabled(previous)
+      check.callable(f, "set_grad_enabled()", "fn")
+      return function(...) return with_grad_mode(enabled, "set_grad_enabled", f, ...) end
+    end
+  end
   return with_grad_mode(enabled, "set_grad_enabled", fn, ...)
 end
 

@@ -1271,12 +1271,33 @@ return function(wick)
     check.int(steps, fn, "steps", 0)
     opts = { dtype = o.dtype, device = o.device }
     if steps == 1 then return grad_if(wick.full({ 1 }, start, opts), o) end
-    local step = (stop - start) / math.max(steps - 1, 1)
+    local dtype = o.dtype or wick.get_default_dtype()
+    local info = wick._dtype_info[dtype]
+    if info.is_floating and not info.is_complex then -- (start and end in the dtype first, as PyTorch's)
+      start, stop = wick.full({}, start, { dtype = dtype }):item(), wick.full({}, stop, { dtype = dtype }):item()
+    elseif not info.is_floating then
+      start, stop = start < 0 and math.ceil(start) or floor(start), stop < 0 and math.ceil(stop) or floor(stop)
+    end
+    local step = (stop - start) / (steps - 1)
+    if dtype == "float32" then step = wick.full({}, step, { dtype = dtype }):item() end
     local i = wick.arange(0, steps, { dtype = "float64" })
-    -- the first half from start, the second from stop, as PyTorch: both ends exact
+    -- the first half from start, the second from stop, as PyTorch's kernel: both ends exact, and each
+    -- value start + step i (or stop - step (steps - 1 - i)) one fused multiply-add, as its compilers
+    -- contract it; float64 exactly: the product's rounding error added back (Dekker's split of step)
     local half = floor(steps / 2)
-    local v = wick.where(i:lt(half), i * step + start, stop - (steps - 1 - i) * step)
-    return grad_if(v:to({ dtype = o.dtype or wick.get_default_dtype(), device = o.device or wick.get_default_device() }), o)
+    local k = wick.where(i:lt(half), i, i - (steps - 1))
+    local f64 = { dtype = "float64" }
+    local base = wick.where(i:lt(half), wick.full({}, start, f64), wick.full({}, stop, f64))
+    local p = k * step
+    local v = p + base
+    if dtype == "float64" and steps <= 2 ^ 26 then
+      local c = 134217729 * step
+      local hi = c - (c - step)
+      local err = (k * hi - p) + k * (step - hi) -- p + err = k step exactly
+      local back = v - p
+      v = v + (((p - (v - back)) + (base - back)) + err) -- (v + its own rounding error, then err)
+    end
+    return grad_if(v:to({ dtype = dtype, device = o.device or wick.get_default_device() }), o)
   end
   -- start, end and steps by name too ({start = 0, ["end"] = 1, steps = 3}, PyTorch's keywords)
   local SPACE_NAMES = { "start", "end", "steps?" }
@@ -1867,11 +1888,12 @@ return function(wick)
     return values
   end
 
-  --- t:unique([{sorted = true, return_inverse = false, return_counts = false}]):
-  --- the distinct values (sorted), then the inverse (1-based) and the counts when asked
-  function Tensor.unique(t, opts)
+  --- t:unique([sorted = true[, return_inverse = false[, return_counts = false[, dim]]]]) (or those in an
+  --- options table): the distinct values (sorted), then the inverse (1-based) and the counts when asked
+  local UNIQUE = { sorted = "boolean", return_inverse = "boolean", return_counts = "boolean", dim = "integer" }
+  function Tensor.unique(t, ...)
     check.tensor(t, "unique", "self")
-    opts = check.options(opts, "unique", { sorted = "boolean", return_inverse = "boolean", return_counts = "boolean", dim = "integer" })
+    local opts = check.positional("unique", { "sorted", "return_inverse", "return_counts", "dim" }, UNIQUE, ...)
     if opts.dim ~= nil then return unique_slices(t, opts) end
     local flat = t:reshape(-1)
     local n = flat:numel()
@@ -1958,9 +1980,10 @@ return function(wick)
   --- t:unique_consecutive([{return_inverse = false, return_counts = false}]):
   --- the first value of each run of equal neighbours (in order, not sorted),
   --- then the inverse (1-based run of each element) and the runs' lengths
-  function Tensor.unique_consecutive(t, opts)
+  function Tensor.unique_consecutive(t, ...)
     check.tensor(t, "unique_consecutive", "self")
-    opts = check.options(opts, "unique_consecutive", { return_inverse = "boolean", return_counts = "boolean", dim = "integer" })
+    local opts = check.positional("unique_consecutive", { "return_inverse", "return_counts", "dim" },
+      { return_inverse = "boolean", return_counts = "boolean", dim = "integer" }, ...)
     if opts.dim ~= nil then -- runs of equal whole slices along dim
       local d = wrap_dim(t, opts.dim, "unique_consecutive")
       local n = t:size(d)
@@ -2538,7 +2561,7 @@ return function(wick)
       local m = t:dim() == 2 and t or t:reshape(1, -1)
       ts[i] = m
       rows, cols = rows + m:size(1), cols + m:size(2)
-      dtype = dtype or t.dtype
+      dtype = dtype and wick.promote_types(dtype, t.dtype) or t.dtype -- (an int block before a float one: float)
       device = device or t.device
     end
     local out = wick.zeros({ rows, cols }, { dtype = dtype, device = device })
@@ -3123,6 +3146,47 @@ return function(wick)
     end
   end
   Tensor.ndimension = Tensor.dim -- (PyTorch's old name of dim())
+  -- t:squeeze({1, 3}): PyTorch 2's tuple of dims, each squeezed where its size is 1
+  for _, name in ipairs({ "squeeze", "squeeze_" }) do
+    local one = Tensor[name]
+    Tensor[name] = function(t, dims, ...)
+      if type(dims) == "table" and getmetatable(dims) == nil and dims[1] ~= nil then
+        check.tensor(t, name, "self")
+        local n, seen, list = math.max(t:dim(), 1), {}, {}
+        for i, d in ipairs(dims) do
+          check.int(d, name, ("dim[%d]"):format(i))
+          local p = d < 0 and d + n + 1 or d
+          if p < 1 or p > n then
+            check.fail(name, "Dimension out of range (expected to be in range of [%d, %d], but got %d)", -n, n, d)
+          end
+          if seen[p] then check.fail(name, "dim %d appears multiple times in the list of dims", d) end
+          seen[p], list[#list + 1] = true, p
+        end
+        table.sort(list, function(a, b) return a > b end)
+        local r = t
+        for _, p in ipairs(list) do
+          if t:dim() > 0 and r:size(p) == 1 then r = one(r, p) end
+        end
+        return r
+      end
+      return one(t, dims, ...)
+    end
+  end
+  wick.squeeze = function(t, ...) return Tensor.squeeze(t, ...) end
+  --- wick.unflatten(t, dim, sizes) (t:unflatten's function form), t:narrow_copy(dim, start, length) (narrow, copied)
+  wick.unflatten = function(t, ...) return check.tensor(t, "unflatten", "input"):unflatten(...) end
+  function Tensor.narrow_copy(t, ...) return check.tensor(t, "narrow_copy", "self"):narrow(...):clone() end
+  wick.narrow_copy = Tensor.narrow_copy
+  --- wick.can_cast(from, to): PyTorch's casting rule (no float to integer, no complex to real, nothing to bool)
+  local function kind(dtype) -- bool < integers < floating < complex
+    local info = wick._dtype_info[dtype]
+    return dtype == "bool" and 0 or info.is_complex and 3 or info.is_floating and 2 or 1
+  end
+  function wick.can_cast(from, to)
+    check.one_of(from, "can_cast", "from_", wick.dtypes)
+    check.one_of(to, "can_cast", "to", wick.dtypes)
+    return kind(from) <= kind(to)
+  end
   --- t:round([decimals = 0]) (or {decimals =}): round(t * 10^d) / 10^d, as PyTorch's, halves to even
   for _, name in ipairs({ "round", "round_" }) do
     local plain = Tensor[name]

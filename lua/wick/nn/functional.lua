@@ -228,11 +228,10 @@ function F.hardshrink(x, ...)
   local lambd = act_args("hardshrink", x, { "lambd" }, { lambd = "number" }, ...).lambd or 0.5
   return wick.where(x:abs():gt(lambd), x, wick.zeros({}, { dtype = x.dtype, device = x.device }))
 end
---- F.softmin(x, dim): softmax(-x, dim)
+--- F.softmin(x[, dim[, dtype]]): softmax(-x, dim) (no dim: softmax's implicit one, with its warning)
 function F.softmin(x, ...)
   local o = act_args("softmin", x, { "dim", "dtype" }, { dim = "integer", dtype = "dtype" }, ...)
-  if o.dim == nil then check.fail("softmin", "missing argument 'dim'") end
-  return (-x):softmax(o.dim, o.dtype and { dtype = o.dtype } or nil)
+  return (-x):softmax(o.dim or F._implicit_softmax_dim(x, "softmin"), o.dtype and { dtype = o.dtype } or nil)
 end
 --- F.rms_norm(x, normalized_shape[, weight[, eps]]): x / sqrt(mean(x^2) + eps) over the trailing dims,
 --- times weight. As PyTorch's: float16 and bfloat16 are computed in float32 (weight included,
@@ -313,6 +312,7 @@ function F.cosine_similarity(x1, x2, ...)
   tensor(x2, "cosine_similarity", "x2")
   local o = check.positional("cosine_similarity", { "dim", "eps" }, { dim = "integer", eps = "number" }, ...)
   local dim, eps = o.dim or 2, o.eps or 1e-8
+  if x1.shape ~= x2.shape then x1, x2 = wick.broadcast_tensors(x1, x2) end -- (then dim, as PyTorch's)
   local n1 = x1:norm(2, dim):clamp_min(eps)
   local n2 = x2:norm(2, dim):clamp_min(eps)
   return (x1 * x2):sum(dim) / (n1 * n2)
@@ -992,7 +992,7 @@ local function adaptive_bins(n, out)
   end
   return bins
 end
--- The adaptive poolings: output_size (a number, or {oh, ow} where nil keeps
+-- The adaptive poolings: output_size (a number, or {oh, ow} where nil or false keeps
 -- that size) checked; bins of equal size go to `equal(x, kh, kw)` (one op),
 -- others through `bin(window, row_bin, col_bin)` each, which returns the
 -- bin's value and, for max pooling, its 1-based flat index in the plane.
@@ -1001,8 +1001,9 @@ local function adaptive_pool2d(fn, x, output_size, equal, bin)
   output_size = wick.ops._number_of(output_size)
   if type(output_size) == "number" then output_size = { output_size, output_size } end
   check.table(output_size, fn, "output_size")
-  if getmetatable(output_size) == nil then
-    output_size = { wick.ops._number_of(output_size[1]), wick.ops._number_of(output_size[2]) }
+  if getmetatable(output_size) == nil then -- (false keeps that size too: Python's None)
+    local h, w = output_size[1], output_size[2]
+    output_size = { h ~= false and wick.ops._number_of(h) or nil, w ~= false and wick.ops._number_of(w) or nil }
   end
   for i = 1, 2 do
     if output_size[i] ~= nil then check.int(output_size[i], fn, "output_size", 1) end
@@ -1119,12 +1120,14 @@ local function chw(x, fn, factor, name)
   if x:dim() < 3 then check.fail(fn, "expected at least 3 dimensions, got %d", x:dim()) end
   return x:size(-3), x:size(-2), x:size(-1)
 end
-function F.pixel_shuffle(x, r)
+function F.pixel_shuffle(...)
+  local x, r = required("pixel_shuffle", { "input", "upscale_factor" }, ...)
   local c, h, w = chw(x, "pixel_shuffle", r, "upscale_factor")
   if c % (r * r) ~= 0 then check.fail("pixel_shuffle", "pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of upscale_factor, but input.size(-3)=%d is not divisible by %d", c, r * r) end
   return regroup(x, { c / (r * r), r, r, h, w }, { 1, 4, 2, 5, 3 }, { c / (r * r), h * r, w * r })
 end
-function F.pixel_unshuffle(x, r)
+function F.pixel_unshuffle(...)
+  local x, r = required("pixel_unshuffle", { "input", "downscale_factor" }, ...)
   local c, h, w = chw(x, "pixel_unshuffle", r, "downscale_factor")
   if h % r ~= 0 or w % r ~= 0 then check.fail("pixel_unshuffle", "height and width (%d, %d) must be divisible by downscale_factor %d", h, w, r) end
   return regroup(x, { c, h / r, r, w / r, r }, { 1, 3, 5, 2, 4 }, { c * r * r, h / r, w / r })
@@ -1221,12 +1224,19 @@ local function fold(x, output_size, kernel_size, ...)
 end
 function F.fold(...) return fold(required("fold", { "input", "output_size", "kernel_size" }, ...)) end
 
---- F.threshold(x, threshold, value): x where x > threshold, else value; F.tanhshrink(x): x - tanh(x)
-function F.threshold(x, threshold, value)
+--- F.threshold(x, threshold, value[, inplace = false]) (or by name): x where x > threshold, else value;
+--- F.tanhshrink(x): x - tanh(x)
+function F.threshold(...)
+  local x, threshold, value, inplace = required("threshold", { "input", "threshold", "value" }, ...)
   tensor(x, "threshold", "input")
   check.number(threshold, "threshold", "threshold")
   check.number(value, "threshold", "value")
-  return wick.where(x:gt(threshold), x, wick.full({}, value, { dtype = x.dtype, device = x.device }))
+  if type(inplace) == "table" and getmetatable(inplace) == nil then
+    inplace = check.options(inplace, "threshold", { inplace = "boolean" }).inplace
+  end
+  local r = wick.where(x:gt(threshold), x, wick.full({}, value, { dtype = x.dtype, device = x.device }))
+  if inplace then return x:copy_(r) end
+  return r
 end
 function F.tanhshrink(x) return tensor(x, "tanhshrink", "input") - x:tanh() end
 
@@ -1625,13 +1635,14 @@ function F.cross_entropy(logits, target, ...)
   local smooth = -per:sum(dim)
   local reduction = opts.reduction or "mean"
   local w
-  if opts.ignore_index ~= nil then
-    local m = target:ne(opts.ignore_index):to(logits.dtype)
+  if ignore == nil then ignore = -100 end -- (PyTorch's default, as nll_loss's; false: none)
+  if ignore ~= false then
+    local m = target:ne(ignore):to(logits.dtype)
     smooth = smooth * m
     w = m
   end
   if opts.weight then
-    local safe = opts.ignore_index ~= nil and wick.where(target:ne(opts.ignore_index), target, 1) or target
+    local safe = ignore ~= false and wick.where(target:ne(ignore), target, 1) or target
     local wt = opts.weight:index_select(1, safe:reshape(-1)):view(safe.shape)
     w = w and w * wt or wt
   end
@@ -1740,34 +1751,39 @@ function F.gumbel_softmax(logits, ...)
 end
 
 -- the losses of two inputs and a +-1 target: checks, then the reduction
-local function pair_loss(fn, x1, x2, y, opts, spec)
+-- (PyTorch's positional arguments after the target, in order, then the options table)
+local function pair_loss(fn, x1, x2, y, spec, order, ...)
   tensor(x1, fn, "input1")
   tensor(x2, fn, "input2")
+  local opts
   -- the target by keyword: loss(x1, x2, {target = y})
   if type(y) == "table" and getmetatable(y) == nil and wick.is_tensor(y.target) then
     local rest = {}
     for k, v in pairs(y) do if k ~= "target" then rest[k] = v end end
-    for k, v in pairs(opts or {}) do rest[k] = v end
-    y, opts = y.target, next(rest) ~= nil and rest or opts
+    for k, v in pairs((...) or {}) do rest[k] = v end
+    y, opts = y.target, check.options(rest, fn, spec)
+  else
+    opts = check.positional(fn, order, spec, ...)
   end
   tensor(y, fn, "target")
-  if opts ~= nil and (type(opts) ~= "table" or getmetatable(opts) ~= nil) then
-    check.fail(fn, "expected an options table as argument 4, got %s", check.describe(opts))
-  end
-  opts = legacy_reduction(fn, check.options(opts, fn, spec))
+  opts = legacy_reduction(fn, opts)
   if opts.reduction ~= nil then check.one_of(opts.reduction, fn, "reduction", REDUCTIONS) end
   return opts, float32_under_autocast(y), float32_under_autocast(x1), float32_under_autocast(x2)
 end
 local MARGIN = with_legacy({ reduction = "string", margin = "number" })
---- F.margin_ranking_loss(x1, x2, y[, {margin = 0, reduction}]): max(0, -y (x1 - x2) + margin)
-function F.margin_ranking_loss(x1, x2, y, opts)
-  opts, y, x1, x2 = pair_loss("margin_ranking_loss", x1, x2, y, opts, MARGIN)
+local MARGIN_ORDER = { "margin", "size_average", "reduce", "reduction" }
+--- F.margin_ranking_loss(x1, x2, y[, margin = 0[, size_average[, reduce[, reduction]]]][, opts]):
+--- max(0, -y (x1 - x2) + margin)
+function F.margin_ranking_loss(x1, x2, y, ...)
+  local opts
+  opts, y, x1, x2 = pair_loss("margin_ranking_loss", x1, x2, y, MARGIN, MARGIN_ORDER, ...)
   return reduce((-y * (x1 - x2) + (opts.margin or 0)):clamp_min(0), opts.reduction)
 end
 --- F.cosine_embedding_loss(x1, x2, y[, {margin = 0, reduction}]): 1 - cos where y = 1,
 --- max(0, cos - margin) where y = -1 (cosines along dim 2)
-function F.cosine_embedding_loss(x1, x2, y, opts)
-  opts, y, x1, x2 = pair_loss("cosine_embedding_loss", x1, x2, y, opts, MARGIN)
+function F.cosine_embedding_loss(x1, x2, y, ...)
+  local opts
+  opts, y, x1, x2 = pair_loss("cosine_embedding_loss", x1, x2, y, MARGIN, MARGIN_ORDER, ...)
   local dim = x1:dim() > 1 and 2 or 1
   local cos = (x1 * x2):sum(dim) / ((x1 * x1):sum(dim) * (x2 * x2):sum(dim) + 1e-12):sqrt()
   local loss = wick.where(y:eq(1), 1 - cos, (cos - (opts.margin or 0)):clamp_min(0))
@@ -1776,8 +1792,10 @@ end
 --- F.triplet_margin_loss(anchor, positive, negative[, {margin = 1, p = 2, eps = 1e-6, swap = false, reduction}]):
 --- max(d(a, p) - d(a, n) + margin, 0), d the pairwise p-norm distance
 local TRIPLET = with_legacy({ reduction = "string", margin = "number", p = "number", eps = "number", swap = "boolean" })
-function F.triplet_margin_loss(a, pos, neg, opts)
-  opts, neg, a, pos = pair_loss("triplet_margin_loss", a, pos, neg, opts, TRIPLET)
+function F.triplet_margin_loss(a, pos, neg, ...)
+  local opts
+  opts, neg, a, pos = pair_loss("triplet_margin_loss", a, pos, neg, TRIPLET,
+    { "margin", "p", "eps", "swap", "size_average", "reduce", "reduction" }, ...)
   local p, eps = opts.p or 2, opts.eps or 1e-6
   local dp = F.pairwise_distance(a, pos, p, eps)
   local dn = F.pairwise_distance(a, neg, p, eps)
@@ -2296,7 +2314,8 @@ local UNPOOL = { stride = "integer|table", padding = "integer|table", output_siz
 -- max_unpool{k}d(x, indices, kernel_size[, stride[, padding[, output_size]]][, opts])
 local function max_unpool(k)
   local fn = "max_unpool" .. k .. "d"
-  return function(x, indices, kernel_size, ...)
+  local run
+  function run(x, indices, kernel_size, ...)
     tensor(x, fn, "input")
     tensor(indices, fn, "indices")
     if kernel_size == nil then check.fail(fn, "missing required argument 'kernel_size'") end
@@ -2361,6 +2380,8 @@ local function max_unpool(k)
     y = y:view(shape)
     return d == k + 1 and y:squeeze(1) or y
   end
+  -- (the leading three by name too: max_unpool2d(v, i, {kernel_size = 2, stride = 2}))
+  return function(...) return run(required(fn, { "input", "indices", "kernel_size" }, ...)) end
 end
 --- F.max_unpool2d(x, indices, kernel_size[, stride = kernel_size[, padding = 0[, output_size]]][, opts]):
 --- the inverse of max_pool2d{return_indices = true} (indices 1-based flat positions in the
