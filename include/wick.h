@@ -183,6 +183,16 @@ WICK_API wick_device wick_cpu(void);
 /* 1 only when built with CUDA and a usable GPU exists. Never fails. */
 WICK_API int wick_cuda_is_available(void);
 WICK_API int wick_cuda_device_count(void);
+/* What CUDA says of GPU `index` (torch.cuda.get_device_properties): its
+ * name, compute capability, memory and multiprocessors. Fails (WICK_ERR_DEVICE)
+ * for an index that names no GPU, and always without CUDA. */
+typedef struct wick_cuda_properties {
+    char name[256];
+    int major, minor; /* compute capability: 9, 0 on an H100 */
+    int64_t total_memory; /* bytes */
+    int multi_processor_count;
+} wick_cuda_properties;
+WICK_API wick_status wick_cuda_get_device_properties(int index, wick_cuda_properties *out);
 /* The calling thread's current device (0 until set). */
 WICK_API wick_status wick_cuda_current_device(int *index);
 WICK_API wick_status wick_cuda_set_device(int index);
@@ -834,6 +844,11 @@ WICK_API int wick_function_released(int64_t *ids, int max);
 WICK_API int wick_hooks_released(int64_t *ids, int max);
 /* A view of t that shares its data but is cut from the graph. */
 WICK_API wick_status wick_detach(wick_tensor **out, wick_tensor *t);
+/* PyTorch's t.data: wick_detach's view, whose in-place writes (and those of
+ * its views) autograd's check of saved tensors does not see, as PyTorch's .data
+ * has a version counter of its own: Tacotron 2's outputs.data.masked_fill_()
+ * after the postnet saved them, and a backward using the masked values. */
+WICK_API wick_status wick_data(wick_tensor **out, wick_tensor *t);
 /* t itself cut from the graph, in place (PyTorch's detach_): it becomes a leaf
  * that does not require grad; its data, grad and views are untouched. */
 WICK_API void wick_detach_(wick_tensor *t);

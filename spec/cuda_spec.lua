@@ -631,6 +631,21 @@ end)
 
 -- ---- what only a GPU has ----
 
+describe("the GPU's properties", function()
+  gpu_it("get_device_properties, get_device_name and get_device_capability agree", function()
+    local p = wick.cuda.get_device_properties(wick.device("cuda"))
+    assert.is_true(#p.name > 0)
+    assert.is_true(p.major >= 3 and p.minor >= 0)
+    assert.is_true(p.total_memory > 2 ^ 30 and p.multi_processor_count > 0)
+    assert.are.equal(p.name, wick.cuda.get_device_name(0))
+    local major, minor = wick.cuda.get_device_capability()
+    assert.are.same({ p.major, p.minor }, { major, minor })
+    assert_contains(tostring(p), "_CudaDeviceProperties(name='" .. p.name)
+    assert_contains(error_of(function() return wick.cuda.get_device_name(wick.cuda.device_count()) end),
+      "invalid device ordinal")
+  end)
+end)
+
 describe("CUDA checkpoints", function()
   local function tmpname() return os.tmpname() end
 
@@ -817,6 +832,12 @@ describe("without a GPU", function()
   no_gpu_it("is_available() is false and device_count() is 0", function()
     assert.is_false(wick.cuda.is_available())
     assert.are.equal(0, wick.cuda.device_count())
+  end)
+
+  no_gpu_it("get_device_properties, get_device_name and get_device_capability say there is no GPU", function()
+    for _, name in ipairs({ "get_device_properties", "get_device_name", "get_device_capability" }) do
+      assert_contains(error_of(function() return wick.cuda[name](0) end), "wick.cuda." .. name, "is_available() is false")
+    end
   end)
 
   no_gpu_it("t:cuda(), t:to('cuda') and creation on cuda raise a clear error", function()

@@ -185,7 +185,7 @@ describe("nn layers: forward", function()
     assert.are.equal(3, l:len())
     assert.are.same({ "3.weight", "3.bias" }, names_of(l:named_parameters()))
     local seen = {}
-    for i, m in l:iter() do seen[i] = getmetatable(m).__name end
+    for m, i in l:iter() do seen[i] = getmetatable(m).__name end -- (Python's `for m in l`: the entry first)
     assert.are.same({ "ReLU", "Tanh", "Linear" }, seen)
   end)
 end)

@@ -36,6 +36,9 @@ static void test_no_gpu(void) {
 
     CHECK(wick_cuda_set_device(0) == WICK_ERR_DEVICE && HAS("invalid device ordinal 0") && HAS("device_count() is 0"));
     CHECK(wick_cuda_set_device(-1) == WICK_ERR_DEVICE && HAS("-1"));
+    wick_cuda_properties props = {.major = 5};
+    CHECK(wick_cuda_get_device_properties(0, &props) == WICK_ERR_DEVICE && HAS("get_device_properties") &&
+          props.major == 0);
     int index = 7;
     CHECK(wick_cuda_current_device(&index) == WICK_ERR_DEVICE && index == 0 && HAS("is_available() is false"));
     CHECK(wick_cuda_synchronize(-1) == WICK_ERR_DEVICE && HAS("is_available() is false"));
@@ -329,6 +332,12 @@ static void test_devices(void) {
     CHECK(wick_cuda_set_device(n - 1) == WICK_OK);
     CHECK(wick_cuda_current_device(&index) == WICK_OK && index == n - 1);
     CHECK(wick_cuda_set_device(0) == WICK_OK);
+    wick_cuda_properties p;
+    CHECK(wick_cuda_get_device_properties(0, &p) == WICK_OK && p.name[0] && p.major >= 3 && p.total_memory > 0 &&
+          p.multi_processor_count > 0);
+    printf("test_cuda_runtime: %s, compute capability %d.%d, %lld MiB, %d SMs\n", p.name, p.major, p.minor,
+           (long long)(p.total_memory >> 20), p.multi_processor_count);
+    CHECK(wick_cuda_get_device_properties(n, &p) == WICK_ERR_DEVICE && HAS("invalid device ordinal"));
     void *h = wk_cublas_handle(0, "test");
     CHECK(h != NULL); /* cuBLAS opened with dlopen */
     CHECK(wk_cublas_handle(0, "test") == h);

@@ -200,10 +200,13 @@ local kinds = {
   device = function(v) return type(v) == "string" or (type(v) == "table" and not is_module(v)) end,
   ["function"] = is_callable,
   any = function() return true end,
+  -- a flag a Python layer tests with `if bias:` (nn.LSTMCell(n, h, 1)): a boolean or an integer,
+  -- which positional() turns into its truth
+  truth = function(v) return type(v) == "boolean" or (type(v) == "number" and v == floor(v)) end,
 }
 local kind_text = { boolean = "a boolean", number = "a number", integer = "an integer", string = "a string",
   table = "a table", tensor = "a tensor", dtype = "a dtype name", device = "a device", ["function"] = "a function",
-  any = "a value" }
+  any = "a value", truth = "a boolean" }
 
 -- what C.options gives for absent options: shared, so it must stay empty
 local EMPTY = setmetatable({}, { __newindex = function() raise("wick.argcheck: the empty options table is read-only") end })
@@ -241,6 +244,7 @@ end
 -- the ops written in C take it: roll(x, idx[1], -1). Changes args; returns it.
 local function numbers_of(args, spec)
   for k, v in pairs(args) do
+    if type(v) == "number" and spec[k] == "truth" and v == floor(v) then args[k] = v ~= 0 end
     local want = getmetatable(v) == tensor_mt and type(k) == "string" and spec[k]
     if want and not want:find("tensor", 1, true) and v:dim() == 0 and not v:is_complex() then
       if want:find("number", 1, true) or (want:find("integer", 1, true) and not v:is_floating_point() and v.dtype ~= "bool") then

@@ -253,13 +253,50 @@ end
 local GRAD_KEYS = { outputs = true, inputs = true, grad_outputs = true, retain_graph = true, create_graph = true,
   allow_unused = true, materialize_grads = true, only_inputs = true, is_grads_batched = true }
 
+-- is_grads_batched: grad_outputs' first dim is a batch of vectors; one backward each (PyTorch's vmap
+-- gives the same), the gradients stacked along a new first dim
+local function batched_grad(fn, a)
+  local go = list_of(a.grad_outputs)
+  if type(go) ~= "table" or #go == 0 then wick.error(fn .. ": is_grads_batched = true needs grad_outputs") end
+  local n
+  for j, g in ipairs(go) do
+    if not wick.is_tensor(g) or g:dim() == 0 then
+      check.expected(fn, ("grad_outputs[%d]"):format(j), "a tensor with a batch dim (is_grads_batched)", g)
+    end
+    if n and g:size(1) ~= n then wick.error(fn .. ": the grad_outputs' batch sizes differ (is_grads_batched)") end
+    n = g:size(1)
+  end
+  local inputs, per = list_of(a.inputs), {}
+  for b = 1, n do
+    local gb = {}
+    for j, g in ipairs(go) do gb[j] = g:select(1, b) end
+    local keep = a.retain_graph
+    if b < n or keep == nil then keep = b < n or a.create_graph == true end
+    per[b] = M.grad(a.outputs, a.inputs, gb, { retain_graph = keep, create_graph = a.create_graph,
+      allow_unused = a.allow_unused, materialize_grads = a.materialize_grads })
+  end
+  local out = { n = type(inputs) == "table" and #inputs or 1 }
+  for k = 1, out.n do
+    if per[1][k] ~= nil then
+      local parts = {}
+      for b = 1, n do parts[b] = per[b][k] end
+      out[k] = wick.stack(parts)
+    end
+  end
+  return out
+end
+
 --- wick.autograd.grad(outputs, inputs[, grad_outputs][, opts]) -> list of gradients
 function M.grad(...)
   local fn = "autograd.grad"
   local a = keywords(fn, { "outputs", "inputs", "grad_outputs", "retain_graph", "create_graph", "only_inputs",
     "allow_unused", "is_grads_batched", "materialize_grads" }, ...) -- PyTorch's positional order
   check_keys(fn, a, GRAD_KEYS)
-  if a.is_grads_batched then wick.error(fn .. ": is_grads_batched = true (vmap over grad_outputs) is not supported") end
+  if a.materialize_grads and a.allow_unused == false then
+    wick.error(fn .. ": Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
+      .. "allow_unused=False.")
+  end
+  if a.is_grads_batched then return batched_grad(fn, a) end
   local outputs, inputs = list_of(a.outputs), list_of(a.inputs)
   if type(outputs) ~= "table" then check.expected(fn, "outputs", "a tensor or a list of tensors", a.outputs) end
   if type(inputs) ~= "table" then check.expected(fn, "inputs", "a tensor or a list of tensors", a.inputs) end

@@ -187,10 +187,11 @@ end
 Size.__add, Size.__concat = size_join, size_join
 wick.Size = Size
 --- wick.Size({2, 3}) (or wick.Size(2, 3)): torch.Size, comparable with == to a tensor's shape
+--- (integers, -1 too, as torch.Size((-1,)) + shape for a reshape)
 setmetatable(Size, { __call = function(_, first, ...)
   local dims = type(first) == "table" and first or { first, ... }
   local s = {}
-  for i, v in ipairs(dims) do s[i] = check.int(v, "Size", ("size[%d]"):format(i), 0) end
+  for i, v in ipairs(dims) do s[i] = check.int(v, "Size", ("size[%d]"):format(i)) end
   return setmetatable(s, Size)
 end })
 
@@ -210,7 +211,9 @@ local fields = {
   ndim = function(t) return t:dim() end,
   is_cuda = function(t) return tensor_device(t).type == "cuda" end,
   is_meta = function(t) return tensor_device(t).type == "meta" end,
-  data = function(t) return t:detach() end, -- PyTorch's p.data: the same storage, outside autograd
+  -- PyTorch's p.data: the same storage, outside autograd, and its in-place writes unseen by autograd's
+  -- check of saved tensors (.data's version counter of its own): Tacotron 2's outputs.data:masked_fill_()
+  data = function(t) return t:_data() end,
   T = function(t) return t:permute(unpack((function() local p = {}; for i = t:dim(), 1, -1 do p[#p + 1] = i end; return p end)())) end,
   mT = function(t) return t:transpose(-2, -1) end, -- the last two dims swapped (a view)
   itemsize = function(t) return dtype_info[tensor_dtype(t)].size end, -- bytes per element
@@ -969,6 +972,7 @@ local KEYWORDS = {
   flip = { "dims" },
   add = { "other" }, sub = { "other" }, mul = { "other" }, div = { "other" }, matmul = { "other" },
   mm = { "mat2" }, bmm = { "mat2" }, pow = { "exponent" },
+  unfold = { "dimension", "size", "step", aliases = { dim = "dimension" } },
 }
 for name, names in pairs(KEYWORDS) do
   Tensor[name] = check.by_name(Tensor[name], name, names, 1)
@@ -1470,6 +1474,21 @@ local function ordinal(i, fn)
   return d.index or core.cuda_current_device()
 end
 
+local Properties = { __name = "_CudaDeviceProperties" }
+Properties.__index = Properties
+Properties.__tostring = function(p)
+  return ("_CudaDeviceProperties(name='%s', major=%d, minor=%d, total_memory=%dMB, multi_processor_count=%d)")
+    :format(p.name, p.major, p.minor, math.floor(p.total_memory / 2 ^ 20), p.multi_processor_count)
+end
+local function device_properties(i, fn)
+  if not wick.cuda.is_available() then
+    core.error(("wick.cuda.%s: no CUDA GPU is available (wick.cuda.is_available() is false)"):format(fn))
+  end
+  local name, major, minor, total, sms = core.cuda_device_properties(ordinal(i, fn))
+  return setmetatable({ name = name, major = major, minor = minor, total_memory = total,
+    multi_processor_count = sms }, Properties)
+end
+
 wick.cuda = {
   is_available = function() local ok, r = pcall(core.cuda_is_available); return ok and r or false end,
   device_count = function() return core.cuda_device_count() end,
@@ -1482,6 +1501,14 @@ wick.cuda = {
   max_memory_reserved = function(i) return select(4, core.cuda_memory(ordinal(i, "max_memory_reserved"))) end,
   reset_peak_memory_stats = function(i) core.cuda_reset_peak_memory_stats(ordinal(i, "reset_peak_memory_stats")) end,
   empty_cache = function() core.cuda_empty_cache() end,
+  -- torch.cuda.get_device_properties(device): name, major, minor, total_memory (bytes),
+  -- multi_processor_count; get_device_name, get_device_capability (major, minor) of it
+  get_device_properties = function(i) return device_properties(i, "get_device_properties") end,
+  get_device_name = function(i) return device_properties(i, "get_device_name").name end,
+  get_device_capability = function(i)
+    local p = device_properties(i, "get_device_capability")
+    return p.major, p.minor
+  end,
   -- one generator serves every device (see wick.manual_seed): PyTorch's CUDA
   -- seeding calls seed it, also on a machine without a GPU, as PyTorch's do
   manual_seed = function(s) return wick.manual_seed(s) end,

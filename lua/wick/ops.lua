@@ -1823,21 +1823,41 @@ return function(wick)
   --- t:median([dim[, keepdim]]) (or {dim =, keepdim =}): the lower median (PyTorch's);
   --- with dim (or keepdim alone, which means dim = -1 as in PyTorch) the values and
   --- their 1-based indices
+  --- t:nanmedian(...): the same over the values that are not NaN (NaN where all are)
   local DIM_KEEPDIM = { dim = "integer", keepdim = "boolean", keepdims = "boolean" }
-  function Tensor.median(t, ...)
-    check.tensor(t, "median", "self")
-    local o, keepdim, keepdim_given = reduction_args("median", { "dim", "keepdim" }, DIM_KEEPDIM, ...)
-    local dim = o.dim
-    if dim == nil and keepdim_given then dim = -1 end
-    if dim == nil then
-      local flat = t:reshape(-1)
-      if flat:numel() == 0 then check.fail("median", "median() input tensor cannot be empty") end
-      return (flat:sort()):select(1, floor((flat:numel() - 1) / 2) + 1)
-    end
-    local d = wrap_dim(t, dim, "median")
+  -- the lower median along d as PyTorch's: a NaN in a slice makes its median that
+  -- NaN (the first, by position), unless skip_nan: then the median of the others
+  local function median_along(t, d, keepdim, skip_nan)
     local n = t:dim() > 0 and t:size(d) or 1
-    if n == 0 then check.fail("median", "median(): Expected reduction dim %d to have non-zero size.", d) end
-    return Tensor.kthvalue(t, floor((n - 1) / 2) + 1, d, keepdim)
+    if not t:is_floating_point() then return Tensor.kthvalue(t, floor((n - 1) / 2) + 1, d, keepdim) end
+    local v, i = t:sort(d, { stable = true }) -- (NaNs last, in their order)
+    local count = t:isnan():logical_not():sum(d, true) -- the values that are not NaN
+    local k
+    if skip_nan then k = (count - 1):clamp_min(0):div(2, { rounding_mode = "floor" }) + 1
+    else k = wick.where(count:lt(n), count + 1, floor((n - 1) / 2) + 1) end
+    if t:dim() == 0 then v, i, k = v:reshape(1), i:reshape(1), k:reshape(1) end
+    v, i = v:gather(math.max(d, 1), k), i:gather(math.max(d, 1), k)
+    if t:dim() == 0 then return v:reshape({}), i:reshape({}) end
+    if not keepdim then v, i = v:squeeze(d), i:squeeze(d) end
+    return v, i
+  end
+  for name, skip_nan in pairs({ median = false, nanmedian = true }) do
+    Tensor[name] = function(t, ...)
+      check.tensor(t, name, "self")
+      local o, keepdim, keepdim_given = reduction_args(name, { "dim", "keepdim" }, DIM_KEEPDIM, ...)
+      local dim = o.dim
+      if dim == nil and keepdim_given then dim = -1 end
+      if dim == nil then
+        local flat = t:reshape(-1)
+        if flat:numel() == 0 then check.fail(name, "%s() input tensor cannot be empty", name) end
+        return (median_along(flat, 1, false, skip_nan))
+      end
+      local d = wrap_dim(t, dim, name)
+      if t:dim() > 0 and t:size(d) == 0 then
+        check.fail(name, "%s(): Expected reduction dim %d to have non-zero size.", name, d)
+      end
+      return median_along(t, d, keepdim, skip_nan)
+    end
   end
   --- t:kthvalue(k[, dim = -1[, keepdim]]) (or k, {dim =, keepdim =}): the k-th smallest
   --- values along dim and their 1-based indices
@@ -3102,7 +3122,7 @@ return function(wick)
     "tensor_split", "hsplit", "vsplit", "dsplit", "cumprod", "clamp", "clamp_min", "clamp_max", "clip", "flip", "fliplr", "flipud", "roll", "amax", "amin", "aminmax",
     "logsumexp", "nonzero", "argwhere", "repeat_interleave", "tile", "diag", "outer", "ger", "dot", "inner", "mv",
     "lerp", "addcmul", "addcdiv", "logical_not", "logical_and", "logical_or", "logical_xor", "count_nonzero",
-    "hypot", "nan_to_num", "diff", "trace", "movedim", "moveaxis", "take", "index_add", "scatter_add", "median",
+    "hypot", "nan_to_num", "diff", "trace", "movedim", "moveaxis", "take", "index_add", "scatter_add", "median", "nanmedian",
     "scatter", "scatter_reduce", "index_reduce",
     "kthvalue", "unique", "unique_consecutive", "quantile", "nanquantile", "var_mean", "std_mean", "floor_divide", "fmax", "fmin", "nanmean", "baddbmm", "vdot", "rot90",
     "square", "dist", "all", "any", "histc", "atanh", "asinh", "acosh", "logaddexp", "logaddexp2", "nansum", "diagonal", "isclose", "ravel", "swapaxes", "swapdims", "logit", "xlogy",

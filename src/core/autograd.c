@@ -69,6 +69,12 @@ wick_status wick_detach(wick_tensor **out, wick_tensor *t) {
     return WICK_OK;
 }
 
+wick_status wick_data(wick_tensor **out, wick_tensor *t) {
+    wick_status st = wick_detach(out, t);
+    if (!st) (*out)->data_alias = true;
+    return st;
+}
+
 void wick_detach_(wick_tensor *t) {
     if (t->grad_fn) wk_node_release(t->grad_fn);
     t->grad_fn = NULL;
@@ -224,7 +230,7 @@ wick_status wk_save(wk_node *node, int slot, const wick_tensor *t, const wick_te
     }
     wick_tensor_release(node->saved[slot]);
     node->saved[slot] = s;
-    node->saved_version[slot] = __atomic_load_n(&s->storage->version, __ATOMIC_RELAXED);
+    node->saved_version[slot] = wk_grad_version(s->storage);
     return WICK_OK;
 }
 
@@ -234,7 +240,7 @@ static wick_status check_saved_versions(const wk_node *n) {
     for (int i = 0; i < WK_MAX_SAVED; i++) {
         const wick_tensor *s = n->saved[i];
         if (!s) continue;
-        unsigned now = __atomic_load_n(&s->storage->version, __ATOMIC_RELAXED);
+        unsigned now = wk_grad_version(s->storage);
         if (now == n->saved_version[i]) continue;
         char shape[WK_SHAPE_BUF];
         return wick_fail(WICK_ERR_ARGUMENT,
@@ -489,7 +495,7 @@ wick_status wk_adopt_inplace(wick_tensor *target, wick_tensor *result) {
         if (st) break;
         wick_tensor_release(s);
         node->saved[i] = copy;
-        node->saved_version[i] = __atomic_load_n(&copy->storage->version, __ATOMIC_RELAXED);
+        node->saved_version[i] = wk_grad_version(copy->storage);
     }
     if (!st) WK_NO_GRAD(st = wick_copy_(target, result));
     if (st) return st;

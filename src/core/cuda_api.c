@@ -20,6 +20,9 @@ wick_status wick_cuda_end_batch(void) { return wk_cuda_end_batch(); }
 
 int wick_cuda_device_count(void) { return wk_cuda_device_count(); }
 int wick_cuda_is_available(void) { return wk_cuda_device_count() > 0; }
+wick_status wick_cuda_get_device_properties(int index, wick_cuda_properties *out) {
+    return wk_cuda_device_properties(index, out);
+}
 wick_status wick_cuda_current_device(int *index) { return wk_cuda_current_device(index); }
 wick_status wick_cuda_set_device(int index) { return wk_cuda_set_device(index); }
 wick_status wick_cuda_synchronize(int index) { return wk_cuda_synchronize(index); }
@@ -63,11 +66,15 @@ static wick_status no_cuda(const char *what) {
 int wick_cuda_is_available(void) { return 0; }
 int wick_cuda_device_count(void) { return 0; }
 wick_status wick_cuda_current_device(int *index) { return *index = 0, no_cuda("current_device"); }
-wick_status wick_cuda_set_device(int index) {
+static wick_status no_device(const char *op, int index) {
     return wick_fail(WICK_ERR_DEVICE,
-                     "wick.cuda.set_device: invalid device ordinal %d: wick.cuda.device_count() is 0 "
-                     "(wick was built without CUDA)",
+                     "%s: invalid device ordinal %d: wick.cuda.device_count() is 0 (wick was built without CUDA)", op,
                      index);
+}
+wick_status wick_cuda_set_device(int index) { return no_device("wick.cuda.set_device", index); }
+wick_status wick_cuda_get_device_properties(int index, wick_cuda_properties *out) {
+    memset(out, 0, sizeof *out);
+    return no_device("wick.cuda.get_device_properties", index);
 }
 wick_status wick_cuda_synchronize(int index) { return (void)index, no_cuda("synchronize"); }
 int64_t wick_cuda_memory_allocated(int index) { return (void)index, 0; }

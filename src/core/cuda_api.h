@@ -23,6 +23,7 @@ wick_status wk_cuda_end_batch(void);
 #ifdef WICK_WITH_CUDA
 /* cuda_runtime.cu: devices, waits, the caching allocator, TF32, pinned memory */
 int wk_cuda_device_count(void);
+wick_status wk_cuda_device_properties(int index, wick_cuda_properties *out);
 wick_status wk_cuda_current_device(int *index);
 wick_status wk_cuda_set_device(int index);
 wick_status wk_cuda_synchronize(int index);

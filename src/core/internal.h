@@ -51,9 +51,12 @@ struct wick_storage {
     void (*release)(void *ctx);
     void *release_ctx;
     size_t block_size; /* bytes of this struct's own block (wk_malloc), inline data included */
-    /* in-place writes so far (atomic accesses), shared by every view of the storage:
-     * autograd compares it with the value a saved tensor had when saved */
+    /* in-place writes so far (atomic accesses), shared by every view of the storage,
+     * and those of them made through a t.data (wick_data): autograd compares
+     * version - data_writes (wk_grad_version) with the value a saved tensor had
+     * when saved; caches keyed on the data (autocast's casts) use version */
     unsigned version;
+    unsigned data_writes;
     /* tensors on it made by wick_detach (atomic): they share the values but
      * no graph, so an in-place op on a tracked tensor may write under them */
     int aliases;
@@ -67,6 +70,7 @@ struct wick_tensor {
     bool in_storage_block; /* allocated inside its storage's block (small tensors) */
     bool requires_grad;
     bool detached_alias; /* made by wick_detach: counted in its storage's aliases */
+    bool data_alias; /* made by wick_data, or a view of one: its writes count in data_writes */
     bool learnt; /* required grad as a leaf at some time: a parameter, also once frozen */
     struct wk_node *grad_fn; /* the node that made this tensor; NULL for leaves */
     struct wick_tensor *grad;
@@ -106,6 +110,15 @@ static inline bool wk_same_layout(const struct wick_tensor *a, const struct wick
 static inline void wk_bump_version(const struct wick_tensor *t) {
     unsigned *v = &t->storage->version;
     __atomic_store_n(v, __atomic_load_n(v, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+    if (t->data_alias) {
+        unsigned *d = &t->storage->data_writes;
+        __atomic_store_n(d, __atomic_load_n(d, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+    }
+}
+
+/* The writes autograd's saved-tensor check sees: all but those through a t.data. */
+static inline unsigned wk_grad_version(const struct wick_storage *s) {
+    return __atomic_load_n(&s->version, __ATOMIC_RELAXED) - __atomic_load_n(&s->data_writes, __ATOMIC_RELAXED);
 }
 
 /* ---- the one allocator of CPU tensor memory and the log (alloc.c) ----

@@ -101,6 +101,7 @@ static wick_status storage_new(wick_storage **out, wick_device dev, size_t nbyte
     s->release = NULL;
     s->release_ctx = NULL;
     s->version = 0;
+    s->data_writes = 0;
     s->aliases = 0;
     s->backend = wk_backend_for(dev);
     if (extra_out) *extra_out = extra ? (char *)s + SMALL_STORAGE_HEADER : NULL;
@@ -149,6 +150,7 @@ wick_status wk_tensor_wrap(wick_tensor **out, void *data, int64_t numel, wick_dt
     s->release = release;
     s->release_ctx = ctx;
     s->version = 0;
+    s->data_writes = 0;
     s->aliases = 0;
     wk_account_bytes((int64_t)s->nbytes);
     wk_storage_born();
@@ -287,13 +289,13 @@ static wick_tensor *tensor_alloc(void) {
         t->in_storage_block = false;
         t->requires_grad = false;
         t->detached_alias = false;
+        t->data_alias = false;
         t->learnt = false;
         t->grad_fn = NULL;
         t->grad = NULL;
         t->hook_id = 0;
         t->header_block = NULL;
         t->view_base = NULL;
-    t->view_version = 0;
         t->view_version = 0;
         wk_account_bytes((int64_t)sizeof *t);
     }
@@ -326,6 +328,7 @@ wick_status wk_tensor_new(wick_tensor **out, int ndim, const int64_t *sizes, wic
     t->in_storage_block = header != NULL;
     t->requires_grad = false;
     t->detached_alias = false;
+    t->data_alias = false;
     t->learnt = false;
     t->grad_fn = NULL;
     t->grad = NULL;
@@ -405,6 +408,7 @@ wick_status wk_tensor_view_dtype(wick_tensor **out, const wick_tensor *t, wick_d
     v->storage = t->storage;
     storage_retain(t->storage);
     v->offset = offset;
+    v->data_alias = t->data_alias; /* a view of a t.data writes as one */
     if (ndim) memcpy(v->sizes, sizes, sizeof(int64_t) * ndim);
     if (ndim) memcpy(v->strides, strides, sizeof(int64_t) * ndim);
     *out = v;
@@ -435,7 +439,7 @@ void wick_tensor_release(wick_tensor *t) {
  * the callers have made them. */
 static void take_data(wick_tensor *dst, const wick_tensor *src) {
     wick_storage *old = dst->storage;
-    unsigned old_version = __atomic_load_n(&old->version, __ATOMIC_RELAXED);
+    unsigned old_version = __atomic_load_n(&old->version, __ATOMIC_RELAXED), old_grad = wk_grad_version(old);
     if (dst->detached_alias) __atomic_sub_fetch(&old->aliases, 1, __ATOMIC_RELEASE);
     dst->detached_alias = false;
     storage_retain(src->storage);
@@ -446,7 +450,9 @@ static void take_data(wick_tensor *dst, const wick_tensor *src) {
     if (src->ndim) memcpy(dst->sizes, src->sizes, sizeof(int64_t) * src->ndim);
     if (src->ndim) memcpy(dst->strides, src->strides, sizeof(int64_t) * src->ndim);
     unsigned *v = &dst->storage->version, now = __atomic_load_n(v, __ATOMIC_RELAXED);
-    if (now <= old_version) __atomic_store_n(v, old_version + 1, __ATOMIC_RELAXED);
+    if (now <= old_version) __atomic_store_n(v, now = old_version + 1, __ATOMIC_RELAXED);
+    unsigned writes = __atomic_load_n(&dst->storage->data_writes, __ATOMIC_RELAXED);
+    if (now - writes <= old_grad) __atomic_store_n(v, old_grad + 1 + writes, __ATOMIC_RELAXED); /* autograd's too */
     /* a header living in its first storage's block keeps that block */
     if (dst->in_storage_block && !dst->header_block) dst->header_block = old;
     else wk_storage_release(old);

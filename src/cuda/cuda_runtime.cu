@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define WK_CUDA_MAX_DEVICES 64
 
@@ -108,6 +109,21 @@ static wick_status check_index(int index, const char *op) {
                          op, index);
     return wick_fail(WICK_ERR_DEVICE, "%s: invalid device ordinal %d: wick.cuda.device_count() is %d", op, index,
                      count);
+}
+
+wick_status wk_cuda_device_properties(int index, wick_cuda_properties *out) {
+    memset(out, 0, sizeof *out);
+    wick_status st = check_index(index, "wick.cuda.get_device_properties");
+    if (st) return st;
+    cudaDeviceProp p;
+    st = wk_cuda_check(cudaGetDeviceProperties(&p, index), "wick.cuda.get_device_properties", index);
+    if (st) return st;
+    snprintf(out->name, sizeof out->name, "%s", p.name);
+    out->major = p.major;
+    out->minor = p.minor;
+    out->total_memory = (int64_t)p.totalGlobalMem;
+    out->multi_processor_count = p.multiProcessorCount;
+    return WICK_OK;
 }
 
 /* -1 (or any negative index) means the calling thread's current device. */

@@ -98,6 +98,18 @@ static int cuda_index(lua_State *L, int idx, const char *fn) {
     return (int)i;
 }
 
+/* core.cuda_device_properties(index): name, major, minor, total_memory, multi_processor_count */
+WL_FUNCTION(m_cuda_device_properties) {
+    wick_cuda_properties p;
+    wl_check(L, wick_cuda_get_device_properties(cuda_index(L, 1, "wick.cuda.get_device_properties"), &p));
+    lua_pushstring(L, p.name);
+    lua_pushinteger(L, p.major);
+    lua_pushinteger(L, p.minor);
+    wl_pushint64(L, p.total_memory);
+    lua_pushinteger(L, p.multi_processor_count);
+    return 5;
+}
+
 WL_FUNCTION(m_cuda_set_device) {
     wl_check(L, wick_cuda_set_device(cuda_index(L, 1, "wick.cuda.set_device")));
     return 0;
@@ -290,6 +302,7 @@ static const luaL_Reg runtime_fns[] = {
     {"device_of_code", m_device_of_code},
     {"cuda_is_available", m_cuda_is_available},
     {"cuda_device_count", m_cuda_device_count},
+    {"cuda_device_properties", m_cuda_device_properties},
     {"cuda_current_device", m_cuda_current_device},
     {"cuda_set_device", m_cuda_set_device},
     {"cuda_synchronize", m_cuda_synchronize},

@@ -565,6 +565,14 @@ WL_FUNCTION(t_detach) {
     return 1;
 }
 
+/* t:_data(): PyTorch's t.data (wick_data): detach's view, whose writes autograd's checks do not see */
+WL_FUNCTION(t_data) {
+    wick_tensor *a = SELF("data");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_data(slot, a));
+    return 1;
+}
+
 /* t:detach_(): t itself leaves the graph; returns t */
 WL_FUNCTION(t_detach_) {
     wick_detach_(SELF("detach_"));
@@ -692,7 +700,7 @@ static const luaL_Reg method_fns[] = {
     {"_requires_grad", t_requires_grad}, {"_is_parameter", t_is_parameter},
     {"_reaches_other_leaf", t_reaches_other_leaf},
     {"requires_grad_", t_set_requires_grad}, {"_grad", t_grad}, {"_set_grad", t_set_grad}, {"_grad_fn", t_grad_fn},
-    {"_is_leaf", t_is_leaf}, {"detach", t_detach}, {"detach_", t_detach_}, {"_replace", t_replace}, {NULL, NULL}};
+    {"_is_leaf", t_is_leaf}, {"detach", t_detach}, {"_data", t_data}, {"detach_", t_detach_}, {"_replace", t_replace}, {NULL, NULL}};
 
 /* Fills the module table at -1: functions, and `Tensor` (methods) and `_mt`. */
 void wl_open_tensor(lua_State *L) {

@@ -39,7 +39,7 @@ local function layer_options(fn, opts, extra)
   for k, v in pairs(extra or {}) do known[k] = v end
   return check.options(opts, fn, known)
 end
-local LINEAR = { bias = "boolean", device = "device", dtype = "dtype" }
+local LINEAR = { bias = "truth", device = "device", dtype = "dtype" }
 
 -- ---- Linear ----
 L.Linear = Module:extend("Linear", { "in_features", "out_features" })
@@ -110,7 +110,7 @@ local function explicit_padding(padding, k, d)
   end
   return out
 end
-local CONV = { bias = "boolean", stride = "integer|table", padding = "integer|table|string", dilation = "integer|table",
+local CONV = { bias = "truth", stride = "integer|table", padding = "integer|table|string", dilation = "integer|table",
   groups = "integer", padding_mode = "string", device = "device", dtype = "dtype" }
 local CONV_ORDER = { "stride", "padding", "dilation", "groups", "bias", "padding_mode", "device", "dtype" }
 -- PyTorch's ConvNd.extra_repr: a number as a tuple of one per spatial dim
@@ -177,7 +177,7 @@ L.Conv2d.extra_repr = conv_repr
 
 -- ---- ConvTranspose2d ----
 L.ConvTranspose2d = L._ConvNd:extend("ConvTranspose2d", { "in_channels", "out_channels", "kernel_size" })
-local CONV_T = { bias = "boolean", stride = "integer|table", padding = "integer|table", output_padding = "integer|table",
+local CONV_T = { bias = "truth", stride = "integer|table", padding = "integer|table", output_padding = "integer|table",
   dilation = "integer|table", groups = "integer", padding_mode = "string", device = "device", dtype = "dtype" }
 local CONV_T_ORDER = { "stride", "padding", "output_padding", "groups", "bias", "dilation", "padding_mode", "device", "dtype" }
 -- nn.ConvTranspose2d(in, out, kernel_size[, stride[, padding[, output_padding[, groups[, bias[, dilation[,
@@ -244,7 +244,7 @@ L.ConvTranspose2d.extra_repr = conv_repr
 
 -- ---- Conv1d: a Conv2d over a height of 1 ----
 L.Conv1d = L._ConvNd:extend("Conv1d", { "in_channels", "out_channels", "kernel_size" })
-local CONV1 = { bias = "boolean", stride = "integer|table", padding = "integer|string|table", dilation = "integer|table",
+local CONV1 = { bias = "truth", stride = "integer|table", padding = "integer|string|table", dilation = "integer|table",
   groups = "integer", padding_mode = "string", device = "device", dtype = "dtype" }
 -- PyTorch's _single: a number, or a table of one number ((3,), as Conv1d prints it)
 local function single(v, name)
@@ -1392,7 +1392,15 @@ local function array_container(C, name, check_item, named)
     if j < 1 or j > n then check.fail(name .. ":get", "index %d out of range for %d entries", i, n) end
     return rawget(self, j)
   end
-  function C:iter() return ipairs(self) end
+  -- for m in list:iter(): the entries, as Python's `for m in self.layers` (and t:iter()); each with its index after it
+  function C:iter()
+    local i = 0
+    return function()
+      i = i + 1
+      local v = rawget(self, i)
+      if v ~= nil then return v, i end
+    end
+  end
   function C:append(v)
     rawset(self, rawlen(self) + 1, check_item(v, name .. ":append"))
     return self

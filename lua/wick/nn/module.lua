@@ -119,6 +119,57 @@ function Module:extend(name, args)
   })
 end
 
+local param_names = setmetatable({}, { __mode = "k" }) -- method -> { name = position }, or false
+-- a method's parameter names after self, with their positions among the arguments
+local function positions_of(f)
+  local names = param_names[f]
+  if names == nil then
+    names = false
+    local info = type(f) == "function" and debug.getinfo(f, "u")
+    if info and info.nparams and info.nparams > 1 then
+      names = {}
+      for i = 2, info.nparams do names[debug.getlocal(f, i)] = i - 1 end
+    end
+    param_names[f] = names
+  end
+  return names
+end
+-- GCN(nfeat = 3, nhid = 8) and GAT(n, h, {dropout = 0.5, alpha = 0.2}): a class of one's own takes
+-- init's arguments by name from a trailing table whose every key names one not given by position
+-- (any other table, an options table of the init's own, goes as it is)
+local function keyword_init(init, ...)
+  local n = select("#", ...)
+  local last = n > 0 and select(n, ...) or nil
+  if type(last) ~= "table" or getmetatable(last) ~= nil or next(last) == nil or #last > 0 then return ... end
+  local names = positions_of(init)
+  if not names then return ... end
+  local top = n - 1
+  for k in pairs(last) do
+    local at = type(k) == "string" and names[k]
+    if not at or at < n then return ... end
+    top = math.max(top, at)
+  end
+  local args = { ... }
+  args[n] = nil
+  for k, v in pairs(last) do args[names[k]] = v end
+  return unpack(args, 1, top)
+end
+
+-- nn.Linear(np.array(shape).prod(), 64): a built-in layer takes a 0-dim integer tensor as its number
+-- (Python's __index__), wherever its arguments hold one
+local function sizes_of(...)
+  local n, args = select("#", ...), nil
+  for i = 1, n do
+    local v = select(i, ...)
+    if check.is_tensor(v) and v:dim() == 0 and not v:is_floating_point() and not v:is_complex() and v.dtype ~= "bool" then
+      args = args or { ... }
+      args[i] = v:item()
+    end
+  end
+  if args then return unpack(args, 1, n) end
+  return ...
+end
+
 function Module.new(class, ...)
   local index = type(class) == "table" and rawget(class, "__index")
   if (index ~= class and type(index) ~= "function") or type(class.init) ~= "function" then check.expected("Module.new", "class", "a module class", class) end
@@ -132,7 +183,7 @@ function Module.new(class, ...)
     args = type(c) == "table" and rawget(c, "_args") or nil
   end
   building[self] = true
-  if args then self:init(required(class.__name, args, ...)) else self:init(...) end
+  if args then self:init(required(class.__name, args, sizes_of(...))) else self:init(keyword_init(class.init, ...)) end
   building[self] = nil
   return self
 end
@@ -302,19 +353,8 @@ end
 
 -- m{input_tensor = x, cur_state = s}: PyTorch's keyword call, bound to the forward's parameter
 -- names (ConvLSTM's self.cell_list[i](input_tensor=..., cur_state=[h, c])) when every key names one
-local param_names = setmetatable({}, { __mode = "k" }) -- forward -> { name = position }, or false
 local function keyword_call(self, t)
-  local f = self.forward
-  local names = param_names[f]
-  if names == nil then
-    names = false
-    local info = type(f) == "function" and debug.getinfo(f, "u")
-    if info and info.nparams and info.nparams > 1 then
-      names = {}
-      for i = 2, info.nparams do names[debug.getlocal(f, i)] = i - 1 end
-    end
-    param_names[f] = names
-  end
+  local names = positions_of(self.forward)
   if not names or next(t) == nil then return nil end
   local args, n = {}, 0
   for k, v in pairs(t) do

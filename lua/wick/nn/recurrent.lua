@@ -263,7 +263,7 @@ R.GRU = recurrent_class("GRU")
 -- One step: cell(input[, hx]) with input [B, input_size] or unbatched
 -- [input_size]; returns h' (an LSTMCell: {h', c'}, PyTorch's tuple). Parameters
 -- weight_ih [G, input_size], weight_hh [G, H], bias_ih, bias_hh [G].
-local CELL_OPTIONS = { bias = "boolean", nonlinearity = "string", device = "device", dtype = "dtype" }
+local CELL_OPTIONS = { bias = "truth", nonlinearity = "string", device = "device", dtype = "dtype" }
 local CELL_ORDER = { RNNCell = { "bias", "nonlinearity", "device", "dtype" }, other = { "bias", "device", "dtype" } }
 
 local function cell_class(name, base_mode)
