@@ -2314,3 +2314,71 @@ describe("the nineteenth round's lines", function()
     assert.is_true(z:unfold(-1, { size = 4, step = 2 }):equal(z:unfold(3, 4, 2)))
   end)
 end)
+
+describe("the twentieth round's lines", function()
+  it("whisper's self.attn(x, mask=mask, kv_cache=kv_cache): the trailing keywords bound to forward's names", function()
+    local M = nn.Module:extend("MixedCall")
+    function M:init() self.l = nn.Linear(4, 4) end
+    function M:forward(x, xa, mask, kv_cache) return self.l(x), xa, mask, kv_cache end
+    local m, x, cache = M(), wick.randn(1, 4), {}
+    local _, xa, mask, kv = m(x, { mask = wick.zeros(2), kv_cache = cache })
+    assert.is_nil(xa)
+    assert.are.same({ 0, 0 }, mask:totable())
+    assert.are.equal(cache, kv)
+    local _, xa2 = m(x, wick.ones(1), { kv_cache = cache })
+    assert.are.same({ 1 }, xa2:totable())
+    local P = nn.Module:extend("OptsForward")
+    function P:forward(x, opts) return opts end
+    local o = P()(x, { scale = 2 }) -- (not forward's names: an options table of its own)
+    assert.are.equal(2, o.scale)
+  end)
+
+  it("h[:, [-1], :] is h[{{}, {-1}}] (Torch7's {i}); repeat_ names the spelling", function()
+    local h = wick.arange(24):reshape(2, 3, 4)
+    assert.are.same({ 2, 1, 4 }, { (table.unpack or unpack)(h[{ {}, { -1 }, {} }]:size()) })
+    assert.is_true(h[{ {}, { -1 } }]:equal(h[{ {}, { 3, 3 } }]))
+    support.assert_error_has(function() return h:repeat_(1, 2) end, "t:repeat_tensor(...)")
+  end)
+
+  it("optimizers as research code writes them: SAM's shared groups, Lookahead's wrapper, LARS's required", function()
+    local p = nn.Parameter(wick.ones(2))
+    local base = wick.optim.SGD({ p }, { lr = 0.1 })
+    local sam_base = wick.optim.Adam(base.param_groups) -- base_optimizer(self.param_groups)
+    assert.is_true(rawequal(base.param_groups[1], sam_base.param_groups[1]))
+    local g = { params = { p }, lr = 0.1 }
+    local o = wick.optim.SGD({ g })
+    g.lr = 0.5
+    assert.are.equal(0.5, o.param_groups[1].lr)
+    local O = wick.optim.optimizer
+    local L = O.Optimizer:extend("LarsLike")
+    function L:init(params, lr) L.super.init(self, params, { lr = lr or O.required }) end
+    support.assert_error_has(function() L({ p }) end, "required optimization parameter lr")
+    assert.are.equal(0.3, L({ p }, 0.3).param_groups[1].lr)
+    local W = wick.optim.Optimizer:extend("NoSuper")
+    function W:init(inner) self.optimizer = inner end
+    support.assert_error_has(function() W(base) end, "self.param_groups = inner.param_groups")
+    local Look = wick.optim.Optimizer:extend("Lookahead")
+    function Look:init(inner) self.optimizer, self.param_groups, self.state = inner, inner.param_groups, inner.state end
+    assert.are.equal(base.param_groups, Look(base).param_groups)
+  end)
+
+  it("zeros_like(p, memory_format=preserve_format) and backends.cudnn.version()", function()
+    local x = wick.randn(2, 3, 4, 5):contiguous(wick.channels_last)
+    assert.is_true(wick.zeros_like(x, { memory_format = wick.preserve_format }):is_contiguous(wick.channels_last))
+    local z = wick.zeros_like(wick.ones(2), { memory_format = wick.preserve_format, requires_grad = true })
+    assert.is_true(z.is_leaf and z.requires_grad)
+    assert.is_true(wick.ones_like(wick.ones(2, 3), { memory_format = wick.contiguous_format }):is_contiguous())
+    support.assert_error_has(function() wick.zeros_like(x, { memory_format = "bogus" }) end, "memory_format must be")
+    assert.is_nil(wick.backends.cudnn.version())
+  end)
+end)
+
+describe("the twentieth round's module lines", function()
+  it("DLA's self.__setattr__('level_%d' % i, tree) and self.__getattr__", function()
+    local m = nn.Module()
+    m:__setattr__("level_1", nn.Linear(2, 2))
+    assert.are.equal(m.level_1, m:__getattr__("level_1"))
+    assert.are.equal(2, #m:parameters())
+    support.assert_error_has(function() m:__getattr__("level_2") end, "'Module' object has no attribute 'level_2'")
+  end)
+end)

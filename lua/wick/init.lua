@@ -990,6 +990,30 @@ for _, list in ipairs({ MIRRORED, WITH_OUT }) do
     end
   end
 end
+-- torch.zeros_like(p, memory_format=torch.preserve_format), the optimizers' idiom: the *_like functions
+-- take memory_format (preserve_format: a channels_last input gives a channels_last result)
+for _, name in ipairs({ "zeros_like", "ones_like", "empty_like", "rand_like", "randn_like", "full_like", "randint_like" }) do
+  local like, fn = wick[name], "wick." .. name
+  wick[name] = function(t, ...)
+    local n = select("#", ...)
+    local last = n > 0 and select(n, ...) or nil
+    if type(last) ~= "table" or getmetatable(last) ~= nil or last.memory_format == nil then return like(t, ...) end
+    local fmt, rest = memory_format(last.memory_format, fn), {}
+    for k, v in pairs(last) do if k ~= "memory_format" and k ~= "requires_grad" then rest[k] = v end end
+    local args = { ... }
+    args[n] = next(rest) ~= nil and rest or nil
+    local r = like(t, unpack(args, 1, n))
+    if fmt == "preserve_format" then
+      fmt = nil
+      for f in pairs(LAST) do
+        if check.is_tensor(t) and not c_is_contiguous(t) and in_format(t, f) then fmt = f end
+      end
+    end
+    r = to_format(r, fmt, fn)
+    if last.requires_grad then r:requires_grad_(true) end -- (after the layout: a leaf)
+    return r
+  end
+end
 wick.clock = core.clock
 
 -- ---- generators (PyTorch's torch.Generator) ----
@@ -1654,7 +1678,7 @@ wick.backends = { cuda = { matmul = setmetatable({}, {
 -- PyTorch's flags that scripts set and wick has nothing behind: cuDNN (wick's
 -- CUDA backend does not use it) and Apple's MPS
 wick.backends.cudnn = { enabled = true, benchmark = false, deterministic = false, allow_tf32 = true,
-  is_available = function() return false end }
+  is_available = function() return false end, version = function() return nil end } -- (None: no cuDNN)
 wick.backends.mps = { is_available = function() return false end, is_built = function() return false end }
 -- PyTorch's choice among its attention kernels (flash, memory-efficient,
 -- math, cuDNN): wick has one scaled_dot_product_attention per device, so the

@@ -11,6 +11,10 @@ local unpack = table.unpack or unpack
 local Optimizer = { __name = "Optimizer" }
 Optimizer.__index = Optimizer
 optim.Optimizer = Optimizer
+-- torch.optim.optimizer's names: `from torch.optim.optimizer import Optimizer, required` (LARS's
+-- lr=required: a group without its own value of such an option is an error)
+local REQUIRED = "required"
+optim.optimizer = { Optimizer = Optimizer, required = REQUIRED }
 
 -- Each class's update rule and each scheduler's formula, kept out of the
 -- public tables (an object's methods are only what a user may call).
@@ -107,10 +111,13 @@ end
 
 -- params as an array: a tensor alone, or an nn.ParameterList (iterable in
 -- PyTorch: MAML's Learner.parameters() returns one) as its parameters
+local GROUPS_MT
 local function parameter_list(params)
   if wick.is_tensor(params) then return { params } end
   local class = type(params) == "table" and getmetatable(params)
   if class and class.__name == "ParameterList" and type(params.parameters) == "function" then return params:parameters() end
+  -- another optimizer's param_groups (SAM's base_optimizer(self.param_groups)): the same group tables
+  if class == GROUPS_MT then return { unpack(params) } end
   return params
 end
 
@@ -125,7 +132,7 @@ local GROUP_MT = { __index = {
 } }
 
 -- opt.param_groups: an array that also reads from the end (param_groups[-1], TabNet's last lr)
-local GROUPS_MT = { __index = function(list, i)
+GROUPS_MT = { __index = function(list, i)
   if type(i) == "number" and i < 0 then return rawget(list, #list + 1 + i) end
   if i == 0 then
     check.fail("param_groups", "index 0 is invalid: indices count from 1 (PyTorch's param_groups[0] is param_groups[1])")
@@ -144,22 +151,28 @@ local function make_group(self, g, gi)
   end
   local params = parameter_list(g.params)
   if type(params) ~= "table" then check.fail(name, "the params of parameter group %s must be an array of tensors", tostring(gi)) end
-  local group = { params = {} }
-  for k, v in pairs(self.defaults) do group[k] = v end
-  for k, v in pairs(g) do if k ~= "params" then group[k] = v end end
+  -- the table given becomes the group, as PyTorch's add_param_group fills the dict it is given: a change
+  -- to it shows in the optimizer, and two optimizers given the same groups share them (SAM and its base)
+  local group = g
+  for k, v in pairs(self.defaults) do
+    if rawget(group, k) == nil then group[k] = v end
+    if group[k] == REQUIRED then
+      check.fail(name, "parameter group didn't specify a value of required optimization parameter %s", k)
+    end
+  end
   -- an optimizer of one's own keeps its options as given (Adan's three betas);
   -- the built-ins' pairs are copied and checked as PyTorch's
   local own = rawget(getmetatable(self), "super") ~= nil
   for _, k in ipairs({ "betas", "etas", "step_sizes" }) do
     if type(group[k]) == "table" then group[k] = own and { unpack(group[k]) } or { group[k][1], group[k][2] } end
   end
-  local seen = {}
+  local seen, list = {}, {}
   for i = 1, #params do
     local p = params[i]
     if not wick.is_tensor(p) then check.fail(name, "parameter %d of group %s is not a tensor (got %s)", i, tostring(gi), check.describe(p)) end
     if seen[p] then check.fail(name, "parameter %d appears twice in parameter group %s", i, tostring(gi)) end
     seen[p] = true
-    group.params[i] = p
+    list[i] = p
   end
   for k, v in pairs(params) do
     if type(k) ~= "number" or k < 1 or k > #params or k ~= math.floor(k) then
@@ -177,6 +190,7 @@ local function make_group(self, g, gi)
       if seen[q] then check.fail(name, "some parameters appear in more than one parameter group") end
     end
   end
+  group.params = list
   return setmetatable(group, GROUP_MT)
 end
 
@@ -248,7 +262,7 @@ end
 -- Base:extend(name) for the optimizers and the schedulers: a class whose
 -- instances start as fresh() and run init(...), which must call the base's
 -- init (done(obj) says it did; `args` names its arguments in the message)
-local function subclass(base, root, name, fresh, done, args)
+local function subclass(base, root, name, fresh, done, args, hint)
   local what = root.__name
   if type(base) ~= "table" or (base ~= root and rawget(base, "super") == nil) then
     check.expected(what .. ".extend", "self", "an " .. what .. " class", base)
@@ -260,7 +274,7 @@ local function subclass(base, root, name, fresh, done, args)
       local obj = setmetatable(fresh(), cls)
       obj:init(...)
       if not done(obj) then
-        check.fail(cls.__name, "init must call %s.super.init(self, %s) (%s's init)", cls.__name, args, what)
+        check.fail(cls.__name, "init must call %s.super.init(self, %s) (%s's init)%s", cls.__name, args, what, hint or "")
       end
       return obj
     end,
@@ -272,7 +286,8 @@ end
 function Optimizer:extend(name)
   check.string(name, "Optimizer.extend", "name")
   return subclass(self, Optimizer, name, function() return { state = {} } end,
-    function(obj) return rawget(obj, "param_groups") ~= nil end, "params, defaults")
+    function(obj) return rawget(obj, "param_groups") ~= nil end, "params, defaults",
+    "; a wrapper of another optimizer (Lookahead) sets self.param_groups = inner.param_groups (and self.state) instead")
 end
 
 --- Optimizer.init(self, params, defaults): PyTorch's Optimizer.__init__ (for Optimizer:extend)

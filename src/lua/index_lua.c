@@ -271,9 +271,18 @@ static int parse_key(lua_State *L, int idx, wick_tensor *t, wick_key_entry *e, i
             int m = (int)lua_objlen(L, top);
             if (m == 0) e[d] = (wick_key_entry){0, 0, sizes[d], 1};
             else if (m == 2 || m == 3) e[d] = range_entry(L, top, m, sizes[d], d, i + 1);
-            else
-                wl_raise(L, "index: entry %d of the key: a range is {} (all), {first, last} or {first, last, step}, got a table of %d elements%s",
-                         i + 1, m, m == 1 ? " ({i, i} keeps the one element i as a dim, Python's [i] list; {i, -1} is Python's i:)" : "");
+            else if (m == 1) { /* {i}: Torch7's one-element range {i, i}, Python's h[:, [-1]] */
+                lua_createtable(L, 2, 0);
+                lua_rawgeti(L, top, 1);
+                lua_pushvalue(L, -1);
+                lua_rawseti(L, -3, 1);
+                lua_rawseti(L, -2, 2);
+                e[d] = range_entry(L, lua_gettop(L), 2, sizes[d], d, i + 1);
+                lua_pop(L, 1);
+            } else
+                wl_raise(L, "index: entry %d of the key: a range is {} (all), {i} (the one element i, kept as a dim), "
+                            "{first, last} or {first, last, step}, got a table of %d elements",
+                         i + 1, m);
         } else if (wl_totensor(L, top)) {
             e[d] = (wick_key_entry){0, 0, sizes[d], 1};
             te[*nt] = i;
@@ -410,6 +419,9 @@ static void bad_key(lua_State *L, int idx) {
         if (strcmp(k, "numpy") == 0 || strcmp(k, "__array__") == 0)
             wl_raise(L, "tensor has no field or method '%s' (Lua has no NumPy: t:tolist() gives nested tables, "
                         "t:item() one number, t:tobytes() its bytes, and a tensor has NumPy's own operations)", k);
+        if (strcmp(k, "repeat_") == 0)
+            wl_raise(L, "tensor has no field or method 'repeat_' (PyTorch's t.repeat(...) is t:repeat_tensor(...) "
+                        "or t[\"repeat\"](t, ...): repeat is a Lua keyword)");
         wl_raise(L, "tensor has no field or method '%s'", k);
     }
     wl_raise(L, "index: a key must be a number, a table of ranges, a bool mask or an int64 index tensor, got %s",

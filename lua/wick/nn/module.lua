@@ -134,25 +134,34 @@ local function positions_of(f)
   end
   return names
 end
--- GCN(nfeat = 3, nhid = 8) and GAT(n, h, {dropout = 0.5, alpha = 0.2}): a class of one's own takes
--- init's arguments by name from a trailing table whose every key names one not given by position
--- (any other table, an options table of the init's own, goes as it is)
-local function keyword_init(init, ...)
-  local n = select("#", ...)
-  local last = n > 0 and select(n, ...) or nil
-  if type(last) ~= "table" or getmetatable(last) ~= nil or next(last) == nil or #last > 0 then return ... end
-  local names = positions_of(init)
-  if not names then return ... end
+-- PyTorch's keyword arguments: the last of n arguments, a plain table (no array part) whose every key
+-- names a parameter of f (after self) at the table's position or later, bound to those parameters:
+-- (the arguments, their count), or nil when the table is not that (an options table of f's own)
+local function bind_keywords(f, n, ...)
+  local t = select(n, ...)
+  if type(t) ~= "table" or getmetatable(t) ~= nil or next(t) == nil or #t > 0 then return nil end
+  local names = positions_of(f)
+  if not names then return nil end
   local top = n - 1
-  for k in pairs(last) do
+  for k in pairs(t) do
     local at = type(k) == "string" and names[k]
-    if not at or at < n then return ... end
+    if not at or at < n then return nil end
     top = math.max(top, at)
   end
   local args = { ... }
   args[n] = nil
-  for k, v in pairs(last) do args[names[k]] = v end
-  return unpack(args, 1, top)
+  for k, v in pairs(t) do args[names[k]] = v end
+  return args, top
+end
+
+-- GCN(nfeat = 3, nhid = 8) and GAT(n, h, {dropout = 0.5, alpha = 0.2}): a class of one's own takes
+-- init's arguments by name
+local function keyword_init(init, ...)
+  local n = select("#", ...)
+  local args, top = nil, nil
+  if n > 0 then args, top = bind_keywords(init, n, ...) end
+  if args then return unpack(args, 1, top) end
+  return ...
 end
 
 -- nn.Linear(np.array(shape).prod(), 64): a built-in layer takes a 0-dim integer tensor as its number
@@ -351,24 +360,12 @@ local function check_arity(self, n, ...)
   end
 end
 
--- m{input_tensor = x, cur_state = s}: PyTorch's keyword call, bound to the forward's parameter
--- names (ConvLSTM's self.cell_list[i](input_tensor=..., cur_state=[h, c])) when every key names one
-local function keyword_call(self, t)
-  local names = positions_of(self.forward)
-  if not names or next(t) == nil then return nil end
-  local args, n = {}, 0
-  for k, v in pairs(t) do
-    local at = type(k) == "string" and names[k]
-    if not at then return nil end
-    args[at], n = v, math.max(n, at)
-  end
-  return args, n
-end
-
--- a call's argument checks: PyTorch's TypeError for extra ones, and the keyword call's arguments
+-- a call's argument checks: PyTorch's TypeError for extra ones, and its keyword arguments bound to the
+-- forward's parameters (ConvLSTM's cell{input_tensor = x, cur_state = {h, c}}, whisper's
+-- self.attn(x, {mask = mask, kv_cache = kv_cache}))
 local function call_args(self, n, ...)
   if n > 1 then check_arity(self, n, ...) end
-  if n == 1 and type((...)) == "table" and getmetatable((...)) == nil then return keyword_call(self, (...)) end
+  if n > 0 then return bind_keywords(self.forward, n, ...) end
 end
 
 -- (the test and the forward inline: a call is on every layer's path)
@@ -866,6 +863,21 @@ function Module:add_module(name, module)
   self[name] = module
 end
 Module.register_module = Module.add_module
+
+--- m:__setattr__(name, value) and m:__getattr__(name): Python's own spellings of m[name] = value and
+--- m[name] (DLA's self.__setattr__('level_%d' % i, tree)); reading a missing one is PyTorch's error
+function Module:__setattr__(name, value)
+  this(self, "__setattr__")
+  check.string(name, "__setattr__", "name")
+  self[name] = value
+end
+function Module:__getattr__(name)
+  this(self, "__getattr__")
+  check.string(name, "__getattr__", "name")
+  local v = self[name]
+  if v == nil then check.fail("__getattr__", "'%s' object has no attribute '%s'", getmetatable(self).__name, name) end
+  return v
+end
 
 --- register_parameter(name, tensor): self[name] = tensor (requires grad).
 function Module:register_parameter(name, tensor)
