@@ -77,7 +77,7 @@ describe("TensorDataset", function()
     local Double = data.Dataset:extend("Double")
     function Double:len() return 4 end
     function Double:get(k) return k * 2 end
-    assert.are.equal(6, Double()[wick.tensor(3, { dtype = "int64" })][1])
+    assert.are.equal(6, Double()[wick.tensor(3, { dtype = "int64" })]) -- (a plain value is itself, as __getitem__'s)
     assert_error_has(function() return ds[wick.tensor(1.5)] end, "expected an integer", "Tensor")
     assert_error_has(function() return ds[wick.tensor({ 1, 2 }, { dtype = "int64" })] end, "expected an integer")
     assert_error_has(function() return ds[wick.tensor(11, { dtype = "int64" })] end, "index 11 is out of range")

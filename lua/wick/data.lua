@@ -149,7 +149,12 @@ end
 -- = ...}), that table itself; and ds1 + ds2 (a ConcatDataset).
 local function one_sample(...)
   local first = ...
-  if select("#", ...) == 1 and type(first) == "table" and getmetatable(first) == nil then return first end
+  if select("#", ...) == 1 then
+    if type(first) == "table" and getmetatable(first) == nil then return first end
+    -- a plain value is itself, as __getitem__'s int (random_split(list(range(10)), ...)[0])
+    local kind = type(first)
+    if kind == "number" or kind == "string" or kind == "boolean" then return first end
+  end
   return { ... }
 end
 local function map_style(class, name)

@@ -1151,13 +1151,14 @@ function wick.get_float32_matmul_precision() return matmul_precision end
 
 --- wick.use_deterministic_algorithms(b): wick's kernels give the same result
 --- run after run on one machine and thread count, so a flag to read back
-local deterministic = false
+local deterministic, warn_only = false, false
 function wick.use_deterministic_algorithms(b, opts)
-  check.options(opts, "use_deterministic_algorithms", { warn_only = "boolean" })
+  local o = check.options(opts, "use_deterministic_algorithms", { warn_only = "boolean" })
   if type(b) ~= "boolean" then check.expected("use_deterministic_algorithms", "mode", "a boolean", b) end
-  deterministic = b
+  deterministic, warn_only = b, o.warn_only == true
 end
 function wick.are_deterministic_algorithms_enabled() return deterministic end
+function wick.is_deterministic_algorithms_warn_only_enabled() return warn_only end
 
 --- wick.initial_seed(): the seed wick.manual_seed last set (PyTorch's default
 --- before any); wick.seed(): a fresh seed from the clock and the process, set and returned
@@ -1209,6 +1210,9 @@ function wick.isinstance(v, class)
     return false
   end
   if class == Tensor then return getmetatable(v) == mt end
+  -- isinstance(p, nn.Parameter): a tensor made a parameter (nn.Parameter, a layer's weight)
+  local nn = rawget(wick, "nn")
+  if nn and class == rawget(nn, "Parameter") then return getmetatable(v) == mt and v:_is_parameter() end
   if type(class) == "table" and rawget(class, "_legacy_dtype") then -- isinstance(feat, torch.FloatTensor): dtype and device
     if getmetatable(v) ~= mt or v.dtype ~= class._legacy_dtype then return false end
     return v.device.type == ((class._legacy_device and wick.device(class._legacy_device).type) or "cpu")
@@ -1679,6 +1683,24 @@ wick.backends = { cuda = { matmul = setmetatable({}, {
 -- CUDA backend does not use it) and Apple's MPS
 wick.backends.cudnn = { enabled = true, benchmark = false, deterministic = false, allow_tf32 = true,
   is_available = function() return false end, version = function() return nil end } -- (None: no cuDNN)
+--- wick.backends.cudnn.flags([{enabled =, benchmark =, deterministic =, allow_tf32 =}], fn, ...): runs fn
+--- with those flags, then puts them back (`with torch.backends.cudnn.flags(enabled=False):`)
+function wick.backends.cudnn.flags(opts, fn, ...)
+  local cudnn = wick.backends.cudnn
+  if type(opts) == "function" then return cudnn.flags(nil, opts, fn, ...) end
+  opts = check.options(opts, "backends.cudnn.flags", { enabled = "boolean", benchmark = "boolean",
+    deterministic = "boolean", allow_tf32 = "boolean", benchmark_limit = "number" })
+  check.callable(fn, "backends.cudnn.flags", "fn")
+  local saved = {}
+  for _, k in ipairs({ "enabled", "benchmark", "deterministic", "allow_tf32" }) do
+    saved[k] = cudnn[k]
+    if opts[k] ~= nil then cudnn[k] = opts[k] end
+  end
+  local results = pack(xpcall(fn, record_traceback, ...))
+  for k, v in pairs(saved) do cudnn[k] = v end
+  if not results[1] then rethrow(results[2]) end
+  return unpack(results, 2, results.n)
+end
 wick.backends.mps = { is_available = function() return false end, is_built = function() return false end }
 -- PyTorch's choice among its attention kernels (flash, memory-efficient,
 -- math, cuDNN): wick has one scaled_dot_product_attention per device, so the

@@ -1192,12 +1192,26 @@ return function(wick)
     if m:dim() ~= 2 then check.fail("mv", "vector + matrix @ vector expected, got a %d-D matrix", m:dim()) end
     return m:mm(vec(v, "mv", "vec"):unsqueeze(2)):squeeze(2)
   end
+  -- ATen's lerp: t + w (to - t) where |w| < 0.5, else to - (to - t)(1 - w), each one fused
+  -- multiply-add (its kernels' fmadd), in float32 for the half types (its opmath): the same bits
   function Tensor.lerp(t, to, weight)
     check.tensor(t, "lerp", "self")
     if not t:is_floating_point() and not t:is_complex() then -- (PyTorch's lerp_kernel has no integer form)
       check.fail("lerp", "\"lerp_kernel_scalar\" not implemented for '%s'", t.dtype)
     end
-    return t + (to - t) * weight
+    if t:is_complex() or (is_tensor(to) and to:is_complex()) or (is_tensor(weight) and weight:is_complex()) then
+      return t + (to - t) * weight
+    end
+    local op = t.dtype == "float64" and "float64" or "float32"
+    local s, e = t:to(op), is_tensor(to) and to:to(op) or to
+    local w = is_tensor(weight) and weight:to(op) or wick.full({}, weight, { dtype = op, device = t.device })
+    local d = e - s
+    local r
+    if is_tensor(weight) then
+      r = wick.where(w:abs():lt(0.5), ops._fma(w, d, s, op), ops._fma(-d, 1 - w, e, op))
+    elseif math.abs(weight) < 0.5 then r = ops._fma(w, d, s, op)
+    else r = ops._fma(-d, 1 - w, e, op) end
+    return r:to(t.dtype)
   end
   -- PyTorch's deprecated overloads with the number first: t:add_(alpha, other),
   -- t:addcmul_(value, t1, t2); they still work there, with this warning (once per
@@ -1262,6 +1276,30 @@ return function(wick)
     if o.requires_grad then t:requires_grad_(true) end
     return t
   end
+  --- ops._fma(x, y, z, dtype): x * y + z rounded once to dtype, as a fused multiply-add (PyTorch's
+  --- kernels' fmadd, and what its compilers contract a * b + c to): below float64 computed in float64
+  --- (the product exact); in float64 the product's and the sum's rounding errors added back (Dekker's
+  --- split, Knuth's two-sum). x, y, z tensors or numbers, one of them a tensor.
+  function ops._fma(x, y, z, dtype)
+    local function f64(v) return is_tensor(v) and v:to("float64") or v end
+    x, y, z = f64(x), f64(y), f64(z)
+    local p = x * y
+    local s = p + z
+    if dtype == "float64" then
+      local function split(v)
+        local c = v * 134217729
+        local hi = c - (c - v)
+        return hi, v - hi
+      end
+      local xh, xl = split(x)
+      local yh, yl = split(y)
+      local perr = ((xh * yh - p) + xh * yl + xl * yh) + xl * yl -- p + perr = x y exactly
+      local back = s - p
+      s = s + (((p - (s - back)) + (z - back)) + perr)
+    end
+    return s:to(dtype)
+  end
+
   local function linspace(fn, start, stop, steps, opts)
     local o
     steps, o = space_args(fn, steps, opts)
@@ -1283,20 +1321,13 @@ return function(wick)
     local i = wick.arange(0, steps, { dtype = "float64" })
     -- the first half from start, the second from stop, as PyTorch's kernel: both ends exact, and each
     -- value start + step i (or stop - step (steps - 1 - i)) one fused multiply-add, as its compilers
-    -- contract it; float64 exactly: the product's rounding error added back (Dekker's split of step)
+    -- contract it, in float32 for float32 and the half types, else in float64
     local half = floor(steps / 2)
     local k = wick.where(i:lt(half), i, i - (steps - 1))
     local f64 = { dtype = "float64" }
     local base = wick.where(i:lt(half), wick.full({}, start, f64), wick.full({}, stop, f64))
-    local p = k * step
-    local v = p + base
-    if dtype == "float64" and steps <= 2 ^ 26 then
-      local c = 134217729 * step
-      local hi = c - (c - step)
-      local err = (k * hi - p) + k * (step - hi) -- p + err = k step exactly
-      local back = v - p
-      v = v + (((p - (v - back)) + (base - back)) + err) -- (v + its own rounding error, then err)
-    end
+    local low = dtype == "float32" or dtype == "float16" or dtype == "bfloat16"
+    local v = ops._fma(k, step, base, low and "float32" or "float64")
     return grad_if(v:to({ dtype = dtype, device = o.device or wick.get_default_device() }), o)
   end
   -- start, end and steps by name too ({start = 0, ["end"] = 1, steps = 3}, PyTorch's keywords)
@@ -1969,7 +2000,8 @@ return function(wick)
     local count -- the values taken part: all, or those that are not NaN
     if ignore_nan then count = moved:eq(moved):sum(-1):to(t.dtype)
     else count = wick.full(shape, n, { dtype = t.dtype, device = t.device }) end
-    local pos = (count:unsqueeze(-1) - 1) * qs:reshape(ones) -- [..., q]: the fractional ranks
+    -- [..., q]: the fractional ranks, in float64 as PyTorch's (39 * 0.33333334f is 13.0000004, not 13)
+    local pos = (count:unsqueeze(-1):double() - 1) * qs:double():reshape(ones)
     local lo, hi = pos:floor(), pos:ceil()
     if how == "lower" then hi = lo elseif how == "higher" then lo = hi
     elseif how == "nearest" then lo = pos:round(); hi = lo end
@@ -1977,7 +2009,7 @@ return function(wick)
     local a, b = at(lo), at(hi)
     local r
     if how == "midpoint" then r = a + (b - a) * wick.where(hi:gt(lo), 0.5, 0)
-    else r = a + (b - a) * (pos - lo) end
+    else r = a:lerp(b, (pos - lo):to(a.dtype)) end
     if ignore_nan then r = wick.where(count:unsqueeze(-1):eq(0), 0 / 0, r)
     else r = wick.where(moved:isnan():any(-1, true), 0 / 0, r) end
     -- q's dim first, then the reduced shape (dim kept as 1 with keepdim)

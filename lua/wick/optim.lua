@@ -1126,18 +1126,21 @@ function Scheduler.new(cls, opt, ...)
   return self
 end
 
+-- PyTorch's warning for a scheduler stepped with an epoch
+local function epoch_deprecated()
+  require("wick.nn.common").warn("The epoch parameter in `scheduler.step()` was not necessary and is being "
+    .. "deprecated where possible. Please use `scheduler.step()` to step the scheduler. During the deprecation, "
+    .. "if epoch is different from None, the closed form is used instead of the new chainable form, where "
+    .. "available. Please open an issue if you are unable to replicate your use case: "
+    .. "https://github.com/pytorch/pytorch/issues/new/choose.")
+end
+
 --- sched:step([epoch]): the next step's lr (or, given an epoch, that epoch's)
 function Scheduler:step(epoch)
   sched(self, "step")
   if epoch ~= nil then
     check.number(epoch, self.__name .. ":step", "epoch")
-    if not self._is_initial then
-      require("wick.nn.common").warn("The epoch parameter in `scheduler.step()` was not necessary and is being "
-        .. "deprecated where possible. Please use `scheduler.step()` to step the scheduler. During the deprecation, "
-        .. "if epoch is different from None, the closed form is used instead of the new chainable form, where "
-        .. "available. Please open an issue if you are unable to replicate your use case: "
-        .. "https://github.com/pytorch/pytorch/issues/new/choose.")
-    end
+    if not self._is_initial then epoch_deprecated() end
   end
   warn_order(self)
   self._step_count = self._step_count + 1
@@ -1802,11 +1805,17 @@ local function better(self, a)
   end
   return self.threshold_mode == "rel" and a > best * (1 + t) or self.threshold_mode == "abs" and a > best + t
 end
-function Plateau:step(metric)
+function Plateau:step(metric, epoch)
   sched(self, "step")
   if wick.is_tensor(metric) then metric = metric:item() end
   check.number(metric, "ReduceLROnPlateau:step", "metrics")
-  self.last_epoch = self.last_epoch + 1
+  if epoch ~= nil then -- (step(metric, epoch): PyTorch's warning, and the epoch as given)
+    check.number(epoch, "ReduceLROnPlateau:step", "epoch")
+    epoch_deprecated()
+    self.last_epoch = epoch
+  else
+    self.last_epoch = self.last_epoch + 1
+  end
   if better(self, metric) then
     self.best, self.num_bad_epochs = metric, 0
   else

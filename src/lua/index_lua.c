@@ -251,7 +251,8 @@ static int parse_key(lua_State *L, int idx, wick_tensor *t, wick_key_entry *e, i
     }
     int real = n - (ellipsis >= 0);
     if (real > nd)
-        wl_raise(L, "index: too many indices for tensor of dimension %d (the key has %d entries)", nd, real);
+        wl_raise(L, "index: too many indices for tensor of dimension %d (the key has %d entries; Python's None is "
+                    "wick.newaxis: a nil in a Lua table is a hole)", nd, real);
     const int64_t *sizes = wick_tensor_sizes(t);
     *nt = 0;
     int d = 0; /* the dim entry i is for */
@@ -281,7 +282,8 @@ static int parse_key(lua_State *L, int idx, wick_tensor *t, wick_key_entry *e, i
                 lua_pop(L, 1);
             } else
                 wl_raise(L, "index: entry %d of the key: a range is {} (all), {i} (the one element i, kept as a dim), "
-                            "{first, last} or {first, last, step}, got a table of %d elements",
+                            "{first, last} or {first, last, step}, got a table of %d elements (Python's list of "
+                            "indices [i, j, ...] is an int64 tensor: wick.tensor({...}, {dtype = \"int64\"}))",
                          i + 1, m);
         } else if (wl_totensor(L, top)) {
             e[d] = (wick_key_entry){0, 0, sizes[d], 1};

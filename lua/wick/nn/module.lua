@@ -6,6 +6,7 @@ local check = require("wick.argcheck")
 local core = require("wick.core")
 local required = require("wick.nn.common").required
 
+local unpack = table.unpack or unpack -- luacheck: ignore
 local Module = {}
 Module.__name = "Module"
 -- A module's fields are its own; the rest comes from its class, and
@@ -70,6 +71,59 @@ local function track(self, key, value)
   rawset(self, key, value)
 end
 
+local param_names = setmetatable({}, { __mode = "k" }) -- method -> { name = position }, or false
+-- a method's parameter names after self, with their positions among the arguments
+local function positions_of(f)
+  local names = param_names[f]
+  if names == nil then
+    names = false
+    local info = type(f) == "function" and debug.getinfo(f, "u")
+    if info and info.nparams and info.nparams > 1 then
+      names = {}
+      for i = 2, info.nparams do names[debug.getlocal(f, i)] = i - 1 end
+    end
+    param_names[f] = names
+  end
+  return names
+end
+-- PyTorch's keyword arguments: the last of n arguments, a plain table (no array part) whose every key
+-- names a parameter of f (after self) at the table's position or later, bound to those parameters:
+-- (the arguments, their count), or nil when the table is not that (an options table of f's own)
+local function bind_keywords(f, n, ...)
+  local t = select(n, ...)
+  if type(t) ~= "table" or getmetatable(t) ~= nil or next(t) == nil or #t > 0 then return nil end
+  local names = positions_of(f)
+  if not names then return nil end
+  local top = n - 1
+  for k in pairs(t) do
+    local at = type(k) == "string" and names[k]
+    if not at or at < n then return nil end
+    top = math.max(top, at)
+  end
+  local args = { ... }
+  args[n] = nil
+  for k, v in pairs(t) do args[names[k]] = v end
+  return args, top
+end
+
+local WICK_DIR = debug.getinfo(1, "S").source:match("^@(.*/)nn/module%.lua$") -- (lua/wick/)
+local function of_wick(f)
+  local src = debug.getinfo(f, "S").source
+  return WICK_DIR ~= nil and src:sub(2, #WICK_DIR + 1) == WICK_DIR
+end
+local function keyword_forward(f)
+  local function forward(obj, ...)
+    local n = select("#", ...)
+    if n > 0 then
+      local bound, top = bind_keywords(f, n, ...)
+      if bound then return f(obj, unpack(bound, 1, top)) end
+    end
+    return f(obj, ...)
+  end
+  param_names[forward] = positions_of(f) -- (the call's binding and hooks see f's names)
+  return forward
+end
+
 --- Module:extend("Name"[, args]): a new class; Class(...) builds an instance and calls init.
 --- args names init's required positional arguments, in order: each is also taken
 --- by name from a trailing options table (Class(3, {out_features = 4})), and a
@@ -114,44 +168,12 @@ function Module:extend(name, args)
         local init = v
         v = function(obj, ...) return init(obj, required(name or "Module", args, ...)) end
       end
+      -- a forward of one's own binds PyTorch's keywords also when called as a method
+      -- (pytorch-flows' self.forward(noise, mode='inverse')); wick's own layers take theirs
+      if k == "forward" and type(v) == "function" and not of_wick(v) then v = keyword_forward(v) end
       rawset(cls, k, v)
     end,
   })
-end
-
-local param_names = setmetatable({}, { __mode = "k" }) -- method -> { name = position }, or false
--- a method's parameter names after self, with their positions among the arguments
-local function positions_of(f)
-  local names = param_names[f]
-  if names == nil then
-    names = false
-    local info = type(f) == "function" and debug.getinfo(f, "u")
-    if info and info.nparams and info.nparams > 1 then
-      names = {}
-      for i = 2, info.nparams do names[debug.getlocal(f, i)] = i - 1 end
-    end
-    param_names[f] = names
-  end
-  return names
-end
--- PyTorch's keyword arguments: the last of n arguments, a plain table (no array part) whose every key
--- names a parameter of f (after self) at the table's position or later, bound to those parameters:
--- (the arguments, their count), or nil when the table is not that (an options table of f's own)
-local function bind_keywords(f, n, ...)
-  local t = select(n, ...)
-  if type(t) ~= "table" or getmetatable(t) ~= nil or next(t) == nil or #t > 0 then return nil end
-  local names = positions_of(f)
-  if not names then return nil end
-  local top = n - 1
-  for k in pairs(t) do
-    local at = type(k) == "string" and names[k]
-    if not at or at < n then return nil end
-    top = math.max(top, at)
-  end
-  local args = { ... }
-  args[n] = nil
-  for k, v in pairs(t) do args[names[k]] = v end
-  return args, top
 end
 
 -- GCN(nfeat = 3, nhid = 8) and GAT(n, h, {dropout = 0.5, alpha = 0.2}): a class of one's own takes
@@ -222,7 +244,6 @@ if not core.profiler_hooked then forward = function(self, ...) return self:forwa
 -- as PyTorch's: pre hooks get (module, args) and may return new args (a
 -- tensor, or an array of arguments); hooks get (module, args, output) and may
 -- return a new output. A forward of several results gives them as an array.
-local unpack = table.unpack or unpack -- luacheck: ignore
 local function pack(...) return { n = select("#", ...), ... } end
 -- Backward hooks (register_full_backward_hook, register_full_backward_pre_hook)
 -- through tensor hooks: each input tensor that requires grad enters forward as

@@ -4,53 +4,97 @@ local check = require("wick.argcheck")
 
 local utils = {}
 
+-- PyTorch's norm_type: a positive number, or "inf" (float("inf"))
+local function norm_type_of(v, fn)
+  local norm_type = v or 2
+  if type(norm_type) == "string" then
+    if norm_type ~= "inf" then check.fail(fn, "norm_type must be a number or 'inf', got '%s'", norm_type) end
+    norm_type = math.huge
+  end
+  if norm_type <= 0 then check.fail(fn, "norm_type must be positive, got %s", norm_type) end
+  return norm_type
+end
+
+-- the norm of all the tensors as one vector (float64, on their device), or nil for none
+local function total_norm(tensors, norm_type)
+  if #tensors == 0 then return nil end
+  return wick.no_grad(function()
+    local total
+    if norm_type == math.huge then
+      for _, g in ipairs(tensors) do
+        local m = g:abs():max():to("float64")
+        total = total and total:maximum(m) or m
+      end
+      return total
+    end
+    for _, g in ipairs(tensors) do
+      -- the 2-norm as g * g: pow calls libm per element (10x slower; helper F, issue 13)
+      local s = (norm_type == 2 and (g * g):sum() or (g:abs() ^ norm_type):sum()):to("float64")
+      total = total and total + s or s
+    end
+    return total ^ (1 / norm_type)
+  end)
+end
+
+local function grads_of(params)
+  local grads = {}
+  for _, p in ipairs(params) do
+    if p.grad then grads[#grads + 1] = p.grad end
+  end
+  return grads
+end
+
+--- get_total_norm(tensors[, norm_type = 2[, error_if_nonfinite = false]][, opts]): the norm of the
+--- tensors (gradients) as one vector, a 0-dim tensor (PyTorch 2.6's half of clip_grad_norm_)
+local TOTAL = { norm_type = "number|string", error_if_nonfinite = "boolean", foreach = "boolean" }
+function utils.get_total_norm(tensors, ...)
+  tensors = check.tensors(tensors, "get_total_norm", "tensors")
+  local opts = check.positional("get_total_norm", { "norm_type", "error_if_nonfinite", "foreach" }, TOTAL, ...)
+  local total = total_norm(tensors, norm_type_of(opts.norm_type, "get_total_norm"))
+  if not total then return wick.tensor(0) end
+  local value = total:item()
+  if opts.error_if_nonfinite and (value ~= value or value == math.huge) then
+    check.fail("get_total_norm", "The total norm of order %s for gradients from `parameters` is non-finite, so it cannot be clipped. To disable this error and scale the gradients by the non-finite norm anyway, set `error_if_nonfinite=False`", opts.norm_type or 2)
+  end
+  return total:to(tensors[1].dtype)
+end
+
+--- clip_grads_with_norm_(params, max_norm, total_norm[, opts]): scales the gradients by
+--- max_norm / (total_norm + 1e-6) where that is below 1 (PyTorch 2.6's other half)
+local WITH_NORM = { max_norm = "number", total_norm = "number|tensor", foreach = "boolean" }
+function utils.clip_grads_with_norm_(params, ...)
+  params = check.tensors(params, "clip_grads_with_norm_", "parameters")
+  local opts = check.positional("clip_grads_with_norm_", { "max_norm", "total_norm", "foreach" }, WITH_NORM, ...)
+  local max_norm = check.number(opts.max_norm, "clip_grads_with_norm_", "max_norm")
+  local norm = opts.total_norm
+  if norm == nil then check.fail("clip_grads_with_norm_", "missing required argument 'total_norm'") end
+  local value = wick.is_tensor(norm) and norm:item() or norm
+  local coef = max_norm / (value + 1e-6)
+  if not (coef >= 1) then -- (a NaN norm makes every gradient NaN, as PyTorch's)
+    wick.no_grad(function() for _, g in ipairs(grads_of(params)) do g:mul_(coef) end end)
+  end
+end
+
 --- Scales the gradients of params in place so that their global norm is at most
 --- max_norm; returns the norm before clipping (a 0-dim tensor), like PyTorch.
 --- clip_grad_norm_(params, max_norm[, norm_type = 2[, error_if_nonfinite = false]][, opts]):
---- PyTorch's arguments, positionally or in the options table (foreach accepted).
+--- PyTorch's arguments, positionally or in the options table (foreach accepted): get_total_norm of the
+--- gradients, then clip_grads_with_norm_
 local CLIP = { max_norm = "number", norm_type = "number|string", error_if_nonfinite = "boolean", foreach = "boolean" }
 function utils.clip_grad_norm_(params, ...)
   params = check.tensors(params, "clip_grad_norm_", "parameters")
   local opts = check.positional("clip_grad_norm_", { "max_norm", "norm_type", "error_if_nonfinite", "foreach" }, CLIP, ...)
   local max_norm = check.number(opts.max_norm, "clip_grad_norm_", "max_norm")
-  local norm_type = opts.norm_type or 2
-  if type(norm_type) == "string" then -- PyTorch's float("inf") written "inf"
-    if norm_type ~= "inf" then check.fail("clip_grad_norm_", "norm_type must be a number or 'inf', got '%s'", norm_type) end
-    norm_type = math.huge
-  end
-  if norm_type <= 0 then check.fail("clip_grad_norm_", "norm_type must be positive, got %s", norm_type) end
-  local grads = {}
-  for _, p in ipairs(params) do
-    local g = p.grad
-    if g then grads[#grads + 1] = g end
-  end
+  local grads = grads_of(params)
+  local norm_type = norm_type_of(opts.norm_type, "clip_grad_norm_")
   if #grads == 0 then return wick.tensor(0) end
-  return wick.no_grad(function()
-    -- the norm stays on the gradients' device; only its value is read back
-    local total
-    if norm_type == math.huge then
-      for _, g in ipairs(grads) do
-        local m = g:abs():max():to("float64")
-        total = total and total:maximum(m) or m
-      end
-    else
-      for _, g in ipairs(grads) do
-        -- the 2-norm as g * g: pow calls libm per element (10x slower; helper F, issue 13)
-        local s = (norm_type == 2 and (g * g):sum() or (g:abs() ^ norm_type):sum()):to("float64")
-        total = total and total + s or s
-      end
-      total = total ^ (1 / norm_type)
-    end
-    local value = total:item()
-    if opts.error_if_nonfinite and (value ~= value or value == math.huge) then
-      check.fail("clip_grad_norm_", "The total norm of order %s for gradients from `parameters` is non-finite, so it cannot be clipped. To disable this error and scale the gradients by the non-finite norm anyway, set `error_if_nonfinite=False`", norm_type)
-    end
-    local coef = max_norm / (value + 1e-6)
-    if not (coef >= 1) then -- (a NaN norm makes every gradient NaN, as PyTorch's)
-      for _, g in ipairs(grads) do g:mul_(coef) end
-    end
-    return total:to(grads[1].dtype)
-  end)
+  local total = total_norm(grads, norm_type)
+  local value = total:item()
+  if opts.error_if_nonfinite and (value ~= value or value == math.huge) then
+    check.fail("clip_grad_norm_", "The total norm of order %s for gradients from `parameters` is non-finite, so it cannot be clipped. To disable this error and scale the gradients by the non-finite norm anyway, set `error_if_nonfinite=False`", norm_type)
+  end
+  utils.clip_grads_with_norm_(params, max_norm, total)
+  return total:to(grads[1].dtype)
 end
 
 --- clip_grad_value_(params, clip_value): clamps every gradient into
