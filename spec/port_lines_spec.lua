@@ -2436,3 +2436,35 @@ describe("the twenty-first round's lines", function()
     assert.are.equal(4, s.last_epoch)
   end)
 end)
+
+describe("the twenty-first round's parametrizations", function()
+  it("parametrizations.orthogonal (three maps), geqrf and householder_product give PyTorch's values", function()
+    local F64 = { dtype = "float64" }
+    local B = wick.arange(16, F64):reshape(4, 4):sin() + wick.eye(4, F64) * 2
+    local a, tau = wick.geqrf(B)
+    local Q = wick.linalg.householder_product(a, tau)
+    support.assert_close(Q:matmul(a:triu()):totable(), B:totable(), 1e-12) -- (B = QR)
+    support.assert_close(Q:t():matmul(Q):totable(), wick.eye(4, F64):totable(), 1e-12)
+    for _, map in ipairs({ "matrix_exp", "cayley", "householder" }) do
+      local l = nn.Linear(4, 4):double()
+      wick.no_grad(function() l.weight:copy_(B) end)
+      nn.utils.parametrizations.orthogonal(l, { orthogonal_map = map })
+      local W = l.weight
+      support.assert_close(W:t():matmul(W):totable(), wick.eye(4, F64):totable(), 1e-12)
+      assert.is_not_nil(l:state_dict()["parametrizations.weight.1.base"])
+      -- (B has R's diagonal positive here, so the orthogonalized weight is B's Q factor)
+      support.assert_close(W:totable(), (Q * a:diagonal():sign():unsqueeze(1)):totable(), 1e-12)
+    end
+    local l = nn.Linear(4, 4)
+    nn.utils.parametrizations.orthogonal(l)
+    local opt = wick.optim.SGD(l:parameters(), { lr = 0.1 })
+    for _ = 1, 3 do
+      opt:zero_grad()
+      l(wick.randn(8, 4)):pow(2):sum():backward()
+      opt:step()
+    end
+    support.assert_close(l.weight:t():matmul(l.weight):totable(), wick.eye(4):totable(), 1e-5) -- (still orthogonal)
+    support.assert_error_has(function() nn.utils.parametrizations.orthogonal(nn.Linear(3, 3), { orthogonal_map = "qr" }) end,
+      'orthogonal_map has to be one of "matrix_exp", "cayley", "householder"')
+  end)
+end)

@@ -2100,7 +2100,7 @@ end
 -- Linear algebra's tensor methods and torch.* names, from wick.linalg (which loads on first use).
 for _, name in ipairs({ "inverse", "det", "slogdet", "logdet", "pinverse", "cholesky", "qr", "svd", "cholesky_solve",
   "cholesky_inverse", "triangular_solve", "lu", "lu_solve", "lu_unpack", "matrix_exp", "svd_lowrank",
-  "pca_lowrank" }) do
+  "pca_lowrank", "geqrf", "orgqr" }) do
   Tensor[name] = function(...) return require("wick.linalg")._methods[name](...) end
   wick[name] = Tensor[name]
 end

@@ -651,6 +651,71 @@ function linalg.matrix_exp(A)
   return E
 end
 
+--- linalg.householder_product(A, tau) (torch.orgqr): the first n columns of H_1 ... H_k, H_j = I - tau_j v_j
+--- v_j^T with v_j A's column j below the diagonal, 1 on it and 0 above (LAPACK's compact form,
+--- geqrf's); A (..., m, n) with m >= n, tau (..., k), k <= n; differentiable in both
+function linalg.householder_product(A, tau)
+  local fn = "linalg.householder_product"
+  check.tensor(A, fn, "input")
+  check.tensor(tau, fn, "tau")
+  if A:dim() < 2 then check.fail(fn, "input must have at least 2 dimensions, got %d", A:dim()) end
+  local m, n = A:size(-2), A:size(-1)
+  if m < n then check.fail(fn, "input.shape[-2] must be greater than or equal to input.shape[-1]") end
+  local k = tau:dim() > 0 and tau:size(-1) or 1
+  if k > n then check.fail(fn, "input.shape[-1] must be greater than or equal to tau.shape[-1]") end
+  local V = A:tril(-1) + wick.eye(m, n, { dtype = A.dtype, device = A.device })
+  local Q = eye_like(V:narrow(-1, 1, 1):expand(V:size()):narrow(-2, 1, m):matmul(mT(V)))
+  for j = 1, k do
+    local v = V:narrow(-1, j, 1) -- (..., m, 1)
+    local t = tau:narrow(-1, j, 1):unsqueeze(-1) -- (..., 1, 1)
+    Q = Q - (Q:matmul(v) * t):matmul(mT(v))
+  end
+  return Q:narrow(-1, 1, n)
+end
+
+--- wick.geqrf(A) -> a, tau (torch.geqrf): LAPACK's compact QR of A (..., m, n): R on and above a's
+--- diagonal, the Householder vectors below it (their leading 1 left out), the reflectors' factors in
+--- tau; householder_product(a, tau) is Q. Computed reflector by reflector (LAPACK's dlarfg signs:
+--- tau 0 where the column below the diagonal is already 0); not differentiable, as PyTorch's.
+function methods.geqrf(A)
+  local fn = "geqrf"
+  check.tensor(A, fn, "input")
+  if A:dim() < 2 then check.fail(fn, "input must have at least 2 dimensions, got %d", A:dim()) end
+  if not A:is_floating_point() then check.fail(fn, "expected a floating point tensor, got %s", A.dtype) end
+  local m, n = A:size(-2), A:size(-1)
+  local k = math.min(m, n)
+  local shape = A:size()
+  local lead = {}
+  for i = 1, A:dim() - 2 do lead[i] = shape[i] end
+  lead[#lead + 1] = k
+  return wick.no_grad(function()
+    local a = A:to("float64"):reshape(-1, m, n):clone()
+    local taus = wick.zeros({ a:size(1), k }, { dtype = "float64" })
+    for b = 1, a:size(1) do
+      local M = a[b]
+      for j = 1, k do
+        local alpha = M[j][j]:item()
+        local below = M:narrow(1, j + 1, m - j):select(2, j) -- (m - j)
+        local xnorm = m > j and below:norm():item() or 0
+        if xnorm > 0 then
+          local beta = -(alpha >= 0 and 1 or -1) * math.sqrt(alpha * alpha + xnorm * xnorm)
+          local tau = (beta - alpha) / beta
+          below:div_(alpha - beta)
+          M[j][j] = beta
+          taus[b][j] = tau
+          if j < n then -- the reflector applied to the columns after j
+            local v = wick.cat({ wick.ones(1, { dtype = "float64" }), below }):unsqueeze(2) -- (m - j + 1, 1)
+            local rest = M:narrow(1, j, m - j + 1):narrow(2, j + 1, n - j)
+            rest:sub_(v:matmul(mT(v):matmul(rest)) * tau)
+          end
+        end
+      end
+    end
+    return a:reshape(shape):to(A.dtype), taus:reshape(lead):to(A.dtype)
+  end)
+end
+function methods.orgqr(A, tau) return linalg.householder_product(A, tau) end
+
 function linalg.matrix_power(A, n) return A:matrix_power(n) end
 function linalg.matmul(a, b) return wick.matmul(a, b) end
 --- linalg.diagonal(A[, {offset = 0, dim1 = -2, dim2 = -1}])

@@ -4,7 +4,8 @@
 -- vectors weight_u and weight_v: PyTorch's state-dict names) with their
 -- remove_ functions, and nn.utils.parametrizations.weight_norm /
 -- spectral_norm (parametrize: parametrizations.weight.original0/original1,
--- or .original and the buffers _u, _v). Dimensions are 1-based: dim = 1 is
+-- or .original and the buffers _u, _v), and parametrizations.orthogonal
+-- (matrix_exp, cayley or householder maps, PyTorch's). Dimensions are 1-based: dim = 1 is
 -- PyTorch's dim=0; dim = false is PyTorch's dim=None (the whole tensor).
 local wick = require("wick")
 local check = require("wick.argcheck")
@@ -219,6 +220,116 @@ function SpectralNorm:right_inverse(value) return value end
 function Pz.spectral_norm(module, ...)
   local name, w, n_iter, eps, dim = spectral_args("parametrizations.spectral_norm", module, ...)
   parametrize.register_parametrization(module, name, SpectralNorm(w, n_iter, dim, eps))
+  return module
+end
+
+-- ---- parametrizations.orthogonal ----
+-- PyTorch's construction, in wick's ops: the original X (n >= k, else transposed) is mapped to an
+-- orthogonal Q: exp or Cayley of the skew-symmetric A = X' - X'^T (X' the lower triangle of X, padded
+-- square), or the product of the Householder reflectors below X's diagonal (signs from the diagonal);
+-- with the trivialization, Q is base Q, base the orthogonal matrix the weight was made (or set) to.
+
+local function mT(t) return t:transpose(-2, -1) end
+-- the Q of A = QR with R's diagonal non-negative (A tall): PyTorch's _make_orthogonal
+local function make_orthogonal(A)
+  local a, tau = wick.geqrf(A)
+  return wick.linalg.householder_product(a, tau) * a:diagonal(0, -2, -1):sign():unsqueeze(-2)
+end
+local function is_orthogonal(Q)
+  local n, k = Q:size(-2), Q:size(-1)
+  local eye = wick.eye(k, { dtype = Q.dtype, device = Q.device })
+  return mT(Q):matmul(Q):allclose(eye, 0, 10 * n * wick.finfo(Q.dtype).eps)
+end
+
+local MAPS = { matrix_exp = true, cayley = true, householder = true }
+local Orthogonal = Module:extend("_Orthogonal")
+function Orthogonal:init(weight, map, trivial)
+  rawset(self, "_shape", weight:size())
+  rawset(self, "_map", map)
+  rawset(self, "_trivial", trivial)
+end
+function Orthogonal:forward(X)
+  local n, k = X:size(-2), X:size(-1)
+  local transposed = n < k
+  if transposed then X, n, k = mT(X), k, n end
+  local map, Q = rawget(self, "_map"), nil
+  if map == "householder" then
+    local A = X:tril(-1)
+    Q = wick.linalg.householder_product(A, 2 / (1 + (A * A):sum(-2)))
+    Q = Q * X:diagonal(0, -2, -1):int():unsqueeze(-2) -- (the diagonal's signs, no gradient)
+  else
+    X = X:tril()
+    if n ~= k then
+      local pad = X:size()
+      pad[#pad] = n - k
+      X = wick.cat({ X, wick.zeros(pad, { dtype = X.dtype, device = X.device }) }, -1)
+    end
+    local A = X - mT(X)
+    if map == "matrix_exp" then Q = wick.linalg.matrix_exp(A)
+    else
+      local eye = wick.eye(n, { dtype = A.dtype, device = A.device })
+      Q = wick.linalg.solve(eye - A * 0.5, eye + A * 0.5)
+    end
+    if n ~= k then Q = Q:narrow(-1, 1, k) end
+  end
+  if rawget(self, "_trivial") then Q = self.base:matmul(Q) end
+  if transposed then Q = mT(Q) end
+  return Q
+end
+function Orthogonal:right_inverse(Q)
+  local fn = "parametrizations.orthogonal"
+  if Q:size() ~= rawget(self, "_shape") then
+    check.fail(fn, "Expected a matrix or batch of matrices of shape %s. Got a tensor of shape %s.",
+      tostring(rawget(self, "_shape")), tostring(Q:size()))
+  end
+  return wick.no_grad(function()
+    local Q_init = Q
+    local n, k = Q:size(-2), Q:size(-1)
+    local transposed = n < k
+    if transposed then Q, n, k = mT(Q), k, n end
+    if not rawget(self, "_trivial") then
+      if rawget(self, "_map") ~= "householder" then
+        check.fail(fn, "It is not possible to assign to the matrix exponential or the Cayley parametrizations "
+          .. "when use_trivialization=False.")
+      end
+      -- X = QR with R's diagonal positive: the reflectors below the diagonal, its signs on it
+      local a, tau = wick.geqrf(Q)
+      local d = a:diagonal(0, -2, -1)
+      d:copy_(wick.where(tau:eq(0), -d:sign(), d:sign()))
+      return transposed and mT(a) or a
+    end
+    if n == k then
+      Q = is_orthogonal(Q) and Q:clone() or make_orthogonal(Q)
+    else -- completed to a square orthogonal matrix
+      local extra = Q:size()
+      extra[#extra] = n - k
+      Q = make_orthogonal(wick.cat({ Q, wick.randn(extra, { dtype = Q.dtype, device = Q.device }) }, -1))
+    end
+    self:register_buffer("base", Q)
+    -- -I: the Householder map gives the identity's first columns from it (and the others ignore it)
+    local neg = wick.zeros_like(Q_init)
+    neg:diagonal(0, -2, -1):fill_(-1)
+    return neg
+  end)
+end
+
+--- nn.utils.parametrizations.orthogonal(module[, name = "weight"[, orthogonal_map[, {use_trivialization = true}]]]):
+--- module's weight made orthogonal (semi-orthogonal when not square) for all of training, as PyTorch's:
+--- orthogonal_map "matrix_exp" (default for square weights), "cayley" or "householder" (default else)
+function Pz.orthogonal(module, ...)
+  local fn = "parametrizations.orthogonal"
+  local o = check.positional(fn, { "name", "orthogonal_map" },
+    { name = "string", orthogonal_map = "string", use_trivialization = "boolean" }, ...)
+  local name = o.name or "weight"
+  local w = weight_of(fn, module, name)
+  if w:dim() < 2 then check.fail(fn, "Expected a matrix or batch of matrices. Got a tensor of %d dimensions.", w:dim()) end
+  if w:is_complex() then check.fail(fn, "complex weights are not supported") end
+  local map = o.orthogonal_map or (w:size(-2) == w:size(-1) and "matrix_exp" or "householder")
+  if not MAPS[map] then
+    check.fail(fn, 'orthogonal_map has to be one of "matrix_exp", "cayley", "householder". Got: %s', map)
+  end
+  parametrize.register_parametrization(module, name, Orthogonal(w, map, o.use_trivialization ~= false),
+    { unsafe = true })
   return module
 end
 
