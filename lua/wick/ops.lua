@@ -1199,6 +1199,8 @@ return function(wick)
     if not t:is_floating_point() and not t:is_complex() then -- (PyTorch's lerp_kernel has no integer form)
       check.fail("lerp", "\"lerp_kernel_scalar\" not implemented for '%s'", t.dtype)
     end
+    if not is_tensor(to) then check.number(to, "lerp", "end") end
+    if not is_tensor(weight) then check.number(weight, "lerp", "weight") end
     if t:is_complex() or (is_tensor(to) and to:is_complex()) or (is_tensor(weight) and weight:is_complex()) then
       return t + (to - t) * weight
     end
