@@ -32,6 +32,9 @@ function F.linear(x, weight, bias)
   tensor(x, "linear", "input")
   tensor(weight, "linear", "weight")
   opt_tensor(bias, "linear", "bias")
+  if x:dim() == 0 or weight:dim() == 0 then
+    check.fail("linear", "both arguments to linear need to be at least 1D, but they are %dD and %dD", x:dim(), weight:dim())
+  end
   if x:dim() == 2 then return linear2d(x, weight, bias) end
   local n_in = x:size(x:dim())
   if x:dim() > 2 and n_in > 0 and weight:dim() == 2 and weight:size(2) == n_in then

@@ -9,6 +9,7 @@ local required = require("wick.nn.common").required
 local unpack = table.unpack or unpack -- luacheck: ignore
 local Module = {}
 Module.__name = "Module"
+Module.__name__ = "Module" -- (Python's m.__class__.__name__: each class's own, set by extend)
 -- A module's fields are its own; the rest comes from its class, and
 -- _modules, _parameters and _buffers are PyTorch's dicts (see Module._private_dict).
 function Module.__index(self, key)
@@ -151,6 +152,7 @@ function Module:extend(name, args)
     if type(k) == "string" and k:sub(1, 2) == "__" then class[k] = v end
   end
   class.__name = name or "Module"
+  class.__name__ = class.__name
   if type(class.__index) ~= "function" then class.__index = class end -- (a container's __index looks up the class itself)
   class.super = self
   class._args = args
@@ -1011,6 +1013,7 @@ end
 
 -- the view for m._modules, m._parameters or m._buffers (nil for another name)
 function Module._private_dict(self, key)
+  if key == "__class__" then return getmetatable(self) end -- (layer.__class__.__name__)
   if not DICT_KIND[key] then return nil end
   local view = new_view()
   view_of[view] = { self, key }
