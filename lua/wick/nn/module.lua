@@ -121,7 +121,7 @@ local function keyword_forward(f)
     end
     return f(obj, ...)
   end
-  param_names[forward] = positions_of(f) -- (the call's binding and hooks see f's names)
+  param_names[forward] = positions_of(f) -- (so a call binds before its hooks run, with f's names)
   return forward
 end
 
