@@ -361,6 +361,11 @@ describe("ctc_loss", function()
     assert_user_error(function() local r = F.ctc_loss(lp, targets, { 5, -1, 3 }, tl); return r end, "ctc_loss", "non-negative")
     assert_user_error(function() local r = F.ctc_loss(lp, I({ { 2, 4, 0 }, { 3, 3, 0 }, { 0, 0, 0 } }), il, tl); return r end,
       "ctc_loss", "out of range")
+    -- a target equal to the blank: PyTorch's labels not moved up by 1 (0-padding after the lengths is fine)
+    assert_user_error(function() local r = F.ctc_loss(lp, I({ { 1, 3, 0 }, { 2, 2, 0 }, { 0, 0, 0 } }), il, tl); return r end,
+      "ctc_loss", "blank class 1")
+    assert_user_error(function() local r = F.ctc_loss(lp, targets, il, tl, { blank = 3 }); return r end,
+      "ctc_loss", "blank class 3")
     assert_user_error(function() local r = F.ctc_loss(lp, targets:to("float64"), il, tl); return r end, "ctc_loss", "int64")
     assert_user_error(function() local r = F.ctc_loss(lp, targets, il, tl, 1, "avg"); return r end, "ctc_loss", "reduction")
     assert_user_error(function() local r = F.ctc_loss(wick.zeros(4, 0, 3), I({}), {}, {}); return r end, "ctc_loss", "empty")

@@ -1191,6 +1191,14 @@ describe("HF lines: checkpointed layers returning tuples, where(t.any(), ...), t
     local loss = out[1]:sum() + out[3]
     loss:backward()
     assert.is_not_nil(lin.weight.grad)
+    -- the tuple as table.pack's {n = 3, a, nil, c} (T5Stack's checkpointed branch): tracked, n kept
+    lin:zero_grad()
+    local packed = wick.utils.checkpoint.checkpoint(function(x) return { n = 3, lin(x), nil, x * 2 } end, h)
+    assert.is_true(packed[1].requires_grad)
+    assert.are.equal(3, packed.n)
+    assert.is_nil(packed[2])
+    ;(packed[1]:sum() + packed[3]:sum()):backward()
+    assert.is_not_nil(lin.weight.grad)
     local hf = wick.tensor({ 1, math.huge })
     assert.are.equal(1, wick.where(wick.isinf(hf):any(), wick.ones({}), wick.zeros({})):item())
     assert.are.same({ 0, 0 }, wick.where(false, wick.ones(2), wick.zeros(2)):totable())

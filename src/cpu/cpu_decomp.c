@@ -239,6 +239,12 @@ static void complete_basis(double *x, int64_t rows, int64_t cols, int64_t from) 
 static int svd_tall(double *a, int64_t m, int64_t n, double *u, int64_t ku, double *s, double *v) {
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < n; j++) AT(v, n, i, j) = i == j;
+    /* A column whose squared norm falls below this is rounding noise of a rank-deficient
+     * matrix: the relative test below can never pass for it (each rotation shrinks it
+     * towards underflow), so pairs with it count as converged; it becomes a zero value. */
+    double fro2 = 0;
+    for (int64_t i = 0; i < m * n; i++) fro2 += a[i] * a[i];
+    double noise2 = fro2 * 1e-30;
     int converged = 0;
     for (int sweep = 0; sweep < 100 && !converged; sweep++) {
         converged = 1;
@@ -250,6 +256,7 @@ static int svd_tall(double *a, int64_t m, int64_t n, double *u, int64_t ku, doub
                     alpha += x * x, beta += y * y, gamma += x * y;
                 }
                 if (gamma == 0 || fabs(gamma) <= 1e-15 * sqrt(alpha * beta)) continue;
+                if (alpha <= noise2 || beta <= noise2) continue;
                 converged = 0;
                 double zeta = (beta - alpha) / (2 * gamma);
                 double t = (zeta >= 0 ? 1 : -1) / (fabs(zeta) + sqrt(1 + zeta * zeta));

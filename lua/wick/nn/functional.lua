@@ -2223,6 +2223,12 @@ function F.ctc_loss(log_probs, targets, input_lengths, target_lengths, ...)
   if N > 0 and smax > 0 and (padded:min():item() < 1 or padded:max():item() > C) then
     check.fail(fn, "target out of range: class indices are 1 to %d, got %d to %d", C, padded:min():item(), padded:max():item())
   end
+  -- PyTorch's documented rule ("the target index cannot be blank"), checked: with 1-based
+  -- classes a target equal to the blank is most often a 0-based label not moved up by 1.
+  if N > 0 and smax > 0 and padded:eq(blank):logical_and(in_target):any() then
+    check.fail(fn, "a target is the blank class %d (targets cannot be blank; class indices are 1-based: "
+      .. "labels from PyTorch need + 1, and blank = 1 is PyTorch's blank = 0)", blank)
+  end
   local L = 2 * smax + 1
   local blanks = wick.full({ N, smax }, blank, I64)
   local ext = wick.cat({ wick.stack({ blanks, padded }, 3):view(N, 2 * smax), wick.full({ N, 1 }, blank, I64) }, 2)

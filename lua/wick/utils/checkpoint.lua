@@ -83,23 +83,29 @@ function M.checkpoint(fn, ...)
     for i = 1, n do any = any or (wick.is_tensor(args[i]) and args[i].requires_grad) end
     if not any then anchor = wick.zeros({}, { requires_grad = true }) end
   end
-  -- fn returning one plain table (HF layers return tuples): its entries go
-  -- through the checkpoint as outputs, then back into a table
-  local tuple
+  -- fn returning one plain table (HF layers return tuples, perhaps as table.pack's
+  -- {n = 3, a, nil, c} for a None inside): its entries go through the checkpoint as
+  -- outputs, then back into a table of the same form
+  local tuple, packed
   local function flat(...)
     local r = pack(fn(...))
     local t = r[1]
     if r.n ~= 1 or type(t) ~= "table" or getmetatable(t) ~= nil then return unpack(r, 1, r.n) end
     local count = 0
-    for k in pairs(t) do
-      if type(k) ~= "number" or k < 1 or k % 1 ~= 0 then return t end -- a table with names: returned as is
+    for k, v in pairs(t) do
+      if k == "n" and type(v) == "number" and v >= 0 and v % 1 == 0 then packed, k = true, v
+      elseif type(k) ~= "number" or k < 1 or k % 1 ~= 0 then return t end -- a table with names: returned as is
       count = math.max(count, k)
     end
     tuple = count
     return unpack(t, 1, count)
   end
   local outs = pack(Checkpoint.apply(flat, preserve, anchor, unpack(args, 1, n)))
-  if tuple then return { unpack(outs, 1, tuple) } end
+  if tuple then
+    local t = { unpack(outs, 1, tuple) }
+    if packed then t.n = tuple end
+    return t
+  end
   return unpack(outs, 1, outs.n)
 end
 
