@@ -2492,3 +2492,99 @@ describe("the twenty-second round's error lines", function()
       "both arguments to linear need to be at least 1D, but they are 0D and 2D")
   end)
 end)
+
+describe("the twenty-third round's lines (torchdiffeq)", function()
+  it("unique's counts of nothing, nextafter's promotion and detached bits, t[:-1] of one element", function()
+    local e = wick.tensor({}, { dtype = "float64" })
+    -- torch.cat([step_locations, jump_locations]).unique(return_counts=True)[1] of two empty lists
+    local values, counts = e:unique({ return_counts = true })
+    assert.are.same({ 0 }, values:size())
+    assert.are.equal("int64", counts.dtype)
+    assert.are.equal(2, select("#", e:unique({ return_counts = true })))
+    assert.are.equal(1, select("#", e:unique()))
+    -- torch.nextafter(t, _inf) with t float64 and _inf = torch.tensor(math.inf) float32
+    local t = wick.tensor(0.5, { dtype = "float64" })
+    local up = wick.nextafter(t, wick.tensor(math.huge))
+    assert.are.equal("float64", up.dtype)
+    assert.is_true(up:item() > 0.5 and up:item() - 0.5 < 1e-15)
+    local g = wick.nextafter(wick.tensor(0.5, { requires_grad = true }), wick.tensor(math.huge))
+    assert.is_false(g.requires_grad)
+    -- (timelike[1:] > timelike[:-1]).all() of a one-element time grid
+    local one = wick.tensor({ 0.5 })
+    assert.are.same({ 0 }, one[{ { 1, -2 } }]:size())
+    assert.are.same({ 0 }, one[{ { 2, -1 } }]:size())
+    assert.is_true(one[{ { 2, -1 } }]:gt(one[{ { 1, -2 } }]):all())
+    support.assert_error_has(function() return wick.tensor({ 1, 2, 3 })[{ { 1, -5 } }] end, "reaches past")
+    -- _assert_floating's torch.is_floating_point(t); adjoint's torch.as_strided(t, (), ())
+    assert.is_true(wick.is_floating_point(t))
+    assert.is_false(wick.is_floating_point(wick.ones(1, { dtype = "int64" })))
+    assert.are.equal(0.5, wick.as_strided(t, {}, {}):item())
+  end)
+
+  it("as_strided: a view of the storage, and a gradient inside a contiguous tensor", function()
+    local x = wick.arange(12, { dtype = "float64" })
+    local v = x:as_strided({ 3, 2 }, { 2, 1 })
+    assert.are.same({ { 0, 1 }, { 2, 3 }, { 4, 5 } }, v:totable())
+    v[{ 1, 1 }] = 100 -- a view: the write reaches x
+    assert.are.equal(100, x[1]:item())
+    assert.are.same({ { 3, 4 }, { 4, 5 } }, x:as_strided({ 2, 2 }, { 1, 1 }, 3):totable())
+    assert.are.same({ 4, 5 }, x:narrow(1, 4, 6):as_strided({ 2 }, { 1 }, 4):totable()) -- the offset is the storage's
+    -- overlapping windows of a leaf: the gradient counts each use (PyTorch's as_strided backward)
+    local p = wick.arange(6, { dtype = "float64" }):requires_grad_()
+    wick.as_strided(p, { 3, 2 }, { 1, 1 }):sum():backward()
+    assert.are.same({ 1, 2, 2, 1, 0, 0 }, p.grad:totable())
+    support.assert_error_has(function() return p:as_strided({ 3 }, { 5 }) end, "outside its storage")
+    support.assert_error_has(function() return p:as_strided({ 3 }, { -1 }) end, "non-negative")
+    support.assert_error_has(function() return p:view(2, 3):t():as_strided({ 2 }, { 1 }) end, "contiguous")
+  end)
+end)
+
+describe("the twenty-third round's lines (Llama in bfloat16)", function()
+  it("low-precision activations compute in float32 and round once, as PyTorch's kernels", function()
+    local x = wick.tensor({ 1.234375, -0.43359375 }, { dtype = "bfloat16" })
+    -- PyTorch 2.15: [0.9570, -0.1709] (x * sigmoid(x) rounded twice gave [0.9531, -0.1699])
+    assert.are.same({ 0.95703125, -0.1708984375 }, F.silu(x):to("float64"):totable())
+    assert.are.same({ 0.95703125, -0.1708984375 }, nn.SiLU()(x):to("float64"):totable())
+    assert.are.equal("bfloat16", F.silu(x).dtype)
+    -- float16's exp overflowed from 11 on: softplus and logsigmoid gave inf
+    local h = wick.tensor({ 12, 15, 25 }, { dtype = "float16" })
+    assert.are.same({ 12, 15, 25 }, F.softplus(h):to("float64"):totable())
+    assert.are.same({ -12, -15 }, F.logsigmoid(-h:narrow(1, 1, 2)):to("float64"):totable())
+    -- the gradient still reaches a bfloat16 leaf, in its dtype
+    local p = x:clone():requires_grad_()
+    F.silu(p):sum():backward()
+    assert.are.equal("bfloat16", p.grad.dtype)
+    local y = x:clone()
+    F.silu(y, true) -- in place keeps the dtype and the once-rounded values
+    assert.are.same({ 0.95703125, -0.1708984375 }, y:to("float64"):totable())
+  end)
+end)
+
+describe("the twenty-third round's lines (HF's **kwargs)", function()
+  it("a vararg forward takes the names it lacks as one table where its ... starts", function()
+    local Attn = nn.Module:extend("Attn")
+    function Attn:init() self.proj = nn.Linear(2, 2) end
+    function Attn:forward(hidden_states, attention_mask, ...)
+      local kwargs = ...
+      return self.proj(hidden_states), attention_mask, kwargs
+    end
+    local a, h = Attn(), wick.randn(1, 2)
+    -- LlamaDecoderLayer's self.self_attn(hidden_states=..., position_ids=..., use_cache=...)
+    local y, mask, kwargs = a{ hidden_states = h, position_ids = wick.zeros(1), use_cache = true }
+    assert.are.same({ 1, 2 }, y:size())
+    assert.is_nil(mask)
+    assert.is_true(kwargs.use_cache)
+    assert.is_true(wick.is_tensor(kwargs.position_ids))
+    local _, m2, k2 = a(h, { attention_mask = 5, output_attentions = false })
+    assert.are.equal(5, m2)
+    assert.is_false(k2.output_attentions)
+    -- no key naming a parameter: a positional table, as before
+    local _, m3, k3 = a(h, { foo = 1 })
+    assert.are.equal(1, m3.foo)
+    assert.is_nil(k3)
+    -- a forward without ... keeps such a table positional
+    local B = nn.Module:extend("B")
+    function B:forward(x, mask) return mask end -- luacheck: ignore x
+    assert.are.same({ mask = 1, other = 2 }, B()(h, { mask = 1, other = 2 }))
+  end)
+end)

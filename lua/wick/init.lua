@@ -464,6 +464,11 @@ function Tensor.is_floating_point(t)
   return dtype_info[check_tensor(t, "is_floating_point", "self").dtype].is_floating
 end
 function Tensor.is_complex(t) return dtype_info[check_tensor(t, "is_complex", "self").dtype].is_complex end
+--- t:is_signed(): PyTorch's (every dtype but bool and uint8)
+function Tensor.is_signed(t)
+  local dt = check_tensor(t, "is_signed", "self").dtype
+  return dt ~= "bool" and dt ~= "uint8"
+end
 -- PyTorch's conjugate and negative bits are not kept: conj() is a copy, so
 -- these have nothing to resolve
 function Tensor.resolve_conj(t) return check_tensor(t, "resolve_conj", "self") end
@@ -922,9 +927,10 @@ end
 --- wick.vmap: torch.vmap, the name torch.func.vmap also has
 function wick.vmap(...) return wick.func.vmap(...) end
 function wick.is_tensor(v) return getmetatable(v) == mt end
--- complex tensors (the core's complex.c): views of their pairs, parts, construction
+-- complex tensors (the core's complex.c): views of their pairs, parts, construction;
+-- and torch's predicates of a tensor as functions (torch.is_floating_point(t))
 for _, name in ipairs({ "view_as_real", "view_as_complex", "conj", "conj_physical", "resolve_conj", "resolve_neg",
-  "angle", "is_complex", "is_conj" }) do
+  "angle", "is_complex", "is_conj", "is_floating_point", "is_signed", "is_nonzero", "is_same_size" }) do
   wick[name] = function(t, ...) return Tensor[name](check_tensor(t, name, "input"), ...) end
 end
 wick.complex = core.complex -- wick.complex(real, imag)

@@ -1499,6 +1499,37 @@ return function(wick)
     return t:reshape(-1)[index:reshape(-1)]:view(index.shape)
   end
 
+  --- wick.as_strided(t, size, stride[, storage_offset]) / t:as_strided: PyTorch's view of
+  --- t's storage with these sizes and strides (in elements; the offset, 0-based, counts from
+  --- the storage's start: t's own offset by default). A tensor that requires grad (in grad
+  --- mode) gives the same elements as a copy that carries the gradient, when they lie
+  --- inside a contiguous t; elsewhere, an error.
+  function Tensor.as_strided(t, size, stride, storage_offset)
+    check.tensor(t, "as_strided", "input")
+    local function list(v, what)
+      if getmetatable(v) == wick.Size then v = v:totable() end
+      if type(v) ~= "table" then check.expected("as_strided", what, "a table of integers", v) end
+      return v
+    end
+    size, stride = list(size, "size"), list(stride, "stride")
+    local offset = storage_offset == nil and t:storage_offset() or check.int(storage_offset, "as_strided", "storage_offset", 0)
+    local view = core.as_strided(t, size, stride, offset)
+    if not (t.requires_grad and wick.is_grad_enabled()) then return view end
+    local I64 = { dtype = "int64", device = t.device }
+    local pos = wick.full({}, offset - t:storage_offset(), I64) -- each element's place in t, 0-based
+    for k = 1, #size do
+      local shape = {}
+      for j = 1, #size do shape[j] = j == k and size[k] or 1 end
+      pos = pos + (wick.arange(size[k], I64) * stride[k]):view(shape)
+    end
+    if not t:is_contiguous() or (pos:numel() > 0 and (pos:min():item() < 0 or pos:max():item() >= t:numel())) then
+      check.fail("as_strided", "of a tensor that requires grad: only elements inside a contiguous tensor "
+        .. "(detach it, or make it contiguous first)")
+    end
+    return t:reshape(-1)[(pos + 1):reshape(-1)]:view(view.shape)
+  end
+  wick.as_strided = Tensor.as_strided
+
   -- index_add's and index_copy's index: int64 (or int32) positions 1..size
   -- along dim, as PyTorch checks them (they do not count from the end)
   local function positive_index(fn, t, d, index)
@@ -1953,7 +1984,10 @@ return function(wick)
     local I64 = { dtype = "int64", device = t.device }
     if n == 0 then
       local e = wick.empty({ 0 }, { dtype = t.dtype, device = t.device })
-      return e, opts.return_inverse and wick.empty(t.shape, I64) or nil, opts.return_counts and wick.empty({ 0 }, I64) or nil
+      if opts.return_inverse and opts.return_counts then return e, wick.empty(t.shape, I64), wick.empty({ 0 }, I64) end
+      if opts.return_inverse then return e, wick.empty(t.shape, I64) end
+      if opts.return_counts then return e, wick.empty({ 0 }, I64) end
+      return e
     end
     local s, order = flat:sort()
     local change = wick.ones({ n }, { dtype = "bool", device = t.device })
@@ -2107,11 +2141,13 @@ return function(wick)
   function Tensor.nextafter(x, y)
     check.tensor(x, "nextafter", "input")
     check.tensor(y, "nextafter", "other")
-    local bits = NEXT_BITS[x.dtype]
-    if not bits or y.dtype ~= x.dtype then
-      check.fail("nextafter", "expected two float32 or two float64 tensors, got %s and %s", x.dtype, y.dtype)
+    if not NEXT_BITS[x.dtype] or not NEXT_BITS[y.dtype] then
+      check.fail("nextafter", "expected float32 or float64 tensors, got %s and %s", x.dtype, y.dtype)
     end
-    x, y = wick.broadcast_tensors(x, y)
+    -- PyTorch's promotion (float32 with float64 is float64); bits carry no gradient
+    local dt = wick.promote_types(x.dtype, y.dtype)
+    x, y = wick.broadcast_tensors(x:detach():to(dt), y:detach():to(dt))
+    local bits = NEXT_BITS[dt]
     local b = x:contiguous():view(bits)
     -- away from zero (bits + 1) or towards it (bits - 1): x > 0 going up, x < 0 going down
     local away = wick.where(x:gt(0), y:gt(x), y:lt(x))

@@ -51,7 +51,8 @@ static int64_t select_index(lua_State *L, int idx, int64_t size, int dim) {
 
 /* {a, b[, step]} at idx, entry `entry` of the key (1-based, for messages),
  * for dim `dim` of `size`. Torch7's rule: both ends inside the dim (negative
- * from the end); {a, a - 1} is empty. */
+ * from the end); {a, a - 1} is empty, {1, 0} and {1, -size - 1} too (Python's
+ * t[:-1] of one element is {1, -2}). */
 static wick_key_entry range_entry(lua_State *L, int idx, int n, int64_t size, int dim, int entry) {
     lua_rawgeti(L, idx, 1);
     lua_rawgeti(L, idx, 2);
@@ -65,7 +66,7 @@ static wick_key_entry range_entry(lua_State *L, int idx, int n, int64_t size, in
     if (a == 0) wl_raise(L, "index 0 is invalid: indices count from 1 (and from -1 backwards) (range %s, entry %d of the key)",
                          range, entry);
     int64_t first = a < 0 ? a + size + 1 : a, last = b < 0 ? b + size + 1 : b;
-    if (first < 1 || a > size + 1 || b > size || b < -size || (b == 0 && first != 1) || (first > size && last != size))
+    if (first < 1 || a > size + 1 || b > size || b < -size - 1 || (last == 0 && first != 1) || (first > size && last != size))
         wl_raise(L, "index: the range %s reaches past dimension %d of size %lld", range, dim + 1, (long long)size);
     if (first > last + 1)
         wl_raise(L, "index: the range %s of dimension %d ends before it starts (size %lld)", range, dim + 1, (long long)size);

@@ -110,9 +110,17 @@ end
 -- result's graph over (copy_ records it), as PyTorch's in-place forms do, and
 -- the formula reads a copy of x: the values its ops save for backward are not
 -- the ones the write replaces.
+-- float16 and bfloat16 computed in float32 and rounded once, as PyTorch's kernels
+-- (their opmath type): x sigmoid(x) in bfloat16 rounds twice, 1 ulp off in a fifth of
+-- the values; float16's exp overflows in softplus from 11 on
+local LOW = { float16 = true, bfloat16 = true }
+local function opmath(f, v)
+  if LOW[v.dtype] then return f(v:float()):to(v.dtype) end
+  return f(v)
+end
 local function activate(x, o, f)
-  if not o.inplace then return f(x) end
-  return x:copy_(f(x.requires_grad and wick.is_grad_enabled() and x:clone() or x))
+  if not o.inplace then return opmath(f, x) end
+  return x:copy_(opmath(f, x.requires_grad and wick.is_grad_enabled() and x:clone() or x))
 end
 local INPLACE = { inplace = "boolean" }
 
@@ -129,11 +137,13 @@ function F.softplus(x, ...)
   local o = act_args("softplus", x, { "beta", "threshold" }, { beta = "number", threshold = "number" }, ...)
   local beta, threshold = o.beta or 1, o.threshold or 20
   if beta == 0 then check.fail("softplus", "beta must not be 0") end
-  local z = x * beta
-  local above = z:gt(threshold)
-  -- (where, not a clamp: at z == threshold the gradient is sigmoid(z), as PyTorch's)
-  local soft = wick.where(above, 0, z):exp():log1p() * (1 / beta) -- (log1p: exact far below 0)
-  return wick.where(above, x, soft)
+  return opmath(function(v)
+    local z = v * beta
+    local above = z:gt(threshold)
+    -- (where, not a clamp: at z == threshold the gradient is sigmoid(z), as PyTorch's)
+    local soft = wick.where(above, 0, z):exp():log1p() * (1 / beta) -- (log1p: exact far below 0)
+    return wick.where(above, v, soft)
+  end, x)
 end
 -- leaky_relu as one node, PyTorch's LeakyReluBackward: the gradient g where
 -- x > 0, slope g elsewhere (at 0 the slope's, as PyTorch's); under

@@ -87,23 +87,43 @@ local function positions_of(f)
   end
   return names
 end
+-- where a vararg method's `...` starts among its arguments (Python's **kwargs), or false
+local kwargs_at = setmetatable({}, { __mode = "k" })
+local function varargs_at(f)
+  local at = kwargs_at[f]
+  if at == nil then
+    local info = debug.getinfo(f, "u")
+    at = info.isvararg and info.nparams or false -- (nparams counts self: the first after the names)
+    kwargs_at[f] = at
+  end
+  return at
+end
 -- PyTorch's keyword arguments: the last of n arguments, a plain table (no array part) whose every key
 -- names a parameter of f (after self) at the table's position or later, bound to those parameters:
--- (the arguments, their count), or nil when the table is not that (an options table of f's own)
+-- (the arguments, their count), or nil when the table is not that (an options table of f's own).
+-- A vararg f takes other names too when one names a parameter: they come as one table where its
+-- `...` starts, Python's **kwargs (HF's attention called with position_ids=, use_cache=, ...).
 local function bind_keywords(f, n, ...)
   local t = select(n, ...)
   if type(t) ~= "table" or getmetatable(t) ~= nil or next(t) == nil or #t > 0 then return nil end
   local names = positions_of(f)
   if not names then return nil end
-  local top = n - 1
+  local top, others = n - 1, false
   for k in pairs(t) do
     local at = type(k) == "string" and names[k]
-    if not at or at < n then return nil end
-    top = math.max(top, at)
+    if at and at < n then return nil end
+    if at then top = math.max(top, at)
+    elseif type(k) == "string" and varargs_at(f) then others = true
+    else return nil end
   end
-  local args = { ... }
+  if top < n then return nil end -- (no key names a parameter)
+  local args, kwargs = { ... }, nil
   args[n] = nil
-  for k, v in pairs(t) do args[names[k]] = v end
+  for k, v in pairs(t) do
+    if names[k] then args[names[k]] = v
+    else kwargs = kwargs or {}; kwargs[k] = v end
+  end
+  if others then top = varargs_at(f); args[top] = kwargs end
   return args, top
 end
 
@@ -122,6 +142,7 @@ local function keyword_forward(f)
     return f(obj, ...)
   end
   param_names[forward] = positions_of(f) -- (so a call binds before its hooks run, with f's names)
+  kwargs_at[forward] = varargs_at(f)
   return forward
 end
 
