@@ -2171,7 +2171,8 @@ local CTC_NEG = -1e30 -- log(0) in the recursion: finite, so that no gradient is
 --- zero_infinity = false]]][, opts]): connectionist temporal classification. log_probs (T, N, C)
 --- (or (T, C)); targets 1-based classes, padded (N, S) or concatenated (sum of target_lengths);
 --- blank is a 1-based class (1: PyTorch's default 0). The forward (alpha) recursion over time
---- in log space, vectorised over batch and label positions; autograd gives the gradient.
+--- in log space, vectorised over batch and label positions; autograd gives the gradient
+--- (with PyTorch's exp(log_probs) term: see below).
 function F.ctc_loss(log_probs, targets, input_lengths, target_lengths, ...)
   local fn = "ctc_loss"
   tensor(log_probs, fn, "log_probs")
@@ -2266,7 +2267,16 @@ function F.ctc_loss(log_probs, targets, input_lengths, target_lengths, ...)
   -- an empty input matches only an empty target: log 1
   ll = wick.where(ilt:eq(0):logical_and(tlt:eq(0)):view(N), ll * 0, ll)
   local impossible = ll:lt(CTC_NEG / 10)
-  local loss = wick.where(impossible, wick.full({}, math.huge, { dtype = dt, device = dev }), -ll)
+  local nll = -ll
+  if lp.requires_grad and wick.is_grad_enabled() and T > 0 and N > 0 then
+    -- PyTorch's kernel's gradient: the true one plus exp(log_probs) over each input's steps,
+    -- a term of value 0 here (no change through log_softmax, where it cancels; an input of
+    -- raw scores, as crnn's, trains as in PyTorch)
+    local steps = wick.arange(1, T + 1, I64):view(T, 1):le(ilt:view(1, N)) -- (T, N)
+    local mass = wick.where(steps, lp:exp():sum(3), wick.zeros({}, { dtype = dt, device = dev })):sum(1)
+    nll = nll + (mass - mass:detach())
+  end
+  local loss = wick.where(impossible, wick.full({}, math.huge, { dtype = dt, device = dev }), nll)
   -- (an impossible sample's where gives it no gradient)
   if o.zero_infinity then loss = wick.where(impossible, wick.zeros({}, { dtype = dt, device = dev }), loss) end
   if reduction == "none" then loss = batched and loss or loss:view({})
