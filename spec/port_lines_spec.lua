@@ -2582,9 +2582,130 @@ describe("the twenty-third round's lines (HF's **kwargs)", function()
     local _, m3, k3 = a(h, { foo = 1 })
     assert.are.equal(1, m3.foo)
     assert.is_nil(k3)
-    -- a forward without ... keeps such a table positional
+    -- a forward without ...: a name it lacks beside one it has is PyTorch's TypeError
+    -- (perceiver's m(x, {mask = m, quries = q}) bound the whole table to mask)
     local B = nn.Module:extend("B")
-    function B:forward(x, mask) return mask end -- luacheck: ignore x
-    assert.are.same({ mask = 1, other = 2 }, B()(h, { mask = 1, other = 2 }))
+    function B:forward(x, mask, queries) return mask, queries end -- luacheck: ignore x
+    support.assert_error_has(function() return B()(h, { mask = 1, quries = 2 }) end,
+      "B.forward: got an unexpected keyword argument 'quries' (its parameters: x, mask, queries)")
+    assert.are.same({ 1, 2 }, { B()(h, { mask = 1, queries = 2 }) })
+    assert.are.same({ other = 2 }, B()(h, { other = 2 })) -- (no name it has: a positional table)
+    -- and init's: a class with its names declared, or without
+    local Attention = nn.Module:extend("Attention", { "query_dim", "context_dim?", "heads?", "dim_head?" })
+    function Attention:init(query_dim, context_dim, heads, dim_head) self.inner = (dim_head or 64) * (heads or 8) end
+    assert.are.equal(16, Attention(16, { heads = 2, dim_head = 8 }).inner)
+    support.assert_error_has(function() return Attention(16, { heads = 2, dim_heads = 8 }) end,
+      "Attention.init: got an unexpected keyword argument 'dim_heads'")
+    local A2 = nn.Module:extend("A2")
+    function A2:init(query_dim, context_dim, heads, dim_head) self.inner = (dim_head or 64) * (heads or 8) end
+    assert.are.equal(16, A2(16, { heads = 2, dim_head = 8 }).inner)
+    support.assert_error_has(function() return A2(16, { heads = 2, dim_heads = 8 }) end,
+      "A2.init: got an unexpected keyword argument 'dim_heads'")
+  end)
+
+  it("t.topk(k).indices inside an index key is the field's error, not a whole dimension", function()
+    local x = wick.tensor({ { 10, 20, 30 }, { 40, 50, 60 } })
+    local rows = wick.tensor({ { 1 }, { 2 } }, { dtype = "int64" })
+    support.assert_error_has(function() return x[{ rows, x:topk(1, { dim = 2 }).indices }] end,
+      "tensor has no field 'indices'")
+    support.assert_error_has(function() x[{ rows, x:topk(1, { dim = 2 }).indices }] = -1 end,
+      "tensor has no field 'indices'")
+    support.assert_error_has(function() return x[x:max(2).values] end, "tensor has no field 'values'")
+    local _, idx = x:topk(1, { dim = 2 })
+    assert.are.same({ { 30 }, { 60 } }, x[{ rows, idx }]:totable())
+  end)
+end)
+
+describe("the twenty-fourth round's lines", function()
+  it("pyGAT's sparse_coo_tensor keeps its entries as given (explicit zeros, duplicates) until coalesce", function()
+    local I64 = { dtype = "int64" }
+    -- a dropout zero among the edge values: _indices() still lists the edge (SpGAT's backward)
+    local a = wick.sparse_coo_tensor(wick.tensor({ { 1, 1, 2 }, { 1, 2, 2 } }, I64), wick.tensor({ 0.5, 0.0, 2.0 }), { 2, 2 })
+    assert.are.same({ { 1, 1, 2 }, { 1, 2, 2 } }, a:_indices():totable())
+    assert.are.same({ 0.5, 0, 2 }, a:_values():totable())
+    assert.are.equal(3, a:_nnz())
+    assert.is_false(a:is_coalesced())
+    -- duplicates: summed in the dense values, kept in _values(), summed by coalesce()
+    local d = wick.sparse_coo_tensor(wick.tensor({ { 2, 1, 2 }, { 2, 2, 2 } }, I64), wick.tensor({ 1, 2, 3 }), { 2, 2 })
+    assert.are.same({ { 0, 2 }, { 0, 4 } }, d:totable())
+    assert.are.same({ 1, 2, 3 }, d:_values():totable())
+    local c = d:coalesce()
+    assert.is_true(c:is_coalesced())
+    assert.are.same({ { 1, 2 }, { 2, 2 } }, c:indices():totable())
+    assert.are.same({ 2, 4 }, c:values():totable())
+    assert.are.same({ 2, 4 }, d:values():totable()) -- (values() reads the coalesced entries)
+    -- a dense tensor read as sparse: its nonzeros, as before
+    local x = wick.tensor({ { 0, 3 }, { 4, 0 } })
+    assert.are.same({ { 1, 2 }, { 2, 1 } }, x:_indices():totable())
+    assert.are.same({ 3, 4 }, x:_values():totable())
+    -- the gradient reaches the values through the dense tensor
+    local v = wick.tensor({ 1, 2, 3 }, { requires_grad = true })
+    local s = wick.sparse_coo_tensor(wick.tensor({ { 1, 2, 2 }, { 1, 1, 2 } }, I64), v, { 2, 2 })
+    ;(s * wick.tensor({ { 1, 2 }, { 3, 4 } })):sum():backward()
+    assert.are.same({ 1, 3, 4 }, v.grad:totable())
+  end)
+
+  it("pygcn's __repr__ prints the layer; lerp_ on a leaf names itself", function()
+    local GC = nn.Module:extend("GraphConvolution")
+    function GC:init(i, o) self.in_features, self.out_features = i, o end
+    function GC:__repr__() return self.__class__.__name__ .. " (" .. self.in_features .. " -> " .. self.out_features .. ")" end
+    local GCN = nn.Module:extend("GCN")
+    function GCN:init() self.gc1 = GC(10, 16) end
+    assert.are.equal("GCN(\n  (gc1): GraphConvolution (10 -> 16)\n)", tostring(GCN()))
+    local w = wick.zeros(2, { requires_grad = true })
+    support.assert_error_has(function() w:lerp_(wick.ones(2), 0.05) end, "lerp_: a leaf tensor that requires grad")
+  end)
+end)
+
+describe("the twenty-fourth round's detection lines (YOLOv3)", function()
+  it("wick.vision.ops: torchvision's box_iou, nms and batched_nms, 1-based", function()
+    local vops = wick.vision.ops
+    local boxes = wick.tensor({ { 0, 0, 10, 10 }, { 1, 1, 11, 11 }, { 20, 20, 30, 30 }, { 0, 0, 10, 10 } })
+    local scores = wick.tensor({ 0.9, 0.8, 0.7, 0.95 })
+    assert.is_true(math.abs(vops.box_iou(boxes:narrow(1, 1, 1), boxes:narrow(1, 2, 1)):item() - 81 / 119) < 1e-6)
+    assert.are.same({ 100, 100, 100, 100 }, vops.box_area(boxes):totable())
+    local keep = vops.nms(boxes, scores, 0.5)
+    assert.are.equal("int64", keep.dtype)
+    assert.are.same({ 4, 3 }, keep:totable())
+    assert.are.same({ 4, 2, 3 }, vops.nms(boxes, scores, 0.99):totable()) -- (A and D: IoU 1, above 0.99)
+    assert.are.same({ 4, 1, 3 }, vops.batched_nms(boxes, scores, wick.tensor({ 1, 1, 1, 2 }, { dtype = "int64" }), 0.5):totable())
+    assert.are.same({ 0 }, vops.nms(wick.zeros(0, 4), wick.zeros(0), 0.5):size())
+    support.assert_error_has(function() return vops.nms(boxes, scores:narrow(1, 1, 3), 0.5) end, "one per box")
+    support.assert_error_has(function() return vops.box_iou(wick.zeros(2, 3), boxes) end, "(N, 4)")
+  end)
+
+  it("a[k]:div_(y) with a tensor key changes a copy, as PyTorch's a[k]; a[k] = a[k] / y writes back", function()
+    local b = wick.tensor({ { 0, 10, 8, 6, 4 } })
+    local cols = wick.tensor({ 2, 4 }, { dtype = "int64" })
+    b[{ {}, cols }] = b[{ {}, cols }] / 2
+    assert.are.same({ { 0, 5, 8, 3, 4 } }, b:totable())
+    support.assert_error_has(function() return wick.tensor({ 1, 2, 3, 4 })[{ 4, 3, 4, 3 }] end,
+      "Python's list of indices t[[i, j, ...]] is an int64 tensor key")
+  end)
+end)
+
+describe("the twenty-fourth round's lines (HF GPT-2 and masks)", function()
+  it("beta = 0 ignores the input's NaN and inf (baddbmm into torch.empty), keeping its gradient path", function()
+    local nan = wick.full({ 1, 2, 2 }, 0 / 0)
+    assert.are.same({ { { 2, 2 }, { 2, 2 } } }, wick.baddbmm(nan, wick.ones(1, 2, 2), wick.ones(1, 2, 2), { beta = 0 }):totable())
+    assert.are.same({ { 2, 2 }, { 2, 2 } }, wick.addbmm(wick.full({ 2, 2 }, math.huge), wick.ones(1, 2, 2), wick.ones(1, 2, 2),
+      { beta = 0 }):totable())
+    assert.are.same({ 2, 2 }, wick.addmv(wick.full({ 2 }, 0 / 0), wick.ones(2, 2), wick.ones(2), { beta = 0 }):totable())
+    assert.are.same({ { 1, 1 }, { 1, 1 } }, wick.addr(wick.full({ 2, 2 }, 0 / 0), wick.ones(2), wick.ones(2), { beta = 0 }):totable())
+    local t = wick.full({ 2 }, 0 / 0):requires_grad_()
+    wick.addmv(t, wick.ones(2, 2), wick.ones(2), { beta = 0 }):sum():backward()
+    assert.are.same({ 0, 0 }, t.grad:totable())
+  end)
+
+  it("where's number beside a float64 tensor keeps its value (eager_mask's finfo(float64).min)", function()
+    local m = wick.tensor({ true, false })
+    local min64 = wick.finfo("float64").min
+    local mask = wick.where(m, wick.tensor(0.0, { dtype = "float64" }), min64)
+    assert.are.equal(min64, mask[2]:item())
+    assert.are.equal(0.1, wick.where(m, wick.zeros(2, { dtype = "float64" }), 0.1)[2]:item())
+    assert.are.equal(-math.huge, wick.where(m, wick.zeros(2, { dtype = "float16" }), -1e10)[2]:item())
+    assert.are.equal("float16", wick.where(m, wick.zeros(2, { dtype = "float16" }), 0.5).dtype)
+    assert.are.equal("float32", wick.where(m, wick.zeros(2, { dtype = "int32" }), 0.5).dtype)
+    assert.are.equal("int32", wick.where(m, wick.zeros(2, { dtype = "int32" }), 3).dtype)
   end)
 end)

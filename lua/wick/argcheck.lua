@@ -81,7 +81,7 @@ function C.int(v, fn, arg, min)
   if type(v) ~= "number" or v ~= floor(v) or v > 2 ^ 53 or v < -2 ^ 53 then
     if getmetatable(v) == tensor_mt then -- (U-Net's torch.tensor([x2.size()[2] - x1.size()[2]]) is float32 here)
       raise(("%s: expected an integer for argument '%s', got a %s tensor of %d element(s) (use :item(); "
-        .. "wick.tensor of Lua numbers is float32 unless {dtype = \"int64\"})"):format(fn, arg, v.dtype, v:numel()))
+        .. "Lua numbers make tensors of the default floating dtype unless {dtype = \"int64\"})"):format(fn, arg, v.dtype, v:numel()))
     end
     expected(fn, arg, "an integer", v)
   end

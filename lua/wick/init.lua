@@ -1981,8 +1981,11 @@ setmetatable(Tensor, { __call = function(_, ...) return default_type(...) end })
 -- A dense tensor read as a sparse one has its nonzeros as entries, coalesced.
 local SPARSE_OPTIONS = { size = "table", dtype = "dtype", device = "device", requires_grad = "boolean",
   check_invariants = "boolean", is_coalesced = "boolean" }
+-- the entries a sparse_coo_tensor was built from, by the dense tensor it gives (weak keys)
+local coo_parts = setmetatable({}, { __mode = "k" })
 --- wick.sparse_coo_tensor(indices, values[, size][, opts]): the dense tensor with
---- values added at indices (int64 [ndim, nnz], 1-based), duplicates summed
+--- values added at indices (int64 [ndim, nnz], 1-based), duplicates summed; its
+--- _indices() and _values() are the entries as given (PyTorch's uncoalesced tensor)
 function wick.sparse_coo_tensor(indices, values, size, opts)
   if type(size) == "table" and size[1] == nil and getmetatable(size) == nil and opts == nil then size, opts = nil, size end
   opts = check.options(opts, "sparse_coo_tensor", SPARSE_OPTIONS)
@@ -2006,11 +2009,34 @@ function wick.sparse_coo_tensor(indices, values, size, opts)
   for d = 1, indices:size(1) do keys[d] = indices[d]:to(o.device) end
   dense:index_put_(keys, values:to(o.device, o.dtype), true)
   if opts.requires_grad then dense:requires_grad_(true) end -- (a leaf, as PyTorch's)
+  coo_parts[dense] = { indices = indices:to(o.device), values = values:to(o.device, o.dtype),
+    coalesced = opts.is_coalesced }
   return dense
 end
 function Tensor.to_dense(t) return check_tensor(t, "to_dense", "self") end
 function Tensor.to_sparse(t) return check_tensor(t, "to_sparse", "self") end
-function Tensor.coalesce(t) return check_tensor(t, "coalesce", "self") end
+--- t:coalesce(): of a sparse_coo_tensor, the same tensor whose entries are its distinct
+--- positions, sorted, the values at a repeated one summed (explicit zeros stay entries)
+function Tensor.coalesce(t)
+  local parts = coo_parts[check_tensor(t, "coalesce", "self")]
+  if not parts or parts.coalesced then return t end
+  local idx, n = parts.indices, parts.indices:size(2)
+  local linear = wick.zeros({ n }, { dtype = "int64", device = idx.device })
+  for d = 1, idx:size(1) do linear = linear * t:size(d) + (idx[d] - 1) end
+  local distinct, inverse = linear:unique({ return_inverse = true })
+  local vshape = parts.values:size()
+  vshape[1] = distinct:numel()
+  local values = wick.zeros(vshape, { dtype = parts.values.dtype, device = parts.values.device })
+    :index_add(1, inverse, parts.values)
+  local rows, rest = {}, distinct
+  for d = idx:size(1), 1, -1 do
+    rows[d] = rest % t:size(d) + 1
+    rest = rest:div(t:size(d), { rounding_mode = "floor" })
+  end
+  local c = t:view(t:size())
+  coo_parts[c] = { indices = wick.stack(rows), values = values, coalesced = true }
+  return c
+end
 -- t:indices() and t:values() are methods; read as fields (PyTorch's named
 -- tuples: t.max(dim).indices) they are an error that says what to write.
 local function sparse_reader(name, fn)
@@ -2023,16 +2049,37 @@ local function sparse_reader(name, fn)
   for _, op in ipairs({ "__add", "__sub", "__mul", "__div", "__mod", "__pow", "__lt", "__le" }) do mt[op] = misread end
   return setmetatable({}, mt)
 end
---- t:indices(): the positions of t's nonzeros as [ndim, nnz] int64 (1-based), row-major
-Tensor.indices = sparse_reader("indices", function(t) return t:nonzero():t():contiguous() end)
+--- t:indices(): the positions of t's nonzeros as [ndim, nnz] int64 (1-based), row-major; of a
+--- sparse_coo_tensor, its coalesced entries (explicit zeros too, as PyTorch's)
+Tensor.indices = sparse_reader("indices", function(t)
+  if coo_parts[t] then return t:coalesce():_indices() end
+  return t:nonzero():t():contiguous()
+end)
 --- t:values(): t's nonzeros, in the order of t:indices()
-Tensor.values = sparse_reader("values", function(t) return t:masked_select(t:ne(0)) end)
-function Tensor._nnz(t) return check_tensor(t, "_nnz", "self"):count_nonzero():item() end
-function Tensor.is_coalesced(t) check_tensor(t, "is_coalesced", "self") return true end
+Tensor.values = sparse_reader("values", function(t)
+  if coo_parts[t] then return t:coalesce():_values() end
+  return t:masked_select(t:ne(0))
+end)
+--- t:_indices() / t:_values(): of a sparse_coo_tensor, the entries it was built from
+--- (PyTorch's uncoalesced ones: duplicates and explicit zeros kept); else as indices()/values()
+function Tensor._indices(t)
+  local parts = coo_parts[check_tensor(t, "_indices", "self")]
+  return parts and parts.indices or Tensor.indices(t)
+end
+function Tensor._values(t)
+  local parts = coo_parts[check_tensor(t, "_values", "self")]
+  return parts and parts.values or Tensor.values(t)
+end
+function Tensor._nnz(t)
+  local parts = coo_parts[check_tensor(t, "_nnz", "self")]
+  return parts and parts.indices:size(2) or t:count_nonzero():item()
+end
+function Tensor.is_coalesced(t)
+  local parts = coo_parts[check_tensor(t, "is_coalesced", "self")]
+  return not parts or parts.coalesced == true
+end
 function Tensor.sparse_dim(t) return check_tensor(t, "sparse_dim", "self"):dim() end
 function Tensor.dense_dim(t) check_tensor(t, "dense_dim", "self") return 0 end
-function Tensor._indices(t) return Tensor.indices(t) end
-function Tensor._values(t) return Tensor.values(t) end
 fields.is_sparse = function() return false end
 fields.layout = function() return "strided" end
 wick.strided, wick.sparse_coo = "strided", "sparse_coo"
@@ -2120,7 +2167,7 @@ function wick.binomial(count, prob) return require("wick.distributions")._binomi
 local lazy = { nn = "wick.nn", optim = "wick.optim", data = "wick.data", amp = "wick.amp",
   distributed = "wick.distributed", profiler = "wick.profiler", autograd = "wick.autograd",
   distributions = "wick.distributions", linalg = "wick.linalg", func = "wick.func", einops = "wick.einops",
-  utils = "wick.utils" }
+  utils = "wick.utils", vision = "wick.vision" }
 -- torch.inf, torch.nan, torch.pi, torch.e
 wick.inf, wick.nan, wick.pi, wick.e = math.huge, 0 / 0, math.pi, math.exp(1)
 --- wick.newaxis: Python's None in an index key, a new dim of size 1 there

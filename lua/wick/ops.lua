@@ -1251,7 +1251,14 @@ return function(wick)
   function Tensor.addcdiv(t, a, b, opts) return addc(t, a, b, opts, "addcdiv", true) end
   for _, name in ipairs({ "lerp", "addcmul", "addcdiv" }) do
     local f = Tensor[name]
-    Tensor[name .. "_"] = function(t, ...) return check.tensor(t, name .. "_", "self"):copy_(f(t, ...)) end
+    Tensor[name .. "_"] = function(t, ...)
+      check.tensor(t, name .. "_", "self")
+      if t.requires_grad and t.is_leaf and wick.is_grad_enabled() then -- (copy_ would name itself)
+        check.fail(name .. "_", "a leaf tensor that requires grad is used in an in-place operation; "
+          .. "wrap the update in wick.no_grad(...)")
+      end
+      return t:copy_(f(t, ...))
+    end
   end
 
   function Tensor.tolist(t) return check.tensor(t, "tolist", "self"):totable() end
@@ -1535,7 +1542,7 @@ return function(wick)
   local function positive_index(fn, t, d, index)
     local dt = index.dtype
     if dt ~= "int64" and dt ~= "int32" then
-      check.fail(fn, "expected dtype int32/int64 for index, got %s (wick.tensor of Lua numbers is float32: "
+      check.fail(fn, "expected dtype int32/int64 for index, got %s (Lua numbers make tensors of the default floating dtype: "
         .. "make it with {dtype = \"int64\"} or :long())", dt)
     end
     if index:numel() == 0 then return end
@@ -2354,6 +2361,9 @@ return function(wick)
     local n = ok:to(t.dtype)
     return zeroed:sum(o.dim, keepdim) / n:sum(o.dim, keepdim)
   end
+  -- beta = 0's input term: t's shape (broadcast as t) and a zero gradient, but none of
+  -- t's NaN or inf (PyTorch: "input is ignored"; HF's baddbmm into torch.empty)
+  local function ignored(t) return wick.where(wick.zeros({}, { dtype = "bool", device = t.device }), t, 0) end
   --- t:baddbmm(b1, b2[, {beta = 1, alpha = 1}]): beta t + alpha b1 @ b2 (batches)
   function Tensor.baddbmm(t, b1, b2, opts)
     check.tensor(t, "baddbmm", "self")
@@ -2364,7 +2374,7 @@ return function(wick)
     t = wick._autocast_lower(t) -- (on autocast's lower-precision list, as bmm)
     local p = b1:bmm(b2)
     if alpha ~= 1 then p = p * alpha end
-    if beta == 0 then return p + t * 0 end
+    if beta == 0 then return p + ignored(t) end
     return (beta == 1 and t or t * beta) + p
   end
   --- t:vdot(u): the dot product of two 1-D tensors, t conjugated first when complex
@@ -2887,14 +2897,14 @@ return function(wick)
     check.options(opts, "addmv", { beta = "number", alpha = "number" })
     local beta, alpha = opts and opts.beta or 1, opts and opts.alpha or 1
     local prod = check.tensor(mat, "addmv", "mat"):mv(check.tensor(vec, "addmv", "vec"))
-    return (beta == 0 and t * 0 or t * beta) + prod * alpha
+    return (beta == 0 and ignored(t) or t * beta) + prod * alpha
   end
   --- t:addr(u, v[, {beta = 1, alpha = 1}]): beta t + alpha outer(u, v)
   function Tensor.addr(t, u, v, opts)
     check.tensor(t, "addr", "self")
     check.options(opts, "addr", { beta = "number", alpha = "number" })
     local beta, alpha = opts and opts.beta or 1, opts and opts.alpha or 1
-    return (beta == 0 and t * 0 or t * beta) + check.tensor(u, "addr", "vec1"):outer(check.tensor(v, "addr", "vec2")) * alpha
+    return (beta == 0 and ignored(t) or t * beta) + check.tensor(u, "addr", "vec1"):outer(check.tensor(v, "addr", "vec2")) * alpha
   end
   --- t:kron(u): the Kronecker product (blocks t[i, j] * u)
   function Tensor.kron(t, u)
@@ -3055,7 +3065,7 @@ return function(wick)
     local beta, alpha = o.beta or 1, o.alpha or 1
     local p = b1:bmm(b2):sum(1)
     if alpha ~= 1 then p = p * alpha end
-    if beta == 0 then return p + t * 0 end
+    if beta == 0 then return p + ignored(t) end
     return (beta == 1 and t or t * beta) + p
   end
   -- in-place forms: the result written back into t (t's version bumps; autograd sees a copy_)

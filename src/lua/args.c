@@ -358,7 +358,7 @@ int wl_dim(lua_State *L, int idx, const char *fn) {
 }
 
 const char *wl_index_dtype_hint(wick_dtype d) {
-    return wick_dtype_is_floating(d) ? " (wick.tensor of Lua numbers is float32: make the index with "
+    return wick_dtype_is_floating(d) ? " (Lua numbers make tensors of the default floating dtype: make the index with "
                                        "{dtype = \"int64\"} or :long())"
                                      : "";
 }

@@ -252,8 +252,9 @@ static int parse_key(lua_State *L, int idx, wick_tensor *t, wick_key_entry *e, i
     }
     int real = n - (ellipsis >= 0);
     if (real > nd)
-        wl_raise(L, "index: too many indices for tensor of dimension %d (the key has %d entries; Python's None is "
-                    "wick.newaxis: a nil in a Lua table is a hole)", nd, real);
+        wl_raise(L, "index: too many indices for tensor of dimension %d (the key has %d entries, one per dim: "
+                    "Python's list of indices t[[i, j, ...]] is an int64 tensor key, t[wick.tensor({...}, "
+                    "{dtype = \"int64\"})]; Python's None is wick.newaxis: a nil in a Lua table is a hole)", nd, real);
     const int64_t *sizes = wick_tensor_sizes(t);
     *nt = 0;
     int d = 0; /* the dim entry i is for */
@@ -457,8 +458,30 @@ static void wrap_newaxis(lua_State *L, int idx) {
     lua_replace(L, idx);
 }
 
+/* t.indices / t.values read as fields (PyTorch's named tuples: t.topk(k).indices) are
+ * callable objects whose every use raises what to write; a key reads its tables raw,
+ * where one would pass for {} (a whole dim): their message instead, for the key and
+ * each of its entries */
+static void refuse_callable(lua_State *L, int idx) {
+    if (lua_type(L, idx) != LUA_TTABLE || !luaL_getmetafield(L, idx, "__call")) return;
+    lua_pop(L, 1);
+    luaL_callmeta(L, idx, "__tostring"); /* (raises) */
+    wl_raise(L, "index: a key entry is a callable object, not a range");
+}
+static void refuse_callables(lua_State *L, int idx) {
+    refuse_callable(L, idx);
+    if (lua_type(L, idx) != LUA_TTABLE) return;
+    int n = (int)lua_objlen(L, idx);
+    for (int i = 1; i <= n; i++) {
+        lua_rawgeti(L, idx, i);
+        refuse_callable(L, lua_gettop(L));
+        lua_pop(L, 1);
+    }
+}
+
 WL_FUNCTION(t_index_get) {
     wick_tensor *t = wl_checktensor(L, 1, "index", "self");
+    refuse_callables(L, 2);
     wrap_newaxis(L, 2);
     scalar_index(L, 2);
     wick_tensor *k = wl_totensor(L, 2);
@@ -516,6 +539,7 @@ static wick_tensor *write_value(lua_State *L, int idx, double *s, const char *fn
 /* t[key] = value, every kind of key */
 WL_FUNCTION(t_index_set) {
     wick_tensor *t = wl_checktensor(L, 1, "index assignment", "self");
+    refuse_callables(L, 2);
     double s = 0;
     wrap_newaxis(L, 2);
     scalar_index(L, 2);

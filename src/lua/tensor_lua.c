@@ -152,16 +152,21 @@ WL_FUNCTION(t_clamp) {
     return 1;
 }
 
-/* A tensor or number operand of where(); numbers become 0-dim CPU tensors. */
-static wick_tensor *where_operand(lua_State *L, int idx, const char *arg) {
+/* A tensor or number operand of where(); a number becomes a 0-dim CPU tensor, which the
+ * result's dtype takes no part in beside a tensor of its kind (PyTorch's wrapped number):
+ * int64 for an integer, float64 beside a floating tensor (the result rounds it once: HF's
+ * finfo(float64).min mask is exact, -1e10 in float16 is -inf), else the default dtype. */
+static wick_tensor *where_operand(lua_State *L, int idx, int other, const char *arg) {
     wick_tensor *t = wl_totensor(L, idx);
     if (t) return t;
     wick_scalar s;
     if (!wl_toscalar(L, idx, &s)) wl_raise(L, "where: expected a tensor or a number for %s, got %s", arg, luaL_typename(L, idx));
+    wick_tensor *o = wl_totensor(L, other);
+    int beside_float = o && (wick_dtype_is_floating(wick_tensor_dtype(o)) || wick_dtype_is_complex(wick_tensor_dtype(o)));
+    wick_dtype d = s.is_integer ? WICK_INT64 : beside_float ? WICK_FLOAT64 : wl_default_options(L).dtype;
     wick_tensor **slot = wl_new_slot(L);
     lua_replace(L, idx);
-    wl_check(L, wick_full(slot, 0, NULL, s.value,
-                          (wick_options){s.is_integer ? WICK_INT64 : WICK_FLOAT32, {WICK_CPU, -1}}));
+    wl_check(L, wick_full(slot, 0, NULL, s.value, (wick_options){d, {WICK_CPU, -1}}));
     return *slot;
 }
 
@@ -169,7 +174,7 @@ static wick_tensor *where_operand(lua_State *L, int idx, const char *arg) {
 WL_FUNCTION(m_where) {
     lua_settop(L, 3);
     wick_tensor *c = wl_checktensor(L, 1, "where", "condition");
-    wick_tensor *a = where_operand(L, 2, "input"), *b = where_operand(L, 3, "other");
+    wick_tensor *a = where_operand(L, 2, 3, "input"), *b = where_operand(L, 3, 2, "other");
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_where(slot, c, a, b));
     return 1;

@@ -87,6 +87,11 @@ local function positions_of(f)
   end
   return names
 end
+local function names_in_order(names)
+  local list = {}
+  for name, at in pairs(names) do list[at] = name end
+  return list
+end
 -- where a vararg method's `...` starts among its arguments (Python's **kwargs), or false
 local kwargs_at = setmetatable({}, { __mode = "k" })
 local function varargs_at(f)
@@ -98,12 +103,30 @@ local function varargs_at(f)
   end
   return at
 end
+-- init's arguments after required() moved the named ones: a table of the other names left
+-- past the arguments a non-vararg init takes would be dropped by Lua; PyTorch's TypeError
+-- instead (Attention(16, {heads = 2, dim_heads = 8}) with its names declared)
+local function no_lost_options(name, init, ...)
+  local n = select("#", ...)
+  local last = n > 0 and select(n, ...) or nil
+  if type(last) ~= "table" or getmetatable(last) ~= nil or #last > 0 or varargs_at(init) then return ... end
+  local info = debug.getinfo(init, "u")
+  if n < info.nparams then return ... end -- (init takes it: its own options table)
+  local k = next(last)
+  if type(k) == "string" then
+    check.fail((name or "Module") .. ".init", "got an unexpected keyword argument '%s' (its parameters: %s)", k,
+      table.concat(names_in_order(positions_of(init) or {}), ", "))
+  end
+  return ...
+end
 -- PyTorch's keyword arguments: the last of n arguments, a plain table (no array part) whose every key
 -- names a parameter of f (after self) at the table's position or later, bound to those parameters:
 -- (the arguments, their count), or nil when the table is not that (an options table of f's own).
 -- A vararg f takes other names too when one names a parameter: they come as one table where its
--- `...` starts, Python's **kwargs (HF's attention called with position_ids=, use_cache=, ...).
-local function bind_keywords(f, n, ...)
+-- `...` starts, Python's **kwargs (HF's attention called with position_ids=, use_cache=, ...);
+-- another f refuses them then, as PyTorch's TypeError (a misspelt keyword beside right ones).
+-- `owner` and `method` name f in that error: a module or a class, "forward" or "init".
+local function bind_keywords(owner, method, f, n, ...)
   local t = select(n, ...)
   if type(t) ~= "table" or getmetatable(t) ~= nil or next(t) == nil or #t > 0 then return nil end
   local names = positions_of(f)
@@ -113,10 +136,15 @@ local function bind_keywords(f, n, ...)
     local at = type(k) == "string" and names[k]
     if at and at < n then return nil end
     if at then top = math.max(top, at)
-    elseif type(k) == "string" and varargs_at(f) then others = true
+    elseif type(k) == "string" then others = others or k
     else return nil end
   end
   if top < n then return nil end -- (no key names a parameter)
+  if others and not varargs_at(f) then
+    local class = rawget(owner, "__name") and owner or getmetatable(owner)
+    check.fail(((type(class) == "table" and rawget(class, "__name")) or "Module") .. "." .. method,
+      "got an unexpected keyword argument '%s' (its parameters: %s)", others, table.concat(names_in_order(names), ", "))
+  end
   local args, kwargs = { ... }, nil
   args[n] = nil
   for k, v in pairs(t) do
@@ -136,7 +164,7 @@ local function keyword_forward(f)
   local function forward(obj, ...)
     local n = select("#", ...)
     if n > 0 then
-      local bound, top = bind_keywords(f, n, ...)
+      local bound, top = bind_keywords(obj, "forward", f, n, ...)
       if bound then return f(obj, unpack(bound, 1, top)) end
     end
     return f(obj, ...)
@@ -189,7 +217,7 @@ function Module:extend(name, args)
       -- (CausalConv1d's super().__init__(i, o, kernel_size=k, padding=p))
       if k == "init" and args and type(v) == "function" then
         local init = v
-        v = function(obj, ...) return init(obj, required(name or "Module", args, ...)) end
+        v = function(obj, ...) return init(obj, no_lost_options(name, init, required(name or "Module", args, ...))) end
       end
       -- a forward of one's own binds PyTorch's keywords also when called as a method
       -- (pytorch-flows' self.forward(noise, mode='inverse')); wick's own layers take theirs
@@ -201,10 +229,10 @@ end
 
 -- GCN(nfeat = 3, nhid = 8) and GAT(n, h, {dropout = 0.5, alpha = 0.2}): a class of one's own takes
 -- init's arguments by name
-local function keyword_init(init, ...)
+local function keyword_init(class, ...)
   local n = select("#", ...)
   local args, top = nil, nil
-  if n > 0 then args, top = bind_keywords(init, n, ...) end
+  if n > 0 then args, top = bind_keywords(class, "init", class.init, n, ...) end
   if args then return unpack(args, 1, top) end
   return ...
 end
@@ -237,7 +265,7 @@ function Module.new(class, ...)
     args = type(c) == "table" and rawget(c, "_args") or nil
   end
   building[self] = true
-  if args then self:init(required(class.__name, args, sizes_of(...))) else self:init(keyword_init(class.init, ...)) end
+  if args then self:init(required(class.__name, args, sizes_of(...))) else self:init(keyword_init(class, ...)) end
   building[self] = nil
   return self
 end
@@ -409,7 +437,7 @@ end
 -- self.attn(x, {mask = mask, kv_cache = kv_cache}))
 local function call_args(self, n, ...)
   if n > 1 then check_arity(self, n, ...) end
-  if n > 0 then return bind_keywords(self.forward, n, ...) end
+  if n > 0 then return bind_keywords(self, "forward", self.forward, n, ...) end
 end
 
 -- (the test and the forward inline: a call is on every layer's path)
@@ -1497,7 +1525,10 @@ end
 
 function Module:__tostring()
   this(self, "__tostring")
-  local name = getmetatable(self).__name
+  local class = getmetatable(self)
+  local repr = class.__repr__ -- a class of one's own may say it all, as Python's __repr__ (pygcn's layer)
+  if type(repr) == "function" then return tostring(repr(self)) end
+  local name = class.__name
   -- PyTorch's layout: the extra repr alone on the line when there are no
   -- children, else its lines and the children's, indented
   local extra = self:extra_repr()
