@@ -2709,3 +2709,69 @@ describe("the twenty-fourth round's lines (HF GPT-2 and masks)", function()
     assert.are.equal("int32", wick.where(m, wick.zeros(2, { dtype = "int32" }), 3).dtype)
   end)
 end)
+
+describe("the twenty-fifth round's lines", function()
+  it("cdist's clamp(min=0).sqrt() at a zero distance: clamp and maximum give 0, not NaN, where they cut", function()
+    local x = wick.tensor({ { 1.0, 2.0 }, { 3.0, 0.5 } }, { requires_grad = true })
+    local y = wick.tensor({ { 1.0, 2.0 }, { 0.0, 1.0 } })
+    local d = ((x ^ 2):sum(-1):unsqueeze(2) + (y ^ 2):sum(-1):unsqueeze(1) - 2 * x:matmul(y:t())):clamp({ min = 0 }):sqrt()
+    d:sum():backward()
+    assert.is_false(x.grad:isnan():any())
+    -- PyTorch 2.15's gradients of an infinite upstream gradient, per op
+    local z = wick.tensor({ -1e-7, 0, 1e-7, 4 }, { requires_grad = true })
+    local inf = math.huge
+    local g = wick.tensor({ inf, inf, 1, 1 })
+    local cases = {
+      { function(v) return v:clamp({ min = 0 }) end, { 0, 0, 1, 1 } },
+      { function(v) return v:clamp(0, 1) end, { 0, 0, 1, 0 } },
+      { function(v) return v:clamp_max(1) end, { inf, inf, 1, 0 } },
+      { function(v) return wick.maximum(v, wick.zeros(4)) end, { 0, inf, 1, 1 } },
+      { function(v) return F.hardtanh(v) end, { inf, inf, 1, 0 } },
+      { function(v) return wick.minimum(v, wick.ones(4)) end, { inf, inf, 1, 0 } },
+    }
+    for _, c in ipairs(cases) do
+      z.grad = nil
+      c[1](z):backward(g)
+      assert.are.same(c[2], z.grad:totable())
+    end
+    local a, b = wick.tensor({ 1, 2, 3 }, { requires_grad = true }), wick.tensor({ 3, 2, 1 }, { requires_grad = true })
+    wick.maximum(a, b):sum():backward()
+    assert.are.same({ 0, 0.5, 1 }, a.grad:totable())
+    assert.are.same({ 1, 0.5, 0 }, b.grad:totable())
+  end)
+
+  it("a decorated forward keeps its names for keywords (vector-quantize's @autocast(enabled=False) forward)", function()
+    local C = nn.Module:extend("Codebook")
+    C.forward = wick.cuda.amp.autocast({ enabled = false })(function(self, x, temp, mask, freeze) -- luacheck: ignore
+      return temp, freeze
+    end)
+    local temp, freeze = C()(wick.zeros(2), { freeze = true })
+    assert.is_nil(temp)
+    assert.is_true(freeze)
+    local D = nn.Module:extend("D")
+    D.forward = wick.no_grad()(function(self, x, scale) return scale, wick.is_grad_enabled() end) -- luacheck: ignore
+    function D:twice(x) return self:forward(x, { scale = 5 }) end
+    local s, grad_on = D()(wick.zeros(1), { scale = 3 })
+    assert.are.equal(3, s)
+    assert.is_false(grad_on)
+    assert.are.equal(5, D():twice(wick.zeros(1)))
+    -- torch.detach as a function (maybe_detach = torch.detach if ... else identity)
+    local p = wick.ones(2, { requires_grad = true })
+    assert.is_false(wick.detach(p * 2).requires_grad)
+  end)
+
+  it("wick.load gives a state dict back as an OrderedDict in the saved order (SAM's torch.load(p).keys())", function()
+    local m = nn.Sequential(nn.Linear(2, 3), nn.Linear(3, 1), nn.Linear(1, 2))
+    local path = os.tmpname()
+    wick.save({ net = m:state_dict(), acc = 0.5 }, path)
+    local c = wick.load(path)
+    os.remove(path)
+    assert.are.equal(0.5, c.acc)
+    local names = {}
+    for k, v in c.net:items() do names[#names + 1] = k; assert.is_true(wick.is_tensor(v)) end
+    assert.are.same({ "1.weight", "1.bias", "2.weight", "2.bias", "3.weight", "3.bias" }, names)
+    local fresh = nn.Sequential(nn.Linear(2, 3), nn.Linear(3, 1), nn.Linear(1, 2))
+    fresh:load_state_dict(c.net)
+    assert.is_true(fresh[1].weight:equal(m[1].weight))
+  end)
+end)

@@ -928,9 +928,9 @@ end
 function wick.vmap(...) return wick.func.vmap(...) end
 function wick.is_tensor(v) return getmetatable(v) == mt end
 -- complex tensors (the core's complex.c): views of their pairs, parts, construction;
--- and torch's predicates of a tensor as functions (torch.is_floating_point(t))
+-- and torch's predicates of a tensor and detach as functions (torch.is_floating_point(t), torch.detach)
 for _, name in ipairs({ "view_as_real", "view_as_complex", "conj", "conj_physical", "resolve_conj", "resolve_neg",
-  "angle", "is_complex", "is_conj", "is_floating_point", "is_signed", "is_nonzero", "is_same_size" }) do
+  "angle", "is_complex", "is_conj", "is_floating_point", "is_signed", "is_nonzero", "is_same_size", "detach", "detach_" }) do
   wick[name] = function(t, ...) return Tensor[name](check_tensor(t, name, "input"), ...) end
 end
 wick.complex = core.complex -- wick.complex(real, imag)
@@ -1315,6 +1315,14 @@ do
   end
 end
 
+-- a decorator's wrapper -> the function it wraps (weak keys): a module method written as
+-- C.forward = wick.no_grad()(function(self, x, mask) ... end) keeps its names for keywords
+wick._decorated = setmetatable({}, { __mode = "k" })
+local function decorated(f, wrapper)
+  wick._decorated[wrapper] = f
+  return wrapper
+end
+
 local function with_grad_mode(enabled, name, fn, ...)
   check.callable(fn, name, "fn")
   local previous
@@ -1331,7 +1339,7 @@ local function grad_mode(enabled, name)
     if select("#", ...) == 0 then
       return function(fn)
         check.callable(fn, name .. "()", "fn")
-        return function(...) return with_grad_mode(enabled, name, fn, ...) end
+        return decorated(fn, function(...) return with_grad_mode(enabled, name, fn, ...) end)
       end
     end
     return with_grad_mode(enabled, name, ...)
@@ -1357,7 +1365,7 @@ function wick.inference_mode(mode, ...)
   if mode == nil and select("#", ...) == 0 then -- the decorator
     return function(fn)
       check.callable(fn, "inference_mode()", "fn")
-      return function(...) return wick.inference_mode(fn, ...) end
+      return decorated(fn, function(...) return wick.inference_mode(fn, ...) end)
     end
   end
   check.callable(mode, "inference_mode", "fn")
@@ -1378,7 +1386,7 @@ function wick.set_grad_enabled(enabled, fn, ...)
     return function(f)
       core.set_grad_enabled(previous)
       check.callable(f, "set_grad_enabled()", "fn")
-      return function(...) return with_grad_mode(enabled, "set_grad_enabled", f, ...) end
+      return decorated(f, function(...) return with_grad_mode(enabled, "set_grad_enabled", f, ...) end)
     end
   end
   return with_grad_mode(enabled, "set_grad_enabled", fn, ...)
@@ -1448,7 +1456,7 @@ function wick.autocast(opts, fn, ...)
   if fn == nil then
     return function(f)
       check.callable(f, "autocast", "f")
-      return function(...) return wick.autocast(opts, f, ...) end
+      return decorated(f, function(...) return wick.autocast(opts, f, ...) end)
     end
   end
   check.callable(fn, "autocast", "fn")

@@ -9,16 +9,30 @@
 local wick = require("wick")
 local check = require("wick.argcheck")
 local core = wick._core
+local ordered = require("wick.ordered")
 
 local serialize = {}
 
 --- wick.save(value, path[, {location = function(tensor) -> device string}]):
 --- `location` overrides the device recorded for a tensor's storage (to write, on
 --- a machine without a GPU, a checkpoint that says it came from "cuda:1").
+-- each OrderedDict in a value (a state dict) -> {name = its place}: the file keeps that order
+local function ranks_of(v, ranks, seen)
+  if type(v) ~= "table" or seen[v] then return ranks end
+  seen[v] = true
+  if ordered.is(v) then
+    local r = {}
+    for i, name in ipairs(ordered.names(v)) do r[name] = i end
+    ranks[v] = r
+  end
+  for _, x in next, v do ranks_of(x, ranks, seen) end
+  return ranks
+end
+
 function serialize.save(value, path, opts)
   if type(path) ~= "string" then wick.error("wick.save: expected a file path as argument 2") end
   local location_of = check.options(opts, "wick.save", { location = "function" }).location
-  core.ckpt_save(path, value, location_of)
+  core.ckpt_save(path, value, location_of, ranks_of(value, {}, {}))
 end
 
 --- A flat table name -> tensor as a plain safetensors file (contiguous copies).
@@ -72,6 +86,20 @@ local function place(storage, location, map_location)
   return storage:to(target)
 end
 
+-- The state dicts in a loaded tree (tables of names to tensors) become OrderedDicts in
+-- the file's order, as torch.load gives them: sd:keys(), sd:items(), the saved order
+local function state_dicts_ordered(v, orders, seen)
+  if type(v) ~= "table" or getmetatable(v) ~= nil or seen[v] then return v end
+  seen[v] = true
+  local order, all_tensors = orders[v], next(v) ~= nil
+  for k, x in pairs(v) do
+    if type(k) ~= "string" or not wick.is_tensor(x) then all_tensors = false end
+    state_dicts_ordered(x, orders, seen)
+  end
+  if all_tensors and order then ordered.of(v, order) end
+  return v
+end
+
 function serialize.load(path, opts)
   if type(path) ~= "string" then wick.error("wick.load: expected a file path") end
   -- weights_only: accepted as torch.load takes it, and what wick does anyway (a
@@ -113,7 +141,8 @@ function serialize.load(path, opts)
   -- each storage once where map_location puts it, then the tree's views of them
   local placed = {}
   for i = 1, #storages do placed[i] = place(storages[i], devices[i], map) end
-  return core.ckpt_tree(ckpt, placed)
+  local tree, orders = core.ckpt_tree(ckpt, placed)
+  return state_dicts_ordered(tree, orders, {})
 end
 
 return serialize

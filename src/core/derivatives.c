@@ -23,6 +23,20 @@ static wick_status chain(wick_tensor **a, wick_binary_op op, const wick_tensor *
     return WICK_OK;
 }
 
+/* *r where mask holds, 0 elsewhere, taking over *r's reference: a selection, not a product,
+ * so an infinite gradient where the mask is off gives 0, not NaN (PyTorch's clamp and
+ * maximum backward: cdist's clamp(min=0).sqrt() at a zero distance) */
+static wick_status keep_where(wick_tensor **r, const wick_tensor *mask) {
+    wick_tensor *zero, *w;
+    TRY(wick_full(&zero, 0, NULL, 0, (wick_options){(*r)->dtype, wick_cpu()}));
+    wick_status st = wick_where(&w, mask, *r, zero);
+    wick_tensor_release(zero);
+    TRY(st);
+    wick_tensor_release(*r);
+    *r = w;
+    return WICK_OK;
+}
+
 /* *d with its zeros made ones: a denominator whose numerator is 0 wherever
  * it is (the gradient there is 0, not 0 / 0). */
 static wick_status nonzero_denominator(wick_tensor **d) {
@@ -380,10 +394,15 @@ static wick_status binary_backward(wk_node *n, wick_tensor *g, wick_tensor **gra
         TRY(chain_scalar(&eq, WICK_MUL, 0.5));
         for (int side = 0; side < 2; side++) {
             if (!(side ? need_b : need_a)) continue;
+            wick_tensor *keep = NULL;
+            m = NULL;
             wick_status st = wick_binary(&m, win, side ? b : a, side ? a : b);
-            if (!st) st = chain(&m, WICK_ADD, eq);
+            if (!st) st = chain(&m, WICK_ADD, eq); /* the side's share: 1, 1/2 at a tie, 0 */
+            if (!st) st = wick_binary_scalar(&keep, WICK_GT, m, num(0), 0);
             if (!st) st = chain(&m, WICK_MUL, g);
-            if (st) return wick_tensor_release(eq), st;
+            if (!st) st = keep_where(&m, keep); /* the losing side: 0, also for an infinite g */
+            wick_tensor_release(keep);
+            if (st) return wick_tensor_release(m), wick_tensor_release(eq), st;
             grads[side] = m;
         }
         wick_tensor_release(eq);
@@ -461,7 +480,7 @@ static wick_status clamp_backward(wk_node *n, wick_tensor *g, wick_tensor **grad
     for (int i = 0; i < 2 && !st; i++) {
         if (bound[i] == (i ? INFINITY : -INFINITY)) continue;
         st = wick_binary_scalar(&mask, inside[i], x, num(bound[i]), 0);
-        if (!st) st = chain(&r, WICK_MUL, mask);
+        if (!st) st = keep_where(&r, mask);
         wick_tensor_release(mask), mask = NULL;
     }
     if (st) return wick_tensor_release(r), st;

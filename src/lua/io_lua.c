@@ -64,6 +64,7 @@ typedef struct {
     const wk_ckpt *c;
     int placed; /* stack index: {placed storage, ...} */
     int memo;   /* stack index: TABLE or TENSOR value (light userdata) -> its Lua value */
+    int orders; /* stack index: Lua table -> its string keys in the file's order */
 } tree_ctx;
 
 static void push_value(lua_State *L, const tree_ctx *t, const wk_ckpt_value *v);
@@ -83,13 +84,28 @@ static void push_table(lua_State *L, const tree_ctx *t, const wk_ckpt_value *v) 
     lua_pushlightuserdata(L, (void *)v);
     lua_pushvalue(L, -2);
     lua_rawset(L, t->memo);
+    int tbl = lua_gettop(L), names = 0;
     for (int i = 0; i < n; i++) {
         const wk_ckpt_pair *pr = &v->as.table.pairs[i];
         const wk_ckpt_value *k = pr->key;
         if (k->kind == WK_CKPT_NIL || (k->kind == WK_CKPT_NUMBER && isnan(k->as.number))) continue;
         push_value(L, t, k);
         push_value(L, t, pr->value); /* NIL: assigning nil removes an earlier pair's key */
-        lua_rawset(L, -3);
+        lua_rawset(L, tbl);
+        if (k->kind == WK_CKPT_STRING) { /* the order a dict's names come in (an OrderedDict's) */
+            if (!names) {
+                lua_newtable(L);
+                names = lua_gettop(L);
+            }
+            lua_pushlstring(L, k->as.string.bytes, k->as.string.len);
+            lua_rawseti(L, names, (int)lua_objlen(L, names) + 1);
+        }
+    }
+    if (names) {
+        lua_pushvalue(L, tbl);
+        lua_pushvalue(L, names);
+        lua_rawset(L, t->orders);
+        lua_settop(L, tbl);
     }
 }
 
@@ -140,17 +156,20 @@ static void push_value(lua_State *L, const tree_ctx *t, const wk_ckpt_value *v) 
     }
 }
 
-/* core.ckpt_tree(checkpoint, {placed storage, ...}) -> the value */
+/* core.ckpt_tree(checkpoint, {placed storage, ...}) -> the value, and a table of
+ * each of its tables that has string keys -> those keys in the file's order */
 WL_FUNCTION(m_ckpt_tree) {
     wk_ckpt **p = luaL_checkudata(L, 1, CKPT_MT);
     luaL_checktype(L, 2, LUA_TTABLE);
     if (!*p || !(*p)->root) return 0;
     lua_settop(L, 2);
-    lua_newtable(L);
-    tree_ctx t = {*p, 2, 3};
+    lua_newtable(L); /* 3: memo */
+    lua_newtable(L); /* 4: orders */
+    tree_ctx t = {*p, 2, 3, 4};
     push_value(L, &t, (*p)->root);
     wl_check(L, WICK_OK);
-    return 1;
+    lua_pushvalue(L, 4);
+    return 2;
 }
 
 /* ---- saving: Lua values -> the tree ---- */
@@ -161,6 +180,7 @@ typedef struct {
     int location; /* stack index of the location function, 0 when none */
     int seen;     /* stack index: tables on the current path */
     int ids;      /* stack index: storage id (light userdata) -> storage index + 1 */
+    int ranks;    /* stack index: an OrderedDict -> {name = its place}, 0 when none */
 } saver;
 
 static wk_ckpt_value *need(saver *s, wk_ckpt_value *v) {
@@ -224,10 +244,12 @@ typedef struct {
     double number;
     const char *str;
     size_t len;
+    double rank; /* its place in an OrderedDict's order, 0 when none */
 } save_key;
 
 static int by_key(const void *pa, const void *pb) {
     const save_key *a = pa, *b = pb;
+    if (a->rank != b->rank) return a->rank == 0 ? 1 : b->rank == 0 ? -1 : a->rank < b->rank ? -1 : 1;
     if (a->is_number != b->is_number) return a->is_number ? -1 : 1;
     if (a->is_number) return a->number < b->number ? -1 : a->number > b->number;
     size_t n = a->len < b->len ? a->len : b->len;
@@ -251,7 +273,14 @@ static wk_ckpt_value *save_table(saver *s, int idx, int depth) {
     lua_pushvalue(L, idx);
     lua_pushboolean(L, 1);
     lua_rawset(L, s->seen);
-    /* the keys, sorted: numbers first, then strings (as bytes) */
+    /* the keys, sorted: an OrderedDict's in its order, then numbers, then strings (as bytes) */
+    int ranks = 0;
+    if (s->ranks) {
+        lua_pushvalue(L, idx);
+        lua_rawget(L, s->ranks);
+        if (lua_istable(L, -1)) ranks = lua_gettop(L);
+        else lua_pop(L, 1);
+    }
     size_t n = 0, cap = 16;
     save_key *keys = lua_newuserdata(L, cap * sizeof *keys); /* collected with the stack */
     int keys_at = lua_gettop(L);
@@ -270,6 +299,13 @@ static wk_ckpt_value *save_table(saver *s, int idx, int depth) {
         k->is_number = kt == LUA_TNUMBER;
         if (k->is_number) k->number = lua_tonumber(L, -2), k->str = NULL, k->len = 0;
         else k->str = lua_tolstring(L, -2, &k->len); /* the key stays in the table while we walk */
+        k->rank = 0;
+        if (ranks) {
+            lua_pushvalue(L, -2);
+            lua_rawget(L, ranks);
+            if (lua_type(L, -1) == LUA_TNUMBER) k->rank = lua_tonumber(L, -1);
+            lua_pop(L, 1);
+        }
         lua_pop(L, 1);
     }
     qsort(keys, n, sizeof *keys, by_key);
@@ -288,7 +324,7 @@ static wk_ckpt_value *save_table(saver *s, int idx, int depth) {
         lua_pop(L, 1);
         if (wk_ckpt_table_add(s->c, t, key, v)) wl_raise(L, "wick.save: out of memory");
     }
-    lua_settop(L, keys_at - 1);
+    lua_settop(L, keys_at - 1 - (ranks != 0));
     lua_pushvalue(L, idx);
     lua_pushnil(L);
     lua_rawset(L, s->seen);
@@ -321,16 +357,17 @@ static wk_ckpt_value *save_value(saver *s, int idx, int depth) {
     return NULL;
 }
 
-/* core.ckpt_save(path, value[, location function]): wick.save's file */
+/* core.ckpt_save(path, value[, location function[, ranks]]): wick.save's file; ranks maps
+ * each OrderedDict in value to {name = its place}, the order its pairs are written in */
 WL_FUNCTION(m_ckpt_save) {
     const char *path = luaL_checkstring(L, 1);
-    lua_settop(L, 3);
+    lua_settop(L, 4);
     wk_ckpt **p = push_ckpt(L);
     *p = wk_ckpt_new(WK_CKPT_WICK);
     if (!*p) wl_raise(L, "wick.save: out of memory");
     lua_newtable(L);
     lua_newtable(L);
-    saver s = {L, *p, lua_isnil(L, 3) ? 0 : 3, lua_gettop(L) - 1, lua_gettop(L)};
+    saver s = {L, *p, lua_isnil(L, 3) ? 0 : 3, lua_gettop(L) - 1, lua_gettop(L), lua_istable(L, 4) ? 4 : 0};
     (*p)->root = save_value(&s, 2, 0);
     wl_check(L, wk_ckpt_write(path, *p, "wick.save", 1));
     return 0;

@@ -5,6 +5,7 @@ local wick = require("wick")
 local check = require("wick.argcheck")
 local core = require("wick.core")
 local required = require("wick.nn.common").required
+local ordered = require("wick.ordered")
 
 local unpack = table.unpack or unpack -- luacheck: ignore
 local Module = {}
@@ -73,8 +74,14 @@ local function track(self, key, value)
 end
 
 local param_names = setmetatable({}, { __mode = "k" }) -- method -> { name = position }, or false
+-- the function a decorator wraps (wick.no_grad()(f), wick.autocast(opts)(f)), innermost
+local function undecorated(f)
+  while wick._decorated[f] do f = wick._decorated[f] end
+  return f
+end
 -- a method's parameter names after self, with their positions among the arguments
 local function positions_of(f)
+  f = undecorated(f)
   local names = param_names[f]
   if names == nil then
     names = false
@@ -95,6 +102,7 @@ end
 -- where a vararg method's `...` starts among its arguments (Python's **kwargs), or false
 local kwargs_at = setmetatable({}, { __mode = "k" })
 local function varargs_at(f)
+  f = undecorated(f)
   local at = kwargs_at[f]
   if at == nil then
     local info = debug.getinfo(f, "u")
@@ -221,7 +229,7 @@ function Module:extend(name, args)
       end
       -- a forward of one's own binds PyTorch's keywords also when called as a method
       -- (pytorch-flows' self.forward(noise, mode='inverse')); wick's own layers take theirs
-      if k == "forward" and type(v) == "function" and not of_wick(v) then v = keyword_forward(v) end
+      if k == "forward" and type(v) == "function" and not of_wick(undecorated(v)) then v = keyword_forward(v) end
       rawset(cls, k, v)
     end,
   })
@@ -1212,101 +1220,13 @@ end
 --- option): name -> tensor, sharing storage with the module and cut from the
 --- graph unless keep_vars, names under prefix, into destination when given.
 local STATE_DICT = { destination = "table", prefix = "string", keep_vars = "boolean" }
--- A state dict that keeps PyTorch's order, as its OrderedDict does: a plain
--- table of name -> tensor (pairs, saving and loading see nothing else) whose
--- methods keys(), values() and items() iterate in registration order (names
--- added later after them, sorted), pop(name[, default]), get(name[, default]),
--- update(other) and copy(); Lua 5.4's pairs takes that order too.
-local StateDict = { __name = "OrderedDict" }
-local sd_order = setmetatable({}, { __mode = "k" }) -- state dict -> its names in order
-local function sd_names(sd)
-  local names, seen = {}, {}
-  for _, k in ipairs(sd_order[sd] or {}) do
-    if rawget(sd, k) ~= nil and not seen[k] then names[#names + 1], seen[k] = k, true end
-  end
-  local extra = {}
-  for k in next, sd do if not seen[k] then extra[#extra + 1] = k end end
-  table.sort(extra, function(a, b) return tostring(a) < tostring(b) end)
-  for _, k in ipairs(extra) do names[#names + 1] = k end
-  return names
-end
-local function sd_iter(sd, what)
-  local names, i = sd_names(sd), 0
-  return function()
-    i = i + 1
-    local k = names[i]
-    if k == nil then return nil end
-    if what == "keys" then return k elseif what == "values" then return rawget(sd, k) end
-    return k, rawget(sd, k)
-  end
-end
-local SD_METHODS = {
-  len = function(sd) return #sd_names(sd) end, -- Python's len(sd)
-  keys = function(sd) return sd_iter(sd, "keys") end,
-  values = function(sd) return sd_iter(sd, "values") end,
-  items = function(sd) return sd_iter(sd, "items") end,
-  get = function(sd, k, default)
-    local v = rawget(sd, k)
-    if v == nil then return default end
-    return v
-  end,
-  pop = function(sd, k, default)
-    local v = rawget(sd, k)
-    if v == nil then
-      if default == nil then wick.error(("OrderedDict:pop: no key '%s'"):format(tostring(k))) end
-      return default
-    end
-    rawset(sd, k, nil)
-    return v
-  end,
-  update = function(sd, other)
-    check.table(other, "OrderedDict:update", "other")
-    local order = sd_order[sd] or {}
-    sd_order[sd] = order
-    local keys, values = {}, {}
-    if getmetatable(other) == StateDict then
-      for k, v in SD_METHODS.items(other) do keys[#keys + 1], values[k] = k, v end
-    else -- a plain table: its keys in sorted order (Lua's tables keep none)
-      for k, v in pairs(other) do keys[#keys + 1], values[k] = k, v end
-      table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
-    end
-    for _, k in ipairs(keys) do
-      if rawget(sd, k) == nil then order[#order + 1] = k end
-      rawset(sd, k, values[k])
-    end
-  end,
-}
-function SD_METHODS.copy(sd)
-  local c = setmetatable({}, StateDict)
-  local order = {}
-  for k, v in SD_METHODS.items(sd) do rawset(c, k, v); order[#order + 1] = k end
-  sd_order[c] = order
-  return c
-end
-StateDict.__index = SD_METHODS
-StateDict.__pairs = function(sd) return SD_METHODS.items(sd) end
--- wick.deepcopy(sd): new tensors in the same order (copy: the deep copier)
-StateDict.__deepcopy = function(sd, copy)
-  local c, order = setmetatable({}, StateDict), {}
-  for k, v in SD_METHODS.items(sd) do rawset(c, k, copy(v)); order[#order + 1] = k end
-  sd_order[c] = order
-  return c
-end
--- print(sd): PyTorch's OrderedDict([('name', tensor), ...])
-StateDict.__tostring = function(sd)
-  local parts = {}
-  for k, v in SD_METHODS.items(sd) do parts[#parts + 1] = ("('%s', %s)"):format(tostring(k), tostring(v)) end
-  return "OrderedDict([" .. table.concat(parts, ", ") .. "])"
-end
-
 function Module:state_dict(...)
   this(self, "state_dict")
   local o = check.positional("state_dict", { "destination", "prefix", "keep_vars" }, STATE_DICT, ...)
   local sd, prefix = o.destination, o.prefix or ""
   local order
   if sd == nil then
-    sd, order = setmetatable({}, StateDict), {}
-    sd_order[sd] = order
+    sd, order = ordered.new()
   end
   -- a tensor under two names (tied weights) is stored under both, as in PyTorch; a tensor init
   -- assigned without registering it is left out, as PyTorch leaves out a plain attribute

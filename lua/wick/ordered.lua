@@ -1,0 +1,111 @@
+-- wick's OrderedDict: a plain table of name -> value that keeps an order, as
+-- Python's OrderedDict (and dict) do. What m:state_dict() returns, and what
+-- wick.load gives for a saved state dict (its names in the file's order).
+local wick = require("wick")
+local check = require("wick.argcheck")
+
+-- A state dict that keeps PyTorch's order, as its OrderedDict does: a plain
+-- table of name -> tensor (pairs, saving and loading see nothing else) whose
+-- methods keys(), values() and items() iterate in registration order (names
+-- added later after them, sorted), pop(name[, default]), get(name[, default]),
+-- update(other) and copy(); Lua 5.4's pairs takes that order too.
+local StateDict = { __name = "OrderedDict" }
+local sd_order = setmetatable({}, { __mode = "k" }) -- state dict -> its names in order
+local function sd_names(sd)
+  local names, seen = {}, {}
+  for _, k in ipairs(sd_order[sd] or {}) do
+    if rawget(sd, k) ~= nil and not seen[k] then names[#names + 1], seen[k] = k, true end
+  end
+  local extra = {}
+  for k in next, sd do if not seen[k] then extra[#extra + 1] = k end end
+  table.sort(extra, function(a, b) return tostring(a) < tostring(b) end)
+  for _, k in ipairs(extra) do names[#names + 1] = k end
+  return names
+end
+local function sd_iter(sd, what)
+  local names, i = sd_names(sd), 0
+  return function()
+    i = i + 1
+    local k = names[i]
+    if k == nil then return nil end
+    if what == "keys" then return k elseif what == "values" then return rawget(sd, k) end
+    return k, rawget(sd, k)
+  end
+end
+local SD_METHODS = {
+  len = function(sd) return #sd_names(sd) end, -- Python's len(sd)
+  keys = function(sd) return sd_iter(sd, "keys") end,
+  values = function(sd) return sd_iter(sd, "values") end,
+  items = function(sd) return sd_iter(sd, "items") end,
+  get = function(sd, k, default)
+    local v = rawget(sd, k)
+    if v == nil then return default end
+    return v
+  end,
+  pop = function(sd, k, default)
+    local v = rawget(sd, k)
+    if v == nil then
+      if default == nil then wick.error(("OrderedDict:pop: no key '%s'"):format(tostring(k))) end
+      return default
+    end
+    rawset(sd, k, nil)
+    return v
+  end,
+  update = function(sd, other)
+    check.table(other, "OrderedDict:update", "other")
+    local order = sd_order[sd] or {}
+    sd_order[sd] = order
+    local keys, values = {}, {}
+    if getmetatable(other) == StateDict then
+      for k, v in SD_METHODS.items(other) do keys[#keys + 1], values[k] = k, v end
+    else -- a plain table: its keys in sorted order (Lua's tables keep none)
+      for k, v in pairs(other) do keys[#keys + 1], values[k] = k, v end
+      table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+    end
+    for _, k in ipairs(keys) do
+      if rawget(sd, k) == nil then order[#order + 1] = k end
+      rawset(sd, k, values[k])
+    end
+  end,
+}
+function SD_METHODS.copy(sd)
+  local c = setmetatable({}, StateDict)
+  local order = {}
+  for k, v in SD_METHODS.items(sd) do rawset(c, k, v); order[#order + 1] = k end
+  sd_order[c] = order
+  return c
+end
+StateDict.__index = SD_METHODS
+StateDict.__pairs = function(sd) return SD_METHODS.items(sd) end
+-- wick.deepcopy(sd): new tensors in the same order (copy: the deep copier)
+StateDict.__deepcopy = function(sd, copy)
+  local c, order = setmetatable({}, StateDict), {}
+  for k, v in SD_METHODS.items(sd) do rawset(c, k, copy(v)); order[#order + 1] = k end
+  sd_order[c] = order
+  return c
+end
+-- print(sd): PyTorch's OrderedDict([('name', tensor), ...])
+StateDict.__tostring = function(sd)
+  local parts = {}
+  for k, v in SD_METHODS.items(sd) do parts[#parts + 1] = ("('%s', %s)"):format(tostring(k), tostring(v)) end
+  return "OrderedDict([" .. table.concat(parts, ", ") .. "])"
+end
+
+local M = {}
+--- ordered.new(): an empty OrderedDict and its order list (the caller appends names as it sets them)
+function M.new()
+  local sd, order = setmetatable({}, StateDict), {}
+  sd_order[sd] = order
+  return sd, order
+end
+--- ordered.of(tbl, order): tbl itself made an OrderedDict whose names come in `order`
+function M.of(tbl, order)
+  setmetatable(tbl, StateDict)
+  sd_order[tbl] = order
+  return tbl
+end
+--- ordered.is(v): whether v is an OrderedDict
+function M.is(v) return getmetatable(v) == StateDict end
+--- ordered.names(sd): an OrderedDict's names, in its order
+M.names = sd_names
+return M
