@@ -2775,3 +2775,15 @@ describe("the twenty-fifth round's lines", function()
     assert.is_true(fresh[1].weight:equal(m[1].weight))
   end)
 end)
+
+describe("the twenty-fifth round's state dict names", function()
+  it("to_pytorch_names keeps the state dict's order and its OrderedDict methods", function()
+    local sd = nn.Sequential(nn.Linear(2, 3), nn.Linear(3, 2)):state_dict()
+    local names = {}
+    for k in nn.utils.to_pytorch_names(sd):keys() do names[#names + 1] = k end
+    assert.are.same({ "0.weight", "0.bias", "1.weight", "1.bias" }, names)
+    local back = {}
+    for k in nn.utils.from_pytorch_names(nn.utils.to_pytorch_names(sd)):keys() do back[#back + 1] = k end
+    assert.are.same({ "1.weight", "1.bias", "2.weight", "2.bias" }, back)
+  end)
+end)

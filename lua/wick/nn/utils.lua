@@ -1,6 +1,7 @@
 -- wick.nn.utils: gradient clipping and state-dict name helpers.
 local wick = require("wick")
 local check = require("wick.argcheck")
+local ordered = require("wick.ordered")
 
 local utils = {}
 
@@ -187,15 +188,23 @@ local function renumber(name, delta, fn)
   return table.concat(parts, ".")
 end
 
+-- (an OrderedDict in the same order, as the state dict's: a plain table's names sorted)
 local function renamed(sd, delta, fn)
-  local out, from = {}, {}
-  for k, v in pairs(names_of(sd, fn)) do
+  names_of(sd, fn)
+  local keys = ordered.is(sd) and ordered.names(sd) or nil
+  if not keys then
+    keys = {}
+    for k in pairs(sd) do keys[#keys + 1] = k end
+    table.sort(keys)
+  end
+  local out, order, from = {}, {}, {}
+  for _, k in ipairs(keys) do
     local name = renumber(k, delta, fn)
     if from[name] then check.fail(fn, "the names '%s' and '%s' both become '%s'", from[name], k, name) end
     from[name] = k
-    out[name] = v
+    out[name], order[#order + 1] = rawget(sd, k), name
   end
-  return out
+  return ordered.of(out, order)
 end
 
 function utils.from_pytorch_names(sd) return renamed(sd, 1, "from_pytorch_names") end
