@@ -2787,3 +2787,45 @@ describe("the twenty-fifth round's state dict names", function()
     assert.are.same({ "1.weight", "1.bias", "2.weight", "2.bias" }, back)
   end)
 end)
+
+describe("the twenty-sixth round's lines", function()
+  it("a param group has a Python dict's get, setdefault, pop, keys, items (Adan's __setstate__)", function()
+    local o = wick.optim.Adam({ nn.Parameter(wick.ones(2)) }, 1e-2)
+    local g = o.param_groups[1]
+    assert.are.equal(0.01, g:get("lr"))
+    assert.are.equal(7, g:get("nope", 7))
+    assert.is_false(g:setdefault("no_prox", false))
+    assert.are.equal(0.01, g:setdefault("lr", 5))
+    local names = {}
+    for k in g:keys() do names[#names + 1] = k end
+    assert.is_true(#names >= 3)
+    assert.is_false(g:pop("no_prox"))
+    assert.is_nil(g.no_prox)
+    support.assert_error_has(function() g:pop("nope") end, "no key 'nope'")
+    o:step() -- (the methods are not options: the step still runs)
+  end)
+
+  it("a Size equals a Size (BART's attn_weights.size() != (...)): a plain table never does", function()
+    local x = wick.zeros(8, 7, 7)
+    assert.is_true(x:size() == wick.Size({ 8, 7, 7 }))
+    assert.is_false(x:size() ~= wick.Size({ 8, 7, 7 }))
+  end)
+end)
+
+describe("the twenty-sixth round's lines (HF's config objects)", function()
+  it("a class with declared names takes a config table as a value; its own names still bind", function()
+    local A = nn.Module:extend("BartAttention", { "embed_dim", "num_heads", "dropout?", "is_decoder?", "config?" })
+    function A:init(e, h, d, dec, config) self.e, self.h, self.d, self.dec, self.config = e, h, d, dec, config end
+    local config = { d_model = 16, dropout = 0.1 }
+    local a = A(16, 4, 0.0, true, config) -- (config.dropout names an earlier argument: a value)
+    assert.are.equal(config, a.config)
+    assert.are.equal(0, a.d)
+    local b = A({ embed_dim = 16, num_heads = 4, dropout = 0.5, config = config })
+    assert.are.same({ 16, 4, 0.5 }, { b.e, b.h, b.d })
+    assert.are.equal(config, b.config)
+    local L = nn.Module:extend("Layer", { "config" })
+    function L:init(cfg) self.cfg = cfg end
+    assert.are.equal(config, L(config).cfg)
+    support.assert_error_has(function() return A(16) end, "BartAttention: missing required argument 'num_heads'")
+  end)
+end)

@@ -123,12 +123,47 @@ end
 
 -- One parameter group: the optimizer's defaults, then the group's own options.
 -- a parameter group's methods, as a Python dict's: group:update({lr = 0.1}) (convmixer's
--- opt.param_groups[0].update(lr=lr)); a metatable, so pairs() sees only the options
+-- opt.param_groups[0].update(lr=lr)), get, setdefault, pop, keys and items (by name); a
+-- metatable, so pairs() sees only the options
+local function group_iter(group, what)
+  local names = {}
+  for k in pairs(group) do names[#names + 1] = k end
+  table.sort(names, function(a, b) return tostring(a) < tostring(b) end)
+  local i = 0
+  return function()
+    i = i + 1
+    local k = names[i]
+    if k == nil then return nil end
+    if what == "keys" then return k end
+    return k, group[k]
+  end
+end
 local GROUP_MT = { __index = {
   update = function(group, values)
     check.table(values, "param_group:update", "values")
     for k, v in pairs(values) do group[k] = v end
   end,
+  -- (Adan's and AdaBelief's __setstate__: group.setdefault('no_prox', False))
+  get = function(group, k, default)
+    local v = rawget(group, k)
+    if v == nil then return default end
+    return v
+  end,
+  setdefault = function(group, k, default)
+    if rawget(group, k) == nil then rawset(group, k, default) end
+    return rawget(group, k)
+  end,
+  pop = function(group, k, default)
+    local v = rawget(group, k)
+    if v == nil then
+      if default == nil then check.fail("param_group:pop", "no key '%s'", tostring(k)) end
+      return default
+    end
+    rawset(group, k, nil)
+    return v
+  end,
+  keys = function(group) return group_iter(group, "keys") end,
+  items = function(group) return group_iter(group, "items") end,
 } }
 
 -- opt.param_groups: an array that also reads from the end (param_groups[-1], TabNet's last lr)

@@ -111,22 +111,6 @@ local function varargs_at(f)
   end
   return at
 end
--- init's arguments after required() moved the named ones: a table of the other names left
--- past the arguments a non-vararg init takes would be dropped by Lua; PyTorch's TypeError
--- instead (Attention(16, {heads = 2, dim_heads = 8}) with its names declared)
-local function no_lost_options(name, init, ...)
-  local n = select("#", ...)
-  local last = n > 0 and select(n, ...) or nil
-  if type(last) ~= "table" or getmetatable(last) ~= nil or #last > 0 or varargs_at(init) then return ... end
-  local info = debug.getinfo(init, "u")
-  if n < info.nparams then return ... end -- (init takes it: its own options table)
-  local k = next(last)
-  if type(k) == "string" then
-    check.fail((name or "Module") .. ".init", "got an unexpected keyword argument '%s' (its parameters: %s)", k,
-      table.concat(names_in_order(positions_of(init) or {}), ", "))
-  end
-  return ...
-end
 -- PyTorch's keyword arguments: the last of n arguments, a plain table (no array part) whose every key
 -- names a parameter of f (after self) at the table's position or later, bound to those parameters:
 -- (the arguments, their count), or nil when the table is not that (an options table of f's own).
@@ -185,11 +169,54 @@ end
 --- Module:extend("Name"[, args]): a new class; Class(...) builds an instance and calls init.
 --- args names init's required positional arguments, in order: each is also taken
 --- by name from a trailing options table (Class(3, {out_features = 4})), and a
---- missing one is an error naming it.
+--- missing one is an error naming it (own_init_args for a class of one's own).
 -- every method checks its receiver: m.parameters() instead of m:parameters() names the method
 local function this(self, fn)
   if not is_module(self) then check.expected("Module:" .. fn, "self", "a module", self) end
   return self
+end
+
+-- the inits of one's own classes with declared argument names, as wrapped (weak keys)
+local own_inits = setmetatable({}, { __mode = "k" })
+-- the arguments of such an init: a trailing plain table that names one of its parameters at the
+-- table's place or later binds those (ArgsNet(2, {n_out = 5, bias = false})), its other names
+-- going to init's options table, the parameter after the declared ones (PyTorch's TypeError
+-- where init has none); any other table is a value (HF's config object, whose names may
+-- repeat earlier arguments'); then the declared required arguments are checked
+local function own_init_args(class, declared, init, ...)
+  local n = select("#", ...)
+  local list, count = { ... }, n
+  local last = list[n]
+  if type(last) == "table" and getmetatable(last) == nil and next(last) ~= nil and #last == 0 then
+    local names, named, value = positions_of(init) or {}, false, false
+    for k in pairs(last) do
+      local at = type(k) == "string" and names[k]
+      if at and at < n then value = true elseif at then named = true end
+    end
+    if named and not value then
+      list[n], count = nil, n - 1
+      local rest
+      for k, v in pairs(last) do
+        local at = type(k) == "string" and names[k]
+        if at then list[at], count = v, math.max(count, at)
+        else rest = rest or {}; rest[k] = v end
+      end
+      if rest then
+        local slot, info = #declared + 1, debug.getinfo(init, "u")
+        if not info.isvararg and info.nparams - 1 < slot then
+          check.fail((rawget(class, "__name") or "Module") .. ".init", "got an unexpected keyword argument '%s' "
+            .. "(its parameters: %s)", tostring(next(rest)), table.concat(names_in_order(names), ", "))
+        end
+        list[slot], count = rest, math.max(count, slot)
+      end
+    end
+  end
+  for i, nm in ipairs(declared) do
+    if list[i] == nil and nm:sub(-1) ~= "?" then
+      check.fail(rawget(class, "__name") or "Module", "missing required argument '%s'", nm)
+    end
+  end
+  return unpack(list, 1, count)
 end
 
 function Module:extend(name, args)
@@ -225,7 +252,16 @@ function Module:extend(name, args)
       -- (CausalConv1d's super().__init__(i, o, kernel_size=k, padding=p))
       if k == "init" and args and type(v) == "function" then
         local init = v
-        v = function(obj, ...) return init(obj, no_lost_options(name, init, required(name or "Module", args, ...))) end
+        if of_wick(init) then
+          v = function(obj, ...) return init(obj, required(name or "Module", args, ...)) end
+        else -- one's own class: its declared names join init's own for keywords
+          local names = {}
+          for nm, at in pairs(positions_of(init) or {}) do names[nm] = at end
+          for i, nm in ipairs(args) do names[nm:match("^(.-)%??$")] = i end
+          param_names[init] = names
+          v = function(obj, ...) return init(obj, own_init_args(cls, args, init, ...)) end
+          own_inits[v] = true
+        end
       end
       -- a forward of one's own binds PyTorch's keywords also when called as a method
       -- (pytorch-flows' self.forward(noise, mode='inverse')); wick's own layers take theirs
@@ -273,7 +309,9 @@ function Module.new(class, ...)
     args = type(c) == "table" and rawget(c, "_args") or nil
   end
   building[self] = true
-  if args then self:init(required(class.__name, args, sizes_of(...))) else self:init(keyword_init(class, ...)) end
+  if args and own_inits[class.init] then self:init(sizes_of(...))
+  elseif args then self:init(required(class.__name, args, sizes_of(...)))
+  else self:init(keyword_init(class, ...)) end
   building[self] = nil
   return self
 end
