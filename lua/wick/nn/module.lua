@@ -101,6 +101,8 @@ local function names_in_order(names)
 end
 -- where a vararg method's `...` starts among its arguments (Python's **kwargs), or false
 local kwargs_at = setmetatable({}, { __mode = "k" })
+-- an init's options parameter (a class of one's own declaring its names: the one after them)
+local options_at = setmetatable({}, { __mode = "k" })
 local function varargs_at(f)
   f = undecorated(f)
   local at = kwargs_at[f]
@@ -115,8 +117,9 @@ end
 -- names a parameter of f (after self) at the table's position or later, bound to those parameters:
 -- (the arguments, their count), or nil when the table is not that (an options table of f's own).
 -- A vararg f takes other names too when one names a parameter: they come as one table where its
--- `...` starts, Python's **kwargs (HF's attention called with position_ids=, use_cache=, ...);
--- another f refuses them then, as PyTorch's TypeError (a misspelt keyword beside right ones).
+-- `...` starts, Python's **kwargs (HF's attention called with position_ids=, use_cache=, ...), or
+-- in its options parameter (ArgsNet(2, {n_out = 5, bias = false})); another f refuses them then,
+-- as PyTorch's TypeError (a misspelt keyword beside right ones).
 -- `owner` and `method` name f in that error: a module or a class, "forward" or "init".
 local function bind_keywords(owner, method, f, n, ...)
   local t = select(n, ...)
@@ -132,7 +135,8 @@ local function bind_keywords(owner, method, f, n, ...)
     else return nil end
   end
   if top < n then return nil end -- (no key names a parameter)
-  if others and not varargs_at(f) then
+  local extra = options_at[undecorated(f)] or varargs_at(f)
+  if others and not extra then
     local class = rawget(owner, "__name") and owner or getmetatable(owner)
     check.fail(((type(class) == "table" and rawget(class, "__name")) or "Module") .. "." .. method,
       "got an unexpected keyword argument '%s' (its parameters: %s)", others, table.concat(names_in_order(names), ", "))
@@ -143,7 +147,7 @@ local function bind_keywords(owner, method, f, n, ...)
     if names[k] then args[names[k]] = v
     else kwargs = kwargs or {}; kwargs[k] = v end
   end
-  if others then top = varargs_at(f); args[top] = kwargs end
+  if others then top = math.max(top, extra); args[extra] = kwargs end
   return args, top
 end
 
@@ -178,39 +182,14 @@ end
 
 -- the inits of one's own classes with declared argument names, as wrapped (weak keys)
 local own_inits = setmetatable({}, { __mode = "k" })
--- the arguments of such an init: a trailing plain table that names one of its parameters at the
--- table's place or later binds those (ArgsNet(2, {n_out = 5, bias = false})), its other names
--- going to init's options table, the parameter after the declared ones (PyTorch's TypeError
--- where init has none); any other table is a value (HF's config object, whose names may
--- repeat earlier arguments'); then the declared required arguments are checked
+-- the arguments of such an init: bound as bind_keywords does (a table naming none of its
+-- arguments at its place or later is a value: HF's config object), the names it lacks in its
+-- options parameter; then the declared required arguments are checked
 local function own_init_args(class, declared, init, ...)
   local n = select("#", ...)
-  local list, count = { ... }, n
-  local last = list[n]
-  if type(last) == "table" and getmetatable(last) == nil and next(last) ~= nil and #last == 0 then
-    local names, named, value = positions_of(init) or {}, false, false
-    for k in pairs(last) do
-      local at = type(k) == "string" and names[k]
-      if at and at < n then value = true elseif at then named = true end
-    end
-    if named and not value then
-      list[n], count = nil, n - 1
-      local rest
-      for k, v in pairs(last) do
-        local at = type(k) == "string" and names[k]
-        if at then list[at], count = v, math.max(count, at)
-        else rest = rest or {}; rest[k] = v end
-      end
-      if rest then
-        local slot, info = #declared + 1, debug.getinfo(init, "u")
-        if not info.isvararg and info.nparams - 1 < slot then
-          check.fail((rawget(class, "__name") or "Module") .. ".init", "got an unexpected keyword argument '%s' "
-            .. "(its parameters: %s)", tostring(next(rest)), table.concat(names_in_order(names), ", "))
-        end
-        list[slot], count = rest, math.max(count, slot)
-      end
-    end
-  end
+  local bound, top = nil, nil
+  if n > 0 then bound, top = bind_keywords(class, "init", init, n, ...) end
+  local list, count = bound or { ... }, bound and top or n
   for i, nm in ipairs(declared) do
     if list[i] == nil and nm:sub(-1) ~= "?" then
       check.fail(rawget(class, "__name") or "Module", "missing required argument '%s'", nm)
@@ -259,6 +238,7 @@ function Module:extend(name, args)
           for nm, at in pairs(positions_of(init) or {}) do names[nm] = at end
           for i, nm in ipairs(args) do names[nm:match("^(.-)%??$")] = i end
           param_names[init] = names
+          if debug.getinfo(init, "u").nparams - 1 > #args then options_at[init] = #args + 1 end
           v = function(obj, ...) return init(obj, own_init_args(cls, args, init, ...)) end
           own_inits[v] = true
         end
