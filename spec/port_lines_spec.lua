@@ -2829,3 +2829,29 @@ describe("the twenty-sixth round's lines (HF's config objects)", function()
     support.assert_error_has(function() return A(16) end, "BartAttention: missing required argument 'num_heads'")
   end)
 end)
+
+describe("the twenty-seventh round's lines", function()
+  it("a Parameter assigned over a number is registered (x-transformers' self.q_scale = 1, then a Parameter)", function()
+    local A = nn.Module:extend("A")
+    function A:init(scale)
+      self.q_scale = 1
+      if scale then self.q_scale = nn.Parameter(wick.ones(2)) end
+    end
+    assert.are.equal(1, #A(true):parameters())
+    assert.are.equal(0, #A(false):parameters())
+    local names = {}
+    for k in A(true):state_dict():keys() do names[#names + 1] = k end
+    assert.are.same({ "q_scale" }, names)
+  end)
+
+  it("a number over a tensor is PyTorch's reciprocal(t) * number, to the bit (timm's drop_block normalize_scale)", function()
+    local t = wick.tensor(100, { dtype = "float32" })
+    -- PyTorch 2.15: 147 / torch.tensor(100.) is 1.469999909, torch.tensor(147.) / it 1.470000029
+    assert.are.equal("1.469999909", ("%.10g"):format((147 / t):item()))
+    assert.are.equal("1.470000029", ("%.10g"):format((wick.tensor(147, { dtype = "float32" }) / t):item()))
+    local x = wick.tensor({ 2.0, 4.0 }, { requires_grad = true })
+    ;(3 / x):sum():backward()
+    assert.are.same({ -0.75, -0.1875 }, x.grad:totable())
+    assert.are.same({ 2.5, 1.25 }, (5 / wick.tensor({ 2, 4 }, { dtype = "int64" })):totable())
+  end)
+end)

@@ -1858,8 +1858,9 @@ if has_ffi and not os.getenv("WICK_NO_FFI") then
   local function used_slot() pool[npool] = nil; npool = npool - 1 end
   local function ptr(t) return ffi.cast(slot, t)[0] end
 
-  -- `method`: a must be a tensor (t:add(u)); otherwise a metamethod (2 - t)
-  local function fast_binary(op, classic, method)
+  -- `method`: a must be a tensor (t:add(u)); otherwise a metamethod (2 - t); `number_first`
+  -- false: a number over a tensor takes the classic path (2 / t is reciprocal(t) * 2, PyTorch's)
+  local function fast_binary(op, classic, method, number_first)
     return function(a, b, alpha)
       if alpha == nil then
         local out = next_slot()
@@ -1869,7 +1870,7 @@ if has_ffi and not os.getenv("WICK_NO_FFI") then
           elseif type(b) == "number" then
             if binary_scalar(op, ffi.cast(slot, out), ptr(a), b, 0) == 0 then used_slot(); return out end
           end
-        elseif not method and type(a) == "number" and getmetatable(b) == mt then
+        elseif not method and number_first and type(a) == "number" and getmetatable(b) == mt then
           if binary_scalar(op, ffi.cast(slot, out), ptr(b), a, 1) == 0 then used_slot(); return out end
         end
       end
@@ -1881,7 +1882,7 @@ if has_ffi and not os.getenv("WICK_NO_FFI") then
     local op = ptrs.binary_ops[name]
     Tensor[name] = fast_binary(op, Tensor[name], true)
     local meta = "__" .. name
-    mt[meta] = fast_binary(op, mt[meta], false)
+    mt[meta] = fast_binary(op, mt[meta], false, name ~= "div")
     local classic_inplace = Tensor[name .. "_"]
     Tensor[name .. "_"] = function(a, b, alpha)
       if (alpha == nil or type(alpha) == "number") and getmetatable(b) == mt and getmetatable(a) == mt

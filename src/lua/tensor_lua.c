@@ -105,10 +105,20 @@ WL_FUNCTION(t_binary_) {
     return 1;
 }
 
-/* metamethods __add, __sub, ...: operands in Lua's order */
+/* metamethods __add, __sub, ...: operands in Lua's order; a number over a tensor is
+ * PyTorch's __rtruediv__, reciprocal(t) * number (its bits: 147 / t is not 147.0 / t) */
 WL_FUNCTION(t_arith) {
     lua_settop(L, 2);
-    return wl_binary_values(L, (wick_binary_op)UPINT(1), 1, 2, 1);
+    wick_binary_op op = (wick_binary_op)UPINT(1);
+    wick_tensor *b;
+    if (op == WICK_DIV && lua_type(L, 1) == LUA_TNUMBER && (b = wl_totensor(L, 2)) &&
+        !wick_dtype_is_complex(wick_tensor_dtype(b))) {
+        wick_tensor **slot = wl_new_slot(L);
+        wl_check(L, wick_unary(slot, WICK_RECIPROCAL, b));
+        lua_replace(L, 2);
+        return wl_binary_values(L, WICK_MUL, 2, 1, 1);
+    }
+    return wl_binary_values(L, op, 1, 2, 1);
 }
 
 WL_FUNCTION(t_unm) {

@@ -61,6 +61,14 @@ local function track(self, key, value)
       if buffers and buffers[key] == "implicit" then buffers[key] = nil end
     else
       if params then params[key] = nil end
+      if value ~= nil and not is_tensor(value) and building[self] and not is_module(value) then
+        -- a number or a flag init may replace with a parameter (members: the raw write is unseen)
+        if not params then
+          params = {}
+          rawset(self, "_param_names", params)
+        end
+        params[key] = "pending"
+      end
       if is_tensor(value) and building[self] and not (buffers and buffers[key]) then
         if not buffers then
           buffers = {}
@@ -708,8 +716,11 @@ local function members(self)
   for _, key in ipairs(rawget(self, "_fields")) do
     local v, kind, param = rawget(self, key), buffers[key], params[key] == true
     -- a parameter assigned over a tensor init set (ddpm's self.logvar =
-    -- nn.Parameter(self.logvar)) is one: a raw field's reassignment is not seen
-    if kind == "implicit" and is_tensor(v) and v:_is_parameter() then kind, param = nil, true end
+    -- nn.Parameter(self.logvar)) or over a number (x-transformers' self.q_scale = 1, then
+    -- nn.Parameter(...)) is one: a raw field's reassignment is not seen
+    if (kind == "implicit" or params[key] == "pending") and is_tensor(v) and v:_is_parameter() then
+      kind, param = nil, true
+    end
     add_member(out, self, key, v, visiting, kind, param)
   end
   return out
