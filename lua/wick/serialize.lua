@@ -13,26 +13,27 @@ local ordered = require("wick.ordered")
 
 local serialize = {}
 
---- wick.save(value, path[, {location = function(tensor) -> device string}]):
---- `location` overrides the device recorded for a tensor's storage (to write, on
---- a machine without a GPU, a checkpoint that says it came from "cuda:1").
 -- each OrderedDict in a value (a state dict) -> {name = its place}: the file keeps that order
-local function ranks_of(v, ranks, seen)
-  if type(v) ~= "table" or seen[v] then return ranks end
+-- (no deeper than the saver goes: it refuses a tree past 200 levels itself)
+local function ranks_of(v, ranks, seen, depth)
+  if type(v) ~= "table" or seen[v] or depth > 200 then return ranks end
   seen[v] = true
   if ordered.is(v) then
     local r = {}
     for i, name in ipairs(ordered.names(v)) do r[name] = i end
     ranks[v] = r
   end
-  for _, x in next, v do ranks_of(x, ranks, seen) end
+  for _, x in next, v do ranks_of(x, ranks, seen, depth + 1) end
   return ranks
 end
 
+--- wick.save(value, path[, {location = function(tensor) -> device string}]):
+--- `location` overrides the device recorded for a tensor's storage (to write, on
+--- a machine without a GPU, a checkpoint that says it came from "cuda:1").
 function serialize.save(value, path, opts)
   if type(path) ~= "string" then wick.error("wick.save: expected a file path as argument 2") end
   local location_of = check.options(opts, "wick.save", { location = "function" }).location
-  core.ckpt_save(path, value, location_of, ranks_of(value, {}, {}))
+  core.ckpt_save(path, value, location_of, ranks_of(value, {}, {}, 0))
 end
 
 --- A flat table name -> tensor as a plain safetensors file (contiguous copies).
@@ -88,13 +89,14 @@ end
 
 -- The state dicts in a loaded tree (tables of names to tensors) become OrderedDicts in
 -- the file's order, as torch.load gives them: sd:keys(), sd:items(), the saved order
-local function state_dicts_ordered(v, orders, seen)
-  if type(v) ~= "table" or getmetatable(v) ~= nil or seen[v] then return v end
+-- (those within 200 levels, as deep as wick.save writes)
+local function state_dicts_ordered(v, orders, seen, depth)
+  if type(v) ~= "table" or getmetatable(v) ~= nil or seen[v] or depth > 200 then return v end
   seen[v] = true
   local order, all_tensors = orders[v], next(v) ~= nil
   for k, x in pairs(v) do
     if type(k) ~= "string" or not wick.is_tensor(x) then all_tensors = false end
-    state_dicts_ordered(x, orders, seen)
+    state_dicts_ordered(x, orders, seen, depth + 1)
   end
   if all_tensors and order then ordered.of(v, order) end
   return v
@@ -142,7 +144,7 @@ function serialize.load(path, opts)
   local placed = {}
   for i = 1, #storages do placed[i] = place(storages[i], devices[i], map) end
   local tree, orders = core.ckpt_tree(ckpt, placed)
-  return state_dicts_ordered(tree, orders, {})
+  return state_dicts_ordered(tree, orders, {}, 0)
 end
 
 return serialize
