@@ -15,6 +15,7 @@ local R = {}
 
 local PackedSequence = { __name = "PackedSequence" }
 local FIELDS = { "data", "batch_sizes", "sorted_indices", "unsorted_indices" }
+local FIELD_SET = { data = true, batch_sizes = true, sorted_indices = true, unsorted_indices = true }
 
 local function is_packed(v) return getmetatable(v) == PackedSequence end
 R._is_packed = is_packed
@@ -113,8 +114,15 @@ local function packed_field(self, k)
   return v
 end
 
+-- PyTorch's namedtuple: p[1] is p.data, p[2] p.batch_sizes (1-based); another index or
+-- name is an error, as Python's IndexError and AttributeError, not a nil found later
 PackedSequence.__index = function(self, k)
   if type(k) == "number" then
+    if not FIELDS[k] then
+      check.fail("PackedSequence", "index %s is out of range: its fields are 1 (data), 2 (batch_sizes), "
+        .. "3 (sorted_indices) and 4 (unsorted_indices)%s", tostring(k),
+        k == 0 and " (PyTorch's p[0] is p[1], p.data)" or "")
+    end
     k = FIELDS[k]
     local v = rawget(self, k)
     if v ~= nil then return v end
@@ -122,6 +130,10 @@ PackedSequence.__index = function(self, k)
   local method = rawget(PackedSequence, k)
   if method ~= nil then return method end
   if k == "is_cuda" then return rawget(self, "_padded").is_cuda end
+  if type(k) == "string" and k:sub(1, 1) ~= "_" and not FIELD_SET[k] then
+    check.fail("PackedSequence", "has no field '%s' (its fields: data, batch_sizes, sorted_indices, "
+      .. "unsorted_indices; methods :to(), :cuda(), :cpu(), ...)", k)
+  end
   return packed_field(self, k)
 end
 
