@@ -2672,6 +2672,8 @@ describe("the twenty-fourth round's detection lines (YOLOv3)", function()
     assert.are.same({ 0 }, vops.nms(wick.zeros(0, 4), wick.zeros(0), 0.5):size())
     support.assert_error_has(function() return vops.nms(boxes, scores:narrow(1, 1, 3), 0.5) end, "one per box")
     support.assert_error_has(function() return vops.box_iou(wick.zeros(2, 3), boxes) end, "(N, 4)")
+    support.assert_error_has(function() return vops.batched_nms(boxes, scores, wick.ones(3), 0.5) end,
+      "batched_nms: expected idxs of shape (4), a category per box, got [3]")
   end)
 
   it("a[k]:div_(y) with a tensor key changes a copy, as PyTorch's a[k]; a[k] = a[k] / y writes back", function()

@@ -65,6 +65,10 @@ end
 function ops.batched_nms(boxes, scores, idxs, iou_threshold)
   boxes_arg(boxes, "batched_nms", "boxes")
   check.tensor(idxs, "batched_nms", "idxs")
+  if idxs:dim() ~= 1 or idxs:size(1) ~= boxes:size(1) then
+    check.fail("batched_nms", "expected idxs of shape (%d), a category per box, got %s", boxes:size(1),
+      tostring(idxs.shape))
+  end
   if boxes:size(1) == 0 then return wick.empty({ 0 }, { dtype = "int64", device = boxes.device }) end
   -- torchvision's coordinate trick: each category moved clear of the others
   local span = boxes:max() - boxes:min() + 1

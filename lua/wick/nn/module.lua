@@ -31,6 +31,16 @@ local INTERNAL = { _fields = true, _buffer_kinds = true, _param_names = true, _m
 -- the modules whose init is running (Module.new)
 local building = setmetatable({}, { __mode = "k" })
 
+-- a module's own table of names (_param_names, _buffer_kinds), made on first use
+local function registry(self, name)
+  local t = rawget(self, name)
+  if not t then
+    t = {}
+    rawset(self, name, t)
+  end
+  return t
+end
+
 -- Records each new field name once, in assignment order ("_private" names too:
 -- a module under one is found like any other, as in PyTorch).
 local function track(self, key, value)
@@ -53,28 +63,16 @@ local function track(self, key, value)
   if type(key) == "string" then
     local params, buffers = rawget(self, "_param_names"), rawget(self, "_buffer_kinds")
     if is_tensor(value) and value:_is_parameter() then
-      if not params then
-        params = {}
-        rawset(self, "_param_names", params)
-      end
-      params[key] = true
+      registry(self, "_param_names")[key] = true
       if buffers and buffers[key] == "implicit" then buffers[key] = nil end
     else
       if params then params[key] = nil end
       if value ~= nil and not is_tensor(value) and building[self] and not is_module(value) then
         -- a number or a flag init may replace with a parameter (members: the raw write is unseen)
-        if not params then
-          params = {}
-          rawset(self, "_param_names", params)
-        end
-        params[key] = "pending"
+        registry(self, "_param_names")[key] = "pending"
       end
       if is_tensor(value) and building[self] and not (buffers and buffers[key]) then
-        if not buffers then
-          buffers = {}
-          rawset(self, "_buffer_kinds", buffers)
-        end
-        buffers[key] = "implicit"
+        registry(self, "_buffer_kinds")[key] = "implicit"
       end
     end
   end
