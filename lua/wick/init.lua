@@ -978,6 +978,11 @@ local KEYWORDS = {
   flip = { "dims" },
   add = { "other" }, sub = { "other" }, mul = { "other" }, div = { "other" }, matmul = { "other" },
   mm = { "mat2" }, bmm = { "mat2" }, pow = { "exponent" },
+  addmm = { "mat1", "mat2" }, addmm_ = { "mat1", "mat2" }, baddbmm = { "batch1", "batch2" },
+  baddbmm_ = { "batch1", "batch2" }, addbmm = { "batch1", "batch2" }, addmv = { "mat", "vec" },
+  addr = { "vec1", "vec2" }, addcmul = { "tensor1", "tensor2" }, addcmul_ = { "tensor1", "tensor2" },
+  addcdiv = { "tensor1", "tensor2" }, addcdiv_ = { "tensor1", "tensor2" },
+  quantile = { "q" }, nanquantile = { "q" }, requires_grad_ = { "requires_grad?" },
   unfold = { "dimension", "size", "step", aliases = { dim = "dimension" } },
 }
 for name, names in pairs(KEYWORDS) do

@@ -3208,8 +3208,9 @@ return function(wick)
     "square", "dist", "all", "any", "histc", "atanh", "asinh", "acosh", "logaddexp", "logaddexp2", "nansum", "diagonal", "isclose", "ravel", "swapaxes", "swapdims", "logit", "xlogy",
     "rad2deg", "deg2rad", "exp2", "float_power", "true_divide", "addmv", "addr", "kron", "cross", "matrix_power",
     "addbmm", "logcumsumexp", "cummax", "cummin", "diag_embed" }) do
-    local method = Tensor[name]
-    wick[name] = function(t, ...) return method(t, ...) end
+    -- the method as it is when called (init.lua wraps some for PyTorch's keywords later);
+    -- torch.quantile(input=x, q=q): the tensor by PyTorch's name too
+    wick[name] = check.by_name(function(t, ...) return Tensor[name](t, ...) end, name, { "input" })
   end
   for _, name in ipairs({ "where", "randint", "randint_like", "randperm", "multinomial", "einsum", "bernoulli", "normal", "bincount",
     "linspace", "logspace", "meshgrid", "cdist", "tril_indices", "triu_indices", "broadcast_tensors", "broadcast_shapes", "tensordot",

@@ -256,6 +256,7 @@ wick_status wick_unary_(wick_unary_op op, wick_tensor *a) { return unary(NULL, a
 static wick_status binary(wick_tensor **out, wick_tensor *inplace, wick_binary_op op, const wick_tensor *a,
                           const wick_tensor *b, bool b_is_number, double alpha) {
     if ((unsigned)op >= WICK_NUM_BINARY) return wick_fail(WICK_ERR_ARGUMENT, "invalid binary op %d", op);
+    if (op == WICK_POW) alpha = b_is_number; /* a number exponent takes pow's special cases (scalar_math.h) */
     wick_dtype promoted = result_type(a, b, b_is_number);
     wick_dtype result = promoted;
     if (wick_dtype_is_complex(promoted)) { /* composed of real ops: complex.c */

@@ -52,11 +52,13 @@ WK_HD int64_t wk_clamp_hi_i64(double hi) {
 /* integer arithmetic wraps around like PyTorch's instead of being undefined */
 WK_HD int64_t wk_wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
 WK_HD int64_t wk_wrap_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
-/* pow with PyTorch's special exponents (its pow_tensor_scalar kernels): a
- * square or a cube as products, 0.5 and -0.5 as (r)sqrt, -1 and -2 as
- * reciprocals, pow elsewhere. A scalar exponent is the same for a whole run,
- * so the compiler takes the branches out of the loop and the products
- * vectorise. */
+/* pow of a number exponent with PyTorch's special exponents (its
+ * pow_tensor_scalar kernels): a square or a cube as products, 0.5 and -0.5 as
+ * (r)sqrt, -1 and -2 as reciprocals, pow elsewhere. A scalar exponent is the
+ * same for a whole run, so the compiler takes the branches out of the loop and
+ * the products vectorise. A tensor exponent takes pow itself, as PyTorch's
+ * pow_tensor_tensor (Bloom's alibi slopes, base ** int32 powers): the binary
+ * kernel's alpha says which (1: a number, elementwise.c). */
 WK_HD float wk_powf(float a, float b) {
     return b == 2.0f    ? a * a
            : b == 3.0f  ? a * a * a
@@ -269,7 +271,7 @@ WK_HD double wk_remd(double a, double b) {
     X(SUB, a - wk_mulf(alpha, b), a - wk_muld(alpha, b), wk_wrap_add(a, wk_wrap_mul(-alpha, b)))  \
     X(MUL, a * b, a * b, wk_wrap_mul(a, b))                                                     \
     X(DIV, a / b, a / b, b == 0 ? 0 : (b == -1 ? wk_wrap_mul(a, -1) : a / b))                   \
-    X(POW, wk_powf(a, b), wk_powd(a, b), wk_ipow(a, b))                                         \
+    X(POW, alpha != 0 ? wk_powf(a, b) : powf(a, b), alpha != 0 ? wk_powd(a, b) : pow(a, b), wk_ipow(a, b)) \
     X(MAXIMUM, wk_maxf(a, b), wk_maxd(a, b), wk_maxi(a, b))                                     \
     X(MINIMUM, wk_minf(a, b), wk_mind(a, b), wk_mini(a, b))                                     \
     X(FMOD, fmodf(a, b), fmod(a, b), wk_fmodi(a, b))                                            \

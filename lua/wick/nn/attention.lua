@@ -395,17 +395,6 @@ local function layer_init(self, fn, d_model, nhead, attentions, norms, ...)
   self.activation = activation(o.activation, fn)
 end
 
--- self-attention block: dropout1(self_attn(x, x, x))
-local function sa_block(self, x, mask, kpm, is_causal)
-  local y = self.self_attn(x, x, x, { attn_mask = mask, key_padding_mask = kpm, need_weights = false, is_causal = is_causal })
-  return self.dropout1(y)
-end
-
--- feed-forward block: dropout_n(linear2(dropout(activation(linear1(x)))))
-local function ff_block(self, x, out_dropout)
-  return out_dropout(self.linear2(self.dropout(self.activation(self.linear1(x)))))
-end
-
 A.TransformerEncoderLayer = Module:extend("TransformerEncoderLayer", { "d_model", "nhead" })
 
 --- nn.TransformerEncoderLayer(d_model, nhead[, dim_feedforward = 2048[, dropout = 0.1[,
@@ -414,6 +403,21 @@ A.TransformerEncoderLayer = Module:extend("TransformerEncoderLayer", { "d_model"
 function A.TransformerEncoderLayer:init(d_model, nhead, ...)
   layer_init(self, "TransformerEncoderLayer", d_model, nhead, { "self_attn" }, 2, ...)
 end
+
+-- The blocks forward calls as methods, PyTorch's names and arguments, so a subclass's own
+-- _sa_block or _ff_block (encodec's StreamingTransformerEncoderLayer) takes their place.
+--- layer:_sa_block(x, attn_mask, key_padding_mask[, is_causal]): dropout1(self_attn(x, x, x))
+local function sa_block(self, x, mask, kpm, is_causal)
+  local y = self.self_attn(x, x, x, { attn_mask = mask, key_padding_mask = kpm, need_weights = false, is_causal = is_causal })
+  return self.dropout1(y)
+end
+-- the feed-forward block: dropout_n(linear2(dropout(activation(linear1(x)))))
+local function ff_block(self, x, out_dropout)
+  return out_dropout(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+end
+A.TransformerEncoderLayer._sa_block = sa_block
+--- layer:_ff_block(x): dropout2(linear2(dropout(activation(linear1(x)))))
+function A.TransformerEncoderLayer:_ff_block(x) return ff_block(self, x, self.dropout2) end
 
 local ENC_FORWARD = { src_mask = "tensor", src_key_padding_mask = "tensor", is_causal = "boolean" }
 local ENC_FORWARD_ORDER = { "src_mask", "src_key_padding_mask", "is_causal" }
@@ -428,11 +432,11 @@ local function transformer_encoder_layer_forward(self, src, ...)
   local mask, causal = o.src_mask, o.is_causal == true
   local x = src
   if self.norm_first then
-    x = x + sa_block(self, self.norm1(x), mask, kpm, causal)
-    return x + ff_block(self, self.norm2(x), self.dropout2)
+    x = x + self:_sa_block(self.norm1(x), mask, kpm, causal)
+    return x + self:_ff_block(self.norm2(x))
   end
-  x = self.norm1(x + sa_block(self, x, mask, kpm, causal))
-  return self.norm2(x + ff_block(self, x, self.dropout2))
+  x = self.norm1(x + self:_sa_block(x, mask, kpm, causal))
+  return self.norm2(x + self:_ff_block(x))
 end
 function A.TransformerEncoderLayer:forward(...)
   return transformer_encoder_layer_forward(self, common.required("TransformerEncoderLayer", { "src" }, ...))
@@ -450,11 +454,14 @@ local DEC_FORWARD = { tgt_mask = "tensor", memory_mask = "tensor", tgt_key_paddi
 local DEC_FORWARD_ORDER = { "tgt_mask", "memory_mask", "tgt_key_padding_mask", "memory_key_padding_mask",
   "tgt_is_causal", "memory_is_causal" }
 
--- cross-attention block: dropout2(multihead_attn(x, memory, memory))
-local function mha_block(self, x, mem, mask, kpm, is_causal)
+A.TransformerDecoderLayer._sa_block = sa_block
+--- layer:_mha_block(x, mem, attn_mask, key_padding_mask[, is_causal]): dropout2(multihead_attn(x, mem, mem))
+function A.TransformerDecoderLayer:_mha_block(x, mem, mask, kpm, is_causal)
   local y = self.multihead_attn(x, mem, mem, { attn_mask = mask, key_padding_mask = kpm, need_weights = false, is_causal = is_causal })
   return self.dropout2(y)
 end
+--- layer:_ff_block(x): dropout3(linear2(dropout(activation(linear1(x)))))
+function A.TransformerDecoderLayer:_ff_block(x) return ff_block(self, x, self.dropout3) end
 
 --- layer(tgt, memory[, tgt_mask[, memory_mask[, tgt_key_padding_mask[,
 --- memory_key_padding_mask[, tgt_is_causal = false[, memory_is_causal = false]]]]]][, opts])
@@ -466,13 +473,13 @@ local function transformer_decoder_layer_forward(self, tgt, memory, ...)
   local tc, mc = o.tgt_is_causal == true, o.memory_is_causal == true
   local x = tgt
   if self.norm_first then
-    x = x + sa_block(self, self.norm1(x), o.tgt_mask, o.tgt_key_padding_mask, tc)
-    x = x + mha_block(self, self.norm2(x), memory, o.memory_mask, o.memory_key_padding_mask, mc)
-    return x + ff_block(self, self.norm3(x), self.dropout3)
+    x = x + self:_sa_block(self.norm1(x), o.tgt_mask, o.tgt_key_padding_mask, tc)
+    x = x + self:_mha_block(self.norm2(x), memory, o.memory_mask, o.memory_key_padding_mask, mc)
+    return x + self:_ff_block(self.norm3(x))
   end
-  x = self.norm1(x + sa_block(self, x, o.tgt_mask, o.tgt_key_padding_mask, tc))
-  x = self.norm2(x + mha_block(self, x, memory, o.memory_mask, o.memory_key_padding_mask, mc))
-  return self.norm3(x + ff_block(self, x, self.dropout3))
+  x = self.norm1(x + self:_sa_block(x, o.tgt_mask, o.tgt_key_padding_mask, tc))
+  x = self.norm2(x + self:_mha_block(x, memory, o.memory_mask, o.memory_key_padding_mask, mc))
+  return self.norm3(x + self:_ff_block(x))
 end
 function A.TransformerDecoderLayer:forward(...)
   return transformer_decoder_layer_forward(self, common.required("TransformerDecoderLayer", { "tgt", "memory" }, ...))

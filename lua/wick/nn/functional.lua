@@ -2467,4 +2467,28 @@ for name, kind in pairs(LOSSES) do
   F[name] = check.by_name(F[name], name, type(kind) == "table" and kind or LOSS_NAMES[kind])
 end
 
+-- The other functions' leading arguments by PyTorch's names too (HF's
+-- F.scaled_dot_product_attention(query=q, key=k, value=v, attn_mask=m), F.linear(input=x,
+-- weight=w)); those not listed take their first tensor as `input`
+local ARG_NAMES = {
+  scaled_dot_product_attention = { "query", "key", "value" }, multi_head_attention_forward = { "query", "key", "value" },
+  linear = { "input", "weight", "bias?" }, bilinear = { "input1", "input2", "weight", "bias?" },
+  conv1d = { "input", "weight", "bias?" }, conv2d = { "input", "weight", "bias?" }, conv3d = { "input", "weight", "bias?" },
+  conv_transpose1d = { "input", "weight", "bias?" }, conv_transpose2d = { "input", "weight", "bias?" },
+  conv_transpose3d = { "input", "weight", "bias?" }, embedding = { "input", "weight" },
+  embedding_bag = { "input", "weight" }, layer_norm = { "input", "normalized_shape" },
+  rms_norm = { "input", "normalized_shape" }, group_norm = { "input", "num_groups" },
+  batch_norm = { "input", "running_mean", "running_var" }, prelu = { "input", "weight" },
+  softmax = { "input", "dim?" }, log_softmax = { "input", "dim?" }, softmin = { "input", "dim?" },
+  gumbel_softmax = { "logits" }, cosine_similarity = { "x1", "x2" }, pairwise_distance = { "x1", "x2" },
+  grid_sample = { "input", "grid" }, affine_grid = { "theta", "size" }, pad = { "input", "pad" },
+  one_hot = { "tensor" }, glu = { "input", "dim?" }, pixel_shuffle = { "input", "upscale_factor" },
+  pixel_unshuffle = { "input", "downscale_factor" },
+}
+for name, f in pairs(F) do
+  if type(f) == "function" and name:sub(1, 1) ~= "_" and not LOSSES[name] then
+    F[name] = check.by_name(f, name, ARG_NAMES[name] or { "input" })
+  end
+end
+
 return F

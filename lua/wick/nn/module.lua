@@ -125,11 +125,12 @@ end
 -- A vararg f takes other names too when one names a parameter: they come as one table where its
 -- `...` starts, Python's **kwargs (HF's attention called with position_ids=, use_cache=, ...), or
 -- in its options parameter (ArgsNet(2, {n_out = 5, bias = false})); another f refuses them then,
--- as PyTorch's TypeError (a misspelt keyword beside right ones).
+-- as PyTorch's TypeError (a misspelt keyword beside right ones). A forward's `...` also takes a
+-- table naming none of its parameters, `{}` too, when it comes before the `...`.
 -- `owner` and `method` name f in that error: a module or a class, "forward" or "init".
 local function bind_keywords(owner, method, f, n, ...)
   local t = select(n, ...)
-  if type(t) ~= "table" or getmetatable(t) ~= nil or next(t) == nil or #t > 0 then return nil end
+  if type(t) ~= "table" or getmetatable(t) ~= nil or #t > 0 then return nil end
   local names = positions_of(f)
   if not names then return nil end
   local top, others = n - 1, false
@@ -140,7 +141,16 @@ local function bind_keywords(owner, method, f, n, ...)
     elseif type(k) == "string" then others = others or k
     else return nil end
   end
-  if top < n then return nil end -- (no key names a parameter)
+  local kw_at = method == "forward" and varargs_at(f)
+  if top < n then -- no key names a parameter: a value (HF's config object), but a forward with
+    -- `...` (Python's **kwargs) at this place or later takes it as its keywords: diffusers'
+    -- attn(h, {temb = temb}), and `{}`, HF's keywords that were all None
+    if not kw_at or n >= kw_at then return nil end -- (at the `...` already: as it is)
+    local args = { ... }
+    for i = n, kw_at - 1 do args[i] = nil end
+    args[kw_at] = t
+    return args, kw_at
+  end
   local extra = options_at[undecorated(f)] or varargs_at(f)
   if others and not extra then
     local class = rawget(owner, "__name") and owner or getmetatable(owner)
@@ -893,9 +903,11 @@ function Module:apply(fn)
 end
 
 --- requires_grad_([requires_grad = true]): sets requires_grad on every parameter; returns self.
-function Module:requires_grad_(flag)
+local REQUIRES_GRAD = { requires_grad = "boolean" }
+function Module:requires_grad_(...)
   this(self, "requires_grad_")
-  flag = check.opt_boolean(flag, "requires_grad_", "requires_grad", true)
+  local flag = check.positional("requires_grad_", { "requires_grad" }, REQUIRES_GRAD, ...).requires_grad
+  if flag == nil then flag = true end
   -- every tensor but the registered buffers (a parameter frozen earlier is a
   -- tensor without requires_grad: it is found again here)
   walk(self, "", function(_, t, _, registered)
