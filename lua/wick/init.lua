@@ -2172,6 +2172,10 @@ for _, name in ipairs({ "inverse", "det", "slogdet", "logdet", "pinverse", "chol
   wick[name] = Tensor[name]
 end
 
+--- wick.OrderedDict([items]): Python's collections.OrderedDict (lua/wick/ordered.lua), what
+--- state_dict returns; FeaturePyramidNetwork's input
+function wick.OrderedDict(items) return require("wick.ordered").OrderedDict(items) end
+
 --- wick.poisson(rates): torch.poisson, from wick.distributions (which loads on first use)
 function wick.poisson(rates) return require("wick.distributions")._poisson(rates) end
 --- wick.binomial(count, prob): torch.binomial, from wick.distributions

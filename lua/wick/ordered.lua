@@ -13,9 +13,13 @@ local StateDict = { __name = "OrderedDict" }
 local sd_order = setmetatable({}, { __mode = "k" }) -- state dict -> its names in order
 local function sd_names(sd)
   local names, seen = {}, {}
-  for _, k in ipairs(sd_order[sd] or {}) do
+  -- (a name set again after its removal is in the order twice: its last place counts)
+  local order = sd_order[sd] or {}
+  for i = #order, 1, -1 do
+    local k = order[i]
     if rawget(sd, k) ~= nil and not seen[k] then names[#names + 1], seen[k] = k, true end
   end
+  for i = 1, math.floor(#names / 2) do names[i], names[#names + 1 - i] = names[#names + 1 - i], names[i] end
   local extra = {}
   for k in next, sd do if not seen[k] then extra[#extra + 1] = k end end
   table.sort(extra, function(a, b) return tostring(a) < tostring(b) end)
@@ -76,6 +80,14 @@ function SD_METHODS.copy(sd)
   return c
 end
 StateDict.__index = SD_METHODS
+-- a new name goes last, as Python's dict keeps insertion order (sd[name] = t)
+StateDict.__newindex = function(sd, k, v)
+  if v == nil then return end
+  local order = sd_order[sd]
+  if not order then order = {}; sd_order[sd] = order end
+  order[#order + 1] = k
+  rawset(sd, k, v)
+end
 StateDict.__pairs = function(sd) return SD_METHODS.items(sd) end
 -- wick.deepcopy(sd): new tensors in the same order (copy: the deep copier)
 StateDict.__deepcopy = function(sd, copy)
@@ -103,6 +115,27 @@ function M.of(tbl, order)
   setmetatable(tbl, StateDict)
   sd_order[tbl] = order
   return tbl
+end
+--- wick.OrderedDict([items]): Python's collections.OrderedDict, a table of names to values that
+--- keeps the order they were set in (pairs, keys(), values() and items() walk it); items is a list
+--- of {name, value} pairs, another OrderedDict, or a plain table (its names sorted)
+function M.OrderedDict(items)
+  local sd, order = M.new()
+  if items == nil then return sd end
+  check.table(items, "OrderedDict", "items")
+  if getmetatable(items) == StateDict then
+    for k, v in SD_METHODS.items(items) do rawset(sd, k, v); order[#order + 1] = k end
+  elseif #items > 0 then
+    for i, kv in ipairs(items) do
+      if type(kv) ~= "table" or kv[1] == nil or #kv ~= 2 then
+        check.fail("OrderedDict", "item %d is not a {name, value} pair", i)
+      end
+      sd[kv[1]] = kv[2]
+    end
+  else
+    SD_METHODS.update(sd, items)
+  end
+  return sd
 end
 --- ordered.is(v): whether v is an OrderedDict
 function M.is(v) return getmetatable(v) == StateDict end

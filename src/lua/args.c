@@ -311,9 +311,17 @@ int wl_options(lua_State *L, int idx, wick_options *opt, const char *fn) {
         else if (key && strcmp(key, "requires_grad") == 0) requires_grad = wl_boolean_option(L, -1, fn, key);
         else if (key && strcmp(key, "non_blocking") == 0 && strcmp(fn, "to") == 0)
             opt->non_blocking = wl_boolean_option(L, -1, fn, key);
+        else if (key && strcmp(key, "layout") == 0 && strcmp(fn, "to") != 0) {
+            /* PyTorch's layout=torch.strided (torchvision's full_like(b, i, layout=torch.strided)) */
+            if (lua_type(L, -1) != LUA_TSTRING || strcmp(lua_tostring(L, -1), "strided") != 0)
+                wl_raise(L, "%s: layout must be wick.strided (wick's tensors are dense: a sparse one is "
+                            "wick.sparse_coo_tensor's), got %s", fn, lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, -1));
+        } else if (key && strcmp(key, "pin_memory") == 0 && strcmp(fn, "to") != 0)
+            (void)wl_boolean_option(L, -1, fn, key); /* page-locking is a transfer speed-up: a CPU tensor either way */
         else
             wl_raise(L, "%s: unknown option '%s' (expected %s)", fn, key ? key : "?",
-                     strcmp(fn, "to") == 0 ? "dtype, device or non_blocking" : "dtype, device or requires_grad");
+                     strcmp(fn, "to") == 0 ? "dtype, device or non_blocking"
+                                           : "dtype, device, requires_grad, layout or pin_memory");
         lua_pop(L, 1);
     }
     return requires_grad;

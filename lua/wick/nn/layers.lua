@@ -1453,6 +1453,12 @@ end
 -- the last argument), so nn.Sequential(block(a, b), block(b, c)) stands for it.
 local function sequential_items(v, i, out)
   if check.is_module(v) then out[#out + 1] = v; return end
+  local ordered = require("wick.ordered")
+  if ordered.is(v) then -- Sequential(OrderedDict([("conv1", ...), ...]))
+    local pairs_of = {}
+    for k, m in v:items() do pairs_of[#pairs_of + 1] = { k, m } end
+    return sequential_items(pairs_of, i, out)
+  end
   if type(v) ~= "table" or (getmetatable(v) ~= nil and getmetatable(v) ~= Module._iterable_list) then
     check.expected("Sequential", "module " .. i, "a module or a list of modules", v)
   end

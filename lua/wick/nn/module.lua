@@ -1263,15 +1263,11 @@ function Module:state_dict(...)
   this(self, "state_dict")
   local o = check.positional("state_dict", { "destination", "prefix", "keep_vars" }, STATE_DICT, ...)
   local sd, prefix = o.destination, o.prefix or ""
-  local order
-  if sd == nil then
-    sd, order = ordered.new()
-  end
+  if sd == nil then sd = ordered.new() end -- (which keeps the order names are set in)
   -- a tensor under two names (tied weights) is stored under both, as in PyTorch; a tensor init
   -- assigned without registering it is left out, as PyTorch leaves out a plain attribute
   walk(self, prefix, function(name, t, _, _, plain)
     if plain then return end
-    if order and sd[name] == nil then order[#order + 1] = name end
     sd[name] = o.keep_vars and t or t:detach()
   end, nil, true, true)
   each_hook(self, "_state_dict_hooks", function(m, at, e)
