@@ -2943,3 +2943,42 @@ describe("the twenty-ninth round's lines (GPT-NeoX, Falcon, Bloom, diffusers, en
     assert.are.equal(0.35355335474014282, base:pow(3):item()) -- PyTorch's pow_tensor_scalar: x*x*x
   end)
 end)
+
+describe("the twenty-ninth round's distributions (dreamerv3's OneHotDist)", function()
+  it("a distribution class extends another, its init reaching the base's through super", function()
+    local D = wick.distributions
+    local OneHotDist = D.OneHotCategorical:extend("OneHotDist")
+    function OneHotDist:init(logits, unimix_ratio)
+      local probs = F.softmax(logits, -1)
+      probs = probs * (1 - unimix_ratio) + unimix_ratio / probs.shape[-1]
+      OneHotDist.super.init(self, { logits = wick.log(probs) })
+    end
+    function OneHotDist:mode() -- a method for the base's property, as dreamer's
+      local m = F.one_hot(wick.argmax(self.logits, -1), self.logits.shape[-1])
+      return m:detach() + self.logits - self.logits:detach()
+    end
+    local logits = wick.tensor({ { 2.0, 0.5, -1.0 } }, { requires_grad = true })
+    local d = OneHotDist(logits, 0.01)
+    assert.are.equal("OneHotDist(probs: Size([1, 3]))", tostring(d))
+    local p = F.softmax(logits, -1):detach() * 0.99 + 0.01 / 3
+    support.assert_close(d.probs:totable(), p:totable(), 1e-6)
+    assert.are.same({ { 1, 0, 0 } }, d:mode():detach():totable())
+    d:mode():sum():backward() -- the straight-through gradient reaches the logits
+    assert.is_not_nil(logits.grad)
+    support.assert_close(d:log_prob(wick.tensor({ { 0, 1, 0 } })):totable(), { math.log(p[1][2]:item()) }, 1e-6)
+    local ind = D.Independent(d, 1)
+    assert.are.same({ { 1, 0, 0 } }, ind:mode():detach():totable()) -- bound to the base, as Python's
+    local q = OneHotDist(wick.zeros(1, 3), 0.0)
+    support.assert_close(D.kl_divergence(d, q):totable(), D.kl_divergence(D.OneHotCategorical{ logits = d.logits },
+      D.OneHotCategorical{ logits = q.logits }):totable(), 1e-6)
+    support.assert_error_has(function() return d.mode() end, "OneHotDist") -- (no receiver: its own method's error)
+    -- one of one's own, from Distribution
+    local Huber = D.Distribution:extend("UnnormalizedHuber")
+    function Huber:init(loc) self.loc = loc; D.Distribution.init(self, loc.shape, {}) end
+    function Huber:log_prob(x) return -(((x - self.loc):pow(2) + 1):sqrt() - 1) end
+    local h = Huber(wick.zeros(3))
+    assert.are.same({ 3 }, h.batch_shape)
+    support.assert_close(D.Independent(h, 1):log_prob(wick.ones(3)):item(), -3 * (math.sqrt(2) - 1), 1e-6)
+    support.assert_error_has(function() return h:rsample() end, "UnnormalizedHuber:rsample: has no reparameterised draws")
+  end)
+end)

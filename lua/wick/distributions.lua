@@ -90,8 +90,17 @@ function Distribution.enumerate_support(d)
   check.fail(name_of(d) .. ":enumerate_support", "not implemented for this distribution in this version of wick")
 end
 
+-- a class's instances copied into self: a registered class's init, what a subclass's
+-- init reaches through super (PyTorch's super().__init__(logits=logits))
+local function init_from(C)
+  return function(self, ...)
+    for k, v in next, C(...) do rawset(self, k, v) end
+  end
+end
+
 local function class(name)
-  local C = { __name = name, _lazy = {} }
+  local C = { __name = name, _lazy = {}, _distribution_class = true }
+  C.init = init_from(C)
   C.__index = function(d, k)
     local v = C[k]
     if v ~= nil then return v end
@@ -111,7 +120,7 @@ local function class(name)
         parts[#parts + 1] = p .. ": " .. (v:dim() == 0 and tostring(v:item()) or ("Size(" .. tostring(v:size()) .. ")"))
       end
     end
-    return name .. "(" .. table.concat(parts, ", ") .. ")"
+    return (getmetatable(d).__name or name) .. "(" .. table.concat(parts, ", ") .. ")"
   end
   -- PyTorch's positional validate_args (D.Normal(loc, scale, False)): a trailing
   -- boolean is that option
@@ -138,12 +147,64 @@ local function class(name)
   M[name] = setmetatable(C, { __call = call, __index = Distribution })
   return C
 end
+-- whether class S is C or extends it
+local function extends(S, C)
+  while type(S) == "table" do
+    if S == C then return true end
+    S = rawget(S, "super")
+  end
+  return false
+end
+--- Distribution:extend(name) (and any class's, OneHotCategorical:extend("OneHotDist")): a subclass,
+--- PyTorch's class OneHotDist(OneHotCategorical): its methods override the base's (a method may
+--- stand for a property, dreamer's mode()), Sub.super is the base; Sub(...) calls Sub:init(...),
+--- which calls Sub.super.init(self, ...) for the base's constructor (Distribution.init(self,
+--- batch_shape, event_shape[, validate_args]) for a distribution of one's own)
+function Distribution.extend(parent, name)
+  check.string(name, "Distribution.extend", "name")
+  local S = { __name = name, _distribution_class = true, super = parent }
+  local parent_index = rawget(parent, "__index")
+  S.__index = function(d, k)
+    local v = rawget(S, k)
+    if v ~= nil then return v end
+    if type(parent_index) == "function" then return parent_index(d, k) end
+    return parent[k]
+  end
+  S.__tostring = rawget(parent, "__tostring")
+  return setmetatable(S, { __index = parent, __call = function(cls, ...)
+    local self = setmetatable({}, cls)
+    cls.init(self, ...)
+    return self
+  end, __newindex = function(cls, k, f) -- (its methods check their receiver, as the base's)
+    if type(f) == "function" and type(k) == "string" and k:sub(1, 2) ~= "__" then
+      local method = f
+      f = function(self, ...)
+        if type(self) ~= "table" or not extends(getmetatable(self), cls) then
+          check.fail(name .. ":" .. k, "expected a %s as self, got %s (call it with ':', as d:%s(...))",
+            name, check.describe(self), k)
+        end
+        return method(self, ...)
+      end
+    end
+    rawset(cls, k, f)
+  end })
+end
+--- Distribution.init(self, batch_shape, event_shape[, validate_args]): PyTorch's Distribution.__init__
+function Distribution.init(self, batch_shape, event_shape, validate_args)
+  rawset(self, "batch_shape", Size(batch_shape and { unpack(batch_shape) } or {}))
+  rawset(self, "event_shape", Size(event_shape and { unpack(event_shape) } or {}))
+  if validate_args == nil then validate_args = default_validate end
+  rawset(self, "_validate_args", validate_args)
+end
+Distribution.__index = Distribution
+Distribution._distribution_class = true
+
 -- d:method() with '.' for ':' (or another receiver): an error at the caller's line
 local function receivers(C)
   for k, f in pairs(C) do
     if type(f) == "function" and type(k) == "string" and k:sub(1, 1) ~= "_" and k ~= "new" then
       C[k] = function(self, ...)
-        if type(self) ~= "table" or getmetatable(self) ~= C then
+        if type(self) ~= "table" or not extends(getmetatable(self), C) then
           check.fail(C.__name .. ":" .. k, "expected a %s as self, got %s (call it with ':', as d:%s(...))",
             C.__name, check.describe(self), k)
         end
@@ -566,7 +627,7 @@ Independent._keywords = { "base_distribution", "reinterpreted_batch_ndims" }
 function Independent.new(base, ndims, opts)
   local fn = "Independent"
   local kind = type(base) == "table" and getmetatable(base)
-  if not (kind and type(rawget(kind, "__name")) == "string" and M[kind.__name] == kind) then
+  if not (type(kind) == "table" and rawget(kind, "_distribution_class")) then
     check.expected(fn, "base_distribution", "a distribution", base)
   end
   check.int(ndims, fn, "reinterpreted_batch_ndims", 0)
@@ -587,7 +648,13 @@ function Independent.new(base, ndims, opts)
   return d
 end
 for _, k in ipairs({ "mean", "mode", "variance", "stddev" }) do
-  Independent._lazy[k] = function(d) return d.base_dist[k] end
+  -- (a subclass's method standing for the property, dreamer's OneHotDist.mode(): bound to the base,
+  -- as Python's self.base_dist.mode is)
+  Independent._lazy[k] = function(d)
+    local v, base = d.base_dist[k], d.base_dist
+    if type(v) == "function" then return function(_, ...) return v(base, ...) end end
+    return v
+  end
 end
 function Independent:sample(sample_shape) return self.base_dist:sample(sample_shape) end
 function Independent:rsample(sample_shape)
@@ -1826,9 +1893,14 @@ end
 --- LogNormal, Poisson; not StudentT, as PyTorch)
 function M.kl_divergence(p, q)
   local fn = "kl_divergence"
-  local kind = type(p) == "table" and getmetatable(p) or nil
-  local qkind = type(q) == "table" and getmetatable(q) or nil
-  if kind == nil or qkind ~= kind or M[rawget(kind, "__name") or ""] ~= kind then
+  -- (a subclass's KL is its base's, as PyTorch's lookup by the classes' MRO)
+  local function registered(mt)
+    while type(mt) == "table" and rawget(M, rawget(mt, "__name") or "") ~= mt do mt = rawget(mt, "super") end
+    return mt
+  end
+  local kind = type(p) == "table" and registered(getmetatable(p)) or nil
+  local qkind = type(q) == "table" and registered(getmetatable(q)) or nil
+  if kind == nil or qkind ~= kind then
     check.fail(fn, "no KL divergence between %s and %s (two distributions of one kind are needed)",
       kind and kind.__name or type(p), qkind and qkind.__name or type(q))
   end
