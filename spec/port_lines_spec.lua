@@ -2982,3 +2982,53 @@ describe("the twenty-ninth round's distributions (dreamerv3's OneHotDist)", func
     support.assert_error_has(function() return h:rsample() end, "UnnormalizedHuber:rsample: has no reparameterised draws")
   end)
 end)
+
+describe("the thirtieth round's lines (RETRO, diffusers' mid-block, PyG)", function()
+  it("a ModuleList holds Python's None as false, in its place", function()
+    -- RETRO: nn.ModuleList([Attention(...), ChunkedCrossAttention(...) if has_cross_attn else None, FeedForward(...)])
+    local has_cross_attn = false
+    local l = nn.ModuleList({ nn.Linear(2, 2), has_cross_attn and nn.Linear(2, 2) or nil, nn.Linear(2, 3) })
+    assert.are.equal(3, #l)
+    assert.is_false(l[2])
+    assert.are.equal(4, #l:parameters())
+    local keys = {}
+    for k in l:state_dict():keys() do keys[#keys + 1] = k end
+    assert.are.same({ "1.weight", "1.bias", "3.weight", "3.bias" }, keys)
+    assert.is_truthy(tostring(l):find("(2): None", 1, true))
+    l:append(false)
+    assert.are.equal(4, #l)
+    l[2] = nn.Linear(3, 3)
+    assert.are.equal(6, #l:parameters())
+    assert.are.equal(4, #wick.deepcopy(l))
+    support.assert_error_has(function() return nn.ModuleList({ nn.ReLU(), 3 }) end, "expected a module (or false for None)")
+    support.assert_error_has(function() return nn.Sequential(nn.ReLU(), false) end, "Sequential")
+  end)
+end)
+
+describe("the thirtieth round's segment_reduce (PyG's _segment_reduce(src, reduce, offsets=ptr))", function()
+  it("reduces consecutive segments, empty ones to the identity or initial, as PyTorch's", function()
+    local src = wick.tensor({ 1, 4, 2, 3, 5 })
+    local lengths = wick.tensor({ 2, 0, 3 }, { dtype = wick.int64 })
+    local want = { sum = { 5, 0, 10 }, max = { 4, -math.huge, 5 }, min = { 1, math.huge, 2 }, prod = { 4, 1, 30 } }
+    for r, v in pairs(want) do
+      assert.are.same(v, wick.segment_reduce(src, r, { lengths = lengths }):totable())
+      assert.are.same(v, wick._segment_reduce(src, r, { offsets = wick.tensor({ 0, 2, 2, 5 }, { dtype = wick.int64 }) }):totable())
+    end
+    local mean = wick.segment_reduce(src, "mean", { lengths = lengths }):totable()
+    assert.are.equal(2.5, mean[1])
+    assert.is_true(mean[2] ~= mean[2])
+    -- initial joins every segment: PyTorch's [12, 7, 17], [7, 7, 7], and mean (sum + initial) / count
+    assert.are.same({ 12, 7, 17 }, wick.segment_reduce(src, "sum", { lengths = { 2, 0, 3 }, initial = 7 }):totable())
+    assert.are.same({ 7, 7, 7 }, wick.segment_reduce(src, "max", { lengths = { 2, 0, 3 }, initial = 7 }):totable())
+    support.assert_close(wick.segment_reduce(src, "mean", { lengths = { 2, 0, 3 }, initial = 7 }):totable(), { 6, 7, 17 / 3 }, 1e-6)
+    local x = wick.arange(10.0):reshape(5, 2)
+    assert.are.same({ { 2, 4 }, { 18, 21 } }, wick.segment_reduce(x, "sum", { lengths = { 2, 3 } }):totable())
+    assert.are.same({ { 2, 18 }, { 4, 21 } }, wick.segment_reduce(x:t(), "sum", { lengths = { 2, 3 }, axis = 2 }):totable())
+    local s = src:clone():requires_grad_()
+    wick.segment_reduce(s, "max", { lengths = lengths }):sum():backward()
+    assert.are.same({ 0, 1, 0, 0, 1 }, s.grad:totable())
+    support.assert_error_has(function() return wick.segment_reduce(src, "sum", { lengths = { 2, 2 } }) end,
+      "Expected all rows of lengths along axis to sum to data.size")
+    support.assert_error_has(function() return wick.segment_reduce(src, "sum") end, "Either lengths or offsets must be defined")
+  end)
+end)

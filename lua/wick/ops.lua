@@ -1864,6 +1864,71 @@ return function(wick)
   function Tensor.scatter_reduce_(t, dim, index, src, reduce, opts)
     return scatter_reduce(t, dim, index, src, reduce, opts, "scatter_reduce_", true)
   end
+  -- segment_reduce's identity per reduction (an empty segment's value without `initial`) and
+  -- scatter_reduce's name for it
+  local SEGMENT = { sum = { 0, "sum" }, mean = { 0 / 0, "mean" }, max = { -math.huge, "amax" },
+    min = { math.huge, "amin" }, prod = { 1, "prod" } }
+  SEGMENT.amax, SEGMENT.amin = SEGMENT.max, SEGMENT.min -- (PyG's reduce names)
+  local SEGMENT_OPTS = { lengths = "tensor|table", offsets = "tensor|table", indices = "any", axis = "integer",
+    unsafe = "boolean", initial = "number" }
+  --- wick.segment_reduce(data, reduce[, {lengths =, offsets =, axis = 1, unsafe = false, initial =}]):
+  --- data reduced ("sum", "mean", "max", "min", "prod") over consecutive segments of dim axis,
+  --- their lengths given as 1-D `lengths` or `offsets` (lengths[i] = offsets[i + 1] - offsets[i]),
+  --- as torch.segment_reduce (PyG's torch._segment_reduce(src, reduce, offsets=ptr)); an empty
+  --- segment gives the reduction's identity (NaN for mean), or `initial`, which also joins every
+  --- segment as PyTorch's does
+  function ops.segment_reduce(data, reduce, opts)
+    local fn = "segment_reduce"
+    check.tensor(data, fn, "data")
+    local how = SEGMENT[reduce]
+    if not how then check.fail(fn, "reduce must be 'sum', 'mean', 'max', 'min' or 'prod', got %s", check.describe(reduce)) end
+    local o = check.options(opts, fn, SEGMENT_OPTS)
+    if o.indices ~= nil then check.fail(fn, "indices is not supported yet (nor by PyTorch): give lengths or offsets") end
+    local lengths
+    local function int64(v, name)
+      if not is_tensor(v) then v = wick.tensor(v, { dtype = "int64", device = data.device }) end
+      if v:is_floating_point() or v:dim() ~= 1 then check.fail(fn, "%s must be a 1-D integer tensor, got %s %s", name, v.dtype, tostring(v.shape)) end
+      return v:to(data.device):long()
+    end
+    if o.offsets ~= nil then
+      local off = int64(o.offsets, "offsets")
+      if off:numel() == 0 then check.fail(fn, "offsets must have at least one entry") end
+      lengths = off:narrow(1, 2, off:numel() - 1) - off:narrow(1, 1, off:numel() - 1)
+    elseif o.lengths ~= nil then
+      lengths = int64(o.lengths, "lengths")
+    else
+      check.fail(fn, "Either lengths or offsets must be defined")
+    end
+    local nd = data:dim()
+    if nd == 0 then check.fail(fn, "data must have at least one dimension") end
+    local axis = o.axis or 1
+    if axis < 0 then axis = nd + 1 + axis end
+    if axis < 1 or axis > nd then check.fail(fn, "axis %d is out of range for %d dims (dims count from 1)", o.axis, nd) end
+    if lengths:lt(0):any() then check.fail(fn, "lengths contains negative value!") end
+    if not o.unsafe and lengths:sum():item() ~= data:size(axis) then
+      check.fail(fn, "Expected all rows of lengths along axis to sum to data.size(lengths.dim()-1) when !unsafe (the "
+        .. "lengths sum to %d, data has %d along dim %d)", lengths:sum():item(), data:size(axis), axis)
+    end
+    local nseg = lengths:numel()
+    local x = data:movedim(axis, 1)
+    local ids = wick.arange(1, nseg + 1, { dtype = "int64", device = data.device }):repeat_interleave(lengths)
+    local shape = x:size()
+    local at = ids
+    for _ = 2, #shape do at = at:unsqueeze(-1) end
+    at = at:expand(shape)
+    shape[1] = nseg
+    local start = o.initial ~= nil and o.initial or how[1]
+    local out = wick.full(shape, start, { dtype = data.dtype, device = data.device })
+    out = out:scatter_reduce(1, at, x, how[2], { include_self = o.initial ~= nil and reduce ~= "mean" })
+    if o.initial ~= nil and reduce == "mean" then -- PyTorch's: (sum + initial) / count, initial alone when empty
+      local sums = wick.zeros(shape, { dtype = data.dtype, device = data.device }):scatter_add(1, at, x) + o.initial
+      local counts = lengths:clamp_min(1):to(data.dtype)
+      for _ = 2, #shape do counts = counts:unsqueeze(-1) end
+      out = sums / counts
+    end
+    return out:movedim(1, axis)
+  end
+
   --- t:index_reduce(dim, index, source, reduce[, {include_self = true}]) and
   --- index_reduce_: slice index[i] of t along dim combined with slice i of
   --- source by reduce ("prod", "mean", "amax", "amin"), as scatter_reduce
@@ -3214,12 +3279,13 @@ return function(wick)
   end
   for _, name in ipairs({ "where", "randint", "randint_like", "randperm", "multinomial", "einsum", "bernoulli", "normal", "bincount",
     "linspace", "logspace", "meshgrid", "cdist", "tril_indices", "triu_indices", "broadcast_tensors", "broadcast_shapes", "tensordot",
-    "searchsorted", "bucketize", "block_diag", "cartesian_prod", "histogram", "hstack", "vstack", "row_stack",
+    "searchsorted", "bucketize", "block_diag", "segment_reduce", "cartesian_prod", "histogram", "hstack", "vstack", "row_stack",
     "dstack", "column_stack", "chain_matmul", "hann_window", "hamming_window", "blackman_window", "bartlett_window",
     "isin" }) do
     wick[name] = ops[name]
   end
   wick.concatenate, wick.concat = wick.cat, wick.cat -- PyTorch's aliases of torch.cat
+  wick._segment_reduce = ops.segment_reduce -- (PyTorch's private name, which PyG calls)
   for _, name in ipairs({ "true_divide", "floor_divide", "xlogy" }) do -- (a number first, as wick.div takes it)
     wick[name] = wick._number_first(wick[name])
   end

@@ -1408,9 +1408,11 @@ local function array_container(C, name, check_item, named)
   function C:extend(items, ...)
     if not check.is_module(self) then return Module.extend(self, items, ...) end -- on the class: a subclass
     if type(items) ~= "table" then check.expected(name .. ":extend", "modules", "an array or a " .. name, items) end
-    local list = {}
-    for i = 1, rawlen(items) do list[i] = check_item(rawget(items, i), name .. ":extend") end
-    for _, v in ipairs(list) do rawset(self, rawlen(self) + 1, v) end
+    local list, n = {}, rawlen(items)
+    -- (a hole in a plain array, RETRO's {attn, has_cross_attn and ca or nil, ff}, is an entry too)
+    if getmetatable(items) == nil and table.maxn then n = math.max(n, table.maxn(items)) end
+    for i = 1, n do list[i] = check_item(rawget(items, i), name .. ":extend") end
+    for i = 1, n do rawset(self, rawlen(self) + 1, list[i]) end
     return self
   end
   --- insert(index, v): like table.insert (and PyTorch's insert, 1-based).
@@ -1441,6 +1443,12 @@ local function array_container(C, name, check_item, named)
   end
 end
 local function module_item(v, fn) return check.module(v, fn, "module") end
+-- a ModuleList entry: a module, or false for Python's None (nil, a hole in a list, is one too)
+local function module_or_none(v, fn)
+  if v == nil or v == false then return false end
+  if not check.is_module(v) then check.expected(fn, "module", "a module (or false for None)", v) end
+  return v
+end
 local function parameter_item(v, fn)
   check.tensor(v, fn, "parameter")
   if not v.requires_grad and v:is_floating_point() then v:requires_grad_(true) end
@@ -1509,7 +1517,7 @@ L.Sequential.add = L.Sequential.append
 
 --- nn.ModuleList([modules]): an array of modules, walked by ipairs.
 L.ModuleList = Module:extend("ModuleList")
-array_container(L.ModuleList, "ModuleList", module_item, true)
+array_container(L.ModuleList, "ModuleList", module_or_none, true)
 function L.ModuleList:init(modules)
   if modules ~= nil then self:extend(modules) end
 end

@@ -1492,12 +1492,23 @@ function Module:__tostring()
     for line in (extra .. "\n"):gmatch("(.-)\n") do lines[#lines + 1] = line end
   end
   local children = 0
+  -- (a ModuleList's false entries, Python's None, print as PyTorch's "(2): None" in their place)
+  local n_array, next_at = rawlen(self), 1
+  local function nones_before(limit)
+    for i = next_at, limit - 1 do
+      if rawget(self, i) == false then children = children + 1; lines[#lines + 1] = ("(%d): None"):format(i) end
+    end
+    next_at = math.max(next_at, limit)
+  end
   for _, m in ipairs(members(self)) do
     if m[3] == "module" then
+      local at = tonumber(m[1])
+      if at and at <= n_array and rawget(self, at) == m[2] then nones_before(at); next_at = at + 1 end
       children = children + 1
       lines[#lines + 1] = ("(%s): %s"):format(m[1], (tostring(m[2]):gsub("\n", "\n  ")))
     end
   end
+  nones_before(n_array + 1)
   if #lines == 0 then return name .. "()" end
   if children == 0 and #lines == 1 then return ("%s(%s)"):format(name, lines[1]) end
   return ("%s(\n  %s\n)"):format(name, table.concat(lines, "\n  "))
