@@ -3032,3 +3032,34 @@ describe("the thirtieth round's segment_reduce (PyG's _segment_reduce(src, reduc
     support.assert_error_has(function() return wick.segment_reduce(src, "sum") end, "Either lengths or offsets must be defined")
   end)
 end)
+
+describe("the thirtieth round's datasets (PaLM's train_dataset[3][None, :])", function()
+  it("ds[i] is the one value get returns; a TensorDataset's sample stays a tuple", function()
+    local TextSamplerDataset = wick.data.Dataset:extend("TextSamplerDataset")
+    function TextSamplerDataset:init(d, seq_len) self.data, self.seq_len = d, seq_len end
+    function TextSamplerDataset:len() return self.data:size(1) - self.seq_len end
+    function TextSamplerDataset:get(i) return self.data:narrow(1, i, self.seq_len + 1) end
+    local ds = TextSamplerDataset(wick.arange(10.0), 3)
+    local first = ds[4][{ wick.newaxis, {} }]
+    assert.are.same({ { 3, 4, 5, 6 } }, first:totable())
+    assert.are.same({ 2, 3, 4, 5 }, wick.data.Subset(ds, { 3 })[1]:totable())
+    local td = wick.data.TensorDataset(wick.arange(5.0))
+    assert.are.equal("table", type(td[2]))
+    assert.are.equal(1, td[2][1]:item())
+    assert.are.equal("table", type(wick.data.Subset(td, { 2 })[1]))
+  end)
+
+  it("register_buffer(name, nil) keeps the name's place (PaLM's mask and pos_emb)", function()
+    local PaLMLike = nn.Module:extend("PaLMLike")
+    function PaLMLike:init()
+      self:register_buffer("mask", nil, false)
+      self:register_buffer("pos_emb", nil, false)
+    end
+    local m = PaLMLike()
+    m:register_buffer("pos_emb", wick.ones(1), false) -- filled first in forward
+    m:register_buffer("mask", wick.zeros(1), false)
+    local names = {}
+    for name in m:named_buffers() do names[#names + 1] = name end
+    assert.are.same({ "mask", "pos_emb" }, names)
+  end)
+end)

@@ -145,22 +145,20 @@ end
 
 -- A map-style dataset's instances take ds[i]: sample i as one table {x, y, ...}
 -- (Python's tuple: an index gives one value, ds:get(i) several), or, when
--- get(i) returns one plain table (a dict-like sample, {image = ..., landmarks
--- = ...}), that table itself; and ds1 + ds2 (a ConcatDataset).
-local function one_sample(...)
-  local first = ...
-  if select("#", ...) == 1 then
-    if type(first) == "table" and getmetatable(first) == nil then return first end
-    -- a plain value is itself, as __getitem__'s int (random_split(list(range(10)), ...)[0])
-    local kind = type(first)
-    if kind == "number" or kind == "string" or kind == "boolean" then return first end
-  end
+-- get(i) returns one value (a tensor: PaLM's train_dataset[3][None, :]; a
+-- dict-like plain table, {image = ..., landmarks = ...}; a number: a Subset of
+-- a list), that value itself, as __getitem__'s; and ds1 + ds2 (a ConcatDataset).
+-- (A TensorDataset's samples are PyTorch's tuples, one tensor too: {x[i]}, and so are a
+-- Subset's or ConcatDataset's of one: ds:_tuple_samples() says so)
+local function one_sample(tuple, ...)
+  if select("#", ...) == 1 and not tuple then return (...) end
   return { ... }
 end
 local function map_style(class, name)
   class.__index = function(ds, k)
     if type(k) == "number" or check.is_tensor(k) then
-      return one_sample(ds:get(position(k, len_of(ds, name, "dataset"), name)))
+      local tuple = ds._tuple_samples ~= nil and ds:_tuple_samples()
+      return one_sample(tuple, ds:get(position(k, len_of(ds, name, "dataset"), name)))
     end
     if type(k) == "string" then return class[k] end
     local slice = class._slice -- (a dataset that takes a tensor key: TensorDataset)
@@ -348,6 +346,7 @@ local function as_dataset(obj)
 end
 
 local TensorDataset = Dataset:extend("TensorDataset")
+function TensorDataset._tuple_samples() return true end
 
 --- TensorDataset(t1, t2, ...): sample i is (t1[i], t2[i], ...), along dim 1.
 function data.TensorDataset(...)
@@ -396,6 +395,7 @@ end
 
 -- ---- Subset, ConcatDataset, random_split ----
 local Subset = Dataset:extend("Subset")
+function Subset:_tuple_samples() return self.dataset._tuple_samples ~= nil and self.dataset:_tuple_samples() end
 
 --- Subset(dataset, indices): the samples of `dataset` at `indices` (a Lua array
 --- or a 1-D tensor of 1-based indices), in that order.
@@ -441,6 +441,10 @@ function data.ConcatDataset(datasets)
   return setmetatable({ datasets = list, cumulative_sizes = sizes }, ConcatDataset)
 end
 
+function ConcatDataset:_tuple_samples()
+  local d = self.datasets[1]
+  return d._tuple_samples ~= nil and d:_tuple_samples()
+end
 function ConcatDataset:len()
   local sizes = own(self, ConcatDataset, "len").cumulative_sizes
   return sizes[#sizes]

@@ -602,6 +602,11 @@ function Module:register_buffer(name, tensor, ...)
   check.opt_tensor(tensor, "register_buffer", "tensor")
   local opts = check.positional("register_buffer", { "persistent" }, { persistent = "boolean" }, ...)
   track(self, name, tensor)
+  local fields = rawget(self, "_fields")
+  if tensor == nil and not fields[name] then -- (a None placeholder keeps its place, PaLM's mask and pos_emb)
+    fields[name] = true
+    fields[#fields + 1] = name
+  end
   local buffers = rawget(self, "_buffer_kinds") or {}
   buffers[name] = opts.persistent == false and "nonpersistent" or true
   rawset(self, "_buffer_kinds", buffers)
