@@ -1472,3 +1472,28 @@ describe("autograd: in-place writes through views", function()
     assert_error_has(function() e:sum():backward() end, "modified by an inplace operation")
   end)
 end)
+
+describe("the order backward sums gradients in", function()
+  -- MuZero's min-max normalisation: two 1e5-sized terms that cancel beside a small one; in
+  -- float32 the sum keeps the small term or not by its order, and PyTorch's engine runs the
+  -- latest-made function first: these are PyTorch's gradients for both orders of the lines
+  local w = wick.tensor({ { 0.007 }, { 0.011 }, { -0.004 } })
+  local w2 = wick.tensor({ { 1.3 }, { -0.9 }, { 0.6 } })
+  it("the small path made first", function()
+    local x = wick.tensor({ { 0.3 }, { 1.2 }, { 2.5 } }):requires_grad_()
+    local s = x * 1.0
+    local r = (s * w):sum()
+    local n = (s - s:min(2, { keepdim = true })) / 1e-5
+    ;((n * w2):sum() + r):backward()
+    assert.are.same(w:view(-1):totable(), x.grad:view(-1):totable())
+  end)
+  it("the small path made between", function()
+    local x = wick.tensor({ { 0.3 }, { 1.2 }, { 2.5 } }):requires_grad_()
+    local s = x * 1.0
+    local m = s:min(2, { keepdim = true })
+    local r = (s * w):sum()
+    local n = (s - m) / 1e-5
+    ;(r + (n * w2):sum()):backward()
+    assert.are.same({ 0.0078125, 0.0078125, -0.00390625 }, x.grad:view(-1):totable())
+  end)
+end)

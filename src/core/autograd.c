@@ -4,8 +4,9 @@
  * records a node on its output (t->grad_fn) with one edge per input: to the node
  * that produced it, or to the leaf whose .grad accumulates. wick_backward orders
  * the reachable nodes topologically (an iterative depth-first walk, so deep
- * graphs cannot overflow the C stack), then runs each node's backward function
- * once, with the sum of the gradients that reached it. Without retain_graph the
+ * graphs cannot overflow the C stack), sorts them by creation (the latest
+ * first, PyTorch's order), then runs each node's backward function once, with
+ * the sum of the gradients that reached it. Without retain_graph the
  * saved tensors are freed as each node finishes. */
 #include "autograd.h"
 
@@ -161,6 +162,8 @@ void wk_node_release(wk_node *n) {
     }
 }
 
+static uint64_t node_seq; /* the last node's creation number (atomic: Lua states on several threads) */
+
 wick_status wk_record(wick_tensor *out, const char *name, wk_backward_fn fn, int op, int n,
                       const wick_tensor *const *inputs, wk_node **node_out) {
     for (int i = 0; i < n; i++) {
@@ -175,6 +178,7 @@ wick_status wk_record(wick_tensor *out, const char *name, wk_backward_fn fn, int
         return wick_fail(WICK_ERR_OOM, "out of memory recording the autograd graph");
     }
     node->refcount = 1;
+    node->seq = __atomic_add_fetch(&node_seq, 1, __ATOMIC_RELAXED);
     node->name = name;
     node->backward = fn;
     node->op = op;
@@ -676,6 +680,31 @@ static wick_status topo_order(int n_roots, wk_node *const *roots, node_list *ord
     return st ? wick_fail(WICK_ERR_OOM, "out of memory walking the autograd graph") : WICK_OK;
 }
 
+static int by_seq(const void *a, const void *b) {
+    uint64_t x = (*(wk_node *const *)a)->seq, y = (*(wk_node *const *)b)->seq;
+    return x < y ? -1 : x > y;
+}
+/* The nodes of a topological order (inputs before users) sorted by creation, so backward runs
+ * the latest first, as PyTorch's engine does (its ready queue by sequence number): the
+ * gradients that meet at a tensor are then summed in PyTorch's order, the same rounding.
+ * A consumer is made after its inputs, so that order is topological; where an edge says
+ * otherwise, the depth-first order stays. */
+static void order_by_creation(node_list *order) {
+    if (order->count < 2) return;
+    wk_node **sorted = malloc((size_t)order->count * sizeof *sorted);
+    if (!sorted) return; /* (the depth-first order is as right) */
+    memcpy(sorted, order->items, (size_t)order->count * sizeof *sorted);
+    qsort(sorted, (size_t)order->count, sizeof *sorted, by_seq);
+    bool topological = true;
+    for (int i = 0; i < order->count && topological; i++)
+        for (int j = 0; j < sorted[i]->n_inputs; j++) {
+            const wk_node *in = sorted[i]->edges[j].node;
+            if (in && in->seq >= sorted[i]->seq) topological = false;
+        }
+    if (topological) memcpy(order->items, sorted, (size_t)order->count * sizeof *sorted);
+    free(sorted);
+}
+
 wick_status wick_graph_reaches_other_leaf(const wick_tensor *t, int n, const wick_tensor *const *leaves,
                                           int *out) {
     static _Thread_local int generation = 0;
@@ -1060,6 +1089,7 @@ static wick_status run_backward(backward_run *r, wick_tensor **seeds) {
     node_list order = {0};
     bool *need = NULL;
     if (!st) st = topo_order(a->n_outputs, roots, &order);
+    if (!st) order_by_creation(&order);
     if (!st && r->capture) st = plan_needed(r, &order, &need);
     if (!st && !r->capture) {
         r->hooks = (hook_plan){a->hook, a->ud, NULL, 0};
