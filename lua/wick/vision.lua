@@ -372,7 +372,15 @@ local layers = require("wick.vision.layers")
 for name, f in pairs(layers) do ops[name] = f end
 -- torchvision's module paths: ops.misc.Conv2dNormActivation, ops.feature_pyramid_network.LastLevelMaxPool
 ops.misc = check.strict({ Conv2dNormActivation = layers.Conv2dNormActivation, SqueezeExcitation = layers.SqueezeExcitation,
-  MLP = layers.MLP, FrozenBatchNorm2d = layers.FrozenBatchNorm2d, Permute = layers.Permute }, "wick.vision.ops.misc")
+  MLP = layers.MLP, FrozenBatchNorm2d = layers.FrozenBatchNorm2d, Permute = layers.Permute,
+  ConvNormActivation = layers.ConvNormActivation, Conv3dNormActivation = layers.Conv3dNormActivation,
+  interpolate = wick.nn.functional.interpolate }, "wick.vision.ops.misc")
+-- torchvision.ops.stochastic_depth is the function, and the module of the same name
+-- (from torchvision.ops.stochastic_depth import StochasticDepth): a callable table here
+ops.stochastic_depth = setmetatable({ stochastic_depth = layers.stochastic_depth, StochasticDepth = layers.StochasticDepth },
+  { __call = function(_, ...) return layers.stochastic_depth(...) end, __index = function(_, k)
+    check.fail("wick.vision.ops.stochastic_depth", "has no '%s'", tostring(k))
+  end })
 ops.feature_pyramid_network = check.strict({ FeaturePyramidNetwork = layers.FeaturePyramidNetwork,
   ExtraFPNBlock = layers.ExtraFPNBlock, LastLevelMaxPool = layers.LastLevelMaxPool, LastLevelP6P7 = layers.LastLevelP6P7 },
   "wick.vision.ops.feature_pyramid_network")

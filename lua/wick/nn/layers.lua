@@ -977,7 +977,7 @@ L.Hardtanh._repr = { "min_val#", "max_val#", "inplace?" }
 for name, fn in pairs({ ReLU6 = F.relu6, Hardsigmoid = F.hardsigmoid, Hardswish = F.hardswish }) do
   L[name] = activation(name, function(x) return fn(x) end)
   L[name].init = inplace_init(name)
-  L[name]._repr = { "inplace?" }
+  L[name]._repr = name == "ReLU6" and { "inplace?" } or {} -- (PyTorch's Hardswish(True) prints Hardswish())
 end
 L.LogSigmoid = activation("LogSigmoid", F.logsigmoid)
 L.Tanhshrink = activation("Tanhshrink", F.tanhshrink)

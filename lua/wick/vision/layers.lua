@@ -21,9 +21,10 @@ local function layer_arg(v, default, fn, arg)
   if not check.is_callable(v) then check.expected(fn, arg, "a layer class (false for none)", v) end
   return v
 end
--- activation_layer(inplace = inplace), torchvision's: no argument when inplace is nil
+-- activation_layer(inplace = inplace), torchvision's: no argument when inplace is nil, or false
+-- (an activation's default; nn.GELU takes no inplace, torchvision's inplace=None)
 local function activation(cls, inplace)
-  if inplace == nil then return cls() end
+  if not inplace then return cls() end
   return cls({ inplace = inplace })
 end
 
@@ -51,37 +52,40 @@ V.StochasticDepth = Module:extend("StochasticDepth", { "p", "mode" })
 --- ops.StochasticDepth(p, mode): stochastic_depth in training mode, the identity in eval
 function V.StochasticDepth:init(p, mode) self.p, self.mode = p, mode end
 function V.StochasticDepth:forward(input) return V.stochastic_depth(input, self.p, self.mode, self.training) end
-function V.StochasticDepth:extra_repr() return ("p=%s, mode=%s"):format(self.p, self.mode) end
+function V.StochasticDepth:extra_repr() -- (p a Python float: p=0.0)
+  local p = self.p
+  return ("p=%s, mode=%s"):format(p == math.floor(p) and ("%.1f"):format(p) or Module._py(p), self.mode)
+end
 
 local CONV_NORM = { kernel_size = "integer|table", stride = "integer|table", padding = "integer|table|string",
   groups = "integer", norm_layer = "any", activation_layer = "any", dilation = "integer|table", inplace = "boolean",
-  bias = "boolean" }
+  bias = "boolean", conv_layer = "any" }
 local CONV_NORM_ORDER = { "kernel_size", "stride", "padding", "groups", "norm_layer", "activation_layer", "dilation",
-  "inplace", "bias" }
-V.Conv2dNormActivation = nn.Sequential:extend("Conv2dNormActivation", { "in_channels", "out_channels" })
---- ops.Conv2dNormActivation(in_channels, out_channels[, kernel_size = 3[, stride = 1[, padding[, groups = 1[,
---- norm_layer = nn.BatchNorm2d[, activation_layer = nn.ReLU[, dilation = 1[, inplace = true[, bias]]]]]]]]]):
---- a Sequential of the convolution, the norm and the activation (false for none); padding keeps the
---- size at stride 1, bias is on only without a norm, unless given
-function V.Conv2dNormActivation:init(in_channels, out_channels, ...)
-  local fn = "Conv2dNormActivation"
+  "inplace", "bias", "conv_layer" }
+-- the padding that keeps the size at stride 1: (k - 1) / 2 * dilation per dim
+local function same_padding(k, dilation, dims)
+  if type(k) == "number" and type(dilation) == "number" then return math.floor((k - 1) / 2) * dilation end
+  local out = {}
+  for i = 1, dims do
+    local ki = type(k) == "table" and k[i] or k
+    local di = type(dilation) == "table" and dilation[i] or dilation
+    out[i] = math.floor((ki - 1) / 2) * di
+  end
+  return out
+end
+-- conv, norm and activation as the entries of the Sequential `self` (the defaults of Conv2d's
+-- or Conv3d's flavour: conv, norm, dims)
+local function conv_norm_activation(self, fn, defaults, in_channels, out_channels, ...)
   local o = check.positional(fn, CONV_NORM_ORDER, CONV_NORM, ...)
   local k, dilation = o.kernel_size or 3, o.dilation or 1
   local padding = o.padding
-  if padding == nil then
-    if type(k) == "number" and type(dilation) == "number" then
-      padding = math.floor((k - 1) / 2) * dilation
-    else
-      local ks = type(k) == "table" and k or { k, k }
-      local ds = type(dilation) == "table" and dilation or { dilation, dilation }
-      padding = { math.floor((ks[1] - 1) / 2) * ds[1], math.floor((ks[2] - 1) / 2) * ds[2] }
-    end
-  end
-  local norm = layer_arg(o.norm_layer, nn.BatchNorm2d, fn, "norm_layer")
+  if padding == nil then padding = same_padding(k, dilation, defaults.dims) end
+  local conv = layer_arg(o.conv_layer, defaults.conv, fn, "conv_layer")
+  local norm = layer_arg(o.norm_layer, defaults.norm, fn, "norm_layer")
   local act = layer_arg(o.activation_layer, nn.ReLU, fn, "activation_layer")
   local bias = o.bias
   if bias == nil then bias = norm == nil end
-  local layers = { nn.Conv2d(in_channels, out_channels, k, o.stride or 1, padding,
+  local layers = { conv(in_channels, out_channels, k, o.stride or 1, padding,
     { dilation = dilation, groups = o.groups or 1, bias = bias }) }
   if norm then layers[#layers + 1] = norm(out_channels) end
   if act then
@@ -91,6 +95,30 @@ function V.Conv2dNormActivation:init(in_channels, out_channels, ...)
   end
   nn.Sequential.init(self, unpack(layers))
   self.out_channels = out_channels
+end
+
+V.ConvNormActivation = nn.Sequential:extend("ConvNormActivation", { "in_channels", "out_channels" })
+--- ops.ConvNormActivation(in_channels, out_channels[, ...][, conv_layer = nn.Conv2d]): the base of the
+--- two below, the convolution a class given
+function V.ConvNormActivation:init(in_channels, out_channels, ...)
+  conv_norm_activation(self, "ConvNormActivation", { conv = nn.Conv2d, norm = nn.BatchNorm2d, dims = 2 },
+    in_channels, out_channels, ...)
+end
+V.Conv2dNormActivation = V.ConvNormActivation:extend("Conv2dNormActivation", { "in_channels", "out_channels" })
+--- ops.Conv2dNormActivation(in_channels, out_channels[, kernel_size = 3[, stride = 1[, padding[, groups = 1[,
+--- norm_layer = nn.BatchNorm2d[, activation_layer = nn.ReLU[, dilation = 1[, inplace = true[, bias]]]]]]]]]):
+--- a Sequential of the convolution, the norm and the activation (false for none); padding keeps the
+--- size at stride 1, bias is on only without a norm, unless given; inplace = false (Python's None
+--- too) builds the activation without the argument (nn.GELU)
+function V.Conv2dNormActivation:init(in_channels, out_channels, ...)
+  conv_norm_activation(self, "Conv2dNormActivation", { conv = nn.Conv2d, norm = nn.BatchNorm2d, dims = 2 },
+    in_channels, out_channels, ...)
+end
+V.Conv3dNormActivation = V.ConvNormActivation:extend("Conv3dNormActivation", { "in_channels", "out_channels" })
+--- ops.Conv3dNormActivation(...): the same with nn.Conv3d and nn.BatchNorm3d
+function V.Conv3dNormActivation:init(in_channels, out_channels, ...)
+  conv_norm_activation(self, "Conv3dNormActivation", { conv = nn.Conv3d, norm = nn.BatchNorm3d, dims = 3 },
+    in_channels, out_channels, ...)
 end
 
 V.SqueezeExcitation = Module:extend("SqueezeExcitation", { "input_channels", "squeeze_channels" })
