@@ -3062,4 +3062,18 @@ describe("the thirtieth round's datasets (PaLM's train_dataset[3][None, :])", fu
     for name in m:named_buffers() do names[#names + 1] = name end
     assert.are.same({ "mask", "pos_emb" }, names)
   end)
+
+  it("register_buffer takes the tensor by name, t:to copy = true (HF's Gemma2 and its _sample loop)", function()
+    local Rotary = nn.Module:extend("Rotary")
+    function Rotary:init() self:register_buffer("inv_freq", { tensor = wick.ones(4), persistent = false }) end
+    local r = Rotary()
+    assert.are.same({ 1, 1, 1, 1 }, r.inv_freq:totable())
+    assert.is_nil(next(r:state_dict()))
+    local logits = wick.ones(2, 3)
+    local copy = logits:to({ copy = true, dtype = wick.float32 })
+    assert.is_false(rawequal(copy, logits))
+    copy[1][1] = 5
+    assert.are.equal(1, logits[1][1]:item())
+    assert.is_true(rawequal(logits, logits:to({ dtype = wick.float32 })))
+  end)
 end)

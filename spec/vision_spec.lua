@@ -85,6 +85,10 @@ describe("wick.vision.ops' boxes", function()
     assert.are.same({ 0, 0, 9, 8 }, ops.clip_boxes_to_image(b, { 8, 9 })[1]:totable())
     assert.are.same({ 20, 20, 30, 30 }, ops.clip_boxes_to_image(b, { 40, 40 })[3]:totable())
     assert.are.same({ 2 }, ops.remove_small_boxes(wick.tensor({ { 0, 0, 10, 10 }, { 0, 0, 11, 10.5 } }), 10.2):totable())
+    -- torchvision's names: postprocess_detections' remove_small_boxes(boxes, min_size=1e-2)
+    assert.are.same({ 2 }, ops.remove_small_boxes(wick.tensor({ { 0, 0, 10, 10 }, { 0, 0, 11, 10.5 } }), { min_size = 10.2 }):totable())
+    assert.are.same({ 0, 0, 9, 8 }, ops.clip_boxes_to_image(b, { size = { 8, 9 } })[1]:totable())
+    assert.are.same(ops.box_iou(b, b):totable(), ops.box_iou(b, { boxes2 = b }):totable())
     local masks = wick.zeros(2, 5, 6)
     masks[1][2][3] = 1
     masks[1][4][5] = 1
@@ -318,6 +322,12 @@ describe("wick.OrderedDict", function()
       return t
     end)())
     support.assert_error_has(function() return wick.OrderedDict({ { "a" } }) end, "item 1 is not a {name, value} pair")
+    -- torchvision's IntermediateLayerGetter: a ModuleDict of an OrderedDict, in its order
+    local layers = wick.OrderedDict()
+    layers.conv, layers.relu, layers.bn = nn.Conv2d(3, 4, 3), nn.ReLU(), nn.BatchNorm2d(4)
+    local names = {}
+    for k in nn.ModuleDict(layers):keys() do names[#names + 1] = k end
+    assert.are.same({ "conv", "relu", "bn" }, names)
   end)
 
   it("factories take layout = wick.strided and pin_memory, as PyTorch's", function()
@@ -333,5 +343,9 @@ describe("wick.OrderedDict", function()
     assert.are.equal(0.57624709606170654, loss:item()) -- PyTorch's float32 value
     loss:backward()
     assert.are.equal("float64", x.grad.dtype)
+    -- the gradient is float64's all the way (Faster R-CNN's objectness logits), as PyTorch's
+    local z = wick.zeros(7, { dtype = wick.float64, requires_grad = true })
+    F.binary_cross_entropy_with_logits(z, wick.ones(7)):backward()
+    assert.are.equal(-0.5 / 7, z.grad[1]:item())
   end)
 end)

@@ -371,15 +371,24 @@ function Tensor.is_contiguous(t, fmt)
 end
 -- t:to(..., {memory_format =}) and t:clone({memory_format =}): the C method, then the layout
 local c_to, c_clone = Tensor.to, Tensor.clone
+-- (and {copy = true}: a new tensor even where t already is what was asked, HF's
+-- logits[:, -1, :].to(copy=True, dtype=torch.float32))
 function Tensor.to(t, ...)
   local n = select("#", ...)
   local last = n > 0 and select(n, ...) or nil
-  if type(last) ~= "table" or getmetatable(last) ~= nil or last.memory_format == nil then return c_to(t, ...) end
-  local fmt, rest = memory_format(last.memory_format, "to"), {}
-  for k, v in pairs(last) do if k ~= "memory_format" then rest[k] = v end end
+  if type(last) ~= "table" or getmetatable(last) ~= nil or (last.memory_format == nil and last.copy == nil) then
+    return c_to(t, ...)
+  end
+  local fmt = last.memory_format ~= nil and memory_format(last.memory_format, "to") or nil
+  if last.copy ~= nil and type(last.copy) ~= "boolean" then check.expected("to", "copy", "a boolean", last.copy) end
+  local rest = {}
+  for k, v in pairs(last) do if k ~= "memory_format" and k ~= "copy" then rest[k] = v end end
   local args = { ... }
-  args[n] = rest
-  return to_format(c_to(t, unpack(args, 1, n)), fmt, "to")
+  args[n] = next(rest) ~= nil and rest or nil
+  local r = c_to(t, unpack(args, 1, n))
+  if fmt then r = to_format(r, fmt, "to") end
+  if last.copy and rawequal(r, t) then r = c_clone(t) end
+  return r
 end
 function Tensor.clone(t, opts)
   if opts == nil then return c_clone(t) end

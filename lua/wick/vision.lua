@@ -367,7 +367,19 @@ function ops.batched_nms(boxes, scores, idxs, ...)
   return kept:index_select(1, order)
 end
 
-for name, f in pairs(require("wick.vision.roi")) do ops[name] = f end
+-- the leading arguments by torchvision's names too (remove_small_boxes(boxes, min_size=1e-2))
+local ARG_NAMES = { box_area = { "boxes" }, box_iou = { "boxes1", "boxes2" }, generalized_box_iou = { "boxes1", "boxes2" },
+  distance_box_iou = { "boxes1", "boxes2" }, complete_box_iou = { "boxes1", "boxes2" }, box_convert = { "boxes" },
+  clip_boxes_to_image = { "boxes", "size" }, remove_small_boxes = { "boxes", "min_size" }, masks_to_boxes = { "masks" },
+  sigmoid_focal_loss = { "inputs", "targets" }, generalized_box_iou_loss = { "boxes1", "boxes2" },
+  distance_box_iou_loss = { "boxes1", "boxes2" }, complete_box_iou_loss = { "boxes1", "boxes2" },
+  nms = { "boxes", "scores" }, batched_nms = { "boxes", "scores", "idxs" } }
+for name, names in pairs(ARG_NAMES) do ops[name] = check.by_name(ops[name], name, names) end
+
+local roi = require("wick.vision.roi")
+roi.roi_align = check.by_name(roi.roi_align, "roi_align", { "input", "boxes" })
+roi.roi_pool = check.by_name(roi.roi_pool, "roi_pool", { "input", "boxes" })
+for name, f in pairs(roi) do ops[name] = f end
 local layers = require("wick.vision.layers")
 for name, f in pairs(layers) do ops[name] = f end
 -- torchvision's module paths: ops.misc.Conv2dNormActivation, ops.feature_pyramid_network.LastLevelMaxPool

@@ -1871,10 +1871,14 @@ end
 --- Binary cross entropy of logits, computed stably:
 --- (1 - y) x + log(1 + exp(-x)), with pos_weight scaling the positive term.
 -- The loss has a floating target's dtype, as PyTorch's, whose (1 - target).mul_(input) keeps it
--- (float32 labels beside a float64 model, Faster R-CNN's RPN, give a float32 loss)
-local function in_target_dtype(loss, target)
-  if target:is_floating_point() and loss.dtype ~= target.dtype then return loss:to(target.dtype) end
-  return loss
+-- (float32 labels beside a float64 model, Faster R-CNN's RPN, give a float32 loss): its value
+-- reduced in that dtype, its gradient the input dtype's all the way, as PyTorch's backward
+local function in_target_dtype(loss, target, reduction)
+  local reduced = reduce(loss, reduction)
+  if not target:is_floating_point() or loss.dtype == target.dtype then return reduced end
+  local value = reduce(loss:detach():to(target.dtype), reduction)
+  local r = reduced:to(target.dtype)
+  return r + (value - r):detach()
 end
 function F.binary_cross_entropy_with_logits(x, target, ...)
   opts, x, target = loss_args("binary_cross_entropy_with_logits", x, target, BCE_LOGITS, ORDER.binary_cross_entropy_with_logits, ...)
@@ -1886,11 +1890,11 @@ function F.binary_cross_entropy_with_logits(x, target, ...)
     local lw = (pw - 1) * target + 1
     local loss = (1 - target) * x + lw * softplus_neg(x)
     if opts.weight then loss = loss * opts.weight end
-    return reduce(in_target_dtype(loss, target), opts.reduction)
+    return in_target_dtype(loss, target, opts.reduction)
   end
   local loss = BCELogitsFn.apply(x, target, pw)
   if opts.weight then loss = loss * opts.weight end
-  return reduce(in_target_dtype(loss, target), opts.reduction)
+  return in_target_dtype(loss, target, opts.reduction)
 end
 
 -- ---- sampling grids (spatial transformers) ----

@@ -1607,15 +1607,19 @@ local function dict_container(C, name, check_item)
   function C:clear()
     for _, e in ipairs(entries(self)) do self:pop(e[1]) end
   end
-  --- d:update(x): x a ModuleDict (its order), an array of {name, value} pairs
+  --- d:update(x): x a ModuleDict or an OrderedDict (its order), an array of {name, value} pairs
   --- (their order) or a table name -> value (sorted names).
   function C:update(x)
     if type(x) ~= "table" then check.expected(name .. ":update", "modules", "a table", x) end
-    if getmetatable(x) == getmetatable(self) or (check.is_module(x) and type(x.items) == "function") then
+    -- (an OrderedDict in its order: torchvision's IntermediateLayerGetter, super().__init__(layers))
+    if getmetatable(x) == getmetatable(self) or (check.is_module(x) and type(x.items) == "function")
+      or require("wick.ordered").is(x) then
       for k, v in x:items() do self[k] = v end
       return self
     end
-    if getmetatable(x) ~= nil then check.expected(name .. ":update", "modules", "a plain table or a " .. name, x) end
+    if getmetatable(x) ~= nil then
+      check.expected(name .. ":update", "modules", "a plain table, an OrderedDict or a " .. name, x)
+    end
     local n = #x
     for i = 1, n do
       local pair = x[i]

@@ -596,11 +596,17 @@ end
 --- register_buffer(name, tensor[, persistent = true]) (or {persistent =}): a
 --- non-persistent buffer moves with to() and is in buffers(), but not in
 --- state_dict(), like PyTorch's.
-function Module:register_buffer(name, tensor, ...)
+local REGISTER_BUFFER = { tensor = "tensor", persistent = "boolean" }
+function Module:register_buffer(name, ...)
   this(self, "register_buffer")
   check.string(name, "register_buffer", "name")
-  check.opt_tensor(tensor, "register_buffer", "tensor")
-  local opts = check.positional("register_buffer", { "persistent" }, { persistent = "boolean" }, ...)
+  -- (the tensor by name too, HF's register_buffer("inv_freq", tensor=inv_freq, persistent=False))
+  local first = ...
+  if first ~= nil and not is_tensor(first) and (type(first) ~= "table" or getmetatable(first) ~= nil) then
+    check.opt_tensor(first, "register_buffer", "tensor")
+  end
+  local opts = check.positional("register_buffer", { "tensor", "persistent" }, REGISTER_BUFFER, ...)
+  local tensor = opts.tensor
   track(self, name, tensor)
   local fields = rawget(self, "_fields")
   if tensor == nil and not fields[name] then -- (a None placeholder keeps its place, PaLM's mask and pos_emb)
