@@ -306,7 +306,8 @@ end)
 describe("wick.OrderedDict", function()
   it("keeps the order names are set in; Sequential takes one", function()
     local d = wick.OrderedDict()
-    d.b, d.a = 1, 2
+    d.b = 1
+    d.a = 2
     d.c = 3
     d.b = nil
     d.b = 4 -- set again after its removal: last
@@ -324,7 +325,9 @@ describe("wick.OrderedDict", function()
     support.assert_error_has(function() return wick.OrderedDict({ { "a" } }) end, "item 1 is not a {name, value} pair")
     -- torchvision's IntermediateLayerGetter: a ModuleDict of an OrderedDict, in its order
     local layers = wick.OrderedDict()
-    layers.conv, layers.relu, layers.bn = nn.Conv2d(3, 4, 3), nn.ReLU(), nn.BatchNorm2d(4)
+    layers.conv = nn.Conv2d(3, 4, 3) -- (one statement each: Lua's a, b = x, y assigns in no set order)
+    layers.relu = nn.ReLU()
+    layers.bn = nn.BatchNorm2d(4)
     local names = {}
     for k in nn.ModuleDict(layers):keys() do names[#names + 1] = k end
     assert.are.same({ "conv", "relu", "bn" }, names)
