@@ -1176,8 +1176,9 @@ describe("module state as PyTorch keeps it (YOLOv3, ddpm, SD's scripts)", functi
       align_corners = false }).shape)
     assert.are.same({ 1, 2, 6, 5 }, F.adaptive_avg_pool2d(wick.randn(1, 2, 8, 8), { sz[1], sz[2] }).shape)
     local b = wick.tensor({ true, false })
-    support.assert_error_has(function() return b ^ b end, "not implemented for two bool tensors")
-    assert.are.same({ 1, 0 }, (b ^ 2):totable())
+    support.assert_error_has(function() return b ^ b end, "Python's ^ is xor") -- (the operator, round 31)
+    support.assert_error_has(function() return b:pow(b) end, "not implemented for two bool tensors")
+    assert.are.same({ 1, 0 }, b:pow(2):totable())
   end)
 end)
 
@@ -3075,5 +3076,37 @@ describe("the thirtieth round's datasets (PaLM's train_dataset[3][None, :])", fu
     copy[1][1] = 5
     assert.are.equal(1, logits[1][1]:item())
     assert.is_true(rawequal(logits, logits:to({ dtype = wick.float32 })))
+  end)
+end)
+
+describe("the thirty-first round's lines (Informer's ProbAttention)", function()
+  it("a method of one's own takes PyTorch's keywords, as forward does", function()
+    local ProbAttention = nn.Module:extend("ProbAttention")
+    function ProbAttention:_prob_QK(Q, K, sample_k, n_top) return sample_k, n_top end -- luacheck: ignore Q K
+    function ProbAttention:forward(queries, keys)
+      -- self._prob_QK(queries, keys, sample_k=U_part, n_top=u)
+      return self:_prob_QK(queries, keys, { sample_k = 3, n_top = 2 })
+    end
+    function ProbAttention.helper(x) return x end -- a static function: left as it is
+    local p = ProbAttention()
+    assert.are.same({ 3, 2 }, { p(1, 2) })
+    assert.are.same({ nil, 5 }, { p:_prob_QK(1, 2, { n_top = 5 }) })
+    support.assert_error_has(function() return p:_prob_QK(1, 2, { n_tops = 5, sample_k = 1 }) end,
+      "ProbAttention._prob_QK: got an unexpected keyword argument 'n_tops'")
+    local t = { foo = 1 }
+    assert.are.equal(t, ProbAttention.helper(t))
+  end)
+end)
+
+describe("the thirty-first round's masks (pytorch-metric-learning's diffs = matches ^ 1)", function()
+  it("the ^ operator on a mask is an error naming bitwise_xor, never a silent power", function()
+    local labels = wick.tensor({ 1, 2, 1 })
+    local matches = labels:unsqueeze(2):eq(labels:unsqueeze(1)):byte()
+    support.assert_error_has(function() return matches ^ 1 end, "write mask:bitwise_xor(x)")
+    support.assert_error_has(function() return matches:bool() ^ true end, "Python's ^ is xor")
+    support.assert_error_has(function() return 1 ^ matches end, "Python's ^ is xor")
+    assert.are.same({ { 0, 1, 0 }, { 1, 0, 1 }, { 0, 1, 0 } }, matches:bitwise_xor(1):totable())
+    assert.are.same(matches:totable(), matches:pow(1):totable()) -- the method stays a power
+    assert.are.same({ 4 }, (wick.tensor({ 2 }) ^ 2):totable())
   end)
 end)

@@ -107,10 +107,21 @@ WL_FUNCTION(t_binary_) {
 
 /* metamethods __add, __sub, ...: operands in Lua's order; a number over a tensor is
  * PyTorch's __rtruediv__, reciprocal(t) * number (its bits: 147 / t is not 147.0 / t) */
+/* whether stack slot i holds a bool or uint8 tensor: a mask */
+static int is_mask(lua_State *L, int i) {
+    wick_tensor *t = wl_totensor(L, i);
+    return t && (wick_tensor_dtype(t) == WICK_BOOL || wick_tensor_dtype(t) == WICK_UINT8);
+}
+
 WL_FUNCTION(t_arith) {
     lua_settop(L, 2);
     wick_binary_op op = (wick_binary_op)UPINT(1);
     wick_tensor *b;
+    /* Lua's ^ is power, Python's is xor: a mask's power is never meant (pytorch-metric-learning's
+     * diffs = matches ^ 1 would pass silently, the mask unchanged) */
+    if (op == WICK_POW && (is_mask(L, 1) || is_mask(L, 2)))
+        wl_raise(L, "the ^ operator on a mask (a bool or uint8 tensor) is Lua's power, where Python's ^ is xor: "
+                    "write mask:bitwise_xor(x) or mask:logical_xor(x) (mask:pow(x) for a power)");
     if (op == WICK_DIV && lua_type(L, 1) == LUA_TNUMBER && (b = wl_totensor(L, 2)) &&
         !wick_dtype_is_complex(wick_tensor_dtype(b))) {
         wick_tensor **slot = wl_new_slot(L);

@@ -172,18 +172,21 @@ local function of_wick(f)
   local src = debug.getinfo(f, "S").source
   return WICK_DIR ~= nil and src:sub(2, #WICK_DIR + 1) == WICK_DIR
 end
-local function keyword_forward(f)
-  local function forward(obj, ...)
+-- f (a method `name` of a class of one's own) taking PyTorch's keywords also when called as a
+-- method: pytorch-flows' self.forward(noise, mode='inverse'), Informer's
+-- self._prob_QK(queries, keys, sample_k=U_part, n_top=u)
+local function keyword_method(f, name)
+  local function method(self, ...) -- (named self: Module:apply tells a method by its first parameter)
     local n = select("#", ...)
     if n > 0 then
-      local bound, top = bind_keywords(obj, "forward", f, n, ...)
-      if bound then return f(obj, unpack(bound, 1, top)) end
+      local bound, top = bind_keywords(self, name, f, n, ...)
+      if bound then return f(self, unpack(bound, 1, top)) end
     end
-    return f(obj, ...)
+    return f(self, ...)
   end
-  param_names[forward] = positions_of(f) -- (so a call binds before its hooks run, with f's names)
-  kwargs_at[forward] = varargs_at(f)
-  return forward
+  param_names[method] = positions_of(f) -- (so a call binds before its hooks run, with f's names)
+  kwargs_at[method] = varargs_at(f)
+  return method
 end
 
 --- Module:extend("Name"[, args]): a new class; Class(...) builds an instance and calls init.
@@ -260,8 +263,13 @@ function Module:extend(name, args)
         end
       end
       -- a forward of one's own binds PyTorch's keywords also when called as a method
-      -- (pytorch-flows' self.forward(noise, mode='inverse')); wick's own layers take theirs
-      if k == "forward" and type(v) == "function" and not of_wick(undecorated(v)) then v = keyword_forward(v) end
+      -- (pytorch-flows' self.forward(noise, mode='inverse')), and so does any other method of
+      -- one's own (but metamethods); wick's own layers take theirs
+      -- (a method: its first parameter is self; a static function of the class stays as it is)
+      if type(v) == "function" and type(k) == "string" and k ~= "init" and k:sub(1, 2) ~= "__"
+        and not of_wick(undecorated(v)) and (k == "forward" or debug.getlocal(undecorated(v), 1) == "self") then
+        v = keyword_method(v, k)
+      end
       rawset(cls, k, v)
     end,
   })
