@@ -3096,6 +3096,22 @@ describe("the thirty-first round's lines (Informer's ProbAttention)", function()
     local t = { foo = 1 }
     assert.are.equal(t, ProbAttention.helper(t))
   end)
+
+  it("an all-nil keyword table before the last parameter is an empty keyword call (HF's Whisper)", function()
+    local L = nn.Module:extend("WhisperEncoderLayer")
+    function L:forward(h, attention_mask, layer_head_mask, output_attentions)
+      if layer_head_mask ~= nil then return layer_head_mask:view(1, -1, 1, 1) * h end
+      return h, attention_mask, output_attentions
+    end
+    local head_mask, output_attentions -- (both nil: Lua builds {})
+    local h = wick.ones(2)
+    assert.are.equal(h, L()(h, nil, { layer_head_mask = head_mask, output_attentions = output_attentions }))
+    -- on the last parameter, an empty table is that argument (whisper's kv_cache = {})
+    local W = nn.Module:extend("TextDecoder")
+    function W:forward(x, xa, kv_cache) return kv_cache end -- luacheck: ignore x xa
+    local cache = {}
+    assert.are.equal(cache, W()(1, 2, cache))
+  end)
 end)
 
 describe("the thirty-first round's masks (pytorch-metric-learning's diffs = matches ^ 1)", function()

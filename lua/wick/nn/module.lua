@@ -126,7 +126,8 @@ end
 -- `...` starts, Python's **kwargs (HF's attention called with position_ids=, use_cache=, ...), or
 -- in its options parameter (ArgsNet(2, {n_out = 5, bias = false})); another f refuses them then,
 -- as PyTorch's TypeError (a misspelt keyword beside right ones). A forward's `...` also takes a
--- table naming none of its parameters, `{}` too, when it comes before the `...`.
+-- table naming none of its parameters, `{}` too, when it comes before the `...`; without `...`,
+-- a `{}` before its last parameter is an empty keyword call.
 -- `owner` and `method` name f in that error: a module or a class, "forward" or "init".
 local function bind_keywords(owner, method, f, n, ...)
   local t = select(n, ...)
@@ -141,10 +142,21 @@ local function bind_keywords(owner, method, f, n, ...)
     elseif type(k) == "string" then others = others or k
     else return nil end
   end
-  local kw_at = method == "forward" and varargs_at(f)
+  local kw_at = method ~= "init" and varargs_at(f)
   if top < n then -- no key names a parameter: a value (HF's config object), but a forward with
     -- `...` (Python's **kwargs) at this place or later takes it as its keywords: diffusers'
     -- attn(h, {temb = temb}), and `{}`, HF's keywords that were all None
+    if method ~= "init" and not kw_at and next(t) == nil then
+      -- `{}` before the last parameter of a forward without `...`: HF's keywords that were all
+      -- None (encoder_layer(h, None, layer_head_mask=None, output_attentions=None)), dropped;
+      -- on the last one it stays a value (whisper's kv_cache = {})
+      local last = 0
+      for _, at in pairs(names) do last = math.max(last, at) end
+      if n >= last then return nil end
+      local args = { ... }
+      args[n] = nil
+      return args, n - 1
+    end
     if not kw_at or n >= kw_at then return nil end -- (at the `...` already: as it is)
     local args = { ... }
     for i = n, kw_at - 1 do args[i] = nil end
