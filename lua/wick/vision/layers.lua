@@ -97,29 +97,27 @@ local function conv_norm_activation(self, fn, defaults, in_channels, out_channel
   self.out_channels = out_channels
 end
 
-V.ConvNormActivation = nn.Sequential:extend("ConvNormActivation", { "in_channels", "out_channels" })
+-- a class of that flavour: its init builds the entries with these defaults
+local function conv_norm_class(name, base, defaults)
+  local C = base:extend(name, { "in_channels", "out_channels" })
+  function C:init(in_channels, out_channels, ...)
+    conv_norm_activation(self, name, defaults, in_channels, out_channels, ...)
+  end
+  return C
+end
+local FLAVOUR_2D = { conv = nn.Conv2d, norm = nn.BatchNorm2d, dims = 2 }
 --- ops.ConvNormActivation(in_channels, out_channels[, ...][, conv_layer = nn.Conv2d]): the base of the
 --- two below, the convolution a class given
-function V.ConvNormActivation:init(in_channels, out_channels, ...)
-  conv_norm_activation(self, "ConvNormActivation", { conv = nn.Conv2d, norm = nn.BatchNorm2d, dims = 2 },
-    in_channels, out_channels, ...)
-end
-V.Conv2dNormActivation = V.ConvNormActivation:extend("Conv2dNormActivation", { "in_channels", "out_channels" })
+V.ConvNormActivation = conv_norm_class("ConvNormActivation", nn.Sequential, FLAVOUR_2D)
 --- ops.Conv2dNormActivation(in_channels, out_channels[, kernel_size = 3[, stride = 1[, padding[, groups = 1[,
 --- norm_layer = nn.BatchNorm2d[, activation_layer = nn.ReLU[, dilation = 1[, inplace = true[, bias]]]]]]]]]):
 --- a Sequential of the convolution, the norm and the activation (false for none); padding keeps the
 --- size at stride 1, bias is on only without a norm, unless given; inplace = false (Python's None
 --- too) builds the activation without the argument (nn.GELU)
-function V.Conv2dNormActivation:init(in_channels, out_channels, ...)
-  conv_norm_activation(self, "Conv2dNormActivation", { conv = nn.Conv2d, norm = nn.BatchNorm2d, dims = 2 },
-    in_channels, out_channels, ...)
-end
-V.Conv3dNormActivation = V.ConvNormActivation:extend("Conv3dNormActivation", { "in_channels", "out_channels" })
+V.Conv2dNormActivation = conv_norm_class("Conv2dNormActivation", V.ConvNormActivation, FLAVOUR_2D)
 --- ops.Conv3dNormActivation(...): the same with nn.Conv3d and nn.BatchNorm3d
-function V.Conv3dNormActivation:init(in_channels, out_channels, ...)
-  conv_norm_activation(self, "Conv3dNormActivation", { conv = nn.Conv3d, norm = nn.BatchNorm3d, dims = 3 },
-    in_channels, out_channels, ...)
-end
+V.Conv3dNormActivation = conv_norm_class("Conv3dNormActivation", V.ConvNormActivation,
+  { conv = nn.Conv3d, norm = nn.BatchNorm3d, dims = 3 })
 
 V.SqueezeExcitation = Module:extend("SqueezeExcitation", { "input_channels", "squeeze_channels" })
 --- ops.SqueezeExcitation(input_channels, squeeze_channels[, activation = nn.ReLU[, scale_activation =
