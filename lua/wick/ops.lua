@@ -1133,8 +1133,13 @@ return function(wick)
 
   --- t:diag([k = 0]): a 1-D t becomes the k-th diagonal of a square matrix;
   --- a 2-D t gives its k-th diagonal (a copy)
+  -- a complex t: the real op on its real and imaginary parts (S4's torch.diag_embed(W))
+  local function by_parts(f, t, ...)
+    return wick.complex(f(wick.real(t), ...), f(wick.imag(t), ...))
+  end
   function Tensor.diag(t, k)
     check.tensor(t, "diag", "self")
+    if t:is_complex() then return by_parts(Tensor.diag, t, k) end
     k = check.opt_int(k, "diag", "diagonal", 0)
     if t:dim() == 1 then
       local n = t:size(1)
@@ -2464,6 +2469,7 @@ return function(wick)
   --- diagonal of a new square matrix (two new last dims)
   function Tensor.diag_embed(t, offset, dim1, dim2)
     check.tensor(t, "diag_embed", "self")
+    if t:is_complex() then return by_parts(Tensor.diag_embed, t, offset, dim1, dim2) end
     if type(offset) == "table" then -- diag_embed(x, {offset =, dim1 =, dim2 =})
       local o = check.options(offset, "diag_embed", { offset = "integer", dim1 = "integer", dim2 = "integer" })
       offset, dim1, dim2 = o.offset, o.dim1, o.dim2
