@@ -1924,16 +1924,30 @@ end
 -- and the deprecated autograd.Variable(t).
 -- the legacy constructor's forms: nothing (empty), a tensor (converted), a
 -- Size (zeros of that shape: FloatTensor(x.shape)), a table (data), sizes
-local function legacy_new(opts, first, ...)
+local LEGACY_OPTIONS = { size = "table|number", device = "device", requires_grad = "boolean" }
+local function legacy_made(opts, first, ...)
   if first == nil then return wick.empty({ 0 }, opts) end
-  if wick.is_tensor(first) then return first:to(opts) end
+  if wick.is_tensor(first) then return first:to({ dtype = opts.dtype, device = opts.device }) end
   if getmetatable(first) == Size then return wick.zeros(first, opts) end
-  if type(first) == "table" and getmetatable(first) == nil and first.size ~= nil then -- torch.ByteTensor(size=(n,))
-    local o = check.options(first, "legacy tensor type", { size = "table|number" })
-    return wick.zeros(type(o.size) == "number" and { o.size } or o.size, opts)
-  end
   if type(first) == "table" then return wick.tensor(first, opts) end
   return wick.zeros({ first, ... }, opts)
+end
+-- (PyTorch's keywords in a trailing table: torch.FloatTensor(5, 12, device=device) (speechbrain's
+-- Classifier), torch.ByteTensor(size=(n,)))
+local function legacy_new(opts, ...)
+  local n = select("#", ...)
+  local last = n > 0 and select(n, ...) or nil
+  if type(last) ~= "table" or getmetatable(last) ~= nil or next(last) == nil or #last > 0 then
+    return legacy_made(opts, ...)
+  end
+  local o = check.options(last, "legacy tensor type", LEGACY_OPTIONS)
+  local made = { dtype = opts.dtype, device = o.device or opts.device, requires_grad = o.requires_grad }
+  if o.size ~= nil then
+    if n > 1 then check.fail("legacy tensor type", "size given twice (by position and as size =)") end
+    return wick.zeros(type(o.size) == "number" and { o.size } or o.size, made)
+  end
+  local args = { ... }
+  return legacy_made(made, unpack(args, 1, n - 1))
 end
 local function legacy_type(name, dtype, device)
   return setmetatable({ _legacy_dtype = dtype, _legacy_device = device }, {

@@ -146,13 +146,20 @@ local function bind_keywords(owner, method, f, n, ...)
   if top < n then -- no key names a parameter: a value (HF's config object), but a forward with
     -- `...` (Python's **kwargs) at this place or later takes it as its keywords: diffusers'
     -- attn(h, {temb = temb}), and `{}`, HF's keywords that were all None
-    if method ~= "init" and not kw_at and next(t) == nil then
-      -- `{}` before the last parameter of a forward without `...`: HF's keywords that were all
-      -- None (encoder_layer(h, None, layer_head_mask=None, output_attentions=None)), dropped;
-      -- on the last one it stays a value (whisper's kv_cache = {})
+    if method ~= "init" and not kw_at then
       local last = 0
       for _, at in pairs(names) do last = math.max(last, at) end
-      if n >= last then return nil end
+      -- keywords past the last parameter of a forward without `...`: PyTorch's TypeError, which
+      -- speechbrain's try: layer(x, lengths=lengths) except TypeError: layer(x) relies on
+      if others and n > last then
+        local class = rawget(owner, "__name") and owner or getmetatable(owner)
+        check.fail(((type(class) == "table" and rawget(class, "__name")) or "Module") .. "." .. method,
+          "got an unexpected keyword argument '%s' (its parameters: %s)", others, table.concat(names_in_order(names), ", "))
+      end
+      -- `{}` before the last parameter: HF's keywords that were all None (encoder_layer(h, None,
+      -- layer_head_mask=None, output_attentions=None)), dropped; on the last one it stays a value
+      -- (whisper's kv_cache = {})
+      if next(t) ~= nil or n >= last then return nil end
       local args = { ... }
       args[n] = nil
       return args, n - 1
