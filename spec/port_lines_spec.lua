@@ -3124,6 +3124,12 @@ describe("the thirty-first round's masks (pytorch-metric-learning's diffs = matc
     assert.are.same({ { 0, 1, 0 }, { 1, 0, 1 }, { 0, 1, 0 } }, matches:bitwise_xor(1):totable())
     assert.are.same(matches:totable(), matches:pow(1):totable()) -- the method stays a power
     assert.are.same({ 4 }, (wick.tensor({ 2 }) ^ 2):totable())
+    -- HashNeRF's xor_result ^= coords[..., i] * primes[i]: two integer tensors
+    local coords = wick.tensor({ 5, 6 }, { dtype = wick.int64 })
+    support.assert_error_has(function() return coords ^ wick.tensor({ 3, 3 }, { dtype = wick.int64 }) end,
+      "write a:bitwise_xor(b)")
+    assert.are.same({ 6, 5 }, coords:bitwise_xor(wick.tensor({ 3, 3 }, { dtype = wick.int64 })):totable())
+    assert.are.same({ 25, 36 }, (coords ^ 2):totable())
   end)
 end)
 

@@ -1254,8 +1254,12 @@ return function(wick)
   end
   function Tensor.addcmul(t, a, b, opts) return addc(t, a, b, opts, "addcmul", false) end
   function Tensor.addcdiv(t, a, b, opts) return addc(t, a, b, opts, "addcdiv", true) end
+  -- (the in-place forms name themselves in the deprecation warning, as PyTorch's addcmul_)
+  local in_place_of = { lerp = Tensor.lerp,
+    addcmul = function(t, a, b, opts) return addc(t, a, b, opts, "addcmul_", false) end,
+    addcdiv = function(t, a, b, opts) return addc(t, a, b, opts, "addcdiv_", true) end }
   for _, name in ipairs({ "lerp", "addcmul", "addcdiv" }) do
-    local f = Tensor[name]
+    local f = in_place_of[name]
     Tensor[name .. "_"] = function(t, ...)
       check.tensor(t, name .. "_", "self")
       if t.requires_grad and t.is_leaf and wick.is_grad_enabled() then -- (copy_ would name itself)

@@ -112,6 +112,11 @@ static int is_mask(lua_State *L, int i) {
     wick_tensor *t = wl_totensor(L, i);
     return t && (wick_tensor_dtype(t) == WICK_BOOL || wick_tensor_dtype(t) == WICK_UINT8);
 }
+/* whether stack slot i holds an integer tensor */
+static int is_integer_tensor(lua_State *L, int i) {
+    wick_tensor *t = wl_totensor(L, i);
+    return t && !wick_dtype_is_floating(wick_tensor_dtype(t)) && !wick_dtype_is_complex(wick_tensor_dtype(t));
+}
 
 WL_FUNCTION(t_arith) {
     lua_settop(L, 2);
@@ -122,6 +127,10 @@ WL_FUNCTION(t_arith) {
     if (op == WICK_POW && (is_mask(L, 1) || is_mask(L, 2)))
         wl_raise(L, "the ^ operator on a mask (a bool or uint8 tensor) is Lua's power, where Python's ^ is xor: "
                     "write mask:bitwise_xor(x) or mask:logical_xor(x) (mask:pow(x) for a power)");
+    /* two integer tensors: HashNeRF's xor_result ^= coords * prime (a number exponent stays a power) */
+    if (op == WICK_POW && is_integer_tensor(L, 1) && is_integer_tensor(L, 2))
+        wl_raise(L, "the ^ operator on two integer tensors is Lua's power, where Python's ^ is xor: write "
+                    "a:bitwise_xor(b) (a:pow(b) for a power)");
     if (op == WICK_DIV && lua_type(L, 1) == LUA_TNUMBER && (b = wl_totensor(L, 2)) &&
         !wick_dtype_is_complex(wick_tensor_dtype(b))) {
         wick_tensor **slot = wl_new_slot(L);
