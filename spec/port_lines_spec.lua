@@ -3164,3 +3164,17 @@ describe("the thirty-third round's lines (speechbrain's ECAPA-TDNN)", function()
     support.assert_error_has(function() return wick.FloatTensor(2, { bogus = 1 }) end, "unknown option 'bogus'")
   end)
 end)
+
+describe("the thirty-fifth round's lines (Deformable DETR)", function()
+  it("split takes a list of 0-dim integer tensors as sizes", function()
+    -- value.split([H_ * W_ for H_, W_ in value_spatial_shapes], dim=1)
+    local shapes = wick.as_tensor({ { 6, 6 }, { 3, 3 } }, { dtype = "int64" })
+    local sizes = {}
+    for _, hw in ipairs(shapes:unbind()) do sizes[#sizes + 1] = hw[1] * hw[2] end
+    local parts = wick.zeros(2, 45):split(sizes, { dim = 2 })
+    assert.are.same({ 2, 36 }, parts[1]:size())
+    assert.are.same({ 2, 9 }, parts[2]:size())
+    support.assert_error_has(function() return wick.zeros(2, 45):split({ wick.tensor(2.5), 1 }, 2) end,
+      "expected an integer for argument 'split_size_or_sections[1]'")
+  end)
+end)

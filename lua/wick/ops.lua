@@ -88,6 +88,13 @@ return function(wick)
     local parts = {}
     if type(split_size) == "table" then
       local total = 0
+      -- (0-dim integer tensors are their numbers: Deformable DETR's [H_ * W_ for H_, W_ in shapes])
+      local sizes = {}
+      for i = 1, #split_size do
+        local v = split_size[i]
+        sizes[i] = is_tensor(v) and not v:is_floating_point() and v.dtype ~= "bool" and number_of(v) or v
+      end
+      split_size = sizes
       for i = 1, #split_size do
         check.int(split_size[i], "split", "split_size_or_sections[" .. i .. "]", 0)
         total = total + split_size[i]
