@@ -332,6 +332,14 @@ return function(wick)
     -- a Lua boolean (t:any(), t:all()) is the 0-dim bool tensor PyTorch's would be
     -- (T5's torch.where(torch.isinf(h).any(), max - 1000, max))
     if type(cond) == "boolean" and (a ~= nil or b ~= nil) then
+      -- beside tensors of values it is a ported comparison gone wrong: Lua's == and ~= between a
+      -- tensor and a number give a constant boolean (guided-diffusion's where(t == 0, nll, kl))
+      local function values(v) return is_tensor(v) and v:dim() > 0 end
+      if values(a) or values(b) then
+        check.fail("where", "the condition is a Lua boolean (%s), not a tensor: Lua's == and ~= between a "
+          .. "tensor and a number are always false and true, so write t:eq(x) or t:ne(x); a boolean from "
+          .. "t:any() or t:all() chooses with Lua's `if`", tostring(cond))
+      end
       local like = is_tensor(a) and a or is_tensor(b) and b or nil
       cond = wick.tensor(cond, { device = like and like.device or nil })
     end

@@ -280,13 +280,19 @@ function Module:extend(name, args)
           v = function(obj, ...) return init(obj, own_init_args(cls, args, init, ...)) end
           own_inits[v] = true
         end
+      elseif k == "init" and type(v) == "function" and not of_wick(undecorated(v)) then
+        -- without declared names, init takes PyTorch's keywords also when a subclass calls it
+        -- (nflows' super().__init__(mask, fn, unconditional_transform=ut))
+        v = keyword_method(v, "init")
       end
       -- a forward of one's own binds PyTorch's keywords also when called as a method
       -- (pytorch-flows' self.forward(noise, mode='inverse')), and so does any other method of
       -- one's own (but metamethods); wick's own layers take theirs
-      -- (a method: its first parameter is self; a static function of the class stays as it is)
+      -- (a method: its first parameter is self, or cls for Python's classmethod; a static function
+      -- of the class stays as it is)
+      local first = type(v) == "function" and debug.getlocal(undecorated(v), 1)
       if type(v) == "function" and type(k) == "string" and k ~= "init" and k:sub(1, 2) ~= "__"
-        and not of_wick(undecorated(v)) and (k == "forward" or debug.getlocal(undecorated(v), 1) == "self") then
+        and not of_wick(undecorated(v)) and (k == "forward" or first == "self" or first == "cls") then
         v = keyword_method(v, k)
       end
       rawset(cls, k, v)
