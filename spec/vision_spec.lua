@@ -195,6 +195,12 @@ describe("wick.vision.ops' RoI pooling", function()
     support.assert_error_has(function() return ops.roi_align(img, wick.tensor({ { 3, 0, 0, 1, 1 } }, { dtype = wick.float64 }), 2) end,
       "a box's batch index is not an image of the input: they count from 1 to 2")
     support.assert_error_has(function() return ops.roi_align(img, wick.zeros(2, 4), 2) end, "boxes must be a tensor of shape [K, 5]")
+    support.assert_error_has(function() return ops.roi_align(img, wick.tensor({ { 1, 0 / 0, 0, 4, 4 } }, { dtype = wick.float64 }), 2) end,
+      "roi_align: box 1 is not finite: its corners are (nan, 0, 4, 4)")
+    support.assert_error_has(function() return ops.roi_pool(img, wick.tensor({ { 1, 0, 0, math.huge, 4 } }, { dtype = wick.float64 }), 2) end,
+      "roi_pool: box 1 is not finite")
+    support.assert_error_has(function() return ops.roi_align(wick.zeros(1, 2, 0, 8), wick.tensor({ { 1, 0, 0, 4, 4 } }), 2) end,
+      "the input's feature maps are empty ([1, 2, 0, 8])")
   end)
 
   it("roi_pool takes the maximum of each rounded bin, 0 for an empty one", function()
@@ -262,6 +268,9 @@ describe("wick.vision.ops' layers", function()
     local r = retina(x)
     assert.are.same({ 1, 4, 4, 4 }, r.p6:size())
     assert.are.same({ 1, 4, 2, 2 }, r.p7:size())
+    support.assert_error_has(function() return fpn(wick.OrderedDict({ { "feat0", x.feat0 } })) end,
+      "expected 2 feature maps, one per entry of in_channels_list, got 1")
+    support.assert_error_has(function() return ops.FeaturePyramidNetwork({}, 4) end, "in_channels_list is empty")
   end)
 
   it("Conv2dNormActivation, SqueezeExcitation, MLP, StochasticDepth and FrozenBatchNorm2d", function()

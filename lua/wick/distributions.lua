@@ -196,8 +196,6 @@ function Distribution.init(self, batch_shape, event_shape, validate_args)
   if validate_args == nil then validate_args = default_validate end
   rawset(self, "_validate_args", validate_args)
 end
-Distribution.__index = Distribution
-Distribution._distribution_class = true
 
 -- d:method() with '.' for ':' (or another receiver): an error at the caller's line
 local function receivers(C)

@@ -238,6 +238,7 @@ V.FeaturePyramidNetwork = Module:extend("FeaturePyramidNetwork", { "in_channels_
 function V.FeaturePyramidNetwork:init(in_channels_list, out_channels, ...)
   local fn = "FeaturePyramidNetwork"
   check.table(in_channels_list, fn, "in_channels_list")
+  if #in_channels_list == 0 then check.fail(fn, "in_channels_list is empty: a pyramid needs at least one level") end
   local o = check.positional(fn, { "extra_blocks", "norm_layer" }, { extra_blocks = "any", norm_layer = "any" }, ...)
   self.inner_blocks = nn.ModuleList()
   self.layer_blocks = nn.ModuleList()
@@ -269,6 +270,10 @@ function V.FeaturePyramidNetwork:forward(x)
   local feats = {}
   for i, name in ipairs(names) do feats[i] = x[name] end
   local n = #feats
+  if n == 0 or n ~= #self.inner_blocks then
+    check.fail("FeaturePyramidNetwork", "expected %d feature maps, one per entry of in_channels_list, got %d",
+      #self.inner_blocks, n)
+  end
   local last_inner = self:get_result_from_inner_blocks(feats[n], -1)
   local results = { self:get_result_from_layer_blocks(last_inner, -1) }
   for idx = n - 1, 1, -1 do

@@ -44,6 +44,10 @@ local function rois_of(boxes, fn, input)
   if rois:size(1) > 0 and (b:lt(1):any() or b:gt(input:size(1)):any() or b:ne(b:floor()):any()) then
     check.fail(fn, "a box's batch index is not an image of the input: they count from 1 to %d", input:size(1))
   end
+  if rois:size(1) > 0 and not rois:isfinite():all() then
+    local at = rois:isfinite():all(2):logical_not():nonzero()[1][1]:item()
+    check.fail(fn, "box %d is not finite: its corners are %s", at, Module._py(rois[at]:narrow(1, 2, 4):totable()))
+  end
   return rois
 end
 
@@ -112,6 +116,7 @@ function R.roi_align(input, boxes, ...)
   local rois = rois_of(boxes, fn, input)
   local K, C, H, W = rois:size(1), input:size(2), input:size(3), input:size(4)
   if K == 0 then return no_rois(input, ph, pw) end
+  if H == 0 or W == 0 then check.fail(fn, "the input's feature maps are empty (%s): no box can sample them", tostring(input.shape)) end
   local off = aligned and 0.5 or 0
   local r = { b = rois:select(2, 1):long() - 1 }
   r.x1, r.y1 = rois:select(2, 2) * scale - off, rois:select(2, 3) * scale - off
@@ -205,17 +210,17 @@ end
 function R.RoIAlign:forward(input, rois)
   return R.roi_align(input, rois, self.output_size, self.spatial_scale, self.sampling_ratio, self.aligned)
 end
-local function py(v) return type(v) == "table" and "(" .. table.concat(v, ", ") .. ")" or tostring(v) end
+local py = Module._py -- (Python's repr: a tuple for a size pair)
 function R.RoIAlign:extra_repr()
   return ("output_size=%s, spatial_scale=%s, sampling_ratio=%s, aligned=%s"):format(py(self.output_size),
-    self.spatial_scale, self.sampling_ratio, self.aligned and "True" or "False")
+    py(self.spatial_scale), py(self.sampling_ratio), py(self.aligned))
 end
 
 R.RoIPool = Module:extend("RoIPool", { "output_size", "spatial_scale" })
 --- ops.RoIPool(output_size, spatial_scale): roi_pool as a module, m(input, rois)
 function R.RoIPool:init(output_size, spatial_scale) self.output_size, self.spatial_scale = output_size, spatial_scale end
 function R.RoIPool:forward(input, rois) return R.roi_pool(input, rois, self.output_size, self.spatial_scale) end
-function R.RoIPool:extra_repr() return ("output_size=%s, spatial_scale=%s"):format(py(self.output_size), self.spatial_scale) end
+function R.RoIPool:extra_repr() return ("output_size=%s, spatial_scale=%s"):format(py(self.output_size), py(self.spatial_scale)) end
 
 -- ---- MultiScaleRoIAlign ----
 R.LevelMapper = {}
@@ -310,7 +315,7 @@ function R.MultiScaleRoIAlign:extra_repr()
   local names = {}
   for i, n in ipairs(self.featmap_names) do names[i] = "'" .. tostring(n) .. "'" end
   return ("featmap_names=[%s], output_size=%s, sampling_ratio=%s"):format(table.concat(names, ", "),
-    py(self.output_size), tostring(self.sampling_ratio))
+    py(self.output_size), py(self.sampling_ratio))
 end
 
 return R
