@@ -56,17 +56,20 @@ static void touch_views(const wk_ckpt *c) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fz_write_input(data, size);
-    /* the reader itself on the open file, as wk_ckpt_read calls it for "PK\3\4" */
-    wk_ckpt_source src = {fz_input_path(), "fuzz", fz_input_fd, (int64_t)size, -1};
-    wk_ckpt *c = wk_ckpt_new(WK_CKPT_PYTORCH);
-    if (!c) abort();
-    if (wk_ckpt_read_pytorch(c, &src) == WICK_OK) {
-        for (int i = 0; i < c->nstorages; i++) {
-            const wk_ckpt_storage *s = &c->storages[i];
-            sink ^= wick_crc32c(0, wick_tensor_data(s->data), (size_t)s->numel * wick_dtype_size(s->dtype));
+    /* the reader itself on the open file, as wk_ckpt_read calls it for "PK\3\4": refusing
+     * other classes, then loading their instances as data (weights_only=False) */
+    for (int objects = 0; objects < 2; objects++) {
+        wk_ckpt_source src = {fz_input_path(), "fuzz", fz_input_fd, (int64_t)size, -1, 0, objects};
+        wk_ckpt *c = wk_ckpt_new(WK_CKPT_PYTORCH);
+        if (!c) abort();
+        if (wk_ckpt_read_pytorch(c, &src) == WICK_OK) {
+            for (int i = 0; i < c->nstorages; i++) {
+                const wk_ckpt_storage *s = &c->storages[i];
+                sink ^= wick_crc32c(0, wick_tensor_data(s->data), (size_t)s->numel * wick_dtype_size(s->dtype));
+            }
+            touch_views(c);
         }
-        touch_views(c);
+        wk_ckpt_free(c);
     }
-    wk_ckpt_free(c);
     return 0;
 }

@@ -85,7 +85,7 @@ for name, bytes in pairs(idx) do
 end
 
 -- ---- PyTorch zip checkpoints (tools/make_pt_fixtures.py made them) ----
-for _, name in ipairs({ "pt_state_dict", "pt_mixed", "pt_malicious" }) do
+for _, name in ipairs({ "pt_state_dict", "pt_mixed", "pt_malicious", "pt_objects" }) do
   copy(("%s/%s.pt"):format(fixtures, name), ("%s/pytorch/%s.pt"):format(corpus, name))
 end
 

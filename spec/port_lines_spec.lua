@@ -3199,3 +3199,55 @@ describe("the thirty-sixth round's lines (nflows, guided-diffusion)", function()
     assert.are.same({ 1, 4 }, wick.where(t:eq(0), a, b):totable())
   end)
 end)
+
+describe("the thirty-seventh round's lines (Hyena, Swin, Decision Transformer, taming's VQGAN, demucs)", function()
+  it("an init's ... takes a table naming none of its parameters as **kwargs, but for its first argument", function()
+    -- Hyena: self.modulation = ExponentialModulation(d_model, **kwargs) with kwargs = {channels: 1}
+    local E = nn.Module:extend("ExponentialModulation")
+    function E:init(d_model, fast_decay_pct, ...)
+      self.fast = fast_decay_pct or 0.3
+      self.kwargs = ...
+    end
+    local e = E(4, { channels = 1 })
+    assert.are.equal(0.3, e.fast)
+    assert.are.same({ channels = 1 }, e.kwargs)
+    local e2 = E(4, { channels = 1, fast_decay_pct = 0.5 })
+    assert.are.same({ 0.5, 1 }, { e2.fast, e2.kwargs.channels })
+    -- HF's Model(config) with `...`: the table first stays the value
+    local C = nn.Module:extend("C")
+    function C:init(config, ...) self.n = config.n_embd end
+    assert.are.equal(5, C({ n_embd = 5 }).n)
+  end)
+
+  it("a keyword call whose every name is a misspelt parameter is PyTorch's TypeError, not a value", function()
+    local Block = nn.Module:extend("Block")
+    function Block:init(n_ctx, config, scale) self.scale = scale end -- luacheck: ignore n_ctx config
+    function Block:forward(hidden_states, layer_past, attention_mask) return attention_mask end -- luacheck: ignore
+    support.assert_error_has(function() return Block(2048, { n_head = 1 }, { scal = false }) end,
+      "Block.init: got an unexpected keyword argument 'scal' (did you mean 'scale'?)")
+    local b = Block(2048, { n_head = 1 })
+    support.assert_error_has(function() return b(wick.ones(2), { attention_mak = wick.zeros(2) }) end,
+      "got an unexpected keyword argument 'attention_mak' (did you mean 'attention_mask'?)")
+    assert.are.equal(1, b(wick.ones(2), { attention_mask = 1 }))
+    -- a config table with keys of its own stays a value
+    local seen = nil
+    function Block:forward(hidden_states, config) seen = config end -- luacheck: ignore hidden_states
+    b(wick.ones(2), { n_embd = 4, n_head = 2 })
+    assert.are.same({ n_embd = 4, n_head = 2 }, seen)
+  end)
+
+  it("a nil size names its place among the sizes (Swin's unpack of a 3-D shape into B, H, W, C)", function()
+    local x = wick.randn(2, 3)
+    support.assert_error_has(function() return x:view(6, nil) end, "got nil for size 2")
+    support.assert_error_has(function() return x:reshape(nil, 6) end, "got nil for size 1")
+  end)
+
+  it("ModuleList:insert(0, m) and pop(0) say indices count from 1", function()
+    local up = nn.ModuleList()
+    support.assert_error_has(function() up:insert(0, nn.ReLU()) end, "PyTorch's insert(0, m), which prepends, is insert(1, m)")
+    up:insert(1, nn.ReLU())
+    up:insert(1, nn.Tanh())
+    assert.are.equal("Tanh", getmetatable(up[1]).__name)
+    support.assert_error_has(function() nn.Sequential(nn.ReLU()):pop(0) end, "PyTorch's pop(0) is pop(1)")
+  end)
+end)

@@ -162,6 +162,59 @@ describe("a hostile PyTorch checkpoint", function()
     assert_error_has(function() return wick.load(p3) end, "refusing to load torch.load from " .. p3)
   end)
 
+  it("loads other classes' instances as tables of their state with weights_only = false, running nothing", function()
+    -- Swin's torch.save({'model': ..., 'config': config}): pickle.dumps({"cfg": yacs CfgNode(a=1, b={"c": 2}),
+    -- "args": argparse.Namespace(lr=0.1, name="x"), "acc": np.float64(0.5), "i": np.int32(-3), "flag":
+    -- np.bool_(True), "f": np.float32(0.25), "nt": namedtuple NT(1, 2), "s": {7}, "raw": b"\x00\xff"},
+    -- protocol=2), less its PROTO and STOP
+    local p = pt_with("objects",
+      "}q\000(X\003\000\000\000cfgq\001cyacs.config\010CfgNode\010q\002)\129q\003(X\001\000\000\000aq" ..
+      "\004K\001X\001\000\000\000bq\005}q\006X\001\000\000\000cq\007K\002su}q\008X\006\000\000\000froze" ..
+      "nq\009\137sbX\004\000\000\000argsq\010cargparse\010Namespace\010q\011)\129q\012}q\013(X\002\000" ..
+      "\000\000lrq\014G?\185\153\153\153\153\153\154X\004\000\000\000nameq\015X\001\000\000\000xq\016ub" ..
+      "X\003\000\000\000accq\017cnumpy._core.multiarray\010scalar\010q\018cnumpy\010dtype\010q\019X\002" ..
+      "\000\000\000f8q\020\137\136\135q\021Rq\022(K\003X\001\000\000\000<q\023NNNJ\255\255\255\255J\255" ..
+      "\255\255\255K\000tq\024bc_codecs\010encode\010q\025X\009\000\000\000\000\000\000\000\000\000\195" ..
+      "\160?q\026X\006\000\000\000latin1q\027\134q\028Rq\029\134q\030Rq\031X\001\000\000\000iq h\018h" ..
+      "\019X\002\000\000\000i4q!\137\136\135q\034Rq#(K\003h\023NNNJ\255\255\255\255J\255\255\255\255K" ..
+      "\000tq$bh\025X\008\000\000\000\195\189\195\191\195\191\195\191q%h\027\134q&Rq'\134q(Rq)X\004\000" ..
+      "\000\000flagq*h\018h\019X\002\000\000\000b1q+\137\136\135q,Rq-(K\003X\001\000\000\000|q.NNNJ\255" ..
+      "\255\255\255J\255\255\255\255K\000tq/bh\025X\001\000\000\000\001q0h\027\134q1Rq2\134q3Rq4X\001" ..
+      "\000\000\000fq5h\018h\019X\002\000\000\000f4q6\137\136\135q7Rq8(K\003h\023NNNJ\255\255\255\255J" ..
+      "\255\255\255\255K\000tq9bh\025X\005\000\000\000\000\000\194\128>q:h\027\134q;Rq<\134q=Rq>X\002" ..
+      "\000\000\000ntq?cdemo\010NT\010q@K\001K\002\134qA\129qBX\001\000\000\000sqCc__builtin__\010set" ..
+      "\010qD]qEK\007a\133qFRqGX\003\000\000\000rawqHh\025X\003\000\000\000\000\195\191qIh\027\134qJRqK" ..
+      "u")
+    assert_error_has(function() return wick.load(p) end, "refusing to load yacs.config.CfgNode from " .. p)
+    assert_error_has(function() return wick.load(p) end, "{weights_only = false}")
+    local o = wick.load(p, { weights_only = false })
+    assert.are.same({ __class__ = "yacs.config.CfgNode", a = 1, b = { c = 2 }, frozen = false }, o.cfg)
+    assert.are.same({ __class__ = "argparse.Namespace", lr = 0.1, name = "x" }, o.args)
+    assert.are.same({ 0.5, -3, true, 0.25 }, { o.acc, o.i, o.flag, o.f })
+    assert.are.same({ __class__ = "demo.NT", 1, 2 }, o.nt)
+    assert.are.same({ 7 }, o.s)
+    assert.are.equal("\0\255", o.raw)
+    -- a torch.save'd training checkpoint (tools/make_pt_fixtures.py objects): numpy's array as nested lists
+    local ck = wick.load(FIX .. "pt_objects.pt", { weights_only = false })
+    assert.are.same({ 0, 1, 2 }, ck.model.w:totable())
+    assert.are.same({ 0.1, "x", 0.5, 7 }, { ck.args.lr, ck.args.name, ck.best_acc, ck.epoch })
+    assert.are.same({ { 0, 1 }, { "a" } }, { ck.mean, ck.tags })
+    assert_error_has(function() return wick.load(FIX .. "pt_objects.pt") end, "refusing to load argparse.Namespace")
+    -- the hostile fixture's os.system('touch /tmp/wick_pwned') is data too: nothing runs
+    os.remove("/tmp/wick_pwned")
+    local m = wick.load(FIX .. "pt_malicious.pt", { weights_only = false })
+    assert.is_nil(io.open("/tmp/wick_pwned", "r"))
+    assert.is_truthy(next(m) ~= nil)
+    local e = wick.load(pt_with("eval_data", "cbuiltins\neval\n(X\5\0\0\0" .. "1 + 1tR"), { weights_only = false })
+    assert.are.same({ __class__ = "builtins.eval", "1 + 1" }, e)
+    -- bytes that are not latin-1 text, and NEWOBJ on something that is not a class, are corrupt
+    assert_error_has(function()
+      return wick.load(pt_with("bad_latin1", "c_codecs\nencode\nX\2\0\0\0\226\130X\6\0\0\0latin1\134R"), { weights_only = false })
+    end, "not latin-1")
+    assert_error_has(function() return wick.load(pt_with("newobj_num", "K\1)\129"), { weights_only = false }) end,
+      "NEWOBJ on something that is not a class")
+  end)
+
   it("refuses unknown opcodes, bad lengths, missing memo entries and missing storages", function()
     local cases = {
       { "opcode", "}\255", "unsupported pickle opcode 0xff" },

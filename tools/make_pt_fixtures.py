@@ -3,9 +3,10 @@
 
 Run from the repository root with /usr/bin/python3 (PyTorch 1.13):
     /usr/bin/python3 tools/make_pt_fixtures.py
-or, for the TinyGPT or the recurrent-layer fixture alone (written with PyTorch 2.x):
+or, for the TinyGPT, the recurrent-layer or the objects fixture alone (written with PyTorch 2.x):
     ~/.cache/wick-torch-venv/bin/python tools/make_pt_fixtures.py tiny_gpt
     ~/.cache/wick-torch-venv/bin/python tools/make_pt_fixtures.py rnn
+    ~/.cache/wick-torch-venv/bin/python tools/make_pt_fixtures.py objects
 """
 import os
 from collections import OrderedDict
@@ -211,8 +212,21 @@ def malicious_fixture():
     torch.save({"weight": torch.zeros(2), "evil": Payload()}, os.path.join(OUT, "pt_malicious.pt"))
 
 
+def objects_fixture():
+    """A training checkpoint with objects beside the weights (Swin's yacs config, an
+    argparse Namespace, numpy scalars and an array): wick.load's weights_only = false."""
+    import argparse
+    import numpy as np
+    torch.save({"model": OrderedDict(w=torch.arange(3.0)), "args": argparse.Namespace(lr=0.1, name="x"),
+                "best_acc": np.float64(0.5), "epoch": np.int64(7), "mean": np.arange(2.0), "tags": {"a"}},
+               os.path.join(OUT, "pt_objects.pt"))
+
+
 if __name__ == "__main__":
     import sys
+    if sys.argv[1:] == ["objects"]:
+        objects_fixture()
+        sys.exit(0)
     if sys.argv[1:] == ["tiny_gpt"]:  # only this one (the others stay byte for byte)
         tiny_gpt_fixture()
         sys.exit(0)
@@ -221,6 +235,7 @@ if __name__ == "__main__":
         sys.exit(0)
     tiny_gpt_fixture()
     rnn_fixture()
+    objects_fixture()
     state_dict_fixture()
     mixed_fixture()
     malicious_fixture()

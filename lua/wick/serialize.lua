@@ -104,9 +104,11 @@ end
 
 function serialize.load(path, opts)
   if type(path) ~= "string" then wick.error("wick.load: expected a file path") end
-  -- weights_only: accepted as torch.load takes it, and what wick does anyway (a
-  -- file never runs code); mmap = true maps the storages (a file changed later
-  -- changes them), else they are read, as torch.load's default
+  -- weights_only = false: a PyTorch file's instances of other classes (a config
+  -- object, argparse's Namespace, numpy's scalars) load as tables of their state,
+  -- where the default refuses them; a file never runs code either way; mmap =
+  -- true maps the storages (a file changed later changes them), else they are
+  -- read, as torch.load's default
   local LOAD = { map_location = "any", verify = "any", weights_only = "boolean", mmap = "boolean" }
   -- torch.load(path, map_location) by position: a device (a string or a wick.device), a function, or a
   -- table renaming locations (one without load's option names)
@@ -139,7 +141,7 @@ function serialize.load(path, opts)
       end
     end
   end
-  local ckpt, storages, devices = core.ckpt_load(path, opts.verify, opts.mmap == true)
+  local ckpt, storages, devices = core.ckpt_load(path, opts.verify, opts.mmap == true, opts.weights_only == false)
   -- each storage once where map_location puts it, then the tree's views of them
   local placed = {}
   for i = 1, #storages do placed[i] = place(storages[i], devices[i], map) end

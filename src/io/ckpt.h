@@ -139,6 +139,9 @@ typedef struct wk_ckpt_read_options {
                         table name -> tensor, __metadata__ not interpreted, no zip */
     int mmap;        /* 1: storages map the file (torch.load's mmap=True: a file changed
                         later changes them, and one cut short faults); 0: read */
+    int objects;     /* 1: a PyTorch pickle's instances of classes outside the allowlist load
+                        as tables of their state (torch.load's weights_only=False; nothing
+                        is imported or run); 0: they are refused */
 } wk_ckpt_read_options;
 
 /* The file being read, opened once: readers for each format get it. */
@@ -147,7 +150,8 @@ typedef struct wk_ckpt_source {
     int fd;
     int64_t size;
     int verify;
-    int mmap; /* wk_ckpt_read_options.mmap */
+    int mmap;    /* wk_ckpt_read_options.mmap */
+    int objects; /* wk_ckpt_read_options.objects */
 } wk_ckpt_source;
 
 /* Reads the checkpoint at path (format by its first bytes), all checked, the

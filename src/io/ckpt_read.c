@@ -567,8 +567,8 @@ wick_status wk_ckpt_read(wk_ckpt **out, const char *path, const wk_ckpt_read_opt
     if (!path) return wick_fail(WICK_ERR_ARGUMENT, "%s: expected a file path", who);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return wick_fail(WICK_ERR_IO, "%s: cannot open %s: %s", who, path, strerror(errno));
-    reader r = {{path, who, fd, 0, opts ? opts->verify : -1, opts ? opts->mmap : 0}, NULL, NULL, 0, NULL,
-                opts ? opts->flat : 0};
+    reader r = {{path, who, fd, 0, opts ? opts->verify : -1, opts ? opts->mmap : 0, opts ? opts->objects : 0}, NULL,
+                NULL, 0, NULL, opts ? opts->flat : 0};
     struct stat sb;
     unsigned char head[8];
     wick_status st = WICK_OK;

@@ -6,7 +6,13 @@
  * imports or calls anything. GLOBAL/STACK_GLOBAL resolve only a short allowlist
  * (OrderedDict, the tensor rebuild functions, the storage types), each of which
  * is a constructor implemented here; anything else is refused with an error
- * naming the file. Every length and offset is checked against the bytes that
+ * naming the file. With torch.load's weights_only=False (the source's objects
+ * flag) the rest load as data too, still with nothing imported or called: an
+ * instance of another class is a table of its state (its dict items, its
+ * __dict__ and its constructor's arguments as items 1, 2, ...) naming its class
+ * under "__class__"; protocol 2's bytes (_codecs.encode(text, 'latin1')) are
+ * strings, numpy's scalars numbers, a set the list of its items.
+ * Every length and offset is checked against the bytes that
  * remain, and the stack, the marks, the memo and the nesting are bounded.
  * Storages are entries of the zip, checked against its directory and mapped
  * from the already-open file by the engine. */
@@ -29,7 +35,9 @@
 
 /* ---- the unpickler's objects ---- */
 
-enum { PK_NONE, PK_BOOL, PK_NUM, PK_STR, PK_DICT, PK_LIST, PK_TUPLE, PK_GLOBAL, PK_TENSOR };
+enum { PK_NONE, PK_BOOL, PK_NUM, PK_STR, PK_DICT, PK_LIST, PK_TUPLE, PK_GLOBAL, PK_TENSOR,
+       PK_CLASS,     /* objects mode: a global outside the allowlist, its name in str (owned) */
+       PK_INSTANCE }; /* objects mode: an instance, its state as a dict's items */
 enum { G_STORAGE, G_CALL, G_TYPE }; /* what a global is */
 enum { F_ORDERED_DICT, F_COUNTER, F_REBUILD_TENSOR, F_REBUILD_PARAMETER, F_REBUILD_FROM_TYPE, F_NONE };
 
@@ -42,7 +50,9 @@ typedef struct {
 
 struct pk_obj {
     unsigned char kind;
-    int flag;        /* a boolean's value; a global's index in GLOBALS */
+    int flag;        /* a boolean's value; a global's index in GLOBALS; a string's
+                        ownership (1: its bytes are malloc'd); an instance's count of
+                        positional items */
     void *converted; /* its tree value, once made */
     union {
         double num;
@@ -108,6 +118,7 @@ typedef struct {
 
 typedef struct {
     const char *who, *path;
+    int objects; /* wk_ckpt_source.objects */
     const unsigned char *s;
     size_t n, pos; /* pos: 0-based, the next byte */
     pk_obj **stack;
@@ -155,8 +166,10 @@ static void free_objects(unpickler *u) {
         next = c->next;
         for (int i = 0; i < c->used; i++) {
             pk_obj *o = &c->objs[i];
-            if (o->kind == PK_DICT || o->kind == PK_LIST || o->kind == PK_TUPLE) free(o->u.seq.items);
+            if (o->kind == PK_DICT || o->kind == PK_INSTANCE || o->kind == PK_LIST || o->kind == PK_TUPLE)
+                free(o->u.seq.items);
             else if (o->kind == PK_TENSOR) free(o->u.tensor);
+            else if (o->kind == PK_CLASS || (o->kind == PK_STR && o->flag)) free((char *)o->u.str.p);
         }
         free(c);
     }
@@ -198,6 +211,8 @@ static const char *describe(const pk_obj *o, char *buf, size_t cap) {
     case PK_LIST: return "a list";
     case PK_TUPLE: return "a tuple";
     case PK_GLOBAL: return GLOBALS[o->flag].name;
+    case PK_CLASS: snprintf(buf, cap, "%.64s", o->u.str.p); return buf;
+    case PK_INSTANCE: return "an instance";
     default: return "a tensor";
     }
 }
@@ -323,14 +338,18 @@ static wick_status get(unpickler *u, uint64_t index) {
 
 static wick_status set_item(unpickler *u, pk_obj *d, pk_obj *k, pk_obj *v) {
     char buf[80];
-    if (d->kind != PK_DICT) return fail(u, "corrupt pickle: SETITEM(S) on something that is not a dict");
+    if (d->kind != PK_DICT && d->kind != PK_INSTANCE)
+        return fail(u, "corrupt pickle: SETITEM(S) on something that is not a dict");
     if (!k || (k->kind != PK_STR && k->kind != PK_NUM && k->kind != PK_BOOL) || (k->kind == PK_NUM && isnan(k->u.num)))
         return fail(u, "unsupported dict key %s (only strings, numbers and booleans)", describe(k, buf, sizeof buf));
     wick_status st = seq_add(u, d, k);
     return st ? st : seq_add(u, d, v ? v : &u->none);
 }
 
+static wick_status add_positional(unpickler *u, pk_obj *o, pk_obj *v);
+
 static wick_status append(unpickler *u, pk_obj *l, pk_obj *v) {
+    if (l->kind == PK_INSTANCE) return add_positional(u, l, v); /* a list subclass's items */
     if (l->kind != PK_LIST) return fail(u, "corrupt pickle: APPEND(S) on something that is not a list");
     return seq_add(u, l, v);
 }
@@ -394,8 +413,16 @@ static wick_status global(unpickler *u, const char *module, size_t mlen, const c
         return wick_fail(WICK_ERR_DTYPE, "%s: %s holds %s tensors, a dtype wick does not have (convert them in PyTorch, "
                          "e.g. to int32 with .int(), and save again)", u->who, u->path,
                          full[6] == 'C' ? "int8" : "int16");
-    return wick_fail(WICK_ERR_IO, "%s: refusing to load %s from %s: only tensors, containers, numbers and strings are loaded",
-                     u->who, full, u->path);
+    if (u->objects) { /* a class as data: its instances become tables */
+        pk_obj *g = new_obj(u, PK_CLASS);
+        char *name = g ? strdup(full) : NULL;
+        if (!name) return oom(u);
+        g->u.str.p = name, g->u.str.len = strlen(name);
+        return push(u, g);
+    }
+    return wick_fail(WICK_ERR_IO, "%s: refusing to load %s from %s: only tensors, containers, numbers and strings are loaded "
+                     "(wick.load(path, {weights_only = false}) loads other classes' instances as tables of their state, "
+                     "running nothing)", u->who, full, u->path);
 }
 
 /* GLOBAL: "module\nname\n" */
@@ -587,9 +614,217 @@ static wick_status counter(unpickler *u, const pk_obj *args, pk_obj **out) {
     return WICK_OK;
 }
 
+/* ---- instances (objects mode: torch.load's weights_only=False) ---- */
+
+static int is_named(const pk_obj *o, const char *name) {
+    return o && (o->kind == PK_STR || o->kind == PK_CLASS) && o->u.str.len == strlen(name) &&
+           !memcmp(o->u.str.p, name, o->u.str.len);
+}
+
+static pk_obj *new_string(unpickler *u, const char *p, size_t len) {
+    pk_obj *o = new_obj(u, PK_STR);
+    if (o) o->u.str.p = p, o->u.str.len = len;
+    return o;
+}
+
+/* An instance of cls: a table of its state, "__class__" naming the class. */
+static wick_status new_instance(unpickler *u, const pk_obj *cls, pk_obj **out) {
+    pk_obj *o = new_obj(u, PK_INSTANCE), *k = new_string(u, "__class__", 9);
+    pk_obj *name = new_string(u, cls->u.str.p, cls->u.str.len);
+    if (!o || !k || !name) return oom(u);
+    *out = o;
+    return set_item(u, o, k, name);
+}
+
+/* a constructor's argument (a namedtuple's field, a list subclass's item) as item 1, 2, ... */
+static wick_status add_positional(unpickler *u, pk_obj *o, pk_obj *v) {
+    pk_obj *k = new_obj(u, PK_NUM);
+    if (!k) return oom(u);
+    k->u.num = ++o->flag;
+    return set_item(u, o, k, v && v->kind != PK_NONE ? v : NULL);
+}
+
+/* an instance's item under a number or a string key, or NULL */
+static const pk_obj *item_of(const pk_obj *o, double num, const char *name) {
+    for (int64_t i = 0; o && o->kind == PK_INSTANCE && i + 1 < o->u.seq.n; i += 2) {
+        const pk_obj *k = o->u.seq.items[i];
+        if (name ? is_named(k, name) : (k->kind == PK_NUM && k->u.num == num)) return o->u.seq.items[i + 1];
+    }
+    return NULL;
+}
+
+/* BUILD's state: a dict (__dict__), or (dict, slots dict), merged into the items;
+ * any other state (numpy's) kept under "__state__" */
+static int numpy_array(unpickler *u, pk_obj *o, const pk_obj *state, wick_status *st);
+
+static wick_status set_state(unpickler *u, pk_obj *o, pk_obj *state) {
+    const pk_obj *parts[2] = {state, NULL};
+    wick_status st = WICK_OK;
+    if (is_named(item_of(o, 0, "__class__"), "numpy.ndarray") && (numpy_array(u, o, state, &st) || st)) return st;
+    if (state->kind == PK_TUPLE && state->u.seq.n == 2) parts[0] = elem(state, 0), parts[1] = elem(state, 1);
+    int dicts = 1;
+    for (int p = 0; p < 2; p++) dicts &= !parts[p] || parts[p]->kind == PK_DICT;
+    if (!dicts || (!parts[0] && !parts[1])) {
+        pk_obj *k = new_string(u, "__state__", 9);
+        return k ? set_item(u, o, k, state) : oom(u);
+    }
+    for (int p = 0; p < 2; p++)
+        for (int64_t i = 0; parts[p] && i + 1 < parts[p]->u.seq.n && !st; i += 2)
+            st = set_item(u, o, parts[p]->u.seq.items[i], parts[p]->u.seq.items[i + 1]);
+    return st;
+}
+
+/* _codecs.encode(text, 'latin1'), protocol 2's bytes: text's code points (each < 256) as bytes */
+static wick_status latin1_bytes(unpickler *u, const pk_obj *text, pk_obj **out) {
+    const unsigned char *s = (const unsigned char *)text->u.str.p;
+    size_t len = text->u.str.len, n = 0;
+    unsigned char *b = malloc(len + 1);
+    if (!b) return oom(u);
+    for (size_t i = 0; i < len; n++) {
+        if (s[i] < 0x80) b[n] = s[i++];
+        else if ((s[i] == 0xC2 || s[i] == 0xC3) && i + 1 < len && (s[i + 1] & 0xC0) == 0x80)
+            b[n] = (unsigned char)((s[i] & 0x1F) << 6 | (s[i + 1] & 0x3F)), i += 2;
+        else {
+            free(b);
+            return fail(u, "_codecs.encode given text that is not latin-1 (at byte %zu of %zu)", i, len);
+        }
+    }
+    b[n] = 0;
+    pk_obj *o = new_string(u, (const char *)b, n);
+    if (!o) {
+        free(b);
+        return oom(u);
+    }
+    o->flag = 1; /* owned */
+    *out = o;
+    return WICK_OK;
+}
+
+/* a numpy dtype instance (dtype(code, ...) with its BUILD state) of a little-endian bool,
+ * integer or float32/64: its kind ('b', 'i', 'u', 'f') and size; 0 for another */
+static int numpy_dtype(const pk_obj *dtype, char *kind, int *size) {
+    const pk_obj *code = item_of(dtype, 1, NULL), *state = item_of(dtype, 0, "__state__");
+    const pk_obj *order = state && state->kind == PK_TUPLE ? elem(state, 1) : NULL;
+    if (!code || code->kind != PK_STR || code->u.str.len != 2) return 0;
+    if (order && !is_named(order, "<") && !is_named(order, "|") && !is_named(order, "=")) return 0;
+    *kind = code->u.str.p[0], *size = code->u.str.p[1] - '0';
+    if (*size != 1 && *size != 2 && *size != 4 && *size != 8) return 0;
+    return (*kind == 'b' && *size == 1) || *kind == 'i' || *kind == 'u' || (*kind == 'f' && *size >= 4);
+}
+
+/* the element of that kind and size at p: a number, or a boolean */
+static pk_obj *numpy_value(unpickler *u, char kind, int size, const unsigned char *p) {
+    uint64_t v = le(p, size);
+    pk_obj *o = new_obj(u, kind == 'b' ? PK_BOOL : PK_NUM);
+    if (!o) return NULL;
+    if (kind == 'b') o->flag = v != 0;
+    else if (kind == 'u') o->u.num = (double)v;
+    else if (kind == 'i') /* sign-extended */
+        o->u.num = (double)(int64_t)(size == 8 ? v : (v ^ (1ull << (8 * size - 1))) - (1ull << (8 * size - 1)));
+    else if (size == 4) {
+        float f;
+        uint32_t w = (uint32_t)v;
+        memcpy(&f, &w, 4);
+        o->u.num = f;
+    } else
+        memcpy(&o->u.num, &v, 8);
+    return o;
+}
+
+/* numpy's scalar(dtype, bytes): its value, or NULL (*st set on failure) for another scalar */
+static pk_obj *numpy_scalar(unpickler *u, const pk_obj *args, wick_status *st) {
+    const pk_obj *bytes = elem(args, 1);
+    char kind;
+    int size;
+    *st = WICK_OK;
+    if (!numpy_dtype(elem(args, 0), &kind, &size) || !bytes || bytes->kind != PK_STR || bytes->u.str.len != (size_t)size)
+        return NULL;
+    pk_obj *o = numpy_value(u, kind, size, (const unsigned char *)bytes->u.str.p);
+    if (!o) *st = oom(u);
+    return o;
+}
+
+/* the nested lists of an array's elements along dims d.. (sizes, their element strides in
+ * step) from p */
+static pk_obj *nested(unpickler *u, int ndim, const int64_t *sizes, const int64_t *step, int d, char kind, int size,
+                      const unsigned char *p) {
+    if (d == ndim) return numpy_value(u, kind, size, p);
+    pk_obj *l = new_obj(u, PK_LIST);
+    for (int64_t i = 0; l && i < sizes[d]; i++) {
+        pk_obj *v = nested(u, ndim, sizes, step, d + 1, kind, size, p + i * step[d] * size);
+        if (!v || seq_add(u, l, v)) return NULL;
+    }
+    return l;
+}
+
+/* a shape tuple of whole numbers (at most MAX_DIMS): 0, else 1 */
+static int sizes_of_quiet(const pk_obj *t, int *ndim, int64_t *out) {
+    if (!is_seq(t) || t->u.seq.n > MAX_DIMS) return 1;
+    for (int64_t i = 0; i < t->u.seq.n; i++)
+        if (!whole(elem(t, i), &out[i])) return 1;
+    *ndim = (int)t->u.seq.n;
+    return 0;
+}
+
+/* numpy's ndarray state (version, shape, dtype, is_fortran, raw bytes) of an array of numbers or
+ * booleans, at most 2^20 of them: o becomes the nested lists of its elements (a 0-dim array its
+ * value). 1: done; 0: another array, kept as its state. */
+static int numpy_array(unpickler *u, pk_obj *o, const pk_obj *state, wick_status *st) {
+    const pk_obj *shape = elem(state, 1), *fortran = elem(state, 3), *raw = elem(state, 4);
+    char kind;
+    int size, ndim = 0;
+    int64_t sizes[MAX_DIMS], step[MAX_DIMS], numel = 1;
+    *st = WICK_OK;
+    if (state->kind != PK_TUPLE || state->u.seq.n != 5 || !numpy_dtype(elem(state, 2), &kind, &size) || !raw ||
+        raw->kind != PK_STR || sizes_of_quiet(shape, &ndim, sizes))
+        return 0;
+    int column_major = fortran && fortran->kind == PK_BOOL && fortran->flag;
+    for (int k = 0; k < ndim; k++) { /* the elements' strides: the last dim's 1, or the first's */
+        int i = column_major ? k : ndim - 1 - k;
+        step[i] = numel;
+        if (sizes[i] > (1 << 20) || (numel *= sizes[i]) > (1 << 20)) return 0;
+    }
+    if ((size_t)(numel * size) != raw->u.str.len) return 0;
+    pk_obj *v = nested(u, ndim, sizes, step, 0, kind, size, (const unsigned char *)raw->u.str.p);
+    if (!v) return *st = oom(u), 0;
+    free(o->u.seq.items); /* o takes v's place: the memo and the stack hold o */
+    memset(&o->u, 0, sizeof o->u);
+    o->kind = v->kind, o->flag = v->flag, o->u = v->u;
+    if (v->kind == PK_LIST) v->u.seq.items = NULL, v->u.seq.n = 0;
+    return 1;
+}
+
+/* cls(*args) or cls.__new__(cls, *args) for a class outside the allowlist: data, never a call */
+static wick_status construct(unpickler *u, const pk_obj *cls, const pk_obj *args, pk_obj **out) {
+    const pk_obj *a0 = elem(args, 0), *a1 = elem(args, 1);
+    wick_status st;
+    if (is_named(cls, "_codecs.encode") && a0 && a0->kind == PK_STR && (is_named(a1, "latin1") || is_named(a1, "latin-1")))
+        return latin1_bytes(u, a0, out);
+    if ((is_named(cls, "numpy.core.multiarray.scalar") || is_named(cls, "numpy._core.multiarray.scalar")) &&
+        ((*out = numpy_scalar(u, args, &st)) || st))
+        return st;
+    if (is_named(cls, "builtins.set") || is_named(cls, "__builtin__.set") || is_named(cls, "builtins.frozenset") ||
+        is_named(cls, "__builtin__.frozenset")) { /* Lua has no sets: the list of its items */
+        if (a0 && a0->kind == PK_LIST) *out = (pk_obj *)a0;
+        else *out = new_obj(u, PK_LIST);
+        return *out ? WICK_OK : oom(u);
+    }
+    /* copyreg._reconstructor(cls, base, state), numpy's _reconstruct(ndarray, shape, dtype): an instance of cls */
+    if ((is_named(cls, "copyreg._reconstructor") || is_named(cls, "numpy.core.multiarray._reconstruct") ||
+         is_named(cls, "numpy._core.multiarray._reconstruct")) && a0 && a0->kind == PK_CLASS)
+        return new_instance(u, a0, out);
+    st = new_instance(u, cls, out);
+    for (int64_t i = 0; i < args->u.seq.n && !st; i++) st = add_positional(u, *out, args->u.seq.items[i]);
+    return st;
+}
+
 /* REDUCE: one of the allowlisted constructors, never anything else. */
 static wick_status call(unpickler *u, const pk_obj *g, const pk_obj *args, pk_obj **out) {
     for (;;) { /* _rebuild_from_type_v2(func, type, args) is func(args): a loop, however deep */
+        if (g && g->kind == PK_CLASS) {
+            if (!args || args->kind != PK_TUPLE) return fail(u, "corrupt pickle: REDUCE arguments are not a tuple");
+            return construct(u, g, args, out);
+        }
         if (!g || g->kind != PK_GLOBAL) return fail(u, "corrupt pickle: REDUCE on something that is not a known constructor");
         if (GLOBALS[g->flag].kind != G_CALL) return fail(u, "corrupt pickle: %s cannot be called", GLOBALS[g->flag].name);
         if (!args || args->kind != PK_TUPLE) return fail(u, "corrupt pickle: REDUCE arguments are not a tuple");
@@ -605,8 +840,8 @@ static wick_status call(unpickler *u, const pk_obj *g, const pk_obj *args, pk_ob
             *out = elem(args, 0);
             return WICK_OK;
         default: { /* F_REBUILD_FROM_TYPE */
-            const pk_obj *type = elem(args, 1);
-            if (!type || type->kind != PK_GLOBAL || GLOBALS[type->flag].kind != G_TYPE)
+            const pk_obj *type = elem(args, 1); /* (objects mode: a tensor subclass loads as a tensor) */
+            if (!type || !(type->kind == PK_CLASS || (type->kind == PK_GLOBAL && GLOBALS[type->flag].kind == G_TYPE)))
                 return fail(u, "_rebuild_from_type_v2 given an unknown type");
             g = elem(args, 0), args = elem(args, 2);
         }
@@ -619,6 +854,24 @@ static wick_status op_reduce(unpickler *u) {
     wick_status st = pop(u, "REDUCE", &args);
     if (!st) st = pop(u, "REDUCE", &g);
     if (!st) st = call(u, g, args, &r);
+    return st ? st : push(u, r);
+}
+
+/* NEWOBJ (cls, args) and NEWOBJ_EX (cls, args, kwargs): cls.__new__(cls, *args, **kwargs), as REDUCE's
+ * data (the keywords join the instance's items) */
+static wick_status op_newobj(unpickler *u, int ex) {
+    pk_obj *kwargs = NULL, *args = NULL, *cls = NULL, *r = NULL;
+    const char *what = ex ? "NEWOBJ_EX" : "NEWOBJ";
+    wick_status st = ex ? pop(u, what, &kwargs) : WICK_OK;
+    if (!st) st = pop(u, what, &args);
+    if (!st) st = pop(u, what, &cls);
+    if (st) return st;
+    if (kwargs && kwargs->kind != PK_DICT) return fail(u, "corrupt pickle: %s keywords are not a dict", what);
+    if (!args || args->kind != PK_TUPLE) return fail(u, "corrupt pickle: %s arguments are not a tuple", what);
+    if (!cls || cls->kind != PK_CLASS) return fail(u, "corrupt pickle: %s on something that is not a class", what);
+    st = construct(u, cls, args, &r);
+    for (int64_t i = 0; kwargs && r->kind == PK_INSTANCE && i + 1 < kwargs->u.seq.n && !st; i += 2)
+        st = set_item(u, r, kwargs->u.seq.items[i], kwargs->u.seq.items[i + 1]);
     return st ? st : push(u, r);
 }
 
@@ -715,6 +968,7 @@ static wick_status op_build(unpickler *u) {
     wick_status st = pop(u, "BUILD", &state);
     if (!st) st = peek(u, "BUILD", &obj);
     if (st) return st;
+    if (obj->kind == PK_INSTANCE) return set_state(u, obj, state);
     /* the state of a dict (OrderedDict's _metadata) or a tensor is dropped */
     if (obj->kind != PK_DICT && obj->kind != PK_TENSOR)
         return fail(u, "corrupt pickle: BUILD on something that is not a dict or tensor");
@@ -779,6 +1033,8 @@ static wick_status step(unpickler *u, unsigned op) {
     case 'c': return op_global(u);
     case 0x93: return op_stack_global(u);
     case 'R': return op_reduce(u);
+    case 0x81: return op_newobj(u, 0);
+    case 0x92: return op_newobj(u, 1);
     case 'b': return op_build(u);
     case 'Q': return op_persid(u);
     default: return fail(u, "unsupported pickle opcode 0x%02x at byte %zu", op, u->pos - 1);
@@ -814,14 +1070,15 @@ static wick_status emit_pair(unpickler *u, wk_ckpt *c, wk_ckpt_value *t, wk_ckpt
 static wick_status emit_table(unpickler *u, wk_ckpt *c, pk_obj *o, int depth, wk_ckpt_value *t) {
     wick_status st = WICK_OK;
     if (o->u.seq.n > INT32_MAX / 2) return fail(u, "a container of more than %d items", INT32_MAX / 2);
-    if (o->kind == PK_DICT) {
+    if (o->kind == PK_DICT || o->kind == PK_INSTANCE) {
         for (int64_t i = 0; i + 1 < o->u.seq.n && !st; i += 2) {
             wk_ckpt_value *k;
             if (!(st = emit(u, c, o->u.seq.items[i], depth, &k))) st = emit_pair(u, c, t, k, o->u.seq.items[i + 1], depth);
         }
-    } else if (o->kind == PK_GLOBAL) { /* what the Lua reader returned for a class: {name = ..., kind = ...} */
+    } else if (o->kind == PK_GLOBAL || o->kind == PK_CLASS) { /* a class: {name = ..., kind = ...} */
         static const char *const kinds[] = {"storage", "call", "type"};
-        const char *name = GLOBALS[o->flag].name, *kind = kinds[GLOBALS[o->flag].kind];
+        const char *name = o->kind == PK_CLASS ? o->u.str.p : GLOBALS[o->flag].name;
+        const char *kind = o->kind == PK_CLASS ? "class" : kinds[GLOBALS[o->flag].kind];
         if (wk_ckpt_table_add(c, t, wk_ckpt_string(c, "name", 4), wk_ckpt_string(c, name, strlen(name))) ||
             wk_ckpt_table_add(c, t, wk_ckpt_string(c, "kind", 4), wk_ckpt_string(c, kind, strlen(kind))))
             return oom(u);
@@ -948,7 +1205,7 @@ static wick_status read_archive(wk_ckpt *c, const wk_ckpt_source *src, const wk_
     if (!st) st = check_byteorder(z, pe->name, plen);
     if (!st) st = read_pickle(z, pe, &pkl);
     if (st) return st;
-    unpickler u = {.who = src->who, .path = src->path, .s = pkl, .n = (size_t)pe->size, .zip = z,
+    unpickler u = {.who = src->who, .path = src->path, .objects = src->objects, .s = pkl, .n = (size_t)pe->size, .zip = z,
                    .prefix = pe->name, .prefix_len = plen};
     u.none.kind = PK_NONE;
     u.storage_of_entry = calloc((size_t)(z->n > 0 ? z->n : 1), sizeof *u.storage_of_entry);

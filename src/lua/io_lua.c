@@ -39,12 +39,14 @@ static void push_tensor(lua_State *L, wick_tensor *t) {
     *slot = t;
 }
 
-/* core.ckpt_load(path, verify, mmap) -> checkpoint, {storage tensor, ...}, {saved device, ...}
+/* core.ckpt_load(path, verify, mmap, objects) -> checkpoint, {storage tensor, ...}, {saved device, ...}
  * (verify: nil checks the checksums the file has, true requires them, false
- * skips; mmap: true maps the file, else its storages are read) */
+ * skips; mmap: true maps the file, else its storages are read; objects: true
+ * loads a PyTorch pickle's other instances as tables, wk_ckpt_read_options) */
 WL_FUNCTION(m_ckpt_load) {
     const char *path = luaL_checkstring(L, 1);
-    wk_ckpt_read_options o = {"wick.load", lua_isnil(L, 2) ? -1 : lua_toboolean(L, 2), 0, lua_toboolean(L, 3)};
+    wk_ckpt_read_options o = {"wick.load", lua_isnil(L, 2) ? -1 : lua_toboolean(L, 2), 0, lua_toboolean(L, 3),
+                              lua_toboolean(L, 4)};
     wk_ckpt **p = push_ckpt(L);
     wl_check(L, wk_ckpt_read(p, path, &o));
     wk_ckpt *c = *p;

@@ -1419,6 +1419,9 @@ local function array_container(C, name, check_item, named)
   function C:insert(index, v)
     local n = rawlen(self)
     check.int(index, name .. ":insert", "index")
+    if index == 0 then -- (PyTorch's self.up.insert(0, up), to prepend)
+      check.fail(name .. ":insert", "index 0 is invalid: indices count from 1 (PyTorch's insert(0, m), which prepends, is insert(1, m))")
+    end
     if index < 0 then index = n + 2 + index end
     if index < 1 or index > n + 1 then check.fail(name .. ":insert", "index out of range for %d entries", n) end
     v = check_item(v, name .. ":insert")
@@ -1432,6 +1435,7 @@ local function array_container(C, name, check_item, named)
   function C:pop(index)
     local n = rawlen(self)
     index = check.opt_int(index, name .. ":pop", "index", n)
+    if index == 0 then check.fail(name .. ":pop", "index 0 is invalid: indices count from 1 (PyTorch's pop(0) is pop(1))") end
     if index < 0 then index = n + 1 + index end
     if index < 1 or index > n then check.fail(name .. ":pop", "index out of range for %d entries", n) end
     local v = rawget(self, index)

@@ -100,6 +100,36 @@ local function positions_of(f)
   end
   return names
 end
+-- Levenshtein's distance between two short strings, or more than 2 (enough to tell a typo)
+local function distance(a, b)
+  if math.abs(#a - #b) > 2 then return 3 end
+  local prev = {}
+  for j = 0, #b do prev[j] = j end
+  for i = 1, #a do
+    local cur = { [0] = i }
+    for j = 1, #b do
+      cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a:byte(i) == b:byte(j) and 0 or 1))
+    end
+    prev = cur
+  end
+  return prev[#b]
+end
+-- a table naming none of a method's parameters whose every key is a misspelling of one at its
+-- place n or later (attention_mak for attention_mask): (the key, the name), else nil; a config
+-- object has keys of its own
+local function misspelt(t, names, n)
+  local key, name = nil, nil
+  for k in pairs(t) do
+    if type(k) ~= "string" or #k < 4 then return nil end
+    local near = nil
+    for nm, at in pairs(names) do
+      if at >= n and distance(k, nm) <= 2 then near = nm end
+    end
+    if not near then return nil end
+    key, name = key or k, name or near
+  end
+  return key, name
+end
 local function names_in_order(names)
   local list = {}
   for name, at in pairs(names) do list[at] = name end
@@ -125,8 +155,9 @@ end
 -- A vararg f takes other names too when one names a parameter: they come as one table where its
 -- `...` starts, Python's **kwargs (HF's attention called with position_ids=, use_cache=, ...), or
 -- in its options parameter (ArgsNet(2, {n_out = 5, bias = false})); another f refuses them then,
--- as PyTorch's TypeError (a misspelt keyword beside right ones). A forward's `...` also takes a
--- table naming none of its parameters, `{}` too, when it comes before the `...`; without `...`,
+-- as PyTorch's TypeError (a misspelt keyword beside right ones). A method's `...` also takes a
+-- table naming none of its parameters, `{}` too, when it comes before the `...` (an init's: not as
+-- its first argument, HF's config); without `...`,
 -- a `{}` before its last parameter is an empty keyword call.
 -- `owner` and `method` name f in that error: a module or a class, "forward" or "init".
 local function bind_keywords(owner, method, f, n, ...)
@@ -142,10 +173,20 @@ local function bind_keywords(owner, method, f, n, ...)
     elseif type(k) == "string" then others = others or k
     else return nil end
   end
-  local kw_at = method ~= "init" and varargs_at(f)
-  if top < n then -- no key names a parameter: a value (HF's config object), but a forward with
+  -- (an init's first argument stays a value: HF's config object, Model(config))
+  local kw_at = (method ~= "init" or n > 1) and varargs_at(f)
+  if top < n and not varargs_at(f) then -- PyTorch's TypeError for a misspelt keyword call (else a value)
+    local key, name = misspelt(t, names, n)
+    if key then
+      local class = rawget(owner, "__name") and owner or getmetatable(owner)
+      check.fail(((type(class) == "table" and rawget(class, "__name")) or "Module") .. "." .. method,
+        "got an unexpected keyword argument '%s' (did you mean '%s'?)", key, name)
+    end
+  end
+  if top < n then -- no key names a parameter: a value (HF's config object), but a method with
     -- `...` (Python's **kwargs) at this place or later takes it as its keywords: diffusers'
-    -- attn(h, {temb = temb}), and `{}`, HF's keywords that were all None
+    -- attn(h, {temb = temb}), Hyena's ExponentialModulation(d_model, **kwargs), and `{}`, HF's
+    -- keywords that were all None
     if method ~= "init" and not kw_at then
       local last = 0
       for _, at in pairs(names) do last = math.max(last, at) end
