@@ -2214,6 +2214,9 @@ wick.inf, wick.nan, wick.pi, wick.e = math.huge, 0 / 0, math.pi, math.exp(1)
 --- wick.newaxis: Python's None in an index key, a new dim of size 1 there
 --- (x[:, None] is x[{{}, wick.newaxis}]); a Lua table cannot hold nil
 wick.newaxis = core.newaxis
+--- wick.slice([start, ]stop[, step]): Python's slice in a key, 0-based with stop excluded and
+--- both ends clamped (x[:, -n:] is x[{{}, wick.slice(-n, nil)}], also when n exceeds the size)
+wick.slice = core.slice
 
 --- wick.deepcopy(v): Python's copy.deepcopy for wick's values: tensors cloned
 --- (detached, requires_grad kept), modules and plain tables copied with their

@@ -2,8 +2,8 @@
 -- ops, and the decompositions of the core (src/core/decomp.c: LU, Cholesky,
 -- QR, eigh, SVD, computed in float64 on the CPU for every device) with their
 -- derivatives written here in ops, as autograd.Functions: solve, inv, det,
--- slogdet, cholesky and lu are differentiable (twice, too); qr, eigh and svd
--- are not (their backward raises). matrix_exp is a series of products. solve_triangular, cholesky_solve and
+-- slogdet, cholesky, lu, qr, eigh and svd are differentiable (twice, too; qr,
+-- eigh and svd with PyTorch's formulas). matrix_exp is a series of products. solve_triangular, cholesky_solve and
 -- cholesky_inverse are substitutions written in ops (any dtype and device),
 -- differentiable too. Tensor methods (t:inverse(), t:det(), ...) and the
 -- torch.* names (wick.inverse, wick.svd, wick.cholesky_solve, ...) are at the end.
@@ -340,21 +340,123 @@ function linalg.cholesky_ex(A, opts)
   return wick.stack(Ls):reshape(A:size()), wick.tensor(infos, { dtype = "int32", device = A.device }):reshape(bs)
 end
 
--- ---- QR, eigh, SVD: values only (no derivative) ----
+-- ---- QR, eigh, SVD, with PyTorch's derivatives (real matrices) ----
+-- backward gets nil for an output without a gradient (set_materialize_grads(false)):
+-- the formulas take only the terms of the outputs in use, as PyTorch's do.
 
-local Undifferentiable = {}
-local function guarded(name, A, ...)
-  if not (A.requires_grad and wick.is_grad_enabled()) then return core._linalg(name, A, ...) end
-  local class = Undifferentiable[name]
-  if not class then
-    class = wick.autograd.Function:extend("Linalg" .. name:sub(1, 1):upper() .. name:sub(2))
-    function class.forward(ctx, X, flag) return core._linalg(name, X, flag) end
-    function class.backward()
-      wick.error(("linalg.%s: its backward (a gradient through %s's results) is not supported"):format(name, name))
-    end
-    Undifferentiable[name] = class
+-- qr: with M = gR R^T - Q^T gQ (the terms present), for m >= n (PyTorch's
+-- linalg_qr_backward) gA = (gQ + Q copyltu(M)) R^-T, copyltu(M) = triu(M) with its
+-- strict upper part mirrored below; for m < n, gA = [Q tril(M^T - M) R1^-T, 0] + Q gR
+-- with R1 the leading m x m block of R.
+local Qr = wick.autograd.Function:extend("LinalgQr")
+function Qr.forward(ctx, A, mode)
+  local Q, R = core._linalg("qr", A, mode == "complete")
+  ctx:save_for_backward(Q, R)
+  ctx.mode = mode
+  ctx:set_materialize_grads(false)
+  return Q, R
+end
+function Qr.backward(ctx, gQ, gR)
+  local Q, R = ctx.saved_tensors[1], ctx.saved_tensors[2]
+  local m, n = Q:size(-2), R:size(-1)
+  if ctx.mode == "r" then
+    check.fail("linalg.qr", "The derivative of linalg.qr depends on Q, which is not computed when mode='r'. "
+      .. "Please use linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr.")
   end
-  return class.apply(A, ...)
+  if ctx.mode == "complete" and m > n then
+    check.fail("linalg.qr", "The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
+  end
+  if not gQ and not gR then return nil end
+  local M
+  if gR then M = gR:matmul(mT(R)) end
+  if gQ then M = M and M - mT(Q):matmul(gQ) or -mT(Q):matmul(gQ) end
+  if m >= n then
+    M = M:triu()
+    local gA = Q:matmul(M + mT(M:triu(1)))
+    if gQ then gA = gA + gQ end
+    return linalg.solve_triangular(mT(R), gA, { upper = false, left = false })
+  end
+  local gA = Q:matmul((mT(M) - M):tril())
+  gA = linalg.solve_triangular(mT(R:narrow(-1, 1, m)), gA, { upper = false, left = false })
+  local pad = R:size()
+  pad[#pad] = n - m
+  gA = wick.cat({ gA, wick.zeros(pad, { dtype = gA.dtype, device = gA.device }) }, -1)
+  if gR then gA = gA + Q:matmul(gR) end
+  return gA
+end
+
+-- eigh (A symmetric, V orthogonal): gA = V (diag(gL) + skew(V^T gV) / E) V^T with
+-- skew(X) = (X - X^T) / 2 and E_ij = L_j - L_i (1 on the diagonal): a symmetric
+-- gradient, PyTorch's (though only the lower triangle of A is read)
+local Eigh = wick.autograd.Function:extend("LinalgEigh")
+function Eigh.forward(ctx, A)
+  local L, V = core._linalg("eigh", A)
+  ctx:save_for_backward(L, V)
+  ctx:set_materialize_grads(false)
+  return L, V
+end
+function Eigh.backward(ctx, gL, gV)
+  local L, V = ctx.saved_tensors[1], ctx.saved_tensors[2]
+  if not gV then
+    if not gL then return nil end
+    return (V * gL:unsqueeze(-2)):matmul(mT(V))
+  end
+  local X = mT(V):matmul(gV)
+  local E = L:unsqueeze(-2) - L:unsqueeze(-1)
+  X = 0.5 * (X - mT(X)) / (E + eye_like(E))
+  if gL then X = X + gL:diag_embed() end
+  return V:matmul(X):matmul(mT(V))
+end
+
+-- svd (PyTorch's svd_backward, real case), k = min(m, n), E_jk = S_k^2 - S_j^2 (1 on
+-- the diagonal), skew(X) = X - X^T:
+--   gA = U [(skew(U^T gU) S + S skew(Vh gVh^T)) / E + diag(gS)] Vh
+--      + (I - U U^T) gU S^-1 Vh      (m > n)
+--      + U S^-1 gVh (I - Vh^T Vh)    (m < n)
+-- full_matrices: the columns of U and rows of Vh past k get no gradient (PyTorch's).
+local Svd = wick.autograd.Function:extend("LinalgSvd")
+function Svd.forward(ctx, A, full)
+  local U, S, Vh = core._linalg("svd", A, full)
+  ctx:save_for_backward(U, S, Vh)
+  ctx.full = full
+  ctx:set_materialize_grads(false)
+  return U, S, Vh
+end
+function Svd.backward(ctx, gU, gS, gVh)
+  local U, S, Vh = unpack(ctx.saved_tensors)
+  local m, n, k = U:size(-2), Vh:size(-1), S:size(-1)
+  if ctx.full then
+    U, Vh = U:narrow(-1, 1, k), Vh:narrow(-2, 1, k)
+    if gU then gU = gU:narrow(-1, 1, k) end
+    if gVh then gVh = gVh:narrow(-2, 1, k) end
+  end
+  if not gU and not gVh then
+    if not gS then return nil end
+    return U:matmul(gS:unsqueeze(-1) * Vh)
+  end
+  local Srow, Scol = S:unsqueeze(-2), S:unsqueeze(-1)
+  local G
+  if gU then
+    local X = mT(U):matmul(gU)
+    G = (X - mT(X)) * Srow
+  end
+  if gVh then
+    local Y = Vh:matmul(mT(gVh))
+    Y = Scol * (Y - mT(Y))
+    G = G and G + Y or Y
+  end
+  local S2 = S * S
+  local E = S2:unsqueeze(-2) - S2:unsqueeze(-1)
+  G = G / (E + eye_like(E))
+  if gS then G = G + gS:diag_embed() end
+  if m > n and gU then
+    local gUSinv = gU / Srow
+    return (U:matmul(G) + gUSinv - U:matmul(mT(U):matmul(gUSinv))):matmul(Vh)
+  elseif m < n and gVh then
+    local SinvgVh = gVh / Scol
+    return U:matmul(G:matmul(Vh) + SinvgVh - SinvgVh:matmul(mT(Vh)):matmul(Vh))
+  end
+  return U:matmul(G):matmul(Vh)
 end
 
 --- linalg.qr(A[, mode = "reduced"]) -> Q, R ("complete": square Q; "r": Q empty)
@@ -365,7 +467,7 @@ function linalg.qr(A, mode)
   if mode ~= "reduced" and mode ~= "complete" and mode ~= "r" then
     check.fail("linalg.qr", "qr received unrecognized mode '%s' but expected one of 'reduced' (default), 'r', or 'complete'", tostring(mode))
   end
-  local Q, R = guarded("qr", A, mode == "complete")
+  local Q, R = Qr.apply(A, mode)
   if mode == "r" then return wick.empty({ 0 }, { dtype = A.dtype, device = A.device }), R end
   return Q, R
 end
@@ -376,7 +478,7 @@ function linalg.eigh(A, UPLO)
   if type(UPLO) == "table" then UPLO = check.options(UPLO, "linalg.eigh", { UPLO = "string" }).UPLO end
   if UPLO ~= nil and UPLO ~= "L" and UPLO ~= "U" then check.fail("linalg.eigh", "UPLO must be 'L' or 'U', got %s", tostring(UPLO)) end
   if UPLO == "U" then A = mT(A) end
-  return guarded("eigh", A)
+  return Eigh.apply(A)
 end
 function linalg.eigvalsh(A, UPLO) return (linalg.eigh(A, UPLO)) end
 
@@ -386,7 +488,7 @@ function linalg.svd(A, full_matrices)
   if type(full_matrices) == "table" then
     full_matrices = check.options(full_matrices, "linalg.svd", { full_matrices = "boolean", driver = "string" }).full_matrices
   end
-  return guarded("svd", A, full_matrices ~= false)
+  return Svd.apply(A, full_matrices ~= false)
 end
 function linalg.svdvals(A)
   local _, S = linalg.svd(A, false)
@@ -832,14 +934,29 @@ function methods.matrix_exp(t) return linalg.matrix_exp(t) end
 function methods.pinverse(t, rcond) return linalg.pinv(t, rcond and { rtol = rcond } or nil) end
 function methods.cholesky(t, upper) return linalg.cholesky(t, { upper = upper == true }) end
 function methods.qr(t, some) return linalg.qr(t, some == false and "complete" or "reduced") end
---- t:svd([some = true]) -> U, S, V (PyTorch's torch.svd: V, not Vh)
-function methods.svd(t, some)
+--- t:svd([some = true[, compute_uv = true]]) (or {some =, compute_uv =}) -> U, S, V (PyTorch's
+--- torch.svd: V, not Vh); compute_uv false: U and V are zeros, (..., m, m) and (..., n, n)
+function methods.svd(t, some, compute_uv)
+  if type(some) == "table" then
+    local o = check.options(some, "svd", { some = "boolean", compute_uv = "boolean" })
+    some, compute_uv = o.some, o.compute_uv
+  end
+  if compute_uv == false then
+    check.tensor(t, "svd", "input")
+    local S = linalg.svdvals(t)
+    local su, sv = t:size(), t:size()
+    su[#su] = su[#su - 1]
+    sv[#sv - 1] = sv[#sv]
+    return wick.zeros(su, { dtype = t.dtype, device = t.device }), S,
+      wick.zeros(sv, { dtype = t.dtype, device = t.device })
+  end
   local U, S, Vh = linalg.svd(t, some == false)
   return U, S, mT(Vh)
 end
 --- wick.svd_lowrank(A[, q = 6[, niter = 2[, M]]]) -> U (m, q), S (q), V (n, q) (or {q =, niter =, M =}):
 --- A - M's q largest singular triplets. PyTorch's is a randomized approximation; this is the exact
---- truncated SVD (what the approximation tends to with niter), so niter changes nothing.
+--- truncated SVD (what the approximation tends to with niter), so niter changes nothing; differentiable
+--- (through linalg.svd).
 function methods.svd_lowrank(A, q, niter, M)
   local fn = "svd_lowrank"
   if type(q) == "table" then q, niter, M = q.q, q.niter, q.M end

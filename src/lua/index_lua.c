@@ -67,11 +67,102 @@ static wick_key_entry range_entry(lua_State *L, int idx, int n, int64_t size, in
                          range, entry);
     int64_t first = a < 0 ? a + size + 1 : a, last = b < 0 ? b + size + 1 : b;
     if (first < 1 || a > size + 1 || b > size || b < -size - 1 || (last == 0 && first != 1) || (first > size && last != size))
-        wl_raise(L, "index: the range %s reaches past dimension %d of size %lld", range, dim + 1, (long long)size);
+        wl_raise(L, "index: the range %s reaches past dimension %d of size %lld (Python's slices, which clamp, are "
+                    "wick.slice(start, stop): 0-based, stop excluded)", range, dim + 1, (long long)size);
     if (first > last + 1)
         wl_raise(L, "index: the range %s of dimension %d ends before it starts (size %lld)", range, dim + 1, (long long)size);
     int64_t length = last >= first ? (last - first) / step + 1 : 0;
     return (wick_key_entry){0, first - 1, length, step};
+}
+
+/* ---- wick.slice: Python's slice object ---- */
+
+static const char SLICE[] = "wick.slice";
+
+static int is_slice(lua_State *L, int idx) {
+    if (!lua_getmetatable(L, idx)) return 0;
+    luaL_getmetatable(L, SLICE);
+    int yes = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+    return yes;
+}
+
+/* an end or step of a slice: nil, an integer, or a one-element integer tensor (as key_int) */
+static int slice_part(lua_State *L, int idx, const char *what, int64_t *out) {
+    if (lua_isnoneornil(L, idx)) return 0;
+    wick_tensor *t = wl_totensor(L, idx);
+    if (t && wick_tensor_numel(t) == 1 && !wick_dtype_is_floating(wick_tensor_dtype(t)) &&
+        !wick_dtype_is_complex(wick_tensor_dtype(t)) && wick_tensor_dtype(t) != WICK_BOOL) {
+        wl_check(L, wick_item_int64(t, out));
+        return 1;
+    }
+    if (t)
+        wl_raise(L, "wick.slice: expected an integer or nil for %s, got a %s tensor of %lld elements", what,
+                 wick_dtype_name(wick_tensor_dtype(t)), (long long)wick_tensor_numel(t));
+    lua_Number v = lua_tonumber(L, idx), big = 4611686018427387904.0; /* 2^62: past any size (sys.maxsize) */
+    if (lua_type(L, idx) != LUA_TNUMBER || v != floor(v))
+        wl_raise(L, "wick.slice: expected an integer or nil for %s, got %s", what,
+                 lua_type(L, idx) == LUA_TNUMBER ? "a fraction" : luaL_typename(L, idx));
+    *out = (int64_t)(v > big ? big : v < -big ? -big : v);
+    return 1;
+}
+
+/* wick.slice([start, ]stop[, step]): Python's slice(start, stop, step), an entry of a
+ * key: 0-based, stop excluded, nil an open end, negative ends from the end, both
+ * clamped to the dim (x[:, -n:] is x[{{}, wick.slice(-n, nil)}] also when n > the
+ * size); a table {start =, stop =, step =} with its own metatable */
+WL_FUNCTION(m_slice) {
+    int n = lua_gettop(L);
+    if (n > 3) wl_raise(L, "wick.slice: expected at most 3 arguments (start, stop, step), got %d", n);
+    static const char *const names[] = {"start", "stop", "step"};
+    int64_t v[3];
+    int has[3] = {0, 0, 0};
+    for (int i = 0; i < 3; i++) {
+        int arg = n == 1 ? (i == 1 ? 1 : 0) : i + 1; /* slice(stop) */
+        if (arg) has[i] = slice_part(L, arg, names[i], &v[i]);
+    }
+    if (has[2] && v[2] <= 0) wl_raise(L, "wick.slice: step must be greater than zero, got %lld", (long long)v[2]);
+    lua_createtable(L, 0, 3);
+    for (int i = 0; i < 3; i++)
+        if (has[i]) {
+            lua_pushnumber(L, (lua_Number)v[i]);
+            lua_setfield(L, -2, names[i]);
+        }
+    luaL_getmetatable(L, SLICE);
+    lua_setmetatable(L, -2);
+    return 1;
+}
+
+WL_FUNCTION(slice_tostring) {
+    static const char *const names[] = {"start", "stop", "step"};
+    lua_pushliteral(L, "slice(");
+    for (int i = 0; i < 3; i++) {
+        lua_getfield(L, 1, names[i]);
+        if (lua_isnil(L, -1)) lua_pushliteral(L, "None");
+        else lua_pushfstring(L, "%d", (int)lua_tointeger(L, -1));
+        lua_remove(L, -2);
+        lua_pushstring(L, i < 2 ? ", " : ")");
+    }
+    lua_concat(L, 7);
+    return 1;
+}
+
+/* A wick.slice at idx for a dim of `size`: Python's clamped range. */
+static wick_key_entry slice_entry(lua_State *L, int idx, int64_t size) {
+    int64_t v[3] = {0, size, 1};
+    static const char *const names[] = {"start", "stop", "step"};
+    for (int i = 0; i < 3; i++) {
+        lua_getfield(L, idx, names[i]);
+        if (!lua_isnil(L, -1)) v[i] = (int64_t)lua_tonumber(L, -1);
+        lua_pop(L, 1);
+    }
+    if (v[2] <= 0) wl_raise(L, "index: a slice's step must be greater than zero, got %lld", (long long)v[2]);
+    for (int i = 0; i < 2; i++) {
+        if (v[i] < 0) v[i] += size;
+        v[i] = v[i] < 0 ? 0 : v[i] > size ? size : v[i];
+    }
+    int64_t length = v[1] > v[0] ? (v[1] - v[0] + v[2] - 1) / v[2] : 0;
+    return (wick_key_entry){0, v[0], length, v[2]};
 }
 
 /* The table key at idx as entries for t's dims from the first; the entries
@@ -270,6 +361,8 @@ static int parse_key(lua_State *L, int idx, wick_tensor *t, wick_key_entry *e, i
         int ty = lua_type(L, top);
         if (ty == LUA_TNUMBER) {
             e[d] = (wick_key_entry){1, select_index(L, top, sizes[d], d), 1, 1};
+        } else if (ty == LUA_TTABLE && is_slice(L, top)) {
+            e[d] = slice_entry(L, top, sizes[d]);
         } else if (ty == LUA_TTABLE && !wl_totensor(L, top)) {
             int m = (int)lua_objlen(L, top);
             if (m == 0) e[d] = (wick_key_entry){0, 0, sizes[d], 1};
@@ -293,7 +386,7 @@ static int parse_key(lua_State *L, int idx, wick_tensor *t, wick_key_entry *e, i
             tp[(*nt)++] = d;
         } else {
             wl_raise(L, "index: entry %d of the key must be a number, a range table ({}, {first, last}, {first, last, step}), "
-                        "a tensor, \"...\" or wick.newaxis, got %s",
+                        "a wick.slice, a tensor, \"...\" or wick.newaxis, got %s",
                      i + 1, luaL_typename(L, top));
         }
         lua_pop(L, 1);
@@ -448,10 +541,11 @@ static wick_tensor *lua_index_tensor(lua_State *L, int idx, wick_tensor *t, int 
 }
 
 /* t[key] for keys other than numbers */
-/* t[wick.newaxis] (Python's t[None]) is t[{wick.newaxis}]: the key at idx
+/* t[wick.newaxis] (Python's t[None]) is t[{wick.newaxis}], and t[wick.slice(n)] (t[:n])
+ * t[{wick.slice(n)}]: the key at idx
  * replaced by a table holding it */
 static void wrap_newaxis(lua_State *L, int idx) {
-    if (!is_newaxis(L, idx)) return;
+    if (!is_newaxis(L, idx) && !(lua_type(L, idx) == LUA_TTABLE && is_slice(L, idx))) return; /* (t[wick.slice(n)]) */
     lua_createtable(L, 1, 0);
     lua_pushvalue(L, idx);
     lua_rawseti(L, -2, 1);
@@ -745,6 +839,14 @@ void wl_open_index(lua_State *L) {
     };
     lua_pushlightuserdata(L, &newaxis_tag);
     lua_setfield(L, -2, "newaxis");
+    luaL_newmetatable(L, SLICE);
+    lua_pushcfunction(L, slice_tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_pushstring(L, "slice");
+    lua_setfield(L, -2, "__name");
+    lua_pop(L, 1);
+    lua_pushcfunction(L, m_slice);
+    lua_setfield(L, -2, "slice");
     lua_getfield(L, -1, "Tensor"); /* wick.<name> mirrors of these are in lua/wick/init.lua */
     for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) closure(L, fns[i].name, fns[i].f, fns[i].up1, fns[i].up2);
     lua_pop(L, 1);
