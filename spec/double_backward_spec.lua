@@ -198,14 +198,32 @@ describe("create_graph", function()
   end)
 
   it("raises at the second backward through an op whose backward is a fused kernel, naming it", function()
-    local x = randn(1, 1, 4, 4):requires_grad_()
-    local pool = function(a) return wick.nn.functional.interpolate(a, { scale_factor = 2, mode = "bilinear" }):pow(2) end
-    local g = wick.autograd.grad(pool(x):sum(), x, { create_graph = true })[1] -- first order works
+    local x = randn(1, 2, 4, 8):requires_grad_()
+    local att = function(a) return wick.nn.functional.scaled_dot_product_attention(a, a, a):pow(2) end
+    local g = wick.autograd.grad(att(x):sum(), x, { create_graph = true })[1] -- first order works
     assert.is_truthy(g.grad_fn)
     assert_error_has(function() (g ^ 2):sum():backward() end, "Backward: a gradient of a gradient")
     -- without create_graph nothing is recorded and nothing raises
-    local g2 = wick.autograd.grad(pool(x):sum(), x)[1]
+    local g2 = wick.autograd.grad(att(x):sum(), x)[1]
     assert.is_nil(g2.grad_fn)
+  end)
+
+  it("differentiates upsampling twice: its gradient's backward is the forward (MAML's upsample layer)", function()
+    local F = wick.nn.functional
+    local x = randn(1, 2, 3, 3):requires_grad_()
+    local cases = {
+      function(a) return F.interpolate(a, { scale_factor = 1.7, mode = "nearest" }) ^ 3 end,
+      function(a) return F.interpolate(a, { size = { 5, 4 }, mode = "bilinear" }) ^ 3 end,
+      function(a) return F.upsample_bilinear(a, { scale_factor = 2 }) ^ 3 end, -- align_corners = true
+      function(a) return F.upsample_nearest(a, { scale_factor = 2 }) ^ 3 end,
+    }
+    for _, f in ipairs(cases) do assert.is_true(wick.autograd.gradgradcheck(f, { x })) end
+    -- the gradient's graph reaches a weight through the upsampled gradient
+    local w = randn(1, 2, 3, 3):requires_grad_()
+    local g = wick.autograd.grad((F.upsample_nearest(w, nil, 2) ^ 3):sum(), { w }, { create_graph = true })[1]
+    g:sum():backward()
+    -- d/dw of sum_out 3 (w up)^2 = 6 w per output copy, 4 copies per input
+    assert.is_true((w.grad - w:detach() * 24):abs():max():item() < 1e-12)
   end)
 
   it("differentiates cross_entropy twice, with weights, ignore_index, smoothing and every reduction", function()

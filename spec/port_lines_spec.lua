@@ -3264,6 +3264,43 @@ describe("the thirty-seventh round's lines (Hyena, Swin, Decision Transformer, t
     support.assert_error_has(function() return wick.slice(1.5) end, "expected an integer or nil for stop, got a fraction")
   end)
 
+  it("MAML's upsample_nearest(x, scale_factor=2), LBFGS([non-leaf]), PointNet's norm(inf, dim=(1,2)), conv1d's shapes", function()
+    local F = nn.functional
+    local x = wick.randn(1, 1, 2, 2)
+    assert.are.same({ 1, 1, 4, 4 }, F.upsample_nearest(x, { scale_factor = 2 }):size():totable())
+    assert.are.same({ 1, 1, 4, 4 }, F.upsample_bilinear(x, { scale_factor = 2 }):size():totable())
+    assert.are.same({ 1, 1, 3, 3 }, F.upsample_nearest(x, { 3, 3 }):size():totable())
+    -- optim.LBFGS([input_img.requires_grad_()]) with a computed tensor: PyTorch's ValueError
+    local leaf = wick.rand(3):requires_grad_()
+    support.assert_error_has(function() return wick.optim.LBFGS({ leaf * 2 }) end, "can't optimize a non-leaf Tensor")
+    -- torch.norm(u, inf, dim=(1, 2))
+    local u = wick.tensor({ { { 1, -2 }, { 3, 0 } } })
+    assert.are.same({ 3 }, wick.norm(u, math.huge, { dim = { 2, 3 } }):totable())
+    assert.are.same({ 0 }, wick.linalg.vector_norm(u, -math.huge, { 2, 3 }):totable())
+    local t = wick.tensor({ 2, -2, 1 }, { requires_grad = true })
+    t:norm(math.huge, 1):backward() -- PyTorch shares the gradient among the ties
+    assert.are.same({ 0.5, -0.5, 0 }, t.grad:totable())
+    -- nn.Conv1d(3, 64, 1)(x of 4 channels): PyTorch's message in the 1-D shapes
+    support.assert_error_has(function() return nn.Conv1d(3, 64, 1)(wick.rand(2, 4, 16)) end,
+      "conv1d: Given groups=1, weight of size [64, 3, 1], expected input[2, 4, 16] to have 3 channels, but got 4 channels instead")
+    -- dgcnn's idx_base = torch.arange(0, batch_size).view(-1, 1, 1) * num_points: arange is float32 here
+    local idx = wick.tensor({ { { 1, 2 } }, { { 1, 2 } } }, { dtype = "int64" })
+    support.assert_error_has(function() return wick.randn(6, 4)[{ (idx + wick.arange(0, 2):view(-1, 1, 1) * 3):view(-1), {} }] end,
+      "and so does wick.arange")
+  end)
+
+  it("a torch.save'd checkpoint dict of mixed values loads as an OrderedDict (for k, v in ckpt.items())", function()
+    local path = os.tmpname()
+    wick.save({ model = { w = wick.ones(2) }, epoch = 3 }, path)
+    local ck = wick.load(path)
+    os.remove(path)
+    local keys = {}
+    for k in ck:items() do keys[#keys + 1] = k end
+    table.sort(keys)
+    assert.are.same({ "epoch", "model" }, keys)
+    assert.are.equal(3, ck.epoch)
+  end)
+
   it("ModuleList:insert(0, m) and pop(0) say indices count from 1", function()
     local up = nn.ModuleList()
     support.assert_error_has(function() up:insert(0, nn.ReLU()) end, "PyTorch's insert(0, m), which prepends, is insert(1, m)")

@@ -584,10 +584,9 @@ function Tensor.norm(t, p, dim, keepdim)
   if p == 2 then return root(total(t:_abs_squared()), 2) end
   if p == 1 then return total(a) end
   if p == 0 then return total(t:ne(0):to(t:is_floating_point() and t.dtype or "float32")) end
-  if p == math.huge or p == -math.huge then
-    local pick = p > 0 and "max" or "min"
-    if dim == nil then return a[pick](a) end
-    return (a[pick](a, dim, keepdim == true))
+  if p == math.huge or p == -math.huge then -- (amax: a dim or a list of them, PointNet's dim=(1,2))
+    if dim == nil then return a[p > 0 and "max" or "min"](a) end
+    return a[p > 0 and "amax" or "amin"](a, dim, keepdim == true)
   end
   return root(total(a ^ p), p)
 end

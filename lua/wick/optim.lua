@@ -206,6 +206,10 @@ local function make_group(self, g, gi)
     local p = params[i]
     if not wick.is_tensor(p) then check.fail(name, "parameter %d of group %s is not a tensor (got %s)", i, tostring(gi), check.describe(p)) end
     if seen[p] then check.fail(name, "parameter %d appears twice in parameter group %s", i, tostring(gi)) end
+    if not p.is_leaf then -- PyTorch's ValueError: a computed tensor never gets a .grad, so step would do nothing
+      check.fail(name, "can't optimize a non-leaf Tensor (parameter %d of group %s is computed from others: "
+        .. "optimize the leaf, or make one with t:detach():requires_grad_())", i, tostring(gi))
+    end
     seen[p] = true
     list[i] = p
   end

@@ -87,18 +87,19 @@ local function place(storage, location, map_location)
   return storage:to(target)
 end
 
--- The state dicts in a loaded tree (tables of names to tensors) become OrderedDicts in
--- the file's order, as torch.load gives them: sd:keys(), sd:items(), the saved order
--- (those within 200 levels, as deep as wick.save writes)
-local function state_dicts_ordered(v, orders, seen, depth)
+-- The dicts in a loaded tree (tables of names to values: state dicts, a checkpoint's
+-- {model =, optimizer =, epoch =}) become OrderedDicts in the file's order, as
+-- torch.load gives Python's dicts: d:keys(), d:items(), the saved order (those
+-- within 200 levels, as deep as wick.save writes)
+local function dicts_ordered(v, orders, seen, depth)
   if type(v) ~= "table" or getmetatable(v) ~= nil or seen[v] or depth > 200 then return v end
   seen[v] = true
-  local order, all_tensors = orders[v], next(v) ~= nil
+  local order, named = orders[v], next(v) ~= nil
   for k, x in pairs(v) do
-    if type(k) ~= "string" or not wick.is_tensor(x) then all_tensors = false end
-    state_dicts_ordered(x, orders, seen, depth + 1)
+    if type(k) ~= "string" then named = false end
+    dicts_ordered(x, orders, seen, depth + 1)
   end
-  if all_tensors and order then ordered.of(v, order) end
+  if named and order then ordered.of(v, order) end
   return v
 end
 
@@ -146,7 +147,7 @@ function serialize.load(path, opts)
   local placed = {}
   for i = 1, #storages do placed[i] = place(storages[i], devices[i], map) end
   local tree, orders = core.ckpt_tree(ckpt, placed)
-  return state_dicts_ordered(tree, orders, {}, 0)
+  return dicts_ordered(tree, orders, {}, 0)
 end
 
 return serialize

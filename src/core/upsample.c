@@ -60,6 +60,26 @@ done:
     return WICK_OK;
 }
 
+/* The gradient is linear in g: under create_graph its node takes the incoming
+ * gradient gg back through the forward (the backward's adjoint), with the
+ * forward node's ints and scalars. */
+static wick_status up_backward_backward(wk_node *m, wick_tensor *gg, wick_tensor **grads) {
+    const int *p = m->ints;
+    return wick_upsample2d(&grads[0], gg, p[U_OH], p[U_OW], p[U_MODE], p[U_ALIGN], m->scalars[0], m->scalars[1]);
+}
+
+/* gi, the gradient up_backward computed from g: recorded for create_graph (MAML's inner step) */
+static wick_status up_record_backward(wick_tensor *gi, const wick_tensor *g, const wk_node *n) {
+    if (!wk_wants_grad(1, &g)) return WICK_OK;
+    wk_node *m;
+    TRY(wk_record(gi, n->ints[U_MODE] ? "UpsampleBilinear2DBackwardBackward" : "UpsampleNearest2DBackwardBackward",
+                  up_backward_backward, 0, 1, &g, &m));
+    m->twice = true;
+    memcpy(m->ints, n->ints, sizeof(int) * U_COUNT);
+    memcpy(m->scalars, n->scalars, sizeof(double) * 2);
+    return WICK_OK;
+}
+
 /* sizes: the input's shape; ints: U_*; scalars: scale_h, scale_w */
 static wick_status up_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
     wick_device dev = g->storage->device;
@@ -75,6 +95,7 @@ static wick_status up_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) 
     if ((st = wk_nn_as_compute(&gc, g, cd))) goto done;
     wk_upsample_args a = up_args(n->sizes, n->ints, n->scalars, cd, dev.index);
     st = be->upsample2d_backward(&a, wk_data(gi), wk_data(gc));
+    if (!st) st = up_record_backward(gi, g, n); /* create_graph */
 done:
     wick_tensor_release(gc);
     if (st) {
@@ -103,6 +124,7 @@ wick_status wick_upsample2d(wick_tensor **out, const wick_tensor *input, int64_t
                                                  up_backward, 0, 1, in, &n))) {
         memcpy(n->ints, p, sizeof p);
         memcpy(n->scalars, scales, sizeof scales);
+        n->twice = true; /* up_record_backward */
         n->ndim = 4;
         memcpy(n->sizes, input->sizes, sizeof(int64_t) * 4);
     }

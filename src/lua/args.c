@@ -366,8 +366,8 @@ int wl_dim(lua_State *L, int idx, const char *fn) {
 }
 
 const char *wl_index_dtype_hint(wick_dtype d) {
-    return wick_dtype_is_floating(d) ? " (Lua numbers make tensors of the default floating dtype: make the index with "
-                                       "{dtype = \"int64\"} or :long())"
+    return wick_dtype_is_floating(d) ? " (Lua numbers make tensors of the default floating dtype, and so does "
+                                       "wick.arange: make the index with {dtype = \"int64\"} or :long())"
                                      : "";
 }
 

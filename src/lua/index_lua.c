@@ -433,8 +433,8 @@ static wick_tensor *key_tensors(lua_State *L, int kidx, wick_tensor *t, const wi
         wick_tensor *k = wl_totensor(L, -1);
         wick_dtype d = wick_tensor_dtype(k);
         if (d != WICK_INT64 && d != WICK_INT32)
-            wl_raise(L, "index: entry %d of the key: a tensor entry must be an int64 or int32 index tensor or a bool mask, got %s",
-                     te[j] + 1, wick_dtype_name(d));
+            wl_raise(L, "index: entry %d of the key: a tensor entry must be an int64 or int32 index tensor or a bool mask, got %s%s",
+                     te[j] + 1, wick_dtype_name(d), wl_index_dtype_hint(d));
         wick_tensor **slot = wl_new_slot(L);
         wl_check(L, wick_index_from_one_based(slot, k, sizes[tp[j]], tp[j]));
         conv[j] = *slot;

@@ -275,10 +275,17 @@ end
 --- F.upsample(...) is F.interpolate; F.upsample_nearest(x, size, scale_factor),
 --- F.upsample_bilinear(x, size, scale_factor) (align_corners = true): PyTorch's deprecated forms
 function F.upsample(...) return F.interpolate(...) end
-function F.upsample_nearest(x, size, scale_factor)
+-- (size and scale_factor also by name: MAML's F.upsample_nearest(x, scale_factor=2))
+local function upsample_args(fn, ...)
+  local o = check.positional(fn, { "size", "scale_factor" }, { size = "any", scale_factor = "any" }, ...)
+  return o.size, o.scale_factor
+end
+function F.upsample_nearest(x, ...)
+  local size, scale_factor = upsample_args("upsample_nearest", ...)
   return F.interpolate(x, { size = size, scale_factor = scale_factor, mode = "nearest" })
 end
-function F.upsample_bilinear(x, size, scale_factor)
+function F.upsample_bilinear(x, ...)
+  local size, scale_factor = upsample_args("upsample_bilinear", ...)
   return F.interpolate(x, { size = size, scale_factor = scale_factor, mode = "bilinear", align_corners = true })
 end
 --- F.local_response_norm(x, size[, alpha = 1e-4[, beta = 0.75[, k = 1]]]): x / (k + alpha/size
@@ -977,6 +984,11 @@ function F.conv1d(x, weight, bias, ...)
   if weight:dim() ~= 3 then check.fail("conv1d", "weight must be 3-D [out, in / groups, k], got %d-D", weight:dim()) end
   local o = pair_opts("conv1d", { "stride", "padding", "dilation", "groups" },
     { stride = "integer|table", padding = "integer|string|table", dilation = "integer|table", groups = "integer" }, ...)
+  local groups, batched = o.groups or 1, x:dim() == 3 and x or x:unsqueeze(1)
+  if weight:size(2) * groups ~= batched:size(2) then -- (PyTorch's message, in the 1-D shapes the user made)
+    check.fail("conv1d", "Given groups=%d, weight of size %s, expected input%s to have %d channels, but got %d channels instead",
+      groups, tostring(weight:size()), tostring(batched:size()), weight:size(2) * groups, batched:size(2))
+  end
   local y = as_1d("conv1d", F.conv2d, x2, weight:unsqueeze(3), bias, o):squeeze(-2)
   return x:dim() == 2 and y:squeeze(1) or y
 end
