@@ -751,6 +751,11 @@ WICK_API wick_status wick_backward(wick_tensor *t, const wick_tensor *gradient, 
  * it as hooked; `create` 0 only reads it (0: none). A host keeps its own hook
  * functions by id. */
 WICK_API int64_t wick_hook_id(wick_tensor *t, int create);
+/* PyTorch's retain_grad: an id (> 0; 0 for a leaf) under which backward calls
+ * the host's hook (WICK_HOOK_RETAIN) with t's gradient, following t's history
+ * through in-place ops (a hook of wick_hook_id stays with the version it was
+ * registered on); released through wick_hooks_released like hook ids. */
+WICK_API int64_t wick_retain_grad_id(wick_tensor *t);
 typedef enum {
     /* the tensor's whole gradient of this backward, before it is used: *grad
      * (owned by the engine) may be replaced by another reference of the same
@@ -765,7 +770,10 @@ typedef enum {
      * be released); the hook sets grad[1 + i] to a new reference to input i's
      * gradient, or leaves it NULL (none). A gradient must have its input's
      * shape, or one the input broadcasts to (it is summed back). */
-    WICK_HOOK_FUNCTION
+    WICK_HOOK_FUNCTION,
+    /* a non-leaf's gradient for its .grad (wick_retain_grad_id; hook_id is that
+     * id, leaf NULL), after its grad hooks: *grad is borrowed, not replaced */
+    WICK_HOOK_RETAIN
 } wick_hook_kind;
 /* Called by wick_backward_ex once per backward for each hooked tensor that got
  * a gradient, while the rest of the graph may still be running. A status

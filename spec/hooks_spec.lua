@@ -315,3 +315,40 @@ describe("a full backward hook returning something else than gradients", functio
     assert.is_truthy(tostring(err):find("a full backward hook returned 42", 1, true))
   end)
 end)
+
+describe("hooks and retain_grad across an in-place op (siren's forward_with_activations)", function()
+  it("retain_grad follows the tensor to its new value; a hook stays with the value it was registered on", function()
+    local x = wick.tensor({ -1.0, 2.0, 3.0 }, { requires_grad = true })
+    local y = x * 2
+    y:retain_grad()
+    local seen = {}
+    y:register_hook(function(g) seen.before = g:totable() end)
+    y:relu_()
+    y:register_hook(function(g) seen.after = g:totable() end)
+    ;(y * 3):sum():backward()
+    assert.are.same({ 3, 3, 3 }, y.grad:totable()) -- the gradient of relu(2x), not of 2x
+    assert.are.same({ 0, 3, 3 }, seen.before)
+    assert.are.same({ 3, 3, 3 }, seen.after)
+    -- a matmul's output (a view of its 2-D product) modified in place
+    local h = wick.randn(2, 3, 2, { requires_grad = true }):matmul(wick.randn(4, 2):t())
+    h:retain_grad()
+    h:relu_()
+    ;(h * 3):sum():backward()
+    assert.are.same(wick.full({ 2, 3, 4 }, 3):totable(), h.grad:totable())
+    -- autograd.grad fills it too, as PyTorch's; a retained tensor that is gone is skipped
+    local a = wick.tensor({ 1.0, 2.0 }, { requires_grad = true })
+    local b = a * 2
+    b:retain_grad()
+    wick.autograd.grad((b * b):sum(), { a })
+    assert.are.same({ 4, 8 }, b.grad:totable())
+    local loss
+    do
+      local z = a * 5
+      z:retain_grad()
+      loss = (z * z):sum()
+    end
+    collectgarbage(); collectgarbage()
+    loss:backward()
+    assert.are.same({ 50, 100 }, a.grad:totable())
+  end)
+end)

@@ -1757,7 +1757,9 @@ describe("the 1-D forms' errors", function()
   it("name the 1-D op the user called", function()
     local F = wick.nn.functional
     assert_error_has(function() F.max_pool1d(wick.randn(1, 2, 5), 9) end, "max_pool1d (as max_pool2d):")
-    assert_error_has(function() F.conv1d(wick.randn(1, 2, 5), wick.randn(3, 3, 2)) end, "conv1d (as conv2d):")
+    assert_error_has(function() F.conv1d(wick.randn(1, 2, 5), wick.randn(3, 3, 2)) end,
+      "conv1d: Given groups=1, weight of size [3, 3, 2], expected input[1, 2, 5] to have 3 channels")
+    assert_error_has(function() F.conv1d(wick.randn(1, 2, 5), wick.randn(3, 2, 2), nil, { padding = -1 }) end, "conv1d (as conv2d):")
   end)
 end)
 

@@ -3301,6 +3301,35 @@ describe("the thirty-seventh round's lines (Hyena, Swin, Decision Transformer, t
     assert.are.equal(3, ck.epoch)
   end)
 
+  it("TCN and siren: weight_norm's old checkpoints, OrderedDict(named_parameters()), popitem, str(cls)", function()
+    wick.manual_seed(0)
+    local old
+    support.warnings_of(function() old = nn.utils.weight_norm(nn.Conv1d(2, 3, 2)) end)
+    local new = nn.utils.parametrizations.weight_norm(nn.Conv1d(2, 3, 2))
+    new:load_state_dict(old:state_dict()) -- weight_g, weight_v: PyTorch's _weight_norm_compat_hook
+    local x = wick.randn(1, 2, 5)
+    assert.are.equal(0, (old(x) - new(x)):abs():max():item())
+    local lin = nn.Linear(2, 3)
+    local params = wick.OrderedDict(lin:named_parameters())
+    local names = {}
+    for name in params:keys() do names[#names + 1] = name end
+    assert.are.same({ "weight", "bias" }, names)
+    local k, v = params:popitem()
+    assert.are.equal("bias", k)
+    assert.is_true(rawequal(v, lin.bias))
+    assert.are.equal(1, params:len())
+    local od = wick.OrderedDict()
+    od.a = 1
+    od.b = 2
+    assert.are.same({ "a", 1 }, { od:popitem({ last = false }) })
+    support.assert_error_has(function() return wick.OrderedDict():popitem() end, "dictionary is empty")
+    local SineLayer = nn.Module:extend("SineLayer")
+    assert.are.equal("<class 'SineLayer'>", tostring(SineLayer))
+    assert.are.equal("<class 'Linear'>", tostring(lin.__class__))
+    support.assert_error_has(function() return nn.Conv1d(2, 3, 5)(wick.randn(2, 2, 3)) end,
+      "Calculated padded input size per channel: (3). Kernel size: (5)")
+  end)
+
   it("ModuleList:insert(0, m) and pop(0) say indices count from 1", function()
     local up = nn.ModuleList()
     support.assert_error_has(function() up:insert(0, nn.ReLU()) end, "PyTorch's insert(0, m), which prepends, is insert(1, m)")

@@ -229,20 +229,15 @@ fields.grad_fn = Tensor._grad_fn
 fields.is_leaf = Tensor._is_leaf
 
 --- t:retain_grad(): backward fills a non-leaf's t.grad too (summed over
---- backwards, as a leaf's); t.retains_grad says so. A no-op on a leaf.
+--- backwards, as a leaf's), with the gradient of t's value after any in-place
+--- op on it since (PyTorch's); t.retains_grad says so. A no-op on a leaf.
 local retaining = setmetatable({}, { __mode = "k" })
 function Tensor.retain_grad(t)
   check.tensor(t, "retain_grad", "self")
   if not t.requires_grad then core.error("retain_grad: can't retain_grad on a tensor that has requires_grad = false") end
   if t.grad_fn == nil or retaining[t] then return end
   retaining[t] = true
-  local ref = setmetatable({ t }, { __mode = "v" }) -- the hook must not keep t alive
-  t:register_hook(function(g)
-    local self = ref[1]
-    if self == nil then return end
-    local old = self.grad
-    self.grad = old and old + g or g:clone()
-  end)
+  t:_retain_grad()
 end
 fields.retains_grad = function(t) return retaining[t] == true end
 wick._tensor_fields = fields

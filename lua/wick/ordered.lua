@@ -55,6 +55,17 @@ local SD_METHODS = {
     rawset(sd, k, nil)
     return v
   end,
+  -- popitem([last = true]): removes and returns the last name and value (the first with
+  -- last = false), Python's OrderedDict.popitem
+  popitem = function(sd, last)
+    if type(last) == "table" then last = check.options(last, "OrderedDict:popitem", { last = "boolean" }).last end
+    local names = sd_names(sd)
+    local k = names[last == false and 1 or #names]
+    if k == nil then wick.error("OrderedDict:popitem: dictionary is empty") end
+    local v = rawget(sd, k)
+    rawset(sd, k, nil)
+    return k, v
+  end,
   update = function(sd, other)
     check.table(other, "OrderedDict:update", "other")
     local order = sd_order[sd] or {}
@@ -118,10 +129,18 @@ function M.of(tbl, order)
 end
 --- wick.OrderedDict([items]): Python's collections.OrderedDict, a table of names to values that
 --- keeps the order they were set in (pairs, keys(), values() and items() walk it); items is a list
---- of {name, value} pairs, another OrderedDict, or a plain table (its names sorted)
+--- of {name, value} pairs, another OrderedDict, a plain table (its names sorted), or an
+--- iterator giving names and values (siren's OrderedDict(self.named_parameters()))
 function M.OrderedDict(items)
   local sd, order = M.new()
   if items == nil then return sd end
+  if type(items) == "function" then
+    for k, v in items do
+      if type(k) == "table" and v == nil then k, v = k[1], k[2] end -- an iterator of {name, value} pairs
+      sd[k] = v
+    end
+    return sd
+  end
   check.table(items, "OrderedDict", "items")
   if getmetatable(items) == StateDict then
     for k, v in SD_METHODS.items(items) do rawset(sd, k, v); order[#order + 1] = k end

@@ -148,6 +148,7 @@ void wk_node_release(wk_node *n) {
         wk_node *next = NULL;
         if (n->backward == wk_function_backward) wk_function_forget(n);
         if (n->hook_id) wk_id_queue_push(&hooks_released, n->hook_id);
+        if (n->retain_id) wk_id_queue_push(&hooks_released, n->retain_id);
         release_saved(n);
         wick_tensor_release(n->grad);
         for (int i = 0; i < n->n_inputs; i++) {
@@ -163,6 +164,14 @@ void wk_node_release(wk_node *n) {
 }
 
 static uint64_t node_seq; /* the last node's creation number (atomic: Lua states on several threads) */
+
+/* An in-place op gave a tensor a new history: its retained grad follows it
+ * (PyTorch moves retains_grad hooks to the new grad_fn; other hooks stay). */
+static void move_retain(wk_node *from, wk_node *to) {
+    if (!from || !to || !from->retain_id || from == to) return;
+    to->retain_id = from->retain_id;
+    from->retain_id = 0;
+}
 
 wick_status wk_record(wick_tensor *out, const char *name, wk_backward_fn fn, int op, int n,
                       const wick_tensor *const *inputs, wk_node **node_out) {
@@ -200,6 +209,7 @@ wick_status wk_record(wick_tensor *out, const char *name, wk_backward_fn fn, int
             wick_tensor_retain(e->leaf);
         }
     }
+    move_retain(out->grad_fn, node);
     wk_node_release(out->grad_fn);
     out->grad_fn = node;
     out->requires_grad = true;
@@ -505,6 +515,7 @@ wick_status wk_adopt_inplace(wick_tensor *target, wick_tensor *result) {
     if (st) return st;
     if (writes_through_base(target)) return copy_slices(target, result); /* (an untracked result: a constant region) */
     if (node) __atomic_add_fetch(&node->refcount, 1, __ATOMIC_RELAXED);
+    move_retain(target->grad_fn, node);
     wk_node_release(target->grad_fn);
     target->grad_fn = node;
     target->requires_grad = node != NULL;
@@ -749,12 +760,33 @@ static int64_t hook_ids; /* the last id given (atomic) */
 
 int64_t wick_hook_id(wick_tensor *t, int create) {
     int64_t id = __atomic_load_n(&t->hook_id, __ATOMIC_ACQUIRE), none = 0;
+    if (id && create && t->grad_fn && !t->grad_fn->hook_id) {
+        /* an in-place op gave t a new history since its hooks were registered: they stay
+         * with the old version (its node keeps the id, PyTorch's), and the new version's
+         * hooks get an id of their own */
+        none = id;
+        int64_t fresh = __atomic_add_fetch(&hook_ids, 1, __ATOMIC_RELAXED);
+        id = __atomic_compare_exchange_n(&t->hook_id, &none, fresh, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) ? fresh : none;
+        none = 0;
+    }
     if (!id && create) {
         id = __atomic_add_fetch(&hook_ids, 1, __ATOMIC_RELAXED);
         if (!__atomic_compare_exchange_n(&t->hook_id, &none, id, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             id = none; /* another thread gave it one first */
     }
     if (id && create && t->grad_fn && !t->grad_fn->hook_id) t->grad_fn->hook_id = id;
+    return id;
+}
+
+int64_t wick_retain_grad_id(wick_tensor *t) {
+    wk_node *n = t->grad_fn;
+    if (!n) return 0;
+    int64_t id = __atomic_load_n(&n->retain_id, __ATOMIC_ACQUIRE), none = 0;
+    if (!id) {
+        id = __atomic_add_fetch(&hook_ids, 1, __ATOMIC_RELAXED);
+        if (!__atomic_compare_exchange_n(&n->retain_id, &none, id, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            id = none; /* another thread gave it one first */
+    }
     return id;
 }
 
@@ -1029,6 +1061,7 @@ static wick_status walk(backward_run *r, const node_list *order, const bool *nee
             break;
         }
         if (hook && n->hook_id && (st = hook(r->a->ud, WICK_HOOK_GRAD, NULL, n->hook_id, &n->grad))) break;
+        if (hook && n->retain_id && (st = hook(r->a->ud, WICK_HOOK_RETAIN, NULL, n->retain_id, &n->grad))) break;
         int64_t event = wick_profiling ? profile_node(n) : -1; /* the profiler's event for the node */
         wick_tensor *grads[64] = {0}, **gs = grads;
         if (n->n_inputs > 64 && !(gs = calloc((size_t)n->n_inputs, sizeof *gs))) {

@@ -42,6 +42,8 @@ struct wk_node {
     bool twice;    /* its backward is written with recorded ops: differentiable under create_graph */
     unsigned char saved_output; /* bit i: saved[i] is an alias of the node's own output */
     int64_t hook_id; /* the hooks of the tensor this node made (wick_hook_id); 0: none */
+    int64_t retain_id; /* the tensor whose current history this node is retains its grad
+                          (wick_retain_grad_id): moved to the new node by an in-place op */
     uint64_t seq;    /* creation order: backward runs the latest first, as PyTorch's engine */
     /* engine scratch */
     wick_tensor *grad;

@@ -1,5 +1,6 @@
 /* The binding's autograd hooks: t:backward (through wick_backward_ex),
- * t:register_hook, t:register_post_accumulate_grad_hook and core.queue_callback.
+ * t:register_hook, t:register_post_accumulate_grad_hook, t:_retain_grad and
+ * core.queue_callback.
  *
  * The core knows no Lua: it calls run_hooks with the tensor's hook id;
  * the Lua functions live in the registry, keyed by that id. Every Lua call made
@@ -272,6 +273,38 @@ WL_FUNCTION(grad_hooks) {
     return 0;
 }
 
+/* t:retain_grad(): backward gives t.grad the gradient of t's current history
+ * (it follows t through in-place ops), summed over backwards; a no-op on a leaf */
+WL_FUNCTION(t_retain_grad) {
+    wick_tensor *t = SELF("retain_grad");
+    forget_released_hooks(L);
+    int64_t id = wick_retain_grad_id(t);
+    if (!id) return 0;
+    push_registry_table(L, &tensors_key, "v");
+    lua_pushnumber(L, (lua_Number)id);
+    lua_pushvalue(L, 1);
+    lua_rawset(L, -3);
+    return 0;
+}
+
+/* retain_hook(grad_ptr, id): the tensor retain_grad was called on, while it
+ * lives, adds the gradient to its .grad */
+WL_FUNCTION(retain_hook) {
+    wick_tensor **gp = lua_touserdata(L, 1);
+    lua_Number id = lua_tonumber(L, 2);
+    push_registry_table(L, &tensors_key, "v");
+    lua_pushnumber(L, id);
+    lua_rawget(L, -2);
+    wick_tensor *t = lua_isnil(L, -1) ? NULL : wl_totensor(L, -1);
+    if (!t) return 0;
+    wick_tensor *old = wick_grad(t), *sum = NULL;
+    wl_check(L, old ? wick_binary(&sum, WICK_ADD, old, *gp) : wick_clone(&sum, *gp));
+    wick_status st = wick_set_grad(t, sum);
+    wick_tensor_release(sum);
+    wl_check(L, st);
+    return 0;
+}
+
 /* ---- custom functions (wick.autograd.Function) ---- */
 
 static const char functions_key = 0; /* registry: node id -> {fn = backward closure, n = inputs} */
@@ -359,7 +392,10 @@ static wick_status run_hooks(void *ud, wick_hook_kind kind, wick_tensor *leaf, i
     hook_ctx *ctx = ud;
     lua_State *L = ctx->L;
     int top = lua_gettop(L);
-    lua_pushcfunction(L, kind == WICK_HOOK_FUNCTION ? function_hook : kind == WICK_HOOK_GRAD ? grad_hooks : post_hooks);
+    lua_pushcfunction(L, kind == WICK_HOOK_FUNCTION ? function_hook
+                         : kind == WICK_HOOK_GRAD   ? grad_hooks
+                         : kind == WICK_HOOK_RETAIN ? retain_hook
+                                                    : post_hooks);
     lua_pushlightuserdata(L, kind == WICK_HOOK_POST_ACCUMULATE ? (void *)leaf : (void *)grad);
     lua_pushnumber(L, (lua_Number)id);
     if (lua_pcall(L, 2, 0, 0) == 0) {
@@ -571,6 +607,7 @@ WL_FUNCTION(m_set_detect_anomaly) {
 
 static const luaL_Reg method_fns[] = {{"backward", t_backward},
                                       {"register_hook", t_register_hook},
+                                      {"_retain_grad", t_retain_grad},
                                       {"register_post_accumulate_grad_hook", t_register_post_accumulate_grad_hook},
                                       {NULL, NULL}};
 

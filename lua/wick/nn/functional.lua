@@ -964,10 +964,10 @@ local function pair_opts(fn, order, spec, ...)
   return out
 end
 -- op(...) of a 1-D form over its 2-D op: an error names the 1-D op (its shapes
--- are the 2-D view's, with the 1 inserted)
+-- are the 2-D view's, with the 1 inserted; PyTorch's "(1 x 3)" sizes read "(3)")
 local function as_1d(name, op, ...)
   local ok, r = pcall(op, ...) -- (the 2-D ops give one result)
-  if not ok then error((tostring(r):gsub("([%w_]+)2d:", name .. " (as %12d):", 1)), 0) end
+  if not ok then error((tostring(r):gsub("([%w_]+)2d:", name .. " (as %12d):", 1):gsub("%(1 x (%d+)%)", "(%1)")), 0) end
   return r
 end
 local function as_2d(x, fn)

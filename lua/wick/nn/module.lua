@@ -277,6 +277,9 @@ local function own_init_args(class, declared, init, ...)
   return unpack(list, 1, count)
 end
 
+-- tostring(cls): Python's str(cls), "<class 'SineLayer'>" (siren's str(layer.__class__) keys)
+local function class_name(cls) return ("<class '%s'>"):format(tostring(rawget(cls, "__name"))) end
+
 function Module:extend(name, args)
   if type(self) ~= "table" then check.expected("Module.extend", "self", "a module class", self) end
   if name ~= nil then check.string(name, "Module.extend", "name") end
@@ -301,6 +304,7 @@ function Module:extend(name, args)
   return setmetatable(class, {
     __index = self,
     __call = function(cls, ...) return cls.new(cls, ...) end,
+    __tostring = class_name,
     -- a method under a name wick keeps on every module would be hidden by it
     __newindex = function(cls, k, v)
       if INTERNAL[k] then
@@ -388,7 +392,7 @@ end
 
 function Module:init() end
 -- nn.Module(): a plain container, as PyTorch's (`down = nn.Module(); down.block = ...`)
-setmetatable(Module, { __call = function(cls, ...) return cls.new(cls, ...) end })
+setmetatable(Module, { __call = function(cls, ...) return cls.new(cls, ...) end, __tostring = class_name })
 
 function Module:forward()
   this(self, "forward")

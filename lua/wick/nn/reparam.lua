@@ -187,6 +187,17 @@ function Pz.weight_norm(module, ...)
   local name = o.name or "weight"
   local w = weight_of(fn, module, name)
   parametrize.register_parametrization(module, name, WeightNorm(norm_dim(fn, o.dim, w, 1)), { unsafe = true })
+  -- a state dict of nn.utils.weight_norm's (weight_g, weight_v: TCN's checkpoints) loads into it,
+  -- renamed, as PyTorch's _weight_norm_compat_hook does
+  module:register_load_state_dict_pre_hook(function(_, sd, prefix)
+    local g_key, v_key = prefix .. name .. "_g", prefix .. name .. "_v"
+    local g, v = rawget(sd, g_key), rawget(sd, v_key)
+    if g == nil or v == nil then return end
+    rawset(sd, g_key, nil)
+    rawset(sd, v_key, nil)
+    sd[prefix .. "parametrizations." .. name .. ".original0"] = g
+    sd[prefix .. "parametrizations." .. name .. ".original1"] = v
+  end)
   return module
 end
 
