@@ -3330,6 +3330,40 @@ describe("the thirty-seventh round's lines (Hyena, Swin, Decision Transformer, t
       "Calculated padded input size per channel: (3). Kernel size: (5)")
   end)
 
+  it("transformer-xl and pix2pix: index_copy_ of a 0-dim index, a ParameterList holding None, __call__, InstanceNorm", function()
+    -- emb_flat.index_copy_(0, mask_i.nonzero().squeeze(), emb_i) with one token in the cluster
+    local idx = wick.tensor({ { 3 } }, { dtype = "int64" }):squeeze()
+    local flat = wick.zeros(5, 3):index_copy_(1, idx, wick.ones(1, 3))
+    assert.are.same({ 0, 0, 3, 0, 0 }, flat:sum(2):totable())
+    support.assert_error_has(function() return wick.zeros(5, 3):index_copy_(1, idx, wick.ones(3)) end, "does not match the indexed shape [1, 3]")
+    -- self.out_projs.append(None)
+    local projs = nn.ParameterList()
+    projs:append(false)
+    projs:append(nn.Parameter(wick.zeros(2)))
+    assert.are.same({ false, 1 }, { projs[1], #projs:parameters() })
+    assert.is_truthy(tostring(projs):find("(1): Object of type: NoneType", 1, true))
+    -- class GANLoss(nn.Module): def __call__(self, prediction, target_is_real)
+    local GANLoss = nn.Module:extend("GANLoss")
+    function GANLoss:init() self.loss = nn.MSELoss() end
+    function GANLoss:__call__(prediction, target_is_real)
+      return self.loss(prediction, target_is_real and wick.ones_like(prediction) or wick.zeros_like(prediction))
+    end
+    local crit = GANLoss()
+    assert.are.equal(1, crit(wick.zeros(2), true):item())
+    assert.are.equal(0, crit(wick.zeros(2), { target_is_real = false }):item())
+    -- InstanceNorm2d(track_running_stats=True) counts no batches, and momentum = None freezes the stats (PyTorch's)
+    local m = nn.InstanceNorm2d(2, { track_running_stats = true })
+    m(wick.rand(2, 2, 3, 3))
+    m(wick.rand(2, 2, 3, 3))
+    assert.are.equal(0, m.num_batches_tracked:item())
+    m.momentum = nil
+    local before = m.running_mean:clone()
+    m(wick.rand(2, 2, 3, 3) + 5)
+    assert.is_true(m.running_mean:equal(before))
+    -- getattr(module, "0") walking a PyTorch checkpoint's names
+    support.assert_error_has(function() return nn.Sequential(nn.ReLU())["0"] end, "entries are named from '1'")
+  end)
+
   it("ModuleList:insert(0, m) and pop(0) say indices count from 1", function()
     local up = nn.ModuleList()
     support.assert_error_has(function() up:insert(0, nn.ReLU()) end, "PyTorch's insert(0, m), which prepends, is insert(1, m)")

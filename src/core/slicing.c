@@ -544,7 +544,15 @@ wick_status wick_index_tensor_put_(wick_tensor *t, int dim, const wick_tensor *i
 
 wick_status wick_index_copy_(wick_tensor *t, int dim, const wick_tensor *index, const wick_tensor *source) {
     TRY(check_index_dim("index_copy_", t, &dim));
-    return key_index_put("index_copy_", t, 0, NULL, dim, 1, index, source, 0, 0, true);
+    if (index->ndim != 0) return key_index_put("index_copy_", t, 0, NULL, dim, 1, index, source, 0, 0, true);
+    /* a 0-dim index is one position whose dim the source keeps, as PyTorch's (transformer-xl's
+     * index_copy_(0, mask.nonzero().squeeze(), emb) when one token falls in a cluster) */
+    wick_tensor *one;
+    int64_t n = 1;
+    TRY(wick_reshape(&one, index, 1, &n));
+    wick_status st = key_index_put("index_copy_", t, 0, NULL, dim, 1, one, source, 0, 0, true);
+    wick_tensor_release(one);
+    return st;
 }
 
 wick_status wick_index_fill_(wick_tensor *t, int dim, const wick_tensor *index, const wick_tensor *value, double s) {

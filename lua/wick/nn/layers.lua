@@ -746,11 +746,9 @@ local function instance_norm_class(name, dims)
         self.num_features, x:size(2))
     end
     local use_input_stats = self.training or not self.track_running_stats
-    if self.training and self.num_batches_tracked then
-      wick.no_grad(function() self.num_batches_tracked:add_(1) end)
-    end
+    -- (PyTorch's _InstanceNorm counts no batches, and momentum = None there freezes the running stats)
     local y = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias, use_input_stats,
-      self.momentum, self.eps)
+      self.momentum == nil and 0 or self.momentum, self.eps)
     if unbatched then y = y:squeeze(1) end
     return y
   end
@@ -1345,6 +1343,10 @@ local function array_container(C, name, check_item, named)
     if type(key) == "string" then
       local at = named_position(self, key)
       if at then return rawget(self, at) end
+      if key == "0" and n > 0 then -- getattr(seq, "0") walking a PyTorch state dict's names (cyclegan's load_networks)
+        check.fail(name, "no entry named '0': entries are named from '1' (PyTorch's '0' is '1' here; "
+          .. "nn.utils.from_pytorch_names renames a PyTorch state dict's keys)")
+      end
       return Module._private_dict(self, key)
     end
     if type(key) == "table" then -- m[{{a, b[, step]}}]: PyTorch's m[a-1:b:step], a new container of the same entries
@@ -1453,7 +1455,10 @@ local function module_or_none(v, fn)
   if not check.is_module(v) then check.expected(fn, "module", "a module (or false for None)", v) end
   return v
 end
+-- a ParameterList entry: a tensor (made a parameter), or false for Python's None
+-- (transformer-xl's out_projs.append(None))
 local function parameter_item(v, fn)
+  if v == nil or v == false then return false end
   check.tensor(v, fn, "parameter")
   if not v.requires_grad and v:is_floating_point() then v:requires_grad_(true) end
   return v
@@ -1529,6 +1534,7 @@ end
 --- nn.ParameterList([tensors]): an array of parameters, walked by ipairs.
 L.ParameterList = Module:extend("ParameterList")
 array_container(L.ParameterList, "ParameterList", parameter_item)
+L.ParameterList._parameter_array = true -- (its entries print in extra_repr)
 function L.ParameterList:init(params)
   if params ~= nil then self:extend(params) end
 end
@@ -1541,7 +1547,7 @@ local function parameter_line(key, p, legacy)
 end
 function L.ParameterList:extra_repr()
   local lines = {}
-  for i, p in ipairs(self) do lines[i] = parameter_line(i, p) end
+  for i, p in ipairs(self) do lines[i] = p and parameter_line(i, p) or ("  (%d): Object of type: NoneType"):format(i) end
   return table.concat(lines, "\n")
 end
 

@@ -336,10 +336,12 @@ function Module:extend(name, args)
       -- (a method: its first parameter is self, or cls for Python's classmethod; a static function
       -- of the class stays as it is)
       local first = type(v) == "function" and debug.getlocal(undecorated(v), 1)
-      if type(v) == "function" and type(k) == "string" and k ~= "init" and k:sub(1, 2) ~= "__"
+      if type(v) == "function" and type(k) == "string" and k ~= "init" and (k:sub(1, 2) ~= "__" or k == "__call__")
         and not of_wick(undecorated(v)) and (k == "forward" or first == "self" or first == "cls") then
         v = keyword_method(v, k)
       end
+      -- Python's __call__ defined on the class (pix2pix's GANLoss.__call__) replaces the module call
+      if k == "__call__" and type(v) == "function" then rawset(cls, "__call", v) end
       rawset(cls, k, v)
     end,
   })
@@ -1581,8 +1583,9 @@ function Module:__tostring()
     for line in (extra .. "\n"):gmatch("(.-)\n") do lines[#lines + 1] = line end
   end
   local children = 0
-  -- (a ModuleList's false entries, Python's None, print as PyTorch's "(2): None" in their place)
-  local n_array, next_at = rawlen(self), 1
+  -- (a ModuleList's false entries, Python's None, print as PyTorch's "(2): None" in their place;
+  -- a ParameterList's are in its extra_repr)
+  local n_array, next_at = self._parameter_array and 0 or rawlen(self), 1
   local function nones_before(limit)
     for i = next_at, limit - 1 do
       if rawget(self, i) == false then children = children + 1; lines[#lines + 1] = ("(%d): None"):format(i) end
