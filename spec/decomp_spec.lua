@@ -9,12 +9,7 @@ local assert_error_has = support.assert_error_has
 local linalg = wick.linalg
 
 local F64 = { dtype = "float64" }
-local unpack = table.unpack or unpack -- luacheck: ignore (LuaJIT's global)
-local function randn(...)
-  local sizes = { ... }
-  sizes[#sizes + 1] = F64
-  return wick.randn(unpack(sizes))
-end
+local randn = support.randn64
 local function maxdiff(a, b) return (a - b):abs():max():item() end
 local function eye(n) return wick.eye(n, F64) end
 local function spd(n, batch) -- symmetric positive-definite

@@ -8,14 +8,9 @@ local support = require("spec.support")
 local assert_error_has = support.assert_error_has
 local gradgradcheck = support.gradgradcheck
 
-local unpack = table.unpack or unpack -- luacheck: ignore (LuaJIT's global)
 local F64 = { dtype = "float64" }
 local function leaf(values) return wick.tensor(values, F64):requires_grad_() end
-local function randn(...)
-  local sizes = { ... }
-  sizes[#sizes + 1] = F64
-  return wick.randn(unpack(sizes))
-end
+local randn = support.randn64
 
 describe("autograd.grad", function()
   it("gives d(outputs)/d(inputs) without touching any .grad", function()

@@ -13,11 +13,7 @@ local linalg = wick.linalg
 
 local F64 = { dtype = "float64" }
 local unpack = table.unpack or unpack -- luacheck: ignore (LuaJIT's global)
-local function randn(...)
-  local sizes = { ... }
-  sizes[#sizes + 1] = F64
-  return wick.randn(unpack(sizes))
-end
+local randn = support.randn64
 local function leaf(...) return randn(...):requires_grad_() end
 local function mT(t) return t:transpose(-2, -1) end
 local function gradcheck(fn, inputs) assert.is_true(wick.autograd.gradcheck(fn, inputs)) end

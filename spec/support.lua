@@ -136,6 +136,13 @@ function support.values_of(t)
   return t:reshape(t:numel()):totable()
 end
 
+-- wick.randn(sizes...) in float64
+function support.randn64(...)
+  local sizes = { ... }
+  sizes[#sizes + 1] = F64
+  return wick.randn((table.unpack or unpack)(sizes))
+end
+
 -- a float64 tensor of `shape` (a Lua array, {} for 0-dim) from flat values
 function support.from_values(vals, shape)
   if #shape == 0 then return wick.tensor(vals[1], F64) end
