@@ -3360,6 +3360,9 @@ describe("the thirty-seventh round's lines (Hyena, Swin, Decision Transformer, t
     local before = m.running_mean:clone()
     m(wick.rand(2, 2, 3, 3) + 5)
     assert.is_true(m.running_mean:equal(before))
+    -- transformer-xl's .byte() masks: PyTorch 2 refuses them in masked_fill and masked_select
+    support.assert_error_has(function() return wick.zeros(3):masked_fill(wick.tensor({ 0, 1, 1 }):byte(), 1) end,
+      "masked_fill: only supports boolean masks, but got mask with dtype uint8")
     -- getattr(module, "0") walking a PyTorch checkpoint's names
     support.assert_error_has(function() return nn.Sequential(nn.ReLU())["0"] end, "entries are named from '1'")
   end)

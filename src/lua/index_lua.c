@@ -674,7 +674,14 @@ WL_FUNCTION(t_index_set) {
 
 /* ---- the masked ops ---- */
 
-static wick_tensor *mask_arg(lua_State *L, int idx, const char *fn) { return wl_checktensor(L, idx, fn, "mask"); }
+/* the mask of masked_fill, masked_select, masked_scatter: bool, as PyTorch 2 requires (a
+ * uint8 mask of older code, transformer-xl's .byte(), is refused there too) */
+static wick_tensor *mask_arg(lua_State *L, int idx, const char *fn) {
+    wick_tensor *m = wl_checktensor(L, idx, fn, "mask");
+    if (wick_tensor_dtype(m) == WICK_UINT8)
+        wl_raise(L, "%s: only supports boolean masks, but got mask with dtype uint8 (make it with :bool())", fn);
+    return m;
+}
 
 /* value: a number or a 0-dim tensor */
 static wick_tensor *fill_value(lua_State *L, int idx, double *s, const char *fn) {
