@@ -661,7 +661,7 @@ describe("conv2d and pooling errors", function()
     assert_error_has(function() C.conv2d(wick.zeros(1, 3, 5, 5), wick.zeros(8, 3, 0, 3)) end,
       "kernel size should be greater than zero, but got kernel_height: 0 kernel_width: 3")
     assert_error_has(function() C.conv2d(wick.zeros(1, 4, 5, 5), wick.zeros(9, 2, 3, 3), nil, { groups = 2 }) end,
-      "Given groups=2, expected weight to be divisible by 2 at dimension 0, but got weight of size [9, 2, 3, 3] instead")
+      "Given groups=2, expected weight to be divisible by 2 at dimension 1, but got weight of size [9, 2, 3, 3] instead")
     assert_error_has(function() C.conv2d(wick.zeros(1, 3, 5, 5), wick.zeros(8, 3, 3, 3, F64)) end,
       "Input type (float32) and weight type (float64) should be the same")
     assert_error_has(function() C.conv2d(wick.zeros(1, 3, 5, 5), wick.zeros(8, 3, 3, 3), wick.zeros(8, F64)) end,

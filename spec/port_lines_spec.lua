@@ -3363,6 +3363,9 @@ describe("the thirty-seventh round's lines (Hyena, Swin, Decision Transformer, t
     -- transformer-xl's .byte() masks: PyTorch 2 refuses them in masked_fill and masked_select
     support.assert_error_has(function() return wick.zeros(3):masked_fill(wick.tensor({ 0, 1, 1 }):byte(), 1) end,
       "masked_fill: only supports boolean masks, but got mask with dtype uint8")
+    -- stylegan2's closed_form_factorization: torch.svd(W).V
+    support.assert_error_has(function() return wick.svd(wick.randn(4, 3)).V end, "local U, S, V = wick.svd(A)")
+    support.assert_error_has(function() return wick.linalg.qr(wick.randn(3, 3)).Q end, "local Q, R = wick.linalg.qr(A)")
     -- getattr(module, "0") walking a PyTorch checkpoint's names
     support.assert_error_has(function() return nn.Sequential(nn.ReLU())["0"] end, "entries are named from '1'")
   end)

@@ -97,9 +97,19 @@ local function options(opts, fn, with_op)
   return opts.op, opts.async_op == true
 end
 
-local function rank_arg(v, fn, name)
+-- a peer rank (dst or src), given in its place or by name in the options that follow
+-- (stylegan2's dist.reduce(losses, dst=0)): the rank and the options without it
+local function rank_arg(v, opts, fn, name)
+  if type(v) == "table" and not check.is_tensor(v) and opts == nil then
+    opts = {}
+    for k, x in pairs(v) do if k ~= name then opts[k] = x end end
+    v = rawget(v, name)
+  end
   check.int(v, fn, name, 0)
-  return v
+  if not C.is_initialized() then -- (as the collectives say it, before the rank is read)
+    check.fail("wick.distributed." .. fn, "the default process group is not initialized (call wick.distributed.init_process_group() first)")
+  end
+  return v, opts
 end
 
 -- Under LuaJIT, all_reduce(t) and all_reduce(t, {op = ...}) first call the
@@ -137,7 +147,7 @@ end
 
 function M.broadcast(t, src, opts)
   check.tensor(t, "broadcast", "tensor")
-  rank_arg(src, "broadcast", "src")
+  src, opts = rank_arg(src, opts, "broadcast", "src")
   local _, async = options(opts, "broadcast", false)
   return C.broadcast(t, src, async)
 end
@@ -171,7 +181,7 @@ end
 --- unspecified). An all_reduce underneath (of a copy, on the other ranks).
 function M.reduce(t, dst, opts)
   check.tensor(t, "reduce", "tensor")
-  rank_arg(dst, "reduce", "dst")
+  dst, opts = rank_arg(dst, opts, "reduce", "dst")
   local op, async = options(opts, "reduce", true)
   local target = C.rank() == dst and t or t:clone()
   return C.all_reduce(target, op, async)
@@ -182,7 +192,7 @@ end
 --- order; elsewhere gather_list is nil (or ignored). An all_gather underneath.
 function M.gather(t, list, dst, opts)
   check.tensor(t, "gather", "tensor")
-  rank_arg(dst, "gather", "dst")
+  dst, opts = rank_arg(dst, opts, "gather", "dst")
   local _, async = options(opts, "gather", false)
   if C.rank() == dst then
     if type(list) ~= "table" or check.is_tensor(list) then
@@ -212,7 +222,7 @@ end
 --- nil elsewhere). Sends from src, a receive on every other rank.
 function M.scatter(t, list, src, opts)
   check.tensor(t, "scatter", "tensor")
-  rank_arg(src, "scatter", "src")
+  src, opts = rank_arg(src, opts, "scatter", "src")
   local _, async = options(opts, "scatter", false)
   local rank, world = C.rank(), C.world_size()
   if rank ~= src then return C.recv(t, src, async) end
@@ -239,14 +249,14 @@ end
 
 function M.send(t, dst, opts)
   check.tensor(t, "send", "tensor")
-  rank_arg(dst, "send", "dst")
+  dst, opts = rank_arg(dst, opts, "send", "dst")
   local _, async = options(opts, "send", false)
   return C.send(t, dst, async)
 end
 
 function M.recv(t, src, opts)
   check.tensor(t, "recv", "tensor")
-  rank_arg(src, "recv", "src")
+  src, opts = rank_arg(src, opts, "recv", "src")
   local _, async = options(opts, "recv", false)
   return C.recv(t, src, async)
 end
@@ -257,13 +267,13 @@ end
 --- waits for itself.
 function M.isend(t, dst)
   check.tensor(t, "isend", "tensor")
-  rank_arg(dst, "isend", "dst")
+  dst = rank_arg(dst, nil, "isend", "dst")
   return C.send(t, dst, true)
 end
 
 function M.irecv(t, src)
   check.tensor(t, "irecv", "tensor")
-  rank_arg(src, "irecv", "src")
+  src = rank_arg(src, nil, "irecv", "src")
   return C.recv(t, src, true)
 end
 
@@ -281,7 +291,7 @@ function M.P2POp(op, tensor, peer, group, tag)
       .. tostring(op), 2)
   end
   check.tensor(tensor, "P2POp", "tensor")
-  rank_arg(peer, "P2POp", "peer")
+  peer = rank_arg(peer, nil, "P2POp", "peer")
   if group ~= nil then
     error("wick.distributed.P2POp: only the default group exists (group must be nil)", 2)
   end
@@ -488,7 +498,7 @@ end
 --- object_gather_list[r + 1] becomes rank r's obj (nil elsewhere).
 function M.gather_object(obj, list, dst)
   local fn = "gather_object"
-  rank_arg(dst, fn, "dst")
+  dst = rank_arg(dst, nil, fn, "dst")
   if C.rank() == dst then list_arg(list, fn, "object_gather_list") end
   local bytes, err = try_bytes(obj, fn)
   local strings = all_gather_strings(bytes, err, fn)
@@ -502,7 +512,7 @@ end
 function M.broadcast_object_list(list, src)
   local fn = "broadcast_object_list"
   list_arg(list, fn, "object_list")
-  rank_arg(src, fn, "src")
+  src = rank_arg(src, nil, fn, "src")
   local n = #list
   local bytes, err
   if C.rank() == src then bytes, err = try_bytes({ n = n, items = { unpack(list, 1, n) } }, fn) end
@@ -518,7 +528,7 @@ end
 function M.scatter_object_list(output, input, src)
   local fn = "scatter_object_list"
   list_arg(output, fn, "scatter_object_output_list")
-  rank_arg(src, fn, "src")
+  src = rank_arg(src, nil, fn, "src")
   local rank, world = C.rank(), C.world_size()
   local bytes, err
   if rank == src then

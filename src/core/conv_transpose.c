@@ -58,7 +58,7 @@ static wick_status ct_check_shapes(const wick_tensor *input, const wick_tensor *
                          (long long)ws[2], (long long)ws[3]);
     if (ws[0] % groups)
         return wick_fail(WICK_ERR_SHAPE,
-                         OP ": Given groups=%d, expected weight to be divisible by %d at dimension 0, but got weight "
+                         OP ": Given groups=%d, expected weight to be divisible by %d at dimension 1, but got weight "
                             "of size %s instead",
                          groups, groups, wk_shape_str(4, ws, s1, sizeof s1));
     if (c_in != ws[0])

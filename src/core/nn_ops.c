@@ -72,12 +72,12 @@ static wick_status conv2d_check(const wick_tensor *input, const wick_tensor *wei
     const int64_t *ws = weight->sizes, groups = p[P_GROUPS];
     if (ws[0] < groups)
         return wick_fail(WICK_ERR_SHAPE,
-                         "conv2d: Given groups=%d, expected weight to be at least %d at dimension 0, but got weight of "
+                         "conv2d: Given groups=%d, expected weight to be at least %d at dimension 1, but got weight of "
                          "size %s instead",
                          p[P_GROUPS], p[P_GROUPS], wk_shape_str(4, ws, s1, sizeof s1));
     if (ws[0] % groups)
         return wick_fail(WICK_ERR_SHAPE,
-                         "conv2d: Given groups=%d, expected weight to be divisible by %d at dimension 0, but got weight "
+                         "conv2d: Given groups=%d, expected weight to be divisible by %d at dimension 1, but got weight "
                          "of size %s instead",
                          p[P_GROUPS], p[P_GROUPS], wk_shape_str(4, ws, s1, sizeof s1));
     if (in4[1] != ws[1] * groups)

@@ -505,14 +505,32 @@ static void bad_key(lua_State *L, int idx) {
             strcmp(k, "forward") == 0)
             wl_raise(L, "tensor has no field or method '%s' (a module's method called with '.' gets its first "
                         "argument as self: write m:forward(x), not m.forward(x))", k);
-        static const char *const named_fields[] = {"eigenvalues", "eigenvectors", "L", "info", "U", "S", "Vh", "V",
-                                                   "Q", "R", "sign", "logabsdet", "solution", "LU", "pivots",
-                                                   "mantissa", "exponent", "counts", "inverse", "P", NULL};
-        for (int i = 0; named_fields[i]; i++)
-            if (strcmp(k, named_fields[i]) == 0)
+        static const struct {
+            const char *field, *example;
+        } named_fields[] = {
+            {"eigenvalues", "local eigenvalues, eigenvectors = wick.linalg.eigh(A)"},
+            {"eigenvectors", "local eigenvalues, eigenvectors = wick.linalg.eigh(A)"},
+            {"L", "local L, info = wick.linalg.cholesky_ex(A)"},
+            {"info", "local L, info = wick.linalg.cholesky_ex(A)"},
+            {"U", "local U, S, Vh = wick.linalg.svd(A)"},
+            {"S", "local U, S, Vh = wick.linalg.svd(A)"},
+            {"Vh", "local U, S, Vh = wick.linalg.svd(A)"},
+            {"V", "local U, S, V = wick.svd(A) (torch.svd's V)"},
+            {"Q", "local Q, R = wick.linalg.qr(A)"},
+            {"R", "local Q, R = wick.linalg.qr(A)"},
+            {"sign", "local sign, logabsdet = wick.linalg.slogdet(A)"},
+            {"logabsdet", "local sign, logabsdet = wick.linalg.slogdet(A)"},
+            {"solution", "local X = wick.linalg.solve(A, B)"},
+            {"LU", "local LU, pivots = wick.linalg.lu_factor(A)"},
+            {"pivots", "local LU, pivots = wick.linalg.lu_factor(A)"},
+            {"P", "local P, L, U = wick.linalg.lu(A)"},
+            {"counts", "local output, inverse, counts = wick.unique(t, {return_inverse = true, return_counts = true})"},
+            {"inverse", "local output, inverse, counts = wick.unique(t, {return_inverse = true, return_counts = true})"},
+        };
+        for (size_t i = 0; i < sizeof named_fields / sizeof *named_fields; i++)
+            if (strcmp(k, named_fields[i].field) == 0)
                 wl_raise(L, "tensor has no field or method '%s' (a function that returns PyTorch's named tuple gives "
-                            "its fields as several values: local L, info = wick.linalg.cholesky_ex(A); local "
-                            "eigenvalues, eigenvectors = wick.linalg.eigh(A))", k);
+                            "its fields as several values: %s)", k, named_fields[i].example);
         if (strcmp(k, "numpy") == 0 || strcmp(k, "__array__") == 0)
             wl_raise(L, "tensor has no field or method '%s' (Lua has no NumPy: t:tolist() gives nested tables, "
                         "t:item() one number, t:tobytes() its bytes, and a tensor has NumPy's own operations)", k);
