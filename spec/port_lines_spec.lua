@@ -3379,3 +3379,92 @@ describe("the thirty-seventh round's lines (Hyena, Swin, Decision Transformer, t
     support.assert_error_has(function() nn.Sequential(nn.ReLU()):pop(0) end, "PyTorch's pop(0) is pop(1)")
   end)
 end)
+
+describe("the thirty-ninth round's lines (Muon, Lion, schedule-free, Adan, reformer, set transformer, imagen)", function()
+  it("an optimizer of one's own: keywords, step hooks, state dict hooks, __setstate__", function()
+    local log = {}
+    local Adan = wick.optim.Optimizer:extend("Adan")
+    function Adan:init(params, lr, weight_decay)
+      Adan.super.init(self, params, { lr = lr or 1e-3, weight_decay = weight_decay or 0 })
+    end
+    function Adan:step(closure) log[#log + 1] = "step"; return closure and closure() end -- luacheck: ignore
+    local params = nn.Linear(2, 2):parameters()
+    local opt = Adan(params, { weight_decay = 0.02 }) -- Adan(params, weight_decay=0.02)
+    assert.are.same({ 1e-3, 0.02 }, { opt.param_groups[1].lr, opt.param_groups[1].weight_decay })
+    support.assert_error_has(function() return Adan(params, { weight_dcay = 0.02 }) end, "did you mean 'weight_decay'?")
+    local h = opt:register_step_pre_hook(function(o, args) log[#log + 1] = "pre" .. #args end)
+    opt:register_step_post_hook(function() log[#log + 1] = "post" end)
+    local g = wick.optim.optimizer.register_optimizer_step_pre_hook(function() log[#log + 1] = "global" end)
+    assert.are.equal(7, opt:step(function() return 7 end))
+    assert.are.same({ "global", "pre1", "step", "post" }, log)
+    h:remove()
+    g:remove()
+    log = {}
+    opt:step()
+    assert.are.same({ "step", "post" }, log)
+    -- the built-ins run them too; a pre hook may replace the arguments
+    local sgd = wick.optim.SGD(params, 0.1)
+    local seen
+    sgd:register_step_pre_hook(function() return { function() seen = "replaced"; return 1 end }, {} end)
+    sgd:step(function() return 0 end)
+    assert.are.equal("replaced", seen)
+    opt:register_state_dict_post_hook(function(_, sd) sd.extra = 1; return sd end)
+    assert.are.equal(1, opt:state_dict().extra)
+    opt:__setstate__({ defaults = { lr = 5 } })
+    assert.are.equal(5, opt.defaults.lr)
+  end)
+
+  it("Muon's b * A in bfloat16 is A * b, and a bfloat16 norm sums in float32", function()
+    local A = wick.linspace(1, 2, 129):bfloat16()
+    assert.are.equal(0, (-4.775 * A):ne(A * -4.775):sum():item())
+    assert.are.equal(65, wick.ones(4198, { dtype = "bfloat16" }):norm():item()) -- sqrt(4198) = 64.79
+    -- PyTorch's Adam: torch._foreach_pow(beta1, steps); addcdiv_ with a tensor of values
+    assert.are.same({ 8, 8 }, wick._foreach_pow(2.0, { wick.full({ 2 }, 3) })[1]:totable())
+    local l = { wick.ones(2), wick.ones(2) }
+    wick._foreach_addcdiv_(l, { wick.ones(2), wick.ones(2) }, { wick.ones(2), wick.ones(2) }, wick.tensor({ 0.5, 0.25 }))
+    assert.are.same({ { 1.5, 1.5 }, { 1.25, 1.25 } }, { l[1]:totable(), l[2]:totable() })
+    -- hasattr(torch, "_foreach_mul_"): a name made on first use
+    assert.is_true(wick.hasattr(wick, "_foreach_mul_"))
+    assert.is_false(wick.hasattr(wick, "_foreach_no_such_op_"))
+    assert.is_true(wick.hasattr(nn.functional, "scaled_dot_product_attention"))
+    assert.is_false(wick.hasattr(nn.Linear(2, 2), "no_such_field"))
+  end)
+
+  it("reformer's helper pointing back at its module, and a forward's **kwargs a new table each call", function()
+    local Helper = {}
+    Helper.__index = Helper
+    local M = nn.Module:extend("AxialPositionalEmbedding")
+    function M:init()
+      self.weights = setmetatable({ kls = self }, Helper) -- ParameterList(self, 'weights', n)
+      self.weights_0 = nn.Parameter(wick.zeros(3))
+    end
+    assert.are.equal(1, #M():parameters())
+    local C = nn.Module:extend("Child")
+    function C:init(parent) self.refs = { parent = parent }; self.w = nn.Parameter(wick.zeros(2)) end
+    local P = nn.Module:extend("Parent")
+    function P:init() self.child = C(self); self.v = nn.Parameter(wick.zeros(1)) end
+    local p = P()
+    assert.are.equal(2, #p:parameters())
+    assert.are.equal(2, p:state_dict():len())
+    assert.is_truthy(tostring(p):find("Parent(...)", 1, true))
+    -- def forward(self, qk, v, query_len=None, **kwargs): kwargs.pop('_reverse', False)
+    local A = nn.Module:extend("LSHAttention")
+    function A:forward(x, query_len, ...) -- luacheck: ignore
+      local kwargs = ...
+      local r = kwargs._reverse
+      kwargs._reverse = nil
+      return r
+    end
+    local a, f_args = A(), { _reverse = true, _depth = 0 }
+    assert.are.same({ true, true, true }, { a(wick.ones(1), f_args), a(wick.ones(1), f_args), f_args._reverse })
+  end)
+
+  it("imagen's sim.softmax(-1, torch.float32); masked_fill's and clamp's broadcast errors name them", function()
+    local x = wick.randn(2, 3, { dtype = "float64" })
+    assert.are.equal("float32", x:softmax(-1, "float32").dtype)
+    assert.are.equal("float32", wick.log_softmax(x, -1, wick.float32).dtype)
+    local t = wick.randn(2, 3, 4)
+    support.assert_error_has(function() return t:masked_fill(wick.ones(3, 3, { dtype = "bool" }), 0) end, "masked_fill: size mismatch")
+    support.assert_error_has(function() return t:clamp(-wick.ones(3), wick.ones(3)) end, "clamp: size mismatch")
+  end)
+end)

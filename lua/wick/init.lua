@@ -566,6 +566,11 @@ function Tensor.norm(t, p, dim, keepdim)
   end
   if p == nil or p == "fro" then p = 2 end
   if type(p) ~= "number" then core.error(("norm: p must be a number or 'fro', got %s"):format(check.describe(p))) end
+  -- bfloat16 and float16 in float32 throughout, rounded once at the end, as PyTorch's
+  -- (Muon's X.norm(): the sum of squares rounded to bfloat16 moved the root)
+  if t.dtype == "bfloat16" or t.dtype == "float16" then
+    return Tensor.norm(t:float(), p, dim, keepdim):to(t.dtype)
+  end
   local function total(x) if dim == nil then return x:sum() end return x:sum(dim, keepdim == true) end
   local a = t:abs()
   -- r ^ (1 / p) whose gradient is 0 where r is 0 (a zero vector: PyTorch's
@@ -2248,6 +2253,16 @@ local function deep_copy(v, memo)
 end
 function wick.deepcopy(v) return deep_copy(v, {}) end
 
+--- wick.hasattr(obj, name): Python's hasattr, whether obj.name reads without an error and
+--- is not nil: of a module, a tensor, a table, or wick's own tables, whose missing names are
+--- errors and some names made on first use (hasattr(torch, "_foreach_mul_"),
+--- hasattr(F, "scaled_dot_product_attention"))
+function wick.hasattr(obj, name)
+  if obj == nil then return false end
+  local ok, v = pcall(function() return obj[name] end)
+  return ok and v ~= nil
+end
+
 function wick.save(value, path, opts) return require("wick.serialize").save(value, path, opts) end
 function wick.load(path, opts) return require("wick.serialize").load(path, opts) end
 function wick.save_safetensors(tbl, path) return require("wick.serialize").save_safetensors(tbl, path) end
@@ -2265,8 +2280,20 @@ setmetatable(wick, {
     local op = type(k) == "string" and k:match("^_foreach_([%w_]+)$")
     if op and Tensor[op] then
       local fn = function(list, ...)
+        -- _foreach_pow(scalar, list): the number to each tensor's power (PyTorch's Adam: beta1 ^ steps)
+        if op == "pow" and type(list) == "number" then
+          local base, exps, out = list, ..., {}
+          check.table(exps, k, "exponent")
+          for i = 1, #exps do out[i] = wick.pow(base, exps[i]) end
+          return out
+        end
         check.table(list, k, "self")
         local n, args, out, nargs = #list, { ... }, {}, select("#", ...)
+        -- addcdiv/addcmul's scalars as a 1-D tensor, one value per tensor of the list
+        local last = args[nargs]
+        if op:match("^addc") and nargs == 3 and wick.is_tensor(last) and last:dim() == 1 and last:numel() == n then
+          args[nargs] = last:tolist()
+        end
         -- the scalar by PyTorch's keyword (timm's _foreach_mul_(values, scalar=decay))
         local last = args[nargs]
         if type(last) == "table" and getmetatable(last) == nil and #last == 0 then

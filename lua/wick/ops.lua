@@ -292,8 +292,14 @@ return function(wick)
     if not is_tensor(lo) and not is_tensor(hi) then return clamp_numbers(t, lo, hi) end
     if lo == nil and hi == nil then check.fail(fn, "at least one of min and max must be given") end
     local r = t
-    if is_tensor(lo) then r = wick.maximum(r, lo) elseif lo ~= nil then r = clamp_numbers(r, check.number(lo, fn, "min")) end
-    if is_tensor(hi) then r = wick.minimum(r, hi) elseif hi ~= nil then r = clamp_numbers(r, nil, check.number(hi, fn, "max")) end
+    -- (a bound that does not broadcast is named as clamp's, not as maximum's)
+    local function bound(op, x, b)
+      local ok, v = pcall(op, x, b)
+      if not ok then error((tostring(v):gsub("%f[%w]m[axinmu]+mum: ", fn .. ": ", 1)), 0) end
+      return v
+    end
+    if is_tensor(lo) then r = bound(wick.maximum, r, lo) elseif lo ~= nil then r = clamp_numbers(r, check.number(lo, fn, "min")) end
+    if is_tensor(hi) then r = bound(wick.minimum, r, hi) elseif hi ~= nil then r = clamp_numbers(r, nil, check.number(hi, fn, "max")) end
     return r
   end
   function Tensor.clamp(t, lo, hi)

@@ -15,6 +15,7 @@ optim.Optimizer = Optimizer
 -- lr=required: a group without its own value of such an option is an error)
 local REQUIRED = "required"
 optim.optimizer = { Optimizer = Optimizer, required = REQUIRED }
+local hooked_step -- a step with the step hooks around it (with the hooks, below)
 
 -- Each class's update rule and each scheduler's formula, kept out of the
 -- public tables (an object's methods are only what a user may call).
@@ -309,9 +310,18 @@ local function subclass(base, root, name, fresh, done, args, hint)
   if name ~= nil then check.string(name, what .. ".extend", "name") end
   local C = setmetatable({ super = base, __name = name or what, __tostring = rawget(root, "__tostring") }, {
     __index = base,
+    -- an optimizer's own step runs the step hooks (register_step_pre_hook) as the built-ins' do
+    __newindex = function(cls, k, v)
+      if root == Optimizer and k == "step" and type(v) == "function" then v = hooked_step(v) end
+      rawset(cls, k, v)
+    end,
     __call = function(cls, ...)
       local obj = setmetatable(fresh(), cls)
-      obj:init(...)
+      -- an init of one's own takes PyTorch's keywords: Adan(params, weight_decay=0.02) is
+      -- Adan(params, {weight_decay = 0.02}), as a module's init does
+      local n, init, bound, top = select("#", ...), obj.init, nil, nil
+      if n > 0 and init ~= root.init then bound, top = require("wick.nn.module")._bind_keywords(cls, "init", init, n, ...) end
+      if bound then init(obj, unpack(bound, 1, top)) else obj:init(...) end
       if not done(obj) then
         check.fail(cls.__name, "init must call %s.super.init(self, %s) (%s's init)%s", cls.__name, args, what, hint or "")
       end
@@ -1015,6 +1025,89 @@ function LBFGS:step(closure)
   this(self, "step")
   check.callable(closure, "LBFGS:step", "closure")
   return wick.no_grad(lbfgs_step, self, closure)
+end
+
+-- ---- hooks (PyTorch's Optimizer.register_step_pre_hook and the rest) ----
+
+-- torch.optim.optimizer.register_optimizer_step_pre_hook / _post_hook: every optimizer's
+local global_hooks = { step_pre = {}, step_post = {} }
+local function add_hook(list, fn, what)
+  check.callable(fn, what, "hook")
+  local entry = { fn = fn }
+  list[#list + 1] = entry
+  return { remove = function()
+    for i, e in ipairs(list) do if e == entry then table.remove(list, i); break end end
+  end }
+end
+local function hooks_of(self, kind)
+  local all = rawget(self, "_hooks")
+  if not all then all = {}; rawset(self, "_hooks", all) end
+  all[kind] = all[kind] or {}
+  return all[kind]
+end
+local function each_hook(self, kind, fn)
+  for _, list in ipairs({ global_hooks[kind] or {}, (rawget(self, "_hooks") or {})[kind] or {} }) do
+    for _, e in ipairs({ unpack(list) }) do fn(e.fn) end
+  end
+end
+function optim.optimizer.register_optimizer_step_pre_hook(fn)
+  return add_hook(global_hooks.step_pre, fn, "register_optimizer_step_pre_hook")
+end
+function optim.optimizer.register_optimizer_step_post_hook(fn)
+  return add_hook(global_hooks.step_post, fn, "register_optimizer_step_post_hook")
+end
+--- opt:register_step_pre_hook(fn): fn(opt, args, kwargs) before each step (args the step's
+--- arguments, kwargs {}); returning new args and kwargs replaces them. register_step_post_hook(fn):
+--- fn(opt, args, kwargs) after it. register_state_dict_pre_hook(fn): fn(opt) before state_dict;
+--- register_state_dict_post_hook(fn): fn(opt, state_dict), a table returned replaces it;
+--- register_load_state_dict_pre_hook(fn): fn(opt, state_dict), likewise;
+--- register_load_state_dict_post_hook(fn): fn(opt) after loading. Each returns a handle with :remove().
+for _, kind in ipairs({ "step_pre", "step_post", "state_dict_pre", "state_dict_post", "load_state_dict_pre",
+  "load_state_dict_post" }) do
+  local name = "register_" .. kind .. "_hook"
+  Optimizer[name] = function(self, fn) return add_hook(hooks_of(this(self, name), kind), fn, name) end
+end
+
+-- a step with the hooks around it (once: a step that calls its parent's runs them once)
+function hooked_step(step)
+  return function(self, ...)
+    if type(self) ~= "table" or rawget(self, "_in_step") or (next(global_hooks.step_pre) == nil
+      and next(global_hooks.step_post) == nil and rawget(self, "_hooks") == nil) then
+      return step(self, ...)
+    end
+    local args, kwargs = { n = select("#", ...), ... }, {}
+    each_hook(self, "step_pre", function(fn)
+      local a, k = fn(self, args, kwargs)
+      if a ~= nil then args, kwargs = a, k or kwargs end
+    end)
+    rawset(self, "_in_step", true)
+    local ok, r = pcall(function() return { step(self, unpack(args, 1, args.n or #args)) } end)
+    rawset(self, "_in_step", nil)
+    if not ok then error(r, 0) end
+    each_hook(self, "step_post", function(fn) fn(self, args, kwargs) end)
+    return unpack(r)
+  end
+end
+Optimizer.step = hooked_step(Optimizer.step)
+LBFGS.step = hooked_step(LBFGS.step)
+local plain_state_dict, plain_load_state_dict = Optimizer.state_dict, Optimizer.load_state_dict
+function Optimizer:state_dict()
+  each_hook(this(self, "state_dict"), "state_dict_pre", function(fn) fn(self) end)
+  local sd = plain_state_dict(self)
+  each_hook(self, "state_dict_post", function(fn) sd = fn(self, sd) or sd end)
+  return sd
+end
+function Optimizer:load_state_dict(sd, ...)
+  each_hook(this(self, "load_state_dict"), "load_state_dict_pre", function(fn) sd = fn(self, sd) or sd end)
+  local r = plain_load_state_dict(self, sd, ...)
+  each_hook(self, "load_state_dict_post", function(fn) fn(self) end)
+  return r
+end
+--- opt:__setstate__(state): PyTorch's Optimizer.__setstate__ (Adan's super().__setstate__(state)):
+--- the fields of state set on the optimizer
+function Optimizer:__setstate__(state)
+  check.table(state, "__setstate__", "state")
+  for k, v in pairs(state) do self[k] = v end
 end
 
 -- ---- learning-rate schedulers ----

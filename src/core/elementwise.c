@@ -354,11 +354,14 @@ wick_status wick_binary_scalar(wick_tensor **out, wick_binary_op op, const wick_
     if (!scalar_first) {
         st = binary(out, NULL, op, a, b, true, 1);
     } else {
-        /* number op tensor: the tensor still decides the dtype and the device */
+        /* number op tensor: the tensor still decides the dtype and the device; the number keeps
+         * the compute precision (float32 beside bfloat16 and float16), as in tensor op number
+         * (Muon's b * A is A * b), where a 0-dim number beside a tensor of dims cannot promote */
         wick_dtype r = result_type(a, b, true);
+        wick_dtype hold = a->ndim > 0 && wick_dtype_is_floating(r) ? compute_dtype(r) : r;
         wick_tensor *full;
-        if (!(st = wk_tensor_new(&full, 0, NULL, r, wick_cpu()))) {
-            wk_store_double(wk_data(full), r, s.value);
+        if (!(st = wk_tensor_new(&full, 0, NULL, hold, wick_cpu()))) {
+            wk_store_double(wk_data(full), hold, s.value);
             st = binary(out, NULL, op, full, a, false, 1);
             wick_tensor_release(full);
         }

@@ -716,6 +716,9 @@ done:
 static wick_status masked_fill_value(wick_tensor **out, const char *op, const wick_tensor *t, const wick_tensor *mask,
                                      const wick_tensor *value, double s) {
     TRY(check_mask(op, t, mask, false, false));
+    int bn;
+    int64_t bs[WICK_MAX_DIMS];
+    TRY(wk_broadcast_shapes(op, t->ndim, t->sizes, mask->ndim, mask->sizes, &bn, bs)); /* (named here, not as where) */
     wick_tensor *v;
     if (value) {
         if (value->ndim != 0)

@@ -378,16 +378,18 @@ WL_FUNCTION(t_softmax) {
     static const char *const keys[] = {"dim", "dtype", NULL};
     wick_tensor *a = SELF(fn);
     int opts = options_at(L, 2, keys, fn);
-    no_more_args(L, opts ? opts : 2, lua_gettop(L), fn);
+    int dtype_at = !opts && lua_type(L, 3) == LUA_TSTRING ? 3 : 0; /* t:softmax(-1, "float32"): PyTorch's by position */
+    no_more_args(L, opts ? opts : dtype_at ? 3 : 2, lua_gettop(L), fn);
     int dim = dim_arg(L, 2, opts, INT_MIN, fn);
     if (dim == INT_MIN) wl_raise(L, "%s: expected a dimension (a number, or {dim = n}) for argument 'dim', got nothing", fn);
-    if (opts) { /* PyTorch's dtype: the input is cast to it first */
+    if (opts) {
         lua_getfield(L, opts, "dtype");
-        if (!lua_isnil(L, -1)) {
-            wick_tensor **cast = wl_new_slot(L);
-            wl_check(L, wick_to(cast, a, (wick_options){wl_dtype(L, -2, fn), wick_tensor_device(a), 0}));
-            a = *cast;
-        }
+        if (!lua_isnil(L, -1)) dtype_at = lua_gettop(L);
+    }
+    if (dtype_at) { /* PyTorch's dtype: the input is cast to it first */
+        wick_tensor **cast = wl_new_slot(L);
+        wl_check(L, wick_to(cast, a, (wick_options){wl_dtype(L, dtype_at, fn), wick_tensor_device(a), 0}));
+        a = *cast;
     }
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, log ? wick_log_softmax(slot, a, dim) : wick_softmax(slot, a, dim));

@@ -205,10 +205,11 @@ local function bind_keywords(owner, method, f, n, ...)
       args[n] = nil
       return args, n - 1
     end
-    if not kw_at or n >= kw_at then return nil end -- (at the `...` already: as it is)
-    local args = { ... }
+    if not kw_at or n >= kw_at then return nil end -- (at the `...` already: as it is; binding again is a no-op)
+    local args, kwargs = { ... }, {} -- (a new table, as Python's **kwargs: a kwargs.pop leaves the caller's as it was)
     for i = n, kw_at - 1 do args[i] = nil end
-    args[kw_at] = t
+    for k, v in pairs(t) do kwargs[k] = v end
+    args[kw_at] = kwargs
     return args, kw_at
   end
   local extra = options_at[undecorated(f)] or varargs_at(f)
@@ -775,13 +776,16 @@ add_member = function(out, owner, name, v, visiting, buffer, param, nested)
     if param == nil then param = v:_is_parameter() end
     out[#out + 1] = { name, v, "tensor", buffer == "nonpersistent", buffer ~= nil, param, buffer == "implicit" }
   elseif is_module(v) then
-    if not (nested and (visiting[DIRECT][v] or registered_below(visiting)[v])) then out[#out + 1] = { name, v, "module" } end
+    -- (a table's back-reference to the module itself, lucidrains' {kls = self}, is not a child)
+    if not (nested and (v == owner or visiting[DIRECT][v] or registered_below(visiting)[v])) then
+      out[#out + 1] = { name, v, "module" }
+    end
   elseif type(v) == "table" then
     if getmetatable(v) == nil or getmetatable(v) == Module._iterable_list then
       table_members(out, owner, name, v, visiting)
     else -- an object (a distribution, a helper holding parameters registered elsewhere): not state, as in PyTorch
       for k, item in pairs(v) do
-        if is_module(item) then
+        if is_module(item) and item ~= owner then -- (a helper pointing back at its owner: reformer's ParameterList(self, ...))
           wick.error(("%s: the field '%s' is an object (a table with a metatable) holding a %s at '%s': it would be skipped by parameters(), to() and state_dict(); make it a module (nn.Module:extend) or a plain table")
             :format(getmetatable(owner).__name, name, check.describe(item), tostring(k)))
         end
@@ -839,14 +843,17 @@ local function not_state(m) return not m[5] and not m[6] end
 -- With `all` (state_dict), non-persistent buffers are left out.
 -- In PyTorch's order: a module's own parameters, then its own buffers (each in
 -- the order of first assignment), then its children, each walked the same way.
-local function walk(self, prefix, fn, seen, all, no_kind, own)
-  seen = seen or {}
+-- (A child that is one of the modules being walked, a table's reference back to a
+-- parent, is not walked again: `path` holds them.)
+local function walk(self, prefix, fn, seen, all, no_kind, own, path)
+  seen, path = seen or {}, path or {}
+  path[self] = true
   local list = members(self)
   for pass = 1, 3 do
     for _, m in ipairs(list) do
       local name, value = m[1], m[2]
       if m[3] == "module" then
-        if pass == 3 and not own then walk(value, prefix .. name .. ".", fn, seen, all, no_kind) end
+        if pass == 3 and not own and not path[value] then walk(value, prefix .. name .. ".", fn, seen, all, no_kind, nil, path) end
       elseif pass == 3 or (pass == 1) == (m[5] == true) then -- luacheck: ignore (not this pass's kind)
       elseif all and m[4] then -- luacheck: ignore (a non-persistent buffer)
       elseif not_state(m) then -- luacheck: ignore (a plain tensor attribute)
@@ -858,6 +865,7 @@ local function walk(self, prefix, fn, seen, all, no_kind, own)
       end
     end
   end
+  path[self] = nil
 end
 
 -- An iterator of name, value over an array of {name, value} pairs.
@@ -1569,12 +1577,21 @@ function Module:extra_repr()
   return table.concat(parts, ", ")
 end
 
+local printing_now = setmetatable({}, { __mode = "k" }) -- the modules being printed (a child reaching back)
+local module_repr
 function Module:__tostring()
   this(self, "__tostring")
   local class = getmetatable(self)
   local repr = class.__repr__ -- a class of one's own may say it all, as Python's __repr__ (pygcn's layer)
   if type(repr) == "function" then return tostring(repr(self)) end
-  local name = class.__name
+  if printing_now[self] then return class.__name .. "(...)" end -- (a table's reference back to a parent)
+  printing_now[self] = true
+  local ok, r = pcall(module_repr, self, class.__name)
+  printing_now[self] = nil
+  if not ok then error(r, 0) end
+  return r
+end
+function module_repr(self, name)
   -- PyTorch's layout: the extra repr alone on the line when there are no
   -- children, else its lines and the children's, indented
   local extra = self:extra_repr()
@@ -1608,4 +1625,5 @@ end
 
 Module._members = members
 Module._track = track
+Module._bind_keywords = bind_keywords -- (an optimizer's or a scheduler's init of one's own: wick.optim)
 return Module
