@@ -320,7 +320,10 @@ local function subclass(base, root, name, fresh, done, args, hint)
       -- an init of one's own takes PyTorch's keywords: Adan(params, weight_decay=0.02) is
       -- Adan(params, {weight_decay = 0.02}), as a module's init does
       local n, init, bound, top = select("#", ...), obj.init, nil, nil
-      if n > 0 and init ~= root.init then bound, top = require("wick.nn.module")._bind_keywords(cls, "init", init, n, ...) end
+      if n > 0 and init ~= root.init then
+        require("wick.nn.module") -- (which gives wick.nn.common its bind_keywords)
+        bound, top = require("wick.nn.common").bind_keywords(cls, "init", init, n, ...)
+      end
       if bound then init(obj, unpack(bound, 1, top)) else obj:init(...) end
       if not done(obj) then
         check.fail(cls.__name, "init must call %s.super.init(self, %s) (%s's init)%s", cls.__name, args, what, hint or "")

@@ -4,6 +4,8 @@ local wick = require("wick")
 local check = require("wick.argcheck")
 
 local common = {}
+-- common.bind_keywords(owner, method, f, n, ...): PyTorch's keywords bound to f's parameters, set by
+-- wick.nn.module (its one implementation), for wick.optim's classes of one's own
 
 --- required(fn, names, ...): argcheck's (PyTorch's required positional
 --- arguments also taken by name from the trailing options table)

@@ -1625,5 +1625,6 @@ end
 
 Module._members = members
 Module._track = track
-Module._bind_keywords = bind_keywords -- (an optimizer's or a scheduler's init of one's own: wick.optim)
+-- (an optimizer's or a scheduler's init of one's own binds keywords the same way: wick.optim)
+require("wick.nn.common").bind_keywords = bind_keywords
 return Module
