@@ -3459,6 +3459,29 @@ describe("the thirty-ninth round's lines (Muon, Lion, schedule-free, Adan, refor
     assert.are.same({ true, true, true }, { a(wick.ones(1), f_args), a(wick.ones(1), f_args), f_args._reverse })
   end)
 
+  it("wavenet's incremental conv runs weight norm's hook by hand through self._forward_pre_hooks.values()", function()
+    local m
+    support.warnings_of(function() m = nn.utils.weight_norm(nn.Conv1d(2, 2, 3)) end)
+    assert.are.equal(0, nn.Conv1d(2, 2, 3)._forward_pre_hooks:len())
+    wick.no_grad(function() m.weight_g:mul_(2) end)
+    local n = 0
+    for hook in m._forward_pre_hooks:values() do n = n + 1; hook(m, wick.randn(1, 2, 5)) end
+    assert.are.equal(1, n)
+    -- the hook recomputed weight from g and v
+    local v = m.weight_v:detach()
+    local expected = v * (m.weight_g:detach() / v:pow(2):sum({ 2, 3 }, true):sqrt())
+    assert.is_true((m.weight:detach() - expected):abs():max():item() < 1e-6)
+    local l = nn.Linear(2, 2)
+    local h = l:register_forward_hook(function() end)
+    local ids = {}
+    for id, fn in l._forward_hooks:items() do ids[#ids + 1] = type(id) .. " " .. type(fn) end
+    assert.are.same({ "number function" }, ids)
+    h:remove()
+    assert.are.equal(0, l._forward_hooks:len())
+    -- a float tensor as a size is named as a tensor, not as Lua's userdata
+    support.assert_error_has(function() return wick.zeros(2, 3):expand(2, wick.tensor(3.)) end, "got a float32 tensor of 0 dims")
+  end)
+
   it("imagen's sim.softmax(-1, torch.float32); masked_fill's and clamp's broadcast errors name them", function()
     local x = wick.randn(2, 3, { dtype = "float64" })
     assert.are.equal("float32", x:softmax(-1, "float32").dtype)

@@ -120,8 +120,13 @@ wick_tensor **wl_new_slot(lua_State *L) {
 /* ---- arguments ---- */
 
 lua_Number wl_checknumber(lua_State *L, int idx, const char *fn, const char *what) {
-    if (lua_type(L, idx) != LUA_TNUMBER)
+    if (lua_type(L, idx) != LUA_TNUMBER) {
+        wick_tensor *t = wl_totensor(L, idx); /* a tensor is named as one, not as Lua's userdata */
+        if (t)
+            wl_raise(L, "%s: expected a number for %s, got a %s tensor of %d dims", fn, what,
+                     wick_dtype_name(wick_tensor_dtype(t)), wick_tensor_ndim(t));
         wl_raise(L, "%s: expected a number for %s, got %s", fn, what, luaL_typename(L, idx));
+    }
     return lua_tonumber(L, idx);
 }
 

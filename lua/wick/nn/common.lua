@@ -73,16 +73,16 @@ end
 --- (what common.remove_pre_hook takes)
 function common.pre_hook(module, fn)
   module:register_forward_pre_hook(fn)
-  local list = rawget(module, "_forward_pre_hooks")
+  local list = rawget(module, "_forward_pre_hook_list")
   return list[#list]
 end
 function common.remove_pre_hook(module, entry)
-  local list = rawget(module, "_forward_pre_hooks")
+  local list = rawget(module, "_forward_pre_hook_list")
   if not list then return end
   for i, e in ipairs(list) do
     if e == entry then table.remove(list, i); break end
   end
-  if #list == 0 then rawset(module, "_forward_pre_hooks", nil) end
+  if #list == 0 then rawset(module, "_forward_pre_hook_list", nil) end
 end
 
 return common

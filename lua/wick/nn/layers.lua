@@ -1812,12 +1812,12 @@ local function lazy_class(name, base, spatial, size_of)
       if o.dtype == nil and x:is_floating_point() then o.dtype = x.dtype end
     end)))
     local placeholders, uninitialized = lazy_members(self), rawget(self, "_uninitialized")
-    local hooks, pre = rawget(self, "_forward_hooks"), rawget(self, "_forward_pre_hooks")
+    local hooks, pre = rawget(self, "_forward_hook_list"), rawget(self, "_forward_pre_hook_list")
     local training = self.training
     for k in pairs(self) do rawset(self, k, nil) end
     for k, v in pairs(m) do rawset(self, k, v) end
-    rawset(self, "_forward_hooks", hooks)
-    rawset(self, "_forward_pre_hooks", pre)
+    rawset(self, "_forward_hook_list", hooks)
+    rawset(self, "_forward_pre_hook_list", pre)
     rawset(self, "training", training)
     setmetatable(self, getmetatable(m))
     wick.no_grad(function()

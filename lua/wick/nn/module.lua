@@ -26,6 +26,7 @@ local is_module = check.is_module
 local INTERNAL = { _fields = true, _buffer_kinds = true, _param_names = true, _modules = true, _parameters = true,
   _buffers = true, _opts = true, _mode = true, _names = true,
   _forward_hooks = true, _forward_pre_hooks = true, _backward_hooks = true, _backward_pre_hooks = true,
+  _forward_hook_list = true, _forward_pre_hook_list = true, _backward_hook_list = true, _backward_pre_hook_list = true,
   _state_dict_hooks = true, _load_pre_hooks = true, _load_post_hooks = true }
 
 -- the modules whose init is running (Module.new)
@@ -427,7 +428,7 @@ local function pack(...) return { n = select("#", ...), ... } end
 -- grad); a result replaces grad_input (the last input's gradient to arrive, the
 -- only one still in flight: for one input, PyTorch's rule).
 local function with_backward_hooks(self, args, run)
-  local bw, bwpre = rawget(self, "_backward_hooks"), rawget(self, "_backward_pre_hooks")
+  local bw, bwpre = rawget(self, "_backward_hook_list"), rawget(self, "_backward_pre_hook_list")
   if not wick.is_grad_enabled() then return run(args) end
   local state = { grad_input = {}, pending = 0 }
   local function fire()
@@ -525,7 +526,7 @@ local function hooked_call(self, pre, post, ...)
     return out
   end
   local out
-  if rawget(self, "_backward_hooks") or rawget(self, "_backward_pre_hooks") then
+  if rawget(self, "_backward_hook_list") or rawget(self, "_backward_pre_hook_list") then
     out = with_backward_hooks(self, args, run)
   else
     out = run(args)
@@ -566,8 +567,8 @@ end
 -- (the test and the forward inline: a call is on every layer's path)
 if core.profiler_hooked then
   Module.__call = function(self, ...)
-    local pre, post = rawget(self, "_forward_pre_hooks"), rawget(self, "_forward_hooks")
-    if pre or post or rawget(self, "_backward_hooks") or rawget(self, "_backward_pre_hooks") then
+    local pre, post = rawget(self, "_forward_pre_hook_list"), rawget(self, "_forward_hook_list")
+    if pre or post or rawget(self, "_backward_hook_list") or rawget(self, "_backward_pre_hook_list") then
       return hooked_call(self, pre, post, ...)
     end
     local args, k = call_args(self, select("#", ...), ...)
@@ -577,8 +578,8 @@ if core.profiler_hooked then
   end
 else
   Module.__call = function(self, ...)
-    local pre, post = rawget(self, "_forward_pre_hooks"), rawget(self, "_forward_hooks")
-    if pre or post or rawget(self, "_backward_hooks") or rawget(self, "_backward_pre_hooks") then
+    local pre, post = rawget(self, "_forward_pre_hook_list"), rawget(self, "_forward_hook_list")
+    if pre or post or rawget(self, "_backward_hook_list") or rawget(self, "_backward_pre_hook_list") then
       return hooked_call(self, pre, post, ...)
     end
     local args, k = call_args(self, select("#", ...), ...)
@@ -595,7 +596,7 @@ local hook_ids = 0
 -- (function(...) return self:_hook(...) end): the copy's hook is the same
 -- function with those upvalues pointing at the copies (the others shared
 -- with the original's); a hook over nothing copied stays the same function.
-local HOOK_LISTS = { "_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks",
+local HOOK_LISTS = { "_forward_hook_list", "_forward_pre_hook_list", "_backward_hook_list", "_backward_pre_hook_list",
   "_state_dict_hooks", "_load_pre_hooks", "_load_post_hooks" }
 local function rebound(f, memo)
   if type(f) ~= "function" or not debug.upvaluejoin then return f end
@@ -645,11 +646,11 @@ end
 --- register_backward_hook is the same. m:register_full_backward_pre_hook(fn):
 --- fn(m, grad_output) before them; a result replaces grad_output.
 function Module:register_full_backward_hook(fn)
-  return add_hook(this(self, "register_full_backward_hook"), "_backward_hooks", fn, "register_full_backward_hook")
+  return add_hook(this(self, "register_full_backward_hook"), "_backward_hook_list", fn, "register_full_backward_hook")
 end
 Module.register_backward_hook = Module.register_full_backward_hook
 function Module:register_full_backward_pre_hook(fn)
-  return add_hook(this(self, "register_full_backward_pre_hook"), "_backward_pre_hooks", fn,
+  return add_hook(this(self, "register_full_backward_pre_hook"), "_backward_pre_hook_list", fn,
     "register_full_backward_pre_hook")
 end
 
@@ -664,13 +665,13 @@ local FORWARD_HOOK = { prepend = "boolean", with_kwargs = "boolean", always_call
 function Module:register_forward_pre_hook(fn, opts)
   local what = "register_forward_pre_hook"
   local o = check.options(opts, what, { prepend = "boolean", with_kwargs = "boolean" })
-  return add_hook(this(self, what), "_forward_pre_hooks", fn, what, o)
+  return add_hook(this(self, what), "_forward_pre_hook_list", fn, what, o)
 end
 --- m:register_forward_hook(fn): fn(m, args, output) after each forward; a
 --- result replaces the output. Returns a handle with :remove().
 function Module:register_forward_hook(fn, opts)
   local what = "register_forward_hook"
-  return add_hook(this(self, what), "_forward_hooks", fn, what, check.options(opts, what, FORWARD_HOOK))
+  return add_hook(this(self, what), "_forward_hook_list", fn, what, check.options(opts, what, FORWARD_HOOK))
 end
 
 --- Stores a tensor that is state but not a parameter (running statistics).
@@ -1206,9 +1207,38 @@ else
   new_view = function() return setmetatable({}, DictView) end
 end
 
--- the view for m._modules, m._parameters or m._buffers (nil for another name)
+-- m._forward_pre_hooks and the other hook dicts, PyTorch's OrderedDict of id -> hook, read-only:
+-- conv.py's `for hook in self._forward_pre_hooks.values(): hook(self, input)` (wavenet, fairseq's
+-- incremental convs running weight norm's hook by hand); empty when there are none
+local HOOK_DICTS = { _forward_pre_hooks = "_forward_pre_hook_list", _forward_hooks = "_forward_hook_list",
+  _backward_hooks = "_backward_hook_list", _backward_pre_hooks = "_backward_pre_hook_list" }
+local HookDict = { __name = "OrderedDict" }
+local function hook_dict(self, key)
+  local list = rawget(self, HOOK_DICTS[key]) or {}
+  local function pairs_of_hooks()
+    local i = 0
+    return function()
+      i = i + 1
+      if list[i] then return list[i].id, list[i].fn end
+    end
+  end
+  local d = {
+    items = pairs_of_hooks,
+    keys = function() local nxt = pairs_of_hooks(); return function() return (nxt()) end end,
+    values = function() local nxt = pairs_of_hooks(); return function() return select(2, nxt()) end end,
+    len = function() return #list end,
+  }
+  for k, f in pairs(d) do d[k] = function(_, ...) return f(...) end end
+  return setmetatable(d, HookDict)
+end
+HookDict.__len = function(d) return d:len() end
+HookDict.__pairs = function(d) return d:items() end
+HookDict.__newindex = function() check.fail("Module", "a hook dict is read-only here: register hooks with register_forward_hook and the like") end
+
+-- the view for m._modules, m._parameters or m._buffers, or a hook dict (nil for another name)
 function Module._private_dict(self, key)
   if key == "__class__" then return getmetatable(self) end -- (layer.__class__.__name__)
+  if HOOK_DICTS[key] then return hook_dict(self, key) end
   if not DICT_KIND[key] then return nil end
   local view = new_view()
   view_of[view] = { self, key }
