@@ -3482,6 +3482,25 @@ describe("the thirty-ninth round's lines (Muon, Lion, schedule-free, Adan, refor
     support.assert_error_has(function() return wick.zeros(2, 3):expand(2, wick.tensor(3.)) end, "got a float32 tensor of 0 dims")
   end)
 
+  it("torchvision's segmentation criterion on a crop of ignored pixels: NaN loss, zero gradient (PyTorch's)", function()
+    local F = nn.functional
+    local x = wick.randn(2, 5, 4, 4, { requires_grad = true })
+    local target = wick.full({ 2, 4, 4 }, 255, { dtype = "int64" })
+    local loss = F.cross_entropy(x, target, { ignore_index = 255 })
+    assert.is_true(loss:isnan():item())
+    loss:backward()
+    assert.are.equal(0, x.grad:abs():sum():item())
+    x.grad = nil
+    F.nll_loss(F.log_softmax(x, 2), target, { ignore_index = 255, weight = wick.ones(5) }):backward()
+    assert.are.equal(0, x.grad:abs():sum():item())
+    support.assert_error_has(function() return F.cross_entropy(x, wick.full({ 2, 4, 4 }, 9, { dtype = "int64" })) end,
+      "cross_entropy: Target 9 is out of bounds")
+    -- rtdl's warnings.warn(...)
+    local warned = support.warnings_of(function() wick.warn("first_prenormalization is not recommended") end)
+    assert.are.equal(1, #warned)
+    support.assert_contains(warned[1], "first_prenormalization is not recommended")
+  end)
+
   it("imagen's sim.softmax(-1, torch.float32); masked_fill's and clamp's broadcast errors name them", function()
     local x = wick.randn(2, 3, { dtype = "float64" })
     assert.are.equal("float32", x:softmax(-1, "float32").dtype)

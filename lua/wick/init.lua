@@ -32,6 +32,12 @@ function wick._warn(msg)
   check.string(msg, "_warn", "msg")
   if not core.log(2, msg) then io.stderr:write("wick: " .. msg .. "\n") end
 end
+--- wick.warn(msg): Python's warnings.warn(msg) in a port (rtdl's UserWarnings): the message
+--- with the caller's line, once per line and message (Python's default filter), as wick's own
+function wick.warn(msg)
+  check.string(msg, "warn", "message")
+  require("wick.nn.common").warn(msg)
+end
 
 -- ---- devices: interned objects, one per device per Lua state ----
 

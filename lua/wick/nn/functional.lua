@@ -1459,12 +1459,18 @@ end
 
 local REDUCTIONS = { "mean", "sum", "none" }
 local KL_REDUCTIONS = { "mean", "sum", "none", "batchmean" }
+-- sum / total weight; when every weight is 0 (a crop of ignored pixels) the value is NaN, as
+-- PyTorch's, but the gradient 0, as its: the NaN a constant beside a finite quotient
+local function weighted_mean(sum, total)
+  local none = total:eq(0)
+  return sum / wick.where(none, 1, total) + wick.where(none, 0 / 0, 0):to(sum.dtype):detach()
+end
 local function reduce(loss, reduction, denominator)
   reduction = reduction or "mean"
   if reduction == "none" then return loss end
   if reduction == "sum" then return loss:sum() end
   if reduction == "mean" then
-    if denominator then return loss:sum() / denominator end
+    if denominator then return weighted_mean(loss:sum(), denominator) end
     return loss:mean()
   end
   wick.error(("invalid reduction '%s' (expected 'mean', 'sum' or 'none')"):format(tostring(reduction)))
@@ -1585,15 +1591,13 @@ local function unbatched_class(loss, input, target, opts)
   return r
 end
 
-function F.nll_loss(logp, target, ...)
-  opts, logp, target = loss_args("nll_loss", logp, target, NLL, ORDER.nll_loss, ...)
-  local one = unbatched_class(F.nll_loss, logp, target, opts)
-  if one then return one end
-  if logp:dim() < 2 then wick.error(("nll_loss: expected input of at least 2 dims [N, C], got %d"):format(logp:dim())) end
+-- the loss itself, its errors named as fn's (cross_entropy's own call names cross_entropy)
+local function nll(fn, logp, target, opts)
+  if logp:dim() < 2 then wick.error(("%s: expected input of at least 2 dims [N, C], got %d"):format(fn, logp:dim())) end
   if target.dtype ~= "int64" and target.dtype ~= "int32" then
-    wick.error(("nll_loss: expected class indices of dtype int64 (1-based), got %s"):format(target.dtype))
+    wick.error(("%s: expected class indices of dtype int64 (1-based), got %s"):format(fn, target.dtype))
   end
-  check_device("nll_loss", "target", target, logp, "input")
+  check_device(fn, "target", target, logp, "input")
   local ignore = opts.ignore_index
   if ignore == nil then ignore = -100 end -- PyTorch's default; 1-based classes never collide with it
   local mask, safe = nil, target
@@ -1601,11 +1605,11 @@ function F.nll_loss(logp, target, ...)
     mask = target:ne(ignore)
     safe = wick.where(mask, target, 1)
   end
-  local picked = pick("nll_loss", "Target %d is out of bounds (classes are 1 to %d).", "gather", logp, 2,
+  local picked = pick(fn, "Target %d is out of bounds (classes are 1 to %d).", "gather", logp, 2,
     safe:unsqueeze(2)):squeeze(2)
   local w
   if opts.weight then
-    check_device("nll_loss", "weight", opts.weight, logp, "input")
+    check_device(fn, "weight", opts.weight, logp, "input")
     w = opts.weight:index_select(1, safe:reshape(-1)):view(safe.shape)
   end
   if mask then
@@ -1617,6 +1621,12 @@ function F.nll_loss(logp, target, ...)
   local reduction = opts.reduction or "mean"
   if reduction == "mean" and w then return reduce(loss, "mean", w:sum()) end
   return reduce(loss, reduction)
+end
+function F.nll_loss(logp, target, ...)
+  opts, logp, target = loss_args("nll_loss", logp, target, NLL, ORDER.nll_loss, ...)
+  local one = unbatched_class(F.nll_loss, logp, target, opts)
+  if one then return one end
+  return nll("nll_loss", logp, target, opts)
 end
 
 --- Cross entropy of logits [N, C] against 1-based class indices [N] (or class
@@ -1652,8 +1662,8 @@ function F.cross_entropy(logits, target, ...)
     return reduce(-per:sum(dim), opts.reduction)
   end
   if smoothing < 0 or smoothing > 1 then wick.error("cross_entropy: label_smoothing must be between 0 and 1") end
-  local nll = F.nll_loss(logp, target, { reduction = opts.reduction, weight = opts.weight, ignore_index = opts.ignore_index })
-  if smoothing == 0 then return nll end
+  local nll_part = nll("cross_entropy", logp, target, { reduction = opts.reduction, weight = opts.weight, ignore_index = opts.ignore_index })
+  if smoothing == 0 then return nll_part end
   local classes = logits:size(dim)
   -- the class weight along the class dim (dim 2 of [N, C, d...])
   local per = opts.weight and logp * (dim == 2 and per_channel(opts.weight, logp) or opts.weight) or logp
@@ -1672,9 +1682,9 @@ function F.cross_entropy(logits, target, ...)
     w = w and w * wt or wt
   end
   local smooth_red
-  if reduction == "mean" and w then smooth_red = smooth:sum() / w:sum()
+  if reduction == "mean" and w then smooth_red = weighted_mean(smooth:sum(), w:sum())
   else smooth_red = reduce(smooth, reduction) end
-  return nll * (1 - smoothing) + smooth_red * (smoothing / classes)
+  return nll_part * (1 - smoothing) + smooth_red * (smoothing / classes)
 end
 
 function F.mse_loss(input, target, ...)
