@@ -3495,6 +3495,9 @@ describe("the thirty-ninth round's lines (Muon, Lion, schedule-free, Adan, refor
     assert.are.equal(0, x.grad:abs():sum():item())
     support.assert_error_has(function() return F.cross_entropy(x, wick.full({ 2, 4, 4 }, 9, { dtype = "int64" })) end,
       "cross_entropy: Target 9 is out of bounds")
+    -- N-BEATS' t.einsum('bp,pt->bt', theta, self.backcast_time) with float64 theta and float32 templates
+    support.assert_error_has(function() return wick.einsum("bp,pt->bt", wick.randn(2, 3, { dtype = "float64" }), wick.randn(3, 4)) end,
+      "einsum: expected operands of one dtype, got float64 (operand 1) and float32 (operand 2)")
     -- rtdl's warnings.warn(...)
     local warned = support.warnings_of(function() wick.warn("first_prenormalization is not recommended") end)
     assert.are.equal(1, #warned)

@@ -855,6 +855,12 @@ return function(wick)
     end
     for i = 1, #operands do check.tensor(operands[i], "einsum", "operand " .. i) end
     if #operands == 0 then check.fail("einsum", "expected at least one operand") end
+    for i = 2, #operands do -- (PyTorch's einsum promotes nothing either, autocast aside; said here, not as bmm's)
+      if operands[i].dtype ~= operands[1].dtype and wick._autocast_lower(operands[i]) == operands[i] then
+        check.fail("einsum", "expected operands of one dtype, got %s (operand 1) and %s (operand %d): cast one with :to()",
+          operands[1].dtype, operands[i].dtype, i)
+      end
+    end
     local inputs, rhs, sizes = parse_einsum(eq, operands)
     local out = chars(rhs)
     local out_set = {}
