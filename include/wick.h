@@ -426,7 +426,10 @@ WICK_API wick_status wick_binary(wick_tensor **out, wick_binary_op op, const wic
 /* a = a op b in place (b broadcast to a's shape; the result must fit a's dtype). */
 WICK_API wick_status wick_binary_(wick_binary_op op, wick_tensor *a, const wick_tensor *b);
 /* A number operand: `scalar_first` puts it on the left (2 - t). `is_integer` says
- * the number had no fractional part, which keeps integer tensors integer. */
+ * the number had no fractional part, which keeps integer tensors integer;
+ * WICK_SCALAR_BOOL there says it is a boolean (Python's True beside a bool
+ * tensor keeps it bool: mask * true). */
+#define WICK_SCALAR_BOOL 2
 typedef struct wick_scalar {
     double value;
     int is_integer;

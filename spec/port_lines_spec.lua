@@ -3498,6 +3498,16 @@ describe("the thirty-ninth round's lines (Muon, Lion, schedule-free, Adan, refor
     -- N-BEATS' t.einsum('bp,pt->bt', theta, self.backcast_time) with float64 theta and float32 templates
     support.assert_error_has(function() return wick.einsum("bp,pt->bt", wick.randn(2, 3, { dtype = "float64" }), wick.randn(3, 4)) end,
       "einsum: expected operands of one dtype, got float64 (operand 1) and float32 (operand 2)")
+    -- Rainbow: (u > 0) * done with a Lua boolean stays a mask; TD3's randint(0, size, batch_size)
+    local x = wick.tensor({ 10, 20, 30 })
+    local mask = x:gt(5)
+    assert.are.equal("bool", (mask * true).dtype)
+    assert.are.same({ 10, 20, 30 }, x[mask * true]:totable())
+    assert.are.equal("bool", wick.where(mask, true, false).dtype)
+    assert.are.equal("int64", (mask * 2).dtype)
+    support.assert_error_has(function() return wick.randint(0, 5, 4) end, "size must be a table of sizes")
+    -- torch.save({'device': args.device}): refused here rather than loaded back as an empty table
+    support.assert_error_has(function() return wick.save({ device = wick.device("cpu") }, os.tmpname()) end, "cannot save the device cpu")
     -- rtdl's warnings.warn(...)
     local warned = support.warnings_of(function() wick.warn("first_prenormalization is not recommended") end)
     assert.are.equal(1, #warned)

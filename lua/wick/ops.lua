@@ -380,6 +380,10 @@ return function(wick)
     opts = check.options(opts, "randint", RANDINT)
     local pos = {}
     if n > 0 and type(args[n]) == "table" and not is_tensor(args[n]) then pos.size, n = args[n], n - 1 end
+    if n > 2 and not pos.size and type(args[3]) == "number" then -- (TD3's np.random.randint(0, size, size=batch))
+      check.fail("randint", "size must be a table of sizes, as PyTorch's tuple: randint(%s, %s, {%s})",
+        tostring(args[1]), tostring(args[2]), tostring(args[3]))
+    end
     if n > 2 then check.fail("randint", "expected at most 3 positional arguments (low, high, size), got %d", n + (pos.size and 1 or 0)) end
     if n == 2 then pos.low, pos.high = args[1], args[2]
     elseif n == 1 and opts.high ~= nil then pos.low = args[1]

@@ -15,6 +15,8 @@ local serialize = {}
 
 -- each OrderedDict in a value (a state dict) -> {name = its place}: the file keeps that order
 -- (no deeper than the saver goes: it refuses a tree past 200 levels itself)
+-- (and a table with another metatable than an OrderedDict's or a Size's is refused: a device, a
+-- generator, an object of a class of one's own would load back as a bare table of its fields)
 local function ranks_of(v, ranks, seen, depth)
   if type(v) ~= "table" or seen[v] or depth > 200 then return ranks end
   seen[v] = true
@@ -22,6 +24,12 @@ local function ranks_of(v, ranks, seen, depth)
     local r = {}
     for i, name in ipairs(ordered.names(v)) do r[name] = i end
     ranks[v] = r
+  elseif getmetatable(v) ~= nil and getmetatable(v) ~= getmetatable(wick.Size({})) and not wick.is_tensor(v)
+    and rawget(v, "_fields") == nil then -- (a module: the saver's own message)
+    local what = getmetatable(v) == wick.Device and ("the device " .. tostring(v) .. " (save tostring(d); a string is a device to :to())")
+      or getmetatable(v) == getmetatable(wick.Generator()) and "a Generator (save g:get_state(), a tensor)"
+      or ("a " .. tostring(getmetatable(v).__name or "table with a metatable") .. " object (save its fields as a plain table)")
+    wick.error("wick.save: cannot save " .. what)
   end
   for _, x in next, v do ranks_of(x, ranks, seen, depth + 1) end
   return ranks

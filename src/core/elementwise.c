@@ -326,7 +326,7 @@ wick_status wick_add_scaled_(wick_tensor *a, const wick_tensor *b, double alpha)
 /* Beside a floating tensor the number is made in the kernel's dtype right away
  * (the result type is the same), which spares a conversion per op. */
 static wick_status scalar_tensor(wick_tensor **out, wick_scalar s, const wick_tensor *a) {
-    wick_dtype d = s.is_integer ? WICK_INT64 : WICK_FLOAT64;
+    wick_dtype d = s.is_integer == WICK_SCALAR_BOOL ? WICK_BOOL : s.is_integer ? WICK_INT64 : WICK_FLOAT64;
     if (wick_dtype_is_floating(a->dtype)) d = compute_dtype(a->dtype);
     wick_status st = wk_tensor_new(out, 0, NULL, d, wick_cpu());
     if (st) return st;

@@ -384,7 +384,7 @@ int wl_toscalar(lua_State *L, int idx, wick_scalar *s) {
     }
     if (lua_type(L, idx) == LUA_TBOOLEAN) {
         s->value = lua_toboolean(L, idx);
-        s->is_integer = 1;
+        s->is_integer = WICK_SCALAR_BOOL;
         return 1;
     }
     return 0;

@@ -193,7 +193,10 @@ static wick_tensor *where_operand(lua_State *L, int idx, int other, const char *
     if (!wl_toscalar(L, idx, &s)) wl_raise(L, "where: expected a tensor or a number for %s, got %s", arg, luaL_typename(L, idx));
     wick_tensor *o = wl_totensor(L, other);
     int beside_float = o && (wick_dtype_is_floating(wick_tensor_dtype(o)) || wick_dtype_is_complex(wick_tensor_dtype(o)));
-    wick_dtype d = s.is_integer ? WICK_INT64 : beside_float ? WICK_FLOAT64 : wl_default_options(L).dtype;
+    wick_dtype d = s.is_integer == WICK_SCALAR_BOOL ? WICK_BOOL
+                   : s.is_integer                  ? WICK_INT64
+                   : beside_float                  ? WICK_FLOAT64
+                                                   : wl_default_options(L).dtype;
     wick_tensor **slot = wl_new_slot(L);
     lua_replace(L, idx);
     wl_check(L, wick_full(slot, 0, NULL, s.value, (wick_options){d, {WICK_CPU, -1}}));
