@@ -3508,6 +3508,11 @@ describe("the thirty-ninth round's lines (Muon, Lion, schedule-free, Adan, refor
     support.assert_error_has(function() return wick.randint(0, 5, 4) end, "size must be a table of sizes")
     -- torch.save({'device': args.device}): refused here rather than loaded back as an empty table
     support.assert_error_has(function() return wick.save({ device = wick.device("cpu") }, os.tmpname()) end, "cannot save the device cpu")
+    -- st-moe's experts = self.experts[slice(0, num_experts)]
+    local experts = nn.ModuleList({ nn.Linear(2, 2), nn.Linear(2, 2), nn.Linear(2, 2) })
+    assert.are.same({ 3, 2, 0, 2 }, { #experts[wick.slice(0, 3)], #experts[wick.slice(1, nil)], #experts[wick.slice(5, 9)],
+      #experts[wick.slice(0, nil, 2)] })
+    assert.is_true(rawequal(experts[3], experts[wick.slice(-1, nil)][1]))
     -- rtdl's warnings.warn(...)
     local warned = support.warnings_of(function() wick.warn("first_prenormalization is not recommended") end)
     assert.are.equal(1, #warned)

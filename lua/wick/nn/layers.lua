@@ -1349,6 +1349,16 @@ local function array_container(C, name, check_item, named)
       end
       return Module._private_dict(self, key)
     end
+    if type(key) == "table" and getmetatable(key) == getmetatable(wick.slice(nil)) then
+      -- a wick.slice, Python's slice object (st-moe's self.experts[slice(0, n)]): its clamped range
+      local function clamp(v, default)
+        if v == nil then return default end
+        if v < 0 then v = v + n end
+        return math.max(0, math.min(n, v))
+      end
+      local start, stop = clamp(key.start, 0), clamp(key.stop, n)
+      key = { { start + 1, math.max(start, stop), key.step } }
+    end
     if type(key) == "table" then -- m[{{a, b[, step]}}]: PyTorch's m[a-1:b:step], a new container of the same entries
       local r = key[1]
       if #key ~= 1 or type(r) ~= "table" or getmetatable(r) ~= nil or type(r[1]) ~= "number" then
