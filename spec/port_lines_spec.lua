@@ -3513,6 +3513,17 @@ describe("the thirty-ninth round's lines (Muon, Lion, schedule-free, Adan, refor
     assert.are.same({ 3, 2, 0, 2 }, { #experts[wick.slice(0, 3)], #experts[wick.slice(1, nil)], #experts[wick.slice(5, 9)],
       #experts[wick.slice(0, nil, 2)] })
     assert.is_true(rawequal(experts[3], experts[wick.slice(-1, nil)][1]))
+    -- basicsr: a scheduler of one's own keeps its milestones Counter through load_state_dict;
+    -- F._Reduction.get_enum; DiffJPEG's torch.tensordot(image, matrix, dims=1)
+    local S = wick.optim.lr_scheduler.LRScheduler:extend("MultiStepRestartLR")
+    function S:init(opt) self.milestones = { [2] = 1 }; S.super.init(self, opt) end
+    function S:get_lr() return { self.base_lrs[1] * 0.5 ^ (self.milestones[self.last_epoch] or 0) } end
+    local sched = S(wick.optim.SGD({ wick.zeros(1, { requires_grad = true }) }, { lr = 1 }))
+    sched:load_state_dict(sched:state_dict())
+    assert.are.same({ 1, nil }, { sched.milestones[2], sched.milestones[1] })
+    assert.are.same({ 0, 1, 2 }, { nn.functional._Reduction.get_enum("none"), nn.functional._Reduction.get_enum("mean"),
+      nn.functional._Reduction.get_enum("sum") })
+    assert.are.same({ 2, 4 }, wick.tensordot(wick.ones(2, 3), wick.ones(3, 4), { dims = 1 }):size():totable())
     -- rtdl's warnings.warn(...)
     local warned = support.warnings_of(function() wick.warn("first_prenormalization is not recommended") end)
     assert.are.equal(1, #warned)

@@ -2601,6 +2601,9 @@ return function(wick)
   function ops.tensordot(a, b, dims)
     check.tensor(a, "tensordot", "a")
     check.tensor(b, "tensordot", "b")
+    if type(dims) == "table" and getmetatable(dims) == nil and dims.dims ~= nil and next(dims, next(dims)) == nil then
+      dims = dims.dims -- PyTorch's keyword: tensordot(image, matrix, dims=1)
+    end
     local da, db = {}, {}
     if dims == nil then dims = 2 end
     if type(dims) == "number" then

@@ -1392,7 +1392,9 @@ function Scheduler:load_state_dict(sd)
       if type(k) ~= "string" or (kinds[k] == nil and formulas[cls] ~= nil) then
         check.fail("load_state_dict", "unexpected key '%s' in a %s state", tostring(k), cls.__name)
       end
-      own[k] = k == "milestones" and milestones_array(v) or v
+      -- (only wick's own MultiStepLR keeps an array: a scheduler of one's own keeps its value as saved,
+      -- basicsr's MultiStepRestartLR its Counter)
+      own[k] = k == "milestones" and formulas[cls] ~= nil and milestones_array(v) or v
     end
   end
   if formulas[cls] ~= nil then check.options(own, "load_state_dict", kinds) end

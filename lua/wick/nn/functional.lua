@@ -1476,6 +1476,16 @@ local function reduce(loss, reduction, denominator)
   wick.error(("invalid reduction '%s' (expected 'mean', 'sum' or 'none')"):format(tostring(reduction)))
 end
 
+--- F._Reduction.get_enum(reduction): PyTorch's private numbering of the reductions, 0 "none", 1
+--- "mean", 2 "sum" (basicsr's reduce_loss, copied widely)
+F._Reduction = {
+  get_enum = function(reduction)
+    local enum = ({ none = 0, mean = 1, elementwise_mean = 1, sum = 2 })[reduction]
+    if enum == nil then check.fail("_Reduction.get_enum", "%s is not a valid value for reduction", tostring(reduction)) end
+    return enum
+  end,
+}
+
 local LOSS_OPTIONS = { reduction = "string", weight = "tensor", ignore_index = "integer|boolean", label_smoothing = "number",
   pos_weight = "tensor|number", size_average = "boolean", reduce = "boolean" }
 
