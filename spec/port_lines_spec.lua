@@ -3262,6 +3262,12 @@ describe("the thirty-seventh round's lines (Hyena, Swin, Decision Transformer, t
     assert.are.equal(4, wick.slice(4).stop)
     support.assert_error_has(function() return wick.slice(1, 2, 0) end, "step must be greater than zero")
     support.assert_error_has(function() return wick.slice(1.5) end, "expected an integer or nil for stop, got a fraction")
+    -- a field set after wick.slice is checked when the slice is used (1e300 was cast to int64)
+    local s = wick.slice(1)
+    s.start = 1e300
+    assert.are.equal(0, x[{ s }]:numel())
+    s.start = "a"
+    support.assert_error_has(function() return x[{ s }] end, "expected an integer or nil for start, got string")
   end)
 
   it("MAML's upsample_nearest(x, scale_factor=2), LBFGS([non-leaf]), PointNet's norm(inf, dim=(1,2)), conv1d's shapes", function()

@@ -152,8 +152,8 @@ static wick_key_entry slice_entry(lua_State *L, int idx, int64_t size) {
     int64_t v[3] = {0, size, 1};
     static const char *const names[] = {"start", "stop", "step"};
     for (int i = 0; i < 3; i++) {
-        lua_getfield(L, idx, names[i]);
-        if (!lua_isnil(L, -1)) v[i] = (int64_t)lua_tonumber(L, -1);
+        lua_getfield(L, idx, names[i]); /* (checked again: a field may have been set since wick.slice) */
+        slice_part(L, lua_gettop(L), names[i], &v[i]);
         lua_pop(L, 1);
     }
     if (v[2] <= 0) wl_raise(L, "index: a slice's step must be greater than zero, got %lld", (long long)v[2]);
