@@ -3519,6 +3519,16 @@ describe("the thirty-ninth round's lines (Muon, Lion, schedule-free, Adan, refor
     assert.are.same({ 3, 2, 0, 2 }, { #experts[wick.slice(0, 3)], #experts[wick.slice(1, nil)], #experts[wick.slice(5, 9)],
       #experts[wick.slice(0, nil, 2)] })
     assert.is_true(rawequal(experts[3], experts[wick.slice(-1, nil)][1]))
+    -- a field set after wick.slice is checked again (a string start compared with a number inside wick's file)
+    local s = wick.slice(0, 3)
+    s.start = 1e300
+    assert.are.equal(0, #experts[s])
+    s.start, s.step = 0, 1e300
+    assert.are.equal(1, #experts[s])
+    s.start = "a"
+    support.assert_error_has(function() return experts[s] end, "expected an integer or nil for a slice's start, got string")
+    s.start, s.step = 0, -1
+    support.assert_error_has(function() return experts[s] end, "a slice's step must be greater than zero, got -1")
     -- basicsr: a scheduler of one's own keeps its milestones Counter through load_state_dict;
     -- F._Reduction.get_enum; DiffJPEG's torch.tensordot(image, matrix, dims=1)
     local S = wick.optim.lr_scheduler.LRScheduler:extend("MultiStepRestartLR")

@@ -1351,13 +1351,23 @@ local function array_container(C, name, check_item, named)
     end
     if type(key) == "table" and getmetatable(key) == getmetatable(wick.slice(nil)) then
       -- a wick.slice, Python's slice object (st-moe's self.experts[slice(0, n)]): its clamped range
+      local function field(what) -- (checked again: a field may have been set since wick.slice)
+        local v = key[what]
+        if wick.is_tensor(v) and v:numel() == 1 and not v:is_floating_point() then v = v:item() end
+        if v ~= nil and (type(v) ~= "number" or v ~= floor(v)) then
+          check.fail(name, "expected an integer or nil for a slice's %s, got %s", what, type(v) == "number" and tostring(v) or type(v))
+        end
+        return v
+      end
       local function clamp(v, default)
         if v == nil then return default end
         if v < 0 then v = v + n end
         return math.max(0, math.min(n, v))
       end
-      local start, stop = clamp(key.start, 0), clamp(key.stop, n)
-      key = { { start + 1, math.max(start, stop), key.step } }
+      local start, stop, step = clamp(field("start"), 0), clamp(field("stop"), n), field("step")
+      if step ~= nil and step < 1 then check.fail(name, "a slice's step must be greater than zero, got %s", tostring(step)) end
+      if step ~= nil then step = math.min(step, n + 1) end -- (a step past the end takes the first entry only)
+      key = { { start + 1, math.max(start, stop), step } }
     end
     if type(key) == "table" then -- m[{{a, b[, step]}}]: PyTorch's m[a-1:b:step], a new container of the same entries
       local r = key[1]
