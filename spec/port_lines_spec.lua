@@ -3555,3 +3555,18 @@ describe("the thirty-ninth round's lines (Muon, Lion, schedule-free, Adan, refor
     support.assert_error_has(function() return t:clamp(-wick.ones(3), wick.ones(3)) end, "clamp: size mismatch")
   end)
 end)
+
+describe("the forty-third round's lines (DeepSpeech2, Marian, TFT, MEGABYTE, Mask R-CNN)", function()
+  it("deepspeech's SequenceWise.__repr__ calls self.module.__repr__()", function()
+    local SequenceWise = nn.Module:extend("SequenceWise")
+    function SequenceWise:init(module) self.module = module end
+    function SequenceWise:__repr__()
+      return self.__class__.__name .. " (\n" .. self.module:__repr__() .. ")"
+    end
+    local s = SequenceWise(nn.Linear(2, 3))
+    assert.are.equal("Linear(in_features=2, out_features=3, bias=True)", nn.Linear(2, 3):__repr__())
+    assert.are.equal("SequenceWise (\nLinear(in_features=2, out_features=3, bias=True))", tostring(s))
+    assert.are.equal(tostring(nn.Sequential(nn.ReLU())), nn.Sequential(nn.ReLU()):__repr__())
+    support.assert_error_has(function() return nn.Module.__repr__(3) end, "expected a module for argument 'self'")
+  end)
+end)

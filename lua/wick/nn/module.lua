@@ -1609,17 +1609,26 @@ end
 
 local printing_now = setmetatable({}, { __mode = "k" }) -- the modules being printed (a child reaching back)
 local module_repr
-function Module:__tostring()
-  this(self, "__tostring")
+local function default_repr(self)
   local class = getmetatable(self)
-  local repr = class.__repr__ -- a class of one's own may say it all, as Python's __repr__ (pygcn's layer)
-  if type(repr) == "function" then return tostring(repr(self)) end
   if printing_now[self] then return class.__name .. "(...)" end -- (a table's reference back to a parent)
   printing_now[self] = true
   local ok, r = pcall(module_repr, self, class.__name)
   printing_now[self] = nil
   if not ok then error(r, 0) end
   return r
+end
+--- m:__repr__(): the text print shows, PyTorch's __repr__ (a class's own __repr__ may call a child's:
+--- deepspeech's SequenceWise does `tmpstr += self.module.__repr__()`).
+function Module:__repr__()
+  this(self, "__repr__")
+  return default_repr(self)
+end
+function Module:__tostring()
+  this(self, "__tostring")
+  local repr = getmetatable(self).__repr__ -- a class of one's own may say it all, as Python's __repr__ (pygcn's layer)
+  if type(repr) == "function" and repr ~= Module.__repr__ then return tostring(repr(self)) end
+  return default_repr(self)
 end
 function module_repr(self, name)
   -- PyTorch's layout: the extra repr alone on the line when there are no
