@@ -3569,4 +3569,21 @@ describe("the forty-third round's lines (DeepSpeech2, Marian, TFT, MEGABYTE, Mas
     assert.are.equal(tostring(nn.Sequential(nn.ReLU())), nn.Sequential(nn.ReLU()):__repr__())
     support.assert_error_has(function() return nn.Module.__repr__(3) end, "expected a module for argument 'self'")
   end)
+
+  it("MEGABYTE's printed ModuleList folds a run of equal blocks, as PyTorch's", function()
+    local l = nn.ModuleList({ nn.Linear(2, 2), nn.Linear(2, 2), nn.Linear(2, 2), nn.ReLU(),
+      nn.Sequential(nn.Tanh()), nn.Sequential(nn.Tanh()), false })
+    assert.are.equal(table.concat({ "ModuleList(",
+      "  (1-3): 3 x Linear(in_features=2, out_features=2, bias=True)",
+      "  (4): ReLU()",
+      "  (5-6): 2 x Sequential(",
+      "    (1): Tanh()",
+      "  )",
+      "  (7): None",
+      ")" }, "\n"), tostring(l))
+    assert.are.equal("ModuleList()", tostring(nn.ModuleList()))
+    l = nn.ModuleList({ nn.ReLU(), nn.ReLU() })
+    l.extra = nn.Tanh() -- a named member beside the entries: the whole tree, unfolded
+    assert.are.equal("ModuleList(\n  (1): ReLU()\n  (2): ReLU()\n  (extra): Tanh()\n)", tostring(l))
+  end)
 end)

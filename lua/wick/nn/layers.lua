@@ -1550,6 +1550,29 @@ array_container(L.ModuleList, "ModuleList", module_or_none, true)
 function L.ModuleList:init(modules)
   if modules ~= nil then self:extend(modules) end
 end
+--- PyTorch's ModuleList repr: a run of equal entries prints once, as "(1-3): 3 x Block(...)"
+function L.ModuleList:__repr__()
+  check.module(self, "ModuleList:__repr__", "self")
+  local class = getmetatable(self).__name
+  for _, m in ipairs(Module._members(self)) do -- (a named member beside the entries: the whole tree)
+    if m[3] == "module" and not tonumber(m[1]) then return Module.__repr__(self) end
+  end
+  local n = rawlen(self)
+  if n == 0 then return class .. "()" end
+  local lines, first, text = {}, 1, nil
+  for i = 1, n + 1 do
+    local entry = i <= n and rawget(self, i)
+    local r = i <= n and (entry and tostring(entry) or "None") or nil
+    if i > 1 and r ~= text then
+      local line = first == i - 1 and ("(%d): %s"):format(first, text)
+        or ("(%d-%d): %d x %s"):format(first, i - 1, i - first, text)
+      lines[#lines + 1] = line:gsub("\n", "\n  ")
+      first = i
+    end
+    text = r
+  end
+  return ("%s(\n  %s\n)"):format(class, table.concat(lines, "\n  "))
+end
 
 --- nn.ParameterList([tensors]): an array of parameters, walked by ipairs.
 L.ParameterList = Module:extend("ParameterList")
