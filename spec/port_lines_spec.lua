@@ -3586,4 +3586,64 @@ describe("the forty-third round's lines (DeepSpeech2, Marian, TFT, MEGABYTE, Mas
     l.extra = nn.Tanh() -- a named member beside the entries: the whole tree, unfolded
     assert.are.equal("ModuleList(\n  (1): ReLU()\n  (2): ReLU()\n  (extra): Tanh()\n)", tostring(l))
   end)
+
+  it("TFT's input_vectors.update(other OrderedDict) and isinstance(embedding_sizes, dict)", function()
+    local a = wick.OrderedDict({ { "x", 1 }, { "z", 3 } })
+    a:update(wick.OrderedDict({ { "y", 2 }, { "x", 4 } }))
+    local keys = {}
+    for k, v in a:items() do keys[#keys + 1] = k .. "=" .. v end
+    assert.are.same({ "x=4", "z=3", "y=2" }, keys)
+    local sd = nn.Linear(2, 2):state_dict()
+    sd:update(nn.Linear(2, 3):state_dict())
+    assert.are.same({ 3, 2 }, sd.weight:size():totable())
+    assert.is_true(wick.isinstance(a, wick.OrderedDict))
+    assert.is_true(wick.isinstance(sd, { wick.Tensor, wick.OrderedDict }))
+    assert.is_false(wick.isinstance({ x = 1 }, wick.OrderedDict))
+    assert.is_false(wick.isinstance(nn.Linear(1, 1), wick.OrderedDict))
+  end)
+
+  it("TFT's clip_grad_norm_ over float32 and float64 gradients: each norm in its dtype, the total in the promoted", function()
+    local a = nn.Parameter(wick.zeros(3, { dtype = "float32" }))
+    a.grad = wick.tensor({ 1e-3, 2, 3 }, { dtype = "float32" })
+    local b = nn.Parameter(wick.zeros(2, { dtype = "float64" }))
+    b.grad = wick.tensor({ 0.1, 0.2 }, { dtype = "float64" })
+    local norm = nn.utils.clip_grad_norm_({ a, b }, 1.0)
+    assert.are.equal("float64", norm.dtype)
+    -- PyTorch: the float32 norm of a's gradient, then the float64 norm of the two
+    local na = math.sqrt(1e-6 + 4 + 9)
+    na = wick.tensor(na, { dtype = "float32" }):item()
+    local nb = math.sqrt(0.01 + 0.04)
+    assert.are.equal(math.sqrt(na * na + nb * nb), norm:item())
+    assert.are.equal("float32", a.grad.dtype)
+    assert.is_true(math.abs(b.grad[2]:item() - 0.2 / (norm:item() + 1e-6)) < 1e-15)
+    local c = nn.Parameter(wick.zeros(2, { dtype = "bfloat16" }))
+    c.grad = wick.tensor({ 3, 4 }, { dtype = "bfloat16" })
+    assert.are.equal("bfloat16", nn.utils.clip_grad_norm_({ c }, 1.0).dtype)
+    assert.are.equal("bfloat16", nn.utils.get_total_norm({ c.grad }).dtype)
+  end)
+
+  it("TFT's MultiEmbedding: a ModuleDict's '0' stays a name when a PyTorch state dict is renamed", function()
+    local M = nn.Module:extend("M")
+    function M:init()
+      self.layers = nn.ModuleList({ nn.Linear(2, 2) })
+      self.heads = nn.ModuleDict({ { "0", nn.Linear(2, 3) } })
+      self.pl = nn.ParameterList({ nn.Parameter(wick.ones(1)) })
+    end
+    local m = M()
+    local sd = wick.OrderedDict({ { "layers.0.weight", wick.full({ 2, 2 }, 5) }, { "layers.0.bias", wick.zeros(2) },
+      { "heads.0.weight", wick.full({ 3, 2 }, 7) }, { "heads.0.bias", wick.zeros(3) }, { "pl.0", wick.zeros(1) } })
+    m:load_state_dict(sd)
+    assert.are.equal(7, m.heads["0"].weight[1][1]:item())
+    assert.are.equal(5, m.layers[1].weight[1][1]:item())
+    assert.are.equal(0, m.pl[1]:item())
+    local names = {}
+    for k in nn.utils.to_pytorch_names(m:state_dict(), m):keys() do names[#names + 1] = k end
+    assert.are.same({ "layers.0.weight", "layers.0.bias", "heads.0.weight", "heads.0.bias", "pl.0" }, names)
+    names = {}
+    for k in nn.utils.from_pytorch_names(sd, m):keys() do names[#names + 1] = k end
+    assert.are.same({ "layers.1.weight", "layers.1.bias", "heads.0.weight", "heads.0.bias", "pl.1" }, names)
+    support.assert_error_has(function() return nn.utils.to_pytorch_names(m:state_dict()) end,
+      "a ModuleDict's numeric key: pass the model too")
+    support.assert_error_has(function() return nn.utils.from_pytorch_names(sd, 3) end, "expected a module for argument 'model'")
+  end)
 end)

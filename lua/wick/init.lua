@@ -1204,7 +1204,7 @@ end
 
 --- wick.isinstance(v, class): v is an instance of class or of a class made
 --- from it by extend (nn modules, datasets, Functions); wick.Tensor for
---- tensors; class may be an array of classes (Python's tuple)
+--- tensors; wick.OrderedDict for state dicts and loaded dicts; class may be an array of classes (Python's tuple)
 --- wick.issubclass(cls, base): Python's issubclass for wick's classes (cls is base or extends it; base may be
 --- an array of classes)
 function wick.issubclass(cls, base)
@@ -1235,6 +1235,8 @@ function wick.isinstance(v, class)
     return false
   end
   if class == Tensor then return getmetatable(v) == mt end
+  -- isinstance(sd, OrderedDict): a state dict, a loaded dict, wick.OrderedDict's (a function, not a class)
+  if class == wick.OrderedDict then return require("wick.ordered").is(v) end
   -- isinstance(p, nn.Parameter): a tensor made a parameter (nn.Parameter, a layer's weight)
   local nn = rawget(wick, "nn")
   if nn and class == rawget(nn, "Parameter") then return getmetatable(v) == mt and v:_is_parameter() end

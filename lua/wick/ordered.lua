@@ -72,7 +72,7 @@ local SD_METHODS = {
     sd_order[sd] = order
     local keys, values = {}, {}
     if getmetatable(other) == StateDict then
-      for k, v in SD_METHODS.items(other) do keys[#keys + 1], values[k] = k, v end
+      for _, k in ipairs(sd_names(other)) do keys[#keys + 1], values[k] = k, rawget(other, k) end
     else -- a plain table: its keys in sorted order (Lua's tables keep none)
       for k, v in pairs(other) do keys[#keys + 1], values[k] = k, v end
       table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)

@@ -1434,8 +1434,8 @@ local function fitting(sd, own)
 end
 -- (hooked: load pre hooks will rewrite the keys, so a 0 index decides even
 -- when no key fits yet)
-local function pytorch_named(sd, own, hooked)
-  local ok, renamed = pcall(require("wick.nn.utils").from_pytorch_names, sd)
+local function pytorch_named(model, sd, own, hooked)
+  local ok, renamed = pcall(require("wick.nn.utils").from_pytorch_names, sd, model)
   if not ok then return sd end
   local as_is, as_renamed = fitting(sd, own), fitting(renamed, own)
   if as_renamed > as_is then return renamed end
@@ -1475,7 +1475,7 @@ function Module:load_state_dict(sd, ...)
       pre[#pre + 1] = { m, name == "" and "" or name .. ".", function(mod, ...) return f(mod, ...) end }
     end
   end
-  sd = pytorch_named(sd, own, #pre > 0)
+  sd = pytorch_named(self, sd, own, #pre > 0)
   local missing, unexpected, mismatched = {}, {}, {}
   if #pre > 0 then -- (the hooks change a copy, as PyTorch's, never the caller's table)
     local copy = {}

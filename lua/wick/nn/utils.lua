@@ -16,24 +16,15 @@ local function norm_type_of(v, fn)
   return norm_type
 end
 
--- the norm of all the tensors as one vector (float64, on their device), or nil for none
+-- the norm of all the tensors as one vector, or nil for none: as PyTorch's, each tensor's norm in its
+-- own dtype, then the norm of those in their promoted dtype (float32 and float64 gradients: float64),
+-- on the first tensor's device
 local function total_norm(tensors, norm_type)
   if #tensors == 0 then return nil end
   return wick.no_grad(function()
-    local total
-    if norm_type == math.huge then
-      for _, g in ipairs(tensors) do
-        local m = g:abs():max():to("float64")
-        total = total and total:maximum(m) or m
-      end
-      return total
-    end
-    for _, g in ipairs(tensors) do
-      -- the 2-norm as g * g: pow calls libm per element (10x slower; helper F, issue 13)
-      local s = (norm_type == 2 and (g * g):sum() or (g:abs() ^ norm_type):sum()):to("float64")
-      total = total and total + s or s
-    end
-    return total ^ (1 / norm_type)
+    local norms, device = {}, tensors[1].device
+    for i, g in ipairs(tensors) do norms[i] = g:norm(norm_type):to(device) end
+    return wick.stack(norms):norm(norm_type)
   end)
 end
 
@@ -57,7 +48,7 @@ function utils.get_total_norm(tensors, ...)
   if opts.error_if_nonfinite and (value ~= value or value == math.huge) then
     check.fail("get_total_norm", "The total norm of order %s for gradients from `parameters` is non-finite, so it cannot be clipped. To disable this error and scale the gradients by the non-finite norm anyway, set `error_if_nonfinite=False`", opts.norm_type or 2)
   end
-  return total:to(tensors[1].dtype)
+  return total
 end
 
 --- clip_grads_with_norm_(params, max_norm, total_norm[, opts]): scales the gradients by
@@ -69,10 +60,14 @@ function utils.clip_grads_with_norm_(params, ...)
   local max_norm = check.number(opts.max_norm, "clip_grads_with_norm_", "max_norm")
   local norm = opts.total_norm
   if norm == nil then check.fail("clip_grads_with_norm_", "missing required argument 'total_norm'") end
-  local value = wick.is_tensor(norm) and norm:item() or norm
-  local coef = max_norm / (value + 1e-6)
-  if not (coef >= 1) then -- (a NaN norm makes every gradient NaN, as PyTorch's)
-    wick.no_grad(function() for _, g in ipairs(grads_of(params)) do g:mul_(coef) end end)
+  -- (in the norm's dtype, as PyTorch's: a float32 norm's coefficient is rounded to float32)
+  local coef = wick.is_tensor(norm) and wick.no_grad(function() return max_norm / (norm:detach() + 1e-6) end)
+    or max_norm / (norm + 1e-6)
+  local value = wick.is_tensor(coef) and coef:item() or coef
+  if not (value >= 1) then -- (a NaN norm makes every gradient NaN, as PyTorch's)
+    wick.no_grad(function()
+      for _, g in ipairs(grads_of(params)) do g:mul_(wick.is_tensor(coef) and coef:to(g.device) or coef) end
+    end)
   end
 end
 
@@ -95,7 +90,7 @@ function utils.clip_grad_norm_(params, ...)
     check.fail("clip_grad_norm_", "The total norm of order %s for gradients from `parameters` is non-finite, so it cannot be clipped. To disable this error and scale the gradients by the non-finite norm anyway, set `error_if_nonfinite=False`", norm_type)
   end
   utils.clip_grads_with_norm_(params, max_norm, total)
-  return total:to(grads[1].dtype)
+  return total
 end
 
 --- clip_grad_value_(params, clip_value): clamps every gradient into
@@ -170,27 +165,44 @@ local function names_of(sd, fn)
   return sd
 end
 
+-- m is a container whose entries are positions (ModuleList, Sequential, ParameterList)
+local function indexes_by_position(m)
+  local nn = require("wick.nn")
+  return wick.isinstance(m, { nn.ModuleList, nn.Sequential, nn.ParameterList })
+end
+
 -- A name with each purely numeric dotted component (a child index) moved by
 -- delta: "h.0.ln_1.weight" -> "h.1.ln_1.weight" (ln_1 is a name, not an index).
-local function renumber(name, delta, fn)
-  local parts = {}
+-- With a model, the name is walked down its tree: a number moves only where it
+-- indexes a ModuleList, Sequential or ParameterList, and stays a name elsewhere
+-- (a ModuleDict's "0", TFT's MultiEmbedding); past the tree every number moves.
+local function renumber(name, delta, fn, model)
+  local parts, m = {}, model
   for part in (name .. "."):gmatch("(.-)%.") do
-    if part:match("^%d+$") then
+    local wick_name = part
+    if part:match("^%d+$") and (m == nil or indexes_by_position(m)) then
       local n = #part <= 15 and tonumber(part) + delta
       if not n or n < 0 then
-        check.fail(fn, "the name '%s' has the index %s, which has no %s form", name, part,
-          delta > 0 and "1-based" or "0-based (wick's indices start at 1)")
+        check.fail(fn, "the name '%s' has the index %s, which has no %s form%s", name, part,
+          delta > 0 and "1-based" or "0-based (wick's indices start at 1)",
+          model == nil and " (a ModuleDict's numeric key: pass the model too, " .. fn .. "(sd, model))" or "")
       end
       part = tostring(n)
+      if delta > 0 then wick_name = part end
     end
     parts[#parts + 1] = part
+    if m ~= nil then -- (the child under wick's name; a tensor or a missing name ends the walk)
+      local ok, child = pcall(function() return m[wick_name] end)
+      m = ok and check.is_module(child) and child or nil
+    end
   end
   return table.concat(parts, ".")
 end
 
 -- (an OrderedDict in the same order, as the state dict's: a plain table's names sorted)
-local function renamed(sd, delta, fn)
+local function renamed(sd, delta, fn, model)
   names_of(sd, fn)
+  if model ~= nil then check.module(model, fn, "model") end
   local keys = ordered.is(sd) and ordered.names(sd) or nil
   if not keys then
     keys = {}
@@ -199,7 +211,7 @@ local function renamed(sd, delta, fn)
   end
   local out, order, from = {}, {}, {}
   for _, k in ipairs(keys) do
-    local name = renumber(k, delta, fn)
+    local name = renumber(k, delta, fn, model)
     if from[name] then check.fail(fn, "the names '%s' and '%s' both become '%s'", from[name], k, name) end
     from[name] = k
     out[name], order[#order + 1] = rawget(sd, k), name
@@ -207,10 +219,11 @@ local function renamed(sd, delta, fn)
   return ordered.of(out, order)
 end
 
-function utils.from_pytorch_names(sd) return renamed(sd, 1, "from_pytorch_names") end
+--- from_pytorch_names(sd[, model]): with the model, only the numbers that index its lists move
+function utils.from_pytorch_names(sd, model) return renamed(sd, 1, "from_pytorch_names", model) end
 
 --- The reverse of from_pytorch_names: wick's 1-based child indices as PyTorch's 0-based ones.
-function utils.to_pytorch_names(sd) return renamed(sd, -1, "to_pytorch_names") end
+function utils.to_pytorch_names(sd, model) return renamed(sd, -1, "to_pytorch_names", model) end
 
 --- clip_grad_norm(...): PyTorch's deprecated name of clip_grad_norm_, with its warning (once per call site)
 function utils.clip_grad_norm(...)
