@@ -3647,3 +3647,140 @@ describe("the forty-third round's lines (DeepSpeech2, Marian, TFT, MEGABYTE, Mas
     support.assert_error_has(function() return nn.utils.from_pytorch_names(sd, 3) end, "expected a module for argument 'model'")
   end)
 end)
+
+describe("the forty-third round's lines, part 2 (Mask R-CNN)", function()
+  it("a mask head's BatchNorm2d on no positive box: an empty result in the graph, the statistics untouched", function()
+    local bn = nn.BatchNorm2d(4)
+    local x = wick.randn(0, 4, 14, 14, { requires_grad = true })
+    local y = bn(x)
+    assert.are.same({ 0, 4, 14, 14 }, y:size():totable())
+    assert.are.same({ 0, 0, 0, 0 }, bn.running_mean:totable())
+    assert.are.same({ 1, 1, 1, 1 }, bn.running_var:totable())
+    assert.are.equal(1, bn.num_batches_tracked:item())
+    y:sum():backward()
+    assert.are.same({ 0, 0, 0, 0 }, bn.weight.grad:totable())
+    assert.are.same({ 0, 0, 0, 0 }, bn.bias.grad:totable())
+    assert.are.same({ 0, 3 }, nn.BatchNorm1d(3)(wick.randn(0, 3)):size():totable())
+    assert.are.same({ 2, 8, 0 }, nn.BatchNorm1d(8)(wick.randn(2, 8, 0)):size():totable())
+    support.assert_error_has(function() return bn(wick.randn(1, 4, 1, 1)) end, "Expected more than 1 value per channel")
+    local inorm = nn.InstanceNorm2d(4, { affine = true, track_running_stats = true })
+    assert.are.same({ 0, 4, 3, 3 }, inorm(wick.randn(0, 4, 3, 3)):size():totable())
+    assert.are.same({ 0, 0, 0, 0 }, inorm.running_mean:totable())
+    assert.are.same({ 2, 8, 0 }, nn.InstanceNorm1d(8)(wick.randn(2, 8, 0)):size():totable())
+    support.assert_error_has(function() return nn.InstanceNorm1d(8)(wick.randn(2, 8, 1)) end,
+      "Expected more than 1 spatial element")
+  end)
+
+  it("MultiScaleRoIAlign: a level without boxes gets a zero gradient, not none", function()
+    local ops = wick.vision.ops
+    local f0 = wick.randn(1, 2, 8, 8, { requires_grad = true })
+    local f1 = wick.randn(1, 2, 4, 4, { requires_grad = true })
+    local m = ops.MultiScaleRoIAlign({ "0", "1" }, 2, 2)
+    local feats = wick.OrderedDict({ { "0", f0 }, { "1", f1 } })
+    m(feats, { wick.tensor({ { 1.0, 1.0, 9.0, 9.0 } }) }, { { 32, 32 } }):sum():backward()
+    assert.is_true(f0.grad:abs():sum():item() > 0)
+    assert.are.equal(0, f1.grad:abs():sum():item())
+    f0.grad, f1.grad = nil, nil
+    local none = m(feats, { wick.zeros(0, 4) }, { { 32, 32 } })
+    assert.are.same({ 0, 2, 2, 2 }, none:size():totable())
+    none:sum():backward()
+    assert.are.same({ 0, 0 }, { f0.grad:abs():sum():item(), f1.grad:abs():sum():item() })
+  end)
+
+  it("roi_align of a reversed aligned box with adaptive sampling is zeros, as torchvision's (no arange error)", function()
+    local ops = wick.vision.ops
+    local x = wick.randn(1, 2, 6, 6)
+    local out = ops.roi_align(x, wick.tensor({ { 1, 4.0, 1.0, 1.0, 4.0 } }), { 2, 2 }, 1.0, -1, true)
+    assert.are.same({ 1, 2, 2, 2 }, out:size():totable())
+    assert.are.equal(0, out:abs():sum():item())
+    support.assert_error_has(function() return ops.roi_align(x, { wick.tensor({ { 1, 1.0, 1.0, 4.0, 4.0 } }) }, { 2, 2 }) end,
+      "boxes[1] must be a tensor of shape [L, 4] as (x1, y1, x2, y2), got a tensor of [1, 5]")
+  end)
+
+  it("paste_masks_in_image's torch.scalar_tensor(im_h, dtype=torch.int64) and torch.tensor(image.shape[-2:])", function()
+    local t = wick.scalar_tensor(18, { dtype = "int64" })
+    assert.are.same({ "int64", 0, 18 }, { t.dtype, t:dim(), t:item() })
+    assert.are.equal(wick.get_default_dtype(), wick.scalar_tensor(3).dtype)
+    assert.are.equal(1, wick.scalar_tensor(true):item())
+    support.assert_error_has(function() return wick.scalar_tensor("x") end, "expected a number for argument 's'")
+    local size = wick.tensor(wick.zeros(3, 50, 60).shape[{ -2, -1 }])
+    assert.are.same({ "int64", { 50, 60 } }, { size.dtype, size:totable() })
+    assert.are.equal("float64", wick.tensor(wick.zeros(2).shape, { dtype = "float64" }).dtype)
+  end)
+end)
+
+describe("the forty-third round's lines, part 3 (voxceleb_trainer, Marian)", function()
+  it("angleproto's 0-dim nn.Parameter resumes PyTorch's Adam and SGD state: its moments stay tensors", function()
+    local w = nn.Parameter(wick.tensor(10.0, { dtype = "float64" }))
+    local opt = wick.optim.Adam({ w }, { lr = 0.1 })
+    opt:load_state_dict({ state = { [0] = { step = wick.tensor(1.0), exp_avg = wick.tensor(0.2, { dtype = "float64" }),
+      exp_avg_sq = wick.tensor(0.004, { dtype = "float64" }) } },
+      param_groups = { { params = { 0 }, lr = 0.1, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0, amsgrad = false,
+        maximize = false } } })
+    assert.is_true(wick.is_tensor(opt.state[w].exp_avg))
+    assert.are.equal("number", type(opt.state[w].step))
+    ;(w * 2):backward()
+    opt:step()
+    -- PyTorch: exp_avg 0.38, exp_avg_sq 0.007996, step 2, bias-corrected
+    local m, v = 0.9 * 0.2 + 0.1 * 2, 0.999 * 0.004 + 0.001 * 4
+    local expected = 10 - 0.1 * (m / (1 - 0.9 ^ 2)) / (math.sqrt(v / (1 - 0.999 ^ 2)) + 1e-8)
+    assert.is_true(math.abs(w:item() - expected) < 1e-12)
+    local s = nn.Parameter(wick.tensor(1.0))
+    local sgd = wick.optim.SGD({ s }, { lr = 0.1, momentum = 0.9 })
+    sgd:load_state_dict({ state = { [0] = { momentum_buffer = wick.tensor(0.5) } },
+      param_groups = { { params = { 0 }, lr = 0.1, momentum = 0.9, dampening = 0, weight_decay = 0, nesterov = false } } })
+    ;(s * 1):backward()
+    sgd:step()
+    assert.is_true(math.abs(s:item() - (1 - 0.1 * (0.9 * 0.5 + 1))) < 1e-6)
+  end)
+
+  it("ResNetSE(block, layers, filters, nOut, **kwargs) given the whole config: PyTorch's multiple-values TypeError", function()
+    local R = nn.Module:extend("R")
+    function R:init(block, nOut, encoder_type, n_mels, ...)
+      self.encoder_type, self.n_mels = encoder_type, n_mels
+    end
+    local r = R("blk", 8, { encoder_type = "ASP", n_mels = 16, lr = 0.1 })
+    assert.are.same({ "ASP", 16 }, { r.encoder_type, r.n_mels })
+    support.assert_error_has(function() return R("blk", 8, { encoder_type = "ASP", n_mels = 16, nOut = 8 }) end,
+      "R.init: got multiple values for argument 'nOut'")
+    -- a table naming only earlier parameters is a value (a config object whose keys happen to be names)
+    assert.are.equal(8, R("blk", 8, { nOut = 8 }).encoder_type.nOut)
+  end)
+
+  it("HF's BeamHypotheses and a LogitsProcessor as wick.Object classes", function()
+    local BeamHypotheses = wick.Object:extend("BeamHypotheses")
+    function BeamHypotheses:init(num_beams, length_penalty, early_stopping, max_length)
+      self.num_beams, self.length_penalty, self.early_stopping = num_beams, length_penalty, early_stopping
+      self.max_length, self.beams, self.worst_score = max_length, {}, 1e9
+    end
+    function BeamHypotheses:add(hyp, sum_logprobs, beam_indices)
+      local score = sum_logprobs / ((#hyp) ^ self.length_penalty)
+      self.beams[#self.beams + 1] = { score, hyp, beam_indices }
+      self.worst_score = math.min(score, self.worst_score)
+    end
+    local h = BeamHypotheses({ num_beams = 2, length_penalty = 1.0, early_stopping = false })
+    assert.are.same({ 2, 1.0, false }, { h.num_beams, h.length_penalty, h.early_stopping })
+    h:add({ 1, 2 }, { sum_logprobs = -1, beam_indices = 3 })
+    assert.are.same({ -0.5, 3 }, { h.worst_score, h.beams[1][3] })
+    assert.is_true(wick.isinstance(h, BeamHypotheses) and wick.isinstance(h, wick.Object))
+    assert.are.equal("<BeamHypotheses object>", tostring(h))
+    support.assert_error_has(function() return BeamHypotheses({ num_beam = 2 }) end,
+      "got an unexpected keyword argument 'num_beam' (did you mean 'num_beams'?)")
+    support.assert_error_has(function() return h(1) end, "'BeamHypotheses' object is not callable")
+    local LogitsProcessor = wick.Object:extend("LogitsProcessor")
+    local Min = LogitsProcessor:extend("MinLengthLogitsProcessor")
+    function Min:init(min_length, eos_token_id) self.min_length, self.eos_token_id = min_length, eos_token_id end
+    function Min:__call__(input_ids, scores)
+      if input_ids:size(-1) < self.min_length then scores[{ {}, self.eos_token_id }] = -math.huge end
+      return scores
+    end
+    function Min:__repr__() return ("MinLengthLogitsProcessor(%d)"):format(self.min_length) end
+    local p = Min({ min_length = 3, eos_token_id = 2 })
+    local scores = p(wick.ones(1, 1), wick.zeros(1, 3))
+    assert.are.same({ { 0, -math.huge, 0 } }, scores:totable())
+    assert.are.equal("MinLengthLogitsProcessor(3)", tostring(p))
+    assert.are.equal(LogitsProcessor, Min.super)
+    assert.are.equal("<class 'MinLengthLogitsProcessor'>", tostring(Min))
+    support.assert_error_has(function() return wick.Object.extend(3, "x") end, "expected wick.Object or a class made from it")
+  end)
+end)

@@ -814,6 +814,24 @@ for _, name in ipairs({ "tensor", "zeros", "ones", "empty", "rand", "randn", "fu
   "get_rng_state", "set_rng_state", "set_num_threads", "get_num_threads", "where", "cat", "stack" }) do
   wick[name] = core[name]
 end
+-- torch.tensor(x.shape): a Size holds integers, so int64 as PyTorch's (Mask R-CNN's torch.tensor(image.shape[-2:]))
+function wick.tensor(data, opts)
+  if getmetatable(data) == Size and (type(opts) ~= "table" or opts.dtype == nil) then
+    local o = { dtype = "int64" }
+    if type(opts) == "table" then for k, v in pairs(opts) do o[k] = v end end
+    return tensor_of(data, o)
+  end
+  return tensor_of(data, opts)
+end
+--- wick.scalar_tensor(s[, opts]): torch.scalar_tensor, a 0-dim tensor of the default dtype (or opts.dtype)
+--- of a number (or a boolean, or a one-element tensor's value)
+function wick.scalar_tensor(s, opts)
+  if wick.is_tensor(s) and s:numel() == 1 then s = s:item() end
+  if type(s) ~= "number" and type(s) ~= "boolean" then check.expected("scalar_tensor", "s", "a number", s) end
+  local o = { dtype = wick.get_default_dtype() }
+  for k, v in pairs(check.opt_table(opts, "scalar_tensor", "options") or {}) do o[k] = v end
+  return tensor_of(s, o)
+end
 -- (a tensor where the array of tensors goes is PyTorch's error too: in Lua it is
 -- most often a call that returns several tensors, wick.meshgrid(...), cut to
 -- its first by a following argument: {wick.meshgrid(a, b)} keeps them all)
@@ -2215,7 +2233,7 @@ function wick.binomial(count, prob) return require("wick.distributions")._binomi
 local lazy = { nn = "wick.nn", optim = "wick.optim", data = "wick.data", amp = "wick.amp",
   distributed = "wick.distributed", profiler = "wick.profiler", autograd = "wick.autograd",
   distributions = "wick.distributions", linalg = "wick.linalg", func = "wick.func", einops = "wick.einops",
-  utils = "wick.utils", vision = "wick.vision" }
+  utils = "wick.utils", vision = "wick.vision", Object = "wick.object" }
 -- torch.inf, torch.nan, torch.pi, torch.e
 wick.inf, wick.nan, wick.pi, wick.e = math.huge, 0 / 0, math.pi, math.exp(1)
 --- wick.newaxis: Python's None in an index key, a new dim of size 1 there

@@ -480,6 +480,8 @@ function Optimizer:state_dict()
   return { state = state, param_groups = groups }
 end
 
+-- the per-parameter states that are scalars (PyTorch keeps them as 0-dim tensors, wick as numbers)
+local SCALAR_STATE = { step = true, mu_product = true, eta = true, mu = true, func_evals = true, n_iter = true }
 --- Loads state saved by state_dict(); tensors move to each parameter's device and dtype.
 function Optimizer:load_state_dict(sd, ...)
   this(self, "load_state_dict")
@@ -537,7 +539,9 @@ function Optimizer:load_state_dict(sd, ...)
     if p then
       local copy = {}
       for k, v in pairs(s) do
-        if pytorch and wick.is_tensor(v) and v:dim() == 0 then
+        -- (a 0-dim state of a 0-dim parameter is its moment, a tensor, unless it is a scalar's name:
+        -- angleproto's nn.Parameter(torch.tensor(init_w)) resumed with Adam keeps exp_avg a tensor)
+        if pytorch and wick.is_tensor(v) and v:dim() == 0 and (p:dim() > 0 or SCALAR_STATE[k]) then
           v = v:item()
         elseif wick.is_tensor(v) then
           v = moved(v, p)

@@ -45,7 +45,7 @@ static wick_status bn_check(const wick_tensor *x, const wick_tensor *w, const wi
     int64_t s = 1;
     for (int i = 2; i < x->ndim; i++) s *= x->sizes[i];
     *n_ = x->sizes[0], *s_ = s;
-    if (training && x->sizes[0] * s <= 1 && x->sizes[1] > 0) {
+    if (training && x->sizes[0] * s == 1 && x->sizes[1] > 0) { /* (none is an empty result, as PyTorch's) */
         char sh[WK_SHAPE_BUF];
         return wick_fail(WICK_ERR_ARGUMENT, "batch_norm: Expected more than 1 value per channel when training, got input size %s",
                          wk_shape_str(x->ndim, x->sizes, sh, sizeof sh));
@@ -78,6 +78,12 @@ static wick_status bn_forward(wick_tensor **y, wick_tensor **mean, wick_tensor *
     wick_status st = wk_tensor_new(&r, x->ndim, x->sizes, wk_is_meta(x) ? x->dtype : cd, dev);
     if (st || (st = wk_tensor_new(&m, 1, &c, cd, dev)) || (st = wk_tensor_new(&sd, 1, &c, cd, dev)) || wk_is_meta(r))
         goto done;
+    if (n * s == 0) { /* an empty batch (Mask R-CNN's mask head with no positive box): an empty result, the
+                       * running statistics untouched, and zero statistics saved (zero weight gradients) */
+        if (!(st = wick_fill_(m, 0))) st = wick_fill_(sd, 0);
+        if (!st) st = wk_nn_convert_to(&r, x->dtype);
+        goto done;
+    }
     const wick_backend *be = r->storage->backend;
     if (!be->batch_norm) {
         st = wk_nn_unsupported_on("batch_norm", x);

@@ -5,7 +5,8 @@ local check = require("wick.argcheck")
 
 local common = {}
 -- common.bind_keywords(owner, method, f, n, ...): PyTorch's keywords bound to f's parameters, set by
--- wick.nn.module (its one implementation), for wick.optim's classes of one's own
+-- wick.nn.module (its one implementation), for wick.optim's classes of one's own; common.keyword_method(f,
+-- name): f binding them whenever it is called, for wick.Object's methods
 
 --- required(fn, names, ...): argcheck's (PyTorch's required positional
 --- arguments also taken by name from the trailing options table)

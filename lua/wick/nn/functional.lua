@@ -903,9 +903,10 @@ function F.instance_norm(x, ...)
   local use_input_stats, momentum, eps = o.use_input_stats, o.momentum or 0.1, o.eps or 1e-5
   if use_input_stats == nil then use_input_stats = true end
   if x:dim() < 3 then check.fail(fn, "expected an input of at least 3 dims (N, C, ...), got %d-D", x:dim()) end
-  local n, c = x:size(1), x:size(2)
-  local flat = x:reshape({ n, c, -1 })
-  if flat:size(3) <= 1 and use_input_stats then
+  local n, c, spatial = x:size(1), x:size(2), 1
+  for d = 3, x:dim() do spatial = spatial * x:size(d) end
+  local flat = x:reshape({ n, c, spatial })
+  if spatial == 1 and use_input_stats then -- (none is an empty result, as PyTorch's)
     check.fail(fn, "Expected more than 1 spatial element when training, got input size [%s]", table.concat(x:size(), ", "))
   end
   local y
@@ -913,7 +914,7 @@ function F.instance_norm(x, ...)
     -- over the spatial dims in x's own shape: the result is no view of a temporary (an in-place
     -- activation after it, CycleGAN's, is then a plain in-place op, differentiable twice)
     y = core.layer_norm(x, x:dim() - 2, nil, nil, eps)
-    if running_mean and running_var then
+    if running_mean and running_var and x:numel() > 0 then
       wick.no_grad(function()
         local d = flat:detach()
         running_mean:mul_(1 - momentum):add_(d:mean(3):mean(1) * momentum)

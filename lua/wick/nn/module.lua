@@ -166,13 +166,21 @@ local function bind_keywords(owner, method, f, n, ...)
   if type(t) ~= "table" or getmetatable(t) ~= nil or #t > 0 then return nil end
   local names = positions_of(f)
   if not names then return nil end
-  local top, others = n - 1, false
+  local top, others, earlier = n - 1, false, nil
   for k in pairs(t) do
     local at = type(k) == "string" and names[k]
-    if at and at < n then return nil end
-    if at then top = math.max(top, at)
+    if at and at < n then earlier = earlier or k
+    elseif at then top = math.max(top, at)
     elseif type(k) == "string" then others = others or k
     else return nil end
+  end
+  if earlier then -- a key for a parameter given before the table: PyTorch's TypeError when the table
+    -- also names one at its place or later (voxceleb's ResNetSE(block, layers, filters, nOut, **kwargs)
+    -- given the whole config, nOut in it), else a value (a config object whose keys happen to be names)
+    if top < n then return nil end
+    local class = rawget(owner, "__name") and owner or getmetatable(owner)
+    check.fail(((type(class) == "table" and rawget(class, "__name")) or "Module") .. "." .. method,
+      "got multiple values for argument '%s' (given at its place and in the keywords table)", earlier)
   end
   -- (an init's first argument stays a value: HF's config object, Model(config))
   local kw_at = (method ~= "init" or n > 1) and varargs_at(f)
@@ -1666,4 +1674,5 @@ Module._members = members
 Module._track = track
 -- (an optimizer's or a scheduler's init of one's own binds keywords the same way: wick.optim)
 require("wick.nn.common").bind_keywords = bind_keywords
+require("wick.nn.common").keyword_method = keyword_method -- (wick.Object's methods bind keywords the same way)
 return Module

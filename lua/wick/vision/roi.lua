@@ -27,7 +27,8 @@ local function rois_of(boxes, fn, input)
     local parts = {}
     for i, b in ipairs(boxes) do
       if not wick.is_tensor(b) or b:dim() ~= 2 or b:size(2) ~= 4 then
-        check.fail(fn, "boxes[%d] must be a tensor of shape [L, 4] as (x1, y1, x2, y2), got %s", i, check.describe(b))
+        check.fail(fn, "boxes[%d] must be a tensor of shape [L, 4] as (x1, y1, x2, y2), got %s", i,
+          wick.is_tensor(b) and "a tensor of " .. tostring(b.shape) or check.describe(b))
       end
       b = b:detach():to(input.dtype)
       parts[i] = wick.cat({ wick.full({ b:size(1), 1 }, i, { dtype = b.dtype, device = b.device }), b }, 2)
@@ -79,7 +80,8 @@ local function align_group(feat, dims, r, at, g, ph, pw)
   local k = at:size(1)
   local pick = function(t) return t:index_select(1, at) end
   local y1, x1, bh, bw, b = pick(r.y1), pick(r.x1), pick(r.bh), pick(r.bw), pick(r.b)
-  if gh == 0 or gw == 0 then return wick.zeros({ k, C, ph, pw }, { dtype = feat.dtype, device = feat.device }) end
+  -- (no sample: a reversed aligned box's negative grid too, whose loops torchvision never enters)
+  if gh <= 0 or gw <= 0 then return wick.zeros({ k, C, ph, pw }, { dtype = feat.dtype, device = feat.device }) end
   local opts = { dtype = feat.dtype, device = feat.device }
   -- torchvision's sample positions: start + p * bin + (i + .5) * bin / grid
   local function positions(start, bin, pooled, grid)
@@ -287,7 +289,13 @@ function R.MultiScaleRoIAlign:forward(x, boxes, image_shapes)
   self.scales = scales
   local rois = rois_of(boxes, fn, feats[1])
   if #feats == 1 then return R.roi_align(feats[1], rois, self.output_size, scales[1], self.sampling_ratio) end
-  if rois:size(1) == 0 then return no_rois(feats[1], self.output_size[1], self.output_size[2]) end
+  -- (every level is in the result's graph, boxes or none: a level without any gets a zero gradient,
+  -- as torchvision's result[idx_in_level] = roi_align(...) gives it)
+  if rois:size(1) == 0 then
+    local parts = {}
+    for i, feat in ipairs(feats) do parts[i] = no_rois(feat, self.output_size[1], self.output_size[2]) end
+    return wick.cat(parts):to(feats[1].dtype)
+  end
   local lvl_min = -wick.tensor(scales[1], { dtype = "float32" }):log2():item()
   local lvl_max = -wick.tensor(scales[#scales], { dtype = "float32" }):log2():item()
   self.map_levels = R.LevelMapper(math.floor(lvl_min), math.floor(lvl_max),
@@ -297,10 +305,8 @@ function R.MultiScaleRoIAlign:forward(x, boxes, image_shapes)
   local parts, order = {}, {}
   for level, feat in ipairs(feats) do
     local at = levels:eq(level):nonzero():view(-1)
-    if at:numel() > 0 then
-      parts[#parts + 1] = R.roi_align(feat, rois:index_select(1, at), self.output_size, scales[level], self.sampling_ratio)
-      order[#order + 1] = at
-    end
+    parts[#parts + 1] = R.roi_align(feat, rois:index_select(1, at), self.output_size, scales[level], self.sampling_ratio)
+    order[#order + 1] = at
   end
   local beyond = levels:gt(#feats):nonzero():view(-1) -- (levels without a map: zeros, as torchvision's)
   if beyond:numel() > 0 then

@@ -1,0 +1,60 @@
+-- wick.Object: the base of a plain class of one's own, Python's `object` (HF's
+-- BeamSearchScorer, LogitsProcessorList, LabelSmoother), as nn.Module is a
+-- module's. Name = wick.Object:extend("Name") (or Base:extend("Name") for a
+-- subclass, Name.super the base); Name(...) builds an instance and calls its
+-- init(...). init and the other methods of one's own take PyTorch's keywords
+-- as a module's do (a trailing table naming their parameters), obj(...) calls
+-- obj:__call__(...), tostring(obj) is obj:__repr__() when the class has one,
+-- and wick.isinstance(obj, Name) holds.
+local check = require("wick.argcheck")
+require("wick.nn.module") -- (which gives wick.nn.common its keyword_method)
+local common = require("wick.nn.common")
+
+local Object = { __name = "Object" }
+Object.__index = Object
+--- Object:init(): does nothing (Python's object.__init__), for super.init(self) calls
+function Object.init() end
+
+local function name_of(obj) return rawget(getmetatable(obj), "__name") end
+local function call(obj, ...)
+  local f = obj.__call__
+  if type(f) ~= "function" then check.fail(name_of(obj), "'%s' object is not callable (its class has no __call__)", name_of(obj)) end
+  return f(obj, ...)
+end
+local function repr(obj)
+  local f = obj.__repr__
+  if type(f) == "function" then return tostring(f(obj)) end
+  return ("<%s object>"):format(name_of(obj))
+end
+local function class_repr(cls) return ("<class '%s'>"):format(rawget(cls, "__name")) end
+local function new(cls, ...)
+  local obj = setmetatable({}, cls)
+  obj:init(...)
+  return obj
+end
+
+-- a method of one's own binds PyTorch's keywords (its first parameter self, or cls); metamethods do not
+local function define(cls, k, v)
+  if type(v) == "function" and type(k) == "string" and (k:sub(1, 2) ~= "__" or k == "__call__") then
+    local first = debug.getlocal(v, 1)
+    if first == "self" or first == "cls" then v = common.keyword_method(v, k) end
+  end
+  rawset(cls, k, v)
+end
+
+--- Object:extend(name): a new class (Python's class Name(Base)); its metamethods (__eq, __lt,
+--- __len, ...) are the base's unless it defines its own
+function Object.extend(base, name)
+  if type(base) ~= "table" or (base ~= Object and rawget(base, "super") == nil) then
+    check.expected("Object.extend", "self", "wick.Object or a class made from it (Base:extend(\"Name\"))", base)
+  end
+  check.string(name, "Object.extend", "name")
+  local C = { __call = call, __tostring = repr }
+  for k, v in pairs(base) do -- (Lua reads metamethods from the class itself, not its bases)
+    if type(k) == "string" and k:sub(1, 2) == "__" and k ~= "__index" and k ~= "__name" then C[k] = v end
+  end
+  C.__name, C.super, C.__index = name, base, C
+  return setmetatable(C, { __index = base, __call = new, __tostring = class_repr, __newindex = define })
+end
+
+return Object
