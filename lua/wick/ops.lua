@@ -274,10 +274,16 @@ return function(wick)
   -- ---- clamp with one bound, tensor bounds ----
 
   local clamp_numbers, clamp_numbers_ = Tensor.clamp, Tensor.clamp_
+  -- (min and max by name, in a table alone or after min: clamp(x, -1, {max = 1}))
   local function bounds(lo, hi)
     if type(lo) == "table" and not is_tensor(lo) and hi == nil then
       check.options(lo, "clamp", { min = "number|tensor", max = "number|tensor" })
       return lo.min, lo.max
+    end
+    if type(hi) == "table" and not is_tensor(hi) then
+      check.options(hi, "clamp", { max = "number|tensor", min = "number|tensor" })
+      if hi.min ~= nil then check.fail("clamp", "got multiple values for argument 'min'") end
+      return lo, hi.max
     end
     return lo, hi
   end
@@ -587,14 +593,24 @@ return function(wick)
     if not is_float(t.dtype) then check.fail(fn, "expected a floating-point tensor, got %s", t.dtype) end
   end
   ops._number_of = number_of
-  -- t:normal_({mean =, std =}) and the like: PyTorch's keywords as one options table; a 0-dim
-  -- tensor is its number (Rainbow's uniform_(0, p_total / batch_size))
+  -- t:normal_({mean =, std =}) and the like: PyTorch's keywords in a trailing options table, after
+  -- positional ones or alone (SAC's self.noise.normal_(0., std=0.1) is noise:normal_(0., {std = 0.1}));
+  -- a 0-dim tensor is its number (Rainbow's uniform_(0, p_total / batch_size))
   local function keywords(fn, names, a, b)
-    if type(a) ~= "table" or is_tensor(a) or b ~= nil then return number_of(a), number_of(b) end
+    local args, at = { a, b }, b ~= nil and 2 or 1
+    local last = args[at]
+    if type(last) ~= "table" or is_tensor(last) or getmetatable(last) ~= nil then return number_of(a), number_of(b) end
     local spec = {}
     for _, n in ipairs(names) do spec[n] = "number|tensor" end
-    local o = check.options(a, fn, spec)
-    return number_of(o[names[1]]), number_of(o[names[2]])
+    local o = check.options(last, fn, spec)
+    args[at] = nil
+    for i, n in ipairs(names) do
+      if o[n] ~= nil then
+        if args[i] ~= nil then check.fail(fn, "got multiple values for argument '%s'", n) end
+        args[i] = o[n]
+      end
+    end
+    return number_of(args[1]), number_of(args[2])
   end
 
   function Tensor.normal_(t, mean, std)
