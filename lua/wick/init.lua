@@ -1182,6 +1182,22 @@ function wick._assert(condition, message)
   if not condition then error(message == nil and "assertion failed" or tostring(message), 2) end
 end
 
+--- wick._softmax_backward_data(grad_output, output, dim, input_dtype): the gradient of softmax's input
+--- from its output, output * (grad - sum(grad * output, dim)), in input_dtype (PyTorch's private op that
+--- HF DeBERTa's XSoftmax.backward calls); wick._log_softmax_backward_data the same for log_softmax
+function wick._softmax_backward_data(grad_output, output, dim, input_dtype)
+  check.tensor(grad_output, "_softmax_backward_data", "grad_output")
+  check.tensor(output, "_softmax_backward_data", "output")
+  local r = output * (grad_output - (grad_output * output):sum(check.dim(dim, "_softmax_backward_data", "dim"), true))
+  return input_dtype == nil and r or r:to(input_dtype)
+end
+function wick._log_softmax_backward_data(grad_output, output, dim, input_dtype)
+  check.tensor(grad_output, "_log_softmax_backward_data", "grad_output")
+  check.tensor(output, "_log_softmax_backward_data", "output")
+  local r = grad_output - output:exp() * grad_output:sum(check.dim(dim, "_log_softmax_backward_data", "dim"), true)
+  return input_dtype == nil and r or r:to(input_dtype)
+end
+
 --- wick.set_float32_matmul_precision("highest" | "high" | "medium"): "high"
 --- and "medium" let CUDA products use TF32 (wick.backends.cuda.matmul.allow_tf32)
 local matmul_precision = "highest"
