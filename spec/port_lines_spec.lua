@@ -2538,7 +2538,19 @@ describe("the twenty-third round's lines (torchdiffeq)", function()
     assert.are.same({ 1, 2, 2, 1, 0, 0 }, p.grad:totable())
     support.assert_error_has(function() return p:as_strided({ 3 }, { 5 }) end, "outside its storage")
     support.assert_error_has(function() return p:as_strided({ 3 }, { -1 }) end, "non-negative")
-    support.assert_error_has(function() return p:view(2, 3):t():as_strided({ 2 }, { 1 }) end, "contiguous")
+    -- of a strided view too (Longformer's _chunk of a transposed reshape): its elements by their storage places
+    p.grad = nil
+    local pt = p:view(2, 3):t() -- strides (1, 3)
+    local chunk = pt:as_strided({ 2, 2 }, { 3, 1 }) -- storage {0, 1}, {3, 4}
+    assert.are.same({ { 0, 1 }, { 3, 4 } }, chunk:totable())
+    chunk:backward(wick.tensor({ { 1, 2 }, { 3, 4 } }, { dtype = "float64" }))
+    assert.are.same({ 1, 2, 0, 3, 4, 0 }, p.grad:totable())
+    support.assert_error_has(function() return p:expand(2, 6):as_strided({ 2 }, { 1 }) end, "whose elements overlap")
+    support.assert_error_has(function() return p:narrow(1, 1, 3):view(3, 1):t():as_strided({ 2 }, { 4 }) end,
+      "only elements of the tensor itself")
+    -- Longformer's hidden_states.as_strided(size=chunk_size, stride=chunk_stride)
+    assert.are.same({ { 0, 1 }, { 2, 3 } }, wick.arange(6, { dtype = "float64" }):as_strided({ size = { 2, 2 }, stride = { 2, 1 } }):totable())
+    assert.are.same({ { 1, 2 } }, wick.arange(6, { dtype = "float64" }):as_strided({ 1, 2 }, { stride = { 2, 1 }, storage_offset = 1 }):totable())
   end)
 end)
 
@@ -3819,5 +3831,37 @@ describe("the forty-third round's lines, part 5 (DeBERTa-v2)", function()
     assert.is_true((wick._log_softmax_backward_data(g, ly:detach(), 2, "float64") - x.grad):abs():max():item() < 1e-15)
     assert.are.equal("float32", wick._softmax_backward_data(g, y:detach(), -1, "float32").dtype)
     support.assert_error_has(function() return wick._softmax_backward_data(g, y, 0) end, "expected a dimension")
+  end)
+end)
+
+describe("the forty-third round's lines, part 6 (FastSpeech2, Longformer)", function()
+  it("FastSpeech2's test harness replaces F.dropout, and nn.Dropout calls the replacement, as PyTorch's", function()
+    local saved = F.dropout
+    F.dropout = function(x) return x * 0 end
+    local ok, out = pcall(function() return nn.Dropout(0.5)(wick.ones(4)) end)
+    F.dropout = saved
+    assert.is_true(ok)
+    assert.are.same({ 0, 0, 0, 0 }, out:totable())
+    assert.are.equal(0, nn.Dropout(0.5):eval()(wick.ones(4)):sum():item() - 4)
+  end)
+
+  it("TFT's (lengths < lengths.max()).any().item() and FastSpeech2's mask.all().item()", function()
+    local lengths = wick.tensor({ 4, 2, 3 })
+    assert.is_true(lengths:lt(lengths:max()):any():item())
+    assert.is_false(lengths:gt(10):all():item())
+    assert.are.equal(true, (true):tolist())
+    support.assert_error_has(function() return lengths:any():float() end,
+      "attempt to index a boolean value (field 'float'): t:any(), t:all() and t:equal(u) give Lua booleans")
+  end)
+
+  it("narrow's start and a Size's entries take a 0-dim integer tensor (max_num_global_attn_indices)", function()
+    local n = wick.tensor({ 1, 2 }, { dtype = "int64" }):max()
+    local p = wick.arange(14):view(2, 7)
+    assert.are.same({ { 2, 3, 4, 5, 6 }, { 9, 10, 11, 12, 13 } }, p:narrow(-1, n + 1, 7 - n):totable())
+    assert.are.same({ 1, 8 }, p:select(2, n):totable())
+    assert.is_true(wick.Size({ 2, n, 16 }) == wick.zeros(2, 2, 16).shape)
+    support.assert_error_has(function() return p:narrow(2, wick.tensor(1.5), 1) end, "narrow: expected a number for an index")
+    support.assert_error_has(function() return p:narrow(2, 1.5, 1) end, "expected an integer for an index, got 1.5")
+    support.assert_error_has(function() return p:narrow(2, 9, 1) end, "index 9 is out of bounds for dimension 2 with size 7")
   end)
 end)

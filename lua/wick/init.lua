@@ -197,7 +197,13 @@ wick.Size = Size
 setmetatable(Size, { __call = function(_, first, ...)
   local dims = type(first) == "table" and first or { first, ... }
   local s = {}
-  for i, v in ipairs(dims) do s[i] = check.int(v, "Size", ("size[%d]"):format(i)) end
+  for i, v in ipairs(dims) do
+    -- (a 0-dim integer tensor is its number, Python's __index__: Longformer's [b * h, num_global.max(), n])
+    if check.is_tensor(v) and v:dim() == 0 and not v:is_floating_point() and not v:is_complex() and v.dtype ~= "bool" then
+      v = v:item()
+    end
+    s[i] = check.int(v, "Size", ("size[%d]"):format(i))
+  end
   return setmetatable(s, Size)
 end })
 
@@ -513,6 +519,17 @@ function Tensor.any(t, dim, keepdim)
   check_tensor(t, "any", "self")
   if dim ~= nil then bool_reduce_dim("any", t, dim); return t:ne(0):sum(dim, keepdim):gt(0) end
   return t:numel() > 0 and t:to("bool"):to("int64"):max():item() == 1
+end
+-- Python's t.any().item() ported as t:any():item(): a Lua boolean answers item() (and tolist())
+-- with itself; another field of a boolean is an error that says why. (Only when the host has not
+-- given booleans a metatable of its own: an embedding program's stays.)
+if debug and debug.getmetatable and debug.setmetatable and debug.getmetatable(true) == nil then
+  local function itself(b) return b end
+  debug.setmetatable(true, { __index = function(_, k)
+    if k == "item" or k == "tolist" then return itself end
+    error(("attempt to index a boolean value (field '%s'): t:any(), t:all() and t:equal(u) give Lua booleans "
+      .. "here, not 0-dim tensors (b:item() is b itself)"):format(tostring(k)), 2)
+  end })
 end
 function Tensor.allclose(t, other, rtol, atol, opts)
   check_tensor(t, "allclose", "self")

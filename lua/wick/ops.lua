@@ -1564,11 +1564,32 @@ return function(wick)
 
   --- wick.as_strided(t, size, stride[, storage_offset]) / t:as_strided: PyTorch's view of
   --- t's storage with these sizes and strides (in elements; the offset, 0-based, counts from
-  --- the storage's start: t's own offset by default). A tensor that requires grad (in grad
-  --- mode) gives the same elements as a copy that carries the gradient, when they lie
-  --- inside a contiguous t; elsewhere, an error.
-  function Tensor.as_strided(t, size, stride, storage_offset)
+  --- the storage's start: t's own offset by default); size, stride and storage_offset by name too.
+  --- A tensor that requires grad (in grad mode) gives the same elements as a copy that carries the
+  --- gradient, when they are elements of t (a strided view too: Longformer's _chunk of a
+  --- transposed reshape); elsewhere, or on a t whose elements overlap, an error.
+  local AS_STRIDED = { size = "table", stride = "table", storage_offset = "integer" }
+  -- the 0-based storage positions of a (size, stride) view from offset, in its shape
+  local function storage_positions(size, stride, offset, device)
+    local I64 = { dtype = "int64", device = device }
+    local pos = wick.full({}, offset, I64)
+    for k = 1, #size do
+      local shape = {}
+      for j = 1, #size do shape[j] = j == k and size[k] or 1 end
+      pos = pos + (wick.arange(size[k], I64) * stride[k]):view(shape)
+    end
+    return pos
+  end
+  function Tensor.as_strided(t, ...)
     check.tensor(t, "as_strided", "input")
+    -- (an options table names size, stride or storage_offset: {} is an empty size, torchdiffeq's (), ())
+    local n, last = select("#", ...), select(select("#", ...), ...)
+    local named = n > 0 and type(last) == "table" and getmetatable(last) == nil and #last == 0 and next(last) ~= nil
+    local size, stride, storage_offset = ...
+    if named then
+      local o = check.positional("as_strided", { "size", "stride", "storage_offset" }, AS_STRIDED, ...)
+      size, stride, storage_offset = o.size, o.stride, o.storage_offset
+    end
     local function list(v, what)
       if getmetatable(v) == wick.Size then v = v:totable() end
       if type(v) ~= "table" then check.expected("as_strided", what, "a table of integers", v) end
@@ -1578,18 +1599,32 @@ return function(wick)
     local offset = storage_offset == nil and t:storage_offset() or check.int(storage_offset, "as_strided", "storage_offset", 0)
     local view = core.as_strided(t, size, stride, offset)
     if not (t.requires_grad and wick.is_grad_enabled()) then return view end
-    local I64 = { dtype = "int64", device = t.device }
-    local pos = wick.full({}, offset - t:storage_offset(), I64) -- each element's place in t, 0-based
-    for k = 1, #size do
-      local shape = {}
-      for j = 1, #size do shape[j] = j == k and size[k] or 1 end
-      pos = pos + (wick.arange(size[k], I64) * stride[k]):view(shape)
+    local pos = storage_positions(size, stride, offset, t.device) -- each element's place in the storage
+    local n, base = t:numel(), t:storage_offset()
+    local at -- each element's 0-based place in t, -1 for none
+    if t:is_contiguous() then
+      at = pos - base
+      if pos:numel() > 0 and (at:min():item() < 0 or at:max():item() >= n) then at = nil end
+    else -- (t's elements by their storage places: an inverse map over the span they cover)
+      local mine = storage_positions(t:size():totable(), t:stride(), base, t.device):reshape(-1)
+      local lo, hi = n > 0 and mine:min():item() or 0, n > 0 and mine:max():item() or -1
+      local inverse = wick.full({ hi - lo + 1 }, -1, { dtype = "int64", device = t.device })
+      inverse:scatter_(1, mine - lo + 1, wick.arange(n, { dtype = "int64", device = t.device }))
+      if inverse:ge(0):sum():item() ~= n then
+        check.fail("as_strided", "of a tensor that requires grad whose elements overlap (an expanded tensor): "
+          .. "make it contiguous first, or detach it")
+      end
+      local inside = pos:ge(lo):logical_and(pos:le(hi))
+      if pos:numel() > 0 and inside:all() then
+        at = inverse[(pos - lo + 1):reshape(-1)]:view(pos.shape)
+        if at:numel() > 0 and at:min():item() < 0 then at = nil end
+      end
     end
-    if not t:is_contiguous() or (pos:numel() > 0 and (pos:min():item() < 0 or pos:max():item() >= t:numel())) then
-      check.fail("as_strided", "of a tensor that requires grad: only elements inside a contiguous tensor "
+    if not at then
+      check.fail("as_strided", "of a tensor that requires grad: only elements of the tensor itself "
         .. "(detach it, or make it contiguous first)")
     end
-    return t:reshape(-1)[(pos + 1):reshape(-1)]:view(view.shape)
+    return t:reshape(-1)[(at + 1):reshape(-1)]:view(view.shape)
   end
   wick.as_strided = Tensor.as_strided
 

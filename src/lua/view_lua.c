@@ -125,13 +125,15 @@ WL_FUNCTION(t_permute) {
 }
 
 /* A 1-based Lua index along a dim of `size` as a 0-based one (negative from the end). */
+/* a 1-based index (negative from the end): a number or a 0-dim integer tensor (Longformer's
+ * narrow(-1, max_num_global_attn_indices + 1, ...)) */
 static int64_t lua_index(lua_State *L, int idx, int64_t size, const char *fn, int dim) {
-    lua_Number v = wl_checknumber(L, idx, fn, "an index");
-    if (v != floor(v)) wl_raise(L, "%s: expected an integer index, got %g", fn, v);
+    int64_t v = wl_checkint(L, idx, fn, "an index");
     if (v == 0) wl_raise(L, "%s: index 0 is invalid: indices count from 1 (and from -1 backwards)", fn);
     if (v > size || v < -size)
-        wl_raise(L, "%s: index %.0f is out of bounds for dimension %d with size %lld", fn, v, dim + 1, (long long)size);
-    return v > 0 ? (int64_t)v - 1 : (int64_t)v + size;
+        wl_raise(L, "%s: index %lld is out of bounds for dimension %d with size %lld", fn, (long long)v, dim + 1,
+                 (long long)size);
+    return v > 0 ? v - 1 : v + size;
 }
 
 static int64_t dim_size(lua_State *L, wick_tensor *a, int dim, const char *fn) {

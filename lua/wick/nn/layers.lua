@@ -560,21 +560,22 @@ function L.Flatten:forward(x) return x:flatten(self.start_dim, self.end_dim) end
 L.Flatten._repr = { "start_dim", "end_dim" }
 
 -- nn.Dropout([p = 0.5[, inplace = false]]) and nn.Dropout1d/2d/3d (whole channels): F's,
--- in training mode (inplace gives the same values: accepted)
-local function dropout_class(name, fn)
+-- in training mode (inplace gives the same values: accepted); F's function is looked up at each
+-- call, as PyTorch's forward does (a test that replaces F.dropout reaches nn.Dropout too)
+local function dropout_class(name, fname)
   local C = Module:extend(name)
   function C:init(...)
     local opts = check.positional(name, { "p", "inplace" }, { p = "number", inplace = "boolean" }, ...)
     self.p, self.inplace = check.opt_number(opts.p, name, "p", 0.5, 0, 1), opts.inplace == true
   end
-  function C:forward(x) return fn(x, self.p, self.training) end
+  function C:forward(x) return F[fname](x, self.p, self.training) end
   C._repr = { "p#", "inplace" }
   return C
 end
-L.Dropout = dropout_class("Dropout", F.dropout)
-L.Dropout1d = dropout_class("Dropout1d", F.dropout1d)
-L.Dropout2d = dropout_class("Dropout2d", F.dropout2d)
-L.Dropout3d = dropout_class("Dropout3d", F.dropout3d)
+L.Dropout = dropout_class("Dropout", "dropout")
+L.Dropout1d = dropout_class("Dropout1d", "dropout1d")
+L.Dropout2d = dropout_class("Dropout2d", "dropout2d")
+L.Dropout3d = dropout_class("Dropout3d", "dropout3d")
 
 --- nn.Unflatten(dim, sizes): dim (1-based) becomes the given sizes.
 L.Unflatten = Module:extend("Unflatten", { "dim", "unflattened_size" })
@@ -1977,8 +1978,8 @@ function L.RReLU:init(...)
 end
 L.RReLU._repr = { "lower#", "upper#", "inplace?" }
 --- nn.AlphaDropout([p = 0.5[, inplace]]), nn.FeatureAlphaDropout: F's, in training mode
-L.AlphaDropout = dropout_class("AlphaDropout", F.alpha_dropout)
-L.FeatureAlphaDropout = dropout_class("FeatureAlphaDropout", F.feature_alpha_dropout)
+L.AlphaDropout = dropout_class("AlphaDropout", "alpha_dropout")
+L.FeatureAlphaDropout = dropout_class("FeatureAlphaDropout", "feature_alpha_dropout")
 
 -- ---- unpooling, power-average pooling ----
 local UNPOOL = { stride = "integer|table", padding = "integer|table" }
