@@ -3865,3 +3865,27 @@ describe("the forty-third round's lines, part 6 (FastSpeech2, Longformer)", func
     support.assert_error_has(function() return p:narrow(2, 9, 1) end, "index 9 is out of bounds for dimension 2 with size 7")
   end)
 end)
+
+describe("the forty-third round's lines, part 7 (DLRM)", function()
+  it("BCELoss of a saturated sigmoid: log1p(-p) and PyTorch's float32 epsilon in the backward", function()
+    local F64 = { dtype = "float64" }
+    assert.is_true(math.abs(nn.BCELoss()(wick.tensor({ 1e-8 }, F64), wick.tensor({ 0.0 }, F64)):item() - 1.0000000050000001e-08) < 1e-24)
+    assert.is_true(nn.BCELoss()(wick.tensor({ 1e-8 }), wick.tensor({ 0.0 })):item() > 9e-9) -- (float32: was 0)
+    local p = wick.tensor({ 1.0 }, { dtype = "float64", requires_grad = true })
+    nn.BCELoss()(p, wick.tensor({ 0.3 }, F64)):backward()
+    assert.are.equal(700000002797.06189, p.grad:item()) -- 0.7 / float32(1e-12), as PyTorch's kernel
+    local q = wick.tensor({ 0.2, 0.7 }, { dtype = "float64", requires_grad = true })
+    local t = wick.tensor({ 0.3, 0.9 }, { dtype = "float64", requires_grad = true })
+    nn.BCELoss()(q, t):backward()
+    -- the target's gradient: -logit(q) / n
+    assert.is_true(math.abs(t.grad[1]:item() - (math.log(0.8) - math.log(0.2)) / 2) < 1e-15)
+  end)
+
+  it("RWSAdagrad's grad.new(indices, values, size) on a dense tensor: PyTorch's TypeError, not the first argument", function()
+    support.assert_error_has(function() return wick.zeros(4, 2):new(wick.tensor({ { 1, 3 } }), wick.ones(2, 2), { 4, 2 }) end,
+      "new: received an invalid combination of arguments: data (a tensor) takes no further arguments, got 2 more")
+    support.assert_error_has(function() return wick.FloatTensor({ 1, 3 }, wick.ones(2)) end, "takes no further arguments")
+    assert.are.same({ 3, 4 }, wick.zeros(2):new({ 3, 4 }):totable())
+    assert.are.same({ 2, 3 }, wick.FloatTensor(2, 3):size():totable())
+  end)
+end)

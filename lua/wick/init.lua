@@ -1985,6 +1985,12 @@ end
 local LEGACY_OPTIONS = { size = "table|number", device = "device", requires_grad = "boolean" }
 local function legacy_made(opts, first, ...)
   if first == nil then return wick.empty({ 0 }, opts) end
+  if select("#", ...) > 0 and (wick.is_tensor(first) or type(first) == "table") then -- (DLRM's RWSAdagrad
+    -- grad.new(indices, values, size), PyTorch's sparse form, is PyTorch's TypeError on a dense tensor too)
+    check.fail("new", "received an invalid combination of arguments: data (a %s) takes no further arguments, got %d more "
+      .. "(sizes come as numbers, a sparse tensor is wick.sparse_coo_tensor(indices, values, size))",
+      wick.is_tensor(first) and "tensor" or "table", select("#", ...))
+  end
   if wick.is_tensor(first) then return first:to({ dtype = opts.dtype, device = opts.device }) end
   if getmetatable(first) == Size then return wick.zeros(first, opts) end
   if type(first) == "table" then return wick.tensor(first, opts) end

@@ -1862,16 +1862,19 @@ end
 -- differentiate twice): composed of ops, log(p) at p = 0 or 1 makes the
 -- gradient 0 * inf = NaN, and the stable form of log(1 + exp(-x)) loses half
 -- of the gradient at x = 0 (the kinks of |x| and max(-x, 0)).
-local function log_clamped(t) return t:log():clamp(-100) end
+-- PyTorch's kernel: (t - 1) max(log1p(-p), -100) - t max(log(p), -100) (log1p: a p near 0 keeps its
+-- loss, DLRM's saturated sigmoid); backward g (p - t) / max((1 - p) p, eps), eps float32's 1e-12 (its
+-- constexpr float), and the target's -logit(p) g
+local BCE_EPS = 9.999999960041972e-13
 local BCEFn = wick.autograd.Function:extend("BinaryCrossEntropy")
 function BCEFn.forward(ctx, p, t)
   ctx:save_for_backward(p, t)
-  return -(t * log_clamped(p) + (1 - t) * log_clamped(1 - p))
+  return (t - 1) * (-p):log1p():clamp(-100) - t * p:log():clamp(-100)
 end
-function BCEFn.backward(ctx, g) -- PyTorch's: g (p - t) / max((1 - p) p, 1e-12)
+function BCEFn.backward(ctx, g)
   local p, t = ctx.saved_tensors[1], ctx.saved_tensors[2]
-  local gp = ctx.needs_input_grad[1] and g * (p - t) / ((1 - p) * p):clamp_min(1e-12) or nil
-  local gt = ctx.needs_input_grad[2] and g * (log_clamped(1 - p) - log_clamped(p)) or nil
+  local gp = ctx.needs_input_grad[1] and g * (p - t) / ((1 - p) * p):clamp_min(BCE_EPS) or nil
+  local gt = ctx.needs_input_grad[2] and g * ((-p):log1p() - p:log()) or nil
   return gp, gt
 end
 -- log(1 + exp(-x)) computed stably
