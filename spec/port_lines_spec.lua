@@ -3513,9 +3513,13 @@ describe("the thirty-ninth round's lines (Muon, Lion, schedule-free, Adan, refor
     assert.are.equal(0, x.grad:abs():sum():item())
     support.assert_error_has(function() return F.cross_entropy(x, wick.full({ 2, 4, 4 }, 9, { dtype = "int64" })) end,
       "cross_entropy: Target 9 is out of bounds")
-    -- N-BEATS' t.einsum('bp,pt->bt', theta, self.backcast_time) with float64 theta and float32 templates
-    support.assert_error_has(function() return wick.einsum("bp,pt->bt", wick.randn(2, 3, { dtype = "float64" }), wick.randn(3, 4)) end,
-      "einsum: expected operands of one dtype, got float64 (operand 1) and float32 (operand 2)")
+    -- N-BEATS' t.einsum('bp,pt->bt', theta, self.backcast_time) with float64 theta and float32 templates,
+    -- GPT-J's einsum("i , j -> i j", arange(n, dtype=float), inv_freq): in the promoted dtype
+    local theta, times = wick.randn(2, 3, { dtype = "float64" }), wick.randn(3, 4)
+    local bt = wick.einsum("bp,pt->bt", theta, times)
+    assert.are.equal("float64", bt.dtype)
+    assert.is_true((bt - theta:mm(times:double())):abs():max():item() < 1e-12)
+    assert.are.equal("float64", wick.einsum("i , j -> i j", wick.arange(4, { dtype = "float32" }), wick.ones(2, { dtype = "float64" })).dtype)
     -- Rainbow: (u > 0) * done with a Lua boolean stays a mask; TD3's randint(0, size, batch_size)
     local x = wick.tensor({ 10, 20, 30 })
     local mask = x:gt(5)

@@ -875,11 +875,16 @@ return function(wick)
     end
     for i = 1, #operands do check.tensor(operands[i], "einsum", "operand " .. i) end
     if #operands == 0 then check.fail("einsum", "expected at least one operand") end
-    for i = 2, #operands do -- (PyTorch's einsum promotes nothing either, autocast aside; said here, not as bmm's)
-      if operands[i].dtype ~= operands[1].dtype and wick._autocast_lower(operands[i]) == operands[i] then
-        check.fail("einsum", "expected operands of one dtype, got %s (operand 1) and %s (operand %d): cast one with :to()",
-          operands[1].dtype, operands[i].dtype, i)
+    -- operands of several dtypes meet in their promoted one (PyTorch's does for an outer product, GPT-J's
+    -- einsum("i , j -> i j", arange(n, dtype=float), inv_freq), though not through its bmm: here always)
+    local dtype = operands[1].dtype
+    for i = 2, #operands do
+      if operands[i].dtype ~= dtype and wick._autocast_lower(operands[i]) == operands[i] then
+        dtype = wick.promote_types(dtype, operands[i].dtype)
       end
+    end
+    for i = 1, #operands do
+      if operands[i].dtype ~= dtype and wick._autocast_lower(operands[i]) == operands[i] then operands[i] = operands[i]:to(dtype) end
     end
     local inputs, rhs, sizes = parse_einsum(eq, operands)
     local out = chars(rhs)
