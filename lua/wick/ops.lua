@@ -1588,7 +1588,8 @@ return function(wick)
   function Tensor.as_strided(t, ...)
     check.tensor(t, "as_strided", "input")
     -- (an options table names size, stride or storage_offset: {} is an empty size, torchdiffeq's (), ())
-    local n, last = select("#", ...), select(select("#", ...), ...)
+    local n = select("#", ...)
+    local last = n > 0 and select(n, ...) or nil
     local named = n > 0 and type(last) == "table" and getmetatable(last) == nil and #last == 0 and next(last) ~= nil
     local size, stride, storage_offset = ...
     if named then
