@@ -3893,3 +3893,16 @@ describe("the forty-third round's lines, part 7 (DLRM)", function()
     assert.are.same({ 2, 3 }, wick.FloatTensor(2, 3):size():totable())
   end)
 end)
+
+describe("the forty-third round's lines, part 8 (PatchTST)", function()
+  it("PatchTST_backbone(c_in=c_in, ..., **kwargs) with kwargs nil: a trailing nil leaves the keywords bound", function()
+    local A = nn.Module:extend("A")
+    function A:init(c_in, d_model, ...) self.c_in, self.d_model = c_in, d_model end
+    function A:forward(x, mask, prev) return { x, mask, prev } end
+    local kwargs = nil
+    local a = A({ c_in = 3, d_model = 8 }, kwargs)
+    assert.are.same({ 3, 8 }, { a.c_in, a.d_model })
+    local r = a(1, { prev = 5 }, nil)
+    assert.are.same({ 1, nil, 5 }, { r[1], r[2], r[3] })
+  end)
+end)

@@ -162,6 +162,9 @@ end
 -- a `{}` before its last parameter is an empty keyword call.
 -- `owner` and `method` name f in that error: a module or a class, "forward" or "init".
 local function bind_keywords(owner, method, f, n, ...)
+  -- (trailing nils are Lua's absent arguments: PatchTST's Backbone({c_in = 3, ...}, kwargs) with kwargs
+  -- nil, Python's empty **kwargs, binds the table)
+  while n > 1 and select(n, ...) == nil do n = n - 1 end
   local t = select(n, ...)
   if type(t) ~= "table" or getmetatable(t) ~= nil or #t > 0 then return nil end
   local names = positions_of(f)
