@@ -956,12 +956,24 @@ describe("an optimizer of one's own (Optimizer:extend)", function()
 end)
 
 describe("a built-in scheduler's last_epoch", function()
-  it("takes -1 (HF's LambdaLR(opt, f, last_epoch)) and refuses another, naming load_state_dict", function()
+  it("takes -1 (HF's LambdaLR(opt, f, last_epoch)), and another from the groups' initial_lr, as PyTorch's", function()
     local p = nn.Parameter(wick.zeros(1))
+    local fresh = optim.SGD({ p }, { lr = 0.1 })
+    -- no initial_lr (an optimizer whose state was not loaded): PyTorch's KeyError
+    assert_error_has(function() optim.lr_scheduler.LambdaLR(fresh, function() return 1 end, 3) end,
+      "param 'initial_lr' is not specified in param_groups[1] when resuming")
     local opt = optim.SGD({ p }, { lr = 0.1 })
     optim.lr_scheduler.LambdaLR(opt, function() return 0.5 end, -1)
     assert_close(opt.param_groups[1].lr, 0.05, 1e-12)
     assert.are.equal(2, optim.lr_scheduler.StepLR(opt, { step_size = 2, last_epoch = -1 }).step_size)
-    assert_error_has(function() optim.lr_scheduler.LambdaLR(opt, function() return 1 end, 3) end, "load_state_dict")
+    -- VITS' ExponentialLR(optim_g, gamma, last_epoch=epoch_str-2) after the optimizer's state is loaded
+    local s = optim.lr_scheduler.LambdaLR(opt, function(e) return 1 / (e + 1) end, 3)
+    assert.are.equal(4, s.last_epoch)
+    assert_close(opt.param_groups[1].lr, 0.1 / 5, 1e-12)
+    local warm = optim.SGD({ p }, { lr = 0.1 })
+    warm.param_groups[1].initial_lr = 0.1
+    local c = optim.lr_scheduler.CosineAnnealingWarmRestarts(warm, 10, { last_epoch = 4 })
+    assert.are.same({ 5, 5 }, { c.T_cur, c.last_epoch }) -- PyTorch: 0.05, T_cur 5, last_epoch 5
+    assert_close(c:get_last_lr()[1], 0.05, 1e-12)
   end)
 end)

@@ -1236,7 +1236,8 @@ function Scheduler.new(cls, opt, ...)
   if type(opt) ~= "table" or type(opt.param_groups) ~= "table" then check.expected(cls.__name, "optimizer", "an optimizer", opt) end
   local spec = formulas[cls]
   -- PyTorch's last_epoch after the hyper-parameters (HF's LambdaLR(opt, f, last_epoch)) or by
-  -- name: -1, a fresh start, is taken; another is refused (resume with load_state_dict)
+  -- name: -1 a fresh start; another resumes from the groups' initial_lr, which a resumed
+  -- optimizer's state has (VITS' ExponentialLR(optim_g, gamma, last_epoch=epoch_str-2)), as PyTorch's
   local args, positional = { n = select("#", ...), ... }, spec.positional or {}
   local last = args[args.n]
   local last_epoch
@@ -1247,17 +1248,20 @@ function Scheduler.new(cls, opt, ...)
     for k, v in pairs(last) do if k ~= "last_epoch" then rest[k] = v end end
     last_epoch, args[args.n] = last.last_epoch, rest
   end
-  if last_epoch ~= nil and last_epoch ~= -1 then
-    check.fail(cls.__name, "last_epoch = %s: resume a scheduler with load_state_dict (a fresh one takes last_epoch = -1)",
-      tostring(last_epoch))
-  end
+  last_epoch = last_epoch == nil and -1 or check.int(last_epoch, cls.__name, "last_epoch", -1)
   local opts = check.positional(cls.__name, positional, kinds_of(cls), unpack(args, 1, args.n))
-  local self = setmetatable({ optimizer = opt, last_epoch = -1, base_lrs = {} }, cls)
+  local self = setmetatable({ optimizer = opt, last_epoch = last_epoch, base_lrs = {} }, cls)
   for k, v in pairs(cls.defaults) do self[k] = copy_plain(v) end
   for k, v in pairs(opts) do self[k] = v end
   if spec.validate then spec.validate(self, opt) end
   for i, g in ipairs(opt.param_groups) do
-    if g.initial_lr == nil then g.initial_lr = g.lr end
+    if g.initial_lr == nil then
+      if last_epoch ~= -1 then
+        check.fail(cls.__name, "param 'initial_lr' is not specified in param_groups[%d] when resuming an optimizer "
+          .. "(load the optimizer's state first, or resume the scheduler with load_state_dict)", i)
+      end
+      g.initial_lr = g.lr
+    end
     self.base_lrs[i] = g.initial_lr
   end
   initial_step(self)

@@ -85,6 +85,7 @@ local function parametrized_class(class)
   end
   local base = rawget(class, "__index")
   sub.__name = "Parametrized" .. (class.__name or "Module")
+  sub.__name__ = sub.__name -- (m.__class__.__name__, VITS' init_weights' classname)
   sub.__index = function(self, k)
     local l = list_of(self, k)
     if l then return l:value() end

@@ -172,6 +172,11 @@ function V.conv_transpose1d(x, weight, bias, ...)
   if x:dim() ~= 2 and x:dim() ~= 3 then check.fail(fn, "expected 2-D (unbatched) or 3-D input, got %d-D", x:dim()) end
   check.tensor(weight, fn, "weight")
   if weight:dim() ~= 3 then check.fail(fn, "weight must be 3-D [in, out / groups, k], got %d-D", weight:dim()) end
+  local channels = x:size(x:dim() - 1)
+  if channels ~= weight:size(1) then -- (said in 1-D shapes, PyTorch's words; VITS' Generator's self.ups[i](x))
+    check.fail(fn, "Given transposed=1, weight of size %s, expected input%s to have %d channels, but got %d channels instead",
+      tostring(weight.shape), tostring(x.shape), weight:size(1), channels)
+  end
   local function one(v, name, lo, default)
     if type(v) == "table" and #v == 1 and getmetatable(v) == nil then v = v[1] end -- PyTorch's (3,)
     return check.int(v == nil and default or v, fn, name, lo)
