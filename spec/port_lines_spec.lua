@@ -3918,3 +3918,17 @@ describe("the forty-third round's lines, part 9 (VITS)", function()
       "conv_transpose1d: Given transposed=1, weight of size [16, 8, 8], expected input[2, 4, 5] to have 16 channels, but got 4")
   end)
 end)
+
+describe("the forty-third round's lines, part 10 (Graph WaveNet)", function()
+  it("masked_mape's abs(preds - labels) / labels: an infinite gradient through abs stays infinite; sign as PyTorch's", function()
+    local p = wick.tensor({ 0 / 0, 3.0, -2.0, 0.0 }, { requires_grad = true })
+    wick.abs(p):backward(wick.tensor({ 1.0, 1 / 0, 1 / 0, 1 / 0 }))
+    local g = p.grad:totable()
+    assert.are.same({ 0, math.huge, -math.huge }, { g[1], g[2], g[3] })
+    assert.is_true(g[4] ~= g[4]) -- inf * sign(0) = NaN, as PyTorch's
+    -- sign: 0 of NaN and of -0 (+0), as PyTorch's
+    local s = wick.tensor({ -0.0, 0 / 0, 2, -3 }):sign()
+    assert.are.same({ 0, 0, 1, -1 }, s:totable())
+    assert.are.equal(math.huge, 1 / s[1]:item())
+  end)
+end)

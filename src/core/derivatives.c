@@ -85,20 +85,10 @@ static wick_status unary_backward(wk_node *n, wick_tensor *g, wick_tensor **grad
     wick_tensor *x = n->saved[0], *y = n->saved[1], *r = NULL, *t;
     switch ((wick_unary_op)n->op) {
     case WICK_NEG: TRY(wick_unary(&r, WICK_NEG, g)); break;
-    case WICK_ABS: { /* g sign(x) = g (x > 0) - g (x < 0) */
-        wick_tensor *neg;
-        TRY(wick_binary_scalar(&r, WICK_GT, x, num(0), 0));
+    case WICK_ABS: /* g sign(x), PyTorch's (sign 0 at 0 and NaN: an infinite g stays infinite, MAPE's) */
+        TRY(wick_unary(&r, WICK_SIGN, x));
         TRY(chain(&r, WICK_MUL, g));
-        TRY(wick_binary_scalar(&t, WICK_LT, x, num(0), 0));
-        wick_status st = wick_binary(&neg, WICK_MUL, t, g);
-        wick_tensor_release(t);
-        if (!st) {
-            st = chain(&r, WICK_SUB, neg);
-            wick_tensor_release(neg);
-        }
-        if (st) return wick_tensor_release(r), st;
         break;
-    }
     case WICK_EXP: TRY(wick_binary(&r, WICK_MUL, g, y)); break;
     case WICK_LOG: TRY(wick_binary(&r, WICK_DIV, g, x)); break;
     case WICK_SQRT: /* g / (2 sqrt x) */

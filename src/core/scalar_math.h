@@ -229,7 +229,7 @@ WK_HD double wk_erfinv(double y) {
     X(CEIL, ceilf(x), ceil(x))                                                                  \
     X(ROUND, rintf(x), rint(x))                                                                 \
     X(TRUNC, truncf(x), trunc(x))                                                               \
-    X(SIGN, x > 0 ? 1.0f : x < 0 ? -1.0f : x, x > 0 ? 1.0 : x < 0 ? -1.0 : x)                   \
+    X(SIGN, (float)((x > 0) - (x < 0)), (double)((x > 0) - (x < 0))) /* PyTorch's: 0 of NaN and -0 */ \
     X(ERFC, erfcf(x), erfc(x))                                                                  \
     X(ERFINV, (float)wk_erfinv(x), wk_erfinv(x))                                                \
     X(LGAMMA, (float)wk_lgamma(x), wk_lgamma(x))                                                \
