@@ -3932,3 +3932,80 @@ describe("the forty-third round's lines, part 10 (Graph WaveNet)", function()
     assert.are.equal(math.huge, 1 / s[1]:item())
   end)
 end)
+
+describe("the forty-third round's lines, part 11 (DARTS, flamingo, torchvision video)", function()
+  it("DARTS' self._alphas = [(n, p) for n, p in self.named_parameters()]: a plain list does not rename them", function()
+    local M = nn.Module:extend("M")
+    function M:init()
+      self.alpha = nn.ParameterList({ nn.Parameter(wick.zeros(2)) })
+      self.lin = nn.Linear(2, 2)
+      self.own = nn.Parameter(wick.ones(1))
+      self._alphas = {}
+      for n, p in self:named_parameters() do table.insert(self._alphas, { n, p }) end
+      self.extra = { nn.Parameter(wick.ones(3)) } -- held only here: registered, as before
+    end
+    local m = M()
+    local names = {}
+    for n in m:named_parameters() do names[#names + 1] = n end
+    assert.are.same({ "own", "extra.1", "alpha.1", "lin.weight", "lin.bias" }, names)
+    local keys = {}
+    for k in m:state_dict():keys() do keys[#keys + 1] = k end
+    assert.are.same(names, keys)
+    m:load_state_dict({ ["alpha.0"] = wick.ones(2), ["lin.weight"] = wick.ones(2, 2), ["lin.bias"] = wick.ones(2),
+      own = wick.ones(1), ["extra.0"] = wick.ones(3) }) -- (PyTorch's 0-based names, renamed)
+    assert.are.equal(2, m.alpha[1]:sum():item())
+  end)
+
+  it("Architect's v_net = copy.deepcopy(net) copies a wick.Object too; w_optim.state[w].get('momentum_buffer', 0.)", function()
+    local O = wick.Object:extend("Holder")
+    local M = nn.Module:extend("M")
+    function M:init()
+      self.lin = nn.Linear(2, 2)
+      self.helper = O()
+      self.helper.w = self.lin.weight
+      self.kind = O -- a class stays itself
+    end
+    local m = M()
+    local c = wick.deepcopy(m)
+    assert.is_false(rawequal(c.helper, m.helper))
+    assert.is_true(rawequal(c.helper.w, c.lin.weight))
+    assert.are.equal(O, c.kind)
+    assert.are.equal(O, getmetatable(c.helper))
+    local w = nn.Parameter(wick.ones(2))
+    local opt = wick.optim.SGD({ w }, 0.1, { momentum = 0.9 })
+    assert.are.equal(0, opt.state[w]:get("momentum_buffer", 0.))
+    w.grad = wick.ones(2)
+    opt:step()
+    assert.are.same({ 1, 1 }, opt.state[w]:get("momentum_buffer", 0.):totable())
+    local again = wick.optim.SGD({ w }, 0.1, { momentum = 0.9 })
+    again:load_state_dict(opt:state_dict())
+    assert.are.same({ 1, 1 }, again.state[w]:get("momentum_buffer"):totable())
+  end)
+
+  it("flamingo's masked_fill(~mask, ...): Lua 5.4's bitwise operators on tensors (LuaJIT has none)", function()
+    if _VERSION ~= "Lua 5.4" then return end
+    local chunk = assert(load([[
+      local wick = ...
+      local m = wick.tensor({ true, false })
+      local i = wick.tensor({ 5, 6 }, { dtype = "int64" })
+      return (~m):totable(), (m & m):totable(), (true & m):totable(), (m | ~m):totable(), (i & 3):totable(),
+        (i >> 1):totable(), (wick.tensor({ 7.5, -7.5 }) // 2):totable()
+    ]]))
+    local nm, both, first, any, masked, shifted, floored = chunk(wick)
+    assert.are.same({ false, true }, nm)
+    assert.are.same({ true, false }, both)
+    assert.are.same({ true, false }, first)
+    assert.are.same({ true, true }, any)
+    assert.are.same({ 1, 2 }, masked)
+    assert.are.same({ 2, 3 }, shifted)
+    assert.are.same({ 3, -4 }, floored)
+  end)
+
+  it("S3D's pools on a small clip: the error in the input's own 3-D sizes", function()
+    support.assert_error_has(function() return F.max_pool3d(wick.randn(1, 2, 1, 4, 4), { 2, 2, 2 }, { 2, 2, 2 }) end,
+      "max_pool3d: Given input size: (2x1x4x4). Calculated output size: (2x0x2x2). Output size is too small")
+    support.assert_error_has(function() return F.avg_pool3d(wick.randn(1, 8, 1, 1, 1), { 2, 7, 7 }, 1) end,
+      "avg_pool3d: Given input size: (8x1x1x1). Calculated output size: (8x0x-5x-5)")
+    assert.are.same({ 1, 2, 2, 3, 3 }, F.max_pool3d(wick.randn(1, 2, 3, 5, 5), 2, { ceil_mode = true }):size():totable())
+  end)
+end)

@@ -807,6 +807,17 @@ for _, name in ipairs({ "pow", "add", "sub", "mul", "div", "divide", "remainder"
   "bitwise_left_shift", "bitwise_right_shift" }) do
   wick[name] = number_first(wick[name])
 end
+-- Lua 5.4's operators that LuaJIT lacks, on tensors as PyTorch's: ~m, a & b, a | b, a ~ b (bitwise,
+-- logical on bool: flamingo's masked_fill(~mask, ...)), a << b, a >> b, a // b (floor_divide)
+for op, name in pairs({ __band = "bitwise_and", __bor = "bitwise_or", __bxor = "bitwise_xor", __shl = "bitwise_left_shift",
+  __shr = "bitwise_right_shift", __idiv = "floor_divide" }) do
+  local commutes = op == "__band" or op == "__bor" or op == "__bxor" -- (true & m: the tensor first)
+  mt[op] = function(a, b)
+    if commutes and not wick.is_tensor(a) then a, b = b, a end
+    return wick[name](a, b)
+  end
+end
+mt.__bnot = function(a) return wick.bitwise_not(a) end
 -- torch.sin_(t) and the other in-place forms at module level: the methods
 for _, name in ipairs({ "abs_", "acos_", "asin_", "atan_", "ceil_", "clamp_", "cos_", "cosh_", "erf_", "exp_", "expm1_",
   "floor_", "frac_", "log_", "log10_", "log1p_", "log2_", "neg_", "reciprocal_", "relu_", "round_", "rsqrt_",
@@ -2304,7 +2315,11 @@ local function deep_copy(v, memo)
     if memo[v] == nil then memo[v] = mt.__deepcopy(v, function(x) return deep_copy(x, memo) end) end
     return memo[v]
   end
-  if type(v) ~= "table" or (mt and not check.is_module(v)) then return v end
+  -- (an instance of a wick.Object class is copied as a module is, Python's deepcopy of an object: DARTS'
+  -- v_net = copy.deepcopy(net) with a helper object; another object, a class, a device, stays itself)
+  local Object = package.loaded["wick.object"]
+  local instance = mt and Object and rawget(v, "super") == nil and rawget(mt, "super") ~= nil and wick.issubclass(mt, Object)
+  if type(v) ~= "table" or (mt and not check.is_module(v) and not instance) then return v end
   if memo[v] == nil then
     local c = {}
     memo[v] = c

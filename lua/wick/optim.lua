@@ -139,7 +139,9 @@ local function group_iter(group, what)
     return k, group[k]
   end
 end
-local GROUP_MT = { __index = {
+-- a Python dict's methods, for a parameter group and a parameter's state (DARTS'
+-- w_optim.state[w].get('momentum_buffer', 0.))
+local DICT_MT = { __index = {
   update = function(group, values)
     check.table(values, "param_group:update", "values")
     for k, v in pairs(values) do group[k] = v end
@@ -178,7 +180,7 @@ local function group_list() return setmetatable({}, GROUPS_MT) end
 
 local function make_group(self, g, gi)
   local name = getmetatable(self).__name
-  if type(g) ~= "table" or (getmetatable(g) ~= nil and getmetatable(g) ~= GROUP_MT) or g.params == nil then
+  if type(g) ~= "table" or (getmetatable(g) ~= nil and getmetatable(g) ~= DICT_MT) or g.params == nil then
     -- {a:parameters(), b:parameters()}: Python's itertools.chain(a.parameters(), b.parameters())
     local arrays = type(g) == "table" and getmetatable(g) == nil and g[1] ~= nil and wick.is_tensor(g[1])
     check.fail(name, "parameter group %s must be a table with params = {...}, got %s%s", tostring(gi), check.describe(g),
@@ -231,7 +233,7 @@ local function make_group(self, g, gi)
     end
   end
   group.params = list
-  return setmetatable(group, GROUP_MT)
+  return setmetatable(group, DICT_MT)
 end
 
 -- PyTorch's positional hyper-parameters after params, per optimizer (the rest
@@ -257,9 +259,13 @@ local POSITIONAL = {
 local state_mt = {
   __index = function(t, p)
     if not wick.is_tensor(p) then return nil end
-    local s = {}
+    local s = setmetatable({}, DICT_MT)
     rawset(t, p, s)
     return s
+  end,
+  __newindex = function(t, p, s)
+    if type(s) == "table" and getmetatable(s) == nil then setmetatable(s, DICT_MT) end
+    rawset(t, p, s)
   end,
 }
 local function state_table(t) return setmetatable(t, state_mt) end

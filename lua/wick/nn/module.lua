@@ -783,8 +783,30 @@ local function registered_below(visiting)
   end
   return below
 end
+local TENSORS = {} -- visiting[TENSORS]: the tensors of the owner's own fields and every tensor under its children
+local walk
+-- A plain table's tensor that one of them is (DARTS' self._alphas = [(n, p) for n, p in
+-- self.named_parameters()]) is named there, not again in the table, as PyTorch leaves a plain list
+-- unregistered
+local function registered_tensors(owner, visiting)
+  local set = visiting[TENSORS]
+  if not set then
+    set = {}
+    for _, key in ipairs(rawget(owner, "_fields")) do
+      local v = rawget(owner, key)
+      if is_tensor(v) then set[v] = true end
+    end
+    for child in pairs(visiting[DIRECT]) do
+      if is_tensor(child) then set[child] = true
+      elseif is_module(child) and child ~= owner then walk(child, "", function(_, t) set[t] = true end, nil, true, true) end
+    end
+    visiting[TENSORS] = set
+  end
+  return set
+end
 add_member = function(out, owner, name, v, visiting, buffer, param, nested)
   if is_tensor(v) then
+    if nested and registered_tensors(owner, visiting)[v] then return end
     if param == nil then param = v:_is_parameter() end
     out[#out + 1] = { name, v, "tensor", buffer == "nonpersistent", buffer ~= nil, param, buffer == "implicit" }
   elseif is_module(v) then
@@ -857,7 +879,7 @@ local function not_state(m) return not m[5] and not m[6] end
 -- the order of first assignment), then its children, each walked the same way.
 -- (A child that is one of the modules being walked, a table's reference back to a
 -- parent, is not walked again: `path` holds them.)
-local function walk(self, prefix, fn, seen, all, no_kind, own, path)
+function walk(self, prefix, fn, seen, all, no_kind, own, path)
   seen, path = seen or {}, path or {}
   path[self] = true
   local list = members(self)

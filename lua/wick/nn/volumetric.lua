@@ -216,6 +216,23 @@ local function window(fn, kernel_size, o)
   return k, triple(stride, fn, "stride", 1), triple(o.padding or 0, fn, "padding", 0)
 end
 
+-- PyTorch's check of a 3-D pool's output, said in the input's own sizes (S3D's AvgPool3d((2, 7, 7))
+-- on a small clip), before the two 2-D passes that compute it
+local function check_pool_output(fn, x, k, s, p, d, ceil_mode)
+  local sizes, outs, small = { x:size(2) }, { x:size(2) }, false
+  for i = 1, 3 do
+    local L = x:size(2 + i)
+    local span = L + 2 * p[i] - d[i] * (k[i] - 1) - 1 + (ceil_mode and s[i] - 1 or 0)
+    local out = floor(span / s[i]) + 1
+    if ceil_mode and (out - 1) * s[i] >= L + p[i] then out = out - 1 end
+    sizes[i + 1], outs[i + 1], small = L, out, small or out < 1
+  end
+  if small then
+    check.fail(fn, "Given input size: (%s). Calculated output size: (%s). Output size is too small",
+      table.concat(sizes, "x"), table.concat(outs, "x"))
+  end
+end
+
 local MAX3D = { stride = "integer|table", padding = "integer|table", dilation = "integer|table",
   ceil_mode = "boolean", return_indices = "boolean" }
 local function max_pool3d(x, kernel_size, ...)
@@ -225,6 +242,7 @@ local function max_pool3d(x, kernel_size, ...)
   x, unbatched = batched5(x, fn)
   local k, s, p = window(fn, kernel_size, o)
   local d = triple(o.dilation or 1, fn, "dilation", 1)
+  check_pool_output(fn, x, k, s, p, d, o.ceil_mode)
   local N, C, D, H, W = x:size(1), x:size(2), x:size(3), x:size(4), x:size(5)
   local ri = o.return_indices == true
   local function pass(t, kk, ss, pp, dd)
@@ -266,6 +284,7 @@ local function avg_pool3d(x, kernel_size, ...)
   x, unbatched = batched5(x, fn)
   local k, s, p = window(fn, kernel_size, o)
   if o.divisor_override ~= nil then check.int(o.divisor_override, fn, "divisor_override", 1) end
+  check_pool_output(fn, x, k, s, p, { 1, 1, 1 }, o.ceil_mode)
   local N, C, D, H, W = x:size(1), x:size(2), x:size(3), x:size(4), x:size(5)
   -- two passes of averages over padded windows (PyTorch's count_include_pad
   -- divisors, the window cut at the padded end), rescaled to the divisor asked for
