@@ -4009,3 +4009,18 @@ describe("the forty-third round's lines, part 11 (DARTS, flamingo, torchvision v
     assert.are.same({ 1, 2, 2, 3, 3 }, F.max_pool3d(wick.randn(1, 2, 3, 5, 5), 2, { ceil_mode = true }):size():totable())
   end)
 end)
+
+describe("the forty-third round's lines, part 12 (score_sde)", function()
+  it("class RSDE(self.__class__) and sde.__class__.__name__ of a wick.Object; a keywords table in stride's place", function()
+    local SDE = wick.Object:extend("SDE")
+    local VPSDE = SDE:extend("VPSDE")
+    local sde = VPSDE()
+    assert.are.equal(VPSDE, sde.__class__)
+    assert.are.equal("VPSDE", sde.__class__.__name__)
+    local RSDE = sde.__class__:extend("RSDE")
+    assert.is_true(wick.isinstance(RSDE(), VPSDE) and wick.isinstance(RSDE(), SDE))
+    support.assert_error_has(function() return nn.Conv2d(3, 3, 3, { init_scale = 0 }) end, "unknown")
+    support.assert_error_has(function() return nn.Conv2d(3, 3, 3, { stride = { init_scale = 0 } }) end,
+      "stride must be an integer or a {h, w} table, got a table with the keys {init_scale}")
+  end)
+end)

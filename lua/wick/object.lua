@@ -5,7 +5,7 @@
 -- init(...). init and the other methods of one's own take PyTorch's keywords
 -- as a module's do (a trailing table naming their parameters), obj(...) calls
 -- obj:__call__(...), tostring(obj) is obj:__repr__() when the class has one,
--- and wick.isinstance(obj, Name) holds.
+-- obj.__class__ is Name (and Name.__name__ its name), and wick.isinstance(obj, Name) holds.
 local check = require("wick.argcheck")
 require("wick.nn.module") -- (which gives wick.nn.common its keyword_method)
 local common = require("wick.nn.common")
@@ -53,7 +53,9 @@ function Object.extend(base, name)
   for k, v in pairs(base) do -- (Lua reads metamethods from the class itself, not its bases)
     if type(k) == "string" and k:sub(1, 2) == "__" and k ~= "__index" and k ~= "__name" then C[k] = v end
   end
-  C.__name, C.super, C.__index = name, base, C
+  -- (obj.__class__ is its class, and obj.__class__.__name__ its name, as Python's: score_sde's
+  -- class RSDE(self.__class__) is getmetatable(self):extend("RSDE") or self.__class__:extend("RSDE"))
+  C.__name, C.__name__, C.super, C.__index, C.__class__ = name, name, base, C, C
   return setmetatable(C, { __index = base, __call = new, __tostring = class_repr, __newindex = define })
 end
 

@@ -19,6 +19,13 @@ function common.pair(v, fn, name, min)
   if type(v) == "table" and #v == 1 and getmetatable(v) == nil then v = v[1] end -- PyTorch's [s]: s for both
   if type(v) == "number" then v = { v, v } end
   if type(v) ~= "table" then check.expected(fn, name, "an integer or a {h, w} table", v) end
+  if #v == 0 and next(v) ~= nil then -- (a keywords table where a value goes: score_sde's conv3x3(c, c, {init_scale = 0.}))
+    local keys = {}
+    for k in pairs(v) do keys[#keys + 1] = tostring(k) end
+    table.sort(keys)
+    check.fail(fn, "%s must be an integer or a {h, w} table, got a table with the keys {%s} (options the layer does "
+      .. "not take, or in the place of %s?)", name, table.concat(keys, ", "), name)
+  end
   if #v ~= 2 then check.fail(fn, "%s must be an integer or a {h, w} table, got a table of %d entries", name, #v) end
   for i = 1, 2 do check.int(v[i], fn, name, min) end
   return { v[1], v[2] }
