@@ -282,7 +282,7 @@ return function(wick)
     end
     if type(hi) == "table" and not is_tensor(hi) then
       check.options(hi, "clamp", { max = "number|tensor", min = "number|tensor" })
-      if hi.min ~= nil then check.fail("clamp", "got multiple values for argument 'min'") end
+      if hi.min ~= nil then check.fail("clamp", "argument 'min' given both by position and as an option") end
       return lo, hi.max
     end
     return lo, hi
@@ -597,20 +597,10 @@ return function(wick)
   -- positional ones or alone (SAC's self.noise.normal_(0., std=0.1) is noise:normal_(0., {std = 0.1}));
   -- a 0-dim tensor is its number (Rainbow's uniform_(0, p_total / batch_size))
   local function keywords(fn, names, a, b)
-    local args, at = { a, b }, b ~= nil and 2 or 1
-    local last = args[at]
-    if type(last) ~= "table" or is_tensor(last) or getmetatable(last) ~= nil then return number_of(a), number_of(b) end
     local spec = {}
     for _, n in ipairs(names) do spec[n] = "number|tensor" end
-    local o = check.options(last, fn, spec)
-    args[at] = nil
-    for i, n in ipairs(names) do
-      if o[n] ~= nil then
-        if args[i] ~= nil then check.fail(fn, "got multiple values for argument '%s'", n) end
-        args[i] = o[n]
-      end
-    end
-    return number_of(args[1]), number_of(args[2])
+    local o = b == nil and check.positional(fn, names, spec, a) or check.positional(fn, names, spec, a, b)
+    return number_of(o[names[1]]), number_of(o[names[2]])
   end
 
   function Tensor.normal_(t, mean, std)
