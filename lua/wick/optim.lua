@@ -1230,6 +1230,22 @@ local function initial_step(self)
   self._is_initial = nil
 end
 
+-- the groups' initial_lr (set from lr on a fresh start; a resumed one, last_epoch >= 0, needs them)
+local function base_lrs_of(name, opt, last_epoch)
+  local base = {}
+  for i, g in ipairs(opt.param_groups) do
+    if g.initial_lr == nil then
+      if last_epoch ~= -1 then
+        check.fail(name, "param 'initial_lr' is not specified in param_groups[%d] when resuming an optimizer "
+          .. "(load the optimizer's state first, or resume the scheduler with load_state_dict)", i)
+      end
+      g.initial_lr = g.lr
+    end
+    base[i] = g.initial_lr
+  end
+  return base
+end
+
 --- Scheduler(opt[, PyTorch's positional arguments][, opts])
 function Scheduler.new(cls, opt, ...)
   if type(cls) ~= "table" or formulas[cls] == nil then check.expected("Scheduler.new", "class", "a scheduler class", cls) end
@@ -1260,16 +1276,7 @@ function Scheduler.new(cls, opt, ...)
   for k, v in pairs(cls.defaults) do self[k] = copy_plain(v) end
   for k, v in pairs(opts) do self[k] = v end
   if spec.validate then spec.validate(self, opt) end
-  for i, g in ipairs(opt.param_groups) do
-    if g.initial_lr == nil then
-      if last_epoch ~= -1 then
-        check.fail(cls.__name, "param 'initial_lr' is not specified in param_groups[%d] when resuming an optimizer "
-          .. "(load the optimizer's state first, or resume the scheduler with load_state_dict)", i)
-      end
-      g.initial_lr = g.lr
-    end
-    self.base_lrs[i] = g.initial_lr
-  end
+  self.base_lrs = base_lrs_of(cls.__name, opt, last_epoch)
   initial_step(self)
   if spec.finish then spec.finish(self) end
   return self
@@ -1319,16 +1326,7 @@ function LRScheduler:init(opt, last_epoch)
   local name = (getmetatable(self) or LRScheduler).__name
   if type(opt) ~= "table" or type(opt.param_groups) ~= "table" then check.expected(name, "optimizer", "an optimizer", opt) end
   last_epoch = last_epoch == nil and -1 or check.int(last_epoch, name, "last_epoch", -1)
-  self.optimizer, self.base_lrs = opt, {}
-  for i, g in ipairs(opt.param_groups) do
-    if g.initial_lr == nil then
-      if last_epoch ~= -1 then
-        check.fail(name, "param 'initial_lr' is not specified in param_groups[%d] when resuming an optimizer", i)
-      end
-      g.initial_lr = g.lr
-    end
-    self.base_lrs[i] = g.initial_lr
-  end
+  self.optimizer, self.base_lrs = opt, base_lrs_of(name, opt, last_epoch)
   self.last_epoch = last_epoch
   initial_step(self)
 end
