@@ -277,9 +277,16 @@ end
 -- A tensor's own attributes (PyTorch's `p.my_flag = True`: any other name a
 -- script sets), kept beside the tensor object, not in its data.
 local attributes = setmetatable({}, { __mode = "k" })
+local named = setmetatable({}, { __mode = "k" }) -- a named result's first tensor: its indices (name_results)
 mt.__index = function(t, k)
   local m = Tensor[k]
-  if m ~= nil then return m end
+  if m ~= nil then
+    if k == "values" or k == "indices" then -- (t:max(dim).values: a named result's, else the sparse readers)
+      local indices = named[t]
+      if indices then return k == "values" and t or indices end
+    end
+    return m
+  end
   if type(k) == "number" then return get_slice(t, k) end
   local f = fields[k]
   if f ~= nil then return f(t) end
@@ -2149,12 +2156,13 @@ function Tensor.coalesce(t)
   coo_parts[c] = { indices = wick.stack(rows), values = values, coalesced = true }
   return c
 end
--- t:indices() and t:values() are methods; read as fields (PyTorch's named
--- tuples: t.max(dim).indices) they are an error that says what to write.
+-- t:indices() and t:values() are methods; read as fields of a tensor that is no named result (see
+-- name_results) they are an error that says what to write.
 local function sparse_reader(name, fn)
   local function misread()
-    core.error(("tensor has no field '%s' (t:max(dim), min, sort, topk, kthvalue and median return two tensors: "
-      .. "local values, indices = t:max(dim); t:%s() reads a tensor as a sparse one)"):format(name, name))
+    core.error(("tensor has no field '%s' (the first tensor of t:max(dim), min, sort, topk, kthvalue, median, mode, "
+      .. "cummax and cummin has .values and .indices, as PyTorch's named tuples, or local values, indices = "
+      .. "t:max(dim); t:%s() reads a tensor as a sparse one)"):format(name, name))
   end
   local mt = { __call = function(_, t, ...) return fn(check_tensor(t, name, "self"), ...) end, __index = misread,
     __newindex = misread, __tostring = misread, __len = misread, __concat = misread, __unm = misread }
@@ -2346,6 +2354,24 @@ end
 function wick.save(value, path, opts) return require("wick.serialize").save(value, path, opts) end
 function wick.load(path, opts) return require("wick.serialize").load(path, opts) end
 function wick.save_safetensors(tbl, path) return require("wick.serialize").save_safetensors(tbl, path) end
+-- PyTorch's named tuples: the first tensor of t:max(dim) (min, sort, topk, kthvalue, median,
+-- nanmedian, mode, cummax, cummin) answers .values and .indices with the result's two tensors
+-- (RetNet's kv.max(dim=-1, keepdim=True).values, torch.topk(x, k).indices)
+local function name_results(f)
+  return function(...)
+    local a, b = f(...) -- (one result, or two)
+    if b == nil then return a end
+    if getmetatable(b) == mt and getmetatable(a) == mt then named[a] = b end
+    return a, b
+  end
+end
+for _, name in ipairs({ "max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax", "cummin" }) do
+  for _, owner in ipairs({ Tensor, wick }) do
+    local f = rawget(owner, name)
+    if f ~= nil then owner[name] = name_results(f) end
+  end
+end
+
 setmetatable(wick, {
   __index = function(t, k)
     local module = lazy[k]
