@@ -4045,3 +4045,28 @@ describe("the forty-third round's lines, part 13 (RetNet)", function()
     support.assert_error_has(function() return t.values:clamp(1) end, "the first tensor of t:max(dim)")
   end)
 end)
+
+describe("the forty-third round's lines, part 14 (fairseq, pykan)", function()
+  it("fairseq's m(x, incremental_state=incremental_state) with the state {} on the first step: kept", function()
+    local A = nn.Module:extend("A")
+    function A:forward(x, incremental_state, flag) return incremental_state end
+    local state = {}
+    assert.are.equal(state, A()(1, { incremental_state = state }))
+    assert.are.equal(state, A():forward(1, { incremental_state = state }))
+    assert.are.equal(state, A()(1, { incremental_state = state, flag = true }))
+  end)
+
+  it("L-BFGS' p.add_(d, alpha=step_size) with a 0-dim tensor; lstsq's gels on a rank-deficient matrix", function()
+    local q = wick.ones(3)
+    assert.are.same({ 3, 3, 3 }, q:add_(wick.ones(3), { alpha = wick.tensor(2.0) }):totable())
+    assert.are.same({ 1, 1, 1 }, q:sub(wick.ones(3), { alpha = wick.tensor(2.0) }):totable())
+    assert.are.same({ 5, 5, 5 }, q:clone():addcmul_(wick.ones(3), wick.ones(3), { value = wick.tensor(2.0) }):totable())
+    support.assert_error_has(function() return q:add(q, { alpha = wick.ones(2) }) end, "expected a number for option 'alpha'")
+    support.assert_error_has(function() return wick.zeros(2, 3):expand(2, wick.tensor(3.)) end, "got a float32 tensor of 0 dims")
+    local A = wick.tensor({ { 1., 0. }, { 2., 0. }, { 3., 0. } }, { dtype = "float64" })
+    local b = wick.ones(3, 1, { dtype = "float64" })
+    support.assert_error_has(function() return wick.linalg.lstsq(A, b, { driver = "gels" }) end,
+      "does not have full rank (error code: 2)")
+    assert.is_true(math.abs(wick.linalg.lstsq(A, b).solution[1][1]:item() - 6 / 14) < 1e-12) -- gelsy: minimum norm
+  end)
+end)

@@ -596,6 +596,12 @@ function linalg.lstsq(A, B, rcond, opts)
   else
     X, rank, S = lstsq_solve(A, B, rcond)
   end
+  -- gels (a QR, no pivoting) fails on a matrix without full rank, as PyTorch's LAPACK call does (old pykan's
+  -- try: lstsq(..., driver='gels') except: print('lstsq failed'))
+  if driver == "gels" and rank:numel() > 0 and rank:lt(math.min(m, n)):any() then
+    check.fail(fn, "The least squares solution could not be computed because the input matrix does not have full rank "
+      .. "(error code: %d).", rank:min():item() + 1)
+  end
   local empty = function(dtype) return wick.empty({ 0 }, { dtype = dtype, device = A.device }) end
   local residuals = empty(A.dtype)
   if driver ~= "gelsy" and m > n and rank:eq(n):all() then

@@ -1280,7 +1280,7 @@ return function(wick)
     end
   end
 
-  local VALUE = { value = "number" }
+  local VALUE = { value = "number|tensor" } -- (a one-element tensor is its number: L-BFGS' value=t)
   -- t + value * (t1 op t2): the operands and value checked first
   local function addc(t, a, b, opts, fn, div)
     check.tensor(t, fn, "self")
@@ -1292,6 +1292,10 @@ return function(wick)
     check.tensor(a, fn, "tensor1")
     check.tensor(b, fn, "tensor2")
     local value = type(opts) == "number" and opts or check.options(opts, fn, VALUE).value or 1
+    if is_tensor(value) then
+      if value:numel() ~= 1 then check.fail(fn, "value must be a number or a one-element tensor, got %s", tostring(value.shape)) end
+      value = value:item()
+    end
     return t + (div and a / b or a * b) * value
   end
   function Tensor.addcmul(t, a, b, opts) return addc(t, a, b, opts, "addcmul", false) end

@@ -122,6 +122,12 @@ wick_tensor **wl_new_slot(lua_State *L) {
 lua_Number wl_checknumber(lua_State *L, int idx, const char *fn, const char *what) {
     if (lua_type(L, idx) != LUA_TNUMBER) {
         wick_tensor *t = wl_totensor(L, idx); /* a tensor is named as one, not as Lua's userdata */
+        wick_dtype dt = t ? wick_tensor_dtype(t) : WICK_FLOAT32;
+        if (t && wick_tensor_ndim(t) == 0 && dt != WICK_BOOL && !wick_dtype_is_complex(dt)) {
+            double v; /* a 0-dim real tensor as its number, PyTorch's Scalar (L-BFGS' p.add_(d, alpha=t)) */
+            wl_check(L, wick_item_double(t, &v));
+            return v;
+        }
         if (t)
             wl_raise(L, "%s: expected a number for %s, got a %s tensor of %d dims", fn, what,
                      wick_dtype_name(wick_tensor_dtype(t)), wick_tensor_ndim(t));
@@ -144,6 +150,9 @@ int64_t wl_checkint(lua_State *L, int idx, const char *fn, const char *what) {
         wl_check(L, wick_item_int64(t, &v));
         return v;
     }
+    if (t) /* (a floating one is no integer, as PyTorch's sizes refuse it) */
+        wl_raise(L, "%s: expected a number for %s, got a %s tensor of %d dims", fn, what,
+                 wick_dtype_name(wick_tensor_dtype(t)), wick_tensor_ndim(t));
     lua_Number v = wl_checknumber(L, idx, fn, what);
     if (v != floor(v) || fabs(v) > 9.007199254740992e15)
         wl_raise(L, "%s: expected an integer for %s, got %.17g", fn, what, v);

@@ -161,12 +161,15 @@ end
 -- its first argument, HF's config); without `...`,
 -- a `{}` before its last parameter is an empty keyword call.
 -- `owner` and `method` name f in that error: a module or a class, "forward" or "init".
+-- the tables a binding gave as values (weak keys): binding again, as a module call's forward does,
+-- keeps them values (fairseq's m(x, {incremental_state = {}}): the empty state is no empty keyword call)
+local bound_values = setmetatable({}, { __mode = "k" })
 local function bind_keywords(owner, method, f, n, ...)
   -- (trailing nils are Lua's absent arguments: PatchTST's Backbone({c_in = 3, ...}, kwargs) with kwargs
   -- nil, Python's empty **kwargs, binds the table)
   while n > 1 and select(n, ...) == nil do n = n - 1 end
   local t = select(n, ...)
-  if type(t) ~= "table" or getmetatable(t) ~= nil or #t > 0 then return nil end
+  if type(t) ~= "table" or getmetatable(t) ~= nil or #t > 0 or bound_values[t] then return nil end
   local names = positions_of(f)
   if not names then return nil end
   local top, others, earlier = n - 1, false, nil
@@ -233,7 +236,9 @@ local function bind_keywords(owner, method, f, n, ...)
   local args, kwargs = { ... }, nil
   args[n] = nil
   for k, v in pairs(t) do
-    if names[k] then args[names[k]] = v
+    if names[k] then
+      args[names[k]] = v
+      if type(v) == "table" and getmetatable(v) == nil then bound_values[v] = true end
     else kwargs = kwargs or {}; kwargs[k] = v end
   end
   if others then top = math.max(top, extra); args[extra] = kwargs end
