@@ -631,8 +631,10 @@ end)
 
 -- ---- behaviour ----
 
+-- (three cycles: a tensor held by a weak-keyed table's value, a named result's indices beside its
+-- values, h:max(2).indices, is freed the cycle after its key is)
 local function settle()
-  collectgarbage(); collectgarbage()
+  collectgarbage(); collectgarbage(); collectgarbage()
   return wick._core.cpu_bytes_in_use()
 end
 

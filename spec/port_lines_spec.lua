@@ -4070,3 +4070,49 @@ describe("the forty-third round's lines, part 14 (fairseq, pykan)", function()
     assert.is_true(math.abs(wick.linalg.lstsq(A, b).solution[1][1]:item() - 6 / 14) < 1e-12) -- gelsy: minimum norm
   end)
 end)
+
+describe("the forty-third round's lines, part 15 (fairseq, MobileViT)", function()
+  it("fairseq's weight_expanded.as_strided((B, T, K), (T*(T+K-1), T+K, 1)).copy_(weight): the gradient reaches weight", function()
+    local B, T, K = 2, 3, 3
+    local w = wick.randn(B, T, K, { dtype = "float64", requires_grad = true })
+    local we = w:new_zeros(B, T, T + K - 1)
+    we:as_strided({ B, T, K }, { T * (T + K - 1), T + K, 1 }):copy_(w)
+    local x = wick.randn(B, T, 4, { dtype = "float64" })
+    wick.bmm(we:narrow(3, 2, T), x):sum():backward()
+    -- the same band built row by row
+    local w2 = w:detach():clone():requires_grad_()
+    local rows = {}
+    for b = 1, B do
+      local m = wick.zeros(T, T + K - 1, { dtype = "float64" })
+      for t = 1, T do m[{ t, { t, t + K - 1 } }] = w2[{ b, t }] end
+      rows[b] = m
+    end
+    wick.bmm(wick.stack(rows):narrow(3, 2, T), x):sum():backward()
+    assert.is_true((w.grad - w2.grad):abs():max():item() < 1e-15)
+    -- a view whose elements overlap takes no tracked write
+    local base = wick.zeros(6)
+    support.assert_error_has(function()
+      base:as_strided({ 2, 3 }, { 1, 1 }):copy_(wick.ones(2, 3, { requires_grad = true }))
+    end, "in-place operation on a tensor that autograd tracks")
+  end)
+
+  it("MobileViT's class AdamWOptimizer(BaseOptim, AdamW) calling AdamW.__init__(self, params=..., lr=...)", function()
+    local AdamWOptimizer = wick.optim.AdamW:extend("AdamWOptimizer")
+    function AdamWOptimizer:init(params, opts)
+      self.marker = true
+      wick.optim.AdamW.init(self, { params = params, lr = opts.lr, betas = { 0.9, 0.99 }, weight_decay = opts.wd })
+    end
+    local w = nn.Parameter(wick.ones(3))
+    local o = AdamWOptimizer({ w }, { lr = 0.1, wd = 0.01 })
+    local w2 = nn.Parameter(wick.ones(3))
+    local o2 = wick.optim.AdamW({ w2 }, { lr = 0.1, betas = { 0.9, 0.99 }, weight_decay = 0.01 })
+    w.grad, w2.grad = wick.ones(3), wick.ones(3)
+    o:step()
+    o2:step()
+    assert.are.same(w2:totable(), w:totable())
+    assert.is_true(o.marker and wick.isinstance(o, wick.optim.AdamW))
+    local S = wick.optim.SGD:extend("MySGD")
+    assert.are.equal(0.9, S({ w }, 0.1, { momentum = 0.9 }).param_groups[1].momentum)
+    support.assert_error_has(function() return wick.optim.LBFGS:extend("X") end, "LBFGS cannot be extended here")
+  end)
+end)

@@ -49,6 +49,7 @@ local function optimizer_repr(self)
 end
 Optimizer.__tostring = optimizer_repr
 
+local init_builtin -- (below: a built-in optimizer's init on an instance)
 local function class(name, defaults, step, kinds)
   local C = setmetatable({}, { __index = Optimizer, __call = function(cls, params, ...) return cls.new(cls, params, ...) end })
   C.__index = C
@@ -57,7 +58,15 @@ local function class(name, defaults, step, kinds)
   C.defaults = defaults
   C._nil_kinds = kinds
   updates[C] = step
+  -- C.init(self, params, ...): what C(params, ...) does, on an instance of a subclass of C
+  -- (MobileViT's AdamWOptimizer(BaseOptim, AdamW) calls AdamW.__init__(self, params=..., lr=...))
+  if step then C.init = function(self, params, ...) return init_builtin(self, C, params, ...) end end
   return C
+end
+-- the update rule of an optimizer's class: its own, or the built-in class it extends
+local function update_rule(cls)
+  while type(cls) == "table" and updates[cls] == nil do cls = rawget(cls, "super") end
+  return type(cls) == "table" and updates[cls] or nil
 end
 
 -- Options PyTorch's optimizers take that choose an implementation, not a result
@@ -275,12 +284,16 @@ local function state_table(t) return setmetatable(t, state_mt) end
 --- in the options table.
 function Optimizer.new(cls, params, ...)
   if type(cls) ~= "table" or type(cls.defaults) ~= "table" then check.expected("Optimizer.new", "class", "an optimizer class", cls) end
+  return init_builtin(setmetatable({}, cls), cls, params, ...)
+end
+-- self gets the groups, state and defaults of the built-in class cls from PyTorch's arguments
+function init_builtin(self, cls, params, ...)
   -- all by keyword (PyTorch's Adam(lr=1e-4, params=model.parameters())): the parameters in the options
   if type(params) == "table" and getmetatable(params) == nil and params.params ~= nil and #params == 0
     and select("#", ...) == 0 then
     local rest = {}
     for k, v in pairs(params) do if k ~= "params" then rest[k] = v end end
-    return Optimizer.new(cls, params.params, rest)
+    return init_builtin(self, cls, params.params, rest)
   end
   local opts = check.positional(cls.__name, POSITIONAL[cls.__name] or {}, option_kinds(cls), ...)
   params = parameter_list(params)
@@ -291,7 +304,7 @@ function Optimizer.new(cls, params, ...)
   local defaults = {}
   for k, v in pairs(cls.defaults) do defaults[k] = v end
   for k, v in pairs(opts) do defaults[k] = v end
-  local self = setmetatable({ param_groups = group_list(), state = state_table({}), defaults = defaults }, cls)
+  self.param_groups, self.state, self.defaults = group_list(), state_table(rawget(self, "state") or {}), defaults
   -- an array of tensors, or an array of groups {params = {...}, lr = ...}
   local list = wick.is_tensor(params[1]) and { { params = params } } or params
   for gi, g in ipairs(list) do self:add_param_group(g, gi) end
@@ -310,7 +323,10 @@ end
 -- init (done(obj) says it did; `args` names its arguments in the message)
 local function subclass(base, root, name, fresh, done, args, hint)
   local what = root.__name
-  if type(base) ~= "table" or (base ~= root and rawget(base, "super") == nil) then
+  if type(base) ~= "table" or (base ~= root and rawget(base, "super") == nil and not updates[base]) then
+    if type(base) == "table" and rawget(base, "__name") then -- (LBFGS, whose step is a closure's)
+      check.fail(what .. ".extend", "%s cannot be extended here: extend %s itself", base.__name, what)
+    end
     check.expected(what .. ".extend", "self", "an " .. what .. " class", base)
   end
   if name ~= nil then check.string(name, what .. ".extend", "name") end
@@ -423,7 +439,7 @@ local function plain_numbers(group)
 end
 
 local function update_all(self)
-  local update = updates[getmetatable(self)]
+  local update = update_rule(getmetatable(self))
   if not update then wick.error(("%s:step: this optimizer has no update rule"):format(tostring(getmetatable(self).__name))) end
   for _, group in ipairs(self.param_groups) do
     plain_numbers(group)

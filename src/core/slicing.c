@@ -549,7 +549,7 @@ wick_status wick_index_copy_(wick_tensor *t, int dim, const wick_tensor *index, 
      * index_copy_(0, mask.nonzero().squeeze(), emb) when one token falls in a cluster) */
     wick_tensor *one;
     int64_t n = 1;
-    TRY(wick_reshape(&one, index, 1, &n));
+    TRY(wick_reshape(&one, (wick_tensor *)index, 1, &n)); /* (a view: index stays as it was) */
     wick_status st = key_index_put("index_copy_", t, 0, NULL, dim, 1, one, source, 0, 0, true);
     wick_tensor_release(one);
     return st;

@@ -927,6 +927,28 @@ wick_status wick_flatten(wick_tensor **out, wick_tensor *t, int start, int end) 
 
 int64_t wick_storage_numel(const wick_tensor *t) { return (int64_t)(t->storage->nbytes / wk_dtype_size(t->dtype)); }
 
+/* Whether two positions of a (sizes, strides) view are one element: with the dims by stride, each
+ * stride must pass the span of the dims below it (a 0 stride of a dim of more than one overlaps). */
+static bool overlapping(int ndim, const int64_t *sizes, const int64_t *strides) {
+    int order[WICK_MAX_DIMS], n = 0;
+    for (int i = 0; i < ndim; i++) {
+        if (sizes[i] == 0) return false; /* (no element at all) */
+        if (sizes[i] > 1) order[n++] = i;
+    }
+    for (int i = 1; i < n; i++) /* insertion sort by stride, a handful of dims */
+        for (int j = i; j > 0 && strides[order[j]] < strides[order[j - 1]]; j--) {
+            int k = order[j];
+            order[j] = order[j - 1], order[j - 1] = k;
+        }
+    int64_t span = 0; /* the largest offset the dims below reach */
+    for (int i = 0; i < n; i++) {
+        int d = order[i];
+        if (strides[d] <= span) return true;
+        span += strides[d] * (sizes[d] - 1);
+    }
+    return false;
+}
+
 wick_status wick_as_strided(wick_tensor **out, wick_tensor *t, int ndim, const int64_t *sizes,
                             const int64_t *strides, int64_t offset) {
     if (ndim < 0 || ndim > WICK_MAX_DIMS) return wick_fail(WICK_ERR_ARGUMENT, "as_strided: at most %d dimensions", WICK_MAX_DIMS);
@@ -935,7 +957,13 @@ wick_status wick_as_strided(wick_tensor **out, wick_tensor *t, int ndim, const i
             return wick_fail(WICK_ERR_ARGUMENT, "as_strided: sizes and strides must be non-negative");
     wick_status st = check_view("as_strided", t, ndim, sizes, strides, offset);
     if (st) return st;
-    return wk_tensor_view(out, t, ndim, sizes, strides, offset);
+    wick_tensor *r;
+    if ((st = wk_tensor_view(&r, t, ndim, sizes, strides, offset))) return st;
+    /* a view whose elements are distinct ones of t's storage: a write through it reaches t's
+     * history, as a narrow's does (fairseq's weight_expanded.as_strided(...).copy_(weight)) */
+    if (!overlapping(ndim, sizes, strides)) wk_note_view_base(r, t);
+    *out = r;
+    return WICK_OK;
 }
 
 wick_status wick_contiguous(wick_tensor **out, wick_tensor *t) {
