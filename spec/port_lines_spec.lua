@@ -4116,3 +4116,16 @@ describe("the forty-third round's lines, part 15 (fairseq, MobileViT)", function
     support.assert_error_has(function() return wick.optim.LBFGS:extend("X") end, "LBFGS cannot be extended here")
   end)
 end)
+
+describe("the forty-third round's lines, part 16 (WaveGlow)", function()
+  it("z.type() == 'torch.cuda.HalfTensor' and torch.slogdet(W)[1]", function()
+    assert.are.equal("torch.HalfTensor", wick.zeros(2, { dtype = "float16" }):type())
+    assert.are.equal("torch.DoubleTensor", wick.zeros(2, { dtype = "float64" }):type())
+    assert.are.equal("torch.BoolTensor", wick.zeros(2):gt(0):type())
+    assert.are.equal("float64", wick.zeros(2):type("torch.DoubleTensor").dtype)
+    support.assert_error_has(function() return wick.slogdet(wick.eye(3))[2] end,
+      "a function that returns several tensors gives them as several values: local sign, logabsdet = wick.slogdet(W)")
+    local _, logabsdet = wick.slogdet(wick.eye(3) * 2)
+    assert.is_true(math.abs(logabsdet:item() - 3 * math.log(2)) < 1e-6)
+  end)
+end)

@@ -448,12 +448,19 @@ end
 local LEGACY = { FloatTensor = "float32", DoubleTensor = "float64", HalfTensor = "float16",
   BFloat16Tensor = "bfloat16", LongTensor = "int64", IntTensor = "int32", ShortTensor = "int16",
   CharTensor = "int8", ByteTensor = "uint8", BoolTensor = "bool" }
---- t:type(): the dtype's name; t:type(dtype) converts, like t:to(dtype): dtype is
+local TYPE_NAME = { complex64 = "ComplexFloatTensor", complex128 = "ComplexDoubleTensor" }
+for name, dtype in pairs(LEGACY) do TYPE_NAME[dtype] = name end
+-- PyTorch's (and Torch7's) type name of a tensor: "torch.FloatTensor", "torch.cuda.HalfTensor"
+local function type_name(t)
+  return "torch." .. (t.device.type == "cuda" and "cuda." or "") .. (TYPE_NAME[t.dtype] or t.dtype)
+end
+--- t:type(): PyTorch's type name ("torch.FloatTensor", "torch.cuda.HalfTensor": WaveGlow's
+--- z.type() == 'torch.cuda.HalfTensor'); t:type(dtype) converts, like t:to(dtype): dtype is
 --- a dtype, its name, PyTorch's type name ("torch.cuda.FloatTensor") or a legacy type
 --- (wick.FloatTensor, wick.cuda.LongTensor: also moves to that device)
 function Tensor.type(t, dtype, ...)
   check_tensor(t, "type", "self")
-  if dtype == nil then return t.dtype end
+  if dtype == nil then return type_name(t) end
   if rawequal(dtype, Tensor) then return t:to({ dtype = core.get_default_dtype() }) end -- torch.Tensor: the default dtype
   if type(dtype) == "table" and rawget(dtype, "_legacy_dtype") then
     return t:to({ dtype = dtype._legacy_dtype, device = dtype._legacy_device or t.device })
@@ -465,6 +472,14 @@ function Tensor.type(t, dtype, ...)
     end
   end
   return t:to(dtype, ...)
+end
+--- wick.typename(v): torch.typename, a tensor's type name (t:type()), else the class name of a module
+--- or an object, else Lua's type
+function wick.typename(v)
+  if getmetatable(v) == mt then return type_name(v) end
+  local c = type(v) == "table" and getmetatable(v)
+  if type(c) == "table" and type(rawget(c, "__name")) == "string" then return rawget(c, "__name") end
+  return type(v)
 end
 function Tensor.nelement(t) return check_tensor(t, "nelement", "self"):numel() end
 --- t:get_device(): -1 on the CPU, else the device's index (PyTorch's)

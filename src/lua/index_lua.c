@@ -612,7 +612,9 @@ WL_FUNCTION(t_index_get) {
     }
     if (lua_type(L, 2) == LUA_TNUMBER) {
         wick_key_entry e = {1, 0, 1, 1};
-        if (wick_tensor_ndim(t) == 0) wl_raise(L, "index: cannot index a 0-dim tensor with a number (use :item())");
+        if (wick_tensor_ndim(t) == 0) /* (Python's torch.slogdet(W)[1]: a function's results are Lua's several values) */
+            wl_raise(L, "index: cannot index a 0-dim tensor with a number (use :item(); a function that returns several "
+                        "tensors gives them as several values: local sign, logabsdet = wick.slogdet(W))");
         e.start = select_index(L, 2, wick_tensor_sizes(t)[0], 0);
         wick_tensor **slot = wl_new_slot(L);
         wl_check(L, wick_index_view(slot, t, 1, &e));

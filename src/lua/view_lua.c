@@ -138,7 +138,9 @@ static int64_t lua_index(lua_State *L, int idx, int64_t size, const char *fn, in
 
 static int64_t dim_size(lua_State *L, wick_tensor *a, int dim, const char *fn) {
     int n = wick_tensor_ndim(a);
-    if (n == 0) wl_raise(L, "%s: cannot index a 0-dim tensor (it holds one value: t:item())", fn);
+    if (n == 0) /* (Python's torch.slogdet(W)[1]: a function's results are Lua's several values) */
+        wl_raise(L, "%s: cannot index a 0-dim tensor (it holds one value: t:item(); a function that returns several "
+                    "tensors gives them as several values: local sign, logabsdet = wick.slogdet(W))", fn);
     int d = dim < 0 ? dim + n : dim;
     if (d < 0 || d >= n) wl_raise(L, "%s: dimension %d out of range (expected 1 to %d, or -%d to -1)", fn, dim < 0 ? dim : dim + 1, n, n);
     return wick_tensor_sizes(a)[d];
