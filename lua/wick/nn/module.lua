@@ -189,7 +189,8 @@ local function bind_keywords(owner, method, f, n, ...)
       "got multiple values for argument '%s' (given at its place and in the keywords table)", earlier)
   end
   -- (an init's first argument stays a value: HF's config object, Model(config))
-  local kw_at = (method ~= "init" or n > 1) and varargs_at(f)
+  -- (or its options parameter after declared names: IPA's IPABlock(dim, {heads = 4}), Python's **kwargs)
+  local kw_at = (method ~= "init" or n > 1) and (varargs_at(f) or options_at[undecorated(f)])
   if top < n and not varargs_at(f) then -- PyTorch's TypeError for a misspelt keyword call (else a value)
     local key, name = misspelt(t, names, n)
     if key then
