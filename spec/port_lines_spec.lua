@@ -4151,3 +4151,45 @@ describe("the forty-third round's lines, part 17 (loralib, invariant point atten
     assert.are.same({ 16, 3, 4 }, Block(16, 3, { heads = 4 }).got)
   end)
 end)
+
+describe("the forty-third round's lines, part 18 (ConvNeXt-V2)", function()
+  it("BEiT/ConvNeXt's utils.load_state_dict calls module._load_from_state_dict on each module", function()
+    local net = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+    local sd = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1)):state_dict()
+    sd["3.bias"] = nil
+    sd["head.weight"] = wick.ones(1)
+    local missing, unexpected, errors = {}, {}, {}
+    local function load(module, prefix)
+      module:_load_from_state_dict(sd, prefix, {}, true, missing, unexpected, errors)
+      for name, child in module:named_children() do load(child, prefix .. name .. ".") end
+    end
+    load(net, "")
+    assert.are.equal(0, (net[1].weight - sd["1.weight"]):abs():max():item())
+    assert.are.same({ "3.bias" }, missing)
+    assert.are.same({ "head.weight" }, unexpected)
+    sd["1.bias"] = wick.ones(5)
+    missing, unexpected, errors = {}, {}, {}
+    net[1]:_load_from_state_dict(sd, "1.", {}, true, missing, unexpected, errors)
+    assert.are.equal(1, #errors)
+    -- an override's super call inside load_state_dict still leaves the copy to load_state_dict
+    local Fixed = nn.Module:extend("Fixed")
+    function Fixed:init() self.lin = nn.Linear(2, 2) end
+    function Fixed:_load_from_state_dict(state_dict, prefix, ...)
+      state_dict[prefix .. "lin.bias"] = state_dict[prefix .. "lin.bias"] or wick.zeros(2)
+      return nn.Module._load_from_state_dict(self, state_dict, prefix, ...)
+    end
+    local f = Fixed()
+    f:load_state_dict({ ["lin.weight"] = wick.ones(2, 2) })
+    assert.are.same({ 0, 0 }, f.lin.bias:totable())
+  end)
+
+  it("upsample_mask's repeat_interleave(scale, axis=1); list(checkpoint_model.keys())", function()
+    local m = wick.ones(2, 4):reshape(-1, 2, 2):repeat_interleave(2, { axis = 2 }):repeat_interleave(2, { axis = 3 })
+    assert.are.same({ 2, 4, 4 }, m:size():totable())
+    support.assert_error_has(function() return wick.ones(2):repeat_interleave(2, { axis = 1, dim = 1 }) end, "got both dim and axis")
+    local sd = nn.Linear(2, 2):state_dict()
+    assert.are.same({ "weight", "bias" }, wick.list(sd:keys()))
+    assert.are.same({ "weight", "bias" }, wick.list(sd))
+    assert.are.equal(3, #wick.list(wick.zeros(3, 2)))
+  end)
+end)

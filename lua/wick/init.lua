@@ -2246,6 +2246,15 @@ function Tensor.iter(t)
   end
 end
 
+--- wick.list(iterable): Python's list(): an array of an iterator's values (list(sd.keys())), a dict's
+--- keys (a state dict, a ModuleDict), a tensor's slices along dim 1, an array's items (a copy)
+function wick.list(iterable)
+  local out = {}
+  if require("wick.ordered").is(iterable) then iterable = iterable:keys() end
+  for _, v in wick.enumerate(iterable) do out[#out + 1] = v end
+  return out
+end
+
 --- wick.enumerate(loader[, start = 0]): `for i, x, y in wick.enumerate(loader)`, the
 --- count first as Python's enumerate gives it (from 0 unless start says); also a
 --- tensor's slices along dim 1 and an array's items

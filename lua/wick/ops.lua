@@ -1102,10 +1102,13 @@ return function(wick)
     if type(repeats) == "table" and not is_tensor(repeats) and repeats[1] == nil and next(repeats) ~= nil
       and dim == nil then
       local o = check.options(repeats, "repeat_interleave", { repeats = "number|table|tensor", dim = "integer",
-        output_size = "integer" })
-      repeats, dim = o.repeats, o.dim
-    elseif type(dim) == "table" then
-      dim = check.options(dim, "repeat_interleave", { dim = "integer", output_size = "integer" }).dim
+        axis = "integer", output_size = "integer" })
+      if o.dim ~= nil and o.axis ~= nil then check.fail("repeat_interleave", "got both dim and axis (axis is another name for dim)") end
+      repeats, dim = o.repeats, o.dim or o.axis
+    elseif type(dim) == "table" then -- (axis: NumPy's name, as PyTorch takes it: ConvNeXt-V2's upsample_mask)
+      local o = check.options(dim, "repeat_interleave", { dim = "integer", axis = "integer", output_size = "integer" })
+      if o.dim ~= nil and o.axis ~= nil then check.fail("repeat_interleave", "got both dim and axis (axis is another name for dim)") end
+      dim = o.dim or o.axis
     end
     if dim == nil then t, dim = t:reshape(-1), 1 end
     local d = wrap_dim(t, dim, "repeat_interleave")

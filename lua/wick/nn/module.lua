@@ -1086,9 +1086,48 @@ function Module:compile(opts)
   wick.compile(self, opts)
 end
 
---- m:_load_from_state_dict(...): what a subclass's override calls through super; the copy itself is
---- load_state_dict's (it calls the overrides first, each with the state dict it may change)
-function Module._load_from_state_dict() end
+--- m:_load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+--- error_msgs): PyTorch's: copies the module's own tensors (not its children's) from
+--- state_dict[prefix .. name] and appends to the lists what is missing, unexpected (when strict) or
+--- mismatched (BEiT/ConvNeXt's utils.load_state_dict walks the modules calling it). Inside
+--- load_state_dict, which runs a class's override first (a renaming one) and then copies
+--- everything itself, the super call reaching here does nothing.
+local inside_load = 0 -- (load_state_dict running the overrides)
+function Module:_load_from_state_dict(state_dict, prefix, _, strict, missing, unexpected, errors)
+  this(self, "_load_from_state_dict")
+  if inside_load > 0 then return end
+  check.table(state_dict, "_load_from_state_dict", "state_dict")
+  prefix = prefix == nil and "" or check.string(prefix, "_load_from_state_dict", "prefix")
+  local own = {}
+  walk(self, "", function(name, t) own[name] = t end, nil, true, true, true)
+  wick.no_grad(function()
+    for name, t in pairs(own) do
+      local v = state_dict[prefix .. name]
+      if v == nil then
+        if missing then missing[#missing + 1] = prefix .. name end
+      elseif not wick.is_tensor(v) or tostring(v.shape) ~= tostring(t.shape) then
+        if errors then
+          errors[#errors + 1] = ("size mismatch for %s: copying a param with shape %s from checkpoint, the shape in "
+            .. "current model is %s."):format(prefix .. name, wick.is_tensor(v) and tostring(v.shape) or type(v), tostring(t.shape))
+        end
+      else
+        t:copy_(v)
+      end
+    end
+  end)
+  if strict and unexpected then
+    local names = {}
+    for k in pairs(state_dict) do
+      if type(k) == "string" and k:sub(1, #prefix) == prefix then
+        local first = k:sub(#prefix + 1):match("^[^.]*")
+        local ok, child = pcall(function() return self[first] end) -- (a child's keys are the child's)
+        if own[k:sub(#prefix + 1)] == nil and not (ok and is_module(child)) then names[#names + 1] = k end
+      end
+    end
+    table.sort(names)
+    for _, k in ipairs(names) do unexpected[#unexpected + 1] = k end
+  end
+end
 
 --- set_submodule("layer3.1.conv2", module): the module at that dotted name replaced (its parent must exist)
 function Module:set_submodule(target, module)
@@ -1520,7 +1559,12 @@ function Module:load_state_dict(sd, ...)
     local copy = {}
     for k, v in pairs(sd) do copy[k] = v end
     sd = copy
-    for _, h in ipairs(pre) do h[3](h[1], sd, h[2], {}, strict, missing, unexpected, mismatched) end
+    inside_load = inside_load + 1
+    local ok, err = pcall(function()
+      for _, h in ipairs(pre) do h[3](h[1], sd, h[2], {}, strict, missing, unexpected, mismatched) end
+    end)
+    inside_load = inside_load - 1
+    if not ok then error(err, 0) end
   end
   for _, name in ipairs(order) do
     local v = sd[name]
