@@ -4193,3 +4193,23 @@ describe("the forty-third round's lines, part 18 (ConvNeXt-V2)", function()
     assert.are.equal(3, #wick.list(wick.zeros(3, 2)))
   end)
 end)
+
+describe("the forty-third round's lines, part 19 (RAFT)", function()
+  it("copy.deepcopy(model) after a forward that cached activations in a plain list: no new parameters", function()
+    local Net = nn.Module:extend("Net")
+    function Net:init() self.fc = nn.Linear(2, 2); self.cache = { wick.tensor(0) } end
+    function Net:forward(x)
+      local y = self.fc(x)
+      self.cache = { y }
+      return y
+    end
+    local m = Net()
+    m(wick.randn(3, 2))
+    local c = wick.deepcopy(m)
+    assert.are.equal(#m:parameters(), #c:parameters())
+    assert.are.same({ "fc.weight", "fc.bias" }, wick.list(c:state_dict():keys()))
+    assert.is_true(c.fc.weight.requires_grad)
+    assert.is_false(c.cache[1].requires_grad)
+    assert.are.same(m.cache[1]:detach():totable(), c.cache[1]:totable())
+  end)
+end)

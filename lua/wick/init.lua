@@ -2337,7 +2337,9 @@ local function deep_copy(v, memo)
   if wick.is_tensor(v) then
     if memo[v] == nil then
       local c = wick.no_grad(function() return v:detach():clone() end)
-      if v.requires_grad then c:requires_grad_(true) end
+      -- (a leaf that requires grad stays one; an activation, a result in a graph, is copied as its
+      -- values: RAFT's cached corr_pyramid, which PyTorch's deepcopy refuses, makes no parameter)
+      if v.requires_grad and v.is_leaf then c:requires_grad_(true) end
       memo[v] = c
     end
     return memo[v]
