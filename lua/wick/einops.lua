@@ -239,16 +239,19 @@ end
 --- einops.reduce(t, pattern, reduction[, axes_lengths]): reduce the axes the right side drops
 --- (reduction "mean", "sum", "max", "min", "prod", "any", "all", or a function f(x, dims)
 --- of the dims to reduce, 1-based, giving x without them)
+--- ("repeat" and "rearrange" too, einops' own names for those: hyper-connections' Reduce('b ... -> (b s) ...',
+--- 'repeat', s = n))
 local function check_reduction(fn, reduction)
   if type(reduction) == "function" then return end
   check.string(reduction, fn, "reduction")
-  if not REDUCTIONS[reduction] then
-    check.fail(fn, "unknown reduction '%s' (mean, sum, max, min, prod, any, all or a function)", reduction)
+  if not REDUCTIONS[reduction] and reduction ~= "repeat" and reduction ~= "rearrange" then
+    check.fail(fn, "unknown reduction '%s' (mean, sum, max, min, prod, any, all, repeat, rearrange or a function)", reduction)
   end
 end
 function M.reduce(t, pattern, reduction, axes_lengths)
   if type(t) == "table" and not check.is_tensor(t) then t = wick.stack(t) end
   check_reduction("einops.reduce", reduction)
+  if reduction == "repeat" or reduction == "rearrange" then return apply(reduction, t, pattern, nil, axes_lengths) end
   return apply("reduce", t, pattern, reduction, axes_lengths)
 end
 
@@ -361,10 +364,19 @@ end
 
 -- einops.layers.torch: Rearrange and Reduce as modules
 local nn = wick.nn
+-- (the axes' lengths as a table, or by name beside the others, einops' **axes_lengths:
+-- Reduce({pattern = p, reduction = "sum", s = 2}))
+local function with_named(axes_lengths, named)
+  if named == nil then return axes_lengths end
+  local all = {}
+  for k, v in pairs(axes_lengths or {}) do all[k] = v end
+  for k, v in pairs(named) do all[k] = v end
+  return all
+end
 local Rearrange = nn.Module:extend("Rearrange")
-function Rearrange:init(pattern, axes_lengths)
+function Rearrange:init(pattern, axes_lengths, ...)
   check.string(pattern, "Rearrange", "pattern")
-  self.pattern, self.axes_lengths = pattern, lengths_of("Rearrange", axes_lengths)
+  self.pattern, self.axes_lengths = pattern, lengths_of("Rearrange", with_named(axes_lengths, ...))
 end
 function Rearrange:forward(x) return M.rearrange(x, self.pattern, self.axes_lengths) end
 -- einops' repr: the pattern, then each axis length (name=value; sorted:
@@ -378,10 +390,11 @@ local function lengths_repr(lengths)
 end
 function Rearrange:extra_repr() return ("'%s'%s"):format(self.pattern, lengths_repr(self.axes_lengths)) end
 local Reduce = nn.Module:extend("Reduce")
-function Reduce:init(pattern, reduction, axes_lengths)
+function Reduce:init(pattern, reduction, axes_lengths, ...)
   check.string(pattern, "Reduce", "pattern")
   check_reduction("Reduce", reduction)
-  self.pattern, self.reduction, self.axes_lengths = pattern, reduction, lengths_of("Reduce", axes_lengths)
+  self.pattern, self.reduction = pattern, reduction
+  self.axes_lengths = lengths_of("Reduce", with_named(axes_lengths, ...))
 end
 function Reduce:forward(x) return M.reduce(x, self.pattern, self.reduction, self.axes_lengths) end
 function Reduce:extra_repr()
