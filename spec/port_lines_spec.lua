@@ -4229,3 +4229,17 @@ describe("the forty-third round's lines, part 20 (tab-transformer's hyper-connec
     support.assert_error_has(function() return einops.reduce(x, "b d -> b", "median") end, "unknown reduction 'median'")
   end)
 end)
+
+describe("the forty-third round's lines, part 21 (SSD)", function()
+  it("compute_loss's for targets, bbox_regression, ... in zip(...)", function()
+    local seen = {}
+    for t, row, n in wick.zip({ "a", "b", "c" }, wick.tensor({ { 1, 2 }, { 3, 4 } }), { 10, 20, 30 }) do
+      seen[#seen + 1] = { t, row:sum():item(), n }
+    end
+    assert.are.same({ { "a", 3, 10 }, { "b", 7, 20 } }, seen)
+    local none = 0
+    for _ in wick.zip() do none = none + 1 end
+    assert.are.equal(0, none)
+    support.assert_error_has(function() for _ in wick.zip({ 1 }, 3) do end end, "expected a loader")
+  end)
+end)

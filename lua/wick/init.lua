@@ -2255,6 +2255,26 @@ function wick.list(iterable)
   return out
 end
 
+--- wick.zip(a, b, ...): Python's zip: `for t, box, logit in wick.zip(targets, boxes, logits)`, the
+--- i-th items of each (as wick.list gives them: an array's items, a tensor's slices, an iterator's
+--- values) until the shortest ends (SSD's compute_loss)
+function wick.zip(...)
+  local lists, n = {}, math.huge
+  for i = 1, select("#", ...) do
+    lists[i] = wick.list((select(i, ...)))
+    n = math.min(n, #lists[i])
+  end
+  if #lists == 0 then n = 0 end
+  local k = 0
+  return function()
+    k = k + 1
+    if k > n then return nil end
+    local items = {}
+    for i = 1, #lists do items[i] = lists[i][k] end
+    return unpack(items, 1, #lists)
+  end
+end
+
 --- wick.enumerate(loader[, start = 0]): `for i, x, y in wick.enumerate(loader)`, the
 --- count first as Python's enumerate gives it (from 0 unless start says); also a
 --- tensor's slices along dim 1 and an array's items
