@@ -4243,3 +4243,57 @@ describe("the forty-third round's lines, part 21 (SSD)", function()
     support.assert_error_has(function() for _ in wick.zip({ 1 }, 3) do end end, "expected a loader")
   end)
 end)
+
+describe("the forty-third round's lines, part 22 (Switch Transformers)", function()
+  it("a Function with several outputs runs its backward once, with every output's gradient", function()
+    local calls = 0
+    local Two = wick.autograd.Function:extend("Two")
+    function Two.forward(_, x) return x * 2, (x * 3):double() end
+    function Two.backward(_, g1, g2)
+      calls = calls + 1
+      return g1 * 2 + g2:float() * 3
+    end
+    local x = wick.tensor({ 1.0, 2.0 }, { requires_grad = true })
+    local a, b = Two.apply(x)
+    assert.are.same({ "TwoBackward", "TwoBackward", "float64" }, { a.grad_fn, b.grad_fn, b.dtype })
+    ;(a:sum() + b:sum() * 10):backward()
+    assert.are.equal(1, calls)
+    assert.are.same({ 32, 32 }, x.grad:totable())
+    -- set_materialize_grads(false): an output without a gradient is nil
+    local N = wick.autograd.Function:extend("N")
+    local seen
+    function N.forward(ctx, x)
+      ctx:set_materialize_grads(false)
+      return x * 2, x * 3
+    end
+    function N.backward(_, g1, g2)
+      seen = { g1 ~= nil, g2 ~= nil }
+      return g1 * 2
+    end
+    local y = wick.tensor({ 1.0 }, { requires_grad = true })
+    local p = N.apply(y)
+    p:sum():backward()
+    assert.are.same({ true, false }, seen)
+    -- a checkpointed block's BatchNorm counts one recomputation
+    local bn = nn.BatchNorm1d(2)
+    local out = wick.utils.checkpoint.checkpoint(function(v)
+      local h = bn(v)
+      return { h * 2, h:sin() }
+    end, wick.tensor({ { 1, 2 }, { 3, 5 }, { -1, .5 } }, { requires_grad = true }), { use_reentrant = false })
+    ;(out[1]:sum() + out[2]:sum()):backward()
+    assert.are.equal(2, bn.num_batches_tracked:item())
+  end)
+
+  it("checkpoint(use_reentrant=False) of a block returning (hidden, (router_logits, ...)); super().__call__", function()
+    local w = wick.tensor({ 2.0 }, { requires_grad = true })
+    local x = wick.tensor({ 3.0 }, { requires_grad = true })
+    local o = wick.utils.checkpoint.checkpoint(function(v) return { v * w, { v * w * 10 } } end, x, { use_reentrant = false })
+    ;(o[1]:sum() + o[2][1]:sum()):backward()
+    assert.are.same({ 22, 33 }, { x.grad:item(), w.grad:item() })
+    local L = nn.Module:extend("L")
+    function L:__call__(...) return L.super.__call__(self, ...) end
+    function L:forward(v) return v * 2 end
+    assert.are.same({ 2 }, L()(wick.ones(1)):totable())
+    support.assert_error_has(function() return nn.Module.__call__(3) end, "expected a module for argument 'self'")
+  end)
+end)

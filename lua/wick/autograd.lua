@@ -6,12 +6,14 @@
 --   function Cube.backward(ctx, grad) local x = ctx.saved_tensors[1]; return grad * 3 * x ^ 2 end
 --   local y = Cube.apply(x)
 --
--- forward runs without grad; the core then records one node per
--- differentiable output (src/core/function.c), named "<Name>Backward", whose
--- backward calls the class's backward with that output's gradient and zeros
--- for the others: a backward is linear in its gradients, so the inputs'
--- gradients add up over the outputs' nodes to what one call with all of them
--- gives. The node keeps ctx (and what it saved) until the graph is freed.
+-- forward runs without grad; the core then records a node (src/core/function.c),
+-- named "<Name>Backward", whose backward calls the class's backward: with one
+-- differentiable output, on it; with several on one device, on one joint tensor
+-- that they are views of, so that backward runs once with all their gradients
+-- (joint_outputs). (Outputs on several devices get a node each, called with that
+-- output's gradient and zeros for the others: a backward is linear in its
+-- gradients, so the inputs' gradients add up to what one call gives.) The node
+-- keeps ctx (and what it saved) until the graph is freed.
 local wick = require("wick")
 local core = require("wick.core")
 local check = require("wick.argcheck")
@@ -61,38 +63,90 @@ end
 
 -- ---- Function ----
 
+local run_backward, joint_outputs -- (below)
+
 local Function = { __name = "Function" }
 Function.__index = Function
 M.Function = Function
 
+-- class.backward(ctx, grads of the nout outputs...): the gradients of the n inputs, checked
+function run_backward(class, ctx, grads, nout, n)
+  local name = class.__name
+  if type(class.backward) ~= "function" then
+    wick.error(("%s.backward is not defined (a Function needs forward and backward)"):format(name))
+  end
+  local r = pack(class.backward(ctx, unpack(grads, 1, nout)))
+  for i = 1, math.max(r.n, n) do
+    local g = r[i]
+    if i > n and g ~= nil then
+      wick.error(("%s.backward returned an incorrect number of gradients (expected %d, got %d)"):format(name, n, r.n))
+    elseif g ~= nil and not is_tensor(g) then
+      wick.error(("%s.backward returned a %s as the gradient of input %d; expected a tensor or nil")
+        :format(name, type(g), i))
+    elseif i > r.n and ctx.needs_input_grad[i] then
+      wick.error(("%s.backward returned an incorrect number of gradients (expected %d, got %d)"):format(name, n, r.n))
+    end
+  end
+  return r
+end
 -- One output's node: its backward calls class.backward with `grad` at output
 -- `k` of `nout` (the other differentiable ones zeros, described by `meta`);
 -- returns the gradients of the n inputs.
 local function node_backward(class, ctx, k, nout, meta, n)
-  local name = class.__name
   return function(grad)
-    if type(class.backward) ~= "function" then
-      wick.error(("%s.backward is not defined (a Function needs forward and backward)"):format(name))
-    end
     local grads = {}
     for j, m in pairs(meta) do
       if j == k then grads[j] = grad
       elseif ctx._materialize then grads[j] = wick.zeros(m.size, { dtype = m.dtype, device = m.device }) end
     end
-    local r = pack(class.backward(ctx, unpack(grads, 1, nout)))
-    for i = 1, math.max(r.n, n) do
-      local g = r[i]
-      if i > n and g ~= nil then
-        wick.error(("%s.backward returned an incorrect number of gradients (expected %d, got %d)"):format(name, n, r.n))
-      elseif g ~= nil and not is_tensor(g) then
-        wick.error(("%s.backward returned a %s as the gradient of input %d; expected a tensor or nil")
-          :format(name, type(g), i))
-      elseif i > r.n and ctx.needs_input_grad[i] then
-        wick.error(("%s.backward returned an incorrect number of gradients (expected %d, got %d)"):format(name, n, r.n))
+    return run_backward(class, ctx, grads, nout, n)
+  end
+end
+
+-- Several differentiable outputs on one device: backward runs once with all their gradients, as
+-- PyTorch's (a checkpointed HF block returns 5 to 7 outputs: one recomputation, not one per output).
+-- The Function's node is recorded on a joint tensor (the outputs end to end, flat, in their
+-- promoted dtype; its values unused) and each output's node, named as the Function's, puts the
+-- output's gradient in its place of a joint gradient: the engine sums those before it runs the
+-- Function's node. An output whose node never ran got no gradient: nil to backward under
+-- set_materialize_grads(false), zeros otherwise.
+function joint_outputs(class, ctx, outs, diff, meta, args)
+  local first = outs[diff[1]]
+  local dtype, device = first.dtype, first.device
+  for _, k in ipairs(diff) do
+    if outs[k].device ~= device then return false end -- (the engine's per-output nodes then)
+    dtype = wick.promote_types(dtype, outs[k].dtype)
+  end
+  local offsets, total = {}, 0
+  for i, k in ipairs(diff) do offsets[i], total = total, total + outs[k]:numel() end
+  local opts = { dtype = dtype, device = device }
+  local joint = wick.empty({ total }, opts)
+  local received, nout, n, name = {}, outs.n, args.n, class.__name .. "Backward"
+  core.function_record(joint, name, args, n, function(grad)
+    local per_output = {}
+    for j, m in pairs(meta) do
+      if received[j] or (m.joint and ctx._materialize) then
+        per_output[j] = grad:narrow(1, m.at + 1, m.numel):view(m.size):to(m.dtype)
+      elseif ctx._materialize then
+        per_output[j] = wick.zeros(m.size, { dtype = m.dtype, device = m.device })
       end
     end
-    return r
+    for k in pairs(received) do received[k] = nil end -- (a retained graph's next backward starts afresh)
+    return run_backward(class, ctx, per_output, nout, n)
+  end)
+  local inputs = { n = 1, joint }
+  for i, k in ipairs(diff) do
+    local m, at = meta[k], offsets[i]
+    m.joint, m.at, m.numel = true, at, outs[k]:numel()
+    core.function_record(outs[k], name, inputs, 1, function(g) -- (its place of the joint gradient, zeros elsewhere)
+      received[k] = true
+      local parts = { g:reshape(-1):to(dtype) }
+      if at > 0 then table.insert(parts, 1, wick.zeros({ at }, opts)) end
+      if total - at - m.numel > 0 then parts[#parts + 1] = wick.zeros({ total - at - m.numel }, opts) end
+      return { n = 1, #parts == 1 and parts[1] or wick.cat(parts) }
+    end)
   end
+  return true
 end
 
 local function apply(class, ...)
@@ -132,6 +186,7 @@ local function apply(class, ...)
       diff[#diff + 1] = k
     end
   end
+  if #diff >= 2 and joint_outputs(class, ctx, outs, diff, meta, args) then return unpack(outs, 1, outs.n) end
   for _, k in ipairs(diff) do
     core.function_record(outs[k], name .. "Backward", args, args.n, node_backward(class, ctx, k, outs.n, meta, args.n))
   end

@@ -312,8 +312,9 @@ function Module:extend(name, args)
     for i = 1, #args do check.string(args[i], "Module.extend", "args") end
   end
   local class = {}
-  for k, v in pairs(self) do
-    if type(k) == "string" and k:sub(1, 2) == "__" then class[k] = v end
+  for k, v in pairs(self) do -- (the metamethods; __call__, a method, is inherited: a class's own goes
+    -- through __newindex, which makes it the call)
+    if type(k) == "string" and k:sub(1, 2) == "__" and k ~= "__call__" then class[k] = v end
   end
   class.__name = name or "Module"
   class.__name__ = class.__name
@@ -603,6 +604,12 @@ else
     if args then return self(unpack(args, 1, k)) end
     return self:forward(...)
   end
+end
+--- m:__call__(...): the module call (hooks, then forward), for a class's own __call__ that calls its base's:
+--- HF's GradientCheckpointingLayer's super().__call__(*args, **kwargs) is Class.super.__call__(self, ...)
+function Module:__call__(...)
+  this(self, "__call__")
+  return Module.__call(self, ...)
 end
 
 -- A hook list's handle: handle:remove()

@@ -85,27 +85,47 @@ function M.checkpoint(fn, ...)
   end
   -- fn returning one plain table (HF layers return tuples, perhaps as table.pack's
   -- {n = 3, a, nil, c} for a None inside): its entries go through the checkpoint as
-  -- outputs, then back into a table of the same form
-  local tuple, packed
-  local function flat(...)
-    local r = pack(fn(...))
-    local t = r[1]
-    if r.n ~= 1 or type(t) ~= "table" or getmetatable(t) ~= nil then return unpack(r, 1, r.n) end
-    local count = 0
+  -- outputs, then back into a table of the same form; with use_reentrant = false the
+  -- tables inside it too (Switch's (hidden, ..., (router_logits, expert_index)): their
+  -- tensors get gradients, as PyTorch's non-reentrant form gives them)
+  local nested = opts and opts.use_reentrant == false
+  local spec -- the table's form: {count =, packed =, [i] = the form of entry i (a table's) or false}
+  local function form_of(t, depth)
+    if type(t) ~= "table" or getmetatable(t) ~= nil then return nil end
+    local count, packed = 0, false
     for k, v in pairs(t) do
       if k == "n" and type(v) == "number" and v >= 0 and v % 1 == 0 then packed, k = true, v
-      elseif type(k) ~= "number" or k < 1 or k % 1 ~= 0 then return t end -- a table with names: returned as is
+      elseif type(k) ~= "number" or k < 1 or k % 1 ~= 0 then return nil end -- a table with names: as is
       count = math.max(count, k)
     end
-    tuple = count
-    return unpack(t, 1, count)
+    local f = { count = count, packed = packed }
+    for i = 1, count do f[i] = nested and depth < 32 and form_of(t[i], depth + 1) or false end
+    return f
+  end
+  local function leaves(t, f, out)
+    for i = 1, f.count do
+      if f[i] then leaves(t[i], f[i], out) else out.n = out.n + 1; out[out.n] = t[i] end
+    end
+    return out
+  end
+  local function rebuild(f, values, at)
+    local t = {}
+    for i = 1, f.count do
+      if f[i] then t[i], at = rebuild(f[i], values, at) else at = at + 1; t[i] = values[at] end
+    end
+    if f.packed then t.n = f.count end
+    return t, at
+  end
+  local function flat(...)
+    local r = pack(fn(...))
+    if r.n ~= 1 then return unpack(r, 1, r.n) end
+    spec = form_of(r[1], 0)
+    if not spec then return r[1] end
+    local out = leaves(r[1], spec, { n = 0 })
+    return unpack(out, 1, out.n)
   end
   local outs = pack(Checkpoint.apply(flat, preserve, anchor, unpack(args, 1, n)))
-  if tuple then
-    local t = { unpack(outs, 1, tuple) }
-    if packed then t.n = tuple end
-    return t
-  end
+  if spec then return (rebuild(spec, outs, 0)) end
   return unpack(outs, 1, outs.n)
 end
 
