@@ -9,7 +9,7 @@
 -- forward runs without grad; the core then records a node (src/core/function.c),
 -- named "<Name>Backward", whose backward calls the class's backward: with one
 -- differentiable output, on it; with several on one device, on one joint tensor
--- that they are views of, so that backward runs once with all their gradients
+-- that their nodes feed, so that backward runs once with all their gradients
 -- (joint_outputs). (Outputs on several devices get a node each, called with that
 -- output's gradient and zeros for the others: a backward is linear in its
 -- gradients, so the inputs' gradients add up to what one call gives.) The node
