@@ -3719,6 +3719,7 @@ describe("the forty-third round's lines, part 2 (Mask R-CNN)", function()
     assert.are.equal(wick.get_default_dtype(), wick.scalar_tensor(3).dtype)
     assert.are.equal(1, wick.scalar_tensor(true):item())
     support.assert_error_has(function() return wick.scalar_tensor("x") end, "expected a number for argument 's'")
+    support.assert_error_has(function() return wick.scalar_tensor(1, { bogus = 1 }) end, "scalar_tensor: unknown option 'bogus'")
     local size = wick.tensor(wick.zeros(3, 50, 60).shape[{ -2, -1 }])
     assert.are.same({ "int64", { 50, 60 } }, { size.dtype, size:totable() })
     assert.are.equal("float64", wick.tensor(wick.zeros(2).shape, { dtype = "float64" }).dtype)
@@ -4240,7 +4241,8 @@ describe("the forty-third round's lines, part 21 (SSD)", function()
     local none = 0
     for _ in wick.zip() do none = none + 1 end
     assert.are.equal(0, none)
-    support.assert_error_has(function() for _ in wick.zip({ 1 }, 3) do end end, "expected a loader")
+    support.assert_error_has(function() for _ in wick.zip({ 1 }, 3) do end end, "zip: expected a loader")
+    support.assert_error_has(function() return wick.list(3) end, "list: expected a loader")
   end)
 end)
 

@@ -879,7 +879,9 @@ function wick.scalar_tensor(s, opts)
   if wick.is_tensor(s) and s:numel() == 1 then s = s:item() end
   if type(s) ~= "number" and type(s) ~= "boolean" then check.expected("scalar_tensor", "s", "a number", s) end
   local o = { dtype = wick.get_default_dtype() }
-  for k, v in pairs(check.opt_table(opts, "scalar_tensor", "options") or {}) do o[k] = v end
+  opts = check.options(opts, "scalar_tensor", { dtype = "dtype", device = "device", requires_grad = "boolean",
+    layout = "any", pin_memory = "boolean" })
+  for k, v in pairs(opts) do o[k] = v end
   return tensor_of(s, o)
 end
 -- (a tensor where the array of tensors goes is PyTorch's error too: in Lua it is
@@ -2246,43 +2248,11 @@ function Tensor.iter(t)
   end
 end
 
---- wick.list(iterable): Python's list(): an array of an iterator's values (list(sd.keys())), a dict's
---- keys (a state dict, a ModuleDict), a tensor's slices along dim 1, an array's items (a copy)
-function wick.list(iterable)
-  local out = {}
-  if require("wick.ordered").is(iterable) then iterable = iterable:keys() end
-  for _, v in wick.enumerate(iterable) do out[#out + 1] = v end
-  return out
-end
-
---- wick.zip(a, b, ...): Python's zip: `for t, box, logit in wick.zip(targets, boxes, logits)`, the
---- i-th items of each (as wick.list gives them: an array's items, a tensor's slices, an iterator's
---- values) until the shortest ends (SSD's compute_loss)
-function wick.zip(...)
-  local lists, n = {}, math.huge
-  for i = 1, select("#", ...) do
-    lists[i] = wick.list((select(i, ...)))
-    n = math.min(n, #lists[i])
-  end
-  if #lists == 0 then n = 0 end
-  local k = 0
-  return function()
-    k = k + 1
-    if k > n then return nil end
-    local items = {}
-    for i = 1, #lists do items[i] = lists[i][k] end
-    return unpack(items, 1, #lists)
-  end
-end
-
 --- wick.enumerate(loader[, start = 0]): `for i, x, y in wick.enumerate(loader)`, the
 --- count first as Python's enumerate gives it (from 0 unless start says); also a
 --- tensor's slices along dim 1 and an array's items
-function wick.enumerate(iterable, start)
-  if type(start) == "table" and getmetatable(start) == nil then -- Python's enumerate(x, start=1)
-    start = check.options(start, "enumerate", { start = "number" }).start
-  end
-  if start ~= nil then check.number(start, "enumerate", "start") end
+-- the function giving an iterable's items one by one (nil at the end), for fn's messages
+local function items_of(iterable, fn)
   local next_item
   if type(iterable) == "function" then next_item = iterable
   elseif wick.is_tensor(iterable) then next_item = iterable:iter()
@@ -2303,8 +2273,16 @@ function wick.enumerate(iterable, start)
     local k = 0
     next_item = function() k = k + 1 return rawget(iterable, k) end
   else
-    check.expected("enumerate", "iterable", "a loader, a sampler, a tensor, an array or an iterator function", iterable)
+    check.expected(fn, "iterable", "a loader, a sampler, a tensor, an array or an iterator function", iterable)
   end
+  return next_item
+end
+function wick.enumerate(iterable, start)
+  if type(start) == "table" and getmetatable(start) == nil then -- Python's enumerate(x, start=1)
+    start = check.options(start, "enumerate", { start = "number" }).start
+  end
+  if start ~= nil then check.number(start, "enumerate", "start") end
+  local next_item = items_of(iterable, "enumerate")
   local i = (start or 0) - 1
   local function step(first, ...)
     if first == nil then return nil end
@@ -2312,6 +2290,36 @@ function wick.enumerate(iterable, start)
     return i, first, ...
   end
   return function() return step(next_item()) end
+end
+
+--- wick.list(iterable): Python's list(): an array of an iterator's values (list(sd.keys())), a dict's
+--- keys (a state dict, a ModuleDict), a tensor's slices along dim 1, an array's items (a copy)
+local function collect(iterable, fn)
+  local out = {}
+  if require("wick.ordered").is(iterable) then iterable = iterable:keys() end
+  for v in items_of(iterable, fn) do out[#out + 1] = v end
+  return out
+end
+function wick.list(iterable) return collect(iterable, "list") end
+
+--- wick.zip(a, b, ...): Python's zip: `for t, box, logit in wick.zip(targets, boxes, logits)`, the
+--- i-th items of each (as wick.list gives them: an array's items, a tensor's slices, an iterator's
+--- values) until the shortest ends (SSD's compute_loss)
+function wick.zip(...)
+  local lists, n = {}, math.huge
+  for i = 1, select("#", ...) do
+    lists[i] = collect((select(i, ...)), "zip")
+    n = math.min(n, #lists[i])
+  end
+  if #lists == 0 then n = 0 end
+  local k = 0
+  return function()
+    k = k + 1
+    if k > n then return nil end
+    local items = {}
+    for i = 1, #lists do items[i] = lists[i][k] end
+    return unpack(items, 1, #lists)
+  end
 end
 
 -- Linear algebra's tensor methods and torch.* names, from wick.linalg (which loads on first use).
