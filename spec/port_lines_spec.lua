@@ -4299,3 +4299,116 @@ describe("the forty-third round's lines, part 22 (Switch Transformers)", functio
     support.assert_error_has(function() return nn.Module.__call__(3) end, "expected a module for argument 'self'")
   end)
 end)
+
+describe("the forty-fourth round's lines, part 1 (FEDformer's complex tanh)", function()
+  local function close(a, b, tol)
+    local d = (wick.view_as_real(a) - wick.view_as_real(b)):abs():max():item()
+    assert.is_true(d < (tol or 1e-12), "differs by " .. d)
+  end
+  it("xqk_ft.tanh() and its kin on complex tensors agree with their exp forms, gradients too", function()
+    wick.set_default_dtype("float64")
+    local ok, err = pcall(function()
+      local re, im = wick.tensor({ 0.5, -1.0, 3.0, -2.5 }), wick.tensor({ 0.25, 2.0, -1.2, 0.7 })
+      local i = wick.complex(wick.zeros(4), wick.ones(4))
+      local function fresh() return wick.complex(re, im):requires_grad_() end
+      local forms = {
+        tanh = function(z) local e = (z * 2):exp(); return (e - 1) / (e + 1) end,
+        sigmoid = function(z) return ((-z):exp() + 1):reciprocal() end,
+        sinh = function(z) return (z:exp() - (-z):exp()) / 2 end,
+        cosh = function(z) return (z:exp() + (-z):exp()) / 2 end,
+        sin = function(z) return ((i * z):exp() - (-(i * z)):exp()) / (i * 2) end,
+        cos = function(z) return ((i * z):exp() + (-(i * z)):exp()) / 2 end,
+        tan = function(z) local a, b = (i * z):exp(), (-(i * z)):exp(); return (a - b) / ((a + b) * i) end,
+      }
+      for name, form in pairs(forms) do
+        local z1, z2 = fresh(), fresh()
+        local y1, y2 = wick[name](z1), form(z2)
+        close(y1:detach(), y2:detach())
+        local l1 = y1.real:sum() * 0.3 + y1.imag:sum() * 0.7
+        local l2 = y2.real:sum() * 0.3 + y2.imag:sum() * 0.7
+        l1:backward(); l2:backward()
+        close(z1.grad, z2.grad, 1e-11)
+      end
+      -- far from 0, where e^2z overflows: tanh is +-1 with a zero gradient, not NaN
+      local z = wick.complex(wick.tensor({ 800.0, -800.0 }), wick.tensor({ 0.3, 0.1 })):requires_grad_()
+      local y = z:tanh()
+      assert.are.same({ { 1, 0 }, { -1, 0 } }, wick.view_as_real(y:detach()):totable())
+      y.real:sum():backward()
+      assert.are.same({ { 0, 0 }, { 0, 0 } }, wick.view_as_real(z.grad):totable())
+    end)
+    wick.set_default_dtype("float32")
+    assert(ok, err)
+  end)
+
+  it("p.grad[p.grad.abs() < 1e-12] = 0, masked_fill, scatter_, index_copy_ on complex tensors", function()
+    local function z0() return wick.complex(wick.tensor({ 1e-20, 1.0, 3.0 }), wick.tensor({ 0.0, 2.0, 1.0 })) end
+    local z = z0()
+    z[z:abs():lt(1e-12)] = 0
+    assert.are.same({ { 0, 0 }, { 1, 2 }, { 3, 1 } }, wick.view_as_real(z):totable())
+    z = z0()
+    z[wick.tensor({ 2 }, { dtype = "int64" })] = wick.complex(wick.tensor({ 7.0 }), wick.tensor({ 8.0 }))
+    assert.are.same({ 7, 8 }, wick.view_as_real(z)[2]:totable())
+    assert.are.same({ { 5, 0 }, { 1, 2 }, { 5, 0 } },
+      wick.view_as_real(z0():masked_fill(wick.tensor({ true, false, true }), 5)):totable())
+    z = z0()
+    z:masked_fill_(wick.tensor({ false, true, false }), -1)
+    assert.are.same({ -1, 0 }, wick.view_as_real(z)[2]:totable())
+    assert.are.same({ 2, 0 }, wick.view_as_real(z0():index_fill(1, wick.tensor({ 3 }, { dtype = "int64" }), 2))[3]:totable())
+    local a = wick.complex(wick.tensor({ { 1.0, 2.0 }, { 3.0, 4.0 } }), wick.tensor({ { 5.0, 6.0 }, { 7.0, 8.0 } }))
+    local idx = wick.tensor({ { 2, 1 }, { 1, 2 } }, { dtype = "int64" })
+    local s = a:clone():scatter_(2, idx, a)
+    assert.are.same({ { { 2, 6 }, { 1, 5 } }, { { 3, 7 }, { 4, 8 } } }, wick.view_as_real(s):totable())
+    s = a:clone():scatter_add_(2, idx, a)
+    assert.are.same({ { { 3, 11 }, { 3, 11 } }, { { 6, 14 }, { 8, 16 } } }, wick.view_as_real(s):totable())
+    s = a:clone():index_copy_(1, wick.tensor({ 2, 1 }, { dtype = "int64" }), a)
+    assert.are.same({ { 3, 7 }, { 4, 8 } }, wick.view_as_real(s)[1]:totable())
+    s = a:clone():masked_scatter_(wick.tensor({ { false, true }, { false, false } }), a)
+    assert.are.same({ 1, 5 }, wick.view_as_real(s)[1][2]:totable())
+    -- a tracked write: the gradient flows to the value and past the region
+    local p = a:clone():requires_grad_()
+    local v = wick.complex(wick.tensor({ 1.0 }), wick.tensor({ 1.0 })):requires_grad_()
+    local q = p * 1
+    q[wick.tensor({ 2 }, { dtype = "int64" })] = v:expand(1, 2)
+    local l = (q * q:conj()).real:sum()
+    l:backward()
+    assert.are.same({ { { 2, 10 }, { 4, 12 } }, { { 0, 0 }, { 0, 0 } } }, wick.view_as_real(p.grad):totable())
+    assert.are.same({ { 4, 4 } }, wick.view_as_real(v.grad):totable())
+  end)
+end)
+
+describe("the forty-fourth round's lines, part 2 (ALBERT and ELECTRA)", function()
+  it("ElectraAttention(config) with a config whose position_embedding_type names a later parameter", function()
+    local S = nn.Module:extend("S")
+    function S:init(config, position_embedding_type)
+      self.config, self.pet = config, position_embedding_type
+    end
+    local s = S({ hidden_size = 32, position_embedding_type = "relative_key" })
+    assert.are.equal(32, s.config.hidden_size)
+    assert.is_nil(s.pet)
+    s = S({ hidden_size = 32 }, { position_embedding_type = "absolute" })
+    assert.are.equal("absolute", s.pet)
+    -- a keywords table after the first argument still refuses a name it does not know
+    support.assert_error_has(function() return S({}, { position_embedding_type = "x", typo = 1 }) end,
+      "unexpected keyword argument 'typo'")
+  end)
+
+  it("a class's own `to` (ELECTRAModel's, returning None) is not what model:double() runs", function()
+    local M = nn.Module:extend("M")
+    local calls = 0
+    function M:init() self.l = nn.Linear(2, 2) end
+    function M:to(...) calls = calls + 1; M.super.to(self, ...) end
+    local m = M()
+    assert.are.equal(m, m:double())
+    assert.are.equal("float64", m.l.weight.dtype)
+    assert.are.equal(m, m:float())
+    assert.are.equal(m, m:cpu())
+    assert.are.equal(0, calls)
+    assert.is_nil(m:to("float64"))
+    assert.are.equal(1, calls)
+  end)
+
+  it("nn.Embedding(100, 16, {padding_idx = 0}) names the value it got", function()
+    support.assert_error_has(function() return nn.Embedding(100, 16, { padding_idx = 0 }) end,
+      "1 to 100, or -100 to -1 from the end (got 0;")
+  end)
+end)

@@ -24,8 +24,9 @@ wick_status wk_check_real(const char *op, int n, const wick_tensor *const *ts) {
         if (is_complex(ts[i]))
             return wick_fail(WICK_ERR_DTYPE,
                              "%s: not implemented for %s tensors (complex tensors take +, -, *, /, pow, where, "
-                             "matmul, linear, sum, mean, abs, exp, log, sqrt, conj, angle, real, imag, views, "
-                             "indexing and copies; wick.view_as_real(z) gives the rest its parts)",
+                             "matmul, linear, sum, mean, abs, exp, log, sqrt, tanh, sigmoid, sin, cos, tan, sinh, "
+                             "cosh, conj, angle, real, imag, views, indexing, scatter and copies; "
+                             "wick.view_as_real(z) gives the rest its parts)",
                              op, wick_dtype_name(ts[i]->dtype));
     return WICK_OK;
 }
@@ -98,7 +99,7 @@ wick_status wick_view_as_complex(wick_tensor **out, wick_tensor *t) {
  * The temporaries of one composed op, released together; the first failure
  * sticks and makes every later step a no-op returning NULL, so a formula
  * reads as one expression. */
-#define MAX_TEMPS 32
+#define MAX_TEMPS 64
 typedef struct {
     wick_status st;
     int n;
@@ -281,11 +282,52 @@ static wick_tensor *magnitude(scratch *s, wick_tensor *re, wick_tensor *im) {
 }
 static wick_tensor *argument(scratch *s, wick_tensor *re, wick_tensor *im) { return bin(s, WICK_ATAN2, im, re); }
 
+static wick_tensor *scaled(scratch *s, wick_tensor *t, double c) {
+    wick_tensor *r = NULL;
+    return s->st || !t ? NULL : kept(s, wick_binary_scalar(&r, WICK_MUL, t, (wick_scalar){c, 0}, 0), &r);
+}
+static wick_tensor *square(scratch *s, wick_tensor *t) { return mul(s, t, t); }
+static wick_tensor *plus_one(scratch *s, wick_tensor *t) { return t ? add(s, t, number(s, 1, t->dtype)) : NULL; }
+
+/* tanh(re + i im) = (t + i u) / (1 + i t u) with t = tanh re, u = tan im:
+ * (t (1 + u^2) + i u sech^2 re) / (1 + t^2 u^2), with sech^2 re = 4 e / (1 + e)^2,
+ * e = exp(-2 |re|): finite, and so is its gradient, for any re */
+static wick_tensor *complex_tanh(scratch *s, wick_tensor *re, wick_tensor *im) {
+    wick_tensor *t = un(s, WICK_TANH, re), *u = un(s, WICK_TAN, im), *u2 = square(s, u);
+    wick_tensor *d = plus_one(s, mul(s, square(s, t), u2));
+    wick_tensor *e = un(s, WICK_EXP, scaled(s, un(s, WICK_ABS, re), -2));
+    wick_tensor *sech2 = dvd(s, scaled(s, e, 4), square(s, plus_one(s, e)));
+    return make_complex(s, dvd(s, mul(s, t, plus_one(s, u2)), d), dvd(s, mul(s, u, sech2), d));
+}
+
 static wick_tensor *complex_unary(scratch *s, wick_unary_op op, const wick_tensor *a) {
     wick_tensor *re, *im;
     if (op == WICK_NEG) return as_complex(s, un(s, WICK_NEG, as_real(s, a)));
     parts(s, a, &re, &im);
     switch (op) {
+    case WICK_SIN: /* sin re cosh im + i cos re sinh im */
+        return make_complex(s, mul(s, un(s, WICK_SIN, re), un(s, WICK_COSH, im)),
+                            mul(s, un(s, WICK_COS, re), un(s, WICK_SINH, im)));
+    case WICK_COS: /* cos re cosh im - i sin re sinh im */
+        return make_complex(s, mul(s, un(s, WICK_COS, re), un(s, WICK_COSH, im)),
+                            un(s, WICK_NEG, mul(s, un(s, WICK_SIN, re), un(s, WICK_SINH, im))));
+    case WICK_SINH: /* sinh re cos im + i cosh re sin im */
+        return make_complex(s, mul(s, un(s, WICK_SINH, re), un(s, WICK_COS, im)),
+                            mul(s, un(s, WICK_COSH, re), un(s, WICK_SIN, im)));
+    case WICK_COSH: /* cosh re cos im + i sinh re sin im */
+        return make_complex(s, mul(s, un(s, WICK_COSH, re), un(s, WICK_COS, im)),
+                            mul(s, un(s, WICK_SINH, re), un(s, WICK_SIN, im)));
+    case WICK_TANH: return complex_tanh(s, re, im);
+    case WICK_TAN: { /* -i tanh(i z): tanh(-im + i re) = x + i y gives y - i x */
+        wick_tensor *x, *y;
+        parts(s, complex_tanh(s, un(s, WICK_NEG, im), re), &x, &y);
+        return make_complex(s, y, un(s, WICK_NEG, x));
+    }
+    case WICK_SIGMOID: { /* (1 + tanh(z / 2)) / 2, finite where 1 / (1 + e^-z) overflows */
+        wick_tensor *x, *y;
+        parts(s, complex_tanh(s, scaled(s, re, 0.5), scaled(s, im, 0.5)), &x, &y);
+        return make_complex(s, scaled(s, plus_one(s, x), 0.5), scaled(s, y, 0.5));
+    }
     case WICK_ABS: return magnitude(s, re, im);
     case WICK_EXP: { /* e^re (cos im + i sin im) */
         wick_tensor *m = un(s, WICK_EXP, re);
@@ -293,8 +335,7 @@ static wick_tensor *complex_unary(scratch *s, wick_unary_op op, const wick_tenso
     }
     case WICK_LOG: return make_complex(s, un(s, WICK_LOG, magnitude(s, re, im)), argument(s, re, im));
     case WICK_SQRT: { /* sqrt|z| e^(i arg(z) / 2) */
-        wick_tensor *m = un(s, WICK_SQRT, magnitude(s, re, im)), *half = argument(s, re, im), *h = NULL;
-        if (half) h = kept(s, wick_binary_scalar(&h, WICK_MUL, half, (wick_scalar){0.5, 0}, 0), &h);
+        wick_tensor *m = un(s, WICK_SQRT, magnitude(s, re, im)), *h = scaled(s, argument(s, re, im), 0.5);
         return make_complex(s, mul(s, m, un(s, WICK_COS, h)), mul(s, m, un(s, WICK_SIN, h)));
     }
     case WICK_RECIPROCAL: { /* conj(z) / |z|^2 */

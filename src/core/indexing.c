@@ -85,7 +85,41 @@ static wick_status gather_forward(wick_tensor **out, const wick_tensor *a, int d
 }
 
 static wick_status scatter_common(const char *op, wick_tensor *a, int dim, const wick_tensor *index,
+                                  const wick_tensor *src, bool add);
+
+/* scatter_ and scatter_add_ of complex tensors: of their real views, the index
+ * repeated for both parts of each pair */
+static wick_status complex_scatter(const char *op, wick_tensor *a, int dim, const wick_tensor *index,
+                                   const wick_tensor *src, bool add) {
+    wick_tensor *ar = NULL, *sc = NULL, *sr = NULL, *iu = NULL, *ie = NULL;
+    wick_status st = wk_wrap_dim(op, &dim, a->ndim);
+    if (!st && !wick_dtype_is_complex(a->dtype))
+        st = wick_fail(WICK_ERR_DTYPE, "%s: a %s source does not fit a %s tensor", op, wick_dtype_name(src->dtype),
+                       wick_dtype_name(a->dtype));
+    if (!st && index->ndim != a->ndim) st = check_gather_shapes(op, a, dim, index, "self");
+    if (!st) st = wick_to(&sc, (wick_tensor *)src, (wick_options){a->dtype, src->storage->device, 0});
+    if (!st) st = wick_view_as_real(&ar, a);
+    if (!st) st = wick_view_as_real(&sr, sc);
+    if (!st) st = wick_unsqueeze(&iu, (wick_tensor *)index, index->ndim);
+    if (!st) {
+        int64_t sizes[WICK_MAX_DIMS];
+        memcpy(sizes, index->sizes, sizeof(int64_t) * (size_t)index->ndim);
+        sizes[index->ndim] = 2;
+        st = wick_expand(&ie, iu, index->ndim + 1, sizes);
+    }
+    if (!st) st = scatter_common(op, ar, dim, ie, sr, add);
+    wick_tensor_release(ar);
+    wick_tensor_release(sc);
+    wick_tensor_release(sr);
+    wick_tensor_release(iu);
+    wick_tensor_release(ie);
+    return st;
+}
+
+static wick_status scatter_common(const char *op, wick_tensor *a, int dim, const wick_tensor *index,
                                   const wick_tensor *src, bool add) {
+    if (wick_dtype_is_complex(a->dtype) || wick_dtype_is_complex(src->dtype))
+        return complex_scatter(op, a, dim, index, src, add);
     const wick_tensor *ts[3] = {a, index, src};
     const char *names[3] = {"self", "index", "src"};
     wick_status st = wk_check_same_device(op, 3, ts, names);

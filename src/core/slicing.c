@@ -312,13 +312,13 @@ done:
     return WICK_OK;
 }
 
-/* (complex tensors take a write into a region, which copies; not one through
- * index tensors, whose kernels convert values) */
-static wick_status check_value_device(const char *op, const wick_tensor *t, const wick_tensor *value, bool index) {
-    if (!value) return index ? wk_check_real(op, 1, &t) : WICK_OK;
+/* (complex tensors take every write: into a region by copies, through index
+ * tensors by scatter_, which takes their real views) */
+static wick_status check_value_device(const char *op, const wick_tensor *t, const wick_tensor *value) {
+    if (!value) return WICK_OK;
     const wick_tensor *ts[2] = {t, value};
     const char *names[2] = {"self", "value"};
-    return index ? wk_check_same_device(op, 2, ts, names) : wk_check_same_device_any(op, 2, ts, names);
+    return wk_check_same_device_any(op, 2, ts, names);
 }
 
 /* t[key] = v or s: in place, or recorded and adopted (see the top). v fits
@@ -327,7 +327,7 @@ static wick_status check_value_device(const char *op, const wick_tensor *t, cons
 static wick_status key_put(const char *op, wick_tensor *t, const wk_key *k, const wick_tensor *value, double s,
                            int un, const int64_t *us) {
     wick_status st;
-    TRY(check_value_device(op, t, value, k->index != NULL));
+    TRY(check_value_device(op, t, value));
     wick_tensor *v = NULL, *fv = NULL, *r = NULL, *own = NULL;
     int64_t rs[WICK_MAX_DIMS];
     int rn = region_shape(t, k, rs);
@@ -457,14 +457,14 @@ static wick_status flatten_index(wick_tensor **out, const wick_tensor *index) {
 }
 
 /* The checks of a key with an index; *vn and vs: the shape of t's view. */
-/* (a read moves elements, so complex tensors take it; a write converts) */
+/* (complex tensors take reads and writes: both move elements, or pairs) */
 static wick_status check_key(const char *op, const wick_tensor *t, int n, const wick_key_entry *entries, int dim,
-                             int group, const wick_tensor *index, int *vn, int64_t *vs, bool read) {
+                             int group, const wick_tensor *index, int *vn, int64_t *vs) {
     if (n < 0 || n > t->ndim)
         return wick_fail(WICK_ERR_INDEX, "too many indices for tensor of dimension %d (got %d)", t->ndim, n);
     const wick_tensor *ts[2] = {t, index};
     const char *names[2] = {"self", "index"};
-    TRY(read ? wk_check_same_device_any(op, 2, ts, names) : wk_check_same_device(op, 2, ts, names));
+    TRY(wk_check_same_device_any(op, 2, ts, names));
     TRY(index_dtype_check(op, index));
     *vn = view_shape(t, n, entries, vs);
     if (group < 0 || dim < 0 || dim + group > *vn || (group == 0 && dim > *vn))
@@ -488,7 +488,7 @@ wick_status wick_index_key(wick_tensor **out, wick_tensor *t, int n, const wick_
                            const wick_tensor *index) {
     int vn = 0;
     int64_t vs[WICK_MAX_DIMS], sizes[WICK_MAX_DIMS];
-    TRY(check_key("index", t, n, entries, dim, group, index, &vn, vs, true));
+    TRY(check_key("index", t, n, entries, dim, group, index, &vn, vs));
     wick_tensor *flat, *r;
     TRY(flatten_index(&flat, index));
     wk_key k = {.n = n, .entries = entries, .index = flat, .dim = dim, .group = group};
@@ -506,7 +506,7 @@ static wick_status key_index_put(const char *op, wick_tensor *t, int n, const wi
                                  bool exact) {
     int vn = 0;
     int64_t vs[WICK_MAX_DIMS], sizes[WICK_MAX_DIMS];
-    TRY(check_key(op, t, n, entries, dim, group, index, &vn, vs, false));
+    TRY(check_key(op, t, n, entries, dim, group, index, &vn, vs));
     int un = indexed_shape(vn, vs, dim, group, index, sizes);
     if (exact && value && (value->ndim != un || memcmp(value->sizes, sizes, sizeof(int64_t) * un))) {
         char a[WK_SHAPE_BUF], b[WK_SHAPE_BUF];
@@ -559,19 +559,18 @@ wick_status wick_index_fill_(wick_tensor *t, int dim, const wick_tensor *index, 
     if (value && value->ndim != 0)
         return wick_fail(WICK_ERR_ARGUMENT, "index_fill_: only supports a 0-dimensional value tensor, but got tensor with %d dimension(s)",
                          value->ndim);
-    TRY(wk_check_real("index_fill_", 1, (const wick_tensor *const *)&t));
     TRY(check_index_dim("index_fill_", t, &dim));
     return key_index_put("index_fill_", t, 0, NULL, dim, 1, index, value, s, 0, false);
 }
 
 /* ---- masks ---- */
 
-static wick_status check_mask(const char *op, const wick_tensor *t, const wick_tensor *mask, bool prefix, bool read) {
+static wick_status check_mask(const char *op, const wick_tensor *t, const wick_tensor *mask, bool prefix) {
     if (mask->dtype != WICK_BOOL && mask->dtype != WICK_UINT8)
         return wick_fail(WICK_ERR_DTYPE, "%s: expected a bool mask, but got %s", op, wick_dtype_name(mask->dtype));
     const wick_tensor *ts[2] = {t, mask};
     const char *names[2] = {"self", "mask"};
-    TRY(read ? wk_check_same_device_any(op, 2, ts, names) : wk_check_same_device(op, 2, ts, names));
+    TRY(wk_check_same_device_any(op, 2, ts, names));
     if (!prefix) return WICK_OK;
     char a[WK_SHAPE_BUF], b[WK_SHAPE_BUF];
     if (mask->ndim > t->ndim)
@@ -623,7 +622,7 @@ wick_status wick_mask_positions(wick_tensor **out, const wick_tensor *mask) {
 }
 
 wick_status wick_mask_index(wick_tensor **out, wick_tensor *t, const wick_tensor *mask) {
-    TRY(check_mask("index", t, mask, true, true));
+    TRY(check_mask("index", t, mask, true));
     wick_tensor *pos;
     TRY(mask_positions(&pos, "index", mask, t->storage->device));
     wk_key k = {.index = pos, .dim = 0, .group = mask->ndim};
@@ -633,12 +632,12 @@ wick_status wick_mask_index(wick_tensor **out, wick_tensor *t, const wick_tensor
 }
 
 wick_status wick_mask_index_put_(wick_tensor *t, const wick_tensor *mask, const wick_tensor *value, double s) {
-    TRY(check_mask("index_put_", t, mask, true, false));
+    TRY(check_mask("index_put_", t, mask, true));
     if (wk_is_meta(t)) { /* shapes only */
         if (value) {
             const wick_tensor *ts[2] = {t, value};
             const char *names[2] = {"self", "value"};
-            TRY(wk_check_same_device("index_put_", 2, ts, names));
+            TRY(wk_check_same_device_any("index_put_", 2, ts, names));
         }
         return WICK_OK;
     }
@@ -668,7 +667,7 @@ static wick_status expand_mask(wick_tensor **out, const char *op, const wick_ten
 }
 
 wick_status wick_masked_select(wick_tensor **out, const wick_tensor *t, const wick_tensor *mask) {
-    TRY(check_mask("masked_select", t, mask, false, true));
+    TRY(check_mask("masked_select", t, mask, false));
     int n;
     int64_t sizes[WICK_MAX_DIMS];
     TRY(wk_broadcast_shapes("masked_select", t->ndim, t->sizes, mask->ndim, mask->sizes, &n, sizes));
@@ -682,10 +681,10 @@ wick_status wick_masked_select(wick_tensor **out, const wick_tensor *t, const wi
 }
 
 wick_status wick_masked_scatter_(wick_tensor *t, const wick_tensor *mask, const wick_tensor *source) {
-    TRY(check_mask("masked_scatter_", t, mask, false, false));
+    TRY(check_mask("masked_scatter_", t, mask, false));
     const wick_tensor *ts[2] = {t, source};
     const char *names[2] = {"self", "source"};
-    TRY(wk_check_same_device("masked_scatter_", 2, ts, names));
+    TRY(wk_check_same_device_any("masked_scatter_", 2, ts, names));
     if (source->dtype != t->dtype)
         return wick_fail(WICK_ERR_DTYPE, "masked_scatter_: expected self and source to have the same dtype, but got %s and %s",
                          wick_dtype_name(t->dtype), wick_dtype_name(source->dtype));
@@ -715,7 +714,7 @@ done:
 /* where(mask, value, t) with value cast to t's dtype (a 0-dim tensor). */
 static wick_status masked_fill_value(wick_tensor **out, const char *op, const wick_tensor *t, const wick_tensor *mask,
                                      const wick_tensor *value, double s) {
-    TRY(check_mask(op, t, mask, false, false));
+    TRY(check_mask(op, t, mask, false));
     int bn;
     int64_t bs[WICK_MAX_DIMS];
     TRY(wk_broadcast_shapes(op, t->ndim, t->sizes, mask->ndim, mask->sizes, &bn, bs)); /* (named here, not as where) */
@@ -726,7 +725,7 @@ static wick_status masked_fill_value(wick_tensor **out, const char *op, const wi
                              op, value->ndim);
         const wick_tensor *ts[2] = {t, value};
         const char *names[2] = {"self", "value"};
-        TRY(wk_check_same_device(op, 2, ts, names));
+        TRY(wk_check_same_device_any(op, 2, ts, names));
         TRY(wick_to(&v, (wick_tensor *)value, (wick_options){t->dtype, value->storage->device}));
     } else {
         TRY(wick_full(&v, 0, t->sizes, s, (wick_options){t->dtype, {WICK_CPU, -1}}));
@@ -796,10 +795,11 @@ static bool mask_fits(const wick_tensor *t, const wick_tensor *mask) {
 
 wick_status wick_masked_fill(wick_tensor **out, const wick_tensor *t, const wick_tensor *mask, const wick_tensor *value,
                              double s) {
-    TRY(wk_check_real("masked_fill", 1, &t));
     if (!value) TRY(wk_check_scalar("masked_fill", s, t->dtype));
-    if (value || !mask_fits(t, mask)) return masked_fill_value(out, "masked_fill", t, mask, value, s);
-    TRY(check_mask("masked_fill", t, mask, false, false));
+    /* (a complex t: by where, which takes its pairs; the kernel fills elements) */
+    if (value || !mask_fits(t, mask) || wick_dtype_is_complex(t->dtype))
+        return masked_fill_value(out, "masked_fill", t, mask, value, s);
+    TRY(check_mask("masked_fill", t, mask, false));
     wick_tensor *me;
     TRY(expand_mask(&me, "masked_fill", mask, t->ndim, t->sizes));
     wick_status st = masked_fill_number(out, t, me, s);
@@ -809,9 +809,8 @@ wick_status wick_masked_fill(wick_tensor **out, const wick_tensor *t, const wick
 
 wick_status wick_masked_fill_(wick_tensor *t, const wick_tensor *mask, const wick_tensor *value, double s) {
     wick_tensor *me, *r = NULL;
-    TRY(wk_check_real("masked_fill_", 1, (const wick_tensor *const *)&t));
     if (!value) TRY(wk_check_scalar("masked_fill_", s, t->dtype));
-    TRY(check_mask("masked_fill_", t, mask, false, false));
+    TRY(check_mask("masked_fill_", t, mask, false));
     TRY(expand_mask(&me, "masked_fill_", mask, t->ndim, t->sizes));
     const wick_tensor *ins[1] = {value};
     bool record = false;
@@ -819,7 +818,7 @@ wick_status wick_masked_fill_(wick_tensor *t, const wick_tensor *mask, const wic
     if (!st && record) {
         st = value ? masked_fill_value(&r, "masked_fill_", t, me, value, s) : masked_fill_number(&r, t, me, s);
         if (!st) st = wk_adopt_inplace(t, r);
-    } else if (!st && !value) {
+    } else if (!st && !value && !wick_dtype_is_complex(t->dtype)) {
         WK_NO_GRAD(st = fill_masked(t, me, s));
     } else if (!st) {
         WK_NO_GRAD(st = masked_fill_value(&r, "masked_fill_", t, me, value, s); if (!st) st = wick_copy_(t, r));

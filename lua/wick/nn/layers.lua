@@ -769,8 +769,12 @@ local EMBEDDING_ORDER = { "padding_idx", "max_norm", "norm_type", "scale_grad_by
 -- a 1-based padding_idx (negative counts from the end, as PyTorch's does)
 local function padding_index(idx, n)
   if idx == nil then return nil end
+  local given = idx
   if idx < 0 then idx = n + 1 + idx end
-  if idx < 1 or idx > n then check.fail("Embedding", "padding_idx must be within num_embeddings (1-based)") end
+  if idx < 1 or idx > n then
+    check.fail("Embedding", "padding_idx must be within num_embeddings: 1 to %d, or -%d to -1 from the end (got %d; "
+      .. "indices are 1-based, PyTorch's padding_idx = 0 is 1 here)", n, n, given)
+  end
   return idx
 end
 -- nn.Embedding(num_embeddings, embedding_dim[, padding_idx][, opts]): padding_idx

@@ -229,6 +229,9 @@ local function bind_keywords(owner, method, f, n, ...)
     return args, kw_at
   end
   local extra = options_at[undecorated(f)] or varargs_at(f)
+  -- an init's first argument with keys of its own, none for that first parameter, is a value: HF's
+  -- config object whose position_embedding_type field names a later one, ElectraAttention(config)
+  if others and not extra and method == "init" and n == 1 and t[names_in_order(names)[1]] == nil then return nil end
   if others and not extra then
     local class = rawget(owner, "__name") and owner or getmetatable(owner)
     check.fail(((type(class) == "table" and rawget(class, "__name")) or "Module") .. "." .. method,
@@ -1416,13 +1419,15 @@ end
 
 function Module:cuda(index)
   this(self, "cuda")
-  return self:to(check.opt_int(index, "Module:cuda", "device", nil, 0) and wick.device("cuda", index) or "cuda")
+  return Module.to(self, check.opt_int(index, "Module:cuda", "device", nil, 0) and wick.device("cuda", index) or "cuda")
 end
-function Module:cpu() return this(self, "cpu"):to("cpu") end
-function Module:float() return this(self, "float"):to("float32") end
-function Module:double() return this(self, "double"):to("float64") end
-function Module:half() return this(self, "half"):to("float16") end
-function Module:bfloat16() return this(self, "bfloat16"):to("bfloat16") end
+-- (Module.to, not self:to: a class's own `to` is not these, as PyTorch's go through _apply; ELECTRA's
+-- `to` override returns nothing, and model:double() still returns the model)
+function Module:cpu() return Module.to(this(self, "cpu"), "cpu") end
+function Module:float() return Module.to(this(self, "float"), "float32") end
+function Module:double() return Module.to(this(self, "double"), "float64") end
+function Module:half() return Module.to(this(self, "half"), "float16") end
+function Module:bfloat16() return Module.to(this(self, "bfloat16"), "bfloat16") end
 --- m:share_memory(): PyTorch's for multiprocessing; here m itself (one process)
 function Module:share_memory() return this(self, "share_memory") end
 
