@@ -4412,3 +4412,44 @@ describe("the forty-fourth round's lines, part 2 (ALBERT and ELECTRA)", function
       "1 to 100, or -100 to -1 from the end (got 0;")
   end)
 end)
+
+describe("the forty-fourth round's lines, part 3 (YOLOX, consistency models, bbo's GP)", function()
+  it("grid.type(dtype) with dtype = xin[0].type(), for every type name t:type() gives", function()
+    for _, dtype in ipairs({ "bfloat16", "float16", "float64", "int32", "complex64", "bool" }) do
+      local x = wick.zeros(2, { dtype = dtype })
+      assert.are.equal(dtype, wick.zeros(2):type(x:type()).dtype)
+    end
+    support.assert_error_has(function() return wick.zeros(2):type("torch.Foo16Tensor") end,
+      "unknown tensor type 'torch.Foo16Tensor'")
+  end)
+
+  it("th.norm(p, p=2, dtype=th.float32) and linalg's norms with dtype; a misspelt option is an error", function()
+    local p = wick.tensor({ { 3, 4 }, { 0, 0 } })
+    for _, r in ipairs({ wick.norm(p, { p = 2, dtype = "float64" }), p:norm(2, { dtype = "float64" }),
+      p:norm(2, 1, { keepdim = true, dtype = "float64" }), wick.linalg.vector_norm(p, 2, { dtype = "float64" }),
+      wick.linalg.norm(p, { dtype = "float64" }), wick.linalg.matrix_norm(p, { dtype = "float64" }) }) do
+      assert.are.equal("float64", r.dtype)
+    end
+    assert.are.equal(5, wick.linalg.matrix_norm(p, { dtype = "float64" }):item())
+    assert.are.same({ 5, 0 }, wick.linalg.norm(p, { ord = 2, dim = 2 }):totable())
+    assert.are.same({ 7, 0 }, wick.linalg.vector_norm(p, 1, 2, { dtype = "float64" }):totable())
+    support.assert_error_has(function() return wick.linalg.norm(p, { dtyp = "float64" }) end,
+      "linalg.norm: unknown option 'dtyp'")
+    support.assert_error_has(function() return wick.linalg.matrix_norm(p, "fro", { dtyp = 1 }) end,
+      "linalg.matrix_norm: unknown option 'dtyp'")
+  end)
+
+  it("cov.T of a batch warns as PyTorch's does", function()
+    local warned, saved = {}, io.stderr
+    io.stderr = { write = function(_, text) warned[#warned + 1] = text end }
+    local ok, err = pcall(function()
+      assert.are.same({ 3, 2 }, wick.randn(2, 3).T.shape:totable())
+      assert.are.equal(0, #warned)
+      assert.are.same({ 4, 3, 2 }, wick.randn(2, 3, 4).T.shape:totable())
+    end)
+    io.stderr = saved
+    assert(ok, err)
+    assert.are.equal(1, #warned)
+    assert.is_truthy(warned[1]:find("The use of `x.T` on tensors of dimension other than 2", 1, true))
+  end)
+end)

@@ -226,7 +226,16 @@ local fields = {
   -- PyTorch's p.data: the same storage, outside autograd, and its in-place writes unseen by autograd's
   -- check of saved tensors (.data's version counter of its own): Tacotron 2's outputs.data:masked_fill_()
   data = function(t) return t:_data() end,
-  T = function(t) return t:permute(unpack((function() local p = {}; for i = t:dim(), 1, -1 do p[#p + 1] = i end; return p end)())) end,
+  T = function(t) -- (PyTorch's warning for other than 2 dims: bbo's cov.T of a batch)
+    if t:dim() ~= 2 and t:dim() ~= 0 then
+      wick.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated and it "
+        .. "will throw an error in a future release. Consider `x.mT` to transpose batches of matrices or "
+        .. "`x:permute(...)` to reverse the dimensions of a tensor.")
+    end
+    local p = {}
+    for i = t:dim(), 1, -1 do p[#p + 1] = i end
+    return t:permute(unpack(p))
+  end,
   mT = function(t) return t:transpose(-2, -1) end, -- the last two dims swapped (a view)
   itemsize = function(t) return dtype_info[tensor_dtype(t)].size end, -- bytes per element
   nbytes = function(t) return t:numel() * dtype_info[tensor_dtype(t)].size end,
@@ -454,6 +463,14 @@ for name, dtype in pairs(LEGACY) do TYPE_NAME[dtype] = name end
 local function type_name(t)
   return "torch." .. (t.device.type == "cuda" and "cuda." or "") .. (TYPE_NAME[t.dtype] or t.dtype)
 end
+-- a type name's dtype and device ("cuda" or nil), or nil: the inverse of type_name
+local DTYPE_OF_NAME = {}
+for dtype, name in pairs(TYPE_NAME) do DTYPE_OF_NAME[name] = dtype end
+local function from_type_name(s)
+  local cuda, name = s:match("^torch%.(c?u?d?a?%.?)(%w+Tensor)$")
+  if not (name and DTYPE_OF_NAME[name] and (cuda == "" or cuda == "cuda.")) then return nil end
+  return DTYPE_OF_NAME[name], cuda == "cuda." and "cuda" or nil
+end
 --- t:type(): PyTorch's type name ("torch.FloatTensor", "torch.cuda.HalfTensor": WaveGlow's
 --- z.type() == 'torch.cuda.HalfTensor'); t:type(dtype) converts, like t:to(dtype): dtype is
 --- a dtype, its name, PyTorch's type name ("torch.cuda.FloatTensor") or a legacy type
@@ -466,9 +483,10 @@ function Tensor.type(t, dtype, ...)
     return t:to({ dtype = dtype._legacy_dtype, device = dtype._legacy_device or t.device })
   end
   if type(dtype) == "string" then
-    local cuda, name = dtype:match("^torch%.(c?u?d?a?%.?)(%a+Tensor)$")
-    if name and LEGACY[name] then
-      return t:to({ dtype = LEGACY[name], device = cuda == "cuda." and "cuda" or t.device })
+    local named, cuda = from_type_name(dtype)
+    if named then return t:to({ dtype = named, device = cuda or t.device }) end
+    if dtype:match("^torch%..*Tensor$") then
+      check.fail("type", "unknown tensor type '%s' (PyTorch's names: 'torch.FloatTensor', 'torch.cuda.BFloat16Tensor', ...)", dtype)
     end
   end
   return t:to(dtype, ...)
@@ -588,27 +606,31 @@ function Tensor.isinf(t)
   if not t:is_floating_point() then return t:ne(t) end
   return t:abs():eq(math.huge)
 end
---- t:norm([p = 2[, dim[, keepdim]]]): the vector p-norm of all elements, or
---- along dim (p a number: 1, 2, inf, 0 or any other; "fro" is 2)
-local NORM_OPTIONS = { p = "number|string", dim = "number|table", keepdim = "boolean", keepdims = "boolean" }
+--- t:norm([p = 2[, dim[, keepdim]]][, {dtype =}]): the vector p-norm of all elements, or
+--- along dim (p a number: 1, 2, inf, 0 or any other; "fro" is 2); dtype: t cast to it first
+local NORM_OPTIONS = { p = "number|string", dim = "number|table", keepdim = "boolean", keepdims = "boolean",
+  dtype = "dtype" }
 function Tensor.norm(t, p, dim, keepdim)
   check_tensor(t, "norm", "self")
   -- PyTorch's keywords: t:norm{p = 2, dim = 2}, t:norm(2, {dim = 2, keepdim = true})
   -- (keepdims: NumPy's spelling, which PyTorch takes too); another option is an error
+  local dtype
   if type(p) == "table" then
     check.options(p, "norm", NORM_OPTIONS)
-    p, dim, keepdim = p.p, p.dim, p.keepdim or p.keepdims
+    p, dim, keepdim, dtype = p.p, p.dim, p.keepdim or p.keepdims, p.dtype
   end
   if type(dim) == "table" and dim[1] == nil then
     check.options(dim, "norm", NORM_OPTIONS)
     if dim.p ~= nil then core.error("norm: p given twice (as an argument and as an option)") end
     if keepdim == nil then keepdim = dim.keepdim or dim.keepdims end
-    dim = dim.dim
+    dim, dtype = dim.dim, dim.dtype
   end
   if type(keepdim) == "table" then -- t:norm(2, 2, {keepdim = true})
-    check.options(keepdim, "norm", { keepdim = "boolean", keepdims = "boolean" })
-    keepdim = keepdim.keepdim or keepdim.keepdims
+    check.options(keepdim, "norm", { keepdim = "boolean", keepdims = "boolean", dtype = "dtype" })
+    keepdim, dtype = keepdim.keepdim or keepdim.keepdims, keepdim.dtype
   end
+  -- (cm's th.norm(p, p=2, dtype=th.float32))
+  if dtype ~= nil then return Tensor.norm(t:to(dtype), p, dim, keepdim) end
   if p == nil or p == "fro" then p = 2 end
   if type(p) ~= "number" then core.error(("norm: p must be a number or 'fro', got %s"):format(check.describe(p))) end
   -- bfloat16 and float16 in float32 throughout, rounded once at the end, as PyTorch's
@@ -2065,8 +2087,7 @@ function wick.set_default_tensor_type(T)
   if type(T) == "table" and rawget(T, "_legacy_dtype") then
     dtype, device = T._legacy_dtype, T._legacy_device
   elseif type(T) == "string" then
-    local cuda, name = T:match("^torch%.(c?u?d?a?%.?)(%a+Tensor)$")
-    dtype, device = name and LEGACY[name], cuda == "cuda." and "cuda" or nil
+    dtype, device = from_type_name(T)
   end
   if not dtype then check.expected("set_default_tensor_type", "t", "a tensor type (wick.DoubleTensor or 'torch.DoubleTensor')", T) end
   wick.set_default_dtype(dtype)

@@ -31,17 +31,33 @@ end
 
 -- ---- norms and products (compositions of ops) ----
 
-function linalg.vector_norm(x, ord, dim, keepdim, opts)
-  if type(ord) == "table" then ord, dim, keepdim, opts = ord.ord, ord.dim, ord.keepdim or ord.keepdims, ord end
-  if type(keepdim) == "table" then keepdim, opts = keepdim.keepdim or keepdim.keepdims, keepdim end
-  check.tensor(x, "linalg.vector_norm", "x")
-  if opts and opts.dtype then x = x:to(opts.dtype) end
+-- The arguments of the norms, PyTorch's (x, ord, dim, keepdim, *, dtype) with the trailing options
+-- table at any place (vector_norm(x, 2, {dtype = ...}), norm(A, {ord = 2, dim = 1})): ord, dim,
+-- keepdim, and x cast to the dtype
+local NORM_OPTIONS = { ord = "number|string", dim = "number|table", keepdim = "boolean", keepdims = "boolean",
+  dtype = "dtype" }
+local function norm_args(fn, x, ord, dim, keepdim, opts)
+  check.tensor(x, fn, fn == "linalg.vector_norm" and "x" or "A")
+  local o = opts
+  if type(ord) == "table" then o, ord, dim, keepdim = ord, nil, nil, nil
+  elseif type(dim) == "table" and getmetatable(dim) == nil and dim[1] == nil then o, dim, keepdim = dim, nil, nil
+  elseif type(keepdim) == "table" then o, keepdim = keepdim, nil end
+  if o ~= nil then
+    check.options(o, fn, NORM_OPTIONS)
+    if o.ord ~= nil then ord = o.ord end
+    if o.dim ~= nil then dim = o.dim end
+    if o.keepdim ~= nil or o.keepdims ~= nil then keepdim = o.keepdim or o.keepdims end
+    if o.dtype ~= nil then x = x:to(o.dtype) end
+  end
+  return x, ord, dim, keepdim
+end
+
+function linalg.vector_norm(...)
+  local x, ord, dim, keepdim = norm_args("linalg.vector_norm", ...)
   return x:norm(ord or 2, dim, keepdim)
 end
 
-function linalg.matrix_norm(A, ord, dim, keepdim)
-  if type(ord) == "table" then ord, dim, keepdim = ord.ord, ord.dim, ord.keepdim end
-  check.tensor(A, "linalg.matrix_norm", "A")
+local function matrix_norm(A, ord, dim, keepdim)
   ord = ord or "fro"
   if ord == "fro" then return A:_abs_squared():sum(dim or { -2, -1 }, keepdim == true):sqrt() end
   if dim ~= nil then check.fail("linalg.matrix_norm", "ord '%s' with dim is not supported (the last two dims)", tostring(ord)) end
@@ -57,14 +73,15 @@ function linalg.matrix_norm(A, ord, dim, keepdim)
   if keepdim then r = r:unsqueeze(-1):unsqueeze(-1) end
   return r
 end
+function linalg.matrix_norm(...) return matrix_norm(norm_args("linalg.matrix_norm", ...)) end
 
-function linalg.norm(A, ord, dim, keepdim)
-  if type(ord) == "table" then ord, dim, keepdim = ord.ord, ord.dim, ord.keepdim end
+function linalg.norm(...)
+  local A, ord, dim, keepdim = norm_args("linalg.norm", ...)
   if ord == "fro" or ord == "nuc" or (ord == nil and type(dim) == "table") then
-    return linalg.matrix_norm(A, ord or "fro", dim, keepdim)
+    return matrix_norm(A, ord or "fro", dim, keepdim)
   end
-  if ord ~= nil and A:dim() == 2 and dim == nil then return linalg.matrix_norm(A, ord, nil, keepdim) end
-  return linalg.vector_norm(A, ord, dim, keepdim)
+  if ord ~= nil and A:dim() == 2 and dim == nil then return matrix_norm(A, ord, nil, keepdim) end
+  return A:norm(ord or 2, dim, keepdim)
 end
 
 function linalg.multi_dot(ms) return wick.chain_matmul(ms) end

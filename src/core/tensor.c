@@ -113,7 +113,10 @@ static wick_status storage_new(wick_storage **out, wick_device dev, size_t nbyte
         if (!s->data) {
             wk_free(s, s->block_size);
             char name[32], amount[32];
-            return wick_fail(WICK_ERR_OOM, "out of memory: tried to allocate %s on %s",
+            /* (on a GPU, PyTorch's words: YOLOX's `if "CUDA out of memory. " not in str(e): raise`) */
+            bool gpu = dev.type == WICK_CUDA;
+            return wick_fail(WICK_ERR_OOM, "%s %s %s on %s", gpu ? "CUDA out of memory." : "out of memory:",
+                             gpu ? "Tried to allocate" : "tried to allocate",
                              human_bytes((double)nbytes, amount, sizeof amount),
                              wick_device_format(dev, name, sizeof name));
         }
