@@ -4453,3 +4453,25 @@ describe("the forty-fourth round's lines, part 3 (YOLOX, consistency models, bbo
     assert.is_truthy(warned[1]:find("The use of `x.T` on tensors of dimension other than 2", 1, true))
   end)
 end)
+
+describe("the forty-fourth round's lines, part 4 (DALLE-pytorch)", function()
+  it("@eval_decorator with functools.wraps: generate_images(text, clip=clip, filter_thres=0.9)", function()
+    local function eval_decorator(fn)
+      return wick.wraps(fn)(function(model, ...)
+        local was_training = model.training
+        model:eval()
+        local out = fn(model, ...)
+        model:train(was_training)
+        return out
+      end)
+    end
+    local Net = nn.Module:extend("Net")
+    function Net:init() end
+    Net.gen = wick.no_grad()(eval_decorator(function(self, text, clip, temperature)
+      return { text = text, clip = clip, temperature = temperature, training = self.training, grad = wick.is_grad_enabled() }
+    end))
+    local r = Net():gen(1, { temperature = 0.5 })
+    assert.are.same({ text = 1, temperature = 0.5, training = false, grad = false }, r)
+    support.assert_error_has(function() return wick.wraps(3) end, "wraps: expected")
+  end)
+end)

@@ -1451,6 +1451,16 @@ local function decorated(f, wrapper)
   wick._decorated[wrapper] = f
   return wrapper
 end
+--- wick.wraps(fn)(wrapper): Python's functools.wraps for a decorator of one's own: the wrapper
+--- (a function(self, ...) calling fn) takes keywords by fn's parameter names (DALLE-pytorch's
+--- eval_decorator around generate_images(self, text, clip, filter_thres, ...)); returns wrapper
+function wick.wraps(fn)
+  check.callable(fn, "wraps", "wrapped")
+  return function(wrapper)
+    check.callable(wrapper, "wraps()", "wrapper")
+    return decorated(fn, wrapper)
+  end
+end
 
 local function with_grad_mode(enabled, name, fn, ...)
   check.callable(fn, name, "fn")
