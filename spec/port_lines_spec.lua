@@ -2510,8 +2510,14 @@ describe("the twenty-third round's lines (torchdiffeq)", function()
     local up = wick.nextafter(t, wick.tensor(math.huge))
     assert.are.equal("float64", up.dtype)
     assert.is_true(up:item() > 0.5 and up:item() - 0.5 < 1e-15)
-    local g = wick.nextafter(wick.tensor(0.5, { requires_grad = true }), wick.tensor(math.huge))
-    assert.is_false(g.requires_grad)
+    -- PyTorch 2's gradient: x's passes through (torchdiffeq's nextafter under no_grad stays detached)
+    local x = wick.tensor({ 0.5, 1.0 }, { requires_grad = true, dtype = "float64" })
+    local g = wick.nextafter(x, wick.tensor(math.huge))
+    assert.is_true(g.requires_grad)
+    local l = (g * wick.tensor({ 3.0, 5.0 }, { dtype = "float64" })):sum() + x:sum()
+    l:backward()
+    assert.are.same({ 4, 6 }, x.grad:totable())
+    assert.is_false(wick.no_grad(function() return wick.nextafter(x, wick.tensor(math.huge)) end).requires_grad)
     -- (timelike[1:] > timelike[:-1]).all() of a one-element time grid
     local one = wick.tensor({ 0.5 })
     assert.are.same({ 0 }, one[{ { 1, -2 } }]:size())
@@ -4473,5 +4479,41 @@ describe("the forty-fourth round's lines, part 4 (DALLE-pytorch)", function()
     local r = Net():gen(1, { temperature = 0.5 })
     assert.are.same({ text = 1, temperature = 0.5, training = false, grad = false }, r)
     support.assert_error_has(function() return wick.wraps(3) end, "wraps: expected")
+  end)
+end)
+
+describe("the forty-fourth round's lines, part 5 (torchdiffeq, TabNet)", function()
+  it("solution[i] = y under a gradient penalty: t[i] = v differentiates twice", function()
+    local x = wick.tensor({ 0.5, -1.0, 2.0 }, { requires_grad = true, dtype = "float64" })
+    for _, form in ipairs({ "int", "index", "mask" }) do
+      x.grad = nil
+      local sol = wick.empty(2, 3, { dtype = "float64" })
+      if form == "int" then
+        sol[1] = x ^ 2; sol[2] = x ^ 3
+      elseif form == "index" then
+        sol[wick.tensor({ 1 }, { dtype = "int64" })] = (x ^ 2):unsqueeze(1)
+        sol[wick.tensor({ 2 }, { dtype = "int64" })] = (x ^ 3):unsqueeze(1)
+      else
+        sol[wick.tensor({ true, false })] = (x ^ 2):unsqueeze(1)
+        sol[wick.tensor({ false, true })] = (x ^ 3):unsqueeze(1)
+      end
+      local g = wick.autograd.grad((sol ^ 2):sum(), x, { create_graph = true })[1]
+      g:sum():backward()
+      assert.are.same({ 4.875, 42, 528 }, x.grad:totable()) -- 12 x^2 + 30 x^4
+    end
+    -- the written tensor's own gradient (the region zeroed) differentiates twice too
+    local y, v = wick.randn(3, 4, { dtype = "float64", requires_grad = true }), wick.randn(4, { dtype = "float64", requires_grad = true })
+    assert.is_true(wick.autograd.gradgradcheck(function(a, b)
+      local c = a * 1
+      c[2] = b:sin()
+      c[wick.tensor({ 3 }, { dtype = "int64" })] = (b * 2):unsqueeze(1)
+      return (c ^ 3):sum(1)
+    end, { y, v }))
+  end)
+
+  it("grad_input[output == 0] = 0 ported with Lua's == says to write :eq()", function()
+    local g, out = wick.randn(2, 3), wick.randn(2, 3):relu()
+    support.assert_error_has(function() g[out == 0] = 0 end, "write t:eq(x)")
+    support.assert_error_has(function() return g[out ~= 0] end, "write t:eq(x)")
   end)
 end)

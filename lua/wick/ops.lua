@@ -2302,17 +2302,13 @@ return function(wick)
 
   --- wick.nextafter(x, y) and t:nextafter(y): the next float after x towards y,
   --- elementwise (float32 and float64), as C's nextafter: from the bits, as
-  --- integers of the same width (a float's magnitude grows with its bits)
+  --- integers of the same width (a float's magnitude grows with its bits);
+  --- PyTorch's gradient: x's passes through, y gets zeros
   local NEXT_BITS = { float32 = "int32", float64 = "int64" }
-  function Tensor.nextafter(x, y)
-    check.tensor(x, "nextafter", "input")
-    check.tensor(y, "nextafter", "other")
-    if not NEXT_BITS[x.dtype] or not NEXT_BITS[y.dtype] then
-      check.fail("nextafter", "expected float32 or float64 tensors, got %s and %s", x.dtype, y.dtype)
-    end
-    -- PyTorch's promotion (float32 with float64 is float64); bits carry no gradient
+  local function next_float(x, y)
+    -- PyTorch's promotion (float32 with float64 is float64)
     local dt = wick.promote_types(x.dtype, y.dtype)
-    x, y = wick.broadcast_tensors(x:detach():to(dt), y:detach():to(dt))
+    x, y = wick.broadcast_tensors(x:to(dt), y:to(dt))
     local bits = NEXT_BITS[dt]
     local b = x:contiguous():view(bits)
     -- away from zero (bits + 1) or towards it (bits - 1): x > 0 going up, x < 0 going down
@@ -2323,6 +2319,50 @@ return function(wick)
     local out = wick.where(x:eq(0), wick.where(y:gt(0), tiny, -tiny), moved)
     out = wick.where(x:eq(y), y, out)
     return wick.where(x:isnan():logical_or(y:isnan()), x + y, out)
+  end
+  --- t:sum_to_size(size...) (PyTorch's): t summed over the dims a tensor of `size`
+  --- was broadcast along to t's shape (a backward's gradient back to its input's size)
+  function Tensor.sum_to_size(t, ...)
+    check.tensor(t, "sum_to_size", "self")
+    local size = size_arg("sum_to_size", ...)
+    local n, lead = #size, t:dim() - #size
+    local ok = lead >= 0
+    for i = 1, n do
+      check.int(size[i], "sum_to_size", "size", 0)
+      ok = ok and (size[i] == t:size(lead + i) or size[i] == 1)
+    end
+    if not ok then
+      check.fail("sum_to_size", "size {%s} is not expandable to size {%s}", table.concat(size, ", "),
+        table.concat(t:size():totable(), ", "))
+    end
+    local dims = {}
+    for d = 1, lead do dims[#dims + 1] = d end
+    for i = 1, n do
+      if size[i] == 1 and t:size(lead + i) ~= 1 then dims[#dims + 1] = lead + i end
+    end
+    if #dims == 0 then return t end
+    return t:sum(dims, true):view(size)
+  end
+
+  local NextAfter
+  function Tensor.nextafter(x, y)
+    check.tensor(x, "nextafter", "input")
+    check.tensor(y, "nextafter", "other")
+    if not NEXT_BITS[x.dtype] or not NEXT_BITS[y.dtype] then
+      check.fail("nextafter", "expected float32 or float64 tensors, got %s and %s", x.dtype, y.dtype)
+    end
+    if not ((x.requires_grad or y.requires_grad) and wick.is_grad_enabled()) then return next_float(x, y) end
+    if not NextAfter then
+      NextAfter = wick.autograd.Function:extend("Nextafter")
+      function NextAfter.forward(ctx, a, b)
+        ctx.a, ctx.b = a:size(), { b:size(), b.dtype }
+        return next_float(a, b)
+      end
+      function NextAfter.backward(ctx, g)
+        return g:sum_to_size(ctx.a), wick.zeros(ctx.b[1], { dtype = ctx.b[2], device = g.device })
+      end
+    end
+    return NextAfter.apply(x, y)
   end
   wick.nextafter = Tensor.nextafter
 

@@ -14,6 +14,12 @@ static wick_status bn_check_param(const wick_tensor *x, const wick_tensor *t, co
     if (!wick_dtype_is_floating(t->dtype))
         return wick_fail(WICK_ERR_DTYPE, "batch_norm: expected %s of a floating-point dtype, but got %s", name,
                          wick_dtype_name(t->dtype));
+    /* PyTorch's mixed dtypes: a float16 or bfloat16 input with float32 parameters, else one dtype
+     * (a float32 batch into a float64 model stops here, not at the next layer) */
+    bool mixed = (x->dtype == WICK_FLOAT16 || x->dtype == WICK_BFLOAT16) && t->dtype == WICK_FLOAT32;
+    if (t->dtype != x->dtype && !mixed)
+        return wick_fail(WICK_ERR_DTYPE, "batch_norm: expected %s of dtype %s (the input's), but got %s", name,
+                         wick_dtype_name(x->dtype), wick_dtype_name(t->dtype));
     if (t->ndim != 1 || t->sizes[0] != x->sizes[1]) {
         char s[WK_SHAPE_BUF];
         return wick_fail(WICK_ERR_SHAPE, "batch_norm: expected %s of shape [%lld] (the input's channels), but got %s",

@@ -241,6 +241,9 @@ static wick_status key_write(wick_tensor *t, const wk_key *k, const wick_tensor 
     return st;
 }
 
+static wick_status key_put(const char *op, wick_tensor *t, const wk_key *k, const wick_tensor *value, double s,
+                           int un, const int64_t *us);
+
 static wick_status put_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
     wick_key_entry entries[WICK_MAX_DIMS];
     wk_key k = {.n = n->ints[0], .dim = n->ints[1], .group = n->ints[2], .accumulate = n->ints[3], .index = n->saved[1]};
@@ -253,7 +256,9 @@ static wick_status put_backward(wk_node *n, wick_tensor *g, wick_tensor **grads)
     if (n->edges[0].leaf || n->edges[0].node) {
         wick_tensor *gx;
         TRY(wick_clone(&gx, g));
-        wick_status st = k.accumulate ? WICK_OK : key_write(gx, &k, NULL, 0);
+        /* (create_graph: the zeroing recorded, as a put of its own; key_read records by itself) */
+        wick_status st = k.accumulate ? WICK_OK : wk_grad_mode ? key_put("index_put_", gx, &k, NULL, 0, 0, NULL)
+                                                               : key_write(gx, &k, NULL, 0);
         if (st) return wick_tensor_release(gx), st;
         grads[0] = gx;
     }
@@ -265,6 +270,7 @@ static wick_status record_put(wick_tensor *r, const wick_tensor *t, const wk_key
     const wick_tensor *inputs[2] = {t, v};
     wk_node *n;
     TRY(wk_record(r, "IndexPutBackward", put_backward, 0, v ? 2 : 1, inputs, &n));
+    n->twice = true; /* (put_backward records under create_graph: torchdiffeq's solution[i] = y) */
     n->ints[0] = k->n, n->ints[1] = k->dim, n->ints[2] = k->group, n->ints[3] = k->accumulate;
     if (k->index) TRY(wk_save(n, 1, k->index, r));
     if (!k->n) return WICK_OK;

@@ -539,6 +539,10 @@ static void bad_key(lua_State *L, int idx) {
                         "or t[\"repeat\"](t, ...): repeat is a Lua keyword)");
         wl_raise(L, "tensor has no field or method '%s'", k);
     }
+    if (lua_isboolean(L, idx)) /* (TabNet's grad_input[output == 0] = 0, ported with Lua's ==) */
+        wl_raise(L, "index: a key must be a number, a table of ranges, a bool mask or an int64 index tensor, got a "
+                    "Lua boolean (%s): Lua's == and ~= between a tensor and a number are always false and true, so "
+                    "write t:eq(x) or t:ne(x) for a mask", lua_toboolean(L, idx) ? "true" : "false");
     wl_raise(L, "index: a key must be a number, a table of ranges, a bool mask or an int64 index tensor, got %s",
              luaL_typename(L, idx));
 }
