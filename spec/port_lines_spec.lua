@@ -1953,8 +1953,9 @@ describe("the sixteenth round's lines", function()
       tostring(nn.ParameterList({ nn.Parameter(wick.zeros(3, 2)) })))
     assert.are.equal("ParameterDict(  (a): Parameter containing: [torch.FloatTensor of size 2])",
       tostring(nn.ParameterDict({ { "a", nn.Parameter(wick.zeros(2)) } })))
-    support.assert_error_has(function() return wick.linalg.eigh(wick.eye(2)).eigenvalues end,
-      "gives its fields as several values")
+    -- (a named result's fields: wick.linalg.eigh(A).eigenvalues; a plain tensor says how to write it)
+    assert.are.same({ 1, 1 }, wick.linalg.eigh(wick.eye(2)).eigenvalues:totable())
+    support.assert_error_has(function() return wick.eye(2).eigenvalues end, "gives its fields as several values")
   end)
 
   it("warns, as PyTorch, when a bool padding mask meets a float attention mask", function()
@@ -3278,7 +3279,8 @@ describe("the thirty-seventh round's lines (Hyena, Swin, Decision Transformer, t
     assert.are.same({ 0, 3, 0, 3 }, z.grad:sum(2):totable())
     assert.are.equal("slice(1, None, 2)", tostring(wick.slice(1, nil, 2)))
     assert.are.equal(4, wick.slice(4).stop)
-    support.assert_error_has(function() return wick.slice(1, 2, 0) end, "step must be greater than zero")
+    support.assert_error_has(function() return wick.slice(1, 2, 0) end, "slice step cannot be zero")
+    support.assert_error_has(function() return z[{ wick.slice(nil, nil, -1) }] end, "step must be greater than zero")
     support.assert_error_has(function() return wick.slice(1.5) end, "expected an integer or nil for stop, got a fraction")
     -- a field set after wick.slice is checked when the slice is used (1e300 was cast to int64)
     local s = wick.slice(1)
@@ -3388,8 +3390,9 @@ describe("the thirty-seventh round's lines (Hyena, Swin, Decision Transformer, t
     support.assert_error_has(function() return wick.zeros(3):masked_fill(wick.tensor({ 0, 1, 1 }):byte(), 1) end,
       "masked_fill: only supports boolean masks, but got mask with dtype uint8")
     -- stylegan2's closed_form_factorization: torch.svd(W).V
-    support.assert_error_has(function() return wick.svd(wick.randn(4, 3)).V end, "local U, S, V = wick.svd(A)")
-    support.assert_error_has(function() return wick.linalg.qr(wick.randn(3, 3)).Q end, "local Q, R = wick.linalg.qr(A)")
+    assert.are.same({ 3, 3 }, wick.svd(wick.randn(4, 3)).V.shape:totable())
+    assert.are.same({ 3, 3 }, wick.linalg.qr(wick.randn(3, 3)).Q.shape:totable())
+    support.assert_error_has(function() return wick.randn(3, 3).Q end, "local Q, R = wick.linalg.qr(A)")
     -- getattr(module, "0") walking a PyTorch checkpoint's names
     support.assert_error_has(function() return nn.Sequential(nn.ReLU())["0"] end, "entries are named from '1'")
   end)
@@ -3549,8 +3552,14 @@ describe("the thirty-ninth round's lines (Muon, Lion, schedule-free, Adan, refor
     assert.are.equal(1, #experts[s])
     s.start = "a"
     support.assert_error_has(function() return experts[s] end, "expected an integer or nil for a slice's start, got string")
-    s.start, s.step = 0, -1
-    support.assert_error_has(function() return experts[s] end, "a slice's step must be greater than zero, got -1")
+    s.start, s.step = 0, -1 -- (Python's [0:3:-1]: none; [0::-1]: the first entry)
+    assert.are.equal(0, #experts[s])
+    s.stop = nil
+    assert.are.equal(1, #experts[s])
+    s.start, s.step = nil, -1e300
+    assert.are.equal(1, #experts[s])
+    s.step = 0
+    support.assert_error_has(function() return experts[s] end, "slice step cannot be zero")
     -- basicsr: a scheduler of one's own keeps its milestones Counter through load_state_dict;
     -- F._Reduction.get_enum; DiffJPEG's torch.tensordot(image, matrix, dims=1)
     local S = wick.optim.lr_scheduler.LRScheduler:extend("MultiStepRestartLR")
@@ -4515,5 +4524,46 @@ describe("the forty-fourth round's lines, part 5 (torchdiffeq, TabNet)", functio
     local g, out = wick.randn(2, 3), wick.randn(2, 3):relu()
     support.assert_error_has(function() g[out == 0] = 0 end, "write t:eq(x)")
     support.assert_error_has(function() return g[out ~= 0] end, "write t:eq(x)")
+  end)
+end)
+
+describe("the forty-fourth round's lines, part 6 (Glow)", function()
+  it("self.flows[::-1] and the other negative steps of Python's slices over a ModuleList", function()
+    local ml = nn.ModuleList({ nn.Linear(1, 1), nn.Linear(1, 2), nn.Linear(1, 3) })
+    local function outs(l)
+      local r = {}
+      for _, m in ipairs(l) do r[#r + 1] = m.out_features end
+      return r
+    end
+    -- expected: Python's [1, 2, 3][slice(...)]
+    for _, c in ipairs({ { { nil, nil, -1 }, { 3, 2, 1 } }, { { 1, nil, -1 }, { 2, 1 } }, { { nil, 0, -1 }, { 3, 2 } },
+      { { 0, 2, -1 }, {} }, { { -10, nil, -1 }, {} }, { { nil, nil, -2 }, { 3, 1 } }, { { nil, nil, -5 }, { 3 } },
+      { { -1, -3, -1 }, { 3, 2 } } }) do
+      assert.are.same(c[2], outs(ml[wick.slice(c[1][1], c[1][2], c[1][3])]))
+    end
+  end)
+
+  it("torch.linalg.slogdet(W).logabsdet, qr(A).Q and the other named results; torch.slogdet(input=A); diag(diagonal=)", function()
+    local A = wick.tensor({ { 2.0, 1.0 }, { 1.0, 3.0 } }, { dtype = "float64" })
+    local sign, logabsdet = wick.linalg.slogdet(A)
+    assert.are.equal(logabsdet, sign.logabsdet) -- (the first tensor answers the fields)
+    assert.are.equal(1, sign:item())
+    assert.is_true(math.abs(wick.slogdet({ input = A }).logabsdet:item() - math.log(5)) < 1e-12)
+    assert.is_true(math.abs(wick.det({ input = A }):item() - 5) < 1e-12)
+    local r = wick.linalg.qr(A)
+    assert.is_true((r.Q:matmul(r.R) - A):abs():max():item() < 1e-12)
+    local e = wick.linalg.eigh(A)
+    assert.is_true((A:matmul(e.eigenvectors) - e.eigenvectors * e.eigenvalues):abs():max():item() < 1e-12)
+    local s = wick.linalg.svd(A)
+    assert.is_true((s.U:matmul(wick.diag(s.S)):matmul(s.Vh) - A):abs():max():item() < 1e-12)
+    assert.are.same({ 2, 2 }, wick.svd(A).V.shape:totable())
+    local lu = wick.linalg.lu(A)
+    assert.is_true((lu.P:matmul(lu.L):matmul(lu.U) - A):abs():max():item() < 1e-12)
+    assert.are.equal("int32", wick.linalg.lu_factor(A).pivots.dtype)
+    -- a field named like a tensor method stays the method; a plain tensor keeps the error that says what to write
+    assert.are.equal("function", type(wick.linalg.slogdet(A).sign))
+    support.assert_error_has(function() return A.logabsdet end, "local sign, logabsdet = wick.linalg.slogdet(A)")
+    assert.are.same({ 1 }, wick.diag(A, { diagonal = 1 }):totable())
+    assert.are.same({ 3, 3 }, wick.tensor({ 1.0, 2.0 }):diag({ diagonal = -1 }).shape:totable())
   end)
 end)

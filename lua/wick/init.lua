@@ -286,17 +286,19 @@ end
 -- A tensor's own attributes (PyTorch's `p.my_flag = True`: any other name a
 -- script sets), kept beside the tensor object, not in its data.
 local attributes = setmetatable({}, { __mode = "k" })
-local named = setmetatable({}, { __mode = "k" }) -- a named result's first tensor: its indices (name_results)
+local named = setmetatable({}, { __mode = "k" }) -- a named result's first tensor: { field = tensor } (name_results)
 mt.__index = function(t, k)
   local m = Tensor[k]
   if m ~= nil then
     if k == "values" or k == "indices" then -- (t:max(dim).values: a named result's, else the sparse readers)
-      local indices = named[t]
-      if indices then return k == "values" and t or indices end
+      local r = named[t]
+      if r and r[k] then return r[k] end
     end
     return m
   end
   if type(k) == "number" then return get_slice(t, k) end
+  local r = named[t]
+  if r and r[k] then return r[k] end
   local f = fields[k]
   if f ~= nil then return f(t) end
   local a = attributes[t]
@@ -2357,7 +2359,15 @@ end
 for _, name in ipairs({ "inverse", "det", "slogdet", "logdet", "pinverse", "cholesky", "qr", "svd", "cholesky_solve",
   "cholesky_inverse", "triangular_solve", "lu", "lu_solve", "lu_unpack", "matrix_exp", "svd_lowrank",
   "pca_lowrank", "geqrf", "orgqr" }) do
-  Tensor[name] = function(...) return require("wick.linalg")._methods[name](...) end
+  Tensor[name] = function(...)
+    local input = ...
+    -- torch.slogdet(input=A): a keywords table of the input alone (wick.det{input = A})
+    if select("#", ...) == 1 and type(input) == "table" and getmetatable(input) == nil and input.input ~= nil
+      and next(input, next(input)) == nil and next(input) == "input" then
+      return require("wick.linalg")._methods[name](input.input)
+    end
+    return require("wick.linalg")._methods[name](...)
+  end
   wick[name] = Tensor[name]
 end
 
@@ -2441,19 +2451,25 @@ function wick.load(path, opts) return require("wick.serialize").load(path, opts)
 function wick.save_safetensors(tbl, path) return require("wick.serialize").save_safetensors(tbl, path) end
 -- PyTorch's named tuples: the first tensor of t:max(dim) (min, sort, topk, kthvalue, median,
 -- nanmedian, mode, cummax, cummin) answers .values and .indices with the result's two tensors
--- (RetNet's kv.max(dim=-1, keepdim=True).values, torch.topk(x, k).indices)
-local function name_results(f)
+-- (RetNet's kv.max(dim=-1, keepdim=True).values, torch.topk(x, k).indices), and linalg's
+-- results their fields (Glow's torch.linalg.slogdet(W).logabsdet: wick.linalg); a field named
+-- like a tensor method (slogdet's sign) stays the method
+local function name_results(f, names)
   return function(...)
-    local a, b = f(...) -- (one result, or two)
-    if b == nil then return a end
-    if getmetatable(b) == mt and getmetatable(a) == mt then named[a] = b end
-    return a, b
+    local r = pack(f(...)) -- (one result, or several)
+    if r.n > 1 and getmetatable(r[1]) == mt then
+      local fields = {}
+      for i, name in ipairs(names) do fields[name] = r[i] end
+      named[r[1]] = fields
+    end
+    return unpack(r, 1, r.n)
   end
 end
+wick._name_results = name_results
 for _, name in ipairs({ "max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax", "cummin" }) do
   for _, owner in ipairs({ Tensor, wick }) do
     local f = rawget(owner, name)
-    if f ~= nil then owner[name] = name_results(f) end
+    if f ~= nil then owner[name] = name_results(f, { "values", "indices" }) end
   end
 end
 

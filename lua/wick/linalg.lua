@@ -1015,6 +1015,15 @@ function methods.triangular_solve(b, A, upper, transpose, unitriangular)
   if transpose then upper = not upper end
   return linalg.solve_triangular(M, b, { upper = upper, unitriangular = unitriangular == true }), A:clone()
 end
+-- PyTorch's named tuples: the first tensor answers the result's fields (Glow's
+-- torch.linalg.slogdet(W).logabsdet, qr(A).Q); see wick._name_results
+for name, fields in pairs({ slogdet = { "sign", "logabsdet" }, qr = { "Q", "R" }, eigh = { "eigenvalues", "eigenvectors" },
+  svd = { "U", "S", "Vh" }, lu = { "P", "L", "U" }, lu_factor = { "LU", "pivots" }, lu_factor_ex = { "LU", "pivots", "info" },
+  cholesky_ex = { "L", "info" }, inv_ex = { "inverse", "info" }, solve_ex = { "result", "info" },
+  lstsq = { "solution", "residuals", "rank", "singular_values" } }) do
+  if linalg[name] then linalg[name] = wick._name_results(linalg[name], fields) end
+end
+methods.svd = wick._name_results(methods.svd, { "U", "S", "V" })
 linalg._methods = methods
 -- torch.cholesky_solve, torch.cholesky_inverse and torch.triangular_solve, as wick.* names and tensor
 -- methods (until init.lua's list of linalg methods names them too)

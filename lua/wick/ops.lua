@@ -1184,6 +1184,7 @@ return function(wick)
   end
   function Tensor.diag(t, k)
     check.tensor(t, "diag", "self")
+    if type(k) == "table" and getmetatable(k) == nil then k = check.options(k, "diag", { diagonal = "integer" }).diagonal end
     if t:is_complex() then return by_parts(Tensor.diag, t, k) end
     k = check.opt_int(k, "diag", "diagonal", 0)
     if t:dim() == 1 then

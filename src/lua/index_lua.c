@@ -121,7 +121,8 @@ WL_FUNCTION(m_slice) {
         int arg = n == 1 ? (i == 1 ? 1 : 0) : i + 1; /* slice(stop) */
         if (arg) has[i] = slice_part(L, arg, names[i], &v[i]);
     }
-    if (has[2] && v[2] <= 0) wl_raise(L, "wick.slice: step must be greater than zero, got %lld", (long long)v[2]);
+    /* (a negative step is Python's: a ModuleList takes it, self.flows[::-1]; a tensor refuses it) */
+    if (has[2] && v[2] == 0) wl_raise(L, "wick.slice: slice step cannot be zero");
     lua_createtable(L, 0, 3);
     for (int i = 0; i < 3; i++)
         if (has[i]) {
@@ -156,7 +157,9 @@ static wick_key_entry slice_entry(lua_State *L, int idx, int64_t size) {
         slice_part(L, lua_gettop(L), names[i], &v[i]);
         lua_pop(L, 1);
     }
-    if (v[2] <= 0) wl_raise(L, "index: a slice's step must be greater than zero, got %lld", (long long)v[2]);
+    if (v[2] <= 0) /* (PyTorch's tensors too; a ModuleList takes a negative one) */
+        wl_raise(L, "index: a slice's step must be greater than zero, got %lld (t:flip(dim) reverses a tensor)",
+                 (long long)v[2]);
     for (int i = 0; i < 2; i++) {
         if (v[i] < 0) v[i] += size;
         v[i] = v[i] < 0 ? 0 : v[i] > size ? size : v[i];

@@ -1364,15 +1364,21 @@ local function array_container(C, name, check_item, named)
         end
         return v
       end
+      local step = field("step") or 1
+      if step == 0 then check.fail(name, "slice step cannot be zero") end
+      -- Python's clamping: within [0, n] going forward, [-1, n - 1] going back (Glow's self.flows[::-1])
+      local lo, hi = step > 0 and 0 or -1, step > 0 and n or n - 1
       local function clamp(v, default)
         if v == nil then return default end
         if v < 0 then v = v + n end
-        return math.max(0, math.min(n, v))
+        return math.max(lo, math.min(hi, v))
       end
-      local start, stop, step = clamp(field("start"), 0), clamp(field("stop"), n), field("step")
-      if step ~= nil and step < 1 then check.fail(name, "a slice's step must be greater than zero, got %s", tostring(step)) end
-      if step ~= nil then step = math.min(step, n + 1) end -- (a step past the end takes the first entry only)
-      key = { { start + 1, math.max(start, stop), step } }
+      local start, stop = clamp(field("start"), step > 0 and 0 or n - 1), clamp(field("stop"), step > 0 and n or -1)
+      if step > 0 then
+        key = { { start + 1, math.max(start, stop), math.min(step, n + 1) } } -- (a step past the end: the first entry)
+      else -- 1-based, walking back from start + 1 to stop + 2 (none when stop is at or past start)
+        key = { { start + 1, math.min(stop + 2, start + 2), math.max(step, -(n + 1)) } }
+      end
     end
     if type(key) == "table" then -- m[{{a, b[, step]}}]: PyTorch's m[a-1:b:step], a new container of the same entries
       local r = key[1]
