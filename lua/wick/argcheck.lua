@@ -293,16 +293,24 @@ end
 --- C.receivers(class, name): every method of class (its function fields but
 --- the metamethods) checks its receiver first, so obj.method() (a '.' for a
 --- ':') is an error at the caller's line naming the method, not one inside it.
+-- (an instance of a subclass, whose class reaches class by `super`, is one too: Tacotron2's
+-- SummaryWriter subclass; set raw, past a class's own __newindex)
 function C.receivers(class, name)
+  local function is_instance(obj)
+    if type(obj) ~= "table" then return false end
+    local c = getmetatable(obj)
+    while type(c) == "table" and c ~= class do c = rawget(c, "super") end
+    return c == class
+  end
   for k, f in pairs(class) do
     if type(f) == "function" and type(k) == "string" and k:sub(1, 2) ~= "__" then
-      class[k] = function(self, ...)
-        if type(self) ~= "table" or getmetatable(self) ~= class then
+      rawset(class, k, function(self, ...)
+        if not is_instance(self) then
           raise(("%s:%s: expected a %s as self, got %s (call it with ':', as obj:%s(...))"):format(name, k, name,
             describe(self), k))
         end
         return f(self, ...)
-      end
+      end)
     end
   end
   return class

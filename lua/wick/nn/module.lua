@@ -1565,6 +1565,7 @@ function Module:load_state_dict(sd, ...)
       pre[#pre + 1] = { m, name == "" and "" or name .. ".", function(mod, ...) return f(mod, ...) end }
     end
   end
+  local given = sd
   sd = pytorch_named(self, sd, own, #pre > 0)
   local missing, unexpected, mismatched = {}, {}, {}
   if #pre > 0 then -- (the hooks change a copy, as PyTorch's, never the caller's table)
@@ -1622,6 +1623,13 @@ function Module:load_state_dict(sd, ...)
     for _, k in ipairs(keys) do if type(k) == "string" and k:sub(1, 7) == "module." and own[k:sub(8)] then prefixed = prefixed + 1 end end
     if prefixed > 0 and prefixed == #keys then
       msg = msg .. "\n\tThe checkpoint's keys carry a 'module.' prefix (a DataParallel model): load wick.nn.utils.strip_prefix(sd, 'module.')"
+    end
+    -- renamed as PyTorch's 0-based names though some keys were wick's own: a merge of both (Tacotron2's
+    -- dummy_dict = model.state_dict(); dummy_dict.update(model_dict) of a PyTorch checkpoint)
+    if sd ~= given and #unexpected > 0 and fitting(given, own) > 0 then
+      msg = msg .. "\n\tThe keys were renamed from PyTorch's 0-based child indices (the ones above are renamed), "
+        .. "but some were wick's 1-based names already: a PyTorch state dict merged into model:state_dict()? "
+        .. "Rename the PyTorch one first, nn.utils.from_pytorch_names(sd, model), then merge"
     end
     wick.error(msg)
   end

@@ -292,6 +292,10 @@ local function cell_class(name, base_mode)
   function C:forward(x, hx, opts)
     -- PyTorch's keyword: cell(x, hx=h) (an LSTMCell's {h, c} is an array: no name)
     if type(hx) == "table" and not wick.is_tensor(hx) and hx[1] == nil and hx.hx ~= nil then hx, opts = hx.hx, nil end
+    if wick.is_tensor(opts) then -- (cell(x, h, c): PyTorch's state is one tuple)
+      check.fail(name, "takes its state as one argument: %s", name == "LSTMCell" and "cell(x, {h, c}), PyTorch's "
+        .. "cell(x, (h, c)), which returns {h, c}" or "cell(x, h)")
+    end
     if opts ~= nil then check.options(opts, name, { hx = "tensor|table" }); hx = opts.hx end
     check.tensor(x, name, "input")
     if x:dim() ~= 1 and x:dim() ~= 2 then check.fail(name, "Expected input to be 1D or 2D, got %dD instead", x:dim()) end

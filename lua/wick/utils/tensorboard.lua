@@ -349,12 +349,18 @@ end
 
 -- ---- SummaryWriter ----
 
-local SummaryWriter = {}
+-- a class, wick.Object's (Tacotron2's class Tacotron2Logger(SummaryWriter) is
+-- SummaryWriter:extend("Tacotron2Logger"), its init calling Tacotron2Logger.super.init(self, logdir));
+-- its methods are set raw (they parse their own arguments, so no keyword binding wraps them)
+local SummaryWriter = require("wick.object"):extend("SummaryWriter")
+local methods = setmetatable({}, { __newindex = function(_, k, v) rawset(SummaryWriter, k, v) end,
+  __index = SummaryWriter })
 -- a method PyTorch's writer has and this one lacks (add_graph,
 -- add_embedding, add_pr_curve, ...) is an error that names it, not a call of nil
-SummaryWriter.__index = function(_, key)
-  local v = rawget(SummaryWriter, key)
-  if v == nil and type(key) == "string" and key:find("^add_") then
+local class_mt = getmetatable(SummaryWriter)
+local base_index = class_mt.__index
+class_mt.__index = function(_, key)
+  if type(key) == "string" and key:find("^add_") then
     local have = {}
     for name in pairs(SummaryWriter) do
       if type(name) == "string" and name:find("^add_") then have[#have + 1] = name end
@@ -362,9 +368,8 @@ SummaryWriter.__index = function(_, key)
     table.sort(have)
     error(("SummaryWriter:%s is not implemented in wick (it has %s)"):format(key, table.concat(have, ", ")), 2)
   end
-  return v
+  return base_index[key]
 end
-SummaryWriter.__name = "SummaryWriter"
 tb.SummaryWriter_class = SummaryWriter
 
 -- the writer's file writers, closed by the collector when the writer is
@@ -376,7 +381,8 @@ end or function(fn) return setmetatable({}, { __gc = fn }) end
 
 --- SummaryWriter([log_dir[, {comment, max_queue = 10, flush_secs = 120, filename_suffix}]])
 --- log_dir defaults to runs/<date>_<host><comment>, like PyTorch.
-function tb.SummaryWriter(...)
+tb.SummaryWriter = SummaryWriter
+function methods.init(self, ...)
   local fn = "SummaryWriter"
   local a = check.positional(fn, { "log_dir", "comment", "purge_step", "max_queue", "flush_secs", "filename_suffix" },
     { log_dir = "string", comment = "string", purge_step = "integer", max_queue = "integer", flush_secs = "number",
@@ -392,14 +398,13 @@ function tb.SummaryWriter(...)
   if a.flush_secs ~= nil and not (a.flush_secs >= 0) then check.fail(fn, "flush_secs must be >= 0") end
   local opts = { max_queue = a.max_queue, flush_secs = a.flush_secs, filename_suffix = a.filename_suffix }
   local writers = { [""] = open_file_writer(log_dir, opts, fn) }
-  local self = setmetatable({ log_dir = log_dir, _opts = opts, _writers = writers }, SummaryWriter)
+  self.log_dir, self._opts, self._writers = log_dir, opts, writers
   self._gc = new_sentinel(function()
     for _, w in pairs(writers) do pcall(w.close, w) end
   end)
-  return self
 end
 
-function SummaryWriter:get_logdir() return self.log_dir end
+function methods:get_logdir() return self.log_dir end
 
 -- A closed writer opens new files on its next add, as PyTorch's
 -- _get_file_writer recreates a closed one (the tutorial closes and goes on)
@@ -451,7 +456,7 @@ end
 local scalar_args = later_args("add_scalar", { "global_step", "walltime", "new_style", "double_precision" })
 --- add_scalar(tag, scalar_value[, global_step[, walltime[, new_style = false[, double_precision = false]]]])
 --- (or the options in a trailing table)
-function SummaryWriter:add_scalar(tag, value, ...)
+function methods:add_scalar(tag, value, ...)
   local fn = "add_scalar"
   local a = scalar_args(...)
   check_common(fn, tag, a.global_step, a.walltime)
@@ -464,7 +469,7 @@ end
 local scalars_args = later_args("add_scalars", { "global_step", "walltime" })
 --- add_scalars(main_tag, {tag = value, ...}[, global_step[, walltime]]): each
 --- tag in its own writer, log_dir/<main_tag>_<tag>, the summary tagged main_tag
-function SummaryWriter:add_scalars(main_tag, values, ...)
+function methods:add_scalars(main_tag, values, ...)
   local fn = "add_scalars"
   local a = scalars_args(...)
   local step, walltime = a.global_step, a.walltime
@@ -486,7 +491,7 @@ end
 
 local histogram_args = later_args("add_histogram", { "global_step", "bins", "walltime" })
 --- add_histogram(tag, values[, global_step[, bins = "tensorflow" | n[, walltime]]])
-function SummaryWriter:add_histogram(tag, values, ...)
+function methods:add_histogram(tag, values, ...)
   local fn = "add_histogram"
   local a = histogram_args(...)
   check_common(fn, tag, a.global_step, a.walltime)
@@ -511,16 +516,16 @@ end
 
 local image_args = later_args("add_image", { "global_step", "walltime", "dataformats" })
 --- add_image(tag, img_tensor[, global_step[, walltime[, dataformats = "CHW"]]])
-function SummaryWriter:add_image(...) add_image(self, "add_image", image_args, "CHW", ...) end
+function methods:add_image(...) add_image(self, "add_image", image_args, "CHW", ...) end
 
 local images_args = later_args("add_images", { "global_step", "walltime", "dataformats" })
 --- add_images(tag, img_tensor[, global_step[, walltime[, dataformats = "NCHW"]]]):
 --- the N images as one, 8 a row (PyTorch's tensorboard make_grid)
-function SummaryWriter:add_images(...) add_image(self, "add_images", images_args, "NCHW", ...) end
+function methods:add_images(...) add_image(self, "add_images", images_args, "NCHW", ...) end
 
 local text_args = later_args("add_text", { "global_step", "walltime" })
 --- add_text(tag, text_string[, global_step[, walltime]])
-function SummaryWriter:add_text(tag, text, ...)
+function methods:add_text(tag, text, ...)
   local fn = "add_text"
   local a = text_args(...)
   check_common(fn, tag, a.global_step, a.walltime)
@@ -533,7 +538,7 @@ local hparams_args = later_args("add_hparams", { "hparam_domain_discrete", "run_
 --- (or {hparam_domain_discrete, run_name, global_step}): like PyTorch, in a
 --- new run log_dir/<run_name or the time>, with each metric also written as a
 --- scalar there
-function SummaryWriter:add_hparams(hparams, metrics, ...)
+function methods:add_hparams(hparams, metrics, ...)
   local fn = "add_hparams"
   check.table(hparams, fn, "hparam_dict")
   check.table(metrics, fn, "metric_dict")
@@ -553,12 +558,12 @@ function SummaryWriter:add_hparams(hparams, metrics, ...)
 end
 
 --- flush(): writes every queued record of every file
-function SummaryWriter:flush()
+function methods:flush()
   for _, w in pairs(self._writers) do w:flush() end
 end
 
 --- close(): flushes and closes the files; a later add opens new ones, as PyTorch's
-function SummaryWriter:close()
+function methods:close()
   for _, w in pairs(self._writers) do w:close() end
   self._closed = true
 end
