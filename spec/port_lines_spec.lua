@@ -4611,3 +4611,15 @@ describe("the forty-fourth round's lines, part 8 (Tacotron2's warm start)", func
       "LSTMCell: takes its state as one argument: cell(x, {h, c})")
   end)
 end)
+
+describe("the forty-fourth round's lines, part 9 (ESPnet's positional tables)", function()
+  it("exp2 in float32 is 2^x correctly rounded, and differentiable", function()
+    local x = wick.tensor({ 18.0156002, 10.3, -20.7, 0.5 })
+    local want = {}
+    for i, v in ipairs(x:totable()) do want[i] = 2 ^ v end -- (x's float32 values, in double)
+    assert.are.same(wick.tensor(want):totable(), x:exp2():totable()) -- (each rounded once to float32)
+    local d = wick.tensor({ 0.5, -2.0, 3.0 }, { dtype = "float64", requires_grad = true })
+    d:exp2():sum():backward()
+    assert.is_true((d.grad - d:detach():exp2() * math.log(2)):abs():max():item() < 1e-15)
+  end)
+end)
