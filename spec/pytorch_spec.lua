@@ -247,6 +247,19 @@ describe("a hostile PyTorch checkpoint", function()
     assert.are.same({}, x)
   end)
 
+  it("loads a dict of int keys (an optimizer's state) as an OrderedDict in the file's order; a list stays a list", function()
+    -- {1: {"step": 3}, 0: {"step": 4}}
+    local d = wick.load(pt_with("int_keys", "}K\1}X\4\0\0\0stepK\3ssK\0}X\4\0\0\0stepK\4ss"))
+    assert.is_true(wick.isinstance(d, wick.OrderedDict))
+    assert.are.equal(2, d:len())
+    local keys = {}
+    for k, v in d:items() do keys[#keys + 1] = k .. "=" .. v.step end
+    assert.are.same({ "1=3", "0=4" }, keys)
+    local l = wick.load(pt_with("list", "](K\5K\6e")) -- [5, 6]
+    assert.are.same({ 5, 6 }, l)
+    assert.is_nil(getmetatable(l))
+  end)
+
   it("loads boolean keys; a key whose last value is None is absent (Lua's nil), as before", function()
     assert.are.same({ [true] = 1, [false] = 2 }, wick.load(pt_with("bool_keys", "}\136K\1s\137K\2s")))
     assert.are.same({ b = 2 }, wick.load(pt_with("none_after", "}X\1\0\0\0aK\1sX\1\0\0\0bK\2sX\1\0\0\0aNs")))

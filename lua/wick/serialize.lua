@@ -95,16 +95,16 @@ local function place(storage, location, map_location)
   return storage:to(target)
 end
 
--- The dicts in a loaded tree (tables of names to values: state dicts, a checkpoint's
--- {model =, optimizer =, epoch =}) become OrderedDicts in the file's order, as
+-- The dicts in a loaded tree (tables of names or numbers to values: state dicts, a checkpoint's
+-- {model =, optimizer =, epoch =}, an optimizer's state) become OrderedDicts in the file's order, as
 -- torch.load gives Python's dicts: d:keys(), d:items(), the saved order (those
 -- within 200 levels, as deep as wick.save writes)
 local function dicts_ordered(v, orders, seen, depth)
   if type(v) ~= "table" or getmetatable(v) ~= nil or seen[v] or depth > 200 then return v end
   seen[v] = true
   local order, named = orders[v], next(v) ~= nil
-  for k, x in pairs(v) do
-    if type(k) ~= "string" then named = false end
+  for k, x in pairs(v) do -- (names, or Python's int keys too: an optimizer's state, {0: {...}, 1: {...}})
+    if type(k) ~= "string" and type(k) ~= "number" then named = false end
     dicts_ordered(x, orders, seen, depth + 1)
   end
   if named and order then ordered.of(v, order) end

@@ -94,12 +94,14 @@ static void push_table(lua_State *L, const tree_ctx *t, const wk_ckpt_value *v) 
         push_value(L, t, k);
         push_value(L, t, pr->value); /* NIL: assigning nil removes an earlier pair's key */
         lua_rawset(L, tbl);
-        if (k->kind == WK_CKPT_STRING) { /* the order a dict's names come in (an OrderedDict's) */
+        /* the order a dict's keys come in (an OrderedDict's): its names, and its numbers unless
+         * the table is a list (keys 1 to n; an optimizer's state {0: ..., 1: ...} is a dict) */
+        if (k->kind == WK_CKPT_STRING || (k->kind == WK_CKPT_NUMBER && narr < n)) {
             if (!names) {
                 lua_newtable(L);
                 names = lua_gettop(L);
             }
-            lua_pushlstring(L, k->as.string.bytes, k->as.string.len);
+            push_value(L, t, k);
             lua_rawseti(L, names, (int)lua_objlen(L, names) + 1);
         }
     }
