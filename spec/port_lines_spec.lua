@@ -4623,3 +4623,40 @@ describe("the forty-fourth round's lines, part 9 (ESPnet's positional tables)", 
     assert.is_true((d.grad - d:detach():exp2() * math.log(2)):abs():max():item() < 1e-15)
   end)
 end)
+
+describe("the forty-fourth round's lines, part 10 (HF BLIP's generation)", function()
+  it("for key in model_kwargs over a plain table gives its keys; torch.isin(elements=, test_elements=)", function()
+    assert.are.same({ "attention_mask", "encoder_hidden_states" },
+      wick.list({ encoder_hidden_states = 2, attention_mask = 1 }))
+    assert.are.same({ 3, 4 }, wick.list({ 3, 4 }))
+    assert.are.same({}, wick.list({}))
+    local ids = wick.tensor({ { 4, 1, 5 } }, { dtype = "int64" })
+    assert.are.same({ { false, true, false } }, wick.isin({ elements = ids, test_elements = 1 }):totable())
+    assert.are.same({ { false, true, false } },
+      wick.isin(ids, { test_elements = wick.tensor({ 4, 5 }, { dtype = "int64" }), invert = true }):totable())
+    support.assert_error_has(function() return wick.isin({ elements = ids }) end, "isin: missing required argument 'test_elements'")
+  end)
+
+  it("class BlipTextLMHeadModel(BlipTextPreTrainedModel, GenerationMixin): Class:include(Mixin)", function()
+    local GenerationMixin = wick.Object:extend("GenerationMixin")
+    function GenerationMixin:generate(input_ids, max_length) return { input_ids, max_length, self:name() } end
+    local Pre = nn.Module:extend("BlipTextPreTrainedModel")
+    function Pre:name() return "pre" end
+    local LM = Pre:extend("BlipTextLMHeadModel"):include(GenerationMixin)
+    function LM:init() self.l = nn.Linear(2, 2) end
+    function LM:forward(x) return self.l(x) end
+    local m = LM()
+    assert.are.same({ 1, 5, "pre" }, m:generate(1, { max_length = 5 }))
+    assert.is_true(wick.isinstance(m, GenerationMixin))
+    assert.is_true(wick.isinstance(m, Pre))
+    assert.is_true(wick.issubclass(LM:extend("Sub"), GenerationMixin))
+    assert.is_false(wick.isinstance(Pre(), GenerationMixin))
+    -- the class's own method wins over the mixin's
+    local Own = nn.Module:extend("Own")
+    function Own:generate() return "own" end
+    Own:include(GenerationMixin)
+    assert.are.equal("own", Own():generate())
+    support.assert_error_has(function() return m:include(GenerationMixin) end, "include: expected a class made by extend")
+    support.assert_error_has(function() return LM:include({}) end, "for argument 'mixin'")
+  end)
+end)

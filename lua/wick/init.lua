@@ -1327,6 +1327,9 @@ function wick.issubclass(cls, base)
   local c = cls
   while type(c) == "table" do
     if c == base then return true end
+    for _, m in ipairs(rawget(c, "_mixins") or {}) do -- (a further base: Class:include(Mixin))
+      if wick.issubclass(m, base) then return true end
+    end
     local parent = rawget(c, "super")
     if parent == nil then
       local m = getmetatable(c)
@@ -2301,6 +2304,15 @@ local function items_of(iterable, fn)
     end
   elseif type(iterable) == "table" and check.is_module(iterable) and type(iterable.keys) == "function" then
     next_item = iterable:keys() -- a ModuleDict: its keys, as Python's for over a dict
+  elseif type(iterable) == "table" and getmetatable(iterable) == nil and rawget(iterable, 1) == nil
+    and next(iterable) ~= nil then
+    -- a plain table of names: its keys, as Python's for over a dict (HF's for key in model_kwargs),
+    -- sorted, since a Lua table keeps no order
+    local keys = {}
+    for key in pairs(iterable) do keys[#keys + 1] = key end
+    table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+    local k = 0
+    next_item = function() k = k + 1 return keys[k] end
   elseif type(iterable) == "table" and not check.is_module(iterable) then
     -- an array: a plain one, or one with methods (m:modules(), m:children(), a Size)
     local k = 0

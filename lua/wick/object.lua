@@ -14,6 +14,8 @@ local Object = { __name = "Object" }
 Object.__index = Object
 --- Object:init(): does nothing (Python's object.__init__), for super.init(self) calls
 function Object.init() end
+--- Class:include(Mixin, ...): Python's further bases (wick.nn.common.include)
+Object.include = common.include
 
 local function name_of(obj) return rawget(getmetatable(obj), "__name") end
 local function call(obj, ...)

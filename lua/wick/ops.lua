@@ -3332,6 +3332,20 @@ return function(wick)
     return r
   end
   function ops.isin(elements, test, opts)
+    -- PyTorch's keywords, all of them (HF's isin_mps_friendly(elements=..., test_elements=...)) or after elements
+    local function keywords(t)
+      return type(t) == "table" and getmetatable(t) == nil and (t.elements ~= nil or t.test_elements ~= nil)
+    end
+    if keywords(elements) and test == nil then
+      local o = check.options(elements, "isin", { elements = "any", test_elements = "any", invert = "boolean",
+        assume_unique = "boolean" })
+      elements, test, opts = o.elements, o.test_elements, { invert = o.invert, assume_unique = o.assume_unique }
+    elseif keywords(test) and opts == nil then
+      local o = check.options(test, "isin", { test_elements = "any", invert = "boolean", assume_unique = "boolean" })
+      test, opts = o.test_elements, { invert = o.invert, assume_unique = o.assume_unique }
+    end
+    if elements == nil then check.fail("isin", "missing required argument 'elements'") end
+    if test == nil then check.fail("isin", "missing required argument 'test_elements'") end
     if not is_tensor(elements) then
       elements = wick.tensor(type(elements) == "table" and elements or { elements },
         is_tensor(test) and { dtype = test.dtype, device = test.device } or nil)

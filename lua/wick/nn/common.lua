@@ -93,4 +93,35 @@ function common.remove_pre_hook(module, entry)
   if #list == 0 then rawset(module, "_forward_pre_hook_list", nil) end
 end
 
+--- common.include(class, mixin, ...): Python's further bases (HF's class BlipTextLMHeadModel(
+--- BlipTextPreTrainedModel, GenerationMixin)): each mixin's methods, its bases' too (not those of
+--- a base the class has already: Module, Object), join the class where it has none of its own,
+--- and wick.issubclass / isinstance count the mixin as a base. Returns the class.
+local CLASS_KEYS = { super = true, __name = true, __name__ = true, __index = true, __class__ = true, _mixins = true,
+  _args = true }
+function common.include(class, ...)
+  if type(class) ~= "table" or rawget(class, "super") == nil then
+    check.expected("include", "self", "a class made by extend", class)
+  end
+  local mixins = rawget(class, "_mixins") or {}
+  for i = 1, select("#", ...) do
+    local mixin = select(i, ...)
+    if type(mixin) ~= "table" or rawget(mixin, "super") == nil then
+      check.expected("include", "mixin", "a class made by extend (wick.Object:extend(\"Mixin\"))", mixin)
+    end
+    local c = mixin
+    while type(c) == "table" and rawget(c, "super") ~= nil and not wick.issubclass(class, c) do
+      for k, v in pairs(c) do
+        if not CLASS_KEYS[k] and rawget(class, k) == nil then
+          if k == "__call__" then class[k] = v else rawset(class, k, v) end -- (as defined: bound already)
+        end
+      end
+      c = rawget(c, "super")
+    end
+    mixins[#mixins + 1] = mixin
+  end
+  rawset(class, "_mixins", mixins)
+  return class
+end
+
 return common

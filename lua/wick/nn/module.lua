@@ -309,7 +309,7 @@ function Module:extend(name, args)
     check.table(args, "Module.extend", "args")
     if rawget(args, "__name") ~= nil or getmetatable(args) ~= nil then -- Python's class C(A, B)
       check.fail("Module.extend", "the second argument is init's argument names, got the class %s: a class has one "
-        .. "base (Python's second base, a mixin, does not carry over; copy its methods into the class)",
+        .. "base (Python's second base, a mixin: Class:include(Mixin) after extend)",
         tostring(rawget(args, "__name") or check.describe(args)))
     end
     for i = 1, #args do check.string(args[i], "Module.extend", "args") end
@@ -1768,6 +1768,8 @@ end
 Module._members = members
 Module._track = track
 -- (an optimizer's or a scheduler's init of one's own binds keywords the same way: wick.optim)
+--- Class:include(Mixin, ...): Python's further bases (wick.nn.common.include)
+Module.include = require("wick.nn.common").include
 require("wick.nn.common").bind_keywords = bind_keywords
 require("wick.nn.common").keyword_method = keyword_method -- (wick.Object's methods bind keywords the same way)
 return Module
