@@ -4660,3 +4660,15 @@ describe("the forty-fourth round's lines, part 10 (HF BLIP's generation)", funct
     support.assert_error_has(function() return LM:include({}) end, "for argument 'mixin'")
   end)
 end)
+
+describe("the forty-fourth round's lines, part 11 (HF wav2vec2)", function()
+  it("torch.div(390 - 10, 5, rounding_mode='floor') + 1 of Python ints, and the other arithmetic of two numbers", function()
+    local r = wick.div(390 - 10, 5, { rounding_mode = "floor" }) + 1
+    assert.are.same({ "int64", 77 }, { r.dtype, r:item() })
+    assert.are.same({ "float32", 78 }, { wick.div(390, 5).dtype, wick.div(390, 5):item() })
+    assert.are.same({ "int64", 3 }, { wick.add(1, 2).dtype, wick.add(1, 2):item() })
+    assert.are.same({ "float32", -0.5 }, { wick.sub(1.5, 2).dtype, wick.sub(1.5, 2):item() })
+    assert.are.same({ "int64", 3 }, { wick.floor_divide(7, 2).dtype, wick.floor_divide(7, 2):item() })
+    assert.are.equal(0, wick.mul(3, 4):dim())
+  end)
+end)

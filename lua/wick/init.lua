@@ -838,12 +838,17 @@ for _, name in ipairs(MIRRORED) do
 end
 -- wick.pow(number, t), wick.add(0, t) (TabNet's torch.add(res, x) from res = 0) and the other
 -- arithmetic with a number first: the number as a 0-dim tensor of t's dtype (a float number with
--- an integer tensor: the default float dtype)
+-- an integer tensor: the default float dtype); two numbers give a 0-dim tensor, as PyTorch's (HF
+-- wav2vec2's torch.div(input_length - kernel_size, stride, rounding_mode="floor") of ints), the
+-- first one int64 when whole (Python's int), else of the default dtype
 local function number_first(f)
   return function(a, b, ...)
     if type(a) == "number" and getmetatable(b) == mt then
       local dtype = (b:is_floating_point() or b:is_complex() or a % 1 == 0) and b.dtype or wick.get_default_dtype()
       return f(core.full({}, a, { dtype = dtype, device = b.device }), b, ...)
+    end
+    if type(a) == "number" and type(b) == "number" then
+      return f(core.full({}, a, { dtype = a % 1 == 0 and "int64" or wick.get_default_dtype() }), b, ...)
     end
     return f(a, b, ...)
   end
