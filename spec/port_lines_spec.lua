@@ -4672,3 +4672,36 @@ describe("the forty-fourth round's lines, part 11 (HF wav2vec2)", function()
     assert.are.equal(0, wick.mul(3, 4):dim())
   end)
 end)
+
+describe("the forty-fourth round's lines, part 12 (stable-baselines3)", function()
+  it("th.tensor(y) of a tensor is a new leaf without y's history, as PyTorch's", function()
+    local w = wick.ones(2, { requires_grad = true })
+    local y = w * 3
+    local target = wick.tensor(y)
+    assert.are.same({ false, true }, { target.requires_grad, target.is_leaf })
+    ;(y * target):sum():backward()
+    assert.are.same({ 9, 9 }, w.grad:totable())
+    assert.is_false(y:new_tensor(y).requires_grad)
+    assert.is_false(wick.tensor(y, { dtype = "float64" }).requires_grad)
+    local leaf = wick.tensor(y, { requires_grad = true })
+    assert.are.same({ true, true }, { leaf.requires_grad, leaf.is_leaf })
+    target:add_(1) -- (a copy: y stays)
+    assert.are.same({ 3, 3 }, y:detach():totable())
+  end)
+
+  it("features_extractor_class(space, **kwargs) binds a table that an earlier call passed as a value", function()
+    local E = wick.Object:extend("E")
+    function E:init(space, features_dim) self.fd = features_dim end
+    local H = wick.Object:extend("H")
+    function H:init(space, ekw) self.ekw = ekw end
+    local kw = { features_dim = 16 }
+    assert.are.equal(16, E("s", kw).fd)
+    assert.are.equal(kw, H("s", { ekw = kw }).ekw)
+    assert.are.equal(16, E("s", kw).fd)
+    -- (the method the table went to keeps it a value when it binds again: fairseq's empty state)
+    local M = nn.Module:extend("M")
+    function M:forward(x, incremental_state) return incremental_state end
+    local st = {}
+    assert.are.equal(st, M()(1, { incremental_state = st }))
+  end)
+end)

@@ -292,13 +292,13 @@ mt.__index = function(t, k)
   if m ~= nil then
     if k == "values" or k == "indices" then -- (t:max(dim).values: a named result's, else the sparse readers)
       local r = named[t]
-      if r and r[k] then return r[k] end
+      if r and r[k] then return r[k] == true and t or r[k] end
     end
     return m
   end
   if type(k) == "number" then return get_slice(t, k) end
   local r = named[t]
-  if r and r[k] then return r[k] end
+  if r and r[k] then return r[k] == true and t or r[k] end
   local f = fields[k]
   if f ~= nil then return f(t) end
   local a = attributes[t]
@@ -2475,8 +2475,9 @@ local function name_results(f, names)
   return function(...)
     local r = pack(f(...)) -- (one result, or several)
     if r.n > 1 and getmetatable(r[1]) == mt then
-      local fields = {}
-      for i, name in ipairs(names) do fields[name] = r[i] end
+      -- (the first tensor as `true`: a value holding its weak key would keep it alive in LuaJIT)
+      local fields = { [names[1]] = true }
+      for i = 2, #names do fields[names[i]] = r[i] end
       named[r[1]] = fields
     end
     return unpack(r, 1, r.n)

@@ -162,12 +162,15 @@ WL_FUNCTION(m_tensor) {
         lua_pop(L, 1);
     }
     wick_tensor *src = wl_totensor(L, 1);
-    if (src) { /* wick.tensor(t) copies, like torch.tensor(t) */
+    if (src) { /* wick.tensor(t) copies, like torch.tensor(t): a new leaf, without t's history (SB3's
+                * th.tensor(array) of a tensor, a constant target) */
         if (!explicit_dtype) opt.dtype = wick_tensor_dtype(src);
         wick_tensor **slot = wl_new_slot(L);
-        wick_tensor *tmp;
-        wl_check(L, wick_clone(&tmp, src));
-        wick_status st = wick_to(slot, tmp, opt);
+        wick_tensor *detached, *tmp = NULL;
+        wl_check(L, wick_detach(&detached, src));
+        wick_status st = wick_clone(&tmp, detached);
+        wick_tensor_release(detached);
+        if (!st) st = wick_to(slot, tmp, opt);
         wick_tensor_release(tmp);
         wl_check(L, st);
         wl_set_requires_grad(L, *slot, rg);

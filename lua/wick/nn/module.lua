@@ -161,17 +161,19 @@ end
 -- its first argument, HF's config); without `...`,
 -- a `{}` before its last parameter is an empty keyword call.
 -- `owner` and `method` name f in that error: a module or a class, "forward" or "init".
--- the tables a binding gave as values (weak keys): binding again, as a module call's forward does,
--- keeps them values (fairseq's m(x, {incremental_state = {}}): the empty state is no empty keyword call)
+-- the tables a binding gave as values (weak keys) -> the parameter names of the method they went to:
+-- binding for that method again, as a module call's forward does, keeps them values (fairseq's
+-- m(x, {incremental_state = {}}): the empty state is no empty keyword call); another method binds
+-- them (SB3's features_extractor_class(space, **features_extractor_kwargs) of a table once a value)
 local bound_values = setmetatable({}, { __mode = "k" })
 local function bind_keywords(owner, method, f, n, ...)
   -- (trailing nils are Lua's absent arguments: PatchTST's Backbone({c_in = 3, ...}, kwargs) with kwargs
   -- nil, Python's empty **kwargs, binds the table)
   while n > 1 and select(n, ...) == nil do n = n - 1 end
   local t = select(n, ...)
-  if type(t) ~= "table" or getmetatable(t) ~= nil or #t > 0 or bound_values[t] then return nil end
+  if type(t) ~= "table" or getmetatable(t) ~= nil or #t > 0 then return nil end
   local names = positions_of(f)
-  if not names then return nil end
+  if not names or bound_values[t] == names then return nil end
   local top, others, earlier = n - 1, false, nil
   for k in pairs(t) do
     local at = type(k) == "string" and names[k]
@@ -242,7 +244,7 @@ local function bind_keywords(owner, method, f, n, ...)
   for k, v in pairs(t) do
     if names[k] then
       args[names[k]] = v
-      if type(v) == "table" and getmetatable(v) == nil then bound_values[v] = true end
+      if type(v) == "table" and getmetatable(v) == nil then bound_values[v] = names end
     else kwargs = kwargs or {}; kwargs[k] = v end
   end
   if others then top = math.max(top, extra); args[extra] = kwargs end
