@@ -18,6 +18,12 @@ local function number_of(v)
   if is_tensor(v) and v:dim() == 0 and not v:is_complex() then return v:item() end
   return v
 end
+-- a one-element integer tensor where PyTorch takes an int (ViLT's multinomial(p, mask.max())) is
+-- the number it holds; a float one stays, for check.int's error
+local function int_of(v)
+  if is_tensor(v) and v:numel() == 1 and not v:is_floating_point() and not v:is_complex() then return v:item() end
+  return v
+end
 
 return function(wick)
   local ops = {}
@@ -492,6 +498,7 @@ return function(wick)
   --- wick.randperm(n[, opts]): a random permutation of 1..n (PyTorch's 0..n-1 plus 1), int64 by default.
   local RANDPERM = { dtype = "dtype", device = "device" }
   function ops.randperm(n, opts)
+    n = int_of(n)
     check.int(n, "randperm", "n", 0)
     opts = check.options(opts, "randperm", RANDPERM)
     local dtype = opts.dtype or "int64"
@@ -517,6 +524,7 @@ return function(wick)
       if o.num_samples ~= nil then check.fail("multinomial", "num_samples given twice") end
       replacement = o.replacement
     end
+    num_samples = int_of(num_samples)
     check.int(num_samples, "multinomial", "num_samples", 1)
     replacement = check.opt_boolean(replacement, "multinomial", "replacement", false)
     local nd = probs:dim()

@@ -889,10 +889,12 @@ end
 
 -- a norm's parameters (name -> tensor or nil) in x's dtype, or float32 for a half x (PyTorch's one
 -- mix; batch_norm's check is in C): a float32 batch into a float64 model stops at the norm
-local function same_dtypes(fn, x, params)
-  for name, t in pairs(params) do
-    if t.dtype ~= x.dtype and not ((x.dtype == "float16" or x.dtype == "bfloat16") and t.dtype == "float32") then
-      check.fail(fn, "expected %s of dtype %s (the input's), but got %s", name, x.dtype, t.dtype)
+local PARAM_NAMES = { "weight", "bias", "running_mean", "running_var" }
+local function same_dtypes(fn, x, ...) -- (weight, bias[, running_mean, running_var], each may be nil)
+  for i = 1, select("#", ...) do
+    local t = select(i, ...)
+    if t ~= nil and t.dtype ~= x.dtype and not ((x.dtype == "float16" or x.dtype == "bfloat16") and t.dtype == "float32") then
+      check.fail(fn, "expected %s of dtype %s (the input's), but got %s", PARAM_NAMES[i], x.dtype, t.dtype)
     end
   end
 end
@@ -912,7 +914,7 @@ function F.instance_norm(x, ...)
   local running_mean, running_var, weight, bias = o.running_mean, o.running_var, o.weight, o.bias
   local use_input_stats, momentum, eps = o.use_input_stats, o.momentum or 0.1, o.eps or 1e-5
   if use_input_stats == nil then use_input_stats = true end
-  same_dtypes(fn, x, { weight = weight, bias = bias, running_mean = running_mean, running_var = running_var })
+  same_dtypes(fn, x, weight, bias, running_mean, running_var)
   if x:dim() < 3 then check.fail(fn, "expected an input of at least 3 dims (N, C, ...), got %d-D", x:dim()) end
   local n, c, spatial = x:size(1), x:size(2), 1
   for d = 3, x:dim() do spatial = spatial * x:size(d) end
@@ -1127,7 +1129,7 @@ function F.group_norm(x, ...)
   if x:dim() < 2 or c % num_groups ~= 0 then
     check.fail("group_norm", "expected an input of shape (N, C, ...) with C divisible by num_groups (%d), got [%s]", num_groups, table.concat(x:size(), ", "))
   end
-  same_dtypes("group_norm", x, { weight = weight, bias = bias })
+  same_dtypes("group_norm", x, weight, bias)
   local n, per = x:size(1), 1
   for i = 2, x:dim() do per = per * x:size(i) end
   local g = x:reshape({ n, num_groups, per / num_groups })
