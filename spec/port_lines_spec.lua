@@ -4732,3 +4732,44 @@ describe("the forty-fourth round's lines, part 14 (pytorch-fm's AnovaKernel)", f
     assert.are.same({ { 1, 1, 1 }, { 1, 1, 1 } }, y.grad:totable())
   end)
 end)
+
+describe("the forty-fourth round's lines, part 15 (MuZero, Perceiver)", function()
+  it("visit_counts ** (1 / temperature): a Lua float is Python's float under Lua 5.4; a whole number keeps ints under LuaJIT", function()
+    local v = wick.tensor({ 9, 8, 1 }, { dtype = "int32" })
+    local d = v ^ (1 / 0.1)
+    if math.type then -- (Lua 5.3+: 1 / 0.1 is a float)
+      assert.are.same({ "float32", "float32", "int32" }, { d.dtype, (v * 2.0).dtype, (v * 2).dtype })
+      assert.are.equal("float32", (wick.eye(3):gt(0) + 0.).dtype)
+      assert.are.equal("float32", wick.add(2.0, v).dtype)
+    else -- (LuaJIT: 10 and 10.0 are one number, an int: PyTorch's int ** 10 wraps too)
+      assert.are.same({ "int32", "int32" }, { d.dtype, (v * 2.0).dtype })
+      assert.are.equal("float32", (v:float() ^ (1 / 0.1)).dtype)
+    end
+    assert.are.equal("float32", (v * 2.5).dtype)
+  end)
+
+  it("a forward(x, ...) gets a new **kwargs table: kwargs.update(context = ...) leaves the caller's", function()
+    local A = nn.Module:extend("A")
+    function A:forward(x, ...)
+      local kwargs = ...
+      kwargs.tag = "changed"
+      return kwargs.mask
+    end
+    local kw = { tag = "orig", mask = 1 }
+    assert.are.equal(1, A()(wick.ones(1), kw))
+    assert.are.equal("orig", kw.tag)
+  end)
+
+  it("a in root.children of an OrderedDict; an integer remainder by zero is PyTorch's ZeroDivisionError", function()
+    local d = wick.OrderedDict()
+    d[0], d[2] = "a", "b"
+    assert.are.same({ true, false, 2 }, { d:contains(2), d:contains(1), d:len() })
+    local a = wick.tensor({ 5, 3 }, { dtype = "int64" })
+    for _, f in ipairs({ function() return a % 0 end, function() return wick.remainder(a, 0) end,
+      function() return a:fmod(0) end, function() return a % wick.tensor({ 1, 0 }, { dtype = "int64" }) end }) do
+      support.assert_error_has(f, "ZeroDivisionError")
+    end
+    assert.are.same({ 1, 1 }, (a % 2):totable())
+    assert.is_true(((wick.tensor({ 5.0 }) % 0)[1]:item()) ~= ((wick.tensor({ 5.0 }) % 0)[1]:item())) -- (NaN, as PyTorch's)
+  end)
+end)

@@ -820,6 +820,25 @@ do
     return t:copy_(rounded("div_", t, u, opts))
   end
   Tensor.divide, Tensor.divide_ = Tensor.div, Tensor.div_
+  -- an integer remainder (fmod, %) by zero: PyTorch's ZeroDivisionError, not the kernel's 0
+  local function by_zero(name, t, u)
+    if (getmetatable(t) == mt or getmetatable(u) == mt) and not core.dtype_info[wick.result_type(t, u)].is_floating
+      and (u == 0 or getmetatable(u) == mt and u:eq(0):any()) then
+      check.fail(name, "ZeroDivisionError")
+    end
+  end
+  for _, name in ipairs({ "remainder", "remainder_", "fmod", "fmod_" }) do
+    local f = Tensor[name]
+    Tensor[name] = function(t, u, ...)
+      by_zero(name, t, u)
+      return f(t, u, ...)
+    end
+  end
+  local mod = mt.__mod
+  mt.__mod = function(a, b)
+    by_zero("remainder", a, b)
+    return mod(a, b)
+  end
 end
 
 local MIRRORED = { "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", "log", "sqrt", "tanh",
@@ -841,14 +860,20 @@ end
 -- an integer tensor: the default float dtype); two numbers give a 0-dim tensor, as PyTorch's (HF
 -- wav2vec2's torch.div(input_length - kernel_size, stride, rounding_mode="floor") of ints), the
 -- first one int64 when whole (Python's int), else of the default dtype
+-- (Python's int: on Lua 5.3+ a Lua integer, on LuaJIT a whole number, as the binding's wl_is_python_int)
+local math_type = math.type
+local function python_int(a)
+  if math_type then return math_type(a) == "integer" end
+  return a % 1 == 0
+end
 local function number_first(f)
   return function(a, b, ...)
     if type(a) == "number" and getmetatable(b) == mt then
-      local dtype = (b:is_floating_point() or b:is_complex() or a % 1 == 0) and b.dtype or wick.get_default_dtype()
+      local dtype = (b:is_floating_point() or b:is_complex() or python_int(a)) and b.dtype or wick.get_default_dtype()
       return f(core.full({}, a, { dtype = dtype, device = b.device }), b, ...)
     end
     if type(a) == "number" and type(b) == "number" then
-      return f(core.full({}, a, { dtype = a % 1 == 0 and "int64" or wick.get_default_dtype() }), b, ...)
+      return f(core.full({}, a, { dtype = python_int(a) and "int64" or wick.get_default_dtype() }), b, ...)
     end
     return f(a, b, ...)
   end

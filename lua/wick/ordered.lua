@@ -38,6 +38,7 @@ local function sd_iter(sd, what)
 end
 local SD_METHODS = {
   len = function(sd) return #sd_names(sd) end, -- Python's len(sd)
+  contains = function(sd, k) return k ~= nil and rawget(sd, k) ~= nil end, -- Python's `k in sd` (MuZero's a in root.children)
   keys = function(sd) return sd_iter(sd, "keys") end,
   values = function(sd) return sd_iter(sd, "values") end,
   items = function(sd) return sd_iter(sd, "items") end,

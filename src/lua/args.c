@@ -388,7 +388,7 @@ const char *wl_index_dtype_hint(wick_dtype d) {
 int wl_toscalar(lua_State *L, int idx, wick_scalar *s) {
     if (lua_type(L, idx) == LUA_TNUMBER) {
         s->value = lua_tonumber(L, idx);
-        s->is_integer = s->value == floor(s->value) && fabs(s->value) < 9223372036854775808.0; /* an int64 */
+        s->is_integer = wl_is_python_int(L, idx, s->value); /* (an int64) */
         return 1;
     }
     if (lua_type(L, idx) == LUA_TBOOLEAN) {

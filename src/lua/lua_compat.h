@@ -28,4 +28,14 @@
 #define WL_EXACT_INT64 0 /* exact to 2^53 only */
 #endif
 
+/* Whether the number at idx is one of Python's ints, which keep an integer tensor integer: on
+ * 5.3+ a Lua integer (2.0 and 1 / 2 are floats there, as Python's 2.0 and 1 / 2: MuZero's
+ * visit_counts ** (1 / temperature) is float), on LuaJIT any whole number (its numbers are all
+ * doubles, so 2.0 is 2) */
+#if LUA_VERSION_NUM >= 503
+#define wl_is_python_int(L, idx, v) lua_isinteger(L, (idx))
+#else
+#define wl_is_python_int(L, idx, v) ((v) == floor(v) && fabs(v) < 9223372036854775808.0)
+#endif
+
 #endif

@@ -223,11 +223,15 @@ local function bind_keywords(owner, method, f, n, ...)
       args[n] = nil
       return args, n - 1
     end
-    if not kw_at or n >= kw_at then return nil end -- (at the `...` already: as it is; binding again is a no-op)
-    local args, kwargs = { ... }, {} -- (a new table, as Python's **kwargs: a kwargs.pop leaves the caller's as it was)
+    if not kw_at or n > kw_at then return nil end
+    -- (a new table, as Python's **kwargs: a kwargs.pop, or perceiver's kwargs.update(context = ...) of a
+    -- table at the `...` already, leaves the caller's as it was; the new one is this method's
+    -- value, so binding again, as a module call does before its forward, leaves it)
+    local args, kwargs = { ... }, {}
     for i = n, kw_at - 1 do args[i] = nil end
     for k, v in pairs(t) do kwargs[k] = v end
     args[kw_at] = kwargs
+    bound_values[kwargs] = names
     return args, kw_at
   end
   local extra = options_at[undecorated(f)] or varargs_at(f)
