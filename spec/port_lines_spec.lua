@@ -4651,7 +4651,9 @@ describe("the forty-fourth round's lines, part 10 (HF BLIP's generation)", funct
     assert.is_true(wick.isinstance(m, Pre))
     assert.is_true(wick.issubclass(LM:extend("Sub"), GenerationMixin))
     assert.is_false(wick.isinstance(Pre(), GenerationMixin))
-    -- the class's own method wins over the mixin's
+    -- the first base's method wins over the mixin's (Python's order), and the class's own
+    function GenerationMixin:name() return "mixin" end
+    assert.are.equal("pre", Pre:extend("Again"):include(GenerationMixin)():name())
     local Own = nn.Module:extend("Own")
     function Own:generate() return "own" end
     Own:include(GenerationMixin)

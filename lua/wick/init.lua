@@ -2404,8 +2404,8 @@ for _, name in ipairs({ "inverse", "det", "slogdet", "logdet", "pinverse", "chol
   Tensor[name] = function(...)
     local input = ...
     -- torch.slogdet(input=A): a keywords table of the input alone (wick.det{input = A})
-    if select("#", ...) == 1 and type(input) == "table" and getmetatable(input) == nil and input.input ~= nil
-      and next(input, next(input)) == nil and next(input) == "input" then
+    if select("#", ...) == 1 and type(input) == "table" and getmetatable(input) == nil and next(input) == "input"
+      and next(input, "input") == nil then
       return require("wick.linalg")._methods[name](input.input)
     end
     return require("wick.linalg")._methods[name](...)

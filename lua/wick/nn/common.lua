@@ -95,8 +95,9 @@ end
 
 --- common.include(class, mixin, ...): Python's further bases (HF's class BlipTextLMHeadModel(
 --- BlipTextPreTrainedModel, GenerationMixin)): each mixin's methods, its bases' too (not those of
---- a base the class has already: Module, Object), join the class where it has none of its own,
---- and wick.issubclass / isinstance count the mixin as a base. Returns the class.
+--- a base the class has already: Module, Object), join the class where neither it nor its first
+--- base has them (Python's order: the first base's line before the mixin), and wick.issubclass /
+--- isinstance count the mixin as a base. Returns the class.
 local CLASS_KEYS = { super = true, __name = true, __name__ = true, __index = true, __class__ = true, _mixins = true,
   _args = true }
 function common.include(class, ...)
@@ -112,7 +113,8 @@ function common.include(class, ...)
     local c = mixin
     while type(c) == "table" and rawget(c, "super") ~= nil and not wick.issubclass(class, c) do
       for k, v in pairs(c) do
-        if not CLASS_KEYS[k] and rawget(class, k) == nil then
+        local ok, have = pcall(function() return class[k] end) -- (a class's __index may refuse a name)
+        if not CLASS_KEYS[k] and ok and have == nil then
           if k == "__call__" then class[k] = v else rawset(class, k, v) end -- (as defined: bound already)
         end
       end

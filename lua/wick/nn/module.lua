@@ -157,8 +157,8 @@ end
 -- `...` starts, Python's **kwargs (HF's attention called with position_ids=, use_cache=, ...), or
 -- in its options parameter (ArgsNet(2, {n_out = 5, bias = false})); another f refuses them then,
 -- as PyTorch's TypeError (a misspelt keyword beside right ones). A method's `...` also takes a
--- table naming none of its parameters, `{}` too, when it comes before the `...` (an init's: not as
--- its first argument, HF's config); without `...`,
+-- table naming none of its parameters, `{}` too, when it comes before or at the `...` (an init's: not
+-- as its first argument, HF's config), as a new table each call; without `...`,
 -- a `{}` before its last parameter is an empty keyword call.
 -- `owner` and `method` name f in that error: a module or a class, "forward" or "init".
 -- the tables a binding gave as values (weak keys) -> the parameter names of the method they went to:
