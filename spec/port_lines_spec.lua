@@ -4775,3 +4775,21 @@ describe("the forty-fourth round's lines, part 15 (MuZero, Perceiver)", function
     assert.is_true(((wick.tensor({ 5.0 }) % 0)[1]:item()) ~= ((wick.tensor({ 5.0 }) % 0)[1]:item())) -- (NaN, as PyTorch's)
   end)
 end)
+
+describe("the forty-fourth round's lines, part 16 (Deformable DETR, SB3's static methods)", function()
+  it("a @staticmethod called with keywords: get_reference_points(shapes, ratios, device=src.device)", function()
+    local Enc = nn.Module:extend("Enc")
+    function Enc.get_reference_points(shapes, ratios, device) return { shapes, ratios, device } end
+    local e = Enc()
+    assert.are.same({ 1, 2, "cpu" }, e.get_reference_points(1, 2, { device = "cpu" }))
+    assert.are.same({ 1, 2, "x" }, Enc.get_reference_points(1, 2, "x"))
+    -- a table naming something else, or coming first, is a value
+    assert.are.same({ 1, 2, { other = 1 } }, e.get_reference_points(1, 2, { other = 1 }))
+    assert.are.same({ { ratios = 2 } }, Enc.get_reference_points({ ratios = 2 }))
+    local P = wick.Object:extend("Policy")
+    function P.init_weights(module, gain) module.gain = gain end
+    local m = nn.Linear(2, 2)
+    m:apply(function(mod) P.init_weights(mod, { gain = 0.01 }) end)
+    assert.are.equal(0.01, m.gain)
+  end)
+end)

@@ -39,7 +39,8 @@ end
 local function define(cls, k, v)
   if type(v) == "function" and type(k) == "string" and (k:sub(1, 2) ~= "__" or k == "__call__") then
     local first = debug.getlocal(v, 1)
-    if first == "self" or first == "cls" then v = common.keyword_method(v, k) end
+    if first == "self" or first == "cls" then v = common.keyword_method(v, k)
+    elseif first and k:sub(1, 2) ~= "__" then v = common.static_method(v) end -- (Python's @staticmethod)
   end
   rawset(cls, k, v)
 end

@@ -277,6 +277,32 @@ local function keyword_method(f, name)
   return method
 end
 
+-- f (a static function of a class of one's own, Python's @staticmethod: its first parameter is not
+-- self) taking PyTorch's keywords after its first argument when every key names a parameter at the
+-- table's place or later (Deformable DETR's self.get_reference_points(shapes, ratios,
+-- device=src.device), SB3's init_weights(module, gain=0.01)); any other table is a value
+local function static_method(f)
+  local names = positions_of(f) -- (the parameters after the first, at their places after it)
+  if not names then return f end
+  local function static(first, ...) -- (not named self: Module:apply calls it as a function)
+    local n = select("#", ...)
+    while n > 1 and select(n, ...) == nil do n = n - 1 end
+    local t = n > 0 and select(n, ...)
+    if type(t) ~= "table" or getmetatable(t) ~= nil or #t > 0 or next(t) == nil then return f(first, ...) end
+    local top = n - 1
+    for k in pairs(t) do
+      local at = type(k) == "string" and names[k]
+      if not at or at < n then return f(first, ...) end
+      top = math.max(top, at)
+    end
+    local args = { ... }
+    args[n] = nil
+    for k, v in pairs(t) do args[names[k]] = v end
+    return f(first, unpack(args, 1, top))
+  end
+  return static
+end
+
 --- Module:extend("Name"[, args]): a new class; Class(...) builds an instance and calls init.
 --- args names init's required positional arguments, in order: each is also taken
 --- by name from a trailing options table (Class(3, {out_features = 4})), and a
@@ -363,11 +389,12 @@ function Module:extend(name, args)
       -- (pytorch-flows' self.forward(noise, mode='inverse')), and so does any other method of
       -- one's own (but metamethods); wick's own layers take theirs
       -- (a method: its first parameter is self, or cls for Python's classmethod; a static function
-      -- of the class stays as it is)
+      -- of the class binds only a table of its parameters' names: static_method)
       local first = type(v) == "function" and debug.getlocal(undecorated(v), 1)
       if type(v) == "function" and type(k) == "string" and k ~= "init" and (k:sub(1, 2) ~= "__" or k == "__call__")
-        and not of_wick(undecorated(v)) and (k == "forward" or first == "self" or first == "cls") then
-        v = keyword_method(v, k)
+        and not of_wick(undecorated(v)) then
+        if k == "forward" or first == "self" or first == "cls" then v = keyword_method(v, k)
+        elseif first and k:sub(1, 2) ~= "__" then v = static_method(v) end
       end
       -- Python's __call__ defined on the class (pix2pix's GANLoss.__call__) replaces the module call
       if k == "__call__" and type(v) == "function" then rawset(cls, "__call", v) end
@@ -1778,4 +1805,5 @@ Module._track = track
 Module.include = require("wick.nn.common").include
 require("wick.nn.common").bind_keywords = bind_keywords
 require("wick.nn.common").keyword_method = keyword_method -- (wick.Object's methods bind keywords the same way)
+require("wick.nn.common").static_method = static_method
 return Module
