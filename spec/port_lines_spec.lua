@@ -4793,3 +4793,21 @@ describe("the forty-fourth round's lines, part 16 (Deformable DETR, SB3's static
     assert.are.equal(0.01, m.gain)
   end)
 end)
+
+describe("the forty-fourth round's lines, part 17 (mamba.py)", function()
+  it("ctx.save_for_backward(x, None, w): the saved tensors' count reaches past the hole", function()
+    local Fn = wick.autograd.Function:extend("Fn")
+    function Fn.forward(ctx, x, w)
+      ctx:save_for_backward(x, nil, w)
+      return x * w
+    end
+    function Fn.backward(ctx, g)
+      local x, b, w = unpack(ctx.saved_tensors, 1, ctx.saved_tensors.n)
+      assert(b == nil)
+      return g * w, g * x
+    end
+    local x, w = wick.ones(2):requires_grad_(), wick.full({ 2 }, 3.0):requires_grad_()
+    Fn.apply(x, w):sum():backward()
+    assert.are.same({ { 3, 3 }, { 1, 1 } }, { x.grad:totable(), w.grad:totable() })
+  end)
+end)
