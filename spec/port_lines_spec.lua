@@ -4811,3 +4811,25 @@ describe("the forty-fourth round's lines, part 17 (mamba.py)", function()
     assert.are.same({ { 3, 3 }, { 1, 1 } }, { x.grad:totable(), w.grad:totable() })
   end)
 end)
+
+describe("the forty-fourth round's lines, part 18 (EfficientDet)", function()
+  it("nn.init._no_grad_normal_(tensor, 0., std) and a dict sample passed to Compose as one value", function()
+    local w = nn.Parameter(wick.zeros(2000))
+    assert.are.equal(w, nn.init._no_grad_normal_(w, 0., 0.5))
+    assert.is_true(math.abs(w:std():item() - 0.5) < 0.05)
+    assert.are.equal(3, nn.init._no_grad_fill_(wick.zeros(2), 3)[1]:item())
+    local Compose = wick.Object:extend("Compose")
+    function Compose:init(t) self.transforms = t end
+    function Compose:__call__(img)
+      for _, t in ipairs(self.transforms) do img = t(img) end
+      return img
+    end
+    local seen
+    local c = Compose({ function(s) seen = s; return s end })
+    support.assert_error_has(function() return c({ img = wick.zeros(2), annot = wick.zeros(0, 5) }) end,
+      "a dict meant as one value goes as wick.OrderedDict(t)")
+    local sample = wick.OrderedDict({ img = wick.zeros(2), annot = wick.zeros(0, 5) })
+    c(sample)
+    assert.are.equal(sample, seen)
+  end)
+end)

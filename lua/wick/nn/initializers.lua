@@ -246,6 +246,11 @@ function init.sparse_(t, ...)
   return assign(t, w)
 end
 
+-- PyTorch's private helpers, which programs call (EfficientDet's variance_scaling_ returns
+-- _no_grad_normal_(tensor, 0., std)): the fills above, which run without recording already
+init._no_grad_uniform_, init._no_grad_normal_, init._no_grad_trunc_normal_ = init.uniform_, init.normal_, init.trunc_normal_
+init._no_grad_fill_, init._no_grad_zero_ = init.constant_, init.zeros_
+
 -- PyTorch's deprecated names without the trailing underscore: the same
 -- function, with its FutureWarning (once per call site)
 for _, name in ipairs({ "uniform", "normal", "constant", "eye", "xavier_uniform", "xavier_normal", "kaiming_uniform",

@@ -240,8 +240,12 @@ local function bind_keywords(owner, method, f, n, ...)
   if others and not extra and method == "init" and n == 1 and t[names_in_order(names)[1]] == nil then return nil end
   if others and not extra then
     local class = rawget(owner, "__name") and owner or getmetatable(owner)
+    -- (a first argument: maybe a dict meant as one value, EfficientDet's Compose(...)({img = ..., annot = ...}))
+    local hint = n == 1 and "; a table as the first argument whose keys name a parameter is a keyword call: a "
+      .. "dict meant as one value goes as wick.OrderedDict(t), or any table with a metatable" or ""
     check.fail(((type(class) == "table" and rawget(class, "__name")) or "Module") .. "." .. method,
-      "got an unexpected keyword argument '%s' (its parameters: %s)", others, table.concat(names_in_order(names), ", "))
+      "got an unexpected keyword argument '%s' (its parameters: %s)%s", others, table.concat(names_in_order(names), ", "),
+      hint)
   end
   local args, kwargs = { ... }, nil
   args[n] = nil
