@@ -4833,3 +4833,17 @@ describe("the forty-fourth round's lines, part 18 (EfficientDet)", function()
     assert.are.equal(sample, seen)
   end)
 end)
+
+describe("the forty-fourth round's lines, part 19 (TimesNet's and ESPnet's float32 tables)", function()
+  it("float32 sin and cos are their double values rounded once, as PyTorch's", function()
+    local x = ((wick.rand(20000, { dtype = "float64" }) * 2 - 1) * 5000):to("float32")
+    local xd = x:to("float64")
+    for _, f in ipairs({ "sin", "cos" }) do
+      local want = xd[f](xd):to("float32")
+      assert.are.equal(0, x[f](x):ne(want):sum():item(), f)
+    end
+    -- pe[:, 0::2] = torch.sin(position * div_term): PyTorch's 0.720369279 (the old polynomial gave ...339)
+    assert.are.equal(wick.tensor({ math.sin(wick.tensor({ 27.47 })[1]:item()) })[1]:item(),
+      wick.sin(wick.tensor({ 27.47 }))[1]:item())
+  end)
+end)

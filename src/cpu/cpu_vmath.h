@@ -192,32 +192,41 @@ WK_VI wk_vf wk_vlog(wk_vf x) {
     y = wk_vsel(sign & ~zero, wk_vsplat(NAN), y);
     return wk_vsel(zero, wk_vsplat(-INFINITY), y);
 }
-/* sin(x) (cosine = 0) or cos(x) (1) for |x| < 8192: Cephes' sinf/cosf (the
- * octant of x by 4/pi, pi/4 in three parts, one of two minimax polynomials on
- * [-pi/4, pi/4]), about 1 ulp. Callers keep larger |x|, infinities and NaN
- * out (wk_vtrig_in_range), which the reduction would lose. */
-WK_VI wk_vf wk_vsincos(wk_vf x, int cosine) {
-    wk_vf ax = wk_vabs(x);
-    wk_vi j = __builtin_convertvector(ax * 1.27323954473516f, wk_vi);
+/* sin(x) (cosine = 0) or cos(x) (1) for |x| < 8192, evaluated in double and
+ * rounded once to float: Cephes' double sin/cos (the octant of x by 4/pi, pi/4
+ * in three parts, one of two polynomials on [-pi/4, pi/4], 1e-16), so within
+ * half an ulp but for rare double roundings, as PyTorch's (Cephes' float
+ * polynomials reached 1.25 ulp: positional-encoding tables differed in the
+ * last bit). Callers keep larger |x|, infinities and NaN out
+ * (wk_vtrig_in_range), which the reduction would lose. */
+typedef double wk_vd __attribute__((vector_size(128))); /* WK_VL doubles */
+typedef int64_t wk_vl __attribute__((vector_size(128)));
+WK_VI wk_vf wk_vsincos(wk_vf xf, int cosine) {
+    const wk_vl sign_bit = (wk_vl){0} | INT64_MIN;
+    wk_vd x = __builtin_convertvector(xf, wk_vd);
+    wk_vd ax = (wk_vd)((wk_vl)x & ~sign_bit);
+    wk_vl j = __builtin_convertvector(ax * 1.27323954473516268615, wk_vl);
     j += j & 1; /* the even octant: [-pi/4, pi/4] around a multiple of pi/2 */
-    wk_vf y = __builtin_convertvector(j, wk_vf);
-    wk_vf z = ((ax - y * 0.78515625f) - y * 2.4187564849853515625e-4f) - y * 3.77489497744594108e-8f;
-    wk_vf zz = z * z;
-    wk_vf c = ((2.443315711809948e-5f * zz - 1.388731625493765e-3f) * zz + 4.166664568298827e-2f) * zz * zz -
-              0.5f * zz + 1.0f;
-    wk_vf s = ((-1.9515295891e-4f * zz + 8.3321608736e-3f) * zz - 1.6666654611e-1f) * zz * z + z;
-    const wk_vi sign_bit = (wk_vi){0} | INT32_MIN;
-    wk_vi odd = -((j >> 1) & 1);             /* all ones where the other polynomial serves */
-    wk_vi flip = -((j >> 2) & 1) & sign_bit; /* the sign bit where the result changes sign */
-    wk_vf r;
+    wk_vd y = __builtin_convertvector(j, wk_vd);
+    wk_vd z = ((ax - y * 7.85398125648498535156e-1) - y * 3.77489470793079817668e-8) - y * 2.69515142907905952645e-15;
+    wk_vd zz = z * z;
+    wk_vd s = ((((1.58962301576546568060e-10 * zz - 2.50507477628578072866e-8) * zz + 2.75573136213857245213e-6) * zz -
+                1.98412698295895385996e-4) * zz + 8.33333333332211858878e-3) * zz - 1.66666666666666307295e-1;
+    s = z + z * zz * s;
+    wk_vd c = ((((-1.13585365213876817300e-11 * zz + 2.08757008419747316778e-9) * zz - 2.75573141792967388112e-7) * zz +
+                2.48015872888517045348e-5) * zz - 1.38888888888730564116e-3) * zz + 4.16666666666665929218e-2;
+    c = 1.0 - 0.5 * zz + zz * zz * c;
+    wk_vl odd = -((j >> 1) & 1);             /* all ones where the other polynomial serves */
+    wk_vl flip = -((j >> 2) & 1) & sign_bit; /* the sign bit where the result changes sign */
+    wk_vl r;
     if (cosine) {
-        r = wk_vsel(odd, s, c);
+        r = ((wk_vl)s & odd) | ((wk_vl)c & ~odd);
         flip ^= odd & sign_bit;
     } else {
-        r = wk_vsel(odd, c, s);
-        flip ^= (wk_vi)x & sign_bit; /* sin is odd */
+        r = ((wk_vl)c & odd) | ((wk_vl)s & ~odd);
+        flip ^= (wk_vl)x & sign_bit; /* sin is odd */
     }
-    return (wk_vf)((wk_vi)r ^ flip);
+    return __builtin_convertvector((wk_vd)(r ^ flip), wk_vf);
 }
 /* whether every lane is finite with |x| < 8192 (wk_vsincos's range) */
 WK_VI int wk_vtrig_in_range(wk_vf x) {
