@@ -260,6 +260,9 @@ WICK_API int wick_tensor_is_contiguous(const wick_tensor *t);
 WICK_API void *wick_tensor_data(const wick_tensor *t);
 /* Identity of the underlying storage (for "do these share memory?"). */
 WICK_API const void *wick_tensor_storage_id(const wick_tensor *t);
+/* PyTorch's t._version: the in-place writes to the storage that autograd sees
+ * (one per in-place op; writes through a t.data are not counted). */
+WICK_API unsigned wick_tensor_version(const wick_tensor *t);
 
 /* ---- creation ------------------------------------------------------------ */
 

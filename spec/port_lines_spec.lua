@@ -4847,3 +4847,174 @@ describe("the forty-fourth round's lines, part 19 (TimesNet's and ESPnet's float
       wick.sin(wick.tensor({ 27.47 }))[1]:item())
   end)
 end)
+
+describe("the forty-fifth round's lines, part 1 (performer's shape[:2], vqvae's misspelt alpha)", function()
+  it("a Size takes a wick.slice with Python's clamping", function()
+    local s = wick.zeros(2, 3, 4).shape
+    assert.are.same({ 2, 3 }, { unpack(s[wick.slice(nil, 2)]) })  -- shape[:2]
+    assert.are.same({ 3, 4 }, { unpack(s[wick.slice(1, nil)]) })   -- shape[1:]
+    assert.are.same({ 4, 3, 2 }, { unpack(s[wick.slice(nil, nil, -1)]) })
+    assert.are.same({ 2, 4 }, { unpack(s[wick.slice(nil, nil, 2)]) })
+    assert.are.equal(0, #s[wick.slice(5, 9)])
+    assert.are.equal("Size", getmetatable(s[wick.slice(nil, 2)]).__name or "Size")
+    assert.are.same({ 2, 3 }, { unpack(wick.full(s[wick.slice(nil, 2)], true, { dtype = "bool" }).shape) })
+    support.assert_error_has(function() return s[wick.slice(1, 2, 0)] end, "slice step cannot be zero")
+  end)
+  it("an option a binary op does not know is an error, not alpha = 1", function()
+    local a, b = wick.zeros(3), wick.ones(3)
+    support.assert_error_has(function() return a:clone():add_(b, { alhpa = 0.01 }) end, "add_: unknown option 'alhpa'")
+    support.assert_error_has(function() return wick.add(a, b, { alhpa = 0.01 }) end, "unknown option 'alhpa'")
+    support.assert_error_has(function() return a:sub(b, { alhpa = 0.01 }) end, "sub: unknown option 'alhpa'")
+    assert.are.equal(0.5, a:clone():add_(b, { alpha = 0.5 })[1]:item())
+    assert.are.equal(-2, a:sub(b, { alpha = 2 })[1]:item())
+  end)
+  it("no method drops an argument it does not take", function()
+    local a, b = wick.rand(2, 3), wick.rand(2, 3)
+    local bogus = { bogus = 1 }
+    local calls = {
+      lerp = function() return a:lerp(b, 0.5, bogus) end, lerp_ = function() return a:clone():lerp_(b, 0.5, bogus) end,
+      where = function() return wick.where(a:gt(0.5), a, 0, bogus) end,
+      exp = function() return a:exp(bogus) end, mm = function() return a:mm(b:t(), bogus) end,
+      matmul = function() return a:matmul(b:t(), bogus) end, clamp = function() return a:clamp(0, 1, bogus) end,
+      masked_fill = function() return a:masked_fill(a:gt(0.5), 0, bogus) end, t = function() return a:t(bogus) end,
+      transpose = function() return a:transpose(1, 2, bogus) end, detach = function() return a:detach(bogus) end,
+      unsqueeze = function() return a:unsqueeze(1, bogus) end, fill_ = function() return a:clone():fill_(1, bogus) end,
+      equal = function() return wick.equal(a, b, bogus) end, float = function() return a:float(bogus) end,
+      cross = function() return wick.rand(3):cross(wick.rand(3), bogus) end,
+      addmm = function() return a:addmm(a, wick.rand(3, 3), { beta = 1, gamma = 2 }) end,
+      index_select = function() return a:index_select(2, wick.tensor({ 1 }, { dtype = "int64" }), bogus) end,
+    }
+    for name, f in pairs(calls) do
+      local ok, err = pcall(f)
+      assert.is_false(ok, name)
+      assert.truthy(tostring(err):find("unknown option '", 1, true), name .. ": " .. tostring(err))
+    end
+    support.assert_error_has(function() return a:exp({ 2 }) end, "exp: got an unexpected extra argument (a table)")
+    -- a call's further results are Lua's to drop (values and indices of sort)
+    assert.is_true(a:sort(2):equal(a:sort(2)))
+    assert.is_true(a:lerp(b, 0.5, a:max(1)):equal(a:lerp(b, 0.5)))
+    -- what they do take still works: keywords, empty tables, non_blocking, sparse_grad
+    assert.are.equal(0.25, wick.zeros(1):lerp(wick.ones(1), { weight = 0.25 })[1]:item())
+    assert.are.equal(1, a:clamp({ min = 1 }):min():item())
+    local c = wick.zeros(2, 3)
+    c:copy_(b, { non_blocking = true })
+    assert.is_true(c:equal(b))
+    assert.is_true(a:gather(2, wick.ones(2, 1, { dtype = "int64" }), { sparse_grad = false }):equal(a[{ {}, { 1 } }]))
+    assert.is_true(a:exp({}):equal(a:exp()))
+  end)
+end)
+
+describe("the forty-fifth round's lines, part 2 (vector-quantize's cross entropy over a sequence)", function()
+  it("cross_entropy and nll_loss check the target's shape as PyTorch does", function()
+    local logits = wick.randn(2, 8, 9)
+    support.assert_error_has(function() return F.cross_entropy(logits, wick.randint(1, 9, { 2, 5 })) end,
+      "cross_entropy: Expected target size [2, 9], got [2, 5]")
+    support.assert_error_has(function() return F.nll_loss(logits:log_softmax(2), wick.randint(1, 9, { 2, 1 })) end,
+      "nll_loss: Expected target size [2, 9], got [2, 1]")
+    support.assert_error_has(function() return F.cross_entropy(wick.randn(4, 8), wick.ones(4, 1, { dtype = "int64" })) end,
+      "0D or 1D target tensor expected, multi-target not supported")
+    support.assert_error_has(function() return F.cross_entropy(logits, wick.ones(3, 9, { dtype = "int64" })) end,
+      "Expected input batch_size (2) to match target batch_size (3).")
+    support.assert_error_has(function()
+      return F.cross_entropy(wick.randn(2, 8, 9, 2), wick.ones(2, 3, 3, 2, { dtype = "int64" }))
+    end, "expected a target of shape [2, 9, 2] (the input [2, 8, 9, 2] without its class dim 2)")
+    local t = wick.randint(1, 9, { 2, 9 })
+    assert.is_true(math.abs(F.cross_entropy(logits, t):item() - F.nll_loss(logits:log_softmax(2), t):item()) < 1e-6)
+  end)
+  it("a loss of sizes that do not broadcast names itself, not the sub inside", function()
+    local ok, err = pcall(function() return nn.L1Loss()(wick.rand(2, 3), wick.rand(3, 2)) end)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("l1_loss: The size of tensor a (3) must match the size of tensor b (2) at "
+      .. "non-singleton dimension 2", 1, true), tostring(err))
+  end)
+end)
+
+describe("the forty-fifth round's lines, part 3 (SwinIR's in-place ops and their versions)", function()
+  it("t._version counts one per in-place op, as PyTorch's", function()
+    local x = wick.zeros(3)
+    assert.are.equal(0, x._version)
+    x:add_(1); x:mul_(2); x[1] = 5; x:zero_()
+    x[{ { 1, 2 } }] = wick.ones(2)
+    x:masked_fill_(x:gt(0), 3); x:copy_(wick.ones(3)); x:clamp_(0, 1)
+    assert.are.equal(8, x._version)
+    x.data:add_(1) -- (a write through .data is not one autograd sees)
+    assert.are.equal(8, x._version)
+    local a = wick.randn(3, { requires_grad = true })
+    local y = a * 1
+    y[1] = 0; y:add_(1); y:masked_fill_(y:gt(0), 1); y:copy_(a); y:relu_()
+    assert.are.equal(5, y._version)
+  end)
+  it("the saved-tensor error says the version one in-place op gives", function()
+    local a = wick.randn(3, { requires_grad = true })
+    local c = (a * 2):sigmoid()
+    c:add_(1)
+    support.assert_error_has(function() c:sum():backward() end, "is at version 1; expected version 0 instead")
+  end)
+end)
+
+describe("the forty-fifth round's lines, part 4 (vit-pytorch's class DistillableViT(DistillMixin, ViT))", function()
+  it("include(Mixin, {first = true}) puts the mixin before the base line", function()
+    local Mixin = wick.Object:extend("Mixin")
+    function Mixin:forward(x, scale) return x * (scale or 2) end
+    function Mixin:name() return "mixin" end
+    local Base = nn.Module:extend("Base")
+    function Base:forward(x) return x end
+    function Base:name() return "base" end
+    local C = Base:extend("C"):include(Mixin, { first = true })
+    function C:name() return "own" end
+    assert.are.equal(2, C()(wick.ones(1))[1]:item())
+    assert.are.equal(3, C()(wick.ones(1), { scale = 3 })[1]:item())
+    assert.are.equal("own", C():name())
+    assert.is_true(wick.isinstance(C(), Mixin))
+    local D = Base:extend("D"):include(Mixin) -- class D(Base, Mixin)
+    assert.are.equal(1, D()(wick.ones(1))[1]:item())
+    assert.are.equal("base", D():name())
+    support.assert_error_has(function() Base:extend("E"):include(Mixin, { frist = true }) end,
+      "include: unknown option 'frist'")
+  end)
+end)
+
+describe("the forty-fifth round's lines, part 5 (HF MusicGen's and SigLIP's nn.Buffer)", function()
+  it("a field assigned an nn.Buffer is a buffer of its persistence", function()
+    local E = nn.Module:extend("E")
+    function E:init()
+      self.weights = nn.Buffer(wick.ones(4, 2), { persistent = false })
+      self.position_ids = nn.Buffer(wick.arange(3, { dtype = "int64" }):expand(1, -1))
+    end
+    local e = E()
+    local sd, bufs = e:state_dict(), {}
+    for k in e:named_buffers() do bufs[#bufs + 1] = k end
+    assert.are.same({ "weights", "position_ids" }, bufs)
+    assert.is_nil(sd.weights)
+    assert.is_not_nil(sd.position_ids)
+    e:double()
+    assert.are.equal("float64", e.weights.dtype)
+    local late = E()
+    late.extra = nn.Buffer(wick.zeros(2)) -- after init too (a plain tensor then is an attribute)
+    assert.is_not_nil(late:state_dict().extra)
+    local w = wick.ones(2, { requires_grad = true })
+    local b = nn.Buffer(w * 2)
+    assert.is_true(b.requires_grad and b.is_leaf)
+    assert.are.same({ 0 }, { unpack(nn.Buffer().shape) })
+    support.assert_error_has(function() return nn.Buffer(wick.ones(1), { persistant = false }) end,
+      "Buffer: unknown option 'persistant'")
+  end)
+end)
+
+describe("the forty-fifth round's lines, part 6 (PyG's scatter over a graph without edges)", function()
+  it("scatter_add and scatter_reduce of an empty src keep src in the graph", function()
+    local x = wick.randn(3, 4, { requires_grad = true })
+    local idx = wick.zeros(0, { dtype = "int64" })
+    local src = x:index_select(1, idx)
+    local index = idx:view(-1, 1):expand_as(src)
+    local out = wick.zeros(3, 4):scatter_add_(1, index, src)
+    assert.is_true(out.requires_grad)
+    assert.is_true(wick.zeros(3, 4):scatter_reduce(1, index, src, "sum").requires_grad)
+    assert.is_true(wick.zeros(3, 4):scatter_add(1, index, src).requires_grad)
+    out:sum():backward()
+    assert.are.equal(0, x.grad:abs():sum():item())
+    -- the values stay as they were, -0.0 too
+    local z = wick.tensor({ -0.0, 0.0 }):scatter_add(1, idx, wick.zeros(0, { requires_grad = true }))
+    assert.are.same({ -math.huge, math.huge }, { 1 / z[1]:item(), 1 / z[2]:item() })
+  end)
+end)

@@ -51,6 +51,37 @@ C.expected = expected
 
 function C.is_tensor(v) return getmetatable(v) == tensor_mt end
 
+local slice_mt = getmetatable(core.slice(nil))
+--- Is v a wick.slice, Python's slice object?
+function C.is_slice(v) return getmetatable(v) == slice_mt end
+
+--- Python's slice `key` over n entries, as the 1-based loop `for i = first,
+--- last, step`: Python's clamping (within [0, n] going forward, [-1, n - 1]
+--- going back, as Glow's self.flows[::-1]); a one-value integer tensor reads as
+--- its value. The one reading of a slice for a Size and the module containers.
+function C.slice_range(key, n, fn)
+  local function field(what) -- (checked here: a field may have been set since wick.slice)
+    local v = key[what]
+    if C.is_tensor(v) and v:numel() == 1 and not v:is_floating_point() then v = v:item() end
+    if v ~= nil and (type(v) ~= "number" or v ~= floor(v)) then
+      C.fail(fn, "expected an integer or nil for a slice's %s, got %s", what, describe(v))
+    end
+    return v
+  end
+  local step = field("step") or 1
+  if step == 0 then C.fail(fn, "slice step cannot be zero") end
+  local lo, hi = step > 0 and 0 or -1, step > 0 and n or n - 1
+  local function clamp(v, default)
+    if v == nil then return default end
+    if v < 0 then v = v + n end
+    return math.max(lo, math.min(hi, v))
+  end
+  local start, stop = clamp(field("start"), step > 0 and 0 or n - 1), clamp(field("stop"), step > 0 and n or -1)
+  if step > 0 then return start + 1, math.max(start, stop), math.min(step, n + 1) end -- (a step past the end: the first entry)
+  -- walking back from start + 1 to stop + 2 (none when stop is at or past start)
+  return start + 1, math.min(stop + 2, start + 2), math.max(step, -(n + 1))
+end
+
 function C.tensor(v, fn, arg)
   if getmetatable(v) ~= tensor_mt then expected(fn, arg, "a tensor", v) end
   return v
@@ -424,6 +455,27 @@ end
 --- index = d}), F.kl_div({input = lp, target = p})); names ending in "?" may be
 --- left out; names.aliases maps another keyword to one of them (scatter's
 --- value to src). Calls without such a table go straight to f.
+--- f of n parameters with a plain table more (not empty) an error naming its
+--- first key: a Lua function silently drops what it does not name, where
+--- PyTorch's t.lerp(e, w, bogus=1) is a TypeError (the C binding's wl_no_more,
+--- for the methods written in Lua). Other values more are a call's further
+--- results, which Lua drops (a:equal(b:sort(2))).
+local function extra(fn, v)
+  if type(v) ~= "table" or getmetatable(v) ~= nil then return end
+  local k = next(v)
+  if k == nil then return end
+  if type(k) == "string" then C.fail(fn, "unknown option '%s' (it takes none)", k) end
+  C.fail(fn, "got an unexpected extra argument (a table)")
+end
+C.extra = extra
+function C.no_more(f, fn, n)
+  if n == 1 then return function(a, x) if x ~= nil then extra(fn, x) end return f(a) end end
+  if n == 2 then return function(a, b, x) if x ~= nil then extra(fn, x) end return f(a, b) end end
+  if n == 3 then return function(a, b, c, x) if x ~= nil then extra(fn, x) end return f(a, b, c) end end
+  assert(n == 4, "no_more: 1 to 4 parameters")
+  return function(a, b, c, d, x) if x ~= nil then extra(fn, x) end return f(a, b, c, d) end
+end
+
 local function pack(...) return { n = select("#", ...), ... } end
 function C.by_name(f, fn, names, skip)
   skip = skip or 0

@@ -133,8 +133,14 @@ local Size = {}
 -- the end and b the last when absent: Python's shape[1:] is s[{2, -1}]; ends
 -- past the Size clamp, as a tuple's slice
 local function size_slice(s, k)
-  local r = type(k[1]) == "table" and #k == 1 and k[1] or k
   local n = #s
+  if check.is_slice(k) then -- Python's shape[:2] (performer's torch.full(context.shape[:2], ...))
+    local out = {}
+    local first, last, step = check.slice_range(k, n, "Size")
+    for i = first, last, step do out[#out + 1] = s[i] end
+    return setmetatable(out, Size)
+  end
+  local r = type(k[1]) == "table" and #k == 1 and k[1] or k
   local a, b = r[1] or 1, r[2] or -1
   if type(a) ~= "number" or type(b) ~= "number" or a % 1 ~= 0 or b % 1 ~= 0 or #r > 2 then
     wick.error("Size: a range is {first, last} (integers, inclusive), got " .. check.describe(k))
@@ -245,6 +251,7 @@ function Tensor.element_size(t) return dtype_info[check.tensor(t, "element_size"
 fields.real = Tensor._real -- a complex tensor's parts (views); the real part of a real tensor is itself
 fields.imag = Tensor._imag
 fields.requires_grad = Tensor._requires_grad
+fields._version = Tensor._version_count -- PyTorch's t._version: one per in-place write autograd sees
 fields.grad = Tensor._grad
 fields.grad_fn = Tensor._grad_fn
 fields.is_leaf = Tensor._is_leaf
@@ -445,7 +452,7 @@ function Tensor.set_(t, source)
 end
 
 for name, dtype in pairs(conversions) do
-  Tensor[name] = function(t) return check_tensor(t, name, "self"):to(dtype) end
+  Tensor[name] = check.no_more(function(t) return check_tensor(t, name, "self"):to(dtype) end, name, 1)
 end
 function Tensor.cpu(t) return check_tensor(t, "cpu", "self"):to("cpu") end
 function Tensor.cuda(t, index, opts)
@@ -852,8 +859,7 @@ local MIRRORED = { "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", "log"
   "isposinf", "isneginf", "numel", "norm", "divide", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
   "bitwise_left_shift", "bitwise_right_shift" }
 for _, name in ipairs(MIRRORED) do
-  local method = Tensor[name]
-  wick[name] = with_out(name, function(t, ...) return method(t, ...) end)
+  wick[name] = with_out(name, function(t, ...) return Tensor[name](t, ...) end) -- (the method as it is when called)
 end
 -- wick.pow(number, t), wick.add(0, t) (TabNet's torch.add(res, x) from res = 0) and the other
 -- arithmetic with a number first: the number as a 0-dim tensor of t's dtype (a float number with
@@ -1093,6 +1099,19 @@ local WITH_OUT = { "tril", "triu", "split", "chunk", "unbind", "sort", "argsort"
   "deg2rad", "rad2deg", "matrix_power" }
 for _, name in ipairs(WITH_OUT) do
   wick[name] = with_out(name, wick[name])
+end
+
+-- methods written in Lua that take no options: one argument more is an error, not
+-- dropped (the C binding's wl_no_more); under the keyword wrappers below
+for n, names in ipairs({
+  { "logical_not", "trace", "square", "exp2", "tolist", "retain_grad", "zero_", "sinc" },
+  { "logical_and", "logical_or", "logical_xor", "outer", "dot", "type_as", "hypot", "xlogy", "logaddexp",
+    "float_power", "true_divide", "fmax", "fmin", "equal", "kron", "take", "expand_as", "view_as", "reshape_as",
+    "mv", "clamp_min", "clamp_max", "fill_", "floor_divide" },
+  { "lerp", "lerp_", "where", "clamp", "clamp_", "cross" },
+  { "scatter_add", "unfold" },
+}) do
+  for _, name in ipairs(names) do Tensor[name] = check.no_more(Tensor[name], name, n) end
 end
 
 -- PyTorch's keywords for the leading arguments of these methods and functions
@@ -1964,6 +1983,8 @@ local print_tensor = printing.tostring
 wick.set_printoptions = printing.set_printoptions
 -- the tensors nn.Parameter made (weak keys): they print as PyTorch's Parameters do
 wick._parameters = setmetatable({}, { __mode = "k" })
+-- the tensors nn.Buffer made, to their persistent flag (weak keys): a module field they are assigned to is a buffer
+wick._buffers_made = setmetatable({}, { __mode = "k" })
 mt.__tostring = function(t)
   local text = print_tensor(check_tensor(t, "tostring", "self"))
   return wick._parameters[t] and "Parameter containing:\n" .. text or text
@@ -2068,12 +2089,12 @@ if has_ffi and not os.getenv("WICK_NO_FFI") then
   end
 
   local classic_mm = Tensor.mm
-  Tensor.mm = function(a, b)
-    if getmetatable(b) == mt and getmetatable(a) == mt then
+  Tensor.mm = function(a, b, extra)
+    if extra == nil and getmetatable(b) == mt and getmetatable(a) == mt then
       local out = next_slot()
       if mm(ffi.cast(slot, out), ptr(a), ptr(b)) == 0 then used_slot(); return out end
     end
-    return classic_mm(a, b)
+    return classic_mm(a, b, extra)
   end
   wick._ffi = true
 end

@@ -346,7 +346,8 @@ return function(wick)
   -- ---- where with numbers on either side (the C binding takes them) ----
   -- Two integral numbers give int64, like torch.where(cond, 1, 0).
   local core_where = core.where
-  function ops.where(cond, a, b)
+  function ops.where(cond, a, b, extra)
+    if extra ~= nil then check.extra("where", extra) end
     -- a Lua boolean (t:any(), t:all()) is the 0-dim bool tensor PyTorch's would be
     -- (T5's torch.where(torch.isinf(h).any(), max - 1000, max))
     if type(cond) == "boolean" and (a ~= nil or b ~= nil) then
@@ -1734,12 +1735,19 @@ return function(wick)
   end
 
   --- t:scatter_add(dim, index, src) and scatter_add_: t[... index[i][j] ...] += src[i][j] along dim (1-based)
+  -- nothing to scatter: t (or its copy) as it is, though of src's graph still (zero gradients
+  -- reach src, as PyTorch's: PyG's scatter over a graph without edges); x + -0.0 is x, -0.0 too
+  local function nothing_scattered(t, src, inplace)
+    local out = inplace and t or t:clone()
+    if src.requires_grad and wick.is_grad_enabled() then out:add_(src:sum():neg()) end
+    return out
+  end
   local function scatter_add(t, dim, index, src, fn, inplace)
     local d = scatter_args(t, dim, index, src, fn)
     if src.dtype ~= t.dtype then
       check.fail(fn, "Expected self.dtype to be equal to src.dtype (%s and %s), as PyTorch", t.dtype, src.dtype)
     end
-    if index:numel() == 0 then return inplace and t or t:clone() end
+    if index:numel() == 0 then return nothing_scattered(t, src, inplace) end
     local flat = scatter_positions(t, d, index, fn)
     local out = t:reshape(-1):index_put({ flat + 1 }, scatter_values(src, index), true):view(t.shape)
     if inplace then return t:copy_(out) end
@@ -1920,7 +1928,7 @@ return function(wick)
     local d = scatter_args(t, dim, index, src, fn)
     check.one_of(reduce, fn, "reduce", REDUCE)
     local include_self = check.options(opts, fn, { include_self = "boolean" }).include_self ~= false
-    if index:numel() == 0 then return inplace and t or t:clone() end
+    if index:numel() == 0 then return nothing_scattered(t, src, inplace) end
     local rows = (reduce == "amax" or reduce == "amin") and src:dim() == index:dim() and expanded_rows(index, d)
     if rows then
       local lo, hi = rows:min():item(), rows:max():item()
@@ -3138,7 +3146,7 @@ return function(wick)
   function Tensor.cross(t, u, dim)
     check.tensor(t, "cross", "self")
     check.tensor(u, "cross", "other")
-    if type(dim) == "table" then dim = dim.dim end
+    if type(dim) == "table" then dim = check.options(dim, "cross", { dim = "number" }).dim end
     if dim == nil then
       for d = 1, t:dim() do if t:size(d) == 3 then dim = d; break end end
       if dim == nil then check.fail("cross", "no dimension of size 3 in input") end

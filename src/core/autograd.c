@@ -511,7 +511,7 @@ wick_status wk_adopt_inplace(wick_tensor *target, wick_tensor *result) {
         node->saved[i] = copy;
         node->saved_version[i] = wk_grad_version(copy->storage);
     }
-    if (!st) WK_NO_GRAD(st = wick_copy_(target, result));
+    if (!st) WK_COUNTED(target->storage, WK_NO_GRAD(st = wick_copy_(target, result)));
     if (st) return st;
     if (writes_through_base(target)) return copy_slices(target, result); /* (an untracked result: a constant region) */
     if (node) __atomic_add_fetch(&node->refcount, 1, __ATOMIC_RELAXED);

@@ -15,7 +15,8 @@ wick_status wick_full(wick_tensor **out, int ndim, const int64_t *sizes, double 
     wick_tensor *t;
     wick_status st = wk_tensor_new(&t, ndim, sizes, opt.dtype, opt.device);
     if (st) return st;
-    if ((st = wick_fill_(t, value))) {
+    WK_COUNTED(t->storage, st = wick_fill_(t, value)); /* (a new tensor: version 0) */
+    if (st) {
         wick_tensor_release(t);
         return st;
     }

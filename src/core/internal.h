@@ -116,6 +116,19 @@ static inline void wk_bump_version(const struct wick_tensor *t) {
     }
 }
 
+/* Runs stmt, a write into storage s that its op has counted already (its
+ * wk_check_inplace, or a new tensor's first values): the copy_ or fill_ inside
+ * counts no second one, so that x._version moves by one per op, as PyTorch's. */
+#define WK_COUNTED(s, stmt)                                                                   \
+    do {                                                                                      \
+        struct wick_storage *wk_s_ = (s);                                                     \
+        unsigned wk_v_ = __atomic_load_n(&wk_s_->version, __ATOMIC_RELAXED);                  \
+        unsigned wk_d_ = __atomic_load_n(&wk_s_->data_writes, __ATOMIC_RELAXED);              \
+        stmt;                                                                                 \
+        __atomic_store_n(&wk_s_->version, wk_v_, __ATOMIC_RELAXED);                           \
+        __atomic_store_n(&wk_s_->data_writes, wk_d_, __ATOMIC_RELAXED);                       \
+    } while (0)
+
 /* The writes autograd's saved-tensor check sees: all but those through a t.data. */
 static inline unsigned wk_grad_version(const struct wick_storage *s) {
     return __atomic_load_n(&s->version, __ATOMIC_RELAXED) - __atomic_load_n(&s->data_writes, __ATOMIC_RELAXED);

@@ -350,7 +350,7 @@ static wick_status key_put(const char *op, wick_tensor *t, const wk_key *k, cons
     const wick_tensor *ins[1] = {v};
     if ((st = wk_check_inplace(op, t, v ? 1 : 0, ins, &record))) goto done;
     if (!record) {
-        WK_NO_GRAD(st = key_write(t, k, v, s));
+        WK_COUNTED(t->storage, WK_NO_GRAD(st = key_write(t, k, v, s)));
         goto done;
     }
     WK_NO_GRAD(st = wick_clone(&r, t); if (!st) st = key_write(r, k, v, s));
@@ -827,7 +827,8 @@ wick_status wick_masked_fill_(wick_tensor *t, const wick_tensor *mask, const wic
     } else if (!st && !value && !wick_dtype_is_complex(t->dtype)) {
         WK_NO_GRAD(st = fill_masked(t, me, s));
     } else if (!st) {
-        WK_NO_GRAD(st = masked_fill_value(&r, "masked_fill_", t, me, value, s); if (!st) st = wick_copy_(t, r));
+        WK_COUNTED(t->storage, WK_NO_GRAD(st = masked_fill_value(&r, "masked_fill_", t, me, value, s);
+                                          if (!st) st = wick_copy_(t, r)));
     }
     wick_tensor_release(me);
     wick_tensor_release(r);

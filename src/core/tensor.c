@@ -611,6 +611,7 @@ wick_dtype wick_tensor_dtype(const wick_tensor *t) { return t->dtype; }
 wick_device wick_tensor_device(const wick_tensor *t) { return t->storage->device; }
 void *wick_tensor_data(const wick_tensor *t) { return wk_data(t); }
 const void *wick_tensor_storage_id(const wick_tensor *t) { return t->storage; }
+unsigned wick_tensor_version(const wick_tensor *t) { return wk_grad_version(t->storage); }
 
 int wick_tensor_is_contiguous(const wick_tensor *t) {
     if (wick_tensor_numel(t) == 0) return 1; /* like PyTorch: no element is out of place */

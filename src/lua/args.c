@@ -404,6 +404,21 @@ void wl_to_one_based(lua_State *L, wick_tensor *t) {
     wl_check(L, wick_binary_scalar_(WICK_ADD, t, (wick_scalar){1, 1}));
 }
 
+void wl_no_more(lua_State *L, int n, const char *fn) {
+    int top = lua_gettop(L);
+    for (int i = n + 1; i <= top; i++) {
+        if (!lua_istable(L, i)) continue; /* (a call's further results: a:equal(b:sort(2))) */
+        if (lua_getmetatable(L, i)) {
+            lua_pop(L, 1);
+            continue;
+        }
+        lua_pushnil(L);
+        if (!lua_next(L, i)) continue; /* an empty options table */
+        if (lua_type(L, -2) == LUA_TSTRING) wl_raise(L, "%s: unknown option '%s' (it takes none)", fn, lua_tostring(L, -2));
+        wl_raise(L, "%s: got an unexpected extra argument (a table)", fn);
+    }
+}
+
 /* Raises "fn: unknown option 'k' (expected a, b or c)" unless every key of
  * the options table at idx is one of keys (NULL-ended): an option wick does
  * not know is never silently dropped. A table that stands for {dim = n} alone

@@ -721,6 +721,7 @@ static wick_tensor *fill_value(lua_State *L, int idx, double *s, const char *fn)
 }
 
 WL_FUNCTION(t_masked_fill) {
+    wl_no_more(L, 3, "masked_fill");
     wick_tensor *t = wl_checktensor(L, 1, "masked_fill", "self"), *m = mask_arg(L, 2, "masked_fill");
     double s = 0;
     wick_tensor *v = fill_value(L, 3, &s, "masked_fill");
@@ -730,6 +731,7 @@ WL_FUNCTION(t_masked_fill) {
 }
 
 WL_FUNCTION(t_masked_fill_) {
+    wl_no_more(L, 3, "masked_fill_");
     wick_tensor *t = wl_checktensor(L, 1, "masked_fill_", "self"), *m = mask_arg(L, 2, "masked_fill_");
     double s = 0;
     wick_tensor *v = fill_value(L, 3, &s, "masked_fill_");
@@ -739,6 +741,7 @@ WL_FUNCTION(t_masked_fill_) {
 }
 
 WL_FUNCTION(t_masked_select) {
+    wl_no_more(L, 2, "masked_select");
     wick_tensor *t = wl_checktensor(L, 1, "masked_select", "self"), *m = mask_arg(L, 2, "masked_select");
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_masked_select(slot, t, m));
@@ -749,6 +752,7 @@ WL_FUNCTION(t_masked_select) {
 WL_FUNCTION(t_masked_scatter) {
     int inplace = (int)lua_tointeger(L, lua_upvalueindex(1));
     const char *fn = inplace ? "masked_scatter_" : "masked_scatter";
+    wl_no_more(L, 3, fn);
     wick_tensor *t = wl_checktensor(L, 1, fn, "self"), *m = mask_arg(L, 2, fn);
     wick_tensor *src = wl_checktensor(L, 3, fn, "source");
     if (inplace) {
@@ -768,6 +772,7 @@ WL_FUNCTION(t_index_write) {
     int inplace = (int)lua_tointeger(L, lua_upvalueindex(1)), copy = (int)lua_tointeger(L, lua_upvalueindex(2));
     const char *fn = copy ? (inplace ? "index_copy_" : "index_copy") : (inplace ? "index_fill_" : "index_fill");
     wick_tensor *t = wl_checktensor(L, 1, fn, "self");
+    wl_no_more(L, 4, fn);
     int dim = wl_dim(L, 2, fn);
     wick_tensor *index = lua_index_tensor(L, 3, t, dim, fn);
     double s = 0;

@@ -31,6 +31,7 @@ WL_FUNCTION(t_unary) {
     wick_unary_op op = (wick_unary_op)UPINT(1);
     int inplace = UPINT(2);
     wick_tensor *a = SELF(wick_unary_name(op));
+    wl_no_more(L, 1, wick_unary_name(op));
     if (inplace) {
         WL_WRITE(L, wick_unary_(op, a));
         lua_settop(L, 1);
@@ -64,24 +65,28 @@ int wl_binary_values(lua_State *L, wick_binary_op op, int ia, int ib, double alp
     return 1;
 }
 
-static double alpha_arg(lua_State *L, int idx, wick_binary_op op) {
+/* alpha of fn (add, sub_, ...): a number or {alpha = x}; any other option is
+ * an error, never silently alpha = 1 (vqvae's add_(s, alpha=1 - decay), misspelt) */
+static double alpha_arg(lua_State *L, int idx, wick_binary_op op, const char *fn) {
+    static const char *const keys[] = {"alpha", NULL};
     if (lua_isnoneornil(L, idx)) return 1;
-    if (op != WICK_ADD && op != WICK_SUB) wl_raise(L, "%s: takes no third argument", wick_binary_name(op));
+    if (op != WICK_ADD && op != WICK_SUB) wl_raise(L, "%s: takes no third argument", fn);
     if (lua_type(L, idx) == LUA_TNUMBER) return lua_tonumber(L, idx);
     if (lua_istable(L, idx)) {
+        wl_check_keys(L, idx, fn, keys);
         lua_getfield(L, idx, "alpha");
-        double a = lua_isnil(L, -1) ? 1 : wl_checknumber(L, -1, wick_binary_name(op), "option 'alpha'");
+        double a = lua_isnil(L, -1) ? 1 : wl_checknumber(L, -1, fn, "option 'alpha'");
         lua_pop(L, 1);
         return a;
     }
-    return wl_raise(L, "%s: expected alpha as a number or {alpha = ...}, got %s", wick_binary_name(op), luaL_typename(L, idx));
+    return wl_raise(L, "%s: expected alpha as a number or {alpha = ...}, got %s", fn, luaL_typename(L, idx));
 }
 
 /* t:add(other[, alpha]), t:eq(other), ... (upvalue: op) */
 WL_FUNCTION(t_binary) {
     wick_binary_op op = (wick_binary_op)UPINT(1);
     SELF(wick_binary_name(op));
-    double alpha = alpha_arg(L, 3, op);
+    double alpha = alpha_arg(L, 3, op, wick_binary_name(op));
     lua_settop(L, 2);
     return wl_binary_values(L, op, 1, 2, alpha);
 }
@@ -89,8 +94,10 @@ WL_FUNCTION(t_binary) {
 /* t:add_(other[, alpha]) */
 WL_FUNCTION(t_binary_) {
     wick_binary_op op = (wick_binary_op)UPINT(1);
-    wick_tensor *a = SELF(wick_binary_name(op));
-    double alpha = alpha_arg(L, 3, op);
+    char fn[32];
+    snprintf(fn, sizeof fn, "%s_", wick_binary_name(op));
+    wick_tensor *a = SELF(fn);
+    double alpha = alpha_arg(L, 3, op, fn);
     wick_tensor *b = wl_totensor(L, 2);
     wick_scalar s;
     if (b) {
@@ -165,6 +172,9 @@ static void clamp_bounds(lua_State *L, double *lo, double *hi) {
 
 WL_FUNCTION(t_clamp) {
     wick_tensor *a = SELF("clamp");
+    static const char *const keys[] = {"min", "max", NULL};
+    if (lua_istable(L, 2)) wl_check_keys(L, 2, "clamp", keys), wl_no_more(L, 2, "clamp");
+    else wl_no_more(L, 3, "clamp");
     double lo, hi;
     clamp_bounds(L, &lo, &hi);
     if (UPINT(1)) {
@@ -205,6 +215,7 @@ static wick_tensor *where_operand(lua_State *L, int idx, int other, const char *
 
 /* wick.where(cond, a, b) */
 WL_FUNCTION(m_where) {
+    wl_no_more(L, 3, "where");
     lua_settop(L, 3);
     wick_tensor *c = wl_checktensor(L, 1, "where", "condition");
     wick_tensor *a = where_operand(L, 2, 3, "input"), *b = where_operand(L, 3, 2, "other");
@@ -217,6 +228,7 @@ WL_FUNCTION(m_where) {
 
 WL_FUNCTION(t_mm) {
     wick_tensor *a = SELF("mm"), *b = wl_checktensor(L, 2, "mm", "mat2");
+    wl_no_more(L, 2, "mm");
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_mm(slot, a, b));
     wl_account(L);
@@ -225,6 +237,7 @@ WL_FUNCTION(t_mm) {
 
 WL_FUNCTION(t_bmm) {
     wick_tensor *a = SELF("bmm"), *b = wl_checktensor(L, 2, "bmm", "mat2");
+    wl_no_more(L, 2, "bmm");
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_bmm(slot, a, b));
     wl_account(L);
@@ -233,6 +246,7 @@ WL_FUNCTION(t_bmm) {
 
 WL_FUNCTION(t_matmul) {
     wick_tensor *a = SELF("matmul"), *b = wl_checktensor(L, 2, "matmul", "other");
+    wl_no_more(L, 2, "matmul");
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_matmul(slot, a, b));
     wl_account(L);
@@ -242,8 +256,11 @@ WL_FUNCTION(t_matmul) {
 /* t:addmm(mat1, mat2[, {beta =, alpha =}]) */
 WL_FUNCTION(t_addmm) {
     wick_tensor *in = SELF("addmm"), *m1 = wl_checktensor(L, 2, "addmm", "mat1"), *m2 = wl_checktensor(L, 3, "addmm", "mat2");
+    static const char *const keys[] = {"beta", "alpha", NULL};
     double beta = 1, alpha = 1;
+    wl_no_more(L, lua_istable(L, 4) ? 4 : 3, "addmm");
     if (lua_istable(L, 4)) {
+        wl_check_keys(L, 4, "addmm", keys);
         lua_getfield(L, 4, "beta");
         if (!lua_isnil(L, -1)) beta = wl_checknumber(L, -1, "addmm", "option 'beta'");
         lua_getfield(L, 4, "alpha");
@@ -258,7 +275,10 @@ WL_FUNCTION(t_addmm) {
 /* ---- copying, values ---- */
 
 WL_FUNCTION(t_copy_) {
+    static const char *const keys[] = {"non_blocking", NULL}; /* (a copy here is synchronous) */
     wick_tensor *a = SELF("copy_"), *src = wl_checktensor(L, 2, "copy_", "src");
+    if (lua_istable(L, 3)) wl_check_keys(L, 3, "copy_", keys), wl_no_more(L, 3, "copy_");
+    else wl_no_more(L, 2, "copy_");
     WL_WRITE(L, wick_copy_(a, src));
     lua_settop(L, 1);
     return 1;
@@ -268,6 +288,7 @@ WL_FUNCTION(t_fill_) {
     wick_tensor *a = SELF("fill_");
     wick_scalar s;
     if (!wl_toscalar(L, 2, &s)) wl_raise(L, "fill_: expected a number, got %s", luaL_typename(L, 2));
+    wl_no_more(L, 2, "fill_");
     WL_WRITE(L, wick_fill_(a, s.value));
     lua_settop(L, 1);
     return 1;
@@ -512,6 +533,12 @@ WL_FUNCTION(t_storage_id) {
     return 1;
 }
 
+/* t._version (PyTorch's): the in-place writes autograd has seen on the storage */
+WL_FUNCTION(t_version) {
+    lua_pushinteger(L, wick_tensor_version(SELF("_version")));
+    return 1;
+}
+
 /* t:data_ptr(): the address of the view's first element, a number (0 on meta),
  * as PyTorch's (tied weights compare equal) */
 WL_FUNCTION(t_data_ptr) {
@@ -598,6 +625,7 @@ WL_FUNCTION(t_is_leaf) {
 
 WL_FUNCTION(t_detach) {
     wick_tensor *a = SELF("detach");
+    wl_no_more(L, 1, "detach");
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_detach(slot, a));
     return 1;
@@ -734,7 +762,7 @@ static const luaL_Reg method_fns[] = {
     {"copy_", t_copy_}, {"fill_", t_fill_}, {"clone", t_clone}, {"item", t_item}, {"_int64_str", t_int64_str},
     {"totable", t_totable}, {"to", t_to}, {"pin_memory", t_pin_memory}, {"is_pinned", t_is_pinned}, {"size", t_size}, {"stride", t_stride}, {"dim", t_dim},
     {"numel", t_numel}, {"is_contiguous", t_is_contiguous}, {"storage_offset", t_storage_offset},
-    {"_storage_id", t_storage_id}, {"data_ptr", t_data_ptr}, {"_dtype", t_dtype}, {"_device_code", t_device_code}, {"_shape", t_shape},
+    {"_storage_id", t_storage_id}, {"_version_count", t_version}, {"data_ptr", t_data_ptr}, {"_dtype", t_dtype}, {"_device_code", t_device_code}, {"_shape", t_shape},
     {"_requires_grad", t_requires_grad}, {"_is_parameter", t_is_parameter},
     {"_reaches_other_leaf", t_reaches_other_leaf},
     {"requires_grad_", t_set_requires_grad}, {"_grad", t_grad}, {"_set_grad", t_set_grad}, {"_grad_fn", t_grad_fn},

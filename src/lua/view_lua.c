@@ -88,6 +88,7 @@ WL_FUNCTION(t_view_like) {
 WL_FUNCTION(t_transpose) {
     wick_tensor *a = SELF("transpose");
     int d0 = wl_dim(L, 2, "transpose"), d1 = wl_dim(L, 3, "transpose");
+    wl_no_more(L, 3, "transpose");
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_transpose(slot, a, d0, d1));
     return 1;
@@ -95,6 +96,7 @@ WL_FUNCTION(t_transpose) {
 
 WL_FUNCTION(t_t) {
     wick_tensor *a = SELF("t");
+    wl_no_more(L, 1, "t");
     if (wick_tensor_ndim(a) > 2) wl_raise(L, "t: expects a tensor with at most 2 dimensions, but self is %d-D", wick_tensor_ndim(a));
     wick_tensor **slot = wl_new_slot(L);
     if (wick_tensor_ndim(a) < 2) wl_check(L, wick_view(slot, a, wick_tensor_ndim(a), wick_tensor_sizes(a)));
@@ -148,6 +150,7 @@ static int64_t dim_size(lua_State *L, wick_tensor *a, int dim, const char *fn) {
 
 WL_FUNCTION(t_narrow) {
     wick_tensor *a = SELF("narrow");
+    wl_no_more(L, 4, "narrow");
     int dim = named_dim(L, 2, "narrow");
     int64_t size = dim_size(L, a, dim, "narrow");
     int64_t len = wl_checkint(L, 4, "narrow", "the length");
@@ -162,6 +165,7 @@ WL_FUNCTION(t_narrow) {
 
 WL_FUNCTION(t_select) {
     wick_tensor *a = SELF("select");
+    wl_no_more(L, 3, "select");
     int dim = named_dim(L, 2, "select");
     int64_t size = dim_size(L, a, dim, "select");
     int64_t index = lua_index(L, 3, size, "select", dim < 0 ? dim + wick_tensor_ndim(a) : dim);
@@ -208,6 +212,7 @@ WL_FUNCTION(t_squeeze) {
 WL_FUNCTION(t_unsqueeze) {
     wick_tensor *a = SELF("unsqueeze");
     int dim = named_dim(L, 2, "unsqueeze");
+    wl_no_more(L, 2, "unsqueeze");
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, wick_unsqueeze(slot, a, dim));
     return 1;
@@ -285,6 +290,7 @@ static wick_tensor *zero_based_index(lua_State *L, int idx, const char *fn) {
 
 WL_FUNCTION(t_index_select) {
     wick_tensor *a = SELF("index_select");
+    wl_no_more(L, 3, "index_select");
     int dim = named_dim(L, 2, "index_select");
     wick_tensor *index = zero_based_index(L, 3, "index_select");
     wick_tensor **slot = wl_new_slot(L);
@@ -294,6 +300,9 @@ WL_FUNCTION(t_index_select) {
 
 WL_FUNCTION(t_gather) {
     wick_tensor *a = SELF("gather");
+    static const char *const keys[] = {"sparse_grad", NULL}; /* (the gradient is dense either way) */
+    if (lua_istable(L, 4)) wl_check_keys(L, 4, "gather", keys), wl_no_more(L, 4, "gather");
+    else wl_no_more(L, 3, "gather");
     int dim = named_dim(L, 2, "gather");
     wick_tensor *index = zero_based_index(L, 3, "gather");
     wick_tensor **slot = wl_new_slot(L);

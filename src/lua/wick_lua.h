@@ -76,6 +76,10 @@ int wl_dim(lua_State *L, int idx, const char *fn);
 void wl_getdim(lua_State *L, int idx, const char *fn);
 /* the options table at idx holds only these keys (NULL-ended), else an error naming the key */
 void wl_check_keys(lua_State *L, int idx, const char *fn, const char *const *keys);
+/* fn takes n arguments: a plain table more (not empty) is an error naming its first key
+ * (t:exp{bogus = 1} is PyTorch's TypeError, never ignored); other values more are a call's
+ * further results, which Lua drops (a:equal(b:sort(2))) */
+void wl_no_more(lua_State *L, int n, const char *fn);
 int wl_dim_value(lua_State *L, lua_Number d, const char *fn);
 wick_device wl_device(lua_State *L, int idx, const char *fn);
 /* A device as one number, so devices cross the binding without strings: Lua's

@@ -97,15 +97,23 @@ end
 --- BlipTextPreTrainedModel, GenerationMixin)): each mixin's methods, its bases' too (not those of
 --- a base the class has already: Module, Object), join the class where neither it nor its first
 --- base has them (Python's order: the first base's line before the mixin), and wick.issubclass /
---- isinstance count the mixin as a base. Returns the class.
+--- isinstance count the mixin as a base. A trailing {first = true} is Python's mixin listed
+--- first (vit-pytorch's class DistillableViT(DistillMixin, ViT)): its methods win over the base
+--- line's, though never over the class's own. Returns the class.
 local CLASS_KEYS = { super = true, __name = true, __name__ = true, __index = true, __class__ = true, _mixins = true,
   _args = true }
 function common.include(class, ...)
   if type(class) ~= "table" or rawget(class, "super") == nil then
     check.expected("include", "self", "a class made by extend", class)
   end
-  local mixins = rawget(class, "_mixins") or {}
-  for i = 1, select("#", ...) do
+  local mixins, n = rawget(class, "_mixins") or {}, select("#", ...)
+  local last = n > 0 and select(n, ...) or nil
+  local first = false
+  if type(last) == "table" and getmetatable(last) == nil and rawget(last, "super") == nil and next(last) ~= nil then
+    first = check.options(last, "include", { first = "boolean" }).first or false
+    n = n - 1
+  end
+  for i = 1, n do
     local mixin = select(i, ...)
     if type(mixin) ~= "table" or rawget(mixin, "super") == nil then
       check.expected("include", "mixin", "a class made by extend (wick.Object:extend(\"Mixin\"))", mixin)
@@ -114,6 +122,7 @@ function common.include(class, ...)
     while type(c) == "table" and rawget(c, "super") ~= nil and not wick.issubclass(class, c) do
       for k, v in pairs(c) do
         local ok, have = pcall(function() return class[k] end) -- (a class's __index may refuse a name)
+        if first then ok, have = true, rawget(class, k) end -- (the class's own, or a nearer mixin's)
         if not CLASS_KEYS[k] and ok and have == nil then
           if k == "__call__" then class[k] = v else rawset(class, k, v) end -- (as defined: bound already)
         end

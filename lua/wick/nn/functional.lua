@@ -1592,6 +1592,15 @@ local function same_size(fn, input, target, error_fmt)
   local t, i = tostring(target.shape), tostring(input.shape)
   if error_fmt then check.fail(fn, error_fmt, t, i) end
   common.warn(fn .. ": " .. BROADCAST:format(t, i))
+  -- sizes that do not broadcast: PyTorch's error, named as the loss (not as the sub inside it)
+  local a, b = input:dim(), target:dim()
+  for k = 0, math.min(a, b) - 1 do
+    local x, y = input:size(a - k), target:size(b - k)
+    if x ~= y and x ~= 1 and y ~= 1 then
+      check.fail(fn, "The size of tensor a (%d) must match the size of tensor b (%d) at non-singleton dimension %d",
+        x, y, math.max(a, b) - k)
+    end
+  end
 end
 
 local NLL = known("reduction", "weight", "ignore_index", "size_average", "reduce")
@@ -1621,6 +1630,25 @@ local function nll(fn, logp, target, opts)
   if logp:dim() < 2 then wick.error(("%s: expected input of at least 2 dims [N, C], got %d"):format(fn, logp:dim())) end
   if target.dtype ~= "int64" and target.dtype ~= "int32" then
     wick.error(("%s: expected class indices of dtype int64 (1-based), got %s"):format(fn, target.dtype))
+  end
+  -- PyTorch's shape checks: the target is the input's shape without the class dim 2
+  local want = {}
+  for d = 1, logp:dim() do if d ~= 2 then want[#want + 1] = logp:size(d) end end
+  if target:dim() ~= #want then
+    if logp:dim() == 2 then
+      check.fail(fn, "0D or 1D target tensor expected, multi-target not supported (a target of shape %s for an "
+        .. "input %s)", tostring(target.shape), tostring(logp.shape))
+    end
+    check.fail(fn, "expected a target of shape %s (the input %s without its class dim 2), got %s",
+      tostring(wick.Size(want)), tostring(logp.shape), tostring(target.shape))
+  end
+  if target:size(1) ~= want[1] then
+    check.fail(fn, "Expected input batch_size (%d) to match target batch_size (%d).", want[1], target:size(1))
+  end
+  for d = 2, #want do
+    if target:size(d) ~= want[d] then
+      check.fail(fn, "Expected target size %s, got %s", tostring(wick.Size(want)), tostring(target.shape))
+    end
   end
   check_device(fn, "target", target, logp, "input")
   local ignore = opts.ignore_index

@@ -25,6 +25,22 @@ function L.Parameter(t, requires_grad)
   return t:requires_grad_(false)
 end
 
+--- nn.Buffer(data[, {persistent = true}]): PyTorch's (2.5) buffer marker, data
+--- detached (keeping requires_grad); a module field it is assigned to is a buffer
+--- (HF's self.position_ids = nn.Buffer(torch.arange(n).expand((1, -1)), persistent=False)),
+--- as register_buffer(name, t, persistent) would make it.
+function L.Buffer(data, opts)
+  if type(data) == "table" and getmetatable(data) == nil and opts == nil then
+    data, opts = nil, data -- (nn.Buffer{persistent = false}: the data left out)
+  end
+  check.opt_tensor(data, "Buffer", "data")
+  local persistent = check.options(opts, "Buffer", { persistent = "boolean" }).persistent ~= false
+  data = data or wick.empty(0)
+  local t = data:detach():requires_grad_(data.requires_grad)
+  wick._buffers_made[t] = persistent
+  return t
+end
+
 -- U(-bound, bound) of the given shape.
 local function uniform(shape, bound, opts)
   local t = wick.rand(shape, opts)
@@ -1354,31 +1370,8 @@ local function array_container(C, name, check_item, named)
       end
       return Module._private_dict(self, key)
     end
-    if type(key) == "table" and getmetatable(key) == getmetatable(wick.slice(nil)) then
-      -- a wick.slice, Python's slice object (st-moe's self.experts[slice(0, n)]): its clamped range
-      local function field(what) -- (checked again: a field may have been set since wick.slice)
-        local v = key[what]
-        if wick.is_tensor(v) and v:numel() == 1 and not v:is_floating_point() then v = v:item() end
-        if v ~= nil and (type(v) ~= "number" or v ~= floor(v)) then
-          check.fail(name, "expected an integer or nil for a slice's %s, got %s", what, type(v) == "number" and tostring(v) or type(v))
-        end
-        return v
-      end
-      local step = field("step") or 1
-      if step == 0 then check.fail(name, "slice step cannot be zero") end
-      -- Python's clamping: within [0, n] going forward, [-1, n - 1] going back (Glow's self.flows[::-1])
-      local lo, hi = step > 0 and 0 or -1, step > 0 and n or n - 1
-      local function clamp(v, default)
-        if v == nil then return default end
-        if v < 0 then v = v + n end
-        return math.max(lo, math.min(hi, v))
-      end
-      local start, stop = clamp(field("start"), step > 0 and 0 or n - 1), clamp(field("stop"), step > 0 and n or -1)
-      if step > 0 then
-        key = { { start + 1, math.max(start, stop), math.min(step, n + 1) } } -- (a step past the end: the first entry)
-      else -- 1-based, walking back from start + 1 to stop + 2 (none when stop is at or past start)
-        key = { { start + 1, math.min(stop + 2, start + 2), math.max(step, -(n + 1)) } }
-      end
+    if check.is_slice(key) then -- a wick.slice, Python's slice object (st-moe's self.experts[slice(0, n)])
+      key = { { check.slice_range(key, n, name) } }
     end
     if type(key) == "table" then -- m[{{a, b[, step]}}]: PyTorch's m[a-1:b:step], a new container of the same entries
       local r = key[1]

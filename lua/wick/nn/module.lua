@@ -63,7 +63,12 @@ local function track(self, key, value)
   -- assigns is state); one assigned later is a plain attribute.
   if type(key) == "string" then
     local params, buffers = rawget(self, "_param_names"), rawget(self, "_buffer_kinds")
-    if is_tensor(value) and value:_is_parameter() then
+    local made
+    if is_tensor(value) then made = wick._buffers_made[value] end
+    if made ~= nil then -- an nn.Buffer: a buffer, persistent as it says
+      if params then params[key] = nil end
+      registry(self, "_buffer_kinds")[key] = made or "nonpersistent"
+    elseif is_tensor(value) and value:_is_parameter() then
       registry(self, "_param_names")[key] = true
       if buffers and buffers[key] == "implicit" then buffers[key] = nil end
     else
