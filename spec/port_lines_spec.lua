@@ -5018,3 +5018,23 @@ describe("the forty-fifth round's lines, part 6 (PyG's scatter over a graph with
     assert.are.same({ -math.huge, math.huge }, { 1 / z[1]:item(), 1 / z[2]:item() })
   end)
 end)
+
+describe("the forty-fifth round's lines, part 7 (denoising-diffusion's float32 0-dim maths)", function()
+  it("float32 transcendental ops give the same bits for a 0-dim tensor, a view and a contiguous run", function()
+    local x = ((wick.rand(4096, { dtype = "float64" }) * 2 - 1) * 20):to("float32")
+    local strided = x:view(64, 64):t() -- (its elements in another order: compared through the same view)
+    for _, f in ipairs({ "exp", "log", "tanh", "sigmoid", "erf", "sin", "cos" }) do
+      local v = f == "log" and x:abs() + 1e-3 or x
+      local want = v[f](v)
+      local sv = f == "log" and strided:abs() + 1e-3 or strided
+      assert.is_true(sv[f](sv):equal(want:view(64, 64):t()), f .. " strided")
+      for i = 1, 64 do
+        local one = v[i]:clone() -- a 0-dim tensor
+        assert.are.equal(want[i]:item(), one[f](one):item(), f .. " 0-dim")
+      end
+    end
+    -- sin(0.327435017f) is 0.321615368 (the double's rounding), as a 0-dim tensor too
+    local s = wick.tensor(0.327435017, { dtype = "float32" })
+    assert.are.equal(wick.tensor(math.sin(s:item()), { dtype = "float32" }):item(), s:sin():item())
+  end)
+end)

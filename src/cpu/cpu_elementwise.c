@@ -123,12 +123,23 @@ static const cpu_run_fn unary_runs[3][WICK_NUM_UNARY] = {
 #undef ENTRY_F64
 #undef ENTRY_I64
 
-/* float32 transcendental ops on contiguous runs, 16 lanes at a time (cpu_vmath.h:
- * a few ulp from libm); strided runs take the scalar loops above. */
+/* A strided run (a transposed view, a 0-dim tensor) of a vector op, gathered
+ * into vectors: every layout gives the bits a contiguous run gives, as PyTorch's. */
+#define VEC_STRIDED(VFN)                                                                        \
+    for (int64_t i = 0; i < n; i += WK_VL) {                                                    \
+        int64_t m = n - i < WK_VL ? n - i : WK_VL;                                             \
+        wk_vf v = wk_vsplat(0);                                                                 \
+        for (int64_t k = 0; k < m; k++) v[k] = ((const float *)p[1])[(i + k) * s[1]];          \
+        wk_vf r = VFN(v);                                                                       \
+        for (int64_t k = 0; k < m; k++) ((float *)p[0])[(i + k) * s[0]] = r[k];                \
+    }
+
+/* float32 transcendental ops, 16 lanes at a time (cpu_vmath.h: a few ulp from libm) */
 #define VEC_UNARY(ID, VFN)                                                                      \
     WK_VSIMD static void vec_f32_##ID(char **p, const int64_t *s, int64_t n, const void *extra) { \
+        (void)extra;                                                                            \
         if (s[0] != 1 || s[1] != 1) {                                                           \
-            unary_f32_##ID(p, s, n, extra);                                                     \
+            VEC_STRIDED(VFN)                                                                    \
             return;                                                                             \
         }                                                                                       \
         float *o = (float *)p[0];                                                               \
@@ -147,27 +158,13 @@ VEC_UNARY(LOG, wk_vlog)
 /* sin and cos: vectors of |x| < 8192 through wk_vsincos, any other vector
  * lane by lane through libm (a large argument's reduction needs more digits) */
 #define VEC_TRIG(ID, COS)                                                                       \
-    WK_VSIMD static void vec_f32_##ID(char **p, const int64_t *s, int64_t n, const void *extra) { \
-        if (s[0] != 1 || s[1] != 1) {                                                           \
-            unary_f32_##ID(p, s, n, extra);                                                     \
-            return;                                                                             \
-        }                                                                                       \
-        float *o = (float *)p[0];                                                               \
-        const float *in = (const float *)p[1];                                                  \
-        for (int64_t i = 0; i < n; i += WK_VL) {                                                \
-            int64_t m = n - i < WK_VL ? n - i : WK_VL;                                         \
-            wk_vf v = m == WK_VL ? wk_vload(in + i) : wk_vload_part(in + i, m, 0);              \
-            if (wk_vtrig_in_range(v)) {                                                         \
-                wk_vf r = wk_vsincos(v, COS);                                                   \
-                if (m == WK_VL) wk_vstore(o + i, r);                                            \
-                else wk_vstore_part(o + i, r, m);                                               \
-            } else {                                                                            \
-                int64_t ss[2] = {1, 1};                                                         \
-                char *pp[2] = {(char *)(o + i), (char *)(in + i)};                              \
-                unary_f32_##ID(pp, ss, m, extra);                                               \
-            }                                                                                   \
-        }                                                                                       \
-    }
+    WK_VI wk_vf vtrig_##ID(wk_vf v) {                                                           \
+        if (wk_vtrig_in_range(v)) return wk_vsincos(v, COS);                                    \
+        wk_vf r;                                                                                \
+        for (int k = 0; k < WK_VL; k++) r[k] = COS ? cosf(v[k]) : sinf(v[k]);                  \
+        return r;                                                                               \
+    }                                                                                           \
+    VEC_UNARY(ID, vtrig_##ID)
 VEC_TRIG(SIN, 0)
 VEC_TRIG(COS, 1)
 static const cpu_run_fn vec_unary_runs[WICK_NUM_UNARY] = {
