@@ -5038,3 +5038,52 @@ describe("the forty-fifth round's lines, part 7 (denoising-diffusion's float32 0
     assert.are.equal(wick.tensor(math.sin(s:item()), { dtype = "float32" }):item(), s:sin():item())
   end)
 end)
+
+describe("the forty-fifth round's lines, part 8 (TabPFN, Mamba, ema_pytorch)", function()
+  it("nn.Embedding(n, d, max_norm=True) renormalises the rows it looks up, as PyTorch's", function()
+    local w = wick.randn(10, 4, { dtype = "float64" }) * 2
+    local e = nn.Embedding(10, 4, { max_norm = true, _weight = w:clone(), dtype = "float64" })
+    assert.truthy(tostring(e):find("max_norm=1.0", 1, true))
+    local idx = wick.tensor({ { 1, 3, 3 }, { 5, 1, 2 } }, { dtype = "int64" })
+    local out = e(idx)
+    for _, r in ipairs({ 1, 2, 3, 5 }) do
+      local n = w[r]:norm():item()
+      local want = n > 1 and w[r] * (1 / (n + 1e-7)) or w[r]
+      assert.is_true((e.weight[r] - want):abs():max():item() < 1e-15, "row " .. r)
+    end
+    assert.is_true(e.weight[4]:equal(w[4])) -- (not looked up: as it was)
+    assert.is_true(out[1][2]:equal(e.weight[3]))
+    out:sum():backward()
+    assert.are.same({ 2, 2, 2, 2 }, e.weight.grad[1]:totable()) -- (row 1 looked up twice; the lookup's gradient)
+    local w2 = wick.randn(6, 3) * 3
+    F.embedding(wick.tensor({ 2, 4 }, { dtype = "int64" }), w2, { max_norm = 1.5, norm_type = 1 })
+    assert.is_true(w2[2]:norm(1):item() <= 1.5 + 1e-5)
+  end)
+  it("nn.modules.transformer._get_activation_fn and F.conv1d(x, weight=w, bias=b)", function()
+    assert.are.equal(F.gelu, nn.modules.transformer._get_activation_fn("gelu"))
+    support.assert_error_has(function() nn.modules.transformer._get_activation_fn("tanh") end,
+      "activation should be relu/gelu, not tanh")
+    local x, w, b = wick.randn(2, 6, 5), wick.randn(6, 1, 4), wick.randn(6)
+    local r = F.conv1d(x, w, b, { padding = 3, groups = 6 })
+    assert.is_true(F.conv1d(x, { weight = w, bias = b, padding = 3, groups = 6 }):equal(r))
+    assert.is_true(F.conv1d({ input = x, weight = w, bias = b, padding = 3, groups = 6 }):equal(r))
+    assert.are.same({ 1, 3, 2, 2, 2 }, { unpack(F.conv3d(wick.randn(1, 2, 4, 4, 4), { weight = wick.randn(3, 2, 3, 3, 3) }).shape) })
+    assert.are.same({ 1, 3, 7 }, { unpack(F.conv_transpose1d(wick.randn(1, 2, 5), { weight = wick.randn(2, 3, 3) }).shape) })
+  end)
+  it("wick.list of an iterator of several values gives Python's tuples", function()
+    local l = wick.list(wick.zip({ "a", "b" }, { 1, 2 }))
+    assert.are.same({ { "a", 1 }, { "b", 2 } }, l)
+    local m = nn.Linear(2, 3)
+    local named = wick.list(m:named_parameters())
+    assert.are.same({ "weight", "bias" }, { named[1][1], named[2][1] })
+    assert.are.equal(m.weight, named[1][2])
+    assert.are.same({ "weight", "bias" }, wick.list(m:state_dict()))
+    assert.are.equal(2, #wick.list(m:parameters()))
+    local ema, cur = {}, {}
+    for pair, other in wick.zip(wick.list(m:named_parameters()), wick.list(m:named_parameters())) do
+      ema[#ema + 1], cur[#cur + 1] = pair[1], other[2]
+    end
+    assert.are.same({ "weight", "bias" }, ema)
+    assert.are.equal(m.bias, cur[2])
+  end)
+end)

@@ -2389,11 +2389,19 @@ function wick.enumerate(iterable, start)
 end
 
 --- wick.list(iterable): Python's list(): an array of an iterator's values (list(sd.keys())), a dict's
---- keys (a state dict, a ModuleDict), a tensor's slices along dim 1, an array's items (a copy)
+--- keys (a state dict, a ModuleDict), a tensor's slices along dim 1, an array's items (a copy); an
+--- iterator of several values gives arrays of them, Python's tuples (list(zip(a, b)),
+--- list(m:named_parameters()): {{"weight", w}, {"bias", b}})
+local function take(out, first, ...)
+  if first == nil then return false end
+  out[#out + 1] = select("#", ...) > 0 and { first, ... } or first
+  return true
+end
 local function collect(iterable, fn)
   local out = {}
   if require("wick.ordered").is(iterable) then iterable = iterable:keys() end
-  for v in items_of(iterable, fn) do out[#out + 1] = v end
+  local next_item = items_of(iterable, fn)
+  while take(out, next_item()) do end
   return out
 end
 function wick.list(iterable) return collect(iterable, "list") end

@@ -363,6 +363,12 @@ local function activation(v, fn)
   if type(v) == "string" then check.one_of(v, fn, "activation", { "relu", "gelu" }) end
   return check.callable(v, fn, "activation")
 end
+--- nn.modules.transformer._get_activation_fn(name): PyTorch's private helper that
+--- TabPFN's layers import: F.relu or F.gelu, an error for another name
+function A._get_activation_fn(name)
+  if name == "relu" or name == "gelu" then return F[name] end
+  check.fail("_get_activation_fn", "activation should be relu/gelu, not %s", tostring(name))
+end
 
 local LAYER = { dim_feedforward = "integer", dropout = "number", activation = "string|function",
   layer_norm_eps = "number", batch_first = "boolean", norm_first = "boolean", bias = "boolean",

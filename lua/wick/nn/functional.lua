@@ -525,9 +525,9 @@ function F.conv_transpose2d(x, weight, bias, ...)
   local o = check.positional("conv_transpose2d", { "stride", "padding", "output_padding", "groups", "dilation" }, CONV_T, ...)
   return core.conv_transpose2d(x, weight, bias, o) -- the C op checks every argument
 end
--- f(x, weight, {stride = 2}) (RealNVP's F.conv_transpose2d(x, w, stride=2)): an options table where
--- the bias goes is the options, its `bias` the bias
-function F._options_at_bias(f)
+-- f(x, weight, {stride = 2}) (RealNVP's F.conv_transpose2d(x, w, stride=2), loralib's F.conv1d(a, b,
+-- groups=g)): an options table where the bias goes is the options, its `bias` the bias
+local function options_at_bias(f)
   return function(x, weight, bias, ...)
     if select("#", ...) == 0 and type(bias) == "table" and getmetatable(bias) == nil and next(bias) ~= nil
         and #bias == 0 then
@@ -538,7 +538,7 @@ function F._options_at_bias(f)
     return f(x, weight, bias, ...)
   end
 end
-F.conv_transpose2d = F._options_at_bias(F.conv_transpose2d)
+local AT_BIAS = { conv1d = true, conv3d = true, conv_transpose1d = true, conv_transpose2d = true, conv_transpose3d = true }
 
 --- F.interpolate(input[, size[, scale_factor[, mode = "nearest"[, align_corners[, recompute_scale_factor]]]]][, opts]):
 --- "nearest" on (N, C, L) or (N, C, H, W), "linear" on (N, C, L), "bilinear" on (N, C, H, W);
@@ -1363,16 +1363,36 @@ function F._embedding(fn, indices, weight)
   shape[#shape + 1] = weight:size(2)
   return flat:view(shape)
 end
+--- max_norm as PyTorch takes it: Python's True is 1.0 (TabPFN's nn.Embedding(n, d, max_norm=True))
+function F._max_norm(v)
+  if type(v) == "boolean" then return v and 1 or 0 end
+  return v
+end
+--- PyTorch's embedding_renorm_: each row of weight that indices look up, of a norm_type-norm
+--- (in double) above max_norm, scaled in place by max_norm / (norm + 1e-7), outside autograd
+function F._embedding_renorm_(weight, indices, max_norm, norm_type)
+  wick.no_grad(function()
+    local rows = indices:reshape(-1):unique()
+    local w = weight:index_select(1, rows)
+    local norms = w:to("float64"):norm(norm_type or 2, 2, true)
+    local scale = wick.where(norms:gt(max_norm), max_norm / (norms + 1e-7), 1):to(w.dtype)
+    weight:index_copy_(1, rows, w * scale)
+  end)
+end
 --- F.embedding(input, weight[, padding_idx[, max_norm[, norm_type[, scale_grad_by_freq[, sparse]]]]][, opts]):
---- padding_idx (1-based) gets no gradient, as PyTorch's; max_norm and the two flags are refused
-local EMBEDDING_F = { padding_idx = "integer", max_norm = "number", norm_type = "number", scale_grad_by_freq = "boolean",
-  sparse = "boolean" }
+--- padding_idx (1-based) gets no gradient, as PyTorch's; max_norm renormalises the rows looked up
+--- in place first, as PyTorch's; scale_grad_by_freq is refused
+local EMBEDDING_F = { padding_idx = "integer", max_norm = "number|boolean", norm_type = "number",
+  scale_grad_by_freq = "boolean", sparse = "boolean" }
 function F.embedding(indices, weight, ...)
   local o = check.positional("embedding", { "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse" },
     EMBEDDING_F, ...)
-  if o.max_norm ~= nil then check.fail("embedding", "max_norm is not supported (renormalise the weight under wick.no_grad)") end
   if o.scale_grad_by_freq then check.fail("embedding", "scale_grad_by_freq is not supported") end
   if o.sparse then common.dense_sparse_warning("embedding") end
+  if o.max_norm ~= nil then
+    F._embedding("embedding", indices, weight) -- (its checks of the indices first)
+    F._embedding_renorm_(weight, indices, F._max_norm(o.max_norm), o.norm_type)
+  end
   local out = F._embedding("embedding", indices, weight)
   if o.padding_idx == nil or not out.requires_grad then return out end
   local p = o.padding_idx < 0 and weight:size(1) + 1 + o.padding_idx or o.padding_idx
@@ -2573,10 +2593,13 @@ local ARG_NAMES = {
   one_hot = { "tensor" }, glu = { "input", "dim?" }, pixel_shuffle = { "input", "upscale_factor" },
   pixel_unshuffle = { "input", "downscale_factor" },
 }
+--- F[name] = f, taking its leading tensors by PyTorch's names (nn/init.lua's volumetric ops too),
+--- and the convolutions an options table where the bias goes
+function F._set_by_name(name, f)
+  F[name] = check.by_name(AT_BIAS[name] and options_at_bias(f) or f, name, ARG_NAMES[name] or { "input" })
+end
 for name, f in pairs(F) do
-  if type(f) == "function" and name:sub(1, 1) ~= "_" and not LOSSES[name] then
-    F[name] = check.by_name(f, name, ARG_NAMES[name] or { "input" })
-  end
+  if type(f) == "function" and name:sub(1, 1) ~= "_" and not LOSSES[name] then F._set_by_name(name, f) end
 end
 
 return F

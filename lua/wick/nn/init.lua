@@ -8,13 +8,9 @@ nn.DataParallel = require("wick.nn.data_parallel")
 nn.parallel = require("wick.nn.parallel") -- DistributedDataParallel; nn.parallel.DataParallel is nn.DataParallel
 nn.SyncBatchNorm = require("wick.nn.sync_batchnorm") -- and nn.SyncBatchNorm.convert_sync_batchnorm
 nn.functional = require("wick.nn.functional")
--- the 3-D convolutions and pooling, conv_transpose1d: composed from the 2-D ops; the 1-D and 3-D convolutions
--- take an options table where the bias goes (loralib's F.conv1d(a, b, groups=g)), as conv2d does
+-- the 3-D convolutions and pooling, conv_transpose1d: composed from the 2-D ops (their tensors by name too)
 for name, fn in pairs(require("wick.nn.volumetric")) do
-  if name:sub(1, 1) ~= "_" then nn.functional[name] = fn end
-end
-for _, name in ipairs({ "conv1d", "conv3d", "conv_transpose1d", "conv_transpose3d" }) do
-  nn.functional[name] = nn.functional._options_at_bias(nn.functional[name])
+  if name:sub(1, 1) ~= "_" then nn.functional._set_by_name(name, fn) end
 end
 nn.utils = require("wick.nn.utils")
 nn.utils.rnn = require("wick.nn.rnn_utils") -- pad_sequence, pack_padded_sequence, ...

@@ -778,7 +778,7 @@ L.InstanceNorm2d = instance_norm_class("InstanceNorm2d", 4)
 L.InstanceNorm3d = instance_norm_class("InstanceNorm3d", 5)
 
 L.Embedding = Module:extend("Embedding", { "num_embeddings", "embedding_dim" })
-local EMBEDDING = { padding_idx = "integer", max_norm = "number", norm_type = "number", scale_grad_by_freq = "boolean",
+local EMBEDDING = { padding_idx = "integer", max_norm = "number|boolean", norm_type = "number", scale_grad_by_freq = "boolean",
   sparse = "boolean", _weight = "tensor", _freeze = "boolean", device = "device", dtype = "dtype" }
 local EMBEDDING_ORDER = { "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse", "_weight", "_freeze",
   "device", "dtype" }
@@ -799,12 +799,12 @@ function L.Embedding:init(num_embeddings, embedding_dim, ...)
   check.int(num_embeddings, "Embedding", "num_embeddings", 0)
   check.int(embedding_dim, "Embedding", "embedding_dim", 0)
   local opts = check.positional("Embedding", EMBEDDING_ORDER, EMBEDDING, ...)
-  if opts.max_norm ~= nil then check.fail("Embedding", "max_norm is not supported") end
   if opts.scale_grad_by_freq then check.fail("Embedding", "scale_grad_by_freq is not supported") end
   if opts.sparse then common.dense_sparse_warning("Embedding") end
   self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
   self.padding_idx = padding_index(opts.padding_idx, num_embeddings)
-  self.norm_type, self.scale_grad_by_freq, self.sparse = opts.norm_type or 2, false, opts.sparse == true -- (max_norm: nil)
+  self.max_norm = F._max_norm(opts.max_norm)
+  self.norm_type, self.scale_grad_by_freq, self.sparse = opts.norm_type or 2, false, opts.sparse == true
   if opts._weight then
     local w = opts._weight
     if w:dim() ~= 2 or w:size(1) ~= num_embeddings or w:size(2) ~= embedding_dim then
@@ -826,6 +826,10 @@ end
 L.Embedding.reset_parameters = reset_embedding
 function L.Embedding:forward(indices)
   local out = F._embedding("Embedding", indices, self.weight)
+  if self.max_norm then -- (the rows looked up renormalised in place, then looked up again: PyTorch's order)
+    F._embedding_renorm_(self.weight, indices, self.max_norm, self.norm_type)
+    out = F._embedding("Embedding", indices, self.weight)
+  end
   if self.padding_idx and self.weight.requires_grad then
     -- the padding row's value, with no gradient flowing back to it
     local pad = indices:eq(self.padding_idx):unsqueeze(-1)
@@ -835,18 +839,21 @@ function L.Embedding:forward(indices)
 end
 function L.Embedding:extra_repr()
   return ("%d, %d"):format(self.num_embeddings, self.embedding_dim) ..
-    (self.padding_idx and (", padding_idx=%d"):format(self.padding_idx) or "")
+    (self.padding_idx and (", padding_idx=%d"):format(self.padding_idx) or "") ..
+    (self.max_norm and (", max_norm=%s"):format(self.max_norm % 1 == 0 and ("%.1f"):format(self.max_norm)
+      or tostring(self.max_norm)) or "")
 end
 --- nn.Embedding.from_pretrained(embeddings[, freeze = true[, padding_idx]][, opts])
 function L.Embedding.from_pretrained(embeddings, ...)
   check.tensor(embeddings, "Embedding.from_pretrained", "embeddings")
   if embeddings:dim() ~= 2 then check.fail("Embedding.from_pretrained", "Embeddings parameter is expected to be 2-dimensional") end
-  local o = check.positional("Embedding.from_pretrained", { "freeze", "padding_idx" },
-    { freeze = "boolean", padding_idx = "integer" }, ...)
+  local o = check.positional("Embedding.from_pretrained", { "freeze", "padding_idx", "max_norm", "norm_type" },
+    { freeze = "boolean", padding_idx = "integer", max_norm = "number|boolean", norm_type = "number" }, ...)
   local freeze = o.freeze ~= false
   local w = embeddings:detach():clone()
   if not freeze then w:requires_grad_(true) end
-  return L.Embedding(embeddings:size(1), embeddings:size(2), { padding_idx = o.padding_idx, _weight = w, _freeze = freeze })
+  return L.Embedding(embeddings:size(1), embeddings:size(2), { padding_idx = o.padding_idx, _weight = w, _freeze = freeze,
+    max_norm = o.max_norm, norm_type = o.norm_type })
 end
 
 --- nn.EmbeddingBag(num_embeddings, embedding_dim[, max_norm[, norm_type[, scale_grad_by_freq[, mode = "mean"[,
