@@ -802,6 +802,8 @@ WICK_API wick_status wick_backward_ex(wick_tensor *t, const wick_tensor *gradien
  * ascending eigenvalues and eigenvectors in columns, from A's lower triangle.
  * svd: U, S (descending), Vh; full_matrices gives square U and Vh. */
 WICK_API wick_status wick_linalg_solve(wick_tensor **out, const wick_tensor *a, const wick_tensor *b);
+/* inv: A^-1, solve's with the identity (a singular A: "the inversion could not be completed") */
+WICK_API wick_status wick_linalg_inv(wick_tensor **out, const wick_tensor *a);
 WICK_API wick_status wick_linalg_slogdet(wick_tensor **sign, wick_tensor **logabsdet, const wick_tensor *a);
 WICK_API wick_status wick_linalg_cholesky(wick_tensor **out, const wick_tensor *a);
 /* LU with partial pivoting of square matrices: A = P L U, L (unit lower,

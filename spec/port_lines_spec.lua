@@ -5087,3 +5087,120 @@ describe("the forty-fifth round's lines, part 8 (TabPFN, Mamba, ema_pytorch)", f
     assert.are.equal(m.bias, cur[2])
   end)
 end)
+
+describe("the forty-fifth round's lines, part 9 (kornia's warps and timm's reparameterize)", function()
+  it("grid_sample's reflection padding, bicubic mode and 5-D inputs", function()
+    local x = wick.randn(1, 2, 5, 6, { dtype = "float64" })
+    local function at(gx, gy, o)
+      local g = wick.tensor({ { { { gx, gy } } } }, { dtype = "float64" })
+      return F.grid_sample(x, g, o):view(2)
+    end
+    -- reflection about the edge pixels' centres (align_corners) and about the image's edges (not)
+    local ra = { padding_mode = "reflection", align_corners = true }
+    assert.is_true((at(1.3, -0.2, ra) - at(0.7, -0.2, ra)):abs():max():item() < 1e-12)
+    assert.is_true((at(-1.25, 0.4, ra) - at(-0.75, 0.4, ra)):abs():max():item() < 1e-12)
+    local rn = { padding_mode = "reflection", align_corners = false }
+    assert.is_true((at(1.1, 0.3, rn) - at(0.9, 0.3, rn)):abs():max():item() < 1e-12)
+    -- bicubic passes through the pixels (align_corners: pixel j at -1 + 2j / (W - 1))
+    local b = at(-1 + 2 * 2 / 5, -1 + 2 * 3 / 4, { mode = "bicubic", align_corners = true })
+    assert.is_true((b - x[{ 1, {}, 4, 3 }]):abs():max():item() < 1e-12)
+    -- 5-D: the identity grid reads the volume back (trilinear and nearest)
+    local v = wick.randn(2, 3, 4, 5, 3, { dtype = "float64" })
+    local function lin(n) return wick.linspace(-1, 1, n, { dtype = "float64" }) end
+    local zz, yy, xx = wick.meshgrid(lin(4), lin(5), lin(3), { indexing = "ij" })
+    local grid = wick.stack({ xx, yy, zz }, -1):unsqueeze(1):expand(2, 4, 5, 3, 3)
+    for _, mode in ipairs({ "bilinear", "nearest" }) do
+      local y = F.grid_sample(v, grid, { mode = mode, align_corners = true })
+      assert.is_true((y - v):abs():max():item() < 1e-12, mode)
+    end
+    -- nearest: the grid is in the graph, with a zero gradient (PyTorch's)
+    local g = grid:clone():requires_grad_()
+    local gg = wick.autograd.grad(F.grid_sample(v, g, { mode = "nearest", align_corners = true }):sum(), { g })[1]
+    assert.are.equal(0, gg:abs():sum():item())
+    support.assert_error_has(function() return F.grid_sample(x, wick.zeros(1, 2, 2, 2)) end,
+      "expected grid to have the input's dtype float64, got float32")
+    support.assert_error_has(function() return F.grid_sample(v, grid:narrow(-1, 1, 2)) end,
+      "a 5-D input takes a grid of shape (N, D_out, H_out, W_out, 3)")
+    support.assert_error_has(function() return F.grid_sample(v, grid, { mode = "bicubic" }) end,
+      "bicubic interpolation only supports 4D input")
+  end)
+  it("t.mH and t.H; m:__delattr__(name)", function()
+    local z = wick.complex(wick.randn(2, 3), wick.randn(2, 3))
+    assert.is_true(z.H:equal(z:transpose(1, 2):conj()))
+    assert.is_true(wick.randn(2, 3, 4).mH:equal(wick.zeros(2, 4, 3)) == false)
+    local a = wick.randn(2, 3, 4)
+    assert.is_true(a.mH:equal(a.mT))
+    support.assert_error_has(function() return a.H end, "tensor.H is only supported on matrices")
+    local m = nn.Module()
+    m.conv_kxk = nn.Linear(2, 2)
+    m.keep = nn.Linear(2, 2)
+    m:__delattr__("conv_kxk")
+    assert.is_nil(m.conv_kxk)
+    local keys = {}
+    for k in pairs(m:state_dict()) do keys[#keys + 1] = k end
+    table.sort(keys)
+    assert.are.same({ "keep.bias", "keep.weight" }, keys)
+    support.assert_error_has(function() m:__delattr__("conv_kxk") end, "'Module' object has no attribute 'conv_kxk'")
+  end)
+  it("normal with a tensor std refuses a negative or NaN one; autocast's warning once per line", function()
+    support.assert_error_has(function() return wick.normal(0, wick.tensor({ -1.0, 0.5 })) end,
+      "normal expects all elements of std >= 0.0")
+    support.assert_error_has(function() return wick.normal(wick.zeros(1), wick.tensor({ 0 / 0 })) end,
+      "normal expects all elements of std >= 0.0")
+    assert.are.equal(0, wick.normal(wick.zeros(2), wick.zeros(2)):abs():sum():item())
+    if not wick.cuda.is_available() then
+      local saved, said = io.stderr, {}
+      io.stderr = { write = function(_, s) said[#said + 1] = s end }
+      for _ = 1, 3 do wick.cuda.amp.autocast(function() end) end
+      io.stderr = saved
+      assert.are.equal(1, #said)
+      assert.truthy(said[1]:find("port_lines_spec.lua:%d+: User provided device_type of 'cuda'"))
+    end
+  end)
+end)
+
+describe("the forty-fifth round's lines, part 10 (timm's _apply, kornia's inverse, SwAV's optimizer)", function()
+  it("a class's _apply override runs under to(), float(), double(), and super()._apply converts", function()
+    local M = nn.Module:extend("M")
+    function M:init() self.w = nn.Parameter(wick.ones(3)); self.attention_bias_cache = {} end
+    function M:_apply(fn, ...)
+      self.attention_bias_cache = {}
+      self.applied = (self.applied or 0) + 1
+      return M.super._apply(self, fn, ...)
+    end
+    function M:forward(x)
+      if self.attention_bias_cache.b == nil then self.attention_bias_cache.b = self.w * 2 end
+      return x * self.attention_bias_cache.b
+    end
+    local outer = nn.Sequential(M(), nn.Linear(3, 3))
+    local m, w = outer[1], outer[1].w
+    m(wick.ones(3))
+    outer:double()
+    assert.is_nil(next(m.attention_bias_cache))
+    assert.are.same({ 1, "float64", "float64" }, { m.applied, m.w.dtype, outer[2].weight.dtype })
+    assert.are.equal("float64", m(wick.ones(3, { dtype = "float64" })).dtype)
+    assert.is_true(rawequal(w, m.w))
+    -- the default _apply of a function that makes new tensors: each parameter and its grad take them
+    local l = nn.Linear(2, 2)
+    l(wick.ones(2)):sum():backward()
+    local lw = l.weight
+    l:_apply(function(t) return t:double() end)
+    assert.are.same({ "float64", "float64" }, { l.weight.dtype, l.weight.grad.dtype })
+    assert.is_true(rawequal(lw, l.weight))
+    support.assert_error_has(function() l:_apply(3) end, "_apply: expected a function for argument 'fn'")
+  end)
+  it("linalg.inv of a singular matrix names itself; SGD(m:named_parameters()) records the names", function()
+    support.assert_error_has(function() return wick.linalg.inv(wick.zeros(3, 3)) end,
+      "linalg.inv: The diagonal element 1 is zero, the inversion could not be completed because the input matrix is singular.")
+    local A = wick.randn(2, 3, 3, { dtype = "float64" }) + wick.eye(3, { dtype = "float64" }) * 3
+    assert.is_true((wick.linalg.inv(A):matmul(A) - wick.eye(3, { dtype = "float64" })):abs():max():item() < 1e-12)
+    assert.is_true(wick.autograd.gradcheck(function(a) return wick.linalg.inv(a) end, { A:clone():requires_grad_() }))
+    local m = nn.Sequential(nn.Linear(2, 3))
+    local o = wick.optim.SGD(m:named_parameters(), { lr = 0.1 })
+    assert.are.same({ "1.weight", "1.bias" }, o.param_groups[1].param_names)
+    assert.are.equal(m[1].weight, o.param_groups[1].params[1])
+    m(wick.ones(2)):sum():backward()
+    o:step()
+    assert.are.same({ "1.weight", "1.bias" }, o:state_dict().param_groups[1].param_names)
+  end)
+end)

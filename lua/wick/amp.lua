@@ -32,7 +32,7 @@ function amp.GradScaler(...)
   check.one_of(device, "GradScaler", "device", { "cpu", "cuda" })
   local enabled = o.enabled ~= false
   if enabled and device == "cuda" and not wick.cuda.is_available() then
-    wick._warn("wick.amp.GradScaler is enabled, but CUDA is not available.  Disabling. "
+    wick.warn("wick.amp.GradScaler is enabled, but CUDA is not available.  Disabling. "
       .. "(wick.amp.GradScaler(\"cpu\") scales on the CPU.)")
     enabled = false
   end

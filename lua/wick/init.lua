@@ -243,6 +243,13 @@ local fields = {
     return t:permute(unpack(p))
   end,
   mT = function(t) return t:transpose(-2, -1) end, -- the last two dims swapped (a view)
+  mH = function(t) return t:adjoint() end, -- mT conjugated (kornia's out3H.mH)
+  H = function(t) -- a matrix's conjugate transpose
+    if t:dim() ~= 2 and t:dim() ~= 0 then
+      check.fail("H", "tensor.H is only supported on matrices (2-D tensors). Got %d-D tensor.", t:dim())
+    end
+    return t:dim() == 0 and t or t:adjoint()
+  end,
   itemsize = function(t) return dtype_info[tensor_dtype(t)].size end, -- bytes per element
   nbytes = function(t) return t:numel() * dtype_info[tensor_dtype(t)].size end,
 }
@@ -1655,7 +1662,7 @@ function wick.autocast(opts, fn, ...)
   check.callable(fn, "autocast", "fn")
   local enabled = opts.enabled ~= false and not unsupported
   if enabled and dt == "cuda" and not wick.cuda.is_available() then
-    wick._warn("User provided device_type of 'cuda', but CUDA is not available. Disabling")
+    wick.warn("User provided device_type of 'cuda', but CUDA is not available. Disabling") -- (once per line)
     enabled = false
   end
   local was_enabled, was_dtype, was_cache

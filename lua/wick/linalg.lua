@@ -139,11 +139,19 @@ function linalg.solve(A, B, opts)
   return X
 end
 
---- linalg.inv(A): A^-1 (an error naming the zero pivot when A is singular)
+--- linalg.inv(A): A^-1 (an error naming the zero pivot when A is singular); its gradient
+--- -A^-T g A^-T, as Solve's with B the identity
+local Inv = wick.autograd.Function:extend("LinalgInv")
+function Inv.forward(ctx, A)
+  local X = core._linalg("inv", A)
+  ctx:save_for_backward(A, X)
+  return X
+end
+Inv.backward = function(ctx, g) return (Solve.backward(ctx, g)) end
 function linalg.inv(A, opts)
   square("linalg.inv", A)
   if opts ~= nil then check.fail("linalg.inv", "takes one argument (A), got another: %s", check.describe(opts)) end
-  return Solve.apply(A, eye_like(A))
+  return Inv.apply(A)
 end
 
 local Slogdet = wick.autograd.Function:extend("LinalgSlogdet")

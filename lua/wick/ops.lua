@@ -483,7 +483,10 @@ return function(wick)
     end
     if size ~= nil then check.fail("normal", "size is taken only when mean and std are both numbers") end
     if std == nil and is_tensor(mean) then std = 1 end -- normal(mean_tensor): PyTorch's std = 1
-    if not is_tensor(std) then check.number(std, "normal", "std", 0) end
+    if not is_tensor(std) then check.number(std, "normal", "std", 0)
+    elseif not std.is_meta and not wick.no_grad(function() return std:ge(0):all() end) then -- (NaN too)
+      check.fail("normal", "normal expects all elements of std >= 0.0")
+    end
     if not is_tensor(mean) then check.number(mean, "normal", "mean") end
     local like = is_tensor(mean) and mean or std
     local shape = like:size()

@@ -124,6 +124,16 @@ end
 local GROUPS_MT
 local function parameter_list(params)
   if wick.is_tensor(params) then return { params } end
+  -- an iterator: of tensors, or of name, tensor pairs (PyTorch 2.6's SGD(model.named_parameters()):
+  -- the group's param_names)
+  if type(params) == "function" then
+    local tensors, names = {}, {}
+    for a, b in params do
+      if wick.is_tensor(b) then names[#names + 1], tensors[#tensors + 1] = a, b else tensors[#tensors + 1] = a end
+    end
+    if #names > 0 and #names == #tensors then return { { params = tensors, param_names = names } } end
+    return tensors
+  end
   local class = type(params) == "table" and getmetatable(params)
   if class and class.__name == "ParameterList" and type(params.parameters) == "function" then return params:parameters() end
   -- another optimizer's param_groups (SAM's base_optimizer(self.param_groups)): the same group tables

@@ -87,9 +87,9 @@ static wick_status check_info(const char *op, const int *info, int64_t batch, wk
         switch (kind) {
         case WK_DECOMP_LU:
             return wick_fail(WICK_ERR_ARGUMENT,
-                             "%s%s: The diagonal element %d is zero, the solve could not be completed because the "
+                             "%s%s: The diagonal element %d is zero, the %s could not be completed because the "
                              "input matrix is singular.",
-                             op, where, info[b]);
+                             op, where, info[b], strcmp(op, "linalg.inv") == 0 ? "inversion" : "solve");
         case WK_DECOMP_CHOLESKY:
             return wick_fail(WICK_ERR_ARGUMENT,
                              "%s%s: The factorization could not be completed because the input is not "
@@ -104,8 +104,8 @@ static wick_status check_info(const char *op, const int *info, int64_t batch, wk
 
 /* ---- the ops ---- */
 
-wick_status wick_linalg_solve(wick_tensor **out, const wick_tensor *a, const wick_tensor *b) {
-    static const char *op = "linalg.solve";
+/* A X = B, its errors named as op's (linalg.solve, linalg.inv) */
+static wick_status solve(const char *op, wick_tensor **out, const wick_tensor *a, const wick_tensor *b) {
     int64_t batch = 0, m = 0, n = 0, bb = 0, bm = 0, k = 0;
     TRY(matrix_dims(op, a, 1, &batch, &m, &n));
     TRY(matrix_dims(op, b, 0, &bb, &bm, &k));
@@ -142,6 +142,22 @@ wick_status wick_linalg_solve(wick_tensor **out, const wick_tensor *a, const wic
     if (st) return wick_tensor_release(x), st;
     *out = x;
     return WICK_OK;
+}
+
+wick_status wick_linalg_solve(wick_tensor **out, const wick_tensor *a, const wick_tensor *b) {
+    return solve("linalg.solve", out, a, b);
+}
+
+wick_status wick_linalg_inv(wick_tensor **out, const wick_tensor *a) {
+    int64_t batch = 0, m = 0, n = 0;
+    TRY(matrix_dims("linalg.inv", a, 1, &batch, &m, &n));
+    wick_tensor *eye = NULL, *b = NULL;
+    wick_status st = wick_eye(&eye, n, n, (wick_options){a->dtype, a->storage->device});
+    if (!st) st = wick_expand(&b, eye, a->ndim, a->sizes); /* (A's batch of identities, read in place) */
+    if (!st) st = solve("linalg.inv", out, a, b);
+    wick_tensor_release(b);
+    wick_tensor_release(eye);
+    return st;
 }
 
 wick_status wick_linalg_slogdet(wick_tensor **sign, wick_tensor **logabsdet, const wick_tensor *a) {

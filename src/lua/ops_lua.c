@@ -101,7 +101,7 @@ WL_FUNCTION(t_scan) {
  * (wick.linalg in Lua names, checks and differentiates them) ---- */
 
 WL_FUNCTION(m_linalg) {
-    static const char *const kinds[] = {"solve", "slogdet", "cholesky", "qr", "eigh", "svd", "lu_factor", NULL};
+    static const char *const kinds[] = {"solve", "slogdet", "cholesky", "qr", "eigh", "svd", "lu_factor", "inv", NULL};
     int kind = luaL_checkoption(L, 1, NULL, kinds);
     char fn[32];
     snprintf(fn, sizeof fn, "linalg.%s", kinds[kind]);
@@ -111,7 +111,7 @@ WL_FUNCTION(m_linalg) {
     wick_tensor **r[3]; /* the results' slots first: nothing to lose if making one fails */
     for (int i = 0; i < 3; i++) r[i] = wl_new_slot(L);
     wick_status st;
-    static const int counts[] = {1, 2, 1, 2, 2, 3, 3};
+    static const int counts[] = {1, 2, 1, 2, 2, 3, 3, 1};
     switch (kind) {
     case 0: st = wick_linalg_solve(r[0], a, b); break;
     case 1: st = wick_linalg_slogdet(r[0], r[1], a); break;
@@ -119,7 +119,8 @@ WL_FUNCTION(m_linalg) {
     case 3: st = wick_linalg_qr(r[0], r[1], a, flag); break;
     case 4: st = wick_linalg_eigh(r[0], r[1], a); break;
     case 5: st = wick_linalg_svd(r[0], r[1], r[2], a, flag); break;
-    default: st = wick_linalg_lu_factor(r[0], r[1], r[2], a); break;
+    case 6: st = wick_linalg_lu_factor(r[0], r[1], r[2], a); break;
+    default: st = wick_linalg_inv(r[0], a); break;
     }
     wl_check(L, st);
     lua_settop(L, 3 + counts[kind]);

@@ -1371,6 +1371,10 @@ end
 --- PyTorch's embedding_renorm_: each row of weight that indices look up, of a norm_type-norm
 --- (in double) above max_norm, scaled in place by max_norm / (norm + 1e-7), outside autograd
 function F._embedding_renorm_(weight, indices, max_norm, norm_type)
+  tensor(weight, "embedding_renorm_", "weight")
+  tensor(indices, "embedding_renorm_", "indices")
+  check.number(max_norm, "embedding_renorm_", "max_norm")
+  check.opt_number(norm_type, "embedding_renorm_", "norm_type")
   wick.no_grad(function()
     local rows = indices:reshape(-1):unique()
     local w = weight:index_select(1, rows)
@@ -2029,13 +2033,42 @@ function F.affine_grid(theta, size, ...)
   return grid:bmm(theta:transpose(2, 3)):view(N, H, W, 2)
 end
 
-local GRID_MODES = { "bilinear", "nearest" }
-local GRID_PADDING = { "zeros", "border" }
+local GRID_MODES = { "bilinear", "nearest", "bicubic" }
+local GRID_PADDING = { "zeros", "border", "reflection" }
+
+-- PyTorch's reflect_coordinates: c reflected into [low2 / 2, high2 / 2] (twice the bounds, so that
+-- align_corners = false reflects about the pixels' edges), differentiable
+local function reflect(c, low2, high2)
+  if low2 == high2 then return c * 0 end
+  local lo, span = low2 / 2, (high2 - low2) / 2
+  local a = (c - lo):abs()
+  local extra = a:fmod(span)
+  local even = (a:detach() / span):floor():fmod(2):eq(0)
+  return wick.where(even, extra + lo, span - extra + lo)
+end
+-- a source coordinate under the padding mode (PyTorch's compute_coordinates)
+local function pad_coord(c, n, padding, align)
+  if padding == "border" then return c:clamp(0, n - 1) end
+  if padding == "reflection" then
+    c = align and reflect(c, 0, 2 * (n - 1)) or reflect(c, -1, 2 * n - 1)
+    return c:clamp(0, n - 1)
+  end
+  return c
+end
+-- PyTorch's cubic convolution weights (A = -0.75) of the taps at -1, 0, 1, 2 from floor(x), t = x - floor(x)
+local function cubic_weights(t)
+  local A = -0.75
+  local function near(x) return ((A + 2) * x - (A + 3)) * x * x + 1 end
+  local function far(x) return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A end
+  return { far(t + 1), near(t), near(1 - t), far(2 - t) }
+end
 
 --- F.grid_sample(input, grid[, {mode = "bilinear", padding_mode = "zeros",
 --- align_corners = false}]): input (N, C, H, W) read at the grid's (N, Ho, Wo,
---- 2) positions (x, y in [-1, 1]) into (N, C, Ho, Wo); differentiable in
---- input and grid (PyTorch's, 2-D)
+--- 2) positions (x, y in [-1, 1]) into (N, C, Ho, Wo), or (N, C, D, H, W) at
+--- (N, Do, Ho, Wo, 3) positions (x, y, z); modes "bilinear" (trilinear in 3-D),
+--- "nearest" and "bicubic" (2-D), padding "zeros", "border" and "reflection";
+--- differentiable in input and grid (PyTorch's)
 function F.grid_sample(input, grid, ...)
   check.tensor(input, "grid_sample", "input")
   check.tensor(grid, "grid_sample", "grid")
@@ -2044,37 +2077,89 @@ function F.grid_sample(input, grid, ...)
     { mode = "string", padding_mode = "string", align_corners = "boolean" }, ...)
   local mode = opts.mode or "bilinear"
   local padding = opts.padding_mode or "zeros"
+  local align = opts.align_corners or false
   check.one_of(mode, "grid_sample", "mode", GRID_MODES)
   check.one_of(padding, "grid_sample", "padding_mode", GRID_PADDING)
-  if input:dim() ~= 4 or grid:dim() ~= 4 or grid:size(4) ~= 2 or grid:size(1) ~= input:size(1) then
-    check.fail("grid_sample", "expected a 4-D input (N, C, H, W) and a grid (N, H_out, W_out, 2) of the same N, "
-      .. "got [%s] and [%s]", table.concat(input:size(), ", "), table.concat(grid:size(), ", "))
+  local nd = input:dim() - 2
+  if nd ~= 2 and nd ~= 3 then
+    check.fail("grid_sample", "expected a 4-D (N, C, H, W) or 5-D (N, C, D, H, W) input, got [%s]",
+      table.concat(input:size(), ", "))
   end
-  local N, C, H, W = input:size(1), input:size(2), input:size(3), input:size(4)
-  local Ho, Wo = grid:size(2), grid:size(3)
-  local function unnormalise(g, n) -- [-1, 1] to pixel coordinates from 0
-    if opts.align_corners then return (g + 1) * ((n - 1) / 2) end
-    return ((g + 1) * n - 1) / 2
+  if grid:dim() ~= nd + 2 or grid:size(-1) ~= nd then
+    check.fail("grid_sample", "a %d-D input takes a grid of shape (N, %s, %d), got [%s]", nd + 2,
+      nd == 2 and "H_out, W_out" or "D_out, H_out, W_out", nd, table.concat(grid:size(), ", "))
   end
-  local ix = unnormalise(grid:select(4, 1), W)
-  local iy = unnormalise(grid:select(4, 2), H)
-  if padding == "border" then ix, iy = ix:clamp(0, W - 1), iy:clamp(0, H - 1) end
-  local flat = input:reshape(N, C, H * W)
-  -- input's values at integer positions (xc, yc) (N, Ho, Wo), times w; zero outside
-  local function at(xc, yc, w)
-    local inside = xc:ge(0):logical_and(xc:le(W - 1)):logical_and(yc:ge(0)):logical_and(yc:le(H - 1))
-    local idx = (yc:clamp(0, H - 1) * W + xc:clamp(0, W - 1)):to("int64") + 1
-    local v = flat:gather(3, idx:reshape(N, 1, Ho * Wo):expand(N, C, Ho * Wo)):view(N, C, Ho, Wo)
+  if grid:size(1) ~= input:size(1) then
+    check.fail("grid_sample", "grid and input must have the same batch size, got %d and %d", grid:size(1), input:size(1))
+  end
+  if grid.dtype ~= input.dtype then
+    check.fail("grid_sample", "expected grid to have the input's dtype %s, got %s", input.dtype, grid.dtype)
+  end
+  if mode == "bicubic" and nd == 3 then check.fail("grid_sample", "bicubic interpolation only supports 4D input") end
+  local N, C = input:size(1), input:size(2)
+  local sizes, out, total, m = {}, {}, 1, 1 -- spatial sizes (D,) H, W; the output's
+  for d = 1, nd do sizes[d], out[d] = input:size(2 + d), grid:size(1 + d); total, m = total * sizes[d], m * out[d] end
+  -- the source coordinate along spatial dim d (the grid's last entry is x, along the last dim)
+  local coords = {}
+  for d = 1, nd do
+    local g, n = grid:select(-1, nd - d + 1), sizes[d]
+    coords[d] = align and (g + 1) * ((n - 1) / 2) or ((g + 1) * n - 1) / 2
+  end
+  local flat = input:reshape(N, C, total)
+  local view = { N, C }
+  for d = 1, nd do view[2 + d] = out[d] end
+  -- input's values at integer positions cs (one tensor per spatial dim), times w; zero outside
+  local function at(cs, w)
+    local inside, idx = nil, nil
+    for d = 1, nd do
+      local c, n = cs[d], sizes[d]
+      local ok = c:ge(0):logical_and(c:le(n - 1))
+      inside = inside and inside:logical_and(ok) or ok
+      local clamped = c:clamp(0, n - 1)
+      idx = idx and idx * n + clamped or clamped
+    end
+    idx = idx:to("int64") + 1
+    local v = flat:gather(3, idx:reshape(N, 1, m):expand(N, C, m)):view(view)
     return v * (w * inside:to(w.dtype)):unsqueeze(2)
   end
-  if mode == "nearest" then
-    local one = wick.ones({}, { dtype = input.dtype, device = input.device })
-    return at(ix:detach():round(), iy:detach():round(), one:expand(N, Ho, Wo))
+  if mode == "bicubic" then -- 16 taps, each coordinate under the padding mode (PyTorch's get_value_bounded)
+    local y0, x0 = coords[1]:detach():floor(), coords[2]:detach():floor()
+    local wy, wx = cubic_weights(coords[1] - y0), cubic_weights(coords[2] - x0)
+    local r
+    for i = 1, 4 do
+      local y = pad_coord(y0 + (i - 2), sizes[1], padding, align)
+      for j = 1, 4 do
+        local x = pad_coord(x0 + (j - 2), sizes[2], padding, align)
+        local v = at({ y:detach():round(), x:detach():round() }, wy[i] * wx[j])
+        r = r and r + v or v
+      end
+    end
+    return r
   end
-  local x0, y0 = ix:detach():floor(), iy:detach():floor()
-  local wx1, wy1 = ix - x0, iy - y0
-  local wx0, wy0 = 1 - wx1, 1 - wy1
-  return at(x0, y0, wx0 * wy0) + at(x0 + 1, y0, wx1 * wy0) + at(x0, y0 + 1, wx0 * wy1) + at(x0 + 1, y0 + 1, wx1 * wy1)
+  for d = 1, nd do coords[d] = pad_coord(coords[d], sizes[d], padding, align) end
+  if mode == "nearest" then
+    local cs = {}
+    for d = 1, nd do cs[d] = coords[d]:detach():round() end
+    -- weights of 1 that the grid is part of, its gradient zero (PyTorch's: autograd.grad to it works)
+    local never = wick.zeros(out, { dtype = "bool", device = input.device })
+    return at(cs, wick.where(never, coords[1], 1))
+  end
+  -- (tri)linear: the 2^nd corners around each position, each weighted by its opposite volume
+  local lo, frac = {}, {}
+  for d = 1, nd do lo[d] = coords[d]:detach():floor(); frac[d] = coords[d] - lo[d] end
+  local r
+  for corner = 0, 2 ^ nd - 1 do
+    local cs, w = {}, nil
+    for d = 1, nd do
+      local up = math.floor(corner / 2 ^ (nd - d)) % 2 == 1
+      cs[d] = up and lo[d] + 1 or lo[d]
+      local wd = up and frac[d] or 1 - frac[d]
+      w = w and w * wd or wd
+    end
+    local v = at(cs, w)
+    r = r and r + v or v
+  end
+  return r
 end
 
 -- ---- more losses: margins, Gaussian NLL, CTC ----
@@ -2593,13 +2678,18 @@ local ARG_NAMES = {
   one_hot = { "tensor" }, glu = { "input", "dim?" }, pixel_shuffle = { "input", "upscale_factor" },
   pixel_unshuffle = { "input", "downscale_factor" },
 }
---- F[name] = f, taking its leading tensors by PyTorch's names (nn/init.lua's volumetric ops too),
---- and the convolutions an options table where the bias goes
-function F._set_by_name(name, f)
-  F[name] = check.by_name(AT_BIAS[name] and options_at_bias(f) or f, name, ARG_NAMES[name] or { "input" })
+-- the 3-D convolutions and pooling, conv_transpose1d: composed from the 2-D ops above (volumetric.lua,
+-- which requires this module: F is in package.loaded first)
+package.loaded["wick.nn.functional"] = F
+for name, f in pairs(require("wick.nn.volumetric")) do
+  if name:sub(1, 1) ~= "_" then F[name] = f end
 end
+-- every F function takes its leading tensors by PyTorch's names, and the convolutions an options
+-- table where the bias goes
 for name, f in pairs(F) do
-  if type(f) == "function" and name:sub(1, 1) ~= "_" and not LOSSES[name] then F._set_by_name(name, f) end
+  if type(f) == "function" and name:sub(1, 1) ~= "_" and not LOSSES[name] then
+    F[name] = check.by_name(AT_BIAS[name] and options_at_bias(f) or f, name, ARG_NAMES[name] or { "input" })
+  end
 end
 
 return F

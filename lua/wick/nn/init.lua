@@ -8,10 +8,6 @@ nn.DataParallel = require("wick.nn.data_parallel")
 nn.parallel = require("wick.nn.parallel") -- DistributedDataParallel; nn.parallel.DataParallel is nn.DataParallel
 nn.SyncBatchNorm = require("wick.nn.sync_batchnorm") -- and nn.SyncBatchNorm.convert_sync_batchnorm
 nn.functional = require("wick.nn.functional")
--- the 3-D convolutions and pooling, conv_transpose1d: composed from the 2-D ops (their tensors by name too)
-for name, fn in pairs(require("wick.nn.volumetric")) do
-  if name:sub(1, 1) ~= "_" then nn.functional._set_by_name(name, fn) end
-end
 nn.utils = require("wick.nn.utils")
 nn.utils.rnn = require("wick.nn.rnn_utils") -- pad_sequence, pack_padded_sequence, ...
 nn.utils.parametrize = require("wick.nn.parametrize")

@@ -1220,6 +1220,16 @@ function Module:__setattr__(name, value)
   check.string(name, "__setattr__", "name")
   self[name] = value
 end
+--- m:__delattr__(name): Python's del m.name (timm's reparameterize(): self.__delattr__('conv_kxk')),
+--- m[name] = nil: the child, parameter or buffer leaves the module
+function Module:__delattr__(name)
+  this(self, "__delattr__")
+  check.string(name, "__delattr__", "name")
+  if rawget(self, name) == nil then
+    check.fail("__delattr__", "'%s' object has no attribute '%s'", getmetatable(self).__name, name)
+  end
+  self[name] = nil
+end
 function Module:__getattr__(name)
   this(self, "__getattr__")
   check.string(name, "__getattr__", "name")
@@ -1435,6 +1445,39 @@ function Module:to_empty(opts)
   return self
 end
 
+--- m:_apply(fn[, recurse = true]): PyTorch's engine of to(), float(), cuda(): each child's
+--- _apply(fn), then each own parameter and buffer takes fn(t)'s data in place (its grad fn's
+--- too), keeping its identity. A class may override it (timm's Attention2d clears a cached
+--- bias, then super()._apply(fn)): m:to() and its kin go through the tree's overrides.
+function Module:_apply(fn, recurse)
+  this(self, "_apply")
+  check.callable(fn, "_apply", "fn")
+  if recurse ~= false then
+    for _, child in self:named_children() do child:_apply(fn) end
+  end
+  local own = {}
+  walk(self, "", function(_, t) own[#own + 1] = t end, nil, nil, true, true)
+  wick.no_grad(function()
+    for _, t in ipairs(own) do
+      local r = fn(t)
+      if r ~= t then -- (a function that converts in place returns t itself: Module:to's)
+        check.tensor(r, "_apply", "fn(t)")
+        local g = t.grad
+        t.grad = nil
+        t:_replace(r)
+        if g ~= nil then t.grad = fn(g) end
+      end
+    end
+  end)
+  return self
+end
+local function applies_overridden(self)
+  for _, m in self:named_modules() do
+    if m._apply ~= Module._apply then return true end
+  end
+  return false
+end
+
 function Module:to(...)
   this(self, "to")
   local device, dtype, non_blocking
@@ -1453,6 +1496,9 @@ function Module:to(...)
     elseif a ~= nil then check.expected("Module:to", "device", "a device, a dtype, a tensor or an options table", a) end
   end
   local code = device ~= nil and wick.device(device)._code or nil
+  if applies_overridden(self) then -- (each tensor on its own then, as PyTorch's _apply)
+    return self:_apply(function(t) tensors_to({ t }, code, dtype, non_blocking); return t end) and self
+  end
   local list, n = {}, 0
   walk(self, "", function(_, t) n = n + 1; list[n] = t end, nil, nil, true)
   tensors_to(list, code, dtype, non_blocking)
