@@ -449,12 +449,6 @@ function C.required(fn, names, ...)
   return unpack(args, 1, at)
 end
 
---- by_name(f, fn, names[, skip = 0]): f taking the arguments `names` (after
---- `skip` leading ones: a method's self) also by PyTorch's names from the
---- trailing options table, as required() moves them (gather(v, {dim = -1,
---- index = d}), F.kl_div({input = lp, target = p})); names ending in "?" may be
---- left out; names.aliases maps another keyword to one of them (scatter's
---- value to src). Calls without such a table go straight to f.
 --- f of n parameters with a plain table more (not empty) an error naming its
 --- first key: a Lua function silently drops what it does not name, where
 --- PyTorch's t.lerp(e, w, bogus=1) is a TypeError (the C binding's wl_no_more,
@@ -476,6 +470,12 @@ function C.no_more(f, fn, n)
   return function(a, b, c, d, x) if x ~= nil then extra(fn, x) end return f(a, b, c, d) end
 end
 
+--- by_name(f, fn, names[, skip = 0]): f taking the arguments `names` (after
+--- `skip` leading ones: a method's self) also by PyTorch's names from the
+--- trailing options table, as required() moves them (gather(v, {dim = -1,
+--- index = d}), F.kl_div({input = lp, target = p})); names ending in "?" may be
+--- left out; names.aliases maps another keyword to one of them (scatter's
+--- value to src). Calls without such a table go straight to f.
 local function pack(...) return { n = select("#", ...), ... } end
 function C.by_name(f, fn, names, skip)
   skip = skip or 0
