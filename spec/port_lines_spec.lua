@@ -5204,3 +5204,47 @@ describe("the forty-fifth round's lines, part 10 (timm's _apply, kornia's invers
     assert.are.same({ "1.weight", "1.bias" }, o:state_dict().param_groups[1].param_names)
   end)
 end)
+
+describe("the forty-fifth round's lines, part 11 (descript-audio-codec)", function()
+  it("zip and list of a ModuleList give its modules (MRD's zip(x_bands, self.band_convs))", function()
+    local layers = nn.ModuleList({ nn.Linear(2, 2), nn.Linear(2, 2) })
+    assert.is_true(wick.isinstance(wick.list(layers)[2], nn.Linear))
+    assert.is_true(wick.isinstance(wick.list(nn.Sequential(nn.ReLU()))[1], nn.ReLU))
+    local n = 0
+    for x, layer in wick.zip({ wick.randn(1, 2), wick.randn(1, 2) }, layers) do
+      n = n + 1
+      assert.are.same({ 1, 2 }, { unpack(layer(x).shape) })
+    end
+    assert.are.equal(2, n)
+    local seen = {}
+    for i, l in wick.enumerate(layers) do seen[#seen + 1] = { i, l } end
+    assert.are.equal(layers[2], seen[2][2])
+    assert.is_nil(seen[2][3])
+  end)
+  it("the loss classes take PyTorch's positional arguments, nil ones too", function()
+    assert.are.equal("mean", nn.L1Loss(nil).reduction)
+    assert.are.equal("sum", nn.L1Loss(nil, nil, "sum").reduction)
+    assert.are.equal(3, nn.CrossEntropyLoss(nil, nil, 3).ignore_index)
+    assert.are.same({ "sum", 2 }, { nn.HuberLoss("sum", 2).reduction, nn.HuberLoss("sum", 2).delta })
+    support.assert_error_has(function() return nn.L1Loss("sum") end, "options such as reduction go in the options table")
+  end)
+  it("stft refuses a window whose length is not win_length (n_fft by default)", function()
+    support.assert_error_has(function()
+      return wick.stft(wick.randn(2, 50), { n_fft = 16, hop_length = 4, window = wick.hann_window(8), return_complex = true })
+    end, "expected a 1D window tensor of size equal to win_length=16, but got window with size [8]")
+    local s = wick.stft(wick.randn(2, 50), { n_fft = 16, hop_length = 4, win_length = 8, window = wick.hann_window(8),
+      return_complex = true })
+    assert.are.same({ 2, 9, 13 }, { unpack(s.shape) })
+  end)
+  it("weight_norm's deprecation warns once, though a wrapper tail-calls it from many lines", function()
+    local saved, said = io.stderr, {}
+    io.stderr = { write = function(_, s) said[#said + 1] = s end }
+    local function WNConv1d(...) return nn.utils.weight_norm(nn.Conv1d(...)) end
+    local a = WNConv1d(1, 2, 3)
+    local b = WNConv1d(2, 2, 3)
+    io.stderr = saved
+    assert.is_true(#said <= 1) -- (none where an earlier spec warned already)
+    assert.is_not_nil(a.weight_g)
+    assert.is_not_nil(b.weight_v)
+  end)
+end)

@@ -251,7 +251,7 @@ return function(wick)
     return_complex = "boolean", length = "integer" }
   -- the window of win_length points (ones by default) centred in n_fft points
   local function full_window(fn, window, n_fft, win_length, like)
-    win_length = win_length or (window and window:size(1)) or n_fft
+    win_length = win_length or n_fft -- (PyTorch's default; a window of another length is its error)
     if win_length < 1 or win_length > n_fft then
       check.fail(fn, "expected 0 < win_length <= n_fft, but got win_length=%d", win_length)
     end

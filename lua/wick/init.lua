@@ -2353,6 +2353,9 @@ local function items_of(iterable, fn)
   elseif type(iterable) == "table" and type(iterable.iter) == "function" then
     local f, state, at = iterable:iter()
     next_item = f
+    -- a container's entries (list:iter() gives each with its index after it, for Lua's for):
+    -- the entries alone, as Python's iteration of a ModuleList (DAC's zip(x_bands, self.band_convs))
+    if check.is_module(iterable) then next_item = function() return (f()) end end
     if state ~= nil then -- a generic-for triple (a ModuleList's ipairs): its values, as Python's for
       next_item = function()
         local k, v = f(state, at)

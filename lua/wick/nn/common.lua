@@ -38,13 +38,16 @@ local function call_site()
 end
 
 local warned = {}
---- warn(msg): wick._warn(msg) prefixed with the user's line, once per line
---- and message (Python's default warning filter).
-function common.warn(msg)
-  local key = call_site() .. msg
+--- warn(msg[, once]): wick._warn(msg) prefixed with the user's line, once per line
+--- and message (Python's default warning filter); `once`: once in all, as a PyTorch
+--- warning located in torch's own file (a deprecation: DAC's wrapper that tail-calls
+--- weight_norm from many lines warns once)
+function common.warn(msg, once)
+  local site = call_site()
+  local key = once and msg or site .. msg
   if warned[key] then return end
   warned[key] = true
-  wick._warn(key)
+  wick._warn(site .. msg)
 end
 
 -- sparse = true (Embedding, EmbeddingBag): the gradient is dense (wick has no

@@ -1602,6 +1602,7 @@ local ORDER = {
   kl_div = { "size_average", "reduce", "reduction", "log_target" },
   poisson_nll_loss = { "log_input", "full", "size_average", "eps", "reduce", "reduction" },
 }
+F._LOSS_ORDER = ORDER -- (the loss classes take the same: nn.L1Loss(None, None, 'sum'))
 local function known(...)
   local out = {}
   for _, k in ipairs({ ... }) do out[k] = LOSS_OPTIONS[k] end

@@ -1725,17 +1725,20 @@ function L.ParameterDict:extra_repr()
 end
 
 -- ---- losses ----
--- nn.XLoss([weight][, opts]): PyTorch's positional weight (for the losses
--- that take one), then keyword arguments in the options table.
-local function loss_class(name, fn, spec)
+-- nn.XLoss([weight][, opts]): PyTorch's positional arguments (weight for the losses that take one,
+-- then the legacy size_average, reduce, ... as F's: F._LOSS_ORDER[fname]), then keyword arguments in
+-- the options table.
+local function loss_class(name, fname, spec)
+  local fn, order = F[fname], F._LOSS_ORDER[fname]
   local C = Module:extend(name)
   function C:init(...)
-    local first = ...
-    if type(first) == "string" or type(first) == "boolean" or type(first) == "number" then
+    local first, want = ..., spec[order[1]] -- (what PyTorch's first positional takes: HuberLoss's is reduction)
+    if (type(first) == "string" or type(first) == "boolean" or type(first) == "number")
+        and not want:find(type(first), 1, true) then
       check.fail(name, "options such as reduction go in the options table: nn.%s({reduction = 'sum'}), got a %s as argument 1",
         name, type(first))
     end
-    local opts = F._legacy_reduction(name, check.positional(name, spec.weight and { "weight" } or {}, spec, ...))
+    local opts = F._legacy_reduction(name, check.positional(name, order, spec, ...))
     if opts.reduction ~= nil then
       check.one_of(opts.reduction, name, "reduction",
         spec.log_target and { "mean", "sum", "none", "batchmean" } or { "mean", "sum", "none" })
@@ -1769,18 +1772,18 @@ local function known(legacy, ...)
   if legacy then out.size_average, out.reduce = "boolean", "boolean" end
   return out
 end
-L.CrossEntropyLoss = loss_class("CrossEntropyLoss", F.cross_entropy,
+L.CrossEntropyLoss = loss_class("CrossEntropyLoss", "cross_entropy",
   known(true, "weight", "reduction", "ignore_index", "label_smoothing"))
-L.NLLLoss = loss_class("NLLLoss", F.nll_loss, known(true, "weight", "reduction", "ignore_index"))
-L.MSELoss = loss_class("MSELoss", F.mse_loss, known(true, "reduction"))
-L.L1Loss = loss_class("L1Loss", F.l1_loss, known(true, "reduction"))
-L.BCELoss = loss_class("BCELoss", F.binary_cross_entropy, known(true, "weight", "reduction"))
-L.BCEWithLogitsLoss = loss_class("BCEWithLogitsLoss", F.binary_cross_entropy_with_logits,
+L.NLLLoss = loss_class("NLLLoss", "nll_loss", known(true, "weight", "reduction", "ignore_index"))
+L.MSELoss = loss_class("MSELoss", "mse_loss", known(true, "reduction"))
+L.L1Loss = loss_class("L1Loss", "l1_loss", known(true, "reduction"))
+L.BCELoss = loss_class("BCELoss", "binary_cross_entropy", known(true, "weight", "reduction"))
+L.BCEWithLogitsLoss = loss_class("BCEWithLogitsLoss", "binary_cross_entropy_with_logits",
   known(true, "weight", "reduction", "pos_weight"))
-L.SmoothL1Loss = loss_class("SmoothL1Loss", F.smooth_l1_loss, known(true, "reduction", "beta"))
-L.HuberLoss = loss_class("HuberLoss", F.huber_loss, known(false, "reduction", "delta"))
-L.KLDivLoss = loss_class("KLDivLoss", F.kl_div, known(true, "reduction", "log_target"))
-L.SoftMarginLoss = loss_class("SoftMarginLoss", F.soft_margin_loss, known(true, "reduction"))
+L.SmoothL1Loss = loss_class("SmoothL1Loss", "smooth_l1_loss", known(true, "reduction", "beta"))
+L.HuberLoss = loss_class("HuberLoss", "huber_loss", known(false, "reduction", "delta"))
+L.KLDivLoss = loss_class("KLDivLoss", "kl_div", known(true, "reduction", "log_target"))
+L.SoftMarginLoss = loss_class("SoftMarginLoss", "soft_margin_loss", known(true, "reduction"))
 
 -- ---- lazy modules ----
 -- nn.LazyLinear(out_features[, ...]) and the others: the base layer's

@@ -68,7 +68,7 @@ end
 --- nn.utils.weight_norm(module[, name = "weight"[, dim = 1]][, opts]) (deprecated in PyTorch, with its warning)
 function U.weight_norm(module, ...)
   local fn = "weight_norm"
-  common.warn("nn.utils.weight_norm is deprecated in favor of nn.utils.parametrizations.weight_norm (PyTorch's warning).")
+  common.warn("nn.utils.weight_norm is deprecated in favor of nn.utils.parametrizations.weight_norm (PyTorch's warning).", true)
   local o = check.positional(fn, { "name", "dim" }, { name = "string", dim = "integer|boolean" }, ...)
   local name = o.name or "weight"
   local w = weight_of(fn, module, name)
