@@ -1148,6 +1148,7 @@ local KEYWORDS = {
   addcdiv = { "tensor1", "tensor2" }, addcdiv_ = { "tensor1", "tensor2" },
   quantile = { "q" }, nanquantile = { "q" }, requires_grad_ = { "requires_grad?" },
   unfold = { "dimension", "size", "step", aliases = { dim = "dimension" } },
+  rot90 = { "k?", "dims?" }, -- (torchvision's torch.rot90(image, k=1, dims=(-2, -1)))
 }
 for name, names in pairs(KEYWORDS) do
   Tensor[name] = check.by_name(Tensor[name], name, names, 1)

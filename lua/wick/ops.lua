@@ -3292,7 +3292,8 @@ return function(wick)
     return (beta == 1 and t or t * beta) + p
   end
   -- in-place forms: the result written back into t (t's version bumps; autograd sees a copy_)
-  for _, name in ipairs({ "addmm", "baddbmm", "addbmm", "addmv", "addr", "logical_not", "square" }) do
+  for _, name in ipairs({ "addmm", "baddbmm", "addbmm", "addmv", "addr", "logical_not", "logical_and", "logical_or",
+    "logical_xor", "square" }) do
     if Tensor[name] and rawget(Tensor, name .. "_") == nil then
       local method = Tensor[name]
       Tensor[name .. "_"] = function(t, ...)

@@ -398,4 +398,5 @@ ops.feature_pyramid_network = check.strict({ FeaturePyramidNetwork = layers.Feat
   "wick.vision.ops.feature_pyramid_network")
 ops.poolers = check.strict({ MultiScaleRoIAlign = ops.MultiScaleRoIAlign, LevelMapper = ops.LevelMapper }, "wick.vision.ops.poolers")
 
-return { ops = check.strict(ops, "wick.vision.ops") }
+-- (no torchvision.transforms here: a name wick.vision lacks is an error, not a nil called further on)
+return check.strict({ ops = check.strict(ops, "wick.vision.ops") }, "wick.vision")

@@ -399,7 +399,17 @@ static wick_status region_compute(wick_tensor **out, int kind, wick_tensor *g, c
     if (kind == WK_REGION_EMBED) {
         st = wick_full(&r, ndim, sizes, 0, (wick_options){g->dtype, g->storage->device});
         if (!st) st = plan_region(&region, r, plan);
-        if (!st) st = wick_copy_(region, g);
+        /* an expanded view (stride 0) holds one element many times: its gradient is their sum
+         * (torchvision's img.mul_(mask.expand_as(img)) on sibling views) */
+        wick_tensor *gs = g, *next = NULL;
+        wick_tensor_retain(gs);
+        for (int i = 0; !st && region && i < region->ndim; i++) {
+            if (region->strides[i] != 0 || region->sizes[i] <= 1) continue;
+            if (!(st = wick_reduce(&next, NULL, WICK_SUM, gs, i, 1, 0))) wick_tensor_release(gs), gs = next;
+            if (!st && !(st = wick_narrow(&next, region, i, 0, 1))) wick_tensor_release(region), region = next;
+        }
+        if (!st) st = wick_copy_(region, gs);
+        wick_tensor_release(gs);
     } else {
         wick_tensor *gc = NULL; /* contiguous, and ours to change */
         st = wick_clone(&gc, g);

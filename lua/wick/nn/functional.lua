@@ -676,6 +676,10 @@ function F.interpolate(x, ...)
   if not INTERP_MODES[mode] then
     check.fail(fn, "mode '%s' is not supported (expected 'nearest', 'linear', 'bilinear', 'bicubic', 'trilinear', 'area' or 'nearest-exact')", mode)
   end
+  if (mode == "nearest" or mode == "nearest-exact") and not x:is_floating_point() and x.dtype ~= "bool"
+      and not x:is_complex() then -- (a uint8 image, as torchvision's resize: picked values, exact in float64)
+    return F.interpolate(x:to("float64"), ...):to(x.dtype)
+  end
   if o.antialias and not ((mode == "bilinear" or mode == "bicubic") and x:dim() == 4) then
     check.fail(fn, "Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D tensor as input")
   end
