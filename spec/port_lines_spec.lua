@@ -5275,3 +5275,28 @@ describe("the forty-fifth round's lines, part 12 (torchvision's tensor transform
     assert.is_true((x.grad - x2.grad):abs():max():item() < 1e-15)
   end)
 end)
+
+describe("the forty-fifth round's lines, part 13 (HF Qwen2-MoE's and RT-DETR's helpers)", function()
+  it("torch._dynamo.is_compiling, torch.fx.Proxy and wrap, the deprecated autocast getters", function()
+    assert.is_false(wick._dynamo.is_compiling())
+    assert.is_false(wick.compiler.is_dynamo_compiling())
+    assert.is_false(wick.isinstance(wick.zeros(1), wick.fx.Proxy))
+    local f = function() end
+    assert.are.equal(f, wick.fx.wrap(f))
+    assert.are.equal(wick.get_autocast_dtype("cuda"), wick.get_autocast_gpu_dtype())
+    assert.are.equal(wick.get_autocast_dtype("cpu"), wick.get_autocast_cpu_dtype())
+    assert.is_false(wick.is_autocast_cpu_enabled())
+    support.assert_error_has(function() return wick.fx.symbolic_trace end, "wick.fx has no 'symbolic_trace'")
+  end)
+  it("binary cross entropy refuses class labels as its target, as PyTorch; full names itself", function()
+    local x = wick.randn(2, 3)
+    local t = wick.tensor({ { 1, 0, 1 }, { 0, 0, 1 } }, { dtype = "int64" })
+    support.assert_error_has(function() return F.binary_cross_entropy_with_logits(x, t) end,
+      "result type Float can't be cast to the desired output type int64")
+    support.assert_error_has(function() return F.binary_cross_entropy(x:sigmoid(), t) end,
+      "Found dtype int64 but expected Float")
+    assert.is_true(F.binary_cross_entropy_with_logits(x, t:float()):item() > 0)
+    support.assert_error_has(function() return wick.full({ 2 }, wick.finfo("float64").min, { dtype = "float32" }) end,
+      "full: value cannot be converted to type float without overflow")
+  end)
+end)

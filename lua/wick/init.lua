@@ -1280,11 +1280,12 @@ function wick.compile(m, opts)
 end
 -- the compiler's knobs scripts set (torch._dynamo.config.cache_size_limit = 64,
 -- torch._inductor.config.coordinate_descent_tuning = True): tables that take them, and change nothing
+local function no() return false end
 wick._dynamo = { config = {}, reset = function() end, disable = function(fn) return fn end,
-  mark_dynamic = function() end }
+  mark_dynamic = function() end, is_compiling = no } -- (HF's is_torchdynamo_compiling)
 wick._inductor = { config = {} }
 wick.compiler = check.strict({ disable = function(fn) return fn end, reset = function() end,
-  is_compiling = function() return false end }, "wick.compiler")
+  is_compiling = no, is_dynamo_compiling = no }, "wick.compiler")
 
 --- wick.jit: PyTorch's torch.jit without a compiler, as wick.compile:
 --- script(m) and trace(m, example_inputs) return m; ignore, unused, export and
@@ -1685,6 +1686,10 @@ end
 function wick.is_autocast_enabled(device_type) return core._is_autocast_enabled(device_type or "cuda") end
 --- torch.get_autocast_dtype(device_type): the dtype autocast casts to there.
 function wick.get_autocast_dtype(device_type) return core._get_autocast_dtype(device_type) end
+--- PyTorch's deprecated spellings: torch.get_autocast_gpu_dtype(), get_autocast_cpu_dtype(), is_autocast_cpu_enabled()
+function wick.get_autocast_gpu_dtype() return core._get_autocast_dtype("cuda") end
+function wick.get_autocast_cpu_dtype() return core._get_autocast_dtype("cpu") end
+function wick.is_autocast_cpu_enabled() return core._is_autocast_enabled("cpu") end
 wick.is_grad_enabled = core.is_grad_enabled
 
 local function move_to(value, device)
@@ -2466,7 +2471,7 @@ function wick.binomial(count, prob) return require("wick.distributions")._binomi
 local lazy = { nn = "wick.nn", optim = "wick.optim", data = "wick.data", amp = "wick.amp",
   distributed = "wick.distributed", profiler = "wick.profiler", autograd = "wick.autograd",
   distributions = "wick.distributions", linalg = "wick.linalg", func = "wick.func", einops = "wick.einops",
-  utils = "wick.utils", vision = "wick.vision", Object = "wick.object" }
+  utils = "wick.utils", vision = "wick.vision", Object = "wick.object", fx = "wick.fx" }
 -- torch.inf, torch.nan, torch.pi, torch.e
 wick.inf, wick.nan, wick.pi, wick.e = math.huge, 0 / 0, math.pi, math.exp(1)
 --- wick.newaxis: Python's None in an index key, a new dim of size 1 there

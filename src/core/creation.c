@@ -13,7 +13,8 @@ wick_status wick_empty(wick_tensor **out, int ndim, const int64_t *sizes, wick_o
 
 wick_status wick_full(wick_tensor **out, int ndim, const int64_t *sizes, double value, wick_options opt) {
     wick_tensor *t;
-    wick_status st = wk_tensor_new(&t, ndim, sizes, opt.dtype, opt.device);
+    wick_status st = wk_check_scalar("full", value, opt.dtype); /* (named as the call: HF's finfo(float64).min into float32) */
+    if (!st) st = wk_tensor_new(&t, ndim, sizes, opt.dtype, opt.device);
     if (st) return st;
     WK_COUNTED(t->storage, st = wick_fill_(t, value)); /* (a new tensor: version 0) */
     if (st) {

@@ -1965,8 +1965,16 @@ function BCELogitsFn.backward(ctx, g) -- g ((pw - 1) t + 1) sigmoid(x) - pw t), 
   return gx, gt, nil
 end
 
+-- a binary cross entropy's target is probabilities: an integer or bool one is PyTorch's error (`what`)
+local function float_target(fn, target, what)
+  if not target:is_floating_point() then
+    check.fail(fn, "%s (the loss takes probabilities: target:float() makes them of %s class labels)",
+      what:format(target.dtype), target.dtype)
+  end
+end
 function F.binary_cross_entropy(p, target, ...)
   opts, p, target = loss_args("binary_cross_entropy", p, target, BCE, ORDER.binary_cross_entropy, ...)
+  float_target("binary_cross_entropy", target, "Found dtype %s but expected Float")
   check_device("binary_cross_entropy", "target", target, p, "input")
   same_size("binary_cross_entropy", p, target,
     "Using a target size (%s) that is different to the input size (%s) is deprecated. Please ensure they have the same size.")
@@ -1989,6 +1997,7 @@ local function in_target_dtype(loss, target, reduction)
 end
 function F.binary_cross_entropy_with_logits(x, target, ...)
   opts, x, target = loss_args("binary_cross_entropy_with_logits", x, target, BCE_LOGITS, ORDER.binary_cross_entropy_with_logits, ...)
+  float_target("binary_cross_entropy_with_logits", target, "result type Float can't be cast to the desired output type %s")
   check_device("binary_cross_entropy_with_logits", "target", target, x, "input")
   same_size("binary_cross_entropy_with_logits", x, target, "Target size (%s) must be the same as input size (%s)")
   local pw = opts.pos_weight
