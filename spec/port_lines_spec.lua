@@ -5300,3 +5300,28 @@ describe("the forty-fifth round's lines, part 13 (HF Qwen2-MoE's and RT-DETR's h
       "full: value cannot be converted to type float without overflow")
   end)
 end)
+
+describe("the forty-fifth round's lines, part 14 (sentence-transformers)", function()
+  it("fork_rng without a function is a context object entered and left by hand (RandContext)", function()
+    local f = wick.random.fork_rng({ enabled = true })
+    assert.are.equal(f, f:__enter__())
+    local a = wick.rand(3)
+    assert.is_false(f:__exit__(nil, nil, nil))
+    assert.is_true(a:equal(wick.rand(3)))
+    local off = wick.random.fork_rng({ enabled = false })
+    off:__enter__()
+    local c = wick.rand(3)
+    off:__exit__()
+    assert.is_false(c:equal(wick.rand(3)))
+  end)
+  it("normalize, cosine_similarity and pairwise_distance name themselves in their errors", function()
+    support.assert_error_has(function() return F.normalize(wick.randn(4, 8), { p = 2, dim = 3 }) end,
+      "normalize: dimension 3 out of range")
+    support.assert_error_has(function() return F.cosine_similarity(wick.randn(4, 8), wick.randn(4, 8), { dim = 3 }) end,
+      "cosine_similarity: dimension 3 out of range")
+    support.assert_error_has(function() return F.pairwise_distance(wick.randn(4, 8), wick.randn(3, 8)) end,
+      "pairwise_distance: The size of tensor a (4) must match the size of tensor b (3) at non-singleton dimension 1")
+    local x = wick.randn(4, 8)
+    assert.is_true((F.normalize(x, { dim = -1 }):norm(2, 2) - 1):abs():max():item() < 1e-6)
+  end)
+end)

@@ -129,6 +129,30 @@ function C.opt_int(v, fn, arg, default, min)
 end
 
 --- A dimension: a non-zero integer (1-based, negative from the end).
+--- A 1-based dim d (negative from the end) of tensor t as a positive one; errors name fn.
+function C.wrap_dim(t, d, fn)
+  C.dim(d, fn, "dim")
+  local n = t:dim()
+  local m = n > 0 and n or 1
+  if d < -m or d > m then
+    C.fail(fn, "dimension %d out of range (expected 1 to %d, or -%d to -1)", d, m, m)
+  end
+  return d < 0 and d + m + 1 or d
+end
+
+--- Raises PyTorch's "The size of tensor a (x) must match the size of tensor b (y) at non-singleton
+--- dimension d" (d 1-based), named fn, unless a's and b's sizes broadcast.
+function C.broadcastable(fn, a, b)
+  local na, nb = a:dim(), b:dim()
+  for k = 0, math.min(na, nb) - 1 do
+    local x, y = a:size(na - k), b:size(nb - k)
+    if x ~= y and x ~= 1 and y ~= 1 then
+      C.fail(fn, "The size of tensor a (%d) must match the size of tensor b (%d) at non-singleton dimension %d",
+        x, y, math.max(na, nb) - k)
+    end
+  end
+end
+
 function C.dim(v, fn, arg)
   if type(v) ~= "number" or v ~= floor(v) or v == 0 or v > 2 ^ 31 or v < -2 ^ 31 then
     expected(fn, arg or "dim", "a dimension (a non-zero integer: 1-based, negative from the end)", v)

@@ -1803,7 +1803,9 @@ wick.cuda = {
   end,
 }
 --- wick.random: torch.random's names; wick.random.fork_rng([{devices =, enabled = true}], fn, ...) runs
---- fn(...) and then puts the generator's state back (also when fn raises), as `with torch.random.fork_rng():`
+--- fn(...) and then puts the generator's state back (also when fn raises), as `with torch.random.fork_rng():`;
+--- without fn, PyTorch's context manager object, entered and left by hand: ctx:__enter__() saves the
+--- state, ctx:__exit__() puts it back (sentence-transformers' RandContext)
 wick.random = check.strict({
   manual_seed = function(s) return wick.manual_seed(s) end,
   seed = function() return wick.seed() end,
@@ -1814,6 +1816,19 @@ wick.random = check.strict({
     if type(opts) == "function" then return wick.random.fork_rng(nil, opts, fn, ...) end
     opts = check.options(opts, "fork_rng", { devices = "table", enabled = "boolean", device_type = "string",
       _caller = "string" })
+    if fn == nil then
+      local ctx = {}
+      function ctx.__enter__(self)
+        if opts.enabled ~= false then self._state = wick.get_rng_state() end
+        return self
+      end
+      function ctx.__exit__(self)
+        if self._state then wick.set_rng_state(self._state) end
+        self._state = nil
+        return false
+      end
+      return ctx
+    end
     check.callable(fn, "fork_rng", "fn")
     if opts.enabled == false then return fn(...) end
     local state = wick.get_rng_state() -- (one generator serves every device)

@@ -31,16 +31,7 @@ return function(wick)
   local dtype_info = core.dtype_info
   local function is_float(dtype) return dtype_info[dtype].is_floating end
 
-  -- A 1-based dim (negative from the end) of t as a positive one; errors name fn.
-  local function wrap_dim(t, d, fn)
-    check.dim(d, fn, "dim")
-    local n = t:dim()
-    local m = n > 0 and n or 1
-    if d < -m or d > m then
-      check.fail(fn, "dimension %d out of range (expected 1 to %d, or -%d to -1)", d, m, m)
-    end
-    return d < 0 and d + m + 1 or d
-  end
+  local wrap_dim = check.wrap_dim
 
   -- The value of `size...` arguments as one array (numbers or one table).
   local function size_arg(fn, ...)

@@ -323,7 +323,7 @@ end
 --- (dim 2 is PyTorch's dim=1: wick's dimensions are 1-based)
 function F.normalize(x, ...)
   local o = act_args("normalize", x, { "p", "dim", "eps" }, { p = "number", dim = "integer", eps = "number" }, ...)
-  local norm = x:norm(o.p or 2, o.dim or 2, true)
+  local norm = x:norm(o.p or 2, check.wrap_dim(x, o.dim or 2, "normalize"), true)
   return x / norm:clamp_min(o.eps or 1e-12)
 end
 --- F.cosine_similarity(x1, x2[, dim = 2[, eps = 1e-8]]): x1 . x2 / (max(||x1||, eps) max(||x2||, eps)) along dim
@@ -332,7 +332,11 @@ function F.cosine_similarity(x1, x2, ...)
   tensor(x2, "cosine_similarity", "x2")
   local o = check.positional("cosine_similarity", { "dim", "eps" }, { dim = "integer", eps = "number" }, ...)
   local dim, eps = o.dim or 2, o.eps or 1e-8
-  if x1.shape ~= x2.shape then x1, x2 = wick.broadcast_tensors(x1, x2) end -- (then dim, as PyTorch's)
+  if x1.shape ~= x2.shape then
+    check.broadcastable("cosine_similarity", x1, x2)
+    x1, x2 = wick.broadcast_tensors(x1, x2) -- (then dim, as PyTorch's)
+  end
+  dim = check.wrap_dim(x1, dim, "cosine_similarity")
   local n1 = x1:norm(2, dim):clamp_min(eps)
   local n2 = x2:norm(2, dim):clamp_min(eps)
   return (x1 * x2):sum(dim) / (n1 * n2)
@@ -349,6 +353,7 @@ function F.pairwise_distance(x1, x2, ...)
     if keepdim ~= nil then check.fail("pairwise_distance", "got both keepdim and keepdims (keepdims is another name for keepdim)") end
     keepdim = o.keepdims
   end
+  check.broadcastable("pairwise_distance", x1, x2)
   return (x1 - x2 + (o.eps or 1e-6)):norm(o.p or 2, -1, keepdim == true)
 end
 --- F.one_hot(t[, num_classes]) (or {num_classes =}): int64 of t's shape plus one
@@ -1621,15 +1626,7 @@ local function same_size(fn, input, target, error_fmt)
   local t, i = tostring(target.shape), tostring(input.shape)
   if error_fmt then check.fail(fn, error_fmt, t, i) end
   common.warn(fn .. ": " .. BROADCAST:format(t, i))
-  -- sizes that do not broadcast: PyTorch's error, named as the loss (not as the sub inside it)
-  local a, b = input:dim(), target:dim()
-  for k = 0, math.min(a, b) - 1 do
-    local x, y = input:size(a - k), target:size(b - k)
-    if x ~= y and x ~= 1 and y ~= 1 then
-      check.fail(fn, "The size of tensor a (%d) must match the size of tensor b (%d) at non-singleton dimension %d",
-        x, y, math.max(a, b) - k)
-    end
-  end
+  check.broadcastable(fn, input, target) -- (named as the loss, not as the sub inside it)
 end
 
 local NLL = known("reduction", "weight", "ignore_index", "size_average", "reduce")
