@@ -969,17 +969,37 @@ wick.cat, wick.stack = joiner("cat", core.cat), joiner("stack", core.stack)
 -- torch.arange(end=n, dtype=...), arange(0, end=n, step=2): PyTorch's keywords in
 -- the options table (`end` is a Lua keyword: {["end"] = n}; `stop` is taken too)
 do
-  local arange = core.arange
-  local function numbers(...) -- 0-dim tensors as their numbers (arange(t0, t1), as PyTorch's)
+  local core_arange = core.arange
+  -- 0-dim tensors as their numbers (arange(t0, t1), as PyTorch's); an integer tensor among them (and
+  -- no float) makes the result int64 unless a dtype is given, as PyTorch's result type (HashNeRF's
+  -- torch.arange(cube_size + 1) of an int tensor): a tensor knows what a Lua number cannot say
+  local function arange(...)
     local n, args = select("#", ...), { ... }
-    for i = 1, n do args[i] = wick.ops._number_of(args[i]) end
-    return unpack(args, 1, n)
+    local opts = args[n]
+    local has_opts = type(opts) == "table" and getmetatable(opts) == nil
+    local int, float = false, false
+    for i = 1, has_opts and n - 1 or n do
+      local v = args[i]
+      if wick.is_tensor(v) then
+        if v:is_floating_point() or v:is_complex() then float = true else int = true end
+      elseif type(v) == "number" and v % 1 ~= 0 then
+        float = true
+      end
+      args[i] = wick.ops._number_of(v)
+    end
+    if int and not float and not (has_opts and opts.dtype) then
+      local o = { dtype = "int64" }
+      if has_opts then for k, v in pairs(opts) do o[k] = v end end
+      if not has_opts then n = n + 1 end
+      args[n] = o
+    end
+    return core_arange(unpack(args, 1, n))
   end
   wick.arange = function(...)
     local n = select("#", ...)
     local o = n > 0 and select(n, ...) or nil
     if type(o) ~= "table" or getmetatable(o) ~= nil or (o["end"] == nil and o.stop == nil and o.start == nil and o.step == nil) then
-      return arange(numbers(...))
+      return arange(...)
     end
     if o["end"] ~= nil and o.stop ~= nil then check.fail("wick.arange", "got both end and stop (the same argument)") end
     local p, rest = { ... }, {}
@@ -996,7 +1016,7 @@ do
       check.fail("wick.arange", "give start, end and step by position or by name, not %d by position and some by name", n - 1)
     end
     if stop == nil then check.fail("wick.arange", "missing argument 'end'") end
-    return arange(numbers(start or 0, stop, step or 1, rest))
+    return arange(start or 0, stop, step or 1, rest)
   end
 end
 -- torch.full(size=..., fill_value=...) and full_like(t, fill_value=...) by keyword too

@@ -35,10 +35,11 @@ local function new(cls, ...)
   return obj
 end
 
--- a method of one's own binds PyTorch's keywords (its first parameter self, or cls); metamethods do not
+-- a method of one's own binds PyTorch's keywords (its first parameter self, or cls, also under a
+-- decorator: Meta's @torch.inference_mode() def generate(self, ...)); metamethods do not
 local function define(cls, k, v)
   if type(v) == "function" and type(k) == "string" and (k:sub(1, 2) ~= "__" or k == "__call__") then
-    local first = debug.getlocal(v, 1)
+    local first = debug.getlocal(common.undecorated(v), 1)
     if first == "self" or first == "cls" then v = common.keyword_method(v, k)
     elseif first and k:sub(1, 2) ~= "__" then v = common.static_method(v) end -- (Python's @staticmethod)
   end

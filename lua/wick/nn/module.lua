@@ -1860,5 +1860,6 @@ Module._track = track
 Module.include = require("wick.nn.common").include
 require("wick.nn.common").bind_keywords = bind_keywords
 require("wick.nn.common").keyword_method = keyword_method -- (wick.Object's methods bind keywords the same way)
+require("wick.nn.common").undecorated = undecorated
 require("wick.nn.common").static_method = static_method
 return Module
