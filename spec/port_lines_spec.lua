@@ -5348,3 +5348,28 @@ describe("the forty-fifth round's lines, part 15 (Meta's llama, HashNeRF)", func
     assert.are.equal("float32", wick.arange(5).dtype)
   end)
 end)
+
+describe("the forty-fifth round's lines, part 16 (HF DPT's dump with extra tensors)", function()
+  it("a stray key beside PyTorch's 0-based names is only unexpected (no merge hint)", function()
+    local m = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2))
+    local sd = { ["0.weight"] = wick.zeros(2, 2), ["0.bias"] = wick.zeros(2), ["1.weight"] = wick.zeros(2, 2),
+      ["1.bias"] = wick.zeros(2), pix = wick.zeros(3) }
+    local ok, err = pcall(function() return m:load_state_dict(sd) end)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find('Unexpected key(s) in state_dict: "pix".', 1, true))
+    assert.is_nil(tostring(err):find("merged into model:state_dict", 1, true))
+    m:load_state_dict(sd, { strict = false })
+    assert.are.equal(0, m[2].weight:abs():sum():item())
+  end)
+end)
+
+describe("the forty-fifth round's lines, part 17 (DPT's hidden_states[::-1])", function()
+  it("wick.reversed is Python's reversed", function()
+    assert.are.same({ 3, 2, 1 }, wick.list(wick.reversed({ 1, 2, 3 })))
+    local l = nn.ModuleList({ nn.ReLU(), nn.Tanh() })
+    local seen = {}
+    for m in wick.reversed(l) do seen[#seen + 1] = m end
+    assert.are.same({ l[2], l[1] }, seen)
+    support.assert_error_has(function() return wick.reversed(3) end, "reversed: expected")
+  end)
+end)

@@ -2456,6 +2456,16 @@ local function collect(iterable, fn)
   return out
 end
 function wick.list(iterable) return collect(iterable, "list") end
+--- wick.reversed(x): Python's reversed(): an iterator of x's items (as wick.list gives them) from the
+--- last (DPT's hidden_states[::-1] of a plain list is wick.list(wick.reversed(hidden_states)))
+function wick.reversed(iterable)
+  local items = collect(iterable, "reversed")
+  local k = #items + 1
+  return function()
+    k = k - 1
+    return items[k]
+  end
+end
 
 --- wick.zip(a, b, ...): Python's zip: `for t, box, logit in wick.zip(targets, boxes, logits)`, the
 --- i-th items of each (as wick.list gives them: an array's items, a tensor's slices, an iterator's

@@ -1714,7 +1714,12 @@ function Module:load_state_dict(sd, ...)
     end
     -- renamed as PyTorch's 0-based names though some keys were wick's own: a merge of both (Tacotron2's
     -- dummy_dict = model.state_dict(); dummy_dict.update(model_dict) of a PyTorch checkpoint)
-    if sd ~= given and #unexpected > 0 and fitting(given, own) > 0 then
+    -- (an unexpected key naming a child by index: one shifted past the last; not a stray "pix")
+    local shifted = false
+    for _, k in ipairs(unexpected) do
+      shifted = shifted or (type(k) == "string" and (k:find("^%d+%.") or k:find("%.%d+%.")) ~= nil)
+    end
+    if sd ~= given and shifted and fitting(given, own) > 0 then
       msg = msg .. "\n\tThe keys were renamed from PyTorch's 0-based child indices (the ones above are renamed), "
         .. "but some were wick's 1-based names already: a PyTorch state dict merged into model:state_dict()? "
         .. "Rename the PyTorch one first, nn.utils.from_pytorch_names(sd, model), then merge"
