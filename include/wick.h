@@ -450,6 +450,11 @@ WICK_API wick_status wick_clamp_(wick_tensor *a, double lo, double hi);
 /* cond ? a : b, all three broadcast together. */
 WICK_API wick_status wick_where(wick_tensor **out, const wick_tensor *cond, const wick_tensor *a,
                                 const wick_tensor *b);
+/* where, a (numbers & 1) and b (numbers & 2) standing for numbers (0-dim tensors of their values):
+ * PyTorch's wrapped numbers, which take part in the result's dtype only by a higher category (a
+ * float number beside a 0-dim float32 tensor gives float32; two float numbers the default dtype). */
+WICK_API wick_status wick_where_numbers(wick_tensor **out, const wick_tensor *cond, const wick_tensor *a,
+                                        const wick_tensor *b, int numbers);
 
 /* ---- reductions ----------------------------------------------------------- */
 

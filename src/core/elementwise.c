@@ -66,21 +66,31 @@ static int category(wick_dtype d) {
     return d == WICK_BOOL ? 0 : wick_dtype_is_complex(d) ? 3 : wick_dtype_is_floating(d) ? 2 : 1;
 }
 
-static wick_dtype result_type(const wick_tensor *a, const wick_tensor *b, bool b_is_number) {
+/* a number's own type: the default one of its category (a float number is the default float dtype) */
+static wick_dtype number_type(wick_dtype d) {
+    int c = category(d);
+    return c == 2 ? wick_default_float_dtype() : c == 1 ? WICK_INT64 : d;
+}
+
+/* numbers: which of a and b are wrapped numbers (1 and 2), as 0-dim tensors of their values */
+static wick_dtype result_type_of(const wick_tensor *a, const wick_tensor *b, int numbers) {
     const wick_tensor *ts[2] = {a, b};
     int have[3] = {0};
     wick_dtype tier[3] = {WICK_BOOL, WICK_BOOL, WICK_BOOL};
     for (int i = 0; i < 2; i++) {
         if (!ts[i]) continue;
-        int k = (i == 1 && b_is_number) ? 2 : ts[i]->ndim == 0 ? 1 : 0;
+        int k = (numbers & (1 << i)) ? 2 : ts[i]->ndim == 0 ? 1 : 0;
         tier[k] = have[k] ? wick_promote_types(tier[k], ts[i]->dtype) : ts[i]->dtype;
         have[k] = 1;
     }
-    wick_dtype r = have[0] ? tier[0] : have[1] ? tier[1] : tier[2];
+    if (!have[0] && !have[1]) return number_type(tier[2]); /* numbers only: where(m, 0.5, -1.5) */
+    wick_dtype r = have[0] ? tier[0] : tier[1];
     if (have[1] && category(tier[1]) > category(r)) r = tier[1];
-    if (have[2] && category(tier[2]) > category(r))
-        r = category(tier[2]) == 2 ? wick_default_float_dtype() : WICK_INT64; /* numbers take the default dtypes */
+    if (have[2] && category(tier[2]) > category(r)) r = number_type(tier[2]); /* numbers take the default dtypes */
     return r;
+}
+static wick_dtype result_type(const wick_tensor *a, const wick_tensor *b, bool b_is_number) {
+    return result_type_of(a, b, b_is_number ? 2 : 0);
 }
 
 /* Makes `t` usable by a kernel of `dtype` on `dev`: the same tensor (retained)
@@ -411,10 +421,15 @@ wick_status wick_clamp(wick_tensor **out, const wick_tensor *a, double lo, doubl
 wick_status wick_clamp_(wick_tensor *a, double lo, double hi) { return clamp(NULL, a, a, lo, hi); }
 
 wick_status wick_where(wick_tensor **out, const wick_tensor *cond, const wick_tensor *a, const wick_tensor *b) {
+    return wick_where_numbers(out, cond, a, b, 0);
+}
+
+wick_status wick_where_numbers(wick_tensor **out, const wick_tensor *cond, const wick_tensor *a, const wick_tensor *b,
+                               int numbers) {
     if (cond->dtype != WICK_BOOL && cond->dtype != WICK_UINT8)
         return wick_fail(WICK_ERR_DTYPE, "where: expected condition to be a bool tensor, but got %s",
                          wick_dtype_name(cond->dtype));
-    wick_dtype result = result_type(a, b, false);
+    wick_dtype result = result_type_of(a, b, numbers);
     if (wick_dtype_is_complex(result)) return wk_complex_where(out, cond, a, b, result); /* complex.c */
     wick_dtype compute = compute_dtype(result);
     kernel_call k = {K_WHERE, 0, 0, 0};

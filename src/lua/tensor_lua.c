@@ -218,9 +218,10 @@ WL_FUNCTION(m_where) {
     wl_no_more(L, 3, "where");
     lua_settop(L, 3);
     wick_tensor *c = wl_checktensor(L, 1, "where", "condition");
+    int numbers = (wl_totensor(L, 2) ? 0 : 1) | (wl_totensor(L, 3) ? 0 : 2);
     wick_tensor *a = where_operand(L, 2, 3, "input"), *b = where_operand(L, 3, 2, "other");
     wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_where(slot, c, a, b));
+    wl_check(L, wick_where_numbers(slot, c, a, b, numbers));
     return 1;
 }
 
