@@ -5391,3 +5391,16 @@ describe("the forty-fifth round's lines, part 18 (HF SpeechT5's eager mask)", fu
     assert.are.same({ 2, 2, 3 }, { unpack(wick.bmm((attn + em):softmax(-1), wick.randn(2, 2, 3)).shape) })
   end)
 end)
+
+describe("the forty-fifth round's lines, part 19 (torchmetrics' binary_auroc with max_fpr)", function()
+  it("lerp's dtypes are PyTorch's: a 0-dim weight of another dtype beside 0-dim ends, else one dtype", function()
+    local r = wick.lerp(wick.tensor(0.0, { dtype = "float32" }), wick.tensor(1.0, { dtype = "float32" }),
+      wick.tensor(0.3, { dtype = "float64" }))
+    assert.are.same({ "float64", 0.3 }, { r.dtype, r:item() })
+    assert.are.equal("float32", wick.lerp(wick.zeros(3), wick.ones(3), wick.tensor(0.3, { dtype = "float64" })).dtype)
+    support.assert_error_has(function() return wick.lerp(wick.zeros(3), wick.ones(3), wick.full({ 3 }, 0.3, { dtype = "float64" })) end,
+      "expected dtype float32 for `weight` but got dtype float64")
+    support.assert_error_has(function() return wick.lerp(wick.zeros(3), wick.ones(3, { dtype = "float64" }), 0.3) end,
+      "expected dtype float32 for `end` but got dtype float64")
+  end)
+end)

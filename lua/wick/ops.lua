@@ -1255,10 +1255,21 @@ return function(wick)
     end
     if not is_tensor(to) then check.number(to, "lerp", "end") end
     if not is_tensor(weight) then check.number(weight, "lerp", "weight") end
+    -- PyTorch's dtypes: end's is self's, and so is a dimensioned weight's; a 0-dim weight of another one
+    -- takes part only beside 0-dim self and end (torchmetrics' lerp(tpr[i - 1], tpr[i], w) is float64)
+    if is_tensor(to) and to.dtype ~= t.dtype then
+      check.fail("lerp", "expected dtype %s for `end` but got dtype %s", t.dtype, to.dtype)
+    end
+    local out = t.dtype
+    if is_tensor(weight) and weight.dtype ~= t.dtype then
+      if weight:dim() > 0 then check.fail("lerp", "expected dtype %s for `weight` but got dtype %s", t.dtype, weight.dtype) end
+      if t:dim() == 0 and (not is_tensor(to) or to:dim() == 0) then out = wick.promote_types(t.dtype, weight.dtype) end
+    end
     if t:is_complex() or (is_tensor(to) and to:is_complex()) or (is_tensor(weight) and weight:is_complex()) then
       return t + (to - t) * weight
     end
-    local op = t.dtype == "float64" and "float64" or "float32"
+    t, to = t:to(out), is_tensor(to) and to:to(out) or to
+    local op = out == "float64" and "float64" or "float32"
     local s, e = t:to(op), is_tensor(to) and to:to(op) or to
     local w = is_tensor(weight) and weight:to(op) or wick.full({}, weight, { dtype = op, device = t.device })
     local d = e - s
