@@ -152,6 +152,9 @@ WICK_API void wick_set_detect_anomaly(int on);
 WICK_API int wick_is_anomaly_enabled(void);
 /* PyTorch's promotion between two tensors of the same rank class. */
 WICK_API wick_dtype wick_promote_types(wick_dtype a, wick_dtype b);
+/* Whether the number v fits dtype d (an integer dtype's range, a float's finite range: inf and NaN
+ * fit), else PyTorch's "op: value cannot be converted to type ... without overflow". */
+WICK_API wick_status wick_check_value(const char *op, double v, wick_dtype d);
 /* The floating dtype that integer operands become in a true division, a
  * floating-point op, or with a floating number (PyTorch's default dtype:
  * float32 unless set). Per thread; a non-floating dtype is ignored. */

@@ -5404,3 +5404,39 @@ describe("the forty-fifth round's lines, part 19 (torchmetrics' binary_auroc wit
       "expected dtype float32 for `end` but got dtype float64")
   end)
 end)
+
+describe("the forty-fifth round's lines, part 20 (smp's DiceLoss(_Loss), pytorch-metric-learning's kwargs)", function()
+  it("nn.modules.loss._Loss and _WeightedLoss are the losses' bases", function()
+    local DiceLoss = nn.modules.loss._Loss:extend("DiceLoss")
+    function DiceLoss:init(mode) DiceLoss.super.init(self); self.mode = mode end
+    local d = DiceLoss("binary")
+    assert.are.same({ "mean", "binary" }, { d.reduction, d.mode })
+    assert.is_true(wick.isinstance(d, nn._Loss))
+    assert.is_true(wick.isinstance(nn.MSELoss(), nn.modules.loss._Loss))
+    assert.is_true(wick.isinstance(nn.CrossEntropyLoss(), nn._WeightedLoss))
+    assert.is_false(wick.isinstance(nn.MSELoss(), nn._WeightedLoss))
+    local W = nn._WeightedLoss:extend("W")
+    function W:init(w) W.super.init(self, w, nil, nil, "sum") end
+    local w = W(wick.ones(3))
+    assert.are.equal("sum", w.reduction)
+    assert.is_not_nil(w:state_dict().weight)
+    assert.are.equal("none", nn._Loss({ reduction = "none" }).reduction)
+  end)
+  it("a first table naming none of the declared names goes to the options when the first is optional", function()
+    local Base = nn.Module:extend("Base", { "distance?" })
+    function Base:init(distance) self.distance = distance end
+    local Loss = Base:extend("Loss", { "margin?", "swap?" })
+    function Loss:init(margin, swap, kwargs)
+      Loss.super.init(self, kwargs)
+      self.margin = margin == nil and 0.05 or margin
+    end
+    local l = Loss({ distance = "cos" })
+    assert.are.same({ 0.05, "cos" }, { l.margin, l.distance })
+    assert.are.same({ 0.2, "cos" }, { Loss({ margin = 0.2, distance = "cos" }).margin, Loss({ margin = 0.2, distance = "cos" }).distance })
+    -- a required first argument still takes a table as its value (HF's config)
+    local M = nn.Module:extend("M", { "config" })
+    function M:init(config, kwargs) self.config = config end
+    local cfg = { hidden = 4 }
+    assert.are.equal(cfg, M(cfg).config)
+  end)
+end)

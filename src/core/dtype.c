@@ -205,6 +205,8 @@ void wk_store_int64(char *p, wick_dtype d, int64_t v) {
  * value, or an integer dtype's NaN, infinity or out-of-range value, is an error
  * ("value cannot be converted to type float without overflow"), not a silent
  * inf or a wrapped integer. Infinities and NaN fit the floating dtypes. */
+wick_status wick_check_value(const char *op, double v, wick_dtype d) { return wk_check_scalar(op, v, d); }
+
 wick_status wk_check_scalar(const char *op, double v, wick_dtype d) {
     double lo, hi;
     const char *type;

@@ -209,6 +209,7 @@ static wick_tensor *where_operand(lua_State *L, int idx, int other, const char *
                                                    : wl_default_options(L).dtype;
     wick_tensor **slot = wl_new_slot(L);
     lua_replace(L, idx);
+    wl_check(L, wick_check_value("where", s.value, d)); /* (an overflow named as the call) */
     wl_check(L, wick_full(slot, 0, NULL, s.value, (wick_options){d, {WICK_CPU, -1}}));
     return *slot;
 }

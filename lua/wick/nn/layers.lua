@@ -1728,9 +1728,25 @@ end
 -- nn.XLoss([weight][, opts]): PyTorch's positional arguments (weight for the losses that take one,
 -- then the legacy size_average, reduce, ... as F's: F._LOSS_ORDER[fname]), then keyword arguments in
 -- the options table.
+--- nn.modules.loss._Loss([size_average[, reduce[, reduction = "mean"]]]) and _WeightedLoss([weight[,
+--- ...]]): PyTorch's bases of the losses, which loss libraries subclass (smp's class DiceLoss(_Loss),
+--- super().__init__()): a module with `reduction` (PyTorch's legacy flags mapped), and the `weight` buffer
+L._Loss = Module:extend("_Loss")
+local LOSS_BASE = { size_average = "boolean", reduce = "boolean", reduction = "string", weight = "tensor" }
+function L._Loss:init(...)
+  local o = F._legacy_reduction("_Loss", check.positional("_Loss", { "size_average", "reduce", "reduction" }, LOSS_BASE, ...))
+  self.reduction = o.reduction or "mean"
+end
+L._WeightedLoss = L._Loss:extend("_WeightedLoss")
+function L._WeightedLoss:init(...)
+  local o = check.positional("_WeightedLoss", { "weight", "size_average", "reduce", "reduction" }, LOSS_BASE, ...)
+  L._Loss.init(self, { size_average = o.size_average, reduce = o.reduce, reduction = o.reduction })
+  self:register_buffer("weight", o.weight)
+end
+
 local function loss_class(name, fname, spec)
   local fn, order = F[fname], F._LOSS_ORDER[fname]
-  local C = Module:extend(name)
+  local C = (spec.weight and L._WeightedLoss or L._Loss):extend(name)
   function C:init(...)
     local first, want = ..., spec[order[1]] -- (what PyTorch's first positional takes: HuberLoss's is reduction)
     if (type(first) == "string" or type(first) == "boolean" or type(first) == "number")

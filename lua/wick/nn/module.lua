@@ -145,6 +145,10 @@ end
 local kwargs_at = setmetatable({}, { __mode = "k" })
 -- an init's options parameter (a class of one's own declaring its names: the one after them)
 local options_at = setmetatable({}, { __mode = "k" })
+-- the inits whose first declared name is optional ("margin?"): a first table naming none of the
+-- declared names is then its keywords, not that argument's value (pytorch-metric-learning's
+-- TripletMarginLoss(distance=CosineSimilarity()) into init(margin, swap, kwargs))
+local first_optional = setmetatable({}, { __mode = "k" })
 local function varargs_at(f)
   f = undecorated(f)
   local at = kwargs_at[f]
@@ -195,9 +199,10 @@ local function bind_keywords(owner, method, f, n, ...)
     check.fail(((type(class) == "table" and rawget(class, "__name")) or "Module") .. "." .. method,
       "got multiple values for argument '%s' (given at its place and in the keywords table)", earlier)
   end
-  -- (an init's first argument stays a value: HF's config object, Model(config))
-  -- (or its options parameter after declared names: IPA's IPABlock(dim, {heads = 4}), Python's **kwargs)
-  local kw_at = (method ~= "init" or n > 1) and (varargs_at(f) or options_at[undecorated(f)])
+  -- (an init's first argument stays a value: HF's config object, Model(config), unless that first
+  -- argument is declared optional; or its options parameter after declared names: IPA's IPABlock(dim,
+  -- {heads = 4}), Python's **kwargs)
+  local kw_at = (method ~= "init" or n > 1 or first_optional[undecorated(f)]) and (varargs_at(f) or options_at[undecorated(f)])
   if top < n and not varargs_at(f) then -- PyTorch's TypeError for a misspelt keyword call (else a value)
     local key, name = misspelt(t, names, n)
     if key then
@@ -386,6 +391,7 @@ function Module:extend(name, args)
           for i, nm in ipairs(args) do names[nm:match("^(.-)%??$")] = i end
           param_names[init] = names
           if debug.getinfo(init, "u").nparams - 1 > #args then options_at[init] = #args + 1 end
+          first_optional[init] = args[1] ~= nil and args[1]:sub(-1) == "?" or nil
           v = function(obj, ...) return init(obj, own_init_args(cls, args, init, ...)) end
           own_inits[v] = true
         end
