@@ -5440,3 +5440,17 @@ describe("the forty-fifth round's lines, part 20 (smp's DiceLoss(_Loss), pytorch
     assert.are.equal(cfg, M(cfg).config)
   end)
 end)
+
+describe("the forty-fifth round's lines, part 21 (float32 sin beside a large neighbour)", function()
+  it("an element's sin and cos never depend on the other lanes of its vector", function()
+    local x = wick.tensor({ 0.327435017, 1e5, 0 / 0, 1 / 0, -3.5 }, { dtype = "float32" })
+    for _, f in ipairs({ "sin", "cos" }) do
+      local y = x[f](x)
+      for i = 1, 5 do
+        local one = x[i]:clone()
+        local a, b = y[i]:item(), one[f](one):item()
+        assert.is_true(a == b or (a ~= a and b ~= b), f .. " " .. i)
+      end
+    end
+  end)
+end)

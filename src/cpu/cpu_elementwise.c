@@ -155,13 +155,18 @@ VEC_UNARY(ERF, wk_verf)
 VEC_UNARY(GELU, wk_vgelu)
 VEC_UNARY(GELU_TANH, wk_vgelu_tanh)
 VEC_UNARY(LOG, wk_vlog)
-/* sin and cos: vectors of |x| < 8192 through wk_vsincos, any other vector
- * lane by lane through libm (a large argument's reduction needs more digits) */
+/* sin and cos: lanes of |x| < 8192 through wk_vsincos, any other lane through
+ * libm (a large argument's reduction needs more digits; NaN and inf too), so
+ * that an element's bits never depend on its neighbours */
 #define VEC_TRIG(ID, COS)                                                                       \
     WK_VI wk_vf vtrig_##ID(wk_vf v) {                                                           \
         if (wk_vtrig_in_range(v)) return wk_vsincos(v, COS);                                    \
-        wk_vf r;                                                                                \
-        for (int k = 0; k < WK_VL; k++) r[k] = COS ? cosf(v[k]) : sinf(v[k]);                  \
+        wk_vf safe = v;                                                                         \
+        for (int k = 0; k < WK_VL; k++)                                                         \
+            if (!(fabsf(v[k]) < 8192.0f)) safe[k] = 0;                                          \
+        wk_vf r = wk_vsincos(safe, COS);                                                        \
+        for (int k = 0; k < WK_VL; k++)                                                         \
+            if (!(fabsf(v[k]) < 8192.0f)) r[k] = COS ? cosf(v[k]) : sinf(v[k]);                 \
         return r;                                                                               \
     }                                                                                           \
     VEC_UNARY(ID, vtrig_##ID)

@@ -1725,9 +1725,6 @@ function L.ParameterDict:extra_repr()
 end
 
 -- ---- losses ----
--- nn.XLoss([weight][, opts]): PyTorch's positional arguments (weight for the losses that take one,
--- then the legacy size_average, reduce, ... as F's: F._LOSS_ORDER[fname]), then keyword arguments in
--- the options table.
 --- nn.modules.loss._Loss([size_average[, reduce[, reduction = "mean"]]]) and _WeightedLoss([weight[,
 --- ...]]): PyTorch's bases of the losses, which loss libraries subclass (smp's class DiceLoss(_Loss),
 --- super().__init__()): a module with `reduction` (PyTorch's legacy flags mapped), and the `weight` buffer
@@ -1744,6 +1741,9 @@ function L._WeightedLoss:init(...)
   self:register_buffer("weight", o.weight)
 end
 
+-- nn.XLoss([weight][, opts]): PyTorch's positional arguments (weight for the losses that take one,
+-- then the legacy size_average, reduce, ... as F's: F._LOSS_ORDER[fname]), then keyword arguments in
+-- the options table.
 local function loss_class(name, fname, spec)
   local fn, order = F[fname], F._LOSS_ORDER[fname]
   local C = (spec.weight and L._WeightedLoss or L._Loss):extend(name)
