@@ -5454,3 +5454,23 @@ describe("the forty-fifth round's lines, part 21 (float32 sin beside a large nei
     end
   end)
 end)
+
+describe("the forty-fifth round's lines, part 22 (rotary-embedding-torch's tests)", function()
+  it("torch.testing.assert_close", function()
+    wick.testing.assert_close(wick.ones(2), wick.ones(2) + 1e-7)
+    wick.testing.assert_close(wick.ones(2), wick.ones(2) * 1.001, { atol = 1e-2, rtol = 0 })
+    wick.testing.assert_close(wick.tensor({ 0 / 0, 1 / 0 }), wick.tensor({ 0 / 0, 1 / 0 }), { equal_nan = true })
+    support.assert_error_has(function() wick.testing.assert_close(wick.ones(2, 3), wick.ones(2, 3) * 1.001) end,
+      "Mismatched elements: 6 / 6 (100.0%)")
+    support.assert_error_has(function() wick.testing.assert_close(wick.ones(2), wick.ones(2, { dtype = "float64" })) end,
+      "The values for attribute 'dtype' do not match: float32 != float64.")
+    support.assert_error_has(function() wick.testing.assert_close(wick.ones(2), wick.ones(3)) end,
+      "The values for attribute 'shape' do not match")
+    support.assert_error_has(function() wick.testing.assert_close(1.0, 1.1) end, "Scalars are not close!")
+    support.assert_error_has(function() wick.testing.assert_close(wick.tensor({ 0 / 0 }), wick.tensor({ 0 / 0 })) end,
+      "Tensor-likes are not close!")
+    support.assert_error_has(function() wick.testing.assert_close(wick.ones(2), wick.ones(2), { atol = 1 }) end,
+      "Both 'rtol' and 'atol' must be either specified or omitted")
+    wick.testing.assert_allclose(wick.ones(2), wick.ones(2, { dtype = "float64" }))
+  end)
+end)
