@@ -5474,3 +5474,14 @@ describe("the forty-fifth round's lines, part 22 (rotary-embedding-torch's tests
     wick.testing.assert_allclose(wick.ones(2), wick.ones(2, { dtype = "float64" }))
   end)
 end)
+
+describe("the forty-fifth round's lines, part 23 (nanochat's Muon)", function()
+  it("an optimizer of one's own with a nesterov option takes no SGD rule", function()
+    local Opt = wick.optim.Optimizer:extend("Muon")
+    function Opt:init(params) Opt.super.init(self, params, { lr = 0.02, momentum = 0.95, nesterov = true, ns_steps = 5 }) end
+    local o = Opt({ nn.Parameter(wick.randn(2, 2)) })
+    assert.is_true(o.param_groups[1].nesterov)
+    support.assert_error_has(function() return wick.optim.SGD({ nn.Parameter(wick.randn(2)) }, { lr = 0.1, nesterov = true }) end,
+      "Nesterov momentum requires a momentum and zero dampening")
+  end)
+end)

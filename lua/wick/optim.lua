@@ -243,7 +243,9 @@ local function make_group(self, g, gi)
   end
   if group.lr == "required" or (not own and type(group.lr) ~= "number") then check.fail(name, "lr is required (a number)") end
   check_group(name, group, option_kinds(getmetatable(self)), own)
-  if group.nesterov and (group.momentum <= 0 or group.dampening ~= 0) then
+  -- (SGD's own check, as PyTorch's SGD.__init__: an optimizer of one's own with a nesterov option,
+  -- Muon's, has no dampening and no such rule)
+  if not own and group.nesterov and (group.momentum <= 0 or group.dampening ~= 0) then
     check.fail(name, "Nesterov momentum requires a momentum and zero dampening")
   end
   for _, other in ipairs(self.param_groups) do
