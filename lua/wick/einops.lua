@@ -142,7 +142,7 @@ local function lengths_of(fn, axes_lengths)
   check.table(axes_lengths, "einops." .. fn, "axes_lengths")
   for k, v in pairs(axes_lengths) do
     if type(k) ~= "string" then fail(fn, "axes_lengths: expected names as keys, got %s", check.describe(k)) end
-    check.int(v, "einops." .. fn, k, 1)
+    check.int(v, "einops." .. fn, k, 0) -- (0 too: repeat(x, "d -> b n d", n = 0) is empty, as einops')
   end
   return axes_lengths
 end

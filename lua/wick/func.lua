@@ -21,10 +21,15 @@ local is_tensor = wick.is_tensor
 
 -- ---- pytrees ----
 
-local function is_tree(v) return type(v) == "table" and not is_tensor(v) and getmetatable(v) == nil end
+local ordered = require("wick.ordered")
+-- a plain table, or an OrderedDict (PyTorch's pytree takes OrderedDict(model.named_parameters()))
+local function is_tree(v)
+  return type(v) == "table" and not is_tensor(v) and (getmetatable(v) == nil or ordered.is(v))
+end
 
--- the tensors of a tree, in a fixed order (array part, then sorted string keys)
+-- the tensors of a tree, in a fixed order (array part, then sorted string keys; an OrderedDict's own)
 local function keys_of(t)
+  if ordered.is(t) then return ordered.names(t) end
   local keys, n = {}, 0
   while t[n + 1] ~= nil do n = n + 1; keys[n] = n end
   local named = {}
@@ -47,8 +52,9 @@ end
 local function map(v, fn)
   if is_tensor(v) then return fn(v) end
   if not is_tree(v) then return v end
-  local out = {}
-  for _, k in ipairs(keys_of(v)) do out[k] = map(v[k], fn) end
+  local keys, out = keys_of(v), {}
+  for _, k in ipairs(keys) do out[k] = map(v[k], fn) end
+  if ordered.is(v) then return ordered.of(out, keys) end -- (an OrderedDict of the same names in order)
   return out
 end
 -- the tree v with its tensors replaced, in order, by list's
@@ -58,13 +64,16 @@ local function rebuild(v, list)
 end
 
 -- a differentiable stand-in for x: a new leaf, or (when x is already tracked,
--- by an enclosing transform) a view of it, so the outer graph stays whole
+-- by an enclosing transform, grad mode on) a view of it, so the outer graph stays
+-- whole; under no_grad nothing outer is tracked, and the transform still
+-- differentiates (titans' @torch.no_grad() forward_inference storing memories)
 local function tracked(x)
-  if x.requires_grad then return x:view_as(x) end
+  if x.requires_grad and wick.is_grad_enabled() then return x:view_as(x) end
   return x:detach():requires_grad_(true)
 end
 
 local function any_tracked(list)
+  if not wick.is_grad_enabled() then return false end
   for _, x in ipairs(list) do if x.requires_grad then return true end end
   return false
 end
