@@ -5287,6 +5287,7 @@ describe("the forty-fifth round's lines, part 13 (HF Qwen2-MoE's and RT-DETR's h
     assert.are.equal(wick.get_autocast_dtype("cpu"), wick.get_autocast_cpu_dtype())
     assert.is_false(wick.is_autocast_cpu_enabled())
     support.assert_error_has(function() return wick.fx.symbolic_trace end, "wick.fx has no 'symbolic_trace'")
+    support.assert_error_has(function() return wick.fx.wrap(nil) end, "fx.wrap: expected")
   end)
   it("binary cross entropy refuses class labels as its target, as PyTorch; full names itself", function()
     local x = wick.randn(2, 3)

@@ -5,4 +5,8 @@
 local check = require("wick.argcheck")
 local Object = require("wick.object")
 
-return check.strict({ Proxy = Object:extend("Proxy"), wrap = function(f) return f end }, "wick.fx")
+local function wrap(f)
+  if type(f) ~= "string" then check.callable(f, "fx.wrap", "fn_or_name") end
+  return f
+end
+return check.strict({ Proxy = Object:extend("Proxy"), wrap = wrap }, "wick.fx")

@@ -78,8 +78,9 @@ static wick_status run(wk_decomp_args *args, int **info) {
     return wk_cpu_backend.decompose(args);
 }
 
-/* The first failed matrix of the batch, in PyTorch's words. */
-static wick_status check_info(const char *op, const int *info, int64_t batch, wk_decomp_kind kind) {
+/* The first failed matrix of the batch, in PyTorch's words (an LU's: the `what` that could
+ * not be completed, "solve" or "inversion"). */
+static wick_status check_info(const char *op, const int *info, int64_t batch, wk_decomp_kind kind, const char *what) {
     for (int64_t b = 0; info && b < batch; b++) {
         if (!info[b]) continue;
         char where[48] = "";
@@ -89,7 +90,7 @@ static wick_status check_info(const char *op, const int *info, int64_t batch, wk
             return wick_fail(WICK_ERR_ARGUMENT,
                              "%s%s: The diagonal element %d is zero, the %s could not be completed because the "
                              "input matrix is singular.",
-                             op, where, info[b], strcmp(op, "linalg.inv") == 0 ? "inversion" : "solve");
+                             op, where, info[b], what);
         case WK_DECOMP_CHOLESKY:
             return wick_fail(WICK_ERR_ARGUMENT,
                              "%s%s: The factorization could not be completed because the input is not "
@@ -104,8 +105,9 @@ static wick_status check_info(const char *op, const int *info, int64_t batch, wk
 
 /* ---- the ops ---- */
 
-/* A X = B, its errors named as op's (linalg.solve, linalg.inv) */
-static wick_status solve(const char *op, wick_tensor **out, const wick_tensor *a, const wick_tensor *b) {
+/* A X = B, its errors named as op's (linalg.solve, linalg.inv), a singular A's saying what failed */
+static wick_status solve(const char *op, const char *what, wick_tensor **out, const wick_tensor *a,
+                         const wick_tensor *b) {
     int64_t batch = 0, m = 0, n = 0, bb = 0, bm = 0, k = 0;
     TRY(matrix_dims(op, a, 1, &batch, &m, &n));
     TRY(matrix_dims(op, b, 0, &bb, &bm, &k));
@@ -134,7 +136,7 @@ static wick_status solve(const char *op, wick_tensor **out, const wick_tensor *a
         if (k == 0) args.batch = 0;
         st = run(&args, &info);
     }
-    if (!st) st = check_info(op, info, batch, WK_DECOMP_LU);
+    if (!st) st = check_info(op, info, batch, WK_DECOMP_LU, what);
     if (!st) st = give_back(&x, a);
     free(info);
     wick_tensor_release(h);
@@ -145,7 +147,7 @@ static wick_status solve(const char *op, wick_tensor **out, const wick_tensor *a
 }
 
 wick_status wick_linalg_solve(wick_tensor **out, const wick_tensor *a, const wick_tensor *b) {
-    return solve("linalg.solve", out, a, b);
+    return solve("linalg.solve", "solve", out, a, b);
 }
 
 wick_status wick_linalg_inv(wick_tensor **out, const wick_tensor *a) {
@@ -154,7 +156,7 @@ wick_status wick_linalg_inv(wick_tensor **out, const wick_tensor *a) {
     wick_tensor *eye = NULL, *b = NULL;
     wick_status st = wick_eye(&eye, n, n, (wick_options){a->dtype, a->storage->device});
     if (!st) st = wick_expand(&b, eye, a->ndim, a->sizes); /* (A's batch of identities, read in place) */
-    if (!st) st = solve("linalg.inv", out, a, b);
+    if (!st) st = solve("linalg.inv", "inversion", out, a, b);
     wick_tensor_release(b);
     wick_tensor_release(eye);
     return st;
@@ -244,7 +246,7 @@ wick_status wick_linalg_cholesky(wick_tensor **out, const wick_tensor *a) {
         wk_decomp_args args = {.kind = WK_DECOMP_CHOLESKY, .batch = batch, .m = n, .n = n, .a = (double *)wk_data(h)};
         st = run(&args, &info);
     }
-    if (!st) st = check_info(op, info, batch, WK_DECOMP_CHOLESKY);
+    if (!st) st = check_info(op, info, batch, WK_DECOMP_CHOLESKY, NULL);
     if (!st) st = give_back(&h, a);
     free(info);
     if (st) return wick_tensor_release(h), st;
@@ -304,7 +306,7 @@ wick_status wick_linalg_eigh(wick_tensor **w, wick_tensor **v, const wick_tensor
                                .q = (double *)wk_data(tv), .w = (double *)wk_data(tw)};
         st = run(&args, &info);
     }
-    if (!st) st = check_info(op, info, batch, WK_DECOMP_EIGH);
+    if (!st) st = check_info(op, info, batch, WK_DECOMP_EIGH, NULL);
     if (!st) st = give_back(&tw, a);
     if (!st) st = give_back(&tv, a);
     free(info);
@@ -343,7 +345,7 @@ wick_status wick_linalg_svd(wick_tensor **u, wick_tensor **s, wick_tensor **vh, 
                                .w = (double *)wk_data(ts)};
         st = run(&args, &info);
     }
-    if (!st) st = check_info(op, info, batch, WK_DECOMP_SVD);
+    if (!st) st = check_info(op, info, batch, WK_DECOMP_SVD, NULL);
     if (!st) st = give_back(&tu, a);
     if (!st) st = give_back(&ts, a);
     if (!st) st = give_back(&tv, a);

@@ -1469,9 +1469,11 @@ function Module:_apply(fn, recurse)
       if r ~= t then -- (a function that converts in place returns t itself: Module:to's)
         check.tensor(r, "_apply", "fn(t)")
         local g = t.grad
+        local rg = g ~= nil and fn(g) or nil -- (before any change: a failing fn leaves t as it was)
         t.grad = nil
-        t:_replace(r)
-        if g ~= nil then t.grad = fn(g) end
+        local ok, err = pcall(t._replace, t, r)
+        if not ok then t.grad = g; error(err, 0) end -- (the gradient back where the swap failed)
+        t.grad = rg
       end
     end
   end)
