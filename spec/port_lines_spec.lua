@@ -5506,3 +5506,17 @@ describe("the forty-fifth round's lines, part 24 (titans' neural memory)", funct
     assert.are.same({ 2, 0, 3 }, { unpack(wick.einops.repeat_(wick.zeros(3), "d -> b n d", { b = 2, n = 0 }).shape) })
   end)
 end)
+
+describe("the forty-seventh round's lines, part 1 (normflows' TwoMoons)", function()
+  it("a bad dim of a norm or argsort names the function called", function()
+    local z = wick.randn(8, 2)
+    support.assert_error_has(function() return wick.norm(z, { dim = 0 }) end, "norm: expected a dimension")
+    support.assert_error_has(function() return wick.linalg.vector_norm(z, { dim = 3 }) end,
+      "linalg.vector_norm: dimension 3 out of range")
+    support.assert_error_has(function() return wick.linalg.norm(z, 2, { 1, 3 }) end, "linalg.norm: dimension 3 out of range")
+    support.assert_error_has(function() return z:argsort(0) end, "argsort: expected a dimension")
+    support.assert_error_has(function() return z:argsort({ dim = 3 }) end, "argsort: dimension 3 out of range")
+    assert.are.same({ 1, 3, 2 }, wick.tensor({ 3, 1, 2 }):argsort({ descending = true }):totable())
+    assert.is_true(math.abs(z:norm(2, { 1, 2 }):item() - z:norm():item()) < 1e-6)
+  end)
+end)

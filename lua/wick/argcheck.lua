@@ -140,6 +140,14 @@ function C.wrap_dim(t, d, fn)
   return d < 0 and d + m + 1 or d
 end
 
+--- A dim argument that is nil, one dim or a list of them, each checked against t (errors name fn).
+function C.wrap_dims(t, dims, fn)
+  if type(dims) == "table" and getmetatable(dims) == nil then
+    for i = 1, #dims do C.wrap_dim(t, dims[i], fn) end
+  elseif dims ~= nil then C.wrap_dim(t, dims, fn) end
+  return dims
+end
+
 --- Raises PyTorch's "The size of tensor a (x) must match the size of tensor b (y) at non-singleton
 --- dimension d" (d 1-based), named fn, unless a's and b's sizes broadcast.
 function C.broadcastable(fn, a, b)

@@ -647,6 +647,7 @@ function Tensor.norm(t, p, dim, keepdim)
   end
   -- (cm's th.norm(p, p=2, dtype=th.float32))
   if dtype ~= nil then return Tensor.norm(t:to(dtype), p, dim, keepdim) end
+  check.wrap_dims(t, dim, "norm")
   if p == nil or p == "fro" then p = 2 end
   if type(p) ~= "number" then core.error(("norm: p must be a number or 'fro', got %s"):format(check.describe(p))) end
   -- bfloat16 and float16 in float32 throughout, rounded once at the end, as PyTorch's

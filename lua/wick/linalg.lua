@@ -49,6 +49,7 @@ local function norm_args(fn, x, ord, dim, keepdim, opts)
     if o.keepdim ~= nil or o.keepdims ~= nil then keepdim = o.keepdim or o.keepdims end
     if o.dtype ~= nil then x = x:to(o.dtype) end
   end
+  check.wrap_dims(x, dim, fn)
   return x, ord, dim, keepdim
 end
 

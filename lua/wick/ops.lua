@@ -207,7 +207,13 @@ return function(wick)
   -- ---- argsort / topk / msort ----
 
   function Tensor.argsort(t, dim, descending)
-    local _, idx = Tensor.sort(check.tensor(t, "argsort", "self"), dim, descending)
+    check.tensor(t, "argsort", "self")
+    if type(dim) == "table" then -- t:argsort{dim = 1, descending = true}
+      local o = check.options(dim, "argsort", { dim = "integer", descending = "boolean", stable = "boolean" })
+      dim, descending = o.dim, o.descending
+    end
+    if dim ~= nil then wrap_dim(t, dim, "argsort") end
+    local _, idx = Tensor.sort(t, dim, descending)
     return idx
   end
 
