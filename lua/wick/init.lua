@@ -2579,6 +2579,24 @@ function wick.hasattr(obj, name)
   return ok and v ~= nil
 end
 
+--- wick.getattr(obj, name[, default]) and wick.setattr(obj, name, value): Python's
+--- getattr and setattr (s4's setattr(getattr(self, name), "_optim", optim)): obj.name, or
+--- default when it is missing or nil (an error without a default); obj.name = value
+function wick.getattr(obj, name, ...)
+  local ok, v = true, nil
+  if obj ~= nil then ok, v = pcall(function() return obj[name] end) end
+  if ok and v ~= nil then return v end
+  if select("#", ...) > 0 then return (...) end
+  if not ok then core.error(tostring(v):gsub("^[^:]*:%d+: ", "")) end
+  check.fail("getattr", "%s has no attribute '%s'", check.describe(obj), tostring(name))
+end
+function wick.setattr(obj, name, value)
+  if type(obj) ~= "table" and type(obj) ~= "userdata" then
+    check.fail("setattr", "cannot set attribute '%s' of %s", tostring(name), check.describe(obj))
+  end
+  obj[name] = value
+end
+
 function wick.save(value, path, opts) return require("wick.serialize").save(value, path, opts) end
 function wick.load(path, opts) return require("wick.serialize").load(path, opts) end
 function wick.save_safetensors(tbl, path) return require("wick.serialize").save_safetensors(tbl, path) end

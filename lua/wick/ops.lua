@@ -612,8 +612,18 @@ return function(wick)
     return number_of(o[names[1]]), number_of(o[names[2]])
   end
 
+  -- a complex t: both parts drawn as a real tensor [..., 2] (PyTorch's: a normal's
+  -- std split between them, std / sqrt 2 each; complex init of FNO's spectral weights)
+  local function complex_fill(t, fn, a, b)
+    if t.requires_grad and t.is_leaf and wick.is_grad_enabled() then fill_with(t, fn) end
+    Tensor[fn](t:view_as_real(), a, b)
+    return t
+  end
   function Tensor.normal_(t, mean, std)
     mean, std = keywords("normal_", { "mean", "std" }, mean, std)
+    if check.tensor(t, "normal_", "self"):is_complex() then
+      return complex_fill(t, "normal_", mean, check.opt_number(std, "normal_", "std", 1, 0) / math.sqrt(2))
+    end
     need_float(t, "normal_")
     mean = check.opt_number(mean, "normal_", "mean", 0)
     std = check.opt_number(std, "normal_", "std", 1, 0)
@@ -627,6 +637,7 @@ return function(wick)
   end
   function Tensor.uniform_(t, from, to)
     from, to = keywords("uniform_", { "from", "to" }, from, to)
+    if check.tensor(t, "uniform_", "self"):is_complex() then return complex_fill(t, "uniform_", from, to) end
     need_float(t, "uniform_")
     from = check.opt_number(from, "uniform_", "from", 0)
     to = check.opt_number(to, "uniform_", "to", 1)

@@ -1164,7 +1164,7 @@ static wick_status make_seed(wick_tensor **seed, const wick_tensor *t, const wic
         if (wick_tensor_numel(t) != 1)
             return wick_fail(WICK_ERR_SHAPE,
                              "grad can be implicitly created only for scalar outputs (%s%shas shape %s); pass a "
-                             "gradient: t:backward(gradient)",
+                             "gradient: t:backward(gradient), or autograd.grad's grad_outputs",
                              n > 1 ? "output " : "this one ", n > 1 ? (snprintf(b, sizeof b, "%d ", i + 1), b) : "",
                              wk_shape_str(t->ndim, t->sizes, a, sizeof a));
         WK_NO_GRAD(st = wick_full(seed, t->ndim, t->sizes, 1, (wick_options){t->dtype, t->storage->device}));

@@ -48,6 +48,28 @@ typedef struct {
     int *out_of_memory; /* set (atomically) by a piece that could not get its work space */
 } fft_plan;
 
+/* e^(sign 2 pi i j / L) as (*c, *s), from an angle folded into [0, pi / 4]: the
+ * quarter turns exact (a Nyquist bin of a real signal gets an imaginary part of
+ * exactly 0, as PyTorch's) and the roots exactly symmetric */
+static void unit_root(int64_t j, int64_t L, double sign, double *c, double *s) {
+    j %= L;
+    bool lower = 2 * j > L; /* the angle in (pi, 2 pi): the conjugate of L - j's */
+    if (lower) j = L - j;
+    int64_t q = 4 * j; /* the angle 2 pi q / 4L, q in [0, 2L] */
+    bool second = q > L; /* in (pi / 2, pi]: a quarter turn after 2 pi (q - L) / 4L */
+    if (second) q -= L;
+    double bc, bs; /* of 2 pi q / 4L in [0, pi / 2], from the nearer end */
+    if (2 * q > L) {
+        double a = 2 * M_PI * (double)(L - q) / (4.0 * (double)L);
+        bc = sin(a), bs = cos(a);
+    } else {
+        double a = 2 * M_PI * (double)q / (4.0 * (double)L);
+        bc = cos(a), bs = sin(a);
+    }
+    *c = second ? -bs : bc;
+    *s = sign * (lower ? -1 : 1) * (second ? bc : bs);
+}
+
 /* n's radices (4s first, then a 2, then odd primes); false when a prime factor
  * is above FFT_MAX_RADIX */
 static bool factor(int64_t n, fft_steps *st) {
@@ -94,14 +116,8 @@ static bool steps_make(fft_steps *st, int64_t n, int sign) {
         int64_t m = L / r;
         double *w = st->tw + st->off[k];
         for (int64_t p = 0; p < m; p++)
-            for (int j = 1; j < r; j++) {
-                double a = 2 * M_PI * (double)(j * p) / (double)L; /* j p < L */
-                *w++ = cos(a), *w++ = sign * sin(a);
-            }
-        for (int j = 0; r > 5 && j < r; j++) {
-            double a = 2 * M_PI * (double)j / (double)r;
-            *w++ = cos(a), *w++ = sign * sin(a);
-        }
+            for (int j = 1; j < r; j++, w += 2) unit_root(j * p, L, sign, w, w + 1); /* j p < L */
+        for (int j = 0; r > 5 && j < r; j++, w += 2) unit_root(j, r, sign, w, w + 1);
         L = m;
     }
     return true;
@@ -366,8 +382,7 @@ static void bluestein_tables(fft_plan *p) {
     for (int64_t k = 0; k < n; k++) {
         /* k^2 mod 2n keeps the angle small and exact (pi k^2 / n is periodic in 2n) */
         int64_t q = (int64_t)(((unsigned __int128)k * (unsigned __int128)k) % (unsigned __int128)(2 * n));
-        double a = M_PI * (double)q / (double)n;
-        c[k] = cos(a), c[n + k] = sign * sin(a);
+        unit_root(q, 2 * n, sign, c + k, c + n + k);
     }
     memset(f, 0, sizeof(double) * 2 * (size_t)m);
     for (int64_t k = 0; k < n; k++) { /* conj(chirp) at k and at m - k */
@@ -536,10 +551,7 @@ static wick_status real_rows(wick_dtype dtype, const char *in, char *out, int64_
         wk_free(w, w_bytes);
         return st;
     }
-    for (int64_t k = 0; k <= h; k++) {
-        double a = 2 * M_PI * (double)k / (double)n;
-        w[2 * k] = cos(a), w[2 * k + 1] = sign * sin(a);
-    }
+    for (int64_t k = 0; k <= h; k++) unit_root(k, n, sign, w + 2 * k, w + 2 * k + 1);
     p.w = w;
     st = wk_parallel_for(rows, 1 + 32768 / (n + 1), real_rows_range, &p);
     if (!st && __atomic_load_n(&oom, __ATOMIC_RELAXED))

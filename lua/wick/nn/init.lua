@@ -22,6 +22,8 @@ nn.Parameter = nn.Parameter or require("wick.nn.layers").Parameter
 -- PyTorch's paths to the classes, nn.modules.conv.Conv2d, nn.modules.module.Module:
 -- every submodule of nn.modules is wick.nn itself
 nn.modules = setmetatable({}, { __index = function() return nn end })
+-- and torch.nn.parameter.Parameter (deepxde's), nn.parameter.Buffer
+nn.parameter = { Parameter = nn.Parameter, Buffer = nn.Buffer }
 -- a name wick.nn (or wick.nn.functional, wick.nn.utils) does not have is an
 -- error at the caller's line, as PyTorch's AttributeError, not a nil called further on
 local strict = require("wick.argcheck").strict

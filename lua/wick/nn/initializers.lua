@@ -18,8 +18,11 @@ end
 local function like(t, dtype) return { device = t.device, dtype = dtype or t.dtype } end
 local function is_float(t) return t:is_floating_point() end
 
-local function need_float(t, fn)
-  if not is_float(t) then check.fail(fn, "expected a floating-point tensor, got %s", t.dtype) end
+-- (complex_ok: a fill of both parts, as the tensor's own normal_ and uniform_ draw them)
+local function need_float(t, fn, complex_ok)
+  if not (is_float(t) or complex_ok and t:is_complex()) then
+    check.fail(fn, "expected a floating-point tensor, got %s", t.dtype)
+  end
 end
 
 -- U(a, b) and N(mean, std) fills: the tensor's own in-place methods where
@@ -85,7 +88,7 @@ function init.uniform_(t, ...)
   target(t, "uniform_")
   local o = arguments("uniform_", { "a", "b", "generator" }, { a = "number", b = "number", generator = "any" }, ...)
   local a, b = o.a or 0, o.b or 1
-  need_float(t, "uniform_")
+  need_float(t, "uniform_", true)
   if a > b then check.fail("uniform_", "expected a <= b, got a=%s, b=%s", a, b) end
   return fill_uniform(t, a, b)
 end
@@ -95,7 +98,7 @@ function init.normal_(t, ...)
   target(t, "normal_")
   local o = arguments("normal_", { "mean", "std", "generator" }, { mean = "number", std = "number", generator = "any" }, ...)
   local mean, std = o.mean or 0, o.std or 1
-  need_float(t, "normal_")
+  need_float(t, "normal_", true)
   if std < 0 then check.fail("normal_", "expected std >= 0.0, got %s", std) end
   return fill_normal(t, mean, std)
 end
@@ -147,7 +150,7 @@ function init.xavier_uniform_(t, ...)
   target(t, "xavier_uniform_")
   local o = arguments("xavier_uniform_", { "gain", "generator" }, XAVIER, ...)
   local fan_in, fan_out = init._calculate_fan_in_and_fan_out(t, "xavier_uniform_")
-  need_float(t, "xavier_uniform_")
+  need_float(t, "xavier_uniform_", true)
   local std = (o.gain or 1) * math.sqrt(2 / (fan_in + fan_out))
   local bound = math.sqrt(3) * std
   return fill_uniform(t, -bound, bound)
@@ -156,7 +159,7 @@ function init.xavier_normal_(t, ...)
   target(t, "xavier_normal_")
   local o = arguments("xavier_normal_", { "gain", "generator" }, XAVIER, ...)
   local fan_in, fan_out = init._calculate_fan_in_and_fan_out(t, "xavier_normal_")
-  need_float(t, "xavier_normal_")
+  need_float(t, "xavier_normal_", true)
   return fill_normal(t, 0, (o.gain or 1) * math.sqrt(2 / (fan_in + fan_out)))
 end
 
@@ -167,7 +170,7 @@ local KAIMING_ORDER = { "a", "mode", "nonlinearity", "generator" }
 local function kaiming_std(t, fn, ...)
   local o = arguments(fn, KAIMING_ORDER, KAIMING, ...)
   local fan = correct_fan(t, o.mode or "fan_in", fn)
-  need_float(t, fn)
+  need_float(t, fn, true)
   local gain = init.calculate_gain(o.nonlinearity or "leaky_relu", o.a or 0)
   return gain / math.sqrt(fan)
 end
