@@ -5555,3 +5555,15 @@ describe("the forty-seventh round's lines, part 2 (neuraloperator, deepxde, s4)"
     support.assert_error_has(function() return wick.autograd.grad(x * 2, x) end, "autograd.grad's grad_outputs")
   end)
 end)
+
+describe("the forty-seventh round's lines, part 3 (diffusers' ControlNet)", function()
+  it("repeat_interleave checks its output_size hint", function()
+    local m = wick.ones(2, 1, 3)
+    assert.are.same({ 4, 1, 3 }, { unpack(m:repeat_interleave(2, { dim = 1, output_size = 4 }).shape) })
+    support.assert_error_has(function() return m:repeat_interleave(2, { dim = 1, output_size = 5 }) end,
+      "Invalid output_size, expected 4 but got 5")
+    support.assert_error_has(function()
+      return m:repeat_interleave(wick.tensor({ 2, 2 }, { dtype = "int64" }), { dim = 1, output_size = 3 })
+    end, "expected 4 but got 3")
+  end)
+end)

@@ -1110,6 +1110,7 @@ return function(wick)
   --- element); without dim t is flattened first
   function Tensor.repeat_interleave(t, repeats, dim)
     check.tensor(t, "repeat_interleave", "self")
+    local output_size
     -- one argument, the counts: each 1-based position i repeated t[i] times (PyTorch's
     -- repeat_interleave(repeats), 0-based there: a batch vector from the graphs' sizes)
     if repeats == nil and dim == nil then
@@ -1124,11 +1125,11 @@ return function(wick)
       local o = check.options(repeats, "repeat_interleave", { repeats = "number|table|tensor", dim = "integer",
         axis = "integer", output_size = "integer" })
       if o.dim ~= nil and o.axis ~= nil then check.fail("repeat_interleave", "got both dim and axis (axis is another name for dim)") end
-      repeats, dim = o.repeats, o.dim or o.axis
+      repeats, dim, output_size = o.repeats, o.dim or o.axis, o.output_size
     elseif type(dim) == "table" then -- (axis: NumPy's name, as PyTorch takes it: ConvNeXt-V2's upsample_mask)
       local o = check.options(dim, "repeat_interleave", { dim = "integer", axis = "integer", output_size = "integer" })
       if o.dim ~= nil and o.axis ~= nil then check.fail("repeat_interleave", "got both dim and axis (axis is another name for dim)") end
-      dim = o.dim or o.axis
+      dim, output_size = o.dim or o.axis, o.output_size
     end
     if dim == nil then t, dim = t:reshape(-1), 1 end
     local d = wrap_dim(t, dim, "repeat_interleave")
@@ -1155,6 +1156,9 @@ return function(wick)
       local marks = wick.zeros({ total + 1 }, I64)
       if n > 1 then marks:index_put_({ ends:narrow(1, 1, n - 1) + 1 }, wick.ones(n - 1, I64), true) end
       idx = marks:cumsum(1):narrow(1, 1, total) + 1
+    end
+    if output_size ~= nil and output_size ~= idx:numel() then -- (a size hint, which must be right)
+      check.fail("repeat_interleave", "Invalid output_size, expected %d but got %d", idx:numel(), output_size)
     end
     if idx:numel() == 0 then
       local shape = t:size()
