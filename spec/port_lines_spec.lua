@@ -5567,3 +5567,38 @@ describe("the forty-seventh round's lines, part 3 (diffusers' ControlNet)", func
     end, "expected 4 but got 3")
   end)
 end)
+
+describe("the forty-seventh round's lines, part 4 (Grounding DINO)", function()
+  it("max(dim)'s input may change in place before backward; logit takes eps by name", function()
+    local x = wick.tensor({ { 1., 3., 2. }, { 5., 4., 0. } }, { requires_grad = true })
+    local y = x * 1
+    local m = y:max(2, true)
+    y:masked_fill_(y:gt(2), -math.huge)
+    local n = y:min(1)
+    m:sum():backward()
+    assert.are.same({ { 0, 1, 0 }, { 1, 0, 0 } }, x.grad:totable())
+    local z = x * 1
+    local top = z:max()
+    z:add_(1)
+    support.assert_error_has(function() top:backward() end, "modified by an inplace operation")
+    local p = wick.tensor({ 0, 0.5, 1 })
+    assert.are.same(p:logit(1e-5):totable(), wick.special.logit(p, { eps = 1e-5 }):totable())
+    assert.is_true(math.abs(p:logit({ eps = 1e-5 })[1]:item() + 11.5129) < 1e-3)
+    support.assert_error_has(function() return p:logit({ ep = 1 }) end, "logit: unknown option 'ep'")
+    assert.are.equal(3, n:numel())
+  end)
+  it("wick's own draws do not go through a replaced wick.rand / wick.randn", function()
+    local rand, randn = wick.rand, wick.randn
+    wick.rand = function() error("replaced") end
+    wick.randn = function() error("replaced") end
+    local ok, err = pcall(function()
+      nn.Linear(2, 2)
+      wick.empty(3):uniform_()
+      wick.empty(3):normal_()
+      F.dropout(wick.ones(4), { p = 0.5, training = true })
+      nn.init.trunc_normal_(wick.empty(2, 2))
+    end)
+    wick.rand, wick.randn = rand, randn
+    assert.is_true(ok, err)
+  end)
+end)

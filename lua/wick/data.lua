@@ -14,7 +14,7 @@ local data = {}
 --- wick.manual_seed): Fisher-Yates over uniform draws.
 function data.randperm(n)
   check.int(n, "randperm", "n", 0)
-  local u = n > 0 and wick.rand(n, { dtype = "float64" }):totable() or {}
+  local u = n > 0 and wick._rand(n, { dtype = "float64" }):totable() or {}
   local p = {}
   for i = 1, n do p[i] = i end
   for i = n, 2, -1 do

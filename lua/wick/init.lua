@@ -932,6 +932,9 @@ for _, name in ipairs({ "tensor", "zeros", "ones", "empty", "rand", "randn", "fu
   "get_rng_state", "set_rng_state", "set_num_threads", "get_num_threads", "where", "cat", "stack" }) do
   wick[name] = core[name]
 end
+-- wick's own draws (layer init, dropout, in-place fills): the generator itself, not the public
+-- wick.rand / wick.randn a test may replace to replay noise (PyTorch's come from C++ too)
+wick._rand, wick._randn = core.rand, core.randn
 -- torch.tensor(x.shape): a Size holds integers, so int64 as PyTorch's (Mask R-CNN's torch.tensor(image.shape[-2:]))
 function wick.tensor(data, opts)
   if getmetatable(data) == Size and (type(opts) ~= "table" or opts.dtype == nil) then

@@ -370,7 +370,7 @@ return function(wick)
   -- ---- random numbers ----
 
   local function float_draws(fn, t)
-    return wick.rand(t:size(), { dtype = "float64", device = t.device })
+    return wick._rand(t:size(), { dtype = "float64", device = t.device })
   end
 
   --- wick.randint([low = 0, ]high, size[, opts]): integers in [low, high) (high excluded), int64 by default.
@@ -421,7 +421,7 @@ return function(wick)
       check.fail("randint", "random_ expects 'from' to be less than 'to', but got from=%d >= to=%d", low, high)
     end
     local dtype = opts.dtype or "int64"
-    local u = wick.rand(size, { dtype = "float64", device = opts.device })
+    local u = wick._rand(size, { dtype = "float64", device = opts.device })
     -- (u * range) >= 0, so the conversion's truncation is the floor
     local r = (u * (high - low)):to("int64")
     -- u * range rounds up to range in the last bit only (past 2^53, u < 1 keeps it below)
@@ -474,7 +474,7 @@ return function(wick)
       check.number(mean, "normal", "mean")
       check.number(std, "normal", "std", 0)
       check.table(size, "normal", "size")
-      local r = wick.randn(size, { dtype = opts.dtype, device = opts.device }) * std + mean
+      local r = wick._randn(size, { dtype = opts.dtype, device = opts.device }) * std + mean
       if opts.requires_grad then r:requires_grad_(true) end
       return r
     end
@@ -490,7 +490,7 @@ return function(wick)
     if is_tensor(mean) and is_tensor(std) then
       shape = (mean:detach() * 0 + std:detach() * 0):size() -- the broadcast shape
     end
-    local z = wick.randn(shape, { dtype = opts.dtype or like.dtype, device = like.device })
+    local z = wick._randn(shape, { dtype = opts.dtype or like.dtype, device = like.device })
     local r = z * std + mean
     if opts.requires_grad then r = r:detach():requires_grad_(true) end
     return r
@@ -504,7 +504,7 @@ return function(wick)
     opts = check.options(opts, "randperm", RANDPERM)
     local dtype = opts.dtype or "int64"
     if n == 0 then return wick.zeros(0, { dtype = dtype, device = opts.device }) end
-    local _, idx = Tensor.sort(wick.rand(n, { dtype = "float64", device = opts.device }))
+    local _, idx = Tensor.sort(wick._rand(n, { dtype = "float64", device = opts.device }))
     return idx:to(dtype)
   end
 
@@ -555,7 +555,7 @@ return function(wick)
           num_samples, nonzero)
       end
       -- the exponential race (PyTorch's own): keys p / E with E ~ Exp(1), the largest win
-      local e = -(1 - wick.rand(rows, n, { dtype = "float64", device = probs.device })):log()
+      local e = -(1 - wick._rand(rows, n, { dtype = "float64", device = probs.device })):log()
       local idx
       if num_samples == 1 then idx = (p / e):argmax(2, true) -- one token at a time: no sort
       else _, idx = Tensor.topk(p / e, num_samples, 2, true) end
@@ -570,7 +570,7 @@ return function(wick)
     local per = math.max(1, floor(CHUNK_ELEMENTS / (rows * n)))
     for first = 1, num_samples, per do
       local count = math.min(per, num_samples - first + 1)
-      local u = wick.rand(rows, count, { dtype = "float64", device = probs.device }) * total
+      local u = wick._rand(rows, count, { dtype = "float64", device = probs.device }) * total
       local idx = cdf:le(u:view(rows, count, 1)):sum(3) + 1
       out[#out + 1] = idx:clamp(nil, n)
     end
@@ -630,7 +630,7 @@ return function(wick)
     -- draws in t's dtype (float32 for the 16-bit ones), scaled in place: one
     -- temporary the size of t, not three in float64 (model construction)
     local work = (t.dtype == "float16" or t.dtype == "bfloat16") and "float32" or t.dtype
-    local z = wick.randn(t:size(), { dtype = work, device = t.device })
+    local z = wick._randn(t:size(), { dtype = work, device = t.device })
     if std ~= 1 then z:mul_(std) end
     if mean ~= 0 then z:add_(mean) end
     return fill_with(t, "normal_", z)
@@ -656,7 +656,7 @@ return function(wick)
     need_float(t, "log_normal_")
     mean = check.opt_number(mean, "log_normal_", "mean", 1)
     std = check.opt_number(std, "log_normal_", "std", 2, 0)
-    return fill_with(t, "log_normal_", (wick.randn(t:size(), { dtype = "float64", device = t.device }) * std + mean):exp())
+    return fill_with(t, "log_normal_", (wick._randn(t:size(), { dtype = "float64", device = t.device }) * std + mean):exp())
   end
   function Tensor.geometric_(t, p)
     p = keywords("geometric_", { "p" }, p)
@@ -3067,9 +3067,10 @@ return function(wick)
     return wick.full({}, check.number(v, "other", "other"), { dtype = like.dtype, device = like.device })
   end
   --- t:logit([eps]): log(p / (1 - p)), p clamped to [eps, 1 - eps] when eps is given
-  function Tensor.logit(t, eps)
+  function Tensor.logit(t, ...) -- (eps by name too: Grounding DINO's special.logit(x, eps=1e-5))
     check.tensor(t, "logit", "self")
-    if eps ~= nil then t = t:clamp(check.number(eps, "logit", "eps"), 1 - eps) end
+    local eps = check.positional("logit", { "eps" }, { eps = "number" }, ...).eps
+    if eps ~= nil then t = t:clamp(eps, 1 - eps) end
     return (t / (1 - t)):log()
   end
   --- t:xlogy(u): t * log(u), 0 where t is 0 (and u not NaN)

@@ -604,7 +604,7 @@ static wick_status reduce_backward(wk_node *n, wick_tensor *g, wick_tensor **gra
     case WICK_MIN:
         if (idx) { /* along a dim: the gradient goes to the chosen index */
             wick_tensor *z, *gi, *ii;
-            TRY(wick_full(&z, x->ndim, x->sizes, 0, (wick_options){g->dtype, g->storage->device}));
+            TRY(wick_full(&z, n->ndim, n->sizes, 0, (wick_options){g->dtype, g->storage->device}));
             wick_status st = keepdim ? retained(&gi, g) : wick_unsqueeze(&gi, g, dim);
             if (!st) st = keepdim ? retained(&ii, idx) : wick_unsqueeze(&ii, idx, dim);
             if (!st) {
@@ -644,8 +644,13 @@ wick_status wk_record_reduce(wick_tensor *out, const wick_tensor *indices, wick_
     n->ndim = a->ndim;
     memcpy(n->sizes, a->sizes, sizeof(int64_t) * a->ndim);
     if (op == WICK_SUM || op == WICK_MEAN) return WICK_OK; /* the shape is all they need */
-    TRY(wk_save(n, 0, a, out));
-    TRY(wk_save(n, 1, out, out));
+    /* max and min along a dim need only their indices, as PyTorch's: the input may
+     * change in place afterwards (Grounding DINO's x - x.max(-1)[0], then a masked_fill_) */
+    bool by_index = indices && (op == WICK_MAX || op == WICK_MIN);
+    if (!by_index) {
+        TRY(wk_save(n, 0, a, out));
+        TRY(wk_save(n, 1, out, out));
+    }
     if (!indices) return WICK_OK;
     /* a copy: the caller owns the indices it got and may change them in place (the Lua
      * binding makes them 1-based that way) */

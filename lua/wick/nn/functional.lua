@@ -422,7 +422,7 @@ end
 local function drop(x, p, shape)
   if p == 1 then return x * 0 end
   local real = x.dtype == "complex64" and "float32" or x.dtype == "complex128" and "float64" or x.dtype
-  local keep = wick.rand(shape, { device = x.device, dtype = real }):ge(p):to(real)
+  local keep = wick._rand(shape, { device = x.device, dtype = real }):ge(p):to(real)
   return x * keep * (1 / (1 - p))
 end
 function F.dropout(x, ...)
@@ -1857,7 +1857,7 @@ function F.gumbel_softmax(logits, ...)
     { tau = "number", hard = "boolean", dim = "integer", eps = "number" }, ...)
   local tau, dim = opts.tau or 1, opts.dim or -1
   if not (tau > 0) then check.fail("gumbel_softmax", "tau must be positive, got %s", tostring(tau)) end
-  local u = wick.rand(logits.shape, { dtype = logits.dtype, device = logits.device }):clamp(1e-20, 1)
+  local u = wick._rand(logits.shape, { dtype = logits.dtype, device = logits.device }):clamp(1e-20, 1)
   local y = ((logits - (-(u:log())):log()) / tau):softmax(dim)
   if not opts.hard then return y end
   local hard = wick.zeros_like(y):scatter(dim, y:argmax(dim, true), 1)
@@ -2501,7 +2501,7 @@ function F.rrelu(x, ...)
   if not x:is_floating_point() then check.fail("rrelu", "expected a floating input, got %s", x.dtype) end
   return activate(x, o, function(v)
     if not o.training then return wick.where(v:ge(0), v, v * ((lower + upper) / 2)) end
-    local a = wick.rand(v.shape, { dtype = v.dtype, device = v.device }) * (upper - lower) + lower
+    local a = wick._rand(v.shape, { dtype = v.dtype, device = v.device }) * (upper - lower) + lower
     return wick.where(v:ge(0), v, v * a)
   end)
 end
@@ -2522,7 +2522,7 @@ local function alpha_drop(fn, feature)
         if v:dim() < 2 then check.fail(fn, "Feature dropout requires at least 2 dimensions in the input") end
         for i = 3, #shape do shape[i] = 1 end
       end
-      local keep = wick.rand(shape, { dtype = v.dtype, device = v.device }):ge(p):to(v.dtype)
+      local keep = wick._rand(shape, { dtype = v.dtype, device = v.device }):ge(p):to(v.dtype)
       local a = 1 / math.sqrt((SELU_ALPHA * SELU_ALPHA * p + 1) * (1 - p))
       return v * (keep * a) + ((keep - 1) * (SELU_ALPHA * a) + SELU_ALPHA * a * p)
     end)

@@ -34,7 +34,7 @@ local function fill_uniform(t, a, b)
     wick.no_grad(function() t:uniform_(a, b) end)
     return t
   end
-  return assign(t, wick.rand(t.shape, like(t)) * (b - a) + a)
+  return assign(t, wick._rand(t.shape, like(t)) * (b - a) + a)
 end
 local function fill_normal(t, mean, std)
   if t:numel() == 0 then return t end
@@ -42,7 +42,7 @@ local function fill_normal(t, mean, std)
     wick.no_grad(function() t:normal_(mean, std) end)
     return t
   end
-  return assign(t, wick.randn(t.shape, like(t)) * std + mean)
+  return assign(t, wick._randn(t.shape, like(t)) * std + mean)
 end
 
 local arguments = check.positional
@@ -120,7 +120,7 @@ function init.trunc_normal_(t, ...)
   if std == 0 then return assign(t, wick.full(t.shape, math.min(math.max(mean, a), b), like(t))) end
   local l, u = norm_cdf((a - mean) / std), norm_cdf((b - mean) / std)
   local eps = 1e-15
-  local x = wick.rand(t.shape, like(t, "float64")) * (2 * u - 2 * l) + (2 * l - 1)
+  local x = wick._rand(t.shape, like(t, "float64")) * (2 * u - 2 * l) + (2 * l - 1)
   x = x:clamp(-1 + eps, 1 - eps)
   local v = (x:erfinv() * (std * math.sqrt(2)) + mean):clamp(a, b)
   return assign(t, v)
@@ -197,7 +197,7 @@ function init.orthogonal_(t, ...)
   local cols = t:numel() / rows
   local transposed = rows > cols
   local n, m = transposed and cols or rows, transposed and rows or cols -- n <= m: orthonormal rows
-  local a = wick.randn(n, m, { dtype = "float64" })
+  local a = wick._randn(n, m, { dtype = "float64" })
   local q = wick.zeros(n, m, { dtype = "float64" })
   for i = 1, n do
     local v = a:select(1, i)
@@ -242,7 +242,7 @@ function init.sparse_(t, ...)
   need_float(t, "sparse_")
   local rows, cols = t:size(1), t:size(2)
   local zeros = math.ceil(o.sparsity * rows)
-  local w = wick.randn(t.shape, like(t)) * (o.std or 0.01)
+  local w = wick._randn(t.shape, like(t)) * (o.std or 0.01)
   for c = 1, cols do
     if zeros > 0 then w[{ wick.randperm(rows):narrow(1, 1, zeros), c }] = 0 end
   end

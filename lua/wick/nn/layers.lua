@@ -43,7 +43,7 @@ end
 
 -- U(-bound, bound) of the given shape.
 local function uniform(shape, bound, opts)
-  local t = wick.rand(shape, opts)
+  local t = wick._rand(shape, opts)
   return wick.no_grad(function() return (t * (2 * bound) - bound) end)
 end
 L._uniform = uniform

@@ -101,7 +101,7 @@ method("RandomStructured", "structured", function(self, t, mask)
   local fn = "random_structured"
   local dim = dim_of(fn, t, self.dim or -1)
   local k = count_of(fn, self.amount, t:size(dim))
-  return channel_mask(t, mask, dim, positions(wick.rand(t:size(dim)), t:size(dim) - k, true))
+  return channel_mask(t, mask, dim, positions(wick._rand(t:size(dim)), t:size(dim) - k, true))
 end)
 
 method("CustomFromMask", "global", function(self, _, mask) return mask * self.mask:to(mask.dtype) end)

@@ -141,8 +141,8 @@ function U.spectral_norm(module, ...)
   if hooks[name] then check.fail(fn, "Cannot register two spectral_norm hooks on the same parameter %s", name) end
   local mat = as_matrix(w:detach(), dim)
   local opts = { dtype = w.dtype, device = w.device }
-  local u = unit(wick.randn(mat:size(1), opts), eps)
-  local v = unit(wick.randn(mat:size(2), opts), eps)
+  local u = unit(wick._randn(mat:size(1), opts), eps)
+  local v = unit(wick._randn(mat:size(2), opts), eps)
   Module._forget(module, name)
   module[name .. "_orig"] = w
   rawset(module, name, w:detach())
@@ -207,8 +207,8 @@ function SpectralNorm:init(weight, n_iter, dim, eps)
   if weight:dim() > 1 then
     local mat = as_matrix(weight:detach(), dim)
     local opts = { dtype = weight.dtype, device = weight.device }
-    self:register_buffer("_u", unit(wick.randn(mat:size(1), opts), eps))
-    self:register_buffer("_v", unit(wick.randn(mat:size(2), opts), eps))
+    self:register_buffer("_u", unit(wick._randn(mat:size(1), opts), eps))
+    self:register_buffer("_v", unit(wick._randn(mat:size(2), opts), eps))
     self:_power_method(mat, 15)
   end
 end
@@ -315,7 +315,7 @@ function Orthogonal:right_inverse(Q)
     else -- completed to a square orthogonal matrix
       local extra = Q:size()
       extra[#extra] = n - k
-      Q = make_orthogonal(wick.cat({ Q, wick.randn(extra, { dtype = Q.dtype, device = Q.device }) }, -1))
+      Q = make_orthogonal(wick.cat({ Q, wick._randn(extra, { dtype = Q.dtype, device = Q.device }) }, -1))
     end
     self:register_buffer("base", Q)
     -- -I: the Householder map gives the identity's first columns from it (and the others ignore it)
