@@ -5602,3 +5602,25 @@ describe("the forty-seventh round's lines, part 4 (Grounding DINO)", function()
     assert.is_true(ok, err)
   end)
 end)
+
+describe("the forty-seventh round's lines, part 5 (HF time-series heads)", function()
+  it("Embedding(n, d, _freeze=True) makes a frozen table", function()
+    local e = nn.Embedding(4, 3, { _freeze = true })
+    assert.is_false(e.weight.requires_grad)
+    assert.are.equal(1, #e:parameters())
+    assert.is_true(nn.Embedding(4, 3).weight.requires_grad)
+  end)
+  it("a distribution subclass's _lazy functions are its properties, also through Independent", function()
+    local D = wick.distributions
+    local AT = D.TransformedDistribution:extend("AffineTransformed")
+    function AT:init(b, loc, scale)
+      self.loc, self.scale = loc, scale
+      AT.super.init(self, b, { D.AffineTransform(loc, scale) })
+    end
+    function AT._lazy.mean(d) return d.base_dist.mean * d.scale + d.loc end
+    local d = AT(D.Normal(wick.zeros(3), wick.ones(3)), wick.ones(3), wick.ones(3) * 2)
+    assert.are.same({ 1, 1, 1 }, d.mean:totable())
+    assert.are.same({ 1, 1, 1 }, D.Independent(d, 1).mean:totable())
+    assert.is_nil(rawget(D.TransformedDistribution._lazy, "mean"))
+  end)
+end)

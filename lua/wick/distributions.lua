@@ -157,16 +157,23 @@ local function extends(S, C)
 end
 --- Distribution:extend(name) (and any class's, OneHotCategorical:extend("OneHotDist")): a subclass,
 --- PyTorch's class OneHotDist(OneHotCategorical): its methods override the base's (a method may
---- stand for a property, dreamer's mode()), Sub.super is the base; Sub(...) calls Sub:init(...),
+--- stand for a property, dreamer's mode(); a function in Sub._lazy is one: HF's AffineTransformed
+--- @property mean is Sub._lazy.mean(d), read as d.mean), Sub.super is the base; Sub(...) calls Sub:init(...),
 --- which calls Sub.super.init(self, ...) for the base's constructor (Distribution.init(self,
 --- batch_shape, event_shape[, validate_args]) for a distribution of one's own)
 function Distribution.extend(parent, name)
   check.string(name, "Distribution.extend", "name")
-  local S = { __name = name, _distribution_class = true, super = parent }
+  local S = { __name = name, _distribution_class = true, super = parent, _lazy = {} }
   local parent_index = rawget(parent, "__index")
   S.__index = function(d, k)
     local v = rawget(S, k)
     if v ~= nil then return v end
+    local f = S._lazy[k] -- (a property: computed at the first read, as the base classes' are)
+    if f then
+      v = f(d)
+      rawset(d, k, v)
+      return v
+    end
     if type(parent_index) == "function" then return parent_index(d, k) end
     return parent[k]
   end

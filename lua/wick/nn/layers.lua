@@ -812,7 +812,7 @@ function L.Embedding:init(num_embeddings, embedding_dim, ...)
     end
     self.weight = L.Parameter(w, not opts._freeze)
   else
-    self.weight = L.Parameter(wick.empty(num_embeddings, embedding_dim, options(opts)))
+    self.weight = L.Parameter(wick.empty(num_embeddings, embedding_dim, options(opts)), not opts._freeze)
     self:reset_parameters()
   end
 end
