@@ -1108,7 +1108,11 @@ for _, name in ipairs({ "view_as_real", "view_as_complex", "conj", "conj_physica
   "angle", "is_complex", "is_conj", "is_floating_point", "is_signed", "is_nonzero", "is_same_size", "detach", "detach_" }) do
   wick[name] = function(t, ...) return Tensor[name](check_tensor(t, name, "input"), ...) end
 end
-wick.complex = core.complex -- wick.complex(real, imag)
+--- wick.complex(real, imag), either by name too (PyKEEN's torch.complex(real=real, imag=imag))
+function wick.complex(...)
+  local o = check.positional("complex", { "real", "imag" }, { real = "any", imag = "any" }, ...)
+  return core.complex(o.real, o.imag)
+end
 function wick.real(t) return check_tensor(t, "real", "input").real end
 function wick.imag(t) return check_tensor(t, "imag", "input").imag end
 --- wick.polar(abs, angle): abs * (cos angle + i sin angle)
@@ -2365,11 +2369,15 @@ wick.sparse = { mm = function(a, b) return check_tensor(a, "sparse.mm", "mat1"):
   addmm = function(input, a, b, opts) return wick.addmm(input, a, b, opts) end,
   softmax = function(t, dim, opts) return wick.softmax(t, dim, opts) end,
   log_softmax = function(t, dim, opts) return wick.log_softmax(t, dim, opts) end }
--- torch.sparse.FloatTensor(indices, values, size) and its kin (pygcn's spelling)
+-- torch.sparse.FloatTensor(indices, values, size) and its kin (pygcn's spelling): the values'
+-- dtype when they are a tensor, as PyTorch's (pytorch3d's cot_laplacian builds a float64 one
+-- with FloatTensor), else the name's; FloatTensor(n, m): zeros of that size
 for name, dtype in pairs({ FloatTensor = "float32", DoubleTensor = "float64", LongTensor = "int64",
   IntTensor = "int32", HalfTensor = "float16", BFloat16Tensor = "bfloat16", ByteTensor = "uint8", BoolTensor = "bool" }) do
-  wick.sparse[name] = function(indices, values, size)
-    return wick.sparse_coo_tensor(indices, values, size, { dtype = dtype })
+  wick.sparse[name] = function(indices, ...)
+    if type(indices) == "number" then return wick.zeros(indices, ...):to(dtype) end
+    local values, size = ...
+    return wick.sparse_coo_tensor(indices, values, size, { dtype = not wick.is_tensor(values) and dtype or nil })
   end
 end
 wick.sparse.torch = wick -- (torch.sparse.torch is torch itself: capsule-networks' torch.sparse.torch.eye)

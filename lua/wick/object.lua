@@ -48,11 +48,15 @@ end
 
 --- Object:extend(name): a new class (Python's class Name(Base)); its metamethods (__eq, __lt,
 --- __len, ...) are the base's unless it defines its own
-function Object.extend(base, name)
+function Object.extend(base, name, ...)
   if type(base) ~= "table" or (base ~= Object and rawget(base, "super") == nil) then
     check.expected("Object.extend", "self", "wick.Object or a class made from it (Base:extend(\"Name\"))", base)
   end
   check.string(name, "Object.extend", "name")
+  if select("#", ...) > 0 then -- (nn.Module:extend's list of init's names has no use here: init's own parameters bind)
+    check.fail("Object.extend", "takes the class name only, got %d more argument(s) (init's parameters take the keywords)",
+      select("#", ...))
+  end
   local C = { __call = call, __tostring = repr }
   for k, v in pairs(base) do -- (Lua reads metamethods from the class itself, not its bases)
     if type(k) == "string" and k:sub(1, 2) == "__" and k ~= "__index" and k ~= "__name" then C[k] = v end

@@ -108,12 +108,39 @@ StateDict.__deepcopy = function(sd, copy)
   sd_order[c] = order
   return c
 end
--- print(sd): PyTorch's OrderedDict([('name', tensor), ...])
-StateDict.__tostring = function(sd)
+-- print(sd): PyTorch's OrderedDict([('name', tensor), ...]), the values as Python prints them: a
+-- string quoted, a plain table a list [a, b] or a dict {'k': v} (its keys sorted), so a loaded
+-- checkpoint's optimizer state shows its contents ({'state': {}, 'param_groups': [{...}]})
+local function repr(v, seen)
+  if type(v) == "string" then return "'" .. v .. "'" end
+  if type(v) ~= "table" or getmetatable(v) ~= nil and getmetatable(v) ~= StateDict then return tostring(v) end
+  if seen[v] then return "..." end
+  seen[v] = true
   local parts = {}
-  for k, v in SD_METHODS.items(sd) do parts[#parts + 1] = ("('%s', %s)"):format(tostring(k), tostring(v)) end
-  return "OrderedDict([" .. table.concat(parts, ", ") .. "])"
+  if getmetatable(v) == StateDict then
+    for k, x in SD_METHODS.items(v) do parts[#parts + 1] = ("(%s, %s)"):format(repr(k, seen), repr(x, seen)) end
+    seen[v] = nil
+    return "OrderedDict([" .. table.concat(parts, ", ") .. "])"
+  end
+  local n, keys = #v, {}
+  for k in pairs(v) do
+    if not (type(k) == "number" and k >= 1 and k <= n and k == math.floor(k)) then keys[#keys + 1] = k end
+  end
+  if n > 0 and #keys == 0 then
+    for i = 1, n do parts[i] = repr(v[i], seen) end
+    seen[v] = nil
+    return "[" .. table.concat(parts, ", ") .. "]"
+  end
+  for i = 1, n do keys[#keys + 1] = i end
+  table.sort(keys, function(a, b)
+    if type(a) ~= type(b) then return type(a) == "number" end
+    return a < b
+  end)
+  for i, k in ipairs(keys) do parts[i] = repr(k, seen) .. ": " .. repr(v[k], seen) end
+  seen[v] = nil
+  return "{" .. table.concat(parts, ", ") .. "}"
 end
+StateDict.__tostring = function(sd) return repr(sd, {}) end
 
 local M = {}
 --- ordered.new(): an empty OrderedDict and its order list (the caller appends names as it sets them)

@@ -107,7 +107,7 @@ local function dicts_ordered(v, orders, seen, depth)
     if type(k) ~= "string" and type(k) ~= "number" then named = false end
     dicts_ordered(x, orders, seen, depth + 1)
   end
-  if named and order then ordered.of(v, order) end
+  if order and (named or next(v) == nil) then ordered.of(v, order) end -- (an empty dict too)
   return v
 end
 

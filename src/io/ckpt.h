@@ -21,6 +21,7 @@
 #include "wick.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -57,6 +58,7 @@ struct wk_ckpt_value {
             wk_ckpt_pair *pairs;
             int n, cap;
             unsigned mark; /* the walk that last visited it (wk_ckpt.marks) */
+            bool dict;     /* a dict (Python's, an OrderedDict): its keys are names, even when it has none */
         } table;
         struct {
             int storage; /* index into wk_ckpt.storages */

@@ -315,6 +315,8 @@ static wick_status tree_node(const tree_ctx *t, const wk_json *node, int depth, 
         if (v->type != WK_JSON_ARRAY) return tree_fail(t, "a bad table entry");
         wk_ckpt_value *tbl = wk_ckpt_table(c);
         if (!tbl) return oom(t->r);
+        const wk_json *dict = field(node, "dict");
+        tbl->as.table.dict = dict && dict->type == WK_JSON_BOOL && dict->as.boolean;
         for (int i = 0; i < v->as.list.n; i++) {
             const wk_json *pair = v->as.list.items[i];
             if (pair->type != WK_JSON_ARRAY) return tree_fail(t, "a bad table entry");

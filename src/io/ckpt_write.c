@@ -106,7 +106,7 @@ static void put_value(buf *b, const wk_ckpt *c, const wk_ckpt_value *v) {
         break;
     case WK_CKPT_BOOLEAN: puts_(b, v->as.boolean ? "{\"boolean\":true" : "{\"boolean\":false"); break;
     case WK_CKPT_TABLE:
-        puts_(b, "{\"table\":[");
+        puts_(b, v->as.table.dict ? "{\"dict\":true,\"table\":[" : "{\"table\":[");
         for (int i = 0, first = 1; i < v->as.table.n; i++) {
             if (v->as.table.pairs[i].value->kind == WK_CKPT_NIL) continue; /* an absent key */
             put(b, first ? "[" : ",[", first ? 1 : 2);

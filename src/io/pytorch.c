@@ -1071,6 +1071,7 @@ static wick_status emit_table(unpickler *u, wk_ckpt *c, pk_obj *o, int depth, wk
     wick_status st = WICK_OK;
     if (o->u.seq.n > INT32_MAX / 2) return fail(u, "a container of more than %d items", INT32_MAX / 2);
     if (o->kind == PK_DICT || o->kind == PK_INSTANCE) {
+        t->as.table.dict = o->kind == PK_DICT;
         for (int64_t i = 0; i + 1 < o->u.seq.n && !st; i += 2) {
             wk_ckpt_value *k;
             if (!(st = emit(u, c, o->u.seq.items[i], depth, &k))) st = emit_pair(u, c, t, k, o->u.seq.items[i + 1], depth);

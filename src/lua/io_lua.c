@@ -105,6 +105,10 @@ static void push_table(lua_State *L, const tree_ctx *t, const wk_ckpt_value *v) 
             lua_rawseti(L, names, (int)lua_objlen(L, names) + 1);
         }
     }
+    if (!names && v->as.table.dict && n == 0) { /* an empty dict: an OrderedDict still */
+        lua_newtable(L);
+        names = lua_gettop(L);
+    }
     if (names) {
         lua_pushvalue(L, tbl);
         lua_pushvalue(L, names);
@@ -314,6 +318,7 @@ static wk_ckpt_value *save_table(saver *s, int idx, int depth) {
     }
     qsort(keys, n, sizeof *keys, by_key);
     wk_ckpt_value *t = need(s, wk_ckpt_table(s->c));
+    t->as.table.dict = ranks != 0; /* an OrderedDict, also an empty one */
     for (size_t i = 0; i < n; i++) {
         wk_ckpt_value *key;
         if (keys[i].is_number) {

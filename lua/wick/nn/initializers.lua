@@ -249,6 +249,22 @@ function init.sparse_(t, ...)
   return assign(t, w)
 end
 
+-- every argument by name, the tensor too (KGE's nn.init.uniform_(tensor=w, a=-r, b=r) is
+-- nn.init.uniform_{tensor = w, a = -r, b = r})
+for name, f in pairs(init) do
+  if name:sub(-1) == "_" then
+    init[name] = function(t, ...)
+      if type(t) == "table" and getmetatable(t) == nil and t.tensor ~= nil and select("#", ...) == 0 then
+        local rest = {}
+        for k, v in pairs(t) do if k ~= "tensor" then rest[k] = v end end
+        if next(rest) == nil then return f(t.tensor) end
+        return f(t.tensor, rest)
+      end
+      return f(t, ...)
+    end
+  end
+end
+
 -- PyTorch's private helpers, which programs call (EfficientDet's variance_scaling_ returns
 -- _no_grad_normal_(tensor, 0., std)): the fills above, which run without recording already
 init._no_grad_uniform_, init._no_grad_normal_, init._no_grad_trunc_normal_ = init.uniform_, init.normal_, init.trunc_normal_
