@@ -5662,3 +5662,44 @@ describe("the forty-seventh round's lines, part 6 (KGE, PyKEEN, pytorch3d)", fun
     support.assert_error_has(function() return wick.Object:extend("T", { "x" }) end, "takes the class name only")
   end)
 end)
+
+describe("the forty-seventh round's lines, part 7 (torchsde, Informer, StyleGAN3, BLIP-2)", function()
+  it("an autograd.Function's gradient for a non-tensor argument must be nil", function()
+    local x = wick.ones(3, { requires_grad = true })
+    local G = wick.autograd.Function:extend("G")
+    function G.forward(ctx, obj, v) return v * 2 end
+    function G.backward(ctx, g) return g * 100, g * 2 end
+    support.assert_error_has(function() G.apply({ a = 1 }, x):sum():backward() end,
+      "GBackward returned a gradient different than nil at position 1")
+    local H = wick.autograd.Function:extend("H")
+    function H.forward(ctx, obj, v) return v * 2 end
+    function H.backward(ctx, g) return nil, g * 2 end
+    H.apply("s", x):sum():backward()
+    assert.are.same({ 2, 2, 2 }, x.grad:totable())
+  end)
+  it("cumsum and cumprod with a dtype differentiate in the input's dtype", function()
+    local x = wick.tensor({ 0.1, 0.2, 0.3, 0.7 }, { dtype = "float64", requires_grad = true })
+    local g = wick.tensor({ 1 / 3, 1 / 7, 1 / 11, 1 / 13 }, { dtype = "float64" })
+    x:cumsum(1, { dtype = "float32" }):backward(g:float())
+    local want = g:flip(1):cumsum(1):flip(1) -- the reverse sum, in float64 from the float32 gradient's values
+    local g32 = g:float():double()
+    assert.are.equal(g32:flip(1):cumsum(1):flip(1)[1]:item(), x.grad[1]:item())
+    assert.is_true(math.abs(want[1]:item() - x.grad[1]:item()) < 1e-7)
+    local y = wick.tensor({ 0.1, 0.2, 0.3, 0.7 }, { dtype = "float64", requires_grad = true })
+    y:cumprod(1, { dtype = "float32" }):backward(g:float())
+    assert.are.equal("float64", y.grad.dtype)
+  end)
+  it("kaiser_window; repeat takes an integer tensor as a size; zip of one list gives 1-tuples; NegativeBinomial by name", function()
+    local w = wick.kaiser_window(12, { periodic = false, beta = 3.0, dtype = "float64" })
+    assert.is_true(math.abs(w[1]:item() - 0.2048847564) < 1e-9 and math.abs(w[6]:item() - 0.9899941443) < 1e-9)
+    assert.is_true(math.abs(wick.kaiser_window(6, { dtype = "float64" })[1]:item() - 5.2773441320e-05) < 1e-13)
+    local G = wick.min(wick.as_tensor(4, { dtype = "int64" }), wick.as_tensor(2, { dtype = "int64" }))
+    local y = wick.randn(2, 1, 1, 1)
+    assert.are.same({ 4, 1, 4, 4 }, { unpack(y["repeat"](y, G, 1, 4, 4).shape) })
+    local l1 = wick.list(wick.zip({ "a", "b" }))
+    assert.are.same({ { "a" }, { "b" } }, l1)
+    local D = wick.distributions
+    local nb = D.NegativeBinomial({ total_count = wick.tensor({ 2.0 }), logits = wick.tensor({ 0.1 }) })
+    assert.is_true(math.abs(nb.mean:item() - 2 * math.exp(0.1)) < 1e-6)
+  end)
+end)

@@ -83,6 +83,9 @@ function run_backward(class, ctx, grads, nout, n)
     elseif g ~= nil and not is_tensor(g) then
       wick.error(("%s.backward returned a %s as the gradient of input %d; expected a tensor or nil")
         :format(name, type(g), i))
+    elseif g ~= nil and ctx._not_tensor[i] then -- (torchsde's adjoint: nil for its 13 other arguments)
+      wick.error(("function %sBackward returned a gradient different than nil at position %d, but the corresponding "
+        .. "forward input was not a tensor"):format(name, i))
     elseif i > r.n and ctx.needs_input_grad[i] then
       wick.error(("%s.backward returned an incorrect number of gradients (expected %d, got %d)"):format(name, n, r.n))
     end
@@ -153,12 +156,14 @@ local function apply(class, ...)
   local args = pack(...)
   local name = class.__name
   if type(class.forward) ~= "function" then wick.error(("%s.forward is not defined"):format(name)) end
-  local ctx = setmetatable({ saved_tensors = {}, needs_input_grad = {}, _nondiff = {}, _materialize = true }, Ctx)
+  local ctx = setmetatable({ saved_tensors = {}, needs_input_grad = {}, _nondiff = {}, _materialize = true,
+    _not_tensor = {} }, Ctx)
   local grad_on, any, inputs = core.is_grad_enabled(), false, {}
   for i = 1, args.n do
     local a = args[i]
     local needs = grad_on and is_tensor(a) and a.requires_grad or false
     ctx.needs_input_grad[i] = needs
+    ctx._not_tensor[i] = not is_tensor(a)
     any = any or needs
     if is_tensor(a) then inputs[a] = true end
   end

@@ -1301,12 +1301,15 @@ end
 --- probability probs in total_count trials
 local Binomial = class("Binomial")
 Binomial._params = { "total_count", "probs" }
+-- Binomial{total_count =, probs =} and NegativeBinomial{total_count =, logits =}: every argument by name
+local function count_keywords(total_count, probs, opts)
+  if type(total_count) ~= "table" or is_tensor(total_count) then return total_count, probs, opts end
+  local o = total_count
+  return o.total_count, nil, { probs = o.probs, logits = o.logits, validate_args = o.validate_args }
+end
 function Binomial.new(total_count, probs, opts)
   local fn = "Binomial"
-  if type(total_count) == "table" and not is_tensor(total_count) then -- Binomial{total_count =, probs =}
-    local o = total_count
-    total_count, probs, opts = o.total_count, nil, { probs = o.probs, logits = o.logits, validate_args = o.validate_args }
-  end
+  total_count, probs, opts = count_keywords(total_count, probs, opts)
   if total_count == nil then total_count = 1 end
   local logits
   probs, logits, opts = probs_or_logits(fn, probs, opts, "tensor|number")
@@ -1362,6 +1365,7 @@ local NegativeBinomial = class("NegativeBinomial")
 NegativeBinomial._params = { "total_count", "probs" }
 function NegativeBinomial.new(total_count, probs, opts)
   local fn = "NegativeBinomial"
+  total_count, probs, opts = count_keywords(total_count, probs, opts)
   local logits
   probs, logits, opts = probs_or_logits(fn, probs, opts, "tensor|number")
   local d = setmetatable({}, NegativeBinomial)

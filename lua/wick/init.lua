@@ -2481,7 +2481,7 @@ end
 
 --- wick.zip(a, b, ...): Python's zip: `for t, box, logit in wick.zip(targets, boxes, logits)`, the
 --- i-th items of each (as wick.list gives them: an array's items, a tensor's slices, an iterator's
---- values) until the shortest ends (SSD's compute_loss)
+--- values) until the shortest ends (SSD's compute_loss); of one iterable, 1-element arrays, Python's 1-tuples
 function wick.zip(...)
   local lists, n = {}, math.huge
   for i = 1, select("#", ...) do
@@ -2495,6 +2495,7 @@ function wick.zip(...)
     if k > n then return nil end
     local items = {}
     for i = 1, #lists do items[i] = lists[i][k] end
+    if #lists == 1 then return items end -- (Python's 1-tuples: HF's zip(*chunks) of one input)
     return unpack(items, 1, #lists)
   end
 end
@@ -2594,6 +2595,7 @@ end
 --- getattr and setattr (s4's setattr(getattr(self, name), "_optim", optim)): obj.name, or
 --- default when it is missing or nil (an error without a default); obj.name = value
 function wick.getattr(obj, name, ...)
+  check.string(name, "getattr", "name")
   local ok, v = true, nil
   if obj ~= nil then ok, v = pcall(function() return obj[name] end) end
   if ok and v ~= nil then return v end
@@ -2602,6 +2604,7 @@ function wick.getattr(obj, name, ...)
   check.fail("getattr", "%s has no attribute '%s'", check.describe(obj), tostring(name))
 end
 function wick.setattr(obj, name, value)
+  check.string(name, "setattr", "name")
   if type(obj) ~= "table" and type(obj) ~= "userdata" then
     check.fail("setattr", "cannot set attribute '%s' of %s", tostring(name), check.describe(obj))
   end

@@ -38,7 +38,10 @@ return function(wick)
     local first = ...
     if type(first) == "table" and not is_tensor(first) then return first end
     local sizes = { ... }
-    for i = 1, select("#", ...) do check.int(sizes[i], fn, "size", 0) end
+    for i = 1, select("#", ...) do -- (an integer tensor of one element too: StyleGAN's y.repeat(G, 1, H, W))
+      sizes[i] = int_of(sizes[i])
+      check.int(sizes[i], fn, "size", 0)
+    end
     return sizes
   end
 
@@ -1176,6 +1179,7 @@ return function(wick)
     local lead = #reps - t:dim()
     local view, expanded, final = {}, {}, {}
     for i, r in ipairs(reps) do
+      r = int_of(r)
       check.int(r, fn, "sizes", 0)
       local s = i > lead and t:size(i - lead) or 1
       view[#view + 1], view[#view + 2] = 1, s
@@ -2825,6 +2829,13 @@ return function(wick)
     { "periodic", "alpha", "beta" })
   ops.blackman_window = window("blackman_window", function(x) return 0.42 - x:cos() * 0.5 + (x * 2):cos() * 0.08 end)
   ops.bartlett_window = window("bartlett_window", function(x) return 1 - (x / math.pi - 1):abs() end)
+  -- kaiser_window(n[, periodic = true[, beta = 12]]): I0(beta sqrt(1 - (2k/m - 1)^2)) / I0(beta), k = 0 .. n - 1
+  -- (x above is 2 pi k / m)
+  ops.kaiser_window = window("kaiser_window", function(x, o)
+    local beta = o.beta or 12
+    local r = x / math.pi - 1
+    return (((1 - r * r):clamp(0, 1)):sqrt() * beta):i0() / wick.tensor(beta, { dtype = "float64" }):i0()
+  end, { "periodic", "beta" })
 
   -- each entry's 1-based place in its row's stable ascending sort (the inverse of argsort)
   local function stable_ranks(t)
@@ -3477,7 +3488,7 @@ return function(wick)
   for _, name in ipairs({ "where", "randint", "randint_like", "randperm", "multinomial", "einsum", "bernoulli", "normal", "bincount",
     "linspace", "logspace", "meshgrid", "cdist", "tril_indices", "triu_indices", "broadcast_tensors", "broadcast_shapes", "tensordot",
     "searchsorted", "bucketize", "block_diag", "segment_reduce", "cartesian_prod", "histogram", "hstack", "vstack", "row_stack",
-    "dstack", "column_stack", "chain_matmul", "hann_window", "hamming_window", "blackman_window", "bartlett_window",
+    "dstack", "column_stack", "chain_matmul", "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window",
     "isin" }) do
     wick[name] = ops[name]
   end

@@ -156,9 +156,24 @@ fail:
     return st;
 }
 
+/* A scan with a dtype (cumsum(dim, {dtype = float32}) of float64): its gradient in
+ * the input's dtype before the backward's arithmetic, as PyTorch's grad.to(self.dtype) */
+static wick_status in_input_dtype(const wk_node *n, wick_tensor *g, wick_tensor **own) {
+    *own = NULL;
+    if (g->dtype == n->edges[0].dtype) return WICK_OK;
+    return wick_to(own, g, (wick_options){n->edges[0].dtype, g->storage->device});
+}
+
 /* The sum from the end: a reverse scan; under create_graph the same written
  * with recorded ops, sum(g) - cumsum(g) + g, so it differentiates again. */
 static wick_status cumsum_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
+    wick_tensor *own;
+    TRY(in_input_dtype(n, g, &own));
+    if (own) {
+        wick_status st = cumsum_backward(n, own, grads);
+        wick_tensor_release(own);
+        return st;
+    }
     if (!wk_grad_mode) return scan_forward(&grads[0], g, n->ints[0], -1, 0, 1);
     wick_tensor *total = NULL, *run = NULL, *d = NULL;
     wick_status st = wick_reduce(&total, NULL, WICK_SUM, g, n->ints[0], 1, 0);
@@ -226,7 +241,13 @@ done:;
 }
 
 static wick_status cumprod_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
-    wick_tensor *x = n->saved[0], *y = n->saved[1], *s;
+    wick_tensor *x = n->saved[0], *y = n->saved[1], *s, *own;
+    TRY(in_input_dtype(n, g, &own));
+    if (own) {
+        wick_status st = cumprod_backward(n, own, grads);
+        wick_tensor_release(own);
+        return st;
+    }
     bool zeros;
     TRY(has_zero(x, &zeros));
     if (zeros) return cumprod_backward_zeros(&grads[0], x, y, g, n->ints[0]);
