@@ -787,7 +787,10 @@ typedef enum {
     WICK_HOOK_FUNCTION,
     /* a non-leaf's gradient for its .grad (wick_retain_grad_id; hook_id is that
      * id, leaf NULL), after its grad hooks: *grad is borrowed, not replaced */
-    WICK_HOOK_RETAIN
+    WICK_HOOK_RETAIN,
+    /* run checkpoint hook_id's function again (wick_checkpoint_begin), between
+     * wick_checkpoint_recompute_begin and _end; leaf and grad NULL */
+    WICK_HOOK_RECOMPUTE
 } wick_hook_kind;
 /* Called by wick_backward_ex once per backward for each hooked tensor that got
  * a gradient, while the rest of the graph may still be running. A status
@@ -795,6 +798,21 @@ typedef enum {
  * result. */
 typedef wick_status (*wick_autograd_hook)(void *ud, wick_hook_kind kind, wick_tensor *leaf, int64_t hook_id,
                                           wick_tensor **grad);
+/* Activation checkpointing without reentry (PyTorch's use_reentrant=False).
+ * The ops recorded on this thread between wick_checkpoint_begin and
+ * wick_checkpoint_end keep none of the tensors their backward needs (their
+ * graph is whole otherwise: every tensor made there has its history). When a
+ * backward first reaches one of them, the engine calls the host's hook with
+ * WICK_HOOK_RECOMPUTE and the checkpoint's id: the host runs the same function
+ * again, from the same inputs and random state, between
+ * wick_checkpoint_recompute_begin and _end (an error if it saved a different
+ * number of tensors), and the nodes read what it saved. The id (> 0) is
+ * released through wick_hooks_released when its last node goes. Checkpoints
+ * nest; create_graph through one is an error. */
+WICK_API wick_status wick_checkpoint_begin(int64_t *id);
+WICK_API wick_status wick_checkpoint_end(int64_t id);
+WICK_API wick_status wick_checkpoint_recompute_begin(int64_t id);
+WICK_API wick_status wick_checkpoint_recompute_end(int64_t id);
 /* wick_backward with hooks (NULL: none, as wick_backward). */
 WICK_API wick_status wick_backward_ex(wick_tensor *t, const wick_tensor *gradient, int retain_graph,
                                       wick_autograd_hook hook, void *ud);

@@ -5703,3 +5703,58 @@ describe("the forty-seventh round's lines, part 7 (torchsde, Informer, StyleGAN3
     assert.is_true(math.abs(nb.mean:item() - 2 * math.exp(0.1)) < 1e-6)
   end)
 end)
+
+describe("the forty-seventh round's lines, part 8 (GPT-OSS under gradient checkpointing)", function()
+  local ckpt = wick.utils.checkpoint.checkpoint
+  it("use_reentrant=False records fn whole: a tensor it keeps elsewhere has its history", function()
+    local w = nn.Parameter(wick.tensor({ 1.0, 2.0, 3.0 }, { dtype = "float64" }))
+    local x = wick.tensor({ 0.5, -1.0, 2.0 }, { dtype = "float64", requires_grad = true })
+    local rec, calls = nil, 0
+    local function f(h)
+      calls = calls + 1
+      local y = (h * w):sin()
+      rec = y:sum() -- (HF's OutputRecorder keeping the router logits)
+      return y:exp() * 2
+    end
+    local out = ckpt(f, x, { use_reentrant = false })
+    assert.is_true(rec.requires_grad)
+    assert.are.equal(1, calls);
+    (out:sum() + rec):backward()
+    assert.are.equal(2, calls) -- run again once, by the backward
+    local w2 = nn.Parameter(wick.tensor({ 1.0, 2.0, 3.0 }, { dtype = "float64" }))
+    local x2 = wick.tensor({ 0.5, -1.0, 2.0 }, { dtype = "float64", requires_grad = true })
+    local y = (x2 * w2):sin();
+    ((y:exp() * 2):sum() + y:sum()):backward()
+    assert.are.same(w2.grad:totable(), w.grad:totable())
+    assert.are.same(x2.grad:totable(), x.grad:totable())
+    local g = wick.autograd.grad(ckpt(f, x, { use_reentrant = false }):sum(), x)[1]
+    assert.is_true((g - (x2 * w2):cos():mul((x2 * w2):sin():exp() * 2) * w2):abs():max():item() < 1e-12)
+  end)
+  it("keeps no activations; dropout draws the same again; other work when run again is an error", function()
+    local w = nn.Parameter(wick.randn(200, 200))
+    local x = wick.randn(16, 200, { requires_grad = true })
+    local function f(h) return h:matmul(w):tanh():matmul(w):tanh():sum() end
+    collectgarbage(); collectgarbage()
+    local base = wick.memory_stats()["allocated_bytes.all.current"]
+    local o = ckpt(f, x, { use_reentrant = false })
+    collectgarbage(); collectgarbage()
+    assert.is_true(wick.memory_stats()["allocated_bytes.all.current"] - base < 16 * 200 * 4) -- (f itself keeps two)
+    o:backward()
+    local model = nn.Sequential(nn.Linear(3, 8), nn.Dropout(0.5), nn.Tanh(), nn.Linear(8, 2))
+    local inp = wick.randn(4, 3)
+    wick.manual_seed(1)
+    ckpt(model, inp, { use_reentrant = false }):sum():backward()
+    local g1 = model[1].weight.grad:clone()
+    model:zero_grad()
+    wick.manual_seed(1)
+    model(inp):sum():backward()
+    assert.are.same(model[1].weight.grad:totable(), g1:totable())
+    local k = 0
+    local function g(h) k = k + 1; if k == 1 then return (h * h):exp() end return h:exp() end
+    local o3 = ckpt(g, x, { use_reentrant = false })
+    support.assert_error_has(function() o3:sum():backward() end, "saved 1 tensors for backward when run again, 3 the first time")
+    local o4 = ckpt(f, x, { use_reentrant = false })
+    support.assert_error_has(function() return wick.autograd.grad(o4, x, { create_graph = true }) end,
+      "create_graph through a checkpoint with use_reentrant = false")
+  end)
+end)

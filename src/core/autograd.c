@@ -10,6 +10,7 @@
  * saved tensors are freed as each node finishes. */
 #include "autograd.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -99,13 +100,17 @@ bool wk_wants_grad(int n, const wick_tensor *const *inputs) {
 /* Frees a node's saved tensors; returns whether it had any (a node that saved
  * none, as expand or add, can run again, as in PyTorch: a Normal(loc, 1)
  * built once and used in two steps backs through its expand twice). */
+static void frame_release(struct wk_frame *f);
 static bool release_saved(wk_node *n) {
     bool had = false;
     for (int i = 0; i < WK_MAX_SAVED; i++) {
-        had |= n->saved[i] != NULL;
+        had |= n->saved[i] != NULL || n->frame_slot[i] != 0;
         wick_tensor_release(n->saved[i]);
         n->saved[i] = NULL;
+        n->frame_slot[i] = 0;
     }
+    frame_release(n->frame);
+    n->frame = NULL;
     return had;
 }
 
@@ -134,6 +139,7 @@ int wk_id_queue_take(wk_id_queue *q, int64_t *ids, int max) {
  * last holder queues it: a node with the id, or a tensor whose node does not
  * have it (a leaf). */
 static wk_id_queue hooks_released = WK_ID_QUEUE_INIT;
+static int64_t hook_ids; /* the last id given (atomic): hooks, retained grads, checkpoints */
 
 void wk_hook_forget(const wick_tensor *t) {
     int64_t id = __atomic_load_n(&t->hook_id, __ATOMIC_RELAXED);
@@ -226,10 +232,178 @@ wick_status wk_publish(wick_tensor **out, wick_tensor *r, wick_status record_sta
     return WICK_OK;
 }
 
+/* ---- checkpoints without reentry (wick_checkpoint_begin) ----
+ *
+ * A frame is one checkpointed call. While it packs (the innermost context of
+ * this thread), wk_save keeps no tensor: the node remembers the frame and the
+ * save's number. While it collects (its function run again from the engine,
+ * through the host's WICK_HOOK_RECOMPUTE), saves happen as usual and each is
+ * noted; at the end the noted tensors, as the nodes then hold them (an
+ * in-place op may have cloned one), are the frame's, and the first nodes'
+ * slots read them when the backward reaches them. */
+typedef struct wk_frame {
+    int refcount; /* atomic: the packing context and each node that has slots */
+    int64_t id;
+    int saves;    /* saves packed */
+    bool collecting, recomputed;
+    int count, cap;         /* noted saves: count of cap */
+    wk_node **nodes;        /* while collecting: node and slot of each save */
+    int *slots;
+    wick_tensor **tensors;  /* after: the saved tensors, in order */
+    struct wk_frame *outer; /* the context below this one on the thread */
+} wk_frame;
+
+static _Thread_local wk_frame *frame_top;    /* the innermost packing or collecting frame */
+static _Thread_local wk_frame *frame_target; /* the frame the engine asked the host to recompute */
+
+static void frame_release(wk_frame *f) {
+    if (!f || __atomic_sub_fetch(&f->refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
+    for (int i = 0; i < f->count; i++) {
+        if (f->tensors) wick_tensor_release(f->tensors[i]);
+        if (f->nodes) wk_node_release(f->nodes[i]);
+    }
+    free(f->nodes);
+    free(f->slots);
+    free(f->tensors);
+    wk_id_queue_push(&hooks_released, f->id); /* the host forgets its function */
+    free(f);
+}
+
+wick_status wick_checkpoint_begin(int64_t *id) {
+    wk_frame *f = calloc(1, sizeof *f);
+    if (!f) return wick_fail(WICK_ERR_OOM, "checkpoint: out of memory");
+    f->refcount = 1;
+    f->id = *id = __atomic_add_fetch(&hook_ids, 1, __ATOMIC_RELAXED);
+    f->outer = frame_top;
+    frame_top = f;
+    return WICK_OK;
+}
+
+wick_status wick_checkpoint_end(int64_t id) {
+    wk_frame *f = frame_top;
+    if (!f || f->id != id || f->collecting) return wick_fail(WICK_ERR_ARGUMENT, "checkpoint: %" PRId64 " is not the innermost checkpoint", id);
+    frame_top = f->outer;
+    frame_release(f);
+    return WICK_OK;
+}
+
+wick_status wick_checkpoint_recompute_begin(int64_t id) {
+    wk_frame *f = frame_target;
+    if (!f || f->id != id || f->collecting || f->recomputed)
+        return wick_fail(WICK_ERR_ARGUMENT, "checkpoint: %" PRId64 " is not being recomputed", id);
+    f->collecting = true;
+    f->outer = frame_top;
+    frame_top = f;
+    return WICK_OK;
+}
+
+wick_status wick_checkpoint_recompute_end(int64_t id) {
+    wk_frame *f = frame_top;
+    if (!f || f->id != id || !f->collecting) return wick_fail(WICK_ERR_ARGUMENT, "checkpoint: %" PRId64 " is not being recomputed", id);
+    frame_top = f->outer;
+    f->collecting = false;
+    f->recomputed = true;
+    wick_status st = WICK_OK;
+    if (f->count != f->saves)
+        st = wick_fail(WICK_ERR_ARGUMENT,
+                       "checkpoint (use_reentrant = false): the function saved %d tensors for backward when run again, "
+                       "%d the first time; it must do the same work both times (the same branches, the same random draws)",
+                       f->count, f->saves);
+    if (!st && f->count && !(f->tensors = calloc((size_t)f->count, sizeof *f->tensors)))
+        st = wick_fail(WICK_ERR_OOM, "checkpoint: out of memory");
+    for (int i = 0; i < f->count; i++) { /* as the nodes hold them now */
+        if (!st) {
+            f->tensors[i] = f->nodes[i]->saved[f->slots[i]];
+            wick_tensor_retain(f->tensors[i]);
+        }
+        wk_node_release(f->nodes[i]);
+    }
+    free(f->nodes);
+    free(f->slots);
+    f->nodes = NULL, f->slots = NULL;
+    if (st) f->count = 0;
+    return st;
+}
+
+/* A save while a frame packs (true: nothing kept) or collects (noted). */
+static wick_status frame_save(wk_node *node, int slot, bool *packed) {
+    wk_frame *f = frame_top;
+    *packed = false;
+    if (!f) return WICK_OK;
+    if (!f->collecting) {
+        if (node->frame && node->frame != f) return WICK_OK; /* (a node of another checkpoint keeps its tensor) */
+        if (!node->frame) {
+            __atomic_add_fetch(&f->refcount, 1, __ATOMIC_RELAXED);
+            node->frame = f;
+        }
+        wick_tensor_release(node->saved[slot]);
+        node->saved[slot] = NULL;
+        node->frame_slot[slot] = ++f->saves;
+        *packed = true;
+        return WICK_OK;
+    }
+    if (f->count == f->cap) {
+        int cap = f->cap ? 2 * f->cap : 16;
+        wk_node **nodes = realloc(f->nodes, (size_t)cap * sizeof *nodes);
+        if (nodes) f->nodes = nodes;
+        int *slots = realloc(f->slots, (size_t)cap * sizeof *slots);
+        if (slots) f->slots = slots;
+        if (!nodes || !slots) return wick_fail(WICK_ERR_OOM, "checkpoint: out of memory");
+        f->cap = cap;
+    }
+    __atomic_add_fetch(&node->refcount, 1, __ATOMIC_RELAXED);
+    f->nodes[f->count] = node;
+    f->slots[f->count++] = slot;
+    return WICK_OK;
+}
+
+/* Before n's backward: its saved tensors from its checkpoint's recomputation
+ * (which the host runs the first time one of its nodes needs it). */
+static wick_status frame_unpack(const wick_backward_args *a, wk_node *n) {
+    wk_frame *f = n->frame;
+    if (!f->recomputed) {
+        if (!a->hook)
+            return wick_fail(WICK_ERR_ARGUMENT, "backward through a checkpoint (use_reentrant = false) needs the host "
+                                                "that made it to recompute it (wick_backward_ex with its hook)");
+        if (a->create_graph)
+            return wick_fail(WICK_ERR_ARGUMENT, "create_graph through a checkpoint with use_reentrant = false is not "
+                                                "supported: call the function without checkpointing");
+        wk_frame *prev = frame_target;
+        frame_target = f;
+        wick_status st;
+        st = a->hook(a->ud, WICK_HOOK_RECOMPUTE, NULL, f->id, NULL);
+        frame_target = prev;
+        if (st) return st;
+        if (!f->recomputed) return wick_fail(WICK_ERR_ARGUMENT, "checkpoint: the host did not recompute checkpoint %" PRId64, f->id);
+    }
+    for (int i = 0; i < WK_MAX_SAVED; i++) {
+        int k = n->frame_slot[i];
+        if (!k) continue;
+        if (k > f->count) return wick_fail(WICK_ERR_ARGUMENT, "checkpoint: its recomputation saved no tensor %d", k);
+        wick_tensor *s = f->tensors[k - 1];
+        wick_tensor_retain(s);
+        wick_tensor_release(n->saved[i]);
+        n->saved[i] = s;
+        n->saved_version[i] = wk_grad_version(s->storage);
+        n->frame_slot[i] = 0;
+    }
+    n->frame = NULL;
+    frame_release(f);
+    return WICK_OK;
+}
+
 wick_status wk_save(wk_node *node, int slot, const wick_tensor *t, const wick_tensor *out) {
     wick_tensor *s;
+    bool packed;
+    wick_status st = frame_save(node, slot, &packed);
+    if (st) return st;
+    if (packed) {
+        if (t == out) node->saved_output |= (unsigned char)(1u << slot);
+        else node->saved_output &= (unsigned char)~(1u << slot);
+        return WICK_OK;
+    }
     if (t == out) { /* an alias without grad_fn: no cycle through the node */
-        wick_status st = wk_tensor_view(&s, t, t->ndim, t->sizes, t->strides, t->offset);
+        st = wk_tensor_view(&s, t, t->ndim, t->sizes, t->strides, t->offset);
         if (st) return st;
         /* counted as a detached alias: an in-place op on the output is then
          * allowed, and a backward that would read the changed values raises
@@ -766,7 +940,6 @@ wick_status wick_graph_reaches_other_leaf(const wick_tensor *t, int n, const wic
  * hook may replace the sum, which is accumulated into .grad, and then the
  * post-accumulate-grad hook runs: each once per backward. */
 
-static int64_t hook_ids; /* the last id given (atomic) */
 
 int64_t wick_hook_id(wick_tensor *t, int create) {
     int64_t id = __atomic_load_n(&t->hook_id, __ATOMIC_ACQUIRE), none = 0;
@@ -1079,7 +1252,8 @@ static wick_status walk(backward_run *r, const node_list *order, const bool *nee
             wick_profiler_end(event);
             break;
         }
-        st = check_saved_versions(n);
+        if (n->frame) st = frame_unpack(r->a, n);
+        if (!st) st = check_saved_versions(n);
         bool done = !st && !r->a->create_graph && !r->capture && n->n_inputs == 1 && n->edges[0].node &&
                     wk_slice_backward_into(n, n->grad, n->edges[0].node->grad, &st);
         if (!st && !done) st = call_backward(r, n, gs);

@@ -45,6 +45,8 @@ struct wk_node {
     int64_t retain_id; /* the tensor whose current history this node is retains its grad
                           (wick_retain_grad_id): moved to the new node by an in-place op */
     uint64_t seq;    /* creation order: backward runs the latest first, as PyTorch's engine */
+    struct wk_frame *frame;          /* the checkpoint whose recomputation gives saved tensors (autograd.c) */
+    int frame_slot[WK_MAX_SAVED];    /* saved[i] is that recomputation's tensor frame_slot[i] (1-based; 0: none) */
     /* engine scratch */
     wick_tensor *grad;
     int pending;

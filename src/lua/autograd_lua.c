@@ -19,6 +19,7 @@ static const char grad_hooks_key = 0; /* registry: id -> array of grad hook hand
 static const char tensors_key = 0; /* registry: id -> the tensor userdata (weak values) */
 static const char queue_key = 0;   /* registry: the running backward's queued callbacks, or nil */
 static const char error_key = 0;   /* registry: the error a hook raised in the running backward */
+static const char checkpoints_key = 0; /* registry: checkpoint id -> its recompute function */
 
 static void push_registry_table(lua_State *L, const char *key, const char *mode) {
     lua_pushlightuserdata(L, (void *)key);
@@ -103,9 +104,9 @@ static void forget_released_hooks(lua_State *L) {
     int64_t ids[64];
     int n = wick_hooks_released(ids, 64);
     if (!n) return;
-    const char *keys[3] = {&hooks_key, &grad_hooks_key, &tensors_key};
+    const char *keys[4] = {&hooks_key, &grad_hooks_key, &tensors_key, &checkpoints_key};
     for (; n > 0; n = wick_hooks_released(ids, 64))
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 4; k++) {
             push_registry_table(L, keys[k], k == 2 ? "v" : NULL);
             for (int i = 0; i < n; i++) {
                 lua_pushnumber(L, (lua_Number)ids[i]);
@@ -382,6 +383,45 @@ WL_FUNCTION(function_hook) {
     return 0;
 }
 
+/* ---- checkpoints without reentry (wick.utils.checkpoint, use_reentrant = false) ---- */
+
+/* core.checkpoint_begin(recompute) -> id: ops recorded from now keep no saved tensors;
+ * recompute() runs the function again when a backward needs them */
+WL_FUNCTION(m_checkpoint_begin) {
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    forget_released_hooks(L);
+    int64_t id;
+    wl_check(L, wick_checkpoint_begin(&id));
+    push_registry_table(L, &checkpoints_key, NULL);
+    lua_pushnumber(L, (lua_Number)id);
+    lua_pushvalue(L, 1);
+    lua_rawset(L, -3);
+    lua_pushnumber(L, (lua_Number)id);
+    return 1;
+}
+
+/* core.checkpoint_end(id) */
+WL_FUNCTION(m_checkpoint_end) {
+    wl_check(L, wick_checkpoint_end((int64_t)luaL_checknumber(L, 1)));
+    return 0;
+}
+
+/* recompute_hook(nil, id): runs checkpoint id's function between the core's
+ * recompute_begin and _end (end also after an error, which is then raised) */
+WL_FUNCTION(recompute_hook) {
+    lua_Number id = lua_tonumber(L, 2);
+    push_registry_table(L, &checkpoints_key, NULL);
+    lua_pushnumber(L, id);
+    lua_rawget(L, -2);
+    if (!lua_isfunction(L, -1)) return luaL_error(L, "checkpoint: its function is gone (id %f)", id);
+    wl_check(L, wick_checkpoint_recompute_begin((int64_t)id));
+    int failed = lua_pcall(L, 0, 0, 0);
+    wick_status st = wick_checkpoint_recompute_end((int64_t)id);
+    if (failed) return lua_error(L);
+    wl_check(L, st);
+    return 0;
+}
+
 typedef struct {
     lua_State *L;
     int failed; /* a hook raised; its error is in the registry (error_key) */
@@ -392,10 +432,11 @@ static wick_status run_hooks(void *ud, wick_hook_kind kind, wick_tensor *leaf, i
     hook_ctx *ctx = ud;
     lua_State *L = ctx->L;
     int top = lua_gettop(L);
-    lua_pushcfunction(L, kind == WICK_HOOK_FUNCTION ? function_hook
-                         : kind == WICK_HOOK_GRAD   ? grad_hooks
-                         : kind == WICK_HOOK_RETAIN ? retain_hook
-                                                    : post_hooks);
+    lua_pushcfunction(L, kind == WICK_HOOK_FUNCTION    ? function_hook
+                         : kind == WICK_HOOK_GRAD      ? grad_hooks
+                         : kind == WICK_HOOK_RETAIN    ? retain_hook
+                         : kind == WICK_HOOK_RECOMPUTE ? recompute_hook
+                                                       : post_hooks);
     lua_pushlightuserdata(L, kind == WICK_HOOK_POST_ACCUMULATE ? (void *)leaf : (void *)grad);
     lua_pushnumber(L, (lua_Number)id);
     if (lua_pcall(L, 2, 0, 0) == 0) {
@@ -443,7 +484,9 @@ static void run_engine(lua_State *L, wick_backward_args *a) {
         lua_pushnil(L);
         set_registry(L, &error_key, -1);
         lua_pop(L, 1);
-        raise_hook_error(L, ctx.failed_kind == WICK_HOOK_FUNCTION ? "an autograd.Function's backward" : "a hook");
+        raise_hook_error(L, ctx.failed_kind == WICK_HOOK_FUNCTION    ? "an autograd.Function's backward"
+                            : ctx.failed_kind == WICK_HOOK_RECOMPUTE ? "a checkpointed function run again"
+                                                                     : "a hook");
     }
     if (st) set_registry(L, &queue_key, top + 1);
     wl_check(L, st);
@@ -620,6 +663,10 @@ void wl_open_autograd(lua_State *L) {
     lua_setfield(L, -2, "autograd_run");
     lua_pushcfunction(L, m_set_detect_anomaly);
     lua_setfield(L, -2, "set_detect_anomaly");
+    lua_pushcfunction(L, m_checkpoint_begin);
+    lua_setfield(L, -2, "checkpoint_begin");
+    lua_pushcfunction(L, m_checkpoint_end);
+    lua_setfield(L, -2, "checkpoint_end");
     lua_getfield(L, -1, "Tensor");
     luaL_register(L, NULL, method_fns);
     lua_pop(L, 1);

@@ -1,10 +1,13 @@
 -- wick.utils.checkpoint: PyTorch's torch.utils.checkpoint (activation
--- checkpointing). A checkpointed function keeps no activations for backward:
--- its forward runs without recording, and backward runs it again with
--- recording, from the same inputs and the same random state, then
--- backpropagates through that second run (PyTorch's reentrant variant).
+-- checkpointing). A checkpointed function keeps no activations for backward.
+-- The reentrant form (the default, as PyTorch's) runs it without recording,
+-- and backward runs it again with recording, from the same inputs and random
+-- state, then backpropagates through that second run; use_reentrant = false
+-- records it whole but keeps no saved tensors, which backward gets by running
+-- it again (non_reentrant below).
 local wick = require("wick")
 local check = require("wick.argcheck")
+local core = wick._core
 
 local M = {}
 local unpack = table.unpack or unpack -- luacheck: ignore (LuaJIT's global)
@@ -12,8 +15,7 @@ local function pack(...) return { n = select("#", ...), ... } end
 
 local Checkpoint = wick.autograd.Function:extend("Checkpoint")
 
--- (anchor: a leaf that requires grad, or false: see M.checkpoint)
-function Checkpoint.forward(ctx, fn, preserve, anchor, ...) -- luacheck: ignore anchor
+function Checkpoint.forward(ctx, fn, preserve, ...)
   ctx.fn, ctx.args = fn, pack(...)
   if preserve then ctx.rng = wick.get_rng_state() end
   return fn(...)
@@ -44,11 +46,37 @@ function Checkpoint.backward(ctx, ...)
     end
   end
   if #roots > 0 then wick.autograd.backward(roots, seeds) end
-  local result = { n = args.n + 3 }
+  local result = { n = args.n + 2 }
   for i = 1, args.n do
-    if wick.is_tensor(inputs[i]) then result[i + 3] = inputs[i].grad end
+    if wick.is_tensor(inputs[i]) then result[i + 2] = inputs[i].grad end
   end
   return unpack(result, 1, result.n)
+end
+
+-- PyTorch's non-reentrant form: fn runs with recording, so everything it makes has its history
+-- (the outputs, nested tables of them, and what it keeps elsewhere: GPT-OSS's router logits for
+-- the load-balancing loss), but its ops keep none of the tensors their backward reads; the first
+-- backward that reaches one runs fn again, from its inputs and random state, to get them
+-- (core.checkpoint_begin: the engine's part in src/core/autograd.c)
+local function non_reentrant(fn, preserve, args, n)
+  local rng = preserve and wick.get_rng_state() or nil
+  local function recompute()
+    local inputs = {}
+    for i = 1, n do -- the inputs again, detached: the recomputation's graph is thrown away
+      local a = args[i]
+      inputs[i] = wick.is_tensor(a) and a:detach():requires_grad_(a.requires_grad) or a
+    end
+    local now
+    if rng then now = wick.get_rng_state(); wick.set_rng_state(rng) end
+    local ok, err = pcall(wick.enable_grad, fn, unpack(inputs, 1, n))
+    if now then wick.set_rng_state(now) end
+    if not ok then error(err, 0) end
+  end
+  local id = core.checkpoint_begin(recompute)
+  local outs = pack(pcall(fn, unpack(args, 1, n)))
+  core.checkpoint_end(id)
+  if not outs[1] then error(outs[2], 0) end
+  return unpack(outs, 2, outs.n)
 end
 
 local OPTIONS = { use_reentrant = "boolean", preserve_rng_state = "boolean", determinism_check = "string",
@@ -74,59 +102,28 @@ function M.checkpoint(fn, ...)
   if opts and opts.context_fn then check.fail("checkpoint", "context_fn is not supported") end
   local args = pack(...)
   if not wick.is_grad_enabled() then return fn(unpack(args, 1, n)) end
-  -- the non-reentrant form differentiates through fn's parameters even when no
-  -- input requires grad (a frozen embedding under LoRA): a leaf that requires
-  -- grad makes the checkpoint record then
-  local anchor = false
-  if opts and opts.use_reentrant == false then
-    local any = false
-    for i = 1, n do any = any or (wick.is_tensor(args[i]) and args[i].requires_grad) end
-    if not any then anchor = wick.zeros({}, { requires_grad = true }) end
-  end
+  if opts and opts.use_reentrant == false then return non_reentrant(fn, preserve, args, n) end
   -- fn returning one plain table (HF layers return tuples, perhaps as table.pack's
   -- {n = 3, a, nil, c} for a None inside): its entries go through the checkpoint as
-  -- outputs, then back into a table of the same form; with use_reentrant = false the
-  -- tables inside it too (Switch's (hidden, ..., (router_logits, expert_index)): their
-  -- tensors get gradients, as PyTorch's non-reentrant form gives them)
-  local nested = opts and opts.use_reentrant == false
-  local spec -- the table's form: {count =, packed =, [i] = the form of entry i (a table's) or false}
-  local function form_of(t, depth)
-    if type(t) ~= "table" or getmetatable(t) ~= nil then return nil end
-    local count, packed = 0, false
-    for k, v in pairs(t) do
-      if k == "n" and type(v) == "number" and v >= 0 and v % 1 == 0 then packed, k = true, v
-      elseif type(k) ~= "number" or k < 1 or k % 1 ~= 0 then return nil end -- a table with names: as is
-      count = math.max(count, k)
-    end
-    local f = { count = count, packed = packed }
-    for i = 1, count do f[i] = nested and depth < 32 and form_of(t[i], depth + 1) or false end
-    return f
-  end
-  local function leaves(t, f, out)
-    for i = 1, f.count do
-      if f[i] then leaves(t[i], f[i], out) else out.n = out.n + 1; out[out.n] = t[i] end
-    end
-    return out
-  end
-  local function rebuild(f, values, at)
-    local t = {}
-    for i = 1, f.count do
-      if f[i] then t[i], at = rebuild(f[i], values, at) else at = at + 1; t[i] = values[at] end
-    end
-    if f.packed then t.n = f.count end
-    return t, at
-  end
+  -- outputs, then back into a table of the same form
+  local spec -- the table's form: {count =, packed =}
   local function flat(...)
     local r = pack(fn(...))
-    if r.n ~= 1 then return unpack(r, 1, r.n) end
-    spec = form_of(r[1], 0)
-    if not spec then return r[1] end
-    local out = leaves(r[1], spec, { n = 0 })
-    return unpack(out, 1, out.n)
+    if r.n ~= 1 or type(r[1]) ~= "table" or getmetatable(r[1]) ~= nil then return unpack(r, 1, r.n) end
+    local count, packed = 0, false
+    for k, v in pairs(r[1]) do
+      if k == "n" and type(v) == "number" and v >= 0 and v % 1 == 0 then packed, k = true, v
+      elseif type(k) ~= "number" or k < 1 or k % 1 ~= 0 then return r[1] end -- a table with names: as is
+      count = math.max(count, k)
+    end
+    spec = { count = count, packed = packed }
+    return unpack(r[1], 1, count)
   end
-  local outs = pack(Checkpoint.apply(flat, preserve, anchor, unpack(args, 1, n)))
-  if spec then return (rebuild(spec, outs, 0)) end
-  return unpack(outs, 1, outs.n)
+  local outs = pack(Checkpoint.apply(flat, preserve, unpack(args, 1, n)))
+  if not spec then return unpack(outs, 1, outs.n) end
+  local t = { unpack(outs, 1, spec.count) }
+  if spec.packed then t.n = spec.count end
+  return t
 end
 
 --- checkpoint_sequential(functions, segments, input[, opts]): a Sequential (or a
