@@ -5758,3 +5758,16 @@ describe("the forty-seventh round's lines, part 8 (GPT-OSS under gradient checkp
       "create_graph through a checkpoint with use_reentrant = false")
   end)
 end)
+
+describe("the forty-seventh round's lines, part 9 (Florence-2)", function()
+  it("a static function takes every argument by name, the first's too", function()
+    local P = nn.Module:extend("P")
+    function P.get_sinusoid_embeddings(max_positions, embed_dim) return max_positions, embed_dim end
+    function P:init() end
+    local p = P()
+    assert.are.same({ 3, 4 }, { p.get_sinusoid_embeddings({ max_positions = 3, embed_dim = 4 }) })
+    assert.are.same({ 3, 4 }, { p.get_sinusoid_embeddings(3, { embed_dim = 4 }) })
+    local t = { max_positions = 3, other = 4 }
+    assert.are.equal(t, (p.get_sinusoid_embeddings(t))) -- (a table with another name is a value)
+  end)
+end)

@@ -298,8 +298,27 @@ end
 local function static_method(f)
   local names = positions_of(f) -- (the parameters after the first, at their places after it)
   if not names then return f end
+  local first_name = debug.getlocal(f, 1)
+  -- every argument by name, the first's too (Florence-2's self.get_sinusoid_embeddings(max_positions=n,
+  -- embed_dim=d)): a lone table naming the first parameter and only parameters
+  local function all_by_name(t)
+    if type(t) ~= "table" or getmetatable(t) ~= nil or #t > 0 or t[first_name] == nil then return nil end
+    local args, top = {}, 0
+    for k, v in pairs(t) do
+      if k ~= first_name then
+        local at = type(k) == "string" and names[k]
+        if not at then return nil end
+        args[at], top = v, math.max(top, at)
+      end
+    end
+    return t[first_name], args, top
+  end
   local function static(first, ...) -- (not named self: Module:apply calls it as a function)
     local n = select("#", ...)
+    if n == 0 then
+      local a, args, top = all_by_name(first)
+      if args then return f(a, unpack(args, 1, top)) end
+    end
     while n > 1 and select(n, ...) == nil do n = n - 1 end
     local t = n > 0 and select(n, ...)
     if type(t) ~= "table" or getmetatable(t) ~= nil or #t > 0 or next(t) == nil then return f(first, ...) end
