@@ -2617,7 +2617,7 @@ describe("the twenty-third round's lines (HF's **kwargs)", function()
     local B = nn.Module:extend("B")
     function B:forward(x, mask, queries) return mask, queries end -- luacheck: ignore x
     support.assert_error_has(function() return B()(h, { mask = 1, quries = 2 }) end,
-      "B.forward: got an unexpected keyword argument 'quries' (its parameters: x, mask, queries)")
+      "B.forward: got an unexpected keyword argument 'quries' (did you mean 'queries'? its parameters: x, mask, queries)")
     assert.are.same({ 1, 2 }, { B()(h, { mask = 1, queries = 2 }) })
     assert.are.same({ other = 2 }, B()(h, { other = 2 })) -- (no name it has: a positional table)
     -- and init's: a class with its names declared, or without
@@ -5769,5 +5769,32 @@ describe("the forty-seventh round's lines, part 9 (Florence-2)", function()
     assert.are.same({ 3, 4 }, { p.get_sinusoid_embeddings(3, { embed_dim = 4 }) })
     local t = { max_positions = 3, other = 4 }
     assert.are.equal(t, (p.get_sinusoid_embeddings(t))) -- (a table with another name is a value)
+  end)
+end)
+
+describe("the forty-seventh round's lines, part 10 (GRU4Rec, F5-TTS)", function()
+  it("set_ keeps the dtype (t.data = src takes it); share_memory_ is t", function()
+    local lin = nn.Linear(3, 2, { dtype = "float64" })
+    support.assert_error_has(function()
+      wick.no_grad(function() lin.weight:set_(wick.ones(2, 3, { dtype = "float32" })) end)
+    end, "Could not set tensor of type float32 to a tensor of type float64")
+    lin.weight.data = wick.ones(2, 3, { dtype = "float32" })
+    assert.are.equal("float32", lin.weight.dtype)
+    local m = nn.Linear(2, 2)
+    m:load_state_dict({ weight = wick.ones(2, 2, { dtype = "float64" }), bias = wick.zeros(2, { dtype = "float64" }) },
+      { assign = true })
+    assert.are.equal("float64", m.weight.dtype)
+    local t = wick.zeros(3)
+    assert.is_false(t:is_shared())
+    assert.are.equal(t, t:share_memory_())
+    assert.is_true(t:is_shared())
+  end)
+  it("a misspelt keyword beside good ones gets the near name too", function()
+    local Net = nn.Module:extend("Net")
+    function Net:init() end
+    function Net:forward(x, mask, drop_text) return x end
+    local net = Net()
+    support.assert_error_has(function() return net(wick.zeros(1), { mask = wick.ones(1), drop_txt = true }) end,
+      "unexpected keyword argument 'drop_txt' (did you mean 'drop_text'? its parameters: x, mask, drop_text)")
   end)
 end)

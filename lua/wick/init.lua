@@ -449,14 +449,26 @@ for alias, dtype in pairs(core.dtype_aliases) do conversions[alias] = dtype end
 local check_tensor = check.tensor
 
 --- t:set_(source): t takes source's data (its storage, shared from now on,
---- dtype, shape and device) and keeps its identity, requires_grad and grad
---- (PyTorch's and Torch7's set_); t.data = source is the same (PyTorch's
---- `param.data = source`). t:set_() empties t.
+--- shape and device) and keeps its identity, requires_grad and grad
+--- (PyTorch's and Torch7's set_); source of another dtype is PyTorch's error (GRU4Rec's
+--- weight.set_(float32 values) of a float64 model), where t.data = source takes its dtype
+--- too (PyTorch's `param.data = source`). t:set_() empties t.
 function Tensor.set_(t, source)
   check_tensor(t, "set_", "self")
   if source == nil then source = t:new_empty(0) end
-  return t:_replace(check_tensor(source, "set_", "source"))
+  check_tensor(source, "set_", "source")
+  if source.dtype ~= t.dtype then
+    check.fail("set_", "Could not set tensor of type %s to a tensor of type %s", source.dtype, t.dtype)
+  end
+  return t:_replace(source)
 end
+--- t:share_memory_(): PyTorch's, for sharing with other processes; wick's tensors live in one
+--- process, so t itself (GRU4Rec's optimizer state); t:is_shared() is then true, as PyTorch's
+function Tensor.share_memory_(t)
+  check_tensor(t, "share_memory_", "self")._shared = true
+  return t
+end
+function Tensor.is_shared(t) return check_tensor(t, "is_shared", "self")._shared == true end
 
 for name, dtype in pairs(conversions) do
   Tensor[name] = check.no_more(function(t) return check_tensor(t, name, "self"):to(dtype) end, name, 1)

@@ -1898,7 +1898,7 @@ local function lazy_class(name, base, spatial, size_of)
         local v = rawget(self, k)
         if wick.is_tensor(v) then
           if uninitialized[ph] then
-            ph:set_(v)
+            ph:_replace(v)
           elseif not wick.equal(wick.tensor(ph.shape), wick.tensor(v.shape)) then -- loaded: the checkpoint's values stay
             check.fail(name, "the loaded '%s' of shape %s does not fit an input of size %d (the layer wants %s)", k,
               tostring(ph.shape), n, tostring(v.shape))

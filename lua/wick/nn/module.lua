@@ -141,6 +141,16 @@ local function names_in_order(names)
   for name, at in pairs(names) do list[at] = name end
   return list
 end
+-- PyTorch's TypeError for a keyword that names no parameter, with the parameters, and the near
+-- one when there is one (F5-TTS's transformer(x = x, ..., drop_txt = d))
+local function unexpected_keyword(fn, key, names, hint)
+  local near
+  if type(key) == "string" and #key >= 4 then
+    for nm in pairs(names) do if distance(key, nm) <= 2 then near = nm end end
+  end
+  check.fail(fn, "got an unexpected keyword argument '%s' (%sits parameters: %s)%s", key,
+    near and ("did you mean '" .. near .. "'? ") or "", table.concat(names_in_order(names), ", "), hint or "")
+end
 -- where a vararg method's `...` starts among its arguments (Python's **kwargs), or false
 local kwargs_at = setmetatable({}, { __mode = "k" })
 -- an init's options parameter (a class of one's own declaring its names: the one after them)
@@ -222,8 +232,7 @@ local function bind_keywords(owner, method, f, n, ...)
       -- speechbrain's try: layer(x, lengths=lengths) except TypeError: layer(x) relies on
       if others and n > last then
         local class = rawget(owner, "__name") and owner or getmetatable(owner)
-        check.fail(((type(class) == "table" and rawget(class, "__name")) or "Module") .. "." .. method,
-          "got an unexpected keyword argument '%s' (its parameters: %s)", others, table.concat(names_in_order(names), ", "))
+        unexpected_keyword(((type(class) == "table" and rawget(class, "__name")) or "Module") .. "." .. method, others, names)
       end
       -- `{}` before the last parameter: HF's keywords that were all None (encoder_layer(h, None,
       -- layer_head_mask=None, output_attentions=None)), dropped; on the last one it stays a value
@@ -253,8 +262,7 @@ local function bind_keywords(owner, method, f, n, ...)
     -- (a first argument: maybe a dict meant as one value, EfficientDet's Compose(...)({img = ..., annot = ...}))
     local hint = n == 1 and "; a table as the first argument whose keys name a parameter is a keyword call: a "
       .. "dict meant as one value goes as wick.OrderedDict(t), or any table with a metatable" or ""
-    check.fail(((type(class) == "table" and rawget(class, "__name")) or "Module") .. "." .. method,
-      "got an unexpected keyword argument '%s' (its parameters: %s)%s", others, table.concat(names_in_order(names), ", "),
+    unexpected_keyword(((type(class) == "table" and rawget(class, "__name")) or "Module") .. "." .. method, others, names,
       hint)
   end
   local args, kwargs = { ... }, nil
@@ -1765,7 +1773,7 @@ function Module:load_state_dict(sd, ...)
       -- dtype and device) and keeps its identity and requires_grad, as
       -- PyTorch's assign = True keeps the Parameter's requires_grad
       if v ~= nil then
-        if assign then own[name]:set_(v)
+        if assign then own[name]:_replace(v) -- (v's dtype too, as t.data = v)
         elseif reshaped[name] then own[name]:set_(v:to({ dtype = own[name].dtype, device = own[name].device }):clone())
         else own[name]:copy_(v) end
       end
