@@ -5798,3 +5798,15 @@ describe("the forty-seventh round's lines, part 10 (GRU4Rec, F5-TTS)", function(
       "unexpected keyword argument 'drop_txt' (did you mean 'drop_text'? its parameters: x, mask, drop_text)")
   end)
 end)
+
+describe("the forty-seventh round's lines, part 11 (Gemma3's GradientCheckpointingLayer)", function()
+  it("a class's own __call__ calling its base's with keywords runs once", function()
+    local entered = 0
+    local Base = nn.Module:extend("Base")
+    function Base:__call__(...) entered = entered + 1; return Base.super.__call__(self, ...) end
+    local L = Base:extend("L")
+    function L:forward(x, scale) return x * scale end
+    assert.are.same({ 3, 3 }, L()(wick.ones(2), { scale = 3 }):totable())
+    assert.are.equal(1, entered)
+  end)
+end)

@@ -668,7 +668,7 @@ if core.profiler_hooked then
       return hooked_call(self, pre, post, ...)
     end
     local args, k = call_args(self, select("#", ...), ...)
-    if args then return self(unpack(args, 1, k)) end
+    if args then return Module.__call(self, unpack(args, 1, k)) end -- (not self(...): a class's own __call__)
     if profiling.on then return profiling.call(self, ...) end
     return self:forward(...)
   end
@@ -679,7 +679,7 @@ else
       return hooked_call(self, pre, post, ...)
     end
     local args, k = call_args(self, select("#", ...), ...)
-    if args then return self(unpack(args, 1, k)) end
+    if args then return Module.__call(self, unpack(args, 1, k)) end -- (not self(...): a class's own __call__)
     return self:forward(...)
   end
 end
