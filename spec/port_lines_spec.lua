@@ -5810,3 +5810,21 @@ describe("the forty-seventh round's lines, part 11 (Gemma3's GradientCheckpointi
     assert.are.equal(1, entered)
   end)
 end)
+
+describe("the forty-seventh round's lines, part 12 (SoundStream's complex STFT discriminator)", function()
+  it("F.conv2d and F.conv1d of complex tensors: (a + bi)(c + di) as four real convolutions", function()
+    local x = wick.randn(2, 3, 5, 6, { dtype = "complex128" })
+    local w = wick.randn(4, 3, 3, 3, { dtype = "complex128" })
+    local b = wick.randn(4, { dtype = "complex128" })
+    local y = F.conv2d(x, w, b, { padding = 1 })
+    assert.are.same({ 2, 4, 5, 6 }, { unpack(y.shape) })
+    -- one output by hand: the sum over channels and the 3x3 window at the centre
+    local acc = b[2]
+    for c = 1, 3 do for i = 1, 3 do for j = 1, 3 do acc = acc + x[1][c][1 + i][2 + j] * w[2][c][i][j] end end end
+    local got = y[1][2][3][4]
+    assert.is_true((got - acc):abs():item() < 1e-12)
+    local xr = wick.randn(1, 1, 4, 4, { dtype = "float64" })
+    assert.are.equal(0, (F.conv2d(xr, w[{ { 1, 1 }, { 1, 1 } }]).real - F.conv2d(xr, w[{ { 1, 1 }, { 1, 1 } }].real)):abs():max():item())
+    assert.are.same({ 2, 4, 8 }, { unpack(F.conv1d(wick.randn(2, 3, 10, { dtype = "complex128" }), w[{ {}, {}, 1 }]).shape) })
+  end)
+end)

@@ -505,7 +505,26 @@ local function single_pairs(o, names)
   return out
 end
 local CONV_PAIRS = { "stride", "padding", "dilation" }
+-- complex input or weight (SoundStream's ComplexConv2d): four real convolutions, (a + bi)(c + di)
+local function complex_conv2d(x, weight, bias, ...)
+  local function parts(t) if t:is_complex() then return t.real, t.imag end return t, nil end
+  local xr, xi = parts(x)
+  local wr, wi = parts(weight)
+  local re, im = F.conv2d(xr, wr, nil, ...), nil
+  if xi and wi then re = re - F.conv2d(xi, wi, nil, ...) end
+  if wi then im = F.conv2d(xr, wi, nil, ...) end
+  if xi then
+    local t = F.conv2d(xi, wr, nil, ...)
+    im = im and im + t or t
+  end
+  local y = wick.complex(re, im)
+  if bias ~= nil then y = y + bias:view(-1, 1, 1) end
+  return y
+end
 function F.conv2d(x, weight, bias, ...)
+  if (wick.is_tensor(x) and x:is_complex()) or (wick.is_tensor(weight) and weight:is_complex()) then
+    return complex_conv2d(x, weight, bias, ...)
+  end
   local n = select("#", ...)
   local o
   local last = select(n > 0 and n or 1, ...)
