@@ -5828,3 +5828,33 @@ describe("the forty-seventh round's lines, part 12 (SoundStream's complex STFT d
     assert.are.same({ 2, 4, 8 }, { unpack(F.conv1d(wick.randn(2, 3, 10, { dtype = "complex128" }), w[{ {}, {}, 1 }]).shape) })
   end)
 end)
+
+describe("the forty-seventh round's lines, part 13 (TGN)", function()
+  it("a 0-dim bool mask that other entries follow is a new dim of size 1 or 0", function()
+    local m = wick.tensor({ { true, true, true } })
+    local invalid = m:all({ dim = 2, keepdim = true })
+    m[{ invalid:squeeze(), 1 }] = false
+    assert.are.same({ { false, false, false } }, m:totable())
+    local x = wick.ones(2, 3)
+    assert.are.same({ 1, 3 }, { unpack(x[{ wick.tensor(true), 1 }].shape) })
+    assert.are.same({ 0, 3 }, { unpack(x[{ wick.tensor(false), 1 }].shape) })
+    assert.are.same({ 1, 2 }, { unpack(x[{ wick.tensor(true), {}, 2 }].shape) })
+    x[{ wick.tensor(true), 2 }] = 5
+    assert.are.same({ { 1, 1, 1 }, { 5, 5, 5 } }, x:totable())
+  end)
+  it("BCELoss refuses inputs outside [0, 1]; MultiheadAttention returns its dropped weights", function()
+    support.assert_error_has(function() return nn.BCELoss()(wick.tensor({ 1.5, 0.3 }), wick.tensor({ 1.0, 0.0 })) end,
+      "all elements of input should be between 0 and 1")
+    support.assert_error_has(function() return F.binary_cross_entropy(wick.tensor({ 0 / 0 }), wick.tensor({ 1.0 })) end,
+      "between 0 and 1")
+    wick.manual_seed(0)
+    local mha = nn.MultiheadAttention(4, 2, { dropout = 0.5 })
+    mha:train()
+    local x = wick.randn(5, 3, 4)
+    local _, w = mha(x, x, x)
+    assert.is_true((w:sum(-1) - 1):abs():max():item() > 1e-3) -- (rows of dropped weights: no longer sums of 1)
+    mha:eval()
+    _, w = mha(x, x, x)
+    assert.is_true((w:sum(-1) - 1):abs():max():item() < 1e-6)
+  end)
+end)

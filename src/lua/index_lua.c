@@ -195,15 +195,27 @@ static int is_newaxis(lua_State *L, int idx) {
     return lua_type(L, idx) == LUA_TLIGHTUSERDATA && lua_touserdata(L, idx) == &newaxis_tag;
 }
 
+/* A 0-dim bool mask at idx that other entries follow (TGN's mask[invalid.squeeze(), 0] of one
+ * node): PyTorch's new dim, of size 1 where it holds true, 0 where false; -1: not one */
+static int scalar_mask(lua_State *L, int idx, int i, int n) {
+    wick_tensor *k = i < n ? wl_totensor(L, idx) : NULL;
+    if (!k || wick_tensor_ndim(k) != 0 || (wick_tensor_dtype(k) != WICK_BOOL && wick_tensor_dtype(k) != WICK_UINT8))
+        return -1;
+    double v = 0;
+    wl_check(L, wick_item_double(k, &v));
+    return v != 0;
+}
+
 /* A key with newaxis entries at kidx: *t becomes a view of it with a size-1 dim
  * where each stands (the dims the entries before it cover counted, "..." as
  * the dims the other entries leave), and the key at kidx a copy with {} (that
- * whole new dim) in their place. The views stay on the stack. */
+ * whole new dim) in their place; a 0-dim mask that other entries follow is
+ * one too, with {1, 0} (none of it) where it is false. The views stay on the stack. */
 static void expand_newaxis(lua_State *L, int kidx, wick_tensor **t) {
     int n = (int)lua_objlen(L, kidx), count = 0, real = 0, ellipsis = 0;
     for (int i = 1; i <= n; i++) {
         lua_rawgeti(L, kidx, i);
-        if (is_newaxis(L, -1)) count++;
+        if (is_newaxis(L, -1) || scalar_mask(L, lua_gettop(L), i, n) >= 0) count++;
         else if (lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "...") == 0) ellipsis = 1;
         else real++;
         lua_pop(L, 1);
@@ -214,9 +226,16 @@ static void expand_newaxis(lua_State *L, int kidx, wick_tensor **t) {
     int key = lua_gettop(L);
     for (int i = 1; i <= n; i++) {
         lua_rawgeti(L, kidx, i);
-        if (is_newaxis(L, -1)) {
+        int mask = scalar_mask(L, lua_gettop(L), i, n);
+        if (is_newaxis(L, -1) || mask >= 0) {
             lua_pop(L, 1);
             lua_newtable(L);
+            if (mask == 0) { /* {1, 0}: none of the new dim */
+                lua_pushinteger(L, 1);
+                lua_rawseti(L, -2, 1);
+                lua_pushinteger(L, 0);
+                lua_rawseti(L, -2, 2);
+            }
             wick_tensor **slot = wl_new_slot(L);
             wl_check(L, wick_unsqueeze(slot, *t, d++));
             *t = *slot;

@@ -225,8 +225,8 @@ local function attend(self, fn, q, k, v, kpm, need_weights, attn_mask, average, 
     local w = q3:bmm(kp:reshape({ bsz * H, S, hd }):transpose(2, 3))
     if attn_mask ~= nil then w = w + attn_mask end
     w = w:softmax(-1)
-    local wd = p > 0 and F.dropout(w, p) or w
-    local out = wd:bmm(vp:reshape({ bsz * H, S, hd })):view({ bsz, H, L, hd }):permute(3, 1, 2, 4)
+    if p > 0 then w = F.dropout(w, p) end -- (the weights returned are the dropped ones too, as PyTorch's)
+    local out = w:bmm(vp:reshape({ bsz * H, S, hd })):view({ bsz, H, L, hd }):permute(3, 1, 2, 4)
     -- (the output projection's own width: CLIP's AttentionPool2d projects E to output_dim)
     out = F.linear(out:reshape({ L * bsz, E }), self.out_proj.weight, self.out_proj.bias):view({ L, bsz, -1 })
     w = w:view({ bsz, H, L, S })

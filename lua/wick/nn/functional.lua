@@ -1994,6 +1994,10 @@ function F.binary_cross_entropy(p, target, ...)
   check_device("binary_cross_entropy", "target", target, p, "input")
   same_size("binary_cross_entropy", p, target,
     "Using a target size (%s) that is different to the input size (%s) is deprecated. Please ensure they have the same size.")
+  -- (PyTorch's check: logits passed for probabilities, a NaN; TGN's BCELoss after a sigmoid)
+  if p.device.type ~= "meta" and wick.no_grad(function() return p:ge(0):logical_and(p:le(1)):all() end) == false then
+    check.fail("binary_cross_entropy", "all elements of input should be between 0 and 1")
+  end
   local loss = BCEFn.apply(p, target)
   if opts.weight then loss = loss * opts.weight end
   return reduce(loss, opts.reduction)
