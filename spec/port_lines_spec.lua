@@ -5858,3 +5858,13 @@ describe("the forty-seventh round's lines, part 13 (TGN)", function()
     assert.is_true((w:sum(-1) - 1):abs():max():item() < 1e-6)
   end)
 end)
+
+describe("the forty-seventh round's lines, part 14 (checkpoint's inputs changed afterwards)", function()
+  it("an argument written in place after a non-reentrant checkpoint ran is an error at backward", function()
+    local x = wick.randn(3, { requires_grad = true })
+    local h = x * 1
+    local o = wick.utils.checkpoint.checkpoint(function(a) return a:exp() end, h, { use_reentrant = false })
+    h:add_(1)
+    support.assert_error_has(function() o:sum():backward() end, "argument 1 of the checkpointed function was modified in place")
+  end)
+end)

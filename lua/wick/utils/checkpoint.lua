@@ -60,10 +60,16 @@ end
 -- (core.checkpoint_begin: the engine's part in src/core/autograd.c)
 local function non_reentrant(fn, preserve, args, n)
   local rng = preserve and wick.get_rng_state() or nil
+  local versions = {}
+  for i = 1, n do if wick.is_tensor(args[i]) then versions[i] = args[i]._version end end
   local function recompute()
     local inputs = {}
     for i = 1, n do -- the inputs again, detached: the recomputation's graph is thrown away
       local a = args[i]
+      if versions[i] and a._version ~= versions[i] then -- (recomputed from other values: wrong gradients)
+        check.fail("checkpoint", "argument %d of the checkpointed function was modified in place after it ran "
+          .. "(version %d, expected %d): clone it before changing it", i, a._version, versions[i])
+      end
       inputs[i] = wick.is_tensor(a) and a:detach():requires_grad_(a.requires_grad) or a
     end
     local now
