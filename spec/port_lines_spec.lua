@@ -5868,3 +5868,16 @@ describe("the forty-seventh round's lines, part 14 (checkpoint's inputs changed 
     support.assert_error_has(function() o:sum():backward() end, "argument 1 of the checkpointed function was modified in place")
   end)
 end)
+
+describe("the forty-seventh round's lines, part 15 (a checkpoint's second backward)", function()
+  it("create_graph through a non-reentrant checkpoint is an error also after a first backward recomputed it", function()
+    local x = wick.randn(3, { requires_grad = true, dtype = "float64" })
+    local o = wick.utils.checkpoint.checkpoint(function(a) return a:exp() end, x, { use_reentrant = false })
+    o:sum():backward({ retain_graph = true })
+    support.assert_error_has(function() return wick.autograd.grad(o:sum(), x, { create_graph = true }) end,
+      "create_graph through a checkpoint")
+    x.grad = nil
+    o:sum():backward()
+    assert.is_true((x.grad - x:detach():exp()):abs():max():item() < 1e-15)
+  end)
+end)

@@ -2612,7 +2612,7 @@ function wick.getattr(obj, name, ...)
   if obj ~= nil then ok, v = pcall(function() return obj[name] end) end
   if ok and v ~= nil then return v end
   if select("#", ...) > 0 then return (...) end
-  if not ok then core.error(tostring(v):gsub("^[^:]*:%d+: ", "")) end
+  if not ok then core.error((tostring(v):gsub("^[^:]*:%d+: ", ""))) end
   check.fail("getattr", "%s has no attribute '%s'", check.describe(obj), tostring(name))
 end
 function wick.setattr(obj, name, value)

@@ -360,14 +360,15 @@ static wick_status frame_save(wk_node *node, int slot, bool *packed) {
 /* Before n's backward: its saved tensors from its checkpoint's recomputation
  * (which the host runs the first time one of its nodes needs it). */
 static wick_status frame_unpack(const wick_backward_args *a, wk_node *n) {
+    if (a->create_graph) /* (the recomputed tensors have no history to differentiate again) */
+        return wick_fail(WICK_ERR_ARGUMENT, "create_graph through a checkpoint with use_reentrant = false is not "
+                                            "supported: call the function without checkpointing");
     wk_frame *f = n->frame;
+    if (!f) return WICK_OK; /* unpacked by an earlier backward */
     if (!f->recomputed) {
         if (!a->hook)
             return wick_fail(WICK_ERR_ARGUMENT, "backward through a checkpoint (use_reentrant = false) needs the host "
                                                 "that made it to recompute it (wick_backward_ex with its hook)");
-        if (a->create_graph)
-            return wick_fail(WICK_ERR_ARGUMENT, "create_graph through a checkpoint with use_reentrant = false is not "
-                                                "supported: call the function without checkpointing");
         wk_frame *prev = frame_target;
         frame_target = f;
         wick_status st;
@@ -388,6 +389,7 @@ static wick_status frame_unpack(const wick_backward_args *a, wk_node *n) {
         n->frame_slot[i] = 0;
     }
     n->frame = NULL;
+    n->recomputed = true;
     frame_release(f);
     return WICK_OK;
 }
@@ -1252,7 +1254,7 @@ static wick_status walk(backward_run *r, const node_list *order, const bool *nee
             wick_profiler_end(event);
             break;
         }
-        if (n->frame) st = frame_unpack(r->a, n);
+        if (n->frame || n->recomputed) st = frame_unpack(r->a, n);
         if (!st) st = check_saved_versions(n);
         bool done = !st && !r->a->create_graph && !r->capture && n->n_inputs == 1 && n->edges[0].node &&
                     wk_slice_backward_into(n, n->grad, n->edges[0].node->grad, &st);

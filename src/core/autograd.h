@@ -47,6 +47,7 @@ struct wk_node {
     uint64_t seq;    /* creation order: backward runs the latest first, as PyTorch's engine */
     struct wk_frame *frame;          /* the checkpoint whose recomputation gives saved tensors (autograd.c) */
     int frame_slot[WK_MAX_SAVED];    /* saved[i] is that recomputation's tensor frame_slot[i] (1-based; 0: none) */
+    bool recomputed;                 /* its saved tensors came from a checkpoint's recomputation (no history) */
     /* engine scratch */
     wick_tensor *grad;
     int pending;
