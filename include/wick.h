@@ -803,8 +803,8 @@ typedef wick_status (*wick_autograd_hook)(void *ud, wick_hook_kind kind, wick_te
  * wick_checkpoint_end keep none of the tensors their backward needs (their
  * graph is whole otherwise: every tensor made there has its history). When a
  * backward first reaches one of them, the engine calls the host's hook with
- * WICK_HOOK_RECOMPUTE and the checkpoint's id: the host runs the same function
- * again, from the same inputs and random state, between
+ * WICK_HOOK_RECOMPUTE and the checkpoint's id (grad mode on): the host runs the
+ * same function again, from the same inputs and random state, between
  * wick_checkpoint_recompute_begin and _end (an error if it saved a different
  * number of tensors), and the nodes read what it saved. The id (> 0) is
  * released through wick_hooks_released when its last node goes. Checkpoints

@@ -272,6 +272,51 @@ static void test_custom_function(void) {
     wick_tensor_release(x);
 }
 
+/* A C host's checkpoint without reentry: the exp between begin and end keeps no
+ * saved tensor; the backward asks the hook to run it again (which it does from
+ * the same input), and without a hook it is refused. The id is released with
+ * the graph. */
+static int64_t checkpoint_id;
+static wick_tensor *checkpoint_input;
+static int recomputes;
+static wick_status recompute_hook(void *ud, wick_hook_kind kind, wick_tensor *leaf, int64_t id, wick_tensor **grad) {
+    (void)ud, (void)leaf, (void)grad;
+    if (kind != WICK_HOOK_RECOMPUTE || id != checkpoint_id) return wick_fail(WICK_ERR_ARGUMENT, "unexpected hook");
+    recomputes++;
+    wick_tensor *y = NULL;
+    wick_status st = wick_checkpoint_recompute_begin(id);
+    if (!st) {
+        st = wick_unary(&y, WICK_EXP, checkpoint_input);
+        wick_status end = wick_checkpoint_recompute_end(id);
+        if (!st) st = end;
+    }
+    wick_tensor_release(y);
+    return st;
+}
+
+static void test_checkpoint(void) {
+    int64_t s[1] = {3};
+    wick_tensor *x = NULL, *y = NULL, *loss = NULL;
+    CHECK(wick_full(&x, 1, s, 0.5, opts(WICK_FLOAT64, "cpu")) == WICK_OK && wick_set_requires_grad(x, 1) == WICK_OK);
+    checkpoint_input = x;
+    CHECK(wick_checkpoint_begin(&checkpoint_id) == WICK_OK && checkpoint_id > 0);
+    CHECK(wick_unary(&y, WICK_EXP, x) == WICK_OK);
+    CHECK(wick_checkpoint_end(checkpoint_id + 1) == WICK_ERR_ARGUMENT); /* not the innermost one */
+    CHECK(wick_checkpoint_end(checkpoint_id) == WICK_OK);
+    CHECK(wick_reduce(&loss, NULL, WICK_SUM, y, -1, 0, 0) == WICK_OK);
+    CHECK(wick_backward(loss, NULL, 1) == WICK_ERR_ARGUMENT && strstr(wick_last_error(), "checkpoint"));
+    CHECK(recomputes == 0);
+    CHECK(wick_backward_ex(loss, NULL, 0, recompute_hook, NULL) == WICK_OK && recomputes == 1);
+    CHECK(wick_grad(x) && fabs(wick_get_double(wick_grad(x), 0) - exp(0.5)) < 1e-15);
+    wick_tensor_release(loss);
+    wick_tensor_release(y);
+    int64_t ids[8];
+    int n = wick_hooks_released(ids, 8), seen = 0;
+    for (int i = 0; i < n; i++) seen |= ids[i] == checkpoint_id;
+    CHECK(seen);
+    wick_tensor_release(x);
+}
+
 int main(void) {
     test_devices();
     test_add_broadcast();
@@ -284,6 +329,7 @@ int main(void) {
     test_set_and_move();
     test_autocast();
     test_custom_function();
+    test_checkpoint();
     printf("%d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }

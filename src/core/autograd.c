@@ -370,9 +370,11 @@ static wick_status frame_unpack(const wick_backward_args *a, wk_node *n) {
             return wick_fail(WICK_ERR_ARGUMENT, "backward through a checkpoint (use_reentrant = false) needs the host "
                                                 "that made it to recompute it (wick_backward_ex with its hook)");
         wk_frame *prev = frame_target;
+        int mode = wk_grad_mode;
         frame_target = f;
-        wick_status st;
-        st = a->hook(a->ud, WICK_HOOK_RECOMPUTE, NULL, f->id, NULL);
+        wk_grad_mode = 1; /* (the run records, to save what its ops save) */
+        wick_status st = a->hook(a->ud, WICK_HOOK_RECOMPUTE, NULL, f->id, NULL);
+        wk_grad_mode = mode;
         frame_target = prev;
         if (st) return st;
         if (!f->recomputed) return wick_fail(WICK_ERR_ARGUMENT, "checkpoint: the host did not recompute checkpoint %" PRId64, f->id);
