@@ -5788,6 +5788,7 @@ describe("the forty-seventh round's lines, part 10 (GRU4Rec, F5-TTS)", function(
     assert.is_false(t:is_shared())
     assert.are.equal(t, t:share_memory_())
     assert.is_true(t:is_shared())
+    support.assert_error_has(function() return t:share_memory_({ copy = true }) end, "share_memory_: unknown option 'copy'")
   end)
   it("a misspelt keyword beside good ones gets the near name too", function()
     local Net = nn.Module:extend("Net")

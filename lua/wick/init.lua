@@ -464,11 +464,12 @@ function Tensor.set_(t, source)
 end
 --- t:share_memory_(): PyTorch's, for sharing with other processes; wick's tensors live in one
 --- process, so t itself (GRU4Rec's optimizer state); t:is_shared() is then true, as PyTorch's
-function Tensor.share_memory_(t)
+Tensor.share_memory_ = check.no_more(function(t)
   check_tensor(t, "share_memory_", "self")._shared = true
   return t
-end
-function Tensor.is_shared(t) return check_tensor(t, "is_shared", "self")._shared == true end
+end, "share_memory_", 1)
+Tensor.is_shared = check.no_more(function(t) return check_tensor(t, "is_shared", "self")._shared == true end,
+  "is_shared", 1)
 
 for name, dtype in pairs(conversions) do
   Tensor[name] = check.no_more(function(t) return check_tensor(t, name, "self"):to(dtype) end, name, 1)
