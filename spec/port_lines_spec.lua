@@ -5882,3 +5882,16 @@ describe("the forty-seventh round's lines, part 15 (a checkpoint's second backwa
     assert.is_true((x.grad - x:detach():exp()):abs():max():item() < 1e-15)
   end)
 end)
+
+describe("the forty-eighth round's lines, part 1 (embedding_bag's weights dtype)", function()
+  it("per_sample_weights of another dtype than the table is an error that names both", function()
+    local w = wick.randn(6, 3, { dtype = "float64" })
+    local idx, off = wick.tensor({ 1, 2 }, { dtype = "int64" }), wick.tensor({ 1 }, { dtype = "int64" })
+    support.assert_error_has(function()
+      return wick.nn.functional.embedding_bag(idx, w, off, { mode = "sum", per_sample_weights = wick.tensor({ 1, 2 }) })
+    end, "per_sample_weights is float32 but weight is float64")
+    local out = wick.nn.functional.embedding_bag(idx, w, off,
+      { mode = "sum", per_sample_weights = wick.tensor({ 1, 2 }, { dtype = "float64" }) })
+    assert.is_true((out[1] - (w[1] + 2 * w[2])):abs():max():item() < 1e-15)
+  end)
+end)

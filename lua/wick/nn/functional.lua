@@ -1480,6 +1480,10 @@ function F.embedding_bag(input, weight, ...)
   if psw and psw:numel() ~= input:numel() then
     check.fail(fn, "per_sample_weights has %d entries for an input of %d", psw:numel(), input:numel())
   end
+  if psw and psw.dtype ~= weight.dtype then
+    check.fail(fn, "per_sample_weights is %s but weight is %s: make them the same dtype (e.g. per_sample_weights:to(weight.dtype))",
+      psw.dtype, weight.dtype)
+  end
   local flat, ids, bags, keep
   if input:dim() == 2 then
     if o.offsets then check.fail(fn, "offsets has to be nil if the input is 2-D (its rows are the bags)") end
@@ -1494,7 +1498,7 @@ function F.embedding_bag(input, weight, ...)
   end
   local d = weight:size(2)
   local emb = F._embedding(fn, flat, weight)
-  if psw then emb = emb * psw:reshape(-1, 1):to(emb.dtype) end
+  if psw then emb = emb * psw:reshape(-1, 1) end
   if o.padding_idx then
     local pad = o.padding_idx < 0 and weight:size(1) + 1 + o.padding_idx or o.padding_idx
     keep = keep and keep:logical_and(flat:ne(pad)) or flat:ne(pad)
