@@ -5895,3 +5895,41 @@ describe("the forty-eighth round's lines, part 1 (embedding_bag's weights dtype)
     assert.is_true((out[1] - (w[1] + 2 * w[2])):abs():max():item() < 1e-15)
   end)
 end)
+
+describe("the forty-eighth round's lines, part 2 (subclasses of the private bases)", function()
+  it("_BatchNorm's init makes the parameters and buffers, and its forward asks _check_input_dim", function()
+    local BNSwish = nn._BatchNorm:extend("BNSwish")
+    function BNSwish:init(n) BNSwish.super.init(self, n, 1e-5, 0.05, true, true) end
+    local m = BNSwish(4)
+    assert.are.equal(2, #m:parameters())
+    local names = {}
+    for name in pairs(m:state_dict()) do names[#names + 1] = name end
+    table.sort(names)
+    assert.are.same({ "bias", "num_batches_tracked", "running_mean", "running_var", "weight" }, names)
+    assert.are.equal(0.05, m.momentum)
+    support.assert_error_has(function() return m(wick.randn(2, 4)) end, "BNSwish:_check_input_dim(input)")
+    function BNSwish:_check_input_dim() end
+    m:double()
+    local x = wick.randn(8, 4, { dtype = "float64" })
+    local y = m(x)
+    assert.are.equal(1, m.num_batches_tracked:item())
+    local z = (x - x:mean(1)) / (x:var(1, { unbiased = false }) + 1e-5):sqrt()
+    assert.is_true((y - z):abs():max():item() < 1e-12)
+    assert.is_true((m.running_mean - x:mean(1) * 0.05):abs():max():item() < 1e-15)
+  end)
+  it("_InstanceNorm's forward asks _get_no_batch_dim, and _ConvNd's init makes the weight", function()
+    local I = nn._InstanceNorm:extend("I")
+    function I._get_no_batch_dim() return 2 end
+    local m = I(3, { affine = true })
+    assert.are.equal(2, #m:parameters())
+    assert.are.same({ 2, 3, 4 }, m(wick.randn(2, 3, 4)).shape)
+    local C = nn._ConvNd:extend("C")
+    function C:init(i, o, k) C.super.init(self, i, o, { k, k }, { 1, 1 }, { 0, 0 }, { 1, 1 }, true, { 0, 0 }, 1, false, "zeros") end
+    local c = C(3, 4, 2)
+    assert.are.same({ 3, 4, 2, 2 }, c.weight.shape)
+    assert.is_nil(c.bias)
+    assert.is_true(c.weight:abs():max():item() <= 1 / math.sqrt(16) + 1e-7)
+    support.assert_error_has(function() return nn._ConvNd(3, 4, 2, { 1 }, { 0 }, { 1 }, false, { 0 }, 1, true, "zeros") end,
+      "kernel_size must be a table of sizes")
+  end)
+end)

@@ -96,13 +96,47 @@ function L.Linear:extra_repr()
 end
 
 -- PyTorch's private bases, for isinstance(m, nn.modules.conv._ConvNd) and
--- nn.modules.batchnorm._BatchNorm (as in SAM's bypass_bn): the convolutions
--- extend _ConvNd, the batch norms _BatchNorm, every norm with running
--- statistics _NormBase, the instance norms _InstanceNorm
-L._ConvNd = Module:extend("_ConvNd")
-L._NormBase = Module:extend("_NormBase")
-L._BatchNorm = L._NormBase:extend("_BatchNorm")
-L._InstanceNorm = L._NormBase:extend("_InstanceNorm")
+-- nn.modules.batchnorm._BatchNorm (as in SAM's bypass_bn), and for a user's
+-- subclass (NVAE's SyncBatchNormSwish(_BatchNorm)): the convolutions extend
+-- _ConvNd, the batch norms _BatchNorm, every norm with running statistics
+-- _NormBase, the instance norms _InstanceNorm. Their init and forward are
+-- PyTorch's (with the norms, below)
+L._ConvNd = Module:extend("_ConvNd", { "in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation",
+  "transposed", "output_padding", "groups", "bias", "padding_mode" })
+L._NormBase = Module:extend("_NormBase", { "num_features" })
+L._BatchNorm = L._NormBase:extend("_BatchNorm", { "num_features" })
+L._InstanceNorm = L._NormBase:extend("_InstanceNorm", { "num_features" })
+
+-- _ConvNd(in_channels, out_channels, kernel_size, stride, padding, dilation, transposed, output_padding, groups,
+-- bias, padding_mode[, opts]): PyTorch's, for a user's subclass (the sizes are tables, as PyTorch's tuples):
+-- the attributes, weight [out, in / groups, k...] ([in, out / groups, k...] transposed) and bias, initialised
+-- as PyTorch's; the subclass gives forward
+local CONV_ND = { stride = "table", padding = "table|string", dilation = "table", transposed = "boolean",
+  output_padding = "table", groups = "integer", bias = "truth", padding_mode = "string", device = "device", dtype = "dtype" }
+function L._ConvNd:init(in_channels, out_channels, kernel_size, ...)
+  local name = self.__name__
+  check.int(in_channels, name, "in_channels", 1)
+  check.int(out_channels, name, "out_channels", 1)
+  if type(kernel_size) ~= "table" then
+    check.fail(name, "kernel_size must be a table of sizes, one per spatial dim (PyTorch's _ConvNd takes a tuple: "
+      .. "_pair(k) is {k, k}), got %s", check.describe(kernel_size))
+  end
+  local o = check.positional(name, { "stride", "padding", "dilation", "transposed", "output_padding", "groups", "bias",
+    "padding_mode", "device", "dtype" }, CONV_ND, ...)
+  local groups = o.groups or 1
+  if in_channels % groups ~= 0 then check.fail(name, "in_channels must be divisible by groups") end
+  if out_channels % groups ~= 0 then check.fail(name, "out_channels must be divisible by groups") end
+  self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, kernel_size
+  self.stride, self.padding, self.dilation = o.stride, o.padding, o.dilation
+  self.transposed, self.output_padding, self.groups = o.transposed == true, o.output_padding, groups
+  self.padding_mode = check.one_of(o.padding_mode or "zeros", name, "padding_mode", { "zeros", "reflect", "replicate", "circular" })
+  local wshape = self.transposed and { in_channels, out_channels / groups } or { out_channels, in_channels / groups }
+  for i, k in ipairs(kernel_size) do wshape[2 + i] = check.int(k, name, "kernel_size", 1) end
+  self.weight = L.Parameter(wick.empty(wshape, options(o)))
+  if o.bias ~= false and o.bias ~= nil then self.bias = L.Parameter(wick.empty({ out_channels }, options(o))) end
+  self:reset_parameters()
+end
+L._ConvNd.reset_parameters = reset_fan_in
 
 -- ---- Conv2d ----
 L.Conv2d = L._ConvNd:extend("Conv2d", { "in_channels", "out_channels", "kernel_size" })
@@ -668,27 +702,39 @@ local function reset_norm_parameters(self)
   reset_affine(self)
 end
 
+-- _NormBase(num_features[, eps[, momentum[, affine = true[, track_running_stats = true]]]][, opts]): the
+-- parameters and buffers; a subclass gives _check_input_dim (PyTorch's leaves it to them too)
+function L._NormBase:init(...) norm_init(self, self.__name__, true, ...) end
+function L._NormBase:_check_input_dim()
+  check.fail(self.__name__, "_check_input_dim is not defined: a subclass of %s defines %s:_check_input_dim(input) "
+    .. "(or its own forward), as in PyTorch", rawget(self.super, "__name__") or "_NormBase", self.__name__)
+end
+L._NormBase.reset_running_stats, L._NormBase.reset_parameters = reset_running_stats, reset_norm_parameters
+L._NormBase.extra_repr = norm_repr
+L._BatchNorm._batch_norm = true -- (swa_utils.update_bn resets these, as PyTorch's _BatchNorm)
+-- PyTorch's _BatchNorm.forward
+function L._BatchNorm:forward(x)
+  check.tensor(x, self.__name__, "input")
+  self:_check_input_dim(x)
+  local training = self.training or not self.running_mean
+  local momentum = self.momentum
+  if self.training and self.num_batches_tracked then
+    wick.no_grad(function() self.num_batches_tracked:add_(1) end)
+    -- momentum nil: the cumulative average over the batches seen (PyTorch's)
+    if momentum == nil then momentum = 1 / self.num_batches_tracked:item() end
+  end
+  return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, training,
+    momentum or 0, self.eps)
+end
+
 local function batch_norm_class(name, dims)
   local C = L._BatchNorm:extend(name, { "num_features" })
   function C:init(...) norm_init(self, name, true, ...) end
-  function C:forward(x)
-    check.tensor(x, name, "input")
+  function C:_check_input_dim(x)
     if x:dim() ~= dims[1] and x:dim() ~= dims[2] then
       wick.error(("%s: expected %s input, got %d-D"):format(name, dims.text, x:dim()))
     end
-    local training = self.training or not self.running_mean
-    local momentum = self.momentum
-    if self.training and self.num_batches_tracked then
-      wick.no_grad(function() self.num_batches_tracked:add_(1) end)
-      -- momentum nil: the cumulative average over the batches seen (PyTorch's)
-      if momentum == nil then momentum = 1 / self.num_batches_tracked:item() end
-    end
-    return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, training,
-      momentum or 0, self.eps)
   end
-  C._batch_norm = true -- (swa_utils.update_bn resets these, as PyTorch's _BatchNorm)
-  C.reset_running_stats, C.reset_parameters = reset_running_stats, reset_norm_parameters
-  C.extra_repr = norm_repr
   return C
 end
 L.BatchNorm1d = batch_norm_class("BatchNorm1d", { 2, 3, text = "2-D or 3-D" })
@@ -748,29 +794,38 @@ end
 
 --- nn.InstanceNorm1d / nn.InstanceNorm2d(num_features[, eps[, momentum[, affine = false[,
 --- track_running_stats = false]]]][, opts]): statistics per image and channel.
+-- _InstanceNorm(num_features[, eps[, momentum[, affine = false[, track_running_stats = false]]]][, opts]) and
+-- PyTorch's forward; a subclass gives _get_no_batch_dim() (the dims of an unbatched input)
+function L._InstanceNorm:init(...) norm_init(self, self.__name__, false, ...) end
+function L._InstanceNorm:_get_no_batch_dim()
+  check.fail(self.__name__, "_get_no_batch_dim is not defined: a subclass of _InstanceNorm defines "
+    .. "%s:_get_no_batch_dim() (the number of dims of an unbatched input), as in PyTorch", self.__name__)
+end
+function L._InstanceNorm:forward(x)
+  local name = self.__name__
+  check.tensor(x, name, "input")
+  local dims = self:_get_no_batch_dim() + 1
+  if x:dim() ~= dims and x:dim() ~= dims - 1 then
+    check.fail(name, "expected %d-D or %d-D input, got %d-D", dims - 1, dims, x:dim())
+  end
+  local unbatched = x:dim() == dims - 1
+  if unbatched then x = x:unsqueeze(1) end
+  if x:size(2) ~= self.num_features and self.affine then
+    check.fail(name, "expected input's size at dim=%d to match num_features (%d), but got: %d.", unbatched and 0 or 1,
+      self.num_features, x:size(2))
+  end
+  local use_input_stats = self.training or not self.track_running_stats
+  -- (PyTorch's _InstanceNorm counts no batches, and momentum = None there freezes the running stats)
+  local y = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias, use_input_stats,
+    self.momentum == nil and 0 or self.momentum, self.eps)
+  if unbatched then y = y:squeeze(1) end
+  return y
+end
+
 local function instance_norm_class(name, dims)
   local C = L._InstanceNorm:extend(name, { "num_features" })
   function C:init(...) norm_init(self, name, false, ...) end
-  function C:forward(x)
-    check.tensor(x, name, "input")
-    if x:dim() ~= dims and x:dim() ~= dims - 1 then
-      check.fail(name, "expected %d-D or %d-D input, got %d-D", dims - 1, dims, x:dim())
-    end
-    local unbatched = x:dim() == dims - 1
-    if unbatched then x = x:unsqueeze(1) end
-    if x:size(2) ~= self.num_features and self.affine then
-      check.fail(name, "expected input's size at dim=%d to match num_features (%d), but got: %d.", unbatched and 0 or 1,
-        self.num_features, x:size(2))
-    end
-    local use_input_stats = self.training or not self.track_running_stats
-    -- (PyTorch's _InstanceNorm counts no batches, and momentum = None there freezes the running stats)
-    local y = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias, use_input_stats,
-      self.momentum == nil and 0 or self.momentum, self.eps)
-    if unbatched then y = y:squeeze(1) end
-    return y
-  end
-  C.reset_running_stats, C.reset_parameters = reset_running_stats, reset_norm_parameters
-  C.extra_repr = norm_repr
+  function C._get_no_batch_dim() return dims - 1 end
   return C
 end
 L.InstanceNorm1d = instance_norm_class("InstanceNorm1d", 3)
