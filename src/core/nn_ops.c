@@ -651,7 +651,9 @@ static wick_status ln_check(const wick_tensor *x, int nd, const wick_tensor *w, 
         if (t->ndim != nd || memcmp(t->sizes, x->sizes + lead, sizeof(int64_t) * nd))
             return wick_fail(WICK_ERR_SHAPE, "layer_norm: expected %s of shape %s, but got %s", k ? "bias" : "weight",
                              wk_shape_str(nd, x->sizes + lead, s1, sizeof s1), wk_shape_str(t->ndim, t->sizes, s2, sizeof s2));
-        if (t->dtype != x->dtype)
+        /* PyTorch's one mix: float32 parameters for a float16 or bfloat16 input (computed in float32) */
+        bool mixed = (x->dtype == WICK_FLOAT16 || x->dtype == WICK_BFLOAT16) && t->dtype == WICK_FLOAT32;
+        if (t->dtype != x->dtype && !mixed)
             return wick_fail(WICK_ERR_DTYPE, "layer_norm: expected %s of dtype %s, but got %s", k ? "bias" : "weight",
                              wick_dtype_name(x->dtype), wick_dtype_name(t->dtype));
     }

@@ -246,6 +246,11 @@ function F.softmin(x, ...)
   local o = act_args("softmin", x, { "dim", "dtype" }, { dim = "integer", dtype = "dtype" }, ...)
   return (-x):softmax(o.dim or F._implicit_softmax_dim(x, "softmin"), o.dtype and { dtype = o.dtype } or nil)
 end
+-- float16 and bfloat16 norms compute in float32 (their float32 or half parameters too) and round once at
+-- the end, as PyTorch's kernels: low_precision(x) says whether, in_compute(t, low) is t to compute with
+local function low_precision(x) return x.dtype == "float16" or x.dtype == "bfloat16" end
+local function in_compute(t, low) if low and t ~= nil then return t:float() end return t end
+
 --- F.rms_norm(x, normalized_shape[, weight[, eps]]): x / sqrt(mean(x^2) + eps) over the trailing dims,
 --- times weight. As PyTorch's: float16 and bfloat16 are computed in float32 (weight included,
 --- rounded once at the end), and eps defaults to the machine epsilon of the dtype computed in.
@@ -265,11 +270,11 @@ function F.rms_norm(x, ...)
     end
     dims[i] = d
   end
-  local low = x.dtype == "float16" or x.dtype == "bfloat16"
-  local xc = low and x:float() or x
+  local low = low_precision(x)
+  local xc = in_compute(x, low)
   local eps = o.eps or wick.finfo(xc.dtype).eps
   local y = xc * ((xc * xc):mean(dims, true) + eps):rsqrt()
-  if o.weight then y = y * (low and o.weight:float() or o.weight) end
+  if o.weight then y = y * in_compute(o.weight, low) end
   return low and y:to(x.dtype) or y
 end
 --- F.upsample(...) is F.interpolate; F.upsample_nearest(x, size, scale_factor),
@@ -944,6 +949,8 @@ function F.instance_norm(x, ...)
   if use_input_stats == nil then use_input_stats = true end
   same_dtypes(fn, x, weight, bias, running_mean, running_var)
   if x:dim() < 3 then check.fail(fn, "expected an input of at least 3 dims (N, C, ...), got %d-D", x:dim()) end
+  local dtype, low = x.dtype, low_precision(x)
+  x, weight, bias = in_compute(x, low), in_compute(weight, low), in_compute(bias, low)
   local n, c, spatial = x:size(1), x:size(2), 1
   for d = 3, x:dim() do spatial = spatial * x:size(d) end
   local flat = x:reshape({ n, c, spatial })
@@ -966,11 +973,12 @@ function F.instance_norm(x, ...)
     if not (running_mean and running_var) then
       check.fail(fn, "Expected running_mean and running_var to be defined when use_input_stats is false")
     end
-    y = ((flat - running_mean:view({ 1, c, 1 })) / (running_var:view({ 1, c, 1 }) + eps):sqrt()):reshape(x:size())
+    local mean, var = in_compute(running_mean, low), in_compute(running_var, low)
+    y = ((flat - mean:view({ 1, c, 1 })) / (var:view({ 1, c, 1 }) + eps):sqrt()):reshape(x:size())
   end
   if weight then y = y * per_channel(weight, x) end
   if bias then y = y + per_channel(bias, x) end
-  return y
+  return low and y:to(dtype) or y
 end
 
 -- F.max_pool2d(x, kernel_size[, stride[, padding[, dilation[, ceil_mode[, return_indices]]]]]),
@@ -1158,6 +1166,8 @@ function F.group_norm(x, ...)
     check.fail("group_norm", "expected an input of shape (N, C, ...) with C divisible by num_groups (%d), got [%s]", num_groups, table.concat(x:size(), ", "))
   end
   same_dtypes("group_norm", x, weight, bias)
+  local dtype, low = x.dtype, low_precision(x)
+  x, weight, bias = in_compute(x, low), in_compute(weight, low), in_compute(bias, low)
   local n, per = x:size(1), 1
   for i = 2, x:dim() do per = per * x:size(i) end
   local g = x:reshape({ n, num_groups, per / num_groups })
@@ -1168,7 +1178,7 @@ function F.group_norm(x, ...)
   for _ = 3, x:dim() do shape[#shape + 1] = 1 end
   if weight then y = y * weight:view(shape) end
   if bias then y = y + bias:view(shape) end
-  return y
+  return low and y:to(dtype) or y
 end
 
 --- F.pixel_shuffle(x, r): [.., C r^2, H, W] to [.., C, H r, W r]; F.pixel_unshuffle the inverse.

@@ -731,6 +731,7 @@ local function batch_norm_class(name, dims)
   local C = L._BatchNorm:extend(name, { "num_features" })
   function C:init(...) norm_init(self, name, true, ...) end
   function C:_check_input_dim(x)
+    check.tensor(x, name, "input")
     if x:dim() ~= dims[1] and x:dim() ~= dims[2] then
       wick.error(("%s: expected %s input, got %d-D"):format(name, dims.text, x:dim()))
     end
