@@ -5961,3 +5961,63 @@ describe("the forty-eighth round's lines, part 3 (half-precision norms)", functi
       "expected weight of dtype float32")
   end)
 end)
+
+describe("the forty-eighth round's lines, part 4 (complex constants and powers)", function()
+  it("wick.complex takes numbers, and small integer powers are exact as PyTorch's", function()
+    local mj = wick.complex(0, -1)
+    assert.are.equal("complex64", mj.dtype)
+    assert.are.equal("complex128", wick.complex(wick.randn(2, { dtype = "float64" }), 1).dtype)
+    local z = wick.complex(wick.tensor(0, { dtype = "float64" }), -1)
+    local want = { [-2] = { -1, 0 }, [-1] = { 0, 1 }, [1] = { 0, -1 }, [2] = { -1, 0 }, [3] = { 0, 1 } }
+    for l, v in pairs(want) do
+      local p = z ^ l
+      assert.are.equal(v[1], p.real:item())
+      assert.are.equal(v[2], p.imag:item())
+    end
+    local x = wick.complex(wick.tensor({ 1, 2, 0.3 }, { dtype = "float64" }), wick.tensor({ 0.5, -1, 0.7 }, { dtype = "float64" }))
+    x:requires_grad_()
+    local y = x ^ 3
+    assert.are.same((x * x * x):detach():totable(), y:detach():totable())
+    local g = wick.autograd.grad((y * y:conj()).real:sum(), x)[1]
+    -- d|x^3|^2 = 6 |x|^4 x (PyTorch's conjugate convention: dL/d re + i dL/d im)
+    local a2 = (x * x:conj()).real:detach()
+    local want_g = x:detach() * (a2 * a2 * 6)
+    assert.is_true((g - want_g):abs():max():item() < 1e-12)
+  end)
+  it("complex values into a real tensor warn that the imaginary part is dropped", function()
+    local real_stderr, messages = io.stderr, {}
+    io.stderr = { write = function(_, text) messages[#messages + 1] = text end }
+    local ok, err = pcall(function()
+      local q = wick.zeros(2)
+      q[1] = wick.complex(0, 1)
+      q:copy_(wick.complex(wick.ones(2), wick.ones(2)))
+      assert.are.same({ 1, 1 }, q:totable())
+      local _ = wick.complex(wick.ones(2), wick.ones(2)):to("float64")
+      q:copy_(wick.ones(2)) -- (a real source: no warning)
+    end)
+    io.stderr = real_stderr
+    assert(ok, err)
+    assert.are.equal(3, #messages)
+    for _, m in ipairs(messages) do assert.truthy(m:find("discards the imaginary part", 1, true)) end
+  end)
+end)
+
+describe("the forty-eighth round's lines, part 5 (in-place shape changes, numbered names)", function()
+  it("unsqueeze_ on a leaf that requires grad is PyTorch's in-place error; on a non-leaf it works", function()
+    local x = wick.randn(2, 3, { requires_grad = true })
+    support.assert_error_has(function() return x:unsqueeze_(1) end, "a leaf tensor that requires grad")
+    wick.no_grad(function() x:t_() end)
+    assert.are.same({ 3, 2 }, x.shape)
+    local y = x * 2
+    y:unsqueeze_(1)
+    assert.are.same({ 1, 3, 2 }, y.shape)
+    y:sum():backward()
+    assert.are.same({ 3, 2 }, x.grad.shape)
+  end)
+  it("a number name past a Sequential's entries is an error, and getattr's default", function()
+    local s = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    assert.are.equal(s[2], s["2"])
+    support.assert_error_has(function() return s["25"] end, "no entry named '25'")
+    assert.are.equal("none", wick.getattr(s, "25", "none"))
+  end)
+end)

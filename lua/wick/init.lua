@@ -332,10 +332,24 @@ local setters = {
 }
 wick._tensor_setters = setters
 local tensor_of = core.tensor
+-- complex values written into (or converted to) a real tensor keep their real parts, with PyTorch's warning (once per line)
+local function discards_imag(fn, t, v)
+  if getmetatable(v) == mt and v:is_complex() and not t:is_complex() then
+    require("wick.nn.common").warn(fn .. ": Casting complex values to real discards the imaginary part")
+  end
+end
+do
+  local copy_ = Tensor.copy_
+  function Tensor.copy_(t, src, ...)
+    if getmetatable(t) == mt then discards_imag("copy_", t, src) end
+    return copy_(t, src, ...)
+  end
+end
 mt.__newindex = function(t, k, v)
   if type(k) ~= "string" then
     -- a plain Lua table of values (PyTorch's x[:2] = [1, 2]) becomes a tensor of t's dtype and device
     if type(v) == "table" and getmetatable(v) == nil then v = tensor_of(v, { dtype = tensor_dtype(t), device = tensor_device(t) }) end
+    discards_imag("index_put_", t, v)
     return index_set(t, k, v)
   end
   local s = setters[k]
@@ -416,7 +430,9 @@ function Tensor.to(t, ...)
   local n = select("#", ...)
   local last = n > 0 and select(n, ...) or nil
   if type(last) ~= "table" or getmetatable(last) ~= nil or (last.memory_format == nil and last.copy == nil) then
-    return c_to(t, ...)
+    local r = c_to(t, ...)
+    if not rawequal(r, t) then discards_imag("to", r, t) end
+    return r
   end
   local fmt = last.memory_format ~= nil and memory_format(last.memory_format, "to") or nil
   if last.copy ~= nil and type(last.copy) ~= "boolean" then check.expected("to", "copy", "a boolean", last.copy) end
@@ -425,6 +441,7 @@ function Tensor.to(t, ...)
   local args = { ... }
   args[n] = next(rest) ~= nil and rest or nil
   local r = c_to(t, unpack(args, 1, n))
+  discards_imag("to", r, t)
   if fmt then r = to_format(r, fmt, "to") end
   if last.copy and rawequal(r, t) then r = c_clone(t) end
   return r
@@ -1121,10 +1138,17 @@ for _, name in ipairs({ "view_as_real", "view_as_complex", "conj", "conj_physica
   "angle", "is_complex", "is_conj", "is_floating_point", "is_signed", "is_nonzero", "is_same_size", "detach", "detach_" }) do
   wick[name] = function(t, ...) return Tensor[name](check_tensor(t, name, "input"), ...) end
 end
---- wick.complex(real, imag), either by name too (PyKEEN's torch.complex(real=real, imag=imag))
+--- wick.complex(real, imag), either by name too (PyKEEN's torch.complex(real=real, imag=imag)); a number
+--- part is a tensor of the other part's dtype, or of the default dtype (Python's literal 1j is
+--- wick.complex(0, 1): a 0-dim complex64, complex128 with float64 the default)
 function wick.complex(...)
   local o = check.positional("complex", { "real", "imag" }, { real = "any", imag = "any" }, ...)
-  return core.complex(o.real, o.imag)
+  local function part(v, other)
+    if type(v) ~= "number" then return v end
+    local like = wick.is_tensor(other) and other or nil
+    return wick.tensor(v, { dtype = like and like.dtype or wick.get_default_dtype(), device = like and like.device })
+  end
+  return core.complex(part(o.real, o.imag), part(o.imag, o.real))
 end
 function wick.real(t) return check_tensor(t, "real", "input").real end
 function wick.imag(t) return check_tensor(t, "imag", "input").imag end

@@ -3042,6 +3042,10 @@ return function(wick)
   local function reshaped_(name, f)
     Tensor[name] = function(t, ...)
       check.tensor(t, name, "self")
+      if t.requires_grad and t.is_leaf and wick.is_grad_enabled() then -- (as every in-place op, PyTorch's)
+        check.fail(name, "a leaf tensor that requires grad is used in an in-place operation; wrap the update in "
+          .. "wick.no_grad(...), or use the out-of-place %s", name:sub(1, -2))
+      end
       return t:set_(f(t, ...))
     end
   end

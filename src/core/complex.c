@@ -197,6 +197,8 @@ static wick_status finish(scratch *s, wick_tensor **out, wick_tensor *r) {
 
 /* ---- arithmetic ---- */
 
+static wick_tensor *number(scratch *s, double v, wick_dtype dtype);
+
 /* a op b where a or b is complex; `result` is the op's result dtype */
 static wick_tensor *complex_binary(scratch *s, wick_binary_op op, const wick_tensor *a, const wick_tensor *b,
                                    double alpha, wick_dtype result) {
@@ -224,10 +226,24 @@ static wick_tensor *complex_binary(scratch *s, wick_binary_op op, const wick_ten
         return make_complex(s, dvd(s, add(s, mul(s, ar, br), mul(s, ai, bi)), d),
                             dvd(s, sub(s, mul(s, ai, br), mul(s, ar, bi)), d));
     }
-    case WICK_POW: { /* a^b = e^(b log a), log the principal one; a number 2 or 0.5 exactly as a a and sqrt a */
+    case WICK_POW: { /* a^b = e^(b log a), log the principal one; PyTorch's special numbers exactly:
+                      * 1, 2, 3, -1, -2 as products and quotients of a, 0.5 as sqrt a */
         wick_tensor *base = converted(s, a, result);
         double e = b->ndim == 0 && !is_complex(b) && b->storage->device.type == WICK_CPU ? wick_value_as_double(wk_data(b), b->dtype) : 0;
-        if (e == 2) return mul(s, base, base);
+        if (e == 1) { /* a copy */
+            parts(s, base, &ar, &ai);
+            return make_complex(s, ar, ai);
+        }
+        if (e == 2 || e == -2) {
+            wick_tensor *sq = mul(s, base, base);
+            if (e == 2 || !sq) return sq;
+            base = sq, e = -1;
+        }
+        if (e == 3) return mul(s, mul(s, base, base), base);
+        if (e == -1) {
+            parts(s, base, &ar, &ai);
+            return ar ? dvd(s, number(s, 1, ar->dtype), base) : NULL;
+        }
         if (e == 0.5) return un(s, WICK_SQRT, base);
         return un(s, WICK_EXP, mul(s, b, un(s, WICK_LOG, base)));
     }

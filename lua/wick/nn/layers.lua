@@ -1431,7 +1431,11 @@ local function array_container(C, name, check_item, named)
         check.fail(name, "no entry named '0': entries are named from '1' (PyTorch's '0' is '1' here; "
           .. "nn.utils.from_pytorch_names renames a PyTorch state dict's keys)")
       end
-      return Module._private_dict(self, key)
+      local v = Module._private_dict(self, key)
+      if v == nil and key:match("^%d+$") then -- (PyTorch's AttributeError; wick.getattr's default still applies)
+        check.fail(name, "no entry named '%s': it has %d entries, named '1' to '%d'", key, n, n)
+      end
+      return v
     end
     if check.is_slice(key) then -- a wick.slice, Python's slice object (st-moe's self.experts[slice(0, n)])
       key = { { check.slice_range(key, n, name) } }
