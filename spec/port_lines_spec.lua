@@ -6021,3 +6021,19 @@ describe("the forty-eighth round's lines, part 5 (in-place shape changes, number
     assert.are.equal("none", wick.getattr(s, "25", "none"))
   end)
 end)
+
+describe("the forty-eighth round's lines, part 6 (a dataset's keywords)", function()
+  it("a Dataset or Sampler subclass's init takes PyTorch's keywords", function()
+    local DS = wick.data.Dataset:extend("DS")
+    function DS:init(data_root, split) self.path = data_root .. "/" .. split end
+    function DS:len() return 1 end
+    function DS:get(i) return i end
+    assert.are.equal("data/train", DS({ data_root = "data", split = "train" }).path)
+    assert.are.equal("data/valid", DS("data", { split = "valid" }).path)
+    support.assert_error_has(function() return DS({ data_root = "data", splt = "train" }) end,
+      "unexpected keyword argument 'splt'")
+    local S = wick.data.Sampler:extend("S")
+    function S:init(n, shuffle) self.n, self.shuffle = n, shuffle end
+    assert.is_true(S({ n = 3, shuffle = true }).shuffle)
+  end)
+end)

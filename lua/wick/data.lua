@@ -101,8 +101,21 @@ end
 -- ---- classes: Dataset, IterableDataset, Sampler ----
 
 -- Name(...) builds an instance of the class Name and calls its init(...).
+local WICK_DIR = debug.getinfo(1, "S").source:match("^@(.*/)data%.lua$") -- (lua/wick/)
 local function construct(cls, ...)
   local obj = setmetatable({}, cls)
+  -- an init of one's own takes PyTorch's keywords, as a module's does (MeshGraphNets'
+  -- FpcDataset(data_root=..., split='train') is FpcDataset({data_root = ..., split = "train"}))
+  local n, init = select("#", ...), obj.init
+  local src = n > 0 and type(init) == "function" and debug.getinfo(init, "S").source
+  if src and not (WICK_DIR and src:sub(2, #WICK_DIR + 1) == WICK_DIR) then
+    require("wick.nn.module") -- (which gives wick.nn.common its bind_keywords)
+    local bound, top = require("wick.nn.common").bind_keywords(cls, "init", init, n, ...)
+    if bound then
+      init(obj, unpack(bound, 1, top))
+      return obj
+    end
+  end
   obj:init(...)
   return obj
 end
