@@ -1,15 +1,16 @@
 /* libFuzzer target for wick.load (fuzz/README.md). Built once per checkpoint
- * reader with -DFUZZ_READER=FUZZ_NATIVE, FUZZ_SAFETENSORS or FUZZ_PYTORCH:
+ * reader with -DFUZZ_READER=FUZZ_NATIVE, FUZZ_SAFETENSORS, FUZZ_PYTORCH or FUZZ_NUMPY:
  *
  *   fuzz_native       wick checkpoints (the engine: src/io/ckpt_read.c)
  *   fuzz_safetensors  plain safetensors files (src/io/ckpt_read.c)
  *   fuzz_pytorch      torch.save zip checkpoints (src/io/zip.c, pytorch.c)
+ *   fuzz_numpy        NumPy's .npy files and .npz zips (src/io/numpy.c, zip.c)
  *
  * Each input is written to an in-memory file and loaded with
  * pcall(wick.load, path, {map_location = "cpu", verify = false}) (so that inputs
  * with damaged data still reach the value tree), and when that loads, in
  * fuzz_native and fuzz_pytorch once more with the default, which checks every
- * storage's checksum (plain safetensors files have none). A Lua error is the expected
+ * storage's checksum (plain safetensors files and .npy files have none). A Lua error is the expected
  * answer to a bad file; a crash, a sanitizer report, a leak, a timeout or Lua
  * running out of memory is a finding. Whatever loads is walked and every tensor
  * in it read in full (clone, sum).
@@ -37,8 +38,9 @@
 #define FUZZ_NATIVE 1
 #define FUZZ_SAFETENSORS 2
 #define FUZZ_PYTORCH 3
+#define FUZZ_NUMPY 4
 #ifndef FUZZ_READER
-#error "build with -DFUZZ_READER=FUZZ_NATIVE, FUZZ_SAFETENSORS or FUZZ_PYTORCH"
+#error "build with -DFUZZ_READER=FUZZ_NATIVE, FUZZ_SAFETENSORS, FUZZ_PYTORCH or FUZZ_NUMPY"
 #endif
 #ifndef WICK_SOURCE_LUA_DIR
 #error "build with -DWICK_SOURCE_LUA_DIR=\"<source>/lua\""
@@ -146,7 +148,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     fz_input_path(); /* made now, so the banner below can name it */
     lua_gc(L, LUA_GCCOLLECT, 0);
     fprintf(stderr, "fuzz_load: reader %s, Lua line coverage %s, input file %s\n",
-            FUZZ_READER == FUZZ_NATIVE ? "native" : FUZZ_READER == FUZZ_SAFETENSORS ? "safetensors" : "pytorch",
+            FUZZ_READER == FUZZ_NATIVE        ? "native"
+            : FUZZ_READER == FUZZ_SAFETENSORS ? "safetensors"
+            : FUZZ_READER == FUZZ_PYTORCH     ? "pytorch"
+                                              : "numpy",
             lua_coverage ? "on" : "off", fz_input_path());
     return 0;
 }
@@ -185,11 +190,13 @@ static int load_once(int opts_ref, size_t size) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* wick.load picks its reader by the first bytes: keep each target on its own */
-    int zip = size >= 4 && memcmp(data, "PK\3\4", 4) == 0;
+    int zip = size >= 4 && memcmp(data, "PK\3\4", 4) == 0, npy = size >= 6 && memcmp(data, "\x93NUMPY", 6) == 0;
 #if FUZZ_READER == FUZZ_PYTORCH
     if (!zip) return -1;
+#elif FUZZ_READER == FUZZ_NUMPY
+    if (!zip && !npy) return -1; /* (an .npz is a zip) */
 #else
-    if (zip) return -1;
+    if (zip || npy) return -1;
 #endif
     fz_write_input(data, size);
     int loaded = load_once(ref_opts, size);

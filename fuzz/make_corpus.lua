@@ -11,7 +11,7 @@ local wick = require("wick")
 local root = (arg and arg[0] or "fuzz/make_corpus.lua"):gsub("[^/]*$", "") .. ".."
 local corpus = root .. "/fuzz/corpus"
 local fixtures = root .. "/spec/fixtures"
-for _, d in ipairs({ "native", "safetensors", "pytorch", "flat", "idx" }) do os.execute(("mkdir -p '%s/%s'"):format(corpus, d)) end
+for _, d in ipairs({ "native", "safetensors", "pytorch", "numpy", "flat", "idx" }) do os.execute(("mkdir -p '%s/%s'"):format(corpus, d)) end
 
 local function copy(from, to)
   local f = assert(io.open(from, "rb"))
@@ -88,5 +88,30 @@ end
 for _, name in ipairs({ "pt_state_dict", "pt_mixed", "pt_malicious", "pt_objects" }) do
   copy(("%s/%s.pt"):format(fixtures, name), ("%s/pytorch/%s.pt"):format(corpus, name))
 end
+
+-- ---- NumPy's .npy and .npz (np_arrays.py made the fixtures; these are written byte by byte) ----
+local function u16(n) return string.char(n % 256, math.floor(n / 256) % 256) end
+local function npy(descr, shape, fortran, data, version)
+  version = version or 1
+  local text = ("{'descr': '%s', 'fortran_order': %s, 'shape': %s, }"):format(descr, fortran and "True" or "False", shape)
+  local lead = 6 + 2 + (version == 1 and 2 or 4)
+  text = text .. (" "):rep((64 - (lead + #text + 1) % 64) % 64) .. "\n"
+  return "\147NUMPY" .. string.char(version, 0) .. u16(#text) .. (version == 1 and "" or u16(0)) .. text .. data
+end
+local np = {
+  f4 = npy("<f4", "(2, 3)", false, seq(6):tobytes()),
+  f8_fortran = npy("<f8", "(3, 2)", true, seq(6, "float64"):tobytes()),
+  i8_v2 = npy("<i8", "(4,)", false, seq(4, "int64"):tobytes(), 2),
+  scalar = npy("<f2", "()", false, seq(1, "float16"):tobytes()),
+  empty = npy("|b1", "(0, 5)", false, ""),
+  c8 = npy("<c8", "(2,)", false, seq(4):tobytes()),
+}
+for name, bytes in pairs(np) do
+  local f = assert(io.open(("%s/numpy/%s.npy"):format(corpus, name), "wb"))
+  f:write(bytes)
+  f:close()
+end
+copy(fixtures .. "/np_arrays.npy", corpus .. "/numpy/np_arrays.npy")
+copy(fixtures .. "/np_arrays.npz", corpus .. "/numpy/np_arrays.npz")
 
 print("wrote the seed corpora under " .. corpus)

@@ -10,7 +10,7 @@
 set -u
 seconds=${1:?usage: fuzz/run.sh SECONDS [BUILD_DIR]}
 build=${2:-build-fuzz}
-targets=${FUZZ_TARGETS:-native safetensors pytorch pytorch_c flat idx}
+targets=${FUZZ_TARGETS:-native safetensors pytorch numpy pytorch_c flat idx}
 root=$(cd "$(dirname "$0")/.." && pwd)
 case $build in /*) ;; *) build=$(pwd)/$build ;; esac
 

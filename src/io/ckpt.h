@@ -97,6 +97,7 @@ typedef enum wk_ckpt_format {
     WK_CKPT_WICK = 0,        /* wick.save: safetensors + the tree in __metadata__ */
     WK_CKPT_SAFETENSORS,     /* plain safetensors: the root is a table name -> tensor */
     WK_CKPT_PYTORCH,         /* torch.save's zip (data-only unpickler) */
+    WK_CKPT_NUMPY,           /* np.save's .npy (the root is a tensor), np.savez's .npz (a dict) */
 } wk_ckpt_format;
 
 typedef struct wk_ckpt_arena wk_ckpt_arena;
@@ -180,8 +181,18 @@ wick_status wk_ckpt_verify_storage(const wk_ckpt *c, int i, const wk_ckpt_source
 wick_status wk_ckpt_make_views(wk_ckpt *c, const wk_ckpt_source *src);
 
 /* The PyTorch zip reader (src/io/pytorch*.c): fills c (format WK_CKPT_PYTORCH)
- * from src, a file starting with "PK\3\4". */
+ * from src, a file starting with "PK\3\4"; a zip holding .npy entries and no
+ * data.pkl goes to the npz reader instead. */
 wick_status wk_ckpt_read_pytorch(wk_ckpt *c, const wk_ckpt_source *src);
+
+/* NumPy's files (src/io/numpy.c), format WK_CKPT_NUMPY: an .npy file (starting
+ * with "\x93NUMPY") as one tensor; an .npz archive (z, opened on src) as a dict
+ * of its .npy entries by name less ".npy". wk_zip_is_npz(z): whether z is one
+ * (.npy entries, no data.pkl). */
+typedef struct wk_zip wk_zip;
+wick_status wk_ckpt_read_npy(wk_ckpt *c, const wk_ckpt_source *src);
+wick_status wk_ckpt_read_npz(wk_ckpt *c, const wk_ckpt_source *src, const wk_zip *z);
+bool wk_zip_is_npz(const wk_zip *z);
 
 /* ---- file helpers (src/io/file.c) ---- */
 

@@ -587,7 +587,9 @@ wick_status wk_ckpt_read(wk_ckpt **out, const char *path, const wk_ckpt_read_opt
         if (!r.flat && memcmp(head, "PK\3\4", 4) == 0) {
             r.c->format = WK_CKPT_PYTORCH;
             st = wk_ckpt_read_pytorch(r.c, &r.src);
-        } else
+        } else if (!r.flat && memcmp(head, "\x93NUMPY", 6) == 0)
+            st = wk_ckpt_read_npy(r.c, &r.src);
+        else
             st = read_safetensors(&r, head);
     }
     close(fd);

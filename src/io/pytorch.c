@@ -1227,7 +1227,7 @@ wick_status wk_ckpt_read_pytorch(wk_ckpt *c, const wk_ckpt_source *src) {
     wk_zip z;
     wick_status st = wk_zip_open(&z, src->fd, src->size, src->who, src->path);
     if (st) return st;
-    st = read_archive(c, src, &z);
+    st = wk_zip_is_npz(&z) ? wk_ckpt_read_npz(c, src, &z) : read_archive(c, src, &z);
     wk_zip_close(&z);
     return st;
 }

@@ -193,7 +193,7 @@ static wick_status check_entry(const wk_zip *z, const cd_fields *f, const char *
     if (f->method != 0)
         return wick_fail(WICK_ERR_IO,
                          "%s: %s: zip entry '%s' uses compression method %u; only stored (uncompressed) entries, as "
-                         "torch.save writes, are supported",
+                         "torch.save and np.savez write, are supported (not np.savez_compressed)",
                          z->who, z->path, name, f->method);
     if (f->csize != f->usize)
         return wick_fail(WICK_ERR_IO, "%s: %s: corrupt zip archive (stored entry '%s' has sizes %lld and %lld)", z->who, z->path,
