@@ -6037,3 +6037,24 @@ describe("the forty-eighth round's lines, part 6 (a dataset's keywords)", functi
     assert.is_true(S({ n = 3, shuffle = true }).shuffle)
   end)
 end)
+
+describe("the forty-eighth round's lines, part 7 (cached properties of a plain class)", function()
+  it("a function in a wick.Object class's _lazy table runs once at the first read, and subclasses inherit it", function()
+    local C = wick.Object:extend("C")
+    function C:init(n) self.n = n end
+    local calls = 0
+    C._lazy = { sq = function(self) calls = calls + 1; return self.n * self.n end }
+    function C:double() return 2 * self.n end
+    local c = C(3)
+    assert.are.equal(9, c.sq)
+    assert.are.equal(9, c.sq)
+    assert.are.equal(1, calls)
+    assert.are.equal(6, c:double())
+    assert.is_nil(c.missing)
+    local D = C:extend("D")
+    D._lazy = { cube = function(self) return self.n ^ 3 end }
+    local d = D(2)
+    assert.are.equal(4, d.sq)
+    assert.are.equal(8, d.cube)
+  end)
+end)

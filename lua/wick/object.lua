@@ -5,7 +5,9 @@
 -- init(...). init and the other methods of one's own take PyTorch's keywords
 -- as a module's do (a trailing table naming their parameters), obj(...) calls
 -- obj:__call__(...), tostring(obj) is obj:__repr__() when the class has one,
--- obj.__class__ is Name (and Name.__name__ its name), and wick.isinstance(obj, Name) holds.
+-- obj.__class__ is Name (and Name.__name__ its name), and wick.isinstance(obj, Name) holds. A function
+-- in the class's `_lazy` table is Python's functools.cached_property: obj.name calls it once, at the
+-- first read, and keeps its value in obj (HF's @cached_property def image_tokens(self)).
 local check = require("wick.argcheck")
 require("wick.nn.module") -- (which gives wick.nn.common its keyword_method)
 local common = require("wick.nn.common")
@@ -35,9 +37,33 @@ local function new(cls, ...)
   return obj
 end
 
+-- the instances' lookup of a class with cached properties (a `_lazy` table here or in a base):
+-- the class's members, then the nearest _lazy function of that name, run once and its value kept
+local function lazy_index(cls)
+  return function(obj, k)
+    local v = cls[k]
+    if v ~= nil then return v end
+    local c = cls
+    while c ~= nil do
+      local lazy = rawget(c, "_lazy")
+      local f = type(lazy) == "table" and lazy[k]
+      if f then
+        v = f(obj)
+        rawset(obj, k, v)
+        return v
+      end
+      c = rawget(c, "super")
+    end
+  end
+end
+
 -- a method of one's own binds PyTorch's keywords (its first parameter self, or cls, also under a
 -- decorator: Meta's @torch.inference_mode() def generate(self, ...)); metamethods do not
 local function define(cls, k, v)
+  if k == "_lazy" then
+    if type(v) ~= "table" then check.expected(rawget(cls, "__name"), "_lazy", "a table of functions (cached properties)", v) end
+    rawset(cls, "__index", lazy_index(cls))
+  end
   if type(v) == "function" and type(k) == "string" and (k:sub(1, 2) ~= "__" or k == "__call__") then
     local first = debug.getlocal(common.undecorated(v), 1)
     if first == "self" or first == "cls" then v = common.keyword_method(v, k)
@@ -64,6 +90,7 @@ function Object.extend(base, name, ...)
   -- (obj.__class__ is its class, and obj.__class__.__name__ its name, as Python's: score_sde's
   -- class RSDE(self.__class__) is getmetatable(self):extend("RSDE") or self.__class__:extend("RSDE"))
   C.__name, C.__name__, C.super, C.__index, C.__class__ = name, name, base, C, C
+  if type(rawget(base, "__index")) == "function" then C.__index = lazy_index(C) end -- (a base's cached properties)
   return setmetatable(C, { __index = base, __call = new, __tostring = class_repr, __newindex = define })
 end
 
