@@ -1590,6 +1590,46 @@ function wick.wraps(fn)
   end
 end
 
+--- wick.partial(func, ...[, keywords]): Python's functools.partial: p(...) is func(args..., ..., keywords) with a
+--- trailing keywords table of the call merged over the stored one (pix2pix's get_norm_layer:
+--- functools.partial(nn.InstanceNorm2d, affine=False) is wick.partial(nn.InstanceNorm2d, {affine = false}));
+--- p.func, p.args and p.keywords are Python's, and wick.isinstance(p, wick.partial) holds
+local Partial = { __name = "partial", __name__ = "partial" }
+Partial.__index = Partial
+-- a trailing table of keywords: plain, with names and no array part
+local function keywords_of(v) return type(v) == "table" and getmetatable(v) == nil and #v == 0 and next(v) ~= nil end
+Partial.__call = function(p, ...)
+  local n, args, k = select("#", ...), {}, p.args.n
+  for i = 1, k do args[i] = p.args[i] end
+  local own = n > 0 and keywords_of((select(n, ...))) and (select(n, ...)) or nil
+  for i = 1, own and n - 1 or n do
+    k = k + 1
+    args[k] = (select(i, ...))
+  end
+  if next(p.keywords) ~= nil or own then
+    local kw = {}
+    for name, v in pairs(p.keywords) do kw[name] = v end
+    for name, v in pairs(own or {}) do kw[name] = v end
+    k = k + 1
+    args[k] = kw
+  end
+  return p.func(unpack(args, 1, k))
+end
+Partial.__tostring = function(p) return ("functools.partial(%s, %d argument(s))"):format(tostring(p.func), p.args.n) end
+wick.partial = setmetatable(Partial, {
+  __call = function(_, func, ...)
+    check.callable(func, "partial", "func")
+    local n = select("#", ...)
+    local keywords = n > 0 and keywords_of((select(n, ...))) and (select(n, ...)) or nil
+    local args = { n = keywords and n - 1 or n }
+    for i = 1, args.n do args[i] = (select(i, ...)) end
+    local copy = {}
+    for name, v in pairs(keywords or {}) do copy[name] = v end
+    return setmetatable({ func = func, args = args, keywords = copy }, Partial)
+  end,
+  __tostring = function() return "<class 'functools.partial'>" end,
+})
+
 local function with_grad_mode(enabled, name, fn, ...)
   check.callable(fn, name, "fn")
   local previous
