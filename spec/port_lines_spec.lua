@@ -6077,3 +6077,25 @@ describe("the forty-eighth round's lines, part 8 (functools.partial)", function(
     support.assert_error_has(function() return wick.partial(3) end, "expected a function for argument 'func'")
   end)
 end)
+
+describe("the forty-eighth round's lines, part 9 (PyTorch's names looked up in a module's state dict)", function()
+  it("a 0-based name looked up in m:state_dict() warns once per line; other dicts stay quiet", function()
+    local M = nn.Module:extend("M")
+    function M:init() self.l = nn.ModuleList({ nn.Linear(2, 2), nn.Linear(2, 2) }) end
+    local m = M()
+    local real_stderr, messages = io.stderr, {}
+    io.stderr = { write = function(_, text) messages[#messages + 1] = text end }
+    local ok, err = pcall(function()
+      local sd = m:state_dict()
+      for _, name in ipairs({ "l.0.weight", "l.0.bias" }) do assert.is_nil(sd[name]) end
+      assert.is_false(sd:contains("l.0.weight"))
+      assert.is_not_nil(sd["l.1.weight"])
+      local other = wick.OrderedDict()
+      assert.is_nil(other["l.0.weight"])
+    end)
+    io.stderr = real_stderr
+    assert(ok, err)
+    assert.are.equal(2, #messages) -- (the loop's line once, the contains line once)
+    assert.truthy(messages[1]:find("state_dict has no 'l.0.weight': wick's module names count from 1", 1, true))
+  end)
+end)

@@ -11,6 +11,17 @@ local check = require("wick.argcheck")
 -- update(other) and copy(); Lua 5.4's pairs takes that order too.
 local StateDict = { __name = "OrderedDict" }
 local sd_order = setmetatable({}, { __mode = "k" }) -- state dict -> its names in order
+local of_module = setmetatable({}, { __mode = "k" }) -- the results of m:state_dict() -> true
+-- a name with a 0 among its parts looked up in a module's state dict is PyTorch's 0-based one
+-- (PixelCNN++'s `if name in model.state_dict().keys()` over torch.load's names), said once per line:
+-- wick's names count from 1, so it misses, or finds the next layer's entry with the next index
+local function zero_based_hint(sd, k)
+  if of_module[sd] and type(k) == "string" and (("." .. k .. "."):find(".0.", 1, true)) then
+    require("wick.nn.common").warn(("state_dict has no '%s': wick's module names count from 1 (PyTorch's "
+      .. "'layers.0' is 'layers.1' here); nn.utils.from_pytorch_names(sd, model) renames a PyTorch state dict's "
+      .. "names, and load_state_dict does it by itself"):format(k), false, "zero-based state_dict name")
+  end
+end
 local function sd_names(sd)
   local names, seen = {}, {}
   -- (a name set again after its removal is in the order twice: its last place counts)
@@ -38,13 +49,20 @@ local function sd_iter(sd, what)
 end
 local SD_METHODS = {
   len = function(sd) return #sd_names(sd) end, -- Python's len(sd)
-  contains = function(sd, k) return k ~= nil and rawget(sd, k) ~= nil end, -- Python's `k in sd` (MuZero's a in root.children)
+  contains = function(sd, k) -- Python's `k in sd` (MuZero's a in root.children)
+    if k ~= nil and rawget(sd, k) ~= nil then return true end
+    zero_based_hint(sd, k)
+    return false
+  end,
   keys = function(sd) return sd_iter(sd, "keys") end,
   values = function(sd) return sd_iter(sd, "values") end,
   items = function(sd) return sd_iter(sd, "items") end,
   get = function(sd, k, default)
     local v = rawget(sd, k)
-    if v == nil then return default end
+    if v == nil then
+      zero_based_hint(sd, k)
+      return default
+    end
     return v
   end,
   pop = function(sd, k, default)
@@ -91,7 +109,11 @@ function SD_METHODS.copy(sd)
   sd_order[c] = order
   return c
 end
-StateDict.__index = SD_METHODS
+StateDict.__index = function(sd, k)
+  local m = SD_METHODS[k]
+  if m == nil then zero_based_hint(sd, k) end
+  return m
+end
 -- a new name goes last, as Python's dict keeps insertion order (sd[name] = t)
 StateDict.__newindex = function(sd, k, v)
   if v == nil then return end
@@ -184,6 +206,8 @@ function M.OrderedDict(items)
   end
   return sd
 end
+--- ordered.mark_module_state(sd): sd is a module's state dict (its names never hold a 0)
+function M.mark_module_state(sd) of_module[sd] = true end
 --- ordered.is(v): whether v is an OrderedDict
 function M.is(v) return getmetatable(v) == StateDict end
 --- ordered.names(sd): an OrderedDict's names, in its order

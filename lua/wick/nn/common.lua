@@ -38,13 +38,14 @@ local function call_site()
 end
 
 local warned = {}
---- warn(msg[, once]): wick._warn(msg) prefixed with the user's line, once per line
+--- warn(msg[, once[, kind]]): wick._warn(msg) prefixed with the user's line, once per line
 --- and message (Python's default warning filter); `once`: once in all, as a PyTorch
 --- warning located in torch's own file (a deprecation: DAC's wrapper that tail-calls
---- weight_norm from many lines warns once)
-function common.warn(msg, once)
+--- weight_norm from many lines warns once); `kind`: once per line and kind, whatever the
+--- message (one that names a value met in a loop)
+function common.warn(msg, once, kind)
   local site = call_site()
-  local key = once and msg or site .. msg
+  local key = once and msg or site .. (kind or msg)
   if warned[key] then return end
   warned[key] = true
   wick._warn(site .. msg)

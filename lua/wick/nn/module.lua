@@ -1616,6 +1616,7 @@ function Module:state_dict(...)
     local r = e.fn(m, sd, prefix .. at, {})
     if type(r) == "table" then sd = r end
   end)
+  if o.destination == nil and ordered.is(sd) then ordered.mark_module_state(sd) end
   return sd
 end
 
