@@ -450,6 +450,9 @@ WICK_API wick_status wick_add_scaled_(wick_tensor *a, const wick_tensor *b, doub
 /* clamp(a, lo, hi); use -INFINITY / INFINITY for an open side. */
 WICK_API wick_status wick_clamp(wick_tensor **out, const wick_tensor *a, double lo, double hi);
 WICK_API wick_status wick_clamp_(wick_tensor *a, double lo, double hi);
+/* hardtanh(a, lo, hi): clamp's values; its gradient is PyTorch's hardtanh_backward: 0 where
+ * a <= lo or a >= hi, g elsewhere (a NaN a passes g on, where clamp's gives 0). */
+WICK_API wick_status wick_hardtanh(wick_tensor **out, const wick_tensor *a, double lo, double hi);
 /* cond ? a : b, all three broadcast together. */
 WICK_API wick_status wick_where(wick_tensor **out, const wick_tensor *cond, const wick_tensor *a,
                                 const wick_tensor *b);

@@ -105,7 +105,7 @@ describe("autograd gradients: unary ops", function()
     x:abs():sum():backward()
     assert_close(x.grad, { -1, 0, 1 }, 0)
   end)
-  it("relu passes the gradient where x > 0 and zeros elsewhere, NaN gradients too (PyTorch's threshold_backward)",
+  it("relu zeroes the gradient where x <= 0 and passes it elsewhere, NaN gradients too (PyTorch's threshold_backward)",
     function()
       for _, dtype in ipairs({ "float32", "float64" }) do
         -- 37 elements: whole vectors and a tail; the upstream gradient carries NaN and inf
@@ -115,12 +115,12 @@ describe("autograd gradients: unary ops", function()
           xs[i] = (i % 3 == 0) and -i or (i % 5 == 0 and 0 or i / 7)
           gs[i] = (i % 4 == 0) and 0 / 0 or (i % 6 == 0 and math.huge or i)
         end
-        xs[n] = 0 / 0 -- relu'(NaN): 0, like PyTorch
+        xs[n] = 0 / 0 -- relu'(NaN): 1, like PyTorch (NaN <= 0 is false)
         local x = wick.tensor(xs, { dtype = dtype }):requires_grad_()
         x:relu():backward(wick.tensor(gs, { dtype = dtype }))
         local got = x.grad:totable()
         for i = 1, n do
-          local want = (xs[i] == xs[i] and xs[i] > 0) and gs[i] or 0
+          local want = (xs[i] == xs[i] and xs[i] <= 0) and 0 or gs[i]
           local same = (want ~= want and got[i] ~= got[i]) or want == got[i]
           assert(same, ("%s element %d: x %s, g %s: got %s, want %s"):format(dtype, i, xs[i], gs[i], got[i], want))
         end

@@ -110,7 +110,7 @@ wick_status wk_sum_to(wick_tensor **out, wick_tensor *grad, int ndim, const int6
 wick_status wk_record_unary(wick_tensor *out, wick_unary_op op, const wick_tensor *a);
 wick_status wk_record_binary(wick_tensor *out, wick_binary_op op, const wick_tensor *a, const wick_tensor *b,
                              double alpha);
-wick_status wk_record_clamp(wick_tensor *out, const wick_tensor *a, double lo, double hi);
+wick_status wk_record_clamp(wick_tensor *out, const wick_tensor *a, double lo, double hi, bool hardtanh);
 wick_status wk_record_where(wick_tensor *out, const wick_tensor *cond, const wick_tensor *a, const wick_tensor *b);
 wick_status wk_record_reduce(wick_tensor *out, const wick_tensor *indices, wick_reduce_op op, const wick_tensor *a,
                              int dim, int keepdim, int correction);

@@ -111,15 +111,23 @@ static wick_status unary_backward(wk_node *n, wick_tensor *g, wick_tensor **grad
         TRY(chain(&r, WICK_MUL, g));
         break;
     case WICK_RELU:
-        /* fused where the backend has it and no dtype changes (x > 0 ? g : 0,
-         * like PyTorch's threshold_backward: a NaN gradient at x <= 0 gives 0) */
+        /* fused where the backend has it and no dtype changes (x <= 0 ? 0 : g,
+         * PyTorch's threshold_backward: a NaN gradient at x <= 0 gives 0, and
+         * a NaN x passes g on) */
         if (!wk_grad_mode && x->storage->backend && x->storage->backend->act_backward && g->dtype == x->dtype &&
             (x->dtype == WICK_FLOAT32 || x->dtype == WICK_FLOAT64)) {
             TRY(wk_act_backward(&r, g, x, WK_ACT_RELU));
             break;
         }
-        TRY(wick_binary_scalar(&r, WICK_GT, x, num(0), 0));
-        TRY(chain(&r, WICK_MUL, g));
+        {
+            wick_tensor *off = NULL, *zero = NULL;
+            TRY(wick_binary_scalar(&off, WICK_LE, x, num(0), 0));
+            wick_status st = wick_full(&zero, 0, NULL, 0, (wick_options){g->dtype, wick_cpu()});
+            if (!st) st = wick_where(&r, off, zero, g);
+            wick_tensor_release(off);
+            wick_tensor_release(zero);
+            TRY(st);
+        }
         if (wk_grad_mode) TRY(zero_edge(&r, x));
         break;
     case WICK_ERF: /* g 2/sqrt(pi) exp(-x^2) */
@@ -377,17 +385,20 @@ static wick_status binary_backward(wk_node *n, wick_tensor *g, wick_tensor **gra
         }
         break;
     case WICK_MAXIMUM:
-    case WICK_MINIMUM: { /* the larger (smaller) side gets g; ties split it evenly, like PyTorch */
-        wick_binary_op win = n->op == WICK_MAXIMUM ? WICK_GT : WICK_LT;
+    case WICK_MINIMUM: { /* the larger (smaller) side gets g; ties split it evenly, like PyTorch
+                          * (where(a == b, g / 2, g) masked where the side loses: a NaN keeps g on both) */
+        wick_binary_op lose = n->op == WICK_MAXIMUM ? WICK_LT : WICK_GT;
         wick_tensor *eq, *m;
         TRY(wick_binary(&eq, WICK_EQ, a, b));
         TRY(chain_scalar(&eq, WICK_MUL, 0.5));
         for (int side = 0; side < 2; side++) {
             if (!(side ? need_b : need_a)) continue;
-            wick_tensor *keep = NULL;
+            wick_tensor *keep = NULL, *out = NULL;
             m = NULL;
-            wick_status st = wick_binary(&m, win, side ? b : a, side ? a : b);
-            if (!st) st = chain(&m, WICK_ADD, eq); /* the side's share: 1, 1/2 at a tie, 0 */
+            wick_status st = wick_binary(&out, lose, side ? b : a, side ? a : b);
+            if (!st) st = chain(&out, WICK_ADD, eq);
+            if (!st) st = wick_binary_scalar(&m, WICK_SUB, out, num(1), 1); /* the side's share: 1, 1/2 at a tie, 0 */
+            wick_tensor_release(out);
             if (!st) st = wick_binary_scalar(&keep, WICK_GT, m, num(0), 0);
             if (!st) st = chain(&m, WICK_MUL, g);
             if (!st) st = keep_where(&m, keep); /* the losing side: 0, also for an infinite g */
@@ -461,26 +472,36 @@ wick_status wk_record_binary(wick_tensor *out, wick_binary_op op, const wick_ten
 /* ---- clamp, where ---- */
 
 /* g where lo < x < hi, 0 elsewhere (on the bounds too, as PyTorch 2's); an
- * infinite bound is no bound (clamp_min's gradient at x = inf is g) */
+ * infinite bound is no bound (clamp_min's gradient at x = inf is g). Clamp's
+ * keeps g where x is inside (a NaN x gets 0), hardtanh's (n->op 1) zeroes it
+ * where x is outside (a NaN x keeps g), as PyTorch's two backwards. */
 static wick_status clamp_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
     const double bound[2] = {n->scalars[0], n->scalars[1]};
-    const wick_binary_op inside[2] = {WICK_GT, WICK_LT};
-    wick_tensor *x = n->saved[0], *r = NULL, *mask = NULL;
+    const wick_binary_op inside[2] = {WICK_GT, WICK_LT}, outside[2] = {WICK_LE, WICK_GE};
+    bool hardtanh = n->op == 1;
+    wick_tensor *x = n->saved[0], *r = NULL, *mask = NULL, *zero = NULL;
     wick_status st = retained(&r, g);
+    if (!st && hardtanh) st = wick_full(&zero, 0, NULL, 0, (wick_options){g->dtype, wick_cpu()});
     for (int i = 0; i < 2 && !st; i++) {
         if (bound[i] == (i ? INFINITY : -INFINITY)) continue;
-        st = wick_binary_scalar(&mask, inside[i], x, num(bound[i]), 0);
-        if (!st) st = keep_where(&r, mask);
+        st = wick_binary_scalar(&mask, hardtanh ? outside[i] : inside[i], x, num(bound[i]), 0);
+        if (!st && !hardtanh) st = keep_where(&r, mask);
+        if (!st && hardtanh) {
+            wick_tensor *w = NULL;
+            st = wick_where(&w, mask, zero, r);
+            wick_tensor_release(r), r = w;
+        }
         wick_tensor_release(mask), mask = NULL;
     }
+    wick_tensor_release(zero);
     if (st) return wick_tensor_release(r), st;
     grads[0] = r;
     return WICK_OK;
 }
 
-wick_status wk_record_clamp(wick_tensor *out, const wick_tensor *a, double lo, double hi) {
+wick_status wk_record_clamp(wick_tensor *out, const wick_tensor *a, double lo, double hi, bool hardtanh) {
     wk_node *n;
-    TRY(wk_record(out, "ClampBackward", clamp_backward, 0, 1, &a, &n));
+    TRY(wk_record(out, hardtanh ? "HardtanhBackward" : "ClampBackward", clamp_backward, hardtanh, 1, &a, &n));
     n->twice = true;
     n->scalars[0] = lo, n->scalars[1] = hi;
     return wk_save(n, 0, a, out);

@@ -393,7 +393,8 @@ wick_status wick_binary_scalar_(wick_binary_op op, wick_tensor *a, wick_scalar s
 
 /* ---- clamp, where ---- */
 
-static wick_status clamp(wick_tensor **out, wick_tensor *inplace, const wick_tensor *a, double lo, double hi) {
+static wick_status clamp(wick_tensor **out, wick_tensor *inplace, const wick_tensor *a, double lo, double hi,
+                         bool hardtanh) {
     if (a->dtype == WICK_BOOL) return wick_fail(WICK_ERR_DTYPE, "clamp: not implemented for bool tensors");
     if (lo > hi) lo = hi; /* PyTorch's min(max(x, lo), hi): every element is hi */
     if (wk_is_integral(a->dtype) && (isnan(lo) || isnan(hi)))
@@ -406,19 +407,22 @@ static wick_status clamp(wick_tensor **out, wick_tensor *inplace, const wick_ten
     bool record = false;
     if (inplace && (st = wk_check_inplace("clamp", a, 0, NULL, &record))) return st;
     if (inplace && record) {
-        st = clamp(&r, NULL, a, lo, hi);
+        st = clamp(&r, NULL, a, lo, hi, hardtanh);
         return adopt_result("clamp", inplace, r, st);
     }
     if (inplace) return elementwise(NULL, inplace, "clamp", &k, 1, &a, names, a->dtype, compute, compute, NULL);
     WK_NO_GRAD(st = elementwise(&r, NULL, "clamp", &k, 1, &a, names, a->dtype, compute, compute, NULL));
     if (st) return st;
-    return wk_publish(out, r, wk_wants_grad(1, &a) ? wk_record_clamp(r, a, lo, hi) : WICK_OK);
+    return wk_publish(out, r, wk_wants_grad(1, &a) ? wk_record_clamp(r, a, lo, hi, hardtanh) : WICK_OK);
 }
 
 wick_status wick_clamp(wick_tensor **out, const wick_tensor *a, double lo, double hi) {
-    return clamp(out, NULL, a, lo, hi);
+    return clamp(out, NULL, a, lo, hi, false);
 }
-wick_status wick_clamp_(wick_tensor *a, double lo, double hi) { return clamp(NULL, a, a, lo, hi); }
+wick_status wick_clamp_(wick_tensor *a, double lo, double hi) { return clamp(NULL, a, a, lo, hi, false); }
+wick_status wick_hardtanh(wick_tensor **out, const wick_tensor *a, double lo, double hi) {
+    return clamp(out, NULL, a, lo, hi, true);
+}
 
 wick_status wick_where(wick_tensor **out, const wick_tensor *cond, const wick_tensor *a, const wick_tensor *b) {
     return wick_where_numbers(out, cond, a, b, 0);

@@ -35,13 +35,13 @@ WK_VSIMD static void gelu_bwd_f32(float *gi, const float *g, const float *x, int
     }
 }
 
-/* x > 0 ? g : 0, by a mask (a NaN gradient where x <= 0 gives 0, as in PyTorch) */
+/* x <= 0 ? 0 : g, by a mask (a NaN gradient where x <= 0 gives 0, and a NaN x passes g on, as in PyTorch) */
 WK_VSIMD static void relu_bwd_f32(float *gi, const float *g, const float *x, int64_t n) {
     int64_t i = 0;
     for (; i + WK_VL <= n; i += WK_VL)
-        wk_vstore(gi + i, (wk_vf)((wk_vi)wk_vload(g + i) & (wk_vload(x + i) > 0)));
+        wk_vstore(gi + i, (wk_vf)((wk_vi)wk_vload(g + i) & ~(wk_vload(x + i) <= 0)));
     if (i < n)
-        wk_vstore_part(gi + i, (wk_vf)((wk_vi)wk_vload_part(g + i, n - i, 0) & (wk_vload_part(x + i, n - i, 0) > 0)),
+        wk_vstore_part(gi + i, (wk_vf)((wk_vi)wk_vload_part(g + i, n - i, 0) & ~(wk_vload_part(x + i, n - i, 0) <= 0)),
                        n - i);
 }
 
@@ -60,7 +60,7 @@ static void act_range_f64(void *ctx, int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; i++) {
         double v = x[i], d;
         if (j->form == WK_ACT_RELU) {
-            gi[i] = v > 0 ? g[i] : 0;
+            gi[i] = v <= 0 ? 0 : g[i];
             continue;
         }
         if (j->form == WK_ACT_GELU_TANH) {

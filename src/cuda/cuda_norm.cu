@@ -45,7 +45,7 @@ template <typename T> __global__ void act_back_kernel(T *gi, const T *g, const T
     GRID_STRIDE(i, n) {
         T v = x[i], d;
         if (form == WK_ACT_RELU) {
-            gi[i] = v > 0 ? g[i] : (T)0;
+            gi[i] = v <= 0 ? (T)0 : g[i];
             continue;
         }
         if (form == WK_ACT_GELU_TANH) {

@@ -192,6 +192,16 @@ WL_FUNCTION(t_clamp) {
     return 1;
 }
 
+/* core.hardtanh(x, lo, hi): clamp's values with PyTorch's hardtanh gradient (F.hardtanh, F.relu6) */
+WL_FUNCTION(l_hardtanh) {
+    wick_tensor *a = wl_checktensor(L, 1, "hardtanh", "input");
+    double lo = wl_checknumber(L, 2, "hardtanh", "argument 'min_val'"),
+           hi = wl_checknumber(L, 3, "hardtanh", "argument 'max_val'");
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_hardtanh(slot, a, lo, hi));
+    return 1;
+}
+
 /* A tensor or number operand of where(); a number becomes a 0-dim CPU tensor, which the
  * result's dtype takes no part in beside a tensor of its kind (PyTorch's wrapped number):
  * int64 for an integer, float64 beside a floating tensor (the result rounds it once: HF's
@@ -757,6 +767,7 @@ static const luaL_Reg module_fns[] = {
     {"tensor_storage_key", t_storage_id},
     {"tensors_to", m_tensors_to},
     {"promote_types", m_promote_types},
+    {"hardtanh", l_hardtanh},
     {NULL, NULL}};
 
 static const luaL_Reg method_fns[] = {

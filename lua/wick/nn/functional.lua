@@ -181,12 +181,12 @@ end
 --- F.elu(x[, alpha = 1[, inplace]])
 function F.elu(x, ...)
   local o = act_args("elu", x, { "alpha", "inplace" }, { alpha = "number", inplace = "boolean" }, ...)
-  -- x where x > 0, else alpha (exp(x) - 1); the exp sees no positive x (its
-  -- gradient there would be 0 inf), and at 0 the gradient is alpha, PyTorch's
+  -- alpha (exp(x) - 1) where x <= 0, else x; the exp sees no positive x (its gradient
+  -- there would be 0 inf), at 0 the gradient is alpha and a NaN x passes it on, PyTorch's
   return activate(x, o, function(v)
-    local positive = v:gt(0)
-    local below = wick.where(positive, wick.zeros({}, { dtype = v.dtype, device = v.device }), v)
-    return wick.where(positive, v, below:expm1() * (o.alpha or 1))
+    local nonpositive = v:le(0)
+    local below = wick.where(nonpositive, v, wick.zeros({}, { dtype = v.dtype, device = v.device }))
+    return wick.where(nonpositive, below:expm1() * (o.alpha or 1), v)
   end)
 end
 --- F.hardtanh(x[, min_val = -1[, max_val = 1[, inplace]]])
@@ -195,12 +195,12 @@ function F.hardtanh(x, ...)
     { min_val = "number", max_val = "number", inplace = "boolean" }, ...)
   local lo, hi = o.min_val or -1, o.max_val or 1
   if lo > hi then check.fail("hardtanh", "min_val cannot be greater than max_val") end
-  return activate(x, o, function(v) return v:clamp(lo, hi) end)
+  return activate(x, o, function(v) return core.hardtanh(v, lo, hi) end)
 end
---- F.relu6(x): min(max(x, 0), 6)
+--- F.relu6(x): min(max(x, 0), 6) (hardtanh's gradient: 0 outside (0, 6), a NaN x passes it on, as PyTorch's)
 function F.relu6(x, ...)
   local o = act_args("relu6", x, { "inplace" }, INPLACE, ...)
-  return activate(x, o, function(v) return v:clamp(0, 6) end)
+  return activate(x, o, function(v) return core.hardtanh(v, 0, 6) end)
 end
 --- F.hardsigmoid(x): relu6(x + 3) / 6;  F.hardswish(x): x hardsigmoid(x)
 function F.hardsigmoid(x, ...)
