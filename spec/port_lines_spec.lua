@@ -6127,3 +6127,17 @@ describe("the forty-eighth round's lines, part 10 (gradients at a NaN input)", f
     assert.are.same({ 1, 1, 0, 0.5 }, b.grad:totable())
   end)
 end)
+
+describe("the forty-eighth round's lines, part 11 (an init's all-nil keywords)", function()
+  it("a {} after an init's first argument and before its last parameter is an empty keyword call", function()
+    local E = nn.Module:extend("E")
+    function E:init(a, b, padding_idx, device, dtype) self.a, self.padding_idx = a, padding_idx end
+    local factory_kwargs = { device = nil, dtype = nil }
+    local e = E(1, 2, factory_kwargs)
+    assert.is_nil(e.padding_idx)
+    assert.are.equal(1, e.a)
+    local F1 = nn.Module:extend("F1")
+    function F1:init(cfg) self.cfg = cfg end
+    assert.are.same({}, F1({}).cfg) -- (a first argument stays a value: a config)
+  end)
+end)

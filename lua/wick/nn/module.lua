@@ -225,7 +225,7 @@ local function bind_keywords(owner, method, f, n, ...)
     -- `...` (Python's **kwargs) at this place or later takes it as its keywords: diffusers'
     -- attn(h, {temb = temb}), Hyena's ExponentialModulation(d_model, **kwargs), and `{}`, HF's
     -- keywords that were all None
-    if method ~= "init" and not kw_at then
+    if (method ~= "init" or n > 1) and not kw_at then -- (an init's first argument stays a value: a config)
       local last = 0
       for _, at in pairs(names) do last = math.max(last, at) end
       -- keywords past the last parameter of a forward without `...`: PyTorch's TypeError, which
@@ -235,8 +235,9 @@ local function bind_keywords(owner, method, f, n, ...)
         unexpected_keyword(((type(class) == "table" and rawget(class, "__name")) or "Module") .. "." .. method, others, names)
       end
       -- `{}` before the last parameter: HF's keywords that were all None (encoder_layer(h, None,
-      -- layer_head_mask=None, output_attentions=None)), dropped; on the last one it stays a value
-      -- (whisper's kv_cache = {})
+      -- layer_head_mask=None, output_attentions=None), HyenaDNA's GPT2Embeddings(d, v, n,
+      -- **factory_kwargs) of {device = None, dtype = None}), dropped; on the last one it stays a
+      -- value (whisper's kv_cache = {})
       if next(t) ~= nil or n >= last then return nil end
       local args = { ... }
       args[n] = nil
