@@ -187,3 +187,10 @@ describe("printing a parameter", function()
   end)
 end)
 
+
+describe("printing rounds as PyTorch's", function()
+  it("a tie in the last printed digit goes to even, as C's printf (and Python's) round the exact value", function()
+    assert.are.equal("tensor([1.2812, 2.6562, 0.1250])", tostring(wick.tensor({ 1.28125, 2.65625, 0.125 })))
+    assert.are.equal("tensor([1.2813])", tostring(wick.tensor({ 1.28126 }, { dtype = "float64" })):gsub(", dtype=float64", ""))
+  end)
+end)

@@ -6,6 +6,17 @@ local options = { precision = 4, threshold = 1000, edgeitems = 3, linewidth = 80
 local ELLIPSIS = {} -- marks the elided middle of a summarised dim
 
 local core = require("wick.core")
+
+-- fmt:format(v) for one number, through C's snprintf: LuaJIT formats %f and %e itself and rounds a
+-- tie away from zero (1.28125 as 1.2813), where C's printf, which Python and so PyTorch print
+-- through, rounds the exact value to even (1.2812); Lua 5.4's string.format is C's already
+local function number_format(fmt, v) return fmt:format(v) end
+if jit then
+  local ffi = require("ffi")
+  pcall(ffi.cdef, "int snprintf(char *s, size_t n, const char *fmt, ...);")
+  local buf = ffi.new("char[128]")
+  number_format = function(fmt, v) return ffi.string(buf, ffi.C.snprintf(buf, 128, fmt, ffi.cast("double", v))) end
+end
 local dtype_info = core.dtype_info
 local function is_float(dtype) return dtype_info[dtype].is_floating end
 
@@ -65,12 +76,12 @@ local function float_formatter(values)
     local wide = maxv / math.max(minv, 1e-300) > 1000 or maxv > 1e8
     if options.sci_mode ~= nil then wide, int_mode = options.sci_mode, int_mode and not options.sci_mode end
     if int_mode then
-      if wide then fmt = function(v) return sci:format(v) end
-      else fmt = function(v) return ("%.0f."):format(v) end end
+      if wide then fmt = function(v) return number_format(sci, v) end
+      else fmt = function(v) return number_format("%.0f.", v) end end
     elseif wide or (options.sci_mode == nil and minv ~= 0 and minv < 1e-4) then
-      fmt = function(v) return sci:format(v) end
+      fmt = function(v) return number_format(sci, v) end
     else
-      fmt = function(v) return fixed:format(v) end
+      fmt = function(v) return number_format(fixed, v) end
     end
   end
   return function(v)
