@@ -6141,3 +6141,11 @@ describe("the forty-eighth round's lines, part 11 (an init's all-nil keywords)",
     assert.are.same({}, F1({}).cfg) -- (a first argument stays a value: a config)
   end)
 end)
+
+describe("the forty-eighth round's lines, part 12 (linspace's steps)", function()
+  it("a table given as steps is named as a wrong steps, not read as options", function()
+    support.assert_error_has(function() return wick.linspace({ start = 1, ["end"] = 2, steps = { num_bands = 4 } }) end,
+      "expected an integer for argument 'steps', got table")
+    assert.are.same({ 0, 0.5, 1 }, wick.linspace(0, 1, { steps = 3 }):totable())
+  end)
+end)

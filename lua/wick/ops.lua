@@ -1370,8 +1370,15 @@ return function(wick)
   local SPACE = { steps = "integer", base = "number", dtype = "dtype", device = "device", requires_grad = "boolean" }
   -- PyTorch's keywords (steps =, base =) from the options table, and its
   -- requires_grad applied to the result
+  -- (a table at steps' place is the options when it names only options; another is a wrong steps,
+  -- said as such: Perceiver's linspace(start=, end=, steps=num_bands) given a table)
+  local function options_only(t)
+    if getmetatable(t) ~= nil or #t > 0 then return false end
+    for k in pairs(t) do if SPACE[k] == nil then return false end end
+    return true
+  end
   local function space_args(fn, steps, opts)
-    if type(steps) == "table" and opts == nil then steps, opts = nil, steps end
+    if type(steps) == "table" and opts == nil and options_only(steps) then steps, opts = nil, steps end
     local o = check.options(opts, fn, SPACE)
     if o.steps ~= nil then
       if steps ~= nil then check.fail(fn, "argument 'steps' given both by position and as an option") end
