@@ -148,7 +148,7 @@ static const cpu_run_fn unary_runs[3][WICK_NUM_UNARY] = {
         for (; i + WK_VL <= n; i += WK_VL) wk_vstore(o + i, VFN(wk_vload(in + i)));             \
         if (i < n) wk_vstore_part(o + i, VFN(wk_vload_part(in + i, n - i, 0)), n - i);          \
     }
-VEC_UNARY(EXP, wk_vexp)
+VEC_UNARY(EXP, wk_vexp_rounded)
 VEC_UNARY(TANH, wk_vtanh)
 VEC_UNARY(SIGMOID, wk_vsigmoid)
 VEC_UNARY(ERF, wk_verf)

@@ -9,7 +9,10 @@
  * including denormals, huge values, infinities and NaN): a few ulp.
  *   exp:  Cody-Waite reduction by ln 2, degree-7 polynomial (Cephes' expf
  *         coefficients), scaling in two steps so denormal results are right;
- *         exp(x) = inf above 88.72284, 0 below -103.97, NaN stays NaN.
+ *         exp(x) = inf above 88.72284, 0 below -103.97, NaN stays NaN. Within
+ *         1 ulp; the elementwise exp op uses wk_vexp_rounded instead (the
+ *         correctly rounded value but about once in 10^5), the fused kernels
+ *         (softmax, cross entropy) this one.
  *   tanh: x + x^3 P(x^2) for |x| < 0.625 (Cephes' tanhf coefficients), else
  *         sign(x) (1 - 2 / (exp(2|x|) + 1)).
  *   erf:  x P(x^2) for |x| < 1, else 1 - exp(-x^2 + R(|x|)), P and R fitted by
@@ -132,6 +135,43 @@ WK_VI wk_vf wk_vexp(wk_vf x) {
     return wk_vsel(nan, x, y * s1 * s2);
 }
 
+/* exp(x) of WK_VL doubles for |x| <= 110: n = round(x / ln 2), r = x - n ln 2 (ln 2
+ * in two parts, the first of 32 bits so n times it is exact), e^r by its
+ * Taylor polynomial of degree 10 (|r| <= ln2/2: truncation below 3e-13
+ * relative), times 2^n made in the exponent bits (n in [-159, 159]). */
+typedef double wk_vd __attribute__((vector_size(128))); /* WK_VL doubles */
+typedef int64_t wk_vl __attribute__((vector_size(128)));
+WK_VI wk_vd wk_vexp_f64(wk_vd x) {
+    const wk_vd magic = (wk_vd){0} + 6755399441055744.0; /* 1.5 * 2^52: adding it rounds to an integer */
+    wk_vd t = x * 1.4426950408889634 + magic;
+    wk_vd n = t - magic;
+    wk_vl ni = (wk_vl)t - (wk_vl)magic;
+    wk_vd r = x - n * 0.6931471803691238;
+    r = r - n * 1.9082149292705877e-10;
+    wk_vd p = r * (1.0 / 3628800) + 1.0 / 362880; /* 1/k!, k = 10 down to 0 */
+    p = p * r + 1.0 / 40320;
+    p = p * r + 1.0 / 5040;
+    p = p * r + 1.0 / 720;
+    p = p * r + 1.0 / 120;
+    p = p * r + 1.0 / 24;
+    p = p * r + 1.0 / 6;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    return p * (wk_vd)((ni + 1023) << 52);
+}
+/* exp(x) rounded once from a double within 3e-13 of it: the correctly
+ * rounded float but where exp(x) lies that close to a midpoint between two
+ * floats (about one input in 10^5); denormal results, inf above 88.72284 and
+ * 0 below -103.97 by the one rounding; NaN stays NaN. Twice wk_vexp's work. */
+WK_VI wk_vf wk_vexp_rounded(wk_vf x) {
+    wk_vi nan = x != x;
+    wk_vf xc = wk_vsel(x < -110.0f, wk_vsplat(-110.0f), x);
+    xc = wk_vsel(xc > 100.0f, wk_vsplat(100.0f), xc);
+    xc = wk_vsel(nan, wk_vsplat(0), xc);
+    return wk_vsel(nan, x, __builtin_convertvector(wk_vexp_f64(__builtin_convertvector(xc, wk_vd)), wk_vf));
+}
+
 /* exp(x) for the arguments of softmax rows (x - max <= 0): the same
  * reduction, a degree-6 polynomial (minimax, 3.3e-9 relative on [-ln2/2,
  * ln2/2]) and one scaling, no overflow path: results below 2^-126 (x < -87.34)
@@ -199,8 +239,6 @@ WK_VI wk_vf wk_vlog(wk_vf x) {
  * polynomials reached 1.25 ulp: positional-encoding tables differed in the
  * last bit). Callers keep larger |x|, infinities and NaN out
  * (wk_vtrig_in_range), which the reduction would lose. */
-typedef double wk_vd __attribute__((vector_size(128))); /* WK_VL doubles */
-typedef int64_t wk_vl __attribute__((vector_size(128)));
 WK_VI wk_vf wk_vsincos(wk_vf xf, int cosine) {
     const wk_vl sign_bit = (wk_vl){0} | INT64_MIN;
     wk_vd x = __builtin_convertvector(xf, wk_vd);
