@@ -286,22 +286,23 @@ static wick_tensor *pick(scratch *s, const wick_tensor *cond, const wick_tensor 
     return failed(s, cond, a) || failed(s, b, b) ? NULL : kept(s, wick_where(&r, cond, a, b), &r);
 }
 
-/* sqrt(re^2 + im^2); tracked, its gradient at 0 is 0 (PyTorch's), not the
- * NaN of sqrt's infinite slope times 0 */
+static wick_tensor *scaled(scratch *s, wick_tensor *t, double c) {
+    wick_tensor *r = NULL;
+    return s->st || !t ? NULL : kept(s, wick_binary_scalar(&r, WICK_MUL, t, (wick_scalar){c, 0}, 0), &r);
+}
+/* sqrt(re^2 + im^2); tracked, its gradient at 0 is PyTorch's g sgn(z) = g 0
+ * (0, or NaN for an infinite or NaN g), not the NaN of sqrt's infinite slope
+ * times 0: there the value is (re + im) 0, which carries that gradient */
 static wick_tensor *magnitude(scratch *s, wick_tensor *re, wick_tensor *im) {
     wick_tensor *sq = add(s, mul(s, re, re), mul(s, im, im)), *zero = NULL;
     const wick_tensor *in[1] = {sq};
     if (!sq || !wk_wants_grad(1, in)) return un(s, WICK_SQRT, sq);
     if (!kept(s, wick_binary_scalar(&zero, WICK_EQ, sq, (wick_scalar){0, 1}, 0), &zero)) return NULL;
     wick_tensor *root = un(s, WICK_SQRT, pick(s, zero, number(s, 1, sq->dtype), sq));
-    return pick(s, zero, number(s, 0, sq->dtype), root);
+    return pick(s, zero, scaled(s, add(s, re, im), 0), root);
 }
 static wick_tensor *argument(scratch *s, wick_tensor *re, wick_tensor *im) { return bin(s, WICK_ATAN2, im, re); }
 
-static wick_tensor *scaled(scratch *s, wick_tensor *t, double c) {
-    wick_tensor *r = NULL;
-    return s->st || !t ? NULL : kept(s, wick_binary_scalar(&r, WICK_MUL, t, (wick_scalar){c, 0}, 0), &r);
-}
 static wick_tensor *square(scratch *s, wick_tensor *t) { return mul(s, t, t); }
 static wick_tensor *plus_one(scratch *s, wick_tensor *t) { return t ? add(s, t, number(s, 1, t->dtype)) : NULL; }
 

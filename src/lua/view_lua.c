@@ -222,8 +222,8 @@ WL_FUNCTION(t_expand) {
     wick_tensor *a = SELF("expand");
     int64_t sizes[WICK_MAX_DIMS];
     int n;
-    wick_tensor *other = wl_totensor(L, 2);
-    if (other) {
+    wick_tensor *other = wl_totensor(L, 2); /* t:expand(u): u's shape; a 0-dim one is a size (Qwen2-VL's expand(h, -1)) */
+    if (other && wick_tensor_ndim(other) > 0) {
         n = wick_tensor_ndim(other);
         memcpy(sizes, wick_tensor_sizes(other), sizeof(int64_t) * n);
     } else {
