@@ -327,6 +327,16 @@ local setters = {
     if not wick.is_tensor(v) then
       core.error(("cannot assign %s to a tensor's 'data' (expected a tensor)"):format(check.describe(v)))
     end
+    -- a gradient of the same shape follows the data's new dtype and device (improved-diffusion's
+    -- convert_to_fp32 after an fp16 step: l.weight.data = l.weight.data.float(); PyTorch keeps the
+    -- float16 gradient there, which its next accumulation mixes in)
+    local g = t.grad
+    if g ~= nil and (g.dtype ~= v.dtype or g.device ~= v.device) and tostring(g.shape) == tostring(v.shape) then
+      t.grad = nil
+      t:_replace(v)
+      t.grad = g:to({ dtype = v.dtype, device = v.device })
+      return
+    end
     t:_replace(v)
   end,
 }
