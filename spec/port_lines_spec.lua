@@ -6187,3 +6187,15 @@ describe("the forty-eighth round's lines, part 14 (.data of another dtype with a
     support.assert_error_has(function() c.weight.data = wick.zeros(2) end, "would not fit its new data")
   end)
 end)
+
+describe("the forty-eighth round's lines, part 15 (polar's dtypes)", function()
+  it("polar refuses integer and mixed dtypes, as PyTorch does", function()
+    support.assert_error_has(function() return wick.polar(wick.ones(3, { dtype = "int64" }), wick.ones(3, { dtype = "int64" })) end,
+      "expected abs and angle of one dtype, float32 or float64")
+    support.assert_error_has(function() return wick.polar(wick.ones(3), wick.ones(3, { dtype = "float64" })) end,
+      "got float32 and float64")
+    local z = wick.polar(wick.full({ 2 }, 2, { dtype = "float64" }), wick.tensor({ 0, math.pi / 2 }, { dtype = "float64" }))
+    assert.are.equal("complex128", z.dtype)
+    assert.is_true(math.abs(z.imag[2]:item() - 2) < 1e-15)
+  end)
+end)

@@ -1166,6 +1166,10 @@ function wick.imag(t) return check_tensor(t, "imag", "input").imag end
 function wick.polar(abs, angle)
   check_tensor(abs, "polar", "abs")
   check_tensor(angle, "polar", "angle")
+  if abs.dtype ~= angle.dtype or (abs.dtype ~= "float32" and abs.dtype ~= "float64") then
+    check.fail("polar", "expected abs and angle of one dtype, float32 or float64 (as PyTorch's; wick has no complex32), "
+      .. "got %s and %s", abs.dtype, angle.dtype)
+  end
   return wick.complex(abs * angle:cos(), abs * angle:sin())
 end
 wick.ops = require("wick.ops")(wick) -- tril, split, topk, multinomial, einsum, random fills, ... (ops.lua)
