@@ -793,8 +793,6 @@ function L.GroupNorm:extra_repr()
     py(self.weight ~= nil), py(self.bias ~= nil))
 end
 
---- nn.InstanceNorm1d / nn.InstanceNorm2d(num_features[, eps[, momentum[, affine = false[,
---- track_running_stats = false]]]][, opts]): statistics per image and channel.
 -- _InstanceNorm(num_features[, eps[, momentum[, affine = false[, track_running_stats = false]]]][, opts]) and
 -- PyTorch's forward; a subclass gives _get_no_batch_dim() (the dims of an unbatched input)
 function L._InstanceNorm:init(...) norm_init(self, self.__name__, false, ...) end
@@ -823,6 +821,8 @@ function L._InstanceNorm:forward(x)
   return y
 end
 
+--- nn.InstanceNorm1d / nn.InstanceNorm2d(num_features[, eps[, momentum[, affine = false[,
+--- track_running_stats = false]]]][, opts]): statistics per image and channel.
 local function instance_norm_class(name, dims)
   local C = L._InstanceNorm:extend(name, { "num_features" })
   function C:init(...) norm_init(self, name, false, ...) end
