@@ -35,6 +35,9 @@ local function describe(v)
   end
   if t == "userdata" and getmetatable(v) == tensor_mt then return "Tensor" end
   if is_module(v) then return getmetatable(v).__name or "table" end
+  if t == "table" and getmetatable(v) == nil and getmetatable(v[1]) == tensor_mt and tensor_mt ~= nil then
+    return ("a table of %d tensors (split, chunk and unbind give one table: unpack(...) it, or index it)"):format(#v)
+  end
   return t
 end
 C.describe = describe

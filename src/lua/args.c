@@ -103,8 +103,18 @@ wick_tensor *wl_totensor(lua_State *L, int idx) {
 
 wick_tensor *wl_checktensor(lua_State *L, int idx, const char *fn, const char *arg) {
     wick_tensor *t = wl_totensor(L, idx);
-    if (!t) wl_raise(L, "%s: expected a tensor for argument '%s', got %s", fn, arg, luaL_typename(L, idx));
-    return t;
+    if (t) return t;
+    if (lua_type(L, idx) == LUA_TTABLE && !lua_getmetatable(L, idx)) { /* split's, chunk's or unbind's result? */
+        lua_rawgeti(L, idx, 1);
+        int tensors = wl_totensor(L, -1) != NULL;
+        lua_pop(L, 1);
+        if (tensors)
+            wl_raise(L, "%s: expected a tensor for argument '%s', got a table of %d tensors (split, chunk and unbind "
+                        "give one table: unpack(...) it, or index it)",
+                     fn, arg, (int)lua_objlen(L, idx));
+    }
+    wl_raise(L, "%s: expected a tensor for argument '%s', got %s", fn, arg, luaL_typename(L, idx));
+    return NULL;
 }
 
 wick_tensor **wl_new_slot(lua_State *L) {
