@@ -6211,3 +6211,16 @@ describe("the forty-eighth round's lines, part 16 (a split's table where a tenso
     assert.is_true(a:equal(stats:narrow(2, 1, 4)))
   end)
 end)
+
+describe("the forty-eighth round's lines, part 17 (compressed sparse rows)", function()
+  it("sparse_csr_tensor builds the dense tensor from PyTorch's row offsets; to_sparse_coo and to_sparse_csr return it", function()
+    local A = wick.sparse_csr_tensor({ crow_indices = wick.tensor({ 0, 2, 2, 3 }, { dtype = "int64" }),
+      col_indices = wick.tensor({ 1, 3, 2 }, { dtype = "int64" }), values = wick.tensor({ 1, 2, 3 }), size = { 3, 3 } })
+    assert.are.same({ { 1, 0, 2 }, { 0, 0, 0 }, { 0, 3, 0 } }, A:totable())
+    assert.are.equal(A, A:to_sparse_coo())
+    assert.are.equal(A, A:to_sparse_csr())
+    support.assert_error_has(function()
+      return wick.sparse_csr_tensor(wick.tensor({ 0, 3 }, { dtype = "int64" }), wick.tensor({ 1 }, { dtype = "int64" }), wick.tensor({ 1 }))
+    end, "crow_indices must rise from 0 to the number of entries (1)")
+  end)
+end)

@@ -2385,6 +2385,31 @@ function wick.sparse_coo_tensor(indices, values, size, opts)
 end
 function Tensor.to_dense(t) return check_tensor(t, "to_dense", "self") end
 function Tensor.to_sparse(t) return check_tensor(t, "to_sparse", "self") end
+function Tensor.to_sparse_coo(t) return check_tensor(t, "to_sparse_coo", "self") end
+function Tensor.to_sparse_csr(t) return check_tensor(t, "to_sparse_csr", "self") end
+--- wick.sparse_csr_tensor(crow_indices, col_indices, values[, size][, opts]) (or all by name, PyG's
+--- to_torch_csr_tensor): PyTorch's compressed rows, built dense as sparse_coo_tensor is: row i's entries
+--- are values[crow[i] + 1 .. crow[i + 1]] (crow_indices PyTorch's offsets, from 0 to nnz) at the columns
+--- col_indices (1-based)
+function wick.sparse_csr_tensor(...)
+  local crow, col, values, size, opts = check.required("sparse_csr_tensor",
+    { "crow_indices", "col_indices", "values", "size?" }, ...)
+  if type(crow) == "table" and not wick.is_tensor(crow) then crow = wick.tensor(crow, { dtype = "int64" }) end
+  if type(col) == "table" and not wick.is_tensor(col) then col = wick.tensor(col, { dtype = "int64" }) end
+  check_tensor(crow, "sparse_csr_tensor", "crow_indices")
+  check_tensor(col, "sparse_csr_tensor", "col_indices")
+  if crow:dim() ~= 1 or crow:numel() < 1 or col:dim() ~= 1 then
+    check.fail("sparse_csr_tensor", "expected 1-D crow_indices of nrows + 1 offsets and 1-D col_indices, got %s and %s",
+      tostring(crow.shape), tostring(col.shape))
+  end
+  local counts = crow:narrow(1, 2, crow:numel() - 1) - crow:narrow(1, 1, crow:numel() - 1)
+  if crow[1]:item() ~= 0 or (counts:numel() > 0 and counts:min():item() < 0) or crow[-1]:item() ~= col:numel() then
+    check.fail("sparse_csr_tensor", "crow_indices must rise from 0 to the number of entries (%d)", col:numel())
+  end
+  local rows = wick.arange(1, counts:numel() + 1, { dtype = "int64", device = crow.device }):repeat_interleave(counts)
+  if size == nil then size = { counts:numel(), col:numel() > 0 and col:max():item() or 0 } end
+  return wick.sparse_coo_tensor(wick.stack({ rows, col:to("int64") }), values, size, opts)
+end
 --- t:coalesce(): of a sparse_coo_tensor, the same tensor whose entries are its distinct
 --- positions, sorted, the values at a repeated one summed (explicit zeros stay entries)
 function Tensor.coalesce(t)
