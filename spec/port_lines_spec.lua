@@ -6224,3 +6224,17 @@ describe("the forty-eighth round's lines, part 17 (compressed sparse rows)", fun
     end, "crow_indices must rise from 0 to the number of entries (1)")
   end)
 end)
+
+describe("the forty-eighth round's lines, part 18 (a static function's **kwargs)", function()
+  it("keys naming no parameter of a static function with ... go there, when another key names one", function()
+    local M = nn.Module:extend("M")
+    function M.f(a, b, c, ...)
+      local kw = ...
+      return a, b, c, kw and kw.device
+    end
+    local a, b, c, d = M.f(1, { b = 2, c = 3, device = "cpu" })
+    assert.are.same({ 1, 2, 3, "cpu" }, { a, b, c, d })
+    local _, value = M.f(1, { device = "cpu" }) -- (no key names a parameter: a value, as before)
+    assert.are.equal("cpu", value.device)
+  end)
+end)

@@ -331,15 +331,23 @@ local function static_method(f)
     while n > 1 and select(n, ...) == nil do n = n - 1 end
     local t = n > 0 and select(n, ...)
     if type(t) ~= "table" or getmetatable(t) ~= nil or #t > 0 or next(t) == nil then return f(first, ...) end
-    local top = n - 1
+    -- (keys that name no parameter go to a `...` (Python's **kwargs) when another key names one:
+    -- HF's _prepare_4d_causal_attention_mask_with_cache_position(mask, sequence_length=..., device=...))
+    local top, extra, named, others = n - 1, varargs_at(f), false, false
     for k in pairs(t) do
       local at = type(k) == "string" and names[k]
-      if not at or at < n then return f(first, ...) end
-      top = math.max(top, at)
+      if at and at < n then return f(first, ...) end
+      if at then named, top = true, math.max(top, at)
+      elseif extra and type(k) == "string" then others = true
+      else return f(first, ...) end
     end
-    local args = { ... }
+    if not named then return f(first, ...) end
+    local args, kwargs = { ... }, others and {} or nil
     args[n] = nil
-    for k, v in pairs(t) do args[names[k]] = v end
+    for k, v in pairs(t) do
+      if names[k] then args[names[k]] = v else kwargs[k] = v end
+    end
+    if kwargs then top = math.max(top, extra); args[extra] = kwargs end
     return f(first, unpack(args, 1, top))
   end
   return static
