@@ -35,8 +35,14 @@ function F.linear(x, weight, bias)
   if x:dim() == 0 or weight:dim() == 0 then
     check.fail("linear", "both arguments to linear need to be at least 1D, but they are %dD and %dD", x:dim(), weight:dim())
   end
-  if x:dim() == 2 then return linear2d(x, weight, bias) end
   local n_in = x:size(x:dim())
+  if weight:dim() == 2 and weight:size(2) ~= n_in then -- (PyTorch's words, then which sizes disagree)
+    local rows = n_in > 0 and x:numel() / n_in or 0
+    check.fail("linear", "mat1 and mat2 shapes cannot be multiplied (%dx%d and %dx%d): the input's last dim is %d, "
+      .. "the weight [%d, %d] takes %d features", rows, n_in, weight:size(2), weight:size(1), n_in, weight:size(1),
+      weight:size(2), weight:size(2))
+  end
+  if x:dim() == 2 then return linear2d(x, weight, bias) end
   if x:dim() > 2 and n_in > 0 and weight:dim() == 2 and weight:size(2) == n_in then
     -- the core folds the batch dims into rows: one product, one tensor of its own (an
     -- in-place ReLU may follow), and the weight's gradient as g^T x in its own layout
