@@ -282,11 +282,69 @@ static void drop_after_mask(lua_State *L, int kidx) {
     lua_replace(L, kidx);
 }
 
+/* A mask of k >= 2 dims beside other tensor entries of the key at kidx
+ * (FCOS's gt_classes_targets[foreground_mask, classes[foreground_mask]]): k
+ * entries instead, the 1-based coordinates of its positions along each of its
+ * dims, as PyTorch reads it. The key becomes a new table. */
+static void split_masks(lua_State *L, int kidx, const wick_tensor *t) {
+    int n = (int)lua_objlen(L, kidx), tensors = 0, wide = 0;
+    for (int i = 1; i <= n; i++) {
+        lua_rawgeti(L, kidx, i);
+        wick_tensor *k = wl_totensor(L, -1);
+        tensors += k != NULL;
+        wide += k && wick_tensor_ndim(k) > 1 && (wick_tensor_dtype(k) == WICK_BOOL || wick_tensor_dtype(k) == WICK_UINT8);
+        lua_pop(L, 1);
+    }
+    if (!wide || tensors < 2) return;
+    lua_createtable(L, n + WICK_MAX_DIMS, 0);
+    int key = lua_gettop(L), at = 0, d = 0;
+    for (int i = 1; i <= n; i++) {
+        lua_rawgeti(L, kidx, i);
+        wick_tensor *k = wl_totensor(L, -1);
+        int mn = k ? wick_tensor_ndim(k) : 0;
+        if (lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "...") == 0) d = -1; /* (dims unknown after it) */
+        if (!(mn > 1 && (wick_tensor_dtype(k) == WICK_BOOL || wick_tensor_dtype(k) == WICK_UINT8))) {
+            lua_rawseti(L, key, ++at);
+            if (d >= 0) d++; /* (newaxis entries are gone: expand_newaxis ran) */
+            continue;
+        }
+        for (int j = 0; d >= 0 && j < mn; j++) {
+            if (d + j >= wick_tensor_ndim(t))
+                wl_raise(L, "index: entry %d of the key: a mask of %d dims reaches past the tensor's %d dims", i, mn,
+                         wick_tensor_ndim(t));
+            if (wick_tensor_sizes(k)[j] != wick_tensor_sizes(t)[d + j])
+                wl_raise(L, "index: entry %d of the key: the mask's size %lld at its dim %d does not match the tensor's "
+                            "%lld at dim %d",
+                         i, (long long)wick_tensor_sizes(k)[j], j + 1, (long long)wick_tensor_sizes(t)[d + j], d + j + 1);
+        }
+        wick_tensor **lin = wl_new_slot(L); /* 0-based positions over the mask's flat elements */
+        wl_check(L, wick_mask_positions(lin, k));
+        int64_t stride = 1;
+        for (int j = mn - 1; j >= 0; j--) stride *= wick_tensor_sizes(k)[j];
+        for (int j = 0; j < mn; j++) { /* coordinate j = (lin / stride_j) mod size_j, plus 1 */
+            stride /= wick_tensor_sizes(k)[j];
+            wick_tensor **q = wl_new_slot(L), **c = wl_new_slot(L), **one = wl_new_slot(L);
+            wl_check(L, wick_binary_scalar(q, WICK_DIV, *lin, (wick_scalar){(double)stride, 1}, 0));
+            wl_check(L, wick_unary_(WICK_FLOOR, *q));
+            wl_check(L, wick_binary_scalar(c, WICK_REMAINDER, *q, (wick_scalar){(double)wick_tensor_sizes(k)[j], 1}, 0));
+            wl_check(L, wick_binary_scalar(one, WICK_ADD, *c, (wick_scalar){1, 1}, 0));
+            wick_tensor **idx = wl_new_slot(L);
+            wl_check(L, wick_to(idx, *one, (wick_options){WICK_INT64, wick_tensor_device(*one), 0}));
+            lua_rawseti(L, key, ++at); /* takes idx */
+            lua_pop(L, 3);             /* q, c, one */
+        }
+        lua_pop(L, 2); /* lin, the mask */
+        if (d >= 0) d += mn;
+    }
+    lua_replace(L, kidx);
+}
+
 /* Python's masks inside a key: an entry that is a Lua list of booleans
  * (loralib's lora_ind[enable_lora, :]) is a bool mask; and where the key has
  * other tensor entries too, a 1-D mask is the positions it selects (PyTorch's
- * x[mask, idx], RetinaNet's gt_classes_target[fg, labels[...]]). The key at
- * kidx becomes a new table with those entries replaced (the user's is kept). */
+ * x[mask, idx], RetinaNet's gt_classes_target[fg, labels[...]]), and one of
+ * more dims its coordinates (split_masks). The key at kidx becomes a new table
+ * with those entries replaced (the user's is kept). */
 static void masks_in_key(lua_State *L, int kidx, const wick_tensor *t) {
     int n = (int)lua_objlen(L, kidx), tensors = 0, changed = 0;
     lua_createtable(L, n, 0);
@@ -342,6 +400,7 @@ static void masks_in_key(lua_State *L, int kidx, const wick_tensor *t) {
     }
     if (changed) lua_replace(L, kidx);
     else lua_pop(L, 1);
+    split_masks(L, kidx, t);
 }
 
 static int parse_key(lua_State *L, int idx, wick_tensor *t, wick_key_entry *e, int *tp, int *te, int *nt) {
