@@ -317,8 +317,10 @@ static void split_masks(lua_State *L, int kidx, const wick_tensor *t) {
                             "%lld at dim %d",
                          i, (long long)wick_tensor_sizes(k)[j], j + 1, (long long)wick_tensor_sizes(t)[d + j], d + j + 1);
         }
-        wick_tensor **lin = wl_new_slot(L); /* 0-based positions over the mask's flat elements */
-        wl_check(L, wick_mask_positions(lin, k));
+        wick_tensor **pos = wl_new_slot(L), **lin = wl_new_slot(L); /* 0-based positions over the mask's flat
+                                                                       * elements, as float64 (exact below 2^53) */
+        wl_check(L, wick_mask_positions(pos, k));
+        wl_check(L, wick_to(lin, *pos, (wick_options){WICK_FLOAT64, wick_tensor_device(*pos), 0}));
         int64_t stride = 1;
         for (int j = mn - 1; j >= 0; j--) stride *= wick_tensor_sizes(k)[j];
         for (int j = 0; j < mn; j++) { /* coordinate j = (lin / stride_j) mod size_j, plus 1 */
@@ -333,7 +335,7 @@ static void split_masks(lua_State *L, int kidx, const wick_tensor *t) {
             lua_rawseti(L, key, ++at); /* takes idx */
             lua_pop(L, 3);             /* q, c, one */
         }
-        lua_pop(L, 2); /* lin, the mask */
+        lua_pop(L, 3); /* pos, lin, the mask */
         if (d >= 0) d += mn;
     }
     lua_replace(L, kidx);
