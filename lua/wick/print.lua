@@ -11,8 +11,8 @@ local core = require("wick.core")
 -- tie away from zero (1.28125 as 1.2813), where C's printf, which Python and so PyTorch print
 -- through, rounds the exact value to even (1.2812); Lua 5.4's string.format is C's already
 local function number_format(fmt, v) return fmt:format(v) end
-if jit then
-  local ffi = require("ffi")
+local has_ffi, ffi = pcall(require, "ffi")
+if jit and has_ffi then -- (without the FFI, a host's sandbox: LuaJIT's own rounding)
   pcall(ffi.cdef, "int snprintf(char *s, size_t n, const char *fmt, ...);")
   local buf = ffi.new("char[128]")
   number_format = function(fmt, v) return ffi.string(buf, ffi.C.snprintf(buf, 128, fmt, ffi.cast("double", v))) end
