@@ -85,6 +85,7 @@ describe("wick.load of NumPy files", function()
       { npy(header("<f4", "(2,)"), four), "the data is 4 bytes, but the header's shape and dtype need 8" },
       { npy(header("<f4", "(1,)"), four .. "x"), "the data is 5 bytes" },
       { npy(header("<f4", "(99999999999, 99999999999, 99999999999)"), four), "sizes overflow" },
+      { npy(header("<f4", "(0, 4611686018427387904, 4611686018427387904)"), ""), "sizes overflow" }, -- (no elements)
       { npy("{'descr': '<f4', 'shape': (1,), }", four), "descr, fortran_order and shape are required" },
       { npy("{'descr': '<f4', 'fortran_order': Maybe, 'shape': (1,), }", four), "fortran_order" },
       { npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'extra': 1}", four), "the key 'extra'" },

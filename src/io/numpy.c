@@ -198,13 +198,16 @@ static wick_status read_array(wk_ckpt *c, const npy_where *w, reader_fn fd_read,
     *crc = wick_crc32(wick_crc32(0, pre, (size_t)at), text, (size_t)hlen);
     free(text);
     if (st) return st;
-    int64_t numel = 1, es = (int64_t)wick_dtype_size(h.dtype), data = at + hlen;
+    /* the product of the sizes, zeros left out too (the strides below), and the bytes: no overflow */
+    int64_t numel = 1, span = 1, bytes, es = (int64_t)wick_dtype_size(h.dtype), data = at + hlen;
     for (int i = 0; i < h.ndim; i++)
-        if (__builtin_mul_overflow(numel, h.sizes[i], &numel)) return failf(w, "sizes overflow");
-    int64_t bytes;
-    if (__builtin_mul_overflow(numel, es, &bytes) || bytes != size - data)
-        return failf(w, "the data is %lld bytes, but the header's shape and dtype need %s%lld", (long long)(size - data),
-                     bytes == size - data ? "more than " : "", (long long)bytes);
+        if (__builtin_mul_overflow(numel, h.sizes[i], &numel) ||
+            __builtin_mul_overflow(span, h.sizes[i] > 0 ? h.sizes[i] : 1, &span))
+            return failf(w, "sizes overflow");
+    if (__builtin_mul_overflow(numel, es, &bytes)) return failf(w, "sizes overflow");
+    if (bytes != size - data)
+        return failf(w, "the data is %lld bytes, but the header's shape and dtype need %lld", (long long)(size - data),
+                     (long long)bytes);
     int64_t strides[WICK_MAX_DIMS], step = 1;
     for (int k = 0; k < h.ndim; k++) { /* row-major, or column-major for fortran_order */
         int i = h.fortran ? k : h.ndim - 1 - k;
