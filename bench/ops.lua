@@ -8,7 +8,7 @@
 --                        this process (median of per-repeat ratios; 1 = as fast)
 --   matmul_bf16_512      GFLOP/s of a bfloat16 512 x 512 product
 --   *_16M                GB/s, counting 3 x 4 bytes per element for add/mul
---                        (2 reads, 1 write) and 2 x 4 for relu (1 read, 1 write);
+--                        (2 reads, 1 write) and 2 x 4 for relu and exp (1 read, 1 write);
 --                        each op timed alone, median of BIG_REPS; the out-of-place
 --                        forms allocate their output inside the timed region, and
 --                        the previous output is freed outside it (Lua: collectgarbage,
@@ -156,6 +156,7 @@ do
   bandwidth("add_16M", 12, function() return a:add(b) end)
   bandwidth("mul_16M", 12, function() return a:mul(b) end)
   bandwidth("relu_16M", 8, function() return a:relu() end)
+  bandwidth("exp_16M", 8, function() return a:exp() end)
   local d = a:clone()
   bandwidth("add_inplace_16M", 12, function() return d:add_(b) end)
 end

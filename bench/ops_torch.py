@@ -139,6 +139,7 @@ def main():
         bandwidth("add_16M", 12, lambda: a3.add(b3))
         bandwidth("mul_16M", 12, lambda: a3.mul(b3))
         bandwidth("relu_16M", 8, lambda: a3.relu())
+        bandwidth("exp_16M", 8, lambda: a3.exp())
         d = a3.clone()
         bandwidth("add_inplace_16M", 12, lambda: d.add_(b3))
 
