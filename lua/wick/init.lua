@@ -1613,10 +1613,15 @@ Partial.__index = Partial
 -- a trailing table of keywords: plain, with names and no array part
 local function keywords_of(v) return type(v) == "table" and getmetatable(v) == nil and #v == 0 and next(v) ~= nil end
 Partial.__call = function(p, ...)
-  local n, args, k = select("#", ...), {}, p.args.n
-  for i = 1, k do args[i] = p.args[i] end
-  local own = n > 0 and keywords_of((select(n, ...))) and (select(n, ...)) or nil
-  for i = 1, own and n - 1 or n do
+  local n, args, k = select("#", ...), {}, 0
+  local first = p.method and 1 or 0 -- (a partialmethod's self goes before the stored arguments)
+  if first == 1 then k, args[1] = 1, (...) end
+  for i = 1, p.args.n do
+    k = k + 1
+    args[k] = p.args[i]
+  end
+  local own = n > first and keywords_of((select(n, ...))) and (select(n, ...)) or nil
+  for i = first + 1, own and n - 1 or n do
     k = k + 1
     args[k] = (select(i, ...))
   end
@@ -1630,19 +1635,28 @@ Partial.__call = function(p, ...)
   return p.func(unpack(args, 1, k))
 end
 Partial.__tostring = function(p) return ("functools.partial(%s, %d argument(s))"):format(tostring(p.func), p.args.n) end
+local function new_partial(name, func, ...)
+  check.callable(func, name, "func")
+  local n = select("#", ...)
+  local keywords = n > 0 and keywords_of((select(n, ...))) and (select(n, ...)) or nil
+  local args = { n = keywords and n - 1 or n }
+  for i = 1, args.n do args[i] = (select(i, ...)) end
+  local copy = {}
+  for name, v in pairs(keywords or {}) do copy[name] = v end
+  return setmetatable({ func = func, args = args, keywords = copy, method = name == "partialmethod" or nil }, Partial)
+end
 wick.partial = setmetatable(Partial, {
-  __call = function(_, func, ...)
-    check.callable(func, "partial", "func")
-    local n = select("#", ...)
-    local keywords = n > 0 and keywords_of((select(n, ...))) and (select(n, ...)) or nil
-    local args = { n = keywords and n - 1 or n }
-    for i = 1, args.n do args[i] = (select(i, ...)) end
-    local copy = {}
-    for name, v in pairs(keywords or {}) do copy[name] = v end
-    return setmetatable({ func = func, args = args, keywords = copy }, Partial)
-  end,
+  __call = function(_, func, ...) return new_partial("partial", func, ...) end,
   __tostring = function() return "<class 'functools.partial'>" end,
 })
+--- wick.partialmethod(func, ...[, keywords]): Python's functools.partialmethod, a partial to keep in a class: its
+--- call puts self first, then the stored arguments (openfold's DropoutRowwise: __init__ = partialmethod(
+--- Dropout.__init__, batch_dim=-3) is DropoutRowwise.init = wick.partialmethod(Dropout.init, {batch_dim = -3}));
+--- a function, as a class's methods are
+function wick.partialmethod(func, ...)
+  local p = new_partial("partialmethod", func, ...)
+  return function(self, ...) return p(self, ...) end
+end
 
 local function with_grad_mode(enabled, name, fn, ...)
   check.callable(fn, name, "fn")
