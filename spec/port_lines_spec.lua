@@ -6278,3 +6278,20 @@ describe("the forty-ninth round's lines, part 1 (functools.partialmethod)", func
     support.assert_error_has(function() return wick.partialmethod(42) end, "partialmethod")
   end)
 end)
+
+describe("the forty-ninth round's lines, part 2 (repeat_interleave's counts, amax over nothing)", function()
+  it("repeat_interleave refuses a float or bool tensor of counts, as PyTorch, rather than truncating it", function()
+    support.assert_error_has(function() return wick.tensor({ 4., 8. }):repeat_interleave(wick.tensor({ 1.9, 0.5 })) end,
+      "repeats must be an integer tensor, got float32")
+    support.assert_error_has(function() return wick.repeat_interleave(wick.tensor({ 4., 8. }), wick.tensor({ true, false })) end,
+      "got bool")
+    local counts = wick.tensor({ 1, 2 }, { dtype = "int32" })
+    assert.are.same({ 4, 8, 8 }, wick.tensor({ 4., 8. }):repeat_interleave(counts):totable())
+  end)
+  it("amax/amin over an empty dim or an empty tensor name themselves", function()
+    support.assert_error_has(function() return wick.zeros(2, 0):amax(2) end, "amax: cannot reduce over dimension 2 of size 0")
+    support.assert_error_has(function() return wick.zeros(2, 0, { requires_grad = true }):amin(-1) end, "amin: cannot reduce over dimension 2")
+    support.assert_error_has(function() return wick.zeros(0):amin() end, "amin: cannot reduce an empty tensor")
+    assert.are.same({ 0 }, wick.zeros(2, 0):amax(1):size())
+  end)
+end)

@@ -1036,6 +1036,7 @@ return function(wick)
       return even_ties(t, extreme(t:detach(), pick, fn, { dim = o.dim, keepdim = true }), ds, keepdim)
     end
     if o.dim == nil then -- all elements; keepdim keeps every dim, as size 1
+      if t:numel() == 0 then check.fail(fn, "cannot reduce an empty tensor (it has no elements): it has no identity") end
       local r = t[pick](t)
       if not keepdim then return r end
       local ones = {}
@@ -1044,8 +1045,9 @@ return function(wick)
     end
     local ds = dims_arg(t, o.dim, fn)
     table.sort(ds, function(a, b) return a > b end) -- from the last, so that earlier dims keep their numbers
-    for i = 2, #ds do
+    for i = 1, #ds do
       if ds[i] == ds[i - 1] then check.fail(fn, "dim %d appears multiple times in the list of dims", ds[i]) end
+      if t:size(ds[i]) == 0 then check.fail(fn, "cannot reduce over dimension %d of size 0: it has no identity", ds[i]) end
     end
     local out = t
     for _, d in ipairs(ds) do out = (out[pick](out, d, keepdim)) end
@@ -1144,7 +1146,11 @@ return function(wick)
       idx = wick.arange(1, n + 1, I64):view(n, 1):expand(n, repeats):reshape(-1)
     else
       local c
-      if is_tensor(repeats) then c = repeats:to(I64)
+      if is_tensor(repeats) then
+        if repeats:is_floating_point() or repeats:is_complex() or repeats.dtype == "bool" then
+          check.fail("repeat_interleave", "repeats must be an integer tensor, got %s (PyTorch refuses it too; convert with :long())", repeats.dtype)
+        end
+        c = repeats:to(I64)
       elseif type(repeats) == "table" then c = wick.tensor(repeats, I64)
       else check.expected("repeat_interleave", "repeats", "a number, a table or an int64 tensor", repeats) end
       c = c:reshape(-1)
