@@ -142,6 +142,32 @@ def main():
         bandwidth("exp_16M", 8, lambda: a3.exp())
         d = a3.clone()
         bandwidth("add_inplace_16M", 12, lambda: d.add_(b3))
+        del a3, b3, d
+        gc.collect()
+
+    # grid_sample at Deformable-DETR's sampling size (see bench/ops.lua)
+    F = torch.nn.functional
+    value = torch.randn(16, 32, 24, 20, requires_grad=True)
+    grid = (torch.rand(16, 300, 16, 2) * 2.2 - 1.1).requires_grad_()
+
+    def timed(name, iters, fn):
+        fn()  # warm-up
+        t = []
+        for _ in range(REPEATS):
+            gc.collect()
+            t0 = now()
+            for _ in range(iters):
+                fn()
+            t.append((now() - t0) / iters)
+        emit(name, statistics.median(t))
+
+    with torch.no_grad():
+        timed("grid_sample_fwd", 10, lambda: F.grid_sample(value, grid, align_corners=False))
+
+    def fwd_bwd():
+        value.grad, grid.grad = None, None
+        F.grid_sample(value, grid, align_corners=False).sum().backward()
+    timed("grid_sample_fwd_bwd", 5, fwd_bwd)
 
 
 if __name__ == "__main__":

@@ -149,6 +149,10 @@ for op in ("add", "mul", "relu"):
     row("%s 16M (out-of-place)" % op, g("%s_16M" % op), T.get("%s_16M" % op), L.get("triad_16M"), gb, "rate",
         goal_t=1, goal_l=0.8, note=" (limit: C triad, warm output)", keys=k3("%s_16M" % op, None, "triad_16M"))
 row("exp 16M (out-of-place, float32)", g("exp_16M"), T.get("exp_16M"), None, gb, "rate", keys=k3("exp_16M"))
+row("grid_sample fwd (DETR size, float32)", g("grid_sample_fwd"), T.get("grid_sample_fwd"), None, ms, "time",
+    keys=k3("grid_sample_fwd"))
+row("grid_sample fwd+bwd (DETR size, float32)", g("grid_sample_fwd_bwd"), T.get("grid_sample_fwd_bwd"), None, ms, "time",
+    keys=k3("grid_sample_fwd_bwd"))
 row("add_ 16M (in-place)", g("add_inplace_16M"), T.get("add_inplace_16M"), L.get("triad_16M"), gb, "rate",
     note=" (limit: C triad, warm output)", keys=k3("add_inplace_16M", None, "triad_16M"))
 row("add_ 16M (in-place) vs C a[i]+=b[i]", g("add_inplace_16M"), T.get("add_inplace_16M"), L.get("inplace_16M"),

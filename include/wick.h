@@ -673,6 +673,18 @@ WICK_API wick_status wick_conv_transpose2d(wick_tensor **out, const wick_tensor 
  * scale factor (PyTorch then uses it for the source positions), else 0. */
 WICK_API wick_status wick_upsample2d(wick_tensor **out, const wick_tensor *input, int64_t out_h, int64_t out_w,
                                      int mode, int align_corners, double scale_h, double scale_w);
+/* 2-D grid sampling (like torch.nn.functional.grid_sample): input [N, C, H, W]
+ * read at grid [N, H_out, W_out, 2] (x, y in [-1, 1], of the input's dtype) into
+ * [N, C, H_out, W_out]. mode 0 "bilinear", 1 "nearest"; padding_mode 0 "zeros",
+ * 1 "border", 2 "reflection"; align_corners as PyTorch's. Differentiable once in
+ * input and grid (the nearest mode's grid gradient is zero). */
+WICK_API wick_status wick_grid_sample2d(wick_tensor **out, const wick_tensor *input, const wick_tensor *grid, int mode,
+                                        int padding_mode, int align_corners);
+/* Its backward kernel: the gradients by input and grid (each computed when its
+ * pointer is not NULL) from grad_out [N, C, H_out, W_out]; not recorded. */
+WICK_API wick_status wick_grid_sample2d_backward(wick_tensor **grad_input, wick_tensor **grad_grid,
+                                                 const wick_tensor *grad_out, const wick_tensor *input,
+                                                 const wick_tensor *grid, int mode, int padding_mode, int align_corners);
 /* Max pooling over [N, C, H, W] or [C, H, W] with kernel (kh, kw), stride (sh, sw)
  * and implicit -inf padding (ph, pw), at most half the kernel. Output sizes are
  * PyTorch's: floor((H + 2 ph - kh) / sh) + 1, rounded up in ceil_mode (but the

@@ -6295,3 +6295,70 @@ describe("the forty-ninth round's lines, part 2 (repeat_interleave's counts, ama
     assert.are.same({ 0 }, wick.zeros(2, 0):amax(1):size())
   end)
 end)
+
+describe("the forty-ninth round's lines, part 3 (grid_sample's 2-D kernels)", function()
+  local F = nn.functional
+  local D = { dtype = "float64" }
+  -- the 5-D form (still composed of other ops) with depth 1 reads the same plane: the kernels' reference
+  local function through_3d(x, g, o)
+    local g3 = wick.cat({ g, wick.zeros(g:size(1), g:size(2), g:size(3), 1, D) }, -1):unsqueeze(2)
+    return F.grid_sample(x:unsqueeze(3), g3, o):squeeze(3)
+  end
+  it("bilinear and nearest, every padding and align_corners: values and both gradients as the composed form", function()
+    wick.manual_seed(3)
+    for _, mode in ipairs({ "bilinear", "nearest" }) do
+      for _, pad in ipairs({ "zeros", "border", "reflection" }) do
+        for _, ac in ipairs({ false, true }) do
+          local x, g = wick.randn(2, 3, 5, 7, D), wick.rand(2, 4, 6, 2, D) * 3.4 - 1.7
+          local o = { mode = mode, padding_mode = pad, align_corners = ac }
+          local w = wick.randn(2, 3, 4, 6, D)
+          local x1, g1, x2, g2 = x:clone():requires_grad_(), g:clone():requires_grad_(), x:clone():requires_grad_(), g:clone():requires_grad_()
+          local y1, y2 = F.grid_sample(x1, g1, o), through_3d(x2, g2, o)
+          assert.are.equal("GridSampler2DBackward", tostring(y1.grad_fn))
+          ;(y1 * w):sum():backward()
+          ;(y2 * w):sum():backward()
+          local what = mode .. " " .. pad .. " " .. tostring(ac)
+          assert.is_true((y1 - y2):abs():max():item() < 1e-13, what)
+          assert.is_true((x1.grad - x2.grad):abs():max():item() < 1e-13, what)
+          assert.is_true((g1.grad - g2.grad):abs():max():item() < 1e-12, what)
+        end
+      end
+    end
+  end)
+  it("gradients of gradients, as PyTorch's GridSampler2DBackwardBackward", function()
+    wick.manual_seed(4)
+    local x0, g0 = wick.randn(1, 2, 4, 5, D), wick.rand(1, 3, 3, 2, D) * 2.4 - 1.2
+    local function run(sample)
+      local x, g = x0:clone():requires_grad_(), g0:clone():requires_grad_()
+      local y = sample(x, g, { padding_mode = "reflection" })
+      local gx, gg = unpack(wick.autograd.grad((y * y):sum(), { x, g }, { create_graph = true }))
+      ;(gx:pow(2):sum() + gg:sin():sum()):backward()
+      return x.grad, g.grad
+    end
+    local a1, b1 = run(F.grid_sample)
+    local a2, b2 = run(through_3d)
+    assert.is_true(a1:abs():sum():item() > 1)
+    assert.is_true((a1 - a2):abs():max():item() < 1e-12)
+    assert.is_true((b1 - b2):abs():max():item() < 1e-12)
+  end)
+  it("NaN, infinite and huge grid values read zero, or the edge under border padding; empty sizes; dtypes", function()
+    local x = wick.arange(1, 10):view(1, 1, 3, 3)
+    local g = wick.tensor({ { { { 0 / 0, 0 }, { 1 / 0, 0 }, { -1e30, 0 }, { 1e10, 1e10 } } } })
+    for _, pad in ipairs({ "zeros", "border", "reflection" }) do
+      local gg = g:clone():requires_grad_()
+      local y = F.grid_sample(x, gg, { padding_mode = pad, align_corners = true })
+      y:sum():backward()
+      assert.is_false(gg.grad:isnan():any():item(), pad)
+      if pad == "zeros" then assert.are.same({ 0, 0, 0, 0 }, y:view(-1):totable()) end
+      if pad == "border" then assert.are.same({ 0, 6, 4, 9 }, y:view(-1):totable()) end
+    end
+    assert.are.same({ 0, 2, 2, 2 }, F.grid_sample(wick.randn(0, 2, 3, 3), wick.zeros(0, 2, 2, 2)):size())
+    assert.are.same({ 1, 0, 2, 2 }, F.grid_sample(wick.randn(1, 0, 3, 3), wick.zeros(1, 2, 2, 2)):size())
+    assert.are.same({ 1, 2, 0, 2 }, F.grid_sample(wick.randn(1, 2, 3, 3), wick.zeros(1, 0, 2, 2)):size())
+    support.assert_error_has(function() return F.grid_sample(wick.randn(1, 2, 0, 3), wick.zeros(1, 2, 2, 2)) end,
+      "non-empty spatial dims")
+    local h = F.grid_sample(x:to("bfloat16"), wick.zeros(1, 1, 1, 2, { dtype = "bfloat16" }))
+    assert.are.equal("bfloat16", h.dtype)
+    assert.are.equal(5, h:item())
+  end)
+end)

@@ -18,7 +18,8 @@
  * across devices), fill, every reduction over each dim and over all, softmax
  * and log_softmax, rand and randn after manual_seed, mm/bmm/matmul/addmm/
  * linear/mse_loss, index_select, gather, scatter, scatter_add, index_add, cat,
- * conv2d, conv_transpose2d, upsample2d (nearest and bilinear), max_pool2d and
+ * conv2d, conv_transpose2d, upsample2d (nearest and bilinear), grid_sample2d (every
+ * mode and padding, with NaN and huge coordinates), max_pool2d and
  * avg_pool2d with their backward, a small MLP, and the fused recurrent layer
  * (wick_rnn_layer, every mode) with its backward.
  *
@@ -220,14 +221,15 @@ typedef enum {
     K_UNARY, K_UNARY_, K_BINARY, K_BINARY_, K_SCALAR, K_SCALAR_FIRST, K_SCALAR_, K_ADD_SCALED, K_CLAMP, K_CLAMP_,
     K_WHERE, K_TO, K_COPY_INTO, K_CONTIGUOUS, K_FILL, K_REDUCE, K_SOFTMAX, K_LOG_SOFTMAX, K_RAND, K_RANDN, K_MM,
     K_BMM, K_MATMUL, K_ADDMM, K_LINEAR, K_MSE, K_INDEX_SELECT, K_GATHER, K_SCATTER, K_SCATTER_, K_SCATTER_ADD_,
-    K_INDEX_ADD_, K_CAT, K_CONV2D, K_MAX_POOL, K_AVG_POOL, K_MLP, K_RNN, K_CONV_T, K_UPSAMPLE
+    K_INDEX_ADD_, K_CAT, K_CONV2D, K_MAX_POOL, K_AVG_POOL, K_MLP, K_RNN, K_CONV_T, K_UPSAMPLE, K_GRID_SAMPLE
 } kind;
 
 static const char *kind_names[] = {
     "unary", "unary_", "binary", "binary_", "binary_scalar", "scalar_binary", "binary_scalar_", "add_scaled", "clamp",
     "clamp_", "where", "to", "copy_", "contiguous", "fill_", "reduce", "softmax", "log_softmax", "rand", "randn", "mm",
     "bmm", "matmul", "addmm", "linear", "mse_loss", "index_select", "gather", "scatter", "scatter_", "scatter_add_",
-    "index_add_", "cat", "conv2d", "max_pool2d", "avg_pool2d", "mlp", "rnn_layer", "conv_transpose2d", "upsample2d"};
+    "index_add_", "cat", "conv2d", "max_pool2d", "avg_pool2d", "mlp", "rnn_layer", "conv_transpose2d", "upsample2d",
+    "grid_sample2d"};
 
 /* How outputs are compared. */
 enum { C_ELEM, C_ACCUM };
@@ -360,6 +362,8 @@ static wick_status run_op(const op_case *c, wick_device dev, input_t *in, wick_t
         return wick_conv_transpose2d(r, a, b, t2, &c->i[0], &c->i[2], &c->i[4], &c->i[6], c->i[8]);
     case K_UPSAMPLE: /* i: out_h, out_w, mode, align_corners; x: scale_h, scale_w */
         return wick_upsample2d(r, a, c->i[0], c->i[1], c->i[2], c->i[3], c->x[0], c->x[1]);
+    case K_GRID_SAMPLE: /* i: mode, padding_mode, align_corners */
+        return wick_grid_sample2d(r, a, b, c->i[0], c->i[1], c->i[2]);
     case K_MAX_POOL:
         r[1] = NULL;
         st = wick_max_pool2d(r, &r[1], a, c->i[0], c->i[1], c->i[2], c->i[3], c->i[4], c->i[5], c->i[6]);
@@ -959,6 +963,17 @@ static void nn_cases(void) {
             op_case c = case_(K_UPSAMPLE, 0, 1, in_(FLOATS[t], k % 2 ? L_TRANSPOSED : L_CONTIG, V_FLOAT, "2x3x5x4"));
             memcpy(c.i, ups[k].i, sizeof ups[k].i);
             c.x[0] = ups[k].sh, c.x[1] = ups[k].sw;
+            c.compare = C_ACCUM;
+            run_fwd_bwd(c, t < 2);
+        }
+    /* grid sampling of [2, 3, 5, 4] at a [2, 6, 7, 2] grid of values in [-3, 3) (most outside), or
+     * with NaN, infinities and huge values: every mode (0 bilinear, 1 nearest), padding (zeros,
+     * border, reflection) and align_corners */
+    for (int t = 0; t < 3; t++)
+        for (int k = 0; k < 12; k++) {
+            op_case c = case_(K_GRID_SAMPLE, 0, 2, in_(FLOATS[t], k % 2 ? L_TRANSPOSED : L_CONTIG, V_FLOAT, "2x3x5x4"),
+                              in_(FLOATS[t], L_CONTIG, k % 4 == 3 ? V_SPECIAL : V_FLOAT, "2x6x7x2"));
+            c.i[0] = k / 6, c.i[1] = k / 2 % 3, c.i[2] = k % 2;
             c.compare = C_ACCUM;
             run_fwd_bwd(c, t < 2);
         }

@@ -382,6 +382,16 @@ typedef struct wk_upsample_args {
     double scale_h, scale_w;
 } wk_upsample_args;
 
+/* 2-D grid sampling (src/core/grid_sample.c) of an input [n, c, h, w] at a grid
+ * [n, oh, ow, 2] into [n, c, oh, ow], all contiguous of one compute dtype; mode,
+ * padding: WK_GRID_* (src/core/grid_sample.h). */
+typedef struct wk_grid_sample_args {
+    int device;
+    wick_dtype dtype;
+    int64_t n, c, h, w, oh, ow;
+    int mode, padding, align_corners;
+} wk_grid_sample_args;
+
 /* Sorting and scans (src/core/sort.c) over a contiguous input of one compute
  * dtype (float32, float64 or int64) seen as [outer, n, inner], along n. Sorts
  * are stable (ties by position), NaN above every number; indices 0-based. */
@@ -556,6 +566,10 @@ struct wick_backend {
     /* Upsampling; the backward kernel overwrites grad_input. */
     wick_status (*upsample2d)(const wk_upsample_args *args, char *out, const char *input);
     wick_status (*upsample2d_backward)(const wk_upsample_args *args, char *grad_input, const char *grad_out);
+    /* Grid sampling; the backward overwrites grad_input and grad_grid, either may be NULL (not wanted). */
+    wick_status (*grid_sample2d)(const wk_grid_sample_args *args, char *out, const char *input, const char *grid);
+    wick_status (*grid_sample2d_backward)(const wk_grid_sample_args *args, const char *grad_out, const char *input,
+                                          const char *grid, char *grad_input, char *grad_grid);
     /* fused scaled-dot-product attention and its backward (src/core/attention.h) */
     wick_status (*attention_forward)(const struct wk_attn_args *args);
     wick_status (*attention_backward)(const struct wk_attn_args *args);

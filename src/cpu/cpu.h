@@ -96,6 +96,9 @@ wick_status cpu_avg_pool2d(const wk_pool2d_args *a, char *out, const char *input
 wick_status cpu_avg_pool2d_backward(const wk_pool2d_args *a, char *grad_input, const char *grad_out);
 wick_status cpu_upsample2d(const wk_upsample_args *a, char *out, const char *input);
 wick_status cpu_upsample2d_backward(const wk_upsample_args *a, char *grad_input, const char *grad_out);
+wick_status cpu_grid_sample2d(const wk_grid_sample_args *a, char *out, const char *input, const char *grid);
+wick_status cpu_grid_sample2d_backward(const wk_grid_sample_args *a, const char *grad_out, const char *input,
+                                       const char *grid, char *grad_input, char *grad_grid);
 /* cpu_optim.c: the fused Adam/AdamW step (src/core/optim.h) */
 struct wk_adam_hparams;
 wick_status cpu_amp_unscale(wick_dtype dtype, int device, char *g, int64_t n, const float *inv_scale,

@@ -97,6 +97,9 @@ wick_status cuda_avg_pool2d(const wk_pool2d_args *args, char *out, const char *i
 wick_status cuda_avg_pool2d_backward(const wk_pool2d_args *args, char *grad_input, const char *grad_out);
 wick_status cuda_upsample2d(const wk_upsample_args *args, char *out, const char *input);
 wick_status cuda_upsample2d_backward(const wk_upsample_args *args, char *grad_input, const char *grad_out);
+wick_status cuda_grid_sample2d(const wk_grid_sample_args *args, char *out, const char *input, const char *grid);
+wick_status cuda_grid_sample2d_backward(const wk_grid_sample_args *args, const char *grad_out, const char *input,
+                                        const char *grid, char *grad_input, char *grad_grid);
 /* cuda_attention.cu (src/core/attention.h) */
 wick_status cuda_attention_forward(const struct wk_attn_args *a);
 wick_status cuda_attention_backward(const struct wk_attn_args *a);

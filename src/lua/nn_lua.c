@@ -235,6 +235,33 @@ WL_FUNCTION(m_conv_transpose2d) {
     return 1;
 }
 
+/* wick._core.grid_sample2d(input, grid, mode (0 bilinear, 1 nearest), padding (0 zeros, 1 border,
+ * 2 reflection), align_corners) */
+WL_FUNCTION(m_grid_sample2d) {
+    const char *fn = "grid_sample";
+    wick_tensor *input = wl_checktensor(L, 1, fn, "input"), *grid = wl_checktensor(L, 2, fn, "grid");
+    int mode = nn_int(L, 3, fn, "mode"), padding = nn_int(L, 4, fn, "padding_mode"), align = lua_toboolean(L, 5);
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_grid_sample2d(slot, input, grid, mode, padding, align));
+    wl_account(L);
+    return 1;
+}
+
+/* wick._core.grid_sample2d_backward(grad_out, input, grid, mode, padding, align_corners, want_input,
+ * want_grid): the two gradients (nil where not wanted) */
+WL_FUNCTION(m_grid_sample2d_backward) {
+    const char *fn = "grid_sample backward";
+    wick_tensor *g = wl_checktensor(L, 1, fn, "grad_output"), *input = wl_checktensor(L, 2, fn, "input"),
+                *grid = wl_checktensor(L, 3, fn, "grid");
+    int mode = nn_int(L, 4, fn, "mode"), padding = nn_int(L, 5, fn, "padding_mode"), align = lua_toboolean(L, 6);
+    int want_in = lua_toboolean(L, 7), want_grid = lua_toboolean(L, 8);
+    wick_tensor **gi = want_in ? wl_new_slot(L) : (lua_pushnil(L), NULL);
+    wick_tensor **gg = want_grid ? wl_new_slot(L) : (lua_pushnil(L), NULL);
+    wl_check(L, wick_grid_sample2d_backward(gi, gg, g, input, grid, mode, padding, align));
+    wl_account(L);
+    return 2;
+}
+
 /* wick._core.upsample2d(input, out_h, out_w, mode (0 nearest, 1 bilinear), align_corners, scale_h, scale_w) */
 WL_FUNCTION(m_upsample2d) {
     const char *fn = "interpolate";
@@ -302,6 +329,8 @@ static const luaL_Reg nn_fns[] = {
     {"conv2d", m_conv2d},
     {"conv_transpose2d", m_conv_transpose2d},
     {"upsample2d", m_upsample2d},
+    {"grid_sample2d", m_grid_sample2d},
+    {"grid_sample2d_backward", m_grid_sample2d_backward},
     {"max_pool2d", m_max_pool2d},
     {"avg_pool2d", m_avg_pool2d},
     {NULL, NULL}};

@@ -2089,6 +2089,40 @@ end
 
 local GRID_MODES = { "bilinear", "nearest", "bicubic" }
 local GRID_PADDING = { "zeros", "border", "reflection" }
+local GRID_PADDING_CODE = { zeros = 0, border = 1, reflection = 2 } -- (wick_grid_sample2d's)
+local grid_sample_composed
+-- 2-D bilinear and nearest sampling on the kernels: their backward a kernel too, but under create_graph the
+-- composed form's gradients, which are differentiable again (MAML through a spatial transformer).
+-- (Made on first use: wick.autograd loads after this file.)
+local GridSampleFn
+local function grid_sample_fn()
+  GridSampleFn = wick.autograd.Function:extend("GridSampler2D")
+  function GridSampleFn.forward(ctx, input, grid, mode, padding, align)
+    ctx:save_for_backward(input, grid)
+    ctx.how = { mode, padding, align }
+    return core.grid_sample2d(input, grid, mode == "nearest" and 1 or 0, GRID_PADDING_CODE[padding], align)
+  end
+  function GridSampleFn.backward(ctx, g)
+    local input, grid = ctx.saved_tensors[1], ctx.saved_tensors[2]
+    local mode, padding, align = unpack(ctx.how)
+    local want_input, want_grid = ctx.needs_input_grad[1], ctx.needs_input_grad[2]
+    if not wick.is_grad_enabled() then
+      return core.grid_sample2d_backward(g, input, grid, mode == "nearest" and 1 or 0, GRID_PADDING_CODE[padding], align,
+        want_input, want_grid)
+    end
+    -- (aliases of input and grid as the gradients' ends: g's own history reaches input and grid too,
+    -- and through this very node)
+    local x, at = input:view_as(input), grid:view_as(grid)
+    local wrt = {}
+    if want_input then wrt[#wrt + 1] = x end
+    if want_grid then wrt[#wrt + 1] = at end
+    local grads = wick.autograd.grad((grid_sample_composed(x, at, mode, padding, align) * g):sum(), wrt,
+      { create_graph = true })
+    if want_input then return grads[1], grads[2] end
+    return nil, grads[1]
+  end
+  return GridSampleFn
+end
 
 -- PyTorch's reflect_coordinates: c reflected into [low2 / 2, high2 / 2] (twice the bounds, so that
 -- align_corners = false reflects about the pixels' edges), differentiable
@@ -2122,7 +2156,8 @@ end
 --- 2) positions (x, y in [-1, 1]) into (N, C, Ho, Wo), or (N, C, D, H, W) at
 --- (N, Do, Ho, Wo, 3) positions (x, y, z); modes "bilinear" (trilinear in 3-D),
 --- "nearest" and "bicubic" (2-D), padding "zeros", "border" and "reflection";
---- differentiable in input and grid (PyTorch's)
+--- differentiable in input and grid (PyTorch's; 2-D bilinear and nearest run as kernels, differentiable
+--- once as PyTorch's, the others are composed)
 function F.grid_sample(input, grid, ...)
   check.tensor(input, "grid_sample", "input")
   check.tensor(grid, "grid_sample", "grid")
@@ -2150,6 +2185,15 @@ function F.grid_sample(input, grid, ...)
     check.fail("grid_sample", "expected grid to have the input's dtype %s, got %s", input.dtype, grid.dtype)
   end
   if mode == "bicubic" and nd == 3 then check.fail("grid_sample", "bicubic interpolation only supports 4D input") end
+  if nd == 2 and mode ~= "bicubic" then -- the kernels (src/core/grid_sample.c); the rest composed
+    return (GridSampleFn or grid_sample_fn()).apply(input, grid, mode, padding, align)
+  end
+  return grid_sample_composed(input, grid, mode, padding, align)
+end
+
+-- grid_sample written with other ops, differentiable any number of times (checked by F.grid_sample)
+function grid_sample_composed(input, grid, mode, padding, align)
+  local nd = input:dim() - 2
   local N, C = input:size(1), input:size(2)
   local sizes, out, total, m = {}, {}, 1, 1 -- spatial sizes (D,) H, W; the output's
   for d = 1, nd do sizes[d], out[d] = input:size(2 + d), grid:size(1 + d); total, m = total * sizes[d], m * out[d] end
