@@ -6362,3 +6362,23 @@ describe("the forty-ninth round's lines, part 3 (grid_sample's 2-D kernels)", fu
     assert.are.equal(5, h:item())
   end)
 end)
+
+describe("the forty-ninth round's lines, part 4 (var of too few elements)", function()
+  it("var/std with n - correction <= 0 give NaN and PyTorch's warning, once per line; enough elements do not warn", function()
+    local said = {}
+    local old = io.stderr
+    io.stderr = { write = function(_, s) said[#said + 1] = s end }
+    local ok, err = pcall(function()
+      for _ = 1, 2 do assert.is_true(wick.var(wick.tensor({ 1.5 })):isnan():item()) end
+      assert.is_true(wick.randn(3, 1):std(2)[1]:isnan():item())
+      assert.are.equal(0, wick.tensor({ 1.5 }):var({ correction = 0 }):item())
+      assert.are.equal(0, wick.randn(3, 1):var(2, false):sum():item())
+      assert.is_false(wick.tensor({ 1.5, 2 }):var():isnan():item())
+    end)
+    io.stderr = old
+    assert(ok, err)
+    assert.are.equal(2, #said)
+    assert.is_truthy(said[1]:find("var(): degrees of freedom is <= 0", 1, true))
+    assert.is_truthy(said[2]:find("std(): degrees of freedom is <= 0", 1, true))
+  end)
+end)

@@ -2357,6 +2357,31 @@ return function(wick)
     end
     return unpack(args, 1, n)
   end
+  -- PyTorch's warning when a var/std reduces n elements with n - correction <= 0 (a NaN, or inf), as
+  -- ZoeDepth's SILog loss over a mask that keeps one pixel (correction: 1 unless the arguments say)
+  local function correction_of(...)
+    local n = select("#", ...)
+    for i = 1, n do
+      local v = (select(i, ...))
+      if type(v) == "boolean" then return v and 1 or 0 end
+      if type(v) == "table" and not is_tensor(v) and getmetatable(v) == nil then
+        if v.correction ~= nil then return tonumber(v.correction) or 1 end
+        if v.unbiased ~= nil then return v.unbiased and 1 or 0 end
+      end
+    end
+    return 1
+  end
+  for _, fn in ipairs({ "var", "std" }) do
+    local reduce = Tensor[fn]
+    Tensor[fn] = function(t, ...)
+      local r = reduce(t, ...)
+      if is_tensor(r) and r:numel() > 0 and t:numel() > 0 and t:numel() / r:numel() - correction_of(...) <= 0 then
+        require("wick.nn.common").warn(("%s(): degrees of freedom is <= 0. Correction should be strictly less than the reduction factor "
+          .. "(input numel divided by output numel)."):format(fn))
+      end
+      return r
+    end
+  end
   function Tensor.var_mean(t, ...) return check.tensor(t, "var_mean", "self"):var(...), t:mean(mean_args(...)) end
   function Tensor.std_mean(t, ...) return check.tensor(t, "std_mean", "self"):std(...), t:mean(mean_args(...)) end
 
