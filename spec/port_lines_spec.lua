@@ -6382,3 +6382,27 @@ describe("the forty-ninth round's lines, part 4 (var of too few elements)", func
     assert.is_truthy(said[2]:find("std(): degrees of freedom is <= 0", 1, true))
   end)
 end)
+
+describe("the forty-ninth round's lines, part 5 (a mixin's methods defined after include)", function()
+  it("reach the classes that included it, their subclasses, and through a mixin's base; never over a class's own", function()
+    local Mix = wick.Object:extend("Mix")
+    local C = nn.Module:extend("C"):include(Mix)
+    function C:init() end
+    local D = C:extend("D")
+    function Mix:late(x) return "late " .. tostring(x) end
+    assert.are.equal("late 1", C():late(1))
+    assert.are.equal("late 2", D():late({ x = 2 }))
+    function C:own() return "C's" end
+    function Mix:own() return "Mix's" end
+    assert.are.equal("C's", C():own())
+    local Base = wick.Object:extend("Base")
+    local Sub = Base:extend("Sub")
+    local E = wick.Object:extend("E"):include(Sub)
+    function Base:b(v) return v end
+    assert.are.equal(5, E():b(5))
+    local First = wick.Object:extend("First")
+    local L = nn.Linear:extend("L"):include(First, { first = true })
+    function First:extra_repr() return "first" end
+    assert.are.equal("first", L(2, 2):extra_repr())
+  end)
+end)

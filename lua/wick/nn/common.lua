@@ -105,7 +105,27 @@ end
 --- first (vit-pytorch's class DistillableViT(DistillMixin, ViT)): its methods win over the base
 --- line's, though never over the class's own. Returns the class.
 local CLASS_KEYS = { super = true, __name = true, __name__ = true, __index = true, __class__ = true, _mixins = true,
-  _args = true }
+  _args = true, _included_by = true }
+-- a mixin's member k = v joins class under include's rule
+local function join(class, k, v, first)
+  if CLASS_KEYS[k] then return end
+  local ok, have = pcall(function() return class[k] end) -- (a class's __index may refuse a name)
+  if first then ok, have = true, rawget(class, k) end -- (the class's own, or a nearer mixin's)
+  if ok and have == nil then
+    if k == "__call__" then class[k] = v else rawset(class, k, v) end -- (as defined: bound already)
+    return true
+  end
+end
+--- common.included_late(mixin, k, v): a member defined on a class after other classes included it
+--- (or a mixin of it) joins them too, as Python finds it through the bases at call time (HF's
+--- GenerationMixin.generate patched after the model classes were made); called by the classes' __newindex
+function common.included_late(mixin, k, v)
+  local by = rawget(mixin, "_included_by")
+  if by == nil then return end
+  for class, first in pairs(by) do
+    if join(class, k, v, first) then common.included_late(class, k, rawget(class, k)) end
+  end
+end
 function common.include(class, ...)
   if type(class) ~= "table" or rawget(class, "super") == nil then
     check.expected("include", "self", "a class made by extend", class)
@@ -124,13 +144,10 @@ function common.include(class, ...)
     end
     local c = mixin
     while type(c) == "table" and rawget(c, "super") ~= nil and not wick.issubclass(class, c) do
-      for k, v in pairs(c) do
-        local ok, have = pcall(function() return class[k] end) -- (a class's __index may refuse a name)
-        if first then ok, have = true, rawget(class, k) end -- (the class's own, or a nearer mixin's)
-        if not CLASS_KEYS[k] and ok and have == nil then
-          if k == "__call__" then class[k] = v else rawset(class, k, v) end -- (as defined: bound already)
-        end
-      end
+      for k, v in pairs(c) do join(class, k, v, first) end
+      local by = rawget(c, "_included_by") or setmetatable({}, { __mode = "k" })
+      by[class] = first
+      rawset(c, "_included_by", by)
       c = rawget(c, "super")
     end
     mixins[#mixins + 1] = mixin
