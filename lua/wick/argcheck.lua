@@ -329,6 +329,7 @@ end
 function C.positional(fn, names, spec, ...)
   local n = select("#", ...)
   local args = { ... }
+  while n > 0 and args[n] == nil do n = n - 1 end -- (trailing nils: Python's empty **kwargs after the options)
   local out = {}
   local last = args[n]
   -- the options table: a plain table with no array part ({3, 3} is a size)
@@ -463,7 +464,8 @@ function C.required(fn, names, ...)
         missing(fn, spec[i][1], opts_at and last, spec)
       end
     end
-    return ...
+    if n == select("#", ...) then return ... end
+    return unpack({ ... }, 1, n) -- (without trailing nils: Python's empty **kwargs after the options)
   end
   local args, rest = { ... }, {}
   args[n] = nil

@@ -195,6 +195,8 @@ int wl_sizes(lua_State *L, int first, int last, int64_t *sizes, const char *fn) 
 
 int wl_trailing_options(lua_State *L, int first) {
     int top = lua_gettop(L);
+    while (top > first && lua_isnil(L, top)) top--; /* Python's empty **kwargs after the options: dropped */
+    if (top >= first && lua_istable(L, top) && !wl_totensor(L, top)) lua_settop(L, top);
     if (top < first || !lua_istable(L, top) || wl_totensor(L, top)) return 0;
     /* a table of numbers is a size list, not options */
     lua_rawgeti(L, top, 1);

@@ -95,7 +95,8 @@ const char *wl_index_dtype_hint(wick_dtype d);
 int wl_toscalar(lua_State *L, int idx, wick_scalar *s);
 /* The boolean at idx, the value of option `name` of fn, or an error naming it. */
 int wl_boolean_option(lua_State *L, int idx, const char *fn, const char *name);
-/* Index of the trailing options table in [first, top], or 0 if none. */
+/* Index of the trailing options table in [first, top], or 0 if none; nils after it are dropped
+ * from the stack (a port's empty **kwargs). */
 int wl_trailing_options(lua_State *L, int first);
 /* Adds 1 in place to a tensor of 0-based indices the core returned (not on meta). */
 void wl_to_one_based(lua_State *L, wick_tensor *t);

@@ -1329,7 +1329,33 @@ function F.tanhshrink(x) return tensor(x, "tanhshrink", "input") - x:tanh() end
 --- scale =, enable_gqa = false}]) (or those arguments positionally, in PyTorch's order).
 --- dropout_p applies whenever it is above 0, as in PyTorch (pass 0 in eval mode).
 --- The C op checks every argument and option; the L x S matrix is never formed.
+local SDPA_ORDER = { "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa" }
+local SDPA_SPEC = { attn_mask = "tensor", dropout_p = "number", is_causal = "boolean", scale = "number", enable_gqa = "boolean" }
+-- the attention written with matmul and softmax (PyTorch's math backend), for a float attn_mask that
+-- requires grad (SAM's decomposed relative-position bias), whose L x S gradient the fused op never forms
+local function sdpa_composed(q, k, v, ...)
+  local o = check.positional("scaled_dot_product_attention", SDPA_ORDER, SDPA_SPEC, ...)
+  local E = q:size(-1)
+  if o.enable_gqa and k:dim() >= 3 and q:size(-3) ~= k:size(-3) then
+    local rep = q:size(-3) / k:size(-3)
+    k, v = k:repeat_interleave(rep, -3), v:repeat_interleave(rep, -3)
+  end
+  if o.is_causal then check.fail("scaled_dot_product_attention", "Explicit attn_mask should not be set when is_causal=True") end
+  local s = q:matmul(k:transpose(-2, -1)) * (o.scale or 1 / math.sqrt(E)) + o.attn_mask
+  local p = s:softmax(-1)
+  if o.dropout_p and o.dropout_p > 0 then p = F.dropout(p, o.dropout_p) end
+  return p:matmul(v)
+end
 function F.scaled_dot_product_attention(q, k, v, ...)
+  local n = select("#", ...)
+  local mask = n > 0 and (...)
+  if n > 0 and not wick.is_tensor(mask) then
+    local last = select(n, ...)
+    mask = type(last) == "table" and not wick.is_tensor(last) and last.attn_mask
+  end
+  if wick.is_tensor(mask) and mask.requires_grad and wick.is_grad_enabled() and mask:is_floating_point() then
+    return sdpa_composed(q, k, v, ...)
+  end
   return core.scaled_dot_product_attention(q, k, v, ...)
 end
 
