@@ -6437,3 +6437,33 @@ describe("the forty-ninth round's lines, part 6 (an attn_mask that requires grad
     assert.are.same({ 1, 2 }, F.layer_norm(wick.randn(1, 2), { 2 }, { eps = 1e-3 }, kwargs):size())
   end)
 end)
+
+describe("the forty-ninth round's lines, part 7 (partial's keywords by name; inspect.signature)", function()
+  it("wick.partial binds keywords to a plain function's parameters by name, as Python's", function()
+    local function cosine_warmup_lr(i, warmup, max_iter)
+      if i < warmup then return (i + 1) / (warmup + 1) end
+      return 0.5 + 0.5 * math.cos(math.pi * ((i - warmup) / (max_iter - warmup)))
+    end
+    assert.are.equal(1 / 3, wick.partial(cosine_warmup_lr, { max_iter = 5, warmup = 2 })(0))
+    assert.is_true(math.abs(wick.partial(cosine_warmup_lr, { max_iter = 5 })(3, 2) - 0.75) < 1e-15)
+    local opt = wick.optim.SGD(nn.Linear(2, 2):parameters(), { lr = 1 })
+    local sched = wick.optim.lr_scheduler.LambdaLR(opt, wick.partial(cosine_warmup_lr, { max_iter = 5, warmup = 2 }))
+    assert.are.equal(1 / 3, sched:get_last_lr()[1])
+    -- a key naming no parameter: the table goes as before (an options table)
+    local function f(x, opts) return opts.scale * x end
+    assert.are.equal(6, wick.partial(f, { scale = 3 })(2))
+  end)
+  it("wick.inspect.signature lists a function's parameters, also through a class's method wrapper", function()
+    local P = wick.Object:extend("P")
+    function P:__call__(attn, hidden_states, image_rotary_emb) end
+    local Blk = nn.Module:extend("Blk")
+    function Blk:forward(x, temb, ...) end
+    local function keys(f) return table.concat(wick.list(wick.inspect.signature(f).parameters:keys()), ",") end
+    assert.are.equal("self,attn,hidden_states,image_rotary_emb", keys(P.__call__))
+    assert.are.equal("attn,hidden_states,image_rotary_emb", keys(P()))
+    assert.are.equal("self,x,temb,...", keys(Blk.forward))
+    assert.are.equal("VAR_POSITIONAL", wick.inspect.signature(Blk.forward).parameters["..."].kind)
+    assert.is_true(wick.inspect.signature(P.__call__).parameters:contains("image_rotary_emb"))
+    support.assert_error_has(function() return wick.inspect.signature(print) end, "no signature found for builtin")
+  end)
+end)

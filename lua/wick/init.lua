@@ -1609,6 +1609,35 @@ end
 --- functools.partial(nn.InstanceNorm2d, affine=False) is wick.partial(nn.InstanceNorm2d, {affine = false}));
 --- p.func, p.args and p.keywords are Python's, and wick.isinstance(p, wick.partial) holds
 local Partial = { __name = "partial", __name__ = "partial" }
+-- the function a class's method wrapper or a decorator wraps (wick.nn.module's wrappers)
+local function unwrapped(f)
+  require("wick.nn.module")
+  return require("wick.nn.common").unwrapped(f)
+end
+-- a plain Lua function's parameter names in order (none for a C function)
+local function parameter_names(f)
+  local info = debug.getinfo(f, "u")
+  local names = {}
+  for i = 1, info.nparams or 0 do names[i] = debug.getlocal(f, i) end
+  return names, info.isvararg
+end
+-- keywords kw bound by name into args[1..k] for a plain Lua function (cosine_warmup_lr(i, warmup,
+-- max_iter) under partial(f, max_iter=5, warmup=2)): the new top, or nil when a key names no free
+-- parameter (then kw goes as a trailing table: an options table, or a class's method, which binds
+-- keywords itself)
+local function bind_by_name(f, args, k, kw)
+  if type(f) ~= "function" or unwrapped(f) ~= f then return nil end
+  local at = {}
+  for i, name in ipairs((parameter_names(f))) do at[name] = i end
+  local top = k
+  for name in pairs(kw) do
+    local i = at[name]
+    if not i or i <= k then return nil end
+    top = math.max(top, i)
+  end
+  for name, v in pairs(kw) do args[at[name]] = v end
+  return top
+end
 Partial.__index = Partial
 -- a trailing table of keywords: plain, with names and no array part
 local function keywords_of(v) return type(v) == "table" and getmetatable(v) == nil and #v == 0 and next(v) ~= nil end
@@ -1629,6 +1658,8 @@ Partial.__call = function(p, ...)
     local kw = {}
     for name, v in pairs(p.keywords) do kw[name] = v end
     for name, v in pairs(own or {}) do kw[name] = v end
+    local top = bind_by_name(p.func, args, k, kw)
+    if top then return p.func(unpack(args, 1, top)) end
     k = k + 1
     args[k] = kw
   end
@@ -1653,6 +1684,31 @@ wick.partial = setmetatable(Partial, {
 --- call puts self first, then the stored arguments (openfold's DropoutRowwise: __init__ = partialmethod(
 --- Dropout.__init__, batch_dim=-3) is DropoutRowwise.init = wick.partialmethod(Dropout.init, {batch_dim = -3}));
 --- a function, as a class's methods are
+--- wick.inspect.signature(fn): Python's inspect.signature: .parameters an OrderedDict of the
+--- parameter names in order, each {name =, kind =} (kind "POSITIONAL_OR_KEYWORD", or "VAR_POSITIONAL"
+--- for a trailing `...`, named "..."), of a Lua function, the function a class's method wraps, a
+--- class (its init's, without self) or a callable object's __call__ (without self); diffusers'
+--- set(inspect.signature(self.processor.__call__).parameters.keys())
+wick.inspect = {}
+function wick.inspect.signature(fn)
+  local drop_self = false
+  if type(fn) == "table" then
+    local call = rawget(fn, "super") ~= nil and fn.init or fn.__call__
+    if type(call) ~= "function" then check.fail("signature", "%s is not a callable with a signature", tostring(fn)) end
+    fn, drop_self = call, true
+  end
+  check.callable(fn, "signature", "obj")
+  local f = unwrapped(fn)
+  if debug.getinfo(f, "S").what == "C" then check.fail("signature", "no signature found for builtin %s", tostring(fn)) end
+  local names, vararg = parameter_names(f)
+  local parameters = require("wick.ordered").OrderedDict()
+  for i, name in ipairs(names) do
+    if not (drop_self and i == 1) then parameters[name] = { name = name, kind = "POSITIONAL_OR_KEYWORD" } end
+  end
+  if vararg then parameters["..."] = { name = "...", kind = "VAR_POSITIONAL" } end
+  return { parameters = parameters }
+end
+
 function wick.partialmethod(func, ...)
   local p = new_partial("partialmethod", func, ...)
   return function(self, ...) return p(self, ...) end

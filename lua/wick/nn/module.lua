@@ -286,6 +286,7 @@ end
 -- f (a method `name` of a class of one's own) taking PyTorch's keywords also when called as a
 -- method: pytorch-flows' self.forward(noise, mode='inverse'), Informer's
 -- self._prob_QK(queries, keys, sample_k=U_part, n_top=u)
+local wrapped = setmetatable({}, { __mode = "k" }) -- keyword_method's and static_method's wrappers -> their functions
 local function keyword_method(f, name)
   local function method(self, ...) -- (named self: Module:apply tells a method by its first parameter)
     local n = select("#", ...)
@@ -297,6 +298,7 @@ local function keyword_method(f, name)
   end
   param_names[method] = positions_of(f) -- (so a call binds before its hooks run, with f's names)
   kwargs_at[method] = varargs_at(f)
+  wrapped[method] = f
   return method
 end
 
@@ -350,6 +352,7 @@ local function static_method(f)
     if kwargs then top = math.max(top, extra); args[extra] = kwargs end
     return f(first, unpack(args, 1, top))
   end
+  wrapped[static] = f
   return static
 end
 
@@ -1912,5 +1915,10 @@ Module.include = require("wick.nn.common").include
 require("wick.nn.common").bind_keywords = bind_keywords
 require("wick.nn.common").keyword_method = keyword_method -- (wick.Object's methods bind keywords the same way)
 require("wick.nn.common").undecorated = undecorated
+--- common.unwrapped(f): the function a class's method wrapper (keyword binding) or a decorator wraps, innermost
+require("wick.nn.common").unwrapped = function(f)
+  while wick._decorated[f] or wrapped[f] do f = wick._decorated[f] or wrapped[f] end
+  return f
+end
 require("wick.nn.common").static_method = static_method
 return Module
