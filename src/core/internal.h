@@ -451,9 +451,12 @@ typedef struct wk_bn_args {
 
 /* Cross entropy of logits x [rows, classes] against 1-based int64 class
  * targets (a target equal to ignore_index, when has_ignore, counts nothing);
- * weight [classes] or NULL; label smoothing. Forward -> loss, row_weight, lse
- * ([rows], dtype); the kernel fails (WICK_ERR_INDEX) on a target out of range.
- * Backward: scale ([rows], the loss's incoming gradient per row), lse -> gx. */
+ * weight [classes] or NULL; label smoothing. Forward -> loss, row_weight
+ * ([rows], dtype) and lse ([2 rows], dtype: each row's max, then each row's
+ * log(sum exp(x - max)), kept apart as the log-softmax (x - max) - log(sum)
+ * needs them: their sum rounds log(sum) away next to a large max); the kernel
+ * fails (WICK_ERR_INDEX) on a target out of range. Backward: scale ([rows],
+ * the loss's incoming gradient per row), lse -> gx. */
 typedef struct wk_ce_args {
     int device;
     wick_dtype dtype;

@@ -872,11 +872,11 @@ static wick_status ce_forward(wick_tensor **out, wick_tensor **lse_denom, const 
     TRY(ce_check(x, target, weight, smoothing, reduction));
     wick_dtype cd = wk_nn_compute_dtype(x->dtype);
     wick_device dev = x->storage->device;
-    int64_t rows = x->sizes[0];
+    int64_t rows = x->sizes[0], rows2 = 2 * rows; /* lse: the maxima, then the log-sums (wk_ce_args) */
     wick_tensor *loss = NULL, *roww = NULL, *lse = NULL, *xc = NULL, *tc = NULL, *wc = NULL, *r = NULL, *den = NULL;
     wick_status st;
     if ((st = wk_tensor_new(&loss, 1, &rows, cd, dev)) || (st = wk_tensor_new(&roww, 1, &rows, cd, dev)) ||
-        (st = wk_tensor_new(&lse, 1, &rows, cd, dev)))
+        (st = wk_tensor_new(&lse, 1, &rows2, cd, dev)))
         goto done;
     if (!wk_is_meta(x)) {
         const wick_backend *be = x->storage->backend;
@@ -1004,8 +1004,8 @@ static wick_status ce_backward_recorded(wk_node *node, wick_tensor *g, wick_tens
     if (!st) st = wick_softmax(&r, x, 1);
     if (!st) st = chain_op(&r, WICK_MUL, A);
     if (!st) st = chain_op(&r, WICK_SUB, B);
-    if (node->ints[CE_REDUCTION] == 1) { /* mean: g over the denominator lse[rows] */
-        if (!st) st = wick_narrow(&den, (wick_tensor *)lse, 0, rows, 1);
+    if (node->ints[CE_REDUCTION] == 1) { /* mean: g over the denominator lse[2 rows] */
+        if (!st) st = wick_narrow(&den, (wick_tensor *)lse, 0, 2 * rows, 1);
         if (!st) st = wick_binary(&s, WICK_DIV, g, den);
     } else if (node->ints[CE_REDUCTION] == 0) { /* none: g_i per row */
         if (!st) st = wick_reshape(&s, g, 2, col);
@@ -1020,7 +1020,8 @@ static wick_status ce_backward_recorded(wk_node *node, wick_tensor *g, wick_tens
     return st;
 }
 
-/* saved: logits, target (int64), weight or NULL, lse (+ the mean's denominator);
+/* saved: logits, target (int64), weight or NULL, lse ([2 rows]: the maxima, then
+ * the log-sums; + the mean's denominator);
  * ints: CE_REDUCTION, CE_HAS_IGNORE; scalars: smoothing, ignore_index. */
 static wick_status ce_backward(wk_node *node, wick_tensor *g, wick_tensor **grads) {
     if (wk_grad_mode) return ce_backward_recorded(node, g, grads); /* create_graph */
@@ -1033,9 +1034,9 @@ static wick_status ce_backward(wk_node *node, wick_tensor *g, wick_tensor **grad
     if ((st = wk_tensor_new(&gx, 2, x->sizes, cd, g->storage->device))) return st;
     if (wk_is_meta(g)) goto out;
     if ((st = wk_nn_as_compute(&s, g, cd))) goto done;
-    if (reduction == 1) { /* g / denominator */
+    if (reduction == 1) { /* g / denominator, after the maxima and log-sums */
         wick_tensor *den, *q;
-        if ((st = wick_narrow(&den, lse, 0, rows, 1))) goto done;
+        if ((st = wick_narrow(&den, lse, 0, 2 * rows, 1))) goto done;
         st = wick_binary(&q, WICK_DIV, s, den);
         wick_tensor_release(den);
         if (st) goto done;

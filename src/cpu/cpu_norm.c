@@ -363,12 +363,15 @@ static int64_t ce_class(const wk_ce_args *a, int64_t r) {
     return a->has_ignore && t == a->ignore_index ? -1 : t - 1;
 }
 
-/* lse = log(sum exp(x)); also sum x w (for the smoothing term). Rows of a
- * vector or more: whole vectors, then the row's last whole vector with its
- * new lanes masked (see cpu_softmax.c). */
-/* lse = max + log(sum): the maximum and the sum (the log comes later, a vector of rows at once) */
-WK_VSIMD static void ce_stats_long_f32(const float *x, const float *w, int64_t c, float *max_out, float *sum_out,
-                                       float *sum_wx, float *sum_w) {
+/* The row's max and sum exp(x - max), kept apart (log_softmax is (x - max) -
+ * log(sum), as PyTorch's: max + log(sum) rounds log(sum) away next to a large
+ * max); also, when `smooth`, sum_c w_c (max - x_c) and sum_c w_c (the
+ * smoothing term's; 0 otherwise).
+ * Rows of a vector or more: whole vectors, then the row's last whole vector
+ * with its new lanes masked (see cpu_softmax.c); the logs come later, a vector
+ * of rows at once. */
+WK_VSIMD static void ce_stats_long_f32(const float *x, const float *w, int64_t c, int smooth, float *max_out,
+                                       float *sum_out, float *sum_wd, float *sum_w) {
     int64_t k, full = c - c % WK_VL, rest = c - full;
     const float *xl = x + c - WK_VL;
     wk_vi tail = wk_vtail(rest);
@@ -376,119 +379,131 @@ WK_VSIMD static void ce_stats_long_f32(const float *x, const float *w, int64_t c
     for (k = 0; k < full; k += WK_VL) vm = wk_vmax_plain(vm, wk_vload(x + k));
     float max = wk_vhmax_plain(vm); /* a NaN makes the sum NaN anyway */
     if (isinf(max) && max < 0) max = 0;
-    wk_vf vs = wk_vsplat(0), vx = wk_vsplat(0), vw = wk_vsplat(0), zero = wk_vsplat(0);
+    /* vd: sum w (x - max), negated at the end */
+    wk_vf vs = wk_vsplat(0), vd = wk_vsplat(0), vw = wk_vsplat(0), zero = wk_vsplat(0);
     for (k = 0; k < full; k += WK_VL) {
-        wk_vf xv = wk_vload(x + k);
-        vs += wk_vexp_le0(xv - max);
+        wk_vf dv = wk_vload(x + k) - max;
+        vs += wk_vexp_le0(dv);
+        if (!smooth) continue;
         if (w) {
             wk_vf wv = wk_vload(w + k);
-            vx += wv * xv;
+            vd += wv * dv;
             vw += wv;
         } else {
-            vx += xv;
+            vd += dv;
         }
     }
     if (rest) {
-        wk_vf xv = wk_vload(xl);
-        vs += wk_vsel(tail, wk_vexp_le0(xv - max), zero);
-        if (w) {
+        wk_vf dv = wk_vload(xl) - max;
+        vs += wk_vsel(tail, wk_vexp_le0(dv), zero);
+        if (smooth && w) {
             wk_vf wv = wk_vsel(tail, wk_vload(w + c - WK_VL), zero);
-            vx += wk_vsel(tail, wv * xv, zero);
+            vd += wk_vsel(tail, wv * dv, zero);
             vw += wv;
-        } else {
-            vx += wk_vsel(tail, xv, zero);
+        } else if (smooth) {
+            vd += wk_vsel(tail, dv, zero);
         }
     }
-    *sum_wx = wk_vhsum(vx);
-    *sum_w = w ? wk_vhsum(vw) : (float)c;
+    *sum_wd = smooth ? -wk_vhsum(vd) : 0;
+    *sum_w = !smooth ? 0 : w ? wk_vhsum(vw) : (float)c;
     *max_out = max;
     *sum_out = wk_vhsum(vs);
 }
 
-/* max + log(sum) of WK_VL values at once */
-WK_VSIMD static void ce_logs_f32(float *lse, const float *max, const float *sum) {
-    wk_vstore(lse, wk_vload(max) + wk_vlog_sum(wk_vload(sum)));
-}
+/* log(sum) of WK_VL rows at once, in place */
+WK_VSIMD static void ce_logs_f32(float *sum) { wk_vstore(sum, wk_vlog_sum(wk_vload(sum))); }
 
-/* rows shorter than a vector */
-WK_VSIMD static float ce_lse_f32(const float *x, const float *w, int64_t c, float *sum_wx, float *sum_w) {
+/* rows shorter than a vector: the max, log(sum exp(x - max)) and the sums as above */
+WK_VSIMD static void ce_stats_short_f32(const float *x, const float *w, int64_t c, int smooth, float *max_out,
+                                        float *ls_out, float *sum_wd, float *sum_w) {
     int64_t k, full = c - c % WK_VL, rest = c - full;
     wk_vf vm = wk_vsplat(-INFINITY);
     for (k = 0; k < full; k += WK_VL) vm = wk_vmax(vm, wk_vload(x + k));
     if (rest) vm = wk_vmax(vm, wk_vload_part(x + full, rest, -INFINITY));
     float max = wk_vhmax(vm);
     if (isinf(max) && max < 0) max = 0;
-    wk_vf vs = wk_vsplat(0), vx = wk_vsplat(0), vw = wk_vsplat(0);
+    wk_vf vs = wk_vsplat(0), vd = wk_vsplat(0), vw = wk_vsplat(0);
     for (k = 0; k < c; k += WK_VL) {
         int64_t m = c - k < WK_VL ? c - k : WK_VL;
         wk_vf xv = m == WK_VL ? wk_vload(x + k) : wk_vload_part(x + k, m, -INFINITY);
         vs += wk_vexp(xv - max);
-        if (m < WK_VL) xv = wk_vload_part(x + k, m, 0); /* padding lanes add nothing below */
+        if (!smooth) continue;
+        wk_vf dv = (m == WK_VL ? xv : wk_vload_part(x + k, m, max)) - max; /* padding lanes: 0 */
         if (w) {
             wk_vf wv = m == WK_VL ? wk_vload(w + k) : wk_vload_part(w + k, m, 0);
-            vx += wv * xv;
+            vd += wv * dv;
             vw += wv;
         } else {
-            vx += xv;
+            vd += dv;
         }
     }
-    *sum_wx = wk_vhsum(vx);
-    *sum_w = w ? wk_vhsum(vw) : (float)c;
-    return max + logf(wk_vhsum(vs));
+    *sum_wd = smooth ? -wk_vhsum(vd) : 0;
+    *sum_w = !smooth ? 0 : w ? wk_vhsum(vw) : (float)c;
+    *max_out = max;
+    *ls_out = logf(wk_vhsum(vs));
 }
 
-static double ce_lse_f64(const double *x, const double *w, int64_t c, double *sum_wx, double *sum_w) {
-    double max = x[0], s = 0, sx = 0, sw = 0;
+static void ce_stats_f64(const double *x, const double *w, int64_t c, int smooth, double *max_out,
+                         double *ls_out, double *sum_wd, double *sum_w) {
+    double max = x[0], s = 0, sd = 0, sw = 0;
     for (int64_t k = 1; k < c; k++)
         if (x[k] > max || x[k] != x[k]) max = x[k];
     if (isinf(max) && max < 0) max = 0;
-    for (int64_t k = 0; k < c; k++) {
-        s += exp(x[k] - max);
-        sx += w ? w[k] * x[k] : x[k];
-        sw += w ? w[k] : 1;
-    }
-    *sum_wx = sx, *sum_w = sw;
-    return max + log(s);
+    if (smooth)
+        for (int64_t k = 0; k < c; k++) {
+            double d = max - x[k];
+            s += exp(-d);
+            sd += w ? w[k] * d : d;
+            sw += w ? w[k] : 1;
+        }
+    else
+        for (int64_t k = 0; k < c; k++) s += exp(x[k] - max);
+    *sum_wd = sd, *sum_w = sw, *max_out = max, *ls_out = log(s);
 }
 
-/* loss_r = wt ((1 - eps) (lse - x_t) + eps/C sum_c w_c (lse - x_c)) with wt the
- * row's weight when there is a class weight (the smoothing term is weighted
- * per class), 0 for an ignored row; row_weight_r: w_t (1 when unweighted), 0
- * for an ignored row. */
+/* loss_r = wt ((1 - eps) ((max - x_t) + ls) + eps/C sum_c w_c ((max - x_c) + ls))
+ * with ls = log(sum_c exp(x_c - max)) and wt the row's weight when there is a
+ * class weight (the smoothing term is weighted per class), 0 for an ignored
+ * row; row_weight_r: w_t (1 when unweighted), 0 for an ignored row; lse_r =
+ * max, lse_{rows + r} = ls (for the backward). */
 static void ce_range(void *ctx, int64_t begin, int64_t end) {
     const wk_ce_args *a = ctx;
-    int64_t c = a->classes;
+    int64_t c = a->classes, rows = a->rows;
     double eps = a->smoothing;
-    float lses[WK_VL], swxs[WK_VL], sws[WK_VL], sums[WK_VL];
+    int smooth = eps > 0;
+    float maxs[WK_VL], swds[WK_VL], sws[WK_VL], lss[WK_VL];
     for (int64_t r = begin; r < end; r++) {
         int64_t t = ce_class(a, r);
         if (a->dtype == WICK_FLOAT32) {
             const float *x = (const float *)a->x + r * c, *w = (const float *)a->weight;
             int64_t at = (r - begin) % WK_VL;
-            if (c >= WK_VL && at == 0) { /* the next block of rows: their lse with one vector log */
+            if (c >= WK_VL && at == 0) { /* the next block of rows: their log(sum) with one vector log */
                 int64_t n = end - r < WK_VL ? end - r : WK_VL;
                 for (int64_t i = 0; i < WK_VL; i++) {
-                    if (i < n) ce_stats_long_f32(x + i * c, w, c, &lses[i], &sums[i], &swxs[i], &sws[i]);
-                    else lses[i] = 0, sums[i] = 1;
+                    if (i < n) ce_stats_long_f32(x + i * c, w, c, smooth, &maxs[i], &lss[i], &swds[i], &sws[i]);
+                    else maxs[i] = 0, lss[i] = 1;
                 }
-                ce_logs_f32(lses, lses, sums);
+                ce_logs_f32(lss);
             }
-            float swx, sw, lse;
-            if (c >= WK_VL) swx = swxs[at], sw = sws[at], lse = lses[at];
-            else lse = ce_lse_f32(x, w, c, &swx, &sw);
+            float swd, sw, max, ls;
+            if (c >= WK_VL) swd = swds[at], sw = sws[at], max = maxs[at], ls = lss[at];
+            else ce_stats_short_f32(x, w, c, smooth, &max, &ls, &swd, &sw);
             float wt = t < 0 ? 0 : w ? w[t] : 1;
-            float loss = t < 0 ? 0 : wt * (lse - x[t]) * (float)(1 - eps);
-            if (eps > 0 && t >= 0) loss += (float)(eps / (double)c) * (sw * lse - swx);
-            ((float *)a->lse)[r] = lse;
+            float loss = t < 0 ? 0 : wt * ((max - x[t]) + ls) * (float)(1 - eps);
+            if (eps > 0 && t >= 0) loss += (float)(eps / (double)c) * (swd + sw * ls);
+            ((float *)a->lse)[r] = max;
+            ((float *)a->lse)[rows + r] = ls;
             ((float *)a->loss)[r] = loss;
             ((float *)a->row_weight)[r] = wt;
         } else {
             const double *x = (const double *)a->x + r * c, *w = (const double *)a->weight;
-            double swx, sw, lse = ce_lse_f64(x, w, c, &swx, &sw);
+            double swd, sw, max, ls;
+            ce_stats_f64(x, w, c, smooth, &max, &ls, &swd, &sw);
             double wt = t < 0 ? 0 : w ? w[t] : 1;
-            double loss = t < 0 ? 0 : wt * (lse - x[t]) * (1 - eps);
-            if (eps > 0 && t >= 0) loss += eps / (double)c * (sw * lse - swx);
-            ((double *)a->lse)[r] = lse;
+            double loss = t < 0 ? 0 : wt * ((max - x[t]) + ls) * (1 - eps);
+            if (eps > 0 && t >= 0) loss += eps / (double)c * (swd + sw * ls);
+            ((double *)a->lse)[r] = max;
+            ((double *)a->lse)[rows + r] = ls;
             ((double *)a->loss)[r] = loss;
             ((double *)a->row_weight)[r] = wt;
         }
@@ -520,7 +535,8 @@ WK_VSIMD static void ceb_row_f32(const wk_ce_args *a, int64_t r, int64_t t) {
     int64_t c = a->classes;
     const float *x = (const float *)a->x + r * c, *w = (const float *)a->weight;
     float *gx = (float *)a->gx + r * c;
-    float s = ((const float *)a->scale)[r], lse = ((const float *)a->lse)[r];
+    float s = ((const float *)a->scale)[r], max = ((const float *)a->lse)[r],
+          ls = ((const float *)a->lse)[a->rows + r];
     float eps = (float)a->smoothing, epsc = (float)(a->smoothing / (double)c);
     float wt = w ? w[t] : 1, big_w = 0;
     if (w && eps > 0)
@@ -531,7 +547,7 @@ WK_VSIMD static void ceb_row_f32(const wk_ce_args *a, int64_t r, int64_t t) {
         int64_t k = 0;
         for (;; k += WK_VL) {
             if (k + WK_VL > c) k = c - WK_VL;
-            wk_vf v = cp * wk_vexp_le0(wk_vload(x + k) - lse); /* x <= lse */
+            wk_vf v = cp * wk_vexp_le0((wk_vload(x + k) - max) - ls); /* x <= max, ls >= 0 */
             if (eps > 0) v -= s * epsc * (w ? wk_vload(w + k) : wk_vsplat(1));
             wk_vstore(gx + k, v);
             if (k + WK_VL == c) break;
@@ -542,7 +558,7 @@ WK_VSIMD static void ceb_row_f32(const wk_ce_args *a, int64_t r, int64_t t) {
     for (int64_t k = 0; k < c; k += WK_VL) {
         int64_t m = c - k < WK_VL ? c - k : WK_VL;
         wk_vf xv = m == WK_VL ? wk_vload(x + k) : wk_vload_part(x + k, m, 0);
-        wk_vf v = cp * wk_vexp(xv - lse);
+        wk_vf v = cp * wk_vexp((xv - max) - ls);
         if (eps > 0) v -= s * epsc * (w ? (m == WK_VL ? wk_vload(w + k) : wk_vload_part(w + k, m, 0)) : wk_vsplat(1));
         m == WK_VL ? wk_vstore(gx + k, v) : wk_vstore_part(gx + k, v, m);
     }
@@ -553,11 +569,12 @@ static void ceb_row_f64(const wk_ce_args *a, int64_t r, int64_t t) {
     int64_t c = a->classes;
     const double *x = (const double *)a->x + r * c, *w = (const double *)a->weight;
     double *gx = (double *)a->gx + r * c;
-    double s = ((const double *)a->scale)[r], lse = ((const double *)a->lse)[r];
+    double s = ((const double *)a->scale)[r], max = ((const double *)a->lse)[r],
+           ls = ((const double *)a->lse)[a->rows + r];
     double eps = a->smoothing, epsc = eps / (double)c, wt = w ? w[t] : 1, big_w = 0;
     for (int64_t k = 0; k < c; k++) big_w += w ? w[k] : 1;
     double cp = s * (wt * (1 - eps) + epsc * big_w);
-    for (int64_t k = 0; k < c; k++) gx[k] = cp * exp(x[k] - lse) - s * epsc * (w ? w[k] : 1);
+    for (int64_t k = 0; k < c; k++) gx[k] = cp * exp((x[k] - max) - ls) - s * epsc * (w ? w[k] : 1);
     gx[t] -= s * wt * (1 - eps);
 }
 

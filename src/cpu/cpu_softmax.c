@@ -1,7 +1,10 @@
 /* Softmax and log-softmax along one dim of a contiguous float tensor seen as
  * [outer, d, inner], and their backwards. Stable: the maximum is subtracted
- * before exponentiating; a row of -inf gives NaN like PyTorch. float32 rows
- * are vectorised (cpu_vmath.h); float64 stays scalar. Rows split among threads. */
+ * before exponentiating; a row of -inf gives NaN like PyTorch. log_softmax is
+ * (x - max) - log(sum), in that order, as PyTorch's: x - (max + log(sum))
+ * rounds log(sum) away next to a large max (1e17 in float64; 1e4 in float32
+ * loses 4e-4). float32 rows are vectorised (cpu_vmath.h); float64 stays
+ * scalar. Rows split among threads. */
 #include "cpu.h"
 #include "cpu_vmath.h"
 
@@ -20,14 +23,14 @@ static int64_t sm_grain(int64_t per) { return per >= GRAIN_ELEMS ? 1 : GRAIN_ELE
 
 /* ---- float32, one contiguous row (inner == 1) ---- */
 
-/* Rows shorter than a vector: padded lanes */
+/* Rows shorter than a vector: padded lanes (-inf, whose results are not stored) */
 WK_VSIMD static void sm_short_f32(float *y, const float *x, int64_t d, int log) {
     wk_vf v = wk_vload_part(x, d, -INFINITY);
     float max = wk_vhmax(v);
     if (isinf(max) && max < 0) max = 0; /* all -inf: exp(-inf - 0) = 0, the sum 0, NaN below */
-    wk_vf e = wk_vexp(v - max);
+    wk_vf sh = v - max, e = wk_vexp(sh);
     float sum = wk_vhsum(e);
-    if (log) wk_vstore_part(y, wk_vload_part(x, d, 0) - (max + logf(sum)), d);
+    if (log) wk_vstore_part(y, sh - logf(sum), d);
     else wk_vstore_part(y, e * (1.0f / sum), d);
 }
 
@@ -48,9 +51,9 @@ WK_VSIMD static void sm_row_f32(float *y, const float *x, int64_t d, int log) {
     if (log) {
         for (k = 0; k < full; k += WK_VL) vs += wk_vexp_le0(wk_vload(x + k) - max);
         if (rest) vs += wk_vsel(tail, wk_vexp_le0(wk_vload(xl) - max), wk_vsplat(0));
-        float lse = max + logf(wk_vhsum(vs));
-        for (k = 0; k < full; k += WK_VL) wk_vstore(y + k, wk_vload(x + k) - lse);
-        if (rest) wk_vstore(yl, wk_vload(xl) - lse);
+        float ls = logf(wk_vhsum(vs));
+        for (k = 0; k < full; k += WK_VL) wk_vstore(y + k, (wk_vload(x + k) - max) - ls);
+        if (rest) wk_vstore(yl, (wk_vload(xl) - max) - ls);
         return;
     }
     for (k = 0; k < full; k += WK_VL) {
@@ -113,12 +116,12 @@ WK_VI void sm_regs_f32(float *y, const float *x, int64_t d, int log, int nv, int
 #undef SM_AT
 }
 
-/* log_softmax: y = x - (max + log sum) for a row whose shift is known */
-WK_VI void sm_shift_f32(float *y, const float *x, int64_t d, int nv, float shift) {
+/* log_softmax: y = (x - max) - log(sum) for a row whose max and log(sum) are known */
+WK_VI void sm_shift_f32(float *y, const float *x, int64_t d, int nv, float max, float ls) {
 #pragma GCC unroll 8
     for (int i = 0; i < nv; i++) {
         int64_t at = i == nv - 1 ? d - WK_VL : (int64_t)i * WK_VL;
-        wk_vstore(y + at, wk_vload(x + at) - shift);
+        wk_vstore(y + at, (wk_vload(x + at) - max) - ls);
     }
 }
 
@@ -137,9 +140,8 @@ WK_VI void sm_rows_nv_f32(float *y, const float *x, int64_t rows, int64_t d, int
         for (; r + SM_ROWS <= n; r += SM_ROWS) sm_regs_f32(NULL, x + (b + r) * d, d, 1, nv, SM_ROWS, mx + r, sm + r);
         if (r < n) sm_regs_f32(NULL, x + (b + r) * d, d, 1, nv, 1, mx + r, sm + r);
         for (r = n; r < WK_VL; r++) mx[r] = 0, sm[r] = 1;
-        wk_vf sh = wk_vload(mx) + wk_vlog_sum(wk_vload(sm));
-        wk_vstore(mx, sh);
-        for (r = 0; r < n; r++) sm_shift_f32(y + (b + r) * d, x + (b + r) * d, d, nv, mx[r]);
+        wk_vstore(sm, wk_vlog_sum(wk_vload(sm))); /* kept apart from the max: see the top */
+        for (r = 0; r < n; r++) sm_shift_f32(y + (b + r) * d, x + (b + r) * d, d, nv, mx[r], sm[r]);
     }
 }
 
@@ -171,8 +173,8 @@ WK_VSIMD static void sm_cols_f32(float *y, const float *x, int64_t d, int64_t in
         float b[WK_VL];
         wk_vstore(b, vs);
         for (int i = 0; i < WK_VL; i++) b[i] = logf(b[i]);
-        wk_vf lse = vm + wk_vload(b);
-        for (int64_t k = 0; k < d; k++) ST(y + k * inner, LD(x + k * inner) - lse);
+        wk_vf ls = wk_vload(b);
+        for (int64_t k = 0; k < d; k++) ST(y + k * inner, (LD(x + k * inner) - vm) - ls);
     } else {
         wk_vf inv = 1.0f / vs;
         for (int64_t k = 0; k < d; k++) ST(y + k * inner, LD(y + k * inner) * inv);
@@ -213,8 +215,8 @@ static void sm_range_f64(void *ctx, int64_t begin, int64_t end) {
             double sum = 0;
             for (int64_t k = 0; k < d; k++) sum += exp(x[k * inner] - max);
             if (j->log) {
-                double lse = max + log(sum);
-                for (int64_t k = 0; k < d; k++) y[k * inner] = x[k * inner] - lse;
+                double ls = log(sum);
+                for (int64_t k = 0; k < d; k++) y[k * inner] = (x[k * inner] - max) - ls;
             } else {
                 for (int64_t k = 0; k < d; k++) y[k * inner] = exp(x[k * inner] - max) / sum;
             }

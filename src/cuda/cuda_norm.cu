@@ -142,6 +142,9 @@ __device__ __forceinline__ int64_t ce_class(const int64_t *target, int64_t r, co
     return -1;
 }
 
+/* As src/cpu/cpu_norm.c: the loss from (max - x) + log(sum exp(x - max)), the
+ * max and the log kept apart (their sum rounds the log away next to a large
+ * max); lse_out [2 rows]: the maxima, then the log-sums. */
 template <typename T>
 __global__ void ce_kernel(T *loss, T *row_weight, T *lse_out, const T *x, const T *w, const int64_t *target,
                           ce_params p) {
@@ -154,20 +157,21 @@ __global__ void ce_kernel(T *loss, T *row_weight, T *lse_out, const T *x, const 
         for (int64_t k = lane; k < c; k += 32) m = (xr[k] != xr[k] || xr[k] > m) ? xr[k] : m;
         m = warp_max(m);
         if (isinf(m) && m < 0) m = 0;
-        T s = 0, sx = 0, sw = 0;
+        T s = 0, sd = 0, sw = 0; /* sd: sum w (max - x) */
         for (int64_t k = lane; k < c; k += 32) {
-            s += k_exp(xr[k] - m);
-            sx += w ? w[k] * xr[k] : xr[k];
+            T d = m - xr[k];
+            s += k_exp(-d);
+            sd += w ? w[k] * d : d;
             sw += w ? w[k] : (T)1;
         }
-        s = warp_sum(s), sx = warp_sum(sx), sw = warp_sum(sw);
+        s = warp_sum(s), sd = warp_sum(sd), sw = warp_sum(sw);
         if (lane) continue;
         int64_t t = ce_class(target, r, p);
-        T lse = m + k_log(s), eps = (T)p.smoothing;
+        T ls = k_log(s), eps = (T)p.smoothing;
         T wt = t < 0 ? (T)0 : w ? w[t] : (T)1;
-        T l = t < 0 ? (T)0 : wt * (lse - xr[t]) * (1 - eps);
-        if (eps > 0 && t >= 0) l += eps / (T)c * (sw * lse - sx);
-        loss[r] = l, row_weight[r] = wt, lse_out[r] = lse;
+        T l = t < 0 ? (T)0 : wt * ((m - xr[t]) + ls) * (1 - eps);
+        if (eps > 0 && t >= 0) l += eps / (T)c * (sd + sw * ls);
+        loss[r] = l, row_weight[r] = wt, lse_out[r] = m, lse_out[p.rows + r] = ls;
     }
 }
 
@@ -190,8 +194,9 @@ __global__ void ce_back_kernel(T *gx, const T *x, const T *w, const int64_t *tar
         T s = scale[r], eps = (T)p.smoothing, epsc = eps / (T)c, wt = w ? w[t] : (T)1;
         T cp = s * (wt * (1 - eps) + epsc * sw);
         const T *xr = x + r * c;
+        T m = lse[r], ls = lse[p.rows + r]; /* the max and the log-sum (ce_kernel) */
         for (int64_t k = lane; k < c; k += 32) {
-            T v = cp * k_exp(xr[k] - lse[r]) - s * epsc * (w ? w[k] : (T)1);
+            T v = cp * k_exp((xr[k] - m) - ls) - s * epsc * (w ? w[k] : (T)1);
             if (k == t) v -= s * wt * (1 - eps);
             gr[k] = v;
         }

@@ -1,7 +1,8 @@
 /* CUDA softmax and log-softmax along one dim of a contiguous float32 or
  * float64 tensor, as src/cpu/cpu_softmax.c computes them: the row's maximum
  * (NaN wins; all -inf counts as 0) is subtracted before exponentiating, the
- * sum is taken in the tensor's own type, then every element is written.
+ * sum is taken in the tensor's own type, then every element is written
+ * (log_softmax: (x - max) - log(sum), in that order, as PyTorch's).
  *
  * A row is the softmax dim at one (outer, inner) position, so its elements lie
  * `inner` apart. wk_softmax_plan (cuda_tile.h, tested on the CPU in
@@ -71,8 +72,8 @@ __global__ void __launch_bounds__(SM_THREADS)
         for (int64_t k = lane; k < n; k += G) sum += sm_exp(x[k * inner] - max);
         sum = sm_group<T, G, false>(sum, sh);
         if (take_log) {
-            T lse = max + sm_log(sum);
-            for (int64_t k = lane; k < n; k += G) y[k * inner] = x[k * inner] - lse;
+            T ls = sm_log(sum);
+            for (int64_t k = lane; k < n; k += G) y[k * inner] = (x[k * inner] - max) - ls;
         } else {
             for (int64_t k = lane; k < n; k += G) y[k * inner] = sm_exp(x[k * inner] - max) / sum;
         }
@@ -120,8 +121,8 @@ __global__ void __launch_bounds__(SM_THREADS)
         for (IDX k = ty; k < n; k += tile_y) sum += sm_exp(x[k * inner] - max);
         sum = sm_tile_tree<T, false>(sum, sh, tx, ty, tile_x, tile_y);
         if (take_log) {
-            T lse = max + sm_log(sum);
-            for (IDX k = ty; k < n; k += tile_y) y[k * inner] = x[k * inner] - lse;
+            T ls = sm_log(sum);
+            for (IDX k = ty; k < n; k += tile_y) y[k * inner] = (x[k * inner] - max) - ls;
         } else {
             for (IDX k = ty; k < n; k += tile_y) y[k * inner] = sm_exp(x[k * inner] - max) / sum;
         }
