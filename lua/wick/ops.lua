@@ -117,6 +117,15 @@ return function(wick)
     return parts
   end
 
+  --- t:split_with_sizes(split_sizes[, dim = 1]) (or {split_sizes =, dim =}): PyTorch's split into a list of sizes
+  -- (Depth Pro's torch.split_with_sizes(h, n_patches))
+  function Tensor.split_with_sizes(t, ...)
+    check.tensor(t, "split_with_sizes", "self")
+    local o = check.positional("split_with_sizes", { "split_sizes", "dim" }, { split_sizes = "table", dim = "integer" }, ...)
+    if o.split_sizes == nil then check.fail("split_with_sizes", "missing argument 'split_sizes' (a list of sizes)") end
+    return t:split(o.split_sizes, o.dim or 1)
+  end
+
   function Tensor.chunk(t, ...)
     check.tensor(t, "chunk", "self")
     local o = check.positional("chunk", { "chunks", "dim" }, { chunks = "integer", dim = "integer" }, ...)
@@ -3513,7 +3522,7 @@ return function(wick)
   Tensor.cummin = cumextreme("cummin", function(a, b) return a:lt(b) end)
 
   -- ---- the module-level names ----
-  for _, name in ipairs({ "tril", "triu", "split", "chunk", "unbind", "sort", "argsort", "topk", "msort", "cumsum",
+  for _, name in ipairs({ "tril", "triu", "split", "split_with_sizes", "chunk", "unbind", "sort", "argsort", "topk", "msort", "cumsum",
     "tensor_split", "hsplit", "vsplit", "dsplit", "cumprod", "clamp", "clamp_min", "clamp_max", "clip", "flip", "fliplr", "flipud", "roll", "amax", "amin", "aminmax",
     "logsumexp", "nonzero", "argwhere", "repeat_interleave", "tile", "diag", "outer", "ger", "dot", "inner", "mv",
     "lerp", "addcmul", "addcdiv", "logical_not", "logical_and", "logical_or", "logical_xor", "count_nonzero",

@@ -43,6 +43,7 @@ end
 
 -- U(-bound, bound) of the given shape.
 local function uniform(shape, bound, opts)
+  check.number(bound, "_uniform", "bound")
   local t = wick._rand(shape, opts)
   return wick.no_grad(function() return (t * (2 * bound) - bound) end)
 end
