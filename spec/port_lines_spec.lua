@@ -6478,3 +6478,23 @@ describe("the forty-ninth round's lines, part 8 (split_with_sizes)", function()
     support.assert_error_has(function() return x:split_with_sizes(2) end, "split_sizes")
   end)
 end)
+
+describe("the forty-ninth round's lines, part 9 (a scheduler's get_lr within step)", function()
+  it("self._get_lr_called_within_step is true while the constructor and step call get_lr, as PyTorch's", function()
+    local seen = {}
+    local Half = wick.optim.lr_scheduler.LRScheduler:extend("Half")
+    function Half:get_lr()
+      seen[#seen + 1] = self._get_lr_called_within_step
+      local out = {}
+      for i, b in ipairs(self.base_lrs) do out[i] = b * 0.5 ^ self.last_epoch end
+      return out
+    end
+    local opt = wick.optim.SGD({ wick.zeros(1, { requires_grad = true }) }, { lr = 1 })
+    local s = Half(opt)
+    opt:step()
+    s:step()
+    s:get_lr()
+    assert.are.same({ true, true, false }, seen)
+    assert.are.equal(0.5, s:get_last_lr()[1])
+  end)
+end)

@@ -1216,7 +1216,12 @@ local function update_lr(self, epoch)
   self.last_epoch = epoch or self.last_epoch + 1
   if spec == nil then -- a scheduler of one's own (LRScheduler:extend): its get_lr()
     local name = getmetatable(self).__name
-    values = self:get_lr()
+    -- (PyTorch's flag, true while step calls get_lr: k-diffusion's InverseLR warns when it is not)
+    self._get_lr_called_within_step = true
+    local ok, got = pcall(self.get_lr, self)
+    self._get_lr_called_within_step = false
+    if not ok then error(got, 0) end
+    values = got
     if type(values) ~= "table" or #values ~= #self.optimizer.param_groups then
       check.fail(name .. ":get_lr", "expected a table of %d learning rates (one per parameter group), got %s",
         #self.optimizer.param_groups, check.describe(values))
