@@ -6498,3 +6498,11 @@ describe("the forty-ninth round's lines, part 9 (a scheduler's get_lr within ste
     assert.are.equal(0.5, s:get_last_lr()[1])
   end)
 end)
+
+describe("the forty-ninth round's lines, part 10 (errors that name a tensor and the default dtype)", function()
+  it("an arithmetic op with a table names the tensor as a tensor; Embedding's float-index hint names the default dtype", function()
+    local ids = wick.ones(2, 3, { dtype = "int64" })
+    support.assert_error_has(function() return ids:ne({ padding_idx = 1 }) end, "expected tensors or numbers, got tensor and table")
+    support.assert_error_has(function() return nn.Embedding(5, 4)(wick.arange(1, 4)) end, "give the default dtype")
+  end)
+end)
