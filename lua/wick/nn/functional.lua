@@ -1424,8 +1424,8 @@ function F._embedding(fn, indices, weight)
   if weight:dim() ~= 2 then check.fail(fn, "expected a 2-D weight, got %d-D", weight:dim()) end
   if indices.dtype ~= "int64" and indices.dtype ~= "int32" then
     check.fail(fn, "expected indices of dtype int64, got %s%s", indices.dtype, indices:is_floating_point()
-      and " (wick.tensor of Lua numbers and wick.arange give the default dtype, float32 unless set_default_dtype "
-        .. "says, unless {dtype = 'int64'}; or convert with :long())" or "")
+      and (" (wick.tensor of Lua numbers and wick.arange give %s, the default dtype, unless {dtype = 'int64'}; "
+        .. "or convert with :long())"):format(wick.get_default_dtype()) or "")
   end
   local flat = pick(fn, "index %d is out of range (indices are 1-based: 1 to %d)", "index_select", weight, 1,
     indices:reshape(-1))
