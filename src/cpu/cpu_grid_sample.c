@@ -45,71 +45,85 @@ typedef struct {
             tile_points_##T(j, b, p0, m, pts);                                                    \
             const T *x = (const T *)j->input + b * a->c * HW;                                     \
             T *o = (T *)j->out + b * a->c * P + p0;                                               \
-            for (int64_t i = 0; i < m; i++) { /* a point's weights stay in registers over the channels */\
-                const wk_grid_taps_##T *pt = &pts[i];                                             \
-                if (pt->full) {                                                                   \
-                    const T w0 = pt->w[0], w1 = pt->w[1], w2 = pt->w[2], w3 = pt->w[3];           \
-                    const T *q = x + pt->at[0];                                                   \
-                    const int64_t dw = a->w;                                                      \
-                    for (int64_t c = 0; c < a->c; c++, q += HW)                                   \
-                        o[c * P + i] = w0 * q[0] + w1 * q[1] + w2 * q[dw] + w3 * q[dw + 1];       \
-                } else {                                                                          \
-                    for (int64_t c = 0; c < a->c; c++) o[c * P + i] = read_##T(x + c * HW, pt);   \
+            for (int64_t c = 0; c < a->c; c++) { /* the channel plane stays in cache over the tile */\
+                const T *plane = x + c * HW;                                                      \
+                T *oc = o + c * P;                                                                \
+                for (int64_t i = 0; i < m; i++) {                                                 \
+                    const wk_grid_taps_##T *pt = &pts[i];                                         \
+                    if (pt->full) {                                                               \
+                        const T *q = plane + pt->at[0];                                           \
+                        oc[i] = pt->w[0] * q[0] + pt->w[1] * q[1] + pt->w[2] * q[a->w] + pt->w[3] * q[a->w + 1];\
+                    } else {                                                                      \
+                        oc[i] = read_##T(plane, pt);                                              \
+                    }                                                                             \
                 }                                                                                 \
             }                                                                                     \
-        }                                                                                         \
+        }                                                                                 \
     }                                                                                             \
-    /* the grid's gradient at a tile's points: sum over channels of g times the read's slope */  \
+    /* the grid's gradient at a tile's points: sum over channels of g times the read's slope */   \
     static void grad_grid_##T(void *ctx, int64_t begin, int64_t end) {                            \
         const gs_job *j = ctx;                                                                    \
         const wk_grid_sample_args *a = j->a;                                                      \
-        const int64_t P = a->oh * a->ow, HW = a->h * a->w;                                        \
-        wk_grid_taps_##T pts[TILE];                                                              \
-        T gx[TILE], gy[TILE];                                                                     \
+        const int64_t P = a->oh * a->ow, HW = a->h * a->w, dw = a->w;                             \
+        wk_grid_taps_##T pts[TILE];                                                               \
         for (int64_t t = begin; t < end; t++) {                                                   \
-            int64_t b = t / j->tiles, p0 = t % j->tiles * TILE, m = P - p0 < TILE ? P - p0 : TILE; \
+            int64_t b = t / j->tiles, p0 = t % j->tiles * TILE, m = P - p0 < TILE ? P - p0 : TILE;\
             T *out = (T *)j->grad_grid + (b * P + p0) * 2;                                        \
-            if (a->mode == WK_GRID_NEAREST) { /* piecewise constant: zero */                     \
+            if (a->mode == WK_GRID_NEAREST) { /* piecewise constant: zero */                      \
                 memset(out, 0, sizeof(T) * 2 * (size_t)m);                                        \
                 continue;                                                                         \
             }                                                                                     \
             tile_points_##T(j, b, p0, m, pts);                                                    \
-            for (int64_t i = 0; i < m; i++) gx[i] = gy[i] = 0;                                    \
-            for (int64_t c = 0; c < a->c; c++) {                                                  \
-                const T *plane = (const T *)j->input + (b * a->c + c) * HW;                       \
-                const T *go = (const T *)j->gout + (b * a->c + c) * P + p0;                       \
-                for (int64_t i = 0; i < m; i++) {                                                 \
-                    const wk_grid_taps_##T *pt = &pts[i];                                        \
-                    T v[4];                                                                       \
-                    for (int k = 0; k < 4; k++) v[k] = pt->at[k] >= 0 ? plane[pt->at[k]] : 0;    \
-                    gx[i] += go[i] * ((v[1] - v[0]) * (1 - pt->fy) + (v[3] - v[2]) * pt->fy);     \
-                    gy[i] += go[i] * ((v[2] - v[0]) * (1 - pt->fx) + (v[3] - v[1]) * pt->fx);     \
+            const T *x = (const T *)j->input + b * a->c * HW;                                     \
+            for (int64_t i = 0; i < m; i++) {                                                     \
+                const wk_grid_taps_##T *pt = &pts[i];                                             \
+                const T fx = pt->fx, fy = pt->fy;                                                 \
+                const T *go = (const T *)j->gout + b * a->c * P + p0 + i;                         \
+                T gx = 0, gy = 0, v[4];                                                           \
+                for (int64_t c = 0; c < a->c; c++, go += P) {                                     \
+                    if (pt->full) {                                                               \
+                        const T *q = x + c * HW + pt->at[0];                                      \
+                        v[0] = q[0], v[1] = q[1], v[2] = q[dw], v[3] = q[dw + 1];                 \
+                    } else {                                                                      \
+                        for (int k = 0; k < 4; k++) v[k] = pt->at[k] >= 0 ? x[c * HW + pt->at[k]] : 0;\
+                    }                                                                             \
+                    gx += *go * ((v[1] - v[0]) * (1 - fy) + (v[3] - v[2]) * fy);                  \
+                    gy += *go * ((v[2] - v[0]) * (1 - fx) + (v[3] - v[1]) * fx);                  \
                 }                                                                                 \
+                out[2 * i] = gx * pt->dx, out[2 * i + 1] = gy * pt->dy;                           \
             }                                                                                     \
-            for (int64_t i = 0; i < m; i++) out[2 * i] = gx[i] * pts[i].dx, out[2 * i + 1] = gy[i] * pts[i].dy;  \
         }                                                                                         \
     }                                                                                             \
-    /* the input's gradient of a block of channel planes of one batch element: zeroed, then     \
+    /* the input's gradient of a block of channel planes of one batch element: zeroed, then       \
      * every point's gradient scattered to its taps, in the points' order */                      \
     static void grad_input_##T(void *ctx, int64_t begin, int64_t end) {                           \
         const gs_job *j = ctx;                                                                    \
         const wk_grid_sample_args *a = j->a;                                                      \
-        const int64_t P = a->oh * a->ow, HW = a->h * a->w;                                        \
+        const int64_t P = a->oh * a->ow, HW = a->h * a->w, dw = a->w;                             \
         const int64_t blocks = (a->c + j->cblock - 1) / j->cblock;                                \
-        wk_grid_taps_##T pts[TILE];                                                              \
+        wk_grid_taps_##T pts[TILE];                                                               \
         for (int64_t t = begin; t < end; t++) {                                                   \
             int64_t b = t / blocks, c0 = t % blocks * j->cblock;                                  \
             int64_t c1 = c0 + j->cblock < a->c ? c0 + j->cblock : a->c;                           \
-            memset((T *)j->out + (b * a->c + c0) * HW, 0, sizeof(T) * (size_t)((c1 - c0) * HW));  \
+            T *gx = (T *)j->out + (b * a->c + c0) * HW;                                           \
+            memset(gx, 0, sizeof(T) * (size_t)((c1 - c0) * HW));                                  \
             for (int64_t p0 = 0; p0 < P; p0 += TILE) {                                            \
                 int64_t m = P - p0 < TILE ? P - p0 : TILE;                                        \
                 tile_points_##T(j, b, p0, m, pts);                                                \
-                for (int64_t c = c0; c < c1; c++) {                                               \
-                    T *plane = (T *)j->out + (b * a->c + c) * HW;                                 \
-                    const T *go = (const T *)j->gout + (b * a->c + c) * P + p0;                   \
-                    for (int64_t i = 0; i < m; i++)                                               \
-                        for (int k = 0; k < 4; k++)                                               \
-                            if (pts[i].at[k] >= 0) plane[pts[i].at[k]] += pts[i].w[k] * go[i];    \
+                for (int64_t i = 0; i < m; i++) {                                                 \
+                    const wk_grid_taps_##T *pt = &pts[i];                                         \
+                    const T w0 = pt->w[0], w1 = pt->w[1], w2 = pt->w[2], w3 = pt->w[3];           \
+                    const T *go = (const T *)j->gout + (b * a->c + c0) * P + p0 + i;              \
+                    for (int64_t c = 0; c < c1 - c0; c++, go += P) {                              \
+                        T *plane = gx + c * HW;                                                   \
+                        if (pt->full) {                                                           \
+                            T *q = plane + pt->at[0];                                             \
+                            q[0] += w0 * *go, q[1] += w1 * *go, q[dw] += w2 * *go, q[dw + 1] += w3 * *go;\
+                        } else {                                                                  \
+                            for (int k = 0; k < 4; k++)                                           \
+                                if (pt->at[k] >= 0) plane[pt->at[k]] += pt->w[k] * *go;           \
+                        }                                                                         \
+                    }                                                                             \
                 }                                                                                 \
             }                                                                                     \
         }                                                                                         \
@@ -145,8 +159,10 @@ wick_status cpu_grid_sample2d_backward(const wk_grid_sample_args *a, const char 
                                   a->dtype == WICK_FLOAT32 ? grad_grid_float : grad_grid_double, &j);
     }
     if (!st && grad_input && a->n * a->c > 0) {
-        /* blocks of channels small enough to spread over the threads, big enough to share the taps */
-        j.cblock = a->c < 8 ? 1 : 8;
+        /* blocks of channels: enough tasks for the threads (two each), each sharing its taps widely */
+        int64_t want = 2 * (int64_t)wick_get_num_threads(), per = (want + a->n - 1) / a->n;
+        per = per < 1 ? 1 : per > a->c ? a->c : per;
+        j.cblock = (a->c + per - 1) / per;
         j.out = grad_input;
         int64_t tasks = a->n * ((a->c + j.cblock - 1) / j.cblock);
         st = wk_parallel_for(tasks, grain_of(P * j.cblock * 4 + a->h * a->w * j.cblock),
