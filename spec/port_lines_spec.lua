@@ -6510,3 +6510,12 @@ describe("the forty-ninth round's lines, part 10 (errors that name a tensor and 
     assert.is_truthy(err:find("wick.arange give float64, the default dtype", 1, true), err)
   end)
 end)
+
+describe("the forty-ninth round's lines, part 11 (legacy_contiguous_format)", function()
+  it("zeros_like(logits, {memory_format = wick.legacy_contiguous_format}) is the contiguous layout (gumbel_softmax's line)", function()
+    local x = wick.randn(2, 3):t()
+    local y = wick.zeros_like(x, { memory_format = wick.legacy_contiguous_format }):scatter_(2, wick.tensor({ { 1 }, { 2 }, { 1 } }, { dtype = "int64" }), 1.0)
+    assert.is_true(y:is_contiguous())
+    assert.are.same({ { 1, 0 }, { 0, 1 }, { 1, 0 } }, y:totable())
+  end)
+end)

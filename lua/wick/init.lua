@@ -391,6 +391,7 @@ end
 -- to({memory_format =}) is taken as a hint and changes no layout.
 wick.contiguous_format, wick.channels_last = "contiguous_format", "channels_last"
 wick.channels_last_3d, wick.preserve_format = "channels_last_3d", "preserve_format"
+wick.legacy_contiguous_format = wick.contiguous_format -- (PyTorch's gumbel_softmax says it: the same layout)
 local LAST = { channels_last = { 4, { 1, 3, 4, 2 }, { 1, 4, 2, 3 } },
   channels_last_3d = { 5, { 1, 3, 4, 5, 2 }, { 1, 5, 2, 3, 4 } } }
 local function memory_format(v, fn)
