@@ -6519,3 +6519,17 @@ describe("the forty-ninth round's lines, part 11 (legacy_contiguous_format)", fu
     assert.are.same({ { 1, 0 }, { 0, 1 }, { 1, 0 } }, y:totable())
   end)
 end)
+
+describe("the forty-ninth round's lines, part 12 (torch.empty's memory_format)", function()
+  it("wick.empty takes memory_format as torch.empty does, the layout real; preserve_format refused", function()
+    assert.are.same({ 2, 3 }, wick.empty({ 2, 3 }, { memory_format = wick.contiguous_format }):size())
+    local c = wick.empty(2, 3, 4, 5, { memory_format = wick.channels_last, dtype = "float64" })
+    assert.is_true(c:is_contiguous(wick.channels_last))
+    assert.are.same({ 60, 1, 15, 3 }, c:stride())
+    assert.are.equal("float64", c.dtype)
+    assert.is_true(wick.empty(2, 2, { memory_format = wick.contiguous_format, requires_grad = true }).requires_grad)
+    assert.are.same({ 2, 3 }, wick.empty({ size = { 2, 3 }, memory_format = wick.contiguous_format }):size())
+    support.assert_error_has(function() return wick.empty(2, { memory_format = wick.preserve_format }) end,
+      "preserve memory format is unsupported")
+  end)
+end)

@@ -1270,6 +1270,24 @@ for _, name in ipairs({ "zeros_like", "ones_like", "empty_like", "rand_like", "r
     return r
   end
 end
+-- torch.empty(size, memory_format=...) (RWKV-LM's WKV kernel: torch.empty((B, T, C), memory_format=
+-- torch.contiguous_format)); zeros, ones and the others refuse it, as PyTorch's
+do
+  local empty = wick.empty
+  wick.empty = function(...)
+    local n = select("#", ...)
+    local last = n > 0 and select(n, ...) or nil
+    if type(last) ~= "table" or getmetatable(last) ~= nil or last.memory_format == nil then return empty(...) end
+    local fmt, rest = memory_format(last.memory_format, "wick.empty"), {}
+    if fmt == "preserve_format" then check.fail("wick.empty", "preserve memory format is unsupported by the contiguous operator") end
+    for k, v in pairs(last) do if k ~= "memory_format" and k ~= "requires_grad" then rest[k] = v end end
+    local args = { ... }
+    args[n] = rest
+    local r = to_format(empty(unpack(args, 1, next(rest) ~= nil and n or n - 1)), fmt, "wick.empty")
+    if last.requires_grad then r:requires_grad_(true) end -- (after the layout: a leaf)
+    return r
+  end
+end
 wick.clock = core.clock
 
 -- ---- generators (PyTorch's torch.Generator) ----
