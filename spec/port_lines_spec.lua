@@ -6533,3 +6533,13 @@ describe("the forty-ninth round's lines, part 12 (torch.empty's memory_format)",
       "preserve memory format is unsupported")
   end)
 end)
+
+describe("the forty-ninth round's lines, part 13 (var's unbiased and correction together)", function()
+  it("var/std refuse unbiased and correction given together, as PyTorch's TypeError", function()
+    local x = wick.tensor({ 1, 2, 3, 4 })
+    support.assert_error_has(function() return x:var({ unbiased = true, correction = 0 }) end, "got both unbiased and correction")
+    support.assert_error_has(function() return x:std(1, { unbiased = false, correction = 1 }) end, "got both unbiased and correction")
+    assert.are.equal(1.25, x:var({ unbiased = false }):item())
+    assert.are.equal(1.25, x:var({ correction = 0 }):item())
+  end)
+end)

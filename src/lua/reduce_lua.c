@@ -89,6 +89,8 @@ static int reduce_args(lua_State *L, int first, int *dims, int *keepdim, int *co
         if (unbiased_given && (by_name || !lua_isnil(L, -1)))
             wl_raise(L, "%s: got unbiased twice (as an argument and as the option %s)", fn,
                      by_name ? "unbiased" : "correction");
+        if (by_name && !lua_isnil(L, -1)) /* PyTorch's TypeError: they are two spellings of one argument */
+            wl_raise(L, "%s: got both unbiased and correction (give one: correction = 1 is unbiased = true)", fn);
         if (!lua_isnil(L, -1)) {
             int64_t c = wl_checkint(L, lua_gettop(L), fn, "correction");
             if (c < INT_MIN || c > INT_MAX) wl_raise(L, "%s: correction %lld is out of range", fn, (long long)c);
