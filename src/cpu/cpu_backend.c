@@ -147,7 +147,8 @@ static void cpu_empty_cache(void) {
  * "Matrix library"). So before its first call, unless the user set
  * BLIS_ARCH_TYPE, wick times the FMAs itself and, where 512-bit ones do twice
  * the work, sets BLIS_ARCH_TYPE to the number of 'skx' (not on Zen 4, whose
- * 512-bit FMAs take two passes: BLIS's own choice stays there). Once per
+ * 512-bit FMAs take two passes: BLIS's own choice stays there; an AMD core
+ * before Zen 5 is known from CPUID, cpu_gemm_avx512.c). Once per
  * process, before any product; a host that reads the environment on another
  * thread at that moment should set BLIS_ARCH_TYPE itself. */
 const char *bli_arch_string(int id); /* BLIS's table of its configurations' names */

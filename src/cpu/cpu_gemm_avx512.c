@@ -149,8 +149,21 @@ __attribute__((target("avx2,fma"))) static double time_fma256(int64_t n) {
  * frequency licence (timing straight away chose 'haswell' in 1 of 40 runs). */
 static void warm_up_512(void) { (void)time_fma(8 * PROBE_ROUNDS); }
 
+/* An AMD core before Zen 5 (family 19h and older: Zen 4) runs a 512-bit FMA as two 256-bit halves:
+ * known from CPUID, not timed (on a loaded machine the timing flipped now and then, and with it the
+ * kernels and the products' last bits from one process to the next) */
+static bool amd_before_zen5(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d) || b != 0x68747541u || d != 0x69746e65u || c != 0x444d4163u)
+        return false; /* not "AuthenticAMD" */
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+    unsigned family = (a >> 8) & 0xfu;
+    if (family == 0xfu) family += (a >> 20) & 0xffu;
+    return family < 0x1au;
+}
+
 static bool measure_fma_doubles(void) {
-    if (!have_avx512()) return false;
+    if (!have_avx512() || amd_before_zen5()) return false;
     warm_up_512();
     double wide = 1e9, narrow = 1e9;
     for (int r = 0; r < 7; r++) { /* best of 7 alternating timings */
