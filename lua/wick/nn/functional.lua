@@ -767,17 +767,16 @@ function F.interpolate(x, ...)
     for i = 1, dims do y = nearest_exact_along(y, i + 2, size[i], scales[i], f32_scale) end
     return y
   end
+  if mode ~= "nearest" and not x:is_floating_point() then -- (one message for the interpolating modes)
+    check.fail(fn, "mode '%s'%s on %s tensors is not implemented here (PyTorch's uint8 image kernels round in "
+      .. "fixed point); resize x:float() and convert back with :round():clamp(0, 255):to('uint8')", mode,
+      o.antialias and " with antialias" or "", x.dtype)
+  end
   if o.antialias then
-    if not x:is_floating_point() then
-      check.fail(fn, "\"upsample_%s2d_aa\" not implemented for '%s'", mode, x.dtype)
-    end
     -- the rows (W) then the columns (H), as PyTorch's separable kernel
     return antialias_along(antialias_along(x, 4, size[2], ac, scales[2], mode), 3, size[1], ac, scales[1], mode)
   end
   if mode == "bicubic" then
-    if not x:is_floating_point() then
-      check.fail(fn, "\"compute_indices_weights_cubic\" not implemented for '%s'", x.dtype)
-    end
     -- separable, the rows (W) then the columns (H), as the kernel's sum over H of the sums over W
     return cubic_along(cubic_along(x, 4, size[2], ac, scales[2]), 3, size[1], ac, scales[1])
   end
