@@ -6543,3 +6543,12 @@ describe("the forty-ninth round's lines, part 13 (var's unbiased and correction 
     assert.are.equal(1.25, x:var({ correction = 0 }):item())
   end)
 end)
+
+describe("the forty-ninth round's lines, part 14 (nn.utils.parametrizations is strict)", function()
+  it("a name nn.utils.parametrizations lacks is an error at the caller's line, as the other namespaces", function()
+    support.assert_error_has(function() return nn.utils.parametrizations.weight_nrom end,
+      "wick.nn.utils.parametrizations has no 'weight_nrom'")
+    assert.is_true(wick.hasattr(nn.utils.parametrizations, "weight_norm"))
+    assert.is_false(wick.hasattr(nn.utils.parametrizations, "weight_nrom"))
+  end)
+end)

@@ -345,5 +345,5 @@ function Pz.orthogonal(module, ...)
   return module
 end
 
-U.parametrizations = Pz
+U.parametrizations = check.strict(Pz, "wick.nn.utils.parametrizations")
 return U
