@@ -316,7 +316,8 @@ function F.local_response_norm(x, size, ...)
 end
 
 --- F.logsigmoid(x): log(sigmoid(x)) = -softplus(-x), stable for large |x|
-function F.logsigmoid(x) return -F.softplus(-tensor(x, "logsigmoid", "input")) end
+-- (0 - softplus: +0 for a large x, as PyTorch's, where a negation gave -0)
+function F.logsigmoid(x) return 0 - F.softplus(-tensor(x, "logsigmoid", "input")) end
 --- F.softsign(x): x / (1 + |x|)
 function F.softsign(x) return tensor(x, "softsign", "input") / (x:abs() + 1) end
 --- F.glu(x[, dim = -1]): a sigmoid(b), a and b the halves of x along dim
