@@ -6564,3 +6564,12 @@ describe("the forty-ninth round's lines, part 15 (logsigmoid's zero)", function(
     assert.is_true(math.abs(x.grad[2]:item() - 0.5) < 1e-15)
   end)
 end)
+
+describe("the forty-ninth round's lines, part 16 (scatter_add's index dtype)", function()
+  it("scatter_add, scatter_reduce and index_reduce refuse a floating index as scatter does, never truncating it", function()
+    local idx = wick.tensor({ 1.5, 2, 2 })
+    support.assert_error_has(function() return wick.zeros(4):scatter_add_(1, idx, wick.ones(3)) end, "expected the index to be an int64 tensor, but got float32")
+    support.assert_error_has(function() return wick.zeros(4):scatter_reduce(1, idx, wick.ones(3), "sum") end, "int64")
+    assert.are.same({ 1, 2, 0, 0 }, wick.zeros(4):scatter_add_(1, wick.tensor({ 1, 2, 2 }, { dtype = "int32" }), wick.ones(3)):totable())
+  end)
+end)

@@ -1748,6 +1748,10 @@ return function(wick)
     local d = wrap_dim(t, dim, fn)
     check.tensor(index, fn, "index")
     check.tensor(src, fn, "src")
+    if index.dtype ~= "int64" and index.dtype ~= "int32" then -- (as scatter and gather: never truncated)
+      check.fail(fn, "expected the index to be an int64 tensor, but got %s%s", index.dtype, index:is_floating_point()
+        and " (Lua numbers make tensors of the default floating dtype: make the index with {dtype = \"int64\"} or :long())" or "")
+    end
     if index:dim() ~= t:dim() then
       check.fail(fn, "Index tensor must have the same number of dimensions as self tensor (%d), got %d", t:dim(), index:dim())
     end
