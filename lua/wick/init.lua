@@ -1699,17 +1699,12 @@ wick.partial = setmetatable(Partial, {
   __call = function(_, func, ...) return new_partial("partial", func, ...) end,
   __tostring = function() return "<class 'functools.partial'>" end,
 })
---- wick.partialmethod(func, ...[, keywords]): Python's functools.partialmethod, a partial to keep in a class: its
---- call puts self first, then the stored arguments (openfold's DropoutRowwise: __init__ = partialmethod(
---- Dropout.__init__, batch_dim=-3) is DropoutRowwise.init = wick.partialmethod(Dropout.init, {batch_dim = -3}));
---- a function, as a class's methods are
 --- wick.inspect.signature(fn): Python's inspect.signature: .parameters an OrderedDict of the
 --- parameter names in order, each {name =, kind =} (kind "POSITIONAL_OR_KEYWORD", or "VAR_POSITIONAL"
 --- for a trailing `...`, named "..."), of a Lua function, the function a class's method wraps, a
 --- class (its init's, without self) or a callable object's __call__ (without self); diffusers'
 --- set(inspect.signature(self.processor.__call__).parameters.keys())
-wick.inspect = {}
-function wick.inspect.signature(fn)
+local function signature(fn)
   local drop_self = false
   if type(fn) == "table" then
     local call = rawget(fn, "super") ~= nil and fn.init or fn.__call__
@@ -1718,7 +1713,9 @@ function wick.inspect.signature(fn)
   end
   check.callable(fn, "signature", "obj")
   local f = unwrapped(fn)
-  if debug.getinfo(f, "S").what == "C" then check.fail("signature", "no signature found for builtin %s", tostring(fn)) end
+  if type(f) ~= "function" or debug.getinfo(f, "S").what == "C" then
+    check.fail("signature", "no signature found for builtin %s", tostring(fn))
+  end
   local names, vararg = parameter_names(f)
   local parameters = require("wick.ordered").OrderedDict()
   for i, name in ipairs(names) do
@@ -1727,7 +1724,12 @@ function wick.inspect.signature(fn)
   if vararg then parameters["..."] = { name = "...", kind = "VAR_POSITIONAL" } end
   return { parameters = parameters }
 end
+wick.inspect = check.strict({ signature = signature }, "wick.inspect")
 
+--- wick.partialmethod(func, ...[, keywords]): Python's functools.partialmethod, a partial to keep in a class: its
+--- call puts self first, then the stored arguments (openfold's DropoutRowwise: __init__ = partialmethod(
+--- Dropout.__init__, batch_dim=-3) is DropoutRowwise.init = wick.partialmethod(Dropout.init, {batch_dim = -3}));
+--- a function, as a class's methods are
 function wick.partialmethod(func, ...)
   local p = new_partial("partialmethod", func, ...)
   return function(self, ...) return p(self, ...) end
