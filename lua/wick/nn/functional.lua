@@ -2183,8 +2183,8 @@ end
 --- 2) positions (x, y in [-1, 1]) into (N, C, Ho, Wo), or (N, C, D, H, W) at
 --- (N, Do, Ho, Wo, 3) positions (x, y, z); modes "bilinear" (trilinear in 3-D),
 --- "nearest" and "bicubic" (2-D), padding "zeros", "border" and "reflection";
---- differentiable in input and grid (PyTorch's; 2-D bilinear and nearest run as kernels, differentiable
---- once as PyTorch's, the others are composed)
+--- differentiable in input and grid, also twice (PyTorch's; 2-D bilinear and nearest run as kernels,
+--- their gradients of gradients through the composed form; the others are composed)
 function F.grid_sample(input, grid, ...)
   check.tensor(input, "grid_sample", "input")
   check.tensor(grid, "grid_sample", "grid")
