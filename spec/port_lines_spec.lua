@@ -6573,3 +6573,34 @@ describe("the forty-ninth round's lines, part 16 (scatter_add's index dtype)", f
     assert.are.same({ 1, 2, 0, 0 }, wick.zeros(4):scatter_add_(1, wick.tensor({ 1, 2, 2 }, { dtype = "int32" }), wick.ones(3)):totable())
   end)
 end)
+
+describe("the fiftieth round's lines, part 1 (for p in model:parameters())", function()
+  it("parameters() and buffers() are loops as PyTorch's generators, and arrays wherever an array is taken", function()
+    local m = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3))
+    local n = 0
+    for p in m:parameters() do n = n + p:numel(); p:requires_grad_(false) end -- HF's freeze loop
+    assert.are.equal(6 + 3 + 3 + 3, n)
+    for _, p in ipairs(m:parameters()) do assert.is_false(p.requires_grad); p:requires_grad_(true) end
+    local names = {}
+    for b in m:buffers() do names[#names + 1] = b:dim() end
+    assert.are.same({ 1, 1, 0 }, names)
+    -- the same list looped inside itself, as a Python list (never a spent generator)
+    local ps, pairs_seen = m:parameters(), 0
+    for _ in ps do for _ in ps do pairs_seen = pairs_seen + 1 end end
+    assert.are.equal(16, pairs_seen)
+    assert.are.equal(ps[4], ps[-1])
+    -- taken as an array: optimizers, clipping, autograd.grad, wick.save
+    local opt = wick.optim.AdamW(m:parameters(), { lr = 1e-2 })
+    local loss = m(wick.randn(4, 2)):pow(2):sum()
+    local grads = wick.autograd.grad(loss, m:parameters(), { retain_graph = true })
+    assert.are.equal(4, #grads)
+    loss:backward()
+    assert.is_true(nn.utils.clip_grad_norm_(m:parameters(), 1.0):item() > 0)
+    opt:step()
+    local path = os.tmpname()
+    wick.save({ params = m:parameters() }, path)
+    local back = wick.load(path)
+    os.remove(path)
+    assert.are.equal(0, (back.params[1] - m[1].weight):abs():max():item())
+  end)
+end)

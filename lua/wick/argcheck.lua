@@ -35,7 +35,7 @@ local function describe(v)
   end
   if t == "userdata" and getmetatable(v) == tensor_mt then return "Tensor" end
   if is_module(v) then return getmetatable(v).__name or "table" end
-  if t == "table" and getmetatable(v) == nil and getmetatable(v[1]) == tensor_mt and tensor_mt ~= nil then
+  if t == "table" and C.is_array(v) and getmetatable(rawget(v, 1)) == tensor_mt and tensor_mt ~= nil then
     return ("a table of %d tensors (split, chunk and unbind give one table: unpack(...) it, or index it)"):format(#v)
   end
   return t
@@ -53,6 +53,45 @@ end
 C.expected = expected
 
 function C.is_tensor(v) return getmetatable(v) == tensor_mt end
+
+--- check.list(t): the array t, which a generic for also takes directly, as Python's for over a
+--- generator (`for p in model:parameters() do`, `for m in model:modules() do`), besides ipairs;
+--- list[-1] is the last entry, list[{a, b}] the entries a..b inclusive (negative from the end,
+--- as a tensor's range: Python's list(m.children())[:-1] is m:children()[{{1, -2}}]).
+--- check.is_array(v): a plain table or such a list, where a function takes an array.
+local list_pos = setmetatable({}, { __mode = "k" })
+local list_mt = { __call = function(list, _, prev)
+  local i = list_pos[list]
+  if prev == nil then i = 1
+  elseif i and rawget(list, i) == prev then i = i + 1
+  else -- (another loop over the same list moved the position: find prev)
+    i = 1
+    while rawget(list, i) ~= nil and rawget(list, i) ~= prev do i = i + 1 end
+    i = i + 1
+  end
+  list_pos[list] = i
+  return rawget(list, i)
+end }
+list_mt.__index = function(list, k)
+  local n = #list
+  if type(k) == "number" then return k < 0 and rawget(list, n + k + 1) or nil end
+  if type(k) ~= "table" then return nil end
+  local r = type(k[1]) == "table" and k[1] or k
+  local a, b = r[1] or 1, r[2] or -1
+  if type(a) ~= "number" or type(b) ~= "number" then raise("a list's range is {first, last} (numbers, inclusive)") end
+  if a < 0 then a = n + a + 1 end
+  if b < 0 then b = n + b + 1 end
+  local out = {}
+  for i = math.max(a, 1), math.min(b, n) do out[#out + 1] = rawget(list, i) end
+  return setmetatable(out, list_mt)
+end
+C.list_mt = list_mt
+function C.list(t) return setmetatable(t, list_mt) end
+function C.is_array(v)
+  if type(v) ~= "table" then return false end
+  local mt = getmetatable(v)
+  return mt == nil or mt == list_mt
+end
 
 local slice_mt = getmetatable(core.slice(nil))
 --- Is v a wick.slice, Python's slice object?

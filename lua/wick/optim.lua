@@ -135,7 +135,8 @@ local function parameter_list(params)
     return tensors
   end
   local class = type(params) == "table" and getmetatable(params)
-  if class and class.__name == "ParameterList" and type(params.parameters) == "function" then return params:parameters() end
+  if class == check.list_mt then return { unpack(params) } end -- (model:parameters())
+  if class and class.__name == "ParameterList" and type(params.parameters) == "function" then return parameter_list(params:parameters()) end
   -- another optimizer's param_groups (SAM's base_optimizer(self.param_groups)): the same group tables
   if class == GROUPS_MT then return { unpack(params) } end
   return params
@@ -201,7 +202,7 @@ local function make_group(self, g, gi)
   local name = getmetatable(self).__name
   if type(g) ~= "table" or (getmetatable(g) ~= nil and getmetatable(g) ~= DICT_MT) or g.params == nil then
     -- {a:parameters(), b:parameters()}: Python's itertools.chain(a.parameters(), b.parameters())
-    local arrays = type(g) == "table" and getmetatable(g) == nil and g[1] ~= nil and wick.is_tensor(g[1])
+    local arrays = check.is_array(g) and g[1] ~= nil and wick.is_tensor(g[1])
     check.fail(name, "parameter group %s must be a table with params = {...}, got %s%s", tostring(gi), check.describe(g),
       arrays and " (an array of tensors: to chain several modules' parameters (itertools.chain), pass one array "
         .. "holding all of them, or a group per module: {{params = a:parameters()}, {params = b:parameters()}})" or "")

@@ -24,7 +24,7 @@ local function ranks_of(v, ranks, seen, depth)
     local r = {}
     for i, name in ipairs(ordered.names(v)) do r[name] = i end
     ranks[v] = r
-  elseif getmetatable(v) ~= nil and getmetatable(v) ~= getmetatable(wick.Size({})) and not wick.is_tensor(v)
+  elseif not check.is_array(v) and getmetatable(v) ~= getmetatable(wick.Size({})) and not wick.is_tensor(v)
     and rawget(v, "_fields") == nil then -- (a module: the saver's own message)
     local what = getmetatable(v) == wick.Device and ("the device " .. tostring(v) .. " (save tostring(d); a string is a device to :to())")
       or getmetatable(v) == getmetatable(wick.Generator()) and "a Generator (save g:get_state(), a tensor)"

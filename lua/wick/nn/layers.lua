@@ -1568,7 +1568,7 @@ local function sequential_items(v, i, out)
     for k, m in v:items() do pairs_of[#pairs_of + 1] = { k, m } end
     return sequential_items(pairs_of, i, out)
   end
-  if type(v) ~= "table" or (getmetatable(v) ~= nil and getmetatable(v) ~= Module._iterable_list) then
+  if not check.is_array(v) then
     check.expected("Sequential", "module " .. i, "a module or a list of modules", v)
   end
   local n = #v

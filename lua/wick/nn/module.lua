@@ -919,7 +919,7 @@ add_member = function(out, owner, name, v, visiting, buffer, param, nested)
       out[#out + 1] = { name, v, "module" }
     end
   elseif type(v) == "table" then
-    if getmetatable(v) == nil or getmetatable(v) == Module._iterable_list then
+    if check.is_array(v) then
       table_members(out, owner, name, v, visiting)
     else -- an object (a distribution, a helper holding parameters registered elsewhere): not state, as in PyTorch
       for k, item in pairs(v) do
@@ -1030,12 +1030,13 @@ end
 function Module:named_parameters(...) return named(this(self, "named_parameters"), "param", "named_parameters", ...) end
 function Module:named_buffers(...) return named(this(self, "named_buffers"), "buffer", "named_buffers", ...) end
 
--- parameters([recurse = true]), buffers([recurse = true]): arrays
+-- parameters([recurse = true]), buffers([recurse = true]): arrays that a generic for also takes
+-- directly, as modules() (PyTorch's `for p in model.parameters():`)
 local function tensors_of(self, wanted, fn, ...)
   local o = check.positional(fn, { "recurse" }, { recurse = "boolean" }, ...)
   local out = {}
   for _, t in named(self, wanted, fn, { recurse = o.recurse }) do out[#out + 1] = t end
-  return out
+  return check.list(out)
 end
 function Module:parameters(...) return tensors_of(this(self, "parameters"), "param", "parameters", ...) end
 function Module:buffers(...) return tensors_of(this(self, "buffers"), "buffer", "buffers", ...) end
@@ -1053,36 +1054,13 @@ function Module:named_children()
   return pairs_of(list)
 end
 
--- modules() and children() return arrays that a generic for also takes
--- directly (`for m in model:modules() do`, PyTorch's loop), besides ipairs
-local list_pos = setmetatable({}, { __mode = "k" })
-local ModuleList_mt = { __call = function(list, _, prev)
-  local i = prev == nil and 1 or (list_pos[list] or 0) + 1
-  list_pos[list] = i
-  return list[i]
-end }
--- list[-1] (the last), list[{a, b}] or list[{{a, b}}] (the entries a..b inclusive, negative
--- from the end, as a tensor's range): Python's list(m.children())[:-1] is m:children()[{{1, -2}}]
-ModuleList_mt.__index = function(list, k)
-  local n = #list
-  if type(k) == "number" then return k < 0 and rawget(list, n + k + 1) or nil end
-  if type(k) ~= "table" then return nil end
-  local r = type(k[1]) == "table" and k[1] or k
-  local a, b = r[1] or 1, r[2] or -1
-  if type(a) ~= "number" or type(b) ~= "number" then wick.error("a list's range is {first, last} (numbers, inclusive)") end
-  if a < 0 then a = n + a + 1 end
-  if b < 0 then b = n + b + 1 end
-  local out = {}
-  for i = math.max(a, 1), math.min(b, n) do out[#out + 1] = rawget(list, i) end
-  return setmetatable(out, ModuleList_mt)
-end
-Module._iterable_list = ModuleList_mt
-
+-- modules() and children(), as parameters() and buffers(), return arrays that a generic for also
+-- takes directly (check.list)
 function Module:children()
   this(self, "children")
   local out = {}
   for _, c in self:named_children() do out[#out + 1] = c end
-  return setmetatable(out, ModuleList_mt)
+  return check.list(out)
 end
 
 -- every module of the tree once, depth first, self first: { {name, module}, ... }
@@ -1110,7 +1088,7 @@ function Module:modules()
   this(self, "modules")
   local out = {}
   for _, m in ipairs(module_list(self, "", {}, {})) do out[#out + 1] = m[2] end
-  return setmetatable(out, ModuleList_mt)
+  return check.list(out)
 end
 
 --- apply(fn): calls fn(module) on every module, children first, then self;

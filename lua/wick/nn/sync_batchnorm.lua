@@ -234,7 +234,7 @@ local convert
 local function convert_children(src, dst, group, memo, visiting)
   local function entry(v)
     if is_module(v) then return convert(v, group, memo) end
-    if type(v) == "table" and (getmetatable(v) == nil or getmetatable(v) == Module._iterable_list) and not visiting[v] then
+    if check.is_array(v) and not visiting[v] then
       visiting[v] = true
       for k, item in pairs(v) do
         local new = entry(item)
