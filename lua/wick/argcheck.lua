@@ -319,9 +319,22 @@ C.EMPTY = EMPTY
 
 --- opts: nil (gives an empty table) or a table whose keys are in `spec`
 --- (name -> kind, or "kind|kind" for several, e.g. "number|table"); returns opts.
+--- C.axis_as_dim(fn, opts): the options table opts with `axis` (NumPy's name for dim, which PyTorch
+--- takes: torch.topk(x, k, axis=-1)) as `dim` (a copy), or opts itself when it has no axis; both is
+--- an error. The one reading of axis for the options of functions written in Lua (the C ones: wl_getdim).
+function C.axis_as_dim(fn, opts)
+  if type(opts) ~= "table" or rawget(opts, "axis") == nil then return opts end
+  if opts.dim ~= nil then raise(("%s: got both dim and axis (axis is another name for dim)"):format(fn)) end
+  local copy = {}
+  for k, v in pairs(opts) do copy[k] = v end
+  copy.dim, copy.axis = opts.axis, nil
+  return copy
+end
+
 function C.options(opts, fn, spec)
   if opts == nil then return EMPTY end
   if type(opts) ~= "table" or getmetatable(opts) == tensor_mt then expected(fn, "opts", "an options table", opts) end
+  if spec.dim ~= nil and spec.axis == nil then opts = C.axis_as_dim(fn, opts) end
   for k, v in pairs(opts) do
     local want = type(k) == "string" and spec[k] or nil
     if want == nil then
@@ -373,13 +386,7 @@ function C.positional(fn, names, spec, ...)
   local last = args[n]
   -- the options table: a plain table with no array part ({3, 3} is a size)
   if n > 0 and type(last) == "table" and getmetatable(last) == nil and #last == 0 then
-    if last.axis ~= nil and spec.dim ~= nil and spec.axis == nil then -- NumPy's name for dim, as PyTorch takes it
-      if last.dim ~= nil then raise(("%s: got both dim and axis (axis is another name for dim)"):format(fn)) end
-      local copy = {}
-      for k, v in pairs(last) do copy[k] = v end
-      copy.dim, copy.axis = last.axis, nil
-      last = copy
-    end
+    if spec.dim ~= nil and spec.axis == nil then last = C.axis_as_dim(fn, last) end
     for k, v in pairs(last) do out[k] = v end
     C.options(numbers_of(out, spec), fn, spec)
     n = n - 1
@@ -465,6 +472,7 @@ local function names_of(names)
     for i, nm in ipairs(names) do
       local base, q = nm:match("^(.-)(%??)$")
       p[i] = { base, q == "?" }
+      if base == "dim" then p.has_dim = true end
     end
     parsed[names] = p
   end
@@ -492,6 +500,7 @@ function C.required(fn, names, ...)
   while n > 0 and select(n, ...) == nil do n = n - 1 end
   local last = n > 0 and select(n, ...) or nil
   local opts_at, named = is_options(last) and n, false
+  if opts_at and spec.has_dim then last = C.axis_as_dim(fn, last) end
   if opts_at then
     for i = 1, k do
       if last[spec[i][1]] ~= nil then named = true; break end

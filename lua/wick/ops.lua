@@ -266,7 +266,7 @@ return function(wick)
       end
       local args = { ... }
       args[n] = nil
-      for k, v in pairs(last) do
+      for k, v in pairs(check.axis_as_dim(name, last)) do
         if not known[k] then check.fail(name, "unknown option '%s' (expected %s)", tostring(k), table.concat(names, ", ")) end
         for i, key in ipairs(names) do
           if key == k then

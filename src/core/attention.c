@@ -48,9 +48,9 @@ static wick_status check_operands(const wick_tensor *q, const wick_tensor *k, co
     if (!wick_dtype_is_floating(q->dtype))
         return wick_fail(WICK_ERR_DTYPE, OP ": expected floating-point query, key and value, but got %s",
                          wick_dtype_name(q->dtype));
-    if (mask && mask->dtype != WICK_BOOL && mask->dtype != q->dtype)
+    if (mask && mask->dtype != WICK_BOOL && mask->dtype != WICK_FLOAT32 && mask->dtype != q->dtype)
         return wick_fail(WICK_ERR_DTYPE,
-                         OP ": Expected attn_mask dtype to be bool or to match query dtype, but got attn_mask.dtype: "
+                         OP ": Expected attn_mask dtype to be bool or float or to match query dtype, but got attn_mask.dtype: "
                             "%s and query.dtype: %s instead.",
                          wick_dtype_name(mask->dtype), wick_dtype_name(q->dtype));
     if (mask && causal)

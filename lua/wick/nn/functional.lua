@@ -35,6 +35,12 @@ function F.linear(x, weight, bias)
   if x:dim() == 0 or weight:dim() == 0 then
     check.fail("linear", "both arguments to linear need to be at least 1D, but they are %dD and %dD", x:dim(), weight:dim())
   end
+  if weight:dim() == 1 then -- PyTorch's weight of shape (in): x @ w, the last dim gone (D-FINE's Integral)
+    if bias ~= nil and x:dim() >= 2 then check.fail("linear", "addmm: mat2 must be a matrix, got 1-D tensor (a 1-D weight takes no bias)") end
+    local y = x:matmul(weight)
+    if bias then y = y + bias end
+    return y
+  end
   local n_in = x:size(x:dim())
   if weight:dim() == 2 and weight:size(2) ~= n_in then -- (PyTorch's words, then which sizes disagree)
     local rows = n_in > 0 and x:numel() / n_in or 0
