@@ -2624,7 +2624,7 @@ local function items_of(iterable, fn)
       end
     end
   elseif type(iterable) == "table" and check.is_module(iterable) and type(iterable.keys) == "function" then
-    next_item = iterable:keys() -- a ModuleDict: its keys, as Python's for over a dict
+    next_item = items_of(iterable:keys(), fn) -- a ModuleDict: its keys, as Python's for over a dict
   elseif type(iterable) == "table" and getmetatable(iterable) == nil and rawget(iterable, 1) == nil
     and next(iterable) ~= nil then
     -- a plain table of names: its keys, as Python's for over a dict (HF's for key in model_kwargs),
@@ -2787,6 +2787,34 @@ local function deep_copy(v, memo)
   return memo[v]
 end
 function wick.deepcopy(v) return deep_copy(v, {}) end
+
+--- wick.copy(v): Python's copy.copy, a shallow copy: a tensor is a new tensor object on the same
+--- data (detached, requires_grad kept: PyTorch's copy.copy of a tensor shares its storage); a plain
+--- table, a module or a wick.Object instance a new table with the same fields and class (HF's
+--- mit_config = copy.copy(vision_config)), a module's own lists of children and hooks copied one
+--- level so that a field set on the copy stays the copy's; an OrderedDict keeps its order; anything
+--- else (numbers, strings, functions, classes, devices) is itself.
+function wick.copy(v)
+  if wick.is_tensor(v) then
+    local c = v:detach()
+    if v.requires_grad then c:requires_grad_(true) end
+    return c
+  end
+  if require("wick.ordered").is(v) then return v:copy() end
+  local mt = type(v) == "table" and getmetatable(v)
+  local Object = package.loaded["wick.object"]
+  local instance = mt and Object and rawget(v, "super") == nil and rawget(mt, "super") ~= nil and wick.issubclass(mt, Object)
+  if type(v) ~= "table" or (mt and not check.is_module(v) and not instance) then return v end
+  local c = {}
+  for key, item in pairs(v) do
+    if check.is_module(v) and type(key) == "string" and key:sub(1, 1) == "_" and type(item) == "table" and getmetatable(item) == nil then
+      item = { unpack(item) } -- (the module's bookkeeping arrays: _fields, the hook lists)
+      for k2, x in pairs(v[key]) do if type(k2) ~= "number" then item[k2] = x end end
+    end
+    rawset(c, key, item)
+  end
+  return setmetatable(c, mt or nil)
+end
 
 --- wick.hasattr(obj, name): Python's hasattr, whether obj.name reads without an error and
 --- is not nil: of a module, a tensor, a table, or wick's own tables, whose missing names are

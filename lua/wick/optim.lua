@@ -146,17 +146,18 @@ end
 -- a parameter group's methods, as a Python dict's: group:update({lr = 0.1}) (convmixer's
 -- opt.param_groups[0].update(lr=lr)), get, setdefault, pop, keys and items (by name); a
 -- metatable, so pairs() sees only the options
-local function group_iter(group, what)
+local function group_names(group)
   local names = {}
   for k in pairs(group) do names[#names + 1] = k end
   table.sort(names, function(a, b) return tostring(a) < tostring(b) end)
-  local i = 0
+  return names
+end
+local function group_items(group)
+  local names, i = group_names(group), 0
   return function()
     i = i + 1
     local k = names[i]
-    if k == nil then return nil end
-    if what == "keys" then return k end
-    return k, group[k]
+    if k ~= nil then return k, group[k] end
   end
 end
 -- a Python dict's methods, for a parameter group and a parameter's state (DARTS'
@@ -185,8 +186,8 @@ local DICT_MT = { __index = {
     rawset(group, k, nil)
     return v
   end,
-  keys = function(group) return group_iter(group, "keys") end,
-  items = function(group) return group_iter(group, "items") end,
+  keys = function(group) return check.list(group_names(group)) end, -- (an array a for also takes)
+  items = group_items,
 } }
 
 -- opt.param_groups: an array that also reads from the end (param_groups[-1], TabNet's last lr)

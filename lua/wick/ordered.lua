@@ -37,14 +37,12 @@ local function sd_names(sd)
   for _, k in ipairs(extra) do names[#names + 1] = k end
   return names
 end
-local function sd_iter(sd, what)
+local function sd_items(sd)
   local names, i = sd_names(sd), 0
   return function()
     i = i + 1
     local k = names[i]
-    if k == nil then return nil end
-    if what == "keys" then return k elseif what == "values" then return rawget(sd, k) end
-    return k, rawget(sd, k)
+    if k ~= nil then return k, rawget(sd, k) end
   end
 end
 local SD_METHODS = {
@@ -54,9 +52,15 @@ local SD_METHODS = {
     zero_based_hint(sd, k)
     return false
   end,
-  keys = function(sd) return sd_iter(sd, "keys") end,
-  values = function(sd) return sd_iter(sd, "values") end,
-  items = function(sd) return sd_iter(sd, "items") end,
+  -- keys() and values(): arrays that a generic for also takes (check.list), so Python's
+  -- len(sd.keys()) is #sd:keys() and list(sd.values())[1] is sd:values()[1]
+  keys = function(sd) return check.list(sd_names(sd)) end,
+  values = function(sd)
+    local out = {}
+    for i, k in ipairs(sd_names(sd)) do out[i] = rawget(sd, k) end
+    return check.list(out)
+  end,
+  items = sd_items,
   get = function(sd, k, default)
     local v = rawget(sd, k)
     if v == nil then

@@ -1701,20 +1701,16 @@ local function dict_container(C, name, check_item)
       if list[i] then return list[i][1], list[i][2] end
     end
   end
-  --- d:keys(), d:values(): iterators in insertion order.
+  --- d:keys(), d:values(): arrays in insertion order that a generic for also takes (check.list)
   function C:keys()
-    local list, i = entries(self), 0
-    return function()
-      i = i + 1
-      if list[i] then return list[i][1] end
-    end
+    local out = {}
+    for i, e in ipairs(entries(self)) do out[i] = e[1] end
+    return check.list(out)
   end
   function C:values()
-    local list, i = entries(self), 0
-    return function()
-      i = i + 1
-      if list[i] then return list[i][2] end
-    end
+    local out = {}
+    for i, e in ipairs(entries(self)) do out[i] = e[2] end
+    return check.list(out)
   end
   function C:len() return #entries(self) end
   function C:contains(key) return type(key) == "string" and rawget(self, key) ~= nil and getmetatable(self)[key] == nil end

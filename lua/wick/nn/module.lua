@@ -1313,6 +1313,13 @@ local function dict_entries(view)
   return list
 end
 
+-- keys() and values() of the dicts below: arrays that a generic for also takes (check.list)
+local function column(entries, i)
+  local out = {}
+  for j, e in ipairs(entries) do out[j] = e[i] end
+  return check.list(out)
+end
+
 local function dict_get(view, key)
   for _, e in ipairs(dict_entries(view)) do
     if e[1] == key then return e[2] end
@@ -1321,14 +1328,8 @@ end
 
 local DICT_METHODS = {
   items = function(view) return pairs_of(dict_entries(view)) end,
-  keys = function(view)
-    local next_pair = pairs_of(dict_entries(view))
-    return function() return (next_pair()) end
-  end,
-  values = function(view)
-    local next_pair = pairs_of(dict_entries(view))
-    return function() return select(2, next_pair()) end
-  end,
+  keys = function(view) return column(dict_entries(view), 1) end,
+  values = function(view) return column(dict_entries(view), 2) end,
   get = function(view, key, default)
     local v = dict_get(view, key)
     if v == nil then return default end
@@ -1379,17 +1380,15 @@ local HOOK_DICTS = { _forward_pre_hooks = "_forward_pre_hook_list", _forward_hoo
 local HookDict = { __name = "OrderedDict" }
 local function hook_dict(self, key)
   local list = rawget(self, HOOK_DICTS[key]) or {}
-  local function pairs_of_hooks()
-    local i = 0
-    return function()
-      i = i + 1
-      if list[i] then return list[i].id, list[i].fn end
-    end
+  local function hook_entries()
+    local out = {}
+    for i, h in ipairs(list) do out[i] = { h.id, h.fn } end
+    return out
   end
   local d = {
-    items = pairs_of_hooks,
-    keys = function() local nxt = pairs_of_hooks(); return function() return (nxt()) end end,
-    values = function() local nxt = pairs_of_hooks(); return function() return select(2, nxt()) end end,
+    items = function() return pairs_of(hook_entries()) end,
+    keys = function() return column(hook_entries(), 1) end,
+    values = function() return column(hook_entries(), 2) end,
     len = function() return #list end,
   }
   for k, f in pairs(d) do d[k] = function(_, ...) return f(...) end end
