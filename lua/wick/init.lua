@@ -539,6 +539,12 @@ function Tensor.type(t, dtype, ...)
   if type(dtype) == "table" and rawget(dtype, "_legacy_dtype") then
     return t:to({ dtype = dtype._legacy_dtype, device = dtype._legacy_device or t.device })
   end
+  if type(dtype) == "table" and getmetatable(dtype) == nil then -- by keyword: ViTMatte's .type(dtype=preds.type())
+    local o = check.options(dtype, "type", { dtype = "any", non_blocking = "boolean" })
+    if select("#", ...) > 0 then check.fail("type", "expected the options table last") end
+    if o.dtype == nil then return type_name(t) end
+    return Tensor.type(t, o.dtype)
+  end
   if type(dtype) == "string" then
     local named, cuda = from_type_name(dtype)
     if named then return t:to({ dtype = named, device = cuda or t.device }) end

@@ -28,6 +28,24 @@ end
 return function(wick)
   local ops = {}
 
+  -- t:name_(...) made of f (name's out-of-place form): the result written back into t (t's version
+  -- bumps; autograd sees a copy_); a result t's dtype cannot hold (PyTorch's can_cast: an integer t's
+  -- true_divide_) and a leaf that requires grad are PyTorch's errors, named name_
+  local function in_place_form(name, f)
+    return function(t, ...)
+      check.tensor(t, name .. "_", "self")
+      if t.requires_grad and t.is_leaf and wick.is_grad_enabled() then
+        check.fail(name .. "_", "a leaf tensor that requires grad is used in an in-place operation; "
+          .. "wrap the update in wick.no_grad(...)")
+      end
+      local r = f(t, ...)
+      if is_tensor(r) and r.dtype ~= t.dtype and not wick.can_cast(r.dtype, t.dtype) then
+        check.fail(name .. "_", "result type %s can't be cast to the desired output type %s", r.dtype, t.dtype)
+      end
+      return t:copy_(r)
+    end
+  end
+
   local dtype_info = core.dtype_info
   local function is_float(dtype) return dtype_info[dtype].is_floating end
 
@@ -1362,17 +1380,7 @@ return function(wick)
   local in_place_of = { lerp = Tensor.lerp,
     addcmul = function(t, a, b, opts) return addc(t, a, b, opts, "addcmul_", false) end,
     addcdiv = function(t, a, b, opts) return addc(t, a, b, opts, "addcdiv_", true) end }
-  for _, name in ipairs({ "lerp", "addcmul", "addcdiv" }) do
-    local f = in_place_of[name]
-    Tensor[name .. "_"] = function(t, ...)
-      check.tensor(t, name .. "_", "self")
-      if t.requires_grad and t.is_leaf and wick.is_grad_enabled() then -- (copy_ would name itself)
-        check.fail(name .. "_", "a leaf tensor that requires grad is used in an in-place operation; "
-          .. "wrap the update in wick.no_grad(...)")
-      end
-      return t:copy_(f(t, ...))
-    end
-  end
+  for _, name in ipairs({ "lerp", "addcmul", "addcdiv" }) do Tensor[name .. "_"] = in_place_form(name, in_place_of[name]) end
 
   function Tensor.tolist(t) return check.tensor(t, "tolist", "self"):totable() end
   function Tensor.type_as(t, other)
@@ -3381,16 +3389,9 @@ return function(wick)
     if beta == 0 then return p + ignored(t) end
     return (beta == 1 and t or t * beta) + p
   end
-  -- in-place forms: the result written back into t (t's version bumps; autograd sees a copy_)
   for _, name in ipairs({ "addmm", "baddbmm", "addbmm", "addmv", "addr", "logical_not", "logical_and", "logical_or",
     "logical_xor", "square" }) do
-    if Tensor[name] and rawget(Tensor, name .. "_") == nil then
-      local method = Tensor[name]
-      Tensor[name .. "_"] = function(t, ...)
-        check.tensor(t, name .. "_", "self")
-        return t:copy_(method(t, ...))
-      end
-    end
+    if Tensor[name] and rawget(Tensor, name .. "_") == nil then Tensor[name .. "_"] = in_place_form(name, Tensor[name]) end
   end
 
   --- t:unflatten(dim, sizes): dim split into sizes (one may be -1)
@@ -3555,12 +3556,43 @@ return function(wick)
 
   -- ---- PyTorch's other names (NumPy's) and the small ops written with others ----
 
-  -- the in-place forms the core lacks: the out-of-place result copied in
-  for _, name in ipairs({ "acosh", "asinh", "atanh" }) do
-    if Tensor[name .. "_"] == nil then
-      Tensor[name .. "_"] = function(t) check.tensor(t, name .. "_", "self"); return t:copy_(t[name](t)) end
+  --- t:renorm(p, dim, maxnorm): each slice along dim whose p-norm exceeds maxnorm scaled to norm maxnorm
+  --- (by maxnorm / (norm + 1e-7), PyTorch's), the others as they are; the scale is differentiated too
+  function Tensor.renorm(t, p, dim, maxnorm)
+    check.tensor(t, "renorm", "self")
+    check.number(p, "renorm", "p")
+    check.int(dim, "renorm", "dim")
+    check.number(maxnorm, "renorm", "maxnorm")
+    if t:dim() < 2 then check.fail("renorm", "input needs at least 2 dimensions, got %d dimensions", t:dim()) end
+    if not t:is_floating_point() then check.fail("renorm", "expected a floating point tensor as input, got %s", t.dtype) end
+    if not (p > 0) then check.fail("renorm", "non-positive-norm not supported") end
+    if not (maxnorm >= 0) then check.fail("renorm", "expected maxnorm to be >= 0 but got %s", tostring(maxnorm)) end
+    local d = dim < 0 and dim + t:dim() + 1 or dim
+    if d < 1 or d > t:dim() then check.fail("renorm", "dim %d is out of range for %d dims", dim, t:dim()) end
+    local others = {}
+    for i = 1, t:dim() do if i ~= d then others[#others + 1] = i end end
+    local norms = wick.linalg.vector_norm(t, p, others, true)
+    return t * wick.where(norms:gt(maxnorm), maxnorm / (norms + 1e-7), 1)
+  end
+  wick.renorm = Tensor.renorm
+  -- the in-place forms the core lacks (DAB-DETR's dim_tx //= 2, floor_divide_)
+  for _, name in ipairs({ "acosh", "asinh", "atanh", "copysign", "deg2rad", "rad2deg", "exp2", "floor_divide",
+    "true_divide", "heaviside", "hypot", "i0", "ldexp", "logit", "mvlgamma", "nextafter", "sgn", "sinc", "xlogy",
+    "renorm" }) do
+    if Tensor[name .. "_"] == nil then -- (the method looked up at the call: some are defined later)
+      Tensor[name .. "_"] = in_place_form(name, function(t, ...) return Tensor[name](t, ...) end)
     end
   end
+  -- float_power_ writes float64 (or complex128), so its self must be one (PyTorch's rule)
+  local float_power_ = in_place_form("float_power", function(t, ...) return Tensor.float_power(t, ...) end)
+  function Tensor.float_power_(t, ...)
+    check.tensor(t, "float_power_", "self")
+    if t.dtype ~= "float64" and t.dtype ~= "complex128" then
+      check.fail("float_power_", "the base given to float_power_ has dtype %s but the operation's result requires dtype float64", t.dtype)
+    end
+    return float_power_(t, ...)
+  end
+  Tensor.swapaxes_, Tensor.swapdims_ = Tensor.transpose_, Tensor.transpose_
   -- torch.arccos is torch.acos, ...: each alias, with its in-place form, as a method and a function
   local ALIASES = { arccos = "acos", arcsin = "asin", arctan = "atan", arctan2 = "atan2", arccosh = "acosh",
     arcsinh = "asinh", arctanh = "atanh", absolute = "abs", multiply = "mul", subtract = "sub", greater = "gt",

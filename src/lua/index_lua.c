@@ -70,7 +70,9 @@ static wick_key_entry range_entry(lua_State *L, int idx, int n, int64_t size, in
         wl_raise(L, "index: the range %s reaches past dimension %d of size %lld (Python's slices, which clamp, are "
                     "wick.slice(start, stop): 0-based, stop excluded)", range, dim + 1, (long long)size);
     if (first > last + 1)
-        wl_raise(L, "index: the range %s of dimension %d ends before it starts (size %lld)", range, dim + 1, (long long)size);
+        wl_raise(L, "index: the range %s of dimension %d ends before it starts (size %lld; a table {a, b[, step]} in a key "
+                    "is a range: a list of indices goes as an int64 tensor, wick.tensor(list, {dtype = \"int64\"}) or "
+                    "wick.stack(tensors))", range, dim + 1, (long long)size);
     int64_t length = last >= first ? (last - first) / step + 1 : 0;
     return (wick_key_entry){0, first - 1, length, step};
 }

@@ -185,6 +185,40 @@ end
 -- m(x, {incremental_state = {}}): the empty state is no empty keyword call); another method binds
 -- them (SB3's features_extractor_class(space, **features_extractor_kwargs) of a table once a value)
 local bound_values = setmetatable({}, { __mode = "k" })
+-- "Class.method" for messages about a call of owner's method (owner a class or an instance)
+local function qualified(owner, method)
+  local class = rawget(owner, "__name") and owner or getmetatable(owner)
+  return ((type(class) == "table" and rawget(class, "__name")) or "Module") .. "." .. method
+end
+local function plain_keys(t)
+  if type(t) ~= "table" or getmetatable(t) ~= nil or #t > 0 then return false end
+  for k in pairs(t) do if type(k) ~= "string" then return false end end
+  return true
+end
+-- Python's f(x, mask=m, bias=b, **kwargs) as f(x, {mask = m, bias = b}, kwargs): a keywords table
+-- (every key names a parameter at its place or later) followed by another table of names, which f's
+-- `...` takes or whose keys name parameters too (HF's self.layer[1](h, attention_mask=..., **kwargs)),
+-- is one keywords table; nil when the arguments are not of that form
+local function merged_keywords(owner, method, f, names, n, ...)
+  if n < 2 then return nil end
+  local t, u = select(n, ...), select(n - 1, ...)
+  if not plain_keys(t) or not plain_keys(u) or next(u) == nil then return nil end
+  for k in pairs(u) do
+    if not names[k] or names[k] < n - 1 then return nil end
+  end
+  if not varargs_at(f) then
+    for k in pairs(t) do if not names[k] then return nil end end
+  end
+  local merged = {}
+  for k, v in pairs(u) do merged[k] = v end
+  for k, v in pairs(t) do
+    if merged[k] ~= nil then check.fail(qualified(owner, method), "got multiple values for keyword argument '%s'", k) end
+    merged[k] = v
+  end
+  local args = { ... }
+  args[n - 1], args[n] = merged, nil
+  return args
+end
 local function bind_keywords(owner, method, f, n, ...)
   -- (trailing nils are Lua's absent arguments: PatchTST's Backbone({c_in = 3, ...}, kwargs) with kwargs
   -- nil, Python's empty **kwargs, binds the table)
@@ -193,6 +227,8 @@ local function bind_keywords(owner, method, f, n, ...)
   if type(t) ~= "table" or getmetatable(t) ~= nil or #t > 0 then return nil end
   local names = positions_of(f)
   if not names or bound_values[t] == names then return nil end
+  local merged = merged_keywords(owner, method, f, names, n, ...)
+  if merged then return bind_keywords(owner, method, f, n - 1, unpack(merged, 1, n - 1)) end
   local top, others, earlier = n - 1, false, nil
   for k in pairs(t) do
     local at = type(k) == "string" and names[k]
@@ -205,8 +241,7 @@ local function bind_keywords(owner, method, f, n, ...)
     -- also names one at its place or later (voxceleb's ResNetSE(block, layers, filters, nOut, **kwargs)
     -- given the whole config, nOut in it), else a value (a config object whose keys happen to be names)
     if top < n then return nil end
-    local class = rawget(owner, "__name") and owner or getmetatable(owner)
-    check.fail(((type(class) == "table" and rawget(class, "__name")) or "Module") .. "." .. method,
+    check.fail(qualified(owner, method),
       "got multiple values for argument '%s' (given at its place and in the keywords table)", earlier)
   end
   -- (an init's first argument stays a value: HF's config object, Model(config), unless that first
@@ -216,8 +251,7 @@ local function bind_keywords(owner, method, f, n, ...)
   if top < n and not varargs_at(f) then -- PyTorch's TypeError for a misspelt keyword call (else a value)
     local key, name = misspelt(t, names, n)
     if key then
-      local class = rawget(owner, "__name") and owner or getmetatable(owner)
-      check.fail(((type(class) == "table" and rawget(class, "__name")) or "Module") .. "." .. method,
+      check.fail(qualified(owner, method),
         "got an unexpected keyword argument '%s' (did you mean '%s'?)", key, name)
     end
   end
@@ -231,8 +265,7 @@ local function bind_keywords(owner, method, f, n, ...)
       -- keywords past the last parameter of a forward without `...`: PyTorch's TypeError, which
       -- speechbrain's try: layer(x, lengths=lengths) except TypeError: layer(x) relies on
       if others and n > last then
-        local class = rawget(owner, "__name") and owner or getmetatable(owner)
-        unexpected_keyword(((type(class) == "table" and rawget(class, "__name")) or "Module") .. "." .. method, others, names)
+        unexpected_keyword(qualified(owner, method), others, names)
       end
       -- `{}` before the last parameter: HF's keywords that were all None (encoder_layer(h, None,
       -- layer_head_mask=None, output_attentions=None), HyenaDNA's GPT2Embeddings(d, v, n,
@@ -259,12 +292,10 @@ local function bind_keywords(owner, method, f, n, ...)
   -- config object whose position_embedding_type field names a later one, ElectraAttention(config)
   if others and not extra and method == "init" and n == 1 and t[names_in_order(names)[1]] == nil then return nil end
   if others and not extra then
-    local class = rawget(owner, "__name") and owner or getmetatable(owner)
     -- (a first argument: maybe a dict meant as one value, EfficientDet's Compose(...)({img = ..., annot = ...}))
     local hint = n == 1 and "; a table as the first argument whose keys name a parameter is a keyword call: a "
       .. "dict meant as one value goes as wick.OrderedDict(t), or any table with a metatable" or ""
-    unexpected_keyword(((type(class) == "table" and rawget(class, "__name")) or "Module") .. "." .. method, others, names,
-      hint)
+    unexpected_keyword(qualified(owner, method), others, names, hint)
   end
   local args, kwargs = { ... }, nil
   args[n] = nil
