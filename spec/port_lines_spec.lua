@@ -6727,3 +6727,32 @@ describe("the fiftieth round's lines, part 5 (keywords then **kwargs, in-place f
     support.assert_error_has(function() return wick.randn(2, 2):renorm(0, 1, 1) end, "non-positive-norm")
   end)
 end)
+
+describe("the fiftieth round's lines, part 6 (a class's own method over a mixin's)", function()
+  it("a method the class defines over its mixin's binds keywords (BLIP's generate over GenerationMixin's)", function()
+    local Mixin = wick.Object:extend("Mixin")
+    function Mixin:generate(inputs, generation_config, ...) return "mixin" end
+    function Mixin:greet() return "hello" end
+    local B = nn.Module:extend("B"):include(Mixin)
+    function B:init() end
+    function B:generate(x, input_ids, attention_mask, ...) return input_ids, attention_mask, ... end
+    local ids, mask, kw = B():generate(1, { attention_mask = 5, max_new_tokens = 7 })
+    assert.are.same({ nil, 5, 7 }, { ids, mask, kw.max_new_tokens })
+    assert.are.equal("hello", B():greet())
+    assert.is_true(wick.isinstance(B(), Mixin))
+  end)
+  it("a mixin's method replaced after classes included it is the one they find (a patched GenerationMixin)", function()
+    local Mixin = wick.Object:extend("Mixin")
+    function Mixin:generate() return "old" end
+    local Base = wick.Object:extend("Base")
+    function Base:forward() return "base" end
+    local C = Base:extend("C"):include(Mixin)
+    local D = Base:extend("D"):include(C) -- (a mixin's own mixins come along)
+    assert.are.same({ "old", "old" }, { C():generate(), D():generate() })
+    Mixin.generate = function() return "new" end
+    assert.are.same({ "new", "new" }, { C():generate(), D():generate() })
+    function Mixin:late() return "late" end
+    assert.are.same({ "late", "late" }, { C():late(), D():late() })
+    assert.are.equal("base", C():forward()) -- (the base line before the mixin, as Python's order)
+  end)
+end)

@@ -70,7 +70,7 @@ local function define(cls, k, v)
     elseif first and k:sub(1, 2) ~= "__" then v = common.static_method(v) end -- (Python's @staticmethod)
   end
   rawset(cls, k, v)
-  common.included_late(cls, k, v)
+  common.included_late(cls, k)
 end
 
 --- Object:extend(name): a new class (Python's class Name(Base)); its metamethods (__eq, __lt,

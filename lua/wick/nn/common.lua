@@ -105,25 +105,59 @@ end
 --- first (vit-pytorch's class DistillableViT(DistillMixin, ViT)): its methods win over the base
 --- line's, though never over the class's own. Returns the class.
 local CLASS_KEYS = { super = true, __name = true, __name__ = true, __index = true, __class__ = true, _mixins = true,
-  _args = true, _included_by = true }
--- a mixin's member k = v joins class under include's rule
-local function join(class, k, v, first)
+  _args = true, _included_by = true, _mixin_members = true }
+-- Where a class finds its mixins' members: {first = {name = source}, last = {name = source}}, each
+-- member read from its source class at each lookup (a mixin's method patched later is the one found:
+-- HF's GenerationMixin.generate replaced after the model classes were made). Never the class's own
+-- fields, so a method the class defines later under the same name goes through its __newindex, which
+-- binds keywords (BLIP's own generate over GenerationMixin's). The class's lookup: its own, then
+-- `first` mixins' (Python's mixin listed first), then its base line, then the other mixins'.
+local function mixin_members(class)
+  local members = rawget(class, "_mixin_members")
+  if members then return members end
+  members = { first = {}, last = {} }
+  rawset(class, "_mixin_members", members)
+  local mt = getmetatable(class)
+  local base = mt.__index
+  mt.__index = function(_, k)
+    local src = members.first[k]
+    if src then return src[k] end
+    local v = base[k]
+    if v ~= nil then return v end
+    src = members.last[k]
+    if src then return src[k] end
+  end
+  return members
+end
+-- a mixin's member k (of the class src in the mixin's line) joins class under include's rule; the
+-- metamethods (__eq, __call__: the call) are copied into the class, where Lua reads them
+local function join(class, src, k, first)
   if CLASS_KEYS[k] then return end
-  local ok, have = pcall(function() return class[k] end) -- (a class's __index may refuse a name)
-  if first then ok, have = true, rawget(class, k) end -- (the class's own, or a nearer mixin's)
+  if type(k) == "string" and k:sub(1, 2) == "__" then
+    local ok, have = pcall(function() return class[k] end) -- (a class's __index may refuse a name)
+    if first then ok, have = true, rawget(class, k) end
+    if ok and have == nil then
+      if k == "__call__" then class[k] = rawget(src, k) else rawset(class, k, rawget(src, k)) end
+      return true
+    end
+    return
+  end
+  local members = mixin_members(class)
+  local ok, have = pcall(function() return class[k] end)
+  if first then ok, have = true, rawget(class, k) or members.first[k] end -- (the class's own, or a nearer mixin's)
   if ok and have == nil then
-    if k == "__call__" then class[k] = v else rawset(class, k, v) end -- (as defined: bound already)
+    (first and members.first or members.last)[k] = src
     return true
   end
 end
---- common.included_late(mixin, k, v): a member defined on a class after other classes included it
---- (or a mixin of it) joins them too, as Python finds it through the bases at call time (HF's
---- GenerationMixin.generate patched after the model classes were made); called by the classes' __newindex
-function common.included_late(mixin, k, v)
+--- common.included_late(mixin, k): a member defined on a class after other classes included it
+--- (or a mixin of it) joins them too, as Python finds it through the bases at call time; called by
+--- the classes' __newindex
+function common.included_late(mixin, k)
   local by = rawget(mixin, "_included_by")
   if by == nil then return end
   for class, first in pairs(by) do
-    if join(class, k, v, first) then common.included_late(class, k, rawget(class, k)) end
+    if join(class, mixin, k, first) then common.included_late(class, k) end
   end
 end
 function common.include(class, ...)
@@ -144,7 +178,12 @@ function common.include(class, ...)
     end
     local c = mixin
     while type(c) == "table" and rawget(c, "super") ~= nil and not wick.issubclass(class, c) do
-      for k, v in pairs(c) do join(class, k, v, first) end
+      for k in pairs(c) do join(class, c, k, first) end
+      local members = rawget(c, "_mixin_members") -- (the mixin's own mixins' members, read through it)
+      if members then
+        for k in pairs(members.first) do join(class, c, k, first) end
+        for k in pairs(members.last) do join(class, c, k, first) end
+      end
       local by = rawget(c, "_included_by") or setmetatable({}, { __mode = "k" })
       by[class] = first
       rawset(c, "_included_by", by)

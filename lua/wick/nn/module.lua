@@ -484,7 +484,7 @@ function Module:extend(name, args)
       -- Python's __call__ defined on the class (pix2pix's GANLoss.__call__) replaces the module call
       if k == "__call__" and type(v) == "function" then rawset(cls, "__call", v) end
       rawset(cls, k, v)
-      require("wick.nn.common").included_late(cls, k, v)
+      require("wick.nn.common").included_late(cls, k)
     end,
   })
 end
