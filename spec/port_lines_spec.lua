@@ -6756,3 +6756,13 @@ describe("the fiftieth round's lines, part 6 (a class's own method over a mixin'
     assert.are.equal("base", C():forward()) -- (the base line before the mixin, as Python's order)
   end)
 end)
+
+describe("the fiftieth round's lines, part 7 (a Size keyed by a table holding a slice)", function()
+  it("x.shape[{wick.slice(nil, -1)}] is shape[:-1], as a tensor's key reads it (HF's input_shape = h.shape[:-1])", function()
+    local x = wick.randn(2, 3, 8)
+    assert.are.same({ 2, 3 }, x.shape[{ wick.slice(nil, -1) }]:totable())
+    assert.are.same({ 3, 8 }, x.shape[{ wick.slice(1, nil) }]:totable())
+    assert.are.same({ 2, 3 }, x.shape[wick.slice(nil, -1)]:totable())
+    support.assert_error_has(function() return x.shape[{ wick.slice(nil, -1), 2 }] end, "Size: a range is {first, last}")
+  end)
+end)

@@ -134,6 +134,7 @@ local Size = {}
 -- past the Size clamp, as a tuple's slice
 local function size_slice(s, k)
   local n = #s
+  if not check.is_slice(k) and #k == 1 and check.is_slice(k[1]) then k = k[1] end -- (shape[{wick.slice(nil, -1)}], as a tensor's key)
   if check.is_slice(k) then -- Python's shape[:2] (performer's torch.full(context.shape[:2], ...))
     local out = {}
     local first, last, step = check.slice_range(k, n, "Size")
