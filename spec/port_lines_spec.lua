@@ -6766,3 +6766,17 @@ describe("the fiftieth round's lines, part 7 (a Size keyed by a table holding a 
     support.assert_error_has(function() return x.shape[{ wick.slice(nil, -1), 2 }] end, "Size: a range is {first, last}")
   end)
 end)
+
+describe("the fiftieth round's lines, part 8 (transforms by keyword)", function()
+  it("AffineTransform(loc=, scale=, event_dim=) and the other transforms take PyTorch's keywords (HF's AffineTransformed)", function()
+    local D = wick.distributions
+    local t = D.AffineTransform({ loc = wick.zeros(2), scale = wick.full({ 2 }, 2), event_dim = 1 })
+    assert.are.equal(1, t.event_dim)
+    assert.are.same({ 2, 2 }, t(wick.ones(2)):totable())
+    assert.are.equal(1, D.AffineTransform(wick.zeros(2), { scale = wick.ones(2), event_dim = 1 }).event_dim)
+    assert.are.same({ 9 }, D.PowerTransform({ exponent = 2 })(wick.tensor({ 3 })):totable())
+    assert.are.same({ 2, 2 }, D.ReshapeTransform({ in_shape = { 4 }, out_shape = { 2, 2 } })(wick.ones(4)):size():totable())
+    support.assert_error_has(function() return D.AffineTransform({ loc = 1 }) end, "missing required argument 'scale'")
+    support.assert_error_has(function() return D.AffineTransform("a", 2) end, "expected a number or a tensor for argument 'loc'")
+  end)
+end)

@@ -38,8 +38,10 @@ local Transform = { __name = "Transform", bijective = false, sign = 1 }
 M.Transform = Transform
 
 local Inverse
--- a transform class: instances find their methods in C, then in parent's chain
-local function class(name, parent)
+-- a transform class: instances find their methods in C, then in parent's chain; `positional`, the
+-- names of its constructor's required arguments, which also come by keyword (HF's
+-- AffineTransform(loc=self.loc, scale=self.scale, event_dim=event_dim))
+local function class(name, positional)
   local C = { __name = name, _is_transform_class = true }
   C.__index = function(t, k)
     if k == "inv" then -- made on first use, and kept: t.inv.inv is t
@@ -51,7 +53,11 @@ local function class(name, parent)
   end
   C.__call = function(t, x) return t:_forward(x) end
   C.__tostring = function(t) return t:_describe() end
-  return setmetatable(C, { __index = parent or Transform, __call = function(cls, ...) return cls.new(...) end })
+  local function construct(cls, ...)
+    if positional then return cls.new(check.required(name, positional, ...)) end
+    return cls.new(...)
+  end
+  return setmetatable(C, { __index = Transform, __call = construct })
 end
 local function is_transform(v)
   return type(v) == "table" and rawget(getmetatable(v) or {}, "_is_transform_class") == true
@@ -156,12 +162,14 @@ function Exp:_inverse(y) return y:log() end
 function Exp:log_abs_det_jacobian(x) return x end
 
 --- PowerTransform(exponent[, {cache_size}]): y = x^exponent on (0, inf)
-local Power = class("PowerTransform")
+local Power = class("PowerTransform", { "exponent" })
 M.PowerTransform = Power
 Power.bijective = true
 function Power.new(exponent, opts)
   opts = check.options(opts, "PowerTransform", { cache_size = "integer" })
-  if not wick.is_tensor(exponent) then check.number(exponent, "PowerTransform", "exponent") end
+  if not wick.is_tensor(exponent) and type(exponent) ~= "number" then
+    check.expected("PowerTransform", "exponent", "a number or a tensor", exponent)
+  end
   local t = new(Power, "PowerTransform", POSITIVE, POSITIVE, opts.cache_size)
   t.exponent = exponent
   t.sign = wick.is_tensor(exponent) and exponent:sign() or (exponent > 0 and 1 or exponent < 0 and -1 or 0)
@@ -216,14 +224,14 @@ function Abs:_call(x) return x:abs() end
 function Abs:_inverse(y) return y end
 
 --- AffineTransform(loc, scale[, {event_dim = 0, cache_size}]): y = loc + scale x (numbers or tensors)
-local Affine = class("AffineTransform")
+local Affine = class("AffineTransform", { "loc", "scale" })
 M.AffineTransform = Affine
 Affine.bijective = true
 function Affine.new(loc, scale, opts)
   local fn = "AffineTransform"
   opts = check.options(opts, fn, { event_dim = "integer", cache_size = "integer" })
   for name, v in pairs({ loc = loc, scale = scale }) do
-    if not wick.is_tensor(v) then check.number(v, fn, name) end
+    if not wick.is_tensor(v) and type(v) ~= "number" then check.expected(fn, name, "a number or a tensor", v) end
   end
   local event_dim = check.opt_int(opts.event_dim, fn, "event_dim", 0, 0)
   local t = new(Affine, fn, constraint("real", event_dim), constraint("real", event_dim), opts.cache_size)
@@ -388,7 +396,7 @@ end
 M.identity_transform = Compose.new({})
 
 --- IndependentTransform(base_transform, reinterpreted_batch_ndims): the base's rightmost batch dims as event dims
-local Independent = class("IndependentTransform")
+local Independent = class("IndependentTransform", { "base_transform", "reinterpreted_batch_ndims" })
 M.IndependentTransform = Independent
 function Independent.new(base, ndims, opts)
   local fn = "IndependentTransform"
@@ -410,7 +418,7 @@ function Independent:forward_shape(shape) return self.base_transform:forward_sha
 function Independent:inverse_shape(shape) return self.base_transform:inverse_shape(shape) end
 
 --- ReshapeTransform(in_shape, out_shape): the rightmost dims from in_shape to out_shape (same numel)
-local Reshape = class("ReshapeTransform")
+local Reshape = class("ReshapeTransform", { "in_shape", "out_shape" })
 M.ReshapeTransform = Reshape
 Reshape.bijective = true
 local function numel_of(shape)
