@@ -6780,3 +6780,19 @@ describe("the fiftieth round's lines, part 8 (transforms by keyword)", function(
     support.assert_error_has(function() return D.AffineTransform("a", 2) end, "expected a number or a tensor for argument 'loc'")
   end)
 end)
+
+describe("the fiftieth round's lines, part 9 (an init's config whose fields name later parameters)", function()
+  it("Model(config) keeps config one value when its fields name init's later parameters (MusicGen)", function()
+    local M = nn.Module:extend("M")
+    function M:init(config, text_encoder, decoder) self.cfg, self.te, self.dec = config, text_encoder, decoder end
+    local config = { text_encoder = { hidden_size = 16 }, decoder = { hidden_size = 24 } }
+    local m = M(config)
+    assert.are.equal(config, m.cfg)
+    assert.is_nil(m.te)
+    local m2 = M(nil, { decoder = nn.Linear(1, 1) }) -- (Python's M(decoder=d))
+    assert.is_nil(m2.cfg)
+    assert.is_true(wick.isinstance(m2.dec, nn.Linear))
+    local m3 = M({ config = config, decoder = 3 }) -- (all by keyword: M(config=c, decoder=3))
+    assert.are.same({ config, 3 }, { m3.cfg, m3.dec })
+  end)
+end)

@@ -229,6 +229,10 @@ local function bind_keywords(owner, method, f, n, ...)
   if not names or bound_values[t] == names then return nil end
   local merged = merged_keywords(owner, method, f, names, n, ...)
   if merged then return bind_keywords(owner, method, f, n - 1, unpack(merged, 1, n - 1)) end
+  -- HF's Model(config): an init whose first parameter is `config` takes a lone table that does not
+  -- name it as the config, also when its fields name later parameters (MusicGen's config.text_encoder
+  -- and config.decoder beside init(config, text_encoder, audio_encoder, decoder))
+  if method == "init" and n == 1 and t.config == nil and names.config == 1 then return nil end
   local top, others, earlier = n - 1, false, nil
   for k in pairs(t) do
     local at = type(k) == "string" and names[k]
