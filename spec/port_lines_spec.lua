@@ -6796,3 +6796,18 @@ describe("the fiftieth round's lines, part 9 (an init's config whose fields name
     assert.are.same({ config, 3 }, { m3.cfg, m3.dec })
   end)
 end)
+
+describe("the fiftieth round's lines, part 10 (partial's empty kwargs, a batch's failed matrix)", function()
+  it("wick.partial(f, self, {}) is Python's partial(f, self, **{}): no extra argument (HF's checkpointing layer)", function()
+    local function f(a, b, c) return a, b, c end
+    local p = wick.partial(f, "self", {})
+    assert.are.same({ "self", "h", false }, { p("h", false) })
+    assert.are.equal(1, p.args.n)
+    assert.are.same({ 3, 4 }, { wick.partial(nn.Linear, {})(3, 4).weight:size(2), wick.partial(nn.Linear, {})(3, 4).weight:size(1) })
+  end)
+  it("linalg.inv of a batch names its singular matrix from 1, as wick's indices", function()
+    local A = wick.eye(2):expand(3, 2, 2):clone()
+    A[2] = wick.zeros(2, 2)
+    support.assert_error_has(function() return wick.linalg.inv(A) end, "(batch element 2)")
+  end)
+end)

@@ -1695,7 +1695,10 @@ Partial.__tostring = function(p) return ("functools.partial(%s, %d argument(s))"
 local function new_partial(name, func, ...)
   check.callable(func, name, "func")
   local n = select("#", ...)
-  local keywords = n > 0 and keywords_of((select(n, ...))) and (select(n, ...)) or nil
+  local last = n > 0 and (select(n, ...)) or nil
+  -- the keywords: a trailing table of names, or `{}` (Python's partial(f, self, **kwargs) of empty kwargs)
+  local keywords = n > 0 and (keywords_of(last) or (type(last) == "table" and getmetatable(last) == nil and next(last) == nil))
+    and last or nil
   local args = { n = keywords and n - 1 or n }
   for i = 1, args.n do args[i] = (select(i, ...)) end
   local copy = {}

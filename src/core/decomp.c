@@ -79,12 +79,12 @@ static wick_status run(wk_decomp_args *args, int **info) {
 }
 
 /* The first failed matrix of the batch, in PyTorch's words (an LU's: the `what` that could
- * not be completed, "solve" or "inversion"). */
+ * not be completed, "solve" or "inversion"); the batch element counted from 1, as wick's indices. */
 static wick_status check_info(const char *op, const int *info, int64_t batch, wk_decomp_kind kind, const char *what) {
     for (int64_t b = 0; info && b < batch; b++) {
         if (!info[b]) continue;
         char where[48] = "";
-        if (batch > 1) snprintf(where, sizeof where, " (batch element %lld)", (long long)b);
+        if (batch > 1) snprintf(where, sizeof where, " (batch element %lld)", (long long)b + 1);
         switch (kind) {
         case WK_DECOMP_LU:
             return wick_fail(WICK_ERR_ARGUMENT,
