@@ -6811,3 +6811,12 @@ describe("the fiftieth round's lines, part 10 (partial's empty kwargs, a batch's
     support.assert_error_has(function() return wick.linalg.inv(A) end, "(batch element 2)")
   end)
 end)
+
+describe("the fiftieth round's lines, part 11 (expand's -1 on a new leading dim)", function()
+  it("a -1 where the tensor has no dim is PyTorch's leading, non-existing dimension error (a forgotten [:, :, None])", function()
+    support.assert_error_has(function() return wick.randn(2, 1, 5):expand(-1, -1, 3, -1) end,
+      "isn't allowed in a leading, non-existing dimension 1")
+    assert.are.same({ 2, 3, 5 }, wick.randn(2, 1, 5):expand(-1, 3, -1):size():totable())
+    support.assert_error_has(function() return wick.randn(2, 2):expand(3, 2) end, "must match the existing size 2")
+  end)
+end)

@@ -893,6 +893,12 @@ wick_status wick_expand(wick_tensor **out, wick_tensor *t, int ndim, const int64
     for (int i = ndim - 1, j = t->ndim - 1; i >= 0; i--, j--) {
         int64_t have = j >= 0 ? t->sizes[j] : 1;
         int64_t size = want[i] == -1 && j >= 0 ? have : want[i];
+        if (size < 0 && j < 0) /* (a -1 where the tensor has no dim: a forgotten unsqueeze) */
+            return wick_fail(WICK_ERR_SHAPE,
+                             "expand: the expanded size of the tensor (%" PRId64 ") isn't allowed in a leading, "
+                             "non-existing dimension %d (target %s, tensor %s)",
+                             want[i], i + 1, wk_shape_str(ndim, want, a, sizeof a),
+                             wk_shape_str(t->ndim, t->sizes, b, sizeof b));
         if (size < 0 || (have != size && have != 1))
             return wick_fail(WICK_ERR_SHAPE,
                              "expand: the expanded size %" PRId64 " must match the existing size %" PRId64
