@@ -607,6 +607,9 @@ WICK_API wick_status wick_masked_fill(wick_tensor **out, const wick_tensor *t, c
                                       const wick_tensor *value, double s);
 WICK_API wick_status wick_masked_fill_(wick_tensor *t, const wick_tensor *mask, const wick_tensor *value, double s);
 WICK_API wick_status wick_masked_scatter_(wick_tensor *t, const wick_tensor *mask, const wick_tensor *source);
+/* the out-of-place form: t and the mask broadcast together, as PyTorch's */
+WICK_API wick_status wick_masked_scatter(wick_tensor **out, const wick_tensor *t, const wick_tensor *mask,
+                                         const wick_tensor *source);
 
 /* ---- softmax -------------------------------------------------------------- */
 

@@ -6820,3 +6820,31 @@ describe("the fiftieth round's lines, part 11 (expand's -1 on a new leading dim)
     support.assert_error_has(function() return wick.randn(2, 2):expand(3, 2) end, "must match the existing size 2")
   end)
 end)
+
+describe("the fiftieth round's lines, part 12 (**kwargs names beside keywords, masked_scatter's own form)", function()
+  it("a keywords table whose other names go to the forward's ... binds with the kwargs table after it (LFM2's self_attn)", function()
+    local M = nn.Module:extend("M")
+    function M:forward(x, y, ...) local kw = ... return x, y, kw end
+    local m = M()
+    local x, y, kw = m({ x = 1, y = 2, w = 5 }, { z = 3 })
+    assert.are.same({ 1, 2, 5, 3 }, { x, y, kw.w, kw.z })
+    x, y, kw = m(1, { y = 2, w = 5 }, {})
+    assert.are.same({ 1, 2, 5 }, { x, y, kw.w })
+  end)
+  it("wick.partial of one's own function: names it lacks go to its ..., or are Python's TypeError", function()
+    local function g(config, input_embeds, ...) local kw = ... return config, input_embeds, kw and kw.position_ids end
+    assert.are.same({ "c", "e", 7 }, { wick.partial(g, { config = "c", input_embeds = "e", position_ids = 7 })() })
+    local function f(config, input_embeds) return config, input_embeds end
+    support.assert_error_has(function() return wick.partial(f, { config = "c", imput_embeds = 7 })() end,
+      "unexpected keyword argument 'imput_embeds'")
+    assert.are.equal("float64", wick.partial(F.softmax, { dim = -1, dtype = "float64" })(wick.randn(2, 3)).dtype)
+  end)
+  it("t:masked_scatter broadcasts t and the mask, as PyTorch's out-of-place form, and names itself", function()
+    local y = wick.zeros(3)
+    local m = wick.tensor({ { true, false, true }, { false, true, false } })
+    assert.are.same({ { 1, 0, 2 }, { 0, 3, 0 } }, y:masked_scatter(m, wick.arange(1, 6)):totable())
+    support.assert_error_has(function() return wick.zeros(2, 3, 4):masked_scatter(wick.ones(2, 3, 1):bool(), wick.randn(5, 4)) end,
+      "masked_scatter: the mask selects 24 elements but source has only 20")
+    support.assert_error_has(function() return y:clone():masked_scatter_(m, wick.arange(1, 6)) end, "masked_scatter_:")
+  end)
+end)

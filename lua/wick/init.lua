@@ -1648,20 +1648,36 @@ local function parameter_names(f)
   return names, info.isvararg
 end
 -- keywords kw bound by name into args[1..k] for a plain Lua function (cosine_warmup_lr(i, warmup,
--- max_iter) under partial(f, max_iter=5, warmup=2)): the new top, or nil when a key names no free
--- parameter (then kw goes as a trailing table: an options table, or a class's method, which binds
--- keywords itself)
+-- max_iter) under partial(f, max_iter=5, warmup=2)) when a key names a free parameter: the names
+-- no parameter has go to the `...` of one's own function as one table (Python's **kwargs), or are
+-- Python's TypeError when it has none. The new top, or nil when no key names a free parameter, one
+-- names a parameter given already, or wick's own function gets names it has no parameter for (then
+-- kw goes as a trailing table: an options table, or a class's method, which binds keywords itself)
 local function bind_by_name(f, args, k, kw)
   if type(f) ~= "function" or unwrapped(f) ~= f then return nil end
+  local names, vararg = parameter_names(f)
+  local own = not require("wick.nn.common").of_wick(f)
   local at = {}
-  for i, name in ipairs((parameter_names(f))) do at[name] = i end
-  local top = k
+  for i, name in ipairs(names) do at[name] = i end
+  local top, named, extra = k, false, nil
   for name in pairs(kw) do
     local i = at[name]
-    if not i or i <= k then return nil end
-    top = math.max(top, i)
+    if i and i <= k then return nil end
+    if i then named, top = true, math.max(top, i) else extra = extra or name end
   end
-  for name, v in pairs(kw) do args[at[name]] = v end
+  if not named or (extra and not own) then return nil end
+  if extra and not vararg then
+    check.fail("partial", "the function got an unexpected keyword argument '%s' (its parameters: %s)", tostring(extra),
+      table.concat(names, ", "))
+  end
+  for name, v in pairs(kw) do
+    if at[name] then args[at[name]] = v
+    else
+      top = #names + 1
+      args[top] = args[top] or {}
+      args[top][name] = v
+    end
+  end
   return top
 end
 Partial.__index = Partial

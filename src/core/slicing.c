@@ -686,35 +686,59 @@ wick_status wick_masked_select(wick_tensor **out, const wick_tensor *t, const wi
     return st;
 }
 
-wick_status wick_masked_scatter_(wick_tensor *t, const wick_tensor *mask, const wick_tensor *source) {
-    TRY(check_mask("masked_scatter_", t, mask, false));
+/* masked_scatter_ into t, its messages naming op (the out-of-place form's own name too) */
+static wick_status masked_scatter_into(const char *op, wick_tensor *t, const wick_tensor *mask, const wick_tensor *source) {
+    TRY(check_mask(op, t, mask, false));
     const wick_tensor *ts[2] = {t, source};
     const char *names[2] = {"self", "source"};
-    TRY(wk_check_same_device_any("masked_scatter_", 2, ts, names));
+    TRY(wk_check_same_device_any(op, 2, ts, names));
     if (source->dtype != t->dtype)
-        return wick_fail(WICK_ERR_DTYPE, "masked_scatter_: expected self and source to have the same dtype, but got %s and %s",
+        return wick_fail(WICK_ERR_DTYPE, "%s: expected self and source to have the same dtype, but got %s and %s", op,
                          wick_dtype_name(t->dtype), wick_dtype_name(source->dtype));
     wick_tensor *me, *pos = NULL, *flat = NULL, *part = NULL;
-    TRY(expand_mask(&me, "masked_scatter_", mask, t->ndim, t->sizes));
+    TRY(expand_mask(&me, op, mask, t->ndim, t->sizes));
     wick_status st = WICK_OK;
     if (wk_is_meta(t)) goto done;
-    if ((st = mask_positions(&pos, "masked_scatter_", me, t->storage->device))) goto done;
+    if ((st = mask_positions(&pos, op, me, t->storage->device))) goto done;
     int64_t count = wick_tensor_numel(pos), total = wick_tensor_numel(source);
     if (count > total) {
-        st = wick_fail(WICK_ERR_SHAPE, "masked_scatter_: the mask selects %" PRId64 " elements but source has only %" PRId64,
+        st = wick_fail(WICK_ERR_SHAPE, "%s: the mask selects %" PRId64 " elements but source has only %" PRId64, op,
                        count, total);
         goto done;
     }
     if ((st = wick_reshape(&flat, (wick_tensor *)source, 1, &total))) goto done;
     if ((st = wick_narrow(&part, flat, 0, 0, count))) goto done;
     wk_key k = {.index = pos, .dim = 0, .group = t->ndim};
-    st = key_put("masked_scatter_", t, &k, part, 0, 0, NULL);
+    st = key_put(op, t, &k, part, 0, 0, NULL);
 done:
     wick_tensor_release(me);
     wick_tensor_release(pos);
     wick_tensor_release(flat);
     wick_tensor_release(part);
     return st;
+}
+
+wick_status wick_masked_scatter_(wick_tensor *t, const wick_tensor *mask, const wick_tensor *source) {
+    return masked_scatter_into("masked_scatter_", t, mask, source);
+}
+
+/* PyTorch's out-of-place form: self and the mask broadcast together, into a new tensor */
+wick_status wick_masked_scatter(wick_tensor **out, const wick_tensor *t, const wick_tensor *mask, const wick_tensor *source) {
+    TRY(check_mask("masked_scatter", t, mask, false));
+    int n;
+    int64_t sizes[WICK_MAX_DIMS];
+    TRY(wk_broadcast_shapes("masked_scatter", t->ndim, t->sizes, mask->ndim, mask->sizes, &n, sizes));
+    wick_tensor *te = NULL, *r = NULL;
+    wick_status st = wick_expand(&te, (wick_tensor *)t, n, sizes);
+    if (!st) st = wick_clone(&r, te);
+    if (!st) st = masked_scatter_into("masked_scatter", r, mask, source);
+    wick_tensor_release(te);
+    if (st) {
+        wick_tensor_release(r);
+        return st;
+    }
+    *out = r;
+    return WICK_OK;
 }
 
 /* where(mask, value, t) with value cast to t's dtype (a 0-dim tensor). */

@@ -843,8 +843,7 @@ WL_FUNCTION(t_masked_scatter) {
         return 1;
     }
     wick_tensor **slot = wl_new_slot(L);
-    wl_check(L, wick_clone(slot, t));
-    wl_check(L, wick_masked_scatter_(*slot, m, src));
+    wl_check(L, wick_masked_scatter(slot, t, m, src));
     return 1;
 }
 

@@ -196,16 +196,20 @@ local function plain_keys(t)
   return true
 end
 -- Python's f(x, mask=m, bias=b, **kwargs) as f(x, {mask = m, bias = b}, kwargs): a keywords table
--- (every key names a parameter at its place or later) followed by another table of names, which f's
--- `...` takes or whose keys name parameters too (HF's self.layer[1](h, attention_mask=..., **kwargs)),
--- is one keywords table; nil when the arguments are not of that form
+-- (a key names a parameter at its place or later, the others go to f's `...`) followed by another
+-- table of names, which f's `...` takes or whose keys name parameters too (HF's self.layer[1](h,
+-- attention_mask=..., **kwargs)), is one keywords table; nil when the arguments are not of that form
 local function merged_keywords(owner, method, f, names, n, ...)
   if n < 2 then return nil end
   local t, u = select(n, ...), select(n - 1, ...)
   if not plain_keys(t) or not plain_keys(u) or next(u) == nil then return nil end
+  local named = false -- (u's keys name parameters at its place or later; others go to f's `...`)
   for k in pairs(u) do
-    if not names[k] or names[k] < n - 1 then return nil end
+    local at = names[k]
+    if at and at < n - 1 then return nil end
+    if at then named = true elseif not varargs_at(f) then return nil end
   end
+  if not named then return nil end
   if not varargs_at(f) then
     for k in pairs(t) do if not names[k] then return nil end end
   end
@@ -1925,6 +1929,7 @@ Module._track = track
 --- Class:include(Mixin, ...): Python's further bases (wick.nn.common.include)
 Module.include = require("wick.nn.common").include
 require("wick.nn.common").bind_keywords = bind_keywords
+require("wick.nn.common").of_wick = of_wick
 require("wick.nn.common").keyword_method = keyword_method -- (wick.Object's methods bind keywords the same way)
 require("wick.nn.common").undecorated = undecorated
 --- common.unwrapped(f): the function a class's method wrapper (keyword binding) or a decorator wraps, innermost
