@@ -1081,6 +1081,14 @@ do
     opts, ksize, kvalue = take_keywords(opts)
     if size == nil then size = ksize end
     if value == nil then value = kvalue end
+    -- a 0-dim integer or bool tensor as the value gives PyTorch's dtype for its number (int64, bool),
+    -- as wick.arange of one does (Qwen3-VL's torch.full((n,), t.sum()))
+    if check.is_tensor(value) and value:dim() == 0 and not value:is_floating_point() and not value:is_complex()
+      and (opts == nil or opts.dtype == nil) then
+      local o = { dtype = value.dtype == "bool" and "bool" or "int64" }
+      for k, v in pairs(opts or {}) do o[k] = v end
+      opts = o
+    end
     return full(size, wick.ops._number_of(value), opts)
   end
   wick.full_like = function(t, value, opts)
@@ -1236,6 +1244,8 @@ local KEYWORDS = {
   quantile = { "q" }, nanquantile = { "q" }, requires_grad_ = { "requires_grad?" },
   unfold = { "dimension", "size", "step", aliases = { dim = "dimension" } },
   rot90 = { "k?", "dims?" }, -- (torchvision's torch.rot90(image, k=1, dims=(-2, -1)))
+  take_along_dim = { "indices", "dim?" }, -- (HF's _gather_beams: take_along_dim(input=t, indices=i, dim=1))
+  movedim = { "source", "destination" }, moveaxis = { "source", "destination" },
 }
 for name, names in pairs(KEYWORDS) do
   Tensor[name] = check.by_name(Tensor[name], name, names, 1)
@@ -1245,7 +1255,13 @@ end
 -- argument is a tensor take it by PyTorch's name too, from the options table
 local NOT_INPUT = { where = true, einsum = true, randint = true, randperm = true, normal = true, cdist = true,
   linspace = true, logspace = true }
-for _, list in ipairs({ MIRRORED, WITH_OUT }) do
+-- (and those whose first argument has another name: torch.where(condition=c, input=x, other=y),
+-- torch.cat(tensors=ts, dim=0))
+wick.where = check.by_name(wick.where, "where", { "condition", "input?", "other?" })
+for _, name in ipairs({ "cat", "stack", "concat", "concatenate", "hstack", "vstack", "dstack", "column_stack" }) do
+  if rawget(wick, name) then wick[name] = check.by_name(wick[name], name, { "tensors" }) end
+end
+for _, list in ipairs({ MIRRORED, WITH_OUT, { "take_along_dim" } }) do
   for _, name in ipairs(list) do
     if not NOT_INPUT[name] then
       NOT_INPUT[name] = true -- (once: some are in both lists)
