@@ -170,23 +170,21 @@ local function reduction(name, f)
     return r
   end
 end
+-- a reduction whose wick method takes one dim: over the dims one at a time, the last first
+local function dim_by_dim(method)
+  return function(t, dims)
+    for i = #dims, 1, -1 do t = t[method](t, dims[i]) end
+    return t
+  end
+end
 reduction("sum", function(t, dims) return t:sum(dims) end)
 reduction("mean", function(t, dims) return t:mean(dims) end)
-reduction("prod", function(t, dims)
-  for i = #dims, 1, -1 do t = t:prod(dims[i]) end
-  return t
-end)
 reduction("max", function(t, dims) return t:amax(dims) end)
 reduction("min", function(t, dims) return t:amin(dims) end)
 reduction("logsumexp", function(t, dims) return t:logsumexp(dims) end)
-reduction("any", function(t, dims)
-  for i = #dims, 1, -1 do t = t:any(dims[i]) end
-  return t
-end)
-reduction("all", function(t, dims)
-  for i = #dims, 1, -1 do t = t:all(dims[i]) end
-  return t
-end)
+reduction("prod", dim_by_dim("prod"))
+reduction("any", dim_by_dim("any"))
+reduction("all", dim_by_dim("all"))
 
 --- einx.get_at("q [c] d, b n q -> q b n d", x, indices): x's entries along its one bracketed axis at
 --- `indices` (int64, from 1), the other axes matched by name; the output's axes in its order

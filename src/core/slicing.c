@@ -672,11 +672,16 @@ static wick_status expand_mask(wick_tensor **out, const char *op, const wick_ten
     return wick_expand(out, (wick_tensor *)mask, n, sizes);
 }
 
+/* The shape t and a (checked) mask broadcast to: masked_select's and the out-of-place masked_scatter's */
+static wick_status mask_broadcast(const char *op, const wick_tensor *t, const wick_tensor *mask, int *n, int64_t *sizes) {
+    TRY(check_mask(op, t, mask, false));
+    return wk_broadcast_shapes(op, t->ndim, t->sizes, mask->ndim, mask->sizes, n, sizes);
+}
+
 wick_status wick_masked_select(wick_tensor **out, const wick_tensor *t, const wick_tensor *mask) {
-    TRY(check_mask("masked_select", t, mask, false));
     int n;
     int64_t sizes[WICK_MAX_DIMS];
-    TRY(wk_broadcast_shapes("masked_select", t->ndim, t->sizes, mask->ndim, mask->sizes, &n, sizes));
+    TRY(mask_broadcast("masked_select", t, mask, &n, sizes));
     wick_tensor *te = NULL, *me = NULL;
     wick_status st = wick_expand(&te, (wick_tensor *)t, n, sizes);
     if (!st) st = wick_expand(&me, (wick_tensor *)mask, n, sizes);
@@ -724,10 +729,9 @@ wick_status wick_masked_scatter_(wick_tensor *t, const wick_tensor *mask, const 
 
 /* PyTorch's out-of-place form: self and the mask broadcast together, into a new tensor */
 wick_status wick_masked_scatter(wick_tensor **out, const wick_tensor *t, const wick_tensor *mask, const wick_tensor *source) {
-    TRY(check_mask("masked_scatter", t, mask, false));
     int n;
     int64_t sizes[WICK_MAX_DIMS];
-    TRY(wk_broadcast_shapes("masked_scatter", t->ndim, t->sizes, mask->ndim, mask->sizes, &n, sizes));
+    TRY(mask_broadcast("masked_scatter", t, mask, &n, sizes));
     wick_tensor *te = NULL, *r = NULL;
     wick_status st = wick_expand(&te, (wick_tensor *)t, n, sizes);
     if (!st) st = wick_clone(&r, te);
