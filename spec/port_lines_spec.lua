@@ -6869,3 +6869,48 @@ describe("the fiftieth round's lines, part 13 (more leading arguments by name, f
     assert.are.equal("float32", wick.full({ 2 }, 7).dtype)
   end)
 end)
+
+describe("the fiftieth round's lines, part 14 (ParameterList entries, vmap of none, replayable draws, isinstance)", function()
+  it("ParameterList makes an expanded (non-leaf) tensor a parameter and takes a nested list as a child (titans)", function()
+    local p = nn.Parameter(wick.randn(3, 2))
+    local pl = nn.ParameterList({ p:unsqueeze(1):expand(2, 3, 2), p * 2 })
+    assert.are.same({ 2, 2, 2 }, { #pl, #pl:parameters(), pl:state_dict():len() })
+    assert.is_true(pl[1].is_leaf and pl[1].requires_grad)
+    local nested = nn.ParameterList({ nn.ParameterList({ nn.Parameter(wick.randn(2, 3)), nn.Parameter(wick.randn(3, 2)) }) })
+    assert.are.same({ "1.1", "1.2" }, { unpack(nested:state_dict():keys()) })
+  end)
+  it("func.vmap over a dim of size 0 gives empty results of f's shapes; in_dims 0 names the 1-based count", function()
+    local f = function(w, x) return (x:matmul(w) ^ 2):sum() end
+    assert.are.same({ 0, 3, 2 }, wick.func.vmap(wick.func.grad(f), { in_dims = { 1, 1 } })(wick.randn(0, 3, 2), wick.randn(0, 5, 3)):size():totable())
+    assert.are.same({ 0, 4 }, wick.func.vmap(function(x) return x * 2 end)(wick.randn(0, 4)):size():totable())
+    support.assert_error_has(function() return wick.func.vmap(function(x) return x end, { in_dims = 0 })(wick.randn(2)) end,
+      "PyTorch's in_dims=0 is 1")
+  end)
+  it("OrderedDict:move_to_end (an LRU cache's), and Gamma/NegativeBinomial drawing through wick._standard_gamma and wick.poisson", function()
+    local d = wick.OrderedDict()
+    d.a = 1
+    d.b = 2
+    d.c = 3
+    d:move_to_end("a")
+    assert.are.same({ "b", "c", "a" }, { unpack(d:keys()) })
+    d:move_to_end("c", { last = false })
+    assert.are.same({ "c", "b", "a" }, { unpack(d:keys()) })
+    local D, real_gamma, real_poisson = wick.distributions, wick._standard_gamma, wick.poisson
+    local gammas, poissons = 0, 0
+    wick._standard_gamma = function(a) gammas = gammas + 1 return real_gamma(a) end
+    wick.poisson = function(r) poissons = poissons + 1 return real_poisson(r) end
+    local ok, err = pcall(function()
+      D.StudentT(3.0):sample({ 2 })
+      D.NegativeBinomial({ total_count = wick.ones(3), logits = wick.zeros(3) }):sample()
+    end)
+    wick._standard_gamma, wick.poisson = real_gamma, real_poisson
+    assert(ok, err)
+    assert.is_true(gammas >= 2 and poissons == 1)
+  end)
+  it("wick.isinstance knows slices, devices and generators (st-moe's isinstance(selection, slice))", function()
+    assert.is_true(wick.isinstance(wick.slice(0, 2), wick.slice))
+    assert.is_true(wick.isinstance(wick.device("cpu"), wick.device))
+    assert.is_true(wick.isinstance(wick.Generator(), wick.Generator))
+    assert.is_false(wick.isinstance({ 1, 2 }, wick.slice))
+  end)
+end)

@@ -931,6 +931,7 @@ function StandardGamma.forward(ctx, alpha)
   return tensor_of(standard_gamma_values(values_of(alpha)), alpha):clamp(wick.finfo(alpha.dtype).tiny, math.huge)
 end
 function StandardGamma.backward() no_concentration_grad("Gamma:rsample") end
+function M._standard_gamma(alpha) return StandardGamma.apply(alpha) end
 -- torch._sample_dirichlet: float64 Gammas (at least float64's tiny) normalised over the last dim,
 -- then in [tiny, 1) of the dtype
 local DirichletSample = wick.autograd.Function:extend("DirichletSample")
@@ -991,7 +992,9 @@ function Gamma._lazy.stddev(d) return d.variance:sqrt() end
 --- concentration: an error in backward, see no_concentration_grad)
 function Gamma:rsample(sample_shape)
   local shape = shape_of(sample_shape, self.batch_shape, "Gamma:rsample")
-  local value = StandardGamma.apply(self.concentration:expand(shape)) / self.rate:expand(shape)
+  -- (wick._standard_gamma and wick.poisson looked up at each draw, as PyTorch's samplers find
+  -- torch._standard_gamma and torch.poisson: a test replaying PyTorch's draws replaces them)
+  local value = wick._standard_gamma(self.concentration:expand(shape)) / self.rate:expand(shape)
   wick.no_grad(function() value:detach():clamp_(wick.finfo(value.dtype).tiny, math.huge) end)
   return value
 end
@@ -1287,7 +1290,7 @@ function Poisson._lazy.variance(d) return d.rate end
 function Poisson._lazy.stddev(d) return d.rate:sqrt() end
 function Poisson:sample(sample_shape)
   local shape = shape_of(sample_shape, self.batch_shape, "Poisson:sample")
-  return wick.no_grad(function() return M._poisson(self.rate:expand(shape)) end)
+  return wick.no_grad(function() return wick.poisson(self.rate:expand(shape)) end)
 end
 function Poisson:log_prob(value)
   value = value_in(self, "Poisson:log_prob", value, self.rate, NONNEGATIVE_INTEGER, nonnegative_integer)
@@ -1386,7 +1389,7 @@ function NegativeBinomial:sample(sample_shape)
   local shape = shape_of(sample_shape, self.batch_shape, "NegativeBinomial:sample")
   return wick.no_grad(function()
     local rate = M.Gamma(self.total_count, (-self.logits):exp(), { validate_args = false }):sample(sample_shape)
-    return M._poisson(rate:expand(shape))
+    return wick.poisson(rate:expand(shape))
   end)
 end
 function NegativeBinomial:log_prob(value)

@@ -573,7 +573,8 @@ function T.vmap(f, ...)
         for _, x in ipairs(leaves(args[a])) do
           local d = dims[a] < 0 and x:dim() + dims[a] + 1 or dims[a]
           if d < 1 or d > x:dim() then
-            check.fail("func.vmap", "in_dims %d is out of range for argument %d of %d dims", dims[a], a, x:dim())
+            check.fail("func.vmap", "in_dims %d is out of range for argument %d of %d dims%s", dims[a], a, x:dim(),
+              dims[a] == 0 and " (dims count from 1: PyTorch's in_dims=0 is 1)" or "")
           end
           local n = x:size(d)
           if B and n ~= B then
@@ -587,10 +588,20 @@ function T.vmap(f, ...)
     -- randomness: 'same' replays one generator state for every sample;
     -- 'error' (PyTorch's default) refuses a draw; 'different' lets each draw
     local results, state = {}, wick.get_rng_state()
-    for b = 1, B do
+    -- (no samples: f runs once on zeros of a sample's shape, for the results' shapes, and each result
+    -- is stacked from none, PyTorch's empty outputs)
+    local empty = B == 0
+    for b = 1, empty and 1 or B do
       local call = {}
       for a = 1, args.n do
-        call[a] = dims[a] and map(args[a], function(x) return sample_of(x, dims[a], b) end) or args[a]
+        call[a] = dims[a] and map(args[a], function(x)
+          if empty then
+            local shape = x:size():totable()
+            table.remove(shape, dims[a] < 0 and x:dim() + dims[a] + 1 or dims[a])
+            return wick.zeros(shape, { dtype = x.dtype, device = x.device })
+          end
+          return sample_of(x, dims[a], b)
+        end) or args[a]
       end
       if randomness == "same" then wick.set_rng_state(state) end
       results[b] = pack(f(unpack(call, 1, args.n)))
@@ -611,12 +622,15 @@ function T.vmap(f, ...)
     for r = 1, first.n do
       local od = type(out_dims) == "table" and out_dims[r] or out_dims
       local columns = {}
-      for b = 1, B do columns[b] = leaves(results[b][r]) end
+      for b = 1, empty and 1 or B do columns[b] = leaves(results[b][r]) end
       local stacked = {}
       for i = 1, #columns[1] do
         local items = {}
         for b = 1, B do items[b] = columns[b][i] end
-        stacked[i] = wick.stack(items, od)
+        if empty then
+          local one = columns[1][i]:unsqueeze(od)
+          stacked[i] = one:narrow(od < 0 and one:dim() + od + 1 or od, 1, 0)
+        else stacked[i] = wick.stack(items, od) end
       end
       outs[r] = is_tensor(first[r]) and stacked[1] or rebuild(first[r], stacked)
     end

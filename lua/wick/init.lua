@@ -1527,6 +1527,11 @@ function wick.isinstance(v, class)
     return false
   end
   if class == Tensor then return getmetatable(v) == mt end
+  -- isinstance(s, slice), isinstance(d, torch.device), isinstance(g, torch.Generator): wick's factories
+  -- of those objects (functions, not classes: st-moe's isinstance(selection, slice))
+  if class == wick.slice then return check.is_slice(v) end
+  if class == wick.device then return getmetatable(v) == wick.Device end
+  if class == wick.Generator then return getmetatable(v) ~= nil and getmetatable(v) == getmetatable(wick.Generator()) end
   -- isinstance(sd, OrderedDict): a state dict, a loaded dict, wick.OrderedDict's (a function, not a class)
   if class == wick.OrderedDict then return require("wick.ordered").is(v) end
   -- isinstance(p, nn.Parameter): a tensor made a parameter (nn.Parameter, a layer's weight)
@@ -2771,6 +2776,8 @@ function wick.OrderedDict(items) return require("wick.ordered").OrderedDict(item
 
 --- wick.poisson(rates): torch.poisson, from wick.distributions (which loads on first use)
 function wick.poisson(rates) return require("wick.distributions")._poisson(rates) end
+--- wick._standard_gamma(alpha): torch._standard_gamma, Gamma(alpha, 1) draws (what Gamma:rsample draws)
+function wick._standard_gamma(alpha) return require("wick.distributions")._standard_gamma(alpha) end
 --- wick.binomial(count, prob): torch.binomial, from wick.distributions
 function wick.binomial(count, prob) return require("wick.distributions")._binomial(count, prob) end
 

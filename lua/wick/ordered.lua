@@ -89,6 +89,15 @@ local SD_METHODS = {
     rawset(sd, k, nil)
     return k, v
   end,
+  -- Python's move_to_end(key, last=True): the key to the end of the order (the front with last = false)
+  move_to_end = function(sd, k, last)
+    if type(last) == "table" then last = check.options(last, "OrderedDict:move_to_end", { last = "boolean" }).last end
+    if k == nil or rawget(sd, k) == nil then wick.error(("OrderedDict:move_to_end: no key '%s'"):format(tostring(k))) end
+    local names = sd_names(sd)
+    for i, name in ipairs(names) do if name == k then table.remove(names, i); break end end
+    table.insert(names, last == false and 1 or #names + 1, k)
+    sd_order[sd] = names
+  end,
   update = function(sd, other)
     check.table(other, "OrderedDict:update", "other")
     local order = sd_order[sd] or {}

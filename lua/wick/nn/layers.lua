@@ -1549,9 +1549,13 @@ local function module_or_none(v, fn)
 end
 -- a ParameterList entry: a tensor (made a parameter), or false for Python's None
 -- (transformer-xl's out_projs.append(None))
+-- (a module, a nested ParameterList, is a child, as PyTorch's setattr makes it; a tensor that is
+-- no leaf, an expanded parameter, is a new parameter on its values, as PyTorch's Parameter(t))
 local function parameter_item(v, fn)
   if v == nil or v == false then return false end
+  if check.is_module(v) then return v end
   check.tensor(v, fn, "parameter")
+  if not v.is_leaf then return L.Parameter(v) end
   if not v.requires_grad and v:is_floating_point() then v:requires_grad_(true) end
   return v
 end
@@ -1662,7 +1666,10 @@ local function parameter_line(key, p, legacy)
 end
 function L.ParameterList:extra_repr()
   local lines = {}
-  for i, p in ipairs(self) do lines[i] = p and parameter_line(i, p) or ("  (%d): Object of type: NoneType"):format(i) end
+  for i, p in ipairs(self) do
+    lines[i] = not p and ("  (%d): Object of type: NoneType"):format(i)
+      or check.is_module(p) and ("  (%d): Object of type: %s"):format(i, getmetatable(p).__name) or parameter_line(i, p)
+  end
   return table.concat(lines, "\n")
 end
 
