@@ -931,7 +931,12 @@ function StandardGamma.forward(ctx, alpha)
   return tensor_of(standard_gamma_values(values_of(alpha)), alpha):clamp(wick.finfo(alpha.dtype).tiny, math.huge)
 end
 function StandardGamma.backward() no_concentration_grad("Gamma:rsample") end
-function M._standard_gamma(alpha) return StandardGamma.apply(alpha) end
+function M._standard_gamma(alpha, ...)
+  check.tensor(alpha, "_standard_gamma", "self")
+  if select("#", ...) > 0 and select(1, ...) ~= nil then check.fail("_standard_gamma", "takes one tensor of concentrations") end
+  if not alpha:is_floating_point() then check.fail("_standard_gamma", "expected a floating-point tensor, got %s", alpha.dtype) end
+  return StandardGamma.apply(alpha)
+end
 -- torch._sample_dirichlet: float64 Gammas (at least float64's tiny) normalised over the last dim,
 -- then in [tiny, 1) of the dtype
 local DirichletSample = wick.autograd.Function:extend("DirichletSample")

@@ -2777,7 +2777,7 @@ function wick.OrderedDict(items) return require("wick.ordered").OrderedDict(item
 --- wick.poisson(rates): torch.poisson, from wick.distributions (which loads on first use)
 function wick.poisson(rates) return require("wick.distributions")._poisson(rates) end
 --- wick._standard_gamma(alpha): torch._standard_gamma, Gamma(alpha, 1) draws (what Gamma:rsample draws)
-function wick._standard_gamma(alpha) return require("wick.distributions")._standard_gamma(alpha) end
+function wick._standard_gamma(...) return require("wick.distributions")._standard_gamma(...) end
 --- wick.binomial(count, prob): torch.binomial, from wick.distributions
 function wick.binomial(count, prob) return require("wick.distributions")._binomial(count, prob) end
 
