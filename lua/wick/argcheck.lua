@@ -317,8 +317,6 @@ local kind_text = { boolean = "a boolean", number = "a number", integer = "an in
 local EMPTY = setmetatable({}, { __newindex = function() raise("wick.argcheck: the empty options table is read-only") end })
 C.EMPTY = EMPTY
 
---- opts: nil (gives an empty table) or a table whose keys are in `spec`
---- (name -> kind, or "kind|kind" for several, e.g. "number|table"); returns opts.
 --- C.axis_as_dim(fn, opts): the options table opts with `axis` (NumPy's name for dim, which PyTorch
 --- takes: torch.topk(x, k, axis=-1)) as `dim` (a copy), or opts itself when it has no axis; both is
 --- an error. The one reading of axis for the options of functions written in Lua (the C ones: wl_getdim).
@@ -331,6 +329,9 @@ function C.axis_as_dim(fn, opts)
   return copy
 end
 
+--- opts: nil (gives an empty table) or a table whose keys are in `spec`
+--- (name -> kind, or "kind|kind" for several, e.g. "number|table"); returns opts
+--- (a copy with axis as dim where spec has dim).
 function C.options(opts, fn, spec)
   if opts == nil then return EMPTY end
   if type(opts) ~= "table" or getmetatable(opts) == tensor_mt then expected(fn, "opts", "an options table", opts) end
