@@ -379,10 +379,30 @@ end
 --- in `spec`). Returns one table of every argument given, each checked; an
 --- argument given both ways, or too many positions, is an error. A trailing
 --- table with an array part ({3, 3}) is a positional argument, not options.
+-- a table whose keys are all options of spec (axis too where spec has dim)
+local function of_options(t, spec)
+  if type(t) ~= "table" or getmetatable(t) ~= nil or #t > 0 then return false end
+  for k in pairs(t) do
+    if type(k) ~= "string" or (spec[k] == nil and not (k == "axis" and spec.dim ~= nil)) then return false end
+  end
+  return true
+end
+
 function C.positional(fn, names, spec, ...)
   local n = select("#", ...)
   local args = { ... }
   while n > 0 and args[n] == nil do n = n - 1 end -- (trailing nils: Python's empty **kwargs after the options)
+  -- Python's f(x, mode=m, **kwargs) as f(x, {mode = m}, kwargs): two trailing tables of options are one
+  -- (SuperPoint's grid_sample(d, k, mode="bilinear", **kwargs))
+  if n >= 2 and of_options(args[n - 1], spec) and next(args[n - 1]) ~= nil and of_options(args[n], spec) then
+    local merged = {}
+    for k, v in pairs(args[n - 1]) do merged[k] = v end
+    for k, v in pairs(args[n]) do
+      if merged[k] ~= nil then raise(("%s: got multiple values for keyword argument '%s'"):format(fn, k)) end
+      merged[k] = v
+    end
+    args[n - 1], args[n], n = merged, nil, n - 1
+  end
   local out = {}
   local last = args[n]
   -- the options table: a plain table with no array part ({3, 3} is a size)

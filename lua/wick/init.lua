@@ -1651,6 +1651,111 @@ function wick.wraps(fn)
   end
 end
 
+--- wick.lru_cache([{maxsize = 128}])(fn) (or wick.lru_cache(fn)): Python's functools.lru_cache: fn's results
+--- kept by its arguments, numbers, strings, booleans and plain tables of them by value (Python's tuples),
+--- anything else (tensors, modules, self) by identity; the least recently used dropped past maxsize
+--- (nil: none dropped). RT-DETR's @lru_cache(maxsize=32) def generate_anchors(self, ...). The wrapper
+--- takes fn's keywords as a method of one's own does.
+local lru_ids, lru_next_id = setmetatable({}, { __mode = "k" }), 0
+local function lru_key(v, depth)
+  local t = type(v)
+  if t == "number" then return ("%.17g"):format(v) end
+  if t == "string" then return ("%q"):format(v) end
+  if t == "nil" or t == "boolean" then return tostring(v) end
+  if t == "table" and (getmetatable(v) == nil or getmetatable(v) == getmetatable(wick.Size({}))) and depth < 16 then
+    local keys = {}
+    for k in pairs(v) do keys[#keys + 1] = k end
+    table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+    local parts = {}
+    for i, k in ipairs(keys) do parts[i] = lru_key(k, depth + 1) .. "=" .. lru_key(v[k], depth + 1) end
+    return "{" .. table.concat(parts, ",") .. "}"
+  end
+  if lru_ids[v] == nil then lru_next_id = lru_next_id + 1; lru_ids[v] = lru_next_id end
+  return "#" .. lru_ids[v]
+end
+local function lru_wrap(fn, maxsize)
+  check.callable(fn, "lru_cache", "user_function")
+  local cache, order = {}, {}
+  return decorated(fn, function(...)
+    local n = select("#", ...)
+    local parts = { n }
+    for i = 1, n do parts[i + 1] = lru_key((select(i, ...)), 0) end
+    local key = table.concat(parts, "|")
+    local hit = cache[key]
+    for i, k in ipairs(order) do if k == key then table.remove(order, i); break end end
+    order[#order + 1] = key
+    if not hit then
+      hit = pack(fn(...))
+      cache[key] = hit
+      if maxsize and #order > maxsize then cache[table.remove(order, 1)] = nil end
+    end
+    return unpack(hit, 1, hit.n)
+  end)
+end
+function wick.lru_cache(fn_or_opts)
+  if type(fn_or_opts) == "function" then return lru_wrap(fn_or_opts, 128) end
+  local maxsize = 128
+  if fn_or_opts ~= nil then
+    local o = check.options(fn_or_opts, "lru_cache", { maxsize = "number|boolean", typed = "boolean" })
+    maxsize = o.maxsize
+    if maxsize == false then maxsize = nil end -- (Python's maxsize=None: unbounded)
+    if o.maxsize == nil then maxsize = 128 end
+  end
+  if maxsize ~= nil then check.int(maxsize, "lru_cache", "maxsize", 0) end
+  return function(fn) return lru_wrap(fn, maxsize) end
+end
+
+--- wick.namedtuple(name, fields): Python's collections.namedtuple: a class whose instances, made
+--- by position or by name (R(a, b) or R{x = a, y = b}), read each field by name and by index
+--- (r.outputs, r[1], unpack(r)); st-moe's MixtureOfExpertsReturn
+function wick.namedtuple(name, fields)
+  check.string(name, "namedtuple", "typename")
+  if type(fields) == "string" then
+    local list = {}
+    for f in fields:gmatch("[^%s,]+") do list[#list + 1] = f end
+    fields = list
+  end
+  check.table(fields, "namedtuple", "field_names")
+  local at = {}
+  for i, f in ipairs(fields) do
+    if type(f) ~= "string" or at[f] then check.fail("namedtuple", "field names must be distinct strings, got %s", tostring(f)) end
+    at[f] = i
+  end
+  local T = { _fields = { unpack(fields) } }
+  local mt = { __name = name }
+  function T._asdict(r)
+    local d = require("wick.ordered").OrderedDict()
+    for i, f in ipairs(fields) do d[f] = rawget(r, i) end
+    return d
+  end
+  mt.__index = function(r, k)
+    if at[k] then return rawget(r, at[k]) end
+    if T[k] ~= nil then return T[k] end
+    check.fail(name, "'%s' object has no attribute '%s'", name, tostring(k))
+  end
+  mt.__newindex = function() check.fail(name, "can't set attribute (a namedtuple is immutable)") end
+  mt.__len = function() return #fields end
+  mt.__tostring = function(r)
+    local parts = {}
+    for i, f in ipairs(fields) do parts[i] = f .. "=" .. tostring(rawget(r, i)) end
+    return name .. "(" .. table.concat(parts, ", ") .. ")"
+  end
+  return setmetatable(T, { __name = name, __call = function(_, ...)
+    local r, n = { ... }, select("#", ...)
+    if n == 1 and type(r[1]) == "table" and getmetatable(r[1]) == nil and next(r[1]) ~= nil and r[1][1] == nil then
+      local kw = r[1]
+      r = {}
+      for k, v in pairs(kw) do
+        if not at[k] then check.fail(name, "got an unexpected keyword argument '%s'", tostring(k)) end
+        r[at[k]] = v
+      end
+      n = #fields
+    end
+    if n > #fields then check.fail(name, "takes %d arguments, got %d", #fields, n) end
+    return setmetatable(r, mt)
+  end })
+end
+
 --- wick.partial(func, ...[, keywords]): Python's functools.partial: p(...) is func(args..., ..., keywords) with a
 --- trailing keywords table of the call merged over the stored one (pix2pix's get_norm_layer:
 --- functools.partial(nn.InstanceNorm2d, affine=False) is wick.partial(nn.InstanceNorm2d, {affine = false}));
