@@ -1682,13 +1682,14 @@ local function lru_wrap(fn, maxsize)
     for i = 1, n do parts[i + 1] = lru_key((select(i, ...)), 0) end
     local key = table.concat(parts, "|")
     local hit = cache[key]
-    for i, k in ipairs(order) do if k == key then table.remove(order, i); break end end
-    order[#order + 1] = key
-    if not hit then
+    if hit then
+      for i, k in ipairs(order) do if k == key then table.remove(order, i); break end end
+    else -- (a call that raises keeps nothing)
       hit = pack(fn(...))
       cache[key] = hit
-      if maxsize and #order > maxsize then cache[table.remove(order, 1)] = nil end
     end
+    order[#order + 1] = key
+    if maxsize and #order > maxsize then cache[table.remove(order, 1)] = nil end
     return unpack(hit, 1, hit.n)
   end)
 end
