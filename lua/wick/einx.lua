@@ -54,25 +54,7 @@ local function parse(pattern, n, fn)
   return ins, right and operand(right, fn) or nil
 end
 
--- the names of v's dims under expression e ("..." as "...k", k counting from the right), and how
--- many dims its "..." stands for
-local function names_of(e, v, fn)
-  local ndim = wick.is_tensor(v) and v:dim() or 0
-  local named, ellipsis = #e.axes, false
-  for _, a in ipairs(e.axes) do if a == "..." then named, ellipsis = named - 1, true end end
-  if ndim < named or (not ellipsis and ndim ~= named) then
-    fail(fn, "an operand of %d dim(s) does not match '%s'", ndim, table.concat(e.axes, " "))
-  end
-  local names, k = {}, ndim - named
-  for _, a in ipairs(e.axes) do
-    if a == "..." then
-      for j = k, 1, -1 do names[#names + 1] = "..." .. j end
-    else names[#names + 1] = a end
-  end
-  return names, ellipsis and k or 0
-end
-
--- the output expression's names, "..." standing for `k` dims
+-- expression e's dim names, its "..." standing for `k` dims ("...j", j counting from the right)
 local function out_names(e, k)
   local names = {}
   for _, a in ipairs(e.axes) do
@@ -81,6 +63,17 @@ local function out_names(e, k)
     else names[#names + 1] = a end
   end
   return names
+end
+
+-- the names of v's dims under expression e, and how many dims its "..." stands for
+local function names_of(e, v, fn)
+  local ndim = wick.is_tensor(v) and v:dim() or 0
+  local named, ellipsis = #e.axes, false
+  for _, a in ipairs(e.axes) do if a == "..." then named, ellipsis = named - 1, true end end
+  if ndim < named or (not ellipsis and ndim ~= named) then
+    fail(fn, "an operand of %d dim(s) does not match '%s'", ndim, table.concat(e.axes, " "))
+  end
+  return out_names(e, ndim - named), ellipsis and ndim - named or 0
 end
 
 -- tensor t whose dims are `names`, permuted and viewed as the dims `out` (size 1 where it has none)
@@ -95,11 +88,10 @@ local function aligned(t, names, out, fn)
     if at[name] then fail(fn, "the axis '%s' of an input is not in the output", (name:gsub("^%.%.%.%d+$", "..."))) end
   end
   if #perm > 0 then t = t:permute(perm) end
-  local j = 0
+  local has, j = {}, 0
+  for _, name in ipairs(names) do has[name] = true end
   for i, name in ipairs(out) do
-    local found = false
-    for _, n in ipairs(names) do if n == name then found = true end end
-    if found then j = j + 1; shape[i] = t:size(j) else shape[i] = 1 end
+    if has[name] then j = j + 1; shape[i] = t:size(j) else shape[i] = 1 end
   end
   return #out > 0 and t:reshape(shape) or t
 end
