@@ -6952,3 +6952,44 @@ describe("the fiftieth round's lines, part 15 (options then **kwargs for F, lru_
     support.assert_error_has(function() r.outputs = 3 end, "can't set attribute")
   end)
 end)
+
+describe("the fifty-first round's lines, part 1 (BS-RoFormer, Parakeet, Zamba2, Voxtral)", function()
+  it("a float32 window is computed in float32 by PyTorch's steps, so its values are PyTorch's", function()
+    -- torch.hann_window(8), torch.hamming_window(7, periodic=False), torch.blackman_window(6) (PyTorch 2.15)
+    local want = {
+      { wick.hann_window(8), { 0, 0.146446615, 0.5, 0.853553414, 1, 0.853553295, 0.5, 0.146446496 } },
+      { wick.hamming_window(7, false), { 0.0800000131, 0.310000032, 0.770000041, 1, 0.769999981, 0.310000062, 0.0800000131 } },
+      { wick.blackman_window(6), { -2.98023224e-08, 0.129999995, 0.629999995, 1, 0.629999936, 0.130000025 } },
+    }
+    for _, case in ipairs(want) do
+      local w, values = case[1], case[2]
+      assert.are.equal("float32", w.dtype)
+      assert.is_true(wick.equal(w, wick.tensor(values, { dtype = "float32" })), tostring(w))
+    end
+    -- the float64 window is the float64 formula's
+    local k = wick.arange(9, { dtype = "float64" })
+    assert.is_true(wick.allclose(wick.hann_window(8, { dtype = "float64" }),
+      (0.5 - (k * (2 * math.pi / 8)):cos() * 0.5):narrow(1, 1, 8), { rtol = 0, atol = 1e-15 }))
+  end)
+  it("stft without a window warns once in all, as PyTorch's", function()
+    local runner = arg and arg[-1] or "build/wick"
+    local code = [[
+      local wick = require("wick")
+      local x = wick.randn(64)
+      for _ = 1, 2 do wick.stft(x, 16, { return_complex = true }) end
+      wick.stft(x, 16, { return_complex = true })
+      wick.stft(x, 16, { window = wick.hann_window(16), return_complex = true })
+    ]]
+    local p = assert(io.popen(("%s -e %q 2>&1"):format(runner, code)))
+    local out = p:read("*a")
+    p:close()
+    local _, n = out:gsub("A rectangular window will be applied", "")
+    assert.are.equal(1, n, out)
+  end)
+  it("view of a Size and more sizes names the Size + {...} spelling", function()
+    local t = wick.zeros(2, 3, 8)
+    local s = t.shape[{ wick.slice(nil, -1) }]
+    support.assert_error_has(function() t:view(s, -1, 4) end, "f(size + {a, b})")
+    assert.are.same({ 2, 3, 2, 4 }, t:view(s + { -1, 4 }):size():totable())
+  end)
+end)

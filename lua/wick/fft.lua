@@ -303,6 +303,12 @@ return function(wick)
     end
     local length = x:size(2)
     if n_fft > length then check.fail(fn, "expected 0 < n_fft < %d, but got n_fft=%d", length, n_fft) end
+    if o.window == nil then -- (PyTorch's warning, once in all)
+      require("wick.nn.common").warn("stft: a window was not provided. A rectangular window will be applied, which is "
+        .. "known to cause spectral leakage. Other windows such as wick.hann_window or wick.hamming_window are "
+        .. "recommended to reduce spectral leakage. To suppress this warning and use a rectangular window, explicitly "
+        .. "set `window = wick.ones(n_fft, {device = ...})`.", true)
+    end
     local window = full_window(fn, o.window, n_fft, o.win_length, x)
     local frames = x:unfold(2, n_fft, hop) * window -- (batch, frames, n_fft)
     local onesided = o.onesided

@@ -2864,7 +2864,10 @@ return function(wick)
   local WINDOW = { periodic = "boolean", dtype = "dtype", device = "device", requires_grad = "boolean",
     alpha = "number", beta = "number", layout = "any" }
   --- wick.hann_window(n[, periodic = true][, opts]), hamming_window (alpha = 0.54, beta = 0.46),
-  --- blackman_window, bartlett_window: PyTorch's windows, periodic (the first n of n + 1) by default
+  --- blackman_window, bartlett_window, kaiser_window (beta = 12): PyTorch's windows, periodic (the
+  --- first n of n + 1) by default. Each is computed in its own dtype by PyTorch's steps (arange k,
+  --- times a step, cos, ...), so a float32 window has PyTorch's roundings rather than the float64
+  --- window's: a port that feeds it to a float64 stft matches PyTorch to float64's precision.
   local function window(name, formula, order)
     local function make(n, ...)
       check.int(n, name, "window_length", 0)
@@ -2874,8 +2877,8 @@ return function(wick)
       if n <= 1 then
         w = wick.ones(n, opts)
       else
-        local m = o.periodic == false and n - 1 or n
-        w = formula(wick.arange(n, { dtype = "float64" }) * (2 * math.pi / m), o):to(opts)
+        local m = o.periodic == false and n or n + 1 -- the symmetric window's length
+        w = formula(wick.arange(m, opts), m, o):narrow(1, 1, n)
       end
       if o.requires_grad then w:requires_grad_(true) end
       return w
@@ -2883,17 +2886,26 @@ return function(wick)
     -- window_length by name too (torch.hann_window(window_length=n))
     return function(...) return make(check.required(name, { "window_length" }, ...)) end
   end
-  ops.hann_window = window("hann_window", function(x) return 0.5 - (x:cos() * 0.5) end)
-  ops.hamming_window = window("hamming_window", function(x, o) return (o.alpha or 0.54) - x:cos() * (o.beta or 0.46) end,
+  -- k = 0 .. m - 1 as a tensor of the window's dtype
+  local function hamming(k, m, alpha, beta) return k:mul_(2 * math.pi / (m - 1)):cos_():mul_(-beta):add_(alpha) end
+  ops.hann_window = window("hann_window", function(k, m) return hamming(k, m, 0.5, 0.5) end)
+  ops.hamming_window = window("hamming_window", function(k, m, o) return hamming(k, m, o.alpha or 0.54, o.beta or 0.46) end,
     { "periodic", "alpha", "beta" })
-  ops.blackman_window = window("blackman_window", function(x) return 0.42 - x:cos() * 0.5 + (x * 2):cos() * 0.08 end)
-  ops.bartlett_window = window("bartlett_window", function(x) return 1 - (x / math.pi - 1):abs() end)
-  -- kaiser_window(n[, periodic = true[, beta = 12]]): I0(beta sqrt(1 - (2k/m - 1)^2)) / I0(beta), k = 0 .. n - 1
-  -- (x above is 2 pi k / m)
-  ops.kaiser_window = window("kaiser_window", function(x, o)
-    local beta = o.beta or 12
-    local r = x / math.pi - 1
-    return (((1 - r * r):clamp(0, 1)):sqrt() * beta):i0() / wick.tensor(beta, { dtype = "float64" }):i0()
+  ops.blackman_window = window("blackman_window", function(k, m)
+    local x = k:mul_(math.pi / (m - 1))
+    return (x * 4):cos_():mul_(0.08) - (x * 2):cos_():mul_(0.5) + 0.42
+  end)
+  ops.bartlett_window = window("bartlett_window", function(k, m)
+    local w = k:mul_(2 / (m - 1))
+    local half = math.floor((m - 1) / 2) + 1
+    w:narrow(1, half + 1, m - half):mul_(-1):add_(2)
+    return w
+  end)
+  -- kaiser_window(n[, periodic = true[, beta = 12]]): I0(beta sqrt(1 - ((k - a) / a)^2)) / I0(beta), a = (m - 1) / 2
+  ops.kaiser_window = window("kaiser_window", function(k, m, o)
+    local beta, a = o.beta or 12, (m - 1) / 2
+    local r = (k - a) / a
+    return ((1 - r * r):abs():sqrt() * beta):i0() / wick.tensor(beta, { dtype = k.dtype, device = k.device }):i0()
   end, { "periodic", "beta" })
 
   -- each entry's 1-based place in its row's stable ascending sort (the inverse of argsort)

@@ -179,7 +179,7 @@ int wl_sizes(lua_State *L, int first, int last, int64_t *sizes, const char *fn) 
             sizes[i] = wl_checkint(L, -1, fn, "a size");
             lua_pop(L, 1);
         }
-        if (first != last) wl_raise(L, "%s: sizes come as numbers or as one table, not both", fn);
+        if (first != last) wl_raise(L, "%s: sizes come as numbers or as one table, not both (Python's f(*size, a, b) is f(size + {a, b}) with a Size)", fn);
         return n;
     }
     for (int i = first; i <= last; i++) {
