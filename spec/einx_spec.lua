@@ -44,4 +44,17 @@ describe("wick.einx", function()
     support.assert_error_has(function() return einx.add("a b c, d -> a", x, wick.ones(2)) end, "the axis 'b' of an input is not in the output")
     support.assert_error_has(function() return einx.nonexistent end, "wick.einx has no 'nonexistent'")
   end)
+  it("an axis has one size in every operand: a size 1 is einx's AxisSizeError, not a broadcast (native-sparse-attention)", function()
+    -- einx 0.4.3: einx.add("b h w n d, h n d", randn(2,2,3,4,8), randn(2,1,8)) raises AxisSizeError
+    support.assert_error_has(function() return einx.add("b h w n d, h n d", wick.randn(2, 2, 3, 4, 8), wick.randn(2, 1, 8)) end,
+      "einx.add: the axis 'n' has size 4 in operand 1 ([2, 2, 3, 4, 8]) and 1 in operand 2 ([2, 1, 8])")
+    support.assert_error_has(function() return einx.multiply("b i sel, b i sel d -> b i sel d", wick.randn(2, 3, 1), wick.randn(2, 3, 4, 5)) end,
+      "the axis 'sel' has size 1 in operand 1")
+    -- and "..." stands for as many dims in each operand (einx's RankError)
+    support.assert_error_has(function() return einx.add("b ..., b ...", wick.randn(2, 3, 4), wick.randn(2, 4)) end,
+      "'...' stands for 2 dim(s) in operand 1 ([2, 3, 4]) and 1 in operand 2 ([2, 4])")
+    support.assert_error_has(function() return einx.get_at("b [i], b k -> b k", wick.randn(2, 4), wick.ones(3, 3, { dtype = "int64" })) end,
+      "einx.get_at: the axis 'b' has size 2 in operand 1")
+    assert.are.same({ 2, 3, 4 }, einx.add("b n d, n d", wick.ones(2, 3, 4), wick.ones(3, 4)):size():totable())
+  end)
 end)

@@ -2,8 +2,8 @@
 -- other elementwise ops, einx.sum and the other reductions, einx.get_at), on wick tensors, so those
 -- lines port as they are. A pattern names each operand's axes, operands apart by commas, the result
 -- after "->": "b n, b n ... d, b n ... d -> b n ... d". "..." stands for the operand's remaining dims
--- (the operands' "..." broadcast together, from the right); an empty operand is a number; [brackets]
--- mark the axes an op works along (the reduced axes of einx.sum("b [n] d", x), the indexed axis of
+-- (as many in each operand that has it; an axis has one size in every operand, as einx checks: a size 1
+-- does not broadcast); an empty operand is a number; [brackets] mark the axes an op works along (the reduced axes of einx.sum("b [n] d", x), the indexed axis of
 -- einx.get_at("q [c] d, b n q -> q b n d", codebooks, indices), whose indices count from 1 as
 -- wick's gather). Each call is a permute and a view of each operand, then one wick op, so it is
 -- differentiable and runs on any device.
@@ -76,6 +76,32 @@ local function names_of(e, v, fn)
   return out_names(e, ndim - named), ellipsis and ndim - named or 0
 end
 
+-- every axis has one size in all operands, and "..." as many dims in each that has it (einx's
+-- AxisSizeError and RankError: a size 1 does not broadcast against another size, as in einx)
+local function agree(fn, pattern, ins, names, args, ks)
+  local size, from, k_of = {}, {}, nil
+  local function shape(i) return tostring(wick.is_tensor(args[i]) and args[i].shape or "a number") end
+  for i = 1, #names do
+    local has_ellipsis = false
+    for _, a in ipairs(ins[i].axes) do has_ellipsis = has_ellipsis or a == "..." end
+    if has_ellipsis then
+      if k_of and k_of[1] ~= ks[i] then
+        fail(fn, "'...' stands for %d dim(s) in operand %d (%s) and %d in operand %d (%s) of '%s'", k_of[1], k_of[2],
+          shape(k_of[2]), ks[i], i, shape(i), pattern)
+      end
+      k_of = k_of or { ks[i], i }
+    end
+    for j, a in ipairs(names[i]) do
+      local n = args[i]:size(j)
+      if size[a] and size[a] ~= n then
+        fail(fn, "the axis '%s' has size %d in operand %d (%s) and %d in operand %d (%s) of '%s'",
+          (a:gsub("^%.%.%.%d+$", "...")), size[a], from[a], shape(from[a]), n, i, shape(i), pattern)
+      end
+      size[a], from[a] = n, from[a] or i
+    end
+  end
+end
+
 -- tensor t whose dims are `names`, permuted and viewed as the dims `out` (size 1 where it has none)
 local function aligned(t, names, out, fn)
   local at = {}
@@ -104,12 +130,12 @@ local function elementwise(name, arity, f)
     local args = { ... }
     if n ~= arity then fail(name, "takes %d operands, got %d", arity, n) end
     local ins, out = parse(pattern, n, name)
-    local names, k = {}, 0
+    local names, ks, k = {}, {}, 0
     for i = 1, n do
-      local ki
-      names[i], ki = names_of(ins[i], args[i], name)
-      k = math.max(k, ki)
+      names[i], ks[i] = names_of(ins[i], args[i], name)
+      k = math.max(k, ks[i])
     end
+    agree(name, pattern, ins, names, args, ks)
     local to
     if out then to = out_names(out, k)
     else
@@ -196,6 +222,9 @@ function M.get_at(pattern, x, indices, ...)
   if not at_axis or at_axis == "..." then fail(fn, "mark the indexed axis of the tensor with [brackets]: 'q [c] d, ...'") end
   local xnames, k1 = names_of(xe, x, fn)
   local inames, k2 = names_of(ins[2], indices, fn)
+  local x_rest_names = {} -- (x's axes but the indexed one, which the indices do not have)
+  for _, a in ipairs(xnames) do x_rest_names[#x_rest_names + 1] = a == at_axis and "[" .. a .. "]" or a end
+  agree(fn, pattern, ins, { x_rest_names, inames }, { x, indices }, { k1, k2 })
   local to = out_names(out, math.max(k1, k2))
   -- x as [output axes..., indexed axis], the indices as [output axes..., 1]: one gather along the last dim
   local x_rest = {}
@@ -204,10 +233,19 @@ function M.get_at(pattern, x, indices, ...)
   x_to[#x_to + 1] = at_axis
   local xa = aligned(x, xnames, x_to, fn)
   local ia = aligned(indices, inames, to, fn)
+  local n = xa:size(#to + 1)
+  if indices:numel() > 0 then -- (out of range: named by the pattern's axis, not the gather below)
+    local lo, hi = indices:min():item(), indices:max():item()
+    local bad = lo < 1 and lo or hi > n and hi
+    if bad then
+      fail(fn, "index %d is out of bounds for the bracketed axis '%s' of size %d%s", bad, at_axis, n,
+        bad == 0 and " (indices are 1-based: a 0-based index from PyTorch needs + 1)" or "")
+    end
+  end
   local shape = {}
   for i = 1, #to do shape[i] = math.max(xa:size(i), ia:size(i)) end
   local xs = { unpack(shape) }
-  xs[#xs + 1] = xa:size(#to + 1)
+  xs[#xs + 1] = n
   return xa:expand(xs):gather(#to + 1, ia:expand(shape):unsqueeze(-1)):squeeze(-1)
 end
 

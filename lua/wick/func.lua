@@ -19,44 +19,18 @@ local unpack = table.unpack or unpack -- luacheck: ignore
 local function pack(...) return { n = select("#", ...), ... } end
 local is_tensor = wick.is_tensor
 
--- ---- pytrees ----
+-- ---- pytrees (wick.utils._pytree's nodes: plain tables, OrderedDicts, lists, namedtuples) ----
 
-local ordered = require("wick.ordered")
--- a plain table, or an OrderedDict (PyTorch's pytree takes OrderedDict(model.named_parameters()))
-local function is_tree(v)
-  return type(v) == "table" and not is_tensor(v) and (getmetatable(v) == nil or ordered.is(v))
-end
-
--- the tensors of a tree, in a fixed order (array part, then sorted string keys; an OrderedDict's own)
-local function keys_of(t)
-  if ordered.is(t) then return ordered.names(t) end
-  local keys, n = {}, 0
-  while t[n + 1] ~= nil do n = n + 1; keys[n] = n end
-  local named = {}
-  for k in pairs(t) do
-    if type(k) ~= "number" or k < 1 or k > n or k % 1 ~= 0 then named[#named + 1] = k end
-  end
-  table.sort(named, function(a, b) return tostring(a) < tostring(b) end)
-  for _, k in ipairs(named) do keys[#keys + 1] = k end
-  return keys
-end
-local function leaves(v, out)
-  out = out or {}
-  if is_tensor(v) then out[#out + 1] = v
-  elseif is_tree(v) then
-    for _, k in ipairs(keys_of(v)) do leaves(v[k], out) end
-  end
+local pytree = require("wick.utils.pytree")
+local function is_tree(v) return v ~= nil and not pytree.tree_is_leaf(v) end
+-- the tensors of a tree, in its leaves' order
+local function leaves(v)
+  local out = {}
+  for _, x in ipairs(pytree.tree_leaves(v)) do if is_tensor(x) then out[#out + 1] = x end end
   return out
 end
 -- the tree v with each tensor replaced by fn(tensor) (other values kept)
-local function map(v, fn)
-  if is_tensor(v) then return fn(v) end
-  if not is_tree(v) then return v end
-  local keys, out = keys_of(v), {}
-  for _, k in ipairs(keys) do out[k] = map(v[k], fn) end
-  if ordered.is(v) then return ordered.of(out, keys) end -- (an OrderedDict of the same names in order)
-  return out
-end
+local function map(v, fn) return pytree.tree_map_only("tensor", fn, v) end
 -- the tree v with its tensors replaced, in order, by list's
 local function rebuild(v, list)
   local i = 0

@@ -1723,7 +1723,7 @@ function wick.namedtuple(name, fields)
     at[f] = i
   end
   local T = { _fields = { unpack(fields) } }
-  local mt = { __name = name }
+  local mt = { __name = name, __namedtuple = T } -- (wick.utils._pytree's node)
   function T._asdict(r)
     local d = require("wick.ordered").OrderedDict()
     for i, f in ipairs(fields) do d[f] = rawget(r, i) end
@@ -1731,6 +1731,9 @@ function wick.namedtuple(name, fields)
   end
   mt.__index = function(r, k)
     if at[k] then return rawget(r, at[k]) end
+    if type(k) == "number" and k % 1 == 0 and k >= -#fields and k <= #fields and k ~= 0 then -- (a nil field; -1 the last)
+      return rawget(r, k > 0 and k or #fields + k + 1)
+    end
     if T[k] ~= nil then return T[k] end
     check.fail(name, "'%s' object has no attribute '%s'", name, tostring(k))
   end
