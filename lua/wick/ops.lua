@@ -233,6 +233,13 @@ return function(wick)
     for i = 1, t:size(dim) do parts[i] = t:select(dim, i) end
     return parts
   end
+  --- t:unpack([dim = 1]): the slices along dim as several results, Python's `q, k, v = t`
+  --- (`local q, k, v = t:unpack()`, Lua's unpack not taking a tensor)
+  function Tensor.unpack(t, dim)
+    check.tensor(t, "unpack", "self")
+    if t:dim() == 0 then check.fail("unpack", "cannot unpack a 0-dim tensor (iteration over a 0-d tensor)") end
+    return unpack(Tensor.unbind(t, dim))
+  end
 
   -- ---- argsort / topk / msort ----
 
