@@ -7063,3 +7063,52 @@ describe("the fifty-first round's lines, part 3 (magvit2)", function()
     support.assert_error_has(function() wick.tensor(1):unpack() end, "cannot unpack a 0-dim tensor")
   end)
 end)
+
+describe("the fifty-first round's lines, part 4 (titans' memory attention, BS-RoFormer's sdp_kernel)", function()
+  local F, A = wick.nn.functional, wick.nn.attention
+  local q = wick.randn(1, 4, 5, 8, { dtype = "float64" })
+  local k = wick.randn(1, 2, 6, 8, { dtype = "float64" })
+  local v = wick.randn(1, 2, 6, 8, { dtype = "float64" })
+  it("the math form of scaled_dot_product_attention gives the fused one's values, every mask kind", function()
+    local bm = wick.rand(5, 6):gt(0.3)
+    bm[{ {}, 1 }] = true
+    for _, opts in ipairs({ { enable_gqa = true }, { attn_mask = bm, enable_gqa = true },
+      { attn_mask = wick.randn(5, 6, { dtype = "float64" }), enable_gqa = true, scale = 0.3 }, { is_causal = true, enable_gqa = true } }) do
+      local x = q:clone():requires_grad_(true)
+      local fused = F.scaled_dot_product_attention(x, k, v, opts)
+      local composed = A.sdpa_kernel(A.SDPBackend.MATH, function() return F.scaled_dot_product_attention(x, k, v, opts) end)
+      assert.is_true(wick.allclose(fused, composed, { rtol = 0, atol = 1e-13 }))
+      assert.is_falsy(tostring(composed.grad_fn):find("ScaledDotProduct", 1, true))
+      assert.is_truthy(tostring(fused.grad_fn):find("ScaledDotProduct", 1, true))
+    end
+  end)
+  it("a gradient of a gradient through attention: inside wick.func's transforms and under the math backend", function()
+    local function f(x) return F.scaled_dot_product_attention(x, k, v, { enable_gqa = true }):pow(2):sum() end
+    local g = wick.func.grad(f)
+    local x = q:clone()
+    local hv = wick.func.grad(function(y) return g(y):sum() end)(x)
+    -- central differences of sum(grad f) at one entry
+    local eps = 1e-5
+    local xp, xm = x:clone(), x:clone()
+    xp[1][1][1][1] = x[1][1][1][1]:item() + eps
+    xm[1][1][1][1] = x[1][1][1][1]:item() - eps
+    local fd = (g(xp):sum():item() - g(xm):sum():item()) / (2 * eps)
+    assert.is_true(math.abs(hv[1][1][1][1]:item() - fd) < 1e-7, tostring(hv[1][1][1][1]:item()) .. " vs " .. fd)
+    -- autograd.grad with create_graph: the fused backward says to use the math backend, which works
+    local y = x:clone():requires_grad_(true)
+    local gy = wick.autograd.grad(f(y), { y }, { create_graph = true })[1]
+    support.assert_error_has(function() wick.autograd.grad(gy:sum(), { y }) end, "sdpa_kernel(SDPBackend.MATH, fn)")
+    local z = x:clone():requires_grad_(true)
+    local gz = A.sdpa_kernel(A.SDPBackend.MATH, function() return wick.autograd.grad(f(z), { z }, { create_graph = true })[1] end)
+    local hz = wick.autograd.grad(gz:sum(), { z })[1]
+    assert.is_true(wick.allclose(hz, hv, { rtol = 1e-10, atol = 1e-12 }))
+    -- BS-RoFormer's sdp_kernel(enable_flash=False, enable_math=True, enable_mem_efficient=False)
+    local w = x:clone():requires_grad_(true)
+    local out = wick.backends.cuda.sdp_kernel({ enable_flash = false, enable_math = true, enable_mem_efficient = false },
+      function() return F.scaled_dot_product_attention(w, k, v, { enable_gqa = true }) end)
+    assert.is_falsy(tostring(out.grad_fn):find("ScaledDotProduct", 1, true))
+    -- an error inside leaves the fused form on
+    assert.is_false(pcall(A.sdpa_kernel, A.SDPBackend.MATH, function() error("boom") end))
+    assert.is_truthy(tostring(F.scaled_dot_product_attention(w, k, v, { enable_gqa = true }).grad_fn):find("ScaledDotProduct", 1, true))
+  end)
+end)

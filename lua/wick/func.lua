@@ -19,6 +19,12 @@ local unpack = table.unpack or unpack -- luacheck: ignore
 local function pack(...) return { n = select("#", ...), ... } end
 local is_tensor = wick.is_tensor
 
+-- f run to be differentiated: grad mode on, and scaled_dot_product_attention composed of matmul and
+-- softmax (PyTorch's math backend), whose gradient can be differentiated again (the fused one's cannot)
+local function differentiating(f)
+  return wick.enable_grad(function() return require("wick.nn.functional")._with_math_sdpa(f) end)
+end
+
 -- ---- pytrees (wick.utils._pytree's nodes: plain tables, OrderedDicts, lists, namedtuples) ----
 
 local pytree = require("wick.utils.pytree")
@@ -143,8 +149,8 @@ function F.jacobian(func, inputs, opts)
   opts = check.options(opts, fn, FUNCTIONAL)
   local create = opts.create_graph == true
   local xs, single_in = inputs_of(fn, inputs, create)
-  local outs, single_out = wick.enable_grad(function() return outputs_of(fn, func(unpack(xs))) end)
-  local J = wick.enable_grad(function() return jacobian_of(outs, xs, create, opts.strict and fn) end)
+  local outs, single_out = differentiating(function() return outputs_of(fn, func(unpack(xs))) end)
+  local J = differentiating(function() return jacobian_of(outs, xs, create, opts.strict and fn) end)
   if single_out and single_in then return J[1][1] end
   if single_out then return J[1] end
   if single_in then
@@ -230,7 +236,7 @@ function F.vjp(func, inputs, v, opts)
   v, opts = v_and_opts(fn, v, opts)
   local create = opts.create_graph == true
   local xs, single_in = inputs_of(fn, inputs, create)
-  return wick.enable_grad(function()
+  return differentiating(function()
     local outs, single_out = outputs_of(fn, func(unpack(xs)))
     local vs = vectors(fn, v, outs, "output")
     local total = 0
@@ -246,7 +252,7 @@ local function jvp_of(fn, func, inputs, v, opts)
   local create = opts.create_graph == true
   local xs, single_in = inputs_of(fn, inputs, create)
   local vs = vectors(fn, v, xs, "input")
-  return wick.enable_grad(function()
+  return differentiating(function()
     local outs, single_out = outputs_of(fn, func(unpack(xs)))
     local us = {}
     for i, o in ipairs(outs) do us[i] = wick.zeros_like(o):requires_grad_(true) end
@@ -278,7 +284,7 @@ local function hessian_vector(fn, func, inputs, v, opts)
   local create = opts.create_graph == true
   local xs, single_in = inputs_of(fn, inputs, create)
   local vs = vectors(fn, v, xs, "input")
-  return wick.enable_grad(function()
+  return differentiating(function()
     local out = func(unpack(xs))
     if not is_tensor(out) or out:numel() ~= 1 then
       check.fail(fn, "The function given to %s should return a single Tensor with a single element", fn)
@@ -336,7 +342,7 @@ local function value_and_grad(fn, f, o, ...)
     args[a] = rebuild(args[a], copies)
   end
   local grad_on = wick.is_grad_enabled()
-  return wick.enable_grad(function()
+  return differentiating(function()
     local r = pack(f(unpack(args, 1, args.n)))
     local out, aux = r[1], r[2]
     if o.has_aux then
@@ -400,13 +406,13 @@ function T.vjp(f, ...)
     args[a] = rebuild(args[a], copies)
   end
   local grad_on = wick.is_grad_enabled()
-  local out = wick.enable_grad(function() return f(unpack(args, 1, args.n)) end)
+  local out = differentiating(function() return f(unpack(args, 1, args.n)) end)
   local outs = leaves(out)
   for _, o in ipairs(outs) do outer = keeps_graph(outer, grad_on, o, xs) end
   local function vjp_fn(cotangent)
     local cs = leaves(cotangent)
     if #cs ~= #outs then check.fail("func.vjp", "the cotangent must match the output's structure (%d tensors), got %d", #outs, #cs) end
-    return wick.enable_grad(function()
+    return differentiating(function()
       local total = 0
       for i, o in ipairs(outs) do total = total + (o * cs[i]):sum() end
       local g = grads_of(total, xs, nil, outer or any_tracked(cs))
@@ -477,7 +483,7 @@ local function jac(fn)
         args[a] = rebuild(args[a], copies)
       end
       local grad_on = wick.is_grad_enabled()
-      return wick.enable_grad(function()
+      return differentiating(function()
         local r = pack(f(unpack(args, 1, args.n)))
         local tree = r[1]
         -- several results without has_aux: PyTorch's tuple output, one Jacobian each

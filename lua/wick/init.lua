@@ -2304,11 +2304,12 @@ function wick.backends.cudnn.flags(opts, fn, ...)
 end
 wick.backends.mps = { is_available = function() return false end, is_built = function() return false end }
 -- PyTorch's choice among its attention kernels (flash, memory-efficient,
--- math, cuDNN): wick has one scaled_dot_product_attention per device, so the
--- switches are remembered and reported but choose nothing;
--- sdp_kernel({enable_flash =, enable_math =, enable_mem_efficient =,
--- enable_cudnn =}, fn) runs fn (the context manager as a function), as
--- wick.nn.attention.sdpa_kernel(backends, fn) does.
+-- math, cuDNN): wick has one fused scaled_dot_product_attention per device and
+-- the math form, so the global switches are remembered and reported but choose
+-- nothing; sdp_kernel({enable_flash =, enable_math =, enable_mem_efficient =,
+-- enable_cudnn =}, fn) runs fn (the context manager as a function), with the
+-- math form when flash and memory-efficient are both off, as
+-- wick.nn.attention.sdpa_kernel(backends, fn) does for MATH alone.
 do
   local cuda = wick.backends.cuda
   local enabled = { flash = true, mem_efficient = true, math = true, cudnn = true }
@@ -2321,8 +2322,11 @@ do
   local SDP = { enable_flash = "boolean", enable_math = "boolean", enable_mem_efficient = "boolean", enable_cudnn = "boolean" }
   function cuda.sdp_kernel(opts, fn, ...)
     if type(opts) == "function" then opts, fn = {}, opts end
-    check.options(opts or {}, "wick.backends.cuda.sdp_kernel", SDP)
+    opts = check.options(opts or {}, "wick.backends.cuda.sdp_kernel", SDP)
     check.callable(fn, "wick.backends.cuda.sdp_kernel", "fn")
+    if opts.enable_flash == false and opts.enable_mem_efficient == false and opts.enable_math ~= false then
+      return wick.nn.functional._with_math_sdpa(fn, ...)
+    end
     return fn(...)
   end
   check.strict(cuda, "wick.backends.cuda")

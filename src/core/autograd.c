@@ -1130,11 +1130,14 @@ static wick_status plan_needed(const backward_run *r, const node_list *order, bo
 /* The backward of a gradient that a fused kernel computed under create_graph. */
 static wick_status no_double_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
     (void)g, (void)grads;
+    bool attention = strncmp(n->name, "ScaledDotProduct", 16) == 0;
     return wick_fail(WICK_ERR_UNSUPPORTED,
                      "%s: a gradient of a gradient through this op is not supported (its backward is a fused "
                      "kernel without a derivative); create_graph = true works through the ops written with "
-                     "others (elementwise, matmul, linear, reductions, views, softmax, ...)",
-                     n->name);
+                     "others (elementwise, matmul, linear, reductions, views, softmax, ...)%s",
+                     n->name,
+                     attention ? "; run the attention under wick.nn.attention.sdpa_kernel(SDPBackend.MATH, fn), "
+                                 "as wick.func's transforms do, for its math form" : "");
 }
 
 /* create_graph through a node whose backward is a fused kernel: its

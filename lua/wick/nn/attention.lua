@@ -675,9 +675,10 @@ function A.Transformer.generate_square_subsequent_mask(sz, ...)
 end
 
 -- torch.nn.attention: SDPBackend and sdpa_kernel(backends, fn[, opts]), which
--- runs fn (PyTorch's context manager as a function). wick has one
--- scaled_dot_product_attention per device, so the choice of backends is
--- checked and otherwise changes nothing (set_priority is taken too).
+-- runs fn (PyTorch's context manager as a function). wick has one fused
+-- scaled_dot_product_attention per device and the math backend (matmul and
+-- softmax, differentiable twice): backends of MATH alone run fn with the math
+-- one, any other choice with the fused one (set_priority is taken too).
 local SDPBackend = { ERROR = "error", MATH = "math", FLASH_ATTENTION = "flash_attention",
   EFFICIENT_ATTENTION = "efficient_attention", CUDNN_ATTENTION = "cudnn_attention", OVERRIDEABLE = "overrideable" }
 local backend_names = {}
@@ -692,7 +693,10 @@ local function sdpa_kernel(backends, fn, opts, ...)
   if type(opts) == "table" then check.options(opts, "wick.nn.attention.sdpa_kernel", { set_priority = "boolean" })
   elseif opts ~= nil then return sdpa_kernel(backends, fn, nil, opts, ...) end
   check.callable(fn, "wick.nn.attention.sdpa_kernel", "fn")
-  return fn(...)
+  for _, b in ipairs(list) do
+    if b ~= SDPBackend.MATH and b ~= SDPBackend.ERROR then return fn(...) end
+  end
+  return require("wick.nn.functional")._with_math_sdpa(fn, ...)
 end
 A.attention = check.strict({ SDPBackend = SDPBackend, sdpa_kernel = sdpa_kernel }, "wick.nn.attention")
 

@@ -1337,30 +1337,58 @@ function F.tanhshrink(x) return tensor(x, "tanhshrink", "input") - x:tanh() end
 --- The C op checks every argument and option; the L x S matrix is never formed.
 local SDPA_ORDER = { "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa" }
 local SDPA_SPEC = { attn_mask = "tensor", dropout_p = "number", is_causal = "boolean", scale = "number", enable_gqa = "boolean" }
--- the attention written with matmul and softmax (PyTorch's math backend), for a float attn_mask that
--- requires grad (SAM's decomposed relative-position bias), whose L x S gradient the fused op never forms
-local function sdpa_composed(q, k, v, ...)
-  local o = check.positional("scaled_dot_product_attention", SDPA_ORDER, SDPA_SPEC, ...)
-  local E = q:size(-1)
+-- the attention written with matmul and softmax (PyTorch's math backend), differentiable twice: for
+-- a float attn_mask that requires grad (SAM's decomposed relative-position bias), whose L x S gradient
+-- the fused op never forms, and under F._with_math_sdpa. The fused op checks the arguments first.
+local function sdpa_composed(q, k, v, o)
   if o.enable_gqa and k:dim() >= 3 and q:size(-3) ~= k:size(-3) then
     local rep = q:size(-3) / k:size(-3)
     k, v = k:repeat_interleave(rep, -3), v:repeat_interleave(rep, -3)
   end
-  if o.is_causal then check.fail("scaled_dot_product_attention", "Explicit attn_mask should not be set when is_causal=True") end
-  local s = q:matmul(k:transpose(-2, -1)) * (o.scale or 1 / math.sqrt(E)) + o.attn_mask
+  local s = q:matmul(k:transpose(-2, -1)) * (o.scale or 1 / math.sqrt(q:size(-1)))
+  local mask = o.attn_mask
+  if o.is_causal then
+    mask = wick.ones(q:size(-2), k:size(-2), { dtype = "bool", device = q.device }):tril()
+  end
+  if mask and mask.dtype == "bool" then
+    s = s:masked_fill(mask:logical_not(), -math.huge)
+  elseif mask then
+    s = s + mask
+  end
   local p = s:softmax(-1)
   if o.dropout_p and o.dropout_p > 0 then p = F.dropout(p, o.dropout_p) end
   return p:matmul(v)
 end
+-- how many calls now ask for the math backend: sdpa_kernel(SDPBackend.MATH, fn) and wick.func's
+-- transforms, whose gradients may be differentiated again (the fused op's backward is not)
+local math_sdpa = 0
+--- F._with_math_sdpa(fn, ...): fn(...) with scaled_dot_product_attention composed of matmul and softmax
+local function math_sdpa_done(ok, ...)
+  math_sdpa = math_sdpa - 1
+  if not ok then error((...), 0) end
+  return ...
+end
+function F._with_math_sdpa(fn, ...)
+  math_sdpa = math_sdpa + 1
+  return math_sdpa_done(pcall(fn, ...))
+end
 function F.scaled_dot_product_attention(q, k, v, ...)
+  local is_tensor = wick.is_tensor
   local n = select("#", ...)
   local mask = n > 0 and (...)
-  if n > 0 and not wick.is_tensor(mask) then
+  if n > 0 and not is_tensor(mask) then
     local last = select(n, ...)
-    mask = type(last) == "table" and not wick.is_tensor(last) and last.attn_mask
+    mask = type(last) == "table" and not is_tensor(last) and last.attn_mask
   end
-  if wick.is_tensor(mask) and mask.requires_grad and wick.is_grad_enabled() and mask:is_floating_point() then
-    return sdpa_composed(q, k, v, ...)
+  mask = is_tensor(mask) and mask or nil
+  if wick.is_grad_enabled() and (math_sdpa > 0 or (mask and mask.requires_grad and mask:is_floating_point()))
+      and is_tensor(q) and is_tensor(k) and is_tensor(v)
+      and (q.requires_grad or k.requires_grad or v.requires_grad or (mask and mask.requires_grad)) then
+    local o = check.positional("scaled_dot_product_attention", SDPA_ORDER, SDPA_SPEC, ...)
+    if o.is_causal and o.attn_mask then
+      check.fail("scaled_dot_product_attention", "Explicit attn_mask should not be set when is_causal=True")
+    end
+    return sdpa_composed(q, k, v, o)
   end
   return core.scaled_dot_product_attention(q, k, v, ...)
 end
