@@ -7112,3 +7112,36 @@ describe("the fifty-first round's lines, part 4 (titans' memory attention, BS-Ro
     assert.is_truthy(tostring(F.scaled_dot_product_attention(w, k, v, { enable_gqa = true }).grad_fn):find("ScaledDotProduct", 1, true))
   end)
 end)
+
+describe("the fifty-first round's lines, part 5 (soundstorm's EinMix)", function()
+  local EinMix = wick.einops.layers.torch.EinMix
+  it("EinMix is einsum with a weight of weight_shape and a bias over bias_shape's output axes, as einops'", function()
+    local m = EinMix("b n g d -> b n g l", { weight_shape = "g d l", bias_shape = "g l", g = 2, d = 4, l = 3 })
+    assert.are.same({ 2, 4, 3 }, m.weight:size():totable())
+    assert.are.same({ 1, 1, 2, 3 }, m.bias:size():totable()) -- (size 1 on b and n, as einops' _bias_shape)
+    -- einops' uniform He bounds: fan_in is d (g is an output axis)
+    assert.is_true(m.weight:abs():max():item() <= math.sqrt(3 / 4) and m.bias:abs():max():item() <= math.sqrt(1 / 4))
+    assert.are.same({ "bias", "weight" }, (function() local k = m:state_dict():keys(); table.sort(k); return k end)())
+    local x = wick.randn(2, 5, 2, 4)
+    assert.is_true(wick.allclose(m(x), wick.einsum("bngd,gdl->bngl", x, m.weight) + m.bias))
+    assert.are.equal("EinMix('b n g d -> b n g l', 'g d l', 'g l', d=4, g=2, l=3)", tostring(m))
+    -- groups rearranged before and after: a multi-head linear layer; positions, then lengths by name
+    local h = EinMix("t b (head cin) -> t b (head cout)", "head cin cout", "head cout", { head = 2, cin = 3, cout = 5 })
+    local y = wick.randn(4, 2, 6)
+    local want = wick.einsum("tbhc,hcd->tbhd", y:view(4, 2, 2, 3), h.weight) + h.bias
+    assert.is_true(wick.allclose(h(y), want:reshape(4, 2, 10)))
+    -- "..." on both sides; no bias
+    local e = EinMix("b ... c -> b ... d", { weight_shape = "c d", c = 4, d = 2 })
+    assert.is_nil(e.bias)
+    assert.are.same({ 2, 3, 5, 2 }, e(wick.randn(2, 3, 5, 4)):size():totable())
+  end)
+  it("EinMix's errors are einops', and wick.einops names what it lacks", function()
+    support.assert_error_has(function() EinMix("b n d -> b n l", { weight_shape = "d l", d = 4 }) end, "Dimension l of weight should be specified")
+    support.assert_error_has(function() EinMix("b n d -> b n l", { weight_shape = "d l", d = 4, l = 3, q = 2 }) end, "Axes {q} are not used in pattern")
+    support.assert_error_has(function() EinMix("b n d -> b n l", { weight_shape = "d l", bias_shape = "n", d = 4, l = 3 }) end,
+      "Sizes not provided for bias axes {n}")
+    support.assert_error_has(function() EinMix("b ... d -> b l", { weight_shape = "d l", d = 4, l = 3 }) end, "Ellipsis in EinMix should be on both sides")
+    support.assert_error_has(function() return wick.einops.nosuch end, "wick.einops has no 'nosuch'")
+    support.assert_error_has(function() return wick.einops.layers.torch.Nope end, "wick.einops.layers has no 'Nope'")
+  end)
+end)

@@ -401,8 +401,137 @@ function Reduce:extra_repr()
   local r = type(self.reduction) == "string" and ("'%s'"):format(self.reduction) or "<function>"
   return ("'%s', %s%s"):format(self.pattern, r, lengths_repr(self.axes_lengths))
 end
-M.Rearrange, M.Reduce = Rearrange, Reduce
-M.layers = { Rearrange = Rearrange, Reduce = Reduce }
-M.layers.torch = M.layers
 
-return M
+--- einops.layers.torch.EinMix(pattern, weight_shape[, bias_shape][, axes_lengths]) (or weight_shape,
+--- bias_shape and the lengths by name: EinMix("b n g d -> b n g l", {weight_shape = "g d l",
+--- bias_shape = "g l", g = 2, d = 4, l = 3})): einsum of the input with a weight of weight_shape's
+--- axes, plus a bias over bias_shape's output axes (size 1 on the others); groups "(a b)" on
+--- either side rearranged before and after; einops' uniform He initialisation and errors
+local EinMix = nn.Module:extend("EinMix")
+local function names_in(groups, into)
+  for _, g in ipairs(groups) do for _, a in ipairs(g) do if type(a) == "string" and a ~= "..." then into[a] = true end end end
+  return into
+end
+local function flat(groups)
+  local out = {}
+  for _, g in ipairs(groups) do for _, a in ipairs(g) do if a ~= 1 then out[#out + 1] = a end end end
+  return out
+end
+local function report(axes, message)
+  local list = {}
+  for a in pairs(axes) do list[#list + 1] = a end
+  if #list > 0 then table.sort(list); fail("EinMix", message, "{" .. table.concat(list, ", ") .. "}") end
+end
+local function minus(a, ...)
+  local out, others = {}, { ... }
+  for k in pairs(a) do
+    local found = false
+    for _, o in ipairs(others) do found = found or o[k] ~= nil end
+    if not found then out[k] = true end
+  end
+  return out
+end
+function EinMix:init(pattern, ...)
+  local fn = "EinMix"
+  local args, n = { ... }, select("#", ...)
+  local named = n > 0 and type(args[n]) == "table" and getmetatable(args[n]) == nil and args[n] or nil
+  if named then n = n - 1 end
+  local weight_shape, bias_shape = args[1], args[2]
+  local lengths = {}
+  for k, v in pairs(named or {}) do
+    if k == "weight_shape" then weight_shape = v elseif k == "bias_shape" then bias_shape = v else lengths[k] = v end
+  end
+  if n > 2 then fail(fn, "takes a pattern, weight_shape and bias_shape, then axes lengths by name") end
+  check.string(pattern, "einops.EinMix", "pattern")
+  check.string(weight_shape, "einops.EinMix", "weight_shape")
+  if bias_shape ~= nil then check.string(bias_shape, "einops.EinMix", "bias_shape") end
+  lengths_of(fn, lengths)
+  local left, right = split(pattern, fn)
+  local weight = parse(weight_shape, fn)
+  local lid, rid, wid = names_in(left, {}), names_in(right, {}), names_in(weight, {})
+  report(minus(rid, lid, wid), "Unrecognized identifiers on the right side of EinMix %s")
+  if has_ellipsis(weight) then fail(fn, "Ellipsis is not supported in weight, as its shape should be fully specified") end
+  if has_ellipsis(left) ~= has_ellipsis(right) then fail(fn, "Ellipsis in EinMix should be on both sides, %s", pattern) end
+  for _, side in ipairs({ left, right, weight }) do
+    for _, g in ipairs(side) do
+      for _, a in ipairs(g) do
+        if type(a) == "number" and a ~= 1 then fail(fn, "Anonymous axes (numbers) are not allowed in EinMix") end
+        if g.paren and a == "..." and side == left then fail(fn, "Ellipsis on left side can't be in parenthesis, got %s", pattern) end
+      end
+    end
+  end
+  if weight_shape:find("[()]") then fail(fn, "Parenthesis is not allowed in weight shape: %s", weight_shape) end
+  local function composed(groups)
+    for _, g in ipairs(groups) do if #g ~= 1 or (g.paren and g[1] == "...") then return true end end
+    return false
+  end
+  local lflat, rflat, wflat = flat(left), flat(right), flat(weight)
+  if composed(left) then
+    local pre = {}
+    for k, v in pairs(lengths) do if lid[k] then pre[k] = v end end
+    self.pre_rearrange = Rearrange(pattern:match("^(.-)%->") .. "-> " .. table.concat(lflat, " "), pre)
+  end
+  if composed(right) then self.post_rearrange = Rearrange(table.concat(rflat, " ") .. " ->" .. pattern:match("%->(.*)$")) end
+  for a in pairs(wid) do if not lengths[a] then fail(fn, "Dimension %s of weight should be specified", a) end end
+  report(minus(lengths, lid, wid), "Axes %s are not used in pattern")
+  report(minus(wid, lid, rid), "Weight axes %s are redundant")
+  local wsize, fan_in = {}, 1
+  for i, a in ipairs(wflat) do
+    wsize[i] = lengths[a]
+    if not rid[a] then fan_in = fan_in * lengths[a] end
+  end
+  local bsize
+  if bias_shape ~= nil then
+    local bid = names_in(parse(bias_shape, fn), {})
+    report(minus(bid, rid), "Bias axes %s not present in output")
+    report(minus(bid, lengths), "Sizes not provided for bias axes %s")
+    bsize = {}
+    local used = false
+    for _, a in ipairs(rflat) do
+      if a == "..." then
+        if used then fail(fn, "all bias dimensions should go after ellipsis in the output") end
+      elseif bid[a] then
+        bsize[#bsize + 1], used = lengths[a], true
+      else
+        bsize[#bsize + 1] = 1
+      end
+    end
+  end
+  local wb, bb = math.sqrt(3 / fan_in), math.sqrt(1 / fan_in)
+  self.weight = nn.Parameter(wick.zeros(wsize):uniform_(-wb, wb))
+  if bsize then self.bias = nn.Parameter(wick.zeros(bsize):uniform_(-bb, bb)) end
+  -- the einsum with one letter an axis (sorted names), "..." kept
+  local all, ids = minus(lid), {}
+  for k in pairs(rid) do all[k] = true end
+  for k in pairs(wid) do all[k] = true end
+  for k in pairs(all) do ids[#ids + 1] = k end
+  table.sort(ids)
+  if #ids > 52 then fail(fn, "too many axis names") end
+  local letter, alphabet = {}, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+  for i, k in ipairs(ids) do letter[k] = alphabet:sub(i, i) end
+  letter["..."] = "..."
+  local function spec(list)
+    local out = {}
+    for i, a in ipairs(list) do out[i] = letter[a] end
+    return table.concat(out)
+  end
+  self.einsum_pattern = spec(lflat) .. "," .. spec(wflat) .. "->" .. spec(rflat)
+  self.pattern, self.weight_shape, self.bias_shape, self.axes_lengths = pattern, weight_shape, bias_shape, lengths
+end
+function EinMix:forward(input)
+  if self.pre_rearrange then input = self.pre_rearrange(input) end
+  local result = wick.einsum(self.einsum_pattern, input, self.weight)
+  if self.bias then result = result + self.bias end
+  if self.post_rearrange then result = self.post_rearrange(result) end
+  return result
+end
+function EinMix:extra_repr()
+  return ("'%s', '%s'%s%s"):format(self.pattern, self.weight_shape,
+    self.bias_shape and (", '%s'"):format(self.bias_shape) or "", lengths_repr(self.axes_lengths))
+end
+
+M.Rearrange, M.Reduce, M.EinMix = Rearrange, Reduce, EinMix
+M.layers = check.strict({ Rearrange = Rearrange, Reduce = Reduce, EinMix = EinMix }, "wick.einops.layers")
+rawset(M.layers, "torch", M.layers)
+
+return check.strict(M, "wick.einops")
