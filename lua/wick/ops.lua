@@ -1534,18 +1534,25 @@ return function(wick)
     end
     return check.tensor(u, fn, "other")
   end
+  -- the other mask of a logical op: a tensor, as PyTorch's (a Lua boolean there is most often a
+  -- tensor == tensor, which Lua answers with false rather than calling eq)
+  local function other_mask(u, fn)
+    if wick.is_tensor(u) then return as_bool(u) end
+    check.fail(fn, "argument 'other' (position 2) must be Tensor, not %s%s", type(u) == "boolean" and "bool" or type(u),
+      type(u) == "boolean" and " (a == b between two tensors is Lua's comparison, a boolean: write a:eq(b))" or "")
+  end
   --- t:logical_not(), t:logical_and(u), t:logical_or(u), t:logical_xor(u): bool results, nonzero is true
   function Tensor.logical_not(t) return check.tensor(t, "logical_not", "self"):eq(0) end
   function Tensor.logical_and(t, u)
-    local a, b = as_bool(check.tensor(t, "logical_and", "self")), as_bool(other_tensor(t, u, "logical_and"))
+    local a, b = as_bool(check.tensor(t, "logical_and", "self")), other_mask(u, "logical_and")
     return (a:to("int64") * b:to("int64")):ne(0)
   end
   function Tensor.logical_or(t, u)
-    local a, b = as_bool(check.tensor(t, "logical_or", "self")), as_bool(other_tensor(t, u, "logical_or"))
+    local a, b = as_bool(check.tensor(t, "logical_or", "self")), other_mask(u, "logical_or")
     return (a:to("int64") + b:to("int64")):ne(0)
   end
   function Tensor.logical_xor(t, u)
-    local a, b = as_bool(check.tensor(t, "logical_xor", "self")), as_bool(other_tensor(t, u, "logical_xor"))
+    local a, b = as_bool(check.tensor(t, "logical_xor", "self")), other_mask(u, "logical_xor")
     return a:ne(b)
   end
   --- t:count_nonzero([dim]): int64
