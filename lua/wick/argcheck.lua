@@ -85,6 +85,15 @@ list_mt.__index = function(list, k)
   for i = math.max(a, 1), math.min(b, n) do out[#out + 1] = rawget(list, i) end
   return setmetatable(out, list_mt)
 end
+-- printed as Python prints a list: ['a', 'b'] (strings quoted), [] when empty
+list_mt.__tostring = function(list)
+  local parts = {}
+  for i = 1, #list do
+    local v = rawget(list, i)
+    parts[i] = type(v) == "string" and ("'" .. v .. "'") or tostring(v)
+  end
+  return "[" .. table.concat(parts, ", ") .. "]"
+end
 C.list_mt = list_mt
 function C.list(t) return setmetatable(t, list_mt) end
 function C.is_array(v)

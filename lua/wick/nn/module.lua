@@ -1653,12 +1653,8 @@ end
 local IncompatibleKeys = { __name = "_IncompatibleKeys" }
 IncompatibleKeys.__tostring = function(r)
   if #r.missing_keys == 0 and #r.unexpected_keys == 0 then return "<All keys matched successfully>" end
-  local function list(keys)
-    local parts = {}
-    for i, k in ipairs(keys) do parts[i] = "'" .. tostring(k) .. "'" end
-    return "[" .. table.concat(parts, ", ") .. "]"
-  end
-  return ("_IncompatibleKeys(missing_keys=%s, unexpected_keys=%s)"):format(list(r.missing_keys), list(r.unexpected_keys))
+  return ("_IncompatibleKeys(missing_keys=%s, unexpected_keys=%s)"):format(tostring(check.list(r.missing_keys)),
+    tostring(check.list(r.unexpected_keys)))
 end
 
 -- A state dict with PyTorch's 0-based child indices ("0.weight", torch.save of
@@ -1812,7 +1808,8 @@ function Module:load_state_dict(sd, ...)
   -- PyTorch's named tuple: r.missing_keys and r.unexpected_keys, and
   -- `local missing, unexpected = m:load_state_dict(sd, false)` (the result's
   -- array part is the missing keys; the unexpected ones come second)
-  local result = setmetatable({ missing_keys = missing, unexpected_keys = unexpected }, IncompatibleKeys)
+  local result = setmetatable({ missing_keys = check.list(missing), unexpected_keys = check.list(unexpected) },
+    IncompatibleKeys)
   for _, h in ipairs(post) do h[2](h[1], result) end
   check_problems()
   for i, k in ipairs(result.missing_keys) do result[i] = k end
