@@ -7162,3 +7162,21 @@ describe("the fifty-first round's lines, part 6 (pytorch/examples' siamese netwo
     assert.are.equal("['weight', 'bias']", tostring(m:state_dict():keys()))
   end)
 end)
+
+describe("the fifty-first round's lines, part 7 (CLVP's checkpointed conditioning encoder)", function()
+  it("the reentrant checkpoint warns, as PyTorch's, when no input requires grad", function()
+    local warned, old = {}, wick._warn
+    wick._warn = function(msg) warned[#warned + 1] = msg end
+    local lin = wick.nn.Linear(3, 2)
+    local ok, err = pcall(function()
+      local y = wick.utils.checkpoint.checkpoint(lin, wick.randn(4, 3))
+      assert.is_false(y.requires_grad)
+      local z = wick.utils.checkpoint.checkpoint(lin, wick.randn(4, 3):requires_grad_(true))
+      assert.is_true(z.requires_grad)
+    end)
+    wick._warn = old
+    assert(ok, err)
+    assert.are.equal(1, #warned)
+    assert.is_truthy(warned[1]:find("None of the inputs have requires_grad=True. Gradients will be None", 1, true))
+  end)
+end)

@@ -1369,6 +1369,7 @@ local function math_sdpa_done(ok, ...)
   return ...
 end
 function F._with_math_sdpa(fn, ...)
+  check.callable(fn, "_with_math_sdpa", "fn")
   math_sdpa = math_sdpa + 1
   return math_sdpa_done(pcall(fn, ...))
 end

@@ -109,6 +109,11 @@ function M.checkpoint(fn, ...)
   local args = pack(...)
   if not wick.is_grad_enabled() then return fn(unpack(args, 1, n)) end
   if opts and opts.use_reentrant == false then return non_reentrant(fn, preserve, args, n) end
+  local any_grad = false
+  for i = 1, n do any_grad = any_grad or (wick.is_tensor(args[i]) and args[i].requires_grad) end
+  if not any_grad then -- (PyTorch's reentrant form warns so too: the parameters fn uses get no gradient)
+    require("wick.nn.common").warn("None of the inputs have requires_grad=True. Gradients will be None")
+  end
   -- fn returning one plain table (HF layers return tuples, perhaps as table.pack's
   -- {n = 3, a, nil, c} for a None inside): its entries go through the checkpoint as
   -- outputs, then back into a table of the same form
