@@ -7180,3 +7180,34 @@ describe("the fifty-first round's lines, part 7 (CLVP's checkpointed conditionin
     assert.is_truthy(warned[1]:find("None of the inputs have requires_grad=True. Gradients will be None", 1, true))
   end)
 end)
+
+describe("the fifty-first round's lines, part 8 (Mask2Former's and every DETR's Hungarian matcher)", function()
+  local L = wick.scipy.optimize.linear_sum_assignment
+  it("wick.scipy.optimize.linear_sum_assignment gives SciPy's assignment, ties too, 1-based", function()
+    -- scipy 1.17 (+ 1 on its indices)
+    local cases = {
+      { { { 1, 1, 0 }, { 0, 1, 1 }, { 1, 0, 1 }, { 0, 0, 0 } }, false, { 1, 2, 3 }, { 3, 1, 2 } },
+      { { { 2, 2, 1, 2 }, { 1, 2, 2, 2 }, { 2, 1, 2, 1 } }, false, { 1, 2, 3 }, { 3, 1, 2 } },
+      { { { 0.5, 0.1, 0.9 }, { 0.4, 0.8, 0.2 } }, true, { 1, 2 }, { 3, 2 } },
+      { { { 1, math.huge }, { math.huge, 2 }, { 3, 4 } }, false, { 1, 2 }, { 1, 2 } },
+    }
+    for _, c in ipairs(cases) do
+      local rows, cols = L(wick.tensor(c[1], { dtype = "float64" }), c[2])
+      assert.are.equal("int64", rows.dtype)
+      assert.are.same({ c[3], c[4] }, { rows:totable(), cols:totable() })
+    end
+    -- a DETR matcher's cost block: a float32 tensor, the least total cost
+    local C = wick.tensor({ { 0.9, 0.2, 0.5 }, { 0.1, 0.8, 0.7 } })
+    local r, k = L(C, { maximize = false })
+    assert.are.same({ { 1, 2 }, { 2, 1 } }, { r:totable(), k:totable() })
+    local e1, e2 = L(wick.zeros(0, 3))
+    assert.are.same({ 0, 0 }, { e1:numel(), e2:numel() })
+  end)
+  it("linear_sum_assignment's errors are SciPy's", function()
+    support.assert_error_has(function() L({ { math.huge, math.huge }, { 1, 2 } }) end, "linear_sum_assignment: cost matrix is infeasible")
+    support.assert_error_has(function() L({ { 0 / 0, 1 } }) end, "matrix contains invalid numeric entries")
+    support.assert_error_has(function() L({ { math.huge, 1 } }, true) end, "matrix contains invalid numeric entries")
+    support.assert_error_has(function() L(wick.zeros(2, 2, 2)) end, "expected a matrix (2-D array), got a 3-D array")
+    support.assert_error_has(function() return wick.scipy.optimize.minimize end, "wick.scipy.optimize has no 'minimize'")
+  end)
+end)

@@ -2897,7 +2897,7 @@ function wick.binomial(count, prob) return require("wick.distributions")._binomi
 -- wick.nn, wick.optim and wick.data load on first use (they require wick themselves).
 local lazy = { nn = "wick.nn", optim = "wick.optim", data = "wick.data", amp = "wick.amp",
   distributed = "wick.distributed", profiler = "wick.profiler", autograd = "wick.autograd",
-  distributions = "wick.distributions", linalg = "wick.linalg", func = "wick.func", einops = "wick.einops", einx = "wick.einx",
+  distributions = "wick.distributions", linalg = "wick.linalg", func = "wick.func", einops = "wick.einops", einx = "wick.einx", scipy = "wick.scipy",
   utils = "wick.utils", vision = "wick.vision", Object = "wick.object", fx = "wick.fx", testing = "wick.testing" }
 -- torch.inf, torch.nan, torch.pi, torch.e
 wick.inf, wick.nan, wick.pi, wick.e = math.huge, 0 / 0, math.pi, math.exp(1)
