@@ -1556,6 +1556,7 @@ local function parameter_item(v, fn)
   if check.is_module(v) then return v end
   check.tensor(v, fn, "parameter")
   if not v.is_leaf then return L.Parameter(v) end
+  if v:_is_parameter() then return v end -- (as it is: a frozen nn.Parameter stays frozen, as PyTorch's)
   if not v.requires_grad and v:is_floating_point() then v:requires_grad_(true) end
   return v
 end

@@ -1389,10 +1389,10 @@ DictView.__newindex = function(view, key, value)
   if want == "module" then check.module(value, "Module._modules", key)
   else check.tensor(value, "Module." .. which, key) end
   if want == "buffer" then return self:register_buffer(key, value) end
-  if want == "param" and not value:_is_parameter() then
-    check.fail("Module._parameters", "'%s' must be an nn.Parameter (or a tensor that requires grad); got a plain tensor", key)
-  end
   self[key] = value
+  -- PyTorch's _parameters is a plain dict that takes any tensor: learn2learn's update_module writes
+  -- p - lr * g there, a tensor of the graph, which parameters() then gives (and the forward reads)
+  if want == "param" and not value:_is_parameter() then registry(self, "_param_names")[key] = true end
 end
 DictView.__len = function(view) return #dict_entries(view) end
 DictView.__pairs = function(view) return DICT_METHODS.items(view) end
