@@ -7241,3 +7241,24 @@ describe("the fifty-first round's lines, part 9 (MAML's Learner, learn2learn's u
     assert.are.same({ "weight", "bias" }, { unpack(clone:state_dict():keys()) })
   end)
 end)
+
+describe("the fifty-first round's lines, part 10 (the implicit-layers tutorial's DEQ and Newton layers)", function()
+  it("gradcheck runs the function with grad mode on and its inputs requiring grad, as PyTorch's", function()
+    local x = wick.randn(3, { dtype = "float64", requires_grad = true })
+    -- TanhNewtonImplicitLayer registers a hook on its output
+    assert.is_true(wick.autograd.gradcheck(function(v)
+      assert.is_true(wick.is_grad_enabled() and v.requires_grad)
+      local y = v:sin() * 2
+      y:register_hook(function(g) return g end)
+      return y
+    end, { x }))
+    assert.is_true(wick.autograd.gradgradcheck(function(v) return v:sin() * v end, { x }))
+  end)
+  it("a hook's result of another shape is an error naming both shapes", function()
+    local W = wick.randn(3, 3, { requires_grad = true })
+    local z = wick.tanh(W:mv(wick.randn(3)))
+    z:register_hook(function(g) return g:view(1, 3) end)
+    support.assert_error_has(function() z:sum():backward() end,
+      "a hook returned a tensor of shape [1, 3], float32, on cpu, where the gradient is [3], float32, on cpu")
+  end)
+end)

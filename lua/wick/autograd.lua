@@ -429,10 +429,11 @@ end
 
 -- the analytical Jacobian of every output (from the graph of `outs`, made
 -- first) against central differences, element by element; the differences
--- run func on perturbed copies of the inputs (the inputs stay as they are).
--- graph: func differentiates inside (gradgradcheck's first derivatives), so
--- it runs with grad mode on and the copies require grad as their inputs do
-local function check_jacobian(fn, func, inputs, outs, o, graph)
+-- run func on perturbed copies of the inputs (the inputs stay as they are),
+-- as PyTorch's: grad mode on, and the copies require grad as their inputs do
+-- (a func that registers a hook on its output, or differentiates inside:
+-- gradgradcheck's first derivatives)
+local function check_jacobian(fn, func, inputs, outs, o)
   local eps, atol, rtol = o.eps or 1e-6, o.atol or 1e-5, o.rtol or 1e-3
   local xs, where = {}, {}
   for i, x in ipairs(inputs) do
@@ -457,9 +458,8 @@ local function check_jacobian(fn, func, inputs, outs, o, graph)
         for i, v in ipairs(inputs) do args[i] = v end
         local c = base:clone()
         c[k] = base[k]:item() + delta
-        args[where[m]] = c:view(x:size()):to(x.dtype)
-        if graph then args[where[m]]:requires_grad_(true) end
-        return (graph and wick.enable_grad or wick.no_grad)(function()
+        args[where[m]] = c:view(x:size()):to(x.dtype):requires_grad_(true)
+        return wick.enable_grad(function()
           local r = outputs_list(func(unpack(args, 1, #inputs)))
           for q, t in ipairs(r) do r[q] = t:detach() end
           return r
@@ -534,7 +534,7 @@ function M.gradgradcheck(func, inputs, grad_outputs, opts)
   for j = 1, #gos do all[n + j] = gos[j] end
   local ok, why = wick.enable_grad(function()
     local first = outputs_list(first_order(unpack(all)))
-    return check_jacobian(fn, first_order, all, first, opts, true)
+    return check_jacobian(fn, first_order, all, first, opts)
   end)
   if ok then return true end
   return false, why

@@ -202,6 +202,13 @@ static int push_hook_list(lua_State *L, const char *key, lua_Number id) {
     return n;
 }
 
+/* tostring(t[field]) of the tensor at stack index idx (absolute), left on the stack for an error message */
+static const char *field_text(lua_State *L, int idx, const char *field) {
+    lua_getfield(L, idx, field);
+    if (!luaL_callmeta(L, -1, "__tostring")) lua_pushstring(L, "?");
+    return lua_tostring(L, -1);
+}
+
 static void push_tensor(lua_State *L, wick_tensor *t) {
     wick_tensor **slot = wl_new_slot(L);
     wick_tensor_retain(t);
@@ -258,10 +265,13 @@ WL_FUNCTION(grad_hooks) {
         if (nd != wick_tensor_ndim(g0) ||
             memcmp(wick_tensor_sizes(r), wick_tensor_sizes(g0), sizeof(int64_t) * (size_t)nd) != 0 ||
             wick_tensor_dtype(r) != wick_tensor_dtype(g0) ||
-            !wick_device_equal(wick_tensor_device(r), wick_tensor_device(g0)))
-            luaL_error(L, "register_hook: a hook returned a tensor that is not of the gradient's shape, dtype and "
-                          "device (%s, %d dims); return nil or a tensor like the gradient",
-                       wick_dtype_name(wick_tensor_dtype(r)), nd);
+            !wick_device_equal(wick_tensor_device(r), wick_tensor_device(g0))) {
+            int at = lua_gettop(L);
+            luaL_error(L, "register_hook: a hook returned a tensor of shape %s, %s, on %s, where the gradient is %s, "
+                          "%s, on %s; return nil or a tensor like the gradient",
+                       field_text(L, at, "shape"), wick_dtype_name(wick_tensor_dtype(r)), field_text(L, at, "device"),
+                       field_text(L, 4, "shape"), wick_dtype_name(wick_tensor_dtype(g0)), field_text(L, 4, "device"));
+        }
         lua_replace(L, 4);
         lua_pop(L, 1);
     }
