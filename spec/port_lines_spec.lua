@@ -7262,3 +7262,35 @@ describe("the fifty-first round's lines, part 10 (the implicit-layers tutorial's
       "a hook returned a tensor of shape [1, 3], float32, on cpu, where the gradient is [3], float32, on cpu")
   end)
 end)
+
+describe("the fifty-first round's lines, part 11 (PEFT's wrappers)", function()
+  it("a class's own __getattr__ is the fallback for names the lookup misses, as Python's", function()
+    local W = nn.Module:extend("W")
+    function W:init(m) self.model = m end
+    function W:__getattr__(name) -- PEFT's PeftModel.__getattr__
+      local ok, v = pcall(nn.Module.__getattr__, self, name)
+      if ok then return v end
+      if name == "model" then error(v, 0) end
+      return self.model[name]
+    end
+    function W:forward(x) return self.model(x) end
+    local w = W(nn.Linear(2, 3))
+    assert.are.equal(2, w.in_features)
+    assert.are.same({ 3, 2 }, w.weight:size():totable())
+    assert.is_nil(w.nosuch) -- (Linear's own miss: nil)
+    assert.are.same({ "model.weight", "model.bias" }, { unpack(w:state_dict():keys()) })
+    assert.are.same({ 4, 3 }, w(wick.randn(4, 2)):size():totable())
+    -- inherited by a subclass, whose own methods still come first
+    local W2 = W:extend("W2")
+    function W2:hello() return "hi" end
+    local w2 = W2(nn.Linear(2, 5))
+    assert.are.same({ "hi", 5 }, { w2:hello(), w2.out_features })
+    -- a __getattr__ that defers to Module's raises for a missing name, as PyTorch's AttributeError
+    local R = nn.Module:extend("R")
+    function R:init() self.lin = nn.Linear(1, 1) end
+    function R:__getattr__(name) return nn.Module.__getattr__(self, name) end
+    local r = R()
+    support.assert_error_has(function() return r.missing end, "'R' object has no attribute 'missing'")
+    assert.is_truthy(tostring(r):find("(lin): Linear", 1, true))
+  end)
+end)

@@ -423,6 +423,35 @@ local function own_init_args(class, declared, init, ...)
   return unpack(list, 1, count)
 end
 
+-- A class's own __getattr__ (PEFT's PeftModel, LoraModel, ModulesToSaveWrapper delegating to the
+-- wrapped model) is Python's fallback for a name the usual lookup misses: the class's instance
+-- __index becomes this, which looks the name up as before (`inner`: the class's __index function,
+-- or the instance's class table), then calls the instance's class's __getattr__. A name being
+-- resolved is not resolved again (Module.__getattr__(self, name), PyTorch's super().__getattr__,
+-- from inside the override misses and raises, as PyTorch's does), nor is a name starting with "_"
+-- (metamethods, and the private fields wick's own code looks for on any module).
+local resolving = setmetatable({}, { __mode = "k" })
+local getattr_indexes = setmetatable({}, { __mode = "k" }) -- (the functions getattr_index made)
+local function getattr_index(inner)
+  return function(obj, key)
+    local v
+    if type(inner) == "function" then v = inner(obj, key) else v = getmetatable(obj)[key] end
+    if v ~= nil or type(key) ~= "string" or key:sub(1, 1) == "_" then return v end
+    local busy = resolving[obj]
+    if busy and busy[key] then return nil end
+    busy = busy or {}
+    resolving[obj] = busy
+    busy[key] = true
+    local ok, r = pcall(getmetatable(obj).__getattr__, obj, key)
+    busy[key] = nil
+    if not ok then error(r, 0) end
+    return r
+  end
+end
+
+-- Python's dunder methods that are no Lua metamethods: looked up through the base, not copied
+local INHERITED = { __call__ = true, __getattr__ = true, __setattr__ = true, __delattr__ = true }
+
 -- tostring(cls): Python's str(cls), "<class 'SineLayer'>" (siren's str(layer.__class__) keys)
 local function class_name(cls) return ("<class '%s'>"):format(tostring(rawget(cls, "__name"))) end
 
@@ -439,9 +468,9 @@ function Module:extend(name, args)
     for i = 1, #args do check.string(args[i], "Module.extend", "args") end
   end
   local class = {}
-  for k, v in pairs(self) do -- (the metamethods; __call__, a method, is inherited: a class's own goes
-    -- through __newindex, which makes it the call)
-    if type(k) == "string" and k:sub(1, 2) == "__" and k ~= "__call__" then class[k] = v end
+  for k, v in pairs(self) do -- (the metamethods; __call__ and __getattr__, methods, are inherited: a
+    -- class's own goes through __newindex, which makes it the call or the lookup's fallback)
+    if type(k) == "string" and k:sub(1, 2) == "__" and not INHERITED[k] then class[k] = v end
   end
   class.__name = name or "Module"
   class.__name__ = class.__name
@@ -491,6 +520,12 @@ function Module:extend(name, args)
       end
       -- Python's __call__ defined on the class (pix2pix's GANLoss.__call__) replaces the module call
       if k == "__call__" and type(v) == "function" then rawset(cls, "__call", v) end
+      -- and its __getattr__ is the fallback of the instances' lookup
+      if k == "__getattr__" and type(v) == "function" and not getattr_indexes[rawget(cls, "__index")] then
+        local index = getattr_index(rawget(cls, "__index") ~= cls and rawget(cls, "__index") or nil)
+        getattr_indexes[index] = true
+        rawset(cls, "__index", index)
+      end
       rawset(cls, k, v)
       require("wick.nn.common").included_late(cls, k)
     end,
