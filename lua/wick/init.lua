@@ -216,9 +216,9 @@ end })
 
 -- t:size(): a wick.Size too (an array that prints as [2, 3], not as a table's address)
 local tensor_size = Tensor.size
-function Tensor.size(t, dim)
+function Tensor.size(t, dim, ...)
   if dim == nil then return setmetatable(tensor_size(t), Size) end
-  return tensor_size(t, dim)
+  return tensor_size(t, dim, ...) -- (a second dim: the binding's error, as PyTorch's TypeError)
 end
 
 local tensor_shape, tensor_dtype, tensor_device_code = Tensor._shape, Tensor._dtype, Tensor._device_code

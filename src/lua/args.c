@@ -113,6 +113,10 @@ wick_tensor *wl_checktensor(lua_State *L, int idx, const char *fn, const char *a
                         "give one table: unpack(...) it, or index it)",
                      fn, arg, (int)lua_objlen(L, idx));
     }
+    if (lua_type(L, idx) == LUA_TBOOLEAN) /* (a ported t == 0: Lua's comparison, a constant boolean) */
+        wl_raise(L, "%s: expected a tensor for argument '%s', got a boolean (%s): Lua's == and ~= give one boolean, "
+                    "not a tensor of comparisons, so write t:eq(x) or t:ne(x)",
+                 fn, arg, lua_toboolean(L, idx) ? "true" : "false");
     wl_raise(L, "%s: expected a tensor for argument '%s', got %s", fn, arg, luaL_typename(L, idx));
     return NULL;
 }

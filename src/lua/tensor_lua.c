@@ -486,6 +486,9 @@ WL_FUNCTION(t_size) {
         push_shape(L, wick_tensor_ndim(a), wick_tensor_sizes(a));
         return 1;
     }
+    if (lua_gettop(L) > 2 && !lua_isnil(L, 3))
+        wl_raise(L, "size: takes one dim, got %d arguments (every size: x:size(), whose values unpack(x:size()) "
+                    "gives)", lua_gettop(L) - 1);
     int dim = wl_dim(L, 2, "size");
     int n = wick_tensor_ndim(a);
     if (dim < 0) dim += n;
