@@ -7314,3 +7314,16 @@ describe("the fifty-first round's lines, part 13 (TRL's DPO collator)", function
     assert.are.same({ -100, 6, 7 }, ids:masked_fill(cm:eq(0), -100):totable())
   end)
 end)
+
+describe("the fifty-first round's lines, part 14 (UperNet's segmentation loss)", function()
+  it("a target of ignore_index + 1 says the 1-based shift moved the ignored value too", function()
+    local labels = wick.tensor({ { { 0, 255 }, { 3, 4 } } }, { dtype = "int64" })
+    local loss = nn.CrossEntropyLoss({ ignore_index = 255 })
+    support.assert_error_has(function() return loss(wick.randn(1, 5, 2, 2), labels + 1) end,
+      "Target 256 is out of bounds (classes are 1 to 5). It is ignore_index + 1")
+    support.assert_error_has(function() return loss(wick.randn(4, 5), wick.tensor({ 1, 256, 2, 3 }, { dtype = "int64" })) end,
+      "It is ignore_index + 1")
+    local shifted = wick.where(labels:eq(255), labels, labels + 1)
+    assert.is_true(loss(wick.randn(1, 5, 2, 2), shifted):item() > 0)
+  end)
+end)

@@ -1785,6 +1785,11 @@ local function nll(fn, logp, target, opts)
     mask = target:ne(ignore)
     safe = wick.where(mask, target, 1)
   end
+  local C = logp:size(2)
+  if ignore ~= false and ignore + 1 > C and target:numel() > 0 and target:eq(ignore + 1):any():item() then
+    check.fail(fn, "Target %d is out of bounds (classes are 1 to %d). It is ignore_index + 1: labels made 1-based "
+      .. "with + 1 keep the ignored value as it is (where(labels:eq(ignore), labels, labels + 1))", ignore + 1, C)
+  end
   local picked = pick(fn, "Target %d is out of bounds (classes are 1 to %d).", "gather", logp, 2,
     safe:unsqueeze(2)):squeeze(2)
   local w
