@@ -7327,3 +7327,29 @@ describe("the fifty-first round's lines, part 14 (UperNet's segmentation loss)",
     assert.is_true(loss(wick.randn(1, 5, 2, 2), shifted):item() > 0)
   end)
 end)
+
+describe("the fifty-first round's lines, part 15 (BYOL's learner)", function()
+  it("deepcopy binds a hook's closure to the copy of its owner in whatever order it meets them", function()
+    local W = nn.Module:extend("W")
+    function W:init(net)
+      self.net = net
+      self.hidden = {}
+      net[2]:register_forward_hook(function(m, i, o) return self:_hook(m, i, o) end)
+    end
+    function W:_hook(_, _, o) self.hidden.v = o end
+    for _, order in ipairs({ "net first", "owner first" }) do
+      local net = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+      local enc = W(net)
+      local c = wick.deepcopy(order == "net first" and { net, enc } or { enc, net })
+      local copy = order == "net first" and c[2] or c[1]
+      copy.net(wick.randn(1, 2))
+      assert.is_not_nil(copy.hidden.v, order)
+      assert.is_nil(enc.hidden.v, order)
+    end
+  end)
+  it("a list's index 0 is an error: lists count from 1", function()
+    local m = nn.Sequential(nn.Linear(1, 1), nn.ReLU())
+    assert.are.equal("Linear", getmetatable(m:children()[-2]).__name)
+    support.assert_error_has(function() return m:children()[0] end, "a list's index 0: lists count from 1")
+  end)
+end)

@@ -74,7 +74,10 @@ local list_mt = { __call = function(list, _, prev)
 end }
 list_mt.__index = function(list, k)
   local n = #list
-  if type(k) == "number" then return k < 0 and rawget(list, n + k + 1) or nil end
+  if type(k) == "number" then
+    if k == 0 then raise("a list's index 0: lists count from 1 (Python's list(...)[0] is [1], [-1] the last)") end
+    return k < 0 and rawget(list, n + k + 1) or nil
+  end
   if type(k) ~= "table" then return nil end
   local r = type(k[1]) == "table" and k[1] or k
   local a, b = r[1] or 1, r[2] or -1

@@ -2916,6 +2916,7 @@ wick.slice = core.slice
 -- per-module registries of wick.nn (pruning, weight and spectral norm) carry
 -- their records over to the copy (nn/common.lua's hook_registry)
 wick._deepcopy_copiers = {}
+local PENDING = {} -- (memo[PENDING]: the modules copied, {original, copy}, in order)
 local function deep_copy(v, memo)
   if wick.is_tensor(v) then
     if memo[v] == nil then
@@ -2942,13 +2943,25 @@ local function deep_copy(v, memo)
     memo[v] = c
     for key, item in pairs(v) do rawset(c, deep_copy(key, memo), deep_copy(item, memo)) end
     setmetatable(c, getmetatable(v))
-    if check.is_module(v) then
-      for _, f in ipairs(wick._deepcopy_copiers) do f(v, c, memo) end
+    if check.is_module(v) then -- (its hooks and records: once all is copied, below)
+      local pending = memo[PENDING]
+      pending[#pending + 1] = { v, c }
     end
   end
   return memo[v]
 end
-function wick.deepcopy(v) return deep_copy(v, {}) end
+-- The copiers of the modules copied (a hook's closure rebound to the copies of what it holds) run
+-- once everything is in the memo: a hook on a child whose owner is copied later (BYOL's NetWrapper
+-- holding the net it hooks, copied in pairs() order) reaches the owner's copy too, as Python's
+-- deepcopy of the bound method's __self__ does.
+function wick.deepcopy(v)
+  local memo = { [PENDING] = {} }
+  local c = deep_copy(v, memo)
+  for _, p in ipairs(memo[PENDING]) do
+    for _, f in ipairs(wick._deepcopy_copiers) do f(p[1], p[2], memo) end
+  end
+  return c
+end
 
 --- wick.copy(v): Python's copy.copy, a shallow copy: a tensor is a new tensor object on the same
 --- data (detached, requires_grad kept: PyTorch's copy.copy of a tensor shares its storage); a plain
