@@ -6966,6 +6966,7 @@ describe("the fifty-first round's lines, part 1 (BS-RoFormer, Parakeet, Zamba2, 
       assert.are.equal("float32", w.dtype)
       assert.is_true(wick.equal(w, wick.tensor(values, { dtype = "float32" })), tostring(w))
     end
+    support.assert_error_has(function() wick.hann_window(5, { dtype = "int64" }) end, "hann_window expects floating point dtypes")
     -- the float64 window is the float64 formula's
     local k = wick.arange(9, { dtype = "float64" })
     assert.is_true(wick.allclose(wick.hann_window(8, { dtype = "float64" }),

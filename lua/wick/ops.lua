@@ -2887,6 +2887,9 @@ return function(wick)
       check.int(n, name, "window_length", 0)
       local o = check.positional(name, order or { "periodic" }, WINDOW, ...)
       local opts = { dtype = o.dtype or wick.get_default_dtype(), device = o.device }
+      if not wick.empty(0, { dtype = opts.dtype }):is_floating_point() then
+        check.fail(name, "%s expects floating point dtypes, got: %s", name, opts.dtype)
+      end
       local w
       if n <= 1 then
         w = wick.ones(n, opts)

@@ -1339,7 +1339,7 @@ local SDPA_ORDER = { "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa
 local SDPA_SPEC = { attn_mask = "tensor", dropout_p = "number", is_causal = "boolean", scale = "number", enable_gqa = "boolean" }
 -- the attention written with matmul and softmax (PyTorch's math backend), differentiable twice: for
 -- a float attn_mask that requires grad (SAM's decomposed relative-position bias), whose L x S gradient
--- the fused op never forms, and under F._with_math_sdpa. The fused op checks the arguments first.
+-- the fused op never forms, and under F._with_math_sdpa (the arguments checked as its ops check theirs).
 local function sdpa_composed(q, k, v, o)
   if o.enable_gqa and k:dim() >= 3 and q:size(-3) ~= k:size(-3) then
     local rep = q:size(-3) / k:size(-3)
