@@ -516,12 +516,8 @@ static wick_status ce_check_targets(const wk_ce_args *a) {
         int64_t t = a->target[r];
         if (a->has_ignore && t == a->ignore_index) continue;
         if (t < 1 || t > a->classes)
-            return wick_fail(WICK_ERR_INDEX, "cross_entropy: Target %lld is out of bounds (classes are 1 to %lld).%s",
-                             (long long)t, (long long)a->classes,
-                             a->has_ignore && t == a->ignore_index + 1
-                                 ? " It is ignore_index + 1: labels made 1-based with + 1 keep the ignored value "
-                                   "as it is (where(labels:eq(ignore), labels, labels + 1))"
-                                 : "");
+            return wick_fail(WICK_ERR_INDEX, "cross_entropy: Target %lld is out of bounds (classes are 1 to %lld).",
+                             (long long)t, (long long)a->classes);
     }
     return WICK_OK;
 }

@@ -1753,6 +1753,14 @@ local function unbatched_class(loss, input, target, opts)
 end
 
 -- the loss itself, its errors named as fn's (cross_entropy's own call names cross_entropy)
+-- a target of ignore_index + 1 past the classes: labels made 1-based with + 1 that moved the
+-- ignored value too (UperNet's labels + 1 with 255), said so rather than a bare out-of-bounds error
+local function shifted_ignore(fn, target, ignore, classes)
+  if type(ignore) == "number" and ignore + 1 > classes and target:numel() > 0 and target:eq(ignore + 1):any():item() then
+    check.fail(fn, "Target %d is out of bounds (classes are 1 to %d). It is ignore_index + 1: labels made 1-based "
+      .. "with + 1 keep the ignored value as it is (where(labels:eq(ignore), labels, labels + 1))", ignore + 1, classes)
+  end
+end
 local function nll(fn, logp, target, opts)
   if logp:dim() < 2 then wick.error(("%s: expected input of at least 2 dims [N, C], got %d"):format(fn, logp:dim())) end
   if target.dtype ~= "int64" and target.dtype ~= "int32" then
@@ -1785,11 +1793,7 @@ local function nll(fn, logp, target, opts)
     mask = target:ne(ignore)
     safe = wick.where(mask, target, 1)
   end
-  local C = logp:size(2)
-  if ignore ~= false and ignore + 1 > C and target:numel() > 0 and target:eq(ignore + 1):any():item() then
-    check.fail(fn, "Target %d is out of bounds (classes are 1 to %d). It is ignore_index + 1: labels made 1-based "
-      .. "with + 1 keep the ignored value as it is (where(labels:eq(ignore), labels, labels + 1))", ignore + 1, C)
-  end
+  if ignore ~= false then shifted_ignore(fn, target, ignore, logp:size(2)) end
   local picked = pick(fn, "Target %d is out of bounds (classes are 1 to %d).", "gather", logp, 2,
     safe:unsqueeze(2)):squeeze(2)
   local w
@@ -1834,6 +1838,7 @@ function F.cross_entropy(logits, target, ...)
     check_device("cross_entropy", "target", target, logits, "input")
     if opts.weight then check_device("cross_entropy", "weight", opts.weight, logits, "input") end
     if ignore == nil then ignore = -100 elseif ignore == false then ignore = nil end
+    if ignore then shifted_ignore("cross_entropy", target, ignore, logits:size(2)) end
     -- log_softmax and nll in one fused kernel each way
     return core.cross_entropy(logits, target, opts.weight, ignore, smoothing, opts.reduction or "mean")
   end
