@@ -4,6 +4,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -74,6 +76,31 @@ static void test_matmul_transposed_view(void) {
     wick_tensor_release(p);
     wick_tensor_release(at);
     wick_tensor_release(a);
+}
+
+/* x @ W^T with x's memory ending at a page that cannot be read (Debian 12's BLIS read up to a row
+ * past A in this product: 7 rows, 65 columns, k = 515; cpu_gemm.c's nt_padded_a) */
+static void test_matmul_reads_only_its_operands(void) {
+    const int64_t m = 7, k = 515, n = 65;
+    long ps = sysconf(_SC_PAGESIZE);
+    size_t bytes = (size_t)(m * k) * sizeof(float), pages = (bytes + (size_t)ps - 1) / (size_t)ps + 1;
+    char *base = mmap(NULL, pages * (size_t)ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(base != MAP_FAILED);
+    CHECK(mprotect(base + (pages - 1) * (size_t)ps, (size_t)ps, PROT_NONE) == 0);
+    float *xs = (float *)(base + (pages - 1) * (size_t)ps - bytes);
+    for (int64_t i = 0; i < m * k; i++) xs[i] = 1.0f;
+    int64_t xsz[2] = {m, k}, wsz[2] = {n, k};
+    wick_tensor *x, *w, *wt, *y;
+    CHECK(wick_from_host(&x, xs, 2, xsz, WICK_FLOAT32, NULL, NULL) == WICK_OK);
+    CHECK(wick_full(&w, 2, wsz, 1.0, opts(WICK_FLOAT32, "cpu")) == WICK_OK);
+    CHECK(wick_transpose(&wt, w, 0, 1) == WICK_OK);
+    CHECK(wick_mm(&y, x, wt) == WICK_OK);
+    CHECK(wick_get_double(y, 0) == (double)k && wick_get_double(y, m * n - 1) == (double)k);
+    wick_tensor_release(y);
+    wick_tensor_release(wt);
+    wick_tensor_release(w);
+    wick_tensor_release(x);
+    munmap(base, pages * (size_t)ps);
 }
 
 static void test_errors_leave_nothing(void) {
@@ -322,6 +349,7 @@ int main(void) {
     test_add_broadcast();
     test_same_device_rule();
     test_matmul_transposed_view();
+    test_matmul_reads_only_its_operands();
     test_errors_leave_nothing();
     test_reduce_and_softmax();
     test_half_roundtrip();

@@ -263,6 +263,25 @@ void cpu_untranspose_f32(float *dst, int64_t ldd, const float *src, int64_t n, i
  * of C and whole micro-tiles of the BLAS kernels). */
 #define SPLIT_ALIGN 16
 
+/* Rows of slack after A's copy in a float32 A B^T (below). */
+#define NT_SLACK_ROWS 2
+
+/* Debian 12's BLIS 0.9 reads past the end of A in a row-major float32 A B^T (its small-matrix
+ * kernels on AMD CPUs, found with a guard page after A: m of 3j + 1 rows, n of 17 and more, up to
+ * a row of A beyond; a tensor whose memory ends at a page's end then crashes the process). There A
+ * goes through a contiguous copy with NT_SLACK_ROWS zeroed rows after it: m x k more memory
+ * traffic against m x k x n multiply-adds. NULL when no copy is needed, or none could be made (the
+ * call then reads A in place, as before). */
+static float *nt_padded_a(const wk_gemm_args *g, const float *a, int64_t m, size_t *bytes) {
+    if (g->dtype != WICK_FLOAT32 || g->trans_a || !g->trans_b || g->k == 0) return NULL;
+    *bytes = (size_t)(m + NT_SLACK_ROWS) * (size_t)g->k * sizeof(float);
+    float *p = cpu_alloc(*bytes, 0);
+    if (!p) return NULL;
+    for (int64_t i = 0; i < m; i++) memcpy(p + i * g->k, a + i * g->lda, (size_t)g->k * sizeof(float));
+    memset(p + m * g->k, 0, (size_t)NT_SLACK_ROWS * (size_t)g->k * sizeof(float));
+    return p;
+}
+
 /* One BLAS call on the block [i0, i1) x [j0, j1) of C. */
 static void blas_block(const wk_gemm_args *g, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     const int64_t es = (int64_t)wk_dtype_size(g->dtype), m = i1 - i0, n = j1 - j0;
@@ -271,12 +290,17 @@ static void blas_block(const wk_gemm_args *g, int64_t i0, int64_t i1, int64_t j0
     const char *b = g->b + (g->trans_b ? j0 * g->ldb : j0) * es;
     char *c = g->c + (i0 * g->ldc + j0) * es;
     enum CBLAS_TRANSPOSE ta = g->trans_a ? CblasTrans : CblasNoTrans, tb = g->trans_b ? CblasTrans : CblasNoTrans;
-    if (g->dtype == WICK_FLOAT32)
-        cblas_sgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)g->k, (float)g->alpha, (const float *)a, (int)g->lda,
-                    (const float *)b, (int)g->ldb, (float)g->beta, (float *)c, (int)g->ldc);
-    else
+    if (g->dtype == WICK_FLOAT32) {
+        size_t padded_bytes = 0;
+        float *padded = nt_padded_a(g, (const float *)a, m, &padded_bytes);
+        cblas_sgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)g->k, (float)g->alpha,
+                    padded ? padded : (const float *)a, padded ? (int)g->k : (int)g->lda, (const float *)b,
+                    (int)g->ldb, (float)g->beta, (float *)c, (int)g->ldc);
+        if (padded) cpu_free(padded, padded_bytes, 0);
+    } else {
         cblas_dgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)g->k, g->alpha, (const double *)a, (int)g->lda,
                     (const double *)b, (int)g->ldb, g->beta, (double *)c, (int)g->ldc);
+    }
 }
 
 /* The t-th of `parts` edges along a dimension of `len`, on SPLIT_ALIGN. */
