@@ -190,8 +190,9 @@ int wl_sizes(lua_State *L, int first, int last, int64_t *sizes, const char *fn) 
         if (n >= WICK_MAX_DIMS) wl_raise(L, "%s: at most %d dimensions", fn, WICK_MAX_DIMS);
         wick_tensor *t = lua_type(L, i) == LUA_TUSERDATA ? wl_totensor(L, i) : NULL;
         if (lua_type(L, i) != LUA_TNUMBER && !(t && wick_tensor_ndim(t) == 0)) /* (wl_checkint takes a 0-dim integer tensor) */
-            wl_raise(L, "%s: expected sizes as numbers or one table, got %s for size %d", fn,
-                     luaL_typename(L, i), i - first + 1);
+            wl_raise(L, "%s: expected sizes as numbers or one table, got %s for size %d%s", fn,
+                     luaL_typename(L, i), i - first + 1,
+                     lua_istable(L, i) ? " (Python's f(a, b, *size) is f({a, b} + size) with a Size)" : "");
         sizes[n++] = wl_checkint(L, i, fn, "a size");
     }
     return n;
