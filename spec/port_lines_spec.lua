@@ -7362,3 +7362,37 @@ describe("the fifty-second round's lines, part 1 (Idefics3's pixel values)", fun
     assert.are.same({ 6, 4, 5 }, x:view({ 6 } + x.shape[{ 3 }]).shape:totable())
   end)
 end)
+
+describe("the fifty-second round's lines, part 2 (timm's EVA, PyG's radius_graph, OneFormer's gradients)", function()
+  it("checkpoint takes its own options out of fn's keyword table, as timm's checkpoint(blk, x, rope=, use_reentrant=)", function()
+    local B = nn.Module:extend("B")
+    function B:init() self.l = nn.Linear(2, 2) end
+    function B:forward(x, scale) self.got = scale; return self.l(x) * (scale or 1) end
+    local b, x = B(), wick.randn(3, 2, { requires_grad = true })
+    for _, re in ipairs({ true, false }) do
+      local y = wick.utils.checkpoint.checkpoint(b, x, { scale = 2, use_reentrant = re })
+      assert.are.equal(2, b.got)
+      y:sum():backward()
+      local g = x.grad:clone()
+      x.grad = nil
+      b(x, 2):sum():backward()
+      assert.is_true(wick.allclose(g, x.grad))
+      x.grad = nil
+    end
+    wick.utils.checkpoint.checkpoint(b, x, { use_reentrant = false })
+    assert.is_nil(b.got) -- a table of options only is no argument of fn
+    support.assert_error_has(function() wick.utils.checkpoint.checkpoint(b, x, { scale = 2, use_reentrant = 3 }) end,
+      "expected a boolean for option 'use_reentrant'")
+  end)
+  it("fill_diagonal_ takes a boolean, as radius_graph's adj.fill_diagonal_(False)", function()
+    local adj = wick.ones(3, 3, { dtype = "bool" }):fill_diagonal_(false)
+    assert.are.same({ { false, true, true }, { true, false, true }, { true, true, false } }, adj:tolist())
+    assert.are.same({ { 1, 0 }, { 0, 1 } }, wick.zeros(2, 2):fill_diagonal_(true):tolist())
+  end)
+  it("to_pytorch_names takes one name with the model: a named_parameters() key as PyTorch's", function()
+    local m = nn.Sequential(nn.Linear(2, 2), nn.ModuleDict({ ["0"] = nn.Linear(1, 1) }))
+    assert.are.equal("0.weight", nn.utils.to_pytorch_names("1.weight", m))
+    assert.are.equal("1.0.bias", nn.utils.to_pytorch_names("2.0.bias", m))
+    assert.are.equal("layers.0.w", nn.utils.from_pytorch_names("layers.0.w", m) and nn.utils.to_pytorch_names("layers.1.w"))
+  end)
+end)

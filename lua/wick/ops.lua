@@ -3313,9 +3313,10 @@ return function(wick)
   end
 
   --- t:fill_diagonal_(value[, wrap = false]): the main diagonal (all indices
-  --- equal) set to value in place; wrap: a tall matrix's restarts every m + 1 rows
+  --- equal) set to value (a number or a boolean) in place; wrap: a tall matrix's restarts every m + 1 rows
   function Tensor.fill_diagonal_(t, value, wrap)
     check.tensor(t, "fill_diagonal_", "self")
+    if type(value) == "boolean" then value = value and 1 or 0 end -- (radius_graph's adj.fill_diagonal_(False))
     check.number(value, "fill_diagonal_", "fill_value")
     if t:dim() < 2 then check.fail("fill_diagonal_", "dimensions must larger than 1") end
     if not t:is_contiguous() then check.fail("fill_diagonal_", "expected a contiguous tensor") end

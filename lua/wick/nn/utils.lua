@@ -201,8 +201,9 @@ end
 
 -- (an OrderedDict in the same order, as the state dict's: a plain table's names sorted)
 local function renamed(sd, delta, fn, model)
-  names_of(sd, fn)
   if model ~= nil then check.module(model, fn, "model") end
+  if type(sd) == "string" then return renumber(sd, delta, fn, model) end -- one name: a named_parameters() key
+  names_of(sd, fn)
   local keys = ordered.is(sd) and ordered.names(sd) or nil
   if not keys then
     keys = {}

@@ -87,11 +87,17 @@ end
 
 local OPTIONS = { use_reentrant = "boolean", preserve_rng_state = "boolean", determinism_check = "string",
   debug = "boolean", context_fn = "function" }
--- a trailing table of checkpoint's own options (nothing else in it), or nil
+-- checkpoint's own options taken out of a trailing keyword table, or nil; the
+-- second result is what is left for fn (nil when nothing is), as PyTorch's
+-- checkpoint(blk, x, rope=rope, use_reentrant=False) passes blk only rope=
 local function options_of(v)
-  if type(v) ~= "table" or getmetatable(v) ~= nil or next(v) == nil then return nil end
-  for k in pairs(v) do if OPTIONS[k] == nil then return nil end end
-  return check.options(v, "checkpoint", OPTIONS)
+  if type(v) ~= "table" or getmetatable(v) ~= nil then return nil end
+  local opts, rest, any_rest = nil, {}, false
+  for k, x in pairs(v) do
+    if OPTIONS[k] then opts = opts or {}; opts[k] = x else rest[k], any_rest = x, true end
+  end
+  if not opts then return nil end
+  return check.options(opts, "checkpoint", OPTIONS), any_rest and rest or nil
 end
 
 --- checkpoint(fn, ...[, {use_reentrant =, preserve_rng_state = true}]): fn(...),
@@ -102,11 +108,12 @@ end
 function M.checkpoint(fn, ...)
   if not check.is_callable(fn) then check.expected("checkpoint", "function", "a function or a module", fn) end
   local n = select("#", ...)
-  local opts = n > 0 and options_of(select(n, ...)) or nil
-  if opts then n = n - 1 end
+  local args = pack(...)
+  local opts, rest
+  if n > 0 then opts, rest = options_of(args[n]) end
+  if opts then args[n] = rest; if rest == nil then n = n - 1 end end
   local preserve = not opts or opts.preserve_rng_state ~= false
   if opts and opts.context_fn then check.fail("checkpoint", "context_fn is not supported") end
-  local args = pack(...)
   if not wick.is_grad_enabled() then return fn(unpack(args, 1, n)) end
   if opts and opts.use_reentrant == false then return non_reentrant(fn, preserve, args, n) end
   local any_grad = false
