@@ -7396,3 +7396,16 @@ describe("the fifty-second round's lines, part 2 (timm's EVA, PyG's radius_graph
     assert.are.equal("layers.0.w", nn.utils.from_pytorch_names("layers.0.w", m) and nn.utils.to_pytorch_names("layers.1.w"))
   end)
 end)
+
+describe("the fifty-second round's lines, part 3 (Pop2Piano's labels)", function()
+  it("HF's -100 moved to -99 by labels + 1 is named as ignore_index + 1", function()
+    local logits = wick.randn(3, 5)
+    local labels = wick.tensor({ 2, 4, -100 }, { dtype = wick.long })
+    support.assert_error_has(function() return F.cross_entropy(logits, labels + 1) end,
+      "Target -99 is out of bounds (classes are 1 to 5). It is ignore_index + 1")
+    support.assert_error_has(function() return F.cross_entropy(logits, labels + 1, { ignore_index = -100 }) end,
+      "where(labels:eq(-100), labels, labels + 1)")
+    local shifted = wick.where(labels:eq(-100), labels, labels + 1)
+    assert.is_true(F.cross_entropy(logits, shifted):item() > 0)
+  end)
+end)

@@ -1753,12 +1753,15 @@ local function unbatched_class(loss, input, target, opts)
 end
 
 -- the loss itself, its errors named as fn's (cross_entropy's own call names cross_entropy)
--- a target of ignore_index + 1 past the classes: labels made 1-based with + 1 that moved the
--- ignored value too (UperNet's labels + 1 with 255), said so rather than a bare out-of-bounds error
+-- a target of ignore_index + 1 outside the classes: labels made 1-based with + 1 that moved the
+-- ignored value too (UperNet's labels + 1 with 255, HF's -100 made -99), said so rather than a
+-- bare out-of-bounds error
 local function shifted_ignore(fn, target, ignore, classes)
-  if type(ignore) == "number" and ignore + 1 > classes and target:numel() > 0 and target:eq(ignore + 1):any():item() then
+  if type(ignore) == "number" and (ignore + 1 > classes or ignore + 1 < 1) and target:numel() > 0
+      and target:eq(ignore + 1):any():item() then
     check.fail(fn, "Target %d is out of bounds (classes are 1 to %d). It is ignore_index + 1: labels made 1-based "
-      .. "with + 1 keep the ignored value as it is (where(labels:eq(ignore), labels, labels + 1))", ignore + 1, classes)
+      .. "with + 1 keep the ignored value as it is (where(labels:eq(%d), labels, labels + 1))", ignore + 1, classes,
+      ignore)
   end
 end
 local function nll(fn, logp, target, opts)
