@@ -1758,7 +1758,7 @@ end
 -- bare out-of-bounds error
 local function shifted_ignore(fn, target, ignore, classes)
   if type(ignore) == "number" and (ignore + 1 > classes or ignore + 1 < 1) and target:numel() > 0
-      and target:eq(ignore + 1):any():item() then
+      and not target.is_meta and target:eq(ignore + 1):any():item() then
     check.fail(fn, "Target %d is out of bounds (classes are 1 to %d). It is ignore_index + 1: labels made 1-based "
       .. "with + 1 keep the ignored value as it is (where(labels:eq(%d), labels, labels + 1))", ignore + 1, classes,
       ignore)
