@@ -1756,13 +1756,17 @@ end
 -- a target of ignore_index + 1 outside the classes: labels made 1-based with + 1 that moved the
 -- ignored value too (UperNet's labels + 1 with 255, HF's -100 made -99), said so rather than a
 -- bare out-of-bounds error
-local function shifted_ignore(fn, target, ignore, classes)
+-- (looked for only once f, the loss's kernel, has failed: no pass over the target, no device sync, when it runs)
+local function shifted_ignore(fn, target, ignore, classes, f, ...)
+  local ok, r = pcall(f, ...)
+  if ok then return r end
   if type(ignore) == "number" and (ignore + 1 > classes or ignore + 1 < 1) and target:numel() > 0
       and not target.is_meta and target:eq(ignore + 1):any():item() then
     check.fail(fn, "Target %d is out of bounds (classes are 1 to %d). It is ignore_index + 1: labels made 1-based "
       .. "with + 1 keep the ignored value as it is (where(labels:eq(%d), labels, labels + 1))", ignore + 1, classes,
       ignore)
   end
+  error(r, 0)
 end
 local function nll(fn, logp, target, opts)
   if logp:dim() < 2 then wick.error(("%s: expected input of at least 2 dims [N, C], got %d"):format(fn, logp:dim())) end
@@ -1796,9 +1800,8 @@ local function nll(fn, logp, target, opts)
     mask = target:ne(ignore)
     safe = wick.where(mask, target, 1)
   end
-  if ignore ~= false then shifted_ignore(fn, target, ignore, logp:size(2)) end
-  local picked = pick(fn, "Target %d is out of bounds (classes are 1 to %d).", "gather", logp, 2,
-    safe:unsqueeze(2)):squeeze(2)
+  local picked = shifted_ignore(fn, target, ignore, logp:size(2), pick, fn,
+    "Target %d is out of bounds (classes are 1 to %d).", "gather", logp, 2, safe:unsqueeze(2)):squeeze(2)
   local w
   if opts.weight then
     check_device(fn, "weight", opts.weight, logp, "input")
@@ -1841,9 +1844,9 @@ function F.cross_entropy(logits, target, ...)
     check_device("cross_entropy", "target", target, logits, "input")
     if opts.weight then check_device("cross_entropy", "weight", opts.weight, logits, "input") end
     if ignore == nil then ignore = -100 elseif ignore == false then ignore = nil end
-    if ignore then shifted_ignore("cross_entropy", target, ignore, logits:size(2)) end
     -- log_softmax and nll in one fused kernel each way
-    return core.cross_entropy(logits, target, opts.weight, ignore, smoothing, opts.reduction or "mean")
+    return shifted_ignore("cross_entropy", target, ignore, logits:size(2), core.cross_entropy, logits, target,
+      opts.weight, ignore, smoothing, opts.reduction or "mean")
   end
   local logp = logits:log_softmax(dim)
   if target:is_floating_point() then -- class probabilities
