@@ -7409,3 +7409,16 @@ describe("the fifty-second round's lines, part 3 (Pop2Piano's labels)", function
     assert.is_true(F.cross_entropy(logits, shifted):item() > 0)
   end)
 end)
+
+describe("the fifty-second round's lines, part 4 (V-JEPA 2's target encoder EMA)", function()
+  it("_foreach_ ops take model:parameters() as a list argument; lists of other lengths are an error", function()
+    local lin = nn.Linear(2, 2)
+    local t = { wick.zeros(2, 2), wick.zeros(2) }
+    wick._foreach_add_(t, lin:parameters(), { alpha = 0.5 })
+    assert.is_true(wick.allclose(t[1], lin.weight * 0.5))
+    wick._foreach_lerp_(t, lin:parameters(), 0.5)
+    assert.is_true(wick.allclose(t[2], lin.bias * 0.75))
+    support.assert_error_has(function() wick._foreach_add_(t, { wick.zeros(2, 2) }) end,
+      "expected lists of the same length: the first has 2 tensors, argument 2 has 1")
+  end)
+end)

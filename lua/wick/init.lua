@@ -3091,12 +3091,21 @@ setmetatable(wick, {
             end
           end
         end
+        -- a list argument (a plain table or model:parameters()' list: V-JEPA's
+        -- _foreach_add_(target_params, params, alpha=) EMA) is taken element by element
+        local listed = {}
+        for j = 1, nargs do
+          local a = args[j]
+          if check.is_array(a) and #a > 0 then
+            if #a ~= n then
+              check.fail(k, "expected lists of the same length: the first has %d tensors, argument %d has %d", n, j + 1, #a)
+            end
+            listed[j] = true
+          end
+        end
         for i = 1, n do
           local these = {}
-          for j = 1, nargs do
-            local a = args[j]
-            these[j] = (type(a) == "table" and not wick.is_tensor(a) and getmetatable(a) == nil and #a == n) and a[i] or a
-          end
+          for j = 1, nargs do these[j] = listed[j] and args[j][i] or args[j] end
           out[i] = Tensor[op](list[i], unpack(these, 1, nargs))
         end
         if op:sub(-1) ~= "_" then return out end
