@@ -7422,3 +7422,24 @@ describe("the fifty-second round's lines, part 4 (V-JEPA 2's target encoder EMA)
       "expected lists of the same length: the first has 2 tensors, argument 2 has 1")
   end)
 end)
+
+describe("the fifty-second round's lines, part 5 (PyG's GraphGPS example)", function()
+  it("a helper object holding modules the owner registers itself is a plain attribute (RedrawProjection(self.convs))", function()
+    local H = wick.Object:extend("H")
+    local Net = nn.Module:extend("Net")
+    function Net:init()
+      self.convs = nn.ModuleList({ nn.Linear(2, 2) })
+      self.redraw = H()
+      self.redraw.model, self.redraw.first = self.convs, self.convs[1]
+    end
+    local net = Net()
+    assert.are.equal(2, #net:parameters())
+    local keys = {}
+    for k in pairs(net:state_dict()) do keys[#keys + 1] = k end
+    table.sort(keys)
+    assert.are.same({ "convs.1.bias", "convs.1.weight" }, keys)
+    local Loose = nn.Module:extend("Loose")
+    function Loose:init() self.redraw = H(); self.redraw.model = nn.Linear(2, 2) end
+    support.assert_error_has(function() return Loose():parameters() end, "holding a Linear at 'model'")
+  end)
+end)

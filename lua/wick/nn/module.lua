@@ -996,8 +996,10 @@ add_member = function(out, owner, name, v, visiting, buffer, param, nested)
     if check.is_array(v) then
       table_members(out, owner, name, v, visiting)
     else -- an object (a distribution, a helper holding parameters registered elsewhere): not state, as in PyTorch
+      -- (a helper pointing back at its owner: reformer's ParameterList(self, ...), or at modules the
+      -- owner registers: PyG's RedrawProjection(self.convs, ...), is fine: nothing of it is skipped)
       for k, item in pairs(v) do
-        if is_module(item) and item ~= owner then -- (a helper pointing back at its owner: reformer's ParameterList(self, ...))
+        if is_module(item) and item ~= owner and not (visiting[DIRECT][item] or registered_below(visiting)[item]) then
           wick.error(("%s: the field '%s' is an object (a table with a metatable) holding a %s at '%s': it would be skipped by parameters(), to() and state_dict(); make it a module (nn.Module:extend) or a plain table")
             :format(getmetatable(owner).__name, name, check.describe(item), tostring(k)))
         end
