@@ -363,6 +363,15 @@ function M.grad(...)
   local go = a.grad_outputs
   if go ~= nil then go = list_of(go) end
   if go ~= nil and type(go) ~= "table" then check.expected(fn, "grad_outputs", "a tensor or a list", a.grad_outputs) end
+  if go ~= nil then -- (a trailing nil, ones for a one-element output, cannot be told from a short list: only
+    -- an output that needs its gradient says the lists differ, as PyTorch's "got 2 tensors and 1 gradients")
+    local m = table.maxn(go)
+    local short = false
+    for i = m + 1, #outputs do short = short or (is_tensor(outputs[i]) and outputs[i]:numel() ~= 1) end
+    if m > #outputs or short then
+      check.fail(fn, "got %d tensors and %d gradients (grad_outputs has one gradient per output)", #outputs, m)
+    end
+  end
   local create = a.create_graph == true
   local retain = a.retain_graph
   if retain == nil then retain = create end
