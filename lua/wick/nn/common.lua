@@ -36,6 +36,7 @@ local function call_site()
   local _, where = pcall(wick.error, "")
   return tostring(where)
 end
+common.call_site = call_site
 
 local warned = {}
 --- warn(msg[, once[, kind]]): wick._warn(msg) prefixed with the user's line, once per line

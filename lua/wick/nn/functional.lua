@@ -1768,6 +1768,20 @@ local function shifted_ignore(fn, target, ignore, classes, f, ...)
   end
   error(r, 0)
 end
+-- ignore_index = 0 where no target is 0: a port's pad id 0 kept after the labels became 1-based
+-- (perceiver-ar's ignore_index = 0 is 1 here), which ignores nothing; said once per call site,
+-- the targets read at its first call only (a 0 among them: a sentinel of one's own, nothing said)
+local zero_ignore_seen = {}
+local function zero_ignore(fn, target, ignore)
+  if ignore ~= 0 or target.is_meta then return end
+  local site = common.call_site()
+  if zero_ignore_seen[site] then return end
+  zero_ignore_seen[site] = true
+  if not target:eq(0):any():item() then
+    common.warn(fn .. ": ignore_index = 0 ignores nothing here, classes count from 1 (PyTorch's ignore_index = 0 "
+      .. "for a pad id 0 is ignore_index = 1 once the labels are 1-based)")
+  end
+end
 local function nll(fn, logp, target, opts)
   if logp:dim() < 2 then wick.error(("%s: expected input of at least 2 dims [N, C], got %d"):format(fn, logp:dim())) end
   if target.dtype ~= "int64" and target.dtype ~= "int32" then
@@ -1795,6 +1809,7 @@ local function nll(fn, logp, target, opts)
   check_device(fn, "target", target, logp, "input")
   local ignore = opts.ignore_index
   if ignore == nil then ignore = -100 end -- PyTorch's default; 1-based classes never collide with it
+  zero_ignore(fn, target, ignore)
   local mask, safe = nil, target
   if ignore ~= false then
     mask = target:ne(ignore)
@@ -1844,6 +1859,7 @@ function F.cross_entropy(logits, target, ...)
     check_device("cross_entropy", "target", target, logits, "input")
     if opts.weight then check_device("cross_entropy", "weight", opts.weight, logits, "input") end
     if ignore == nil then ignore = -100 elseif ignore == false then ignore = nil end
+    zero_ignore("cross_entropy", target, ignore)
     -- log_softmax and nll in one fused kernel each way
     return shifted_ignore("cross_entropy", target, ignore, logits:size(2), core.cross_entropy, logits, target,
       opts.weight, ignore, smoothing, opts.reduction or "mean")
