@@ -7473,3 +7473,26 @@ describe("the fifty-second round's lines, part 7 (perceiver-ar's pad id)", funct
       F.cross_entropy(logits[{ { 2, 3 } }], zero[{ { 2, 3 } }])))
   end)
 end)
+
+describe("the fifty-second round's lines, part 8 (ultralytics' YOLOv8 loss)", function()
+  it("a helper object holding modules without tensors is a plain attribute (self.criterion = v8DetectionLoss(self))", function()
+    local Loss = wick.Object:extend("Loss")
+    function Loss:init(m) self.bce, self.model = nn.BCEWithLogitsLoss({ reduction = "none" }), m end
+    local Net = nn.Module:extend("Net")
+    function Net:init() self.fc = nn.Linear(2, 2) end
+    local net = Net()
+    net.criterion = Loss(net)
+    assert.are.equal(2, #net:parameters())
+    assert.are.equal("float64", net:to("float64").fc.weight.dtype)
+    local Holder = wick.Object:extend("Holder")
+    function Holder:init() self.proj = nn.Linear(2, 2) end
+    net.holder = Holder()
+    support.assert_error_has(function() return net:parameters() end, "holding a Linear at 'proj'")
+  end)
+  it("t:new_full takes a 0-dim tensor as the value (make_anchors' new_full((h * w, 1), strides[i]))", function()
+    local strides = wick.tensor({ 8, 16, 32 })
+    local t = wick.zeros(3, { dtype = "float64" }):new_full({ 2, 1 }, strides[2])
+    assert.are.same({ { 16 }, { 16 } }, t:tolist())
+    assert.are.equal("float64", t.dtype)
+  end)
+end)

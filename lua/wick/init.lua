@@ -766,7 +766,8 @@ function Tensor.new_full(t, size, value, opts)
   local ksize, kvalue
   opts, ksize, kvalue = take_keywords(opts)
   size, value = size == nil and ksize or size, value == nil and kvalue or value
-  return core.full(size, value, with_defaults(t, check.opt_table(opts, "new_full", "options")))
+  -- (a 0-dim tensor as the value is its number: YOLOv8's feats[0].new_full((h * w, 1), strides[i]))
+  return core.full(size, wick.ops._number_of(value), with_defaults(t, check.opt_table(opts, "new_full", "options")))
 end
 function Tensor.new_tensor(t, data, opts)
   check_tensor(t, "new_tensor", "self")

@@ -982,6 +982,12 @@ local function registered_tensors(owner, visiting)
   end
   return set
 end
+-- whether module m has a parameter or buffer anywhere in its tree
+local function holds_tensors(m)
+  local any = false
+  walk(m, "", function() any = true end, nil, false, true)
+  return any
+end
 add_member = function(out, owner, name, v, visiting, buffer, param, nested)
   if is_tensor(v) then
     if nested and registered_tensors(owner, visiting)[v] then return end
@@ -998,8 +1004,11 @@ add_member = function(out, owner, name, v, visiting, buffer, param, nested)
     else -- an object (a distribution, a helper holding parameters registered elsewhere): not state, as in PyTorch
       -- (a helper pointing back at its owner: reformer's ParameterList(self, ...), or at modules the
       -- owner registers: PyG's RedrawProjection(self.convs, ...), is fine: nothing of it is skipped)
+      -- (nor is one holding only modules without tensors: YOLOv8's self.criterion = v8DetectionLoss(self)
+      -- with its BCEWithLogitsLoss and TaskAlignedAssigner, where nothing would be skipped)
       for k, item in pairs(v) do
-        if is_module(item) and item ~= owner and not (visiting[DIRECT][item] or registered_below(visiting)[item]) then
+        if is_module(item) and item ~= owner and not (visiting[DIRECT][item] or registered_below(visiting)[item])
+            and holds_tensors(item) then
           wick.error(("%s: the field '%s' is an object (a table with a metatable) holding a %s at '%s': it would be skipped by parameters(), to() and state_dict(); make it a module (nn.Module:extend) or a plain table")
             :format(getmetatable(owner).__name, name, check.describe(item), tostring(k)))
         end
