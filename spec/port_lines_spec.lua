@@ -7496,3 +7496,16 @@ describe("the fifty-second round's lines, part 8 (ultralytics' YOLOv8 loss)", fu
     assert.are.equal("float64", t.dtype)
   end)
 end)
+
+describe("the fifty-second round's lines, part 9 (Qwen3-ASR's cu_seqlens)", function()
+  it("wick.tensor of integer Lua numbers beside int64 tensors is int64; a fraction makes it the default float", function()
+    local l = wick.tensor({ 250, 150 }, { dtype = wick.int64 })
+    local cu = wick.tensor({ 0, l[1], l[2] % 26 })
+    assert.are.equal("int64", cu.dtype)
+    assert.are.same({ 0, 250, 20 }, cu:tolist())
+    assert.are.equal("float32", wick.tensor({ 0.5, l[1] }).dtype)
+    assert.are.equal("float64", wick.tensor({ 0, wick.tensor(1.5, { dtype = "float64" }) }).dtype)
+    assert.are.equal("float32", wick.tensor({ 1 / 0, l[1] }).dtype)
+    assert.are.equal("float32", wick.tensor({ 0, 1 }).dtype) -- Lua numbers alone: the default dtype, as API.md says
+  end)
+end)

@@ -90,6 +90,7 @@ typedef struct {
     int all_bool, any_value;
     int tensor_dtype;             /* the promotion of the one-element tensors' dtypes; -1: none */
     int any_number, any_boolean;  /* Lua numbers, Lua booleans among the values */
+    int any_fraction;             /* a Lua number that is not an integer */
 } nested_shape;
 
 static void nested_walk(lua_State *L, int idx, int depth, nested_shape *sh, double *values, int64_t *count,
@@ -112,6 +113,10 @@ static void nested_walk(lua_State *L, int idx, int depth, nested_shape *sh, doub
             sh->tensor_dtype = sh->tensor_dtype < 0 ? (int)d : (int)wick_promote_types((wick_dtype)sh->tensor_dtype, d);
         } else {
             *(t == LUA_TBOOLEAN ? &sh->any_boolean : &sh->any_number) = 1;
+            if (t == LUA_TNUMBER) {
+                double v = lua_tonumber(L, idx);
+                if (v != floor(v) || isinf(v)) sh->any_fraction = 1; /* (NaN too) */
+            }
         }
         sh->any_value = 1;
         (*count)++;
@@ -176,7 +181,7 @@ WL_FUNCTION(m_tensor) {
         wl_set_requires_grad(L, *slot, rg);
         return 1;
     }
-    nested_shape sh = {0, {0}, 1, 0, -1, 0, 0};
+    nested_shape sh = {0, {0}, 1, 0, -1, 0, 0, 0};
     char path[256] = "";
     int64_t count = 0;
     nested_walk(L, 1, 0, &sh, NULL, &count, path, 0);
@@ -187,7 +192,9 @@ WL_FUNCTION(m_tensor) {
     if (!explicit_dtype && sh.any_value && sh.all_bool) opt.dtype = WICK_BOOL;
     else if (!explicit_dtype && sh.tensor_dtype >= 0) { /* torch.tensor([t0, t1]): the elements' promoted dtype */
         wick_dtype d = (wick_dtype)sh.tensor_dtype;
-        if (sh.any_number) d = wick_promote_types(d, opt.dtype);
+        /* beside tensors, an integer Lua number is Python's int (torch.tensor([0, l[0], l[1] % 26]) is int64,
+           Qwen3-ASR's cu_seqlens), another one Python's float (the default dtype) */
+        if (sh.any_number) d = wick_promote_types(d, sh.any_fraction ? opt.dtype : WICK_INT64);
         if (sh.any_boolean) d = wick_promote_types(d, WICK_BOOL);
         opt.dtype = d;
     }
