@@ -187,6 +187,8 @@ function Size.tolist(s)
   return out
 end
 Size.totable = Size.tolist
+--- s:unpack(): the sizes as values (Python's b, c, h, w = x.shape), as unpack(s)
+function Size.unpack(s) return unpack(s, 1, #s) end
 -- shape[{1, -2}] + {-1, 2} (Python's xq.shape[:-1] + (-1, 2)): a Size of both
 local function size_join(a, b)
   if type(a) ~= "table" or type(b) ~= "table" then

@@ -264,6 +264,25 @@ wick_status wick_unary_(wick_unary_op op, wick_tensor *a) { return unary(NULL, a
 /* ---- binary ---- */
 
 static wick_status binary(wick_tensor **out, wick_tensor *inplace, wick_binary_op op, const wick_tensor *a,
+                          const wick_tensor *b, bool b_is_number, double alpha);
+
+/* A comparison whose promoted dtype computes wider (float16, bfloat16): PyTorch compares in that dtype, so
+ * an operand of another dtype (a number, a 0-dim float32 tensor, an integer tensor) is rounded to it first:
+ * h:eq(0.1) holds where h holds float16's 0.1, which float32's 0.1 is not. */
+static wick_status compare_rounded(wick_tensor **out, wick_tensor *inplace, wick_binary_op op, const wick_tensor *a,
+                                   const wick_tensor *b, wick_dtype promoted) {
+    const wick_tensor *in[2] = {a, b};
+    wick_tensor *cast[2] = {NULL, NULL};
+    wick_status st = WICK_OK;
+    for (int i = 0; i < 2 && !st; i++)
+        if (in[i]->dtype != promoted)
+            WK_NO_GRAD(st = wick_to(&cast[i], (wick_tensor *)in[i], (wick_options){promoted, in[i]->storage->device}));
+    if (!st) st = binary(out, inplace, op, cast[0] ? cast[0] : a, cast[1] ? cast[1] : b, false, 1);
+    for (int i = 0; i < 2; i++) wick_tensor_release(cast[i]);
+    return st;
+}
+
+static wick_status binary(wick_tensor **out, wick_tensor *inplace, wick_binary_op op, const wick_tensor *a,
                           const wick_tensor *b, bool b_is_number, double alpha) {
     if ((unsigned)op >= WICK_NUM_BINARY) return wick_fail(WICK_ERR_ARGUMENT, "invalid binary op %d", op);
     if (op == WICK_POW) alpha = b_is_number; /* a number exponent takes pow's special cases (scalar_math.h) */
@@ -288,6 +307,8 @@ static wick_status binary(wick_tensor **out, wick_tensor *inplace, wick_binary_o
         wick_status bst = check_bitwise(binary_names[op], promoted, op == WICK_LSHIFT || op == WICK_RSHIFT);
         if (bst) return bst;
     }
+    if (binary_is_compare(op) && compute_dtype(promoted) != promoted && (a->dtype != promoted || b->dtype != promoted))
+        return compare_rounded(out, inplace, op, a, b, promoted);
     wick_dtype compute = compute_dtype(result);
     wick_dtype kernel_out = compute;
     if (binary_is_compare(op)) {
