@@ -7533,3 +7533,29 @@ describe("the fifty-second round's lines, part 10 (the Karras U-Net's sampler, M
     assert.are.same({ 2, 3 }, { b, c })
   end)
 end)
+
+describe("the fifty-second round's lines, part 11 (the Karras U-Net's convolutions)", function()
+  it("F.conv2d's options in the bias slot take padding = 'same' with an even kernel too", function()
+    local x, w = wick.randn(1, 1, 5, 5), wick.randn(1, 1, 2, 2)
+    local y = F.conv2d(x, w, { padding = "same" })
+    assert.are.same({ 1, 1, 5, 5 }, y.shape:totable())
+    assert.is_true(wick.equal(y, F.conv2d(x, w, nil, { padding = "same" })))
+    local x1, w1 = wick.randn(1, 1, 5), wick.randn(1, 1, 2)
+    assert.is_true(wick.equal(F.conv1d(x1, w1, { padding = "same" }), F.conv1d(x1, w1, nil, { padding = "same" })))
+  end)
+end)
+
+describe("the fifty-second round's lines, part 12 (torchvision's RandomMixup)", function()
+  it("wick._sample_dirichlet draws on the simplex, and Dirichlet samples through it", function()
+    local d = wick._sample_dirichlet(wick.tensor({ 0.2, 0.2 }, { dtype = "float64" }))
+    assert.are.same({ 2 }, d.shape:totable())
+    assert.is_true(math.abs(d:sum():item() - 1) < 1e-12 and d:min():item() > 0)
+    local saved = wick._sample_dirichlet
+    wick._sample_dirichlet = function(c) return wick.full(c.shape, 1 / c:size(-1), { dtype = c.dtype }) end
+    local ok, s = pcall(function() return wick.distributions.Dirichlet(wick.tensor({ 1.0, 2.0, 3.0 })):sample() end)
+    wick._sample_dirichlet = saved
+    assert.is_true(ok)
+    assert.is_true(wick.allclose(s, wick.full({ 3 }, 1 / 3)))
+    support.assert_error_has(function() wick._sample_dirichlet(wick.tensor(1.0)) end, "at least 1 dim")
+  end)
+end)

@@ -947,6 +947,13 @@ function DirichletSample.forward(ctx, conc)
   return (gamma / gamma:sum(-1, true)):to(conc.dtype):clamp(fi.tiny, 1 - fi.eps / 2):to(conc.device)
 end
 function DirichletSample.backward() no_concentration_grad("Dirichlet:rsample") end
+function M._sample_dirichlet(conc, ...)
+  check.tensor(conc, "_sample_dirichlet", "self")
+  if select("#", ...) > 0 and select(1, ...) ~= nil then check.fail("_sample_dirichlet", "takes one tensor of concentrations") end
+  if not conc:is_floating_point() then check.fail("_sample_dirichlet", "expected a floating-point tensor, got %s", conc.dtype) end
+  if conc:dim() == 0 then check.fail("_sample_dirichlet", "expected concentrations with at least 1 dim, got a 0-dim tensor") end
+  return DirichletSample.apply(conc)
+end
 
 -- n parameters (numbers or tensors) as tensors of one shape
 local function n_params(fn, values, names, opts)
@@ -1056,7 +1063,7 @@ function Dirichlet._lazy.stddev(d) return d.variance:sqrt() end
 --- error in backward)
 function Dirichlet:rsample(sample_shape)
   local shape = shape_of(sample_shape, concat(self.batch_shape, self.event_shape), "Dirichlet:rsample")
-  return DirichletSample.apply(self.concentration:expand(shape))
+  return wick._sample_dirichlet(self.concentration:expand(shape))
 end
 Dirichlet.sample = sample_of
 local function simplex(v) return v:ge(0):all(-1):logical_and((v:sum(-1) - 1):abs():lt(1e-6)) end

@@ -2894,6 +2894,9 @@ function wick.OrderedDict(items) return require("wick.ordered").OrderedDict(item
 function wick.poisson(rates) return require("wick.distributions")._poisson(rates) end
 --- wick._standard_gamma(alpha): torch._standard_gamma, Gamma(alpha, 1) draws (what Gamma:rsample draws)
 function wick._standard_gamma(...) return require("wick.distributions")._standard_gamma(...) end
+--- wick._sample_dirichlet(concentration): torch._sample_dirichlet, a Dirichlet draw over the last dim (what
+--- Dirichlet:rsample draws; torchvision's RandomMixup lambda)
+function wick._sample_dirichlet(...) return require("wick.distributions")._sample_dirichlet(...) end
 --- wick.binomial(count, prob): torch.binomial, from wick.distributions
 function wick.binomial(count, prob) return require("wick.distributions")._binomial(count, prob) end
 

@@ -546,7 +546,9 @@ function F.conv2d(x, weight, bias, ...)
   local n = select("#", ...)
   local o
   local last = select(n > 0 and n or 1, ...)
-  if n == 1 and type(last) == "table" and getmetatable(last) == nil and #last == 0 then
+  if n == 0 and type(bias) == "table" and getmetatable(bias) == nil then -- F.conv2d(x, w, {padding = "same"})
+    o, bias = bias, nil
+  elseif n == 1 and type(last) == "table" and getmetatable(last) == nil and #last == 0 then
     o = last -- one options table: the C op checks every option ({2, 2} alone is a stride)
   elseif n == 0 then
     o = {}
