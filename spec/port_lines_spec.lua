@@ -7559,3 +7559,15 @@ describe("the fifty-second round's lines, part 12 (torchvision's RandomMixup)", 
     support.assert_error_has(function() wick._sample_dirichlet(wick.tensor(1.0)) end, "at least 1 dim")
   end)
 end)
+
+describe("the fifty-second round's lines, part 13 (Qwen3.5's gate, up = x.chunk(2, -1))", function()
+  it("arithmetic and cat with a chunk's table say that chunk gives one table", function()
+    local x = wick.randn(2, 8)
+    local gate = x:chunk(2, -1)
+    local hint = "a table of 2 tensors (split, chunk and unbind give one table: unpack(...) it, or index it)"
+    support.assert_error_has(function() return gate * x end, "mul: expected tensors or numbers, got " .. hint)
+    support.assert_error_has(function() return x + gate end, "add: expected tensors or numbers, got tensor and " .. hint)
+    support.assert_error_has(function() return wick.cat({ gate, x }) end, "expected a tensor at position 1, got " .. hint)
+    support.assert_error_has(function() return x * {} end, "got tensor and table")
+  end)
+end)

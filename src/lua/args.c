@@ -101,18 +101,27 @@ wick_tensor *wl_totensor(lua_State *L, int idx) {
     return same ? *p : NULL;
 }
 
-wick_tensor *wl_checktensor(lua_State *L, int idx, const char *fn, const char *arg) {
-    wick_tensor *t = wl_totensor(L, idx);
-    if (t) return t;
-    if (lua_type(L, idx) == LUA_TTABLE && !lua_getmetatable(L, idx)) { /* split's, chunk's or unbind's result? */
+const char *wl_describe(lua_State *L, int idx) {
+    if (idx < 0 && idx > LUA_REGISTRYINDEX) idx = lua_gettop(L) + idx + 1;
+    if (lua_type(L, idx) != LUA_TTABLE) return luaL_typename(L, idx);
+    if (lua_getmetatable(L, idx)) {
+        lua_pop(L, 1);
+    } else { /* split's, chunk's or unbind's result? */
         lua_rawgeti(L, idx, 1);
         int tensors = wl_totensor(L, -1) != NULL;
         lua_pop(L, 1);
         if (tensors)
-            wl_raise(L, "%s: expected a tensor for argument '%s', got a table of %d tensors (split, chunk and unbind "
-                        "give one table: unpack(...) it, or index it)",
-                     fn, arg, (int)lua_objlen(L, idx));
+            return lua_pushfstring(L, "a table of %d tensors (split, chunk and unbind give one table: unpack(...) it, "
+                                      "or index it)", (int)lua_objlen(L, idx));
     }
+    return luaL_typename(L, idx);
+}
+
+wick_tensor *wl_checktensor(lua_State *L, int idx, const char *fn, const char *arg) {
+    wick_tensor *t = wl_totensor(L, idx);
+    if (t) return t;
+    if (lua_type(L, idx) == LUA_TTABLE)
+        wl_raise(L, "%s: expected a tensor for argument '%s', got %s", fn, arg, wl_describe(L, idx));
     if (lua_type(L, idx) == LUA_TBOOLEAN) /* (a ported t == 0: Lua's comparison, a constant boolean) */
         wl_raise(L, "%s: expected a tensor for argument '%s', got a boolean (%s): Lua's == and ~= give one boolean, "
                     "not a tensor of comparisons, so write t:eq(x) or t:ne(x)",

@@ -59,8 +59,8 @@ int wl_binary_values(lua_State *L, wick_binary_op op, int ia, int ib, double alp
     } else if (b && wl_toscalar(L, ia, &s)) {
         wl_check(L, wick_binary_scalar(slot, op, b, s, 1));
     } else {
-        wl_raise(L, "%s: expected tensors or numbers, got %s and %s", fn, a ? "tensor" : luaL_typename(L, ia),
-                 b ? "tensor" : luaL_typename(L, ib));
+        wl_raise(L, "%s: expected tensors or numbers, got %s and %s", fn, a ? "tensor" : wl_describe(L, ia),
+                 b ? "tensor" : wl_describe(L, ib));
     }
     wl_account(L);
     return 1;

@@ -366,7 +366,7 @@ WL_FUNCTION(m_join) {
     for (int i = 0; i < n; i++) {
         lua_rawgeti(L, 1, i + 1);
         const wick_tensor *t = wl_totensor(L, -1);
-        if (!t) wl_raise(L, "%s: expected a tensor at position %d, got %s", fn, i + 1, luaL_typename(L, -1));
+        if (!t) wl_raise(L, "%s: expected a tensor at position %d, got %s", fn, i + 1, wl_describe(L, -1));
         lua_pop(L, 1); /* the table keeps it alive */
         /* cat skips PyTorch's legacy empty tensors (1-D, size 0: out = torch.tensor([]) then cat onto it) */
         if (!stack && wick_tensor_ndim(t) == 1 && wick_tensor_sizes(t)[0] == 0) continue;

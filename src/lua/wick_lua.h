@@ -47,6 +47,9 @@ void wl_account(lua_State *L);
 /* ---- tensors on the Lua stack (args.c) ---- */
 wick_tensor *wl_totensor(lua_State *L, int idx); /* NULL if not a tensor */
 wick_tensor *wl_checktensor(lua_State *L, int idx, const char *fn, const char *arg);
+/* What the value at idx is, for a message: its Lua type, or (a table of tensors) a hint that split, chunk
+ * and unbind give one table; may push a string, so call it only on the way to wl_raise. */
+const char *wl_describe(lua_State *L, int idx);
 /* Pushes an empty tensor userdata and returns its slot: pass the slot as the
  * `out` of a wick_* call, so the result is owned before anything can raise. */
 wick_tensor **wl_new_slot(lua_State *L);
