@@ -843,10 +843,24 @@ end
 function wick.promote_types(a, b)
   return core.promote_types(a, b)
 end
+-- (bool 0, integers 1, floating 2, complex 3: a 0-dim tensor decides only by a higher category)
+local function dtype_category(d)
+  if d == "bool" then return 0 end
+  if d:match("^complex") then return 3 end
+  if d:match("float") then return 2 end
+  return 1
+end
 function wick.result_type(a, b)
   if getmetatable(a) ~= mt then a, b = b, a end
   check_tensor(a, "result_type", "tensor")
-  if getmetatable(b) == mt then return core.promote_types(a.dtype, b.dtype) end
+  if getmetatable(b) == mt then
+    if (a:dim() == 0) ~= (b:dim() == 0) then -- PyTorch's rule: beside a tensor of dims, a 0-dim one
+      -- counts only by a higher category (float32 x with a float64 0-dim gives float32)
+      local dims, zero = a:dim() > 0 and a or b, a:dim() > 0 and b or a
+      return dtype_category(zero.dtype) > dtype_category(dims.dtype) and zero.dtype or dims.dtype
+    end
+    return core.promote_types(a.dtype, b.dtype)
+  end
   if type(b) == "boolean" then return a.dtype end
   check.number(b, "result_type", "other")
   if a:is_floating_point() then return a.dtype end

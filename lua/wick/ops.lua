@@ -1564,8 +1564,7 @@ return function(wick)
   end
   --- t:hypot(u): sqrt(t^2 + u^2)
   function Tensor.hypot(t, u)
-    check.tensor(t, "hypot", "self")
-    u = other_tensor(t, u, "hypot")
+    t, u = ops._float_operands("hypot", t, u)
     return (t * t + u * u):sqrt()
   end
   local FLOAT_MAX = { float32 = 3.4028234663852886e38, float64 = 1.7976931348623157e308, float16 = 65504,
@@ -3169,6 +3168,18 @@ return function(wick)
     if wick.is_tensor(v) then return v end
     return wick.full({}, check.number(v, "other", "other"), { dtype = like.dtype, device = like.device })
   end
+  -- t and u (a tensor or a number) in their result type, floating (the default dtype over integers),
+  -- before a composed op's first step: PyTorch's xlogy(float64, float32) takes the log in float64
+  local function float_operands(fn, t, u)
+    check.tensor(t, fn, "self")
+    if not wick.is_tensor(u) then check.number(u, fn, "other") end
+    local d = wick.result_type(t, u)
+    if d == "bool" or not (d:match("float") or d:match("^complex")) then d = wick.get_default_dtype() end
+    if t.dtype ~= d then t = t:to(d) end
+    if wick.is_tensor(u) and u.dtype ~= d then u = u:to(d) end
+    return t, tensor_or_number(u, t)
+  end
+  ops._float_operands = float_operands
   --- t:logit([eps]): log(p / (1 - p)), p clamped to [eps, 1 - eps] when eps is given
   function Tensor.logit(t, ...) -- (eps by name too: Grounding DINO's special.logit(x, eps=1e-5))
     check.tensor(t, "logit", "self")
@@ -3178,8 +3189,7 @@ return function(wick)
   end
   --- t:xlogy(u): t * log(u), 0 where t is 0 (and u not NaN)
   function Tensor.xlogy(t, u)
-    check.tensor(t, "xlogy", "self")
-    u = tensor_or_number(u, t)
+    t, u = float_operands("xlogy", t, u)
     -- (0 where t is 0 and u is not NaN; the log taken of 1 there, so that
     -- t's gradient, log(u), is 0 and not -inf at u = 0, as PyTorch's)
     local zero = t:eq(0):logical_and(u:eq(u))
@@ -3213,17 +3223,16 @@ return function(wick)
   end
   --- t:logaddexp(u): log(e^t + e^u) without overflow; t:logaddexp2(u) in base 2
   function Tensor.logaddexp(t, u)
-    check.tensor(t, "logaddexp", "self")
-    u = tensor_or_number(u, t)
+    t, u = float_operands("logaddexp", t, u)
     local m = wick.maximum(t, u)
     local finite = m:isfinite()
     local diff = wick.where(finite, (t - u):abs(), 0)
     return wick.where(finite, m + (-diff):exp():log1p(), m)
   end
   function Tensor.logaddexp2(t, u)
-    check.tensor(t, "logaddexp2", "self")
+    t, u = float_operands("logaddexp2", t, u)
     local ln2 = math.log(2)
-    return Tensor.logaddexp(t * ln2, tensor_or_number(u, t) * ln2) / ln2
+    return Tensor.logaddexp(t * ln2, u * ln2) / ln2
   end
   --- t:nansum([dim[, keepdim]]): the sum with NaN counted as 0
   function Tensor.nansum(t, ...)

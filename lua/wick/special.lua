@@ -70,7 +70,7 @@ return function(wick)
 
   --- t:copysign(other): |t| with the sign of other (a tensor or a number)
   function Tensor.copysign(t, other)
-    local x = floating(t, "copysign")
+    local x = wick.ops._float_operands("copysign", t, other) -- (copysign(float32, float64) is float64)
     local negative = wick.is_tensor(other) and other:signbit()
       or wick.tensor(check.number(other, "copysign", "other")):signbit()
     local a = x:abs()
@@ -150,8 +150,8 @@ return function(wick)
   end
   --- special.xlog1py(x, y): x log1p(y), 0 where x is 0 (and y not NaN)
   function special.xlog1py(t, u)
-    local x = floating(t, "special.xlog1py")
-    u = wick.is_tensor(u) and u or wick.full({}, check.number(u, "special.xlog1py", "other"), { dtype = x.dtype, device = x.device })
+    local x
+    x, u = wick.ops._float_operands("special.xlog1py", t, u)
     local zero = x:eq(0):logical_and(u:eq(u))
     return wick.where(zero, x * 0, x * wick.where(zero, 0, u):log1p())
   end
