@@ -2679,6 +2679,7 @@ return function(wick)
     local n = ok:to(t.dtype)
     return zeroed:sum(o.dim, keepdim) / n:sum(o.dim, keepdim)
   end
+  local LOW_PRECISION = { float16 = true, bfloat16 = true }
   -- beta = 0's input term: t's shape (broadcast as t) and a zero gradient, but none of
   -- t's NaN or inf (PyTorch: "input is ignored"; HF's baddbmm into torch.empty)
   local function ignored(t) return wick.where(wick.zeros({}, { dtype = "bool", device = t.device }), t, 0) end
@@ -2690,6 +2691,11 @@ return function(wick)
     local o = check.options(opts, "baddbmm", { beta = "number", alpha = "number" })
     local beta, alpha = o.beta or 1, o.alpha or 1
     t = wick._autocast_lower(t) -- (on autocast's lower-precision list, as bmm)
+    if LOW_PRECISION[t.dtype] or LOW_PRECISION[b1.dtype] then -- one rounding, as PyTorch's (and addmm's): the
+      -- product and the sum in float32, then the result's dtype (RecurrentGemma's RG-LRU gates in bfloat16)
+      local d = wick.promote_types(t.dtype, wick.promote_types(b1.dtype, b2.dtype))
+      return Tensor.baddbmm(t:float(), b1:float(), b2:float(), opts):to(d)
+    end
     local p = b1:bmm(b2)
     if alpha ~= 1 then p = p * alpha end
     if beta == 0 then return p + ignored(t) end

@@ -32,7 +32,7 @@ static wick_status check_bitwise(const char *op, wick_dtype d, bool shift) {
         return wick_fail(WICK_ERR_DTYPE, "%s: only for integer and bool tensors, got %s%s", op, wick_dtype_name(d),
                          shift ? " (whole numbers in a table make float32 tensors: wick.tensor(t, {dtype = 'int64'}))"
                                : " (whole numbers in a table make float32 tensors: wick.tensor(t, {dtype = 'int64'}); "
-                                 "for masks, compare first: (x > 0):logical_and(y > 0))");
+                                 "for masks, compare first: x:gt(0):logical_and(y:gt(0)))");
     if (shift && d == WICK_BOOL) return wick_fail(WICK_ERR_DTYPE, "%s: not implemented for bool tensors", op);
     return WICK_OK;
 }
