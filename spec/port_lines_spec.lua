@@ -7601,3 +7601,10 @@ describe("the fifty-second round's lines, part 15 (RecurrentGemma's RG-LRU gates
     support.assert_error_has(function() return wick.bitwise_not(wick.zeros(2)) end, "x:gt(0):logical_and(y:gt(0))")
   end)
 end)
+
+describe("the fifty-second round's lines, part 16 (Pixtral's patch grid)", function()
+  it("a slice bound of a one-element float tensor says integer tensors of one element are indices", function()
+    support.assert_error_has(function() return wick.zeros(6)[{ wick.slice(nil, wick.tensor(2.5)) }] end,
+      "got a float32 tensor of 1 element (only integer tensors of one element are indices)")
+  end)
+end)

@@ -99,8 +99,9 @@ static int slice_part(lua_State *L, int idx, const char *what, int64_t *out) {
         return 1;
     }
     if (t)
-        wl_raise(L, "wick.slice: expected an integer or nil for %s, got a %s tensor of %lld elements", what,
-                 wick_dtype_name(wick_tensor_dtype(t)), (long long)wick_tensor_numel(t));
+        wl_raise(L, "wick.slice: expected an integer or nil for %s, got a %s tensor of %lld element%s (only integer "
+                    "tensors of one element are indices)", what, wick_dtype_name(wick_tensor_dtype(t)),
+                 (long long)wick_tensor_numel(t), wick_tensor_numel(t) == 1 ? "" : "s");
     lua_Number v = lua_tonumber(L, idx), big = 4611686018427387904.0; /* 2^62: past any size (sys.maxsize) */
     if (lua_type(L, idx) != LUA_TNUMBER || v != floor(v))
         wl_raise(L, "wick.slice: expected an integer or nil for %s, got %s", what,
