@@ -910,8 +910,10 @@ WICK_API wick_status wick_detach(wick_tensor **out, wick_tensor *t);
  * after the postnet saved them, and a backward using the masked values. */
 WICK_API wick_status wick_data(wick_tensor **out, wick_tensor *t);
 /* t itself cut from the graph, in place (PyTorch's detach_): it becomes a leaf
- * that does not require grad; its data, grad and views are untouched. */
-WICK_API void wick_detach_(wick_tensor *t);
+ * that does not require grad; its data, grad and views are untouched. A view
+ * made in grad mode is refused (WICK_ERR_ARGUMENT), as PyTorch refuses views:
+ * wick_detach makes its detached copy. */
+WICK_API wick_status wick_detach_(wick_tensor *t);
 
 /* One fused Adam/AdamW step in place, with PyTorch's single-tensor arithmetic
  * (torch.optim.adam._single_tensor_adam): exp_avg.lerp_(g, 1 - beta1),

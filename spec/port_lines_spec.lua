@@ -7608,3 +7608,29 @@ describe("the fifty-second round's lines, part 16 (Pixtral's patch grid)", funct
       "got a float32 tensor of 1 element (only integer tensors of one element are indices)")
   end)
 end)
+
+describe("the fifty-second round's lines, part 17 (PaLM-rlhf, MEGABYTE, TimesFM)", function()
+  it("detach_ of a view is PyTorch's error", function()
+    local a = wick.randn(3, { requires_grad = true })
+    local r = (a * 2):view(3, 1)
+    support.assert_error_has(function() r:detach_() end, "Can't detach views in-place. Use detach() instead")
+    local q = a * 2
+    q:detach_()
+    assert.is_false(q.requires_grad)
+  end)
+  it("wick.zip_longest fills the shorter iterables with false or fillvalue", function()
+    local got = {}
+    for x, y in wick.zip_longest({ 1, 2, 3 }, { 4 }) do got[#got + 1] = { x, y } end
+    assert.are.same({ { 1, 4 }, { 2, false }, { 3, false } }, got)
+    got = {}
+    for x, y in wick.zip_longest({ 1 }, { 4, 5 }, { fillvalue = 0 }) do got[#got + 1] = { x, y } end
+    assert.are.same({ { 1, 4 }, { 0, 5 } }, got)
+  end)
+  it("wick.is_floating_point, is_complex and is_signed take a dtype", function()
+    assert.is_true(wick.is_floating_point(wick.float64))
+    assert.is_false(wick.is_floating_point("int64"))
+    assert.is_true(wick.is_complex("complex64"))
+    assert.is_false(wick.is_signed("uint8"))
+    support.assert_error_has(function() wick.is_floating_point("floaty") end, "unknown dtype 'floaty'")
+  end)
+end)

@@ -1181,6 +1181,14 @@ for _, name in ipairs({ "view_as_real", "view_as_complex", "conj", "conj_physica
   "angle", "is_complex", "is_conj", "is_floating_point", "is_signed", "is_nonzero", "is_same_size", "detach", "detach_" }) do
   wick[name] = function(t, ...) return Tensor[name](check_tensor(t, name, "input"), ...) end
 end
+-- a dtype's predicates too: PyTorch's dtype.is_floating_point (HF's _prepare_4d_attention_mask gets a dtype)
+for _, name in ipairs({ "is_complex", "is_floating_point", "is_signed" }) do
+  local of_tensor = wick[name]
+  wick[name] = function(t, ...)
+    if type(t) == "string" then return Tensor[name](wick.empty(0, { dtype = t })) end
+    return of_tensor(t, ...)
+  end
+end
 --- wick.complex(real, imag), either by name too (PyKEEN's torch.complex(real=real, imag=imag)); a number
 --- part is a tensor of the other part's dtype, or of the default dtype (Python's literal 1j is
 --- wick.complex(0, 1): a 0-dim complex64, complex128 with float64 the default)
@@ -2860,6 +2868,37 @@ function wick.reversed(iterable)
   return function()
     k = k - 1
     return items[k]
+  end
+end
+
+--- wick.zip_longest(a, b, ...[, {fillvalue =}]): itertools.zip_longest: the i-th items of each until the
+--- longest ends, the shorter ones' missing items `fillvalue` (false by default: Python's None, as a nil
+--- would end Lua's for loop; MEGABYTE's zip_longest over stages of unequal lists)
+function wick.zip_longest(...)
+  local n = select("#", ...)
+  local last, fill = select(n > 0 and n or 1, ...), false
+  if n > 0 and type(last) == "table" and getmetatable(last) == nil and #last == 0 and next(last) ~= nil then
+    fill = check.options(last, "zip_longest", { fillvalue = "any" }).fillvalue
+    if fill == nil then fill = false end
+    n = n - 1
+  end
+  local lists, longest = {}, 0
+  for i = 1, n do
+    lists[i] = collect((select(i, ...)), "zip_longest")
+    longest = math.max(longest, #lists[i])
+  end
+  local k = 0
+  return function()
+    k = k + 1
+    if k > longest then return nil end
+    local items = {}
+    for i = 1, n do
+      local v = lists[i][k]
+      if v == nil then v = fill end
+      items[i] = v
+    end
+    if n == 1 then return items end
+    return unpack(items, 1, n)
   end
 end
 

@@ -77,12 +77,14 @@ wick_status wick_data(wick_tensor **out, wick_tensor *t) {
     return st;
 }
 
-void wick_detach_(wick_tensor *t) {
+wick_status wick_detach_(wick_tensor *t) {
+    if (t->view_base)
+        return wick_fail(WICK_ERR_ARGUMENT, "detach_: Can't detach views in-place. Use detach() instead (t = "
+                                            "t:detach(), as PyTorch's)");
     if (t->grad_fn) wk_node_release(t->grad_fn);
     t->grad_fn = NULL;
     t->requires_grad = 0;
-    wick_tensor_release(t->view_base); /* a write into its base no longer gives it a history */
-    t->view_base = NULL;
+    return WICK_OK;
 }
 
 /* ---- nodes ---- */

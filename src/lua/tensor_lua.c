@@ -657,7 +657,7 @@ WL_FUNCTION(t_data) {
 
 /* t:detach_(): t itself leaves the graph; returns t */
 WL_FUNCTION(t_detach_) {
-    wick_detach_(SELF("detach_"));
+    wl_check(L, wick_detach_(SELF("detach_")));
     lua_settop(L, 1);
     return 1;
 }
