@@ -365,7 +365,8 @@ function M.grad(...)
   if go ~= nil and type(go) ~= "table" then check.expected(fn, "grad_outputs", "a tensor or a list", a.grad_outputs) end
   if go ~= nil then -- (a trailing nil, ones for a one-element output, cannot be told from a short list: only
     -- an output that needs its gradient says the lists differ, as PyTorch's "got 2 tensors and 1 gradients")
-    local m = table.maxn(go)
+    local m = 0 -- (the largest index: table.maxn, which Lua 5.4 lacks)
+    for k in pairs(go) do if type(k) == "number" and k > m then m = k end end
     local short = false
     for i = m + 1, #outputs do short = short or (is_tensor(outputs[i]) and outputs[i]:numel() ~= 1) end
     if m > #outputs or short then

@@ -2690,16 +2690,23 @@ return function(wick)
     check.tensor(b2, "baddbmm", "batch2")
     local o = check.options(opts, "baddbmm", { beta = "number", alpha = "number" })
     local beta, alpha = o.beta or 1, o.alpha or 1
-    t = wick._autocast_lower(t) -- (on autocast's lower-precision list, as bmm)
-    if LOW_PRECISION[t.dtype] or LOW_PRECISION[b1.dtype] then -- one rounding, as PyTorch's (and addmm's): the
-      -- product and the sum in float32, then the result's dtype (RecurrentGemma's RG-LRU gates in bfloat16)
-      local d = wick.promote_types(t.dtype, wick.promote_types(b1.dtype, b2.dtype))
-      return Tensor.baddbmm(t:float(), b1:float(), b2:float(), opts):to(d)
+    local function combine(x, m1, m2)
+      local p = m1:bmm(m2)
+      if alpha ~= 1 then p = p * alpha end
+      if beta == 0 then return p + ignored(x) end
+      return (beta == 1 and x or x * beta) + p
     end
-    local p = b1:bmm(b2)
-    if alpha ~= 1 then p = p * alpha end
-    if beta == 0 then return p + ignored(t) end
-    return (beta == 1 and t or t * beta) + p
+    -- (on autocast's lower-precision list, as bmm)
+    t, b1, b2 = wick._autocast_lower(t), wick._autocast_lower(b1), wick._autocast_lower(b2)
+    if not (LOW_PRECISION[t.dtype] or LOW_PRECISION[b1.dtype]) then return combine(t, b1, b2) end
+    -- one rounding, as PyTorch's (and addmm's): the product and the sum in float32 (autocast off for
+    -- them), then the result's dtype (RecurrentGemma's RG-LRU gates in bfloat16)
+    local d = wick.promote_types(t.dtype, wick.promote_types(b1.dtype, b2.dtype))
+    local dt = t.device.type
+    local r = (dt == "cpu" or dt == "cuda")
+      and wick.autocast({ device_type = dt, enabled = false }, combine, t:float(), b1:float(), b2:float())
+      or combine(t:float(), b1:float(), b2:float())
+    return r:to(d)
   end
   --- t:vdot(u): the dot product of two 1-D tensors, t conjugated first when complex
   function Tensor.vdot(t, u)
