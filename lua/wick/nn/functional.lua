@@ -396,8 +396,8 @@ function F.one_hot(t, ...)
   return out:scatter(-1, t:to("int64"):unsqueeze(-1), 1)
 end
 -- F.softmax(x, dim[, {dtype =}]) or F.softmax(x, {dim = ..., dtype = ...}) (PyTorch's
--- keywords); dtype casts first.
-local SOFTMAX = { dim = "integer", dtype = "dtype" }
+-- keywords; also its positional order, F.softmax(x, dim, _stacklevel, dtype)); dtype casts first.
+local SOFTMAX = { dim = "integer", _stacklevel = "integer", dtype = "dtype" }
 -- PyTorch's implicit choice of dim (deprecated there too, with this warning):
 -- dim 1 of 0-, 1- and 3-D inputs, else 2 (F.softmax and nn.Softmax without a dim)
 function F._implicit_softmax_dim(x, fn)
@@ -410,7 +410,7 @@ end
 local function softmax_like(fn)
   return function(x, ...)
     tensor(x, fn, "input")
-    local o = check.positional(fn, { "dim" }, SOFTMAX, ...)
+    local o = check.positional(fn, { "dim", "_stacklevel", "dtype" }, SOFTMAX, ...)
     if o.dtype then x = x:to(o.dtype) end
     return x[fn](x, o.dim or F._implicit_softmax_dim(x, fn))
   end
