@@ -7642,3 +7642,15 @@ describe("the fifty-second round's lines, part 18 (HRM's softmax)", function()
     assert.is_true(wick.allclose(F.log_softmax(x, 2, 3, "float64"), x:double():log_softmax(2)))
   end)
 end)
+
+describe("the fifty-second round's lines, part 19 (Reformer's reversible backward)", function()
+  it("t.requires_grad = true of a computed tensor is PyTorch's error; requires_grad_() of it is allowed", function()
+    local a = wick.ones(2, { requires_grad = true })
+    local b = a * 2
+    support.assert_error_has(function() b.requires_grad = true end, "you can only change requires_grad flags of leaf tensors")
+    assert.is_true(rawequal(b, b:requires_grad_()))
+    local c = wick.ones(2)
+    c.requires_grad = true
+    assert.is_true(c.requires_grad)
+  end)
+end)

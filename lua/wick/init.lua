@@ -324,7 +324,15 @@ mt.__index = function(t, k)
 end
 
 local setters = {
-  requires_grad = function(t, v) Tensor.requires_grad_(t, v) end,
+  requires_grad = function(t, v)
+    -- (the attribute of a non-leaf is PyTorch's error also when set to true, which requires_grad_() allows:
+    -- Reformer's next_attn_output.requires_grad = True on a tensor that must be a leaf)
+    if v == true and not t.is_leaf then
+      core.error("you can only change requires_grad flags of leaf tensors (t.requires_grad = true of a computed "
+        .. "tensor; t:detach():requires_grad_() makes a leaf that requires grad)")
+    end
+    Tensor.requires_grad_(t, v)
+  end,
   grad = function(t, v) Tensor._set_grad(t, v) end,
   data = function(t, v)
     if not wick.is_tensor(v) then
