@@ -7654,3 +7654,10 @@ describe("the fifty-second round's lines, part 19 (Reformer's reversible backwar
     assert.is_true(c.requires_grad)
   end)
 end)
+
+describe("the fifty-second round's lines, part 20 (Nystromformer's masks)", function()
+  it("comparing tensors of several elements with > names both forms Lua turned it into", function()
+    local x = wick.randn(3)
+    support.assert_error_has(function() return x > wick.zeros(3) end, "elements with < (or >): Lua's comparisons give one boolean")
+  end)
+end)

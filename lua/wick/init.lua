@@ -2435,12 +2435,13 @@ local function compared(op, a, b)
   end
   return value(a), value(b)
 end
+-- (Lua turns a > b into b < a before the metamethod: the message names both forms)
 mt.__lt = function(a, b)
-  local x, y = compared("<", a, b)
+  local x, y = compared("< (or >)", a, b)
   return x < y
 end
 mt.__le = function(a, b)
-  local x, y = compared("<=", a, b)
+  local x, y = compared("<= (or >=)", a, b)
   return x <= y
 end
 -- "loss: " .. t: the printed tensor (Python's f"{t}"); the other operand as Lua's .. takes it
