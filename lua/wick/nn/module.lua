@@ -202,7 +202,22 @@ end
 local function merged_keywords(owner, method, f, names, n, ...)
   if n < 2 then return nil end
   local t, u = select(n, ...), select(n - 1, ...)
-  if not plain_keys(t) or not plain_keys(u) or next(u) == nil then return nil end
+  if not plain_keys(t) or not plain_keys(u) then return nil end
+  if next(u) == nil then -- keywords that were all None, then **kwargs: diffusers' attn1(h,
+    -- encoder_hidden_states=None, attention_mask=None, **cross_attention_kwargs) as attn1(h, {}, kwargs)
+    -- binds kwargs alone, when f's `...` comes after u's place and no key of kwargs names an earlier one
+    local va = varargs_at(f)
+    if not va or va <= n - 1 then return nil end
+    for k in pairs(t) do
+      local at = names[k]
+      if at and at < n - 1 then return nil end
+    end
+    local args = { ... }
+    local kwargs = {}
+    for k, v in pairs(t) do kwargs[k] = v end
+    args[n - 1], args[n] = kwargs, nil
+    return args
+  end
   local named = false -- (u's keys name parameters at its place or later; others go to f's `...`)
   for k in pairs(u) do
     local at = names[k]
