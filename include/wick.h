@@ -341,8 +341,9 @@ WICK_API wick_status wick_tensor_set_(wick_tensor *dst, wick_tensor *src);
 /* PyTorch's Module.to over a module's tensors: every tensor of the array, and
  * every gradient they hold, goes to *device (NULL: each stays on its own;
  * "cuda" without an ordinal is the current device) and, when it is floating
- * point, to *dtype (NULL: dtypes stay; a dtype that is not floating point is
- * an error). Each tensor moves in place (wick_tensor_set_'s sense; a tensor
+ * point or complex, to *dtype (NULL: dtypes stay; a complex tensor cast to a
+ * real dtype keeps its real part; a dtype neither floating point nor complex
+ * is an error). Each tensor moves in place (wick_tensor_set_'s sense; a tensor
  * with autograd history is cut from its graph, keeping requires_grad) and
  * once, however often the array holds it. All copies are made first, in one
  * batch of copies (wick_cuda_begin_batch: no copy waits for a GPU alone; the

@@ -527,7 +527,7 @@ static int distinct_items(move_item *items, int n) {
 static wick_status copy_to_target(move_item *it, const wick_device *device, const wick_dtype *dtype, int non_blocking) {
     wick_tensor *t = it->t;
     wick_options opt = {t->dtype, t->storage->device, non_blocking};
-    if (dtype && wick_dtype_is_floating(t->dtype)) opt.dtype = *dtype;
+    if (dtype && (wick_dtype_is_floating(t->dtype) || wick_dtype_is_complex(t->dtype))) opt.dtype = *dtype;
     if (device) opt.device = *device;
     it->copy = NULL;
     if (opt.dtype == t->dtype && wick_device_equal(opt.device, t->storage->device)) return WICK_OK;
@@ -542,9 +542,9 @@ wick_status wick_tensors_to_(int n, wick_tensor *const *tensors, const wick_devi
                              int non_blocking) {
     if (n < 0 || (n > 0 && !tensors)) return wick_fail(WICK_ERR_ARGUMENT, "tensors_to_: no array of %d tensors", n);
     if (dtype && (unsigned)*dtype >= WICK_NUM_DTYPES) return wick_fail(WICK_ERR_DTYPE, "tensors_to_: invalid dtype %d", *dtype);
-    if (dtype && !wick_dtype_is_floating(*dtype))
-        return wick_fail(WICK_ERR_DTYPE, "only floating point dtypes can be asked for (got %s), as in PyTorch's Module.to",
-                         wick_dtype_name(*dtype));
+    if (dtype && !wick_dtype_is_floating(*dtype) && !wick_dtype_is_complex(*dtype))
+        return wick_fail(WICK_ERR_DTYPE, "nn.Module.to only accepts floating point or complex dtypes, but got desired "
+                                         "dtype=%s", wick_dtype_name(*dtype));
     wick_device target;
     if (device) { /* "cuda" is the current device: a tensor already there stays */
         target = *device;

@@ -673,7 +673,9 @@ WL_FUNCTION(t_replace) {
 
 /* core.tensors_to(tensors, device_code | nil, dtype | nil, non_blocking):
  * Module:to's one crossing (wick_tensors_to_): every tensor of the array and
- * its grad moves in place, each once, with one wait per GPU. */
+ * its grad moves in place, each once, with one wait per GPU. Returns how many
+ * complex tensors went to a real dtype (their imaginary parts discarded, which
+ * the caller warns of). */
 WL_FUNCTION(m_tensors_to) {
     const char *fn = "Module:to";
     if (!lua_istable(L, 1)) wl_raise(L, "%s: expected an array of tensors, got %s", fn, luaL_typename(L, 1));
@@ -690,14 +692,17 @@ WL_FUNCTION(m_tensors_to) {
     int non_blocking = lua_toboolean(L, 4);
     /* the array lives in a userdata: freed by the collector if anything raises */
     wick_tensor **ts = lua_newuserdata(L, sizeof *ts * (n ? n : 1));
+    int made_real = 0;
     for (size_t i = 0; i < n; i++) {
         lua_rawgeti(L, 1, (int)i + 1);
         ts[i] = wl_checktensor(L, -1, fn, "tensor");
         lua_pop(L, 1);
+        made_real += dtypep && !wick_dtype_is_complex(dtype) && wick_dtype_is_complex(wick_tensor_dtype(ts[i]));
     }
     wl_check(L, wick_tensors_to_((int)n, ts, devp, dtypep, non_blocking));
     wl_account(L);
-    return 0;
+    lua_pushinteger(L, made_real);
+    return 1;
 }
 
 /* t:_device_code(): t's device as one number (wl_device_code): Lua finds the

@@ -1550,6 +1550,7 @@ end
 -- (memory_format: checked, and a hint only here: parameters keep their layout)
 local TO_OPTIONS = { device = "device", dtype = "dtype", non_blocking = "boolean", memory_format = "string" }
 local tensors_to = core.tensors_to
+local moved
 --- m:to_empty({device = d[, recurse = true]}) (or m:to_empty(d)): every parameter
 --- and buffer becomes uninitialized memory of its shape and dtype on d, keeping
 --- its identity (PyTorch's: a model built on meta made real, then filled by
@@ -1617,16 +1618,37 @@ function Module:to(...)
     elseif type(a) == "string" or type(a) == "number" or getmetatable(a) == wick.Device then device = a
     elseif wick.is_tensor(a) then -- PyTorch's module.to(tensor): its device, and its dtype when floating
       device = a.device
-      if a:is_floating_point() then dtype = a.dtype end
+      if a:is_floating_point() or a:is_complex() then dtype = a.dtype end
     elseif a ~= nil then check.expected("Module:to", "device", "a device, a dtype, a tensor or an options table", a) end
   end
   local code = device ~= nil and wick.device(device)._code or nil
-  if applies_overridden(self) then -- (each tensor on its own then, as PyTorch's _apply)
-    return self:_apply(function(t) tensors_to({ t }, code, dtype, non_blocking); return t end) and self
-  end
+  return moved(self, code, dtype, non_blocking, false)
+end
+-- model:to's moves, all in one crossing (or each tensor on its own through a class's own _apply, as
+-- PyTorch's); floating_only: m:double() and its kin, which leave complex tensors as they are (PyTorch's
+-- to(dtype) casts them too: complex to real with its warning, real to complex with its own)
+function moved(self, code, dtype, non_blocking, floating_only)
   local list, n = {}, 0
-  walk(self, "", function(_, t) n = n + 1; list[n] = t end, nil, nil, true)
-  tensors_to(list, code, dtype, non_blocking)
+  walk(self, "", function(_, t)
+    if not floating_only or t:is_floating_point() then n = n + 1; list[n] = t end
+  end, nil, nil, true)
+  local common = require("wick.nn.common")
+  if dtype and not floating_only and dtype:match("^complex") then
+    common.warn("Complex modules are a new feature under active development whose design may change, and some "
+      .. "modules might not work as expected when using complex tensors as parameters or buffers.")
+  end
+  local made_real = 0
+  if applies_overridden(self) then
+    local keep = {}
+    for i = 1, n do keep[list[i]] = true end
+    self:_apply(function(t)
+      if keep[t] then made_real = made_real + tensors_to({ t }, code, dtype, non_blocking) end
+      return t
+    end)
+  else
+    made_real = tensors_to(list, code, dtype, non_blocking)
+  end
+  if made_real > 0 then common.warn("Module:to: Casting complex values to real discards the imaginary part") end
   return self
 end
 
@@ -1637,10 +1659,10 @@ end
 -- (Module.to, not self:to: a class's own `to` is not these, as PyTorch's go through _apply; ELECTRA's
 -- `to` override returns nothing, and model:double() still returns the model)
 function Module:cpu() return Module.to(this(self, "cpu"), "cpu") end
-function Module:float() return Module.to(this(self, "float"), "float32") end
-function Module:double() return Module.to(this(self, "double"), "float64") end
-function Module:half() return Module.to(this(self, "half"), "float16") end
-function Module:bfloat16() return Module.to(this(self, "bfloat16"), "bfloat16") end
+function Module:float() return moved(this(self, "float"), nil, "float32", nil, true) end
+function Module:double() return moved(this(self, "double"), nil, "float64", nil, true) end
+function Module:half() return moved(this(self, "half"), nil, "float16", nil, true) end
+function Module:bfloat16() return moved(this(self, "bfloat16"), nil, "bfloat16", nil, true) end
 --- m:share_memory(): PyTorch's for multiprocessing; here m itself (one process)
 function Module:share_memory() return this(self, "share_memory") end
 
