@@ -7701,3 +7701,11 @@ describe("the fifty-second round's lines, part 22 (FNet's DFT matrices)", functi
       "nn.Module.to only accepts floating point or complex dtypes, but got desired dtype=int64")
   end)
 end)
+describe("the fifty-second round's lines, part 23 (FNet's complex products)", function()
+  it("a complex64 by float64 product names the dtypes as given", function()
+    local z = wick.complex(wick.randn(2, 3), wick.randn(2, 3))
+    support.assert_error_has(function() return wick.matmul(z, wick.randn(3, 2, { dtype = wick.float64 })) end,
+      "got complex64 and float64")
+    assert.are.equal("complex64", wick.matmul(z, wick.randn(3, 2)).dtype)
+  end)
+end)

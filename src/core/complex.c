@@ -469,7 +469,11 @@ static wick_tensor *product(scratch *s, product_fn fn, const wick_tensor *a, con
 wick_status wk_complex_product(wick_tensor **out, product_fn fn, const wick_tensor *a, const wick_tensor *b) {
     scratch s = {0};
     wick_tensor *ar, *ai, *br, *bi, *r;
-    if (is_complex(a) && is_complex(b) && a->dtype != b->dtype)
+    /* two complex operands of one dtype, or a real one of the complex one's parts' dtype (named as given, not
+     * as the parts: complex64 and float64 are what differ) */
+    const wick_tensor *c = is_complex(a) ? a : b, *o = c == a ? b : a;
+    wick_dtype part = c->dtype == WICK_COMPLEX64 ? WICK_FLOAT32 : WICK_FLOAT64;
+    if (is_complex(o) ? o->dtype != c->dtype : o->dtype != part)
         return wick_fail(WICK_ERR_DTYPE, "expected both operands of a product to have the same dtype, got %s and %s",
                          wick_dtype_name(a->dtype), wick_dtype_name(b->dtype));
     parts(&s, a, &ar, &ai);
