@@ -7701,6 +7701,7 @@ describe("the fifty-second round's lines, part 22 (FNet's DFT matrices)", functi
       "nn.Module.to only accepts floating point or complex dtypes, but got desired dtype=int64")
   end)
 end)
+
 describe("the fifty-second round's lines, part 23 (FNet's complex products)", function()
   it("a complex64 by float64 product names the dtypes as given", function()
     local z = wick.complex(wick.randn(2, 3), wick.randn(2, 3))
