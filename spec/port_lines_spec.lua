@@ -7710,3 +7710,13 @@ describe("the fifty-second round's lines, part 23 (FNet's complex products)", fu
     assert.are.equal("complex64", wick.matmul(z, wick.randn(3, 2)).dtype)
   end)
 end)
+
+describe("the fifty-second round's lines, part 24 (FLAVA's ITM pairs)", function()
+  it("a Lua boolean given to a logical op says t:any() is one and names the tensor form", function()
+    local p = wick.tensor({ false, true })
+    support.assert_error_has(function() return p:logical_or(not p:any()) end,
+      "t:any() / t:all() are Lua booleans: t:flatten():any(1) is the 0-dim tensor")
+    assert.are.same({ false, true }, p:logical_or(p:flatten():any(1):logical_not()):tolist())
+    assert.are.same({ true, true }, wick.tensor({ false, false }):logical_or(wick.tensor({ false, false }):flatten():any(1):logical_not()):tolist())
+  end)
+end)

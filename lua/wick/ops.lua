@@ -1539,7 +1539,8 @@ return function(wick)
   local function other_mask(u, fn)
     if wick.is_tensor(u) then return as_bool(u) end
     check.fail(fn, "argument 'other' (position 2) must be Tensor, not %s%s", type(u) == "boolean" and "bool" or type(u),
-      type(u) == "boolean" and " (a == b between two tensors is Lua's comparison, a boolean: write a:eq(b))" or "")
+      type(u) == "boolean" and " (a == b between two tensors is Lua's comparison, a boolean: write a:eq(b); and "
+        .. "t:any() / t:all() are Lua booleans: t:flatten():any(1) is the 0-dim tensor)" or "")
   end
   --- t:logical_not(), t:logical_and(u), t:logical_or(u), t:logical_xor(u): bool results, nonzero is true
   function Tensor.logical_not(t) return check.tensor(t, "logical_not", "self"):eq(0) end
