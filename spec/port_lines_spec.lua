@@ -7720,3 +7720,18 @@ describe("the fifty-second round's lines, part 24 (FLAVA's ITM pairs)", function
     assert.are.same({ true, true }, wick.tensor({ false, false }):logical_or(wick.tensor({ false, false }):flatten():any(1):logical_not()):tolist())
   end)
 end)
+
+describe("the fifty-second round's lines, part 25 (TAPAS' relaxed draws)", function()
+  it("the relaxed distributions take every argument by name and PyTorch's positional (temperature, nil, logits)", function()
+    local D = wick.distributions
+    local l = wick.tensor({ 0.5, -1, 2 })
+    for _, C in ipairs({ D.RelaxedBernoulli, D.LogitRelaxedBernoulli, D.RelaxedOneHotCategorical, D.ExpRelaxedCategorical }) do
+      local by_name = C({ temperature = 0.5, logits = l })
+      local positional = C(0.5, nil, l)
+      local usual = C(0.5, { logits = l })
+      assert.is_true(wick.allclose(by_name.logits, usual.logits))
+      assert.is_true(wick.allclose(positional.logits, usual.logits))
+      assert.are.same({ 3 }, by_name:sample().shape:totable())
+    end
+  end)
+end)

@@ -1799,6 +1799,7 @@ end
 --- LogitRelaxedBernoulli(temperature, probs) or (temperature, {logits = l}): logits of a relaxed Bernoulli
 local LogitRelaxedBernoulli = class("LogitRelaxedBernoulli")
 LogitRelaxedBernoulli._params = { "probs" }
+LogitRelaxedBernoulli._keywords = { "temperature", "probs" } -- (TAPAS' RelaxedBernoulli(temperature=t, logits=l))
 function LogitRelaxedBernoulli.new(temperature, probs, opts)
   local fn = "LogitRelaxedBernoulli"
   local logits
@@ -1828,6 +1829,7 @@ end
 --- ExpRelaxedCategorical(temperature, probs) or (temperature, {logits = l}): log of a relaxed one-hot draw
 local ExpRelaxedCategorical = class("ExpRelaxedCategorical")
 ExpRelaxedCategorical._params = { "probs" }
+ExpRelaxedCategorical._keywords = { "temperature", "probs" } -- (TAPAS' RelaxedBernoulli(temperature=t, logits=l))
 function ExpRelaxedCategorical.new(temperature, probs, opts)
   local fn = "ExpRelaxedCategorical"
   local logits
@@ -1857,6 +1859,13 @@ function ExpRelaxedCategorical:log_prob(value)
   return score + log_scale
 end
 
+-- the options table of (temperature, probs, opts): probs' place when it holds one, else opts unless that is
+-- PyTorch's positional logits
+local function options_given(probs, opts)
+  if type(probs) == "table" and not is_tensor(probs) then return probs end
+  if type(opts) == "table" and not is_tensor(opts) then return opts end
+  return nil
+end
 -- a TransformedDistribution of base by transforms, with class C's methods and these fields
 local function transformed_of(C, base, transforms, opts, fields)
   local ok, d = pcall(TransformedDistribution.new, base, transforms, opts)
@@ -1874,8 +1883,9 @@ end
 --- RelaxedBernoulli(temperature, probs) or (temperature, {logits = l}): sigmoid of a LogitRelaxedBernoulli
 local RelaxedBernoulli = class("RelaxedBernoulli")
 RelaxedBernoulli._params = { "probs" }
+RelaxedBernoulli._keywords = { "temperature", "probs" } -- (TAPAS' RelaxedBernoulli(temperature=t, logits=l))
 function RelaxedBernoulli.new(temperature, probs, opts)
-  local keep = type(probs) == "table" and not is_tensor(probs) and probs or opts
+  local keep = options_given(probs, opts) -- (PyTorch's positional (temperature, None, logits) too)
   local base = LogitRelaxedBernoulli.new(temperature, probs, opts)
   return transformed_of(RelaxedBernoulli, base, { T.SigmoidTransform() },
     { validate_args = keep and keep.validate_args },
@@ -1886,8 +1896,9 @@ as_transformed(RelaxedBernoulli)
 --- RelaxedOneHotCategorical(temperature, probs) or (temperature, {logits = l}): exp of an ExpRelaxedCategorical
 local RelaxedOneHotCategorical = class("RelaxedOneHotCategorical")
 RelaxedOneHotCategorical._params = { "probs" }
+RelaxedOneHotCategorical._keywords = { "temperature", "probs" } -- (TAPAS' RelaxedBernoulli(temperature=t, logits=l))
 function RelaxedOneHotCategorical.new(temperature, probs, opts)
-  local keep = type(probs) == "table" and not is_tensor(probs) and probs or opts
+  local keep = options_given(probs, opts)
   local base = ExpRelaxedCategorical.new(temperature, probs, opts)
   return transformed_of(RelaxedOneHotCategorical, base, { T.ExpTransform() },
     { validate_args = keep and keep.validate_args },
