@@ -7735,3 +7735,12 @@ describe("the fifty-second round's lines, part 25 (TAPAS' relaxed draws)", funct
     end
   end)
 end)
+
+describe("the fifty-second round's lines, part 26 (Jamba's cache)", function()
+  it("new_zeros(a, size) names new_zeros and the {a} + size form", function()
+    local A = wick.ones(3, 4)
+    support.assert_error_has(function() return A:new_zeros(2, A.shape) end,
+      "new_zeros: sizes come as numbers or as one table, got a table for size 2")
+    assert.are.same({ 2, 3, 4 }, A:new_zeros({ 2 } + A.shape).shape:totable())
+  end)
+end)

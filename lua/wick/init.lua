@@ -766,6 +766,12 @@ for name, make in pairs({ new_zeros = "zeros", new_ones = "ones", new_empty = "e
       args, n = { size, next(opts) ~= nil and opts or nil }, next(opts) ~= nil and 2 or 1
     end
     if is_options(args[n]) then args[n] = with_defaults(t, args[n]) else n = n + 1; args[n] = with_defaults(t) end
+    for i = 2, n - 1 do -- (named here: the core's message would name wick.zeros)
+      if type(args[i]) == "table" then
+        check.fail(name, "sizes come as numbers or as one table, got a table for size %d (Python's "
+          .. "t.%s(a, *size) is t:%s({a} + size) with a Size)", i, name, name)
+      end
+    end
     return core[make](unpack(args, 1, n))
   end
 end
