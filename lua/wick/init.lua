@@ -313,7 +313,14 @@ mt.__index = function(t, k)
     end
     return m
   end
-  if type(k) == "number" then return get_slice(t, k) end
+  if type(k) == "number" then
+    if k == 0 and named[t] then -- (PyTorch's torch.topk(s, k)[0], whose [1] here would be a row of the values)
+      core.error("index 0 is invalid: indices count from 1; this tensor is the values of a result PyTorch names "
+        .. "(topk, max(dim), sort, ...): PyTorch's r[0] is r.values and r[1] is r.indices (or local values, "
+        .. "indices = ...), never r[1] and r[2], which index the values")
+    end
+    return get_slice(t, k)
+  end
   local r = named[t]
   if r and r[k] then return r[k] == true and t or r[k] end
   local f = fields[k]
