@@ -6204,7 +6204,7 @@ describe("the forty-eighth round's lines, part 16 (a split's table where a tenso
   it("an op given the table split returns says it is one and how to unpack it", function()
     local stats = wick.randn(2, 8, 5)
     local mean = wick.split(stats, 4, { dim = 2 })
-    support.assert_error_has(function() return wick.exp(mean) end, "got a table of 2 tensors (split, chunk and unbind")
+    support.assert_error_has(function() return wick.exp(mean) end, "got a table of 2 tensors (split, chunk, unbind and LSTMCell")
     support.assert_error_has(function() return wick.randn_like(mean) end, "got a table of 2 tensors")
     local a, b = unpack(wick.split(stats, 4, { dim = 2 }))
     assert.are.same({ 2, 4, 5 }, b.shape)
@@ -7564,7 +7564,7 @@ describe("the fifty-second round's lines, part 13 (Qwen3.5's gate, up = x.chunk(
   it("arithmetic and cat with a chunk's table say that chunk gives one table", function()
     local x = wick.randn(2, 8)
     local gate = x:chunk(2, -1)
-    local hint = "a table of 2 tensors (split, chunk and unbind give one table: unpack(...) it, or index it)"
+    local hint = "a table of 2 tensors (split, chunk, unbind and LSTMCell give one table: unpack(...) it, or index it)"
     support.assert_error_has(function() return gate * x end, "mul: expected tensors or numbers, got " .. hint)
     support.assert_error_has(function() return x + gate end, "add: expected tensors or numbers, got tensor and " .. hint)
     support.assert_error_has(function() return wick.cat({ gate, x }) end, "expected a tensor at position 1, got " .. hint)
@@ -7751,5 +7751,45 @@ describe("the fifty-second round's lines, part 27 (CSM's top-k sampling)", funct
     support.assert_error_has(function() return wick.topk(s, 2)[0] end, "PyTorch's r[0] is r.values and r[1] is r.indices")
     support.assert_error_has(function() return s[0] end, "index 0 is invalid: indices count from 1")
     assert.are.same({ { 2 }, { 4 } }, wick.topk(s, 2).values[{ "...", -1, wick.newaxis }]:tolist())
+  end)
+end)
+
+describe("the fifty-second round's lines, part 28 (the STN tutorial, time_sequence_prediction)", function()
+  it("3-D affine grids, NaN positions in 5-D sampling reading zero, and the align_corners warning", function()
+    local th = wick.tensor({ { { 1, 0, 0, 0.1 }, { 0, 1, 0, 0 }, { 0, 0, 1, 0 } } }, { dtype = "float64" })
+    local g = F.affine_grid(th, { 1, 1, 2, 3, 4 }, { align_corners = true })
+    assert.are.same({ 1, 2, 3, 4, 3 }, g.shape:totable())
+    assert.is_true(math.abs(g[{ 1, 1, 1, 1, 1 }]:item() - (-0.9)) < 1e-12) -- x = -1 + 0.1
+    assert.is_true(math.abs(g[{ 1, 2, 3, 4, 3 }]:item() - 1) < 1e-12)      -- z = 1
+    support.assert_error_has(function() F.affine_grid(wick.randn(1, 2, 3), { 1, 1, 2, 3, 4 }) end,
+      "Expected a batch of 3D affine matrices of shape Nx3x4")
+    local x = wick.arange(24, { dtype = "float64" }):view(1, 1, 2, 3, 4):requires_grad_()
+    local y = F.grid_sample(x, wick.tensor({ { { { { 0 / 0, 0, 0 }, { 0.1, 0.2, 0.1 } } } } }, { dtype = "float64" }),
+      { align_corners = true })
+    assert.are.equal(0, y:flatten()[1]:item())
+    y:sum():backward()
+    assert.is_false(x.grad:isnan():any())
+    local got = support.warnings_of(function() F.grid_sample(x:detach(), g:to("float64")) end)
+    support.assert_contains(got[1], "align_corners=False since 1.3.0")
+  end)
+  it("LBFGS resumes PyTorch's saved state, whose ro list holds 0-dim tensors", function()
+    local w = wick.tensor({ 1.0, 2.0 }, { dtype = "float64" }):requires_grad_()
+    local opt = wick.optim.LBFGS({ w }, { lr = 0.8, max_iter = 3 })
+    local function closure() opt:zero_grad(); local l = ((w - 3) ^ 2):sum(); l:backward(); return l end
+    opt:step(closure)
+    local sd = opt:state_dict()
+    local st = sd.state[0] or sd.state[1]
+    for i, r in ipairs(st.ro) do st.ro[i] = wick.tensor(r, { dtype = "float64" }) end
+    local group = {}
+    for k, v in pairs(sd.param_groups[1]) do group[k] = v end
+    group.params = { 0 } -- PyTorch's numbering
+    opt:load_state_dict({ state = { [0] = st }, param_groups = { group } })
+    assert.is_true(opt:step(closure):item() >= 0)
+  end)
+  it("a class method named __init__ or __init says the constructor is init", function()
+    local M = nn.Module:extend("M")
+    support.assert_error_has(function() function M:__init__() end end, "the constructor is init here, not __init__")
+    local O = wick.Object:extend("O")
+    support.assert_error_has(function() function O:__init() end end, "the constructor is init here, not __init")
   end)
 end)

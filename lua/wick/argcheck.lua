@@ -36,7 +36,7 @@ local function describe(v)
   if t == "userdata" and getmetatable(v) == tensor_mt then return "Tensor" end
   if is_module(v) then return getmetatable(v).__name or "table" end
   if t == "table" and C.is_array(v) and getmetatable(rawget(v, 1)) == tensor_mt and tensor_mt ~= nil then
-    return ("a table of %d tensors (split, chunk and unbind give one table: unpack(...) it, or index it)"):format(#v)
+    return ("a table of %d tensors (split, chunk, unbind and LSTMCell give one table: unpack(...) it, or index it)"):format(#v)
   end
   return t
 end
@@ -98,6 +98,14 @@ list_mt.__tostring = function(list)
   return "[" .. table.concat(parts, ", ") .. "]"
 end
 C.list_mt = list_mt
+--- check.constructor_name(class, key, value): a class's method named __init__ (Python's) or __init
+--- (Torch7's) is an error that says wick's constructor is init; never called, it would fail far away
+function C.constructor_name(class, k, v)
+  if (k == "__init__" or k == "__init") and type(v) == "function" then
+    C.fail(class, "the constructor is init here, not %s (Python's __init__, Torch7's __init): define "
+      .. "function %s:init(...), and call the base's as %s.super.init(self, ...)", k, class, class)
+  end
+end
 function C.list(t) return setmetatable(t, list_mt) end
 function C.is_array(v)
   if type(v) ~= "table" then return false end

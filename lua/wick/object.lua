@@ -60,6 +60,7 @@ end
 -- a method of one's own binds PyTorch's keywords (its first parameter self, or cls, also under a
 -- decorator: Meta's @torch.inference_mode() def generate(self, ...)); metamethods do not
 local function define(cls, k, v)
+  check.constructor_name(rawget(cls, "__name"), k, v)
   if k == "_lazy" then
     if type(v) ~= "table" then check.expected(rawget(cls, "__name"), "_lazy", "a table of functions (cached properties)", v) end
     rawset(cls, "__index", lazy_index(cls))

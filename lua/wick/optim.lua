@@ -584,7 +584,11 @@ function Optimizer:load_state_dict(sd, ...)
           if rawequal(v, s[k]) then v = v:clone() end
         elseif type(v) == "table" and getmetatable(v) == nil then
           local list = moved(v, p)
-          for i, x in pairs(list) do if rawequal(x, v[i]) and wick.is_tensor(x) then list[i] = x:clone() end end
+          for i, x in pairs(list) do
+            -- (PyTorch's LBFGS keeps its ro list as 0-dim tensors, wick as numbers)
+            if pytorch and wick.is_tensor(x) and x:dim() == 0 then list[i] = x:item()
+            elseif rawequal(x, v[i]) and wick.is_tensor(x) then list[i] = x:clone() end
+          end
           v = list
         end
         copy[k] = v

@@ -111,8 +111,8 @@ const char *wl_describe(lua_State *L, int idx) {
         int tensors = wl_totensor(L, -1) != NULL;
         lua_pop(L, 1);
         if (tensors)
-            return lua_pushfstring(L, "a table of %d tensors (split, chunk and unbind give one table: unpack(...) it, "
-                                      "or index it)", (int)lua_objlen(L, idx));
+            return lua_pushfstring(L, "a table of %d tensors (split, chunk, unbind and LSTMCell give one table: "
+                                      "unpack(...) it, or index it)", (int)lua_objlen(L, idx));
     }
     return luaL_typename(L, idx);
 }

@@ -2151,9 +2151,16 @@ end
 
 -- ---- sampling grids (spatial transformers) ----
 
+-- PyTorch's warning when align_corners is left out of affine_grid or grid_sample (once per call site)
+local function grid_align_warning()
+  common.warn("Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0. Please "
+    .. "specify align_corners=True if the old behavior is desired. See the documentation of grid_sample for details.")
+end
+
 --- F.affine_grid(theta, size[, {align_corners = false}]): the (N, H, W, 2)
 --- grid of x, y sampling positions in [-1, 1] that the (N, 2, 3) affine maps
---- theta make of an (N, C, H, W) output `size` (PyTorch's, 2-D)
+--- theta make of an (N, C, H, W) output `size`, or the (N, D, H, W, 3) grid of
+--- x, y, z positions of (N, 3, 4) maps and an (N, C, D, H, W) size (PyTorch's)
 function F.affine_grid(theta, size, ...)
   check.tensor(theta, "affine_grid", "theta")
   -- PyTorch's (theta, size, align_corners), size also by name
@@ -2164,12 +2171,18 @@ function F.affine_grid(theta, size, ...)
   end
   check.table(size, "affine_grid", "size")
   local opts = check.positional("affine_grid", { "align_corners" }, { align_corners = "boolean" }, ...)
-  local align = opts.align_corners or false
-  if #size ~= 4 then check.fail("affine_grid", "only 4-D sizes (N, C, H, W) are supported, got %d-D", #size) end
-  local N, H, W = size[1], size[3], size[4]
-  if theta:dim() ~= 3 or theta:size(1) ~= N or theta:size(2) ~= 2 or theta:size(3) ~= 3 then
-    check.fail("affine_grid", "Expected a batch of 2D affine matrices of shape Nx2x3 for size [%s]. Got [%s].",
-      table.concat(size, ", "), table.concat(theta:size(), ", "))
+  local align = opts.align_corners
+  if align == nil then grid_align_warning() end
+  align = align or false
+  if #size ~= 4 and #size ~= 5 then
+    check.fail("affine_grid", "affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
+      .. "respectively. Got size [%s].", table.concat(size, ", "))
+  end
+  local nd = #size - 2 -- spatial dims
+  local N = size[1]
+  if theta:dim() ~= 3 or theta:size(1) ~= N or theta:size(2) ~= nd or theta:size(3) ~= nd + 1 then
+    check.fail("affine_grid", "Expected a batch of %dD affine matrices of shape Nx%dx%d for size [%s]. Got [%s].",
+      nd, nd, nd + 1, table.concat(size, ", "), table.concat(theta:size(), ", "))
   end
   local o = { dtype = theta.dtype, device = theta.device }
   local function base(n) -- the pixels' normalised positions
@@ -2177,10 +2190,22 @@ function F.affine_grid(theta, size, ...)
     local r = wick.linspace(-1, 1, n, o)
     return align and r or r * ((n - 1) / n)
   end
-  local xs = base(W):view(1, W):expand(H, W)
-  local ys = base(H):view(H, 1):expand(H, W)
-  local grid = wick.stack({ xs, ys, wick.ones({ H, W }, o) }, 3):reshape(1, H * W, 3):expand(N, H * W, 3)
-  return grid:bmm(theta:transpose(2, 3)):view(N, H, W, 2)
+  -- (D,) H, W; the positions x (along the last dim), y, (z), then ones, each over the whole output
+  local spatial, count = {}, 1
+  for d = 1, nd do spatial[d] = size[2 + d]; count = count * spatial[d] end
+  local parts = {}
+  for d = 1, nd do
+    local along = nd - d + 1 -- x along the last spatial dim
+    local shape = {}
+    for e = 1, nd do shape[e] = e == along and spatial[e] or 1 end
+    parts[d] = base(spatial[along]):view(shape):expand(spatial)
+  end
+  parts[nd + 1] = wick.ones(spatial, o)
+  local grid = wick.stack(parts, nd + 1):reshape(1, count, nd + 1):expand(N, count, nd + 1)
+  local out = { N }
+  for d = 1, nd do out[d + 1] = spatial[d] end
+  out[nd + 2] = nd
+  return grid:bmm(theta:transpose(2, 3)):view(out)
 end
 
 local GRID_MODES = { "bilinear", "nearest", "bicubic" }
@@ -2262,6 +2287,7 @@ function F.grid_sample(input, grid, ...)
     { mode = "string", padding_mode = "string", align_corners = "boolean" }, ...)
   local mode = opts.mode or "bilinear"
   local padding = opts.padding_mode or "zeros"
+  if opts.align_corners == nil then grid_align_warning() end
   local align = opts.align_corners or false
   check.one_of(mode, "grid_sample", "mode", GRID_MODES)
   check.one_of(padding, "grid_sample", "padding_mode", GRID_PADDING)
@@ -2314,7 +2340,9 @@ function grid_sample_composed(input, grid, mode, padding, align)
     end
     idx = idx:to("int64") + 1
     local v = flat:gather(3, idx:reshape(N, 1, m):expand(N, C, m)):view(view)
-    return v * (w * inside:to(w.dtype)):unsqueeze(2)
+    -- (where, not a product with the mask: a NaN position's NaN weight reads zero, as the 2-D kernel's, and
+    -- gives the input no NaN gradient)
+    return v * wick.where(inside, w, 0):unsqueeze(2)
   end
   if mode == "bicubic" then -- 16 taps, each coordinate under the padding mode (PyTorch's get_value_bounded)
     local y0, x0 = coords[1]:detach():floor(), coords[2]:detach():floor()

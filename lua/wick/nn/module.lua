@@ -498,6 +498,7 @@ function Module:extend(name, args)
     __tostring = class_name,
     -- a method under a name wick keeps on every module would be hidden by it
     __newindex = function(cls, k, v)
+      check.constructor_name(rawget(cls, "__name") or "Module", k, v)
       if INTERNAL[k] then
         check.fail(rawget(cls, "__name") or "Module", "'%s' is a name wick's modules use for themselves; name the method otherwise", k)
       end
