@@ -7793,3 +7793,10 @@ describe("the fifty-second round's lines, part 28 (the STN tutorial, time_sequen
     support.assert_error_has(function() function O:__init() end end, "the constructor is init here, not __init")
   end)
 end)
+
+describe("the fifty-second round's lines, part 29 (affine_grid's sizes)", function()
+  it("a size entry that is no integer is an error naming the size", function()
+    support.assert_error_has(function() F.affine_grid(wick.randn(1, 2, 3), { {} }, { align_corners = true }) end,
+      "affine_grid: expected an integer for argument 'size'")
+  end)
+end)

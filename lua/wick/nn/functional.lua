@@ -2174,6 +2174,7 @@ function F.affine_grid(theta, size, ...)
   local align = opts.align_corners
   if align == nil then grid_align_warning() end
   align = align or false
+  for i = 1, #size do check.int(size[i], "affine_grid", "size", 0) end
   if #size ~= 4 and #size ~= 5 then
     check.fail("affine_grid", "affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
       .. "respectively. Got size [%s].", table.concat(size, ", "))
