@@ -35,6 +35,7 @@ local function describe(v)
   end
   if t == "userdata" and getmetatable(v) == tensor_mt then return "Tensor" end
   if is_module(v) then return getmetatable(v).__name or "table" end
+  if t == "table" and getmetatable(v) and rawget(getmetatable(v), "__name") == "Size" then return "a Size " .. tostring(v) end
   if t == "table" and C.is_array(v) and getmetatable(rawget(v, 1)) == tensor_mt and tensor_mt ~= nil then
     return ("a table of %d tensors (split, chunk, unbind and LSTMCell give one table: unpack(...) it, or index it)"):format(#v)
   end
@@ -59,6 +60,8 @@ function C.is_tensor(v) return getmetatable(v) == tensor_mt end
 --- list[-1] is the last entry, list[{a, b}] the entries a..b inclusive (negative from the end,
 --- as a tensor's range: Python's list(m.children())[:-1] is m:children()[{{1, -2}}]).
 --- check.is_array(v): a plain table or such a list, where a function takes an array.
+local LIST_HINT = "split, chunk, unbind and LSTMCell give one table, not several results (Python's "
+  .. "`a, b = x.chunk(2)` is `local a, b = unpack(x:chunk(2))`, or index it: parts[1], parts[-1] the last)"
 local list_pos = setmetatable({}, { __mode = "k" })
 local list_mt = { __call = function(list, _, prev)
   local i = list_pos[list]
@@ -78,6 +81,10 @@ list_mt.__index = function(list, k)
     if k == 0 then raise("a list's index 0: lists count from 1 (Python's list(...)[0] is [1], [-1] the last)") end
     return k < 0 and rawget(list, n + k + 1) or nil
   end
+  if type(k) == "string" and k ~= "iter" and type(rawget(core.Tensor, k)) == "function" -- (iter: what an iterable is asked)
+    and getmetatable(rawget(list, 1)) == tensor_mt then
+    raise(("a table of %d tensors has no method '%s': %s"):format(n, k, LIST_HINT))
+  end
   if type(k) ~= "table" then return nil end
   local r = type(k[1]) == "table" and k[1] or k
   local a, b = r[1] or 1, r[2] or -1
@@ -86,6 +93,21 @@ list_mt.__index = function(list, k)
   if b < 0 then b = n + b + 1 end
   local out = {}
   for i = math.max(a, 1), math.min(b, n) do out[#out + 1] = rawget(list, i) end
+  return setmetatable(out, list_mt)
+end
+-- arithmetic on a list: a ported `q, k = x.chunk(2)` that kept the whole list in q; a list plus a list
+-- (or a plain table) is both in one list, Python's list(a.parameters()) + list(b.parameters())
+local function list_misuse(a, b)
+  local list = getmetatable(a) == list_mt and a or b
+  raise(("arithmetic on a list of %d %s: %s"):format(#list,
+    getmetatable(rawget(list, 1)) == tensor_mt and "tensors" or "values", LIST_HINT))
+end
+for _, op in ipairs({ "__sub", "__mul", "__div", "__mod", "__pow", "__unm", "__lt", "__le" }) do list_mt[op] = list_misuse end
+list_mt.__add = function(a, b)
+  if not (C.is_array(a) and C.is_array(b)) then list_misuse(a, b) end
+  local out = {}
+  for i = 1, #a do out[i] = rawget(a, i) end
+  for i = 1, #b do out[#out + 1] = rawget(b, i) end
   return setmetatable(out, list_mt)
 end
 -- printed as Python prints a list: ['a', 'b'] (strings quoted), [] when empty

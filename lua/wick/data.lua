@@ -55,7 +55,7 @@ local is_callable = check.is_callable
 -- v is a plain Lua array: a table without a metatable whose keys are exactly
 -- 1..#v (the empty table too). A non-empty one is Python's list or tuple.
 local function is_array(v)
-  if type(v) ~= "table" or getmetatable(v) ~= nil then return false end
+  if type(v) ~= "table" or (getmetatable(v) ~= nil and getmetatable(v) ~= check.list_mt) then return false end
   local count = 0
   for _ in pairs(v) do count = count + 1 end
   return count == #v

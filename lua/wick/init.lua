@@ -127,7 +127,7 @@ wick._dtype_info = dtype_info
 
 -- ---- tensor fields read with `.` ----
 
-local Size = {}
+local Size = { __name = "Size" }
 -- s[-1]: the last size, as Python's negative indices; s[{a, b}] (or s[{{a, b}}],
 -- as a tensor's range) the sizes a..b inclusive as a Size, negative ends from
 -- the end and b the last when absent: Python's shape[1:] is s[{2, -1}]; ends
@@ -200,6 +200,18 @@ local function size_join(a, b)
   return setmetatable(out, Size)
 end
 Size.__add, Size.__concat = size_join, size_join
+-- s * n (or n * s): the sizes n times over, Python's tuple repetition (drop path's
+-- (x.shape[0],) + (1,) * (x.ndim - 1) is wick.Size({x.shape[1]}) + wick.Size({1}) * (x:dim() - 1))
+Size.__mul = function(a, b)
+  if type(a) == "number" then a, b = b, a end
+  if type(b) ~= "number" or b % 1 ~= 0 or getmetatable(a) ~= Size then
+    wick.error(("Size: can only repeat a Size an integer number of times, got %s * %s"):format(check.describe(a), check.describe(b)))
+  end
+  local out, n = {}, #a
+  if n * math.max(b, 0) > 2 ^ 24 then wick.error(("Size: %d repeats of a Size of %d dims is too many"):format(b, n)) end
+  for r = 0, b - 1 do for i = 1, n do out[r * n + i] = a[i] end end
+  return setmetatable(out, Size)
+end
 wick.Size = Size
 --- wick.Size({2, 3}) (or wick.Size(2, 3)): torch.Size, comparable with == to a tensor's shape
 --- (integers, -1 too, as torch.Size((-1,)) + shape for a reshape)
@@ -773,10 +785,9 @@ for name, make in pairs({ new_zeros = "zeros", new_ones = "ones", new_empty = "e
       args, n = { size, next(opts) ~= nil and opts or nil }, next(opts) ~= nil and 2 or 1
     end
     if is_options(args[n]) then args[n] = with_defaults(t, args[n]) else n = n + 1; args[n] = with_defaults(t) end
-    for i = 2, n - 1 do -- (named here: the core's message would name wick.zeros)
+    for i = 1, n - 1 do -- (named here: the core's message would name wick.zeros)
       if type(args[i]) == "table" then
-        check.fail(name, "sizes come as numbers or as one table, got a table for size %d (Python's "
-          .. "t.%s(a, *size) is t:%s({a} + size) with a Size)", i, name, name)
+        for j = 1, #args[i] do if not check.is_tensor(args[i][j]) then check.int(args[i][j], name, "size") end end
       end
     end
     return core[make](unpack(args, 1, n))
@@ -877,8 +888,11 @@ function wick.result_type(a, b)
   if getmetatable(b) == mt then
     if (a:dim() == 0) ~= (b:dim() == 0) then -- PyTorch's rule: beside a tensor of dims, a 0-dim one
       -- counts only by a higher category (float32 x with a float64 0-dim gives float32)
+      -- (a complex 0-dim one over a floating one keeps its width: float64 with a 0-dim complex64 is complex128)
       local dims, zero = a:dim() > 0 and a or b, a:dim() > 0 and b or a
-      return dtype_category(zero.dtype) > dtype_category(dims.dtype) and zero.dtype or dims.dtype
+      local cz, cd = dtype_category(zero.dtype), dtype_category(dims.dtype)
+      if cz == 3 and cd == 2 then return dims.dtype == "float64" and "complex128" or "complex64" end
+      return cz > cd and zero.dtype or dims.dtype
     end
     return core.promote_types(a.dtype, b.dtype)
   end

@@ -82,6 +82,7 @@ return function(wick)
   function Tensor.triu_(t, k) return check.tensor(t, "triu_", "self"):copy_(triangle(t, k, false, "triu_")) end
 
   -- ---- split / chunk / unbind: arrays of views ----
+  -- (lists, as model:parameters(): parts[-1] the last; a method or arithmetic on the list says to unpack it)
 
   -- a trailing {dim = d} stands for the dim argument (PyTorch's keyword)
   local function dim_option(dim, fn)
@@ -126,13 +127,13 @@ return function(wick)
         parts[i] = t:narrow(dim, at, split_size[i])
         at = at + split_size[i]
       end
-      return parts
+      return check.list(parts)
     end
     check.int(split_size, "split", "split_size", 0)
     if split_size == 0 and n > 0 then check.fail("split", "split_size can only be 0 if dimension size is 0, but got dimension size of %d", n) end
-    if n == 0 then return { t:narrow(dim, 1, 0) } end
+    if n == 0 then return check.list({ t:narrow(dim, 1, 0) }) end
     for at = 1, n, split_size do parts[#parts + 1] = t:narrow(dim, at, math.min(split_size, n - at + 1)) end
-    return parts
+    return check.list(parts)
   end
 
   --- t:split_with_sizes(split_sizes[, dim = 1]) (or {split_sizes =, dim =}): PyTorch's split into a list of sizes
@@ -182,7 +183,7 @@ return function(wick)
         local len = base + (i <= extra and 1 or 0)
         parts[i], at = t:narrow(dim, at, len), at + len
       end
-      return parts
+      return check.list(parts)
     end
     check.table(how, fn, "indices")
     local prev = 0
@@ -194,7 +195,7 @@ return function(wick)
       parts[i] = t:narrow(dim, start + 1, math.max(0, stop - start))
       prev = math.max(prev, stop)
     end
-    return parts
+    return check.list(parts)
   end
   function Tensor.tensor_split(t, ...)
     local o = check.positional("tensor_split", { "indices_or_sections", "dim" }, TENSOR_SPLIT, ...)
@@ -231,7 +232,7 @@ return function(wick)
     if t:dim() == 0 then check.fail("unbind", "cannot unbind a 0-dim tensor") end
     local parts = {}
     for i = 1, t:size(dim) do parts[i] = t:select(dim, i) end
-    return parts
+    return check.list(parts)
   end
   --- t:unpack([dim = 1]): the slices along dim as several results, Python's `q, k, v = t`
   --- (`local q, k, v = t:unpack()`, Lua's unpack not taking a tensor)

@@ -48,11 +48,13 @@ static wick_status view_as(wick_tensor **out, wick_tensor *t, wick_dtype dtype, 
     wick_tensor *r;
     TRY(wk_tensor_view_dtype(&r, t, dtype, ndim, sizes, strides, offset));
     const wick_tensor *in = t;
-    return wk_publish(out, r,
-                      wk_wants_grad(1, &in)
-                          ? wk_record(r, to_complex ? "ViewAsComplexBackward0" : "ViewAsRealBackward0",
-                                      view_as_backward, to_complex, 1, &in, NULL)
-                          : WICK_OK);
+    wk_node *node = NULL;
+    wick_status st = wk_wants_grad(1, &in)
+                         ? wk_record(r, to_complex ? "ViewAsComplexBackward0" : "ViewAsRealBackward0",
+                                     view_as_backward, to_complex, 1, &in, &node)
+                         : WICK_OK;
+    if (node) node->twice = true; /* its backward is the other view: differentiable again */
+    return wk_publish(out, r, st);
 }
 
 wick_status wick_view_as_real(wick_tensor **out, wick_tensor *t) {

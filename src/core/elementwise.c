@@ -72,6 +72,16 @@ static wick_dtype number_type(wick_dtype d) {
     return c == 2 ? wick_default_float_dtype() : c == 1 ? WICK_INT64 : d;
 }
 
+/* PyTorch's combine_categories: the dtype of a higher tier (tensors of dims over 0-dim ones over
+ * numbers) unless the lower's category is higher; a complex one over a floating higher keeps the
+ * higher's width (float64 beside a 0-dim complex64 is complex128, float32 beside a complex128 one
+ * complex64: SoundStream's exp(1j * angle)) */
+static wick_dtype over(wick_dtype higher, wick_dtype lower) {
+    int ch = category(higher), cl = category(lower);
+    if (cl == 3 && ch == 2) return wk_complex_of(higher);
+    return cl > ch ? lower : higher;
+}
+
 /* numbers: which of a and b are wrapped numbers (1 and 2), as 0-dim tensors of their values */
 static wick_dtype result_type_of(const wick_tensor *a, const wick_tensor *b, int numbers) {
     const wick_tensor *ts[2] = {a, b};
@@ -84,10 +94,9 @@ static wick_dtype result_type_of(const wick_tensor *a, const wick_tensor *b, int
         have[k] = 1;
     }
     if (!have[0] && !have[1]) return number_type(tier[2]); /* numbers only: where(m, 0.5, -1.5) */
-    wick_dtype r = have[0] ? tier[0] : tier[1];
-    if (have[1] && category(tier[1]) > category(r)) r = tier[1];
-    if (have[2] && category(tier[2]) > category(r)) r = number_type(tier[2]); /* numbers take the default dtypes */
-    return r;
+    if (have[2]) tier[2] = number_type(tier[2]); /* numbers take the default dtypes */
+    wick_dtype lower = have[1] && have[2] ? over(tier[1], tier[2]) : have[1] ? tier[1] : tier[2];
+    return have[0] ? over(tier[0], lower) : lower;
 }
 static wick_dtype result_type(const wick_tensor *a, const wick_tensor *b, bool b_is_number) {
     return result_type_of(a, b, b_is_number ? 2 : 0);

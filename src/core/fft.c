@@ -106,7 +106,7 @@ static wick_status c2c(wick_tensor **out, const wick_tensor *x, int dim, int sig
     if (!wk_wants_grad(1, &x)) return *out = r, WICK_OK;
     wk_node *node = NULL;
     st = wk_record(r, sign < 0 ? "FftC2CBackward0" : "FftC2CInverseBackward0", c2c_backward, 0, 1, &x, &node);
-    if (!st) node->ints[0] = dim, node->ints[1] = sign;
+    if (!st) node->ints[0] = dim, node->ints[1] = sign, node->twice = true; /* (the other transform) */
     return wk_publish(out, r, st);
 }
 
@@ -193,7 +193,7 @@ wick_status wick_fft_r2c(wick_tensor **out, const wick_tensor *x, int dim) {
     if (!wk_wants_grad(1, &x)) return *out = r, WICK_OK;
     wk_node *node = NULL;
     st = wk_record(r, "FftR2CBackward0", r2c_backward, 0, 1, &x, &node);
-    if (!st) node->ints[0] = dim, node->sizes[0] = x->sizes[dim];
+    if (!st) node->ints[0] = dim, node->sizes[0] = x->sizes[dim], node->twice = true; /* (recorded ops) */
     return wk_publish(out, r, st);
 }
 
@@ -297,6 +297,6 @@ wick_status wick_fft_c2r(wick_tensor **out, const wick_tensor *x, int dim, int64
     if (!wk_wants_grad(1, &x)) return *out = r, WICK_OK;
     wk_node *node = NULL;
     st = wk_record(r, "FftC2RBackward0", c2r_backward, 0, 1, &x, &node);
-    if (!st) node->ints[0] = dim, node->sizes[0] = n;
+    if (!st) node->ints[0] = dim, node->sizes[0] = n, node->twice = true; /* (recorded ops) */
     return wk_publish(out, r, st);
 }

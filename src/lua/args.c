@@ -104,16 +104,12 @@ wick_tensor *wl_totensor(lua_State *L, int idx) {
 const char *wl_describe(lua_State *L, int idx) {
     if (idx < 0 && idx > LUA_REGISTRYINDEX) idx = lua_gettop(L) + idx + 1;
     if (lua_type(L, idx) != LUA_TTABLE) return luaL_typename(L, idx);
-    if (lua_getmetatable(L, idx)) {
-        lua_pop(L, 1);
-    } else { /* split's, chunk's or unbind's result? */
-        lua_rawgeti(L, idx, 1);
-        int tensors = wl_totensor(L, -1) != NULL;
-        lua_pop(L, 1);
-        if (tensors)
-            return lua_pushfstring(L, "a table of %d tensors (split, chunk, unbind and LSTMCell give one table: "
-                                      "unpack(...) it, or index it)", (int)lua_objlen(L, idx));
-    }
+    lua_rawgeti(L, idx, 1); /* split's, chunk's or unbind's result? */
+    int tensors = wl_totensor(L, -1) != NULL;
+    lua_pop(L, 1);
+    if (tensors)
+        return lua_pushfstring(L, "a table of %d tensors (split, chunk, unbind and LSTMCell give one table: "
+                                  "unpack(...) it, or index it)", (int)lua_objlen(L, idx));
     return luaL_typename(L, idx);
 }
 
@@ -182,26 +178,27 @@ int64_t wl_checkint(lua_State *L, int idx, const char *fn, const char *what) {
     return (int64_t)v;
 }
 
+/* The sizes in arguments first..last: numbers (or 0-dim integer tensors), tables of them (a Size),
+ * or both, each table standing for its sizes in place: Python's f(*size, a, b) is f(size, a, b)
+ * (HF's q.view(*input_shape, -1, head_dim)), as f(size + {a, b}) is. */
 int wl_sizes(lua_State *L, int first, int last, int64_t *sizes, const char *fn) {
     int n = 0;
-    if (first <= last && lua_istable(L, first)) {
-        n = (int)lua_objlen(L, first);
-        if (n > WICK_MAX_DIMS) wl_raise(L, "%s: at most %d dimensions, got %d", fn, WICK_MAX_DIMS, n);
-        for (int i = 0; i < n; i++) {
-            lua_rawgeti(L, first, i + 1);
-            sizes[i] = wl_checkint(L, -1, fn, "a size");
-            lua_pop(L, 1);
-        }
-        if (first != last) wl_raise(L, "%s: sizes come as numbers or as one table, not both (Python's f(*size, a, b) is f(size + {a, b}) with a Size)", fn);
-        return n;
-    }
     for (int i = first; i <= last; i++) {
+        if (lua_istable(L, i)) {
+            int m = (int)lua_objlen(L, i);
+            if (m > WICK_MAX_DIMS - n) wl_raise(L, "%s: at most %d dimensions, got %d or more", fn, WICK_MAX_DIMS, n + m);
+            for (int j = 0; j < m; j++) {
+                lua_rawgeti(L, i, j + 1);
+                sizes[n++] = wl_checkint(L, -1, fn, "a size");
+                lua_pop(L, 1);
+            }
+            continue;
+        }
         if (n >= WICK_MAX_DIMS) wl_raise(L, "%s: at most %d dimensions", fn, WICK_MAX_DIMS);
         wick_tensor *t = lua_type(L, i) == LUA_TUSERDATA ? wl_totensor(L, i) : NULL;
         if (lua_type(L, i) != LUA_TNUMBER && !(t && wick_tensor_ndim(t) == 0)) /* (wl_checkint takes a 0-dim integer tensor) */
-            wl_raise(L, "%s: expected sizes as numbers or one table, got %s for size %d%s", fn,
-                     luaL_typename(L, i), i - first + 1,
-                     lua_istable(L, i) ? " (Python's f(a, b, *size) is f({a, b} + size) with a Size)" : "");
+            wl_raise(L, "%s: expected sizes as numbers or tables of numbers, got %s for size %d", fn,
+                     luaL_typename(L, i), n + 1);
         sizes[n++] = wl_checkint(L, i, fn, "a size");
     }
     return n;

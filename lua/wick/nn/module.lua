@@ -1770,11 +1770,40 @@ local function pytorch_named(model, sd, own, hooked)
   return sd
 end
 
+-- A whole module that torch.save pickled (torch.save(model, f), read by wick.load(f, {weights_only =
+-- false}): its __class__, _parameters, _buffers and _modules) as the state dict PyTorch's
+-- model.state_dict() gives: parameters, persistent buffers, then each child's under its name
+-- (word_language_model's torch.save(model, f) ... model = torch.load(f)); nil for anything else
+local function pickled_module(v)
+  return type(v) == "table" and type(rawget(v, "__class__")) == "string" and type(rawget(v, "_modules")) == "table"
+    and type(rawget(v, "_parameters")) == "table"
+end
+local function pickled_state(obj, prefix, out, depth)
+  if depth > 200 then wick.error("load_state_dict: a pickled module nested over 200 levels deep") end
+  local transient = {}
+  for _, name in pairs(type(obj._non_persistent_buffers_set) == "table" and obj._non_persistent_buffers_set or {}) do
+    transient[name] = true
+  end
+  local function each(t, skip)
+    local names = ordered.is(t) and ordered.names(t) or {}
+    for _, k in ipairs(names) do
+      if is_tensor(t[k]) and not (skip and skip[k]) then out[prefix .. k] = t[k] end
+    end
+  end
+  each(obj._parameters)
+  if type(obj._buffers) == "table" then each(obj._buffers, transient) end
+  for _, k in ipairs(ordered.is(obj._modules) and ordered.names(obj._modules) or {}) do
+    if pickled_module(obj._modules[k]) then pickled_state(obj._modules[k], prefix .. k .. ".", out, depth + 1) end
+  end
+  return out
+end
+
 --- load_state_dict(sd[, {strict = true}]): copies values into the existing tensors.
 local LOAD_OPTIONS = { strict = "boolean", assign = "boolean" }
 function Module:load_state_dict(sd, ...)
   this(self, "load_state_dict")
   check.table(sd, "load_state_dict", "state_dict")
+  if pickled_module(sd) then sd = pickled_state(sd, "", ordered.new(), 0) end
   -- strict by position (PyTorch's load_state_dict(sd, False)) or as an option;
   -- assign = false is what this does (copies into the existing tensors)
   local opts = check.positional("load_state_dict", { "strict", "assign" }, LOAD_OPTIONS, ...)

@@ -146,6 +146,10 @@ local function recurrent_class(name)
     if name == "RNN" then mode, self.nonlinearity = rnn_mode(name, opts.nonlinearity) end
     if (opts.proj_size or 0) ~= 0 then check.fail(name, "proj_size is not supported") end
     local dropout = check.opt_number(opts.dropout, name, "dropout", 0, 0, 1)
+    if dropout > 0 and layers_n == 1 then -- (PyTorch's UserWarning, word_language_model's 1-layer runs)
+      wick.warn(("dropout option adds dropout after all but last recurrent layer, so non-zero dropout expects "
+        .. "num_layers greater than 1, but got dropout=%s and num_layers=1"):format(py(dropout)))
+    end
     self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, layers_n
     self.bias, self.batch_first = opts.bias ~= false, opts.batch_first == true
     self.dropout, self.bidirectional = dropout, opts.bidirectional == true
