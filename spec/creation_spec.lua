@@ -527,8 +527,10 @@ describe("bad sizes", function()
     assert_contains(error_of(wick.randn, 2, "x"), "string")
   end)
 
-  it("mixing numbers and a size table raises", function()
-    assert_contains(error_of(wick.zeros, { 2 }, 3), "wick.zeros")
+  it("numbers and size tables mix, as Python's zeros(*size, 3); an option in a size table raises", function()
+    assert.are.same({ 2, 3 }, wick.zeros({ 2 }, 3):size():totable())
+    assert.are.same({ 4, 2, 3 }, wick.zeros(4, wick.Size({ 2, 3 })):size():totable())
+    assert_contains(error_of(wick.zeros, { 2, dtype = "int64" }, 3), "wick.zeros: unknown option 'dtype'")
   end)
 
   it("more than 16 dimensions raises", function()

@@ -61,7 +61,7 @@ function C.is_tensor(v) return getmetatable(v) == tensor_mt end
 --- as a tensor's range: Python's list(m.children())[:-1] is m:children()[{{1, -2}}]).
 --- check.is_array(v): a plain table or such a list, where a function takes an array.
 local LIST_HINT = "split, chunk, unbind and LSTMCell give one table, not several results (Python's "
-  .. "`a, b = x.chunk(2)` is `local a, b = unpack(x:chunk(2))`, or index it: parts[1], parts[-1] the last)"
+  .. "`a, b = x.chunk(2)` is `local a, b = x:chunk(2):unpack()`, or index it: parts[1], parts[-1] the last)"
 local list_pos = setmetatable({}, { __mode = "k" })
 local list_mt = { __call = function(list, _, prev)
   local i = list_pos[list]
@@ -75,12 +75,15 @@ local list_mt = { __call = function(list, _, prev)
   list_pos[list] = i
   return rawget(list, i)
 end }
+-- parts:unpack(): the entries as several values (`local a, b = x:chunk(2):unpack()`, as t:unpack())
+local function list_unpack(list) return unpack(list, 1, #list) end
 list_mt.__index = function(list, k)
   local n = #list
   if type(k) == "number" then
     if k == 0 then raise("a list's index 0: lists count from 1 (Python's list(...)[0] is [1], [-1] the last)") end
     return k < 0 and rawget(list, n + k + 1) or nil
   end
+  if k == "unpack" then return list_unpack end
   if type(k) == "string" and k ~= "iter" and type(rawget(core.Tensor, k)) == "function" -- (iter: what an iterable is asked)
     and getmetatable(rawget(list, 1)) == tensor_mt then
     raise(("a table of %d tensors has no method '%s': %s"):format(n, k, LIST_HINT))

@@ -661,7 +661,8 @@ if debug and debug.getmetatable and debug.setmetatable and debug.getmetatable(tr
   debug.setmetatable(true, { __index = function(_, k)
     if k == "item" or k == "tolist" then return itself end
     error(("attempt to index a boolean value (field '%s'): t:any(), t:all() and t:equal(u) give Lua booleans "
-      .. "here, not 0-dim tensors (b:item() is b itself)"):format(tostring(k)), 2)
+      .. "here, not 0-dim tensors (b:item() is b itself); `not t` of a tensor is always false (Python's ~mask "
+      .. "is mask:logical_not())"):format(tostring(k)), 2)
   end })
 end
 function Tensor.allclose(t, other, rtol, atol, opts)

@@ -65,9 +65,14 @@ return function(wick)
 
   -- ---- tril / triu ----
 
-  local function triangle(t, k, lower, fn)
+  local function triangle(t, k, lower, fn, opts)
     check.tensor(t, fn, "self")
-    if type(k) == "table" then k = check.options(k, fn, { diagonal = "integer" }).diagonal end
+    if type(k) == "table" and not is_tensor(k) then k, opts = nil, k end
+    if opts ~= nil then
+      local o = check.options(opts, fn, { diagonal = "integer" })
+      if k ~= nil and o.diagonal ~= nil then check.fail(fn, "got diagonal both by position and as an option") end
+      k = k == nil and o.diagonal or k
+    end
     k = check.opt_int(k, fn, "diagonal", 0)
     if t:dim() < 2 then check.fail(fn, "input tensor must have at least 2 dimensions, got %d", t:dim()) end
     local r, c = t:size(-2), t:size(-1)
@@ -76,10 +81,10 @@ return function(wick)
     local keep = lower and offset:le(k) or offset:ge(k)
     return core.where(keep, t, wick.zeros({}, { dtype = t.dtype, device = t.device }))
   end
-  function Tensor.tril(t, k) return triangle(t, k, true, "tril") end
-  function Tensor.triu(t, k) return triangle(t, k, false, "triu") end
-  function Tensor.tril_(t, k) return check.tensor(t, "tril_", "self"):copy_(triangle(t, k, true, "tril_")) end
-  function Tensor.triu_(t, k) return check.tensor(t, "triu_", "self"):copy_(triangle(t, k, false, "triu_")) end
+  function Tensor.tril(t, k, opts) return triangle(t, k, true, "tril", opts) end
+  function Tensor.triu(t, k, opts) return triangle(t, k, false, "triu", opts) end
+  function Tensor.tril_(t, k, opts) return check.tensor(t, "tril_", "self"):copy_(triangle(t, k, true, "tril_", opts)) end
+  function Tensor.triu_(t, k, opts) return check.tensor(t, "triu_", "self"):copy_(triangle(t, k, false, "triu_", opts)) end
 
   -- ---- split / chunk / unbind: arrays of views ----
   -- (lists, as model:parameters(): parts[-1] the last; a method or arithmetic on the list says to unpack it)
@@ -391,8 +396,9 @@ return function(wick)
       local function values(v) return is_tensor(v) and v:dim() > 0 end
       if values(a) or values(b) then
         check.fail("where", "the condition is a Lua boolean (%s), not a tensor: Lua's == and ~= between a "
-          .. "tensor and a number are always false and true, so write t:eq(x) or t:ne(x); a boolean from "
-          .. "t:any() or t:all() chooses with Lua's `if`", tostring(cond))
+          .. "tensor and a number are always false and true, so write t:eq(x) or t:ne(x); `not mask` is always "
+          .. "false too (Python's ~mask is mask:logical_not()); a boolean from t:any() or t:all() chooses with "
+          .. "Lua's `if`", tostring(cond))
       end
       local like = is_tensor(a) and a or is_tensor(b) and b or nil
       cond = wick.tensor(cond, { device = like and like.device or nil })
@@ -1148,9 +1154,14 @@ return function(wick)
   --- t:repeat_interleave(repeats[, dim]): each element (slice along dim)
   --- repeated `repeats` times (a number, or an int64 tensor / table per
   --- element); without dim t is flattened first
-  function Tensor.repeat_interleave(t, repeats, dim)
+  function Tensor.repeat_interleave(t, repeats, dim, opts)
     check.tensor(t, "repeat_interleave", "self")
     local output_size
+    if opts ~= nil then -- repeat_interleave(n, dim, {output_size =}): HF's (n, dim=2, output_size=h)
+      if type(dim) == "table" then check.fail("repeat_interleave", "got two options tables") end
+      local o = check.options(opts, "repeat_interleave", { output_size = "integer" })
+      output_size = o.output_size
+    end
     -- one argument, the counts: each 1-based position i repeated t[i] times (PyTorch's
     -- repeat_interleave(repeats), 0-based there: a batch vector from the graphs' sizes)
     if repeats == nil and dim == nil then

@@ -178,6 +178,20 @@ int64_t wl_checkint(lua_State *L, int idx, const char *fn, const char *what) {
     return (int64_t)v;
 }
 
+/* A table of sizes holds its m sizes and nothing else: a key there is an option no size list takes
+ * (x:expand(3, 3, {bogus = 1}), zeros({2, dtype = ...}, 3)), never dropped in silence. */
+static void sizes_only(lua_State *L, int idx, int m, const char *fn) {
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        lua_Number k = lua_type(L, -2) == LUA_TNUMBER ? lua_tonumber(L, -2) : 0;
+        if (k < 1 || k > m || k != floor(k)) {
+            if (lua_type(L, -2) == LUA_TSTRING) wl_raise(L, "%s: unknown option '%s' (it takes sizes)", fn, lua_tostring(L, -2));
+            wl_raise(L, "%s: a table of sizes holds sizes 1..%d only, got a %s key", fn, m, luaL_typename(L, -2));
+        }
+        lua_pop(L, 1);
+    }
+}
+
 /* The sizes in arguments first..last: numbers (or 0-dim integer tensors), tables of them (a Size),
  * or both, each table standing for its sizes in place: Python's f(*size, a, b) is f(size, a, b)
  * (HF's q.view(*input_shape, -1, head_dim)), as f(size + {a, b}) is. */
@@ -192,6 +206,7 @@ int wl_sizes(lua_State *L, int first, int last, int64_t *sizes, const char *fn) 
                 sizes[n++] = wl_checkint(L, -1, fn, "a size");
                 lua_pop(L, 1);
             }
+            sizes_only(L, i, m, fn);
             continue;
         }
         if (n >= WICK_MAX_DIMS) wl_raise(L, "%s: at most %d dimensions", fn, WICK_MAX_DIMS);

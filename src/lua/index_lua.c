@@ -628,7 +628,8 @@ static void bad_key(lua_State *L, int idx) {
     if (lua_isboolean(L, idx)) /* (TabNet's grad_input[output == 0] = 0, ported with Lua's ==) */
         wl_raise(L, "index: a key must be a number, a table of ranges, a bool mask or an int64 index tensor, got a "
                     "Lua boolean (%s): Lua's == and ~= between a tensor and a number are always false and true, so "
-                    "write t:eq(x) or t:ne(x) for a mask", lua_toboolean(L, idx) ? "true" : "false");
+                    "write t:eq(x) or t:ne(x) for a mask; `not mask` is always false too (Python's ~mask is "
+                    "mask:logical_not())", lua_toboolean(L, idx) ? "true" : "false");
     wl_raise(L, "index: a key must be a number, a table of ranges, a bool mask or an int64 index tensor, got %s",
              luaL_typename(L, idx));
 }
