@@ -7941,3 +7941,39 @@ describe("the fifty-third round's lines, part 3 (Falcon-H1's scan, LightGlue's m
     assert.are.same({ 2 }, b:size():totable())
   end)
 end)
+
+describe("the fifty-third round's lines, part 4 (torchvision's MaskRCNNHeads)", function()
+  it("_load_from_state_dict gets the module's version from its state_dict(), {} from a plain table", function()
+    local H = nn.Sequential:extend("VersionedHeads")
+    H._version = 2
+    local seen
+    function H:_load_from_state_dict(sd, prefix, md, ...)
+      seen = md.version
+      H.super._load_from_state_dict(self, sd, prefix, md, ...)
+    end
+    local h = H(nn.Linear(2, 2))
+    h:load_state_dict(h:state_dict())
+    assert.are.equal(2, seen)
+    h:load_state_dict({ ["1.weight"] = wick.ones(2, 2), ["1.bias"] = wick.ones(2) })
+    assert.is_nil(seen)
+    local got
+    local s = nn.Sequential(nn.Linear(2, 2))
+    s:register_state_dict_post_hook(function(_, _, _, lm) got = lm.version end)
+    s:state_dict()
+    assert.are.equal(1, got)
+  end)
+  it("keys a load hook writes under PyTorch's 0-based names are renamed", function()
+    local H = nn.Sequential:extend("RemappedHeads")
+    function H:_load_from_state_dict(sd, prefix, md, ...)
+      for _, t in ipairs({ "weight", "bias" }) do
+        local old = prefix .. "fc1." .. t
+        if sd[old] ~= nil then sd[prefix .. "0." .. t] = sd[old]; sd[old] = nil end
+      end
+      H.super._load_from_state_dict(self, sd, prefix, md, ...)
+    end
+    local h = H(nn.Linear(2, 2))
+    local r = h:load_state_dict({ ["fc1.weight"] = wick.ones(2, 2), ["fc1.bias"] = wick.full({ 2 }, 3) })
+    assert.are.equal(0, #r.missing_keys + #r.unexpected_keys)
+    assert.are.equal(6, h[1].bias:sum():item())
+  end)
+end)

@@ -1714,11 +1714,24 @@ end
 --- option): name -> tensor, sharing storage with the module and cut from the
 --- graph unless keep_vars, names under prefix, into destination when given.
 local STATE_DICT = { destination = "table", prefix = "string", keep_vars = "boolean" }
+-- PyTorch's state dict metadata (its _metadata): each module's {version = m._version} by its name
+-- without the dot, which load_state_dict hands a class's _load_from_state_dict and the hooks as
+-- local_metadata (torchvision's MaskRCNNHeads converting checkpoints older than its version 2); a
+-- state dict made elsewhere (a plain table, a copy) has none, and they get {} as PyTorch's do
+Module._version = 1
+local metadata_of = setmetatable({}, { __mode = "k" })
+local function local_metadata(md, prefix) return md and md[prefix:sub(1, -2)] or {} end
+
 function Module:state_dict(...)
   this(self, "state_dict")
   local o = check.positional("state_dict", { "destination", "prefix", "keep_vars" }, STATE_DICT, ...)
   local sd, prefix = o.destination, o.prefix or ""
   if sd == nil then sd = ordered.new() end -- (which keeps the order names are set in)
+  local md = metadata_of[sd] or {}
+  metadata_of[sd] = md
+  for name, m in self:named_modules() do
+    md[(prefix .. (name == "" and "" or name .. ".")):sub(1, -2)] = { version = m._version }
+  end
   -- a tensor under two names (tied weights) is stored under both, as in PyTorch; a tensor init
   -- assigned without registering it is left out, as PyTorch leaves out a plain attribute
   walk(self, prefix, function(name, t, _, _, plain)
@@ -1726,8 +1739,11 @@ function Module:state_dict(...)
     sd[name] = o.keep_vars and t or t:detach()
   end, nil, true, true)
   each_hook(self, "_state_dict_hooks", function(m, at, e)
-    local r = e.fn(m, sd, prefix .. at, {})
-    if type(r) == "table" then sd = r end
+    local r = e.fn(m, sd, prefix .. at, local_metadata(md, prefix .. at))
+    if type(r) == "table" then
+      if r ~= sd and metadata_of[r] == nil then metadata_of[r] = md end
+      sd = r
+    end
   end)
   if o.destination == nil and ordered.is(sd) then ordered.mark_module_state(sd) end
   return sd
@@ -1831,15 +1847,27 @@ function Module:load_state_dict(sd, ...)
   sd = pytorch_named(self, sd, own, #pre > 0)
   local missing, unexpected, mismatched = {}, {}, {}
   if #pre > 0 then -- (the hooks change a copy, as PyTorch's, never the caller's table)
-    local copy = {}
-    for k, v in pairs(sd) do copy[k] = v end
+    local copy, before = {}, {}
+    for k, v in pairs(sd) do copy[k], before[k] = v, true end
     sd = copy
     inside_load = inside_load + 1
+    local md = metadata_of[given]
     local ok, err = pcall(function()
-      for _, h in ipairs(pre) do h[3](h[1], sd, h[2], {}, strict, missing, unexpected, mismatched) end
+      for _, h in ipairs(pre) do
+        h[3](h[1], sd, h[2], local_metadata(md, h[2]), strict, missing, unexpected, mismatched)
+      end
     end)
     inside_load = inside_load - 1
     if not ok then error(err, 0) end
+    -- the keys a hook wrote under PyTorch's 0-based names (a literal port of MaskRCNNHeads's
+    -- mask_fcn1.weight -> 0.0.weight), renamed as the checkpoint's own were
+    local added = {}
+    for k, v in pairs(sd) do if not before[k] and own[k] == nil then added[k] = v end end
+    local renamed = next(added) ~= nil and pytorch_named(self, added, own, false) or added
+    if renamed ~= added then
+      for k in pairs(added) do sd[k] = nil end
+      for k, v in pairs(renamed) do sd[k] = v end
+    end
   end
   for _, name in ipairs(order) do
     local v = sd[name]
