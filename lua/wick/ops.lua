@@ -3130,8 +3130,9 @@ return function(wick)
   end
 
   --- t:resize_(sizes...) (numbers or a table) and t:resize_as_(u): t takes the
-  --- new shape in place; its first elements (in order) are kept, the others
-  --- are zeros (PyTorch leaves them uninitialised)
+  --- new shape in place, contiguous; as PyTorch's, on its own storage while that holds the elements
+  --- (its views see the writes: DCGAN's input.data:resize_(x:size()):copy_(x)), else on a new one
+  --- whose first elements are t's (in order) and the others zeros (PyTorch leaves them uninitialised)
   function Tensor.resize_(t, ...)
     check.tensor(t, "resize_", "self")
     local sizes = select("#", ...) == 1 and type((...)) == "table" and (...) or { ... }
@@ -3141,6 +3142,10 @@ return function(wick)
     local n = 1
     for i, v in ipairs(sizes) do n = n * check.int(v, "resize_", ("size[%d]"):format(i), 0) end
     if t.requires_grad then check.fail("resize_", "cannot resize variables that require grad") end
+    local strides, step = {}, 1
+    for i = #sizes, 1, -1 do strides[i], step = step, step * math.max(sizes[i], 1) end
+    local fits, view = pcall(core.as_strided, t, sizes, strides, t:storage_offset())
+    if fits then return t:set_(view) end
     local fresh = wick.zeros(sizes, { dtype = t.dtype, device = t.device })
     local keep = math.min(n, t:numel())
     if keep > 0 then fresh:reshape(-1):narrow(1, 1, keep):copy_(t:reshape(-1):narrow(1, 1, keep)) end
