@@ -76,6 +76,77 @@ function F.bilinear(x1, x2, weight, bias)
   if bias then y = y + bias end
   return y
 end
+--- F.grouped_mm(mat_a, mat_b[, {offs =, bias =, out_dtype =}]) (torch._grouped_mm as wick._grouped_mm):
+--- PyTorch's grouped product of Mixture-of-Experts layers, `offs` the groups' ends (cumulative counts, as
+--- PyTorch's: no 1-based shift) along the jagged dimension of a 2-D operand: a (M, K) @ b (G, K, N) gives
+--- (M, N), rows offs[g-1]..offs[g] by b[g]; a (M, K) @ b (K, N) gives (G, M, N), K partitioned; a (G, M, K)
+--- @ b (K, N) gives (M, N), N partitioned; a (G, M, K) @ b (G, K, N), without offs, is bmm. Rows or
+--- columns past offs's last are zeros (PyTorch leaves them unset). Composed of narrow and matmul:
+--- differentiable, any dtype and device. bias: (G, N) per group with a 3-D b, else added to the result.
+local GROUPED = { offs = "tensor", bias = "tensor", out_dtype = "dtype" }
+function F.grouped_mm(a, b, opts)
+  tensor(a, "grouped_mm", "mat_a")
+  tensor(b, "grouped_mm", "mat_b")
+  local o = check.options(opts, "grouped_mm", GROUPED)
+  local da, db = a:dim(), b:dim()
+  if (da ~= 2 and da ~= 3) or (db ~= 2 and db ~= 3) then
+    check.fail("grouped_mm", "mat_a and mat_b must be 2-D or 3-D, got %d-D and %d-D", da, db)
+  end
+  if (da == 3 and db == 3) ~= (o.offs == nil) then
+    check.fail("grouped_mm", da == 3 and db == 3 and "offs must be None when both operands are 3-D"
+      or "offs is required when an operand is 2-D")
+  end
+  local k_a, k_b = a:size(-1), b:size(db == 3 and 2 or 1)
+  if k_a ~= k_b and not (da == 2 and db == 2) then
+    check.fail("grouped_mm", "contraction dimension of mat_a and mat_b must match, got %d and %d", k_a, k_b)
+  end
+  local function products()
+    if da == 3 and db == 3 then
+      if a:size(1) ~= b:size(1) then check.fail("grouped_mm", "group counts differ: %d and %d", a:size(1), b:size(1)) end
+      return a:bmm(b)
+    end
+    local offs = o.offs
+    if offs:dim() ~= 1 or offs:is_floating_point() or offs.dtype == "bool" then
+      check.fail("grouped_mm", "offs must be a 1-D integer tensor, got %s of %d dims", offs.dtype, offs:dim())
+    end
+    local ends = offs:tolist()
+    local G = #ends
+    local total = da == 2 and db == 3 and a:size(1) or da == 2 and a:size(2) or b:size(2)
+    local groups = db == 3 and b:size(1) or da == 3 and a:size(1) or G
+    if G ~= groups then check.fail("grouped_mm", "offs has %d groups, the 3-D operand %d", G, groups) end
+    if da == 2 and db == 2 and a:size(2) ~= b:size(1) then
+      check.fail("grouped_mm", "contraction dimension of mat_a and mat_b must match, got %d and %d", a:size(2), b:size(1))
+    end
+    local prev = 0
+    for g = 1, G do
+      if ends[g] < prev or ends[g] > total then
+        check.fail("grouped_mm", "offs must be non-decreasing ends within %d, got %d after %d", total, ends[g], prev)
+      end
+      prev = ends[g]
+    end
+    local parts, at = {}, 0
+    for g = 1, G do
+      local len = ends[g] - at
+      if da == 2 and db == 3 then parts[g] = a:narrow(1, at + 1, len):mm(b[g])
+      elseif da == 2 then parts[g] = a:narrow(2, at + 1, len):mm(b:narrow(1, at + 1, len))
+      else parts[g] = a[g]:mm(b:narrow(2, at + 1, len)) end
+      if o.bias ~= nil and db == 3 then parts[g] = parts[g] + o.bias[g] end
+      at = ends[g]
+    end
+    if da == 2 and db == 2 then return wick.stack(parts) end
+    local dim = da == 2 and 1 or 2
+    if at < total then -- (past the last group: zeros)
+      local tail = da == 2 and { total - at, b:size(3) } or { a:size(2), total - at }
+      parts[#parts + 1] = a:new_zeros(tail)
+    end
+    return wick.cat(parts, dim)
+  end
+  local y = products()
+  if o.bias ~= nil and db ~= 3 then y = y + o.bias end
+  if o.out_dtype ~= nil then y = y:to(o.out_dtype) end
+  return y
+end
+
 local RELU = { inplace = "boolean" }
 --- F.relu(x[, inplace = false]) (or {inplace =}): inplace writes into x (x:relu_())
 function F.relu(x, ...)
