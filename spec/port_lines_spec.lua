@@ -8024,3 +8024,34 @@ describe("the fifty-third round's lines, part 6 (Aria's grouped experts)", funct
     support.assert_error_has(function() F.grouped_mm(x, w) end, "offs is required")
   end)
 end)
+
+describe("the fifty-third round's lines, part 7 (transformers' grouped_mm_fallback)", function()
+  it("torch.library.custom_op with register_autograd, called as torch.ops.ns.op", function()
+    local function fallback(x, w, offs)
+      local out, at = x:new_zeros(x:size(1), w:size(3)), 0
+      for g, e in ipairs(offs:tolist()) do
+        if e > at then out[{ { at + 1, e } }] = x[{ { at + 1, e } }]:mm(w[g]) end
+        at = e
+      end
+      return out
+    end
+    local op = wick.library.custom_op("spec53::grouped_mm_fallback", fallback, { mutates_args = {} })
+    local x = wick.randn(6, 4, { dtype = "float64" }):requires_grad_()
+    local w = wick.randn(3, 4, 5, { dtype = "float64" }):requires_grad_()
+    local offs = wick.tensor({ 2, 2, 6 }, { dtype = "int32" })
+    support.assert_error_has(function() op(x, w, offs):sum():backward() end,
+      "Autograd has not been implemented for operator spec53::grouped_mm_fallback")
+    op:register_autograd(function(ctx, g)
+      local xs, ws = unpack(ctx.saved_tensors)
+      return F.grouped_mm(g, ws:transpose(-2, -1), { offs = ctx.offs }), F.grouped_mm(xs:t(), g, { offs = ctx.offs }), nil
+    end, { setup_context = function(ctx, inputs) ctx:save_for_backward(inputs[1], inputs[2]); ctx.offs = inputs[3] end })
+    x.grad, w.grad = nil, nil
+    wick.ops.spec53.grouped_mm_fallback(x, w, offs):sum():backward()
+    local x2, w2 = x:detach():requires_grad_(), w:detach():requires_grad_()
+    F.grouped_mm(x2, w2, { offs = offs }):sum():backward()
+    assert.is_true(x.grad:allclose(x2.grad) and w.grad:allclose(w2.grad))
+    local double = wick.library.custom_op("spec53::double", { mutates_args = {} })(function(t) return t * 2 end)
+    assert.are.same({ 2, 2 }, double(wick.ones(2)):tolist())
+    support.assert_error_has(function() wick.library.custom_op("nonamespace", fallback) end, "'namespace::op'")
+  end)
+end)
