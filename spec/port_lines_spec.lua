@@ -8055,3 +8055,29 @@ describe("the fifty-third round's lines, part 7 (transformers' grouped_mm_fallba
     support.assert_error_has(function() wick.library.custom_op("nonamespace", fallback) end, "'namespace::op'")
   end)
 end)
+
+describe("the fifty-third round's lines, part 8 (GOT-OCR2's target ratios, PaddleOCR-VL's groupby)", function()
+  it("wick.sorted is Python's sorted: stable, with a key and reverse", function()
+    local r = { { 1, 4 }, { 2, 2 }, { 4, 1 }, { 1, 1 }, { 3, 1 }, { 1, 3 } }
+    local function area(x) return x[1] * x[2] end
+    local function flat(l)
+      local out = {}
+      for _, v in ipairs(l) do out[#out + 1] = v[1] .. "x" .. v[2] end
+      return table.concat(out, " ")
+    end
+    -- Python: sorted(r, key=lambda x: x[0] * x[1]) and with reverse=True
+    assert.are.equal("1x1 3x1 1x3 1x4 2x2 4x1", flat(wick.sorted(r, { key = area })))
+    assert.are.equal("1x4 2x2 4x1 3x1 1x3 1x1", flat(wick.sorted(r, { key = area, reverse = true })))
+    assert.are.same({ 1, 2, 3 }, { unpack(wick.sorted({ 3, 1, 2 })) })
+    assert.are.same({ 1, 2 }, wick.sorted({ { 2, 1 }, { 1, 5 }, { 1, 2 } })[1])
+    support.assert_error_has(function() wick.sorted({ 1, "a" }) end, "'<' not supported between a string and a number")
+  end)
+  it("wick.groupby is itertools.groupby: runs of equal keys", function()
+    local got = {}
+    for k, g in wick.groupby({ 1, 1, 2, 3, 3, 3, 1 }) do got[#got + 1] = k .. ":" .. #g end
+    assert.are.equal("1:2 2:1 3:3 1:1", table.concat(got, " "))
+    got = {}
+    for k, g in wick.groupby({ "a", "ab", "b" }, function(x) return x:sub(1, 1) end) do got[#got + 1] = k .. ":" .. g[-1] end
+    assert.are.equal("a:ab b:b", table.concat(got, " "))
+  end)
+end)

@@ -2939,6 +2939,73 @@ function wick.zip_longest(...)
   end
 end
 
+-- Python's order of two sort keys: numbers (one-element tensors as theirs), strings, booleans (false
+-- first), and arrays element by element (Python's tuples); another pair is Python's TypeError
+local function py_compare(a, b, fn)
+  if rawequal(a, b) then return 0 end
+  if getmetatable(a) == mt and a:numel() == 1 then a = a:item() end
+  if getmetatable(b) == mt and b:numel() == 1 then b = b:item() end
+  local ta, tb = type(a), type(b)
+  if ta == "boolean" and tb == "boolean" then a, b, ta, tb = a and 1 or 0, b and 1 or 0, "number", "number" end
+  if ta == "table" and tb == "table" and getmetatable(a) == nil and getmetatable(b) == nil then
+    for i = 1, math.min(#a, #b) do
+      local c = py_compare(a[i], b[i], fn)
+      if c ~= 0 then return c end
+    end
+    return #a < #b and -1 or #a > #b and 1 or 0
+  end
+  if ta ~= tb or (ta ~= "number" and ta ~= "string") then
+    check.fail(fn, "'<' not supported between a %s and a %s (Python's TypeError)", ta, tb)
+  end
+  return a < b and -1 or b < a and 1 or 0
+end
+
+--- wick.sorted(iterable[, {key =, reverse = false}]): Python's sorted(): a new array of the items (as
+--- wick.list gives them), stable (equal keys keep their order, reversed too), in Python's order of
+--- numbers, strings, booleans and arrays (tuples, element by element); `key` a function of an item
+--- (GOT-OCR2's sorted(target_ratios, key=lambda x: x[0] * x[1]), whose ties Lua's table.sort reorders)
+function wick.sorted(iterable, opts)
+  local o = check.options(opts, "sorted", { key = "function", reverse = "boolean" })
+  local items, keyed = collect(iterable, "sorted"), {}
+  for i, v in ipairs(items) do
+    local k = v
+    if o.key then k = o.key(v) end
+    keyed[i] = { k = k, i = i, v = v }
+  end
+  local sign = o.reverse and -1 or 1
+  table.sort(keyed, function(a, b)
+    local c = py_compare(a.k, b.k, "sorted") * sign
+    if c ~= 0 then return c < 0 end
+    return a.i < b.i
+  end)
+  for i, e in ipairs(keyed) do items[i] = e.v end
+  return check.list(items)
+end
+
+--- wick.groupby(iterable[, key]): itertools.groupby: for each run of consecutive items with equal keys
+--- (`key` a function of an item, the item itself without it), the key and an array of the run
+--- (Python's group iterator: `for k, group in wick.groupby(xs, f) do`; PaddleOCR-VL's get_rope_index)
+function wick.groupby(iterable, key)
+  if type(key) == "table" and getmetatable(key) == nil then key = check.options(key, "groupby", { key = "function" }).key end
+  if key ~= nil then check.callable(key, "groupby", "key") end
+  local items, k = collect(iterable, "groupby"), 1
+  local function key_of(v)
+    if key then return key(v) end
+    return v
+  end
+  return function()
+    if k > #items then return nil end
+    local run_key = key_of(items[k])
+    local group = {}
+    while k <= #items do
+      if py_compare(key_of(items[k]), run_key, "groupby") ~= 0 then break end
+      group[#group + 1] = items[k]
+      k = k + 1
+    end
+    return run_key, check.list(group)
+  end
+end
+
 --- wick.zip(a, b, ...): Python's zip: `for t, box, logit in wick.zip(targets, boxes, logits)`, the
 --- i-th items of each (as wick.list gives them: an array's items, a tensor's slices, an iterator's
 --- values) until the shortest ends (SSD's compute_loss); of one iterable, 1-element arrays, Python's 1-tuples
