@@ -8081,3 +8081,22 @@ describe("the fifty-third round's lines, part 8 (GOT-OCR2's target ratios, Paddl
     assert.are.equal("a:ab b:b", table.concat(got, " "))
   end)
 end)
+
+describe("the fifty-third round's lines, part 9 (Phi-4-multimodal's checkpoint, a child short)", function()
+  it("a model with fewer children than a PyTorch checkpoint gives no merge hint, and says the keys were renamed", function()
+    local Top = nn.Module:extend("ChildShort")
+    function Top:init()
+      self.layers = nn.ModuleList({ nn.Linear(2, 2), nn.Linear(2, 2) })
+      self.conv = nn.Sequential(nn.Linear(2, 2))
+    end
+    local sd = wick.OrderedDict({ { "layers.0.weight", wick.zeros(2, 2) }, { "layers.0.bias", wick.zeros(2) },
+      { "layers.1.weight", wick.zeros(2, 2) }, { "layers.1.bias", wick.zeros(2) },
+      { "conv.0.weight", wick.zeros(2, 2) }, { "conv.0.bias", wick.zeros(2) },
+      { "conv.2.weight", wick.zeros(2, 2) }, { "conv.2.bias", wick.zeros(2) } })
+    local ok, err = pcall(function() return Top():load_state_dict(sd) end)
+    assert.is_false(ok)
+    support.assert_contains(tostring(err), 'Unexpected key(s) in state_dict: "conv.3.bias", "conv.3.weight".')
+    support.assert_contains(tostring(err), "renamed from the checkpoint's 0-based child indices")
+    assert.is_nil(tostring(err):find("merged into model:state_dict", 1, true))
+  end)
+end)

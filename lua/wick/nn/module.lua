@@ -1921,10 +1921,15 @@ function Module:load_state_dict(sd, ...)
     for _, k in ipairs(unexpected) do
       shifted = shifted or (type(k) == "string" and (k:find("^%d+%.") or k:find("%.%d+%.")) ~= nil)
     end
-    if sd ~= given and shifted and fitting(given, own) > 0 then
+    local merged = #needed > 0 -- (every name of the model's own there as it is: model:state_dict()'s keys)
+    for _, name in ipairs(needed) do merged = merged and given[name] ~= nil end
+    if sd ~= given and shifted and merged then
       msg = msg .. "\n\tThe keys were renamed from PyTorch's 0-based child indices (the ones above are renamed), "
         .. "but some were wick's 1-based names already: a PyTorch state dict merged into model:state_dict()? "
         .. "Rename the PyTorch one first, nn.utils.from_pytorch_names(sd, model), then merge"
+    elseif sd ~= given and shifted then
+      msg = msg .. "\n\tThe keys above are renamed from the checkpoint's 0-based child indices (its x.0 is x.1 "
+        .. "here): the model has fewer children there than the checkpoint"
     end
     wick.error(msg)
   end
