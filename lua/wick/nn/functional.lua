@@ -848,8 +848,10 @@ function F.interpolate(x, ...)
     return y
   end
   if mode ~= "nearest" and not x:is_floating_point() then -- (one message for the interpolating modes)
-    check.fail(fn, "mode '%s'%s on %s tensors is not implemented here (PyTorch's uint8 image kernels round in "
-      .. "fixed point); resize x:float() and convert back with :round():clamp(0, 255):to('uint8')", mode,
+    check.fail(fn, "mode '%s'%s on %s tensors is not implemented here (PyTorch's uint8 image kernels resize the "
+      .. "width, round to uint8, then the height, in fixed point); resize x:float() the same way, one dim at a "
+      .. "time with :round():clamp(0, 255) after each (within a level of PyTorch's; in one pass up to ~17 "
+      .. "levels away), and convert back with :to('uint8')", mode,
       o.antialias and " with antialias" or "", x.dtype)
   end
   if o.antialias then
