@@ -8100,3 +8100,14 @@ describe("the fifty-third round's lines, part 9 (Phi-4-multimodal's checkpoint, 
     assert.is_nil(tostring(err):find("merged into model:state_dict", 1, true))
   end)
 end)
+
+describe("the fifty-third round's lines, part 10 (the vision_transformer example's attention(x, x, x)[0])", function()
+  it("[0] of a MultiheadAttention's or an RNN's output says it is the first of several values", function()
+    local mha, x = nn.MultiheadAttention(4, 2), wick.randn(5, 2, 4)
+    support.assert_error_has(function() return mha(x, x, x)[0] end,
+      "this tensor is the first of the several values MultiheadAttention returns")
+    support.assert_error_has(function() return nn.LSTM(4, 3)(x)[0] end, "the several values LSTM returns")
+    assert.are.same({ 5, 2, 4 }, (mha(x, x, x)):size():totable())
+    support.assert_error_has(function() return wick.randn(3)[0] end, "index 0 is invalid")
+  end)
+end)

@@ -316,6 +316,13 @@ end
 -- script sets), kept beside the tensor object, not in its data.
 local attributes = setmetatable({}, { __mode = "k" })
 local named = setmetatable({}, { __mode = "k" }) -- a named result's first tensor: { field = tensor } (name_results)
+local first_of = setmetatable({}, { __mode = "k" }) -- the first of several results: what gave it (wick._first_of)
+--- wick._first_of(t, what): t, marked as the first of several results `what` returns (PyTorch's tuple:
+--- MultiheadAttention, LSTM), so that t[0], Python's [0] of that tuple ported literally, says so
+function wick._first_of(t, what)
+  if getmetatable(t) == mt then first_of[t] = what end
+  return t
+end
 mt.__index = function(t, k)
   local m = Tensor[k]
   if m ~= nil then
@@ -330,6 +337,12 @@ mt.__index = function(t, k)
       core.error("index 0 is invalid: indices count from 1; this tensor is the values of a result PyTorch names "
         .. "(topk, max(dim), sort, ...): PyTorch's r[0] is r.values and r[1] is r.indices (or local values, "
         .. "indices = ...), never r[1] and r[2], which index the values")
+    end
+    if k == 0 and first_of[t] then -- (a MultiheadAttention's mha(q, k, v)[0] ported literally)
+      core.error(("index 0 is invalid: indices count from 1; this tensor is the first of the several values %s "
+        .. "returns (PyTorch's tuple): PyTorch's r[0] is this tensor itself, (%s) or local out, second = ..., "
+        .. "and [1] would index its first slice"):format(first_of[t], first_of[t] == "MultiheadAttention"
+          and "mha(q, k, v)" or "rnn(x)"))
     end
     return get_slice(t, k)
   end

@@ -286,7 +286,8 @@ local function mha_module_forward(self, query, key, value, ...)
 end
 function A.MultiheadAttention:forward(...)
   -- query, key and value by name too (DETR's self_attn(q, k, value=src, attn_mask=...))
-  return mha_module_forward(self, common.required("MultiheadAttention", { "query", "key", "value" }, ...))
+  local out, w = mha_module_forward(self, common.required("MultiheadAttention", { "query", "key", "value" }, ...))
+  return wick._first_of(out, "MultiheadAttention"), w
 end
 
 --- F.multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,

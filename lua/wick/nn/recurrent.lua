@@ -250,6 +250,7 @@ local function recurrent_class(name)
     elseif self.batch_first then
       out = out:transpose(1, 2)
     end
+    wick._first_of(out, name)
     if lstm then return out, { hn, cn } end
     return out, hn
   end
