@@ -8111,3 +8111,13 @@ describe("the fifty-third round's lines, part 10 (the vision_transformer example
     support.assert_error_has(function() return wick.randn(3)[0] end, "index 0 is invalid")
   end)
 end)
+
+describe("the fifty-third round's lines, part 11 (Hiera's mask resize)", function()
+  it("interpolate of a bool mask names the dtype and the float() it needs", function()
+    local m = wick.ones({ 1, 1, 2 }, { dtype = "bool" })
+    support.assert_error_has(function() F.interpolate(m, { size = 4 }) end,
+      "mode 'nearest' is not implemented for bool tensors, as PyTorch's; a mask resizes as x:float()")
+    support.assert_error_has(function() F.interpolate(m, { size = 4, mode = "linear" }) end, "not implemented for bool tensors")
+    assert.are.same({ 1, 1, 1, 1 }, F.interpolate(m:float(), { size = 4 }):flatten():tolist())
+  end)
+end)

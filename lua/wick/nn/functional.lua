@@ -801,6 +801,10 @@ function F.interpolate(x, ...)
   local dims = x:dim() - 2
   if dims < 1 then check.fail(fn, "expected an input of at least 3 dims (N, C, ...), got %d-D", x:dim()) end
   if dims > 3 then check.fail(fn, "%d-D input is not supported (only 3-D, 4-D and 5-D)", x:dim()) end
+  if x.dtype == "bool" then -- (PyTorch's "upsample_nearest1d" not implemented for 'Bool')
+    check.fail(fn, "mode '%s' is not implemented for %s tensors, as PyTorch's; a mask resizes as x:float() "
+      .. "(Hiera's mask.float()) or x:to('uint8') in the nearest modes", mode, x.dtype)
+  end
   if mode == "bilinear" and dims ~= 2 then check.fail(fn, "Got %dD input, but bilinear mode needs 4D input", x:dim()) end
   if mode == "linear" and dims ~= 1 then check.fail(fn, "Got %dD input, but linear mode needs 3D input", x:dim()) end
   if mode == "trilinear" and dims ~= 3 then check.fail(fn, "Got %dD input, but trilinear mode needs 5D input", x:dim()) end
