@@ -8121,3 +8121,13 @@ describe("the fifty-third round's lines, part 11 (Hiera's mask resize)", functio
     assert.are.same({ 1, 1, 1, 1 }, F.interpolate(m:float(), { size = 4 }):flatten():tolist())
   end)
 end)
+
+describe("the fifty-third round's lines, part 12 (IDEFICS's `for attn, ff in self.blocks`)", function()
+  it("a ModuleList unpacks as a list of parts does", function()
+    local l = nn.ModuleList({ nn.Linear(2, 2), nn.ReLU() })
+    local attn, ff = l:unpack()
+    assert.are.equal(l[1], attn)
+    assert.are.equal(l[2], ff)
+    assert.are.equal(1, select("#", nn.Sequential(nn.ReLU()):unpack()))
+  end)
+end)

@@ -1478,6 +1478,9 @@ local function array_container(C, name, check_item, named)
     end
   end
   function C:len() return rawlen(self) end
+  -- list:unpack(): the entries as several values (Python's `for attn, ff in self.blocks` unpacking each,
+  -- as a list of parts unpacks)
+  function C:unpack() return (table.unpack or unpack)(check.module(self, name .. ":unpack", "self"), 1, rawlen(self)) end
   -- list:get(i): i may be negative (from the end)
   C.get = function(self, i)
     check.int(i, name .. ":get", "index")
