@@ -8131,3 +8131,15 @@ describe("the fifty-third round's lines, part 12 (IDEFICS's `for attn, ff in sel
     assert.are.equal(1, select("#", nn.Sequential(nn.ReLU()):unpack()))
   end)
 end)
+
+describe("the fifty-third round's lines, part 13 (the Decision Transformer's reward buffer)", function()
+  it("cat counts a skipped empty tensor's dtype, as PyTorch's", function()
+    assert.are.equal("float64", wick.cat({ wick.zeros(0, { dtype = "float64" }), wick.zeros(1) }).dtype)
+    assert.are.equal("float32", wick.cat({ wick.zeros(1, { dtype = "int64" }), wick.zeros(0) }).dtype)
+    assert.are.equal("float64", wick.cat({ wick.zeros(0, { dtype = "float64" }), wick.zeros(1, 3) }).dtype)
+    local rewards = wick.zeros(0, { dtype = "float64" })
+    rewards = wick.cat({ rewards, wick.zeros(1) })
+    rewards[-1] = 0.1
+    assert.are.equal(0.1, rewards[1]:item())
+  end)
+end)

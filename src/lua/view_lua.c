@@ -363,12 +363,15 @@ WL_FUNCTION(m_join) {
     if (n == 0) wl_raise(L, "%s: expected a non-empty table of tensors", fn);
     const wick_tensor **ts = lua_newuserdata(L, sizeof(*ts) * (size_t)n);
     int kept = 0;
+    wick_dtype dtype = WICK_BOOL; /* every input's, the skipped ones' too (PyTorch's result type) */
     for (int i = 0; i < n; i++) {
         lua_rawgeti(L, 1, i + 1);
         const wick_tensor *t = wl_totensor(L, -1);
         if (!t) wl_raise(L, "%s: expected a tensor at position %d, got %s", fn, i + 1, wl_describe(L, -1));
         lua_pop(L, 1); /* the table keeps it alive */
-        /* cat skips PyTorch's legacy empty tensors (1-D, size 0: out = torch.tensor([]) then cat onto it) */
+        dtype = i == 0 ? wick_tensor_dtype(t) : wick_promote_types(dtype, wick_tensor_dtype(t));
+        /* cat skips PyTorch's legacy empty tensors (1-D, size 0: out = torch.tensor([]) then cat onto it)
+         * for the shape, not the dtype (the Decision Transformer's float64 rewards = zeros(0) cat zeros(1)) */
         if (!stack && wick_tensor_ndim(t) == 1 && wick_tensor_sizes(t)[0] == 0) continue;
         ts[kept++] = t;
     }
@@ -381,6 +384,10 @@ WL_FUNCTION(m_join) {
     wick_tensor **slot = wl_new_slot(L);
     wl_check(L, stack ? wick_stack(slot, n, (const wick_tensor *const *)ts, dim)
                       : wick_cat(slot, n, (const wick_tensor *const *)ts, dim));
+    if (wick_tensor_dtype(*slot) != dtype) {
+        wick_tensor **cast = wl_new_slot(L);
+        wl_check(L, wick_to(cast, *slot, (wick_options){dtype, wick_tensor_device(*slot), 0}));
+    }
     wl_account(L);
     return 1;
 }
