@@ -2921,6 +2921,18 @@ function wick.reversed(iterable)
   end
 end
 
+--- wick.iter(x): Python's iter(): an iterator function over x's items (as wick.list gives them: a loader's
+--- batches, a tensor's slices, an array's items); wick.next(it[, default]): Python's next(): its next item,
+--- or `default` when it is done, else PyTorch's StopIteration error (makemore's InfiniteDataLoader)
+function wick.iter(iterable) return items_of(iterable, "iter") end
+function wick.next(it, ...)
+  check.callable(it, "next", "iterator")
+  local r = pack(it())
+  if r[1] ~= nil then return unpack(r, 1, r.n) end
+  if select("#", ...) > 0 then return (...) end
+  check.fail("next", "StopIteration: the iterator is done (Python's next(it, default) is wick.next(it, default))")
+end
+
 --- wick.zip_longest(a, b, ...[, {fillvalue =}]): itertools.zip_longest: the i-th items of each until the
 --- longest ends, the shorter ones' missing items `fillvalue` (false by default: Python's None, as a nil
 --- would end Lua's for loop; MEGABYTE's zip_longest over stages of unequal lists)

@@ -104,6 +104,13 @@ wick_tensor *wl_totensor(lua_State *L, int idx) {
 const char *wl_describe(lua_State *L, int idx) {
     if (idx < 0 && idx > LUA_REGISTRYINDEX) idx = lua_gettop(L) + idx + 1;
     if (lua_type(L, idx) != LUA_TTABLE) return luaL_typename(L, idx);
+    if (lua_getmetatable(L, idx)) { /* a Size where a number goes: a ported `B, T, C = x.size()` */
+        lua_pushliteral(L, "__name");
+        lua_rawget(L, -2);
+        int size = lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "Size") == 0;
+        lua_pop(L, 2);
+        if (size) return "a Size (Python's `B, T, C = x.size()` is `local B, T, C = x:size():unpack()`)";
+    }
     lua_rawgeti(L, idx, 1); /* split's, chunk's or unbind's result? */
     int tensors = wl_totensor(L, -1) != NULL;
     lua_pop(L, 1);
@@ -150,7 +157,7 @@ lua_Number wl_checknumber(lua_State *L, int idx, const char *fn, const char *wha
         if (t)
             wl_raise(L, "%s: expected a number for %s, got a %s tensor of %d dims", fn, what,
                      wick_dtype_name(wick_tensor_dtype(t)), wick_tensor_ndim(t));
-        wl_raise(L, "%s: expected a number for %s, got %s", fn, what, luaL_typename(L, idx));
+        wl_raise(L, "%s: expected a number for %s, got %s", fn, what, wl_describe(L, idx));
     }
     return lua_tonumber(L, idx);
 }
