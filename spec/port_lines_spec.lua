@@ -8162,3 +8162,12 @@ describe("the fifty-third round's lines, part 14 (makemore's InfiniteDataLoader 
     support.assert_error_has(function() wick.zeros({ B, T, T }) end, "local B, T, C = x:size():unpack()")
   end)
 end)
+
+describe("the fifty-third round's lines, part 15 (PatchTSMixer's AffineTransformed)", function()
+  it("AffineTransform takes event_dim by position, as PyTorch's", function()
+    local D = wick.distributions
+    assert.are.equal(1, D.AffineTransform(wick.zeros(3), wick.ones(3), 1).domain.event_dim)
+    assert.are.equal(1, D.AffineTransform(wick.zeros(3), wick.ones(3), { event_dim = 1 }).domain.event_dim)
+    assert.are.equal(0, D.AffineTransform(0, 2).event_dim)
+  end)
+end)

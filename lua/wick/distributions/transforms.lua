@@ -223,13 +223,15 @@ plain(Abs, REAL, POSITIVE)
 function Abs:_call(x) return x:abs() end
 function Abs:_inverse(y) return y end
 
---- AffineTransform(loc, scale[, {event_dim = 0, cache_size}]): y = loc + scale x (numbers or tensors)
+--- AffineTransform(loc, scale[, event_dim = 0[, cache_size]][, {event_dim =, cache_size =}]): y = loc + scale x
+--- (numbers or tensors; event_dim and cache_size by position too, as PyTorch's: PatchTSMixer's
+--- AffineTransform(loc, scale, event_dim))
 local Affine = class("AffineTransform", { "loc", "scale" })
 M.AffineTransform = Affine
 Affine.bijective = true
-function Affine.new(loc, scale, opts)
+function Affine.new(loc, scale, ...)
   local fn = "AffineTransform"
-  opts = check.options(opts, fn, { event_dim = "integer", cache_size = "integer" })
+  local opts = check.positional(fn, { "event_dim", "cache_size" }, { event_dim = "integer", cache_size = "integer" }, ...)
   for name, v in pairs({ loc = loc, scale = scale }) do
     if not wick.is_tensor(v) and type(v) ~= "number" then check.expected(fn, name, "a number or a tensor", v) end
   end
