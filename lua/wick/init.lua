@@ -2486,8 +2486,26 @@ mt.__le = function(a, b)
   return x <= y
 end
 -- "loss: " .. t: the printed tensor (Python's f"{t}"); the other operand as Lua's .. takes it
+-- Python's repr of a float: the shortest digits that read back as it ("0.1", "2.0", "1e-05", "inf")
+local function py_float(x)
+  if x ~= x then return "nan" end
+  if x == math.huge or x == -math.huge then return x > 0 and "inf" or "-inf" end
+  if x == math.floor(x) and math.abs(x) < 1e16 then return ("%.1f"):format(x) end
+  for digits = 1, 17 do
+    local text = ("%." .. digits .. "g"):format(x)
+    if tonumber(text) == x then return text end
+  end
+  return ("%.17g"):format(x)
+end
+-- `..` with a tensor: its print, and a 0-dim one its value as Python's f-string formats it
+-- (f"expert_{idx}" is "expert_0", f"loss: {loss}" is "loss: 0.5"; str(t) would be "tensor(0)")
 mt.__concat = function(a, b)
   local function str(v)
+    if getmetatable(v) == mt and v:dim() == 0 and not v.is_meta and not v:is_complex() then
+      if v.dtype == "bool" then return v:item() and "True" or "False" end
+      if not v:is_floating_point() then return ("%d"):format(v:item()) end
+      return py_float(v:item())
+    end
     if getmetatable(v) == mt then return print_tensor(v) end
     if type(v) ~= "string" and type(v) ~= "number" then
       core.error(("attempt to concatenate a %s value with a tensor"):format(type(v)))
