@@ -8171,3 +8171,11 @@ describe("the fifty-third round's lines, part 15 (PatchTSMixer's AffineTransform
     assert.are.equal(0, D.AffineTransform(0, 2).event_dim)
   end)
 end)
+
+describe("the fifty-third round's lines, part 16 (Qwen2-Audio's bsz, tgt_len, _ = x.size())", function()
+  it("a nil after a Size among sizes names x:size():unpack()", function()
+    local t = wick.zeros(2, 3, 5)
+    local b, s = t:size()
+    support.assert_error_has(function() t:view(b, s, -1) end, "local b, s = x:size():unpack()")
+  end)
+end)

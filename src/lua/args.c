@@ -219,8 +219,11 @@ int wl_sizes(lua_State *L, int first, int last, int64_t *sizes, const char *fn) 
         if (n >= WICK_MAX_DIMS) wl_raise(L, "%s: at most %d dimensions", fn, WICK_MAX_DIMS);
         wick_tensor *t = lua_type(L, i) == LUA_TUSERDATA ? wl_totensor(L, i) : NULL;
         if (lua_type(L, i) != LUA_TNUMBER && !(t && wick_tensor_ndim(t) == 0)) /* (wl_checkint takes a 0-dim integer tensor) */
-            wl_raise(L, "%s: expected sizes as numbers or tables of numbers, got %s for size %d", fn,
-                     luaL_typename(L, i), n + 1);
+            wl_raise(L, "%s: expected sizes as numbers or tables of numbers, got %s for size %d%s", fn,
+                     luaL_typename(L, i), n + 1,
+                     lua_isnil(L, i) && i > first && lua_istable(L, i - 1)
+                         ? " (after a Size: Python's `b, s, _ = x.size()` is `local b, s = x:size():unpack()`)"
+                         : "");
         sizes[n++] = wl_checkint(L, i, fn, "a size");
     }
     return n;
