@@ -8179,3 +8179,23 @@ describe("the fifty-third round's lines, part 16 (Qwen2-Audio's bsz, tgt_len, _ 
     support.assert_error_has(function() t:view(b, s, -1) end, "local b, s = x:size():unpack()")
   end)
 end)
+
+describe("the fifty-third round's lines, part 17 (Zamba's shared block and cache length)", function()
+  it("tril, triu and diagonal take a 0-dim integer tensor, Python's __index__", function()
+    local t = wick.tensor(2, { dtype = "int64" })
+    assert.are.equal(9, wick.ones(3, 3):tril(t):sum():item())
+    assert.are.same({ 1 }, wick.ones(2, 3):diagonal(t):tolist())
+    support.assert_error_has(function() wick.ones(3, 3):tril(wick.tensor(1.5)) end, "expected an integer for argument 'diagonal'")
+  end)
+  it("apply calls fn once per place a shared module holds, as PyTorch's recursion", function()
+    local P = nn.Module:extend("SharedApply")
+    function P:init()
+      self.shared = nn.Linear(2, 2)
+      self.a = nn.Sequential(self.shared)
+      self.b = nn.ModuleList({ self.shared, nn.Linear(2, 2) })
+    end
+    local n = 0
+    P():apply(function() n = n + 1 end)
+    assert.are.equal(7, n) -- PyTorch's count
+  end)
+end)

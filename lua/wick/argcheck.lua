@@ -212,6 +212,12 @@ end
 
 function C.opt_int(v, fn, arg, default, min)
   if v == nil then return default end
+  -- (a 0-dim integer tensor as its number, Python's __index__, as the C arguments take it: Zamba's
+  -- mask:tril(cache:get_seq_length()))
+  if getmetatable(v) == tensor_mt and v:dim() == 0 and not v:is_floating_point() and not v:is_complex()
+    and v.dtype ~= "bool" then
+    v = v:item()
+  end
   return C.int(v, fn, arg, min)
 end
 

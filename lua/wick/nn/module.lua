@@ -1204,15 +1204,16 @@ function Module:apply(fn)
     local method, receiver = fn, self
     fn = function(m) return method(receiver, m) end
   end
-  local seen = {}
+  -- each child of each module, as PyTorch's recursion: a module shared by two parents gets fn once per
+  -- parent (Zamba's tied shared block); a module inside itself (a cycle) is not walked again
+  local path = {}
   local function visit(m)
+    path[m] = true
     for _, c in ipairs(m:children()) do
-      if not seen[c] then visit(c) end
+      if not path[c] then visit(c) end
     end
-    if not seen[m] then
-      seen[m] = true
-      fn(m)
-    end
+    path[m] = nil
+    fn(m)
   end
   visit(self)
   return self
