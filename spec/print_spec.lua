@@ -181,6 +181,8 @@ describe("tostring of devices and sizes", function()
     assert.are.equal("0.10000000149011612", wick.tensor(0.1) .. "") -- (float32 0.1, Python's repr of it)
     assert.are.equal("2.0|True|1e-05|inf", wick.tensor(2.0, { dtype = "float64" }) .. "|" .. wick.tensor(true)
       .. "|" .. wick.tensor(1e-5, { dtype = "float64" }) .. "|" .. wick.tensor(1 / 0))
+    local big = wick.tensor({ -1 / 0 }):to("int64")[1] -- (INT64_MIN: no exact Lua number)
+    assert.are.equal("n=-9223372036854775808", "n=" .. big)
   end)
 end)
 

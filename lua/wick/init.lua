@@ -2503,7 +2503,10 @@ mt.__concat = function(a, b)
   local function str(v)
     if getmetatable(v) == mt and v:dim() == 0 and not v.is_meta and not v:is_complex() then
       if v.dtype == "bool" then return v:item() and "True" or "False" end
-      if not v:is_floating_point() then return ("%d"):format(v:item()) end
+      if not v:is_floating_point() then -- (an int64 past 2^53 has no exact Lua number: its printed digits)
+        local ok, x = pcall(v.item, v)
+        return ok and ("%d"):format(x) or print_tensor(v):match("%-?%d+")
+      end
       return py_float(v:item())
     end
     if getmetatable(v) == mt then return print_tensor(v) end
