@@ -8022,6 +8022,10 @@ describe("the fifty-third round's lines, part 6 (Aria's grouped experts)", funct
     support.assert_error_has(function() F.grouped_mm(x, w, { offs = wick.tensor({ 2, 1, 6 }, { dtype = "int32" }) }) end,
       "offs must be non-decreasing")
     support.assert_error_has(function() F.grouped_mm(x, w) end, "offs is required")
+    support.assert_error_has(function() F.grouped_mm(a, b, { offs = wick.zeros(0, { dtype = "int32" }) }) end,
+      "offs must hold at least one group's end")
+    support.assert_error_has(function() F.grouped_mm(a, wick.randn(5, 5), { offs = wick.tensor({ 2, 6 }, { dtype = "int32" }) }) end,
+      "contraction dimension of mat_a and mat_b must match, got 6 and 5")
   end)
 end)
 

@@ -519,6 +519,16 @@ function C.strict(tbl, what, lazy)
   end })
 end
 
+--- check.shortest(x): a finite number's shortest %g digits that read back as it, Python's repr of a float
+--- ("0.1", "0.10000000149011612", "1e-05"); the one spelling of numbers in Python's form (module reprs, `..`)
+function C.shortest(x)
+  for digits = 1, 17 do
+    local text = ("%." .. digits .. "g"):format(x)
+    if tonumber(text) == x then return text end
+  end
+  return ("%.17g"):format(x)
+end
+
 -- an options table: a plain table whose keys are all strings ({3, 3} and {nil, 7} are values)
 local function is_options(t)
   if type(t) ~= "table" or getmetatable(t) ~= nil then return false end

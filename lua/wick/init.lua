@@ -2491,11 +2491,7 @@ local function py_float(x)
   if x ~= x then return "nan" end
   if x == math.huge or x == -math.huge then return x > 0 and "inf" or "-inf" end
   if x == math.floor(x) and math.abs(x) < 1e16 then return ("%.1f"):format(x) end
-  for digits = 1, 17 do
-    local text = ("%." .. digits .. "g"):format(x)
-    if tonumber(text) == x then return text end
-  end
-  return ("%.17g"):format(x)
+  return check.shortest(x)
 end
 -- `..` with a tensor: its print, and a 0-dim one its value as Python's f-string formats it
 -- (f"expert_{idx}" is "expert_0", f"loss: {loss}" is "loss: 0.5"; str(t) would be "tensor(0)")

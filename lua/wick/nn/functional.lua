@@ -76,7 +76,7 @@ function F.bilinear(x1, x2, weight, bias)
   if bias then y = y + bias end
   return y
 end
---- F.grouped_mm(mat_a, mat_b[, {offs =, bias =, out_dtype =}]) (torch._grouped_mm as wick._grouped_mm):
+--- F.grouped_mm(mat_a, mat_b[, {offs =, bias =, out_dtype =}]):
 --- PyTorch's grouped product of Mixture-of-Experts layers, `offs` the groups' ends (cumulative counts, as
 --- PyTorch's: no 1-based shift) along the jagged dimension of a 2-D operand: a (M, K) @ b (G, K, N) gives
 --- (M, N), rows offs[g-1]..offs[g] by b[g]; a (M, K) @ b (K, N) gives (G, M, N), K partitioned; a (G, M, K)
@@ -97,7 +97,7 @@ function F.grouped_mm(a, b, opts)
       or "offs is required when an operand is 2-D")
   end
   local k_a, k_b = a:size(-1), b:size(db == 3 and 2 or 1)
-  if k_a ~= k_b and not (da == 2 and db == 2) then
+  if k_a ~= k_b then
     check.fail("grouped_mm", "contraction dimension of mat_a and mat_b must match, got %d and %d", k_a, k_b)
   end
   local function products()
@@ -114,9 +114,7 @@ function F.grouped_mm(a, b, opts)
     local total = da == 2 and db == 3 and a:size(1) or da == 2 and a:size(2) or b:size(2)
     local groups = db == 3 and b:size(1) or da == 3 and a:size(1) or G
     if G ~= groups then check.fail("grouped_mm", "offs has %d groups, the 3-D operand %d", G, groups) end
-    if da == 2 and db == 2 and a:size(2) ~= b:size(1) then
-      check.fail("grouped_mm", "contraction dimension of mat_a and mat_b must match, got %d and %d", a:size(2), b:size(1))
-    end
+    if G == 0 then check.fail("grouped_mm", "offs must hold at least one group's end") end
     local prev = 0
     for g = 1, G do
       if ends[g] < prev or ends[g] > total then

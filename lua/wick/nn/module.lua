@@ -1976,10 +1976,7 @@ local function py(v)
     if v ~= v then return "nan" end
     if v == math.huge or v == -math.huge then return v > 0 and "inf" or "-inf" end
     if v == floor(v) and math.abs(v) < 2 ^ 53 then return ("%d"):format(v) end
-    for digits = 15, 17 do
-      local s = ("%." .. digits .. "g"):format(v)
-      if tonumber(s) == v then return s end
-    end
+    return check.shortest(v)
   end
   if t == "table" and getmetatable(v) == nil then
     local n = 0
