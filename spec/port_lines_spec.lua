@@ -8203,3 +8203,25 @@ describe("the fifty-third round's lines, part 17 (Zamba's shared block and cache
     assert.are.equal(7, n) -- PyTorch's count
   end)
 end)
+
+describe("the fifty-fourth round's lines, part 1 (reinforce's Categorical)", function()
+  local D = wick.distributions
+  it("Categorical, Bernoulli and OneHotCategorical enumerate their support, as PyTorch's", function()
+    local c = D.Categorical(wick.tensor({ { 0.3, 0.7 }, { 0.5, 0.5 }, { 0.1, 0.9 } }))
+    assert.is_true(c.has_enumerate_support)
+    assert.are.same({ { 1, 1, 1 }, { 2, 2, 2 } }, c:enumerate_support():tolist())
+    assert.are.same({ 2, 1 }, c:enumerate_support(false):size():totable())
+    assert.are.same({ 0, 1 }, D.Bernoulli(wick.tensor({ 0.2, 0.4 })):enumerate_support(false):view(-1):tolist())
+    local o = D.OneHotCategorical(wick.tensor({ { 0.3, 0.7 }, { 0.5, 0.5 }, { 0.1, 0.9 } }))
+    assert.are.same({ 2, 3, 2 }, o:enumerate_support():size():totable())
+    assert.are.same({ { 0, 1 } }, o:enumerate_support(false)[2]:tolist())
+    -- the whole support's probabilities sum to one
+    assert.is_true(c:log_prob(c:enumerate_support()):exp():sum(1):sub(1):abs():max():item() < 1e-6)
+    assert.is_false(D.Normal(0, 1).has_enumerate_support)
+  end)
+  it("a Categorical's mean and variance are NaN of its batch shape, not nil", function()
+    local c = D.Categorical(wick.tensor({ { 0.3, 0.7 }, { 0.5, 0.5 } }))
+    assert.are.same({ 2 }, c.mean:size():totable())
+    assert.is_true(c.mean:isnan():all():item() and c.variance:isnan():all():item())
+  end)
+end)

@@ -89,6 +89,19 @@ end
 function Distribution.enumerate_support(d)
   check.fail(name_of(d) .. ":enumerate_support", "not implemented for this distribution in this version of wick")
 end
+Distribution.has_enumerate_support = false
+
+-- what enumerate_support gives: `values` (n values along the first dim, each of
+-- the event shape) viewed with a 1 per batch dim, expanded to the batch unless
+-- expand is false (PyTorch's enumerate_support(expand=True))
+local function support_of(d, values, expand)
+  local n, view, full = values:size(1), { values:size(1) }, { values:size(1) }
+  for i = 1, #d.batch_shape do view[#view + 1], full[#full + 1] = 1, d.batch_shape[i] end
+  for i = 2, values:dim() do view[#view + 1], full[#full + 1] = values:size(i), values:size(i) end
+  values = values:view(view)
+  if expand == false then return values end
+  return values:expand(full)
+end
 
 -- a class's instances copied into self: a registered class's init, what a subclass's
 -- init reaches through super (PyTorch's super().__init__(logits=logits))
@@ -363,6 +376,14 @@ function Categorical.new(probs, opts)
 end
 function Categorical._lazy.param_shape(d) return d.probs:size() end
 function Categorical._lazy.mode(d) return (select(2, d.probs:max(-1))) end
+-- no mean or variance over classes: NaN of the batch shape, as PyTorch's
+function Categorical._lazy.mean(d) return wick.full(d.batch_shape, 0 / 0, { dtype = d.probs.dtype, device = d.probs.device }) end
+function Categorical._lazy.variance(d) return d.mean:clone() end
+Categorical.has_enumerate_support = true
+--- d:enumerate_support([expand = true]): the classes 1 .. n (int64) along a new first dim
+function Categorical:enumerate_support(expand)
+  return support_of(self, wick.arange(1, self._num_events + 1, { dtype = "int64", device = self.probs.device }), expand)
+end
 --- d:sample([sample_shape]): 1-based class indices (int64) of sample_shape .. batch_shape
 function Categorical:sample(sample_shape)
   local shape = shape_of(sample_shape, self.batch_shape, "Categorical:sample")
@@ -429,6 +450,12 @@ function OneHotCategorical._lazy.mode(d)
   return wick.nn.functional.one_hot(d._categorical.mode, d.event_shape[1]):to(d.probs.dtype)
 end
 function OneHotCategorical._lazy.param_shape(d) return d.probs:size() end
+OneHotCategorical.has_enumerate_support = true
+--- d:enumerate_support([expand = true]): the n one-hot vectors along a new first dim
+function OneHotCategorical:enumerate_support(expand)
+  local n = self.event_shape[1]
+  return support_of(self, wick.eye(n, { dtype = self.probs.dtype, device = self.probs.device }), expand)
+end
 --- d:sample([sample_shape]): one-hot float vectors of sample_shape .. batch_shape .. {n}
 function OneHotCategorical:sample(sample_shape)
   shape_of(sample_shape, {}, "OneHotCategorical:sample")
@@ -688,6 +715,11 @@ function Bernoulli.new(probs, opts)
   d.batch_shape, d.event_shape = d.probs:size(), Size()
   d.has_rsample = false
   return d
+end
+Bernoulli.has_enumerate_support = true
+--- d:enumerate_support([expand = true]): 0 and 1 along a new first dim
+function Bernoulli:enumerate_support(expand)
+  return support_of(self, wick.tensor({ 0, 1 }, { dtype = self.probs.dtype, device = self.probs.device }), expand)
 end
 function Bernoulli:sample(sample_shape)
   local shape = shape_of(sample_shape, self.batch_shape, "Bernoulli:sample")
@@ -1354,17 +1386,13 @@ function Binomial:log_prob(value)
   return k * l - (k + 1):lgamma() - (n - k + 1):lgamma() - normalize
 end
 --- d:enumerate_support([expand = true]): 0 .. total_count along a new first dim (one total_count for all)
+Binomial.has_enumerate_support = true
 function Binomial:enumerate_support(expand)
   local n = self.total_count:max():item()
   if self.total_count:min():item() ~= n then
     check.fail("Binomial:enumerate_support", "Inhomogeneous total count not supported by `enumerate_support`.")
   end
-  local values = wick.arange(0, n + 1, { dtype = self.probs.dtype, device = self.probs.device })
-  local view = { n + 1 }
-  for _ = 1, #self.batch_shape do view[#view + 1] = 1 end
-  values = values:view(view)
-  if expand == false then return values end
-  return values:expand(concat({ n + 1 }, self.batch_shape))
+  return support_of(self, wick.arange(0, n + 1, { dtype = self.probs.dtype, device = self.probs.device }), expand)
 end
 function Binomial:entropy()
   local support = self:enumerate_support(false)
