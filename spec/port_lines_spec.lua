@@ -8225,3 +8225,31 @@ describe("the fifty-fourth round's lines, part 1 (reinforce's Categorical)", fun
     assert.is_true(c.mean:isnan():all():item() and c.variance:isnan():all():item())
   end)
 end)
+
+describe("the fifty-fourth round's lines, part 2 (siamese's self.resnet.apply(self.init_weights))", function()
+  it("a method passed to a child's apply is bound to the caller's self, as Python's bound method", function()
+    local Net = nn.Module:extend("SiameseApply")
+    function Net:init()
+      self.std = 0.5
+      self.resnet = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2))
+      self.seen = {}
+      self.resnet:apply(self.init_weights)
+    end
+    function Net:init_weights(m)
+      self.seen[#self.seen + 1] = m
+      if wick.isinstance(m, nn.Linear) then nn.init.constant_(m.weight, self.std) end
+    end
+    local net = Net()
+    assert.are.equal(3, #net.seen)
+    assert.are.equal(0.5, net.resnet[1].weight[1][1]:item())
+    assert.is_nil(rawget(net.resnet, "seen"))
+  end)
+  it("a method of the module's own class called from outside binds that module", function()
+    local M = nn.Module:extend("OwnApply")
+    function M:init() self.l = nn.Linear(2, 2); self.v = 0.25 end
+    function M:fill(m) if m == self.l then nn.init.constant_(m.weight, self.v) end end
+    local m = M()
+    m:apply(m.fill)
+    assert.are.equal(0.25, m.l.weight[2][2]:item())
+  end)
+end)

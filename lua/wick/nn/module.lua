@@ -1194,14 +1194,36 @@ end
 
 --- apply(fn): calls fn(module) on every module, children first, then self;
 --- returns self (PyTorch's Module.apply, e.g. for weight initialisation).
+-- whether fn is a method of obj's class or one of its bases
+local function class_holds(obj, fn)
+  local cls = type(obj) == "table" and getmetatable(obj)
+  while type(cls) == "table" do
+    for _, v in next, cls do
+      if v == fn then return true end
+    end
+    cls = rawget(cls, "super")
+  end
+  return false
+end
+-- the `self` of the function that called m:apply (nil when it has none)
+local function caller_self()
+  if debug.getinfo(3, "f") == nil then return nil end -- (apply a coroutine's body)
+  local name, value = debug.getlocal(3, 1)
+  if name == "self" then return value end
+end
+
 function Module:apply(fn)
   this(self, "apply")
   check.callable(fn, "apply", "fn")
   -- PyTorch's self.apply(self._init_weights) passes a bound method; Lua's
   -- self:apply(self._init_weights) passes the function: one whose first
-  -- parameter is `self` is called as a method of this module, fn(self, m)
+  -- parameter is `self` is called as a method, fn(owner, m), of the object it
+  -- most likely came from: the caller's self where that one's class holds it
+  -- (siamese's self.resnet.apply(self.init_weights) binds the outer network),
+  -- else this module
   if type(fn) == "function" and debug.getlocal(fn, 1) == "self" then
-    local method, receiver = fn, self
+    local method, receiver = fn, caller_self()
+    if not class_holds(receiver, fn) then receiver = self end
     fn = function(m) return method(receiver, m) end
   end
   -- each child of each module, as PyTorch's recursion: a module shared by two parents gets fn once per
