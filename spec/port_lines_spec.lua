@@ -8253,3 +8253,11 @@ describe("the fifty-fourth round's lines, part 2 (siamese's self.resnet.apply(se
     assert.are.equal(0.25, m.l.weight[2][2]:item())
   end)
 end)
+
+describe("the fifty-fourth round's lines, part 3 (VisualBERT's (image_text_alignment != -1).long())", function()
+  it("a Lua comparison's boolean indexed like a tensor names t:ne(x) and t:eq(x)", function()
+    local m = wick.tensor({ 0, 1, 2 })
+    support.assert_error_has(function() return (m ~= -1):long() end, "attempt to index a boolean value (field 'long')",
+      "(t != -1).long() is t:ne(-1):long()")
+  end)
+end)

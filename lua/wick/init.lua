@@ -674,8 +674,9 @@ if debug and debug.getmetatable and debug.setmetatable and debug.getmetatable(tr
   debug.setmetatable(true, { __index = function(_, k)
     if k == "item" or k == "tolist" then return itself end
     error(("attempt to index a boolean value (field '%s'): t:any(), t:all() and t:equal(u) give Lua booleans "
-      .. "here, not 0-dim tensors (b:item() is b itself); `not t` of a tensor is always false (Python's ~mask "
-      .. "is mask:logical_not())"):format(tostring(k)), 2)
+      .. "here, not 0-dim tensors (b:item() is b itself); so do Lua's `t == x` and `t ~= x` (Python's "
+      .. "(t != -1).long() is t:ne(-1):long(), t == x is t:eq(x)); `not t` of a tensor is always false (Python's "
+      .. "~mask is mask:logical_not())"):format(tostring(k)), 2)
   end })
 end
 function Tensor.allclose(t, other, rtol, atol, opts)
