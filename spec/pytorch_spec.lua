@@ -194,11 +194,22 @@ describe("a hostile PyTorch checkpoint", function()
     assert.are.same({ __class__ = "demo.NT", 1, 2 }, o.nt)
     assert.are.same({ 7 }, o.s)
     assert.are.equal("\0\255", o.raw)
-    -- a torch.save'd training checkpoint (tools/make_pt_fixtures.py objects): numpy's array as nested lists
+    -- a torch.save'd training checkpoint (tools/make_pt_fixtures.py objects): numpy's arrays as tensors
+    -- of their dtype (torch.from_numpy's), those of a dtype wick lacks as nested lists
     local ck = wick.load(FIX .. "pt_objects.pt", { weights_only = false })
     assert.are.same({ 0, 1, 2 }, ck.model.w:totable())
     assert.are.same({ 0.1, "x", 0.5, 7 }, { ck.args.lr, ck.args.name, ck.best_acc, ck.epoch })
-    assert.are.same({ { 0, 1 }, { "a" } }, { ck.mean, ck.tags })
+    assert.are.same({ { 0, 1 }, "float64", { "a" } }, { ck.mean:tolist(), ck.mean.dtype, ck.tags })
+    local a = ck.arrays
+    assert.are.same({ "float32", { { 0, 1, 2 }, { 3, 4, 5 } } }, { a.f32_fortran.dtype, a.f32_fortran:tolist() })
+    assert.are.same({ "int32", { 5, -6 } }, { a.i32.dtype, a.i32:tolist() })
+    assert.are.same({ "bool", { true, false } }, { a.b.dtype, a.b:tolist() })
+    assert.are.same({ "complex128", 1, 2 }, { a.c128.dtype, a.c128.real[1]:item(), a.c128.imag[1]:item() })
+    assert.are.same({ "float64", { 0, 3 } }, { a.empty.dtype, a.empty:size():totable() })
+    assert.are.same({ 0, 2.5 }, { a.zero_dim:dim(), a.zero_dim:item() })
+    assert.are.same({ 7, -8 }, a.i16)
+    assert.is_true(rawequal(ck.mean, wick.from_numpy(ck.mean))) -- (torch.from_numpy(arr): shares)
+    assert_error_has(function() return wick.from_numpy({ 1, 2 }) end, "from_numpy: expected a numpy array", "Lua has no NumPy")
     assert_error_has(function() return wick.load(FIX .. "pt_objects.pt") end, "refusing to load argparse.Namespace")
     -- the hostile fixture's os.system('touch /tmp/wick_pwned') is data too: nothing runs
     os.remove("/tmp/wick_pwned")

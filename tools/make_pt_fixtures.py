@@ -214,12 +214,16 @@ def malicious_fixture():
 
 def objects_fixture():
     """A training checkpoint with objects beside the weights (Swin's yacs config, an
-    argparse Namespace, numpy scalars and an array): wick.load's weights_only = false."""
+    argparse Namespace, numpy scalars and arrays): wick.load's weights_only = false."""
     import argparse
     import numpy as np
+    arrays = {"f32_fortran": np.asfortranarray(np.arange(6, dtype=np.float32).reshape(2, 3)),
+              "i32": np.array([5, -6], dtype=np.int32), "b": np.array([True, False]),
+              "c128": np.array([1 + 2j]), "empty": np.zeros((0, 3)), "zero_dim": np.array(2.5),
+              "i16": np.array([7, -8], dtype=np.int16)}
     torch.save({"model": OrderedDict(w=torch.arange(3.0)), "args": argparse.Namespace(lr=0.1, name="x"),
-                "best_acc": np.float64(0.5), "epoch": np.int64(7), "mean": np.arange(2.0), "tags": {"a"}},
-               os.path.join(OUT, "pt_objects.pt"))
+                "best_acc": np.float64(0.5), "epoch": np.int64(7), "mean": np.arange(2.0), "tags": {"a"},
+                "arrays": arrays}, os.path.join(OUT, "pt_objects.pt"))
 
 
 if __name__ == "__main__":

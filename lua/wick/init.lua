@@ -1185,6 +1185,15 @@ for _, name in ipairs({ "zeros", "ones", "empty", "rand", "randn", "full", "aran
   wick[name] = with_out(name, wick[name], true)
 end
 
+--- wick.from_numpy(a) (torch.from_numpy): Lua has no NumPy; a numpy array wick.load read from a torch.save
+--- file is already a tensor of its dtype, and is returned as it is (sharing its memory, as from_numpy)
+function wick.from_numpy(a)
+  if wick.is_tensor(a) then return a end
+  check.fail("from_numpy", "expected a numpy array (what wick.load gives for one: a tensor), got %s (Lua has no "
+    .. "NumPy: wick.tensor(tbl) makes a tensor of (nested) Lua tables, wick.frombuffer(bytes) of a string's bytes)",
+    check.describe(a))
+end
+
 --- wick.frombuffer(bytes[, {dtype, count = -1, offset = 0}]) (torch.frombuffer): a 1-D tensor
 --- of the bytes of a Lua string (a file's contents: io.open(p, "rb"):read("a")) read as dtype
 --- (native byte order), from byte `offset`, `count` elements (-1: all); a copy, as strings are
@@ -3324,7 +3333,6 @@ setmetatable(wick, {
     -- not a nil called further on
     if type(k) == "string" and (k:sub(1, 1) ~= "_" or k:match("^_foreach_")) then
       local hint = ({
-        from_numpy = "Lua has no NumPy: wick.tensor(tbl) makes a tensor of (nested) Lua tables, wick.frombuffer(bytes) of a string's bytes",
         multiprocessing = "one process per Lua state: several processes are wick.distributed's, started by mpirun",
       })[k]
       error(("wick has no '%s' (%s)"):format(k, hint or "not in this version of wick: see docs/api.md"), 2)

@@ -158,18 +158,23 @@ static wick_status reframe(wick_status st, const wk_ckpt_source *src) {
 }
 
 wick_status wk_ckpt_map_storages(wk_ckpt *c, const wk_ckpt_source *src) {
-    int n = c->nstorages;
+    int n = 0, total = c->nstorages;
+    for (int i = 0; i < total; i++) n += c->storages[i].data == NULL;
     if (n == 0) return WICK_OK;
     int64_t *offsets = calloc((size_t)n, sizeof *offsets), *numels = calloc((size_t)n, sizeof *numels);
     wick_dtype *dtypes = calloc((size_t)n, sizeof *dtypes);
     wick_tensor **out = calloc((size_t)n, sizeof *out);
+    int *which = calloc((size_t)n, sizeof *which);
     wick_status st = WICK_OK;
-    if (!offsets || !numels || !dtypes || !out) {
+    if (!offsets || !numels || !dtypes || !out || !which) {
         st = wick_fail(WICK_ERR_OOM, "%s: out of memory reading %s", src->who, src->path);
         goto done;
     }
-    for (int i = 0; i < n; i++)
-        offsets[i] = c->storages[i].file_offset, numels[i] = c->storages[i].numel, dtypes[i] = c->storages[i].dtype;
+    /* the storages in the file (a reader may have made the others already: numpy arrays in a pickle) */
+    for (int i = 0, j = 0; i < total; i++)
+        if (!c->storages[i].data)
+            which[j] = i, offsets[j] = c->storages[i].file_offset, numels[j] = c->storages[i].numel,
+            dtypes[j++] = c->storages[i].dtype;
     int unaligned = !src->mmap; /* read unless mapping was asked for */
     if (src->mmap) st = wk_io_map_fd(src->fd, src->size, src->path, n, offsets, dtypes, numels, out, &unaligned);
     if (unaligned) { /* read: asked, or a writer that did not align its entries */
@@ -182,12 +187,13 @@ wick_status wk_ckpt_map_storages(wk_ckpt *c, const wk_ckpt_source *src) {
         for (int i = 0; i < n; i++) wick_tensor_release(out[i]);
         goto done;
     }
-    for (int i = 0; i < n; i++) c->storages[i].data = out[i];
+    for (int i = 0; i < n; i++) c->storages[which[i]].data = out[i];
 done:
     free(offsets);
     free(numels);
     free(dtypes);
     free(out);
+    free(which);
     return st;
 }
 

@@ -193,6 +193,9 @@ typedef struct wk_zip wk_zip;
 wick_status wk_ckpt_read_npy(wk_ckpt *c, const wk_ckpt_source *src);
 wick_status wk_ckpt_read_npz(wk_ckpt *c, const wk_ckpt_source *src, const wk_zip *z);
 bool wk_zip_is_npz(const wk_zip *z);
+/* numpy's kind ('f', 'i', 'u', 'b', 'c') and element size as the wick dtype: 1, or 0 where wick has none
+ * (int8, int16, the wider unsigned) */
+int wk_numpy_dtype(char kind, int size, wick_dtype *out);
 
 /* ---- file helpers (src/io/file.c) ---- */
 

@@ -84,17 +84,25 @@ static bool word(cursor *c, const char *w) {
     return true;
 }
 
+/* numpy's kinds and sizes that wick has */
+static const struct {
+    char kind;
+    int size;
+    wick_dtype dtype;
+} TYPES[] = {
+    {'f', 2, WICK_FLOAT16}, {'f', 4, WICK_FLOAT32}, {'f', 8, WICK_FLOAT64},     {'i', 4, WICK_INT32},
+    {'i', 8, WICK_INT64},   {'u', 1, WICK_UINT8},   {'b', 1, WICK_BOOL},        {'c', 8, WICK_COMPLEX64},
+    {'c', 16, WICK_COMPLEX128},
+};
+
+int wk_numpy_dtype(char kind, int size, wick_dtype *out) {
+    for (size_t i = 0; i < sizeof TYPES / sizeof *TYPES; i++)
+        if (TYPES[i].kind == kind && TYPES[i].size == size) return *out = TYPES[i].dtype, 1;
+    return 0;
+}
+
 /* numpy's type string ('<f4', '|b1', '<c16', ...) as a wick dtype */
 static wick_status dtype_of(const npy_where *w, const char *s, size_t len, wick_dtype *out) {
-    static const struct {
-        char kind;
-        int size;
-        wick_dtype dtype;
-    } TYPES[] = {
-        {'f', 2, WICK_FLOAT16},   {'f', 4, WICK_FLOAT32},     {'f', 8, WICK_FLOAT64}, {'i', 4, WICK_INT32},
-        {'i', 8, WICK_INT64},     {'u', 1, WICK_UINT8},       {'b', 1, WICK_BOOL},    {'c', 8, WICK_COMPLEX64},
-        {'c', 16, WICK_COMPLEX128},
-    };
     char order = len > 0 ? s[0] : 0, kind = len > 1 ? s[1] : 0;
     int size = 0;
     for (size_t i = 2; i < len && i < 5; i++) {
@@ -104,15 +112,13 @@ static wick_status dtype_of(const npy_where *w, const char *s, size_t len, wick_
     if (kind == 'O') return failf(w, "an array of Python objects (dtype 'O', pickled) cannot be read: save numbers");
     if (len < 3 || len > 4 || (order != '<' && order != '|' && order != '=' && order != '>'))
         return failf(w, "unsupported dtype '%.*s' (a structured or unusual dtype)", (int)(len < 40 ? len : 40), s);
-    for (size_t i = 0; i < sizeof TYPES / sizeof *TYPES; i++)
-        if (TYPES[i].kind == kind && TYPES[i].size == size) {
-            if (order == '>' && size > 1)
-                return failf(w, "the array is big-endian ('%.*s'); only little-endian arrays are supported "
-                                "(numpy: a.astype(a.dtype.newbyteorder('<')))",
-                             (int)len, s);
-            *out = TYPES[i].dtype;
-            return WICK_OK;
-        }
+    if (wk_numpy_dtype(kind, size, out)) {
+        if (order == '>' && size > 1)
+            return failf(w, "the array is big-endian ('%.*s'); only little-endian arrays are supported "
+                            "(numpy: a.astype(a.dtype.newbyteorder('<')))",
+                         (int)len, s);
+        return WICK_OK;
+    }
     return failf(w, "dtype '%.*s' has no wick dtype (wick has float16/32/64, int32, int64, uint8, bool, complex64/128: "
                     "convert it with a.astype(...) before saving)",
                  (int)len, s);

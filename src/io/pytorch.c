@@ -94,9 +94,11 @@ static const struct {
 };
 #define NGLOBALS (int)(sizeof GLOBALS / sizeof GLOBALS[0])
 
-/* A storage the pickle names: a zip entry, its dtype, its saved location. */
+/* A storage the pickle names: a zip entry, its dtype, its saved location; or a numpy
+ * array's bytes inside the pickle (entry NULL). */
 typedef struct {
     const wk_zip_entry *entry;
+    const unsigned char *bytes; /* the array's numel elements, in the pickle (which outlives the storages' reading) */
     wick_dtype dtype;
     int64_t numel;
     char *key, *location;
@@ -701,16 +703,24 @@ static wick_status latin1_bytes(unpickler *u, const pk_obj *text, pk_obj **out) 
 }
 
 /* a numpy dtype instance (dtype(code, ...) with its BUILD state) of a little-endian bool,
- * integer or float32/64: its kind ('b', 'i', 'u', 'f') and size; 0 for another */
+ * integer, float or complex: its kind ('b', 'i', 'u', 'f', 'c') and size; 0 for another */
 static int numpy_dtype(const pk_obj *dtype, char *kind, int *size) {
     const pk_obj *code = item_of(dtype, 1, NULL), *state = item_of(dtype, 0, "__state__");
     const pk_obj *order = state && state->kind == PK_TUPLE ? elem(state, 1) : NULL;
-    if (!code || code->kind != PK_STR || code->u.str.len != 2) return 0;
+    if (!code || code->kind != PK_STR || code->u.str.len < 2 || code->u.str.len > 3) return 0;
     if (order && !is_named(order, "<") && !is_named(order, "|") && !is_named(order, "=")) return 0;
-    *kind = code->u.str.p[0], *size = code->u.str.p[1] - '0';
+    *kind = code->u.str.p[0], *size = 0;
+    for (size_t i = 1; i < code->u.str.len; i++) {
+        if (!isdigit((unsigned char)code->u.str.p[i])) return 0;
+        *size = *size * 10 + (code->u.str.p[i] - '0');
+    }
+    if (*kind == 'c') return *size == 8 || *size == 16;
     if (*size != 1 && *size != 2 && *size != 4 && *size != 8) return 0;
-    return (*kind == 'b' && *size == 1) || *kind == 'i' || *kind == 'u' || (*kind == 'f' && *size >= 4);
+    return (*kind == 'b' && *size == 1) || *kind == 'i' || *kind == 'u' || (*kind == 'f' && *size >= 2);
 }
+
+/* whether numpy_value reads that kind and size: a bool, an integer, a float32 or float64 */
+static int plain_number(char kind, int size) { return kind == 'b' || kind == 'i' || kind == 'u' || (kind == 'f' && size >= 4); }
 
 /* the element of that kind and size at p: a number, or a boolean */
 static pk_obj *numpy_value(unpickler *u, char kind, int size, const unsigned char *p) {
@@ -737,7 +747,8 @@ static pk_obj *numpy_scalar(unpickler *u, const pk_obj *args, wick_status *st) {
     char kind;
     int size;
     *st = WICK_OK;
-    if (!numpy_dtype(elem(args, 0), &kind, &size) || !bytes || bytes->kind != PK_STR || bytes->u.str.len != (size_t)size)
+    if (!numpy_dtype(elem(args, 0), &kind, &size) || !plain_number(kind, size) || !bytes || bytes->kind != PK_STR ||
+        bytes->u.str.len != (size_t)size)
         return NULL;
     pk_obj *o = numpy_value(u, kind, size, (const unsigned char *)bytes->u.str.p);
     if (!o) *st = oom(u);
@@ -766,9 +777,28 @@ static int sizes_of_quiet(const pk_obj *t, int *ndim, int64_t *out) {
     return 0;
 }
 
+/* o becomes a CPU tensor of the array's dtype over its bytes in the pickle (a storage of its own) */
+static wick_status numpy_tensor(unpickler *u, pk_obj *o, wick_dtype dtype, int ndim, const int64_t *sizes,
+                                const int64_t *step, int64_t numel, const unsigned char *bytes) {
+    static const pk_obj key = {.kind = PK_STR, .u.str = {"ndarray", 7}}, cpu = {.kind = PK_STR, .u.str = {"cpu", 3}};
+    wick_status st = new_storage(u, NULL, dtype, numel, &key, &cpu);
+    if (st) return st;
+    u->storages[u->nstorages - 1].bytes = bytes;
+    pk_tensor *t = calloc(1, sizeof *t);
+    if (!t) return oom(u);
+    t->storage = u->nstorages - 1, t->ndim = ndim;
+    memcpy(t->sizes, sizes, (size_t)ndim * sizeof *sizes);
+    memcpy(t->strides, step, (size_t)ndim * sizeof *step);
+    free(o->u.seq.items); /* o takes the tensor's place: the memo and the stack hold o */
+    memset(&o->u, 0, sizeof o->u);
+    o->kind = PK_TENSOR, o->flag = 0, o->u.tensor = t;
+    return WICK_OK;
+}
+
 /* numpy's ndarray state (version, shape, dtype, is_fortran, raw bytes) of an array of numbers or
- * booleans, at most 2^20 of them: o becomes the nested lists of its elements (a 0-dim array its
- * value). 1: done; 0: another array, kept as its state. */
+ * booleans: o becomes a tensor of its dtype where wick has one (torch.from_numpy's), else (int8,
+ * int16, wider unsigned; at most 2^20 elements) the nested lists of its elements (a 0-dim array
+ * its value). 1: done; 0: another array, kept as its state. */
 static int numpy_array(unpickler *u, pk_obj *o, const pk_obj *state, wick_status *st) {
     const pk_obj *shape = elem(state, 1), *fortran = elem(state, 3), *raw = elem(state, 4);
     char kind;
@@ -782,9 +812,14 @@ static int numpy_array(unpickler *u, pk_obj *o, const pk_obj *state, wick_status
     for (int k = 0; k < ndim; k++) { /* the elements' strides: the last dim's 1, or the first's */
         int i = column_major ? k : ndim - 1 - k;
         step[i] = numel;
-        if (sizes[i] > (1 << 20) || (numel *= sizes[i]) > (1 << 20)) return 0;
+        if (sizes[i] != 0 && numel > ((int64_t)1 << 62) / sizes[i]) return 0; /* (overflow) */
+        numel *= sizes[i];
     }
-    if ((size_t)(numel * size) != raw->u.str.len) return 0;
+    if (numel > (int64_t)(raw->u.str.len / (size_t)size) || (size_t)(numel * size) != raw->u.str.len) return 0;
+    wick_dtype dtype;
+    if (wk_numpy_dtype(kind, size, &dtype))
+        return (*st = numpy_tensor(u, o, dtype, ndim, sizes, step, numel, (const unsigned char *)raw->u.str.p)) == WICK_OK;
+    if (numel > (1 << 20) || !plain_number(kind, size)) return 0;
     pk_obj *v = nested(u, ndim, sizes, step, 0, kind, size, (const unsigned char *)raw->u.str.p);
     if (!v) return *st = oom(u), 0;
     free(o->u.seq.items); /* o takes v's place: the memo and the stack hold o */
@@ -803,6 +838,8 @@ static wick_status construct(unpickler *u, const pk_obj *cls, const pk_obj *args
     if ((is_named(cls, "numpy.core.multiarray.scalar") || is_named(cls, "numpy._core.multiarray.scalar")) &&
         ((*out = numpy_scalar(u, args, &st)) || st))
         return st;
+    if ((is_named(cls, "builtins.bytes") || is_named(cls, "__builtin__.bytes")) && args->u.seq.n == 0)
+        return (*out = new_string(u, "", 0)) ? WICK_OK : oom(u); /* protocol 2's b'' */
     if (is_named(cls, "builtins.set") || is_named(cls, "__builtin__.set") || is_named(cls, "builtins.frozenset") ||
         is_named(cls, "__builtin__.frozenset")) { /* Lua has no sets: the list of its items */
         if (a0 && a0->kind == PK_LIST) *out = (pk_obj *)a0;
@@ -1173,11 +1210,20 @@ static wick_status add_storages(unpickler *u, wk_ckpt *c, const wk_ckpt_source *
         const pk_storage *s = &u->storages[i];
         int k = wk_ckpt_add_storage(c, s->key, s->location, s->dtype, s->numel);
         if (k < 0) return oom(u);
+        if (!s->entry) { /* a numpy array's bytes in the pickle: a copy (the zip's CRC-32 of data.pkl covered them) */
+            wick_tensor *t;
+            wick_status st = wick_empty(&t, 1, &s->numel, (wick_options){s->dtype, wick_cpu()});
+            if (st) return st;
+            if (s->numel) memcpy(wick_tensor_data(t), s->bytes, (size_t)s->numel * wick_dtype_size(s->dtype));
+            c->storages[k].data = t;
+            continue;
+        }
         c->storages[k].file_offset = s->entry->offset;
         c->storages[k].crc = s->entry->crc; /* checked below (the zip's CRC-32, its own texts); crc_kind stays NONE */
     }
     wick_status st = wk_ckpt_map_storages(c, src);
     for (int i = 0; i < c->nstorages && !st && src->verify != 0; i++) {
+        if (!u->storages[i].entry) continue;
         const wick_tensor *d = c->storages[i].data;
         size_t bytes = (size_t)c->storages[i].numel * wick_dtype_size(c->storages[i].dtype);
         if (wick_crc32(0, wick_tensor_data(d), bytes) != u->storages[i].entry->crc)
