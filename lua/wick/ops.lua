@@ -51,14 +51,29 @@ return function(wick)
 
   local wrap_dim = check.wrap_dim
 
-  -- The value of `size...` arguments as one array (numbers or one table).
-  local function size_arg(fn, ...)
-    local first = ...
-    if type(first) == "table" and not is_tensor(first) then return first end
-    local sizes = { ... }
-    for i = 1, select("#", ...) do -- (an integer tensor of one element too: StyleGAN's y.repeat(G, 1, H, W))
-      sizes[i] = int_of(sizes[i])
-      check.int(sizes[i], fn, "size", 0)
+  -- The value of `size...` arguments as one array: numbers (or 0-dim integer tensors), tables of
+  -- them, or both (Python's x.repeat(*shape, 2) is x:repeat_tensor(shape, 2), as wl_sizes reads
+  -- them); one table may be PyTorch's keyword form, {[keyword] = sizes} (torch.tile(x, dims=(B, 1)),
+  -- x.repeat(repeats=(2, 1)))
+  local function size_arg(fn, keyword, ...)
+    local n, first = select("#", ...), ...
+    if n == 1 and type(first) == "table" and not is_tensor(first) and first[keyword] ~= nil then
+      for k in pairs(first) do
+        if k ~= keyword then check.fail(fn, "got %s beside its option '%s'", type(k) == "string" and "another option" or "sizes", keyword) end
+      end
+      return size_arg(fn, keyword, first[keyword])
+    end
+    local sizes = {}
+    for i = 1, n do -- (an integer tensor of one element too: StyleGAN's y.repeat(G, 1, H, W))
+      local a = select(i, ...)
+      if type(a) == "table" and not is_tensor(a) then
+        for k in pairs(a) do
+          if type(k) ~= "number" then check.fail(fn, "unknown option '%s' (it takes %s)", tostring(k), keyword) end
+        end
+        for j = 1, #a do sizes[#sizes + 1] = check.int(int_of(a[j]), fn, "size", 0) end
+      else
+        sizes[#sizes + 1] = check.int(int_of(a), fn, "size", 0)
+      end
     end
     return sizes
   end
@@ -1243,13 +1258,13 @@ return function(wick)
   end
   local function repeat_tensor(t, ...)
     check.tensor(t, "repeat", "self")
-    return tiled(t, size_arg("repeat", ...), "repeat")
+    return tiled(t, size_arg("repeat", "repeats", ...), "repeat")
   end
   Tensor["repeat"], Tensor.repeat_tensor, Tensor.repeatTensor = repeat_tensor, repeat_tensor, repeat_tensor
   --- t:tile(reps): repeat, with reps padded by leading 1s to t's dims
   function Tensor.tile(t, ...)
     check.tensor(t, "tile", "self")
-    local reps = size_arg("tile", ...)
+    local reps = size_arg("tile", "dims", ...)
     local padded = {}
     for _ = #reps + 1, t:dim() do padded[#padded + 1] = 1 end
     for _, r in ipairs(reps) do padded[#padded + 1] = r end
@@ -2456,7 +2471,7 @@ return function(wick)
   --- was broadcast along to t's shape (a backward's gradient back to its input's size)
   function Tensor.sum_to_size(t, ...)
     check.tensor(t, "sum_to_size", "self")
-    local size = size_arg("sum_to_size", ...)
+    local size = size_arg("sum_to_size", "size", ...)
     local n, lead = #size, t:dim() - #size
     local ok = lead >= 0
     for i = 1, n do
@@ -2974,22 +2989,23 @@ return function(wick)
     place = right and place:narrow(-1, seq:size(-1) + 1, M) or place:narrow(-1, 1, M)
     return place - stable_ranks(v)
   end
-  local SEARCH = { right = "boolean", side = "string", out_int32 = "boolean", sorter = "tensor" }
+  local SEARCH = { sorted_sequence = "tensor", input = "tensor|number", self = "number", right = "boolean",
+    side = "string", out_int32 = "boolean", sorter = "tensor" }
+  local BUCKETIZE = { input = "tensor|number", boundaries = "tensor", right = "boolean", out_int32 = "boolean" }
   --- wick.searchsorted(sorted, values[, {right = false, side =, sorter =, out_int32 = false}]): for each
   --- value, the 1-based position where it would be inserted to keep sorted's last dim sorted
   --- (PyTorch's index plus 1); wick.bucketize(values, boundaries[, {right, out_int32}]) the same,
-  --- arguments swapped
-  function ops.searchsorted(sorted, values, opts)
-    local fn = "searchsorted"
-    check.tensor(sorted, fn, "sorted_sequence")
-    local o = check.options(opts, fn, SEARCH)
+  --- arguments swapped; every argument by name too (torch.bucketize(input=x, boundaries=b, right=True))
+  local function search(fn, sorted, values, o)
+    check.tensor(sorted, fn, fn == "bucketize" and "boundaries" or "sorted_sequence")
+    if values == nil then check.expected(fn, "input", "a tensor or a number", values) end
     if o.side ~= nil and o.side ~= "left" and o.side ~= "right" then
       check.fail(fn, "side can only be 'left' or 'right', got '%s'", o.side)
     end
     if o.side == "left" and o.right then check.fail(fn, "side and right can't be set to opposites, got side of left while right was True") end
     local is_right = o.right == true or o.side == "right"
     local scalar = not is_tensor(values)
-    if scalar then values = wick.tensor({ check.number(values, fn, "values") }, { dtype = sorted.dtype, device = sorted.device }) end
+    if scalar then values = wick.tensor({ check.number(values, fn, "input") }, { dtype = sorted.dtype, device = sorted.device }) end
     if sorted:dim() == 0 then check.fail(fn, "sorted_sequence must have at least one dimension") end
     if o.sorter then
       if o.sorter.shape ~= sorted.shape or o.sorter:is_floating_point() then
@@ -3020,7 +3036,17 @@ return function(wick)
     if scalar then at = at:reshape({}) end
     return o.out_int32 and at:to("int32") or at
   end
-  function ops.bucketize(values, boundaries, opts) return ops.searchsorted(boundaries, values, opts) end
+  function ops.searchsorted(...)
+    local o = check.positional("searchsorted", { "sorted_sequence", "input" }, SEARCH, ...)
+    if o.self ~= nil and o.input ~= nil then check.fail("searchsorted", "got both input and self") end
+    local values = o.input
+    if values == nil then values = o.self end
+    return search("searchsorted", o.sorted_sequence, values, o)
+  end
+  function ops.bucketize(...)
+    local o = check.positional("bucketize", { "input", "boundaries" }, BUCKETIZE, ...)
+    return search("bucketize", o.boundaries, o.input, o)
+  end
   --- wick.block_diag(t1, t2, ...): the matrices on the diagonal of a block matrix
   function ops.block_diag(...)
     local ts = { ... }
@@ -3094,6 +3120,9 @@ return function(wick)
     local d1 = dim1 < 0 and dim1 + t:dim() + 1 or dim1
     local d2 = dim2 < 0 and dim2 + t:dim() + 1 or dim2
     if d1 == d2 then check.fail("diagonal", "diagonal dimensions cannot be identical %d, %d", dim1, dim2) end
+    -- dims in decreasing order take the same elements as the other way round with the offset negated,
+    -- without a transpose (linear_operator's A.diagonal(dim1=-1, dim2=-2).add_(jitter) writes through)
+    if d1 > d2 then d1, d2, offset = d2, d1, -offset end
     local x = t:movedim({ d1, d2 }, { -2, -1 })
     local n, m = x:size(-2), x:size(-1)
     local rows = offset >= 0 and math.max(0, math.min(n, m - offset)) or math.max(0, math.min(n + offset, m))

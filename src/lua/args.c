@@ -199,12 +199,36 @@ static void sizes_only(lua_State *L, int idx, int m, const char *fn) {
     }
 }
 
+/* PyTorch's keyword form of a size list, {size = sizes} or {shape = sizes} (torch.broadcast_to(x,
+ * size=(2, 3)), x.reshape(shape=s)), alone in its table: its value in place of the table at idx */
+static void keyword_sizes(lua_State *L, int idx, const char *fn) {
+    const char *names[] = {"size", "shape"};
+    for (int k = 0; k < 2; k++) {
+        lua_getfield(L, idx, names[k]);
+        if (lua_isnil(L, -1)) {
+            lua_pop(L, 1);
+            continue;
+        }
+        lua_pushnil(L);
+        while (lua_next(L, idx)) { /* nothing else beside it */
+            lua_pop(L, 1);
+            if (lua_type(L, -1) != LUA_TSTRING || strcmp(lua_tostring(L, -1), names[k]))
+                wl_raise(L, "%s: got %s beside its option '%s'", fn, lua_type(L, -1) == LUA_TSTRING ? "another option" : "sizes",
+                         names[k]);
+        }
+        if (lua_istable(L, -1) && !wl_totensor(L, -1)) sizes_only(L, lua_gettop(L), (int)lua_objlen(L, -1), fn);
+        lua_replace(L, idx);
+        return;
+    }
+}
+
 /* The sizes in arguments first..last: numbers (or 0-dim integer tensors), tables of them (a Size),
  * or both, each table standing for its sizes in place: Python's f(*size, a, b) is f(size, a, b)
  * (HF's q.view(*input_shape, -1, head_dim)), as f(size + {a, b}) is. */
 int wl_sizes(lua_State *L, int first, int last, int64_t *sizes, const char *fn) {
     int n = 0;
     for (int i = first; i <= last; i++) {
+        if (first == last && lua_istable(L, i) && !wl_totensor(L, i)) keyword_sizes(L, i, fn);
         if (lua_istable(L, i)) {
             int m = (int)lua_objlen(L, i);
             if (m > WICK_MAX_DIMS - n) wl_raise(L, "%s: at most %d dimensions, got %d or more", fn, WICK_MAX_DIMS, n + m);

@@ -21,7 +21,18 @@ local function check_device(op, arg, t, other)
   end
 end
 
---- y = x W^T + b, x of shape [..., in], W [out, in], b [out].
+--- a class weight of nll_loss / cross_entropy: on input's device and of its dtype (PyTorch refuses a
+-- float32 weight beside float64 logits, rather than rounding the weights: DETR's empty_weight)
+local function check_class_weight(fn, weight, input)
+  check_device(fn, "weight", weight, input, "input")
+  if wick.is_tensor(weight) and weight.dtype ~= input.dtype then
+    wick.error(("%s: expected scalar type %s but found %s (the weight is %s, the input %s: make the weight "
+      .. "with {dtype = ...} or register it as a buffer, which model:double() converts)")
+      :format(fn, input.dtype, weight.dtype, weight.dtype, input.dtype))
+  end
+end
+
+-- y = x W^T + b, x of shape [..., in], W [out, in], b [out].
 --- (The core's addmm/matmul enforce the same-device rule, with PyTorch's message
 --- for a Linear layer: "... argument mat1 in method addmm".)
 local linear2d = core.linear
@@ -1896,7 +1907,7 @@ local function nll(fn, logp, target, opts)
     "Target %d is out of bounds (classes are 1 to %d).", "gather", logp, 2, safe:unsqueeze(2)):squeeze(2)
   local w
   if opts.weight then
-    check_device(fn, "weight", opts.weight, logp, "input")
+    check_class_weight(fn, opts.weight, logp)
     w = opts.weight:index_select(1, safe:reshape(-1)):view(safe.shape)
   end
   if mask then
@@ -1934,7 +1945,7 @@ function F.cross_entropy(logits, target, ...)
     and (type(ignore) ~= "boolean" or ignore == false) then
     if smoothing < 0 or smoothing > 1 then wick.error("cross_entropy: label_smoothing must be between 0 and 1") end
     check_device("cross_entropy", "target", target, logits, "input")
-    if opts.weight then check_device("cross_entropy", "weight", opts.weight, logits, "input") end
+    if opts.weight then check_class_weight("cross_entropy", opts.weight, logits) end
     if ignore == nil then ignore = -100 elseif ignore == false then ignore = nil end
     zero_ignore("cross_entropy", target, ignore)
     -- log_softmax and nll in one fused kernel each way
