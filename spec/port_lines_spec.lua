@@ -8301,3 +8301,23 @@ describe("the fifty-fourth round's lines, part 4 (TTT's tile(dims=), GPyTorch's 
     support.assert_error_has(function() return wick.bucketize(x, { 0, 1, 2 }) end, "bucketize: expected a tensor for option 'boundaries'")
   end)
 end)
+
+describe("the fifty-fourth round's lines, part 5 (EfficientFormer's attention_biases[:, attention_bias_idxs])", function()
+  it("a 0 in an index tensor names the dimension and the + 1 a PyTorch index needs", function()
+    local b = wick.zeros(2, 3)
+    local idxs = wick.tensor({ { 0, 1 }, { 1, 2 } }, { dtype = "int64" })
+    support.assert_error_has(function() return b[{ {}, idxs }] end,
+      "index 0 is invalid (in an index tensor for dimension 2, of size 3)", "needs + 1")
+  end)
+end)
+
+describe("the fifty-fourth round's lines, part 6 (hflayers' xi.masked_select(mask=...))", function()
+  it("masked_select and masked_scatter take their arguments by PyTorch's names", function()
+    local x = wick.arange(1, 7):view(3, 2)
+    local m = wick.tensor({ { true }, { false }, { true } })
+    assert.are.same({ 1, 2, 5, 6 }, x:masked_select({ mask = m }):tolist())
+    local y = wick.masked_scatter({ input = x, mask = m, source = wick.zeros(6) })
+    assert.are.same({ { 0, 0 }, { 3, 4 }, { 0, 0 } }, y:tolist())
+    assert.are.same({ { 0, 0 }, { 3, 4 }, { 0, 0 } }, x:clone():masked_scatter_({ mask = m, source = wick.zeros(6) }):tolist())
+  end)
+end)

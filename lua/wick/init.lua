@@ -1308,6 +1308,7 @@ end
 local KEYWORDS = {
   gather = { "dim", "index" }, index_select = { "dim", "index" }, narrow = { "dim", "start", "length" },
   transpose = { "dim0", "dim1" }, masked_fill = { "mask", "value" }, masked_fill_ = { "mask", "value" },
+  masked_select = { "mask" }, masked_scatter = { "mask", "source" }, masked_scatter_ = { "mask", "source" },
   scatter = { "dim", "index", "src?", aliases = { value = "src" } },
   scatter_ = { "dim", "index", "src?", aliases = { value = "src" } },
   scatter_add = { "dim", "index", "src" }, scatter_add_ = { "dim", "index", "src" },

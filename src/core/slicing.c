@@ -404,7 +404,10 @@ wick_status wick_index_from_one_based(wick_tensor **out, const wick_tensor *inde
     for (int64_t i = 0; i < n && !st; i++) {
         int64_t v = p[i];
         if (v == 0)
-            st = wick_fail(WICK_ERR_INDEX, "index 0 is invalid: indices count from 1 (and from -1 backwards)");
+            st = wick_fail(WICK_ERR_INDEX,
+                           "index 0 is invalid (in an index tensor for dimension %d, of size %" PRId64 "): indices count "
+                           "from 1 (and from -1 backwards); a 0-based index from PyTorch (a saved index buffer) needs + 1",
+                           dim + 1, size);
         else if (v > size || v < -size)
             st = wick_fail(WICK_ERR_INDEX, "index %" PRId64 " is out of bounds for dimension %d with size %" PRId64, v,
                            dim + 1, size);

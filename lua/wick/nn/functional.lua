@@ -1867,7 +1867,8 @@ local function zero_ignore(fn, target, ignore)
   zero_ignore_seen[site] = true
   if not target:eq(0):any():item() then
     common.warn(fn .. ": ignore_index = 0 ignores nothing here, classes count from 1 (PyTorch's ignore_index = 0 "
-      .. "for a pad id 0 is ignore_index = 1 once the labels are 1-based)")
+      .. "for a pad id 0 is ignore_index = 1 once the labels are 1-based; a pad id -1 shifted to 0 is right as it is, "
+      .. "and this call had no padding)")
   end
 end
 local function nll(fn, logp, target, opts)
