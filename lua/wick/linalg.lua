@@ -889,14 +889,36 @@ function linalg.cond(A, p)
   square("linalg.cond", A)
   return linalg.matrix_norm(A, p) * linalg.matrix_norm(linalg.inv(A), p)
 end
---- linalg.inv_ex(A) -> inverse, info; linalg.solve_ex(A, B) -> result, info (info 0: wick raises instead)
-function linalg.inv_ex(A)
-  local X = linalg.inv(A)
-  return X, wick.zeros(batch_shape(A), { dtype = "int32", device = A.device })
+-- PyTorch's _ex forms: run(A) as it is, or, where some matrix of the batch is singular (check_errors
+-- false), info from its LU (the 1-based order of the first zero pivot, 0 for the others), those
+-- matrices' results NaN and the rest computed as usual (kornia's safe_inverse_with_mask)
+local function ex_form(fn, A, check_errors, run)
+  square(fn, A)
+  local ok, X = pcall(run, A)
+  local batch = batch_shape(A)
+  if ok then return X, wick.zeros(batch, { dtype = "int32", device = A.device }) end
+  local _, _, info = linalg.lu_factor_ex(A:detach())
+  if check_errors or info:numel() == 0 or info:max():item() == 0 then error(X, 0) end -- (another failure)
+  local view = { (table.unpack or unpack)(batch) }
+  view[#view + 1], view[#view + 2] = 1, 1
+  local bad = info:ne(0):view(view)
+  X = run(wick.where(bad, eye_like(A), A))
+  local mask = bad
+  if X:dim() < A:dim() then mask = bad:squeeze(-1) end -- (a vector right-hand side)
+  return wick.where(mask, 0 / 0, X), info:to("int32")
+end
+--- linalg.inv_ex(A[, {check_errors = false}]) -> inverse, info; linalg.solve_ex(A, B[, {left = true,
+--- check_errors = false}]) -> result, info: info per matrix, 0 or where its LU met a zero pivot (that
+--- matrix's result NaN), as PyTorch's
+function linalg.inv_ex(A, opts)
+  opts = check.options(opts, "linalg.inv_ex", { check_errors = "boolean" })
+  return ex_form("linalg.inv_ex", A, opts.check_errors, linalg.inv)
 end
 function linalg.solve_ex(A, B, opts)
-  local X = linalg.solve(A, B, opts)
-  return X, wick.zeros(batch_shape(A), { dtype = "int32", device = A.device })
+  opts = check.options(opts, "linalg.solve_ex", { left = "boolean", check_errors = "boolean" })
+  return ex_form("linalg.solve_ex", A, opts.check_errors, function(M)
+    return linalg.solve(M, B, { left = opts.left })
+  end)
 end
 --- linalg.tensorinv(A[, ind = 2]) and linalg.tensorsolve(A, B[, dims]): through inv and solve
 function linalg.tensorinv(A, ind)

@@ -69,8 +69,12 @@ static int reduce_args(lua_State *L, int first, int *dims, int *keepdim, int *co
         ndims = reduce_dim_list(L, i++, dims, fn);
     else if (lua_isnil(L, i) && lua_gettop(L) > i) i++;
     /* var and std: PyTorch's positional (dim, unbiased, keepdim), and var(unbiased) */
+    /* (a nil in a boolean's place is Python's None there: the arguments after it still count,
+     * t.sum(None, None, dtype=torch.float32) as t:sum(nil, nil, {dtype = "float32"})) */
     if (is_var && lua_type(L, i) == LUA_TBOOLEAN) *correction = lua_toboolean(L, i++) ? 1 : 0, unbiased_given = 1;
+    else if (is_var && lua_isnil(L, i) && lua_gettop(L) > i) i++;
     if (lua_type(L, i) == LUA_TBOOLEAN) *keepdim = lua_toboolean(L, i++), keepdim_given = 1;
+    else if (lua_isnil(L, i) && lua_gettop(L) > i) i++;
     if (lua_istable(L, i) && !wl_totensor(L, i)) {
         wl_check_keys(L, i, fn, is_var ? var_keys : dtype ? dtype_keys : plain_keys);
         if (dtype) { /* PyTorch's dtype=: the input is cast to it first (x.sum(dtype=torch.float64)) */
@@ -104,9 +108,10 @@ static int reduce_args(lua_State *L, int first, int *dims, int *keepdim, int *co
         lua_pop(L, 2);
         i++;
     }
-    if (!lua_isnoneornil(L, i))
-        wl_raise(L, "%s: expected a dimension (a number or a list), %s or an options table, got %s", fn,
-                 is_var ? "unbiased and keepdim (booleans)" : "keepdim (a boolean)", luaL_typename(L, i));
+    for (; i <= lua_gettop(L); i++) /* nothing given after what was read */
+        if (!lua_isnil(L, i))
+            wl_raise(L, "%s: expected a dimension (a number or a list), %s or an options table, got %s", fn,
+                     is_var ? "unbiased and keepdim (booleans)" : "keepdim (a boolean)", luaL_typename(L, i));
     return ndims;
 }
 
