@@ -3115,7 +3115,7 @@ local lazy = { nn = "wick.nn", optim = "wick.optim", data = "wick.data", amp = "
   distributed = "wick.distributed", profiler = "wick.profiler", autograd = "wick.autograd",
   distributions = "wick.distributions", linalg = "wick.linalg", func = "wick.func", einops = "wick.einops", einx = "wick.einx", scipy = "wick.scipy",
   utils = "wick.utils", vision = "wick.vision", Object = "wick.object", fx = "wick.fx", testing = "wick.testing",
-  library = "wick.library" }
+  library = "wick.library", masked = "wick.masked" }
 -- torch.inf, torch.nan, torch.pi, torch.e
 wick.inf, wick.nan, wick.pi, wick.e = math.huge, 0 / 0, math.pi, math.exp(1)
 --- wick.newaxis: Python's None in an index key, a new dim of size 1 there
