@@ -8386,3 +8386,59 @@ describe("the fifty-fourth round's lines, part 9 (PE audio's torch.masked.mean /
     support.assert_error_has(function() return Mk.mean(x, 2, { bogus = 1 }) end, "masked.mean: unknown option 'bogus'")
   end)
 end)
+
+describe("the fifty-fourth round's lines, part 10 (s5-pytorch's torch.ops.aten.slice)", function()
+  it("wick.ops.aten.slice slices along a 1-based dim with 0-based start and excluded stop", function()
+    local t = wick.arange(12, { dtype = "int64" }):view(3, 4)
+    assert.are.same({ 0, 2, 4 }, wick.ops.aten.slice(wick.arange(6, { dtype = "int64" }), 1, 0, -1, 2):tolist())
+    assert.are.same({ { 1, 2, 3 }, { 5, 6, 7 }, { 9, 10, 11 } }, wick.ops.aten.slice(t, 2, 1):tolist())
+    assert.are.same({ { 4, 5, 6, 7 }, { 8, 9, 10, 11 } }, wick.ops.aten.slice(t, 1, 1, 9223372036854775807):tolist())
+    local v = wick.ops.aten.slice(t, 2, 0, 1)
+    v:fill_(-1)
+    assert.are.equal(-1, t[2][1]:item()) -- (a view)
+    assert.are.same({ { 2 } }, wick.ops.aten.mm(wick.ones(1, 2), wick.ones(2, 1)):tolist())
+    support.assert_error_has(function() return wick.ops.aten.bogus_op end, "wick.ops.aten has no 'bogus_op'")
+  end)
+end)
+
+describe("the fifty-fourth round's lines, part 11 (torchaudio's Conformer RNN-T recipe)", function()
+  local A = wick.audio.functional
+  local function I(v) return wick.tensor(v, { dtype = "int64" }) end
+  -- the RNN-T cost by enumerating every alignment of a tiny lattice (T = 2 frames, U = 1 label)
+  it("rnnt_loss is -log of the sum over the alignments, with its gradient", function()
+    local logits = wick.randn(1, 2, 2, 3, { dtype = "float64" }):requires_grad_()
+    local lp = logits:detach():log_softmax(4)
+    local blank, y = 3, 2
+    -- the paths: emit y at t=1 then blank, blank; or blank at t=1, then y and blank at t=2
+    local p1 = lp[1][1][1][y]:item() + lp[1][1][2][blank]:item() + lp[1][2][2][blank]:item()
+    local p2 = lp[1][1][1][blank]:item() + lp[1][2][1][y]:item() + lp[1][2][2][blank]:item()
+    local want = -math.log(math.exp(p1) + math.exp(p2))
+    local got = A.rnnt_loss(logits, I({ { y } }, { dtype = "int32" }), I({ 2 }, { dtype = "int32" }),
+      I({ 1 }, { dtype = "int32" }))
+    assert.is_true(math.abs(got:item() - want) < 1e-12)
+    got:backward()
+    assert.is_true(math.abs(logits.grad:sum():item()) < 1e-12) -- (each log-softmax row's gradient sums to 0)
+    local clamped = logits:detach():clone():requires_grad_()
+    A.rnnt_loss(clamped, I({ { y } }), I({ 2 }), I({ 1 }), { clamp = 0.05 }):backward()
+    assert.is_true(clamped.grad:abs():max():item() <= 0.05 + 1e-15)
+  end)
+  it("sequences of several lengths in one batch cost what each costs alone", function()
+    local logits = wick.randn(2, 3, 3, 4, { dtype = "float64" })
+    local targets = I({ { 1, 2 }, { 3, 1 } })
+    local costs = A.rnnt_loss(logits, targets, I({ 3, 2 }), I({ 2, 1 }), { reduction = "none" })
+    local alone = A.rnnt_loss(logits:narrow(1, 2, 1):narrow(2, 1, 2):narrow(3, 1, 2), targets:narrow(1, 2, 1):narrow(2, 1, 1),
+      I({ 2 }), I({ 1 }), { reduction = "none" })
+    assert.is_true(math.abs(costs[2]:item() - alone[1]:item()) < 1e-12)
+    local m = wick.audio.transforms.RNNTLoss({ reduction = "sum" })
+    assert.is_true(math.abs(m(logits, targets, I({ 3, 2 }), I({ 2, 1 })):item() - costs:sum():item()) < 1e-12)
+  end)
+  it("says what is wrong with the shapes and the targets", function()
+    local logits = wick.randn(1, 2, 2, 3)
+    support.assert_error_has(function() return A.rnnt_loss(logits, I({ { 0 } }), I({ 2 }), I({ 1 })) end,
+      "targets must be 1-based classes 1 .. 3", "needs + 1")
+    support.assert_error_has(function() return A.rnnt_loss(logits, I({ { 1 } }), I({ 1 }), I({ 1 })) end,
+      "input length mismatch")
+    support.assert_error_has(function() return A.rnnt_loss(logits, I({ { 1, 1 } }), I({ 2 }), I({ 1 })) end,
+      "must be the targets' length + 1")
+  end)
+end)

@@ -2,7 +2,7 @@
 --
 -- The API is enumerated at run time: every function of `wick` and `wick.cuda`,
 -- `wick.nn` (constructors, and the methods of a constructed module),
--- `wick.nn.functional`, `wick.nn.utils`, `wick.fft`, `wick.einops`, `wick.vision.ops`, `wick.vision.utils`, `wick.library`, `wick.masked`, `wick.optim` (constructors and the
+-- `wick.nn.functional`, `wick.nn.utils`, `wick.fft`, `wick.einops`, `wick.vision.ops`, `wick.vision.utils`, `wick.library`, `wick.masked`, `wick.audio.functional`, `wick.optim` (constructors and the
 -- methods of an optimizer and a scheduler), `wick.data` (and the methods of a
 -- dataset and a loader), and every function of the tensor methods table and of
 -- the tensor metatable. Each is called with nothing, and with one hostile value
@@ -232,6 +232,7 @@ local function targets()
   sorted_functions(wick.vision.utils, plain, "wick.vision.utils.")
   sorted_functions(wick.library, plain, "wick.library.")
   sorted_functions(wick.masked, plain, "wick.masked.")
+  sorted_functions(wick.audio.functional, plain, "wick.audio.functional.")
   for _, p in ipairs(plain) do list[#list + 1] = p end
 
   -- tensor methods and metamethods, called with every kind of receiver and a non-tensor one

@@ -1273,6 +1273,35 @@ function wick.polar(abs, angle)
   return wick.complex(abs * angle:cos(), abs * angle:sin())
 end
 wick.ops = require("wick.ops")(wick) -- tril, split, topk, multinomial, einsum, random fills, ... (ops.lua)
+-- torch.ops.aten, made at its first use: aten.slice (s5-pytorch's associative scan) and, for the other
+-- names, wick's function of that name; what wick lacks is an error naming the namespace
+local function aten()
+  local space = {}
+  --- wick.ops.aten.slice(t[, dim = 1[, start[, stop[, step = 1]]]]): torch.ops.aten.slice, wick.slice's
+  --- 0-based start, excluded stop (both clamped) and step along the 1-based dim; a view
+  function space.slice(t, dim, start, stop, step)
+    check.tensor(t, "aten.slice", "self")
+    dim = check.wrap_dim(t, check.opt_int(dim, "aten.slice", "dim", 1), "aten.slice")
+    local key = {}
+    for d = 1, dim - 1 do key[d] = {} end
+    if type(stop) == "number" and stop >= 2 ^ 53 then stop = nil end -- (Python's sys.maxsize: to the end)
+    if stop ~= nil then check.int(stop, "aten.slice", "end") end
+    key[dim] = wick.slice(check.opt_int(start, "aten.slice", "start", 0), stop, check.opt_int(step, "aten.slice", "step", 1))
+    return t[key]
+  end
+  return setmetatable(space, { __index = function(_, k)
+    local f = type(k) == "string" and rawget(wick, k)
+    if type(f) == "function" then return f end
+    error(("wick.ops.aten has no '%s' (torch.ops.aten's ops are wick's functions of the same name, where wick has them)")
+      :format(tostring(k)), 2)
+  end })
+end
+local aten_space -- (kept here, not in wick.ops: the ops' own names stay the functions of ops.lua)
+setmetatable(wick.ops, { __index = function(_, k)
+  if k ~= "aten" then return nil end
+  aten_space = aten_space or aten()
+  return aten_space
+end })
 require("wick.special")(wick) -- wick.special, polygamma, erfinv, lgamma, ... (special.lua)
 wick.fft = require("wick.fft")(wick) -- torch.fft's transforms (fft.lua)
 local WITH_OUT = { "tril", "triu", "split", "chunk", "unbind", "sort", "argsort", "topk", "msort", "cumsum",
@@ -3115,7 +3144,7 @@ local lazy = { nn = "wick.nn", optim = "wick.optim", data = "wick.data", amp = "
   distributed = "wick.distributed", profiler = "wick.profiler", autograd = "wick.autograd",
   distributions = "wick.distributions", linalg = "wick.linalg", func = "wick.func", einops = "wick.einops", einx = "wick.einx", scipy = "wick.scipy",
   utils = "wick.utils", vision = "wick.vision", Object = "wick.object", fx = "wick.fx", testing = "wick.testing",
-  library = "wick.library", masked = "wick.masked" }
+  library = "wick.library", masked = "wick.masked", audio = "wick.audio" }
 -- torch.inf, torch.nan, torch.pi, torch.e
 wick.inf, wick.nan, wick.pi, wick.e = math.huge, 0 / 0, math.pi, math.exp(1)
 --- wick.newaxis: Python's None in an index key, a new dim of size 1 there
