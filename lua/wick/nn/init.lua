@@ -7,6 +7,7 @@ for name, value in pairs(require("wick.nn.recurrent")) do nn[name] = value end
 nn.DataParallel = require("wick.nn.data_parallel")
 nn.parallel = require("wick.nn.parallel") -- DistributedDataParallel; nn.parallel.DataParallel is nn.DataParallel
 nn.SyncBatchNorm = require("wick.nn.sync_batchnorm") -- and nn.SyncBatchNorm.convert_sync_batchnorm
+nn.AdaptiveLogSoftmaxWithLoss = require("wick.nn.adaptive")
 nn.functional = require("wick.nn.functional")
 nn.utils = require("wick.nn.utils")
 nn.utils.rnn = require("wick.nn.rnn_utils") -- pad_sequence, pack_padded_sequence, ...
