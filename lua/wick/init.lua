@@ -244,6 +244,8 @@ local fields = {
   ndim = function(t) return t:dim() end,
   is_cuda = function(t) return tensor_device(t).type == "cuda" end,
   is_meta = function(t) return tensor_device(t).type == "meta" end,
+  is_cpu = function(t) return tensor_device(t).type == "cpu" end,
+  is_mps = function() return false end, -- (no Apple GPU backend: torchmetrics' _bincount asks)
   -- PyTorch's p.data: the same storage, outside autograd, and its in-place writes unseen by autograd's
   -- check of saved tensors (.data's version counter of its own): Tacotron 2's outputs.data:masked_fill_()
   data = function(t) return t:_data() end,

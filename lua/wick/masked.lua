@@ -13,6 +13,14 @@ local M = {}
 local REDUCE = { input = "tensor", dim = "integer|table", keepdim = "boolean", dtype = "dtype", mask = "tensor" }
 local ALONG = { input = "tensor", dim = "integer", dtype = "dtype", mask = "tensor" }
 
+-- the arguments by position or by name, the input (and other) a tensor
+local function parse(fn, names, spec, ...)
+  local o = check.positional(fn, names, spec, ...)
+  check.tensor(o.input, fn, "input")
+  if spec.other then check.tensor(o.other, fn, "other") end
+  return o
+end
+
 -- the mask as a bool tensor of input's shape (PyTorch's _input_mask), or nil
 local function input_mask(fn, input, mask)
   if mask == nil then return nil end
@@ -81,7 +89,7 @@ end
 
 --- wick.masked.sum(input[, dim[, {keepdim = false, dtype, mask}]]) (also every argument by name)
 function M.sum(...)
-  local o = check.positional("masked.sum", { "input", "dim" }, REDUCE, ...)
+  local o = parse("masked.sum", { "input", "dim" }, REDUCE, ...)
   local x = combined("masked.sum", o.input, o.mask, 0)
   local dims = dims_of("masked.sum", o.dim, x)
   x = x:to(widened(o.input, o.dtype))
@@ -91,7 +99,7 @@ end
 
 --- wick.masked.prod(input[, dim[, {keepdim, dtype, mask}]])
 function M.prod(...)
-  local o = check.positional("masked.prod", { "input", "dim" }, REDUCE, ...)
+  local o = parse("masked.prod", { "input", "dim" }, REDUCE, ...)
   local x = combined("masked.prod", o.input, o.mask, 1):to(widened(o.input, o.dtype))
   return over(x, dims_of("masked.prod", o.dim, x), o.keepdim == true, function(t, d, k)
     if d == nil then return t:clone() end
@@ -102,7 +110,7 @@ end
 local function extreme(name, fill)
   return function(...)
     local fn = "masked." .. name
-    local o = check.positional(fn, { "input", "dim" }, REDUCE, ...)
+    local o = parse(fn, { "input", "dim" }, REDUCE, ...)
     local x = combined(fn, o.input, o.mask, fill(o.input))
     local dims = dims_of(fn, o.dim, x)
     local r = x:dim() == 0 and x:clone() or x[name](x, dims, o.keepdim == true)
@@ -117,7 +125,7 @@ local ARG = { input = "tensor", dim = "integer", keepdim = "boolean", dtype = "d
 local function arg_extreme(name, fill)
   return function(...)
     local fn = "masked." .. name
-    local o = check.positional(fn, { "input", "dim" }, ARG, ...)
+    local o = parse(fn, { "input", "dim" }, ARG, ...)
     local x = combined(fn, o.input, o.mask, fill(o.input))
     local r
     if o.dim == nil then r = x[name](x) else r = x[name](x, o.dim, o.keepdim == true) end
@@ -142,7 +150,7 @@ end
 --- wick.masked.mean(input[, dim[, {keepdim, dtype, mask}]]): the mean of the kept elements (NaN where none is)
 function M.mean(...)
   local fn = "masked.mean"
-  local o = check.positional(fn, { "input", "dim" }, REDUCE, ...)
+  local o = parse(fn, { "input", "dim" }, REDUCE, ...)
   local dtype = o.dtype or o.input.dtype
   if not floating(dtype) then
     check.fail(fn, "mean(): Could not infer output dtype. %s dtype must be either a floating point or complex dtype. Got: %s",
@@ -156,7 +164,7 @@ end
 local VAR = { input = "tensor", dim = "integer|table", unbiased = "boolean", correction = "number",
   keepdim = "boolean", dtype = "dtype", mask = "tensor" }
 local function std_var(fn, take_sqrt, ...)
-  local o = check.positional(fn, { "input", "dim", "unbiased" }, VAR, ...)
+  local o = parse(fn, { "input", "dim", "unbiased" }, VAR, ...)
   if o.unbiased ~= nil and o.correction ~= nil then check.fail(fn, "Only one of unbiased and correction may be given") end
   local correction = 1
   if o.unbiased ~= nil then correction = o.unbiased and 1 or 0 end
@@ -182,7 +190,7 @@ function M.std(...) return std_var("masked.std", true, ...) end
 --- wick.masked.logsumexp(input[, dim[, {keepdim, dtype, mask}]]): masked-out elements count as -inf
 function M.logsumexp(...)
   local fn = "masked.logsumexp"
-  local o = check.positional(fn, { "input", "dim" }, REDUCE, ...)
+  local o = parse(fn, { "input", "dim" }, REDUCE, ...)
   local x = combined(fn, o.input, o.mask, lowest(o.input))
   local dims = dims_of(fn, o.dim, x)
   local r = x:dim() == 0 and x:clone() or x:logsumexp(dims, o.keepdim == true)
@@ -193,7 +201,7 @@ local NORM = { input = "tensor", ord = "number", dim = "integer|table", keepdim 
 --- wick.masked.norm(input[, ord = 2[, dim[, {keepdim, dtype, mask}]]]): the vector norm of the kept elements
 function M.norm(...)
   local fn = "masked.norm"
-  local o = check.positional(fn, { "input", "ord", "dim" }, NORM, ...)
+  local o = parse(fn, { "input", "ord", "dim" }, NORM, ...)
   local ord = o.ord == nil and 2 or o.ord
   local x = combined(fn, o.input, o.mask, ord == -math.huge and highest(o.input) or 0)
   return wick.linalg.vector_norm(x, ord, dims_of(fn, o.dim, x), o.keepdim == true, { dtype = o.dtype or o.input.dtype })
@@ -203,7 +211,7 @@ end
 local function soft(name, f, fill)
   return function(...)
     local fn = "masked." .. name
-    local o = check.positional(fn, { "input", "dim" }, ALONG, ...)
+    local o = parse(fn, { "input", "dim" }, ALONG, ...)
     if o.dim == nil then check.fail(fn, "expected a dim") end
     local x = combined(fn, o.input, o.mask, fill(o.input))
     return f(x, o.dim, { dtype = o.dtype or o.input.dtype })
@@ -220,7 +228,7 @@ local NORMALIZE = { input = "tensor", ord = "number", dim = "integer", eps = "nu
 --- norm (at least eps), the others 0
 function M.normalize(...)
   local fn = "masked.normalize"
-  local o = check.positional(fn, { "input", "ord", "dim" }, NORMALIZE, ...)
+  local o = parse(fn, { "input", "ord", "dim" }, NORMALIZE, ...)
   if o.ord == nil or o.dim == nil then check.fail(fn, "expected ord and dim") end
   local nrm = M.norm(o.input, o.ord, o.dim, { keepdim = true, dtype = o.dtype, mask = o.mask })
   return combined(fn, o.input, o.mask, 0) / nrm:clamp(o.eps or 1e-12, math.huge)
@@ -229,7 +237,7 @@ end
 local function cumulative(name, fill)
   return function(...)
     local fn = "masked." .. name
-    local o = check.positional(fn, { "input", "dim" }, ALONG, ...)
+    local o = parse(fn, { "input", "dim" }, ALONG, ...)
     if o.dim == nil then check.fail(fn, "expected a dim") end
     local x = combined(fn, o.input, o.mask, fill)
     local dtype = o.dtype or o.input.dtype
@@ -244,7 +252,7 @@ local ADD = { input = "tensor", other = "tensor", dtype = "dtype", input_mask = 
 --- wick.masked.logaddexp(input, other[, {dtype, input_mask, other_mask}])
 function M.logaddexp(...)
   local fn = "masked.logaddexp"
-  local o = check.positional(fn, { "input", "other" }, ADD, ...)
+  local o = parse(fn, { "input", "other" }, ADD, ...)
   local a = combined(fn, o.input, o.input_mask, lowest(o.input))
   local b = combined(fn, o.other, o.other_mask, lowest(o.other))
   return wick.logaddexp(a, b):to(o.dtype or o.input.dtype)

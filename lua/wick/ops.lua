@@ -2648,7 +2648,11 @@ return function(wick)
       local n1, n2 = (x1 * x1):sum(-1, true), (x2 * x2):sum(-1, true)
       local a = wick.cat({ x1 * -2, n1, wick.ones_like(n1) }, -1)
       local b = wick.cat({ x2, wick.ones_like(n2), n2 }, -1)
-      return a:matmul(b:transpose(-2, -1)):clamp_min(1e-30):sqrt()
+      -- squared distances clamped at 0; a zero distance is exactly 0 with a zero gradient, as PyTorch's
+      -- _euclidean_dist_backward masks it (the sqrt sees 1 there, so no inf reaches the gradient)
+      local sq = a:matmul(b:transpose(-2, -1)):clamp_min(0)
+      local pos = sq:gt(0)
+      return wick.where(pos, wick.where(pos, sq, 1):sqrt(), 0)
     end
     local diff = x1:unsqueeze(-2) - x2:unsqueeze(-3)
     return diff:norm(p, -1)

@@ -218,7 +218,8 @@ static void sm_range_f64(void *ctx, int64_t begin, int64_t end) {
                 double ls = log(sum);
                 for (int64_t k = 0; k < d; k++) y[k * inner] = (x[k * inner] - max) - ls;
             } else {
-                for (int64_t k = 0; k < d; k++) y[k * inner] = exp(x[k * inner] - max) / sum;
+                double inv = 1.0 / sum; /* (a product by the reciprocal, as PyTorch's kernels: the same last bit) */
+                for (int64_t k = 0; k < d; k++) y[k * inner] = exp(x[k * inner] - max) * inv;
             }
         }
 }

@@ -213,6 +213,11 @@ WL_FUNCTION(t_max_min) {
     const char *fn = is_max ? "max" : "min";
     wick_tensor *a = SELF(fn);
     if (wl_totensor(L, 2)) {
+        for (int i = 3; i <= lua_gettop(L); i++) /* (Lua passes every result of a call in the last place) */
+            if (!lua_isnil(L, i))
+                wl_raise(L, "%s: the %s of two tensors takes no third argument, got %s (%s(a, x:%s(dim)) passes both the "
+                            "values and the indices: write %s(a, (x:%s(dim))) for the values alone)",
+                         fn, fn, wl_describe(L, i), fn, fn, fn, fn);
         lua_settop(L, 2);
         return wl_binary_values(L, is_max ? WICK_MAXIMUM : WICK_MINIMUM, 1, 2, 1);
     }
