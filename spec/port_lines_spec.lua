@@ -8484,3 +8484,48 @@ describe("the fifty-fourth round's lines, part 13 (NTXent's torch.max(pos, torch
     assert.is_false(x.is_mps)
   end)
 end)
+
+describe("the fifty-fourth round's lines, part 14 (uni2ts' Moirai mixture)", function()
+  local D = wick.distributions
+  local My = D.Distribution:extend("MyLocDist")
+  function My:init(loc) self.loc = loc; D.Distribution.init(self, loc:size(), {}) end
+  function My:log_prob(x) return -(x - self.loc) ^ 2 end
+  it("TransformedDistribution and MixtureSameFamily take a distribution class of one's own", function()
+    local t = D.TransformedDistribution(My(wick.zeros(3)), { D.AffineTransform(1.0, 2.0) })
+    assert.is_true(math.abs(t:log_prob(wick.ones(3))[1]:item() + math.log(2)) < 1e-6)
+    local m = D.MixtureSameFamily(D.Categorical({ logits = wick.zeros(3) }), My(wick.zeros(3)))
+    assert.is_true(math.abs(m:log_prob(wick.tensor(0.5)):item() + 0.25) < 1e-6)
+  end)
+  it("expand broadcasts a distribution to a larger batch", function()
+    local n = D.Normal(wick.zeros(3), 1):expand({ 2, 3 })
+    assert.are.same({ 2, 3 }, n.batch_shape:totable())
+    assert.are.same({ 2, 3 }, n:sample():size():totable())
+    local i = D.Independent(D.Normal(wick.zeros(3), wick.ones(3)), 1):expand({ 5 })
+    assert.are.same({ 5 }, i:log_prob(wick.zeros(5, 3)):size():totable())
+    support.assert_error_has(function() return D.Normal(wick.zeros(3), 1):expand({ 4 }) end, "Normal:expand: the new batch shape [4] does not broadcast")
+  end)
+  it("support and arg_constraints are PyTorch's constraints, c.check(v) as c:check(v)", function()
+    local C = D.constraints
+    local d = D.LogNormal(wick.zeros(3), wick.ones(3))
+    assert.are.equal("GreaterThan(lower_bound=0.0)", tostring(d.support))
+    assert.are.same({ false, false, true }, d.support.check(wick.tensor({ -1, 0, 1 })):tolist())
+    assert.are.same({ true }, d.support:check(wick.tensor({ 2 })):tolist())
+    assert.are.equal(C.positive, D.Normal(0, 1).arg_constraints.scale)
+    assert.are.equal("IntegerInterval(lower_bound=1, upper_bound=2)", tostring(D.Categorical(wick.tensor({ 0.2, 0.8 })).support))
+    assert.is_true(C.simplex.check(wick.tensor({ 0.3, 0.7 })):item())
+    assert.are.equal(1, C.independent(C.real, 1).event_dim)
+    support.assert_error_has(function() return C.dependent.check(wick.ones(1)) end, "Cannot determine validity of dependent constraint")
+  end)
+  it("a module class's _lazy is a cached property", function()
+    local QK = nn.Module:extend("LazyQK")
+    local calls = 0
+    QK._lazy = { proj_width = function(self) calls = calls + 1; return self.d * 2 end }
+    function QK:init(d) self.d = d end
+    local q = QK(16)
+    assert.are.equal(32, q.proj_width)
+    assert.are.equal(32, q.proj_width)
+    assert.are.equal(1, calls)
+    local Sub = QK:extend("LazySub")
+    assert.are.equal(8, Sub(4).proj_width)
+  end)
+end)

@@ -111,6 +111,43 @@ local function init_from(C)
   end
 end
 
+-- an instance of a distribution class: a built-in one or one of one's own (Distribution:extend)
+local function is_distribution(v)
+  local kind = type(v) == "table" and getmetatable(v) or nil
+  return type(kind) == "table" and rawget(kind, "_distribution_class") == true
+end
+
+--- d:expand(batch_shape): the same distribution over a larger batch (PyTorch's Distribution.expand):
+--- every parameter, cached value and inner distribution broadcast to batch_shape followed by what it
+--- holds beyond the old batch dims; views, no copies
+local function expanded(d, old, new, fn)
+  local out = setmetatable({}, getmetatable(d))
+  for k, v in next, d do
+    if is_tensor(v) and v:dim() >= old then
+      local shape = { unpack(new) }
+      for i = old + 1, v:dim() do shape[#shape + 1] = v:size(i) end
+      local ok, e = pcall(v.expand, v, shape)
+      if not ok then check.fail(fn, "the new batch shape %s does not broadcast with %s", tostring(Size(new)), tostring(v.shape)) end
+      v = e
+    elseif is_distribution(v) and #v.batch_shape >= old then
+      local inner = { unpack(new) }
+      for i = old + 1, #v.batch_shape do inner[#inner + 1] = v.batch_shape[i] end
+      v = expanded(v, #v.batch_shape, inner, fn)
+    end
+    out[k] = v
+  end
+  out.batch_shape = Size({ unpack(new) })
+  return out
+end
+function Distribution.expand(d, batch_shape, _instance)
+  local fn = name_of(d) .. ":expand"
+  local new = shape_of(batch_shape, {}, fn)
+  if #new < #d.batch_shape then
+    check.fail(fn, "the new batch shape %s has fewer dims than the batch shape %s", tostring(Size(new)), tostring(d.batch_shape))
+  end
+  return expanded(d, #d.batch_shape, new, fn)
+end
+
 local function class(name)
   local C = { __name = name, _lazy = {}, _distribution_class = true }
   C.init = init_from(C)
@@ -658,10 +695,7 @@ local Independent = class("Independent")
 Independent._keywords = { "base_distribution", "reinterpreted_batch_ndims" }
 function Independent.new(base, ndims, opts)
   local fn = "Independent"
-  local kind = type(base) == "table" and getmetatable(base)
-  if not (type(kind) == "table" and rawget(kind, "_distribution_class")) then
-    check.expected(fn, "base_distribution", "a distribution", base)
-  end
+  if not is_distribution(base) then check.expected(fn, "base_distribution", "a distribution", base) end
   check.int(ndims, fn, "reinterpreted_batch_ndims", 0)
   opts = check.options(opts, fn, { validate_args = "boolean" })
   local nb = #base.batch_shape
@@ -1632,10 +1666,7 @@ end
 
 -- ---- TransformedDistribution, MixtureSameFamily, the relaxed ones ----
 
-local function is_distribution(v)
-  local kind = type(v) == "table" and getmetatable(v) or nil
-  return kind ~= nil and type(rawget(kind, "__name")) == "string" and M[kind.__name] == kind
-end
+
 
 --- TransformedDistribution(base, transforms): the base's values pushed through transforms (one
 --- transform or a list, wick.distributions.transforms), with PyTorch's shapes and log-densities
@@ -2067,6 +2098,52 @@ M.utils = check.strict({
     return wick.broadcast_tensors(unpack(args, 1, select("#", ...)))
   end,
 }, "wick.distributions.utils")
+
+-- ---- supports and parameter constraints (PyTorch's d.support, d.arg_constraints) ----
+
+local Cn = require("wick.distributions.constraints")
+M.constraints = Cn
+for C, spec in pairs({
+  [Normal] = { Cn.real, { loc = Cn.real, scale = Cn.positive } },
+  [MultivariateNormal] = { Cn.real_vector, { loc = Cn.real_vector, covariance_matrix = Cn.positive_definite,
+    precision_matrix = Cn.positive_definite, scale_tril = Cn.lower_cholesky } },
+  [Bernoulli] = { Cn.boolean, { probs = Cn.unit_interval, logits = Cn.real } },
+  [Categorical] = { nil, { probs = Cn.simplex, logits = Cn.independent(Cn.real, 1) } },
+  [OneHotCategorical] = { Cn.one_hot, { probs = Cn.simplex, logits = Cn.independent(Cn.real, 1) } },
+  [Uniform] = { nil, { low = Cn.dependent, high = Cn.dependent } },
+  [Gamma] = { Cn.nonnegative, { concentration = Cn.positive, rate = Cn.positive } },
+  [Dirichlet] = { Cn.simplex, { concentration = Cn.independent(Cn.positive, 1) } },
+  [Beta] = { Cn.unit_interval, { concentration1 = Cn.positive, concentration0 = Cn.positive } },
+  [Exponential] = { Cn.nonnegative, { rate = Cn.positive } },
+  [Laplace] = { Cn.real, { loc = Cn.real, scale = Cn.positive } },
+  [StudentT] = { Cn.real, { df = Cn.positive, loc = Cn.real, scale = Cn.positive } },
+  [LogNormal] = { Cn.positive, { loc = Cn.real, scale = Cn.positive } },
+  [Poisson] = { Cn.nonnegative_integer, { rate = Cn.nonnegative } },
+  [Binomial] = { nil, { total_count = Cn.nonnegative_integer, probs = Cn.unit_interval, logits = Cn.real } },
+  [NegativeBinomial] = { Cn.nonnegative_integer, { total_count = Cn.greater_than_eq(0), probs = Cn.half_open_interval(0, 1),
+    logits = Cn.real } },
+  [Cauchy] = { Cn.real, { loc = Cn.real, scale = Cn.positive } },
+  [HalfNormal] = { Cn.nonnegative, { scale = Cn.positive } },
+  [Gumbel] = { Cn.real, { loc = Cn.real, scale = Cn.positive } },
+  [Weibull] = { Cn.positive, { scale = Cn.positive, concentration = Cn.positive } },
+  [Geometric] = { Cn.nonnegative_integer, { probs = Cn.unit_interval, logits = Cn.real } },
+  [Independent] = { nil, {} },
+  [TransformedDistribution] = { nil, {} },
+  [MixtureSameFamily] = { nil, {} },
+  [LogitRelaxedBernoulli] = { Cn.real, { probs = Cn.unit_interval, logits = Cn.real } },
+  [RelaxedBernoulli] = { Cn.unit_interval, { temperature = Cn.positive, probs = Cn.unit_interval, logits = Cn.real } },
+  [ExpRelaxedCategorical] = { Cn.real_vector, { probs = Cn.simplex, logits = Cn.real_vector } },
+  [RelaxedOneHotCategorical] = { Cn.simplex, { temperature = Cn.positive, probs = Cn.simplex, logits = Cn.real_vector } },
+}) do
+  rawset(C, "support", spec[1])
+  rawset(C, "arg_constraints", spec[2])
+end
+-- the supports that depend on the parameters (classes 1 .. n here, as wick's classes count from 1)
+function Categorical._lazy.support(d) return Cn.integer_interval(1, d._num_events) end
+function Uniform._lazy.support(d) return Cn.interval(d.low, d.high) end
+function Binomial._lazy.support(d) return Cn.integer_interval(0, d.total_count) end
+function Independent._lazy.support(d) return Cn.independent(d.base_dist.support, d.reinterpreted_batch_ndims) end
+function MixtureSameFamily._lazy.support(d) return d.component_distribution.support end
 
 -- PyTorch's submodules, for the long import paths
 -- (torch.distributions.categorical.Categorical, .normal.Normal, .kl.kl_divergence):

@@ -464,6 +464,29 @@ local function getattr_index(inner)
   end
 end
 
+-- A class's `_lazy` table is Python's functools.cached_property (uni2ts' QueryKeyProjection.proj_width):
+-- the instances' lookup becomes this, which looks the name up as before (`inner` as getattr_index's),
+-- then runs the nearest class's _lazy function of that name once and keeps its value in the instance.
+local lazy_indexes = setmetatable({}, { __mode = "k" }) -- (the functions lazy_index made)
+local function lazy_index(inner)
+  return function(obj, key)
+    local v
+    if type(inner) == "function" then v = inner(obj, key) else v = getmetatable(obj)[key] end
+    if v ~= nil or type(key) ~= "string" then return v end
+    local c = getmetatable(obj)
+    while type(c) == "table" do
+      local lazy = rawget(c, "_lazy")
+      local f = type(lazy) == "table" and lazy[key]
+      if f then
+        v = f(obj)
+        rawset(obj, key, v)
+        return v
+      end
+      c = rawget(c, "super")
+    end
+  end
+end
+
 -- Python's dunder methods that are no Lua metamethods: looked up through the base, not copied
 local INHERITED = { __call__ = true, __getattr__ = true, __setattr__ = true, __delattr__ = true }
 
@@ -536,6 +559,15 @@ function Module:extend(name, args)
       end
       -- Python's __call__ defined on the class (pix2pix's GANLoss.__call__) replaces the module call
       if k == "__call__" and type(v) == "function" then rawset(cls, "__call", v) end
+      -- its cached properties join the instances' lookup
+      if k == "_lazy" then
+        if type(v) ~= "table" then check.expected(rawget(cls, "__name") or "Module", "_lazy", "a table of functions (cached properties)", v) end
+        if not lazy_indexes[rawget(cls, "__index")] then
+          local index = lazy_index(rawget(cls, "__index") ~= cls and rawget(cls, "__index") or nil)
+          lazy_indexes[index] = true
+          rawset(cls, "__index", index)
+        end
+      end
       -- and its __getattr__ is the fallback of the instances' lookup
       if k == "__getattr__" and type(v) == "function" and not getattr_indexes[rawget(cls, "__index")] then
         local index = getattr_index(rawget(cls, "__index") ~= cls and rawget(cls, "__index") or nil)
