@@ -8516,6 +8516,11 @@ describe("the fifty-fourth round's lines, part 14 (uni2ts' Moirai mixture)", fun
     assert.are.equal(1, C.independent(C.real, 1).event_dim)
     support.assert_error_has(function() return C.dependent.check(wick.ones(1)) end, "Cannot determine validity of dependent constraint")
   end)
+  it("a distribution takes its parameters by name from an OrderedDict too (Python's Normal(**params))", function()
+    local od = wick.OrderedDict()
+    od.loc, od.scale = wick.zeros(2), wick.ones(2)
+    assert.is_true(math.abs(D.Normal(od):log_prob(wick.zeros(2))[1]:item() + 0.9189385) < 1e-6)
+  end)
   it("a module class's _lazy is a cached property", function()
     local QK = nn.Module:extend("LazyQK")
     local calls = 0

@@ -177,8 +177,10 @@ local function class(name)
   local function call(cls, ...)
     local n = select("#", ...)
     -- every argument by name, Normal{loc = m, scale = s} (PyTorch's Normal(loc=m, scale=s))
+    -- (an OrderedDict of them too: Python's Normal(**params) of uni2ts' tree_map'ed parameters)
     local kw, t = rawget(cls, "_keywords"), (...)
-    if kw and n == 1 and type(t) == "table" and getmetatable(t) == nil and t[1] == nil and t[kw[1]] ~= nil then
+    if kw and n == 1 and type(t) == "table" and (getmetatable(t) == nil or require("wick.ordered").is(t))
+      and rawget(t, 1) == nil and t[kw[1]] ~= nil then
       local args, rest, named = {}, nil, {}
       for i, k in ipairs(kw) do args[i], named[k] = t[k], true end
       for k, v in pairs(t) do
