@@ -8534,3 +8534,40 @@ describe("the fifty-fourth round's lines, part 14 (uni2ts' Moirai mixture)", fun
     assert.are.equal(8, Sub(4).proj_width)
   end)
 end)
+
+describe("the fifty-fourth round's lines, part 15 (GPT-OSS's view((*input_shape, -1, head_dim)))", function()
+  it("a Size inside a size table stands for its sizes", function()
+    local x = wick.zeros(2, 3, 8)
+    local s = x.shape[{ 1, -2 }]
+    assert.are.same({ 2, 3, 2, 4 }, x:view({ s, -1, 4 }):size():totable())
+    assert.are.same({ 2, 3, 5 }, wick.zeros({ s, 5 }):size():totable())
+    local B, T = x:size()
+    support.assert_error_has(function() return wick.zeros({ B, T, T }) end, "x:size():unpack()") -- (a Size alone)
+  end)
+  it("options split over two tables name the mistake", function()
+    support.assert_error_has(function() return wick.randn(2, 3, { dtype = "float64" }, { requires_grad = true }) end,
+      "unknown option 'dtype' among the sizes (options go in one table, the last argument)")
+  end)
+end)
+
+describe("the fifty-fourth round's lines, part 16 (the torch.optim conformance port)", function()
+  local optim, LS = wick.optim, wick.optim.lr_scheduler
+  local function O() return optim.SGD({ wick.zeros(1):requires_grad_() }, { lr = 0.1 }) end
+  it("MultiStepLR takes its milestones in any order, as PyTorch's Counter", function()
+    local o = O()
+    local s = LS.MultiStepLR(o, { 8, 3 }, 0.5)
+    local lrs = {}
+    for _ = 1, 9 do o:step(); s:step(); lrs[#lrs + 1] = s:get_last_lr()[1] end
+    assert.are.same({ 0.1, 0.1, 0.05, 0.05, 0.05, 0.05, 0.05, 0.025, 0.025 }, lrs)
+  end)
+  it("ExponentialLR's gamma and CosineAnnealingLR's T_max are required", function()
+    support.assert_error_has(function() return LS.ExponentialLR(O()) end, "missing 1 required positional argument: 'gamma'")
+    support.assert_error_has(function() return LS.CosineAnnealingLR(O()) end, "missing 1 required positional argument: 'T_max'")
+  end)
+  it("Adadelta's rho is in [0, 1], Rprop's errors show the values, AdamW's groups say decoupled", function()
+    support.assert_error_has(function() return optim.Adadelta({ wick.zeros(1):requires_grad_() }, { rho = 1.5 }) end, "Invalid rho value: 1.5")
+    support.assert_error_has(function() return optim.Rprop({ wick.zeros(1):requires_grad_() }, { etas = { 1.5, 1.2 } }) end,
+      "Invalid eta values: {1.5, 1.2}")
+    assert.is_true(optim.AdamW({ wick.zeros(1):requires_grad_() }).param_groups[1].decoupled_weight_decay)
+  end)
+end)

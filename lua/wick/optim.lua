@@ -99,11 +99,11 @@ local function check_group(name, group, kinds, own)
     if own and (k == "etas" or k == "step_sizes" or k == "betas") then -- (an own optimizer's: as given)
     elseif k == "etas" then
       if type(v) ~= "table" or type(v[1]) ~= "number" or type(v[2]) ~= "number" or not (0 < v[1] and v[1] < 1 and 1 < v[2]) then
-        check.fail(name, "Invalid eta values: %s (etas must be {etaminus, etaplus} with 0 < etaminus < 1 < etaplus)", check.describe(v))
+        check.fail(name, "Invalid eta values: %s (etas must be {etaminus, etaplus} with 0 < etaminus < 1 < etaplus)", shown(v))
       end
     elseif k == "step_sizes" then
       if type(v) ~= "table" or type(v[1]) ~= "number" or type(v[2]) ~= "number" or v[1] < 0 or v[2] < v[1] then
-        check.fail(name, "step_sizes must be {min, max} with 0 <= min <= max, got %s", check.describe(v))
+        check.fail(name, "step_sizes must be {min, max} with 0 <= min <= max, got %s", shown(v))
       end
     elseif k == "betas" then
       if type(v) ~= "table" or type(v[1]) ~= "number" or type(v[2]) ~= "number" or v[1] ~= v[1] or v[2] ~= v[2]
@@ -113,6 +113,7 @@ local function check_group(name, group, kinds, own)
     elseif k ~= "params" and kinds[k] == "number" then
       if type(v) ~= "number" or v ~= v then check.fail(name, "expected a number for option '%s', got %s", k, check.describe(v)) end
       if v < 0 then check.fail(name, "invalid %s value: %s (must be >= 0)", k == "lr" and "learning rate" or k, v) end
+      if k == "rho" and v > 1 then check.fail(name, "Invalid rho value: %s (must be in [0, 1])", v) end
     elseif k ~= "params" and kinds[k] == "boolean" and type(v) ~= "boolean" then
       check.fail(name, "expected a boolean for option '%s', got %s", k, check.describe(v))
     end
@@ -683,7 +684,7 @@ end
 optim.Adam = class("Adam", { lr = 1e-3, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0, amsgrad = false,
   maximize = false, decoupled_weight_decay = false }, adam(false))
 optim.AdamW = class("AdamW", { lr = 1e-3, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 1e-2, amsgrad = false,
-  maximize = false }, adam(true))
+  maximize = false, decoupled_weight_decay = true }, adam(true)) -- (the key in its groups, as PyTorch 2.x's)
 
 -- ---- Adadelta (PyTorch's update rule; pytorch/examples' mnist uses it) ----
 local fused_adadelta = wick._core._adadelta_step
@@ -1467,17 +1468,16 @@ scheduler("StepLR", {
   closed = function(self, base) return base * self.gamma ^ math.floor(self.last_epoch / self.step_size) end,
 })
 
---- MultiStepLR(opt, milestones[, gamma = 0.1]): gamma at each milestone.
+--- MultiStepLR(opt, milestones[, gamma = 0.1]): gamma at each milestone (in any order, a repeated one
+--- counting as often as it appears: PyTorch's Counter).
 scheduler("MultiStepLR", {
   defaults = { gamma = 0.1 }, kinds = { milestones = "table" }, positional = { "milestones", "gamma" },
   validate = function(self)
     local m = self.milestones
     if m == nil then check.fail("MultiStepLR", "milestones is required (an increasing array of step counts)") end
-    for i = 1, #m do
-      check.int(m[i], "MultiStepLR", "milestones", 0)
-      if i > 1 and m[i] < m[i - 1] then check.fail("MultiStepLR", "milestones must be increasing") end
-    end
+    for i = 1, #m do check.int(m[i], "MultiStepLR", "milestones", 0) end
     self.milestones = { unpack(m) }
+    table.sort(self.milestones)
   end,
   lr = function(self, group)
     local hits = 0
@@ -1536,7 +1536,10 @@ scheduler("LinearLR", {
 
 --- ExponentialLR(opt, gamma): times gamma every step.
 scheduler("ExponentialLR", {
-  defaults = { gamma = 0.1 }, positional = { "gamma" },
+  kinds = { gamma = "number" }, positional = { "gamma" },
+  validate = function(self)
+    if self.gamma == nil then check.fail("ExponentialLR", "missing 1 required positional argument: 'gamma'") end
+  end,
   lr = function(self, group) return self._is_initial and group.lr or group.lr * self.gamma end,
   closed = function(self, base) return base * self.gamma ^ self.last_epoch end,
 })
@@ -1558,8 +1561,11 @@ scheduler("PolynomialLR", {
 --- CosineAnnealingLR(opt, T_max[, eta_min = 0]): half a cosine from the base lr
 --- to eta_min over T_max steps (and back up after, as PyTorch's).
 scheduler("CosineAnnealingLR", {
-  defaults = { T_max = 1, eta_min = 0 }, positional = { "T_max", "eta_min" },
-  validate = function(self) if self.T_max == 0 then check.fail("CosineAnnealingLR", "T_max must not be 0") end end,
+  defaults = { eta_min = 0 }, kinds = { T_max = "number" }, positional = { "T_max", "eta_min" },
+  validate = function(self)
+    if self.T_max == nil then check.fail("CosineAnnealingLR", "missing 1 required positional argument: 'T_max'") end
+    if self.T_max == 0 then check.fail("CosineAnnealingLR", "T_max must not be 0") end
+  end,
   lr = function(self, group, base)
     local e, T, t = self.eta_min, self.T_max, self.last_epoch
     if self._is_initial then return group.lr end

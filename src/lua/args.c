@@ -192,7 +192,8 @@ static void sizes_only(lua_State *L, int idx, int m, const char *fn) {
     while (lua_next(L, idx)) {
         lua_Number k = lua_type(L, -2) == LUA_TNUMBER ? lua_tonumber(L, -2) : 0;
         if (k < 1 || k > m || k != floor(k)) {
-            if (lua_type(L, -2) == LUA_TSTRING) wl_raise(L, "%s: unknown option '%s' (it takes sizes)", fn, lua_tostring(L, -2));
+            if (lua_type(L, -2) == LUA_TSTRING) wl_raise(L, "%s: unknown option '%s' among the sizes (options go in one table, the last argument)", fn,
+                                                      lua_tostring(L, -2));
             wl_raise(L, "%s: a table of sizes holds sizes 1..%d only, got a %s key", fn, m, luaL_typename(L, -2));
         }
         lua_pop(L, 1);
@@ -234,7 +235,21 @@ int wl_sizes(lua_State *L, int first, int last, int64_t *sizes, const char *fn) 
             if (m > WICK_MAX_DIMS - n) wl_raise(L, "%s: at most %d dimensions, got %d or more", fn, WICK_MAX_DIMS, n + m);
             for (int j = 0; j < m; j++) {
                 lua_rawgeti(L, i, j + 1);
-                sizes[n++] = wl_checkint(L, -1, fn, "a size");
+                /* a Size among other sizes stands for its sizes: Python's (*shape, -1, d); a Size alone in the
+                 * table is makemore's `local B, T = x:size()` (the Size in B, T nil), whose error names unpack() */
+                if (m > 1 && lua_istable(L, -1) && !wl_totensor(L, -1)) {
+                    int k = (int)lua_objlen(L, -1), top = lua_gettop(L);
+                    if (k > WICK_MAX_DIMS - n) wl_raise(L, "%s: at most %d dimensions, got %d or more", fn, WICK_MAX_DIMS, n + k);
+                    for (int q = 0; q < k; q++) {
+                        lua_rawgeti(L, top, q + 1);
+                        sizes[n++] = wl_checkint(L, -1, fn, "a size");
+                        lua_pop(L, 1);
+                    }
+                    sizes_only(L, top, k, fn);
+                } else {
+                    if (n >= WICK_MAX_DIMS) wl_raise(L, "%s: at most %d dimensions", fn, WICK_MAX_DIMS);
+                    sizes[n++] = wl_checkint(L, -1, fn, "a size");
+                }
                 lua_pop(L, 1);
             }
             sizes_only(L, i, m, fn);
