@@ -427,6 +427,12 @@ wick_status wick_index_from_one_based(wick_tensor **out, const wick_tensor *inde
 
 wick_status wick_index_linear(wick_tensor **out, int k, const wick_tensor *const *indices, const int64_t *sizes) {
     if (k < 1 || k > WICK_MAX_DIMS) return wick_fail(WICK_ERR_ARGUMENT, "index: 1 to %d index tensors, got %d", WICK_MAX_DIMS, k);
+    int nb = indices[0]->ndim;
+    int64_t shape[WICK_MAX_DIMS];
+    memcpy(shape, indices[0]->sizes, sizeof(int64_t) * (size_t)nb);
+    for (int j = 1; j < k; j++) /* (the error names the indexing, not the sum below) */
+        TRY(wk_broadcast_shapes("index (the indexing tensors could not be broadcast together)", nb, shape,
+                                indices[j]->ndim, indices[j]->sizes, &nb, shape));
     wick_tensor *acc = NULL, *next;
     wick_status st = WICK_OK;
     for (int j = 0; j < k && !st; j++) {

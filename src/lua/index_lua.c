@@ -531,6 +531,26 @@ static wick_tensor *key_tensors(lua_State *L, int kidx, wick_tensor *t, const wi
     return *slot;
 }
 
+/* Pushes the key entry for dim d of a parsed key: the key's tensor entry at key position tensor_at
+ * (0-based; -1: none), else the number or the range it selects (a whole dim: {}) */
+static void push_entry(lua_State *L, int kidx, const wick_key_entry *e, int n, int d, int tensor_at) {
+    if (tensor_at >= 0) {
+        lua_rawgeti(L, kidx, tensor_at + 1);
+    } else if (d < n && e[d].select) {
+        lua_pushnumber(L, (lua_Number)(e[d].start + 1));
+    } else {
+        lua_createtable(L, 3, 0);
+        if (d < n) {
+            lua_pushnumber(L, (lua_Number)(e[d].start + 1));
+            lua_rawseti(L, -2, 1);
+            lua_pushnumber(L, (lua_Number)(e[d].start + (e[d].length - 1) * e[d].step + 1));
+            lua_rawseti(L, -2, 2);
+            lua_pushnumber(L, (lua_Number)e[d].step);
+            lua_rawseti(L, -2, 3);
+        }
+    }
+}
+
 /* Index tensors that are not next to each other (p[i0, :, i1]): as PyTorch and
  * NumPy, their broadcast dims come first. *t becomes the view with the indexed
  * dims first (in key order, the others after them in order), the key at kidx
@@ -543,22 +563,7 @@ static int tensors_first(lua_State *L, int kidx, wick_tensor **t, wick_key_entry
         if (!is_tensor[d]) perm[p++] = d;
     lua_createtable(L, nd, 0);
     for (int i = 0; i < nd; i++) {
-        int d = perm[i];
-        if (is_tensor[d]) {
-            lua_rawgeti(L, kidx, te[is_tensor[d] - 1] + 1);
-        } else if (d < n && e[d].select) {
-            lua_pushnumber(L, (lua_Number)(e[d].start + 1));
-        } else {
-            lua_createtable(L, 3, 0);
-            if (d < n) {
-                lua_pushnumber(L, (lua_Number)(e[d].start + 1));
-                lua_rawseti(L, -2, 1);
-                lua_pushnumber(L, (lua_Number)(e[d].start + (e[d].length - 1) * e[d].step + 1));
-                lua_rawseti(L, -2, 2);
-                lua_pushnumber(L, (lua_Number)e[d].step);
-                lua_rawseti(L, -2, 3);
-            }
-        }
+        push_entry(L, kidx, e, n, perm[i], is_tensor[perm[i]] ? te[is_tensor[perm[i]] - 1] : -1);
         lua_rawseti(L, -2, i + 1);
     }
     lua_replace(L, kidx);
@@ -568,11 +573,47 @@ static int tensors_first(lua_State *L, int kidx, wick_tensor **t, wick_key_entry
     return parse_key(L, kidx, *t, e, tp, te, nt);
 }
 
-/* Whether the index tensors of a parsed key lie on dims next to each other. */
-static int tensors_adjacent(const int *tp, int nt) {
+/* Index tensors with only numbers between them (x[:, i, 2, j]): PyTorch takes the numbers first,
+ * after which the tensors are next to each other and keep their place. *t becomes the view with
+ * every number's dim taken, the key at kidx the rest of the selection, parsed again; returns its n. */
+static int selects_out(lua_State *L, int kidx, wick_tensor **t, wick_key_entry *e, int n, int *tp, int *te, int *nt) {
+    int nd = wick_tensor_ndim(*t), is_tensor[WICK_MAX_DIMS] = {0}, k = 0;
+    const int64_t *sizes = wick_tensor_sizes(*t);
+    wick_key_entry view[WICK_MAX_DIMS];
+    for (int j = 0; j < *nt; j++) is_tensor[tp[j]] = j + 1;
+    lua_createtable(L, nd, 0);
+    for (int d = 0; d < nd; d++) {
+        int number = !is_tensor[d] && d < n && e[d].select;
+        view[d] = number ? e[d] : (wick_key_entry){0, 0, sizes[d], 1};
+        if (number) continue;
+        push_entry(L, kidx, e, n, d, is_tensor[d] ? te[is_tensor[d] - 1] : -1);
+        lua_rawseti(L, -2, ++k);
+    }
+    lua_replace(L, kidx);
+    wick_tensor **slot = wl_new_slot(L);
+    wl_check(L, wick_index_view(slot, *t, nd, view));
+    *t = *slot;
+    return parse_key(L, kidx, *t, e, tp, te, nt);
+}
+
+/* Whether the index tensors of a parsed key lie on dims next to each other: 1; 2 when only numbers
+ * (selected dims) lie between them; 0 else. */
+static int tensors_adjacent(const int *tp, int nt, const wick_key_entry *e, int n) {
+    int numbers = 0;
     for (int j = 1; j < nt; j++)
-        if (tp[j] != tp[0] + j) return 0;
-    return 1;
+        for (int d = tp[j - 1] + 1; d < tp[j]; d++) {
+            if (!(d < n && e[d].select)) return 0;
+            numbers = 1;
+        }
+    return numbers ? 2 : 1;
+}
+/* the key's layout settled as PyTorch's: numbers between the tensors taken first, tensors apart first */
+static int settle_tensors(lua_State *L, int kidx, wick_tensor **t, wick_key_entry *e, int n, int *tp, int *te, int *nt) {
+    if (*nt < 2) return n;
+    int adjacent = tensors_adjacent(tp, *nt, e, n);
+    if (adjacent == 2) return selects_out(L, kidx, t, e, n, tp, te, nt);
+    if (!adjacent) return tensors_first(L, kidx, t, e, n, tp, te, nt);
+    return n;
 }
 
 /* A tensor key: its kind, or an error. 1 mask, 2 index. */
@@ -695,7 +736,7 @@ WL_FUNCTION(t_index_get) {
         drop_after_mask(L, 2);
         masks_in_key(L, 2, t);
         int n = parse_key(L, 2, t, e, tp, te, &nt);
-        if (nt > 1 && !tensors_adjacent(tp, nt)) n = tensors_first(L, 2, &t, e, n, tp, te, &nt);
+        n = settle_tensors(L, 2, &t, e, n, tp, te, &nt);
         wick_tensor *index = nt ? key_tensors(L, 2, t, e, tp, te, nt, &dim, &group) : NULL;
         wick_tensor **slot = wl_new_slot(L);
         wl_check(L, nt ? wick_index_key(slot, t, n, e, dim, group, index) : wick_index_view(slot, t, n, e));
@@ -764,7 +805,7 @@ WL_FUNCTION(t_index_set) {
             drop_after_mask(L, 2);
             masks_in_key(L, 2, t);
             n = parse_key(L, 2, t, e, tp, te, &nt);
-            if (nt > 1 && !tensors_adjacent(tp, nt)) n = tensors_first(L, 2, &t, e, n, tp, te, &nt);
+            n = settle_tensors(L, 2, &t, e, n, tp, te, &nt);
             if (nt) {
                 wick_tensor *index = key_tensors(L, 2, t, e, tp, te, nt, &dim, &group);
                 WL_WRITE(L, wick_index_key_put_(t, n, e, dim, group, index, v, s, 0));
@@ -877,6 +918,16 @@ WL_FUNCTION(t_index_put) {
     int inplace = (int)lua_tointeger(L, lua_upvalueindex(1));
     const char *fn = inplace ? "index_put_" : "index_put";
     wick_tensor *t = wl_checktensor(L, 1, fn, "self");
+    if (lua_istable(L, 2) && !wl_totensor(L, 2) && lua_objlen(L, 2) == 0) { /* PyTorch's keywords: {indices =, values =, accumulate =} */
+        static const char *const keys[] = {"indices", "values", "accumulate", NULL};
+        if (!lua_isnoneornil(L, 3)) wl_raise(L, "%s: got the arguments both by name and by position", fn);
+        wl_check_keys(L, 2, fn, keys);
+        lua_settop(L, 2);
+        lua_getfield(L, 2, "values");
+        lua_getfield(L, 2, "accumulate");
+        lua_getfield(L, 2, "indices");
+        lua_replace(L, 2);
+    }
     if (!lua_istable(L, 2) || wl_totensor(L, 2))
         wl_raise(L, "%s: expected a table of index tensors as argument 'indices', got %s", fn, luaL_typename(L, 2));
     int nt = (int)lua_objlen(L, 2);
@@ -909,9 +960,26 @@ WL_FUNCTION(t_index_put) {
     int result = lua_gettop(L);
     lua_rawgeti(L, 2, 1);
     wick_tensor *first = wl_checktensor(L, -1, fn, "indices[1]");
-    if (tensor_key_kind(L, first) == 1) {
-        if (nt > 1) wl_raise(L, "%s: a bool mask goes alone in 'indices'", fn);
-        if (accumulate) wl_raise(L, "%s: accumulate with a mask is not supported; use t[mask] = t[mask] + v", fn);
+    int mask = tensor_key_kind(L, first) == 1;
+    if (mask && nt > 1) wl_raise(L, "%s: a bool mask goes alone in 'indices'", fn);
+    if (mask && accumulate) { /* PyTorch's index_put_((mask,), v, accumulate=True): the mask's coordinates */
+        int k = wick_tensor_ndim(first);
+        for (int d = 0; d < k; d++)
+            if (d >= wick_tensor_ndim(target) || wick_tensor_sizes(first)[d] != wick_tensor_sizes(target)[d])
+                wl_raise(L, "%s: the shape of the mask does not match the shape of the indexed tensor at dimension %d "
+                            "(the mask has %d dims, size %lld there)",
+                         fn, d + 1, k, (long long)wick_tensor_sizes(first)[d]);
+        lua_getfield(L, -1, "nonzero");
+        lua_pushvalue(L, -2);
+        lua_createtable(L, 0, 1);
+        lua_pushboolean(L, 1);
+        lua_setfield(L, -2, "as_tuple");
+        lua_call(L, 2, 1);
+        lua_replace(L, 2);
+        nt = (int)lua_objlen(L, 2);
+        mask = 0;
+    }
+    if (mask) {
         WL_WRITE(L, wick_mask_index_put_(target, first, v, s));
     } else {
         const int64_t *sizes = wick_tensor_sizes(target);
