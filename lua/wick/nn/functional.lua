@@ -973,6 +973,11 @@ local function pad_input(x, pad, ...)
         if mode == "circular" and (before > n or after > n) then
           check.fail(fn, "Padding value causes wrapping around more than once.")
         end
+        if mode == "circular" then -- a negative side crops first, and the wrap comes from what is left (PyTorch's)
+          if before < 0 then y, n, before = y:narrow(dim, 1 - before, n + before), n + before, 0 end
+          if after < 0 then y, n, after = y:narrow(dim, 1, n + after), n + after, 0 end
+          if before > n or after > n then check.fail(fn, "Padding value causes wrapping around more than once.") end
+        end
         if before >= 0 and after >= 0 then -- the edges' strips joined on: one copy of y (cat), not a gather
           local function strip(len, at_end)
             if mode == "reflect" then return y:narrow(dim, at_end and n - len or 2, len):flip(dim) end
@@ -1097,8 +1102,26 @@ local function pool2d(name, order, spec)
 end
 F.max_pool2d = pool2d("max_pool2d", { "stride", "padding", "dilation", "ceil_mode", "return_indices" },
   { stride = PAIR, padding = PAIR, dilation = PAIR, ceil_mode = "boolean", return_indices = "boolean" })
-F.avg_pool2d = pool2d("avg_pool2d", { "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override" },
+local avg_pool2d = pool2d("avg_pool2d", { "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override" },
   { stride = PAIR, padding = PAIR, ceil_mode = "boolean", count_include_pad = "boolean", divisor_override = "integer" })
+-- avg_pool2d with a divisor_override: the 3-D op over a depth of 1, which takes it
+function F.avg_pool2d(...)
+  local args = { n = select("#", required("avg_pool2d", POOL_ARGS, ...)), required("avg_pool2d", POOL_ARGS, ...) }
+  local o = check.positional("avg_pool2d", { "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override" },
+    { stride = PAIR, padding = PAIR, ceil_mode = "boolean", count_include_pad = "boolean", divisor_override = "integer" },
+    unpack(args, 3, args.n))
+  if o.divisor_override == nil then return avg_pool2d(...) end
+  local function triple(v, depth)
+    if v == nil then return nil end
+    if type(v) == "number" then return { depth, v, v } end
+    return { depth, v[1], v[#v] }
+  end
+  tensor(args[1], "avg_pool2d", "input")
+  local y = F.avg_pool3d(args[1]:unsqueeze(-3), triple(args[2], 1), { stride = triple(o.stride, 1),
+    padding = triple(o.padding, 0), ceil_mode = o.ceil_mode, count_include_pad = o.count_include_pad,
+    divisor_override = o.divisor_override })
+  return y:squeeze(-3)
+end
 
 -- ---- 1-D forms over the 2-D ops, pooling to a size, group norm, pixel shuffle ----
 
@@ -1152,10 +1175,46 @@ local function pool1d(name, pool2d, order, spec)
   end
   return function(...) return pool(required(name, POOL_ARGS, ...)) end
 end
-F.max_pool1d = pool1d("max_pool1d", F.max_pool2d, { "stride", "padding", "dilation", "ceil_mode" },
+local max_pool1d = pool1d("max_pool1d", F.max_pool2d, { "stride", "padding", "dilation", "ceil_mode" },
   { stride = "integer", padding = "integer", dilation = "integer", ceil_mode = "boolean" })
+local MAX1D = { stride = "integer|table", padding = "integer|table", dilation = "integer|table", ceil_mode = "boolean",
+  return_indices = "boolean" }
+--- F.max_pool1d(x, kernel_size[, stride[, padding[, dilation[, ceil_mode[, return_indices]]]]]): with
+--- return_indices also the maxima's 1-based positions along L (over the 2-D op)
+function F.max_pool1d(...)
+  local args = { n = select("#", required("max_pool1d", POOL_ARGS, ...)), required("max_pool1d", POOL_ARGS, ...) }
+  local o = check.positional("max_pool1d", { "stride", "padding", "dilation", "ceil_mode", "return_indices" }, MAX1D,
+    unpack(args, 3, args.n))
+  if not o.return_indices then
+    return max_pool1d(args[1], args[2], { stride = o.stride, padding = o.padding, dilation = o.dilation, ceil_mode = o.ceil_mode })
+  end
+  local x2 = as_2d(args[1], "max_pool1d")
+  local function one(v) if type(v) == "table" then return v[1] end return v end
+  local k = one(args[2])
+  check.int(k, "max_pool1d", "kernel_size", 1)
+  local opts = { return_indices = true, ceil_mode = o.ceil_mode }
+  for _, name in ipairs({ "stride", "padding", "dilation" }) do
+    if o[name] ~= nil then opts[name] = { name == "padding" and 0 or 1, one(o[name]) } end
+  end
+  local v, i = F.max_pool2d(x2, { 1, k }, opts)
+  return v:squeeze(-2), i:squeeze(-2)
+end
 F.avg_pool1d = pool1d("avg_pool1d", F.avg_pool2d, { "stride", "padding", "ceil_mode", "count_include_pad" },
   { stride = "integer", padding = "integer", ceil_mode = "boolean", count_include_pad = "boolean" })
+
+-- PyTorch's keywords of the adaptive poolings, F.adaptive_avg_pool2d(x, output_size=(3, 4)) as
+-- (x, {output_size = {3, 4}[, return_indices = b]}): output_size and the rest of the arguments
+-- (return_indices as a positional boolean)
+function F._adaptive_args(fn, output_size, ...)
+  if type(output_size) == "table" and getmetatable(output_size) == nil and output_size.output_size ~= nil then
+    if select("#", ...) > 0 and select(1, ...) ~= nil then check.fail(fn, "got output_size by name and more arguments after it") end
+    local o = check.options(output_size, fn, { output_size = "any", return_indices = "boolean" })
+    if o.return_indices ~= nil then return o.output_size, o.return_indices end
+    return o.output_size
+  end
+  return output_size, ...
+end
+local adaptive_args = F._adaptive_args
 
 local ADAPTIVE_MAX_BINS = 2 ^ 20
 -- PyTorch's adaptive bins of n into out: {first (1-based), length}
@@ -1206,8 +1265,9 @@ end
 
 --- F.adaptive_avg_pool2d(x, output_size): averages over PyTorch's adaptive bins
 --- (row i covers floor(i H / oh) .. ceil((i + 1) H / oh)); nil in output_size keeps that size.
-function F.adaptive_avg_pool2d(x, output_size, ...)
-  if select("#", ...) > 0 then check.fail("adaptive_avg_pool2d", "takes 2 arguments (input, output_size), got more") end
+function F.adaptive_avg_pool2d(x, ...)
+  local output_size = adaptive_args("adaptive_avg_pool2d", ...)
+  if select("#", ...) > 1 then check.fail("adaptive_avg_pool2d", "takes 2 arguments (input, output_size), got more") end
   return (adaptive_pool2d("adaptive_avg_pool2d", x, output_size, function(t, kh, kw)
     local hd, wd = t:dim() - 1, t:dim()
     local shape = t:size() -- [.., H, W] as [.., oh, kh, ow, kw]
@@ -1222,9 +1282,11 @@ end
 --- F.adaptive_max_pool2d(x, output_size[, return_indices = false]) (or {return_indices = b}):
 --- the maximum of each adaptive bin (the first one, as PyTorch's kernel); with
 --- return_indices also its 1-based flat position in the H x W plane, as max_pool2d's.
-function F.adaptive_max_pool2d(x, output_size, ...)
+function F.adaptive_max_pool2d(x, ...)
   local fn = "adaptive_max_pool2d"
-  local with_indices = check.positional(fn, { "return_indices" }, { return_indices = "boolean" }, ...).return_indices
+  local output_size, with_indices = adaptive_args(fn, ...)
+  with_indices = check.positional(fn, { "return_indices" }, { return_indices = "boolean" }, with_indices,
+    select(3, ...)).return_indices
   local v, i = adaptive_pool2d(fn, x, output_size, function(t, kh, kw)
     return core.max_pool2d(t, { kh, kw }, { return_indices = with_indices or false })
   end, function(w, r, c)
@@ -1239,17 +1301,19 @@ function F.adaptive_max_pool2d(x, output_size, ...)
 end
 
 --- F.adaptive_max_pool1d(x, output_size[, return_indices = false]): over the 2-D op (indices along L)
-function F.adaptive_max_pool1d(x, output_size, ...)
+function F.adaptive_max_pool1d(x, ...)
   local x2 = as_2d(x, "adaptive_max_pool1d")
-  check.int(output_size, "adaptive_max_pool1d", "output_size", 1)
-  local v, i = F.adaptive_max_pool2d(x2, { 1, output_size }, ...)
+  local output_size, ri = adaptive_args("adaptive_max_pool1d", ...)
+  check.int(wick.ops._number_of(output_size), "adaptive_max_pool1d", "output_size", 1)
+  local v, i = F.adaptive_max_pool2d(x2, { 1, output_size }, ri, select(3, ...))
   if i then return v:squeeze(-2), i:squeeze(-2) end
   return v:squeeze(-2)
 end
 --- F.adaptive_avg_pool1d(x, output_size)
-function F.adaptive_avg_pool1d(x, output_size)
+function F.adaptive_avg_pool1d(x, ...)
   local x2 = as_2d(x, "adaptive_avg_pool1d")
-  check.int(output_size, "adaptive_avg_pool1d", "output_size", 1)
+  local output_size = adaptive_args("adaptive_avg_pool1d", ...)
+  check.int(wick.ops._number_of(output_size), "adaptive_avg_pool1d", "output_size", 1)
   return F.adaptive_avg_pool2d(x2, { 1, output_size }):squeeze(-2)
 end
 
@@ -2951,6 +3015,46 @@ local function lp_pool(k)
 end
 F.lp_pool2d = lp_pool(2)
 F.lp_pool1d = lp_pool(1)
+--- F.lp_pool3d(x, norm_type, kernel_size[, stride[, ceil_mode]]): as lp_pool2d, over D, H and W
+function F.lp_pool3d(x, norm_type, kernel_size, ...)
+  local fn = "lp_pool3d"
+  tensor(x, fn, "input")
+  check.number(norm_type, fn, "norm_type")
+  if norm_type == 0 then check.fail(fn, "norm_type must be a non-zero value, but got 0") end
+  if kernel_size == nil then check.fail(fn, "missing required argument 'kernel_size'") end
+  local o = check.positional(fn, { "stride", "ceil_mode" }, LP, ...)
+  local opts = { stride = o.stride, padding = 0, ceil_mode = o.ceil_mode or false }
+  if norm_type == math.huge then return (F.max_pool3d(x:abs(), kernel_size, opts)) end
+  if norm_type == -math.huge then return -(F.max_pool3d(-x:abs(), kernel_size, opts)) end
+  local kk = type(kernel_size) == "table" and kernel_size or { kernel_size, kernel_size, kernel_size }
+  local s = F.avg_pool3d(x:pow(norm_type), kernel_size, opts)
+  return (s:sign() * s:abs():relu() * (kk[1] * kk[2] * kk[3])):pow(1 / norm_type)
+end
+--- F.max_pool1d_with_indices, F.max_pool2d_with_indices, F.max_pool3d_with_indices: the pools with
+--- return_indices = true (PyTorch's names)
+for d = 1, 3 do
+  F["max_pool" .. d .. "d_with_indices"] = function(x, kernel_size, ...)
+    local o = check.positional("max_pool" .. d .. "d_with_indices", { "stride", "padding", "dilation", "ceil_mode", "return_indices" },
+      MAX1D, ...)
+    o.return_indices = true
+    return F["max_pool" .. d .. "d"](x, kernel_size, o)
+  end
+end
+--- F.channel_shuffle(input, groups): (N, g C', ...) as (N, C' g, ...) (ShuffleNet; nn.ChannelShuffle's)
+function F.channel_shuffle(x, groups)
+  tensor(x, "channel_shuffle", "input")
+  check.int(groups, "channel_shuffle", "groups", 1)
+  if x:dim() < 3 then check.fail("channel_shuffle", "expected an input of at least 3 dims (N, C, ...), got %d-D", x:dim()) end
+  local c = x:size(2)
+  if c % groups ~= 0 then
+    check.fail("channel_shuffle", "Number of channels must be divisible by groups. Got %d channels and %d groups.", c, groups)
+  end
+  local shape, split = x:size(), x:size()
+  table.remove(split, 2)
+  table.insert(split, 2, c / groups)
+  table.insert(split, 2, groups)
+  return x:reshape(split):transpose(2, 3):reshape(shape)
+end
 
 -- The losses' tensors by PyTorch's names too (SAM's F.kl_div(input=log_prob,
 -- target=one_hot, reduction='none')): taken from the trailing options table

@@ -454,7 +454,6 @@ local function pool_init(self, name, kernel_size, names, spec, defaults, ...)
   local dims = name:sub(-2) == "3d" and 3 or 2
   if dims == 3 then triple(kernel_size, name, "kernel_size", 1) else int_pair(kernel_size, name, "kernel_size", 1) end
   local opts = check.positional(name, names, spec, ...)
-  if opts.divisor_override ~= nil and dims == 2 then check.fail(name, "divisor_override is not supported") end
   self.kernel_size, self.stride = kernel_size, opts.stride or kernel_size
   for _, k in ipairs(names) do
     if opts[k] ~= nil then self[k] = opts[k] elseif defaults[k] ~= nil then self[k] = defaults[k] end
@@ -1281,16 +1280,7 @@ L.LocalResponseNorm._repr = { "size", "alpha#", "beta#", "k#" }
 --- nn.ChannelShuffle(groups): (N, g C', ...) as (N, C' g, ...) (ShuffleNet)
 L.ChannelShuffle = Module:extend("ChannelShuffle", { "groups" })
 function L.ChannelShuffle:init(groups) self.groups = check.int(groups, "ChannelShuffle", "groups", 1) end
-function L.ChannelShuffle:forward(x)
-  check.tensor(x, "ChannelShuffle", "input")
-  local c, g = x:size(2), self.groups
-  if c % g ~= 0 then check.fail("ChannelShuffle", "Number of channels must be divisible by groups. Got %d channels and %d groups.", c, g) end
-  local shape, split = x:size(), x:size()
-  table.remove(split, 2)
-  table.insert(split, 2, c / g)
-  table.insert(split, 2, g)
-  return x:reshape(split):transpose(2, 3):reshape(shape)
-end
+function L.ChannelShuffle:forward(x) return require("wick.nn.functional").channel_shuffle(x, self.groups) end
 L.ChannelShuffle._repr = { "groups" }
 --- nn.MaxPool1d(kernel_size[, stride[, padding[, dilation[, return_indices[, ceil_mode]]]]][, opts]),
 --- nn.AvgPool1d(kernel_size[, stride[, padding[, ceil_mode[, count_include_pad]]]][, opts]): F's 1-D forms
@@ -1299,12 +1289,11 @@ function L.MaxPool1d:init(kernel_size, ...)
   self.kernel_size = check.int(kernel_size, "MaxPool1d", "kernel_size", 1)
   local o = check.positional("MaxPool1d", { "stride", "padding", "dilation", "return_indices", "ceil_mode" },
     { stride = "integer", padding = "integer", dilation = "integer", return_indices = "boolean", ceil_mode = "boolean" }, ...)
-  if o.return_indices then check.fail("MaxPool1d", "return_indices is not supported") end
   self.stride, self.padding, self.dilation = o.stride or kernel_size, o.padding or 0, o.dilation or 1
-  self.ceil_mode = o.ceil_mode or false
+  self.ceil_mode, self.return_indices = o.ceil_mode or false, o.return_indices or false
 end
 function L.MaxPool1d:forward(x)
-  return F.max_pool1d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
+  return F.max_pool1d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode, self.return_indices)
 end
 L.MaxPool1d._repr = { "kernel_size", "stride", "padding", "dilation", "ceil_mode" }
 L.AvgPool1d = Module:extend("AvgPool1d", { "kernel_size" })

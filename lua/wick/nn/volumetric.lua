@@ -317,16 +317,17 @@ local function out3(size, x, fn)
   if type(size) ~= "table" then check.expected(fn, "output_size", "an integer or a {d, h, w} table", size) end
   local r = {}
   for i = 1, 3 do
-    r[i] = size[i] == nil and x:size(2 + i) or check.int(size[i], fn, "output_size", 1)
+    local v = size[i] -- (nil or false keeps that size: Python's None)
+    r[i] = (v == nil or v == false) and x:size(2 + i) or check.int(v, fn, "output_size", 1)
   end
   return r
 end
 
 local function adaptive3d(fn, op)
-  return function(x, output_size, ...)
+  return function(x, ...)
     local unbatched
     x, unbatched = batched5(x, fn)
-    local ri = ...
+    local output_size, ri = F._adaptive_args(fn, ...)
     if type(ri) == "table" then ri = ri.return_indices end
     local sz = out3(output_size, x, fn)
     local N, C, D, H, W = x:size(1), x:size(2), x:size(3), x:size(4), x:size(5)
