@@ -227,29 +227,43 @@ end
 --- autograd.is_anomaly_enabled().
 --- autograd.set_detect_anomaly(mode, fn, ...) runs fn in that mode and restores the previous one
 --- (`with torch.autograd.set_detect_anomaly(True):`)
-local function with_anomaly(mode, fn, ...)
-  local was = core.set_detect_anomaly(mode)
+-- the mode and its NaN check as PyTorch keeps them; the core checks NaNs while both are on (wick
+-- records no forward tracebacks, so the mode without the NaN check changes nothing else)
+local anomaly = { mode = false, check_nan = true }
+local function set_anomaly(mode, check_nan)
+  anomaly.mode, anomaly.check_nan = mode, check_nan
+  core.set_detect_anomaly(mode and check_nan)
+end
+local function with_anomaly(mode, check_nan, fn, ...)
+  local was_mode, was_nan = anomaly.mode, anomaly.check_nan
+  set_anomaly(mode, check_nan)
   local ok, out = pcall(function(...) return pack(fn(...)) end, ...)
-  core.set_detect_anomaly(was)
+  set_anomaly(was_mode, was_nan)
   if not ok then error(out, 0) end
   return unpack(out, 1, out.n)
 end
 function M.set_detect_anomaly(mode, check_nan, ...)
   check.boolean(mode, "set_detect_anomaly", "mode")
-  if check.is_callable(check_nan) then return with_anomaly(mode, check_nan, ...) end
+  if check.is_callable(check_nan) then return with_anomaly(mode, true, check_nan, ...) end
   if check_nan ~= nil then check.boolean(check_nan, "set_detect_anomaly", "check_nan") end
-  core.set_detect_anomaly(mode and check_nan ~= false)
+  if check.is_callable((...)) then return with_anomaly(mode, check_nan ~= false, ...) end
+  set_anomaly(mode, check_nan ~= false)
 end
-function M.is_anomaly_enabled()
-  local was = core.set_detect_anomaly(false)
-  core.set_detect_anomaly(was)
-  return was
-end
+function M.is_anomaly_enabled() return anomaly.mode end
+--- autograd.is_anomaly_check_nan_enabled(): whether anomaly mode checks for NaNs (PyTorch's)
+function M.is_anomaly_check_nan_enabled() return anomaly.check_nan end
 function M.detect_anomaly(fn, ...)
-  if fn == nil or type(fn) == "table" then return M.set_detect_anomaly(true) end
+  if fn == nil or type(fn) == "table" then
+    local check_nan = type(fn) == "table" and check.options(fn, "detect_anomaly", { check_nan = "boolean" }).check_nan
+    return M.set_detect_anomaly(true, check_nan ~= false)
+  end
   if not check.is_callable(fn) then check.expected("detect_anomaly", "fn", "a function", fn) end
-  return with_anomaly(true, fn, ...)
+  return with_anomaly(true, true, fn, ...)
 end
+
+--- autograd.no_grad, enable_grad, set_grad_enabled, inference_mode: wick's (torch.autograd's paths to them)
+M.no_grad, M.enable_grad, M.set_grad_enabled = wick.no_grad, wick.enable_grad, wick.set_grad_enabled
+M.inference_mode = wick.inference_mode
 
 --- autograd.once_differentiable(backward) (torch.autograd.function.once_differentiable): the
 --- backward run without recording, so its gradients are not differentiable again
@@ -561,6 +575,10 @@ setmetatable(M, { __index = function(t, k)
       record_function = function(...) return require("wick.profiler").record_function(...) end }
     rawset(t, k, p)
     return p
+  end
+  -- a name wick.autograd does not have is an error at the caller's line, as wick.nn's
+  if type(k) == "string" and k:sub(1, 1) ~= "_" then
+    error(("wick.autograd has no '%s' (not in this version of wick: see docs/api.md)"):format(k), 2)
   end
 end })
 

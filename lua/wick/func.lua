@@ -365,7 +365,10 @@ local function value_and_grad(fn, f, o, ...)
       results[k] = rebuild(args[tree[1]], part)
     end
     local grads = single and results[1] or results
-    if not outer then out = out:detach() end
+    if not outer then -- (PyTorch's transforms give the output and aux outside their graph)
+      out = out:detach()
+      if aux ~= nil then aux = map(aux, function(t) return t:detach() end) end
+    end
     return out, grads, aux
   end)
 end
@@ -393,10 +396,17 @@ function T.grad_and_value(f, ...)
   end
 end
 
---- func.vjp(f, ...) -> output, vjp_fn: vjp_fn(cotangent) gives one gradient per argument
+--- func.vjp(f, ...[, {has_aux = false}]) -> output, vjp_fn[, aux]: vjp_fn(cotangent) gives one gradient
+--- per argument; with has_aux f returns (output, aux) and aux comes back third, outside the graph
 function T.vjp(f, ...)
   check.callable(f, "func.vjp", "func")
   local args = pack(...)
+  local has_aux = false
+  local last = args[args.n]
+  if args.n > 0 and type(last) == "table" and getmetatable(last) == nil and last.has_aux ~= nil and last[1] == nil then
+    has_aux = check.options(last, "func.vjp", { has_aux = "boolean" }).has_aux
+    args[args.n], args.n = nil, args.n - 1
+  end
   local xs, outer = {}, false
   for a = 1, args.n do
     local list = leaves(args[a])
@@ -406,7 +416,8 @@ function T.vjp(f, ...)
     args[a] = rebuild(args[a], copies)
   end
   local grad_on = wick.is_grad_enabled()
-  local out = differentiating(function() return f(unpack(args, 1, args.n)) end)
+  local out, aux = differentiating(function() return f(unpack(args, 1, args.n)) end)
+  if has_aux and aux == nil then check.fail("func.vjp", "has_aux = true: the function must return two values (output, aux)") end
   local outs = leaves(out)
   for _, o in ipairs(outs) do outer = keeps_graph(outer, grad_on, o, xs) end
   local function vjp_fn(cotangent)
@@ -427,13 +438,28 @@ function T.vjp(f, ...)
       return unpack(results, 1, args.n)
     end)
   end
-  return outer and out or map(out, function(t) return t:detach() end), vjp_fn
+  if not outer then out = map(out, function(t) return t:detach() end) end
+  if has_aux then return out, vjp_fn, outer and aux or map(aux, function(t) return t:detach() end) end
+  return out, vjp_fn
 end
 
---- func.jvp(f, primals, tangents) -> output, J tangents: primals and tangents are lists of
---- tensors (Python's tuples); by the double-vjp trick, so f must be differentiable twice
-function T.jvp(f, primals, tangents)
+--- func.jvp(f, primals, tangents[, {has_aux = false, strict}]) -> output, J tangents[, aux]: primals and
+--- tangents are lists of tensors (Python's tuples); by the double-vjp trick, so f must be differentiable
+--- twice; with has_aux f returns (output, aux) and aux comes back third
+function T.jvp(f, primals, tangents, opts)
   check.callable(f, "func.jvp", "func")
+  local o = check.options(opts, "func.jvp", { has_aux = "boolean", strict = "boolean" })
+  if o.has_aux then
+    local aux
+    local function main(...)
+      local out, a = f(...)
+      if a == nil then check.fail("func.jvp", "has_aux = true: the function must return two values (output, aux)") end
+      aux = a
+      return out
+    end
+    local out, jv = T.jvp(main, primals, tangents)
+    return out, jv, map(aux, function(t) return t:detach() end)
+  end
   local ps = is_tensor(primals) and { primals } or primals
   local ts = is_tensor(tangents) and { tangents } or tangents
   check.table(ps, "func.jvp", "primals")
@@ -633,7 +659,8 @@ end
 --- func.functional_call(module, params_and_buffers, args[, kwargs]): module(args) with its
 --- parameters and buffers of those names replaced by the given tensors (a table name -> tensor, or
 --- a list of such tables), the module left as it was after
---- ({strict = true}: every parameter and buffer must be given; tie_weights accepted)
+--- ({strict = true}: every parameter and buffer must be given; tie_weights, true by default as PyTorch's: a tensor
+--- the module holds under several names, tied weights, is replaced under all of them)
 local CALL_OPTIONS = { strict = "boolean", tie_weights = "boolean" }
 function T.functional_call(module, tensors, args, kwargs, opts)
   check.module(module, "functional_call", "module")
@@ -655,18 +682,48 @@ function T.functional_call(module, tensors, args, kwargs, opts)
       end
     end
   end
+  -- the replacements by name; with tie_weights (PyTorch's default) a tensor the module holds under
+  -- several names (a tied embedding and output weight) is replaced under all of them
+  local given = {}
+  for _, d in ipairs(dicts) do
+    for name, t in pairs(d) do
+      if type(name) ~= "string" or not is_tensor(t) then
+        check.fail("functional_call", "expected name -> tensor entries, got %s -> %s", tostring(name), check.describe(t))
+      end
+      given[name] = t
+    end
+  end
+  if opts.tie_weights ~= false then
+    local names_of = {} -- tensor -> its names
+    for _, named in ipairs({ module:named_parameters("", true, false), module:named_buffers("", true, false) }) do
+      for name, t in named do
+        names_of[t] = names_of[t] or {}
+        table.insert(names_of[t], name)
+      end
+    end
+    local tied = {}
+    for name, t in pairs(given) do
+      local m, key = owner_of(module, name)
+      local names = is_tensor(rawget(m, key)) and names_of[rawget(m, key)] or nil
+      for _, other in ipairs(names or {}) do
+        if other ~= name then
+          if given[other] ~= nil and given[other] ~= t then
+            check.fail("functional_call", "functional_call got multiple values for keys ['%s', '%s'], which are tied. "
+              .. "Consider using tie_weights=False", name < other and name or other, name < other and other or name)
+          end
+          tied[other] = t
+        end
+      end
+    end
+    for name, t in pairs(tied) do given[name] = t end
+  end
   local saved = {}
   local ok, r = pcall(function()
-    for _, d in ipairs(dicts) do
-      for name, t in pairs(d) do
-        if type(name) ~= "string" or not is_tensor(t) then
-          check.fail("functional_call", "expected name -> tensor entries, got %s -> %s", tostring(name), check.describe(t))
-        end
-        local m, key = owner_of(module, name)
-        if not is_tensor(rawget(m, key)) then check.fail("functional_call", "the module has no tensor named '%s'", name) end
-        saved[#saved + 1] = { m, key, rawget(m, key) }
-        rawset(m, key, t)
-      end
+    for name, t in pairs(given) do
+      local m, key = owner_of(module, name)
+      if not is_tensor(rawget(m, key)) then check.fail("functional_call", "the module has no tensor named '%s'", name) end
+      saved[#saved + 1] = { m, key, rawget(m, key) }
+      rawset(m, key, t)
     end
     if is_tensor(args) then return pack(module(args)) end
     if type(args) ~= "table" then return pack(module(args)) end

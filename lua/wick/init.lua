@@ -2033,16 +2033,24 @@ end
 wick.no_grad = grad_mode(false, "no_grad")
 wick.enable_grad = grad_mode(true, "enable_grad")
 --- wick.inference_mode([mode = true, ]fn, ...): wick.no_grad (PyTorch's faster no-grad mode; here the same);
---- inference_mode(false, fn) runs fn as it is; wick.is_inference_mode_enabled() says whether one is running
+--- inference_mode(false, fn) runs fn with grad mode on (PyTorch's InferenceMode(false)); wick.is_inference_mode_enabled()
+--- says whether one is running
 local inference_depth = 0
 local no_grad_inference = grad_mode(false, "inference_mode")
 function wick.inference_mode(mode, ...)
   if type(mode) == "boolean" then
-    if not mode then
-      if select("#", ...) == 0 then return function(fn) return fn end end -- (the decorator: fn unchanged)
+    if not mode then -- PyTorch's InferenceMode(false): grad mode on, inference mode off, inside
+      if select("#", ...) == 0 then
+        return function(fn)
+          check.callable(fn, "inference_mode(false)", "fn")
+          return decorated(fn, function(...) return wick.inference_mode(false, fn, ...) end)
+        end
+      end
       local fn = ...
       check.callable(fn, "inference_mode", "fn")
-      return fn(select(2, ...))
+      local saved
+      return run_scoped(function() saved, inference_depth = inference_depth, 0 end,
+        function() inference_depth = saved end, wick.enable_grad, fn, select(2, ...))
     end
     return wick.inference_mode(...)
   end
