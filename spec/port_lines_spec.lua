@@ -8662,3 +8662,17 @@ describe("the fifty-fourth round's lines, part 19 (the autograd conformance port
     assert.is_false(a3.requires_grad)
   end)
 end)
+
+describe("the fifty-fourth round's lines, part 20 (the sequence layers conformance port)", function()
+  it("a PackedSequence unpacks into its four fields; an RNN prints a whole dropout as PyTorch's float", function()
+    local R = nn.utils.rnn
+    local p = R.pack_padded_sequence(wick.randn(3, 4, 2), { 3, 4, 2 }, { batch_first = true, enforce_sorted = false })
+    local data, batch_sizes, sorted, unsorted = p:unpack()
+    assert.are.same({ 9, 2 }, data:size():totable())
+    assert.are.same({ 3, 3, 2, 1 }, batch_sizes:tolist())
+    assert.are.same({ 2, 1, 3 }, sorted:tolist())
+    assert.are.same({ 2, 1, 3 }, unsorted:tolist())
+    assert.are.equal("LSTM(5, 8, num_layers=2, dropout=1.0)", tostring(nn.LSTM(5, 8, 2, { dropout = 1.0 })))
+    assert.are.same({ "LSTM", 0 }, { nn.LSTM(5, 8).mode, nn.LSTM(5, 8).proj_size })
+  end)
+end)

@@ -107,7 +107,11 @@ local function rnn_repr(self)
   if (self.num_layers or 1) ~= 1 then s = s .. ", num_layers=" .. self.num_layers end
   if not self.bias then s = s .. ", bias=False" end
   if self.batch_first then s = s .. ", batch_first=True" end
-  if (self.dropout or 0) ~= 0 then s = s .. ", dropout=" .. py(self.dropout) end
+  if (self.dropout or 0) ~= 0 then -- (PyTorch keeps float(dropout): 1.0, not 1)
+    local text = py(self.dropout)
+    if self.dropout == math.floor(self.dropout) and not text:find("[.eEn]") then text = text .. ".0" end
+    s = s .. ", dropout=" .. text
+  end
   if self.bidirectional then s = s .. ", bidirectional=True" end
   if self.num_layers == nil and (self.nonlinearity or "tanh") ~= "tanh" then -- (a cell's only)
     s = s .. ", nonlinearity=" .. self.nonlinearity
@@ -154,6 +158,7 @@ local function recurrent_class(name)
     self.bias, self.batch_first = opts.bias ~= false, opts.batch_first == true
     self.dropout, self.bidirectional = dropout, opts.bidirectional == true
     rawset(self, "_mode", mode)
+    self.mode, self.proj_size = mode, 0 -- (PyTorch's fields: "LSTM", "GRU", "RNN_TANH", "RNN_RELU"; no projections)
     local dirs = self.bidirectional and 2 or 1
     local G, H = GATES[mode] * hidden_size, hidden_size
     local bound = 1 / math.sqrt(hidden_size)

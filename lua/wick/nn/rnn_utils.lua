@@ -137,6 +137,12 @@ PackedSequence.__index = function(self, k)
   return packed_field(self, k)
 end
 
+--- packed:unpack(): data, batch_sizes, sorted_indices, unsorted_indices (Python's `data, batch_sizes, ... =
+--- packed`; LuaJIT's unpack(packed) reads the table raw and sees none of them)
+function PackedSequence.unpack(self)
+  return self.data, self.batch_sizes, self.sorted_indices, self.unsorted_indices
+end
+
 function PackedSequence.__tostring(self)
   return ("PackedSequence(data=%s, batch_sizes=%s, sorted_indices=%s, unsorted_indices=%s)"):format(
     tostring(self.data), tostring(self.batch_sizes), tostring(self.sorted_indices), tostring(self.unsorted_indices))
