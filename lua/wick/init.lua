@@ -691,11 +691,9 @@ function Tensor.allclose(t, other, rtol, atol, opts)
     check.fail("allclose", "rtol or atol given both by position and as an option")
   end
   rtol, atol = o.rtol or rtol, o.atol or atol
-  if o.equal_nan then return t:isclose(other, { rtol = rtol, atol = atol, equal_nan = true }):all() end
   rtol = check.opt_number(rtol, "allclose", "rtol", 1e-5)
   atol = check.opt_number(atol, "allclose", "atol", 1e-8)
-  local diff = (t - other):abs()
-  return diff:le(other:abs() * rtol + atol):all()
+  return t:isclose(other, { rtol = rtol, atol = atol, equal_nan = o.equal_nan == true }):all()
 end
 function Tensor.square(t) return check_tensor(t, "square", "self") * t end
 --- t:dist(other[, p = 2]) (torch.dist): the p-norm of t - other

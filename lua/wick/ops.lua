@@ -3154,10 +3154,16 @@ return function(wick)
   --- |t - u| <= atol + rtol |u| (bool), as PyTorch's
   function Tensor.isclose(t, u, rtol, atol, equal_nan)
     check.tensor(t, "isclose", "self")
-    if type(rtol) == "table" then rtol, atol, equal_nan = rtol.rtol, rtol.atol, rtol.equal_nan end
+    if type(rtol) == "table" then
+      local o = check.options(rtol, "isclose", { rtol = "number", atol = "number", equal_nan = "boolean" })
+      rtol, atol, equal_nan = o.rtol, o.atol, o.equal_nan
+    end
     rtol, atol = check.opt_number(rtol, "isclose", "rtol", 1e-5), check.opt_number(atol, "isclose", "atol", 1e-8)
     if not wick.is_tensor(u) then u = wick.full({}, check.number(u, "isclose", "other"), { dtype = t.dtype, device = t.device }) end
-    local close = (t - u):abs():le((u:abs() * rtol) + atol):logical_or(t:eq(u))
+    -- equal (infinities of one sign too), or both finite and within the tolerance (an infinity is not
+    -- close to anything else, as PyTorch's)
+    local close = (t - u):abs():le((u:abs() * rtol) + atol):logical_and(t:isfinite():logical_and(u:isfinite()))
+      :logical_or(t:eq(u))
     if equal_nan then close = close:logical_or(t:ne(t):logical_and(u:ne(u))) end
     return close
   end
@@ -3257,7 +3263,10 @@ return function(wick)
     -- (0 where t is 0 and u is not NaN; the log taken of 1 there, so that
     -- t's gradient, log(u), is 0 and not -inf at u = 0, as PyTorch's)
     local zero = t:eq(0):logical_and(u:eq(u))
-    return wick.where(zero, t * 0, t * wick.where(zero, 1, u):log())
+    local y = wick.where(zero, t * 0, t * wick.where(zero, 1, u):log())
+    -- t's gradient where t is 0 is still log(u) (0 where u <= 0), as PyTorch's: a term of value 0 carries it
+    local g = wick.where(zero:logical_and(u:gt(0)):logical_and(u:isfinite()), u, 1):log()
+    return y + (t - t:detach()) * g
   end
   function Tensor.rad2deg(t) return check.tensor(t, "rad2deg", "self") * (180 / math.pi) end
   function Tensor.deg2rad(t) return check.tensor(t, "deg2rad", "self") * (math.pi / 180) end

@@ -125,7 +125,7 @@ return function(wick)
     local p = floating(t, "special.ndtri")
     return (p * 2 - 1):erfinv() * math.sqrt(2)
   end
-  --- special.log_ndtr(x): log of the normal CDF, accurate far into the lower tail
+  --- special.log_ndtr(x): log of the normal CDF, accurate far into both tails
   function special.log_ndtr(t)
     local x = floating(t, "special.log_ndtr")
     -- log(erfc(-x / sqrt 2) / 2) while erfc stays a normal number (x >= -37);
@@ -133,6 +133,9 @@ return function(wick)
     local far = x:lt(-37)
     local near = wick.where(far, 0, x)
     local r = ((-near * math.sqrt(0.5)):erfc() * 0.5):log()
+    -- above 0, log1p(-Q(x)) with Q the upper tail erfc(x / sqrt 2) / 2: small where the CDF rounds to 1
+    local up = x:gt(0)
+    r = wick.where(up, (-(wick.where(up, x, 0) * math.sqrt(0.5)):erfc() * 0.5):log1p(), r)
     local xf = wick.where(far, x, -40)
     local y = 1 / (xf * xf)
     local p = y * 0 + 135135 -- 1 - 3y + 15y^2 - ... + 135135y^6, by Horner

@@ -384,10 +384,23 @@ static wick_status check_int_pow(wick_binary_op op, const wick_tensor *a, wick_s
     return WICK_OK;
 }
 
+/* PyTorch casts a number beside a float16 / bfloat16 tensor to that dtype first for these ops (its
+ * mul, div and the comparisons take the number at full precision): 0.2h + 0.1 is 0.2h + 0.1h */
+static wick_scalar rounded_like(wick_binary_op op, const wick_tensor *a, wick_scalar s) {
+    if ((a->dtype != WICK_FLOAT16 && a->dtype != WICK_BFLOAT16) ||
+        (op != WICK_ADD && op != WICK_SUB && op != WICK_POW && op != WICK_FMOD && op != WICK_REMAINDER))
+        return s;
+    char buf[8];
+    wk_store_double(buf, a->dtype, s.value);
+    s.value = wk_load_double(buf, a->dtype);
+    return s;
+}
+
 wick_status wick_binary_scalar(wick_tensor **out, wick_binary_op op, const wick_tensor *a, wick_scalar s,
                                int scalar_first) {
     wick_status cst = check_int_pow(op, a, s, scalar_first);
     if (cst) return cst;
+    s = rounded_like(op, a, s);
     wick_tensor *b;
     wick_status st = scalar_tensor(&b, s, a);
     if (st) return st;
@@ -413,6 +426,7 @@ wick_status wick_binary_scalar(wick_tensor **out, wick_binary_op op, const wick_
 wick_status wick_binary_scalar_(wick_binary_op op, wick_tensor *a, wick_scalar s) {
     wick_status cst = check_int_pow(op, a, s, 0);
     if (cst) return cst;
+    s = rounded_like(op, a, s);
     wick_tensor *b;
     wick_status st = scalar_tensor(&b, s, a);
     if (st) return st;
