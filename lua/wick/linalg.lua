@@ -60,8 +60,16 @@ end
 
 local function matrix_norm(A, ord, dim, keepdim)
   ord = ord or "fro"
+  if A:dim() < 2 then check.fail("linalg.matrix_norm", "The input tensor A must have at least 2 dimensions.") end
   if ord == "fro" then return A:_abs_squared():sum(dim or { -2, -1 }, keepdim == true):sqrt() end
-  if dim ~= nil then check.fail("linalg.matrix_norm", "ord '%s' with dim is not supported (the last two dims)", tostring(ord)) end
+  if dim ~= nil then -- the two dims moved last (in their order: {-1, -2} is the transpose's norm)
+    if type(dim) ~= "table" or #dim ~= 2 then check.fail("linalg.matrix_norm", "dim must be a pair of dims, got %s", check.describe(dim)) end
+    local d1, d2 = check.wrap_dim(A, dim[1], "linalg.matrix_norm"), check.wrap_dim(A, dim[2], "linalg.matrix_norm")
+    if d1 == d2 then check.fail("linalg.matrix_norm", "dims must be different, got %d twice", d1) end
+    local r = matrix_norm(A:movedim({ d1, d2 }, { -2, -1 }), ord, nil, false)
+    if keepdim then r = r:unsqueeze(math.min(d1, d2)):unsqueeze(math.max(d1, d2)) end
+    return r
+  end
   local s
   if ord == 2 or ord == -2 or ord == "nuc" then s = linalg.svdvals(A) end
   local r
@@ -82,6 +90,10 @@ function linalg.norm(...)
     return matrix_norm(A, ord or "fro", dim, keepdim)
   end
   if ord ~= nil and A:dim() == 2 and dim == nil then return matrix_norm(A, ord, nil, keepdim) end
+  if type(ord) == "number" and type(dim) == "table" and #dim == 2 then return matrix_norm(A, ord, dim, keepdim) end
+  if ord ~= nil and dim == nil and A:dim() > 2 then
+    check.fail("linalg.norm", "If dim is not specified but ord is, the input must be 1D or 2D. Got %dD.", A:dim())
+  end
   return A:norm(ord or 2, dim, keepdim)
 end
 
@@ -130,7 +142,12 @@ function linalg.solve(A, B, opts)
   if opts.left == false then -- X A = B: (A^T X^T = B^T)
     return mT(linalg.solve(mT(A), mT(B)))
   end
-  local vector = B:dim() == 1 or (B:dim() == A:dim() - 1 and B:size(-1) == A:size(-1))
+  -- B is a vector (or a batch of them) when its shape is A's without the last dim, as PyTorch's rule
+  local vector = B:dim() == 1
+  if not vector and B:dim() == A:dim() - 1 then
+    vector = true
+    for i = 1, B:dim() do vector = vector and B:size(i) == A:size(i) end
+  end
   if vector then B = B:unsqueeze(-1) end
   if B:dim() < 2 then check.fail("linalg.solve", "B must have at least 1 dimension") end
   -- broadcast the batch dims
@@ -524,31 +541,46 @@ end
 -- PyTorch's default relative tolerance for singular values: max(m, n) eps
 local function default_rtol(A) return math.max(A:size(-1), A:size(-2)) * wick.finfo(A.dtype).eps end
 
---- linalg.pinv(A[, {rtol, atol, hermitian}]): the pseudo-inverse through the SVD
+-- PyTorch's cutoff of singular values (or eigenvalues' magnitudes) S: max(atol, rtol * largest), rtol 0
+-- when a positive atol is given alone, else max(m, n) eps
+local function cutoff_of(A, S, atol, rtol)
+  if rtol == nil then rtol = (atol and atol > 0) and 0 or default_rtol(A) end
+  local cut = S:max(-1, true) * rtol
+  if atol then cut = cut:clamp(atol, math.huge) end
+  return cut
+end
+-- a hermitian matrix's eigenvalues and vectors, from its lower triangle (PyTorch's hermitian = True)
+local function hermitian_eigh(A) return linalg.eigh(A, "L") end
+
+--- linalg.pinv(A[, {rtol, atol, hermitian}]): the pseudo-inverse through the SVD (through eigh with
+--- hermitian, reading the lower triangle)
+local PINV = { rtol = "number", atol = "number", hermitian = "boolean" }
 function linalg.pinv(A, opts)
   check.tensor(A, "linalg.pinv", "A")
-  opts = type(opts) == "table" and opts or { rtol = opts }
+  opts = check.options(type(opts) == "table" and opts or { rtol = opts }, "linalg.pinv", PINV)
+  if opts.hermitian then
+    local L, V = hermitian_eigh(A)
+    local mag = L:abs()
+    local keep = mag:gt(cutoff_of(A, mag, opts.atol, opts.rtol))
+    local Linv = wick.where(keep, 1 / wick.where(keep, L, wick.ones_like(L)), wick.zeros_like(L))
+    return V:matmul(Linv:unsqueeze(-1) * mT(V))
+  end
   local U, S, Vh = linalg.svd(A, false)
-  local rtol = opts.rtol
-  if rtol == nil then rtol = (opts.atol and opts.atol > 0) and 0 or default_rtol(A) end
-  local cutoff = S:max(-1, true) * rtol
-  if opts.atol then cutoff = cutoff:clamp(opts.atol, math.huge) end
-  local keep = S:gt(cutoff)
+  local keep = S:gt(cutoff_of(A, S, opts.atol, opts.rtol))
   local Sinv = wick.where(keep, 1 / wick.where(keep, S, wick.ones_like(S)), wick.zeros_like(S))
   return mT(Vh):matmul(Sinv:unsqueeze(-1) * mT(U))
 end
 
---- linalg.matrix_rank(A[, {rtol, atol}]): the number of singular values above the tolerance
+--- linalg.matrix_rank(A[, {rtol, atol, hermitian}]): the number of singular values (eigenvalues' magnitudes with
+--- hermitian) above max(atol, rtol * the largest); `tol` is PyTorch's old name of atol
+local RANK = { rtol = "number", atol = "number", tol = "number", hermitian = "boolean" }
 function linalg.matrix_rank(A, opts)
   check.tensor(A, "linalg.matrix_rank", "A")
-  opts = type(opts) == "table" and opts or { tol = opts }
-  local S = linalg.svdvals(A)
-  local tol = opts.atol or opts.tol
-  if tol == nil then
-    local rtol = opts.rtol or default_rtol(A)
-    return S:gt(S:max(-1, true) * rtol):sum(-1)
-  end
-  return S:gt(tol):sum(-1)
+  opts = check.options(type(opts) == "table" and opts or { tol = opts }, "linalg.matrix_rank", RANK)
+  local S = opts.hermitian and (hermitian_eigh(A)):abs() or linalg.svdvals(A)
+  local atol = opts.atol or opts.tol
+  if opts.tol ~= nil and opts.rtol == nil then return S:gt(opts.tol):sum(-1) end
+  return S:gt(cutoff_of(A, S, atol, opts.rtol)):sum(-1)
 end
 
 -- The least-squares solution A^+ B through the SVD, singular values at or
@@ -850,7 +882,11 @@ function methods.geqrf(A)
 end
 function methods.orgqr(A, tau) return linalg.householder_product(A, tau) end
 
-function linalg.matrix_power(A, n) return A:matrix_power(n) end
+--- linalg.matrix_power(A, n): A^n; a negative n is the inverse's power, as PyTorch's
+function linalg.matrix_power(A, n)
+  if type(n) == "number" and n < 0 then return linalg.inv(A):matrix_power(-n) end
+  return A:matrix_power(n)
+end
 function linalg.matmul(a, b) return wick.matmul(a, b) end
 --- linalg.diagonal(A[, {offset = 0, dim1 = -2, dim2 = -1}])
 function linalg.diagonal(A, opts)
@@ -879,7 +915,7 @@ end
 --- linalg.cond(A[, p]): the condition number (p nil or 2: through the singular values)
 function linalg.cond(A, p)
   check.tensor(A, "linalg.cond", "A")
-  if type(p) == "table" then p = p.p end
+  if type(p) == "table" then p = check.options(p, "linalg.cond", { p = "number|string" }).p end
   if p == nil or p == 2 or p == -2 then
     local S = linalg.svdvals(A)
     local hi, lo = S:narrow(-1, 1, 1):squeeze(-1), S:narrow(-1, S:size(-1), 1):squeeze(-1)
@@ -887,7 +923,8 @@ function linalg.cond(A, p)
     return hi / lo
   end
   square("linalg.cond", A)
-  return linalg.matrix_norm(A, p) * linalg.matrix_norm(linalg.inv(A), p)
+  local Ainv, info = linalg.inv_ex(A) -- (a singular matrix's condition number is inf, as PyTorch's)
+  return wick.where(info:ne(0), math.huge, linalg.matrix_norm(A, p) * linalg.matrix_norm(Ainv, p))
 end
 -- PyTorch's _ex forms: run(A) as it is, or, where some matrix of the batch is singular (check_errors
 -- false), info from its LU (the 1-based order of the first zero pivot, 0 for the others), those
