@@ -122,8 +122,19 @@ end
 --- holds beyond the old batch dims; views, no copies
 local function expanded(d, old, new, fn)
   local out = setmetatable({}, getmetatable(d))
+  local batch = d.batch_shape
+  -- (a tensor whose leading dims are not the batch's, as MultivariateNormal's _unbroadcasted_scale_tril
+  -- beside a batched loc, broadcasts where it is used: kept as it is)
+  local function aligned(k, v)
+    if type(k) == "string" and k:find("^_unbroadcasted") then return false end
+    if v:dim() < old then return false end
+    for i = 1, old do
+      if v:size(i) ~= batch[i] and v:size(i) ~= 1 then return false end
+    end
+    return true
+  end
   for k, v in next, d do
-    if is_tensor(v) and v:dim() >= old then
+    if is_tensor(v) and aligned(k, v) then
       local shape = { unpack(new) }
       for i = old + 1, v:dim() do shape[#shape + 1] = v:size(i) end
       local ok, e = pcall(v.expand, v, shape)

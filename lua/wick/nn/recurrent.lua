@@ -36,6 +36,33 @@ local function run_layer(name, mode, gi, h0, c0, w_hh, b_hh, lengths, reverse)
   return packed:narrow(1, 1, T), packed:select(1, T + 1), c0 and packed:select(1, T + 2) or nil
 end
 
+-- One LSTM layer with projections (proj_size P > 0) in one direction, step by step in ops: h_t =
+-- W_hr (o * tanh(c_t)), of size P, fed back through w_hh [4H, P]. gi [T, B, 4H]; h0 [B, P], c0 [B, H];
+-- lengths (an int64 CPU tensor or nil): a sequence's state stops at its end, its outputs past it 0.
+-- Returns output [T, B, P], final h and c.
+local function run_projected(gi, h0, c0, w_hh, b_hh, w_hr, lengths, reverse)
+  local T, B = gi:size(1), gi:size(2)
+  local h, c = h0, c0
+  local outs = {}
+  local len = lengths and lengths:to(gi.device):view(B, 1)
+  for s = 1, T do
+    local t = reverse and T - s + 1 or s
+    local gates = gi[t] + F.linear(h, w_hh, b_hh)
+    local i, f, g, o = gates:chunk(4, 2):unpack()
+    local c_new = f:sigmoid() * c + i:sigmoid() * g:tanh()
+    local h_new = F.linear(o:sigmoid() * c_new:tanh(), w_hr)
+    if len then
+      local live = len:ge(t)
+      c, h = wick.where(live, c_new, c), wick.where(live, h_new, h)
+      outs[t] = wick.where(live, h_new, 0)
+    else
+      c, h = c_new, h_new
+      outs[t] = h_new
+    end
+  end
+  return wick.stack(outs, 1), h, c
+end
+
 -- lengths (a table of integers, a number for an unbatched input, or an int64
 -- tensor) as an int64 CPU tensor of B elements; nil stays nil.
 local function lengths_tensor(name, lengths, B, T)
@@ -104,6 +131,7 @@ end
 -- RNNBase.extra_repr / RNNCellBase.extra_repr
 local function rnn_repr(self)
   local s = ("%d, %d"):format(self.input_size, self.hidden_size)
+  if (self.proj_size or 0) ~= 0 then s = s .. ", proj_size=" .. self.proj_size end
   if (self.num_layers or 1) ~= 1 then s = s .. ", num_layers=" .. self.num_layers end
   if not self.bias then s = s .. ", bias=False" end
   if self.batch_first then s = s .. ", batch_first=True" end
@@ -148,7 +176,9 @@ local function recurrent_class(name)
     if layers_n > 65536 then check.fail(name, "num_layers must be at most 65536, got %d", layers_n) end
     local mode = name
     if name == "RNN" then mode, self.nonlinearity = rnn_mode(name, opts.nonlinearity) end
-    if (opts.proj_size or 0) ~= 0 then check.fail(name, "proj_size is not supported") end
+    local P = check.opt_int(opts.proj_size, name, "proj_size", 0, 0)
+    if P > 0 and name ~= "LSTM" then check.fail(name, "proj_size argument is only supported for LSTM, not RNN or GRU") end
+    if P >= hidden_size then check.fail(name, "proj_size has to be smaller than hidden_size") end
     local dropout = check.opt_number(opts.dropout, name, "dropout", 0, 0, 1)
     if dropout > 0 and layers_n == 1 then -- (PyTorch's UserWarning, word_language_model's 1-layer runs)
       wick.warn(("dropout option adds dropout after all but last recurrent layer, so non-zero dropout expects "
@@ -158,7 +188,7 @@ local function recurrent_class(name)
     self.bias, self.batch_first = opts.bias ~= false, opts.batch_first == true
     self.dropout, self.bidirectional = dropout, opts.bidirectional == true
     rawset(self, "_mode", mode)
-    self.mode, self.proj_size = mode, 0 -- (PyTorch's fields: "LSTM", "GRU", "RNN_TANH", "RNN_RELU"; no projections)
+    self.mode, self.proj_size = mode, P -- (PyTorch's fields: "LSTM", "GRU", "RNN_TANH", "RNN_RELU")
     local dirs = self.bidirectional and 2 or 1
     local G, H = GATES[mode] * hidden_size, hidden_size
     local bound = 1 / math.sqrt(hidden_size)
@@ -167,14 +197,19 @@ local function recurrent_class(name)
     for l = 0, layers_n - 1 do
       for d = 1, dirs do
         local suffix = ("_l%d%s"):format(l, d == 2 and "_reverse" or "")
-        local in_l = l == 0 and input_size or H * dirs
+        local out_h = P > 0 and P or H -- (what a layer puts out and feeds back)
+        local in_l = l == 0 and input_size or out_h * dirs
         self["weight_ih" .. suffix] = Parameter(uniform({ G, in_l }, bound, o))
-        self["weight_hh" .. suffix] = Parameter(uniform({ G, H }, bound, o))
+        self["weight_hh" .. suffix] = Parameter(uniform({ G, out_h }, bound, o))
         names[#names + 1], names[#names + 2] = "weight_ih" .. suffix, "weight_hh" .. suffix
         if self.bias then
           self["bias_ih" .. suffix] = Parameter(uniform({ G }, bound, o))
           self["bias_hh" .. suffix] = Parameter(uniform({ G }, bound, o))
           names[#names + 1], names[#names + 2] = "bias_ih" .. suffix, "bias_hh" .. suffix
+        end
+        if P > 0 then -- (PyTorch's weight_hr, after the biases)
+          self["weight_hr" .. suffix] = Parameter(uniform({ P, H }, bound, o))
+          names[#names + 1] = "weight_hr" .. suffix
         end
       end
     end
@@ -207,10 +242,12 @@ local function recurrent_class(name)
     local T, B = x:size(1), x:size(2)
     local lstm = mode == "LSTM"
     local len = lengths_tensor(name, lengths, B, T)
-    -- the initial states, [dirs * layers, B, H] each
+    -- the initial states, [dirs * layers, B, H] each (h's last size the projection's with proj_size)
     local h0, c0
-    local want = unbatched and { dirs * layers_n, H } or { dirs * layers_n, B, H }
-    local function state(t, what)
+    local P = self.proj_size or 0
+    local Hh = P > 0 and P or H
+    local function state(t, what, size)
+      local want = unbatched and { dirs * layers_n, size } or { dirs * layers_n, B, size }
       state_tensor(name, t, what)
       local shape = t:size()
       local ok = #shape == #want
@@ -223,14 +260,13 @@ local function recurrent_class(name)
     if hx ~= nil then
       if lstm then
         if type(hx) ~= "table" or wick.is_tensor(hx) then check.expected(name, "hx", "a {h, c} table", hx) end
-        h0, c0 = state(hx[1], "h_0"), state(hx[2], "c_0")
+        h0, c0 = state(hx[1], "h_0", Hh), state(hx[2], "c_0", H)
       else
-        h0 = state(hx, "hx")
+        h0 = state(hx, "hx", H)
       end
     end
-    local zeros = wick.zeros({ dirs * layers_n, B, H }, { dtype = x.dtype, device = x.device })
-    h0 = h0 or zeros
-    if lstm then c0 = c0 or zeros end
+    h0 = h0 or wick.zeros({ dirs * layers_n, B, Hh }, { dtype = x.dtype, device = x.device })
+    if lstm then c0 = c0 or wick.zeros({ dirs * layers_n, B, H }, { dtype = x.dtype, device = x.device }) end
     local h_n, c_n = {}, {}
     local input = x
     for l = 0, layers_n - 1 do
@@ -239,8 +275,13 @@ local function recurrent_class(name)
         local suffix = ("_l%d%s"):format(l, d == 2 and "_reverse" or "")
         local k = l * dirs + d
         local gi = F.linear(input, self["weight_ih" .. suffix], self["bias_ih" .. suffix])
-        outs[d], h_n[k], c_n[k] = run_layer(name, mode, gi, h0:select(1, k), lstm and c0:select(1, k) or nil,
-          self["weight_hh" .. suffix], self["bias_hh" .. suffix], len, d == 2)
+        if P > 0 then
+          outs[d], h_n[k], c_n[k] = run_projected(gi, h0:select(1, k), c0:select(1, k), self["weight_hh" .. suffix],
+            self["bias_hh" .. suffix], self["weight_hr" .. suffix], len, d == 2)
+        else
+          outs[d], h_n[k], c_n[k] = run_layer(name, mode, gi, h0:select(1, k), lstm and c0:select(1, k) or nil,
+            self["weight_hh" .. suffix], self["bias_hh" .. suffix], len, d == 2)
+        end
       end
       input = dirs == 2 and wick.cat(outs, 3) or outs[1]
       if self.dropout > 0 and self.training and l < layers_n - 1 then input = F.dropout(input, self.dropout, true) end
