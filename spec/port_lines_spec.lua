@@ -8755,3 +8755,41 @@ describe("the fifty-fourth round's lines, part 23 (an LSTM with projections; the
     assert.are.same({ 5, 2 }, m:log_prob(wick.zeros(5, 2, 3)):size():totable())
   end)
 end)
+
+describe("the fifty-fourth round's lines, part 24 (the module utilities conformance port)", function()
+  it("a parametrized module loads PyTorch's 0-based parametrization keys", function()
+    local m = nn.utils.parametrizations.orthogonal(nn.Linear(3, 3))
+    local sd = wick.OrderedDict({ { "bias", wick.zeros(3) }, { "parametrizations.weight.original", wick.eye(3) },
+      { "parametrizations.weight.0.base", wick.eye(3) } })
+    assert.are.same({ "bias", "parametrizations.weight.original", "parametrizations.weight.1.base" },
+      nn.utils.from_pytorch_names(sd, m):keys())
+    m:load_state_dict(sd)
+  end)
+  it("registering names: no '.', not empty, not another kind already", function()
+    local k = nn.Linear(2, 2)
+    k:register_buffer("foo", wick.zeros(1))
+    support.assert_error_has(function() k:register_parameter("foo", nn.Parameter(wick.ones(1))) end, "attribute 'foo' already exists")
+    support.assert_error_has(function() k:register_buffer("weight", wick.zeros(2, 2)) end, "attribute 'weight' already exists")
+    support.assert_error_has(function() k:add_module("x.y", nn.ReLU()) end, "module name can't contain \".\"")
+    support.assert_error_has(function() k:register_buffer("", wick.zeros(1)) end, "buffer name can't be empty string")
+    k:register_buffer("foo", wick.ones(1)) -- (a buffer again: fine)
+  end)
+  it("named_modules(remove_duplicate), get_buffer, set_submodule(strict), state_dict pre hooks, sd:pop in load hooks", function()
+    local l = nn.Linear(2, 2)
+    local s = nn.Sequential(l, nn.ReLU())
+    s.alias = l
+    local n = 0
+    for _ in s:named_modules({ remove_duplicate = false }) do n = n + 1 end
+    assert.are.equal(4, n)
+    assert.are.same({ 3 }, nn.Sequential(nn.BatchNorm1d(3)):get_buffer("1.running_var"):size():totable())
+    support.assert_error_has(function() s:set_submodule("zz", nn.ReLU(), true) end, "strict")
+    local seen
+    l:register_state_dict_pre_hook(function(_, prefix, keep_vars) seen = { prefix, keep_vars } end)
+    l:state_dict()
+    assert.are.same({ "", false }, seen)
+    local m = nn.Linear(2, 2)
+    m:register_load_state_dict_pre_hook(function(_, sd, prefix) sd[prefix .. "weight"] = sd:pop(prefix .. "old_weight") end)
+    m:load_state_dict({ old_weight = wick.ones(2, 2), bias = wick.zeros(2) })
+    assert.are.equal(4, m.weight:sum():item())
+  end)
+end)

@@ -27,7 +27,7 @@ local INTERNAL = { _fields = true, _buffer_kinds = true, _param_names = true, _m
   _buffers = true, _opts = true, _mode = true, _names = true,
   _forward_hooks = true, _forward_pre_hooks = true, _backward_hooks = true, _backward_pre_hooks = true,
   _forward_hook_list = true, _forward_pre_hook_list = true, _backward_hook_list = true, _backward_pre_hook_list = true,
-  _state_dict_hooks = true, _load_pre_hooks = true, _load_post_hooks = true }
+  _state_dict_hooks = true, _state_dict_pre_hooks = true, _load_pre_hooks = true, _load_post_hooks = true }
 
 -- the modules whose init is running (Module.new)
 local building = setmetatable({}, { __mode = "k" })
@@ -834,7 +834,7 @@ local hook_ids = 0
 -- function with those upvalues pointing at the copies (the others shared
 -- with the original's); a hook over nothing copied stays the same function.
 local HOOK_LISTS = { "_forward_hook_list", "_forward_pre_hook_list", "_backward_hook_list", "_backward_pre_hook_list",
-  "_state_dict_hooks", "_load_pre_hooks", "_load_post_hooks" }
+  "_state_dict_hooks", "_state_dict_pre_hooks", "_load_pre_hooks", "_load_post_hooks" }
 local function rebound(f, memo)
   if type(f) ~= "function" or not debug.upvaluejoin then return f end
   local n, remap = 0, false
@@ -916,9 +916,22 @@ end
 --- non-persistent buffer moves with to() and is in buffers(), but not in
 --- state_dict(), like PyTorch's.
 local REGISTER_BUFFER = { tensor = "tensor", persistent = "boolean" }
+-- PyTorch's checks of a name being registered: no "." (it would read as a child's), not empty, and not a
+-- member of another kind already (a parameter registered as a buffer would silently stop training)
+local function check_member_name(self, fn, kind, name, same_kind)
+  if name == "" then check.fail(fn, "%s name can't be empty string \"\"", kind) end
+  if name:find(".", 1, true) then check.fail(fn, "%s name can't contain \".\", got: %s", kind, name) end
+  local v = rawget(self, name)
+  if v ~= nil and not same_kind(v) then check.fail(fn, "attribute '%s' already exists", name) end
+end
+local function is_buffer_of(self, name)
+  local kinds = rawget(self, "_buffer_kinds")
+  return kinds ~= nil and kinds[name] ~= nil
+end
 function Module:register_buffer(name, ...)
   this(self, "register_buffer")
   check.string(name, "register_buffer", "name")
+  check_member_name(self, "register_buffer", "buffer", name, function() return is_buffer_of(self, name) end)
   -- (the tensor by name too, HF's register_buffer("inv_freq", tensor=inv_freq, persistent=False))
   local first = ...
   if first ~= nil and not is_tensor(first) and (type(first) ~= "table" or getmetatable(first) ~= nil) then
@@ -1207,13 +1220,25 @@ function module_list(self, prefix, seen, out)
   return out
 end
 
---- named_modules(): an iterator of name, module over the whole tree, self
---- first with the name "", each module once, like PyTorch (dotted, 1-based names).
-function Module:named_modules(memo, prefix)
+--- named_modules([memo[, prefix = ""[, remove_duplicate = true]]]) (or {memo =, prefix =, remove_duplicate =}): an
+--- iterator of name, module over the whole tree, self first with the name "", each module once (every place it
+--- holds with remove_duplicate = false), like PyTorch (dotted, 1-based names).
+local NAMED_MODULES = { memo = "table", prefix = "string", remove_duplicate = "boolean" }
+function Module:named_modules(memo, prefix, remove_duplicate)
   this(self, "named_modules")
+  if type(memo) == "table" and getmetatable(memo) == nil
+    and (memo.prefix ~= nil or memo.remove_duplicate ~= nil or memo.memo ~= nil) then -- (PyTorch's keywords)
+    local o = check.options(memo, "named_modules", NAMED_MODULES)
+    memo, prefix, remove_duplicate = o.memo, o.prefix, o.remove_duplicate
+  end
   if memo ~= nil then check.table(memo, "named_modules", "memo") end
   if prefix ~= nil then check.string(prefix, "named_modules", "prefix") end
-  return pairs_of(module_list(self, prefix or "", memo or {}, {}))
+  if remove_duplicate ~= nil then check.boolean(remove_duplicate, "named_modules", "remove_duplicate") end
+  local seen = memo or {}
+  if remove_duplicate == false then -- (nothing remembered: a module shared by two parents comes twice)
+    seen = setmetatable({}, { __index = memo, __newindex = function() end })
+  end
+  return pairs_of(module_list(self, prefix or "", seen, {}))
 end
 
 --- modules(): an array of every module of the tree (self first), each once.
@@ -1362,16 +1387,35 @@ function Module:_load_from_state_dict(state_dict, prefix, _, strict, missing, un
 end
 
 --- set_submodule("layer3.1.conv2", module): the module at that dotted name replaced (its parent must exist)
-function Module:set_submodule(target, module)
+function Module:set_submodule(target, module, strict)
   this(self, "set_submodule")
   check.string(target, "set_submodule", "target")
   check.module(module, "set_submodule", "module")
+  if type(strict) == "table" then strict = check.options(strict, "set_submodule", { strict = "boolean" }).strict end
+  if strict ~= nil then check.boolean(strict, "set_submodule", "strict") end
   if target == "" then check.fail("set_submodule", "Cannot set the submodule without a target name!") end
   local parent_name, last = target:match("^(.*)%.([^.]+)$")
   if not parent_name then parent_name, last = "", target end
   local parent = self:get_submodule(parent_name)
   local at = tonumber(last)
-  if at and at == math.floor(at) and rawlen(parent) > 0 then parent[at] = module else parent[last] = module end
+  local positional = at and at == math.floor(at) and rawlen(parent) > 0
+  if strict then -- (PyTorch's strict: the name must already hold a module)
+    local old = positional and parent[at] or rawget(parent, last)
+    if not is_module(old) then
+      check.fail("set_submodule", "%s has no attribute '%s' (strict: the submodule must exist)", getmetatable(parent).__name, last)
+    end
+  end
+  if positional then parent[at] = module else parent[last] = module end
+end
+
+--- get_buffer("bn.running_mean"): the buffer of that dotted name
+function Module:get_buffer(target)
+  this(self, "get_buffer")
+  check.string(target, "get_buffer", "target")
+  for name, b in self:named_buffers() do
+    if name == target then return b end
+  end
+  check.fail("get_buffer", "%s has no buffer '%s'", getmetatable(self).__name, target)
 end
 
 --- get_parameter("layer.weight"): the parameter of that dotted name
@@ -1388,6 +1432,8 @@ end
 function Module:add_module(name, module)
   this(self, "add_module")
   check.string(name, "add_module", "name")
+  if name == "" then check.fail("add_module", "module name can't be empty string \"\"") end
+  if name:find(".", 1, true) then check.fail("add_module", "module name can't contain \".\", got: %s", name) end
   if module ~= nil then check.module(module, "add_module", "module") end
   self[name] = module
 end
@@ -1422,6 +1468,8 @@ end
 function Module:register_parameter(name, tensor)
   this(self, "register_parameter")
   check.string(name, "register_parameter", "name")
+  check_member_name(self, "register_parameter", "parameter", name,
+    function(v) return is_tensor(v) and not is_buffer_of(self, name) end)
   check.opt_tensor(tensor, "register_parameter", "param")
   -- (a frozen parameter, nn.Parameter(t, false), stays frozen)
   if tensor ~= nil and not tensor.requires_grad and not tensor:_is_parameter() then tensor:requires_grad_(true) end
@@ -1749,6 +1797,10 @@ function Module:register_state_dict_post_hook(fn)
   return add_hook(this(self, "register_state_dict_post_hook"), "_state_dict_hooks", fn, "register_state_dict_post_hook")
 end
 Module._register_state_dict_hook = Module.register_state_dict_post_hook
+--- m:register_state_dict_pre_hook(fn): fn(module, prefix, keep_vars) before state_dict() collects that module's tensors
+function Module:register_state_dict_pre_hook(fn)
+  return add_hook(this(self, "register_state_dict_pre_hook"), "_state_dict_pre_hooks", fn, "register_state_dict_pre_hook")
+end
 function Module:register_load_state_dict_pre_hook(fn)
   return add_hook(this(self, "register_load_state_dict_pre_hook"), "_load_pre_hooks", fn,
     "register_load_state_dict_pre_hook")
@@ -1787,6 +1839,7 @@ function Module:state_dict(...)
   for name, m in self:named_modules() do
     md[(prefix .. (name == "" and "" or name .. ".")):sub(1, -2)] = { version = m._version }
   end
+  each_hook(self, "_state_dict_pre_hooks", function(m, at, e) e.fn(m, prefix .. at, o.keep_vars == true) end)
   -- a tensor under two names (tied weights) is stored under both, as in PyTorch; a tensor init
   -- assigned without registering it is left out, as PyTorch leaves out a plain attribute
   walk(self, prefix, function(name, t, _, _, plain)
@@ -1901,9 +1954,16 @@ function Module:load_state_dict(sd, ...)
   local given = sd
   sd = pytorch_named(self, sd, own, #pre > 0)
   local missing, unexpected, mismatched = {}, {}, {}
-  if #pre > 0 then -- (the hooks change a copy, as PyTorch's, never the caller's table)
-    local copy, before = {}, {}
-    for k, v in pairs(sd) do copy[k], before[k] = v, true end
+  if #pre > 0 then -- (the hooks change a copy, as PyTorch's, never the caller's table: an OrderedDict, sd:pop() there)
+    local copy, names = ordered.new()
+    local before = {}
+    local keys = ordered.is(sd) and ordered.names(sd) or nil
+    if not keys then
+      keys = {}
+      for k in pairs(sd) do keys[#keys + 1] = k end
+      table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+    end
+    for _, k in ipairs(keys) do copy[k], before[k], names[#names + 1] = sd[k], true, k end
     sd = copy
     inside_load = inside_load + 1
     local md = metadata_of[given]

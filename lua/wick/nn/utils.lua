@@ -165,10 +165,11 @@ local function names_of(sd, fn)
   return sd
 end
 
--- m is a container whose entries are positions (ModuleList, Sequential, ParameterList)
+-- m is a container whose entries are positions (ModuleList, Sequential, ParameterList, and a parametrized
+-- tensor's ParametrizationList: PyTorch's "parametrizations.weight.0._u")
 local function indexes_by_position(m)
   local nn = require("wick.nn")
-  return wick.isinstance(m, { nn.ModuleList, nn.Sequential, nn.ParameterList })
+  return wick.isinstance(m, { nn.ModuleList, nn.Sequential, nn.ParameterList, nn.utils.parametrize.ParametrizationList })
 end
 
 -- A name with each purely numeric dotted component (a child index) moved by
