@@ -1067,7 +1067,7 @@ describe("recurrent layers against PyTorch (float64, weights from a formula)", f
     assert_error_has(function() lstm(wick.randn(6, 2, 5, F64)) end, "input.size(-1) must be equal to input_size")
     assert_error_has(function() nn.GRU(3, 4, { nonlinearity = "relu" }) end, "GRU: unknown option 'nonlinearity'")
     assert_error_has(function() nn.RNN(3, 4, 1, "sigmoid") end, "invalid value 'sigmoid'")
-    assert_error_has(function() nn.LSTM(3, 4, { proj_size = 2 }) end, "proj_size is not supported")
+    assert_error_has(function() nn.GRU(3, 4, { proj_size = 2 }) end, "proj_size argument is only supported for LSTM")
   end)
 end)
 
