@@ -226,7 +226,7 @@ describe("wick.distributions", function()
     close({ -7.034486910048, -3.090232306168, 6.361340889697 },
       D.Normal(wick.tensor(0, F64), 1):icdf(wick.tensor({ 1e-12, 1e-3, 1 - 1e-10 }, F64)), 1e-8)
     close({ -math.huge, math.huge }, D.Normal(0, 1):icdf(wick.tensor({ 0, 1 })))
-    assert_error_has(function() D.Normal(0, 1):icdf(wick.tensor({ 1.5 })) end, "to be within the support")
+    assert.is_true(D.Normal(0, 1):icdf(wick.tensor({ 1.5 })):isnan():all()) -- (not checked, as PyTorch's)
   end)
 
   it("validate_args: PyTorch's parameter and support checks by default; validate_args = false skips them", function()

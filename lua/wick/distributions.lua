@@ -429,6 +429,7 @@ function Categorical._lazy.mode(d) return (select(2, d.probs:max(-1))) end
 -- no mean or variance over classes: NaN of the batch shape, as PyTorch's
 function Categorical._lazy.mean(d) return wick.full(d.batch_shape, 0 / 0, { dtype = d.probs.dtype, device = d.probs.device }) end
 function Categorical._lazy.variance(d) return d.mean:clone() end
+function Categorical._lazy.stddev(d) return d.mean:clone() end
 Categorical.has_enumerate_support = true
 --- d:enumerate_support([expand = true]): the classes 1 .. n (int64) along a new first dim
 function Categorical:enumerate_support(expand)
@@ -496,6 +497,7 @@ function OneHotCategorical.new(probs, opts)
 end
 function OneHotCategorical._lazy.mean(d) return d.probs end
 function OneHotCategorical._lazy.variance(d) return d.probs * (1 - d.probs) end
+function OneHotCategorical._lazy.stddev(d) return d.variance:sqrt() end
 function OneHotCategorical._lazy.mode(d)
   return wick.nn.functional.one_hot(d._categorical.mode, d.event_shape[1]):to(d.probs.dtype)
 end
@@ -569,12 +571,7 @@ end
 --- d:icdf(p): the quantile loc + scale sqrt(2) erfinv(2p - 1), differentiable in p, loc and scale
 function Normal:icdf(value)
   local fn = "Normal:icdf"
-  value = param(value, fn, "value", self.loc)
-  if self._validate_args then
-    check_sample(self, fn, value, "Interval(lower_bound=0.0, upper_bound=1.0)", function(v)
-      return v:ge(0):logical_and(v:le(1))
-    end)
-  end
+  value = param(value, fn, "value", self.loc) -- (not checked, as PyTorch's: outside [0, 1] is NaN)
   return self.loc + self.scale * (value * 2 - 1):erfinv() * math.sqrt(2) -- (the core's erfinv kernel)
 end
 
@@ -759,6 +756,9 @@ function Bernoulli.new(probs, opts)
   local d = setmetatable({}, Bernoulli)
   binary_params(d, fn, probs, logits, validating(d, opts), in_unit_interval, "Interval(lower_bound=0.0, upper_bound=1.0)")
   d.mean, d.variance = d.probs, d.probs * (1 - d.probs)
+  d.stddev = d.variance:sqrt()
+  -- the more likely value; NaN where both are as likely (PyTorch's)
+  d.mode = wick.where(d.probs:eq(0.5), 0 / 0, d.probs:ge(0.5):to(d.probs.dtype))
   d.batch_shape, d.event_shape = d.probs:size(), Size()
   d.has_rsample = false
   return d
@@ -800,6 +800,7 @@ function Uniform.new(low, high, opts)
   d.mean = (d.low + d.high) / 2
   d.variance = (d.high - d.low) ^ 2 / 12
   d.stddev = d.variance:sqrt()
+  d.mode = wick.full_like(d.low, 0 / 0) -- (every value as likely: PyTorch's NaN)
   d.batch_shape, d.event_shape = d.low:size(), Size()
   d.has_rsample = true
   return d
@@ -822,6 +823,20 @@ function Uniform:log_prob(value)
   return wick.where(inside, -(self.high - self.low):log(), -math.huge)
 end
 function Uniform:entropy() return (self.high - self.low):log() end
+--- d:cdf(x): (x - low) / (high - low), clamped to [0, 1]; d:icdf(p): low + p (high - low)
+function Uniform:cdf(value)
+  value = param(value, "Uniform:cdf", "value", self.low)
+  if self._validate_args then
+    check_sample(self, "Uniform:cdf", value, "Interval(lower_bound=low, upper_bound=high)", function(v)
+      return v:ge(self.low):logical_and(v:le(self.high))
+    end)
+  end
+  return ((value - self.low) / (self.high - self.low)):clamp(0, 1)
+end
+function Uniform:icdf(value)
+  value = param(value, "Uniform:icdf", "value", self.low)
+  return value * (self.high - self.low) + self.low
+end
 
 -- ---- Gamma draws (Marsaglia and Tsang) ----
 
@@ -1364,6 +1379,12 @@ function LogNormal:log_prob(value)
   return -((x - self.loc) ^ 2) / (2 * self.scale ^ 2) - self.scale:log() - LOG_SQRT_2PI - x
 end
 function LogNormal:entropy() return self.base_dist:entropy() + self.loc end
+--- d:cdf(x), d:icdf(p): the base Normal's through the log and the exp (PyTorch's TransformedDistribution)
+function LogNormal:cdf(value)
+  value = value_in(self, "LogNormal:cdf", value, self.loc, POSITIVE, positive)
+  return ((value:log() - self.loc) / (self.scale * math.sqrt(2))):erf():add(1):mul(0.5)
+end
+function LogNormal:icdf(value) return self.base_dist:icdf(value):exp() end
 
 -- ---- Poisson ----
 
@@ -1580,6 +1601,11 @@ function Gumbel:cdf(value)
   return (-(-(value - self.loc) / self.scale):exp()):exp()
 end
 function Gumbel:entropy() return self.scale:log() + (1 + EULER_GAMMA) end
+--- d:icdf(p): loc - scale log(-log p)
+function Gumbel:icdf(value)
+  value = param(value, "Gumbel:icdf", "value", self.loc)
+  return self.loc - self.scale * (-value:log()):log()
+end
 
 --- Weibull(scale, concentration): scale (-log u)^(1/concentration); values in (0, inf)
 local Weibull = class("Weibull")
@@ -1614,6 +1640,11 @@ function Weibull:cdf(value)
   value = value_in(self, "Weibull:cdf", value, self.scale, POSITIVE, positive)
   return -(-((value / self.scale) ^ self.concentration)):expm1()
 end
+--- d:icdf(p): scale (-log(1 - p))^(1 / concentration)
+function Weibull:icdf(value)
+  value = param(value, "Weibull:icdf", "value", self.scale)
+  return self.scale * (-(-value):log1p()) ^ self.concentration:reciprocal()
+end
 function Weibull:entropy()
   local k = self.concentration
   return EULER_GAMMA * (1 - k:reciprocal()) + (self.scale / k):log() + 1
@@ -1636,7 +1667,10 @@ end
 for _, k in ipairs({ "mean", "mode", "variance", "stddev" }) do Chi2._lazy[k] = function(d) return d._gamma[k] end end
 function Chi2:rsample(sample_shape) return self._gamma:rsample(sample_shape) end
 Chi2.sample = sample_of
-function Chi2:log_prob(value) return self._gamma:log_prob(value) end
+function Chi2:log_prob(value) -- (its values checked as PyTorch's Chi2, a Gamma, checks them)
+  value = value_in(self, "Chi2:log_prob", value, self.df, "GreaterThanEq(lower_bound=0.0)", function(v) return v:ge(0) end)
+  return self._gamma:log_prob(value)
+end
 function Chi2:entropy() return self._gamma:entropy() end
 
 --- Geometric(probs) or {logits = l}: the failures before the first success, 0, 1, ...
@@ -2140,6 +2174,7 @@ for C, spec in pairs({
   [Gumbel] = { Cn.real, { loc = Cn.real, scale = Cn.positive } },
   [Weibull] = { Cn.positive, { scale = Cn.positive, concentration = Cn.positive } },
   [Geometric] = { Cn.nonnegative_integer, { probs = Cn.unit_interval, logits = Cn.real } },
+  [Chi2] = { Cn.nonnegative, { df = Cn.positive } },
   [Independent] = { nil, {} },
   [TransformedDistribution] = { nil, {} },
   [MixtureSameFamily] = { nil, {} },
