@@ -43,17 +43,7 @@ local function lazy_index(cls)
   return function(obj, k)
     local v = cls[k]
     if v ~= nil then return v end
-    local c = cls
-    while c ~= nil do
-      local lazy = rawget(c, "_lazy")
-      local f = type(lazy) == "table" and lazy[k]
-      if f then
-        v = f(obj)
-        rawset(obj, k, v)
-        return v
-      end
-      c = rawget(c, "super")
-    end
+    return common.cached_property(obj, cls, k)
   end
 end
 

@@ -196,4 +196,21 @@ function common.include(class, ...)
   return class
 end
 
+--- common.cached_property(obj, cls, key): Python's functools.cached_property of a class's `_lazy`
+--- table: the nearest `_lazy[key]` of cls and its bases run once on obj, its value kept in obj and
+--- returned (nil where no class has one). wick.Object's and nn.Module's instances look names up here last.
+function common.cached_property(obj, cls, key)
+  local c = cls
+  while type(c) == "table" do
+    local lazy = rawget(c, "_lazy")
+    local f = type(lazy) == "table" and lazy[key]
+    if f then
+      local v = f(obj)
+      rawset(obj, key, v)
+      return v
+    end
+    c = rawget(c, "super")
+  end
+end
+
 return common

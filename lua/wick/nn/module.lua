@@ -473,17 +473,7 @@ local function lazy_index(inner)
     local v
     if type(inner) == "function" then v = inner(obj, key) else v = getmetatable(obj)[key] end
     if v ~= nil or type(key) ~= "string" then return v end
-    local c = getmetatable(obj)
-    while type(c) == "table" do
-      local lazy = rawget(c, "_lazy")
-      local f = type(lazy) == "table" and lazy[key]
-      if f then
-        v = f(obj)
-        rawset(obj, key, v)
-        return v
-      end
-      c = rawget(c, "super")
-    end
+    return require("wick.nn.common").cached_property(obj, getmetatable(obj), key)
   end
 end
 
@@ -1408,25 +1398,19 @@ function Module:set_submodule(target, module, strict)
   if positional then parent[at] = module else parent[last] = module end
 end
 
---- get_buffer("bn.running_mean"): the buffer of that dotted name
-function Module:get_buffer(target)
-  this(self, "get_buffer")
-  check.string(target, "get_buffer", "target")
-  for name, b in self:named_buffers() do
-    if name == target then return b end
+--- get_parameter("layer.weight"), get_buffer("bn.running_mean"): the parameter or buffer of that dotted name
+local function named_tensor(self, fn, kind, target, named)
+  this(self, fn)
+  check.string(target, fn, "target")
+  for name, t in named(self) do
+    if name == target then return t end
   end
-  check.fail("get_buffer", "%s has no buffer '%s'", getmetatable(self).__name, target)
+  check.fail(fn, "%s has no %s '%s'", getmetatable(self).__name, kind, target)
 end
-
---- get_parameter("layer.weight"): the parameter of that dotted name
 function Module:get_parameter(target)
-  this(self, "get_parameter")
-  check.string(target, "get_parameter", "target")
-  for name, p in self:named_parameters() do
-    if name == target then return p end
-  end
-  check.fail("get_parameter", "%s has no parameter '%s'", getmetatable(self).__name, target)
+  return named_tensor(self, "get_parameter", "parameter", target, Module.named_parameters)
 end
+function Module:get_buffer(target) return named_tensor(self, "get_buffer", "buffer", target, Module.named_buffers) end
 
 --- add_module(name, module) / register_module: self[name] = module.
 function Module:add_module(name, module)
