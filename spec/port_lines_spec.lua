@@ -8814,3 +8814,23 @@ describe("the fifty-fourth round's lines, part 25 (the distributions conformance
     assert.is_true(D.Normal(0.0, 1.0):icdf(wick.tensor({ 1.5 })):isnan():all())
   end)
 end)
+
+describe("the fifty-fourth round's lines, part 26 (with_kwargs hooks)", function()
+  it("a with_kwargs hook gets the call's options table as kwargs, and a pre hook may replace them", function()
+    local M = nn.Module:extend("KwargsHooked")
+    function M:init() end
+    function M:forward(x, opts) return x * ((opts and opts.scale) or 1) end
+    local m = M()
+    local seen
+    m:register_forward_pre_hook(function(_, args, kwargs)
+      seen = kwargs.scale
+      return args, { scale = kwargs.scale * 2 }
+    end, { with_kwargs = true })
+    assert.are.equal(6, m(wick.ones(1), { scale = 3 }):item())
+    assert.are.equal(3, seen)
+    local m2, post = M(), nil
+    m2:register_forward_hook(function(_, args, kwargs) post = { #args, kwargs.scale } end, { with_kwargs = true })
+    m2(wick.ones(1), { scale = 5 })
+    assert.are.same({ 1, 5 }, post)
+  end)
+end)

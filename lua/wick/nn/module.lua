@@ -712,16 +712,47 @@ local function with_backward_hooks(self, args, run)
   return { y, n = 1 }
 end
 
+-- a call's arguments as PyTorch's (args, kwargs) for a with_kwargs hook: a trailing options table (a plain
+-- table without an array part) is the kwargs, the rest the args; and back
+local function split_kwargs(a)
+  local last = a.n > 0 and a[a.n] or nil
+  if type(last) == "table" and getmetatable(last) == nil and rawget(last, 1) == nil then
+    local positional = pack(unpack(a, 1, a.n - 1))
+    return positional, last
+  end
+  return a, {}
+end
+local function joined(positional, kwargs)
+  if next(kwargs) == nil then return positional end
+  local a = pack(unpack(positional, 1, positional.n or #positional))
+  a.n = a.n + 1
+  a[a.n] = kwargs
+  return a
+end
+
 local function hooked_call(self, pre, post, ...)
   local args = pack(...)
   for _, h in ipairs(pre or {}) do
-    local r
-    if h.with_kwargs then r = h.fn(self, args, {}) else r = h.fn(self, args) end
-    if wick.is_tensor(r) then args = { r, n = 1 }
-    elseif type(r) == "table" then args = pack(unpack(r, 1, r.n or #r)) end
+    if h.with_kwargs then -- (fn(module, args, kwargs) -> nil, or new args and kwargs, PyTorch's)
+      local positional, kwargs = split_kwargs(args)
+      local r, kw = h.fn(self, positional, kwargs)
+      if r ~= nil or kw ~= nil then
+        if wick.is_tensor(r) then positional = { r, n = 1 }
+        elseif type(r) == "table" then positional = pack(unpack(r, 1, r.n or #r)) end
+        if type(kw) == "table" then kwargs = kw end
+        args = joined(positional, kwargs)
+      end
+    else
+      local r = h.fn(self, args)
+      if wick.is_tensor(r) then args = { r, n = 1 }
+      elseif type(r) == "table" then args = pack(unpack(r, 1, r.n or #r)) end
+    end
   end
   local function call_post(h, a, output)
-    if h.with_kwargs then return h.fn(self, a, {}, output) end
+    if h.with_kwargs then
+      local positional, kwargs = split_kwargs(a)
+      return h.fn(self, positional, kwargs, output)
+    end
     return h.fn(self, a, output)
   end
   -- the forward, then the forward hooks: a backward hook sees the gradient
