@@ -8834,3 +8834,21 @@ describe("the fifty-fourth round's lines, part 26 (with_kwargs hooks)", function
     assert.are.same({ 1, 5 }, post)
   end)
 end)
+
+describe("the fifty-fourth round's lines, part 27 (the data utilities conformance port)", function()
+  local D = wick.data
+  it("default_collate refuses a missing dict key, other values and an empty batch", function()
+    support.assert_error_has(function() return D.default_collate({ { a = wick.zeros(2), b = wick.ones(2) }, { a = wick.ones(2) } }) end,
+      "sample 2 has no key 'b'")
+    support.assert_error_has(function() return D.default_collate({ print, print }) end, "batch must contain tensors")
+    support.assert_error_has(function() return D.default_collate({}) end, "the batch is empty")
+    assert.are.same({ "a", "b" }, D.default_collate({ "a", "b" }))
+  end)
+  it("ConcatDataset and Subset refuse an IterableDataset", function()
+    local It = D.IterableDataset:extend("CollateIt")
+    function It:iter() local i = 0; return function() i = i + 1; if i <= 3 then return i end end end
+    function It:len() return 3 end
+    support.assert_error_has(function() return D.ConcatDataset({ It() }) end, "does not support IterableDataset")
+    support.assert_error_has(function() return D.Subset(It(), { 1 }) end, "not an IterableDataset")
+  end)
+end)

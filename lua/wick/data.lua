@@ -244,6 +244,7 @@ function data.get_worker_info() return nil end
 local function collate(samples)
   check.table(samples, "default_collate", "samples")
   local first = samples[1]
+  if first == nil then check.fail("default_collate", "the batch is empty (PyTorch's IndexError)") end
   if wick.is_tensor(first) then
     return wick.stack(samples, 1)
   elseif type(first) == "number" then
@@ -265,10 +266,18 @@ local function collate(samples)
     local out = {}
     for k in pairs(first) do
       local column = {}
-      for i, s in ipairs(samples) do column[i] = s[k] end
+      for i, s in ipairs(samples) do
+        if s[k] == nil then -- (a short column would pair labels with the wrong inputs: PyTorch's KeyError)
+          check.fail("default_collate", "sample %d has no key '%s' that sample 1 has (KeyError)", i, tostring(k))
+        end
+        column[i] = s[k]
+      end
       out[k] = collate(column)
     end
     return out
+  elseif type(first) ~= "string" then
+    check.fail("default_collate", "batch must contain tensors, numbers, booleans, strings, dicts or lists; found %s",
+      check.describe(first))
   end
   return samples
 end
@@ -414,6 +423,7 @@ function Subset:_tuple_samples() return self.dataset._tuple_samples ~= nil and s
 --- or a 1-D tensor of 1-based indices), in that order.
 function data.Subset(dataset, indices)
   dataset = as_dataset(dataset)
+  if is_iterable(dataset) then check.fail("Subset", "a Subset takes a map-style dataset (get(i)), not an IterableDataset") end
   local n = len_of(dataset, "Subset", "dataset")
   if wick.is_tensor(indices) then indices = indices:totable() end
   check.table(indices, "Subset", "indices")
@@ -448,6 +458,7 @@ function data.ConcatDataset(datasets)
   local list, sizes, total = {}, {}, 0
   for k = 1, #datasets do
     list[k] = as_dataset(datasets[k])
+    if is_iterable(list[k]) then check.fail("ConcatDataset", "ConcatDataset does not support IterableDataset") end
     total = total + len_of(list[k], "ConcatDataset", "dataset")
     sizes[k] = total
   end
