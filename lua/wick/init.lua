@@ -259,7 +259,12 @@ local fields = {
     for i = t:dim(), 1, -1 do p[#p + 1] = i end
     return t:permute(unpack(p))
   end,
-  mT = function(t) return t:transpose(-2, -1) end, -- the last two dims swapped (a view)
+  mT = function(t) -- the last two dims swapped (a view)
+    if t:dim() < 2 then
+      check.fail("mT", "tensor.mT is only supported on matrices or batches of matrices. Got %d-D tensor.", t:dim())
+    end
+    return t:transpose(-2, -1)
+  end,
   mH = function(t) return t:adjoint() end, -- mT conjugated (kornia's out3H.mH)
   H = function(t) -- a matrix's conjugate transpose
     if t:dim() ~= 2 and t:dim() ~= 0 then
@@ -1360,6 +1365,8 @@ local KEYWORDS = {
   rot90 = { "k?", "dims?" }, -- (torchvision's torch.rot90(image, k=1, dims=(-2, -1)))
   take_along_dim = { "indices", "dim?" }, -- (HF's _gather_beams: take_along_dim(input=t, indices=i, dim=1))
   movedim = { "source", "destination" }, moveaxis = { "source", "destination" },
+  unflatten = { "dim", "sizes" }, select = { "dim", "index" }, swapaxes = { "axis0", "axis1" },
+  swapdims = { "dim0", "dim1" }, squeeze = { "dim?" },
 }
 for name, names in pairs(KEYWORDS) do
   Tensor[name] = check.by_name(Tensor[name], name, names, 1)

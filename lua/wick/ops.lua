@@ -172,6 +172,11 @@ return function(wick)
     dim = wrap_dim(t, dim == nil and 1 or dim, "chunk")
     if t:dim() == 0 then check.fail("chunk", "cannot chunk a 0-dim tensor") end
     local n = t:size(dim)
+    if n == 0 then -- (an empty dim gives `chunks` empty parts, as PyTorch's: a, b = x.chunk(2) of an empty batch)
+      local parts = {}
+      for i = 1, chunks do parts[i] = t:narrow(dim, 1, 0) end
+      return check.list(parts)
+    end
     return Tensor.split(t, math.max(1, math.ceil(n / chunks)), dim)
   end
 
@@ -2758,6 +2763,14 @@ return function(wick)
     if k == 3 then return t:flip(d1):transpose(d1, d2) end
     return t:clone()
   end
+  --- t:diagflat([offset = 0]) (torch.diagflat): t flattened, on the offset-th diagonal of a square matrix
+  function Tensor.diagflat(t, offset)
+    check.tensor(t, "diagflat", "self")
+    if type(offset) == "table" and getmetatable(offset) == nil then
+      offset = check.options(offset, "diagflat", { offset = "integer" }).offset
+    end
+    return Tensor.diag(t:reshape(-1), check.opt_int(offset, "diagflat", "offset", 0))
+  end
   --- t:diag_embed([offset = 0]): each vector of the last dim on the offset-th
   --- diagonal of a new square matrix (two new last dims)
   function Tensor.diag_embed(t, offset, dim1, dim2)
@@ -3648,7 +3661,7 @@ return function(wick)
     "kthvalue", "unique", "unique_consecutive", "quantile", "nanquantile", "var_mean", "std_mean", "floor_divide", "fmax", "fmin", "nanmean", "baddbmm", "vdot", "rot90",
     "square", "dist", "all", "any", "histc", "atanh", "asinh", "acosh", "logaddexp", "logaddexp2", "nansum", "diagonal", "isclose", "ravel", "swapaxes", "swapdims", "logit", "xlogy",
     "rad2deg", "deg2rad", "exp2", "float_power", "true_divide", "addmv", "addr", "kron", "cross", "matrix_power",
-    "addbmm", "logcumsumexp", "cummax", "cummin", "diag_embed" }) do
+    "addbmm", "logcumsumexp", "cummax", "cummin", "diag_embed", "diagflat" }) do
     -- the method as it is when called (init.lua wraps some for PyTorch's keywords later);
     -- torch.quantile(input=x, q=q): the tensor by PyTorch's name too
     wick[name] = check.by_name(function(t, ...) return Tensor[name](t, ...) end, name, { "input" })
@@ -3886,7 +3899,13 @@ return function(wick)
   --- r-element combinations of a 1-D tensor's elements in order, [n, r] (itertools.combinations)
   function ops.combinations(t, r, with_replacement)
     check.tensor(t, "combinations", "input")
-    if type(r) == "table" then r, with_replacement = r.r, r.with_replacement end
+    local COMB = { r = "integer", with_replacement = "boolean" }
+    if type(r) == "table" then
+      local o = check.options(r, "combinations", COMB)
+      r, with_replacement = o.r, o.with_replacement
+    elseif type(with_replacement) == "table" then -- (combinations(x, 2, with_replacement=True))
+      with_replacement = check.options(with_replacement, "combinations", { with_replacement = "boolean" }).with_replacement
+    end
     r = check.opt_int(r, "combinations", "r", 2, 0)
     with_replacement = check.opt_boolean(with_replacement, "combinations", "with_replacement", false)
     if t:dim() ~= 1 then
