@@ -8868,3 +8868,11 @@ describe("the fifty-fourth round's lines, part 28 (the shape ops conformance por
     support.assert_error_has(function() return wick.zeros(3).mT end, "tensor.mT is only supported on matrices")
   end)
 end)
+
+describe("the fifty-fourth round's lines, part 29 (the creation conformance port)", function()
+  it("an integer arange truncates start and step first, as PyTorch's", function()
+    assert.are.same({ -2, -1, 0, 1, 2 }, wick.arange(-2.5, 2, 1, { dtype = "int64" }):tolist())
+    assert.are.same({ 0, 1, 2 }, wick.arange(0, 3.5, 1.5, { dtype = "int64" }):tolist())
+    support.assert_error_has(function() return wick.arange(0, 5, -1) end, "upper bound and lower bound inconsistent")
+  end)
+end)

@@ -64,7 +64,7 @@ wick_status wick_arange(wick_tensor **out, double start, double stop, double ste
         return wick_fail(WICK_ERR_ARGUMENT, "arange: start, stop and step must be finite");
     if ((step > 0 && start > stop) || (step < 0 && start < stop))
         return wick_fail(WICK_ERR_ARGUMENT,
-                         "arange: upper bound and larger bound inconsistent with step sign "
+                         "arange: upper bound and lower bound inconsistent with step sign "
                          "(start %g, stop %g, step %g)",
                          start, stop, step);
     double count = ceil((stop - start) / step);
@@ -75,6 +75,9 @@ wick_status wick_arange(wick_tensor **out, double start, double stop, double ste
     if (st) return st;
     char *p = wk_data(t);
     size_t es = wk_dtype_size(opt.dtype);
+    /* PyTorch's integer arange: the count from the numbers, the values from start and step cast to
+     * integers first (arange(0, 3.5, 1.5) is 0, 1, 2) */
+    if (wk_is_integral(opt.dtype) && !wick_dtype_is_complex(opt.dtype)) start = trunc(start), step = trunc(step);
     for (int64_t i = 0; p && i < n; i++) wk_store_double(p + i * es, opt.dtype, start + (double)i * step);
     if (opt.device.type != WICK_CPU && opt.device.type != WICK_META) {
         st = wick_to(out, t, opt);
