@@ -8876,3 +8876,20 @@ describe("the fifty-fourth round's lines, part 29 (the creation conformance port
     support.assert_error_has(function() return wick.arange(0, 5, -1) end, "upper bound and lower bound inconsistent")
   end)
 end)
+
+describe("the fifty-fourth round's lines, part 30 (the layers and losses conformance port)", function()
+  it("a class weight of the wrong size is PyTorch's error; triplet margin must be positive; momentum = false is None", function()
+    local lp = F.log_softmax(wick.randn(2, 4), 2)
+    support.assert_error_has(function() return F.nll_loss(lp, wick.tensor({ 1, 3 }):long(), { weight = wick.ones(3) }) end,
+      "weight tensor should be defined either for all 4 classes or no classes")
+    support.assert_error_has(function() return F.cross_entropy(wick.randn(3, 4), F.softmax(wick.randn(3, 4), 2), { weight = wick.ones(3) }) end,
+      "either for all 4 classes")
+    support.assert_error_has(function() return F.triplet_margin_loss(wick.randn(2, 3), wick.randn(2, 3), wick.randn(2, 3), { margin = -1 }) end,
+      "margin must be greater than 0")
+    local bn = nn.BatchNorm1d(2, { momentum = false })
+    assert.is_nil(bn.momentum)
+    bn(wick.tensor({ { 0, 0 }, { 2, 2 } }))
+    bn(wick.tensor({ { 4, 4 }, { 6, 6 } }))
+    assert.are.equal(3, bn.running_mean[1]:item()) -- (the cumulative average of the batch means 1 and 5)
+  end)
+end)

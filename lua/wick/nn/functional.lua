@@ -25,6 +25,11 @@ end
 -- float32 weight beside float64 logits, rather than rounding the weights: DETR's empty_weight)
 local function check_class_weight(fn, weight, input)
   check_device(fn, "weight", weight, input, "input")
+  local classes = input:dim() >= 2 and input:size(2) or input:size(1)
+  if wick.is_tensor(weight) and (weight:dim() ~= 1 or weight:size(1) ~= classes) then
+    wick.error(("%s: weight tensor should be defined either for all %d classes or no classes but got weight tensor of "
+      .. "shape: %s"):format(fn, classes, tostring(weight.shape)))
+  end
   if wick.is_tensor(weight) and weight.dtype ~= input.dtype then
     wick.error(("%s: expected scalar type %s but found %s (the weight is %s, the input %s: make the weight "
       .. "with {dtype = ...} or register it as a buffer, which model:double() converts)")
@@ -2023,7 +2028,10 @@ function F.cross_entropy(logits, target, ...)
     local classes = logits:size(dim)
     if smoothing > 0 then t = t * (1 - smoothing) + smoothing / classes end
     local per = logp * t
-    if opts.weight then per = per * (dim == 2 and per_channel(opts.weight, logp) or opts.weight) end
+    if opts.weight then
+      check_class_weight("cross_entropy", opts.weight, logits)
+      per = per * (dim == 2 and per_channel(opts.weight, logp) or opts.weight)
+    end
     return reduce(-per:sum(dim), opts.reduction)
   end
   if smoothing < 0 or smoothing > 1 then wick.error("cross_entropy: label_smoothing must be between 0 and 1") end
@@ -2197,6 +2205,9 @@ function F.triplet_margin_loss(a, pos, neg, ...)
   opts, neg, a, pos = pair_loss("triplet_margin_loss", a, pos, neg, TRIPLET,
     { "margin", "p", "eps", "swap", "size_average", "reduce", "reduction" }, ...)
   local p, eps = opts.p or 2, opts.eps or 1e-6
+  if opts.margin ~= nil and opts.margin <= 0 then
+    check.fail("triplet_margin_loss", "margin must be greater than 0, got %s", tostring(opts.margin))
+  end
   local dp = F.pairwise_distance(a, pos, p, eps)
   local dn = F.pairwise_distance(a, neg, p, eps)
   if opts.swap then dn = wick.minimum(dn, F.pairwise_distance(pos, neg, p, eps)) end

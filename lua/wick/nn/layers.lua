@@ -653,13 +653,17 @@ L.Unflatten._repr = { "dim", "unflattened_size" }
 -- (num_features[, eps[, momentum[, affine[, track_running_stats]]]][, opts]), PyTorch's order, for the batch
 -- and instance norms: affine and track_running_stats default to `default` (true for BatchNorm, false for
 -- InstanceNorm); weight/bias as parameters, running statistics as buffers
-local NORM = { eps = "number", momentum = "number", affine = "boolean", track_running_stats = "boolean",
+local NORM = { eps = "number", momentum = "number|boolean", affine = "boolean", track_running_stats = "boolean",
   device = "device", dtype = "dtype", bias = "boolean" }
 local function norm_init(self, name, default, num_features, ...)
   check.int(num_features, name, "num_features", 0)
   local opts = check.positional(name, { "eps", "momentum", "affine", "track_running_stats", "device", "dtype" }, NORM, ...)
   local function flag(v) if v == nil then return default end return v end
-  self.num_features, self.eps, self.momentum = num_features, opts.eps or 1e-5, opts.momentum or 0.1
+  -- (momentum = false is PyTorch's momentum=None, the cumulative average, which Lua's nil cannot say)
+  if opts.momentum == true then check.fail(name, "momentum must be a number, or false for PyTorch's None") end
+  local momentum = opts.momentum
+  if momentum == nil then momentum = 0.1 elseif momentum == false then momentum = nil end
+  self.num_features, self.eps, self.momentum = num_features, opts.eps or 1e-5, momentum
   self.affine, self.track_running_stats = flag(opts.affine), flag(opts.track_running_stats)
   local o = options(opts)
   if self.affine then
