@@ -1366,7 +1366,7 @@ local KEYWORDS = {
   take_along_dim = { "indices", "dim?" }, -- (HF's _gather_beams: take_along_dim(input=t, indices=i, dim=1))
   movedim = { "source", "destination" }, moveaxis = { "source", "destination" },
   unflatten = { "dim", "sizes" }, select = { "dim", "index" }, swapaxes = { "axis0", "axis1" },
-  swapdims = { "dim0", "dim1" }, squeeze = { "dim?" },
+  swapdims = { "dim0", "dim1" },
 }
 for name, names in pairs(KEYWORDS) do
   Tensor[name] = check.by_name(Tensor[name], name, names, 1)

@@ -173,6 +173,9 @@ return function(wick)
     if t:dim() == 0 then check.fail("chunk", "cannot chunk a 0-dim tensor") end
     local n = t:size(dim)
     if n == 0 then -- (an empty dim gives `chunks` empty parts, as PyTorch's: a, b = x.chunk(2) of an empty batch)
+      if chunks > 2 ^ 20 then -- (each part is a tensor object: 2^28 of them are gigabytes, past a Lua table's size)
+        check.fail("chunk", "%d empty parts of an empty dim are more than a list holds here (at most 2^20)", chunks)
+      end
       local parts = {}
       for i = 1, chunks do parts[i] = t:narrow(dim, 1, 0) end
       return check.list(parts)
@@ -3737,6 +3740,10 @@ return function(wick)
   for _, name in ipairs({ "squeeze", "squeeze_" }) do
     local one = Tensor[name]
     Tensor[name] = function(t, dims, ...)
+      if type(dims) == "table" and getmetatable(dims) == nil and type(dims.dim) == "table" then
+        for k in pairs(dims) do if k ~= "dim" then check.fail(name, "unknown option '%s'", tostring(k)) end end
+        dims = dims.dim -- (t:squeeze(dim=(2, 4)))
+      end
       if type(dims) == "table" and getmetatable(dims) == nil and dims[1] ~= nil then
         check.tensor(t, name, "self")
         local n, seen, list = math.max(t:dim(), 1), {}, {}
