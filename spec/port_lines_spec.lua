@@ -8893,3 +8893,43 @@ describe("the fifty-fourth round's lines, part 30 (the layers and losses conform
     assert.are.equal(3, bn.running_mean[1]:item()) -- (the cumulative average of the batch means 1 and 5)
   end)
 end)
+
+describe("the fifty-fourth round's lines, part 31 (the tensor math known gaps)", function()
+  it("wick.gradient is torch.gradient: steps, coordinates, dims, both edge orders", function()
+    local f = wick.tensor({ { 1, 2, 4 }, { 3, 7, 8 } })
+    local g = wick.gradient(f, { spacing = 2 })
+    assert.are.same({ { 1, 2.5, 2 }, { 1, 2.5, 2 } }, g[1]:tolist())
+    assert.are.same({ { 0.5, 0.75, 1 }, { 2, 1.25, 0.5 } }, g[2]:tolist())
+    local gy, gx = wick.gradient(f, { spacing = { wick.tensor({ 0, 1 }), wick.tensor({ 0, 1, 3 }) } }):unpack()
+    assert.are.same({ { 2, 5, 4 }, { 2, 5, 4 } }, gy:tolist())
+    assert.is_true((gx - wick.tensor({ { 1, 1, 1 }, { 4, 17 / 6, 0.5 } })):abs():max():item() < 1e-6)
+    local e2 = wick.gradient(wick.tensor({ 1, 2, 4, 9 }, { dtype = "float64" }),
+      { spacing = { wick.tensor({ 0, 1, 1.5, 3.5 }) }, edge_order = 2 })[1]
+    assert.is_true((e2 - wick.tensor({ -1, 3, 3.7, 1.3 }, { dtype = "float64" })):abs():max():item() < 1e-12)
+    assert.are.same({ 0.25, 0.75, 1.75, 3.25 }, wick.gradient(wick.tensor({ 1, 2, 4, 9 }), { spacing = 2, edge_order = 2 })[1]:tolist())
+    assert.are.same({ { 1, 1.5, 2 }, { 4, 2.5, 1 } }, wick.gradient(f, { dim = 2 })[1]:tolist())
+    assert.are.equal(1, #wick.gradient(f, { dim = 2 }))
+    assert.are.same({ 3, 4, 6, 7 }, wick.gradient(wick.tensor({ 1, 4, 9, 16 }):long())[1]:tolist())
+    support.assert_error_has(function() return wick.gradient(wick.tensor({ 1, 2 }), { edge_order = 2 }) end,
+      "at least edge_order+1")
+    support.assert_error_has(function() return wick.gradient(f, { spacing = { 1, 2, 3 } }) end, "but got a list of length 3")
+    support.assert_error_has(function() return wick.gradient(wick.tensor({ 1, 2, 3 }), { spacing = { wick.tensor({ 0, 1 }) } }) end,
+      "give a 1-D tensor of 3")
+  end)
+  it("special.i1 and i1e; i0 and i0e exact past 15; diff of bools; the median of nothing is NaN", function()
+    local x = wick.tensor({ -3, 1, 16, 40 }, { dtype = "float64" })
+    local want = { -- (PyTorch's values)
+      i0 = { 4.880792585865024, 1.2660658777520082, 893446.227920105, 1.48947747934199e+16 },
+      i0e = { 0.24300035416182536, 0.46575960759364043, 0.10054412736125203, 0.06327827987523532 },
+      i1 = { -3.9533702174026093, 0.5651591039924851, 865059.4358548394, 1.4707396163259354e+16 },
+      i1e = { -0.19682671329730084, 0.2079104153497085, 0.09734961475646808, 0.06248222907444206 },
+    }
+    for name, w in pairs(want) do
+      local got = wick.special[name](x):tolist()
+      for i = 1, 4 do assert.is_true(math.abs(got[i] - w[i]) <= 2e-15 * math.abs(w[i]), name .. " " .. i) end
+    end
+    assert.are.same({ true, false }, wick.tensor({ true, false, false }):diff():tolist())
+    assert.is_true(wick.tensor({}):median():item() ~= wick.tensor({}):median():item())
+    assert.is_true(wick.tensor({}):nanmedian():item() ~= wick.tensor({}):nanmedian():item())
+  end)
+end)

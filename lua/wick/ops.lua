@@ -1642,9 +1642,98 @@ return function(wick)
         shape[d] = 0
         return wick.empty(shape, { dtype = out.dtype, device = out.device })
       end
-      out = out:narrow(d, 2, len - 1) - out:narrow(d, 1, len - 1)
+      local hi, lo = out:narrow(d, 2, len - 1), out:narrow(d, 1, len - 1)
+      out = out.dtype == "bool" and hi:logical_xor(lo) or hi - lo -- (PyTorch's diff of bools: the changes)
     end
     return out
+  end
+  --- wick.gradient(t[, {spacing = 1, dim = all, edge_order = 1}]) (torch.gradient): the
+  --- derivative of t sampled on a grid, one tensor per dim in a list (`wick.gradient(f)[1]`,
+  --- `local gy, gx = wick.gradient(f):unpack()`): central differences inside, one-sided
+  --- differences of first or second order at the edges. spacing is one step for every dim,
+  --- a list of steps, or a list of 1-D coordinate tensors (uneven grids: the
+  --- second-order formula of unequal steps); an integer t gives the default dtype.
+  local GRADIENT = { spacing = "number|table|tensor", dim = "integer|table", edge_order = "integer" }
+  local function gradient_along(t, d, step, edge)
+    local n = t:size(d)
+    local function at(i, len) return t:narrow(d, i, len) end
+    local first, inner, last
+    if type(step) == "number" then
+      if n > 2 then inner = (at(3, n - 2) - at(1, n - 2)) / (2 * step) end
+      if edge == 1 then
+        first, last = (at(2, 1) - at(1, 1)) / step, (at(n, 1) - at(n - 1, 1)) / step
+      else
+        first = (at(1, 1) * -1.5 + at(2, 1) * 2 - at(3, 1) * 0.5) / step
+        last = (at(n - 2, 1) * 0.5 - at(n - 1, 1) * 2 + at(n, 1) * 1.5) / step
+      end
+    else -- coordinates: the steps h between them, shaped to broadcast along d
+      local shape = {}
+      for i = 1, t:dim() do shape[i] = i == d and -1 or 1 end
+      local h = step:to(t.dtype):diff():view(shape)
+      local function hat(i, len) return h:narrow(d, i, len) end
+      if n > 2 then
+        local hs, hd = hat(1, n - 2), hat(2, n - 2)
+        inner = at(1, n - 2) * (-hd / (hs * (hs + hd))) + at(2, n - 2) * ((hd - hs) / (hs * hd))
+          + at(3, n - 2) * (hs / (hd * (hs + hd)))
+      end
+      if edge == 1 then
+        first, last = (at(2, 1) - at(1, 1)) / hat(1, 1), (at(n, 1) - at(n - 1, 1)) / hat(n - 1, 1)
+      else
+        local a, b = hat(1, 1), hat(2, 1)
+        first = at(1, 1) * (-(a * 2 + b) / (a * (a + b))) + at(2, 1) * ((a + b) / (a * b))
+          + at(3, 1) * (-a / (b * (a + b)))
+        a, b = hat(n - 2, 1), hat(n - 1, 1)
+        last = at(n - 2, 1) * (b / (a * (a + b))) - at(n - 1, 1) * ((a + b) / (a * b))
+          + at(n, 1) * ((b * 2 + a) / (b * (a + b)))
+      end
+    end
+    return wick.cat(inner and { first, inner, last } or { first, last }, d)
+  end
+  function wick.gradient(t, opts)
+    check.tensor(t, "gradient", "input")
+    local o = check.options(opts, "gradient", GRADIENT)
+    local edge = o.edge_order or 1
+    if edge ~= 1 and edge ~= 2 then check.fail("gradient", "torch.gradient only supports edge_order=1 and edge_order=2.") end
+    if t.dtype == "bool" then
+      check.fail("gradient", "subtraction with two bool tensors is not supported: give t:long() or a floating tensor")
+    end
+    local dims = {}
+    if o.dim == nil then
+      for i = 1, t:dim() do dims[i] = i end
+    else
+      for i, d in ipairs(type(o.dim) == "table" and o.dim or { o.dim }) do dims[i] = wrap_dim(t, d, "gradient") end
+    end
+    local spacing = o.spacing
+    if spacing == nil or type(spacing) == "number" or check.is_tensor(spacing) and spacing:dim() == 0 then
+      local step = spacing == nil and 1 or check.is_tensor(spacing) and spacing:item() or spacing
+      spacing = {}
+      for i = 1, #dims do spacing[i] = step end
+    elseif check.is_tensor(spacing) or #spacing ~= #dims then
+      check.fail("gradient", "expected spacing to be unspecified, a scalar, or a list of length equal to %s, but got %s",
+        o.dim == nil and ("'self.dim() = %d', since dim argument was not given"):format(t:dim()) or "the number of dims",
+        check.is_tensor(spacing) and "a tensor (give a list of coordinate tensors, one per dim)"
+          or ("a list of length %d"):format(#spacing))
+    end
+    if not wick.is_floating_point(t) then t = t:to(wick.get_default_dtype()) end
+    local out = {}
+    for i, d in ipairs(dims) do
+      if t:size(d) < edge + 1 then
+        check.fail("gradient", "torch.gradient expected each dimension size to be at least edge_order+1 (dim %d has %d)",
+          d, t:size(d))
+      end
+      local step = spacing[i]
+      if check.is_tensor(step) and step:dim() == 0 then step = step:item() end
+      if check.is_tensor(step) then
+        if step:dim() ~= 1 or step:size(1) ~= t:size(d) then
+          check.fail("gradient", "spacing[%d] holds coordinates of shape [%s] for dim %d of size %d: give a 1-D tensor of %d",
+            i, table.concat(step:size(), ", "), d, t:size(d), t:size(d))
+        end
+      elseif type(step) ~= "number" then
+        check.fail("gradient", "spacing[%d] must be a number or a 1-D tensor of coordinates, got %s", i, type(step))
+      end
+      out[i] = gradient_along(t, d, step, edge)
+    end
+    return check.list(out)
   end
   --- t:trace(): the sum of a matrix's diagonal
   function Tensor.trace(t)
@@ -2209,7 +2298,10 @@ return function(wick)
       if dim == nil and keepdim_given then dim = -1 end
       if dim == nil then
         local flat = t:reshape(-1)
-        if flat:numel() == 0 then check.fail(name, "%s() input tensor cannot be empty", name) end
+        if flat:numel() == 0 then -- (PyTorch's NaN; an integer tensor's has none: an error)
+          if not t:is_floating_point() then check.fail(name, "%s() input tensor cannot be empty", name) end
+          return wick.full({}, 0 / 0, { dtype = t.dtype, device = t.device })
+        end
         return (median_along(flat, 1, false, skip_nan))
       end
       local d = wrap_dim(t, dim, name)

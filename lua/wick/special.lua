@@ -159,39 +159,49 @@ return function(wick)
     return wick.where(zero, x * 0, x * wick.where(zero, 0, u):log1p())
   end
 
-  -- The modified Bessel function of the first kind of order 0, I0(x), scaled
-  -- by exp(-|x|) (scaled = true) or not, in float64: for |x| <= 15 its power
-  -- series, the sum over k of ((x/2)^2)^k / (k!)^2 (60 terms), beyond it the
-  -- asymptotic series exp(|x|) / sqrt(2 pi |x|) times the sum of
-  -- ((2k - 1)!!)^2 / (k! (8 |x|)^k) (16 terms). Each branch sees only its own
-  -- inputs, so the other's gradient stays finite; differentiable (I0' = I1).
-  local I0_SPLIT = 15
-  local function bessel_i0(t, fn, scaled)
+  -- The modified Bessel functions of the first kind of orders 0 and 1, I0(x)
+  -- and I1(x), scaled by exp(-|x|) (scaled = true) or not, in float64: for
+  -- |x| <= 30 the power series, the sum over k of (x/2)^(2k + nu) / (k! (k + nu)!)
+  -- (positive terms, 100 of them: the last is below 1e-60 of the sum), beyond
+  -- it the asymptotic series exp(|x|) / sqrt(2 pi |x|) times the sum of
+  -- c_k / |x|^k, c_k = -c_(k-1) (4 nu^2 - (2k - 1)^2) / (8k) (30 terms, before
+  -- the terms grow: the rest is below 1e-20). I1 is odd. Each branch sees only
+  -- its own inputs, so the other's gradient stays finite; differentiable
+  -- (I0' = I1) through the recorded ops.
+  local BESSEL_SPLIT = 30
+  local function bessel_i(t, fn, nu, scaled)
     local x = floating(t, fn)
     local a = x:to("float64"):abs()
-    local near = a:le(I0_SPLIT)
+    local near = a:le(BESSEL_SPLIT)
     local xs = wick.where(near, a, 0)
-    local q, term, sum = xs * xs / 4, wick.ones_like(xs), wick.ones_like(xs)
-    for k = 1, 60 do
-      term = term * q / (k * k)
+    local q = xs * xs / 4
+    local term = nu == 0 and wick.ones_like(xs) or xs / 2
+    local sum = term
+    for k = 1, 100 do
+      term = term * q / (k * (k + nu))
       sum = sum + term
     end
     local small = scaled and sum * (-xs):exp() or sum
-    local xl = wick.where(near, I0_SPLIT + 1, a)
+    local xl = wick.where(near, BESSEL_SPLIT + 1, a)
     local c, series = wick.ones_like(xl), wick.ones_like(xl)
-    for k = 1, 16 do
-      c = c * ((2 * k - 1) ^ 2 / (8 * k)) / xl
+    for k = 1, 30 do
+      c = c * (((2 * k - 1) ^ 2 - 4 * nu * nu) / (8 * k)) / xl
       series = series + c
     end
     local large = series / (2 * math.pi * xl):sqrt()
     if not scaled then large = large * xl:exp() end
-    return wick.where(near, small, large):to(x.dtype)
+    local r = wick.where(near, small, large)
+    if nu == 1 then r = wick.where(x:to("float64"):lt(0), -r, r) end
+    return r:to(x.dtype)
   end
   --- t:i0() / wick.i0(t) / special.i0(t): the modified Bessel function of the first
-  --- kind of order 0 (torchaudio's kaiser window); special.i0e(t) is exp(-|t|) i0(t)
-  function Tensor.i0(t) return bessel_i0(t, "i0", false) end
-  function special.i0(t) return bessel_i0(t, "special.i0", false) end
-  function special.i0e(t) return bessel_i0(t, "special.i0e", true) end
+  --- kind of order 0 (torchaudio's kaiser window); special.i0e(t) is exp(-|t|) i0(t);
+  --- special.i1(t) and special.i1e(t) the same of order 1
+  function Tensor.i0(t) return bessel_i(t, "i0", 0, false) end
+  function special.i0(t) return bessel_i(t, "special.i0", 0, false) end
+  function special.i0e(t) return bessel_i(t, "special.i0e", 0, true) end
+  function special.i1(t) return bessel_i(t, "special.i1", 1, false) end
+  function special.i1e(t) return bessel_i(t, "special.i1e", 1, true) end
   wick.i0 = Tensor.i0
 
   wick.special = check.strict(special, "wick.special")
