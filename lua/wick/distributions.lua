@@ -1110,6 +1110,12 @@ function Gamma:log_prob(value)
   local a, b = self.concentration, self.rate
   return wick.xlogy(a, b) + wick.xlogy(a - 1, value) - b * value - a:lgamma()
 end
+--- d:cdf(x): the regularized incomplete gamma P(concentration, rate x) (special.gammainc; the
+--- gradient flows to x and rate, not to concentration, as PyTorch's)
+function Gamma:cdf(value)
+  value = value_in(self, "Gamma:cdf", value, self.rate, NONNEGATIVE, nonnegative)
+  return wick.special.gammainc(self.concentration, self.rate * value)
+end
 function Gamma:entropy()
   local a = self.concentration
   return a - self.rate:log() + a:lgamma() + (1 - a) * a:digamma()
@@ -1672,6 +1678,10 @@ function Chi2:log_prob(value) -- (its values checked as PyTorch's Chi2, a Gamma,
   return self._gamma:log_prob(value)
 end
 function Chi2:entropy() return self._gamma:entropy() end
+function Chi2:cdf(value)
+  value = value_in(self, "Chi2:cdf", value, self.df, "GreaterThanEq(lower_bound=0.0)", function(v) return v:ge(0) end)
+  return self._gamma:cdf(value)
+end
 
 --- Geometric(probs) or {logits = l}: the failures before the first success, 0, 1, ...
 local Geometric = class("Geometric")
