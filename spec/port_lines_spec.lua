@@ -8959,3 +8959,38 @@ describe("the fifty-fourth round's lines, part 32 (the incomplete gamma)", funct
     assert.is_true(math.abs(c:cdf(wick.tensor({ 2 }, { dtype = "float64" })):item() - 0.42759329552912023) < 1e-15)
   end)
 end)
+
+describe("the fifty-fourth round's lines, part 33 (zeta, polygamma of any order, erfcx)", function()
+  local function close(got, want, tol, what)
+    for i = 1, #want do
+      local ok = (got[i] ~= got[i] and want[i] ~= want[i]) or got[i] == want[i]
+        or math.abs(got[i] - want[i]) <= tol * math.abs(want[i])
+      assert.is_true(ok, ("%s %d: %.17g, want %.17g"):format(what, i, got[i], want[i]))
+    end
+  end
+  it("special.zeta, polygamma(n >= 2) and special.erfcx are PyTorch's values", function()
+    local f64 = { dtype = "float64" }
+    close(wick.special.zeta(wick.tensor({ 2, 3, 1, 0.5, 2.5, 4, 2, 3 }, f64), wick.tensor({ 1, 0.5, 2, 1, -1.5, -2, 1e-3, 100 }, f64)):tolist(),
+      { math.pi ^ 2 / 6, 8.414398322117158, math.huge, 0 / 0, 0 / 0, math.huge, 1000001.6425331959, 5.0502499916675004e-05 }, 4e-16, "zeta")
+    local x = wick.tensor({ 0.1, 1, 5.5, -1.5, 100 }, f64)
+    close(wick.polygamma(2, x):tolist(), { -2001.8614573783439, -2.404113806319188, -0.03960894752130204, -0.23620405164172825,
+      -0.00010100499983335001 }, 4e-16, "polygamma 2")
+    close(x:polygamma(5):tolist(), { 120000069.30751088, 122.08116743813383, 0.007318980739550783, 15381.648528026304,
+      2.4605999440119957e-09 }, 1e-15, "polygamma 5")
+    close(wick.special.erfcx(wick.tensor({ -26, -3, 0, 0.3, 1.9, 2.1, 5, 30, 1e5, 1e200 }, f64)):tolist(),
+      { 7.657724931490568e+293, 16205.988853999586, 1, 0.7345993345676554, 0.26650937366167254, 0.24511912334517244,
+        0.11070463773306861, 0.018795888861416754, 5.6418958351954685e-06, 5.641895835477563e-201 }, 1e-15, "erfcx")
+  end)
+  it("their gradients: polygamma(n)' is polygamma(n + 1), zeta's flows to q only, erfcx' = 2x erfcx - 2/sqrt(pi)", function()
+    local x = wick.tensor({ 0.7, 2.5 }, { dtype = "float64", requires_grad = true })
+    wick.polygamma(3, x):sum():backward()
+    assert.is_true((x.grad - wick.polygamma(4, x:detach())):abs():max():item() < 1e-12)
+    x.grad = nil
+    wick.special.erfcx(x):sum():backward()
+    local xd = x:detach()
+    assert.is_true((x.grad - (2 * xd * wick.special.erfcx(xd) - 2 / math.sqrt(math.pi))):abs():max():item() < 1e-15)
+    local s = wick.tensor({ 2.5 }, { dtype = "float64", requires_grad = true })
+    support.assert_error_has(function() wick.special.zeta(s, 2):sum():backward() end, "with respect to the first argument")
+    support.assert_error_has(function() return wick.special.zeta(2, -1e6 - 0.5) end, "is not supported")
+  end)
+end)

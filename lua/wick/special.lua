@@ -26,8 +26,12 @@ return function(wick)
     check.tensor(t, "polygamma", "self")
     check.int(n, "polygamma", "n", 0)
     if n == 0 then return t:digamma() end
-    if n == 1 then return trigamma(t) end
-    check.fail("polygamma", "n = %d: only orders 0 (digamma) and 1 (trigamma) are implemented in this version of wick", n)
+    if n == 1 and not (t.requires_grad and wick.is_grad_enabled()) then return trigamma(t) end -- (the C kernel)
+    -- (-1)^(n + 1) n! zeta(n + 1, t): its gradient, zeta's to q, is polygamma(n + 1, t)
+    local x = floating(t, "polygamma")
+    local fact = 1
+    for i = 2, n do fact = fact * i end
+    return special.zeta(wick.full_like(x, n + 1), x) * ((n % 2 == 1) and fact or -fact)
   end
   function Tensor.polygamma_(t, n) return check.tensor(t, "polygamma_", "self"):copy_(t:polygamma(n)) end
   function wick.polygamma(n, t) return Tensor.polygamma(check.tensor(t, "polygamma", "input"), n) end
@@ -204,6 +208,32 @@ return function(wick)
   function special.i1e(t) return bessel_i(t, "special.i1e", 1, true) end
   wick.i0 = Tensor.i0
 
+  -- Lazily made autograd Functions (autograd loads after this file): fns.forward and fns.backward
+  -- become the Function `name` at its first apply.
+  local function lazy_function(name, fns)
+    local made
+    return function(...)
+      if not made then
+        made = wick.autograd.Function:extend(name)
+        made.forward, made.backward = fns.forward, fns.backward
+      end
+      return made.apply(...)
+    end
+  end
+  -- two operands, numbers or tensors, as floating tensors of one dtype, broadcast (a number
+  -- takes the tensor's floating dtype, as a Python scalar does)
+  local function float_pair(fn, t, u, names)
+    local function like(v, other, name)
+      if check.is_tensor(v) then return v end
+      check.number(v, fn, name)
+      local dtype = check.is_tensor(other) and other:is_floating_point() and other.dtype or wick.get_default_dtype()
+      return wick.tensor(v, { dtype = dtype, device = check.is_tensor(other) and other.device or nil })
+    end
+    t, u = like(t, u, names[1]), like(u, t, names[2])
+    t, u = wick.ops._float_operands(fn, t, u)
+    return wick.broadcast_tensors(t, u)
+  end
+
   -- The regularized incomplete gamma functions P(a, x) (gammainc) and Q(a, x) =
   -- 1 - P (gammaincc), in float64: below x = a + 1 the series
   -- P = x^a e^-x / Gamma(a + 1) * sum_n x^n / ((a + 1) ... (a + n)), beyond it Q by
@@ -256,7 +286,7 @@ return function(wick)
     p = wick.where(a:eq(math.huge):logical_and(x:lt(math.huge)), 0, p)
     return wick.where(nan, 0 / 0, p)
   end
-  local IncGamma = {} -- (a wick.autograd.Function, made at the first call: autograd loads after this file)
+  local IncGamma = {}
   function IncGamma.forward(ctx, a, x, upper)
     local a64, x64 = a:to("float64"), x:to("float64")
     local p, q = incgamma_values(a64, x64)
@@ -275,18 +305,11 @@ return function(wick)
     local density = ((a - 1) * x:log() - x - a:lgamma()):exp() -- (dP/dx)
     return nil, g * (ctx.upper and -density or density)
   end
+  local incgamma_fn = lazy_function("IncGamma", IncGamma)
   local function incgamma(fn, upper)
     return function(a, x)
-      check.tensor(a, fn, "self")
-      check.tensor(x, fn, "other")
-      a, x = wick.ops._float_operands(fn, a, x)
-      a, x = wick.broadcast_tensors(a, x)
-      if not IncGamma.apply then
-        local f = wick.autograd.Function:extend("IncGamma")
-        f.forward, f.backward = IncGamma.forward, IncGamma.backward
-        IncGamma = f
-      end
-      return IncGamma.apply(a, x, upper)
+      a, x = float_pair(fn, a, x, { "self", "other" })
+      return incgamma_fn(a, x, upper)
     end
   end
   --- special.gammainc(a, x) / special.gammaincc(a, x) (wick.igamma / wick.igammac, t:igamma(x)):
@@ -295,6 +318,92 @@ return function(wick)
   special.gammainc, special.gammaincc = incgamma("special.gammainc", false), incgamma("special.gammaincc", true)
   wick.igamma, wick.igammac = incgamma("igamma", false), incgamma("igammac", true)
   Tensor.igamma, Tensor.igammac = wick.igamma, wick.igammac
+
+  -- The Hurwitz zeta function zeta(s, q) = sum over k >= 0 of (q + k)^-s, in
+  -- float64, by Euler-Maclaurin summation: the first N terms (N per element, so
+  -- that w = q + N is at least 9 and s), then w^(1 - s) / (s - 1) + w^-s / 2 and
+  -- twelve Bernoulli corrections B_2j / (2j)! s (s + 1) ... (s + 2j - 2) w^(-s - 2j + 1).
+  -- PyTorch's values: inf at s = 1 and at q a non-positive integer, NaN for s < 1
+  -- and for a negative q with a fractional s.
+  local BERNOULLI = { 1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510, 43867 / 798,
+    -174611 / 330, 854513 / 138, -236364091 / 2730 }
+  local ZETA_MAX_TERMS = 2 ^ 16
+  local function zeta_values(fn, s, q)
+    local q_int = q:eq(q:floor())
+    local nan = s:lt(1):logical_or(q:lt(0):logical_and(q_int:logical_not()):logical_and(s:ne(s:floor())))
+      :logical_or(s:ne(s)):logical_or(q:ne(q))
+    local pole = s:eq(1):logical_or(q:le(0):logical_and(q_int))
+    local ok = nan:logical_or(pole):logical_not():logical_and(s:abs():lt(math.huge)):logical_and(q:abs():lt(math.huge))
+    local ss, qs = wick.where(ok, s, 2), wick.where(ok, q, 1)
+    local n = (wick.maximum(ss, wick.full_like(ss, 9)) - qs):ceil():clamp(0, math.huge)
+    local terms = n:numel() > 0 and n:max():item() or 0
+    if terms > ZETA_MAX_TERMS then
+      check.fail(fn, "q = %g needs %d terms before the asymptotic sum; q below -%d is not supported", qs:min():item(),
+        terms, ZETA_MAX_TERMS - 10)
+    end
+    local sum = wick.zeros_like(ss)
+    for k = 0, terms - 1 do sum = sum + wick.where(n:gt(k), (qs + k):pow(-ss), 0) end
+    local w = qs + n
+    local r = sum + w:pow(1 - ss) / (ss - 1) + w:pow(-ss) / 2
+    local t, fact = ss * w:pow(-ss - 1), 2
+    for j = 1, #BERNOULLI do
+      if j > 1 then
+        t = t * (ss + 2 * j - 3) * (ss + 2 * j - 2) / (w * w)
+        fact = fact * (2 * j - 1) * (2 * j)
+      end
+      r = r + t * (BERNOULLI[j] / fact)
+    end
+    -- (s = inf: 1 at q = 1, 0 above, inf below; q = inf: 0)
+    r = wick.where(s:eq(math.huge), wick.where(q:eq(1), 1, wick.where(q:gt(1), 0, math.huge)), r)
+    r = wick.where(q:eq(math.huge):logical_and(s:gt(1)), 0, r)
+    return wick.where(nan, 0 / 0, wick.where(pole, math.huge, r))
+  end
+  local zeta_fn = lazy_function("Zeta", {
+    forward = function(ctx, s, q)
+      ctx:save_for_backward(s, q)
+      return zeta_values("special.zeta", s:to("float64"), q:to("float64")):to(s.dtype)
+    end,
+    backward = function(ctx, g)
+      local s, q = ctx.saved_tensors[1], ctx.saved_tensors[2]
+      if ctx.needs_input_grad[1] then
+        check.fail("special.zeta", "the derivative with respect to the first argument (x) is not implemented, as in PyTorch")
+      end
+      return nil, g * -s * special.zeta(s + 1, q)
+    end,
+  })
+  --- special.zeta(x, q) (wick.special.zeta: PyTorch's): the Hurwitz zeta function, the sum over
+  --- k >= 0 of (q + k)^-x (the Riemann zeta at q = 1); numbers or tensors, broadcast; the
+  --- gradient flows to q (-x zeta(x + 1, q)) only, as PyTorch's
+  function special.zeta(x, q)
+    x, q = float_pair("special.zeta", x, q, { "x", "q" })
+    return zeta_fn(x, q)
+  end
+
+  -- erfcx(x) = exp(x^2) erfc(x) without its overflow: the product below x = 2, Laplace's
+  -- continued fraction 1 / (sqrt(pi) (x + (1/2) / (x + 1 / (x + (3/2) / (x + ...))))) at 2 and
+  -- above (100 levels: float64's epsilon at x = 2, fewer needed beyond)
+  local function erfcx_values(x)
+    local small = x:lt(2)
+    local xs, xl = wick.where(small, x, 0), wick.where(small, 2, x)
+    local direct = (xs * xs):exp() * xs:erfc()
+    local t = xl
+    for k = 100, 1, -1 do t = xl + (k / 2) / t end
+    local fraction = 1 / (math.sqrt(math.pi) * t)
+    return wick.where(x:ne(x), x, wick.where(small, direct, fraction))
+  end
+  local erfcx_fn = lazy_function("Erfcx", {
+    forward = function(ctx, x)
+      local r = erfcx_values(x:to("float64")):to(x.dtype)
+      ctx:save_for_backward(x, r)
+      return r
+    end,
+    backward = function(ctx, g) -- (erfcx' = 2 x erfcx(x) - 2 / sqrt(pi))
+      local x = ctx.saved_tensors[1]
+      return g * (2 * x * special.erfcx(x) - 2 / math.sqrt(math.pi))
+    end,
+  })
+  --- special.erfcx(t): the scaled complementary error function exp(t^2) erfc(t), finite for large t
+  function special.erfcx(t) return erfcx_fn(floating(t, "special.erfcx")) end
 
   wick.special = check.strict(special, "wick.special")
   return special
