@@ -8994,3 +8994,36 @@ describe("the fifty-fourth round's lines, part 33 (zeta, polygamma of any order,
     support.assert_error_has(function() return wick.special.zeta(2, -1e6 - 0.5) end, "is not supported")
   end)
 end)
+
+describe("the fifty-fifth round's lines, part 1 (Prodigy, SophiaG, MelGAN)", function()
+  it("an optimizer of one's own keeps PyTorch's 0-dim state tensors, load_state_dict calls __setstate__, step takes keywords", function()
+    local O = wick.optim.Optimizer:extend("Mine")
+    function O:init(params) O.super.init(self, params, { lr = 1 }) end
+    local set = 0
+    function O:__setstate__(s)
+      set = set + 1
+      O.super.__setstate__(self, s)
+      for _, g in ipairs(self.param_groups) do g.maximize = g.maximize or false end
+    end
+    function O:step(closure, bs) return closure, bs end
+    local w = nn.Parameter(wick.zeros(3))
+    local o = O({ w })
+    o:load_state_dict({ state = { [0] = { step = wick.tensor(5.0), p0 = wick.tensor(0.0) } },
+      param_groups = { { lr = 1, params = { 0 } } } })
+    assert.is_true(wick.is_tensor(o.state[w].step) and wick.is_tensor(o.state[w].p0))
+    assert.are.equal(5, o.state[w].step:item())
+    assert.are.equal(1, set)
+    assert.is_false(o.param_groups[1].maximize)
+    local closure, bs = o:step({ bs = 8 })
+    assert.is_nil(closure)
+    assert.are.equal(8, bs)
+    local adam = wick.optim.Adam({ w })
+    adam:load_state_dict({ state = { [0] = { step = wick.tensor(5.0), exp_avg = wick.zeros(3), exp_avg_sq = wick.zeros(3) } },
+      param_groups = { { lr = 1, params = { 0 }, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0, amsgrad = false } } })
+    assert.are.equal("number", type(adam.state[w].step)) -- (the built-ins keep numbers)
+  end)
+  it("nn.AvgPool1d prints PyTorch's 1-tuples", function()
+    assert.are.equal("AvgPool1d(kernel_size=(4,), stride=(2,), padding=(1,))",
+      tostring(nn.AvgPool1d(4, { stride = 2, padding = 1, count_include_pad = false })))
+  end)
+end)

@@ -3033,7 +3033,8 @@ return function(wick)
   --- blackman_window, bartlett_window, kaiser_window (beta = 12): PyTorch's windows, periodic (the
   --- first n of n + 1) by default. Each is computed in its own dtype by PyTorch's steps (arange k,
   --- times a step, cos, ...), so a float32 window has PyTorch's roundings rather than the float64
-  --- window's: a port that feeds it to a float64 stft matches PyTorch to float64's precision.
+  --- window's (wick's float32 cos is correctly rounded and PyTorch's is not always: hann_window(1024)
+  --- differs in one entry by 1 ulp of float32).
   local function window(name, formula, order)
     local function make(n, ...)
       check.int(n, name, "window_length", 0)

@@ -336,6 +336,21 @@ end
 -- Base:extend(name) for the optimizers and the schedulers: a class whose
 -- instances start as fresh() and run init(...), which must call the base's
 -- init (done(obj) says it did; `args` names its arguments in the message)
+-- an optimizer's own step takes PyTorch's keywords as its init does: SophiaG's step(bs=total_bs)
+-- is opt:step({bs = total_bs}), bound to step(self, closure, bs)
+local function keyword_step(cls, step)
+  return function(self, ...)
+    local n = select("#", ...)
+    local last = n > 0 and select(n, ...) or nil
+    if type(last) == "table" and getmetatable(last) == nil then
+      require("wick.nn.module") -- (which gives wick.nn.common its bind_keywords)
+      local bound, top = require("wick.nn.common").bind_keywords(cls, "step", step, n, ...)
+      if bound then return step(self, unpack(bound, 1, top)) end
+    end
+    return step(self, ...)
+  end
+end
+
 local function subclass(base, root, name, fresh, done, args, hint)
   local what = root.__name
   if type(base) ~= "table" or (base ~= root and rawget(base, "super") == nil and not updates[base]) then
@@ -349,7 +364,7 @@ local function subclass(base, root, name, fresh, done, args, hint)
     __index = base,
     -- an optimizer's own step runs the step hooks (register_step_pre_hook) as the built-ins' do
     __newindex = function(cls, k, v)
-      if root == Optimizer and k == "step" and type(v) == "function" then v = hooked_step(v) end
+      if root == Optimizer and k == "step" and type(v) == "function" then v = hooked_step(keyword_step(cls, v)) end
       rawset(cls, k, v)
     end,
     __call = function(cls, ...)
@@ -554,7 +569,8 @@ function Optimizer:load_state_dict(sd, ...)
   -- constructor lists its children by sorted name) fails here, before any
   -- state is replaced, not at step(). (LBFGS keeps flat vectors instead.)
   -- (an optimizer of one's own may keep state of other shapes: Adafactor's factored moments)
-  if getmetatable(self).__name ~= "LBFGS" and rawget(getmetatable(self), "super") == nil then
+  local own_class = rawget(getmetatable(self), "super")
+  if getmetatable(self).__name ~= "LBFGS" and own_class == nil then
     for index, s in pairs(sd.state) do
       local p = params[(tonumber(index) or 0) + (pytorch and 1 or 0)]
       if p and type(s) == "table" then
@@ -578,7 +594,8 @@ function Optimizer:load_state_dict(sd, ...)
       for k, v in pairs(s) do
         -- (a 0-dim state of a 0-dim parameter is its moment, a tensor, unless it is a scalar's name:
         -- angleproto's nn.Parameter(torch.tensor(init_w)) resumed with Adam keeps exp_avg a tensor)
-        if pytorch and wick.is_tensor(v) and v:dim() == 0 and (p:dim() > 0 or SCALAR_STATE[k]) then
+        -- (an optimizer of one's own keeps PyTorch's tensors: its step is ported from PyTorch's)
+        if pytorch and own_class == nil and wick.is_tensor(v) and v:dim() == 0 and (p:dim() > 0 or SCALAR_STATE[k]) then
           v = v:item()
         elseif wick.is_tensor(v) then
           v = moved(v, p)
@@ -600,6 +617,9 @@ function Optimizer:load_state_dict(sd, ...)
   for gi, g in ipairs(sd.param_groups) do
     for k, v in pairs(g) do if k ~= "params" then self.param_groups[gi][k] = v end end
   end
+  -- (as PyTorch's load_state_dict ends: an optimizer's own __setstate__ fills in what an older
+  -- state lacks, SophiaG's maximize and capturable)
+  self:__setstate__({ state = self.state, param_groups = self.param_groups })
 end
 
 -- The gradient a step uses: negated under maximize, plus weight_decay * p

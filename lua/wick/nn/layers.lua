@@ -1311,7 +1311,7 @@ end
 function L.AvgPool1d:forward(x)
   return F.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
 end
-L.AvgPool1d._repr = { "kernel_size", "stride", "padding" }
+L.AvgPool1d._repr = { "kernel_size,", "stride,", "padding," }
 L.Identity = Module:extend("Identity")
 function L.Identity:init() end -- PyTorch's Identity takes and ignores any arguments
 function L.Identity:forward(x) return x end

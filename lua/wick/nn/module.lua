@@ -2125,12 +2125,13 @@ function Module:extra_repr()
   local names = self._repr
   if not names then return "" end
   local parts = {}
-  -- "name?": only when set; "name#": a Python float (1.0, not 1)
+  -- "name?": only when set; "name#": a Python float (1.0, not 1); "name,": a number as the 1-tuple
+  -- PyTorch's _single keeps (AvgPool1d's kernel_size=(4,))
   for _, entry in ipairs(names) do
-    local name, flags = entry:match("^([^?#]*)([?#]*)$")
+    local name, flags = entry:match("^([^?#,]*)([?#,]*)$")
     local v = self[name]
     if not flags:find("?", 1, true) or v then
-      local text = py(v)
+      local text = py(flags:find(",", 1, true) and type(v) == "number" and { v } or v)
       if flags:find("#", 1, true) and type(v) == "number" and text:match("^%-?%d+$") then text = text .. ".0" end
       parts[#parts + 1] = name .. "=" .. text
     end
