@@ -9027,3 +9027,13 @@ describe("the fifty-fifth round's lines, part 1 (Prodigy, SophiaG, MelGAN)", fun
       tostring(nn.AvgPool1d(4, { stride = 2, padding = 1, count_include_pad = false })))
   end)
 end)
+
+describe("the fifty-fifth round's lines, part 2 (tensor math known gaps)", function()
+  it("all and any over a dim of a uint8 tensor are uint8, as PyTorch's", function()
+    local u = wick.tensor({ { 1, 0 }, { 3, 4 } }, { dtype = "uint8" })
+    assert.are.equal("uint8", u:all(2).dtype)
+    assert.are.same({ 0, 1 }, u:all(2):tolist())
+    assert.are.same({ 1, 1 }, wick.any(u, 1):tolist())
+    assert.are.equal("bool", wick.tensor({ { 1, 0 } }):all(2).dtype)
+  end)
+end)

@@ -656,21 +656,23 @@ function Tensor.equal(t, other)
   return t:eq(other):all()
 end
 -- t:all() / t:any(): a Lua boolean (so `if t:all() then` means what it says);
--- with a dim (and keepdim), a bool tensor over that dim, as PyTorch's
+-- with a dim (and keepdim), a bool tensor over that dim, as PyTorch's (uint8 of a uint8 tensor)
 local function bool_reduce_dim(fn, t, dim)
   local n = math.max(t:dim(), 1)
   if type(dim) == "number" and (dim == 0 or dim > n or dim < -n) then
     check.fail(fn, "dimension %s out of range (expected -%d to %d, 1-based)", check.describe(dim), n, n)
   end
 end
+-- (PyTorch's all and any of a uint8 tensor are uint8, its old boolean type)
+local function uint8_kept(t, r) return t.dtype == "uint8" and r:to("uint8") or r end
 function Tensor.all(t, dim, keepdim)
   check_tensor(t, "all", "self")
-  if dim ~= nil then bool_reduce_dim("all", t, dim); return t:eq(0):sum(dim, keepdim):eq(0) end
+  if dim ~= nil then bool_reduce_dim("all", t, dim); return uint8_kept(t, t:eq(0):sum(dim, keepdim):eq(0)) end
   return t:numel() == 0 or t:to("bool"):to("int64"):min():item() == 1
 end
 function Tensor.any(t, dim, keepdim)
   check_tensor(t, "any", "self")
-  if dim ~= nil then bool_reduce_dim("any", t, dim); return t:ne(0):sum(dim, keepdim):gt(0) end
+  if dim ~= nil then bool_reduce_dim("any", t, dim); return uint8_kept(t, t:ne(0):sum(dim, keepdim):gt(0)) end
   return t:numel() > 0 and t:to("bool"):to("int64"):max():item() == 1
 end
 -- Python's t.any().item() ported as t:any():item(): a Lua boolean answers item() (and tolist())
