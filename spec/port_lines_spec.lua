@@ -9037,3 +9037,11 @@ describe("the fifty-fifth round's lines, part 2 (tensor math known gaps)", funct
     assert.are.equal("bool", wick.tensor({ { 1, 0 } }):all(2).dtype)
   end)
 end)
+
+describe("the fifty-fifth round's lines, part 3 (layers' known gaps)", function()
+  it("MultiheadAttention's out_proj is PyTorch's NonDynamicallyQuantizableLinear, a Linear", function()
+    local m = nn.MultiheadAttention(4, 2)
+    assert.is_truthy(tostring(m):find("(out_proj): NonDynamicallyQuantizableLinear(in_features=4, out_features=4, bias=True)", 1, true))
+    assert.is_true(wick.isinstance(m.out_proj, nn.Linear))
+  end)
+end)

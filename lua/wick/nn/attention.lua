@@ -110,7 +110,7 @@ function A.MultiheadAttention:init(embed_dim, num_heads, ...)
     self.bias_k = L.Parameter(wick.empty({ 1, 1, E }, t))
     self.bias_v = L.Parameter(wick.empty({ 1, 1, E }, t))
   end
-  self.out_proj = L.Linear(E, E, { bias = o.bias ~= false, device = o.device, dtype = o.dtype })
+  self.out_proj = L.NonDynamicallyQuantizableLinear(E, E, { bias = o.bias ~= false, device = o.device, dtype = o.dtype })
   self:_reset_parameters()
 end
 --- mha:_reset_parameters(): PyTorch's init again: xavier_uniform_ projections,

@@ -95,6 +95,9 @@ function L.Linear:forward(x) return F.linear(x, self.weight, self.bias) end
 function L.Linear:extra_repr()
   return ("in_features=%d, out_features=%d, bias=%s"):format(self.in_features, self.out_features, py(self.bias ~= nil))
 end
+-- nn.modules.linear.NonDynamicallyQuantizableLinear: a Linear by another name (MultiheadAttention's
+-- out_proj, as PyTorch's prints it)
+L.NonDynamicallyQuantizableLinear = L.Linear:extend("NonDynamicallyQuantizableLinear", { "in_features", "out_features" })
 
 -- PyTorch's private bases, for isinstance(m, nn.modules.conv._ConvNd) and
 -- nn.modules.batchnorm._BatchNorm (as in SAM's bypass_bn), and for a user's
