@@ -159,6 +159,33 @@ end
 -- PyTorch's bases, for isinstance(m, nn.RNNBase) (awd-lstm's WeightDrop)
 R.RNNBase = Module:extend("RNNBase")
 R.RNNCellBase = Module:extend("RNNCellBase")
+-- PyTorch's RNNBase.all_weights: each layer and direction's parameters, a list of lists in
+-- _flat_weights_names' order, read from the module as it is now (a WeightDrop's replaced weight shows)
+function R.RNNBase:__getattr__(key)
+  local names = rawget(self, "_flat_weights_names")
+  if not names or key ~= "all_weights" then return nil end
+  local out = {}
+  local per = #names / (self.num_layers * (self.bidirectional and 2 or 1))
+  for i, n in ipairs(names) do
+    local g = math.floor((i - 1) / per) + 1
+    out[g] = out[g] or {}
+    out[g][#out[g] + 1] = self[n]
+  end
+  return out
+end
+--- rnn:get_expected_hidden_size(input[, batch_sizes]): PyTorch's {layers * directions, batch,
+--- hidden size (proj_size with one)}, the batch from batch_sizes[1] when given
+function R.RNNBase:get_expected_hidden_size(input, batch_sizes)
+  local name = getmetatable(self).__name
+  local batch
+  if batch_sizes ~= nil then
+    batch = wick.is_tensor(batch_sizes) and batch_sizes[1]:item() or check.table(batch_sizes, name, "batch_sizes")[1]
+  else
+    batch = check.tensor(input, name, "input"):size(self.batch_first and 1 or 2)
+  end
+  local size = (self.proj_size or 0) > 0 and self.proj_size or self.hidden_size
+  return { self.num_layers * (self.bidirectional and 2 or 1), batch, size }
+end
 
 local function recurrent_class(name)
   local C = R.RNNBase:extend(name, { "input_size", "hidden_size" })
