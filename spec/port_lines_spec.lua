@@ -9061,3 +9061,57 @@ describe("the fifty-fifth round's lines, part 4 (recurrent layers' known gaps)",
     assert.are.same({ 1, 7, 3 }, g:get_expected_hidden_size(wick.zeros(4, 5, 2), wick.tensor({ 7, 3 })))
   end)
 end)
+
+describe("the fifty-fifth round's lines, part 5 (torch.optim.Muon and Adafactor)", function()
+  local P = { { { 0.5, -1.0, 0.25 }, { 1.5, 0.75, -0.5 } }, { 0.3, -0.2, 0.9 } }
+  local T = { { { 1.0, 2.0, -1.0 }, { 0.5, -1.5, 1.0 } }, { 2.0, 1.0, -3.0 } }
+  local function run(make, n)
+    local ps, ts = {}, {}
+    for i = 1, n do
+      ps[i] = nn.Parameter(wick.tensor(P[i], { dtype = "float64" }))
+      ts[i] = wick.tensor(T[i], { dtype = "float64" })
+    end
+    local opt = make(ps)
+    for _ = 1, 3 do
+      opt:zero_grad()
+      local loss = 0
+      for i = 1, n do loss = loss + (ps[i] * ts[i]):sin():sum() end
+      loss:backward()
+      opt:step()
+    end
+    return ps, opt
+  end
+  local function near(p, want, tol)
+    local got = p:detach():reshape(-1):tolist()
+    for i = 1, #want do assert.is_true(math.abs(got[i] - want[i]) <= tol, ("%d: %.17g, want %.17g"):format(i, got[i], want[i])) end
+  end
+  it("Muon's steps are PyTorch's (bfloat16 Newton-Schulz, nesterov, the lr adjustments)", function()
+    local ps = run(function(ps) return wick.optim.Muon(ps, { lr = 0.1 }) end, 1)
+    near(ps[1], { 0.28515090624999995, -0.823755796875, 0.45956228906249996, 1.3862988222656247, 0.84315393749999989,
+      -0.65422891406250006 }, 1e-12)
+    ps = run(function(ps) return wick.optim.Muon(ps, { lr = 0.1, nesterov = false, adjust_lr_fn = "match_rms_adamw", weight_decay = 0 }) end, 1)
+    near(ps[1], { 0.43288303120670596, -0.93991948761245447, 0.32361215932167725, 1.4766579090386227, 0.7902566496290423,
+      -0.55575038536862331 }, 1e-12)
+    support.assert_error_has(function() return wick.optim.Muon({ nn.Parameter(wick.zeros(3)) }) end,
+      "Muon only supports 2D parameters")
+    support.assert_error_has(function() return wick.optim.Muon({ nn.Parameter(wick.zeros(2, 2)) }, { adjust_lr_fn = "x" }) end,
+      "Adjust learning rate function")
+  end)
+  it("Adafactor's steps are PyTorch's (factored and vector moments, weight decay, d, maximize); its state loads back", function()
+    local ps, opt = run(function(ps) return wick.optim.Adafactor(ps, { lr = 0.05 }) end, 2)
+    near(ps[1], { 0.35265377398472436, -0.88844025585812059, 0.36697438271825639, 1.4175447173020113, 0.87428630416902275,
+      -0.64145782147421937 }, 1e-14)
+    near(ps[2], { 0.21726096284322499, -0.28140059821301128, 0.81999537548666923 }, 1e-14)
+    assert.are.same({ 2, 1 }, opt.state[ps[1]].row_var:size():totable())
+    opt:load_state_dict(opt:state_dict()) -- (the factored moments are not of the parameter's shape)
+    assert.is_truthy(tostring(opt):find("eps: (None, 0.001)", 1, true))
+    ps = run(function(ps) return wick.optim.Adafactor(ps, { lr = 0.05, weight_decay = 0.1, d = 2, maximize = true }) end, 2)
+    near(ps[1], { 0.63849241660442535, -1.1191143384735551, 0.12754080389999334, 1.5602940810769785, 0.60141401757431889,
+      -0.34672155890976403 }, 1e-14)
+    near(ps[2], { 0.37976823817222305, -0.1110747523137578, 0.97334135582657122 }, 1e-14)
+    support.assert_error_has(function() return wick.optim.Adafactor({ nn.Parameter(wick.zeros(3)) }, { beta2_decay = 0.5 }) end,
+      "beta2_decay should be <= 0")
+    support.assert_error_has(function() return wick.optim.Adafactor({ nn.Parameter(wick.zeros(3)) }, { d = 0.5 }) end,
+      "Clipping threshold d should be >= 1")
+  end)
+end)

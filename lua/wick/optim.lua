@@ -1,5 +1,5 @@
 -- wick.optim: PyTorch's optimizers (SGD, Adam, AdamW, Adadelta, RMSprop, Adagrad,
--- Adamax, NAdam, RAdam, LBFGS) and learning-rate schedulers. Updates run under
+-- Adamax, NAdam, RAdam, Rprop, ASGD, Muon, Adafactor, LBFGS) and learning-rate schedulers. Updates run under
 -- wick.no_grad with in-place ops, so optimizer state lives on each parameter's
 -- device and nothing moves between devices.
 local wick = require("wick")
@@ -26,7 +26,7 @@ local updates, formulas = setmetatable({}, { __mode = "k" }), setmetatable({}, {
 local function shown(v)
   if type(v) ~= "table" then return check.describe(v) end
   local parts = {}
-  for i = 1, #v do parts[i] = tostring(v[i]) end
+  for i = 1, #v do parts[i] = v[i] == nil and "None" or tostring(v[i]) end -- (Adafactor's eps = (None, 1e-3))
   return "{" .. table.concat(parts, ", ") .. "}"
 end
 -- print(opt): PyTorch's repr, each group's options sorted by name
@@ -94,6 +94,7 @@ end
 
 -- Checks the values of one group's hyper-parameters (a group may also carry
 -- keys of the user's own, as in PyTorch; those are kept as they are).
+local ADJUST_LR_NAMES = { original = true, match_rms_adamw = true, spectral_unclamped = true }
 local function check_group(name, group, kinds, own)
   for k, v in pairs(group) do
     if own and (k == "etas" or k == "step_sizes" or k == "betas") then -- (an own optimizer's: as given)
@@ -110,6 +111,22 @@ local function check_group(name, group, kinds, own)
           or v[1] < 0 or v[1] >= 1 or v[2] < 0 or v[2] >= 1 then
         check.fail(name, "betas must be two numbers in [0, 1), got %s", shown(v))
       end
+    elseif k == "beta2_decay" and not own then -- (Adafactor's: negative)
+      if type(v) ~= "number" or not (v <= 0) then check.fail(name, "beta2_decay should be <= 0 but is: %s", shown(v)) end
+    elseif k == "eps" and not own and type(v) == "table" then -- (Adafactor's pair, the first nil for None)
+      if (v[1] and (type(v[1]) ~= "number" or not (v[1] >= 0))) or type(v[2]) ~= "number" or not (v[2] >= 0) then
+        check.fail(name, "eps must be {epsilon1 (nil for the dtype's eps) >= 0, epsilon2 >= 0}, got %s", shown(v))
+      end
+    elseif k == "d" and not own and kinds[k] == "number" and not (type(v) == "number" and v >= 1) then
+      check.fail(name, "Clipping threshold d should be >= 1 but is: %s", shown(v))
+    elseif k == "adjust_lr_fn" and not own and v ~= nil and not ADJUST_LR_NAMES[v] then
+      check.fail(name, "Adjust learning rate function %s is not supported (original, match_rms_adamw or spectral_unclamped)",
+        shown(v))
+    elseif k == "ns_steps" and not own and not (type(v) == "number" and v >= 0 and v < 100 and v == math.floor(v)) then
+      check.fail(name, "Number of steps must be an integer less than 100 for computational efficiency, got %s", shown(v))
+    elseif k == "ns_coefficients" and not own and (type(v) ~= "table" or #v ~= 3 or type(v[1]) ~= "number"
+        or type(v[2]) ~= "number" or type(v[3]) ~= "number") then
+      check.fail(name, "Coefficients must be a tuple of exactly 3 values, got %s", shown(v))
     elseif k ~= "params" and kinds[k] == "number" then
       if type(v) ~= "number" or v ~= v then check.fail(name, "expected a number for option '%s', got %s", k, check.describe(v)) end
       if v < 0 then check.fail(name, "invalid %s value: %s (must be >= 0)", k == "lr" and "learning rate" or k, v) end
@@ -248,7 +265,7 @@ local function make_group(self, g, gi)
   check_group(name, group, option_kinds(getmetatable(self)), own)
   -- (SGD's own check, as PyTorch's SGD.__init__: an optimizer of one's own with a nesterov option,
   -- Muon's, has no dampening and no such rule)
-  if not own and group.nesterov and (group.momentum <= 0 or group.dampening ~= 0) then
+  if not own and name == "SGD" and group.nesterov and (group.momentum <= 0 or group.dampening ~= 0) then
     check.fail(name, "Nesterov momentum requires a momentum and zero dampening")
   end
   for _, other in ipairs(self.param_groups) do
@@ -274,6 +291,8 @@ local POSITIONAL = {
   RAdam = { "lr", "betas", "eps", "weight_decay", "decoupled_weight_decay" },
   Rprop = { "lr", "etas", "step_sizes" },
   ASGD = { "lr", "lambd", "alpha", "t0", "weight_decay" },
+  Muon = { "lr", "weight_decay", "momentum", "nesterov", "ns_coefficients", "eps", "ns_steps", "adjust_lr_fn" },
+  Adafactor = { "lr", "beta2_decay", "eps", "d", "weight_decay" },
   LBFGS = { "lr", "max_iter", "max_eval", "tolerance_grad", "tolerance_change", "history_size", "line_search_fn" },
 }
 
@@ -323,6 +342,10 @@ function init_builtin(self, cls, params, ...)
   -- an array of tensors, or an array of groups {params = {...}, lr = ...}
   local list = wick.is_tensor(params[1]) and { { params = params } } or params
   for gi, g in ipairs(list) do self:add_param_group(g, gi) end
+  local check_param = rawget(cls, "_check_param") -- (a class's rule on its parameters: Muon's matrices)
+  if check_param then
+    for _, g in ipairs(self.param_groups) do for _, p in ipairs(g.params) do check_param(p) end end
+  end
   return self
 end
 
@@ -574,8 +597,9 @@ function Optimizer:load_state_dict(sd, ...)
     for index, s in pairs(sd.state) do
       local p = params[(tonumber(index) or 0) + (pytorch and 1 or 0)]
       if p and type(s) == "table" then
+        local factored = rawget(getmetatable(self), "_factored_state") or {}
         for k, v in pairs(s) do
-          if wick.is_tensor(v) and v:dim() > 0 and tostring(v:size()) ~= tostring(p:size()) then
+          if wick.is_tensor(v) and v:dim() > 0 and not factored[k] and tostring(v:size()) ~= tostring(p:size()) then
             wick.error(("load_state_dict: the saved state '%s' of parameter %s has shape %s, but that parameter has shape %s (were the parameters listed in another order when it was saved?)")
               :format(tostring(k), tostring(index), tostring(v:size()), tostring(p:size())))
           end
@@ -866,6 +890,91 @@ optim.ASGD = class("ASGD", { lr = 1e-2, lambd = 1e-4, alpha = 0.75, t0 = 1e6, we
     state.eta = group.lr / (1 + group.lambd * group.lr * state.step) ^ group.alpha
     state.mu = 1 / math.max(1, state.step - group.t0)
   end)
+
+-- ---- Muon (momentum orthogonalized by a Newton-Schulz iteration; PyTorch 2.9's torch.optim.Muon) ----
+-- The update's nearest semi-orthogonal matrix, approximately: X / |X|, then ns_steps of the
+-- quintic X <- a X + (b A + c A^2) X with A = X X^T, in bfloat16 as PyTorch's (on the wide
+-- orientation: a tall matrix is transposed first and back after).
+local function newton_schulz(update, coefficients, steps, eps)
+  local a, b, c = coefficients[1], coefficients[2], coefficients[3]
+  local X = update:to("bfloat16", { copy = true })
+  local tall = update:size(1) > update:size(2)
+  if tall then X = X.T end
+  X:div_(X:norm():clamp(eps, math.huge))
+  for _ = 1, steps do
+    local gram = X:matmul(X.T)
+    X = wick.addmm(X, wick.addmm(gram, gram, gram, { beta = b, alpha = c }), X, { beta = a })
+  end
+  return tall and X.T or X
+end
+-- the lr scaled for the matrix's shape [A, B]: Keller Jordan's sqrt(max(1, A / B)) ("original",
+-- the default), Moonshot's 0.2 sqrt(max(A, B)) ("match_rms_adamw"), Bernstein's sqrt(A / B)
+local ADJUST_LR = {
+  original = function(A, B) return math.sqrt(math.max(1, A / B)) end,
+  match_rms_adamw = function(A, B) return 0.2 * math.sqrt(math.max(A, B)) end,
+  spectral_unclamped = function(A, B) return math.sqrt(A / B) end,
+}
+optim.Muon = class("Muon", { lr = 1e-3, weight_decay = 0.1, momentum = 0.95, nesterov = true,
+  ns_coefficients = { 3.4445, -4.775, 2.0315 }, eps = 1e-7, ns_steps = 5 },
+  function(p, g, state, group)
+    if g:dim() ~= 2 then check.fail("Muon", "Param gradient must be a 2D matrix, got shape %s", tostring(g.shape)) end
+    if not state.momentum_buffer then state.momentum_buffer = wick.zeros_like(g) end
+    local buf, m = state.momentum_buffer, group.momentum
+    buf:lerp_(g, 1 - m)
+    local update = group.nesterov and g:lerp(buf, m) or buf
+    update = newton_schulz(update, group.ns_coefficients, group.ns_steps, group.eps)
+    local lr = group.lr
+    p:mul_(1 - lr * group.weight_decay)
+    p:add_(update, -lr * ADJUST_LR[group.adjust_lr_fn or "original"](p:size(1), p:size(2)))
+  end, { adjust_lr_fn = "string" })
+
+function optim.Muon._check_param(p)
+  if p:dim() ~= 2 then
+    check.fail("Muon", "Muon only supports 2D parameters whereas we found a parameter with size: %s", tostring(p.shape))
+  end
+end
+
+-- ---- Adafactor (factored second moments; PyTorch 2.5's torch.optim.Adafactor) ----
+-- A matrix's (or a stack of them, the last two dims) squared gradient is kept as its row and column
+-- means (row_var [..., n, 1], col_var [..., 1, m]), a vector's whole (variance); the decay
+-- 1 - beta2_t = step^beta2_decay; the step size min(lr, 1 / sqrt(step)) times the parameter's RMS
+-- (at least eps[2]), the update clipped to RMS d. eps[1] nil (PyTorch's None): the dtype's eps.
+optim.Adafactor = class("Adafactor", { lr = 1e-2, beta2_decay = -0.8, eps = { nil, 1e-3 }, d = 1, weight_decay = 0,
+  maximize = false },
+  function(p, g, state, group)
+    if group.maximize then g = -g end
+    if state.step == nil then
+      state.step = 0
+      if g:dim() > 1 then
+        local rows, cols = g:size(), g:size()
+        rows[#rows], cols[#cols - 1] = 1, 1
+        state.row_var, state.col_var = g:new_zeros(rows), g:new_zeros(cols)
+      else
+        state.variance = wick.zeros_like(g)
+      end
+    end
+    state.step = state.step + 1
+    local step, lr = state.step, group.lr
+    local eps1, eps2 = group.eps[1] or wick.finfo(p.dtype).eps, group.eps[2]
+    local decay = step ^ group.beta2_decay
+    local alpha = math.max(eps2, p:norm():item() / math.sqrt(p:numel())) * math.min(lr, 1 / math.sqrt(step))
+    if group.weight_decay ~= 0 then p:mul_(1 - lr * group.weight_decay) end
+    local estimate
+    if g:dim() > 1 then
+      state.row_var:lerp_(wick.linalg.vector_norm(g, 2, -1, true):square_():div_(g:size(-1)), decay)
+      state.col_var:lerp_(wick.linalg.vector_norm(g, 2, -2, true):square_():div_(g:size(-2)), decay)
+      estimate = state.row_var:matmul(state.col_var)
+      estimate:div_(state.row_var:mean(-2, true):clamp_(eps1, math.huge))
+    else
+      state.variance:lerp_(g * g, decay)
+      estimate = state.variance:clone()
+    end
+    local update = estimate:clamp_(eps1 * eps1, math.huge):rsqrt_():mul_(g)
+    local denom = math.max(1, update:norm():item() / (math.sqrt(update:numel()) * group.d))
+    p:add_(update, -alpha / denom)
+  end)
+-- Adafactor's factored moments are not of the parameter's shape
+optim.Adafactor._factored_state = { row_var = true, col_var = true }
 
 -- ---- LBFGS (PyTorch's: one group, the parameters as one flat vector) ----
 local function dot(a, b) return (a * b):sum():item() end
