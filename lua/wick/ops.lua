@@ -26,6 +26,7 @@ local function int_of(v)
 end
 
 return function(wick)
+  local meshgrid_first -- (set with Tensor.unpack below)
   local ops = {}
 
   -- t:name_(...) made of f (name's out-of-place form): the result written back into t (t's version
@@ -264,8 +265,15 @@ return function(wick)
   end
   --- t:unpack([dim = 1]): the slices along dim as several results, Python's `q, k, v = t`
   --- (`local q, k, v = t:unpack()`, Lua's unpack not taking a tensor)
+  -- (the first grid of each wick.meshgrid call, with their count: its t:unpack() is a port's
+  -- `gx, gy = wick.meshgrid(...):unpack()`, which would unpack that grid's rows)
+  meshgrid_first = setmetatable({}, { __mode = "k" })
   function Tensor.unpack(t, dim)
     check.tensor(t, "unpack", "self")
+    if dim == nil and meshgrid_first[t] then
+      check.fail("unpack", "this is the first of wick.meshgrid's %d grids, which it returns as several values: "
+        .. "local gx, gy = wick.meshgrid(...) (no :unpack()); t:unpack(1) unpacks this grid's rows", meshgrid_first[t])
+    end
     if t:dim() == 0 then check.fail("unpack", "cannot unpack a 0-dim tensor (iteration over a 0-d tensor)") end
     return unpack(Tensor.unbind(t, dim))
   end
@@ -1557,6 +1565,7 @@ return function(wick)
       for pos, j in ipairs(order) do view[pos] = j == i and sizes[i] or 1 end
       out[i] = t:reshape(view):expand(shape)
     end
+    if n > 1 then meshgrid_first[out[1]] = n end
     return unpack(out, 1, n)
   end
 
