@@ -192,7 +192,10 @@ function Size.unpack(s) return unpack(s, 1, #s) end
 -- shape[{1, -2}] + {-1, 2} (Python's xq.shape[:-1] + (-1, 2)): a Size of both
 local function size_join(a, b)
   if type(a) ~= "table" or type(b) ~= "table" then
-    wick.error(("Size: can only join a Size with a table of sizes, got %s and %s"):format(check.describe(a), check.describe(b)))
+    local hint = (type(a) == "number" or type(b) == "number") and " (x:size() is one Size table: `local B, T, C = "
+      .. "x:size():unpack()` for Python's `B, T, C = x.size()`; a number from it is x:size(d))" or ""
+    wick.error(("Size: can only join a Size with a table of sizes, got %s and %s%s"):format(check.describe(a),
+      check.describe(b), hint))
   end
   local out = {}
   for i = 1, #a do out[i] = a[i] end
@@ -205,7 +208,12 @@ Size.__add, Size.__concat = size_join, size_join
 Size.__mul = function(a, b)
   if type(a) == "number" then a, b = b, a end
   if type(b) ~= "number" or b % 1 ~= 0 or getmetatable(a) ~= Size then
-    wick.error(("Size: can only repeat a Size an integer number of times, got %s * %s"):format(check.describe(a), check.describe(b)))
+    -- (a Size times nil or another Size: most often Python's `B, T, C = x.size()` ported as
+    -- `local B, T, C = x:size()`, which puts the whole Size in B)
+    local hint = (b == nil or getmetatable(b) == Size) and " (x:size() is one Size table: `local B, T, C = "
+      .. "x:size():unpack()` for Python's `B, T, C = x.size()`)" or ""
+    wick.error(("Size: can only repeat a Size an integer number of times, got %s * %s%s"):format(check.describe(a),
+      check.describe(b), hint))
   end
   local out, n = {}, #a
   if n * math.max(b, 0) > 2 ^ 24 then wick.error(("Size: %d repeats of a Size of %d dims is too many"):format(b, n)) end

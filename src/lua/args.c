@@ -248,6 +248,14 @@ int wl_sizes(lua_State *L, int first, int last, int64_t *sizes, const char *fn) 
                     sizes_only(L, top, k, fn);
                 } else {
                     if (n >= WICK_MAX_DIMS) wl_raise(L, "%s: at most %d dimensions", fn, WICK_MAX_DIMS);
+                    if (lua_isnil(L, -1) && j > 0) { /* {B, T, ...} after `local B, T = x:size()`: B the Size, T nil */
+                        lua_rawgeti(L, i, j);
+                        int after_size = lua_istable(L, -1) && !wl_totensor(L, -1);
+                        lua_pop(L, 1);
+                        if (after_size)
+                            wl_raise(L, "%s: expected a number for size %d, got nil after a Size (Python's `B, T, C = "
+                                        "x.size()` is `local B, T, C = x:size():unpack()`)", fn, j + 1);
+                    }
                     sizes[n++] = wl_checkint(L, -1, fn, "a size");
                 }
                 lua_pop(L, 1);
