@@ -1407,6 +1407,27 @@ return function(wick)
   end
 
   local VALUE = { value = "number|tensor" } -- (a one-element tensor is its number: L-BFGS' value=t)
+  -- t + (value t1) * t2 and t + (value t1) / t2 as PyTorch's kernels round them: value t1 first, the
+  -- product and the sum fused (one fma: the exact product of two float32 values is a float64, so float32
+  -- and the 16-bit floats run the last step in float64 and round once); float16 and bfloat16 entirely
+  -- in float32 first (their opmath); float64 without the fma, 1 ulp from PyTorch's at times
+  local WIDE = { float32 = "float64", float16 = "float64", bfloat16 = "float64" }
+  local OPMATH = { float16 = "float32", bfloat16 = "float32" }
+  local function addc_values(t, a, b, value, div)
+    local dtype = wick.promote_types(wick.result_type(t, a), wick.result_type(a, b))
+    if not dtype_info[dtype].is_floating or dtype_info[dtype].is_complex then
+      return t + (div and a / b or a * b) * value
+    end
+    local low = OPMATH[dtype]
+    local scaled = (low and a:to(low) or a) * value
+    if div then
+      local r = (low and t:to(low) or t) + scaled / (low and b:to(low) or b)
+      return low and r:to(dtype) or r
+    end
+    local wide = WIDE[dtype]
+    if not wide then return t + scaled * b end
+    return (t:to(wide) + scaled:to(wide) * b:to(wide)):to(dtype)
+  end
   -- t + value * (t1 op t2): the operands and value checked first
   local function addc(t, a, b, opts, fn, div)
     check.tensor(t, fn, "self")
@@ -1422,7 +1443,7 @@ return function(wick)
       if value:numel() ~= 1 then check.fail(fn, "value must be a number or a one-element tensor, got %s", tostring(value.shape)) end
       value = value:item()
     end
-    return t + (div and a / b or a * b) * value
+    return addc_values(t, a, b, value, div)
   end
   function Tensor.addcmul(t, a, b, opts) return addc(t, a, b, opts, "addcmul", false) end
   function Tensor.addcdiv(t, a, b, opts) return addc(t, a, b, opts, "addcdiv", true) end

@@ -711,9 +711,11 @@ local function adam(always_decoupled)
       if decoupled then p:mul_(1 - group.lr * group.weight_decay)
       else g = g + p * group.weight_decay end
     end
+    -- (PyTorch's single-tensor Adam op for op: lerp, addcmul and addcdiv round as its kernels do,
+    -- a bfloat16 parameter's steps included)
     state.step = state.step + 1
-    state.exp_avg:mul_(b1):add_(g, 1 - b1)
-    state.exp_avg_sq:mul_(b2):add_(g * g, 1 - b2)
+    state.exp_avg:lerp_(g, 1 - b1)
+    state.exp_avg_sq:mul_(b2):addcmul_(g, g, { value = 1 - b2 })
     local bc1, bc2 = 1 - b1 ^ state.step, 1 - b2 ^ state.step
     local second = state.exp_avg_sq
     if group.amsgrad then
@@ -722,7 +724,7 @@ local function adam(always_decoupled)
       second = state.max_exp_avg_sq
     end
     local denom = (second:sqrt() / math.sqrt(bc2)):add_(group.eps)
-    p:add_(state.exp_avg / denom, -group.lr / bc1)
+    p:addcdiv_(state.exp_avg, denom, { value = -group.lr / bc1 })
   end
 end
 optim.Adam = class("Adam", { lr = 1e-3, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0, amsgrad = false,

@@ -714,10 +714,27 @@ wick_status wk_adopt_inplace(wick_tensor *target, wick_tensor *result) {
 
 /* ---- the engine ---- */
 
+/* whether t's leading ndim sizes are `sizes` (a gradient that needs no summing) */
+static bool sizes_equal(const wick_tensor *t, int ndim, const int64_t *sizes) {
+    if (t->ndim != ndim) return false;
+    for (int i = 0; i < ndim; i++)
+        if (t->sizes[i] != sizes[i]) return false;
+    return true;
+}
+
+/* A float16 or bfloat16 gradient is summed in float32 and rounded once at the end, as PyTorch's
+ * reduction does (one dim at a time in the low dtype rounds after each: a broadcast bf16 scalar's
+ * gradient drifted by a third). */
 wick_status wk_sum_to(wick_tensor **out, wick_tensor *grad, int ndim, const int64_t *sizes) {
     wick_tensor *g = grad, *r;
-    wick_tensor_retain(g);
+    wick_dtype low = grad->dtype;
+    bool widen = (low == WICK_FLOAT16 || low == WICK_BFLOAT16) && (grad->ndim > ndim || !sizes_equal(grad, ndim, sizes));
     wick_status st = WICK_OK;
+    if (widen) {
+        if ((st = wick_to(&g, grad, (wick_options){WICK_FLOAT32, grad->storage->device}))) return st;
+    } else {
+        wick_tensor_retain(g);
+    }
     while (g->ndim > ndim && !st) { /* leading broadcast dims */
         if (!(st = wick_reduce(&r, NULL, WICK_SUM, g, 0, 0, 0))) {
             wick_tensor_release(g);
@@ -727,6 +744,13 @@ wick_status wk_sum_to(wick_tensor **out, wick_tensor *grad, int ndim, const int6
     for (int i = 0; i < ndim && !st; i++) {
         if (sizes[i] != 1 || g->sizes[i] == 1) continue;
         if (!(st = wick_reduce(&r, NULL, WICK_SUM, g, i, 1, 0))) {
+            wick_tensor_release(g);
+            g = r;
+        }
+    }
+    if (!st && widen) {
+        st = wick_to(&r, g, (wick_options){low, g->storage->device});
+        if (!st) {
             wick_tensor_release(g);
             g = r;
         }

@@ -81,8 +81,8 @@ static wick_status zero_edge(wick_tensor **r, const wick_tensor *x) {
 
 /* ---- unary ---- */
 
-static wick_status unary_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
-    wick_tensor *x = n->saved[0], *y = n->saved[1], *r = NULL, *t;
+static wick_status unary_formula(wk_node *n, wick_tensor *g, wick_tensor *x, wick_tensor *y, wick_tensor **out) {
+    wick_tensor *r = NULL, *t;
     switch ((wick_unary_op)n->op) {
     case WICK_NEG: TRY(wick_unary(&r, WICK_NEG, g)); break;
     case WICK_ABS: /* g sign(x), PyTorch's (sign 0 at 0 and NaN: an infinite g stays infinite, MAPE's) */
@@ -268,8 +268,35 @@ static wick_status unary_backward(wk_node *n, wick_tensor *g, wick_tensor **grad
                          "implemented)");
     default: return wick_fail(WICK_ERR_UNSUPPORTED, "no derivative for %s", wick_unary_name((wick_unary_op)n->op));
     }
-    grads[0] = r;
+    *out = r;
     return WICK_OK;
+}
+
+/* t in float32 (a new reference), or NULL for NULL */
+static wick_status widened(wick_tensor **out, wick_tensor *t) {
+    *out = NULL;
+    return t ? wick_to(out, t, (wick_options){WICK_FLOAT32, t->storage->device}) : WICK_OK;
+}
+
+/* The backward of tanh, sigmoid and gelu is one kernel in PyTorch (tanh_backward, ...), computed
+ * in float32 for float16 and bfloat16 and rounded once; wick's formulas are several ops, so for
+ * those dtypes they run in float32 and the gradient is rounded at the end (in bfloat16, rounding
+ * after each op changed half of tanh's gradients by an ulp). */
+static wick_status unary_backward(wk_node *n, wick_tensor *g, wick_tensor **grads) {
+    wick_tensor *x = n->saved[0], *y = n->saved[1];
+    bool fused = n->op == WICK_TANH || n->op == WICK_SIGMOID || n->op == WICK_GELU;
+    if (!fused || (g->dtype != WICK_FLOAT16 && g->dtype != WICK_BFLOAT16)) return unary_formula(n, g, x, y, &grads[0]);
+    wick_tensor *g32 = NULL, *x32 = NULL, *y32 = NULL, *r = NULL;
+    wick_status st = widened(&g32, g);
+    if (!st) st = widened(&x32, x);
+    if (!st) st = widened(&y32, y);
+    if (!st) st = unary_formula(n, g32, x32, y32, &r);
+    if (!st) st = wick_to(&grads[0], r, (wick_options){g->dtype, g->storage->device});
+    wick_tensor_release(g32);
+    wick_tensor_release(x32);
+    wick_tensor_release(y32);
+    wick_tensor_release(r);
+    return st;
 }
 
 wick_status wk_record_unary(wick_tensor *out, wick_unary_op op, const wick_tensor *a) {
