@@ -4172,6 +4172,238 @@ return function(wick)
   wick.feature_alpha_dropout = function(x, p, train) return wick.nn.functional.feature_alpha_dropout(x, p, train) end
   wick.cosine_similarity = function(...) return wick.nn.functional.cosine_similarity(...) end
   wick.pairwise_distance = function(...) return wick.nn.functional.pairwise_distance(...) end
+  wick.pairwise_distance = function(...) return wick.nn.functional.pairwise_distance(...) end
+  -- torch.conv2d, torch.layer_norm, torch.pixel_shuffle, ...: nn.functional's ops by their torch.* names,
+  -- the same arguments (torch.layer_norm's and torch.group_norm's trailing cudnn flag dropped)
+  local function functional() return wick.nn.functional end
+  for _, name in ipairs({ "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "avg_pool1d", "adaptive_avg_pool1d",
+    "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "prelu", "selu", "celu", "threshold", "rrelu", "hardshrink",
+    "bilinear", "rms_norm", "selu_", "celu_", "rrelu_", "threshold_" }) do
+    if rawget(wick, name) == nil then wick[name] = function(...) return functional()[name](...) end end
+  end
+  wick.native_channel_shuffle = wick.channel_shuffle
+  function wick.layer_norm(x, shape, weight, bias, eps) return functional().layer_norm(x, shape, weight, bias, eps) end
+  function wick.group_norm(x, groups, weight, bias, eps) return functional().group_norm(x, groups, weight, bias, eps) end
+  --- wick.batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps) and
+  --- wick.instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps):
+  --- torch.batch_norm's order (weight and bias first), F's ops
+  function wick.batch_norm(x, weight, bias, mean, var, training, momentum, eps)
+    return functional().batch_norm(x, mean, var, weight, bias, training, momentum, eps)
+  end
+  function wick.instance_norm(x, weight, bias, mean, var, use_input_stats, momentum, eps)
+    return functional().instance_norm(x, mean, var, weight, bias, use_input_stats, momentum, eps)
+  end
+  --- wick.adaptive_max_pool1d(input, output_size): values and indices, as torch's
+  function wick.adaptive_max_pool1d(x, size) return functional().adaptive_max_pool1d(x, size, true) end
+  --- wick.constant_pad_nd(input, pad[, value = 0]): F.pad's constant mode
+  function wick.constant_pad_nd(x, pad, value) return functional().pad(x, pad, "constant", value or 0) end
+
+  -- ---- small PyTorch names ----
+  --- wick.positive(t): t itself (a bool tensor refused, as PyTorch's unary +)
+  function wick.positive(t)
+    check.tensor(t, "positive", "input")
+    if t.dtype == "bool" then check.fail("positive", "The `+` operator, on a bool tensor is not supported.") end
+    return t
+  end
+  Tensor.positive = wick.positive
+  --- wick.fill(t, value): a new tensor of t's shape and dtype filled with value
+  function wick.fill(t, value) return wick.full_like(check.tensor(t, "fill", "input"), value) end
+  wick.adjoint = Tensor.adjoint
+  --- t:isreal(): true where the imaginary part is 0 (everywhere for a real tensor)
+  function Tensor.isreal(t)
+    check.tensor(t, "isreal", "self")
+    if t:is_complex() then return t.imag:eq(0) end
+    return wick.ones(t:size(), { dtype = "bool", device = t.device })
+  end
+  -- (wick has no inference tensors and no negative bit)
+  function Tensor.is_inference(t) check.tensor(t, "is_inference", "self"); return false end
+  function Tensor.is_neg(t) check.tensor(t, "is_neg", "self"); return false end
+  wick.isreal, wick.is_inference, wick.is_neg = Tensor.isreal, Tensor.is_inference, Tensor.is_neg
+  function wick.get_device(t) return check.tensor(t, "get_device", "input"):get_device() end
+  -- methods of PyTorch's that are wick functions
+  function Tensor.stft(t, ...) return wick.stft(t, ...) end
+  function Tensor.istft(t, ...) return wick.istft(t, ...) end
+  function Tensor.histogram(t, ...) return wick.histogram(t, ...) end
+  function Tensor.hardshrink(t, ...) return functional().hardshrink(t, ...) end
+  function Tensor.prelu(t, w) return functional().prelu(t, w) end
+  function Tensor.igamma_(t, x) return check.tensor(t, "igamma_", "self"):copy_(wick.igamma(t, x)) end
+  function Tensor.igammac_(t, x) return check.tensor(t, "igammac_", "self"):copy_(wick.igammac(t, x)) end
+  -- PyTorch's unsafe_ forms (no version check of the views): the plain ones
+  Tensor.unsafe_chunk, Tensor.unsafe_split, Tensor.unsafe_split_with_sizes = Tensor.chunk, Tensor.split, Tensor.split
+  wick.unsafe_chunk = function(t, ...) return Tensor.chunk(t, ...) end
+  wick.unsafe_split = function(t, ...) return Tensor.split(t, ...) end
+  wick.unsafe_split_with_sizes = wick.unsafe_split
+
+  --- wick.range(start, end[, step = 1][, opts]): PyTorch's deprecated range, end included, in the
+  --- default dtype, with its warning
+  local RANGE_WARNED = false
+  function wick.range(start, stop, step, opts)
+    if type(step) == "table" and opts == nil then step, opts = nil, step end
+    check.number(start, "range", "start")
+    check.number(stop, "range", "end")
+    step = check.opt_number(step, "range", "step", 1)
+    if step == 0 or step ~= step then check.fail("range", "step must be nonzero") end
+    if (stop - start) / step < 0 then check.fail("range", "upper bound and larger bound inconsistent with step sign") end
+    if not RANGE_WARNED then
+      RANGE_WARNED = true
+      wick.warn("torch.range is deprecated and will be removed in a future release because its behavior is inconsistent "
+        .. "with Python's range builtin. Instead, use torch.arange, which produces values in [start, end).")
+    end
+    local o = check.options(opts, "range", { dtype = "dtype", device = "device", requires_grad = "boolean" })
+    local n = math.floor((stop - start) / step) + 1
+    local r = wick.arange(n, { dtype = "float64", device = o.device }) * step + start
+    r = r:to(o.dtype or wick.get_default_dtype())
+    if o.requires_grad then r:requires_grad_(true) end
+    return r
+  end
+
+  --- wick.empty_strided(size, stride[, opts]), t:new_empty_strided(size, stride[, opts]): an uninitialised
+  --- tensor of that layout, over a storage just large enough
+  local function empty_strided(fn, size, stride, opts, like)
+    if getmetatable(size) == wick.Size then size = size:totable() end
+    if getmetatable(stride) == wick.Size then stride = stride:totable() end
+    check.table(size, fn, "size")
+    check.table(stride, fn, "stride")
+    if #size ~= #stride then
+      check.fail(fn, "mismatch in length of strides and shape: %d and %d", #stride, #size)
+    end
+    local extent = 1
+    for i = 1, #size do
+      check.int(size[i], fn, "size", 0)
+      check.int(stride[i], fn, "stride", 0)
+      if size[i] == 0 then extent = 0 end
+    end
+    if extent > 0 then
+      for i = 1, #size do extent = extent + (size[i] - 1) * stride[i] end
+    end
+    local o = check.options(opts, fn, { dtype = "dtype", device = "device", requires_grad = "boolean", pin_memory = "boolean",
+      layout = "any" })
+    local base = wick.empty({ extent }, { dtype = o.dtype or (like and like.dtype), device = o.device or (like and like.device) })
+    local r = base:as_strided(size, stride)
+    if o.requires_grad then r:requires_grad_(true) end
+    return r
+  end
+  function wick.empty_strided(size, stride, opts) return empty_strided("empty_strided", size, stride, opts) end
+  function Tensor.new_empty_strided(t, size, stride, opts)
+    return empty_strided("new_empty_strided", size, stride, opts, check.tensor(t, "new_empty_strided", "self"))
+  end
+
+  --- t:frexp() / wick.frexp(t): the mantissa (in [0.5, 1) by magnitude, t's sign and dtype) and the
+  --- int32 exponent with t = mantissa 2^exponent; 0, infinities and NaN give themselves and 0
+  function Tensor.frexp(t)
+    check.tensor(t, "frexp", "self")
+    if not t:is_floating_point() then check.fail("frexp", "torch.frexp() only supports floating-point dtypes") end
+    local x = t:to("float64")
+    local a = x:abs()
+    local normal = a:gt(0):logical_and(a:lt(math.huge))
+    local safe = wick.where(normal, a, 1)
+    local e = safe:log2():floor() + 1
+    -- (the scaling in two halves: 2^-e alone overflows for a subnormal's e near -1074)
+    local function scaled(v, by)
+      local half = (by / 2):floor()
+      return v * (-half):exp2() * (half - by):exp2()
+    end
+    local m = scaled(safe, e)
+    -- (log2's rounding near a power of two: move the mantissa into [0.5, 1))
+    local big, small = m:ge(1), m:lt(0.5)
+    e = e + big:to("float64") - small:to("float64")
+    m = wick.where(big, m / 2, wick.where(small, m * 2, m))
+    m = wick.where(normal, m * x:sign(), x)
+    return m:to(t.dtype), wick.where(normal, e, 0):to("int32")
+  end
+  wick.frexp = Tensor.frexp
+
+  --- t:nonzero_static({size =, fill_value = -1}) (or size[, fill_value]): nonzero's rows, exactly size
+  --- of them: cut, or filled with fill_value
+  function Tensor.nonzero_static(t, size, fill_value)
+    check.tensor(t, "nonzero_static", "input")
+    if type(size) == "table" and getmetatable(size) == nil then
+      local o = check.options(size, "nonzero_static", { size = "integer", fill_value = "integer" })
+      size, fill_value = o.size, o.fill_value
+    end
+    check.int(size, "nonzero_static", "size", 0)
+    fill_value = check.opt_int(fill_value, "nonzero_static", "fill_value", -1)
+    local nz = t:nonzero()
+    local n = nz:size(1)
+    if n >= size then return nz:narrow(1, 1, size) end
+    local pad = wick.full({ size - n, nz:size(2) }, fill_value, { dtype = "int64", device = t.device })
+    return wick.cat({ nz, pad }, 1)
+  end
+  wick.nonzero_static = function(t, opts) return Tensor.nonzero_static(t, opts) end
+
+  --- t:put_(index, source[, accumulate = false]): source's values written (or added) at index's
+  --- 1-based positions in t read as flat (negative from the end); t:put the same on a copy
+  local function put_values(fn, t, index, source, accumulate)
+    check.tensor(t, fn, "self")
+    check.tensor(index, fn, "index")
+    check.tensor(source, fn, "source")
+    if index:is_floating_point() or index.dtype == "bool" then
+      check.fail(fn, "put_(): Expected a long tensor for index, but got %s", index.dtype)
+    end
+    if index:numel() ~= source:numel() then
+      check.fail(fn, "index and source need to have the same number of elements, but got %d and %d elements",
+        index:numel(), source:numel())
+    end
+    if type(accumulate) == "table" then
+      accumulate = check.options(accumulate, fn, { accumulate = "boolean" }).accumulate
+    end
+    local n, flat = t:numel(), index:reshape(-1):to("int64")
+    if flat:numel() > 0 then
+      local lo, hi = flat:min():item(), flat:max():item()
+      local bad = (lo < -n or lo == 0) and lo or (hi > n or hi == 0) and hi or nil
+      if bad then check.fail(fn, "out of range: tried to access index %d on a tensor of %d elements (1-based)", bad, n) end
+    end
+    flat = wick.where(flat:lt(0), flat + n + 1, flat)
+    local values = t:reshape(-1):clone()
+    values:index_put_({ flat }, source:reshape(-1):to(t.dtype), accumulate == true)
+    return values:view(t:size())
+  end
+  function Tensor.put_(t, index, source, accumulate) return t:copy_(put_values("put_", t, index, source, accumulate)) end
+  function Tensor.put(t, index, source, accumulate) return put_values("put", t, index, source, accumulate) end
+  wick.put = Tensor.put
+
+  --- t:cauchy_([median = 0[, sigma = 1]]): draws of the Cauchy distribution, median + sigma tan(pi (u - 1/2))
+  function Tensor.cauchy_(t, median, sigma)
+    check.tensor(t, "cauchy_", "self")
+    median, sigma = check.opt_number(median, "cauchy_", "median", 0), check.opt_number(sigma, "cauchy_", "sigma", 1)
+    if not (sigma > 0) then check.fail("cauchy_", "cauchy_ expects sigma > 0.0, but found sigma=%s", tostring(sigma)) end
+    local u = wick.rand(t:size(), { dtype = "float64", device = t.device })
+    return t:copy_(((u - 0.5) * math.pi):tan() * sigma + median)
+  end
+
+  --- wick.slice_scatter(input, src[, dim = 1[, start[, end[, step = 1]]]]) (or by name): a copy of input with
+  --- src written into the slice start..end (1-based, end included, as wick's ranges; nil: to that end)
+  function ops.slice_scatter(t, src, ...)
+    check.tensor(t, "slice_scatter", "input")
+    check.tensor(src, "slice_scatter", "src")
+    local o = check.positional("slice_scatter", { "dim", "start", "end", "step" },
+      { dim = "integer", start = "integer", ["end"] = "integer", step = "integer" }, ...)
+    local d = wrap_dim(t, o.dim or 1, "slice_scatter")
+    local size = t:size(d)
+    local first = o.start or 1
+    local last = o["end"] or size
+    if first < 0 then first = first + size + 1 end
+    if last < 0 then last = last + size + 1 end
+    first, last = math.max(first, 1), math.min(last, size)
+    local step = check.opt_int(o.step, "slice_scatter", "step", 1, 1)
+    local out = t:clone()
+    if last < first then return out end
+    local index = wick.arange(first, last + 1, step, { dtype = "int64", device = t.device })
+    out:index_copy_(d, index, src:to(t.dtype))
+    return out
+  end
+  wick.slice_scatter, Tensor.slice_scatter = ops.slice_scatter, ops.slice_scatter
+
+  --- wick.frobenius_norm(input, dim[, keepdim]) and wick.nuclear_norm(input[, dim][, keepdim]): linalg's norms
+  function wick.frobenius_norm(t, dim, keepdim)
+    return wick.linalg.vector_norm(check.tensor(t, "frobenius_norm", "input"), 2, dim, keepdim)
+  end
+  function wick.nuclear_norm(t, dim, keepdim)
+    check.tensor(t, "nuclear_norm", "input")
+    if type(dim) == "boolean" then dim, keepdim = nil, dim end
+    return wick.linalg.matrix_norm(t, "nuc", dim or { -2, -1 }, keepdim)
+  end
 
   -- PyTorch's deprecated positional addmm_(beta, alpha, mat1, mat2) and addmm_(beta, mat1, mat2)
   -- (center loss's distmat.addmm_(1, -2, x, centers.t())), with its warning

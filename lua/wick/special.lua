@@ -206,6 +206,16 @@ return function(wick)
   function special.i0e(t) return bessel_i(t, "special.i0e", 0, true) end
   function special.i1(t) return bessel_i(t, "special.i1", 1, false) end
   function special.i1e(t) return bessel_i(t, "special.i1e", 1, true) end
+  --- special.modified_bessel_i0(t) and special.modified_bessel_i1(t): i0 and i1 by PyTorch's other names
+  function special.modified_bessel_i0(t) return bessel_i(t, "special.modified_bessel_i0", 0, false) end
+  function special.modified_bessel_i1(t) return bessel_i(t, "special.modified_bessel_i1", 1, false) end
+  --- special.spherical_bessel_j0(t): sin(t) / t, 1 at 0 (with a zero gradient there)
+  function special.spherical_bessel_j0(t)
+    local x = floating(t, "special.spherical_bessel_j0")
+    local zero = x:eq(0)
+    local safe = wick.where(zero, 1, x)
+    return wick.where(zero, 1, safe:sin() / safe)
+  end
   wick.i0 = Tensor.i0
 
   -- Lazily made autograd Functions (autograd loads after this file): fns.forward and fns.backward

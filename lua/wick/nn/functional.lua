@@ -2214,6 +2214,28 @@ function F.triplet_margin_loss(a, pos, neg, ...)
   return reduce((dp - dn + (opts.margin or 1)):clamp_min(0), opts.reduction)
 end
 
+--- F.triplet_margin_with_distance_loss(anchor, positive, negative[, {distance_function = F.pairwise_distance,
+--- margin = 1, swap = false, reduction = "mean"}]): max(d(a, p) - d(a, n) + margin, 0) for a distance
+--- function of one's own (PyTorch's keyword-only options)
+local TRIPLET_DISTANCE = { distance_function = "function|table", margin = "number", swap = "boolean", reduction = "string" }
+function F.triplet_margin_with_distance_loss(a, pos, neg, opts)
+  local fn = "triplet_margin_with_distance_loss"
+  tensor(a, fn, "anchor")
+  tensor(pos, fn, "positive")
+  tensor(neg, fn, "negative")
+  local o = check.options(opts, fn, TRIPLET_DISTANCE)
+  local margin = o.margin or 1
+  if margin <= 0 then check.fail(fn, "margin must be greater than 0, got %s", tostring(margin)) end
+  if a:dim() ~= pos:dim() or a:dim() ~= neg:dim() then
+    check.fail(fn, "The anchor, positive, and negative tensors are expected to have the same number of dimensions, "
+      .. "but got: anchor %dD, positive %dD, and negative %dD inputs", a:dim(), pos:dim(), neg:dim())
+  end
+  local d = o.distance_function or F.pairwise_distance
+  local dp, dn = d(a, pos), d(a, neg)
+  if o.swap then dn = wick.minimum(dn, d(pos, neg)) end
+  return reduce((dp - dn + margin):clamp_min(0), o.reduction)
+end
+
 function F.l1_loss(input, target, ...)
   opts, input, target = loss_args("l1_loss", input, target, REDUCTION, ORDER.l1_loss, ...)
   check_device("l1_loss", "target", target, input, "input")
@@ -2927,11 +2949,16 @@ local function max_unpool(k)
     tensor(indices, fn, "indices")
     if kernel_size == nil then check.fail(fn, "missing required argument 'kernel_size'") end
     local o = check.positional(fn, { "stride", "padding", "output_size" }, UNPOOL, ...)
-    local function list(v, what, min)
+    local function list(v, what, min) -- (a number for every dim, or k of them)
       if type(v) == "table" and #v == 1 then v = v[1] end
-      if k == 1 then v = type(v) == "table" and v or { v } end
-      local r = k == 1 and { check.int(v[1], fn, what, min) } or pair(v, fn, what, min)
-      if #r ~= k then check.fail(fn, "expected %d values for %s", k, what) end
+      if type(v) ~= "table" then
+        local all = {}
+        for i = 1, k do all[i] = v end
+        v = all
+      end
+      if #v ~= k then check.fail(fn, "expected %d values for %s, got %d", k, what, #v) end
+      local r = {}
+      for i = 1, k do r[i] = check.int(v[i], fn, what, min) end
       return r
     end
     local ks = list(kernel_size, "kernel_size", 1)
@@ -2995,6 +3022,7 @@ end
 --- output's H*W plane); zeros elsewhere. F.max_unpool1d the same over (N, C, L)
 F.max_unpool2d = max_unpool(2)
 F.max_unpool1d = max_unpool(1)
+F.max_unpool3d = max_unpool(3) -- (over D, H and W: indices in the D*H*W volume, as max_pool3d's)
 
 --- F.lp_pool2d(x, norm_type, kernel_size[, stride[, ceil_mode]][, opts]): (sum over the
 --- window of x^p)^(1/p), PyTorch's (sign(s) relu(|s|))^(1/p) of the windows' sums s;
@@ -3041,6 +3069,36 @@ function F.lp_pool3d(x, norm_type, kernel_size, ...)
   local s = F.avg_pool3d(x:pow(norm_type), kernel_size, opts)
   return (s:sign() * s:abs():relu() * (kk[1] * kk[2] * kk[3])):pow(1 / norm_type)
 end
+--- F.elu_(x[, alpha]), F.celu_, F.hardtanh_(x[, min_val[, max_val]]), F.leaky_relu_(x[, negative_slope]),
+--- F.rrelu_(x[, lower[, upper[, training]]]), F.selu_(x), F.threshold_(x, threshold, value): the
+--- activations written into x (PyTorch's in-place functional forms; an options table works too)
+for name, order in pairs({ elu = { "alpha" }, celu = { "alpha" }, hardtanh = { "min_val", "max_val" },
+  leaky_relu = { "negative_slope" }, rrelu = { "lower", "upper", "training" }, selu = {}, threshold = { "threshold", "value" } }) do
+  F[name .. "_"] = function(x, ...)
+    local o = { inplace = true }
+    local n = select("#", ...)
+    while n > 0 and select(n, ...) == nil do n = n - 1 end -- (trailing nils: absent)
+    local last = n > 0 and select(n, ...) or nil
+    if type(last) == "table" and getmetatable(last) == nil then
+      for k, v in pairs(last) do o[k] = v end
+      n = n - 1
+    end
+    if n > #order then check.fail(name .. "_", "takes at most %d arguments after the input, got %d", #order, n) end
+    for i = 1, n do
+      local v = select(i, ...)
+      if v ~= nil then o[order[i]] = v end
+    end
+    return F[name](x, o)
+  end
+end
+--- F.adaptive_max_pool1d_with_indices, ..2d.., ..3d..: the adaptive max pools with return_indices = true
+for d = 1, 3 do
+  F["adaptive_max_pool" .. d .. "d_with_indices"] = function(x, output_size)
+    return F["adaptive_max_pool" .. d .. "d"](x, output_size, true)
+  end
+end
+--- F.pdist(input[, p = 2]): wick.pdist
+function F.pdist(x, p) return wick.pdist(x, p) end
 --- F.max_pool1d_with_indices, F.max_pool2d_with_indices, F.max_pool3d_with_indices: the pools with
 --- return_indices = true (PyTorch's names)
 for d = 1, 3 do

@@ -1855,6 +1855,13 @@ end
 L.CrossEntropyLoss = loss_class("CrossEntropyLoss", "cross_entropy",
   known(true, "weight", "reduction", "ignore_index", "label_smoothing"))
 L.NLLLoss = loss_class("NLLLoss", "nll_loss", known(true, "weight", "reduction", "ignore_index"))
+--- nn.NLLLoss2d: NLLLoss by its old name, with PyTorch's deprecation warning
+L.NLLLoss2d = L.NLLLoss:extend("NLLLoss2d")
+function L.NLLLoss2d:init(...)
+  wick.warn("NLLLoss2d has been deprecated. Please use NLLLoss instead as a drop-in replacement and see "
+    .. "https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss for more details.")
+  L.NLLLoss.init(self, ...)
+end
 L.MSELoss = loss_class("MSELoss", "mse_loss", known(true, "reduction"))
 L.L1Loss = loss_class("L1Loss", "l1_loss", known(true, "reduction"))
 L.BCELoss = loss_class("BCELoss", "binary_cross_entropy", known(true, "weight", "reduction"))
@@ -2076,7 +2083,7 @@ L.FeatureAlphaDropout = dropout_class("FeatureAlphaDropout", "feature_alpha_drop
 
 -- ---- unpooling, power-average pooling ----
 local UNPOOL = { stride = "integer|table", padding = "integer|table" }
-local function unpool_class(name, fn)
+local function unpool_class(name, fn, k)
   local C = Module:extend(name, { "kernel_size" })
   function C:init(kernel_size, ...)
     if kernel_size == nil then check.fail(name, "missing required argument 'kernel_size'") end
@@ -2087,12 +2094,25 @@ local function unpool_class(name, fn)
   function C:forward(x, indices, output_size)
     return fn(x, indices, self.kernel_size, self.stride, self.padding, output_size)
   end
-  C._repr = { "kernel_size", "stride", "padding" }
+  function C:extra_repr() -- (PyTorch's _single / _pair / _triple: a number printed as a k-tuple)
+    local parts = {}
+    for i, key in ipairs({ "kernel_size", "stride", "padding" }) do
+      local v = self[key]
+      if type(v) == "number" then
+        local all = {}
+        for j = 1, k do all[j] = v end
+        v = all
+      end
+      parts[i] = key .. "=" .. py(v)
+    end
+    return table.concat(parts, ", ")
+  end
   return C
 end
 --- nn.MaxUnpool2d(kernel_size[, stride = kernel_size[, padding = 0]][, opts]), nn.MaxUnpool1d: F's
-L.MaxUnpool2d = unpool_class("MaxUnpool2d", F.max_unpool2d)
-L.MaxUnpool1d = unpool_class("MaxUnpool1d", F.max_unpool1d)
+L.MaxUnpool2d = unpool_class("MaxUnpool2d", F.max_unpool2d, 2)
+L.MaxUnpool1d = unpool_class("MaxUnpool1d", F.max_unpool1d, 1)
+L.MaxUnpool3d = unpool_class("MaxUnpool3d", F.max_unpool3d, 3)
 local function lp_class(name, fn)
   local C = Module:extend(name, { "norm_type", "kernel_size" })
   function C:init(norm_type, kernel_size, ...)
@@ -2108,5 +2128,21 @@ end
 --- nn.LPPool2d(norm_type, kernel_size[, stride = kernel_size[, ceil_mode = false]][, opts]), nn.LPPool1d
 L.LPPool2d = lp_class("LPPool2d", F.lp_pool2d)
 L.LPPool1d = lp_class("LPPool1d", F.lp_pool1d)
+L.LPPool3d = lp_class("LPPool3d", F.lp_pool3d)
+
+--- nn.TripletMarginWithDistanceLoss([{distance_function =, margin = 1, swap = false, reduction = "mean"}]): F's
+L.TripletMarginWithDistanceLoss = Module:extend("TripletMarginWithDistanceLoss")
+function L.TripletMarginWithDistanceLoss:init(opts)
+  local o = check.options(opts, "TripletMarginWithDistanceLoss", { distance_function = "function|table", margin = "number",
+    swap = "boolean", reduction = "string" })
+  self.distance_function, self.margin, self.swap, self.reduction = o.distance_function, o.margin or 1, o.swap or false,
+    o.reduction or "mean"
+  check.one_of(self.reduction, "TripletMarginWithDistanceLoss", "reduction", { "mean", "sum", "none" })
+  if self.margin <= 0 then check.fail("TripletMarginWithDistanceLoss", "margin must be greater than 0, got %s", tostring(self.margin)) end
+end
+function L.TripletMarginWithDistanceLoss:forward(a, p, n)
+  return F.triplet_margin_with_distance_loss(a, p, n, { distance_function = self.distance_function, margin = self.margin,
+    swap = self.swap, reduction = self.reduction })
+end
 
 return L
