@@ -978,7 +978,15 @@ end
 function linalg.tensorsolve(A, B, dims)
   check.tensor(A, "linalg.tensorsolve", "A")
   check.tensor(B, "linalg.tensorsolve", "B")
-  if dims ~= nil then check.fail("linalg.tensorsolve", "dims is not supported (move those dims last first)") end
+  if type(dims) == "table" and getmetatable(dims) == nil and dims.dims ~= nil then
+    dims = check.options(dims, "linalg.tensorsolve", { dims = "integer|table" }).dims
+  end
+  if dims ~= nil then -- (PyTorch's: those dims of A moved last, in their order)
+    if type(dims) == "number" then dims = { dims } end
+    local last = {}
+    for i = 1, #dims do last[i] = A:dim() - #dims + i end
+    A = A:movedim(dims, last)
+  end
   local n = B:numel()
   local size, rest = A:size(), {}
   for i = B:dim() + 1, #size do rest[#rest + 1] = size[i] end
