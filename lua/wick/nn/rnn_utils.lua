@@ -365,4 +365,37 @@ function R.unpack_sequence(packed)
   return R.unpad_sequence(padded, lens, true)
 end
 
+--- invert_permutation(permutation): the inverse of a permutation of 1..n (a 1-D int64 tensor of 1-based
+--- indices, as a PackedSequence's sorted_indices): inv[permutation[i]] = i; nil gives nil
+function R.invert_permutation(permutation)
+  local fn = "invert_permutation"
+  if permutation == nil then return nil end
+  check.tensor(permutation, fn, "permutation")
+  if permutation.dtype ~= "int64" then
+    check.fail(fn, "expected an int64 tensor of indices for argument 'permutation', got %s", permutation.dtype)
+  end
+  if permutation:dim() > 1 then
+    check.fail(fn, "expected a 1-D tensor for argument 'permutation', got %dD", permutation:dim())
+  end
+  local n = permutation:numel()
+  if n == 0 then return permutation:clone() end
+  if permutation.is_meta then return wick.empty_like(permutation) end -- (no values to invert or check)
+  return wick.no_grad(function()
+    local flat = permutation:reshape(-1)
+    local lo, hi = flat:min():item(), flat:max():item()
+    if lo < 1 or hi > n then
+      check.fail(fn, "index %d is out of bounds for dimension 1 with size %d", lo < 1 and lo or hi, n)
+    end
+    local values, order = flat:sort()
+    local at = values:ne(wick.arange(1, n + 1, { dtype = "int64", device = flat.device })):nonzero()
+    if at:numel() > 0 then
+      local k = at[1][1]:item()
+      local v = values[k]:item()
+      if v < k then check.fail(fn, "the index %d appears more than once: not a permutation of 1..%d", v, n) end
+      check.fail(fn, "the index %d is missing: not a permutation of 1..%d", k, n)
+    end
+    return order:to("int64"):reshape(permutation.shape)
+  end)
+end
+
 return R

@@ -233,4 +233,112 @@ function utils.clip_grad_norm(...)
   return utils.clip_grad_norm_(...)
 end
 
+-- PyTorch's module paths: torch.nn.utils.clip_grad and torch.nn.utils.convert_parameters
+utils.clip_grad = check.strict({ clip_grad_norm_ = utils.clip_grad_norm_, clip_grad_value_ = utils.clip_grad_value_,
+  clip_grad_norm = utils.clip_grad_norm }, "wick.nn.utils.clip_grad")
+utils.convert_parameters = check.strict({ parameters_to_vector = utils.parameters_to_vector,
+  vector_to_parameters = utils.vector_to_parameters }, "wick.nn.utils.convert_parameters")
+
+-- ---- fusion (one home: wick.nn.fusion, also nn.utils.fusion) ----
+do
+  local fusion = require("wick.nn.fusion")
+  for _, name in ipairs({ "fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights" }) do
+    utils[name] = fusion[name]
+  end
+end
+
+-- ---- skip_init ----
+
+--- skip_init(module_cls, ...[, {device =, ...}]): module_cls(...) built without initialising its parameters and
+--- buffers (their memory is uninitialized, as wick.empty's): built on the meta device, then to_empty on the
+--- device asked (default "cpu"). The class must take a device option and pass it to its tensors.
+function utils.skip_init(module_cls, ...)
+  local fn = "skip_init"
+  local Module = require("wick.nn").Module
+  if type(module_cls) ~= "table" or rawget(module_cls, "__name") == nil or not wick.issubclass(module_cls, Module) then
+    check.fail(fn, "Expected a Module; got %s", type(module_cls) == "table" and rawget(module_cls, "__name") ~= nil
+      and tostring(module_cls) or type(module_cls) == "string" and "'" .. module_cls .. "'" or check.describe(module_cls))
+  end
+  local n = select("#", ...)
+  local args = { ... }
+  while n > 0 and args[n] == nil do n = n - 1 end
+  local opts = {}
+  local last = args[n]
+  if n > 0 and type(last) == "table" and getmetatable(last) == nil and #last == 0 then
+    for k, v in pairs(last) do opts[k] = v end
+  else
+    n = n + 1
+  end
+  args[n] = opts
+  local device = opts.device
+  if device == nil then device = "cpu" end
+  if not pcall(wick.device, device) then
+    check.fail(fn, "expected a device for option 'device', got %s", type(device) == "string" and "'" .. device .. "'"
+      or check.describe(device))
+  end
+  opts.device = "meta"
+  local ok, m = pcall(module_cls, unpack(args, 1, n))
+  if not ok then
+    if type(m) == "string" and (m:find("unknown option 'device'", 1, true)
+      or m:find("unexpected keyword argument 'device'", 1, true)) then
+      check.fail(fn, "Module must support a 'device' arg to skip initialization")
+    end
+    if type(m) == "string" and m:find("device", 1, true) then -- (a constructor that took the option for something else)
+      check.fail(fn, "Module must support a 'device' arg to skip initialization (%s)", (m:gsub("^[^\n]-:%d+: ", "")))
+    end
+    if type(m) ~= "string" then error(m, 0) end
+    check.fail(fn, "%s", (m:gsub("^[^\n]-:%d+: ", ""))) -- (the constructor's own error, under skip_init's name)
+  end
+  for _, list in ipairs({ m:parameters(), m:buffers() }) do
+    for _, t in ipairs(list) do
+      if not t.is_meta then check.fail(fn, "Module must support a 'device' arg to skip initialization") end
+    end
+  end
+  local made, err = pcall(m.to_empty, m, { device = device })
+  if not made then check.fail(fn, "%s", type(err) == "string" and (err:gsub("^[^\n]-:%d+: ", "")) or tostring(err)) end
+  return m
+end
+
+-- ---- memory format of the convolutions' weights ----
+
+-- the weight of every module of classes in the tree laid out in fmt (in place: each keeps its identity)
+local function convert_weights(fn, module, memory_format, classes)
+  check.module(module, fn, "module")
+  if memory_format == nil then check.fail(fn, "missing required argument 'memory_format'") end
+  local fmt = wick._memory_format(memory_format, fn)
+  local rank = fmt == "channels_last" and 4 or fmt == "channels_last_3d" and 5 or nil
+  local function visit(m)
+    if wick.isinstance(m, classes) then
+      local w = m.weight
+      if wick.is_tensor(w) then
+        if fmt == "preserve_format" then check.fail(fn, "Unsupported memory format Preserve") end
+        if rank and w:dim() ~= rank then check.fail(fn, "required rank %d tensor to use %s format", rank, fmt) end
+        wick.no_grad(function()
+          local d = w:detach()
+          local laid = d:contiguous(fmt)
+          if not rawequal(laid, d) then w:set_(laid) end
+        end)
+      end
+    end
+    for _, child in m:named_children() do visit(child) end
+  end
+  visit(module)
+  return module
+end
+
+--- convert_conv2d_weight_memory_format(module, memory_format): the weight of every nn.Conv2d and
+--- nn.ConvTranspose2d in module (itself included) laid out in memory_format (wick.channels_last or
+--- wick.contiguous_format), in place; returns module
+function utils.convert_conv2d_weight_memory_format(module, memory_format)
+  local nn = require("wick.nn")
+  return convert_weights("convert_conv2d_weight_memory_format", module, memory_format, { nn.Conv2d, nn.ConvTranspose2d })
+end
+
+--- convert_conv3d_weight_memory_format(module, memory_format): the same for nn.Conv3d and nn.ConvTranspose3d
+--- (wick.channels_last_3d)
+function utils.convert_conv3d_weight_memory_format(module, memory_format)
+  local nn = require("wick.nn")
+  return convert_weights("convert_conv3d_weight_memory_format", module, memory_format, { nn.Conv3d, nn.ConvTranspose3d })
+end
+
 return utils
