@@ -467,14 +467,17 @@ function T.jvp(f, primals, tangents, opts)
   local pl, tl = leaves(ps), leaves(ts)
   if #pl == 0 then check.fail("func.jvp", "primals must hold tensors (a tensor, or a list of tensors or trees of them)") end
   if #pl ~= #tl then check.fail("func.jvp", "primals hold %d tensor(s) but tangents %d (the same trees)", #pl, #tl) end
-  local create = any_tracked(pl) or any_tracked(tl)
+  -- (with grad mode on the results keep their graph, as PyTorch's: f's own parameters get gradients
+  -- through them, MeanFlow's loss on jvp's output)
+  local create = any_tracked(pl) or any_tracked(tl) or wick.is_grad_enabled()
   -- the primals are trees ({{params...}} for jvp(grad(f), (params,), (v,))): f sees them
-  -- rebuilt from their tensors, and its result tree comes back the same shape
+  -- rebuilt from their tensors, and its result tree comes back the same shape (several
+  -- results are a list, Python's `return u, v` tuple)
   local shape
   local function flat(...)
-    local r = f(unpack(rebuild(ps, { ... })))
-    shape = r
-    return unpack(leaves(r))
+    local r = pack(f(unpack(rebuild(ps, { ... }))))
+    shape = r.n > 1 and { unpack(r, 1, r.n) } or r[1]
+    return unpack(leaves(shape))
   end
   local out, jv = jvp_of("func.jvp", flat, pl, tl, { create_graph = create })
   if is_tensor(shape) then return out, jv end

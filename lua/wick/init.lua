@@ -518,9 +518,12 @@ end
 function Tensor.clone(t, opts)
   if opts == nil then return c_clone(t) end
   local fmt = format_arg(opts, "clone")
-  if fmt == nil or fmt == "preserve_format" or fmt == "contiguous_format" then return c_clone(t) end
+  if fmt == nil or fmt == "preserve_format" then return c_clone(t) end
   check.tensor(t, "clone", "self")
-  if t:dim() ~= LAST[fmt][1] then return c_clone(t) end -- (PyTorch's clone keeps other ranks as they are)
+  if fmt == "contiguous_format" then return c_contiguous(c_clone(t)) end
+  if t:dim() ~= LAST[fmt][1] then -- (PyTorch's error)
+    core.error(("clone: required rank %d tensor to use %s format"):format(LAST[fmt][1], fmt))
+  end
   return c_clone(t:permute(unpack(LAST[fmt][2]))):permute(unpack(LAST[fmt][3]))
 end
 
