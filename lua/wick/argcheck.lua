@@ -347,6 +347,7 @@ end
 local kinds = {
   boolean = function(v) return type(v) == "boolean" end,
   number = function(v) return type(v) == "number" and v == v end,
+  float = function(v) return type(v) == "number" end, -- (a number, NaN included: clamp's bound)
   integer = function(v) return type(v) == "number" and v == floor(v) and v <= 2 ^ 53 and v >= -2 ^ 53 end,
   string = function(v) return type(v) == "string" end,
   table = function(v) return type(v) == "table" end,
@@ -360,7 +361,7 @@ local kinds = {
   -- which positional() turns into its truth
   truth = function(v) return type(v) == "boolean" or (type(v) == "number" and v == floor(v)) end,
 }
-local kind_text = { boolean = "a boolean", number = "a number", integer = "an integer", string = "a string",
+local kind_text = { boolean = "a boolean", number = "a number", float = "a number", integer = "an integer", string = "a string",
   table = "a table", tensor = "a tensor", dtype = "a dtype name", device = "a device", ["function"] = "a function",
   any = "a value", truth = "a boolean" }
 

@@ -354,11 +354,11 @@ return function(wick)
   -- (min and max by name, in a table alone or after min: clamp(x, -1, {max = 1}))
   local function bounds(lo, hi)
     if type(lo) == "table" and not is_tensor(lo) and hi == nil then
-      check.options(lo, "clamp", { min = "number|tensor", max = "number|tensor" })
+      check.options(lo, "clamp", { min = "float|tensor", max = "float|tensor" })
       return lo.min, lo.max
     end
     if type(hi) == "table" and not is_tensor(hi) then
-      check.options(hi, "clamp", { max = "number|tensor", min = "number|tensor" })
+      check.options(hi, "clamp", { max = "float|tensor", min = "float|tensor" })
       if hi.min ~= nil then check.fail("clamp", "argument 'min' given both by position and as an option") end
       return lo, hi.max
     end
@@ -369,9 +369,11 @@ return function(wick)
     check.tensor(t, fn, "self")
     -- an integer tensor with a fractional bound is promoted first, as PyTorch's result type
     -- (x-transformers' mask.sum().clamp(min = 1e-5) is float32 1e-5, not int64 1)
-    if (fractional(lo) or fractional(hi)) and not t:is_floating_point() and not t:is_complex() then
+    if (fractional(lo) or fractional(hi) or lo ~= lo or hi ~= hi) and not t:is_floating_point() and not t:is_complex() then
       t = t:to(wick.get_default_dtype())
     end
+    -- a NaN bound makes every value NaN, as PyTorch's clamp (with a zero gradient: x * 0)
+    if lo ~= lo or hi ~= hi then return t * 0 + (0 / 0) end
     if not is_tensor(lo) and not is_tensor(hi) then return clamp_numbers(t, lo, hi) end
     if lo == nil and hi == nil then check.fail(fn, "at least one of min and max must be given") end
     local r = t
@@ -391,7 +393,7 @@ return function(wick)
   end
   function Tensor.clamp_(t, lo, hi)
     lo, hi = bounds(lo, hi)
-    if not is_tensor(lo) and not is_tensor(hi) and not ((fractional(lo) or fractional(hi)) and is_tensor(t)
+    if not is_tensor(lo) and not is_tensor(hi) and lo == lo and hi == hi and not ((fractional(lo) or fractional(hi)) and is_tensor(t)
       and not t:is_floating_point() and not t:is_complex()) then
       return clamp_numbers_(t, lo, hi)
     end
