@@ -9276,3 +9276,14 @@ describe("the fifty-fifth round's lines, part 12 (tensor math known gaps)", func
     assert.is_true(z[2]:item() ~= z[2]:item())
   end)
 end)
+
+describe("the fifty-fifth round's lines, part 13 (autograd's known gaps)", function()
+  it("vmap's out_dims false (PyTorch's None) returns a result that every sample shares, unbatched", function()
+    local f = wick.func.vmap(function(x, w) return x * w, w * 2 end, { 1, false }, { 1, false })
+    local a, b = f(wick.randn(3, 2), wick.tensor({ 1, 2 }))
+    assert.are.same({ 3, 2 }, a:size():totable())
+    assert.are.same({ 2, 4 }, b:tolist())
+    support.assert_error_has(function() return wick.func.vmap(function(x) return x * 2 end, 1, false)(wick.randn(3, 2)) end,
+      "differs between samples")
+  end)
+end)

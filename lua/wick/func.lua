@@ -550,7 +550,7 @@ function T.hessian(f, argnums)
   return T.jacfwd(T.jacrev(f, argnums), argnums)
 end
 
-local VMAP = { in_dims = "number|table|boolean", out_dims = "number|table", randomness = "string", chunk_size = "number" }
+local VMAP = { in_dims = "number|table|boolean", out_dims = "number|table|boolean", randomness = "string", chunk_size = "number" }
 
 -- the sample b of x along dim d (1-based; negative from the end)
 local function sample_of(x, d, b) return x:select(d, b) end
@@ -562,7 +562,7 @@ function T.vmap(f, ...)
   check.callable(f, "func.vmap", "func")
   local o = check.positional("func.vmap", { "in_dims", "out_dims", "randomness", "chunk_size" }, VMAP, ...)
   local in_dims = o.in_dims == nil and 1 or o.in_dims
-  local out_dims = o.out_dims or 1
+  local out_dims = o.out_dims == nil and 1 or o.out_dims
   local randomness = check.one_of(o.randomness or "error", "func.vmap", "randomness", { "error", "different", "same" })
   return function(...)
     local args = pack(...)
@@ -629,7 +629,23 @@ function T.vmap(f, ...)
     end
     local outs = {}
     for r = 1, first.n do
-      local od = type(out_dims) == "table" and out_dims[r] or out_dims
+      local od = out_dims
+      if type(out_dims) == "table" then od = out_dims[r] end
+      if od == false then -- (PyTorch's out_dims=None: a result that is the same for every sample, unbatched)
+        for b = 2, B do
+          local mine, theirs = leaves(results[b][r]), leaves(first[r])
+          for i = 1, #theirs do
+            if not wick.equal(mine[i], theirs[i]) then
+              check.fail("func.vmap", "out_dims is None (false) for result %d, but it differs between samples: it depends "
+                .. "on a mapped input, so it must be stacked (give it a dim)", r)
+            end
+          end
+        end
+        outs[r] = first[r]
+        goto next_result
+      end
+      if type(od) ~= "number" then check.fail("func.vmap", "out_dims of result %d must be a dim or false, got %s", r, check.describe(od)) end
+      do
       local columns = {}
       for b = 1, empty and 1 or B do columns[b] = leaves(results[b][r]) end
       local stacked = {}
@@ -642,6 +658,8 @@ function T.vmap(f, ...)
         else stacked[i] = wick.stack(items, od) end
       end
       outs[r] = is_tensor(first[r]) and stacked[1] or rebuild(first[r], stacked)
+      end
+      ::next_result::
     end
     return unpack(outs, 1, first.n)
   end
