@@ -8648,7 +8648,7 @@ describe("the fifty-fourth round's lines, part 19 (the autograd conformance port
     assert.is_true(ran)
     assert.is_false(A.is_anomaly_enabled())
     assert.are.equal(wick.no_grad, A.no_grad)
-    support.assert_error_has(function() return A.forward_ad end, "wick.autograd has no 'forward_ad'")
+    support.assert_error_has(function() return A.graph end, "wick.autograd has no 'graph'")
   end)
   it("func.vjp and jvp take has_aux; aux comes back outside the graph", function()
     local x = wick.tensor({ 1, 2 }, { dtype = "float64" })
@@ -9285,5 +9285,28 @@ describe("the fifty-fifth round's lines, part 13 (autograd's known gaps)", funct
     assert.are.same({ 2, 4 }, b:tolist())
     support.assert_error_has(function() return wick.func.vmap(function(x) return x * 2 end, 1, false)(wick.randn(3, 2)) end,
       "differs between samples")
+  end)
+end)
+
+describe("the fifty-fifth round's lines, part 14 (forward-mode AD)", function()
+  it("autograd.forward_ad: make_dual, unpack_dual's tangent is the jvp, outside a level is PyTorch's error", function()
+    local fwAD = wick.autograd.forward_ad
+    local lin = nn.Linear(3, 2)
+    local x, v = wick.randn(4, 3), wick.randn(4, 3)
+    local tangent, primal
+    fwAD.dual_level(function()
+      local y = wick.tanh(lin(fwAD.make_dual(x, v)))
+      local r = fwAD.unpack_dual(y)
+      primal, tangent = r.primal, r.tangent
+      assert.is_nil(select(2, fwAD.unpack_dual(lin.weight * 1)))
+    end)
+    local _, ref = wick.func.jvp(function(z) return wick.tanh(lin(z)) end, { x }, { v })
+    assert.is_true((tangent - ref):abs():max():item() < 1e-6)
+    assert.are.same({ 4, 2 }, primal:size():totable())
+    support.assert_error_has(function() return fwAD.make_dual(x, v) end, "inside a dual_level context")
+    support.assert_error_has(function() fwAD.dual_level(function() return fwAD.make_dual(x, wick.zeros(2)) end) end,
+      "different size")
+    local m = wick.frexp(wick.tensor({ 8 }))
+    assert.are.equal(4, m.exponent:item())
   end)
 end)

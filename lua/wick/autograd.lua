@@ -564,6 +564,82 @@ function M.gradgradcheck(func, inputs, grad_outputs, opts)
   return false, why
 end
 
+-- ---- forward_ad (torch.autograd.forward_ad): dual tensors, their tangents by reverse mode ----
+-- make_dual(primal, tangent) inside a dual_level gives a tensor to compute with that remembers its
+-- tangent; unpack_dual(y) gives y and J v, the Jacobian of y with respect to the level's duals
+-- along their tangents, by the double-vjp trick (as func.jvp): y's gradient with respect to a
+-- vector u is linear in u, and its gradient with respect to u along the tangents is J v. So f must
+-- be differentiable twice, and the tangent costs two backward passes when it is read.
+local forward_ad = {}
+local levels = {} -- (a stack: each level the list of its duals and tangents)
+local function level_fn(fn, ...)
+  levels[#levels + 1] = {}
+  local r = pack(pcall(fn, ...))
+  levels[#levels] = nil
+  if not r[1] then error(r[2], 0) end
+  return unpack(r, 2, r.n)
+end
+--- forward_ad.dual_level(fn, ...): fn run inside a new level (Python's `with fwAD.dual_level():`);
+--- without fn, a context object with __enter__ and __exit__
+function forward_ad.dual_level(fn, ...)
+  if fn == nil then
+    return { __enter__ = function(self) levels[#levels + 1] = {}; return self end,
+      __exit__ = function() levels[#levels] = nil end }
+  end
+  check.callable(fn, "forward_ad.dual_level", "fn")
+  return level_fn(fn, ...)
+end
+function forward_ad.enter_dual_level() levels[#levels + 1] = {}; return #levels - 1 end
+function forward_ad.exit_dual_level() levels[#levels] = nil end
+--- forward_ad.make_dual(primal, tangent): a tensor with primal's values (a view of primal when it
+--- requires grad, so its gradient still reaches primal) that carries tangent
+function forward_ad.make_dual(primal, tangent)
+  local fn = "forward_ad.make_dual"
+  check.tensor(primal, fn, "tensor")
+  check.tensor(tangent, fn, "tangent")
+  local level = levels[#levels]
+  if not level then check.fail(fn, "To create a dual tensor, you must be inside a dual_level context (forward_ad.dual_level(fn))") end
+  if tostring(primal:size()) ~= tostring(tangent:size()) then
+    check.fail(fn, "Trying to set a forward gradient that has a different size than that of the original Tensor, this is "
+      .. "not supported. Tensor is of size %s while the given forward gradient is of size %s.", tostring(primal:size()),
+      tostring(tangent:size()))
+  end
+  local dual = primal.requires_grad and wick.is_grad_enabled() and primal:view_as(primal) or primal:detach():requires_grad_(true)
+  level[#level + 1] = { dual = dual, tangent = tangent }
+  return dual
+end
+--- forward_ad.unpack_dual(t) -> primal, tangent (also as .primal and .tangent of the first): the tangent
+--- nil where t does not depend on the level's duals
+function forward_ad.unpack_dual(t)
+  local fn = "forward_ad.unpack_dual"
+  check.tensor(t, fn, "tensor")
+  local level = levels[#levels]
+  if not level or #level == 0 or not t.requires_grad then return t, nil end
+  local duals, tangents = {}, {}
+  for i, d in ipairs(level) do duals[i], tangents[i] = d.dual, d.tangent end
+  local tangent
+  wick.enable_grad(function()
+    local u = wick.zeros_like(t):requires_grad_(true)
+    local gs = M.grad({ t }, duals, { u }, { create_graph = true, allow_unused = true })
+    local inner
+    for i, g in ipairs(duals) do
+      local gi = gs[i]
+      if gi ~= nil then
+        local term = (gi * tangents[i]:to(gi.dtype)):sum()
+        inner = inner and inner + term or term
+      end
+      local _ = g
+    end
+    if inner == nil then return end
+    if not inner.requires_grad then tangent = wick.zeros_like(t); return end
+    tangent = M.grad({ inner }, { u }, nil, { create_graph = wick.is_grad_enabled(), allow_unused = true })[1]
+      or wick.zeros_like(t)
+  end)
+  return t, tangent
+end
+forward_ad.unpack_dual = wick._name_results(forward_ad.unpack_dual, { "primal", "tangent" })
+M.forward_ad = forward_ad
+
 -- autograd.functional (jacobian, hessian, vjp, jvp, hvp, vhp): wick/func.lua, on first use
 setmetatable(M, { __index = function(t, k)
   if k == "functional" then

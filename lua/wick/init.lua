@@ -3316,10 +3316,10 @@ local function name_results(f, names)
   end
 end
 wick._name_results = name_results
-for _, name in ipairs({ "max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax", "cummin" }) do
+for _, name in ipairs({ "max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax", "cummin", "frexp" }) do
   for _, owner in ipairs({ Tensor, wick }) do
     local f = rawget(owner, name)
-    if f ~= nil then owner[name] = name_results(f, { "values", "indices" }) end
+    if f ~= nil then owner[name] = name_results(f, name == "frexp" and { "mantissa", "exponent" } or { "values", "indices" }) end
   end
 end
 
