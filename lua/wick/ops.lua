@@ -3914,8 +3914,13 @@ return function(wick)
       decimals = check.opt_int(decimals, name, "decimals", 0)
       if decimals == 0 then return plain(t) end
       check.tensor(t, name, "self")
-      local scale = 10 ^ decimals
-      local r = (t * scale):round() / scale
+      -- (PyTorch's kernel: a negative decimals divides first; float16 and bfloat16 computed in float32,
+      -- rounded once, so 65000 in float16 does not overflow at 10^2 times it)
+      local x = (t.dtype == "float16" or t.dtype == "bfloat16") and t:float() or t
+      local r
+      if decimals > 0 then r = (x * 10 ^ decimals):round() / 10 ^ decimals
+      else r = (x / 10 ^ -decimals):round() * 10 ^ -decimals end
+      r = r:to(t.dtype)
       if name == "round_" then return t:copy_(r) end
       return r
     end
