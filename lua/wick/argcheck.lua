@@ -113,6 +113,7 @@ list_mt.__add = function(a, b)
   for i = 1, #b do out[#out + 1] = rawget(b, i) end
   return setmetatable(out, list_mt)
 end
+list_mt.__concat = list_mt.__add -- (Lua's spelling of joining: a:parameters() .. b:parameters())
 -- printed as Python prints a list: ['a', 'b'] (strings quoted), [] when empty
 list_mt.__tostring = function(list)
   local parts = {}
