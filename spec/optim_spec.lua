@@ -731,7 +731,7 @@ describe("PyTorch's positional hyper-parameters", function()
     assert.are.equal(0.1, a.param_groups[1].weight_decay)
     -- the same steps as the options form
     check_steps(function(p) return optim.SGD(p, 0.1, 0.9) end, REF.sgd_momentum)
-    assert_error_has(function() optim.SGD({ w }, "0.1") end, "SGD: expected a number for option 'lr'")
+    assert_error_has(function() optim.SGD({ w }, "0.1") end, "SGD: expected a number or a tensor for option 'lr'")
     assert_error_has(function() optim.SGD({ w }, 0.1, { lr = 0.2 }) end, "given both")
   end)
 end)

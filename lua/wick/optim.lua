@@ -87,6 +87,7 @@ local function option_kinds(cls)
     end
     for k, v in pairs(cls._nil_kinds or {}) do kinds[k] = v end
     for k, v in pairs(IMPLEMENTATION) do kinds[k] = v end
+    if kinds.lr == "number" then kinds.lr = "number|tensor" end -- (PyTorch's Tensor lr, kept a tensor)
     rawset(cls, "_option_kinds", kinds)
   end
   return kinds
@@ -127,7 +128,10 @@ local function check_group(name, group, kinds, own)
     elseif k == "ns_coefficients" and not own and (type(v) ~= "table" or #v ~= 3 or type(v[1]) ~= "number"
         or type(v[2]) ~= "number" or type(v[3]) ~= "number") then
       check.fail(name, "Coefficients must be a tuple of exactly 3 values, got %s", shown(v))
-    elseif k ~= "params" and kinds[k] == "number" then
+    elseif k == "lr" and kinds[k] == "number|tensor" and wick.is_tensor(v) then
+      if v:numel() ~= 1 then check.fail(name, "Tensor lr must be 1-element") end
+      if not (v:item() >= 0) then check.fail(name, "invalid learning rate: %s (must be >= 0)", tostring(v:item())) end
+    elseif k ~= "params" and (kinds[k] == "number" or kinds[k] == "number|tensor") then
       if type(v) ~= "number" or v ~= v then check.fail(name, "expected a number for option '%s', got %s", k, check.describe(v)) end
       if v < 0 then check.fail(name, "invalid %s value: %s (must be >= 0)", k == "lr" and "learning rate" or k, v) end
       if k == "rho" and v > 1 then check.fail(name, "Invalid rho value: %s (must be in [0, 1])", v) end
@@ -261,7 +265,9 @@ local function make_group(self, g, gi)
     end
     local _ = v
   end
-  if group.lr == "required" or (not own and type(group.lr) ~= "number") then check.fail(name, "lr is required (a number)") end
+  if group.lr == "required" or (not own and type(group.lr) ~= "number" and not wick.is_tensor(group.lr)) then
+    check.fail(name, "lr is required (a number)")
+  end
   check_group(name, group, option_kinds(getmetatable(self)), own)
   -- (SGD's own check, as PyTorch's SGD.__init__: an optimizer of one's own with a nesterov option,
   -- Muon's, has no dampening and no such rule)
@@ -484,18 +490,26 @@ local function follow(p, state)
 end
 
 -- A one-element tensor set as a hyper-parameter (DINO's param_group["lr"] =
--- lr_schedule[it], a NumPy float): the number it holds, as PyTorch takes it
-local function plain_numbers(group)
+-- lr_schedule[it], a NumPy float; PyTorch's Tensor lr, which LeanRL anneals with
+-- group["lr"].copy_(lrnow)): the update reads the number it holds from a view of the group, and
+-- the group keeps the tensor
+local function numbers_view(group)
+  local view
   for k, v in pairs(group) do
-    if k ~= "params" and wick.is_tensor(v) and v:numel() == 1 then group[k] = v:item() end
+    if k ~= "params" and wick.is_tensor(v) and v:numel() == 1 then
+      view = view or setmetatable({}, { __index = group })
+      view[k] = v:item()
+    end
   end
+  return view or group
 end
+optim._numbers_view = numbers_view
 
 local function update_all(self)
   local update = update_rule(getmetatable(self))
   if not update then wick.error(("%s:step: this optimizer has no update rule"):format(tostring(getmetatable(self).__name))) end
   for _, group in ipairs(self.param_groups) do
-    plain_numbers(group)
+    local values = numbers_view(group)
     for _, p in ipairs(group.params) do
       local g = p.grad
       if g then
@@ -506,7 +520,7 @@ local function update_all(self)
         if p:is_complex() then q, g = p:view_as_real(), g:view_as_real() end
         if not state then state = {}; self.state[p] = state
         else follow(q, state) end
-        update(q, g, state, group)
+        update(q, g, state, values)
       end
     end
   end
@@ -1114,7 +1128,7 @@ end
 local function lbfgs_step(self, closure)
   local params, group = self.param_groups[1].params, self.param_groups[1]
   if #params == 0 then return wick.enable_grad(closure) end
-  local lr, max_iter, max_eval = group.lr, group.max_iter, group.max_eval
+  local lr, max_iter, max_eval = numbers_view(group).lr, group.max_iter, group.max_eval
   local tolerance_grad, tolerance_change, history_size = group.tolerance_grad, group.tolerance_change, group.history_size
   local maximize = group.maximize
   local state = self.state[params[1]]
@@ -1343,7 +1357,9 @@ end
 
 
 local function set_lrs(self, values)
-  for i, g in ipairs(self.optimizer.param_groups) do g.lr = values[i] end
+  for i, g in ipairs(self.optimizer.param_groups) do
+    if wick.is_tensor(g.lr) then g.lr:fill_(values[i]) else g.lr = values[i] end -- (a Tensor lr stays one)
+  end
   self._last_lr = { unpack(values) }
 end
 
@@ -1369,7 +1385,7 @@ local function update_lr(self, epoch)
   end
   local form = spec.lr
   if epoch ~= nil and spec.closed then form = function(s, _, base, i) return spec.closed(s, base, i) end end
-  for i, g in ipairs(self.optimizer.param_groups) do values[i] = form(self, g, self.base_lrs[i], i) end
+  for i, g in ipairs(self.optimizer.param_groups) do values[i] = form(self, numbers_view(g), self.base_lrs[i], i) end
   set_lrs(self, values)
 end
 
@@ -1410,9 +1426,9 @@ local function base_lrs_of(name, opt, last_epoch)
         check.fail(name, "param 'initial_lr' is not specified in param_groups[%d] when resuming an optimizer "
           .. "(load the optimizer's state first, or resume the scheduler with load_state_dict)", i)
       end
-      g.initial_lr = g.lr
+      g.initial_lr = wick.is_tensor(g.lr) and g.lr:clone() or g.lr -- (PyTorch's: a Tensor lr's clone)
     end
-    base[i] = g.initial_lr
+    base[i] = wick.is_tensor(g.initial_lr) and g.initial_lr:item() or g.initial_lr
   end
   return base
 end
@@ -1512,7 +1528,7 @@ function LRScheduler:get_lr()
     require("wick.nn.common").warn("To get the last learning rate computed by the scheduler, please use "
       .. "`get_last_lr()`.")
     local values = {}
-    for i, g in ipairs(self.optimizer.param_groups) do values[i] = spec.lr(self, g, self.base_lrs[i], i) end
+    for i, g in ipairs(self.optimizer.param_groups) do values[i] = spec.lr(self, numbers_view(g), self.base_lrs[i], i) end
     return values
   end
   check.fail(name .. ":get_lr", "not defined: a scheduler made with LRScheduler:extend defines get_lr()")
