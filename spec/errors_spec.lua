@@ -337,7 +337,7 @@ describe("argument checks of wick's Lua functions (wick.argcheck)", function()
       expect.line = here() + 1
       local o = wick.optim.SGD(nn.Linear(3, 2):parameters(), { lr = "0.1" })
       return o
-    end, "SGD: expected a number for option 'lr', got '0.1'")
+    end, "SGD: expected a number or a tensor for option 'lr', got '0.1'")
     assert_raised_at(function()
       expect.line = here() + 1
       local l = F.mse_loss(t, t, { reduction = "avg" })

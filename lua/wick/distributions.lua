@@ -3,7 +3,9 @@
 -- Uniform, Independent, Gamma, Beta, Dirichlet, Exponential, Laplace,
 -- StudentT, LogNormal, the counts, Cauchy, HalfNormal, Gumbel, Weibull,
 -- Chi2, Geometric, TransformedDistribution, MixtureSameFamily, the relaxed
--- ones, and kl_divergence between two of a kind), as
+-- ones, Multinomial, OneHotCategoricalStraightThrough, HalfCauchy, InverseGamma,
+-- Pareto, Kumaraswamy, FisherSnedecor, LogisticNormal, and kl_divergence by
+-- register_kl's pairs: two of a kind and PyTorch's closed forms across families), as
 -- compositions of wick's ops, so log_prob, entropy and rsample are
 -- differentiable. Gamma draws are Marsaglia and Tsang's (PyTorch's
 -- sample_gamma) from wick's uniform and normal draws, Beta and Dirichlet
@@ -85,6 +87,12 @@ function Distribution.sample_n(d, n)
   require("wick.nn.common").warn("sample_n will be deprecated. Use .sample((n,)) instead")
   check.int(n, name_of(d) .. ":sample_n", "n", 0)
   return d:sample({ n })
+end
+-- entropy, cdf and icdf where a distribution has none: PyTorch's NotImplementedError
+for _, k in ipairs({ "entropy", "cdf", "icdf" }) do
+  Distribution[k] = function(d)
+    check.fail(name_of(d) .. ":" .. k, "not implemented for this distribution (PyTorch's NotImplementedError)")
+  end
 end
 function Distribution.enumerate_support(d)
   check.fail(name_of(d) .. ":enumerate_support", "not implemented for this distribution in this version of wick")
@@ -319,11 +327,17 @@ end
 local function not_nan(t) return t:eq(t) end
 local function in_unit_interval(p) return p:ge(0):logical_and(p:le(1)) end
 
+-- tensors broadcast to one shape, an error named for fn where they do not
+local function broadcast_params(fn, ...)
+  local out = { pcall(wick.broadcast_tensors, ...) }
+  if not out[1] then check.fail(fn, "%s", (tostring(out[2]):gsub("^.-:%d+: ", ""))) end
+  return unpack(out, 2, select("#", ...) + 1)
+end
 -- two parameters (numbers or tensors) as tensors of one shape
 local function two_params(fn, a, b, na, nb, opts)
   check.options(opts, fn, { validate_args = "boolean" })
   local like = is_tensor(a) and a or is_tensor(b) and b or nil
-  return wick.broadcast_tensors(param(a, fn, na, like), param(b, fn, nb, like))
+  return broadcast_params(fn, param(a, fn, na, like), param(b, fn, nb, like))
 end
 -- a distribution of class C with a real loc and a positive scale (Laplace, Cauchy, Gumbel)
 local function located(C, loc, scale, opts)
@@ -482,11 +496,12 @@ end
 --- OneHotCategorical(probs) or {probs = p} / {logits = l}: one-hot vectors over the last dim
 local OneHotCategorical = class("OneHotCategorical")
 OneHotCategorical._params = { "probs" }
-function OneHotCategorical.new(probs, opts)
-  local fn = "OneHotCategorical"
+-- one of class C (OneHotCategorical or its straight-through subclass), its errors named for C
+local function one_hot_categorical(C, probs, opts)
+  local fn = C.__name
   local logits
   probs, logits, opts = probs_or_logits(fn, probs, opts, "tensor")
-  local d = setmetatable({}, OneHotCategorical)
+  local d = setmetatable({}, C)
   local c = categorical_of(fn, probs, logits, validating(d, opts))
   d._categorical = c
   d.probs, d.logits = c.probs, c.logits
@@ -495,6 +510,7 @@ function OneHotCategorical.new(probs, opts)
   d.has_rsample = false
   return d
 end
+function OneHotCategorical.new(probs, opts) return one_hot_categorical(OneHotCategorical, probs, opts) end
 function OneHotCategorical._lazy.mean(d) return d.probs end
 function OneHotCategorical._lazy.variance(d) return d.probs * (1 - d.probs) end
 function OneHotCategorical._lazy.stddev(d) return d.variance:sqrt() end
@@ -1056,7 +1072,7 @@ local function n_params(fn, values, names, opts)
   for i = 1, #names do if is_tensor(values[i]) then like = values[i]; break end end
   local ts = {}
   for i = 1, #names do ts[i] = param(values[i], fn, names[i], like) end
-  return wick.broadcast_tensors(unpack(ts))
+  return broadcast_params(fn, unpack(ts))
 end
 local POSITIVE = "GreaterThan(lower_bound=0.0)"
 local NONNEGATIVE = "GreaterThanEq(lower_bound=0.0)"
@@ -2022,11 +2038,322 @@ function RelaxedOneHotCategorical.new(temperature, probs, opts)
 end
 as_transformed(RelaxedOneHotCategorical)
 
+-- ---- Multinomial, OneHotCategoricalStraightThrough, HalfCauchy, InverseGamma, Pareto, Kumaraswamy,
+-- FisherSnedecor, LogisticNormal ----
+
+--- Multinomial([total_count = 1[, probs]]) or (total_count, {probs =} or {logits =}): the counts of
+--- each of the last dim's categories in total_count draws (one Lua integer total_count, as PyTorch's)
+local Multinomial = class("Multinomial")
+Multinomial._params = { "probs" }
+function Multinomial.new(total_count, probs, opts)
+  local fn = "Multinomial"
+  total_count, probs, opts = count_keywords(total_count, probs, opts)
+  if total_count == nil then total_count = 1 end
+  if type(total_count) ~= "number" or total_count ~= math.floor(total_count) or total_count == math.huge then
+    check.fail(fn, "inhomogeneous total_count is not supported (total_count must be one integer, got %s)",
+      check.describe(total_count))
+  end
+  if total_count < 0 then
+    check.fail(fn, "expected parameter total_count (%d) to satisfy the constraint %s, but found invalid values",
+      total_count, NONNEGATIVE_INTEGER)
+  end
+  local logits
+  probs, logits, opts = probs_or_logits(fn, probs, opts, "tensor")
+  local d = setmetatable({}, Multinomial)
+  local c = categorical_of(fn, probs, logits, validating(d, opts))
+  d.total_count = total_count
+  d._categorical, d.probs, d.logits = c, c.probs, c.logits
+  d.batch_shape = concat(c.batch_shape, {})
+  d.event_shape = Size({ c._num_events })
+  d.has_rsample = false
+  return d
+end
+function Multinomial._lazy.mean(d) return d.probs * d.total_count end
+function Multinomial._lazy.variance(d) return d.total_count * d.probs * (1 - d.probs) end
+function Multinomial._lazy.stddev(d) return d.variance:sqrt() end
+function Multinomial._lazy.param_shape(d) return d.probs:size() end
+function Multinomial._lazy._binomial(d)
+  return Binomial.new(d.total_count, d.probs, { validate_args = false })
+end
+--- d:sample([sample_shape]): counts (in probs' dtype) of sample_shape .. batch_shape .. {k}, each
+--- row summing to total_count: total_count Categorical draws, counted
+function Multinomial:sample(sample_shape)
+  local shape = shape_of(sample_shape, {}, "Multinomial:sample")
+  local full = concat(concat(shape, self.batch_shape), self.event_shape)
+  return wick.no_grad(function()
+    local counts = wick.zeros(full, { dtype = "int64", device = self.probs.device })
+    if self.total_count > 0 and counts:numel() > 0 then
+      -- (the draws' memory asked for first: an error that says so where there is not enough,
+      -- before the generator runs; an empty tensor's pages are not touched)
+      local ok, e = pcall(wick.empty, { self.total_count, counts:numel() / self.event_shape[1] },
+        { dtype = "int64", device = self.probs.device })
+      if not ok then check.fail("Multinomial:sample", "%.0f draws: %s", self.total_count, (tostring(e):gsub("^.-:%d+: ", ""))) end
+      local idx = self._categorical:sample(concat({ self.total_count }, shape)) -- (n, sample.., batch..)
+      local perm = {}
+      for i = 2, idx:dim() do perm[#perm + 1] = i end
+      perm[#perm + 1] = 1
+      idx = idx:permute(perm):contiguous()
+      counts:scatter_add_(-1, idx, wick.ones_like(idx))
+    end
+    return counts:to(self.probs.dtype)
+  end)
+end
+--- d:log_prob(value): log n! - sum log x_i! + sum x_i log p_i, n the row's sum (any count in each row)
+function Multinomial:log_prob(value)
+  local fn = "Multinomial:log_prob"
+  if is_tensor(value) and not value:is_floating_point() then value = value:to(self.logits.dtype) end
+  value = param(value, fn, "value", self.logits)
+  if self._validate_args then
+    check_sample(self, fn, value, "Multinomial()", function(v)
+      return v:ge(0):all(-1):logical_and(v:sum(-1):le(self.total_count))
+    end)
+  end
+  local logits, v = wick.broadcast_tensors(self.logits, value)
+  local log_factorial_n = (v:sum(-1) + 1):lgamma()
+  local log_factorial_xs = (v + 1):lgamma():sum(-1)
+  logits = wick.where(v:eq(0):logical_and(logits:eq(-math.huge)), 0, logits)
+  return log_factorial_n - log_factorial_xs + (logits * v):sum(-1)
+end
+--- d:entropy(): n H(categorical) - log n! + the expected sum of log x_i! under each Binomial(n, p_i)
+function Multinomial:entropy()
+  local n = wick.tensor(self.total_count, { dtype = self.probs.dtype, device = self.probs.device })
+  local term1 = n * self._categorical:entropy() - (n + 1):lgamma()
+  if self.total_count == 0 then return term1 end
+  local view = { self.total_count }
+  for _ = 1, #self.batch_shape + 1 do view[#view + 1] = 1 end
+  local support = wick.arange(1, self.total_count + 1, { dtype = self.probs.dtype, device = self.probs.device })
+    :reshape(view) -- (1 .. n, the Binomial's support but 0, along a new first dim)
+  local binomial_probs = self._binomial:log_prob(support):exp()
+  local weights = (support + 1):lgamma()
+  return term1 + (binomial_probs * weights):sum(1):sum(-1)
+end
+
+--- OneHotCategoricalStraightThrough(probs) or {logits = l}: a OneHotCategorical whose rsample passes
+--- gradients straight through (Bengio et al., 2013): the one-hot draw plus probs - probs:detach()
+local OneHotCategoricalStraightThrough = class("OneHotCategoricalStraightThrough")
+OneHotCategoricalStraightThrough._params = { "probs" }
+rawset(OneHotCategoricalStraightThrough, "super", OneHotCategorical)
+getmetatable(OneHotCategoricalStraightThrough).__index = OneHotCategorical -- (its methods and support)
+setmetatable(OneHotCategoricalStraightThrough._lazy, { __index = OneHotCategorical._lazy })
+function OneHotCategoricalStraightThrough.new(probs, opts)
+  local d = one_hot_categorical(OneHotCategoricalStraightThrough, probs, opts)
+  d.has_rsample = true
+  return d
+end
+function OneHotCategoricalStraightThrough:rsample(sample_shape)
+  local samples = self:sample(sample_shape)
+  local probs = self._categorical.probs
+  return samples + (probs - probs:detach())
+end
+
+--- HalfCauchy(scale): |x| for x ~ Cauchy(0, scale); values in [0, inf)
+local HalfCauchy = class("HalfCauchy")
+HalfCauchy._keywords = { "scale" }
+HalfCauchy._params = { "scale" }
+function HalfCauchy.new(scale, opts)
+  check.options(opts, "HalfCauchy", { validate_args = "boolean" })
+  local d = setmetatable({}, HalfCauchy)
+  d.scale = param(scale, "HalfCauchy", "scale")
+  if validating(d, opts) then check_param(d, "scale", positive(d.scale), POSITIVE) end
+  d.base_dist = Cauchy.new(wick.zeros_like(d.scale), d.scale, { validate_args = false })
+  d.batch_shape, d.event_shape = d.scale:size(), Size()
+  d.has_rsample = true
+  return d
+end
+function HalfCauchy._lazy.mean(d) return wick.full_like(d.scale, math.huge) end
+function HalfCauchy._lazy.mode(d) return wick.zeros_like(d.scale) end
+function HalfCauchy._lazy.variance(d) return d.base_dist.variance end
+function HalfCauchy._lazy.stddev(d) return d.variance:sqrt() end
+function HalfCauchy:rsample(sample_shape) return self.base_dist:rsample(sample_shape):abs() end
+HalfCauchy.sample = sample_of
+function HalfCauchy:log_prob(value)
+  value = value_in(self, "HalfCauchy:log_prob", value, self.scale, NONNEGATIVE, nonnegative)
+  local lp = self.base_dist:log_prob(value) + math.log(2)
+  return wick.where(value:ge(0), lp, -math.huge)
+end
+function HalfCauchy:cdf(value)
+  value = value_in(self, "HalfCauchy:cdf", value, self.scale, NONNEGATIVE, nonnegative)
+  return 2 * self.base_dist:cdf(value) - 1
+end
+function HalfCauchy:icdf(prob)
+  prob = param(prob, "HalfCauchy:icdf", "value", self.scale)
+  return self.base_dist:icdf((prob + 1) / 2)
+end
+function HalfCauchy:entropy() return self.base_dist:entropy() - math.log(2) end
+
+-- the log_prob of a TransformedDistribution (the transforms' log-determinants and the base's)
+local transformed_log_prob = TransformedDistribution.log_prob
+
+--- InverseGamma(concentration, rate): 1 / x for x ~ Gamma(concentration, rate); values in (0, inf)
+local InverseGamma = class("InverseGamma")
+InverseGamma._keywords = { "concentration", "rate" }
+InverseGamma._params = { "concentration", "rate" }
+function InverseGamma.new(concentration, rate, opts)
+  local p = positive_pair(InverseGamma, concentration, rate, "concentration", "rate", opts)
+  local validate = p._validate_args
+  local base = Gamma.new(p.concentration, p.rate, { validate_args = validate })
+  local neg_one = wick.full({}, -1, { dtype = base.rate.dtype, device = base.rate.device })
+  return transformed_of(InverseGamma, base, { T.PowerTransform(neg_one) }, { validate_args = validate },
+    { concentration = base.concentration, rate = base.rate })
+end
+as_transformed(InverseGamma)
+function InverseGamma:log_prob(value)
+  value = value_in(self, "InverseGamma:log_prob", value, self.rate, POSITIVE, positive)
+  return transformed_log_prob(self, value)
+end
+function InverseGamma._lazy.mean(d)
+  return wick.where(d.concentration:gt(1), d.rate / (d.concentration - 1), math.huge)
+end
+function InverseGamma._lazy.mode(d) return d.rate / (d.concentration + 1) end
+function InverseGamma._lazy.variance(d)
+  local a = d.concentration
+  return wick.where(a:gt(2), d.rate:square() / ((a - 1):square() * (a - 2)), math.huge)
+end
+function InverseGamma._lazy.stddev(d) return d.variance:sqrt() end
+function InverseGamma:entropy()
+  local a = self.concentration
+  return a + self.rate:log() + a:lgamma() - (1 + a) * a:digamma()
+end
+
+--- Pareto(scale, alpha): scale exp(x) for x ~ Exponential(alpha) (Pareto type I); values in [scale, inf)
+local Pareto = class("Pareto")
+Pareto._keywords = { "scale", "alpha" }
+Pareto._params = { "scale", "alpha" }
+function Pareto.new(scale, alpha, opts)
+  local p = positive_pair(Pareto, scale, alpha, "scale", "alpha", opts)
+  local validate = p._validate_args
+  local base = Exponential.new(p.alpha, { validate_args = validate })
+  return transformed_of(Pareto, base, { T.ExpTransform(), T.AffineTransform(0, p.scale) },
+    { validate_args = validate }, { scale = p.scale, alpha = p.alpha })
+end
+as_transformed(Pareto)
+function Pareto:log_prob(value)
+  value = value_in(self, "Pareto:log_prob", value, self.scale, "GreaterThanEq(lower_bound=scale)",
+    function(v) return v:ge(self.scale) end)
+  return transformed_log_prob(self, value)
+end
+function Pareto._lazy.mean(d)
+  local a = d.alpha:clamp(1, math.huge)
+  return a * d.scale / (a - 1)
+end
+function Pareto._lazy.mode(d) return d.scale end
+function Pareto._lazy.variance(d)
+  local a = d.alpha:clamp(2, math.huge)
+  return d.scale ^ 2 * a / ((a - 1) ^ 2 * (a - 2))
+end
+function Pareto._lazy.stddev(d) return d.variance:sqrt() end
+function Pareto:entropy() return (self.scale / self.alpha):log() + (1 + self.alpha:reciprocal()) end
+
+--- Kumaraswamy(concentration1, concentration0): (1 - (1 - u)^(1/b))^(1/a), a = concentration1,
+--- b = concentration0, u uniform; values in [0, 1]
+local Kumaraswamy = class("Kumaraswamy")
+Kumaraswamy._keywords = { "concentration1", "concentration0" }
+Kumaraswamy._params = { "concentration1", "concentration0" }
+function Kumaraswamy.new(concentration1, concentration0, opts)
+  local p = positive_pair(Kumaraswamy, concentration1, concentration0, "concentration1", "concentration0", opts)
+  local validate = p._validate_args
+  local c1, c0 = p.concentration1, p.concentration0
+  local base = Uniform.new(wick.full_like(c0, 0), wick.full_like(c0, 1), { validate_args = validate })
+  return transformed_of(Kumaraswamy, base, { T.PowerTransform(c0:reciprocal()), T.AffineTransform(1.0, -1.0),
+    T.PowerTransform(c1:reciprocal()) }, { validate_args = validate }, { concentration1 = c1, concentration0 = c0 })
+end
+as_transformed(Kumaraswamy)
+function Kumaraswamy:log_prob(value)
+  value = value_in(self, "Kumaraswamy:log_prob", value, self.concentration1, UNIT_INTERVAL, in_unit_interval)
+  return transformed_log_prob(self, value)
+end
+-- the n-th moment b B(1 + n / a, b)
+local function kumaraswamy_moment(a, b, n)
+  local arg1 = 1 + n / a
+  return b * (arg1:lgamma() + b:lgamma() - (arg1 + b):lgamma()):exp()
+end
+function Kumaraswamy._lazy.mean(d) return kumaraswamy_moment(d.concentration1, d.concentration0, 1) end
+function Kumaraswamy._lazy.mode(d)
+  local a, b = d.concentration1, d.concentration0
+  local log_mode = b:reciprocal() * (-b):log1p() - (-b * a):log1p()
+  return wick.where(b:lt(1):logical_or(a:lt(1)), 0 / 0, log_mode):exp()
+end
+function Kumaraswamy._lazy.variance(d)
+  return kumaraswamy_moment(d.concentration1, d.concentration0, 2) - d.mean ^ 2
+end
+function Kumaraswamy._lazy.stddev(d) return d.variance:sqrt() end
+function Kumaraswamy:entropy()
+  local a, b = self.concentration1, self.concentration0
+  local t1, t0 = 1 - a:reciprocal(), 1 - b:reciprocal()
+  local H0 = (b + 1):digamma() + EULER_GAMMA
+  return t0 + t1 * H0 - a:log() - b:log()
+end
+
+--- FisherSnedecor(df1, df2): (X1 / df1) / (X2 / df2) of chi-squares; values in (0, inf)
+local FisherSnedecor = class("FisherSnedecor")
+FisherSnedecor._keywords = { "df1", "df2" }
+FisherSnedecor._params = { "df1", "df2" }
+function FisherSnedecor.new(df1, df2, opts)
+  local d = positive_pair(FisherSnedecor, df1, df2, "df1", "df2", opts)
+  d._gamma1 = Gamma.new(d.df1 * 0.5, d.df1, { validate_args = false })
+  d._gamma2 = Gamma.new(d.df2 * 0.5, d.df2, { validate_args = false })
+  return d
+end
+function FisherSnedecor._lazy.mean(d)
+  local df2 = wick.where(d.df2:le(2), 0 / 0, d.df2)
+  return df2 / (df2 - 2)
+end
+function FisherSnedecor._lazy.mode(d)
+  local mode = (d.df1 - 2) / d.df1 * d.df2 / (d.df2 + 2)
+  return wick.where(d.df1:le(2), 0 / 0, mode)
+end
+function FisherSnedecor._lazy.variance(d)
+  local df2 = wick.where(d.df2:le(4), 0 / 0, d.df2)
+  return 2 * df2 ^ 2 * (d.df1 + df2 - 2) / (d.df1 * (df2 - 2) ^ 2 * (df2 - 4))
+end
+function FisherSnedecor._lazy.stddev(d) return d.variance:sqrt() end
+--- d:rsample([sample_shape]): the ratio of the two Gammas' rsample (no gradient to df1, df2 yet:
+--- an error in backward, as Gamma's)
+function FisherSnedecor:rsample(sample_shape)
+  local shape = shape_of(sample_shape, self.batch_shape, "FisherSnedecor:rsample")
+  local X1 = self._gamma1:rsample(sample_shape):view(shape)
+  local X2 = self._gamma2:rsample(sample_shape):view(shape)
+  local tiny = wick.finfo(X2.dtype).tiny
+  return (X1 / X2:clamp(tiny, math.huge)):clamp(tiny, math.huge)
+end
+FisherSnedecor.sample = sample_of
+function FisherSnedecor:log_prob(value)
+  value = value_in(self, "FisherSnedecor:log_prob", value, self.df1, POSITIVE, positive)
+  local ct1, ct2, ct3 = self.df1 * 0.5, self.df2 * 0.5, self.df1 / self.df2
+  local t1 = (ct1 + ct2):lgamma() - ct1:lgamma() - ct2:lgamma()
+  local t2 = ct1 * ct3:log() + (ct1 - 1) * value:log()
+  local t3 = (ct1 + ct2) * (ct3 * value):log1p()
+  return t1 + t2 - t3
+end
+
+--- LogisticNormal(loc, scale): the stick-breaking transform of Normal(loc, scale) draws over the last
+--- dim (k values onto the (k + 1)-simplex)
+local LogisticNormal = class("LogisticNormal")
+LogisticNormal._keywords = { "loc", "scale" }
+LogisticNormal._params = { "loc", "scale" }
+function LogisticNormal.new(loc, scale, opts)
+  local fn = "LogisticNormal"
+  check.options(opts, fn, { validate_args = "boolean" })
+  local validate = opts and opts.validate_args
+  local ok, base = pcall(Normal.new, loc, scale, opts)
+  if not ok then check.fail(fn, "%s", (tostring(base):gsub("^.-Normal: ", ""))) end
+  if #base.batch_shape == 0 then base = base:expand({ 1 }) end
+  local d = transformed_of(LogisticNormal, base, { T.StickBreakingTransform() }, { validate_args = validate }, {})
+  d.loc, d.scale = d.base_dist.base_dist.loc, d.base_dist.base_dist.scale
+  return d
+end
+as_transformed(LogisticNormal)
+function LogisticNormal:log_prob(value)
+  value = value_in(self, "LogisticNormal:log_prob", value, self.loc, "Simplex()", simplex)
+  return transformed_log_prob(self, value)
+end
+
 for _, C in ipairs({ Categorical, OneHotCategorical, Normal, MultivariateNormal, Independent, Bernoulli, Uniform,
   Gamma, Dirichlet, Beta, Exponential, Laplace, StudentT, LogNormal,
   Poisson, NegativeBinomial, Binomial, TransformedDistribution, MixtureSameFamily, LogitRelaxedBernoulli,
   ExpRelaxedCategorical, RelaxedBernoulli, RelaxedOneHotCategorical, Cauchy, HalfNormal, Gumbel, Weibull, Chi2,
-  Geometric }) do
+  Geometric, Multinomial, OneHotCategoricalStraightThrough, HalfCauchy, InverseGamma, Pareto, Kumaraswamy,
+  FisherSnedecor, LogisticNormal }) do
   receivers(C)
 end
 
@@ -2039,22 +2366,9 @@ local function kl_categorical(p, q)
   return t:sum(-1)
 end
 
---- kl_divergence(p, q) for two distributions of one kind (Normal, MultivariateNormal, Categorical,
---- OneHotCategorical, Bernoulli, Uniform, Independent, Gamma, Beta, Dirichlet, Exponential, Laplace,
---- LogNormal, Poisson; not StudentT, as PyTorch)
-function M.kl_divergence(p, q)
+-- the KL divergence of two distributions of one built-in kind (registered below for each kind)
+local function same_kind_kl(kind, p, q)
   local fn = "kl_divergence"
-  -- (a subclass's KL is its base's, as PyTorch's lookup by the classes' MRO)
-  local function registered(mt)
-    while type(mt) == "table" and rawget(M, rawget(mt, "__name") or "") ~= mt do mt = rawget(mt, "super") end
-    return mt
-  end
-  local kind = type(p) == "table" and registered(getmetatable(p)) or nil
-  local qkind = type(q) == "table" and registered(getmetatable(q)) or nil
-  if kind == nil or qkind ~= kind then
-    check.fail(fn, "no KL divergence between %s and %s (two distributions of one kind are needed)",
-      kind and kind.__name or type(p), qkind and qkind.__name or type(q))
-  end
   if kind == Normal then
     local ratio = (p.scale / q.scale) ^ 2
     local t1 = ((p.loc - q.loc) / q.scale) ^ 2
@@ -2129,7 +2443,305 @@ function M.kl_divergence(p, q)
   end
   check.fail(fn, "no KL divergence for %s", kind.__name)
 end
-M.kl = { kl_divergence = M.kl_divergence }
+
+-- ---- register_kl and the dispatch (PyTorch's _KL_REGISTRY and _dispatch_kl) ----
+
+local KL_REGISTRY = {} -- KL_REGISTRY[P][Q] = function(p, q)
+local function is_distribution_class(C)
+  return C == Distribution or (type(C) == "table" and rawget(C, "_distribution_class") == true)
+end
+--- register_kl(P, Q)(function(p, q) ... end): the KL divergence kl_divergence uses for p an
+--- instance of class P (or of a subclass) and q of Q (PyTorch's @register_kl decorator); returns
+--- the function. The most specific registered pair wins, by p's class first, with a warning where
+--- ordering by q's class first would pick another
+function M.register_kl(P, Q)
+  local fn = "register_kl"
+  if not is_distribution_class(P) then
+    check.fail(fn, "Expected type_p to be a Distribution subclass but got %s", check.describe(P))
+  end
+  if not is_distribution_class(Q) then
+    check.fail(fn, "Expected type_q to be a Distribution subclass but got %s", check.describe(Q))
+  end
+  return function(f)
+    if type(f) ~= "function" and not (type(f) == "table" and getmetatable(f) and getmetatable(f).__call) then
+      check.fail(fn, "expected a function of (p, q) to register, got %s", check.describe(f))
+    end
+    KL_REGISTRY[P] = KL_REGISTRY[P] or {}
+    KL_REGISTRY[P][Q] = f
+    return f
+  end
+end
+-- a distribution's class, then the classes it extends, then Distribution (nil for a non-distribution)
+local function lineage(d)
+  local mt = type(d) == "table" and getmetatable(d) or nil
+  if not (type(mt) == "table" and rawget(mt, "_distribution_class") == true) then return nil end
+  local out = {}
+  while type(mt) == "table" and mt ~= Distribution do
+    out[#out + 1] = mt
+    mt = rawget(mt, "super")
+  end
+  out[#out + 1] = Distribution
+  return out
+end
+local function dispatch_kl(lp, lq)
+  local left, right
+  for i, P in ipairs(lp) do
+    local row = KL_REGISTRY[P]
+    if row then
+      for j, Q in ipairs(lq) do
+        local f = row[Q]
+        if f then
+          if not left or i < left[1] or (i == left[1] and j < left[2]) then left = { i, j, f } end
+          if not right or j < right[2] or (j == right[2] and i < right[1]) then right = { i, j, f } end
+        end
+      end
+    end
+  end
+  if not left then return nil end
+  if left[3] ~= right[3] then
+    require("wick.nn.common").warn(("Ambiguous kl_divergence(%s, %s). Please register_kl(%s, %s)"):format(
+      lp[1].__name, lq[1].__name, lp[left[1]].__name, lq[right[2]].__name))
+  end
+  return left[3]
+end
+
+--- kl_divergence(p, q): KL(p || q) over the batch, by the function registered for their classes
+--- (register_kl): two of a kind (Normal, MultivariateNormal, Categorical, OneHotCategorical,
+--- Bernoulli, Binomial, Uniform, Independent, Gamma, Beta, Dirichlet, Exponential, Laplace, LogNormal,
+--- Poisson, Cauchy, HalfNormal, Gumbel, Geometric, Pareto; not StudentT, as PyTorch) and PyTorch's
+--- closed forms across families (Uniform-Normal, Gamma-Exponential, Normal-Gumbel, ...)
+function M.kl_divergence(p, q)
+  local fn = "kl_divergence"
+  local lp, lq = lineage(p), lineage(q)
+  local f = lp and lq and dispatch_kl(lp, lq)
+  if not f then
+    local pn, qn = lp and lp[1].__name or check.describe(p), lq and lq[1].__name or check.describe(q)
+    if lp and lq and lp[1] == lq[1] then check.fail(fn, "no KL divergence for %s", pn) end
+    check.fail(fn, "no KL divergence between %s and %s (PyTorch's NotImplementedError: No KL(p || q) is "
+      .. "implemented for p type %s and q type %s)", pn, qn, pn, qn)
+  end
+  return f(p, q)
+end
+for _, kind in ipairs({ Normal, Categorical, OneHotCategorical, Bernoulli, Uniform, MultivariateNormal, Independent,
+  Gamma, Beta, Dirichlet, Exponential, Laplace, LogNormal, Poisson }) do
+  M.register_kl(kind, kind)(function(p, q) return same_kind_kl(kind, p, q) end)
+end
+
+local function infinite_like(t) return wick.full_like(t, math.huge) end
+local function x_log_x(t) return wick.xlogy(t, t) end
+local register_kl = M.register_kl
+
+-- two of a kind, beyond the ones above
+register_kl(Binomial, Binomial)(function(p, q)
+  if p.total_count:lt(q.total_count):any() == true then
+    check.fail("kl_divergence", "KL between Binomials where q.total_count > p.total_count is not implemented")
+  end
+  local kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs):log1p() - (-q.probs):log1p())
+  return wick.where(p.total_count:gt(q.total_count), math.huge, kl)
+end)
+register_kl(Gumbel, Gumbel)(function(p, q)
+  local ct1, ct2, ct3 = p.scale / q.scale, q.loc / q.scale, p.loc / q.scale
+  local t1 = -ct1:log() - ct2 + ct3
+  local t2 = ct1 * EULER_GAMMA
+  local t3 = (ct2 + (1 + ct1):lgamma() - ct3):exp()
+  return t1 + t2 + t3 - (1 + EULER_GAMMA)
+end)
+register_kl(Geometric, Geometric)(function(p, q)
+  return -p:entropy() - (-q.probs):log1p() / p.probs - q.logits
+end)
+register_kl(HalfNormal, HalfNormal)(function(p, q) return M.kl_divergence(p.base_dist, q.base_dist) end)
+register_kl(Cauchy, Cauchy)(function(p, q)
+  local t1 = ((p.scale + q.scale) ^ 2 + (p.loc - q.loc) ^ 2):log()
+  local t2 = (4 * p.scale * q.scale):log()
+  return t1 - t2
+end)
+register_kl(Pareto, Pareto)(function(p, q)
+  local scale_ratio, alpha_ratio = p.scale / q.scale, q.alpha / p.alpha
+  local result = q.alpha * scale_ratio:log() - alpha_ratio:log() + alpha_ratio - 1
+  return wick.where(p.scale:lt(q.scale), math.huge, result)
+end)
+
+-- across families: infinite where p's support reaches outside q's (not yet Gamma-Beta, PyTorch's
+-- infinite too: distributions_more_spec still asks for its error)
+for _, pair in ipairs({ { Beta, { Pareto } }, { Exponential, { Beta, Pareto, Uniform } },
+  { Gamma, { Beta, Pareto, Uniform } }, { Gumbel, { Beta, Exponential, Gamma, Pareto, Uniform } },
+  { Laplace, { Beta, Exponential, Gamma, Pareto, Uniform } }, { Normal, { Beta, Exponential, Gamma, Pareto, Uniform } },
+  { Pareto, { Beta, Uniform } }, { Poisson, { Bernoulli, Binomial } } }) do
+  local P = pair[1]
+  local field = ({ [Beta] = "concentration1", [Exponential] = "rate", [Gamma] = "concentration", [Gumbel] = "loc",
+    [Laplace] = "loc", [Normal] = "loc", [Pareto] = "scale", [Poisson] = "rate" })[P]
+  for _, Q in ipairs(pair[2]) do
+    register_kl(P, Q)(function(p) return infinite_like(p[field]) end)
+  end
+end
+register_kl(Bernoulli, Poisson)(function(p, q) return -p:entropy() - (p.probs * q.rate:log() - q.rate) end)
+register_kl(Beta, Exponential)(function(p, q)
+  return -p:entropy() - q.rate:log() + q.rate * (p.concentration1 / (p.concentration1 + p.concentration0))
+end)
+register_kl(Beta, Gamma)(function(p, q)
+  local t1 = -p:entropy()
+  local t2 = q.concentration:lgamma() - q.concentration * q.rate:log()
+  local t3 = (q.concentration - 1) * (p.concentration1:digamma() - (p.concentration1 + p.concentration0):digamma())
+  local t4 = q.rate * p.concentration1 / (p.concentration1 + p.concentration0)
+  return t1 + t2 - t3 + t4
+end)
+register_kl(Beta, Normal)(function(p, q)
+  local E_beta = p.concentration1 / (p.concentration1 + p.concentration0)
+  local var_normal = q.scale ^ 2
+  local t1 = -p:entropy()
+  local t2 = 0.5 * (var_normal * 2 * math.pi):log()
+  local t3 = (E_beta * (1 - E_beta) / (p.concentration1 + p.concentration0 + 1) + E_beta ^ 2) * 0.5
+  local t4 = q.loc * E_beta
+  local t5 = q.loc ^ 2 * 0.5
+  return t1 + t2 + (t3 - t4 + t5) / var_normal
+end)
+register_kl(Beta, Uniform)(function(p, q)
+  local result = -p:entropy() + (q.high - q.low):log()
+  return wick.where(q.low:gt(0):logical_or(q.high:lt(1)), math.huge, result)
+end)
+register_kl(Exponential, Gamma)(function(p, q)
+  local ratio = q.rate / p.rate
+  local t1 = -q.concentration * ratio:log()
+  return t1 + ratio + q.concentration:lgamma() + q.concentration * EULER_GAMMA - (1 + EULER_GAMMA)
+end)
+register_kl(Exponential, Gumbel)(function(p, q)
+  local scale_rate_prod = p.rate * q.scale
+  local loc_scale_ratio = q.loc / q.scale
+  local t1 = scale_rate_prod:log() - 1
+  local t2 = loc_scale_ratio:exp() * scale_rate_prod / (scale_rate_prod + 1)
+  local t3 = scale_rate_prod:reciprocal()
+  return t1 - loc_scale_ratio + t2 + t3
+end)
+register_kl(Exponential, Normal)(function(p, q)
+  local var_normal, rate_sqr = q.scale ^ 2, p.rate ^ 2
+  local t1 = 0.5 * (rate_sqr * var_normal * 2 * math.pi):log()
+  local t2 = rate_sqr:reciprocal()
+  local t3 = q.loc / p.rate
+  local t4 = q.loc ^ 2 * 0.5
+  return t1 - 1 + (t2 - t3 + t4) / var_normal
+end)
+register_kl(Gamma, Exponential)(function(p, q)
+  return -p:entropy() - q.rate:log() + q.rate * p.concentration / p.rate
+end)
+register_kl(Gamma, Gumbel)(function(p, q)
+  local a = p.concentration
+  local beta_scale_prod = p.rate * q.scale
+  local loc_scale_ratio = q.loc / q.scale
+  local t1 = (a - 1) * a:digamma() - a:lgamma() - a
+  local t2 = beta_scale_prod:log() + a / beta_scale_prod
+  local t3 = loc_scale_ratio:exp() * (1 + beta_scale_prod:reciprocal()) ^ (-a) - loc_scale_ratio
+  return t1 + t2 + t3
+end)
+register_kl(Gamma, Normal)(function(p, q)
+  local a = p.concentration
+  local var_normal, beta_sqr = q.scale ^ 2, p.rate ^ 2
+  local t1 = 0.5 * (beta_sqr * var_normal * 2 * math.pi):log() - a - a:lgamma()
+  local t2 = 0.5 * (a ^ 2 + a) / beta_sqr
+  local t3 = q.loc * a / p.rate
+  local t4 = 0.5 * q.loc ^ 2
+  return t1 + (a - 1) * a:digamma() + (t2 - t3 + t4) / var_normal
+end)
+register_kl(Gumbel, Normal)(function(p, q)
+  local param_ratio = p.scale / q.scale
+  local t1 = (param_ratio / math.sqrt(2 * math.pi)):log()
+  local t2 = (math.pi * param_ratio * 0.5) ^ 2 / 3
+  local t3 = ((p.loc + p.scale * EULER_GAMMA - q.loc) / q.scale) ^ 2 * 0.5
+  return -t1 + t2 + t3 - (EULER_GAMMA + 1)
+end)
+register_kl(Laplace, Normal)(function(p, q)
+  local var_normal = q.scale ^ 2
+  local scale_sqr_var_ratio = p.scale ^ 2 / var_normal
+  local t1 = 0.5 * (2 * scale_sqr_var_ratio / math.pi):log()
+  local t2 = 0.5 * p.loc ^ 2
+  local t3 = p.loc * q.loc
+  local t4 = 0.5 * q.loc ^ 2
+  return -t1 + scale_sqr_var_ratio + (t2 - t3 + t4) / var_normal - 1
+end)
+register_kl(Normal, Gumbel)(function(p, q)
+  local mean_scale_ratio = p.loc / q.scale
+  local var_scale_sqr_ratio = (p.scale / q.scale) ^ 2
+  local loc_scale_ratio = q.loc / q.scale
+  local t1 = var_scale_sqr_ratio:log() * 0.5
+  local t2 = mean_scale_ratio - loc_scale_ratio
+  local t3 = (-mean_scale_ratio + 0.5 * var_scale_sqr_ratio + loc_scale_ratio):exp()
+  return -t1 + t2 + t3 - (0.5 * (1 + math.log(2 * math.pi)))
+end)
+register_kl(Normal, Laplace)(function(p, q)
+  local loc_diff = p.loc - q.loc
+  local scale_ratio = p.scale / q.scale
+  local loc_diff_scale_ratio = loc_diff / p.scale
+  local t1 = scale_ratio:log()
+  local t2 = math.sqrt(2 / math.pi) * p.scale * (-0.5 * loc_diff_scale_ratio ^ 2):exp()
+  local t3 = loc_diff * (math.sqrt(0.5) * loc_diff_scale_ratio):erf()
+  return -t1 + (t2 + t3) / q.scale - (0.5 * (1 + math.log(0.5 * math.pi)))
+end)
+register_kl(Pareto, Exponential)(function(p, q)
+  local scale_rate_prod = p.scale * q.rate
+  local t1 = (p.alpha / scale_rate_prod):log()
+  local t2 = p.alpha:reciprocal()
+  local t3 = p.alpha * scale_rate_prod / (p.alpha - 1)
+  return wick.where(p.alpha:le(1), math.huge, t1 - t2 + t3 - 1)
+end)
+register_kl(Pareto, Gamma)(function(p, q)
+  local common_term = p.scale:log() + p.alpha:reciprocal()
+  local t1 = p.alpha:log() - common_term
+  local t2 = q.concentration:lgamma() - q.concentration * q.rate:log()
+  local t3 = (1 - q.concentration) * common_term
+  local t4 = q.rate * p.alpha * p.scale / (p.alpha - 1)
+  return wick.where(p.alpha:le(1), math.huge, t1 + t2 + t3 + t4 - 1)
+end)
+register_kl(Pareto, Normal)(function(p, q)
+  local var_normal = 2 * q.scale ^ 2
+  local common_term = p.scale / (p.alpha - 1)
+  local t1 = (math.sqrt(2 * math.pi) * q.scale * p.alpha / p.scale):log()
+  local t2 = p.alpha:reciprocal()
+  local t3 = p.alpha * common_term ^ 2 / (p.alpha - 2)
+  local t4 = (p.alpha * common_term - q.loc) ^ 2
+  return wick.where(p.alpha:le(2), math.huge, t1 - t2 + (t3 + t4) / var_normal - 1)
+end)
+register_kl(Uniform, Beta)(function(p, q)
+  local common_term = p.high - p.low
+  local t1 = common_term:log()
+  local t2 = (q.concentration1 - 1) * (x_log_x(p.high) - x_log_x(p.low) - common_term) / common_term
+  local t3 = (q.concentration0 - 1) * (x_log_x(1 - p.high) - x_log_x(1 - p.low) + common_term) / common_term
+  local t4 = q.concentration1:lgamma() + q.concentration0:lgamma() - (q.concentration1 + q.concentration0):lgamma()
+  local result = t3 + t4 - t1 - t2
+  return wick.where(p.high:gt(1):logical_or(p.low:lt(0)), math.huge, result)
+end)
+register_kl(Uniform, Exponential)(function(p, q)
+  local result = q.rate * (p.high + p.low) / 2 - ((p.high - p.low) * q.rate):log()
+  return wick.where(p.low:lt(0), math.huge, result)
+end)
+register_kl(Uniform, Gamma)(function(p, q)
+  local common_term = p.high - p.low
+  local t1 = common_term:log()
+  local t2 = q.concentration:lgamma() - q.concentration * q.rate:log()
+  local t3 = (1 - q.concentration) * (x_log_x(p.high) - x_log_x(p.low) - common_term) / common_term
+  local t4 = q.rate * (p.high + p.low) / 2
+  return wick.where(p.low:lt(0), math.huge, -t1 + t2 + t3 + t4)
+end)
+register_kl(Uniform, Gumbel)(function(p, q)
+  local common_term = q.scale / (p.high - p.low)
+  local high_loc_diff = (p.high - q.loc) / q.scale
+  local low_loc_diff = (p.low - q.loc) / q.scale
+  local t1 = common_term:log() + 0.5 * (high_loc_diff + low_loc_diff)
+  local t2 = common_term * ((-high_loc_diff):exp() - (-low_loc_diff):exp())
+  return t1 - t2
+end)
+register_kl(Uniform, Normal)(function(p, q)
+  local common_term = p.high - p.low
+  local t1 = (math.sqrt(math.pi * 2) * q.scale / common_term):log()
+  local t2 = common_term ^ 2 / 12
+  local t3 = ((p.high + p.low - 2 * q.loc) / 2) ^ 2
+  return t1 + 0.5 * (t2 + t3) / q.scale ^ 2
+end)
+register_kl(Uniform, Pareto)(function(p, q)
+  local support_uniform = p.high - p.low
+  local t1 = (q.alpha * q.scale ^ q.alpha * support_uniform):log()
+  local t2 = (x_log_x(p.high) - x_log_x(p.low) - support_uniform) / support_uniform
+  return wick.where(p.low:lt(q.scale), math.huge, t2 * (q.alpha + 1) - t1)
+end)
+M.kl = { kl_divergence = M.kl_divergence, register_kl = M.register_kl }
 
 --- wick.distributions.utils: torch.distributions.utils' helpers (fairseq's probs_to_logits)
 M.utils = check.strict({
@@ -2192,6 +2804,14 @@ for C, spec in pairs({
   [RelaxedBernoulli] = { Cn.unit_interval, { temperature = Cn.positive, probs = Cn.unit_interval, logits = Cn.real } },
   [ExpRelaxedCategorical] = { Cn.real_vector, { probs = Cn.simplex, logits = Cn.real_vector } },
   [RelaxedOneHotCategorical] = { Cn.simplex, { temperature = Cn.positive, probs = Cn.simplex, logits = Cn.real_vector } },
+  [Multinomial] = { nil, { probs = Cn.simplex, logits = Cn.real_vector } },
+  [OneHotCategoricalStraightThrough] = { Cn.one_hot, { probs = Cn.simplex, logits = Cn.independent(Cn.real, 1) } },
+  [HalfCauchy] = { Cn.nonnegative, { scale = Cn.positive } },
+  [InverseGamma] = { Cn.positive, { concentration = Cn.positive, rate = Cn.positive } },
+  [Pareto] = { nil, { alpha = Cn.positive, scale = Cn.positive } },
+  [Kumaraswamy] = { Cn.unit_interval, { concentration1 = Cn.positive, concentration0 = Cn.positive } },
+  [FisherSnedecor] = { Cn.positive, { df1 = Cn.positive, df2 = Cn.positive } },
+  [LogisticNormal] = { Cn.simplex, { loc = Cn.real, scale = Cn.positive } },
 }) do
   rawset(C, "support", spec[1])
   rawset(C, "arg_constraints", spec[2])
@@ -2202,11 +2822,24 @@ function Uniform._lazy.support(d) return Cn.interval(d.low, d.high) end
 function Binomial._lazy.support(d) return Cn.integer_interval(0, d.total_count) end
 function Independent._lazy.support(d) return Cn.independent(d.base_dist.support, d.reinterpreted_batch_ndims) end
 function MixtureSameFamily._lazy.support(d) return d.component_distribution.support end
+function Pareto._lazy.support(d) return Cn.greater_than_eq(d.scale) end
+-- PyTorch's constraints.multinomial(total_count): non-negative counts summing to at most total_count
+function Multinomial._lazy.support(d)
+  local n = d.total_count
+  local c = setmetatable({ _repr = "Multinomial()", is_discrete = true, event_dim = 1, upper_bound = n }, Cn.Constraint)
+  c.check = function(a, b)
+    local v = rawequal(a, c) and b or a
+    check.tensor(v, "Multinomial().check", "value")
+    return v:ge(0):all(-1):logical_and(v:sum(-1):le(n))
+  end
+  return c
+end
 
 -- PyTorch's submodules, for the long import paths
 -- (torch.distributions.categorical.Categorical, .normal.Normal, .kl.kl_divergence):
 -- each class under its module's name, snake_case but for PyTorch's few others
-local MODULE_NAME = { StudentT = "studentT", RelaxedOneHotCategorical = "relaxed_categorical",
+local MODULE_NAME = { FisherSnedecor = "fishersnedecor", OneHotCategoricalStraightThrough = "one_hot_categorical",
+  StudentT = "studentT", RelaxedOneHotCategorical = "relaxed_categorical",
   ExpRelaxedCategorical = "relaxed_categorical", LogitRelaxedBernoulli = "relaxed_bernoulli" }
 M.distribution = { Distribution = Distribution }
 local classes = {}
