@@ -30,7 +30,7 @@ return function(wick)
     -- (-1)^(n + 1) n! zeta(n + 1, t): its gradient, zeta's to q, is polygamma(n + 1, t)
     local x = floating(t, "polygamma")
     local fact = 1
-    for i = 2, n do fact = fact * i end
+    for i = 2, math.min(n, 171) do fact = fact * i end -- (past 170! float64 holds inf: no 2^31-step loop)
     return special.zeta(wick.full_like(x, n + 1), x) * ((n % 2 == 1) and fact or -fact)
   end
   function Tensor.polygamma_(t, n) return check.tensor(t, "polygamma_", "self"):copy_(t:polygamma(n)) end
@@ -345,7 +345,11 @@ return function(wick)
     local pole = s:eq(1):logical_or(q:le(0):logical_and(q_int))
     local ok = nan:logical_or(pole):logical_not():logical_and(s:abs():lt(math.huge)):logical_and(q:abs():lt(math.huge))
     local ss, qs = wick.where(ok, s, 2), wick.where(ok, q, 1)
-    local n = (wick.maximum(ss, wick.full_like(ss, 9)) - qs):ceil():clamp(0, math.huge)
+    -- (w at least 9 and s, s up to 64; past it 8 more terms than that: the corrections then carry
+    -- (q / w)^s, nothing, where they would no longer converge, and no loop runs s times)
+    local reach = ss:clamp(9, 64)
+    local n = (reach - qs):ceil():clamp(0, math.huge)
+    n = wick.where(ss:gt(64), n:clamp(8, math.huge), n)
     local terms = n:numel() > 0 and n:max():item() or 0
     if terms > ZETA_MAX_TERMS then
       check.fail(fn, "q = %g needs %d terms before the asymptotic sum; q below -%d is not supported", qs:min():item(),
@@ -414,6 +418,344 @@ return function(wick)
   })
   --- special.erfcx(t): the scaled complementary error function exp(t^2) erfc(t), finite for large t
   function special.erfcx(t) return erfcx_fn(floating(t, "special.erfcx")) end
+
+  -- ---- Bessel J, Y and K of orders 0 and 1, Airy's Ai, and the orthogonal polynomials ----
+  -- As PyTorch's, these have no gradient: they compute under no_grad and return a
+  -- tensor without grad_fn (float64 inside, the result in the input's floating dtype).
+  local LN2, EULER = math.log(2), 0.57721566490153286061
+  -- the small-|x| series (|x| <= 1), with z = -x^2/4 (J, Y) or x^2/4 (I, K): s = sum of
+  -- z^k / (k! (k + nu)!), d = sum of (psi(k + 1) + psi(k + nu + 1)) z^k / (k! (k + nu)!),
+  -- psi(k + 1) = H_k - gamma; 20 terms (the 21st is below 1e-40 of the first)
+  local function bessel_series(z, nu)
+    local term = wick.ones_like(z)
+    local s, d = term, term * (nu == 0 and -2 * EULER or 1 - 2 * EULER)
+    local h0, h1 = 0, nu == 0 and 0 or 1 -- H_k and H_(k + nu)
+    for k = 1, 20 do
+      term = term * z / (k * (k + nu))
+      h0, h1 = h0 + 1 / k, h1 + 1 / (k + nu)
+      s = s + term
+      d = d + term * (h0 + h1 - 2 * EULER)
+    end
+    return s, d
+  end
+  -- The large-|x| side (|x| > 1), from the integral (DLMF 10.32.8, u = s^2)
+  -- e^z K_nu(z) = sqrt(pi / 2z) c_nu int_0^inf s^2nu e^(-s^2) (1 + s^2 / 2z)^(nu - 1/2) ds,
+  -- c_0 = 2 / sqrt(pi), c_1 = 4 / sqrt(pi): at z = x real its integrand is positive; at
+  -- z = -ix it is the Hankel function H_nu(x) = J + iY = sqrt(2 / pi x) (P + iQ) e^(i chi),
+  -- chi = x - (2 nu + 1) pi / 4. The trapezoidal rule with step 0.1 to s = 7 (the
+  -- integrand is analytic within |Im s| < sqrt(|x|) >= 1 of the real line: the error is
+  -- below e^-55); its result is relative to the value's own size, no cancellation.
+  local HANKEL_STEP, HANKEL_NODES = 0.1, 70
+  local function hankel_integral(x, nu, hankel)
+    local p, q = wick.zeros_like(x), wick.zeros_like(x)
+    for k = HANKEL_NODES, 0, -1 do -- (the small terms first)
+      local s = k * HANKEL_STEP
+      local w = math.exp(-s * s) * (k == 0 and 0.5 or 1) * (nu == 1 and s * s * 2 or 1)
+      if w ~= 0 then
+        local a = (s * s / 2) / x
+        if hankel then
+          -- (1 + ia)^(-+1/2) = r^(-+1/2) (cos phi -+ i sin phi), r = |1 + ia|, phi = atan(a) / 2
+          local r = (a * a + 1):sqrt()
+          local c = ((r + 1) / (r * 2)):sqrt()
+          local sn = a / (r * c * 2)
+          local m = nu == 0 and r:rsqrt() * w or r:sqrt() * w
+          p = p + m * c
+          q = nu == 0 and q - m * sn or q + m * sn
+        else
+          p = p + (nu == 0 and (a + 1):rsqrt() or (a + 1):sqrt()) * w
+        end
+      end
+    end
+    local scale = 2 / math.sqrt(math.pi) * HANKEL_STEP
+    return p * scale, q * scale
+  end
+  local BESSEL_NEAR = 1
+  -- J_nu(x) (kind "j") or Y_nu(x) (kind "y"), nu = 0 or 1, of a float64 tensor
+  local function bessel_jy(x, nu, kind)
+    local a = x:abs()
+    local near = a:le(BESSEL_NEAR)
+    local xs = wick.where(near, x, 0.5)
+    local s, d = bessel_series(xs * xs * -0.25, nu)
+    local small
+    if kind == "j" then
+      small = nu == 0 and s or s * xs * 0.5
+    else
+      local lg = xs:abs():log() - LN2
+      if nu == 0 then
+        small = (s * lg - d * 0.5) * (2 / math.pi)
+      else
+        small = (s * xs * 0.5 * lg - d * xs * 0.25) * (2 / math.pi) - (2 / math.pi) / xs
+      end
+    end
+    local xl = wick.where(near, 2, a)
+    local p, q = hankel_integral(xl, nu, true)
+    -- cos and sin of chi from those of x (exact): chi = x - pi/4 rounded, as PyTorch's, is off by
+    -- up to half an ulp of x, a relative error of 1e-6 in J0(1e10)
+    local cx, sx = xl:cos(), xl:sin()
+    local c, sn
+    if nu == 0 then c, sn = cx + sx, sx - cx else c, sn = sx - cx, -sx - cx end
+    local amp = (xl * math.pi):rsqrt()
+    local large = kind == "j" and (p * c - q * sn) * amp or (p * sn + q * c) * amp
+    if kind == "j" and nu == 1 then large = wick.where(x:lt(0), -large, large) end
+    local r = wick.where(near, small, large)
+    if kind == "y" then
+      r = wick.where(x:lt(0), 0 / 0, wick.where(x:eq(0), -math.huge, r))
+    end
+    return wick.where(x:ne(x), x, r)
+  end
+  -- K_nu(x), scaled by e^x or not
+  local function bessel_k(x, nu, scaled)
+    local near = x:le(BESSEL_NEAR)
+    local xs = wick.where(near, x, 0.5)
+    local s, d = bessel_series(xs * xs * 0.25, nu)
+    local lg = xs:log() - LN2
+    local small = nu == 0 and d * 0.5 - s * lg or xs:reciprocal() + s * xs * 0.5 * lg - d * xs * 0.25
+    if scaled then small = small * xs:exp() end
+    local xl = wick.where(near, 2, x)
+    local p = hankel_integral(xl, nu, false)
+    local large = p * (xl * (2 / math.pi)):rsqrt()
+    if not scaled then large = large * (-xl):exp() end
+    local r = wick.where(near, small, large)
+    r = wick.where(x:eq(0), math.huge, r)
+    return wick.where(x:lt(0):logical_or(x:ne(x)), 0 / 0, r)
+  end
+  local function no_grad_unary(fn, compute)
+    return function(t)
+      local x = floating(check.tensor(t, fn, "input"), fn)
+      return wick.no_grad(function() return compute(x:to("float64")):to(x.dtype) end)
+    end
+  end
+  --- special.bessel_j0(t), special.bessel_j1(t), special.bessel_y0(t), special.bessel_y1(t): the
+  --- Bessel functions of the first and second kinds of orders 0 and 1 (Y is NaN below 0, -inf at 0)
+  special.bessel_j0 = no_grad_unary("special.bessel_j0", function(x) return bessel_jy(x, 0, "j") end)
+  special.bessel_j1 = no_grad_unary("special.bessel_j1", function(x) return bessel_jy(x, 1, "j") end)
+  special.bessel_y0 = no_grad_unary("special.bessel_y0", function(x) return bessel_jy(x, 0, "y") end)
+  special.bessel_y1 = no_grad_unary("special.bessel_y1", function(x) return bessel_jy(x, 1, "y") end)
+  --- special.modified_bessel_k0(t), special.modified_bessel_k1(t): the modified Bessel functions of
+  --- the second kind; special.scaled_modified_bessel_k0(t) / _k1(t) are them times exp(t)
+  special.modified_bessel_k0 = no_grad_unary("special.modified_bessel_k0", function(x) return bessel_k(x, 0, false) end)
+  special.modified_bessel_k1 = no_grad_unary("special.modified_bessel_k1", function(x) return bessel_k(x, 1, false) end)
+  special.scaled_modified_bessel_k0 = no_grad_unary("special.scaled_modified_bessel_k0",
+    function(x) return bessel_k(x, 0, true) end)
+  special.scaled_modified_bessel_k1 = no_grad_unary("special.scaled_modified_bessel_k1",
+    function(x) return bessel_k(x, 1, true) end)
+
+  -- Airy's Ai(x): for |x| <= 1 its Maclaurin series Ai(0) f(x) + Ai'(0) g(x) (f, g the sums of
+  -- x^3k / (2 3 5 6 ... (3k - 1) 3k) and x^(3k + 1) / (3 4 6 7 ... 3k (3k + 1)), 16 terms); beyond,
+  -- with zeta = 2 |x|^(3/2) / 3, Ai(x) = e^-zeta I / (2 sqrt(pi) x^(1/4)) (x > 1) and
+  -- Ai(x) = Re(e^(i (zeta - pi/4)) I) / (sqrt(pi) |x|^(1/4)) (x < -1), where I is the integral
+  -- (DLMF 10.32.8 at nu = 1/3, u = s^6) 6 / Gamma(5/6) int_0^inf s^4 e^(-s^6) (1 + s^6 / 2w)^(-1/6) ds
+  -- at w = zeta (real) or w = -i zeta, by the trapezoidal rule with step 0.04 to s = 2 (the
+  -- integrand is even and analytic near the real line). As PyTorch's: NaN at +-inf, 0 beyond x = 103.892.
+  local AIRY_STEP, AIRY_NODES, GAMMA_5_6 = 0.04, 50, 1.1287870299081259
+  -- Dekker's splitting and exact product: a * b = hi + lo exactly (for |a|, |b| below 1e299)
+  local SPLIT = 2 ^ 27 + 1
+  local function split(a)
+    local t = a * SPLIT
+    local hi = t - (t - a)
+    return hi, a - hi
+  end
+  local function two_prod(a, b)
+    local p = a * b
+    local ahi, alo = split(a)
+    local bhi, blo = split(b)
+    return p, ((ahi * bhi - p) + ahi * blo + alo * bhi) + alo * blo
+  end
+  -- zeta = 2 y^(3/2) / 3 as hi + lo (the rounded zeta would cost e^-zeta and the phase an error
+  -- of zeta ulps: 500 at |x| = 100)
+  local function airy_zeta(y)
+    local r = y:sqrt()
+    local rr, rr_lo = two_prod(r, r)
+    local r_lo = ((y - rr) - rr_lo) / (r * 2) -- (sqrt y = r + r_lo)
+    local p, p_lo = two_prod(y, r)
+    p_lo = p_lo + y * r_lo
+    local hi = p * 2 / 3
+    local m, m_lo = two_prod(hi, wick.full_like(hi, 3))
+    local lo = (((p * 2 - m) - m_lo) + p_lo * 2) / 3
+    return hi, wick.where(lo:isfinite(), lo, 0) -- (0 where the splitting overflows, zeta beyond 1e290)
+  end
+  local function airy_ai(x)
+    local a = x:abs()
+    local near = a:le(1)
+    local xs = wick.where(near, x, 0)
+    local x3 = xs * xs * xs
+    local tf, tg = wick.ones_like(xs), xs
+    local f, g = tf, tg
+    for k = 1, 16 do
+      tf = tf * x3 / ((3 * k - 1) * (3 * k))
+      tg = tg * x3 / ((3 * k) * (3 * k + 1))
+      f, g = f + tf, g + tg
+    end
+    local small = f * 0.35502805388781723926 - g * 0.25881940379280679840
+    local y = wick.where(near, 2, a)
+    local zeta, zeta_lo = airy_zeta(y)
+    local up = x:gt(0)
+    local p, q = wick.zeros_like(y), wick.zeros_like(y)
+    for k = AIRY_NODES, 1, -1 do -- (the small terms first)
+      local s = k * AIRY_STEP
+      local s6 = s ^ 6
+      local w = 6 * s ^ 4 * math.exp(-s6)
+      local b = (s6 / 2) / zeta
+      -- (1 + ib)^(-1/6) = (1 + b^2)^(-1/12) e^(-i atan(b) / 6) below 0, (1 + b)^(-1/6) above
+      local phi = b:atan() / 6
+      local m = wick.where(up, (b + 1):pow(-1 / 6), (b * b + 1):pow(-1 / 12)) * w
+      p = p + wick.where(up, m, m * phi:cos())
+      q = q - m * phi:sin()
+    end
+    p, q = p * (AIRY_STEP / GAMMA_5_6), q * (AIRY_STEP / GAMMA_5_6)
+    local root4 = y:sqrt():sqrt()
+    local above = (-zeta):exp() * (-zeta_lo):exp() * p / (root4 * 2 * math.sqrt(math.pi))
+    -- cos and sin of zeta + zeta_lo, and of it - pi/4 from them, exactly
+    local cz, sz = zeta:cos(), zeta:sin()
+    local cl, sl = zeta_lo:cos(), zeta_lo:sin()
+    cz, sz = cz * cl - sz * sl, sz * cl + cz * sl
+    local below = (p * (cz + sz) - q * (sz - cz)) / (root4 * math.sqrt(2 * math.pi))
+    local r = wick.where(near, small, wick.where(up, above, below))
+    r = wick.where(x:gt(103.892), 0, r)
+    return wick.where(a:eq(math.huge):logical_or(x:ne(x)), 0 / 0, r)
+  end
+  --- special.airy_ai(t): the Airy function Ai (NaN at +-inf, as PyTorch's)
+  special.airy_ai = no_grad_unary("special.airy_ai", airy_ai)
+
+  -- The orthogonal polynomials f(x, n), with PyTorch's conventions: n truncated toward 0 (a
+  -- NaN, infinite or out-of-int64 n counts as negative), 0 for n < 0, its shortcuts at the
+  -- ends of the interval, the trigonometric forms inside it for larger n, else the three-term
+  -- recurrence, run to the largest n among the elements that need it (each element stops at its
+  -- own n; the loop ends early once every one is done or NaN, checked every 64 steps).
+  local POLY_MAX_STEPS = 100000
+  local function poly_degree(n)
+    return wick.where(n:abs():lt(2 ^ 63), n:trunc(), -1)
+  end
+  local function parity_odd(n) return (n - (n * 0.5):floor() * 2):eq(1) end
+  -- a * b + c rounded once, as the fused multiply-add PyTorch's compiled recurrences use (so that
+  -- the results agree to the bit): Dekker's exact product ph + pl, then Knuth's exact sum of ph and
+  -- c; where that is not finite (|a| or |b| beyond 1e299, or infinite), the plain a * b + c
+  local function fma(a, b, c)
+    local ph, pl = two_prod(a, b)
+    local sum = ph + c
+    local bv = sum - ph
+    local r = sum + (pl + ((ph - (sum - bv)) + (c - bv)))
+    return wick.where(r:isfinite(), r, sum)
+  end
+  -- f_n where `need` (n >= 2), from f_0 = 1, f_1 = q1 and f_(j+1) = step(j, f_(j-1), f_j)
+  local function poly_recurrence(fn, x, n, need, q1, step)
+    local steps_n = wick.where(need, n, 1)
+    local top = steps_n:numel() > 0 and steps_n:max():item() or 1
+    local p, q = wick.ones_like(q1), q1
+    for j = 1, top - 1 do
+      local go = steps_n:gt(j)
+      local r = step(j, p, q)
+      p, q = wick.where(go, q, p), wick.where(go, r, q)
+      if j % 64 == 0 then
+        local active = steps_n:gt(j):logical_and(q:eq(q))
+        if not active:any():item() then break end
+        if j >= POLY_MAX_STEPS then
+          local i = active:flatten():nonzero():flatten()[1]:item()
+          check.fail(fn, "n = %d at x = %.17g needs more than %d recurrence steps; that is not supported",
+            n:flatten()[i]:item(), x:flatten()[i]:item(), POLY_MAX_STEPS)
+        end
+      end
+    end
+    return q
+  end
+  local function polynomial(fn, body)
+    return function(t, u)
+      local x, n = float_pair(fn, t, u, { "input", "n" })
+      return wick.no_grad(function()
+        return body(fn, x:to("float64"), poly_degree(n:to("float64"))):to(x.dtype)
+      end)
+    end
+  end
+  -- The Chebyshev kinds: spec.shift (y = 2x - 1), spec.ends(n, odd, high) the value at the upper
+  -- (high) or lower end of x, spec.above (beyond that n, spec.trig(theta, n, odd, y, x) where
+  -- |y| < 1, theta = acos y), spec.first(y) the degree-1 value; f_(k+1) = 2y f_k - f_(k-1)
+  local function chebyshev(fn, spec)
+    return polynomial(fn, function(_, x, n)
+      local y = spec.shift and x + x - 1 or x
+      local odd = parity_odd(n)
+      local high = x:eq(1)
+      local low = spec.shift and x:eq(0) or x:eq(-1)
+      local inside = n:gt(spec.above):logical_and(y:abs():lt(1))
+      local theta = wick.where(inside, y, 0):acos()
+      local first = spec.first(y)
+      local need = n:ge(2):logical_and(inside:logical_or(high):logical_or(low):logical_not())
+      local r = poly_recurrence(fn, x, n, need, first, function(_, p, q) return fma(y + y, q, -p) end)
+      r = wick.where(n:eq(0), 1, wick.where(n:eq(1), first, r))
+      r = wick.where(inside, spec.trig(theta, n, odd, y, x), r)
+      r = wick.where(low, spec.ends(n, odd, false), wick.where(high, spec.ends(n, odd, true), r))
+      return wick.where(n:lt(0), 0, r)
+    end)
+  end
+  local function signed(odd, v) return wick.where(odd, -v, v) end
+  local CHEBYSHEV = {
+    t = { above = 6, first = function(y) return y end,
+      ends = function(n, odd, high) return high and wick.ones_like(n) or signed(odd, wick.ones_like(n)) end,
+      trig = function(theta, n) return (n * theta):cos() end },
+    u = { above = 8, first = function(y) return y + y end,
+      ends = function(n, odd, high) return high and n + 1 or signed(odd, n + 1) end,
+      trig = function(theta, n, _, y)
+        local s = theta:sin()
+        local m = (n + 1) * theta
+        return wick.where(s:ne(0), m:sin() / s, (n + 1) * m:cos() / y)
+      end },
+    v = { above = 8, first = function(y) return y + y - 1 end,
+      ends = function(n, odd, high) return high and wick.ones_like(n) or signed(odd, n + n + 1) end,
+      trig = function(theta, n, odd)
+        local h = theta / 2
+        return wick.where(h:sin():ne(1), ((n + 0.5) * theta):cos() / h:cos(), signed(odd, n + n + 1))
+      end },
+    w = { above = 8, first = function(y) return y + y + 1 end,
+      ends = function(n, odd, high) return high and n + n + 1 or signed(odd, wick.ones_like(n)) end,
+      trig = function(theta, n, odd, _, x, shift)
+        local h = theta / 2
+        local edge = signed(odd, wick.ones_like(n))
+        if not shift then edge = wick.where(x:gt(0), n + n + 1, edge) end
+        return wick.where(h:cos():ne(1), ((n + 0.5) * theta):sin() / h:sin(), edge)
+      end },
+  }
+  --- special.chebyshev_polynomial_t(x, n) (and _u, _v, _w): the Chebyshev polynomials of the first
+  --- to fourth kinds; special.shifted_chebyshev_polynomial_t(x, n) (and _u, _v, _w) are them at 2x - 1;
+  --- x and n tensors or numbers, broadcast; n is truncated to an integer, and n < 0 gives 0
+  for kind, spec in pairs(CHEBYSHEV) do
+    special["chebyshev_polynomial_" .. kind] = chebyshev("special.chebyshev_polynomial_" .. kind, spec)
+    local shifted = { shift = true, above = kind == "w" and 4 or 6, first = spec.first, ends = spec.ends,
+      trig = function(theta, n, odd, y, x) return spec.trig(theta, n, odd, y, x, true) end }
+    special["shifted_chebyshev_polynomial_" .. kind] = chebyshev("special.shifted_chebyshev_polynomial_" .. kind, shifted)
+  end
+  -- Hermite's (PyTorch's: NaN beyond n = 512), Laguerre's and Legendre's, by their recurrences
+  local function hermite(fn, physicists)
+    return polynomial(fn, function(_, x, n)
+      local first = physicists and x + x or x
+      local need = n:ge(2):logical_and(n:le(512))
+      local r = poly_recurrence(fn, x, n, need, first, physicists
+        and function(j, p, q) return fma(x + x, q, -(p * (2 * j))) end
+        or function(j, p, q) return fma(x, q, -(p * j)) end)
+      r = wick.where(n:eq(0), 1, wick.where(n:eq(1), first, r))
+      return wick.where(n:lt(0), 0, wick.where(n:gt(512), 0 / 0, r))
+    end)
+  end
+  --- special.hermite_polynomial_h(x, n) and special.hermite_polynomial_he(x, n): the physicists' and
+  --- probabilists' Hermite polynomials (NaN for n > 512, as PyTorch's)
+  special.hermite_polynomial_h = hermite("special.hermite_polynomial_h", true)
+  special.hermite_polynomial_he = hermite("special.hermite_polynomial_he", false)
+  --- special.laguerre_polynomial_l(x, n): the Laguerre polynomials (1 at x = 0)
+  special.laguerre_polynomial_l = polynomial("special.laguerre_polynomial_l", function(fn, x, n)
+    local first = 1 - x
+    local zero = x:eq(0)
+    local r = poly_recurrence(fn, x, n, n:ge(2):logical_and(zero:logical_not()), first,
+      function(j, p, q) return fma(first + 2 * j, q, -(p * j)) / (j + 1) end)
+    r = wick.where(n:eq(0), 1, wick.where(n:eq(1), first, r))
+    return wick.where(n:lt(0), 0, wick.where(zero, 1, r))
+  end)
+  --- special.legendre_polynomial_p(x, n): the Legendre polynomials (+-1 at x = +-1)
+  special.legendre_polynomial_p = polynomial("special.legendre_polynomial_p", function(fn, x, n)
+    local ends = x:abs():eq(1)
+    local r = poly_recurrence(fn, x, n, n:ge(2):logical_and(ends:logical_not()), x,
+      function(j, p, q) return fma(x * (2 * j + 1), q, -(p * j)) / (j + 1) end)
+    r = wick.where(n:eq(0), 1, wick.where(n:eq(1), x, r))
+    r = wick.where(ends, wick.where(x:gt(0):logical_or(parity_odd(n):logical_not()), 1, -1), r)
+    return wick.where(n:lt(0), 0, r)
+  end)
 
   wick.special = check.strict(special, "wick.special")
   return special
