@@ -4366,7 +4366,10 @@ return function(wick)
     values:index_put_({ flat }, source:reshape(-1):to(t.dtype), accumulate == true)
     return values:view(t:size())
   end
-  function Tensor.put_(t, index, source, accumulate) return t:copy_(put_values("put_", t, index, source, accumulate)) end
+  function Tensor.put_(t, index, source, accumulate)
+    local r = put_values("put_", t, index, source, accumulate) -- (t checked there first)
+    return t:copy_(r)
+  end
   function Tensor.put(t, index, source, accumulate) return put_values("put", t, index, source, accumulate) end
   wick.put = Tensor.put
 

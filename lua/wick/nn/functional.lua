@@ -1105,8 +1105,139 @@ local function pool2d(name, order, spec)
     return op(args[1], kernel, single_pairs(check.positional(name, order, spec, unpack(args, 3, args.n)), CONV_PAIRS))
   end
 end
-F.max_pool2d = pool2d("max_pool2d", { "stride", "padding", "dilation", "ceil_mode", "return_indices" },
+local fast_max_pool2d = pool2d("max_pool2d", { "stride", "padding", "dilation", "ceil_mode", "return_indices" },
   { stride = PAIR, padding = PAIR, dilation = PAIR, ceil_mode = "boolean", return_indices = "boolean" })
+
+-- max_pool2d with a dilation other than 1 (the C op's is 1), composed of ops as PyTorch's CPU
+-- kernel reads it: each window's positions in row-major order, a position taking over when it
+-- is greater than the best so far or NaN (so the first maximum, the last NaN), the best starting
+-- at -inf at the window's first position inside the input. The indices (1-based, flat over
+-- H * W) are found without autograd; the values are the input gathered at them, whose gradient
+-- goes to those positions as PyTorch's. A window with no position inside the input (a dilation
+-- stepping over a small input) is -inf at PyTorch's index, with no gradient.
+local function pool_out(L, k, p, s, d, ceil_mode)
+  local num = L + 2 * p - d * (k - 1) - 1 + (ceil_mode and s - 1 or 0)
+  local out = math.floor(num / s) + 1
+  if ceil_mode and (out - 1) * s >= L + p then out = out - 1 end
+  return out
+end
+local function dilated_max_pool2d(x, kernel, o)
+  local fn = "max_pool2d"
+  tensor(x, fn, "input")
+  local k = pair(kernel, fn, "kernel_size")
+  local st = o.stride
+  if st == nil or (type(st) == "table" and getmetatable(st) == nil and #st == 0) then st = k end
+  local s, p, d = pair(st, fn, "stride"), pair(o.padding or 0, fn, "padding"), pair(o.dilation, fn, "dilation")
+  local nd = x:dim()
+  if (nd ~= 3 and nd ~= 4) or x:size(nd - 2) == 0 or x:size(nd - 1) == 0 or x:size(nd) == 0 then
+    check.fail(fn, "expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got: %s",
+      tostring(x:size()))
+  end
+  if not x:is_floating_point() then check.fail(fn, "not implemented for %s tensors", x.dtype) end
+  local C, H, W = x:size(nd - 2), x:size(nd - 1), x:size(nd)
+  for i = 1, 2 do -- (PyTorch's pooling_output_shape, H then W)
+    if s[i] == 0 then check.fail(fn, "stride should not be zero") end
+    if p[i] < 0 then check.fail(fn, "pad must be non-negative, but got pad: %d", p[i]) end
+    local half = ((k[i] - 1) * d[i] + 1) / 2
+    if p[i] > (half < 0 and math.ceil(half) or math.floor(half)) then -- (C's division, toward zero)
+      check.fail(fn, "pad should be at most half of effective kernel size, but got pad=%d, kernel_size=%d and dilation=%d",
+        p[i], k[i], d[i])
+    end
+  end
+  if k[1] <= 0 or k[2] <= 0 then check.fail(fn, "kernel size should be greater than zero, but got kH: %d kW: %d", k[1], k[2]) end
+  if s[1] <= 0 or s[2] <= 0 then check.fail(fn, "stride should be greater than zero, but got dH: %d dW: %d", s[1], s[2]) end
+  if d[1] <= 0 or d[2] <= 0 then
+    check.fail(fn, "dilation should be greater than zero, but got dilationH: %d dilationW: %d", d[1], d[2])
+  end
+  if p[1] > math.floor(k[1] / 2) or p[2] > math.floor(k[2] / 2) then
+    check.fail(fn, "pad should be smaller than or equal to half of kernel size, but got padW = %d, padH = %d, kW = %d, kH = %d",
+      p[2], p[1], k[2], k[1])
+  end
+  local oh, ow = pool_out(H, k[1], p[1], s[1], d[1], o.ceil_mode), pool_out(W, k[2], p[2], s[2], d[2], o.ceil_mode)
+  if oh < 1 or ow < 1 then
+    check.fail(fn, "Given input size: (%dx%dx%d). Calculated output size: (%dx%dx%d). Output size is too small",
+      C, H, W, C, oh, ow)
+  end
+  if oh * ow > 2 ^ 40 then check.fail(fn, "output size %d x %d is too large", oh, ow) end
+  local dev = x.device
+  local function ints(list) return wick.tensor(list, { dtype = "int64", device = dev }) end
+  -- per output row (or column): the first position inside the input (PyTorch's start) and whether any is
+  local function starts(n, L, kk, pp, ss, dd)
+    local first, empty, any = {}, {}, false
+    for q = 1, n do
+      local at = (q - 1) * ss - pp
+      local stop = math.min(at + (kk - 1) * dd + 1, L)
+      while at < 0 do at = at + dd end
+      first[q], empty[q] = at, at >= stop
+      any = any or empty[q]
+    end
+    return first, empty, any
+  end
+  local r0, rempty, rany = starts(oh, H, k[1], p[1], s[1], d[1])
+  local c0, cempty, cany = starts(ow, W, k[2], p[2], s[2], d[2])
+  local shape = {}
+  for i = 1, nd - 2 do shape[i] = x:size(i) end
+  shape[nd - 1], shape[nd] = oh, ow
+  local idx = wick.no_grad(function()
+    local t = x:detach()
+    -- -inf around the input, far enough for every window's last position
+    local function extra(n, L, kk, pp, ss, dd) return math.max(pp, (n - 1) * ss + (kk - 1) * dd + 1 - L - pp) end
+    local padded = F.pad(t, { p[2], extra(ow, W, k[2], p[2], s[2], d[2]), p[1], extra(oh, H, k[1], p[1], s[1], d[1]) },
+      "constant", -math.huge)
+    local rows, cols = {}, {}
+    for q = 1, oh do rows[q] = r0[q] * W end
+    for q = 1, ow do cols[q] = c0[q] + 1 end
+    local at = (ints(rows):view(oh, 1) + ints(cols):view(1, ow)):expand(shape):clone()
+    local best = wick.full(shape, -math.huge, { dtype = t.dtype, device = dev })
+    for i = 0, k[1] - 1 do
+      for q = 1, oh do rows[q] = (q - 1) * s[1] + i * d[1] + 1 end -- (in the padded input)
+      local band = padded:index_select(nd - 1, ints(rows))
+      local row_at = {}
+      for q = 1, oh do row_at[q] = ((q - 1) * s[1] - p[1] + i * d[1]) * W end
+      row_at = ints(row_at):view(oh, 1)
+      for j = 0, k[2] - 1 do
+        for q = 1, ow do cols[q] = (q - 1) * s[2] + j * d[2] + 1 end
+        local v = band:index_select(nd, ints(cols))
+        for q = 1, ow do cols[q] = (q - 1) * s[2] - p[2] + j * d[2] + 1 end
+        local take = v:gt(best):logical_or(v:isnan())
+        best = wick.where(take, v, best)
+        at = wick.where(take, row_at + ints(cols):view(1, ow), at)
+      end
+    end
+    return at
+  end)
+  local empty
+  if rany or cany then
+    empty = wick.tensor(rempty, { device = dev }):view(oh, 1):logical_or(wick.tensor(cempty, { device = dev }):view(1, ow))
+  end
+  local flat_shape = {}
+  for i = 1, nd - 2 do flat_shape[i] = x:size(i) end
+  flat_shape[nd - 1] = H * W
+  local in_flat = x:reshape(flat_shape)
+  flat_shape[nd - 1] = oh * ow
+  local out = in_flat:gather(nd - 1, (empty and idx:clamp(1, H * W) or idx):reshape(flat_shape)):view(shape)
+  if empty then out = wick.where(empty, wick.tensor(-math.huge, { dtype = x.dtype, device = dev }), out) end
+  if o.return_indices then return out, idx end
+  return out
+end
+local function dilated(v)
+  if v == nil then return false end
+  if type(v) == "table" and getmetatable(v) == nil then
+    for i = 1, #v do if v[i] ~= 1 then return true end end
+    return false
+  end
+  return v ~= 1
+end
+--- F.max_pool2d(x, kernel_size[, stride[, padding[, dilation = 1[, ceil_mode[, return_indices]]]]]) (or
+--- an options table): with a dilation other than 1 composed of ops (PyTorch's values, indices and gradient)
+function F.max_pool2d(...)
+  local args = { n = select("#", required("max_pool2d", POOL_ARGS, ...)), required("max_pool2d", POOL_ARGS, ...) }
+  local o = check.positional("max_pool2d", { "stride", "padding", "dilation", "ceil_mode", "return_indices" },
+    { stride = PAIR, padding = PAIR, dilation = PAIR, ceil_mode = "boolean", return_indices = "boolean" },
+    unpack(args, 3, args.n))
+  if not dilated(o.dilation) then return fast_max_pool2d(...) end
+  return dilated_max_pool2d(args[1], args[2], o)
+end
 local avg_pool2d = pool2d("avg_pool2d", { "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override" },
   { stride = PAIR, padding = PAIR, ceil_mode = "boolean", count_include_pad = "boolean", divisor_override = "integer" })
 -- avg_pool2d with a divisor_override: the 3-D op over a depth of 1, which takes it
@@ -1190,6 +1321,26 @@ function F.max_pool1d(...)
   local args = { n = select("#", required("max_pool1d", POOL_ARGS, ...)), required("max_pool1d", POOL_ARGS, ...) }
   local o = check.positional("max_pool1d", { "stride", "padding", "dilation", "ceil_mode", "return_indices" }, MAX1D,
     unpack(args, 3, args.n))
+  if dilated(o.dilation) then -- (PyTorch's max_pool1d checks, in its words, before the 2-D op's)
+    local fn = "max_pool1d"
+    as_2d(args[1], fn)
+    local function one(v, name, default)
+      if v == nil or (type(v) == "table" and getmetatable(v) == nil and #v == 0) then return default end
+      if type(v) == "table" and getmetatable(v) == nil and #v == 1 then v = v[1] end
+      return check.int(v, fn, name)
+    end
+    local k = one(args[2], "kernel_size")
+    local s, p, d = one(o.stride, "stride", k), one(o.padding, "padding", 0), one(o.dilation, "dilation")
+    if k <= 0 then check.fail(fn, "kernel_size must be greater than zero, but got %d", k) end
+    if s <= 0 then check.fail(fn, "stride must be greater than zero, but got %d", s) end
+    if p < 0 then check.fail(fn, "padding must be non-negative, but got %d", p) end
+    if p > math.floor(k / 2) then
+      check.fail(fn, "padding should be at most half of kernel size, but got padding=%d and kernel_size=%d", p, k)
+    end
+    if d <= 0 then check.fail(fn, "dilation must be greater than zero, but got %d", d) end
+    local out = pool_out(args[1]:size(-1), k, p, s, d, o.ceil_mode)
+    if out <= 0 then check.fail(fn, "Invalid computed output size: %d", out) end
+  end
   if not o.return_indices then
     return max_pool1d(args[1], args[2], { stride = o.stride, padding = o.padding, dilation = o.dilation, ceil_mode = o.ceil_mode })
   end
@@ -1206,6 +1357,190 @@ function F.max_pool1d(...)
 end
 F.avg_pool1d = pool1d("avg_pool1d", F.avg_pool2d, { "stride", "padding", "ceil_mode", "count_include_pad" },
   { stride = "integer", padding = "integer", ceil_mode = "boolean", count_include_pad = "boolean" })
+
+-- ---- fractional max pooling (Graham's), as PyTorch's CPU kernel ----
+
+-- v as a list of n integers (a number for all of them, or a table of n; PyTorch's (k,) for all too)
+local function int_tuple(v, n, fn, name)
+  if type(v) == "table" and getmetatable(v) == nil and #v == 1 then v = v[1] end
+  if type(v) == "number" then
+    local t = {}
+    for i = 1, n do t[i] = v end
+    v = t
+  end
+  if type(v) ~= "table" or getmetatable(v) ~= nil or #v ~= n then
+    check.fail(fn, "%s must either be a single Int or tuple of Ints (%d of them), got %s", name, n,
+      type(v) == "table" and ("a table of %d entries"):format(#v) or check.describe(v))
+  end
+  local t = {}
+  for i = 1, n do t[i] = check.int(v[i], fn, name) end
+  return t
+end
+local FRACTIONAL = { output_size = "integer|table", output_ratio = "number|table", return_indices = "boolean",
+  _random_samples = "tensor" }
+local FRACTIONAL_ORDER = { "output_size", "output_ratio", "return_indices", "_random_samples" }
+local DIM_NAMES = { { "height", "width" }, { "time", "height", "width" } }
+-- F.fractional_max_pool2d / 3d over the last n (2 or 3) dims: each plane's windows (kernel_size
+-- each) start where PyTorch's generate_intervals puts them from the plane's samples u (in the
+-- input's dtype, [N, C, n]; 2-D: u[1] for the width, u[2] for the height; 3-D: time, height,
+-- width): for output i < out, floor((i + u) * alpha) - floor(u * alpha), alpha = (in - k) / (out - 1),
+-- the last at in - k. The maximum as max_pool2d's (the first, a NaN the last one); indices 1-based,
+-- flat over the plane; the values the input gathered there (so the gradient goes to them).
+local function fractional_max_pool(n, x, kernel_size, ...)
+  local fn = ("fractional_max_pool%dd"):format(n)
+  local o = check.positional(fn, FRACTIONAL_ORDER, FRACTIONAL, ...)
+  tensor(x, fn, "input")
+  if kernel_size == nil then check.fail(fn, "missing required argument 'kernel_size'") end
+  local output_size = o.output_size
+  if output_size == nil and o.output_ratio == nil then
+    check.fail(fn, "requires specifying either an output_size or an output_ratio")
+  end
+  local k = int_tuple(kernel_size, n, fn, "kernel_size")
+  local nd = x:dim()
+  if nd ~= n + 1 and nd ~= n + 2 then
+    check.fail(fn, "Expected %dD or %dD tensor, but got: %s", n + 1, n + 2, tostring(x:size()))
+  end
+  if output_size == nil then
+    local r = o.output_ratio
+    if type(r) == "table" and getmetatable(r) == nil and #r == 1 then r = r[1] end
+    if type(r) == "number" then
+      local t = {}
+      for i = 1, n do t[i] = r end
+      r = t
+    end
+    if #r ~= n then check.fail(fn, "requires output_ratio to either be a single Int or tuple of Ints (%d of them)", n) end
+    output_size = {}
+    for i = 1, n do
+      check.number(r[i], fn, "output_ratio")
+      if r[i] ~= r[i] or r[i] < 0 or r[i] == math.huge then check.fail(fn, "output_ratio must be a finite non-negative number, got %s", tostring(r[i])) end
+      local v = x:size(nd - n + i) * r[i]
+      output_size[i] = v < 0 and math.ceil(v) or math.floor(v) -- (Python's int())
+    end
+  end
+  local out = int_tuple(output_size, n, fn, "output_size")
+  for i = 2, nd do
+    if x:size(i) == 0 then
+      check.fail(fn, "Expected input to have non-zero size for non-batch dimensions, but got %s with dimension %d being empty.",
+        tostring(x:size()), i)
+    end
+  end
+  if not x:is_floating_point() then check.fail(fn, "not implemented for %s tensors", x.dtype) end
+  local any_small = false
+  for i = 1, n do any_small = any_small or k[i] <= 0 end
+  if any_small then
+    local parts = {}
+    for i = 1, n do parts[i] = tostring(k[i]) end
+    check.fail(fn, "kernel size should be greater than zero, but got %s", table.concat(parts, "x"))
+  end
+  local sizes = {}
+  for i = 1, n do
+    sizes[i] = x:size(nd - n + i)
+    if out[i] < 0 then check.fail(fn, "output_size must be non-negative, got %d", out[i]) end
+    if out[i] + k[i] - 1 > sizes[i] then
+      check.fail(fn, "pool %s %d too large relative to input %s %d", DIM_NAMES[n - 1][i], k[i], DIM_NAMES[n - 1][i], sizes[i])
+    end
+  end
+  local unbatched = nd == n + 1
+  local xb = unbatched and x:unsqueeze(1) or x
+  local N, C = xb:size(1), xb:size(2)
+  local u = o._random_samples
+  if u == nil then
+    u = wick.rand({ N, C, n }, { dtype = x.dtype, device = x.device })
+  else
+    if u:dim() ~= 3 then check.fail(fn, "Expect _random_samples to have 3 dimensions, got %d", u:dim()) end
+    if u.dtype ~= x.dtype then check.fail(fn, "Expect _random_samples to have the same dtype as input") end
+    if u:size(1) < N then check.fail(fn, "Expect _random_samples.size(0) no less then input batch size.") end
+    if u:size(2) ~= C then check.fail(fn, "Expect _random_samples.size(1) equals to input channel size.") end
+    if u:size(3) ~= n then check.fail(fn, "Expect _random_samples.size(2) equals to %d; got %d.", n, u:size(3)) end
+    if u.device ~= x.device then check.fail(fn, "Expect _random_samples on the input's device (%s), got %s", tostring(x.device), tostring(u.device)) end
+    u = u:narrow(1, 1, N)
+  end
+  local shape = { N, C }
+  local total = 1
+  for i = 1, n do shape[2 + i], total = out[i], total * out[i] end
+  local plane = 1
+  for i = 1, n do plane = plane * sizes[i] end
+  local dev, dtype = x.device, x.dtype
+  local column = n == 2 and { 2, 1 } or { 1, 2, 3 } -- (the sample of each dim: 2-D's width first, as PyTorch's)
+  local idx = wick.no_grad(function()
+    local samples = u:detach()
+    -- each dim's window starts [N, C, out], 0-based, shaped to broadcast over the output
+    local starts = {}
+    for i = 1, n do
+      local s
+      if out[i] == 0 then
+        s = wick.zeros({ N, C, 0 }, { dtype = "int64", device = dev })
+      else
+        local last = wick.full({ N, C, 1 }, sizes[i] - k[i], { dtype = "int64", device = dev })
+        if out[i] > 1 then
+          local ui = samples:select(3, column[i]):unsqueeze(3)
+          local alpha = wick.tensor(sizes[i] - k[i], { dtype = dtype, device = dev }) / wick.tensor(out[i] - 1, { dtype = dtype, device = dev })
+          local steps = wick.arange(0, out[i] - 1, { dtype = dtype, device = dev })
+          local first = ((steps + ui) * alpha):trunc() - (ui * alpha):trunc()
+          -- (a sample far outside [0, 1), or NaN, would put a window outside the input)
+          if first:numel() > 0 and not (first:isfinite():all():item() and first:min():item() >= 0
+              and first:max():item() <= sizes[i] - k[i]) then
+            check.fail(fn, "_random_samples put a window outside the input (the samples should be in [0, 1))")
+          end
+          s = wick.cat({ first:to("int64"), last }, 3)
+        else
+          s = last
+        end
+      end
+      local view = { N, C }
+      for j = 1, n do view[2 + j] = j == i and out[i] or 1 end
+      starts[i] = s:reshape(view)
+    end
+    local flat = xb:detach():reshape(N, C, plane)
+    local stride = {}
+    stride[n] = 1
+    for i = n - 1, 1, -1 do stride[i] = stride[i + 1] * sizes[i + 1] end
+    local best = wick.full(shape, -math.huge, { dtype = dtype, device = dev })
+    local at
+    local offset = {}
+    for i = 1, n do offset[i] = 0 end
+    while true do -- each position of the window, the last dim fastest
+      local pos = (starts[1] + offset[1]) * stride[1]
+      for i = 2, n do pos = pos + (starts[i] + offset[i]) * stride[i] end
+      pos = (pos + 1):expand(shape) -- (1-based)
+      if not at then at = pos:clone() end
+      local v = flat:gather(3, pos:reshape(N, C, total)):view(shape)
+      local take = v:gt(best):logical_or(v:isnan())
+      best = wick.where(take, v, best)
+      at = wick.where(take, pos, at)
+      local i = n
+      while i >= 1 do
+        offset[i] = offset[i] + 1
+        if offset[i] < k[i] then break end
+        offset[i] = 0
+        i = i - 1
+      end
+      if i < 1 then break end
+    end
+    return at
+  end)
+  local y = xb:reshape(N, C, plane):gather(3, idx:reshape(N, C, total)):view(shape)
+  if unbatched then y, idx = y:squeeze(1), idx:squeeze(1) end
+  if o.return_indices then return y, idx end
+  return y
+end
+--- F.fractional_max_pool2d(input, kernel_size[, output_size[, output_ratio[, return_indices[, _random_samples]]]])
+--- (or an options table): input [N, C, H, W] (or [C, H, W]); output_size {oh, ow} or output_ratio
+--- (of H and W, truncated); _random_samples [N, C, 2] in the input's dtype (uniform in [0, 1) when not
+--- given) fixes the windows, as PyTorch's. F.fractional_max_pool3d the same over [N, C, T, H, W] with
+--- samples [N, C, 3]. Indices 1-based, flat over the plane (the volume).
+function F.fractional_max_pool2d(...) return fractional_max_pool(2, required("fractional_max_pool2d", POOL_ARGS, ...)) end
+function F.fractional_max_pool3d(...) return fractional_max_pool(3, required("fractional_max_pool3d", POOL_ARGS, ...)) end
+--- F.fractional_max_pool2d_with_indices, F.fractional_max_pool3d_with_indices: return_indices = true
+for n = 2, 3 do
+  local fn = ("fractional_max_pool%dd_with_indices"):format(n)
+  F[fn] = function(...)
+    local args = { n = select("#", required(fn, POOL_ARGS, ...)), required(fn, POOL_ARGS, ...) }
+    local o = check.positional(fn, FRACTIONAL_ORDER, FRACTIONAL, unpack(args, 3, args.n))
+    o.return_indices = true
+    return fractional_max_pool(n, args[1], args[2], o)
+  end
+end
 
 -- PyTorch's keywords of the adaptive poolings, F.adaptive_avg_pool2d(x, output_size=(3, 4)) as
 -- (x, {output_size = {3, 4}[, return_indices = b]}): output_size and the rest of the arguments
@@ -1642,25 +1977,55 @@ function F._embedding_renorm_(weight, indices, max_norm, norm_type)
     local rows = indices:reshape(-1):unique()
     local w = weight:index_select(1, rows)
     local norms = w:to("float64"):norm(norm_type or 2, 2, true)
-    local scale = wick.where(norms:gt(max_norm), max_norm / (norms + 1e-7), 1):to(w.dtype)
+    -- (max_norm / (norm + 1e-7) divided as PyTorch's, not max_norm times a reciprocal)
+    local scale = wick.where(norms:gt(max_norm), wick.full_like(norms, max_norm) / (norms + 1e-7), 1):to(w.dtype)
     weight:index_copy_(1, rows, w * scale)
   end)
 end
+--- F._scale_grad_by_freq(out, indices, weight): out (the rows of weight looked up by indices) with the
+--- gradient through each position divided by how often its index occurs in indices, as PyTorch's
+--- embedding backward with scale_grad_by_freq (each gradient times 1 / count, then summed per row)
+local FreqScale
+function F._scale_grad_by_freq(out, indices, weight)
+  tensor(out, "scale_grad_by_freq", "out")
+  tensor(indices, "scale_grad_by_freq", "indices")
+  tensor(weight, "scale_grad_by_freq", "weight")
+  if not out.requires_grad then return out end
+  if not FreqScale then
+    FreqScale = wick.autograd.Function:extend("EmbeddingScaleGradByFreq")
+    function FreqScale.forward(ctx, x, scale)
+      ctx.scale = scale
+      return x:clone()
+    end
+    function FreqScale.backward(ctx, g) return g * ctx.scale, nil end
+  end
+  local flat = indices:reshape(-1)
+  local scale = wick.no_grad(function()
+    local opts = { dtype = "float64", device = weight.device }
+    local counts = wick.zeros(weight:size(1), opts):index_add(1, flat, wick.ones(flat:numel(), opts))
+    return (1 / counts:index_select(1, flat)):to(out.dtype)
+  end)
+  local shape = {}
+  for i = 1, indices:dim() do shape[i] = indices:size(i) end
+  shape[#shape + 1] = 1
+  return FreqScale.apply(out, scale:view(shape))
+end
 --- F.embedding(input, weight[, padding_idx[, max_norm[, norm_type[, scale_grad_by_freq[, sparse]]]]][, opts]):
 --- padding_idx (1-based) gets no gradient, as PyTorch's; max_norm renormalises the rows looked up
---- in place first, as PyTorch's; scale_grad_by_freq is refused
+--- in place first, as PyTorch's; scale_grad_by_freq divides each row's gradient by how often its
+--- index occurs in input, as PyTorch's
 local EMBEDDING_F = { padding_idx = "integer", max_norm = "number|boolean", norm_type = "number",
   scale_grad_by_freq = "boolean", sparse = "boolean" }
 function F.embedding(indices, weight, ...)
   local o = check.positional("embedding", { "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse" },
     EMBEDDING_F, ...)
-  if o.scale_grad_by_freq then check.fail("embedding", "scale_grad_by_freq is not supported") end
   if o.sparse then common.dense_sparse_warning("embedding") end
   if o.max_norm ~= nil then
     F._embedding("embedding", indices, weight) -- (its checks of the indices first)
     F._embedding_renorm_(weight, indices, F._max_norm(o.max_norm), o.norm_type)
   end
   local out = F._embedding("embedding", indices, weight)
+  if o.scale_grad_by_freq then out = F._scale_grad_by_freq(out, indices, weight) end
   if o.padding_idx == nil or not out.requires_grad then return out end
   local p = o.padding_idx < 0 and weight:size(1) + 1 + o.padding_idx or o.padding_idx
   if p < 1 or p > weight:size(1) then check.fail("embedding", "padding_idx must be within num_embeddings (1 to %d)", weight:size(1)) end
@@ -1674,8 +2039,10 @@ end
 --- each bag's embeddings. A 2-D input's rows are the bags; a 1-D input is cut
 --- into bags at `offsets`, each bag's first position, 1-based (PyTorch's
 --- [0, 3, 5] is {1, 4, 6}). An empty bag gives zeros; entries equal to
---- padding_idx (1-based) are left out of their bag.
-local EMBEDDING_BAG = { offsets = "tensor", max_norm = "number", norm_type = "number", scale_grad_by_freq = "boolean",
+--- padding_idx (1-based) are left out of their bag. max_norm renormalises the rows
+--- of weight that input looks up in place first, as F.embedding's; scale_grad_by_freq
+--- (modes "sum" and "mean") divides each row's gradient by how often input has it.
+local EMBEDDING_BAG = { offsets = "tensor", max_norm = "number|boolean", norm_type = "number", scale_grad_by_freq = "boolean",
   mode = "string", sparse = "boolean", per_sample_weights = "tensor", include_last_offset = "boolean", padding_idx = "integer" }
 local EMBEDDING_BAG_ORDER = { "offsets", "max_norm", "norm_type", "scale_grad_by_freq", "mode", "sparse",
   "per_sample_weights", "include_last_offset", "padding_idx" }
@@ -1705,9 +2072,11 @@ function F.embedding_bag(input, weight, ...)
   tensor(input, fn, "input")
   tensor(weight, fn, "weight")
   local o = check.positional(fn, EMBEDDING_BAG_ORDER, EMBEDDING_BAG, ...)
-  if o.max_norm ~= nil or o.scale_grad_by_freq then check.fail(fn, "max_norm and scale_grad_by_freq are not supported") end
   if o.sparse and fn == "embedding_bag" then common.dense_sparse_warning(fn) end
   local mode = check.one_of(o.mode or "mean", fn, "mode", { "sum", "mean", "max" })
+  if o.scale_grad_by_freq and mode == "max" then
+    check.fail(fn, "max mode does not support scaling the gradient by the frequency")
+  end
   local psw = o.per_sample_weights
   if psw and mode ~= "sum" then
     check.fail(fn, "per_sample_weights is only supported for mode='sum' (got mode='%s')", mode)
@@ -1732,7 +2101,12 @@ function F.embedding_bag(input, weight, ...)
     check.fail(fn, "input has to be 1-D or 2-D, got %d-D", input:dim())
   end
   local d = weight:size(2)
+  if o.max_norm ~= nil then
+    F._embedding(fn, flat, weight) -- (its checks of the indices first)
+    F._embedding_renorm_(weight, flat, F._max_norm(o.max_norm), o.norm_type)
+  end
   local emb = F._embedding(fn, flat, weight)
+  if o.scale_grad_by_freq then emb = F._scale_grad_by_freq(emb, flat, weight) end
   if psw then emb = emb * psw:reshape(-1, 1) end
   if o.padding_idx then
     local pad = o.padding_idx < 0 and weight:size(1) + 1 + o.padding_idx or o.padding_idx

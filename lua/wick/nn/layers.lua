@@ -502,6 +502,53 @@ end
 function L.AvgPool3d:forward(x) return F.avg_pool3d(x, self.kernel_size, fields(self, AVG_POOL_ORDER)) end
 L.AvgPool3d._repr = L.AvgPool2d._repr
 
+--- nn.FractionalMaxPool2d(kernel_size[, output_size[, output_ratio[, return_indices[, _random_samples]]]][, opts]),
+--- nn.FractionalMaxPool3d (the same, {t, h, w}): F.fractional_max_pool2d / 3d with the layer's
+--- arguments; one of output_size and output_ratio (each ratio in (0, 1)); _random_samples, when
+--- given, a buffer that fixes the windows (fresh uniform samples on each call otherwise)
+local FRACTIONAL = { output_size = "integer|table", output_ratio = "number|table", return_indices = "boolean",
+  _random_samples = "tensor" }
+local FRACTIONAL_ORDER = { "output_size", "output_ratio", "return_indices", "_random_samples" }
+local function fractional_class(name, n)
+  local C = Module:extend(name, { "kernel_size" })
+  function C:init(kernel_size, ...)
+    if kernel_size == nil then check.fail(name, "missing required argument 'kernel_size'") end
+    local o = check.positional(name, FRACTIONAL_ORDER, FRACTIONAL, ...)
+    self.kernel_size, self.return_indices = kernel_size, o.return_indices or false
+    self.output_size, self.output_ratio = o.output_size, o.output_ratio
+    if o.output_size == nil and o.output_ratio == nil then
+      check.fail(name, "requires specifying either an output size, or a pooling ratio")
+    end
+    if o.output_size ~= nil and o.output_ratio ~= nil then
+      check.fail(name, "only one of output_size and output_ratio may be specified")
+    end
+    if o.output_ratio ~= nil then
+      local r = o.output_ratio
+      if type(r) == "number" then r = { r } end
+      if #r ~= 1 and #r ~= n then
+        check.fail(name, "output_ratio must be a number or a table of %d numbers, got a table of %d entries", n, #r)
+      end
+      for i = 1, #r do
+        if type(r[i]) ~= "number" or not (r[i] > 0 and r[i] < 1) then
+          local shown = {}
+          for j = 1, #r do shown[j] = tostring(r[j]) end
+          check.fail(name, "output_ratio must be between 0 and 1 (got %s)",
+            type(o.output_ratio) == "number" and tostring(o.output_ratio) or "{" .. table.concat(shown, ", ") .. "}")
+        end
+      end
+    end
+    if o._random_samples ~= nil then self:register_buffer("_random_samples", o._random_samples) end
+  end
+  local f = ("fractional_max_pool%dd"):format(n)
+  function C:forward(x)
+    return F[f](x, self.kernel_size, { output_size = self.output_size, output_ratio = self.output_ratio,
+      return_indices = self.return_indices, _random_samples = self._random_samples })
+  end
+  return C
+end
+L.FractionalMaxPool2d = fractional_class("FractionalMaxPool2d", 2)
+L.FractionalMaxPool3d = fractional_class("FractionalMaxPool3d", 3)
+
 --- nn.AdaptiveAvgPool2d(output_size): averages over PyTorch's adaptive bins
 --- (row i covers floor(i H / oh) .. ceil((i + 1) H / oh)); nil in output_size keeps that size.
 L.AdaptiveAvgPool2d = Module:extend("AdaptiveAvgPool2d", { "output_size" })
@@ -862,12 +909,11 @@ function L.Embedding:init(num_embeddings, embedding_dim, ...)
   check.int(num_embeddings, "Embedding", "num_embeddings", 0)
   check.int(embedding_dim, "Embedding", "embedding_dim", 0)
   local opts = check.positional("Embedding", EMBEDDING_ORDER, EMBEDDING, ...)
-  if opts.scale_grad_by_freq then check.fail("Embedding", "scale_grad_by_freq is not supported") end
   if opts.sparse then common.dense_sparse_warning("Embedding") end
   self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
   self.padding_idx = padding_index(opts.padding_idx, num_embeddings)
   self.max_norm = F._max_norm(opts.max_norm)
-  self.norm_type, self.scale_grad_by_freq, self.sparse = opts.norm_type or 2, false, opts.sparse == true
+  self.norm_type, self.scale_grad_by_freq, self.sparse = opts.norm_type or 2, opts.scale_grad_by_freq == true, opts.sparse == true
   if opts._weight then
     local w = opts._weight
     if w:dim() ~= 2 or w:size(1) ~= num_embeddings or w:size(2) ~= embedding_dim then
@@ -893,6 +939,7 @@ function L.Embedding:forward(indices)
     F._embedding_renorm_(self.weight, indices, self.max_norm, self.norm_type)
     out = F._embedding("Embedding", indices, self.weight)
   end
+  if self.scale_grad_by_freq then out = F._scale_grad_by_freq(out, indices, self.weight) end
   if self.padding_idx and self.weight.requires_grad then
     -- the padding row's value, with no gradient flowing back to it
     local pad = indices:eq(self.padding_idx):unsqueeze(-1)
@@ -904,26 +951,29 @@ function L.Embedding:extra_repr()
   return ("%d, %d"):format(self.num_embeddings, self.embedding_dim) ..
     (self.padding_idx and (", padding_idx=%d"):format(self.padding_idx) or "") ..
     (self.max_norm and (", max_norm=%s"):format(self.max_norm % 1 == 0 and ("%.1f"):format(self.max_norm)
-      or tostring(self.max_norm)) or "")
+      or tostring(self.max_norm)) or "") ..
+    (self.scale_grad_by_freq and ", scale_grad_by_freq=True" or "")
 end
---- nn.Embedding.from_pretrained(embeddings[, freeze = true[, padding_idx]][, opts])
+--- nn.Embedding.from_pretrained(embeddings[, freeze = true[, padding_idx[, max_norm[, norm_type[,
+--- scale_grad_by_freq[, sparse]]]]]][, opts])
 function L.Embedding.from_pretrained(embeddings, ...)
   check.tensor(embeddings, "Embedding.from_pretrained", "embeddings")
   if embeddings:dim() ~= 2 then check.fail("Embedding.from_pretrained", "Embeddings parameter is expected to be 2-dimensional") end
-  local o = check.positional("Embedding.from_pretrained", { "freeze", "padding_idx", "max_norm", "norm_type" },
-    { freeze = "boolean", padding_idx = "integer", max_norm = "number|boolean", norm_type = "number" }, ...)
+  local o = check.positional("Embedding.from_pretrained", { "freeze", "padding_idx", "max_norm", "norm_type",
+    "scale_grad_by_freq", "sparse" }, { freeze = "boolean", padding_idx = "integer", max_norm = "number|boolean",
+    norm_type = "number", scale_grad_by_freq = "boolean", sparse = "boolean" }, ...)
   local freeze = o.freeze ~= false
   local w = embeddings:detach():clone()
   if not freeze then w:requires_grad_(true) end
   return L.Embedding(embeddings:size(1), embeddings:size(2), { padding_idx = o.padding_idx, _weight = w, _freeze = freeze,
-    max_norm = o.max_norm, norm_type = o.norm_type })
+    max_norm = o.max_norm, norm_type = o.norm_type, scale_grad_by_freq = o.scale_grad_by_freq, sparse = o.sparse })
 end
 
 --- nn.EmbeddingBag(num_embeddings, embedding_dim[, max_norm[, norm_type[, scale_grad_by_freq[, mode = "mean"[,
 --- sparse[, _weight[, include_last_offset[, padding_idx]]]]]]]][, opts]): m(input[, offsets[, per_sample_weights]])
 --- is F.embedding_bag with the layer's weight and options (offsets 1-based)
 L.EmbeddingBag = Module:extend("EmbeddingBag", { "num_embeddings", "embedding_dim" })
-local EMBEDDING_BAG = { max_norm = "number", norm_type = "number", scale_grad_by_freq = "boolean", mode = "string",
+local EMBEDDING_BAG = { max_norm = "number|boolean", norm_type = "number", scale_grad_by_freq = "boolean", mode = "string",
   sparse = "boolean", _weight = "tensor", include_last_offset = "boolean", padding_idx = "integer", device = "device",
   dtype = "dtype" }
 function L.EmbeddingBag:init(num_embeddings, embedding_dim, ...)
@@ -931,9 +981,10 @@ function L.EmbeddingBag:init(num_embeddings, embedding_dim, ...)
   check.int(embedding_dim, "EmbeddingBag", "embedding_dim", 0)
   local o = check.positional("EmbeddingBag", { "max_norm", "norm_type", "scale_grad_by_freq", "mode", "sparse", "_weight",
     "include_last_offset", "padding_idx" }, EMBEDDING_BAG, ...)
-  if o.max_norm ~= nil or o.scale_grad_by_freq then check.fail("EmbeddingBag", "max_norm and scale_grad_by_freq are not supported") end
   if o.sparse then common.dense_sparse_warning("EmbeddingBag") end
   self.num_embeddings, self.embedding_dim, self.sparse = num_embeddings, embedding_dim, o.sparse == true
+  self.max_norm, self.norm_type = F._max_norm(o.max_norm), o.norm_type or 2
+  self.scale_grad_by_freq = o.scale_grad_by_freq == true
   self.mode = check.one_of(o.mode or "mean", "EmbeddingBag", "mode", { "sum", "mean", "max" })
   self.include_last_offset = o.include_last_offset or false
   self.padding_idx = padding_index(o.padding_idx, num_embeddings)
@@ -975,10 +1026,16 @@ function L.EmbeddingBag:forward(input, offsets, per_sample_weights)
     per_sample_weights = check.options(per_sample_weights, "EmbeddingBag", { per_sample_weights = "tensor" }).per_sample_weights
   end
   return F.embedding_bag(input, self.weight, { offsets = offsets, mode = self.mode, per_sample_weights = per_sample_weights,
-    include_last_offset = self.include_last_offset, padding_idx = self.padding_idx })
+    include_last_offset = self.include_last_offset, padding_idx = self.padding_idx, max_norm = self.max_norm,
+    norm_type = self.norm_type, scale_grad_by_freq = self.scale_grad_by_freq })
 end
 function L.EmbeddingBag:extra_repr()
-  return ("%d, %d, mode='%s'"):format(self.num_embeddings, self.embedding_dim, self.mode) ..
+  local function num(v) return v % 1 == 0 and ("%.1f"):format(v) or tostring(v) end
+  return ("%d, %d"):format(self.num_embeddings, self.embedding_dim) ..
+    (self.max_norm and (", max_norm=%s"):format(num(self.max_norm)) or "") ..
+    (self.norm_type ~= 2 and (", norm_type=%s"):format(num(self.norm_type)) or "") ..
+    (self.scale_grad_by_freq and ", scale_grad_by_freq=True" or "") ..
+    (", mode='%s'"):format(self.mode) ..
     (self.padding_idx and (", padding_idx=%d"):format(self.padding_idx) or "")
 end
 

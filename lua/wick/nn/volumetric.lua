@@ -241,7 +241,14 @@ local function max_pool3d(x, kernel_size, ...)
   local unbatched
   x, unbatched = batched5(x, fn)
   local k, s, p = window(fn, kernel_size, o)
-  local d = triple(o.dilation or 1, fn, "dilation", 1)
+  local d = triple(o.dilation or 1, fn, "dilation")
+  if d[1] <= 0 or d[2] <= 0 or d[3] <= 0 then -- (PyTorch's messages, its order T, H, W)
+    check.fail(fn, "dilation should be greater than zero, but got dilationT: %d dilationH: %d dilationW: %d", d[1], d[2], d[3])
+  end
+  if p[1] > floor(k[1] / 2) or p[2] > floor(k[2] / 2) or p[3] > floor(k[3] / 2) then
+    check.fail(fn, "pad should be smaller than or equal to half of kernel size, but got kT: %d kW: %d kH: %d padT: %d padW: %d padH: %d",
+      k[1], k[3], k[2], p[1], p[3], p[2])
+  end
   check_pool_output(fn, x, k, s, p, d, o.ceil_mode)
   local N, C, D, H, W = x:size(1), x:size(2), x:size(3), x:size(4), x:size(5)
   local ri = o.return_indices == true
