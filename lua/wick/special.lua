@@ -29,7 +29,7 @@ return function(wick)
     if n == 1 and not (t.requires_grad and wick.is_grad_enabled()) then return trigamma(t) end -- (the C kernel)
     -- (-1)^(n + 1) n! zeta(n + 1, t): its gradient, zeta's to q, is polygamma(n + 1, t)
     local x = floating(t, "polygamma")
-    local fact = 1
+    local fact = 1.0 -- (a float: past 20! Lua 5.4's integers wrap)
     for i = 2, math.min(n, 171) do fact = fact * i end -- (past 170! float64 holds inf: no 2^31-step loop)
     return special.zeta(wick.full_like(x, n + 1), x) * ((n % 2 == 1) and fact or -fact)
   end
@@ -359,7 +359,7 @@ return function(wick)
     for k = 0, terms - 1 do sum = sum + wick.where(n:gt(k), (qs + k):pow(-ss), 0) end
     local w = qs + n
     local r = sum + w:pow(1 - ss) / (ss - 1) + w:pow(-ss) / 2
-    local t, fact = ss * w:pow(-ss - 1), 2
+    local t, fact = ss * w:pow(-ss - 1), 2.0 -- (a float: 24! overflows Lua 5.4's integers)
     for j = 1, #BERNOULLI do
       if j > 1 then
         t = t * (ss + 2 * j - 3) * (ss + 2 * j - 2) / (w * w)
