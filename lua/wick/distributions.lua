@@ -1564,37 +1564,46 @@ function Cauchy:icdf(value)
 end
 function Cauchy:entropy() return math.log(4 * math.pi) + self.scale:log() end
 
---- HalfNormal(scale): |x| for x ~ Normal(0, scale); values in [0, inf)
-local HalfNormal = class("HalfNormal")
-HalfNormal._keywords = { "scale" }
-HalfNormal._params = { "scale" }
-function HalfNormal.new(scale, opts)
-  check.options(opts, "HalfNormal", { validate_args = "boolean" })
-  local d = setmetatable({}, HalfNormal)
-  d.scale = param(scale, "HalfNormal", "scale")
-  if validating(d, opts) then check_param(d, "scale", positive(d.scale), POSITIVE) end
-  d.base_dist = Normal.new(wick.zeros_like(d.scale), d.scale, { validate_args = false })
-  d.batch_shape, d.event_shape = d.scale:size(), Size()
-  d.has_rsample = true
-  return d
+-- HalfNormal and HalfCauchy: |x| for x of the base distribution (loc 0, this scale), values in
+-- [0, inf): the density doubled, cdf 2 F - 1, icdf F^-1((p + 1) / 2), entropy the base's minus log 2
+local function half_class(name, Base)
+  local C = class(name)
+  C._keywords, C._params = { "scale" }, { "scale" }
+  function C.new(scale, opts)
+    check.options(opts, name, { validate_args = "boolean" })
+    local d = setmetatable({}, C)
+    d.scale = param(scale, name, "scale")
+    if validating(d, opts) then check_param(d, "scale", positive(d.scale), POSITIVE) end
+    d.base_dist = Base.new(wick.zeros_like(d.scale), d.scale, { validate_args = false })
+    d.batch_shape, d.event_shape = d.scale:size(), Size()
+    d.has_rsample = true
+    return d
+  end
+  function C._lazy.mode(d) return wick.zeros_like(d.scale) end
+  function C._lazy.stddev(d) return d.variance:sqrt() end
+  function C:rsample(sample_shape) return self.base_dist:rsample(sample_shape):abs() end
+  C.sample = sample_of
+  function C:log_prob(value)
+    value = value_in(self, name .. ":log_prob", value, self.scale, NONNEGATIVE, nonnegative)
+    local lp = self.base_dist:log_prob(value) + math.log(2)
+    return wick.where(value:ge(0), lp, -math.huge)
+  end
+  function C:cdf(value)
+    value = value_in(self, name .. ":cdf", value, self.scale, NONNEGATIVE, nonnegative)
+    return 2 * self.base_dist:cdf(value) - 1
+  end
+  function C:icdf(prob)
+    prob = param(prob, name .. ":icdf", "value", self.scale)
+    return self.base_dist:icdf((prob + 1) / 2)
+  end
+  function C:entropy() return self.base_dist:entropy() - math.log(2) end
+  return C
 end
+
+--- HalfNormal(scale): |x| for x ~ Normal(0, scale)
+local HalfNormal = half_class("HalfNormal", Normal)
 function HalfNormal._lazy.mean(d) return d.scale * math.sqrt(2 / math.pi) end
-function HalfNormal._lazy.mode(d) return wick.zeros_like(d.scale) end
 function HalfNormal._lazy.variance(d) return d.scale ^ 2 * (1 - 2 / math.pi) end
-function HalfNormal._lazy.stddev(d) return d.variance:sqrt() end
-function HalfNormal:rsample(sample_shape) return self.base_dist:rsample(sample_shape):abs() end
-HalfNormal.sample = sample_of
-function HalfNormal:log_prob(value)
-  value = value_in(self, "HalfNormal:log_prob", value, self.scale, NONNEGATIVE, nonnegative)
-  local lp = self.base_dist:log_prob(value) + math.log(2)
-  return wick.where(value:ge(0), lp, -math.huge)
-end
-function HalfNormal:cdf(value)
-  value = value_in(self, "HalfNormal:cdf", value, self.scale, NONNEGATIVE, nonnegative)
-  return 2 * self.base_dist:cdf(value) - 1
-end
-function HalfNormal:icdf(prob) return self.base_dist:icdf((prob + 1) / 2) end
-function HalfNormal:entropy() return self.base_dist:entropy() - math.log(2) end
 
 --- Gumbel(loc, scale): loc - scale log(-log u)
 local Gumbel = class("Gumbel")
@@ -2146,40 +2155,10 @@ function OneHotCategoricalStraightThrough:rsample(sample_shape)
   return samples + (probs - probs:detach())
 end
 
---- HalfCauchy(scale): |x| for x ~ Cauchy(0, scale); values in [0, inf)
-local HalfCauchy = class("HalfCauchy")
-HalfCauchy._keywords = { "scale" }
-HalfCauchy._params = { "scale" }
-function HalfCauchy.new(scale, opts)
-  check.options(opts, "HalfCauchy", { validate_args = "boolean" })
-  local d = setmetatable({}, HalfCauchy)
-  d.scale = param(scale, "HalfCauchy", "scale")
-  if validating(d, opts) then check_param(d, "scale", positive(d.scale), POSITIVE) end
-  d.base_dist = Cauchy.new(wick.zeros_like(d.scale), d.scale, { validate_args = false })
-  d.batch_shape, d.event_shape = d.scale:size(), Size()
-  d.has_rsample = true
-  return d
-end
+--- HalfCauchy(scale): |x| for x ~ Cauchy(0, scale)
+local HalfCauchy = half_class("HalfCauchy", Cauchy)
 function HalfCauchy._lazy.mean(d) return wick.full_like(d.scale, math.huge) end
-function HalfCauchy._lazy.mode(d) return wick.zeros_like(d.scale) end
 function HalfCauchy._lazy.variance(d) return d.base_dist.variance end
-function HalfCauchy._lazy.stddev(d) return d.variance:sqrt() end
-function HalfCauchy:rsample(sample_shape) return self.base_dist:rsample(sample_shape):abs() end
-HalfCauchy.sample = sample_of
-function HalfCauchy:log_prob(value)
-  value = value_in(self, "HalfCauchy:log_prob", value, self.scale, NONNEGATIVE, nonnegative)
-  local lp = self.base_dist:log_prob(value) + math.log(2)
-  return wick.where(value:ge(0), lp, -math.huge)
-end
-function HalfCauchy:cdf(value)
-  value = value_in(self, "HalfCauchy:cdf", value, self.scale, NONNEGATIVE, nonnegative)
-  return 2 * self.base_dist:cdf(value) - 1
-end
-function HalfCauchy:icdf(prob)
-  prob = param(prob, "HalfCauchy:icdf", "value", self.scale)
-  return self.base_dist:icdf((prob + 1) / 2)
-end
-function HalfCauchy:entropy() return self.base_dist:entropy() - math.log(2) end
 
 -- the log_prob of a TransformedDistribution (the transforms' log-determinants and the base's)
 local transformed_log_prob = TransformedDistribution.log_prob
