@@ -1360,20 +1360,23 @@ F.avg_pool1d = pool1d("avg_pool1d", F.avg_pool2d, { "stride", "padding", "ceil_m
 
 -- ---- fractional max pooling (Graham's), as PyTorch's CPU kernel ----
 
--- v as a list of n integers (a number for all of them, or a table of n; PyTorch's (k,) for all too)
-local function int_tuple(v, n, fn, name)
+-- v as n values: a number stands for all of them, as does a table of one (PyTorch's (k,))
+local function n_tuple(v, n)
   if type(v) == "table" and getmetatable(v) == nil and #v == 1 then v = v[1] end
-  if type(v) == "number" then
-    local t = {}
-    for i = 1, n do t[i] = v end
-    v = t
-  end
+  if type(v) ~= "number" then return v end
+  local t = {}
+  for i = 1, n do t[i] = v end
+  return t
+end
+-- v as a list of n integers (a number for all of them, or a table of n), each at least min if given
+local function int_tuple(v, n, fn, name, min)
+  v = n_tuple(v, n)
   if type(v) ~= "table" or getmetatable(v) ~= nil or #v ~= n then
     check.fail(fn, "%s must either be a single Int or tuple of Ints (%d of them), got %s", name, n,
       type(v) == "table" and ("a table of %d entries"):format(#v) or check.describe(v))
   end
   local t = {}
-  for i = 1, n do t[i] = check.int(v[i], fn, name) end
+  for i = 1, n do t[i] = check.int(v[i], fn, name, min) end
   return t
 end
 local FRACTIONAL = { output_size = "integer|table", output_ratio = "number|table", return_indices = "boolean",
@@ -1401,13 +1404,7 @@ local function fractional_max_pool(n, x, kernel_size, ...)
     check.fail(fn, "Expected %dD or %dD tensor, but got: %s", n + 1, n + 2, tostring(x:size()))
   end
   if output_size == nil then
-    local r = o.output_ratio
-    if type(r) == "table" and getmetatable(r) == nil and #r == 1 then r = r[1] end
-    if type(r) == "number" then
-      local t = {}
-      for i = 1, n do t[i] = r end
-      r = t
-    end
+    local r = n_tuple(o.output_ratio, n)
     if #r ~= n then check.fail(fn, "requires output_ratio to either be a single Int or tuple of Ints (%d of them)", n) end
     output_size = {}
     for i = 1, n do
@@ -3323,18 +3320,7 @@ local function max_unpool(k)
     tensor(indices, fn, "indices")
     if kernel_size == nil then check.fail(fn, "missing required argument 'kernel_size'") end
     local o = check.positional(fn, { "stride", "padding", "output_size" }, UNPOOL, ...)
-    local function list(v, what, min) -- (a number for every dim, or k of them)
-      if type(v) == "table" and #v == 1 then v = v[1] end
-      if type(v) ~= "table" then
-        local all = {}
-        for i = 1, k do all[i] = v end
-        v = all
-      end
-      if #v ~= k then check.fail(fn, "expected %d values for %s, got %d", k, what, #v) end
-      local r = {}
-      for i = 1, k do r[i] = check.int(v[i], fn, what, min) end
-      return r
-    end
+    local function list(v, what, min) return int_tuple(v, k, fn, what, min) end
     local ks = list(kernel_size, "kernel_size", 1)
     local st = o.stride ~= nil and list(o.stride, "stride", 1) or ks
     local pd = list(o.padding or 0, "padding", 0)
