@@ -9345,3 +9345,27 @@ describe("the fifty-fifth round's lines, part 17 (the CleanRL ports)", function(
     support.assert_error_has(function() return wick.optim.SGD({ p }, { lr = wick.tensor({ 0.1, 0.2 }) }) end, "Tensor lr must be 1-element")
   end)
 end)
+
+describe("the fifty-fifth round's lines, part 18 (a scan of nn.Module's methods)", function()
+  it("get_extra_state / set_extra_state go through state_dict and load_state_dict, as PyTorch's", function()
+    local C = nn.Module:extend("WithExtra")
+    function C:init() self.lin = nn.Linear(2, 2); self.count = 3 end
+    function C:get_extra_state() return { count = self.count } end
+    function C:set_extra_state(s) self.count = s.count end
+    local M = nn.Module:extend("HoldsExtra")
+    function M:init() self.c = C() end
+    local m = M()
+    m.c.count = 7
+    local sd = m:state_dict()
+    assert.are.equal(7, sd["c._extra_state"].count)
+    local m2 = M()
+    assert.are.equal("<All keys matched successfully>", tostring(m2:load_state_dict(sd)))
+    assert.are.equal(7, m2.c.count)
+    sd["c._extra_state"] = nil
+    support.assert_error_has(function() return m2:load_state_dict(sd) end, 'Missing key(s) in state_dict: "c._extra_state"')
+    local plain = nn.Linear(2, 2)
+    local psd = plain:state_dict()
+    psd._extra_state = 1
+    support.assert_error_has(function() return plain:load_state_dict(psd) end, 'Unexpected key(s) in state_dict: "_extra_state"')
+  end)
+end)

@@ -1841,6 +1841,25 @@ local STATE_DICT = { destination = "table", prefix = "string", keep_vars = "bool
 -- local_metadata (torchvision's MaskRCNNHeads converting checkpoints older than its version 2); a
 -- state dict made elsewhere (a plain table, a copy) has none, and they get {} as PyTorch's do
 Module._version = 1
+--- m:get_extra_state() / m:set_extra_state(state): PyTorch's hooks for state beyond tensors (a class
+--- defines both): state_dict stores get_extra_state()'s value under "<prefix>_extra_state" and
+--- load_state_dict hands it back to set_extra_state (strict: its absence is a missing key)
+function Module:get_extra_state()
+  wick.error("Reached a code path in Module.get_extra_state() that should never be called. Please file an issue "
+    .. "at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml to report this bug.")
+end
+function Module:set_extra_state()
+  wick.error("Reached a code path in Module.set_extra_state() that should never be called. Please file an issue "
+    .. "at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml to report this bug.")
+end
+-- the modules whose class defines get_extra_state (or set_extra_state), by their key in a state dict
+local function extra_states(self, prefix, which)
+  local out = {}
+  for name, m in self:named_modules() do
+    if m[which] ~= Module[which] then out[prefix .. (name == "" and "" or name .. ".") .. "_extra_state"] = m end
+  end
+  return out
+end
 local metadata_of = setmetatable({}, { __mode = "k" })
 local function local_metadata(md, prefix) return md and md[prefix:sub(1, -2)] or {} end
 
@@ -1861,6 +1880,7 @@ function Module:state_dict(...)
     if plain then return end
     sd[name] = o.keep_vars and t or t:detach()
   end, nil, true, true)
+  for key, m in pairs(extra_states(self, prefix, "get_extra_state")) do sd[key] = m:get_extra_state() end
   each_hook(self, "_state_dict_hooks", function(m, at, e)
     local r = e.fn(m, sd, prefix .. at, local_metadata(md, prefix .. at))
     if type(r) == "table" then
@@ -2021,10 +2041,16 @@ function Module:load_state_dict(sd, ...)
       end
     end
   end
+  -- extra state (get_extra_state / set_extra_state): its key is the module's, not unexpected
+  local extra = extra_states(self, "", "set_extra_state")
+  local extra_keys = {}
+  for k in pairs(extra) do extra_keys[#extra_keys + 1] = k end
+  table.sort(extra_keys)
+  for _, k in ipairs(extra_keys) do if sd[k] == nil then missing[#missing + 1] = k end end
   local keys = {}
   for k in pairs(sd) do keys[#keys + 1] = k end
   table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
-  for _, k in ipairs(keys) do if own[k] == nil then unexpected[#unexpected + 1] = k end end
+  for _, k in ipairs(keys) do if own[k] == nil and extra[k] == nil then unexpected[#unexpected + 1] = k end end
   local function quoted(list)
     local q = {}
     for i, k in ipairs(list) do q[i] = ('"%s"'):format(k) end
@@ -2081,6 +2107,7 @@ function Module:load_state_dict(sd, ...)
       end
     end
   end)
+  for _, k in ipairs(extra_keys) do if sd[k] ~= nil then extra[k]:set_extra_state(sd[k]) end end
   -- PyTorch's named tuple: r.missing_keys and r.unexpected_keys, and
   -- `local missing, unexpected = m:load_state_dict(sd, false)` (the result's
   -- array part is the missing keys; the unexpected ones come second)
