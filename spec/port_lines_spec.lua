@@ -9369,3 +9369,12 @@ describe("the fifty-fifth round's lines, part 18 (a scan of nn.Module's methods)
     support.assert_error_has(function() return plain:load_state_dict(psd) end, 'Unexpected key(s) in state_dict: "_extra_state"')
   end)
 end)
+
+describe("the fifty-fifth round's lines, part 19 (the RT-DETRv2 port)", function()
+  it("matmul of two dtypes names matmul, not the mm it reaches", function()
+    support.assert_error_has(function() return wick.randn(2, 2, { dtype = "float64" }):matmul(wick.randn(2, 2)) end,
+      "matmul: expected both operands to have the same dtype, but got float64 and float32")
+    support.assert_error_has(function() return wick.randn(3, 2, 2, { dtype = "float64" }):matmul(wick.randn(3, 2, 2)) end,
+      "matmul: expected both operands")
+  end)
+end)

@@ -230,6 +230,7 @@ wick_status wick_matmul(wick_tensor **out, const wick_tensor *a, const wick_tens
     const wick_tensor *ts[2] = {a, b};
     const char *names[2] = {"input", "other"};
     wick_status st = wk_check_same_device("matmul", 2, ts, names);
+    if (!st) st = check_matmul_dtypes("matmul", a, b); /* (named as the caller's op, not the mm it reaches) */
     if (st) return st;
     if (a->ndim == 0 || b->ndim == 0)
         return wick_fail(WICK_ERR_SHAPE, "matmul: both arguments need at least 1 dimension, got %d-D and %d-D",
