@@ -9378,3 +9378,12 @@ describe("the fifty-fifth round's lines, part 19 (the RT-DETRv2 port)", function
       "matmul: expected both operands")
   end)
 end)
+
+describe("the fifty-fifth round's lines, part 20 (the Cosmos port)", function()
+  it("vector_norm and matrix_norm refuse a narrowing dtype, as PyTorch's", function()
+    local x = wick.arange(1, 7, { dtype = "float64" }):view(2, 3)
+    support.assert_error_has(function() return wick.linalg.vector_norm(x, { dim = -1, dtype = "float32" }) end,
+      "should be convertible without narrowing to the specified dtype (float32)")
+    assert.are.equal("float64", wick.linalg.vector_norm(x:float(), { dim = -1, dtype = "float64" }).dtype)
+  end)
+end)

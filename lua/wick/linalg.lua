@@ -47,7 +47,13 @@ local function norm_args(fn, x, ord, dim, keepdim, opts)
     if o.ord ~= nil then ord = o.ord end
     if o.dim ~= nil then dim = o.dim end
     if o.keepdim ~= nil or o.keepdims ~= nil then keepdim = o.keepdim or o.keepdims end
-    if o.dtype ~= nil then x = x:to(o.dtype) end
+    if o.dtype ~= nil then
+      if wick.promote_types(x.dtype, o.dtype) ~= o.dtype then -- (PyTorch's: a float64 input with dtype float32)
+        check.fail(fn, "the dtype of the input (%s) should be convertible without narrowing to the specified dtype (%s)",
+          x.dtype, o.dtype)
+      end
+      x = x:to(o.dtype)
+    end
   end
   check.wrap_dims(x, dim, fn)
   return x, ord, dim, keepdim
