@@ -9387,3 +9387,12 @@ describe("the fifty-fifth round's lines, part 20 (the Cosmos port)", function()
     assert.are.equal("float64", wick.linalg.vector_norm(x:float(), { dim = -1, dtype = "float64" }).dtype)
   end)
 end)
+
+describe("the fifty-fifth round's lines, part 21 (the AnimateDiff port)", function()
+  it("a float32 linspace's step is PyTorch's (difference and quotient in float32): diffusers' beta schedules", function()
+    local w = wick.linspace(0.00085, 0.012, 1000, { dtype = "float32" })
+    local want = { [2] = 0.0008611611556261778, [500] = 0.006419419310986996, [501] = 0.006430580746382475,
+      [778] = 0.009522221982479095 } -- (PyTorch's values)
+    for i, v in pairs(want) do assert.are.equal(v, w[i]:item(), "entry " .. i) end
+  end)
+end)

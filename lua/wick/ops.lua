@@ -1527,7 +1527,10 @@ return function(wick)
       start, stop = start < 0 and math.ceil(start) or floor(start), stop < 0 and math.ceil(stop) or floor(stop)
     end
     local step = (stop - start) / (steps - 1)
-    if dtype == "float32" then step = wick.full({}, step, { dtype = dtype }):item() end
+    if dtype == "float32" then -- (PyTorch's: the difference and the quotient each rounded to float32)
+      local f32 = { dtype = "float32" }
+      step = ((wick.full({}, stop, f32) - wick.full({}, start, f32)) / (steps - 1)):item()
+    end
     local i = wick.arange(0, steps, { dtype = "float64" })
     -- the first half from start, the second from stop, as PyTorch's kernel: both ends exact, and each
     -- value start + step i (or stop - step (steps - 1 - i)) one fused multiply-add, as its compilers
