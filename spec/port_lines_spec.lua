@@ -9396,3 +9396,14 @@ describe("the fifty-fifth round's lines, part 21 (the AnimateDiff port)", functi
     for i, v in pairs(want) do assert.are.equal(v, w[i]:item(), "entry " .. i) end
   end)
 end)
+
+describe("the fifty-fifth round's lines, part 22 (the titans port)", function()
+  it("functional_call's unknown 0-based name says entries count from 1", function()
+    local M = nn.Module:extend("HoldsList")
+    function M:init() self.weights = nn.ParameterList({ nn.Parameter(wick.ones(2)) }) end
+    function M:forward(x) return x * self.weights[1] end
+    support.assert_error_has(function() return wick.func.functional_call(M(), { ["weights.0"] = wick.zeros(2) }, wick.ones(2)) end,
+      "count from 1 here")
+    assert.are.same({ 0, 0 }, wick.func.functional_call(M(), { ["weights.1"] = wick.zeros(2) }, wick.ones(2)):tolist())
+  end)
+end)

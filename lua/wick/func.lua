@@ -665,12 +665,20 @@ function T.vmap(f, ...)
   end
 end
 
+-- (a name copied from PyTorch counts children and list entries from 0)
+local function zero_hint(name)
+  if not (("." .. name .. "."):find("%.0%.")) then return "" end
+  return " (children and list entries count from 1 here: PyTorch's 'x.0' is 'x.1'; nn.utils.from_pytorch_names "
+    .. "renames a dict of PyTorch's names)"
+end
 -- the module owning a dotted name, and the last part
 local function owner_of(module, name)
   local m, last = module, name
   for part in name:gmatch("([^.]+)%.") do
     local child = m[tonumber(part) or part]
-    if not check.is_module(child) then check.fail("functional_call", "the module has no submodule for '%s'", name) end
+    if not check.is_module(child) then
+      check.fail("functional_call", "the module has no submodule for '%s'%s", name, zero_hint(name))
+    end
     m = child
   end
   last = name:match("([^.]+)$")
@@ -742,7 +750,9 @@ function T.functional_call(module, tensors, args, kwargs, opts)
   local ok, r = pcall(function()
     for name, t in pairs(given) do
       local m, key = owner_of(module, name)
-      if not is_tensor(rawget(m, key)) then check.fail("functional_call", "the module has no tensor named '%s'", name) end
+      if not is_tensor(rawget(m, key)) then
+        check.fail("functional_call", "the module has no tensor named '%s'%s", name, zero_hint(name))
+      end
       saved[#saved + 1] = { m, key, rawget(m, key) }
       rawset(m, key, t)
     end
