@@ -29,6 +29,7 @@ function swa.get_ema_avg_fn(decay)
 end
 
 local function number_of(n) return wick.is_tensor(n) and n:item() or n end
+local groups_of -- (below, with AveragedModel)
 
 --- swa_utils.get_swa_multi_avg_fn(): f(averaged_list, current_list, n) updating the averages in place
 function swa.get_swa_multi_avg_fn()
@@ -36,7 +37,9 @@ function swa.get_swa_multi_avg_fn()
     local w = 1 / (number_of(n) + 1)
     wick.no_grad(function()
       for i, a in ipairs(averaged) do
-        if a:is_floating_point() then a:lerp_(current[i], w) else a:add_((current[i] - a) * w) end
+        -- (an integer buffer, BatchNorm's num_batches_tracked, moves by the truncated step, as PyTorch's)
+        if a:is_floating_point() then a:lerp_(current[i], w)
+        else a:add_(((current[i] - a):double() * w):trunc():to(a.dtype)) end
       end
     end)
   end
@@ -80,6 +83,27 @@ local function tensors(m, with_buffers)
   return list
 end
 
+-- the pairs (averaged, current) grouped by device and dtype, the groups in PyTorch's ScalarType order
+local DTYPE_ORDER = { uint8 = 0, int8 = 1, int16 = 2, int32 = 3, int64 = 4, float16 = 5, float32 = 6, float64 = 7,
+  complex64 = 9, complex128 = 10, bool = 11, bfloat16 = 15 }
+function groups_of(averaged, current)
+  local by, list = {}, {}
+  for i, a in ipairs(averaged) do
+    local key = tostring(a.device) .. "/" .. a.dtype
+    local g = by[key]
+    if not g then
+      g = { averaged = {}, current = {}, device = tostring(a.device), order = DTYPE_ORDER[a.dtype] or 99 }
+      by[key], list[#list + 1] = g, g
+    end
+    g.averaged[#g.averaged + 1], g.current[#g.current + 1] = a, current[i]
+  end
+  table.sort(list, function(x, y)
+    if x.device ~= y.device then return x.device < y.device end
+    return x.order < y.order
+  end)
+  return list
+end
+
 function AveragedModel:update_parameters(model)
   if not check.is_module(model) then check.expected("AveragedModel:update_parameters", "model", "a module", model) end
   local mine, theirs = tensors(self.module, self.use_buffers), tensors(model, self.use_buffers)
@@ -97,7 +121,9 @@ function AveragedModel:update_parameters(model)
     if n == 0 then
       for i, a in ipairs(averaged) do a:copy_(current[i]) end
     elseif self.multi_avg_fn or not self.avg_fn then
-      (self.multi_avg_fn or swa.get_swa_multi_avg_fn())(averaged, current, self.n_averaged)
+      -- one call per device and dtype, as PyTorch's foreach grouping (in its dtype order: int64 before float32)
+      local f = self.multi_avg_fn or swa.get_swa_multi_avg_fn()
+      for _, g in ipairs(groups_of(averaged, current)) do f(g.averaged, g.current, self.n_averaged) end
     else
       for i, a in ipairs(averaged) do a:copy_(self.avg_fn(a, current[i], self.n_averaged:to(a.device))) end
     end

@@ -39,7 +39,7 @@ enum { PK_NONE, PK_BOOL, PK_NUM, PK_STR, PK_DICT, PK_LIST, PK_TUPLE, PK_GLOBAL, 
        PK_CLASS,     /* objects mode: a global outside the allowlist, its name in str (owned) */
        PK_INSTANCE }; /* objects mode: an instance, its state as a dict's items */
 enum { G_STORAGE, G_CALL, G_TYPE }; /* what a global is */
-enum { F_ORDERED_DICT, F_COUNTER, F_REBUILD_TENSOR, F_REBUILD_PARAMETER, F_REBUILD_FROM_TYPE, F_NONE };
+enum { F_ORDERED_DICT, F_COUNTER, F_REBUILD_TENSOR, F_REBUILD_PARAMETER, F_REBUILD_FROM_TYPE, F_SIZE, F_DEVICE, F_NONE };
 
 typedef struct pk_obj pk_obj;
 typedef struct {
@@ -78,6 +78,8 @@ static const struct {
     {"torch._utils._rebuild_tensor_v2", G_CALL, F_REBUILD_TENSOR, 0},
     {"torch._utils._rebuild_parameter", G_CALL, F_REBUILD_PARAMETER, 0},
     {"torch._tensor._rebuild_from_type_v2", G_CALL, F_REBUILD_FROM_TYPE, 0},
+    {"torch.Size", G_CALL, F_SIZE, 0},     /* (on torch.load's weights_only allowlist, as are the dtypes */
+    {"torch.device", G_CALL, F_DEVICE, 0}, /*  and devices: a checkpoint's {"dtype": torch.float32}) */
     {"torch._tensor.Tensor", G_TYPE, F_NONE, 0},
     {"torch.Tensor", G_TYPE, F_NONE, 0},
     {"torch.nn.parameter.Parameter", G_TYPE, F_NONE, 0},
@@ -391,6 +393,17 @@ static void quoted(char *out, size_t cap, const char *s, size_t n) {
     out[o] = '\0';
 }
 
+/* torch's dtypes by their Python names, loaded as wick's dtype names (strings) */
+static const char *const TORCH_DTYPES[][2] = {
+    {"float32", "float32"}, {"float", "float32"},       {"float64", "float64"},   {"double", "float64"},
+    {"float16", "float16"}, {"half", "float16"},        {"bfloat16", "bfloat16"}, {"int64", "int64"},
+    {"long", "int64"},      {"int32", "int32"},         {"int", "int32"},         {"uint8", "uint8"},
+    {"bool", "bool"},       {"complex64", "complex64"}, {"cfloat", "complex64"},  {"complex128", "complex128"},
+    {"cdouble", "complex128"}, {"int8", "int8"},        {"int16", "int16"},       {"short", "int16"},
+};
+
+static pk_obj *new_string(unpickler *u, const char *p, size_t len);
+
 static wick_status global(unpickler *u, const char *module, size_t mlen, const char *name, size_t nlen) {
     char full[600];
     if (!name_ok(module, mlen) || !name_ok(name, nlen) || mlen + nlen > 256) {
@@ -405,6 +418,12 @@ static wick_status global(unpickler *u, const char *module, size_t mlen, const c
         return fail(u, "corrupt pickle: a global with a malformed name %s", q);
     }
     snprintf(full, sizeof full, "%.*s.%.*s", (int)mlen, module, (int)nlen, name);
+    if (mlen == 5 && !memcmp(module, "torch", 5))
+        for (size_t i = 0; i < sizeof TORCH_DTYPES / sizeof *TORCH_DTYPES; i++)
+            if (strlen(TORCH_DTYPES[i][0]) == nlen && !memcmp(name, TORCH_DTYPES[i][0], nlen)) {
+                pk_obj *d = new_string(u, TORCH_DTYPES[i][1], strlen(TORCH_DTYPES[i][1]));
+                return d ? push(u, d) : oom(u);
+            }
     for (int i = 0; i < NGLOBALS; i++)
         if (!strcmp(full, GLOBALS[i].name)) {
             pk_obj *g = new_obj(u, PK_GLOBAL);
@@ -855,6 +874,24 @@ static wick_status construct(unpickler *u, const pk_obj *cls, const pk_obj *args
     return st;
 }
 
+/* torch.device(type[, index]) or torch.device("cuda:0") as wick's device string */
+static wick_status device_string(unpickler *u, const pk_obj *args, pk_obj **out) {
+    const pk_obj *type = elem(args, 0), *index = elem(args, 1);
+    if (!type || type->kind != PK_STR || type->u.str.len > 64 || args->u.seq.n > 2 ||
+        (index && index->kind != PK_NUM && index->kind != PK_NONE))
+        return fail(u, "corrupt pickle: torch.device given something other than a type and an index");
+    char buf[96];
+    int n = index && index->kind == PK_NUM && index->u.num >= 0 && index->u.num < 1e6
+                ? snprintf(buf, sizeof buf, "%.*s:%d", (int)type->u.str.len, type->u.str.p, (int)index->u.num)
+                : snprintf(buf, sizeof buf, "%.*s", (int)type->u.str.len, type->u.str.p);
+    pk_obj *o = new_obj(u, PK_STR);
+    char *p = o ? strndup(buf, (size_t)n) : NULL;
+    if (!p) return oom(u);
+    o->u.str.p = p, o->u.str.len = (size_t)n, o->flag = 1; /* (owned: freed with the objects) */
+    *out = o;
+    return WICK_OK;
+}
+
 /* REDUCE: one of the allowlisted constructors, never anything else. */
 static wick_status call(unpickler *u, const pk_obj *g, const pk_obj *args, pk_obj **out) {
     for (;;) { /* _rebuild_from_type_v2(func, type, args) is func(args): a loop, however deep */
@@ -876,6 +913,12 @@ static wick_status call(unpickler *u, const pk_obj *g, const pk_obj *args, pk_ob
             if (nargs < 1 || !is_tensor(elem(args, 0))) return fail(u, "_rebuild_parameter was not given a tensor");
             *out = elem(args, 0);
             return WICK_OK;
+        case F_SIZE: /* torch.Size((2, 3)): its sizes, a table */
+            if (nargs != 1 || !elem(args, 0) || (elem(args, 0)->kind != PK_TUPLE && elem(args, 0)->kind != PK_LIST))
+                return fail(u, "corrupt pickle: torch.Size given something other than a tuple of sizes");
+            *out = elem(args, 0);
+            return WICK_OK;
+        case F_DEVICE: return device_string(u, args, out); /* torch.device("cuda", 0): "cuda:0" */
         default: { /* F_REBUILD_FROM_TYPE */
             const pk_obj *type = elem(args, 1); /* (objects mode: a tensor subclass loads as a tensor) */
             if (!type || !(type->kind == PK_CLASS || (type->kind == PK_GLOBAL && GLOBALS[type->flag].kind == G_TYPE)))
