@@ -759,7 +759,10 @@ function Tensor.norm(t, p, dim, keepdim)
   if dtype ~= nil then return Tensor.norm(t:to(dtype), p, dim, keepdim) end
   check.wrap_dims(t, dim, "norm")
   if p == nil or p == "fro" then p = 2 end
-  if type(p) ~= "number" then core.error(("norm: p must be a number or 'fro', got %s"):format(check.describe(p))) end
+  if p == "nuc" then -- (PyTorch's t.norm('nuc'): the nuclear norm of a matrix, or over two dims)
+    return wick.linalg.matrix_norm(t, "nuc", dim or { -2, -1 }, keepdim == true)
+  end
+  if type(p) ~= "number" then core.error(("norm: p must be a number, 'fro' or 'nuc', got %s"):format(check.describe(p))) end
   -- bfloat16 and float16 in float32 throughout, rounded once at the end, as PyTorch's
   -- (Muon's X.norm(): the sum of squares rounded to bfloat16 moved the root)
   if t.dtype == "bfloat16" or t.dtype == "float16" then
@@ -952,8 +955,23 @@ do
     check_tensor(t, fn, "self")
     local dtype = wick.result_type(t, u)
     if core.dtype_info[dtype].is_floating then
-      local q = div(t, u)
-      return mode == "floor" and q:floor() or q:trunc()
+      -- (a number beside a float32 or 16-bit tensor is rounded to that dtype first, as PyTorch's scalar:
+      -- -3 // -0.3 in float32 is 9, the quotient by -0.30000001)
+      if type(u) == "number" and dtype ~= "float64" and not core.dtype_info[dtype].is_complex then
+        u = core.full({}, u, { dtype = dtype, device = t.device })
+      end
+      if mode == "trunc" then return div(t, u):trunc() end
+      -- floor as PyTorch's div_floor_floating (Python's //): from fmod, so a quotient that rounds up to
+      -- a whole number is not floored past it (-3 // -0.3 in float32 is 9)
+      local uu = getmetatable(u) == mt and u or core.full({}, u, { dtype = dtype, device = t.device })
+      local m = t:fmod(uu)
+      local q = (t - m) / uu
+      q = wick.where(m:ne(0):logical_and(uu:lt(0):logical_xor(m:lt(0))), q - 1, q)
+      local f = q:floor()
+      f = wick.where((q - f):gt(0.5), f + 1, f)
+      local plain = div(t, uu)
+      f = wick.where(q:eq(0), plain * 0, f) -- (a zero with the quotient's sign)
+      return wick.where(uu:eq(0), plain, f)
     end
     if getmetatable(u) == mt and u:eq(0):any() or u == 0 then check.fail(fn, "ZeroDivisionError") end
     local q = div(t:to("float64"), getmetatable(u) == mt and u:to("float64") or u)

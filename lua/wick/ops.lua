@@ -1018,7 +1018,10 @@ return function(wick)
     check.tensor(t, "flip", "self")
     if type(dims) == "number" and select("#", ...) > 0 then dims = { dims, ... } end
     local out = t
+    local seen = {}
     for _, d in ipairs(dims_arg(t, dims, "flip")) do
+      if seen[d] then check.fail("flip", "dim %d appears multiple times in the list of dims", d) end
+      seen[d] = true
       local n = t:size(d)
       if n > 1 then out = out:index_select(d, index_range(n, t.device, n, -1)) end
     end
@@ -2821,7 +2824,11 @@ return function(wick)
   --- t:floor_divide(u): floor(t / u) (integers stay integers); t:fmax(u), t:fmin(u): NaN-ignoring max/min
   function Tensor.floor_divide(t, u)
     check.tensor(t, "floor_divide", "self")
-    if not is_tensor(u) then check.number(u, "floor_divide", "other") end
+    if not is_tensor(u) then
+      check.number(u, "floor_divide", "other")
+      -- (an integer tensor over a fractional number divides in the result's dtype, as PyTorch's)
+      if u % 1 ~= 0 and not t:is_floating_point() and not t:is_complex() then t = t:to(wick.get_default_dtype()) end
+    end
     return t:div(u, { rounding_mode = "floor" })
   end
   function Tensor.fmax(t, u)
@@ -3153,7 +3160,12 @@ return function(wick)
     if o.side == "left" and o.right then check.fail(fn, "side and right can't be set to opposites, got side of left while right was True") end
     local is_right = o.right == true or o.side == "right"
     local scalar = not is_tensor(values)
-    if scalar then values = wick.tensor({ check.number(values, fn, "input") }, { dtype = sorted.dtype, device = sorted.device }) end
+    if scalar then -- (a fractional number beside integer boundaries compares as a float: 0.5 between 0 and 1)
+      local v = check.number(values, fn, "input")
+      local dtype = (v % 1 ~= 0 and not sorted:is_floating_point()) and wick.get_default_dtype() or sorted.dtype
+      values = wick.tensor({ v }, { dtype = dtype, device = sorted.device })
+      if dtype ~= sorted.dtype then sorted = sorted:to(dtype) end
+    end
     if sorted:dim() == 0 then check.fail(fn, "sorted_sequence must have at least one dimension") end
     if o.sorter then
       if o.sorter.shape ~= sorted.shape or o.sorter:is_floating_point() then
@@ -4148,7 +4160,7 @@ return function(wick)
     N = check.opt_int(N, "vander", "N", x:size(1), 0)
     local powers = wick.arange(0, N, { dtype = x:is_floating_point() and x.dtype or "int64", device = x.device })
     if not increasing then powers = powers:flip(1) end
-    return x:unsqueeze(2) ^ powers:unsqueeze(1)
+    return x:unsqueeze(2):pow(powers:unsqueeze(1)) -- (pow, not ^: Lua's ^ of two integer tensors is refused)
   end
   wick.vander = ops.vander
   --- wick.ldexp(x, e): x * 2^e

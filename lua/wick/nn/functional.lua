@@ -3267,9 +3267,10 @@ function F.rrelu(x, ...)
   if lower > upper then check.fail("rrelu", "Lower bound should be less than or equal to the upper bound, got %s > %s", lower, upper) end
   if not x:is_floating_point() then check.fail("rrelu", "expected a floating input, got %s", x.dtype) end
   return activate(x, o, function(v)
-    if not o.training then return wick.where(v:ge(0), v, v * ((lower + upper) / 2)) end
+    -- (x > 0 keeps x; at 0 the slope, so the gradient there is the slope's, as PyTorch's)
+    if not o.training then return wick.where(v:gt(0), v, v * ((lower + upper) / 2)) end
     local a = wick._rand(v.shape, { dtype = v.dtype, device = v.device }) * (upper - lower) + lower
-    return wick.where(v:ge(0), v, v * a)
+    return wick.where(v:gt(0), v, v * a)
   end)
 end
 

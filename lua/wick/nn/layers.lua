@@ -952,7 +952,8 @@ function L.Embedding:extra_repr()
     (self.padding_idx and (", padding_idx=%d"):format(self.padding_idx) or "") ..
     (self.max_norm and (", max_norm=%s"):format(self.max_norm % 1 == 0 and ("%.1f"):format(self.max_norm)
       or tostring(self.max_norm)) or "") ..
-    (self.scale_grad_by_freq and ", scale_grad_by_freq=True" or "")
+    (self.norm_type and self.norm_type ~= 2 and (", norm_type=%s"):format(py_float(self.norm_type)) or "") ..
+    (self.scale_grad_by_freq and ", scale_grad_by_freq=True" or "") .. (self.sparse and ", sparse=True" or "")
 end
 --- nn.Embedding.from_pretrained(embeddings[, freeze = true[, padding_idx[, max_norm[, norm_type[,
 --- scale_grad_by_freq[, sparse]]]]]][, opts])
@@ -1225,15 +1226,21 @@ function L.AdaptiveAvgPool1d:init(n) self.output_size = check.int(n, "AdaptiveAv
 function L.AdaptiveAvgPool1d:forward(x) return F.adaptive_avg_pool1d(x, self.output_size) end
 L.AdaptiveAvgPool1d._repr = { "output_size" }
 --- nn.MarginRankingLoss([opts]), nn.CosineEmbeddingLoss([opts]), nn.TripletMarginLoss([opts]): m(x1, x2, y)
+-- (PyTorch's positional orders: MarginRankingLoss(0.3), TripletMarginLoss(0.7, 3))
+local PAIR_ORDER = { "margin", "size_average", "reduce", "reduction" }
+local PAIR_LOSS_ORDER = { MarginRankingLoss = PAIR_ORDER, CosineEmbeddingLoss = PAIR_ORDER,
+  TripletMarginLoss = { "margin", "p", "eps", "swap", "size_average", "reduce", "reduction" } }
+local PAIR_KINDS = { margin = "number", p = "number", eps = "number", swap = "boolean", size_average = "boolean",
+  reduce = "boolean", reduction = "string" }
 for name, fn in pairs({ MarginRankingLoss = F.margin_ranking_loss, CosineEmbeddingLoss = F.cosine_embedding_loss,
   TripletMarginLoss = F.triplet_margin_loss }) do
   local C = Module:extend(name)
-  function C:init(opts)
-    if opts ~= nil and (type(opts) ~= "table" or getmetatable(opts) ~= nil) then
-      check.fail(name, "expected an options table ({margin = ..., reduction = ...}), got %s", check.describe(opts))
-    end
+  local kinds = {}
+  for _, k in ipairs(PAIR_LOSS_ORDER[name]) do kinds[k] = PAIR_KINDS[k] end
+  function C:init(...)
+    local o = check.positional(name, PAIR_LOSS_ORDER[name], kinds, ...)
     -- size_average / reduce become a reduction here, so PyTorch's warning comes once, at construction
-    rawset(self, "_opts", F._legacy_reduction(name, opts or {}))
+    rawset(self, "_opts", F._legacy_reduction(name, o))
   end
   function C:forward(a, b, c) return fn(a, b, c, rawget(self, "_opts")) end
   L[name] = C
@@ -1311,7 +1318,7 @@ for name, fn in pairs({ Softshrink = F.softshrink, Hardshrink = F.hardshrink }) 
   local C = Module:extend(name)
   function C:init(...) self.lambd = check.positional(name, { "lambd" }, { lambd = "number" }, ...).lambd or 0.5 end
   function C:forward(x) return fn(x, self.lambd) end
-  C._repr = { "lambd#" }
+  function C:extra_repr() return py_float(self.lambd) end -- (PyTorch's: Softshrink(0.3))
   L[name] = C
 end
 --- nn.RMSNorm(normalized_shape[, eps[, elementwise_affine = true]][, opts]): F.rms_norm with a weight of ones
@@ -1340,7 +1347,9 @@ function L.LocalResponseNorm:init(size, ...)
   self.alpha, self.beta, self.k = o.alpha or 1e-4, o.beta or 0.75, o.k or 1
 end
 function L.LocalResponseNorm:forward(x) return F.local_response_norm(x, self.size, self.alpha, self.beta, self.k) end
-L.LocalResponseNorm._repr = { "size", "alpha#", "beta#", "k#" }
+function L.LocalResponseNorm:extra_repr() -- (PyTorch's: the size alone, the others by name)
+  return ("%s, alpha=%s, beta=%s, k=%s"):format(py(self.size), py_float(self.alpha), py_float(self.beta), py_float(self.k))
+end
 --- nn.ChannelShuffle(groups): (N, g C', ...) as (N, C' g, ...) (ShuffleNet)
 L.ChannelShuffle = Module:extend("ChannelShuffle", { "groups" })
 function L.ChannelShuffle:init(groups) self.groups = check.int(groups, "ChannelShuffle", "groups", 1) end
@@ -2120,7 +2129,7 @@ function L.CTCLoss:forward(log_probs, targets, input_lengths, target_lengths)
   return F.ctc_loss(log_probs, targets, input_lengths, target_lengths,
     { blank = self.blank, reduction = self.reduction, zero_infinity = self.zero_infinity })
 end
-L.CTCLoss._repr = { "blank" }
+
 
 -- ---- randomized activation, alpha dropout ----
 --- nn.RReLU([lower = 1/8[, upper = 1/3[, inplace]]]): random slopes in training, (lower + upper) / 2 in eval
