@@ -851,9 +851,9 @@ WICK_API wick_status wick_linalg_solve(wick_tensor **out, const wick_tensor *a, 
 WICK_API wick_status wick_linalg_inv(wick_tensor **out, const wick_tensor *a);
 WICK_API wick_status wick_linalg_slogdet(wick_tensor **sign, wick_tensor **logabsdet, const wick_tensor *a);
 WICK_API wick_status wick_linalg_cholesky(wick_tensor **out, const wick_tensor *a);
-/* LU with partial pivoting of square matrices: A = P L U, L (unit lower,
- * diagonal not stored) and U packed in *lu (A's dtype and device), *pivots
- * (int32, [..., n]) LAPACK's 1-based row swaps (row i swapped with pivots[i],
+/* LU with partial pivoting of m x n matrices: A = P L U, L (m x k unit lower,
+ * diagonal not stored) and U (k x n upper, k = min(m, n)) packed in *lu (A's
+ * dtype and device), *pivots (int32, [..., k]) LAPACK's 1-based row swaps (row i swapped with pivots[i],
  * in order), *info (int32, the batch's shape) 0, or the 1-based index of the
  * first zero pivot of a singular matrix (the factorization still completes). */
 WICK_API wick_status wick_linalg_lu_factor(wick_tensor **lu, wick_tensor **pivots, wick_tensor **info,

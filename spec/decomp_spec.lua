@@ -360,7 +360,43 @@ describe("LU and matrix functions", function()
     assert.are.equal(2, bad:item())
     assert_error_has(function() linalg.lu_factor_ex(wick.tensor({ { 1, 2 }, { 2, 4 } }, F64), { check_errors = true }) end,
       "singular")
-    assert_error_has(function() linalg.lu(randn(2, 3)) end, "square")
+    assert_error_has(function() linalg.lu(randn(3)) end, "at least 2 dimensions")
+  end)
+
+  it("lu of a wide or a tall matrix: P m x m, L m x k, U k x n, and the gradients PyTorch's", function()
+    local function close(a, b, tol) assert.is_true(maxdiff(a, b) <= tol, tostring(maxdiff(a, b))) end
+    local A = wick.tensor({ { 1, 2, 3, 4 }, { 4, 1, 0, 2 }, { 2, 5, 1, 1 } }, F64):requires_grad_()
+    local W = wick.tensor({ { 1, -2, 3 }, { 0.5, 1, -1 }, { 2, 0, 1 } }, F64)
+    local V = wick.tensor({ { 1, 2, -1, 0.5 }, { 0, 1, 3, -2 }, { 1, 1, 1, 1 } }, F64)
+    local P, L, U = linalg.lu(A)
+    close(P, wick.tensor({ { 0, 0, 1 }, { 1, 0, 0 }, { 0, 1, 0 } }, F64), 0)
+    close(L, wick.tensor({ { 1, 0, 0 }, { 0.5, 1, 0 }, { 0.25, 0.38888888888888884, 1 } }, F64), 1e-15)
+    close(U, wick.tensor({ { 4, 1, 0, 2 }, { 0, 4.5, 1, 0 }, { 0, 0, 2.61111111111111116, 3.5 } }, F64), 1e-15)
+    ;((L * W):sum() + (U * V):sum()):backward()
+    close(A.grad, wick.tensor({ { 0.05555555555555555, -0.22222222222222221, 1, 1 },
+      { 0.46219135802469141, 1.51234567901234573, -2.55555555555555536, 1.44444444444444442 },
+      { 1.04783950617283939, 1.08641975308641969, 2.61111111111111116, -2.38888888888888884 } }, F64), 1e-14)
+    local B = A:detach():t():clone():requires_grad_()
+    P, L, U = linalg.lu(B)
+    assert.are.same({ 4, 4 }, P:size())
+    close(L, wick.tensor({ { 1, 0, 0 }, { 0.25, 1, 0 }, { 0.5, 0, 1 }, { 0.75, -0.42857142857142855, 0.22222222222222221 } },
+      F64), 1e-15)
+    close(U, wick.tensor({ { 4, 2, 1 }, { 0, 3.5, 1.75 }, { 0, 0, 4.5 } }, F64), 1e-15)
+    ;((L * V:t()):sum() + (U * W):sum()):backward()
+    close(B.grad, wick.tensor({ { 0.37244897959183676, 0.70748299319727881, -0.90476190476190466 },
+      { -0.67857142857142849, 0.38183421516754851, 0.95061728395061718 },
+      { 0.41071428571428570, -0.68253968253968245, 0.22222222222222221 },
+      { 0.93813775510204078, -1.85588309397833173, 2.58421516754850034 } }, F64), 1e-14)
+    -- the packed form and its unpacking agree; lu_unpack checks its pivots
+    local LU, piv = linalg.lu_factor(A:detach())
+    assert.are.same({ 3 }, piv:size())
+    local P2, L2, U2 = wick.lu_unpack(LU, piv)
+    close(P2:matmul(L2):matmul(U2), A:detach(), 1e-15)
+    assert_error_has(function() wick.lu_unpack(LU, wick.tensor({ 1, 2 }, { dtype = "int32" })) end, "do not match")
+    assert_error_has(function() wick.lu_unpack(LU, wick.tensor({ 1, 9, 3 }, { dtype = "int32" })) end, "from 1 to 3")
+    -- empty sides
+    local P0, L0, U0 = linalg.lu(wick.zeros(3, 0, F64))
+    assert.are.same({ { 3, 3 }, { 3, 0 }, { 0, 0 } }, { P0:size(), L0:size(), U0:size() })
   end)
 
   it("lu_solve solves A X = B, A^T X = B and X A = B from the factors", function()

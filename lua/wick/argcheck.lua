@@ -123,6 +123,12 @@ list_mt.__tostring = function(list)
   end
   return "[" .. table.concat(parts, ", ") .. "]"
 end
+-- wick.deepcopy of a list copies its entries (Python's copy.deepcopy(list(m.parameters())): new tensors)
+list_mt.__deepcopy = function(list, copy)
+  local out = {}
+  for i = 1, #list do out[i] = copy(rawget(list, i)) end
+  return setmetatable(out, list_mt)
+end
 C.list_mt = list_mt
 --- check.constructor_name(class, key, value): a class's method named __init__ (Python's) or __init
 --- (Torch7's) is an error that says wick's constructor is init; never called, it would fail far away

@@ -714,6 +714,458 @@ function MultivariateNormal:entropy()
   return H:expand(self.batch_shape)
 end
 
+-- ---- LowRankMultivariateNormal, Wishart, LKJCholesky ----
+
+local Cm = require("wick.distributions.constraints")
+local LOG_2 = math.log(2)
+-- a tensor's sizes without its last k
+local function leading(t, k)
+  local s = t:size()
+  for _ = 1, k do s[#s] = nil end
+  return s
+end
+-- the low-rank helpers (PyTorch's _batch_capacitance_tril, _batch_lowrank_logdet, _batch_lowrank_mahalanobis):
+-- W [..., n, m] the cov_factor, D [..., n] the cov_diag, C the lower Cholesky factor of I + W^T D^-1 W
+local lowrank = {}
+function lowrank.capacitance_tril(W, D)
+  local K = (mT(W) / D:unsqueeze(-2)):matmul(W) + wick.eye(W:size(-1), { dtype = W.dtype, device = W.device })
+  return linalg().cholesky(K)
+end
+-- log|W W^T + D| by the matrix determinant lemma: log|C| + log|D|
+function lowrank.logdet(D, C) return 2 * half_log_det(C) + D:log():sum(-1) end
+-- x^T (W W^T + D)^-1 x by Woodbury's identity
+function lowrank.mahalanobis(W, D, x, C)
+  local Wt_Dinv_x = (mT(W) / D:unsqueeze(-2)):matmul(x:unsqueeze(-1)):squeeze(-1)
+  return (x * x / D):sum(-1) - mahalanobis(C, Wt_Dinv_x)
+end
+-- the trace of X X^T over the batch (PyTorch's _batch_trace_XXT)
+function lowrank.trace_XXT(X) return (X * X):sum({ -2, -1 }) end
+-- the lower Cholesky factor of the inverse of a precision matrix P (PyTorch's _precision_to_scale_tril),
+-- or nil where P is not positive-definite
+function lowrank.precision_to_scale_tril(P)
+  local ok, L = pcall(linalg().cholesky, P:flip({ -2, -1 }))
+  if not ok then return nil end
+  local Linv = mT(L:flip({ -2, -1 }))
+  return linalg().solve_triangular(Linv, wick.eye(P:size(-1), { dtype = P.dtype, device = P.device }), { upper = false })
+end
+-- d:expand(batch_shape) keeping `keys` as they are (tensors over an unbroadcasted batch)
+function lowrank.expand_keeping(d, batch_shape, keys)
+  local kept = {}
+  for _, k in ipairs(keys) do kept[k] = rawget(d, k); rawset(d, k, nil) end
+  local ok, out = pcall(Distribution.expand, d, batch_shape)
+  for k, v in pairs(kept) do rawset(d, k, v) end
+  if not ok then error(out, 0) end
+  for k, v in pairs(kept) do rawset(out, k, v) end
+  return out
+end
+
+--- LowRankMultivariateNormal(loc, cov_factor, cov_diag): a multivariate normal of covariance
+--- cov_factor cov_factor^T + diag(cov_diag) (loc [..., n], cov_factor [..., n, m], cov_diag [..., n],
+--- broadcast); log_prob and entropy by Woodbury's identity and the matrix determinant lemma
+local LowRankMultivariateNormal = class("LowRankMultivariateNormal")
+LowRankMultivariateNormal._keywords = { "loc", "cov_factor", "cov_diag" }
+LowRankMultivariateNormal._params = { "loc", "cov_factor", "cov_diag" }
+function LowRankMultivariateNormal.new(loc, cov_factor, cov_diag, opts)
+  local fn = "LowRankMultivariateNormal"
+  check.tensor(loc, fn, "loc")
+  check.tensor(cov_factor, fn, "cov_factor")
+  check.tensor(cov_diag, fn, "cov_diag")
+  opts = check.options(opts, fn, { validate_args = "boolean" })
+  if loc:dim() < 1 then check.fail(fn, "loc must be at least one-dimensional.") end
+  local n = loc:size(-1)
+  if cov_factor:dim() < 2 then
+    check.fail(fn, "cov_factor must be at least two-dimensional, with optional leading batch dimensions")
+  end
+  if cov_factor:size(-2) ~= n then check.fail(fn, "cov_factor must be a batch of matrices with shape %d x m", n) end
+  if cov_diag:dim() < 1 or cov_diag:size(-1) ~= n then
+    check.fail(fn, "cov_diag must be a batch of vectors with shape %s", tostring(Size({ n })))
+  end
+  if not loc:is_floating_point() then loc = loc:to(wick.get_default_dtype()) end
+  if cov_factor.dtype ~= loc.dtype then cov_factor = cov_factor:to(loc.dtype) end
+  if cov_diag.dtype ~= loc.dtype then cov_diag = cov_diag:to(loc.dtype) end
+  local batch = wick.ops._broadcast_sizes({ leading(loc, 1), leading(cov_factor, 2), leading(cov_diag, 1) })
+  if not batch then
+    check.fail(fn, "Incompatible batch shapes: loc %s, cov_factor %s, cov_diag %s", tostring(loc:size()),
+      tostring(cov_factor:size()), tostring(cov_diag:size()))
+  end
+  local d = setmetatable({}, LowRankMultivariateNormal)
+  d.batch_shape, d.event_shape = Size(batch), Size({ n })
+  d.loc, d.cov_diag = loc:expand(concat(batch, { n })), cov_diag:expand(concat(batch, { n }))
+  d.cov_factor = cov_factor:expand(concat(batch, { n, cov_factor:size(-1) }))
+  if validating(d, opts) then
+    check_param(d, "loc", not_nan(d.loc):all(-1), "IndependentConstraint(Real(), 1)")
+    check_param(d, "cov_factor", not_nan(d.cov_factor):all(-1):all(-1), "IndependentConstraint(Real(), 2)")
+    check_param(d, "cov_diag", d.cov_diag:gt(0):all(-1), "IndependentConstraint(GreaterThan(lower_bound=0.0), 1)")
+  end
+  d._unbroadcasted_cov_factor, d._unbroadcasted_cov_diag = cov_factor, cov_diag
+  local ok_c, C = pcall(lowrank.capacitance_tril, cov_factor, cov_diag)
+  if not ok_c then
+    check.fail(fn, "the capacitance matrix I + cov_factor^T cov_diag^-1 cov_factor is not positive-definite "
+      .. "(PyTorch's linalg.cholesky error): cov_diag must be positive")
+  end
+  d._capacitance_tril = C
+  d.has_rsample = true
+  return d
+end
+function LowRankMultivariateNormal._lazy.mean(d) return d.loc end
+function LowRankMultivariateNormal._lazy.mode(d) return d.loc end
+function LowRankMultivariateNormal._lazy.variance(d)
+  local W = d._unbroadcasted_cov_factor
+  return ((W * W):sum(-1) + d._unbroadcasted_cov_diag):expand(concat(d.batch_shape, d.event_shape))
+end
+function LowRankMultivariateNormal._lazy.stddev(d) return d.variance:sqrt() end
+-- (sqrt(D) times the Cholesky factor of I + D^-1/2 W W^T D^-1/2, whose eigenvalues are at least 1)
+function LowRankMultivariateNormal._lazy.scale_tril(d)
+  local n = d.event_shape[1]
+  local sqrt_D = d._unbroadcasted_cov_diag:sqrt():unsqueeze(-1)
+  local X = d._unbroadcasted_cov_factor / sqrt_D
+  local K = X:matmul(mT(X)) + wick.eye(n, { dtype = X.dtype, device = X.device })
+  return (sqrt_D * linalg().cholesky(K)):expand(concat(d.batch_shape, { n, n }))
+end
+function LowRankMultivariateNormal._lazy.covariance_matrix(d)
+  local W, n = d._unbroadcasted_cov_factor, d.event_shape[1]
+  return (W:matmul(mT(W)) + d._unbroadcasted_cov_diag:diag_embed()):expand(concat(d.batch_shape, { n, n }))
+end
+function LowRankMultivariateNormal._lazy.precision_matrix(d)
+  local W, D, n = d._unbroadcasted_cov_factor, d._unbroadcasted_cov_diag, d.event_shape[1]
+  local A = linalg().solve_triangular(d._capacitance_tril, mT(W) / D:unsqueeze(-2), { upper = false })
+  return (D:reciprocal():diag_embed() - mT(A):matmul(A)):expand(concat(d.batch_shape, { n, n }))
+end
+--- d:rsample([sample_shape]): loc + W eps_W + sqrt(D) eps_D, eps_W and eps_D standard normal from wick's generator
+function LowRankMultivariateNormal:rsample(sample_shape)
+  local shape = shape_of(sample_shape, concat(self.batch_shape, self.event_shape), "LowRankMultivariateNormal:rsample")
+  local W_shape = { unpack(shape) }
+  W_shape[#W_shape] = self.cov_factor:size(-1)
+  local opts = { dtype = self.loc.dtype, device = self.loc.device }
+  local eps_W = wick.randn(W_shape, opts)
+  local eps_D = wick.randn(shape, opts)
+  return self.loc + self._unbroadcasted_cov_factor:matmul(eps_W:unsqueeze(-1)):squeeze(-1)
+    + self._unbroadcasted_cov_diag:sqrt() * eps_D
+end
+LowRankMultivariateNormal.sample = sample_of
+function LowRankMultivariateNormal:log_prob(value)
+  local fn = "LowRankMultivariateNormal:log_prob"
+  value = param(value, fn, "value", self.loc)
+  if self._validate_args then check_sample(self, fn, value, "IndependentConstraint(Real(), 1)", function(v)
+    return not_nan(v):all(-1) end)
+  end
+  local W, D, C = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag, self._capacitance_tril
+  local m = lowrank.mahalanobis(W, D, value - self.loc, C)
+  return -0.5 * (lowrank.logdet(D, C) + self.event_shape[1] * LOG_2PI + m)
+end
+function LowRankMultivariateNormal:entropy()
+  local H = 0.5 * (lowrank.logdet(self._unbroadcasted_cov_diag, self._capacitance_tril)
+    + self.event_shape[1] * (1 + LOG_2PI))
+  if #self.batch_shape == 0 then return H end
+  return H:expand(self.batch_shape)
+end
+--- d:expand(batch_shape): loc, cov_factor, cov_diag broadcast to the new batch (views, no copies)
+function LowRankMultivariateNormal:expand(batch_shape)
+  return lowrank.expand_keeping(self, batch_shape, { "_capacitance_tril" })
+end
+
+-- the KL divergences PyTorch registers for LowRankMultivariateNormal (registered with register_kl below)
+local function lowrank_event_check(p, q, which)
+  if p.event_shape[1] ~= q.event_shape[1] then
+    check.fail("kl_divergence", "KL-divergence between two %s with different event shapes cannot be computed", which)
+  end
+end
+function lowrank.kl_lowrank_lowrank(p, q)
+  lowrank_event_check(p, q, "Low Rank Multivariate Normals")
+  local pW, pD, pC = p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag, p._capacitance_tril
+  local qW, qD, qC = q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q._capacitance_tril
+  local term1 = lowrank.logdet(qD, qC) - lowrank.logdet(pD, pC)
+  local term3 = lowrank.mahalanobis(qW, qD, q.loc - p.loc, qC)
+  -- inv(qcov) pcov = (inv(qD) - A^T A)(pD + pW pW^T), A = qC^-1 qW^T inv(qD)
+  local A = linalg().solve_triangular(qC, mT(qW) / qD:unsqueeze(-2), { upper = false })
+  local term21 = (pD / qD):sum(-1)
+  local term22 = lowrank.trace_XXT(pW * qD:rsqrt():unsqueeze(-1))
+  local term23 = lowrank.trace_XXT(A * pD:sqrt():unsqueeze(-2))
+  local term24 = lowrank.trace_XXT(A:matmul(pW))
+  local term2 = term21 + term22 - term23 - term24
+  return 0.5 * (term1 + term2 + term3 - p.event_shape[1])
+end
+function lowrank.kl_mvn_lowrank(p, q)
+  lowrank_event_check(p, q, "(Low Rank) Multivariate Normals")
+  local pL = p._unbroadcasted_scale_tril
+  local qW, qD, qC = q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q._capacitance_tril
+  local term1 = lowrank.logdet(qD, qC) - 2 * half_log_det(pL)
+  local term3 = lowrank.mahalanobis(qW, qD, q.loc - p.loc, qC)
+  local A = linalg().solve_triangular(qC, mT(qW) / qD:unsqueeze(-2), { upper = false })
+  local term21 = lowrank.trace_XXT(pL * qD:rsqrt():unsqueeze(-1))
+  local term22 = lowrank.trace_XXT(A:matmul(pL))
+  local term2 = term21 - term22
+  return 0.5 * (term1 + term2 + term3 - p.event_shape[1])
+end
+function lowrank.kl_lowrank_mvn(p, q)
+  lowrank_event_check(p, q, "(Low Rank) Multivariate Normals")
+  local pW, pD, pC = p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag, p._capacitance_tril
+  local qL = q._unbroadcasted_scale_tril
+  local term1 = 2 * half_log_det(qL) - lowrank.logdet(pD, pC)
+  local term3 = mahalanobis(qL, q.loc - p.loc)
+  local n = p.event_shape[1]
+  -- (cov_diag's batch too: PyTorch's broadcasts only q's scale_tril with p's cov_factor and fails on a batched cov_diag)
+  local batch = broadcast_shapes("kl_divergence", leading(qL, 2), broadcast_shapes("kl_divergence", leading(pW, 2),
+    leading(pD, 1), "p's cov_factor and cov_diag"), "the batch shapes of q and p")
+  local qL_ = qL:expand(concat(batch, { n, n }))
+  local term21 = lowrank.trace_XXT(linalg().solve_triangular(qL_, pW:expand(concat(batch, { n, pW:size(-1) })),
+    { upper = false }))
+  local term22 = lowrank.trace_XXT(linalg().solve_triangular(qL_, pD:sqrt():diag_embed():expand(concat(batch, { n, n })),
+    { upper = false }))
+  return 0.5 * (term1 + (term21 + term22) + term3 - n)
+end
+
+--- Wishart(df, covariance_matrix) or (df, {covariance_matrix = | precision_matrix = | scale_tril =}): positive-definite
+--- p by p matrices (df a number or tensor above p - 1, broadcast with the matrices' batch); rsample by Bartlett's
+--- decomposition
+local Wishart = class("Wishart")
+Wishart._keywords = { "df", "covariance_matrix" }
+Wishart._params = { "covariance_matrix", "precision_matrix", "scale_tril", "df" }
+function Wishart.new(df, cov, opts)
+  local fn = "Wishart"
+  if type(cov) == "table" and not is_tensor(cov) then cov, opts = nil, cov end
+  if cov ~= nil then check.tensor(cov, fn, "covariance_matrix") end
+  opts = check.options(opts, fn, { covariance_matrix = "tensor", precision_matrix = "tensor", scale_tril = "tensor",
+    validate_args = "boolean" })
+  if cov ~= nil and opts.covariance_matrix ~= nil then
+    check.fail(fn, "argument 'covariance_matrix' given both by position and as an option")
+  end
+  cov = cov or opts.covariance_matrix
+  local given = (cov and 1 or 0) + (opts.precision_matrix and 1 or 0) + (opts.scale_tril and 1 or 0)
+  if given ~= 1 then
+    check.fail(fn, "Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
+  end
+  local name, m = "scale_tril", opts.scale_tril
+  if cov then name, m = "covariance_matrix", cov elseif opts.precision_matrix then name, m = "precision_matrix",
+    opts.precision_matrix end
+  if m:dim() < 2 then
+    check.fail(fn, "%s must be at least two-dimensional, with optional leading batch dimensions", name)
+  end
+  local p = m:size(-1)
+  if m:size(-2) ~= p then check.fail(fn, "%s must be a batch of square matrices, got shape %s", name, tostring(m:size())) end
+  if not m:is_floating_point() then m = m:to(wick.get_default_dtype()) end
+  local batch = leading(m, 2)
+  local shown = df
+  if is_tensor(df) then
+    if df.dtype ~= m.dtype then df = df:to(m.dtype) end
+    batch = broadcast_shapes(fn, batch, df:size(), "df and " .. name)
+  else
+    check.number(df, fn, "df")
+    shown = check.shortest(df)
+    df = wick.full({}, df, { dtype = m.dtype, device = m.device })
+  end
+  if df:le(p - 1):any() == true then
+    check.fail(fn, "Value of df=%s expected to be greater than ndim - 1 = %d.", tostring(shown), p - 1)
+  end
+  local d = setmetatable({}, Wishart)
+  d.df = df:expand(batch)
+  rawset(d, name, m:expand(concat(batch, { p, p })))
+  if df:lt(p):any() == true then
+    require("wick.nn.common").warn("Low df values detected. Singular samples are highly likely to occur for "
+      .. "ndim - 1 < df < ndim.")
+  end
+  d.batch_shape, d.event_shape = Size(batch), Size({ p, p })
+  if validating(d, opts) then
+    check_param(d, "df", d.df:gt(p - 1), ("GreaterThan(lower_bound=%d)"):format(p - 1))
+    if name == "scale_tril" then
+      check_param(d, name, Cm.lower_cholesky.check(m), "LowerCholesky()")
+    else
+      check_param(d, name, (m - mT(m)):abs():le(1e-6):all(-1):all(-1), "PositiveDefinite()")
+    end
+  end
+  local L = m
+  if name == "covariance_matrix" then
+    local ok, f = pcall(linalg().cholesky, m)
+    L = ok and f or nil
+  elseif name == "precision_matrix" then
+    L = lowrank.precision_to_scale_tril(m)
+  end
+  if not L then
+    check.fail(fn, "expected parameter %s (Tensor of shape %s) to satisfy the constraint PositiveDefinite(), "
+      .. "but found invalid values", name, tostring(m:size()))
+  end
+  d._unbroadcasted_scale_tril = L
+  d.has_rsample = true
+  return d
+end
+function Wishart._lazy.scale_tril(d) return d._unbroadcasted_scale_tril:expand(concat(d.batch_shape, d.event_shape)) end
+function Wishart._lazy.covariance_matrix(d)
+  local L = d._unbroadcasted_scale_tril
+  return L:matmul(mT(L)):expand(concat(d.batch_shape, d.event_shape))
+end
+function Wishart._lazy.precision_matrix(d)
+  local L = d._unbroadcasted_scale_tril
+  local I = wick.eye(d.event_shape[1], { dtype = L.dtype, device = L.device })
+  return wick.cholesky_solve(I, L):expand(concat(d.batch_shape, d.event_shape))
+end
+local function df_matrix(d) return d.df:reshape(concat(d.batch_shape, { 1, 1 })) end
+function Wishart._lazy.mean(d) return df_matrix(d) * d.covariance_matrix end
+--- d.mode: (df - p - 1) covariance_matrix, NaN where df <= p + 1
+function Wishart._lazy.mode(d)
+  local factor = d.df - d.event_shape[1] - 1
+  factor = wick.where(factor:le(0), 0 / 0, factor)
+  return factor:reshape(concat(d.batch_shape, { 1, 1 })) * d.covariance_matrix
+end
+function Wishart._lazy.variance(d)
+  local V = d.covariance_matrix
+  local diag = V:diagonal(0, -2, -1)
+  return df_matrix(d) * (V * V + diag:unsqueeze(-1) * diag:unsqueeze(-2))
+end
+function Wishart._lazy.stddev(d) return d.variance:sqrt() end
+-- one set of draws by Bartlett's decomposition: L A A^T L^T, A lower triangular with sqrt(chi2(df - i + 1))
+-- on the diagonal (clamped above eps) and standard normals below it (in row-major order, as PyTorch's tril_indices)
+function lowrank.bartlett(d, shape)
+  local p, L = d.event_shape[1], d._unbroadcasted_scale_tril
+  local opts = { dtype = L.dtype, device = L.device }
+  local chi2_df = d.df:unsqueeze(-1) - wick.arange(p, opts)
+  local chi2 = M.Chi2.new(chi2_df, { validate_args = false }):rsample(shape)
+  local diag = chi2:sqrt():clamp(wick.finfo(L.dtype).eps, math.huge)
+  local k = p * (p - 1) / 2
+  local z = wick.randn(concat(concat(shape, d.batch_shape), { k }), opts)
+  -- (each normal to its place below the diagonal by a 0/1 matrix: exact, and differentiable as PyTorch's index_put)
+  local place = wick.zeros({ k, p * p }, opts)
+  if k > 0 then
+    local vals, row = {}, 0
+    for i = 1, k * p * p do vals[i] = 0 end
+    for i = 2, p do
+      for j = 1, i - 1 do
+        vals[row * p * p + (i - 1) * p + j], row = 1, row + 1
+      end
+    end
+    place = wick.tensor(vals, { dtype = L.dtype }):reshape({ k, p * p }):to(L.device)
+  end
+  local noise = diag:diag_embed() + z:matmul(place):reshape(concat(leading(z, 1), { p, p }))
+  local chol = L:matmul(noise)
+  return chol:matmul(mT(chol))
+end
+--- d:rsample([sample_shape[, max_try_correction = 10]]): Bartlett's draws; a draw that is not positive-definite
+--- (low df) is drawn again, up to max_try_correction times, with a warning
+function Wishart:rsample(sample_shape, max_try_correction)
+  local fn = "Wishart:rsample"
+  local shape = shape_of(sample_shape, {}, fn)
+  if max_try_correction == nil then max_try_correction = 10 end
+  check.int(max_try_correction, fn, "max_try_correction", 0)
+  local sample = lowrank.bartlett(self, shape)
+  local nb = #self.batch_shape
+  local function singular(s)
+    local bad = Cm.positive_definite.check(s:detach()):logical_not()
+    for _ = 1, nb do bad = bad:any(-1) end
+    return bad
+  end
+  local bad = singular(sample)
+  if bad:any() == true then
+    require("wick.nn.common").warn("Singular sample detected.")
+    local view = concat(shape, {})
+    for _ = 1, nb + 2 do view[#view + 1] = 1 end
+    for _ = 1, max_try_correction do
+      local new = lowrank.bartlett(self, shape)
+      sample = wick.where(bad:reshape(view), new, sample)
+      bad = bad:logical_and(singular(new))
+      if bad:any() ~= true then break end
+    end
+  end
+  return sample
+end
+Wishart.sample = sample_of
+function Wishart:log_prob(value)
+  local fn = "Wishart:log_prob"
+  value = param(value, fn, "value", self.df)
+  if self._validate_args then check_sample(self, fn, value, "PositiveDefinite()", Cm.positive_definite.check) end
+  local nu, p, L = self.df, self.event_shape[1], self._unbroadcasted_scale_tril
+  local _, logabsdet = linalg().slogdet(value)
+  return -nu * (p * LOG_2 / 2 + half_log_det(L)) - wick.mvlgamma(nu / 2, p) + (nu - p - 1) / 2 * logabsdet
+    - wick.cholesky_solve(value, L):diagonal(0, -2, -1):sum(-1) / 2
+end
+function Wishart:entropy()
+  local nu, p, L = self.df, self.event_shape[1], self._unbroadcasted_scale_tril
+  local x = nu / 2
+  -- the multivariate digamma: sum over i < p of digamma(x - i / 2)
+  local mvdigamma = (x:unsqueeze(-1) - wick.arange(p, { dtype = x.dtype, device = x.device }) / 2):digamma():sum(-1)
+  return (p + 1) * (p * LOG_2 / 2 + half_log_det(L)) + wick.mvlgamma(x, p) - (nu - p - 1) / 2 * mvdigamma + nu * p / 2
+end
+
+--- LKJCholesky(dim[, concentration = 1]): lower Cholesky factors of dim by dim correlation matrices, of density
+--- proportional to det(L L^T)^(concentration - 1); sample by the onion method (no rsample, as PyTorch's)
+local LKJCholesky = class("LKJCholesky")
+LKJCholesky._keywords = { "dim", "concentration" }
+LKJCholesky._params = { "concentration" }
+function LKJCholesky.new(dim, concentration, opts)
+  local fn = "LKJCholesky"
+  if type(concentration) == "table" and not is_tensor(concentration) and opts == nil then
+    concentration, opts = nil, concentration
+  end
+  opts = check.options(opts, fn, { validate_args = "boolean" })
+  check.int(dim, fn, "dim")
+  if dim < 2 then check.fail(fn, "Expected dim to be an integer greater than or equal to 2. Found dim=%d.", dim) end
+  if concentration == nil then concentration = 1.0 end
+  local d = setmetatable({}, LKJCholesky)
+  d.dim, d.concentration = dim, param(concentration, fn, "concentration")
+  if validating(d, opts) then check_param(d, "concentration", d.concentration:gt(0), "GreaterThan(lower_bound=0.0)") end
+  d.batch_shape, d.event_shape = d.concentration:size(), Size({ dim, dim })
+  d.has_rsample = false
+  return d
+end
+-- the Beta draws of the onion method (Lewandowski et al.'s section 3.2, NumPyro's): row i (0-based, i >= 1) of
+-- squared length y ~ Beta(i / 2, concentration + (dim - 2) / 2 - (i - 1) / 2), over batch_shape + {dim} (row 0's
+-- draw unused). (PyTorch's _beta has i - 1/2 for the first parameter, wrong from the third row on: its draws'
+-- correlations r_13, r_23, ... are not LKJ's, whose marginals are all (r + 1) / 2 ~ Beta(b, b), b = concentration
+-- - 1 + dim / 2)
+function LKJCholesky._lazy._beta(d)
+  local c = d.concentration
+  local opts = { dtype = c.dtype, device = c.device }
+  local offset = wick.cat({ wick.zeros({ 1 }, opts), wick.arange(d.dim - 1, opts) })
+  local marginal = c + 0.5 * (d.dim - 2)
+  return M.Beta.new(offset * 0.5 + 0.5, marginal:unsqueeze(-1) - 0.5 * offset, { validate_args = false })
+end
+--- d:sample([sample_shape]): the onion method (Lewandowski, Kurowicka and Joe 2009), vectorised over the rows
+function LKJCholesky:sample(sample_shape)
+  local shape = shape_of(sample_shape, {}, "LKJCholesky:sample")
+  return wick.no_grad(function()
+    local y = self._beta:sample(shape):unsqueeze(-1)
+    local u = wick.randn(concat(concat(shape, self.batch_shape), self.event_shape), { dtype = y.dtype,
+      device = y.device }):tril(-1)
+    local norm = linalg().vector_norm(u, 2, -1, true)
+    -- (the first row is all zeros: zeros on the sphere, as PyTorch's fill)
+    local w = y:sqrt() * wick.where(norm:eq(0), 0, u / norm)
+    local diag = (1 - (w * w):sum(-1)):clamp(wick.finfo(w.dtype).tiny, math.huge):sqrt()
+    return w + diag:diag_embed()
+  end)
+end
+function LKJCholesky:log_prob(value)
+  local fn = "LKJCholesky:log_prob"
+  value = param(value, fn, "value", self.concentration)
+  if self._validate_args then check_sample(self, fn, value, "CorrCholesky()", Cm.corr_cholesky.check) end
+  local dim, c = self.dim, self.concentration
+  -- L_ii^(2 (concentration - 1) + dim - i) over i >= 2: det(L L^T)^(concentration - 1) and the Jacobian of L -> L L^T
+  local diag = value:diagonal(0, -2, -1):narrow(-1, 2, dim - 1)
+  local order = 2 * (c - 1):unsqueeze(-1) + dim - wick.arange(2, dim + 1, { dtype = c.dtype, device = c.device })
+  local unnormalized = (order * diag:log()):sum(-1)
+  -- the normalising constant (Lewandowski et al., p. 1999)
+  local dm1 = dim - 1
+  local alpha = c + 0.5 * dm1
+  local denominator = alpha:lgamma() * dm1
+  local numerator = wick.mvlgamma(alpha - 0.5, dm1)
+  local pi_constant = 0.5 * dm1 * math.log(math.pi)
+  return unnormalized - (pi_constant + numerator - denominator)
+end
+
+-- supports and parameter constraints (PyTorch's d.support, d.arg_constraints)
+rawset(LowRankMultivariateNormal, "support", Cm.real_vector)
+rawset(LowRankMultivariateNormal, "arg_constraints", { loc = Cm.real_vector, cov_factor = Cm.independent(Cm.real, 2),
+  cov_diag = Cm.independent(Cm.positive, 1) })
+rawset(Wishart, "support", Cm.positive_definite)
+function Wishart._lazy.arg_constraints(d)
+  return { covariance_matrix = Cm.positive_definite, precision_matrix = Cm.positive_definite,
+    scale_tril = Cm.lower_cholesky, df = Cm.greater_than(d.event_shape[1] - 1) }
+end
+rawset(LKJCholesky, "support", Cm.corr_cholesky)
+rawset(LKJCholesky, "arg_constraints", { concentration = Cm.positive })
+for _, C in ipairs({ LowRankMultivariateNormal, Wishart, LKJCholesky }) do receivers(C) end
+-- PyTorch's module names (torch.distributions.lowrank_multivariate_normal, .lkj_cholesky)
+M.lowrank_multivariate_normal = check.strict({ LowRankMultivariateNormal = LowRankMultivariateNormal },
+  "wick.distributions.lowrank_multivariate_normal")
+M.lkj_cholesky = check.strict({ LKJCholesky = LKJCholesky }, "wick.distributions.lkj_cholesky")
+
 -- ---- Independent ----
 
 --- Independent(base, reinterpreted_batch_ndims): the base's rightmost batch dims as event dims
@@ -2505,6 +2957,9 @@ for _, kind in ipairs({ Normal, Categorical, OneHotCategorical, Bernoulli, Unifo
   Gamma, Beta, Dirichlet, Exponential, Laplace, LogNormal, Poisson }) do
   M.register_kl(kind, kind)(function(p, q) return same_kind_kl(kind, p, q) end)
 end
+M.register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)(lowrank.kl_lowrank_lowrank)
+M.register_kl(MultivariateNormal, LowRankMultivariateNormal)(lowrank.kl_mvn_lowrank)
+M.register_kl(LowRankMultivariateNormal, MultivariateNormal)(lowrank.kl_lowrank_mvn)
 
 local function infinite_like(t) return wick.full_like(t, math.huge) end
 local function x_log_x(t) return wick.xlogy(t, t) end
@@ -2812,6 +3267,375 @@ function Multinomial._lazy.support(d)
     return v:ge(0):all(-1):logical_and(v:sum(-1):le(n))
   end
   return c
+end
+
+-- ---- VonMises, ContinuousBernoulli, GeneralizedPareto ----
+
+-- standard uniforms of shape in `like`'s dtype and device (wick.rand, looked up at each draw: a test
+-- replaying PyTorch's draws replaces it), an error named for fn where they do not fit in memory
+local function uniforms(fn, shape, like)
+  local ok, u = pcall(wick.rand, shape, { dtype = like.dtype, device = like.device })
+  if not ok then check.fail(fn, "%s", (tostring(u):gsub("^.-:%d+: ", ""))) end
+  return u
+end
+
+-- log I_order(x), x > 0, order 0 or 1: the polynomial approximations (Abramowitz and Stegun 9.8.1-9.8.4)
+-- PyTorch's von_mises uses, below 3.75 and above (error about 1e-7: the values are PyTorch's, not I's)
+local BESSEL_SMALL = {
+  [0] = { 1.0, 3.5156229, 3.0899424, 1.2067492, 0.2659732, 0.360768e-1, 0.45813e-2 },
+  [1] = { 0.5, 0.87890594, 0.51498869, 0.15084934, 0.2658733e-1, 0.301532e-2, 0.32411e-3 },
+}
+local BESSEL_LARGE = {
+  [0] = { 0.39894228, 0.1328592e-1, 0.225319e-2, -0.157565e-2, 0.916281e-2, -0.2057706e-1, 0.2635537e-1,
+    -0.1647633e-1, 0.392377e-2 },
+  [1] = { 0.39894228, -0.3988024e-1, -0.362018e-2, 0.163801e-2, -0.1031555e-1, 0.2282967e-1, -0.2895312e-1,
+    0.1787654e-1, -0.420059e-2 },
+}
+-- c[1] + y (c[2] + y (c[3] + ...)), by Horner's rule
+local function horner(y, c)
+  local r = c[#c]
+  for i = #c - 1, 1, -1 do r = c[i] + y * r end
+  return r
+end
+local function log_bessel_i(x, order)
+  local y = x / 3.75
+  y = y * y
+  local small = horner(y, BESSEL_SMALL[order])
+  if order == 1 then small = x:abs() * small end
+  small = small:log()
+  local large = x - 0.5 * x:log() + horner(x:reciprocal() * 3.75, BESSEL_LARGE[order]):log()
+  return wick.where(x:lt(3.75), small, large)
+end
+
+--- VonMises(loc, concentration): the circular von Mises distribution of angles in radians (loc and the
+--- values any real, read modulo 2 pi); mean, mode and variance are the circular ones; sample() only (no
+--- rsample, as PyTorch's)
+local VonMises = class("VonMises")
+VonMises._keywords = { "loc", "concentration" }
+VonMises._params = { "loc", "concentration" }
+function VonMises.new(loc, concentration, opts)
+  local d = setmetatable({}, VonMises)
+  d.loc, d.concentration = two_params("VonMises", loc, concentration, "loc", "concentration", opts)
+  if validating(d, opts) then
+    check_param(d, "loc", not_nan(d.loc), "Real()")
+    check_param(d, "concentration", d.concentration:gt(0), POSITIVE)
+  end
+  d.batch_shape, d.event_shape = d.loc:size(), Size()
+  d.has_rsample = false
+  return d
+end
+function VonMises._lazy.mean(d) return d.loc end
+function VonMises._lazy.mode(d) return d.loc end
+function VonMises._lazy.variance(d)
+  return 1 - (log_bessel_i(d.concentration, 1) - log_bessel_i(d.concentration, 0)):exp()
+end
+function VonMises._lazy.stddev(d) return d.variance:sqrt() end
+function VonMises:log_prob(value)
+  value = value_in(self, "VonMises:log_prob", value, self.loc, "Real()", not_nan)
+  return self.concentration * (value - self.loc):cos() - LOG_2PI - log_bessel_i(self.concentration, 0)
+end
+-- the proposal's r of Best and Fisher's sampler (1 / kappa + kappa below kappa = 1e-5), in float64
+function VonMises._lazy._loc(d) return d.loc:to("float64") end
+function VonMises._lazy._concentration(d) return d.concentration:to("float64") end
+function VonMises._lazy._proposal_r(d)
+  local kappa = d._concentration
+  local tau = 1 + (1 + 4 * kappa ^ 2):sqrt()
+  local rho = (tau - (2 * tau):sqrt()) / (2 * kappa)
+  local r = (1 + rho ^ 2) / (2 * rho)
+  return wick.where(kappa:lt(1e-5), kappa:reciprocal() + kappa, r)
+end
+--- d:sample([sample_shape]): Best and Fisher's rejection sampler ("Efficient simulation of the von Mises
+--- distribution", 1979) in float64 whatever the dtype, as PyTorch's: each round draws three uniforms for
+--- every value (one wick.rand of {3, ...}) until each value has been accepted once. A concentration no
+--- proposal serves (NaN, 0 or one whose r overflows, with validate_args = false) gives NaN where PyTorch's
+--- loop never ends.
+function VonMises:sample(sample_shape)
+  local fn = "VonMises:sample"
+  local shape = shape_of(sample_shape, self.batch_shape, fn)
+  return wick.no_grad(function()
+    local loc, kappa, r = self._loc, self._concentration, self._proposal_r
+    local ok, x = pcall(wick.zeros, shape, { dtype = "float64", device = loc.device })
+    if not ok then check.fail(fn, "%s", (tostring(x):gsub("^.-:%d+: ", ""))) end
+    local hopeless = r:isfinite():logical_not():expand(shape)
+    local done, rounds = hopeless, 0
+    while not all_of(done) and rounds < 1000 do -- (each round accepts more than half the values)
+      rounds = rounds + 1
+      local u = uniforms(fn, concat({ 3 }, shape), x)
+      local u1, u2, u3 = u:select(1, 1), u:select(1, 2), u:select(1, 3)
+      local z = (math.pi * u1):cos()
+      local f = (1 + r * z) / (r + z)
+      local c = kappa * (r - f)
+      local accept = (c * (2 - c) - u2):gt(0):logical_or(((c / u2):log() + 1 - c):ge(0))
+      if accept:any() == true then
+        x = wick.where(accept, (u3 - 0.5):sign() * f:acos(), x)
+        done = done:logical_or(accept)
+      end
+    end
+    x = wick.where(done:logical_and(hopeless:logical_not()), x, 0 / 0)
+    return ((x + math.pi + loc) % (2 * math.pi) - math.pi):to(self.loc.dtype)
+  end)
+end
+
+--- ContinuousBernoulli(probs[, opts]), {probs = p} / {logits = l} (opts.lims = {0.499, 0.501}), or PyTorch's
+--- positional (probs, logits, lims): the continuous Bernoulli of Loaiza-Ganem and Cunningham (2019), the
+--- density C(p) p^x (1 - p)^(1 - x) on [0, 1]; probs clamped into [eps, 1 - eps]; within lims the
+--- normaliser, mean, variance, cdf and icdf are PyTorch's Taylor expansions around 1/2
+local ContinuousBernoulli = class("ContinuousBernoulli")
+ContinuousBernoulli._params = { "probs", "logits" }
+function ContinuousBernoulli.new(probs, logits, lims, opts)
+  local fn = "ContinuousBernoulli"
+  if type(probs) == "table" and not is_tensor(probs) and logits == nil and lims == nil and opts == nil then
+    probs, opts = nil, probs
+  elseif type(logits) == "table" and not is_tensor(logits) and lims == nil and opts == nil then
+    logits, opts = nil, logits
+  end
+  opts = check.options(opts, fn, { probs = "tensor|number", logits = "tensor|number", lims = "table",
+    validate_args = "boolean" })
+  local given = { probs = probs, logits = logits, lims = lims }
+  for _, name in ipairs({ "probs", "logits", "lims" }) do
+    if opts[name] ~= nil then
+      if given[name] ~= nil then check.fail(fn, "got %s both by position and by name", name) end
+      given[name] = opts[name]
+    end
+  end
+  probs, logits, lims = given.probs, given.logits, given.lims or { 0.499, 0.501 }
+  if (probs == nil) == (logits == nil) then
+    check.fail(fn, "Either `probs` or `logits` must be specified, but not both.")
+  end
+  check.table(lims, fn, "lims")
+  check.number(lims[1], fn, "lims[1]")
+  check.number(lims[2], fn, "lims[2]")
+  local d = setmetatable({}, ContinuousBernoulli)
+  local validate = validating(d, opts)
+  if probs ~= nil then
+    local p = param(probs, fn, "probs")
+    -- (as PyTorch's: probs checked before the clamp where validate_args is given, even false; by default
+    -- only after it, where only NaN fails)
+    if opts.validate_args ~= nil and not all_of(in_unit_interval(p)) then
+      check.fail(fn, "The parameter probs has invalid values")
+    end
+    d.probs = clamp_probs(p)
+    if validate then check_param(d, "probs", in_unit_interval(d.probs), UNIT_INTERVAL) end
+  else
+    d.logits = param(logits, fn, "logits")
+    if validate then check_param(d, "logits", not_nan(d.logits), "Real()") end
+  end
+  d._lims = { lims[1], lims[2] }
+  d.batch_shape, d.event_shape = (rawget(d, "probs") or d.logits):size(), Size()
+  d.has_rsample = true
+  return d
+end
+function ContinuousBernoulli._lazy.logits(d)
+  local p = clamp_probs(d.probs)
+  return p:log() - (-p):log1p()
+end
+function ContinuousBernoulli._lazy.probs(d) return clamp_probs(d.logits:sigmoid()) end
+function ContinuousBernoulli._lazy.param_shape(d) return (rawget(d, "probs") or d.logits):size() end
+-- where probs is outside lims (the closed forms), and probs with lims[1] inside
+function ContinuousBernoulli:_outside_unstable_region()
+  return self.probs:le(self._lims[1]):logical_or(self.probs:gt(self._lims[2]))
+end
+function ContinuousBernoulli:_cut_probs()
+  return wick.where(self:_outside_unstable_region(), self.probs, self._lims[1])
+end
+-- log C(p), the log normaliser: log |log(1 - p) - log p| - log |1 - 2p|
+function ContinuousBernoulli:_cont_bern_log_norm()
+  local cut = self:_cut_probs()
+  local below = wick.where(cut:le(0.5), cut, 0)
+  local above = wick.where(cut:ge(0.5), cut, 1)
+  local log_norm = ((-cut):log1p() - cut:log()):abs():log()
+    - wick.where(cut:le(0.5), (-2 * below):log1p(), (2 * above - 1):log())
+  local x = (self.probs - 0.5) ^ 2
+  local taylor = math.log(2) + (4 / 3 + 104 / 45 * x) * x
+  return wick.where(self:_outside_unstable_region(), log_norm, taylor)
+end
+function ContinuousBernoulli._lazy.mean(d)
+  local cut = d:_cut_probs()
+  local mus = cut / (2 * cut - 1) + ((-cut):log1p() - cut:log()):reciprocal()
+  local x = d.probs - 0.5
+  local taylor = 0.5 + (1 / 3 + 16 / 45 * x ^ 2) * x
+  return wick.where(d:_outside_unstable_region(), mus, taylor)
+end
+function ContinuousBernoulli._lazy.variance(d)
+  local cut = d:_cut_probs()
+  local vars = cut * (cut - 1) / (1 - 2 * cut) ^ 2 + (((-cut):log1p() - cut:log()) ^ 2):reciprocal()
+  local x = (d.probs - 0.5) ^ 2
+  local taylor = 1 / 12 - (1 / 15 - 128 / 945 * x) * x
+  return wick.where(d:_outside_unstable_region(), vars, taylor)
+end
+function ContinuousBernoulli._lazy.stddev(d) return d.variance:sqrt() end
+function ContinuousBernoulli:log_prob(value)
+  local fn = "ContinuousBernoulli:log_prob"
+  value = value_in(self, fn, value, self.logits, UNIT_INTERVAL, in_unit_interval)
+  local logits, v = broadcast_params(fn, self.logits, value)
+  return -wick.nn.functional.binary_cross_entropy_with_logits(logits, v, { reduction = "none" })
+    + self:_cont_bern_log_norm()
+end
+--- d:cdf(x): (p^x (1 - p)^(1 - x) + p - 1) / (2p - 1), x within lims; d:icdf(u) its inverse (not checked,
+--- as PyTorch's)
+function ContinuousBernoulli:cdf(value)
+  value = value_in(self, "ContinuousBernoulli:cdf", value, self.probs, UNIT_INTERVAL, in_unit_interval)
+  local cut = self:_cut_probs()
+  local cdfs = (cut:pow(value) * (1 - cut):pow(1 - value) + cut - 1) / (2 * cut - 1)
+  local unbounded = wick.where(self:_outside_unstable_region(), cdfs, value)
+  return wick.where(value:le(0), 0, wick.where(value:ge(1), 1, unbounded))
+end
+function ContinuousBernoulli:icdf(value)
+  value = param(value, "ContinuousBernoulli:icdf", "value", self.probs)
+  local cut = self:_cut_probs()
+  local inverse = ((-cut + value * (2 * cut - 1)):log1p() - (-cut):log1p()) / (cut:log() - (-cut):log1p())
+  return wick.where(self:_outside_unstable_region(), inverse, value)
+end
+--- d:rsample([sample_shape]): icdf of uniforms, differentiable in probs (or logits)
+function ContinuousBernoulli:rsample(sample_shape)
+  local fn = "ContinuousBernoulli:rsample"
+  return self:icdf(uniforms(fn, shape_of(sample_shape, self.batch_shape, fn), self.probs))
+end
+ContinuousBernoulli.sample = sample_of
+function ContinuousBernoulli:entropy()
+  local log_probs0, log_probs1 = (-self.probs):log1p(), self.probs:log()
+  return self.mean * (log_probs0 - log_probs1) - self:_cont_bern_log_norm() - log_probs0
+end
+
+--- GeneralizedPareto(loc, scale, concentration): values in [loc, inf), or [loc, loc - scale / concentration]
+--- where concentration < 0; concentration 0 (within 1e-8, PyTorch's isclose) is loc + Exponential(1 / scale)
+local GeneralizedPareto = class("GeneralizedPareto")
+GeneralizedPareto._keywords = { "loc", "scale", "concentration" }
+GeneralizedPareto._params = { "loc", "scale", "concentration" }
+function GeneralizedPareto.new(loc, scale, concentration, opts)
+  local fn = "GeneralizedPareto"
+  local d = setmetatable({}, GeneralizedPareto)
+  d.loc, d.scale, d.concentration = n_params(fn, { loc, scale, concentration }, { "loc", "scale", "concentration" },
+    opts)
+  if validating(d, opts) then
+    check_param(d, "loc", not_nan(d.loc), "Real()")
+    check_param(d, "scale", d.scale:gt(0), POSITIVE)
+    check_param(d, "concentration", not_nan(d.concentration), "Real()")
+  end
+  d.batch_shape, d.event_shape = d.loc:size(), Size()
+  d.has_rsample = true
+  return d
+end
+-- the support's upper bound: loc - scale / concentration where concentration < 0, else inf
+local function gp_upper(d) return wick.where(d.concentration:lt(0), d.loc - d.scale / d.concentration, math.huge) end
+-- (0-dim bounds as numbers: they print as PyTorch's f-string prints a 0-dim tensor, 0.0)
+function GeneralizedPareto._lazy.support(d)
+  if d.loc:dim() == 0 then return Cn.interval(d.loc:item(), gp_upper(d):item()) end
+  return Cn.interval(d.loc, gp_upper(d))
+end
+-- the concentration, where it is 0 (|c| <= 1e-8), and it with 1 there
+local function gp_concentration(d)
+  local c = d.concentration
+  local eq_zero = c:abs():le(1e-8)
+  return eq_zero, wick.where(eq_zero, 1, c)
+end
+-- (x - loc) / scale of a value of the support (checked when validating, its bounds in the message where
+-- they are single numbers, as PyTorch prints them)
+local function gp_z(d, fn, value)
+  value = param(value, fn, "value", d.loc)
+  if d._validate_args then
+    local s = d.support
+    local text = "Interval(lower_bound=loc, upper_bound=loc - scale / concentration or inf)"
+    if d.loc:dim() == 0 then text = tostring(s) end
+    check_sample(d, fn, value, text, function(v) return s.check(v) end)
+  end
+  return (value - d.loc) / d.scale
+end
+function GeneralizedPareto:log_prob(value)
+  local z = gp_z(self, "GeneralizedPareto:log_prob", value)
+  local eq_zero, safe = gp_concentration(self)
+  local y = safe:reciprocal() + wick.ones_like(z)
+  local nonzero = wick.where(y:eq(0), y, y * (safe * z):log1p())
+  return -self.scale:log() - wick.where(eq_zero, z, nonzero)
+end
+local function gp_log_survival(d, fn, value)
+  local z = gp_z(d, fn, value)
+  local eq_zero, safe = gp_concentration(d)
+  return wick.where(eq_zero, -z, -(safe * z):log1p() / safe)
+end
+--- d:log_survival_function(x): log(1 - cdf(x)); d:log_cdf(x), d:cdf(x) from it; d:icdf(u) (not checked)
+function GeneralizedPareto:log_survival_function(value)
+  return gp_log_survival(self, "GeneralizedPareto:log_survival_function", value)
+end
+function GeneralizedPareto:log_cdf(value)
+  return (-gp_log_survival(self, "GeneralizedPareto:log_cdf", value):exp()):log1p()
+end
+function GeneralizedPareto:cdf(value)
+  return (-gp_log_survival(self, "GeneralizedPareto:cdf", value):exp()):log1p():exp()
+end
+function GeneralizedPareto:icdf(value)
+  value = param(value, "GeneralizedPareto:icdf", "value", self.loc)
+  local eq_zero, safe = gp_concentration(self)
+  local logu = (-value):log1p()
+  local nonzero = self.loc + self.scale / safe * (-safe * logu):expm1()
+  local zero = self.loc - self.scale * logu
+  return wick.where(eq_zero, zero, nonzero)
+end
+function GeneralizedPareto:rsample(sample_shape)
+  local fn = "GeneralizedPareto:rsample"
+  return self:icdf(uniforms(fn, shape_of(sample_shape, self.batch_shape, fn), self.loc))
+end
+GeneralizedPareto.sample = sample_of
+function GeneralizedPareto._lazy.mean(d)
+  local valid = d.concentration:lt(1)
+  local safe = wick.where(valid, d.concentration, 0.5)
+  return wick.where(valid, d.loc + d.scale / (1 - safe), 0 / 0)
+end
+function GeneralizedPareto._lazy.variance(d)
+  local valid = d.concentration:lt(0.5)
+  local safe = wick.where(valid, d.concentration, 0.25)
+  return wick.where(valid, d.scale ^ 2 / ((1 - safe) ^ 2 * (1 - 2 * safe)), 0 / 0)
+end
+function GeneralizedPareto._lazy.stddev(d) return d.variance:sqrt() end
+function GeneralizedPareto._lazy.mode(d) return d.loc end
+function GeneralizedPareto:entropy()
+  return (self.scale:log() + self.concentration + 1):expand(self.batch_shape)
+end
+
+for _, C in ipairs({ VonMises, ContinuousBernoulli, GeneralizedPareto }) do receivers(C) end
+for C, spec in pairs({
+  [VonMises] = { Cn.real, { loc = Cn.real, concentration = Cn.positive } },
+  [ContinuousBernoulli] = { Cn.unit_interval, { probs = Cn.unit_interval, logits = Cn.real } },
+  [GeneralizedPareto] = { nil, { loc = Cn.real, scale = Cn.positive, concentration = Cn.real } },
+}) do
+  if spec[1] then rawset(C, "support", spec[1]) end
+  rawset(C, "arg_constraints", spec[2])
+end
+
+-- ContinuousBernoulli's KL divergences (PyTorch's register_kl pairs; none with Beta, Gamma or Laplace as q:
+-- no closed form)
+register_kl(ContinuousBernoulli, ContinuousBernoulli)(function(p, q)
+  local t1 = p.mean * (p.logits - q.logits)
+  local t2 = p:_cont_bern_log_norm() + (-p.probs):log1p()
+  local t3 = -q:_cont_bern_log_norm() - (-q.probs):log1p()
+  return t1 + t2 + t3
+end)
+-- -H(p) - E_p[log q] for q a ContinuousBernoulli and p a Beta or Uniform (on [0, 1])
+local function kl_to_continuous_bernoulli(p, q)
+  return -p:entropy() - p.mean * q.logits - (-q.probs):log1p() - q:_cont_bern_log_norm()
+end
+register_kl(Beta, ContinuousBernoulli)(kl_to_continuous_bernoulli)
+register_kl(Uniform, ContinuousBernoulli)(function(p, q)
+  -- (infinite where high >= 1 or low <= 0, PyTorch's test, bounds included)
+  return wick.where(p.high:ge(1):logical_or(p.low:le(0)), math.huge, kl_to_continuous_bernoulli(p, q))
+end)
+register_kl(ContinuousBernoulli, Exponential)(function(p, q)
+  return -p:entropy() - q.rate:log() + q.rate * p.mean
+end)
+register_kl(ContinuousBernoulli, Normal)(function(p, q)
+  local t1 = -p:entropy()
+  local t2 = 0.5 * (LOG_2PI + (q.loc / q.scale):square()) + q.scale:log()
+  local t3 = (p.variance + p.mean:square() - 2 * q.loc * p.mean) / (2 * q.scale:square())
+  return t1 + t2 + t3
+end)
+register_kl(ContinuousBernoulli, Uniform)(function(p, q)
+  -- (infinite where q.low >= 0 or q.high <= 1: PyTorch's test as it stands, so even for Uniform(0, 1))
+  return wick.where(q.low:ge(0):logical_or(q.high:le(1)), math.huge, -p:entropy() + (q.high - q.low):log())
+end)
+register_kl(ContinuousBernoulli, Pareto)(function(p) return infinite_like(p.probs) end)
+for P, field in pairs({ [Exponential] = "rate", [Gamma] = "concentration", [Gumbel] = "loc", [Laplace] = "loc",
+  [Normal] = "loc", [Pareto] = "scale" }) do
+  register_kl(P, ContinuousBernoulli)(function(p) return infinite_like(p[field]) end)
 end
 
 -- PyTorch's submodules, for the long import paths

@@ -1891,6 +1891,11 @@ function wick.namedtuple(name, fields)
   end
   mt.__newindex = function() check.fail(name, "can't set attribute (a namedtuple is immutable)") end
   mt.__len = function() return #fields end
+  mt.__deepcopy = function(r, copy) -- (wick.deepcopy: a new tuple of copied fields)
+    local c = {}
+    for i = 1, #fields do c[i] = copy(rawget(r, i)) end
+    return setmetatable(c, mt)
+  end
   mt.__tostring = function(r)
     local parts = {}
     for i, f in ipairs(fields) do parts[i] = f .. "=" .. tostring(rawget(r, i)) end

@@ -679,25 +679,35 @@ end
 
 -- ---- LU (A = P L U, partial pivoting; the core's kernel) ----
 
--- the permutation of each matrix from LAPACK's 1-based row swaps: perm[i] the
--- row of A that is row i of L U, as an int64 tensor [..., n] (1-based)
-local function permutation(pivots)
-  local n = pivots:size(-1)
-  local flat = pivots:reshape(-1, n):to("cpu"):totable()
+-- the permutation of each matrix of m rows from LAPACK's 1-based row swaps (k of them): perm[i] the
+-- row of A that is row i of L U, as an int64 tensor [..., m] (1-based)
+local function permutation(pivots, m, fn)
+  local k = pivots:size(-1)
+  if pivots.dtype ~= "int32" and pivots.dtype ~= "int64" then
+    check.fail(fn, "LU_pivots is expected to be a tensor of integers (got %s)", pivots.dtype)
+  end
+  local batch = pivots:size()
+  batch[#batch] = nil
+  local count = 1
+  for _, d in ipairs(batch) do count = count * d end
+  local flat = k > 0 and pivots:reshape(count, k):to("cpu"):totable() or {}
   local out = {}
-  for b, swaps in ipairs(flat) do
+  for b = 1, count do
     local perm = {}
-    for i = 1, n do perm[i] = i end
-    for i = 1, n do
-      local j = swaps[i]
+    for i = 1, m do perm[i] = i end
+    for i = 1, k do
+      local j = flat[b][i]
+      if j < 1 or j > m then check.fail(fn, "the pivots are row numbers from 1 to %d (got %d)", m, j) end
       perm[i], perm[j] = perm[j], perm[i]
     end
     out[b] = perm
   end
-  return wick.tensor(out, { dtype = "int64", device = pivots.device }):reshape(pivots:size())
+  batch[#batch + 1] = m
+  if count == 0 or m == 0 then return wick.zeros(batch, { dtype = "int64", device = pivots.device }) end
+  return wick.tensor(out, { dtype = "int64", device = pivots.device }):reshape(batch)
 end
 
--- P^T as a matrix (rows of I in perm's order: P^T A = A[perm]), [..., n, n]
+-- P^T as a matrix (rows of I in perm's order: P^T A = A[perm]), [..., m, m]
 local function p_transposed(perm, like)
   local n = perm:size(-1)
   local eye = wick.eye(n, { dtype = like.dtype, device = like.device })
@@ -711,34 +721,58 @@ local function batch_shape(A)
   return shape
 end
 
+-- P (m x m), L (m x k, unit lower) and U (k x n, upper) of a packed m x n LU, k = min(m, n)
+local function lu_parts(packed, pivots, fn)
+  local m, n = packed:size(-2), packed:size(-1)
+  local k = math.min(m, n)
+  local L = packed:narrow(-1, 1, k):tril(-1)
+  local sizes = L:size()
+  L = L + wick.eye(m, k, { dtype = packed.dtype, device = packed.device }):expand(sizes)
+  return mT(p_transposed(permutation(pivots, m, fn), packed)), L, packed:narrow(-2, 1, k):triu()
+end
+
 local LU = wick.autograd.Function:extend("LinalgLU")
 function LU.forward(ctx, A)
   local packed, pivots, info = core._linalg("lu_factor", A)
-  local L = packed:tril(-1) + eye_like(packed)
-  local U = packed:triu()
-  local P = mT(p_transposed(permutation(pivots), A))
+  local P, L, U = lu_parts(packed, pivots, "linalg.lu")
   ctx:save_for_backward(P, L, U)
   ctx:mark_non_differentiable(P, pivots, info)
   return P, L, U, pivots, info
 end
--- PyTorch's (square A): gA = P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H
+-- P^T A = L U, differentiated: on the square part L^-1 dL + dU U^-1 = L^-1 P^T dA U^-1 splits into its strict
+-- lower and upper triangles, so gA = P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H, the gradients taken on the
+-- entries L and U hold (gL strictly lower, gU upper). A wide A's extra columns (U = [U1 U2], U2 = L^-1 P^T A2)
+-- add L^-H gU2 as A2's gradient and -gU2 U2^H to L^H gL; a tall A's extra rows (L = [L1; L2], L2 = P^T A2 U^-1)
+-- add gL2 U^-H as A2's gradient and -L2^H gL2 to gU U^H.
 function LU.backward(ctx, _, gL, gU)
   local P, L, U = ctx.saved_tensors[1], ctx.saved_tensors[2], ctx.saved_tensors[3]
-  local phi
-  if gL then phi = mT(L):matmul(gL):tril(-1) end
-  if gU then
-    local u = gU:matmul(mT(U)):triu()
-    phi = phi and phi + u or u
+  if not gL and not gU then return nil end
+  gL = gL and gL:tril(-1) or wick.zeros_like(L)
+  gU = gU and gU or wick.zeros_like(U)
+  local m, n = L:size(-2), U:size(-1)
+  local k = math.min(m, n)
+  local L1, U1 = L:narrow(-2, 1, k), U:narrow(-1, 1, k)
+  local gL1, gU1 = gL:narrow(-2, 1, k), gU:narrow(-1, 1, k):triu()
+  local lower = mT(L1):matmul(gL1)
+  local upper = gU1:matmul(mT(U1))
+  if n > k then lower = lower - gU:narrow(-1, k + 1, n - k):matmul(mT(U:narrow(-1, k + 1, n - k))) end
+  if m > k then upper = upper - mT(L:narrow(-2, k + 1, m - k)):matmul(gL:narrow(-2, k + 1, m - k)) end
+  local phi = lower:tril(-1) + upper:triu()
+  local X = linalg.solve_triangular(mT(U1), phi, { upper = false, left = false }) -- phi U1^-H
+  if n > k then X = wick.cat({ X, gU:narrow(-1, k + 1, n - k) }, -1) end
+  local gA = linalg.solve_triangular(mT(L1), X, { upper = true, unitriangular = true }) -- L1^-H [...]
+  if m > k then
+    local tail = linalg.solve_triangular(mT(U1), gL:narrow(-2, k + 1, m - k), { upper = false, left = false })
+    gA = wick.cat({ gA, tail }, -2)
   end
-  if not phi then return nil end
-  local X = linalg.solve_triangular(mT(L), phi, { upper = true, unitriangular = true })
-  X = linalg.solve_triangular(mT(U), X, { upper = false, left = false })
-  return P:matmul(X)
+  return P:matmul(gA)
 end
 
---- linalg.lu(A[, {pivot = true}]) -> P, L, U with A = P L U (square A; differentiable)
+--- linalg.lu(A[, {pivot = true}]) -> P, L, U with A = P L U (m x n A: P m x m, L m x k, U k x n,
+--- k = min(m, n); differentiable)
 function linalg.lu(A, opts)
-  square("linalg.lu", A)
+  check.tensor(A, "linalg.lu", "A")
+  if A:dim() < 2 then check.fail("linalg.lu", "The input tensor A must have at least 2 dimensions (got %d)", A:dim()) end
   opts = check.options(opts, "linalg.lu", { pivot = "boolean" })
   if opts.pivot == false then check.fail("linalg.lu", "LU without pivoting is not supported on the CPU (as PyTorch's)") end
   local P, L, U = LU.apply(A)
@@ -748,14 +782,18 @@ end
 --- linalg.lu_factor_ex(A) -> LU, pivots, info: L (unit lower, diagonal not stored) and U packed
 --- in LU, pivots LAPACK's 1-based row swaps (int32), info 0 or the first zero pivot
 function linalg.lu_factor_ex(A, opts)
-  square("linalg.lu_factor_ex", A)
+  check.tensor(A, "linalg.lu_factor_ex", "A")
   opts = check.options(opts, "linalg.lu_factor_ex", { pivot = "boolean", check_errors = "boolean" })
   if opts.pivot == false then check.fail("linalg.lu_factor", "LU without pivoting is not supported on the CPU (as PyTorch's)") end
   local packed, pivots, info
   if A.requires_grad and wick.is_grad_enabled() then -- through lu, so that LU carries the graph
     local _, L, U
     _, L, U, pivots, info = LU.apply(A)
-    packed = L - eye_like(L) + U
+    local m, n = A:size(-2), A:size(-1) -- L m x k and U k x n, packed m x n
+    L = L:tril(-1)
+    if m < n then L = wick.cat({ L, wick.zeros_like(U:narrow(-1, 1, n - m)) }, -1) end
+    if m > n then U = wick.cat({ U, wick.zeros_like(L:narrow(-2, 1, m - n)) }, -2) end
+    packed = L + U
   else
     packed, pivots, info = core._linalg("lu_factor", A)
   end
@@ -777,7 +815,15 @@ end
 function linalg._lu_unpack(packed, pivots)
   check.tensor(packed, "lu_unpack", "LU_data")
   check.tensor(pivots, "lu_unpack", "LU_pivots")
-  return mT(p_transposed(permutation(pivots), packed)), packed:tril(-1) + eye_like(packed), packed:triu()
+  if packed:dim() < 2 then check.fail("lu_unpack", "LU_data must have at least 2 dimensions (got %d)", packed:dim()) end
+  local k = math.min(packed:size(-2), packed:size(-1))
+  local expected = batch_shape(packed)
+  expected[#expected + 1] = k
+  if wick.Size(expected) ~= pivots.shape then
+    check.fail("lu_unpack", "LU_pivots of size %s do not match LU_data of size %s (expected [..., %d])",
+      tostring(pivots.shape), tostring(packed.shape), k)
+  end
+  return lu_parts(packed, pivots, "lu_unpack")
 end
 
 --- linalg.lu_solve(LU, pivots, B[, {left = true, adjoint = false}]): X with A X = B from lu_factor's
@@ -790,7 +836,7 @@ function linalg.lu_solve(packed, pivots, B, opts)
   opts = check.options(opts, fn, { left = "boolean", adjoint = "boolean" })
   local L = packed:tril(-1) + eye_like(packed)
   local U = packed:triu()
-  local Pt = p_transposed(permutation(pivots), packed)
+  local Pt = p_transposed(permutation(pivots, packed:size(-1), fn), packed)
   local left, adjoint = opts.left ~= false, opts.adjoint == true
   if left and not adjoint then -- L U X = P^T B
     local Y = linalg.solve_triangular(L, Pt:matmul(B), { upper = false, unitriangular = true })

@@ -530,6 +530,21 @@ return function(wick)
 
   --- wick.normal(mean, std[, size][, opts]): numbers need a size; tensors broadcast (mean + std * N(0, 1)).
   local NORMAL = { dtype = "dtype", device = "device", requires_grad = "boolean" }
+  -- normal's draws as a node whose gradient to mean and std is zero (made on first use)
+  local NormalFn
+  local function normal_fn()
+    local fn = wick.autograd.Function:extend("Normal")
+    function fn.forward(ctx, r, mean, std)
+      ctx.mean, ctx.std = mean, std
+      return r:clone()
+    end
+    function fn.backward(ctx)
+      local zero = function(v) return v and wick.zeros_like(v) or nil end
+      return nil, zero(ctx.mean), zero(ctx.std)
+    end
+    return fn
+  end
+
   function ops.normal(mean, std, size, opts)
     -- PyTorch's keywords: normal{mean =, std =, size =}, normal(0, 1, {size = {2, 3}})
     if type(mean) == "table" and getmetatable(mean) == nil and std == nil and size == nil and opts == nil then
@@ -568,8 +583,14 @@ return function(wick)
       shape = (mean:detach() * 0 + std:detach() * 0):size() -- the broadcast shape
     end
     local z = wick._randn(shape, { dtype = opts.dtype or like.dtype, device = like.device })
-    local r = z * std + mean
-    if opts.requires_grad then r = r:detach():requires_grad_(true) end
+    local r = wick.no_grad(function() return z * std + mean end)
+    if opts.requires_grad then return r:requires_grad_(true) end
+    local tracked = function(v) return is_tensor(v) and v.requires_grad end
+    if wick.is_grad_enabled() and (tracked(mean) or tracked(std)) then
+      -- PyTorch's normal(mean, std) is not reparameterised: its gradient to mean and std is zero
+      NormalFn = NormalFn or normal_fn()
+      r = NormalFn.apply(r, is_tensor(mean) and mean or nil, is_tensor(std) and std or nil)
+    end
     return r
   end
 
@@ -1675,10 +1696,8 @@ return function(wick)
     end
     for _ = 1, n do
       local len = out:size(d)
-      if len <= 1 then
-        local shape = out:size()
-        shape[d] = 0
-        return wick.empty(shape, { dtype = out.dtype, device = out.device })
+      if len <= 1 then -- (an empty slice of out: still in the graph, zero gradients, as PyTorch's)
+        return out:narrow(d, 1, 0)
       end
       local hi, lo = out:narrow(d, 2, len - 1), out:narrow(d, 1, len - 1)
       out = out.dtype == "bool" and hi:logical_xor(lo) or hi - lo -- (PyTorch's diff of bools: the changes)
@@ -2663,22 +2682,38 @@ return function(wick)
     local x = t:dim() < 2 and t:reshape(1, -1) or t
     if not x:is_floating_point() and not x:is_complex() then x = x:to(wick.get_default_dtype()) end
     local n, correction = x:size(2), o.correction or 1
-    local w = o.fweights and o.fweights:to(x.dtype)
-    if o.aweights then w = w and w * o.aweights:to(x.dtype) or o.aweights:to(x.dtype) end
-    if w and (w:dim() ~= 1 or w:size(1) ~= n) then
-      check.fail(fn, "expected the weights to be 1-D with %d observations, got %s", n, tostring(w.shape))
+    for _, name in ipairs({ "fweights", "aweights" }) do -- (PyTorch's checks, in its words)
+      local v = o[name]
+      if v then
+        if name == "fweights" and v:is_floating_point() -- (wick.tensor({1, 2}) is float: whole values pass)
+          and wick.no_grad(function() return v:ne(v:trunc()):any():item() end) then
+          check.fail(fn, "expected fweights to have integral dtype (or whole values) but got fweights with %s dtype", v.dtype)
+        elseif name == "aweights" and not v:is_floating_point() then
+          check.fail(fn, "expected aweights to have floating point dtype but got aweights with %s dtype", v.dtype)
+        end
+        if v:dim() > 1 then
+          check.fail(fn, "expected %s to have one or fewer dimensions but got %s with %d dimensions", name, name, v:dim())
+        end
+        if v:numel() ~= n then
+          check.fail(fn, "expected %s to have the same numel as there are observations in the input but got %d != %d",
+            name, v:numel(), n)
+        end
+        if wick.no_grad(function() return v:lt(0):any():item() end) then check.fail(fn, "%s cannot be negative", name) end
+      end
     end
+    local w = o.fweights and o.fweights:reshape(-1):to(x.dtype)
+    if o.aweights then w = w and w * o.aweights:reshape(-1):to(x.dtype) or o.aweights:reshape(-1):to(x.dtype) end
     local w_sum = w and w:sum() or n
     local avg = w and (x * w):sum(2) / w_sum or x:mean(2)
     local fact
     if not w then fact = n - correction
     elseif correction == 0 then fact = w_sum
     elseif not o.aweights then fact = w_sum - correction
-    else fact = w_sum - correction * (w * o.aweights:to(x.dtype)):sum() / w_sum end
+    else fact = w_sum - correction * (w * o.aweights:reshape(-1):to(x.dtype)):sum() / w_sum end
     fact = is_tensor(fact) and fact:clamp_min(0) or math.max(fact, 0)
     local xm = x - avg:unsqueeze(2)
     local c = (w and xm * w or xm):matmul(xm:transpose(1, 2)) / fact
-    return t:dim() < 2 and c:reshape({}) or c
+    return x:size(1) == 1 and c:reshape({}) or c -- (one variable: a 0-dim result, as PyTorch's squeeze)
   end
   function Tensor.corrcoef(t)
     local c = Tensor.cov(check.tensor(t, "corrcoef", "input"))
@@ -2774,6 +2809,7 @@ return function(wick)
     check.tensor(x2, "cdist", "x2")
     local o = check.positional("cdist", { "p", "compute_mode" }, { p = "number", compute_mode = "string" }, ...)
     local p, mode = o.p or 2, o.compute_mode or "use_mm_for_euclid_dist_if_necessary"
+    if not (p >= 0) then check.fail("cdist", "cdist only supports non-negative p values") end
     if not CDIST_MODES[mode] then check.fail("cdist", "%s is not a valid value for compute_mode", mode) end
     if x1:dim() < 2 or x2:dim() < 2 then check.fail("cdist", "cdist only supports at least 2D tensors, X1 got: %dD", x1:dim()) end
     if x1:size(-1) ~= x2:size(-1) then
@@ -3591,6 +3627,10 @@ return function(wick)
     if min == max and x:numel() > 0 then min, max = x:min():item(), x:max():item() end
     if min == max then min, max = min - 1, max + 1 end
     if min > max then check.fail("histc", "max must be larger than min") end
+    if not (math.abs(min) < math.huge and math.abs(max) < math.huge) then
+      local text = function(v) return v ~= v and "nan" or ("%g"):format(v) end
+      check.fail("histc", "range of [%s, %s] is not finite", text(min), text(max))
+    end
     local keep = x:ge(min):logical_and(x:le(max))
     x = x[keep]
     local idx = ((x - min) * (bins / (max - min))):floor():clamp(0, bins - 1):to("int64") + 1

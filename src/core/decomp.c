@@ -197,24 +197,26 @@ wick_status wick_linalg_slogdet(wick_tensor **sign, wick_tensor **logabsdet, con
 
 wick_status wick_linalg_lu_factor(wick_tensor **lu, wick_tensor **pivots, wick_tensor **info, const wick_tensor *a) {
     int64_t batch = 0, m = 0, n = 0;
-    TRY(matrix_dims("linalg.lu_factor", a, 1, &batch, &m, &n));
+    TRY(matrix_dims("linalg.lu_factor", a, 0, &batch, &m, &n));
+    int64_t k = m < n ? m : n;
     wick_tensor *h = NULL, *piv = NULL, *p32 = NULL, *inf = NULL;
     int *codes = NULL;
     wick_status st = host_copy(&h, a);
-    if (!st) st = host_result(&piv, a, 1, n, 0); /* (int64 row indices in float64's room) */
+    if (!st) st = host_result(&piv, a, 1, k, 0); /* (int64 row indices in float64's room) */
     if (!st) {
-        wk_decomp_args args = {.kind = WK_DECOMP_LU, .batch = batch, .m = n, .n = n, .a = (double *)wk_data(h),
+        wk_decomp_args args = {.kind = WK_DECOMP_LU, .batch = batch, .m = m, .n = n, .a = (double *)wk_data(h),
                                .pivots = (int64_t *)wk_data(piv)};
         st = run(&args, &codes);
     }
     int64_t sizes[WICK_MAX_DIMS];
-    memcpy(sizes, a->sizes, sizeof(int64_t) * (size_t)(a->ndim - 1));
+    memcpy(sizes, a->sizes, sizeof(int64_t) * (size_t)(a->ndim - 2));
+    sizes[a->ndim - 2] = k;
     if (!st) st = wk_tensor_new(&p32, a->ndim - 1, sizes, WICK_INT32, wick_cpu());
     if (!st) st = wk_tensor_new(&inf, a->ndim - 2, sizes, WICK_INT32, wick_cpu());
     if (!st) { /* LAPACK's (and PyTorch's) 1-based pivots, info 0 or the first zero pivot (1-based) */
         const int64_t *src = (const int64_t *)wk_data(piv);
         int32_t *dst = (int32_t *)wk_data(p32), *code = (int32_t *)wk_data(inf);
-        for (int64_t i = 0; i < batch * n; i++) dst[i] = (int32_t)(src[i] + 1);
+        for (int64_t i = 0; i < batch * k; i++) dst[i] = (int32_t)(src[i] + 1);
         for (int64_t b = 0; b < batch; b++) code[b] = codes ? codes[b] : 0;
     }
     if (!st) st = give_back(&h, a);

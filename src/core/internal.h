@@ -477,7 +477,8 @@ typedef struct wk_ce_args {
  * pivot; Cholesky: 1 + the order of the minor that is not positive-definite;
  * the iterative ones: 1 when they did not converge). */
 typedef enum {
-    WK_DECOMP_LU,       /* square: a = P L U in place (L unit lower, U upper), pivots[b * n + i] = row swapped with i */
+    WK_DECOMP_LU,       /* a = P L U in place (L unit lower m x k, U upper k x n, k = min(m, n)),
+                         * pivots[b * k + i] = the row swapped with row i */
     WK_DECOMP_CHOLESKY, /* square, symmetric: a = L L^T, L in a (upper part zeroed) */
     WK_DECOMP_QR,       /* q: m x kq (kq = m if complete else min(m, n)), r: kq x n */
     WK_DECOMP_EIGH,     /* symmetric: w (n, ascending), q: n x n eigenvectors in columns */

@@ -14,12 +14,12 @@
 
 /* ---- LU: a = P L U in place ---- */
 
-static int lu(double *a, int64_t n, int64_t *piv) {
+static int lu(double *a, int64_t m, int64_t n, int64_t *piv) {
     int info = 0;
-    for (int64_t k = 0; k < n; k++) {
+    for (int64_t k = 0; k < (m < n ? m : n); k++) {
         int64_t p = k;
         double best = fabs(AT(a, n, k, k));
-        for (int64_t i = k + 1; i < n; i++)
+        for (int64_t i = k + 1; i < m; i++)
             if (fabs(AT(a, n, i, k)) > best) best = fabs(AT(a, n, i, k)), p = i;
         piv[k] = p;
         if (p != k)
@@ -33,7 +33,7 @@ static int lu(double *a, int64_t n, int64_t *piv) {
             if (!info) info = (int)(k + 1);
             continue;
         }
-        for (int64_t i = k + 1; i < n; i++) {
+        for (int64_t i = k + 1; i < m; i++) {
             double f = AT(a, n, i, k) /= d;
             if (f != 0)
                 for (int64_t j = k + 1; j < n; j++) AT(a, n, i, j) -= f * AT(a, n, k, j);
@@ -343,7 +343,7 @@ static wick_status decompose_one(const wk_decomp_args *g, int64_t b, double *scr
     int64_t m = g->m, n = g->n, k = m < n ? m : n;
     double *a = g->a + b * m * n;
     switch (g->kind) {
-    case WK_DECOMP_LU: g->info[b] = lu(a, n, g->pivots + b * n); return WICK_OK;
+    case WK_DECOMP_LU: g->info[b] = lu(a, m, n, g->pivots + b * k); return WICK_OK;
     case WK_DECOMP_CHOLESKY: g->info[b] = cholesky(a, n); return WICK_OK;
     case WK_DECOMP_QR: {
         int64_t kq = g->full ? m : k;
@@ -354,11 +354,11 @@ static wick_status decompose_one(const wk_decomp_args *g, int64_t b, double *scr
     case WK_DECOMP_EIGH: g->info[b] = eigh(a, n, g->w + b * n, g->q + b * n * n); return WICK_OK;
     case WK_DECOMP_SVD: return svd(g, b);
     case WK_DECOMP_SOLVE:
-        g->info[b] = lu(a, n, g->pivots + b * n);
+        g->info[b] = lu(a, n, n, g->pivots + b * n);
         if (!g->info[b]) lu_solve(a, n, g->pivots + b * n, g->r + b * n * g->k, g->k);
         return WICK_OK;
     case WK_DECOMP_DET:
-        lu(a, n, g->pivots + b * n);
+        lu(a, n, n, g->pivots + b * n);
         lu_det(a, n, g->pivots + b * n, g->w + 2 * b, g->w + 2 * b + 1);
         g->info[b] = 0; /* a singular matrix has det 0, log |det| -inf */
         return WICK_OK;

@@ -36,7 +36,7 @@ end
 local function is_integer(v) return v:eq(v:floor()) end
 
 --- constraints.real, real_vector, positive, nonnegative, unit_interval, boolean, nonnegative_integer,
---- positive_integer, simplex, one_hot, lower_triangular, lower_cholesky, positive_definite; and the
+--- positive_integer, simplex, one_hot, lower_triangular, lower_cholesky, corr_cholesky, positive_definite; and the
 --- constructors greater_than(lb), greater_than_eq(lb), less_than(ub), interval(lo, hi),
 --- half_open_interval(lo, hi), integer_interval(lo, hi), independent(c, n), and dependent (whose
 --- check is an error, as PyTorch's)
@@ -88,6 +88,12 @@ end, { discrete = true, event_dim = 1 })
 C.lower_triangular = make("LowerTriangular()", function(v) return v:tril():eq(v):all(-1):all(-1) end, { event_dim = 2 })
 C.lower_cholesky = make("LowerCholesky()", function(v)
   return v:tril():eq(v):all(-1):all(-1):logical_and(v:diagonal(0, -2, -1):gt(0):all(-1))
+end, { event_dim = 2 })
+-- lower Cholesky factors of correlation matrices: rows of unit length (to eps * n * 10, PyTorch's tolerance)
+C.corr_cholesky = make("CorrCholesky()", function(v)
+  local tol = wick.finfo(v.dtype).eps * v:size(-1) * 10
+  local unit_rows = (v:detach():pow(2):sum(-1):sqrt() - 1):abs():le(tol):all(-1)
+  return C.lower_cholesky.check(v):logical_and(unit_rows)
 end, { event_dim = 2 })
 C.positive_definite = make("PositiveDefinite()", function(v)
   local symmetric = (v - v:transpose(-2, -1)):abs():le(1e-6):all(-1):all(-1)
