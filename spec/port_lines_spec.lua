@@ -9523,3 +9523,23 @@ describe("the fifty-sixth round's lines, part 1 (the consistency-models, slot-at
     assert.are.same({ 0, 0, 0 }, wick.autograd.grad(y:sum(), { x })[1]:tolist())
   end)
 end)
+
+describe("the fifty-sixth round's lines, part 2 (the CPC and GRPO ports)", function()
+  it("an RNN's _all_weights names its parameters by layer; rnn:__getattr__(name) is the parameter", function()
+    local g = nn.GRU(4, 3, 2, { bidirectional = true })
+    assert.are.same({ "weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0" }, g._all_weights[1])
+    assert.are.same({ "weight_ih_l1_reverse", "weight_hh_l1_reverse", "bias_ih_l1_reverse", "bias_hh_l1_reverse" }, g._all_weights[4])
+    for _, layer_p in ipairs(g._all_weights) do
+      for _, p in ipairs(layer_p) do
+        if p:find("weight") then nn.init.kaiming_normal_(g:__getattr__(p), { mode = "fan_out", nonlinearity = "relu" }) end
+      end
+    end
+    assert.are.equal(g.weight_ih_l0, g:__getattr__("weight_ih_l0"))
+    assert.is_nil(g.no_such_name)
+  end)
+  it("stack's node is StackBackward, as PyTorch's", function()
+    local a = wick.ones(1, { requires_grad = true })
+    assert.are.equal("StackBackward", wick.stack({ a, a }).grad_fn)
+    assert.are.equal("CatBackward", wick.cat({ a, a }).grad_fn)
+  end)
+end)

@@ -282,6 +282,7 @@ wick_status wick_stack(wick_tensor **out, int count, const wick_tensor *const *t
         st = wick_unsqueeze(&parts[i], (wick_tensor *)ts[i], dim);
     }
     if (!st) st = wick_cat(out, count, (const wick_tensor *const *)parts, dim);
+    if (!st && (*out)->grad_fn) (*out)->grad_fn->name = "StackBackward"; /* (PyTorch's name for the node) */
     for (int i = 0; i < count; i++) wick_tensor_release(parts[i]);
     free(parts);
     return st;

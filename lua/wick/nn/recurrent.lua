@@ -161,17 +161,23 @@ R.RNNBase = Module:extend("RNNBase")
 R.RNNCellBase = Module:extend("RNNCellBase")
 -- PyTorch's RNNBase.all_weights: each layer and direction's parameters, a list of lists in
 -- _flat_weights_names' order, read from the module as it is now (a WeightDrop's replaced weight shows)
-function R.RNNBase:__getattr__(key)
-  local names = rawget(self, "_flat_weights_names")
-  if not names or key ~= "all_weights" then return nil end
+-- (called by hand, rnn:__getattr__("weight_ih_l0") is the parameter, as Module's; as the fallback of a
+-- missing name, the lookup it makes finds nothing again: nil)
+local function by_layer(self, names, value)
   local out = {}
   local per = #names / (self.num_layers * (self.bidirectional and 2 or 1))
   for i, n in ipairs(names) do
     local g = math.floor((i - 1) / per) + 1
     out[g] = out[g] or {}
-    out[g][#out[g] + 1] = self[n]
+    out[g][#out[g] + 1] = value(n)
   end
   return out
+end
+function R.RNNBase:__getattr__(key)
+  local names = rawget(self, "_flat_weights_names")
+  if names and key == "all_weights" then return by_layer(self, names, function(n) return self[n] end) end
+  if names and key == "_all_weights" then return by_layer(self, names, function(n) return n end) end
+  return self[key]
 end
 --- rnn:get_expected_hidden_size(input[, batch_sizes]): PyTorch's {layers * directions, batch,
 --- hidden size (proj_size with one)}, the batch from batch_sizes[1] when given
@@ -241,6 +247,7 @@ local function recurrent_class(name)
       end
     end
     rawset(self, "_flat_weights_names", names)
+    rawset(self, "_all_weights", by_layer(self, names, function(n) return n end)) -- (PyTorch's names by layer)
   end
 
   function C:forward(x, hx, opts)
