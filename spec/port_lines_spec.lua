@@ -9543,3 +9543,47 @@ describe("the fifty-sixth round's lines, part 2 (the CPC and GRPO ports)", funct
     assert.are.equal("CatBackward", wick.cat({ a, a }).grad_fn)
   end)
 end)
+
+describe("the fifty-sixth round's lines, part 3 (the few-shot, NTM and loss-sweep ports)", function()
+  it("for row in t do iterates over the first dim; calling a tensor otherwise, or joining two with .., is an error", function()
+    local t = wick.arange(6):view(3, 2)
+    local rows = {}
+    for row in t do rows[#rows + 1] = row:tolist() end
+    assert.are.same({ { 0, 1 }, { 2, 3 }, { 4, 5 } }, rows)
+    local n = 0
+    for _ in t do for _ in t do n = n + 1 end end
+    assert.are.equal(9, n)
+    for _ in wick.zeros(0, 2) do n = n + 1 end
+    assert.are.equal(9, n)
+    support.assert_error_has(function() return t(wick.ones(2)) end, "attempt to call a tensor")
+    support.assert_error_has(function() for _ in wick.tensor(1.0) do end end, "iteration over a 0-d tensor")
+    support.assert_error_has(function() return wick.ones(2, 3) .. wick.ones(3, 2) end, "a:matmul(b)")
+    assert.is_false(require("wick.argcheck").is_callable(t))
+  end)
+  it("cosine_embedding_loss puts eps in each squared norm, as PyTorch's (a zero vector's gradient is finite)", function()
+    local a = wick.tensor({ { 1e-6, 0 } }, { dtype = "float64" })
+    local one = wick.tensor({ 1 }, { dtype = "float64" })
+    assert.is_true(math.abs(F.cosine_embedding_loss(a, a:clone(), one):item() - 0.5) < 1e-12)
+    local b = wick.zeros(1, 2, { dtype = "float64", requires_grad = true })
+    F.cosine_embedding_loss(wick.tensor({ { 1.0, 2.0 } }, { dtype = "float64" }), b, one, { reduction = "sum" }):backward()
+    assert.is_true(math.abs(b.grad[1][1]:item() + 447213.5954999579) < 1e-6) -- (PyTorch's)
+    support.assert_error_has(function() return F.cosine_embedding_loss(wick.randn(4, 3), wick.randn(4, 3), wick.ones(5)) end,
+      "expected a target of shape [4]")
+  end)
+  it("losses name themselves on shape errors; probability targets refuse ignore_index; kl_div's negative target is NaN", function()
+    local x = wick.randn(2, 3)
+    support.assert_error_has(function() return F.cross_entropy(x, F.softmax(x, 2), { ignore_index = 2 }) end,
+      "ignore_index is not supported for floating point target")
+    support.assert_error_has(function() return F.cross_entropy(x, wick.rand(2, 4)) end, "must have the input's shape [2, 3]")
+    support.assert_error_has(function() return F.binary_cross_entropy(wick.rand(4, 5), wick.rand(4, 5), { weight = wick.rand(6) }) end,
+      "binary_cross_entropy: The size of tensor a (5) must match the size of tensor b (6)")
+    support.assert_error_has(function() return F.margin_ranking_loss(wick.randn(4), wick.randn(5), wick.ones(4)) end,
+      "margin_ranking_loss: The size")
+    support.assert_error_has(function() return F.soft_margin_loss(wick.randn(4, 3), wick.ones(4, 2)) end, "soft_margin_loss: The size")
+    support.assert_error_has(function() return F.hinge_embedding_loss(wick.randn(4, 3), wick.ones(5)) end, "hinge_embedding_loss: The size")
+    local kl = F.kl_div(wick.tensor({ { -1.0, -2.0 } }, { dtype = "float64" }), wick.tensor({ { -0.1, 0.5 } }, { dtype = "float64" }),
+      { reduction = "none" })
+    assert.is_true(kl[1][1]:item() ~= kl[1][1]:item())
+    assert.is_true(math.abs(kl[1][2]:item() - 0.6534264097200273) < 1e-12)
+  end)
+end)

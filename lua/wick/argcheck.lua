@@ -313,6 +313,7 @@ end
 local function is_callable(v)
   if type(v) == "function" then return true end
   local m = getmetatable(v)
+  if m == tensor_mt then return false end -- (its __call is Python's iteration: `for row in t do`)
   return type(m) == "table" and m.__call ~= nil
 end
 

@@ -2602,7 +2602,26 @@ mt.__concat = function(a, b)
     end
     return v
   end
+  if getmetatable(a) == mt and getmetatable(b) == mt then -- (a port of Python's a @ b, or of torch.cat)
+    core.error("attempt to concatenate two tensors: Lua's .. joins text; Python's a @ b is a:matmul(b), "
+      .. "torch.cat((a, b)) is wick.cat({a, b})")
+  end
   return str(a) .. str(b)
+end
+
+-- `for row in t do`: Python's `for row in t:`, the slices along the first dim in order (a generic for
+-- calls t(nil, previous slice)); a tensor called any other way is an error that says so
+local iterated = setmetatable({}, { __mode = "k" }) -- a slice given out -> its index
+mt.__call = function(t, state, prev)
+  if state ~= nil or (prev ~= nil and iterated[prev] == nil) then
+    core.error("attempt to call a tensor (a tensor is no function or module; `for row in t do` iterates over its first dim)")
+  end
+  if t:dim() == 0 then core.error("iteration over a 0-d tensor") end
+  local i = prev == nil and 1 or iterated[prev] + 1
+  if i > t:size(1) then return nil end
+  local row = t[i]
+  iterated[row] = i
+  return row
 end
 
 -- ---- LuaJIT fast paths: tiny ops called through the FFI ----

@@ -2393,6 +2393,15 @@ function F.cross_entropy(logits, target, ...)
     return shifted_ignore("cross_entropy", target, ignore, logits:size(2), core.cross_entropy, logits, target,
       opts.weight, ignore, smoothing, opts.reduction or "mean")
   end
+  if target:is_floating_point() then -- class probabilities: the input's shape, no ignore_index (PyTorch's)
+    if target.shape ~= logits.shape then
+      check.fail("cross_entropy", "class-probability targets must have the input's shape %s, got %s",
+        tostring(logits.shape), tostring(target.shape))
+    end
+    if type(ignore) == "number" and ignore >= 1 then
+      check.fail("cross_entropy", "ignore_index is not supported for floating point target")
+    end
+  end
   local logp = logits:log_softmax(dim)
   if target:is_floating_point() then -- class probabilities
     local t = target
@@ -2474,8 +2483,9 @@ function F.kl_div(input, target, ...)
   if opts.log_target then
     loss = target:exp() * (target - input)
   else
-    local pos = target:gt(0) -- target log target, 0 where target is 0 (PyTorch's xlogy)
-    local tlogt = wick.where(pos, target * wick.where(pos, target, wick.ones_like(target)):log(), target * 0)
+    -- target log target, 0 where target is 0 (PyTorch's xlogy: NaN below 0, as log's)
+    local zero = target:eq(0)
+    local tlogt = wick.where(zero, target * 0, target * wick.where(zero, wick.ones_like(target), target):log())
     loss = tlogt - target * input
   end
   if opts.reduction == "batchmean" then
@@ -2493,6 +2503,7 @@ end
 function F.soft_margin_loss(input, target, ...)
   opts, input, target = loss_args("soft_margin_loss", input, target, REDUCTION, ORDER.soft_margin_loss, ...)
   check_device("soft_margin_loss", "target", target, input, "input")
+  check.broadcastable("soft_margin_loss", input, target)
   return reduce(F.softplus(-(target * input)), opts.reduction)
 end
 --- F.poisson_nll_loss(input, target[, {log_input = true, full = false, eps = 1e-8, reduction}]):
@@ -2556,6 +2567,8 @@ local MARGIN_ORDER = { "margin", "size_average", "reduce", "reduction" }
 function F.margin_ranking_loss(x1, x2, y, ...)
   local opts
   opts, y, x1, x2 = pair_loss("margin_ranking_loss", x1, x2, y, MARGIN, MARGIN_ORDER, ...)
+  check.broadcastable("margin_ranking_loss", x1, x2)
+  check.broadcastable("margin_ranking_loss", x1 - x2, y)
   return reduce((-y * (x1 - x2) + (opts.margin or 0)):clamp_min(0), opts.reduction)
 end
 --- F.cosine_embedding_loss(x1, x2, y[, {margin = 0, reduction}]): 1 - cos where y = 1,
@@ -2563,8 +2576,14 @@ end
 function F.cosine_embedding_loss(x1, x2, y, ...)
   local opts
   opts, y, x1, x2 = pair_loss("cosine_embedding_loss", x1, x2, y, MARGIN, MARGIN_ORDER, ...)
+  check.broadcastable("cosine_embedding_loss", x1, x2)
   local dim = x1:dim() > 1 and 2 or 1
-  local cos = (x1 * x2):sum(dim) / ((x1 * x1):sum(dim) * (x2 * x2):sum(dim) + 1e-12):sqrt()
+  if y:dim() ~= x1:dim() - 1 or (y:dim() == 1 and y:size(1) ~= x1:size(1)) then
+    check.fail("cosine_embedding_loss", "expected a target of shape [%s] for inputs of shape %s, got %s",
+      x1:dim() > 1 and tostring(x1:size(1)) or "", tostring(x1.shape), tostring(y.shape))
+  end
+  -- (PyTorch's: eps in each squared norm, so a zero vector's cosine is 0 and its gradient finite)
+  local cos = (x1 * x2):sum(dim) / (((x1 * x1):sum(dim) + 1e-12) * ((x2 * x2):sum(dim) + 1e-12)):sqrt()
   local loss = wick.where(y:eq(1), 1 - cos, (cos - (opts.margin or 0)):clamp_min(0))
   return reduce(wick.where(y:eq(1):logical_or(y:eq(-1)), loss, cos * 0), opts.reduction)
 end
@@ -2670,7 +2689,10 @@ function F.binary_cross_entropy(p, target, ...)
     check.fail("binary_cross_entropy", "all elements of input should be between 0 and 1")
   end
   local loss = BCEFn.apply(p, target)
-  if opts.weight then loss = loss * opts.weight end
+  if opts.weight then
+    check.broadcastable("binary_cross_entropy", p, opts.weight) -- (PyTorch names the weight's shape too)
+    loss = loss * opts.weight
+  end
   return reduce(loss, opts.reduction)
 end
 
@@ -3003,7 +3025,6 @@ function F.multi_margin_loss(input, target, ...)
   local others = class_range(x, C):ne(t):to(z.dtype)
   local loss = (z * others):sum(2) / C
   if single then loss = loss:view({}) end
-  if N == 0 and (opts.reduction or "mean") == "mean" then return loss:sum() end -- PyTorch's 0
   return reduce(loss, opts.reduction)
 end
 
@@ -3048,6 +3069,7 @@ function F.multilabel_soft_margin_loss(input, target, ...)
     MULTILABEL_SOFT, ...)
   check_device(fn, "target", target, input, "input")
   if input:dim() == 0 then check.fail(fn, "expected an input of at least 1 dimension, got a 0-dim tensor") end
+  check.broadcastable(fn, input, target)
   local loss = -(target * F.logsigmoid(input) + (1 - target) * F.logsigmoid(-input))
   if opts.weight then
     check_device(fn, "weight", opts.weight, input, "input")
@@ -3066,6 +3088,7 @@ function F.hinge_embedding_loss(input, target, ...)
   local opts
   opts, input, target = loss_positional(fn, input, target, { "margin", "size_average", "reduce", "reduction" }, HINGE, ...)
   check_device(fn, "target", target, input, "input")
+  check.broadcastable(fn, input, target)
   local zero = wick.zeros_like(input)
   local clamped = ((opts.margin or 1) - input):clamp_min(0)
   local loss = wick.where(target:ne(1), clamped, zero) + wick.where(target:ne(-1), input, zero)
@@ -3167,7 +3190,10 @@ function F.ctc_loss(log_probs, targets, input_lengths, target_lengths, ...)
   if blank < 1 or blank > C then check.fail(fn, "blank must be in label range: 1 to %d, got %d", C, blank) end
   local il = ctc_lengths(fn, input_lengths, "input_lengths", N)
   local tl = ctc_lengths(fn, target_lengths, "target_lengths", N)
-  if targets.dtype ~= "int64" and targets.dtype ~= "int32" then
+  if targets:is_floating_point() -- (PyTorch's takes float targets of whole values, as their integers)
+    and wick.no_grad(function() return targets:eq(targets:trunc()):all():item() end) then
+    targets = targets:detach():to("int64")
+  elseif targets.dtype ~= "int64" and targets.dtype ~= "int32" then
     check.fail(fn, "expected targets of dtype int64 (1-based class indices), got %s", targets.dtype)
   end
   local smax, total = 0, 0
