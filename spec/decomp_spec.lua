@@ -320,8 +320,7 @@ describe("linalg.solve_triangular, cholesky_solve, cholesky_inverse", function()
       "Incompatible shapes of A and B for the equation XA = B")
     assert_error_has(function() linalg.solve_triangular(A, randn(3), { upper = true }) end,
       "B must have at least 2 dimensions")
-    assert_error_has(function() linalg.solve_triangular(A, B:float(), { upper = true }) end,
-      "found A of type float64 and B of type float32")
+    assert.are.equal("float64", linalg.solve_triangular(A, B:float(), { upper = true }).dtype) -- (B taken in A's dtype)
     assert_error_has(function() linalg.solve_triangular(randn(3, 2), B, { upper = true }) end,
       "A must be batches of square matrices")
     assert_error_has(function() wick.cholesky_solve(B, randn(3, 2)) end, "A must be batches of square matrices")

@@ -23,6 +23,11 @@ local function square(fn, A)
     check.fail(fn, "A must be batches of square matrices, but they are %d by %d matrices", A:size(-2), A:size(-1))
   end
 end
+local function batch_shape(A)
+  local shape = A:size()
+  shape[#shape], shape[#shape - 1] = nil, nil
+  return shape
+end
 local function eye_like(A)
   local n = A:size(-1)
   local sizes = A:size()
@@ -59,8 +64,32 @@ local function norm_args(fn, x, ord, dim, keepdim, opts)
   return x, ord, dim, keepdim
 end
 
+-- PyTorch's error for a norm without an identity (ord < 0 or inf: a min or a max) over no elements
+local function empty_norm_check(x, ord, dim)
+  if type(ord) ~= "number" or not (ord < 0 or ord == math.huge) then return end
+  local function text(v)
+    if v == math.huge then return "inf" elseif v == -math.huge then return "-inf" end
+    return v == math.floor(v) and ("%d"):format(v) or ("%.15g"):format(v)
+  end
+  if dim == nil or (type(dim) == "table" and #dim == 0) then
+    if x:numel() == 0 then
+      check.fail("linalg.vector_norm", "cannot compute the %s norm on an empty tensor because the operation does not "
+        .. "have an identity", text(ord))
+    end
+    return
+  end
+  for _, d in ipairs(type(dim) == "table" and dim or { dim }) do
+    local i = check.wrap_dim(x, d, "linalg.vector_norm")
+    if x:size(i) == 0 then
+      check.fail("linalg.vector_norm", "cannot compute the %s norm on the dimension %d because this dimension is "
+        .. "empty and the operation does not have an identity", text(ord), i)
+    end
+  end
+end
+
 function linalg.vector_norm(...)
   local x, ord, dim, keepdim = norm_args("linalg.vector_norm", ...)
+  empty_norm_check(x, ord, dim)
   return x:norm(ord or 2, dim, keepdim)
 end
 
@@ -78,12 +107,16 @@ local function matrix_norm(A, ord, dim, keepdim)
   end
   local s
   if ord == 2 or ord == -2 or ord == "nuc" then s = linalg.svdvals(A) end
+  -- the largest (or smallest) along the last dim; the largest of none 0, as PyTorch's
+  local function extreme(t, most)
+    if most and t:size(-1) == 0 then return t:sum(-1) end
+    return t[most and "max" or "min"](t, -1)
+  end
   local r
   if ord == "nuc" then r = s:sum(-1)
-  elseif ord == 2 then r = s:max(-1)
-  elseif ord == -2 then r = s:min(-1)
-  elseif ord == 1 or ord == -1 then r = A:abs():sum(-2)[ord > 0 and "max" or "min"](A:abs():sum(-2), -1)
-  elseif ord == math.huge or ord == -math.huge then r = A:abs():sum(-1)[ord > 0 and "max" or "min"](A:abs():sum(-1), -1)
+  elseif ord == 2 or ord == -2 then r = extreme(s, ord > 0)
+  elseif ord == 1 or ord == -1 then r = extreme(A:abs():sum(-2), ord > 0)
+  elseif ord == math.huge or ord == -math.huge then r = extreme(A:abs():sum(-1), ord > 0)
   else check.fail("linalg.matrix_norm", "ord must be 'fro', 'nuc', 1, -1, 2, -2, inf or -inf, got %s", tostring(ord)) end
   if keepdim then r = r:unsqueeze(-1):unsqueeze(-1) end
   return r
@@ -100,6 +133,7 @@ function linalg.norm(...)
   if ord ~= nil and dim == nil and A:dim() > 2 then
     check.fail("linalg.norm", "If dim is not specified but ord is, the input must be 1D or 2D. Got %dD.", A:dim())
   end
+  empty_norm_check(A, ord, dim)
   return A:norm(ord or 2, dim, keepdim)
 end
 
@@ -178,6 +212,31 @@ function linalg.inv(A, opts)
   return Inv.apply(A)
 end
 
+-- the dtypes of the core's decompositions, checked with the name of the function called
+local function float_check(fn, A)
+  if A.dtype ~= "float32" and A.dtype ~= "float64" then
+    check.fail(fn, "Expected a floating point tensor of dtype float32 or float64 (got %s)", A.dtype)
+  end
+end
+
+-- a result that does not depend on its inputs' values (matrix_power(A, 0), the empty results of the
+-- decompositions of 0-size matrices): it requires grad as PyTorch's does, its gradients zeros
+local Constant = wick.autograd.Function:extend("LinalgConstant")
+function Constant.forward(ctx, value, A, B)
+  ctx.like = { A, B }
+  return value:clone()
+end
+function Constant.backward(ctx)
+  local A, B = ctx.like[1], ctx.like[2]
+  return nil, wick.zeros_like(A), B and wick.zeros_like(B) or nil
+end
+local function constant(value, A, B)
+  if wick.is_grad_enabled() and (A.requires_grad or (B and B.requires_grad)) then
+    return Constant.apply(value, A, B)
+  end
+  return value
+end
+
 local Slogdet = wick.autograd.Function:extend("LinalgSlogdet")
 function Slogdet.forward(ctx, A)
   local sign, logabsdet = core._linalg("slogdet", A)
@@ -187,21 +246,66 @@ function Slogdet.forward(ctx, A)
 end
 function Slogdet.backward(ctx, _, g) -- d log|det A| = A^-T
   local A = ctx.saved_tensors[1]
-  return g:unsqueeze(-1):unsqueeze(-1) * mT(linalg.inv(A))
+  local ok, Ainv = pcall(linalg.inv, A)
+  if not ok then -- some matrix is singular: A^-T from its LU, where its zero pivot gives infinities (PyTorch's)
+    local packed, pivots = linalg.lu_factor_ex(A)
+    Ainv = mT(linalg.lu_solve(packed, pivots, eye_like(A), { adjoint = true }))
+  end
+  return g:unsqueeze(-1):unsqueeze(-1) * mT(Ainv)
 end
 
 --- linalg.slogdet(A) -> sign, logabsdet (also as .sign / .logabsdet of the first... see docs)
 function linalg.slogdet(A)
   square("linalg.slogdet", A)
+  float_check("linalg.slogdet", A)
   return Slogdet.apply(A)
 end
 
---- linalg.det(A): sign * exp(logabsdet), differentiable where A is invertible
+-- det's gradient is the cofactor matrix adj(A)^T, for every A: det(A) A^-T where A is invertible,
+-- and for a singular A (PyTorch's formula) det(U) det(Vh) U diag(prod_{j ~= i} S_j) Vh from its
+-- SVD A = U S Vh; a batch takes each matrix's own (the SVD only for the singular ones)
+local function cofactor_svd(A)
+  local U, S, Vh = linalg.svd(A, false)
+  local alpha = wick.no_grad(function() -- det(U) det(Vh), +-1
+    return core._linalg("slogdet", U:detach()) * core._linalg("slogdet", Vh:detach())
+  end)
+  local I = eye_like(U)
+  local D = (S:unsqueeze(-2) * (1 - I) + I):prod(-1) * alpha:unsqueeze(-1) -- S with S_i taken out
+  return (U * D:unsqueeze(-2)):matmul(Vh)
+end
+local Det = wick.autograd.Function:extend("LinalgDet")
+function Det.forward(ctx, A)
+  local sign, logabsdet = core._linalg("slogdet", A)
+  local det = sign * logabsdet:exp()
+  ctx:save_for_backward(A, det)
+  return det
+end
+function Det.backward(ctx, g)
+  local A, det = ctx.saved_tensors[1], ctx.saved_tensors[2]
+  local n = A:size(-1)
+  if A:numel() == 0 then return wick.zeros_like(A) end
+  if wick.is_grad_enabled() then det = Det.apply(A) end -- (create_graph: det's own graph)
+  local singular = det:detach():eq(0)
+  local C
+  if not singular:any():item() then
+    C = det:unsqueeze(-1):unsqueeze(-1) * mT(linalg.inv(A))
+  else
+    local mask = singular:unsqueeze(-1):unsqueeze(-1)
+    local regular = wick.where(mask, eye_like(A), A) -- (the singular ones replaced, so that inv runs)
+    C = wick.where(mask, 0, det:unsqueeze(-1):unsqueeze(-1) * mT(linalg.inv(regular)))
+    local idx = singular:reshape(-1):nonzero():squeeze(-1)
+    local flat = A:reshape(-1, n, n)
+    C = C:reshape(-1, n, n):index_copy(1, idx, cofactor_svd(flat:index_select(1, idx))):reshape(A:size())
+  end
+  return g:unsqueeze(-1):unsqueeze(-1) * C
+end
+
+--- linalg.det(A): differentiable everywhere, its gradient the cofactor matrix (adj(A)^T)
 function linalg.det(A, opts)
   square("linalg.det", A)
   if opts ~= nil then check.fail("linalg.det", "takes one argument (A), got another: %s", check.describe(opts)) end
-  local sign, logabsdet = Slogdet.apply(A)
-  return sign * logabsdet:exp()
+  float_check("linalg.det", A)
+  return Det.apply(A)
 end
 
 -- ---- Cholesky ----
@@ -271,7 +375,8 @@ function SolveTriangular.backward(ctx, g) -- gB = A^-T g, gA = -gB X^T on A's tr
 end
 
 --- linalg.solve_triangular(A, B, {upper =, left = true, unitriangular = false}):
---- X with A X = B (left = false: X A = B), A triangular (only its triangle is read)
+--- X with A X = B (left = false: X A = B), A triangular (only its triangle is read); X in A's dtype
+--- (B converted to it, as PyTorch's)
 function linalg.solve_triangular(A, B, opts)
   local fn = "linalg.solve_triangular"
   square(fn, A)
@@ -279,10 +384,13 @@ function linalg.solve_triangular(A, B, opts)
   opts = check.options(opts, fn, { upper = "boolean", left = "boolean", unitriangular = "boolean" })
   if opts.upper == nil then check.fail(fn, "missing the required option 'upper' (true or false)") end
   if B:dim() < 2 then check.fail(fn, "The input tensor B must have at least 2 dimensions (got %d)", B:dim()) end
-  if not A:is_floating_point() or A.dtype ~= B.dtype then
-    check.fail(fn, "Expected A and B to be floating tensors of one dtype, but found A of type %s and B of type %s",
-      A.dtype, B.dtype)
+  if not A:is_floating_point() then
+    check.fail(fn, "Expected A to be a floating point tensor, but found A of type %s and B of type %s", A.dtype, B.dtype)
   end
+  if B:is_complex() and not A:is_complex() then
+    check.fail(fn, "Expected B to be real as A is, but found A of type %s and B of type %s", A.dtype, B.dtype)
+  end
+  if B.dtype ~= A.dtype then B = B:to(A.dtype) end -- (PyTorch's: B taken in A's dtype, the result's)
   local upper, left, unit = opts.upper, opts.left ~= false, opts.unitriangular == true
   if not left then -- X A = B: A^T X^T = B^T
     if A:size(-1) ~= B:size(-1) then
@@ -547,46 +655,124 @@ end
 -- PyTorch's default relative tolerance for singular values: max(m, n) eps
 local function default_rtol(A) return math.max(A:size(-1), A:size(-2)) * wick.finfo(A.dtype).eps end
 
--- PyTorch's cutoff of singular values (or eigenvalues' magnitudes) S: max(atol, rtol * largest), rtol 0
--- when a positive atol is given alone, else max(m, n) eps
-local function cutoff_of(A, S, atol, rtol)
-  if rtol == nil then rtol = (atol and atol > 0) and 0 or default_rtol(A) end
-  local cut = S:max(-1, true) * rtol
-  if atol then cut = cut:clamp(atol, math.huge) end
+-- a tolerance for the values S [..., k]: a number, or a tensor broadcast over the batch (with a last dim
+-- of 1 added, PyTorch's), in the dtype of S (or a wider floating one)
+local function tol_of(t, S)
+  if not wick.is_tensor(t) then return t end
+  local dtype = t:is_floating_point() and wick.promote_types(S.dtype, t.dtype) or S.dtype
+  return t:to(dtype):to(S.device):unsqueeze(-1)
+end
+-- PyTorch's cutoff of singular values (or eigenvalues' magnitudes) S with largest smax [..., 1]:
+-- max(atol, rtol * smax), rtol (when absent) 0 where atol > 0, else max(m, n) eps
+local function cutoff_of(A, S, smax, atol, rtol)
+  if rtol == nil then
+    if wick.is_tensor(atol) then
+      rtol = atol:le(0):to(S.dtype) * default_rtol(A) -- (NaN: no, as PyTorch's where(atol > 0, 0, eps))
+    else
+      rtol = (atol and atol > 0) and 0 or default_rtol(A)
+    end
+  end
+  atol, rtol = tol_of(atol, S), tol_of(rtol, S)
+  local cut = smax * rtol
+  if wick.is_tensor(atol) then cut = wick.maximum(cut, atol)
+  elseif atol then cut = cut:clamp(atol, math.huge) end
   return cut
 end
 -- a hermitian matrix's eigenvalues and vectors, from its lower triangle (PyTorch's hermitian = True)
 local function hermitian_eigh(A) return linalg.eigh(A, "L") end
 
---- linalg.pinv(A[, {rtol, atol, hermitian}]): the pseudo-inverse through the SVD (through eigh with
---- hermitian, reading the lower triangle)
-local PINV = { rtol = "number", atol = "number", hermitian = "boolean" }
-function linalg.pinv(A, opts)
-  check.tensor(A, "linalg.pinv", "A")
-  opts = check.options(type(opts) == "table" and opts or { rtol = opts }, "linalg.pinv", PINV)
-  if opts.hermitian then
+-- the checks of pinv, matrix_rank and cond (their own names in the messages)
+local function matrix_check(fn, A)
+  check.tensor(A, fn, "A")
+  if A:dim() < 2 then check.fail(fn, "The input tensor A must have at least 2 dimensions (got %d)", A:dim()) end
+  float_check(fn, A)
+end
+
+-- the pseudo-inverse (o: hermitian, atol, rtol), [..., n, m] with A's batch broadcast with the
+-- tolerances'; zeros for a 0-size A (PyTorch's)
+local function pinv_of(A, o)
+  local sizes = A:size()
+  if A:numel() == 0 then
+    sizes[#sizes], sizes[#sizes - 1] = sizes[#sizes - 1], sizes[#sizes]
+    return wick.zeros(sizes, { dtype = A.dtype, device = A.device })
+  end
+  if o.hermitian then
     local L, V = hermitian_eigh(A)
     local mag = L:abs()
-    local keep = mag:gt(cutoff_of(A, mag, opts.atol, opts.rtol))
-    local Linv = wick.where(keep, 1 / wick.where(keep, L, wick.ones_like(L)), wick.zeros_like(L))
-    return V:matmul(Linv:unsqueeze(-1) * mT(V))
+    local keep = mag:gt(cutoff_of(A, mag, mag:amax(-1, true), o.atol, o.rtol))
+    local Linv = wick.where(keep, 1 / wick.where(keep, L, wick.ones_like(L)), 0)
+    return (V * Linv:unsqueeze(-2)):matmul(mT(V))
   end
   local U, S, Vh = linalg.svd(A, false)
-  local keep = S:gt(cutoff_of(A, S, opts.atol, opts.rtol))
-  local Sinv = wick.where(keep, 1 / wick.where(keep, S, wick.ones_like(S)), wick.zeros_like(S))
-  return mT(Vh):matmul(Sinv:unsqueeze(-1) * mT(U))
+  local keep = S:gt(cutoff_of(A, S, S:narrow(-1, 1, 1), o.atol, o.rtol))
+  local Sinv = wick.where(keep, 1 / wick.where(keep, S, wick.ones_like(S)), 0)
+  return (mT(Vh) * Sinv:unsqueeze(-2)):matmul(mT(U))
+end
+-- pinv's gradient (PyTorch's pinv_backward, for hermitian too: A taken as the general matrix it is),
+-- with P = A^+ and G its gradient:
+--   m <= n: K = G^T P, gA = -(P K)^T + K P^T - A P K P^T + P^T P (G^T - K A)
+--   m > n:  K = P G^T, gA = -(K P)^T + (G^T - A K) P P^T + P^T K - P^T K P A
+local Pinv = wick.autograd.Function:extend("LinalgPinv")
+function Pinv.forward(ctx, A, o)
+  local P = pinv_of(A, o)
+  ctx:save_for_backward(A, P)
+  ctx.o = o
+  return P
+end
+function Pinv.backward(ctx, g)
+  local A, P = ctx.saved_tensors[1], ctx.saved_tensors[2]
+  if A:numel() == 0 then return wick.zeros_like(A) end
+  if wick.is_grad_enabled() then P = Pinv.apply(A, ctx.o) end -- (create_graph: P's own graph)
+  local gh, Ph = mT(g), mT(P)
+  local gA
+  if A:size(-2) <= A:size(-1) then
+    local K = gh:matmul(P)
+    local KPh = K:matmul(Ph)
+    gA = -mT(P:matmul(K)) + KPh - A:matmul(P):matmul(KPh) + Ph:matmul(P):matmul(gh - K:matmul(A))
+  else
+    local K = P:matmul(gh)
+    local PhK = Ph:matmul(K)
+    gA = -mT(K:matmul(P)) + (gh - A:matmul(K)):matmul(P):matmul(Ph) + PhK - PhK:matmul(P):matmul(A)
+  end
+  if gA:dim() ~= A:dim() or gA.shape ~= A.shape then gA = gA:sum_to_size(A:size()) end -- (broadcast tolerances)
+  return gA
+end
+
+--- linalg.pinv(A[, {rtol, atol, hermitian}]): the pseudo-inverse through the SVD (through eigh with
+--- hermitian, reading the lower triangle); rtol and atol numbers or tensors broadcast over the batch
+local PINV = { rtol = "number|tensor", atol = "number|tensor", hermitian = "boolean" }
+function linalg.pinv(A, opts)
+  matrix_check("linalg.pinv", A)
+  opts = check.options(type(opts) == "table" and opts or { rtol = opts }, "linalg.pinv", PINV)
+  return Pinv.apply(A, { hermitian = opts.hermitian == true, atol = opts.atol, rtol = opts.rtol })
 end
 
 --- linalg.matrix_rank(A[, {rtol, atol, hermitian}]): the number of singular values (eigenvalues' magnitudes with
---- hermitian) above max(atol, rtol * the largest); `tol` is PyTorch's old name of atol
-local RANK = { rtol = "number", atol = "number", tol = "number", hermitian = "boolean" }
+--- hermitian) above max(atol, rtol * the largest); `tol` is PyTorch's old name of atol (rtol 0 then); the
+--- tolerances numbers or tensors broadcast over the batch; 0 for a 0-size matrix
+local RANK = { rtol = "number|tensor", atol = "number|tensor", tol = "number|tensor", hermitian = "boolean" }
 function linalg.matrix_rank(A, opts)
-  check.tensor(A, "linalg.matrix_rank", "A")
-  opts = check.options(type(opts) == "table" and opts or { tol = opts }, "linalg.matrix_rank", RANK)
-  local S = opts.hermitian and (hermitian_eigh(A)):abs() or linalg.svdvals(A)
-  local atol = opts.atol or opts.tol
-  if opts.tol ~= nil and opts.rtol == nil then return S:gt(opts.tol):sum(-1) end
-  return S:gt(cutoff_of(A, S, atol, opts.rtol)):sum(-1)
+  local fn = "linalg.matrix_rank"
+  check.tensor(A, fn, "A")
+  if A:dim() < 2 then check.fail(fn, "The input tensor A must have at least 2 dimensions (got %d)", A:dim()) end
+  if A.dtype ~= "float32" and A.dtype ~= "float64" then
+    check.fail(fn, "This function doesn't handle types other than float and double (got %s)", A.dtype)
+  end
+  opts = check.options(type(opts) == "table" and opts or { tol = opts }, fn, RANK)
+  if A:numel() == 0 then return wick.zeros(batch_shape(A), { dtype = "int64", device = A.device }) end
+  return wick.no_grad(function()
+    local S, smax
+    if opts.hermitian then
+      S = (hermitian_eigh(A:detach())):abs()
+      smax = S:amax(-1, true)
+    else
+      S = linalg.svdvals(A:detach())
+      smax = S:narrow(-1, 1, 1)
+    end
+    local atol, rtol = opts.atol, opts.rtol
+    if opts.tol ~= nil then atol, rtol = atol or opts.tol, rtol or 0 end
+    return S:gt(cutoff_of(A, S, smax, atol, rtol)):sum(-1)
+  end)
 end
 
 -- The least-squares solution A^+ B through the SVD, singular values at or
@@ -654,7 +840,14 @@ function linalg.lstsq(A, B, rcond, opts)
   local m, n = A:size(-2), A:size(-1)
   if rcond == nil or rcond < 0 then rcond = wick.finfo(A.dtype).eps * math.max(m, n) end
   local X, rank, S
-  if wick.is_grad_enabled() and (A.requires_grad or B.requires_grad) then
+  if math.min(m, n) == 0 or A:numel() == 0 then -- (an empty system: X zeros, rank 0, PyTorch's)
+    local xs, batch = B:size(), batch_shape(A)
+    xs[#xs - 1] = n
+    X = constant(wick.zeros(xs, { dtype = A.dtype, device = A.device }), A, B)
+    rank = wick.zeros(batch, { dtype = "int64", device = A.device })
+    batch[#batch + 1] = math.min(m, n)
+    S = wick.zeros(batch, { dtype = A.dtype, device = A.device })
+  elseif wick.is_grad_enabled() and (A.requires_grad or B.requires_grad) then
     X = Lstsq.apply(A, B, rcond)
     rank, S = select(2, wick.no_grad(lstsq_solve, A:detach(), B:detach(), rcond))
   else
@@ -670,7 +863,8 @@ function linalg.lstsq(A, B, rcond, opts)
   local residuals = empty(A.dtype)
   if driver ~= "gelsy" and m > n and rank:eq(n):all() then
     residuals = (A:matmul(X) - B):pow(2):sum(-2)
-    if vector then residuals = residuals:squeeze(-1) end
+    if n == 0 and driver == "gels" then residuals = wick.zeros_like(residuals:detach()) end -- (LAPACK's gels: B zeroed)
+    -- (a vector B keeps its residual's dim of 1, as PyTorch's)
   end
   if vector then X = X:squeeze(-1) end
   return { solution = X, residuals = residuals, rank = driver == "gels" and empty("int64") or rank,
@@ -714,11 +908,6 @@ local function p_transposed(perm, like)
   local shape = perm:size()
   shape[#shape + 1] = n
   return eye:index_select(1, perm:reshape(-1)):reshape(shape)
-end
-local function batch_shape(A)
-  local shape = A:size()
-  shape[#shape], shape[#shape - 1] = nil, nil
-  return shape
 end
 
 -- P (m x m), L (m x k, unit lower) and U (k x n, upper) of a packed m x n LU, k = min(m, n)
@@ -779,6 +968,20 @@ function linalg.lu(A, opts)
   return P, L, U
 end
 
+-- PyTorch's error for the first matrix of a batch whose LU met a zero pivot (its 1-based order in info),
+-- "(Batch element b)" (1-based) naming it in a batch
+local function lu_errors(fn, info, extra)
+  if info:numel() == 0 then return end
+  local flat = info:reshape(-1)
+  local bad = flat:ne(0):nonzero()
+  if bad:numel() == 0 then return end
+  local b = bad[1][1]:item()
+  local k = flat[b]:item()
+  check.fail(fn, "%sU[%d,%d] is zero and using it on lu_solve would result in a division by zero%s. If you still "
+    .. "want to perform the factorization, consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)",
+    info:dim() > 0 and ("(Batch element %d): "):format(b) or "", k, k, extra)
+end
+
 --- linalg.lu_factor_ex(A) -> LU, pivots, info: L (unit lower, diagonal not stored) and U packed
 --- in LU, pivots LAPACK's 1-based row swaps (int32), info 0 or the first zero pivot
 function linalg.lu_factor_ex(A, opts)
@@ -797,17 +1000,16 @@ function linalg.lu_factor_ex(A, opts)
   else
     packed, pivots, info = core._linalg("lu_factor", A)
   end
-  if opts.check_errors and info:numel() > 0 and info:max():item() > 0 then
-    local k = info:max():item()
-    check.fail("linalg.lu_factor_ex", "U[%d, %d] is zero: the matrix is singular", k, k)
-  end
+  if opts.check_errors then lu_errors("linalg.lu_factor_ex", info, " (the matrix is singular)") end
   return packed, pivots, info
 end
 
---- linalg.lu_factor(A) -> LU, pivots
+--- linalg.lu_factor(A) -> LU, pivots; an error (PyTorch's) where a matrix of A has a zero pivot
+--- (lu_factor_ex gives its info instead)
 function linalg.lu_factor(A, opts)
   check.options(opts, "linalg.lu_factor", { pivot = "boolean" })
-  local packed, pivots = linalg.lu_factor_ex(A, opts)
+  local packed, pivots, info = linalg.lu_factor_ex(A, opts)
+  lu_errors("linalg.lu_factor", info, "")
   return packed, pivots
 end
 
@@ -836,14 +1038,17 @@ function linalg.lu_solve(packed, pivots, B, opts)
   opts = check.options(opts, fn, { left = "boolean", adjoint = "boolean" })
   local L = packed:tril(-1) + eye_like(packed)
   local U = packed:triu()
-  local Pt = p_transposed(permutation(pivots, packed:size(-1), fn), packed)
+  local perm = permutation(pivots, packed:size(-1), fn)
+  local Pt = p_transposed(perm, packed)
   local left, adjoint = opts.left ~= false, opts.adjoint == true
   if left and not adjoint then -- L U X = P^T B
     local Y = linalg.solve_triangular(L, Pt:matmul(B), { upper = false, unitriangular = true })
     return linalg.solve_triangular(U, Y, { upper = true })
   elseif left then -- A^T X = B: U^T L^T P^T X = B
     local Y = linalg.solve_triangular(mT(U), B, { upper = false })
-    return mT(Pt):matmul(linalg.solve_triangular(mT(L), Y, { upper = true, unitriangular = true }))
+    local Z = linalg.solve_triangular(mT(L), Y, { upper = true, unitriangular = true })
+    -- P Z: Z's rows gathered in perm's inverse order (a singular A's infinities kept, not a product's NaN)
+    return Z:gather(-2, perm:argsort(-1):unsqueeze(-1):expand(Z:size()))
   end
   -- X A = B, or X A^T = B: transposed
   return mT(linalg.lu_solve(packed, pivots, mT(B), { adjoint = not adjoint }))
@@ -881,6 +1086,9 @@ function linalg.householder_product(A, tau)
   if m < n then check.fail(fn, "input.shape[-2] must be greater than or equal to input.shape[-1]") end
   local k = tau:dim() > 0 and tau:size(-1) or 1
   if k > n then check.fail(fn, "input.shape[-1] must be greater than or equal to tau.shape[-1]") end
+  if A:numel() == 0 then -- (no columns, or an empty batch: the empty Q of A's shape, PyTorch's)
+    return constant(wick.zeros(A:size(), { dtype = A.dtype, device = A.device }), A, tau)
+  end
   local V = A:tril(-1) + wick.eye(m, n, { dtype = A.dtype, device = A.device })
   local Q = eye_like(V:narrow(-1, 1, 1):expand(V:size()):narrow(-2, 1, m):matmul(mT(V)))
   for j = 1, k do
@@ -906,6 +1114,9 @@ function methods.geqrf(A)
   local lead = {}
   for i = 1, A:dim() - 2 do lead[i] = shape[i] end
   lead[#lead + 1] = k
+  if A:numel() == 0 then -- (nothing to reflect: a copy and zero factors, PyTorch's)
+    return A:detach():clone(), wick.zeros(lead, { dtype = A.dtype, device = A.device })
+  end
   return wick.no_grad(function()
     local a = A:to("float64"):reshape(-1, m, n):clone()
     local taus = wick.zeros({ a:size(1), k }, { dtype = "float64" })
@@ -937,6 +1148,9 @@ function methods.orgqr(A, tau) return linalg.householder_product(A, tau) end
 --- linalg.matrix_power(A, n): A^n; a negative n is the inverse's power, as PyTorch's
 function linalg.matrix_power(A, n)
   if type(n) == "number" and n < 0 then return linalg.inv(A):matrix_power(-n) end
+  if n == 0 and wick.is_tensor(A) then -- the identity, requiring grad where A does (its gradient zeros)
+    return constant(wick.no_grad(function() return A:detach():matrix_power(0) end), A)
+  end
   return A:matrix_power(n)
 end
 function linalg.matmul(a, b) return wick.matmul(a, b) end
@@ -968,13 +1182,22 @@ end
 function linalg.cond(A, p)
   check.tensor(A, "linalg.cond", "A")
   if type(p) == "table" then p = check.options(p, "linalg.cond", { p = "number|string" }).p end
+  if A:dim() < 2 then check.fail("linalg.cond", "The input tensor must have at least 2 dimensions.") end
+  float_check("linalg.cond", A)
+  if (p == "fro" or p == "nuc") and A:size(-1) ~= A:size(-2) then
+    check.fail("linalg.cond(ord=" .. p .. ")", "A must be batches of square matrices, but they are %d by %d matrices",
+      A:size(-2), A:size(-1))
+  end
+  if A:numel() == 0 then -- (0 for empty matrices, as PyTorch's)
+    return constant(wick.zeros(batch_shape(A), { dtype = A.dtype, device = A.device }), A)
+  end
   if p == nil or p == 2 or p == -2 then
     local S = linalg.svdvals(A)
     local hi, lo = S:narrow(-1, 1, 1):squeeze(-1), S:narrow(-1, S:size(-1), 1):squeeze(-1)
     if p == -2 then return lo / hi end
     return hi / lo
   end
-  square("linalg.cond", A)
+  square("linalg.cond(ord=" .. tostring(p) .. ")", A)
   local Ainv, info = linalg.inv_ex(A) -- (a singular matrix's condition number is inf, as PyTorch's)
   return wick.where(info:ne(0), math.huge, linalg.matrix_norm(A, p) * linalg.matrix_norm(Ainv, p))
 end
@@ -983,6 +1206,7 @@ end
 -- matrices' results NaN and the rest computed as usual (kornia's safe_inverse_with_mask)
 local function ex_form(fn, A, check_errors, run)
   square(fn, A)
+  float_check(fn, A)
   local ok, X = pcall(run, A)
   local batch = batch_shape(A)
   if ok then return X, wick.zeros(batch, { dtype = "int32", device = A.device }) end
@@ -1039,10 +1263,22 @@ function linalg.tensorsolve(A, B, dims)
     for i = 1, #dims do last[i] = A:dim() - #dims + i end
     A = A:movedim(dims, last)
   end
-  local n = B:numel()
-  local size, rest = A:size(), {}
-  for i = B:dim() + 1, #size do rest[#rest + 1] = size[i] end
-  return linalg.solve(A:reshape(n, -1), B:reshape(n)):reshape(rest)
+  local size, rest, rows, cols = A:size(), {}, 1, 1
+  if B:dim() > #size then
+    check.fail("linalg.tensorsolve", "B has more dimensions (%d) than A (%d)", B:dim(), #size)
+  end
+  for i = 1, #size do
+    if i <= B:dim() then rows = rows * size[i] else rest[#rest + 1] = size[i]; cols = cols * size[i] end
+  end
+  if rows ~= cols then -- (PyTorch's words, of A's shape split at B's number of dims)
+    check.fail("linalg.tensorsolve", "Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+      .. "prod(self.shape[:other.ndim]), but got %d != %d", cols, rows)
+  end
+  if B:numel() ~= rows then
+    check.fail("linalg.tensorsolve", "Expected B to have prod(A.shape[:B.ndim]) = %d elements, got %d (A of shape %s, B of shape %s)",
+      rows, B:numel(), tostring(A.shape), tostring(B.shape))
+  end
+  return linalg.solve(A:reshape(rows, cols), B:reshape(rows)):reshape(rest)
 end
 
 -- autocast's float32 list holds the decompositions and solvers: under
