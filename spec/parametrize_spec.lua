@@ -48,7 +48,11 @@ describe("nn.utils.parametrize", function()
   it("assigns through right_inverse, caches under cached(), and removes", function()
     local l = nn.Linear(3, 3):double()
     P.register_parametrization(l, "weight", Symmetric())
-    l.weight = wick.eye(3, F64) * 2 -- Symmetric has no right_inverse: stored as given
+    -- Symmetric has no right_inverse: assigning is PyTorch's error, the original left as it was
+    local before = l.parametrizations.weight.original:clone()
+    support.assert_error_has(function() l.weight = wick.eye(3, F64) * 2 end, "does not implement right_inverse")
+    assert.is_true(near(l.parametrizations.weight.original, before))
+    wick.no_grad(function() l.parametrizations.weight.original:copy_(wick.eye(3, F64) * 2) end)
     assert.is_true(near(l.weight, wick.eye(3, F64) * 2))
     local calls = 0
     local Count = nn.Module:extend("Count")

@@ -369,7 +369,7 @@ describe("nn.utils.stateless.functional_call", function()
     local p = { weight = wick.ones(1, 2), bias = wick.zeros(1) }
     assert.are.same({ { 2 }, { 2 } }, nn.utils.stateless.functional_call(m, p, wick.ones(2, 2)):totable())
     support.assert_error_has(function() wick.func.functional_call(m, { weight = wick.ones(1, 2) }, wick.ones(1, 2), { strict = true }) end,
-      "strict: missing key 'bias'")
+      "Missing key(s): 'bias'")
   end)
 end)
 
@@ -9585,5 +9585,30 @@ describe("the fifty-sixth round's lines, part 3 (the few-shot, NTM and loss-swee
       { reduction = "none" })
     assert.is_true(kl[1][1]:item() ~= kl[1][1]:item())
     assert.is_true(math.abs(kl[1][2]:item() - 0.6534264097200273) < 1e-12)
+  end)
+end)
+
+describe("the fifty-sixth round's lines, part 4 (the MoE ports)", function()
+  it("einops of a list whose stacked rank misses the pattern names the list and :unpack()", function()
+    local q = wick.randn(2, 8, 48):chunk(3, -1)
+    support.assert_error_has(function() return wick.einops.rearrange(q, "b n (h d) -> b h n d", { h = 2 }) end,
+      "a list of 3 tensors, stacked")
+    assert.are.same({ 2, 2 }, wick.einops.rearrange({ wick.ones(2), wick.ones(2) }, "n d -> d n"):size())
+  end)
+end)
+
+describe("the fifty-sixth round's lines, part 5 (the YOLACT port)", function()
+  it("wick.product is itertools.product: the last iterable fastest, repeat, an empty one gives nothing", function()
+    local seen = {}
+    for a, b in wick.product({ 1, 2 }, { 1, 2, 3 }) do seen[#seen + 1] = a * 10 + b end
+    assert.are.same({ 11, 12, 13, 21, 22, 23 }, seen)
+    seen = {}
+    for a, b in wick.product({ "x", "y" }, { ["repeat"] = 2 }) do seen[#seen + 1] = a .. b end
+    assert.are.same({ "xx", "xy", "yx", "yy" }, seen)
+    for _ in wick.product({}, { 1 }) do error("an empty iterable gives no combination") end
+    seen = {}
+    for j, i in wick.product(wick.arange(2), wick.arange(2)) do seen[#seen + 1] = j:item() * 2 + i:item() end
+    assert.are.same({ 0, 1, 2, 3 }, seen)
+    support.assert_error_has(function() return wick.product({ 1 }, { ["repeat"] = -1 }) end, "cannot be negative")
   end)
 end)

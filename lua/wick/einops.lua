@@ -96,6 +96,16 @@ local function has_ellipsis(groups)
   return false
 end
 
+-- a list given for a tensor is stacked first, as einops does; the stacked tensor remembers the count
+-- for the rank error (a ported `q, k, v = x.chunk(3)` whose list went in whole)
+local stacked_from = setmetatable({}, { __mode = "k" })
+local function stacked(t)
+  if type(t) ~= "table" or check.is_tensor(t) then return t end
+  local s = wick.stack(t)
+  stacked_from[s] = #t
+  return s
+end
+
 -- the input's axes: names in order with their sizes (size-1 anonymous axes dropped)
 local function left_axes(t, left, lengths, fn)
   if has_ellipsis(left) then
@@ -104,8 +114,10 @@ local function left_axes(t, left, lengths, fn)
     left = expand_ellipsis(left, n, fn, true)
   end
   if #left ~= t:dim() then
-    fail(fn, "the pattern's left side has %d dimensions, the tensor %d (shape %s)", #left, t:dim(),
-      table.concat(t:size(), "x"))
+    local list = stacked_from[t] and (" (a list of %d tensors, stacked: split, chunk and unbind give one table, "
+      .. "`local q, k, v = x:chunk(3, -1):unpack()` their parts)"):format(stacked_from[t]) or ""
+    fail(fn, "the pattern's left side has %d dimensions, the tensor %d (shape %s)%s", #left, t:dim(),
+      table.concat(t:size(), "x"), list)
   end
   local names, sizes = {}, {}
   for d, g in ipairs(left) do
@@ -232,8 +244,7 @@ end
 
 --- einops.rearrange(t, pattern[, axes_lengths]): reorder, split and merge axes
 function M.rearrange(t, pattern, axes_lengths)
-  if type(t) == "table" and not check.is_tensor(t) then t = wick.stack(t) end -- a list: stacked first, as einops
-  return apply("rearrange", t, pattern, nil, axes_lengths)
+  return apply("rearrange", stacked(t), pattern, nil, axes_lengths)
 end
 
 --- einops.reduce(t, pattern, reduction[, axes_lengths]): reduce the axes the right side drops
@@ -249,7 +260,7 @@ local function check_reduction(fn, reduction)
   end
 end
 function M.reduce(t, pattern, reduction, axes_lengths)
-  if type(t) == "table" and not check.is_tensor(t) then t = wick.stack(t) end
+  t = stacked(t)
   check_reduction("einops.reduce", reduction)
   if reduction == "repeat" or reduction == "rearrange" then return apply(reduction, t, pattern, nil, axes_lengths) end
   return apply("reduce", t, pattern, reduction, axes_lengths)
@@ -257,7 +268,7 @@ end
 
 --- einops.repeat_(t, pattern[, axes_lengths]) (einops.repeat): new axes, copies along them
 function M.repeat_(t, pattern, axes_lengths)
-  if type(t) == "table" and not check.is_tensor(t) then t = wick.stack(t) end
+  t = stacked(t)
   return apply("repeat", t, pattern, nil, axes_lengths)
 end
 M["repeat"] = M.repeat_

@@ -83,7 +83,11 @@ local function grads_of(out, xs, v, create, strict, j)
       check.fail(strict, "Output %d of the user-provided function is independent of input %d. This is not allowed in "
         .. "strict mode.", (j or 1) - 1, i - 1)
     end
-    if gi == nil then gi = wick.zeros_like(x) end
+    if gi == nil then gi = wick.zeros_like(x)
+    elseif strict and create and not gi.requires_grad then
+      check.fail(strict, "The jacobian of the user-provided function is independent of input %d. This is not allowed "
+        .. "in strict mode when create_graph=True.", (j or 1) - 1) -- (PyTorch numbers the output here)
+    end
     result[i] = create and gi or gi:detach()
   end
   return result
@@ -92,6 +96,60 @@ end
 -- ---- torch.autograd.functional ----
 
 local F = {}
+
+-- gradients of out with respect to xs, nil where unused (out not tracked: all nil)
+local function raw_grads(out, xs, v, create)
+  if not (is_tensor(out) and out.requires_grad) then return {} end
+  return autograd.grad(out, xs, v, { create_graph = create, retain_graph = true, allow_unused = true })
+end
+
+-- strict mode's checks, PyTorch's messages (its 0-based numbering, as PyTorch prints them)
+local function check_outputs(fn, outs, strict)
+  if not strict then return end
+  for i, o in ipairs(outs) do
+    if not o.requires_grad then
+      check.fail(fn, "Output %d of the user-provided function does not require gradients. The outputs must be "
+        .. "computed in a differentiable manner from the input when running in strict mode.", i - 1)
+    end
+  end
+end
+local STAGE = {
+  back = "The output of the user-provided function is independent of input %d. This is not allowed in strict mode.",
+  back_trick = "The gradient with respect to the input is independent of entry %d in the grad_outputs when using the "
+    .. "double backward trick to compute forward mode gradients. This is not allowed in strict mode.",
+  double_back = "The jacobian of the user-provided function is independent of input %d. This is not allowed in strict mode.",
+  double_back_trick = "The hessian of the user-provided function is independent of entry %d in the grad_jacobian. "
+    .. "This is not allowed in strict mode as it prevents from using the double backward trick to replace forward mode AD.",
+}
+-- PyTorch's _fill_in_zeros: zeros (like refs) where a gradient is nil, or strict mode's error
+local function fill_in_zeros(fn, g, refs, strict, create, stage)
+  local out = {}
+  for i, ref in ipairs(refs) do
+    local gi = g[i]
+    if gi == nil then
+      if strict then check.fail(fn, STAGE[stage], i - 1) end
+      gi = wick.zeros_like(ref)
+    elseif strict and create and not gi.requires_grad then
+      check.fail(fn, "The %s of the user-provided function is independent of input %d. This is not allowed in strict "
+        .. "mode when create_graph=True.", stage:find("double") and "hessian" or "jacobian", i - 1)
+    end
+    out[i] = create and gi or gi:detach()
+  end
+  return out
+end
+-- the gradient of a one-element function (its jacobian) must depend on the inputs in strict mode
+local function check_jacobian(fn, g, n, strict)
+  if not strict then return end
+  for i = 1, n do
+    if g[i] == nil then check.fail(fn, STAGE.back, i - 1) end
+    if not g[i].requires_grad then
+      check.fail(fn, "While computing the hessian, found that the jacobian of the user-provided function with respect "
+        .. "to input %d is independent of the input. This is not allowed in strict mode. You should ensure that your "
+        .. "function is twice differentiable and that the jacobian depends on the inputs (this would be violated by a "
+        .. "linear function for example).", i - 1)
+    end
+  end
+end
 
 local FUNCTIONAL = { create_graph = "boolean", strict = "boolean", vectorize = "boolean", strategy = "string",
   outer_jacobian_strategy = "string" }
@@ -143,13 +201,45 @@ local function jacobian_of(outs, xs, create, strict)
 end
 
 --- autograd.functional.jacobian(func, inputs[, {create_graph, strict, vectorize, strategy}])
+-- strategy: "reverse-mode" (default) or "forward-mode" (which PyTorch takes with vectorize = true only,
+-- without create_graph or strict; the values are the same here, computed by reverse mode)
+local function jacobian_strategy(fn, opts, strategy, hint)
+  if strategy ~= nil and strategy ~= "forward-mode" and strategy ~= "reverse-mode" then
+    check.fail(fn, 'Expected strategy to be either "forward-mode" or "reverse-mode".%s', hint and (' Hint: If your '
+      .. 'function has more outputs than inputs, "forward-mode" tends to be more performant. Otherwise, prefer to use '
+      .. '"reverse-mode".') or "")
+  end
+  if strategy == "forward-mode" then
+    if opts.create_graph then
+      check.fail(fn, 'torch.autograd.functional.jacobian: `create_graph=True` and `strategy="forward-mode"` are not '
+        .. 'supported together (yet). Please either set `create_graph=False` or `strategy="reverse-mode"`. '
+        .. "(PyTorch's NotImplementedError)")
+    end
+    if opts.strict then
+      check.fail(fn, 'torch.autograd.functional.jacobian: `strict=True` and `strategy="forward-mode"` are not '
+        .. 'supported together (yet). Please either set `strict=False` or `strategy="reverse-mode"`.')
+    end
+    if not opts.vectorize then
+      check.fail(fn, "Computing Jacobian using forward-AD or forward-over-reverse Hessian isonly implemented for "
+        .. "`vectorize=True`. (PyTorch's NotImplementedError)")
+    end
+  end
+end
+
 function F.jacobian(func, inputs, opts)
   local fn = "jacobian"
   check.callable(func, fn, "func")
   opts = check.options(opts, fn, FUNCTIONAL)
+  if opts.outer_jacobian_strategy ~= nil then check.fail(fn, "unknown option 'outer_jacobian_strategy' (hessian's)") end
+  jacobian_strategy(fn, opts, opts.strategy, true)
   local create = opts.create_graph == true
   local xs, single_in = inputs_of(fn, inputs, create)
   local outs, single_out = differentiating(function() return outputs_of(fn, func(unpack(xs))) end)
+  check_outputs(fn, outs, opts.strict)
+  if opts.strict and opts.vectorize then
+    check.fail(fn, "torch.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not supported "
+      .. "together. Please either set `strict=False` or `vectorize=False`.")
+  end
   local J = differentiating(function() return jacobian_of(outs, xs, create, opts.strict and fn) end)
   if single_out and single_in then return J[1][1] end
   if single_out then return J[1] end
@@ -166,18 +256,24 @@ function F.hessian(func, inputs, opts)
   local fn = "hessian"
   check.callable(func, fn, "func")
   opts = check.options(opts, fn, FUNCTIONAL)
+  if opts.strategy ~= nil then check.fail(fn, "unknown option 'strategy' (hessian's is outer_jacobian_strategy)") end
+  local strategy = opts.outer_jacobian_strategy
+  jacobian_strategy(fn, opts, strategy, false)
   local single = is_tensor(inputs)
   local function gradient(...)
     local xs = { ... }
     local out = func(...)
+    if is_tensor(out) then check_outputs(fn, { out }, opts.strict) end
     if not is_tensor(out) or out:numel() ~= 1 then
       check.fail(fn, "The function given to hessian should return a single Tensor with one element")
     end
     local g = grads_of(out:reshape({}), xs, nil, true)
+    check_jacobian(fn, g, #xs, opts.strict)
     if single then return g[1] end
     return g
   end
-  return F.jacobian(gradient, inputs, { create_graph = opts.create_graph, strict = opts.strict })
+  return F.jacobian(gradient, inputs, { create_graph = opts.create_graph, strict = opts.strict,
+    vectorize = opts.vectorize, strategy = strategy })
 end
 
 local function result(list, single)
@@ -238,10 +334,11 @@ function F.vjp(func, inputs, v, opts)
   local xs, single_in = inputs_of(fn, inputs, create)
   return differentiating(function()
     local outs, single_out = outputs_of(fn, func(unpack(xs)))
+    check_outputs(fn, outs, opts.strict)
     local vs = vectors(fn, v, outs, "output")
     local total = 0
     for i, o in ipairs(outs) do total = total + (o * vs[i]):sum() end
-    local g = grads_of(total, xs, nil, create, opts.strict and fn)
+    local g = fill_in_zeros(fn, raw_grads(total, xs, nil, create), xs, opts.strict, create, "back")
     return result(detached(outs, create), single_out), result(g, single_in)
   end)
 end
@@ -252,20 +349,27 @@ local function jvp_of(fn, func, inputs, v, opts)
   local create = opts.create_graph == true
   local xs, single_in = inputs_of(fn, inputs, create)
   local vs = vectors(fn, v, xs, "input")
+  local strict = opts.strict
   return differentiating(function()
     local outs, single_out = outputs_of(fn, func(unpack(xs)))
+    check_outputs(fn, outs, strict)
     local us = {}
     for i, o in ipairs(outs) do us[i] = wick.zeros_like(o):requires_grad_(true) end
     local total = 0
     for i, o in ipairs(outs) do total = total + (o * us[i]):sum() end
-    local g = grads_of(total, xs, nil, true)
-    local inner = 0
-    for i, gi in ipairs(g) do inner = inner + (gi * vs[i]):sum() end
-    local jv = {}
-    if is_tensor(inner) and inner.requires_grad then jv = grads_of(inner, us, nil, create)
-    else
-      for i, o in ipairs(outs) do jv[i] = wick.zeros_like(o) end
+    local g = raw_grads(total, xs, nil, true)
+    if strict then
+      for i = 1, #xs do
+        if g[i] == nil then check.fail(fn, STAGE.back, i - 1) end
+        if not g[i].requires_grad then
+          check.fail(fn, "The gradient with respect to input %d is independent of the inputs of the user-provided "
+            .. "function. This is not allowed in strict mode.", i - 1)
+        end
+      end
     end
+    local inner = 0
+    for i = 1, #xs do if g[i] ~= nil then inner = inner + (g[i] * vs[i]):sum() end end
+    local jv = fill_in_zeros(fn, raw_grads(inner, us, nil, create), outs, strict, create, "back_trick")
     return result(detached(outs, create), single_out), result(jv, single_out)
   end)
 end
@@ -286,18 +390,26 @@ local function hessian_vector(fn, func, inputs, v, opts)
   local vs = vectors(fn, v, xs, "input")
   return differentiating(function()
     local out = func(unpack(xs))
+    if is_tensor(out) then check_outputs(fn, { out }, opts.strict) end
     if not is_tensor(out) or out:numel() ~= 1 then
       check.fail(fn, "The function given to %s should return a single Tensor with a single element", fn)
     end
-    local g = grads_of(out:reshape({}), xs, nil, true)
+    local g = raw_grads(out:reshape({}), xs, nil, true)
+    check_jacobian(fn, g, #xs, opts.strict)
     local inner = 0
-    for i, gi in ipairs(g) do inner = inner + (gi * vs[i]):sum() end
-    local hv
-    if is_tensor(inner) and inner.requires_grad then hv = grads_of(inner, xs, nil, create)
-    else
-      hv = {}
-      for i, x in ipairs(xs) do hv[i] = wick.zeros_like(x) end
+    for i = 1, #xs do if g[i] ~= nil then inner = inner + (g[i] * vs[i]):sum() end end
+    local hv = raw_grads(inner, xs, nil, create)
+    -- (H is symmetric, so H v is computed as v H; hvp's strict mode names the jacobian's entries that
+    -- depend on no input, PyTorch's double backward trick's)
+    if opts.strict and fn == "hvp" then
+      for i = 1, #xs do
+        local dep = raw_grads(g[i]:sum(), xs, nil, false)
+        local any = false
+        for k = 1, #xs do any = any or dep[k] ~= nil end
+        if not any then check.fail(fn, STAGE.double_back_trick, i - 1) end
+      end
     end
+    hv = fill_in_zeros(fn, hv, xs, opts.strict, create, fn == "hvp" and "double_back_trick" or "double_back")
     return create and out or out:detach(), result(hv, single_in)
   end)
 end
@@ -311,16 +423,20 @@ function F.vhp(func, inputs, v, opts) return hessian_vector("vhp", func, inputs,
 
 local T = {}
 
--- argnums: 1-based position(s) of the differentiated argument(s)
-local function positions(fn, argnums)
-  if argnums == nil then return { 1 }, true end
-  if type(argnums) == "number" then
-    check.int(argnums, fn, "argnums", 1)
-    return { argnums }, true
-  end
+-- argnums: 1-based position(s) of the differentiated argument(s), negative from the end (of n arguments)
+local function argnum(fn, a, what, n)
+  check.int(a, fn, what)
+  if a == 0 then check.fail(fn, "argnums count from 1 (PyTorch's argnums=0 is 1), got 0") end
+  if a > n or a < -n then check.fail(fn, "Got argnum=%d, but only %d positional inputs", a, n) end
+  return a < 0 and a + n + 1 or a
+end
+local function positions(fn, argnums, n)
+  if argnums == nil then return { argnum(fn, 1, "argnums", n) }, true end
+  if type(argnums) == "number" then return { argnum(fn, argnums, "argnums", n) }, true end
   check.table(argnums, fn, "argnums")
-  for i, a in ipairs(argnums) do check.int(a, fn, ("argnums[%d]"):format(i), 1) end
-  return argnums, false
+  local out = {}
+  for i, a in ipairs(argnums) do out[i] = argnum(fn, a, ("argnums[%d]"):format(i), n) end
+  return out, false
 end
 
 local GRAD = { argnums = "number|table", has_aux = "boolean" }
@@ -328,11 +444,10 @@ local GRAD = { argnums = "number|table", has_aux = "boolean" }
 -- value, gradients (as the argument trees), aux of f at args
 local function value_and_grad(fn, f, o, ...)
   local args = pack(...)
-  local at, single = positions(fn, o.argnums)
+  local at, single = positions(fn, o.argnums, args.n)
   local xs, trees = {}, {}
   local outer = false
   for k, a in ipairs(at) do
-    if a > args.n then check.fail(fn, "argnums %d is out of range for %d argument(s)", a, args.n) end
     local list = leaves(args[a])
     if #list == 0 then check.fail(fn, "argument %d has no tensor to differentiate", a) end
     outer = outer or any_tracked(list)
@@ -423,6 +538,12 @@ function T.vjp(f, ...)
   local function vjp_fn(cotangent)
     local cs = leaves(cotangent)
     if #cs ~= #outs then check.fail("func.vjp", "the cotangent must match the output's structure (%d tensors), got %d", #outs, #cs) end
+    for i, o in ipairs(outs) do -- (no broadcasting, as PyTorch's autograd.grad)
+      if tostring(cs[i]:size()) ~= tostring(o:size()) then
+        check.fail("func.vjp", "Mismatch in shape: grad_output[%d] has a shape of %s and output[%d] has a shape of %s.",
+          i, tostring(cs[i]:size()), i, tostring(o:size()))
+      end
+    end
     return differentiating(function()
       local total = 0
       for i, o in ipairs(outs) do total = total + (o * cs[i]):sum() end
@@ -488,21 +609,27 @@ end
 --- argument argnums (a tensor): shape output ++ input
 -- jacfwd also takes PyTorch's randomness (its Jacobian runs f once here, so
 -- every value means the same)
+-- jacrev also takes PyTorch's chunk_size (how many rows at a time: it limits PyTorch's memory, and the
+-- rows are computed one at a time here, so the result is the same)
 local JACFWD = { argnums = "number|table", has_aux = "boolean", randomness = "string" }
+local JACREV = { argnums = "number|table", has_aux = "boolean", chunk_size = "number" }
 local function jac(fn)
-  local spec, order = GRAD, { "argnums", "has_aux" }
+  local spec, order = JACREV, { "argnums", "has_aux" }
   if fn == "func.jacfwd" then spec, order = JACFWD, { "argnums", "has_aux", "randomness" } end
   return function(f, ...)
     check.callable(f, fn, "func")
     local o = check.positional(fn, order, spec, ...)
     if o.randomness ~= nil then check.one_of(o.randomness, fn, "randomness", { "error", "different", "same" }) end
+    if o.chunk_size ~= nil then
+      check.int(o.chunk_size, fn, "chunk_size")
+      if o.chunk_size <= 0 then check.fail(fn, "jacrev: `chunk_size` should be greater than 0.") end
+    end
     return function(...)
       local args = pack(...)
-      local at, single = positions(fn, o.argnums)
+      local at, single = positions(fn, o.argnums, args.n)
       -- each differentiated argument: a tensor or a tree of them
       local xs, groups, outer = {}, {}, false
       for k, a in ipairs(at) do
-        if a > args.n then check.fail(fn, "argnums %d is out of range for %d argument(s)", a, args.n) end
         local list = leaves(args[a])
         if #list == 0 then check.fail(fn, "argument %d has no tensor to differentiate", a) end
         outer = outer or any_tracked(list)
@@ -684,6 +811,19 @@ local function owner_of(module, name)
   last = name:match("([^.]+)$")
   return m, tonumber(last) or last
 end
+-- the module and key holding the tensor of that name, or nil
+local function tensor_at(module, name)
+  local m = module
+  for part in name:gmatch("([^.]+)%.") do
+    m = m[tonumber(part) or part]
+    if not check.is_module(m) then return nil end
+  end
+  local last = name:match("([^.]+)$")
+  if last == nil then return nil end
+  local key = tonumber(last) or last
+  if not is_tensor(rawget(m, key)) then return nil end
+  return m, key
+end
 
 --- func.functional_call(module, params_and_buffers, args[, kwargs]): module(args) with its
 --- parameters and buffers of those names replaced by the given tensors (a table name -> tensor, or
@@ -702,15 +842,6 @@ function T.functional_call(module, tensors, args, kwargs, opts)
   opts = check.options(opts, "functional_call", CALL_OPTIONS)
   if kwargs ~= nil then check.fail("functional_call", "keyword arguments are not supported (pass them in args)") end
   local dicts = tensors[1] ~= nil and tensors or { tensors }
-  if opts.strict then
-    local given = {}
-    for _, d in ipairs(dicts) do for name in pairs(d) do given[name] = true end end
-    for _, named in ipairs({ module:named_parameters(), module:named_buffers() }) do
-      for name in named do
-        if not given[name] then check.fail("functional_call", "strict: missing key '%s'", name) end
-      end
-    end
-  end
   -- the replacements by name; with tie_weights (PyTorch's default) a tensor the module holds under
   -- several names (a tied embedding and output weight) is replaced under all of them
   local given = {}
@@ -722,6 +853,57 @@ function T.functional_call(module, tensors, args, kwargs, opts)
       given[name] = t
     end
   end
+  -- a name the module has no tensor for: PyTorch's unexpected key, ignored unless strict (a 0-based
+  -- name copied from PyTorch is refused, with its hint)
+  local unexpected = {}
+  for name in pairs(given) do
+    if not tensor_at(module, name) then
+      if zero_hint(name) ~= "" then
+        owner_of(module, name)
+        check.fail("functional_call", "the module has no tensor named '%s'%s", name, zero_hint(name))
+      end
+      unexpected[#unexpected + 1] = name
+    end
+  end
+  if opts.strict then
+    local missing, seen = {}, {}
+    for _, named in ipairs({ module:named_parameters("", true, false), module:named_buffers("", true, false) }) do
+      for name in named do
+        if not seen[name] and given[name] == nil then missing[#missing + 1] = name end
+        seen[name] = true
+      end
+    end
+    -- (tied names count as given under tie_weights)
+    if opts.tie_weights ~= false and #missing > 0 then
+      local names_of = {}
+      for _, named in ipairs({ module:named_parameters("", true, false), module:named_buffers("", true, false) }) do
+        for name, t in named do names_of[t] = names_of[t] or {}; table.insert(names_of[t], name) end
+      end
+      local still = {}
+      for _, name in ipairs(missing) do
+        local m, key = tensor_at(module, name)
+        local covered = false
+        for _, other in ipairs(m and names_of[rawget(m, key)] or {}) do covered = covered or given[other] ~= nil end
+        if not covered then still[#still + 1] = name end
+      end
+      missing = still
+    end
+    table.sort(missing)
+    table.sort(unexpected)
+    local function quoted(list)
+      local q = {}
+      for i, n in ipairs(list) do q[i] = "'" .. n .. "'" end
+      return table.concat(q, ", ")
+    end
+    local msgs = {}
+    if #unexpected > 0 then msgs[#msgs + 1] = "Unexpected key(s): " .. quoted(unexpected) .. "." end
+    if #missing > 0 then msgs[#msgs + 1] = "Missing key(s): " .. quoted(missing) .. "." end
+    if #msgs > 0 then
+      check.fail("functional_call", "Error(s) in reparametrizing for %s:\n\t%s", getmetatable(module).__name,
+        table.concat(msgs, "\n\t"))
+    end
+  end
+  for _, name in ipairs(unexpected) do given[name] = nil end
   if opts.tie_weights ~= false then
     local names_of = {} -- tensor -> its names
     for _, named in ipairs({ module:named_parameters("", true, false), module:named_buffers("", true, false) }) do

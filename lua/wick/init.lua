@@ -3060,6 +3060,48 @@ function wick.next(it, ...)
   check.fail("next", "StopIteration: the iterator is done (Python's next(it, default) is wick.next(it, default))")
 end
 
+--- wick.product(a, b, ...[, {["repeat"] = 1}]): itertools.product: every combination of one item of each, the
+--- last iterable varying fastest, over what wick.list takes (arrays, tensors' slices, iterators; YOLACT's
+--- `for j, i in product(range(conv_h), range(conv_w))`); several values per step, one a table
+function wick.product(...)
+  local n = select("#", ...)
+  local last, times = select(n > 0 and n or 1, ...), 1
+  if n > 0 and type(last) == "table" and getmetatable(last) == nil and #last == 0 and next(last) ~= nil then
+    times = check.options(last, "product", { ["repeat"] = "integer" })["repeat"] or 1
+    if times < 0 then check.fail("product", "repeat argument cannot be negative") end
+    n = n - 1
+  end
+  local lists = {}
+  for _ = 1, times do
+    for i = 1, n do lists[#lists + 1] = collect((select(i, ...)), "product") end
+  end
+  local k, at, done = #lists, {}, false
+  for i = 1, k do
+    at[i] = 1
+    if #lists[i] == 0 then done = true end
+  end
+  local started = false
+  return function()
+    if done then return nil end
+    if started then -- (the odometer: the last place turns first)
+      local i = k
+      while i >= 1 do
+        at[i] = at[i] + 1
+        if at[i] <= #lists[i] then break end
+        at[i] = 1
+        i = i - 1
+      end
+      if i < 1 then done = true; return nil end
+    end
+    started = true
+    if k == 0 then done = true; return {} end -- (Python's product() gives one empty tuple)
+    local items = {}
+    for i = 1, k do items[i] = lists[i][at[i]] end
+    if k == 1 then return items end
+    return unpack(items, 1, k)
+  end
+end
+
 --- wick.zip_longest(a, b, ...[, {fillvalue =}]): itertools.zip_longest: the i-th items of each until the
 --- longest ends, the shorter ones' missing items `fillvalue` (false by default: Python's None, as a nil
 --- would end Lua's for loop; MEGABYTE's zip_longest over stages of unequal lists)

@@ -12,6 +12,7 @@ local layers = require("wick.nn.layers")
 
 local P = {}
 local unpack = table.unpack or unpack -- luacheck: ignore
+local function pack(...) return { n = select("#", ...), ... } end
 
 -- one tensor's chain: `original` (or original0, original1, ..., PyTorch's
 -- names, when the first parametrization's right_inverse gives several) and the parametrizations as
@@ -40,12 +41,35 @@ function ParametrizationList:value()
   return x
 end
 
--- the value x as the originals: right_inverse from the last parametrization
--- to the first (one without right_inverse leaves the value as it is)
-local function inverse(self, x, from)
+-- whether an error is PyTorch's NotImplementedError (a message that says so: "... (PyTorch's
+-- NotImplementedError)", as orthogonal's right_inverse without the trivialization raises)
+local function not_implemented(err)
+  return type(err) == "string" and err:find("NotImplementedError", 1, true) ~= nil
+end
+
+-- p's right_inverse of x: several Lua results are a list (Python's `return a, b`)
+local function right_inverse_of(p, x)
+  local r = pack(p:right_inverse(x))
+  if r.n > 1 then return { unpack(r, 1, r.n) } end
+  return r[1]
+end
+
+-- the value x as the originals: right_inverse from the last parametrization to the first. When
+-- registering, one without right_inverse, or whose right_inverse raises NotImplementedError, is the
+-- identity (PyTorch's); when assigning, one without right_inverse is PyTorch's error
+local function inverse(self, x, from, registering)
   for i = from, 1, -1 do
     local p = self[i]
-    if type(p.right_inverse) == "function" then x = p:right_inverse(x) end
+    if type(p.right_inverse) == "function" then
+      if registering then
+        local ok, r = pcall(right_inverse_of, p, x)
+        if ok then x = r elseif not not_implemented(r) then error(r, 0) end
+      else
+        x = right_inverse_of(p, x)
+      end
+    elseif not registering then
+      check.fail("parametrize", "parametrization %s does not implement right_inverse.", getmetatable(p).__name)
+    end
   end
   return x
 end
@@ -54,18 +78,33 @@ function ParametrizationList:right_inverse(x)
   wick.no_grad(function()
     local v = inverse(self, x, #self)
     local originals = self:originals()
-    if #originals == 1 then v = { v } end
-    if type(v) ~= "table" or #v ~= #originals then
-      check.fail("parametrize", "right_inverse must return %d tensors, got %s", #originals, check.describe(v))
+    local n = rawget(self, "_originals")
+    if not n then
+      if not wick.is_tensor(v) then
+        check.fail("parametrize", "`right_inverse` should return a tensor. Got %s", check.describe(v))
+      end
+      v = { v }
+    elseif type(v) ~= "table" or wick.is_tensor(v) then
+      check.fail("parametrize", "'right_inverse' must return a sequence of tensors. Got %s.", check.describe(v))
+    elseif #v ~= n then
+      check.fail("parametrize", "'right_inverse' must return a sequence of tensors of length %d. Got a sequence of length %d.",
+        n, #v)
     end
     for i, o in ipairs(originals) do
-      if not wick.is_tensor(v[i]) then check.fail("parametrize", "right_inverse must return tensors") end
-      if v[i].dtype ~= o.dtype then
-        check.fail("parametrize", "When `right_inverse` outputs one tensor, it may not change the dtype (%s to %s)",
-          o.dtype, v[i].dtype)
+      if not wick.is_tensor(v[i]) then
+        check.fail("parametrize", "'right_inverse' must return a sequence of tensors. Got element %d of type %s.", i,
+          check.describe(v[i]))
       end
-      o:copy_(v[i])
+      if v[i].dtype ~= o.dtype then
+        if n then
+          check.fail("parametrize", "Tensor %d returned by `right_inverse` has dtype %s while `original%d` has dtype %s",
+            i - 1, v[i].dtype, i - 1, o.dtype)
+        end
+        check.fail("parametrize", "The tensor returned by `right_inverse` has dtype %s while `original` has dtype %s",
+          v[i].dtype, o.dtype)
+      end
     end
+    for i, o in ipairs(originals) do o:copy_(v[i]) end
   end)
 end
 
@@ -129,6 +168,23 @@ function P.register_parametrization(module, name, parametrization, opts)
         l[#l] = nil
         check.fail(fn, "Registering a parametrization may not change the shape or dtype of the tensor, unless the `unsafe` flag is enabled")
       end
+      -- its right_inverse (where it has one that is implemented) must give the same space back
+      if type(parametrization.right_inverse) == "function" then
+        local ok, z = pcall(function() return wick.no_grad(function() return right_inverse_of(parametrization, after) end) end)
+        local bad
+        if not ok then
+          if not not_implemented(z) then l[#l] = nil; error(z, 0) end
+        elseif not wick.is_tensor(z) then
+          bad = ("parametrization.right_inverse must return a tensor. Got: %s"):format(check.describe(z))
+        elseif z.dtype ~= before.dtype then
+          bad = ("The tensor returned by parametrization.right_inverse must have the same dtype as module.%s, unless "
+            .. "the `unsafe` flag is enabled."):format(name)
+        elseif tostring(z:size()) ~= tostring(before:size()) then
+          bad = ("The tensor returned by parametrization.right_inverse must have the same shape as module.%s, unless "
+            .. "the `unsafe` flag is enabled."):format(name)
+        end
+        if bad then l[#l] = nil; check.fail(fn, "%s", bad) end
+      end
     end
     return module
   end
@@ -140,7 +196,7 @@ function P.register_parametrization(module, name, parametrization, opts)
   -- the originals: right_inverse of the tensor, stored in it where it keeps its shape
   l = ParametrizationList()
   l[1] = parametrization
-  local v = wick.no_grad(function() return inverse(l, t, 1) end)
+  local v = wick.no_grad(function() return inverse(l, t, 1, true) end)
   -- an original is a parameter when the tensor was one, else a buffer
   local function original(key, x)
     if not wick.is_tensor(x) then check.fail(fn, "right_inverse must return tensors") end

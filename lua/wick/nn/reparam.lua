@@ -301,8 +301,9 @@ function Orthogonal:right_inverse(Q)
     if transposed then Q, n, k = mT(Q), k, n end
     if not rawget(self, "_trivial") then
       if rawget(self, "_map") ~= "householder" then
+        -- (PyTorch's NotImplementedError: at registration the weight is taken as the original as it is)
         check.fail(fn, "It is not possible to assign to the matrix exponential or the Cayley parametrizations "
-          .. "when use_trivialization=False.")
+          .. "when use_trivialization=False. (PyTorch's NotImplementedError)")
       end
       -- X = QR with R's diagonal positive: the reflectors below the diagonal, its signs on it
       local a, tau = wick.geqrf(Q)
