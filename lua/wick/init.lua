@@ -541,13 +541,25 @@ local check_tensor = check.tensor
 --- shape and device) and keeps its identity, requires_grad and grad
 --- (PyTorch's and Torch7's set_); source of another dtype is PyTorch's error (GRU4Rec's
 --- weight.set_(float32 values) of a float64 model), where t.data = source takes its dtype
---- too (PyTorch's `param.data = source`). t:set_() empties t.
-function Tensor.set_(t, source)
+--- too (PyTorch's `param.data = source`). t:set_() empties t. t:set_(source, storage_offset, size[, stride])
+--- takes that window of source's storage (the offset 0-based, strides contiguous by default), as PyTorch's.
+function Tensor.set_(t, source, storage_offset, size, stride)
   check_tensor(t, "set_", "self")
   if source == nil then source = t:new_empty(0) end
   check_tensor(source, "set_", "source")
   if source.dtype ~= t.dtype then
     check.fail("set_", "Could not set tensor of type %s to a tensor of type %s", source.dtype, t.dtype)
+  end
+  if storage_offset ~= nil then
+    check.int(storage_offset, "set_", "storage_offset", 0)
+    if size == nil then check.fail("set_", "a storage_offset needs a size: t:set_(source, storage_offset, size[, stride])") end
+    size = getmetatable(size) == wick.Size and size:totable() or check.table(size, "set_", "size")
+    if stride == nil then -- (contiguous)
+      stride = {}
+      local step = 1
+      for d = #size, 1, -1 do stride[d], step = step, step * size[d] end
+    end
+    source = wick.no_grad(function() return source:detach():as_strided(size, stride, storage_offset) end)
   end
   return t:_replace(source)
 end
@@ -3476,6 +3488,7 @@ setmetatable(wick, {
     if type(k) == "string" and (k:sub(1, 1) ~= "_" or k:match("^_foreach_")) then
       local hint = ({
         multiprocessing = "one process per Lua state: several processes are wick.distributed's, started by mpirun",
+        None = "Python's None: in an index, x[:, None], it is wick.newaxis; elsewhere nil, or false in a list",
       })[k]
       error(("wick has no '%s' (%s)"):format(k, hint or "not in this version of wick: see docs/api.md"), 2)
     end

@@ -252,6 +252,9 @@ static wick_status copy_as(wick_tensor **out, const wick_tensor *t, wick_options
         wick_tensor_release(c);
         return st;
     }
+    /* (a new storage: filling it is no write anyone saw, so its _version starts at 0, as PyTorch's clone) */
+    __atomic_store_n(&c->storage->version, 0u, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->storage->data_writes, 0u, __ATOMIC_RELAXED);
     *out = c;
     return WICK_OK;
 }

@@ -1463,6 +1463,8 @@ local function array_container(C, name, check_item, named)
       end
       if value == nil then check.fail(name, "cannot assign nil to index %d (use pop)", key) end
       rawset(self, key, check_item(value, name))
+    elseif named and type(key) == "string" and value == nil and named_position(self, key) then
+      self:pop(named_position(self, key)) -- seq.conv = nil: the entry leaves (PyTorch's del seq.conv)
     elseif named and type(key) == "string" and check.is_module(value) then
       -- an entry's own name (as named_children gives it) replaces that entry;
       -- another is add_module's (an integer name: PyTorch's 0-based index)
@@ -1589,6 +1591,13 @@ local function array_container(C, name, check_item, named)
     rawset(self, index, v)
     names[index] = nil
     return self
+  end
+  if named then -- seq:__delattr__("conv"): Python's del seq.conv, the named entry leaves
+    function C:__delattr__(key)
+      local at = type(key) == "string" and named_position(self, key)
+      if at then self:pop(at) return end
+      return Module.__delattr__(self, key)
+    end
   end
   --- pop([index = last]): removes and returns an entry.
   function C:pop(index)
