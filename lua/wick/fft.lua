@@ -33,9 +33,11 @@ return function(wick)
     return y * f
   end
 
+  -- (integers and bool: the default dtype's complex one, as PyTorch's)
   local function complex_of(x)
     if x:is_complex() then return x end
-    return x:to(x.dtype == "float64" and "complex128" or "complex64")
+    local real = x:is_floating_point() and x.dtype or wick.get_default_dtype()
+    return x:to(real == "float64" and "complex128" or "complex64")
   end
   -- a real signal as float32 or float64 (integers: the default dtype; the
   -- 16-bit ones: float32)
@@ -170,7 +172,17 @@ return function(wick)
       local norm = norm_of(o.norm, fn)
       local dims, sizes = dims_and_sizes(x, o, fn, default_dims)
       local last = #dims
-      if kind == "c2c" then
+      if kind == "hc2r" then -- hfftn: irfftn of the conjugate, the norm swapped
+        local y = complex_of(x):conj()
+        norm = swapped[norm]
+        for i = 1, last - 1 do y = c2c(y, sizes[i], dims[i], norm, true, fn) end
+        return c2r(y, sizes[last], dims[last], norm, true, fn)
+      elseif kind == "hr2c" then -- ihfftn: the conjugate of rfftn, the norm swapped
+        norm = swapped[norm]
+        local y = r2c(x, sizes[last], dims[last], norm, false, fn)
+        for i = 1, last - 1 do y = c2c(y, sizes[i], dims[i], norm, false, fn) end
+        return y:conj()
+      elseif kind == "c2c" then
         local y = x
         for i = 1, last do y = c2c(y, sizes[i], dims[i], norm, inverse, fn) end
         return y
@@ -194,6 +206,13 @@ return function(wick)
   define_n("ifftn", "c2c", true)
   define_n("rfftn", "r2c", false)
   define_n("irfftn", "c2r", true)
+  --- fft.hfft2 / hfftn(x, s, dim, norm): the real n-dimensional spectrum of a Hermitian signal given
+  --- by its half along the last transformed dim (its length there s[#s], default 2 (m - 1));
+  --- fft.ihfft2 / ihfftn(x, s, dim, norm): their inverses, of a real signal (one-sided in the last dim)
+  define_n("hfft2", "hc2r", false, 2)
+  define_n("ihfft2", "hr2c", true, 2)
+  define_n("hfftn", "hc2r", false)
+  define_n("ihfftn", "hr2c", true)
 
   local FREQ = { d = "number", dtype = "dtype", device = "device", requires_grad = "boolean" }
   -- the integers [first, last] (a range of indices, made as a tensor) / (d n)

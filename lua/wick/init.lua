@@ -2625,6 +2625,7 @@ end
 -- calls t(nil, previous slice)); a tensor called any other way is an error that says so
 local iterated = setmetatable({}, { __mode = "k" }) -- a slice given out -> its index
 mt.__call = function(t, state, prev)
+  check_tensor(t, "__call", "self")
   if state ~= nil or (prev ~= nil and iterated[prev] == nil) then
     core.error("attempt to call a tensor (a tensor is no function or module; `for row in t do` iterates over its first dim)")
   end

@@ -36,13 +36,13 @@ return function(wick)
   function Tensor.polygamma_(t, n) return check.tensor(t, "polygamma_", "self"):copy_(t:polygamma(n)) end
   function wick.polygamma(n, t) return Tensor.polygamma(check.tensor(t, "polygamma", "input"), n) end
 
-  --- t:mvlgamma(p): the multivariate log-gamma, p (p - 1) / 4 log(pi) + sum_{i < p} lgamma(t - i / 2)
+  --- t:mvlgamma(p): the multivariate log-gamma, p (p - 1) / 4 log(pi) + sum_{i < p} lgamma(t - i / 2);
+  --- as PyTorch 2.15's, defined everywhere (no domain error: at or below (p - 1) / 2 the log|Gamma|
+  --- terms, inf at their poles)
   function Tensor.mvlgamma(t, p)
     local x = floating(t, "mvlgamma")
-    check.int(p, "mvlgamma", "p", 1)
-    if x:le((p - 1) / 2):any() then
-      check.fail("mvlgamma", "all elements must be greater than (p-1)/2 = %g", (p - 1) / 2)
-    end
+    check.int(p, "mvlgamma", "p")
+    if p < 1 then check.fail("mvlgamma", "p has to be greater than or equal to 1") end
     -- the p terms side by side in a new last dim, in blocks of at most 2^22 (a
     -- large p costs time in proportion, never memory beyond a block)
     local r = x * 0
@@ -124,14 +124,11 @@ return function(wick)
   function special.ndtr(t)
     return (floating(t, "special.ndtr") * -math.sqrt(0.5)):erfc() * 0.5
   end
-  --- special.ndtri(p): the standard normal quantile, sqrt 2 erfinv(2p - 1)
-  function special.ndtri(t)
-    local p = floating(t, "special.ndtri")
-    return (p * 2 - 1):erfinv() * math.sqrt(2)
-  end
-  --- special.log_ndtr(x): log of the normal CDF, accurate far into both tails
+  --- special.log_ndtr(x): log of the normal CDF, accurate far into both tails (in float64,
+  --- rounded to x's dtype: float32's erfc would underflow below -13)
   function special.log_ndtr(t)
-    local x = floating(t, "special.log_ndtr")
+    local given = floating(t, "special.log_ndtr")
+    local x = given:to("float64")
     -- log(erfc(-x / sqrt 2) / 2) while erfc stays a normal number (x >= -37);
     -- beyond, -x^2/2 - log(-x) - log(sqrt(2 pi)) + log(sum_k (-1)^k (2k-1)!! / x^2k)
     local far = x:lt(-37)
@@ -145,22 +142,7 @@ return function(wick)
     local p = y * 0 + 135135 -- 1 - 3y + 15y^2 - ... + 135135y^6, by Horner
     for _, c in ipairs({ -10395, 945, -105, 15, -3, 1 }) do p = p * y + c end
     local tail = -xf * xf * 0.5 - (-xf):log() - 0.5 * math.log(2 * math.pi) + (-y * p):log1p()
-    return wick.where(far, tail, r)
-  end
-  --- special.entr(x): -x log x (0 at 0, -inf below 0)
-  function special.entr(t)
-    local x = floating(t, "special.entr")
-    local pos = x:gt(0)
-    local safe = wick.where(pos, x, 1)
-    local r = wick.where(pos, -safe * safe:log(), wick.where(x:eq(0), 0, -math.huge))
-    return wick.where(x:ne(x), x, r)
-  end
-  --- special.xlog1py(x, y): x log1p(y), 0 where x is 0 (and y not NaN)
-  function special.xlog1py(t, u)
-    local x
-    x, u = wick.ops._float_operands("special.xlog1py", t, u)
-    local zero = x:eq(0):logical_and(u:eq(u))
-    return wick.where(zero, x * 0, x * wick.where(zero, 0, u):log1p())
+    return wick.where(far, tail, r):to(given.dtype)
   end
 
   -- The modified Bessel functions of the first kind of orders 0 and 1, I0(x)
@@ -209,12 +191,12 @@ return function(wick)
   --- special.modified_bessel_i0(t) and special.modified_bessel_i1(t): i0 and i1 by PyTorch's other names
   function special.modified_bessel_i0(t) return bessel_i(t, "special.modified_bessel_i0", 0, false) end
   function special.modified_bessel_i1(t) return bessel_i(t, "special.modified_bessel_i1", 1, false) end
-  --- special.spherical_bessel_j0(t): sin(t) / t, 1 at 0 (with a zero gradient there)
+  --- special.spherical_bessel_j0(t): sin(t) / t, 1 at 0 (with a zero gradient there), 0 at +-inf
   function special.spherical_bessel_j0(t)
     local x = floating(t, "special.spherical_bessel_j0")
-    local zero = x:eq(0)
-    local safe = wick.where(zero, 1, x)
-    return wick.where(zero, 1, safe:sin() / safe)
+    local zero, infinite = x:eq(0), x:abs():eq(math.huge)
+    local safe = wick.where(zero:logical_or(infinite), 1, x)
+    return wick.where(zero, 1, wick.where(infinite, 0, safe:sin() / safe))
   end
   wick.i0 = Tensor.i0
 
@@ -242,6 +224,131 @@ return function(wick)
     t, u = like(t, u, names[1]), like(u, t, names[2])
     t, u = wick.ops._float_operands(fn, t, u)
     return wick.broadcast_tensors(t, u)
+  end
+
+  -- The standard normal quantile by Wichura's algorithm AS241 (PPND16, Applied Statistics 37,
+  -- 1988), good to about 1e-16 relative, in float64: for |q| <= 0.425 (q = p - 1/2) a rational
+  -- function of r = 0.180625 - q^2 times q; beyond, of s = sqrt(-log t) - 1.6 (s <= 5) or - 5,
+  -- t = min(p, 1 - p), with q's sign. Its arguments are q and t, so that erfinv (q = y / 2,
+  -- t = (1 - |y|) / 2, both exact where they are used) loses nothing near y = +-1 or 0.
+  local AS241 = {
+    { 2509.0809287301226727, 33430.575583588128105, 67265.770927008700853, 45921.953931549871457,
+      13731.693765509461125, 1971.5909503065514427, 133.14166789178437745, 3.3871328727963666080 },
+    { 5226.4952788528545610, 28729.085735721942674, 39307.895800092710610, 21213.794301586595867,
+      5394.1960214247511077, 687.18700749205790830, 42.313330701600911252, 1 },
+    { 7.74545014278341407640e-4, 2.27238449892691845833e-2, 2.41780725177450611770e-1,
+      1.27045825245236838258, 3.64784832476320460504, 5.76949722146069140550, 4.63033784615654529590,
+      1.42343711074968357734 },
+    { 1.05075007164441684324e-9, 5.47593808499534494600e-4, 1.51986665636164571966e-2,
+      1.48103976427480074590e-1, 6.89767334985100004550e-1, 1.67638483018380384940,
+      2.05319162663775882187, 1 },
+    { 2.01033439929228813265e-7, 2.71155556874348757815e-5, 1.24266094738807843860e-3,
+      2.65321895265761230930e-2, 2.96560571828504891230e-1, 1.78482653991729133580,
+      5.46378491116411436990, 6.65790464350110377720 },
+    { 2.04426310338993978564e-15, 1.42151175831644588870e-7, 1.84631831751005468180e-5,
+      7.86869131145613259100e-4, 1.48753612908506148525e-2, 1.36929880922735805310e-1,
+      5.99832206555887937690e-1, 1 },
+  }
+  local function rational(r, num, den)
+    local n, d = r * 0 + num[1], r * 0 + den[1]
+    for i = 2, #num do n, d = n * r + num[i], d * r + den[i] end
+    return n / d
+  end
+  local function normal_quantile(q, t)
+    local central = q:abs():le(0.425)
+    local qc = wick.where(central, q, 0)
+    local mid = qc * rational(0.180625 - qc * qc, AS241[1], AS241[2])
+    local s = (-wick.where(central, 0.5, t):log()):sqrt()
+    local near = s:le(5)
+    local tail = wick.where(near, rational(wick.where(near, s, 5) - 1.6, AS241[3], AS241[4]),
+      rational(wick.where(near, 5, s) - 5, AS241[5], AS241[6]))
+    return wick.where(central, mid, wick.where(q:lt(0), -tail, tail))
+  end
+  -- kind "ndtri": ndtri(p) (-inf at 0, inf at 1); kind "erfinv": erfinv(y) = ndtri((1 + y) / 2) / sqrt 2
+  -- (+-inf at +-1); NaN outside the domain. The gradients: sqrt(2 pi) e^(x^2 / 2), sqrt(pi) / 2 e^(x^2).
+  local quantile_fn = lazy_function("NormalQuantile", {
+    forward = function(ctx, t, kind)
+      local v = t:to("float64")
+      local r
+      if kind == "ndtri" then
+        local q = v - 0.5
+        r = normal_quantile(q, wick.where(q:le(0), v, 1 - v))
+        r = wick.where(v:eq(0), -math.huge, wick.where(v:eq(1), math.huge, r))
+        r = wick.where(v:ge(0):logical_and(v:le(1)), r, 0 / 0)
+      else
+        local a = v:abs()
+        r = normal_quantile(v * 0.5, (1 - a) * 0.5) * math.sqrt(0.5)
+        r = wick.where(a:eq(1), v * math.huge, r)
+        r = wick.where(a:le(1), r, 0 / 0)
+      end
+      r = r:to(t.dtype)
+      ctx:save_for_backward(r)
+      ctx.kind = kind
+      return r
+    end,
+    backward = function(ctx, g)
+      local r = ctx.saved_tensors[1]
+      if ctx.kind == "ndtri" then return g * (r * r * 0.5):exp() * math.sqrt(2 * math.pi) end
+      return g * (r * r):exp() * (math.sqrt(math.pi) / 2)
+    end,
+  })
+  --- special.ndtri(p): the standard normal quantile (the inverse of ndtr), accurate to the end of
+  --- both tails (float64 inside); special.erfinv(y) the inverse error function by the same algorithm
+  function special.ndtri(t) return quantile_fn(floating(t, "special.ndtri"), "ndtri") end
+  function special.erfinv(t) return quantile_fn(floating(t, "special.erfinv"), "erfinv") end
+
+  --- special.entr(x): -x log x (0 at 0, -inf below 0); the gradient -(log x + 1) everywhere, as
+  --- PyTorch's (inf at 0, NaN below)
+  local entr_fn = lazy_function("Entr", {
+    forward = function(ctx, x)
+      ctx:save_for_backward(x)
+      local pos = x:gt(0)
+      local safe = wick.where(pos, x, 1)
+      local zero = wick.zeros_like(x)
+      local r = wick.where(pos, -safe * safe:log(), wick.where(x:eq(0), zero, zero - math.huge))
+      return wick.where(x:ne(x), x, r)
+    end,
+    backward = function(ctx, g) return g * -(ctx.saved_tensors[1]:log() + 1) end,
+  })
+  function special.entr(t) return entr_fn(floating(t, "special.entr")) end
+
+  -- one of two operands a number: as a tensor of the other's floating dtype (the default one for an
+  -- integer tensor), as PyTorch's Scalar overloads; two numbers are its error
+  local function scalar_operand(fn, t, u)
+    if check.is_tensor(t) or check.is_tensor(u) or type(t) ~= "number" or type(u) ~= "number" then return end
+    check.fail(fn, "received an invalid combination of arguments - got (number, number), but expected one of "
+      .. "(Tensor input, Tensor other), (Number self, Tensor other), (Tensor input, Number other)")
+  end
+  --- special.xlog1py(x, y): x log1p(y), 0 where x is 0 (and y not NaN); x or y may be a number. The
+  --- gradients as PyTorch's: log1p(y) to x (0 where x is 0 and y <= -1), x / (1 + y) to y
+  local xlog1py_fn = lazy_function("Xlog1py", {
+    forward = function(ctx, x, u)
+      ctx:save_for_backward(x, u)
+      local zero = x:eq(0):logical_and(u:eq(u))
+      return wick.where(zero, x * 0, x * wick.where(zero, 0, u):log1p())
+    end,
+    backward = function(ctx, g)
+      local x, u = ctx.saved_tensors[1], ctx.saved_tensors[2]
+      local gx, gu
+      if ctx.needs_input_grad[1] then
+        gx = wick.where(x:eq(0):logical_and(u:le(-1)), 0, special.xlog1py(g, u))
+      end
+      if ctx.needs_input_grad[2] then gu = g * x / (u + 1) end
+      return gx, gu
+    end,
+  })
+  function special.xlog1py(t, u)
+    scalar_operand("special.xlog1py", t, u)
+    t, u = float_pair("special.xlog1py", t, u, { "input", "other" })
+    return xlog1py_fn(t, u)
+  end
+  --- special.xlogy(x, y): x log(y), 0 where x is 0 (and y not NaN); x or y may be a number
+  function special.xlogy(t, u)
+    scalar_operand("special.xlogy", t, u)
+    if type(t) == "number" and check.is_tensor(u) then
+      t = wick.tensor(t, { dtype = u:is_floating_point() and u.dtype or wick.get_default_dtype(), device = u.device })
+    end
+    return Tensor.xlogy(check.tensor(t, "special.xlogy", "input"), u)
   end
 
   -- The regularized incomplete gamma functions P(a, x) (gammainc) and Q(a, x) =
@@ -367,7 +474,7 @@ return function(wick)
       end
       r = r + t * (BERNOULLI[j] / fact)
     end
-    -- (s = inf: 1 at q = 1, 0 above, inf below; q = inf: 0)
+    -- (s = inf: 1 at q = 1, 0 above, inf below, the limits of the sum, where PyTorch 2.15 gives NaN; q = inf: 0)
     r = wick.where(s:eq(math.huge), wick.where(q:eq(1), 1, wick.where(q:gt(1), 0, math.huge)), r)
     r = wick.where(q:eq(math.huge):logical_and(s:gt(1)), 0, r)
     return wick.where(nan, 0 / 0, wick.where(pole, math.huge, r))

@@ -221,6 +221,7 @@ wick_status wk_record(wick_tensor *out, const char *name, wk_backward_fn fn, int
     wk_node_release(out->grad_fn);
     out->grad_fn = node;
     out->requires_grad = true;
+    out->nograd_view = false; /* (an op's output, whatever view the op built it as) */
     if (node_out) *node_out = node;
     return WICK_OK;
 }
@@ -464,6 +465,7 @@ static bool writes_through_base(const wick_tensor *v) {
 }
 
 void wk_note_view_base(wick_tensor *v, const wick_tensor *t) {
+    v->nograd_view = !wk_grad_mode || t->nograd_view;
     if (!wk_grad_mode || t->detached_alias) return;
     wick_tensor *b = t->view_base && t->view_base->storage == t->storage ? t->view_base : (wick_tensor *)t;
     wick_tensor_retain(b);
@@ -690,6 +692,13 @@ wick_status wk_refresh_view(const wick_tensor *t) {
 wick_status wk_adopt_inplace(wick_tensor *target, wick_tensor *result) {
     wk_node *node = result->grad_fn;
     wick_status st = WICK_OK;
+    if (node && target->nograd_view) /* (PyTorch's rule and words: the write would reach no history) */
+        return wick_fail(WICK_ERR_ARGUMENT,
+                         "A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
+                         "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify "
+                         "your code by moving both the view and the inplace either both inside the no_grad block "
+                         "(if you don't want the inplace to be tracked) or both outside (if you want the inplace "
+                         "to be tracked).");
     /* the node may have saved target's values before the write: keep a copy,
      * recorded (its history is the old values', for create_graph) */
     for (int i = 0; node && i < WK_MAX_SAVED && !st; i++) {

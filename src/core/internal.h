@@ -70,6 +70,7 @@ struct wick_tensor {
     bool in_storage_block; /* allocated inside its storage's block (small tensors) */
     bool requires_grad;
     bool detached_alias; /* made by wick_detach: counted in its storage's aliases */
+    bool nograd_view;    /* a view made in no-grad mode (or of one): no tracked in-place write through it */
     bool data_alias; /* made by wick_data, or a view of one: its writes count in data_writes */
     bool learnt; /* required grad as a leaf at some time: a parameter, also once frozen */
     struct wk_node *grad_fn; /* the node that made this tensor; NULL for leaves */

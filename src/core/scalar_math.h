@@ -187,7 +187,7 @@ WK_HD double wk_erfinv(double y) {
         p = 2.83297682 + p * w;
     }
     double x = p * a;
-    for (int i = 0; i < 6; i++) { /* Halley's steps (erf'' = -2x erf'), until they no longer move x */
+    for (int i = 0; i < 12; i++) { /* Halley's steps (erf'' = -2x erf'), until they no longer move x */
         double r = a > 0.5 ? (1 - a) - erfc(x) : erf(x) - a; /* erf(x) - a, without cancellation */
         double step = r / (1.1283791670955126 * exp(-x * x));
         step /= 1 + x * step;

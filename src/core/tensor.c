@@ -299,6 +299,7 @@ static wick_tensor *tensor_alloc(void) {
         t->hook_id = 0;
         t->header_block = NULL;
         t->view_base = NULL;
+        t->nograd_view = false;
         t->view_version = 0;
         wk_account_bytes((int64_t)sizeof *t);
     }
@@ -338,6 +339,7 @@ wick_status wk_tensor_new(wick_tensor **out, int ndim, const int64_t *sizes, wic
     t->hook_id = 0;
     t->header_block = NULL;
     t->view_base = NULL;
+    t->nograd_view = false;
     t->view_version = 0;
     t->storage = storage;
     t->ndim = ndim;
@@ -445,6 +447,7 @@ static void take_data(wick_tensor *dst, const wick_tensor *src) {
     unsigned old_version = __atomic_load_n(&old->version, __ATOMIC_RELAXED), old_grad = wk_grad_version(old);
     if (dst->detached_alias) __atomic_sub_fetch(&old->aliases, 1, __ATOMIC_RELEASE);
     dst->detached_alias = false;
+    dst->nograd_view = false;
     storage_retain(src->storage);
     dst->storage = src->storage;
     dst->dtype = src->dtype;
