@@ -139,25 +139,7 @@ local cases = {
 
 describe("wick.distributions: PyTorch's values (float64)", function()
   it("log_prob, cdf, icdf, entropy, mean, variance, mode and KL of the new distributions", function()
-    for i, c in ipairs(cases) do
-      local v = c[2]()
-      local where = ("case %d (%s)"):format(i, c[1])
-      assert.are.same(c[4], v:size(), where .. ": shape")
-      assert.are.equal("float64", v.dtype, where)
-      local got = v:reshape(-1):totable()
-      assert.are.equal(#c[3], #got, where)
-      for j, want in ipairs(c[3]) do
-        local g = got[j]
-        if want ~= want then
-          assert.is_true(g ~= g, ("%s [%d]: %s, want nan"):format(where, j, tostring(g)))
-        elseif want == INF or want == -INF then
-          assert.are.equal(want, g, where)
-        else
-          local rel = math.abs(g - want) / math.max(math.abs(want), 1e-300)
-          assert.is_true(rel < 1e-13, ("%s [%d]: %.17g, want %.17g (relative %g)"):format(where, j, g, want, rel))
-        end
-      end
-    end
+    support.assert_value_cases(cases)
   end)
 end)
 

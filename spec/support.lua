@@ -452,4 +452,32 @@ function support.tb_records(path)
   return out
 end
 
+-- A table of value cases, each { name, f, flat values wanted, shape }: f() is a float64 tensor of that
+-- shape whose values are the wanted ones to `tol` relative (1e-13 by default; NaN where NaN is wanted,
+-- infinities and, with `exact_zero`, zeros to 1e-15 absolute); `quiet` runs f with its warnings caught.
+function support.assert_value_cases(cases, opts)
+  opts = opts or {}
+  local tol, INF = opts.tol or 1e-13, math.huge
+  for i, c in ipairs(cases) do
+    local v
+    if opts.quiet then support.warnings_of(function() v = c[2]() end) else v = c[2]() end
+    local where = ("case %d (%s)"):format(i, c[1])
+    assert.are.same(c[4], v:size(), where .. ": shape")
+    assert.are.equal("float64", v.dtype, where)
+    local got = v:reshape(-1):totable()
+    assert.are.equal(#c[3], #got, where)
+    for j, want in ipairs(c[3]) do
+      local g = got[j]
+      if want ~= want then
+        assert.is_true(g ~= g, ("%s [%d]: %s, want nan"):format(where, j, tostring(g)))
+      elseif want == INF or want == -INF or (opts.exact_zero and want == 0) then
+        assert.is_true(want == g or math.abs(g - want) < 1e-15, ("%s [%d]: %.17g, want %.17g"):format(where, j, g, want))
+      else
+        local rel = math.abs(g - want) / math.max(math.abs(want), 1e-300)
+        assert.is_true(rel < tol, ("%s [%d]: %.17g, want %.17g (relative %g)"):format(where, j, g, want, rel))
+      end
+    end
+  end
+end
+
 return support

@@ -602,13 +602,9 @@ local function mahalanobis(L, x)
 end
 local function half_log_det(L) return L:diagonal(0, -2, -1):log():sum(-1) end
 
---- MultivariateNormal(loc, covariance_matrix) or (loc, {covariance_matrix = | precision_matrix = | scale_tril =})
-local MultivariateNormal = class("MultivariateNormal")
-MultivariateNormal._keywords = { "loc", "covariance_matrix" }
-MultivariateNormal._params = { "loc" }
-function MultivariateNormal.new(loc, cov, opts)
-  local fn = "MultivariateNormal"
-  check.tensor(loc, fn, "loc")
+-- the one matrix of MultivariateNormal and Wishart: covariance_matrix by position or option, or precision_matrix,
+-- or scale_tril (exactly one, PyTorch's checks); its name, the matrix, and the options
+local function one_matrix(fn, cov, opts)
   if type(cov) == "table" and not is_tensor(cov) then cov, opts = nil, cov end
   if cov ~= nil then check.tensor(cov, fn, "covariance_matrix") end
   opts = check.options(opts, fn, { covariance_matrix = "tensor", precision_matrix = "tensor", scale_tril = "tensor",
@@ -621,11 +617,54 @@ function MultivariateNormal.new(loc, cov, opts)
   if given ~= 1 then
     check.fail(fn, "Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
   end
+  if cov then return "covariance_matrix", cov, opts end
+  if opts.precision_matrix then return "precision_matrix", opts.precision_matrix, opts end
+  return "scale_tril", opts.scale_tril, opts
+end
+-- validate_args' check of that matrix: lower-triangular with a positive diagonal, or symmetric
+local function check_matrix(d, name, m)
+  if name == "scale_tril" then
+    check_param(d, name, m:tril():eq(m):all(-1):all(-1):logical_and(m:diagonal(0, -2, -1):gt(0):all(-1)),
+      "LowerCholesky()")
+  else
+    check_param(d, name, (m - mT(m)):abs():le(1e-6):all(-1):all(-1), "PositiveDefinite()")
+  end
+end
+-- the lower Cholesky factor of the inverse of a precision matrix P (PyTorch's _precision_to_scale_tril),
+-- or nil where P is not positive-definite
+local function precision_to_scale_tril(P)
+  local ok, L = pcall(linalg().cholesky, P:flip({ -2, -1 }))
+  if not ok then return nil end
+  local Linv = mT(L:flip({ -2, -1 }))
+  return linalg().solve_triangular(Linv, wick.eye(P:size(-1), { dtype = P.dtype, device = P.device }), { upper = false })
+end
+-- the scale_tril of that matrix, or PyTorch's constraint error where it is not positive-definite
+local function scale_tril_of(fn, name, m)
+  local L = m
+  if name == "covariance_matrix" then
+    local ok, f = pcall(linalg().cholesky, m)
+    L = ok and f or nil
+  elseif name == "precision_matrix" then
+    L = precision_to_scale_tril(m)
+  end
+  if not L then
+    check.fail(fn, "expected parameter %s (Tensor of shape %s) to satisfy the constraint PositiveDefinite(), "
+      .. "but found invalid values", name, tostring(m:size()))
+  end
+  return L
+end
+
+--- MultivariateNormal(loc, covariance_matrix) or (loc, {covariance_matrix = | precision_matrix = | scale_tril =})
+local MultivariateNormal = class("MultivariateNormal")
+MultivariateNormal._keywords = { "loc", "covariance_matrix" }
+MultivariateNormal._params = { "loc" }
+function MultivariateNormal.new(loc, cov, opts)
+  local fn = "MultivariateNormal"
+  check.tensor(loc, fn, "loc")
+  local name, m
+  name, m, opts = one_matrix(fn, cov, opts)
   if loc:dim() < 1 then check.fail(fn, "loc must be at least one-dimensional.") end
   if not loc:is_floating_point() then loc = loc:to(wick.get_default_dtype()) end
-  local name, m = "scale_tril", opts.scale_tril
-  if cov then name, m = "covariance_matrix", cov elseif opts.precision_matrix then name, m = "precision_matrix",
-    opts.precision_matrix end
   if m:dim() < 2 then
     check.fail(fn, "%s matrix must be at least two-dimensional, with optional leading batch dimensions", name)
   end
@@ -649,28 +688,9 @@ function MultivariateNormal.new(loc, cov, opts)
   rawset(d, name, m:expand(full))
   if validate then
     check_param(d, "loc", not_nan(d.loc), "IndependentConstraint(Real(), 1)")
-    if name == "scale_tril" then
-      check_param(d, name, m:tril():eq(m):all(-1):all(-1):logical_and(m:diagonal(0, -2, -1):gt(0):all(-1)),
-        "LowerCholesky()")
-    else
-      check_param(d, name, (m - mT(m)):abs():le(1e-6):all(-1):all(-1), "PositiveDefinite()")
-    end
+    check_matrix(d, name, m)
   end
-  local ok, L = true, m
-  if name == "covariance_matrix" then
-    ok, L = pcall(linalg().cholesky, m)
-  elseif name == "precision_matrix" then -- PyTorch's _precision_to_scale_tril
-    ok, L = pcall(linalg().cholesky, m:flip({ -2, -1 }))
-    if ok then
-      local Linv = mT(L:flip({ -2, -1 }))
-      L = linalg().solve_triangular(Linv, wick.eye(n, { dtype = m.dtype, device = m.device }), { upper = false })
-    end
-  end
-  if not ok then
-    check.fail(fn, "expected parameter %s (Tensor of shape %s) to satisfy the constraint PositiveDefinite(), "
-      .. "but found invalid values", name, tostring(m:size()))
-  end
-  d._unbroadcasted_scale_tril = L
+  d._unbroadcasted_scale_tril = scale_tril_of(fn, name, m)
   d.has_rsample = true
   return d
 end
@@ -740,14 +760,6 @@ function lowrank.mahalanobis(W, D, x, C)
 end
 -- the trace of X X^T over the batch (PyTorch's _batch_trace_XXT)
 function lowrank.trace_XXT(X) return (X * X):sum({ -2, -1 }) end
--- the lower Cholesky factor of the inverse of a precision matrix P (PyTorch's _precision_to_scale_tril),
--- or nil where P is not positive-definite
-function lowrank.precision_to_scale_tril(P)
-  local ok, L = pcall(linalg().cholesky, P:flip({ -2, -1 }))
-  if not ok then return nil end
-  local Linv = mT(L:flip({ -2, -1 }))
-  return linalg().solve_triangular(Linv, wick.eye(P:size(-1), { dtype = P.dtype, device = P.device }), { upper = false })
-end
 -- d:expand(batch_shape) keeping `keys` as they are (tensors over an unbroadcasted batch)
 function lowrank.expand_keeping(d, batch_shape, keys)
   local kept = {}
@@ -923,21 +935,8 @@ Wishart._keywords = { "df", "covariance_matrix" }
 Wishart._params = { "covariance_matrix", "precision_matrix", "scale_tril", "df" }
 function Wishart.new(df, cov, opts)
   local fn = "Wishart"
-  if type(cov) == "table" and not is_tensor(cov) then cov, opts = nil, cov end
-  if cov ~= nil then check.tensor(cov, fn, "covariance_matrix") end
-  opts = check.options(opts, fn, { covariance_matrix = "tensor", precision_matrix = "tensor", scale_tril = "tensor",
-    validate_args = "boolean" })
-  if cov ~= nil and opts.covariance_matrix ~= nil then
-    check.fail(fn, "argument 'covariance_matrix' given both by position and as an option")
-  end
-  cov = cov or opts.covariance_matrix
-  local given = (cov and 1 or 0) + (opts.precision_matrix and 1 or 0) + (opts.scale_tril and 1 or 0)
-  if given ~= 1 then
-    check.fail(fn, "Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
-  end
-  local name, m = "scale_tril", opts.scale_tril
-  if cov then name, m = "covariance_matrix", cov elseif opts.precision_matrix then name, m = "precision_matrix",
-    opts.precision_matrix end
+  local name, m
+  name, m, opts = one_matrix(fn, cov, opts)
   if m:dim() < 2 then
     check.fail(fn, "%s must be at least two-dimensional, with optional leading batch dimensions", name)
   end
@@ -967,24 +966,9 @@ function Wishart.new(df, cov, opts)
   d.batch_shape, d.event_shape = Size(batch), Size({ p, p })
   if validating(d, opts) then
     check_param(d, "df", d.df:gt(p - 1), ("GreaterThan(lower_bound=%d)"):format(p - 1))
-    if name == "scale_tril" then
-      check_param(d, name, Cm.lower_cholesky.check(m), "LowerCholesky()")
-    else
-      check_param(d, name, (m - mT(m)):abs():le(1e-6):all(-1):all(-1), "PositiveDefinite()")
-    end
+    check_matrix(d, name, m)
   end
-  local L = m
-  if name == "covariance_matrix" then
-    local ok, f = pcall(linalg().cholesky, m)
-    L = ok and f or nil
-  elseif name == "precision_matrix" then
-    L = lowrank.precision_to_scale_tril(m)
-  end
-  if not L then
-    check.fail(fn, "expected parameter %s (Tensor of shape %s) to satisfy the constraint PositiveDefinite(), "
-      .. "but found invalid values", name, tostring(m:size()))
-  end
-  d._unbroadcasted_scale_tril = L
+  d._unbroadcasted_scale_tril = scale_tril_of(fn, name, m)
   d.has_rsample = true
   return d
 end
