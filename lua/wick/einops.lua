@@ -349,7 +349,7 @@ function M.unpack(packed, shapes, pattern)
     for d = before + 2, packed:dim() do new[#new + 1] = size[d] end
     out[i], start = piece:reshape(new), start + counts[i]
   end
-  return out
+  return check.list(out) -- (a list as split's: `local mem, h = einops.unpack(...):unpack()`, out[-1])
 end
 
 --- einops.einsum(a, b, ..., pattern): wick.einsum with axis names of any length
