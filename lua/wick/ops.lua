@@ -530,19 +530,27 @@ return function(wick)
 
   --- wick.normal(mean, std[, size][, opts]): numbers need a size; tensors broadcast (mean + std * N(0, 1)).
   local NORMAL = { dtype = "dtype", device = "device", requires_grad = "boolean" }
-  -- normal's draws as a node whose gradient to mean and std is zero (made on first use)
-  local NormalFn
-  local function normal_fn()
-    local fn = wick.autograd.Function:extend("Normal")
-    function fn.forward(ctx, r, mean, std)
-      ctx.mean, ctx.std = mean, std
-      return r:clone()
+  -- a draw r from tensors that require grad (normal's mean and std, bernoulli's p): in the graph, as PyTorch's
+  -- NormalBackward and BernoulliBackward, with zero gradients to them (the nodes made on first use)
+  local draw_nodes = {}
+  local function zero_grad_draw(name, r, a, b)
+    if not (wick.is_grad_enabled() and ((is_tensor(a) and a.requires_grad) or (is_tensor(b) and b.requires_grad))) then
+      return r
     end
-    function fn.backward(ctx)
-      local zero = function(v) return v and wick.zeros_like(v) or nil end
-      return nil, zero(ctx.mean), zero(ctx.std)
+    local fn = draw_nodes[name]
+    if not fn then
+      fn = wick.autograd.Function:extend(name)
+      function fn.forward(ctx, value, x, y)
+        ctx.x, ctx.y = x, y
+        return value:clone()
+      end
+      function fn.backward(ctx)
+        local zero = function(v) return is_tensor(v) and wick.zeros_like(v) or nil end
+        return nil, zero(ctx.x), zero(ctx.y)
+      end
+      draw_nodes[name] = fn
     end
-    return fn
+    return fn.apply(r, is_tensor(a) and a or nil, is_tensor(b) and b or nil)
   end
 
   function ops.normal(mean, std, size, opts)
@@ -585,13 +593,7 @@ return function(wick)
     local z = wick._randn(shape, { dtype = opts.dtype or like.dtype, device = like.device })
     local r = wick.no_grad(function() return z * std + mean end)
     if opts.requires_grad then return r:requires_grad_(true) end
-    local tracked = function(v) return is_tensor(v) and v.requires_grad end
-    if wick.is_grad_enabled() and (tracked(mean) or tracked(std)) then
-      -- PyTorch's normal(mean, std) is not reparameterised: its gradient to mean and std is zero
-      NormalFn = NormalFn or normal_fn()
-      r = NormalFn.apply(r, is_tensor(mean) and mean or nil, is_tensor(std) and std or nil)
-    end
-    return r
+    return zero_grad_draw("Normal", r, mean, std) -- (not reparameterised: zero gradients, as PyTorch's)
   end
 
   --- wick.randperm(n[, opts]): a random permutation of 1..n (PyTorch's 0..n-1 plus 1), int64 by default.
@@ -684,7 +686,8 @@ return function(wick)
     if p:numel() > 0 and (p:lt(0):any() or p:gt(1):any() or p:ne(p):any()) then
       check.fail("bernoulli", "Expected p_in >= 0 && p_in <= 1 to be true, but got false (probabilities in [0, 1])")
     end
-    return float_draws("bernoulli", p):lt(p):to(p.dtype)
+    local r = wick.no_grad(function() return float_draws("bernoulli", p):lt(p):to(p.dtype) end)
+    return p:is_floating_point() and zero_grad_draw("Bernoulli", r, p) or r
   end
   Tensor.bernoulli = ops.bernoulli
 

@@ -1653,7 +1653,8 @@ local function sequential_items(v, i, out)
   local n = #v
   for k in pairs(v) do
     if type(k) ~= "number" or k ~= floor(k) or k < 1 or k > n then
-      check.fail("Sequential", "argument %d is a table but not a list of modules (it has the key %s)", i, tostring(k))
+      check.fail("Sequential", "argument %d is a table but not a list of modules (it has the key %s; named modules "
+        .. "in order are wick.OrderedDict({{name, module}, ...}), Python's OrderedDict)", i, tostring(k))
     end
   end
   for k = 1, n do
