@@ -3084,9 +3084,11 @@ function wick.product(...)
     if times < 0 then check.fail("product", "repeat argument cannot be negative") end
     n = n - 1
   end
-  local lists = {}
+  if times * n > 2 ^ 20 then check.fail("product", "repeat = %d makes %d places, more than 2^20", times, times * n) end
+  local once, lists = {}, {}
+  for i = 1, n do once[i] = collect((select(i, ...)), "product") end
   for _ = 1, times do
-    for i = 1, n do lists[#lists + 1] = collect((select(i, ...)), "product") end
+    for i = 1, n do lists[#lists + 1] = once[i] end
   end
   local k, at, done = #lists, {}, false
   for i = 1, k do

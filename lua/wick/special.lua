@@ -44,7 +44,11 @@ return function(wick)
     check.int(p, "mvlgamma", "p")
     if p < 1 then check.fail("mvlgamma", "p has to be greater than or equal to 1") end
     -- the p terms side by side in a new last dim, in blocks of at most 2^22 (a
-    -- large p costs time in proportion, never memory beyond a block)
+    -- large p costs time in proportion, never memory beyond a block; past 2^28 terms in all,
+    -- where PyTorch's p by numel tensor would exhaust memory, an error rather than minutes)
+    if p * math.max(x:numel(), 1) > 2 ^ 28 then
+      check.fail("mvlgamma", "p = %d makes %.0f lgamma terms for %d elements, more than 2^28", p, p * x:numel(), x:numel())
+    end
     local r = x * 0
     if x:numel() > 0 then
       local block = math.max(1, math.floor(2 ^ 22 / x:numel()))
