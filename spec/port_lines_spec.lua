@@ -9688,3 +9688,17 @@ describe("the fifty-sixth round's lines, part 9 (the PonderNet and imitation por
     support.assert_error_has(function() return nn.Sequential({ dense0 = nn.Linear(2, 2) }) end, "wick.OrderedDict")
   end)
 end)
+
+describe("the fifty-sixth round's lines, part 10 (the views sweep)", function()
+  it("t:as_strided_ makes t itself a view of its storage, as PyTorch's", function()
+    local t = wick.arange(12)
+    assert.is_true(rawequal(t, t:as_strided_({ 2, 3 }, { 1, 2 }, 2)))
+    assert.are.same({ { 2, 4, 6 }, { 3, 5, 7 } }, t:tolist())
+    assert.are.equal(2, t:storage_offset())
+    local u = wick.arange(6)
+    u:as_strided_({ 3 }, { 2 })
+    assert.are.same({ 0, 2, 4 }, u:tolist())
+    support.assert_error_has(function() wick.ones(4, { requires_grad = true }):as_strided_({ 2 }, { 1 }) end,
+      "a leaf Variable that requires grad")
+  end)
+end)

@@ -1898,6 +1898,17 @@ return function(wick)
     return t:reshape(-1)[(at + 1):reshape(-1)]:view(view.shape)
   end
   wick.as_strided = Tensor.as_strided
+  --- t:as_strided_(size, stride[, storage_offset]): t itself takes that view of its storage (PyTorch's in-place
+  --- form; a leaf that requires grad is PyTorch's error)
+  function Tensor.as_strided_(t, size, stride, storage_offset)
+    check.tensor(t, "as_strided_", "self")
+    if t.requires_grad and wick.is_grad_enabled() then
+      check.fail("as_strided_", t.is_leaf and "a leaf Variable that requires grad is being used in an in-place operation."
+        or "of a tensor that requires grad: use as_strided, or detach it")
+    end
+    local view = Tensor.as_strided(t, size, stride, storage_offset)
+    return t:_replace(view)
+  end
 
   -- index_add's and index_copy's index: int64 (or int32) positions 1..size
   -- along dim, as PyTorch checks them (they do not count from the end)
