@@ -61,6 +61,15 @@ local function broadcast_shapes(fn, a, b, what)
 end
 local T = require("wick.distributions.transforms")
 M.transforms = T
+local Cn = require("wick.distributions.constraints")
+M.constraints = Cn
+-- each class's support and arg_constraints (PyTorch's d.support, d.arg_constraints), from {support, constraints}
+local function constrain(specs)
+  for C, spec in pairs(specs) do
+    rawset(C, "support", spec[1])
+    rawset(C, "arg_constraints", spec[2])
+  end
+end
 local sum_rightmost = T._sum_rightmost
 
 -- ---- the base: validate_args, lazy properties, receivers ----
@@ -736,7 +745,6 @@ end
 
 -- ---- LowRankMultivariateNormal, Wishart, LKJCholesky ----
 
-local Cm = require("wick.distributions.constraints")
 local LOG_2 = math.log(2)
 -- a tensor's sizes without its last k
 local function leading(t, k)
@@ -1032,7 +1040,7 @@ function Wishart:rsample(sample_shape, max_try_correction)
   local sample = lowrank.bartlett(self, shape)
   local nb = #self.batch_shape
   local function singular(s)
-    local bad = Cm.positive_definite.check(s:detach()):logical_not()
+    local bad = Cn.positive_definite.check(s:detach()):logical_not()
     for _ = 1, nb do bad = bad:any(-1) end
     return bad
   end
@@ -1054,7 +1062,7 @@ Wishart.sample = sample_of
 function Wishart:log_prob(value)
   local fn = "Wishart:log_prob"
   value = param(value, fn, "value", self.df)
-  if self._validate_args then check_sample(self, fn, value, "PositiveDefinite()", Cm.positive_definite.check) end
+  if self._validate_args then check_sample(self, fn, value, "PositiveDefinite()", Cn.positive_definite.check) end
   local nu, p, L = self.df, self.event_shape[1], self._unbroadcasted_scale_tril
   local _, logabsdet = linalg().slogdet(value)
   return -nu * (p * LOG_2 / 2 + half_log_det(L)) - wick.mvlgamma(nu / 2, p) + (nu - p - 1) / 2 * logabsdet
@@ -1118,7 +1126,7 @@ end
 function LKJCholesky:log_prob(value)
   local fn = "LKJCholesky:log_prob"
   value = param(value, fn, "value", self.concentration)
-  if self._validate_args then check_sample(self, fn, value, "CorrCholesky()", Cm.corr_cholesky.check) end
+  if self._validate_args then check_sample(self, fn, value, "CorrCholesky()", Cn.corr_cholesky.check) end
   local dim, c = self.dim, self.concentration
   -- L_ii^(2 (concentration - 1) + dim - i) over i >= 2: det(L L^T)^(concentration - 1) and the Jacobian of L -> L L^T
   local diag = value:diagonal(0, -2, -1):narrow(-1, 2, dim - 1)
@@ -1133,17 +1141,11 @@ function LKJCholesky:log_prob(value)
   return unnormalized - (pi_constant + numerator - denominator)
 end
 
--- supports and parameter constraints (PyTorch's d.support, d.arg_constraints)
-rawset(LowRankMultivariateNormal, "support", Cm.real_vector)
-rawset(LowRankMultivariateNormal, "arg_constraints", { loc = Cm.real_vector, cov_factor = Cm.independent(Cm.real, 2),
-  cov_diag = Cm.independent(Cm.positive, 1) })
-rawset(Wishart, "support", Cm.positive_definite)
+-- (their supports and constraints are with the others', below; Wishart's depend on p)
 function Wishart._lazy.arg_constraints(d)
-  return { covariance_matrix = Cm.positive_definite, precision_matrix = Cm.positive_definite,
-    scale_tril = Cm.lower_cholesky, df = Cm.greater_than(d.event_shape[1] - 1) }
+  return { covariance_matrix = Cn.positive_definite, precision_matrix = Cn.positive_definite,
+    scale_tril = Cn.lower_cholesky, df = Cn.greater_than(d.event_shape[1] - 1) }
 end
-rawset(LKJCholesky, "support", Cm.corr_cholesky)
-rawset(LKJCholesky, "arg_constraints", { concentration = Cm.positive })
 for _, C in ipairs({ LowRankMultivariateNormal, Wishart, LKJCholesky }) do receivers(C) end
 -- PyTorch's module names (torch.distributions.lowrank_multivariate_normal, .lkj_cholesky)
 M.lowrank_multivariate_normal = check.strict({ LowRankMultivariateNormal = LowRankMultivariateNormal },
@@ -3188,12 +3190,14 @@ M.utils = check.strict({
 
 -- ---- supports and parameter constraints (PyTorch's d.support, d.arg_constraints) ----
 
-local Cn = require("wick.distributions.constraints")
-M.constraints = Cn
-for C, spec in pairs({
+constrain({
   [Normal] = { Cn.real, { loc = Cn.real, scale = Cn.positive } },
   [MultivariateNormal] = { Cn.real_vector, { loc = Cn.real_vector, covariance_matrix = Cn.positive_definite,
     precision_matrix = Cn.positive_definite, scale_tril = Cn.lower_cholesky } },
+  [LowRankMultivariateNormal] = { Cn.real_vector, { loc = Cn.real_vector, cov_factor = Cn.independent(Cn.real, 2),
+    cov_diag = Cn.independent(Cn.positive, 1) } },
+  [Wishart] = { Cn.positive_definite }, -- (arg_constraints: lazy, above)
+  [LKJCholesky] = { Cn.corr_cholesky, { concentration = Cn.positive } },
   [Bernoulli] = { Cn.boolean, { probs = Cn.unit_interval, logits = Cn.real } },
   [Categorical] = { nil, { probs = Cn.simplex, logits = Cn.independent(Cn.real, 1) } },
   [OneHotCategorical] = { Cn.one_hot, { probs = Cn.simplex, logits = Cn.independent(Cn.real, 1) } },
@@ -3230,10 +3234,7 @@ for C, spec in pairs({
   [Kumaraswamy] = { Cn.unit_interval, { concentration1 = Cn.positive, concentration0 = Cn.positive } },
   [FisherSnedecor] = { Cn.positive, { df1 = Cn.positive, df2 = Cn.positive } },
   [LogisticNormal] = { Cn.simplex, { loc = Cn.real, scale = Cn.positive } },
-}) do
-  rawset(C, "support", spec[1])
-  rawset(C, "arg_constraints", spec[2])
-end
+})
 -- the supports that depend on the parameters (classes 1 .. n here, as wick's classes count from 1)
 function Categorical._lazy.support(d) return Cn.integer_interval(1, d._num_events) end
 function Uniform._lazy.support(d) return Cn.interval(d.low, d.high) end
@@ -3577,14 +3578,11 @@ function GeneralizedPareto:entropy()
 end
 
 for _, C in ipairs({ VonMises, ContinuousBernoulli, GeneralizedPareto }) do receivers(C) end
-for C, spec in pairs({
+constrain({
   [VonMises] = { Cn.real, { loc = Cn.real, concentration = Cn.positive } },
   [ContinuousBernoulli] = { Cn.unit_interval, { probs = Cn.unit_interval, logits = Cn.real } },
   [GeneralizedPareto] = { nil, { loc = Cn.real, scale = Cn.positive, concentration = Cn.real } },
-}) do
-  if spec[1] then rawset(C, "support", spec[1]) end
-  rawset(C, "arg_constraints", spec[2])
-end
+})
 
 -- ContinuousBernoulli's KL divergences (PyTorch's register_kl pairs; none with Beta, Gamma or Laplace as q:
 -- no closed form)

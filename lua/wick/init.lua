@@ -554,6 +554,7 @@ function Tensor.set_(t, source, storage_offset, size, stride)
     check.int(storage_offset, "set_", "storage_offset", 0)
     if size == nil then check.fail("set_", "a storage_offset needs a size: t:set_(source, storage_offset, size[, stride])") end
     size = getmetatable(size) == wick.Size and size:totable() or check.table(size, "set_", "size")
+    if stride ~= nil then stride = getmetatable(stride) == wick.Size and stride:totable() or check.table(stride, "set_", "stride") end
     if stride == nil then -- (contiguous)
       stride = {}
       local step = 1
