@@ -67,32 +67,6 @@ local function keeps_graph(outer, grad_on, out, xs)
   return outer or (grad_on and is_tensor(out) and out.requires_grad and out:_reaches_other_leaf(xs))
 end
 
--- gradients of out (a tensor) with respect to xs, zeros where unused
--- strict: an output independent of an input is PyTorch's error (output j, 1-based, for the message)
-local function grads_of(out, xs, v, create, strict, j)
-  local g
-  if out.requires_grad then
-    g = autograd.grad(out, xs, v, { create_graph = create, retain_graph = true, allow_unused = true })
-  else -- the output does not depend on the inputs: zeros, as PyTorch's
-    g = {}
-  end
-  local result = {}
-  for i, x in ipairs(xs) do
-    local gi = g[i]
-    if gi == nil and strict then
-      check.fail(strict, "Output %d of the user-provided function is independent of input %d. This is not allowed in "
-        .. "strict mode.", (j or 1) - 1, i - 1)
-    end
-    if gi == nil then gi = wick.zeros_like(x)
-    elseif strict and create and not gi.requires_grad then
-      check.fail(strict, "The jacobian of the user-provided function is independent of input %d. This is not allowed "
-        .. "in strict mode when create_graph=True.", (j or 1) - 1) -- (PyTorch numbers the output here)
-    end
-    result[i] = create and gi or gi:detach()
-  end
-  return result
-end
-
 -- ---- torch.autograd.functional ----
 
 local F = {}
@@ -102,6 +76,7 @@ local function raw_grads(out, xs, v, create)
   if not (is_tensor(out) and out.requires_grad) then return {} end
   return autograd.grad(out, xs, v, { create_graph = create, retain_graph = true, allow_unused = true })
 end
+
 
 -- strict mode's checks, PyTorch's messages (its 0-based numbering, as PyTorch prints them)
 local function check_outputs(fn, outs, strict)
@@ -114,6 +89,7 @@ local function check_outputs(fn, outs, strict)
   end
 end
 local STAGE = {
+  jacobian = "Output %d of the user-provided function is independent of input %d. This is not allowed in strict mode.",
   back = "The output of the user-provided function is independent of input %d. This is not allowed in strict mode.",
   back_trick = "The gradient with respect to the input is independent of entry %d in the grad_outputs when using the "
     .. "double backward trick to compute forward mode gradients. This is not allowed in strict mode.",
@@ -121,21 +97,30 @@ local STAGE = {
   double_back_trick = "The hessian of the user-provided function is independent of entry %d in the grad_jacobian. "
     .. "This is not allowed in strict mode as it prevents from using the double backward trick to replace forward mode AD.",
 }
--- PyTorch's _fill_in_zeros: zeros (like refs) where a gradient is nil, or strict mode's error
-local function fill_in_zeros(fn, g, refs, strict, create, stage)
+-- PyTorch's _fill_in_zeros: zeros (like refs) where a gradient is nil, or strict mode's error;
+-- stage "jacobian" is one output's row of a Jacobian (output j, 1-based, for the messages)
+local function fill_in_zeros(fn, g, refs, strict, create, stage, j)
   local out = {}
   for i, ref in ipairs(refs) do
     local gi = g[i]
     if gi == nil then
+      if strict and j then check.fail(fn, STAGE[stage], j - 1, i - 1) end
       if strict then check.fail(fn, STAGE[stage], i - 1) end
       gi = wick.zeros_like(ref)
     elseif strict and create and not gi.requires_grad then
       check.fail(fn, "The %s of the user-provided function is independent of input %d. This is not allowed in strict "
-        .. "mode when create_graph=True.", stage:find("double") and "hessian" or "jacobian", i - 1)
+        .. "mode when create_graph=True.", stage:find("double") and "hessian" or "jacobian", (j or i) - 1) -- (PyTorch
+      -- numbers the output in a Jacobian's row)
     end
     out[i] = create and gi or gi:detach()
   end
   return out
+end
+
+-- gradients of out (a tensor) with respect to xs, zeros where unused;
+-- strict: the function's name, an output independent of an input is PyTorch's error
+local function grads_of(out, xs, v, create, strict, j)
+  return fill_in_zeros(strict, raw_grads(out, xs, v, create), xs, strict, create, "jacobian", j or 1)
 end
 -- the gradient of a one-element function (its jacobian) must depend on the inputs in strict mode
 local function check_jacobian(fn, g, n, strict)

@@ -1360,7 +1360,7 @@ local WITH_OUT = { "tril", "triu", "split", "chunk", "unbind", "sort", "argsort"
   "logical_not", "logical_and", "logical_or", "logical_xor", "hypot", "nan_to_num", "diff", "trace", "take",
   "index_add", "scatter_add", "scatter", "scatter_reduce", "index_reduce", "floor_divide", "fmax", "fmin", "nanmean", "baddbmm", "vdot", "square", "cross",
   "kron", "addmv", "addr", "logit", "xlogy", "exp2", "float_power", "true_divide", "cdist", "linspace", "logspace",
-  "deg2rad", "rad2deg", "matrix_power" }
+  "deg2rad", "rad2deg" }
 for _, name in ipairs(WITH_OUT) do
   wick[name] = with_out(name, wick[name])
 end
@@ -3240,7 +3240,7 @@ end
 -- Linear algebra's tensor methods and torch.* names, from wick.linalg (which loads on first use).
 for _, name in ipairs({ "inverse", "det", "slogdet", "logdet", "pinverse", "cholesky", "qr", "svd", "cholesky_solve",
   "cholesky_inverse", "triangular_solve", "lu", "lu_solve", "lu_unpack", "matrix_exp", "svd_lowrank",
-  "pca_lowrank", "geqrf", "orgqr" }) do
+  "pca_lowrank", "geqrf", "orgqr", "matrix_power" }) do
   Tensor[name] = function(...)
     local input = ...
     -- torch.slogdet(input=A): a keywords table of the input alone (wick.det{input = A})
@@ -3252,6 +3252,7 @@ for _, name in ipairs({ "inverse", "det", "slogdet", "logdet", "pinverse", "chol
   end
   wick[name] = Tensor[name]
 end
+wick.matrix_power = with_out("matrix_power", wick.matrix_power)
 
 --- wick.OrderedDict([items]): Python's collections.OrderedDict (lua/wick/ordered.lua), what
 --- state_dict returns; FeaturePyramidNetwork's input

@@ -1145,14 +1145,28 @@ function methods.geqrf(A)
 end
 function methods.orgqr(A, tau) return linalg.householder_product(A, tau) end
 
---- linalg.matrix_power(A, n): A^n; a negative n is the inverse's power, as PyTorch's
+--- linalg.matrix_power(A, n) / t:matrix_power(n): A^n by squaring; a negative n is the inverse's power,
+--- n = 0 the identity (requiring grad where A does, its gradient zeros), as PyTorch's
 function linalg.matrix_power(A, n)
-  if type(n) == "number" and n < 0 then return linalg.inv(A):matrix_power(-n) end
-  if n == 0 and wick.is_tensor(A) then -- the identity, requiring grad where A does (its gradient zeros)
-    return constant(wick.no_grad(function() return A:detach():matrix_power(0) end), A)
+  check.tensor(A, "matrix_power", "self")
+  check.int(n, "matrix_power", "n")
+  if A:dim() < 2 or A:size(-1) ~= A:size(-2) then
+    check.fail("matrix_power", "expected a batch of square matrices, got shape [%s]", table.concat(A:size(), ", "))
   end
-  return A:matrix_power(n)
+  if n < 0 then A, n = linalg.inv(A), -n end
+  if n == 0 then
+    local eye = wick.eye(A:size(-1), { dtype = A.dtype, device = A.device }):expand(A:size()):contiguous()
+    return constant(eye, A)
+  end
+  local result, base = nil, A
+  while n > 0 do
+    if n % 2 == 1 then result = result and result:matmul(base) or base end
+    n = math.floor(n / 2)
+    if n > 0 then base = base:matmul(base) end
+  end
+  return result
 end
+methods.matrix_power = linalg.matrix_power
 function linalg.matmul(a, b) return wick.matmul(a, b) end
 --- linalg.diagonal(A[, {offset = 0, dim1 = -2, dim2 = -1}])
 function linalg.diagonal(A, opts)

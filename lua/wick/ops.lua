@@ -3576,21 +3576,6 @@ return function(wick)
     return wick.cat({ c(t, 2) * c(u, 3) - c(t, 3) * c(u, 2), c(t, 3) * c(u, 1) - c(t, 1) * c(u, 3),
       c(t, 1) * c(u, 2) - c(t, 2) * c(u, 1) }, dim)
   end
-  --- t:matrix_power(n): t @ t @ ... (n >= 0; n = 0 the identity), by squaring
-  function Tensor.matrix_power(t, n)
-    check.tensor(t, "matrix_power", "self")
-    check.int(n, "matrix_power", "n", 0)
-    if t:dim() < 2 or t:size(-1) ~= t:size(-2) then
-      check.fail("matrix_power", "expected a batch of square matrices, got shape [%s]", table.concat(t:size(), ", "))
-    end
-    local result, base = nil, t
-    while n > 0 do
-      if n % 2 == 1 then result = result and result:matmul(base) or base end
-      n = math.floor(n / 2)
-      if n > 0 then base = base:matmul(base) end
-    end
-    return result or wick.eye(t:size(-1), { dtype = t.dtype, device = t.device }):expand(t:size())
-  end
   --- wick.chain_matmul(...) / wick.linalg.multi_dot(list): the product, left to right
   function ops.chain_matmul(...)
     local ms = select("#", ...) == 1 and type(...) == "table" and not wick.is_tensor(...) and (...) or { ... }
