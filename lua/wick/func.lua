@@ -810,7 +810,7 @@ local function tensor_at(module, name)
   return m, key
 end
 
---- func.functional_call(module, params_and_buffers, args[, kwargs]): module(args) with its
+--- func.functional_call(module, params_and_buffers, args[, kwargs]): module(args..., kwargs) with its
 --- parameters and buffers of those names replaced by the given tensors (a table name -> tensor, or
 --- a list of such tables), the module left as it was after
 --- ({strict = true}: every parameter and buffer must be given; tie_weights, true by default as PyTorch's: a tensor
@@ -825,7 +825,10 @@ function T.functional_call(module, tensors, args, kwargs, opts)
     if only_options then kwargs, opts = nil, kwargs end
   end
   opts = check.options(opts, "functional_call", CALL_OPTIONS)
-  if kwargs ~= nil then check.fail("functional_call", "keyword arguments are not supported (pass them in args)") end
+  if kwargs ~= nil and (type(kwargs) ~= "table" or getmetatable(kwargs) ~= nil) then
+    check.expected("functional_call", "kwargs", "a table of keyword arguments", kwargs)
+  end
+  if kwargs ~= nil and next(kwargs) == nil then kwargs = nil end
   local dicts = tensors[1] ~= nil and tensors or { tensors }
   -- the replacements by name; with tie_weights (PyTorch's default) a tensor the module holds under
   -- several names (a tied embedding and output weight) is replaced under all of them
@@ -923,9 +926,13 @@ function T.functional_call(module, tensors, args, kwargs, opts)
       saved[#saved + 1] = { m, key, rawget(m, key) }
       rawset(m, key, t)
     end
-    if is_tensor(args) then return pack(module(args)) end
-    if type(args) ~= "table" then return pack(module(args)) end
-    return pack(module(unpack(args)))
+    -- kwargs: the forward's trailing keywords table (Python's module(*args, **kwargs))
+    if is_tensor(args) or type(args) ~= "table" then args = { args } end
+    if kwargs == nil then return pack(module(unpack(args))) end
+    local n = #args
+    local call = { unpack(args, 1, n) }
+    call[n + 1] = kwargs
+    return pack(module(unpack(call, 1, n + 1)))
   end)
   for i = #saved, 1, -1 do rawset(saved[i][1], saved[i][2], saved[i][3]) end
   if not ok then error(r, 0) end
