@@ -22,3 +22,20 @@ describe("the fifty-seventh round's lines, part 1 (functional_call)", function()
       "expected a table of keyword arguments for argument 'kwargs'")
   end)
 end)
+
+describe("the fifty-seventh round's lines, part 2 (vmap's trees of in_dims)", function()
+  it("in_dims = {1, {a = 1, b = false}} is PyTorch's in_dims=(0, {'a': 0, 'b': None})", function()
+    local f = function(x, p) return x * p.a + p.b end
+    local x = wick.arange(6):view(2, 3):double()
+    local p = { a = wick.tensor({ 1, 2 }, { dtype = "float64" }), b = wick.tensor({ 10, 20, 30 }, { dtype = "float64" }) }
+    -- torch: vmap(f, (0, {'a': 0, 'b': None}))(x, p)
+    assert.are.same({ { 10, 21, 32 }, { 16, 28, 40 } }, wick.func.vmap(f, { 1, { a = 1, b = false } })(x, p):tolist())
+    local g = function(l) return l[1] + l[2] end
+    assert.are.same({ { 1, 1, 1 }, { 1, 1, 1 } },
+      wick.func.vmap(g, { { 1, 2 } })({ wick.ones(2, 3), wick.zeros(3, 2) }):tolist())
+    support.assert_error_has(function() wick.func.vmap(f, { 1, { a = 1, c = false } })(x, p) end,
+      "in_dims is not compatible with the structure of argument 2")
+    support.assert_error_has(function() wick.func.vmap(f, { 1, { a = "x", b = false } })(x, p) end,
+      "a tree of dims holds")
+  end)
+end)

@@ -667,6 +667,28 @@ local VMAP = { in_dims = "number|table|boolean", out_dims = "number|table|boolea
 -- the sample b of x along dim d (1-based; negative from the end)
 local function sample_of(x, d, b) return x:select(d, b) end
 
+-- an argument's tree of in_dims (a prefix of its structure, PyTorch's in_dims=(0, {'a': 0, 'b': None})) with
+-- each dim spread over the subtree it heads: a tree of the argument's structure, a dim or false at each leaf
+local function dims_tree(d, arg, a)
+  local dl, dspec = pytree.tree_flatten(d)
+  for _, x in ipairs(dl) do
+    if x ~= false and type(x) ~= "number" then
+      check.fail("func.vmap", "in_dims of argument %d: a tree of dims holds %s (each entry a dim or false)", a,
+        check.describe(x))
+    end
+  end
+  local ok, subs = pcall(dspec.flatten_up_to, dspec, arg)
+  if not ok then
+    check.fail("func.vmap", "in_dims is not compatible with the structure of argument %d: in_dims has structure %s "
+      .. "but the argument has structure %s", a, tostring(dspec), tostring(pytree.tree_structure(arg)))
+  end
+  local spread = {}
+  for i = 1, #dl do
+    spread[i] = subs[i] == nil and nil or pytree.tree_map(function() return dl[i] end, subs[i])
+  end
+  return pytree.tree_unflatten(spread, dspec)
+end
+
 --- func.vmap(f[, in_dims = 1[, out_dims = 1]]) (or {in_dims =, out_dims =, randomness =, chunk_size =}):
 --- f over the samples of its arguments along in_dims (per argument: a dim, or false for one shared
 --- by all samples), its results stacked along out_dims
@@ -678,32 +700,38 @@ function T.vmap(f, ...)
   local randomness = check.one_of(o.randomness or "error", "func.vmap", "randomness", { "error", "different", "same" })
   return function(...)
     local args = pack(...)
-    local dims = {}
+    local dims = {} -- per argument: a dim, nil (not mapped), or a tree of them over the argument's structure
     for a = 1, args.n do
       local d = in_dims
       if type(in_dims) == "table" then d = in_dims[a] end
-      if d ~= nil and d ~= false and type(d) ~= "number" then
-        check.fail("func.vmap", "in_dims of argument %d must be a dim or false (one for the whole argument), got %s",
-          a, check.describe(d))
+      if d ~= nil and d ~= false and type(d) ~= "number" and not is_tree(d) then
+        check.fail("func.vmap", "in_dims of argument %d must be a dim, false, or a tree of them matching the "
+          .. "argument's structure, got %s", a, check.describe(d))
       end
-      dims[a] = d ~= false and d or nil
+      dims[a] = is_tree(d) and dims_tree(d, args[a], a) or (d ~= false and d or nil)
+    end
+    -- fn(x, dim) for each tensor of argument a mapped along a dim
+    local function each_mapped(a, fn)
+      if type(dims[a]) == "table" then
+        pytree.tree_map(function(x, d) if is_tensor(x) and d then fn(x, d) end end, args[a], dims[a])
+      elseif dims[a] then
+        for _, x in ipairs(leaves(args[a])) do fn(x, dims[a]) end
+      end
     end
     local B
     for a = 1, args.n do
-      if dims[a] then
-        for _, x in ipairs(leaves(args[a])) do
-          local d = dims[a] < 0 and x:dim() + dims[a] + 1 or dims[a]
-          if d < 1 or d > x:dim() then
-            check.fail("func.vmap", "in_dims %d is out of range for argument %d of %d dims%s", dims[a], a, x:dim(),
-              dims[a] == 0 and " (dims count from 1: PyTorch's in_dims=0 is 1)" or "")
-          end
-          local n = x:size(d)
-          if B and n ~= B then
-            check.fail("func.vmap", "Expected all tensors to have the same size in the mapped dimension, got both %d and %d for the mapped dimension", B, n)
-          end
-          B = n
+      each_mapped(a, function(x, dim)
+        local d = dim < 0 and x:dim() + dim + 1 or dim
+        if d < 1 or d > x:dim() then
+          check.fail("func.vmap", "in_dims %d is out of range for argument %d of %d dims%s", dim, a, x:dim(),
+            dim == 0 and " (dims count from 1: PyTorch's in_dims=0 is 1)" or "")
         end
-      end
+        local n = x:size(d)
+        if B and n ~= B then
+          check.fail("func.vmap", "Expected all tensors to have the same size in the mapped dimension, got both %d and %d for the mapped dimension", B, n)
+        end
+        B = n
+      end)
     end
     if not B then check.fail("func.vmap", "at least one argument must be mapped over (in_dims are all None/false)") end
     -- randomness: 'same' replays one generator state for every sample;
@@ -713,16 +741,21 @@ function T.vmap(f, ...)
     -- is stacked from none, PyTorch's empty outputs)
     local empty = B == 0
     for b = 1, empty and 1 or B do
+      local function sample(x, dim)
+        if empty then
+          local shape = x:size():totable()
+          table.remove(shape, dim < 0 and x:dim() + dim + 1 or dim)
+          return wick.zeros(shape, { dtype = x.dtype, device = x.device })
+        end
+        return sample_of(x, dim, b)
+      end
       local call = {}
       for a = 1, args.n do
-        call[a] = dims[a] and map(args[a], function(x)
-          if empty then
-            local shape = x:size():totable()
-            table.remove(shape, dims[a] < 0 and x:dim() + dims[a] + 1 or dims[a])
-            return wick.zeros(shape, { dtype = x.dtype, device = x.device })
-          end
-          return sample_of(x, dims[a], b)
-        end) or args[a]
+        if type(dims[a]) == "table" then
+          call[a] = pytree.tree_map(function(x, d) return is_tensor(x) and d and sample(x, d) or x end, args[a], dims[a])
+        else
+          call[a] = dims[a] and map(args[a], function(x) return sample(x, dims[a]) end) or args[a]
+        end
       end
       if randomness == "same" then wick.set_rng_state(state) end
       results[b] = pack(f(unpack(call, 1, args.n)))
