@@ -3523,8 +3523,9 @@ return function(wick)
     check.tensor(t, "exp2", "self")
     return wick.pow(2, t:is_floating_point() and t or t:to(wick.get_default_dtype()))
   end
-  --- t:float_power(u): t ^ u in float64
+  --- t:float_power(u): t ^ u in float64 (wick.float_power(number, u) too: numpy's np.power(0.4, t))
   function Tensor.float_power(t, u)
+    if type(t) == "number" and wick.is_tensor(u) then return t ^ u:to("float64") end
     check.tensor(t, "float_power", "self")
     return t:to("float64") ^ (wick.is_tensor(u) and u:to("float64") or check.number(u, "float_power", "exponent"))
   end
