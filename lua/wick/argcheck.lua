@@ -63,6 +63,10 @@ function C.is_tensor(v) return getmetatable(v) == tensor_mt end
 local LIST_HINT = "split, chunk, unbind and LSTMCell give one table, not several results (Python's "
   .. "`a, b = x.chunk(2)` is `local a, b = x:chunk(2):unpack()`, or index it: parts[1], parts[-1] the last)"
 local list_pos = setmetatable({}, { __mode = "k" })
+-- a tensor's fields, read from a list of tensors: a ported `chosen, rejected = x.chunk(2)` reading chosen.shape
+local TENSOR_FIELDS = { shape = true, dtype = true, device = true, ndim = true, requires_grad = true, grad = true,
+  grad_fn = true, is_leaf = true, is_cuda = true, data = true, T = true, mT = true, H = true, mH = true, real = true,
+  imag = true, layout = true }
 local list_mt = { __call = function(list, _, prev)
   local i = list_pos[list]
   if prev == nil then i = 1
@@ -87,6 +91,9 @@ list_mt.__index = function(list, k)
   if type(k) == "string" and k ~= "iter" and type(rawget(core.Tensor, k)) == "function" -- (iter: what an iterable is asked)
     and getmetatable(rawget(list, 1)) == tensor_mt then
     raise(("a table of %d tensors has no method '%s': %s"):format(n, k, LIST_HINT))
+  end
+  if TENSOR_FIELDS[k] and getmetatable(rawget(list, 1)) == tensor_mt then
+    raise(("a table of %d tensors has no field '%s': %s"):format(n, k, LIST_HINT))
   end
   if type(k) ~= "table" then return nil end
   local r = type(k[1]) == "table" and k[1] or k

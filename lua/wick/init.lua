@@ -169,6 +169,15 @@ Size.__index = function(s, k)
   if type(k) == "table" then return size_slice(s, k) end
   return Size[k]
 end
+-- s[i] = v: Python's list(x.size())[i] = v, a negative i from the end (MACE's size[dim] = dim_size, dim = -1);
+-- 0 and a negative i past the start are an error (a write there would be lost); past the end, a table's growth
+Size.__newindex = function(s, k, v)
+  if type(k) ~= "number" or k > 0 then return rawset(s, k, v) end
+  local n = #s
+  if k < 0 and k >= -n and k % 1 == 0 then return rawset(s, n + k + 1, v) end
+  wick.error(k == 0 and "Size: index 0 is invalid: dims count from 1 (Python's shape[0] is shape[1], shape[-1] the last)"
+    or ("Size: assignment index %s out of range for a Size of %d dims"):format(check.describe(k), n))
+end
 Size.__tostring = function(s)
   local parts = {}
   for i = 1, #s do parts[i] = tostring(s[i]) end

@@ -194,6 +194,9 @@ static void sizes_only(lua_State *L, int idx, int m, const char *fn) {
         if (k < 1 || k > m || k != floor(k)) {
             if (lua_type(L, -2) == LUA_TSTRING) wl_raise(L, "%s: unknown option '%s' among the sizes (options go in one table, the last argument)", fn,
                                                       lua_tostring(L, -2));
+            if (lua_type(L, -2) == LUA_TNUMBER)
+                wl_raise(L, "%s: a table of sizes holds sizes 1..%d only, got the key %s%s", fn, m, lua_tostring(L, -2),
+                         k < 1 ? " (sizes count from 1; a negative index writes nothing to a plain table)" : "");
             wl_raise(L, "%s: a table of sizes holds sizes 1..%d only, got a %s key", fn, m, luaL_typename(L, -2));
         }
         lua_pop(L, 1);

@@ -2680,7 +2680,11 @@ local function float_target(fn, target, what)
 end
 function F.binary_cross_entropy(p, target, ...)
   opts, p, target = loss_args("binary_cross_entropy", p, target, BCE, ORDER.binary_cross_entropy, ...)
-  float_target("binary_cross_entropy", target, "Found dtype %s but expected Float")
+  float_target("binary_cross_entropy", target, "Found dtype %s but expected " .. p.dtype)
+  if target.dtype ~= p.dtype then -- (PyTorch's: no promotion; NeuS's mask.float() beside a float64 model)
+    check.fail("binary_cross_entropy", "Found dtype %s but expected %s (the target must have the input's dtype: "
+      .. "target:to(input.dtype))", target.dtype, p.dtype)
+  end
   check_device("binary_cross_entropy", "target", target, p, "input")
   same_size("binary_cross_entropy", p, target,
     "Using a target size (%s) that is different to the input size (%s) is deprecated. Please ensure they have the same size.")
