@@ -639,6 +639,760 @@ function linalg.eigh(A, UPLO)
 end
 function linalg.eigvalsh(A, UPLO) return (linalg.eigh(A, UPLO)) end
 
+-- ---- eig (general real matrices): LAPACK's dgeev path, in Lua over rows of numbers ----
+-- balancing (dgebal), Householder reduction to upper Hessenberg form (dgehd2, dorghr), Francis
+-- double-shift QR steps with deflation to the real Schur form (dlahqr, dlanv2: a complex pair's
+-- eigenvalue with the positive imaginary part first), the eigenvectors by back-substitution on it
+-- (dtrevc) and back-transformed (dgebak), then normalised as dgeev's; PyTorch's order, its vectors
+local geev = (function()
+  -- the constants of LAPACK's dlamch (float64): the safe minimum, the precision eps * base
+  local SAFMIN, ULP = 2 ^ -1022, 2 ^ -52
+  local abs, sqrt, max, min = math.abs, math.sqrt, math.max, math.min
+  local function sign(a, b) if b >= 0 then return abs(a) end return -abs(a) end -- Fortran's SIGN(a, b)
+  local function hypot(x, y) -- dlapy2: sqrt(x^2 + y^2) without overflow
+    x, y = abs(x), abs(y)
+    local w, z = max(x, y), min(x, y)
+    if z == 0 or w > 1.79e308 then return w end
+    return w * sqrt(1 + (z / w) ^ 2)
+  end
+  local function zeros(n)
+    local m = {}
+    for i = 1, n do
+      local r = {}
+      for j = 1, n do r[j] = 0 end
+      m[i] = r
+    end
+    return m
+  end
+
+  -- dgebal ('B'): permutations isolating eigenvalues (rows pushed down, then columns pushed left),
+  -- then the rows and columns ilo..ihi scaled by powers of 2 until their norms are close
+  local function balance(a, n)
+    local scale = {}
+    local function swap(j, m, k, l)
+      scale[m] = j
+      if j == m then return end
+      for i = 1, l do a[i][j], a[i][m] = a[i][m], a[i][j] end
+      for i = k, n do a[j][i], a[m][i] = a[m][i], a[j][i] end
+    end
+    local k, l = 1, n
+    local found = true
+    while found do -- a row with no off-diagonal nonzero in columns 1..l: its eigenvalue is isolated
+      found = false
+      for j = l, 1, -1 do
+        local isolated = true
+        for i = 1, l do
+          if i ~= j and a[j][i] ~= 0 then isolated = false; break end
+        end
+        if isolated then
+          swap(j, l, k, l)
+          if l == 1 then return 1, 1, scale end
+          l = l - 1
+          found = true
+          break
+        end
+      end
+    end
+    found = true
+    while found do -- a column with no off-diagonal nonzero in rows k..l
+      found = false
+      for j = k, l do
+        local isolated = true
+        for i = k, l do
+          if i ~= j and a[i][j] ~= 0 then isolated = false; break end
+        end
+        if isolated then
+          swap(j, k, k, l)
+          k = k + 1
+          found = true
+          break
+        end
+      end
+    end
+    for i = k, l do scale[i] = 1 end
+    local sfmin1 = SAFMIN / ULP
+    local sfmax1, sfmin2 = 1 / sfmin1, sfmin1 * 2
+    local sfmax2 = 1 / sfmin2
+    local noconv = true
+    while noconv do
+      noconv = false
+      for i = k, l do
+        local c, r, ca, ra = 0, 0, 0, 0
+        for j = k, l do c, r = c + a[j][i] ^ 2, r + a[i][j] ^ 2 end
+        c, r = sqrt(c), sqrt(r)
+        for j = 1, l do ca = max(ca, abs(a[j][i])) end
+        for j = k, n do ra = max(ra, abs(a[i][j])) end
+        if c ~= 0 and r ~= 0 then
+          local g, f, s = r / 2, 1, c + r
+          while c < g and max(f, c, ca) < sfmax2 and min(r, g, ra) > sfmin2 do
+            f, c, ca, r, g, ra = f * 2, c * 2, ca * 2, r / 2, g / 2, ra / 2
+          end
+          g = c / 2
+          while g >= r and max(r, ra) < sfmax2 and min(f, c, g, ca) > sfmin2 do
+            f, c, g, ca, r, ra = f / 2, c / 2, g / 2, ca / 2, r * 2, ra * 2
+          end
+          local skip = c + r >= 0.95 * s or (f < 1 and scale[i] < 1 and f * scale[i] <= sfmin1)
+            or (f > 1 and scale[i] > 1 and scale[i] >= sfmax1 / f)
+          if not skip then
+            scale[i] = scale[i] * f
+            noconv = true
+            for j = k, n do a[i][j] = a[i][j] / f end
+            for j = 1, l do a[j][i] = a[j][i] * f end
+          end
+        end
+      end
+    end
+    return k, l, scale
+  end
+
+  -- dgehd2 and dorghr: Householder reflectors H = I - tau v v' (v(1) = 1, dlarfg's signs) reduce
+  -- rows and columns ilo..ihi of a to upper Hessenberg form; q (when asked) their product
+  local function hessenberg(a, n, ilo, ihi, want_q)
+    local vs, taus = {}, {}
+    for i = ilo, ihi - 1 do
+      local alpha, xnorm = a[i + 1][i], 0
+      for k = i + 2, ihi do xnorm = xnorm + a[k][i] ^ 2 end
+      xnorm = sqrt(xnorm)
+      local v, tau = { [i + 1] = 1 }, 0
+      if xnorm ~= 0 then
+        local beta = -sign(hypot(alpha, xnorm), alpha)
+        tau = (beta - alpha) / beta
+        local s = 1 / (alpha - beta)
+        for k = i + 2, ihi do v[k] = a[k][i] * s end
+        a[i + 1][i] = beta
+        for r = 1, ihi do -- from the right, rows 1..ihi
+          local row, sum = a[r], 0
+          for k = i + 1, ihi do sum = sum + row[k] * v[k] end
+          sum = sum * tau
+          for k = i + 1, ihi do row[k] = row[k] - sum * v[k] end
+        end
+        for c = i + 1, n do -- from the left, columns i+1..n
+          local sum = 0
+          for k = i + 1, ihi do sum = sum + v[k] * a[k][c] end
+          sum = sum * tau
+          for k = i + 1, ihi do a[k][c] = a[k][c] - sum * v[k] end
+        end
+      else
+        for k = i + 2, ihi do v[k] = 0 end
+      end
+      for k = i + 2, ihi do a[k][i] = 0 end
+      vs[i], taus[i] = v, tau
+    end
+    if not want_q then return nil end
+    local q = zeros(n)
+    for i = 1, n do q[i][i] = 1 end
+    for i = ihi - 1, ilo, -1 do -- q = H(ilo) ... H(ihi-1), accumulated backwards
+      local v, tau = vs[i], taus[i]
+      if tau ~= 0 then
+        for c = i + 1, ihi do
+          local sum = 0
+          for k = i + 1, ihi do sum = sum + v[k] * q[k][c] end
+          sum = sum * tau
+          for k = i + 1, ihi do q[k][c] = q[k][c] - sum * v[k] end
+        end
+      end
+    end
+    return q
+  end
+
+  -- dlanv2: the standard form of a 2x2 block [a b; c d] (real eigenvalues: c = 0; complex ones:
+  -- a = d and b c < 0), the rotation (cs, sn) and the eigenvalues (rt1i >= 0)
+  local function standardize(a, b, c, d)
+    local cs, sn
+    local eps = ULP
+    if c == 0 then
+      cs, sn = 1, 0
+    elseif b == 0 then
+      cs, sn = 0, 1
+      a, d = d, a
+      b, c = -c, 0
+    elseif a - d == 0 and sign(1, b) ~= sign(1, c) then
+      cs, sn = 1, 0
+    else
+      local temp = a - d
+      local p = 0.5 * temp
+      local bcmax = max(abs(b), abs(c))
+      local bcmis = min(abs(b), abs(c)) * sign(1, b) * sign(1, c)
+      local scale = max(abs(p), bcmax)
+      local z = (p / scale) * p + (bcmax / scale) * bcmis
+      if z >= 4 * eps then -- real eigenvalues
+        z = p + sign(sqrt(scale) * sqrt(z), p)
+        a = d + z
+        d = d - (bcmax / z) * bcmis
+        local tau = hypot(c, z)
+        cs, sn = z / tau, c / tau
+        b, c = b - c, 0
+      else -- complex or (almost) equal real eigenvalues: make the diagonal elements equal
+        local sigma = b + c
+        local safmn2 = 2 ^ math.floor(math.log(SAFMIN / eps) / math.log(2) / 2)
+        for _ = 1, 20 do
+          local sc = max(abs(temp), abs(sigma))
+          if sc >= 1 / safmn2 then sigma, temp = sigma * safmn2, temp * safmn2
+          elseif sc <= safmn2 then sigma, temp = sigma / safmn2, temp / safmn2
+          else break end
+        end
+        p = 0.5 * temp
+        local tau = hypot(sigma, temp)
+        cs = sqrt(0.5 * (1 + abs(sigma) / tau))
+        sn = -(p / (tau * cs)) * sign(1, sigma)
+        local aa, bb = a * cs + b * sn, -a * sn + b * cs
+        local cc, dd = c * cs + d * sn, -c * sn + d * cs
+        a, b = aa * cs + cc * sn, bb * cs + dd * sn
+        c, d = -aa * sn + cc * cs, -bb * sn + dd * cs
+        temp = 0.5 * (a + d)
+        a, d = temp, temp
+        if c ~= 0 then
+          if b ~= 0 then
+            if sign(1, b) == sign(1, c) then -- real eigenvalues: upper triangular
+              local sab, sac = sqrt(abs(b)), sqrt(abs(c))
+              p = sign(sab * sac, c)
+              tau = 1 / sqrt(abs(b + c))
+              a, d = temp + p, temp - p
+              b, c = b - c, 0
+              local cs1, sn1 = sab * tau, sac * tau
+              cs, sn = cs * cs1 - sn * sn1, cs * sn1 + sn * cs1
+            end
+          else
+            b, c = -c, 0
+            cs, sn = -sn, cs
+          end
+        end
+      end
+    end
+    local rt1i = 0
+    if c ~= 0 then rt1i = sqrt(abs(b)) * sqrt(abs(c)) end
+    return a, b, c, d, a, rt1i, d, -rt1i, cs, sn
+  end
+
+  -- dlahqr (wantt: the Schur form T in h; z (or nil) times the Schur vectors): Francis double-shift
+  -- QR steps on the active block l..i, with LAPACK's deflation test (Ahues and Kressner) and
+  -- exceptional shifts every 10 steps without a deflation; false after 30 steps per row (nonconvergence)
+  local function hqr(h, n, ilo, ihi, wr, wi, z)
+    for i = 1, ilo - 1 do wr[i], wi[i] = h[i][i], 0 end
+    for i = ihi + 1, n do wr[i], wi[i] = h[i][i], 0 end
+    if ilo == ihi then wr[ilo], wi[ilo] = h[ilo][ilo], 0; return true end
+    local nh = ihi - ilo + 1
+    local smlnum = SAFMIN * (nh / ULP)
+    local itmax = 30 * max(10, nh)
+    local kdefl = 0
+    local i1, i2 = 1, n
+    local i = ihi
+    while i >= ilo do
+      local l = ilo
+      local converged = false
+      for _ = 0, itmax do
+        local k = i
+        while k > l do -- a small subdiagonal element
+          local hkk1 = abs(h[k][k - 1])
+          if hkk1 <= smlnum then break end
+          local tst = abs(h[k - 1][k - 1]) + abs(h[k][k])
+          if tst == 0 then
+            if k - 2 >= ilo then tst = tst + abs(h[k - 1][k - 2]) end
+            if k + 1 <= ihi then tst = tst + abs(h[k + 1][k]) end
+          end
+          if hkk1 <= ULP * tst then
+            local ab = max(hkk1, abs(h[k - 1][k]))
+            local ba = min(hkk1, abs(h[k - 1][k]))
+            local aa = max(abs(h[k][k]), abs(h[k - 1][k - 1] - h[k][k]))
+            local bb = min(abs(h[k][k]), abs(h[k - 1][k - 1] - h[k][k]))
+            local s = aa + ab
+            if ba * (ab / s) <= max(smlnum, ULP * (bb * (aa / s))) then break end
+          end
+          k = k - 1
+        end
+        l = k
+        if l > ilo then h[l][l - 1] = 0 end
+        if l >= i - 1 then converged = true; break end
+        kdefl = kdefl + 1
+        local h11, h12, h21, h22
+        if kdefl % 20 == 0 then -- exceptional shifts
+          local s = abs(h[i][i - 1]) + abs(h[i - 1][i - 2])
+          h11 = 0.75 * s + h[i][i]
+          h12, h21, h22 = -0.4375 * s, s, h11
+        elseif kdefl % 10 == 0 then
+          local s = abs(h[l + 1][l]) + abs(h[l + 2][l + 1])
+          h11 = 0.75 * s + h[l][l]
+          h12, h21, h22 = -0.4375 * s, s, h11
+        else
+          h11, h21, h12, h22 = h[i - 1][i - 1], h[i][i - 1], h[i - 1][i], h[i][i]
+        end
+        local rt1r, rt1i, rt2r, rt2i
+        local s = abs(h11) + abs(h12) + abs(h21) + abs(h22)
+        if s == 0 then
+          rt1r, rt1i, rt2r, rt2i = 0, 0, 0, 0
+        else
+          h11, h21, h12, h22 = h11 / s, h21 / s, h12 / s, h22 / s
+          local tr = (h11 + h22) / 2
+          local det = (h11 - tr) * (h22 - tr) - h12 * h21
+          local rtdisc = sqrt(abs(det))
+          if det >= 0 then -- complex conjugate shifts
+            rt1r, rt1i = tr * s, rtdisc * s
+            rt2r, rt2i = rt1r, -rt1i
+          else -- real shifts: the one closer to h22, twice
+            rt1r, rt2r = tr + rtdisc, tr - rtdisc
+            if abs(rt1r - h22) <= abs(rt2r - h22) then rt1r = rt1r * s else rt1r = rt2r * s end
+            rt2r, rt1i, rt2i = rt1r, 0, 0
+          end
+        end
+        local m, v1, v2, v3 = i - 2, 0, 0, 0
+        while true do -- two consecutive small subdiagonal elements: where the step starts
+          local h21s = h[m + 1][m]
+          s = abs(h[m][m] - rt2r) + abs(rt2i) + abs(h21s)
+          h21s = h[m + 1][m] / s
+          v1 = h21s * h[m][m + 1] + (h[m][m] - rt1r) * ((h[m][m] - rt2r) / s) - rt1i * (rt2i / s)
+          v2 = h21s * (h[m][m] + h[m + 1][m + 1] - rt1r - rt2r)
+          v3 = h21s * h[m + 2][m + 1]
+          s = abs(v1) + abs(v2) + abs(v3)
+          v1, v2, v3 = v1 / s, v2 / s, v3 / s
+          if m == l then break end
+          local h00 = abs(h[m][m - 1]) * (abs(v2) + abs(v3))
+          local h01 = ULP * abs(v1) * (abs(h[m - 1][m - 1]) + abs(h[m][m]) + abs(h[m + 1][m + 1]))
+          if h00 <= h01 then break end
+          m = m - 1
+        end
+        for kk = m, i - 1 do -- the double-shift step: the bulge chased down by reflectors of order 3 (2 last)
+          local nr = min(3, i - kk + 1)
+          if kk > m then
+            v1, v2 = h[kk][kk - 1], h[kk + 1][kk - 1]
+            v3 = nr == 3 and h[kk + 2][kk - 1] or 0
+          end
+          local t1 = 0 -- dlarfg of (v1, v2[, v3])
+          local xnorm = nr == 3 and hypot(v2, v3) or abs(v2)
+          if xnorm ~= 0 then
+            local beta = -sign(hypot(v1, xnorm), v1)
+            t1 = (beta - v1) / beta
+            local sc = 1 / (v1 - beta)
+            v2, v3 = v2 * sc, v3 * sc
+            v1 = beta
+          end
+          if kk > m then
+            h[kk][kk - 1] = v1
+            h[kk + 1][kk - 1] = 0
+            if kk < i - 1 then h[kk + 2][kk - 1] = 0 end
+          elseif m > l then
+            h[kk][kk - 1] = h[kk][kk - 1] * (1 - t1)
+          end
+          local t2 = t1 * v2
+          if nr == 3 then
+            local t3 = t1 * v3
+            local r0, r1, r2 = h[kk], h[kk + 1], h[kk + 2]
+            for j = kk, i2 do
+              local sum = r0[j] + v2 * r1[j] + v3 * r2[j]
+              r0[j], r1[j], r2[j] = r0[j] - sum * t1, r1[j] - sum * t2, r2[j] - sum * t3
+            end
+            for j = i1, min(kk + 3, i) do
+              local r = h[j]
+              local sum = r[kk] + v2 * r[kk + 1] + v3 * r[kk + 2]
+              r[kk], r[kk + 1], r[kk + 2] = r[kk] - sum * t1, r[kk + 1] - sum * t2, r[kk + 2] - sum * t3
+            end
+            if z then
+              for j = ilo, ihi do
+                local r = z[j]
+                local sum = r[kk] + v2 * r[kk + 1] + v3 * r[kk + 2]
+                r[kk], r[kk + 1], r[kk + 2] = r[kk] - sum * t1, r[kk + 1] - sum * t2, r[kk + 2] - sum * t3
+              end
+            end
+          elseif nr == 2 then
+            local r0, r1 = h[kk], h[kk + 1]
+            for j = kk, i2 do
+              local sum = r0[j] + v2 * r1[j]
+              r0[j], r1[j] = r0[j] - sum * t1, r1[j] - sum * t2
+            end
+            for j = i1, i do
+              local r = h[j]
+              local sum = r[kk] + v2 * r[kk + 1]
+              r[kk], r[kk + 1] = r[kk] - sum * t1, r[kk + 1] - sum * t2
+            end
+            if z then
+              for j = ilo, ihi do
+                local r = z[j]
+                local sum = r[kk] + v2 * r[kk + 1]
+                r[kk], r[kk + 1] = r[kk] - sum * t1, r[kk + 1] - sum * t2
+              end
+            end
+          end
+        end
+      end
+      if not converged then return false end
+      if l == i then -- one eigenvalue has converged
+        wr[i], wi[i] = h[i][i], 0
+      else -- a pair: the 2x2 block to standard form, the rotation applied to the rest of h and to z
+        local a, b, c, d, cs, sn
+        a, b, c, d, wr[i - 1], wi[i - 1], wr[i], wi[i], cs, sn =
+          standardize(h[i - 1][i - 1], h[i - 1][i], h[i][i - 1], h[i][i])
+        h[i - 1][i - 1], h[i - 1][i], h[i][i - 1], h[i][i] = a, b, c, d
+        local r0, r1 = h[i - 1], h[i]
+        for j = i + 1, i2 do r0[j], r1[j] = cs * r0[j] + sn * r1[j], cs * r1[j] - sn * r0[j] end
+        for j = i1, i - 2 do
+          local r = h[j]
+          r[i - 1], r[i] = cs * r[i - 1] + sn * r[i], cs * r[i] - sn * r[i - 1]
+        end
+        if z then
+          for j = ilo, ihi do
+            local r = z[j]
+            r[i - 1], r[i] = cs * r[i - 1] + sn * r[i], cs * r[i] - sn * r[i - 1]
+          end
+        end
+      end
+      kdefl = 0
+      i = l - 1
+    end
+    return true
+  end
+
+  -- complex division (a + bi) / (c + di) (Smith's: exact as real division when b = d = 0)
+  local function cdiv(a, b, c, d)
+    if abs(d) <= abs(c) then
+      local r = d / c
+      local den = c + d * r
+      return (a + b * r) / den, (b - a * r) / den
+    end
+    local r = c / d
+    local den = c * r + d
+    return (a * r + b) / den, (b * r - a) / den
+  end
+
+  -- dtrevc (right eigenvectors, back-transformed): for each eigenvalue w of the quasi-triangular t,
+  -- x with x(k) = 1 (a pair: LAPACK's first two components) solving (T - w) x = 0 upwards by blocks
+  -- (a pivot below smin taken as smin, as dlaln2), then q x; columns k (and k+1 of a pair: the
+  -- imaginary part) of the result, scaled by the largest modulus
+  local function eigenvectors(t, n, q)
+    local vr = zeros(n)
+    local smlnum = SAFMIN * (n / ULP)
+    local ki = n
+    while ki >= 1 do
+      local pair = ki > 1 and t[ki][ki - 1] ~= 0
+      local w_r, w_i = t[ki][ki], 0
+      if pair then w_i = sqrt(abs(t[ki][ki - 1])) * sqrt(abs(t[ki - 1][ki])) end
+      local smin = max(ULP * (abs(w_r) + abs(w_i)), smlnum)
+      local xr, xi = {}, {}
+      local top -- the last row of the triangular solve
+      if not pair then
+        xr[ki], xi[ki] = 1, 0
+        for k = 1, ki - 1 do xr[k], xi[k] = -t[k][ki], 0 end
+        top = ki - 1
+      else
+        if abs(t[ki - 1][ki]) >= abs(t[ki][ki - 1]) then
+          xr[ki - 1], xi[ki] = 1, w_i / t[ki - 1][ki]
+        else
+          xr[ki - 1], xi[ki] = -w_i / t[ki][ki - 1], 1
+        end
+        xi[ki - 1], xr[ki] = 0, 0
+        for k = 1, ki - 2 do xr[k], xi[k] = -xr[ki - 1] * t[k][ki - 1], -xi[ki] * t[k][ki] end
+        top = ki - 2
+      end
+      local last = ki
+      local j = top
+      while j >= 1 do
+        if j > 1 and t[j][j - 1] ~= 0 then -- a 2x2 block rows j-1, j: complete pivoting, complex
+          local a11r, a12, a21, a22r = t[j - 1][j - 1] - w_r, t[j - 1][j], t[j][j - 1], t[j][j] - w_r
+          local m = { { a11r, -w_i }, { a12, 0 }, { a21, 0 }, { a22r, -w_i } } -- (1,1) (1,2) (2,1) (2,2)
+          local b1r, b1i, b2r, b2i = xr[j - 1], xi[j - 1], xr[j], xi[j]
+          -- the largest entry as the pivot, moved to (1,1)
+          local best, bi = -1, 1
+          for e = 1, 4 do
+            local v = abs(m[e][1]) + abs(m[e][2])
+            if v > best then best, bi = v, e end
+          end
+          local swaprows = bi == 3 or bi == 4
+          local swapcols = bi == 2 or bi == 4
+          if swaprows then m[1], m[2], m[3], m[4] = m[3], m[4], m[1], m[2]; b1r, b1i, b2r, b2i = b2r, b2i, b1r, b1i end
+          if swapcols then m[1], m[2], m[3], m[4] = m[2], m[1], m[4], m[3] end
+          local p11r, p11i = m[1][1], m[1][2]
+          if abs(p11r) + abs(p11i) < smin then p11r, p11i = smin, 0 end
+          local lr, li = cdiv(m[3][1], m[3][2], p11r, p11i)
+          local u22r = m[4][1] - (lr * m[2][1] - li * m[2][2])
+          local u22i = m[4][2] - (lr * m[2][2] + li * m[2][1])
+          if abs(u22r) + abs(u22i) < smin then u22r, u22i = smin, 0 end
+          b2r, b2i = b2r - (lr * b1r - li * b1i), b2i - (lr * b1i + li * b1r)
+          local y2r, y2i = cdiv(b2r, b2i, u22r, u22i)
+          local y1r, y1i = cdiv(b1r - (m[2][1] * y2r - m[2][2] * y2i), b1i - (m[2][1] * y2i + m[2][2] * y2r),
+            p11r, p11i)
+          if swapcols then y1r, y1i, y2r, y2i = y2r, y2i, y1r, y1i end
+          xr[j - 1], xi[j - 1], xr[j], xi[j] = y1r, y1i, y2r, y2i
+          for k = 1, j - 2 do
+            xr[k] = xr[k] - y1r * t[k][j - 1] - y2r * t[k][j]
+            xi[k] = xi[k] - y1i * t[k][j - 1] - y2i * t[k][j]
+          end
+          j = j - 2
+        else
+          local dr, di = t[j][j] - w_r, -w_i
+          if abs(dr) + abs(di) < smin then dr, di = smin, 0 end
+          local yr, yi = cdiv(xr[j], xi[j], dr, di)
+          xr[j], xi[j] = yr, yi
+          for k = 1, j - 1 do
+            xr[k] = xr[k] - yr * t[k][j]
+            xi[k] = xi[k] - yi * t[k][j]
+          end
+          j = j - 1
+        end
+        local big = 0 -- (rescaled, keeping the direction, before it could overflow)
+        for k = 1, last do big = max(big, abs(xr[k]), abs(xi[k])) end
+        if big > 1e150 then
+          for k = 1, last do xr[k], xi[k] = xr[k] / big, xi[k] / big end
+        end
+      end
+      -- back-transform: q x, scaled by the largest modulus (LAPACK's: |re| + |im|)
+      local ur, ui = {}, {}
+      local emax = 0
+      for r = 1, n do
+        local sr, si, qr = 0, 0, q[r]
+        for k = 1, last do sr, si = sr + qr[k] * xr[k], si + qr[k] * xi[k] end
+        ur[r], ui[r] = sr, si
+        emax = max(emax, abs(sr) + abs(si))
+      end
+      if not pair then
+        for r = 1, n do vr[r][ki] = ur[r] / emax end
+        ki = ki - 1
+      else
+        for r = 1, n do vr[r][ki - 1], vr[r][ki] = ur[r] / emax, ui[r] / emax end
+        ki = ki - 2
+      end
+    end
+    return vr
+  end
+
+  -- dgeev: the eigenvalues (wr, wi: of a pair, the one with the positive imaginary part first) and,
+  -- when asked, the eigenvectors (vr: LAPACK's columns, each of unit norm, a complex one with its
+  -- component of largest modulus real) of the n x n matrix a (rows of numbers, overwritten); nil on
+  -- nonconvergence
+  local function geev(a, n, want_vectors)
+    local eps = ULP
+    local smlnum = sqrt(SAFMIN) / eps
+    local bignum = 1 / smlnum
+    local anrm = 0
+    for i = 1, n do for j = 1, n do anrm = max(anrm, abs(a[i][j])) end end
+    local cscale = 1
+    if anrm > 0 and anrm < smlnum then cscale = smlnum elseif anrm > bignum then cscale = bignum end
+    if cscale ~= 1 then
+      for i = 1, n do for j = 1, n do a[i][j] = a[i][j] / anrm * cscale end end
+    end
+    local ilo, ihi, scale = balance(a, n)
+    local q = hessenberg(a, n, ilo, ihi, want_vectors)
+    local wr, wi = {}, {}
+    if not hqr(a, n, ilo, ihi, wr, wi, q) then return nil end
+    local vr
+    if want_vectors then
+      vr = eigenvectors(a, n, q)
+      if ilo ~= ihi then -- dgebak: the scaling and the permutations undone
+        for i = ilo, ihi do
+          local s = scale[i]
+          for j = 1, n do vr[i][j] = vr[i][j] * s end
+        end
+      end
+      for ii = 1, n do
+        local i = ii
+        if i < ilo or i > ihi then
+          if i < ilo then i = ilo - ii end
+          local k = scale[i]
+          if k ~= i then vr[i], vr[k] = vr[k], vr[i] end
+        end
+      end
+      local i = 1
+      while i <= n do -- unit norms; a pair's largest component real (dlartg's rotation)
+        if wi[i] == 0 then
+          local s = 0
+          for r = 1, n do s = s + vr[r][i] ^ 2 end
+          s = sqrt(s)
+          for r = 1, n do vr[r][i] = vr[r][i] / s end
+          i = i + 1
+        else
+          local s1, s2 = 0, 0
+          for r = 1, n do s1, s2 = s1 + vr[r][i] ^ 2, s2 + vr[r][i + 1] ^ 2 end
+          local s = hypot(sqrt(s1), sqrt(s2))
+          local k, best = 1, -1
+          for r = 1, n do
+            vr[r][i], vr[r][i + 1] = vr[r][i] / s, vr[r][i + 1] / s
+            local m2 = vr[r][i] ^ 2 + vr[r][i + 1] ^ 2
+            if m2 > best then k, best = r, m2 end
+          end
+          local f, g = vr[k][i], vr[k][i + 1]
+          local cs, sn = 1, 0 -- (dlartg's, of LAPACK before 3.10, as MKL's: r > 0 unless |f| > |g|)
+          if f == 0 then cs, sn = 0, 1
+          elseif g ~= 0 then
+            local d = hypot(f, g)
+            cs, sn = f / d, g / d
+            if abs(f) > abs(g) and cs < 0 then cs, sn = -cs, -sn end
+          end
+          for r = 1, n do
+            local x, y = vr[r][i], vr[r][i + 1]
+            vr[r][i], vr[r][i + 1] = cs * x + sn * y, cs * y - sn * x
+          end
+          vr[k][i + 1] = 0
+          i = i + 2
+        end
+      end
+    end
+    if cscale ~= 1 then
+      for i = 1, n do wr[i], wi[i] = wr[i] / cscale * anrm, wi[i] / cscale * anrm end
+    end
+    return wr, wi, vr
+  end
+  return geev
+end)()
+
+-- the inverse of the complex n x n matrix (re, im: rows of numbers), by Gaussian elimination with
+-- partial pivoting; nil when a pivot is 0 (the eigenvectors of a defective matrix)
+local function complex_inverse(re, im, n)
+  local ar, ai, br, bi = {}, {}, {}, {}
+  for i = 1, n do
+    ar[i], ai[i], br[i], bi[i] = {}, {}, {}, {}
+    for j = 1, n do ar[i][j], ai[i][j], br[i][j], bi[i][j] = re[i][j], im[i][j], i == j and 1 or 0, 0 end
+  end
+  for c = 1, n do
+    local p, best = c, -1
+    for r = c, n do
+      local m = math.abs(ar[r][c]) + math.abs(ai[r][c])
+      if m > best then p, best = r, m end
+    end
+    if best == 0 then return nil end
+    ar[c], ar[p], ai[c], ai[p], br[c], br[p], bi[c], bi[p] = ar[p], ar[c], ai[p], ai[c], br[p], br[c], bi[p], bi[c]
+    local pr, pi = ar[c][c], ai[c][c]
+    local den = pr * pr + pi * pi
+    local qr, qi = pr / den, -pi / den -- 1 / pivot
+    for j = 1, n do -- the pivot row divided by the pivot
+      ar[c][j], ai[c][j] = ar[c][j] * qr - ai[c][j] * qi, ar[c][j] * qi + ai[c][j] * qr
+      br[c][j], bi[c][j] = br[c][j] * qr - bi[c][j] * qi, br[c][j] * qi + bi[c][j] * qr
+    end
+    for r = 1, n do
+      if r ~= c then
+        local fr, fi = ar[r][c], ai[r][c]
+        if fr ~= 0 or fi ~= 0 then
+          for j = 1, n do
+            ar[r][j] = ar[r][j] - (fr * ar[c][j] - fi * ai[c][j])
+            ai[r][j] = ai[r][j] - (fr * ai[c][j] + fi * ar[c][j])
+            br[r][j] = br[r][j] - (fr * br[c][j] - fi * bi[c][j])
+            bi[r][j] = bi[r][j] - (fr * bi[c][j] + fi * br[c][j])
+          end
+        end
+      end
+    end
+  end
+  return br, bi
+end
+
+local COMPLEX_OF = { float32 = "complex64", float64 = "complex128" }
+-- the checks of eig and eigvals (fn), and their values: L [..., n] and (want_vectors) V [..., n, n]
+-- of A's complex dtype on A's device, and (want_inverse) V^-1; computed in float64 on the CPU
+local function eig_of(fn, A, want_vectors, want_inverse)
+  square(fn, A)
+  if A:is_complex() then
+    check.fail(fn, "complex input (%s) is not supported: wick has no complex linear algebra", A.dtype)
+  end
+  float_check(fn, A)
+  local n = A:size(-1)
+  local cdtype = COMPLEX_OF[A.dtype]
+  local opts = { dtype = cdtype, device = A.device }
+  local vshape, lshape = {}, {}
+  for i = 1, A:dim() do vshape[i] = A:size(i) end
+  for i = 1, A:dim() - 1 do lshape[i] = vshape[i] end
+  if A:numel() == 0 then
+    return wick.zeros(lshape, opts), wick.zeros(vshape, opts), want_inverse and wick.zeros(vshape, opts) or nil
+  end
+  local X = A:detach():to("cpu"):to("float64")
+  if not X:isfinite():all():item() then check.fail(fn, "input tensor should not contain infs or NaNs") end
+  local mats = X:reshape(-1, n, n):totable()
+  local lr, li, vre, vim, wre, wim = {}, {}, {}, {}, {}, {}
+  for b, a in ipairs(mats) do
+    local wr, wi, vr = geev(a, n, want_vectors)
+    if not wr then
+      check.fail(fn, "The algorithm failed to converge because the input matrix is ill-conditioned or has too many "
+        .. "repeated eigenvalues (error code: %d)", n)
+    end
+    lr[b], li[b] = wr, wi
+    if want_vectors then -- LAPACK's columns: a pair's are the real and imaginary parts of its first vector
+      local re, im = {}, {}
+      for r = 1, n do re[r], im[r] = {}, {} end
+      local j = 1
+      while j <= n do
+        if wi[j] == 0 then
+          for r = 1, n do re[r][j], im[r][j] = vr[r][j], 0 end
+          j = j + 1
+        else
+          for r = 1, n do
+            re[r][j], im[r][j] = vr[r][j], vr[r][j + 1]
+            re[r][j + 1], im[r][j + 1] = vr[r][j], -vr[r][j + 1]
+          end
+          j = j + 2
+        end
+      end
+      vre[b], vim[b] = re, im
+      if want_inverse and want_inverse ~= "singular" then
+        wre[b], wim[b] = complex_inverse(re, im, n)
+        if not wre[b] then want_inverse = "singular" end -- (an error if backward runs)
+      end
+    end
+  end
+  local function complex(re, im, shape)
+    local f64 = { dtype = "float64" }
+    return wick.complex(wick.tensor(re, f64), wick.tensor(im, f64)):reshape(shape):to(cdtype):to(A.device)
+  end
+  local L = complex(lr, li, lshape)
+  if not want_vectors then return L end
+  if want_inverse == "singular" then return L, complex(vre, vim, vshape), nil end
+  return L, complex(vre, vim, vshape), want_inverse and complex(wre, wim, vshape) or nil
+end
+
+-- eig's gradient (PyTorch's linalg_eig_backward, of a real A: the real part), with E_ij =
+-- conj(L_j) - conj(L_i) (1 on the diagonal) and V^-1 from the forward:
+--   gA = re(V^-H (diag(gL) + (V^H gV - V^H V re(diag(V^H gV))) / E) V^H)
+-- (once: V and V^-1 are constants of the graph). The Function's outputs are the real views of L
+-- and V (view_as_real, made complex again outside), its gradients theirs.
+local Eig = wick.autograd.Function:extend("LinalgEig")
+function Eig.forward(ctx, A, fn)
+  local L, V, W = eig_of(fn, A, true, true)
+  ctx:save_for_backward(L, V, W or V)
+  ctx.dtype, ctx.fn, ctx.singular = A.dtype, fn, W == nil
+  ctx:set_materialize_grads(false)
+  return wick.view_as_real(L), wick.view_as_real(V)
+end
+Eig.backward = wick.autograd.once_differentiable(function(ctx, gL, gV)
+  local L, V, W = unpack(ctx.saved_tensors)
+  if not gL and not gV then return nil end
+  if ctx.singular then
+    check.fail(ctx.fn, "backward: the eigenvectors are linearly dependent (A is not diagonalizable), V^-1 does not "
+      .. "exist")
+  end
+  if gL then gL = wick.view_as_complex(gL:contiguous()) end
+  if gV then gV = wick.view_as_complex(gV:contiguous()) end
+  local Vh = mT(V):conj()
+  local G
+  if gV then
+    G = Vh:matmul(gV)
+    local d = G:diagonal(0, -2, -1)
+    if d.imag:abs():gt(1e-2):any():item() then
+      check.fail("linalg_eig_backward", "The eigenvectors in the complex case are specified up to multiplication by "
+        .. "e^{i phi}. The specified loss function depends on this quantity, so it is ill-defined.")
+    end
+    G = G - Vh:matmul(V * d.real:unsqueeze(-2))
+    local Lc = L:conj()
+    local I = wick.eye(L:size(-1), { dtype = ctx.dtype, device = L.device })
+    G = G / (Lc:unsqueeze(-2) - Lc:unsqueeze(-1) + I) * (1 - I)
+    if gL then G = G + gL:diag_embed() end
+  else
+    G = gL:diag_embed()
+  end
+  return mT(W):conj():matmul(G):matmul(Vh).real:contiguous()
+end)
+
+--- linalg.eig(A) -> eigenvalues, eigenvectors (columns, each of unit norm): complex64 (float32 A) or
+--- complex128 (float64 A), in LAPACK's order (dgeev's, as PyTorch's); differentiable once
+function linalg.eig(A)
+  if wick.is_tensor(A) and A.requires_grad and wick.is_grad_enabled() then
+    local L, V = Eig.apply(A, "linalg.eig")
+    return wick.view_as_complex(L), wick.view_as_complex(V)
+  end
+  local L, V = eig_of("linalg.eig", A, true)
+  return L, V
+end
+--- linalg.eigvals(A) -> eigenvalues (eig's, complex; differentiable through eig)
+function linalg.eigvals(A)
+  if wick.is_tensor(A) and A.requires_grad and wick.is_grad_enabled() then
+    return wick.view_as_complex((Eig.apply(A, "linalg.eigvals")))
+  end
+  return (eig_of("linalg.eigvals", A, false))
+end
+
 --- linalg.svd(A[, full_matrices = true]) -> U, S (descending), Vh
 function linalg.svd(A, full_matrices)
   check.tensor(A, "linalg.svd", "A")
@@ -1301,7 +2055,7 @@ end
 -- pinv stays float32, as in PyTorch's kernel)
 local f32 = wick._autocast_float32
 for _, name in ipairs({ "solve", "inv", "slogdet", "det", "cholesky", "qr", "eigh", "eigvalsh", "svd", "svdvals",
-  "pinv", "matrix_rank", "lstsq", "lu", "lu_factor", "lu_factor_ex" }) do
+  "eig", "eigvals", "pinv", "matrix_rank", "lstsq", "lu", "lu_factor", "lu_factor_ex" }) do
   local f = linalg[name]
   linalg[name] = function(A, B, ...)
     local dt = wick.is_tensor(A) and A.device.type
@@ -1396,6 +2150,7 @@ end
 -- PyTorch's named tuples: the first tensor answers the result's fields (Glow's
 -- torch.linalg.slogdet(W).logabsdet, qr(A).Q); see wick._name_results
 for name, fields in pairs({ slogdet = { "sign", "logabsdet" }, qr = { "Q", "R" }, eigh = { "eigenvalues", "eigenvectors" },
+  eig = { "eigenvalues", "eigenvectors" },
   svd = { "U", "S", "Vh" }, lu = { "P", "L", "U" }, lu_factor = { "LU", "pivots" }, lu_factor_ex = { "LU", "pivots", "info" },
   cholesky_ex = { "L", "info" }, inv_ex = { "inverse", "info" }, solve_ex = { "result", "info" },
   lstsq = { "solution", "residuals", "rank", "singular_values" } }) do
