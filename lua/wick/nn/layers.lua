@@ -14,6 +14,7 @@ local int_pair = common.pair -- {h, w} of an integer or a pair, checked
 -- nn.Parameter(t): a leaf that requires grad; the result of an op (torch's
 -- nn.Parameter(torch.randn(n, requires_grad=True) * 0.01)) becomes a leaf over its data
 function L.Parameter(t, requires_grad)
+  if t == nil then t = wick.empty({ 0 }) end -- (PyTorch's Parameter(None): an empty one of the default dtype)
   check.tensor(t, "Parameter", "data")
   requires_grad = check.flag(requires_grad, "Parameter", "requires_grad", true)
   if t.grad_fn ~= nil then t = t:detach() end
