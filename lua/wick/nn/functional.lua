@@ -2714,7 +2714,7 @@ local function in_target_dtype(loss, target, reduction)
 end
 function F.binary_cross_entropy_with_logits(x, target, ...)
   opts, x, target = loss_args("binary_cross_entropy_with_logits", x, target, BCE_LOGITS, ORDER.binary_cross_entropy_with_logits, ...)
-  float_target("binary_cross_entropy_with_logits", target, "result type Float can't be cast to the desired output type %s")
+  float_target("binary_cross_entropy_with_logits", target, "result type " .. x.dtype .. " can't be cast to the desired output type %s")
   check_device("binary_cross_entropy_with_logits", "target", target, x, "input")
   same_size("binary_cross_entropy_with_logits", x, target, "Target size (%s) must be the same as input size (%s)")
   local pw = opts.pos_weight
