@@ -232,54 +232,178 @@ Sampler.init = Dataset.init
 Sampler.len = abstract("len", "Sampler", "__len__")
 Sampler.iter = abstract("iter", "Sampler", "__iter__")
 
---- get_worker_info(): nil, as PyTorch's in the main process (wick loads there).
-function data.get_worker_info() return nil end
+-- ---- WorkerInfo, get_worker_info ----
+-- A WorkerInfo's fields, kept out of the object so that none can be assigned
+-- (PyTorch's is a frozen dataclass).
+local worker_fields = setmetatable({}, { __mode = "k" })
+local WorkerInfo = { __name = "WorkerInfo" }
+local WORKER_FIELDS = { id = "integer", num_workers = "integer", seed = "integer", dataset = "any" }
+WorkerInfo.__index = function(info, k)
+  local fields = worker_fields[info]
+  if fields[k] ~= nil or k == "rng" then return fields[k] end
+  check.fail("WorkerInfo", "'WorkerInfo' object has no attribute '%s' (it has id, num_workers, seed and dataset)",
+    tostring(k))
+end
+WorkerInfo.__newindex = function(_, k)
+  check.fail("WorkerInfo", "cannot assign to field '%s' (PyTorch's FrozenInstanceError)", tostring(k))
+end
+WorkerInfo.__tostring = function(info)
+  local f = worker_fields[info]
+  local class = type(f.dataset) == "table" and getmetatable(f.dataset)
+  return ("WorkerInfo(id=%d, num_workers=%d, seed=%d, dataset=%s)"):format(f.id, f.num_workers, f.seed,
+    type(class) == "table" and rawget(class, "__name") or check.describe(f.dataset))
+end
+--- WorkerInfo{id =, num_workers =, seed =, dataset =}: what get_worker_info()
+--- gives during a worker_init_fn call (PyTorch's torch.utils.data.WorkerInfo;
+--- its fields cannot be assigned).
+setmetatable(WorkerInfo, { __call = function(_, opts)
+  opts = check.options(opts, "WorkerInfo", WORKER_FIELDS)
+  local fields = { dataset = opts.dataset }
+  for _, k in ipairs({ "id", "num_workers", "seed" }) do fields[k] = check.int(opts[k], "WorkerInfo", k) end
+  local info = setmetatable({}, WorkerInfo)
+  worker_fields[info] = fields
+  return info
+end })
+data.WorkerInfo = WorkerInfo
+
+local current_worker = nil -- the WorkerInfo of the worker_init_fn call in progress
+
+--- get_worker_info(): the WorkerInfo of the worker whose worker_init_fn is being
+--- called, else nil, as PyTorch's in the main process (wick makes every batch in
+--- the calling process).
+function data.get_worker_info() return current_worker end
 
 -- ---- collation ----
---- default_collate(samples): PyTorch's. Tensors are stacked; numbers become a
---- tensor: int64 when all are whole (Python's ints: class labels), else float64
---- (Python's floats); booleans a bool tensor; tables are collated key by key
---- (arrays, Python's lists, position by position, all of one length); other
---- values (strings) stay a list.
-local function collate(samples)
-  check.table(samples, "default_collate", "samples")
+
+-- How many entries the array `t` spans, nils inside counted: its largest positive
+-- integer key when all its keys are positive integers (Python's [x, None, z] is the
+-- Lua table {x, nil, z}), else nil (a dict-like table).
+local function array_span(t)
+  local top = 0
+  for k in pairs(t) do
+    if type(k) ~= "number" or k < 1 or k ~= math.floor(k) then return nil end
+    if k > top then top = k end
+  end
+  return top
+end
+
+-- PyTorch's TypeError for a value default_collate cannot batch (a nil: Python's
+-- None), naming where it is.
+local function cannot_collate(v, i, where)
+  local found = v == nil and "nil (Python's <class 'NoneType'>)" or check.describe(v)
+  check.fail("default_collate", "batch must contain tensors, numbers, booleans, strings, dicts or lists; found %s "
+    .. "(sample %d of the batch%s)", found, i, where and (", " .. where) or "")
+end
+
+-- where the column `k` of a table sample is, for the errors
+local function field_name(where, k, list)
+  local here = list and ("item " .. tostring(k)) or ("key '" .. tostring(k) .. "'")
+  return where and (where .. ", " .. here) or here
+end
+
+-- The batch of samples[1..n] (a nil among them is an error naming it; `where`
+-- says which field of the loader's samples they are).
+local function collate_column(samples, n, where)
+  for i = 1, n do
+    if samples[i] == nil then cannot_collate(nil, i, where) end
+  end
   local first = samples[1]
-  if first == nil then check.fail("default_collate", "the batch is empty (PyTorch's IndexError)") end
   if wick.is_tensor(first) then
     return wick.stack(samples, 1)
-  elseif type(first) == "number" then
-    for _, v in ipairs(samples) do
-      if type(v) ~= "number" or v ~= math.floor(v) or math.abs(v) >= 2 ^ 53 then
-        return wick.tensor(samples, { dtype = "float64" })
+  elseif type(first) == "number" or type(first) == "boolean" then
+    -- PyTorch's: a float first (a non-whole number here) gives float64; an int or a bool
+    -- first gives torch.tensor(batch)'s dtype: bool when all are bools, int64 when all are
+    -- whole (bools count as 0 and 1), else the default dtype. A Lua whole number may be
+    -- Python's 2.0 as well as 2: mixed with non-whole numbers, they all count as floats.
+    local bools, whole, numbers = true, true, {}
+    for i = 1, n do
+      local v = samples[i]
+      if type(v) == "boolean" then
+        numbers[i] = v and 1 or 0
+      elseif type(v) == "number" then
+        bools, numbers[i] = false, v
+        if v ~= math.floor(v) or math.abs(v) >= 2 ^ 53 then whole = false end
+      else
+        return wick.tensor(samples) -- (wick.tensor's error names the value it cannot take)
       end
     end
-    return wick.tensor(samples, { dtype = "int64" })
-  elseif type(first) == "boolean" then
-    return wick.tensor(samples)
+    if bools then return wick.tensor(samples, { dtype = "bool" }) end
+    if whole then return wick.tensor(numbers, { dtype = "int64" }) end
+    local dtype = type(first) == "boolean" and wick.get_default_dtype() or "float64"
+    return wick.tensor(numbers, { dtype = dtype })
   elseif type(first) == "table" then
-    for i, s in ipairs(samples) do
-      if type(s) ~= "table" or #s ~= #first then
-        check.fail("default_collate", "each element in list of batch should be of equal size (sample %d is %s, "
-          .. "sample 1 a table of %d)", i, type(s) == "table" and ("a table of " .. #s) or check.describe(s), #first)
+    local span, out = array_span(first), {}
+    local function unequal(i, s, size)
+      check.fail("default_collate", "each element in list of batch should be of equal size (sample %d is %s, "
+        .. "sample 1 %s%s)", i, type(s) == "table" and size(s) or check.describe(s), size(first),
+        where and (", " .. where) or "")
+    end
+    if span and span > 0 then -- lists (Python's lists and tuples): item by item, a nil among them an error
+      local function list_size(s)
+        local m = array_span(s)
+        return m and ("a list of " .. m) or "a table with keys"
+      end
+      for i = 1, n do
+        local s = samples[i]
+        local own_span = type(s) == "table" and array_span(s)
+        if not own_span then unequal(i, s, list_size) end
+        for k = 1, own_span do
+          if s[k] == nil then cannot_collate(nil, i, field_name(where, k, true)) end
+        end
+        if own_span ~= span then unequal(i, s, list_size) end
+      end
+      for k = 1, span do
+        local column = {}
+        for i = 1, n do column[i] = samples[i][k] end
+        out[k] = collate_column(column, n, field_name(where, k, true))
+      end
+      return out
+    end
+    local function table_size(s) return "a table of " .. #s end
+    local keys = {}
+    for k in pairs(first) do keys[k] = true end
+    for i = 1, n do
+      local s = samples[i]
+      if type(s) ~= "table" or #s ~= #first then unequal(i, s, table_size) end
+      for k in pairs(s) do -- (a key sample 1 lacks: its nil there, Python's None, would drop the column)
+        if not keys[k] then
+          check.fail("default_collate", "sample 1 has no key '%s' that sample %d has (a nil value, Python's None, "
+            .. "is no key in a Lua table: default_collate cannot batch it%s)", tostring(k), i,
+            where and ("; in " .. where) or "")
+        end
       end
     end
-    local out = {}
     for k in pairs(first) do
       local column = {}
-      for i, s in ipairs(samples) do
+      for i = 1, n do
+        local s = samples[i]
         if s[k] == nil then -- (a short column would pair labels with the wrong inputs: PyTorch's KeyError)
-          check.fail("default_collate", "sample %d has no key '%s' that sample 1 has (KeyError)", i, tostring(k))
+          check.fail("default_collate", "sample %d has no key '%s' that sample 1 has (PyTorch's KeyError; a nil "
+            .. "value, Python's None, is no key in a Lua table%s)", i, tostring(k), where and ("; in " .. where) or "")
         end
         column[i] = s[k]
       end
-      out[k] = collate(column)
+      out[k] = collate_column(column, n, field_name(where, k, false))
     end
     return out
   elseif type(first) ~= "string" then
-    check.fail("default_collate", "batch must contain tensors, numbers, booleans, strings, dicts or lists; found %s",
-      check.describe(first))
+    cannot_collate(first, 1, where)
   end
   return samples
+end
+
+--- default_collate(samples): PyTorch's. Tensors are stacked; numbers become a
+--- tensor: int64 when all are whole (Python's ints: class labels), else float64
+--- (Python's floats); booleans a bool tensor (mixed with numbers: PyTorch's dtype,
+--- which the first one decides); tables are collated key by key
+--- (arrays, Python's lists, position by position, all of one length); other
+--- values (strings) stay a list. A nil (Python's None), in the batch or in a
+--- sample, is PyTorch's TypeError naming it.
+local function collate(samples)
+  check.table(samples, "default_collate", "samples")
+  local n = array_span(samples) or #samples
+  if n == 0 then check.fail("default_collate", "the batch is empty (PyTorch's IndexError)") end
+  return collate_column(samples, n)
 end
 data.default_collate = collate
 
@@ -290,6 +414,15 @@ local function convert(value) return value end
 data.default_convert = convert
 
 local function pack_values(...) return { n = select("#", ...), ... } end
+
+-- the packed values s hold a non-nil one (an iterator's nil first value ends the
+-- iteration only when nothing follows it: `return nil, y` is a sample whose x is nil)
+local function has_values(s)
+  for k = 1, s.n do
+    if s[k] ~= nil then return true end
+  end
+  return false
+end
 
 -- One sample, get(i)'s (or an iterable dataset's iterator's) values, packed:
 -- one non-empty plain array returned alone ({x, y}, Python's list or tuple
@@ -321,11 +454,17 @@ local function collate_samples(samples, collate_fn)
     for k, s in ipairs(samples) do list[k] = sample_value(s) end
     return results_of(collate_fn(list))
   end
-  local batch = {}
-  for col = 1, samples[1] and samples[1].n or 0 do
+  -- as many columns as the longest sample has values: a nil value (Python's None; a
+  -- shorter sample's missing ones) is default_collate's error, never a short column
+  local batch, width, count = {}, 0, #samples
+  for k, s in ipairs(samples) do
+    if s.n == 0 or (s.n == 1 and s[1] == nil) then cannot_collate(nil, k) end
+    if s.n > width then width = s.n end
+  end
+  for col = 1, width do
     local column = {}
     for k, s in ipairs(samples) do column[k] = s[col] end
-    batch[col] = collate(column)
+    batch[col] = collate_column(column, count, "value " .. col)
   end
   return batch
 end
@@ -341,7 +480,10 @@ end
 
 -- One sample as the loop's values without automatic batching: through
 -- collate_fn (default_convert), as one sample.
-local function convert_sample(s, collate_fn) return results_of(collate_fn(sample_value(s))) end
+local function convert_sample(s, collate_fn)
+  if collate_fn == convert and s.n > 1 then return { unpack(s, 1, s.n) } end -- (its values as they are, nils kept)
+  return results_of(collate_fn(sample_value(s)))
+end
 
 -- ---- TensorDataset ----
 -- A plain Lua array of samples as a map-style dataset (PyTorch's DataLoader takes
@@ -529,14 +671,25 @@ end
 -- (a plain Lua array of indices is one too, its items in order: PyTorch's
 -- samplers and batch samplers may be any iterable, range(n) or a list)
 
--- s, checked to be a sampler, for argument `arg`
+-- s, checked to be a sampler, for argument `arg`: any iterable (an object with
+-- iter(); len() is read only by len(loader), as PyTorch's), or an array
 local function sampler_arg(s, fn, arg)
   if is_array(s) then return s end
-  if type(s) ~= "table" or not is_callable(s.len) or not is_callable(s.iter) then
-    check.fail(fn, "expected a sampler (an object with len() and iter() methods, or an array of indices) for %s, "
-      .. "got %s", arg, check.describe(s))
+  if type(s) ~= "table" or not is_callable(s.iter) then
+    check.fail(fn, "expected a sampler (an object with an iter() method, or len() and iter() where len(loader) is "
+      .. "called; or an array of indices) for %s, got %s", arg, check.describe(s))
   end
   return s
+end
+
+-- len(s) of a sampler (`what`): its len(), or PyTorch's TypeError where it has none
+local function sampler_len(s, fn, what)
+  if type(s) == "table" and not is_array(s) and not is_callable(s.len) then
+    local class = getmetatable(s)
+    check.fail(fn, "object of type '%s' has no len() (the %s has iter() and no len() method)",
+      type(class) == "table" and rawget(class, "__name") or type(s), what)
+  end
+  return len_of(s, fn, what)
 end
 
 -- An iterator over the array `list`.
@@ -741,7 +894,7 @@ end
 
 function BatchSampler:len()
   own(self, BatchSampler, "len")
-  local n = len_of(self.sampler, "BatchSampler:len", "sampler")
+  local n = sampler_len(self.sampler, "BatchSampler:len", "sampler")
   return (self.drop_last and math.floor or math.ceil)(n / self.batch_size)
 end
 
@@ -918,7 +1071,7 @@ function ChainDataset:iter()
         it = iter_of(list[k], "ChainDataset:iter", "dataset")
       end
       local s = pack_values(it())
-      if s[1] ~= nil then return unpack(s, 1, s.n) end
+      if has_values(s) then return unpack(s, 1, s.n) end
       it = nil
     end
   end
@@ -993,7 +1146,32 @@ local function worker_options(opts)
     check.fail(fn, "prefetch_factor option should be non-negative")
   end
   if opts.persistent_workers and workers == 0 then check.fail(fn, "persistent_workers option needs num_workers > 0") end
+  local context = opts.multiprocessing_context
+  if context ~= nil then
+    if workers == 0 then
+      check.fail(fn, "multiprocessing_context can only be used with multi-process loading (num_workers > 0), but got "
+        .. "num_workers=0")
+    elseif type(context) == "string" and context ~= "fork" and context ~= "spawn" and context ~= "forkserver" then
+      check.fail(fn, "multiprocessing_context option should specify a valid start method in ['fork', 'spawn', "
+        .. "'forkserver'], but got multiprocessing_context='%s'", context)
+    end
+  end
   return workers > 0 and (prefetch or 2) or nil
+end
+
+-- An option's value as PyTorch's messages show it: a small array as Python's list
+-- ([0, 1], [[3, 1], [2]]; a long one cut), a string quoted, else its kind.
+local function shown(v, depth)
+  if type(v) == "boolean" then return tostring(v) end
+  if type(v) == "number" then return v == math.floor(v) and math.abs(v) < 2 ^ 53 and ("%d"):format(v) or tostring(v) end
+  if type(v) == "string" then return ("'%s'"):format(v) end
+  if is_array(v) and (depth or 0) < 3 then
+    local parts = {}
+    for k = 1, math.min(#v, 10) do parts[k] = shown(v[k], (depth or 0) + 1) end
+    if #v > 10 then parts[#parts + 1] = ("... (%d items)"):format(#v) end
+    return "[" .. table.concat(parts, ", ") .. "]"
+  end
+  return check.describe(v)
 end
 
 -- PyTorch's refusal of sampler options for an iterable dataset.
@@ -1002,7 +1180,7 @@ local function iterable_options(opts)
     local v = opts[name]
     if v ~= nil and v ~= false then
       check.fail("DataLoader", "DataLoader with IterableDataset: expected unspecified %s option, but got %s=%s", name,
-        name, type(v) == "boolean" and tostring(v) or check.describe(v))
+        name, shown(v))
     end
   end
 end
@@ -1074,7 +1252,8 @@ function DataLoader:len()
     if bs == nil then return n end
     return (self.drop_last and math.floor or math.ceil)(n / bs)
   end
-  return len_of(self.batch_sampler or self.sampler, "DataLoader:len", self.batch_sampler and "batch sampler" or "sampler")
+  return sampler_len(self.batch_sampler or self.sampler, "DataLoader:len",
+    self.batch_sampler and "batch sampler" or "sampler")
 end
 
 local warned_pin_memory = false
@@ -1145,8 +1324,8 @@ local function iterable_batches(self)
   local function next_sample()
     if ended then return nil end
     local s = sample_of(it())
-    if s[1] == nil then ended = true; return nil end
-    return s
+    if s[1] == nil and not has_values(s) then ended = true; return nil end
+    return s -- (a nil first value before others is a sample, which default_collate refuses)
   end
   if self.batch_size == nil then
     return function()
@@ -1163,13 +1342,38 @@ end
 
 --- for inputs, labels in loader:iter() do ... end: one pass (an epoch); each
 --- batch (or, without automatic batching, each sample) as several values.
+-- With num_workers > 0, each pass (only the first, with persistent_workers)
+-- starts by calling worker_init_fn(0) once, with get_worker_info() giving the
+-- WorkerInfo of the one worker there is during the call (id 0, num_workers 1:
+-- the batches are made in this process, from the one dataset, so a
+-- worker_init_fn that narrows the dataset to its worker's shard, as PyTorch's
+-- IterableDataset example does, keeps all of it; its seed PyTorch's: a base
+-- seed drawn from the loader's generator, or wick's).
+local function start_workers(self)
+  local init, workers = self.worker_init_fn, self.num_workers
+  if init == nil or type(workers) ~= "number" or workers <= 0 or (self.persistent_workers and self._workers_started) then
+    return
+  end
+  local base = drawing(self.generator, function() return wick.randint(0, 2 ^ 53, { 1 }):item() end)
+  current_worker = WorkerInfo({ id = 0, num_workers = 1, seed = base, dataset = self.dataset })
+  local ok, err = pcall(init, 0)
+  current_worker = nil
+  if not ok then error(err, 0) end
+  self._workers_started = true
+end
+
 function DataLoader:iter()
   loader_self(self, "iter")
+  start_workers(self)
   local next_batch = (is_iterable(self.dataset) and iterable_batches or map_batches)(self)
   local pin = pinning(self)
   return function()
     local batch = next_batch()
     if batch == nil then return nil end
+    if batch[1] == nil then -- (the for loop would end there, silently)
+      check.fail("DataLoader", "the batch's first value is nil (Python's None; a collate_fn that returned nothing, "
+        .. "or a sample without it): a for loop ends at a nil first value")
+    end
     if pin then batch = pin_and_move(batch, self.device)
     elseif self.device then batch = wick.to_device(batch, self.device) end
     return unpack(batch)
