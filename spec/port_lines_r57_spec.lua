@@ -89,3 +89,39 @@ describe("the fifty-seventh round's lines, part 5 (the VQ-Diffusion port)", func
     support.assert_error_has(function() nn.Parameter(5) end, "expected a tensor for argument 'data'")
   end)
 end)
+
+describe("the fifty-seventh round's lines, part 6 (the optim and recurrent sweeps)", function()
+  it("ReduceLROnPlateau's min_lrs and in_cooldown; LBFGS keeps PyTorch's 'al' list", function()
+    local p = wick.zeros(2, { requires_grad = true })
+    local o = wick.optim.SGD({ p }, { lr = 0.1 })
+    local s = wick.optim.lr_scheduler.ReduceLROnPlateau(o, { min_lr = { 0.01 }, cooldown = 2, patience = 0 })
+    o:step()
+    s:step(1.0)
+    assert.is_false(s.in_cooldown)
+    s:step(2.0) -- torch: lr 0.01 (floored), in_cooldown True
+    assert.are.same({ 0.01 }, s.min_lrs)
+    assert.is_true(s.in_cooldown)
+    assert.are.equal(0.1 * 0.1, o.param_groups[1].lr) -- (0.1 * 0.1 is above the floor 0.01, as in PyTorch)
+    local x = wick.tensor({ 1.5, -0.5 }, { dtype = "float64", requires_grad = true })
+    local lb = wick.optim.LBFGS({ x }, { history_size = 3 })
+    lb:step(function() lb:zero_grad(); local l = ((x - 1) ^ 2):sum() + (x[1] * x[2]) ^ 2; l:backward(); return l end)
+    local keys = {}
+    for k in pairs(lb.state[x]) do keys[#keys + 1] = k end
+    table.sort(keys)
+    -- sorted(torch's LBFGS state keys)
+    assert.are.same({ "H_diag", "al", "d", "func_evals", "n_iter", "old_dirs", "old_stps", "prev_flat_grad",
+      "prev_loss", "ro", "t" }, keys)
+  end)
+  it("the recurrent layers name a dtype mismatch and an LSTM's c_0; unpad_sequence takes a length 0", function()
+    support.assert_error_has(function() nn.GRU(4, 5)(wick.randn(3, 2, 4, { dtype = "float64" })) end,
+      "RNN input dtype (float64) does not match weight dtype (float32)")
+    support.assert_error_has(function() nn.LSTMCell(4, 5)(wick.randn(2, 4, { dtype = "float64" })) end,
+      "convert model: model:to(\"float64\")")
+    support.assert_error_has(function()
+      nn.LSTM(4, 5)(wick.randn(3, 2, 4), { wick.zeros(1, 2, 5), wick.zeros(1, 2, 6) })
+    end, "Expected hidden[2] (c_0) size (1, 2, 5), got [1, 2, 6]")
+    local r = nn.utils.rnn.unpad_sequence(wick.zeros(2, 3, 4), wick.tensor({ 3, 0 }, { dtype = "int64" }), true)
+    assert.are.same({ 3, 4 }, r[1]:size():totable())
+    assert.are.same({ 0, 4 }, r[2]:size():totable())
+  end)
+end)

@@ -1151,6 +1151,7 @@ local function lbfgs_step(self, closure)
     state.n_iter = state.n_iter + 1
     if state.n_iter == 1 then
       d, old_dirs, old_stps, ro, H_diag = -g, {}, {}, {}, 1
+      state.al = state.al or {}
     else
       -- the curvature pair (y, s), kept when y.s is positive enough
       local y, s = g - prev_flat_grad, d * t
@@ -1162,8 +1163,9 @@ local function lbfgs_step(self, closure)
         old_dirs[#old_dirs + 1], old_stps[#old_stps + 1], ro[#ro + 1] = y, s, 1 / ys
         H_diag = ys / dot(y, y)
       end
-      -- the two-loop recursion: d = -H g
-      local al, q = {}, -g
+      -- the two-loop recursion: d = -H g (al kept in the state, as PyTorch's scratch list)
+      local al, q = state.al or {}, -g
+      state.al = al
       for i = #old_dirs, 1, -1 do
         al[i] = dot(old_stps[i], q) * ro[i]
         q:add_(old_dirs[i], -al[i])
@@ -2138,6 +2140,19 @@ function Plateau.new(cls, opt, ...)
   self.best = self.mode == "min" and math.huge or -math.huge
   self.num_bad_epochs, self.cooldown_counter = 0, 0
   return self
+end
+-- PyTorch's fields read from the state: min_lrs (one floor per group) and in_cooldown (a property)
+Plateau.__index = function(self, k)
+  if k == "in_cooldown" then return rawget(self, "cooldown_counter") > 0 end
+  if k == "min_lrs" then
+    local out = {}
+    for i = 1, #self.optimizer.param_groups do
+      local min_lr = rawget(self, "min_lr")
+      out[i] = type(min_lr) == "table" and min_lr[i] or min_lr
+    end
+    return out
+  end
+  return Plateau[k]
 end
 local function better(self, a)
   local best, t = self.best, self.threshold

@@ -128,6 +128,14 @@ local function state_tensor(name, t, what)
   return check.tensor(t, name, what)
 end
 
+-- the input's dtype must be the weights' (PyTorch's message, which says what to convert)
+local function check_dtype(name, x, w)
+  if w ~= nil and x.dtype ~= w.dtype then
+    check.fail(name, "RNN input dtype (%s) does not match weight dtype (%s). Convert input: input:to(\"%s\"), or "
+      .. "convert model: model:to(\"%s\")", x.dtype, w.dtype, w.dtype, x.dtype)
+  end
+end
+
 -- RNNBase.extra_repr / RNNCellBase.extra_repr
 local function rnn_repr(self)
   local s = ("%d, %d"):format(self.input_size, self.hidden_size)
@@ -268,6 +276,7 @@ local function recurrent_class(name)
     local dirs = self.bidirectional and 2 or 1
     local unbatched = x:dim() == 2 and not packed
     if x:dim() ~= 2 and x:dim() ~= 3 then check.fail(name, "Expected input to be 2D or 3D, got %dD instead", x:dim()) end
+    check_dtype(name, x, rawget(self, "weight_ih_l0"))
     if unbatched then x = x:unsqueeze(2)
     elseif self.batch_first and not packed then x = x:transpose(1, 2) end
     if x:size(3) ~= self.input_size then
@@ -287,7 +296,9 @@ local function recurrent_class(name)
       local ok = #shape == #want
       for i = 1, #want do ok = ok and shape[i] == want[i] end
       if not ok then
-        check.fail(name, "Expected hidden size (%s), got [%s]", table.concat(want, ", "), table.concat(shape, ", "))
+        -- (PyTorch numbers an LSTM's states: hidden[0] is h_0, hidden[1] c_0; wick's {h, c} from 1)
+        check.fail(name, "Expected hidden%s size (%s), got [%s]", what == "c_0" and "[2] (c_0)" or what == "h_0" and "[1] (h_0)"
+          or "", table.concat(want, ", "), table.concat(shape, ", "))
       end
       return unbatched and t:unsqueeze(2) or t
     end
@@ -384,6 +395,7 @@ local function cell_class(name, base_mode)
     if opts ~= nil then check.options(opts, name, { hx = "tensor|table" }); hx = opts.hx end
     check.tensor(x, name, "input")
     if x:dim() ~= 1 and x:dim() ~= 2 then check.fail(name, "Expected input to be 1D or 2D, got %dD instead", x:dim()) end
+    check_dtype(name, x, rawget(self, "weight_ih"))
     local unbatched = x:dim() == 1
     if unbatched then x = x:unsqueeze(1) end
     if x:size(2) ~= self.input_size then

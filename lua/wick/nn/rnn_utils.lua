@@ -21,7 +21,7 @@ local function is_packed(v) return getmetatable(v) == PackedSequence end
 R._is_packed = is_packed
 
 -- lengths: a table of integers or a 1-D tensor, one per sequence, in [1, T]
-local function lengths_of(fn, lengths, B, T)
+local function lengths_of(fn, lengths, B, T, zero_ok)
   local out = {}
   if wick.is_tensor(lengths) then
     if lengths:dim() ~= 1 then check.fail(fn, "'lengths' argument should be a 1D tensor, got %dD", lengths:dim()) end
@@ -35,7 +35,7 @@ local function lengths_of(fn, lengths, B, T)
     check.fail(fn, "Expected `len(lengths)` to be equal to batch_size, but got %d (batch_size=%d)", #out, B)
   end
   for i, v in ipairs(out) do
-    if v <= 0 then
+    if v < 0 or (v == 0 and not zero_ok) then
       check.fail(fn, "Length of all samples has to be greater than 0, but found an element in 'lengths' that is <= 0")
     end
     if v > T then check.fail(fn, "lengths[%d] = %d is longer than the padded sequences (%d steps)", i, v, T) end
@@ -353,7 +353,7 @@ function R.unpad_sequence(padded, lengths, ...)
   local o = check.positional(fn, { "batch_first" }, { batch_first = "boolean" }, ...)
   if padded:dim() < 2 then check.fail(fn, "padded_sequences must have at least 2 dimensions, got %dD", padded:dim()) end
   if not o.batch_first then padded = padded:transpose(1, 2) end
-  local lens = lengths_of(fn, lengths, padded:size(1), padded:size(2))
+  local lens = lengths_of(fn, lengths, padded:size(1), padded:size(2), true) -- (a length 0: an empty sequence)
   local out = {}
   for b, l in ipairs(lens) do out[b] = padded[b]:narrow(1, 1, l) end
   return out
