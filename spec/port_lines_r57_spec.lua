@@ -125,3 +125,15 @@ describe("the fifty-seventh round's lines, part 6 (the optim and recurrent sweep
     assert.are.same({ 0, 4 }, r[2]:size():totable())
   end)
 end)
+
+describe("the fifty-seventh round's lines, part 7 (the FFJORD port)", function()
+  it("wick.tensor of a table holding a tensor that requires grad warns as PyTorch's (the graph is cut)", function()
+    local p = nn.Parameter(wick.tensor(0.7071, { dtype = "float64" }))
+    local it
+    local w = support.warnings_of(function() it = wick.tensor({ 0.0, p * p }) end)
+    assert.is_false(it.requires_grad)
+    assert.are.equal(1, #w)
+    assert.is_truthy(w[1]:find("Converting a tensor with requires_grad=True to a scalar", 1, true))
+    assert.are.equal(0, #support.warnings_of(function() wick.tensor({ 0.0, (p * p):detach() }) end))
+  end)
+end)

@@ -1109,7 +1109,22 @@ end
 -- wick.rand / wick.randn a test may replace to replay noise (PyTorch's come from C++ too)
 wick._rand, wick._randn = core.rand, core.randn
 -- torch.tensor(x.shape): a Size holds integers, so int64 as PyTorch's (Mask R-CNN's torch.tensor(image.shape[-2:]))
+-- whether a nested table holds a tensor that requires grad (torch.tensor([0.0, p * p]) cuts its graph)
+local function holds_grad(data, depth)
+  for _, v in ipairs(data) do
+    if getmetatable(v) == mt then
+      if v.requires_grad then return true end
+    elseif type(v) == "table" and depth < 64 and holds_grad(v, depth + 1) then
+      return true
+    end
+  end
+  return false
+end
 function wick.tensor(data, opts)
+  if type(data) == "table" and getmetatable(data) == nil and holds_grad(data, 1) then
+    require("wick.nn.common").warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
+      .. "behavior. Consider using tensor.detach() first. (wick.tensor makes a new leaf: wick.stack keeps the graph)")
+  end
   if getmetatable(data) == Size and (type(opts) ~= "table" or opts.dtype == nil) then
     local o = { dtype = "int64" }
     if type(opts) == "table" then for k, v in pairs(opts) do o[k] = v end end
