@@ -137,3 +137,19 @@ describe("the fifty-seventh round's lines, part 7 (the FFJORD port)", function()
     assert.are.equal(0, #support.warnings_of(function() wick.tensor({ 0.0, (p * p):detach() }) end))
   end)
 end)
+
+describe("the fifty-seventh round's lines, part 8 (the Bria port)", function()
+  it("wick.iter and wick.enumerate of an OrderedDict give its keys, as Python's (inspect.signature's parameters)", function()
+    local od = wick.OrderedDict()
+    od["x"] = 1
+    od["y"] = 2
+    local keys = {}
+    for k in wick.iter(od) do keys[#keys + 1] = k end
+    assert.are.same({ "x", "y" }, keys)
+    local pairs_seen = {}
+    for i, k in wick.enumerate(od) do pairs_seen[#pairs_seen + 1] = { i, k } end
+    assert.are.same({ { 0, "x" }, { 1, "y" } }, pairs_seen)
+    local params = wick.inspect.signature(function(a, b) return a, b end).parameters
+    assert.are.equal("a", wick.next(wick.iter(params), "EMPTY"))
+  end)
+end)

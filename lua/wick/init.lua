@@ -3008,6 +3008,8 @@ end
 -- the function giving an iterable's items one by one (nil at the end), for fn's messages
 local function items_of(iterable, fn)
   local next_item
+  -- an OrderedDict (inspect.signature(f).parameters, a state dict): its keys, as Python's for over a dict
+  if require("wick.ordered").is(iterable) then iterable = iterable:keys() end
   if type(iterable) == "function" then next_item = iterable
   elseif wick.is_tensor(iterable) then next_item = iterable:iter()
   elseif type(iterable) == "table" and type(iterable.iter) == "function" then
@@ -3069,7 +3071,6 @@ local function take(out, first, ...)
 end
 local function collect(iterable, fn)
   local out = {}
-  if require("wick.ordered").is(iterable) then iterable = iterable:keys() end
   local next_item = items_of(iterable, fn)
   while take(out, next_item()) do end
   return out
