@@ -572,8 +572,8 @@ describe("the classic losses' PyTorch positional arguments", function()
   end)
 
   it("refuses more arguments than PyTorch's and mixes of the two forms", function()
-    support.assert_error_has(function() F.mse_loss(p, t, nil, nil, "sum", 1) end,
-      "mse_loss: expected at most 3 positional argument(s) (size_average, reduce, reduction), got 4")
+    support.assert_error_has(function() F.mse_loss(p, t, nil, nil, "sum", t, 1) end,
+      "mse_loss: expected at most 4 positional argument(s) (size_average, reduce, reduction, weight), got 5")
     support.assert_error_has(function() F.mse_loss(p, t, "sum") end, "expected an options table as argument 3")
     support.assert_error_has(function() F.binary_cross_entropy(p, t, nil, nil, nil, "sum", { reduction = "mean" }) end,
       "given both by position and as an option")

@@ -1063,7 +1063,7 @@ describe("recurrent layers against PyTorch (float64, weights from a formula)", f
     local whole = lstm(x)
     assert_close(support.values_of(wick.cat({ out1, out2 }, 1)), support.values_of(whole), 1e-12)
     assert_error_has(function() lstm(x, wick.zeros(1, 2, 4, F64)) end, "expected a {h, c} table")
-    assert_error_has(function() lstm(x, { wick.zeros(1, 3, 4, F64), wick.zeros(1, 3, 4, F64) }) end, "Expected hidden size (1, 2, 4)")
+    assert_error_has(function() lstm(x, { wick.zeros(1, 3, 4, F64), wick.zeros(1, 3, 4, F64) }) end, "Expected hidden[1] (h_0) size (1, 2, 4)")
     assert_error_has(function() lstm(wick.randn(6, 2, 5, F64)) end, "input.size(-1) must be equal to input_size")
     assert_error_has(function() nn.GRU(3, 4, { nonlinearity = "relu" }) end, "GRU: unknown option 'nonlinearity'")
     assert_error_has(function() nn.RNN(3, 4, 1, "sigmoid") end, "invalid value 'sigmoid'")

@@ -168,8 +168,23 @@ local function shaped_attn_mask(fn, mask, bsz, heads, L, S)
   check.fail(fn, "attn_mask's dimension %d is not supported", mask:dim())
 end
 
--- F.multi_head_attention_forward on [seq, batch, E] inputs; returns out and the weights (or nil)
-local function attend(self, fn, q, k, v, kpm, need_weights, attn_mask, average, is_causal)
+-- static_k / static_v of F.multi_head_attention_forward ([batch * heads, S, head_dim], already
+-- projected, PyTorch's checks) as [batch, heads, S, head_dim]
+local function static_heads(fn, t, name, bsz, H, hd, dtype)
+  if t.dtype ~= dtype then
+    check.fail(fn, "expected %s of the query's dtype %s, got %s", name, dtype, t.dtype)
+  end
+  if t:dim() ~= 3 then
+    check.fail(fn, "expecting %s of 3 dims (batch * num_heads, source length, head_dim), got %d-D", name, t:dim())
+  end
+  if t:size(1) ~= bsz * H then check.fail(fn, "expecting %s:size(1) of %d (batch * num_heads), but got %d", name, bsz * H, t:size(1)) end
+  if t:size(3) ~= hd then check.fail(fn, "expecting %s:size(3) of %d (head_dim), but got %d", name, hd, t:size(3)) end
+  return t:reshape({ bsz, H, t:size(2), hd })
+end
+
+-- F.multi_head_attention_forward on [seq, batch, E] inputs; returns out and the weights (or nil);
+-- static (F.multi_head_attention_forward's): { k = static_k, v = static_v }, either may be nil
+local function attend(self, fn, q, k, v, kpm, need_weights, attn_mask, average, is_causal, static)
   local L, bsz, E = q:size(1), q:size(2), q:size(3)
   local H, hd = self.num_heads, self.head_dim
   if E ~= self.embed_dim then check.fail(fn, "was expecting embedding dimension of %d, but got %d", self.embed_dim, E) end
@@ -197,14 +212,27 @@ local function attend(self, fn, q, k, v, kpm, need_weights, attn_mask, average, 
   if attn_mask ~= nil then attn_mask = shaped_attn_mask(fn, attn_mask, bsz, H, L, S) end
 
   local qp, kp, vp = in_projection(self, q, k, v)
+  local static_k, static_v = static and static.k, static and static.v
   if self.bias_k then
+    if static_k ~= nil then check.fail(fn, "bias cannot be added to static key.") end
+    if static_v ~= nil then check.fail(fn, "bias cannot be added to static value.") end
     kp = wick.cat({ kp, self.bias_k:expand({ 1, bsz, E }) }, 1)
     vp = wick.cat({ vp, self.bias_v:expand({ 1, bsz, E }) }, 1)
     attn_mask, kpm = pad_column(attn_mask), pad_column(kpm)
   end
   -- [seq, batch, E] -> [batch, heads, seq, head_dim] (views)
   local function heads(t) return t:reshape({ t:size(1), bsz, H, hd }):permute(2, 3, 1, 4) end
-  qp, kp, vp = heads(qp), heads(kp), heads(vp)
+  qp = heads(qp)
+  kp = static_k ~= nil and static_heads(fn, static_k, "static_k", bsz, H, hd, qp.dtype) or heads(kp)
+  vp = static_v ~= nil and static_heads(fn, static_v, "static_v", bsz, H, hd, qp.dtype) or heads(vp)
+  if kp:size(3) ~= vp:size(3) then -- (only a static_k or static_v of another length gets here)
+    check.fail(fn, "the keys' source length %d (%s) does not match the values' %d (%s)", kp:size(3),
+      static_k ~= nil and "static_k's" or "key's", vp:size(3), static_v ~= nil and "static_v's" or "value's")
+  end
+  if attn_mask ~= nil and attn_mask:size(-1) ~= kp:size(3) then -- (a static_k of another length than key's)
+    check.fail(fn, "attn_mask's last dim %d does not match the source length %d of static_k", attn_mask:size(-1),
+      kp:size(3))
+  end
   if self.add_zero_attn then
     local zeros = wick.zeros({ bsz, H, 1, hd }, { dtype = kp.dtype, device = kp.device })
     kp, vp = wick.cat({ kp, zeros }, 3), wick.cat({ vp, zeros }, 3)
@@ -298,7 +326,9 @@ end
 --- (any of them by name in a trailing options table, as PyTorch's keywords):
 --- what MultiheadAttention runs, over weights given as arguments (CLIP's
 --- AttentionPool2d). Inputs [seq, batch, E] or unbatched [seq, E]; returns out, weights (nil
---- when need_weights is false). static_k and static_v are refused.
+--- when need_weights is false). static_k / static_v: keys / values already projected and split into
+--- heads, [batch * num_heads, S, head_dim] (head h of batch b at (b - 1) * num_heads + h), used in
+--- place of the projected key / value (PyTorch's checks: no bias_k / bias_v beside them).
 local MHA_F_ARGS = { "query", "key", "value", "embed_dim_to_check", "num_heads", "in_proj_weight?", "in_proj_bias?",
   "bias_k?", "bias_v?", "add_zero_attn", "dropout_p", "out_proj_weight", "out_proj_bias?" }
 local MHA_F_ORDER = { "training", "key_padding_mask", "need_weights", "attn_mask", "use_separate_proj_weight",
@@ -316,7 +346,6 @@ local function mha_forward(q, k, v, E, H, w_in, b_in, bias_k, bias_v, add_zero_a
     check.fail(fn, "was expecting embedding dimension of %d, but got %d", E, q:size(-1))
   end
   check.number(dropout_p, fn, "dropout_p")
-  if o.static_k or o.static_v then check.fail(fn, "static_k and static_v are not supported") end
   if E % H ~= 0 then check.fail(fn, "embed_dim %d not divisible by num_heads %d", E, H) end
   if w_out:dim() ~= 2 or w_out:size(2) ~= E then
     check.fail(fn, "out_proj_weight must be [out_features, %d] (embed_dim inputs), got %s", E, tostring(w_out.shape))
@@ -344,7 +373,7 @@ local function mha_forward(q, k, v, E, H, w_in, b_in, bias_k, bias_v, add_zero_a
     dropout = dropout_p, out_proj = { weight = w_out, bias = b_out } }
   if not separate then self.kdim, self.vdim = E, E end
   local out, w = attend(self, fn, q, k, v, kpm, o.need_weights ~= false, o.attn_mask, o.average_attn_weights,
-    o.is_causal == true)
+    o.is_causal == true, { k = o.static_k, v = o.static_v })
   if d == 2 then
     out = out:squeeze(2)
     if w then w = w:squeeze(1) end

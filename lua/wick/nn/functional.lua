@@ -338,10 +338,13 @@ function F.hardshrink(x, ...)
   local lambd = act_args("hardshrink", x, { "lambd" }, { lambd = "number" }, ...).lambd or 0.5
   return wick.where(x:abs():gt(lambd), x, wick.zeros({}, { dtype = x.dtype, device = x.device }))
 end
---- F.softmin(x[, dim[, dtype]]): softmax(-x, dim) (no dim: softmax's implicit one, with its warning)
+--- F.softmin(x[, dim[, _stacklevel[, dtype]]]) (PyTorch's positional order, as F.softmax's; or by name):
+--- softmax(-x, dim) (no dim: softmax's implicit one, with its warning)
 function F.softmin(x, ...)
-  local o = act_args("softmin", x, { "dim", "dtype" }, { dim = "integer", dtype = "dtype" }, ...)
-  return (-x):softmax(o.dim or F._implicit_softmax_dim(x, "softmin"), o.dtype and { dtype = o.dtype } or nil)
+  local o = act_args("softmin", x, { "dim", "_stacklevel", "dtype" },
+    { dim = "integer", _stacklevel = "integer", dtype = "dtype" }, ...)
+  if o.dtype then x = x:to(o.dtype) end -- (cast first, as PyTorch's softmax with a dtype)
+  return (-x):softmax(o.dim or F._implicit_softmax_dim(x, "softmin"))
 end
 -- float16 and bfloat16 norms compute in float32 (their float32 or half parameters too) and round once at
 -- the end, as PyTorch's kernels: low_precision(x) says whether, in_compute(t, low) is t to compute with
@@ -392,7 +395,7 @@ function F.upsample_bilinear(x, ...)
 end
 --- F.local_response_norm(x, size[, alpha = 1e-4[, beta = 0.75[, k = 1]]]): x / (k + alpha/size
 --- sum over `size` neighbouring channels of x^2)^beta, as PyTorch's (AlexNet)
-function F.local_response_norm(x, size, ...)
+local function local_response_norm(x, size, ...)
   tensor(x, "local_response_norm", "input")
   check.int(size, "local_response_norm", "size", 1)
   local o = check.positional("local_response_norm", { "alpha", "beta", "k" },
@@ -405,6 +408,8 @@ function F.local_response_norm(x, size, ...)
   local div = F.avg_pool2d(sq, { size, 1 }, { stride = 1 }):reshape(x:size())
   return x / (div * alpha + k) ^ beta
 end
+-- (size by name too, F.local_response_norm(x, {size = 3}); one given neither way is missing)
+function F.local_response_norm(...) return local_response_norm(required("local_response_norm", { "input", "size" }, ...)) end
 
 --- F.logsigmoid(x): log(sigmoid(x)) = -softplus(-x), stable for large |x|
 -- (0 - softplus: +0 for a large x, as PyTorch's, where a negation gave -0)
@@ -422,11 +427,28 @@ function F.glu(x, ...)
   return x:narrow(d, 1, n / 2) * x:narrow(d, n / 2 + 1, n / 2):sigmoid()
 end
 
---- F.normalize(x[, p = 2[, dim = 2[, eps = 1e-12]]]): x / max(||x||_p, eps) along dim
---- (dim 2 is PyTorch's dim=1: wick's dimensions are 1-based)
+-- f(...) with an error of the op `inner` that it calls named as fn: F.normalize's out written by
+-- wick.div, lp_pool1d's pooling by avg_pool1d (PyTorch's words, under the function the user called)
+local function named_as(fn, inner, f, ...)
+  local ok, r = pcall(f, ...)
+  if ok then return r end
+  local msg = tostring(r)
+  local at = msg:find(inner, 1, true)
+  if not at then error(r, 0) end
+  local rest = msg:sub(at + #inner):gsub("^%(%)", ""):gsub("^ %(as [%w_]+%)", ""):gsub("^: ", "")
+  check.fail(fn, "%s", rest)
+end
+
+--- F.normalize(x[, p = 2[, dim = 2[, eps = 1e-12[, out]]]]): x / max(||x||_p, eps) along dim
+--- (dim 2 is PyTorch's dim=1: wick's dimensions are 1-based); out (a tensor) takes the result
+--- as wick.div's {out =} does and is returned
 function F.normalize(x, ...)
-  local o = act_args("normalize", x, { "p", "dim", "eps" }, { p = "number", dim = "integer", eps = "number" }, ...)
+  local o = act_args("normalize", x, { "p", "dim", "eps", "out" },
+    { p = "number", dim = "integer", eps = "number", out = "tensor" }, ...)
   local norm = x:norm(o.p or 2, check.wrap_dim(x, o.dim or 2, "normalize"), true)
+  if o.out ~= nil then
+    return named_as("normalize", "wick.div", wick.div, x, norm:clamp_min(o.eps or 1e-12):expand_as(x), { out = o.out })
+  end
   return x / norm:clamp_min(o.eps or 1e-12)
 end
 --- F.cosine_similarity(x1, x2[, dim = 2[, eps = 1e-8]]): x1 . x2 / (max(||x1||, eps) max(||x2||, eps)) along dim
@@ -2214,7 +2236,7 @@ local function loss_args(fn, input, target, known, order, ...)
   local n, opts = select("#", ...), ...
   if n <= 1 and (opts == nil or (type(opts) == "table" and getmetatable(opts) == nil)) then -- the options table
     opts = check.options(opts, fn, known)
-  elseif n == 1 and (type(opts) == "string" or type(opts) == "number") then
+  elseif n == 1 and (type(opts) == "string" or type(opts) == "number") and order[1] ~= "reduction" then
     check.fail(fn, "expected an options table as argument 3, got %s%s; reduction and the other keyword arguments go in the options table: %s(input, target, {reduction = 'sum'})",
       check.describe(opts), type(opts) == "string" and (" '" .. opts .. "'") or "", fn)
   else -- PyTorch's positional arguments after target (weight, size_average, ...), then options
@@ -2264,7 +2286,24 @@ local REDUCTION = known("reduction", "size_average", "reduce")
 local BCE = known("reduction", "weight", "size_average", "reduce")
 local BCE_LOGITS = known("reduction", "weight", "pos_weight", "size_average", "reduce")
 local SMOOTH = with_legacy({ reduction = "string", beta = "number" })
-local HUBER = { reduction = "string", delta = "number" } -- newer than reduction: no size_average, as in PyTorch
+-- mse_loss, l1_loss and huber_loss take PyTorch 2.15's element-wise weight, last in its positional order
+-- (not the loss classes': ORDER stays theirs)
+local REDUCTION_W = known("reduction", "size_average", "reduce", "weight")
+local ORDER_W = { mse_loss = { "size_average", "reduce", "reduction", "weight" },
+  l1_loss = { "size_average", "reduce", "reduction", "weight" }, huber_loss = { "reduction", "delta", "weight" } }
+-- the element-wise loss times the weight (of the input's size, PyTorch's check), reduced as PyTorch's:
+-- "mean" divides by the weights' sum for mse_loss and l1_loss (by_weight), by the count for huber_loss
+local function weighted(fn, loss, weight, input, reduction, by_weight)
+  check_device(fn, "weight", weight, input, "input")
+  if weight.shape ~= input.shape then check.fail(fn, "Weights and input must have the same size.") end
+  loss = loss * weight
+  reduction = reduction or "mean"
+  if reduction == "none" then return loss end
+  if reduction == "sum" then return loss:sum() end
+  if by_weight then return loss:sum() / weight:sum() end
+  return loss:mean()
+end
+local HUBER = { reduction = "string", delta = "number", weight = "tensor" } -- newer than reduction: no size_average, as in PyTorch
 local KL = with_legacy({ reduction = "string", log_target = "boolean" })
 
 --- Negative log likelihood of 1-based class targets.
@@ -2440,10 +2479,17 @@ function F.cross_entropy(logits, target, ...)
   return nll_part * (1 - smoothing) + smooth_red * (smoothing / classes)
 end
 
+--- F.mse_loss(input, target[, size_average[, reduce[, reduction = "mean"[, weight]]]]) (or by name):
+--- (input - target)^2, times weight (input's size) before the reduction; "mean" with a weight is
+--- sum(w d^2) / sum(w), as PyTorch's
 function F.mse_loss(input, target, ...)
-  opts, input, target = loss_args("mse_loss", input, target, REDUCTION, ORDER.mse_loss, ...)
+  opts, input, target = loss_args("mse_loss", input, target, REDUCTION_W, ORDER_W.mse_loss, ...)
   check_device("mse_loss", "target", target, input, "input")
   same_size("mse_loss", input, target)
+  if opts.weight ~= nil then
+    local d = input - target
+    return weighted("mse_loss", d * d, opts.weight, input, opts.reduction, true)
+  end
   return core.mse_loss(input, target, opts.reduction or "mean")
 end
 
@@ -2460,16 +2506,19 @@ function F.smooth_l1_loss(input, target, ...)
   return reduce(wick.where(d:lt(beta), d * d * (0.5 / beta), d - 0.5 * beta), opts.reduction)
 end
 
---- F.huber_loss(input, target[, {reduction = "mean", delta = 1}]): 0.5 d^2 where
---- |d| < delta, else delta (|d| - delta / 2)
+--- F.huber_loss(input, target[, reduction = "mean"[, delta = 1[, weight]]]) (or by name): 0.5 d^2 where
+--- |d| < delta, else delta (|d| - delta / 2); times weight (input's size) before the reduction, whose
+--- "mean" is then the mean of the weighted losses (PyTorch's)
 function F.huber_loss(input, target, ...)
-  opts, input, target = loss_args("huber_loss", input, target, HUBER, ORDER.huber_loss, ...)
+  opts, input, target = loss_args("huber_loss", input, target, HUBER, ORDER_W.huber_loss, ...)
   check_device("huber_loss", "target", target, input, "input")
   same_size("huber_loss", input, target)
   local delta = opts.delta or 1
   if not (delta > 0) then check.fail("huber_loss", "delta must be positive, got %s", tostring(delta)) end
   local d = (input - target):abs()
-  return reduce(wick.where(d:lt(delta), d * d * 0.5, (d - 0.5 * delta) * delta), opts.reduction)
+  local loss = wick.where(d:lt(delta), d * d * 0.5, (d - 0.5 * delta) * delta)
+  if opts.weight ~= nil then return weighted("huber_loss", loss, opts.weight, input, opts.reduction, false) end
+  return reduce(loss, opts.reduction)
 end
 
 --- F.kl_div(input, target[, {reduction = "mean", log_target = false}]): input
@@ -2608,8 +2657,9 @@ end
 --- margin = 1, swap = false, reduction = "mean"}]): max(d(a, p) - d(a, n) + margin, 0) for a distance
 --- function of one's own (PyTorch's keyword-only options)
 local TRIPLET_DISTANCE = { distance_function = "function|table", margin = "number", swap = "boolean", reduction = "string" }
-function F.triplet_margin_with_distance_loss(a, pos, neg, opts)
+local function triplet_margin_with_distance_loss(a, pos, neg, opts, ...)
   local fn = "triplet_margin_with_distance_loss"
+  check.extra(fn, ...)
   tensor(a, fn, "anchor")
   tensor(pos, fn, "positive")
   tensor(neg, fn, "negative")
@@ -2625,11 +2675,18 @@ function F.triplet_margin_with_distance_loss(a, pos, neg, opts)
   if o.swap then dn = wick.minimum(dn, d(pos, neg)) end
   return reduce((dp - dn + margin):clamp_min(0), o.reduction)
 end
+-- (the tensors by name too: F.triplet_margin_with_distance_loss{anchor = a, positive = p, negative = n})
+function F.triplet_margin_with_distance_loss(...)
+  return triplet_margin_with_distance_loss(required("triplet_margin_with_distance_loss", { "anchor", "positive", "negative" }, ...))
+end
 
+--- F.l1_loss(input, target[, size_average[, reduce[, reduction = "mean"[, weight]]]]) (or by name):
+--- |input - target|, times weight as mse_loss's
 function F.l1_loss(input, target, ...)
-  opts, input, target = loss_args("l1_loss", input, target, REDUCTION, ORDER.l1_loss, ...)
+  opts, input, target = loss_args("l1_loss", input, target, REDUCTION_W, ORDER_W.l1_loss, ...)
   check_device("l1_loss", "target", target, input, "input")
   same_size("l1_loss", input, target)
+  if opts.weight ~= nil then return weighted("l1_loss", (input - target):abs(), opts.weight, input, opts.reduction, true) end
   return reduce((input - target):abs(), opts.reduction)
 end
 
@@ -3417,49 +3474,44 @@ F.max_unpool3d = max_unpool(3) -- (over D, H and W: indices in the D*H*W volume,
 
 --- F.lp_pool2d(x, norm_type, kernel_size[, stride[, ceil_mode]][, opts]): (sum over the
 --- window of x^p)^(1/p), PyTorch's (sign(s) relu(|s|))^(1/p) of the windows' sums s;
---- norm_type inf / -inf: the max / -max of -|x|. F.lp_pool1d over (N, C, L)
+--- norm_type inf / -inf: the max / -max of -|x|. F.lp_pool1d over (N, C, L), F.lp_pool3d over
+--- D, H and W. Every argument by PyTorch's name too (F.lp_pool2d(x, {norm_type = 2, kernel_size = 2}):
+--- ARG_NAMES below); an error of the pooling inside names lp_pool*d.
 local LP = { stride = "integer|table", ceil_mode = "boolean" }
 local function lp_pool(k)
   local fn = "lp_pool" .. k .. "d"
-  return function(x, norm_type, kernel_size, ...)
+  local names = { "input", "norm_type", "kernel_size" }
+  local function lp(x, norm_type, kernel_size, ...)
     tensor(x, fn, "input")
     check.number(norm_type, fn, "norm_type")
     if norm_type == 0 then check.fail(fn, "norm_type must be a non-zero value, but got 0") end
     if kernel_size == nil then check.fail(fn, "missing required argument 'kernel_size'") end
     local o = check.positional(fn, { "stride", "ceil_mode" }, LP, ...)
-    local pool = k == 2 and F.max_pool2d or F.max_pool1d
-    local avg = k == 2 and F.avg_pool2d or F.avg_pool1d
+    local pool = k == 1 and F.max_pool1d or k == 2 and F.max_pool2d or F.max_pool3d
+    local avg = k == 1 and F.avg_pool1d or k == 2 and F.avg_pool2d or F.avg_pool3d
+    local max_name, avg_name = "max_pool" .. k .. "d", "avg_pool" .. k .. "d"
     local opts = { stride = o.stride, padding = 0, ceil_mode = o.ceil_mode or false }
-    if norm_type == math.huge then return (pool(x:abs(), kernel_size, opts)) end
-    if norm_type == -math.huge then return -(pool(-x:abs(), kernel_size, opts)) end
+    if norm_type == math.huge then return (named_as(fn, max_name, pool, x:abs(), kernel_size, opts)) end
+    if norm_type == -math.huge then return -(named_as(fn, max_name, pool, -x:abs(), kernel_size, opts)) end
     local area = 1
     if k == 1 then
-      area = type(kernel_size) == "table" and kernel_size[1] or kernel_size
-    else
+      area = type(kernel_size) == "table" and getmetatable(kernel_size) == nil and #kernel_size == 1 and kernel_size[1]
+        or check.int(kernel_size, fn, "kernel_size")
+    elseif k == 2 then
       local kk = pair(kernel_size, fn, "kernel_size", 1)
       area = kk[1] * kk[2]
+    else
+      local kk = type(kernel_size) == "table" and kernel_size or { kernel_size, kernel_size, kernel_size }
+      for i = 1, 3 do area = area * check.int(kk[i], fn, "kernel_size") end
     end
-    local s = avg(x:pow(norm_type), kernel_size, opts)
+    local s = named_as(fn, avg_name, avg, x:pow(norm_type), kernel_size, opts)
     return (s:sign() * s:abs():relu() * area):pow(1 / norm_type)
   end
+  return function(...) return lp(required(fn, names, ...)) end
 end
 F.lp_pool2d = lp_pool(2)
 F.lp_pool1d = lp_pool(1)
---- F.lp_pool3d(x, norm_type, kernel_size[, stride[, ceil_mode]]): as lp_pool2d, over D, H and W
-function F.lp_pool3d(x, norm_type, kernel_size, ...)
-  local fn = "lp_pool3d"
-  tensor(x, fn, "input")
-  check.number(norm_type, fn, "norm_type")
-  if norm_type == 0 then check.fail(fn, "norm_type must be a non-zero value, but got 0") end
-  if kernel_size == nil then check.fail(fn, "missing required argument 'kernel_size'") end
-  local o = check.positional(fn, { "stride", "ceil_mode" }, LP, ...)
-  local opts = { stride = o.stride, padding = 0, ceil_mode = o.ceil_mode or false }
-  if norm_type == math.huge then return (F.max_pool3d(x:abs(), kernel_size, opts)) end
-  if norm_type == -math.huge then return -(F.max_pool3d(-x:abs(), kernel_size, opts)) end
-  local kk = type(kernel_size) == "table" and kernel_size or { kernel_size, kernel_size, kernel_size }
-  local s = F.avg_pool3d(x:pow(norm_type), kernel_size, opts)
-  return (s:sign() * s:abs():relu() * (kk[1] * kk[2] * kk[3])):pow(1 / norm_type)
-end
+F.lp_pool3d = lp_pool(3)
 --- F.elu_(x[, alpha]), F.celu_, F.hardtanh_(x[, min_val[, max_val]]), F.leaky_relu_(x[, negative_slope]),
 --- F.rrelu_(x[, lower[, upper[, training]]]), F.selu_(x), F.threshold_(x, threshold, value): the
 --- activations written into x (PyTorch's in-place functional forms; an options table works too)
@@ -3500,14 +3552,20 @@ for d = 1, 3 do
     return F["max_pool" .. d .. "d"](x, kernel_size, o)
   end
 end
---- F.channel_shuffle(input, groups): (N, g C', ...) as (N, C' g, ...) (ShuffleNet; nn.ChannelShuffle's)
-function F.channel_shuffle(x, groups)
-  tensor(x, "channel_shuffle", "input")
-  check.int(groups, "channel_shuffle", "groups", 1)
-  if x:dim() < 3 then check.fail("channel_shuffle", "expected an input of at least 3 dims (N, C, ...), got %d-D", x:dim()) end
+--- F.channel_shuffle(input, groups): (N, g C', ...) as (N, C' g, ...) (ShuffleNet; nn.ChannelShuffle's);
+--- groups and input by name too (F.channel_shuffle{input = x, groups = 2}); F.native_channel_shuffle is
+--- the same function (PyTorch's kernel-level name)
+local function channel_shuffle(fn, x, groups, ...)
+  tensor(x, fn, "input")
+  check.extra(fn, ...)
+  check.int(groups, fn, "groups")
+  if groups <= 0 then check.fail(fn, "Number of groups to divide channels in must be positive. Value of groups:%d", groups) end
+  if x:dim() <= 2 then
+    check.fail(fn, "channel_shuffle expects input with > 2 dims, but got input with sizes [%s]", table.concat(x:size(), ", "))
+  end
   local c = x:size(2)
   if c % groups ~= 0 then
-    check.fail("channel_shuffle", "Number of channels must be divisible by groups. Got %d channels and %d groups.", c, groups)
+    check.fail(fn, "Number of channels must be divisible by groups. Got %d channels and %d groups.", c, groups)
   end
   local shape, split = x:size(), x:size()
   table.remove(split, 2)
@@ -3515,6 +3573,51 @@ function F.channel_shuffle(x, groups)
   table.insert(split, 2, groups)
   return x:reshape(split):transpose(2, 3):reshape(shape)
 end
+local SHUFFLE_ARGS = { "input", "groups" }
+function F.channel_shuffle(...) return channel_shuffle("channel_shuffle", required("channel_shuffle", SHUFFLE_ARGS, ...)) end
+function F.native_channel_shuffle(...)
+  return channel_shuffle("native_channel_shuffle", required("native_channel_shuffle", SHUFFLE_ARGS, ...))
+end
+
+--- F.conv_tbc(input, weight, bias[, pad = 0]): PyTorch's time-batch-channel convolution (fairseq's
+--- ConvTBC): input [T, B, C_in], weight [K, C_in, C_out], bias [C_out] -> [T + 2 pad - K + 1, B, C_out],
+--- conv1d's cross-correlation over time with pad zeros at both ends (a negative pad crops); composed of
+--- conv1d and permutes, so differentiable
+local function conv_tbc(x, weight, bias, ...)
+  local fn = "conv_tbc"
+  tensor(x, fn, "input")
+  tensor(weight, fn, "weight")
+  tensor(bias, fn, "bias")
+  local pad = check.positional(fn, { "pad" }, { pad = "integer" }, ...).pad or 0
+  check.int(pad, fn, "pad")
+  if x:dim() ~= 3 then check.fail(fn, "Input must have 3 dims: time, batch, in_channel") end
+  if weight:dim() ~= 3 then check.fail(fn, "Weight tensor must have 3 dims: kernel_width, in_channels, out_channels.") end
+  if bias:dim() ~= 1 then check.fail(fn, "Bias must be 1-D") end
+  if x:size(3) ~= weight:size(2) then
+    check.fail(fn, "Input dim 3 (input channels, %d) is not == dim 2 in the weight tensor (%d)", x:size(3), weight:size(2))
+  end
+  if bias:size(1) ~= weight:size(3) then
+    check.fail(fn, "Bias size must equal dim 3 in the weight tensor (output channels, %d), got %d", weight:size(3), bias:size(1))
+  end
+  if weight.dtype ~= x.dtype then
+    check.fail(fn, "input and weight must have the same dtype, but got %s and %s", x.dtype, weight.dtype)
+  end
+  check_device(fn, "weight", weight, x)
+  check_device(fn, "bias", bias, x)
+  local T, B, K, C_out = x:size(1), x:size(2), weight:size(1), weight:size(3)
+  local T_out = T + 2 * pad - K + 1
+  if T_out < 0 then
+    check.fail(fn, "Trying to create tensor with negative dimension %d: [%d, %d, %d]", T_out, T_out, B, C_out)
+  end
+  if bias.dtype ~= x.dtype then bias = bias:to(x.dtype) end -- (PyTorch's output starts as the bias, in input's dtype)
+  if T_out == 0 or K == 0 or B == 0 or C_out == 0 then -- (nothing for conv1d to slide: the bias alone)
+    return bias:expand({ T_out, B, C_out }) + wick.zeros({ T_out, B, C_out }, { dtype = x.dtype, device = x.device })
+  end
+  if pad < 0 then x, pad = x:narrow(1, 1 - pad, T + 2 * pad), 0 end
+  local y = named_as(fn, "conv1d", F.conv1d, x:permute(2, 3, 1), weight:permute(3, 2, 1), bias, { padding = pad })
+  return y:permute(3, 1, 2):contiguous()
+end
+function F.conv_tbc(...) return conv_tbc(required("conv_tbc", { "input", "weight", "bias", "pad?" }, ...)) end
 
 -- The losses' tensors by PyTorch's names too (SAM's F.kl_div(input=log_prob,
 -- target=one_hot, reduction='none')): taken from the trailing options table
@@ -3551,6 +3654,11 @@ local ARG_NAMES = {
   grid_sample = { "input", "grid" }, affine_grid = { "theta", "size" }, pad = { "input", "pad" },
   one_hot = { "tensor" }, glu = { "input", "dim?" }, pixel_shuffle = { "input", "upscale_factor" },
   pixel_unshuffle = { "input", "downscale_factor" },
+  lp_pool1d = { "input", "norm_type", "kernel_size" }, lp_pool2d = { "input", "norm_type", "kernel_size" },
+  lp_pool3d = { "input", "norm_type", "kernel_size" }, local_response_norm = { "input", "size" },
+  channel_shuffle = { "input", "groups" }, native_channel_shuffle = { "input", "groups" },
+  triplet_margin_with_distance_loss = { "anchor", "positive", "negative" }, grouped_mm = { "mat_a", "mat_b" },
+  conv_tbc = { "input", "weight", "bias", "pad?" },
 }
 -- the 3-D convolutions and pooling, conv_transpose1d: composed from the 2-D ops above (volumetric.lua,
 -- which requires this module: F is in package.loaded first)
