@@ -294,7 +294,8 @@ local fields = {
 }
 --- t:element_size(): bytes per element (t.itemsize)
 function Tensor.element_size(t) return dtype_info[check.tensor(t, "element_size", "self").dtype].size end
-fields.real = Tensor._real -- a complex tensor's parts (views); the real part of a real tensor is itself
+-- a complex tensor's parts (views); the real part of a real tensor is itself (PyTorch's x.real is x)
+fields.real = function(t) if t:is_complex() then return Tensor._real(t) end return t end
 fields.imag = Tensor._imag
 fields.requires_grad = Tensor._requires_grad
 fields._version = Tensor._version_count -- PyTorch's t._version: one per in-place write autograd sees
