@@ -1885,6 +1885,7 @@ end
 -- nn.XLoss([weight][, opts]): PyTorch's positional arguments (weight for the losses that take one,
 -- then the legacy size_average, reduce, ... as F's: F._LOSS_ORDER[fname]), then keyword arguments in
 -- the options table.
+local LOSS_DEFAULTS = { ignore_index = -100, label_smoothing = 0.0, beta = 1.0, delta = 1.0, log_target = false }
 local function loss_class(name, fname, spec)
   local fn, order = F[fname], F._LOSS_ORDER[fname]
   local C = (spec.weight and L._WeightedLoss or L._Loss):extend(name)
@@ -1906,6 +1907,10 @@ local function loss_class(name, fname, spec)
       if not wick.is_tensor(v) and k ~= "size_average" and k ~= "reduce" then self[k] = v end
     end
     self.reduction = opts.reduction or "mean"
+    -- PyTorch's loss objects carry their defaults (fla's torch.full_like(labels, criterion.ignore_index))
+    for k, v in pairs(LOSS_DEFAULTS) do
+      if spec[k] ~= nil and self[k] == nil then self[k] = v end
+    end
     if opts.weight then self:register_buffer("weight", opts.weight) end
     if wick.is_tensor(opts.pos_weight) then self:register_buffer("pos_weight", opts.pos_weight) end
   end
@@ -2087,6 +2092,10 @@ local function positional_loss_class(name, fn, arity, order, spec)
     for k, v in pairs(opts) do if not wick.is_tensor(v) then kept[k] = v end end
     rawset(self, "_opts", kept)
     self.reduction = opts.reduction or "mean"
+    -- PyTorch's loss objects carry their defaults (fla's torch.full_like(labels, criterion.ignore_index))
+    for k, v in pairs(LOSS_DEFAULTS) do
+      if spec[k] ~= nil and self[k] == nil then self[k] = v end
+    end
     if opts.weight then self:register_buffer("weight", opts.weight) end
   end
   function C:forward(...)
