@@ -919,7 +919,7 @@ end
 --- F.pad(input, pad[, mode = "constant"[, value = 0]]): pad = {left, right[, top, bottom[, front, back]]}
 --- from the last dim backwards, as PyTorch's; modes "constant", "reflect", "replicate", "circular";
 --- negative pads crop. Composed of cat (and index_select where a side crops), so gradients flow.
-local PAD = { mode = "string", value = "number|boolean" }
+local PAD = { mode = "string", value = "float|boolean" } -- (NaN too: GraphGPS pads eigenvectors with it)
 local PAD_MODES = { constant = true, reflect = true, replicate = true, circular = true }
 -- 1-based source indices of positions -before .. n - 1 + after (0-based) for a non-constant mode
 local function pad_indices(mode, n, before, after, fn)

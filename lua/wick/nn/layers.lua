@@ -1204,7 +1204,7 @@ local function pad_class(name, sides, mode, with_value)
     for i = 1, #padding do check.int(padding[i], name, "padding") end
     if with_value then
       if type(value) == "boolean" then value = value and 1 or 0 end -- Python's True is 1
-      check.number(value, name, "value")
+      if type(value) ~= "number" then check.expected(name, "value", "a number", value) end -- (NaN too, as F.pad's)
     end
     self.padding, self.value = padding, with_value and value or 0
   end
