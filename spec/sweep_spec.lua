@@ -40,6 +40,16 @@ local SKIP = {
   ["wick._warn"] = "writes its message to stderr (only noise here)",
   ["wick.data.FashionMNIST"] = "reads the 70000-image dataset from disk when it is installed (seconds a call)",
 }
+-- PyTorch's module-global hooks: one registered stays for every later module call of the sweep (a
+-- module given as the hook, a callable, would run itself from its own call without end, as in PyTorch)
+for _, kind in ipairs({ "forward_pre_hook", "forward_hook", "full_backward_hook", "full_backward_pre_hook" }) do
+  SKIP["wick.nn.register_module_" .. kind] = "installs a hook every later module call of the sweep runs"
+end
+local SKIP_METHOD = {}
+for name in pairs(SKIP) do
+  local m = name:match("^wick%.nn%.(register_module_.*)$")
+  if m then SKIP_METHOD[m] = true end
+end
 -- values not passed to a target (the case is not run), with the reason
 local SKIP_VALUE = {
   ["wick.set_num_threads"] = {
@@ -260,7 +270,7 @@ local function targets()
       local ok, obj = pcall(function() return ctor(GOOD[k]()) end)
       if ok and type(obj) == "table" then
         for _, m in ipairs(methods_of(obj)) do
-          if m ~= "__gc" then
+          if m ~= "__gc" and not SKIP_METHOD[m] then
             local mk = function() return ctor(GOOD[k]()) end
             list[#list + 1] = { ("wick.nn.%s():%s"):format(k, m), m, function(self, ...) return self[m](self, ...) end, mk }
           end

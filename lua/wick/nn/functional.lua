@@ -2401,7 +2401,7 @@ local function nll(fn, logp, target, opts)
   return reduce(loss, reduction)
 end
 function F.nll_loss(logp, target, ...)
-  opts, logp, target = loss_args("nll_loss", logp, target, NLL, ORDER.nll_loss, ...)
+  local opts, logp, target = loss_args("nll_loss", logp, target, NLL, ORDER.nll_loss, ...)
   local one = unbatched_class(F.nll_loss, logp, target, opts)
   if one then return one end
   return nll("nll_loss", logp, target, opts)
@@ -2410,7 +2410,7 @@ end
 --- Cross entropy of logits [N, C] against 1-based class indices [N] (or class
 --- probabilities [N, C]), with weight, ignore_index and label_smoothing.
 function F.cross_entropy(logits, target, ...)
-  opts, logits, target = loss_args("cross_entropy", logits, target, CE, ORDER.cross_entropy, ...)
+  local opts, logits, target = loss_args("cross_entropy", logits, target, CE, ORDER.cross_entropy, ...)
   if logits:dim() == 0 then check.fail("cross_entropy", "expected an input of at least 1 dimension, got a 0-dim tensor") end
   local one = unbatched_class(F.cross_entropy, logits, target, opts)
   if one then return one end
@@ -2483,7 +2483,7 @@ end
 --- (input - target)^2, times weight (input's size) before the reduction; "mean" with a weight is
 --- sum(w d^2) / sum(w), as PyTorch's
 function F.mse_loss(input, target, ...)
-  opts, input, target = loss_args("mse_loss", input, target, REDUCTION_W, ORDER_W.mse_loss, ...)
+  local opts, input, target = loss_args("mse_loss", input, target, REDUCTION_W, ORDER_W.mse_loss, ...)
   check_device("mse_loss", "target", target, input, "input")
   same_size("mse_loss", input, target)
   if opts.weight ~= nil then
@@ -2496,7 +2496,7 @@ end
 --- F.smooth_l1_loss(input, target[, {reduction = "mean", beta = 1}]): 0.5 d^2 / beta
 --- where |d| < beta, else |d| - beta / 2 (d = input - target)
 function F.smooth_l1_loss(input, target, ...)
-  opts, input, target = loss_args("smooth_l1_loss", input, target, SMOOTH, ORDER.smooth_l1_loss, ...)
+  local opts, input, target = loss_args("smooth_l1_loss", input, target, SMOOTH, ORDER.smooth_l1_loss, ...)
   check_device("smooth_l1_loss", "target", target, input, "input")
   same_size("smooth_l1_loss", input, target)
   local beta = opts.beta or 1
@@ -2510,7 +2510,7 @@ end
 --- |d| < delta, else delta (|d| - delta / 2); times weight (input's size) before the reduction, whose
 --- "mean" is then the mean of the weighted losses (PyTorch's)
 function F.huber_loss(input, target, ...)
-  opts, input, target = loss_args("huber_loss", input, target, HUBER, ORDER_W.huber_loss, ...)
+  local opts, input, target = loss_args("huber_loss", input, target, HUBER, ORDER_W.huber_loss, ...)
   check_device("huber_loss", "target", target, input, "input")
   same_size("huber_loss", input, target)
   local delta = opts.delta or 1
@@ -2526,7 +2526,7 @@ end
 --- log_target), pointwise target (log target - input), 0 where target is 0;
 --- reduction "batchmean" divides the sum by the batch size (PyTorch's advice).
 function F.kl_div(input, target, ...)
-  opts, input, target = loss_args("kl_div", input, target, KL, ORDER.kl_div, ...)
+  local opts, input, target = loss_args("kl_div", input, target, KL, ORDER.kl_div, ...)
   check_device("kl_div", "target", target, input, "input")
   local loss
   if opts.log_target then
@@ -2550,7 +2550,7 @@ end
 
 --- F.soft_margin_loss(input, target[, {reduction}]): log(1 + exp(-target input)), target +-1
 function F.soft_margin_loss(input, target, ...)
-  opts, input, target = loss_args("soft_margin_loss", input, target, REDUCTION, ORDER.soft_margin_loss, ...)
+  local opts, input, target = loss_args("soft_margin_loss", input, target, REDUCTION, ORDER.soft_margin_loss, ...)
   check_device("soft_margin_loss", "target", target, input, "input")
   check.broadcastable("soft_margin_loss", input, target)
   return reduce(F.softplus(-(target * input)), opts.reduction)
@@ -2560,7 +2560,7 @@ end
 --- Stirling's term target log target - target + log(2 pi target) / 2 where target > 1
 local POISSON = with_legacy({ reduction = "string", log_input = "boolean", full = "boolean", eps = "number" })
 function F.poisson_nll_loss(input, target, ...)
-  opts, input, target = loss_args("poisson_nll_loss", input, target, POISSON, ORDER.poisson_nll_loss, ...)
+  local opts, input, target = loss_args("poisson_nll_loss", input, target, POISSON, ORDER.poisson_nll_loss, ...)
   check_device("poisson_nll_loss", "target", target, input, "input")
   local loss
   if opts.log_input == false then loss = input - target * (input + (opts.eps or 1e-8)):log()
@@ -2683,7 +2683,7 @@ end
 --- F.l1_loss(input, target[, size_average[, reduce[, reduction = "mean"[, weight]]]]) (or by name):
 --- |input - target|, times weight as mse_loss's
 function F.l1_loss(input, target, ...)
-  opts, input, target = loss_args("l1_loss", input, target, REDUCTION_W, ORDER_W.l1_loss, ...)
+  local opts, input, target = loss_args("l1_loss", input, target, REDUCTION_W, ORDER_W.l1_loss, ...)
   check_device("l1_loss", "target", target, input, "input")
   same_size("l1_loss", input, target)
   if opts.weight ~= nil then return weighted("l1_loss", (input - target):abs(), opts.weight, input, opts.reduction, true) end
@@ -2736,7 +2736,7 @@ local function float_target(fn, target, what)
   end
 end
 function F.binary_cross_entropy(p, target, ...)
-  opts, p, target = loss_args("binary_cross_entropy", p, target, BCE, ORDER.binary_cross_entropy, ...)
+  local opts, p, target = loss_args("binary_cross_entropy", p, target, BCE, ORDER.binary_cross_entropy, ...)
   float_target("binary_cross_entropy", target, "Found dtype %s but expected " .. p.dtype)
   if target.dtype ~= p.dtype then -- (PyTorch's: no promotion; NeuS's mask.float() beside a float64 model)
     check.fail("binary_cross_entropy", "Found dtype %s but expected %s (the target must have the input's dtype: "
@@ -2770,7 +2770,7 @@ local function in_target_dtype(loss, target, reduction)
   return r + (value - r):detach()
 end
 function F.binary_cross_entropy_with_logits(x, target, ...)
-  opts, x, target = loss_args("binary_cross_entropy_with_logits", x, target, BCE_LOGITS, ORDER.binary_cross_entropy_with_logits, ...)
+  local opts, x, target = loss_args("binary_cross_entropy_with_logits", x, target, BCE_LOGITS, ORDER.binary_cross_entropy_with_logits, ...)
   float_target("binary_cross_entropy_with_logits", target, "result type " .. x.dtype .. " can't be cast to the desired output type %s")
   check_device("binary_cross_entropy_with_logits", "target", target, x, "input")
   same_size("binary_cross_entropy_with_logits", x, target, "Target size (%s) must be the same as input size (%s)")

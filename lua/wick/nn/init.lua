@@ -23,6 +23,10 @@ nn.Parameter = nn.Parameter or require("wick.nn.layers").Parameter
 -- PyTorch's paths to the classes, nn.modules.conv.Conv2d, nn.modules.module.Module:
 -- every submodule of nn.modules is wick.nn itself
 nn.modules = setmetatable({}, { __index = function() return nn end })
+-- PyTorch's module-global hooks, torch.nn.modules.module.register_module_forward_hook and kin
+for _, kind in ipairs({ "forward_pre_hook", "forward_hook", "full_backward_hook", "full_backward_pre_hook" }) do
+  nn["register_module_" .. kind] = nn.Module["register_module_" .. kind]
+end
 -- and torch.nn.parameter.Parameter (deepxde's), nn.parameter.Buffer
 nn.parameter = { Parameter = nn.Parameter, Buffer = nn.Buffer }
 -- a name wick.nn (or wick.nn.functional, wick.nn.utils) does not have is an

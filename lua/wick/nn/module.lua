@@ -21,6 +21,7 @@ end
 
 local function is_tensor(v) return wick.is_tensor(v) end
 local is_module = check.is_module
+local not_a_module, none_module
 
 -- The fields wick keeps on a module for itself (set with rawset, never state).
 local INTERNAL = { _fields = true, _buffer_kinds = true, _param_names = true, _modules = true, _parameters = true,
@@ -31,6 +32,28 @@ local INTERNAL = { _fields = true, _buffer_kinds = true, _param_names = true, _m
 
 -- the modules whose init is running (Module.new)
 local building = setmetatable({}, { __mode = "k" })
+
+-- What each field held when the module last saw it (track, or a walk): Lua calls a module's
+-- __newindex only for a field it lacks, so a field's reassignment (m.fc = nn.Parameter(...) over a
+-- child) is found on the next walk (members), which applies PyTorch's Module.__setattr__ rules to it.
+-- (seen_values is weak: an old value no one else holds goes; seen_kinds keeps what it was.)
+local seen_values = setmetatable({}, { __mode = "k" }) -- module -> { name = value } (weak values)
+local seen_kinds = setmetatable({}, { __mode = "k" })  -- module -> { name = "module" | "tensor" | "other" | "none" }
+local none_modules = setmetatable({}, { __mode = "k" }) -- module -> { name = true }: a child set to nil (None)
+local function kind_of(v)
+  if v == nil or v == false then return "none" end
+  if check.is_module(v) then return "module" end
+  if wick.is_tensor(v) then return "tensor" end
+  return "other"
+end
+local function remember(self, key, value)
+  local values, kinds = seen_values[self], seen_kinds[self]
+  if not values then
+    values, kinds = setmetatable({}, { __mode = "v" }), {}
+    seen_values[self], seen_kinds[self] = values, kinds
+  end
+  values[key], kinds[key] = value, kind_of(value)
+end
 
 -- a module's own table of names (_param_names, _buffer_kinds), made on first use
 local function registry(self, name)
@@ -83,6 +106,7 @@ local function track(self, key, value)
     end
   end
   rawset(self, key, value)
+  if type(key) == "string" then remember(self, key, value) end
 end
 
 local param_names = setmetatable({}, { __mode = "k" }) -- method -> { name = position }, or false
@@ -483,6 +507,20 @@ local INHERITED = { __call__ = true, __getattr__ = true, __setattr__ = true, __d
 -- tostring(cls): Python's str(cls), "<class 'SineLayer'>" (siren's str(layer.__class__) keys)
 local function class_name(cls) return ("<class '%s'>"):format(tostring(rawget(cls, "__name"))) end
 
+-- a class's init as its __newindex saw it: a second `function K:init` is a raw write (Lua calls
+-- __newindex only for a new key), which replaces the constructor (a port of PyTorch's method named
+-- init, lucidrains' Kmeans.init(self, x)); Module.new says so, once per class
+local class_inits = setmetatable({}, { __mode = "k" })
+local redefined_init = setmetatable({}, { __mode = "k" })
+local function check_init_redefined(class)
+  local first = class_inits[class]
+  if first ~= nil and rawget(class, "init") ~= first and not redefined_init[class] then
+    redefined_init[class] = true
+    require("wick.nn.common").warn(("%s: init is defined again, replacing the constructor: in wick init is the "
+      .. "constructor (PyTorch's __init__); give a method PyTorch calls init another name")
+      :format(tostring(rawget(class, "__name") or "Module")), true)
+  end
+end
 function Module:extend(name, args)
   if type(self) ~= "table" then check.expected("Module.extend", "self", "a module class", self) end
   if name ~= nil then check.string(name, "Module.extend", "name") end
@@ -565,6 +603,7 @@ function Module:extend(name, args)
         rawset(cls, "__index", index)
       end
       rawset(cls, k, v)
+      if k == "init" then class_inits[cls] = v end -- (a second init is a raw write: Module.new finds it)
       require("wick.nn.common").included_late(cls, k)
     end,
   })
@@ -598,6 +637,7 @@ end
 function Module.new(class, ...)
   local index = type(class) == "table" and rawget(class, "__index")
   if (index ~= class and type(index) ~= "function") or type(class.init) ~= "function" then check.expected("Module.new", "class", "a module class", class) end
+  check_init_redefined(class)
   local self = setmetatable({ _fields = {}, training = true }, class)
   rawset(self, "training", true)
   -- the argument names of the class whose init runs: a subclass without an
@@ -648,22 +688,59 @@ local function pack(...) return { n = select("#", ...), ... } end
 -- once every input's gradient has come (at once, with no input that requires
 -- grad); a result replaces grad_input (the last input's gradient to arrive, the
 -- only one still in flight: for one input, PyTorch's rule).
+-- The module-global hooks (nn.register_module_forward_hook and its kin, PyTorch's
+-- torch.nn.modules.module.register_module_*): lists of the same entries as a module's, run for
+-- every module call before the module's own (PyTorch's order); global_hooks.any counts them
+local global_hooks = { _forward_hook_list = {}, _forward_pre_hook_list = {}, _backward_hook_list = {},
+  _backward_pre_hook_list = {}, any = 0 }
+-- a call's hooks of one kind: the global ones, then the module's own, copied (PyTorch runs over a
+-- copy: a hook that removes itself does not stop the next one, one added during the call runs from
+-- the next call)
+local function hooks_of(self, key)
+  local own, global = rawget(self, key), global_hooks[key]
+  if not own and #global == 0 then return nil end
+  local out = {}
+  for i = 1, #global do out[#out + 1] = global[i] end
+  for i = 1, own and #own or 0 do out[#out + 1] = own[i] end
+  return out
+end
+local function packed_list(t, n) t.n = n; return t end
+-- the first tensor of a value, walking into tables (PyTorch's legacy backward hook's output)
+local function first_tensor(v, depth)
+  if wick.is_tensor(v) then return v end
+  if type(v) ~= "table" or (depth or 0) > 8 then return nil end
+  local n = 0
+  while rawget(v, n + 1) ~= nil do n = n + 1 end
+  for i = 1, n do
+    local t = first_tensor(rawget(v, i), (depth or 0) + 1)
+    if t then return t end
+  end
+  local keys = {}
+  for k in pairs(v) do if type(k) == "string" then keys[#keys + 1] = k end end
+  table.sort(keys)
+  for _, k in ipairs(keys) do
+    local t = first_tensor(rawget(v, k), (depth or 0) + 1)
+    if t then return t end
+  end
+end
+local HookOutputs -- (an autograd.Function, made on first use: the outputs of a module of several)
 local function with_backward_hooks(self, args, run)
-  local bw, bwpre = rawget(self, "_backward_hook_list"), rawget(self, "_backward_pre_hook_list")
+  local bw, bwpre = hooks_of(self, "_backward_hook_list"), hooks_of(self, "_backward_pre_hook_list")
   if not wick.is_grad_enabled() then return run(args) end
   local state = { grad_input = {}, pending = 0 }
   local function fire()
-    local gi = {}
+    local gi = packed_list({}, args.n)
     for i = 1, args.n do gi[i] = state.grad_input[i] end
     local result
     for _, h in ipairs(bw or {}) do
-      local r = h.fn(self, gi, { state.grad_output })
+      local go = state.grad_output or packed_list({}, 0)
+      local r = h.fn(self, gi, packed_list({ unpack(go, 1, go.n) }, go.n))
       if r ~= nil then
         if not wick.is_tensor(r) and (type(r) ~= "table" or getmetatable(r) ~= nil) then
           wick.error(("%s: a full backward hook returned %s; it returns nil or the grad_input list (a table of tensors)")
             :format(getmetatable(self).__name, check.describe(r)))
         end
-        gi = wick.is_tensor(r) and { r } or r
+        gi = wick.is_tensor(r) and packed_list({ r }, 1) or r
         result = gi
       end
     end
@@ -687,29 +764,71 @@ local function with_backward_hooks(self, args, run)
     wrapped[i] = a
   end
   local out = run(wrapped)
-  local y = out[1]
-  if out.n ~= 1 or not wick.is_tensor(y) then
-    wick.error(("%s: backward hooks take a module with one tensor output, got %d outputs")
-      :format(getmetatable(self).__name, out.n))
-  end
-  if not y.requires_grad then return out end
-  y = y:view_as(y)
-  y:register_hook(function(g)
+  -- the pre hooks on grad_output (one entry per output), then fire when no input waits
+  local function pre_hooks(go)
     for _, h in ipairs(bwpre or {}) do
-      local r = h.fn(self, { g })
+      local r = h.fn(self, packed_list({ unpack(go, 1, go.n) }, go.n))
       if r ~= nil then
-        if not wick.is_tensor(r) and (type(r) ~= "table" or not wick.is_tensor(r[1])) then
+        if not wick.is_tensor(r) and (type(r) ~= "table" or getmetatable(r) ~= nil) then
           wick.error(("%s: a backward pre hook returned %s; it returns nil or the grad_output list (a table of tensors)")
             :format(getmetatable(self).__name, check.describe(r)))
         end
-        g = wick.is_tensor(r) and r or r[1]
+        go = wick.is_tensor(r) and packed_list({ r }, 1) or packed_list({ unpack(r, 1, r.n or go.n) }, go.n)
       end
     end
-    state.grad_output = g
+    state.grad_output = go
     if state.pending == 0 then fire() end
-    return g
-  end)
-  return { y, n = 1 }
+    return go
+  end
+  local y = out[1]
+  if out.n == 1 and wick.is_tensor(y) then
+    if not y.requires_grad then return out end
+    y = y:view_as(y)
+    y:register_hook(function(g) return pre_hooks(packed_list({ g }, 1))[1] end)
+    return { y, n = 1 }
+  end
+  -- PyTorch's legacy register_backward_hook (no full hook, no pre hook): on the first output tensor
+  -- (walking into tables), once
+  local legacy = bwpre == nil
+  for _, h in ipairs(bw or {}) do legacy = legacy and h.legacy == true end
+  if legacy then
+    local t = first_tensor(out.n == 1 and y or { unpack(out, 1, out.n) })
+    if t and t.requires_grad then
+      t:register_hook(function(g) state.grad_output = packed_list({ g }, 1); if state.pending == 0 then fire() end end)
+    end
+    return out
+  end
+  -- several outputs (Python's tuple): one node over every output that requires grad, whose backward
+  -- gets their gradients together (PyTorch's BackwardHookFunction)
+  local at, tensors = {}, {}
+  for i = 1, out.n do
+    if wick.is_tensor(out[i]) and out[i].requires_grad then at[#at + 1] = i; tensors[#tensors + 1] = out[i] end
+  end
+  if out.n == 1 or #at == 0 then
+    if out.n == 1 then
+      wick.error(("%s: full backward hooks take a module whose output is a tensor or several (Python's tuple), got %s")
+        :format(getmetatable(self).__name, check.describe(y)))
+    end
+    return out
+  end
+  if not HookOutputs then
+    HookOutputs = require("wick.autograd").Function:extend("BackwardHookFunction")
+    function HookOutputs.forward(ctx, fn, ...) ctx:set_materialize_grads(false); ctx.fn = fn; return ... end
+    function HookOutputs.backward(ctx, ...) return nil, ctx.fn(...) end
+  end
+  local n = out.n
+  local results = pack(HookOutputs.apply(function(...)
+    local grads = { ... }
+    local go = packed_list({}, n)
+    for k, i in ipairs(at) do go[i] = grads[k] end
+    go = pre_hooks(go)
+    local back = {}
+    for k, i in ipairs(at) do back[k] = go[i] end
+    return unpack(back, 1, #at)
+  end, unpack(tensors)))
+  local new = pack(unpack(out, 1, out.n))
+  for k, i in ipairs(at) do new[i] = results[k] end
+  return new
 end
 
 -- a call's arguments as PyTorch's (args, kwargs) for a with_kwargs hook: a trailing options table (a plain
@@ -731,6 +850,7 @@ local function joined(positional, kwargs)
 end
 
 local function hooked_call(self, pre, post, ...)
+  pre, post = hooks_of(self, "_forward_pre_hook_list"), hooks_of(self, "_forward_hook_list")
   local args = pack(...)
   for _, h in ipairs(pre or {}) do
     if h.with_kwargs then -- (fn(module, args, kwargs) -> nil, or new args and kwargs, PyTorch's)
@@ -778,7 +898,8 @@ local function hooked_call(self, pre, post, ...)
     return out
   end
   local out
-  if rawget(self, "_backward_hook_list") or rawget(self, "_backward_pre_hook_list") then
+  if rawget(self, "_backward_hook_list") or rawget(self, "_backward_pre_hook_list")
+    or #global_hooks._backward_hook_list > 0 or #global_hooks._backward_pre_hook_list > 0 then
     out = with_backward_hooks(self, args, run)
   else
     out = run(args)
@@ -820,7 +941,8 @@ end
 if core.profiler_hooked then
   Module.__call = function(self, ...)
     local pre, post = rawget(self, "_forward_pre_hook_list"), rawget(self, "_forward_hook_list")
-    if pre or post or rawget(self, "_backward_hook_list") or rawget(self, "_backward_pre_hook_list") then
+    if pre or post or rawget(self, "_backward_hook_list") or rawget(self, "_backward_pre_hook_list")
+      or global_hooks.any > 0 then
       return hooked_call(self, pre, post, ...)
     end
     local args, k = call_args(self, select("#", ...), ...)
@@ -831,7 +953,8 @@ if core.profiler_hooked then
 else
   Module.__call = function(self, ...)
     local pre, post = rawget(self, "_forward_pre_hook_list"), rawget(self, "_forward_hook_list")
-    if pre or post or rawget(self, "_backward_hook_list") or rawget(self, "_backward_pre_hook_list") then
+    if pre or post or rawget(self, "_backward_hook_list") or rawget(self, "_backward_pre_hook_list")
+      or global_hooks.any > 0 then
       return hooked_call(self, pre, post, ...)
     end
     local args, k = call_args(self, select("#", ...), ...)
@@ -883,33 +1006,77 @@ table.insert(wick._deepcopy_copiers, function(_, copy, memo)
   end
 end)
 
+-- (a handle: handle:remove(), once or more, and handle.id, the hook's key in m._forward_hooks and
+-- its kin, unique, as PyTorch's RemovableHandle)
+local function handle_of(list, entry, on_empty)
+  local removed = false
+  return { id = entry.id, remove = function()
+    if removed then return end
+    removed = true
+    for i, e in ipairs(list) do
+      if e == entry then table.remove(list, i); break end
+    end
+    if on_empty then on_empty() end
+  end }
+end
 local function add_hook(self, key, fn, what, opts)
   check.callable(fn, what, "hook")
   local list = rawget(self, key) or {}
   rawset(self, key, list)
   hook_ids = hook_ids + 1
-  local entry = { fn = fn, id = hook_ids, with_kwargs = opts and opts.with_kwargs, always_call = opts and opts.always_call }
+  local entry = { fn = fn, id = hook_ids, with_kwargs = opts and opts.with_kwargs, always_call = opts and opts.always_call,
+    legacy = opts and opts.legacy }
   if opts and opts.prepend then table.insert(list, 1, entry) else list[#list + 1] = entry end
-  return { remove = function()
-    for i, e in ipairs(list) do
-      if e == entry then table.remove(list, i); break end
-    end
+  return handle_of(list, entry, function()
     if #list == 0 and rawget(self, key) == list then rawset(self, key, nil) end
-  end }
+  end)
 end
 
 --- m:register_full_backward_hook(fn): fn(m, grad_input, grad_output) when the
---- gradients with respect to the module's inputs are computed (lists; an entry
---- is nil for an input that needs none); a list returned replaces grad_input.
---- register_backward_hook is the same. m:register_full_backward_pre_hook(fn):
---- fn(m, grad_output) before them; a result replaces grad_output.
+--- gradients with respect to the module's inputs are computed (lists with their count in .n; an
+--- entry is nil for an input that needs none); a list returned replaces grad_input.
+--- register_backward_hook is PyTorch's legacy form: on a module of several outputs it hooks the
+--- first output tensor. m:register_full_backward_pre_hook(fn): fn(m, grad_output) before them; a
+--- result replaces grad_output.
 function Module:register_full_backward_hook(fn)
   return add_hook(this(self, "register_full_backward_hook"), "_backward_hook_list", fn, "register_full_backward_hook")
 end
-Module.register_backward_hook = Module.register_full_backward_hook
+function Module:register_backward_hook(fn)
+  return add_hook(this(self, "register_backward_hook"), "_backward_hook_list", fn, "register_backward_hook",
+    { legacy = true })
+end
 function Module:register_full_backward_pre_hook(fn)
   return add_hook(this(self, "register_full_backward_pre_hook"), "_backward_pre_hook_list", fn,
     "register_full_backward_pre_hook")
+end
+
+-- PyTorch's module-global hooks (torch.nn.modules.module.register_module_forward_hook and its kin):
+-- they run for every module call, before the module's own hooks of the kind; each returns a handle
+local function add_global_hook(key, fn, what, opts)
+  check.callable(fn, what, "hook")
+  local list = global_hooks[key]
+  hook_ids = hook_ids + 1
+  local entry = { fn = fn, id = hook_ids, with_kwargs = opts and opts.with_kwargs, always_call = opts and opts.always_call }
+  list[#list + 1] = entry
+  global_hooks.any = global_hooks.any + 1
+  return handle_of(list, entry, function() global_hooks.any = global_hooks.any - 1 end)
+end
+--- register_module_forward_pre_hook(fn): fn(m, args) before every module's forward
+function Module.register_module_forward_pre_hook(fn)
+  return add_global_hook("_forward_pre_hook_list", fn, "register_module_forward_pre_hook")
+end
+--- register_module_forward_hook(fn[, {with_kwargs =, always_call =}]): fn(m, args, output) after every module's forward
+function Module.register_module_forward_hook(fn, opts)
+  local what = "register_module_forward_hook"
+  return add_global_hook("_forward_hook_list", fn, what,
+    check.options(opts, what, { with_kwargs = "boolean", always_call = "boolean" }))
+end
+--- register_module_full_backward_hook(fn), register_module_full_backward_pre_hook(fn): every module's
+function Module.register_module_full_backward_hook(fn)
+  return add_global_hook("_backward_hook_list", fn, "register_module_full_backward_hook")
+end
+function Module.register_module_full_backward_pre_hook(fn)
+  return add_global_hook("_backward_pre_hook_list", fn, "register_module_full_backward_pre_hook")
 end
 
 --- m:register_forward_pre_hook(fn): fn(m, args) before each forward; a
@@ -1099,6 +1266,72 @@ add_member = function(out, owner, name, v, visiting, buffer, param, nested)
   end
 end
 
+-- PyTorch's name of a value's type in its Module.__setattr__ errors ('int', 'torch.FloatTensor', 'Tanh')
+local function py_type_name(v)
+  if wick.is_tensor(v) then return ("%s' (a %s tensor"):format(v:type(), v.dtype) end
+  if is_module(v) then return getmetatable(v).__name or "Module" end
+  if type(v) == "number" then return v == floor(v) and math.abs(v) < 2 ^ 63 and "int" or "float" end
+  if type(v) == "string" then return "str" end
+  if type(v) == "boolean" then return "bool" end
+  return type(v)
+end
+local function cannot_assign(self, v, what, key, expected)
+  local name = py_type_name(v)
+  check.fail(getmetatable(self).__name or "Module", "cannot assign '%s%s as %s '%s' (%s or None expected)%s", name,
+    name:find("tensor$") and ")" or "'", what, key, expected,
+    " (found when the module was next walked: Lua does not tell a module of a field's reassignment)")
+end
+-- A field reassigned since the module last saw it, under PyTorch's Module.__setattr__ rules: an
+-- nn.Parameter becomes a parameter (over a child module, a buffer or an attribute: the old entry goes);
+-- a module over a buffer is a child; a tensor or a number over a child module, a number or a module
+-- over a parameter, a number over a buffer are PyTorch's TypeError. (A plain tensor over a parameter
+-- stays that parameter's value: torch.func.functional_call swaps them so.) nil or false (None) keeps
+-- the entry, as PyTorch's None.
+local function reconcile(self, key, v)
+  local kinds = seen_kinds[self]
+  local old = kinds and kinds[key]
+  if old == nil then return remember(self, key, v) end -- (not seen: a deep copy)
+  if v == nil then
+    if old == "none" then return end
+  elseif seen_values[self][key] == v then
+    return
+  end
+  local params, buffers = rawget(self, "_param_names"), rawget(self, "_buffer_kinds")
+  local param = params and params[key] == true
+  local buffer = buffers and buffers[key]
+  if is_tensor(v) and v:_is_parameter() and wick._buffers_made[v] == nil then
+    if buffer then buffers[key] = nil end
+    registry(self, "_param_names")[key] = true
+  elseif is_module(v) then
+    if param then cannot_assign(self, v, "parameter", key, "nn.Parameter") end
+    if buffer then buffers[key] = nil end
+    if params then params[key] = nil end
+  elseif v ~= nil and v ~= false then
+    local scalar = type(v) == "number" or type(v) == "string" or type(v) == "boolean"
+    if old == "module" and (is_tensor(v) or scalar) then cannot_assign(self, v, "child module", key, "nn.Module") end
+    if scalar and param then cannot_assign(self, v, "parameter", key, "nn.Parameter") end
+    if scalar and (buffer == true or buffer == "nonpersistent") then
+      cannot_assign(self, v, "buffer", key, "nn.Buffer, Tensor")
+    end
+  elseif old == "module" then
+    none_modules[self] = none_modules[self] or {}
+    none_modules[self][key] = true
+  end
+  if is_module(v) and none_modules[self] then none_modules[self][key] = nil end
+  remember(self, key, v)
+end
+-- add_module(name, nil): PyTorch's None child, a name in m._modules
+function none_module(self, name)
+  local fields = rawget(self, "_fields")
+  if not fields[name] then
+    fields[name] = true
+    fields[#fields + 1] = name
+  end
+  none_modules[self] = none_modules[self] or {}
+  none_modules[self][name] = true
+  remember(self, name, nil)
+end
+
 -- The named members of one module, in order: kind is "tensor" or "module".
 -- (An array entry is named by its index, or by the name it was added under:
 -- _names, of Sequential:add_module.)
@@ -1120,6 +1353,7 @@ local function members(self)
     used[name] = i
     add_member(out, self, name, rawget(self, i), visiting)
   end
+  for _, key in ipairs(rawget(self, "_fields")) do reconcile(self, key, rawget(self, key)) end
   local buffers, params = rawget(self, "_buffer_kinds") or {}, rawget(self, "_param_names") or {}
   for _, key in ipairs(rawget(self, "_fields")) do
     local v, kind, param = rawget(self, key), buffers[key], params[key] == true
@@ -1150,15 +1384,18 @@ local function not_state(m) return not m[5] and not m[6] end
 -- the order of first assignment), then its children, each walked the same way.
 -- (A child that is one of the modules being walked, a table's reference back to a
 -- parent, is not walked again: `path` holds them.)
-function walk(self, prefix, fn, seen, all, no_kind, own, path)
+function walk(self, prefix, fn, seen, all, no_kind, own, path, on_module)
   seen, path = seen or {}, path or {}
   path[self] = true
   local list = members(self)
   for pass = 1, 3 do
+    if pass == 3 and on_module then on_module(self, prefix) end -- (after its own tensors, before its children's)
     for _, m in ipairs(list) do
       local name, value = m[1], m[2]
       if m[3] == "module" then
-        if pass == 3 and not own and not path[value] then walk(value, prefix .. name .. ".", fn, seen, all, no_kind, nil, path) end
+        if pass == 3 and not own and not path[value] then
+          walk(value, prefix .. name .. ".", fn, seen, all, no_kind, nil, path, on_module)
+        end
       elseif pass == 3 or (pass == 1) == (m[5] == true) then -- luacheck: ignore (not this pass's kind)
       elseif all and m[4] then -- luacheck: ignore (a non-persistent buffer)
       elseif not_state(m) then -- luacheck: ignore (a plain tensor attribute)
@@ -1333,6 +1570,26 @@ function Module:requires_grad_(...)
   return self
 end
 
+-- PyTorch's error for a dotted name whose last part is a member of another kind (a buffer, a
+-- parameter, an attribute): "`rm` is not an nn.Module"
+local function member_at(self, target)
+  local parent_name, last = target:match("^(.*)%.([^.]+)$")
+  if not parent_name then parent_name, last = "", target end
+  local parent = self
+  if parent_name ~= "" then
+    parent = nil
+    for name, m in self:named_modules() do
+      if name == parent_name then parent = m; break end
+    end
+  end
+  if parent == nil then return nil, last end
+  return rawget(parent, last), last
+end
+function not_a_module(fn, self, target)
+  local v, last = member_at(self, target)
+  if v ~= nil and v ~= false and not is_module(v) then check.fail(fn, "`%s` is not an nn.Module", last) end
+end
+
 --- get_submodule("a.b.1"): the module at a dotted name ("" is self).
 function Module:get_submodule(target)
   this(self, "get_submodule")
@@ -1349,6 +1606,7 @@ function Module:get_submodule(target)
         target, shifted)
     end
   end
+  not_a_module("get_submodule", self, target)
   check.fail("get_submodule", "%s has no submodule '%s'", getmetatable(self).__name, target)
 end
 
@@ -1418,6 +1676,7 @@ function Module:set_submodule(target, module, strict)
   local parent_name, last = target:match("^(.*)%.([^.]+)$")
   if not parent_name then parent_name, last = "", target end
   local parent = self:get_submodule(parent_name)
+  not_a_module("set_submodule", parent, last)
   local at = tonumber(last)
   local positional = at and at == math.floor(at) and rawlen(parent) > 0
   if strict then -- (PyTorch's strict: the name must already hold a module)
@@ -1436,6 +1695,10 @@ local function named_tensor(self, fn, kind, target, named)
   for name, t in named(self) do
     if name == target then return t end
   end
+  local v, last = member_at(self, target) -- (PyTorch's errors for a member of another kind)
+  if v ~= nil and v ~= false then
+    check.fail(fn, "`%s` is not %s", last, kind == "buffer" and "a buffer" or "an nn.Parameter")
+  end
   check.fail(fn, "%s has no %s '%s'", getmetatable(self).__name, kind, target)
 end
 function Module:get_parameter(target)
@@ -1450,6 +1713,12 @@ function Module:add_module(name, module)
   if name == "" then check.fail("add_module", "module name can't be empty string \"\"") end
   if name:find(".", 1, true) then check.fail("add_module", "module name can't contain \".\", got: %s", name) end
   if module ~= nil then check.module(module, "add_module", "module") end
+  -- (PyTorch's: a name the module holds as something else, a parameter, a buffer, an attribute)
+  local old = rawget(self, name)
+  if (old ~= nil and old ~= false and not is_module(old)) or is_buffer_of(self, name) then
+    check.fail("add_module", "attribute '%s' already exists", name)
+  end
+  if module == nil then none_module(self, name) end
   self[name] = module
 end
 Module.register_module = Module.add_module
@@ -1470,6 +1739,8 @@ function Module:__delattr__(name)
     check.fail("__delattr__", "'%s' object has no attribute '%s'", getmetatable(self).__name, name)
   end
   self[name] = nil
+  local fields = rawget(self, "_fields")
+  if fields and fields[name] then Module._forget(self, name) end -- (del: the name leaves, not PyTorch's None)
 end
 function Module:__getattr__(name)
   this(self, "__getattr__")
@@ -1489,6 +1760,15 @@ function Module:register_parameter(name, tensor)
   -- (a frozen parameter, nn.Parameter(t, false), stays frozen)
   if tensor ~= nil and not tensor.requires_grad and not tensor:_is_parameter() then tensor:requires_grad_(true) end
   self[name] = tensor
+  if tensor == nil then -- (PyTorch's None parameter: a name in m._parameters, in its place)
+    local fields = rawget(self, "_fields")
+    if not fields[name] then
+      fields[name] = true
+      fields[#fields + 1] = name
+    end
+    if rawget(self, name) == nil then registry(self, "_param_names")[name] = true end
+  end
+  remember(self, name, tensor)
 end
 
 -- Module._forget(m, name): the field is no longer a member (PyTorch's del
@@ -1507,6 +1787,8 @@ function Module._forget(self, name)
   local buffers, params = rawget(self, "_buffer_kinds"), rawget(self, "_param_names")
   if buffers then buffers[name] = nil end
   if params then params[name] = nil end
+  if none_modules[self] then none_modules[self][name] = nil end
+  if seen_kinds[self] then seen_values[self][name], seen_kinds[self][name] = nil, nil end
   rawset(self, name, nil)
 end
 
@@ -1528,6 +1810,25 @@ local function dict_entries(view)
   for _, m in ipairs(members(self)) do
     local kind = m[3] == "module" and "module" or (m[5] and "buffer") or (m[6] and "param") or nil
     if kind == want then list[#list + 1] = { m[1], m[2] } end
+  end
+  -- PyTorch's None entries (register_parameter(name, nil), register_buffer(name, nil),
+  -- add_module(name, nil), or a member set to nil), in their fields' places
+  local fields, at = rawget(self, "_fields"), {}
+  local params, buffers, nones = rawget(self, "_param_names") or {}, rawget(self, "_buffer_kinds") or {},
+    none_modules[self] or {}
+  local any = false
+  for i, key in ipairs(fields) do
+    at[key] = i
+    local v = rawget(self, key)
+    if v == nil or v == false then
+      local none = (want == "param" and params[key] == true) or (want == "module" and nones[key])
+        or (want == "buffer" and (buffers[key] == true or buffers[key] == "nonpersistent"))
+      if none then list[#list + 1] = { key, nil }; any = true end
+    end
+  end
+  if any then
+    for i, e in ipairs(list) do e.order = { at[e[1]:match("^[^.]*")] or 0, i } end
+    table.sort(list, function(a, b) return a.order[1] < b.order[1] or (a.order[1] == b.order[1] and a.order[2] < b.order[2]) end)
   end
   return list
 end
@@ -1570,6 +1871,7 @@ DictView.__newindex = function(view, key, value)
   else check.tensor(value, "Module." .. which, key) end
   if want == "buffer" then return self:register_buffer(key, value) end
   self[key] = value
+  remember(self, key, value) -- (PyTorch's dicts take it as it is)
   -- PyTorch's _parameters is a plain dict that takes any tensor: learn2learn's update_module writes
   -- p - lr * g there, a tensor of the graph, which parameters() then gives (and the forward reads)
   if want == "param" and not value:_is_parameter() then registry(self, "_param_names")[key] = true end
@@ -1784,6 +2086,13 @@ function Module:half() return moved(this(self, "half"), nil, "float16", nil, tru
 function Module:bfloat16() return moved(this(self, "bfloat16"), nil, "bfloat16", nil, true) end
 --- m:share_memory(): PyTorch's for multiprocessing; here m itself (one process)
 function Module:share_memory() return this(self, "share_memory") end
+--- m:type(dst_type): PyTorch's Module.type: every parameter and buffer cast to dst_type (a dtype, or
+--- PyTorch's type name "torch.DoubleTensor"), integer buffers too, in place; returns m
+function Module:type(dst_type)
+  this(self, "type")
+  if type(dst_type) ~= "string" then check.expected("type", "dst_type", "a dtype or a type name", dst_type) end
+  return self:_apply(function(t) return t:type(dst_type) end)
+end
 
 -- ---- state dict hooks ----
 -- Each module's hooks of one kind with its prefix ("" or "layers.1.attn."),
@@ -1876,11 +2185,14 @@ function Module:state_dict(...)
   each_hook(self, "_state_dict_pre_hooks", function(m, at, e) e.fn(m, prefix .. at, o.keep_vars == true) end)
   -- a tensor under two names (tied weights) is stored under both, as in PyTorch; a tensor init
   -- assigned without registering it is left out, as PyTorch leaves out a plain attribute
+  -- (a module's _extra_state after its own tensors and before its children's, PyTorch's
+  -- _save_to_state_dict before the recursion)
   walk(self, prefix, function(name, t, _, _, plain)
     if plain then return end
     sd[name] = o.keep_vars and t or t:detach()
-  end, nil, true, true)
-  for key, m in pairs(extra_states(self, prefix, "get_extra_state")) do sd[key] = m:get_extra_state() end
+  end, nil, true, true, nil, nil, function(m, at)
+    if m.get_extra_state ~= Module.get_extra_state then sd[at .. "_extra_state"] = m:get_extra_state() end
+  end)
   each_hook(self, "_state_dict_hooks", function(m, at, e)
     local r = e.fn(m, sd, prefix .. at, local_metadata(md, prefix .. at))
     if type(r) == "table" then
