@@ -398,8 +398,8 @@ ops.feature_pyramid_network = check.strict({ FeaturePyramidNetwork = layers.Feat
   "wick.vision.ops.feature_pyramid_network")
 ops.poolers = check.strict({ MultiScaleRoIAlign = ops.MultiScaleRoIAlign, LevelMapper = ops.LevelMapper }, "wick.vision.ops.poolers")
 
--- (no torchvision.transforms here: a name wick.vision lacks is an error, not a nil called further on)
 -- torchvision.utils: the image grid and file writer (wick.utils.make_grid and save_image)
 local grid = require("wick.utils.grid")
 local utils = check.strict({ make_grid = grid.make_grid, save_image = grid.save_image }, "wick.vision.utils")
-return check.strict({ ops = check.strict(ops, "wick.vision.ops"), utils = utils }, "wick.vision")
+return check.strict({ ops = check.strict(ops, "wick.vision.ops"), utils = utils,
+  transforms = require("wick.vision.transforms") }, "wick.vision")
