@@ -999,7 +999,8 @@ describe("model:to in one crossing (wick_tensors_to_)", function()
     local Net = nn.Module:extend("Computed")
     function Net:init()
       self.fc = nn.Linear(2, 2)
-      self.scaled = self.fc.weight * 2 -- a non-leaf held as state
+      self:register_buffer("scaled", self.fc.weight * 2) -- a non-leaf held as state (a registered buffer: the
+      -- dtype casts leave a plain attribute as it is, as PyTorch's)
     end
     local m = Net()
     assert.is_false(m.scaled.is_leaf)

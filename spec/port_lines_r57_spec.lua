@@ -193,3 +193,23 @@ describe("the fifty-seventh round's lines, part 11 (the GraphGPS port)", functio
     support.assert_error_has(function() nn.ConstantPad1d(1, "x") end, "expected a number for argument 'value'")
   end)
 end)
+
+describe("the fifty-seventh round's lines, part 12 (the MeshGraphNets port)", function()
+  it("a dtype cast leaves a tensor attribute assigned in init as it is (PyTorch casts parameters and buffers)", function()
+    local Norm = nn.Module:extend("Norm57")
+    function Norm:init()
+      self._acc_count = wick.tensor(0, { dtype = "float32" }) -- echowve's Normalizer
+      self.lin = nn.Linear(2, 2)
+      self:register_buffer("rb", wick.zeros(2))
+    end
+    local m = Norm()
+    m:half()
+    assert.are.same({ "float32", "float16", "float16" }, { m._acc_count.dtype, m.lin.weight.dtype, m.rb.dtype })
+    m._acc_count:add_(70000)
+    assert.are.equal(70000, m._acc_count:item()) -- (float16 would be inf)
+    m:to("float64")
+    assert.are.same({ "float32", "float64" }, { m._acc_count.dtype, m.rb.dtype })
+    m:to("meta")
+    assert.are.equal("meta", m._acc_count.device.type) -- (a device move still takes it along)
+  end)
+end)

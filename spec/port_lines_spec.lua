@@ -5262,7 +5262,7 @@ describe("the forty-fifth round's lines, part 12 (torchvision's tensor transform
     local r = F.interpolate(u8, { size = { 4, 4 }, mode = "nearest" })
     assert.are.equal("uint8", r.dtype)
     assert.is_true(r:equal(u8[{ {}, {}, { 1, 8, 2 }, { 1, 8, 2 } }]))
-    support.assert_error_has(function() return wick.vision.transforms end, "wick.vision has no 'transforms'")
+    support.assert_error_has(function() return wick.vision.no_such_name end, "wick.vision has no 'no_such_name'")
   end)
   it("an in-place op on a view with its sibling view expanded: the base's gradient (rotate's fill blend)", function()
     local x = wick.rand(1, 4, 2, 2, { requires_grad = true, dtype = "float64" })

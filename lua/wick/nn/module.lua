@@ -2048,11 +2048,17 @@ end
 -- model:to's moves, all in one crossing (or each tensor on its own through a class's own _apply, as
 -- PyTorch's); floating_only: m:double() and its kin, which leave complex tensors as they are (PyTorch's
 -- to(dtype) casts them too: complex to real with its warning, real to complex with its own)
+-- (a tensor attribute assigned in init, an implicit non-persistent buffer, moves to the device but keeps
+-- its dtype: PyTorch's casts touch parameters and registered buffers only, so MeshGraphNets' float32
+-- accumulation counter stays float32 under m:half(), where float16 would overflow at 65504)
 function moved(self, code, dtype, non_blocking, floating_only)
-  local list, n = {}, 0
-  walk(self, "", function(_, t)
-    if not floating_only or t:is_floating_point() then n = n + 1; list[n] = t end
+  local list, n, implicit = {}, 0, {}
+  walk(self, "", function(_, t, _, _, is_implicit)
+    if dtype and is_implicit then
+      if code then implicit[#implicit + 1] = t end
+    elseif not floating_only or t:is_floating_point() then n = n + 1; list[n] = t end
   end, nil, nil, true)
+  if #implicit > 0 then tensors_to(implicit, code, nil, non_blocking) end
   local common = require("wick.nn.common")
   if dtype and not floating_only and dtype:match("^complex") then
     common.warn("Complex modules are a new feature under active development whose design may change, and some "
