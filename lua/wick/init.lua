@@ -341,6 +341,7 @@ end
 -- script sets), kept beside the tensor object, not in its data.
 local attributes = setmetatable({}, { __mode = "k" })
 local named = setmetatable({}, { __mode = "k" }) -- a named result's first tensor: { field = tensor } (name_results)
+local NAMED_NIL = {} -- a named result that is nil (Python's None)
 local first_of = setmetatable({}, { __mode = "k" }) -- the first of several results: what gave it (wick._first_of)
 --- wick._first_of(t, what): t, marked as the first of several results `what` returns (PyTorch's tuple:
 --- MultiheadAttention, LSTM), so that t[0], Python's [0] of that tuple ported literally, says so
@@ -353,7 +354,10 @@ mt.__index = function(t, k)
   if m ~= nil then
     if k == "values" or k == "indices" then -- (t:max(dim).values: a named result's, else the sparse readers)
       local r = named[t]
-      if r and r[k] then return r[k] == true and t or r[k] end
+      if r and r[k] ~= nil then
+        if r[k] == true then return t end
+        return r[k] ~= NAMED_NIL and r[k] or nil
+      end
     end
     return m
   end
@@ -372,7 +376,11 @@ mt.__index = function(t, k)
     return get_slice(t, k)
   end
   local r = named[t]
-  if r and r[k] then return r[k] == true and t or r[k] end
+  if r and r[k] ~= nil then
+    if r[k] == true then return t end
+    if r[k] == NAMED_NIL then return nil end
+    return r[k]
+  end
   local f = fields[k]
   if f ~= nil then return f(t) end
   local a = attributes[t]
@@ -3436,7 +3444,10 @@ local function name_results(f, names)
     if r.n > 1 and getmetatable(r[1]) == mt then
       -- (the first tensor as `true`: a value holding its weak key would keep it alive in LuaJIT)
       local fields = { [names[1]] = true }
-      for i = 2, #names do fields[names[i]] = r[i] end
+      for i = 2, #names do
+        -- (a nil result is PyTorch's None there: unpack_dual(t).tangent of a t with no tangent)
+        if r[i] == nil then fields[names[i]] = NAMED_NIL else fields[names[i]] = r[i] end
+      end
       named[r[1]] = fields
     end
     return unpack(r, 1, r.n)

@@ -1274,7 +1274,13 @@ static wick_status walk(backward_run *r, const node_list *order, const bool *nee
     wick_status st = WICK_OK;
     for (int i = order->count - 1; i >= 0 && !st; i--) {
         wk_node *n = order->items[i];
-        if (n->grad && r->capture && (st = capture_node(r, n))) break;
+        /* a captured input's own hooks run first, on its whole gradient, as PyTorch's */
+        bool hooked = false;
+        if (n->grad && r->capture && is_input_node(r, n)) {
+            if (hook && n->hook_id && (st = hook(r->a->ud, WICK_HOOK_GRAD, NULL, n->hook_id, &n->grad))) break;
+            hooked = true;
+            if ((st = capture_node(r, n))) break;
+        }
         if (!n->grad || (need && !need[i])) { /* nothing flowed here, or it leads to no input */
             wick_tensor_release(n->grad);
             n->grad = NULL;
@@ -1285,7 +1291,7 @@ static wick_status walk(backward_run *r, const node_list *order, const bool *nee
             st = released_error(n);
             break;
         }
-        if (hook && n->hook_id && (st = hook(r->a->ud, WICK_HOOK_GRAD, NULL, n->hook_id, &n->grad))) break;
+        if (hook && n->hook_id && !hooked && (st = hook(r->a->ud, WICK_HOOK_GRAD, NULL, n->hook_id, &n->grad))) break;
         if (hook && n->retain_id && (st = hook(r->a->ud, WICK_HOOK_RETAIN, NULL, n->retain_id, &n->grad))) break;
         int64_t event = wick_profiling ? profile_node(n) : -1; /* the profiler's event for the node */
         wick_tensor *grads[64] = {0}, **gs = grads;
@@ -1443,13 +1449,22 @@ wick_status wick_backward_run(const wick_backward_args *a) {
         wk_backward_hook = a->hook, wk_backward_hook_ud = a->ud;
         wk_grad_mode = a->create_graph != 0;
         st = run_backward(&r, seeds);
+        /* autograd.grad's leaf inputs: their grad hooks on the whole gradient, as PyTorch's (no
+         * accumulation, so no post-accumulate hook); backward(inputs = ...)'s run in finish_leaf below */
+        for (int k = 0; !st && r.capture && !own && a->hook && k < a->n_inputs; k++) {
+            const wick_tensor *leaf = a->inputs[k];
+            int64_t id = leaf->grad_fn ? 0 : __atomic_load_n(&leaf->hook_id, __ATOMIC_RELAXED);
+            if (id && r.grads[k]) st = a->hook(a->ud, WICK_HOOK_GRAD, (wick_tensor *)leaf, id, &r.grads[k]);
+        }
         wk_grad_mode = mode;
         wk_backward_hook = outer, wk_backward_hook_ud = outer_ud;
     }
     if (seeds != seed_buf) free(seeds);
     for (int k = 0; own && k < a->n_inputs; k++) { /* backward(inputs = ...): into their .grad */
-        wick_tensor *g = own[k];
-        if (g && !st) st = accumulate_leaf(a->inputs[k], g); /* takes g */
+        wick_tensor *g = own[k], *t = a->inputs[k];
+        if (g && !st && a->hook && !t->grad_fn && __atomic_load_n(&t->hook_id, __ATOMIC_RELAXED))
+            st = finish_leaf(a->hook, a->ud, t, g); /* a leaf's hooks, then .grad (takes g) */
+        else if (g && !st) st = accumulate_leaf(t, g); /* takes g */
         else wick_tensor_release(g);
     }
     free(own);

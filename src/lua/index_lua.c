@@ -664,6 +664,8 @@ static void bad_key(lua_State *L, int idx) {
         if (strcmp(k, "repeat_") == 0)
             wl_raise(L, "tensor has no field or method 'repeat_' (PyTorch's t.repeat(...) is t:repeat_tensor(...) "
                         "or t[\"repeat\"](t, ...): repeat is a Lua keyword)");
+        if (strcmp(k, "len") == 0 || strcmp(k, "__len__") == 0)
+            wl_raise(L, "tensor has no field or method '%s' (Python's len(t) is #t, or t:size(1))", k);
         wl_raise(L, "tensor has no field or method '%s'", k);
     }
     if (lua_isboolean(L, idx)) /* (TabNet's grad_input[output == 0] = 0, ported with Lua's ==) */

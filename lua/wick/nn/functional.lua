@@ -444,8 +444,10 @@ end
 --- as wick.div's {out =} does and is returned
 function F.normalize(x, ...)
   local o = act_args("normalize", x, { "p", "dim", "eps", "out" },
-    { p = "number", dim = "integer", eps = "number", out = "tensor" }, ...)
-  local norm = x:norm(o.p or 2, check.wrap_dim(x, o.dim or 2, "normalize"), true)
+    { p = "number", dim = "integer|table", eps = "number", out = "tensor" }, ...)
+  -- dim: one, or several (PyTorch's dim=(1, 2): APG's normalized_guidance), t:norm's
+  local dim = type(o.dim) == "table" and o.dim or check.wrap_dim(x, o.dim or 2, "normalize")
+  local norm = x:norm(o.p or 2, dim, true)
   if o.out ~= nil then
     return named_as("normalize", "wick.div", wick.div, x, norm:clamp_min(o.eps or 1e-12):expand_as(x), { out = o.out })
   end
