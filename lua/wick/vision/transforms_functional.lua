@@ -851,7 +851,7 @@ function M.posterize(img, bits)
   end
   local nb = VALUE_BITS[img.dtype]
   if bits >= nb then return img end
-  local mask = (2 ^ bits - 1) * 2 ^ (nb - bits)
+  local mask = math.floor((2 ^ bits - 1) * 2 ^ (nb - bits)) -- (an integer: Lua 5.4's 2 ^ n is a float)
   return img:bitwise_and(mask)
 end
 
