@@ -96,6 +96,14 @@ list_mt.__index = function(list, k)
     raise(("a table of %d tensors has no field '%s': %s"):format(n, k, LIST_HINT))
   end
   if type(k) ~= "table" then return nil end
+  -- Python's out[:3], out[3:] (a wick.slice: 0-based start, stop excluded, a step), also as {wick.slice(...)}
+  local sl = C.is_slice(k) and k or (#k == 1 and C.is_slice(k[1]) and k[1]) or nil
+  if sl then
+    local first, last, step = C.slice_range(sl, n, "list")
+    local out = {}
+    for i = first, last, step do out[#out + 1] = rawget(list, i) end
+    return setmetatable(out, list_mt)
+  end
   local r = type(k[1]) == "table" and k[1] or k
   local a, b = r[1] or 1, r[2] or -1
   if type(a) ~= "number" or type(b) ~= "number" then raise("a list's range is {first, last} (numbers, inclusive)") end
