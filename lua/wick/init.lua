@@ -1354,6 +1354,7 @@ function wick.polar(abs, angle)
   end
   return wick.complex(abs * angle:cos(), abs * angle:sin())
 end
+wick.polar = check.by_name(wick.polar, "polar", { "abs", "angle" }) -- (torch.polar(abs=r, angle=theta))
 wick.ops = require("wick.ops")(wick) -- tril, split, topk, multinomial, einsum, random fills, ... (ops.lua)
 -- torch.ops.aten, made at its first use: aten.slice (s5-pytorch's associative scan) and, for the other
 -- names, wick's function of that name; what wick lacks is an error naming the namespace
@@ -1444,6 +1445,7 @@ local KEYWORDS = {
   movedim = { "source", "destination" }, moveaxis = { "source", "destination" },
   unflatten = { "dim", "sizes" }, select = { "dim", "index" }, swapaxes = { "axis0", "axis1" },
   swapdims = { "dim0", "dim1" },
+  isclose = { "other" }, kron = { "other" }, inner = { "other" }, outer = { "vec2" }, take = { "index" },
 }
 for name, names in pairs(KEYWORDS) do
   Tensor[name] = check.by_name(Tensor[name], name, names, 1)
@@ -1490,6 +1492,15 @@ for _, name in ipairs({ "zeros_like", "ones_like", "empty_like", "rand_like", "r
     if last.requires_grad then r:requires_grad_(true) end -- (after the layout: a leaf)
     return r
   end
+end
+-- the leading arguments by PyTorch's names where they are not (only) `input`: torch.split(tensor=x, ...),
+-- torch.cdist(x1=a, x2=b), torch.tensordot(a=x, b=y), torch.vander(x=v), torch.eye(n=2, m=3), and the
+-- *_like functions' input (torch.zeros_like(input=p)), mode's, bincount's and combinations'
+for name, names in pairs({ split = { "tensor" }, cdist = { "x1", "x2" }, tensordot = { "a", "b" }, vander = { "x" },
+  eye = { "n", "m?" }, mode = { "input" }, bincount = { "input" }, combinations = { "input" },
+  zeros_like = { "input" }, ones_like = { "input" }, empty_like = { "input" }, rand_like = { "input" },
+  randn_like = { "input" }, full_like = { "input" }, randint_like = { "input" } }) do
+  wick[name] = check.by_name(wick[name], name, names)
 end
 -- torch.empty(size, memory_format=...) (RWKV-LM's WKV kernel: torch.empty((B, T, C), memory_format=
 -- torch.contiguous_format)); zeros, ones and the others refuse it, as PyTorch's
@@ -3458,6 +3469,14 @@ for _, name in ipairs({ "max", "min", "sort", "topk", "kthvalue", "median", "nan
   for _, owner in ipairs({ Tensor, wick }) do
     local f = rawget(owner, name)
     if f ~= nil then owner[name] = name_results(f, name == "frexp" and { "mantissa", "exponent" } or { "values", "indices" }) end
+  end
+end
+-- torch.histogram(x).hist / .bin_edges, histogramdd's too (its bin_edges a list of tensors); aminmax's
+-- .min and .max would hide the tensor methods of those names: `local mn, mx = wick.aminmax(x)`
+for name, fields in pairs({ histogram = { "hist", "bin_edges" }, histogramdd = { "hist", "bin_edges" } }) do
+  for _, owner in ipairs({ Tensor, wick }) do
+    local f = rawget(owner, name)
+    if f ~= nil then owner[name] = name_results(f, fields) end
   end
 end
 

@@ -233,10 +233,26 @@ return function(wick)
     return split_points("tensor_split", t, how, o.dim)
   end
   -- hsplit, vsplit, dsplit (NumPy's): tensor_split along dim 2 (1 for a vector), 1 and 3,
-  -- a number of sections dividing the size exactly
+  -- a number of sections dividing the size exactly; PyTorch's keywords in a table: {sections = n}
+  -- or {indices = {...}} (a table with no keys but a list is the list of indices)
+  local NP_SPLIT = { sections = "integer", indices = "table|tensor" }
   local function np_split(fn, dim_of, min_dims)
-    return function(t, how)
+    return function(t, how, extra)
       check.tensor(t, fn, "self")
+      if extra ~= nil then
+        if type(extra) == "table" and not is_tensor(extra) and getmetatable(extra) == nil then
+          check.fail(fn, "either the sections / indices or an options table, not both")
+        end
+        check.fail(fn, "expected 2 arguments (input and sections or indices), got a third (%s)", check.describe(extra))
+      end
+      if type(how) == "table" and getmetatable(how) == nil and next(how) ~= nil and #how == 0 then
+        local o = check.options(how, fn, NP_SPLIT)
+        if o.sections ~= nil and o.indices ~= nil then check.fail(fn, "got both sections and indices") end
+        how = o.sections
+        if how == nil then how = o.indices end
+        if how == nil then check.fail(fn, "missing argument 'sections' or 'indices'") end
+      end
+      if how == nil then check.fail(fn, "missing argument 'sections' or 'indices'") end
       if t:dim() < min_dims then
         check.fail(fn, "%s requires a tensor with at least %d dimension%s, but got a tensor with %d dimensions!",
           fn, min_dims, min_dims > 1 and "s" or "", t:dim())
@@ -435,6 +451,10 @@ return function(wick)
       end
       local like = is_tensor(a) and a or is_tensor(b) and b or nil
       cond = wick.tensor(cond, { device = like and like.device or nil })
+    end
+    if type(cond) == "boolean" then -- (where(indices == i): DeepSeek-V3's MoE dispatch ported as it is)
+      check.fail("where", "the condition is a Lua boolean (%s), not a tensor: Lua's == and ~= between a tensor and "
+        .. "a number are always false and true, so write t:eq(x) or t:ne(x)", tostring(cond))
     end
     check.tensor(cond, "where", "condition")
     if a == nil and b == nil then -- torch.where(cond): nonzero as a tuple, one 1-based index tensor per dim
@@ -979,9 +999,51 @@ return function(wick)
   --- wick.einsum(equation, t1, t2, ...) or wick.einsum(equation, {t1, t2, ...}): sums of products
   --- over named subscripts ("ij,jk->ik", "bhqd,bhkd->bhqk", "i,j->ij", "ij->ji", "ij->"), built
   --- on permute, reshape, bmm and sum (so it runs on every backend, autograd included).
+  -- PyTorch's sublist form, einsum(a, {0, 1}, b, {1, 2}[, {0, 2}]): each operand followed by the list of
+  -- its subscripts, integers 0 to 51 (PyTorch's letters: 0..25 'A'..'Z', 26..51 'a'..'z') or "..."
+  -- (Python's Ellipsis), then the output's list if given; as the equation and the operands
+  local function sublist_letters(list, where)
+    if type(list) ~= "table" or getmetatable(list) ~= nil then
+      check.expected("einsum", where, "a list of subscripts (integers 0 to 51, or \"...\")", list)
+    end
+    local out = {}
+    for k in pairs(list) do
+      if type(k) ~= "number" or k < 1 or k % 1 ~= 0 or k > #list then
+        check.expected("einsum", where, "a list of subscripts (integers 0 to 51, or \"...\")", list)
+      end
+    end
+    for i = 1, #list do
+      local s = list[i]
+      if s == "..." then out[i] = "..."
+      elseif type(s) == "number" and s % 1 == 0 then
+        if s < 0 or s >= 52 then check.fail("einsum", "subscript in subscript list is not within the valid range [0, 52)") end
+        out[i] = string.char(s < 26 and 65 + s or 97 + s - 26)
+      else
+        check.fail("einsum", "%s: expected integers 0 to 51 or \"...\", got %s at position %d", where, check.describe(s), i)
+      end
+    end
+    return table.concat(out)
+  end
+  local function sublist_equation(...)
+    local n = select("#", ...)
+    while n > 0 and select(n, ...) == nil do n = n - 1 end
+    if n < 2 then
+      check.fail("einsum", "must specify the equation string and at least one operand, or at least one operand and its subscripts list")
+    end
+    local args, parts, operands = { ... }, {}, {}
+    for i = 1, math.floor(n / 2) do
+      operands[i] = check.tensor(args[2 * i - 1], "einsum", "operand " .. i)
+      parts[i] = sublist_letters(args[2 * i], "the subscripts of operand " .. i)
+    end
+    local eq = table.concat(parts, ",")
+    if n % 2 == 1 then eq = eq .. "->" .. sublist_letters(args[n], "the output subscripts") end
+    return eq, operands
+  end
   function ops.einsum(eq, ...)
     local operands = { ... }
-    if select("#", ...) == 1 and type(operands[1]) == "table" and not is_tensor(operands[1]) then
+    if is_tensor(eq) then
+      eq, operands = sublist_equation(eq, ...)
+    elseif select("#", ...) == 1 and type(operands[1]) == "table" and not is_tensor(operands[1]) then
       operands = { unpack(operands[1]) } -- (a copy: diagonals replace its entries)
     end
     for i = 1, #operands do check.tensor(operands[i], "einsum", "operand " .. i) end
@@ -2604,8 +2666,33 @@ return function(wick)
     end
     return 1
   end
+  -- a fractional correction (PyTorch's Scalar: sums of squares over N - correction), which the C reduction
+  -- takes as an integer: the arguments with correction 0 instead, and the factor N / max(0, N - correction)
+  -- (of var; its root of std) for the result; nil when the correction is a whole number
+  local function fractional(...)
+    local n = select("#", ...)
+    local o = n > 0 and select(n, ...) or nil
+    if type(o) ~= "table" or is_tensor(o) or getmetatable(o) ~= nil or type(o.correction) ~= "number"
+      or o.correction % 1 == 0 or o.correction ~= o.correction then
+      return nil
+    end
+    local args, copy = { ... }, {}
+    for k, v in pairs(o) do copy[k] = v end
+    copy.correction = 0
+    args[n] = copy
+    return o.correction, args, n
+  end
   for _, fn in ipairs({ "var", "std" }) do
-    local reduce = Tensor[fn]
+    local whole = Tensor[fn]
+    local function reduce(t, ...)
+      local c, args, n = fractional(...)
+      if c == nil then return whole(t, ...) end
+      local r = whole(t, unpack(args, 1, n))
+      if not is_tensor(r) or r:numel() == 0 then return r end
+      local N = t:numel() / r:numel()
+      local factor = N / math.max(0, N - c) -- (N - c <= 0: inf, or NaN for 0 / 0, as PyTorch's)
+      return r * (fn == "std" and math.sqrt(factor) or factor)
+    end
     Tensor[fn] = function(t, ...)
       local r = reduce(t, ...)
       if is_tensor(r) and r:numel() > 0 and t:numel() > 0 and t:numel() / r:numel() - correction_of(...) <= 0 then
@@ -2868,6 +2955,10 @@ return function(wick)
   end
   function ops.tril_indices(row, col, offset, opts) return tri_indices(row, col, offset, opts, true, "tril_indices") end
   function ops.triu_indices(row, col, offset, opts) return tri_indices(row, col, offset, opts, false, "triu_indices") end
+  -- (PyTorch's keywords: wick.triu_indices{row = 3, col = 4, offset = 1})
+  for _, name in ipairs({ "tril_indices", "triu_indices" }) do
+    ops[name] = check.by_name(ops[name], name, { "row", "col", "offset?" })
+  end
 
   -- ---- a few more of PyTorch's names ----
 
@@ -3321,9 +3412,18 @@ return function(wick)
 
   --- t:diagonal([offset = 0[, dim1 = 1[, dim2 = 2]]]): the diagonal of the
   --- (dim1, dim2) planes in a new last dim (PyTorch's; a copy here, with gradients)
-  function Tensor.diagonal(t, offset, dim1, dim2)
+  local DIAGONAL = { offset = "integer", dim1 = "integer", dim2 = "integer" }
+  function Tensor.diagonal(t, offset, dim1, dim2, extra)
     check.tensor(t, "diagonal", "self")
-    if type(offset) == "table" then offset, dim1, dim2 = offset.offset, offset.dim1, offset.dim2 end
+    if type(offset) == "table" or type(dim1) == "table" or type(dim2) == "table" or extra ~= nil then
+      -- PyTorch's keywords (t.diagonal(offset=1, dim1=-2, dim2=-1)): an options table, or after the
+      -- positions it does not repeat (t:diagonal(0, {dim1 = 2, dim2 = 3}))
+      if type(offset) == "table" and not check.is_tensor(offset) and (dim1 ~= nil or dim2 ~= nil) then
+        check.fail("diagonal", "either an options table or positional arguments (offset, dim1, dim2), not both")
+      end
+      local o = check.positional("diagonal", { "offset", "dim1", "dim2" }, DIAGONAL, offset, dim1, dim2, extra)
+      offset, dim1, dim2 = o.offset, o.dim1, o.dim2
+    end
     offset = check.opt_int(offset, "diagonal", "offset", 0)
     dim1, dim2 = check.opt_int(dim1, "diagonal", "dim1", 1), check.opt_int(dim2, "diagonal", "dim2", 2)
     if t:dim() < 2 then check.fail("diagonal", "expected a tensor of at least 2 dims, got %d", t:dim()) end
@@ -3683,6 +3783,143 @@ return function(wick)
     return hist:to(t.dtype), edges:to(t.dtype)
   end
 
+  --- wick.histogramdd(input, bins[, range[, weight[, density]]]) (or {range =, weight =, density = false}):
+  --- hist, bin_edges (a list of D tensors) of the points input (..., D), as PyTorch's: bins a number of bins
+  --- for every dim, a list of D numbers, or a list of D 1-D tensors of increasing edges; range a flat list
+  --- {min1, max1, ..., minD, maxD} (else each dim's min and max; an empty range widened by 0.5 each side);
+  --- bin i holds [e_i, e_i+1), the last one closed; points outside are left out; weight of shape input's
+  --- (..., ) adds weights instead of ones; density divides by the total and by each bin's volume
+  local HISTOGRAMDD = { bins = "integer|table", range = "table", weight = "tensor", density = "boolean" }
+  function ops.histogramdd(input, ...)
+    local fn = "histogramdd"
+    check.tensor(input, fn, "input")
+    local o = check.positional(fn, { "bins", "range", "weight", "density" }, HISTOGRAMDD, ...)
+    if o.bins == nil then check.fail(fn, "missing required argument 'bins'") end
+    if input:dim() < 2 then check.fail(fn, "input tensor should have at least 2 dimensions") end
+    if input.dtype ~= "float32" and input.dtype ~= "float64" then
+      check.fail(fn, "\"histogramdd\" not implemented for '%s' (a floating point input: float32 or float64)", input.dtype)
+    end
+    local D = input:size(-1)
+    if D == 0 then return wick.zeros({}, { dtype = input.dtype, device = input.device }), check.list({}) end
+    local pts = input:detach():reshape(-1, D)
+    local N = pts:size(1)
+    local lead = input:size()
+    lead[#lead] = nil
+    local w = o.weight
+    if w ~= nil then
+      local ws, same = w:size(), w:dim() == #lead
+      for i = 1, #lead do same = same and ws[i] == lead[i] end
+      if not same then
+        check.fail(fn, "if weight tensor is provided it should have the same shape as the input tensor excluding its "
+          .. "innermost dimension, but got input with shape [%s] and weight with shape [%s]",
+          table.concat(input:size(), ", "), table.concat(ws, ", "))
+      end
+      if w.dtype ~= input.dtype then
+        check.fail(fn, "if weight tensor is provided, input tensor and weight tensor should have the same dtype, "
+          .. "but got input(%s), and weight(%s)", input.dtype, w.dtype)
+      end
+      w = w:detach():reshape(-1):to("float64")
+    end
+    -- the edges of each dim
+    local bins, edges = o.bins, {}
+    if type(bins) == "table" then
+      if #bins ~= D then
+        if is_tensor(bins[1]) then
+          check.fail(fn, "expected %d sequences of bin edges for a %d-dimensional histogram but got %d", D, D, #bins)
+        end
+        check.fail(fn, "The size of bins must be equal to the innermost dimension of the input.")
+      end
+    end
+    local given = type(bins) == "table" and is_tensor(bins[1])
+    if given then
+      for d = 1, D do
+        local e = bins[d]
+        if not is_tensor(e) then check.expected(fn, "bins[" .. d .. "]", "a tensor (all of bins, or none)", e) end
+        if e.dtype ~= input.dtype then
+          check.fail(fn, "input tensor and bins tensors should have the same dtype, but got input with dtype %s and "
+            .. "bins for dimension %d with dtype %s", input.dtype, d, e.dtype)
+        end
+        if e:dim() ~= 1 then
+          check.fail(fn, "bins tensor should have one dimension, but got %d dimensions in the bins tensor for dimension %d",
+            e:dim(), d)
+        end
+        if e:numel() < 1 then
+          check.fail(fn, "bins tensor should have at least 1 element, but got 0 elements in the bins tensor for dimension %d", d)
+        end
+        if e:numel() < 2 then check.fail(fn, "bins must be > 0, but got 0 for dimension %d", d) end
+        if e:detach():diff():lt(0):any():item() then check.fail(fn, "the bin edges of dimension %d must be increasing", d) end
+        edges[d] = e:detach():clone()
+      end
+    else
+      local counts = {}
+      for d = 1, D do
+        local k = type(bins) == "table" and bins[d] or bins
+        counts[d] = check.int(k, fn, type(bins) == "table" and "bins[" .. d .. "]" or "bins")
+        if counts[d] <= 0 then check.fail(fn, "bins must be > 0, but got %d for dimension %d", counts[d], d) end
+        if counts[d] > 2 ^ 24 then check.fail(fn, "bins must be at most 2^24, got %d for dimension %d", counts[d], d) end
+      end
+      local range = o.range
+      if range ~= nil and #range ~= 2 * D then
+        check.fail(fn, "for a %d-dimensional histogram range should have %d elements, but got %d", D, 2 * D, #range)
+      end
+      local lo, hi
+      if range == nil and N > 0 then lo, hi = pts:amin(1):to("float64"):totable(), pts:amax(1):to("float64"):totable() end
+      for d = 1, D do
+        local a, b
+        if range ~= nil then
+          a, b = check.number(range[2 * d - 1], fn, "range[" .. (2 * d - 1) .. "]"), check.number(range[2 * d], fn, "range[" .. (2 * d) .. "]")
+        elseif N > 0 then a, b = lo[d], hi[d]
+        else a, b = 0, 1 end -- (no points: PyTorch's [0, 1])
+        if a > b then check.fail(fn, "min should not exceed max, but got min %s max %s for dimension %d", a, b, d) end
+        if not (a > -math.huge and b < math.huge) then
+          check.fail(fn, "dimension %d's range [%s, %s] is not finite", d, tostring(a), tostring(b))
+        end
+        if a == b then a, b = a - 0.5, b + 0.5 end
+        edges[d] = wick.linspace(a, b, counts[d] + 1, { dtype = input.dtype, device = input.device })
+      end
+    end
+    -- each point's bin in each dim (points outside some dim's edges, NaN too, left out)
+    local sizes, keep = {}, wick.ones({ N }, { dtype = "bool", device = input.device })
+    local x = pts:to("float64")
+    local e64 = {}
+    for d = 1, D do
+      e64[d] = edges[d]:to("float64")
+      sizes[d] = e64[d]:numel() - 1
+      local col = x:select(2, d)
+      keep = keep:logical_and(col:ge(e64[d][1]:item())):logical_and(col:le(e64[d][-1]:item()))
+    end
+    local total = 1
+    for d = 1, D do total = total * sizes[d] end
+    if total > 2 ^ 31 then check.fail(fn, "%.0f bins in all: at most 2^31", total) end
+    local hist = wick.zeros(total, { dtype = "float64", device = input.device })
+    local flat
+    local kept = keep:nonzero():reshape(-1)
+    local stride = 1
+    for d = D, 1, -1 do
+      local col = x:select(2, d):index_select(1, kept):contiguous()
+      -- (searchsorted's 1-based place after the edges <= the value: its bin, 1-based, then 0-based)
+      local pos = (wick.searchsorted(e64[d], col, { right = true }) - 1):clamp(1, sizes[d]) - 1
+      flat = flat and flat + pos * stride or pos * stride
+      stride = stride * sizes[d]
+    end
+    if flat ~= nil and flat:numel() > 0 then
+      local add = w and w:index_select(1, kept) or wick.ones(flat:numel(), { dtype = "float64", device = input.device })
+      hist:index_add_(1, flat + 1, add)
+    end
+    hist = hist:view(sizes):to(input.dtype)
+    if o.density then
+      hist = hist / hist:sum()
+      for d = 1, D do
+        local shape = {}
+        for i = 1, D do shape[i] = i == d and sizes[d] or 1 end
+        hist = hist / edges[d]:diff():view(shape)
+      end
+    end
+    return hist, check.list(edges)
+  end
+  ops.histogramdd = check.by_name(ops.histogramdd, "histogramdd", { "input", "bins?" })
+  wick.histogramdd = ops.histogramdd
+
   -- ---- more of PyTorch's forms that ported programs call ----
   --- t:addbmm(b1, b2[, {beta = 1, alpha = 1}]): beta t + alpha sum_i b1[i] @ b2[i]
   function Tensor.addbmm(t, b1, b2, opts)
@@ -3732,18 +3969,32 @@ return function(wick)
     return t:view(new)
   end
 
+  -- a number (or a table of them) beside a tensor `like`: a tensor of like's dtype, the default float one for
+  -- a fraction beside integers (a number: 0-dim, as PyTorch's Number element / test_element)
+  local function whole(v, depth)
+    if type(v) == "number" then return v % 1 == 0 end
+    if type(v) == "table" and depth < 32 then
+      for _, e in ipairs(v) do if not whole(e, depth + 1) then return false end end
+    end
+    return true
+  end
+  local function isin_operand(v, like)
+    if like == nil or (not like:is_floating_point() and not whole(v, 0)) then return wick.tensor(v) end
+    return wick.tensor(v, { dtype = like.dtype, device = like.device })
+  end
   --- t:isin(test_elements[, {invert = false, assume_unique}]): whether each element is among test_elements
   function Tensor.isin(t, test, opts)
-    if not is_tensor(t) then t = wick.tensor(t) end
-    if not is_tensor(test) then test = wick.tensor(type(test) == "table" and test or { test }, { dtype = t.dtype, device = t.device }) end
+    if not is_tensor(t) then t = isin_operand(t, is_tensor(test) and test or nil) end
+    if not is_tensor(test) then test = isin_operand(test, t) end
     local o = check.options(opts, "isin", { invert = "boolean", assume_unique = "boolean" })
     local flat = test:reshape(-1)
     local r
     if flat:numel() == 0 then
       r = wick.zeros(t.shape, { dtype = "bool", device = t.device })
     else
-      local sorted = flat:sort()
-      local x = t:to(sorted.dtype)
+      local dtype = wick.promote_types(t.dtype, flat.dtype) -- (1.5 is not in {1, 5})
+      local sorted = flat:to(dtype):sort()
+      local x = t:to(dtype)
       local pos = wick.searchsorted(sorted, x:reshape(-1)):clamp(1, sorted:numel())
       r = sorted:index_select(1, pos):eq(x:reshape(-1)):view(t.shape)
     end
@@ -3765,10 +4016,11 @@ return function(wick)
     end
     if elements == nil then check.fail("isin", "missing required argument 'elements'") end
     if test == nil then check.fail("isin", "missing required argument 'test_elements'") end
-    if not is_tensor(elements) then
-      elements = wick.tensor(type(elements) == "table" and elements or { elements },
-        is_tensor(test) and { dtype = test.dtype, device = test.device } or nil)
+    if not is_tensor(elements) and not is_tensor(test) and type(elements) ~= "table" and type(test) ~= "table" then
+      check.fail("isin", "expected elements or test_elements to be a tensor, got %s and %s",
+        check.describe(elements), check.describe(test))
     end
+    if not is_tensor(elements) then elements = isin_operand(elements, is_tensor(test) and test or nil) end
     return Tensor.isin(elements, test, opts)
   end
 
@@ -4161,7 +4413,12 @@ return function(wick)
     check.tensor(y, name, "y")
     if type(x) == "table" and not is_tensor(x) then x, opts = nil, x end
     if type(x) == "number" then x, opts = nil, { dx = x, dim = opts } end
-    opts = check.options(opts, name, { dx = "number", dim = "integer" })
+    opts = check.options(opts, name, { x = "tensor", dx = "number", dim = "integer" })
+    if opts.x ~= nil then
+      if x ~= nil then check.fail(name, "argument 'x' given both by position and as an option") end
+      x = opts.x
+    end
+    if x ~= nil and opts.dx ~= nil then check.fail(name, "takes either x or dx, not both") end
     local dim = opts.dim or -1
     if not y:is_floating_point() and not y:is_complex() then y = y:to(wick.get_default_dtype()) end
     local n = y:size(dim)
@@ -4191,6 +4448,9 @@ return function(wick)
     if terms == nil then return yy:narrow(dim, 1, 0) end
     return terms:cumsum(dim)
   end
+  -- (PyTorch's keyword for the first argument: wick.trapezoid{y = y, x = xs})
+  ops.trapezoid = check.by_name(ops.trapezoid, "trapezoid", { "y" })
+  ops.cumulative_trapezoid = check.by_name(ops.cumulative_trapezoid, "cumulative_trapezoid", { "y" })
   wick.trapezoid, wick.trapz, wick.cumulative_trapezoid = ops.trapezoid, ops.trapezoid, ops.cumulative_trapezoid
   --- wick.vander(x[, N[, increasing = false]]): the Vandermonde matrix of a 1-D x, columns x^(N-1) ... x^0
   function ops.vander(x, N, increasing)
@@ -4211,21 +4471,63 @@ return function(wick)
   end
   wick.ldexp = function(x, e) return Tensor.ldexp(x, e) end
   --- wick.diagonal_scatter(input, src[, offset = 0[, dim1 = 1[, dim2 = 2]]]), wick.select_scatter(input,
-  --- src, dim, index): a copy of input with src written into that diagonal / slice
-  function ops.diagonal_scatter(t, src, offset, dim1, dim2)
-    check.tensor(t, "diagonal_scatter", "input")
-    check.tensor(src, "diagonal_scatter", "src")
+  --- src, dim, index) (or by PyTorch's names: {input =, src =, offset =, dim1 =, dim2 =, dim =, index =}):
+  --- a copy of input with src (of the diagonal's / slice's shape) written into that diagonal / slice
+  local function same_shape(fn, src, slice)
+    local a, b = src:size(), slice:size()
+    local same = #a == #b
+    for i = 1, #a do same = same and a[i] == b[i] end
+    if not same then
+      check.fail(fn, "expected src to have a size equal to the slice of self. src size = [%s], slice size = [%s]",
+        table.concat(a, ", "), table.concat(b, ", "))
+    end
+  end
+  local DIAGONAL_SCATTER = { offset = "integer", dim1 = "integer", dim2 = "integer" }
+  local function diagonal_scatter(t, src, offset, dim1, dim2)
+    local fn = "diagonal_scatter"
+    check.tensor(t, fn, "input")
+    check.tensor(src, fn, "src")
+    if type(offset) == "table" and not is_tensor(offset) then
+      if dim1 ~= nil or dim2 ~= nil then check.fail(fn, "either an options table or positional arguments, not both") end
+      local o = check.options(offset, fn, DIAGONAL_SCATTER)
+      offset, dim1, dim2 = o.offset, o.dim1, o.dim2
+    end
+    offset = check.opt_int(offset, fn, "offset", 0)
+    dim1, dim2 = check.opt_int(dim1, fn, "dim1", 1), check.opt_int(dim2, fn, "dim2", 2)
+    if t:dim() < 2 then check.fail(fn, "expected a tensor of at least 2 dims, got %d", t:dim()) end
+    local d1, d2 = wrap_dim(t, dim1, fn), wrap_dim(t, dim2, fn)
+    if d1 == d2 then check.fail(fn, "diagonal dimensions cannot be identical %d, %d", dim1, dim2) end
+    -- the two dims last in a contiguous copy, whose diagonal is a view (t:diagonal of dims that are
+    -- not adjacent is a copy, which a write would not reach), then back in their places
+    local y = t:movedim({ d1, d2 }, { -2, -1 }):clone():contiguous()
+    local diag = y:diagonal(offset, -2, -1)
+    same_shape(fn, src, diag)
+    diag:copy_(src)
+    return y:movedim({ -2, -1 }, { d1, d2 }):contiguous()
+  end
+  local function select_scatter(t, src, dim, index)
+    local fn = "select_scatter"
+    check.tensor(t, fn, "input")
+    check.tensor(src, fn, "src")
+    if dim == nil then check.fail(fn, "missing required argument 'dim'") end
+    if index == nil then check.fail(fn, "missing required argument 'index'") end
+    index = check.opt_int(index, fn, "index")
+    if t:dim() == 0 then check.fail(fn, "cannot select from a 0-dim tensor") end
+    local d = wrap_dim(t, check.int(dim, fn, "dim"), fn)
+    local n = t:size(d)
+    if index == 0 then check.fail(fn, "index 0 is invalid: indices count from 1 (and from -1 backwards)") end
+    if index > n or index < -n then
+      check.fail(fn, "index %d out of range for tensor of size [%s] at dimension %d", index, table.concat(t:size(), ", "), d)
+    end
     local out = t:clone()
-    out:diagonal(offset or 0, dim1 or 1, dim2 or 2):copy_(src)
+    local slice = out:select(d, index)
+    same_shape(fn, src, slice)
+    slice:copy_(src)
     return out
   end
-  function ops.select_scatter(t, src, dim, index)
-    check.tensor(t, "select_scatter", "input")
-    check.tensor(src, "select_scatter", "src")
-    local out = t:clone()
-    out:select(dim, index):copy_(src)
-    return out
-  end
+  ops.diagonal_scatter = check.by_name(diagonal_scatter, "diagonal_scatter",
+    { "input", "src", "offset?", "dim1?", "dim2?" })
+  ops.select_scatter = check.by_name(select_scatter, "select_scatter", { "input", "src", "dim", "index" })
   wick.diagonal_scatter, wick.select_scatter = ops.diagonal_scatter, ops.select_scatter
   Tensor.diagonal_scatter, Tensor.select_scatter = ops.diagonal_scatter, ops.select_scatter
   -- torch.dropout(input, p, train) and the distance functions at the top level: nn.functional's
@@ -4458,6 +4760,7 @@ return function(wick)
     out:index_copy_(d, index, src:to(t.dtype))
     return out
   end
+  ops.slice_scatter = check.by_name(ops.slice_scatter, "slice_scatter", { "input", "src" })
   wick.slice_scatter, Tensor.slice_scatter = ops.slice_scatter, ops.slice_scatter
 
   --- wick.frobenius_norm(input, dim[, keepdim]) and wick.nuclear_norm(input[, dim][, keepdim]): linalg's norms
