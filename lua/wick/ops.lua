@@ -678,7 +678,7 @@ return function(wick)
       local e = -(1 - wick._rand(rows, n, { dtype = "float64", device = probs.device })):log()
       local idx
       if num_samples == 1 then idx = (p / e):argmax(2, true) -- one token at a time: no sort
-      else _, idx = Tensor.topk(p / e, num_samples, 2, true) end
+      else idx = select(2, Tensor.topk(p / e, num_samples, 2, true)) end
       return nd == 1 and idx:view(num_samples) or idx
     end
     -- inverse CDF: the category is the number of cumulative sums at or below u * total, where
