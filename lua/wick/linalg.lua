@@ -745,6 +745,15 @@ local geev = (function()
     return k, l, scale
   end
 
+  -- H = I - tau v v' applied from the left to columns c1..c2 of m (v's entries i+1..ihi; dlarf's order)
+  local function reflect_columns(m, v, tau, i, ihi, c1, c2)
+    for c = c1, c2 do
+      local sum = 0
+      for k = i + 1, ihi do sum = sum + v[k] * m[k][c] end
+      sum = sum * tau
+      for k = i + 1, ihi do m[k][c] = m[k][c] - sum * v[k] end
+    end
+  end
   -- dgehd2 and dorghr: Householder reflectors H = I - tau v v' (v(1) = 1, dlarfg's signs) reduce
   -- rows and columns ilo..ihi of a to upper Hessenberg form; q (when asked) their product
   local function hessenberg(a, n, ilo, ihi, want_q)
@@ -766,12 +775,7 @@ local geev = (function()
           sum = sum * tau
           for k = i + 1, ihi do row[k] = row[k] - sum * v[k] end
         end
-        for c = i + 1, n do -- from the left, columns i+1..n
-          local sum = 0
-          for k = i + 1, ihi do sum = sum + v[k] * a[k][c] end
-          sum = sum * tau
-          for k = i + 1, ihi do a[k][c] = a[k][c] - sum * v[k] end
-        end
+        reflect_columns(a, v, tau, i, ihi, i + 1, n) -- from the left, columns i+1..n
       else
         for k = i + 2, ihi do v[k] = 0 end
       end
@@ -783,14 +787,7 @@ local geev = (function()
     for i = 1, n do q[i][i] = 1 end
     for i = ihi - 1, ilo, -1 do -- q = H(ilo) ... H(ihi-1), accumulated backwards
       local v, tau = vs[i], taus[i]
-      if tau ~= 0 then
-        for c = i + 1, ihi do
-          local sum = 0
-          for k = i + 1, ihi do sum = sum + v[k] * q[k][c] end
-          sum = sum * tau
-          for k = i + 1, ihi do q[k][c] = q[k][c] - sum * v[k] end
-        end
-      end
+      if tau ~= 0 then reflect_columns(q, v, tau, i, ihi, i + 1, ihi) end
     end
     return q
   end

@@ -354,14 +354,19 @@ function T.RandomCrop:transform(x, p)
   return x
 end
 
--- a window of random area (scale of the image's) and aspect (log-uniform in ratio): torchvision's draws
-local function resized_crop_params(height, width, scale, ratio)
-  local area = height * width
+-- a window's random area (scale of the image's) and aspect (log-uniform in ratio), torchvision's draws in its
+-- order: area_draw(area, scale, ratio) gives the function that draws one (area, aspect) pair
+local function area_draw(area, scale, ratio)
   local log_ratio = wick.tensor(ratio):log()
   local lr1, lr2 = log_ratio[1]:item(), log_ratio[2]:item()
+  return function()
+    return area * uniform(scale[1], scale[2]), wick.empty(1):uniform_(lr1, lr2):exp():item()
+  end
+end
+local function resized_crop_params(height, width, scale, ratio)
+  local draw = area_draw(height * width, scale, ratio)
   for _ = 1, 10 do
-    local target_area = area * uniform(scale[1], scale[2])
-    local aspect = wick.empty(1):uniform_(lr1, lr2):exp():item()
+    local target_area, aspect = draw()
     local w = pyround(sqrt(target_area * aspect))
     local h = pyround(sqrt(target_area / aspect))
     if 0 < w and w <= width and 0 < h and h <= height then
@@ -619,12 +624,9 @@ function T.GaussianBlur:transform(x, p) return TF.gaussian_blur(x, self.kernel_s
 -- ---------------------------------------------------------------- erasing
 
 local function erasing_params(c, img_h, img_w, scale, ratio, value)
-  local area = img_h * img_w
-  local log_ratio = wick.tensor(ratio):log()
-  local lr1, lr2 = log_ratio[1]:item(), log_ratio[2]:item()
+  local draw = area_draw(img_h * img_w, scale, ratio)
   for _ = 1, 10 do
-    local erase_area = area * uniform(scale[1], scale[2])
-    local aspect = wick.empty(1):uniform_(lr1, lr2):exp():item()
+    local erase_area, aspect = draw()
     local h = pyround(sqrt(erase_area * aspect))
     local w = pyround(sqrt(erase_area / aspect))
     if h < img_h and w < img_w then
