@@ -529,6 +529,12 @@ local function number_pair(fn, v, name)
   end
   return v
 end
+-- a center {x, y} in pixels as the offset from the image's middle (torchvision's center_f); nil: the middle
+local function center_offset(fn, center, h, w)
+  if center == nil then return { 0.0, 0.0 } end
+  number_pair(fn, center, "center")
+  return { center[1] - w * 0.5, center[2] - h * 0.5 }
+end
 
 --- F.affine(img, angle, translate, scale, shear[, interpolation = "nearest"[, fill[, center]]]): rotation by angle
 --- degrees (counter-clockwise), translation {tx, ty} in pixels, scale, shear (degrees, a number or {sx, sy}) about
@@ -547,11 +553,7 @@ function M.affine(img, angle, translate, scale, shear, interpolation, fill, cent
   if #shear ~= 2 then check.fail(fn, "Shear should be a sequence containing two values. Got a table of %d", #shear) end
   local mode = grid_mode(fn, interpolation)
   local h, w = img:size(-2), img:size(-1)
-  local cf = { 0.0, 0.0 }
-  if center ~= nil then
-    number_pair(fn, center, "center")
-    cf = { center[1] - w * 0.5, center[2] - h * 0.5 }
-  end
+  local cf = center_offset(fn, center, h, w)
   fill_check(fn, img, fill)
   local m = inverse_affine_matrix(cf, angle, { translate[1], translate[2] }, scale, shear)
   local dtype = img:is_floating_point() and img.dtype or "float32"
@@ -592,11 +594,7 @@ function M.rotate(img, angle, interpolation, expand, center, fill)
   end
   local mode = grid_mode(fn, interpolation)
   local ih, iw = img:size(-2), img:size(-1)
-  local cf = { 0.0, 0.0 }
-  if center ~= nil then
-    number_pair(fn, center, "center")
-    cf = { center[1] - iw * 0.5, center[2] - ih * 0.5 }
-  end
+  local cf = center_offset(fn, center, ih, iw)
   local m = inverse_affine_matrix(cf, -angle, { 0.0, 0.0 }, 1.0, { 0.0, 0.0 })
   fill_check(fn, img, fill)
   local ow, oh = iw, ih
