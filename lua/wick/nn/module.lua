@@ -1053,7 +1053,11 @@ end
 -- PyTorch's module-global hooks (torch.nn.modules.module.register_module_forward_hook and its kin):
 -- they run for every module call, before the module's own hooks of the kind; each returns a handle
 local function add_global_hook(key, fn, what, opts)
+  if is_module(fn) then -- (m:register_module_forward_hook(f): the module came as the hook)
+    check.fail(what, "takes a function for every module's calls: nn.%s(fn), not a module's method call", what)
+  end
   check.callable(fn, what, "hook")
+  if key == "_forward_hook_list" then opts = check.options(opts, what, { with_kwargs = "boolean", always_call = "boolean" }) end
   local list = global_hooks[key]
   hook_ids = hook_ids + 1
   local entry = { fn = fn, id = hook_ids, with_kwargs = opts and opts.with_kwargs, always_call = opts and opts.always_call }
@@ -1067,9 +1071,7 @@ function Module.register_module_forward_pre_hook(fn)
 end
 --- register_module_forward_hook(fn[, {with_kwargs =, always_call =}]): fn(m, args, output) after every module's forward
 function Module.register_module_forward_hook(fn, opts)
-  local what = "register_module_forward_hook"
-  return add_global_hook("_forward_hook_list", fn, what,
-    check.options(opts, what, { with_kwargs = "boolean", always_call = "boolean" }))
+  return add_global_hook("_forward_hook_list", fn, "register_module_forward_hook", opts)
 end
 --- register_module_full_backward_hook(fn), register_module_full_backward_pre_hook(fn): every module's
 function Module.register_module_full_backward_hook(fn)
