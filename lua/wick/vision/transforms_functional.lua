@@ -382,16 +382,21 @@ local function uint8_resize_dim(x, d, out_size, mode, antialias)
     if floor(0.5 + wmax * 2 ^ (prec + 1)) >= 2 ^ 15 then break end
     prec = prec + 1
   end
-  local md = {}
-  for j = 1, in_size do md[j] = {} for i = 1, out_size do md[j][i] = 0 end end
+  -- the (in_size, out_size) weight matrix from its nonzero entries, a few per output column
+  local at_in, at_out, q_of = {}, {}, {}
   for i, r in ipairs(rows) do
     for k, v in ipairs(r.w) do
       local q = v * 2 ^ prec
       q = q < 0 and -floor(-q + 0.5) or floor(q + 0.5) -- (C's cast after +-0.5: toward zero)
-      md[r.xmin + k][i] = q
+      at_in[#at_in + 1], at_out[#at_out + 1], q_of[#q_of + 1] = r.xmin + k, i, q
     end
   end
-  local m = wick.tensor(md, { dtype = "float64", device = x.device })
+  local m = wick.zeros({ in_size, out_size }, { dtype = "float64", device = x.device })
+  if #q_of > 0 then
+    local idx = { wick.tensor(at_in, { dtype = "int64", device = x.device }),
+      wick.tensor(at_out, { dtype = "int64", device = x.device }) }
+    m:index_put_(idx, wick.tensor(q_of, { dtype = "float64", device = x.device }))
+  end
   local xd = x:double()
   if d == 3 then xd = xd:transpose(3, 4) end
   local acc = xd:matmul(m) -- (exact: integers below 2^53)
@@ -411,6 +416,7 @@ function M.resize(img, size, interpolation, max_size, antialias)
   local shape = sizes(img)
   local c, h, w = img:size(-3), img:size(-2), img:size(-1)
   local nh, nw = resized_size(fn, h, w, size, max_size)
+  if nh * nw > 2 ^ 40 then check.fail(fn, "output size %d x %d is too large", nh, nw) end -- (F.interpolate's bound)
   if nh == h and nw == w then return img end
   if img:numel() == 0 then return img:reshape(with_tail(shape, 3, { c, nh, nw })) end
   local x = img:reshape({ -1, c, h, w })
